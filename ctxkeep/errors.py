@@ -1,0 +1,56 @@
+"""Errors raised by ctxkeep.
+
+Flat and small, in the style of sqlite-utils and dlt: every error says what failed,
+where, and what to do, and whether retrying can help (``transient``). All errors keep
+their fields through pickling, so they can cross process and Prefect task boundaries.
+"""
+from __future__ import annotations
+
+
+class CtxkeepError(Exception):
+    """Base class. ``transient`` is True when the same call may succeed later."""
+
+    transient: bool = False
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+        super().__init__(message, where, hint)
+        self.message = message
+        self.where = where
+        self.hint = hint
+
+    def __str__(self) -> str:  # one line: what, where, what to do
+        parts = [self.message]
+        if self.where:
+            parts.append(f"({self.where})")
+        if self.hint:
+            parts.append(f"- {self.hint}")
+        return " ".join(parts)
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.message, self.where, self.hint))
+
+
+def _rebuild(cls, message, where, hint):
+    return cls(message, where=where, hint=hint)
+
+
+class StoreBusy(CtxkeepError):
+    """Another process holds the store's maintenance lock, or SQLite stayed locked."""
+
+    transient = True
+
+
+class StoreError(CtxkeepError):
+    """The store is unreadable, of an unknown schema version, or not writable."""
+
+
+class ConfigError(CtxkeepError):
+    """``config.toml`` or an environment override is invalid."""
+
+
+class UsageError(CtxkeepError):
+    """A command or tool was called with arguments that do not fit together."""
+
+
+class SearchSyntaxError(CtxkeepError):
+    """A raw FTS5 query did not parse (only raised in raw mode)."""

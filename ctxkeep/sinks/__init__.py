@@ -1,0 +1,1 @@
+"""Load: the SQLite store (system of record, FTS5), the DuckDB analytics store."""

@@ -1,0 +1,349 @@
+"""The SQLite store (``store.db``): the system of record.
+
+Tables:
+
+- ``entries``: one row per entry (``schema.STORED_COLUMNS``; ``ts`` as ISO-8601 UTC
+  text, ``is_sidechain`` 0/1); ``rowid`` orders rows for the DuckDB sync;
+- ``contents``: one row per distinct text (``content_hash``, ``bytes``,
+  ``token_estimate``, ``token_method``); the text itself lives in ``chunks``
+  (≤ 4 KiB each, concatenating back to the exact text);
+- ``fts_words``: FTS5 ``porter unicode61`` over ``chunks`` (external content: the
+  text is stored once);
+- ``fts_grams``: FTS5 over CJK bigrams and identifier parts of chunks
+  (``transforms.grams``; rowid = chunk_id);
+- ``usage``: one row per counted API response (``usage_key``);
+- ``watermarks``, ``quarantine``, ``runs``, ``tombstones``, ``meta``.
+
+WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes use
+``BEGIN IMMEDIATE``; maintenance runs also take ``ingest.lock``). The file is created
+0600.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import polars as pl
+
+from ..errors import StoreBusy, StoreError
+from ..schema import STORED_COLUMNS, USAGE_COLUMNS
+from ..sources.base import Watermark
+
+SCHEMA_VERSION = 1
+DB_NAME = "store.db"
+
+_ENTRY_DDL_TYPES = {
+    "source_offset": "INTEGER", "text_bytes": "INTEGER", "token_estimate": "INTEGER",
+    "is_sidechain": "INTEGER", **{c: "INTEGER" for c in USAGE_COLUMNS},
+}
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS entries(
+  rowid INTEGER PRIMARY KEY,
+  {", ".join(f"{c} {_ENTRY_DDL_TYPES.get(c, 'TEXT')}" + (" NOT NULL UNIQUE" if c == "entry_id" else "")
+             for c in STORED_COLUMNS)},
+  ingested_at TEXT
+);
+CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, ts);
+CREATE INDEX IF NOT EXISTS entries_content ON entries(content_hash);
+CREATE INDEX IF NOT EXISTS entries_project ON entries(project_dir);
+CREATE INDEX IF NOT EXISTS entries_agent_kind ON entries(agent, kind);
+CREATE INDEX IF NOT EXISTS entries_source ON entries(source_path, source_offset);
+CREATE TABLE IF NOT EXISTS contents(
+  content_id INTEGER PRIMARY KEY,
+  content_hash TEXT NOT NULL UNIQUE,
+  bytes INTEGER NOT NULL,
+  token_estimate INTEGER,
+  token_method TEXT
+);
+CREATE TABLE IF NOT EXISTS chunks(
+  chunk_id INTEGER PRIMARY KEY,
+  content_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_content ON chunks(content_id, seq);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
+  text, content='chunks', content_rowid='chunk_id',
+  tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_grams USING fts5(
+  grams, tokenize='unicode61 remove_diacritics 0');
+CREATE TABLE IF NOT EXISTS usage(
+  usage_key TEXT PRIMARY KEY, agent TEXT, session_id TEXT, project_dir TEXT, ts TEXT,
+  model TEXT, {", ".join(f"{c} INTEGER" for c in USAGE_COLUMNS)}, entry_id TEXT);
+CREATE INDEX IF NOT EXISTS usage_ts ON usage(ts);
+CREATE TABLE IF NOT EXISTS watermarks(
+  path TEXT PRIMARY KEY, agent TEXT, dev INTEGER, ino INTEGER, size INTEGER,
+  mtime_ns INTEGER, offset INTEGER, head_len INTEGER, head_hash TEXT,
+  parser_version INTEGER, state TEXT, updated_at TEXT);
+CREATE TABLE IF NOT EXISTS quarantine(
+  id INTEGER PRIMARY KEY, agent TEXT, path TEXT, offset INTEGER, length INTEGER,
+  reason TEXT, action TEXT, raw BLOB, first_seen TEXT, UNIQUE(path, offset, reason));
+CREATE TABLE IF NOT EXISTS runs(
+  run_id INTEGER PRIMARY KEY, flow TEXT, started_at TEXT, finished_at TEXT, status TEXT,
+  files INTEGER, bytes INTEGER, entries_new INTEGER, quarantined INTEGER,
+  seconds REAL, detail TEXT);
+CREATE TABLE IF NOT EXISTS tombstones(
+  scope TEXT, value TEXT, created_at TEXT, PRIMARY KEY(scope, value));
+"""
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO-8601 text with microseconds and ``Z``."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _create_private(path: Path) -> None:
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+
+
+def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed, unless ``readonly``) ``<home>/store.db``.
+
+    Returns a connection in autocommit mode (use ``write()`` for transactions).
+    Raises StoreError when a read-only open finds no store, or the schema is newer
+    than this version of ctxkeep.
+    """
+    path = Path(home) / DB_NAME
+    if readonly:
+        if not path.exists():
+            raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False)
+    else:
+        Path(home).mkdir(parents=True, exist_ok=True, mode=0o700)
+        _create_private(path)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=30000")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        ensure_schema(conn)
+    else:
+        check_version(conn)
+    return conn
+
+
+def check_version(conn: sqlite3.Connection) -> None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        return
+    if row and int(row[0]) > SCHEMA_VERSION:
+        raise StoreError(f"store schema v{row[0]} is newer than this ctxkeep (v{SCHEMA_VERSION})",
+                         hint="upgrade ctxkeep")
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Create the tables if missing and record the schema version."""
+    check_version(conn)
+    with write(conn):
+        for stmt in DDL.split(";\n"):
+            if stmt.strip():
+                conn.execute(stmt)
+        conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+@contextmanager
+def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction (``BEGIN IMMEDIATE``), committed on success, rolled back on
+    error. Raises StoreBusy when another writer holds the database past the timeout."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e) or "busy" in str(e):
+            raise StoreBusy("the store is locked by another writer", hint="retry later") from None
+        raise
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+# ---------------------------------------------------------------- watermarks
+
+def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
+    """All watermarks, keyed by path."""
+    out = {}
+    for r in conn.execute("SELECT path, agent, dev, ino, size, mtime_ns, offset, head_len, "
+                          "head_hash, parser_version, state FROM watermarks"):
+        out[r[0]] = Watermark(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                              json.loads(r[10] or "{}"))
+    return out
+
+
+def _save_watermark(conn: sqlite3.Connection, wm: Watermark) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO watermarks VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+        (wm.path, wm.agent, wm.dev, wm.ino, wm.size, wm.mtime_ns, wm.offset, wm.head_len,
+         wm.head_hash, wm.parser_version, json.dumps(wm.state, ensure_ascii=False), now_iso()))
+
+
+# ---------------------------------------------------------------- lookups
+
+def _chunks(values: list, n: int = 30000) -> Iterable[list]:
+    for i in range(0, len(values), n):
+        yield values[i:i + n]
+
+
+def existing_entry_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    """The subset of ``ids`` already stored in ``entries``."""
+    found: set[str] = set()
+    for part in _chunks(ids):
+        q = f"SELECT entry_id FROM entries WHERE entry_id IN ({','.join('?' * len(part))})"
+        found.update(r[0] for r in conn.execute(q, part))
+    return found
+
+
+def existing_contents(conn: sqlite3.Connection, hashes: list[str]) -> dict[str, int]:
+    """``content_hash → token_estimate`` for the subset of ``hashes`` already stored."""
+    found: dict[str, int] = {}
+    for part in _chunks(hashes):
+        q = (f"SELECT content_hash, token_estimate FROM contents "
+             f"WHERE content_hash IN ({','.join('?' * len(part))})")
+        found.update((h, t) for h, t in conn.execute(q, part))
+    return found
+
+
+def tombstoned(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Purged scopes that ingest must skip: ``{"session": {...}, "project": {...}}``."""
+    out: dict[str, set[str]] = {"session": set(), "project": set()}
+    for scope, value in conn.execute("SELECT scope, value FROM tombstones"):
+        out.setdefault(scope, set()).add(value)
+    return out
+
+
+# ---------------------------------------------------------------- load
+
+def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+
+
+def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
+               chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
+               watermark: Watermark | None) -> int:
+    """Store one batch in a single transaction and return the number of new entries.
+
+    Args:
+        entries: new entries, columns ``STORED_COLUMNS`` (extra columns ignored).
+        contents: new contents: content_hash, bytes, token_estimate, token_method.
+        chunks: content_hash (str), seq (int), text (str), grams (str; '' for none).
+        usage: usage rows (``transforms.normalize.usage_frame``); on a key already
+            stored, the row with the larger total wins.
+        quarantine: rows from ``sources.base.quarantine_row`` (+ ``agent``).
+        watermark: saved with the batch, so the batch is stored exactly once.
+    """
+    stamp = now_iso()
+    with write(conn):
+        if contents.height:
+            conn.executemany(
+                "INSERT OR IGNORE INTO contents(content_hash, bytes, token_estimate, token_method) "
+                "VALUES(?,?,?,?)",
+                contents.select("content_hash", "bytes", "token_estimate", "token_method").rows())
+        if chunks.height:
+            hashes = chunks["content_hash"].unique().to_list()
+            ids = {}
+            for part in _chunks(hashes):
+                q = (f"SELECT content_hash, content_id FROM contents WHERE content_hash IN "
+                     f"({','.join('?' * len(part))})")
+                ids.update(conn.execute(q, part).fetchall())
+            first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunks").fetchone()[0] + 1
+            rows = []
+            grams_rows = []
+            for i, (h, seq, text, grams) in enumerate(chunks.select(
+                    "content_hash", "seq", "text", "grams").iter_rows()):
+                cid = first + i
+                rows.append((cid, ids[h], seq, text))
+                if grams:
+                    grams_rows.append((cid, grams))
+            conn.executemany("INSERT INTO chunks(chunk_id, content_id, seq, text) VALUES(?,?,?,?)", rows)
+            conn.execute("INSERT INTO fts_words(rowid, text) SELECT chunk_id, text FROM chunks "
+                         "WHERE chunk_id >= ?", (first,))
+            if grams_rows:
+                conn.executemany("INSERT INTO fts_grams(rowid, grams) VALUES(?,?)", grams_rows)
+        n_new = 0
+        if entries.height:
+            e = _ts_text(entries.select(STORED_COLUMNS)).with_columns(
+                pl.col("is_sidechain").cast(pl.Int64), pl.lit(stamp).alias("ingested_at"))
+            cols = STORED_COLUMNS + ["ingested_at"]
+            before = conn.total_changes
+            conn.executemany(
+                f"INSERT OR IGNORE INTO entries({','.join(cols)}) VALUES({','.join('?' * len(cols))})",
+                e.rows())
+            n_new = conn.total_changes - before
+        if usage.height:
+            cols = ["usage_key", "agent", "session_id", "project_dir", "ts", "model",
+                    *USAGE_COLUMNS, "entry_id"]
+            total = " + ".join(f"coalesce(usage.{c},0)" for c in USAGE_COLUMNS)
+            xtotal = " + ".join(f"coalesce(excluded.{c},0)" for c in USAGE_COLUMNS)
+            conn.executemany(
+                f"INSERT INTO usage({','.join(cols)}) VALUES({','.join('?' * len(cols))}) "
+                f"ON CONFLICT(usage_key) DO UPDATE SET "
+                + ", ".join(f"{c}=excluded.{c}" for c in cols[1:])
+                + f" WHERE {xtotal} > {total}",
+                _ts_text(usage.select(cols)).rows())
+        if quarantine:
+            conn.executemany(
+                "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, first_seen) "
+                "VALUES(?,?,?,?,?,?,?,?)",
+                [(q.get("agent"), q["path"], q["offset"], q["length"], q["reason"], q["action"],
+                  q["raw"], stamp) for q in quarantine])
+        if watermark is not None:
+            _save_watermark(conn, watermark)
+    return n_new
+
+
+def start_run(conn: sqlite3.Connection, flow: str) -> int:
+    """Record a run's start in ``runs``; returns its run_id."""
+    with write(conn):
+        cur = conn.execute("INSERT INTO runs(flow, started_at, status) VALUES(?,?,'running')",
+                           (flow, now_iso()))
+        return cur.lastrowid
+
+
+def finish_run(conn: sqlite3.Connection, run_id: int, status: str, summary: dict) -> None:
+    """Record a run's end: status (``ok``/``failed``) and its summary figures."""
+    with write(conn):
+        conn.execute(
+            "UPDATE runs SET finished_at=?, status=?, files=?, bytes=?, entries_new=?, "
+            "quarantined=?, seconds=?, detail=? WHERE run_id=?",
+            (now_iso(), status, summary.get("files"), summary.get("bytes"),
+             summary.get("entries_new"), summary.get("quarantined"), summary.get("seconds"),
+             json.dumps(summary, default=str), run_id))
+
+
+# ---------------------------------------------------------------- read side
+
+def content_text(conn: sqlite3.Connection, content_hash: str) -> str | None:
+    """The full text of a content (its chunks joined), or None."""
+    rows = conn.execute(
+        "SELECT ch.text FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+        "WHERE c.content_hash = ? ORDER BY ch.seq", (content_hash,)).fetchall()
+    if not rows:
+        return None
+    return "".join(r[0] for r in rows)
+
+
+def store_files(home: Path) -> dict[str, int]:
+    """Sizes in bytes of the store's files (db, -wal, -shm, analytics, archives)."""
+    out = {}
+    for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", "analytics.duckdb",
+                 "analytics.duckdb.wal"):
+        p = Path(home) / name
+        if p.exists():
+            out[name] = p.stat().st_size
+    arch = Path(home) / "archive"
+    if arch.is_dir():
+        out["archive/"] = sum(p.stat().st_size for p in arch.rglob("*") if p.is_file())
+    return out

@@ -1,0 +1,44 @@
+"""Read-only counts and sizes of a store (``ctxkeep stats``, MCP ``ctx_stats``)."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from .sqlite_store import store_files
+
+
+def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
+    """Counts per agent and kind, sessions, bytes, tokens, quarantine and file sizes.
+
+    Returns ``{"entries": int, "sessions": int, "agents": {agent: {"entries", "sessions",
+    "text_bytes", "token_estimate", "kinds": {kind: n}}}, "status": {status: n},
+    "contents": {"distinct": n, "bytes": n, "token_estimate": n}, "usage": {...tokens},
+    "quarantine": {"skipped": n, "repaired": n}, "files": {name: bytes},
+    "last_ingest": iso | None}``. Byte figures are bytes, token figures tokens.
+    """
+    agents: dict[str, dict] = {}
+    for agent, n, sessions, tb, tok in conn.execute(
+            "SELECT agent, count(*), count(DISTINCT session_id), coalesce(sum(text_bytes),0), "
+            "coalesce(sum(token_estimate),0) FROM entries GROUP BY agent ORDER BY agent"):
+        agents[agent] = {"entries": n, "sessions": sessions, "text_bytes": tb,
+                         "token_estimate": tok, "kinds": {}}
+    for agent, kind, n in conn.execute("SELECT agent, kind, count(*) FROM entries GROUP BY 1, 2"):
+        agents[agent]["kinds"][kind] = n
+    total, sessions = conn.execute(
+        "SELECT count(*), count(DISTINCT agent || ':' || session_id) FROM entries").fetchone()
+    status = dict(conn.execute("SELECT status, count(*) FROM entries GROUP BY status").fetchall())
+    distinct, cbytes, ctok = conn.execute(
+        "SELECT count(*), coalesce(sum(bytes),0), coalesce(sum(token_estimate),0) FROM contents").fetchone()
+    u = conn.execute("SELECT count(*), coalesce(sum(input_tokens),0), coalesce(sum(output_tokens),0), "
+                     "coalesce(sum(cache_read_tokens),0), coalesce(sum(cache_creation_tokens),0) "
+                     "FROM usage").fetchone()
+    q = dict(conn.execute("SELECT action, count(*) FROM quarantine GROUP BY action").fetchall())
+    last = conn.execute("SELECT max(finished_at) FROM runs WHERE flow='ingest' AND status='ok'").fetchone()[0]
+    return {
+        "entries": total, "sessions": sessions, "agents": agents, "status": status,
+        "contents": {"distinct": distinct, "bytes": cbytes, "token_estimate": ctok},
+        "usage": {"responses": u[0], "input_tokens": u[1], "output_tokens": u[2],
+                  "cache_read_tokens": u[3], "cache_creation_tokens": u[4]},
+        "quarantine": {"skipped": q.get("skipped", 0), "repaired": q.get("repaired", 0)},
+        "files": store_files(home), "last_ingest": last,
+    }

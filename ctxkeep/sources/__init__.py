@@ -1,0 +1,74 @@
+"""Extract: one module per agent. ``SOURCES`` maps an agent name to its module.
+
+See ``base.py`` for the contract a source module fulfils; adding an agent is one new
+module registered here plus fixtures (README, "Adding an agent").
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from . import claude_code, codex
+from .base import Discovery, DiscoveryContext, SourceFile
+
+SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (claude_code, codex)}
+
+
+def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
+                 enabled: dict[str, bool] | None = None,
+                 extra_dirs: dict[str, list[Path]] | None = None) -> list[Discovery]:
+    """Run every (selected, enabled) source's discovery.
+
+    Args: ``agents`` restricts to these names (None: all); ``enabled`` maps agent →
+    enabled flag from config; ``extra_dirs`` maps agent → configured session dirs.
+    Returns one Discovery per agent, disabled agents with ``reason="disabled in config"``.
+    """
+    out = []
+    for name, mod in SOURCES.items():
+        if agents and name not in agents:
+            continue
+        if enabled is not None and not enabled.get(name, True):
+            out.append(Discovery(name, reason="disabled in config"))
+            continue
+        dirs = (extra_dirs or {}).get(name, [])
+        sub = DiscoveryContext(ctx.home, ctx.env, list(dirs), [])
+        d = mod.discover(sub)
+        missing = [p for p in dirs if not p.exists()]
+        if missing:
+            note = "configured dir missing: " + ", ".join(map(str, missing))
+            d.reason = f"{d.reason}; {note}" if d.reason else note
+        out.append(d)
+    return out
+
+
+def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple[list[SourceFile], list[str]]:
+    """Map explicit ``--path`` files or directories to source files.
+
+    Each file is offered to every source's ``matches``; the first that claims it wins.
+    Returns ``(files, problems)`` where problems are one-line messages for paths that
+    do not exist or that no source recognizes.
+    """
+    files, problems = [], []
+    for p in paths:
+        p = Path(p).expanduser()
+        if not p.exists():
+            problems.append(f"{p}: no such file or directory")
+            continue
+        cands = [p] if p.is_file() else sorted(x for x in p.rglob("*") if x.is_file())
+        found = 0
+        for c in cands:
+            for name, mod in SOURCES.items():
+                if agents and name not in agents:
+                    continue
+                if getattr(mod, "matches", None) and mod.matches(c):
+                    meta = {}
+                    if c.name.startswith("agent-") and name == "claude-code":
+                        meta["subagent"] = c.stem[len("agent-"):]
+                        if c.parent.name == "subagents":
+                            meta["parent_session"] = c.parent.parent.name
+                    files.append(SourceFile(name, c, "append", meta))
+                    found += 1
+                    break
+        if not found:
+            problems.append(f"{p}: no session file of a known agent found")
+    return files, problems

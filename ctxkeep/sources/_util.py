@@ -1,0 +1,40 @@
+"""Small helpers shared by source modules: text rendering of common block shapes."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences (e.g. ``\\x1b[1m``) from terminal output."""
+    return ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def media_placeholder(kind: str, media_type: str | None, b64_len: int) -> str:
+    """A short stand-in for inline base64 media: ``[image image/png, 785,205 bytes]``.
+    The size is the decoded size (3/4 of the base64 length); the data is never kept."""
+    return f"[{kind} {media_type or 'unknown'}, {b64_len * 3 // 4:,} bytes]"
+
+
+def compact_json(value: Any, limit: int | None = None) -> str:
+    """Compact JSON text of ``value`` (non-ASCII kept), optionally cut to ``limit`` chars."""
+    try:
+        s = orjson.dumps(value).decode("utf-8")
+    except TypeError:
+        s = str(value)
+    return s if limit is None or len(s) <= limit else s[:limit] + "…"
+
+
+def as_int(v: Any) -> int | None:
+    """``v`` as an int when it is a number (bool excluded), else None."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return int(v)
+    return None

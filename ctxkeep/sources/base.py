@@ -1,0 +1,288 @@
+"""What every source shares: discovered files, watermarks, batches and the incremental
+JSONL reader with its bad-line quarantine.
+
+A source module (one per agent) provides::
+
+    AGENT: str                      # e.g. "claude-code"
+    PARSER_VERSION: int             # bump to re-read every file of the agent
+    def discover(ctx: DiscoveryContext) -> Discovery
+    def read(file: SourceFile, wm: Watermark | None, batch_bytes: int) -> Iterator[Batch]
+
+``read`` yields bounded batches. Each batch carries the entry dicts it parsed (keys of
+``ctxkeep.schema.SOURCE_SCHEMA``), the lines it quarantined, and the watermark that is
+true once the batch is stored, so a crash between batches loses nothing and repeats
+nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+
+HEAD_BYTES = 4096
+DEFAULT_BATCH_BYTES = 16 * 1024 * 1024
+QUARANTINE_RAW_MAX = 16 * 1024 * 1024  # keep up to 16 MiB of a bad line's bytes
+
+
+@dataclass
+class DiscoveryContext:
+    """Where to look: ``home`` (the user's home dir), ``env`` (environment), extra dirs
+    from config (``extra_dirs``) and explicit paths from ``--path``."""
+
+    home: Path
+    env: dict[str, str]
+    extra_dirs: list[Path] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+
+    @classmethod
+    def from_env(cls, extra_dirs=(), paths=()) -> "DiscoveryContext":
+        env = dict(os.environ)
+        home = Path(env.get("HOME") or Path.home())
+        return cls(home=home, env=env, extra_dirs=list(extra_dirs), paths=list(paths))
+
+
+@dataclass
+class SourceFile:
+    """A discovered session file. ``mode``: ``append`` (JSONL, read from the byte
+    offset), ``rewrite`` (whole document rewritten in place: re-read on change) or
+    ``sqlite`` (agent database, read by row high-water mark). ``meta`` carries
+    source-specific facts found at discovery (e.g. the parent session of a sub-agent)."""
+
+    agent: str
+    path: Path
+    mode: str = "append"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Discovery:
+    """What a source found: files, the places it looked, and why nothing was found."""
+
+    agent: str
+    files: list[SourceFile] = field(default_factory=list)
+    searched: list[Path] = field(default_factory=list)
+    reason: str | None = None
+
+
+@dataclass
+class Watermark:
+    """How far a file was read. ``offset`` is the byte offset after the last complete
+    line stored; ``head_hash`` the SHA-256 of its first ``head_len`` bytes (at most
+    4 KiB); ``state`` the parser's carry-over (JSON-serializable)."""
+
+    path: str
+    agent: str
+    dev: int = 0
+    ino: int = 0
+    size: int = 0
+    mtime_ns: int = 0
+    offset: int = 0
+    head_len: int = 0
+    head_hash: str = ""
+    parser_version: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Batch:
+    """One bounded unit of work: entries (dicts), quarantined lines (dicts with path,
+    offset, length, reason, action, raw), the watermark to store with them, and the raw
+    bytes consumed (``bytes_read``)."""
+
+    entries: list[dict]
+    quarantine: list[dict]
+    watermark: Watermark
+    bytes_read: int = 0
+    lines: int = 0
+
+
+def head_hash(path: Path, length: int) -> str:
+    """SHA-256 hex of the first ``length`` bytes of ``path``."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read(length)).hexdigest()
+
+
+def start_offset(path: Path, st: os.stat_result, wm: Watermark | None,
+                 parser_version: int) -> tuple[int, dict, str]:
+    """Decide where to resume reading ``path``.
+
+    Returns ``(offset, state, why)``: offset 0 with empty state when the file is new,
+    was replaced (device/inode changed), shrank, had its head rewritten, or the parser
+    version changed; else the stored offset and state. ``why`` names the reason.
+    """
+    if wm is None:
+        return 0, {}, "new"
+    if wm.parser_version != parser_version:
+        return 0, {}, "parser changed"
+    if (wm.dev, wm.ino) != (st.st_dev, st.st_ino):
+        return 0, {}, "replaced"
+    if st.st_size < wm.offset:
+        return 0, {}, "shrank"
+    if wm.head_len and head_hash(path, wm.head_len) != wm.head_hash:
+        return 0, {}, "head changed"
+    return wm.offset, dict(wm.state), "append"
+
+
+def is_unchanged(st: os.stat_result, wm: Watermark | None, parser_version: int) -> bool:
+    """True when nothing can be new: same inode, size, mtime and parser version."""
+    return (wm is not None and wm.parser_version == parser_version
+            and (wm.dev, wm.ino, wm.size, wm.mtime_ns)
+            == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+def _scrub(obj):
+    """Replace lone surrogates in every string of ``obj`` by U+FFFD (recursively)."""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+            return obj
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in obj)
+    if isinstance(obj, dict):
+        return {_scrub(k): _scrub(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_scrub(v) for v in obj]
+    return obj
+
+
+def parse_line(raw: bytes) -> tuple[Any, str | None]:
+    """Parse one JSONL line.
+
+    Returns ``(record, None)`` for valid JSON; ``(record, repair_reason)`` when the line
+    parses only leniently (invalid UTF-8 bytes, lone surrogate escapes, raw control
+    characters: the record is kept with U+FFFD replacements); ``(None, reason)`` when
+    it cannot be parsed (the caller quarantines it).
+    """
+    try:
+        return orjson.loads(raw), None
+    except orjson.JSONDecodeError as e:
+        first_error = str(e)
+    if b"\x00" in raw:
+        return None, "NUL bytes in line"
+    text = raw.decode("utf-8", "replace")
+    try:
+        rec = json.loads(text, strict=False)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data":
+            return None, f"two JSON values glued on one line (second at char {e.pos})"
+        return None, f"malformed JSON: {e.msg} at char {e.pos}"
+    reasons = []
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        reasons.append("invalid UTF-8 replaced")
+    scrubbed = _scrub(rec)
+    if scrubbed != rec:
+        reasons.append("lone surrogate replaced")
+    if not reasons:
+        reasons.append(f"lenient parse ({first_error.split(':')[0]})")
+    return scrubbed, "repaired: " + ", ".join(reasons)
+
+
+def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:
+    """A quarantine record: path, byte offset and length of the line, the reason, the
+    action (``skipped``: not ingested; ``repaired``: ingested with replacements) and up to
+    16 MiB of the raw bytes."""
+    return {"path": str(path), "offset": offset, "length": len(raw), "reason": reason,
+            "action": action, "raw": bytes(raw[:QUARANTINE_RAW_MAX])}
+
+
+ParseFn = Callable[[dict, int, str, dict], list[dict]]
+
+
+def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
+               parse: ParseFn, batch_bytes: int = DEFAULT_BATCH_BYTES,
+               init_state: Callable[[SourceFile], dict] | None = None) -> Iterator[Batch]:
+    """Read the complete lines of an append-only JSONL file after its watermark.
+
+    ``parse(record, offset, line_hash, state)`` maps one parsed line (a dict) to entry
+    dicts and may update ``state``, which is stored in the watermark. A record that is
+    not a JSON object, or a line that does not parse, is quarantined; a parse function
+    that raises quarantines only that line. A last line without ``\\n`` is left for the
+    next run (the agent may be writing it). A file that vanished yields nothing.
+
+    Yields batches of at most about ``batch_bytes`` raw bytes (one line may exceed it).
+    """
+    path = file.path
+    try:
+        f = open(path, "rb")
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        return
+    with f:
+        st = os.fstat(f.fileno())
+        offset, state, _why = start_offset(path, st, wm, parser_version)
+        if offset == 0 and init_state:
+            state = init_state(file)
+        fd = f.fileno()
+        f.seek(offset)
+        pending = b""
+        pos = offset  # file offset of pending[0]
+        while True:
+            chunk = f.read(batch_bytes)
+            data = pending + chunk if pending else chunk
+            if not data:
+                break
+            end = data.rfind(b"\n")
+            if end < 0:
+                if not chunk:
+                    break  # an unterminated last line: leave for the next run
+                pending = data
+                continue
+            complete, pending = data[: end + 1], data[end + 1:]
+            entries: list[dict] = []
+            quarantine: list[dict] = []
+            lines = 0
+            start = 0
+            n = len(complete)
+            while start < n:
+                nl = complete.index(b"\n", start)
+                raw = complete[start:nl]
+                line_off = pos + start
+                start = nl + 1
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                if not raw.strip():
+                    continue
+                lines += 1
+                rec, problem = parse_line(raw)
+                if rec is None:
+                    quarantine.append(quarantine_row(path, line_off, raw, problem))
+                    continue
+                if problem:
+                    quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
+                if not isinstance(rec, dict):
+                    quarantine.append(quarantine_row(
+                        path, line_off, raw, f"not a JSON object ({type(rec).__name__})"))
+                    continue
+                lh = hashlib.sha256(raw).hexdigest()
+                try:
+                    entries.extend(parse(rec, line_off, lh, state))
+                except Exception as e:  # a parser bug must not stop the run
+                    quarantine.append(quarantine_row(
+                        path, line_off, raw, f"parser error: {type(e).__name__}: {e}"))
+            pos += len(complete)
+            # a watermark records the file's size only once every byte was seen, so
+            # a run stopped between batches resumes instead of skipping the file
+            final = pos + len(pending) >= st.st_size
+            new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
+            yield Batch(entries, quarantine, new_wm, bytes_read=len(complete), lines=lines)
+            if not chunk:
+                break
+        if pos == offset and (wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns)
+                              or wm.offset != pos):
+            # nothing complete was read (empty file, or only a partial last line): record
+            # the watermark anyway so that an unchanged file is skipped next time
+            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True))
+
+
+def _watermark(file: SourceFile, st: os.stat_result, fd: int, pos: int,
+               parser_version: int, state: dict, final: bool) -> Watermark:
+    head_len = min(HEAD_BYTES, pos)
+    hh = hashlib.sha256(os.pread(fd, head_len, 0)).hexdigest() if head_len else ""
+    return Watermark(path=str(file.path), agent=file.agent, dev=st.st_dev, ino=st.st_ino,
+                     size=st.st_size if final else pos, mtime_ns=st.st_mtime_ns, offset=pos,
+                     head_len=head_len,
+                     head_hash=hh, parser_version=parser_version, state=state)

@@ -1,0 +1,266 @@
+"""Claude Code sessions.
+
+Where (Claude Code 1.x–2.1): ``$CLAUDE_CONFIG_DIR`` (comma-separated list allowed) or
+``~/.claude`` and ``~/.config/claude``, each with ``projects/<encoded cwd>/<session>.jsonl``;
+sub-agent transcripts as ``projects/<dir>/<session>/subagents/agent-<id>.jsonl``
+(v2.1) or flat ``projects/<dir>/agent-<id>.jsonl`` (v2.0).
+
+Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
+
+- one JSON object per line, append-only; ``type`` is ``user``, ``assistant``,
+  ``system``, ``summary`` or one of many meta types (``permission-mode``,
+  ``attachment``, ``file-history-snapshot``, ``last-prompt``, ``progress`` …);
+- ``message.content`` is a string or a list of blocks: ``text``, ``tool_use``,
+  ``tool_result`` (content: string or blocks), ``thinking``, ``redacted_thinking``,
+  ``image``/``document`` (base64 ``source.data``);
+- ``toolUseResult`` repeats the tool result in another shape: not stored twice;
+- one API response is often written as several lines that share ``message.id`` and
+  ``requestId``, each repeating ``message.usage``: usage is counted once per
+  (message.id, requestId);
+- ``isSidechain`` marks sub-agent lines; v2 sub-agent lines carry ``agentId``;
+- ``isCompactSummary`` marks the summary written after ``/compact``; ``system`` records
+  with ``subtype: compact_boundary`` mark where the context was compacted;
+- the project is the record's ``cwd``, never the folder name (the encoding is lossy).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from ._util import as_int, compact_json, media_placeholder, strip_ansi
+from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                   Watermark, read_jsonl)
+
+AGENT = "claude-code"
+PARSER_VERSION = 1
+
+_META_TEXT_KEYS = ("content", "summary", "customTitle", "aiTitle", "lastPrompt",
+                   "agentName", "title", "prUrl", "error")
+_SIDECHAIN_MAP_MAX = 200_000
+
+
+def roots(ctx: DiscoveryContext) -> list[Path]:
+    """Claude config dirs to search: ``$CLAUDE_CONFIG_DIR`` entries, else ``~/.claude``
+    and ``~/.config/claude``; plus dirs configured for the agent."""
+    env = ctx.env.get("CLAUDE_CONFIG_DIR")
+    if env:
+        out = [Path(p.strip()).expanduser() for p in env.split(",") if p.strip()]
+    else:
+        out = [ctx.home / ".claude", ctx.home / ".config" / "claude"]
+    return out
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Find session and sub-agent transcripts. Configured extra dirs may point at a
+    config dir (holding ``projects/``) or at a ``projects`` dir itself."""
+    d = Discovery(AGENT)
+    seen: set[Path] = set()
+    project_dirs = []
+    for root in roots(ctx) + ctx.extra_dirs:
+        proj = root / "projects" if (root / "projects").is_dir() else root
+        d.searched.append(proj)
+        if proj.is_dir():
+            project_dirs.append(proj)
+    for proj in project_dirs:
+        for p in sorted(proj.glob("*/*.jsonl")):
+            meta = {}
+            if p.name.startswith("agent-"):
+                meta["subagent"] = p.stem[len("agent-"):]
+            _add(d, seen, p, meta)
+        for p in sorted(proj.glob("*/*/subagents/agent-*.jsonl")):
+            _add(d, seen, p, {"subagent": p.stem[len("agent-"):],
+                              "parent_session": p.parent.parent.name})
+    if not d.files:
+        d.reason = ("no Claude Code projects dir found" if not project_dirs
+                    else "projects dir holds no *.jsonl session files")
+    return d
+
+
+def _add(d: Discovery, seen: set, p: Path, meta: dict) -> None:
+    rp = p.resolve()
+    if rp not in seen and p.is_file():
+        seen.add(rp)
+        d.files.append(SourceFile(AGENT, p, "append", meta))
+
+
+def matches(path: Path) -> bool:
+    """True when an explicit ``--path`` file looks like a Claude Code transcript."""
+    if path.suffix != ".jsonl":
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+    except OSError:
+        return False
+    return b'"sessionId"' in head or b'"leafUuid"' in head or b'"parentUuid"' in head \
+        or (b'"type":"file-history-snapshot"' in head)
+
+
+def read(file: SourceFile, wm: Watermark | None,
+         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read new lines of one transcript into entry dicts (see ``parse_record``)."""
+    def init(f: SourceFile) -> dict:
+        return {"file_session": f.path.stem, "sub": f.meta.get("subagent"),
+                "parent": f.meta.get("parent_session")}
+    src = str(file.path)
+
+    def parse(rec, offset, line_hash, state):
+        return parse_record(rec, offset, line_hash, state, src)
+    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init)
+
+
+def _session(rec: dict, state: dict) -> tuple[str, str | None]:
+    """(session_id, parent_session_id) of a record: sub-agents and inline sidechains
+    are sessions of their own, linked to the session that spawned them."""
+    sid = rec.get("sessionId") or state.get("sid") or state.get("file_session")
+    agent_id = rec.get("agentId") or state.get("sub")
+    if agent_id and (rec.get("isSidechain") or state.get("sub")):
+        return f"agent-{agent_id}", sid if sid != f"agent-{agent_id}" else state.get("parent")
+    if rec.get("isSidechain"):
+        # inline sidechain (v1.0.x Task sub-agents): group by the chain's root uuid
+        sc = state.setdefault("sc", {})
+        parent = rec.get("parentUuid")
+        root = sc.get(parent) if parent else None
+        if root is None:
+            root = rec.get("uuid") or parent or "?"
+        u = rec.get("uuid")
+        if u and len(sc) < _SIDECHAIN_MAP_MAX:
+            sc[u] = root
+        return f"{sid}/sidechain-{root[:8]}", sid
+    return sid, None
+
+
+def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
+    """Map one Claude Code line to entry dicts (keys of ``SOURCE_SCHEMA``).
+
+    A user/assistant line gives one entry per content block; usage (assistant lines)
+    rides on the first entry with ``usage_key = "<message.id>:<requestId>"``. Every
+    other record type gives one entry (``summary`` or ``meta``); unknown types are
+    ``meta``, never errors.
+    """
+    rtype = rec.get("type")
+    if rec.get("sessionId"):
+        state["sid"] = rec["sessionId"]
+    if rec.get("cwd"):
+        state["cwd"] = rec["cwd"]
+    session_id, parent_session = _session(rec, state)
+    uuid = rec.get("uuid")
+    base = {
+        "agent": AGENT, "session_id": session_id, "parent_session_id": parent_session,
+        "native_id": uuid, "parent_id": rec.get("parentUuid"),
+        "project_dir": rec.get("cwd") or state.get("cwd"),
+        "ts": rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+        "is_sidechain": bool(rec.get("isSidechain")) or bool(state.get("sub")),
+        "source_path": src, "source_offset": offset,
+        "record_id": uuid or f"{session_id}:{line_hash}",
+    }
+    msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
+    if rtype in ("user", "assistant") and msg is not None:
+        return _message_entries(rec, msg, base)
+    if rtype == "summary":
+        return [dict(base, role="system", kind="summary", part=0,
+                     native_id=uuid or rec.get("leafUuid"),
+                     text=str(rec.get("summary") or ""))]
+    if rtype == "system":
+        text = rec.get("content") if isinstance(rec.get("content"), str) else ""
+        sub = rec.get("subtype")
+        kind = "summary" if sub == "away_summary" else "meta"
+        return [dict(base, role="system", kind=kind, part=0, tool_name=None,
+                     text=strip_ansi(text))]
+    return [dict(base, role="system", kind="meta", part=0, tool_name=rtype,
+                 text=_meta_text(rec))]
+
+
+def _meta_text(rec: dict) -> str:
+    for k in _META_TEXT_KEYS:
+        v = rec.get(k)
+        if isinstance(v, str) and v:
+            return strip_ansi(v)
+    att = rec.get("attachment")
+    if isinstance(att, dict):
+        for k in ("content", "stdout", "prompt"):
+            v = att.get(k)
+            if isinstance(v, str) and v:
+                return strip_ansi(v)
+        return compact_json(att, 2000)
+    return ""
+
+
+def _blocks_text(content) -> str:
+    """Plain text of a tool_result's content: string, or text/image blocks."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return "" if content is None else compact_json(content)
+    parts = []
+    for b in content:
+        if not isinstance(b, dict):
+            parts.append(str(b))
+            continue
+        t = b.get("type")
+        if t == "text":
+            parts.append(str(b.get("text") or ""))
+        elif t in ("image", "document"):
+            src = b.get("source") or {}
+            parts.append(media_placeholder(t, src.get("media_type"), len(src.get("data") or "")))
+        else:
+            parts.append(compact_json(b, 2000))
+    return "\n".join(parts)
+
+
+def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
+    role = msg.get("role") or rec.get("type")
+    content = msg.get("content")
+    out: list[dict] = []
+    if rec.get("isCompactSummary"):
+        kind_msg = "summary"
+    elif rec.get("isMeta"):
+        kind_msg = "meta"
+    else:
+        kind_msg = "message"
+    if isinstance(content, str):
+        out.append(dict(base, role=role, kind=kind_msg, text=content))
+    elif isinstance(content, list):
+        for b in content:
+            if not isinstance(b, dict):
+                out.append(dict(base, role=role, kind=kind_msg, text=str(b)))
+                continue
+            t = b.get("type")
+            if t == "text":
+                out.append(dict(base, role=role, kind=kind_msg, text=str(b.get("text") or "")))
+            elif t == "thinking":
+                out.append(dict(base, role=role, kind="thinking", text=str(b.get("thinking") or "")))
+            elif t == "redacted_thinking":
+                out.append(dict(base, role=role, kind="thinking", text="[redacted thinking]"))
+            elif t == "tool_use":
+                out.append(dict(base, role=role, kind="tool_call", tool_name=b.get("name"),
+                                native_id=b.get("id") or base["native_id"],
+                                text=compact_json(b.get("input"))))
+            elif t == "tool_result":
+                text = _blocks_text(b.get("content"))
+                if b.get("is_error"):
+                    text = "[error] " + text
+                out.append(dict(base, role="tool", kind="tool_result",
+                                native_id=b.get("tool_use_id") or base["native_id"], text=text))
+            elif t in ("image", "document"):
+                src = b.get("source") or {}
+                out.append(dict(base, role=role, kind=kind_msg, text=media_placeholder(
+                    t, src.get("media_type"), len(src.get("data") or ""))))
+            else:
+                out.append(dict(base, role=role, kind="meta", tool_name=t, text=compact_json(b, 2000)))
+    if not out:
+        out.append(dict(base, role=role, kind="meta", text=""))
+    for i, e in enumerate(out):
+        e["part"] = i
+    first = out[0]
+    first["model"] = msg.get("model")
+    mid, rid = msg.get("id"), rec.get("requestId")
+    first["message_id"], first["request_id"] = mid, rid
+    usage = msg.get("usage")
+    if isinstance(usage, dict) and rec.get("type") == "assistant":
+        first["input_tokens"] = as_int(usage.get("input_tokens"))
+        first["output_tokens"] = as_int(usage.get("output_tokens"))
+        first["cache_read_tokens"] = as_int(usage.get("cache_read_input_tokens"))
+        first["cache_creation_tokens"] = as_int(usage.get("cache_creation_input_tokens"))
+        first["usage_key"] = f"{mid}:{rid}" if mid and rid else f"line:{base['record_id']}"
+    return out

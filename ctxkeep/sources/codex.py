@@ -1,0 +1,256 @@
+"""OpenAI Codex CLI rollouts.
+
+Where: ``$CODEX_HOME`` or ``~/.codex``: ``sessions/YYYY/MM/DD/rollout-*.jsonl`` and
+``archived_sessions/**/rollout-*.jsonl``.
+
+Format facts (real rollouts in ``shared/corpus``, Codex 0.34–0.70, plus a synthetic
+0.146 fixture): each line is ``{timestamp, type, payload}`` with ``type``:
+
+- ``session_meta`` (``payload.id`` the session; ``cwd``, ``cli_version``,
+  ``originator``; a rollout may hold several: sub-agent threads and forks, marked by
+  ``forked_from_id``/``parent_thread_id``);
+- ``turn_context`` (``cwd``, ``model``; absent before ~0.40);
+- ``response_item`` with ``payload.type`` ``message`` (content blocks
+  ``input_text``/``output_text``), ``reasoning`` (``summary[].text``; the
+  ``encrypted_content`` is never stored), ``function_call`` (``arguments`` is a JSON
+  *string*), ``function_call_output``, ``custom_tool_call``(``_output``),
+  ``local_shell_call``, ``web_search_call`` …;
+- ``event_msg``: ``token_count`` (``info.total_token_usage`` is cumulative per session,
+  ``info`` may be null), ``user_message``/``agent_message``/``agent_reasoning``
+  (repeat the response_items: not stored twice), and many UI events;
+- ``compacted`` (``payload.message``: the summary that replaced the history).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+from ._util import as_int, compact_json
+from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                   Watermark, read_jsonl)
+
+AGENT = "codex"
+PARSER_VERSION = 1
+
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+#: event_msg types that repeat a response_item in the same rollout
+_DUPLICATE_EVENTS = {"user_message", "agent_message", "agent_reasoning",
+                     "agent_reasoning_raw_content"}
+_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md",
+                     "<permissions", "<INSTRUCTIONS>")
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Find rollouts under ``$CODEX_HOME`` (or ``~/.codex``) and configured dirs."""
+    d = Discovery(AGENT)
+    root = Path(ctx.env["CODEX_HOME"]).expanduser() if ctx.env.get("CODEX_HOME") else ctx.home / ".codex"
+    dirs = [root / "sessions", root / "archived_sessions"] + list(ctx.extra_dirs)
+    seen = set()
+    for base in dirs:
+        d.searched.append(base)
+        if not base.is_dir():
+            continue
+        for p in sorted(base.rglob("rollout-*.jsonl")):
+            rp = p.resolve()
+            if rp not in seen and p.is_file():
+                seen.add(rp)
+                d.files.append(SourceFile(AGENT, p, "append", {"archived": base.name == "archived_sessions"}))
+    if not d.files:
+        d.reason = (f"{root} does not exist" if not root.exists()
+                    else f"no rollout-*.jsonl under {root}/sessions")
+    return d
+
+
+def matches(path: Path) -> bool:
+    """True when an explicit ``--path`` file looks like a Codex rollout."""
+    if path.suffix != ".jsonl":
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b'"type":"session_meta"' in head or b'"type":"response_item"' in head
+
+
+def read(file: SourceFile, wm: Watermark | None,
+         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read new lines of one rollout into entry dicts (see ``parse_record``)."""
+    def init(f: SourceFile) -> dict:
+        m = _UUID_RE.findall(f.path.name)
+        return {"sid": m[-1] if m else f.path.stem}
+    src = str(file.path)
+
+    def parse(rec, offset, line_hash, state):
+        return parse_record(rec, offset, line_hash, state, src)
+    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init)
+
+
+def _text_blocks(content) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    out = []
+    for b in content:
+        if isinstance(b, dict):
+            if isinstance(b.get("text"), str):
+                out.append(b["text"])
+            elif b.get("type") in ("input_image", "image"):
+                url = b.get("image_url") or ""
+                out.append(f"[image {len(url) * 3 // 4:,} bytes]" if url else "[image]")
+    return "\n".join(out)
+
+
+def _decode_arguments(args):
+    """A function_call's ``arguments`` JSON string decoded; shell commands as text."""
+    val = args
+    if isinstance(args, str):
+        try:
+            val = orjson.loads(args)
+        except orjson.JSONDecodeError:
+            return args
+    if isinstance(val, dict) and "command" in val:
+        cmd = val["command"]
+        text = " ".join(map(str, cmd)) if isinstance(cmd, list) else str(cmd)
+        rest = {k: v for k, v in val.items() if k != "command"}
+        return text + ("\n" + compact_json(rest) if rest else "")
+    return compact_json(val) if not isinstance(val, str) else val
+
+
+def _decode_output(out) -> str:
+    if isinstance(out, str):
+        if out.startswith("{") and '"output"' in out:
+            try:
+                val = orjson.loads(out)
+                if isinstance(val, dict) and isinstance(val.get("output"), str):
+                    return val["output"]
+            except orjson.JSONDecodeError:
+                pass
+        return out
+    if isinstance(out, list):
+        return _text_blocks(out)
+    if isinstance(out, dict):
+        if isinstance(out.get("content"), str):
+            return out["content"]
+        return compact_json(out)
+    return "" if out is None else str(out)
+
+
+def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
+    """Map one rollout line to entry dicts (keys of ``SOURCE_SCHEMA``).
+
+    ``state`` carries the session id (first ``session_meta``), the origin of replayed
+    records (latest ``session_meta``), cwd, model and the last cumulative token totals.
+    Usage comes from ``token_count`` events as the delta between cumulative totals;
+    its ``usage_key`` names the origin session and the cumulative total, so a total
+    re-emitted unchanged, or replayed from a parent rollout, counts once.
+    """
+    rtype = rec.get("type")
+    p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+    ts = rec.get("timestamp")
+    if isinstance(ts, str) and ts[:2].isdigit():
+        state["ts"] = ts
+    else:
+        ts = state.get("ts")
+    if rtype == "session_meta":
+        mid = p.get("id") or p.get("session_id")
+        if isinstance(mid, str) and mid:
+            if not state.get("meta_seen"):
+                state["sid"] = mid
+            state["origin"] = mid
+            state["meta_seen"] = True
+        if isinstance(p.get("cwd"), str):
+            state["cwd"] = p["cwd"]
+    elif rtype == "turn_context":
+        if isinstance(p.get("cwd"), str):
+            state["cwd"] = p["cwd"]
+        if isinstance(p.get("model"), str):
+            state["model"] = p["model"]
+    sid = state.get("sid")
+    origin = state.get("origin") or sid
+    base = {
+        "agent": AGENT, "session_id": sid,
+        "parent_session_id": origin if origin != sid else None,
+        "project_dir": state.get("cwd"), "ts": ts, "model": state.get("model"),
+        "is_sidechain": False, "source_path": src, "source_offset": offset,
+        "record_id": f"{origin}:{line_hash}", "part": 0,
+    }
+    if rtype == "response_item":
+        return [_response_item(p, base)]
+    if rtype == "event_msg":
+        et = p.get("type")
+        if et in _DUPLICATE_EVENTS:
+            return []
+        if et == "token_count":
+            return [_token_count(p, base, state, origin)]
+        text = p.get("message") if isinstance(p.get("message"), str) else ""
+        return [dict(base, role="system", kind="meta", tool_name=et, text=text)]
+    if rtype == "compacted":
+        return [dict(base, role="system", kind="summary", text=str(p.get("message") or ""))]
+    if rtype == "session_meta":
+        cli = p.get("cli_version")
+        text = f"Codex session {p.get('id')} in {p.get('cwd')} (cli {cli}, {p.get('originator')})"
+        return [dict(base, role="system", kind="meta", tool_name=rtype, native_id=p.get("id"),
+                     text=text)]
+    return [dict(base, role="system", kind="meta", tool_name=rtype, text="")]
+
+
+def _response_item(p: dict, base: dict) -> dict:
+    it = p.get("type")
+    if it == "message":
+        role = p.get("role") or "assistant"
+        role = "system" if role == "developer" else role
+        text = _text_blocks(p.get("content"))
+        kind = "meta" if text.lstrip().startswith(_CONTEXT_PREFIXES) else "message"
+        return dict(base, role=role, kind=kind, native_id=p.get("id"), text=text)
+    if it == "reasoning":
+        parts = [s.get("text", "") for s in (p.get("summary") or []) if isinstance(s, dict)]
+        if not any(parts):
+            parts = [c.get("text", "") for c in (p.get("content") or []) if isinstance(c, dict)]
+        return dict(base, role="assistant", kind="thinking", native_id=p.get("id"),
+                    text="\n".join(x for x in parts if isinstance(x, str)))
+    if it in ("function_call", "custom_tool_call"):
+        args = p.get("arguments") if it == "function_call" else p.get("input")
+        return dict(base, role="assistant", kind="tool_call", tool_name=p.get("name"),
+                    native_id=p.get("call_id") or p.get("id"), text=_decode_arguments(args))
+    if it in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
+        return dict(base, role="tool", kind="tool_result", native_id=p.get("call_id"),
+                    text=_decode_output(p.get("output")))
+    if it in ("local_shell_call", "web_search_call", "tool_search_call", "image_generation_call"):
+        action = p.get("action") or {k: v for k, v in p.items() if k not in ("type", "result")}
+        return dict(base, role="assistant", kind="tool_call", tool_name=it,
+                    native_id=p.get("call_id") or p.get("id"), text=_decode_arguments(action))
+    if it == "agent_message":
+        return dict(base, role="assistant", kind="message", text=_text_blocks(p.get("content"))
+                    or str(p.get("message") or ""))
+    return dict(base, role="system", kind="meta", tool_name=it, text="")
+
+
+_TOTAL_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens",
+               "reasoning_output_tokens", "total_tokens")
+
+
+def _token_count(p: dict, base: dict, state: dict, origin: str) -> dict:
+    e = dict(base, role="system", kind="meta", tool_name="token_count", text="")
+    info = p.get("info")
+    if not isinstance(info, dict) or not isinstance(info.get("total_token_usage"), dict):
+        return e
+    tot = info["total_token_usage"]
+    cur = [as_int(tot.get(k)) or 0 for k in _TOTAL_KEYS]
+    last = state.get("totals") or [0] * len(_TOTAL_KEYS)
+    state["totals"] = cur
+    delta = [c - l for c, l in zip(cur, last)]
+    if cur[4] == last[4] and delta == [0] * len(delta):
+        return e  # a total re-emitted unchanged adds nothing
+    if any(x < 0 for x in delta):  # totals restarted: take this turn's own usage
+        lt = info.get("last_token_usage") or {}
+        delta = [as_int(lt.get(k)) or 0 for k in _TOTAL_KEYS]
+    inp, cached, out, reasoning, _total = delta
+    e.update(input_tokens=max(inp - cached, 0), cache_read_tokens=cached, output_tokens=out,
+             reasoning_tokens=reasoning, cache_creation_tokens=0,
+             usage_key=f"codex:{origin}:" + ":".join(map(str, cur)))
+    return e

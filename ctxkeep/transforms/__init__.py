@@ -1,0 +1,1 @@
+"""Transform: pure functions over Polars frames and Python values; no I/O."""

@@ -1,0 +1,70 @@
+"""Terms for the substring index, the cheap alternative to a trigram index.
+
+The word index (``porter unicode61``) already finds words and identifier prefixes
+(``validateUs*``). It misses two things, which this module turns into tokens of a
+second, much smaller FTS5 table:
+
+- CJK text: unicode61 makes one token of a whole run of CJK characters, so ``字段``
+  inside ``这个字段`` is not found. Every run becomes its overlapping bigrams plus its
+  last character (``这个 个字 字段 段``): a 2-character term is one bigram, a longer
+  term a phrase of bigrams, a 1-character term the prefix query ``字*``.
+- the inner parts of identifiers: ``validateUserInput`` → ``validate user input``,
+  ``HTTPServerError`` → ``http server error``, so ``UserInput`` is the phrase
+  ``"user input"``. (snake_case and kebab-case are already split by unicode61.)
+
+Only texts that contain CJK or camelCase identifiers get a row.
+"""
+from __future__ import annotations
+
+import re
+
+CJK_CLASS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """Overlapping bigrams of a CJK run plus its last character."""
+    if len(run) == 1:
+        return [run]
+    return [run[i:i + 2] for i in range(len(run) - 1)] + [run[-1]]
+
+
+def camel_parts(word: str) -> list[str]:
+    """Lower-cased parts of a camelCase / PascalCase identifier."""
+    return [p.lower() for p in _PARTS.findall(word)]
+
+
+def grams(text: str) -> str:
+    """Space-separated substring-index terms of ``text`` ('' when there are none)."""
+    out: list[str] = []
+    if not text:
+        return ""
+    for m in _CJK_RUN.finditer(text):
+        out.extend(cjk_bigrams(m.group()))
+        out.append("|")  # run boundary: keeps phrases from spanning two runs
+    for m in _CAMEL.finditer(text):
+        parts = camel_parts(m.group())
+        if len(parts) > 1:
+            out.extend(parts)
+            out.append("|")
+    return " ".join(out) if out else ""
+
+
+def query_grams(term: str) -> str | None:
+    """An FTS5 expression for ``term`` on the substring index, or None when the term
+    has neither CJK nor camelCase parts. CJK: bigram phrase (1 char: prefix query);
+    camelCase: phrase of its parts."""
+    pieces = []
+    for m in _CJK_RUN.finditer(term):
+        run = m.group()
+        if len(run) == 1:
+            pieces.append(f'"{run}"*')
+        else:
+            pieces.append('"' + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + '"')
+    if not pieces:
+        parts = camel_parts(term) if _CAMEL.fullmatch(term.strip()) else []
+        if len(parts) > 1:
+            pieces.append('"' + " ".join(parts) + '"')
+    return " AND ".join(pieces) if pieces else None

@@ -1,0 +1,100 @@
+"""Normalize source entry dicts into the entry frame (``schema.ENTRY_SCHEMA``).
+
+Pure functions: dicts in, Polars frames out. Hashes are SHA-256 (hashlib), stable
+across Polars versions (``pl.Series.hash`` is not).
+"""
+from __future__ import annotations
+
+import hashlib
+
+import polars as pl
+
+from ..schema import ENTRY_SCHEMA, SOURCE_SCHEMA
+from .redact import redact_expr
+
+_IN_SCHEMA = SOURCE_SCHEMA
+
+
+def _sha256(values: pl.Series, length: int | None = None) -> pl.Series:
+    out = [None if v is None else hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+           for v in values.to_list()]
+    return pl.Series(values.name, out, dtype=pl.String)
+
+
+def source_frame(entries: list[dict]) -> pl.DataFrame:
+    """Entry dicts (keys of ``SOURCE_SCHEMA``; missing keys are
+    null; unknown keys ignored) as a frame with exactly those columns and dtypes."""
+    cols = {k: [e.get(k) for e in entries] for k in _IN_SCHEMA}
+    return pl.DataFrame(cols, schema=_IN_SCHEMA, strict=False)
+
+
+def parse_ts(col: pl.Expr) -> pl.Expr:
+    """ISO-8601 strings (``Z`` or offsets, optional fraction) → UTC datetime[us];
+    unparsable → null."""
+    s = col.str.replace(r"Z$", "+00:00")
+    return pl.coalesce(
+        s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", time_zone="UTC", strict=False),
+        s.str.to_datetime("%Y-%m-%dT%H:%M:%S%:z", time_zone="UTC", strict=False),
+        s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_zone="UTC", strict=False),
+        s.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_zone="UTC", strict=False),
+    ).dt.cast_time_unit("us")
+
+
+def entries_frame(entries: list[dict]) -> pl.DataFrame:
+    """The normalized entry frame of a batch.
+
+    - ``text``: redacted (``transforms.redact``), '' when missing;
+    - ``content_hash``: SHA-256 hex of the redacted text, null for '';
+    - ``entry_id``: first 32 hex chars of SHA-256(agent, record_id, part), so the same
+      record read twice, or repeated in a resumed session's file, has one id;
+    - ``ts``: UTC datetime; ``status``: ``active``.
+    Rows with a duplicate entry_id within the batch are dropped (first kept).
+    Returns a frame with the columns and dtypes of ``ENTRY_SCHEMA``.
+    """
+    if not entries:
+        return pl.DataFrame(schema=ENTRY_SCHEMA)
+    df = source_frame(entries)
+    df = df.with_columns(
+        redact_expr("text").fill_null("").alias("text"),
+        pl.col("part").fill_null(0),
+        pl.col("is_sidechain").fill_null(False),
+        pl.concat_str([pl.col("agent"), pl.col("record_id").fill_null(""),
+                       pl.col("part").fill_null(0).cast(pl.String)], separator="\x1f").alias("_key"),
+    )
+    df = df.with_columns(
+        pl.col("_key").map_batches(lambda s: _sha256(s, 32), return_dtype=pl.String).alias("entry_id"),
+        pl.when(pl.col("text") != "").then(pl.col("text")).otherwise(None)
+          .map_batches(_sha256, return_dtype=pl.String).alias("content_hash"),
+        pl.col("text").str.len_bytes().cast(pl.Int64).alias("text_bytes"),
+        parse_ts(pl.col("ts")).alias("ts"),
+        pl.lit("active").alias("status"),
+        pl.lit(None, dtype=pl.Int64).alias("token_estimate"),
+    )
+    return df.unique(subset="entry_id", keep="first", maintain_order=True).select(
+        [pl.col(c).cast(t) for c, t in ENTRY_SCHEMA.items()])
+
+
+def contents_frame(entries: pl.DataFrame) -> pl.DataFrame:
+    """Distinct contents of an entry frame: ``content_hash`` (str), ``text`` (str),
+    ``bytes`` (int64, UTF-8 bytes). Empty texts have no content."""
+    return (entries.filter(pl.col("content_hash").is_not_null())
+            .unique(subset="content_hash", keep="first", maintain_order=True)
+            .select("content_hash", "text", pl.col("text_bytes").alias("bytes")))
+
+
+def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
+    """Usage rows of an entry frame: entries with a ``usage_key``; within the batch the
+    copy with the largest usage per key is kept (one Claude response is often logged
+    as several lines with growing ``output_tokens``). Columns: usage_key, agent,
+    session_id, project_dir, ts, model, input/output/cache_read/cache_creation/
+    reasoning tokens (int64, tokens), entry_id."""
+    u = entries.filter(pl.col("usage_key").is_not_null())
+    cols = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+            "reasoning_tokens"]
+    u = u.with_columns([pl.col(c).fill_null(0) for c in cols]).with_columns(
+        pl.sum_horizontal(cols).alias("_total"))
+    return (u.sort("_total", descending=True, maintain_order=True)
+            .unique(subset="usage_key", keep="first", maintain_order=True)
+            .sort("source_offset")
+            .select("usage_key", "agent", "session_id", "project_dir", "ts", "model", *cols,
+                    "entry_id"))
