@@ -1,48 +1,16 @@
-"""The ``ctxkeep`` command line (Typer): a thin layer over the library.
-
-``search``, ``show`` and ``stats`` read the store directly and never import Prefect;
-``ingest`` runs the Prefect flow (and skips Prefect entirely when nothing changed).
-Every command exits 0 on success, 1 on a ctxkeep error (one line on stderr), 2 on
-wrong usage.
-"""
+"""Core commands: ingest (the main job), search, show, stats."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from . import config as cfgmod
-from .errors import CtxkeepError
-
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Keep the context of AI coding agents: ingest, search and maintain their sessions.")
-out = Console()
-err = Console(stderr=True)
-
-HomeOpt = typer.Option(None, "--home", help="Store directory (default: $CTXKEEP_HOME or the platform data dir).")
-JsonOpt = typer.Option(False, "--json", help="Print JSON for scripts.")
-
-
-def _fail(e: Exception, code: int = 1):
-    err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
-    raise typer.Exit(code)
-
-
-def _home(home: Optional[Path]) -> Path:
-    return cfgmod.resolve_home(home)
-
-
-def _print_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:,.1f} MB"
+from .. import config as cfgmod
+from ..errors import CtxkeepError
+from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out
 
 
 @app.command()
@@ -55,9 +23,9 @@ def ingest(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
-    from .flows import pipeline
-    from .sinks import sqlite_store
-    from .sources import SOURCES
+    from ..flows import pipeline
+    from ..sinks import sqlite_store
+    from ..sources import SOURCES
 
     h = _home(home)
     unknown = [a for a in agent or [] if a not in SOURCES]
@@ -89,7 +57,7 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
                                TimeRemainingColumn, TransferSpeedColumn)
 
-    from .flows import pipeline
+    from ..flows import pipeline
 
     prog = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeRemainingColumn(), console=err, disable=not show, transient=True)
@@ -99,9 +67,9 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     with prog:
         if no_prefect:
             return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
-        from .flows.prefect_env import configure_prefect
+        from ..flows.prefect_env import configure_prefect
         configure_prefect(h)
-        from .flows.ingest import ingest_flow
+        from ..flows.ingest import ingest_flow
         return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
 
 
@@ -131,8 +99,8 @@ def search(
     as_json: bool = JsonOpt,
 ):
     """Search the store (BM25; CJK and partial identifiers through the substring index)."""
-    from .sinks import sqlite_store
-    from .sinks.search import Filters, search as do_search
+    from ..sinks import sqlite_store
+    from ..sinks.search import Filters, search as do_search
 
     try:
         conn = sqlite_store.connect(_home(home), readonly=True)
@@ -161,7 +129,7 @@ def show(
     as_json: bool = JsonOpt,
 ):
     """Print the full contents of entries (tier 2 of a search)."""
-    from .sinks import sqlite_store
+    from ..sinks import sqlite_store
 
     try:
         conn = sqlite_store.connect(_home(home), readonly=True)
@@ -195,8 +163,8 @@ def show(
 @app.command()
 def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
-    from .sinks import sqlite_store
-    from .sinks.stats import store_stats
+    from ..sinks import sqlite_store
+    from ..sinks.stats import store_stats
 
     h = _home(home)
     try:
@@ -228,9 +196,3 @@ def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
               + f"; last ingest {s['last_ingest'] or 'never'}", highlight=False)
 
 
-def main() -> None:  # pragma: no cover - console entry point
-    app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    app()

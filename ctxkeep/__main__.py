@@ -1,0 +1,4 @@
+"""``python -m ctxkeep`` runs the CLI."""
+from .cli import app
+
+app()

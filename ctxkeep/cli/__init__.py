@@ -1,0 +1,54 @@
+"""The ``ctxkeep`` command line (Typer): a thin layer over the library.
+
+One module per area registers its commands on ``app`` (``core``: ingest, search,
+show, stats). A new area adds a module here and one import at the end of this file.
+
+``search``, ``show`` and ``stats`` read the store directly and never import Prefect;
+``ingest`` runs the Prefect flow (and skips Prefect entirely when nothing changed).
+Every command exits 0 on success, 1 on a ctxkeep error (one line on stderr), 2 on
+wrong usage.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .. import config as cfgmod
+from ..errors import CtxkeepError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Keep the context of AI coding agents: ingest, search and maintain their sessions.")
+out = Console()
+err = Console(stderr=True)
+
+HomeOpt = typer.Option(None, "--home", help="Store directory (default: $CTXKEEP_HOME or the platform data dir).")
+JsonOpt = typer.Option(False, "--json", help="Print JSON for scripts.")
+
+
+def _fail(e: Exception, code: int = 1):
+    err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def _home(home: Optional[Path]) -> Path:
+    return cfgmod.resolve_home(home)
+
+
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+
+
+# command modules register themselves on `app` (imported last: they import from here)
+from . import core  # noqa: E402,F401
