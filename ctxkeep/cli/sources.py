@@ -110,6 +110,17 @@ def sources(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
     if as_json:
         _print_json(rows)
         return
+    if out.width < 110:  # too narrow for the table: two lines per agent
+        for r in rows:
+            where = r["where"] or r["reason"] or ""
+            if r["where"] and r["reason"]:
+                where += f" ({r['reason']})"
+            out.print(f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {r['files']:,} files, "
+                      f"{_size(r['bytes'])}, {r['sessions']:,} sessions, {r['entries']:,} entries, "
+                      f"{r['quarantined']:,} quarantined, last ingest "
+                      f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}", highlight=False)
+            out.print(f"  {where}", highlight=False, markup=False)
+        return
     t = Table(title="ctxkeep sources", title_justify="left")
     t.add_column("agent", no_wrap=True)
     for col in ("files", "size", "sessions", "entries", "quarant."):
