@@ -55,3 +55,8 @@ def usage_by_day(store: Path, agent: str) -> dict:
     return {d: tuple(v) for d, *v in q(
         store, "SELECT substr(ts,1,10), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
                "sum(cache_creation_tokens) FROM usage WHERE agent=? GROUP BY 1 ORDER BY 1", agent)}
+
+
+#: SQL expression for the text of entry ``e`` (texts live once per content, in chunks)
+TEXT = ("(SELECT group_concat(ch.text, '') FROM chunks ch JOIN contents c "
+        "ON c.content_id = ch.content_id WHERE c.content_hash = e.content_hash)")
