@@ -75,12 +75,11 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     rows = []
     for d in discoveries:
         c = counts.get(d.agent, {})
-        reason = d.reason
-        if d.files and not c.get("entries") and not reason:
-            reason = "found but not ingested yet: run `ctxkeep ingest`"
-        extra = notes.get(d.agent, [])
-        if extra:
-            reason = "; ".join(([reason] if reason else []) + extra)
+        parts = [d.reason] if d.reason else []
+        if d.files and not c.get("entries"):
+            parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
+        parts += notes.get(d.agent, [])
+        reason = "; ".join(parts) or None
         rows.append({
             "agent": d.agent, "enabled": cfg.agent(d.agent).enabled,
             "searched": [str(p) for p in d.searched], "files": len(d.files),
