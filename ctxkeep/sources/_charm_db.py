@@ -204,12 +204,13 @@ def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | N
     deferred_min = None
     max_seen = hw
     quarantine: list[dict] = []
-    nrows = 0
+    nrows = nbytes = 0
     for rows, key, _ in read_pages(path, sql, lambda k: (k[0], k[0], k[1]),
                                    lambda r: (r[7], r[0]), start, page_rows):
         for r in rows:
             row = dict(zip(sel, r))
             nrows += 1
+            nbytes += len(row["parts"] or "")
             try:
                 parts = orjson.loads(row["parts"] or "[]")
                 if not isinstance(parts, list):
@@ -231,13 +232,14 @@ def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | N
             mark = max_seen if deferred_min is None else min(max_seen, deferred_min)
             yield Batch(entries, quarantine, db_watermark(
                 path, agent, parser_version, dict(state, hw=mark), {"main": before["main"], "wal": "partial"}),
-                lines=nrows)
-            entries, quarantine, nrows = [], [], 0
+                lines=nrows, bytes_read=nbytes)
+            entries, quarantine, nrows, nbytes = [], [], 0, 0
     mark = max_seen if deferred_min is None else min(max_seen, deferred_min)
     after = db_fingerprint(path)
     fp = settle_fingerprint(before, after)
     if deferred_min is not None:
         fp = dict(fp, wal="deferred")  # read again next time: a message is still streaming
     yield Batch(entries, quarantine, db_watermark(path, agent, parser_version,
-                                                  dict(state, hw=mark), fp), lines=nrows)
+                                                  dict(state, hw=mark), fp), lines=nrows,
+                bytes_read=nbytes)
 

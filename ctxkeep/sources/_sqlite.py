@@ -60,7 +60,7 @@ def open_ro(path: Path) -> RoConn:
     if read_only_by_mode(path):
         # nobody can be writing it; and even root must not create a -shm there
         modes = (True,)
-        last = PermissionError(f"{path} or its folder has no write permission bits")
+        last = PermissionError("no write permission bits")
     for immutable in modes:
         conn = sqlite3.connect(_uri(path, immutable), uri=True, isolation_level=None,
                                check_same_thread=False, timeout=BUSY_MS / 1000)
@@ -80,8 +80,9 @@ def open_ro(path: Path) -> RoConn:
             raise
         note = None
         if immutable:
-            note = (f"{path.parent} is read-only ({last}); opened with immutable=1, "
-                    "which ignores a -wal the agent has not checkpointed")
+            why = "no write permission" if isinstance(last, PermissionError) else str(last)
+            note = (f"read-only database or folder ({why}): opened with immutable=1, "
+                    "which does not see a -wal the agent has not checkpointed")
         return RoConn(conn, immutable, note)
     raise last  # pragma: no cover (the loop always returns or raises)
 

@@ -194,11 +194,12 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
     bubbles: list[tuple[int, str, dict]] = []
     sql = ("SELECT rowid, key, value FROM cursorDiskKV WHERE rowid > ? AND "
            "(key LIKE 'composerData:%' OR key LIKE 'bubbleId:%') ORDER BY rowid LIMIT ?")
-    nrows = 0
+    nrows = nbytes = 0
     for rows, key, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], hw):
         for rowid, k, v in rows:
             nrows += 1
             raw = v if isinstance(v, bytes) else (v or "").encode("utf-8", "replace")
+            nbytes += len(raw)
             try:
                 obj = orjson.loads(raw) if raw else None
             except orjson.JSONDecodeError as e:
@@ -253,7 +254,7 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
     if deferred:
         fp = dict(fp, wal="deferred")
     yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, dict(state, hw=hw), fp),
-                lines=nrows)
+                lines=nrows, bytes_read=nbytes)
 
 
 def _read_transcript(file: SourceFile, wm: Watermark | None, batch_bytes: int) -> Iterator[Batch]:

@@ -218,11 +218,12 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
     quarantine: list[dict] = []
     sql = ("SELECT id, session_id, role, content_json, created_timestamp FROM messages "
            "WHERE id > ? ORDER BY id LIMIT ?")
-    nrows = 0
+    nrows = nbytes = 0
     for rows, key, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], hw):
         for mid, sid, role, cj, created in rows:
             nrows += 1
             raw = cj.encode("utf-8", "replace") if isinstance(cj, str) else bytes(cj or b"")
+            nbytes += len(raw)
             try:
                 content = orjson.loads(raw)
                 if not isinstance(content, list):
@@ -240,7 +241,7 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
         hw = key
     fp = settle_fingerprint(before, db_fingerprint(path))
     yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, dict(state, hw=hw), fp),
-                lines=nrows)
+                lines=nrows, bytes_read=nbytes)
 
 
 # ------------------------------------------------------------------ legacy JSONL

@@ -376,6 +376,7 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
     entries: list[dict] = []
     deferred: list[int] = []
     src = str(path)
+    nbytes = 0
 
     def jload(raw, rowid, what):
         try:
@@ -397,6 +398,7 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
     max_part = hw.get("part", -1)
     for rows, key, _ in read_pages(path, sql, lambda k: (k[0], k[0], k[1]), lambda r: (r[4], r[0]), start):
         for rowid, pid, sid, mid, tu, pdata, mdata, _mid, mtc in rows:
+            nbytes += len(pdata or "")
             part = jload(pdata, rowid, "part")
             msg = jload(mdata, rowid, "message") if mdata is not None else {"role": "assistant"}
             if part is None or msg is None:
@@ -417,6 +419,7 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
     max_msg = hw.get("message", -1)
     for rows, key, _ in read_pages(path, sql, lambda k: (k[0], k[0], k[1]), lambda r: (r[4], r[0]), start):
         for rowid, mid, sid, tc, tu, mdata in rows:
+            nbytes += len(mdata or "")
             msg = jload(mdata, rowid, "message")
             if msg is None:
                 continue
@@ -434,5 +437,5 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
         fp = dict(fp, wal="deferred")
     state["hw"] = {"part": max_part, "message": max_msg}
     yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, state, fp),
-                lines=len(entries))
+                lines=len(entries), bytes_read=nbytes)
 
