@@ -224,3 +224,21 @@ def test_writer_is_never_blocked_and_new_rows_come_once(db_home, tmp_path):
                % ",".join("?" * len(written)), sid, *written)
     assert len(stored) == len(written) and all(n == 1 for _, n in stored)
     assert sum(runs) + final == len(written)
+
+
+def test_foreign_or_broken_databases_are_quarantined_and_the_run_goes_on(db_home, tmp_path):
+    garbage = db_home / "code/junk/.crush/crush.db"
+    garbage.parent.mkdir(parents=True)
+    garbage.write_bytes(b"this is not an SQLite file\n" * 100)
+    other = db_home / "code/other/.crush/crush.db"
+    other.parent.mkdir(parents=True)
+    c = sqlite3.connect(other)
+    c.execute("CREATE TABLE notes(x)")
+    c.commit()
+    c.close()
+    store = tmp_path / "store"
+    s = ingest(db_home, store, ["crush"])
+    assert s.per_agent["crush"] == 136 and s.quarantined == 2
+    reasons = dict(q(store, "SELECT path, reason FROM quarantine WHERE agent='crush'"))
+    assert reasons[str(garbage)].startswith("cannot open database: DatabaseError: file is not a database")
+    assert reasons[str(other)] == "database read failed: OperationalError: no such table: sessions"

@@ -174,3 +174,16 @@ def settle_fingerprint(before: dict, after: dict) -> dict:
         if before["wal"] is None and after["wal"] is not None and after["wal"][0] == 0:
             return after
     return before
+
+
+def guarded(path: Path, batches: Iterator) -> Iterator:
+    """Run a database reader so that a database error (locked past the busy timeout,
+    a table the agent dropped, a file replaced mid-read) never stops the ingest: the
+    batches read so far stand, then one batch records the error in the quarantine
+    (offset 0) without a watermark, so the next run tries again."""
+    from .base import Batch, quarantine_row
+    try:
+        yield from batches
+    except (sqlite3.Error, OSError) as e:
+        yield Batch([], [quarantine_row(path, 0, b"", f"database read failed: {type(e).__name__}: {e}")],
+                    None)

@@ -22,7 +22,7 @@ import orjson
 
 from . import _charm_db
 from ._scan import find_project_files
-from ._sqlite import db_unchanged
+from ._sqlite import db_unchanged, guarded
 from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "crush"
@@ -80,4 +80,4 @@ def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
 def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read new and changed rows (see ``_charm_db.read_db``)."""
-    return _charm_db.read_db(AGENT, PARSER_VERSION, file, wm)
+    return guarded(file.path, _charm_db.read_db(AGENT, PARSER_VERSION, file, wm))

@@ -41,7 +41,7 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (db_fingerprint, db_unchanged, db_watermark, open_ro, read_pages,
+from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_ro, read_pages,
                       settle_fingerprint)
 from ._util import as_int, compact_json
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -107,7 +107,7 @@ def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read changed chats of ``state.vscdb`` or new lines of a transcript."""
     if file.path.name == "state.vscdb":
-        return _read_db(file, wm)
+        return guarded(file.path, _read_db(file, wm))
     return _read_transcript(file, wm, batch_bytes)
 
 

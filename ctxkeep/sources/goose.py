@@ -43,7 +43,7 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (db_fingerprint, db_unchanged, db_watermark, open_ro, read_pages,
+from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_ro, read_pages,
                       settle_fingerprint)
 from ._util import as_int, compact_json, media_placeholder
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -105,7 +105,7 @@ def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read new rows of ``sessions.db`` or new lines of a legacy JSONL file."""
     if file.path.name == "sessions.db":
-        return _read_db(file, wm)
+        return guarded(file.path, _read_db(file, wm))
     return _read_legacy(file, wm, batch_bytes)
 
 

@@ -54,7 +54,7 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (db_fingerprint, db_unchanged, db_watermark, open_ro, read_pages,
+from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_ro, read_pages,
                       settle_fingerprint)
 from ._util import as_int, compact_json
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -158,7 +158,7 @@ def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one tree session (whole) or the new rows of ``opencode.db``."""
     if _is_db(file):
-        return _read_db(file, wm)
+        return guarded(file.path, _read_db(file, wm))
     return _read_tree(file, wm)
 
 

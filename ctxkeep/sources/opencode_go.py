@@ -18,7 +18,7 @@ from typing import Iterator
 
 from . import _charm_db
 from ._scan import find_project_files
-from ._sqlite import db_unchanged
+from ._sqlite import db_unchanged, guarded
 from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "opencode-go"
@@ -65,4 +65,4 @@ def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
 def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read new and changed rows (see ``_charm_db.read_db``)."""
-    return _charm_db.read_db(AGENT, PARSER_VERSION, file, wm)
+    return guarded(file.path, _charm_db.read_db(AGENT, PARSER_VERSION, file, wm))
