@@ -242,3 +242,49 @@ def test_foreign_or_broken_databases_are_quarantined_and_the_run_goes_on(db_home
     reasons = dict(q(store, "SELECT path, reason FROM quarantine WHERE agent='crush'"))
     assert reasons[str(garbage)].startswith("cannot open database: DatabaseError: file is not a database")
     assert reasons[str(other)] == "database read failed: OperationalError: no such table: sessions"
+
+
+def test_writer_thread_in_the_same_process_is_never_locked_out(db_home, tmp_path):
+    """The same with a writer *thread* (as an agent embedded in the same process would
+    be): no 'database is locked'. Its latency is not asserted: in one process it
+    measures the GIL and the 2 shared cores, not SQLite locks (the process variant
+    above measures those)."""
+    import threading
+    db = db_home / CRUSH_DB
+    store = tmp_path / "store"
+    ingest(db_home, store, ["crush"])
+    sid = "f306c145-4c83-492c-b575-739c30bbced4"
+    written, errors, lat = [], [], []
+    stop = threading.Event()
+
+    def writer():
+        conn = sqlite3.connect(db, timeout=0.2, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        i = 0
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                written.append(_insert_crush_message(conn, sid, f"thread message {i}", int(time.time())))
+                conn.execute("COMMIT")
+            except sqlite3.OperationalError as e:
+                errors.append(str(e))
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            lat.append(time.perf_counter() - t0)
+            i += 1
+            time.sleep(0.002)
+        conn.close()
+
+    th = threading.Thread(target=writer)
+    th.start()
+    try:
+        runs = [ingest(db_home, store, ["crush"]).entries_new for _ in range(3)]
+    finally:
+        stop.set()
+        th.join()
+    final = ingest(db_home, store, ["crush"]).entries_new
+    print(f"\nwriter thread: {len(written)} commits, max latency {max(lat) * 1000:.1f} ms, {len(errors)} errors")
+    assert errors == []
+    assert sum(runs) + final == len(written) > 0
+    assert ingest(db_home, store, ["crush"]).entries_new == 0

@@ -9,7 +9,7 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
 - ``sessions(id, parent_session_id, title, message_count, prompt_tokens,
   completion_tokens, cost, [summary, summarized_at,] updated_at, created_at
   [, summary_message_id])``: token totals per session (the only usage these agents
-  store);
+  store; counted on the day the session started, the model is not recorded);
 - ``messages(id, session_id, role, parts, model, created_at, updated_at,
   finished_at [, provider])``: ``role`` user/assistant/tool; ``parts`` a JSON array of
   ``{type, data}`` with type ``text`` {text}, ``reasoning`` {thinking},
