@@ -97,11 +97,6 @@ def read_only_by_mode(path: Path) -> bool:
         return False
 
 
-def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    """Column names of ``table`` ([] when the table does not exist)."""
-    return [r[1] for r in conn.execute(f"PRAGMA table_info([{table}])")]
-
-
 def read_pages(path: Path, sql: str, params_fn, key_fn, start: tuple,
                page_rows: int = PAGE_ROWS) -> Iterator[tuple[list[tuple], tuple, RoConn | None]]:
     """Keyset-paginate a query, one short read transaction (and connection) per page.

@@ -70,17 +70,18 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         d.searched.append(db)
         if db.is_file():
             d.files.append(SourceFile(AGENT, db, "sqlite"))
-    proj_roots = [ctx.home / ".cursor" / "projects"] + list(ctx.extra_dirs)
-    for root in proj_roots:
+    # configured dirs may be a Cursor user dir or a folder of agent transcripts
+    for extra in ctx.extra_dirs:
+        db = extra / "globalStorage" / "state.vscdb"
+        d.searched.append(db)
+        if db.is_file() and all(db != f.path for f in d.files):
+            d.files.append(SourceFile(AGENT, db, "sqlite"))
+    for root in [ctx.home / ".cursor" / "projects"] + list(ctx.extra_dirs):
         d.searched.append(root / "*" / "agent-transcripts")
         if not root.is_dir():
             continue
-        for p in sorted(root.glob("**/*.jsonl")):
-            if "agent-transcripts" in p.parts:
-                d.files.append(SourceFile(AGENT, p, "append"))
-        for p in sorted(root.glob("**/state.vscdb")):
-            if all(p != f.path for f in d.files):
-                d.files.append(SourceFile(AGENT, p, "sqlite"))
+        for p in sorted(root.glob("**/agent-transcripts/**/*.jsonl")):
+            d.files.append(SourceFile(AGENT, p, "append"))
     if not d.files:
         d.reason = ("no Cursor globalStorage/state.vscdb and no "
                     f"{ctx.home / '.cursor' / 'projects'}/*/agent-transcripts/*.jsonl")

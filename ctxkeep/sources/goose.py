@@ -47,7 +47,7 @@ from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_
                       settle_fingerprint)
 from ._util import as_int, compact_json, media_placeholder
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, quarantine_row, read_jsonl)
+                   Watermark, is_unchanged, quarantine_row, read_jsonl)
 
 AGENT = "goose"
 PARSER_VERSION = 1
@@ -94,7 +94,6 @@ def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
     default test (same inode, size, mtime)."""
     if file.path.name == "sessions.db":
         return db_unchanged(file.path, wm, PARSER_VERSION)
-    from .base import is_unchanged
     try:
         return is_unchanged(file.path.stat(), wm, PARSER_VERSION)
     except OSError:

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from . import _charm_db
 from ._scan import find_project_files
-from ._sqlite import db_unchanged, guarded
+from ._sqlite import db_unchanged, guarded, open_ro
 from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "opencode-go"
@@ -41,7 +41,6 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 def _is_go_opencode(path: Path) -> bool:
     """sst/opencode's own ``opencode.db`` lives in its data dir, not under a project's
     ``.opencode/``; still, check the table that only the Go schema has."""
-    from ._sqlite import open_ro
     try:
         ro = open_ro(path)
     except Exception:
