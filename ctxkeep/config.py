@@ -79,8 +79,16 @@ class Config:
         enabled = false
         [agents.claude-code]
         session_dirs = ["~/work/.claude/projects"]
+        [agents.crush]                 # project roots to scan for .crush/crush.db
+        session_dirs = ["~/src", "/srv/repos"]
+        [tools.goose]                  # the compression seed's form is accepted too
+        sessionDir = "~/.local/share/goose/sessions"
+        enabled = true
         [compress]
         max_size_kb = 800
+
+    ``load_config`` applies the environment overrides (``CTXKEEP_DISABLE``,
+    ``CTXKEEP_ENABLE``, ``CTXKEEP_<AGENT>_DIRS``) on top of the file.
     """
 
     agents: dict[str, AgentConfig] = field(default_factory=dict)
