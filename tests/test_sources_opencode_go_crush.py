@@ -288,3 +288,33 @@ def test_writer_thread_in_the_same_process_is_never_locked_out(db_home, tmp_path
     assert errors == []
     assert sum(runs) + final == len(written) > 0
     assert ingest(db_home, store, ["crush"]).entries_new == 0
+
+
+def test_new_row_with_an_old_timestamp_and_an_updated_row_are_read(db_home, tmp_path):
+    """New rows are found by rowid even when the agent's clock went back; rewritten
+    rows by updated_at (a row that was still streaming, then finished)."""
+    store = tmp_path / "store"
+    ingest(db_home, store, ["crush"])
+    db = db_home / CRUSH_DB
+    w = sqlite3.connect(db)
+    sid = "a20c5ed5-41d4-45f7-88eb-7ba0645f1341"
+    _insert_crush_message(w, sid, "written with a clock two years behind", 1690000000, mid="old-clock")
+    w.commit()
+    s = ingest(db_home, store, ["crush"])
+    assert s.per_agent == {"crush": 1}
+    # an assistant message the agent is still writing (no finished_at, no finish part)
+    now = int(time.time())
+    w.execute("INSERT INTO messages(id, session_id, role, parts, model, created_at, updated_at) VALUES "
+              "('streaming', ?, 'assistant', '[{\"type\":\"text\",\"data\":{\"text\":\"Half\"}}]', 'gpt-5', ?, ?)",
+              (sid, now, now))
+    w.commit()
+    assert ingest(db_home, store, ["crush"]).entries_new == 0  # left for the next run
+    w.execute("UPDATE messages SET parts = '[{\"type\":\"text\",\"data\":{\"text\":\"Half done, now whole.\"}},"
+              "{\"type\":\"finish\",\"data\":{\"reason\":\"end_turn\",\"time\":0}}]', finished_at = ?, "
+              "updated_at = ? WHERE id = 'streaming'", (now + 1, now + 1))
+    w.commit()
+    w.close()
+    assert ingest(db_home, store, ["crush"]).entries_new == 1
+    assert q(store, "SELECT count(*) FROM entries WHERE native_id='streaming'") == [(1,)]
+    from dbhelpers import TEXT
+    assert q(store, f"SELECT {TEXT} FROM entries e WHERE native_id='streaming'") == [("Half done, now whole.",)]

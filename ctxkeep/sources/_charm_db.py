@@ -19,8 +19,9 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
 - timestamps: Go opencode writes ISO-8601 TEXT; Crush writes INTEGER **Unix
   seconds** although its schema comments say milliseconds (both handled: a number
   above 10^11 is read as milliseconds);
-- the ``updated_at`` triggers bump a row on every UPDATE, so ``(updated_at, rowid)``
-  is a per-row high-water mark. A message is rewritten while it streams: an
+- the ``updated_at`` triggers bump a row on every UPDATE; with the rowid that makes
+  a per-row high-water mark (``_sqlite.changed_rows``; there is no index on
+  ``updated_at``, so pages are keyed on the rowid). A message is rewritten while it streams: an
   assistant message without ``finished_at`` and without a ``finish`` part, updated
   in the last ``STALE_SECONDS``, is left for the next run (the mark does not pass
   it); older ones are taken as they are.
@@ -37,7 +38,8 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import db_fingerprint, db_watermark, open_ro, read_pages, settle_fingerprint
+from ._sqlite import (advance_mark, changed_rows, db_fingerprint, db_watermark, open_ro,
+                      settle_fingerprint)
 from ._util import compact_json, media_placeholder
 from .base import Batch, SourceFile, Watermark, quarantine_row
 
@@ -160,12 +162,15 @@ def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | N
             page_rows: int = 500) -> Iterator[Batch]:
     """Read new and changed rows of one Go-opencode/Crush database.
 
-    The watermark's ``state["hw"]`` is the ``updated_at`` of the last message row
-    read (rows at that instant are read again next time: a same-second update is
-    never missed; entry ids dedup them); ``state["fp"]`` the file fingerprint. A
-    database replaced by another file (new inode) is read from the start. A row whose
-    ``parts`` is not JSON is quarantined with the rowid as its offset. Raises nothing
-    for a database that cannot be opened: it yields one batch with a quarantine row.
+    The watermark's ``state["mark"]`` is ``{"rowid", "ts"}``: the largest rowid and
+    ``updated_at`` of the message rows read (``_sqlite.changed_rows``: new rows by
+    rowid, rewritten rows by ``updated_at >= ts``; rows at that instant are read again
+    and dedup); ``state["fp"]`` the file fingerprint. Batches before the last keep the
+    previous mark (a run stopped half-way reads those rows again; entry ids dedup
+    them). A database replaced by another file (new inode), or whose rowids went
+    back, is read from the start. A row whose ``parts`` is not JSON is quarantined
+    with its rowid as the offset. A database that cannot be opened yields one batch
+    with a quarantine row.
     """
     path = file.path
     src = str(path)
@@ -176,7 +181,7 @@ def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | N
         return
     state = dict(wm.state) if wm and wm.parser_version == parser_version \
         and [wm.dev, wm.ino] == before["main"][:2] else {}
-    hw = state.get("hw")
+    mark = dict(state.get("mark") or {})
     now = time.time()
     try:
         ro = open_ro(path)
@@ -185,32 +190,31 @@ def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | N
         yield Batch([], [q], db_watermark(path, agent, parser_version, state, before))
         return
     try:
-        info = {c[1]: (c[2] or "").upper() for c in ro.conn.execute("PRAGMA table_info(messages)")}
-        cols = set(info)
+        cols = {c[1] for c in ro.conn.execute("PRAGMA table_info(messages)")}
         sessions = [dict(zip([c[0] for c in cur.description], r))
                     for cur in [ro.conn.execute("SELECT * FROM sessions")] for r in cur.fetchall()]
+        top = ro.conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
     finally:
         ro.conn.close()
+    if top < (mark.get("rowid") or 0):
+        mark = {}  # rows were deleted and the table refilled: read it all again
     parents = {s["id"]: s.get("parent_session_id") or None for s in sessions}
     entries = [e for s in sessions for e in session_entries(agent, s, project, src)]
     if ro.note:
         state["note"] = ro.note
     sel = ["rowid", "id", "session_id", "role", "parts", "model", "created_at", "updated_at",
            "finished_at"] + (["provider"] if "provider" in cols else [])
-    sql = (f"SELECT {', '.join(sel)} FROM messages WHERE updated_at > ? OR (updated_at = ? AND rowid > ?) "
-           "ORDER BY updated_at, rowid LIMIT ?")
-    # the first key sorts before every row: '' for TEXT timestamps, -1 for numbers
-    start = (hw, -1) if hw is not None else ("" if "TEXT" in info.get("updated_at", "") else -1, -1)
+    select = f"SELECT {', '.join(sel)} FROM messages"
+    new_mark = dict(mark)
     deferred_min = None
-    max_seen = hw
     quarantine: list[dict] = []
     nrows = nbytes = 0
-    for rows, key, _ in read_pages(path, sql, lambda k: (k[0], k[0], k[1]),
-                                   lambda r: (r[7], r[0]), start, page_rows):
+    for rows in changed_rows(path, select, "rowid", "updated_at", mark, page_rows):
         for r in rows:
             row = dict(zip(sel, r))
             nrows += 1
             nbytes += len(row["parts"] or "")
+            new_mark = advance_mark(new_mark, row["rowid"], row["updated_at"])
             try:
                 parts = orjson.loads(row["parts"] or "[]")
                 if not isinstance(parts, list):
@@ -226,20 +230,16 @@ def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | N
                 continue
             entries.extend(message_entries(agent, row, parts, project, src,
                                            parents.get(row["session_id"])))
-        if rows:
-            max_seen = key[0]
         if len(entries) >= page_rows * 4:
-            mark = max_seen if deferred_min is None else min(max_seen, deferred_min)
             yield Batch(entries, quarantine, db_watermark(
-                path, agent, parser_version, dict(state, hw=mark), {"main": before["main"], "wal": "partial"}),
+                path, agent, parser_version, dict(state, mark=mark), {"main": before["main"], "wal": "partial"}),
                 lines=nrows, bytes_read=nbytes)
             entries, quarantine, nrows, nbytes = [], [], 0, 0
-    mark = max_seen if deferred_min is None else min(max_seen, deferred_min)
-    after = db_fingerprint(path)
-    fp = settle_fingerprint(before, after)
+    if deferred_min is not None and new_mark.get("ts") is not None and deferred_min < new_mark["ts"]:
+        new_mark["ts"] = deferred_min  # a message still streaming: read it again next time
+    fp = settle_fingerprint(before, db_fingerprint(path))
     if deferred_min is not None:
-        fp = dict(fp, wal="deferred")  # read again next time: a message is still streaming
+        fp = dict(fp, wal="deferred")
     yield Batch(entries, quarantine, db_watermark(path, agent, parser_version,
-                                                  dict(state, hw=mark), fp), lines=nrows,
+                                                  dict(state, mark=new_mark), fp), lines=nrows,
                 bytes_read=nbytes)
-

@@ -122,6 +122,52 @@ def read_pages(path: Path, sql: str, params_fn, key_fn, start: tuple,
             return
 
 
+def changed_rows(path: Path, select: str, rowid: str, ts: str, mark: dict,
+                 page_rows: int = PAGE_ROWS) -> Iterator[list[tuple]]:
+    """Pages of rows inserted or updated since ``mark``, with a per-row high-water mark
+    that needs no index on the agent's timestamp column.
+
+    ``mark`` is ``{"rowid": the largest rowid read, "ts": the largest update time
+    read}`` (empty: read everything). Two keyset passes on the rowid (the table's
+    primary key, so each page is a range scan, not a sort of the table):
+
+    1. rows at or below ``mark["rowid"]`` whose ``ts`` is ``>= mark["ts"]`` (rewritten
+       since: a message that was still streaming, a renamed session; rows updated at
+       exactly ``mark["ts"]`` are read again and dedup downstream);
+    2. rows above ``mark["rowid"]`` (new), whatever their timestamp, so a row written
+       with a clock that went backwards is still read.
+
+    ``select`` is ``SELECT <rowid expr>, … FROM …`` with the rowid first; ``rowid`` and
+    ``ts`` are the SQL expressions of the rowid and the update time. Each page is one
+    short read transaction on a fresh connection (``read_pages``).
+    """
+    old_max = mark.get("rowid") or 0
+    if old_max and mark.get("ts") is not None:
+        sql = (f"{select} WHERE {rowid} > ? AND {rowid} <= ? AND {ts} >= ? "
+               f"ORDER BY {rowid} LIMIT ?")
+        for rows, _, _ in read_pages(path, sql, lambda k: (k, old_max, mark["ts"]),
+                                     lambda r: r[0], 0, page_rows):
+            yield rows
+    sql = f"{select} WHERE {rowid} > ? ORDER BY {rowid} LIMIT ?"
+    for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], old_max, page_rows):
+        yield rows
+
+
+def advance_mark(mark: dict, rowid: int, ts) -> dict:
+    """``mark`` moved past a row read (largest rowid and update time)."""
+    out = dict(mark)
+    if rowid is not None and rowid > (out.get("rowid") or 0):
+        out["rowid"] = rowid
+    if ts is not None:
+        cur = out.get("ts")
+        try:
+            if cur is None or ts > cur:
+                out["ts"] = ts
+        except TypeError:  # mixed types in a loosely typed column: keep the newer kind
+            out["ts"] = ts
+    return out
+
+
 def db_fingerprint(path: Path) -> dict[str, Any]:
     """Stat facts that change whenever the database may hold new rows: the main
     file's (dev, ino, size, mtime_ns) and the ``-wal``'s (size, mtime_ns) or None."""

@@ -22,8 +22,8 @@ sst/opencode uses the XDG layout on Linux, macOS and Windows alike,
   title, version, time_created, time_updated …)``, ``message(id, session_id,
   time_created, time_updated, data)``, ``part(id, message_id, session_id,
   time_created, time_updated, data)``; ``data`` is the same JSON as the files
-  without the ids. Read with a per-row high-water mark on ``time_updated`` of
-  ``message`` and ``part``; the same record ids as the tree, so a store that saw the
+  without the ids. Read with a per-row high-water mark (rowid and ``time_updated``,
+  ``_sqlite.changed_rows``) on ``message`` and ``part``; the same record ids as the tree, so a store that saw the
   tree before opencode migrated it into the database holds each part once.
 
 Sources of the facts: the SYNTHETIC storage tree in ``shared/corpus`` (from
@@ -54,8 +54,8 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_ro, read_pages,
-                      settle_fingerprint)
+from ._sqlite import (advance_mark, changed_rows, db_fingerprint, db_unchanged, db_watermark, guarded,
+                      open_ro, settle_fingerprint)
 from ._util import as_int, compact_json
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, quarantine_row)
@@ -354,7 +354,6 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
         return
     state = dict(wm.state) if wm and wm.parser_version == PARSER_VERSION \
         and [wm.dev, wm.ino] == before["main"][:2] else {}
-    hw = dict(state.get("hw") or {})
     now = time.time()
     quarantine: list[dict] = []
     try:
@@ -390,15 +389,15 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
             return None
 
     # parts changed since the mark, with their message
-    sql = ("SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_updated, p.data, m.data, m.id, "
-           "m.time_created FROM part p LEFT JOIN message m ON m.id = p.message_id "
-           "WHERE p.time_updated > ? OR (p.time_updated = ? AND p.rowid > ?) "
-           "ORDER BY p.time_updated, p.rowid LIMIT ?")
-    start = (hw.get("part", -1), -1)
-    max_part = hw.get("part", -1)
-    for rows, key, _ in read_pages(path, sql, lambda k: (k[0], k[0], k[1]), lambda r: (r[4], r[0]), start):
+    marks = dict(state.get("marks") or {})
+    pmark, mmark = dict(marks.get("part") or {}), dict(marks.get("message") or {})
+    select = ("SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_updated, p.data, m.data, m.id, "
+              "m.time_created FROM part p LEFT JOIN message m ON m.id = p.message_id")
+    new_p = dict(pmark)
+    for rows in changed_rows(path, select, "p.rowid", "p.time_updated", pmark):
         for rowid, pid, sid, mid, tu, pdata, mdata, _mid, mtc in rows:
             nbytes += len(pdata or "")
+            new_p = advance_mark(new_p, rowid, tu)
             part = jload(pdata, rowid, "part")
             msg = jload(mdata, rowid, "message") if mdata is not None else {"role": "assistant"}
             if part is None or msg is None:
@@ -410,16 +409,13 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
             entries += es
             if d:
                 deferred.append(tu)
-        if rows:
-            max_part = key[0]
     # messages changed since the mark: usage
-    sql = ("SELECT rowid, id, session_id, time_created, time_updated, data FROM message "
-           "WHERE time_updated > ? OR (time_updated = ? AND rowid > ?) ORDER BY time_updated, rowid LIMIT ?")
-    start = (hw.get("message", -1), -1)
-    max_msg = hw.get("message", -1)
-    for rows, key, _ in read_pages(path, sql, lambda k: (k[0], k[0], k[1]), lambda r: (r[4], r[0]), start):
+    select = "SELECT rowid, id, session_id, time_created, time_updated, data FROM message"
+    new_m = dict(mmark)
+    for rows in changed_rows(path, select, "rowid", "time_updated", mmark):
         for rowid, mid, sid, tc, tu, mdata in rows:
             nbytes += len(mdata or "")
+            new_m = advance_mark(new_m, rowid, tu)
             msg = jload(mdata, rowid, "message")
             if msg is None:
                 continue
@@ -428,14 +424,12 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
             u = usage_entry(msg, sessions.get(sid, {"id": sid}), src, now, rowid)
             if u:
                 entries.append(u)
-        if rows:
-            max_msg = key[0]
-    if deferred:
-        max_part = min(max_part, min(deferred))
+    if deferred and new_p.get("ts") is not None:
+        new_p["ts"] = min(new_p["ts"], min(deferred))
     fp = settle_fingerprint(before, db_fingerprint(path))
     if deferred:
         fp = dict(fp, wal="deferred")
-    state["hw"] = {"part": max_part, "message": max_msg}
+    state["marks"] = {"part": new_p, "message": new_m}
     yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, state, fp),
                 lines=len(entries), bytes_read=nbytes)
 
