@@ -44,7 +44,8 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     Returns dicts: ``agent``, ``enabled`` (bool), ``searched`` (paths looked at),
     ``files`` (found), ``bytes`` (their size in bytes, ``-wal`` included),
     ``sessions``/``entries`` (in the store), ``kinds`` ({kind: n}), ``quarantined``
-    (skipped lines/rows), ``last_ingest`` (ISO UTC or None), ``where`` (the folder
+    (skipped lines/rows), ``last_ingest`` (ISO UTC: when ctxkeep last read new data
+    of this agent; None: never), ``where`` (the folder
     holding the files found, or None), ``reason`` (a plain
     sentence when nothing was found, or a note such as a missing configured dir or a
     database opened immutable). Raises ConfigError for a broken ``config.toml``.
