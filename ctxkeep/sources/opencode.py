@@ -365,6 +365,8 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
             s = dict(zip(names, r))
             sessions[s["id"]] = {"id": s["id"], "directory": s.get("directory"),
                                  "parentID": s.get("parent_id"), "title": s.get("title")}
+        tops = {t: ro.conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0]
+                for t in ("part", "message")}
         ro.conn.close()
     except Exception as e:
         q = quarantine_row(path, 0, b"", f"cannot read database: {type(e).__name__}: {e}")
@@ -391,6 +393,9 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
     # parts changed since the mark, with their message
     marks = dict(state.get("marks") or {})
     pmark, mmark = dict(marks.get("part") or {}), dict(marks.get("message") or {})
+    # rows deleted and the table refilled (rowids went back): read it all again
+    pmark = pmark if tops["part"] >= (pmark.get("rowid") or 0) else {}
+    mmark = mmark if tops["message"] >= (mmark.get("rowid") or 0) else {}
     select = ("SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_updated, p.data, m.data, m.id, "
               "m.time_created FROM part p LEFT JOIN message m ON m.id = p.message_id")
     new_p = dict(pmark)
