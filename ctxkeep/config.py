@@ -79,8 +79,16 @@ class Config:
         enabled = false
         [agents.claude-code]
         session_dirs = ["~/work/.claude/projects"]
+        [agents.crush]                 # project roots to scan for .crush/crush.db
+        session_dirs = ["~/src", "/srv/repos"]
+        [tools.goose]                  # the compression seed's form is accepted too
+        sessionDir = "~/.local/share/goose/sessions"
+        enabled = true
         [compress]
         max_size_kb = 800
+
+    ``load_config`` applies the environment overrides (``CTXKEEP_DISABLE``,
+    ``CTXKEEP_ENABLE``, ``CTXKEEP_<AGENT>_DIRS``) on top of the file.
     """
 
     agents: dict[str, AgentConfig] = field(default_factory=dict)
@@ -109,13 +117,55 @@ def _section(cls, raw: Any, where: str):
     return obj
 
 
-def load_config(home: Path) -> Config:
+#: names the compression seed's ``tools:`` section used for agents ctxkeep names otherwise
+AGENT_ALIASES = {"claude": "claude-code", "gemini": "gemini-cli", "sst-opencode": "opencode"}
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def _bool(v: Any, where: str, path: Path) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
+        return v.strip().lower() in _TRUE
+    raise ConfigError(f"{where} must be true or false, got {v!r}", where=str(path), hint="fix config.toml")
+
+
+def _dirs(v: Any, where: str, path: Path) -> list[Path]:
+    """A string or a list of strings → absolute paths: ``~`` and ``$VARS`` expanded,
+    relative paths taken from the folder of ``config.toml``."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ConfigError(f"{where} must be a path or a list of paths, got {v!r}", where=str(path),
+                          hint="fix config.toml")
+    out = []
+    for d in v:
+        p = Path(os.path.expandvars(d)).expanduser()
+        out.append(p if p.is_absolute() else (path.parent / p))
+    return out
+
+
+def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     """Read ``<home>/config.toml`` (missing file: defaults).
 
-    Environment overrides: ``CTXKEEP_DISABLE=agent1,agent2`` disables agents;
-    ``CTXKEEP_<AGENT>_DIRS`` (agent upper-cased, ``-`` as ``_``, ``os.pathsep``-separated)
-    adds session dirs. Raises ConfigError on a malformed file.
+    Agents are configured as ``[agents.<name>]`` with ``enabled`` (bool) and
+    ``session_dirs`` (a path or a list of paths), or in the compression seed's form
+    ``[tools.<name>]`` with ``enabled`` and ``sessionDir``; ``~`` and ``$VARS`` are
+    expanded, relative paths are relative to the config file. A configured dir that
+    does not exist is *not* an error (``missing_dirs`` reports it; discovery notes it).
+
+    Environment overrides (``env``, default ``os.environ``), applied after the file:
+    ``CTXKEEP_DISABLE=a,b`` disables agents, ``CTXKEEP_ENABLE=a,b`` enables agents the
+    file disabled, ``CTXKEEP_<AGENT>_DIRS`` (agent upper-cased, ``-`` as ``_``,
+    ``os.pathsep``-separated) adds session dirs.
+
+    Raises ConfigError on a file that does not parse or a value of the wrong type.
     """
+    env = dict(os.environ if env is None else env)
     path = home / "config.toml"
     data: dict[str, Any] = {}
     if path.exists():
@@ -125,40 +175,46 @@ def load_config(home: Path) -> Config:
             raise ConfigError(f"config.toml does not parse: {e}", where=str(path),
                               hint="fix or remove the file") from None
     cfg = Config(path=path if path.exists() else None)
-    # Accept both `agents` and the seed's `tools: {name: {sessionDir, enabled}}`.
-    agents_raw = dict(data.get("agents") or {})
-    for name, t in (data.get("tools") or {}).items():
-        if isinstance(t, dict):
-            agents_raw.setdefault(name, {})
-            if "sessionDir" in t:
-                agents_raw[name].setdefault("session_dirs", []).append(t["sessionDir"])
-            if "enabled" in t:
-                agents_raw[name]["enabled"] = t["enabled"]
-    for name, a in agents_raw.items():
+    raw_agents: list[tuple[str, Any, str]] = []
+    for section in ("agents", "tools"):
+        sec = data.get(section) or {}
+        if not isinstance(sec, dict):
+            raise ConfigError(f"[{section}] must be a table", where=str(path), hint="fix config.toml")
+        raw_agents += [(name, a, section) for name, a in sec.items()]
+    for name, a, section in raw_agents:
+        name = AGENT_ALIASES.get(name, name)
         if not isinstance(a, dict):
-            raise ConfigError(f"[agents.{name}] must be a table", where=str(path))
-        dirs = a.get("session_dirs") or a.get("sessionDir") or []
-        if isinstance(dirs, str):
-            dirs = [dirs]
-        cfg.agents[name] = AgentConfig(
-            enabled=bool(a.get("enabled", True)),
-            session_dirs=[Path(os.path.expandvars(d)).expanduser() for d in dirs],
-        )
+            raise ConfigError(f"[{section}.{name}] must be a table", where=str(path), hint="fix config.toml")
+        ac = cfg.agents.setdefault(name, AgentConfig())
+        if "enabled" in a:
+            ac.enabled = _bool(a["enabled"], f"{section}.{name}.enabled", path)
+        for key in ("session_dirs", "sessionDir", "sessionDirs", "session_dir"):
+            if key in a:
+                ac.session_dirs += _dirs(a[key], f"{section}.{name}.{key}", path)
     cfg.compress = _section(CompressConfig, data.get("compress"), "compress")
     cfg.retention = _section(RetentionConfig, data.get("retention"), "retention")
-    for name in filter(None, os.environ.get("CTXKEEP_DISABLE", "").split(",")):
-        cfg.agents.setdefault(name.strip(), AgentConfig()).enabled = False
-    for name in list(cfg.agents) + _known_agent_env():
-        env = os.environ.get(f"CTXKEEP_{name.upper().replace('-', '_')}_DIRS")
-        if env:
-            ac = cfg.agents.setdefault(name, AgentConfig())
-            ac.session_dirs += [Path(d).expanduser() for d in env.split(os.pathsep) if d]
+    for var, flag in (("CTXKEEP_DISABLE", False), ("CTXKEEP_ENABLE", True)):
+        for name in filter(None, (x.strip() for x in env.get(var, "").split(","))):
+            cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig()).enabled = flag
+    for key, val in env.items():
+        if key.startswith("CTXKEEP_") and key.endswith("_DIRS") and val:
+            name = key[len("CTXKEEP_"):-len("_DIRS")].lower().replace("_", "-")
+            ac = cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig())
+            ac.session_dirs += [Path(os.path.expandvars(d)).expanduser()
+                                for d in val.split(os.pathsep) if d]
     return cfg
 
 
-def _known_agent_env() -> list[str]:
-    out = []
-    for k in os.environ:
-        if k.startswith("CTXKEEP_") and k.endswith("_DIRS"):
-            out.append(k[len("CTXKEEP_"):-len("_DIRS")].lower().replace("_", "-"))
+def missing_dirs(cfg: Config) -> dict[str, list[Path]]:
+    """Configured session dirs that do not exist, per agent (reported, never fatal)."""
+    out = {}
+    for name, ac in cfg.agents.items():
+        miss = [d for d in ac.session_dirs if not d.exists()]
+        if miss:
+            out[name] = miss
     return out
+
+
+def unknown_agents(cfg: Config, known) -> list[str]:
+    """Agent names in the config (or environment) that no source module has."""
+    return sorted(set(cfg.agents) - set(known))

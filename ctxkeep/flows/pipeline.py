@@ -114,8 +114,11 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
             st = f.path.stat()
         except OSError:
             continue
-        pv = SOURCES[f.agent].PARSER_VERSION
-        if not force and is_unchanged(st, wm, pv):
+        mod = SOURCES[f.agent]
+        pv = mod.PARSER_VERSION
+        # a source may define its own change test (SQLite: the -wal counts too)
+        hook = getattr(mod, "unchanged", None)
+        if not force and (hook(f, wm) if hook else is_unchanged(st, wm, pv)):
             unchanged += 1
             continue
         todo.append((f, None if force else wm))

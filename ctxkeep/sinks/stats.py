@@ -42,3 +42,31 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
         "quarantine": {"skipped": q.get("skipped", 0), "repaired": q.get("repaired", 0)},
         "files": store_files(home), "last_ingest": last,
     }
+
+
+def agent_counts(conn: sqlite3.Connection) -> dict[str, dict]:
+    """Per-agent figures of the store for ``ctxkeep sources``.
+
+    Returns ``{agent: {"entries": n, "sessions": n, "kinds": {kind: n},
+    "quarantined": n (lines or rows skipped), "repaired": n, "files_ingested": n
+    (files with a watermark), "last_ingest": ISO-8601 UTC text of the agent's latest
+    watermark update, or None}}``. Agents absent from the store are absent here.
+    """
+    out: dict[str, dict] = {}
+
+    def row(agent: str) -> dict:
+        return out.setdefault(agent, {"entries": 0, "sessions": 0, "kinds": {}, "quarantined": 0,
+                                      "repaired": 0, "files_ingested": 0, "last_ingest": None})
+    for agent, n, sessions in conn.execute(
+            "SELECT agent, count(*), count(DISTINCT session_id) FROM entries GROUP BY agent"):
+        row(agent).update(entries=n, sessions=sessions)
+    for agent, kind, n in conn.execute("SELECT agent, kind, count(*) FROM entries GROUP BY 1, 2"):
+        row(agent)["kinds"][kind] = n
+    for agent, action, n in conn.execute(
+            "SELECT agent, action, count(*) FROM quarantine GROUP BY 1, 2"):
+        if agent:
+            row(agent)["quarantined" if action == "skipped" else "repaired"] += n
+    for agent, n, last in conn.execute(
+            "SELECT agent, count(*), max(updated_at) FROM watermarks GROUP BY agent"):
+        row(agent).update(files_ingested=n, last_ingest=last)
+    return out

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from . import claude_code, codex
+from . import claude_code, codex, crush, cursor, goose, opencode, opencode_go
 from .base import Discovery, DiscoveryContext, SourceFile
 
-SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (claude_code, codex)}
+SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (claude_code, codex, opencode, opencode_go, crush, goose, cursor)}
 
 
 def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,

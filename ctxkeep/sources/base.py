@@ -8,6 +8,13 @@ A source module (one per agent) provides::
     def discover(ctx: DiscoveryContext) -> Discovery
     def read(file: SourceFile, wm: Watermark | None, batch_bytes: int) -> Iterator[Batch]
 
+and optionally::
+
+    def matches(path: Path) -> bool                 # claims an explicit --path file
+    def unchanged(file: SourceFile, wm: Watermark | None) -> bool
+        # replaces ``is_unchanged`` in the ingest plan: SQLite sources compare the
+        # -wal too, JSON-tree sources a fingerprint of the session's files
+
 ``read`` yields bounded batches. Each batch carries the entry dicts it parsed (keys of
 ``ctxkeep.schema.SOURCE_SCHEMA``), the lines it quarantined, and the watermark that is
 true once the batch is stored, so a crash between batches loses nothing and repeats

@@ -1,0 +1,144 @@
+"""``ctxkeep sources``: what was found per agent, and why not.
+
+Read-only and fast: runs every source's discovery (no file is parsed) and reads the
+store's per-agent counts. Never imports Prefect.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from rich.table import Table
+
+from .. import config as cfgmod
+from ..errors import CtxkeepError
+from . import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out
+
+
+def _file_bytes(p: Path) -> int:
+    """Bytes of a session file; a SQLite database counts its ``-wal`` too."""
+    total = 0
+    for q in (p, Path(str(p) + "-wal")):
+        try:
+            total += q.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def _common_dir(paths: list[Path]) -> str | None:
+    """The deepest folder holding all ``paths`` (None for none)."""
+    if not paths:
+        return None
+    try:
+        return os.path.commonpath([str(p.parent) for p in paths])
+    except ValueError:  # different drives
+        return str(paths[0].parent)
+
+
+def sources_report(home: Path, env: dict | None = None) -> list[dict]:
+    """One row per registered agent.
+
+    Returns dicts: ``agent``, ``enabled`` (bool), ``searched`` (paths looked at),
+    ``files`` (found), ``bytes`` (their size in bytes, ``-wal`` included),
+    ``sessions``/``entries`` (in the store), ``kinds`` ({kind: n}), ``quarantined``
+    (skipped lines/rows), ``last_ingest`` (ISO UTC: when ctxkeep last read new data
+    of this agent; None: never), ``where`` (the folder
+    holding the files found, or None), ``reason`` (a plain
+    sentence when nothing was found, or a note such as a missing configured dir or a
+    database opened immutable). Raises ConfigError for a broken ``config.toml``.
+    """
+    from ..sinks import sqlite_store
+    from ..sinks.stats import agent_counts
+    from ..sources import SOURCES, discover_all
+    from ..sources.base import DiscoveryContext
+
+    env = dict(os.environ if env is None else env)
+    cfg = cfgmod.load_config(home, env)
+    ctx = DiscoveryContext(home=Path(env.get("HOME") or Path.home()), env=env)
+    discoveries = discover_all(ctx, enabled={a: cfg.agent(a).enabled for a in SOURCES},
+                               extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+    counts: dict = {}
+    notes: dict[str, list[str]] = {}
+    if (home / sqlite_store.DB_NAME).exists():
+        conn = sqlite_store.connect(home, readonly=True)
+        try:
+            counts = agent_counts(conn)
+            for agent, state in conn.execute("SELECT agent, state FROM watermarks "
+                                             "WHERE state LIKE '%\"note\"%'"):
+                note = json.loads(state or "{}").get("note")
+                if note and note not in notes.setdefault(agent, []):
+                    notes[agent].append(note)
+        finally:
+            conn.close()
+    rows = []
+    for d in discoveries:
+        c = counts.get(d.agent, {})
+        parts = [d.reason] if d.reason else []
+        if d.files and not c.get("entries"):
+            parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
+        parts += notes.get(d.agent, [])
+        reason = "; ".join(parts) or None
+        rows.append({
+            "agent": d.agent, "enabled": cfg.agent(d.agent).enabled,
+            "searched": [str(p) for p in d.searched], "files": len(d.files),
+            "bytes": sum(_file_bytes(f.path) for f in d.files),
+            "sessions": c.get("sessions", 0), "entries": c.get("entries", 0),
+            "kinds": c.get("kinds", {}), "quarantined": c.get("quarantined", 0),
+            "last_ingest": c.get("last_ingest"), "reason": reason,
+            "where": _common_dir([f.path for f in d.files]),
+        })
+    for name in cfgmod.unknown_agents(cfg, SOURCES):
+        rows.append({"agent": name, "enabled": cfg.agent(name).enabled, "searched": [], "files": 0,
+                     "bytes": 0, "sessions": 0, "entries": 0, "kinds": {}, "quarantined": 0,
+                     "last_ingest": None, "where": None,
+                     "reason": "configured, but ctxkeep has no source for this agent (known: "
+                               + ", ".join(SOURCES) + ")"})
+    return rows
+
+
+@app.command()
+def sources(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
+    """What was found per agent (where it looked, files, store counts), and why not."""
+    h = _home(home)
+    try:
+        rows = sources_report(h)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rows)
+        return
+    if out.width < 110:  # too narrow for the table: two lines per agent
+        for r in rows:
+            where = r["where"] or r["reason"] or ""
+            if r["where"] and r["reason"]:
+                where += f" ({r['reason']})"
+            out.print(f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {r['files']:,} files, "
+                      f"{_size(r['bytes'])}, {r['sessions']:,} sessions, {r['entries']:,} entries, "
+                      f"{r['quarantined']:,} quarantined, last ingest "
+                      f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}", highlight=False)
+            out.print(f"  {where}", highlight=False, markup=False)
+        return
+    t = Table(title="ctxkeep sources", title_justify="left")
+    t.add_column("agent", no_wrap=True)
+    for col in ("files", "size", "sessions", "entries", "quarant."):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("last ingest", no_wrap=True, min_width=10)
+    t.add_column("where / why", overflow="fold", min_width=24, ratio=1)
+    for r in rows:
+        where = r["where"] or r["reason"] or ""
+        if r["where"] and r["reason"]:
+            where += f" ({r['reason']})"
+        t.add_row(r["agent"] + ("" if r["enabled"] else " (off)"), f"{r['files']:,}", _size(r["bytes"]),
+                  f"{r['sessions']:,}", f"{r['entries']:,}", f"{r['quarantined']:,}",
+                  (r["last_ingest"] or "never")[:16].replace("T", " "), where)
+    out.print(t)
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} B"

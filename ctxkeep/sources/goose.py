@@ -1,0 +1,274 @@
+"""Goose (block/goose): the SQLite ``sessions.db`` (goose ≥ 1.10, 2025) and the legacy
+per-session ``*.jsonl`` files it replaced.
+
+Where: ``$GOOSE_PATH_ROOT/data/sessions`` when set, else the goose data dir's
+``sessions``: ``~/.local/share/goose/sessions`` on Linux and macOS,
+``%APPDATA%\\Block\\goose\\data\\sessions`` on Windows; plus configured dirs.
+
+Format facts (block/goose ``crates/goose/src/session/session_manager.rs``, schema
+version 5, and ``legacy.rs``; ``conversation/message.rs`` for the content):
+
+- ``sessions(id, name, description, user_set_name, session_type, working_dir,
+  created_at, updated_at, extension_data, total_tokens, input_tokens,
+  output_tokens, accumulated_total_tokens, accumulated_input_tokens,
+  accumulated_output_tokens, schedule_id, recipe_json, user_recipe_values_json)``;
+  ``messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, role, content_json,
+  created_timestamp (Unix seconds), timestamp, tokens, metadata_json)``;
+- ``content_json`` is a JSON array of ``{"type": …}`` blocks: ``text`` {text},
+  ``image`` {data, mimeType}, ``toolRequest`` {id, toolCall {status, value {name,
+  arguments}} }, ``toolResponse`` {id, toolResult {status, value [content…] |
+  error}}, ``thinking`` {thinking}, ``redactedThinking``, ``toolConfirmationRequest``,
+  ``frontendToolRequest``, ``summarizationRequested``/``conversationCompacted``,
+  ``systemNotification`` (unknown types become meta entries);
+- legacy ``<name>.jsonl``: a first line of session metadata (``working_dir``,
+  ``description``, token totals) and one Message per line (``role``, ``created``,
+  ``content``).
+
+Change detection: ``sessions.db`` and its ``-wal`` (``unchanged``), then a per-row
+high-water mark on ``messages.id`` (AUTOINCREMENT: never reused). Goose rewrites a
+conversation on compaction (deletes and re-inserts rows with new ids): message
+record ids are content-based (session, role, created, SHA-256 of content_json), so
+re-inserted rows dedup. Legacy files are append-only JSONL (byte offsets).
+
+Usage: per session (``accumulated_*_tokens``, else ``*_tokens``), on a meta entry per
+session, ``usage_key`` ``goose:<session id>``. No real goose file was found on
+GitHub: ``tests/fixtures/goose`` is generated from the schema above.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_ro, read_pages,
+                      settle_fingerprint)
+from ._util import as_int, compact_json, media_placeholder
+from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                   Watermark, is_unchanged, quarantine_row, read_jsonl)
+
+AGENT = "goose"
+PARSER_VERSION = 1
+
+
+def sessions_dir(ctx: DiscoveryContext) -> Path:
+    """Goose's session dir for this environment (see the module doc)."""
+    if ctx.env.get("GOOSE_PATH_ROOT"):
+        return Path(ctx.env["GOOSE_PATH_ROOT"]).expanduser() / "data" / "sessions"
+    if ctx.env.get("APPDATA") and not (ctx.home / ".local" / "share" / "goose").exists():
+        win = Path(ctx.env["APPDATA"]) / "Block" / "goose" / "data" / "sessions"
+        if win.exists():
+            return win
+    return ctx.home / ".local" / "share" / "goose" / "sessions"
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """``sessions.db`` and legacy ``*.jsonl`` in the session dir and configured dirs."""
+    d = Discovery(AGENT)
+    for base in [sessions_dir(ctx)] + list(ctx.extra_dirs):
+        d.searched.append(base)
+        if not base.is_dir():
+            continue
+        if (base / "sessions.db").is_file():
+            d.files.append(SourceFile(AGENT, base / "sessions.db", "sqlite"))
+        for p in sorted(base.glob("*.jsonl")):
+            d.files.append(SourceFile(AGENT, p, "append"))
+    if not d.files:
+        root = sessions_dir(ctx)
+        d.reason = (f"{root} does not exist" if not root.exists()
+                    else f"no sessions.db or *.jsonl in {root}")
+    return d
+
+
+def matches(path: Path) -> bool:
+    """True for a goose ``sessions.db``, or a ``.jsonl`` in a ``goose/…/sessions`` dir."""
+    if path.name == "sessions.db":
+        return True
+    return path.suffix == ".jsonl" and path.parent.name == "sessions" and "goose" in path.parts
+
+
+def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
+    """``sessions.db``: neither the file nor its ``-wal`` changed; legacy JSONL: the
+    default test (same inode, size, mtime)."""
+    if file.path.name == "sessions.db":
+        return db_unchanged(file.path, wm, PARSER_VERSION)
+    try:
+        return is_unchanged(file.path.stat(), wm, PARSER_VERSION)
+    except OSError:
+        return False
+
+
+def read(file: SourceFile, wm: Watermark | None,
+         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read new rows of ``sessions.db`` or new lines of a legacy JSONL file."""
+    if file.path.name == "sessions.db":
+        return guarded(file.path, _read_db(file, wm))
+    return _read_legacy(file, wm, batch_bytes)
+
+
+def sec_iso(v) -> str | None:
+    """Unix seconds (int/float) or an SQLite ``YYYY-MM-DD HH:MM:SS`` text → ISO UTC."""
+    if v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return dt.datetime.fromtimestamp(v, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    s = str(v).replace(" ", "T")
+    return s if s.endswith("Z") or "+" in s[10:] else s + "Z"
+
+
+def content_entries(content: list, base: dict) -> list[dict]:
+    """Entry dicts of a goose message's content blocks (see the module doc)."""
+    out = []
+    role = base["role"]
+    for i, c in enumerate(content):
+        if not isinstance(c, dict):
+            continue
+        t = c.get("type")
+        e = dict(base, part=i)
+        if t == "text":
+            e.update(kind="message", text=str(c.get("text") or ""))
+        elif t == "thinking":
+            e.update(kind="thinking", text=str(c.get("thinking") or ""))
+        elif t == "redactedThinking":
+            e.update(kind="thinking", text="[redacted thinking]")
+        elif t == "image":
+            e.update(kind="message", text=media_placeholder("image", c.get("mimeType"), len(c.get("data") or "")))
+        elif t in ("toolRequest", "frontendToolRequest"):
+            call = c.get("toolCall") if isinstance(c.get("toolCall"), dict) else {}
+            val = call.get("value") if isinstance(call.get("value"), dict) else call
+            args = val.get("arguments")
+            e.update(role="assistant", kind="tool_call", native_id=c.get("id"), tool_name=val.get("name"),
+                     text=compact_json(args) if args is not None else str(call.get("error") or ""))
+        elif t == "toolResponse":
+            res = c.get("toolResult") if isinstance(c.get("toolResult"), dict) else {}
+            val = res.get("value")
+            if isinstance(val, dict) and isinstance(val.get("content"), list):
+                val = val["content"]  # newer rmcp CallToolResult
+            if isinstance(val, list):
+                texts = []
+                for b in val:
+                    if isinstance(b, dict) and isinstance(b.get("text"), str):
+                        texts.append(b["text"])
+                    elif isinstance(b, dict) and b.get("type") == "image":
+                        texts.append(media_placeholder("image", b.get("mimeType"), len(b.get("data") or "")))
+                    elif isinstance(b, dict) and isinstance(b.get("resource"), dict):
+                        texts.append(str(b["resource"].get("text") or b["resource"].get("uri") or ""))
+                text = "\n".join(texts)
+            else:
+                text = str(res.get("error") or (val if val is not None else ""))
+            e.update(role="tool", kind="tool_result", native_id=c.get("id"), text=text)
+        else:
+            rest = {k: v for k, v in c.items() if k != "type"}
+            e.update(role="system", kind="meta", tool_name=str(t), text=compact_json(rest, 2000))
+        e.setdefault("role", role)
+        out.append(e)
+    return out
+
+
+def _record_id(sid: str, role: str, created, content_raw: bytes) -> str:
+    return f"{sid}:{role}:{created}:{hashlib.sha256(content_raw).hexdigest()[:24]}"
+
+
+# ------------------------------------------------------------------ sessions.db
+
+def _session_entry(s: dict, src: str) -> dict:
+    sid = s["id"]
+    inp = as_int(s.get("accumulated_input_tokens")) or as_int(s.get("input_tokens")) or 0
+    out = as_int(s.get("accumulated_output_tokens")) or as_int(s.get("output_tokens")) or 0
+    e = {"agent": AGENT, "session_id": sid, "native_id": sid, "record_id": f"{sid}:session",
+         "project_dir": s.get("working_dir"), "ts": sec_iso(s.get("created_at")), "role": "system",
+         "kind": "meta", "tool_name": "session", "source_path": src, "source_offset": 0,
+         "is_sidechain": s.get("session_type") == "sub_agent",
+         "text": str(s.get("name") or s.get("description") or "")}
+    if inp or out:
+        e.update(input_tokens=inp, output_tokens=out, cache_read_tokens=0, cache_creation_tokens=0,
+                 usage_key=f"goose:{sid}")
+    return e
+
+
+def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
+    path = file.path
+    src = str(path)
+    try:
+        before = db_fingerprint(path)
+    except OSError:
+        return
+    state = dict(wm.state) if wm and wm.parser_version == PARSER_VERSION \
+        and [wm.dev, wm.ino] == before["main"][:2] else {}
+    try:
+        ro = open_ro(path)
+        cur = ro.conn.execute("SELECT * FROM sessions")
+        names = [c[0] for c in cur.description]
+        sessions = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+        top = ro.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        ro.conn.close()
+    except Exception as e:
+        q = quarantine_row(path, 0, b"", f"cannot read database: {type(e).__name__}: {e}")
+        yield Batch([], [q], db_watermark(path, AGENT, PARSER_VERSION, state, before))
+        return
+    if ro.note:
+        state["note"] = ro.note
+    hw = state.get("hw", 0)
+    if top < hw:
+        hw = 0  # the table was emptied or the database replaced: read it all again
+    entries = [_session_entry(s, src) for s in sessions.values()]
+    quarantine: list[dict] = []
+    sql = ("SELECT id, session_id, role, content_json, created_timestamp FROM messages "
+           "WHERE id > ? ORDER BY id LIMIT ?")
+    nrows = nbytes = 0
+    for rows, key, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], hw):
+        for mid, sid, role, cj, created in rows:
+            nrows += 1
+            raw = cj.encode("utf-8", "replace") if isinstance(cj, str) else bytes(cj or b"")
+            nbytes += len(raw)
+            try:
+                content = orjson.loads(raw)
+                if not isinstance(content, list):
+                    raise ValueError("content_json is not a JSON array")
+            except (orjson.JSONDecodeError, ValueError) as e:
+                quarantine.append(quarantine_row(path, mid, raw, f"messages row {mid}: {e}"))
+                continue
+            s = sessions.get(sid, {})
+            role = role if role in ("user", "assistant") else "system"
+            base = {"agent": AGENT, "session_id": sid, "project_dir": s.get("working_dir"),
+                    "ts": sec_iso(created), "role": role, "source_path": src, "source_offset": mid,
+                    "is_sidechain": s.get("session_type") == "sub_agent",
+                    "record_id": _record_id(sid, role, created, raw)}
+            entries += content_entries(content, base)
+        hw = key
+    fp = settle_fingerprint(before, db_fingerprint(path))
+    yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, dict(state, hw=hw), fp),
+                lines=nrows, bytes_read=nbytes)
+
+
+# ------------------------------------------------------------------ legacy JSONL
+
+def _read_legacy(file: SourceFile, wm: Watermark | None, batch_bytes: int) -> Iterator[Batch]:
+    src = str(file.path)
+    sid = file.path.stem
+
+    def parse(rec: dict, offset: int, line_hash: str, state: dict) -> list[dict]:
+        if "role" not in rec and ("working_dir" in rec or "description" in rec):
+            state["cwd"] = rec.get("working_dir")
+            # the metadata line has no time: the file's mtime (its last update) stands in
+            e = {"agent": AGENT, "session_id": sid, "record_id": f"{sid}:session", "role": "system",
+                 "kind": "meta", "tool_name": "session", "project_dir": rec.get("working_dir"),
+                 "ts": sec_iso(file.path.stat().st_mtime),
+                 "text": str(rec.get("description") or ""), "source_path": src, "source_offset": offset}
+            inp = as_int(rec.get("accumulated_input_tokens")) or as_int(rec.get("input_tokens")) or 0
+            out = as_int(rec.get("accumulated_output_tokens")) or as_int(rec.get("output_tokens")) or 0
+            if inp or out:
+                e.update(input_tokens=inp, output_tokens=out, cache_read_tokens=0,
+                         cache_creation_tokens=0, usage_key=f"goose:{sid}")
+            return [e]
+        role = rec.get("role") if rec.get("role") in ("user", "assistant") else "system"
+        content = rec.get("content") if isinstance(rec.get("content"), list) else []
+        base = {"agent": AGENT, "session_id": sid, "project_dir": state.get("cwd"),
+                "ts": sec_iso(rec.get("created")), "role": role, "native_id": rec.get("id"),
+                "source_path": src, "source_offset": offset, "is_sidechain": False,
+                "record_id": _record_id(sid, role, rec.get("created"), orjson.dumps(content))}
+        return content_entries(content, base)
+
+    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)

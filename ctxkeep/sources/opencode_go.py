@@ -1,0 +1,67 @@
+"""The original Go ``opencode`` (opencode-ai/opencode, archived 2025; not sst/opencode):
+a per-project SQLite database ``<project>/.opencode/opencode.db``.
+
+Where: the project roots configured for ``opencode-go`` (``session_dirs``) and a
+bounded scan of the home directory (``_scan``) for ``*/.opencode/opencode.db``; the
+data dir name ``.opencode`` is the agent's default (``data.directory`` in
+``.opencode.json``). Same paths on Linux, macOS and Windows (project-relative).
+
+Format and mapping: ``_charm_db`` (real database in ``shared/corpus``,
+``code/noora/.opencode/opencode.db``, 2025-05, TEXT ISO timestamps). Change
+detection: the file and its ``-wal`` (``unchanged``), then a per-row high-water mark
+on ``messages.updated_at``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from . import _charm_db
+from ._scan import find_project_files
+from ._sqlite import db_unchanged, guarded, open_ro
+from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+
+AGENT = "opencode-go"
+PARSER_VERSION = 1
+REL = ".opencode/opencode.db"
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Find ``<project>/.opencode/opencode.db`` under the configured dirs and home."""
+    d = Discovery(AGENT)
+    roots = list(ctx.extra_dirs) + [ctx.home]
+    d.searched = [r / "**" / REL for r in roots]
+    d.files = [SourceFile(AGENT, p, "sqlite") for p in find_project_files(roots, REL)
+               if _is_go_opencode(p)]
+    if not d.files:
+        d.reason = f"no */{REL} of the Go opencode under {', '.join(map(str, roots))} (depth ≤ 4)"
+    return d
+
+
+def _is_go_opencode(path: Path) -> bool:
+    """sst/opencode's own ``opencode.db`` lives in its data dir, not under a project's
+    ``.opencode/``; still, check the table that only the Go schema has."""
+    try:
+        ro = open_ro(path)
+    except Exception:
+        return True  # let read() quarantine it with the reason
+    try:
+        return ro.conn.execute("SELECT 1 FROM sqlite_master WHERE name='messages'").fetchone() is not None
+    finally:
+        ro.conn.close()
+
+
+def matches(path: Path) -> bool:
+    """True for ``…/.opencode/opencode.db`` given with ``--path``."""
+    return path.name == "opencode.db" and path.parent.name == ".opencode"
+
+
+def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
+    """True when neither the database nor its ``-wal`` changed since the last read."""
+    return db_unchanged(file.path, wm, PARSER_VERSION)
+
+
+def read(file: SourceFile, wm: Watermark | None,
+         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read new and changed rows (see ``_charm_db.read_db``)."""
+    return guarded(file.path, _charm_db.read_db(AGENT, PARSER_VERSION, file, wm))
