@@ -2,7 +2,9 @@
 see tests/fixtures/goose/README.md and tests/fixtures/cursor/README.md)."""
 from __future__ import annotations
 
+
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -34,6 +36,10 @@ def test_goose_discovery_default_and_env_override(tmp_path):
 
 def test_goose_sessions_db_and_legacy(tmp_path):
     home = fixture_home("goose", tmp_path / "home")
+    # the legacy file's metadata line has no time: goose.py dates it by the file's mtime,
+    # which git does not keep; set it as make_fixtures.py does (2025-02-01T09:00:11Z)
+    legacy = home / ".local/share/goose/sessions/20250301_legacy.jsonl"
+    os.utime(legacy, (1738400011, 1738400011))
     store = tmp_path / "store"
     s = ingest(home, store, "goose")
     assert s.per_agent == {"goose": 18} and s.quarantined == 0
