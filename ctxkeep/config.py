@@ -35,7 +35,25 @@ def resolve_home(home: str | os.PathLike | None = None) -> Path:
 
 
 def ensure_home(home: Path) -> Path:
-    """Create ``home`` with mode 0700 if missing and return it."""
+    """Create ``home`` with mode 0700 if missing and return it.
+
+    Raises StoreError when ``home`` (or, if it does not exist yet, its nearest existing
+    parent) has no owner-write permission bit. The bits are checked rather than
+    ``os.access``, so that root, who may write anywhere, still never creates a store
+    inside a read-only tree (e.g. ``HOME`` pointed at a read-only copy of sessions).
+    """
+    from .errors import StoreError
+
+    probe = Path(home)
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        writable = bool(probe.stat().st_mode & 0o200)
+    except OSError:
+        writable = False
+    if not writable:
+        raise StoreError(f"cannot create the store in {home}: {probe} is read-only",
+                         hint="set CTXKEEP_HOME or pass --home DIR")
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         os.chmod(home, 0o700)

@@ -30,6 +30,7 @@ from typing import Iterable, Iterator
 
 import polars as pl
 
+from ..config import ensure_home
 from ..errors import StoreBusy, StoreError
 from ..schema import STORED_COLUMNS, USAGE_COLUMNS
 from ..sources.base import Watermark
@@ -119,7 +120,7 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
                                check_same_thread=False)
     else:
-        Path(home).mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_home(Path(home))
         _create_private(path)
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout=30000")
