@@ -8,10 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from . import claude_code, codex
+from . import (aider, claude_code, cline, codex, continue_dev, copilot_cli, gemini_cli, kilo_code,
+               qwen_code, roo_code, specstory)
 from .base import Discovery, DiscoveryContext, SourceFile
 
-SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (claude_code, codex)}
+SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (
+    claude_code, codex, gemini_cli, copilot_cli, qwen_code, continue_dev, cline, roo_code,
+    kilo_code, aider, specstory)}
 
 
 def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
@@ -45,6 +48,8 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
     """Map explicit ``--path`` files or directories to source files.
 
     Each file is offered to every source's ``matches``; the first that claims it wins.
+    The file's mode is the module's ``mode_for(path)`` when it has one, else its
+    ``MODE`` (default ``append``).
     Returns ``(files, problems)`` where problems are one-line messages for paths that
     do not exist or that no source recognizes.
     """
@@ -66,7 +71,8 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
                         meta["subagent"] = c.stem[len("agent-"):]
                         if c.parent.name == "subagents":
                             meta["parent_session"] = c.parent.parent.name
-                    files.append(SourceFile(name, c, "append", meta))
+                    mode = mod.mode_for(c) if hasattr(mod, "mode_for") else getattr(mod, "MODE", "append")
+                    files.append(SourceFile(name, c, mode, meta))
                     found += 1
                     break
         if not found:
