@@ -93,8 +93,9 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
 
 
 def _hwm(con) -> int:
-    row = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchone()
-    return row[0] if row else 0
+    # fetchall, not fetchone: DuckDB 2.x refuses register() while a result is unfinished
+    rows = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchall()
+    return rows[0][0] if rows else 0
 
 
 def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
@@ -157,8 +158,8 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False) 
 def _replay_status(sqlite_conn: sqlite3.Connection, con) -> int:
     """Apply SQLite ``status_log`` rows above DuckDB's ``status_seq`` mark to DuckDB
     ``entries`` (rows synced before their status changed), in order; returns rows read."""
-    row = con.execute("SELECT value FROM meta WHERE key='status_seq'").fetchone()
-    seq = row[0] if row else 0
+    rows = con.execute("SELECT value FROM meta WHERE key='status_seq'").fetchall()
+    seq = rows[0][0] if rows else 0
     try:
         rows = sqlite_conn.execute("SELECT seq, entry_id, status FROM status_log WHERE seq > ? "
                                    "ORDER BY seq", (seq,)).fetchall()

@@ -5,16 +5,18 @@ These VS Code extensions keep one folder per task in the editor's global storage
 
 - ``api_conversation_history.json``: the Anthropic ``MessageParam[]`` sent to the
   model (``{role, content: string | blocks}``; blocks ``text``, ``image``,
-  ``tool_use {id, name, input}``, ``tool_result {tool_use_id, content}``; Roo/Kilo add
-  ``ts`` (ms) and ``isSummary`` to a message) — rewritten whole after each turn;
+  ``tool_use {id, name, input}``, ``tool_result {tool_use_id, content}``; Roo/Kilo's
+  ``ApiMessage`` adds ``ts`` (ms), ``isSummary``, ``id`` and role-less reasoning items
+  ``{type: "reasoning", summary[], encrypted_content}``) — rewritten after each turn;
 - ``ui_messages.json``: ``ClineMessage[] {ts (ms), type: ask|say, ask?, say?, text?,
-  reasoning?, partial?}``; a ``say: api_req_started`` message's ``text`` is JSON
-  ``{request, tokensIn, tokensOut, cacheWrites, cacheReads, cost}`` — one per API request;
+  reasoning?, partial?, modelInfo?}``; a ``say: api_req_started`` message's ``text`` is
+  JSON ``ClineApiReqInfo {request, tokensIn, tokensOut, cacheWrites, cacheReads, cost}``
+  — one per API request (``subagent_usage``: the same counts for sub-agents);
 - ``task_metadata.json`` (Cline ≥ 3.x): ``model_usage[] {ts, model_id,
   model_provider_id, mode}``.
 
-(cline/cline ``src/shared/ExtensionMessage.ts`` and ``core/task``; RooCodeInc/Roo-Code
-``packages/types`` ``clineMessageSchema`` / ``apiMessage``.) The ``<user dir>`` is
+(cline/cline ``src/shared/ExtensionMessage.ts``: ``ClineMessage``,
+``ClineApiReqInfo``; Roo Code and Kilo Code, forks of Cline, keep the same files.) The ``<user dir>`` is
 ``~/.config/<App>/User`` on Linux, ``~/Library/Application Support/<App>/User`` on
 macOS and ``%APPDATA%\\<App>\\User`` on Windows, for the apps Code, Code - Insiders,
 VSCodium, Cursor and Windsurf.
@@ -161,7 +163,12 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
                 "record_id": mid}
         kind_msg = "summary" if m.get("isSummary") else "message"
         parts: list[dict] = []
-        if isinstance(content, str):
+        if m.get("type") == "reasoning" and "role" not in m:
+            # Roo/Kilo keep reasoning items (OpenAI Responses style) in the history
+            summ = m.get("summary") if isinstance(m.get("summary"), list) else []
+            txt = "\n".join(str(x.get("text") or "") for x in summ if isinstance(x, dict)) or str(m.get("text") or "")
+            parts.append(dict(base, role="assistant", kind="thinking", text=txt))
+        elif isinstance(content, str):
             parts.append(dict(base, role=role, kind=kind_msg, text=content))
         elif isinstance(content, list):
             for b in content:
@@ -224,15 +231,16 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
                 "source_path": src, "source_offset": 0, "record_id": f"{task}:ui:{ts_ms}:{m.get('say') or m.get('ask')}",
                 "part": 0, "role": "system", "kind": "meta"}
         say = m.get("say")
-        if say == "api_req_started" and isinstance(m.get("text"), str):
+        mi = m.get("modelInfo") if isinstance(m.get("modelInfo"), dict) else {}
+        if say in ("api_req_started", "subagent_usage") and isinstance(m.get("text"), str):
             try:
                 info = orjson.loads(m["text"])
             except orjson.JSONDecodeError:
                 continue
             if not isinstance(info, dict) or not any(k in info for k in ("tokensIn", "tokensOut")):
                 continue
-            out.append(dict(base, tool_name="api_req", text="",
-                            model=_model_at(usage_list, ts_ms) if usage_list else None,
+            out.append(dict(base, tool_name="api_req" if say == "api_req_started" else say, text="",
+                            model=mi.get("modelId") or (_model_at(usage_list, ts_ms) if usage_list else None),
                             input_tokens=as_int(info.get("tokensIn")) or 0,
                             output_tokens=as_int(info.get("tokensOut")) or 0,
                             cache_creation_tokens=as_int(info.get("cacheWrites")) or 0,

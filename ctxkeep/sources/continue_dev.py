@@ -107,6 +107,9 @@ def parse_session(doc: Any, src: str, mtime_iso: str) -> list[dict]:
         proj = proj[len("file://"):]
     model = doc.get("chatModelTitle") if isinstance(doc.get("chatModelTitle"), str) else None
     out: list[dict] = []
+    tool_msgs = {it["message"].get("toolCallId") for it in doc["history"]
+                 if isinstance(it, dict) and isinstance(it.get("message"), dict)
+                 and it["message"].get("role") == "tool"}
     for i, item in enumerate(doc["history"]):
         if not isinstance(item, dict) or not isinstance(item.get("message"), dict):
             continue
@@ -138,7 +141,9 @@ def parse_session(doc: Any, src: str, mtime_iso: str) -> list[dict]:
                                   native_id=tc.get("id"), text=str(fn.get("arguments") or "")))
         states = item.get("toolCallStates") or ([item["toolCallState"]] if isinstance(item.get("toolCallState"), dict) else [])
         for st in states:
-            if isinstance(st, dict) and isinstance(st.get("output"), list) and role_raw != "tool":
+            # the output of a tool call, unless a later ``tool`` message carries it
+            if isinstance(st, dict) and isinstance(st.get("output"), list) and role_raw != "tool" \
+                    and st.get("toolCallId") not in tool_msgs:
                 txt = "\n".join(str(c.get("content") or "") for c in st["output"] if isinstance(c, dict))
                 tcall = st.get("toolCall") if isinstance(st.get("toolCall"), dict) else {}
                 parts.append(dict(base, role="tool", kind="tool_result", native_id=st.get("toolCallId"),

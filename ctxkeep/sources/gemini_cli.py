@@ -39,7 +39,8 @@ ccusage's output; they only appear in its totalTokens), ``reasoning_tokens =
 thoughts``. ``tool`` tokens are added to ``input_tokens`` (they are prompt tokens not in
 promptTokenCount); every corpus message has ``tool: 0``, so this part is not checked
 against ccusage. A message's usage is counted once (``usage_key`` = session:message id;
-the larger copy wins when a later line adds tokens).
+the larger copy wins when a later line adds tokens); it is stored on a ``meta`` entry of
+its own (``tool_name`` ``usage``, empty text).
 """
 from __future__ import annotations
 
@@ -210,8 +211,9 @@ def message_entries(msg: dict, ctx: dict) -> list[dict]:
     ``offset`` (byte offset of the record). Every entry of the message has
     ``message_id`` = the message id (what a rewind marks). Ids: text
     ``<sid>:<id>``/0; thoughts ``<sid>:<id>:thoughts``/i; tool call
-    ``<sid>:<id>:tool:<call id>`` part 0 (call) and 1 (result), so a message
-    re-written with more tool calls or tokens adds only what is new.
+    ``<sid>:<id>:tool:<call id>`` part 0 (call) and 1 (result); usage
+    ``<sid>:<id>:usage`` (a ``meta`` entry with empty text, ``tool_name`` ``usage``),
+    so a message re-written with more tool calls or tokens adds only what is new.
     """
     sid, mid = ctx["sid"], str(msg.get("id"))
     mtype = msg.get("type")
@@ -255,16 +257,17 @@ def message_entries(msg: dict, ctx: dict) -> list[dict]:
         out.append(dict(base, role="system", kind="meta", tool_name=str(mtype),
                         text=_parts_text(msg.get("content"))))
     tok = msg.get("tokens")
-    if isinstance(tok, dict) and mtype == "gemini" and out:
-        first = out[0]
+    if isinstance(tok, dict) and mtype == "gemini":
+        # usage rides on an entry of its own: the first copy of a message (JSONL) often
+        # has no tokens yet, and within a batch the first copy of an entry id wins
         inp = as_int(tok.get("input")) or 0
         cached = as_int(tok.get("cached")) or 0
-        first["input_tokens"] = max(inp - cached, 0) + (as_int(tok.get("tool")) or 0)
-        first["output_tokens"] = as_int(tok.get("output")) or 0
-        first["cache_read_tokens"] = cached
-        first["cache_creation_tokens"] = 0
-        first["reasoning_tokens"] = as_int(tok.get("thoughts")) or 0
-        first["usage_key"] = f"{sid}:{mid}"
+        out.append(dict(base, role="assistant", kind="meta", tool_name="usage", text="",
+                        record_id=f"{sid}:{mid}:usage",
+                        input_tokens=max(inp - cached, 0) + (as_int(tok.get("tool")) or 0),
+                        output_tokens=as_int(tok.get("output")) or 0, cache_read_tokens=cached,
+                        cache_creation_tokens=0, reasoning_tokens=as_int(tok.get("thoughts")) or 0,
+                        usage_key=f"{sid}:{mid}"))
     return out
 
 
