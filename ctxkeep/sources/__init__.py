@@ -47,7 +47,8 @@ def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
 def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple[list[SourceFile], list[str]]:
     """Map explicit ``--path`` files or directories to source files.
 
-    Each file is offered to every source's ``matches``; the first that claims it wins.
+    Each file is offered to every source's ``matches`` (claude-code's, the broadest,
+    last); the first that claims it wins.
     The file's mode is the module's ``mode_for(path)`` when it has one, else its
     ``MODE`` (default ``append``).
     Returns ``(files, problems)`` where problems are one-line messages for paths that
@@ -62,7 +63,9 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
         cands = [p] if p.is_file() else sorted(x for x in p.rglob("*") if x.is_file())
         found = 0
         for c in cands:
-            for name, mod in SOURCES.items():
+            # claude-code's matches() is the broadest (any JSONL with "sessionId"): ask it
+            # last so the Gemini, Copilot and Qwen JSONL files reach their own source
+            for name, mod in sorted(SOURCES.items(), key=lambda kv: kv[0] == "claude-code"):
                 if agents and name not in agents:
                     continue
                 if getattr(mod, "matches", None) and mod.matches(c):

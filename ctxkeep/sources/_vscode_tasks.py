@@ -143,7 +143,7 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
     """Entries of ``api_conversation_history.json`` (see module doc)."""
     if not isinstance(doc, list):
         raise ValueError("api_conversation_history.json is not a list of messages")
-    task_ts = _ms_iso(task) if task.isdigit() else None
+    task_ts = _ms_iso(int(task)) if task.isdigit() else None
     proj = None
     out: list[dict] = []
     ids: list[str] = []

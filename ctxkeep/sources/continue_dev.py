@@ -20,15 +20,20 @@ a ``promptLogs``/``dateCreated`` value is present (none in the published type), 
 Usage: ``message.usage {promptTokens, completionTokens, promptTokensDetails?:
 {cachedTokens, cacheWriteTokens}}`` on assistant messages when Continue logged it
 (newer versions): ``input_tokens = promptTokens - cachedTokens - cacheWriteTokens``.
-Entry ids: ``<session>:<history index>:<part>``, stable while the history only grows.
+Entry ids: ``<session>:<history index>:<SHA-256 of the message>``: stable while the
+history only grows; an edited or truncated history (Continue lets the user edit an
+earlier turn) gives new ids, and the turns gone from the file are marked ``rewound``.
 The corpus has no Continue file; tests use tests/fixtures/continue/.
 """
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, Iterator
+
+import orjson
 
 from ._util import as_int, compact_json
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -97,8 +102,16 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def parse_session(doc: Any, src: str, mtime_iso: str) -> list[dict]:
-    """Entry dicts of one Continue session document (see module doc)."""
+def _item_hash(m: dict) -> str:
+    return hashlib.sha256(orjson.dumps([m.get("role"), m.get("content"), m.get("toolCalls")],
+                                       option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
+
+
+def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
+                  old_ids: list[str] = ()) -> list[dict]:
+    """Entry dicts of one Continue session document (see module doc). Turns whose id
+    was in ``old_ids`` (the previous read) but is gone now (an edited or truncated
+    history) are marked ``rewound`` through ``state["_status_changes"]``."""
     if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
         raise ValueError("not a Continue session (no history list)")
     sid = str(doc.get("sessionId") or Path(src).stem)
@@ -107,6 +120,7 @@ def parse_session(doc: Any, src: str, mtime_iso: str) -> list[dict]:
         proj = proj[len("file://"):]
     model = doc.get("chatModelTitle") if isinstance(doc.get("chatModelTitle"), str) else None
     out: list[dict] = []
+    ids: list[str] = []
     tool_msgs = {it["message"].get("toolCallId") for it in doc["history"]
                  if isinstance(it, dict) and isinstance(it.get("message"), dict)
                  and it["message"].get("role") == "tool"}
@@ -115,7 +129,8 @@ def parse_session(doc: Any, src: str, mtime_iso: str) -> list[dict]:
             continue
         m = item["message"]
         role_raw = m.get("role")
-        rid = f"{sid}:{i}"
+        rid = f"{sid}:{i}:{_item_hash(m)}"
+        ids.append(rid)
         base = {"agent": AGENT, "session_id": sid, "native_id": m.get("id") or str(i),
                 "project_dir": proj, "ts": mtime_iso, "model": model, "source_path": src,
                 "source_offset": i, "record_id": rid, "message_id": rid}
@@ -173,6 +188,12 @@ def parse_session(doc: Any, src: str, mtime_iso: str) -> list[dict]:
                     "role": "system", "kind": "meta", "tool_name": "title", "text": doc["title"],
                     "source_path": src, "source_offset": 0, "record_id": f"{sid}:title:{doc['title']}",
                     "part": 0})
+    if state is not None:
+        gone = sorted(set(old_ids) - set(ids))
+        if gone:
+            state.setdefault("_status_changes", []).append(
+                {"agent": AGENT, "session_id": sid, "message_ids": gone, "status": "rewound"})
+        state["ids"] = ids
     return out
 
 
@@ -180,6 +201,7 @@ def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one session document whole when it changed."""
     src = str(file.path)
+    old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
 
     def parse_doc(raw, doc, state, idle):
         try:
@@ -187,5 +209,5 @@ def read(file: SourceFile, wm: Watermark | None,
         except OSError:
             mt = 0
         iso = dt.datetime.fromtimestamp(mt, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return parse_session(doc, src, iso)
+        return parse_session(doc, src, iso, state, old_ids)
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)
