@@ -176,3 +176,43 @@ def test_all_file_agents_registered_with_matches():
                  "aider", "specstory"):
         mod = SOURCES[name]
         assert mod.AGENT == name and callable(mod.matches) and mod.PARSER_VERSION >= 1
+
+
+def test_qwen_legacy_gemini_style_json(tmp_path):
+    """Older Qwen Code (a Gemini CLI fork) wrote Gemini's JSON documents under
+    ~/.qwen/tmp/<hash>/chats/: read with the Gemini mapping, stored as qwen-code."""
+    from conftest import corpus
+    src = corpus(".gemini/tmp/3f1c0a6c9e5b4d2f8a7e6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e/chats/"
+                 "session-2025-12-08T17-35-9fae96a8.json")
+    home = tmp_path / "home"
+    dst = home / ".qwen" / "tmp" / "abc" / "chats" / src.name
+    dst.parent.mkdir(parents=True)
+    shutil.copy(src, dst)
+    d = qwen_code.discover(DiscoveryContext(home=home, env={}))
+    assert [(f.path, f.mode) for f in d.files] == [(dst, "rewrite")]
+    store = tmp_path / "store"
+    ingest_home(home, store, agents=["qwen-code"])
+    assert q(store, "SELECT agent, tool_name, count(*) FROM entries GROUP BY 1, 2 ORDER BY 2") == [
+        ("qwen-code", "error", 1), ("qwen-code", "info", 1)]
+
+
+def test_unknown_record_types_become_meta(tmp_path):
+    home = tmp_path / "home"
+    g = home / ".gemini" / "tmp" / "p" / "chats" / "session-z.jsonl"
+    g.parent.mkdir(parents=True)
+    g.write_text(json.dumps({"sessionId": "s-z", "projectHash": "h"}) + "\n"
+                 + json.dumps({"id": "m1", "type": "plan_update", "timestamp": "2026-06-01T00:00:00Z",
+                               "content": "step 2 of 3"}) + "\n"
+                 + json.dumps({"$checkpoint": {"n": 1}}) + "\n")
+    c = home / ".copilot" / "session-state" / "s1" / "events.jsonl"
+    c.parent.mkdir(parents=True)
+    c.write_text(json.dumps({"type": "session.start", "data": {"sessionId": "s1"}, "id": "e1",
+                             "timestamp": "2026-06-01T00:00:00Z"}) + "\n"
+                 + json.dumps({"type": "assistant.hologram", "data": {"message": "new in v9"}, "id": "e2",
+                               "timestamp": "2026-06-01T00:00:01Z"}) + "\n")
+    store = tmp_path / "store"
+    s = ingest_home(home, store, agents=["gemini-cli", "copilot-cli"])
+    assert s.quarantined == 0
+    assert q(store, "SELECT agent, kind, tool_name FROM entries ORDER BY agent, source_offset") == [
+        ("copilot-cli", "meta", "session.start"), ("copilot-cli", "meta", "assistant.hologram"),
+        ("gemini-cli", "meta", "plan_update"), ("gemini-cli", "meta", "unknown-record")]
