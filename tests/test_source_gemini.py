@@ -263,3 +263,15 @@ def test_bad_document_is_quarantined_and_the_run_goes_on(tmp_path):
     _rewrite(p, json.loads(good))
     s2 = ingest_home(home, store)
     assert s2.entries_new > 0 and s2.quarantined == 0
+
+
+def test_document_caught_mid_write_is_retried_not_quarantined(tmp_path):
+    good = corpus(DEC24).read_bytes()
+    home, p = _home_with(tmp_path, DEC24, good[:1000])
+    os.utime(p, None)  # modified just now: the agent is writing it
+    store = tmp_path / "store"
+    s1 = ingest_home(home, store)
+    assert (s1.quarantined, s1.entries_new) == (0, 0)
+    p.write_bytes(good)  # the write completes
+    s2 = ingest_home(home, store)
+    assert s2.quarantined == 0 and s2.entries_new > 100

@@ -31,6 +31,8 @@ never collides with the old messages; messages gone from the file are marked
 ``rewound``. ``ts``: the message's ``ts`` when present, else the task id (a ms
 timestamp in Cline) for every message of the task. ``project_dir``: the ``Current
 Working/Workspace Directory (…)`` line of the first ``environment_details``.
+``source_offset`` is the message's index in the history array (its messages have no id
+to find them by in the bytes).
 """
 from __future__ import annotations
 

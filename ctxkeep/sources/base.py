@@ -324,7 +324,9 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
 
     Bad input never stops a run: a document that is not valid JSON, or a parser that
     raises, quarantines the file at offset 0 (reason, up to 16 MiB of its bytes) and
-    stores the hash, so the same bad bytes are not reported twice. A vanished or
+    stores the hash, so the same bad bytes are not reported twice. Invalid JSON in a
+    file modified less than ``IDLE_SECONDS`` ago is taken for a write in progress: it is
+    not quarantined, and the next run looks again. A vanished or
     unreadable file yields nothing. Yields batches of at most ``DOC_BATCH_ENTRIES``
     entries; only the last carries the watermark.
     """
@@ -353,6 +355,8 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
         yield Batch([], [], _wm(dict(old), True))
         return
     state: dict = {"sha256": digest}
+    # on bad input the parser's carry-over (e.g. the message ids seen) is kept
+    kept = {k: v for k, v in old.items() if k not in ("sha256", "complete")}
     quarantine: list[dict] = []
     doc: Any = None
     if json_doc:
@@ -361,8 +365,12 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
             return
         doc, problem = parse_line(data)
         if doc is None:
+            if not idle:
+                # most likely caught mid-write: look again next run, report nothing yet
+                yield Batch([], [], _wm(dict(kept, complete=False), False))
+                return
             yield Batch([], [quarantine_row(path, 0, data, problem or "malformed JSON")],
-                        _wm(state, True), bytes_read=len(data), lines=1)
+                        _wm(dict(kept, sha256=digest), True), bytes_read=len(data), lines=1)
             return
         if problem:
             quarantine.append(quarantine_row(path, 0, data, problem, "repaired"))
@@ -373,7 +381,7 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
     except Exception as e:  # a parser bug must not stop the run
         yield Batch([], quarantine + [quarantine_row(
             path, 0, data, f"parser error: {type(e).__name__}: {e}")],
-            _wm(state, True), bytes_read=len(data), lines=1)
+            _wm(dict(kept, sha256=digest), True), bytes_read=len(data), lines=1)
         return
     changes = state.pop("_status_changes", [])
     complete = state.get("complete", True)

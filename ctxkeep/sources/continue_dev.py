@@ -23,6 +23,8 @@ Usage: ``message.usage {promptTokens, completionTokens, promptTokensDetails?:
 Entry ids: ``<session>:<history index>:<SHA-256 of the message>``: stable while the
 history only grows; an edited or truncated history (Continue lets the user edit an
 earlier turn) gives new ids, and the turns gone from the file are marked ``rewound``.
+``source_offset`` is the turn's index in ``history`` (not a byte offset: the document
+is pretty-printed JSON whose turns carry no id to find them by).
 The corpus has no Continue file; tests use tests/fixtures/continue/.
 """
 from __future__ import annotations
