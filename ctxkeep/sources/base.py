@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -206,8 +207,8 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
 
     ``parse(record, offset, line_hash, state)`` maps one parsed line (a dict) to entry
     dicts and may update ``state``, which is stored in the watermark; status changes
-    it appends to ``state["_status_changes"]`` ride on the batch (``Batch.status_changes``). A record that is
-    not a JSON object, or a line that does not parse, is quarantined; a parse function
+    it appends to ``state["_status_changes"]`` ride on the batch
+    (``Batch.status_changes``). A record that is not a JSON object, or a line that does not parse, is quarantined; a parse function
     that raises quarantines only that line. A last line without ``\\n`` is left for the
     next run (the agent may be writing it). A file that vanished yields nothing.
 
@@ -330,7 +331,6 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
     unreadable file yields nothing. Yields batches of at most ``DOC_BATCH_ENTRIES``
     entries; only the last carries the watermark.
     """
-    import time as _time
     path = file.path
     try:
         f = open(path, "rb")
@@ -340,7 +340,7 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
         st = os.fstat(f.fileno())
         data = f.read()
     digest = hashlib.sha256(data).hexdigest()
-    idle = ((now if now is not None else _time.time()) - st.st_mtime) >= IDLE_SECONDS
+    idle = ((now if now is not None else time.time()) - st.st_mtime) >= IDLE_SECONDS
 
     def _wm(state: dict, complete: bool) -> Watermark:
         hl = min(HEAD_BYTES, len(data))
