@@ -56,6 +56,9 @@ class Plan:
                 size = f.path.stat().st_size
             except OSError:
                 continue
+            if f.mode == "rewrite":  # a changed document is read whole
+                total += size
+                continue
             total += max(size - (wm.offset if wm else 0), 0) if wm and size >= wm.offset else size
         return total
 

@@ -54,16 +54,20 @@ def qwen_roots(ctx: DiscoveryContext) -> list[Path]:
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
-    """Find ``projects/*/chats/*.jsonl`` and legacy ``tmp/*/chats/session-*.json``."""
+    """Find ``projects/*/chats/*.jsonl`` and legacy ``tmp/*/chats/session-*.json`` under
+    the Qwen roots; a configured dir may also be a ``chats`` or ``projects`` dir."""
     d = Discovery(AGENT)
     roots = qwen_roots(ctx)
     seen: set[Path] = set()
+    extra = set(ctx.extra_dirs)
     for root in roots + list(ctx.extra_dirs):
         d.searched.append(root)
         if not root.is_dir():
             continue
         cands = (sorted(root.glob("projects/*/chats/*.jsonl")) + sorted(root.glob("tmp/*/chats/session-*.json"))
-                 + sorted(root.glob("tmp/*/chats/session-*.jsonl")) + sorted(root.glob("*.jsonl")))
+                 + sorted(root.glob("tmp/*/chats/session-*.jsonl")))
+        if root in extra:  # a configured dir may be a chats dir itself
+            cands += sorted(root.glob("*.jsonl")) + sorted(root.glob("*/chats/*.jsonl"))
         for p in cands:
             rp = p.resolve()
             if rp not in seen and p.is_file():
