@@ -108,3 +108,18 @@ def test_discovery_on_the_corpus_home_is_fast(corpus_ctx):
     took = time.perf_counter() - t0
     assert took < 1.0 and res.truncated is None
     assert res.aider == [corpus(CHAT).parent / ".aider.chat.history.md", corpus(INPUT)]
+
+
+def test_home_scan_stops_at_its_bounds(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    for i in range(60):
+        (home / f"p{i:02d}" / "src").mkdir(parents=True)
+    (home / "p59" / ".aider.chat.history.md").write_text("#### late\n")
+    monkeypatch.setattr(_homescan, "MAX_DIRS", 40)
+    res = _homescan.scan_home(home, use_cache=False)
+    assert res.truncated == "stopped after 40 directories" and res.aider == []
+    d = aider.discover(DiscoveryContext(home=home, env={}))
+    assert d.files == [] and "stopped after 40 directories" in d.reason
+    # a configured root is read whatever the scan's bounds
+    d2 = aider.discover(DiscoveryContext(home=home, env={}, extra_dirs=[home / "p59"]))
+    assert [f.path.name for f in d2.files] == [".aider.chat.history.md"]
