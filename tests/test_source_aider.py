@@ -40,6 +40,13 @@ def test_corpus_history_entries(tmp_path):
     assert q(store, "SELECT count(*) FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
                     "USING(content_id) WHERE agent='aider' AND kind='message' AND text LIKE ?",
              ("%/copy-context 请你分析一下我这列的处理，我想知道我%",)) == [(5,)]
+    # user inputs are timed by .aider.input.history (to the microsecond), the blocks
+    # after them share that time
+    cjk = q(store, "SELECT e.ts FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
+                   "USING(content_id) WHERE agent='aider' AND kind='message' AND text = ?",
+            ("/copy-context 请你分析一下我这列的处理，我想知道我",))
+    want = dt.datetime(2025, 10, 23, 17, 8, 6, 177072).astimezone().astimezone(dt.timezone.utc)
+    assert cjk == [(want.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),)]
     # input history: exact timestamps, "+" prefixes removed
     first = q(store, "SELECT ts FROM entries WHERE tool_name='input_history' ORDER BY source_offset LIMIT 1")
     assert first[0][0].startswith("2025-10-2")

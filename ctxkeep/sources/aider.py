@@ -10,7 +10,9 @@ bounds; hidden dirs, ``node_modules``, virtual environments and caches skipped).
 Chat history format (Aider ``io.py``, real v0.86.1 file in the corpus): Markdown
 appended to (never rewritten). ``# aider chat started at YYYY-MM-DD HH:MM:SS`` starts a
 session (local time of the machine that ran Aider: converted to UTC with this machine's
-time zone); ``#### `` lines are the user's input; ``> `` lines (two trailing spaces)
+time zone); ``#### `` lines are the user's input (timed by the same input in
+``.aider.input.history`` when it is there, else by the session start; the blocks
+after an input share its time); ``> `` lines (two trailing spaces)
 are tool and status output; every other line is the assistant's reply. A ``> Tokens:
 N sent[, N cache write][, N cache hit], N received. Cost: …`` line is the usage of one
 request, with counts rounded as Aider prints them (``1.2k``, ``12k``, ``1.5M``):
@@ -124,8 +126,11 @@ def _tokens(s: str | None) -> int | None:
 
 
 def _local_to_utc(text: str) -> str | None:
+    """``YYYY-MM-DD HH:MM:SS[.ffffff]`` in this machine's local time → ISO UTC."""
+    text = text.strip()
     try:
-        t = dt.datetime.strptime(text.strip()[:19], "%Y-%m-%d %H:%M:%S")
+        t = dt.datetime.strptime(text[:26], "%Y-%m-%d %H:%M:%S.%f") if len(text) > 19 and text[19] == "." \
+            else dt.datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S")
     except ValueError:
         return None
     return t.astimezone().astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -177,10 +182,22 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
     if not idle and blocks and blocks[-1]["type"] != "header":
         blocks.pop()
         state["complete"] = False
+    inputs = _input_times(Path(src).with_name(INPUT)) if Path(src).name == CHAT else []
+    ip = 0
+    cur_ts = None
     out: list[dict] = []
     for b in blocks:
         s = b["session"]
-        base = {"agent": AGENT, "session_id": s["id"], "project_dir": project, "ts": s["ts"],
+        if b["type"] == "header":
+            cur_ts = s["ts"]
+        elif b["type"] == "user" and inputs:
+            # the time the input was typed, from .aider.input.history (same text, in order)
+            want = _norm("\n".join(b["lines"]))
+            for j in range(ip, min(ip + 50, len(inputs))):
+                if inputs[j][1] == want:
+                    cur_ts, ip = inputs[j][0] or cur_ts, j + 1
+                    break
+        base = {"agent": AGENT, "session_id": s["id"], "project_dir": project, "ts": cur_ts or s["ts"],
                 "model": s["model"], "source_path": src, "source_offset": b["start"],
                 "record_id": f"{src}:{b['start']}", "part": 0, "native_id": str(b["start"])}
         text = "\n".join(b["lines"]).strip("\n")
@@ -202,6 +219,19 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
                          usage_key=f"aider:{src}:{b['start']}")
             out.append(e)
     return out
+
+
+def _norm(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines())
+
+
+def _input_times(path: Path) -> list[tuple[str | None, str]]:
+    """``(UTC ts, normalized text)`` of each input in an ``.aider.input.history``."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    return [(e["ts"], _norm(e["text"])) for e in parse_input(raw, str(path), None, True, {})]
 
 
 def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:
