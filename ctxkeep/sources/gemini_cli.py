@@ -323,7 +323,8 @@ def parse_document(raw: bytes, doc: Any, state: dict, file: SourceFile, old_ids:
     if isinstance(doc.get("summary"), str) and doc["summary"]:
         ctx["offset"] = 0
         out.append(_summary_entry(doc["summary"], ctx, doc.get("lastUpdated")))
-    gone = [i for i in old_ids if i not in set(ids)]
+    now = set(ids)
+    gone = [i for i in old_ids if i not in now]
     _status(state, sid, gone, "rewound")
     state["ids"] = ids[-_MAX_IDS:]
     return out
@@ -350,18 +351,17 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, file: Sour
     ctx = {"sid": sid, "parent": file.meta.get("parent_session"),
            "project_dir": file.meta.get("project_dir") or state.get("project_dir"),
            "src": str(file.path), "offset": offset}
-    order: list = state.setdefault("order", [])
-    rewound: list = state.setdefault("rewound", [])
+    order: dict = _ordered(state, "order")
+    rewound: dict = _ordered(state, "rewound")
     if isinstance(rec.get("$rewindTo"), str):
         target = rec["$rewindTo"]
-        if target in order:
-            idx = order.index(target)
-            removed, state["order"] = order[idx:], order[:idx]
-        else:
-            removed, state["order"] = list(order), []
+        keys = list(order)
+        idx = keys.index(target) if target in order else 0
+        removed = keys[idx:]
+        state["order"] = dict.fromkeys(keys[:idx], 1)
         _status(state, sid, removed, "rewound")
-        rewound.extend(removed)
-        del rewound[:-_MAX_IDS]
+        rewound.update(dict.fromkeys(removed, 1))
+        _trim(rewound)
         return []
     if isinstance(rec.get("$set"), dict):
         upd = rec["$set"]
@@ -377,7 +377,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, file: Sour
                 if isinstance(m, dict) and m.get("id") is not None:
                     out.extend(_message(m, ctx, state, track=False))
                     new_order.append(str(m["id"]))
-            state["order"] = new_order[-_MAX_IDS:]
+            state["order"] = dict.fromkeys(new_order[-_MAX_IDS:], 1)
         return out
     if rec.get("id") is not None:
         return _message(rec, ctx, state, track=True)
@@ -388,17 +388,31 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, file: Sour
              "parent_session_id": ctx["parent"], "is_sidechain": bool(ctx["parent"])}]
 
 
+def _ordered(state: dict, key: str) -> dict:
+    """``state[key]`` as an insertion-ordered dict of ids (older states held lists)."""
+    v = state.get(key)
+    if not isinstance(v, dict):
+        v = dict.fromkeys(v or [], 1)
+        state[key] = v
+    return v
+
+
+def _trim(d: dict) -> None:
+    while len(d) > _MAX_IDS:
+        del d[next(iter(d))]
+
+
 def _message(m: dict, ctx: dict, state: dict, track: bool) -> list[dict]:
     mid = str(m["id"])
-    rewound: list = state.setdefault("rewound", [])
+    rewound = _ordered(state, "rewound")
     if mid in rewound:  # re-recorded after a rewind: active again
-        rewound.remove(mid)
+        del rewound[mid]
         _status(state, ctx["sid"], [mid], "active")
     if track:
-        order: list = state.setdefault("order", [])
+        order = _ordered(state, "order")
         if mid not in order:
-            order.append(mid)
-            del order[:-_MAX_IDS]
+            order[mid] = 1
+            _trim(order)
     return message_entries(m, ctx)
 
 
