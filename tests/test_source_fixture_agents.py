@@ -216,3 +216,12 @@ def test_unknown_record_types_become_meta(tmp_path):
     assert q(store, "SELECT agent, kind, tool_name FROM entries ORDER BY agent, source_offset") == [
         ("copilot-cli", "meta", "session.start"), ("copilot-cli", "meta", "assistant.hologram"),
         ("gemini-cli", "meta", "plan_update"), ("gemini-cli", "meta", "unknown-record")]
+
+
+def test_path_option_finds_task_files(tmp_path):
+    from ctxkeep.sources import files_for_paths
+    home = _home(tmp_path, "roo-code")
+    files, problems = files_for_paths([home / "Library"])
+    assert problems == []
+    assert sorted((f.agent, f.path.name, f.mode) for f in files) == [
+        ("roo-code", "api_conversation_history.json", "rewrite"), ("roo-code", "ui_messages.json", "rewrite")]

@@ -275,3 +275,16 @@ def test_document_caught_mid_write_is_retried_not_quarantined(tmp_path):
     p.write_bytes(good)  # the write completes
     s2 = ingest_home(home, store)
     assert s2.quarantined == 0 and s2.entries_new > 100
+
+
+def test_subagent_session_links_to_its_parent(tmp_path):
+    rel = ".gemini/tmp/p/chats/parent-session-id/sub-1.jsonl"
+    home, p = _home_with(tmp_path, rel, _jsonl(
+        {"sessionId": "sub-1", "projectHash": "h", "kind": "subagent", "directories": ["/home/dev/app"]},
+        _msg(1, "user", "investigate the flaky test"), _msg(2, "gemini", "It races on the port.")))
+    d = gemini_cli.discover(DiscoveryContext(home=home, env={}))
+    assert [(f.path, f.meta["parent_session"]) for f in d.files] == [(p, "parent-session-id")]
+    store = tmp_path / "store"
+    ingest_home(home, store)
+    assert q(store, "SELECT DISTINCT session_id, parent_session_id, is_sidechain, project_dir FROM entries") == [
+        ("sub-1", "parent-session-id", 1, "/home/dev/app")]

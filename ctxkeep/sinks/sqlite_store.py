@@ -239,18 +239,26 @@ def apply_status_changes(conn: sqlite3.Connection, changes: list[dict], stamp: s
 
     Args: ``changes``, dicts ``{"agent", "session_id", "message_ids": [str], "status"}``
     (``sources.base.Batch.status_changes``): every entry of that agent and session whose
-    ``message_id`` is listed gets ``status``. Each changed entry is appended to
-    ``status_log`` (entry_id, status, changed_at UTC) for the DuckDB sync.
-    Returns the number of entries whose status changed.
+    ``message_id`` is listed gets ``status``; or ``{"entry_ids": [str], "status"}`` for
+    entries known by id (e.g. lines a compression removed). Each changed entry is
+    appended to ``status_log`` (entry_id, status, changed_at UTC), which the DuckDB
+    sync replays. Returns the number of entries whose status changed.
     """
     stamp = stamp or now_iso()
     n = 0
     for ch in changes:
-        mids = [m for m in ch.get("message_ids") or [] if m]
-        for part in _chunks(mids, 900):
-            q = (f"SELECT entry_id FROM entries WHERE agent=? AND session_id=? AND status<>? "
-                 f"AND message_id IN ({','.join('?' * len(part))})")
-            ids = [r[0] for r in conn.execute(q, [ch["agent"], ch["session_id"], ch["status"], *part])]
+        by_entry = "entry_ids" in ch
+        keys = [m for m in (ch.get("entry_ids") if by_entry else ch.get("message_ids")) or [] if m]
+        for part in _chunks(keys, 900):
+            marks = ",".join("?" * len(part))
+            if by_entry:
+                q = f"SELECT entry_id FROM entries WHERE status<>? AND entry_id IN ({marks})"
+                args = [ch["status"], *part]
+            else:
+                q = (f"SELECT entry_id FROM entries WHERE agent=? AND session_id=? AND status<>? "
+                     f"AND message_id IN ({marks})")
+                args = [ch["agent"], ch["session_id"], ch["status"], *part]
+            ids = [r[0] for r in conn.execute(q, args)]
             if not ids:
                 continue
             conn.executemany("UPDATE entries SET status=? WHERE entry_id=?",
