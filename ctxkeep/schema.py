@@ -11,7 +11,8 @@ import polars as pl
 
 ROLES = ("user", "assistant", "system", "tool")
 KINDS = ("message", "tool_call", "tool_result", "thinking", "summary", "meta")
-STATUSES = ("active", "archived", "consumed")
+#: ``rewound``: dropped from the agent's active history by a rewind (Gemini ``$rewindTo``)
+STATUSES = ("active", "archived", "consumed", "rewound")
 
 #: Columns that sources fill in (the raw entry dict).
 SOURCE_SCHEMA: dict[str, pl.DataType] = {

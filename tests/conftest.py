@@ -14,6 +14,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+# Files count as idle (complete) at once: CI lays out shared/corpus moments before the
+# tests run, so the default 120 s rule would hold back the corpus files' last turns.
+# Tests of the idle rule set CTXKEEP_IDLE_SECONDS themselves.
+os.environ["CTXKEEP_IDLE_SECONDS"] = "0"
 
 
 def corpus(rel: str) -> Path:

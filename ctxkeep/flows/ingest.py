@@ -24,7 +24,8 @@ from . import pipeline  # noqa: E402
 def ingest_agent_files(home: str, agent: str, todo: list, tombs: dict) -> dict:
     """Ingest one agent's changed files; returns summed figures."""
     conn = sqlite_store.connect(Path(home))
-    out = {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "files_read": 0, "vanished": 0}
+    out = {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "files_read": 0, "vanished": 0,
+           "status_changed": 0}
     try:
         for f, wm in todo:
             r = pipeline.ingest_file(conn, f, wm, tombs, pipeline.hooks.on_bytes)
@@ -32,7 +33,7 @@ def ingest_agent_files(home: str, agent: str, todo: list, tombs: dict) -> dict:
                 out["vanished"] += 1
                 continue
             out["files_read"] += 1
-            for k in ("entries_new", "quarantined", "bytes", "lines"):
+            for k in ("entries_new", "quarantined", "bytes", "lines", "status_changed"):
                 out[k] += r[k]
     finally:
         conn.close()
@@ -86,8 +87,9 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
                 s.lines += r["lines"]
                 s.entries_new += r["entries_new"]
                 s.quarantined += r["quarantined"]
+                s.status_changed += r["status_changed"]
                 s.per_agent[agent] = r["entries_new"]
-            if s.entries_new or not (h / "analytics.duckdb").exists():
+            if s.entries_new or s.status_changed or not (h / "analytics.duckdb").exists():
                 s.analytics = sync_analytics(home)
             status = "ok"
         finally:

@@ -56,6 +56,9 @@ class Plan:
                 size = f.path.stat().st_size
             except OSError:
                 continue
+            if f.mode == "rewrite":  # a changed document is read whole
+                total += size
+                continue
             total += max(size - (wm.offset if wm else 0), 0) if wm and size >= wm.offset else size
         return total
 
@@ -72,6 +75,7 @@ class Summary:
     lines: int = 0
     entries_new: int = 0
     quarantined: int = 0
+    status_changed: int = 0
     seconds: float = 0.0
     per_agent: dict = field(default_factory=dict)
     analytics: str = ""
@@ -158,16 +162,20 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
 def ingest_file(conn, file: SourceFile, wm: Watermark | None, tombs: dict,
                 on_bytes: Callable[[int], None] | None = None) -> dict:
     """Read one file's new bytes in batches, transform and load each batch with its
-    watermark. Returns ``{"entries_new", "quarantined", "bytes", "lines", "vanished"}``."""
+    watermark and status changes. Returns ``{"entries_new", "quarantined", "bytes",
+    "lines", "vanished", "status_changed"}`` (status_changed: change requests applied)."""
     mod = SOURCES[file.agent]
-    res = {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "vanished": False}
+    res = {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "vanished": False,
+           "status_changed": 0}
     if not file.path.exists():
         res["vanished"] = True
         return res
     for batch in mod.read(file, wm):
         frames = transform_batch(conn, batch, tombs)
         q = [dict(row, agent=file.agent) for row in batch.quarantine]
-        res["entries_new"] += sqlite_store.load_batch(conn, quarantine=q, watermark=batch.watermark, **frames)
+        res["entries_new"] += sqlite_store.load_batch(conn, quarantine=q, watermark=batch.watermark,
+                                                      status_changes=batch.status_changes, **frames)
+        res["status_changed"] += len(batch.status_changes)
         res["quarantined"] += len(batch.quarantine)
         res["bytes"] += batch.bytes_read
         res["lines"] += batch.lines
@@ -225,8 +233,9 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) ->
             s.lines += r["lines"]
             s.entries_new += r["entries_new"]
             s.quarantined += r["quarantined"]
+            s.status_changed += r["status_changed"]
             s.per_agent[f.agent] = s.per_agent.get(f.agent, 0) + r["entries_new"]
-        if s.entries_new or not (home / duckdb_store.DB_NAME).exists():
+        if s.entries_new or s.status_changed or not (home / duckdb_store.DB_NAME).exists():
             s.analytics = sync_analytics(conn, home)
         status = "ok"
     finally:

@@ -2,7 +2,9 @@
 
 DuckDB cannot attach SQLite offline (its sqlite extension is downloaded at run time),
 so rows move through Arrow: ``sync`` copies the SQLite ``entries`` rows above the
-high-water mark (SQLite rowid) and replaces ``usage`` (small: one row per API response).
+high-water mark (SQLite rowid), replays status changes logged in SQLite ``status_log``
+above its own mark (``status_seq``) and replaces ``usage`` (small: one row per API
+response).
 A sync that fails (e.g. a notebook holds the file) is caught up by the next one.
 
 Views (see ``VIEWS``): ``daily_usage`` (day UTC, agent, model, project: tokens),
@@ -91,8 +93,9 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
 
 
 def _hwm(con) -> int:
-    row = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchone()
-    return row[0] if row else 0
+    # fetchall, not fetchone: DuckDB 2.x refuses register() while a result is unfinished
+    rows = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchall()
+    return rows[0][0] if rows else 0
 
 
 def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
@@ -113,7 +116,7 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False) 
     try:
         if rebuild:
             con.execute("DELETE FROM entries")
-            con.execute("DELETE FROM meta WHERE key='entries_rowid'")
+            con.execute("DELETE FROM meta WHERE key IN ('entries_rowid', 'status_seq')")
         hwm = _hwm(con)
         names = ["sqlite_rowid"] + STORED_COLUMNS
         synced = 0
@@ -136,6 +139,7 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False) 
             con.execute("COMMIT")
             con.unregister("_batch")
             synced += tbl.num_rows
+        _replay_status(sqlite_conn, con)
         ucols = ["usage_key", "agent", "session_id", "project_dir", "ts", "model",
                  *USAGE_COLUMNS, "entry_id"]
         utbl = _arrow(sqlite_conn.execute(f"SELECT {', '.join(ucols)} FROM usage"), ucols)
@@ -149,6 +153,30 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False) 
         return {"entries_synced": synced, "usage_rows": utbl.num_rows}
     finally:
         con.close()
+
+
+def _replay_status(sqlite_conn: sqlite3.Connection, con) -> int:
+    """Apply SQLite ``status_log`` rows above DuckDB's ``status_seq`` mark to DuckDB
+    ``entries`` (rows synced before their status changed), in order; returns rows read."""
+    rows = con.execute("SELECT value FROM meta WHERE key='status_seq'").fetchall()
+    seq = rows[0][0] if rows else 0
+    try:
+        rows = sqlite_conn.execute("SELECT seq, entry_id, status FROM status_log WHERE seq > ? "
+                                   "ORDER BY seq", (seq,)).fetchall()
+    except sqlite3.OperationalError:  # a store written before status_log existed
+        return 0
+    if not rows:
+        return 0
+    # the last change per entry wins (rows are in seq order)
+    final = {eid: st for _, eid, st in rows}
+    tbl = pa.table({"entry_id": list(final), "status": list(final.values())})
+    con.register("_status", tbl)
+    con.execute("BEGIN")
+    con.execute("UPDATE entries SET status = s.status FROM _status s WHERE entries.entry_id = s.entry_id")
+    con.execute("INSERT OR REPLACE INTO meta VALUES('status_seq', ?)", [rows[-1][0]])
+    con.execute("COMMIT")
+    con.unregister("_status")
+    return len(rows)
 
 
 def delete_where(home: Path, where_sql: str, params: list) -> None:

@@ -12,7 +12,9 @@ Tables:
 - ``fts_grams``: FTS5 over CJK bigrams and identifier parts of chunks
   (``transforms.grams``; rowid = chunk_id);
 - ``usage``: one row per counted API response (``usage_key``);
-- ``watermarks``, ``quarantine``, ``runs``, ``tombstones``, ``meta``.
+- ``watermarks``, ``quarantine``, ``runs``, ``tombstones``, ``meta``;
+- ``status_log``: every status change of a stored entry, in order (``seq``), so the
+  DuckDB sync (rowid high-water mark) can replay changes to rows it already holds.
 
 WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes use
 ``BEGIN IMMEDIATE``; maintenance runs also take ``ingest.lock``). The file is created
@@ -92,6 +94,8 @@ CREATE TABLE IF NOT EXISTS runs(
   seconds REAL, detail TEXT);
 CREATE TABLE IF NOT EXISTS tombstones(
   scope TEXT, value TEXT, created_at TEXT, PRIMARY KEY(scope, value));
+CREATE TABLE IF NOT EXISTS status_log(
+  seq INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, status TEXT NOT NULL, changed_at TEXT);
 """
 
 
@@ -231,9 +235,44 @@ def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
 
 
+def apply_status_changes(conn: sqlite3.Connection, changes: list[dict], stamp: str | None = None) -> int:
+    """Change the ``status`` of stored entries, in order, inside the caller's transaction.
+
+    Args: ``changes``, dicts ``{"agent", "session_id", "message_ids": [str], "status"}``
+    (``sources.base.Batch.status_changes``): every entry of that agent and session whose
+    ``message_id`` is listed gets ``status``; or ``{"entry_ids": [str], "status"}`` for
+    entries known by id (e.g. lines a compression removed). Each changed entry is
+    appended to ``status_log`` (entry_id, status, changed_at UTC), which the DuckDB
+    sync replays. Returns the number of entries whose status changed.
+    """
+    stamp = stamp or now_iso()
+    n = 0
+    for ch in changes:
+        by_entry = "entry_ids" in ch
+        keys = [m for m in (ch.get("entry_ids") if by_entry else ch.get("message_ids")) or [] if m]
+        for part in _chunks(keys, 900):
+            marks = ",".join("?" * len(part))
+            if by_entry:
+                q = f"SELECT entry_id FROM entries WHERE status<>? AND entry_id IN ({marks})"
+                args = [ch["status"], *part]
+            else:
+                q = (f"SELECT entry_id FROM entries WHERE agent=? AND session_id=? AND status<>? "
+                     f"AND message_id IN ({marks})")
+                args = [ch["agent"], ch["session_id"], ch["status"], *part]
+            ids = [r[0] for r in conn.execute(q, args)]
+            if not ids:
+                continue
+            conn.executemany("UPDATE entries SET status=? WHERE entry_id=?",
+                             [(ch["status"], i) for i in ids])
+            conn.executemany("INSERT INTO status_log(entry_id, status, changed_at) VALUES(?,?,?)",
+                             [(i, ch["status"], stamp) for i in ids])
+            n += len(ids)
+    return n
+
+
 def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
                chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
-               watermark: Watermark | None) -> int:
+               watermark: Watermark | None, status_changes: list[dict] | None = None) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
     Args:
@@ -244,6 +283,7 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
             stored, the row with the larger total wins.
         quarantine: rows from ``sources.base.quarantine_row`` (+ ``agent``).
         watermark: saved with the batch, so the batch is stored exactly once.
+        status_changes: applied after the entries (``apply_status_changes``).
     """
     stamp = now_iso()
     with write(conn):
@@ -300,6 +340,8 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
                 "VALUES(?,?,?,?,?,?,?,?)",
                 [(q.get("agent"), q["path"], q["offset"], q["length"], q["reason"], q["action"],
                   q["raw"], stamp) for q in quarantine])
+        if status_changes:
+            apply_status_changes(conn, status_changes, stamp)
         if watermark is not None:
             _save_watermark(conn, watermark)
     return n_new

@@ -8,10 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from . import claude_code, codex, crush, cursor, goose, opencode, opencode_go
+from . import (aider, claude_code, cline, codex, continue_dev, copilot_cli, crush, cursor,
+               gemini_cli, goose, kilo_code, opencode, opencode_go, qwen_code, roo_code, specstory)
 from .base import Discovery, DiscoveryContext, SourceFile
 
-SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (claude_code, codex, opencode, opencode_go, crush, goose, cursor)}
+SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (
+    claude_code, codex, gemini_cli, copilot_cli, qwen_code, continue_dev, cline, roo_code,
+    kilo_code, aider, specstory, opencode, opencode_go, crush, goose, cursor)}
 
 
 def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
@@ -44,7 +47,10 @@ def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
 def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple[list[SourceFile], list[str]]:
     """Map explicit ``--path`` files or directories to source files.
 
-    Each file is offered to every source's ``matches``; the first that claims it wins.
+    Each file is offered to every source's ``matches`` (claude-code's, the broadest,
+    last); the first that claims it wins.
+    The file's mode is the module's ``mode_for(path)`` when it has one, else its
+    ``MODE`` (default ``append``).
     Returns ``(files, problems)`` where problems are one-line messages for paths that
     do not exist or that no source recognizes.
     """
@@ -57,7 +63,9 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
         cands = [p] if p.is_file() else sorted(x for x in p.rglob("*") if x.is_file())
         found = 0
         for c in cands:
-            for name, mod in SOURCES.items():
+            # claude-code's matches() is the broadest (any JSONL with "sessionId"): ask it
+            # last so the Gemini, Copilot and Qwen JSONL files reach their own source
+            for name, mod in sorted(SOURCES.items(), key=lambda kv: kv[0] == "claude-code"):
                 if agents and name not in agents:
                     continue
                 if getattr(mod, "matches", None) and mod.matches(c):
@@ -66,7 +74,8 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
                         meta["subagent"] = c.stem[len("agent-"):]
                         if c.parent.name == "subagents":
                             meta["parent_session"] = c.parent.parent.name
-                    files.append(SourceFile(name, c, "append", meta))
+                    mode = mod.mode_for(c) if hasattr(mod, "mode_for") else getattr(mod, "MODE", "append")
+                    files.append(SourceFile(name, c, mode, meta))
                     found += 1
                     break
         if not found:

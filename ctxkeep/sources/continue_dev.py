@@ -1,0 +1,215 @@
+"""Continue (continuedev/continue, VS Code / JetBrains extension and ``cn`` CLI) sessions.
+
+Where: ``$CONTINUE_GLOBAL_DIR`` when set, else ``~/.continue`` (all platforms;
+``%USERPROFILE%\\.continue`` on Windows): ``sessions/<session id>.json``, one JSON
+document per session rewritten in place as the chat grows (``sessions/sessions.json``
+is the index, skipped). Read whole on change (``base.read_document``).
+
+Format (``core/index.d.ts``: ``Session``/``PersistedSessionInfo``): ``{sessionId,
+title, workspaceDirectory, history: ChatHistoryItem[], mode?, chatModelTitle?,
+usage?}``; ``ChatHistoryItem {message: ChatMessage, contextItems[], promptLogs?,
+toolCallState?, toolCallStates?, reasoning?, conversationSummary?}``;
+``ChatMessage {role: user|assistant|system|thinking|tool, content: string |
+MessagePart[] ({type: text, text} | {type: imageUrl}), toolCalls?[{id, function:
+{name, arguments}}], toolCallId?, usage?}``. The 2024 type has only user/assistant/
+system with string content; later ones add thinking/tool roles and tool calls.
+Timestamps are not stored per message: every entry gets the file's mtime (UTC) unless
+a ``promptLogs``/``dateCreated`` value is present (none in the published type), so
+``ts`` is "last saved", not "said at".
+
+Usage: ``message.usage {promptTokens, completionTokens, promptTokensDetails?:
+{cachedTokens, cacheWriteTokens}}`` on assistant messages when Continue logged it
+(newer versions): ``input_tokens = promptTokens - cachedTokens - cacheWriteTokens``.
+Entry ids: ``<session>:<history index>:<SHA-256 of the message>``: stable while the
+history only grows; an edited or truncated history (Continue lets the user edit an
+earlier turn) gives new ids, and the turns gone from the file are marked ``rewound``.
+``source_offset`` is the turn's index in ``history`` (not a byte offset: the document
+is pretty-printed JSON whose turns carry no id to find them by).
+The corpus has no Continue file; tests use tests/fixtures/continue/.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from ._util import as_int, compact_json
+from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                   Watermark, read_document)
+
+AGENT = "continue"
+PARSER_VERSION = 1
+MODE = "rewrite"
+
+
+def continue_root(ctx: DiscoveryContext) -> Path:
+    """``$CONTINUE_GLOBAL_DIR`` when set, else ``~/.continue``."""
+    h = ctx.env.get("CONTINUE_GLOBAL_DIR")
+    return Path(h).expanduser() if h else ctx.home / ".continue"
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Find ``sessions/*.json`` (not ``sessions.json``)."""
+    d = Discovery(AGENT)
+    root = continue_root(ctx)
+    seen: set[Path] = set()
+    for base in [root / "sessions"] + list(ctx.extra_dirs):
+        d.searched.append(base)
+        if not base.is_dir():
+            continue
+        for p in sorted(base.glob("*.json")):
+            if p.name == "sessions.json":
+                continue
+            rp = p.resolve()
+            if rp not in seen and p.is_file():
+                seen.add(rp)
+                d.files.append(SourceFile(AGENT, p, MODE, {}))
+    if not d.files:
+        d.reason = (f"{root} does not exist" if not root.exists()
+                    else f"no sessions/*.json under {root}")
+    return d
+
+
+def matches(path: Path) -> bool:
+    """True for a Continue session JSON given with ``--path``."""
+    if path.suffix != ".json" or path.name == "sessions.json":
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b'"history"' in head and (b'"workspaceDirectory"' in head or b'"sessionId"' in head)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for p in content:
+            if isinstance(p, dict):
+                if p.get("type") == "text":
+                    out.append(str(p.get("text") or ""))
+                elif p.get("type") == "imageUrl":
+                    url = (p.get("imageUrl") or {}).get("url") or ""
+                    out.append(f"[image {len(url) * 3 // 4:,} bytes]" if url.startswith("data:") else f"[image {url}]")
+                else:
+                    out.append(compact_json(p, 2000))
+        return "\n".join(out)
+    return "" if content is None else str(content)
+
+
+def _item_hash(m: dict) -> str:
+    return hashlib.sha256(orjson.dumps([m.get("role"), m.get("content"), m.get("toolCalls")],
+                                       option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
+
+
+def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
+                  old_ids: list[str] = ()) -> list[dict]:
+    """Entry dicts of one Continue session document (see module doc). Turns whose id
+    was in ``old_ids`` (the previous read) but is gone now (an edited or truncated
+    history) are marked ``rewound`` through ``state["_status_changes"]``."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        raise ValueError("not a Continue session (no history list)")
+    sid = str(doc.get("sessionId") or Path(src).stem)
+    proj = doc.get("workspaceDirectory") if isinstance(doc.get("workspaceDirectory"), str) else None
+    if proj and proj.startswith("file://"):
+        proj = proj[len("file://"):]
+    model = doc.get("chatModelTitle") if isinstance(doc.get("chatModelTitle"), str) else None
+    out: list[dict] = []
+    ids: list[str] = []
+    tool_msgs = {it["message"].get("toolCallId") for it in doc["history"]
+                 if isinstance(it, dict) and isinstance(it.get("message"), dict)
+                 and it["message"].get("role") == "tool"}
+    for i, item in enumerate(doc["history"]):
+        if not isinstance(item, dict) or not isinstance(item.get("message"), dict):
+            continue
+        m = item["message"]
+        role_raw = m.get("role")
+        rid = f"{sid}:{i}:{_item_hash(m)}"
+        ids.append(rid)
+        base = {"agent": AGENT, "session_id": sid, "native_id": m.get("id") or str(i),
+                "project_dir": proj, "ts": mtime_iso, "model": model, "source_path": src,
+                "source_offset": i, "record_id": rid, "message_id": rid}
+        parts: list[dict] = []
+        text = _content_text(m.get("content"))
+        if role_raw == "thinking":
+            parts.append(dict(base, role="assistant", kind="thinking", text=text))
+        elif role_raw == "tool":
+            parts.append(dict(base, role="tool", kind="tool_result", native_id=m.get("toolCallId"), text=text))
+        elif role_raw in ("user", "assistant", "system"):
+            if text or not m.get("toolCalls"):
+                parts.append(dict(base, role=role_raw, kind="message" if role_raw != "system" else "meta",
+                                  text=text))
+        else:
+            parts.append(dict(base, role="system", kind="meta", tool_name=str(role_raw), text=text))
+        reasoning = item.get("reasoning")
+        if isinstance(reasoning, dict) and isinstance(reasoning.get("text"), str) and reasoning["text"]:
+            parts.append(dict(base, role="assistant", kind="thinking", text=reasoning["text"]))
+        for tc in m.get("toolCalls") or []:
+            if isinstance(tc, dict):
+                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                parts.append(dict(base, role="assistant", kind="tool_call", tool_name=fn.get("name"),
+                                  native_id=tc.get("id"), text=str(fn.get("arguments") or "")))
+        states = item.get("toolCallStates") or ([item["toolCallState"]] if isinstance(item.get("toolCallState"), dict) else [])
+        for st in states:
+            # the output of a tool call, unless a later ``tool`` message carries it
+            if isinstance(st, dict) and isinstance(st.get("output"), list) and role_raw != "tool" \
+                    and st.get("toolCallId") not in tool_msgs:
+                txt = "\n".join(str(c.get("content") or "") for c in st["output"] if isinstance(c, dict))
+                tcall = st.get("toolCall") if isinstance(st.get("toolCall"), dict) else {}
+                parts.append(dict(base, role="tool", kind="tool_result", native_id=st.get("toolCallId"),
+                                  tool_name=(tcall.get("function") or {}).get("name")
+                                  if isinstance(tcall.get("function"), dict) else None, text=txt))
+        for ci in item.get("contextItems") or []:
+            if isinstance(ci, dict) and isinstance(ci.get("content"), str) and ci["content"]:
+                parts.append(dict(base, role="user", kind="meta", tool_name="context:" + str(ci.get("name") or ""),
+                                  text=ci["content"]))
+        if isinstance(item.get("conversationSummary"), str) and item["conversationSummary"]:
+            parts.append(dict(base, role="system", kind="summary", text=item["conversationSummary"]))
+        if not parts:
+            continue
+        for j, e in enumerate(parts):
+            e["part"] = j
+        u = m.get("usage")
+        if role_raw == "assistant" and isinstance(u, dict):
+            det = u.get("promptTokensDetails") if isinstance(u.get("promptTokensDetails"), dict) else {}
+            cr = as_int(det.get("cachedTokens")) or 0
+            cw = as_int(det.get("cacheWriteTokens")) or 0
+            parts[0].update(input_tokens=max((as_int(u.get("promptTokens")) or 0) - cr - cw, 0),
+                            output_tokens=as_int(u.get("completionTokens")) or 0,
+                            cache_read_tokens=cr, cache_creation_tokens=cw, usage_key=f"continue:{rid}")
+        out.extend(parts)
+    if isinstance(doc.get("title"), str) and doc["title"]:
+        out.append({"agent": AGENT, "session_id": sid, "project_dir": proj, "ts": mtime_iso,
+                    "role": "system", "kind": "meta", "tool_name": "title", "text": doc["title"],
+                    "source_path": src, "source_offset": 0, "record_id": f"{sid}:title:{doc['title']}",
+                    "part": 0})
+    if state is not None:
+        gone = sorted(set(old_ids) - set(ids))
+        if gone:
+            state.setdefault("_status_changes", []).append(
+                {"agent": AGENT, "session_id": sid, "message_ids": gone, "status": "rewound"})
+        state["ids"] = ids
+    return out
+
+
+def read(file: SourceFile, wm: Watermark | None,
+         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read one session document whole when it changed."""
+    src = str(file.path)
+    old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
+
+    def parse_doc(raw, doc, state, idle):
+        try:
+            mt = os.stat(file.path).st_mtime
+        except OSError:
+            mt = 0
+        iso = dt.datetime.fromtimestamp(mt, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return parse_session(doc, src, iso, state, old_ids)
+    return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)

@@ -1,0 +1,199 @@
+"""Qwen Code (QwenLM/qwen-code) chat recordings.
+
+Where: ``$QWEN_HOME`` (Qwen Code's override of the whole ``~/.qwen`` dir,
+``getGlobalQwenDir()``) else ``~/.qwen`` (all platforms); and ``$QWEN_RUNTIME_DIR``
+when set (the runtime base for ephemeral data). Current layout:
+``projects/<sanitized cwd>/chats/<session id>.jsonl`` (append-only JSONL). Older
+releases (a Gemini CLI fork) wrote Gemini's JSON documents under
+``tmp/<project hash>/chats/session-*.json``; those are read with the Gemini CLI
+document mapping (``gemini_cli.parse_document``) under the agent name ``qwen-code``.
+
+JSONL record (``ChatRecord`` in packages/core/src/services/chatRecordingService.ts):
+``{uuid, parentUuid, sessionId, timestamp, type: user|assistant|tool_result|system,
+subtype?, cwd, version, gitBranch?, message?: {role, parts[]}, usageMetadata?,
+model?, toolCallResult?, systemPayload?, agentId?, isSidechain?}``. ``parts`` are
+Gemini API parts: ``text`` (``thought: true`` = thinking), ``functionCall {id, name,
+args}``, ``functionResponse {id, name, response}``, ``inlineData``. ``system`` records
+(chat_compression, slash_command, ui_telemetry, rewind, custom_title, …) become
+``meta`` entries (``chat_compression`` a ``summary``).
+
+Usage: ``usageMetadata`` (the Gemini API's GenerateContentResponseUsageMetadata) on
+assistant records, mapped like Gemini CLI's tokens: ``input_tokens =
+promptTokenCount - cachedContentTokenCount``, ``cache_read_tokens =
+cachedContentTokenCount``, ``output_tokens = candidatesTokenCount``,
+``reasoning_tokens = thoughtsTokenCount``; ``usage_key`` = the record's uuid. The corpus
+holds no Qwen file; the fixture in tests/fixtures/qwen-code/ is built from that type.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from . import gemini_cli
+from ._util import as_int, compact_json, media_placeholder
+from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                   Watermark, read_document, read_jsonl)
+
+AGENT = "qwen-code"
+PARSER_VERSION = 1
+MODE = "append"
+
+
+def mode_for(path: Path) -> str:
+    """``append`` for JSONL, ``rewrite`` for the old JSON documents."""
+    return "append" if path.suffix == ".jsonl" else "rewrite"
+
+
+def qwen_roots(ctx: DiscoveryContext) -> list[Path]:
+    """``$QWEN_HOME`` (else ``~/.qwen``) and ``$QWEN_RUNTIME_DIR`` when set."""
+    h = ctx.env.get("QWEN_HOME")
+    roots = [Path(h).expanduser() if h else ctx.home / ".qwen"]
+    if ctx.env.get("QWEN_RUNTIME_DIR"):
+        roots.append(Path(ctx.env["QWEN_RUNTIME_DIR"]).expanduser())
+    return roots
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Find ``projects/*/chats/*.jsonl`` and legacy ``tmp/*/chats/session-*.json`` under
+    the Qwen roots; a configured dir may also be a ``chats`` or ``projects`` dir."""
+    d = Discovery(AGENT)
+    roots = qwen_roots(ctx)
+    seen: set[Path] = set()
+    extra = set(ctx.extra_dirs)
+    for root in roots + list(ctx.extra_dirs):
+        d.searched.append(root)
+        if not root.is_dir():
+            continue
+        cands = (sorted(root.glob("projects/*/chats/*.jsonl")) + sorted(root.glob("tmp/*/chats/session-*.json"))
+                 + sorted(root.glob("tmp/*/chats/session-*.jsonl")))
+        if root in extra:  # a configured dir may be a chats dir itself
+            cands += sorted(root.glob("*.jsonl")) + sorted(root.glob("*/chats/*.jsonl"))
+        for p in cands:
+            rp = p.resolve()
+            if rp not in seen and p.is_file():
+                seen.add(rp)
+                d.files.append(SourceFile(AGENT, p, mode_for(p), {}))
+    if not d.files:
+        d.reason = (f"{roots[0]} does not exist" if not roots[0].exists()
+                    else f"no projects/*/chats/*.jsonl under {roots[0]}")
+    return d
+
+
+def matches(path: Path) -> bool:
+    """True for a Qwen Code chat JSONL given with ``--path``."""
+    if path.suffix != ".jsonl":
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b'"parentUuid"' in head and b'"parts"' in head and b'"sessionId"' in head
+
+
+def read(file: SourceFile, wm: Watermark | None,
+         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read one chat file (JSONL from its offset; an old JSON document whole)."""
+    src = str(file.path)
+    if file.path.suffix != ".jsonl":
+        old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
+
+        def parse_doc(raw, doc, state, idle):
+            out = gemini_cli.parse_document(raw, doc, state, file, old_ids)
+            for e in out:
+                e["agent"] = AGENT
+            for ch in state.get("_status_changes", []):
+                ch["agent"] = AGENT
+            return out
+        return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)
+
+    def parse(rec, offset, line_hash, state):
+        return parse_record(rec, offset, line_hash, state, src)
+    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
+
+
+def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
+    """Map one ChatRecord to entry dicts: one per part (text, thought, function call or
+    response); usage on the first entry of an assistant record."""
+    sid = str(rec.get("sessionId") or state.get("sid") or Path(src).stem)
+    state["sid"] = sid
+    if rec.get("cwd"):
+        state["cwd"] = rec["cwd"]
+    uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) else None
+    rtype = rec.get("type")
+    side = bool(rec.get("isSidechain"))
+    base = {
+        "agent": AGENT, "session_id": f"{sid}/agent-{rec['agentId']}" if side and rec.get("agentId") else sid,
+        "parent_session_id": sid if side and rec.get("agentId") else None,
+        "native_id": uuid, "parent_id": rec.get("parentUuid"),
+        "project_dir": rec.get("cwd") or state.get("cwd"),
+        "ts": rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+        "model": rec.get("model") if isinstance(rec.get("model"), str) else None,
+        "is_sidechain": side, "source_path": src, "source_offset": offset,
+        "record_id": uuid or f"{sid}:{line_hash}", "message_id": uuid,
+    }
+    out: list[dict] = []
+    msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
+    if rtype in ("user", "assistant", "tool_result") and msg is not None:
+        role = "assistant" if rtype == "assistant" else "user"
+        for p in msg.get("parts") or []:
+            if not isinstance(p, dict):
+                continue
+            if isinstance(p.get("text"), str):
+                out.append(dict(base, role=role, kind="thinking" if p.get("thought") else "message",
+                                text=p["text"]))
+            elif isinstance(p.get("functionCall"), dict):
+                fc = p["functionCall"]
+                out.append(dict(base, role="assistant", kind="tool_call", tool_name=fc.get("name"),
+                                native_id=fc.get("id") or uuid, text=compact_json(fc.get("args"))))
+            elif isinstance(p.get("functionResponse"), dict):
+                fr = p["functionResponse"]
+                out.append(dict(base, role="tool", kind="tool_result", tool_name=fr.get("name"),
+                                native_id=fr.get("id") or uuid,
+                                text=gemini_cli._function_response_text(fr)))
+            elif isinstance(p.get("inlineData"), dict):
+                inl = p["inlineData"]
+                out.append(dict(base, role=role, kind="message",
+                                text=media_placeholder("media", inl.get("mimeType"), len(inl.get("data") or ""))))
+            else:
+                out.append(dict(base, role=role, kind="meta", text=compact_json(p, 2000)))
+        if rtype == "tool_result" and not out and isinstance(rec.get("toolCallResult"), dict):
+            tcr = rec["toolCallResult"]
+            disp = tcr.get("resultDisplay")
+            out.append(dict(base, role="tool", kind="tool_result", native_id=tcr.get("callId") or uuid,
+                            text=disp if isinstance(disp, str) else compact_json(disp, 4000)))
+        if not out:
+            out.append(dict(base, role=role, kind="meta", text=""))
+    elif rtype == "system":
+        sub = str(rec.get("subtype") or "system")
+        payload = rec.get("systemPayload")
+        kind = "summary" if sub == "chat_compression" else "meta"
+        text = ""
+        if isinstance(payload, dict):
+            if sub == "chat_compression" and isinstance(payload.get("compressedHistory"), list):
+                text = "\n".join(gemini_cli._parts_text(c.get("parts")) for c in payload["compressedHistory"]
+                                 if isinstance(c, dict))
+            else:
+                for k in ("displayText", "customTitle", "rawCommand", "content", "message"):
+                    if isinstance(payload.get(k), str):
+                        text = payload[k]
+                        break
+                else:
+                    text = compact_json(payload, 2000)
+        out.append(dict(base, role="system", kind=kind, tool_name=sub, text=text))
+    else:
+        out.append(dict(base, role="system", kind="meta", tool_name=str(rtype), text=compact_json(rec, 2000)))
+    for i, e in enumerate(out):
+        e["part"] = i
+    um = rec.get("usageMetadata")
+    if rtype == "assistant" and isinstance(um, dict):
+        first = out[0]
+        prompt = as_int(um.get("promptTokenCount")) or 0
+        cached = as_int(um.get("cachedContentTokenCount")) or 0
+        first["input_tokens"] = max(prompt - cached, 0)
+        first["output_tokens"] = as_int(um.get("candidatesTokenCount")) or 0
+        first["cache_read_tokens"] = cached
+        first["cache_creation_tokens"] = 0
+        first["reasoning_tokens"] = as_int(um.get("thoughtsTokenCount")) or 0
+        first["usage_key"] = f"qwen:{base['record_id']}"
+    return out
