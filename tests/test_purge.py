@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import CORPUS_HOME, corpus
+from conftest import CORPUS_HOME, corpus, hold_lock_in_subprocess
 from ctxkeep.errors import PurgeCancelled, StoreBusy, UsageError
 from ctxkeep.flows.pipeline import lock, run_ingest
 from ctxkeep.sinks import search as search_mod
@@ -252,11 +252,21 @@ def test_purge_all_removes_store_files_and_sidecars(store):
     assert purge(store, PurgeRequest("all"))["files_removed"] == []   # idempotent
 
 
-def test_purge_waits_for_or_refuses_a_held_lock(store):
-    with lock(store, 0):
+def test_purge_refuses_a_lock_held_by_another_process(store):
+    holder = hold_lock_in_subprocess(store)
+    try:
         with pytest.raises(StoreBusy, match="holds the store"):
             purge(store, PurgeRequest("session", session_id=SID), timeout=0)
+        assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
+    finally:
+        holder.communicate(b"\n", timeout=30)
     assert purge(store, PurgeRequest("session", session_id=SID), timeout=0)["removed"]["entries"] == 69
+
+
+def test_lock_is_reentrant_within_a_process(store):
+    with lock(store, 0):
+        rep = purge(store, PurgeRequest("session", session_id=SID), timeout=0)
+    assert rep["removed"]["entries"] == 69
 
 
 def test_purge_of_missing_store_dry_run_is_zero(store_home):

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Callable
 
 import polars as pl
-from filelock import FileLock, Timeout  # noqa: F401  (FileLock: the type lock() returns)
+from filelock import Timeout
 
 from .. import config as cfgmod
 from ..errors import StoreBusy
 from ..sinks import duckdb_store, sqlite_store
-from ..sinks.lock import LOCK_NAME, store_lock
+from ..sinks.lock import LOCK_NAME, StoreLock, store_lock
 from ..sources import SOURCES, discover_all, files_for_paths
 from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 from ..transforms.chunk import chunks_frame
@@ -80,7 +80,7 @@ class Summary:
         return dict(self.__dict__)
 
 
-def lock(home: Path, timeout: float = -1) -> FileLock:
+def lock(home: Path, timeout: float = -1) -> StoreLock:
     """The store's maintenance lock (``<home>/ingest.lock``): one ingest, compress,
     purge, retention or reindex at a time (``sinks.lock.store_lock``, so the purge core
     shares it without importing flows). ``timeout`` -1 waits forever, 0 fails at once
