@@ -217,6 +217,24 @@ def _select(conn: sqlite3.Connection, req: PurgeRequest) -> None:
     else:
         conn.execute(f"INSERT INTO _p_entries SELECT {cols} FROM entries")
         conn.execute("INSERT OR IGNORE INTO _p_sessions SELECT DISTINCT session_id FROM entries")
+    _derive(conn)
+
+
+def select_where(conn: sqlite3.Connection, where_sql: str, params: dict | tuple = ()) -> None:
+    """Choose the entries matching ``where_sql`` (over ``entries``) for ``delete_selected``
+    (used by retention); no session is chosen as a whole, so usage rows are matched by
+    entry only."""
+    conn.execute("DROP TABLE IF EXISTS temp._p_entries")
+    conn.execute("DROP TABLE IF EXISTS temp._p_sessions")
+    conn.execute("CREATE TEMP TABLE _p_entries(entry_id TEXT PRIMARY KEY, session_id TEXT, "
+                 "content_hash TEXT, source_path TEXT)")
+    conn.execute("CREATE TEMP TABLE _p_sessions(session_id TEXT PRIMARY KEY)")
+    conn.execute("INSERT INTO _p_entries SELECT entry_id, session_id, content_hash, source_path "
+                 f"FROM entries WHERE {where_sql}", params)
+    _derive(conn)
+
+
+def _derive(conn: sqlite3.Connection) -> None:
     # contents only these entries reference
     conn.execute("DROP TABLE IF EXISTS temp._p_contents")
     conn.execute("CREATE TEMP TABLE _p_contents(content_id INTEGER PRIMARY KEY)")
@@ -285,22 +303,43 @@ def preview(conn: sqlite3.Connection, request: PurgeRequest) -> dict:
         _drop_temp(conn)
 
 
+def drop_selection(conn: sqlite3.Connection) -> None:
+    """Drop the temp tables of a selection."""
+    _drop_temp(conn)
+
+
 def _drop_temp(conn: sqlite3.Connection) -> None:
     for t in ("_p_entries", "_p_sessions", "_p_contents", "_p_files"):
         conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
 
 
-def delete_selected(conn: sqlite3.Connection) -> dict:
-    """Delete what ``_select`` chose (the caller holds a write transaction). Returns the
-    removed counts (the keys of ``preview``) plus ``files``: the source paths concerned."""
+def fts_words_columns(conn: sqlite3.Connection) -> list[str]:
+    """The indexed columns of the external-content ``fts_words`` table, which are also
+    columns of ``chunks`` (``["text"]`` in schema v1, ``["title", "text"]`` in v2)."""
+    return [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")]
+
+
+def delete_selected(conn: sqlite3.Connection, *, usage: bool = True, quarantine: bool = True) -> dict:
+    """Delete the chosen entries and what only they reference (the caller holds a write
+    transaction). ``usage``/``quarantine`` False keep those rows (retention keeps token
+    figures). Returns the removed counts (the keys of ``preview``; ``usage`` and
+    ``quarantine`` 0 when kept) plus ``files``: the source paths concerned."""
     counts = _counts(conn)
     files = [r[0] for r in conn.execute("SELECT path FROM _p_files ORDER BY path")]
-    conn.execute(f"DELETE FROM usage WHERE {_usage_where()}")
-    conn.execute("DELETE FROM quarantine WHERE path IN (SELECT path FROM _p_files WHERE whole)")
+    if usage:
+        conn.execute(f"DELETE FROM usage WHERE {_usage_where()}")
+    else:
+        counts["usage"] = 0
+    if quarantine:
+        conn.execute("DELETE FROM quarantine WHERE path IN (SELECT path FROM _p_files WHERE whole)")
+    else:
+        counts["quarantine"] = 0
     conn.execute("DELETE FROM entries WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
     gone_chunks = "SELECT chunk_id FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"
     # external-content FTS5: the 'delete' command needs the indexed text, so before the chunks go
-    conn.execute("INSERT INTO fts_words(fts_words, rowid, text) SELECT 'delete', chunk_id, text "
+    # (every indexed column's value is needed: schema v1 indexes text, v2 title and text)
+    cols = ", ".join(fts_words_columns(conn))
+    conn.execute(f"INSERT INTO fts_words(fts_words, rowid, {cols}) SELECT 'delete', chunk_id, {cols} "
                  "FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
     conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({gone_chunks})")
     conn.execute("DELETE FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
