@@ -231,7 +231,10 @@ def first_timestamp(path: Path, head_bytes: int = 65536) -> dt.datetime | None:
     return None
 
 
-def _day_start(d: dt.date | dt.datetime | str | None, end: bool = False) -> dt.datetime | None:
+def parse_day(d: dt.date | dt.datetime | str | None, end: bool = False) -> dt.datetime | None:
+    """A date (``YYYY-MM-DD``: that UTC day's start, or with ``end`` the next day's
+    start) or an ISO-8601 datetime (naive = UTC) as an aware UTC datetime; None stays
+    None. Raises ValueError for text that is neither."""
     if d is None:
         return None
     if isinstance(d, str):
@@ -261,7 +264,7 @@ def select_backfill(home: Path, *, paths: list[Path] | None = None, since=None, 
                           enabled={a: cfg.agent(a).enabled for a in SOURCES},
                           extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
         files = [f for d in ds for f in d.files]
-    lo, hi = _day_start(since), _day_start(until, end=True)
+    lo, hi = parse_day(since), parse_day(until, end=True)
     if lo and hi and lo >= hi:
         from ..errors import UsageError
         raise UsageError(f"empty date range: since {since} is not before until {until}")

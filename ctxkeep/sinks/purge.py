@@ -125,6 +125,18 @@ def _looks_windows_abs(p: str) -> bool:
     return len(p) >= 3 and p[1] == ":" and p[2] in "\\/"
 
 
+def check_confirm(confirm) -> None:
+    """Apply the contract's confirm rules: returns when ``confirm`` is true (``True``,
+    ``"true"``, ``"1"``, ``"yes"``); raises PurgeCancelled when it is false, UsageError
+    when it is missing or not a boolean."""
+    ok = _as_bool(confirm, "confirm")
+    if ok is None:
+        raise UsageError("Purge needs confirm: true (confirm is required)",
+                         hint="preview first (ctxkeep purge --dry-run), then confirm")
+    if ok is False:
+        raise PurgeCancelled()
+
+
 def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confirm=None,
                         cwd: str) -> PurgeRequest:
     """Validate a purge call against the ctx_purge contract and resolve its scope.
@@ -145,12 +157,7 @@ def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confir
     with scope project (``Ambiguous purge …``), scope session lacks an id, or neither
     a session id nor a scope nor a project dir is given.
     """
-    ok = _as_bool(confirm, "confirm")
-    if ok is None:
-        raise UsageError("Purge needs confirm: true (confirm is required)",
-                         hint="preview first (ctxkeep purge --dry-run), then confirm")
-    if ok is False:
-        raise PurgeCancelled()
+    check_confirm(confirm)
     sid = str(session_id).strip() if session_id is not None else ""
     sc = str(scope).strip().lower() if scope is not None and str(scope).strip() else None
     pdir = str(project_dir).strip() if project_dir is not None and str(project_dir).strip() else None
