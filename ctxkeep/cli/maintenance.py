@@ -79,7 +79,7 @@ def purge(
             _print_preview(preview)
         return
     if not yes:
-        if not sys.stdin.isatty():
+        if not _interactive():
             _fail(UsageError(f"refusing to purge {req.describe()} without --yes in a non-interactive run",
                              where=str(h), hint="preview with --dry-run, then pass --yes"))
         _print_preview(preview)
@@ -104,6 +104,14 @@ def purge(
               f"tombstone {rep['tombstone']}", highlight=False)
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
+
+
+def _interactive() -> bool:
+    """True when a person can answer a prompt (stdin is a terminal)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _print_preview(p: dict) -> None:
