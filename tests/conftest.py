@@ -73,3 +73,17 @@ def hold_lock_in_subprocess(home: Path):
     line = p.stdout.readline()
     assert line.strip() == b"locked", line
     return p
+
+
+def fts_entries(home: Path, match: str, table: str = "fts_words") -> set[str]:
+    """Entry ids whose text matches the FTS5 expression ``match`` in ``table``
+    (``fts_words`` or ``fts_grams``), straight from SQLite (no ranking, no budget)."""
+    import sqlite3
+    conn = sqlite3.connect(f"file:{Path(home) / 'store.db'}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in conn.execute(
+            f"SELECT DISTINCT e.entry_id FROM {table} f JOIN chunks ch ON ch.chunk_id = f.rowid "
+            "JOIN contents c ON c.content_id = ch.content_id JOIN entries e ON e.content_hash = c.content_hash "
+            f"WHERE {table} MATCH ?", (match,))}
+    finally:
+        conn.close()

@@ -11,11 +11,10 @@ import duckdb
 import polars as pl
 import pytest
 
-from conftest import CORPUS_HOME, corpus
+from conftest import CORPUS_HOME, corpus, fts_entries
 from ctxkeep.flows.maintenance import (first_timestamp, old_backups, run_backfill, run_reindex,
                                        run_retention, select_backfill)
 from ctxkeep.sinks import archive, sqlite_store
-from ctxkeep.sinks.search import search
 from ctxkeep.sources.base import DiscoveryContext
 
 SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"
@@ -39,6 +38,14 @@ def q(home: Path, sql: str, *args):
     conn = sqlite3.connect(home / "store.db")
     try:
         return conn.execute(sql, args).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def grams_rows(home: Path) -> list[tuple]:
+    conn = sqlite3.connect(home / "store.db")
+    try:
+        return conn.execute("SELECT rowid, grams FROM fts_grams ORDER BY rowid").fetchall()
     finally:
         conn.close()
 
@@ -85,9 +92,7 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     assert df.filter(pl.col("content_hash") == first_user)["text"][0] == text
     assert df.schema["ts"] == pl.Datetime("us", "UTC")
     # gone from search and from DuckDB, still counted in usage
-    conn = sqlite_store.connect(store, readonly=True)
-    assert [h for h in search(conn, "timeline filtering hide group", limit=50) if h.session_id == SID] == []
-    conn.close()
+    assert fts_entries(store, "timeline filtering hide group") == set()
     assert q(store, "SELECT count(*) FROM usage WHERE session_id=?", SID) == 15
     d = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
     assert d.execute("SELECT count(*) FROM entries").fetchone()[0] == total - 71
@@ -154,27 +159,23 @@ def test_old_backups_pattern_only_matches_backups(tmp_path):
 # ---------------------------------------------------------------- reindex
 
 def test_reindex_rebuilds_fts_and_duckdb(store):
-    conn = sqlite_store.connect(store, readonly=True)
-    before = [(h.entry_id, h.kind) for h in search(conn, "timeline filtering", limit=20)]
-    cjk_before = len(search(conn, "字段", limit=50))
-    conn.close()
+    before = fts_entries(store, "timeline filtering")
+    assert len(before) > 0
+    grams_before = grams_rows(store)
+    camel = fts_entries(store, '"user input"', "fts_grams")       # validateUserInput-style parts
     n_chunks = q(store, "SELECT count(*) FROM chunks")
-    n_grams = q(store, "SELECT count(*) FROM fts_grams")
+    n_grams = len(grams_before)
     # wreck both indexes and DuckDB
     execute(store, "DELETE FROM fts_grams")
     execute(store, "INSERT INTO fts_words(fts_words) VALUES('delete-all')")
     (store / "analytics.duckdb").unlink()
-    conn = sqlite_store.connect(store, readonly=True)
-    assert search(conn, "timeline filtering", limit=20) == []
-    conn.close()
+    assert fts_entries(store, "timeline filtering") == set()
 
     rep = run_reindex(store)
     assert rep["chunks"] == n_chunks and rep["grams_rows"] == n_grams
-    assert q(store, "SELECT count(*) FROM fts_grams") == n_grams
-    conn = sqlite_store.connect(store, readonly=True)
-    assert [(h.entry_id, h.kind) for h in search(conn, "timeline filtering", limit=20)] == before
-    assert len(search(conn, "字段", limit=50)) == cjk_before
-    conn.close()
+    assert fts_entries(store, "timeline filtering") == before
+    assert grams_rows(store) == grams_before
+    assert fts_entries(store, '"user input"', "fts_grams") == camel
     conn = sqlite3.connect(store / "store.db")
     conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('integrity-check', 1)")
     conn.close()

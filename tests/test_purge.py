@@ -14,10 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import CORPUS_HOME, corpus, hold_lock_in_subprocess
+from conftest import CORPUS_HOME, corpus, fts_entries, hold_lock_in_subprocess
 from ctxkeep.errors import PurgeCancelled, StoreBusy, UsageError
 from ctxkeep.flows.pipeline import lock, run_ingest
-from ctxkeep.sinks import search as search_mod
 from ctxkeep.sinks import sqlite_store
 from ctxkeep.sinks.purge import PurgeRequest, parse_purge_request, preview, purge
 from ctxkeep.sources.base import DiscoveryContext
@@ -113,7 +112,9 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
     before_entries = q(store, "SELECT count(*) FROM entries")
     assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
     conn = sqlite_store.connect(store, readonly=True)
-    assert search_mod.search(conn, "timeline filtering hide group", limit=5)[0].session_id == SID
+    hits = fts_entries(store, "timeline filtering hide group")
+    assert len(hits) == 10 and {q(store, "SELECT session_id FROM entries WHERE entry_id=?", h)
+                                for h in hits} == {SID}
     dry = preview(conn, PurgeRequest("session", session_id=SID))
     conn.close()
 
@@ -139,10 +140,7 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
     assert conn.execute("SELECT count(*) FROM fts_grams").fetchone()[0] == \
         conn.execute("SELECT count(*) FROM chunks WHERE chunk_id IN (SELECT rowid FROM fts_grams)").fetchone()[0]
     conn.close()
-    conn = sqlite_store.connect(store, readonly=True)
-    assert [h for h in search_mod.search(conn, "timeline filtering hide group", limit=50)
-            if h.session_id == SID] == []
-    conn.close()
+    assert fts_entries(store, "timeline filtering hide group") == set()
     d = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
     assert d.execute("SELECT count(*) FROM entries WHERE session_id=?", [SID]).fetchone()[0] == 0
     assert d.execute("SELECT count(*) FROM usage WHERE session_id=?", [SID]).fetchone()[0] == 0
