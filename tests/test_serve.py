@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("CTXKEEP_RUN_SERVE") != "1",
                                  reason="starts a Prefect server (1-3 min); set CTXKEEP_RUN_SERVE=1")]
 
+SESSION = "fa1ac8bf-348e-4b9a-a06d-767050fa1e10"
 CODEX_SMALL = ".codex/sessions/2025/10/31/rollout-2025-10-31T18-36-16-fa1ac8bf-348e-4b9a-a06d-767050fa1e10.jsonl"
 
 CLIENT = r"""
@@ -49,7 +50,16 @@ with get_client(sync_client=True) as c:
                         "parameters": d.parameters}
         time.sleep(1)
 fr = run_deployment("ingest/ctxkeep-ingest", timeout=300, poll_interval=2)
-print(json.dumps({"deployments": found, "state": fr.state.type.value}))
+# the on-demand maintenance flows, run by this process against the same server
+from ctxkeep.flows.maintenance_flows import backfill_flow, purge_flow, reindex_flow, retention_flow
+home = sys.argv[2]
+flows = {
+    "reindex": reindex_flow(home)["chunks"],
+    "retention": retention_flow(home, dry_run=True)["entries_to_archive"],
+    "backfill": backfill_flow(home, dry_run=True)["files"],
+    "purge": purge_flow(home, session_id=sys.argv[3], confirm="true")["removed"]["entries"],
+}
+print(json.dumps({"deployments": found, "state": fr.state.type.value, "flows": flows}))
 """
 
 
@@ -81,7 +91,8 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
         names = ["ingest/ctxkeep-ingest", "retention/ctxkeep-retention"]
         if load_flow("ctxkeep.flows.compress:compress_flow") is not None:
             names.append("compress/ctxkeep-compress")
-        r = subprocess.run([sys.executable, "-c", CLIENT, ",".join(names)], env=dict(env, PREFECT_API_URL=api),
+        r = subprocess.run([sys.executable, "-c", CLIENT, ",".join(names), str(store), SESSION],
+                           env=dict(env, PREFECT_API_URL=api),
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
         got = json.loads(r.stdout.strip().splitlines()[-1])
@@ -92,9 +103,14 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
         assert got["deployments"]["retention/ctxkeep-retention"]["interval"] == [86400.0]
         assert got["deployments"]["ingest/ctxkeep-ingest"]["parameters"] == {"home": str(store)}
         assert got["state"] == "COMPLETED"
+        assert got["flows"]["reindex"] == 2                    # the ingested entries' 2 chunks
+        assert got["flows"]["retention"] == 0
+        assert got["flows"]["backfill"] == [str(dst)]
+        assert got["flows"]["purge"] == 2
         conn = sqlite3.connect(store / "store.db")
-        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 2
-        assert conn.execute("SELECT flow, status FROM runs").fetchall() == [("ingest", "ok")]
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+        assert conn.execute("SELECT flow, status FROM runs ORDER BY run_id").fetchall() == [
+            ("ingest", "ok"), ("purge", "ok")]
         conn.close()
     finally:
         if proc.poll() is None:

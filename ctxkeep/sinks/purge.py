@@ -342,6 +342,9 @@ def delete_selected(conn: sqlite3.Connection, *, usage: bool = True, quarantine:
     else:
         counts["quarantine"] = 0
     conn.execute("DELETE FROM entries WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone():
+        # the status-change log some versions keep for the DuckDB sync: no rows for gone entries
+        conn.execute("DELETE FROM status_log WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
     gone_chunks = "SELECT chunk_id FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"
     # external-content FTS5: the 'delete' command needs the indexed text, so before the chunks go
     # (every indexed column's value is needed: schema v1 indexes text, v2 title and text)
