@@ -136,8 +136,8 @@ def test_retention_reindex_backfill_commands(store):
     assert json.loads(r.raw)["files"] == [str(f)]
     r = run("backfill", "--home", store, "--path", f, "--no-prefect", "--json")
     assert r.exit_code == 0, r.output
-    # the archived session comes back as new, active entries (backfill ignores watermarks)
-    assert json.loads(r.raw)["ingest"]["entries_new"] == 69
+    # backfill re-reads the file, but archived entries stay in the archive
+    assert json.loads(r.raw)["ingest"]["entries_new"] == 0 and json.loads(r.raw)["ingest"]["files_read"] == 1
     r = run("backfill", "--home", store, "--since", "last tuesday")
     assert r.exit_code == 2 and "is not a date" in r.output
 

@@ -104,6 +104,10 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     assert got == [("claude-code", 69), ("codex", 2)]
     # idempotent: a second run has nothing to do
     assert run_retention(store, ctx=ctx)["archived"]["entries"] == 0
+    # re-reading the files (backfill) does not bring the archived entries back
+    rep = run_backfill(store, ctx=ctx)
+    assert rep["ingest"]["entries_new"] == 0
+    assert q(store, "SELECT count(*) FROM entries") == total - 71
 
 
 def test_retention_keeps_recent_and_active_entries(store, ctx):

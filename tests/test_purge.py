@@ -120,7 +120,8 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
 
     rep = purge(store, parse_purge_request(session_id=SID, confirm="true", cwd="/"))
     assert rep["resolved"] == f"session {SID}"
-    assert rep["removed"] == dry                      # the preview counted exactly this
+    assert {k: rep["removed"][k] for k in dry} == dry  # the preview counted exactly this
+    assert rep["removed"]["archived"] == 0
     assert rep["removed"]["entries"] == 69
     assert rep["removed"]["usage"] == 15
     assert rep["removed"]["contents"] == 57 and rep["removed"]["chunks"] == 60
@@ -271,3 +272,29 @@ def test_purge_of_missing_store_dry_run_is_zero(store_home):
     rep = purge(store_home, PurgeRequest("session", session_id=SID), dry_run=True)
     assert rep["removed"]["entries"] == 0 and not (store_home / "store.db").exists()
     assert os.listdir(store_home) == []
+
+
+def test_purge_removes_the_scope_from_the_parquet_archive(store):
+    from ctxkeep.flows.maintenance import run_retention
+    from ctxkeep.sinks import archive
+    conn = sqlite3.connect(store / "store.db")
+    with conn:   # archive this session and two entries of the Demo project
+        conn.execute("UPDATE entries SET status='archived' WHERE session_id=? OR rowid IN "
+                     "(SELECT rowid FROM entries WHERE session_id=? AND ts IS NOT NULL ORDER BY rowid LIMIT 2)",
+                     (SID, DEMO_SID))
+    conn.close()
+    assert run_retention(store, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))["archived"]["entries"] == 71
+    assert archive.read_archive(store).height == 71
+    dry = purge(store, PurgeRequest("session", session_id=SID), dry_run=True)
+    assert dry["removed"]["entries"] == 0 and dry["removed"]["archived"] == 69
+    rep = purge(store, PurgeRequest("session", session_id=SID))
+    assert rep["removed"]["archived"] == 69
+    left = archive.read_archive(store)
+    assert left.height == 2 and set(left["session_id"]) == {DEMO_SID}
+    assert not (store / "archive" / "agent=claude-code" / "month=2025-07").exists()
+    for f in (store / "archive").rglob("*.parquet"):
+        assert PHRASE not in f.read_bytes()
+    assert q(store, "SELECT count(*) FROM archived") == 2
+    rep = purge(store, PurgeRequest("project", project_dir=DEMO))
+    assert rep["removed"]["archived"] == 2 and rep["removed"]["entries"] == 436
+    assert archive.read_archive(store).height == 0

@@ -16,7 +16,7 @@ from filelock import Timeout
 
 from .. import config as cfgmod
 from ..errors import StoreBusy
-from ..sinks import duckdb_store, sqlite_store
+from ..sinks import archive, duckdb_store, sqlite_store
 from ..sinks.lock import LOCK_NAME, StoreLock, store_lock
 from ..sources import SOURCES, discover_all, files_for_paths
 from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
@@ -127,8 +127,8 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
     """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
 
     Entries already stored are dropped (dedup across runs and files), as are entries
-    of purged sessions/projects (tombstones). Token estimates are computed only for
-    contents the store does not hold yet.
+    of purged sessions/projects (tombstones) and entries retention archived. Token
+    estimates are computed only for contents the store does not hold yet.
     """
     frame = entries_frame(batch.entries)
     if tombs.get("session"):
@@ -139,6 +139,8 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
         frame = frame.filter(~((pd == proj) | pd.str.starts_with(proj.rstrip("/\\") + "/")
                                | pd.str.starts_with(proj.rstrip("/\\") + "\\")))
     existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
+    if frame.height:  # entries retention moved to the Parquet archive stay there
+        existing |= archive.archived_ids(conn, frame["entry_id"].to_list())
     new = frame.filter(~pl.col("entry_id").is_in(list(existing))) if existing else frame
     contents = contents_frame(new)
     known = sqlite_store.existing_contents(conn, contents["content_hash"].to_list()) if contents.height else {}

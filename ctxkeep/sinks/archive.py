@@ -10,6 +10,11 @@ their ``ENTRY_SCHEMA`` dtypes (``ts`` Datetime(us, UTC)), plus ``text`` (the ful
 String), ``ingested_at`` (String, ISO-8601 UTC) and ``archived_at`` (Datetime(us, UTC)).
 The month is that of ``ts`` (UTC), or of ``ingested_at`` for entries without a time.
 
+The ids of archived entries are kept in SQLite table ``archived(entry_id, archived_at)``
+(created here), so a later re-read of the session file (backfill, a restored backup)
+does not bring them back into the hot store: ``flows.pipeline.transform_batch`` drops
+them like stored entries (``archived_ids``).
+
 Crash safety: every file is written to a temp name, fsynced and renamed into place
 before the rows leave SQLite (one transaction). A crash in between leaves the rows in
 SQLite and a complete archive file: the next run archives them again, so a reader may
@@ -32,6 +37,26 @@ from . import sqlite_store
 ARCHIVE_DIR = "archive"
 STATUSES = ("consumed", "archived")
 BATCH_ROWS = 50_000
+
+
+ARCHIVED_DDL = "CREATE TABLE IF NOT EXISTS archived(entry_id TEXT PRIMARY KEY, archived_at TEXT)"
+
+
+def archived_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    """The subset of ``ids`` that retention moved to the archive (empty when retention
+    never ran on this store)."""
+    if not ids:
+        return set()
+    try:
+        conn.execute("SELECT 1 FROM archived LIMIT 0")
+    except sqlite3.OperationalError:
+        return set()
+    found: set[str] = set()
+    for i in range(0, len(ids), 30000):
+        part = ids[i:i + 30000]
+        found.update(r[0] for r in conn.execute(
+            f"SELECT entry_id FROM archived WHERE entry_id IN ({','.join('?' * len(part))})", part))
+    return found
 
 
 def _iso(t: dt.datetime) -> str:
@@ -120,6 +145,9 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
             parts[(agent, month)] = parts.get((agent, month), 0) + part.height
         conn.execute("PRAGMA temp_store=MEMORY")
         with sqlite_store.write(conn):
+            conn.execute(ARCHIVED_DDL)
+            conn.executemany("INSERT OR REPLACE INTO archived VALUES(?, ?)",
+                             [(i, sqlite_store.now_iso()) for i in batch])
             purge_mod.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)
             removed = purge_mod.delete_selected(conn, usage=False, quarantine=False)
             purge_mod.drop_selection(conn)
@@ -169,3 +197,34 @@ def read_archive(home: Path) -> pl.DataFrame:
     df = pl.concat([pl.read_parquet(f).with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("month"))
                     for f in files], how="diagonal_relaxed")
     return df.sort("archived_at").unique("entry_id", keep="last", maintain_order=True)
+
+
+def purge_rows(home: Path, keep_out, *, dry_run: bool = False) -> dict:
+    """Remove archived rows chosen by ``keep_out(frame) -> pl.Expr`` (True = remove)
+    from every archive file: a file is rewritten without them (temp file, fsync,
+    rename) or deleted when nothing is left. Returns ``{"rows": n removed, "files":
+    n rewritten or deleted, "entry_ids": [removed ids]}``; ``dry_run`` only counts."""
+    root = Path(home) / ARCHIVE_DIR
+    out = {"rows": 0, "files": 0, "entry_ids": []}
+    if not root.is_dir():
+        return out
+    for f in sorted(root.rglob("*.parquet")):
+        df = pl.read_parquet(f)
+        if df.height == 0 or "entry_id" not in df.columns:
+            continue
+        gone = df.filter(keep_out(df))
+        if gone.height == 0:
+            continue
+        out["rows"] += gone.height
+        out["files"] += 1
+        out["entry_ids"] += gone["entry_id"].to_list()
+        if dry_run:
+            continue
+        rest = df.join(gone.select("entry_id"), on="entry_id", how="anti")
+        if rest.height:
+            _write_atomic(rest, f)
+        else:
+            f.unlink()
+    if not dry_run and out["files"]:
+        remove_files([], root)
+    return out

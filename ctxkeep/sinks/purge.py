@@ -25,7 +25,9 @@ What a session/project purge removes, in one SQLite transaction:
   chunk rows go, it being an external-content table; ``fts_grams`` by rowid);
 - ``quarantine`` rows (raw bad lines) of source files none of whose entries remain;
 - then DuckDB: ``analytics.duckdb`` is derived, so it is deleted and rebuilt from SQLite
-  (no deleted row survives in its free blocks).
+  (no deleted row survives in its free blocks);
+- and the Parquet archive (``sinks.archive``): files holding rows of the scope are
+  rewritten without them (``removed["archived"]`` counts those rows).
 
 Deleted data does not linger: the purge connection runs with ``PRAGMA secure_delete=ON``
 (freed cells and pages are zeroed), ``temp_store=MEMORY`` (no temp files), both FTS5
@@ -449,6 +451,44 @@ def _wipe(home: Path, dry_run: bool) -> dict:
     return report
 
 
+def _archive_filter(req: PurgeRequest, owned: set[str]):
+    """A ``frame -> pl.Expr`` choosing the archived rows of ``req`` (the same rules as
+    ``_select``; ``owned``: sessions wholly in the project according to SQLite)."""
+    import polars as pl
+
+    if req.scope == "session":
+        return lambda df: (pl.col("session_id") == req.session_id) | \
+            (pl.col("parent_session_id") == req.session_id)
+    d = req.project_dir
+    pd = pl.col("project_dir")
+    if d in ("/", "\\"):
+        under = pd.str.starts_with(d)
+    else:
+        under = (pd == d) | pd.str.starts_with(d + "/") | pd.str.starts_with(d + "\\")
+
+    def pick(df):
+        here = (df.filter(pd.is_not_null()).group_by("session_id").agg(under.all().alias("u"))
+                .filter(pl.col("u"))["session_id"].to_list())
+        own = list(owned | set(here))
+        return under.fill_null(False) | (pd.is_null() & (pl.col("session_id").is_in(own)
+                                                           | pl.col("parent_session_id").is_in(own)))
+    return pick
+
+
+def _purge_archive(conn: sqlite3.Connection | None, home: Path, req: PurgeRequest, owned: set[str],
+                   dry_run: bool) -> int:
+    """Remove ``req``'s rows from the Parquet archive (and their ids from ``archived``);
+    returns the number of archived rows removed (or, with ``dry_run``, that would be)."""
+    from . import archive
+
+    r = archive.purge_rows(home, _archive_filter(req, owned), dry_run=dry_run)
+    if r["entry_ids"] and conn is not None and not dry_run:
+        with sqlite_store.write(conn):
+            conn.execute(archive.ARCHIVED_DDL)
+            conn.executemany("DELETE FROM archived WHERE entry_id = ?", [(i,) for i in r["entry_ids"]])
+    return r["rows"]
+
+
 def purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest: bool = False,
           timeout: float = -1) -> dict:
     """Purge ``request``'s data from the store at ``home`` (see the module doc).
@@ -463,7 +503,7 @@ def purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest:
 
     Returns ``{"scope", "session_id", "project_dir", "resolved": str, "home", "dry_run",
     "removed": {entries, sessions, contents, chunks, usage, quarantine, source_files,
-    text_bytes, token_estimate}, "files": [source paths concerned], "tombstone":
+    text_bytes, token_estimate, archived}, "files": [source paths concerned], "tombstone":
     "added"|"lifted"|"none", "analytics": str}``; for ``all``: ``files_removed`` (store
     file names) and ``bytes_removed`` instead. Idempotent: purging again removes nothing
     and reports zeros. Raises StoreBusy when the lock is not free within ``timeout``,
@@ -481,15 +521,17 @@ def purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest:
     db = home / sqlite_store.DB_NAME
     if dry_run:
         if not db.exists():
-            return {**base, "removed": preview_empty(), "files": [], "tombstone": "none"}
+            return {**base, "removed": {**preview_empty(), "archived": 0}, "files": [], "tombstone": "none"}
         conn = sqlite_store.connect(home, readonly=True)
         try:
             conn.execute("PRAGMA temp_store=MEMORY")
             _select(conn, request)
             counts = _counts(conn)
             files = [r[0] for r in conn.execute("SELECT path FROM _p_files ORDER BY path")]
+            owned = {r[0] for r in conn.execute("SELECT session_id FROM _p_sessions")}
         finally:
             conn.close()
+        counts["archived"] = _purge_archive(None, home, request, owned, dry_run=True)
         return {**base, "removed": counts, "files": files, "tombstone": "none"}
     with hold(home, timeout, what="purge"):
         conn = sqlite_store.connect(home)
@@ -498,10 +540,12 @@ def purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest:
             conn.execute("PRAGMA temp_store=MEMORY")
             with sqlite_store.write(conn):
                 _select(conn, request)
+                owned = {r[0] for r in conn.execute("SELECT session_id FROM _p_sessions")}
                 removed = delete_selected(conn)
                 files = removed.pop("files")
                 tomb = _tombstone(conn, request, files, reingest)
             _drop_temp(conn)
+            removed["archived"] = _purge_archive(conn, home, request, owned, dry_run=False)
             if removed["entries"] or removed["usage"] or removed["quarantine"]:
                 scrub(conn)
                 analytics = rebuild_analytics(conn, home)
