@@ -23,7 +23,8 @@ NoPrefectOpt = typer.Option(False, "--no-prefect", help="Run in-process without 
 
 _COUNT_LABELS = [("entries", "entries"), ("sessions", "sessions"), ("contents", "distinct texts"),
                  ("chunks", "FTS chunks"), ("usage", "usage rows"), ("quarantine", "quarantined lines"),
-                 ("source_files", "source files"), ("token_estimate", "tokens (estimated)")]
+                 ("source_files", "source files"), ("token_estimate", "tokens (estimated)"),
+                 ("archived", "archived rows (Parquet)")]
 
 
 def _counts_table(title: str, removed: dict) -> Table:
@@ -100,7 +101,8 @@ def purge(
         return
     r = rep["removed"]
     out.print(f"purged {rep['resolved']}: {r['entries']:,} entries of {r['sessions']:,} sessions, "
-              f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines; "
+              f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines, "
+              f"{r.get('archived', 0):,} archived rows; "
               f"tombstone {rep['tombstone']}", highlight=False)
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)

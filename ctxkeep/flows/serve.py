@@ -105,6 +105,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_in_use(host: str, port: int) -> bool:
+    """True when something accepts TCP connections on ``host:port``."""
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex((host, port)) == 0

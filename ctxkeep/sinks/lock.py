@@ -40,10 +40,13 @@ class StoreLock:
         self._lock = FileLock(str(self.path), mode=0o600, is_singleton=True, thread_local=False)
 
     def acquire(self, timeout: float | None = None) -> "StoreLock":
+        """Take the lock, waiting up to ``timeout`` seconds (None: the object's
+        timeout). Reentrant within the process. Raises ``filelock.Timeout``."""
         self._lock.acquire(timeout=self.timeout if timeout is None else timeout)
         return self
 
     def release(self) -> None:
+        """Release one level of the lock (the OS lock goes with the last one)."""
         self._lock.release()
 
     @property
