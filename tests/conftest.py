@@ -63,3 +63,31 @@ def home_copy(tmp_path) -> Path:
     dst = tmp_path / "home"
     shutil.copytree(CORPUS_HOME, dst)
     return dst
+
+
+def hold_lock_in_subprocess(home: Path):
+    """Start a process that holds ``home``'s store lock until a line arrives on its
+    stdin; returns the Popen once the lock is held (``.communicate(b"\\n")`` ends it)."""
+    import subprocess
+    import sys
+    code = ("import sys; from ctxkeep.sinks.lock import store_lock\n"
+            f"lk = store_lock({str(home)!r}); lk.acquire()\n"
+            "print('locked', flush=True); sys.stdin.readline(); lk.release()\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    line = p.stdout.readline()
+    assert line.strip() == b"locked", line
+    return p
+
+
+def fts_entries(home: Path, match: str, table: str = "fts_words") -> set[str]:
+    """Entry ids whose text matches the FTS5 expression ``match`` in ``table``
+    (``fts_words`` or ``fts_grams``), straight from SQLite (no ranking, no budget)."""
+    import sqlite3
+    conn = sqlite3.connect(f"file:{Path(home) / 'store.db'}?mode=ro", uri=True)
+    try:
+        return {r[0] for r in conn.execute(
+            f"SELECT DISTINCT e.entry_id FROM {table} f JOIN chunks ch ON ch.chunk_id = f.rowid "
+            "JOIN contents c ON c.content_id = ch.content_id JOIN entries e ON e.content_hash = c.content_hash "
+            f"WHERE {table} MATCH ?", (match,))}
+    finally:
+        conn.close()
