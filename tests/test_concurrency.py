@@ -43,11 +43,11 @@ def test_two_ingests_at_once_duplicate_nothing_and_lose_nothing(store_home, corp
     assert [p.returncode for p in (a, b)] == [0, 0], [o[1][-2000:] for o in outs]
     import json
     res = sorted((json.loads(o[0]) for o in outs), key=lambda r: -r["entries_new"])
-    assert res[0]["entries_new"] == reference.entries_new == 3170
+    assert res[0]["entries_new"] == reference.entries_new > 3000
     assert res[1]["entries_new"] == 0                 # the second found everything stored
     conn = sqlite3.connect(store_home / "store.db")
     n, distinct = conn.execute("SELECT count(*), count(DISTINCT entry_id) FROM entries").fetchone()
-    assert n == distinct == 3170
+    assert n == distinct == reference.entries_new
     assert conn.execute("SELECT count(*) FROM contents").fetchone()[0] == \
         conn.execute("SELECT count(DISTINCT content_hash) FROM entries WHERE content_hash IS NOT NULL").fetchone()[0]
     assert conn.execute("SELECT count(*) FROM chunks WHERE content_id NOT IN "

@@ -199,9 +199,10 @@ def test_reindex_without_store_is_a_clear_error(store_home):
 def test_backfill_everything_again_duplicates_nothing(store, ctx):
     counts = [q(store, f"SELECT count(*) FROM {t}") for t in ("entries", "contents", "chunks", "usage",
                                                              "quarantine", "fts_grams")]
+    n_files = q(store, "SELECT count(*) FROM watermarks")   # every file the corpus ingest read
     rep = run_backfill(store, ctx=ctx)
-    assert len(rep["files"]) == 16
-    assert rep["ingest"]["files_read"] == 16 and rep["ingest"]["entries_new"] == 0
+    assert len(rep["files"]) == n_files
+    assert rep["ingest"]["files_read"] == n_files and rep["ingest"]["entries_new"] == 0
     assert [q(store, f"SELECT count(*) FROM {t}") for t in ("entries", "contents", "chunks", "usage",
                                                            "quarantine", "fts_grams")] == counts
 
@@ -223,17 +224,18 @@ def test_backfill_restores_deleted_rows_of_given_paths(store):
 
 
 def test_backfill_date_range_selects_files(ctx, store_home):
-    files, _ = select_backfill(store_home, ctx=ctx, until="2025-10-01")
+    cc = ["claude-code", "codex"]   # the JSONL agents, whose first-record times are known here
+    files, _ = select_backfill(store_home, ctx=ctx, until="2025-10-01", agents=cc)
     assert sorted(f.path.name for f in files) == sorted([
         "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl", "ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl",
         "2c5941bd-b9de-41d6-9414-221d175776f7.jsonl", SID + ".jsonl",
         "a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl", "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
         "rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl"])
     # `since` is about when a file was last written: every corpus file was written after 2020
-    assert len(select_backfill(store_home, ctx=ctx, since="2020-01-01")[0]) == 16
+    assert len(select_backfill(store_home, ctx=ctx, since="2020-01-01", agents=cc)[0]) == 16
     future = (dt.date.today() + dt.timedelta(days=2)).isoformat()
-    assert select_backfill(store_home, ctx=ctx, since=future)[0] == []
-    rep = run_backfill(store_home, ctx=ctx, until="2025-10-01")
+    assert select_backfill(store_home, ctx=ctx, since=future, agents=cc)[0] == []
+    rep = run_backfill(store_home, ctx=ctx, until="2025-10-01", agents=cc)
     assert rep["ingest"]["files_read"] == 7
     assert q(store_home, "SELECT count(DISTINCT source_path) FROM entries") == 6   # the 0-byte file has none
     from ctxkeep.errors import UsageError
