@@ -24,8 +24,9 @@ def _sha256(values: pl.Series, length: int | None = None) -> pl.Series:
 def source_frame(entries: list[dict]) -> pl.DataFrame:
     """Entry dicts (keys of ``SOURCE_SCHEMA``; missing keys are
     null; unknown keys ignored) as a frame with exactly those columns and dtypes."""
-    cols = {k: [e.get(k) for e in entries] for k in _IN_SCHEMA}
-    return pl.DataFrame(cols, schema=_IN_SCHEMA, strict=False)
+    if not entries:
+        return pl.DataFrame(schema=_IN_SCHEMA)
+    return pl.from_dicts(entries, schema=_IN_SCHEMA, strict=False)
 
 
 def parse_ts(col: pl.Expr) -> pl.Expr:
