@@ -1,0 +1,53 @@
+"""The ``ctxkeep ingest`` command (in-process, ``--no-prefect``; the Prefect path is
+covered by test_ingest_flow.py)."""
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from conftest import CORPUS_HOME
+
+from ctxkeep.cli import app
+
+
+def _run(args, monkeypatch, home=CORPUS_HOME):
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return CliRunner().invoke(app, args)
+
+
+def test_ingest_json_then_noop(store_home, monkeypatch):
+    r = _run(["ingest", "--home", str(store_home), "--no-prefect", "--json"], monkeypatch)
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert (s["files"], s["files_read"], s["entries_new"], s["bytes"], s["quarantined"]) == \
+        (16, 16, 3215, 6439453, 0)
+    r2 = _run(["ingest", "--home", str(store_home), "--no-prefect", "--json"], monkeypatch)
+    s2 = json.loads(r2.stdout)
+    assert (s2["files"], s2["files_read"], s2["entries_new"], s2["bytes"]) == (16, 0, 0, 0)
+
+
+def test_ingest_summary_line(store_home, monkeypatch):
+    r = _run(["ingest", "--home", str(store_home), "--no-prefect", "--no-progress",
+              "--agent", "codex"], monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("ingested 2,229 new entries from 6 of 6 files (")
+    assert "quarantined 0 lines" in r.stdout
+
+
+def test_ingest_unknown_agent_is_one_line(store_home, monkeypatch):
+    r = _run(["ingest", "--home", str(store_home), "--agent", "cursorx"], monkeypatch)
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == ["error: unknown agent cursorx - known: claude-code, codex"]
+
+
+def test_ingest_explicit_path(store_home, monkeypatch, tmp_path):
+    src = CORPUS_HOME / ".codex/sessions/2025/10/31/rollout-2025-10-31T18-36-16-fa1ac8bf-348e-4b9a-a06d-767050fa1e10.jsonl"
+    r = _run(["ingest", "--home", str(store_home), "--no-prefect", "--json", "--path", str(src),
+              "--path", str(tmp_path / "missing.jsonl")], monkeypatch, home=tmp_path)
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert (s["files"], s["entries_new"]) == (1, 2)
+    assert s["problems"] == [f"{tmp_path / 'missing.jsonl'}: no such file or directory"]
