@@ -51,3 +51,23 @@ def test_ingest_explicit_path(store_home, monkeypatch, tmp_path):
     s = json.loads(r.stdout)
     assert (s["files"], s["entries_new"]) == (1, 2)
     assert s["problems"] == [f"{tmp_path / 'missing.jsonl'}: no such file or directory"]
+
+
+def test_noop_ingest_imports_neither_prefect_nor_duckdb(store_home, monkeypatch, tmp_path):
+    """A no-op re-ingest must stay cheap as a whole process (issue 2: ≤ 5 s on a
+    200 MB tree): nothing changed → no Prefect server, no DuckDB import."""
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    empty_home = tmp_path / "user"
+    empty_home.mkdir()
+    code = ("import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json'];\n"
+            "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('prefect', 'duckdb') if m in sys.modules))")
+    env = dict(os.environ, HOME=str(empty_home))
+    r = subprocess.run([sys.executable, "-c", code, str(store_home)], env=env, capture_output=True,
+                       text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"
+    assert json.loads("\n".join(r.stdout.strip().splitlines()[:-1]))["files"] == 0

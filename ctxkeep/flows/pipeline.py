@@ -16,7 +16,7 @@ from filelock import FileLock, Timeout
 
 from .. import config as cfgmod
 from ..errors import StoreBusy
-from ..sinks import duckdb_store, sqlite_store
+from ..sinks import sqlite_store
 from ..sources import SOURCES, discover_all, files_for_paths
 from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 from ..transforms.chunk import chunks_frame
@@ -24,6 +24,7 @@ from ..transforms.normalize import contents_frame, entries_frame, usage_frame
 from ..transforms.tokens import estimate_tokens
 
 LOCK_NAME = "ingest.lock"
+ANALYTICS_DB = "analytics.duckdb"  # sinks.duckdb_store.DB_NAME
 
 
 @dataclass
@@ -237,6 +238,8 @@ def ingest_file(conn, file: SourceFile, wm: Watermark | None, tombs: dict,
 
 def sync_analytics(conn, home: Path) -> str:
     """Sync DuckDB from SQLite; returns a one-line note (never raises for a busy file)."""
+    from ..sinks import duckdb_store  # imported here: a no-op ingest never needs DuckDB
+
     try:
         r = duckdb_store.sync(conn, home)
         return f"analytics: {r['entries_synced']} entries synced"
@@ -279,7 +282,7 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) ->
         s.bytes, s.lines = r["bytes"], r["lines"]
         s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
         s.per_agent = r["per_agent"]
-        if s.entries_new or not (home / duckdb_store.DB_NAME).exists():
+        if s.entries_new or not (home / ANALYTICS_DB).exists():
             s.analytics = sync_analytics(conn, home)
         status = "ok"
     finally:
