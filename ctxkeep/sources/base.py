@@ -242,8 +242,8 @@ def _chain(text: str, pos: int) -> list[tuple[int, int]] | None:
 
 def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:
     """A quarantine record: path, byte offset and length of the line, the reason, the
-    action (``skipped``: not ingested; ``repaired``: ingested with replacements) and up to
-    16 MiB of the raw bytes."""
+    action (``skipped``: not ingested; ``repaired``: ingested with replacements, or split
+    into the records it held) and up to 16 MiB of the raw bytes."""
     return {"path": str(path), "offset": offset, "length": len(raw), "reason": reason,
             "action": action, "raw": bytes(raw[:QUARANTINE_RAW_MAX])}
 
@@ -259,7 +259,10 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
     ``parse(record, offset, line_hash, state)`` maps one parsed line (a dict) to entry
     dicts and may update ``state``, which is stored in the watermark. A record that is
     not a JSON object, or a line that does not parse, is quarantined; a parse function
-    that raises quarantines only that line. A last line without ``\\n`` is left for the
+    that raises quarantines only that line. A line that does not parse but still holds
+    complete records (NUL padding, records glued without a newline, a torn record
+    followed by a whole one: ``salvage_line``) is quarantined as ``repaired`` and its
+    records are ingested with their own byte offsets. A last line without ``\\n`` is left for the
     next run (the agent may be writing it). A file that vanished yields nothing.
 
     Yields batches of at most about ``batch_bytes`` raw bytes (one line may exceed it).
