@@ -190,3 +190,20 @@ def test_store_keeps_identical_idless_lines_once(corpus_store):
                      (str(corpus(WORKTREES)),)).fetchone()[0]
     conn.close()
     assert n == 168
+
+
+def test_no_base64_from_attachments_or_unknown_blocks():
+    """Handmade records (CC 2.x attachment shape, and a block type CC does not write
+    yet): inline media becomes a placeholder before the record is kept as JSON text."""
+    b64 = "iVBORw0KGgo" + "A" * 4000
+    att = {"type": "attachment", "uuid": "00000000-0000-4000-8000-000000000001", "sessionId": "s1",
+           "attachment": {"type": "file", "filename": "a.png",
+                          "content": {"type": "image", "file": {"base64": b64, "type": "image/png"}}}}
+    blk = {"type": "user", "uuid": "00000000-0000-4000-8000-000000000002", "sessionId": "s1",
+           "message": {"role": "user", "content": [
+               {"type": "input_audio", "source": {"data": "QUJD" * 200, "media_type": "audio/wav"}}]}}
+    (a,) = claude_code.parse_record(att, 0, "h", {}, "p")
+    (b,) = claude_code.parse_record(blk, 0, "h", {}, "p")
+    assert "AAAA" not in a["text"] and '"base64":"[media unknown, 3,008 bytes]"' in a["text"]
+    assert (b["kind"], b["tool_name"]) == ("meta", "input_audio")
+    assert '"data":"[media audio/wav, 600 bytes]"' in b["text"]

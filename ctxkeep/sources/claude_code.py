@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from ._util import as_int, compact_json, media_placeholder, strip_ansi
+from ._util import as_int, compact_json, drop_media, media_placeholder, strip_ansi
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
@@ -193,7 +193,7 @@ def _meta_text(rec: dict) -> str:
             v = att.get(k)
             if isinstance(v, str) and v:
                 return strip_ansi(v)
-        return compact_json(att, 2000)
+        return compact_json(drop_media(att), 2000)
     return ""
 
 
@@ -215,7 +215,7 @@ def _blocks_text(content) -> str:
             src = b.get("source") or {}
             parts.append(media_placeholder(t, src.get("media_type"), len(src.get("data") or "")))
         else:
-            parts.append(compact_json(b, 2000))
+            parts.append(compact_json(drop_media(b), 2000))
     return "\n".join(parts)
 
 
@@ -258,7 +258,8 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
                 out.append(dict(base, role=role, kind=kind_msg, text=media_placeholder(
                     t, src.get("media_type"), len(src.get("data") or ""))))
             else:
-                out.append(dict(base, role=role, kind="meta", tool_name=t, text=compact_json(b, 2000)))
+                out.append(dict(base, role=role, kind="meta", tool_name=t,
+                                text=compact_json(drop_media(b), 2000)))
     if not out:
         out.append(dict(base, role=role, kind="meta", text=""))
     for i, e in enumerate(out):
