@@ -32,7 +32,9 @@ JsonOpt = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
 def _fail(e: Exception, code: int = 1):
-    err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
+    """Print ``error: <what> (<where>) - <what to do>`` as ONE line on stderr (never
+    wrapped, whatever the terminal width) and exit with ``code``."""
+    typer.echo(f"error: {e}", err=True)
     raise typer.Exit(code)
 
 

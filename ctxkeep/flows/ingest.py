@@ -24,20 +24,10 @@ from . import pipeline  # noqa: E402
 def ingest_agent_files(home: str, agent: str, todo: list, tombs: dict) -> dict:
     """Ingest one agent's changed files; returns summed figures."""
     conn = sqlite_store.connect(Path(home))
-    out = {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "files_read": 0, "vanished": 0,
-           "status_changed": 0}
     try:
-        for f, wm in todo:
-            r = pipeline.ingest_file(conn, f, wm, tombs, pipeline.hooks.on_bytes)
-            if r["vanished"]:
-                out["vanished"] += 1
-                continue
-            out["files_read"] += 1
-            for k in ("entries_new", "quarantined", "bytes", "lines", "status_changed"):
-                out[k] += r[k]
+        return pipeline.ingest_files(conn, todo, tombs, pipeline.hooks.on_bytes)
     finally:
         conn.close()
-    return out
 
 
 @task(name="sync-analytics", cache_policy=NO_CACHE, persist_result=False)

@@ -16,13 +16,15 @@ from filelock import Timeout
 
 from .. import config as cfgmod
 from ..errors import StoreBusy
-from ..sinks import archive, duckdb_store, sqlite_store
+from ..sinks import archive, sqlite_store
 from ..sinks.lock import LOCK_NAME, StoreLock, store_lock
 from ..sources import SOURCES, discover_all, files_for_paths
 from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 from ..transforms.chunk import chunks_frame
 from ..transforms.normalize import contents_frame, entries_frame, usage_frame
 from ..transforms.tokens import estimate_tokens
+
+ANALYTICS_DB = "analytics.duckdb"  # sinks.duckdb_store.DB_NAME (not imported: a no-op ingest needs no DuckDB)
 
 
 @dataclass
@@ -164,33 +166,102 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
             "usage": usage_frame(frame)}
 
 
+#: new raw bytes grouped into one transform + load (several small files share one
+#: transaction; a big file is read in ``DEFAULT_BATCH_BYTES`` batches)
+GROUP_BYTES = 16 * 1024 * 1024
+#: entries grouped into one transform + load at most
+GROUP_ENTRIES = 50_000
+
+
+def _empty_totals() -> dict:
+    return {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "files_read": 0,
+            "vanished": 0, "per_agent": {}, "status_changed": 0}
+
+
+def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: dict,
+                 on_bytes: Callable[[int], None] | None = None,
+                 group_bytes: int = GROUP_BYTES) -> dict:
+    """Read the new bytes of ``todo`` files, transform and load them.
+
+    Batches of consecutive files are grouped until ``group_bytes`` raw bytes (or
+    ``GROUP_ENTRIES`` entries) and stored in one transaction together with each file's
+    watermark, so the per-batch cost of Polars and SQLite is paid once per group, not
+    once per file; a crash loses no data and repeats nothing (a group's watermarks are
+    stored with its entries). A file that vanished after discovery is counted, not an
+    error.
+
+    Status changes of the batches (``Batch.status_changes``) are applied after the
+    group's entries, in the same transaction.
+
+    Returns ``{"entries_new", "quarantined", "bytes", "lines", "files_read",
+    "vanished", "status_changed": int, "per_agent": {agent: new entries}}``.
+    """
+    tot = _empty_totals()
+    group: list[tuple[str, Batch]] = []
+    size = count = 0
+
+    def flush() -> None:
+        nonlocal group, size, count
+        if not group:
+            return
+        entries = [e for _, b in group for e in b.entries]
+        quarantine = [dict(q, agent=a) for a, b in group for q in b.quarantine]
+        # last batch per file wins; a document read in several batches has its
+        # watermark on the last one only
+        wms = {b.watermark.path: b.watermark for _, b in group if b.watermark is not None}
+        changes = [c for _, b in group for c in b.status_changes]
+        merged = Batch(entries, [], None)
+        frames = transform_batch(conn, merged, tombs)
+        n = sqlite_store.load_batch(conn, quarantine=quarantine, watermark=None,
+                                    watermarks=list(wms.values()), status_changes=changes, **frames)
+        tot["status_changed"] += len(changes)
+        tot["entries_new"] += n
+        if n:
+            for agent, k in frames["entries"].group_by("agent").len().iter_rows():
+                tot["per_agent"][agent] = tot["per_agent"].get(agent, 0) + k
+        tot["quarantined"] += len(quarantine)
+        for _, b in group:
+            tot["bytes"] += b.bytes_read
+            tot["lines"] += b.lines
+        if on_bytes:
+            on_bytes(size)
+        group, size, count = [], 0, 0
+
+    for f, wm in todo:
+        if not f.path.exists():
+            tot["vanished"] += 1
+            continue
+        got = False
+        for batch in SOURCES[f.agent].read(f, wm):
+            got = True
+            group.append((f.agent, batch))
+            size += batch.bytes_read
+            count += len(batch.entries)
+            if size >= group_bytes or count >= GROUP_ENTRIES:
+                flush()
+        if got or f.path.exists():
+            tot["files_read"] += 1
+        else:
+            tot["vanished"] += 1
+    flush()
+    return tot
+
+
 def ingest_file(conn, file: SourceFile, wm: Watermark | None, tombs: dict,
                 on_bytes: Callable[[int], None] | None = None) -> dict:
     """Read one file's new bytes in batches, transform and load each batch with its
     watermark and status changes. Returns ``{"entries_new", "quarantined", "bytes",
-    "lines", "vanished", "status_changed"}`` (status_changed: change requests applied)."""
-    mod = SOURCES[file.agent]
-    res = {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "vanished": False,
-           "status_changed": 0}
-    if not file.path.exists():
-        res["vanished"] = True
-        return res
-    for batch in mod.read(file, wm):
-        frames = transform_batch(conn, batch, tombs)
-        q = [dict(row, agent=file.agent) for row in batch.quarantine]
-        res["entries_new"] += sqlite_store.load_batch(conn, quarantine=q, watermark=batch.watermark,
-                                                      status_changes=batch.status_changes, **frames)
-        res["status_changed"] += len(batch.status_changes)
-        res["quarantined"] += len(batch.quarantine)
-        res["bytes"] += batch.bytes_read
-        res["lines"] += batch.lines
-        if on_bytes:
-            on_bytes(batch.bytes_read)
-    return res
+    "lines", "vanished", "status_changed"}``."""
+    r = ingest_files(conn, [(file, wm)], tombs, on_bytes)
+    return {"entries_new": r["entries_new"], "quarantined": r["quarantined"],
+            "bytes": r["bytes"], "lines": r["lines"], "vanished": bool(r["vanished"]),
+            "status_changed": r["status_changed"]}
 
 
 def sync_analytics(conn, home: Path) -> str:
     """Sync DuckDB from SQLite; returns a one-line note (never raises for a busy file)."""
+    from ..sinks import duckdb_store  # imported here: a no-op ingest never needs DuckDB
+
     try:
         r = duckdb_store.sync(conn, home)
         return f"analytics: {r['entries_synced']} entries synced"
@@ -228,19 +299,13 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) ->
     tombs = sqlite_store.tombstoned(conn)
     status = "failed"
     try:
-        for f, wm in p.todo:
-            r = ingest_file(conn, f, wm, tombs, on_bytes)
-            if r["vanished"]:
-                s.files_vanished += 1
-                continue
-            s.files_read += 1
-            s.bytes += r["bytes"]
-            s.lines += r["lines"]
-            s.entries_new += r["entries_new"]
-            s.quarantined += r["quarantined"]
-            s.status_changed += r["status_changed"]
-            s.per_agent[f.agent] = s.per_agent.get(f.agent, 0) + r["entries_new"]
-        if s.entries_new or s.status_changed or not (home / duckdb_store.DB_NAME).exists():
+        r = ingest_files(conn, p.todo, tombs, on_bytes)
+        s.files_read, s.files_vanished = r["files_read"], r["vanished"]
+        s.bytes, s.lines = r["bytes"], r["lines"]
+        s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
+        s.status_changed = r["status_changed"]
+        s.per_agent = r["per_agent"]
+        if s.entries_new or s.status_changed or not (home / ANALYTICS_DB).exists():
             s.analytics = sync_analytics(conn, home)
         status = "ok"
     finally:

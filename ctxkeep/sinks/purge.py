@@ -57,7 +57,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PurgeCancelled, UsageError
-from . import duckdb_store, sqlite_store
+from . import sqlite_store
+
+#: the DuckDB file (``ANALYTICS_DB``); duckdb itself is imported only when used,
+#: so that importing the pipeline (a no-op ingest) stays cheap
+ANALYTICS_DB = "analytics.duckdb"
 from .lock import hold
 
 CANCELLED = PurgeCancelled.MESSAGE
@@ -66,8 +70,8 @@ SCOPES = ("session", "project")
 
 #: Files a whole-store wipe removes (relative to the home).
 STORE_FILES = (sqlite_store.DB_NAME, sqlite_store.DB_NAME + "-wal", sqlite_store.DB_NAME + "-shm",
-               sqlite_store.DB_NAME + "-journal", duckdb_store.DB_NAME,
-               duckdb_store.DB_NAME + ".wal")
+               sqlite_store.DB_NAME + "-journal", ANALYTICS_DB,
+               ANALYTICS_DB + ".wal")
 ARCHIVE_DIR = "archive"
 
 _PURGE_FILES_DDL = ("CREATE TABLE IF NOT EXISTS purge_files("
@@ -374,12 +378,13 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> str:
     """Delete ``analytics.duckdb`` (and its WAL) and rebuild it from SQLite, so no deleted
     row survives in DuckDB's free blocks. Returns a one-line note; never raises (a failed
     rebuild is redone by the next ingest, which rebuilds a missing analytics store)."""
-    for name in (duckdb_store.DB_NAME, duckdb_store.DB_NAME + ".wal"):
+    for name in (ANALYTICS_DB, ANALYTICS_DB + ".wal"):
         try:
             (home / name).unlink()
         except FileNotFoundError:
             pass
     try:
+        from . import duckdb_store
         r = duckdb_store.sync(conn, home, rebuild=True)
         return f"analytics rebuilt: {r['entries_synced']} entries"
     except Exception as e:  # noqa: BLE001 - a busy file must not fail the purge

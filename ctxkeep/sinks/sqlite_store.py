@@ -272,7 +272,8 @@ def apply_status_changes(conn: sqlite3.Connection, changes: list[dict], stamp: s
 
 def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
                chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
-               watermark: Watermark | None, status_changes: list[dict] | None = None) -> int:
+               watermark: Watermark | None, status_changes: list[dict] | None = None,
+               watermarks: Iterable[Watermark] = ()) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
     Args:
@@ -284,6 +285,8 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
         quarantine: rows from ``sources.base.quarantine_row`` (+ ``agent``).
         watermark: saved with the batch, so the batch is stored exactly once.
         status_changes: applied after the entries (``apply_status_changes``).
+        watermarks: more watermarks saved in the same transaction (a batch that groups
+            the new bytes of several small files).
     """
     stamp = now_iso()
     with write(conn):
@@ -344,6 +347,8 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
             apply_status_changes(conn, status_changes, stamp)
         if watermark is not None:
             _save_watermark(conn, watermark)
+        for wm in watermarks:
+            _save_watermark(conn, wm)
     return n_new
 
 

@@ -38,3 +38,29 @@ def as_int(v: Any) -> int | None:
     if isinstance(v, float):
         return int(v)
     return None
+
+
+_B64_KEYS = ("data", "base64", "image_url", "url")
+_B64_MIN = 256
+
+
+def drop_media(value: Any) -> Any:
+    """A copy of ``value`` where inline base64 media (a string over 256 chars under a
+    ``data``/``base64``/``image_url``/``url`` key that is a ``data:`` URL or has no
+    spaces) is replaced by ``media_placeholder``. Used before dumping records of
+    unknown shape (attachments, unknown blocks) as JSON text, so no base64 is stored."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if (k in _B64_KEYS and isinstance(v, str) and len(v) > _B64_MIN
+                    and (v.startswith("data:") or " " not in v[:_B64_MIN])):
+                mt = value.get("media_type") or value.get("mimeType") or value.get("mime_type")
+                if v.startswith("data:"):
+                    mt = mt or v[5:v.find(";")] if ";" in v[:100] else mt
+                out[k] = media_placeholder("media", mt if isinstance(mt, str) else None, len(v))
+            else:
+                out[k] = drop_media(v)
+        return out
+    if isinstance(value, list):
+        return [drop_media(v) for v in value]
+    return value

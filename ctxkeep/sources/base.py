@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,10 +197,67 @@ def parse_line(raw: bytes) -> tuple[Any, str | None]:
     return scrubbed, "repaired: " + ", ".join(reasons)
 
 
+_DECODER = json.JSONDecoder(strict=False)
+_SALVAGE_MAX_STARTS = 256
+
+
+def salvage_line(raw: bytes) -> list[tuple[int, bytes]]:
+    """Split a line that does not parse into the JSON objects it still holds.
+
+    Handles what a crash or a bad writer leaves: NUL padding (runs of ``\\x00``), two
+    or more records glued without a newline, and a torn record followed on the same
+    line by a complete one. Returns ``(byte offset within raw, bytes)`` of each
+    complete top-level object that runs up to the end of its fragment or directly into
+    the next object and does not stand in value position (so a ``{…}`` nested
+    inside a torn record is not taken for a record); ``[]`` when nothing can be recovered. Bytes between pieces are lost only
+    from the index: the caller quarantines the whole line.
+    """
+    out: list[tuple[int, bytes]] = []
+    for m in re.finditer(rb"[^\x00]+", raw):
+        frag = m.group()
+        text = frag.decode("utf-8", "surrogateescape")
+        # a record starts the fragment or follows garbage/another record; a "{" in
+        # value position (after ":", "," or "[") is nested inside a torn record
+        starts = [i for i, c in enumerate(text)
+                  if c == "{" and text[:i].rstrip()[-1:] not in (":", ",", "[")]
+        starts = starts[:_SALVAGE_MAX_STARTS]
+        for st in starts:
+            pieces = _chain(text, st)
+            if pieces:
+                for a, b in pieces:
+                    lead = len(text[:a].encode("utf-8", "surrogateescape"))
+                    blen = len(text[a:b].encode("utf-8", "surrogateescape"))
+                    out.append((m.start() + lead, frag[lead:lead + blen]))
+                break
+    return out
+
+
+def _chain(text: str, pos: int) -> list[tuple[int, int]] | None:
+    """Objects decoded back to back from ``pos`` to the end of ``text`` (trailing
+    whitespace allowed), as (start, end) char spans; None when the chain breaks."""
+    spans = []
+    n = len(text)
+    while True:
+        try:
+            val, end = _DECODER.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(val, dict):
+            return None
+        spans.append((pos, end))
+        while end < n and text[end] in " \t\r":
+            end += 1
+        if end >= n:
+            return spans
+        if text[end] != "{":
+            return None
+        pos = end
+
+
 def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:
     """A quarantine record: path, byte offset and length of the line, the reason, the
-    action (``skipped``: not ingested; ``repaired``: ingested with replacements) and up to
-    16 MiB of the raw bytes."""
+    action (``skipped``: not ingested; ``repaired``: ingested with replacements, or split
+    into the records it held) and up to 16 MiB of the raw bytes."""
     return {"path": str(path), "offset": offset, "length": len(raw), "reason": reason,
             "action": action, "raw": bytes(raw[:QUARANTINE_RAW_MAX])}
 
@@ -215,8 +273,12 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
     ``parse(record, offset, line_hash, state)`` maps one parsed line (a dict) to entry
     dicts and may update ``state``, which is stored in the watermark; status changes
     it appends to ``state["_status_changes"]`` ride on the batch
-    (``Batch.status_changes``). A record that is not a JSON object, or a line that does not parse, is quarantined; a parse function
-    that raises quarantines only that line. A last line without ``\\n`` is left for the
+    (``Batch.status_changes``). A record that is not a JSON object, or a line that does
+    not parse, is quarantined; a parse function that raises quarantines only that line.
+    A line that does not parse but still holds complete records (NUL padding, records
+    glued without a newline, a torn record followed by a whole one: ``salvage_line``) is
+    quarantined as ``repaired`` and its records are ingested with their own byte
+    offsets. A last line without ``\\n`` is left for the
     next run (the agent may be writing it). A file that vanished yields nothing.
 
     Yields batches of at most about ``batch_bytes`` raw bytes (one line may exceed it).
@@ -264,20 +326,34 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
                 lines += 1
                 rec, problem = parse_line(raw)
                 if rec is None:
-                    quarantine.append(quarantine_row(path, line_off, raw, problem))
-                    continue
-                if problem:
-                    quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
-                if not isinstance(rec, dict):
+                    pieces = salvage_line(raw)
+                    if not pieces:
+                        quarantine.append(quarantine_row(path, line_off, raw, problem))
+                        continue
                     quarantine.append(quarantine_row(
-                        path, line_off, raw, f"not a JSON object ({type(rec).__name__})"))
-                    continue
-                lh = hashlib.sha256(raw).hexdigest()
-                try:
-                    entries.extend(parse(rec, line_off, lh, state))
-                except Exception as e:  # a parser bug must not stop the run
-                    quarantine.append(quarantine_row(
-                        path, line_off, raw, f"parser error: {type(e).__name__}: {e}"))
+                        path, line_off, raw,
+                        f"{problem}; recovered {len(pieces)} record(s) at line offsets "
+                        + ",".join(str(o) for o, _ in pieces), "repaired"))
+                    todo = []
+                    for rel, piece in pieces:
+                        prec, pprob = parse_line(piece)
+                        if prec is not None:
+                            todo.append((line_off + rel, piece, prec))
+                else:
+                    if problem:
+                        quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
+                    todo = [(line_off, raw, rec)]
+                for rec_off, rec_raw, rec in todo:
+                    if not isinstance(rec, dict):
+                        quarantine.append(quarantine_row(
+                            path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})"))
+                        continue
+                    lh = hashlib.sha256(rec_raw).hexdigest()
+                    try:
+                        entries.extend(parse(rec, rec_off, lh, state))
+                    except Exception as e:  # a parser bug must not stop the run
+                        quarantine.append(quarantine_row(
+                            path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}"))
             pos += len(complete)
             # a watermark records the file's size only once every byte was seen, so
             # a run stopped between batches resumes instead of skipping the file

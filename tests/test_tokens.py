@@ -1,0 +1,36 @@
+"""Token estimates: offline o200k_base, sampled for long texts, heuristic fallback."""
+from __future__ import annotations
+
+from conftest import corpus
+
+from ctxkeep.transforms import tokens
+
+
+def test_offline_o200k_base_counts():
+    enc = tokens.encoding()
+    assert enc is not None and enc.name == "o200k_base"
+    assert enc.encode_ordinary("hello world") == [24912, 2375]
+    counts, methods = tokens.estimate_tokens(["hello world", "", "字段"])
+    assert counts == [2, 0, len(enc.encode_ordinary("字段"))]
+    assert methods == ["o200k_base"] * 3
+
+
+def test_long_text_is_sampled_close_to_full_count():
+    # a real 0.34 Codex rollout: shell outputs and code, cut to 60,000 characters
+    text = corpus(".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-"
+                  "c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl").read_text()[:60_000]
+    full = len(tokens.encoding().encode_ordinary(text))
+    (est,), (method,) = tokens.estimate_tokens([text])
+    assert method == "o200k_base-sampled"
+    assert abs(est - full) / full < 0.10
+
+
+def test_heuristic_is_cjk_aware():
+    assert tokens.heuristic_tokens("") == 0
+    assert tokens.heuristic_tokens("abcdefgh") == 2
+    assert tokens.heuristic_tokens("这个字段") == 4
+
+
+def test_fallback_when_bpe_unavailable(monkeypatch):
+    monkeypatch.setattr(tokens, "encoding", lambda: None)
+    assert tokens.estimate_tokens(["abcdefgh", "这个字段"]) == ([2, 4], ["heuristic", "heuristic"])
