@@ -91,8 +91,10 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
 
 
 def _hwm(con) -> int:
-    row = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchone()
-    return row[0] if row else 0
+    # fetchall: DuckDB 2.x leaves a result open after fetchone(), and the connection
+    # then refuses register()/execute() ("connection has an unfinished result")
+    rows = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchall()
+    return rows[0][0] if rows else 0
 
 
 def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
