@@ -41,6 +41,19 @@ from . import pipeline
 
 
 @dataclass
+class Hooks:
+    """Progress callbacks of the running process (the CLI's progress bar): set here
+    rather than passed through Prefect parameters. ``on_files(n)`` once the files are
+    selected, ``on_file(FileResult)`` after each."""
+
+    on_files: Callable[[int], None] | None = None
+    on_file: Callable[["FileResult"], None] | None = None
+
+
+hooks = Hooks()
+
+
+@dataclass
 class FileCheck:
     """Health of one session file: size (bytes), non-empty ``lines``, ``status`` ``OK``
     or ``EXCEEDS`` with ``exceeds`` naming the thresholds crossed (``size``, ``lines``),
@@ -86,9 +99,13 @@ class FileResult:
     backup: str | None = None
     backups_pruned: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    #: DuckDB changes still to replay (applied once per run, not reported)
+    duck: entry_status.DuckChanges = field(default_factory=entry_status.DuckChanges, repr=False)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d.pop("duck", None)
+        return d
 
 
 def _iso(ts: float) -> str:
@@ -217,10 +234,8 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
     if not dry_run:
         jsonl_rewrite.cleanup_temps(path)
         wm = sqlite_store.load_watermarks(conn).get(str(path))
-        res = pipeline.ingest_file(conn, file, wm, tombs if tombs is not None
-                                   else sqlite_store.tombstoned(conn))
-        if res["entries_new"]:
-            r.notes.append(pipeline.sync_analytics(conn, home))
+        pipeline.ingest_file(conn, file, wm, tombs if tombs is not None
+                             else sqlite_store.tombstoned(conn))
     data, state = jsonl_rewrite.read_state(path)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
@@ -310,15 +325,12 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
     frames = pipeline.transform_batch(conn, batch, tombs if tombs is not None
                                       else sqlite_store.tombstoned(conn))
     sqlite_store.load_batch(conn, quarantine=[], watermark=wm, **frames)
-    r.notes.append(pipeline.sync_analytics(conn, home))
     moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
              for x in ls]
-    rel = entry_status.relocate(conn, home, str(path), moves)
-    st_res = entry_status.set_status(conn, home, list(removed_ids), "archived")
-    r.archived = st_res["sqlite"]
-    for note in (rel["note"], st_res["note"]):
-        if note not in ("ok", "no analytics store") and note not in r.notes:
-            r.notes.append(note)
+    entry_status.relocate_sqlite(conn, str(path), moves)
+    r.archived = entry_status.set_status_sqlite(conn, list(removed_ids), "archived")
+    r.duck = entry_status.DuckChanges(status=[(list(removed_ids), "archived", None)],
+                                      moves=[(str(path), moves)])
     r.backups_pruned = [str(p) for p in jsonl_rewrite.prune_backups(
         path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)]
     return r
@@ -390,6 +402,9 @@ def _default_runner(home: Path, file: SourceFile, keep_messages, dry_run: bool, 
 def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -> dict:
     files, problems = files_to_compress(home, ctx=ctx, paths=paths)
     runner = runner or _default_runner
+    on_file = on_file or hooks.on_file
+    if hooks.on_files:
+        hooks.on_files(len(files))
     run_id = None
     if not dry_run and files:
         conn = sqlite_store.connect(home)
@@ -411,6 +426,7 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                 on_file(res)
         status = "ok"
     finally:
+        analytics = _update_analytics(home, results) if not dry_run and results else ""
         done = [x for x in results if x.status in ("compressed", "would-compress")]
         summary = {
             "dry_run": dry_run, "files": [x.as_dict() for x in results],
@@ -423,6 +439,7 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
             "tokens_before": sum(x.tokens_before for x in done),
             "tokens_after": sum(x.tokens_after for x in done),
             "seconds": round(time.perf_counter() - t0, 3), "problems": problems,
+            "analytics": analytics,
         }
         if run_id is not None:
             conn = sqlite_store.connect(home)
@@ -434,6 +451,24 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
             finally:
                 conn.close()
     return summary
+
+
+def _update_analytics(home: Path, results: list[FileResult]) -> str:
+    """Bring DuckDB up to date once per run: sync new rows (ingested lines, markers),
+    then replay the archived statuses and moved offsets. Returns a one-line note."""
+    changes = entry_status.DuckChanges()
+    for x in results:
+        changes.status += x.duck.status
+        changes.moves += x.duck.moves
+    conn = sqlite_store.connect(home)
+    try:
+        note = pipeline.sync_analytics(conn, home)
+    finally:
+        conn.close()
+    if "not updated" in note:
+        return note + "; archived statuses not copied (run reindex)"
+    _n, dnote = entry_status.apply_duck(home, changes)
+    return note if dnote in ("ok", "no analytics store") else dnote
 
 
 def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = True) -> dict:
