@@ -266,8 +266,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
         plan = cp.plan_compression(file.agent, lines, keep, cc.keep_system_lines,
                                    marker_note=note,
                                    marker_extra={"backup": str(backup_path),
-                                                 "store": str(Path(home) / sqlite_store.DB_NAME),
-                                                 "compressed_at": _iso(now)})
+                                                 "store": str(Path(home) / sqlite_store.DB_NAME)})
     except cp.Refused as e:
         r.status, r.reason = "refused", str(e)
         return r
