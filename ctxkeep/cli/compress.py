@@ -93,14 +93,17 @@ def _emit_check(rep: dict, as_json: bool) -> None:
     th = rep["thresholds"]
     t = Table(title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}")
     for c in ("file", "agent", "KiB", "lines", "status", "active", "backups"):
-        t.add_column(c, justify="right" if c in ("KiB", "lines", "backups") else "left")
+        t.add_column(c, justify="right" if c in ("KiB", "lines", "backups") else "left",
+                     no_wrap=c != "file", min_width=24 if c == "file" else None,
+                     overflow="ellipsis" if c == "file" else "fold")
     for f in rep["files"]:
         status = f["status"] + (f" ({', '.join(f['exceeds'])})" if f["exceeds"] else "")
-        t.add_row(f["path"], f["agent"], f"{f['bytes'] / 1024:,.0f}", f"{f['lines']:,}",
+        t.add_row(Path(f["path"]).name, f["agent"], f"{f['bytes'] / 1024:,.0f}", f"{f['lines']:,}",
                   f"[red]{status}[/red]" if f["exceeds"] else status,
                   "yes" if f["active"] else "", str(f["backups"] or ""))
     out.print(t)
-    out.print(f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold", highlight=False)
+    out.print(f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold "
+              "(full paths: --json)", highlight=False)
     for p in rep["problems"]:
         err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
 
