@@ -334,3 +334,18 @@ def test_restore_without_backup_is_a_usage_error(tmp_path):
     p, store = _one(tmp_path)
     with pytest.raises(ops.UsageError, match="no backup to restore"):
         ops.restore_file(store, p)
+
+
+def test_codex_usage_survives_a_reread_from_offset_0(tmp_path):
+    """A compressed rollout read again from offset 0 (lost watermark, backfill) starts
+    its token_count deltas mid-session; the stored usage must not grow."""
+    p, store, orig, r = _compressed_one(
+        tmp_path, "/.codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl", 10)
+    conn = sqlite_store.connect(store)
+    q = "SELECT count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage"
+    before = conn.execute(q).fetchone()
+    assert before[0] == 456 and before[2] == 223050
+    conn.execute("DELETE FROM watermarks")
+    assert run_ingest(store, paths=[p]).entries_new == 0
+    assert conn.execute(q).fetchone() == before
+    conn.close()
