@@ -328,6 +328,13 @@ def test_restore_refuses_when_newer_entries_would_vanish(tmp_path):
     conn.close()
     res = ops.restore_file(store, p, force=True)
     assert res["newer_entries"] == 1 and p.read_bytes() == orig
+    conn = sqlite_store.connect(store, readonly=True)
+    marker = conn.execute("SELECT status FROM entries WHERE kind='meta' AND source_path=? AND "
+                          "content_hash IN (SELECT c.content_hash FROM contents c JOIN chunks ch ON "
+                          "ch.content_id=c.content_id WHERE ch.text LIKE 'ctxkeep compressed%')",
+                          (str(p),)).fetchall()
+    conn.close()
+    assert marker == [("archived",)]
 
 
 def test_restore_without_backup_is_a_usage_error(tmp_path):

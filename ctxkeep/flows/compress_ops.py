@@ -482,10 +482,10 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     First makes sure the store holds the current file (ingest + verify); refuses when
     the current file holds entries that the backup lacks (written after the
     compression) unless ``force`` (they stay in the store either way). Then restores
-    atomically, re-reads the file into the store (ids are stable: nothing doubles) and
-    marks the backup's entries ``active`` again. Returns ``{"path", "backup",
-    "reactivated", "newer_entries", "bytes"}``. Raises UsageError (no backup, unknown
-    format, newer entries without force), StoreBusy, RewriteError."""
+    atomically, re-reads the file into the store (ids are stable: nothing doubles),
+    marks the backup's entries ``active`` again and the compress marker ``archived``. Returns ``{"path", "backup",
+    "reactivated", "newer_entries", "bytes"}``. Raises UsageError (no backup, the file gone, an
+    unknown format, lines the store lacks, newer entries without force), StoreBusy, RewriteError."""
     from filelock import Timeout
 
     home = cfgmod.ensure_home(Path(home))
@@ -494,8 +494,10 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     if not backup.exists():
         raise UsageError("no backup to restore", where=str(backup),
                          hint="`ctxkeep compress --check` lists files and their backups")
-    probe = path if path.exists() else backup
-    files, _ = files_for_paths([probe])
+    if not path.exists():
+        raise UsageError("the session file no longer exists", where=str(path),
+                         hint=f"the agent may have deleted it; copy {backup.name} back by hand if needed")
+    files, _ = files_for_paths([path])
     files = [f for f in files if f.agent in cp.SUPPORTED]
     if not files:
         raise UsageError("not a Claude Code or Codex session file", where=str(path))
@@ -518,30 +520,31 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     bdata = backup.read_bytes()
     blines, _ = cp.split_lines(bdata)
     b_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, blines))
-    newer: set[str] = set()
-    if path.exists():
-        jsonl_rewrite.cleanup_temps(path)
-        wm = sqlite_store.load_watermarks(conn).get(str(path))
-        pipeline.ingest_file(conn, file, wm, tombs)
-        cur, _ = cp.split_lines(path.read_bytes())
-        c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
-        v = verify_store(conn, file, cur, c_ids)
-        if v["missing_lines"]:
-            raise UsageError(f"the store does not hold {len(v['missing_lines'])} lines of the current "
-                             "file; not restored", where=str(path), hint="run `ctxkeep ingest` and retry")
-        markers = {ln.index for ln in cur if ln.rec and isinstance(ln.rec.get("ctxkeep"), dict)}
-        newer = {x for i, ls in enumerate(c_ids) if i not in markers for x in ls} - \
-            {x for ls in b_ids for x in ls}
-        if newer and not force:
-            raise UsageError(f"the current file has {len(newer)} entries written after the "
-                             "compression that the backup lacks", where=str(path),
-                             hint="they stay in the store; pass --force to restore anyway")
+    jsonl_rewrite.cleanup_temps(path)
+    wm = sqlite_store.load_watermarks(conn).get(str(path))
+    pipeline.ingest_file(conn, file, wm, tombs)
+    cur, _ = cp.split_lines(path.read_bytes())
+    c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
+    v = verify_store(conn, file, cur, c_ids)
+    if v["missing_lines"]:
+        raise UsageError(f"the store does not hold {len(v['missing_lines'])} lines of the current "
+                         "file; not restored", where=str(path), hint="run `ctxkeep ingest` and retry")
+    markers = {ln.index for ln in cur if ln.rec and isinstance(ln.rec.get("ctxkeep"), dict)}
+    newer = {x for i, ls in enumerate(c_ids) if i not in markers for x in ls} - \
+        {x for ls in b_ids for x in ls}
+    marker_ids = {x for i in markers for x in c_ids[i]} - {x for ls in b_ids for x in ls}
+    if newer and not force:
+        raise UsageError(f"the current file has {len(newer)} entries written after the "
+                         "compression that the backup lacks", where=str(path),
+                         hint="they stay in the store; pass --force to restore anyway")
     used, _st = jsonl_rewrite.restore_backup(path, backup)
     pipeline.ingest_file(conn, file, None, tombs)   # re-read from offset 0: ids are stable
     moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids) for x in ls]
     entry_status.relocate(conn, home, str(path), moves)
     res = entry_status.set_status(conn, home, [x for ls in b_ids for x in ls], "active",
                                   from_status="archived")
+    if marker_ids:   # the compress marker is no longer in the file
+        entry_status.set_status(conn, home, list(marker_ids), "archived")
     pipeline.sync_analytics(conn, home)
     return {"path": str(path), "backup": str(used), "reactivated": res["sqlite"],
             "newer_entries": len(newer), "bytes": len(bdata)}
