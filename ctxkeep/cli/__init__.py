@@ -56,3 +56,4 @@ def _mb(n: int) -> str:
 from . import core  # noqa: E402,F401
 from . import sources  # noqa: E402,F401
 from . import maintenance  # noqa: E402,F401
+from . import compress  # noqa: E402,F401

@@ -93,7 +93,8 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
 
 
 def _hwm(con) -> int:
-    # fetchall, not fetchone: DuckDB 2.x refuses register() while a result is unfinished
+    # fetchall: DuckDB 2.x leaves a result open after fetchone(), and the connection
+    # then refuses register()/execute() ("connection has an unfinished result")
     rows = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchall()
     return rows[0][0] if rows else 0
 

@@ -281,7 +281,11 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
         contents: new contents: content_hash, bytes, token_estimate, token_method.
         chunks: content_hash (str), seq (int), text (str), grams (str; '' for none).
         usage: usage rows (``transforms.normalize.usage_frame``); on a key already
-            stored, the row with the larger total wins.
+            stored, the row with the larger total wins (a Claude response logged again
+            with more output), except for Codex keys: they name the cumulative session
+            total, so the first row stored is the true delta and a later one computed
+            from a partial read (a compressed rollout re-read from offset 0, a fork's
+            replay) must not replace it.
         quarantine: rows from ``sources.base.quarantine_row`` (+ ``agent``).
         watermark: saved with the batch, so the batch is stored exactly once.
         status_changes: applied after the entries (``apply_status_changes``).
@@ -335,7 +339,7 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
                 f"INSERT INTO usage({','.join(cols)}) VALUES({','.join('?' * len(cols))}) "
                 f"ON CONFLICT(usage_key) DO UPDATE SET "
                 + ", ".join(f"{c}=excluded.{c}" for c in cols[1:])
-                + f" WHERE {xtotal} > {total}",
+                + f" WHERE {xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%'",
                 _ts_text(usage.select(cols)).rows())
         if quarantine:
             conn.executemany(

@@ -103,14 +103,18 @@ def matches(path: Path) -> bool:
 def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read new lines of one transcript into entry dicts (see ``parse_record``)."""
-    def init(f: SourceFile) -> dict:
-        return {"file_session": f.path.stem, "sub": f.meta.get("subagent"),
-                "parent": f.meta.get("parent_session")}
     src = str(file.path)
 
     def parse(rec, offset, line_hash, state):
         return parse_record(rec, offset, line_hash, state, src)
-    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init)
+    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init_state)
+
+
+def init_state(file: SourceFile) -> dict:
+    """The parser state at offset 0 of ``file``: the session id its name implies and,
+    for sub-agent transcripts, the sub-agent and parent session ids."""
+    return {"file_session": file.path.stem, "sub": file.meta.get("subagent"),
+            "parent": file.meta.get("parent_session")}
 
 
 def _session(rec: dict, state: dict) -> tuple[str, str | None]:

@@ -79,14 +79,18 @@ def matches(path: Path) -> bool:
 def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read new lines of one rollout into entry dicts (see ``parse_record``)."""
-    def init(f: SourceFile) -> dict:
-        m = _UUID_RE.findall(f.path.name)
-        return {"sid": m[-1] if m else f.path.stem}
     src = str(file.path)
 
     def parse(rec, offset, line_hash, state):
         return parse_record(rec, offset, line_hash, state, src)
-    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init)
+    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init_state)
+
+
+def init_state(file: SourceFile) -> dict:
+    """The parser state at offset 0 of ``file``: the session id from the rollout's
+    file name (the last UUID in it), else the file stem."""
+    m = _UUID_RE.findall(file.path.name)
+    return {"sid": m[-1] if m else file.path.stem}
 
 
 def _text_blocks(content) -> str:

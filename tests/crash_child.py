@@ -1,0 +1,28 @@
+"""The compressing child process of ``test_compress_crash``: imported once by a
+multiprocessing forkserver (so every trial forks a warm process instead of paying
+~3 s of imports and BPE loading), then ``run`` compresses one file and reports its
+phases on a pipe: ``ready``, ``write`` (just before the backup is made), ``done``."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ctxkeep.flows import compress_ops
+from ctxkeep.sinks import jsonl_rewrite
+from ctxkeep.transforms.tokens import encoding
+
+encoding()   # build the offline o200k_base tables before forking
+
+_make_backup = jsonl_rewrite.make_backup
+
+
+def run(conn, store: str, path: str) -> None:
+    def make_backup(*a, **k):
+        conn.send(("write", time.monotonic()))
+        return _make_backup(*a, **k)
+    jsonl_rewrite.make_backup = make_backup
+    conn.send(("ready", time.monotonic()))
+    s = compress_ops.run_compress(Path(store), paths=[Path(path)], keep_messages=10, force=True)
+    f = s["files"][0]
+    conn.send(("done", time.monotonic(), f["status"], f["reason"]))
+

@@ -1,0 +1,121 @@
+"""``ctxkeep compress`` on the command line (Typer CliRunner; no Prefect except the
+one flow test)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import CORPUS_HOME
+from ctxkeep.cli import app
+
+ROLLOUT = ".codex/sessions/2025/11/13/rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2.jsonl"
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path):
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".codex").mkdir()
+    shutil.copytree(CORPUS_HOME / ".codex" / "sessions", home / ".codex" / "sessions")
+    old = time.time() - 3600
+    for p in home.rglob("*.jsonl"):
+        os.utime(p, (old, old))
+    store = tmp_path / "store"
+    return {"HOME": str(home), "CTXKEEP_HOME": str(store)}, home, store
+
+
+def _invoke(args, env):
+    return runner.invoke(app, args, env=env)
+
+
+def test_check_json_changes_nothing(env):
+    e, home, store = env
+    (store).mkdir()
+    (store / "config.toml").write_text("[compress]\nmax_lines = 250\n")
+    before = {p: p.read_bytes() for p in home.rglob("*.jsonl")}
+    r = _invoke(["compress", "--check", "--json"], e)
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    st = {Path(f["path"]).name[:29]: (f["status"], f["exceeds"], f["lines"]) for f in rep["files"]}
+    assert st["rollout-2025-10-31T19-02-58-c"] == ("EXCEEDS", ["size", "lines"], 1612)
+    assert st["rollout-2025-11-13T18-21-11-0"] == ("EXCEEDS", ["lines"], 309)
+    assert st["rollout-2025-10-31T18-36-16-f"] == ("OK", [], 2)
+    assert rep["exceeding"] == 2 and len(rep["files"]) == 6
+    assert before == {p: p.read_bytes() for p in home.rglob("*.jsonl")}
+    assert sorted(x.name for x in store.iterdir()) == ["config.toml"]   # no store created
+    r = _invoke(["compress", "--check"], e)
+    assert r.exit_code == 0 and "2 of 6 files exceed a threshold" in r.stdout
+
+
+def test_dry_run_then_compress_then_restore(env):
+    e, home, store = env
+    f = home / ROLLOUT
+    orig = f.read_bytes()
+    r = _invoke(["compress", str(f), "--keep-messages", "5", "--dry-run", "--json"], e)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["dry_run"] and d["would_compress"] == 1 and d["files"][0]["bytes_after"] < 30_000
+    assert f.read_bytes() == orig
+    r = _invoke(["compress", str(f), "--keep-messages", "5", "--no-prefect", "--no-progress"], e)
+    assert r.exit_code == 0, r.output
+    assert "compressed 1 of 1 files: 412,256 →" in " ".join(r.stdout.split())
+    assert len(f.read_bytes()) < 30_000 and Path(str(f) + ".backup").read_bytes() == orig
+    r = _invoke(["compress", "--restore", str(f), "--json"], e)
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["bytes"] == len(orig) and res["reactivated"] > 200
+    assert f.read_bytes() == orig
+
+
+def test_errors_are_one_line(env):
+    e, home, store = env
+    f = home / ROLLOUT
+    r = _invoke(["compress", "--restore", str(f)], e)
+    assert r.exit_code == 1
+    out = " ".join(r.output.split())
+    assert out.startswith("error: no backup to restore") and out.count("error:") == 1
+    assert "`ctxkeep compress --check` lists files and their backups" in out
+    assert "Traceback" not in r.output
+    r = _invoke(["compress", "--check", "--restore", str(f)], e)
+    assert r.exit_code == 2 and "do not combine" in r.output
+    r = _invoke(["compress", "--keep-messages", "0"], e)
+    assert r.exit_code == 2
+
+
+def test_active_file_is_refused_with_the_reason(env):
+    e, home, store = env
+    f = home / ROLLOUT
+    os.utime(f)                     # just modified: the agent may be writing
+    r = _invoke(["compress", str(f), "--no-prefect", "--no-progress", "--json"], e)
+    assert r.exit_code == 0
+    d = json.loads(r.stdout)["files"][0]
+    assert d["status"] == "refused" and "active_minutes" in d["reason"]
+
+
+@pytest.mark.slow
+def test_prefect_flow_compresses(env, monkeypatch):
+    """The Prefect flow (temporary local server: 15–30 s here) on one file."""
+    e, home, store = env
+    store.mkdir()
+    for k, v in e.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("PREFECT_HOME", str(store / "prefect"))
+    from ctxkeep.flows.prefect_env import configure_prefect
+    configure_prefect(store)
+    from ctxkeep.flows.compress import compress_flow
+    f = home / ROLLOUT
+    orig = f.read_bytes()
+    s = compress_flow(str(store), paths=[str(f)], keep_messages=5)
+    assert s["compressed"] == 1 and s["files"][0]["messages_after"] >= 5
+    assert s["bytes_before"] == 412256 and s["bytes_after"] < 30_000
+    assert s["tokens_after"] < s["tokens_before"]
+    assert Path(str(f) + ".backup").read_bytes() == orig
