@@ -363,3 +363,30 @@ def test_codex_usage_survives_a_reread_from_offset_0(tmp_path):
     assert run_ingest(store, paths=[p]).entries_new == 0
     assert conn.execute(q).fetchone() == before
     conn.close()
+
+
+def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
+    """Issue 5: removed messages stay searchable, marked archived; retention moves
+    archived entries out only ``archive_after_days`` after they were archived (the
+    status change), not by the messages' own (months old) time."""
+    import datetime as dt
+
+    from ctxkeep.flows.maintenance import run_retention
+    p, store = _one(tmp_path)
+    conn = sqlite_store.connect(store)
+    r = ops.compress_file(conn, store, SourceFile("codex", p), CompressConfig(keep_messages=5), force=True)
+    assert r.status == "compressed"
+    archived = conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0]
+    conn.close()
+    assert archived > 50
+    now = dt.datetime.now(dt.timezone.utc)
+    kept = run_retention(store, now=now)             # default 7 days: nothing is due yet
+    conn = sqlite_store.connect(store)
+    assert conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0] == archived
+    conn.close()
+    assert kept["archived"]["entries"] == 0
+    later = run_retention(store, now=now + dt.timedelta(days=8))  # a week after the compression
+    assert later["archived"]["entries"] == archived
+    conn = sqlite_store.connect(store)
+    assert conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0] == 0
+    conn.close()

@@ -63,14 +63,23 @@ def _iso(t: dt.datetime) -> str:
     return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+#: when an entry got its current status: its last ``status_log`` change (e.g. the compress
+#: run that archived it), else its own time. Retention counts age from there, so lines a
+#: compression removed today stay searchable in the store for ``archive_after_days``
+#: even when the messages themselves are months old.
+_STATUS_SINCE = ("coalesce((SELECT max(sl.changed_at) FROM status_log sl "
+                 "WHERE sl.entry_id = entries.entry_id), ts, ingested_at)")
+
+
 def _due_where() -> str:
-    return ("status IN ('consumed', 'archived') AND coalesce(ts, ingested_at) IS NOT NULL "
-            "AND coalesce(ts, ingested_at) < :cutoff")
+    return (f"status IN ('consumed', 'archived') AND {_STATUS_SINCE} IS NOT NULL "
+            f"AND {_STATUS_SINCE} < :cutoff")
 
 
 def due(conn: sqlite3.Connection, cutoff: dt.datetime) -> list[dict]:
-    """Entries retention would archive: status consumed or archived and ``ts`` (else
-    ``ingested_at``) before ``cutoff`` (aware datetime). Returns one row per (agent,
+    """Entries retention would archive: status consumed or archived since before
+    ``cutoff`` (aware datetime): the time of the entry's last status change
+    (``status_log``), else its ``ts``, else ``ingested_at``. Returns one row per (agent,
     month): ``{"agent", "month": "YYYY-MM", "entries": n, "token_estimate": tokens}``."""
     rows = conn.execute(
         "SELECT agent, substr(coalesce(ts, ingested_at), 1, 7), count(*), "

@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS tombstones(
   scope TEXT, value TEXT, created_at TEXT, PRIMARY KEY(scope, value));
 CREATE TABLE IF NOT EXISTS status_log(
   seq INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, status TEXT NOT NULL, changed_at TEXT);
+CREATE INDEX IF NOT EXISTS status_log_entry ON status_log(entry_id, changed_at);
 """
 
 
