@@ -54,8 +54,11 @@ def grams(text: str) -> str:
 
 def query_grams(term: str) -> str | None:
     """An FTS5 expression for ``term`` on the substring index, or None when the term
-    has neither CJK nor camelCase parts. CJK: bigram phrase (1 char: prefix query);
-    camelCase: phrase of its parts."""
+    has neither CJK nor camelCase parts. CJK: the phrase of its bigrams (a 2-character
+    term is one bigram; 1 character: the prefix query ``"字"*``, which matches the
+    bigrams it starts and the run-final character); camelCase: the phrase of its
+    parts, the last one as a prefix. Only term characters reach FTS5, quoted, so the
+    expression always parses."""
     pieces = []
     for m in _CJK_RUN.finditer(term):
         run = m.group()
@@ -66,5 +69,6 @@ def query_grams(term: str) -> str | None:
     if not pieces:
         parts = camel_parts(term) if _CAMEL.fullmatch(term.strip()) else []
         if len(parts) > 1:
-            pieces.append('"' + " ".join(parts) + '"')
+            # the last part may be cut short (``validateUs`` → ``"validate us"*``)
+            pieces.append('"' + " ".join(parts) + '"*')
     return " AND ".join(pieces) if pieces else None
