@@ -10,6 +10,8 @@ How a query is answered:
 2. Candidate lists, each ranked best first:
    - ``words``: all terms (AND) on the word index ``fts_words``, BM25 with the
      ``title`` column weighted ``sqlite_store.TITLE_WEIGHT`` × the body;
+   - ``any``: for several terms, any of them (OR), so a text missing one word of the
+     query still ranks (BM25 favours texts holding more of the terms);
    - ``prefix``: when ``words`` finds fewer than ``limit`` entries, any term (OR),
      terms of ≥ 3 characters as prefixes (``validateUs`` → ``validateus*``);
    - ``grams``: the substring index ``fts_grams`` (CJK bigrams, camelCase parts;
@@ -47,8 +49,11 @@ _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 _REL_RE = re.compile(r"^(\d+)\s*([mhdw])$")
 _REL_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-# kinds a person rarely looks for: their list ranks count half
-_DEMOTED_KINDS = {"meta"}
+# Prior per kind, multiplied into the fused score: people mostly look for what was
+# said (messages, summaries); tool input/output and reasoning come next; meta records
+# (token counts, turn context, attachments) last.
+KIND_WEIGHT = {"message": 1.0, "summary": 1.0, "tool_call": 0.85, "tool_result": 0.85,
+               "thinking": 0.85, "meta": 0.5}
 
 
 def parse_when(value: str | None, *, now: dt.datetime | None = None) -> str | None:
@@ -227,6 +232,13 @@ def words_match(query: str) -> str | None:
     return " AND ".join(parts) or None
 
 
+def any_match(query: str) -> str | None:
+    """FTS5 expression matching any term (OR), every term quoted: BM25 then ranks
+    texts holding more of the terms first. None when no term has a word character."""
+    parts = [_quote(t.rstrip("*")) for t in terms(query) if _WORD_RE.search(t)]
+    return " OR ".join(parts) or None
+
+
 def prefix_match(query: str) -> str | None:
     """FTS5 expression for the relaxed list: any term (OR); terms of ≥ 3 characters
     as prefix queries. None when no term has a word character."""
@@ -379,6 +391,8 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
     else:
         run("words", "fts_words", words_match(query))
         run("grams", "fts_grams", grams_match(query))
+        if len([t for t in ts if _WORD_RE.search(t)]) > 1:
+            run("any", "fts_words", any_match(query))
         if len(lists.get("words", [])) < limit:
             run("prefix", "fts_words", prefix_match(query))
         # derived lists over the candidates: the query verbatim, tool names
@@ -396,7 +410,8 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
 
     hits: list[Hit] = []
     sc = _scores(lists, shown)
-    for cid in fused[:limit]:
+    fused, similar = _collapse(conn, fused, shown, limit)
+    for cid in fused:
         c = shown[cid]
         e = c.entries[0]
         hits.append(Hit(entry_id=e[0], agent=e[1], session_id=e[2], project_dir=e[3], ts=e[4],
@@ -404,21 +419,20 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
                         bytes=c.c_bytes, snippet=_snippet(c.text, [" ".join(ts)] + ts),
                         score=round(sc[cid], 6),
                         matched=[k for k, v in lists.items() if cid in v],
-                        duplicates=len(c.entries) - 1, chunk=c.seq))
+                        duplicates=len(c.entries) - 1 + similar.get(cid, 0), chunk=c.seq))
     _fill_titles(conn, hits, {h.entry_id: shown[cid].content_id for h, cid in zip(hits, fused)})
     return apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
 
 
 def _scores(lists: dict[str, list[int]], shown: dict[int, _Cand]) -> dict[int, float]:
-    """RRF score of every candidate: Σ over lists of 1 / (RRF_K + rank), rank 1-based;
-    entries of a demoted kind (``meta``) count half."""
+    """RRF score of every candidate: Σ over lists of 1 / (RRF_K + rank), rank 1-based,
+    times the prior of its kind (``KIND_WEIGHT``)."""
     out: dict[int, float] = {}
     for order in lists.values():
         for r, cid in enumerate(order):
             out[cid] = out.get(cid, 0.0) + 1.0 / (RRF_K + r + 1)
     for cid in out:
-        if shown[cid].entries[0][6] in _DEMOTED_KINDS:
-            out[cid] *= 0.5
+        out[cid] *= KIND_WEIGHT.get(shown[cid].entries[0][6], 1.0)
     return out
 
 
@@ -428,6 +442,37 @@ def _fuse(lists: dict[str, list[int]], shown: dict[int, _Cand]) -> list[int]:
     scored = [(round(v, 12), shown[cid].entries[0][4] or "", cid) for cid, v in sc.items()]
     scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
     return [cid for _, _, cid in scored]
+
+
+def _collapse(conn, fused: list[int], shown: dict[int, _Cand], limit: int
+              ) -> tuple[list[int], dict[int, int]]:
+    """The first ``limit`` of ``fused`` after dropping near-duplicates: a hit with the
+    same session, kind, tool and non-empty title as a better one (successive versions
+    of one todo list, re-reads of one file) is folded into it. Returns the kept
+    content_ids and, per kept one, how many were folded in."""
+    titles = _titles(conn, fused[:limit * 4])
+    kept, seen, similar = [], {}, {}
+    for cid in fused:
+        if len(kept) >= limit:
+            break
+        e = shown[cid].entries[0]
+        t = titles.get(cid, "")
+        key = (e[2], e[6], e[7], t) if t else None
+        if key is not None and key in seen:
+            similar[seen[key]] = similar.get(seen[key], 0) + 1
+            continue
+        if key is not None:
+            seen[key] = cid
+        kept.append(cid)
+    return kept, similar
+
+
+def _titles(conn, content_ids: list[int]) -> dict[int, str]:
+    if not content_ids:
+        return {}
+    return dict(conn.execute(
+        f"SELECT content_id, title FROM chunks WHERE seq = 0 AND content_id IN "
+        f"({','.join('?' * len(content_ids))})", content_ids).fetchall())
 
 
 def _fill_titles(conn, hits: list[Hit], content_of: dict[str, int]) -> None:
