@@ -45,6 +45,7 @@ RRF_K = 60
 SNIPPET_MAX_CHARS = 300
 TITLE_MAX_CHARS = 120
 MAX_LIMIT = 200
+FOLD_TITLE_CHARS = 80
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 _REL_RE = re.compile(r"^(\d+)\s*([mhdw])$")
@@ -52,6 +53,9 @@ _REL_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # Prior per kind, multiplied into the fused score: people mostly look for what was
 # said (messages, summaries); tool input/output and reasoning come next; meta records
 # (token counts, turn context, attachments) last.
+# Weight of each candidate list in the fusion: a tool-name match counts double
+# (tool names weigh above body text); the others count once.
+LIST_WEIGHT = {"tool": 2.0}
 KIND_WEIGHT = {"message": 1.0, "summary": 1.0, "tool_call": 0.85, "tool_result": 0.85,
                "thinking": 0.85, "meta": 0.5}
 
@@ -264,6 +268,7 @@ def grams_match(query: str) -> str | None:
 class _Cand:
     chunk_id: int
     seq: int
+    title: str
     text: str
     content_id: int
     content_hash: str
@@ -292,7 +297,7 @@ def _load_cands(conn, ids: list[int], filters: Filters, cache: dict[int, _Cand])
     if not need:
         return
     where, params = filters.sql("e")
-    q = (f"SELECT ch.chunk_id, ch.seq, ch.text, c.content_id, c.content_hash, "
+    q = (f"SELECT ch.chunk_id, ch.seq, ch.title, ch.text, c.content_id, c.content_hash, "
          f"coalesce(c.token_estimate, 0), c.bytes, e.entry_id, e.agent, e.session_id, "
          f"e.project_dir, e.ts, e.role, e.kind, e.tool_name "
          f"FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
@@ -302,8 +307,8 @@ def _load_cands(conn, ids: list[int], filters: Filters, cache: dict[int, _Cand])
     for r in conn.execute(q, [*need, *params]):
         c = cache.get(r[0])
         if c is None:
-            c = cache[r[0]] = _Cand(r[0], r[1], r[2], r[3], r[4], r[5], r[6], [])
-        c.entries.append(r[7:])
+            c = cache[r[0]] = _Cand(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], [])
+        c.entries.append(r[8:])
     for i in need:  # chunks whose entries all fail the filters
         cache.setdefault(i, None)  # type: ignore[arg-type]
 
@@ -399,7 +404,8 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
         base = _fuse(lists, shown)
         needle = " ".join(" ".join(ts).lower().split())
         if needle:
-            exact = [cid for cid in base if needle in " ".join(shown[cid].text.lower().split())]
+            exact = [cid for cid in base
+                     if needle in " ".join(f"{shown[cid].title}\n{shown[cid].text}".lower().split())]
             if exact:
                 lists["exact"] = exact
         low_terms = {t.lower() for t in ts}
@@ -425,12 +431,13 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
 
 
 def _scores(lists: dict[str, list[int]], shown: dict[int, _Cand]) -> dict[int, float]:
-    """RRF score of every candidate: Σ over lists of 1 / (RRF_K + rank), rank 1-based,
-    times the prior of its kind (``KIND_WEIGHT``)."""
+    """RRF score of every candidate: Σ over lists of weight / (RRF_K + rank), rank
+    1-based (``LIST_WEIGHT``), times the prior of its kind (``KIND_WEIGHT``)."""
     out: dict[int, float] = {}
-    for order in lists.values():
+    for name, order in lists.items():
+        w = LIST_WEIGHT.get(name, 1.0)
         for r, cid in enumerate(order):
-            out[cid] = out.get(cid, 0.0) + 1.0 / (RRF_K + r + 1)
+            out[cid] = out.get(cid, 0.0) + w / (RRF_K + r + 1)
     for cid in out:
         out[cid] *= KIND_WEIGHT.get(shown[cid].entries[0][6], 1.0)
     return out
@@ -447,8 +454,8 @@ def _fuse(lists: dict[str, list[int]], shown: dict[int, _Cand]) -> list[int]:
 def _collapse(conn, fused: list[int], shown: dict[int, _Cand], limit: int
               ) -> tuple[list[int], dict[int, int]]:
     """The first ``limit`` of ``fused`` after dropping near-duplicates: a hit with the
-    same session, kind, tool and non-empty title as a better one (successive versions
-    of one todo list, re-reads of one file) is folded into it. Returns the kept
+    same session, kind, tool and title start (``FOLD_TITLE_CHARS``) as a better one
+    (successive versions of one todo list, re-reads of one file) is folded into it. Returns the kept
     content_ids and, per kept one, how many were folded in."""
     titles = _titles(conn, fused[:limit * 4])
     kept, seen, similar = [], {}, {}
@@ -456,7 +463,7 @@ def _collapse(conn, fused: list[int], shown: dict[int, _Cand], limit: int
         if len(kept) >= limit:
             break
         e = shown[cid].entries[0]
-        t = titles.get(cid, "")
+        t = " ".join((titles.get(cid) or "").split())[:FOLD_TITLE_CHARS]
         key = (e[2], e[6], e[7], t) if t else None
         if key is not None and key in seen:
             similar[seen[key]] = similar.get(seen[key], 0) + 1

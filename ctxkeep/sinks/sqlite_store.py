@@ -170,9 +170,13 @@ def _migrate(conn: sqlite3.Connection) -> None:
     from ..transforms.chunk import chunk_title
 
     conn.execute("ALTER TABLE chunks ADD COLUMN title TEXT NOT NULL DEFAULT ''")
-    rows = conn.execute("SELECT chunk_id, seq, text FROM chunks").fetchall()
+    tools = dict(conn.execute("SELECT content_hash, min(tool_name) FROM entries "
+                              "WHERE tool_name IS NOT NULL GROUP BY content_hash").fetchall())
+    rows = conn.execute("SELECT ch.chunk_id, ch.seq, ch.text, c.content_hash FROM chunks ch "
+                        "JOIN contents c ON c.content_id = ch.content_id").fetchall()
     conn.executemany("UPDATE chunks SET title=? WHERE chunk_id=?",
-                     [(chunk_title(t, s), cid) for cid, s, t in rows])
+                     [((f"{tools[h]} " if s == 0 and h in tools else "") + chunk_title(t, s), cid)
+                      for cid, s, t, h in rows])
     conn.execute("DROP TABLE IF EXISTS fts_words")
     ddl = DDL[DDL.index("CREATE VIRTUAL TABLE IF NOT EXISTS fts_words"):]
     conn.execute(ddl[:ddl.index(";")])
@@ -258,6 +262,15 @@ def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
 
 
+def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
+    """``content_hash → tool_name`` of the entries that have one (first seen wins)."""
+    if not entries.height or "tool_name" not in entries.columns:
+        return {}
+    return dict(entries.filter(pl.col("tool_name").is_not_null() & pl.col("content_hash").is_not_null())
+                .unique(subset="content_hash", keep="first", maintain_order=True)
+                .select("content_hash", "tool_name").iter_rows())
+
+
 def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
                chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
                watermark: Watermark | None) -> int:
@@ -267,7 +280,9 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
         entries: new entries, columns ``STORED_COLUMNS`` (extra columns ignored).
         contents: new contents: content_hash, bytes, token_estimate, token_method.
         chunks: content_hash (str), seq (int), title (str), text (str), grams (str;
-            '' for none) from ``transforms.chunk.chunks_frame``.
+            '' for none) from ``transforms.chunk.chunks_frame``. The first chunk's title
+            is prefixed with the tool name of the entry holding the text, if any, so
+            tool names weigh like titles in the word index.
         usage: usage rows (``transforms.normalize.usage_frame``); on a key already
             stored, the row with the larger total wins.
         quarantine: rows from ``sources.base.quarantine_row`` (+ ``agent``).
@@ -288,11 +303,14 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
                      f"({','.join('?' * len(part))})")
                 ids.update(conn.execute(q, part).fetchall())
             first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunks").fetchone()[0] + 1
+            tools = _tool_names(entries)
             rows = []
             grams_rows = []
             for i, (h, seq, title, text, grams) in enumerate(chunks.select(
                     "content_hash", "seq", "title", "text", "grams").iter_rows()):
                 cid = first + i
+                if seq == 0 and tools.get(h):  # tool names weigh like titles
+                    title = f"{tools[h]} {title or ''}".strip()
                 rows.append((cid, ids[h], seq, title or "", text))
                 if grams:
                     grams_rows.append((cid, grams))
