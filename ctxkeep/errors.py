@@ -54,3 +54,13 @@ class UsageError(CtxkeepError):
 
 class SearchSyntaxError(CtxkeepError):
     """A raw FTS5 query did not parse (only raised in raw mode)."""
+
+
+class PurgeCancelled(CtxkeepError):
+    """A purge was called with ``confirm`` false: nothing was changed. Its text is the
+    ctx_purge seed's exact reply."""
+
+    MESSAGE = "Purge cancelled. Pass confirm: true to proceed."
+
+    def __init__(self, message: str = MESSAGE, *, where: str | None = None, hint: str | None = None):
+        super().__init__(message, where=where, hint=hint)

@@ -59,3 +59,17 @@ def home_copy(tmp_path) -> Path:
     dst = tmp_path / "home"
     shutil.copytree(CORPUS_HOME, dst)
     return dst
+
+
+def hold_lock_in_subprocess(home: Path):
+    """Start a process that holds ``home``'s store lock until a line arrives on its
+    stdin; returns the Popen once the lock is held (``.communicate(b"\\n")`` ends it)."""
+    import subprocess
+    import sys
+    code = ("import sys; from ctxkeep.sinks.lock import store_lock\n"
+            f"lk = store_lock({str(home)!r}); lk.acquire()\n"
+            "print('locked', flush=True); sys.stdin.readline(); lk.release()\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    line = p.stdout.readline()
+    assert line.strip() == b"locked", line
+    return p

@@ -12,18 +12,17 @@ from pathlib import Path
 from typing import Callable
 
 import polars as pl
-from filelock import FileLock, Timeout
+from filelock import Timeout
 
 from .. import config as cfgmod
 from ..errors import StoreBusy
 from ..sinks import duckdb_store, sqlite_store
+from ..sinks.lock import LOCK_NAME, StoreLock, store_lock
 from ..sources import SOURCES, discover_all, files_for_paths
 from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 from ..transforms.chunk import chunks_frame
 from ..transforms.normalize import contents_frame, entries_frame, usage_frame
 from ..transforms.tokens import estimate_tokens
-
-LOCK_NAME = "ingest.lock"
 
 
 @dataclass
@@ -81,11 +80,13 @@ class Summary:
         return dict(self.__dict__)
 
 
-def lock(home: Path, timeout: float = -1) -> FileLock:
-    """The store's maintenance lock (``<home>/ingest.lock``): one ingest, compress or
-    purge at a time. ``timeout`` -1 waits forever, 0 fails at once (Timeout)."""
+def lock(home: Path, timeout: float = -1) -> StoreLock:
+    """The store's maintenance lock (``<home>/ingest.lock``): one ingest, compress,
+    purge, retention or reindex at a time (``sinks.lock.store_lock``, so the purge core
+    shares it without importing flows). ``timeout`` -1 waits forever, 0 fails at once
+    (``filelock.Timeout``)."""
     cfgmod.ensure_home(home)
-    return FileLock(str(home / LOCK_NAME), timeout=timeout, mode=0o600)
+    return store_lock(home, timeout)
 
 
 def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
@@ -134,7 +135,9 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
         frame = frame.filter(~pl.col("session_id").is_in(list(tombs["session"]))
                              & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"])))
     for proj in tombs.get("project", ()):
-        frame = frame.filter(~(pl.col("project_dir").fill_null("").str.starts_with(proj)))
+        pd = pl.col("project_dir").fill_null("")
+        frame = frame.filter(~((pd == proj) | pd.str.starts_with(proj.rstrip("/\\") + "/")
+                               | pd.str.starts_with(proj.rstrip("/\\") + "\\")))
     existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
     new = frame.filter(~pl.col("entry_id").is_in(list(existing))) if existing else frame
     contents = contents_frame(new)

@@ -1,0 +1,299 @@
+"""Maintenance commands: purge, retention, reindex, backfill, serve.
+
+``purge`` runs the purge core in-process (the same code as MCP ``ctx_purge``; no
+Prefect: it must answer at once and ask for confirmation). ``retention``, ``reindex``
+and ``backfill`` run their Prefect flow like ``ingest`` does (``--no-prefect``: in
+process); ``--dry-run`` never starts Prefect. ``serve`` runs the schedules.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from .. import config as cfgmod
+from ..errors import CtxkeepError, UsageError
+from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out
+
+NoPrefectOpt = typer.Option(False, "--no-prefect", help="Run in-process without Prefect orchestration.")
+
+_COUNT_LABELS = [("entries", "entries"), ("sessions", "sessions"), ("contents", "distinct texts"),
+                 ("chunks", "FTS chunks"), ("usage", "usage rows"), ("quarantine", "quarantined lines"),
+                 ("source_files", "source files"), ("token_estimate", "tokens (estimated)")]
+
+
+def _counts_table(title: str, removed: dict) -> Table:
+    t = Table(title=title)
+    t.add_column("category")
+    t.add_column("count", justify="right")
+    for key, label in _COUNT_LABELS:
+        if key in removed:
+            t.add_row(label, f"{removed[key]:,}")
+    if "text_bytes" in removed:
+        t.add_row("text", _mb(removed["text_bytes"]))
+    return t
+
+
+@app.command()
+def purge(
+    session: Optional[str] = typer.Option(None, "--session", help="Purge this session id (and its sub-agents)."),
+    project: Optional[Path] = typer.Option(None, "--project", help="Purge this project dir and everything below it."),
+    all_: bool = typer.Option(False, "--all", help="Wipe the whole store (database files, -wal/-shm, DuckDB, archives)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be removed."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Confirm without asking (required when not interactive)."),
+    reingest: bool = typer.Option(False, "--reingest", help="No tombstone: the next ingest may bring the data back."),
+    home: Optional[Path] = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Delete a session's or a project's data from the store (never the agents' files)."""
+    from ..sinks.purge import PurgeRequest, parse_purge_request, purge as do_purge
+
+    chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
+    if len(chosen) != 1:
+        _fail(UsageError("purge needs exactly one of --session ID, --project DIR or --all"
+                         + (f" (got {', '.join(chosen)})" if chosen else ""),
+                         hint="preview with --dry-run first"), 2)
+    if all_ and reingest:
+        _fail(UsageError("--reingest does not apply to --all (a wiped store keeps no tombstones)"), 2)
+    h = _home(home)
+    try:
+        if all_:
+            req = PurgeRequest("all")
+        else:
+            # the CLI's confirmation is --yes or the prompt below; the contract's confirm
+            # is satisfied here so that both paths share one validation
+            req = parse_purge_request(session_id=session, scope="session" if session else "project",
+                                      project_dir=str(project) if project else None, confirm=True,
+                                      cwd=os.getcwd())
+        preview = do_purge(h, req, dry_run=True)
+    except CtxkeepError as e:
+        _fail(e)
+    if dry_run:
+        if as_json:
+            _print_json(preview)
+        else:
+            _print_preview(preview)
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            _fail(UsageError(f"refusing to purge {req.describe()} without --yes in a non-interactive run",
+                             where=str(h), hint="preview with --dry-run, then pass --yes"))
+        _print_preview(preview)
+        if not typer.confirm(f"Purge {req.describe()}? This cannot be undone", default=False):
+            err.print("purge cancelled; nothing was changed")
+            raise typer.Exit(1)
+    try:
+        with err.status(f"purging {req.describe()}…"):
+            rep = do_purge(h, req, reingest=reingest, timeout=-1)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep)
+        return
+    if req.scope == "all":
+        out.print(f"wiped the store at {h}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
+                  f" ({_mb(rep['bytes_removed'])})", highlight=False)
+        return
+    r = rep["removed"]
+    out.print(f"purged {rep['resolved']}: {r['entries']:,} entries of {r['sessions']:,} sessions, "
+              f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines; "
+              f"tombstone {rep['tombstone']}", highlight=False)
+    if rep.get("analytics"):
+        out.print("  " + rep["analytics"], highlight=False)
+
+
+def _print_preview(p: dict) -> None:
+    if p["scope"] == "all":
+        out.print(f"would wipe the store at {p['home']}: {', '.join(p['files_removed']) or 'no files'} "
+                  f"({_mb(p['bytes_removed'])})", highlight=False)
+        if p.get("removed"):
+            out.print(_counts_table("would remove", p["removed"]))
+        return
+    out.print(_counts_table(f"purge {p['resolved']} would remove", p["removed"]))
+    for f in p.get("files", [])[:20]:
+        out.print(f"  from {f}", highlight=False)
+
+
+def _run_flow(h: Path, name: str, **params) -> dict:
+    from ..flows.prefect_env import configure_prefect
+    configure_prefect(h)
+    from ..flows import maintenance_flows
+    fl = getattr(maintenance_flows, f"{name}_flow")
+    with err.status(f"{name} (Prefect flow)…"):
+        return fl(str(h), **params)
+
+
+@app.command()
+def retention(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be archived or removed."),
+    archive_after_days: Optional[int] = typer.Option(None, min=0, help="Override config retention.archive_after_days (7)."),
+    delete_archives_after_days: Optional[int] = typer.Option(None, min=0, help="Override config retention.delete_archives_after_days (30)."),
+    no_prefect: bool = NoPrefectOpt,
+    home: Optional[Path] = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
+    from ..flows import maintenance
+
+    h = _home(home)
+    days = {k: v for k, v in (("archive_after_days", archive_after_days),
+                              ("delete_archives_after_days", delete_archives_after_days)) if v is not None}
+    try:
+        if dry_run or no_prefect or days:
+            with err.status("retention…"):
+                rep = maintenance.run_retention(h, dry_run=dry_run, **days)
+        else:
+            rep = _run_flow(h, "retention")
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep)
+        return
+    verb = "would archive" if dry_run else "archived"
+    n = rep["entries_to_archive"] if dry_run else rep["archived"]["entries"]
+    out.print(f"{verb} {n:,} entries older than {rep['cutoff'][:10]} (consumed/archived)", highlight=False)
+    for r in rep["archive"]:
+        out.print(f"  {r['agent']} {r['month']}: {r['entries']:,} entries", highlight=False)
+    verb = "would remove" if dry_run else "removed"
+    out.print(f"{verb} {len(rep['old_archives'])} archive files older than {rep['archive_cutoff'][:10]} "
+              f"and {len(rep['old_backups'])} compress backups older than {rep['backup_cutoff'][:10]} "
+              f"({_mb(rep['old_archives_bytes'] + rep['old_backups_bytes'])})", highlight=False)
+
+
+@app.command()
+def reindex(
+    no_analytics: bool = typer.Option(False, "--no-analytics", help="Rebuild only the FTS indexes."),
+    no_prefect: bool = NoPrefectOpt,
+    home: Optional[Path] = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Rebuild the FTS indexes and DuckDB from the SQLite entries."""
+    from ..flows import maintenance
+
+    h = _home(home)
+    try:
+        if no_prefect:
+            with err.status("reindex…"):
+                rep = maintenance.run_reindex(h, analytics=not no_analytics)
+        else:
+            rep = _run_flow(h, "reindex", analytics=not no_analytics)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep)
+        return
+    out.print(f"reindexed {rep['chunks']:,} chunks ({rep['grams_rows']:,} with substring terms) in "
+              f"{rep['seconds']:.1f} s; {rep['analytics']}", highlight=False)
+
+
+@app.command()
+def backfill(
+    path: List[Path] = typer.Option(None, "--path", "-p", help="Re-read this file or directory (repeatable)."),
+    since: Optional[str] = typer.Option(None, help="Files written on or after this date (YYYY-MM-DD, UTC)."),
+    until: Optional[str] = typer.Option(None, help="Files whose first record is on or before this date (YYYY-MM-DD, UTC)."),
+    agent: List[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list the files that would be read."),
+    no_prefect: bool = NoPrefectOpt,
+    home: Optional[Path] = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates)."""
+    from ..flows import maintenance
+    from ..sources import SOURCES
+
+    h = _home(home)
+    unknown = [a for a in agent or [] if a not in SOURCES]
+    if unknown:
+        _fail(CtxkeepError(f"unknown agent {', '.join(unknown)}", hint="known: " + ", ".join(SOURCES)), 2)
+    for label, d in (("--since", since), ("--until", until)):
+        if d:
+            try:
+                maintenance.parse_day(d)
+            except ValueError:
+                _fail(UsageError(f"{label} {d!r} is not a date", hint="use YYYY-MM-DD"), 2)
+    try:
+        cfgmod.ensure_home(h)
+        if dry_run or no_prefect:
+            rep = _backfill_with_progress(h, path, since, until, agent, dry_run, not as_json)
+        else:
+            rep = _run_flow(h, "backfill", paths=[str(p) for p in path or []] or None, since=since,
+                            until=until, agents=agent or None)
+    except CtxkeepError as e:
+        _fail(e)
+    for prob in rep.get("problems", []):
+        err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
+    if as_json:
+        _print_json(rep)
+        return
+    if dry_run or "ingest" not in rep:
+        out.print(f"{'would re-read' if dry_run else 'nothing to re-read:'} {len(rep['files']):,} files "
+                  f"({_mb(rep['bytes'])})", highlight=False)
+        for f in rep["files"][:50]:
+            out.print(f"  {f}", highlight=False)
+        return
+    s = rep["ingest"]
+    out.print(f"backfilled {s['files_read']:,} files ({_mb(s['bytes'])}, {s['lines']:,} lines): "
+              f"{s['entries_new']:,} new entries, {s['quarantined']:,} quarantined lines, "
+              f"{s['seconds']:.1f} s", highlight=False)
+
+
+def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    from ..flows import maintenance, pipeline
+
+    if dry_run:
+        return maintenance.run_backfill(h, paths=path or None, since=since, until=until,
+                                        agents=agent or None, dry_run=True)
+    prog = Progress(TextColumn("backfill"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                    console=err, disable=not show, transient=True)
+    files, _ = maintenance.select_backfill(h, paths=path or None, since=since, until=until, agents=agent or None)
+    total = 0
+    for f in files:
+        try:
+            total += f.path.stat().st_size
+        except OSError:
+            pass
+    task_id = prog.add_task("backfill", total=total or 1)
+    pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
+    try:
+        with prog:
+            return maintenance.run_backfill(h, paths=path or None, since=since, until=until,
+                                            agents=agent or None)
+    finally:
+        pipeline.hooks.on_bytes = None
+
+
+@app.command()
+def serve(
+    port: int = typer.Option(4200, help="Port of the Prefect server ctxkeep starts on 127.0.0.1."),
+    host: str = typer.Option("127.0.0.1", help="Interface of that server (keep it on loopback)."),
+    ingest_minutes: int = typer.Option(15, min=1, help="Ingest every N minutes."),
+    compress_minutes: int = typer.Option(60, min=1, help="Compress every N minutes."),
+    retention_hours: int = typer.Option(24, min=1, help="Retention every N hours."),
+    home: Optional[Path] = HomeOpt,
+):
+    """Run the schedules (ingest, compress, retention) with a Prefect server on loopback.
+
+    Uses PREFECT_API_URL when set; otherwise starts `prefect server start` and stops it on exit.
+    """
+    from ..flows import serve as serve_mod
+
+    h = cfgmod.ensure_home(_home(home))
+
+    def ready(api: str, warns: list[str]) -> None:
+        for w in warns:
+            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        err.print(f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
+                  f"compress every {compress_minutes} min, retention every {retention_hours} h. "
+                  "Ctrl-C to stop.", highlight=False)
+
+    try:
+        serve_mod.serve(h, host=host, port=port, on_ready=ready,
+                        scheds=serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours))
+    except CtxkeepError as e:
+        _fail(e)

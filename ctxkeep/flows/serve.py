@@ -1,0 +1,221 @@
+"""``ctxkeep serve``: the schedules, as Prefect deployments served by this process.
+
+Prefect fires schedules only against a real API server (on its temporary server
+``serve`` warns and never runs them; DESIGN.md). So, unless ``PREFECT_API_URL`` is set,
+``serve`` starts ``prefect server start`` on 127.0.0.1 (its database under
+``PREFECT_HOME``, by default ``<ctxkeep home>/prefect``), waits for ``/api/health``,
+serves the deployments with ``prefect.serve`` and stops the server (its whole process
+group) when it exits: Ctrl-C, SIGTERM (systemd, launchd) or an error.
+
+Deployments (flow name / deployment name, schedule):
+
+- ``ingest/ctxkeep-ingest``: every ``ingest_minutes`` (15);
+- ``compress/ctxkeep-compress``: hourly, if ``ctxkeep.flows.compress:compress_flow``
+  is importable (it lives on another branch; missing → a warning, skipped);
+- ``retention/ctxkeep-retention``: daily (every 24 h).
+
+Each run executes in a subprocess started by Prefect's runner, which imports the flow by
+module path (``ctxkeep.flows.ingest.ingest_flow``, …), with the ``home`` parameter set.
+The functions here import Prefect lazily; ``configure_prefect`` runs first.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CtxkeepError
+from .prefect_env import configure_prefect
+
+DEFAULT_PORT = 4200
+COMPRESS_ENTRYPOINT = "ctxkeep.flows.compress:compress_flow"
+
+
+@dataclass
+class Schedule:
+    """One deployment to serve: its name, the flow's import path (``module:attr``) and
+    its interval."""
+
+    name: str
+    entrypoint: str
+    interval: dt.timedelta
+    optional: bool = False
+
+
+def schedules(ingest_minutes: int = 15, compress_minutes: int = 60,
+              retention_hours: int = 24) -> list[Schedule]:
+    """The default schedules: ingest every 15 min, compress hourly, retention daily."""
+    return [
+        Schedule("ctxkeep-ingest", "ctxkeep.flows.ingest:ingest_flow", dt.timedelta(minutes=ingest_minutes)),
+        Schedule("ctxkeep-compress", COMPRESS_ENTRYPOINT, dt.timedelta(minutes=compress_minutes), optional=True),
+        Schedule("ctxkeep-retention", "ctxkeep.flows.maintenance_flows:retention_flow",
+                 dt.timedelta(hours=retention_hours)),
+    ]
+
+
+def load_flow(entrypoint: str):
+    """Import ``module:attr`` and return the flow, or None when the module or the
+    attribute does not exist (an optional flow from another branch)."""
+    mod, _, attr = entrypoint.partition(":")
+    try:
+        m = importlib.import_module(mod)
+    except ModuleNotFoundError as e:
+        if e.name and (e.name == mod or mod.startswith(e.name + ".")):
+            return None
+        raise
+    return getattr(m, attr, None)
+
+
+def build_deployments(home: Path, scheds: list[Schedule] | None = None) -> tuple[list, list[str]]:
+    """``RunnerDeployment`` objects for ``scheds`` with ``home`` as parameter; returns
+    ``(deployments, warnings)`` (a missing optional flow is a warning)."""
+    from prefect.types.entrypoint import EntrypointType
+
+    out, warns = [], []
+    for s in scheds or schedules():
+        fl = load_flow(s.entrypoint)
+        if fl is None:
+            if s.optional:
+                warns.append(f"{s.entrypoint} is not available in this install; "
+                             f"the {s.name} schedule is skipped")
+                continue
+            raise CtxkeepError(f"flow {s.entrypoint} not found", hint="reinstall ctxkeep")
+        out.append(fl.to_deployment(s.name, interval=s.interval, parameters={"home": str(home)},
+                                    entrypoint_type=EntrypointType.MODULE_PATH,
+                                    description=f"ctxkeep {s.name} for the store at {home}",
+                                    tags=["ctxkeep"]))
+    return out, warns
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def healthy(api_url: str, timeout: float = 2.0) -> bool:
+    """True when ``<api_url>/health`` answers ``true`` (loopback only in practice)."""
+    try:
+        with urllib.request.urlopen(api_url.rstrip("/") + "/health", timeout=timeout) as r:
+            return r.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def prefect_cli() -> list[str]:
+    """The command that runs Prefect's CLI with this interpreter's installation."""
+    exe = Path(sys.executable).with_name("prefect")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "prefect"]
+
+
+def start_server(home: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+                 timeout: float = 180.0, log_path: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """Start ``prefect server start`` on ``host:port`` in its own process group and wait
+    until it is healthy. Returns ``(process, api_url)``.
+
+    Raises CtxkeepError when the port is taken or the server does not become healthy
+    within ``timeout`` seconds (this machine needs ~20-30 s); the server is stopped then.
+    """
+    configure_prefect(home)
+    if port_in_use(host, port):
+        raise CtxkeepError(f"port {port} on {host} is already in use",
+                           hint="pass --port, or set PREFECT_API_URL to use a running Prefect server")
+    api = f"http://{host}:{port}/api"
+    env = dict(os.environ, PREFECT_SERVER_API_HOST=host, PREFECT_SERVER_API_PORT=str(port),
+               PREFECT_UI_ENABLED=os.environ.get("PREFECT_UI_ENABLED", "false"))
+    env.pop("PREFECT_API_URL", None)
+    log_path = log_path or Path(os.environ["PREFECT_HOME"]) / "server.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log = open(log_path, "ab")
+    kwargs = {"start_new_session": True} if os.name == "posix" else {
+        "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
+    proc = subprocess.Popen([*prefect_cli(), "server", "start", "--host", host, "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kwargs)
+    log.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise CtxkeepError(f"the Prefect server exited with code {proc.returncode}",
+                               where=str(log_path), hint="see the server log")
+        if healthy(api):
+            return proc, api
+        time.sleep(0.5)
+    stop_server(proc)
+    raise CtxkeepError(f"the Prefect server did not become healthy within {timeout:.0f} s",
+                       where=str(log_path), hint="see the server log")
+
+
+def stop_server(proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    """Stop a server started by ``start_server``: SIGTERM to its process group, then
+    SIGKILL after ``timeout`` seconds."""
+    if proc.poll() is not None:
+        return
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:
+            proc.terminate()
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+        proc.wait(5)
+    except ProcessLookupError:
+        pass
+
+
+def serve(home: Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, limit: int = 2,
+          scheds: list[Schedule] | None = None, on_ready=None) -> None:
+    """Run the schedules until interrupted (see the module doc). ``on_ready(api_url,
+    warnings)`` is called once the deployments are built, before serving."""
+    configure_prefect(home)
+    proc = None
+    api = os.environ.get("PREFECT_API_URL")
+    prev_term = None
+
+    def _term(signum, frame):  # systemd/launchd stop: unwind so the server is stopped
+        raise KeyboardInterrupt
+
+    try:
+        if not api:
+            proc, api = start_server(home, host, port)
+            os.environ["PREFECT_API_URL"] = api
+        elif not healthy(api, timeout=5):
+            raise CtxkeepError(f"no Prefect server answers at {api}", where="PREFECT_API_URL",
+                               hint="start it, or unset PREFECT_API_URL to let ctxkeep start one")
+        if hasattr(signal, "SIGTERM"):
+            prev_term = signal.signal(signal.SIGTERM, _term)
+        deps, warns = build_deployments(home, scheds)
+        if on_ready:
+            on_ready(api, warns)
+        else:
+            for w in warns:
+                warnings.warn(w, stacklevel=2)
+        from prefect import serve as prefect_serve
+        prefect_serve(*deps, limit=limit, print_starting_message=False)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if prev_term is not None:
+            signal.signal(signal.SIGTERM, prev_term)
+        if proc is not None:
+            stop_server(proc)
