@@ -28,6 +28,7 @@ MAX_LIMIT = 200
 DEFAULT_SEARCH_BUDGET = 2000
 DEFAULT_FETCH_BUDGET = 8000
 MAX_BUDGET = 200_000
+PURGE_LOCK_TIMEOUT = 30.0  # seconds to wait for a running ingest/compress to finish
 
 _FILTER_PROPS = {
     "agent": {"type": "string", "description": "claude-code, codex, note, … (a,b for several)"},
@@ -346,8 +347,13 @@ class Handlers:
                 project_dir=a.get("projectDir"), confirm=a.get("confirm"), cwd=str(self.cwd))
         except purge_mod.PurgeCancelled as e:
             return str(e), {"cancelled": True, "message": str(e)}
-        report = purge_mod.purge(self.home, req)
-        return json.dumps(report, default=str, ensure_ascii=False), report
+        report = purge_mod.purge(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
+        r = report.get("removed", {})
+        text = (f"purged {report['resolved']}: removed {r.get('entries', 0)} entries, "
+                f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
+                f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines; "
+                f"tombstone {report.get('tombstone', 'none')}")
+        return text, report
 
 
 def purge_available() -> bool:

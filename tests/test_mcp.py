@@ -128,3 +128,41 @@ def test_absurd_limit_is_clamped_with_a_note(mcp_home):
     _, (r,) = run_session(mcp_home, [("ctx_search", {"queries": ["the"], "limit": 100000, "budget": 100000})])
     assert not r.is_error and "limit 100000 clamped to 200" in r.structured_content["notes"]
     assert len(r.structured_content["results"][0]["hits"]) <= 200
+
+
+def test_purge_contract_over_stdio(mcp_home, tmp_path):
+    """ctx_purge (sinks.purge from branch maintenance): the seed's contract, then a
+    real session purge that is idempotent and reports the resolved scope."""
+    import sqlite3
+    home = tmp_path / "home"
+    shutil.copytree(mcp_home, home)
+    sid = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    n = c.execute("SELECT count(*) FROM entries WHERE session_id = ?", (sid,)).fetchone()[0]
+    c.close()
+    assert n > 50
+    tools, res = run_session(home, [
+        ("ctx_purge", {"sessionId": sid, "confirm": False}),
+        ("ctx_purge", {"sessionId": sid, "confirm": "false"}),
+        ("ctx_purge", {"sessionId": sid, "scope": "project", "confirm": True}),
+        ("ctx_purge", {"scope": "session", "confirm": True}),
+        ("ctx_purge", {"confirm": True}),
+        ("ctx_purge", {"sessionId": sid}),
+        ("ctx_search", {"queries": ["timeline filtering"], "filters": {"session": sid}}),
+        ("ctx_purge", {"sessionId": sid, "confirm": "true"}),
+        ("ctx_purge", {"sessionId": sid, "confirm": True}),
+        ("ctx_search", {"queries": ["timeline filtering"], "filters": {"session": sid}}),
+    ])
+    assert "ctx_purge" in {t.name for t in tools}
+    cancel, cancel_s, ambiguous, no_id, bare, no_confirm, before, first, again, after = res
+    assert cancel.content[0].text == "Purge cancelled. Pass confirm: true to proceed."
+    assert cancel_s.content[0].text == cancel.content[0].text
+    assert ambiguous.is_error and ambiguous.content[0].text.startswith("error: Ambiguous purge")
+    assert no_id.is_error and "session id" in no_id.content[0].text
+    assert bare.is_error and "session" in bare.content[0].text and "project" in bare.content[0].text
+    assert no_confirm.is_error and "confirm" in no_confirm.content[0].text
+    assert before.structured_content["results"][0]["hits"]
+    assert not first.is_error and first.structured_content["removed"]["entries"] == n
+    assert first.structured_content["scope"] == "session" and sid in first.structured_content["resolved"]
+    assert not again.is_error and again.structured_content["removed"]["entries"] == 0
+    assert after.structured_content["results"][0]["hits"] == []

@@ -45,28 +45,16 @@ def read_note_file(path: str | os.PathLike) -> str:
 def delete_label(conn: sqlite3.Connection, label: str, agent: str = NOTE_AGENT,
                  keep: str | None = None) -> int:
     """Delete the entries of ``agent``/``label`` (but ``keep``, an entry id) and the
-    contents, chunks and FTS rows that only they used. Call inside a write
+    contents, chunks and FTS rows that only they used, with the purge core's
+    deletion (``sinks.purge.select_where`` + ``delete_selected``). Call inside a write
     transaction. Returns the number of entries removed."""
-    keep = keep or ""
-    hashes = [r[0] for r in conn.execute(
-        "SELECT DISTINCT content_hash FROM entries WHERE agent = ? AND session_id = ? "
-        "AND entry_id != ? AND content_hash IS NOT NULL", (agent, label, keep))]
-    n = conn.execute("DELETE FROM entries WHERE agent = ? AND session_id = ? AND entry_id != ?",
-                     (agent, label, keep)).rowcount
-    for h in hashes:
-        if conn.execute("SELECT 1 FROM entries WHERE content_hash = ? LIMIT 1", (h,)).fetchone():
-            continue  # another entry still holds this text
-        row = conn.execute("SELECT content_id FROM contents WHERE content_hash = ?", (h,)).fetchone()
-        if not row:
-            continue
-        for cid, title, text in conn.execute(
-                "SELECT chunk_id, title, text FROM chunks WHERE content_id = ?", (row[0],)).fetchall():
-            conn.execute("INSERT INTO fts_words(fts_words, rowid, title, text) VALUES('delete', ?, ?, ?)",
-                         (cid, title, text))
-            conn.execute("DELETE FROM fts_grams WHERE rowid = ?", (cid,))
-        conn.execute("DELETE FROM chunks WHERE content_id = ?", (row[0],))
-        conn.execute("DELETE FROM contents WHERE content_id = ?", (row[0],))
-    return n
+    from .purge import delete_selected, drop_selection, select_where
+
+    select_where(conn, "agent = ? AND session_id = ? AND entry_id != ?", (agent, label, keep or ""))
+    try:
+        return delete_selected(conn)["entries"]
+    finally:
+        drop_selection(conn)
 
 
 def index_note(conn: sqlite3.Connection, label: str, *, text: str | None = None,
