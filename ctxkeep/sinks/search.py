@@ -10,8 +10,9 @@ How a query is answered:
 2. Candidate lists, each ranked best first:
    - ``words``: all terms (AND) on the word index ``fts_words``, BM25 with the
      ``title`` column weighted ``sqlite_store.TITLE_WEIGHT`` × the body;
-   - ``any``: for several terms, any of them (OR), so a text missing one word of the
-     query still ranks (BM25 favours texts holding more of the terms);
+   - ``any``: for several terms, when ``words`` is short of candidates, any of them
+     (OR), so a text missing one word of the query still ranks (BM25 favours texts
+     holding more of the terms);
    - ``prefix``: when ``words`` finds fewer than ``limit`` entries, any term (OR),
      terms of ≥ 3 characters as prefixes (``validateUs`` → ``validateus*``);
    - ``grams``: the substring index ``fts_grams`` (CJK bigrams, camelCase parts;
@@ -46,6 +47,9 @@ SNIPPET_MAX_CHARS = 300
 TITLE_MAX_CHARS = 120
 MAX_LIMIT = 200
 FOLD_TITLE_CHARS = 80
+FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
+RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
+FILTER_SCAN = 20000  # matches checked against selective filters, newest first
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 _REL_RE = re.compile(r"^(\d+)\s*([mhdw])$")
@@ -277,19 +281,53 @@ class _Cand:
     entries: list[tuple]  # (entry_id, agent, session_id, project_dir, ts, role, kind, tool_name)
 
 
+def _window_floor(conn, fts: str, match: str) -> int:
+    """The smallest chunk id of the ``RANK_WINDOW`` newest matches (0 when there are
+    fewer): BM25 is computed only above it. Counting down the rowids is cheap; ranking
+    costs per match, so a very common term is ranked among its newest matches only."""
+    r = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC "
+                     f"LIMIT 1 OFFSET ?", (match, RANK_WINDOW)).fetchone()
+    return r[0] if r else 0
+
+
 def _fts_ids(conn, fts: str, match: str, filters: Filters, n: int) -> list[tuple[int, float]]:
-    """Top ``n`` chunk ids of one FTS table for ``match`` (best first, rank ascending)."""
+    """Top ``n`` chunk ids of one FTS table for ``match`` (best first, rank ascending),
+    among the ``RANK_WINDOW`` newest matches (passing the filters)."""
+    floor = _window_floor(conn, fts, match)
+    ranked = (f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? "
+              f"ORDER BY rank LIMIT ?")
     if filters.is_empty():
-        sql = f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank LIMIT ?"
-        return conn.execute(sql, (match, n)).fetchall()
+        return conn.execute(ranked, (match, floor, n)).fetchall()
     where, params = filters.sql("e")
-    sql = (f"SELECT {fts}.rowid, {fts}.rank FROM {fts} "
-           f"JOIN chunks ch ON ch.chunk_id = {fts}.rowid "
-           f"JOIN contents c ON c.content_id = ch.content_id "
-           f"WHERE {fts} MATCH ? AND EXISTS (SELECT 1 FROM entries e "
-           f"WHERE e.content_hash = c.content_hash AND {where}) "
-           f"ORDER BY {fts}.rank LIMIT ?")
-    return conn.execute(sql, (match, *params, n)).fetchall()
+    passes = (f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+              f"WHERE ch.chunk_id IN ({{ids}}) AND EXISTS (SELECT 1 FROM entries e INDEXED BY "
+              f"entries_content WHERE e.content_hash = c.content_hash AND {where})")
+    # 1. the best FILTER_DEPTH matches of the window, then the filters: enough unless
+    #    the filters are selective
+    rows = conn.execute(ranked, (match, floor, FILTER_DEPTH)).fetchall()
+    if rows:
+        ids = [r[0] for r in rows]
+        ok = {r[0] for r in conn.execute(passes.format(ids=",".join("?" * len(ids))), [*ids, *params])}
+        kept = [r for r in rows if r[0] in ok]
+        if len(kept) >= n or (len(rows) < FILTER_DEPTH and floor == 0):
+            return kept[:n]
+    # 2. selective filters: walk the newest FILTER_SCAN matches, keep those that pass,
+    #    and rank within the window they span (older matches are not reached)
+    found: list[int] = []
+    cur = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
+                       (match, FILTER_SCAN))
+    while len(found) < RANK_WINDOW:
+        batch = [r[0] for r in cur.fetchmany(2000)]
+        if not batch:
+            break
+        ok = {r[0] for r in conn.execute(passes.format(ids=",".join("?" * len(batch))), [*batch, *params])}
+        found += [i for i in batch if i in ok]
+    if not found:
+        return []
+    keep = set(found)
+    rows = conn.execute(f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid >= ? ORDER BY rank",
+                        (match, min(found))).fetchall()
+    return [r for r in rows if r[0] in keep][:n]
 
 
 def _load_cands(conn, ids: list[int], filters: Filters, cache: dict[int, _Cand]) -> None:
@@ -301,7 +339,7 @@ def _load_cands(conn, ids: list[int], filters: Filters, cache: dict[int, _Cand])
          f"coalesce(c.token_estimate, 0), c.bytes, e.entry_id, e.agent, e.session_id, "
          f"e.project_dir, e.ts, e.role, e.kind, e.tool_name "
          f"FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-         f"JOIN entries e ON e.content_hash = c.content_hash "
+         f"JOIN entries e INDEXED BY entries_content ON e.content_hash = c.content_hash "
          f"WHERE ch.chunk_id IN ({','.join('?' * len(need))}) AND {where} "
          f"ORDER BY e.ts DESC, e.rowid DESC")
     for r in conn.execute(q, [*need, *params]):
@@ -396,7 +434,7 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
     else:
         run("words", "fts_words", words_match(query))
         run("grams", "fts_grams", grams_match(query))
-        if len([t for t in ts if _WORD_RE.search(t)]) > 1:
+        if len([t for t in ts if _WORD_RE.search(t)]) > 1 and len(lists.get("words", [])) < n:
             run("any", "fts_words", any_match(query))
         if len(lists.get("words", [])) < limit:
             run("prefix", "fts_words", prefix_match(query))
