@@ -132,8 +132,8 @@ def search(
                   + (f" {h.tool_name}" if h.tool_name else "") + f"  ~{h.token_estimate:,} tok",
                   highlight=False)
         if h.title:
-            out.print("   " + h.title, highlight=False, markup=False)
-        out.print("   " + h.snippet, highlight=False, markup=False, style="dim")
+            out.print("   " + h.title, highlight=False, markup=False, soft_wrap=True)
+        out.print("   " + h.snippet, highlight=False, markup=False, style="dim", soft_wrap=True)
     if res.note:
         err.print(f"[yellow]note:[/yellow] {res.note}", highlight=False)
 

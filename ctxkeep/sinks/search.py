@@ -21,8 +21,15 @@ How a query is answered:
      hyphenated ids (``bd-q3fy``), paths, error messages;
    - ``tool``: candidates whose tool name is one of the terms (tool names weigh
      above body text).
-3. The lists are fused by reciprocal rank fusion (``RRF_K``); ties, within a list
-   and after fusion, go to the more recent entry.
+3. The lists are fused by reciprocal rank fusion (``RRF_K``, ``LIST_WEIGHT``), times
+   a prior per kind (``KIND_WEIGHT``); ties, within a list and after fusion, go to the
+   more recent entry.
+
+Cost bounds for large stores: BM25 costs per matching row, so each list is ranked
+among its ``RANK_WINDOW`` newest matches (a term matching more rows is not specific,
+and recent context matters more); filters are applied to the best ``FILTER_DEPTH``
+of them, and when too few pass, to the ``FILTER_SCAN`` newest matches. A very common
+term's older matches can therefore be missed; add words or filters to reach them.
 4. One hit per distinct content (the most recent entry holding it that passes the
    filters; ``duplicates`` counts the others), then hits are taken in rank order
    until the token budget is spent.

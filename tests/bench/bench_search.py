@@ -92,7 +92,6 @@ def main(home: Path) -> None:
           f"max {times[-1]:.1f} ms, mean {statistics.mean(times):.1f} ms")
     for k, xs in by_kind.items():
         print(f"  {k}: n={len(xs)} p50 {p(xs, .5):.1f} ms p95 {p(xs, .95):.1f} ms")
-    slow = sorted(((t, q, f) for t, (q, f) in zip([0] * 0, qs)), reverse=True)
     exe = ROOT / ".venv" / "bin" / "ctxkeep"
     runs = []
     for q in ("timeline filtering", "调研", "useTodos", '"command not found"'):
