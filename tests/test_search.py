@@ -163,3 +163,10 @@ def test_budget_cuts_and_says_so(corpus_conn):
 def test_tool_name_weighs_above_body(corpus_conn):
     hits = search(corpus_conn, "WebFetch", limit=5).hits
     assert hits[0].tool_name == "WebFetch" and "tool" in hits[0].matched
+
+
+def test_result_reads_as_its_hits(corpus_conn):
+    res = search(corpus_conn, "orchestrator", limit=3)
+    assert len(res) == 3 and [h.entry_id for h in res] == [h.entry_id for h in res.hits]
+    assert res[0].entry_id == res.hits[0].entry_id
+    assert search(corpus_conn, "zzqxjv-not-a-word") == []

@@ -211,6 +211,26 @@ class SearchResult:
     omitted: int = 0
     note: str = ""
 
+    # a result reads as its list of hits (``for h in search(...)``, ``[0]``, ``len``),
+    # as ``search`` returned before budgets existed
+    def __iter__(self):
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i):
+        return self.hits[i]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, list):
+            return self.hits == other
+        if isinstance(other, SearchResult):
+            return self.as_dict() == other.as_dict()
+        return NotImplemented
+
+    __hash__ = None  # mutable, like a list
+
     def as_dict(self) -> dict:
         return {"query": self.query, "hits": [h.as_dict() for h in self.hits],
                 "budget_tokens": self.budget_tokens, "used_tokens": self.used_tokens,
