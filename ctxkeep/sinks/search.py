@@ -28,7 +28,8 @@ How a query is answered:
 Cost bounds for large stores: BM25 costs per matching row, so each list is ranked
 among its ``RANK_WINDOW`` newest matches (a term matching more rows is not specific,
 and recent context matters more); filters are applied to the best ``FILTER_DEPTH``
-of them, and when too few pass, to the ``FILTER_SCAN`` newest matches. A very common
+of them, and when too few pass, to the ``FILTER_SCAN`` newest matches (the
+``FILTER_RANK`` newest that pass are ranked). A very common
 term's older matches can therefore be missed; add words or filters to reach them.
 4. One hit per distinct content (the most recent entry holding it that passes the
    filters; ``duplicates`` counts the others), then hits are taken in rank order
@@ -56,7 +57,8 @@ MAX_LIMIT = 200
 FOLD_TITLE_CHARS = 80
 FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
 RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
-FILTER_SCAN = 20000  # matches checked against selective filters, newest first
+FILTER_SCAN = 5000  # matches checked against selective filters, newest first
+FILTER_RANK = 200  # of those that pass, the newest ranked by BM25
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 _REL_RE = re.compile(r"^(\d+)\s*([mhdw])$")
@@ -338,23 +340,28 @@ def _fts_ids(conn, fts: str, match: str, filters: Filters, n: int) -> list[tuple
         kept = [r for r in rows if r[0] in ok]
         if len(kept) >= n or (len(rows) < FILTER_DEPTH and floor == 0):
             return kept[:n]
-    # 2. selective filters: walk the newest FILTER_SCAN matches, keep those that pass,
-    #    and rank within the window they span (older matches are not reached)
+    # 2. selective filters: walk the newest FILTER_SCAN matches, keep those that pass
+    #    (older matches are not reached)
     found: list[int] = []
     cur = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
                        (match, FILTER_SCAN))
-    while len(found) < RANK_WINDOW:
-        batch = [r[0] for r in cur.fetchmany(2000)]
+    while len(found) < FILTER_RANK:
+        batch = [r[0] for r in cur.fetchmany(1000)]
         if not batch:
             break
         ok = {r[0] for r in conn.execute(passes.format(ids=",".join("?" * len(batch))), [*batch, *params])}
         found += [i for i in batch if i in ok]
+    # rank the newest FILTER_RANK of them, over the rowid range they span (bounded by
+    # FILTER_SCAN matches; one MATCH per row would reload the term lists each time)
     if not found:
         return []
-    keep = set(found)
-    rows = conn.execute(f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid >= ? ORDER BY rank",
-                        (match, min(found))).fetchall()
-    return [r for r in rows if r[0] in keep][:n]
+    top = found[:FILTER_RANK]
+    keep = set(top)
+    rows = [r for r in conn.execute(
+        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ?",
+        (match, min(top), max(top))) if r[0] in keep]
+    rows.sort(key=lambda r: r[1])
+    return rows[:n]
 
 
 def _load_cands(conn, ids: list[int], filters: Filters, cache: dict[int, _Cand]) -> None:
