@@ -79,12 +79,13 @@ def main(home: Path) -> None:
     qs = queries()
     for q, f in qs[:20]:  # warm the page cache
         search(conn, q, filters=Filters(**f), limit=10)
-    times, by_kind = [], {}
+    times, by_kind, per = [], {}, []
     for q, f in qs:
         t0 = time.perf_counter()
         res = search(conn, q, filters=Filters(**f), limit=10, budget_tokens=4000)
         ms = (time.perf_counter() - t0) * 1000
         times.append(ms)
+        per.append((ms, q, f))
         by_kind.setdefault("filtered" if f else "plain", []).append(ms)
     times.sort()
     p = lambda xs, q: sorted(xs)[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]  # noqa: E731
@@ -92,6 +93,10 @@ def main(home: Path) -> None:
           f"max {times[-1]:.1f} ms, mean {statistics.mean(times):.1f} ms")
     for k, xs in by_kind.items():
         print(f"  {k}: n={len(xs)} p50 {p(xs, .5):.1f} ms p95 {p(xs, .95):.1f} ms")
+    for ms, q, f in sorted(per, key=lambda x: x[0], reverse=True)[:8]:
+        print(f"  slow: {ms:6.0f} ms  {q!r} {f}")
+    import os
+    print(f"  (load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     exe = ROOT / ".venv" / "bin" / "ctxkeep"
     runs = []
     for q in ("timeline filtering", "调研", "useTodos", '"command not found"'):
