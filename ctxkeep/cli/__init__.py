@@ -55,5 +55,6 @@ def _mb(n: int) -> str:
 # command modules register themselves on `app` (imported last: they import from here)
 from . import core  # noqa: E402,F401
 from . import sources  # noqa: E402,F401
+from . import mcp  # noqa: E402,F401
 from . import maintenance  # noqa: E402,F401
 from . import compress  # noqa: E402,F401

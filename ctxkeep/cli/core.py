@@ -88,74 +88,90 @@ def _print_summary(s: dict) -> None:
 
 @app.command()
 def search(
-    query: str = typer.Argument(..., help="Words, \"phrases\", identifiers, paths; CJK works."),
-    agent: Optional[str] = typer.Option(None, help="Only this agent."),
-    project: Optional[str] = typer.Option(None, help="Only entries whose project dir starts with this path."),
+    query: str = typer.Argument(..., help="Words, \"phrases\", identifiers, paths, error messages; CJK works."),
+    agent: Optional[str] = typer.Option(None, help="Only this agent (a,b for several)."),
+    project: Optional[str] = typer.Option(None, help="Only entries whose project dir is this path or below it."),
     session: Optional[str] = typer.Option(None, help="Only this session id."),
-    kind: Optional[str] = typer.Option(None, help="message, tool_call, tool_result, thinking, summary, meta."),
-    limit: int = typer.Option(10, "--limit", "-n", min=1, max=1000, help="At most this many hits."),
-    raw: bool = typer.Option(False, "--raw", help="Pass FTS5 query syntax through."),
+    kind: Optional[str] = typer.Option(None, help="message, tool_call, tool_result, thinking, summary, meta (a,b for several)."),
+    role: Optional[str] = typer.Option(None, help="user, assistant, system, tool."),
+    tool: Optional[str] = typer.Option(None, help="Only calls/results of this tool name (case-insensitive)."),
+    since: Optional[str] = typer.Option(None, help="From this UTC time: 2025-06-01, 2025-06-01T12:00, or an age like 7d, 12h."),
+    until: Optional[str] = typer.Option(None, help="Before this UTC time (same forms as --since)."),
+    status: Optional[str] = typer.Option(None, help="active, archived, consumed."),
+    limit: int = typer.Option(10, "--limit", "-n", help="At most this many hits (1-200)."),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Token budget for the listed hits."),
+    raw: bool = typer.Option(False, "--raw", help="Pass FTS5 query syntax through (word index only)."),
     home: Optional[Path] = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Search the store (BM25; CJK and partial identifiers through the substring index)."""
+    """Search the store: ranked hits (tier 1), one line each; `ctxkeep show ID` prints one in full."""
+    from ..errors import UsageError
     from ..sinks import sqlite_store
     from ..sinks.search import Filters, search as do_search
 
     try:
+        if limit < 1 or limit > 200:
+            raise UsageError(f"--limit {limit} is out of range", where="--limit", hint="use 1 to 200")
+        if budget is not None and budget < 1:
+            raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
         conn = sqlite_store.connect(_home(home), readonly=True)
-        hits = do_search(conn, query, filters=Filters(agent=agent, project=project, session=session,
-                                                      kind=kind), limit=limit, raw=raw)
+        res = do_search(conn, query, filters=Filters(
+            agent=agent, project=project, session=session, kind=kind, role=role, tool=tool,
+            since=since, until=until, status=status), limit=limit, budget_tokens=budget, raw=raw)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json([h.__dict__ for h in hits])
+        _print_json(res.as_dict())
         return
-    if not hits:
-        out.print("no matches")
+    if not res.hits:
+        out.print("no matches" if not res.omitted else res.note, highlight=False)
         return
-    for h in hits:
+    for h in res.hits:
         when = (h.ts or "")[:16].replace("T", " ")
-        out.print(f"[bold]{h.entry_id}[/bold]  {h.agent}  {when}  {h.kind}"
-                  + (f" {h.tool_name}" if h.tool_name else "") + f"  ~{h.token_estimate} tok",
+        out.print(f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_id[:12]}  {when}  {h.kind}"
+                  + (f" {h.tool_name}" if h.tool_name else "") + f"  ~{h.token_estimate:,} tok",
                   highlight=False)
-        out.print("   " + " ".join(h.snippet.split())[:300], highlight=False, markup=False)
+        if h.title:
+            out.print("   " + h.title, highlight=False, markup=False, soft_wrap=True)
+        out.print("   " + h.snippet, highlight=False, markup=False, style="dim", soft_wrap=True)
+    if res.note:
+        err.print(f"[yellow]note:[/yellow] {res.note}", highlight=False)
 
 
 @app.command()
 def show(
-    entry_ids: List[str] = typer.Argument(..., help="Entry ids from `ctxkeep search`."),
+    entry_ids: List[str] = typer.Argument(..., help="Entry ids (or unique prefixes of 6+ characters) from `ctxkeep search`."),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Token budget for all texts together (cut texts keep head and tail)."),
+    max_bytes: Optional[int] = typer.Option(None, "--max-bytes", help="Cap on each text, in bytes."),
+    offset: int = typer.Option(0, "--offset", help="Continue from this byte offset (one id; offsets come from the elision markers)."),
     home: Optional[Path] = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Print the full contents of entries (tier 2 of a search)."""
+    """Print the full contents of entries (tier 2 of a search), within a budget."""
+    from ..errors import UsageError
     from ..sinks import sqlite_store
+    from ..sinks.fetch import fetch
 
     try:
+        if budget is not None and budget < 1:
+            raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
+        if max_bytes is not None and max_bytes < 1:
+            raise UsageError(f"--max-bytes {max_bytes} must be positive", where="--max-bytes")
         conn = sqlite_store.connect(_home(home), readonly=True)
+        rows, problems = fetch(conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset)
     except CtxkeepError as e:
         _fail(e)
-    rows = []
-    for eid in entry_ids:
-        r = conn.execute("SELECT entry_id, agent, session_id, ts, role, kind, tool_name, content_hash, "
-                         "source_path, source_offset FROM entries WHERE entry_id = ? OR entry_id LIKE ?",
-                         (eid, eid + "%")).fetchone()
-        if r is None:
-            err.print(f"[yellow]warning:[/yellow] no entry {eid}", highlight=False)
-            continue
-        keys = ["entry_id", "agent", "session_id", "ts", "role", "kind", "tool_name", "content_hash",
-                "source_path", "source_offset"]
-        d = dict(zip(keys, r))
-        d["text"] = sqlite_store.content_text(conn, d["content_hash"]) if d["content_hash"] else ""
-        rows.append(d)
+    for p in problems:
+        err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
     if as_json:
-        _print_json(rows)
+        _print_json([r.as_dict() for r in rows])
     else:
         for d in rows:
-            out.print(f"[bold]{d['entry_id']}[/bold] {d['agent']} {d['session_id']} {d['ts']} "
-                      f"{d['role']}/{d['kind']} {d['tool_name'] or ''}", highlight=False)
-            out.print(f"  from {d['source_path']} @ {d['source_offset']}", highlight=False)
-            out.print(d["text"], highlight=False, markup=False)
+            out.print(f"[bold]{d.entry_id}[/bold] {d.agent} {d.session_id} {d.ts} "
+                      f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
+                      highlight=False)
+            out.print(f"  from {d.source_path} @ {d.source_offset}", highlight=False)
+            out.print(d.text, highlight=False, markup=False)
     if not rows:
         raise typer.Exit(1)
 

@@ -7,8 +7,9 @@ Tables:
 - ``contents``: one row per distinct text (``content_hash``, ``bytes``,
   ``token_estimate``, ``token_method``); the text itself lives in ``chunks``
   (≤ 4 KiB each, concatenating back to the exact text);
-- ``fts_words``: FTS5 ``porter unicode61`` over ``chunks`` (external content: the
-  text is stored once);
+- ``fts_words``: FTS5 ``porter unicode61`` over ``chunks`` (columns ``title``, the
+  chunk's first line or heading, and ``text``; external content: the text is stored
+  once); its default rank is ``bm25(TITLE_WEIGHT, 1.0)``;
 - ``fts_grams``: FTS5 over CJK bigrams and identifier parts of chunks
   (``transforms.grams``; rowid = chunk_id);
 - ``usage``: one row per counted API response (``usage_key``);
@@ -37,7 +38,8 @@ from ..errors import StoreBusy, StoreError
 from ..schema import STORED_COLUMNS, USAGE_COLUMNS
 from ..sources.base import Watermark
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # v2: chunks.title, fts_words(title, text) with a weighted rank
+TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 DB_NAME = "store.db"
 
 _ENTRY_DDL_TYPES = {
@@ -69,11 +71,12 @@ CREATE TABLE IF NOT EXISTS chunks(
   chunk_id INTEGER PRIMARY KEY,
   content_id INTEGER NOT NULL,
   seq INTEGER NOT NULL,
+  title TEXT NOT NULL DEFAULT '',
   text TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_content ON chunks(content_id, seq);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
-  text, content='chunks', content_rowid='chunk_id',
+  title, text, content='chunks', content_rowid='chunk_id',
   tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_grams USING fts5(
   grams, tokenize='unicode61 remove_diacritics 0');
@@ -149,13 +152,42 @@ def check_version(conn: sqlite3.Connection) -> None:
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the tables if missing and record the schema version."""
+    """Create the tables if missing, migrate an older schema, record the version."""
     check_version(conn)
     with write(conn):
+        _migrate(conn)
         for stmt in DDL.split(";\n"):
             if stmt.strip():
                 conn.execute(stmt)
         conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('rank', ?)",
+                     (f"bm25({TITLE_WEIGHT}, 1.0)",))
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """v1 → v2: add ``chunks.title`` and rebuild ``fts_words`` with a title column
+    (titles are filled from the chunk texts; the FTS index is rebuilt from ``chunks``)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        return
+    if not row or int(row[0]) >= 2:
+        return
+    from ..transforms.chunk import chunk_title
+
+    conn.execute("ALTER TABLE chunks ADD COLUMN title TEXT NOT NULL DEFAULT ''")
+    tools = dict(conn.execute("SELECT content_hash, min(tool_name) FROM entries "
+                              "WHERE tool_name IS NOT NULL GROUP BY content_hash").fetchall())
+    rows = conn.execute("SELECT ch.chunk_id, ch.seq, ch.text, c.content_hash FROM chunks ch "
+                        "JOIN contents c ON c.content_id = ch.content_id").fetchall()
+    conn.executemany("UPDATE chunks SET title=? WHERE chunk_id=?",
+                     [((f"{tools[h]} " if s == 0 and h in tools else "") + chunk_title(t, s), cid)
+                      for cid, s, t, h in rows])
+    conn.execute("DROP TABLE IF EXISTS fts_words")
+    ddl = DDL[DDL.index("CREATE VIRTUAL TABLE IF NOT EXISTS fts_words"):]
+    conn.execute(ddl[:ddl.index(";")])
+    conn.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
+    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
 
 @contextmanager
@@ -271,6 +303,15 @@ def apply_status_changes(conn: sqlite3.Connection, changes: list[dict], stamp: s
     return n
 
 
+def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
+    """``content_hash → tool_name`` of the entries that have one (first seen wins)."""
+    if not entries.height or "tool_name" not in entries.columns:
+        return {}
+    return dict(entries.filter(pl.col("tool_name").is_not_null() & pl.col("content_hash").is_not_null())
+                .unique(subset="content_hash", keep="first", maintain_order=True)
+                .select("content_hash", "tool_name").iter_rows())
+
+
 def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
                chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
                watermark: Watermark | None, status_changes: list[dict] | None = None,
@@ -280,7 +321,10 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
     Args:
         entries: new entries, columns ``STORED_COLUMNS`` (extra columns ignored).
         contents: new contents: content_hash, bytes, token_estimate, token_method.
-        chunks: content_hash (str), seq (int), text (str), grams (str; '' for none).
+        chunks: content_hash (str), seq (int), title (str), text (str), grams (str;
+            '' for none) from ``transforms.chunk.chunks_frame``. The first chunk's title
+            is prefixed with the tool name of the entry holding the text, if any, so
+            tool names weigh like titles in the word index.
         usage: usage rows (``transforms.normalize.usage_frame``); on a key already
             stored, the row with the larger total wins (a Claude response logged again
             with more output), except for Codex keys: they name the cumulative session
@@ -308,17 +352,21 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
                      f"({','.join('?' * len(part))})")
                 ids.update(conn.execute(q, part).fetchall())
             first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunks").fetchone()[0] + 1
+            tools = _tool_names(entries)
             rows = []
             grams_rows = []
-            for i, (h, seq, text, grams) in enumerate(chunks.select(
-                    "content_hash", "seq", "text", "grams").iter_rows()):
+            for i, (h, seq, title, text, grams) in enumerate(chunks.select(
+                    "content_hash", "seq", "title", "text", "grams").iter_rows()):
                 cid = first + i
-                rows.append((cid, ids[h], seq, text))
+                if seq == 0 and tools.get(h):  # tool names weigh like titles
+                    title = f"{tools[h]} {title or ''}".strip()
+                rows.append((cid, ids[h], seq, title or "", text))
                 if grams:
                     grams_rows.append((cid, grams))
-            conn.executemany("INSERT INTO chunks(chunk_id, content_id, seq, text) VALUES(?,?,?,?)", rows)
-            conn.execute("INSERT INTO fts_words(rowid, text) SELECT chunk_id, text FROM chunks "
-                         "WHERE chunk_id >= ?", (first,))
+            conn.executemany("INSERT INTO chunks(chunk_id, content_id, seq, title, text) "
+                             "VALUES(?,?,?,?,?)", rows)
+            conn.execute("INSERT INTO fts_words(rowid, title, text) SELECT chunk_id, title, text "
+                         "FROM chunks WHERE chunk_id >= ?", (first,))
             if grams_rows:
                 conn.executemany("INSERT INTO fts_grams(rowid, grams) VALUES(?,?)", grams_rows)
         n_new = 0

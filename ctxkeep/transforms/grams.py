@@ -12,6 +12,11 @@ second, much smaller FTS5 table:
   ``HTTPServerError`` → ``http server error``, so ``UserInput`` is the phrase
   ``"user input"``. (snake_case and kebab-case are already split by unicode61.)
 
+- Latin words in CJK text: unicode61 glues ``gemini`` into ``涉及gemini的处理`` (CJK
+  characters are token characters), so the word index cannot see it; and a query that
+  mixes scripts (``gemini 处理``) must match within one index. A chunk that holds CJK
+  therefore also gets its ASCII words (lower-cased) as terms here.
+
 Only texts that contain CJK or camelCase identifiers get a row.
 """
 from __future__ import annotations
@@ -22,6 +27,7 @@ CJK_CLASS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 _CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]{2,}")
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -41,9 +47,14 @@ def grams(text: str) -> str:
     out: list[str] = []
     if not text:
         return ""
+    has_cjk = False
     for m in _CJK_RUN.finditer(text):
+        has_cjk = True
         out.extend(cjk_bigrams(m.group()))
         out.append("|")  # run boundary: keeps phrases from spanning two runs
+    if has_cjk:
+        out.extend(w.lower() for w in _ASCII_WORD.findall(text))
+        out.append("|")
     for m in _CAMEL.finditer(text):
         parts = camel_parts(m.group())
         if len(parts) > 1:
@@ -54,8 +65,11 @@ def grams(text: str) -> str:
 
 def query_grams(term: str) -> str | None:
     """An FTS5 expression for ``term`` on the substring index, or None when the term
-    has neither CJK nor camelCase parts. CJK: bigram phrase (1 char: prefix query);
-    camelCase: phrase of its parts."""
+    has neither CJK nor camelCase parts. CJK: the phrase of its bigrams (a 2-character
+    term is one bigram; 1 character: the prefix query ``"字"*``, which matches the
+    bigrams it starts and the run-final character); camelCase: the phrase of its
+    parts, the last one as a prefix. Only term characters reach FTS5, quoted, so the
+    expression always parses."""
     pieces = []
     for m in _CJK_RUN.finditer(term):
         run = m.group()
@@ -66,5 +80,6 @@ def query_grams(term: str) -> str | None:
     if not pieces:
         parts = camel_parts(term) if _CAMEL.fullmatch(term.strip()) else []
         if len(parts) > 1:
-            pieces.append('"' + " ".join(parts) + '"')
+            # the last part may be cut short (``validateUs`` → ``"validate us"*``)
+            pieces.append('"' + " ".join(parts) + '"*')
     return " AND ".join(pieces) if pieces else None

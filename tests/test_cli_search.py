@@ -1,0 +1,85 @@
+"""`ctxkeep search` and `ctxkeep show` (Typer CliRunner over a corpus store)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxkeep.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def home(corpus_store):
+    return str(corpus_store[0])
+
+
+def test_search_json_with_filters_and_budget(home):
+    r = runner.invoke(app, ["search", "python: command not found", "--home", home, "--json",
+                            "--agent", "codex", "--kind", "tool_result", "-n", "3"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["hits"][0]["session_id"].startswith("019a802a")
+    assert all(h["agent"] == "codex" and h["kind"] == "tool_result" for h in d["hits"])
+    r = runner.invoke(app, ["search", "orchestrator", "--home", home, "--json", "--budget", "200"])
+    d = json.loads(r.stdout)
+    assert d["omitted"] > 0 and "budget of 200 tokens" in d["note"] and d["used_tokens"] <= 200
+
+
+def test_search_text_output(home):
+    r = runner.invoke(app, ["search", "QT_QPA_PLATFORM=xcb", "--home", home, "-n", "2"])
+    assert r.exit_code == 0 and "QT_QPA_PLATFORM=xcb" in r.stdout and "c61729d4" in r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["search", "foo AND", "--raw"], "FTS5 syntax error"),
+    (["search", "x", "--kind", "bogus"], "unknown kind bogus"),
+    (["search", "x", "--since", "yesterday-ish"], "cannot read the time"),
+    (["search", "x", "--limit", "0"], "--limit 0 is out of range"),
+    (["show", "abc"], "too short"),
+])
+def test_errors_are_one_line(home, args, msg):
+    r = runner.invoke(app, args + ["--home", home])
+    assert r.exit_code == 1
+    assert msg in r.stderr and "Traceback" not in r.output
+    assert len([ln for ln in r.stderr.splitlines() if ln.startswith(("error", "warning"))]) == 1
+
+
+def test_show_full_and_budgeted(home):
+    import sqlite3
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    eid, n = c.execute("SELECT entry_id, text_bytes FROM entries ORDER BY text_bytes DESC LIMIT 1").fetchone()
+    c.close()
+    r = runner.invoke(app, ["show", eid[:10], "--home", home, "--json"])
+    d = json.loads(r.stdout)[0]
+    assert d["entry_id"] == eid and len(d["text"].encode()) == n and not d["truncated"]
+    r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--budget", "500"])
+    d = json.loads(r.stdout)[0]
+    assert d["truncated"] and f"ctxkeep show {eid} --offset {d['elided_from']}" in d["text"]
+    r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--offset", str(d["elided_from"]),
+                            "--max-bytes", "1000"])
+    d2 = json.loads(r.stdout)[0]
+    assert d2["offset"] == d["elided_from"] and d2["next_offset"] is not None
+
+
+def test_search_never_imports_prefect(home):
+    import subprocess
+    import sys
+    code = ("import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
+            f"r = CliRunner().invoke(app, ['search', 'npm', '--home', {home!r}]); "
+            "assert r.exit_code == 0, r.output; print('prefect' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_mcp_server_module_never_imports_prefect():
+    import subprocess
+    import sys
+    code = ("import sys, ctxkeep.mcp_server as m, ctxkeep.sinks.search, ctxkeep.sinks.fetch, "
+            "ctxkeep.sinks.notes; m.build_server(__import__('pathlib').Path('/tmp')); "
+            "print('prefect' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

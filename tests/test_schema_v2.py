@@ -1,0 +1,44 @@
+"""Schema v2 (retrieval): chunks.title and fts_words(title, text); a v1 store is
+migrated on open (titles filled, word index rebuilt)."""
+from __future__ import annotations
+
+import sqlite3
+
+from ctxkeep.sinks import sqlite_store
+from ctxkeep.sinks.notes import index_note
+from ctxkeep.sinks.search import search
+
+
+def _downgrade_to_v1(path):
+    c = sqlite3.connect(path)
+    c.execute("DROP TABLE fts_words")
+    c.execute("ALTER TABLE chunks DROP COLUMN title")
+    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(text, content='chunks', content_rowid='chunk_id', "
+              "tokenize='porter unicode61 remove_diacritics 2')")
+    c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
+    c.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    c.commit()
+    c.close()
+
+
+def test_v1_store_is_migrated(store_home):
+    conn = sqlite_store.connect(store_home)
+    r = index_note(conn, "n", text="Deploy notes\nthe staging cluster uses zebrafish")
+    conn.close()
+    _downgrade_to_v1(store_home / "store.db")
+    conn = sqlite_store.connect(store_home)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert conn.execute("SELECT title FROM chunks").fetchone()[0] == "Deploy notes"
+    assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text"]
+    assert [h.entry_id for h in search(conn, "zebrafish").hits] == [r["entry_id"]]
+    assert [h.entry_id for h in search(conn, "deploy").hits] == [r["entry_id"]]
+
+
+def test_tool_name_goes_into_the_title(corpus_store):
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    title = conn.execute(
+        "SELECT ch.title FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
+        "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
+        "WHERE e.tool_name = 'WebFetch' LIMIT 1").fetchone()[0]
+    assert title.startswith("WebFetch {")

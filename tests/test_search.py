@@ -1,0 +1,172 @@
+"""Search (sinks.search): safe user queries, raw mode, filters, exact ids/paths/
+errors, recency ties, budget and snippets — on the real corpus and on small notes."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ctxkeep.errors import SearchSyntaxError, UsageError
+from ctxkeep.sinks import sqlite_store
+from ctxkeep.sinks.notes import index_note
+from ctxkeep.sinks.search import Filters, SNIPPET_MAX_CHARS, parse_when, search, terms, words_match
+
+
+@pytest.fixture(scope="module")
+def corpus_conn(corpus_store):
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def notes_conn(store_home):
+    conn = sqlite_store.connect(store_home)
+    yield conn
+    conn.close()
+
+
+@pytest.mark.parametrize("q", ["c++", '"unbalanced', "foo AND", "a-b", "it's", "NOT", "(x", "OR",
+                               "*", '"', "AND OR NOT", "col:value", "^start", "NEAR(a b)", "x -y", ""])
+def test_user_queries_never_raise(corpus_conn, q):
+    res = search(corpus_conn, q, limit=5)
+    assert len(res.hits) <= 5
+
+
+def test_tricky_queries_find_sensible_entries(corpus_conn):
+    hits = search(corpus_conn, "it's", limit=3).hits
+    assert hits and all("it" in h.snippet.lower() for h in hits)
+    assert any("it's" in h.snippet or "it’s" in h.snippet for h in hits)
+    hits = search(corpus_conn, "NOT", limit=3).hits
+    assert hits and all("not" in h.snippet.lower() for h in hits)
+    assert search(corpus_conn, "").hits == []
+
+
+def test_quoted_terms_and_phrases():
+    assert terms('foo "bar baz" "open') == ["foo", "bar baz", "open"]
+    assert words_match('c++ "a b"') == '"c++" AND "a b"'
+    assert words_match("validate*") == '"validate"*'
+    assert words_match("++ --") is None
+
+
+def test_raw_mode_passes_syntax_and_reports_errors_in_one_line(corpus_conn):
+    res = search(corpus_conn, "orchestrator NOT openapi", raw=True, limit=20)
+    assert res.hits and all("openapi" not in h.snippet.lower() for h in res.hits)
+    with pytest.raises(SearchSyntaxError) as ei:
+        search(corpus_conn, "foo AND", raw=True)
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith("FTS5 syntax error") and "foo AND" in msg
+
+
+def test_error_message_found_exactly(corpus_conn):
+    h = search(corpus_conn, "python: command not found", limit=3).hits
+    assert h[0].session_id.startswith("019a802a") and "exact" in h[0].matched
+    assert "bash: line 1: python: command not found" in h[0].snippet
+
+
+def test_path_found_exactly(corpus_conn):
+    h = search(corpus_conn, "specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml", limit=3).hits
+    assert h and all("exact" in x.matched for x in h)
+    assert all("specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml" in x.snippet for x in h)
+
+
+def test_hyphenated_id_found_exactly(notes_conn):
+    index_note(notes_conn, "a", text="closed bd-q3fy after the review; next is bd-x9k2")
+    index_note(notes_conn, "b", text="the bd tool reported q3fy as unknown, bd q3fy")
+    index_note(notes_conn, "c", text="nothing about it")
+    hits = search(notes_conn, "bd-q3fy").hits
+    assert [h.session_id for h in hits][:1] == ["a"]
+    assert hits[0].matched[:1] == ["words"] and "exact" in hits[0].matched
+
+
+def test_ties_are_broken_by_recency(notes_conn):
+    # the same words in three notes; the ranking features tie, so newer goes first
+    for label in ("old", "mid", "new"):
+        index_note(notes_conn, label, text=f"deploy the staging cluster ({label[0]})")
+    stamps = {"old": "2025-01-01T00:00:00.000000Z", "mid": "2025-06-01T00:00:00.000000Z",
+              "new": "2025-12-01T00:00:00.000000Z"}
+    with sqlite_store.write(notes_conn):
+        for label, ts in stamps.items():
+            notes_conn.execute("UPDATE entries SET ts=? WHERE session_id=?", (ts, label))
+    hits = search(notes_conn, "deploy staging cluster").hits
+    assert [h.session_id for h in hits] == ["new", "mid", "old"]
+
+
+def test_filters_each_and_combined(corpus_conn):
+    cases = [
+        (Filters(agent="codex"), lambda h: h.agent == "codex"),
+        (Filters(kind="tool_call"), lambda h: h.kind == "tool_call"),
+        (Filters(role="user"), lambda h: h.role == "user"),
+        (Filters(tool="bash"), lambda h: (h.tool_name or "").lower() == "bash"),
+        (Filters(session="c61729d4-da6d-46a4-9a29-ec2c614e5e23"), lambda h: h.session_id.startswith("c61729d4")),
+        (Filters(project="/path/to/Demo"), lambda h: h.project_dir.startswith("/path/to/Demo")),
+        (Filters(since="2025-11-01", until="2025-11-02"), lambda h: "2025-11-01" <= h.ts < "2025-11-02"),
+        (Filters(status="active"), lambda h: True),
+        (Filters(agent="claude-code", kind="tool_call", tool="Bash", since="2025-09-01"),
+         lambda h: h.agent == "claude-code" and h.tool_name == "Bash" and h.ts >= "2025-09-01"),
+        (Filters(kind="message,summary"), lambda h: h.kind in ("message", "summary")),
+    ]
+    for f, ok in cases:
+        hits = search(corpus_conn, "npm OR test OR error OR file", filters=f, limit=20).hits
+        assert hits, f
+        assert all(ok(h) for h in hits), f
+    assert search(corpus_conn, "npm", filters=Filters(agent="codex", tool="Bash")).hits == []
+    assert search(corpus_conn, "npm", filters=Filters(project="/path/to/Dem")).hits == []  # whole components
+
+
+def test_bad_filter_values_are_usage_errors(corpus_conn):
+    with pytest.raises(UsageError, match="unknown kind bogus"):
+        search(corpus_conn, "x", filters=Filters(kind="bogus"))
+    with pytest.raises(UsageError, match="cannot read the time"):
+        search(corpus_conn, "x", filters=Filters(since="last tuesday"))
+
+
+def test_parse_when_forms():
+    import datetime as dt
+    now = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.timezone.utc)
+    assert parse_when("2025-06-01") == "2025-06-01T00:00:00.000000Z"
+    assert parse_when("2025-06-01T12:30:00+02:00") == "2025-06-01T10:30:00.000000Z"
+    assert parse_when("7d", now=now) == "2026-01-03T12:00:00.000000Z"
+    assert parse_when("12h", now=now) == "2026-01-10T00:00:00.000000Z"
+
+
+def test_limit_is_clamped(corpus_conn):
+    assert len(search(corpus_conn, "the", limit=-5).hits) == 1
+    assert len(search(corpus_conn, "the", limit=10_000).hits) <= 200
+
+
+def test_snippets_are_short_and_around_the_match(corpus_conn):
+    for h in search(corpus_conn, "orchestrator", limit=10).hits:
+        assert len(h.snippet) <= SNIPPET_MAX_CHARS
+        assert "orchestrator" in h.snippet.lower()
+        assert len(h.title) <= 120
+
+
+def test_one_hit_per_text_and_near_duplicates_folded(corpus_conn):
+    hits = search(corpus_conn, "timeline filtering groups", limit=10).hits
+    assert len({h.entry_id for h in hits}) == len(hits)
+    todo = [h for h in hits if h.tool_name == "TodoWrite" and "timeline-filter-groups" in h.title]
+    assert len(todo) == 1 and todo[0].duplicates >= 3  # four versions of one todo list, shown once
+
+
+def test_budget_cuts_and_says_so(corpus_conn):
+    full = search(corpus_conn, "orchestrator", limit=10)
+    assert len(full.hits) == 10 and full.omitted == 0 and full.note == ""
+    cut = search(corpus_conn, "orchestrator", limit=10, budget_tokens=300)
+    assert 0 < len(cut.hits) < 10
+    assert [h.entry_id for h in cut.hits] == [h.entry_id for h in full.hits][:len(cut.hits)]
+    assert cut.used_tokens <= 300 and cut.omitted == 10 - len(cut.hits)
+    assert "budget of 300 tokens" in cut.note and f"{cut.omitted} more hit" in cut.note
+
+
+def test_tool_name_weighs_above_body(corpus_conn):
+    hits = search(corpus_conn, "WebFetch", limit=5).hits
+    assert hits[0].tool_name == "WebFetch" and "tool" in hits[0].matched
+
+
+def test_result_reads_as_its_hits(corpus_conn):
+    res = search(corpus_conn, "orchestrator", limit=3)
+    assert len(res) == 3 and [h.entry_id for h in res] == [h.entry_id for h in res.hits]
+    assert res[0].entry_id == res.hits[0].entry_id
+    assert search(corpus_conn, "zzqxjv-not-a-word") == []
