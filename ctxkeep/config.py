@@ -44,6 +44,9 @@ def ensure_home(home: Path) -> Path:
     """
     from .errors import StoreError
 
+    if Path(home).exists() and not Path(home).is_dir():
+        raise StoreError(f"cannot use {home} as the store: it is a file, not a directory",
+                         hint="pass --home DIR (or CTXKEEP_HOME) naming a directory")
     probe = Path(home)
     while not probe.exists() and probe.parent != probe:
         probe = probe.parent

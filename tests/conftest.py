@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
+#: the real session files (never copied into the repo): ../shared/corpus beside the
+#: clone, or $CTXKEEP_CORPUS
+CORPUS = Path(os.environ.get("CTXKEEP_CORPUS") or (ROOT.parent / "shared" / "corpus")).resolve()
 CORPUS_HOME = CORPUS / "home"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -91,3 +93,11 @@ def fts_entries(home: Path, match: str, table: str = "fts_words") -> set[str]:
             f"WHERE {table} MATCH ?", (match,))}
     finally:
         conn.close()
+
+
+def pytest_sessionstart(session):
+    """Most tests read the real corpus: say where it was expected instead of failing
+    test by test."""
+    if not CORPUS_HOME.is_dir():
+        pytest.exit(f"the session corpus is missing: no {CORPUS_HOME} (clone this repository "
+                    f"next to shared/, or set CTXKEEP_CORPUS to the corpus folder)", returncode=4)

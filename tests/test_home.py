@@ -40,3 +40,12 @@ def test_read_only_tree_is_refused_even_for_root(tmp_path):
         assert not (ro / ".local").exists()
     finally:
         os.chmod(ro, 0o755)
+
+
+def test_home_that_is_a_file_is_a_clear_error(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    with pytest.raises(StoreError) as e:
+        ensure_home(f)
+    assert str(e.value) == (f"cannot use {f} as the store: it is a file, not a directory - "
+                            "pass --home DIR (or CTXKEEP_HOME) naming a directory")

@@ -170,3 +170,16 @@ def test_result_reads_as_its_hits(corpus_conn):
     assert len(res) == 3 and [h.entry_id for h in res] == [h.entry_id for h in res.hits]
     assert res[0].entry_id == res.hits[0].entry_id
     assert search(corpus_conn, "zzqxjv-not-a-word") == []
+
+
+def test_pasted_log_query_is_capped_and_says_so(corpus_store):
+    """A query of 2,000 words once took minutes (each term widens every list); terms
+    past MAX_TERMS are ignored and the result's note says so."""
+    from ctxkeep.sinks import sqlite_store
+    from ctxkeep.sinks.search import MAX_TERMS, search
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    res = search(conn, " ".join(["timeline"] * 2000 + ["filtering"]), limit=5)
+    conn.close()
+    assert res.note == f"only the first {MAX_TERMS} of 2001 query terms were searched"
+    assert len(res.hits) == 5

@@ -11,6 +11,7 @@ wrong usage.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -26,6 +27,22 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Keep the context of AI coding agents: ingest, search and maintain their sessions.")
 out = Console()
 err = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+        typer.echo(f"ctxkeep {version('ctxkeep')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Keep the context of AI coding agents: ingest, search and maintain their sessions."""
+    # everything ctxkeep creates (store, Prefect's database beside it, archives,
+    # backups' temp files) is user-only
+    os.umask(0o077)
 
 HomeOpt = typer.Option(None, "--home", help="Store directory (default: $CTXKEEP_HOME or the platform data dir).")
 JsonOpt = typer.Option(False, "--json", help="Print JSON for scripts.")

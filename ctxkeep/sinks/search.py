@@ -244,14 +244,22 @@ class SearchResult:
 
 # ---------------------------------------------------------------- query parsing
 
+#: a query's terms beyond this are ignored (a pasted log must not make search
+#: quadratic: 1,000 terms took 22 s); the result's ``note`` says so
+MAX_TERMS = 32
+
+
 def terms(query: str) -> list[str]:
     """Split a user query into terms: ``"quoted phrases"`` stay whole, stray quotes
-    are dropped (``"unbalanced`` → ``unbalanced``); empty terms are skipped."""
+    are dropped (``"unbalanced`` → ``unbalanced``); empty terms are skipped; at most
+    ``MAX_TERMS`` terms are kept."""
     out = []
     for a, b in _TERM_RE.findall(query):
         t = (a if a else b.replace('"', "")).strip()
         if t:
             out.append(t)
+            if len(out) == MAX_TERMS:
+                break
     return out
 
 
@@ -453,6 +461,12 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
     """
     filters = (filters or Filters()).validate()
     limit = max(1, min(int(limit), MAX_LIMIT))
+    cut_note = ""
+    if not raw:
+        all_terms = sum(1 for a, b in _TERM_RE.findall(query) if (a or b.replace('"', "")).strip())
+        if all_terms > MAX_TERMS:
+            query = " ".join(f'"{t}"' if " " in t else t for t in terms(query))
+            cut_note = f"only the first {MAX_TERMS} of {all_terms} query terms were searched"
     n = max(50, limit * 5)
     cache: dict[int, _Cand] = {}
     lists: dict[str, list[int]] = {}  # list name → content_ids, best first
@@ -510,7 +524,10 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
                         matched=[k for k, v in lists.items() if cid in v],
                         duplicates=len(c.entries) - 1 + similar.get(cid, 0), chunk=c.seq))
     _fill_titles(conn, hits, {h.entry_id: shown[cid].content_id for h, cid in zip(hits, fused)})
-    return apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
+    res = apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
+    if cut_note:
+        res.note = f"{cut_note}; {res.note}" if res.note else cut_note
+    return res
 
 
 def _scores(lists: dict[str, list[int]], shown: dict[int, _Cand]) -> dict[int, float]:
