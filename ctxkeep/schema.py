@@ -7,7 +7,10 @@ and ``text_bytes`` are bytes.
 """
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
 
 ROLES = ("user", "assistant", "system", "tool")
 KINDS = ("message", "tool_call", "tool_result", "thinking", "summary", "meta")
@@ -15,65 +18,65 @@ KINDS = ("message", "tool_call", "tool_result", "thinking", "summary", "meta")
 STATUSES = ("active", "archived", "consumed", "rewound")
 
 #: Columns that sources fill in (the raw entry dict).
-SOURCE_SCHEMA: dict[str, pl.DataType] = {
-    "agent": pl.String,            # claude-code, codex, gemini-cli, ...
-    "session_id": pl.String,       # the agent's session id (sub-agents: their own id)
-    "parent_session_id": pl.String,  # sub-agent / sidechain / fork: the parent session
-    "native_id": pl.String,        # the agent's record id (uuid, call_id, ...)
-    "parent_id": pl.String,        # parentUuid or equivalent
-    "part": pl.Int32,              # index of the block within its record (0-based)
-    "project_dir": pl.String,      # working directory from the record (cwd)
-    "ts": pl.String,               # ISO-8601 as logged; normalized to UTC datetime
-    "role": pl.String,
-    "kind": pl.String,
-    "tool_name": pl.String,
-    "text": pl.String,             # plain text, before redaction
-    "model": pl.String,
-    "input_tokens": pl.Int64,      # usage as the agent logged it (non-cached input)
-    "output_tokens": pl.Int64,
-    "cache_read_tokens": pl.Int64,
-    "cache_creation_tokens": pl.Int64,
-    "reasoning_tokens": pl.Int64,
-    "usage_key": pl.String,        # key under which usage is counted once (null: none)
-    "message_id": pl.String,       # API message id (Claude message.id)
-    "request_id": pl.String,       # API request id (Claude requestId)
-    "is_sidechain": pl.Boolean,
-    "source_path": pl.String,
-    "source_offset": pl.Int64,     # byte offset of the line in source_path
-    "record_id": pl.String,        # stable id of the source record: the agent's uuid,
+_SOURCE_TYPES: dict[str, str] = {
+    "agent": "String",            # claude-code, codex, gemini-cli, ...
+    "session_id": "String",       # the agent's session id (sub-agents: their own id)
+    "parent_session_id": "String",  # sub-agent / sidechain / fork: the parent session
+    "native_id": "String",        # the agent's record id (uuid, call_id, ...)
+    "parent_id": "String",        # parentUuid or equivalent
+    "part": "Int32",              # index of the block within its record (0-based)
+    "project_dir": "String",      # working directory from the record (cwd)
+    "ts": "String",               # ISO-8601 as logged; normalized to UTC datetime
+    "role": "String",
+    "kind": "String",
+    "tool_name": "String",
+    "text": "String",             # plain text, before redaction
+    "model": "String",
+    "input_tokens": "Int64",      # usage as the agent logged it (non-cached input)
+    "output_tokens": "Int64",
+    "cache_read_tokens": "Int64",
+    "cache_creation_tokens": "Int64",
+    "reasoning_tokens": "Int64",
+    "usage_key": "String",        # key under which usage is counted once (null: none)
+    "message_id": "String",       # API message id (Claude message.id)
+    "request_id": "String",       # API request id (Claude requestId)
+    "is_sidechain": "Boolean",
+    "source_path": "String",
+    "source_offset": "Int64",     # byte offset of the line in source_path
+    "record_id": "String",        # stable id of the source record: the agent's uuid,
                                    # else "<session>:<SHA-256 of the raw line>"
 }
 
 #: The normalized entry frame (``transforms.normalize.entries_frame``).
-ENTRY_SCHEMA: dict[str, pl.DataType] = {
-    "entry_id": pl.String,         # SHA-256 hex (32 chars) of agent, scope, id, part
-    "agent": pl.String,
-    "session_id": pl.String,
-    "parent_session_id": pl.String,
-    "native_id": pl.String,
-    "parent_id": pl.String,
-    "project_dir": pl.String,
-    "ts": pl.Datetime("us", "UTC"),
-    "role": pl.String,
-    "kind": pl.String,
-    "tool_name": pl.String,
-    "text": pl.String,             # redacted
-    "content_hash": pl.String,     # SHA-256 hex of text (null when text is empty)
-    "text_bytes": pl.Int64,
-    "token_estimate": pl.Int64,    # tokens of text (o200k_base, or the heuristic)
-    "model": pl.String,
-    "input_tokens": pl.Int64,
-    "output_tokens": pl.Int64,
-    "cache_read_tokens": pl.Int64,
-    "cache_creation_tokens": pl.Int64,
-    "reasoning_tokens": pl.Int64,
-    "usage_key": pl.String,
-    "message_id": pl.String,
-    "request_id": pl.String,
-    "is_sidechain": pl.Boolean,
-    "source_path": pl.String,
-    "source_offset": pl.Int64,
-    "status": pl.String,
+_ENTRY_TYPES: dict[str, str] = {
+    "entry_id": "String",         # SHA-256 hex (32 chars) of agent, scope, id, part
+    "agent": "String",
+    "session_id": "String",
+    "parent_session_id": "String",
+    "native_id": "String",
+    "parent_id": "String",
+    "project_dir": "String",
+    "ts": "Datetime[us,UTC]",
+    "role": "String",
+    "kind": "String",
+    "tool_name": "String",
+    "text": "String",             # redacted
+    "content_hash": "String",     # SHA-256 hex of text (null when text is empty)
+    "text_bytes": "Int64",
+    "token_estimate": "Int64",    # tokens of text (o200k_base, or the heuristic)
+    "model": "String",
+    "input_tokens": "Int64",
+    "output_tokens": "Int64",
+    "cache_read_tokens": "Int64",
+    "cache_creation_tokens": "Int64",
+    "reasoning_tokens": "Int64",
+    "usage_key": "String",
+    "message_id": "String",
+    "request_id": "String",
+    "is_sidechain": "Boolean",
+    "source_path": "String",
+    "source_offset": "Int64",
+    "status": "String",
 }
 
 USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens",
@@ -81,4 +84,25 @@ USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens",
 
 #: Columns stored in SQLite ``entries`` and DuckDB ``entries`` (no text: text lives in
 #: ``contents``/``chunks`` once per content_hash).
-STORED_COLUMNS = [c for c in ENTRY_SCHEMA if c != "text"]
+STORED_COLUMNS = [c for c in _ENTRY_TYPES if c != "text"]
+
+
+def _polars(types: dict[str, str]) -> "dict[str, pl.DataType]":
+    import polars as pl
+    return {c: (pl.Datetime("us", "UTC") if t == "Datetime[us,UTC]" else getattr(pl, t))
+            for c, t in types.items()}
+
+
+_LAZY = {"SOURCE_SCHEMA": _SOURCE_TYPES, "ENTRY_SCHEMA": _ENTRY_TYPES}
+_cache: dict[str, Any] = {}
+
+
+def __getattr__(name: str):
+    """``SOURCE_SCHEMA`` and ``ENTRY_SCHEMA`` (column → Polars dtype) are built on first
+    use, so that the interactive paths (search, show, stats: ~0.25 s of import) need not
+    import Polars."""
+    if name in _LAZY:
+        if name not in _cache:
+            _cache[name] = _polars(_LAZY[name])
+        return _cache[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -70,9 +70,11 @@ def test_search_never_imports_prefect(home):
     import sys
     code = ("import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
             f"r = CliRunner().invoke(app, ['search', 'npm', '--home', {home!r}]); "
-            "assert r.exit_code == 0, r.output; print('prefect' in sys.modules)")
+            "assert r.exit_code == 0, r.output; "
+            "print(sorted(m for m in ('prefect', 'polars', 'duckdb') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    # neither the orchestrator nor the frame libraries: ~1 s of imports a search never needs
+    assert out.stdout.strip() == "[]"
 
 
 def test_mcp_server_module_never_imports_prefect():

@@ -31,7 +31,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
-import polars as pl
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
+    import polars as pl
 
 from ..config import ensure_home
 from ..errors import StoreBusy, StoreError
@@ -265,6 +268,7 @@ def tombstoned(conn: sqlite3.Connection) -> dict[str, set[str]]:
 # ---------------------------------------------------------------- load
 
 def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
     return df.with_columns(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
 
 
@@ -305,6 +309,7 @@ def apply_status_changes(conn: sqlite3.Connection, changes: list[dict], stamp: s
 
 def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
     """``content_hash → tool_name`` of the entries that have one (first seen wins)."""
+    import polars as pl
     if not entries.height or "tool_name" not in entries.columns:
         return {}
     return dict(entries.filter(pl.col("tool_name").is_not_null() & pl.col("content_hash").is_not_null())
@@ -337,6 +342,8 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
         watermarks: more watermarks saved in the same transaction (a batch that groups
             the new bytes of several small files).
     """
+    import polars as pl
+
     stamp = now_iso()
     with write(conn):
         if contents.height:
