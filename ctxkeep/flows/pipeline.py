@@ -190,7 +190,9 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
     watermark, so the per-batch cost of Polars and SQLite is paid once per group, not
     once per file; a crash loses no data and repeats nothing (a group's watermarks are
     stored with its entries). A file that vanished after discovery is counted, not an
-    error.
+    error. Files are read and parsed in a read-ahead thread (``_read_ahead``, at most
+    ``READ_AHEAD`` batches ahead; ``CTXKEEP_READ_AHEAD=0`` reads in this thread), in
+    ``todo`` order, so results are those of a sequential read.
 
     Status changes of the batches (``Batch.status_changes``) are applied after the
     group's entries, in the same transaction.
