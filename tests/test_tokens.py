@@ -34,3 +34,18 @@ def test_heuristic_is_cjk_aware():
 def test_fallback_when_bpe_unavailable(monkeypatch):
     monkeypatch.setattr(tokens, "encoding", lambda: None)
     assert tokens.estimate_tokens(["abcdefgh", "这个字段"]) == ([2, 4], ["heuristic", "heuristic"])
+
+
+def test_two_thread_count_equals_one_thread_count_in_order():
+    # the lines of a real Codex rollout (and a 60,000-char slice: sampled), more than
+    # PARALLEL_MIN_TEXTS, so the list is split across two threads
+    raw = corpus(".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-"
+                 "c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl").read_text()
+    texts = raw.splitlines()[:300] + [raw[:60_000], "", "字段"]
+    assert len(texts) >= tokens.PARALLEL_MIN_TEXTS
+    enc = tokens.encoding()
+    counts, methods = tokens.estimate_tokens(texts)
+    assert (counts, methods) == tokens._count(enc.encode_ordinary, texts)
+    assert counts[-2:] == [0, len(enc.encode_ordinary("字段"))]
+    assert methods[-3] == "o200k_base-sampled"
+    assert counts[0] == len(enc.encode_ordinary(texts[0]))

@@ -6,6 +6,8 @@ fast paths of the CLI call them directly.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,7 +190,9 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
     watermark, so the per-batch cost of Polars and SQLite is paid once per group, not
     once per file; a crash loses no data and repeats nothing (a group's watermarks are
     stored with its entries). A file that vanished after discovery is counted, not an
-    error.
+    error. Files are read and parsed in a read-ahead thread (``_read_ahead``, at most
+    ``READ_AHEAD`` batches ahead; ``CTXKEEP_READ_AHEAD=0`` reads in this thread), in
+    ``todo`` order, so results are those of a sequential read.
 
     Status changes of the batches (``Batch.status_changes``) are applied after the
     group's entries, in the same transaction.
@@ -227,24 +231,85 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
             on_bytes(size)
         group, size, count = [], 0, 0
 
-    for f, wm in todo:
-        if not f.path.exists():
-            tot["vanished"] += 1
-            continue
-        got = False
-        for batch in SOURCES[f.agent].read(f, wm):
-            got = True
+    items = _read_ahead(todo) if READ_AHEAD > 0 else _read_files(todo)
+    for f, batch, got in items:
+        if batch is not None:
             group.append((f.agent, batch))
             size += batch.bytes_read
             count += len(batch.entries)
             if size >= group_bytes or count >= GROUP_ENTRIES:
                 flush()
-        if got or f.path.exists():
+        elif got:
             tot["files_read"] += 1
         else:
             tot["vanished"] += 1
     flush()
     return tot
+
+
+#: source batches the reader thread may hold ahead of the transform + load (0: read
+#: in the calling thread)
+READ_AHEAD = int(os.environ.get("CTXKEEP_READ_AHEAD", "4"))
+_END = object()
+
+
+def _read_files(todo: list[tuple[SourceFile, Watermark | None]]):
+    """Read ``todo`` in order: ``(file, batch, None)`` per batch, then ``(file, None,
+    read)`` per file (``read`` False: the file vanished before or while being read)."""
+    for f, wm in todo:
+        if not f.path.exists():
+            yield f, None, False
+            continue
+        got = False
+        for batch in SOURCES[f.agent].read(f, wm):
+            got = True
+            yield f, batch, None
+        yield f, None, got or f.path.exists()
+
+
+def _read_ahead(todo: list[tuple[SourceFile, Watermark | None]], depth: int = READ_AHEAD):
+    """``_read_files(todo)`` run in a reader thread, at most ``depth`` items ahead.
+
+    Reading and parsing (Python) then overlap the consumer's SQLite writes, BPE
+    counting and Polars work, which release the GIL. Items arrive in the same order
+    as ``_read_files`` yields them; an exception in the reader is raised here; when
+    the consumer stops early (an error in a load), the reader stops at its next item.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in _read_files(todo):
+                if not put(item):
+                    return
+        except BaseException as e:  # handed to the consumer, raised there
+            put((_END, e))
+            return
+        put((_END, None))
+
+    t = threading.Thread(target=run, name="ctxkeep-read-ahead", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item[0] is _END:
+                if item[1] is not None:
+                    raise item[1]
+                return
+            yield item
+    finally:
+        stop.set()
+        t.join()
 
 
 def ingest_file(conn, file: SourceFile, wm: Watermark | None, tombs: dict,

@@ -44,6 +44,8 @@ from ..sources.base import Watermark
 SCHEMA_VERSION = 2  # v2: chunks.title, fts_words(title, text) with a weighted rank
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 DB_NAME = "store.db"
+#: page cache of a writing connection, KiB (``PRAGMA cache_size``; memory, not disk)
+CACHE_KIB = 64 * 1024
 
 _ENTRY_DDL_TYPES = {
     "source_offset": "INTEGER", "text_bytes": "INTEGER", "token_estimate": "INTEGER",
@@ -58,10 +60,16 @@ CREATE TABLE IF NOT EXISTS entries(
              for c in STORED_COLUMNS)},
   ingested_at TEXT
 );
+-- entries indexes, each for a query that needs it (every index costs ingest time:
+-- ~20 % of the entry insert for the two dropped below): session (status changes by
+-- session, purge, search filter), content_hash (search joins hits to entries, purge),
+-- source (purge's files-left check). project_dir and (agent, kind) are not
+-- indexed: search filters them on rows joined from FTS hits, purge by project and
+-- stats scan every row anyway.
 CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, ts);
 CREATE INDEX IF NOT EXISTS entries_content ON entries(content_hash);
-CREATE INDEX IF NOT EXISTS entries_project ON entries(project_dir);
-CREATE INDEX IF NOT EXISTS entries_agent_kind ON entries(agent, kind);
+DROP INDEX IF EXISTS entries_project;
+DROP INDEX IF EXISTS entries_agent_kind;
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source_path, source_offset);
 CREATE TABLE IF NOT EXISTS contents(
   content_id INTEGER PRIMARY KEY,
@@ -138,6 +146,9 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
     if not readonly:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # a 64 MiB page cache (default 2 MiB): the random-keyed indexes of a big
+        # ingest group (entry_id, content_hash) otherwise spill and re-read pages
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         ensure_schema(conn)
     else:
         check_version(conn)

@@ -23,11 +23,14 @@ import binascii
 import gzip
 import importlib.resources
 import re
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 BPE_FULL_CHARS = 4 * 1024
 SAMPLE_WINDOWS = 4
 SAMPLE_CHARS = 512
+#: lists shorter than this are counted in the calling thread only
+PARALLEL_MIN_TEXTS = 64
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -87,8 +90,30 @@ def estimate_tokens(texts: list[str]) -> tuple[list[int], list[str]]:
     if enc is None:
         return [heuristic_tokens(t) for t in texts], ["heuristic"] * len(texts)
     # one call per text: encode_ordinary_batch spawns a thread pool and a future per
-    # text, which measured slower here (2 shared cores, many short texts)
-    encode = enc.encode_ordinary
+    # text, which measured slower here (2 shared cores, many short texts). Instead
+    # the list is cut in two halves of about equal BPE work and the second half runs
+    # in one more thread: the BPE releases the GIL, so the halves overlap (measured:
+    # 9,473 chunk texts of a 40 MB tree, 1.2-1.5 s in one thread, 0.8-0.9 s in two).
+    # Every text is counted exactly as in one thread.
+    if len(texts) < PARALLEL_MIN_TEXTS:
+        return _count(enc.encode_ordinary, texts)
+    costs = 0
+    half = sum(min(len(t), BPE_FULL_CHARS) for t in texts) / 2
+    cut = len(texts)
+    for i, t in enumerate(texts):
+        costs += min(len(t), BPE_FULL_CHARS)
+        if costs >= half:
+            cut = i + 1
+            break
+    with ThreadPoolExecutor(1, thread_name_prefix="ctxkeep-bpe") as ex:
+        second = ex.submit(_count, enc.encode_ordinary, texts[cut:])
+        counts, methods = _count(enc.encode_ordinary, texts[:cut])
+        c2, m2 = second.result()
+    return counts + c2, methods + m2
+
+
+def _count(encode, texts: list[str]) -> tuple[list[int], list[str]]:
+    """``estimate_tokens`` in the calling thread with the BPE ``encode``."""
     counts: list[int] = []
     methods: list[str] = []
     for t in texts:
