@@ -1,0 +1,29 @@
+"""Every CLI command is documented in the README (sqlite-utils style), and the README's
+two set-up commands are the ones CI runs."""
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+
+from ctxkeep.cli import app
+
+
+def _commands() -> list[str]:
+    import typer.main
+    group = typer.main.get_command(app)
+    return sorted(group.commands)
+
+
+def test_every_command_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [c for c in _commands() if f"`ctxkeep {c}" not in readme]
+    assert missing == []
+    assert len(_commands()) == 12
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    cmds = re.findall(r"^(pip install uv && uv run .+)$", readme, re.M)
+    assert cmds[:2] == ["pip install uv && uv run ctxkeep ingest", "pip install uv && uv run pytest"]
+    assert "pip install uv && uv run pytest" in (ROOT / ".ci" / "run").read_text()
