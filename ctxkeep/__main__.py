@@ -1,4 +1,4 @@
 """``python -m ctxkeep`` runs the CLI."""
-from .cli import app
+from .cli import main
 
-app()
+main()

@@ -27,3 +27,15 @@ def test_ci_runs_the_readme_test_command():
     cmds = re.findall(r"^(pip install uv && uv run .+)$", readme, re.M)
     assert cmds[:2] == ["pip install uv && uv run ctxkeep ingest", "pip install uv && uv run pytest"]
     assert "pip install uv && uv run pytest" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_usage_errors_are_one_line_with_exit_code_2():
+    """Wrong arguments read like every other error: one line on stderr, what to do."""
+    import subprocess
+    import sys
+    for args, want in ((["search", "--bogus"], "error: No such option: --bogus - see `ctxkeep search --help`"),
+                       (["search"], "error: Missing argument 'query'. - see `ctxkeep search --help`"),
+                       (["nosuch"], "error: No such command 'nosuch'. - see `ctxkeep --help`")):
+        r = subprocess.run([sys.executable, "-m", "ctxkeep", *args], capture_output=True, text=True,
+                           cwd=ROOT, timeout=60)
+        assert (r.returncode, r.stderr.strip().splitlines(), r.stdout) == (2, [want], "")

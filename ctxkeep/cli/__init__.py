@@ -69,6 +69,30 @@ def _mb(n: int) -> str:
 
 
 
+def main() -> None:
+    """The ``ctxkeep`` console entry point: ``app`` with usage errors (unknown option,
+    bad value, missing argument) printed as ONE line, like every other error:
+    ``error: <what> - see `ctxkeep <command> --help```; exit code 2."""
+    try:  # Typer ≥ 0.2x vendors Click as typer._click
+        from typer._click import exceptions as cexc
+    except ImportError:  # pragma: no cover - older Typer on plain Click
+        from click import exceptions as cexc
+
+    try:
+        rv = app(standalone_mode=False, prog_name="ctxkeep")
+    except cexc.UsageError as e:
+        where = e.ctx.command_path if e.ctx else "ctxkeep"
+        typer.echo(f"error: {e.format_message()} - see `{where} --help`", err=True)
+        sys.exit(2)
+    except typer.Abort:  # Ctrl-C or end of input at a prompt
+        typer.echo("error: aborted", err=True)
+        sys.exit(1)
+    except cexc.ClickException as e:
+        typer.echo(f"error: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
 # command modules register themselves on `app` (imported last: they import from here)
 from . import core  # noqa: E402,F401
 from . import sources  # noqa: E402,F401
