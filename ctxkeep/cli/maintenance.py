@@ -106,6 +106,10 @@ def purge(
               f"tombstone {rep['tombstone']}", highlight=False)
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
+    if not r["entries"] and not r.get("archived", 0) and rep.get("tombstone") not in (None, "none", "lifted"):
+        # a typo purges nothing; say so, and how to undo the tombstone it left
+        err.print(f"warning: nothing in the store matched {rep['resolved']}; the tombstone keeps it from "
+                  f"being ingested (undo with --reingest)", highlight=False, soft_wrap=True)
 
 
 def _interactive() -> bool:
