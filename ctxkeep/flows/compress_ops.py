@@ -125,15 +125,15 @@ def discovered_files(home: Path, ctx: DiscoveryContext | None = None,
                      paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
     """Session files compress considers: ``paths`` (files or dirs, each claimed by the
     first source that recognizes it) or else every enabled agent's discovered files.
-    Only Claude Code and Codex files are returned; problems are one-line messages
-    (unknown paths, other formats)."""
+    Only Claude Code and Codex files are returned (discovery asks only those agents);
+    problems are one-line messages (unknown paths, other formats given explicitly)."""
     cfg = cfgmod.load_config(home)
     problems: list[str] = []
     if paths:
         files, problems = files_for_paths([Path(p) for p in paths])
     else:
         ctx = ctx or DiscoveryContext.from_env()
-        ds = discover_all(ctx, None, enabled={a: cfg.agent(a).enabled for a in SOURCES},
+        ds = discover_all(ctx, sorted(cp.SUPPORTED), enabled={a: cfg.agent(a).enabled for a in SOURCES},
                           extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
         files = [f for d in ds for f in d.files]
     out = []
