@@ -21,6 +21,7 @@ Only texts that contain CJK or camelCase identifiers get a row.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 CJK_CLASS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -61,6 +62,61 @@ def grams(text: str) -> str:
             out.extend(parts)
             out.append("|")
     return " ".join(out) if out else ""
+
+
+#: Necessary conditions, as Rust-regex patterns for Polars ``str.contains`` over a whole
+#: batch: a text with a CJK run holds a ``_CJK_CHAR``; a ``_CAMEL`` match holds an ASCII
+#: letter or digit followed by an upper-case letter (``[A-Za-z][a-z0-9]*[A-Z]``). A text
+#: with neither has no terms, so ``grams_batch`` skips its regex scans.
+_CJK_CHAR = f"[{CJK_CLASS}]"
+_CAMEL_HINT = r"[A-Za-z0-9][A-Z]"
+
+
+@functools.lru_cache(maxsize=65536)
+def _camel_parts_cached(word: str) -> tuple[str, ...]:
+    return tuple(camel_parts(word))
+
+
+def _grams_scans(text: str, cjk: bool, camel: bool) -> str:
+    """``grams(text)``, running only the scans whose necessary condition holds (``cjk``:
+    the text has a CJK character; ``camel``: it has ``_CAMEL_HINT``)."""
+    out: list[str] = []
+    has_cjk = False
+    if cjk:
+        for run in _CJK_RUN.findall(text):
+            has_cjk = True
+            out.extend(cjk_bigrams(run))
+            out.append("|")
+    if has_cjk:
+        out.extend(w.lower() for w in _ASCII_WORD.findall(text))
+        out.append("|")
+    if camel:
+        for word in _CAMEL.findall(text):
+            parts = _camel_parts_cached(word)
+            if len(parts) > 1:
+                out.extend(parts)
+                out.append("|")
+    return " ".join(out) if out else ""
+
+
+def grams_batch(texts: list[str]) -> list[str]:
+    """``[grams(t) for t in texts]``, faster: one vectorized Polars pass per necessary
+    condition (a CJK character; an ASCII letter or digit before an upper-case letter)
+    decides which regex scans each text needs (most chunks need neither), and the
+    camelCase parts of repeated identifiers are cached.
+
+    Args: ``texts``, non-null str (chunk texts; valid UTF-8, as they come from a frame).
+    Returns: one space-separated term string per text, '' for none; identical to
+    ``grams`` (tests/test_grams_batch.py compares both on every corpus chunk).
+    """
+    import polars as pl
+
+    if not texts:
+        return []
+    s = pl.Series("text", texts, dtype=pl.String)
+    cjk = s.str.contains(_CJK_CHAR).to_list()
+    camel = s.str.contains(_CAMEL_HINT).to_list()
+    return [_grams_scans(t, c, k) if (c or k) else "" for t, c, k in zip(texts, cjk, camel)]
 
 
 def query_grams(term: str) -> str | None:
