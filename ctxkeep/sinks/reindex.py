@@ -13,7 +13,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ..transforms.grams import grams
+from ..transforms.grams import grams_batch
 from . import purge as purge_mod
 from . import sqlite_store
 from .lock import hold
@@ -47,7 +47,8 @@ def rebuild_fts(conn: sqlite3.Connection) -> dict:
             if not rows:
                 break
             last = rows[-1][0]
-            g = [(cid, gr) for cid, gr in ((cid, grams(t)) for cid, t in rows) if gr]
+            terms = grams_batch([t for _, t in rows])
+            g = [(cid, gr) for (cid, _), gr in zip(rows, terms) if gr]
             conn.executemany("INSERT INTO fts_grams(rowid, grams) VALUES(?,?)", g)
             n_grams += len(g)
         conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")

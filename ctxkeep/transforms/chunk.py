@@ -146,16 +146,16 @@ def chunks_frame(contents: "pl.DataFrame") -> "pl.DataFrame":
     """
     import polars as pl
 
-    from .grams import grams
+    from .grams import grams_batch
 
-    hashes, seqs, titles, texts, gram_col = [], [], [], [], []
+    hashes, seqs, titles, texts = [], [], [], []
     for h, text in contents.select("content_hash", "text").iter_rows():
         for i, c in enumerate(chunk_text(text)):
             hashes.append(h)
             seqs.append(i)
             titles.append(chunk_title(c, i))
             texts.append(c)
-            gram_col.append(grams(c))
+    gram_col = grams_batch(texts)
     return pl.DataFrame({"content_hash": hashes, "seq": seqs, "title": titles, "text": texts,
                          "grams": gram_col},
                         schema={"content_hash": pl.String, "seq": pl.Int32, "title": pl.String,
