@@ -411,14 +411,17 @@ def _fts_ids(conn, fts: str, match: str, filters: Filters, n: int,
     top = found[:FILTER_RANK]
     keep = set(top)
     # ranks of the window's matches are known from step 1 (the same BM25 values);
-    # only matches at or below the window floor are ranked here
+    # only the kept matches at or below the window floor are ranked here: ``+rowid IN``
+    # is tested before the rank column is read, so BM25 runs for those rows only
+    # (``+`` keeps the IN list out of FTS5, which would run the MATCH once per value)
     known = {r[0]: r[1] for r in window if r[0] in keep}
     rows = [(i, known[i]) for i in sorted(known)]
-    lo, hi = min(top), min(max(top), floor)
-    if lo <= hi and len(known) < len(keep):
-        rows = [r for r in conn.execute(
-            f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ?",
-            (match, lo, hi)) if r[0] in keep] + rows
+    below = sorted(i for i in top if i not in known)
+    if below:
+        rows = conn.execute(
+            f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+            f"AND +rowid IN ({','.join('?' * len(below))}) ORDER BY rowid",
+            (match, below[0], below[-1], *below)).fetchall() + rows
     rows.sort(key=lambda r: r[1])
     return rows[:n]
 
