@@ -183,3 +183,74 @@ def test_pasted_log_query_is_capped_and_says_so(corpus_store):
     conn.close()
     assert res.note == f"only the first {MAX_TERMS} of 2001 query terms were searched"
     assert len(res.hits) == 5
+
+
+def test_prefix_only_where_the_last_token_is_longer_than_one_char():
+    # FTS5 puts a phrase's * on its last token: "it's"* would mean "it s*"
+    from ctxkeep.sinks.search import prefix_match
+    assert prefix_match("it's") == '"it\'s"'
+    assert prefix_match("PLACEHOLDER_RE") == '"PLACEHOLDER_RE"*'  # re* → PLACEHOLDER_REGEX
+    assert prefix_match("/a/diverse_musical_ai.py validateUs ab") == \
+        '"/a/diverse_musical_ai.py"* OR "validateUs"* OR "ab"'
+
+
+def _reference_fts_ids(conn, fts, match, filters, n, S):
+    """The filtered candidate search as it was before the memo, batching and rank
+    reuse (main at 56c14a2): every check and every rank done in full."""
+    floor = S._window_floor(conn, fts, match)
+    ranked = f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? ORDER BY rank LIMIT ?"
+    where, params = filters.sql("e")
+    passes = (f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+              f"WHERE ch.chunk_id IN ({{ids}}) AND EXISTS (SELECT 1 FROM entries e WHERE "
+              f"e.content_hash = c.content_hash AND {where})")
+    rows = conn.execute(ranked, (match, floor, S.FILTER_DEPTH)).fetchall()
+    if rows:
+        ids = [r[0] for r in rows]
+        ok = {r[0] for r in conn.execute(passes.format(ids=",".join("?" * len(ids))), [*ids, *params])}
+        kept = [r for r in rows if r[0] in ok]
+        if len(kept) >= n or (len(rows) < S.FILTER_DEPTH and floor == 0):
+            return kept[:n]
+    found = []
+    cur = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
+                       (match, S.FILTER_SCAN))
+    while len(found) < S.FILTER_RANK:
+        batch = [r[0] for r in cur.fetchmany(1000)]
+        if not batch:
+            break
+        ok = {r[0] for r in conn.execute(passes.format(ids=",".join("?" * len(batch))), [*batch, *params])}
+        found += [i for i in batch if i in ok]
+    if not found:
+        return []
+    top = found[:S.FILTER_RANK]
+    keep = set(top)
+    rows = [r for r in conn.execute(
+        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ?",
+        (match, min(top), max(top))) if r[0] in keep]
+    rows.sort(key=lambda r: r[1])
+    return rows[:n]
+
+
+def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
+    """Memoized, early-stopping filter checks and reused window ranks give the same
+    candidates (ids, ranks, order) as checking and ranking everything; small windows
+    make every path run (fast path, scan, ranking below the window floor)."""
+    from ctxkeep.sinks import search as S
+    for name, v in (("RANK_WINDOW", 40), ("FILTER_DEPTH", 20), ("FILTER_SCAN", 300), ("FILTER_RANK", 25)):
+        monkeypatch.setattr(S, name, v)
+    cases = [("\"error\" OR \"file\" OR \"test\"", Filters(kind="tool_call")),
+             ("\"error\" OR \"file\" OR \"test\"", Filters(role="user")),
+             ("\"npm\"", Filters(tool="Bash")),
+             ("\"the\"", Filters(agent="codex")),
+             ("\"file\"*", Filters(project="/path/to/Demo")),
+             ("\"the\" AND \"file\"", Filters(since="2025-11-01"))]
+    sizes = []
+    for match, f in cases:
+        memo: dict[int, bool] = {}
+        for n in (5, 50):
+            want = _reference_fts_ids(corpus_conn, "fts_words", match, f, n, S)
+            got = S._fts_ids(corpus_conn, "fts_words", match, f, n, memo)
+            assert got == want, (match, f, n)
+            sizes.append(len(want))
+    # the fast path (5 of 5), the scan path (25 = FILTER_RANK, 16 below it) and empty
+    # results were all compared
+    assert sizes == [5, 25, 5, 16, 5, 5, 0, 0, 0, 0, 5, 25]
