@@ -116,6 +116,18 @@ class Batch:
     status_changes: list[dict] = field(default_factory=list)
 
 
+def file_head(path: Path, suffixes: tuple[str, ...], n: int = 4096) -> bytes | None:
+    """The first ``n`` bytes of ``path`` when its suffix is one of ``suffixes``, else
+    None (also when it cannot be read). What sources' ``matches`` look at."""
+    if path.suffix not in suffixes:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return None
+
+
 def head_hash(path: Path, length: int) -> str:
     """SHA-256 hex of the first ``length`` bytes of ``path``."""
     with open(path, "rb") as f:

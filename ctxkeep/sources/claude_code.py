@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ._util import as_int, compact_json, drop_media, media_placeholder, strip_ansi
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
 AGENT = "claude-code"
@@ -89,12 +89,8 @@ def _add(d: Discovery, seen: set, p: Path, meta: dict) -> None:
 
 def matches(path: Path) -> bool:
     """True when an explicit ``--path`` file looks like a Claude Code transcript."""
-    if path.suffix != ".jsonl":
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8192)
-    except OSError:
+    head = file_head(path, (".jsonl",), 8192)
+    if head is None:
         return False
     return b'"sessionId"' in head or b'"leafUuid"' in head or b'"parentUuid"' in head \
         or (b'"type":"file-history-snapshot"' in head)

@@ -29,7 +29,7 @@ from typing import Iterator
 import orjson
 
 from ._util import as_int, compact_json
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
 AGENT = "codex"
@@ -66,12 +66,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 
 def matches(path: Path) -> bool:
     """True when an explicit ``--path`` file looks like a Codex rollout."""
-    if path.suffix != ".jsonl":
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
+    head = file_head(path, (".jsonl",), 4096)
+    if head is None:
         return False
     return b'"type":"session_meta"' in head or b'"type":"response_item"' in head
 

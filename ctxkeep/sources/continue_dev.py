@@ -38,7 +38,7 @@ from typing import Any, Iterator
 import orjson
 
 from ._util import as_int, compact_json
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_document)
 
 AGENT = "continue"
@@ -76,12 +76,10 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 
 def matches(path: Path) -> bool:
     """True for a Continue session JSON given with ``--path``."""
-    if path.suffix != ".json" or path.name == "sessions.json":
+    if path.name == "sessions.json":
         return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
+    head = file_head(path, (".json",), 4096)
+    if head is None:
         return False
     return b'"history"' in head and (b'"workspaceDirectory"' in head or b'"sessionId"' in head)
 

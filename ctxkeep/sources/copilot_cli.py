@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ._util import as_int, compact_json
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
 AGENT = "copilot-cli"
@@ -74,12 +74,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 
 def matches(path: Path) -> bool:
     """True for a Copilot CLI events file given with ``--path``."""
-    if path.suffix != ".jsonl":
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
+    head = file_head(path, (".jsonl",), 4096)
+    if head is None:
         return False
     return b'"type":"session.start"' in head or (
         b'"type":"user.message"' in head and b'"data"' in head)

@@ -52,7 +52,7 @@ from typing import Any, Iterator
 import orjson
 
 from ._util import as_int, compact_json, media_placeholder
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_document, read_jsonl)
 
 AGENT = "gemini-cli"
@@ -139,12 +139,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 
 def matches(path: Path) -> bool:
     """True for a Gemini CLI chat file given with ``--path``."""
-    if path.suffix not in (".json", ".jsonl"):
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
+    head = file_head(path, (".json", ".jsonl"), 4096)
+    if head is None:
         return False
     return b'"sessionId"' in head and b'"projectHash"' in head
 

@@ -31,7 +31,7 @@ from typing import Iterator
 
 from . import gemini_cli
 from ._util import as_int, compact_json, media_placeholder
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_document, read_jsonl)
 
 AGENT = "qwen-code"
@@ -81,12 +81,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 
 def matches(path: Path) -> bool:
     """True for a Qwen Code chat JSONL given with ``--path``."""
-    if path.suffix != ".jsonl":
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
+    head = file_head(path, (".jsonl",), 4096)
+    if head is None:
         return False
     return b'"parentUuid"' in head and b'"parts"' in head and b'"sessionId"' in head
 
