@@ -1,5 +1,6 @@
 """Schema v2 (retrieval): chunks.title and fts_words(title, text); a v1 store is
-migrated on open (titles filled, word index rebuilt)."""
+migrated on open (titles filled, word index rebuilt) — now to v3 (facets, see
+test_facets.py), in the same step."""
 from __future__ import annotations
 
 import sqlite3
@@ -12,7 +13,10 @@ from ctxkeep.sinks.search import search
 def _downgrade_to_v1(path):
     c = sqlite3.connect(path)
     c.execute("DROP TABLE fts_words")
+    c.execute("DROP TABLE fts_grams")
     c.execute("ALTER TABLE chunks DROP COLUMN title")
+    c.execute("ALTER TABLE chunks DROP COLUMN facets")
+    c.execute("CREATE VIRTUAL TABLE fts_grams USING fts5(grams, tokenize='unicode61 remove_diacritics 0')")
     c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(text, content='chunks', content_rowid='chunk_id', "
               "tokenize='porter unicode61 remove_diacritics 2')")
     c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
@@ -27,9 +31,9 @@ def test_v1_store_is_migrated(store_home):
     conn.close()
     _downgrade_to_v1(store_home / "store.db")
     conn = sqlite_store.connect(store_home)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "2"
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
     assert conn.execute("SELECT title FROM chunks").fetchone()[0] == "Deploy notes"
-    assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text"]
+    assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
     assert [h.entry_id for h in search(conn, "zebrafish").hits] == [r["entry_id"]]
     assert [h.entry_id for h in search(conn, "deploy").hits] == [r["entry_id"]]
 

@@ -185,13 +185,26 @@ def test_pasted_log_query_is_capped_and_says_so(corpus_store):
     assert len(res.hits) == 5
 
 
-def test_prefix_only_where_the_last_token_is_longer_than_one_char():
-    # FTS5 puts a phrase's * on its last token: "it's"* would mean "it s*"
+def test_prefix_only_where_the_last_token_is_long_enough():
+    # FTS5 puts a phrase's * on its last token: "it's"* would mean "it s*", and
+    # "PLACEHOLDER_RE"* the 130 ms expansion of re*
     from ctxkeep.sinks.search import prefix_match
     assert prefix_match("it's") == '"it\'s"'
-    assert prefix_match("PLACEHOLDER_RE") == '"PLACEHOLDER_RE"*'  # re* → PLACEHOLDER_REGEX
+    assert prefix_match("PLACEHOLDER_RE") == '"PLACEHOLDER_RE"'
+    assert prefix_match("PLACEHOLDER_REG") == '"PLACEHOLDER_REG"*'  # reg* → PLACEHOLDER_REGEX
     assert prefix_match("/a/diverse_musical_ai.py validateUs ab") == \
-        '"/a/diverse_musical_ai.py"* OR "validateUs"* OR "ab"'
+        '"/a/diverse_musical_ai.py" OR "validateUs"* OR "ab"'
+    assert prefix_match("validateUs printer", {"printer"}) == '"validateUs"* OR "printer"'
+
+
+def test_common_terms_get_no_prefix_query(corpus_store):
+    from ctxkeep.sinks.search import PREFIX_COMMON, _common_terms
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    n_the = conn.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH 'the'").fetchone()[0]
+    assert n_the >= PREFIX_COMMON
+    assert _common_terms(conn, "the validateUs zzqqxx") == {"the"}
+    conn.close()
 
 
 def _reference_fts_ids(conn, fts, match, filters, n, S):

@@ -27,14 +27,18 @@ How a query is answered:
 
 Cost bounds for large stores: BM25 costs per matching row, so each list is ranked
 among its ``RANK_WINDOW`` newest matches (a term matching more rows is not specific,
-and recent context matters more); filters are applied to the best ``FILTER_DEPTH``
-of them, and when too few pass, to the ``FILTER_SCAN`` newest matches (the
-``FILTER_RANK`` newest that pass are ranked). A very common
-term's older matches can therefore be missed; add words or filters to reach them.
-The filter check (~10 µs a chunk on a 450 MB store) is the main cost of a filtered
-search: it runs in growing batches that stop once enough pass, and its answers are
-shared by the lists of one search; BM25 values of the window are reused, and below the
-window only the kept matches are ranked.
+and recent context matters more). Filters on agent, kind, role, tool, session and
+project are part of the MATCH (facet tokens, ``transforms.facets``; schema v3): FTS5
+intersects them with the terms in C, and the window holds only matches that pass.
+Status and the time window, which facet tokens cannot answer, are checked per chunk:
+on the best ``FILTER_DEPTH`` matches of the window, and when too few pass, on the
+``FILTER_SCAN`` newest matches (the ``FILTER_RANK`` newest that pass are ranked). A
+very common term's older matches can therefore be missed; add words or filters to
+reach them. That check (~10 µs a chunk on a 450 MB store) runs in growing batches that
+stop once enough pass, and its answers are shared by the lists of one search. A term
+with many whole-word matches gets no prefix query (``_common_terms``). Each candidate
+loads at most ``ENTRIES_PER_HIT`` of the entries holding its text.
+
 4. One hit per distinct content (the most recent entry holding it that passes the
    filters; ``duplicates`` counts the others), then hits are taken in rank order
    until the token budget is spent.
@@ -51,8 +55,10 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import SearchSyntaxError, UsageError
 from ..schema import KINDS, ROLES, STATUSES
+from ..transforms import facets as fx
 from ..transforms.grams import _ASCII_WORD as ASCII_WORD_RE, _CJK_RUN as CJK_RE, query_grams
 from ..transforms.tokens import heuristic_tokens
+from . import sqlite_store
 
 RRF_K = 60
 SNIPPET_MAX_CHARS = 300
@@ -147,6 +153,24 @@ class Filters:
     def is_empty(self) -> bool:
         return not any(_values(v) for v in asdict(self).values())
 
+    def facet_match(self) -> str | None:
+        """The FTS5 expression (``facets`` column, ``transforms.facets``) of the
+        filters that have facet tokens (agent, kind, role, tool, session, project),
+        ANDed; None when none is set. A superset test: the exact check follows."""
+        parts = []
+        for name, (prefix, _) in fx.FIELDS.items():
+            vals = _values(getattr(self, name))
+            if name == "project" and vals:
+                vals = [self.project.rstrip("/") or "/"]
+            if vals:
+                parts.append(fx.filter_expr(prefix, vals))
+        return " AND ".join(parts) or None
+
+    def residual(self) -> "Filters":
+        """The filters facet tokens cannot answer: status (it changes after loading)
+        and the time window."""
+        return Filters(status=self.status, since=self.since, until=self.until)
+
     def sql(self, alias: str = "e") -> tuple[str, list]:
         """A WHERE fragment over ``entries AS alias`` and its parameters."""
         conds, params = [], []
@@ -181,7 +205,8 @@ class Hit:
     ``title`` is the entry's first line (≤ 120 chars), ``snippet`` ≤ 300 characters
     around the match, ``token_estimate`` the tokens of the full text (what a fetch
     costs), ``score`` the fused RRF score, ``matched`` the lists that found it,
-    ``duplicates`` other entries with the same text, ``chunk`` the matching chunk's
+    ``duplicates`` other entries with the same text (filters aside) plus near-duplicate
+    hits folded into this one (``_collapse``), ``chunk`` the matching chunk's
     0-based position within the text.
     """
 
@@ -293,14 +318,17 @@ def any_match(query: str) -> str | None:
     return " OR ".join(parts) or None
 
 
-def prefix_match(query: str) -> str | None:
+def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str | None:
     """FTS5 expression for the relaxed list: any term (OR); terms of ≥ 3 characters
-    as prefix queries. None when no term has a word character.
+    as prefix queries, except the ``common`` ones (terms with many whole-word
+    matches, ``_common_terms``: ``code*`` would add ``codex``, ``codes`` … to lists
+    the word itself already fills, at 30–50 ms a search on a 450 MB store). None when
+    no term has a word character.
 
     FTS5 applies a phrase's ``*`` to its last token only, so a term the tokenizer
-    splits is no prefix query when that last token is one character: ``"it's"*``
+    splits is a prefix query only when that last token has ≥ 3 characters: ``"it's"*``
     would expand ``s*`` to every token starting with s (87,000 chunks, 0.3–0.6 s per
-    list on a 450 MB store) for a match nobody meant. ``PLACEHOLDER_RE`` → ``re*``
+    list), and ``"PLACEHOLDER_RE"*`` ``re*`` (130 ms); ``PLACEHOLDER_REG`` → ``reg*``
     stays a prefix (``PLACEHOLDER_REGEX``)."""
     parts = []
     for t in terms(query):
@@ -308,8 +336,28 @@ def prefix_match(query: str) -> str | None:
         if not _WORD_RE.search(t):
             continue
         last = _LAST_TOKEN_RE.search(t)
-        parts.append(_quote(t) + ("*" if len(t) >= 3 and last and len(last.group()) >= 2 else ""))
+        star = (len(t) >= 3 and last is not None and t not in common
+                and len(last.group()) >= (3 if last.start() > 0 and _WORD_RE.search(t[:last.start()]) else 2))
+        parts.append(_quote(t) + ("*" if star else ""))
     return " OR ".join(parts) or None
+
+
+#: a term with at least this many whole-word matches gets no prefix query
+PREFIX_COMMON = 50
+
+
+def _common_terms(conn, query: str) -> set[str]:
+    """The terms of ``query`` with ≥ ``PREFIX_COMMON`` whole-word matches in
+    ``fts_words`` (reads at most that many rowids of each term)."""
+    out = set()
+    for t in terms(query):
+        t = t.rstrip("*")
+        if _WORD_RE.search(t):
+            n = conn.execute("SELECT count(*) FROM (SELECT rowid FROM fts_words WHERE fts_words "
+                             "MATCH ? LIMIT ?)", (_quote(t), PREFIX_COMMON)).fetchone()[0]
+            if n >= PREFIX_COMMON:
+                out.add(t)
+    return out
 
 
 def grams_match(query: str) -> str | None:
@@ -339,6 +387,7 @@ class _Cand:
     c_tokens: int
     c_bytes: int
     entries: list[tuple]  # (entry_id, agent, session_id, project_dir, ts, role, kind, tool_name)
+    total: int = 0  # entries holding the text (filters aside)
 
 
 def _window_floor(conn, fts: str, match: str) -> int:
@@ -351,13 +400,21 @@ def _window_floor(conn, fts: str, match: str) -> int:
 
 
 def _fts_ids(conn, fts: str, match: str, filters: Filters, n: int,
-             passed: dict[int, bool] | None = None) -> list[tuple[int, float]]:
+             passed: dict[int, bool] | None = None, facets: bool = False) -> list[tuple[int, float]]:
     """Top ``n`` chunk ids of one FTS table for ``match`` (best first, rank ascending),
     among the ``RANK_WINDOW`` newest matches (passing the filters).
 
+    With ``facets`` (a v3 store), the filters that have facet tokens join the MATCH
+    (``Filters.facet_match``) and only the rest (``Filters.residual``) are checked per
+    chunk here; the exact check of every filter follows in ``_load_cands``.
     ``passed`` (chunk id → whether one of its entries passes ``filters``) is a memo
     shared by the lists of one search: the lists match mostly the same chunks, and
     the filter check (~10 µs a chunk) is the main cost of a filtered search."""
+    fmatch = filters.facet_match() if facets else None
+    if fmatch:
+        match = f"({match}) AND {fmatch}"
+        if filters.residual().is_empty():
+            filters = Filters()
     floor = _window_floor(conn, fts, match)
     ranked = (f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? "
               f"ORDER BY rank LIMIT ?")
@@ -430,23 +487,40 @@ def _fts_ids(conn, fts: str, match: str, filters: Filters, n: int,
     return rows[:n]
 
 
+#: entries of one text loaded per candidate (the newest that pass the filters): a
+#: stock text held by thousands of entries must not load them all
+ENTRIES_PER_HIT = 8
+
+
 def _load_cands(conn, ids: list[int], filters: Filters, cache: dict[int, _Cand]) -> None:
+    """Load candidates ``ids`` (chunk ids) into ``cache``: the chunk, its content and
+    the newest ``ENTRIES_PER_HIT`` entries holding the text that pass ``filters``
+    (``None`` when none passes). ``total`` is the number of entries holding the text,
+    filters aside (an index-only count)."""
     need = [i for i in ids if i not in cache]
     if not need:
         return
     where, params = filters.sql("e")
-    q = (f"SELECT ch.chunk_id, ch.seq, ch.title, ch.text, c.content_id, c.content_hash, "
-         f"coalesce(c.token_estimate, 0), c.bytes, e.entry_id, e.agent, e.session_id, "
-         f"e.project_dir, e.ts, e.role, e.kind, e.tool_name "
-         f"FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-         f"JOIN entries e INDEXED BY entries_content ON e.content_hash = c.content_hash "
-         f"WHERE ch.chunk_id IN ({','.join('?' * len(need))}) AND {where} "
-         f"ORDER BY e.ts DESC, e.rowid DESC")
-    for r in conn.execute(q, [*need, *params]):
-        c = cache.get(r[0])
-        if c is None:
-            c = cache[r[0]] = _Cand(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], [])
-        c.entries.append(r[8:])
+    chunks = conn.execute(
+        f"SELECT ch.chunk_id, ch.seq, ch.title, ch.text, c.content_id, c.content_hash, "
+        f"coalesce(c.token_estimate, 0), c.bytes FROM chunks ch JOIN contents c "
+        f"ON c.content_id = ch.content_id WHERE ch.chunk_id IN ({','.join('?' * len(need))})",
+        need).fetchall()
+    ents = (f"SELECT e.entry_id, e.agent, e.session_id, e.project_dir, e.ts, e.role, e.kind, "
+            f"e.tool_name FROM entries e INDEXED BY entries_content WHERE e.content_hash = ? "
+            f"AND {where} ORDER BY e.ts DESC, e.rowid DESC LIMIT {ENTRIES_PER_HIT}")
+    by_hash: dict[str, tuple[list, int]] = {}
+    for r in chunks:
+        h = r[5]
+        if h not in by_hash:
+            es = conn.execute(ents, (h, *params)).fetchall()
+            total = len(es) if len(es) < ENTRIES_PER_HIT and not params else conn.execute(
+                "SELECT count(*) FROM entries INDEXED BY entries_content WHERE content_hash = ?",
+                (h,)).fetchone()[0]
+            by_hash[h] = (es, total)
+        es, total = by_hash[h]
+        if es:
+            cache[r[0]] = _Cand(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], es, total)
     for i in need:  # chunks whose entries all fail the filters
         cache.setdefault(i, None)  # type: ignore[arg-type]
 
@@ -521,11 +595,12 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
     shown: dict[int, _Cand] = {}      # content_id → the chunk it is shown with
     ts = terms(query)
     passed: dict[int, bool] = {}  # chunk id → passes the filters (memo across lists)
+    facets = not filters.is_empty() and sqlite_store.schema_version(conn) >= 3
 
     def run(name: str, fts: str, match: str | None) -> None:
         if not match:
             return
-        rows = _fts_ids(conn, fts, match, filters, n, passed)
+        rows = _fts_ids(conn, fts, match, filters, n, passed, facets)
         _load_cands(conn, [r[0] for r in rows], filters, cache)
         ranked = _ranked_contents(rows, cache)
         lists[name] = [c.content_id for c in ranked]
@@ -545,7 +620,11 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
         if len([t for t in ts if _WORD_RE.search(t)]) > 1 and len(lists.get("words", [])) < n:
             run("any", "fts_words", any_match(query))
         if len(lists.get("words", [])) < limit:
-            run("prefix", "fts_words", prefix_match(query))
+            common = _common_terms(conn, query)
+            relaxed = prefix_match(query, common)
+            # without a prefix term the relaxed list is the ``any`` (or ``words``) list again
+            if relaxed != prefix_match(query, {t.rstrip("*") for t in ts}):
+                run("prefix", "fts_words", relaxed)
         # derived lists over the candidates: the query verbatim, tool names
         base = _fuse(lists, shown)
         needle = " ".join(" ".join(ts).lower().split())
@@ -571,7 +650,8 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
                         bytes=c.c_bytes, snippet=_snippet(c.text, [" ".join(ts)] + ts),
                         score=round(sc[cid], 6),
                         matched=[k for k, v in lists.items() if cid in v],
-                        duplicates=len(c.entries) - 1 + similar.get(cid, 0), chunk=c.seq))
+                        duplicates=max(c.total, len(c.entries)) - 1 + similar.get(cid, 0),
+                        chunk=c.seq))
     _fill_titles(conn, hits, {h.entry_id: shown[cid].content_id for h, cid in zip(hits, fused)})
     res = apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
     if cut_note:

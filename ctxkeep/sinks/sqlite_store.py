@@ -8,10 +8,13 @@ Tables:
   ``token_estimate``, ``token_method``); the text itself lives in ``chunks``
   (≤ 4 KiB each, concatenating back to the exact text);
 - ``fts_words``: FTS5 ``porter unicode61`` over ``chunks`` (columns ``title``, the
-  chunk's first line or heading, and ``text``; external content: the text is stored
-  once); its default rank is ``bm25(TITLE_WEIGHT, 1.0)``;
+  chunk's first line or heading, ``text``, and ``facets``, the filter tokens of the
+  entries holding the text, ``transforms.facets``; external content: the text is
+  stored once); its default rank is ``bm25(TITLE_WEIGHT, 1.0, 0.0)``: facets never
+  rank;
 - ``fts_grams``: FTS5 over CJK bigrams and identifier parts of chunks
-  (``transforms.grams``; rowid = chunk_id);
+  (``transforms.grams``; rowid = chunk_id) and the same ``facets``; rank
+  ``bm25(1.0, 0.0)``;
 - ``usage``: one row per counted API response (``usage_key``);
 - ``watermarks``, ``quarantine``, ``runs``, ``tombstones``, ``meta``;
 - ``status_log``: every status change of a stored entry, in order (``seq``), so the
@@ -41,7 +44,10 @@ from ..errors import StoreBusy, StoreError
 from ..schema import STORED_COLUMNS, USAGE_COLUMNS
 from ..sources.base import Watermark
 
-SCHEMA_VERSION = 2  # v2: chunks.title, fts_words(title, text) with a weighted rank
+#: v2: chunks.title, fts_words(title, text) with a weighted rank;
+#: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
+#: entries_content on (content_hash, ts)
+SCHEMA_VERSION = 3
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 DB_NAME = "store.db"
 #: page cache of a writing connection, KiB (``PRAGMA cache_size``; memory, not disk)
@@ -62,12 +68,13 @@ CREATE TABLE IF NOT EXISTS entries(
 );
 -- entries indexes, each for a query that needs it (every index costs ingest time:
 -- ~20 % of the entry insert for the two dropped below): session (status changes by
--- session, purge, search filter), content_hash (search joins hits to entries, purge),
+-- session, purge, search filter), (content_hash, ts) (search loads the newest entries
+-- holding a hit's text; purge),
 -- source (purge's files-left check). project_dir and (agent, kind) are not
--- indexed: search filters them on rows joined from FTS hits, purge by project and
+-- indexed: search filters them inside the FTS match (facets), purge by project and
 -- stats scan every row anyway.
 CREATE INDEX IF NOT EXISTS entries_session ON entries(session_id, ts);
-CREATE INDEX IF NOT EXISTS entries_content ON entries(content_hash);
+CREATE INDEX IF NOT EXISTS entries_content ON entries(content_hash, ts);
 DROP INDEX IF EXISTS entries_project;
 DROP INDEX IF EXISTS entries_agent_kind;
 CREATE INDEX IF NOT EXISTS entries_source ON entries(source_path, source_offset);
@@ -83,14 +90,15 @@ CREATE TABLE IF NOT EXISTS chunks(
   content_id INTEGER NOT NULL,
   seq INTEGER NOT NULL,
   title TEXT NOT NULL DEFAULT '',
-  text TEXT NOT NULL
+  text TEXT NOT NULL,
+  facets TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_content ON chunks(content_id, seq);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
-  title, text, content='chunks', content_rowid='chunk_id',
+  title, text, facets, content='chunks', content_rowid='chunk_id',
   tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_grams USING fts5(
-  grams, tokenize='unicode61 remove_diacritics 0');
+  grams, facets, tokenize='unicode61 remove_diacritics 0');
 CREATE TABLE IF NOT EXISTS usage(
   usage_key TEXT PRIMARY KEY, agent TEXT, session_id TEXT, project_dir TEXT, ts TEXT,
   model TEXT, {", ".join(f"{c} INTEGER" for c in USAGE_COLUMNS)}, entry_id TEXT);
@@ -174,34 +182,109 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
             if stmt.strip():
                 conn.execute(stmt)
         conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-        conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('rank', ?)",
-                     (f"bm25({TITLE_WEIGHT}, 1.0)",))
+        _set_ranks(conn)
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
-    """v1 → v2: add ``chunks.title`` and rebuild ``fts_words`` with a title column
-    (titles are filled from the chunk texts; the FTS index is rebuilt from ``chunks``)."""
+def _set_ranks(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('rank', ?)",
+                 (f"bm25({TITLE_WEIGHT}, 1.0, 0.0)",))
+    conn.execute("INSERT INTO fts_grams(fts_grams, rank) VALUES('rank', 'bm25(1.0, 0.0)')")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The store's schema version (0 for a store without a ``meta`` table)."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     except sqlite3.OperationalError:
-        return
-    if not row or int(row[0]) >= 2:
-        return
-    from ..transforms.chunk import chunk_title
+        return 0
+    return int(row[0]) if row else 0
 
-    conn.execute("ALTER TABLE chunks ADD COLUMN title TEXT NOT NULL DEFAULT ''")
-    tools = dict(conn.execute("SELECT content_hash, min(tool_name) FROM entries "
-                              "WHERE tool_name IS NOT NULL GROUP BY content_hash").fetchall())
-    rows = conn.execute("SELECT ch.chunk_id, ch.seq, ch.text, c.content_hash FROM chunks ch "
-                        "JOIN contents c ON c.content_id = ch.content_id").fetchall()
-    conn.executemany("UPDATE chunks SET title=? WHERE chunk_id=?",
-                     [((f"{tools[h]} " if s == 0 and h in tools else "") + chunk_title(t, s), cid)
-                      for cid, s, t, h in rows])
-    conn.execute("DROP TABLE IF EXISTS fts_words")
-    ddl = DDL[DDL.index("CREATE VIRTUAL TABLE IF NOT EXISTS fts_words"):]
-    conn.execute(ddl[:ddl.index(";")])
-    conn.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring an older store to ``SCHEMA_VERSION`` (in the caller's transaction).
+
+    v1 → v2: add ``chunks.title`` (filled from the chunk texts). v2 → v3: add
+    ``chunks.facets`` (``refresh_facets``); ``entries_content`` gains ``ts``. Either
+    rebuilds both FTS tables from ``chunks`` (``rebuild_fts_tables``): ~20 s for a
+    450 MB store."""
+    version = schema_version(conn)
+    if not version or version >= SCHEMA_VERSION:
+        return
+    if version < 2:
+        from ..transforms.chunk import chunk_title
+
+        conn.execute("ALTER TABLE chunks ADD COLUMN title TEXT NOT NULL DEFAULT ''")
+        tools = dict(conn.execute("SELECT content_hash, min(tool_name) FROM entries "
+                                  "WHERE tool_name IS NOT NULL GROUP BY content_hash").fetchall())
+        rows = conn.execute("SELECT ch.chunk_id, ch.seq, ch.text, c.content_hash FROM chunks ch "
+                            "JOIN contents c ON c.content_id = ch.content_id").fetchall()
+        conn.executemany("UPDATE chunks SET title=? WHERE chunk_id=?",
+                         [((f"{tools[h]} " if s == 0 and h in tools else "") + chunk_title(t, s), cid)
+                          for cid, s, t, h in rows])
+    if version < 3:
+        conn.execute("DROP INDEX IF EXISTS entries_content")  # now (content_hash, ts); DDL recreates it
+        conn.execute("ALTER TABLE chunks ADD COLUMN facets TEXT NOT NULL DEFAULT ''")
+        refresh_facets(conn)
+    rebuild_fts_tables(conn)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+
+def _fts_ddl(table: str) -> str:
+    start = DDL.index(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} ")
+    return DDL[start:DDL.index(";", start)]
+
+
+def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
+    """Drop, recreate (from ``DDL``) and fill ``fts_words`` (FTS5 ``'rebuild'`` from
+    ``chunks``) and ``fts_grams`` (``transforms.grams`` of the chunk texts, with the
+    chunks' facets), inside the caller's transaction. Returns ``{"chunks": n,
+    "grams_rows": n}``."""
+    from ..transforms.grams import grams_batch
+
+    conn.execute("DROP TABLE IF EXISTS fts_words")
+    conn.execute("DROP TABLE IF EXISTS fts_grams")
+    conn.execute(_fts_ddl("fts_words"))
+    conn.execute(_fts_ddl("fts_grams"))
+    conn.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
+    n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    n_grams, last = 0, 0
+    while True:
+        rows = conn.execute("SELECT chunk_id, text, facets FROM chunks WHERE chunk_id > ? "
+                            "ORDER BY chunk_id LIMIT ?", (last, batch)).fetchall()
+        if not rows:
+            break
+        last = rows[-1][0]
+        terms = grams_batch([r[1] for r in rows])
+        g = [(r[0], gr, r[2]) for r, gr in zip(rows, terms) if gr]
+        conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", g)
+        n_grams += len(g)
+    conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")
+    conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('optimize')")
+    _set_ranks(conn)
+    return {"chunks": n_chunks, "grams_rows": n_grams}
+
+
+_FACET_COLUMNS = "content_hash, agent, kind, role, tool_name, session_id, project_dir"
+
+
+def refresh_facets(conn: sqlite3.Connection) -> int:
+    """Recompute ``chunks.facets`` of every chunk from the entries now holding its
+    text (drops tokens of purged entries), in the caller's transaction. The FTS tables
+    are not updated: rebuild them after (``rebuild_fts_tables``). Returns the number of
+    chunks whose facets changed."""
+    from ..transforms import facets as fx
+
+    by = fx.facets_by_content(conn.execute(
+        f"SELECT DISTINCT {_FACET_COLUMNS} FROM entries WHERE content_hash IS NOT NULL"))
+    rows = conn.execute("SELECT ch.chunk_id, ch.facets, c.content_hash FROM chunks ch "
+                        "JOIN contents c ON c.content_id = ch.content_id").fetchall()
+    changed = []
+    for cid, old, h in rows:
+        new = fx.merge(by.get(h, ()))
+        if new != old:
+            changed.append((new, cid))
+    conn.executemany("UPDATE chunks SET facets=? WHERE chunk_id=?", changed)
+    return len(changed)
 
 
 @contextmanager
@@ -328,6 +411,34 @@ def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
                 .select("content_hash", "tool_name").iter_rows())
 
 
+def _add_facets(conn: sqlite3.Connection, facets: dict[str, set[str]]) -> int:
+    """Merge ``content_hash → tokens`` into the stored chunks of those contents and
+    re-index the chunks whose ``facets`` changed (FTS5 ``'delete'`` with the old
+    values, then insert). Returns the number of chunks changed."""
+    from ..transforms import facets as fx
+
+    changed = []
+    hashes = list(facets)
+    for part in _chunks(hashes):
+        for cid, old, h in conn.execute(
+                f"SELECT ch.chunk_id, ch.facets, c.content_hash FROM contents c JOIN chunks ch "
+                f"ON ch.content_id = c.content_id WHERE c.content_hash IN ({','.join('?' * len(part))})",
+                part):
+            new = fx.merge(set(old.split()) | facets[h])
+            if new != old:
+                changed.append((new, cid))
+    for part in _chunks(changed):
+        ids = [cid for _, cid in part]
+        marks = ",".join("?" * len(ids))
+        conn.execute(f"INSERT INTO fts_words(fts_words, rowid, title, text, facets) SELECT 'delete', "
+                     f"chunk_id, title, text, facets FROM chunks WHERE chunk_id IN ({marks})", ids)
+        conn.executemany("UPDATE chunks SET facets=? WHERE chunk_id=?", part)
+        conn.execute(f"INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, text, "
+                     f"facets FROM chunks WHERE chunk_id IN ({marks})", ids)
+        conn.executemany("UPDATE fts_grams SET facets=? WHERE rowid=?", part)
+    return len(changed)
+
+
 def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
                chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
                watermark: Watermark | None, status_changes: list[dict] | None = None,
@@ -355,7 +466,11 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
     """
     import polars as pl
 
+    from ..transforms import facets as fx
+
     stamp = now_iso()
+    facets = fx.facets_by_content(
+        entries.select(*_FACET_COLUMNS.split(", ")).unique().iter_rows()) if entries.height else {}
     with write(conn):
         if contents.height:
             conn.executemany(
@@ -373,20 +488,26 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
             tools = _tool_names(entries)
             rows = []
             grams_rows = []
+            merged: dict[str, str] = {}
             for i, (h, seq, title, text, grams) in enumerate(chunks.select(
                     "content_hash", "seq", "title", "text", "grams").iter_rows()):
                 cid = first + i
                 if seq == 0 and tools.get(h):  # tool names weigh like titles
                     title = f"{tools[h]} {title or ''}".strip()
-                rows.append((cid, ids[h], seq, title or "", text))
+                fac = merged.get(h)
+                if fac is None:
+                    fac = merged[h] = fx.merge(facets.pop(h, ()))
+                rows.append((cid, ids[h], seq, title or "", text, fac))
                 if grams:
-                    grams_rows.append((cid, grams))
-            conn.executemany("INSERT INTO chunks(chunk_id, content_id, seq, title, text) "
-                             "VALUES(?,?,?,?,?)", rows)
-            conn.execute("INSERT INTO fts_words(rowid, title, text) SELECT chunk_id, title, text "
-                         "FROM chunks WHERE chunk_id >= ?", (first,))
+                    grams_rows.append((cid, grams, fac))
+            conn.executemany("INSERT INTO chunks(chunk_id, content_id, seq, title, text, facets) "
+                             "VALUES(?,?,?,?,?,?)", rows)
+            conn.execute("INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, "
+                         "text, facets FROM chunks WHERE chunk_id >= ?", (first,))
             if grams_rows:
-                conn.executemany("INSERT INTO fts_grams(rowid, grams) VALUES(?,?)", grams_rows)
+                conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", grams_rows)
+        if facets:  # new entries holding texts stored before: their chunks gain tokens
+            _add_facets(conn, facets)
         n_new = 0
         if entries.height:
             e = _ts_text(entries.select(STORED_COLUMNS)).with_columns(
