@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 
 from .. import config as cfgmod
 from ..errors import CtxkeepError, UsageError
-from . import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out
+from . import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out, table
 
 
 @app.command()
@@ -67,7 +66,7 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, no_prefect: 
     from ..flows import compress_ops as ops
 
     prog = Progress(TextColumn("compress"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                    console=err, disable=not show, transient=True)
+                    console=err.get(), disable=not show, transient=True)
     tid = prog.add_task("", total=None)
     ops.hooks.on_files = lambda n: prog.update(tid, total=n)
     ops.hooks.on_file = lambda r: prog.update(tid, advance=1, description=Path(r.path).name[:40])
@@ -91,7 +90,7 @@ def _emit_check(rep: dict, as_json: bool) -> None:
         _print_json(rep)
         return
     th = rep["thresholds"]
-    t = Table(title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}")
+    t = table(title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}")
     for c in ("file", "agent", "KiB", "lines", "status", "active", "backups"):
         t.add_column(c, justify="right" if c in ("KiB", "lines", "backups") else "left",
                      no_wrap=c != "file", min_width=24 if c == "file" else None,

@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 
 from .. import config as cfgmod
 from ..errors import CtxkeepError
-from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out
+from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
 
 @app.command()
@@ -60,7 +59,7 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     from ..flows import pipeline
 
     prog = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                    TimeRemainingColumn(), console=err, disable=not show, transient=True)
+                    TimeRemainingColumn(), console=err.get(), disable=not show, transient=True)
     task_id = prog.add_task("ingest", total=None)
     pipeline.hooks.on_plan = lambda p: prog.update(task_id, total=p.pending_bytes or 1)
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
@@ -191,7 +190,7 @@ def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
     if as_json:
         _print_json(s)
         return
-    t = Table(title=f"ctxkeep store {h}")
+    t = table(title=f"ctxkeep store {h}")
     for c in ("agent", "sessions", "entries", "messages", "tool calls", "tool results", "text", "tokens"):
         t.add_column(c, justify="right" if c != "agent" else "left")
     for a, d in s["agents"].items():

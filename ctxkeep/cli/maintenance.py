@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 
 from .. import config as cfgmod
 from ..errors import CtxkeepError, UsageError
-from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out
+from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
 NoPrefectOpt = typer.Option(False, "--no-prefect", help="Run in-process without Prefect orchestration.")
 
@@ -27,8 +26,8 @@ _COUNT_LABELS = [("entries", "entries"), ("sessions", "sessions"), ("contents", 
                  ("archived", "archived rows (Parquet)")]
 
 
-def _counts_table(title: str, removed: dict) -> Table:
-    t = Table(title=title)
+def _counts_table(title: str, removed: dict):
+    t = table(title=title)
     t.add_column("category")
     t.add_column("count", justify="right")
     for key, label in _COUNT_LABELS:
@@ -264,7 +263,7 @@ def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict
         return maintenance.run_backfill(h, paths=path or None, since=since, until=until,
                                         agents=agent or None, dry_run=True)
     prog = Progress(TextColumn("backfill"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                    console=err, disable=not show, transient=True)
+                    console=err.get(), disable=not show, transient=True)
     files, _ = maintenance.select_backfill(h, paths=path or None, since=since, until=until, agents=agent or None)
     total = 0
     for f in files:

@@ -10,11 +10,10 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from rich.table import Table
 
 from .. import config as cfgmod
 from ..errors import CtxkeepError
-from . import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out
+from . import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, table
 
 
 def _file_bytes(p: Path) -> int:
@@ -121,7 +120,7 @@ def sources(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
                       f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}", highlight=False)
             out.print(f"  {where}", highlight=False, markup=False)
         return
-    t = Table(title="ctxkeep sources", title_justify="left")
+    t = table(title="ctxkeep sources", title_justify="left")
     t.add_column("agent", no_wrap=True)
     for col in ("files", "size", "sessions", "entries", "quarant."):
         t.add_column(col, justify="right", no_wrap=True)

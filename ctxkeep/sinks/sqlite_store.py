@@ -39,10 +39,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     import polars as pl
 
+    from ..sources.base import Watermark  # importing ``sources`` loads every source (~30 ms)
+
 from ..config import ensure_home
 from ..errors import StoreBusy, StoreError
 from ..schema import STORED_COLUMNS, USAGE_COLUMNS
-from ..sources.base import Watermark
 
 #: v2: chunks.title, fts_words(title, text) with a weighted rank;
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
@@ -310,6 +311,8 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
     """All watermarks, keyed by path."""
+    from ..sources.base import Watermark
+
     out = {}
     for r in conn.execute("SELECT path, agent, dev, ino, size, mtime_ns, offset, head_len, "
                           "head_hash, parser_version, state FROM watermarks"):
