@@ -69,19 +69,26 @@ def project_keys(project_dir: str | None) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def entry_tokens(agent, kind, role, tool_name, session_id, project_dir) -> set[str]:
-    """The facet tokens of one entry (None values give none)."""
+@functools.lru_cache(maxsize=65536)
+def entry_tokens(agent, kind, role, tool_name, session_id, project_dir) -> frozenset[str]:
+    """The facet tokens of one entry (None values give none); cached: the entries of
+    one session mostly share them."""
     out = set()
     for prefix, v in (("fa", agent), ("fk", kind), ("fr", role), ("ft", tool_name), ("fs", session_id)):
         if v:
             out.add(token(prefix, v))
     out.update(token("fp", k) for k in project_keys(project_dir))
-    return out
+    return frozenset(out)
 
 
 def merge(tokens: Iterable[str]) -> str:
     """The ``facets`` column text of a set of tokens: sorted, space-separated, each
     field capped at ``MAX_VALUES`` (then only its wildcard)."""
+    return _merge(frozenset(tokens))
+
+
+@functools.lru_cache(maxsize=65536)
+def _merge(tokens: frozenset[str]) -> str:
     by: dict[str, set[str]] = {}
     for t in tokens:
         if t:
@@ -96,13 +103,15 @@ def merge(tokens: Iterable[str]) -> str:
     return " ".join(out)
 
 
-def facets_by_content(rows: Iterable[tuple]) -> dict[str, set[str]]:
+def facets_by_content(rows: Iterable[tuple]) -> dict[str, frozenset[str]]:
     """``content_hash → tokens`` from rows ``(content_hash, agent, kind, role,
     tool_name, session_id, project_dir)`` (entries without text are skipped)."""
-    out: dict[str, set[str]] = {}
+    out: dict[str, frozenset[str]] = {}
     for h, *vals in rows:
         if h:
-            out.setdefault(h, set()).update(entry_tokens(*vals))
+            t = entry_tokens(*vals)
+            prev = out.get(h)
+            out[h] = t if prev is None or prev is t else prev | t
     return out
 
 
