@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
+#: every ``agent`` value: the sources' names (``sources.SOURCES``, in registry order)
+#: and ``note`` (``sinks.notes``); kept here so search can check a filter without
+#: importing every source
+AGENTS = ("claude-code", "codex", "gemini-cli", "copilot-cli", "qwen-code", "continue", "cline",
+          "roo-code", "kilo-code", "aider", "specstory", "opencode", "opencode-go", "crush", "goose",
+          "cursor", "note")
 ROLES = ("user", "assistant", "system", "tool")
 KINDS = ("message", "tool_call", "tool_result", "thinking", "summary", "meta")
 #: ``rewound``: dropped from the agent's active history by a rewind (Gemini ``$rewindTo``)

@@ -116,6 +116,8 @@ def test_filters_each_and_combined(corpus_conn):
 
 
 def test_bad_filter_values_are_usage_errors(corpus_conn):
+    with pytest.raises(UsageError, match="unknown agent claude .agent. - use one of claude-code, codex"):
+        search(corpus_conn, "x", filters=Filters(agent="claude"))
     with pytest.raises(UsageError, match="unknown kind bogus"):
         search(corpus_conn, "x", filters=Filters(kind="bogus"))
     with pytest.raises(UsageError, match="cannot read the time"):
@@ -267,3 +269,10 @@ def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
     # the fast path (5 of 5), the scan path (25 = FILTER_RANK, 16 below it) and empty
     # results were all compared
     assert sizes == [5, 25, 5, 16, 5, 5, 0, 0, 0, 0, 5, 25]
+
+
+def test_agents_list_is_the_source_registry_plus_notes():
+    from ctxkeep.schema import AGENTS
+    from ctxkeep.sinks.notes import NOTE_AGENT
+    from ctxkeep.sources import SOURCES
+    assert AGENTS == (*SOURCES, NOTE_AGENT)

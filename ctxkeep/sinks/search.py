@@ -54,7 +54,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 
 from ..errors import SearchSyntaxError, UsageError
-from ..schema import KINDS, ROLES, STATUSES
+from ..schema import AGENTS, KINDS, ROLES, STATUSES
 from ..transforms import facets as fx
 from ..transforms.grams import _ASCII_WORD as ASCII_WORD_RE, _CJK_RUN as CJK_RE, query_grams
 from ..transforms.tokens import heuristic_tokens
@@ -140,8 +140,8 @@ class Filters:
     status: str | list | None = None
 
     def validate(self) -> "Filters":
-        """Check kind/role/status values. Raises UsageError naming the bad value."""
-        for name, allowed in (("kind", KINDS), ("role", ROLES), ("status", STATUSES)):
+        """Check agent/kind/role/status values. Raises UsageError naming the bad value."""
+        for name, allowed in (("agent", AGENTS), ("kind", KINDS), ("role", ROLES), ("status", STATUSES)):
             bad = [v for v in _values(getattr(self, name)) if v not in allowed]
             if bad:
                 raise UsageError(f"unknown {name} {', '.join(bad)}", where=name,
