@@ -211,6 +211,11 @@ def _migrate(conn: sqlite3.Connection) -> None:
     version = schema_version(conn)
     if not version or version >= SCHEMA_VERSION:
         return
+    import logging
+
+    logging.getLogger(__name__).warning(
+        "ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
+        "once; ~20 s per 500 MB)", version, SCHEMA_VERSION)
     if version < 2:
         from ..transforms.chunk import chunk_title
 
