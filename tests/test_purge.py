@@ -101,6 +101,21 @@ def test_scope_project_defaults_to_cwd_and_resolves_relative_dirs():
     assert parse_purge_request(project_dir="/srv/x", confirm=True, cwd="/").scope == "project"
 
 
+@pytest.mark.parametrize("cwd,pdir", [("/", None), ("/tmp", "/"), ("/x", "~"), ("/x", "C:\\"),
+                                      ("/x", "~/.."), ("/", ".")])
+def test_project_purge_of_the_root_or_home_is_refused(cwd, pdir, monkeypatch, tmp_path):
+    # a project tombstone at / or ~ would drop every future session: refused, whatever the route
+    monkeypatch.setenv("HOME", str(tmp_path / "u"))
+    with pytest.raises(UsageError, match="refusing to purge project") as ei:
+        parse_purge_request(scope="project", project_dir=pdir, confirm=True, cwd=cwd)
+    assert "purge --all" in ei.value.hint
+    if pdir is None:
+        assert "no projectDir was given" in str(ei.value)
+    # one project below home is fine
+    r = parse_purge_request(scope="project", project_dir="~/code/app", confirm=True, cwd=cwd)
+    assert r.project_dir == str(tmp_path / "u" / "code" / "app")
+
+
 def test_unknown_scope_is_refused():
     with pytest.raises(UsageError, match="unknown purge scope"):
         parse_purge_request(scope="everything", confirm=True, cwd="/x")

@@ -51,6 +51,7 @@ A purge never opens, modifies or deletes the agents' own session files.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 from dataclasses import dataclass
@@ -160,8 +161,10 @@ def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confir
     Returns a PurgeRequest. Raises PurgeCancelled when ``confirm`` is false (checked
     first: a cancelled call changes nothing whatever else it says); UsageError when
     ``confirm`` is missing or not a boolean, the scope is unknown, a session id comes
-    with scope project (``Ambiguous purge …``), scope session lacks an id, or neither
-    a session id nor a scope nor a project dir is given.
+    with scope project (``Ambiguous purge …``), scope session lacks an id, neither
+    a session id nor a scope nor a project dir is given, or the project dir is the
+    filesystem root, the home directory or above it (``_too_broad``: a project
+    tombstone there would block every future ingest; ``purge --all`` wipes instead).
     """
     check_confirm(confirm)
     sid = str(session_id).strip() if session_id is not None else ""
@@ -191,7 +194,23 @@ def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confir
                              hint="nothing was purged")
     if sc == "session":
         return PurgeRequest("session", session_id=sid)
-    return PurgeRequest("project", project_dir=_norm_dir(pdir or cwd, cwd))
+    d = _norm_dir(pdir or cwd, cwd)
+    if _too_broad(d):
+        raise UsageError(f"refusing to purge project {d}: it is the filesystem root or your home "
+                         f"directory (or above it), which holds every project"
+                         + ("" if pdir else " (it is the working directory: no projectDir was given)"),
+                         where="projectDir",
+                         hint="name one project's directory, or wipe the whole store with `ctxkeep purge --all`")
+    return PurgeRequest("project", project_dir=d)
+
+
+def _too_broad(d: str) -> bool:
+    """True for a project dir that would purge (and tombstone, so never ingest again)
+    every project: ``/``, a drive root, the user's home directory or an ancestor of it."""
+    if d in ("/", "\\") or re.fullmatch(r"[A-Za-z]:[\\/]?", d):
+        return True
+    home = os.path.normpath(os.path.expanduser("~"))
+    return home == d or home.startswith(d.rstrip("/\\") + os.sep)
 
 
 # ---------------------------------------------------------------- scope selection
