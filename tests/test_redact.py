@@ -1,0 +1,55 @@
+"""Secret redaction: the public formats and the key/value forms are redacted; what
+looks alike but is not a secret (token counts, code, placeholders) is kept.
+
+The secrets below are made up in the documented shapes (AWS's documented example
+keys, GitHub/Stripe/OpenAI prefixes with random tails)."""
+from __future__ import annotations
+
+import pytest
+
+from ctxkeep.transforms.redact import redact
+
+SECRETS = [
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    ("export DB_PASSWORD=supersecret123", "supersecret123"),
+    ("client_secret: abcdefgh12345678", "abcdefgh12345678"),
+    ('{"user": "bob", "password": "hunter2hunter2"}', "hunter2hunter2"),
+    ("'api_key': 'a1b2c3d4e5f6a7b8'", "a1b2c3d4e5f6a7b8"),
+    ("GITHUB_TOKEN=ghx_notaprefix_butsecret99", "butsecret99"),
+    ("postgres://admin:S3cretPassw0rd@db.example.com:5432/app", "S3cretPassw0rd"),
+    ("https://user:p4ss-w0rd!@example.com/x", "p4ss-w0rd"),
+    ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc here", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("key AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("ghp_" + "a1B2" * 9, "ghp_"),
+    ("OPENAI_API_KEY=sk-proj-" + "x9Y8" * 10, "x9Y8x9Y8"),
+    ("password: correcthorsebattery", "correcthorsebattery"),
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123", "abcdefghijklmnopqrstuvwxyz0123"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA"),
+]
+
+
+@pytest.mark.parametrize("text,secret", SECRETS)
+def test_secret_is_redacted(text, secret):
+    out = redact(text)
+    assert secret not in out
+    assert "[REDACTED]" in out
+
+
+KEPT = [
+    '"input_tokens": 12345678, "output_tokens": 23456789',  # usage counts are not secrets
+    "max_tokens: 40960000",
+    "password = os.environ[\"DB_PASSWORD\"]",  # an index, not a value
+    "api_key = get_api_key(config)",            # a call
+    "SECRET_KEY=${SECRET_KEY}",                # a variable
+    "api_key: <your-api-key-here>",            # a placeholder
+    "password: short",                          # under 8 characters
+    "git@github.com:org/repo.git",              # not a URL with a password
+    "http://localhost:8080/api/users",
+    "the secretary said hello",
+]
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_lookalikes_are_kept(text):
+    assert redact(text) == text
