@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
+from ctxkeep.errors import StoreError
+
 from ctxkeep.sinks import sqlite_store
 from ctxkeep.sinks.notes import index_note
 from ctxkeep.sinks.search import search
@@ -30,6 +34,10 @@ def test_v1_store_is_migrated(store_home):
     r = index_note(conn, "n", text="Deploy notes\nthe staging cluster uses zebrafish")
     conn.close()
     _downgrade_to_v1(store_home / "store.db")
+    # a reader never migrates: it says what to do instead of failing on a missing column
+    with pytest.raises(StoreError, match="store schema v1 is older") as ei:
+        sqlite_store.connect(store_home, readonly=True)
+    assert "ctxkeep ingest" in ei.value.hint
     conn = sqlite_store.connect(store_home)
     assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
     assert conn.execute("SELECT title FROM chunks").fetchone()[0] == "Deploy notes"

@@ -160,11 +160,18 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         ensure_schema(conn)
     else:
-        check_version(conn)
+        check_version(conn, readonly=True)
     return conn
 
 
-def check_version(conn: sqlite3.Connection) -> None:
+#: the oldest schema a reader can search (v2 lacks only the facets: filters are checked
+#: per chunk); older stores are upgraded by the first writable open (``ctxkeep ingest``)
+MIN_READ_VERSION = 2
+
+
+def check_version(conn: sqlite3.Connection, *, readonly: bool = False) -> None:
+    """Raise StoreError when the store's schema is newer than this ctxkeep, or (for a
+    reader, which never migrates) older than ``MIN_READ_VERSION``."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     except sqlite3.OperationalError:
@@ -172,6 +179,9 @@ def check_version(conn: sqlite3.Connection) -> None:
     if row and int(row[0]) > SCHEMA_VERSION:
         raise StoreError(f"store schema v{row[0]} is newer than this ctxkeep (v{SCHEMA_VERSION})",
                          hint="upgrade ctxkeep")
+    if readonly and row and int(row[0]) < MIN_READ_VERSION:
+        raise StoreError(f"store schema v{row[0]} is older than this ctxkeep reads (v{SCHEMA_VERSION})",
+                         hint="run `ctxkeep ingest` once to upgrade the store")
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
