@@ -23,6 +23,10 @@ from ..errors import CtxkeepError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Keep the context of AI coding agents: ingest, search and maintain their sessions.")
+#: table width when output is not a terminal (and ``COLUMNS`` is unset); text is not wrapped
+PIPE_WIDTH = 160
+
+
 class _LazyConsole:
     """A Rich ``Console`` made on first use: ``search --json`` never needs Rich, and
     importing it costs ~40 ms of every command's start."""
@@ -35,7 +39,11 @@ class _LazyConsole:
         """The Console itself (for Rich objects that take one, e.g. ``Progress``)."""
         if self._console is None:
             from rich.console import Console
-            self._console = Console(**self._kwargs)
+            c = Console(**self._kwargs)
+            if not c.is_terminal:  # piped: never wrap printed text; tables get room
+                c = Console(**self._kwargs, soft_wrap=True,
+                            width=None if os.environ.get("COLUMNS") else PIPE_WIDTH)
+            self._console = c
         return self._console
 
     def __getattr__(self, name: str):

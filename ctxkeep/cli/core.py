@@ -169,8 +169,9 @@ def show(
             out.print(f"[bold]{d.entry_id}[/bold] {d.agent} {d.session_id} {d.ts} "
                       f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
                       highlight=False)
-            out.print(f"  from {d.source_path} @ {d.source_offset}", highlight=False)
-            out.print(d.text, highlight=False, markup=False)
+            out.print(f"  from {d.source_path} @ {d.source_offset}", highlight=False, markup=False,
+                      soft_wrap=True)
+            out.print(d.text, highlight=False, markup=False, soft_wrap=True)
     if not rows:
         raise typer.Exit(1)
 
@@ -190,14 +191,19 @@ def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
     if as_json:
         _print_json(s)
         return
-    t = table(title=f"ctxkeep store {h}")
-    for c in ("agent", "sessions", "entries", "messages", "tool calls", "tool results", "text", "tokens"):
-        t.add_column(c, justify="right" if c != "agent" else "left")
-    for a, d in s["agents"].items():
-        k = d["kinds"]
-        t.add_row(a, f"{d['sessions']:,}", f"{d['entries']:,}", f"{k.get('message', 0):,}",
-                  f"{k.get('tool_call', 0):,}", f"{k.get('tool_result', 0):,}", _mb(d["text_bytes"]),
-                  f"{d['token_estimate']:,}")
+    from rich import box
+
+    rows = [(a, f"{d['sessions']:,}", f"{d['entries']:,}", f"{d['kinds'].get('message', 0):,}",
+             f"{d['kinds'].get('tool_call', 0):,}", f"{d['kinds'].get('tool_result', 0):,}",
+             _mb(d["text_bytes"]), f"{d['token_estimate']:,}") for a, d in s["agents"].items()]
+    t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD)
+    # cells are never cut (a narrow terminal wraps the headers instead)
+    for i, c in enumerate(("agent", "sessions", "entries", "messages", "tool calls", "tool results",
+                           "text", "tokens")):
+        t.add_column(c, justify="right" if i else "left",
+                     min_width=max([len(r[i]) for r in rows] + [len(c.split()[0][:5])]))
+    for r in rows:
+        t.add_row(*r)
     out.print(t)
     c = s["contents"]
     out.print(f"distinct contents {c['distinct']:,} ({_mb(c['bytes'])}, {c['token_estimate']:,} tokens); "
