@@ -256,6 +256,14 @@ class Handlers:
                 raise UsageError("filters is not a JSON object", where="filters") from None
         if not isinstance(f, dict):
             raise UsageError("filters must be an object", where="filters")
+        top = {k: a[k] for k in _FILTER_PROPS if a.get(k) not in (None, "")}
+        if top:  # filters given beside "filters" (a common slip): used, and said so
+            clash = sorted(k for k in top if f.get(k) not in (None, "") and f[k] != top[k])
+            if clash:
+                raise UsageError(f"filter {', '.join(clash)} given twice with different values",
+                                 where="filters", hint="put filters inside \"filters\" only")
+            f = {**f, **top}
+            notes.append(f"read {', '.join(sorted(top))} as filters (they belong inside \"filters\")")
         unknown = sorted(set(f) - set(_FILTER_PROPS))
         if unknown:
             raise UsageError(f"unknown filter {', '.join(unknown)}", where="filters",

@@ -85,3 +85,73 @@ def test_mcp_server_module_never_imports_prefect():
             "print('prefect' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_session_prefix_as_hits_show_it_includes_sub_agents(home):
+    import sqlite3
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    parent = c.execute("SELECT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%' AND "
+                       "session_id NOT LIKE '%/%' LIMIT 1").fetchone()[0]
+    sessions = {r[0] for r in c.execute("SELECT DISTINCT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%'")}
+    c.close()
+    assert len(sessions) > 1 and any("/" in s for s in sessions)  # the parent and its sub-agents
+    by_prefix = json.loads(runner.invoke(app, ["search", "useTodos", "--session", parent[:12], "--home", home,
+                                               "--json", "-n", "50"]).stdout)["hits"]
+    by_id = json.loads(runner.invoke(app, ["search", "useTodos", "--session", parent, "--home", home,
+                                           "--json", "-n", "50"]).stdout)["hits"]
+    assert [h["entry_id"] for h in by_prefix] == [h["entry_id"] for h in by_id]
+    assert {h["session_id"] for h in by_prefix} <= sessions
+    assert any("/" in h["session_id"] for h in by_prefix) and len(by_prefix) > 6
+    r = runner.invoke(app, ["search", "useTodos", "--session", "nosuchsession", "--home", home])
+    assert r.exit_code == 0 and "no matches" in r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["search", ""], "the query is empty"),
+    (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], "is not before --until"),
+    (["search", "x", "--agent", "claude"], "unknown agent claude"),
+])
+def test_more_one_line_errors(home, args, msg):
+    r = runner.invoke(app, args + ["--home", home])
+    assert r.exit_code == 1 and msg in r.stderr and "Traceback" not in r.output
+
+
+def test_agent_names_are_case_insensitive_and_partial_matches_are_said(home):
+    upper = json.loads(runner.invoke(app, ["search", "error", "--agent", "CODEX", "--home", home, "--json"]).stdout)
+    lower = json.loads(runner.invoke(app, ["search", "error", "--agent", "codex", "--home", home, "--json"]).stdout)
+    assert upper["hits"] and upper["hits"] == lower["hits"]
+    d = json.loads(runner.invoke(app, ["search", "QHBoxLayout zzqqxxyy", "--home", home, "--json"]).stdout)
+    assert d["hits"] and d["note"] == "no entry holds all the terms: these match some of them"
+    d = json.loads(runner.invoke(app, ["search", "QHBoxLayout", "--home", home, "--json"]).stdout)
+    assert d["hits"] and d["note"] == ""
+
+
+def test_budget_below_one_hit_says_what_one_hit_needs(home):
+    d = json.loads(runner.invoke(app, ["search", "useTodos", "--budget", "20", "--home", home, "--json"]).stdout)
+    assert d["hits"] == [] and d["omitted"] > 0
+    assert d["note"].startswith("a budget of 20 tokens is less than the first hit needs (~")
+
+
+def test_project_dot_is_the_working_directory(home, monkeypatch, tmp_path):
+    import sqlite3
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    proj = c.execute("SELECT project_dir FROM entries WHERE agent='codex' AND project_dir LIKE '/%' "
+                     "GROUP BY project_dir ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    c.close()
+    absolute = json.loads(runner.invoke(app, ["search", "the", "--project", proj, "--home", home, "--json"]).stdout)
+    real = tmp_path / proj.lstrip("/")
+    real.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    # a relative path is taken from the working directory: tmp_path/<proj> is not the project
+    rel = json.loads(runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home,
+                                         "--json"]).stdout)
+    assert absolute["hits"] and rel["hits"] == []
+    monkeypatch.chdir("/")
+    rel = json.loads(runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home,
+                                         "--json"]).stdout)
+    assert rel["hits"] == absolute["hits"]
+
+
+def test_no_arguments_prints_help_without_an_empty_error():
+    r = runner.invoke(app, [])
+    assert "Usage" in r.output and "error:" not in r.output

@@ -124,6 +124,18 @@ def test_bad_arguments_are_one_line_tool_errors(mcp_home):
         assert msg in r.content[0].text and "\n" not in r.content[0].text, (tool, args, r.content[0].text)
 
 
+def test_filters_beside_filters_are_read_with_a_note(mcp_home):
+    _, (r, bad) = run_session(mcp_home, [
+        ("ctx_search", {"queries": ["error"], "agent": "codex", "kind": "tool_result"}),
+        ("ctx_search", {"queries": ["error"], "agent": "codex", "filters": {"agent": "gemini-cli"}}),
+    ])
+    assert not r.is_error
+    hits = r.structured_content["results"][0]["hits"]
+    assert hits and all(h["agent"] == "codex" and h["kind"] == "tool_result" for h in hits)
+    assert r.structured_content["notes"] == ['read agent, kind as filters (they belong inside "filters")']
+    assert bad.is_error and "given twice with different values" in bad.content[0].text
+
+
 def test_absurd_limit_is_clamped_with_a_note(mcp_home):
     _, (r,) = run_session(mcp_home, [("ctx_search", {"queries": ["the"], "limit": 100000, "budget": 100000})])
     assert not r.is_error and "limit 100000 clamped to 200" in r.structured_content["notes"]

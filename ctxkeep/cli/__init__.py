@@ -112,6 +112,8 @@ def main() -> None:
     try:
         rv = app(standalone_mode=False, prog_name="ctxkeep")
     except cexc.UsageError as e:
+        if not e.format_message():  # no arguments at all: the help was printed
+            sys.exit(2)
         where = e.ctx.command_path if e.ctx else "ctxkeep"
         typer.echo(f"error: {e.format_message()} - see `{where} --help`", err=True)
         sys.exit(2)
@@ -121,6 +123,8 @@ def main() -> None:
     except cexc.ClickException as e:
         typer.echo(f"error: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
+    if rv == 130:  # Typer's exit code for Ctrl-C
+        typer.echo("interrupted: what was stored stays stored; run the command again to go on", err=True)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -1,6 +1,7 @@
 """Core commands: ingest (the main job), search, show, stats."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -89,30 +90,34 @@ def _print_summary(s: dict) -> None:
 def search(
     query: str = typer.Argument(..., help="Words, \"phrases\", identifiers, paths, error messages; CJK works."),
     agent: Optional[str] = typer.Option(None, help="Only this agent (a,b for several)."),
-    project: Optional[str] = typer.Option(None, help="Only entries whose project dir is this path or below it."),
-    session: Optional[str] = typer.Option(None, help="Only this session id."),
+    project: Optional[str] = typer.Option(None, help="Only entries whose project dir is this path or below it (., ~ and relative paths work)."),
+    session: Optional[str] = typer.Option(None, help="Only this session (an id or its first characters, as hits show it; sub-agents included)."),
     kind: Optional[str] = typer.Option(None, help="message, tool_call, tool_result, thinking, summary, meta (a,b for several)."),
     role: Optional[str] = typer.Option(None, help="user, assistant, system, tool."),
     tool: Optional[str] = typer.Option(None, help="Only calls/results of this tool name (case-insensitive)."),
     since: Optional[str] = typer.Option(None, help="From this UTC time: 2025-06-01, 2025-06-01T12:00, or an age like 7d, 12h."),
     until: Optional[str] = typer.Option(None, help="Before this UTC time (same forms as --since)."),
-    status: Optional[str] = typer.Option(None, help="active, archived, consumed."),
+    status: Optional[str] = typer.Option(None, help="active, archived, consumed, rewound."),
     limit: int = typer.Option(10, "--limit", "-n", help="At most this many hits (1-200)."),
     budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Token budget for the listed hits."),
     raw: bool = typer.Option(False, "--raw", help="Pass FTS5 query syntax through (word index only)."),
     home: Optional[Path] = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Search the store: ranked hits (tier 1), one line each; `ctxkeep show ID` prints one in full."""
+    """Search the store: ranked hits (tier 1: id, agent, session, time, kind, title, snippet); `ctxkeep show ID` prints one in full."""
     from ..errors import UsageError
     from ..sinks import sqlite_store
     from ..sinks.search import Filters, search as do_search
 
     try:
+        if not query.strip():
+            raise UsageError("the query is empty", where="QUERY", hint="give words to search for")
         if limit < 1 or limit > 200:
             raise UsageError(f"--limit {limit} is out of range", where="--limit", hint="use 1 to 200")
         if budget is not None and budget < 1:
             raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
+        if project and not project.startswith("/") and not (len(project) > 2 and project[1] == ":"):
+            project = os.path.abspath(os.path.expanduser(project))  # ., ~, relative: from here
         conn = sqlite_store.connect(_home(home), readonly=True)
         res = do_search(conn, query, filters=Filters(
             agent=agent, project=project, session=session, kind=kind, role=role, tool=tool,
@@ -132,7 +137,8 @@ def search(
                   highlight=False)
         if h.title:
             out.print("   " + h.title, highlight=False, markup=False, soft_wrap=True)
-        out.print("   " + h.snippet, highlight=False, markup=False, style="dim", soft_wrap=True)
+        if h.snippet.rstrip("…") != h.title.rstrip("…"):  # a short text: its title says it all
+            out.print("   " + h.snippet, highlight=False, markup=False, style="dim", soft_wrap=True)
     if res.note:
         err.print(f"[yellow]note:[/yellow] {res.note}", highlight=False)
 

@@ -69,6 +69,7 @@ FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
 RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
 FILTER_SCAN = 5000  # matches checked against selective filters, newest first
 FILTER_RANK = 200  # of those that pass, the newest ranked by BM25
+MAX_SESSIONS = 1000  # sessions one --session prefix may name
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 #: the last token as unicode61 cuts it (letters and digits; ``_`` and punctuation split)
@@ -140,14 +141,47 @@ class Filters:
     status: str | list | None = None
 
     def validate(self) -> "Filters":
-        """Check agent/kind/role/status values. Raises UsageError naming the bad value."""
+        """Check agent/kind/role/status values (agent, kind, role and status are
+        lower-cased first) and that ``since`` is before ``until``. Raises UsageError
+        naming the bad value."""
+        for name in ("agent", "kind", "role", "status"):
+            if _values(getattr(self, name)):
+                setattr(self, name, [v.lower() for v in _values(getattr(self, name))])
         for name, allowed in (("agent", AGENTS), ("kind", KINDS), ("role", ROLES), ("status", STATUSES)):
             bad = [v for v in _values(getattr(self, name)) if v not in allowed]
             if bad:
                 raise UsageError(f"unknown {name} {', '.join(bad)}", where=name,
                                  hint="use one of " + ", ".join(allowed))
-        parse_when(self.since)
-        parse_when(self.until)
+        since, until = parse_when(self.since), parse_when(self.until)
+        if since and until and since >= until:
+            raise UsageError(f"--since {self.since} is not before --until {self.until}", where="since/until",
+                             hint="swap them, or drop one")
+        return self
+
+    def resolve_sessions(self, conn) -> "Filters":
+        """Session values are ids or prefixes of ids (``c61729d4``, as hits show them):
+        each becomes the stored session ids it starts (sub-agent sessions
+        ``<id>/…`` included, as purge does). A value no session starts is kept (no
+        hits). Raises UsageError when one prefix starts more than ``MAX_SESSIONS``."""
+        vals = _values(self.session)
+        if not vals:
+            return self
+        out: list[str] = []
+        for v in vals:
+            found, cur = [], v
+            while True:  # index skip-scan: one seek per distinct session
+                r = conn.execute("SELECT session_id FROM entries INDEXED BY entries_session WHERE "
+                                 "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
+                                 (cur, v + "\U0010ffff")).fetchone()
+                if r is None:
+                    break
+                found.append(r[0])
+                if len(found) > MAX_SESSIONS:
+                    raise UsageError(f"session prefix {v!r} starts more than {MAX_SESSIONS} sessions",
+                                     where="session", hint="give more of the session id")
+                cur = r[0] + "\x00"
+            out += found or [v]
+        self.session = sorted(set(out))
         return self
 
     def is_empty(self) -> bool:
@@ -581,7 +615,7 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
     Returns a ``SearchResult``. Raises ``SearchSyntaxError`` (raw mode only) when FTS5
     cannot parse the expression, ``UsageError`` for bad filter values.
     """
-    filters = (filters or Filters()).validate()
+    filters = (filters or Filters()).validate().resolve_sessions(conn)
     limit = max(1, min(int(limit), MAX_LIMIT))
     cut_note = ""
     if not raw:
@@ -654,8 +688,11 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
                         chunk=c.seq))
     _fill_titles(conn, hits, {h.entry_id: shown[cid].content_id for h, cid in zip(hits, fused)})
     res = apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
-    if cut_note:
-        res.note = f"{cut_note}; {res.note}" if res.note else cut_note
+    notes = [n for n in (cut_note, res.note) if n]
+    if (not raw and hits and len([t for t in ts if _WORD_RE.search(t)]) > 1
+            and not any(m in h.matched for h in hits for m in ("words", "grams_all", "exact"))):
+        notes.append("no entry holds all the terms: these match some of them")
+    res.note = "; ".join(notes)
     return res
 
 
@@ -744,8 +781,12 @@ def apply_budget(result: SearchResult, budget_tokens: int | None) -> SearchResul
         kept.append(h)
     result.omitted = len(result.hits) - len(kept)
     result.used_tokens = used
-    result.hits = kept
-    if result.omitted:
+    if result.omitted and not kept:
+        result.note = (f"a budget of {budget_tokens} tokens is less than the first hit needs "
+                       f"(~{hit_tokens(result.hits[0])} tokens for its id, title and snippet); "
+                       f"raise the budget")
+    elif result.omitted:
         result.note = (f"budget of {budget_tokens} tokens spent: {result.omitted} more hit(s) "
                        f"not shown; raise the budget, narrow the query or add filters")
+    result.hits = kept
     return result
