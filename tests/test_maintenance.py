@@ -249,3 +249,15 @@ def test_first_timestamp_reads_claude_and_codex_heads():
                                                                     tzinfo=dt.timezone.utc)
     assert first_timestamp(corpus(".claude/projects/-Users-dain-workspace-JSSoundRecorder/"
                                   "2c5941bd-b9de-41d6-9414-221d175776f7.jsonl")) is None
+
+
+def test_backfill_days_take_ages_like_search():
+    import datetime as dt
+
+    from ctxkeep.flows.maintenance import parse_day
+    now = dt.datetime.now(dt.timezone.utc)
+    t = parse_day("7d")
+    assert abs((now - t) - dt.timedelta(days=7)) < dt.timedelta(seconds=5)
+    assert parse_day("2025-06-01", end=True) == dt.datetime(2025, 6, 2, tzinfo=dt.timezone.utc)
+    with pytest.raises(ValueError):
+        parse_day("yesterday")

@@ -206,7 +206,7 @@ def reindex(
 @app.command()
 def backfill(
     path: List[Path] = typer.Option(None, "--path", "-p", help="Re-read this file or directory (repeatable)."),
-    since: Optional[str] = typer.Option(None, help="Files written on or after this date (YYYY-MM-DD, UTC)."),
+    since: Optional[str] = typer.Option(None, help="Files written on or after this date (YYYY-MM-DD, UTC) or age (7d, 12h)."),
     until: Optional[str] = typer.Option(None, help="Files whose first record is on or before this date (YYYY-MM-DD, UTC)."),
     agent: List[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list the files that would be read."),
@@ -227,7 +227,7 @@ def backfill(
             try:
                 maintenance.parse_day(d)
             except ValueError:
-                _fail(UsageError(f"{label} {d!r} is not a date", hint="use YYYY-MM-DD"), 2)
+                _fail(UsageError(f"{label} {d!r} is not a date", hint="use YYYY-MM-DD, or an age like 7d"), 2)
     try:
         cfgmod.ensure_home(h)
         if dry_run or no_prefect:

@@ -233,10 +233,14 @@ def first_timestamp(path: Path, head_bytes: int = 65536) -> dt.datetime | None:
 
 def parse_day(d: dt.date | dt.datetime | str | None, end: bool = False) -> dt.datetime | None:
     """A date (``YYYY-MM-DD``: that UTC day's start, or with ``end`` the next day's
-    start) or an ISO-8601 datetime (naive = UTC) as an aware UTC datetime; None stays
-    None. Raises ValueError for text that is neither."""
+    start) or an ISO-8601 datetime (naive = UTC) as an aware UTC datetime, or an age
+    (``7d``, ``12h``, ``30m``, ``2w``: that long before now, as search's ``--since``);
+    None stays None. Raises ValueError for text that is none of these."""
     if d is None:
         return None
+    if isinstance(d, str) and re.fullmatch(r"\d+\s*[mhdw]", d.strip()):
+        from ..sinks.search import parse_when
+        return dt.datetime.fromisoformat(parse_when(d).replace("Z", "+00:00"))
     if isinstance(d, str):
         d = dt.date.fromisoformat(d[:10]) if len(d) <= 10 else dt.datetime.fromisoformat(d.replace("Z", "+00:00"))
     if isinstance(d, dt.datetime):
