@@ -106,3 +106,23 @@ def test_fetch_corpus_tool_output(corpus_store):
     f = fetch(c, [eid], budget_tokens=1000)[0][0]
     assert f.truncated and f.bytes == n and MARK.search(f.text)
     assert len(f.text.encode()) < 6000
+
+
+def test_a_cut_text_stays_within_its_budget_marker_included(corpus_store):
+    """The 30 largest corpus texts, cut to a budget: the piece (head, marker, tail) is
+    estimated at no more than the budget (below ~60 tokens the marker alone is more)."""
+    from ctxkeep.transforms.tokens import heuristic_tokens
+    home, _ = corpus_store
+    c = sqlite_store.connect(home, readonly=True)
+    ids = [r[0] for r in c.execute("SELECT entry_id FROM entries WHERE text_bytes > 5000 "
+                                   "ORDER BY text_bytes DESC LIMIT 30")]
+    assert len(ids) == 30
+    for budget in (100, 300, 1000, 3000):
+        for eid in ids:
+            f = fetch(c, [eid], budget_tokens=budget)[0][0]
+            assert f.tokens <= budget, (budget, eid, f.tokens)
+            if budget <= 300:
+                assert f.truncated
+            if f.truncated:
+                assert MARK.search(f.text) and f.tokens == heuristic_tokens(f.text), (budget, eid)
+    c.close()

@@ -98,7 +98,7 @@ def marker(entry_id: str, elided: int, start: int, total: int) -> str:
 
 
 def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> dict:
-    """``text`` fitted into ``max_bytes`` UTF-8 bytes (plus the marker).
+    """``text`` fitted into ``max_bytes`` UTF-8 bytes, the marker included.
 
     offset 0: whole text if it fits, else head (2/3) + marker + tail (1/3).
     offset > 0: the piece ``[offset, offset + max_bytes)``, with a marker giving the
@@ -108,6 +108,8 @@ def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> dict:
     b = text.encode("utf-8", "surrogatepass")
     total = len(b)
     max_bytes = max(0, max_bytes)
+    if total > max_bytes or offset:  # room for the marker (its numbers are at most ``total``)
+        max_bytes = max(0, max_bytes - len(marker(entry_id, total, total, total).encode()))
     if offset:
         if offset < 0 or offset > total:
             raise UsageError(f"offset {offset} is outside the text ({total} bytes)",
@@ -167,6 +169,12 @@ def fetch(conn: sqlite3.Connection, ids: list[str], *, budget_tokens: int | None
             cap = min(cap, int(max(left, 0) * bytes_per_token))
         piece = cut_text(text, eid, cap, offset)
         used = heuristic_tokens(piece["text"]) if piece["truncated"] else tok
+        for _ in range(4):  # the cut piece's own estimate must fit what is left
+            if left is None or not piece["truncated"] or used <= max(left, 0) or cap == 0:
+                break
+            cap = int(cap * max(left, 0) / used * 0.95)
+            piece = cut_text(text, eid, cap, offset)
+            used = heuristic_tokens(piece["text"])
         if left is not None:
             left -= used
         out.append(Fetched(
