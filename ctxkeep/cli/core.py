@@ -69,6 +69,10 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
             return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
         from ..flows.prefect_env import configure_prefect
         configure_prefect(h)
+        if show and not os.environ.get("PREFECT_API_URL"):
+            prog.console.print("starting Prefect's temporary local server for the flow run "
+                               "(15-50 s; `ctxkeep serve` keeps one running, --no-prefect skips it)",
+                               highlight=False, style="dim")
         from ..flows.ingest import ingest_flow
         return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
 

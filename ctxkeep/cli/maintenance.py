@@ -136,7 +136,8 @@ def _run_flow(h: Path, name: str, **params) -> dict:
     configure_prefect(h)
     from ..flows import maintenance_flows
     fl = getattr(maintenance_flows, f"{name}_flow")
-    with err.status(f"{name} (Prefect flow)…"):
+    server = "" if os.environ.get("PREFECT_API_URL") else "; starting Prefect's temporary server: 15-50 s, --no-prefect skips it"
+    with err.status(f"{name} (Prefect flow{server})…"):
         return fl(str(h), **params)
 
 
