@@ -94,6 +94,12 @@ def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    """``1 file``, ``2 files``, ``1 entry`` (``plural`` for irregular words), with
+    thousands separators."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 

@@ -10,7 +10,7 @@ import typer
 
 from .. import config as cfgmod
 from ..errors import CtxkeepError
-from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
+from . import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
 
 @app.command()
@@ -78,14 +78,14 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
 
 
 def _print_summary(s: dict) -> None:
-    line = (f"ingested {s['entries_new']:,} new entries from {s['files_read']:,} of {s['files']:,} files "
-            f"({_mb(s['bytes'])}, {s['lines']:,} lines) in {s['seconds']:.1f} s; "
-            f"quarantined {s['quarantined']:,} lines")
+    line = (f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
+            f"{_count(s['files'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}) in "
+            f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}")
     out.print(line, highlight=False)
     if s.get("per_agent"):
         out.print("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), highlight=False)
     if s.get("files_vanished"):
-        out.print(f"  {s['files_vanished']} files vanished before they could be read", highlight=False)
+        out.print(f"  {_count(s['files_vanished'], 'file')} vanished before they could be read", highlight=False)
     if s.get("analytics") and "not updated" in s["analytics"]:
         err.print(f"[yellow]warning:[/yellow] {s['analytics']}", highlight=False)
 

@@ -16,7 +16,7 @@ import typer
 
 from .. import config as cfgmod
 from ..errors import CtxkeepError, UsageError
-from . import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
+from . import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
 NoPrefectOpt = typer.Option(False, "--no-prefect", help="Run in-process without Prefect orchestration.")
 
@@ -99,7 +99,8 @@ def purge(
                   f" ({_mb(rep['bytes_removed'])})", highlight=False)
         return
     r = rep["removed"]
-    out.print(f"purged {rep['resolved']}: {r['entries']:,} entries of {r['sessions']:,} sessions, "
+    out.print(f"purged {rep['resolved']}: {_count(r['entries'], 'entry', 'entries')} of "
+              f"{_count(r['sessions'], 'session')}, "
               f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines, "
               f"{r.get('archived', 0):,} archived rows; "
               f"tombstone {rep['tombstone']}", highlight=False)
@@ -250,8 +251,9 @@ def backfill(
             out.print(f"  {f}", highlight=False)
         return
     s = rep["ingest"]
-    out.print(f"backfilled {s['files_read']:,} files ({_mb(s['bytes'])}, {s['lines']:,} lines): "
-              f"{s['entries_new']:,} new entries, {s['quarantined']:,} quarantined lines, "
+    out.print(f"backfilled {_count(s['files_read'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}): "
+              f"{_count(s['entries_new'], 'new entry', 'new entries')}, "
+              f"{_count(s['quarantined'], 'quarantined line')}, "
               f"{s['seconds']:.1f} s", highlight=False)
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 
 from .. import config as cfgmod
 from ..errors import CtxkeepError
-from . import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, table
+from . import _count, HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, table
 
 
 def _file_bytes(p: Path) -> int:
@@ -114,8 +114,9 @@ def sources(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
             where = r["where"] or r["reason"] or ""
             if r["where"] and r["reason"]:
                 where += f" ({r['reason']})"
-            out.print(f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {r['files']:,} files, "
-                      f"{_size(r['bytes'])}, {r['sessions']:,} sessions, {r['entries']:,} entries, "
+            out.print(f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {_count(r['files'], 'file')}, "
+                      f"{_size(r['bytes'])}, {_count(r['sessions'], 'session')}, "
+                      f"{_count(r['entries'], 'entry', 'entries')}, "
                       f"{r['quarantined']:,} quarantined, last ingest "
                       f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}", highlight=False)
             out.print(f"  {where}", highlight=False, markup=False)
