@@ -75,3 +75,12 @@ def test_noop_ingest_imports_neither_prefect_nor_duckdb(store_home, monkeypatch,
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]"
     assert json.loads("\n".join(r.stdout.strip().splitlines()[:-1]))["files"] == 0
+
+
+def test_an_unknown_agent_in_config_is_warned_about(tmp_path):
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / "config.toml").write_text("[agents.codx]\nenabled = true\n")
+    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--path", str(tmp_path / "none"), "--no-prefect"])
+    assert r.exit_code == 0
+    assert "config.toml names agent 'codx', which ctxkeep has no source for" in r.stderr

@@ -39,7 +39,10 @@ def ingest(
             p = pipeline.plan(h, conn, agents=agent or None, paths=path or None)
         finally:
             conn.close()
-        for prob in p.problems:
+        problems = list(p.problems) + [
+            f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
+            for name in cfgmod.unknown_agents(cfgmod.load_config(h), SOURCES)]
+        for prob in problems:
             err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
         if not p.todo:
             summary = pipeline.Summary(files=p.unchanged, problems=p.problems).as_dict()
