@@ -81,6 +81,13 @@ def test_an_unknown_agent_in_config_is_warned_about(tmp_path):
     home = tmp_path / "h"
     home.mkdir()
     (home / "config.toml").write_text("[agents.codx]\nenabled = true\n")
-    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--path", str(tmp_path / "none"), "--no-prefect"])
+    (tmp_path / "empty").mkdir()
+    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--path", str(tmp_path / "empty"), "--no-prefect"])
     assert r.exit_code == 0
     assert "config.toml names agent 'codx', which ctxkeep has no source for" in r.stderr
+
+
+def test_ingest_of_paths_that_do_not_exist_fails(tmp_path):
+    r = CliRunner().invoke(app, ["ingest", "--home", str(tmp_path / "h"), "--path", str(tmp_path / "nope.jsonl")])
+    assert r.exit_code == 1
+    assert r.stderr.startswith("error: no such file or directory: ") and "nope.jsonl" in r.stderr

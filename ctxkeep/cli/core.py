@@ -32,6 +32,10 @@ def ingest(
     if unknown:
         _fail(CtxkeepError(f"unknown agent {', '.join(unknown)}",
                            hint="known: " + ", ".join(SOURCES)), 2)
+    if path and not any(x.expanduser().exists() for x in path):
+        from ..errors import UsageError
+        _fail(UsageError(f"no such file or directory: {', '.join(map(str, path))}", where="--path",
+                         hint="give a session file or a folder that holds them"))
     try:
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
