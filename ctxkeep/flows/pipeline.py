@@ -18,6 +18,7 @@ from filelock import Timeout
 
 from .. import config as cfgmod
 from ..errors import StoreBusy
+from ..schema import STORED_COLUMNS
 from ..sinks import archive, sqlite_store
 from ..sinks.lock import LOCK_NAME, StoreLock, store_lock
 from ..sources import SOURCES, discover_all, files_for_paths
@@ -134,12 +135,21 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
     return Plan(todo, unchanged, discoveries, problems)
 
 
-def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
+def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict | None = None) -> dict:
     """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
 
     Entries already stored are dropped (dedup across runs and files), as are entries
     of purged sessions/projects (tombstones) and entries retention archived. Token
     estimates are computed only for contents the store does not hold yet.
+
+    ``seen`` (``{"entries": set[entry_id], "contents": {content_hash: token_estimate}}``)
+    holds what earlier groups of this run returned and a writer thread may not have
+    committed yet (``ingest_files``): those entries count as stored and those
+    contents as known, exactly as if the earlier groups were committed, so a content
+    new in two groups gets its chunks once. This call adds its new entries and
+    contents to ``seen``.
+
+    Returns ``{"entries", "contents", "chunks", "usage": pl.DataFrame}``.
     """
     frame = entries_frame(batch.entries)
     if tombs.get("session"):
@@ -152,9 +162,14 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
     existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
     if frame.height:  # entries retention moved to the Parquet archive stay there
         existing |= archive.archived_ids(conn, frame["entry_id"].to_list())
+    if seen is not None and seen["entries"] and frame.height:
+        existing |= seen["entries"].intersection(frame["entry_id"].to_list())
     new = frame.filter(~pl.col("entry_id").is_in(list(existing))) if existing else frame
     contents = contents_frame(new)
     known = sqlite_store.existing_contents(conn, contents["content_hash"].to_list()) if contents.height else {}
+    if seen is not None and seen["contents"] and contents.height:
+        sc = seen["contents"]
+        known.update((h, sc[h]) for h in contents["content_hash"].to_list() if h in sc)
     fresh = contents.filter(~pl.col("content_hash").is_in(list(known))) if known else contents
     counts, methods = estimate_tokens(fresh["text"].to_list())
     fresh = fresh.with_columns(pl.Series("token_estimate", counts, dtype=pl.Int64),
@@ -164,6 +179,9 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]]) -> dict:
                                   schema={"content_hash": pl.String, "token_estimate": pl.Int64})])
     new = new.drop("token_estimate").join(tok, on="content_hash", how="left", maintain_order="left") \
         .with_columns(pl.col("token_estimate").fill_null(0))
+    if seen is not None:
+        seen["entries"].update(new["entry_id"].to_list())
+        seen["contents"].update(zip(fresh["content_hash"].to_list(), counts))
     return {"entries": new, "contents": fresh, "chunks": chunks_frame(fresh),
             "usage": usage_frame(frame)}
 
@@ -182,7 +200,9 @@ def _empty_totals() -> dict:
 
 def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: dict,
                  on_bytes: Callable[[int], None] | None = None,
-                 group_bytes: int = GROUP_BYTES) -> dict:
+                 group_bytes: int = GROUP_BYTES,
+                 on_commit: Callable[..., None] | None = None,
+                 writer: bool | None = None) -> dict:
     """Read the new bytes of ``todo`` files, transform and load them.
 
     Batches of consecutive files are grouped until ``group_bytes`` raw bytes (or
@@ -194,15 +214,34 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
     ``READ_AHEAD`` batches ahead; ``CTXKEEP_READ_AHEAD=0`` reads in this thread), in
     ``todo`` order, so results are those of a sequential read.
 
+    With ``writer`` (default ``WRITER``, ``CTXKEEP_WRITER=0`` turns it off) groups are
+    stored by a writer thread on its own connection to the same database file
+    (``sqlite_store.sibling``) while this thread transforms the next group, at most
+    ``WRITE_AHEAD`` groups behind; groups commit one by one in order, each with its
+    watermarks, as without it. The transform then dedups against the store and
+    against the groups still in flight (``transform_batch``'s ``seen``), so the store
+    ends up the same as after a sequential run. An in-memory database is loaded here.
+
     Status changes of the batches (``Batch.status_changes``) are applied after the
-    group's entries, in the same transaction.
+    group's entries, in the same transaction. ``on_bytes(raw bytes)`` is called after
+    each group's commit; so is ``on_commit(n, first_rowid, entries)`` when the group
+    stored anything (``n``: new entries + status changes; ``entries``: the new
+    entries, ``STORED_COLUMNS``, whose SQLite rowids run from ``first_rowid`` on, or
+    both None when that is not certain), e.g. ``AnalyticsSyncer.on_commit``. Both
+    may run in the writer thread, in commit order.
 
     Returns ``{"entries_new", "quarantined", "bytes", "lines", "files_read",
     "vanished", "status_changed": int, "per_agent": {agent: new entries}}``.
+    Raises what a transform or a load raised (groups before it stay committed).
     """
     tot = _empty_totals()
     group: list[tuple[str, Batch]] = []
     size = count = 0
+    use_writer = WRITER if writer is None else writer
+    w = _Writer(conn, tot, on_bytes, on_commit) if use_writer else None
+    if w is not None and not w.ok:
+        w = None
+    seen = {"entries": set(), "contents": {}} if w is not None else None
 
     def flush() -> None:
         nonlocal group, size, count
@@ -215,36 +254,142 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
         wms = {b.watermark.path: b.watermark for _, b in group if b.watermark is not None}
         changes = [c for _, b in group for c in b.status_changes]
         merged = Batch(entries, [], None)
-        frames = transform_batch(conn, merged, tombs)
-        n = sqlite_store.load_batch(conn, quarantine=quarantine, watermark=None,
-                                    watermarks=list(wms.values()), status_changes=changes, **frames)
-        tot["status_changed"] += len(changes)
-        tot["entries_new"] += n
-        if n:
-            for agent, k in frames["entries"].group_by("agent").len().iter_rows():
-                tot["per_agent"][agent] = tot["per_agent"].get(agent, 0) + k
-        tot["quarantined"] += len(quarantine)
-        for _, b in group:
-            tot["bytes"] += b.bytes_read
-            tot["lines"] += b.lines
-        if on_bytes:
-            on_bytes(size)
+        frames = transform_batch(conn, merged, tombs, seen)
+        job = _Group(frames, quarantine, list(wms.values()), changes, size,
+                     sum(b.bytes_read for _, b in group), sum(b.lines for _, b in group))
+        if w is not None:
+            w.put(job)
+        else:
+            _store_group(conn, job, tot, on_bytes, on_commit)
         group, size, count = [], 0, 0
 
-    items = _read_ahead(todo) if READ_AHEAD > 0 else _read_files(todo)
-    for f, batch, got in items:
-        if batch is not None:
-            group.append((f.agent, batch))
-            size += batch.bytes_read
-            count += len(batch.entries)
-            if size >= group_bytes or count >= GROUP_ENTRIES:
-                flush()
-        elif got:
-            tot["files_read"] += 1
-        else:
-            tot["vanished"] += 1
-    flush()
+    try:
+        items = _read_ahead(todo) if READ_AHEAD > 0 else _read_files(todo)
+        for f, batch, got in items:
+            if batch is not None:
+                group.append((f.agent, batch))
+                size += batch.bytes_read
+                count += len(batch.entries)
+                if size >= group_bytes or count >= GROUP_ENTRIES:
+                    flush()
+            elif got:
+                tot["files_read"] += 1
+            else:
+                tot["vanished"] += 1
+        flush()
+    except BaseException:
+        if w is not None:
+            w.close(raise_error=False)
+        raise
+    if w is not None:
+        w.close()
     return tot
+
+
+#: groups transformed ahead of the writer thread at most (besides the one it loads)
+WRITE_AHEAD = 1
+#: store groups in a writer thread (``ingest_files``); ``CTXKEEP_WRITER=0`` turns it off
+WRITER = os.environ.get("CTXKEEP_WRITER", "1") != "0"
+
+
+@dataclass
+class _Group:
+    """One transformed group, ready for ``sqlite_store.load_batch``."""
+
+    frames: dict
+    quarantine: list
+    watermarks: list
+    changes: list
+    size: int
+    bytes_read: int
+    lines: int
+
+
+def _store_group(conn, g: _Group, tot: dict, on_bytes, on_commit) -> None:
+    """Load one group in one transaction and add its figures to ``tot``."""
+    n = sqlite_store.load_batch(conn, quarantine=g.quarantine, watermark=None,
+                                watermarks=g.watermarks, status_changes=g.changes, **g.frames)
+    tot["status_changed"] += len(g.changes)
+    tot["entries_new"] += n
+    if n:
+        for agent, k in g.frames["entries"].group_by("agent").len().iter_rows():
+            tot["per_agent"][agent] = tot["per_agent"].get(agent, 0) + k
+    tot["quarantined"] += len(g.quarantine)
+    tot["bytes"] += g.bytes_read
+    tot["lines"] += g.lines
+    if on_bytes:
+        on_bytes(g.size)
+    if on_commit and (n or g.changes):
+        first = _first_rowid(conn, g.frames["entries"], n)
+        on_commit(n + len(g.changes), first,
+                  None if first is None else g.frames["entries"].select(STORED_COLUMNS))
+
+
+def _first_rowid(conn, entries: pl.DataFrame, n: int) -> int | None:
+    """The SQLite rowid of the first of the ``n`` entries a load just inserted, when
+    they are all of ``entries`` and hold consecutive rowids in frame order (one
+    writer, INSERT in order); else None."""
+    if not n or n != entries.height:
+        return None
+    ids = entries["entry_id"]
+    rows = dict(conn.execute("SELECT entry_id, rowid FROM entries WHERE entry_id IN (?, ?)",
+                             (ids[0], ids[-1])).fetchall())
+    first, last = rows.get(ids[0]), rows.get(ids[-1])
+    if first is None or last is None or last - first != n - 1:
+        return None
+    return first
+
+
+class _Writer:
+    """The writer thread of ``ingest_files``: loads queued groups in order on its own
+    write connection (``sqlite_store.sibling``). ``ok`` is False when ``conn`` is an
+    in-memory database (the caller then loads in its own thread). The first error
+    stops it: later groups are not loaded (as in a sequential run, where the error
+    ends the run), and ``put``/``close`` raise it in the caller's thread."""
+
+    def __init__(self, conn, tot: dict, on_bytes, on_commit) -> None:
+        self.conn = sqlite_store.sibling(conn)
+        self.ok = self.conn is not None
+        if not self.ok:
+            return
+        self.tot, self.on_bytes, self.on_commit = tot, on_bytes, on_commit
+        self.q: queue.Queue = queue.Queue(maxsize=WRITE_AHEAD)
+        self.error: BaseException | None = None
+        self.t = threading.Thread(target=self._run, name="ctxkeep-writer", daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        while True:
+            g = self.q.get()
+            if g is _END:
+                return
+            if self.error is not None:
+                continue  # drain: nothing after a failed group is stored
+            try:
+                _store_group(self.conn, g, self.tot, self.on_bytes, self.on_commit)
+            except BaseException as e:  # raised in the caller's thread
+                self.error = e
+
+    def put(self, g: _Group) -> None:
+        """Queue a group (waits while ``WRITE_AHEAD`` groups wait); raises the writer's
+        error, if any."""
+        while True:
+            if self.error is not None:
+                raise self.error
+            try:
+                self.q.put(g, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def close(self, raise_error: bool = True) -> None:
+        """Wait until every queued group is stored, stop the thread, close its
+        connection; raise its error (``raise_error``)."""
+        self.q.put(_END)
+        self.t.join()
+        self.conn.close()
+        if raise_error and self.error is not None:
+            raise self.error
 
 
 #: source batches the reader thread may hold ahead of the transform + load (0: read
@@ -335,6 +480,98 @@ def sync_analytics(conn, home: Path) -> str:
                 "the next ingest catches up")
 
 
+class AnalyticsSyncer:
+    """Keeps DuckDB in step with SQLite during an ingest, in a background thread.
+
+    ``on_commit`` (``ingest_files``'s callback, called in commit order) hands the
+    thread each committed group: its new entries (as loaded, with their first SQLite
+    rowid) go to DuckDB straight from Arrow (``duckdb_store.append_entries``) without
+    reading SQLite back; a group that does not follow DuckDB's high-water mark (or
+    comes without its rows) makes a ``duckdb_store.sync`` from SQLite instead, on a
+    read-only connection of the thread's own. One DuckDB connection is kept open:
+    the thread is the run's only DuckDB writer. ``finish()`` makes the closing
+    ``sync`` (the entries left, status changes, usage) in that thread and returns the
+    note of ``sync_analytics``. DuckDB work releases the GIL, so the sync overlaps
+    the ingest. An error never fails the ingest: a failed step is caught up by the
+    next one, and a failing closing sync is reported in the note (the next ingest
+    catches up). The thread starts at the first commit.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self._q: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.synced = 0
+        self.appended = 0
+        self.note = ""
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def on_commit(self, n: int, first_rowid: int | None = None, entries=None) -> None:
+        """A group with ``n`` new entries or status changes was committed; ``entries``
+        (pl.DataFrame, ``STORED_COLUMNS``) are its new entries with SQLite rowids
+        from ``first_rowid`` on, when known."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ctxkeep-analytics",
+                                                daemon=True)
+                self._thread.start()
+        self._q.put((first_rowid, entries))
+
+    def finish(self) -> str:
+        """Run the closing sync (the tail of the entries, status changes, usage), stop
+        the thread and return the note; '' when nothing was committed."""
+        if self._thread is None:
+            return ""
+        self._q.put(_END)
+        self._thread.join()
+        return self.note
+
+    def _run(self) -> None:
+        from ..sinks import duckdb_store  # imported here: a no-op ingest never needs DuckDB
+
+        con = sq = None
+        while True:
+            item = self._q.get()
+            final = item is _END
+            try:
+                if con is None:
+                    con = duckdb_store.connect(self.home)
+                got = None
+                if not final and item[1] is not None:
+                    got = duckdb_store.append_entries(con, item[0], item[1].to_arrow())
+                if got is None:
+                    if sq is None:
+                        sq = sqlite_store.connect(self.home, readonly=True)
+                    got = duckdb_store.sync(sq, self.home, con=con, usage=final)["entries_synced"]
+                else:
+                    self.appended += got
+                self.synced += got
+                if final:
+                    self.note = f"analytics: {self.synced} entries synced"
+            except Exception as e:  # a notebook holding the file must not fail the ingest
+                self.note = (f"analytics store not updated ({type(e).__name__}: "
+                             f"{(str(e).splitlines() or [''])[0]}); the next ingest catches up")
+                if con is not None:
+                    _close_quietly(con)
+                    con = None
+            if final:
+                break
+        for c in (con, sq):
+            if c is not None:
+                _close_quietly(c)
+
+
+def _close_quietly(c) -> None:
+    try:
+        c.close()
+    except Exception:
+        pass
+
+
 def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | None = None,
                force: bool = False, on_plan: Callable[[Plan], None] | None = None,
                on_bytes: Callable[[int], None] | None = None, wait: bool = True) -> Summary:
@@ -363,14 +600,19 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) ->
     run_id = sqlite_store.start_run(conn, "ingest")
     tombs = sqlite_store.tombstoned(conn)
     status = "failed"
+    syncer = AnalyticsSyncer(home)
     try:
-        r = ingest_files(conn, p.todo, tombs, on_bytes)
+        try:
+            r = ingest_files(conn, p.todo, tombs, on_bytes, on_commit=syncer.on_commit)
+        finally:  # the groups committed before an error are synced too
+            s.analytics = syncer.finish()
         s.files_read, s.files_vanished = r["files_read"], r["vanished"]
         s.bytes, s.lines = r["bytes"], r["lines"]
         s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
         s.status_changed = r["status_changed"]
         s.per_agent = r["per_agent"]
-        if s.entries_new or s.status_changed or not (home / ANALYTICS_DB).exists():
+        if not syncer.started and (s.entries_new or s.status_changed
+                                   or not (home / ANALYTICS_DB).exists()):
             s.analytics = sync_analytics(conn, home)
         status = "ok"
     finally:
