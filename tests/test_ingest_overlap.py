@@ -21,7 +21,7 @@ import pytest
 from conftest import CORPUS_HOME
 from fixtures.bad_input import line, rec
 
-from ctxkeep.flows import pipeline
+from ctxkeep.flows import pipeline, read_worker
 from ctxkeep.sinks import duckdb_store, sqlite_store
 from ctxkeep.sources.base import Batch, DiscoveryContext
 from ctxkeep.transforms.chunk import chunk_text
@@ -283,3 +283,54 @@ def test_a_duckdb_error_in_the_sync_thread_does_not_fail_the_ingest(tmp_path, mo
         assert pipeline.sync_analytics(conn, home) == f"analytics: {s.entries_new} entries synced"
     finally:
         conn.close()
+
+
+def test_a_reader_process_yields_what_the_reader_thread_yields(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    seq = _ingest(tmp_path / "seq", ctx, writer=False)
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # every ingest reads in a process
+    started = []
+    real = read_worker.read_in_process
+
+    def spy(todo):
+        started.append(len(todo))
+        return real(todo)
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    par = _ingest(tmp_path / "par", ctx, writer=True)
+    assert started == [27] and par == seq
+    assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
+
+
+def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    procs = []
+    real_popen = read_worker.subprocess.Popen
+
+    def popen(*a, **k):
+        procs.append(real_popen(*a, **k))
+        return procs[-1]
+
+    monkeypatch.setattr(read_worker.subprocess, "Popen", popen)
+    conn = sqlite_store.connect(tmp_path)
+    try:
+        todo = pipeline.plan(tmp_path, conn, ctx=ctx).todo
+    finally:
+        conn.close()
+    f, wm = todo[0]
+    bad = [todo[0], (type(f)("no-such-agent", f.path, f.mode, f.meta), wm)]
+    got = []
+    with pytest.raises(KeyError, match="no-such-agent"):
+        for item in read_worker.read_in_process(bad):
+            got.append(item)
+    # the first file's batches and its closing item came before the error
+    assert got and got[-1] == (f, None, True) and all(i[0] == f for i in got)
+    assert sum(len(b.entries) for _, b, _ in got if b is not None) == \
+        sum(len(b.entries) for _, b, _ in read_worker.read_files(todo[:1]) if b is not None)
+    gen = read_worker.read_in_process(todo)
+    first = next(gen)
+    assert first[0] == todo[0][0]
+    assert procs[-1].poll() is None  # still reading ahead
+    gen.close()  # the process is killed and reaped
+    assert len(procs) == 2 and procs[-1].returncode is not None
+    assert procs[0].returncode == 0  # the failing reader ended by itself

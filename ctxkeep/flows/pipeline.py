@@ -26,6 +26,7 @@ from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Water
 from ..transforms.chunk import chunks_frame
 from ..transforms.normalize import contents_frame, entries_frame, usage_frame
 from ..transforms.tokens import estimate_tokens
+from . import read_worker
 
 ANALYTICS_DB = "analytics.duckdb"  # sinks.duckdb_store.DB_NAME (not imported: a no-op ingest needs no DuckDB)
 
@@ -211,8 +212,10 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
     once per file; a crash loses no data and repeats nothing (a group's watermarks are
     stored with its entries). A file that vanished after discovery is counted, not an
     error. Files are read and parsed in a read-ahead thread (``_read_ahead``, at most
-    ``READ_AHEAD`` chunks ahead; ``CTXKEEP_READ_AHEAD=0`` reads in this thread), in
-    ``todo`` order, so results are those of a sequential read.
+    ``READ_AHEAD`` chunks ahead; ``CTXKEEP_READ_AHEAD=0`` reads in this thread; from
+    ``PROCESS_READ_BYTES`` new bytes on the thread takes the items from a reader
+    process, ``read_worker.read_in_process``), in ``todo`` order, so results are those
+    of a sequential read.
 
     With ``writer`` (default ``WRITER``, ``CTXKEEP_WRITER=0`` turns it off) groups are
     stored by a writer thread on its own connection to the same database file
@@ -264,7 +267,10 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
         group, size, count = [], 0, 0
 
     try:
-        items = _read_ahead(todo) if READ_AHEAD > 0 else _read_files(todo)
+        if READ_AHEAD > 0 and _pending_bytes(todo) >= PROCESS_READ_BYTES:
+            items = _read_ahead(todo, source=read_worker.read_in_process)
+        else:
+            items = _read_ahead(todo) if READ_AHEAD > 0 else _read_files(todo)
         for f, batch, got in items:
             if batch is not None:
                 group.append((f.agent, batch))
@@ -392,24 +398,34 @@ class _Writer:
             raise self.error
 
 
+#: new bytes from which ``ingest_files`` reads in a reader process
+#: (``read_worker.read_in_process``) instead of in the read-ahead thread itself:
+#: below, starting a process (~0.2 s) costs more than it saves;
+#: ``CTXKEEP_READ_PROCESS_MB`` overrides (MiB)
+PROCESS_READ_BYTES = int(float(os.environ.get("CTXKEEP_READ_PROCESS_MB", "64")) * 1024 * 1024)
+
+
+def _pending_bytes(todo: list[tuple[SourceFile, Watermark | None]]) -> int:
+    """New bytes of ``todo``: size minus watermark offset per file (the whole size for
+    a file read again from the start or a rewritten document); vanished files count 0."""
+    total = 0
+    for f, wm in todo:
+        try:
+            size = f.path.stat().st_size
+        except OSError:
+            continue
+        off = wm.offset if wm is not None and f.mode != "rewrite" and size >= wm.offset else 0
+        total += size - off
+    return total
+
+
 #: source batches the reader thread may hold ahead of the transform + load (0: read
 #: in the calling thread)
 READ_AHEAD = int(os.environ.get("CTXKEEP_READ_AHEAD", "4"))
 _END = object()
 
 
-def _read_files(todo: list[tuple[SourceFile, Watermark | None]]):
-    """Read ``todo`` in order: ``(file, batch, None)`` per batch, then ``(file, None,
-    read)`` per file (``read`` False: the file vanished before or while being read)."""
-    for f, wm in todo:
-        if not f.path.exists():
-            yield f, None, False
-            continue
-        got = False
-        for batch in SOURCES[f.agent].read(f, wm):
-            got = True
-            yield f, batch, None
-        yield f, None, got or f.path.exists()
+_read_files = read_worker.read_files
 
 
 #: the reader thread hands items over in chunks of this many raw bytes (or
@@ -420,9 +436,10 @@ READ_CHUNK_BYTES = 4 * 1024 * 1024
 READ_CHUNK_ITEMS = 64
 
 
-def _read_ahead(todo: list[tuple[SourceFile, Watermark | None]], depth: int = READ_AHEAD):
-    """``_read_files(todo)`` run in a reader thread, at most ``depth`` chunks ahead
-    (``READ_CHUNK_BYTES``).
+def _read_ahead(todo: list[tuple[SourceFile, Watermark | None]], depth: int = READ_AHEAD,
+                source: Callable | None = None):
+    """``_read_files(todo)`` (or ``source(todo)``: ``read_worker.read_in_process``) run
+    in a reader thread, at most ``depth`` chunks ahead (``READ_CHUNK_BYTES``).
 
     Reading and parsing (Python) then overlap the consumer's SQLite writes, BPE
     counting and Polars work, which release the GIL. Items arrive in the same order
@@ -443,7 +460,7 @@ def _read_ahead(todo: list[tuple[SourceFile, Watermark | None]], depth: int = RE
         return False
 
     def run() -> None:
-        items = _read_files(todo)
+        items = (source or _read_files)(todo)
         chunk: list = []
         size = 0
         try:
@@ -459,7 +476,7 @@ def _read_ahead(todo: list[tuple[SourceFile, Watermark | None]], depth: int = RE
                 put([(_END, e)])
             return
         finally:
-            items.close()
+            items.close()  # a reader process is stopped here
         if not chunk or put(chunk):
             put([(_END, None)])
 
