@@ -25,6 +25,7 @@ from ctxkeep.flows import pipeline, read_worker
 from ctxkeep.sinks import duckdb_store, sqlite_store
 from ctxkeep.sources.base import Batch, DiscoveryContext
 from ctxkeep.transforms.chunk import chunk_text
+from ctxkeep.transforms.normalize import normalized_rows
 
 #: small groups, so that the corpus makes many groups and several are in flight
 SMALL_GROUP = 128 * 1024
@@ -115,14 +116,14 @@ def test_a_content_new_in_two_groups_in_flight_is_stored_and_indexed_once(tmp_pa
 
     real_transform = pipeline.transform_batch
 
-    def watch_transform(conn, batch, tombs, seen=None):
+    def watch_transform(conn, batch, tombs, seen=None, **kw):
         if transformed_while_loading:  # group 2: once group 1's load has begun
             assert started.wait(10)
             with sqlite3.connect(tmp_path / "store" / "store.db") as c:
                 transformed_while_loading.append(c.execute("SELECT count(*) FROM entries").fetchone()[0])
         else:
             transformed_while_loading.append(started.is_set())
-        return real_transform(conn, batch, tombs, seen)
+        return real_transform(conn, batch, tombs, seen, **kw)
 
     monkeypatch.setattr(sqlite_store, "load_batch", slow_load)
     monkeypatch.setattr(pipeline, "transform_batch", watch_transform)
@@ -325,8 +326,12 @@ def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_p
             got.append(item)
     # the first file's batches and its closing item came before the error
     assert got and got[-1] == (f, None, True) and all(i[0] == f for i in got)
-    assert sum(len(b.entries) for _, b, _ in got if b is not None) == \
-        sum(len(b.entries) for _, b, _ in read_worker.read_files(todo[:1]) if b is not None)
+    # batches come with their entries normalized in the process, entry dicts left there
+    direct = [b for _, b, _ in read_worker.read_files(todo[:1]) if b is not None]
+    batches = [i for i in got if len(i) > 3]
+    assert [i[4] for i in batches] == [len(b.entries) for b in direct] and direct
+    assert all(i[1].entries == [] for i in batches)
+    assert [i[3].to_dicts() for i in batches] == [normalized_rows(b.entries).to_dicts() for b in direct]
     gen = read_worker.read_in_process(todo)
     first = next(gen)
     assert first[0] == todo[0][0]

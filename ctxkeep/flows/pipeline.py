@@ -24,7 +24,8 @@ from ..sinks.lock import LOCK_NAME, StoreLock, store_lock
 from ..sources import SOURCES, discover_all, files_for_paths
 from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 from ..transforms.chunk import chunks_frame
-from ..transforms.normalize import contents_frame, entries_frame, usage_frame
+from ..transforms.normalize import (contents_frame, entries_frame, normalized_rows, unique_entries,
+                                    usage_frame)
 from ..transforms.tokens import estimate_tokens
 from . import read_worker
 
@@ -136,7 +137,8 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
     return Plan(todo, unchanged, discoveries, problems)
 
 
-def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict | None = None) -> dict:
+def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict | None = None,
+                    frame: pl.DataFrame | None = None) -> dict:
     """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
 
     Entries already stored are dropped (dedup across runs and files), as are entries
@@ -150,9 +152,13 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict |
     new in two groups gets its chunks once. This call adds its new entries and
     contents to ``seen``.
 
+    ``frame``: ``entries_frame(batch.entries)`` when it was built already (from the
+    rows a reader process normalized: ``read_worker.read_in_process``);
+    ``batch.entries`` is then ignored.
+
     Returns ``{"entries", "contents", "chunks", "usage": pl.DataFrame}``.
     """
-    frame = entries_frame(batch.entries)
+    frame = entries_frame(batch.entries) if frame is None else frame
     if tombs.get("session"):
         frame = frame.filter(~pl.col("session_id").is_in(list(tombs["session"]))
                              & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"])))
@@ -250,16 +256,21 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
         nonlocal group, size, count
         if not group:
             return
-        entries = [e for _, b in group for e in b.entries]
-        quarantine = [dict(q, agent=a) for a, b in group for q in b.quarantine]
+        entries = [e for _, b, _ in group for e in b.entries]
+        quarantine = [dict(q, agent=a) for a, b, _ in group for q in b.quarantine]
         # last batch per file wins; a document read in several batches has its
         # watermark on the last one only
-        wms = {b.watermark.path: b.watermark for _, b in group if b.watermark is not None}
-        changes = [c for _, b in group for c in b.status_changes]
+        wms = {b.watermark.path: b.watermark for _, b, _ in group if b.watermark is not None}
+        changes = [c for _, b, _ in group for c in b.status_changes]
         merged = Batch(entries, [], None)
-        frames = transform_batch(conn, merged, tombs, seen)
+        pre = None
+        if any(rows is not None for _, _, rows in group):  # normalized by a reader process
+            pre = unique_entries(pl.concat(
+                [rows if rows is not None else normalized_rows(b.entries) for _, b, rows in group],
+                how="vertical"))
+        frames = transform_batch(conn, merged, tombs, seen, frame=pre)
         job = _Group(frames, quarantine, list(wms.values()), changes, size,
-                     sum(b.bytes_read for _, b in group), sum(b.lines for _, b in group))
+                     sum(b.bytes_read for _, b, _ in group), sum(b.lines for _, b, _ in group))
         if w is not None:
             w.put(job)
         else:
@@ -271,11 +282,12 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
             items = _read_ahead(todo, source=read_worker.read_in_process)
         else:
             items = _read_ahead(todo) if READ_AHEAD > 0 else _read_files(todo)
-        for f, batch, got in items:
-            if batch is not None:
-                group.append((f.agent, batch))
+        for item in items:
+            f, batch, got = item[:3]
+            if batch is not None:  # (file, batch, None[, normalized rows, entries])
+                group.append((f.agent, batch, item[3] if len(item) > 3 else None))
                 size += batch.bytes_read
-                count += len(batch.entries)
+                count += item[4] if len(item) > 3 else len(batch.entries)
                 if size >= group_bytes or count >= GROUP_ENTRIES:
                     flush()
             elif got:
