@@ -244,7 +244,7 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
     Raises what a transform or a load raised (groups before it stay committed).
     """
     tot = _empty_totals()
-    group: list[tuple[str, Batch]] = []
+    group: list[tuple[str, Batch, pl.DataFrame | None]] = []  # agent, batch, normalized rows
     size = count = 0
     use_writer = WRITER if writer is None else writer
     w = _Writer(conn, tot, on_bytes, on_commit) if use_writer else None
