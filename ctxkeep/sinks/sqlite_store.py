@@ -223,24 +223,19 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
-def sibling(conn: sqlite3.Connection, *, readonly: bool = False) -> sqlite3.Connection | None:
-    """A second connection to the database file of ``conn`` (its ``main`` schema), with
-    the pragmas of ``connect`` (busy timeout; for a writer also ``synchronous=NORMAL``
-    and the page cache), in autocommit mode, usable from another thread. The schema is
-    not touched (``conn`` made it). Returns None for an in-memory or temporary
-    database (nothing to share)."""
+def sibling(conn: sqlite3.Connection) -> sqlite3.Connection | None:
+    """A second writing connection to the database file of ``conn`` (its ``main``
+    schema) with the pragmas of ``connect`` (busy timeout, ``synchronous=NORMAL``, the
+    page cache), in autocommit mode, usable from another thread (the ingest's writer
+    thread). The schema is not touched (``conn`` made it). Returns None for an
+    in-memory or temporary database (nothing to share)."""
     row = next((r for r in conn.execute("PRAGMA database_list").fetchall() if r[1] == "main"), None)
     if not row or not row[2]:
         return None
-    if readonly:
-        other = sqlite3.connect(f"{Path(row[2]).as_uri()}?mode=ro", uri=True, isolation_level=None,
-                                check_same_thread=False)
-    else:
-        other = sqlite3.connect(row[2], isolation_level=None, check_same_thread=False)
+    other = sqlite3.connect(row[2], isolation_level=None, check_same_thread=False)
     other.execute("PRAGMA busy_timeout=30000")
-    if not readonly:
-        other.execute("PRAGMA synchronous=NORMAL")
-        other.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    other.execute("PRAGMA synchronous=NORMAL")
+    other.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
     return other
 
 
