@@ -339,3 +339,25 @@ def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_p
     gen.close()  # the process is killed and reaped
     assert len(procs) == 2 and procs[-1].returncode is not None
     assert procs[0].returncode == 0  # the failing reader ended by itself
+
+
+def test_an_in_memory_store_is_loaded_without_a_writer_thread(tmp_path, monkeypatch):
+    ctx, text = _two_files_sharing_a_text(tmp_path)
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    sqlite_store.ensure_schema(conn)
+    assert sqlite_store.sibling(conn) is None
+    started = []
+    real_start = threading.Thread.start
+
+    def start(self):
+        started.append(self.name)
+        return real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    p = pipeline.plan(tmp_path / "home-store", conn, ctx=ctx)
+    r = pipeline.ingest_files(conn, p.todo, {}, group_bytes=1, writer=True)
+    assert "ctxkeep-writer" not in started
+    assert r["entries_new"] == 4 and r["files_read"] == 2
+    h = hashlib.sha256(text.encode()).hexdigest()
+    assert sqlite_store.content_text(conn, h) == text
+    assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 5 + 2
