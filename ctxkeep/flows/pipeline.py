@@ -137,8 +137,42 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
     return Plan(todo, unchanged, discoveries, problems)
 
 
+class Precomputed:
+    """Token estimates and chunk rows of contents computed ahead, by a reader process
+    (``read_worker.read_in_process``), kept until a group's transform takes them."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, tuple[int, str]] = {}
+        self.chunks: list[pl.DataFrame] = []
+
+    def add(self, contents: pl.DataFrame, chunks: pl.DataFrame) -> None:
+        """``contents``: content_hash, token_estimate, token_method; ``chunks``: their
+        ``chunks_frame`` rows."""
+        self.tokens.update(zip(contents["content_hash"].to_list(),
+                               zip(contents["token_estimate"].to_list(), contents["token_method"].to_list())))
+        self.chunks.append(chunks)
+
+    def take(self, hashes: list[str]) -> tuple[list[int], list[str], pl.DataFrame] | None:
+        """``(counts, methods, chunk rows)`` for ``hashes``, exactly as
+        ``estimate_tokens`` and ``chunks_frame`` make them for these contents in this
+        order; None unless every hash was computed ahead. Taken rows are dropped."""
+        if not hashes or any(h not in self.tokens for h in hashes):
+            return None
+        counts = [self.tokens[h][0] for h in hashes]
+        methods = [self.tokens[h][1] for h in hashes]
+        allc = pl.concat(self.chunks, how="vertical") if len(self.chunks) > 1 else self.chunks[0]
+        idx = pl.DataFrame({"content_hash": hashes, "_i": list(range(len(hashes)))},
+                           schema={"content_hash": pl.String, "_i": pl.Int64})
+        rows = idx.join(allc, on="content_hash", how="inner").sort("_i", "seq", maintain_order=True) \
+            .select(allc.columns)
+        self.chunks = [allc.join(idx, on="content_hash", how="anti")]
+        for h in hashes:
+            del self.tokens[h]
+        return counts, methods, rows
+
+
 def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict | None = None,
-                    frame: pl.DataFrame | None = None) -> dict:
+                    frame: pl.DataFrame | None = None, pre: Precomputed | None = None) -> dict:
     """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
 
     Entries already stored are dropped (dedup across runs and files), as are entries
@@ -154,7 +188,9 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict |
 
     ``frame``: ``entries_frame(batch.entries)`` when it was built already (from the
     rows a reader process normalized: ``read_worker.read_in_process``);
-    ``batch.entries`` is then ignored.
+    ``batch.entries`` is then ignored. ``pre``: token estimates and chunk rows that
+    reader process computed; used when it holds every new content, else they are
+    computed here.
 
     Returns ``{"entries", "contents", "chunks", "usage": pl.DataFrame}``.
     """
@@ -178,7 +214,8 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict |
         sc = seen["contents"]
         known.update((h, sc[h]) for h in contents["content_hash"].to_list() if h in sc)
     fresh = contents.filter(~pl.col("content_hash").is_in(list(known))) if known else contents
-    counts, methods = estimate_tokens(fresh["text"].to_list())
+    ahead = pre.take(fresh["content_hash"].to_list()) if pre is not None else None
+    counts, methods = ahead[:2] if ahead is not None else estimate_tokens(fresh["text"].to_list())
     fresh = fresh.with_columns(pl.Series("token_estimate", counts, dtype=pl.Int64),
                                pl.Series("token_method", methods, dtype=pl.String))
     tok = pl.concat([fresh.select("content_hash", "token_estimate"),
@@ -189,7 +226,8 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict |
     if seen is not None:
         seen["entries"].update(new["entry_id"].to_list())
         seen["contents"].update(zip(fresh["content_hash"].to_list(), counts))
-    return {"entries": new, "contents": fresh, "chunks": chunks_frame(fresh),
+    return {"entries": new, "contents": fresh,
+            "chunks": ahead[2] if ahead is not None else chunks_frame(fresh),
             "usage": usage_frame(frame)}
 
 
@@ -251,6 +289,7 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
     if w is not None and not w.ok:
         w = None
     seen = {"entries": set(), "contents": {}} if w is not None else None
+    ahead = Precomputed()
 
     def flush() -> None:
         nonlocal group, size, count
@@ -268,7 +307,7 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
             pre = unique_entries(pl.concat(
                 [rows if rows is not None else normalized_rows(b.entries) for _, b, rows in group],
                 how="vertical"))
-        frames = transform_batch(conn, merged, tombs, seen, frame=pre)
+        frames = transform_batch(conn, merged, tombs, seen, frame=pre, pre=ahead)
         job = _Group(frames, quarantine, list(wms.values()), changes, size,
                      sum(b.bytes_read for _, b, _ in group), sum(b.lines for _, b, _ in group))
         if w is not None:
@@ -284,8 +323,10 @@ def ingest_files(conn, todo: list[tuple[SourceFile, Watermark | None]], tombs: d
             items = _read_ahead(todo) if READ_AHEAD > 0 else _read_files(todo)
         for item in items:
             f, batch, got = item[:3]
-            if batch is not None:  # (file, batch, None[, normalized rows, entries])
+            if batch is not None:  # (file, batch, None[, normalized rows, entries, ahead])
                 group.append((f.agent, batch, item[3] if len(item) > 3 else None))
+                if len(item) > 5 and item[5] is not None:
+                    ahead.add(*item[5])
                 size += batch.bytes_read
                 count += item[4] if len(item) > 3 else len(batch.entries)
                 if size >= group_bytes or count >= GROUP_ENTRIES:

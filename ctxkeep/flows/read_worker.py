@@ -1,13 +1,15 @@
 """Reading and parsing session files in a separate process (``pipeline.ingest_files``
 on a big ingest).
 
-Parsing JSONL and normalizing entries are Python work that holds the GIL; in the
-ingest process they compete with the transform and the writer thread for the one
-GIL. A reader process does both on the other core: it parses, normalizes the entries
-of each chunk of consecutive batches at once (``transforms.normalize.normalized_rows``)
-and sends them as Arrow IPC, the rest of the batches pickled; the ingest process
-reads that almost for free (measured on the 200 MB scaled tree: parse 2.55 s in
-process; unpickling the entry dicts instead of Arrow cost the ingest process 0.68 s).
+Parsing JSONL, normalizing entries, chunking new texts and counting their tokens are
+Python work (the BPE aside) that holds the GIL; in the ingest process they compete
+with the dedup and the writer thread for the one GIL. A reader process does them on
+the other core: it parses, normalizes the entries of each chunk of consecutive
+batches at once (``transforms.normalize.normalized_rows``), counts the tokens of the
+texts it has not met before and cuts them into FTS chunks, and sends all of it as
+Arrow IPC (the rest of the batches pickled), which the ingest process reads almost
+for free. It counts and chunks every new text of the run; the ingest process uses
+those of the contents the store does not hold yet.
 
 The process is ``python -m ctxkeep.flows.read_worker`` (not ``multiprocessing``,
 whose spawn re-imports the caller's ``__main__``): it gets the todo list pickled on
@@ -55,11 +57,14 @@ CHUNK_ITEMS = 64
 
 def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[tuple]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
-    except that a batch's entries come normalized: ``(file, batch, None, rows, n)``
-    where ``batch.entries`` is empty and ``rows`` is ``normalized_rows`` of its ``n``
-    entries (``schema.ENTRY_SCHEMA``, not deduplicated: ``unique_entries`` of the
-    concatenated rows of a group equals its ``entries_frame``). The closing item of
-    a file is ``(file, None, read)``.
+    except that a batch's entries come normalized: ``(file, batch, None, rows, n,
+    pre)`` where ``batch.entries`` is empty and ``rows`` is ``normalized_rows`` of its
+    ``n`` entries (``schema.ENTRY_SCHEMA``, not deduplicated: ``unique_entries`` of
+    the concatenated rows of a group equals its ``entries_frame``); ``pre`` is None
+    or, on the first batch of a chunk, the contents the process met first in that
+    chunk: a frame (content_hash, token_estimate, token_method) and their
+    ``chunks_frame`` rows, computed there (``pipeline.Precomputed`` keeps them). The
+    closing item of a file is ``(file, None, read)``.
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -87,14 +92,17 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
             except EOFError:
                 raise RuntimeError("the reader process ended without a result "
                                    f"(exit code {proc.wait()})") from None
-            if kind == _ITEM:  # a chunk: (items, Arrow IPC of their entries' rows)
-                items, ipc = val
+            if kind == _ITEM:  # a chunk: items, Arrow IPC of their entries' rows, contents
+                items, ipc, pre = val
                 rows = pl.read_ipc(io.BytesIO(ipc)) if ipc is not None else None
+                if pre is not None:
+                    pre = tuple(pl.read_ipc(io.BytesIO(b)) for b in pre)
                 at = 0
                 for item in items:
                     if item[1] is not None:
                         n = item[3]
-                        yield (*item[:3], rows.slice(at, n), n)
+                        yield (*item[:3], rows.slice(at, n), n, pre)
+                        pre = None  # with the chunk's first batch: before any group needs it
                         at += n
                     else:
                         yield item
@@ -112,6 +120,35 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
         proc.stdout.close()
 
 
+def _ipc(frame) -> bytes:
+    return frame.write_ipc(None).getvalue()
+
+
+def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
+    """Token estimates and chunk rows of the contents of ``rows`` (normalized entries)
+    this process has not seen before (``known``, updated), as Arrow IPC:
+    (content_hash, token_estimate, token_method) and ``chunks_frame`` rows; None when
+    there is none. Exactly what the ingest process would compute for them
+    (``estimate_tokens`` and ``chunks_frame`` are per text)."""
+    import polars as pl
+
+    from ..transforms.chunk import chunks_frame
+    from ..transforms.tokens import estimate_tokens
+
+    new = rows.filter(pl.col("content_hash").is_not_null()) \
+        .unique(subset="content_hash", keep="first", maintain_order=True).select("content_hash", "text")
+    fresh = [h not in known for h in new["content_hash"].to_list()]
+    new = new.filter(pl.Series(fresh, dtype=pl.Boolean))
+    if not new.height:
+        return None
+    known.update(new["content_hash"].to_list())
+    counts, methods = estimate_tokens(new["text"].to_list())
+    contents = pl.DataFrame({"content_hash": new["content_hash"],
+                             "token_estimate": pl.Series(counts, dtype=pl.Int64),
+                             "token_method": pl.Series(methods, dtype=pl.String)})
+    return _ipc(contents), _ipc(chunks_frame(new))
+
+
 def _main() -> None:
     """The reader process: todo from stdin, ``(kind, value)`` pickles to stdout."""
     out = sys.stdout.buffer
@@ -123,12 +160,17 @@ def _main() -> None:
     entries: list = []
     size = 0
 
+    known: set[str] = set()
+
     def send() -> None:
         nonlocal items, entries, size
         if items:
-            ipc = normalized_rows(entries).write_ipc(None).getvalue() if entries or any(
-                i[1] is not None for i in items) else None
-            pickle.dump((_ITEM, (items, ipc)), out, protocol=pickle.HIGHEST_PROTOCOL)
+            ipc = pre = None
+            if any(i[1] is not None for i in items):
+                rows = normalized_rows(entries)
+                ipc = _ipc(rows)
+                pre = _precompute(rows, known)
+            pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)
         items, entries, size = [], [], 0
 
     try:
