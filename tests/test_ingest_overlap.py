@@ -361,3 +361,48 @@ def test_an_in_memory_store_is_loaded_without_a_writer_thread(tmp_path, monkeypa
     h = hashlib.sha256(text.encode()).hexdigest()
     assert sqlite_store.content_text(conn, h) == text
     assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 5 + 2
+
+
+def test_precomputed_gives_what_estimate_tokens_and_chunks_frame_give():
+    import polars as pl
+    from ctxkeep.transforms.chunk import chunks_frame
+    from ctxkeep.transforms.tokens import estimate_tokens
+
+    texts = ["short text", "## Heading\n" + "a line of a long tool output\n" * 400, "第三个 text"]
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    contents = pl.DataFrame({"content_hash": hashes, "text": texts})
+    counts, methods = estimate_tokens(texts)
+    pre = pipeline.Precomputed()
+    pre.add(pl.DataFrame({"content_hash": hashes[:2], "token_estimate": counts[:2],
+                          "token_method": methods[:2]}), chunks_frame(contents[:2]))
+    pre.add(pl.DataFrame({"content_hash": hashes[2:], "token_estimate": counts[2:],
+                          "token_method": methods[2:]}), chunks_frame(contents[2:]))
+    assert pre.take([hashes[0], "f" * 64]) is None  # one not computed ahead: compute all here
+    order = [2, 1]
+    c, m, rows = pre.take([hashes[i] for i in order])
+    assert c == [counts[i] for i in order] and m == [methods[i] for i in order]
+    want = chunks_frame(contents[order])
+    assert rows.height == want.height == 1 + len(chunk_text(texts[1]))
+    assert rows.equals(want)
+    assert pre.take([hashes[1]]) is None  # taken once
+    c0, _, rows0 = pre.take([hashes[0]])
+    assert c0 == [counts[0]] and rows0.equals(chunks_frame(contents[:1]))
+
+
+def test_a_reader_process_ingest_over_a_store_that_holds_some_contents(tmp_path, monkeypatch):
+    ctx, text = _two_files_sharing_a_text(tmp_path)
+    proj = tmp_path / "home" / ".claude" / "projects" / "-tmp-overlap"
+    b = (proj / "b.jsonl").read_bytes()
+    results = {}
+    for mode in ("thread", "process"):
+        (proj / "b.jsonl").unlink()
+        home = tmp_path / mode
+        first = _ingest(home, ctx, writer=True)
+        (proj / "b.jsonl").write_bytes(b)  # the shared text is stored already
+        if mode == "process":
+            monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)
+        second = _ingest(home, ctx, writer=True)
+        results[mode] = (first["entries_new"], second["entries_new"], _fingerprint(home))
+    assert results["process"] == results["thread"]
+    assert results["thread"][:2] == (2, 2)
+    assert results["thread"][2]["chunks"][0] == 5 + 2
