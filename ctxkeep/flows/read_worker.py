@@ -9,13 +9,15 @@ batches at once (``transforms.normalize.normalized_rows``), counts the tokens of
 texts it has not met before and cuts them into FTS chunks, and sends all of it as
 Arrow IPC (the rest of the batches pickled), which the ingest process reads almost
 for free. It counts and chunks every new text of the run; the ingest process uses
-those of the contents the store does not hold yet.
+those of the contents the store does not hold yet. Measured on the 200 MB scaled
+tree (2 shared cores): the ingest process's CPU fell from ~22 s to ~11 s (the reader
+process ~12-15 s on the other core), wall from ~20 s to ~15-17 s; store identical.
 
 The process is ``python -m ctxkeep.flows.read_worker`` (not ``multiprocessing``,
 whose spawn re-imports the caller's ``__main__``): it gets the todo list pickled on
-stdin and writes ``(kind, value)`` pickles on stdout, one per item. It imports only
-``sources`` (no Polars, no Prefect) and only reads session files, so stopping it
-early leaves nothing behind.
+stdin and writes ``(kind, value)`` pickles on stdout, one per chunk of items. It
+imports ``sources`` and ``transforms`` (no DuckDB, no Prefect) and only reads session
+files, so stopping it early leaves nothing behind. ~230 MB RSS on that tree.
 """
 from __future__ import annotations
 
