@@ -406,3 +406,23 @@ def test_a_reader_process_ingest_over_a_store_that_holds_some_contents(tmp_path,
     assert results["process"] == results["thread"]
     assert results["thread"][:2] == (2, 2)
     assert results["thread"][2]["chunks"][0] == 5 + 2
+
+
+def test_a_reader_process_that_cannot_start_falls_back_to_reading_here(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    conn = sqlite_store.connect(tmp_path)
+    try:
+        todo = pipeline.plan(tmp_path, conn, ctx=ctx).todo[:3]
+    finally:
+        conn.close()
+    real_popen = read_worker.subprocess.Popen
+
+    def broken(args, **kw):  # a Python that cannot import ctxkeep
+        return real_popen([args[0], "-c", "import sys; sys.exit('no module named ctxkeep (test)')"], **kw)
+
+    monkeypatch.setattr(read_worker.subprocess, "Popen", broken)
+    got = list(read_worker.read_in_process(todo))
+    want = list(read_worker.read_files(todo))
+    assert [(i[0], i[2], None if i[1] is None else len(i[1].entries)) for i in got] == \
+        [(i[0], i[2], None if i[1] is None else len(i[1].entries)) for i in want]
+    assert sum(len(i[1].entries) for i in got if i[1] is not None) > 0

@@ -70,7 +70,9 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
-    message raises RuntimeError naming its exit code. Closing the generator early
+    message raises RuntimeError naming its exit code, unless it ended before sending
+    anything (it could not start: e.g. no importable ctxkeep for ``sys.executable``):
+    then ``read_files(todo)`` runs here instead, items in the plain shape. Closing the generator early
     kills the process. The pipe holds the process back when nobody reads (consume it
     in ``pipeline._read_ahead``'s thread to let it work ahead).
     """
@@ -81,7 +83,7 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.flows.read_worker"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-    ended = False
+    ended = received = False
     try:
         try:
             pickle.dump(todo, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
@@ -92,8 +94,13 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
             try:
                 kind, val = pickle.load(proc.stdout)
             except EOFError:
+                if not received:  # it could not start (its error is on stderr): read here
+                    ended = True
+                    yield from read_files(todo)
+                    return
                 raise RuntimeError("the reader process ended without a result "
                                    f"(exit code {proc.wait()})") from None
+            received = True
             if kind == _ITEM:  # a chunk: items, Arrow IPC of their entries' rows, contents
                 items, ipc, pre = val
                 rows = pl.read_ipc(io.BytesIO(ipc)) if ipc is not None else None
