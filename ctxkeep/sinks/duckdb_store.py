@@ -105,15 +105,21 @@ def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
     return pa.table({n: pa.array(c) if rows else pa.array([], pa.string()) for n, c in zip(names, cols)})
 
 
-def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False) -> dict:
+def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
+         con: duckdb.DuckDBPyConnection | None = None, usage: bool = True) -> dict:
     """Bring DuckDB up to date with SQLite.
 
     Copies ``entries`` rows with rowid above the stored high-water mark (all rows when
-    ``rebuild``), in slices of ``SYNC_ROWS``, and replaces ``usage``. Returns
-    ``{"entries_synced": int, "usage_rows": int}``. Raises duckdb.IOException when
-    another process holds the file (the caller reports it; the next sync catches up).
+    ``rebuild``), in slices of ``SYNC_ROWS``, replays ``status_log`` and replaces
+    ``usage`` (unless ``usage`` is False: an intermediate sync during an ingest leaves
+    usage to the closing one). ``con``: an open connection from ``connect(home)`` to
+    reuse (left open; repeated syncs then skip the open and DDL), else one is opened
+    and closed here. Returns ``{"entries_synced": int, "usage_rows": int}`` (usage_rows
+    0 when ``usage`` is False). Raises duckdb.IOException when another process holds
+    the file (the caller reports it; the next sync catches up).
     """
-    con = connect(home)
+    own = con is None
+    con = connect(home) if own else con
     try:
         if rebuild:
             con.execute("DELETE FROM entries")
@@ -141,6 +147,8 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False) 
             con.unregister("_batch")
             synced += tbl.num_rows
         _replay_status(sqlite_conn, con)
+        if not usage:
+            return {"entries_synced": synced, "usage_rows": 0}
         ucols = ["usage_key", "agent", "session_id", "project_dir", "ts", "model",
                  *USAGE_COLUMNS, "entry_id"]
         utbl = _arrow(sqlite_conn.execute(f"SELECT {', '.join(ucols)} FROM usage"), ucols)
@@ -153,7 +161,45 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False) 
         con.execute("COMMIT")
         return {"entries_synced": synced, "usage_rows": utbl.num_rows}
     finally:
-        con.close()
+        if own:
+            con.close()
+
+
+def append_entries(con: duckdb.DuckDBPyConnection, first_rowid: int, table: pa.Table) -> int | None:
+    """Append entries just committed to SQLite without reading them back from it.
+
+    ``table``: the Arrow table of the rows a ``sqlite_store.load_batch`` inserted, in
+    insert order, columns ``STORED_COLUMNS`` as in ``schema.ENTRY_SCHEMA`` (``ts``
+    timestamp[us, UTC], ``is_sidechain`` bool), whose SQLite rowids are
+    ``first_rowid`` … ``first_rowid + num_rows - 1``. Their statuses as loaded; a
+    status changed later is replayed from ``status_log`` by the next ``sync``.
+
+    Returns the number of rows appended (the high-water mark moves to the last one);
+    0 when they are already synced; None when they do not follow the high-water mark
+    (rows committed before them are missing: call ``sync``, which reads SQLite).
+    """
+    n = table.num_rows
+    hwm = _hwm(con)
+    if n == 0 or first_rowid + n - 1 <= hwm:
+        return 0
+    if first_rowid != hwm + 1:
+        return None
+    tbl = table.select(STORED_COLUMNS).append_column(
+        "sqlite_rowid", pa.array(range(first_rowid, first_rowid + n), pa.int64()))
+    con.register("_append", tbl)
+    try:
+        con.execute("BEGIN")
+        try:
+            con.execute("INSERT INTO entries SELECT sqlite_rowid, " + ", ".join(STORED_COLUMNS)
+                        + " FROM _append")
+            con.execute("INSERT OR REPLACE INTO meta VALUES('entries_rowid', ?)", [first_rowid + n - 1])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    finally:
+        con.unregister("_append")
+    return n
 
 
 def _replay_status(sqlite_conn: sqlite3.Connection, con) -> int:

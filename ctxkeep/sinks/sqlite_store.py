@@ -322,6 +322,22 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
+def sibling(conn: sqlite3.Connection) -> sqlite3.Connection | None:
+    """A second writing connection to the database file of ``conn`` (its ``main``
+    schema) with the pragmas of ``connect`` (busy timeout, ``synchronous=NORMAL``, the
+    page cache), in autocommit mode, usable from another thread (the ingest's writer
+    thread). The schema is not touched (``conn`` made it). Returns None for an
+    in-memory or temporary database (nothing to share)."""
+    row = next((r for r in conn.execute("PRAGMA database_list").fetchall() if r[1] == "main"), None)
+    if not row or not row[2]:
+        return None
+    other = sqlite3.connect(row[2], isolation_level=None, check_same_thread=False)
+    other.execute("PRAGMA busy_timeout=30000")
+    other.execute("PRAGMA synchronous=NORMAL")
+    other.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    return other
+
+
 # ---------------------------------------------------------------- watermarks
 
 def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:

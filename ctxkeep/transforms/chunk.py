@@ -22,6 +22,8 @@ def fence_spans(text: str) -> list[tuple[int, int]]:
     a fence of ≥3 backticks or tildes closes with a fence of the same character at
     least as long; an unclosed fence runs to the end)."""
     spans, open_at, marker = [], None, ""
+    if "```" not in text and "~~~" not in text:  # no fence possible: skip the regex scan
+        return spans
     for m in _FENCE_RE.finditer(text):
         f = m.group(1)
         if open_at is None:

@@ -52,6 +52,20 @@ def entries_frame(entries: list[dict]) -> pl.DataFrame:
     Rows with a duplicate entry_id within the batch are dropped (first kept).
     Returns a frame with the columns and dtypes of ``ENTRY_SCHEMA``.
     """
+    return unique_entries(normalized_rows(entries))
+
+
+def unique_entries(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` without rows whose entry_id an earlier row has (first kept, order
+    kept): ``entries_frame`` = ``unique_entries(normalized_rows(...))``, also over the
+    concatenated ``normalized_rows`` of consecutive batches."""
+    return frame.unique(subset="entry_id", keep="first", maintain_order=True)
+
+
+def normalized_rows(entries: list[dict]) -> pl.DataFrame:
+    """``entries_frame`` without the dedup: one row per entry dict, in order (so the
+    rows of consecutive batches can be cut apart by their entry counts). Columns and
+    dtypes of ``ENTRY_SCHEMA``."""
     if not entries:
         return pl.DataFrame(schema=ENTRY_SCHEMA)
     df = source_frame(entries)
@@ -71,8 +85,7 @@ def entries_frame(entries: list[dict]) -> pl.DataFrame:
         pl.lit("active").alias("status"),
         pl.lit(None, dtype=pl.Int64).alias("token_estimate"),
     )
-    return df.unique(subset="entry_id", keep="first", maintain_order=True).select(
-        [pl.col(c).cast(t) for c, t in ENTRY_SCHEMA.items()])
+    return df.select([pl.col(c).cast(t) for c, t in ENTRY_SCHEMA.items()])
 
 
 def contents_frame(entries: pl.DataFrame) -> pl.DataFrame:
