@@ -8,6 +8,8 @@ Handmade records follow the Claude Code transcript shape of ``fixtures/bad_input
 """
 from __future__ import annotations
 
+import json
+
 import hashlib
 import shutil
 import sqlite3
@@ -284,6 +286,44 @@ def test_a_duckdb_error_in_the_sync_thread_does_not_fail_the_ingest(tmp_path, mo
         assert pipeline.sync_analytics(conn, home) == f"analytics: {s.entries_new} entries synced"
     finally:
         conn.close()
+
+
+def test_an_ingest_with_nothing_new_catches_up_a_failed_sync(tmp_path, monkeypatch):
+    """A DuckDB sync that failed (or was interrupted) is caught up by the next ingest,
+    also when that ingest finds nothing new: SQLite records how far DuckDB holds it."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+    ctx = _corpus_ctx()
+    home = tmp_path / "store"
+
+    def held(*a, **k):
+        raise duckdb.IOException("Could not set lock on file (test)")
+
+    monkeypatch.setattr(duckdb_store, "connect", held)
+    s = pipeline.run_ingest(home, ctx=ctx)
+    assert s.entries_new == 3890 and s.analytics.startswith("analytics store not updated")
+    conn = sqlite_store.connect(home, readonly=True)
+    assert sqlite_store.analytics_behind(conn)
+    conn.close()
+    monkeypatch.undo()
+    s2 = pipeline.run_ingest(home, ctx=ctx)
+    assert s2.entries_new == 0 and s2.bytes == 0
+    assert s2.analytics == "analytics: 3890 entries synced"
+    conn = sqlite_store.connect(home, readonly=True)
+    assert not sqlite_store.analytics_behind(conn)
+    conn.close()
+    con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
+    assert con.execute("SELECT count(*) FROM entries").fetchall() == [(3890,)]
+    con.close()
+    # the CLI's no-op path (nothing to read) catches up as well, without Prefect
+    (home / duckdb_store.DB_NAME).unlink()
+    with sqlite_store.connect(home) as c:
+        c.execute("UPDATE meta SET value='0' WHERE key='analytics_entries_rowid'")
+    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--json", "--agent", "codex",
+                                 "--path", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["analytics"] == "analytics: 3890 entries synced"
 
 
 def test_a_reader_process_yields_what_the_reader_thread_yields(tmp_path, monkeypatch):

@@ -41,6 +41,7 @@ def ingest(
         conn = sqlite_store.connect(h)
         try:
             p = pipeline.plan(h, conn, agents=agent or None, paths=path or None)
+            behind = not p.todo and sqlite_store.analytics_behind(conn)
         finally:
             conn.close()
         problems = list(p.problems) + [
@@ -48,7 +49,9 @@ def ingest(
             for name in cfgmod.unknown_agents(cfgmod.load_config(h), SOURCES)]
         for prob in problems:
             err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
-        if not p.todo:
+        if behind:  # nothing new, but an earlier DuckDB sync failed: catch up, no Prefect
+            summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
+        elif not p.todo:
             summary = pipeline.Summary(files=p.unchanged, problems=p.problems).as_dict()
         else:
             summary = _run_with_progress(h, agent, path, no_prefect, progress and not as_json)

@@ -30,6 +30,14 @@ def ingest_agent_files(home: str, agent: str, todo: list, tombs: dict) -> dict:
         conn.close()
 
 
+def _analytics_behind(home: Path) -> bool:
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        return sqlite_store.analytics_behind(conn)
+    finally:
+        conn.close()
+
+
 @task(name="sync-analytics", cache_policy=NO_CACHE, persist_result=False)
 def sync_analytics(home: str) -> str:
     conn = sqlite_store.connect(Path(home))
@@ -79,7 +87,8 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
                 s.quarantined += r["quarantined"]
                 s.status_changed += r["status_changed"]
                 s.per_agent[agent] = r["entries_new"]
-            if s.entries_new or s.status_changed or not (h / "analytics.duckdb").exists():
+            if (s.entries_new or s.status_changed or not (h / "analytics.duckdb").exists()
+                    or _analytics_behind(h)):
                 s.analytics = sync_analytics(home)
             status = "ok"
         finally:

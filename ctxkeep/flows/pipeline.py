@@ -565,6 +565,7 @@ def sync_analytics(conn, home: Path) -> str:
 
     try:
         r = duckdb_store.sync(conn, home)
+        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
         return f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:  # a notebook holding the file must not fail the ingest
         return (f"analytics store not updated ({type(e).__name__}: {str(e).splitlines()[0]}); "
@@ -596,6 +597,8 @@ class AnalyticsSyncer:
         self.synced = 0
         self.appended = 0
         self.note = ""
+        #: (entries rowid, status_log seq) DuckDB holds after a complete closing sync
+        self.marks: tuple[int, int] | None = None
 
     @property
     def started(self) -> bool:
@@ -637,7 +640,10 @@ class AnalyticsSyncer:
                 if got is None:
                     if sq is None:
                         sq = sqlite_store.connect(self.home, readonly=True)
-                    got = duckdb_store.sync(sq, self.home, con=con, usage=final)["entries_synced"]
+                    r = duckdb_store.sync(sq, self.home, con=con, usage=final)
+                    got = r["entries_synced"]
+                    if final:
+                        self.marks = (r["entries_rowid"], r["status_seq"])
                 else:
                     self.appended += got
                 self.synced += got
@@ -697,13 +703,16 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) ->
             r = ingest_files(conn, p.todo, tombs, on_bytes, on_commit=syncer.on_commit)
         finally:  # the groups committed before an error are synced too
             s.analytics = syncer.finish()
+            if syncer.marks:
+                sqlite_store.mark_analytics_synced(conn, *syncer.marks)
         s.files_read, s.files_vanished = r["files_read"], r["vanished"]
         s.bytes, s.lines = r["bytes"], r["lines"]
         s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
         s.status_changed = r["status_changed"]
         s.per_agent = r["per_agent"]
         if not syncer.started and (s.entries_new or s.status_changed
-                                   or not (home / ANALYTICS_DB).exists()):
+                                   or not (home / ANALYTICS_DB).exists()
+                                   or sqlite_store.analytics_behind(conn)):
             s.analytics = sync_analytics(conn, home)
         status = "ok"
     finally:

@@ -114,8 +114,10 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
     ``usage`` (unless ``usage`` is False: an intermediate sync during an ingest leaves
     usage to the closing one). ``con``: an open connection from ``connect(home)`` to
     reuse (left open; repeated syncs then skip the open and DDL), else one is opened
-    and closed here. Returns ``{"entries_synced": int, "usage_rows": int}`` (usage_rows
-    0 when ``usage`` is False). Raises duckdb.IOException when another process holds
+    and closed here. Returns ``{"entries_synced": int, "usage_rows": int,
+    "entries_rowid": int, "status_seq": int}`` (usage_rows 0 when ``usage`` is False;
+    the last two: the SQLite entries rowid and status_log seq DuckDB now holds, for
+    ``sqlite_store.mark_analytics_synced``). Raises duckdb.IOException when another process holds
     the file (the caller reports it; the next sync catches up).
     """
     own = con is None
@@ -147,8 +149,9 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
             con.unregister("_batch")
             synced += tbl.num_rows
         _replay_status(sqlite_conn, con)
+        marks = {"entries_rowid": _hwm(con), "status_seq": _status_seq(con)}
         if not usage:
-            return {"entries_synced": synced, "usage_rows": 0}
+            return {"entries_synced": synced, "usage_rows": 0, **marks}
         ucols = ["usage_key", "agent", "session_id", "project_dir", "ts", "model",
                  *USAGE_COLUMNS, "entry_id"]
         utbl = _arrow(sqlite_conn.execute(f"SELECT {', '.join(ucols)} FROM usage"), ucols)
@@ -159,7 +162,7 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
             con.execute("INSERT INTO usage SELECT " + ", ".join(
                 f"CAST({c} AS TIMESTAMPTZ)" if c == "ts" else c for c in ucols) + " FROM _usage")
         con.execute("COMMIT")
-        return {"entries_synced": synced, "usage_rows": utbl.num_rows}
+        return {"entries_synced": synced, "usage_rows": utbl.num_rows, **marks}
     finally:
         if own:
             con.close()
@@ -200,6 +203,11 @@ def append_entries(con: duckdb.DuckDBPyConnection, first_rowid: int, table: pa.T
     finally:
         con.unregister("_append")
     return n
+
+
+def _status_seq(con) -> int:
+    rows = con.execute("SELECT value FROM meta WHERE key='status_seq'").fetchall()
+    return int(rows[0][0]) if rows else 0
 
 
 def _replay_status(sqlite_conn: sqlite3.Connection, con) -> int:

@@ -405,6 +405,7 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> str:
     try:
         from . import duckdb_store
         r = duckdb_store.sync(conn, home, rebuild=True)
+        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
         return f"analytics rebuilt: {r['entries_synced']} entries"
     except Exception as e:  # noqa: BLE001 - a busy file must not fail the purge
         return (f"analytics store not rebuilt ({type(e).__name__}: {str(e).splitlines()[0]}); "

@@ -338,6 +338,28 @@ def sibling(conn: sqlite3.Connection) -> sqlite3.Connection | None:
     return other
 
 
+# ---------------------------------------------------------------- analytics marks
+
+def mark_analytics_synced(conn: sqlite3.Connection, entries_rowid: int, status_seq: int) -> None:
+    """Record how far DuckDB holds SQLite (``duckdb_store.sync``'s return), so that
+    ``analytics_behind`` can tell without opening DuckDB."""
+    with write(conn):
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)",
+                         [("analytics_entries_rowid", str(entries_rowid)),
+                          ("analytics_status_seq", str(status_seq))])
+
+
+def analytics_behind(conn: sqlite3.Connection) -> bool:
+    """True when SQLite holds entries or status changes past what the last complete
+    DuckDB sync recorded (``mark_analytics_synced``): a sync failed or was
+    interrupted, and even an ingest with nothing new must catch DuckDB up."""
+    marks = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
+                              "('analytics_entries_rowid', 'analytics_status_seq')").fetchall())
+    rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
+    seq = conn.execute("SELECT coalesce(max(seq), 0) FROM status_log").fetchone()[0]
+    return rowid > int(marks.get("analytics_entries_rowid", 0)) or seq > int(marks.get("analytics_status_seq", 0))
+
+
 # ---------------------------------------------------------------- watermarks
 
 def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
