@@ -72,3 +72,33 @@ def test_second_ingest_without_wait_exits_cleanly(store_home):
     assert "Traceback" not in errout
     assert not (store_home / "store.db").exists() or sqlite3.connect(
         store_home / "store.db").execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+
+
+def test_a_waiting_ingest_says_why(tmp_path):
+    """While another process holds the store lock, run_ingest tells ``hooks.on_wait``
+    (the CLI prints a line) and goes on once the lock is free."""
+    import subprocess
+    import sys
+    import time
+
+    from ctxkeep.flows import pipeline
+    from ctxkeep.sources.base import DiscoveryContext
+    home = tmp_path / "store"
+    home.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from ctxkeep.sinks.lock import store_lock; "
+        f"lk = store_lock(Path({str(home)!r}), 0); lk.acquire(); print('held', flush=True); "
+        "time.sleep(1.5); lk.release()")], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "held"
+    told = []
+    old = pipeline.hooks.on_wait
+    pipeline.hooks.on_wait = told.append
+    try:
+        t0 = time.monotonic()
+        s = pipeline.run_ingest(home, ctx=DiscoveryContext(home=tmp_path / "nohome", env={}))
+        waited = time.monotonic() - t0
+    finally:
+        pipeline.hooks.on_wait = old
+        child.wait(10)
+    assert told == [str(home / "ingest.lock")]
+    assert waited > 0.5 and s.entries_new == 0 and s.files == 0

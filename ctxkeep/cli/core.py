@@ -74,6 +74,8 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     task_id = prog.add_task("ingest", total=None)
     pipeline.hooks.on_plan = lambda p: prog.update(task_id, total=p.pending_bytes or 1)
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
+    pipeline.hooks.on_wait = lambda where: err.print(
+        f"waiting for another ctxkeep run on this store to finish ({where})…", highlight=False, style="dim")
     with prog:
         if no_prefect:
             return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()

@@ -59,7 +59,7 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
     log = get_run_logger()
     t0 = time.perf_counter()
     h = Path(home)
-    with pipeline.lock(h):
+    with pipeline.acquire_lock(h):
         conn = sqlite_store.connect(h)
         try:
             p = pipeline.plan(h, conn, agents=agents, paths=[Path(x) for x in paths or []], force=force)

@@ -9,9 +9,10 @@ import os
 import queue
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import polars as pl
 from filelock import Timeout
@@ -39,6 +40,8 @@ class Hooks:
 
     on_plan: Callable[["Plan"], None] | None = None
     on_bytes: Callable[[int], None] | None = None
+    #: called with the lock file's path when another run holds the store and this one waits
+    on_wait: Callable[[str], None] | None = None
 
 
 hooks = Hooks()
@@ -98,6 +101,26 @@ def lock(home: Path, timeout: float = -1) -> StoreLock:
     (``filelock.Timeout``)."""
     cfgmod.ensure_home(home)
     return store_lock(home, timeout)
+
+
+@contextmanager
+def acquire_lock(home: Path, wait: bool = True) -> Iterator[StoreLock]:
+    """``with acquire_lock(home):`` holds the store lock. When another run holds it:
+    with ``wait``, ``hooks.on_wait`` is told and the lock awaited; else
+    ``filelock.Timeout`` is raised."""
+    lk = lock(home, 0)
+    try:
+        lk.acquire()
+    except Timeout:
+        if not wait:
+            raise
+        if hooks.on_wait:  # say why nothing happens
+            hooks.on_wait(str(Path(home) / LOCK_NAME))
+        lk.acquire(-1)
+    try:
+        yield lk
+    finally:
+        lk.release()
 
 
 def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
@@ -649,12 +672,15 @@ class AnalyticsSyncer:
                 self.synced += got
                 if final:
                     self.note = f"analytics: {self.synced} entries synced"
-            except Exception as e:  # a notebook holding the file must not fail the ingest
+            except BaseException as e:  # a notebook holding the file must not fail the ingest;
+                # nothing escapes the thread (an interrupted process must not print a traceback)
                 self.note = (f"analytics store not updated ({type(e).__name__}: "
                              f"{(str(e).splitlines() or [''])[0]}); the next ingest catches up")
                 if con is not None:
                     _close_quietly(con)
                     con = None
+                if not isinstance(e, Exception):
+                    final = True
             if final:
                 break
         for c in (con, sq):
@@ -678,7 +704,7 @@ def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | N
     t0 = time.perf_counter()
     home = cfgmod.ensure_home(Path(home))
     try:
-        with lock(home, -1 if wait else 0):
+        with acquire_lock(home, wait):
             conn = sqlite_store.connect(home)
             try:
                 return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0)

@@ -25,6 +25,7 @@ import dataclasses
 import io
 import os
 import pickle
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -159,7 +160,11 @@ def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
 
 
 def _main() -> None:
-    """The reader process: todo from stdin, ``(kind, value)`` pickles to stdout."""
+    """The reader process: todo from stdin, ``(kind, value)`` pickles to stdout.
+
+    Ctrl-C reaches the whole process group: the reader ignores it and is stopped by
+    the ingest (which closes the pipe, then kills it), so only the ingest reports."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print must not corrupt the stream
     todo = pickle.load(sys.stdin.buffer)
