@@ -90,11 +90,15 @@ def _emit_check(rep: dict, as_json: bool) -> None:
         _print_json(rep)
         return
     th = rep["thresholds"]
-    t = table(title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}")
+    from rich import box
+
+    t = table(title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}",
+              box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     # a narrow terminal folds file names (never cuts them: the name is what to act on)
     for c in ("file", "agent", "KiB", "lines", "status", "active", "backups"):
         t.add_column(c, justify="right" if c in ("KiB", "lines", "backups") else "left",
-                     no_wrap=c != "file", min_width=24 if c == "file" else None, overflow="fold")
+                     no_wrap=c not in ("file", "status"), min_width=16 if c == "file" else None,
+                     overflow="fold")
     for f in rep["files"]:
         status = f["status"] + (f" ({', '.join(f['exceeds'])})" if f["exceeds"] else "")
         t.add_row(Path(f["path"]).name, f["agent"], f"{f['bytes'] / 1024:,.0f}", f"{f['lines']:,}",

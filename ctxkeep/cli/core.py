@@ -218,12 +218,12 @@ def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
     rows = [(a, f"{d['sessions']:,}", f"{d['entries']:,}", f"{d['kinds'].get('message', 0):,}",
              f"{d['kinds'].get('tool_call', 0):,}", f"{d['kinds'].get('tool_result', 0):,}",
              _mb(d["text_bytes"]), f"{d['token_estimate']:,}") for a, d in s["agents"].items()]
-    t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD)
-    # cells are never cut (a narrow terminal wraps the headers instead)
-    for i, c in enumerate(("agent", "sessions", "entries", "messages", "tool calls", "tool results",
+    # fits 80 columns: headers on two lines, one space between columns, cells never cut
+    t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for i, c in enumerate(("agent", "sessions", "entries", "messages", "tool\ncalls", "tool\nresults",
                            "text", "tokens")):
-        t.add_column(c, justify="right" if i else "left",
-                     min_width=max([len(r[i]) for r in rows] + [len(c.split()[0][:5])]))
+        t.add_column(c, justify="right" if i else "left", no_wrap=True,
+                     min_width=max([len(r[i]) for r in rows] + [max(map(len, c.split()))]))
     for r in rows:
         t.add_row(*r)
     out.print(t)
