@@ -276,3 +276,12 @@ def test_agents_list_is_the_source_registry_plus_notes():
     from ctxkeep.sinks.notes import NOTE_AGENT
     from ctxkeep.sources import SOURCES
     assert AGENTS == (*SOURCES, NOTE_AGENT)
+
+
+def test_distinct_texts_with_one_title_are_not_folded(corpus_conn):
+    """Every patch of a Codex session starts ``apply_patch <<'PATCH'``: same session,
+    kind, tool and title, different texts. They stay separate hits (session 1 folded
+    221 of them into one)."""
+    hits = search(corpus_conn, "apply_patch", limit=50).hits
+    assert len(hits) == 50
+    assert max(h.duplicates for h in hits) < 10

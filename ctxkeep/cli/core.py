@@ -149,8 +149,8 @@ def search(
     for h in res.hits:
         when = (h.ts or "")[:16].replace("T", " ")
         out.print(f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_id[:12]}  {when}  {h.kind}"
-                  + (f" {h.tool_name}" if h.tool_name else "") + f"  ~{h.token_estimate:,} tok",
-                  highlight=False)
+                  + (f" {h.tool_name}" if h.tool_name else "") + f"  ~{h.token_estimate:,} tok"
+                  + (f"  (+{h.duplicates:,} like it)" if h.duplicates else ""), highlight=False)
         if h.title:
             out.print("   " + h.title, highlight=False, markup=False, soft_wrap=True)
         if h.snippet.rstrip("…") != h.title.rstrip("…"):  # a short text: its title says it all

@@ -717,25 +717,45 @@ def _fuse(lists: dict[str, list[int]], shown: dict[int, _Cand]) -> list[int]:
     return [cid for _, _, cid in scored]
 
 
+#: word-set overlap (Jaccard) above which two hits of one key are the same thing
+FOLD_SIMILARITY = 0.6
+_FOLD_WORD_RE = re.compile(r"\w+")
+
+
 def _collapse(conn, fused: list[int], shown: dict[int, _Cand], limit: int
               ) -> tuple[list[int], dict[int, int]]:
     """The first ``limit`` of ``fused`` after dropping near-duplicates: a hit with the
-    same session, kind, tool and title start (``FOLD_TITLE_CHARS``) as a better one
-    (successive versions of one todo list, re-reads of one file) is folded into it. Returns the kept
+    same session, kind, tool and title start (``FOLD_TITLE_CHARS``) as a better one,
+    and a matching chunk sharing ≥ ``FOLD_SIMILARITY`` of its words (successive versions
+    of one todo list, re-reads of one file; not a session's different patches, which
+    all start ``apply_patch <<'PATCH'``), is folded into it. Returns the kept
     content_ids and, per kept one, how many were folded in."""
     titles = _titles(conn, fused[:limit * 4])
     kept, seen, similar = [], {}, {}
+    words: dict[int, set[str]] = {}
+
+    def ws(cid: int) -> set[str]:
+        if cid not in words:
+            words[cid] = set(_FOLD_WORD_RE.findall(shown[cid].text.lower()))
+        return words[cid]
+
     for cid in fused:
         if len(kept) >= limit:
             break
         e = shown[cid].entries[0]
         t = " ".join((titles.get(cid) or "").split())[:FOLD_TITLE_CHARS]
         key = (e[2], e[6], e[7], t) if t else None
-        if key is not None and key in seen:
-            similar[seen[key]] = similar.get(seen[key], 0) + 1
+        into = None
+        for k in seen.get(key, ()) if key is not None else ():
+            a, b = ws(k), ws(cid)
+            if a and b and len(a & b) >= FOLD_SIMILARITY * len(a | b):
+                into = k
+                break
+        if into is not None:
+            similar[into] = similar.get(into, 0) + 1
             continue
         if key is not None:
-            seen[key] = cid
+            seen.setdefault(key, []).append(cid)
         kept.append(cid)
     return kept, similar
 
