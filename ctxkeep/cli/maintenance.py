@@ -137,8 +137,10 @@ def _run_flow(h: Path, name: str, **params) -> dict:
     configure_prefect(h)
     from ..flows import maintenance_flows
     fl = getattr(maintenance_flows, f"{name}_flow")
-    server = "" if os.environ.get("PREFECT_API_URL") else "; starting Prefect's temporary server: 15-50 s, --no-prefect skips it"
-    with err.status(f"{name} (Prefect flow{server})…"):
+    if not os.environ.get("PREFECT_API_URL"):
+        err.print(f"{name}: starting Prefect's temporary local server for the flow run "
+                  "(15-50 s; --no-prefect skips it)", highlight=False, style="dim")
+    with err.status(f"{name} (Prefect flow)…"):
         return fl(str(h), **params)
 
 
