@@ -22,8 +22,8 @@ from ..errors import StoreBusy
 from ..schema import STORED_COLUMNS
 from ..sinks import archive, sqlite_store
 from ..sinks.lock import LOCK_NAME, StoreLock, store_lock
-from ..sources import SOURCES, discover_all, files_for_paths
-from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
+from ..sources import SOURCES, discover_all, file_unchanged, files_for_paths
+from ..sources.base import Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 from ..transforms.chunk import chunks_frame
 from ..transforms.normalize import (contents_frame, entries_frame, normalized_rows, unique_entries,
                                     usage_frame)
@@ -145,15 +145,9 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
     todo, unchanged = [], 0
     for f in files:
         wm = wms.get(str(f.path))
-        try:
-            st = f.path.stat()
-        except OSError:
+        if not f.path.exists():
             continue
-        mod = SOURCES[f.agent]
-        pv = mod.PARSER_VERSION
-        # a source may define its own change test (SQLite: the -wal counts too)
-        hook = getattr(mod, "unchanged", None)
-        if not force and (hook(f, wm) if hook else is_unchanged(st, wm, pv)):
+        if not force and file_unchanged(f, wm):
             unchanged += 1
             continue
         todo.append((f, None if force else wm))

@@ -10,11 +10,30 @@ from types import ModuleType
 
 from . import (aider, claude_code, cline, codex, continue_dev, copilot_cli, crush, cursor,
                gemini_cli, goose, kilo_code, opencode, opencode_go, qwen_code, roo_code, specstory)
-from .base import Discovery, DiscoveryContext, SourceFile
+from ._sqlite import db_unchanged
+from .base import Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 
 SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (
     claude_code, codex, gemini_cli, copilot_cli, qwen_code, continue_dev, cline, roo_code,
     kilo_code, aider, specstory, opencode, opencode_go, crush, goose, cursor)}
+
+
+def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
+    """True when ``f`` holds nothing new since ``wm`` (the ingest plan skips it): a
+    ``sqlite`` file when neither the database nor its ``-wal`` changed
+    (``_sqlite.db_unchanged``); else the module's ``unchanged`` hook when it has one
+    (a JSON tree's fingerprint); else the default test (same inode, size, mtime).
+    A file that cannot be stat'ed is not unchanged."""
+    mod = SOURCES[f.agent]
+    if f.mode == "sqlite":
+        return db_unchanged(f.path, wm, mod.PARSER_VERSION)
+    hook = getattr(mod, "unchanged", None)
+    if hook:
+        return hook(f, wm)
+    try:
+        return is_unchanged(f.path.stat(), wm, mod.PARSER_VERSION)
+    except OSError:
+        return False
 
 
 def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,

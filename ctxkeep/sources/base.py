@@ -12,8 +12,9 @@ and optionally::
 
     def matches(path: Path) -> bool                 # claims an explicit --path file
     def unchanged(file: SourceFile, wm: Watermark | None) -> bool
-        # replaces ``is_unchanged`` in the ingest plan: SQLite sources compare the
-        # -wal too, JSON-tree sources a fingerprint of the session's files
+        # replaces ``is_unchanged`` in the ingest plan (``sources.file_unchanged``):
+        # JSON-tree sources compare a fingerprint of the session's files; files of
+        # mode "sqlite" need none (the database and its -wal are compared)
 
 ``read`` yields bounded batches. Each batch carries the entry dicts it parsed (keys of
 ``ctxkeep.schema.SOURCE_SCHEMA``), the lines it quarantined, and the watermark that is

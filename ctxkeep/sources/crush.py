@@ -22,7 +22,7 @@ import orjson
 
 from . import _charm_db
 from ._scan import find_project_files
-from ._sqlite import db_unchanged, guarded
+from ._sqlite import guarded
 from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "crush"
@@ -70,11 +70,6 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 def matches(path: Path) -> bool:
     """True for ``…/crush.db`` given with ``--path``."""
     return path.name == "crush.db"
-
-
-def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
-    """True when neither the database nor its ``-wal`` changed since the last read."""
-    return db_unchanged(file.path, wm, PARSER_VERSION)
 
 
 def read(file: SourceFile, wm: Watermark | None,

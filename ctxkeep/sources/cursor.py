@@ -41,11 +41,11 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_ro, read_pages,
+from ._sqlite import (db_fingerprint, guarded, db_watermark, open_ro, read_pages,
                       settle_fingerprint)
 from ._util import as_int, compact_json
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, is_unchanged, quarantine_row, read_jsonl)
+                   Watermark, quarantine_row, read_jsonl)
 
 AGENT = "cursor"
 PARSER_VERSION = 1
@@ -91,17 +91,6 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 def matches(path: Path) -> bool:
     """True for a ``state.vscdb`` or a JSONL file under ``agent-transcripts``."""
     return path.name == "state.vscdb" or (path.suffix == ".jsonl" and "agent-transcripts" in path.parts)
-
-
-def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
-    """``state.vscdb``: neither the file nor its ``-wal`` changed; transcripts: the
-    default (same inode, size, mtime)."""
-    if file.path.name == "state.vscdb":
-        return db_unchanged(file.path, wm, PARSER_VERSION)
-    try:
-        return is_unchanged(file.path.stat(), wm, PARSER_VERSION)
-    except OSError:
-        return False
 
 
 def read(file: SourceFile, wm: Watermark | None,

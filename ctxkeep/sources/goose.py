@@ -43,11 +43,11 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (db_fingerprint, db_unchanged, guarded, db_watermark, open_ro, read_pages,
+from ._sqlite import (db_fingerprint, guarded, db_watermark, open_ro, read_pages,
                       settle_fingerprint)
 from ._util import as_int, compact_json, media_placeholder
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, is_unchanged, quarantine_row, read_jsonl)
+                   Watermark, quarantine_row, read_jsonl)
 
 AGENT = "goose"
 PARSER_VERSION = 1
@@ -87,17 +87,6 @@ def matches(path: Path) -> bool:
     if path.name == "sessions.db":
         return True
     return path.suffix == ".jsonl" and path.parent.name == "sessions" and "goose" in path.parts
-
-
-def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
-    """``sessions.db``: neither the file nor its ``-wal`` changed; legacy JSONL: the
-    default test (same inode, size, mtime)."""
-    if file.path.name == "sessions.db":
-        return db_unchanged(file.path, wm, PARSER_VERSION)
-    try:
-        return is_unchanged(file.path.stat(), wm, PARSER_VERSION)
-    except OSError:
-        return False
 
 
 def read(file: SourceFile, wm: Watermark | None,

@@ -54,7 +54,7 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (advance_mark, changed_rows, db_fingerprint, db_unchanged, db_watermark, guarded,
+from ._sqlite import (advance_mark, changed_rows, db_fingerprint, db_watermark, guarded,
                       open_ro, settle_fingerprint)
 from ._util import as_int, compact_json
 from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -142,10 +142,8 @@ def tree_fingerprint(file: SourceFile) -> str:
 
 
 def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
-    """Tree sessions: the fingerprint is the same; ``opencode.db``: neither the file
-    nor its ``-wal`` changed."""
-    if _is_db(file):
-        return db_unchanged(file.path, wm, PARSER_VERSION)
+    """Tree sessions: the fingerprint is the same (``opencode.db`` is a ``sqlite``
+    file: ``sources.file_unchanged`` tests it)."""
     if wm is None or wm.parser_version != PARSER_VERSION:
         return False
     try:

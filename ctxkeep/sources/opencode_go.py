@@ -18,7 +18,7 @@ from typing import Iterator
 
 from . import _charm_db
 from ._scan import find_project_files
-from ._sqlite import db_unchanged, guarded, open_ro
+from ._sqlite import guarded, open_ro
 from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "opencode-go"
@@ -54,11 +54,6 @@ def _is_go_opencode(path: Path) -> bool:
 def matches(path: Path) -> bool:
     """True for ``…/.opencode/opencode.db`` given with ``--path``."""
     return path.name == "opencode.db" and path.parent.name == ".opencode"
-
-
-def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
-    """True when neither the database nor its ``-wal`` changed since the last read."""
-    return db_unchanged(file.path, wm, PARSER_VERSION)
 
 
 def read(file: SourceFile, wm: Watermark | None,

@@ -2,7 +2,7 @@
 
 Builds a copy of the corpus Crush database in a temp dir, multiplies its 82 messages
 to ``N`` rows (new ids, same parts), then measures: a first full ingest, an unchanged
-re-plan (the ``unchanged`` hook: two stats), and an incremental ingest after 1,000 new
+re-plan (``sources.file_unchanged``: two stats), and an incremental ingest after 1,000 new
 rows. Prints figures; asserts nothing about speed. Run:
 ``uv run python tests/bench/bench_db_sources.py [N]``.
 """
