@@ -113,12 +113,19 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
     home, _ = corpus_store
     conn = sqlite_store.connect(home, readonly=True)
     assert sqlite_store.schema_version(conn) == 3
+    matches: list[str] = []
+    floor = S._window_floor
+    monkeypatch.setattr(S, "_window_floor", lambda c, fts, m: matches.append(m) or floor(c, fts, m))
     with_facets = {(q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
                    for q in QUERIES for i, f in enumerate(FILTERS)}
+    # every filtered list ran with its filters inside the MATCH
+    assert matches and all(" AND facets : (" in m for m in matches)
+    matches.clear()
     monkeypatch.setattr(sqlite_store, "schema_version", lambda c: 2)  # the pre-facet path
     exact = {(q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
              for q in QUERIES for i, f in enumerate(FILTERS)}
     conn.close()
+    assert matches and not any("facets" in m for m in matches)
     assert with_facets == exact
     assert sum(1 for v in exact.values() if v) >= 40  # the comparison is not over empty results
 

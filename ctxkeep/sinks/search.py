@@ -352,6 +352,14 @@ def any_match(query: str) -> str | None:
     return " OR ".join(parts) or None
 
 
+def _prefix_star(t: str, common: set[str] | frozenset) -> bool:
+    """Whether term ``t`` (trailing ``*`` stripped) is searched as a prefix in the
+    relaxed list (see ``prefix_match``)."""
+    last = _LAST_TOKEN_RE.search(t)
+    return (len(t) >= 3 and last is not None and t not in common
+            and len(last.group()) >= (3 if last.start() > 0 and _WORD_RE.search(t[:last.start()]) else 2))
+
+
 def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str | None:
     """FTS5 expression for the relaxed list: any term (OR); terms of ≥ 3 characters
     as prefix queries, except the ``common`` ones (terms with many whole-word
@@ -364,15 +372,8 @@ def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str 
     would expand ``s*`` to every token starting with s (87,000 chunks, 0.3–0.6 s per
     list), and ``"PLACEHOLDER_RE"*`` ``re*`` (130 ms); ``PLACEHOLDER_REG`` → ``reg*``
     stays a prefix (``PLACEHOLDER_REGEX``)."""
-    parts = []
-    for t in terms(query):
-        t = t.rstrip("*")
-        if not _WORD_RE.search(t):
-            continue
-        last = _LAST_TOKEN_RE.search(t)
-        star = (len(t) >= 3 and last is not None and t not in common
-                and len(last.group()) >= (3 if last.start() > 0 and _WORD_RE.search(t[:last.start()]) else 2))
-        parts.append(_quote(t) + ("*" if star else ""))
+    parts = [_quote(t) + ("*" if _prefix_star(t, common) else "")
+             for t in (t.rstrip("*") for t in terms(query)) if _WORD_RE.search(t)]
     return " OR ".join(parts) or None
 
 
@@ -655,10 +656,9 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
             run("any", "fts_words", any_match(query))
         if len(lists.get("words", [])) < limit:
             common = _common_terms(conn, query)
-            relaxed = prefix_match(query, common)
             # without a prefix term the relaxed list is the ``any`` (or ``words``) list again
-            if relaxed != prefix_match(query, {t.rstrip("*") for t in ts}):
-                run("prefix", "fts_words", relaxed)
+            if any(_prefix_star(t.rstrip("*"), common) for t in ts if _WORD_RE.search(t)):
+                run("prefix", "fts_words", prefix_match(query, common))
         # derived lists over the candidates: the query verbatim, tool names
         base = _fuse(lists, shown)
         needle = " ".join(" ".join(ts).lower().split())

@@ -172,15 +172,12 @@ MIN_READ_VERSION = 2
 def check_version(conn: sqlite3.Connection, *, readonly: bool = False) -> None:
     """Raise StoreError when the store's schema is newer than this ctxkeep, or (for a
     reader, which never migrates) older than ``MIN_READ_VERSION``."""
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    except sqlite3.OperationalError:
-        return
-    if row and int(row[0]) > SCHEMA_VERSION:
-        raise StoreError(f"store schema v{row[0]} is newer than this ctxkeep (v{SCHEMA_VERSION})",
+    v = schema_version(conn)
+    if v > SCHEMA_VERSION:
+        raise StoreError(f"store schema v{v} is newer than this ctxkeep (v{SCHEMA_VERSION})",
                          hint="upgrade ctxkeep")
-    if readonly and row and int(row[0]) < MIN_READ_VERSION:
-        raise StoreError(f"store schema v{row[0]} is older than this ctxkeep reads (v{SCHEMA_VERSION})",
+    if readonly and 0 < v < MIN_READ_VERSION:
+        raise StoreError(f"store schema v{v} is older than this ctxkeep reads (v{SCHEMA_VERSION})",
                          hint="run `ctxkeep ingest` once to upgrade the store")
 
 
