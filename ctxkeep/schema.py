@@ -7,10 +7,30 @@ and ``text_bytes`` are bytes.
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
+
+@dataclass
+class EntryRef:
+    """What names and places one stored entry wherever it is shown (a search hit, a
+    fetched entry): id, agent, session, project directory, time (ISO-8601 UTC text),
+    role, kind and tool name."""
+
+    entry_id: str
+    agent: str
+    session_id: str
+    project_dir: str | None
+    ts: str | None
+    role: str
+    kind: str
+    tool_name: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
 
 #: every ``agent`` value: the sources' names (``sources.SOURCES``, in registry order)
 #: and ``note`` (``sinks.notes``); kept here so search can check a filter without

@@ -16,9 +16,10 @@ are estimates (the stored ``token_estimate`` scaled by bytes, else the heuristic
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..schema import EntryRef
 from ..transforms.tokens import heuristic_tokens
 from .sqlite_store import content_text
 
@@ -29,20 +30,12 @@ _COLS = ("entry_id", "agent", "session_id", "project_dir", "ts", "role", "kind",
 
 
 @dataclass
-class Fetched:
+class Fetched(EntryRef):
     """One fetched entry. ``text`` is complete unless ``truncated``; then
     ``elided_bytes`` bytes from ``elided_from`` are replaced by a marker (or, for an
     ``offset`` fetch, ``next_offset`` says where to continue). ``tokens`` estimates
     the returned text."""
 
-    entry_id: str
-    agent: str
-    session_id: str
-    project_dir: str | None
-    ts: str | None
-    role: str
-    kind: str
-    tool_name: str | None
     source_path: str | None
     source_offset: int | None
     status: str
@@ -55,9 +48,6 @@ class Fetched:
     elided_bytes: int = 0
     elided_from: int | None = None
     next_offset: int | None = None
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], list[str]]:

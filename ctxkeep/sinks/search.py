@@ -54,7 +54,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 
 from ..errors import SearchSyntaxError, UsageError
-from ..schema import AGENTS, KINDS, ROLES, STATUSES
+from ..schema import AGENTS, KINDS, ROLES, STATUSES, EntryRef
 from ..transforms import facets as fx
 from ..transforms.grams import _ASCII_WORD as ASCII_WORD_RE, _CJK_RUN as CJK_RE, query_grams
 from ..transforms.tokens import heuristic_tokens
@@ -233,7 +233,7 @@ class Filters:
 
 
 @dataclass
-class Hit:
+class Hit(EntryRef):
     """One search hit (tier 1): enough to decide whether to fetch the entry.
 
     ``title`` is the entry's first line (≤ 120 chars), ``snippet`` ≤ 300 characters
@@ -244,14 +244,6 @@ class Hit:
     0-based position within the text.
     """
 
-    entry_id: str
-    agent: str
-    session_id: str
-    project_dir: str | None
-    ts: str | None
-    role: str
-    kind: str
-    tool_name: str | None
     title: str
     token_estimate: int
     bytes: int
@@ -260,9 +252,6 @@ class Hit:
     matched: list[str] = field(default_factory=list)
     duplicates: int = 0
     chunk: int = 0
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
