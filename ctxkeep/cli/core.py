@@ -132,8 +132,8 @@ def search(
             raise UsageError(f"--limit {limit} is out of range", where="--limit", hint="use 1 to 200")
         if budget is not None and budget < 1:
             raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
-        if project and not project.startswith("/") and not (len(project) > 2 and project[1] == ":"):
-            project = os.path.abspath(os.path.expanduser(project))  # ., ~, relative: from here
+        if project:  # ., ~, relative: from here
+            project = cfgmod.normalize_dir(project, os.getcwd())
         conn = sqlite_store.connect(_home(home), readonly=True)
         res = do_search(conn, query, filters=Filters(
             agent=agent, project=project, session=session, kind=kind, role=role, tool=tool,

@@ -57,6 +57,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import config as cfgmod
 from ..errors import PurgeCancelled, UsageError
 from . import sqlite_store
 
@@ -115,21 +116,6 @@ def _as_bool(value, name: str) -> bool | None:
         if v in ("false", "0", "no"):
             return False
     raise UsageError(f"{name} must be true or false, got {value!r}")
-
-
-def _norm_dir(path: str, cwd: str) -> str:
-    p = os.path.expanduser(str(path).strip())
-    if not os.path.isabs(p) and not _looks_windows_abs(p):
-        p = os.path.join(cwd, p)
-    if not _looks_windows_abs(p):
-        p = os.path.normpath(p)
-    if len(p) > 1:
-        p = p.rstrip("/\\") or p[:1]
-    return p
-
-
-def _looks_windows_abs(p: str) -> bool:
-    return len(p) >= 3 and p[1] == ":" and p[2] in "\\/"
 
 
 def check_confirm(confirm) -> None:
@@ -194,7 +180,7 @@ def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confir
                              hint="nothing was purged")
     if sc == "session":
         return PurgeRequest("session", session_id=sid)
-    d = _norm_dir(pdir or cwd, cwd)
+    d = cfgmod.normalize_dir(pdir or cwd, cwd)
     if _too_broad(d):
         raise UsageError(f"refusing to purge project {d}: it is the filesystem root or your home "
                          f"directory (or above it), which holds every project"
