@@ -44,10 +44,7 @@ def ingest(
             behind = not p.todo and sqlite_store.analytics_behind(conn)
         finally:
             conn.close()
-        problems = list(p.problems) + [
-            f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
-            for name in cfgmod.unknown_agents(cfgmod.load_config(h), SOURCES)]
-        for prob in problems:
+        for prob in p.problems:
             err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
         if behind:  # nothing new, but an earlier DuckDB sync failed: catch up, no Prefect
             summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()

@@ -50,7 +50,8 @@ hooks = Hooks()
 @dataclass
 class Plan:
     """What an ingest will read: ``todo`` files (with their watermark), the number of
-    ``unchanged`` files skipped, discoveries per agent, and problems with --path."""
+    ``unchanged`` files skipped, discoveries per agent, and problems (with --path, and
+    agents config.toml names that have no source)."""
 
     todo: list[tuple[SourceFile, Watermark | None]]
     unchanged: int
@@ -132,9 +133,12 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
     """
     cfg = cfgmod.load_config(home)
     ctx = ctx or DiscoveryContext.from_env()
-    problems: list[str] = []
+    problems: list[str] = [
+        f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
+        for name in cfgmod.unknown_agents(cfg, SOURCES)]
     if paths:
-        files, problems = files_for_paths(paths, agents)
+        files, path_problems = files_for_paths(paths, agents)
+        problems += path_problems
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
     else:
         discoveries = discover_all(
