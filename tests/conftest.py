@@ -60,6 +60,16 @@ def corpus_store(tmp_path_factory):
 
 
 @pytest.fixture
+def store(corpus_store, tmp_path) -> Path:
+    """A private, writable copy of the corpus store (for purge, retention, reindex …)."""
+    import shutil
+    src, _ = corpus_store
+    dst = tmp_path / "store"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock"))
+    return dst
+
+
+@pytest.fixture
 def home_copy(tmp_path) -> Path:
     """A writable copy of the corpus home (for append/rewrite tests)."""
     dst = tmp_path / "home"

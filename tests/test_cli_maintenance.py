@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -15,13 +14,6 @@ from ctxkeep.cli import app
 SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"
 runner = CliRunner()
 
-
-@pytest.fixture
-def store(corpus_store, tmp_path) -> Path:
-    src, _ = corpus_store
-    dst = tmp_path / "store"
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock"))
-    return dst
 
 
 def n_entries(home: Path, where: str = "1", *args) -> int:

@@ -21,13 +21,6 @@ SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"
 CODEX_BIG = "c61729d4-da6d-46a4-9a29-ec2c614e5e23"
 
 
-@pytest.fixture
-def store(corpus_store, tmp_path) -> Path:
-    src, _ = corpus_store
-    dst = tmp_path / "store"
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock"))
-    return dst
-
 
 @pytest.fixture
 def ctx():

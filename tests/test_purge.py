@@ -28,14 +28,6 @@ DEMO = "/path/to/Demo"                             # sample-project (fe5e1c67…
 DEMO_SID = "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
 
 
-@pytest.fixture
-def store(corpus_store, tmp_path) -> Path:
-    """A private copy of the corpus store."""
-    src, _ = corpus_store
-    dst = tmp_path / "store"
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock"))
-    return dst
-
 
 def q(home: Path, sql: str, *args):
     conn = sqlite3.connect(home / "store.db")
