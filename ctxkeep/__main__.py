@@ -1,4 +1,4 @@
 """``python -m ctxkeep`` runs the CLI."""
-from .cli import main
+from ctxkeep.cli import main
 
 main()

@@ -17,7 +17,7 @@ from typing import Any
 
 import platformdirs
 
-from .errors import ConfigError
+from ctxkeep.errors import ConfigError
 
 APP = "ctxkeep"
 
@@ -42,7 +42,7 @@ def ensure_home(home: Path) -> Path:
     ``os.access``, so that root, who may write anywhere, still never creates a store
     inside a read-only tree (e.g. ``HOME`` pointed at a read-only copy of sessions).
     """
-    from .errors import StoreError
+    from ctxkeep.errors import StoreError
 
     if Path(home).exists() and not Path(home).is_dir():
         raise StoreError(f"cannot use {home} as the store: it is a file, not a directory",

@@ -41,7 +41,7 @@ def store_home(tmp_path) -> Path:
 @pytest.fixture
 def corpus_ctx():
     """A discovery context whose HOME is the corpus home (no environment overrides)."""
-    from ctxkeep.sources.base import DiscoveryContext
+    from ctxkeep.sources.contract import DiscoveryContext
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
     return DiscoveryContext(home=CORPUS_HOME, env={})
@@ -50,8 +50,8 @@ def corpus_ctx():
 @pytest.fixture(scope="session")
 def corpus_store(tmp_path_factory):
     """A store ingested once from the whole corpus (read-only use in tests)."""
-    from ctxkeep.flows.pipeline import run_ingest
-    from ctxkeep.sources.base import DiscoveryContext
+    from ctxkeep.pipeline.engine import run_ingest
+    from ctxkeep.sources.contract import DiscoveryContext
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
     home = tmp_path_factory.mktemp("corpus-store")

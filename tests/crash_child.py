@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ctxkeep.flows import compress_ops
-from ctxkeep.sinks import jsonl_rewrite
+from ctxkeep.maintenance.compress import run as compress_ops
+from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
 from ctxkeep.transforms.tokens import encoding
 
 encoding()   # build the offline o200k_base tables before forking

@@ -4,9 +4,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ctxkeep.flows.pipeline import run_ingest
-from ctxkeep.sinks import sqlite_store
-from ctxkeep.sources.base import DiscoveryContext
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import DiscoveryContext
 
 
 def ingest_home(home: Path, store: Path, env: dict | None = None, agents=None, paths=None):

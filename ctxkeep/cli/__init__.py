@@ -18,8 +18,8 @@ from typing import List, Optional
 
 import typer
 
-from .. import config as cfgmod
-from ..errors import CtxkeepError
+from ctxkeep import config as cfgmod
+from ctxkeep.errors import CtxkeepError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Keep the context of AI coding agents: ingest, search and maintain their sessions.")
@@ -135,8 +135,8 @@ def main() -> None:
 
 
 # command modules register themselves on `app` (imported last: they import from here)
-from . import core  # noqa: E402,F401
-from . import sources  # noqa: E402,F401
-from . import mcp  # noqa: E402,F401
-from . import maintenance  # noqa: E402,F401
-from . import compress  # noqa: E402,F401
+from ctxkeep.cli import core  # noqa: E402,F401
+from ctxkeep.cli import sources  # noqa: E402,F401
+from ctxkeep.cli import mcp  # noqa: E402,F401
+from ctxkeep.cli import maintenance  # noqa: E402,F401
+from ctxkeep.cli import compress  # noqa: E402,F401

@@ -8,9 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from .. import config as cfgmod
-from ..errors import CtxkeepError, UsageError
-from . import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep import config as cfgmod
+from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out, table
 
 
 @app.command()
@@ -30,7 +30,7 @@ def compress(
     as_json: bool = JsonOpt,
 ):
     """Shrink oversized Claude Code and Codex session files; the store keeps what they drop."""
-    from ..flows import compress_ops as ops
+    from ctxkeep.maintenance.compress import run as ops
 
     h = _home(home)
     if sum(bool(x) for x in (check, restore is not None, dry_run and check)) > 1 or (restore and files):
@@ -63,7 +63,7 @@ def compress(
 def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, no_prefect: bool, show: bool) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from ..flows import compress_ops as ops
+    from ctxkeep.maintenance.compress import run as ops
 
     prog = Progress(TextColumn("compress"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                     console=err.get(), disable=not show, transient=True)
@@ -78,9 +78,9 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, no_prefect: 
         if not todo:  # nothing over a threshold: no need to start Prefect
             return ops.run_compress(h, paths=files or None, keep_messages=keep_messages, force=force)
         cfgmod.ensure_home(h)
-        from ..flows.prefect_env import configure_prefect
+        from ctxkeep.flows.prefect_env import configure_prefect
         configure_prefect(h)
-        from ..flows.compress import compress_flow
+        from ctxkeep.flows.compress import compress_flow
         return compress_flow(str(h), paths=[str(p) for p in files or []] or None,
                              keep_messages=keep_messages, force=force)
 

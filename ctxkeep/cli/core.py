@@ -8,9 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from .. import config as cfgmod
-from ..errors import CtxkeepError
-from . import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
+from ctxkeep import config as cfgmod
+from ctxkeep.errors import CtxkeepError
+from ctxkeep.cli import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
 
 @app.command()
@@ -23,9 +23,9 @@ def ingest(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
-    from ..flows import pipeline
-    from ..sinks import sqlite_store
-    from ..sources import SOURCES
+    from ctxkeep.pipeline import engine as pipeline
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sources import SOURCES
 
     h = _home(home)
     unknown = [a for a in agent or [] if a not in SOURCES]
@@ -33,7 +33,7 @@ def ingest(
         _fail(CtxkeepError(f"unknown agent {', '.join(unknown)}",
                            hint="known: " + ", ".join(SOURCES)), 2)
     if path and not any(x.expanduser().exists() for x in path):
-        from ..errors import UsageError
+        from ctxkeep.errors import UsageError
         _fail(UsageError(f"no such file or directory: {', '.join(map(str, path))}", where="--path",
                          hint="give a session file or a folder that holds them"))
     try:
@@ -64,7 +64,7 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
                                TimeRemainingColumn, TransferSpeedColumn)
 
-    from ..flows import pipeline
+    from ctxkeep.pipeline import engine as pipeline
 
     prog = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeRemainingColumn(), console=err.get(), disable=not show, transient=True)
@@ -76,13 +76,13 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     with prog:
         if no_prefect:
             return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
-        from ..flows.prefect_env import configure_prefect
+        from ctxkeep.flows.prefect_env import configure_prefect
         configure_prefect(h)
         if show and not os.environ.get("PREFECT_API_URL"):
             prog.console.print("starting Prefect's temporary local server for the flow run "
                                "(15-50 s; `ctxkeep serve` keeps one running, --no-prefect skips it)",
                                highlight=False, style="dim")
-        from ..flows.ingest import ingest_flow
+        from ctxkeep.flows.ingest import ingest_flow
         return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
 
 
@@ -118,9 +118,9 @@ def search(
     as_json: bool = JsonOpt,
 ):
     """Search the store: ranked hits (tier 1: id, agent, session, time, kind, title, snippet); `ctxkeep show ID` prints one in full."""
-    from ..errors import UsageError
-    from ..sinks import sqlite_store
-    from ..sinks.search import Filters, search as do_search
+    from ctxkeep.errors import UsageError
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.query.search import Filters, search as do_search
 
     try:
         if not query.strip():
@@ -166,9 +166,9 @@ def show(
     as_json: bool = JsonOpt,
 ):
     """Print the full contents of entries (tier 2 of a search), within a budget."""
-    from ..errors import UsageError
-    from ..sinks import sqlite_store
-    from ..sinks.fetch import fetch
+    from ctxkeep.errors import UsageError
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.query.fetch import fetch
 
     try:
         if budget is not None and budget < 1:
@@ -198,8 +198,8 @@ def show(
 @app.command()
 def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
-    from ..sinks import sqlite_store
-    from ..sinks.stats import store_stats
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.query.stats import store_stats
 
     h = _home(home)
     try:

@@ -14,9 +14,9 @@ from typing import List, Optional
 
 import typer
 
-from .. import config as cfgmod
-from ..errors import CtxkeepError, UsageError
-from . import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
+from ctxkeep import config as cfgmod
+from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.cli import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
 NoPrefectOpt = typer.Option(False, "--no-prefect", help="Run in-process without Prefect orchestration.")
 
@@ -50,7 +50,7 @@ def purge(
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
-    from ..sinks.purge import PurgeRequest, parse_purge_request, purge as do_purge
+    from ctxkeep.maintenance.purge import PurgeRequest, parse_purge_request, purge as do_purge
 
     chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
     if len(chosen) != 1:
@@ -133,9 +133,9 @@ def _print_preview(p: dict) -> None:
 
 
 def _run_flow(h: Path, name: str, **params) -> dict:
-    from ..flows.prefect_env import configure_prefect
+    from ctxkeep.flows.prefect_env import configure_prefect
     configure_prefect(h)
-    from ..flows import maintenance_flows
+    from ctxkeep.flows import maintenance as maintenance_flows
     fl = getattr(maintenance_flows, f"{name}_flow")
     if not os.environ.get("PREFECT_API_URL"):
         err.print(f"{name}: starting Prefect's temporary local server for the flow run "
@@ -154,7 +154,7 @@ def retention(
     as_json: bool = JsonOpt,
 ):
     """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
-    from ..flows import maintenance
+    from ctxkeep.maintenance import ops as maintenance
 
     h = _home(home)
     days = {k: v for k, v in (("archive_after_days", archive_after_days),
@@ -189,7 +189,7 @@ def reindex(
     as_json: bool = JsonOpt,
 ):
     """Rebuild the FTS indexes and DuckDB from the SQLite entries."""
-    from ..flows import maintenance
+    from ctxkeep.maintenance import ops as maintenance
 
     h = _home(home)
     try:
@@ -219,8 +219,8 @@ def backfill(
     as_json: bool = JsonOpt,
 ):
     """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates)."""
-    from ..flows import maintenance
-    from ..sources import SOURCES
+    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.sources import SOURCES
 
     h = _home(home)
     unknown = [a for a in agent or [] if a not in SOURCES]
@@ -262,7 +262,9 @@ def backfill(
 def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    from ..flows import maintenance, pipeline
+    from ctxkeep.maintenance import ops as maintenance
+
+    from ctxkeep.pipeline import engine as pipeline
 
     if dry_run:
         return maintenance.run_backfill(h, paths=path or None, since=since, until=until,
@@ -299,7 +301,7 @@ def serve(
 
     Uses PREFECT_API_URL when set; otherwise starts `prefect server start` and stops it on exit.
     """
-    from ..flows import serve as serve_mod
+    from ctxkeep.flows import serve as serve_mod
 
     h = cfgmod.ensure_home(_home(home))
 

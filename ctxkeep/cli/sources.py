@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Optional
 
 
-from .. import config as cfgmod
-from ..errors import CtxkeepError
-from . import _count, HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, table
+from ctxkeep import config as cfgmod
+from ctxkeep.errors import CtxkeepError
+from ctxkeep.cli import _count, HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, table
 
 
 def _file_bytes(p: Path) -> int:
@@ -49,10 +49,10 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     sentence when nothing was found, or a note such as a missing configured dir or a
     database opened immutable). Raises ConfigError for a broken ``config.toml``.
     """
-    from ..sinks import sqlite_store
-    from ..sinks.stats import agent_counts
-    from ..sources import SOURCES, discover_all
-    from ..sources.base import DiscoveryContext
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.query.stats import agent_counts
+    from ctxkeep.sources import SOURCES, discover_all
+    from ctxkeep.sources.contract import DiscoveryContext
 
     env = dict(os.environ if env is None else env)
     cfg = cfgmod.load_config(home, env)

@@ -13,11 +13,11 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from .. import config as cfgmod
-from ..errors import StoreBusy
-from ..sinks import sqlite_store
-from ..sources.base import SourceFile
-from . import compress_ops
+from ctxkeep import config as cfgmod
+from ctxkeep.errors import StoreBusy
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import SourceFile
+from ctxkeep.maintenance.compress import run as compress_ops
 
 
 @task(name="compress-file", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE,

@@ -13,9 +13,9 @@ from pathlib import Path  # noqa: E402
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
-from ..errors import StoreBusy  # noqa: E402
-from ..sinks import sqlite_store  # noqa: E402
-from . import pipeline  # noqa: E402
+from ctxkeep.errors import StoreBusy  # noqa: E402
+from ctxkeep.sinks import sqlite as sqlite_store  # noqa: E402
+from ctxkeep.pipeline import engine as pipeline  # noqa: E402
 
 
 @task(name="ingest-agent", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE,

@@ -34,8 +34,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CtxkeepError
-from .prefect_env import configure_prefect
+from ctxkeep.errors import CtxkeepError
+from ctxkeep.flows.prefect_env import configure_prefect
 
 DEFAULT_PORT = 4200
 COMPRESS_ENTRYPOINT = "ctxkeep.flows.compress:compress_flow"
@@ -58,7 +58,7 @@ def schedules(ingest_minutes: int = 15, compress_minutes: int = 60,
     return [
         Schedule("ctxkeep-ingest", "ctxkeep.flows.ingest:ingest_flow", dt.timedelta(minutes=ingest_minutes)),
         Schedule("ctxkeep-compress", COMPRESS_ENTRYPOINT, dt.timedelta(minutes=compress_minutes), optional=True),
-        Schedule("ctxkeep-retention", "ctxkeep.flows.maintenance_flows:retention_flow",
+        Schedule("ctxkeep-retention", "ctxkeep.flows.maintenance:retention_flow",
                  dt.timedelta(hours=retention_hours)),
     ]
 

@@ -21,7 +21,7 @@ from typing import Iterator
 
 from filelock import FileLock, Timeout
 
-from ..errors import StoreBusy
+from ctxkeep.errors import StoreBusy
 
 LOCK_NAME = "ingest.lock"
 

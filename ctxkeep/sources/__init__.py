@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from . import (aider, claude_code, cline, codex, continue_dev, copilot_cli, crush, cursor,
+from ctxkeep.sources import (aider, claude_code, cline, codex, continue_dev, copilot_cli, crush, cursor,
                gemini_cli, goose, kilo_code, opencode, opencode_go, qwen_code, roo_code, specstory)
-from ._sqlite import db_unchanged
-from .base import Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
+from ctxkeep.sources.readers.sqlite import db_unchanged
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 
 SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (
     claude_code, codex, gemini_cli, copilot_cli, qwen_code, continue_dev, cline, roo_code,

@@ -39,8 +39,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from . import _homescan
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources import _homescan
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_document)
 
 AGENT = "aider"

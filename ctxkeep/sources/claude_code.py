@@ -28,8 +28,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from ._util import as_int, compact_json, drop_media, media_placeholder, strip_ansi
-from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources._util import as_int, compact_json, drop_media, media_placeholder, strip_ansi
+from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
 AGENT = "claude-code"

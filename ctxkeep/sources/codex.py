@@ -28,8 +28,8 @@ from typing import Iterator
 
 import orjson
 
-from ._util import as_int, compact_json
-from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources._util import as_int, compact_json
+from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
 AGENT = "codex"

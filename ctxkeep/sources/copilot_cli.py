@@ -34,8 +34,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from ._util import as_int, compact_json
-from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources._util import as_int, compact_json
+from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_jsonl)
 
 AGENT = "copilot-cli"

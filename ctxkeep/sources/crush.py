@@ -20,10 +20,10 @@ from typing import Iterator
 
 import orjson
 
-from . import _charm_db
-from ._scan import find_project_files
-from ._sqlite import guarded
-from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources import charm_db as _charm_db
+from ctxkeep.sources._scan import find_project_files
+from ctxkeep.sources.readers.sqlite import guarded
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "crush"
 PARSER_VERSION = 1

@@ -43,10 +43,10 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (db_fingerprint, guarded, db_watermark, open_ro, read_pages,
+from ctxkeep.sources.readers.sqlite import (db_fingerprint, guarded, db_watermark, open_ro, read_pages,
                       settle_fingerprint)
-from ._util import as_int, compact_json, media_placeholder
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources._util import as_int, compact_json, media_placeholder
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, quarantine_row, read_jsonl)
 
 AGENT = "goose"

@@ -54,10 +54,10 @@ from typing import Iterator
 
 import orjson
 
-from ._sqlite import (advance_mark, changed_rows, db_fingerprint, db_watermark, guarded,
+from ctxkeep.sources.readers.sqlite import (advance_mark, changed_rows, db_fingerprint, db_watermark, guarded,
                       open_ro, settle_fingerprint)
-from ._util import as_int, compact_json
-from .base import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources._util import as_int, compact_json
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, quarantine_row)
 
 AGENT = "opencode"

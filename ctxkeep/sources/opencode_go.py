@@ -16,10 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from . import _charm_db
-from ._scan import find_project_files
-from ._sqlite import guarded, open_ro
-from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources import charm_db as _charm_db
+from ctxkeep.sources._scan import find_project_files
+from ctxkeep.sources.readers.sqlite import guarded, open_ro
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "opencode-go"
 PARSER_VERSION = 1

@@ -29,9 +29,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from . import gemini_cli
-from ._util import as_int, compact_json, media_placeholder
-from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources import gemini_cli
+from ctxkeep.sources._util import as_int, compact_json, media_placeholder
+from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_document, read_jsonl)
 
 AGENT = "qwen-code"

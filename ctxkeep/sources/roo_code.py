@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from . import _vscode_tasks as vt
-from .base import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources import vscode_family as vt
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 
 AGENT = "roo-code"
 PARSER_VERSION = 1

@@ -37,8 +37,8 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from . import _homescan
-from .base import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+from ctxkeep.sources import _homescan
+from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                    Watermark, read_document)
 
 AGENT = "specstory"

@@ -148,7 +148,7 @@ def chunks_frame(contents: "pl.DataFrame") -> "pl.DataFrame":
     """
     import polars as pl
 
-    from .grams import grams_batch
+    from ctxkeep.transforms.grams import grams_batch
 
     hashes, seqs, titles, texts = [], [], [], []
     for h, text in contents.select("content_hash", "text").iter_rows():

@@ -116,7 +116,7 @@ def grams_batch(texts: list[str]) -> list[str]:
 
     Args: ``texts``, non-null str (chunk texts; valid UTF-8, as they come from a frame).
     Returns: one space-separated term string per text, '' for none; identical to
-    ``grams`` (tests/test_grams_batch.py compares both on every corpus chunk).
+    ``grams`` (tests/transforms/test_grams_batch.py compares both on every corpus chunk).
     """
     import polars as pl
 

@@ -9,8 +9,8 @@ import hashlib
 
 import polars as pl
 
-from ..schema import ENTRY_SCHEMA, SOURCE_SCHEMA
-from .redact import redact_expr
+from ctxkeep.schema import ENTRY_SCHEMA, SOURCE_SCHEMA
+from ctxkeep.transforms.redact import redact_expr
 
 _IN_SCHEMA = SOURCE_SCHEMA
 

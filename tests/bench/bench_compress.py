@@ -9,9 +9,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ctxkeep.flows import compress_ops as ops
-from ctxkeep.flows.pipeline import run_ingest
-from ctxkeep.sources.base import DiscoveryContext
+from ctxkeep.maintenance.compress import run as ops
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.sources.contract import DiscoveryContext
 
 CORPUS_HOME = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "home"
 SETTINGS = {

@@ -16,9 +16,9 @@ import time
 import uuid
 from pathlib import Path
 
-from ctxkeep.flows.pipeline import plan, run_ingest
-from ctxkeep.sinks import sqlite_store
-from ctxkeep.sources.base import DiscoveryContext
+from ctxkeep.pipeline.engine import plan, run_ingest
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import DiscoveryContext
 
 CORPUS_DB = Path(__file__).resolve().parents[3] / "shared/corpus/home/code/dbos-transact-golang/.crush/crush.db"
 

@@ -158,8 +158,8 @@ def main() -> None:
               f"{mb / b['seconds']:.1f} MB/s, {b['lines']:,} lines, "
               f"{b['text_chars'] / 1e6:.1f} M text chars, index {b['db_bytes'] / 1e6:.1f} MB")
 
-        from ctxkeep.flows.pipeline import run_ingest
-        from ctxkeep.sources.base import DiscoveryContext
+        from ctxkeep.pipeline.engine import run_ingest
+        from ctxkeep.sources.contract import DiscoveryContext
 
         store = work / "store-inproc"
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

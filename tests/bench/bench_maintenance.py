@@ -34,10 +34,10 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=50)
     ap.add_argument("--work", type=Path, default=Path("/tmp/ctxkeep-bench-maint"))
     a = ap.parse_args()
-    from ctxkeep.flows.maintenance import run_backfill, run_reindex, run_retention
-    from ctxkeep.flows.pipeline import run_ingest
-    from ctxkeep.sinks.purge import PurgeRequest, purge
-    from ctxkeep.sources.base import DiscoveryContext
+    from ctxkeep.maintenance.ops import run_backfill, run_reindex, run_retention
+    from ctxkeep.pipeline.engine import run_ingest
+    from ctxkeep.maintenance.purge import PurgeRequest, purge
+    from ctxkeep.sources.contract import DiscoveryContext
 
     tree = a.work / f"home-{a.mb}mb"
     if not tree.exists():

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ctxkeep.flows.pipeline import run_ingest  # noqa: E402
-from ctxkeep.sources.base import DiscoveryContext  # noqa: E402
+from ctxkeep.pipeline.engine import run_ingest  # noqa: E402
+from ctxkeep.sources.contract import DiscoveryContext  # noqa: E402
 
 SRC = (ROOT.parent / "shared/corpus/home/.gemini/tmp/"
        "3f1c0a6c9e5b4d2f8a7e6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e/chats/"

@@ -61,9 +61,9 @@ def queries(n: int = 200, seed: int = 4) -> list[tuple[str, dict]]:
 
 
 def main(home: Path) -> None:
-    from ctxkeep.sinks import sqlite_store
-    from ctxkeep.sinks.notes import index_note
-    from ctxkeep.sinks.search import Filters, search
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.pipeline.notes import index_note
+    from ctxkeep.query.search import Filters, search
 
     conn = sqlite_store.connect(home)
     for label, rel in NOTES.items():

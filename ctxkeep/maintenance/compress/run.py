@@ -1,0 +1,552 @@
+"""The compress work as plain functions (no Prefect): health check, file selection,
+compress one file, restore one file, and the whole run.
+
+``flows.compress`` wraps ``run_compress`` in a Prefect flow; ``ctxkeep compress
+--check``/``--dry-run``/``--restore`` and the tests call these directly (a temporary
+Prefect server costs 15–30 s per process on this kind of machine, DESIGN.md).
+
+Compressing one file (``compress_file``), under the store's maintenance lock:
+
+1. refuse formats other than Claude Code / Codex, and files modified within
+   ``active_minutes`` (unless ``force``);
+2. ingest the file's new bytes (``pipeline.ingest_file``), then verify that the store
+   holds every line: each line's entries (by entry id, computed by the agent's own
+   parser from the line's bytes) are in ``entries``, each unparseable line's exact
+   bytes (SHA-256) are in ``quarantine``;
+3. plan the cut (``transforms.compress_plan``), and check that the new file reads as
+   the same entries (plus the marker): nothing would be ingested twice;
+4. back up, write, validate, rename (``sinks.jsonl_rewrite``);
+5. record the new file's watermark (same parser state as the original's end, so the
+   next ingest reads only what the agent appends), load the marker's entry, move the
+   kept entries' ``source_offset`` to the new file, mark the removed lines' entries
+   ``archived`` (SQLite and DuckDB), prune old backups, record the run.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ctxkeep import config as cfgmod
+from ctxkeep.config import CompressConfig
+from ctxkeep.errors import StoreBusy, UsageError
+from ctxkeep.sinks.sqlite import status as entry_status
+from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources import SOURCES, discover_all, files_for_paths
+from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.maintenance.compress import plan as cp
+from ctxkeep.transforms.tokens import estimate_tokens
+from ctxkeep.pipeline import engine as pipeline
+
+
+@dataclass
+class Hooks:
+    """Progress callbacks of the running process (the CLI's progress bar): set here
+    rather than passed through Prefect parameters. ``on_files(n)`` once the files are
+    selected, ``on_file(FileResult)`` after each."""
+
+    on_files: Callable[[int], None] | None = None
+    on_file: Callable[["FileResult"], None] | None = None
+
+
+hooks = Hooks()
+
+
+@dataclass
+class FileCheck:
+    """Health of one session file: size (bytes), non-empty ``lines``, ``status`` ``OK``
+    or ``EXCEEDS`` with ``exceeds`` naming the thresholds crossed (``size``, ``lines``),
+    ``active`` (modified within ``active_minutes``), ``modified`` (UTC ISO-8601) and the
+    number of ``backups``."""
+
+    path: str
+    agent: str
+    bytes: int
+    lines: int
+    status: str
+    exceeds: list[str]
+    active: bool
+    modified: str
+    backups: int
+
+
+@dataclass
+class FileResult:
+    """What compress did to one file. ``status``: ``compressed``, ``would-compress``
+    (dry run), ``skipped`` (nothing to do), ``refused`` (unsafe: ``reason`` says why)
+    or ``failed``. Sizes in bytes, tokens estimated (o200k_base) over the texts of the
+    file's entries before and after; ``verified``: lines checked against the store."""
+
+    path: str
+    agent: str
+    status: str = "skipped"
+    reason: str = ""
+    bytes_before: int = 0
+    bytes_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    lines_before: int = 0
+    lines_after: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    removed_messages: int = 0
+    cut_kind: str | None = None
+    relinked: int = 0
+    dropped_bad_lines: int = 0
+    verified: dict = field(default_factory=dict)
+    archived: int = 0
+    backup: str | None = None
+    backups_pruned: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    #: DuckDB changes still to replay (applied once per run, not reported)
+    duck: entry_status.DuckChanges = field(default_factory=entry_status.DuckChanges, repr=False)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("duck", None)
+        return d
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def _count_lines(path: Path) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                n += 1
+    return n
+
+
+def discovered_files(home: Path, ctx: DiscoveryContext | None = None,
+                     paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
+    """Session files compress considers: ``paths`` (files or dirs, each claimed by the
+    first source that recognizes it) or else every enabled agent's discovered files.
+    Only Claude Code and Codex files are returned (discovery asks only those agents);
+    problems are one-line messages (unknown paths, other formats given explicitly)."""
+    cfg = cfgmod.load_config(home)
+    problems: list[str] = []
+    if paths:
+        files, problems = files_for_paths([Path(p) for p in paths])
+    else:
+        ctx = ctx or DiscoveryContext.from_env()
+        ds = discover_all(ctx, sorted(cp.SUPPORTED), enabled={a: cfg.agent(a).enabled for a in SOURCES},
+                          extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+        files = [f for d in ds for f in d.files]
+    out = []
+    for f in files:
+        if f.agent in cp.SUPPORTED:
+            out.append(f)
+        else:
+            problems.append(f"{f.path}: {f.agent} files are not compressed (only Claude Code and Codex)")
+    return out, problems
+
+
+def check_file(f: SourceFile, cc: CompressConfig, now: float | None = None) -> FileCheck:
+    """The health of one file against ``max_size_kb`` (KiB) and ``max_lines``."""
+    now = time.time() if now is None else now
+    st = f.path.stat()
+    lines = _count_lines(f.path)
+    exceeds = []
+    if st.st_size > cc.max_size_kb * 1024:
+        exceeds.append("size")
+    if lines > cc.max_lines:
+        exceeds.append("lines")
+    return FileCheck(str(f.path), f.agent, st.st_size, lines, "EXCEEDS" if exceeds else "OK",
+                     exceeds, now - st.st_mtime < cc.active_minutes * 60, _iso(st.st_mtime),
+                     len(jsonl_rewrite.backup_paths(f.path)))
+
+
+def check_files(home: Path, *, ctx: DiscoveryContext | None = None,
+                paths: list[Path] | None = None) -> dict:
+    """The health report (``compress --check``): changes nothing, needs no store.
+
+    Returns ``{"thresholds": {...}, "files": [FileCheck dicts], "exceeding": n,
+    "problems": [str]}``."""
+    cc = cfgmod.load_config(home).compress
+    files, problems = discovered_files(home, ctx, paths)
+    checks = []
+    for f in files:
+        try:
+            checks.append(asdict(check_file(f, cc)))
+        except OSError as e:
+            problems.append(f"{f.path}: {e.strerror or e}")
+    return {"thresholds": {"max_size_kb": cc.max_size_kb, "max_lines": cc.max_lines,
+                           "active_minutes": cc.active_minutes},
+            "files": checks, "exceeding": sum(c["status"] == "EXCEEDS" for c in checks),
+            "problems": problems}
+
+
+def _tokens(texts: list[str]) -> int:
+    return sum(estimate_tokens(texts)[0]) if texts else 0
+
+
+def verify_store(conn, file: SourceFile, lines: list[cp.Line],
+                 ids: list[list[str]]) -> dict:
+    """Check the store holds every line of ``file``: the entry ids of each parsed line
+    are in ``entries``, the bytes of each unparseable line are in ``quarantine``.
+
+    Returns ``{"lines": n, "entries": n, "quarantined": n, "missing_lines": [indices]}``."""
+    flat = [x for ls in ids for x in ls]
+    present = entry_status.present_ids(conn, flat) if conn is not None and flat else set()
+    qh = entry_status.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
+    missing, quarantined = [], 0
+    for ln, lids in zip(lines, ids):
+        if ln.rec is None:
+            if hashlib.sha256(ln.body).hexdigest() in qh:
+                quarantined += 1
+            else:
+                missing.append(ln.index)
+        elif any(x not in present for x in lids):
+            missing.append(ln.index)
+    return {"lines": len(lines), "entries": len(set(flat)), "quarantined": quarantined,
+            "missing_lines": missing}
+
+
+def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
+                  keep_messages: int | None = None, dry_run: bool = False, force: bool = False,
+                  tombs: dict | None = None, now: float | None = None) -> FileResult:
+    """Compress one session file (steps in the module doc). The caller holds the
+    maintenance lock (``pipeline.lock``) unless ``dry_run``; ``conn`` may be None in a
+    dry run without a store. Never raises for a bad or unsafe file: the result says
+    ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked."""
+    now = time.time() if now is None else now
+    path = file.path
+    r = FileResult(str(path), file.agent)
+    keep = keep_messages if keep_messages is not None else cc.keep_messages
+    if file.agent not in cp.SUPPORTED:
+        r.status, r.reason = "refused", f"{file.agent} files are not compressed (only Claude Code and Codex)"
+        return r
+    try:
+        st = path.stat()
+    except OSError as e:
+        r.status, r.reason = "refused", f"cannot read the file ({e.strerror or e})"
+        return r
+    age = now - st.st_mtime
+    if age < cc.active_minutes * 60 and not force:
+        r.status = "refused"
+        r.reason = (f"modified {age / 60:.1f} min ago (< active_minutes {cc.active_minutes}): "
+                    "the agent is probably writing to it; use --force to override")
+        return r
+    if not dry_run:
+        jsonl_rewrite.cleanup_temps(path)
+        wm = sqlite_store.load_watermarks(conn).get(str(path))
+        pipeline.ingest_file(conn, file, wm, tombs if tombs is not None
+                             else sqlite_store.tombstoned(conn))
+    data, state = jsonl_rewrite.read_state(path)
+    lines, rest = cp.split_lines(data)
+    r.bytes_before = r.bytes_after = len(data)
+    r.lines_before = r.lines_after = len(lines)
+    if rest.strip():
+        r.status, r.reason = "refused", "the last line is incomplete (the agent may be writing it)"
+        return r
+    per_line = cp.line_entries(file, lines)
+    ids = cp.line_entry_ids(file.agent, per_line)
+    v = verify_store(conn, file, lines, ids)
+    r.verified = {k: v[k] for k in ("lines", "entries", "quarantined")}
+    r.verified["missing"] = len(v["missing_lines"])
+    if v["missing_lines"]:
+        if not dry_run:
+            r.status = "refused"
+            r.reason = (f"the store does not hold {len(v['missing_lines'])} of {len(lines)} lines "
+                        f"(first: line {v['missing_lines'][0] + 1}); not compressed "
+                        "(a purged session, or the file changed during the check)")
+            return r
+        r.notes.append(f"the store holds {len(lines) - len(v['missing_lines'])} of {len(lines)} "
+                       "lines; the real run ingests the file first")
+    backup_path = Path(str(path) + jsonl_rewrite.BACKUP_SUFFIX)
+    sid = next((e.get("session_id") for ents in per_line for e in ents if e.get("session_id")), None)
+    note = (f"The full history stays searchable in the ctxkeep store ({home}"
+            + (f"; `ctxkeep search --session {sid} …`" if sid else "")
+            + f") and is in the backup {backup_path}.")
+    try:
+        plan = cp.plan_compression(file.agent, lines, keep, cc.keep_system_lines,
+                                   marker_note=note,
+                                   marker_extra={"backup": str(backup_path),
+                                                 "store": str(Path(home) / sqlite_store.DB_NAME)})
+    except cp.Refused as e:
+        r.status, r.reason = "refused", str(e)
+        return r
+    r.messages_before, r.messages_after = plan.messages_before, plan.messages_after
+    if not plan.changes:
+        r.reason = plan.reason or "nothing to remove"
+        return r
+    new_data = b"".join(x + b"\n" for x in plan.new_lines)
+    if len(new_data) >= len(data):
+        r.reason = (f"the safe cut removes only {plan.removed_messages} messages and would not "
+                    "shrink the file")
+        return r
+    new_lines, _ = cp.split_lines(new_data)
+    new_per_line = cp.line_entries(file, new_lines)
+    new_ids = cp.line_entry_ids(file.agent, new_per_line)
+    marker_uuid = plan.marker["uuid"] if plan.marker else None
+    marker_idx = {ln.index for ln in new_lines if marker_uuid and ln.rec
+                  and ln.rec.get("uuid") == marker_uuid}
+    old_ids = {x for ls in ids for x in ls}
+    strange = {x for i, ls in enumerate(new_ids) if i not in marker_idx for x in ls} - old_ids
+    if strange:
+        r.status = "refused"
+        r.reason = (f"the compressed file would read as {len(strange)} entries that the original "
+                    "does not have (parser state depends on removed lines); not compressed")
+        return r
+    r.tokens_before = _tokens(cp.entry_texts(per_line))
+    r.tokens_after = _tokens(cp.entry_texts(new_per_line))
+    r.bytes_after, r.lines_after = len(new_data), len(plan.new_lines)
+    r.removed_messages, r.cut_kind = plan.removed_messages, plan.cut_kind
+    r.relinked, r.dropped_bad_lines = len(plan.relinked), len(plan.dropped_bad)
+    kept_ids = {x for ls in new_ids for x in ls}
+    removed_ids = {x for i in plan.removed + plan.dropped_bad for x in ids[i]} - kept_ids
+    if dry_run:
+        r.status = "would-compress"
+        r.archived = len(removed_ids)
+        return r
+    # ---- write (the only step that touches the agent's file)
+    try:
+        backup = jsonl_rewrite.make_backup(path, data, state)
+        new_st = jsonl_rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
+    except jsonl_rewrite.RewriteError as e:
+        r.status, r.reason = "refused", str(e)
+        return r
+    r.backup, r.status = str(backup), "compressed"
+    # ---- store bookkeeping, most important first: archived status, then the new
+    # file's watermark with the marker's entry, then the kept entries' offsets. A crash
+    # in between loses nothing: the next ingest re-reads the new file (entry ids are
+    # stable, so nothing doubles).
+    try:
+        r.archived = entry_status.set_status_sqlite(conn, list(removed_ids), "archived")
+        old_wm = sqlite_store.load_watermarks(conn).get(str(path))
+        hl = min(4096, len(new_data))
+        wm = Watermark(path=str(path), agent=file.agent, dev=new_st.st_dev, ino=new_st.st_ino,
+                       size=new_st.st_size, mtime_ns=new_st.st_mtime_ns, offset=len(new_data),
+                       head_len=hl, head_hash=hashlib.sha256(new_data[:hl]).hexdigest(),
+                       parser_version=SOURCES[file.agent].PARSER_VERSION,
+                       state=dict(old_wm.state) if old_wm else {})
+        marker_entries = [e for i in marker_idx for e in new_per_line[i]]
+        frames = pipeline.transform_batch(conn, Batch(marker_entries, [], wm),
+                                          tombs if tombs is not None else sqlite_store.tombstoned(conn))
+        sqlite_store.load_batch(conn, quarantine=[], watermark=wm, **frames)
+        moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
+                 for x in ls]
+        entry_status.relocate_sqlite(conn, str(path), moves)
+        r.duck = entry_status.DuckChanges(status=[(list(removed_ids), "archived", None)],
+                                          moves=[(str(path), moves)])
+    except Exception as e:  # the file is compressed; say what the store missed
+        r.notes.append(f"store bookkeeping incomplete ({type(e).__name__}: {e}); the next "
+                       "ingest re-reads the file, removed entries may still show as active")
+    r.backups_pruned = [str(p) for p in jsonl_rewrite.prune_backups(
+        path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)]
+    return r
+
+
+def files_to_compress(home: Path, *, ctx: DiscoveryContext | None = None,
+                      paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
+    """Files a compress run handles: the given ``paths`` (all of them: the user asked),
+    else every enabled agent's Claude Code/Codex file over a threshold."""
+    files, problems = discovered_files(home, ctx, paths)
+    if paths:
+        return files, problems
+    cc = cfgmod.load_config(home).compress
+    out = []
+    for f in files:
+        try:
+            if check_file(f, cc).status == "EXCEEDS":
+                out.append(f)
+        except OSError:
+            continue
+    return out, problems
+
+
+def run_compress(home: Path, *, paths: list[Path] | None = None, ctx: DiscoveryContext | None = None,
+                 keep_messages: int | None = None, dry_run: bool = False, force: bool = False,
+                 wait: bool = True, on_file: Callable[[FileResult], None] | None = None,
+                 runner: Callable[..., FileResult] | None = None) -> dict:
+    """Compress every selected file (see ``files_to_compress``); the whole run without
+    Prefect. A real run takes the maintenance lock and records the run; a dry run
+    reads only (store opened read-only, when there is one).
+
+    ``runner(home, file, keep_messages, dry_run, force)`` replaces the per-file call
+    (the Prefect flow passes a task). Returns ``{"dry_run", "files": [FileResult
+    dicts], "compressed", "refused", "bytes_before", "bytes_after", "tokens_before",
+    "tokens_after", "seconds", "problems"}`` (bytes and tokens summed over compressed
+    or would-compress files). Raises StoreBusy when ``wait`` is False and the lock is
+    held; UsageError for ``keep_messages`` < 1."""
+    from filelock import Timeout
+
+    if keep_messages is not None and keep_messages < 1:
+        raise UsageError("--keep-messages must be at least 1", hint="pass a positive number")
+    t0 = time.perf_counter()
+    home = Path(home)
+    if dry_run:
+        return _run(home, paths, ctx, keep_messages, True, force, on_file, runner, t0)
+    cfgmod.ensure_home(home)
+    try:
+        with pipeline.lock(home, -1 if wait else 0):
+            return _run(home, paths, ctx, keep_messages, False, force, on_file, runner, t0)
+    except Timeout:
+        raise StoreBusy("another ctxkeep maintenance run holds the store",
+                        where=str(home / pipeline.LOCK_NAME), hint="wait for it to finish") from None
+
+
+def _default_runner(home: Path, file: SourceFile, keep_messages, dry_run: bool, force: bool) -> FileResult:
+    cc = cfgmod.load_config(home).compress
+    if dry_run:
+        conn = sqlite_store.connect(home, readonly=True) if (home / sqlite_store.DB_NAME).exists() else None
+    else:
+        conn = sqlite_store.connect(home)
+    try:
+        return compress_file(conn, home, file, cc, keep_messages=keep_messages, dry_run=dry_run,
+                             force=force)
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -> dict:
+    files, problems = files_to_compress(home, ctx=ctx, paths=paths)
+    runner = runner or _default_runner
+    on_file = on_file or hooks.on_file
+    if hooks.on_files:
+        hooks.on_files(len(files))
+    run_id = None
+    if not dry_run and files:
+        conn = sqlite_store.connect(home)
+        run_id = sqlite_store.start_run(conn, "compress")
+        conn.close()
+    results: list[FileResult] = []
+    status = "failed"
+    try:
+        for f in files:
+            try:
+                res = runner(home, f, keep_messages, dry_run, force)
+            except StoreBusy:
+                raise
+            except Exception as e:  # one bad file must not stop the run
+                res = FileResult(str(f.path), f.agent, status="failed",
+                                 reason=f"{type(e).__name__}: {e}")
+            results.append(res)
+            if on_file:
+                on_file(res)
+        status = "ok"
+    finally:
+        analytics = _update_analytics(home, results) if not dry_run and results else ""
+        done = [x for x in results if x.status in ("compressed", "would-compress")]
+        summary = {
+            "dry_run": dry_run, "files": [x.as_dict() for x in results],
+            "compressed": sum(x.status == "compressed" for x in results),
+            "would_compress": sum(x.status == "would-compress" for x in results),
+            "refused": sum(x.status == "refused" for x in results),
+            "failed": sum(x.status == "failed" for x in results),
+            "bytes_before": sum(x.bytes_before for x in done),
+            "bytes_after": sum(x.bytes_after for x in done),
+            "tokens_before": sum(x.tokens_before for x in done),
+            "tokens_after": sum(x.tokens_after for x in done),
+            "seconds": round(time.perf_counter() - t0, 3), "problems": problems,
+            "analytics": analytics,
+        }
+        if run_id is not None:
+            conn = sqlite_store.connect(home)
+            try:
+                sqlite_store.finish_run(conn, run_id, status, {
+                    "files": len(results), "bytes": summary["bytes_before"] - summary["bytes_after"],
+                    "seconds": summary["seconds"], **{k: v for k, v in summary.items() if k != "files"},
+                    "paths": [x.path for x in done]})
+            finally:
+                conn.close()
+    return summary
+
+
+def _update_analytics(home: Path, results: list[FileResult]) -> str:
+    """Bring DuckDB up to date once per run: sync new rows (ingested lines, markers),
+    then replay the archived statuses and moved offsets. Returns a one-line note."""
+    changes = entry_status.DuckChanges()
+    for x in results:
+        changes.status += x.duck.status
+        changes.moves += x.duck.moves
+    conn = sqlite_store.connect(home)
+    try:
+        note = pipeline.sync_analytics(conn, home)
+    finally:
+        conn.close()
+    if "not updated" in note:
+        return note + "; archived statuses not copied (run reindex)"
+    _n, dnote = entry_status.apply_duck(home, changes)
+    return note if dnote in ("ok", "no analytics store") else dnote
+
+
+def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = True) -> dict:
+    """Put ``<path>.backup`` back in place of ``path`` (``compress --restore``).
+
+    First makes sure the store holds the current file (ingest + verify); refuses when
+    the current file holds entries that the backup lacks (written after the
+    compression) unless ``force`` (they stay in the store either way). Then restores
+    atomically, re-reads the file into the store (ids are stable: nothing doubles),
+    marks the backup's entries ``active`` again and the compress marker ``archived``. Returns ``{"path", "backup",
+    "reactivated", "newer_entries", "bytes"}``. Raises UsageError (no backup, the file gone, an
+    unknown format, lines the store lacks, newer entries without force), StoreBusy, RewriteError."""
+    from filelock import Timeout
+
+    home = cfgmod.ensure_home(Path(home))
+    path = Path(path).expanduser().resolve()
+    backup = Path(str(path) + jsonl_rewrite.BACKUP_SUFFIX)
+    if not backup.exists():
+        raise UsageError("no backup to restore", where=str(backup),
+                         hint="`ctxkeep compress --check` lists files and their backups")
+    if not path.exists():
+        raise UsageError("the session file no longer exists", where=str(path),
+                         hint=f"the agent may have deleted it; copy {backup.name} back by hand if needed")
+    files, _ = files_for_paths([path])
+    files = [f for f in files if f.agent in cp.SUPPORTED]
+    if not files:
+        raise UsageError("not a Claude Code or Codex session file", where=str(path))
+    file = SourceFile(files[0].agent, path, "append", files[0].meta)
+    try:
+        with pipeline.lock(home, -1 if wait else 0):
+            conn = sqlite_store.connect(home)
+            try:
+                return _restore_locked(conn, home, file, backup, force)
+            finally:
+                conn.close()
+    except Timeout:
+        raise StoreBusy("another ctxkeep maintenance run holds the store",
+                        where=str(home / pipeline.LOCK_NAME), hint="wait for it to finish") from None
+
+
+def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: bool) -> dict:
+    path = file.path
+    tombs = sqlite_store.tombstoned(conn)
+    bdata = backup.read_bytes()
+    blines, _ = cp.split_lines(bdata)
+    b_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, blines))
+    jsonl_rewrite.cleanup_temps(path)
+    wm = sqlite_store.load_watermarks(conn).get(str(path))
+    pipeline.ingest_file(conn, file, wm, tombs)
+    cur, _ = cp.split_lines(path.read_bytes())
+    c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
+    v = verify_store(conn, file, cur, c_ids)
+    if v["missing_lines"]:
+        raise UsageError(f"the store does not hold {len(v['missing_lines'])} lines of the current "
+                         "file; not restored", where=str(path), hint="run `ctxkeep ingest` and retry")
+    markers = {ln.index for ln in cur if ln.rec and isinstance(ln.rec.get("ctxkeep"), dict)}
+    newer = {x for i, ls in enumerate(c_ids) if i not in markers for x in ls} - \
+        {x for ls in b_ids for x in ls}
+    marker_ids = {x for i in markers for x in c_ids[i]} - {x for ls in b_ids for x in ls}
+    if newer and not force:
+        raise UsageError(f"the current file has {len(newer)} entries written after the "
+                         "compression that the backup lacks", where=str(path),
+                         hint="they stay in the store; pass --force to restore anyway")
+    used, _st = jsonl_rewrite.restore_backup(path, backup)
+    pipeline.ingest_file(conn, file, None, tombs)   # re-read from offset 0: ids are stable
+    moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids) for x in ls]
+    entry_status.relocate(conn, home, str(path), moves)
+    res = entry_status.set_status(conn, home, [x for ls in b_ids for x in ls], "active",
+                                  from_status="archived")
+    if marker_ids:   # the compress marker is no longer in the file
+        entry_status.set_status(conn, home, list(marker_ids), "archived")
+    pipeline.sync_analytics(conn, home)
+    return {"path": str(path), "backup": str(used), "reactivated": res["sqlite"],
+            "newer_entries": len(newer), "bytes": len(bdata)}

@@ -1,0 +1,60 @@
+"""Reindex: rebuild both FTS5 indexes and the DuckDB store from the SQLite rows.
+
+For after a tokenizer or schema change, or to repair an index. The FTS tables are
+dropped and created again from the current DDL (``sqlite_store.DDL``, so a changed
+tokenizer takes effect), ``fts_words`` is filled with FTS5's ``'rebuild'`` command from
+``chunks`` (it is an external-content table), ``fts_grams`` from the chunk texts through
+``transforms.grams``; the chunks' facet tokens are recomputed from the entries first;
+then DuckDB is deleted and synced from scratch.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from ctxkeep.maintenance import purge as purge_mod
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.lock import hold
+
+
+
+def rebuild_fts(conn: sqlite3.Connection) -> dict:
+    """Recompute every chunk's facets from the entries now holding its text
+    (``sqlite_store.refresh_facets``: tokens of purged entries go), then drop,
+    recreate and fill ``fts_words`` and ``fts_grams`` from ``chunks``
+    (``sqlite_store.rebuild_fts_tables``), in one transaction. Returns ``{"chunks": n
+    indexed in fts_words, "grams_rows": n chunks with substring-index terms,
+    "facets_changed": n chunks}``. The caller holds the store lock."""
+    with sqlite_store.write(conn):
+        changed = sqlite_store.refresh_facets(conn)
+        out = sqlite_store.rebuild_fts_tables(conn)
+    return {**out, "facets_changed": changed}
+
+
+def reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout: float = -1) -> dict:
+    """Rebuild the FTS indexes (``fts``) and DuckDB (``analytics``) of the store at
+    ``home`` under the store lock.
+
+    Returns ``{"chunks", "grams_rows", "analytics": note, "seconds"}``. Raises StoreBusy
+    when the lock is not free within ``timeout`` seconds, StoreError when there is no
+    store yet.
+    """
+    t0 = time.perf_counter()
+    home = Path(home)
+    if not (home / sqlite_store.DB_NAME).exists():
+        from ctxkeep.errors import StoreError
+        raise StoreError("no store to reindex", where=str(home / sqlite_store.DB_NAME),
+                         hint="run `ctxkeep ingest` first")
+    out: dict = {"chunks": 0, "grams_rows": 0, "analytics": "skipped"}
+    with hold(home, timeout, what="reindex"):
+        conn = sqlite_store.connect(home)
+        try:
+            if fts:
+                out.update(rebuild_fts(conn))
+            if analytics:
+                out["analytics"] = purge_mod.rebuild_analytics(conn, home)
+        finally:
+            conn.close()
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out

@@ -1,0 +1,220 @@
+"""Reading and parsing session files in a separate process (``pipeline.ingest_files``
+on a big ingest).
+
+Parsing JSONL, normalizing entries, chunking new texts and counting their tokens are
+Python work (the BPE aside) that holds the GIL; in the ingest process they compete
+with the dedup and the writer thread for the one GIL. A reader process does them on
+the other core: it parses, normalizes the entries of each chunk of consecutive
+batches at once (``transforms.normalize.normalized_rows``), counts the tokens of the
+texts it has not met before and cuts them into FTS chunks, and sends all of it as
+Arrow IPC (the rest of the batches pickled), which the ingest process reads almost
+for free. It counts and chunks every new text of the run; the ingest process uses
+those of the contents the store does not hold yet. Measured on the 200 MB scaled
+tree (2 shared cores): the ingest process's CPU fell from ~22 s to ~11 s (the reader
+process ~12-15 s on the other core), wall from ~20 s to ~15-17 s; store identical.
+
+The process is ``python -m ctxkeep.pipeline.reader_process`` (not ``multiprocessing``,
+whose spawn re-imports the caller's ``__main__``): it gets the todo list pickled on
+stdin and writes ``(kind, value)`` pickles on stdout, one per chunk of items. It
+imports ``sources`` and ``transforms`` (no DuckDB, no Prefect) and only reads session
+files, so stopping it early leaves nothing behind. ~230 MB RSS on that tree.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from ctxkeep.sources import SOURCES
+from ctxkeep.sources.contract import SourceFile, Watermark
+
+_ITEM, _DONE, _FAIL = 0, 1, 2
+
+
+def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[tuple]:
+    """Read ``todo`` in order: ``(file, batch, None)`` per batch, then ``(file, None,
+    read)`` per file (``read`` False: the file vanished before or while being read)."""
+    for f, wm in todo:
+        if not f.path.exists():
+            yield f, None, False
+            continue
+        got = False
+        for batch in SOURCES[f.agent].read(f, wm):
+            got = True
+            yield f, batch, None
+        yield f, None, got or f.path.exists()
+
+
+#: the reader process normalizes the entries of consecutive batches together up to
+#: this many raw bytes (or ``CHUNK_ITEMS`` items): Polars' cost per call is fixed
+#: (~10 ms), and a scaled tree has hundreds of small files
+CHUNK_BYTES = 4 * 1024 * 1024
+CHUNK_ITEMS = 64
+
+
+def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[tuple]:
+    """``read_files(todo)`` run in a reader process: the same items in the same order,
+    except that a batch's entries come normalized: ``(file, batch, None, rows, n,
+    pre)`` where ``batch.entries`` is empty and ``rows`` is ``normalized_rows`` of its
+    ``n`` entries (``schema.ENTRY_SCHEMA``, not deduplicated: ``unique_entries`` of
+    the concatenated rows of a group equals its ``entries_frame``); ``pre`` is None
+    or, on the first batch of a chunk, the contents the process met first in that
+    chunk: a frame (content_hash, token_estimate, token_method) and their
+    ``chunks_frame`` rows, computed there (``pipeline.Precomputed`` keeps them). The
+    closing item of a file is ``(file, None, read)``.
+
+    An exception raised by the reader is raised here (as RuntimeError with its text
+    when it cannot be pickled); a reader process that ends without its closing
+    message raises RuntimeError naming its exit code, unless it ended before sending
+    anything (it could not start: e.g. no importable ctxkeep for ``sys.executable``):
+    then ``read_files(todo)`` runs here instead, items in the plain shape. Closing the generator early
+    kills the process. The pipe holds the process back when nobody reads (consume it
+    in ``pipeline._read_ahead``'s thread to let it work ahead).
+    """
+    import polars as pl
+
+    root = str(Path(__file__).resolve().parents[2])  # ctxkeep importable from a checkout
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.pipeline.reader_process"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    ended = received = False
+    try:
+        try:
+            pickle.dump(todo, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # reported below as an ended process
+        while True:
+            try:
+                kind, val = pickle.load(proc.stdout)
+            except EOFError:
+                if not received:  # it could not start (its error is on stderr): read here
+                    ended = True
+                    yield from read_files(todo)
+                    return
+                raise RuntimeError("the reader process ended without a result "
+                                   f"(exit code {proc.wait()})") from None
+            received = True
+            if kind == _ITEM:  # a chunk: items, Arrow IPC of their entries' rows, contents
+                items, ipc, pre = val
+                rows = pl.read_ipc(io.BytesIO(ipc)) if ipc is not None else None
+                if pre is not None:
+                    pre = tuple(pl.read_ipc(io.BytesIO(b)) for b in pre)
+                at = 0
+                for item in items:
+                    if item[1] is not None:
+                        n = item[3]
+                        yield (*item[:3], rows.slice(at, n), n, pre)
+                        pre = None  # with the chunk's first batch: before any group needs it
+                        at += n
+                    else:
+                        yield item
+                continue
+            ended = True  # its last message: the process exits by itself
+            if kind == _FAIL:
+                raise val
+            return
+    finally:
+        try:
+            proc.wait(timeout=10 if ended else 0)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # stopped early: it only reads, nothing to clean up
+            proc.wait()
+        proc.stdout.close()
+
+
+def _ipc(frame) -> bytes:
+    return frame.write_ipc(None).getvalue()
+
+
+def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
+    """Token estimates and chunk rows of the contents of ``rows`` (normalized entries)
+    this process has not seen before (``known``, updated), as Arrow IPC:
+    (content_hash, token_estimate, token_method) and ``chunks_frame`` rows; None when
+    there is none. Exactly what the ingest process would compute for them
+    (``estimate_tokens`` and ``chunks_frame`` are per text)."""
+    import polars as pl
+
+    from ctxkeep.transforms.chunk import chunks_frame
+    from ctxkeep.transforms.tokens import estimate_tokens
+
+    new = rows.filter(pl.col("content_hash").is_not_null()) \
+        .unique(subset="content_hash", keep="first", maintain_order=True).select("content_hash", "text")
+    fresh = [h not in known for h in new["content_hash"].to_list()]
+    new = new.filter(pl.Series(fresh, dtype=pl.Boolean))
+    if not new.height:
+        return None
+    known.update(new["content_hash"].to_list())
+    counts, methods = estimate_tokens(new["text"].to_list())
+    contents = pl.DataFrame({"content_hash": new["content_hash"],
+                             "token_estimate": pl.Series(counts, dtype=pl.Int64),
+                             "token_method": pl.Series(methods, dtype=pl.String)})
+    return _ipc(contents), _ipc(chunks_frame(new))
+
+
+def _main() -> None:
+    """The reader process: todo from stdin, ``(kind, value)`` pickles to stdout.
+
+    Ctrl-C reaches the whole process group: the reader ignores it and is stopped by
+    the ingest (which closes the pipe, then kills it), so only the ingest reports."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print must not corrupt the stream
+    todo = pickle.load(sys.stdin.buffer)
+    from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
+
+    items: list = []
+    entries: list = []
+    size = 0
+
+    known: set[str] = set()
+
+    def send() -> None:
+        nonlocal items, entries, size
+        if items:
+            ipc = pre = None
+            if any(i[1] is not None for i in items):
+                rows = normalized_rows(entries)
+                ipc = _ipc(rows)
+                pre = _precompute(rows, known)
+            pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)
+        items, entries, size = [], [], 0
+
+    try:
+        for f, batch, got in read_files(todo):
+            if batch is None:
+                items.append((f, None, got))
+            else:
+                items.append((f, dataclasses.replace(batch, entries=[]), None, len(batch.entries)))
+                entries.extend(batch.entries)
+                size += batch.bytes_read
+            if size >= CHUNK_BYTES or len(items) >= CHUNK_ITEMS:
+                send()
+        send()
+    except BrokenPipeError:
+        return  # the ingest stopped reading
+    except BaseException as e:  # handed to the ingest, raised there, after the items before it
+        try:
+            send()
+        except Exception:
+            pass
+        try:
+            msg = pickle.dumps((_FAIL, e), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            msg = pickle.dumps((_FAIL, RuntimeError(f"{type(e).__name__}: {e}")))
+        out.write(msg)
+        out.flush()
+        return
+    pickle.dump((_DONE, None), out)
+    out.flush()
+
+
+if __name__ == "__main__":
+    _main()

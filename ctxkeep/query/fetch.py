@@ -1,0 +1,181 @@
+"""Full contents of entries within a token budget (tier 2: ``ctxkeep show``, MCP
+``ctx_fetch``).
+
+Each entry's text comes back whole when it fits. When it does not (the budget, or
+``max_bytes``), the head and the tail are kept and the middle is replaced by one
+marker line that gives the elided byte range and the call that fetches it::
+
+    [… ctxkeep: 1,234,567 bytes elided (bytes 8192–1242759 of 1250951); fetch them
+    with `ctxkeep show ID --offset 8192` or ctx_fetch {"ids": ["ID"], "offset": 8192} …]
+
+With ``offset`` > 0 a contiguous piece from that byte offset is returned instead, and
+the marker at its end gives the next offset. Cuts never fall inside a UTF-8
+character. Byte figures are UTF-8 bytes of the stored (redacted) text; token figures
+are estimates (the stored ``token_estimate`` scaled by bytes, else the heuristic).
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from ctxkeep.errors import UsageError
+from ctxkeep.schema import EntryRef
+from ctxkeep.transforms.tokens import heuristic_tokens
+from ctxkeep.sinks.sqlite import content_text
+
+MIN_ID_PREFIX = 6
+HEAD_SHARE = 2 / 3  # of the kept bytes, when head and tail are kept
+_COLS = ("entry_id", "agent", "session_id", "project_dir", "ts", "role", "kind", "tool_name",
+         "content_hash", "text_bytes", "token_estimate", "source_path", "source_offset", "status")
+
+
+@dataclass
+class Fetched(EntryRef):
+    """One fetched entry. ``text`` is complete unless ``truncated``; then
+    ``elided_bytes`` bytes from ``elided_from`` are replaced by a marker (or, for an
+    ``offset`` fetch, ``next_offset`` says where to continue). ``tokens`` estimates
+    the returned text."""
+
+    source_path: str | None
+    source_offset: int | None
+    status: str
+    bytes: int
+    token_estimate: int
+    offset: int
+    text: str
+    tokens: int
+    truncated: bool = False
+    elided_bytes: int = 0
+    elided_from: int | None = None
+    next_offset: int | None = None
+
+
+def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], list[str]]:
+    """Full entry ids for ``ids`` (full ids or unique prefixes of ≥ ``MIN_ID_PREFIX``
+    hex characters), in the given order, duplicates dropped. Returns
+    ``(found, problems)``; problems are one-line messages for unknown, too short or
+    ambiguous ids."""
+    found, problems = [], []
+    for raw in ids:
+        i = str(raw).strip().lower()
+        if len(i) < MIN_ID_PREFIX:
+            problems.append(f"entry id {raw!r} is too short (give at least {MIN_ID_PREFIX} characters)")
+            continue
+        rows = conn.execute("SELECT entry_id FROM entries WHERE entry_id >= ? AND entry_id < ? LIMIT 2",
+                            (i, i + "\uffff")).fetchall()
+        if not rows:
+            problems.append(f"no entry {raw}")
+        elif len(rows) > 1 and rows[0][0] != i:
+            problems.append(f"entry id prefix {raw} is ambiguous (give more characters)")
+        elif rows[0][0] not in found:
+            found.append(rows[0][0])
+    return found, problems
+
+
+def _char_start(b: bytes, i: int) -> int:
+    """The largest index ≤ i that does not fall inside a UTF-8 character of ``b``."""
+    i = max(0, min(i, len(b)))
+    while 0 < i < len(b) and (b[i] & 0xC0) == 0x80:
+        i -= 1
+    return i
+
+
+def marker(entry_id: str, elided: int, start: int, total: int) -> str:
+    """The one-line marker that replaces ``elided`` bytes starting at byte ``start``."""
+    return (f"\n[… ctxkeep: {elided:,} bytes elided (bytes {start}–{start + elided} of {total}); "
+            f"fetch them with `ctxkeep show {entry_id} --offset {start}` or "
+            f'ctx_fetch {{"ids": ["{entry_id}"], "offset": {start}}} …]\n')
+
+
+def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> dict:
+    """``text`` fitted into ``max_bytes`` UTF-8 bytes, the marker included.
+
+    offset 0: whole text if it fits, else head (2/3) + marker + tail (1/3).
+    offset > 0: the piece ``[offset, offset + max_bytes)``, with a marker giving the
+    next offset when more follows. Returns ``{"text", "truncated", "elided_bytes",
+    "elided_from", "next_offset"}``. Raises UsageError when ``offset`` is past the end.
+    """
+    b = text.encode("utf-8", "surrogatepass")
+    total = len(b)
+    max_bytes = max(0, max_bytes)
+    if total > max_bytes or offset:  # room for the marker (its numbers are at most ``total``)
+        max_bytes = max(0, max_bytes - len(marker(entry_id, total, total, total).encode()))
+    if offset:
+        if offset < 0 or offset > total:
+            raise UsageError(f"offset {offset} is outside the text ({total} bytes)",
+                             where=entry_id, hint="use an offset from a marker")
+        start = _char_start(b, offset)
+        end = _char_start(b, start + max_bytes) if start + max_bytes < total else total
+        piece = b[start:end].decode("utf-8", "surrogatepass")
+        if end < total:
+            return {"text": piece + marker(entry_id, total - end, end, total), "truncated": True,
+                    "elided_bytes": total - end, "elided_from": end, "next_offset": end}
+        return {"text": piece, "truncated": False, "elided_bytes": 0, "elided_from": None,
+                "next_offset": None}
+    if total <= max_bytes:
+        return {"text": text, "truncated": False, "elided_bytes": 0, "elided_from": None,
+                "next_offset": None}
+    head_end = _char_start(b, int(max_bytes * HEAD_SHARE))
+    tail_start = _char_start(b, total - (max_bytes - head_end))
+    if tail_start < head_end:
+        tail_start = head_end
+    elided = tail_start - head_end
+    return {"text": b[:head_end].decode("utf-8", "surrogatepass") + marker(entry_id, elided, head_end, total)
+            + b[tail_start:].decode("utf-8", "surrogatepass"),
+            "truncated": True, "elided_bytes": elided, "elided_from": head_end, "next_offset": head_end}
+
+
+def fetch(conn: sqlite3.Connection, ids: list[str], *, budget_tokens: int | None = None,
+          max_bytes: int | None = None, offset: int = 0) -> tuple[list[Fetched], list[str]]:
+    """Full contents of entries, in the given order, within a budget.
+
+    Args:
+        ids: entry ids or unique prefixes (``resolve_ids``).
+        budget_tokens: total estimated tokens for all texts (None: no budget). The
+            budget is shared in order: an entry gets what is left; when less than its
+            size is left it is cut (head + tail + marker); when nothing is left, it
+            comes back with an empty text and a marker to fetch it.
+        max_bytes: cap on each entry's returned bytes (None: none).
+        offset: byte offset to continue from (only with a single id).
+    Returns ``(entries, problems)``; problems are one-line messages (unknown ids,
+    budget notes). Raises UsageError for an offset with several ids or past the end.
+    """
+    found, problems = resolve_ids(conn, ids)
+    if offset and len(found) > 1:
+        raise UsageError("offset works with one entry id at a time", where="offset",
+                         hint="fetch the entries one by one")
+    out: list[Fetched] = []
+    left = budget_tokens
+    for eid in found:
+        r = dict(zip(_COLS, conn.execute(f"SELECT {', '.join(_COLS)} FROM entries WHERE entry_id = ?",
+                                         (eid,)).fetchone()))
+        text = content_text(conn, r["content_hash"]) if r["content_hash"] else ""
+        text = text or ""
+        nbytes = len(text.encode("utf-8", "surrogatepass"))
+        tok = r["token_estimate"] or heuristic_tokens(text)
+        bytes_per_token = (nbytes / tok) if tok else 4.0
+        cap = nbytes if max_bytes is None else max_bytes
+        if left is not None:
+            cap = min(cap, int(max(left, 0) * bytes_per_token))
+        piece = cut_text(text, eid, cap, offset)
+        used = heuristic_tokens(piece["text"]) if piece["truncated"] else tok
+        for _ in range(4):  # the cut piece's own estimate must fit what is left
+            if left is None or not piece["truncated"] or used <= max(left, 0) or cap == 0:
+                break
+            cap = int(cap * max(left, 0) / used * 0.95)
+            piece = cut_text(text, eid, cap, offset)
+            used = heuristic_tokens(piece["text"])
+        if left is not None:
+            left -= used
+        out.append(Fetched(
+            entry_id=eid, agent=r["agent"], session_id=r["session_id"], project_dir=r["project_dir"],
+            ts=r["ts"], role=r["role"], kind=r["kind"], tool_name=r["tool_name"],
+            source_path=r["source_path"], source_offset=r["source_offset"], status=r["status"],
+            bytes=nbytes, token_estimate=tok, offset=offset, text=piece["text"], tokens=used,
+            truncated=piece["truncated"], elided_bytes=piece["elided_bytes"],
+            elided_from=piece["elided_from"], next_offset=piece["next_offset"]))
+    cut = [f.entry_id for f in out if f.truncated]
+    if cut and budget_tokens is not None:
+        problems.append(f"budget of {budget_tokens} tokens: {len(cut)} of {len(out)} entries cut "
+                        "(head and tail kept; markers give the way to fetch the rest)")
+    return out, problems

@@ -1,0 +1,239 @@
+"""Parquet archive of entries that left the hot store (retention).
+
+Layout (Hive-style partitions, readable by DuckDB ``read_parquet(...,
+hive_partitioning=true)``, Polars ``scan_parquet`` and PyArrow datasets)::
+
+    <home>/archive/agent=<agent>/month=<YYYY-MM>/part-<UTC stamp>-<n>.parquet
+
+One file per (agent, month) and retention run. Columns: ``schema.STORED_COLUMNS`` with
+their ``ENTRY_SCHEMA`` dtypes (``ts`` Datetime(us, UTC)), plus ``text`` (the full text,
+String), ``ingested_at`` (String, ISO-8601 UTC) and ``archived_at`` (Datetime(us, UTC)).
+The month is that of ``ts`` (UTC), or of ``ingested_at`` for entries without a time.
+
+The ids of archived entries are kept in SQLite table ``archived(entry_id, archived_at)``
+(created here), so a later re-read of the session file (backfill, a restored backup)
+does not bring them back into the hot store: ``flows.pipeline.transform_batch`` drops
+them like stored entries (``archived_ids``).
+
+Crash safety: every file is written to a temp name, fsynced and renamed into place
+before the rows leave SQLite (one transaction). A crash in between leaves the rows in
+SQLite and a complete archive file: the next run archives them again, so a reader may
+see an entry twice and should keep one row per ``entry_id``; nothing is lost.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import polars as pl
+
+from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS
+from ctxkeep.maintenance import purge as purge_mod
+from ctxkeep.sinks import sqlite as sqlite_store
+
+ARCHIVE_DIR = "archive"
+STATUSES = ("consumed", "archived")
+BATCH_ROWS = 50_000
+
+
+ARCHIVED_DDL = "CREATE TABLE IF NOT EXISTS archived(entry_id TEXT PRIMARY KEY, archived_at TEXT)"
+
+
+def archived_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    """The subset of ``ids`` that retention moved to the archive (empty when retention
+    never ran on this store)."""
+    if not ids:
+        return set()
+    try:
+        conn.execute("SELECT 1 FROM archived LIMIT 0")
+    except sqlite3.OperationalError:
+        return set()
+    found: set[str] = set()
+    for i in range(0, len(ids), 30000):
+        part = ids[i:i + 30000]
+        found.update(r[0] for r in conn.execute(
+            f"SELECT entry_id FROM archived WHERE entry_id IN ({','.join('?' * len(part))})", part))
+    return found
+
+
+def _iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+#: when an entry got its current status: its last ``status_log`` change (e.g. the compress
+#: run that archived it), else its own time. Retention counts age from there, so lines a
+#: compression removed today stay searchable in the store for ``archive_after_days``
+#: even when the messages themselves are months old.
+_STATUS_SINCE = ("coalesce((SELECT max(sl.changed_at) FROM status_log sl "
+                 "WHERE sl.entry_id = entries.entry_id), ts, ingested_at)")
+
+
+def _due_where() -> str:
+    return (f"status IN ('consumed', 'archived') AND {_STATUS_SINCE} IS NOT NULL "
+            f"AND {_STATUS_SINCE} < :cutoff")
+
+
+def due(conn: sqlite3.Connection, cutoff: dt.datetime) -> list[dict]:
+    """Entries retention would archive: status consumed or archived since before
+    ``cutoff`` (aware datetime): the time of the entry's last status change
+    (``status_log``), else its ``ts``, else ``ingested_at``. Returns one row per (agent,
+    month): ``{"agent", "month": "YYYY-MM", "entries": n, "token_estimate": tokens}``."""
+    rows = conn.execute(
+        "SELECT agent, substr(coalesce(ts, ingested_at), 1, 7), count(*), "
+        f"coalesce(sum(token_estimate), 0) FROM entries WHERE {_due_where()} GROUP BY 1, 2 ORDER BY 1, 2",
+        {"cutoff": _iso(cutoff)}).fetchall()
+    return [{"agent": a, "month": m, "entries": n, "token_estimate": t} for a, m, n, t in rows]
+
+
+def _frame(conn: sqlite3.Connection, ids: list[str]) -> pl.DataFrame:
+    cols = STORED_COLUMNS + ["ingested_at"]
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT {', '.join(cols)} FROM entries WHERE entry_id IN ({marks})", ids).fetchall()
+    schema = {c: (pl.String if c in ("ts", "ingested_at") else ENTRY_SCHEMA[c]) for c in STORED_COLUMNS}
+    schema["ingested_at"] = pl.String
+    df = pl.DataFrame(rows, schema=schema, orient="row")
+    texts = {h: sqlite_store.content_text(conn, h) for h in df["content_hash"].drop_nulls().unique().to_list()}
+    when = pl.coalesce("ts", "ingested_at")
+    return df.with_columns(
+        pl.col("content_hash").replace_strict(texts, default=None, return_dtype=pl.String).alias("text"),
+        when.str.slice(0, 7).alias("_month"),
+        pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_zone="UTC", time_unit="us", strict=False),
+        pl.lit(dt.datetime.now(dt.timezone.utc)).cast(pl.Datetime("us", "UTC")).alias("archived_at"),
+    )
+
+
+def _write_atomic(df: pl.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    old = os.umask(0o077)
+    try:
+        df.write_parquet(tmp, compression="zstd", statistics=True)
+    finally:
+        os.umask(old)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:  # e.g. Windows: directories cannot be opened
+        pass
+
+
+def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -> dict:
+    """Move the entries ``due`` before ``cutoff`` into Parquet files and out of SQLite.
+
+    Their contents, chunks and FTS rows go too when no remaining entry shares them
+    (``purge.delete_selected``); ``usage`` rows stay (token figures are history, not
+    context). The caller holds the store lock. Returns ``{"entries": n archived,
+    "contents": n, "chunks": n, "files": [archive paths written], "partitions": [{agent,
+    month, entries}]}``.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    ids = [r[0] for r in conn.execute(f"SELECT entry_id FROM entries WHERE {_due_where()} ORDER BY rowid",
+                                      {"cutoff": _iso(cutoff)})]
+    out = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
+    parts: dict[tuple[str, str], int] = {}
+    for n, start in enumerate(range(0, len(ids), BATCH_ROWS)):
+        batch = ids[start:start + BATCH_ROWS]
+        df = _frame(conn, batch)
+        for (agent, month), part in df.group_by(["agent", "_month"], maintain_order=True):
+            path = (Path(home) / ARCHIVE_DIR / f"agent={agent}" / f"month={month}"
+                    / f"part-{stamp}-{n}.parquet")
+            _write_atomic(part.drop("_month"), path)
+            out["files"].append(str(path))
+            parts[(agent, month)] = parts.get((agent, month), 0) + part.height
+        conn.execute("PRAGMA temp_store=MEMORY")
+        with sqlite_store.write(conn):
+            conn.execute(ARCHIVED_DDL)
+            conn.executemany("INSERT OR REPLACE INTO archived VALUES(?, ?)",
+                             [(i, sqlite_store.now_iso()) for i in batch])
+            purge_mod.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)
+            removed = purge_mod.delete_selected(conn, usage=False, quarantine=False)
+            purge_mod.drop_selection(conn)
+        for k in ("entries", "contents", "chunks"):
+            out[k] += removed[k]
+    out["partitions"] = [{"agent": a, "month": m, "entries": n} for (a, m), n in parts.items()]
+    return out
+
+
+def old_archives(home: Path, older_than: dt.datetime) -> list[Path]:
+    """Archive files (``*.parquet`` under ``<home>/archive``) last written before
+    ``older_than`` (aware datetime; file mtime)."""
+    root = Path(home) / ARCHIVE_DIR
+    if not root.is_dir():
+        return []
+    limit = older_than.timestamp()
+    return sorted(p for p in root.rglob("*.parquet") if p.is_file() and p.stat().st_mtime < limit)
+
+
+def remove_files(paths: list[Path], root: Path | None = None) -> int:
+    """Delete ``paths`` (missing ones are skipped) and then the empty directories left
+    under ``root``. Returns the bytes freed."""
+    freed = 0
+    for p in paths:
+        try:
+            size = p.stat().st_size
+            p.unlink()
+            freed += size
+        except FileNotFoundError:
+            continue
+    if root is not None and root.is_dir():
+        for d in sorted((d for d in root.rglob("*") if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+    return freed
+
+
+def read_archive(home: Path) -> pl.DataFrame:
+    """All archived entries (one row per ``entry_id``, the latest archive wins), with the
+    ``agent`` and ``month`` partition columns. An empty frame when there is no archive."""
+    root = Path(home) / ARCHIVE_DIR
+    files = sorted(root.rglob("*.parquet")) if root.is_dir() else []
+    if not files:
+        return pl.DataFrame()
+    df = pl.concat([pl.read_parquet(f).with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("month"))
+                    for f in files], how="diagonal_relaxed")
+    return df.sort("archived_at").unique("entry_id", keep="last", maintain_order=True)
+
+
+def purge_rows(home: Path, keep_out, *, dry_run: bool = False) -> dict:
+    """Remove archived rows chosen by ``keep_out(frame) -> pl.Expr`` (True = remove)
+    from every archive file: a file is rewritten without them (temp file, fsync,
+    rename) or deleted when nothing is left. Returns ``{"rows": n removed, "files":
+    n rewritten or deleted, "entry_ids": [removed ids]}``; ``dry_run`` only counts."""
+    root = Path(home) / ARCHIVE_DIR
+    out = {"rows": 0, "files": 0, "entry_ids": []}
+    if not root.is_dir():
+        return out
+    for f in sorted(root.rglob("*.parquet")):
+        df = pl.read_parquet(f)
+        if df.height == 0 or "entry_id" not in df.columns:
+            continue
+        gone = df.filter(keep_out(df))
+        if gone.height == 0:
+            continue
+        out["rows"] += gone.height
+        out["files"] += 1
+        out["entry_ids"] += gone["entry_id"].to_list()
+        if dry_run:
+            continue
+        rest = df.join(gone.select("entry_id"), on="entry_id", how="anti")
+        if rest.height:
+            _write_atomic(rest, f)
+        else:
+            f.unlink()
+    if not dry_run and out["files"]:
+        remove_files([], root)
+    return out

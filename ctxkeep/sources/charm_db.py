@@ -1,0 +1,245 @@
+"""The SQLite session database of the Go ``opencode`` (opencode-ai/opencode, 2025) and
+of its successor Crush (charmbracelet/crush), which kept the schema.
+
+Format facts (the real databases in ``shared/corpus``: ``code/noora/.opencode/
+opencode.db``, Go opencode, 2025-05; ``code/dbos-transact-golang/.crush/crush.db``,
+Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
+``internal/message/content.go``):
+
+- ``sessions(id, parent_session_id, title, message_count, prompt_tokens,
+  completion_tokens, cost, [summary, summarized_at,] updated_at, created_at
+  [, summary_message_id])``: token totals per session (the only usage these agents
+  store; counted on the day the session started, the model is not recorded);
+- ``messages(id, session_id, role, parts, model, created_at, updated_at,
+  finished_at [, provider])``: ``role`` user/assistant/tool; ``parts`` a JSON array of
+  ``{type, data}`` with type ``text`` {text}, ``reasoning`` {thinking},
+  ``image_url`` {url, detail}, ``binary`` {path, mime_type, data}, ``tool_call``
+  {id, name, input (a JSON string), type, finished}, ``tool_result`` {tool_call_id,
+  name, content, metadata, is_error}, ``finish`` {reason, time[, message, details]};
+- timestamps: Go opencode writes ISO-8601 TEXT; Crush writes INTEGER **Unix
+  seconds** although its schema comments say milliseconds (both handled: a number
+  above 10^11 is read as milliseconds);
+- the ``updated_at`` triggers bump a row on every UPDATE; with the rowid that makes
+  a per-row high-water mark (``_sqlite.changed_rows``; there is no index on
+  ``updated_at``, so pages are keyed on the rowid). A message is rewritten while it streams: an
+  assistant message without ``finished_at`` and without a ``finish`` part, updated
+  in the last ``STALE_SECONDS``, is left for the next run (the mark does not pass
+  it); older ones are taken as they are.
+- the database has no working directory: the project is the folder that holds the
+  agent's data dir (``<project>/.opencode``, ``<project>/.crush``), which is where
+  both agents put it by default.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+from ctxkeep.sources.readers.sqlite import (advance_mark, changed_rows, db_fingerprint, db_watermark, open_ro,
+                      settle_fingerprint)
+from ctxkeep.sources._util import compact_json, media_placeholder
+from ctxkeep.sources.contract import Batch, SourceFile, Watermark, quarantine_row
+
+STALE_SECONDS = 24 * 3600
+
+
+def to_iso(v) -> str | None:
+    """A Go-opencode/Crush timestamp (ISO text, Unix seconds or milliseconds) as
+    ISO-8601 UTC text; None when missing or unreadable."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, (int, float)) or (isinstance(v, str) and v.isdigit()):
+        x = float(v)
+        if x <= 0:
+            return None
+        if x > 1e11:
+            x /= 1000.0
+        return dt.datetime.fromtimestamp(x, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return str(v)
+
+
+def _epoch(v) -> float | None:
+    iso = to_iso(v)
+    if not iso:
+        return None
+    try:
+        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def project_of(db: Path) -> str:
+    """The project dir of a project-local database: the parent of its data dir."""
+    return str(db.parent.parent)
+
+
+def _is_complete(role: str, parts: list, finished_at, updated_at, now: float) -> bool:
+    if role != "assistant" or finished_at:
+        return True
+    if any(isinstance(p, dict) and p.get("type") == "finish" for p in parts):
+        return True
+    t = _epoch(updated_at)
+    return t is not None and now - t > STALE_SECONDS
+
+
+def message_entries(agent: str, row: dict, parts: list, project: str, src: str,
+                    parent_sid: str | None) -> list[dict]:
+    """Entry dicts (keys of ``SOURCE_SCHEMA``) of one ``messages`` row.
+
+    One entry per part: text → message, reasoning → thinking, tool_call → tool_call,
+    tool_result → tool_result (role tool), image/binary → a placeholder message; a
+    ``finish`` part only when it reports an error or cancellation (meta); unknown
+    part types → meta (named in ``tool_name``). ``record_id`` is the message id, and
+    ``part`` the index of the part, so a re-read row dedups.
+    """
+    role = row["role"] if row["role"] in ("user", "assistant", "tool", "system") else "system"
+    model = row.get("model") or None
+    base = {"agent": agent, "session_id": row["session_id"], "parent_session_id": parent_sid,
+            "native_id": row["id"], "project_dir": project, "ts": to_iso(row["created_at"]),
+            "model": model if role == "assistant" else None, "is_sidechain": parent_sid is not None,
+            "source_path": src, "source_offset": row["rowid"], "record_id": row["id"]}
+    out = []
+    for i, p in enumerate(parts):
+        if not isinstance(p, dict):
+            continue
+        t = p.get("type")
+        d = p.get("data") if isinstance(p.get("data"), dict) else {}
+        e = dict(base, part=i, role=role)
+        if t == "text":
+            e.update(kind="message", text=str(d.get("text") or ""))
+        elif t == "reasoning":
+            e.update(kind="thinking", text=str(d.get("thinking") or d.get("text") or ""))
+        elif t == "tool_call":
+            e.update(kind="tool_call", tool_name=d.get("name"), native_id=d.get("id"),
+                     text=d.get("input") if isinstance(d.get("input"), str) else compact_json(d.get("input")))
+        elif t == "tool_result":
+            e.update(role="tool", kind="tool_result", native_id=d.get("tool_call_id"),
+                     tool_name=d.get("name") or None, text=str(d.get("content") or ""))
+        elif t == "finish":
+            reason = d.get("reason")
+            if reason in (None, "end_turn", "stop", "tool_use", "max_tokens") and not d.get("message"):
+                continue
+            msg = " ".join(str(x) for x in (d.get("message"), d.get("details")) if x)
+            e.update(role="system", kind="meta", tool_name=f"finish:{reason}", text=msg)
+        elif t == "image_url":
+            e.update(kind="message", text=f"[image {d.get('url', '')[:200]}]")
+        elif t == "binary":
+            data = d.get("data") or ""
+            e.update(kind="message", text=f"{media_placeholder('binary', d.get('mime_type'), len(data))}"
+                     f" {d.get('path') or ''}".rstrip())
+        else:
+            e.update(role="system", kind="meta", tool_name=str(t), text=compact_json(d, 2000))
+        out.append(e)
+    return out
+
+
+def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
+    """A meta entry per ``sessions`` row carrying the session's token totals as usage
+    (``usage_key`` ``<agent>:<session id>``; the larger total wins on re-reads), and a
+    summary entry when the session has a ``summary`` text (Go opencode)."""
+    sid = s["id"]
+    ts = to_iso(s.get("created_at"))
+    base = {"agent": agent, "session_id": sid, "parent_session_id": s.get("parent_session_id") or None,
+            "project_dir": project, "ts": ts, "source_path": src, "source_offset": 0,
+            "is_sidechain": bool(s.get("parent_session_id")), "role": "system"}
+    inp, out = s.get("prompt_tokens"), s.get("completion_tokens")
+    e = dict(base, kind="meta", tool_name="session", native_id=sid, record_id=f"{sid}:session",
+             text=str(s.get("title") or ""))
+    if inp or out:
+        e.update(input_tokens=int(inp or 0), output_tokens=int(out or 0), cache_read_tokens=0,
+                 cache_creation_tokens=0, usage_key=f"{agent}:{sid}")
+    res = [e]
+    if s.get("summary"):
+        res.append(dict(base, kind="summary", record_id=f"{sid}:summary", ts=to_iso(s.get("summarized_at")) or ts,
+                        text=str(s["summary"])))
+    return res
+
+
+def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | None,
+            page_rows: int = 500) -> Iterator[Batch]:
+    """Read new and changed rows of one Go-opencode/Crush database.
+
+    The watermark's ``state["mark"]`` is ``{"rowid", "ts"}``: the largest rowid and
+    ``updated_at`` of the message rows read (``_sqlite.changed_rows``: new rows by
+    rowid, rewritten rows by ``updated_at >= ts``; rows at that instant are read again
+    and dedup); ``state["fp"]`` the file fingerprint. Batches before the last keep the
+    previous mark (a run stopped half-way reads those rows again; entry ids dedup
+    them). A database replaced by another file (new inode), or whose rowids went
+    back, is read from the start. A row whose ``parts`` is not JSON is quarantined
+    with its rowid as the offset. A database that cannot be opened yields one batch
+    with a quarantine row.
+    """
+    path = file.path
+    src = str(path)
+    project = project_of(path)
+    try:
+        before = db_fingerprint(path)
+    except OSError:
+        return
+    state = dict(wm.state) if wm and wm.parser_version == parser_version \
+        and [wm.dev, wm.ino] == before["main"][:2] else {}
+    mark = dict(state.get("mark") or {})
+    now = time.time()
+    try:
+        ro = open_ro(path)
+    except Exception as e:  # not a database, encrypted, unreadable
+        q = quarantine_row(path, 0, b"", f"cannot open database: {type(e).__name__}: {e}")
+        yield Batch([], [q], db_watermark(path, agent, parser_version, state, before))
+        return
+    try:
+        cols = {c[1] for c in ro.conn.execute("PRAGMA table_info(messages)")}
+        sessions = [dict(zip([c[0] for c in cur.description], r))
+                    for cur in [ro.conn.execute("SELECT * FROM sessions")] for r in cur.fetchall()]
+        top = ro.conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
+    finally:
+        ro.conn.close()
+    if top < (mark.get("rowid") or 0):
+        mark = {}  # rows were deleted and the table refilled: read it all again
+    parents = {s["id"]: s.get("parent_session_id") or None for s in sessions}
+    entries = [e for s in sessions for e in session_entries(agent, s, project, src)]
+    if ro.note:
+        state["note"] = ro.note
+    sel = ["rowid", "id", "session_id", "role", "parts", "model", "created_at", "updated_at",
+           "finished_at"] + (["provider"] if "provider" in cols else [])
+    select = f"SELECT {', '.join(sel)} FROM messages"
+    new_mark = dict(mark)
+    deferred_min = None
+    quarantine: list[dict] = []
+    nrows = nbytes = 0
+    for rows in changed_rows(path, select, "rowid", "updated_at", mark, page_rows):
+        for r in rows:
+            row = dict(zip(sel, r))
+            nrows += 1
+            nbytes += len(row["parts"] or "")
+            new_mark = advance_mark(new_mark, row["rowid"], row["updated_at"])
+            try:
+                parts = orjson.loads(row["parts"] or "[]")
+                if not isinstance(parts, list):
+                    raise ValueError("parts is not a JSON array")
+            except (orjson.JSONDecodeError, ValueError, TypeError) as e:
+                raw = (row["parts"] or "").encode("utf-8", "replace") if isinstance(row["parts"], str) else b""
+                quarantine.append(quarantine_row(path, row["rowid"], raw,
+                                                 f"messages row {row['id']}: {e}"))
+                continue
+            if not _is_complete(row["role"], parts, row["finished_at"], row["updated_at"], now):
+                u = row["updated_at"]
+                deferred_min = u if deferred_min is None or u < deferred_min else deferred_min
+                continue
+            entries.extend(message_entries(agent, row, parts, project, src,
+                                           parents.get(row["session_id"])))
+        if len(entries) >= page_rows * 4:
+            yield Batch(entries, quarantine, db_watermark(
+                path, agent, parser_version, dict(state, mark=mark), {"main": before["main"], "wal": "partial"}),
+                lines=nrows, bytes_read=nbytes)
+            entries, quarantine, nrows, nbytes = [], [], 0, 0
+    if deferred_min is not None and new_mark.get("ts") is not None and deferred_min < new_mark["ts"]:
+        new_mark["ts"] = deferred_min  # a message still streaming: read it again next time
+    fp = settle_fingerprint(before, db_fingerprint(path))
+    if deferred_min is not None:
+        fp = dict(fp, wal="deferred")
+    yield Batch(entries, quarantine, db_watermark(path, agent, parser_version,
+                                                  dict(state, mark=new_mark), fp), lines=nrows,
+                bytes_read=nbytes)

@@ -1,0 +1,230 @@
+"""Reading other agents' SQLite databases without getting in their way.
+
+Rules (DESIGN.md, measured facts; SQLite 3.40 docs on URI filenames and WAL):
+
+- open read-only with a ``file:…?mode=ro`` URI, never ``immutable`` for a live
+  database (an immutable reader ignores the ``-wal`` and can see torn data while the
+  agent writes);
+- a ``mode=ro`` open of a WAL database must create/map the ``-shm`` beside it; in a
+  folder we may not write (a read-only mount, the test corpus) that fails with
+  "attempt to write a readonly database" / "unable to open database file": then,
+  and only then, fall back to ``immutable=1`` and say so (``RoConn.note``);
+- short read transactions, one per page of rows, and the connection is closed after
+  every page, so the agent's writer is never blocked and its checkpoints can run;
+- ``PRAGMA query_only`` as a second guard against ever writing.
+
+Change detection is a per-file fingerprint of the main file *and* its ``-wal``
+(``db_fingerprint``): a database whose ``-wal`` grew is not unchanged although the
+main file's size and mtime did not move.
+"""
+from __future__ import annotations
+
+import sqlite3
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from ctxkeep.sources.contract import Watermark
+
+#: rows per read transaction (each page opens, reads and closes the database)
+PAGE_ROWS = 500
+#: how long a read waits for a lock (ms); readers of a WAL database rarely wait at all
+BUSY_MS = 2000
+
+
+@dataclass
+class RoConn:
+    """An open read-only connection: ``immutable`` tells whether the fallback was
+    needed; ``note`` says why (for ``ctxkeep sources`` and the run log)."""
+
+    conn: sqlite3.Connection
+    immutable: bool
+    note: str | None = None
+
+
+def _uri(path: Path, immutable: bool) -> str:
+    q = "mode=ro" + ("&immutable=1" if immutable else "")
+    return f"file:{urllib.parse.quote(str(path))}?{q}"
+
+
+def open_ro(path: Path) -> RoConn:
+    """Open ``path`` read-only (see the module doc for the immutable fallback).
+
+    Returns a RoConn whose connection is in autocommit mode with ``query_only`` on.
+    Raises ``sqlite3.DatabaseError`` when the file is not a readable SQLite database
+    (the caller counts it and goes on).
+    """
+    last: Exception | None = None
+    modes = (False, True)
+    if read_only_by_mode(path):
+        # nobody can be writing it; and even root must not create a -shm there
+        modes = (True,)
+        last = PermissionError("no write permission bits")
+    for immutable in modes:
+        conn = sqlite3.connect(_uri(path, immutable), uri=True, isolation_level=None,
+                               check_same_thread=False, timeout=BUSY_MS / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+            conn.execute("PRAGMA query_only=1")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as e:
+            conn.close()
+            last = e
+            msg = str(e)
+            if not immutable and ("readonly" in msg or "unable to open" in msg):
+                continue  # a read-only folder: the -shm cannot be created
+            raise
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        note = None
+        if immutable:
+            why = "no write permission" if isinstance(last, PermissionError) else str(last)
+            note = (f"read-only database or folder ({why}): opened with immutable=1, "
+                    "which does not see a -wal the agent has not checkpointed")
+        return RoConn(conn, immutable, note)
+    raise last  # pragma: no cover (the loop always returns or raises)
+
+
+def read_only_by_mode(path: Path) -> bool:
+    """True when the database file or its folder has no write permission bit at all
+    (a read-only copy, an archive, the test corpus). Checked before opening because
+    ``os.access`` lies for root, who could otherwise create a ``-shm`` there."""
+    try:
+        return not (path.stat().st_mode & 0o222) or not (path.parent.stat().st_mode & 0o222)
+    except OSError:
+        return False
+
+
+def read_pages(path: Path, sql: str, params_fn, key_fn, start: tuple,
+               page_rows: int = PAGE_ROWS) -> Iterator[tuple[list[tuple], tuple, RoConn | None]]:
+    """Keyset-paginate a query, one short read transaction (and connection) per page.
+
+    Args: ``sql`` selects rows ordered by the key and ends with ``LIMIT ?``;
+    ``params_fn(key)`` returns the query parameters (without the limit) for rows after
+    ``key``; ``key_fn(row)`` the key of a row; ``start`` the key to start after.
+    Yields ``(rows, last_key, ro)`` per page until a short page.
+    """
+    key = start
+    while True:
+        ro = open_ro(path)
+        try:
+            ro.conn.execute("BEGIN")
+            rows = ro.conn.execute(sql, (*params_fn(key), page_rows)).fetchall()
+            ro.conn.execute("COMMIT")
+        finally:
+            ro.conn.close()
+        if rows:
+            key = key_fn(rows[-1])
+        yield rows, key, ro
+        if len(rows) < page_rows:
+            return
+
+
+def changed_rows(path: Path, select: str, rowid: str, ts: str, mark: dict,
+                 page_rows: int = PAGE_ROWS) -> Iterator[list[tuple]]:
+    """Pages of rows inserted or updated since ``mark``, with a per-row high-water mark
+    that needs no index on the agent's timestamp column.
+
+    ``mark`` is ``{"rowid": the largest rowid read, "ts": the largest update time
+    read}`` (empty: read everything). Two keyset passes on the rowid (the table's
+    primary key, so each page is a range scan, not a sort of the table):
+
+    1. rows at or below ``mark["rowid"]`` whose ``ts`` is ``>= mark["ts"]`` (rewritten
+       since: a message that was still streaming, a renamed session; rows updated at
+       exactly ``mark["ts"]`` are read again and dedup downstream);
+    2. rows above ``mark["rowid"]`` (new), whatever their timestamp, so a row written
+       with a clock that went backwards is still read.
+
+    ``select`` is ``SELECT <rowid expr>, … FROM …`` with the rowid first; ``rowid`` and
+    ``ts`` are the SQL expressions of the rowid and the update time. Each page is one
+    short read transaction on a fresh connection (``read_pages``).
+    """
+    old_max = mark.get("rowid") or 0
+    if old_max and mark.get("ts") is not None:
+        sql = (f"{select} WHERE {rowid} > ? AND {rowid} <= ? AND {ts} >= ? "
+               f"ORDER BY {rowid} LIMIT ?")
+        for rows, _, _ in read_pages(path, sql, lambda k: (k, old_max, mark["ts"]),
+                                     lambda r: r[0], 0, page_rows):
+            yield rows
+    sql = f"{select} WHERE {rowid} > ? ORDER BY {rowid} LIMIT ?"
+    for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], old_max, page_rows):
+        yield rows
+
+
+def advance_mark(mark: dict, rowid: int, ts) -> dict:
+    """``mark`` moved past a row read (largest rowid and update time)."""
+    out = dict(mark)
+    if rowid is not None and rowid > (out.get("rowid") or 0):
+        out["rowid"] = rowid
+    if ts is not None:
+        cur = out.get("ts")
+        try:
+            if cur is None or ts > cur:
+                out["ts"] = ts
+        except TypeError:  # mixed types in a loosely typed column: keep the newer kind
+            out["ts"] = ts
+    return out
+
+
+def db_fingerprint(path: Path) -> dict[str, Any]:
+    """Stat facts that change whenever the database may hold new rows: the main
+    file's (dev, ino, size, mtime_ns) and the ``-wal``'s (size, mtime_ns) or None."""
+    st = path.stat()
+    try:
+        w = Path(str(path) + "-wal").stat()
+        wal = [w.st_size, w.st_mtime_ns]
+    except OSError:
+        wal = None
+    return {"main": [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns], "wal": wal}
+
+
+def db_unchanged(path: Path, wm: Watermark | None, parser_version: int) -> bool:
+    """True when neither the database nor its ``-wal`` changed since ``wm`` was taken
+    (the optional ``unchanged`` hook of SQLite sources)."""
+    if wm is None or wm.parser_version != parser_version:
+        return False
+    try:
+        fp = db_fingerprint(path)
+    except OSError:
+        return False
+    return wm.state.get("fp") == fp
+
+
+def db_watermark(path: Path, agent: str, parser_version: int, state: dict,
+                 fp: dict) -> Watermark:
+    """A watermark for a database: the stat facts of the main file at the time the
+    read started (``fp``), ``offset`` 0 (rows, not bytes, are tracked: see
+    ``state["hw"]``), the fingerprint in ``state["fp"]``."""
+    dev, ino, size, mtime = fp["main"]
+    return Watermark(path=str(path), agent=agent, dev=dev, ino=ino, size=size,
+                     mtime_ns=mtime, offset=0, head_len=0, head_hash="",
+                     parser_version=parser_version, state=dict(state, fp=fp))
+
+
+
+
+def settle_fingerprint(before: dict, after: dict) -> dict:
+    """The fingerprint to store after a read: ``after`` when nothing but our own
+    open changed the files (an empty ``-wal`` that appeared), else ``before``, so a
+    write that raced with the read makes the next plan read the database again."""
+    if after["main"] == before["main"]:
+        if after["wal"] == before["wal"]:
+            return after
+        if before["wal"] is None and after["wal"] is not None and after["wal"][0] == 0:
+            return after
+    return before
+
+
+def guarded(path: Path, batches: Iterator) -> Iterator:
+    """Run a database reader so that a database error (locked past the busy timeout,
+    a table the agent dropped, a file replaced mid-read) never stops the ingest: the
+    batches read so far stand, then one batch records the error in the quarantine
+    (offset 0) without a watermark, so the next run tries again."""
+    from ctxkeep.sources.contract import Batch, quarantine_row
+    try:
+        yield from batches
+    except (sqlite3.Error, OSError) as e:
+        yield Batch([], [quarantine_row(path, 0, b"", f"database read failed: {type(e).__name__}: {e}")],
+                    None)

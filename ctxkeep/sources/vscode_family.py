@@ -1,0 +1,281 @@
+"""Shared reader of the Cline family's task folders (Cline, Roo Code, Kilo Code).
+
+These VS Code extensions keep one folder per task in the editor's global storage:
+``<user dir>/globalStorage/<extension id>/tasks/<task id>/`` with
+
+- ``api_conversation_history.json``: the Anthropic ``MessageParam[]`` sent to the
+  model (``{role, content: string | blocks}``; blocks ``text``, ``image``,
+  ``tool_use {id, name, input}``, ``tool_result {tool_use_id, content}``; Roo/Kilo's
+  ``ApiMessage`` adds ``ts`` (ms), ``isSummary``, ``id`` and role-less reasoning items
+  ``{type: "reasoning", summary[], encrypted_content}``) — rewritten after each turn;
+- ``ui_messages.json``: ``ClineMessage[] {ts (ms), type: ask|say, ask?, say?, text?,
+  reasoning?, partial?, modelInfo?}``; a ``say: api_req_started`` message's ``text`` is
+  JSON ``ClineApiReqInfo {request, tokensIn, tokensOut, cacheWrites, cacheReads, cost}``
+  — one per API request (``subagent_usage``: the same counts for sub-agents);
+- ``task_metadata.json`` (Cline ≥ 3.x): ``model_usage[] {ts, model_id,
+  model_provider_id, mode}``.
+
+(cline/cline ``src/shared/ExtensionMessage.ts``: ``ClineMessage``,
+``ClineApiReqInfo``; Roo Code and Kilo Code, forks of Cline, keep the same files.) The ``<user dir>`` is
+``~/.config/<App>/User`` on Linux, ``~/Library/Application Support/<App>/User`` on
+macOS and ``%APPDATA%\\<App>\\User`` on Windows, for the apps Code, Code - Insiders,
+VSCodium, Cursor and Windsurf.
+
+Mapping: the conversation comes from ``api_conversation_history.json`` (one entry per
+block); ``ui_messages.json`` adds only usage (one row per ``api_req_started``,
+``input_tokens = tokensIn``, ``output_tokens = tokensOut``, ``cache_creation_tokens =
+cacheWrites``, ``cache_read_tokens = cacheReads``; model from ``task_metadata.json``
+when present) and errors. Entry ids are ``<task>:<index>:<SHA-256 of the message>``, so
+a history that was truncated (checkpoint restore, edited message) and then grew again
+never collides with the old messages; messages gone from the file are marked
+``rewound``. ``ts``: the message's ``ts`` when present, else the task id (a ms
+timestamp in Cline) for every message of the task. ``project_dir``: the ``Current
+Working/Workspace Directory (…)`` line of the first ``environment_details``.
+``source_offset`` is the message's index in the history array (its messages have no id
+to find them by in the bytes).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from ctxkeep.sources._util import as_int, compact_json, media_placeholder
+from ctxkeep.sources.contract import Batch, DiscoveryContext, Discovery, SourceFile, Watermark, read_document
+
+APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+_CWD_RE = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
+HISTORY = "api_conversation_history.json"
+UI = "ui_messages.json"
+
+
+def user_dirs(ctx: DiscoveryContext) -> list[Path]:
+    """Every VS Code-family ``User`` dir on Linux, macOS and Windows layouts."""
+    home = ctx.home
+    bases = [Path(ctx.env["XDG_CONFIG_HOME"]) if ctx.env.get("XDG_CONFIG_HOME") else home / ".config",
+             home / "Library" / "Application Support"]
+    if ctx.env.get("APPDATA"):
+        bases.append(Path(ctx.env["APPDATA"]))
+    bases.append(home / "AppData" / "Roaming")
+    out = []
+    for b in bases:
+        for app in APPS:
+            out.append(b / app / "User")
+    return out
+
+
+def discover_tasks(agent: str, ext_ids: tuple[str, ...], ctx: DiscoveryContext,
+                   extra_roots: list[Path] = ()) -> Discovery:
+    """Find ``tasks/*/api_conversation_history.json`` (and ``ui_messages.json``) of the
+    extension ids under every user dir, configured dirs (a ``tasks`` dir or an
+    extension storage dir) and ``extra_roots``. Searched places are the storage dirs."""
+    d = Discovery(agent)
+    roots = [u / "globalStorage" / e for u in user_dirs(ctx) for e in ext_ids] + list(extra_roots)
+    roots += list(ctx.extra_dirs)
+    seen: set[Path] = set()
+    for r in roots:
+        tasks = r if r.name == "tasks" else r / "tasks"
+        if not tasks.is_dir():
+            continue
+        d.searched.append(tasks)
+        for t in sorted(tasks.iterdir()):
+            for name in (HISTORY, UI):
+                p = t / name
+                if p.is_file() and p.resolve() not in seen:
+                    seen.add(p.resolve())
+                    d.files.append(SourceFile(agent, p, "rewrite", {"task": t.name}))
+    if not d.searched:
+        d.searched = [user_dirs(ctx)[0] / "globalStorage" / ext_ids[0] / "tasks"]
+        d.reason = "no " + " / ".join(ext_ids) + " task folder in any VS Code, Cursor or Windsurf user dir"
+    elif not d.files:
+        d.reason = f"no tasks/*/{HISTORY} found"
+    return d
+
+
+def matches_task_file(path: Path, ext_ids: tuple[str, ...]) -> bool:
+    """True for a task file of one of ``ext_ids`` (by path) given with ``--path``."""
+    if path.name not in (HISTORY, UI):
+        return False
+    parts = [p.lower() for p in path.parts]
+    return any(e.lower() in parts for e in ext_ids)
+
+
+def _ms_iso(ms: Any) -> str | None:
+    v = as_int(ms)
+    if v is None or v <= 0:
+        return None
+    if v < 10**11:  # seconds
+        v *= 1000
+    try:
+        return dt.datetime.fromtimestamp(v / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _blocks_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return "" if content is None else compact_json(content)
+    out = []
+    for b in content:
+        if isinstance(b, dict):
+            if b.get("type") == "text":
+                out.append(str(b.get("text") or ""))
+            elif b.get("type") == "image":
+                src = b.get("source") or {}
+                out.append(media_placeholder("image", src.get("media_type"), len(src.get("data") or "")))
+            else:
+                out.append(compact_json(b, 2000))
+        else:
+            out.append(str(b))
+    return "\n".join(out)
+
+
+def _msg_hash(m: dict) -> str:
+    return hashlib.sha256(orjson.dumps(m.get("content"), option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
+
+
+def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_ids: list[str]) -> list[dict]:
+    """Entries of ``api_conversation_history.json`` (see module doc)."""
+    if not isinstance(doc, list):
+        raise ValueError("api_conversation_history.json is not a list of messages")
+    task_ts = _ms_iso(int(task)) if task.isdigit() else None
+    proj = None
+    out: list[dict] = []
+    ids: list[str] = []
+    for i, m in enumerate(doc):
+        if not isinstance(m, dict):
+            continue
+        mid = f"{task}:{i}:{_msg_hash(m)}"
+        ids.append(mid)
+        role = m.get("role") if m.get("role") in ("user", "assistant") else "system"
+        content = m.get("content")
+        if proj is None:
+            mm = _CWD_RE.search(_blocks_text(content))
+            if mm:
+                proj = mm.group(1).strip()
+        base = {"agent": agent, "session_id": task, "native_id": str(i), "message_id": mid,
+                "ts": _ms_iso(m.get("ts")) or task_ts, "source_path": src, "source_offset": i,
+                "record_id": mid}
+        kind_msg = "summary" if m.get("isSummary") else "message"
+        parts: list[dict] = []
+        if m.get("type") == "reasoning" and "role" not in m:
+            # Roo/Kilo keep reasoning items (OpenAI Responses style) in the history
+            summ = m.get("summary") if isinstance(m.get("summary"), list) else []
+            txt = "\n".join(str(x.get("text") or "") for x in summ if isinstance(x, dict)) or str(m.get("text") or "")
+            parts.append(dict(base, role="assistant", kind="thinking", text=txt))
+        elif isinstance(content, str):
+            parts.append(dict(base, role=role, kind=kind_msg, text=content))
+        elif isinstance(content, list):
+            for b in content:
+                if not isinstance(b, dict):
+                    continue
+                t = b.get("type")
+                if t == "text":
+                    parts.append(dict(base, role=role, kind=kind_msg, text=str(b.get("text") or "")))
+                elif t == "image":
+                    src_ = b.get("source") or {}
+                    parts.append(dict(base, role=role, kind=kind_msg, text=media_placeholder(
+                        "image", src_.get("media_type"), len(src_.get("data") or ""))))
+                elif t == "tool_use":
+                    parts.append(dict(base, role="assistant", kind="tool_call", tool_name=b.get("name"),
+                                      native_id=b.get("id"), text=compact_json(b.get("input"))))
+                elif t == "tool_result":
+                    txt = _blocks_text(b.get("content"))
+                    parts.append(dict(base, role="tool", kind="tool_result", native_id=b.get("tool_use_id"),
+                                      text=("[error] " + txt) if b.get("is_error") else txt))
+                elif t in ("thinking", "reasoning"):
+                    parts.append(dict(base, role="assistant", kind="thinking",
+                                      text=str(b.get("thinking") or b.get("text") or "")))
+                else:
+                    parts.append(dict(base, role=role, kind="meta", tool_name=str(t), text=compact_json(b, 2000)))
+        if not parts:
+            parts.append(dict(base, role=role, kind="meta", text=""))
+        for j, e in enumerate(parts):
+            e["part"] = j
+        out.extend(parts)
+    for e in out:
+        e["project_dir"] = proj
+    state["project_dir"] = proj
+    gone = sorted(set(old_ids) - set(ids))
+    if gone:
+        state.setdefault("_status_changes", []).append(
+            {"agent": agent, "session_id": task, "message_ids": gone, "status": "rewound"})
+    state["ids"] = ids
+    return out
+
+
+def _model_at(usage_list: list, ts: int) -> str | None:
+    best = None
+    for u in usage_list:
+        if isinstance(u, dict) and (as_int(u.get("ts")) or 0) <= ts and u.get("model_id"):
+            best = u["model_id"]
+    return best
+
+
+def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -> list[dict]:
+    """Usage rows (``api_req_started``) and errors of ``ui_messages.json``."""
+    if not isinstance(doc, list):
+        raise ValueError("ui_messages.json is not a list of messages")
+    usage_list = (metadata or {}).get("model_usage") or []
+    out: list[dict] = []
+    for m in doc:
+        if not isinstance(m, dict) or m.get("partial"):
+            continue
+        ts_ms = as_int(m.get("ts")) or 0
+        base = {"agent": agent, "session_id": task, "native_id": str(ts_ms), "ts": _ms_iso(ts_ms),
+                "source_path": src, "source_offset": 0, "record_id": f"{task}:ui:{ts_ms}:{m.get('say') or m.get('ask')}",
+                "part": 0, "role": "system", "kind": "meta"}
+        say = m.get("say")
+        mi = m.get("modelInfo") if isinstance(m.get("modelInfo"), dict) else {}
+        if say in ("api_req_started", "subagent_usage") and isinstance(m.get("text"), str):
+            try:
+                info = orjson.loads(m["text"])
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(info, dict) or not any(k in info for k in ("tokensIn", "tokensOut")):
+                continue
+            out.append(dict(base, tool_name="api_req" if say == "api_req_started" else say, text="",
+                            model=mi.get("modelId") or (_model_at(usage_list, ts_ms) if usage_list else None),
+                            input_tokens=as_int(info.get("tokensIn")) or 0,
+                            output_tokens=as_int(info.get("tokensOut")) or 0,
+                            cache_creation_tokens=as_int(info.get("cacheWrites")) or 0,
+                            cache_read_tokens=as_int(info.get("cacheReads")) or 0,
+                            usage_key=f"{agent}:{task}:{ts_ms}"))
+        elif say in ("error", "api_req_failed", "diff_error") or m.get("ask") == "api_req_failed":
+            out.append(dict(base, tool_name=str(say or m.get("ask")), text=str(m.get("text") or "")))
+    return out
+
+
+def read_task_file(agent: str, parser_version: int, file: SourceFile, wm: Watermark | None,
+                   batch_bytes: int) -> Iterator[Batch]:
+    """Read one task file whole when its hash changed (``base.read_document``)."""
+    task = file.meta.get("task") or file.path.parent.name
+    src = str(file.path)
+    old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == parser_version else [])
+
+    def parse_doc(raw, doc, state, idle):
+        if file.path.name == UI:
+            meta = None
+            mp = file.path.parent / "task_metadata.json"
+            if mp.is_file():
+                try:
+                    meta = orjson.loads(mp.read_bytes())
+                except (OSError, orjson.JSONDecodeError):
+                    meta = None
+            return parse_ui(agent, doc, task, src, meta if isinstance(meta, dict) else None)
+        return parse_history(agent, doc, task, src, state, old_ids)
+    return read_document(file, wm, parser_version, parse_doc, batch_bytes)
+
+
+def file_mtime_iso(p: Path) -> str | None:
+    try:
+        return _ms_iso(int(os.stat(p).st_mtime * 1000))
+    except OSError:
+        return None

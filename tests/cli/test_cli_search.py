@@ -1,0 +1,157 @@
+"""`ctxkeep search` and `ctxkeep show` (Typer CliRunner over a corpus store)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxkeep.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def home(corpus_store):
+    return str(corpus_store[0])
+
+
+def test_search_json_with_filters_and_budget(home):
+    r = runner.invoke(app, ["search", "python: command not found", "--home", home, "--json",
+                            "--agent", "codex", "--kind", "tool_result", "-n", "3"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["hits"][0]["session_id"].startswith("019a802a")
+    assert all(h["agent"] == "codex" and h["kind"] == "tool_result" for h in d["hits"])
+    r = runner.invoke(app, ["search", "orchestrator", "--home", home, "--json", "--budget", "200"])
+    d = json.loads(r.stdout)
+    assert d["omitted"] > 0 and "budget of 200 tokens" in d["note"] and d["used_tokens"] <= 200
+
+
+def test_search_text_output(home):
+    r = runner.invoke(app, ["search", "QT_QPA_PLATFORM=xcb", "--home", home, "-n", "2"])
+    assert r.exit_code == 0 and "QT_QPA_PLATFORM=xcb" in r.stdout and "c61729d4" in r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["search", "foo AND", "--raw"], "FTS5 syntax error"),
+    (["search", "x", "--kind", "bogus"], "unknown kind bogus"),
+    (["search", "x", "--since", "yesterday-ish"], "cannot read the time"),
+    (["search", "x", "--limit", "0"], "--limit 0 is out of range"),
+    (["show", "abc"], "too short"),
+])
+def test_errors_are_one_line(home, args, msg):
+    r = runner.invoke(app, args + ["--home", home])
+    assert r.exit_code == 1
+    assert msg in r.stderr and "Traceback" not in r.output
+    assert len([ln for ln in r.stderr.splitlines() if ln.startswith(("error", "warning"))]) == 1
+
+
+def test_show_full_and_budgeted(home):
+    import sqlite3
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    eid, n = c.execute("SELECT entry_id, text_bytes FROM entries ORDER BY text_bytes DESC LIMIT 1").fetchone()
+    c.close()
+    r = runner.invoke(app, ["show", eid[:10], "--home", home, "--json"])
+    d = json.loads(r.stdout)[0]
+    assert d["entry_id"] == eid and len(d["text"].encode()) == n and not d["truncated"]
+    r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--budget", "500"])
+    d = json.loads(r.stdout)[0]
+    assert d["truncated"] and f"ctxkeep show {eid} --offset {d['elided_from']}" in d["text"]
+    r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--offset", str(d["elided_from"]),
+                            "--max-bytes", "1000"])
+    d2 = json.loads(r.stdout)[0]
+    assert d2["offset"] == d["elided_from"] and d2["next_offset"] is not None
+
+
+def test_search_never_imports_prefect(home):
+    import subprocess
+    import sys
+    code = ("import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
+            f"r = CliRunner().invoke(app, ['search', 'npm', '--home', {home!r}]); "
+            "assert r.exit_code == 0, r.output; "
+            "print(sorted(m for m in ('prefect', 'polars', 'duckdb') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # neither the orchestrator nor the frame libraries: ~1 s of imports a search never needs
+    assert out.stdout.strip() == "[]"
+
+
+def test_mcp_server_module_never_imports_prefect():
+    import subprocess
+    import sys
+    code = ("import sys, ctxkeep.mcp.server as m, ctxkeep.query.search, ctxkeep.query.fetch, "
+            "ctxkeep.pipeline.notes; m.build_server(__import__('pathlib').Path('/tmp')); "
+            "print('prefect' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_session_prefix_as_hits_show_it_includes_sub_agents(home):
+    import sqlite3
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    parent = c.execute("SELECT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%' AND "
+                       "session_id NOT LIKE '%/%' LIMIT 1").fetchone()[0]
+    sessions = {r[0] for r in c.execute("SELECT DISTINCT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%'")}
+    c.close()
+    assert len(sessions) > 1 and any("/" in s for s in sessions)  # the parent and its sub-agents
+    by_prefix = json.loads(runner.invoke(app, ["search", "useTodos", "--session", parent[:12], "--home", home,
+                                               "--json", "-n", "50"]).stdout)["hits"]
+    by_id = json.loads(runner.invoke(app, ["search", "useTodos", "--session", parent, "--home", home,
+                                           "--json", "-n", "50"]).stdout)["hits"]
+    assert [h["entry_id"] for h in by_prefix] == [h["entry_id"] for h in by_id]
+    assert {h["session_id"] for h in by_prefix} <= sessions
+    assert any("/" in h["session_id"] for h in by_prefix) and len(by_prefix) > 6
+    r = runner.invoke(app, ["search", "useTodos", "--session", "nosuchsession", "--home", home])
+    assert r.exit_code == 0 and "no matches" in r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["search", ""], "the query is empty"),
+    (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], "is not before --until"),
+    (["search", "x", "--agent", "claude"], "unknown agent claude"),
+])
+def test_more_one_line_errors(home, args, msg):
+    r = runner.invoke(app, args + ["--home", home])
+    assert r.exit_code == 1 and msg in r.stderr and "Traceback" not in r.output
+
+
+def test_agent_names_are_case_insensitive_and_partial_matches_are_said(home):
+    upper = json.loads(runner.invoke(app, ["search", "error", "--agent", "CODEX", "--home", home, "--json"]).stdout)
+    lower = json.loads(runner.invoke(app, ["search", "error", "--agent", "codex", "--home", home, "--json"]).stdout)
+    assert upper["hits"] and upper["hits"] == lower["hits"]
+    d = json.loads(runner.invoke(app, ["search", "QHBoxLayout zzqqxxyy", "--home", home, "--json"]).stdout)
+    assert d["hits"] and d["note"] == "no entry holds all the terms: these match some of them"
+    d = json.loads(runner.invoke(app, ["search", "QHBoxLayout", "--home", home, "--json"]).stdout)
+    assert d["hits"] and d["note"] == ""
+
+
+def test_budget_below_one_hit_says_what_one_hit_needs(home):
+    d = json.loads(runner.invoke(app, ["search", "useTodos", "--budget", "20", "--home", home, "--json"]).stdout)
+    assert d["hits"] == [] and d["omitted"] > 0
+    assert d["note"].startswith("a budget of 20 tokens is less than the first hit needs (~")
+
+
+def test_project_dot_is_the_working_directory(home, monkeypatch, tmp_path):
+    import sqlite3
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    proj = c.execute("SELECT project_dir FROM entries WHERE agent='codex' AND project_dir LIKE '/%' "
+                     "GROUP BY project_dir ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    c.close()
+    absolute = json.loads(runner.invoke(app, ["search", "the", "--project", proj, "--home", home, "--json"]).stdout)
+    real = tmp_path / proj.lstrip("/")
+    real.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    # a relative path is taken from the working directory: tmp_path/<proj> is not the project
+    rel = json.loads(runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home,
+                                         "--json"]).stdout)
+    assert absolute["hits"] and rel["hits"] == []
+    monkeypatch.chdir("/")
+    rel = json.loads(runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home,
+                                         "--json"]).stdout)
+    assert rel["hits"] == absolute["hits"]
+
+
+def test_no_arguments_prints_help_without_an_empty_error():
+    r = runner.invoke(app, [])
+    assert "Usage" in r.output and "error:" not in r.output

@@ -1,0 +1,138 @@
+"""config.toml (agents, the seed's tools form, env overrides, ~ expansion, missing dirs)
+and the ``ctxkeep sources`` command."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxkeep import config as cfgmod
+from ctxkeep.cli import app
+from ctxkeep.errors import ConfigError
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.sources.contract import DiscoveryContext
+from dbhelpers import corpus_part, fixture_home
+
+
+def write_cfg(home: Path, text: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text, encoding="utf-8")
+
+
+def test_agents_section_tilde_and_relative_dirs(tmp_path):
+    h = tmp_path / "ck"
+    write_cfg(h, '[agents.crush]\nsession_dirs = ["~/work", "rel/projects"]\n'
+                 '[agents.codex]\nenabled = false\n')
+    cfg = cfgmod.load_config(h, env={"HOME": str(tmp_path)})
+    assert cfg.agent("codex").enabled is False
+    assert cfg.agent("crush").session_dirs == [Path("~/work").expanduser(), h / "rel/projects"]
+    assert cfg.agent("goose").enabled is True  # not configured: defaults
+
+
+def test_seed_tools_form_and_aliases(tmp_path):
+    h = tmp_path / "ck"
+    write_cfg(h, '[tools.claude]\nsessionDir = "/data/claude"\nenabled = "false"\n'
+                 '[tools.goose]\nsessionDir = "/data/goose"\n')
+    cfg = cfgmod.load_config(h, env={})
+    assert cfg.agent("claude-code").enabled is False
+    assert cfg.agent("claude-code").session_dirs == [Path("/data/claude")]
+    assert cfg.agent("goose").session_dirs == [Path("/data/goose")]
+
+
+def test_env_overrides(tmp_path):
+    h = tmp_path / "ck"
+    write_cfg(h, "[agents.cursor]\nenabled = false\n")
+    env = {"CTXKEEP_DISABLE": "goose, crush", "CTXKEEP_ENABLE": "cursor",
+           "CTXKEEP_OPENCODE_GO_DIRS": f"/a{__import__('os').pathsep}~/b"}
+    cfg = cfgmod.load_config(h, env=env)
+    assert (cfg.agent("goose").enabled, cfg.agent("crush").enabled, cfg.agent("cursor").enabled) == (
+        False, False, True)
+    assert cfg.agent("opencode-go").session_dirs == [Path("/a"), Path("~/b").expanduser()]
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("[agents.crush]\nenabled = 3\n", "agents.crush.enabled must be true or false"),
+    ("[agents.crush]\nsession_dirs = 5\n", "agents.crush.session_dirs must be a path or a list of paths"),
+    ("agents = 1\n", "[agents] must be a table"),
+    ("[agents\n", "config.toml does not parse"),
+])
+def test_bad_config_is_a_clear_error(tmp_path, text, msg):
+    h = tmp_path / "ck"
+    write_cfg(h, text)
+    with pytest.raises(ConfigError) as ei:
+        cfgmod.load_config(h, env={})
+    assert msg in str(ei.value) and str(h / "config.toml") in str(ei.value)
+
+
+def test_missing_and_unknown_are_reported_not_errors(tmp_path):
+    h = tmp_path / "ck"
+    write_cfg(h, f'[agents.crush]\nsession_dirs = ["{tmp_path}/nope"]\n[agents.windsurf]\nenabled = true\n')
+    cfg = cfgmod.load_config(h, env={})
+    assert cfgmod.missing_dirs(cfg) == {"crush": [tmp_path / "nope"]}
+    assert cfgmod.unknown_agents(cfg, ["crush", "goose"]) == ["windsurf"]
+
+
+# ------------------------------------------------------------------ ctxkeep sources
+
+@pytest.fixture
+def mixed_home(tmp_path):
+    """A home with the corpus databases and sst tree, and the goose/cursor fixtures."""
+    home = tmp_path / "home"
+    corpus_part("code/noora/.opencode/opencode.db", home)
+    corpus_part("code/dbos-transact-golang/.crush/crush.db", home)
+    corpus_part(".local/share/opencode/storage", home)
+    fixture_home("goose", home)
+    fixture_home("cursor", home)
+    return home
+
+
+def run_cli(args, home: Path, store: Path):
+    env = {"HOME": str(home), "CTXKEEP_HOME": str(store), "COLUMNS": "200"}
+    return CliRunner().invoke(app, args, env=env)
+
+
+def test_sources_before_and_after_ingest(mixed_home, tmp_path):
+    store = tmp_path / "store"
+    write_cfg(store, f'[agents.crush]\nsession_dirs = ["{tmp_path}/gone"]\n[agents.codex]\nenabled = false\n')
+    r = run_cli(["sources", "--json"], mixed_home, store)
+    assert r.exit_code == 0, r.output
+    rows = {x["agent"]: x for x in json.loads(r.output)}
+    assert rows["crush"]["files"] == 1 and rows["crush"]["entries"] == 0
+    assert "found but not ingested yet" in rows["crush"]["reason"]
+    assert f"configured dir missing: {tmp_path}/gone" in rows["crush"]["reason"]
+    assert rows["codex"]["enabled"] is False and rows["codex"]["reason"] == "disabled in config"
+    run_ingest(store, ctx=DiscoveryContext(home=mixed_home, env={}))
+    r = run_cli(["sources", "--json"], mixed_home, store)
+    rows = {x["agent"]: x for x in json.loads(r.output)}
+    got = {a: (rows[a]["files"], rows[a]["sessions"], rows[a]["entries"]) for a in
+           ("opencode", "opencode-go", "crush", "goose", "cursor")}
+    assert got == {"opencode": (1, 1, 3), "opencode-go": (1, 1, 146), "crush": (1, 2, 136),
+                   "goose": (2, 3, 18), "cursor": (2, 3, 14)}
+    assert rows["crush"]["bytes"] >= 1581056 and rows["crush"]["last_ingest"].endswith("Z")
+    assert rows["crush"]["where"] == str(mixed_home / "code/dbos-transact-golang/.crush")
+    assert rows["claude-code"]["files"] == 0 and rows["claude-code"]["reason"]
+    # the table form names each agent and the reason for an empty one
+    t = run_cli(["sources"], mixed_home, store)
+    assert t.exit_code == 0
+    assert "opencode-go" in t.output and "146" in t.output and "disabled in config" in t.output
+
+
+def test_sources_with_a_broken_config_is_one_line(tmp_path):
+    store = tmp_path / "store"
+    write_cfg(store, "[agents\n")
+    r = run_cli(["sources"], tmp_path, store)
+    assert r.exit_code == 1
+    assert "config.toml does not parse" in r.output and "Traceback" not in r.output
+
+
+def test_sources_never_imports_prefect(tmp_path):
+    import subprocess
+    import sys
+    code = ("import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
+            "r = CliRunner().invoke(app, ['sources', '--json']); "
+            "assert r.exit_code == 0, r.output; print('prefect' in sys.modules)")
+    env = {"HOME": str(tmp_path), "CTXKEEP_HOME": str(tmp_path / "store"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr

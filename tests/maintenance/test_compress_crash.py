@@ -1,0 +1,160 @@
+"""Crash safety of compress (issue 5): SIGKILL a compressing process at random points,
+26 trials of which at least 20 must kill a live process. After each kill the session file is either the original or the complete new
+file, and any ``.backup`` is a complete copy of the original (the new file never exists
+without one). Half the kills land anywhere in the run (ingest, verification, plan,
+write, store bookkeeping), half inside the write phase (backup, temp file, fsyncs,
+rename), located by the child announcing it just before ``make_backup``. Children are
+forked from a multiprocessing forkserver that imported ctxkeep once (``crash_child``).
+A last, unkilled run then finishes the job and leaves no temp file, no duplicate entry.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS_HOME
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
+from ctxkeep.sinks import sqlite as sqlite_store
+
+pytestmark = pytest.mark.slow
+
+TRIALS = 26
+FILES = {
+    "claude": ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
+    "codex": ".codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl",
+}
+
+def _mp(monkeypatch):
+    # Python 3.11's forkserver ignores the parent's sys.path when preloading: the
+    # server finds crash_child (in tests/) through PYTHONPATH, inherited at its start
+    here = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["crash_child"])
+    return ctx
+
+
+def _spawn(ctx, store: Path, path: Path):
+    import crash_child
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=crash_child.run, args=(send, str(store), str(path)), daemon=True)
+    proc.start()
+    send.close()
+    return proc, recv
+
+
+def _wait_for(recv, word: str, timeout: float = 120) -> tuple:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if recv.poll(max(0.0, deadline - time.monotonic())):
+            try:
+                msg = recv.recv()
+            except EOFError:
+                break
+            if msg[0] == word:
+                return msg
+    raise AssertionError(f"child ended or timed out before '{word}'")
+
+
+def _reset(path: Path, original: bytes) -> None:
+    for p in path.parent.iterdir():
+        if p != path:
+            p.unlink()
+    tmp = path.with_name(path.name + ".reset")
+    tmp.write_bytes(original)
+    os.chmod(tmp, 0o640)
+    os.replace(tmp, path)
+
+
+def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    rng = random.Random(20261129)
+    ctx = _mp(monkeypatch)
+    t0 = time.monotonic()
+    store = tmp_path / "store"
+    setups = {}
+    for name, rel in FILES.items():
+        path = tmp_path / name / Path(rel).name
+        path.parent.mkdir()
+        original = (CORPUS_HOME / rel).read_bytes()
+        _reset(path, original)
+        run_ingest(store, paths=[path])
+        # calibration: one unkilled run gives the new file and the phase timings
+        proc, recv = _spawn(ctx, store, path)
+        t_ready = _wait_for(recv, "ready")[1]
+        t_write = _wait_for(recv, "write")[1]
+        done = _wait_for(recv, "done")
+        t_done = done[1]
+        proc.join(60)
+        assert proc.exitcode == 0 and done[2] == "compressed", done
+        new = path.read_bytes()
+        assert new != original and len(new) < len(original) / 2
+        setups[name] = dict(path=path, original=original, new=new,
+                            run=t_done - t_ready, write_at=t_write - t_ready,
+                            write_len=max(t_done - t_write, 0.02))
+    conn = sqlite_store.connect(store)
+    n_entries = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+    conn.close()
+    outcomes = {"original": 0, "new": 0}
+    killed = 0
+    t1 = time.monotonic()
+    for trial in range(TRIALS):
+        s = setups["claude" if trial % 2 == 0 else "codex"]
+        path, original, new = s["path"], s["original"], s["new"]
+        _reset(path, original)
+        proc, recv = _spawn(ctx, store, path)
+        _wait_for(recv, "ready")
+        if trial % 4 < 2:      # anywhere in the run
+            time.sleep(rng.uniform(0, s["run"] * 1.1))
+        else:                  # inside the write phase
+            _wait_for(recv, "write")
+            time.sleep(rng.uniform(0, s["write_len"]))
+        if proc.is_alive():   # a child that already finished is not signalled (no stray pid)
+            proc.kill()
+        proc.join(30)
+        recv.close()
+        assert proc.exitcode in (-signal.SIGKILL, 0)
+        killed += proc.exitcode == -signal.SIGKILL
+        now = path.read_bytes()
+        assert now in (original, new), f"trial {trial}: torn file ({len(now)} bytes)"
+        assert oct(os.stat(path).st_mode & 0o777) == "0o640"
+        backup = Path(str(path) + jsonl_rewrite.BACKUP_SUFFIX)
+        if now == new:
+            assert backup.exists(), f"trial {trial}: new file without a backup"
+        if backup.exists():
+            assert backup.read_bytes() == original, f"trial {trial}: backup not the original"
+        outcomes["original" if now == original else "new"] += 1
+    # both outcomes were hit: the kills did land on both sides of the rename
+    assert outcomes["original"] > 0 and outcomes["new"] > 0, outcomes
+    assert killed >= 20, killed
+    print("\n" + "; ".join(f"{k}: run {v['run']:.2f} s, write at {v['write_at']:.2f} s for "
+                            f"{v['write_len']:.2f} s" for k, v in setups.items()))
+    print(f"setup {t1 - t0:.1f} s, trials {time.monotonic() - t1:.1f} s")
+    print(f"{TRIALS} trials, {killed} killed by SIGKILL while compressing: {outcomes}")
+    # a later run completes the job: the original is compressed (a file that already
+    # is may be cut once more between exchanges); no temp file is left, nothing doubles
+    for s in setups.values():
+        before = s["path"].read_bytes()
+        proc, recv = _spawn(ctx, store, s["path"])
+        done = _wait_for(recv, "done")
+        proc.join(60)
+        assert proc.exitcode == 0 and done[2] in ("compressed", "skipped"), done
+        after = s["path"].read_bytes()
+        if before == s["original"]:
+            assert after == s["new"]
+        assert len(after) <= len(s["new"])
+        assert [p.name for p in s["path"].parent.iterdir() if jsonl_rewrite.TMP_MARK in p.name] == []
+        assert Path(str(s["path"]) + ".backup").read_bytes() in (s["original"], s["new"])
+    conn = sqlite_store.connect(store)
+    assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == n_entries
+    assert conn.execute("SELECT count(*) FROM (SELECT entry_id FROM entries GROUP BY entry_id "
+                        "HAVING count(*) > 1)").fetchone()[0] == 0
+    conn.close()

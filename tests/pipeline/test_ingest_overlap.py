@@ -1,0 +1,471 @@
+"""The overlapped ingest (issue 2's wall-time target) stores what a sequential ingest
+stores: the writer thread (the load of group k overlaps the transform of group k+1)
+dedups against the groups still in flight, keeps commit order and stops at the first
+failed group; the DuckDB sync thread (Arrow append of committed groups) ends with the
+DuckDB tables a sync from SQLite builds, and its errors never fail the ingest.
+
+Handmade records follow the Claude Code transcript shape of ``fixtures/bad_input.py``.
+"""
+from __future__ import annotations
+
+import json
+
+import hashlib
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import CORPUS_HOME
+from fixtures.bad_input import line, rec
+
+from ctxkeep.pipeline import engine as pipeline
+
+from ctxkeep.pipeline import reader_process as read_worker
+from ctxkeep.sinks import duckdb as duckdb_store
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import Batch, DiscoveryContext
+from ctxkeep.transforms.chunk import chunk_text
+from ctxkeep.transforms.normalize import normalized_rows
+
+#: small groups, so that the corpus makes many groups and several are in flight
+SMALL_GROUP = 128 * 1024
+
+
+def _corpus_ctx() -> DiscoveryContext:
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    return DiscoveryContext(home=CORPUS_HOME, env={})
+
+
+def _ingest(home: Path, ctx: DiscoveryContext, *, writer: bool, group_bytes: int = SMALL_GROUP,
+            on_commit=None) -> dict:
+    conn = sqlite_store.connect(home)
+    try:
+        p = pipeline.plan(home, conn, ctx=ctx)
+        return pipeline.ingest_files(conn, p.todo, sqlite_store.tombstoned(conn),
+                                     group_bytes=group_bytes, on_commit=on_commit, writer=writer)
+    finally:
+        conn.close()
+
+
+def _fingerprint(home: Path) -> dict:
+    """Counts and a digest of every table an ingest writes (ids, texts, tokens, usage,
+    watermarks), independent of rowids."""
+    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    queries = {
+        "entries": "SELECT entry_id, agent, session_id, kind, content_hash, token_estimate, status, "
+                   "ts, source_path, source_offset FROM entries ORDER BY entry_id",
+        "contents": "SELECT content_hash, bytes, token_estimate, token_method FROM contents "
+                    "ORDER BY content_hash",
+        "chunks": "SELECT c.content_hash, ch.seq, ch.title, ch.text FROM chunks ch JOIN contents c "
+                  "ON c.content_id = ch.content_id ORDER BY c.content_hash, ch.seq",
+        "usage": "SELECT * FROM usage ORDER BY usage_key",
+        "watermarks": "SELECT path, size, offset, head_hash FROM watermarks ORDER BY path",
+        "quarantine": "SELECT path, offset, reason FROM quarantine ORDER BY path, offset, reason",
+        "status_log": "SELECT entry_id, status FROM status_log ORDER BY seq",
+    }
+    out = {}
+    try:
+        for name, q in queries.items():
+            rows = conn.execute(q).fetchall()
+            out[name] = (len(rows), hashlib.sha256(repr(rows).encode()).hexdigest())
+        out["fts_words"] = conn.execute("SELECT count(*) FROM fts_words").fetchone()[0]
+        out["fts_grams"] = conn.execute("SELECT count(*) FROM fts_grams").fetchone()[0]
+    finally:
+        conn.close()
+    return out
+
+
+def test_writer_thread_stores_what_a_sequential_ingest_stores(tmp_path):
+    ctx = _corpus_ctx()
+    seq = _ingest(tmp_path / "seq", ctx, writer=False)
+    par = _ingest(tmp_path / "par", ctx, writer=True)
+    assert par == seq
+    assert (seq["entries_new"], seq["files_read"], seq["lines"]) == (3890, 27, 3665)
+    a, b = _fingerprint(tmp_path / "seq"), _fingerprint(tmp_path / "par")
+    assert b == a
+    assert (a["entries"][0], a["contents"][0], a["chunks"][0], a["fts_words"], a["usage"][0]) == \
+        (3890, 2405, 2682, 2682, 905)
+    # a second run over the same files adds nothing, with or without the writer
+    assert _ingest(tmp_path / "par", ctx, writer=True)["entries_new"] == 0
+
+
+def _two_files_sharing_a_text(tmp_path) -> tuple[DiscoveryContext, str]:
+    """Two Claude Code transcripts whose records differ but hold the same long text."""
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-tmp-overlap"
+    proj.mkdir(parents=True)
+    text = "".join(f"line {i}: the same tool output in two sessions\n" for i in range(400))
+    (proj / "a.jsonl").write_bytes(line(rec(1)) + line(rec(2, text)))
+    other = dict(rec(3, text), sessionId="5e551011-0000-4000-8000-000000000002")
+    (proj / "b.jsonl").write_bytes(line(other) + line(rec(4)))
+    return DiscoveryContext(home=home, env={}), text
+
+
+def test_a_content_new_in_two_groups_in_flight_is_stored_and_indexed_once(tmp_path, monkeypatch):
+    ctx, text = _two_files_sharing_a_text(tmp_path)
+    h = hashlib.sha256(text.encode()).hexdigest()
+    real = sqlite_store.load_batch
+    started = threading.Event()
+    transformed_while_loading = []
+
+    def slow_load(conn, **kw):  # group 1 stays uncommitted while group 2 is transformed
+        started.set()
+        time.sleep(0.5)
+        return real(conn, **kw)
+
+    real_transform = pipeline.transform_batch
+
+    def watch_transform(conn, batch, tombs, seen=None, **kw):
+        if transformed_while_loading:  # group 2: once group 1's load has begun
+            assert started.wait(10)
+            with sqlite3.connect(tmp_path / "store" / "store.db") as c:
+                transformed_while_loading.append(c.execute("SELECT count(*) FROM entries").fetchone()[0])
+        else:
+            transformed_while_loading.append(started.is_set())
+        return real_transform(conn, batch, tombs, seen, **kw)
+
+    monkeypatch.setattr(sqlite_store, "load_batch", slow_load)
+    monkeypatch.setattr(pipeline, "transform_batch", watch_transform)
+    r = _ingest(tmp_path / "store", ctx, writer=True, group_bytes=1)  # one group per file
+    # group 2 was transformed while group 1 was loading, uncommitted (0 entries stored)
+    assert transformed_while_loading == [False, 0]
+    assert r["entries_new"] == 4
+    conn = sqlite3.connect(tmp_path / "store" / "store.db")
+    try:
+        assert conn.execute("SELECT count(*) FROM contents WHERE content_hash = ?", (h,)).fetchone()[0] == 1
+        n_chunks = conn.execute("SELECT count(*) FROM chunks ch JOIN contents c ON c.content_id = "
+                                "ch.content_id WHERE c.content_hash = ?", (h,)).fetchone()[0]
+        assert n_chunks == len(chunk_text(text)) == 5
+        assert conn.execute("SELECT count(*) FROM fts_words").fetchone()[0] == \
+            conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 5 + 2
+        toks = conn.execute("SELECT token_estimate FROM entries WHERE content_hash = ? ORDER BY rowid",
+                            (h,)).fetchall()
+        assert len(toks) == 2 and toks[0] == toks[1] and toks[0][0] > 1000
+        assert sqlite_store.content_text(conn, h) == text
+    finally:
+        conn.close()
+
+
+def test_transform_batch_treats_seen_contents_as_known(store_home, tmp_path):
+    ctx, text = _two_files_sharing_a_text(tmp_path)
+    from ctxkeep.sources import SOURCES
+    conn = sqlite_store.connect(store_home)
+    try:
+        p = pipeline.plan(store_home, conn, ctx=ctx)
+        batches = [b for f, wm in p.todo for b in SOURCES[f.agent].read(f, wm)]
+        seen = {"entries": set(), "contents": {}}
+        first = pipeline.transform_batch(conn, batches[0], {}, seen)
+        second = pipeline.transform_batch(conn, batches[1], {}, seen)
+        again = pipeline.transform_batch(conn, batches[1], {}, seen)
+    finally:
+        conn.close()
+    h = hashlib.sha256(text.encode()).hexdigest()
+    assert h in first["contents"]["content_hash"].to_list()
+    assert first["chunks"].height == 5 + 1
+    # the shared text is known from the first group: no content, no chunks, same tokens
+    assert h not in second["contents"]["content_hash"].to_list()
+    assert second["chunks"].height == 1 and second["entries"].height == 2
+    tok = dict(zip(first["entries"]["content_hash"], first["entries"]["token_estimate"]))[h]
+    assert dict(zip(second["entries"]["content_hash"], second["entries"]["token_estimate"]))[h] == tok
+    # the same batch again: its entries are in flight, nothing is new
+    assert again["entries"].height == 0 and again["contents"].height == 0
+    assert len(seen["entries"]) == 4 and seen["contents"][h] == tok
+
+
+def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    real = sqlite_store.load_batch
+    calls = []
+
+    def fail_second(conn, **kw):
+        calls.append(kw["entries"].height)
+        if len(calls) == 2:
+            raise RuntimeError("disk full (test)")
+        return real(conn, **kw)
+
+    monkeypatch.setattr(sqlite_store, "load_batch", fail_second)
+    with pytest.raises(RuntimeError, match="disk full"):
+        _ingest(tmp_path / "store", ctx, writer=True)
+    assert len(calls) == 2  # nothing after the failed group was loaded
+    assert not any(t.name == "ctxkeep-writer" and t.is_alive() for t in threading.enumerate())
+    conn = sqlite3.connect(tmp_path / "store" / "store.db")
+    try:
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == calls[0] > 0
+        # the first group's files have their watermark, no later file has one
+        marked = {r[0] for r in conn.execute("SELECT path FROM watermarks")}
+        srcs = {r[0] for r in conn.execute("SELECT DISTINCT source_path FROM entries")}
+    finally:
+        conn.close()
+    assert marked and marked <= srcs
+
+
+def _duck_rows(home: Path) -> tuple[list, list]:
+    con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
+    try:
+        ents = con.execute("SELECT * FROM entries ORDER BY sqlite_rowid").fetchall()
+        usage = con.execute("SELECT * FROM usage ORDER BY usage_key").fetchall()
+    finally:
+        con.close()
+    return ents, usage
+
+
+def test_the_sync_thread_builds_the_duckdb_a_sync_from_sqlite_builds(tmp_path):
+    ctx = _corpus_ctx()
+    home = tmp_path / "store"
+    syncer = pipeline.AnalyticsSyncer(home)
+    r = _ingest(home, ctx, writer=True, on_commit=syncer.on_commit)
+    note = syncer.finish()
+    assert note == f"analytics: {r['entries_new']} entries synced"
+    # the committed groups went to DuckDB from Arrow, not read back from SQLite
+    assert syncer.appended == r["entries_new"] == 3890
+    # reference: the same SQLite store synced from scratch
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    shutil.copy(home / "store.db", ref / "store.db")
+    conn = sqlite_store.connect(ref)
+    try:
+        duckdb_store.sync(conn, ref)
+    finally:
+        conn.close()
+    got, want = _duck_rows(home), _duck_rows(ref)
+    assert len(got[0]) == len(want[0]) == r["entries_new"]
+    assert got == want
+
+
+def test_append_entries_only_follows_the_high_water_mark(tmp_path, corpus_store):
+    src, _ = corpus_store
+    conn = sqlite_store.connect(src, readonly=True)
+    try:
+        import polars as pl
+        from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS
+        rows = conn.execute(f"SELECT rowid, {', '.join(STORED_COLUMNS)} FROM entries "
+                            "ORDER BY rowid LIMIT 30").fetchall()
+    finally:
+        conn.close()
+    frame = pl.DataFrame([r[1:] for r in rows], schema=STORED_COLUMNS, orient="row") \
+        .with_columns(pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_zone="UTC"),
+                      pl.col("is_sidechain").cast(pl.Boolean)) \
+        .select([pl.col(c).cast(ENTRY_SCHEMA[c]) for c in STORED_COLUMNS])
+    first = rows[0][0]
+    con = duckdb_store.connect(tmp_path)
+    try:
+        if first != 1:
+            pytest.skip("corpus store rowids do not start at 1")
+        assert duckdb_store.append_entries(con, 11, frame[10:20].to_arrow()) is None  # gap
+        assert duckdb_store.append_entries(con, 1, frame[:10].to_arrow()) == 10
+        assert duckdb_store.append_entries(con, 1, frame[:10].to_arrow()) == 0  # already there
+        assert duckdb_store.append_entries(con, 11, frame[10:30].to_arrow()) == 20
+        got = con.execute("SELECT sqlite_rowid, entry_id FROM entries ORDER BY sqlite_rowid").fetchall()
+    finally:
+        con.close()
+    assert got == [(r[0], r[1]) for r in rows]
+
+
+def test_a_duckdb_error_in_the_sync_thread_does_not_fail_the_ingest(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    home = tmp_path / "store"
+
+    def held(*a, **k):
+        raise duckdb.IOException("Could not set lock on file \"analytics.duckdb\": "
+                                 "Conflicting lock is held (test)")
+
+    monkeypatch.setattr(duckdb_store, "connect", held)
+    s = pipeline.run_ingest(home, ctx=ctx)
+    assert s.entries_new == 3890
+    assert s.analytics.startswith("analytics store not updated (IOException: Could not set lock")
+    assert s.analytics.endswith("the next ingest catches up")
+    assert not any(t.name == "ctxkeep-analytics" and t.is_alive() for t in threading.enumerate())
+    conn = sqlite_store.connect(home)
+    try:
+        assert conn.execute("SELECT status FROM runs ORDER BY run_id DESC").fetchone()[0] == "ok"
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == s.entries_new
+        monkeypatch.undo()  # the file is free again: the next sync catches up
+        assert pipeline.sync_analytics(conn, home) == f"analytics: {s.entries_new} entries synced"
+    finally:
+        conn.close()
+
+
+def test_an_ingest_with_nothing_new_catches_up_a_failed_sync(tmp_path, monkeypatch):
+    """A DuckDB sync that failed (or was interrupted) is caught up by the next ingest,
+    also when that ingest finds nothing new: SQLite records how far DuckDB holds it."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+    ctx = _corpus_ctx()
+    home = tmp_path / "store"
+
+    def held(*a, **k):
+        raise duckdb.IOException("Could not set lock on file (test)")
+
+    monkeypatch.setattr(duckdb_store, "connect", held)
+    s = pipeline.run_ingest(home, ctx=ctx)
+    assert s.entries_new == 3890 and s.analytics.startswith("analytics store not updated")
+    conn = sqlite_store.connect(home, readonly=True)
+    assert sqlite_store.analytics_behind(conn)
+    conn.close()
+    monkeypatch.undo()
+    s2 = pipeline.run_ingest(home, ctx=ctx)
+    assert s2.entries_new == 0 and s2.bytes == 0
+    assert s2.analytics == "analytics: 3890 entries synced"
+    conn = sqlite_store.connect(home, readonly=True)
+    assert not sqlite_store.analytics_behind(conn)
+    conn.close()
+    con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
+    assert con.execute("SELECT count(*) FROM entries").fetchall() == [(3890,)]
+    con.close()
+    # the CLI's no-op path (nothing to read) catches up as well, without Prefect
+    (home / duckdb_store.DB_NAME).unlink()
+    with sqlite_store.connect(home) as c:
+        c.execute("UPDATE meta SET value='0' WHERE key='analytics_entries_rowid'")
+    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--json", "--agent", "codex",
+                                 "--path", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["analytics"] == "analytics: 3890 entries synced"
+
+
+def test_a_reader_process_yields_what_the_reader_thread_yields(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    seq = _ingest(tmp_path / "seq", ctx, writer=False)
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # every ingest reads in a process
+    started = []
+    real = read_worker.read_in_process
+
+    def spy(todo):
+        started.append(len(todo))
+        return real(todo)
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    par = _ingest(tmp_path / "par", ctx, writer=True)
+    assert started == [27] and par == seq
+    assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
+
+
+def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    procs = []
+    real_popen = read_worker.subprocess.Popen
+
+    def popen(*a, **k):
+        procs.append(real_popen(*a, **k))
+        return procs[-1]
+
+    monkeypatch.setattr(read_worker.subprocess, "Popen", popen)
+    conn = sqlite_store.connect(tmp_path)
+    try:
+        todo = pipeline.plan(tmp_path, conn, ctx=ctx).todo
+    finally:
+        conn.close()
+    f, wm = todo[0]
+    bad = [todo[0], (type(f)("no-such-agent", f.path, f.mode, f.meta), wm)]
+    got = []
+    with pytest.raises(KeyError, match="no-such-agent"):
+        for item in read_worker.read_in_process(bad):
+            got.append(item)
+    # the first file's batches and its closing item came before the error
+    assert got and got[-1] == (f, None, True) and all(i[0] == f for i in got)
+    # batches come with their entries normalized in the process, entry dicts left there
+    direct = [b for _, b, _ in read_worker.read_files(todo[:1]) if b is not None]
+    batches = [i for i in got if len(i) > 3]
+    assert [i[4] for i in batches] == [len(b.entries) for b in direct] and direct
+    assert all(i[1].entries == [] for i in batches)
+    assert [i[3].to_dicts() for i in batches] == [normalized_rows(b.entries).to_dicts() for b in direct]
+    gen = read_worker.read_in_process(todo)
+    first = next(gen)
+    assert first[0] == todo[0][0]
+    assert procs[-1].poll() is None  # still reading ahead
+    gen.close()  # the process is killed and reaped
+    assert len(procs) == 2 and procs[-1].returncode is not None
+    assert procs[0].returncode == 0  # the failing reader ended by itself
+
+
+def test_an_in_memory_store_is_loaded_without_a_writer_thread(tmp_path, monkeypatch):
+    ctx, text = _two_files_sharing_a_text(tmp_path)
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    sqlite_store.ensure_schema(conn)
+    assert sqlite_store.sibling(conn) is None
+    started = []
+    real_start = threading.Thread.start
+
+    def start(self):
+        started.append(self.name)
+        return real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    p = pipeline.plan(tmp_path / "home-store", conn, ctx=ctx)
+    r = pipeline.ingest_files(conn, p.todo, {}, group_bytes=1, writer=True)
+    assert "ctxkeep-writer" not in started
+    assert r["entries_new"] == 4 and r["files_read"] == 2
+    h = hashlib.sha256(text.encode()).hexdigest()
+    assert sqlite_store.content_text(conn, h) == text
+    assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 5 + 2
+
+
+def test_precomputed_gives_what_estimate_tokens_and_chunks_frame_give():
+    import polars as pl
+    from ctxkeep.transforms.chunk import chunks_frame
+    from ctxkeep.transforms.tokens import estimate_tokens
+
+    texts = ["short text", "## Heading\n" + "a line of a long tool output\n" * 400, "第三个 text"]
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    contents = pl.DataFrame({"content_hash": hashes, "text": texts})
+    counts, methods = estimate_tokens(texts)
+    pre = pipeline.Precomputed()
+    pre.add(pl.DataFrame({"content_hash": hashes[:2], "token_estimate": counts[:2],
+                          "token_method": methods[:2]}), chunks_frame(contents[:2]))
+    pre.add(pl.DataFrame({"content_hash": hashes[2:], "token_estimate": counts[2:],
+                          "token_method": methods[2:]}), chunks_frame(contents[2:]))
+    assert pre.take([hashes[0], "f" * 64]) is None  # one not computed ahead: compute all here
+    order = [2, 1]
+    c, m, rows = pre.take([hashes[i] for i in order])
+    assert c == [counts[i] for i in order] and m == [methods[i] for i in order]
+    want = chunks_frame(contents[order])
+    assert rows.height == want.height == 1 + len(chunk_text(texts[1]))
+    assert rows.equals(want)
+    assert pre.take([hashes[1]]) is None  # taken once
+    c0, _, rows0 = pre.take([hashes[0]])
+    assert c0 == [counts[0]] and rows0.equals(chunks_frame(contents[:1]))
+
+
+def test_a_reader_process_ingest_over_a_store_that_holds_some_contents(tmp_path, monkeypatch):
+    ctx, text = _two_files_sharing_a_text(tmp_path)
+    proj = tmp_path / "home" / ".claude" / "projects" / "-tmp-overlap"
+    b = (proj / "b.jsonl").read_bytes()
+    results = {}
+    for mode in ("thread", "process"):
+        (proj / "b.jsonl").unlink()
+        home = tmp_path / mode
+        first = _ingest(home, ctx, writer=True)
+        (proj / "b.jsonl").write_bytes(b)  # the shared text is stored already
+        if mode == "process":
+            monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)
+        second = _ingest(home, ctx, writer=True)
+        results[mode] = (first["entries_new"], second["entries_new"], _fingerprint(home))
+    assert results["process"] == results["thread"]
+    assert results["thread"][:2] == (2, 2)
+    assert results["thread"][2]["chunks"][0] == 5 + 2
+
+
+def test_a_reader_process_that_cannot_start_falls_back_to_reading_here(tmp_path, monkeypatch):
+    ctx = _corpus_ctx()
+    conn = sqlite_store.connect(tmp_path)
+    try:
+        todo = pipeline.plan(tmp_path, conn, ctx=ctx).todo[:3]
+    finally:
+        conn.close()
+    real_popen = read_worker.subprocess.Popen
+
+    def broken(args, **kw):  # a Python that cannot import ctxkeep
+        return real_popen([args[0], "-c", "import sys; sys.exit('no module named ctxkeep (test)')"], **kw)
+
+    monkeypatch.setattr(read_worker.subprocess, "Popen", broken)
+    got = list(read_worker.read_in_process(todo))
+    want = list(read_worker.read_files(todo))
+    assert [(i[0], i[2], None if i[1] is None else len(i[1].entries)) for i in got] == \
+        [(i[0], i[2], None if i[1] is None else len(i[1].entries)) for i in want]
+    assert sum(len(i[1].entries) for i in got if i[1] is not None) > 0

@@ -1,0 +1,287 @@
+"""Search (sinks.search): safe user queries, raw mode, filters, exact ids/paths/
+errors, recency ties, budget and snippets — on the real corpus and on small notes."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ctxkeep.errors import SearchSyntaxError, UsageError
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.pipeline.notes import index_note
+from ctxkeep.query.search import Filters, SNIPPET_MAX_CHARS, parse_when, search, terms, words_match
+
+
+@pytest.fixture(scope="module")
+def corpus_conn(corpus_store):
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def notes_conn(store_home):
+    conn = sqlite_store.connect(store_home)
+    yield conn
+    conn.close()
+
+
+@pytest.mark.parametrize("q", ["c++", '"unbalanced', "foo AND", "a-b", "it's", "NOT", "(x", "OR",
+                               "*", '"', "AND OR NOT", "col:value", "^start", "NEAR(a b)", "x -y", ""])
+def test_user_queries_never_raise(corpus_conn, q):
+    res = search(corpus_conn, q, limit=5)
+    assert len(res.hits) <= 5
+
+
+def test_tricky_queries_find_sensible_entries(corpus_conn):
+    hits = search(corpus_conn, "it's", limit=3).hits
+    assert hits and all("it" in h.snippet.lower() for h in hits)
+    assert any("it's" in h.snippet or "it’s" in h.snippet for h in hits)
+    hits = search(corpus_conn, "NOT", limit=3).hits
+    assert hits and all("not" in h.snippet.lower() for h in hits)
+    assert search(corpus_conn, "").hits == []
+
+
+def test_quoted_terms_and_phrases():
+    assert terms('foo "bar baz" "open') == ["foo", "bar baz", "open"]
+    assert words_match('c++ "a b"') == '"c++" AND "a b"'
+    assert words_match("validate*") == '"validate"*'
+    assert words_match("++ --") is None
+
+
+def test_raw_mode_passes_syntax_and_reports_errors_in_one_line(corpus_conn):
+    res = search(corpus_conn, "orchestrator NOT openapi", raw=True, limit=20)
+    assert res.hits and all("openapi" not in h.snippet.lower() for h in res.hits)
+    with pytest.raises(SearchSyntaxError) as ei:
+        search(corpus_conn, "foo AND", raw=True)
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith("FTS5 syntax error") and "foo AND" in msg
+
+
+def test_error_message_found_exactly(corpus_conn):
+    h = search(corpus_conn, "python: command not found", limit=3).hits
+    assert h[0].session_id.startswith("019a802a") and "exact" in h[0].matched
+    assert "bash: line 1: python: command not found" in h[0].snippet
+
+
+def test_path_found_exactly(corpus_conn):
+    h = search(corpus_conn, "specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml", limit=3).hits
+    assert h and all("exact" in x.matched for x in h)
+    assert all("specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml" in x.snippet for x in h)
+
+
+def test_hyphenated_id_found_exactly(notes_conn):
+    index_note(notes_conn, "a", text="closed bd-q3fy after the review; next is bd-x9k2")
+    index_note(notes_conn, "b", text="the bd tool reported q3fy as unknown, bd q3fy")
+    index_note(notes_conn, "c", text="nothing about it")
+    hits = search(notes_conn, "bd-q3fy").hits
+    assert [h.session_id for h in hits][:1] == ["a"]
+    assert hits[0].matched[:1] == ["words"] and "exact" in hits[0].matched
+
+
+def test_ties_are_broken_by_recency(notes_conn):
+    # the same words in three notes; the ranking features tie, so newer goes first
+    for label in ("old", "mid", "new"):
+        index_note(notes_conn, label, text=f"deploy the staging cluster ({label[0]})")
+    stamps = {"old": "2025-01-01T00:00:00.000000Z", "mid": "2025-06-01T00:00:00.000000Z",
+              "new": "2025-12-01T00:00:00.000000Z"}
+    with sqlite_store.write(notes_conn):
+        for label, ts in stamps.items():
+            notes_conn.execute("UPDATE entries SET ts=? WHERE session_id=?", (ts, label))
+    hits = search(notes_conn, "deploy staging cluster").hits
+    assert [h.session_id for h in hits] == ["new", "mid", "old"]
+
+
+def test_filters_each_and_combined(corpus_conn):
+    cases = [
+        (Filters(agent="codex"), lambda h: h.agent == "codex"),
+        (Filters(kind="tool_call"), lambda h: h.kind == "tool_call"),
+        (Filters(role="user"), lambda h: h.role == "user"),
+        (Filters(tool="bash"), lambda h: (h.tool_name or "").lower() == "bash"),
+        (Filters(session="c61729d4-da6d-46a4-9a29-ec2c614e5e23"), lambda h: h.session_id.startswith("c61729d4")),
+        (Filters(project="/path/to/Demo"), lambda h: h.project_dir.startswith("/path/to/Demo")),
+        (Filters(since="2025-11-01", until="2025-11-02"), lambda h: "2025-11-01" <= h.ts < "2025-11-02"),
+        (Filters(status="active"), lambda h: True),
+        (Filters(agent="claude-code", kind="tool_call", tool="Bash", since="2025-09-01"),
+         lambda h: h.agent == "claude-code" and h.tool_name == "Bash" and h.ts >= "2025-09-01"),
+        (Filters(kind="message,summary"), lambda h: h.kind in ("message", "summary")),
+    ]
+    for f, ok in cases:
+        hits = search(corpus_conn, "npm OR test OR error OR file", filters=f, limit=20).hits
+        assert hits, f
+        assert all(ok(h) for h in hits), f
+    assert search(corpus_conn, "npm", filters=Filters(agent="codex", tool="Bash")).hits == []
+    assert search(corpus_conn, "npm", filters=Filters(project="/path/to/Dem")).hits == []  # whole components
+
+
+def test_bad_filter_values_are_usage_errors(corpus_conn):
+    with pytest.raises(UsageError, match="unknown agent claude .agent. - use one of claude-code, codex"):
+        search(corpus_conn, "x", filters=Filters(agent="claude"))
+    with pytest.raises(UsageError, match="unknown kind bogus"):
+        search(corpus_conn, "x", filters=Filters(kind="bogus"))
+    with pytest.raises(UsageError, match="cannot read the time"):
+        search(corpus_conn, "x", filters=Filters(since="last tuesday"))
+
+
+def test_parse_when_forms():
+    import datetime as dt
+    now = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.timezone.utc)
+    assert parse_when("2025-06-01") == "2025-06-01T00:00:00.000000Z"
+    assert parse_when("2025-06-01T12:30:00+02:00") == "2025-06-01T10:30:00.000000Z"
+    assert parse_when("7d", now=now) == "2026-01-03T12:00:00.000000Z"
+    assert parse_when("12h", now=now) == "2026-01-10T00:00:00.000000Z"
+
+
+def test_limit_is_clamped(corpus_conn):
+    assert len(search(corpus_conn, "the", limit=-5).hits) == 1
+    assert len(search(corpus_conn, "the", limit=10_000).hits) <= 200
+
+
+def test_snippets_are_short_and_around_the_match(corpus_conn):
+    for h in search(corpus_conn, "orchestrator", limit=10).hits:
+        assert len(h.snippet) <= SNIPPET_MAX_CHARS
+        assert "orchestrator" in h.snippet.lower()
+        assert len(h.title) <= 120
+
+
+def test_one_hit_per_text_and_near_duplicates_folded(corpus_conn):
+    hits = search(corpus_conn, "timeline filtering groups", limit=10).hits
+    assert len({h.entry_id for h in hits}) == len(hits)
+    todo = [h for h in hits if h.tool_name == "TodoWrite" and "timeline-filter-groups" in h.title]
+    assert len(todo) == 1 and todo[0].duplicates >= 3  # four versions of one todo list, shown once
+
+
+def test_budget_cuts_and_says_so(corpus_conn):
+    full = search(corpus_conn, "orchestrator", limit=10)
+    assert len(full.hits) == 10 and full.omitted == 0 and full.note == ""
+    cut = search(corpus_conn, "orchestrator", limit=10, budget_tokens=300)
+    assert 0 < len(cut.hits) < 10
+    assert [h.entry_id for h in cut.hits] == [h.entry_id for h in full.hits][:len(cut.hits)]
+    assert cut.used_tokens <= 300 and cut.omitted == 10 - len(cut.hits)
+    assert "budget of 300 tokens" in cut.note and f"{cut.omitted} more hit" in cut.note
+
+
+def test_tool_name_weighs_above_body(corpus_conn):
+    hits = search(corpus_conn, "WebFetch", limit=5).hits
+    assert hits[0].tool_name == "WebFetch" and "tool" in hits[0].matched
+
+
+def test_result_reads_as_its_hits(corpus_conn):
+    res = search(corpus_conn, "orchestrator", limit=3)
+    assert len(res) == 3 and [h.entry_id for h in res] == [h.entry_id for h in res.hits]
+    assert res[0].entry_id == res.hits[0].entry_id
+    assert search(corpus_conn, "zzqxjv-not-a-word") == []
+
+
+def test_pasted_log_query_is_capped_and_says_so(corpus_store):
+    """A query of 2,000 words once took minutes (each term widens every list); terms
+    past MAX_TERMS are ignored and the result's note says so."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.query.search import MAX_TERMS, search
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    res = search(conn, " ".join(["timeline"] * 2000 + ["filtering"]), limit=5)
+    conn.close()
+    assert res.note == f"only the first {MAX_TERMS} of 2001 query terms were searched"
+    assert len(res.hits) == 5
+
+
+def test_prefix_only_where_the_last_token_is_long_enough():
+    # FTS5 puts a phrase's * on its last token: "it's"* would mean "it s*", and
+    # "PLACEHOLDER_RE"* the 130 ms expansion of re*
+    from ctxkeep.query.search import prefix_match
+    assert prefix_match("it's") == '"it\'s"'
+    assert prefix_match("PLACEHOLDER_RE") == '"PLACEHOLDER_RE"'
+    assert prefix_match("PLACEHOLDER_REG") == '"PLACEHOLDER_REG"*'  # reg* → PLACEHOLDER_REGEX
+    assert prefix_match("/a/diverse_musical_ai.py validateUs ab") == \
+        '"/a/diverse_musical_ai.py" OR "validateUs"* OR "ab"'
+    assert prefix_match("validateUs printer", {"printer"}) == '"validateUs"* OR "printer"'
+
+
+def test_common_terms_get_no_prefix_query(corpus_store):
+    from ctxkeep.query.search import PREFIX_COMMON, _common_terms
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    n_the = conn.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH 'the'").fetchone()[0]
+    assert n_the >= PREFIX_COMMON
+    assert _common_terms(conn, "the validateUs zzqqxx") == {"the"}
+    conn.close()
+
+
+def _reference_fts_ids(conn, fts, match, filters, n, S):
+    """The filtered candidate search as it was before the memo, batching and rank
+    reuse (main at 56c14a2): every check and every rank done in full."""
+    floor = S._window_floor(conn, fts, match)
+    ranked = f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? ORDER BY rank LIMIT ?"
+    where, params = filters.sql("e")
+    passes = (f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+              f"WHERE ch.chunk_id IN ({{ids}}) AND EXISTS (SELECT 1 FROM entries e WHERE "
+              f"e.content_hash = c.content_hash AND {where})")
+    rows = conn.execute(ranked, (match, floor, S.FILTER_DEPTH)).fetchall()
+    if rows:
+        ids = [r[0] for r in rows]
+        ok = {r[0] for r in conn.execute(passes.format(ids=",".join("?" * len(ids))), [*ids, *params])}
+        kept = [r for r in rows if r[0] in ok]
+        if len(kept) >= n or (len(rows) < S.FILTER_DEPTH and floor == 0):
+            return kept[:n]
+    found = []
+    cur = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
+                       (match, S.FILTER_SCAN))
+    while len(found) < S.FILTER_RANK:
+        batch = [r[0] for r in cur.fetchmany(1000)]
+        if not batch:
+            break
+        ok = {r[0] for r in conn.execute(passes.format(ids=",".join("?" * len(batch))), [*batch, *params])}
+        found += [i for i in batch if i in ok]
+    if not found:
+        return []
+    top = found[:S.FILTER_RANK]
+    keep = set(top)
+    rows = [r for r in conn.execute(
+        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ?",
+        (match, min(top), max(top))) if r[0] in keep]
+    rows.sort(key=lambda r: r[1])
+    return rows[:n]
+
+
+def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
+    """Memoized, early-stopping filter checks and reused window ranks give the same
+    candidates (ids, ranks, order) as checking and ranking everything; small windows
+    make every path run (fast path, scan, ranking below the window floor)."""
+    from ctxkeep.query import search as S
+    for name, v in (("RANK_WINDOW", 40), ("FILTER_DEPTH", 20), ("FILTER_SCAN", 300), ("FILTER_RANK", 25)):
+        monkeypatch.setattr(S, name, v)
+    cases = [("\"error\" OR \"file\" OR \"test\"", Filters(kind="tool_call")),
+             ("\"error\" OR \"file\" OR \"test\"", Filters(role="user")),
+             ("\"npm\"", Filters(tool="Bash")),
+             ("\"the\"", Filters(agent="codex")),
+             ("\"file\"*", Filters(project="/path/to/Demo")),
+             ("\"the\" AND \"file\"", Filters(since="2025-11-01"))]
+    sizes = []
+    for match, f in cases:
+        memo: dict[int, bool] = {}
+        for n in (5, 50):
+            want = _reference_fts_ids(corpus_conn, "fts_words", match, f, n, S)
+            got = S._fts_ids(corpus_conn, "fts_words", match, f, n, memo)
+            assert got == want, (match, f, n)
+            sizes.append(len(want))
+    # the fast path (5 of 5), the scan path (25 = FILTER_RANK, 16 below it) and empty
+    # results were all compared
+    assert sizes == [5, 25, 5, 16, 5, 5, 0, 0, 0, 0, 5, 25]
+
+
+def test_agents_list_is_the_source_registry_plus_notes():
+    from ctxkeep.schema import AGENTS
+    from ctxkeep.pipeline.notes import NOTE_AGENT
+    from ctxkeep.sources import SOURCES
+    assert AGENTS == (*SOURCES, NOTE_AGENT)
+
+
+def test_distinct_texts_with_one_title_are_not_folded(corpus_conn):
+    """Every patch of a Codex session starts ``apply_patch <<'PATCH'``: same session,
+    kind, tool and title, different texts. They stay separate hits (session 1 folded
+    221 of them into one)."""
+    hits = search(corpus_conn, "apply_patch", limit=50).hits
+    assert len(hits) == 50
+    assert max(h.duplicates for h in hits) < 10

@@ -1,0 +1,56 @@
+"""Schema v2 (retrieval): chunks.title and fts_words(title, text); a v1 store is
+migrated on open (titles filled, word index rebuilt) — now to v3 (facets, see
+test_facets.py), in the same step."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ctxkeep.errors import StoreError
+
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.pipeline.notes import index_note
+from ctxkeep.query.search import search
+
+
+def _downgrade_to_v1(path):
+    c = sqlite3.connect(path)
+    c.execute("DROP TABLE fts_words")
+    c.execute("DROP TABLE fts_grams")
+    c.execute("ALTER TABLE chunks DROP COLUMN title")
+    c.execute("ALTER TABLE chunks DROP COLUMN facets")
+    c.execute("CREATE VIRTUAL TABLE fts_grams USING fts5(grams, tokenize='unicode61 remove_diacritics 0')")
+    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(text, content='chunks', content_rowid='chunk_id', "
+              "tokenize='porter unicode61 remove_diacritics 2')")
+    c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
+    c.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    c.commit()
+    c.close()
+
+
+def test_v1_store_is_migrated(store_home):
+    conn = sqlite_store.connect(store_home)
+    r = index_note(conn, "n", text="Deploy notes\nthe staging cluster uses zebrafish")
+    conn.close()
+    _downgrade_to_v1(store_home / "store.db")
+    # a reader never migrates: it says what to do instead of failing on a missing column
+    with pytest.raises(StoreError, match="store schema v1 is older") as ei:
+        sqlite_store.connect(store_home, readonly=True)
+    assert "ctxkeep ingest" in ei.value.hint
+    conn = sqlite_store.connect(store_home)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert conn.execute("SELECT title FROM chunks").fetchone()[0] == "Deploy notes"
+    assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
+    assert [h.entry_id for h in search(conn, "zebrafish").hits] == [r["entry_id"]]
+    assert [h.entry_id for h in search(conn, "deploy").hits] == [r["entry_id"]]
+
+
+def test_tool_name_goes_into_the_title(corpus_store):
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    title = conn.execute(
+        "SELECT ch.title FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
+        "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
+        "WHERE e.tool_name = 'WebFetch' LIMIT 1").fetchone()[0]
+    assert title.startswith("WebFetch {")
