@@ -20,6 +20,8 @@ import platformdirs
 from ctxkeep.errors import ConfigError
 
 APP = "ctxkeep"
+#: the user's settings in the home (listed with the other store files in ``sinks.files``)
+CONFIG_FILE = "config.toml"
 
 
 def resolve_home(home: str | os.PathLike | None = None) -> Path:
@@ -187,7 +189,7 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     Raises ConfigError on a file that does not parse or a value of the wrong type.
     """
     env = dict(os.environ if env is None else env)
-    path = home / "config.toml"
+    path = home / CONFIG_FILE
     data: dict[str, Any] = {}
     if path.exists():
         try:

@@ -82,8 +82,8 @@ def hold_lock_in_subprocess(home: Path):
     stdin; returns the Popen once the lock is held (``.communicate(b"\\n")`` ends it)."""
     import subprocess
     import sys
-    code = ("import sys; from ctxkeep.sinks.lock import store_lock\n"
-            f"lk = store_lock({str(home)!r}); lk.acquire()\n"
+    code = ("import sys; from ctxkeep.sinks.lock import StoreLock\n"
+            f"lk = StoreLock({str(home)!r}); lk.acquire()\n"
             "print('locked', flush=True); sys.stdin.readline(); lk.release()\n")
     p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     line = p.stdout.readline()

@@ -50,6 +50,7 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     database opened immutable). Raises ConfigError for a broken ``config.toml``.
     """
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
     from ctxkeep.query.stats import agent_counts
     from ctxkeep.sources import SOURCES, discover_all
     from ctxkeep.sources.contract import DiscoveryContext
@@ -61,7 +62,7 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
                                extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
     counts: dict = {}
     notes: dict[str, list[str]] = {}
-    if (home / sqlite_store.DB_NAME).exists():
+    if (home / STORE_DB).exists():
         conn = sqlite_store.connect(home, readonly=True)
         try:
             counts = agent_counts(conn)

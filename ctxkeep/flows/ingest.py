@@ -15,6 +15,8 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 
 from ctxkeep.errors import StoreBusy  # noqa: E402
 from ctxkeep.sinks import sqlite as sqlite_store  # noqa: E402
+from ctxkeep.sinks.files import ANALYTICS_DB  # noqa: E402
+from ctxkeep.sinks.lock import hold  # noqa: E402
 from ctxkeep.pipeline import engine as pipeline  # noqa: E402
 
 
@@ -59,12 +61,11 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
     log = get_run_logger()
     t0 = time.perf_counter()
     h = Path(home)
-    with pipeline.acquire_lock(h):
+    with hold(h, what="ingest", on_wait=pipeline.hooks.on_wait):
         conn = sqlite_store.connect(h)
         try:
             p = pipeline.plan(h, conn, agents=agents, paths=[Path(x) for x in paths or []], force=force)
             tombs = sqlite_store.tombstoned(conn)
-            run_id = sqlite_store.start_run(conn, "ingest")
         finally:
             conn.close()
         if pipeline.hooks.on_plan:
@@ -72,8 +73,8 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
         log.info("%d files to read (%d unchanged), %.1f MB", len(p.todo), p.unchanged,
                  p.pending_bytes / 1e6)
         s = pipeline.Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
-        status = "failed"
-        try:
+        with sqlite_store.recorded_run(h, "ingest", t0=t0) as run:
+            run.summary = s.as_dict
             by_agent: dict[str, list] = {}
             for f, wm in p.todo:
                 by_agent.setdefault(f.agent, []).append((f, wm))
@@ -87,16 +88,9 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
                 s.quarantined += r["quarantined"]
                 s.status_changed += r["status_changed"]
                 s.per_agent[agent] = r["entries_new"]
-            if (s.entries_new or s.status_changed or not (h / "analytics.duckdb").exists()
+            if (s.entries_new or s.status_changed or not (h / ANALYTICS_DB).exists()
                     or _analytics_behind(h)):
                 s.analytics = sync_analytics(home)
-            status = "ok"
-        finally:
-            s.seconds = round(time.perf_counter() - t0, 3)
-            conn = sqlite_store.connect(h)
-            try:
-                sqlite_store.finish_run(conn, run_id, status, s.as_dict())
-            finally:
-                conn.close()
+        s.seconds = run.seconds
     log.info("ingest done: %s", s.as_dict())
     return s.as_dict()

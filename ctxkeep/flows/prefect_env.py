@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ctxkeep.sinks.files import PREFECT_DIR
+
 
 def configure_prefect(home: Path) -> None:
     """Set the environment defaults above for this process (existing values win)."""
-    os.environ.setdefault("PREFECT_HOME", str(Path(home) / "prefect"))
+    os.environ.setdefault("PREFECT_HOME", str(Path(home) / PREFECT_DIR))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")

@@ -19,6 +19,7 @@ from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.maintenance import purge as purge_mod
 from ctxkeep.maintenance import reindex as reindex_mod
+from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
@@ -123,7 +124,7 @@ def plan_retention(home: Path, *, now: dt.datetime | None = None, ctx: Discovery
     b_days = cfg.compress.backup_max_age_days if backup_max_age_days is None else backup_max_age_days
     cutoff = now - dt.timedelta(days=a_days)
     rows: list[dict] = []
-    if (home / sqlite_store.DB_NAME).exists():
+    if (home / STORE_DB).exists():
         conn = sqlite_store.connect(home, readonly=True)
         try:
             rows = archive.due(conn, cutoff)
@@ -157,32 +158,28 @@ def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None 
         return out
     with hold(home, timeout, what="retention"):
         archived = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
-        conn = sqlite_store.connect(home) if (home / sqlite_store.DB_NAME).exists() else None
-        run_id = sqlite_store.start_run(conn, "retention") if conn else None
-        status = "failed"
+        conn = sqlite_store.connect(home) if (home / STORE_DB).exists() else None
         try:
-            if conn:
-                archived = archive.archive_entries(conn, home, p.cutoff)
-                if archived["entries"]:
-                    out["analytics"] = purge_mod.rebuild_analytics(conn, home)
-            freed = archive.remove_files(p.old_archives, home / archive.ARCHIVE_DIR)
-            # a backup goes only if it is still old (it may have been rewritten since the plan)
-            backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
-            freed += archive.remove_files(backups)
-            out.update(archived=archived, archives_removed=len(p.old_archives),
-                       backups_removed=len(backups), bytes_freed=freed)
-            status = "ok"
+            with sqlite_store.recorded_run(conn, "retention", t0=t0) as run:
+                run.summary = lambda: {  # the figures so far, also of a failed run
+                    "entries_new": 0, "files": len(archived["files"]),
+                    "archived_entries": archived["entries"],
+                    "archives_removed": out.get("archives_removed", 0),
+                    "backups_removed": out.get("backups_removed", 0)}
+                if conn:
+                    archived = archive.archive_entries(conn, home, p.cutoff)
+                    if archived["entries"]:
+                        out["analytics"] = purge_mod.rebuild_analytics(conn, home)
+                freed = archive.remove_files(p.old_archives, home / ARCHIVE_DIR)
+                # a backup goes only if it is still old (it may have been rewritten since the plan)
+                backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
+                freed += archive.remove_files(backups)
+                out.update(archived=archived, archives_removed=len(p.old_archives),
+                           backups_removed=len(backups), bytes_freed=freed)
         finally:
-            out["seconds"] = round(time.perf_counter() - t0, 3)
             if conn:
-                try:
-                    sqlite_store.finish_run(conn, run_id, status, {
-                        "entries_new": 0, "files": len(archived["files"]), "seconds": out["seconds"],
-                        "archived_entries": archived["entries"],
-                        "archives_removed": out.get("archives_removed", 0),
-                        "backups_removed": out.get("backups_removed", 0)})
-                finally:
-                    conn.close()
+                conn.close()
+        out["seconds"] = run.seconds
     return out
 
 
@@ -317,27 +314,25 @@ def run_backfill(home: Path, *, paths: list[Path] | None = None, since=None, unt
     with hold(home, timeout, what="backfill"):
         conn = sqlite_store.connect(home)
         s = pipeline.Summary(files=len(files), problems=list(problems))
-        run_id = sqlite_store.start_run(conn, "backfill")
-        status = "failed"
         try:
-            tombs = sqlite_store.tombstoned(conn)
-            for f in files:
-                r = pipeline.ingest_file(conn, f, None, tombs, pipeline.hooks.on_bytes)
-                if r["vanished"]:
-                    s.files_vanished += 1
-                    continue
-                s.files_read += 1
-                s.bytes += r["bytes"]
-                s.lines += r["lines"]
-                s.entries_new += r["entries_new"]
-                s.quarantined += r["quarantined"]
-                s.per_agent[f.agent] = s.per_agent.get(f.agent, 0) + r["entries_new"]
-            if s.entries_new or not (home / "analytics.duckdb").exists():
-                s.analytics = pipeline.sync_analytics(conn, home)
-            status = "ok"
+            with sqlite_store.recorded_run(conn, "backfill", t0=t0) as run:
+                run.summary = s.as_dict
+                tombs = sqlite_store.tombstoned(conn)
+                for f in files:
+                    r = pipeline.ingest_file(conn, f, None, tombs, pipeline.hooks.on_bytes)
+                    if r["vanished"]:
+                        s.files_vanished += 1
+                        continue
+                    s.files_read += 1
+                    s.bytes += r["bytes"]
+                    s.lines += r["lines"]
+                    s.entries_new += r["entries_new"]
+                    s.quarantined += r["quarantined"]
+                    s.per_agent[f.agent] = s.per_agent.get(f.agent, 0) + r["entries_new"]
+                if s.entries_new or not (home / ANALYTICS_DB).exists():
+                    s.analytics = pipeline.sync_analytics(conn, home)
         finally:
-            s.seconds = round(time.perf_counter() - t0, 3)
-            sqlite_store.finish_run(conn, run_id, status, s.as_dict())
             conn.close()
+        s.seconds = run.seconds
     out["ingest"] = s.as_dict()
     return out

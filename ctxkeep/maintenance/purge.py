@@ -39,7 +39,7 @@ next ingest from bringing the data back; watermarks are kept, so the files are n
 re-read for nothing. ``reingest=True`` purges without a tombstone, lifts an existing
 one (and the session tombstones a project purge added), and drops the watermarks of
 the files concerned, so the next ingest reads them again from the start. The files a
-purge concerned are remembered in ``purge_files`` (created here) for that purpose.
+purge concerned are remembered in ``purge_files`` for that purpose.
 
 ``scope="all"`` deletes ``store.db`` with its ``-wal``/``-shm`` sidecars,
 ``analytics.duckdb`` (and its ``.wal``) and the Parquet ``archive/`` directory; it keeps
@@ -60,24 +60,12 @@ from pathlib import Path
 from ctxkeep import config as cfgmod
 from ctxkeep.errors import PurgeCancelled, UsageError
 from ctxkeep.sinks import sqlite as sqlite_store
-
-#: the DuckDB file (``ANALYTICS_DB``); duckdb itself is imported only when used,
-#: so that importing the pipeline (a no-op ingest) stays cheap
-ANALYTICS_DB = "analytics.duckdb"
+from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL, ARCHIVE_DIR, STORE_DB, STORE_FILES, store_files
 from ctxkeep.sinks.lock import hold
 
 CANCELLED = PurgeCancelled.MESSAGE
 
 SCOPES = ("session", "project")
-
-#: Files a whole-store wipe removes (relative to the home).
-STORE_FILES = (sqlite_store.DB_NAME, sqlite_store.DB_NAME + "-wal", sqlite_store.DB_NAME + "-shm",
-               sqlite_store.DB_NAME + "-journal", ANALYTICS_DB,
-               ANALYTICS_DB + ".wal")
-ARCHIVE_DIR = "archive"
-
-_PURGE_FILES_DDL = ("CREATE TABLE IF NOT EXISTS purge_files("
-                    "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))")
 
 
 @dataclass(frozen=True)
@@ -293,18 +281,6 @@ def _counts(conn: sqlite3.Connection) -> dict:
     }
 
 
-def _store_file_sizes(home: Path) -> dict[str, int]:
-    out = {}
-    for name in STORE_FILES:
-        p = home / name
-        if p.exists():
-            out[name] = p.stat().st_size
-    arch = home / ARCHIVE_DIR
-    if arch.is_dir():
-        out[ARCHIVE_DIR + "/"] = sum(p.stat().st_size for p in arch.rglob("*") if p.is_file())
-    return out
-
-
 def preview(conn: sqlite3.Connection, request: PurgeRequest) -> dict:
     """What a purge of ``request`` would remove, changing nothing (``--dry-run``).
 
@@ -383,7 +359,7 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> str:
     """Delete ``analytics.duckdb`` (and its WAL) and rebuild it from SQLite, so no deleted
     row survives in DuckDB's free blocks. Returns a one-line note; never raises (a failed
     rebuild is redone by the next ingest, which rebuilds a missing analytics store)."""
-    for name in (ANALYTICS_DB, ANALYTICS_DB + ".wal"):
+    for name in (ANALYTICS_DB, ANALYTICS_WAL):
         try:
             (home / name).unlink()
         except FileNotFoundError:
@@ -400,7 +376,6 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> str:
 
 def _tombstone(conn: sqlite3.Connection, req: PurgeRequest, files: list[str], reingest: bool) -> dict:
     """Add (or with ``reingest`` lift) the tombstones of ``req``; returns what was done."""
-    conn.execute(_PURGE_FILES_DDL)
     key = (req.scope, req.value)
     if not reingest:
         stamp = sqlite_store.now_iso()
@@ -430,10 +405,10 @@ def _tombstone(conn: sqlite3.Connection, req: PurgeRequest, files: list[str], re
 
 
 def _wipe(home: Path, dry_run: bool) -> dict:
-    sizes = _store_file_sizes(home)
+    sizes = store_files(home)
     report = {"scope": "all", "resolved": "the whole store", "home": str(home), "dry_run": dry_run,
               "files_removed": sorted(sizes), "bytes_removed": sum(sizes.values()), "removed": {}}
-    db = home / sqlite_store.DB_NAME
+    db = home / STORE_DB
     if db.exists():
         try:
             conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -495,7 +470,6 @@ def _purge_archive(conn: sqlite3.Connection | None, home: Path, req: PurgeReques
     r = archive.purge_rows(home, _archive_filter(req, owned), dry_run=dry_run)
     if r["entry_ids"] and conn is not None and not dry_run:
         with sqlite_store.write(conn):
-            conn.execute(archive.ARCHIVED_DDL)
             conn.executemany("DELETE FROM archived WHERE entry_id = ?", [(i,) for i in r["entry_ids"]])
     return r["rows"]
 
@@ -529,7 +503,7 @@ def purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest:
             return _wipe(home, True)
         with hold(home, timeout, what="purge"):
             return _wipe(home, False)
-    db = home / sqlite_store.DB_NAME
+    db = home / STORE_DB
     if dry_run:
         if not db.exists():
             return {**base, "removed": {**preview_empty(), "archived": 0}, "files": [], "tombstone": "none"}
@@ -575,9 +549,9 @@ def preview_empty() -> dict:
 
 
 def _record_run(conn: sqlite3.Connection, req: PurgeRequest, removed: dict, reingest: bool) -> None:
-    run_id = sqlite_store.start_run(conn, "purge")
-    sqlite_store.finish_run(conn, run_id, "ok", {
-        "scope": req.scope, "value": req.value, "reingest": reingest,
-        "entries_new": 0, "files": removed.get("source_files"), **{
-            f"removed_{k}": v for k, v in removed.items() if isinstance(v, int)}})
+    with sqlite_store.recorded_run(conn, "purge") as run:
+        run.summary = {
+            "scope": req.scope, "value": req.value, "reingest": reingest,
+            "entries_new": 0, "files": removed.get("source_files"), **{
+                f"removed_{k}": v for k, v in removed.items() if isinstance(v, int)}}
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ctxkeep.maintenance import purge as purge_mod
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 
 
@@ -42,9 +43,9 @@ def reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout: fl
     """
     t0 = time.perf_counter()
     home = Path(home)
-    if not (home / sqlite_store.DB_NAME).exists():
+    if not (home / STORE_DB).exists():
         from ctxkeep.errors import StoreError
-        raise StoreError("no store to reindex", where=str(home / sqlite_store.DB_NAME),
+        raise StoreError("no store to reindex", where=str(home / STORE_DB),
                          hint="run `ctxkeep ingest` first")
     out: dict = {"chunks": 0, "grams_rows": 0, "analytics": "skipped"}
     with hold(home, timeout, what="reindex"):

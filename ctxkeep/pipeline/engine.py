@@ -9,20 +9,18 @@ import os
 import queue
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import polars as pl
-from filelock import Timeout
 
 from ctxkeep import config as cfgmod
-from ctxkeep.errors import StoreBusy
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.lock import LOCK_NAME, StoreLock, store_lock
+from ctxkeep.sinks.files import ANALYTICS_DB
+from ctxkeep.sinks.lock import hold
 from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.transforms.chunk import chunks_frame
@@ -30,9 +28,6 @@ from ctxkeep.transforms.normalize import (contents_frame, entries_frame, normali
                                     usage_frame)
 from ctxkeep.transforms.tokens import estimate_tokens
 from ctxkeep.pipeline import reader_process as read_worker
-
-ANALYTICS_DB = "analytics.duckdb"  # sinks.duckdb_store.DB_NAME (not imported: a no-op ingest needs no DuckDB)
-
 
 @dataclass
 class Hooks:
@@ -94,35 +89,6 @@ class Summary:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-def lock(home: Path, timeout: float = -1) -> StoreLock:
-    """The store's maintenance lock (``<home>/ingest.lock``): one ingest, compress,
-    purge, retention or reindex at a time (``sinks.lock.store_lock``, so the purge core
-    shares it without importing flows). ``timeout`` -1 waits forever, 0 fails at once
-    (``filelock.Timeout``)."""
-    cfgmod.ensure_home(home)
-    return store_lock(home, timeout)
-
-
-@contextmanager
-def acquire_lock(home: Path, wait: bool = True) -> Iterator[StoreLock]:
-    """``with acquire_lock(home):`` holds the store lock. When another run holds it:
-    with ``wait``, ``hooks.on_wait`` is told and the lock awaited; else
-    ``filelock.Timeout`` is raised."""
-    lk = lock(home, 0)
-    try:
-        lk.acquire()
-    except Timeout:
-        if not wait:
-            raise
-        if hooks.on_wait:  # say why nothing happens
-            hooks.on_wait(str(Path(home) / LOCK_NAME))
-        lk.acquire(-1)
-    try:
-        yield lk
-    finally:
-        lk.release()
 
 
 def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
@@ -388,8 +354,8 @@ class _Group:
 
 def _store_group(conn, g: _Group, tot: dict, on_bytes, on_commit) -> None:
     """Load one group in one transaction and add its figures to ``tot``."""
-    n = sqlite_store.load_batch(conn, quarantine=g.quarantine, watermark=None,
-                                watermarks=g.watermarks, status_changes=g.changes, **g.frames)
+    n = sqlite_store.load_batch(conn, quarantine=g.quarantine, watermarks=g.watermarks,
+                                status_changes=g.changes, **g.frames)
     tot["status_changed"] += len(g.changes)
     tot["entries_new"] += n
     if n:
@@ -702,16 +668,12 @@ def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | N
     maintenance run holds the lock."""
     t0 = time.perf_counter()
     home = cfgmod.ensure_home(Path(home))
-    try:
-        with acquire_lock(home, wait):
-            conn = sqlite_store.connect(home)
-            try:
-                return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0)
-            finally:
-                conn.close()
-    except Timeout:
-        raise StoreBusy("another ctxkeep maintenance run holds the store", where=str(home / LOCK_NAME),
-                        hint="wait for it to finish") from None
+    with hold(home, -1 if wait else 0, what="ingest", on_wait=hooks.on_wait):
+        conn = sqlite_store.connect(home)
+        try:
+            return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0)
+        finally:
+            conn.close()
 
 
 def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) -> Summary:
@@ -719,11 +681,10 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) ->
     if on_plan:
         on_plan(p)
     s = Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
-    run_id = sqlite_store.start_run(conn, "ingest")
-    tombs = sqlite_store.tombstoned(conn)
-    status = "failed"
-    syncer = AnalyticsSyncer(home)
-    try:
+    with sqlite_store.recorded_run(conn, "ingest", t0=t0) as run:
+        run.summary = s.as_dict
+        tombs = sqlite_store.tombstoned(conn)
+        syncer = AnalyticsSyncer(home)
         try:
             r = ingest_files(conn, p.todo, tombs, on_bytes, on_commit=syncer.on_commit)
         finally:  # the groups committed before an error are synced too
@@ -739,8 +700,5 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) ->
                                    or not (home / ANALYTICS_DB).exists()
                                    or sqlite_store.analytics_behind(conn)):
             s.analytics = sync_analytics(conn, home)
-        status = "ok"
-    finally:
-        s.seconds = round(time.perf_counter() - t0, 3)
-        sqlite_store.finish_run(conn, run_id, status, s.as_dict())
+    s.seconds = run.seconds
     return s

@@ -100,7 +100,7 @@ def index_note(conn: sqlite3.Connection, label: str, *, text: str | None = None,
     tok = counts[0] if counts else next(iter(known.values()), 0)
     frame = frame.with_columns(pl.lit(tok, dtype=pl.Int64).alias("token_estimate"))
     sqlite_store.load_batch(conn, entries=frame, contents=fresh, chunks=chunks_frame(fresh),
-                            usage=usage_frame(frame), quarantine=[], watermark=None)
+                            usage=usage_frame(frame), quarantine=[])
     # the new entry is in; now drop what the label held before (same text: same id, kept)
     with sqlite_store.write(conn):
         replaced = delete_label(conn, label, keep=frame["entry_id"][0])

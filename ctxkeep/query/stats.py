@@ -4,7 +4,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ctxkeep.sinks.sqlite import store_files
+from ctxkeep.sinks.files import store_files
 
 
 def store_stats(conn: sqlite3.Connection, home: Path) -> dict:

@@ -1,48 +1,47 @@
 """The store's maintenance lock: one ingest, compress, purge, retention, reindex or
-backfill at a time per store.
+backfill at a time per store. ``hold`` is the one way to take it.
 
-A ``filelock.FileLock`` on ``<home>/ingest.lock``: an OS lock (``fcntl.flock`` on POSIX,
-``msvcrt.locking`` on Windows) that the OS releases when the holding process dies, so a
-killed run never leaves the store locked. Lives in ``sinks`` so that the purge core
-(shared with the MCP server) takes it without importing ``flows``;
-``flows.pipeline.lock`` returns the same object.
+A ``filelock.FileLock`` on ``<home>/ingest.lock`` (``files.LOCK_FILE``): an OS lock
+(``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows) that the OS releases when the
+holding process dies, so a killed run never leaves the store locked. Lives in
+``sinks`` so that the purge core (shared with the MCP server) takes it without
+importing ``pipeline`` or ``flows``.
 
 Within one process the lock is reentrant and shared by all threads (filelock's
 ``is_singleton=True, thread_local=False``): a compress that holds it may call
 ``run_ingest``, a Prefect flow may call a function that takes it again, without
-deadlocking. Between processes it excludes: a second run waits (``timeout`` -1) or
-gives up with StoreBusy / ``filelock.Timeout``.
+deadlocking. Between processes it excludes: a second run waits or gives up with
+StoreBusy.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from filelock import FileLock, Timeout
 
+from ctxkeep.config import ensure_home
 from ctxkeep.errors import StoreBusy
-
-LOCK_NAME = "ingest.lock"
+from ctxkeep.sinks.files import LOCK_FILE
 
 
 class StoreLock:
-    """The lock of one store. ``with StoreLock(home, timeout):`` or ``acquire()`` /
-    ``release()``; ``timeout`` in seconds (-1: wait forever, 0: do not wait). Acquiring
-    past the timeout raises ``filelock.Timeout``."""
+    """The lock of one store, for a holder that cannot use a ``with`` block (a test's
+    subprocess): ``acquire()`` / ``release()``, reentrant within the process. Code that
+    runs under the lock uses ``hold``. Creating it creates ``home`` (0700, checked by
+    ``config.ensure_home``: StoreError for a read-only parent)."""
 
-    def __init__(self, home: Path, timeout: float = -1):
-        home = Path(home)
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.path = home / LOCK_NAME
-        self.timeout = timeout
+    def __init__(self, home: Path):
+        home = ensure_home(Path(home))
+        self.path = home / LOCK_FILE
         # one instance per path and process; the timeout is given per acquire
         self._lock = FileLock(str(self.path), mode=0o600, is_singleton=True, thread_local=False)
 
-    def acquire(self, timeout: float | None = None) -> "StoreLock":
-        """Take the lock, waiting up to ``timeout`` seconds (None: the object's
-        timeout). Reentrant within the process. Raises ``filelock.Timeout``."""
-        self._lock.acquire(timeout=self.timeout if timeout is None else timeout)
+    def acquire(self, timeout: float = -1) -> "StoreLock":
+        """Take the lock, waiting up to ``timeout`` seconds (-1: forever, 0: do not
+        wait). Reentrant within the process. Raises ``filelock.Timeout``."""
+        self._lock.acquire(timeout=timeout)
         return self
 
     def release(self) -> None:
@@ -54,28 +53,32 @@ class StoreLock:
         """True while this process holds the lock."""
         return self._lock.is_locked
 
-    def __enter__(self) -> "StoreLock":
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
-
-def store_lock(home: Path, timeout: float = -1) -> StoreLock:
-    """The lock of the store at ``home`` (the directory is created 0700)."""
-    return StoreLock(home, timeout)
-
 
 @contextmanager
-def hold(home: Path, timeout: float = -1, *, what: str = "maintenance run") -> Iterator[StoreLock]:
-    """Hold the store lock for the ``with`` block.
+def hold(home: Path, timeout: float = -1, *, what: str = "maintenance run",
+         on_wait: Callable[[str], None] | None = None) -> Iterator[StoreLock]:
+    """Hold the store lock of ``home`` for the ``with`` block.
 
-    Raises StoreBusy (transient) when another process holds it past ``timeout`` seconds
-    (-1: wait forever, 0: do not wait).
+    Args:
+        timeout: seconds to wait for another process to release it (-1: forever, 0:
+            do not wait).
+        what: the run, for the error message (``"purge"``, ``"ingest"`` ...).
+        on_wait: told the lock file's path (str) when the lock is taken and this run
+            is going to wait for it (the CLI says why nothing happens); not called when
+            the lock is free or ``timeout`` is 0.
+
+    Raises StoreBusy (transient) when another process holds it past ``timeout``.
     """
-    lk = StoreLock(home, timeout)
+    lk = StoreLock(home)
     try:
-        lk.acquire()
+        try:
+            lk.acquire(0)
+        except Timeout:
+            if timeout == 0:
+                raise
+            if on_wait:
+                on_wait(str(lk.path))
+            lk.acquire(timeout)
     except Timeout:
         raise StoreBusy(f"another ctxkeep maintenance run holds the store; {what} not started",
                         where=str(lk.path), hint="wait for it to finish, or retry later") from None

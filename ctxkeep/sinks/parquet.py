@@ -11,7 +11,7 @@ String), ``ingested_at`` (String, ISO-8601 UTC) and ``archived_at`` (Datetime(us
 The month is that of ``ts`` (UTC), or of ``ingested_at`` for entries without a time.
 
 The ids of archived entries are kept in SQLite table ``archived(entry_id, archived_at)``
-(created here), so a later re-read of the session file (backfill, a restored backup)
+(``sinks.sqlite.ddl``), so a later re-read of the session file (backfill, a restored backup)
 does not bring them back into the hot store: ``flows.pipeline.transform_batch`` drops
 them like stored entries (``archived_ids``).
 
@@ -33,13 +33,10 @@ import polars as pl
 from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS
 from ctxkeep.maintenance import purge as purge_mod
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import ARCHIVE_DIR
 
-ARCHIVE_DIR = "archive"
 STATUSES = ("consumed", "archived")
 BATCH_ROWS = 50_000
-
-
-ARCHIVED_DDL = "CREATE TABLE IF NOT EXISTS archived(entry_id TEXT PRIMARY KEY, archived_at TEXT)"
 
 
 def archived_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
@@ -154,7 +151,6 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
             parts[(agent, month)] = parts.get((agent, month), 0) + part.height
         conn.execute("PRAGMA temp_store=MEMORY")
         with sqlite_store.write(conn):
-            conn.execute(ARCHIVED_DDL)
             conn.executemany("INSERT OR REPLACE INTO archived VALUES(?, ?)",
                              [(i, sqlite_store.now_iso()) for i in batch])
             purge_mod.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)

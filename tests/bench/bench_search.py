@@ -62,6 +62,7 @@ def queries(n: int = 200, seed: int = 4) -> list[tuple[str, dict]]:
 
 def main(home: Path) -> None:
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
     from ctxkeep.pipeline.notes import index_note
     from ctxkeep.query.search import Filters, search
 
@@ -70,7 +71,7 @@ def main(home: Path) -> None:
         if (CORPUS_HOME / rel).exists():
             index_note(conn, label, path=CORPUS_HOME / rel)
     conn.close()
-    db = home / sqlite_store.DB_NAME
+    db = home / STORE_DB
     n_entries = sqlite_store.connect(home, readonly=True).execute("SELECT count(*) FROM entries").fetchone()[0]
     n_chunks = sqlite_store.connect(home, readonly=True).execute("SELECT count(*) FROM chunks").fetchone()[0]
     print(f"store {home}: {db.stat().st_size / 1e6:.0f} MB store.db, {n_entries:,} entries, {n_chunks:,} chunks")

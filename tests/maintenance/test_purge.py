@@ -16,7 +16,8 @@ import pytest
 
 from conftest import CORPUS_HOME, corpus, fts_entries, hold_lock_in_subprocess
 from ctxkeep.errors import PurgeCancelled, StoreBusy, UsageError
-from ctxkeep.pipeline.engine import lock, run_ingest
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.maintenance.purge import PurgeRequest, parse_purge_request, preview, purge
 from ctxkeep.sources.contract import DiscoveryContext
@@ -270,7 +271,7 @@ def test_purge_refuses_a_lock_held_by_another_process(store):
 
 
 def test_lock_is_reentrant_within_a_process(store):
-    with lock(store, 0):
+    with hold(store, 0):
         rep = purge(store, PurgeRequest("session", session_id=SID), timeout=0)
     assert rep["removed"]["entries"] == 69
 

@@ -86,8 +86,8 @@ def test_a_waiting_ingest_says_why(tmp_path):
     home = tmp_path / "store"
     home.mkdir()
     child = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from ctxkeep.sinks.lock import store_lock; "
-        f"lk = store_lock(Path({str(home)!r}), 0); lk.acquire(); print('held', flush=True); "
+        "import sys, time; from pathlib import Path; from ctxkeep.sinks.lock import StoreLock; "
+        f"lk = StoreLock(Path({str(home)!r})); lk.acquire(0); print('held', flush=True); "
         "time.sleep(1.5); lk.release()")], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "held"
     told = []

@@ -53,7 +53,7 @@ def _entry(session: str, text: str, *, kind="message", role="user", tool=None, p
 
 def _load(conn, entries):
     frames = transform_batch(conn, Batch(entries, [], None), {})
-    return sqlite_store.load_batch(conn, quarantine=[], watermark=None, **frames)
+    return sqlite_store.load_batch(conn, quarantine=[], **frames)
 
 
 def _facets_of(conn, text):

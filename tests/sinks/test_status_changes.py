@@ -18,12 +18,12 @@ def test_entry_id_changes_are_logged_and_reach_duckdb(tmp_path):
     assert len(ids) == 4
     conn = sqlite_store.connect(store)
     try:
-        with sqlite_store.write(conn):
-            n = sqlite_store.apply_status_changes(conn, [
+        with sqlite_store.write(conn):  # in the caller's transaction (as load_batch)
+            n = sqlite_store.apply_changes(conn, [
                 {"entry_ids": ids[:3], "status": "archived"},
                 {"entry_ids": ids[:1], "status": "active"},  # later changes win
                 {"entry_ids": ids[1:2], "status": "archived"},  # no-op: already archived
-            ])
+            ]).sqlite
         assert n == 4
         assert conn.execute("SELECT count(*) FROM status_log").fetchone() == (4,)
         r = duckdb_store.sync(conn, store)

@@ -32,9 +32,11 @@ from typing import Callable
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
 from ctxkeep.errors import StoreBusy, UsageError
-from ctxkeep.sinks.sqlite import status as entry_status
 from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.maintenance.compress import plan as cp
@@ -102,7 +104,7 @@ class FileResult:
     backups_pruned: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     #: DuckDB changes still to replay (applied once per run, not reported)
-    duck: entry_status.DuckChanges = field(default_factory=entry_status.DuckChanges, repr=False)
+    duck: EntryChanges = field(default_factory=EntryChanges, repr=False)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -193,8 +195,8 @@ def verify_store(conn, file: SourceFile, lines: list[cp.Line],
 
     Returns ``{"lines": n, "entries": n, "quarantined": n, "missing_lines": [indices]}``."""
     flat = [x for ls in ids for x in ls]
-    present = entry_status.present_ids(conn, flat) if conn is not None and flat else set()
-    qh = entry_status.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
+    present = sqlite_store.existing_entry_ids(conn, flat) if conn is not None and flat else set()
+    qh = sqlite_store.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
     missing, quarantined = [], 0
     for ln, lids in zip(lines, ids):
         if ln.rec is None:
@@ -212,7 +214,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
                   keep_messages: int | None = None, dry_run: bool = False, force: bool = False,
                   tombs: dict | None = None, now: float | None = None) -> FileResult:
     """Compress one session file (steps in the module doc). The caller holds the
-    maintenance lock (``pipeline.lock``) unless ``dry_run``; ``conn`` may be None in a
+    maintenance lock (``sinks.lock.hold``) unless ``dry_run``; ``conn`` may be None in a
     dry run without a store. Never raises for a bad or unsafe file: the result says
     ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked."""
     now = time.time() if now is None else now
@@ -268,7 +270,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
         plan = cp.plan_compression(file.agent, lines, keep, cc.keep_system_lines,
                                    marker_note=note,
                                    marker_extra={"backup": str(backup_path),
-                                                 "store": str(Path(home) / sqlite_store.DB_NAME)})
+                                                 "store": str(Path(home) / STORE_DB)})
     except cp.Refused as e:
         r.status, r.reason = "refused", str(e)
         return r
@@ -318,7 +320,8 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
     # in between loses nothing: the next ingest re-reads the new file (entry ids are
     # stable, so nothing doubles).
     try:
-        r.archived = entry_status.set_status_sqlite(conn, list(removed_ids), "archived")
+        archived = StatusChange("archived", tuple(removed_ids))
+        r.archived = sqlite_store.apply_changes(conn, [archived]).sqlite
         old_wm = sqlite_store.load_watermarks(conn).get(str(path))
         hl = min(4096, len(new_data))
         wm = Watermark(path=str(path), agent=file.agent, dev=new_st.st_dev, ino=new_st.st_ino,
@@ -329,12 +332,12 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
         frames = pipeline.transform_batch(conn, Batch(marker_entries, [], wm),
                                           tombs if tombs is not None else sqlite_store.tombstoned(conn))
-        sqlite_store.load_batch(conn, quarantine=[], watermark=wm, **frames)
+        sqlite_store.load_batch(conn, quarantine=[], watermarks=[wm], **frames)
         moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
                  for x in ls]
-        entry_status.relocate_sqlite(conn, str(path), moves)
-        r.duck = entry_status.DuckChanges(status=[(list(removed_ids), "archived", None)],
-                                          moves=[(str(path), moves)])
+        moved = Relocation(str(path), tuple(moves))
+        sqlite_store.apply_changes(conn, EntryChanges(moves=[moved]))
+        r.duck = EntryChanges(status=[archived], moves=[moved])
     except Exception as e:  # the file is compressed; say what the store missed
         r.notes.append(f"store bookkeeping incomplete ({type(e).__name__}: {e}); the next "
                        "ingest re-reads the file, removed entries may still show as active")
@@ -375,7 +378,6 @@ def run_compress(home: Path, *, paths: list[Path] | None = None, ctx: DiscoveryC
     "tokens_after", "seconds", "problems"}`` (bytes and tokens summed over compressed
     or would-compress files). Raises StoreBusy when ``wait`` is False and the lock is
     held; UsageError for ``keep_messages`` < 1."""
-    from filelock import Timeout
 
     if keep_messages is not None and keep_messages < 1:
         raise UsageError("--keep-messages must be at least 1", hint="pass a positive number")
@@ -384,18 +386,14 @@ def run_compress(home: Path, *, paths: list[Path] | None = None, ctx: DiscoveryC
     if dry_run:
         return _run(home, paths, ctx, keep_messages, True, force, on_file, runner, t0)
     cfgmod.ensure_home(home)
-    try:
-        with pipeline.lock(home, -1 if wait else 0):
-            return _run(home, paths, ctx, keep_messages, False, force, on_file, runner, t0)
-    except Timeout:
-        raise StoreBusy("another ctxkeep maintenance run holds the store",
-                        where=str(home / pipeline.LOCK_NAME), hint="wait for it to finish") from None
+    with hold(home, -1 if wait else 0, what="compress"):
+        return _run(home, paths, ctx, keep_messages, False, force, on_file, runner, t0)
 
 
 def _default_runner(home: Path, file: SourceFile, keep_messages, dry_run: bool, force: bool) -> FileResult:
     cc = cfgmod.load_config(home).compress
     if dry_run:
-        conn = sqlite_store.connect(home, readonly=True) if (home / sqlite_store.DB_NAME).exists() else None
+        conn = sqlite_store.connect(home, readonly=True) if (home / STORE_DB).exists() else None
     else:
         conn = sqlite_store.connect(home)
     try:
@@ -412,61 +410,49 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
     on_file = on_file or hooks.on_file
     if hooks.on_files:
         hooks.on_files(len(files))
-    run_id = None
-    if not dry_run and files:
-        conn = sqlite_store.connect(home)
-        run_id = sqlite_store.start_run(conn, "compress")
-        conn.close()
     results: list[FileResult] = []
-    status = "failed"
-    try:
-        for f in files:
-            try:
-                res = runner(home, f, keep_messages, dry_run, force)
-            except StoreBusy:
-                raise
-            except Exception as e:  # one bad file must not stop the run
-                res = FileResult(str(f.path), f.agent, status="failed",
-                                 reason=f"{type(e).__name__}: {e}")
-            results.append(res)
-            if on_file:
-                on_file(res)
-        status = "ok"
-    finally:
-        analytics = _update_analytics(home, results) if not dry_run and results else ""
-        done = [x for x in results if x.status in ("compressed", "would-compress")]
-        summary = {
-            "dry_run": dry_run, "files": [x.as_dict() for x in results],
-            "compressed": sum(x.status == "compressed" for x in results),
-            "would_compress": sum(x.status == "would-compress" for x in results),
-            "refused": sum(x.status == "refused" for x in results),
-            "failed": sum(x.status == "failed" for x in results),
-            "bytes_before": sum(x.bytes_before for x in done),
-            "bytes_after": sum(x.bytes_after for x in done),
-            "tokens_before": sum(x.tokens_before for x in done),
-            "tokens_after": sum(x.tokens_after for x in done),
-            "seconds": round(time.perf_counter() - t0, 3), "problems": problems,
-            "analytics": analytics,
-        }
-        if run_id is not None:
-            conn = sqlite_store.connect(home)
-            try:
-                sqlite_store.finish_run(conn, run_id, status, {
-                    "files": len(results), "bytes": summary["bytes_before"] - summary["bytes_after"],
-                    "seconds": summary["seconds"], **{k: v for k, v in summary.items() if k != "files"},
-                    "paths": [x.path for x in done]})
-            finally:
-                conn.close()
+    with sqlite_store.recorded_run(home if not dry_run and files else None, "compress", t0=t0) as run:
+        try:
+            for f in files:
+                try:
+                    res = runner(home, f, keep_messages, dry_run, force)
+                except StoreBusy:
+                    raise
+                except Exception as e:  # one bad file must not stop the run
+                    res = FileResult(str(f.path), f.agent, status="failed",
+                                     reason=f"{type(e).__name__}: {e}")
+                results.append(res)
+                if on_file:
+                    on_file(res)
+        finally:  # the files compressed before an error reach DuckDB and the record too
+            analytics = _update_analytics(home, results) if not dry_run and results else ""
+            done = [x for x in results if x.status in ("compressed", "would-compress")]
+            summary = {
+                "dry_run": dry_run, "files": [x.as_dict() for x in results],
+                "compressed": sum(x.status == "compressed" for x in results),
+                "would_compress": sum(x.status == "would-compress" for x in results),
+                "refused": sum(x.status == "refused" for x in results),
+                "failed": sum(x.status == "failed" for x in results),
+                "bytes_before": sum(x.bytes_before for x in done),
+                "bytes_after": sum(x.bytes_after for x in done),
+                "tokens_before": sum(x.tokens_before for x in done),
+                "tokens_after": sum(x.tokens_after for x in done),
+                "seconds": 0.0, "problems": problems,
+                "analytics": analytics,
+            }
+            run.summary = {"files": len(results), "bytes": summary["bytes_before"] - summary["bytes_after"],
+                           **{k: v for k, v in summary.items() if k != "files"},
+                           "paths": [x.path for x in done]}
+    summary["seconds"] = run.seconds
     return summary
 
 
 def _update_analytics(home: Path, results: list[FileResult]) -> str:
     """Bring DuckDB up to date once per run: sync new rows (ingested lines, markers),
     then replay the archived statuses and moved offsets. Returns a one-line note."""
-    changes = entry_status.DuckChanges()
+    changes = EntryChanges()
     for x in results:
-        changes.status += x.duck.status
-        changes.moves += x.duck.moves
+        changes.extend(x.duck)
     conn = sqlite_store.connect(home)
     try:
         note = pipeline.sync_analytics(conn, home)
@@ -474,7 +460,7 @@ def _update_analytics(home: Path, results: list[FileResult]) -> str:
         conn.close()
     if "not updated" in note:
         return note + "; archived statuses not copied (run reindex)"
-    _n, dnote = entry_status.apply_duck(home, changes)
+    dnote = sqlite_store.apply_changes(None, changes, home=home).note
     return note if dnote in ("ok", "no analytics store") else dnote
 
 
@@ -488,7 +474,6 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     marks the backup's entries ``active`` again and the compress marker ``archived``. Returns ``{"path", "backup",
     "reactivated", "newer_entries", "bytes"}``. Raises UsageError (no backup, the file gone, an
     unknown format, lines the store lacks, newer entries without force), StoreBusy, RewriteError."""
-    from filelock import Timeout
 
     home = cfgmod.ensure_home(Path(home))
     path = Path(path).expanduser().resolve()
@@ -504,16 +489,12 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     if not files:
         raise UsageError("not a Claude Code or Codex session file", where=str(path))
     file = SourceFile(files[0].agent, path, "append", files[0].meta)
-    try:
-        with pipeline.lock(home, -1 if wait else 0):
-            conn = sqlite_store.connect(home)
-            try:
-                return _restore_locked(conn, home, file, backup, force)
-            finally:
-                conn.close()
-    except Timeout:
-        raise StoreBusy("another ctxkeep maintenance run holds the store",
-                        where=str(home / pipeline.LOCK_NAME), hint="wait for it to finish") from None
+    with hold(home, -1 if wait else 0, what="restore"):
+        conn = sqlite_store.connect(home)
+        try:
+            return _restore_locked(conn, home, file, backup, force)
+        finally:
+            conn.close()
 
 
 def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: bool) -> dict:
@@ -542,11 +523,11 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     used, _st = jsonl_rewrite.restore_backup(path, backup)
     pipeline.ingest_file(conn, file, None, tombs)   # re-read from offset 0: ids are stable
     moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids) for x in ls]
-    entry_status.relocate(conn, home, str(path), moves)
-    res = entry_status.set_status(conn, home, [x for ls in b_ids for x in ls], "active",
-                                  from_status="archived")
+    sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(str(path), tuple(moves))]), home=home)
+    res = sqlite_store.apply_changes(conn, [StatusChange("active", tuple(x for ls in b_ids for x in ls),
+                                                         from_status="archived")], home=home)
     if marker_ids:   # the compress marker is no longer in the file
-        entry_status.set_status(conn, home, list(marker_ids), "archived")
+        sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(marker_ids))], home=home)
     pipeline.sync_analytics(conn, home)
-    return {"path": str(path), "backup": str(used), "reactivated": res["sqlite"],
+    return {"path": str(path), "backup": str(used), "reactivated": res.sqlite,
             "newer_entries": len(newer), "bytes": len(bdata)}

@@ -1,100 +1,167 @@
-"""Status and location updates of stored entries, in SQLite and DuckDB together.
+"""Status and location changes of stored entries: one function, ``apply_changes``.
 
-Used by the compress flow: entries whose lines were cut from a session file are marked
-``archived`` (they stay in the store and stay searchable); entries whose lines moved in
-the rewritten file get their new ``source_offset``; a restore marks them ``active``
-again. SQLite is the system of record: DuckDB is updated after it, and a DuckDB file
-held by another process is reported (``duckdb`` note), not fatal — ``reindex`` rebuilds
-it from SQLite.
+An entry's ``status`` is ``active``, ``archived`` (its line was cut from the session
+file by compress; it stays stored and searchable) or ``consumed`` (a source said so,
+``Batch.status_changes``). A compress also moves kept lines, so their entries get a new
+``source_offset`` (``Relocation``); a restore marks entries ``active`` again.
+
+SQLite is the system of record: every status change is appended to ``status_log``
+(entry_id, status, changed_at UTC), which the DuckDB sync replays. Given ``home``, the
+same changes are then applied to DuckDB's ``entries`` (``sinks.duckdb``): a DuckDB file
+held by another process is reported (``Applied.note``), not fatal — ``reindex``
+rebuilds it from SQLite.
 """
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
-import pyarrow as pa
-
-from ctxkeep.sinks import duckdb as duckdb_store
-from ctxkeep.sinks.sqlite import _chunks, existing_entry_ids, now_iso, write
-
-
-def present_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
-    """The subset of ``ids`` (entry ids) stored in SQLite ``entries``."""
-    return existing_entry_ids(conn, list(set(ids)))
+from ctxkeep.sinks.files import ANALYTICS_DB
+from ctxkeep.sinks.sqlite.connection import write
+from ctxkeep.sinks.sqlite.ddl import now_iso
+from ctxkeep.sinks.sqlite.fts import in_parts
 
 
-def quarantined_hashes(conn: sqlite3.Connection, path: str) -> set[str]:
-    """SHA-256 hex of the complete raw bytes of every line quarantined for ``path``
-    (lines longer than the quarantine's raw limit are not complete, so not listed)."""
-    out = set()
-    for raw, length in conn.execute("SELECT raw, length FROM quarantine WHERE path = ?", (path,)):
-        if raw is not None and len(raw) == length:
-            out.add(hashlib.sha256(raw).hexdigest())
-    return out
+@dataclass(frozen=True)
+class StatusChange:
+    """Set ``status`` of the stored entries ``entry_ids``, or of the entries of
+    ``agent``'s session ``session_id`` whose ``message_id`` is in ``message_ids``
+    (the form sources give, ``sources.contract.Batch.status_changes``). With
+    ``from_status``, only entries that have that status change."""
+
+    status: str
+    entry_ids: tuple[str, ...] = ()
+    agent: str | None = None
+    session_id: str | None = None
+    message_ids: tuple[str, ...] = ()
+    from_status: str | None = None
+
+    @classmethod
+    def of(cls, change: "StatusChange | dict") -> "StatusChange":
+        """A ``StatusChange`` from a source's dict ``{"agent", "session_id",
+        "message_ids": [str], "status"}`` or ``{"entry_ids": [str], "status"}``
+        (returned as is when it already is one). Empty ids are dropped."""
+        if isinstance(change, StatusChange):
+            return change
+        return cls(status=change["status"], entry_ids=tuple(i for i in change.get("entry_ids") or () if i),
+                   agent=change.get("agent"), session_id=change.get("session_id"),
+                   message_ids=tuple(m for m in change.get("message_ids") or () if m),
+                   from_status=change.get("from_status"))
 
 
-def set_status_sqlite(conn: sqlite3.Connection, ids: list[str], status: str,
-                      from_status: str | None = None) -> int:
-    """Set ``status`` (``active``/``archived``/``consumed``) of the entries ``ids`` in
-    SQLite; with ``from_status``, only entries that have that status. When the store has
-    a ``status_log`` table, each change is appended to it too (so a DuckDB sync that
-    replays the log agrees). Returns the number of rows changed."""
-    ids = list(set(ids))
-    cond = "status = ?" if from_status else "status != ?"
-    arg = from_status or status
-    n = 0
-    log = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone()
-    stamp = now_iso()
-    with write(conn):
-        for part in _chunks(ids):
-            marks = ",".join("?" * len(part))
-            changed = [r[0] for r in conn.execute(
-                f"SELECT entry_id FROM entries WHERE {cond} AND entry_id IN ({marks})", [arg, *part])]
-            if not changed:
-                continue
-            conn.executemany("UPDATE entries SET status = ? WHERE entry_id = ?",
-                             [(status, i) for i in changed])
-            if log:
-                conn.executemany("INSERT INTO status_log(entry_id, status, changed_at) VALUES(?,?,?)",
-                                 [(i, status, stamp) for i in changed])
-            n += len(changed)
-    return n
+@dataclass(frozen=True)
+class Relocation:
+    """New byte offsets of entries of one rewritten file: ``moves`` are
+    ``(entry_id, source_offset in bytes)``."""
 
-
-def relocate_sqlite(conn: sqlite3.Connection, source_path: str, moves: list[tuple[str, int]]) -> int:
-    """Set ``source_offset`` of entries of ``source_path`` to their byte offset in the
-    rewritten file. ``moves``: (entry_id, new offset in bytes). Returns rows changed."""
-    n = 0
-    with write(conn):
-        for eid, off in moves:
-            cur = conn.execute("UPDATE entries SET source_offset = ? WHERE entry_id = ? AND "
-                               "source_path = ? AND source_offset IS NOT ?", (off, eid, source_path, off))
-            n += cur.rowcount
-    return n
+    source_path: str
+    moves: tuple[tuple[str, int], ...]
 
 
 @dataclass
-class DuckChanges:
-    """Changes to replay on DuckDB in one connection: ``status``: (ids, status,
-    from_status) triples; ``moves``: (source_path, [(entry_id, offset)]) pairs."""
+class EntryChanges:
+    """Changes to apply in order: ``status`` (``StatusChange``) then ``moves``
+    (``Relocation``). Compress collects them per file and replays them on DuckDB once
+    per run."""
 
-    status: list[tuple[list[str], str, str | None]] = field(default_factory=list)
-    moves: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)
+    status: list[StatusChange] = field(default_factory=list)
+    moves: list[Relocation] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.status or self.moves)
 
+    def extend(self, other: "EntryChanges") -> None:
+        """Append ``other``'s changes after these."""
+        self.status += other.status
+        self.moves += other.moves
 
-def apply_duck(home: Path, changes: DuckChanges) -> tuple[int | None, str]:
-    """Replay ``changes`` on DuckDB ``entries`` (after ``duckdb_store.sync``). Returns
-    (rows changed or None, note): ``ok``, ``no analytics store`` or why it was not
-    updated (e.g. a notebook holds the file; ``reindex`` rebuilds it from SQLite)."""
+
+@dataclass(frozen=True)
+class Applied:
+    """What ``apply_changes`` changed: ``sqlite`` rows (status changes and offsets),
+    ``duckdb`` rows (None: DuckDB not updated, see ``note``; 0 without ``home``) and
+    ``note``: ``ok``, ``no analytics store`` or why DuckDB was not updated."""
+
+    sqlite: int
+    duckdb: int | None
+    note: str
+
+
+def apply_changes(conn: sqlite3.Connection | None, changes: EntryChanges | Iterable[StatusChange | dict],
+                  *, home: Path | None = None, stamp: str | None = None) -> Applied:
+    """Apply entry changes to SQLite (``conn``), then, given ``home``, to DuckDB.
+
+    Args:
+        conn: the SQLite store; the changes run in the caller's transaction when one is
+            open (``load_batch``), else in their own (``write``). None: SQLite already
+            has them (compress's replay on DuckDB once per run).
+        changes: an ``EntryChanges``, or status changes alone (``StatusChange`` or a
+            source's dicts, ``StatusChange.of``). Later changes win.
+        home: the ctxkeep home whose ``analytics.duckdb`` gets the same changes
+            (status changes by message id reach DuckDB through the sync's replay of
+            ``status_log`` instead).
+        stamp: ``status_log.changed_at`` (ISO-8601 UTC; default now).
+
+    Returns ``Applied``. Raises StoreBusy when another writer holds SQLite.
+    """
+    if not isinstance(changes, EntryChanges):
+        changes = EntryChanges(status=[StatusChange.of(c) for c in changes])
+    n = 0
+    if conn is not None:
+        if conn.in_transaction:
+            n = _apply_sqlite(conn, changes, stamp or now_iso())
+        else:
+            with write(conn):
+                n = _apply_sqlite(conn, changes, stamp or now_iso())
+    if home is None:
+        return Applied(n, 0, "ok")
+    duck, note = _apply_duckdb(Path(home), changes)
+    return Applied(n, duck, note)
+
+
+def _apply_sqlite(conn: sqlite3.Connection, changes: EntryChanges, stamp: str) -> int:
+    n = 0
+    for ch in changes.status:
+        by_entry = not ch.message_ids
+        keys = list(dict.fromkeys(ch.entry_ids if by_entry else ch.message_ids))
+        cond = "status = ?" if ch.from_status else "status <> ?"
+        for part in in_parts(keys, 900):
+            marks = ",".join("?" * len(part))
+            if by_entry:
+                q = f"SELECT entry_id FROM entries WHERE {cond} AND entry_id IN ({marks})"
+                args = [ch.from_status or ch.status, *part]
+            else:
+                q = (f"SELECT entry_id FROM entries WHERE agent=? AND session_id=? AND {cond} "
+                     f"AND message_id IN ({marks})")
+                args = [ch.agent, ch.session_id, ch.from_status or ch.status, *part]
+            ids = [r[0] for r in conn.execute(q, args)]
+            if not ids:
+                continue
+            conn.executemany("UPDATE entries SET status=? WHERE entry_id=?", [(ch.status, i) for i in ids])
+            conn.executemany("INSERT INTO status_log(entry_id, status, changed_at) VALUES(?,?,?)",
+                             [(i, ch.status, stamp) for i in ids])
+            n += len(ids)
+    for rel in changes.moves:
+        for eid, off in rel.moves:
+            cur = conn.execute("UPDATE entries SET source_offset = ? WHERE entry_id = ? AND "
+                               "source_path = ? AND source_offset IS NOT ?", (off, eid, rel.source_path, off))
+            n += cur.rowcount
+    return n
+
+
+def _apply_duckdb(home: Path, changes: EntryChanges) -> tuple[int | None, str]:
+    """Replay ``changes`` on DuckDB ``entries`` (rows ``sinks.duckdb.sync`` already
+    holds). Returns (rows changed or None, note)."""
     if not changes:
         return 0, "ok"
-    if not (Path(home) / duckdb_store.DB_NAME).exists():
+    if not (home / ANALYTICS_DB).exists():
         return None, "no analytics store"
+    import pyarrow as pa
+
+    from ctxkeep.sinks import duckdb as duckdb_store
+
     try:
         con = duckdb_store.connect(home)
     except Exception as e:  # noqa: BLE001 - held by a notebook: SQLite stays the truth
@@ -102,41 +169,25 @@ def apply_duck(home: Path, changes: DuckChanges) -> tuple[int | None, str]:
     n = 0
     try:
         con.execute("BEGIN")
-        for ids, status, from_status in changes.status:
-            con.register("_ids", pa.table({"entry_id": pa.array(list(set(ids)), pa.string())}))
-            cond = "entries.status = ?" if from_status else "entries.status != ?"
+        for ch in changes.status:
+            if not ch.entry_ids:
+                continue
+            con.register("_ids", pa.table({"entry_id": pa.array(list(set(ch.entry_ids)), pa.string())}))
+            cond = "entries.status = ?" if ch.from_status else "entries.status != ?"
             rows = con.execute(f"UPDATE entries SET status = ? FROM _ids WHERE "
                                f"entries.entry_id = _ids.entry_id AND {cond}",
-                               [status, from_status or status]).fetchall()
+                               [ch.status, ch.from_status or ch.status]).fetchall()
             n += rows[0][0] if rows else 0
             con.unregister("_ids")
-        for path, moves in changes.moves:
-            con.register("_mv", pa.table({"entry_id": pa.array([m[0] for m in moves], pa.string()),
-                                          "off": pa.array([m[1] for m in moves], pa.int64())}))
+        for rel in changes.moves:
+            con.register("_mv", pa.table({"entry_id": pa.array([m[0] for m in rel.moves], pa.string()),
+                                          "off": pa.array([m[1] for m in rel.moves], pa.int64())}))
             rows = con.execute("UPDATE entries SET source_offset = _mv.off FROM _mv WHERE "
                                "entries.entry_id = _mv.entry_id AND entries.source_path = ?",
-                               [path]).fetchall()
+                               [rel.source_path]).fetchall()
             n += rows[0][0] if rows else 0
             con.unregister("_mv")
         con.execute("COMMIT")
         return n, "ok"
     finally:
         con.close()
-
-
-def set_status(conn: sqlite3.Connection, home: Path, ids: list[str], status: str,
-               from_status: str | None = None) -> dict:
-    """``set_status_sqlite`` then the same change on DuckDB. Returns ``{"sqlite": rows,
-    "duckdb": rows or None, "note": str}``."""
-    n = set_status_sqlite(conn, ids, status, from_status)
-    duck, note = apply_duck(home, DuckChanges(status=[(ids, status, from_status)]))
-    return {"sqlite": n, "duckdb": duck, "note": note}
-
-
-def relocate(conn: sqlite3.Connection, home: Path, source_path: str,
-             moves: list[tuple[str, int]]) -> dict:
-    """``relocate_sqlite`` then the same change on DuckDB. Returns ``{"sqlite": rows,
-    "duckdb": rows or None, "note": str}``."""
-    n = relocate_sqlite(conn, source_path, moves)
-    duck, note = apply_duck(home, DuckChanges(moves=[(source_path, moves)]))
-    return {"sqlite": n, "duckdb": duck, "note": note}

@@ -1,0 +1,54 @@
+"""The one registry of the file names in a ctxkeep home (``config.resolve_home``).
+
+A home holds (names relative to it):
+
+- ``store.db`` (``STORE_DB``): the SQLite store, the system of record, with SQLite's
+  ``-wal`` and ``-shm`` sidecars (WAL mode) and, after a crash in rollback mode, a
+  ``-journal`` (``STORE_DB_SIDECARS``);
+- ``analytics.duckdb`` (``ANALYTICS_DB``): the DuckDB analytics store, derived from
+  SQLite, with its ``.wal`` (``ANALYTICS_WAL``);
+- ``archive/`` (``ARCHIVE_DIR``): the Parquet archive of retention
+  (``agent=<agent>/month=<YYYY-MM>/part-*.parquet``);
+- ``ingest.lock`` (``LOCK_FILE``): the maintenance lock (``sinks.lock``);
+- ``config.toml`` (``CONFIG_FILE``, defined in ``ctxkeep.config``, optional);
+- ``prefect/`` (``PREFECT_DIR``): Prefect's own home (``flows.prefect_env``).
+
+Nothing here opens a file: importing it costs nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctxkeep.config import CONFIG_FILE
+
+STORE_DB = "store.db"
+#: SQLite's files beside ``STORE_DB`` (WAL, shared memory, rollback journal)
+STORE_DB_SIDECARS = (STORE_DB + "-wal", STORE_DB + "-shm", STORE_DB + "-journal")
+ANALYTICS_DB = "analytics.duckdb"
+ANALYTICS_WAL = ANALYTICS_DB + ".wal"
+ARCHIVE_DIR = "archive"
+LOCK_FILE = "ingest.lock"
+PREFECT_DIR = "prefect"
+
+#: the store's data files (a whole-store wipe removes them, with ``ARCHIVE_DIR``);
+#: ``CONFIG_FILE``, ``LOCK_FILE`` and ``PREFECT_DIR`` are not data and stay
+STORE_FILES = (STORE_DB, *STORE_DB_SIDECARS, ANALYTICS_DB, ANALYTICS_WAL)
+
+__all__ = ["ANALYTICS_DB", "ANALYTICS_WAL", "ARCHIVE_DIR", "CONFIG_FILE", "LOCK_FILE", "PREFECT_DIR",
+           "STORE_DB", "STORE_DB_SIDECARS", "STORE_FILES", "store_files"]
+
+
+def store_files(home: Path) -> dict[str, int]:
+    """Sizes in bytes of the store's data files that exist under ``home``: ``{name:
+    bytes}`` for each of ``STORE_FILES``, and ``"archive/"`` for the whole Parquet
+    archive (every file below ``ARCHIVE_DIR``). Missing files are left out."""
+    home = Path(home)
+    out = {}
+    for name in STORE_FILES:
+        p = home / name
+        if p.exists():
+            out[name] = p.stat().st_size
+    arch = home / ARCHIVE_DIR
+    if arch.is_dir():
+        out[ARCHIVE_DIR + "/"] = sum(p.stat().st_size for p in arch.rglob("*") if p.is_file())
+    return out

@@ -1,0 +1,133 @@
+"""Connections to the SQLite store (``<home>/store.db``) and its write transactions.
+
+WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes use
+``BEGIN IMMEDIATE``; maintenance runs also take the lock, ``sinks.lock``). The file is
+created 0600. A writable open creates and migrates the schema (``ensure_schema``).
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from ctxkeep.config import ensure_home
+from ctxkeep.errors import StoreBusy, StoreError
+from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.sqlite import ddl
+from ctxkeep.sinks.sqlite.migrations import migrate
+
+#: page cache of a writing connection, KiB (``PRAGMA cache_size``; memory, not disk)
+CACHE_KIB = 64 * 1024
+#: busy timeout of every connection, milliseconds
+BUSY_TIMEOUT_MS = 30000
+#: the oldest schema a reader can search (v2 lacks only the facets: filters are checked
+#: per chunk); older stores are upgraded by the first writable open (``ctxkeep ingest``)
+MIN_READ_VERSION = 2
+
+
+def _create_private(path: Path) -> None:
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+
+
+def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed, unless ``readonly``) ``<home>/store.db``.
+
+    Returns a connection in autocommit mode (use ``write()`` for transactions).
+    Raises StoreError when a read-only open finds no store, or the schema is newer
+    than this version of ctxkeep (or, read-only, older than ``MIN_READ_VERSION``).
+    """
+    path = Path(home) / STORE_DB
+    if readonly:
+        if not path.exists():
+            raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False)
+    else:
+        ensure_home(Path(home))
+        _create_private(path)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        # a 64 MiB page cache (default 2 MiB): the random-keyed indexes of a big
+        # ingest group (entry_id, content_hash) otherwise spill and re-read pages
+        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        ensure_schema(conn)
+    else:
+        check_version(conn, readonly=True)
+    return conn
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The store's schema version (``meta.schema_version``; 0 for a store without a
+    ``meta`` table)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        return 0
+    return int(row[0]) if row else 0
+
+
+def check_version(conn: sqlite3.Connection, *, readonly: bool = False) -> None:
+    """Raise StoreError when the store's schema is newer than this ctxkeep, or (for a
+    reader, which never migrates) older than ``MIN_READ_VERSION``."""
+    v = schema_version(conn)
+    if v > ddl.SCHEMA_VERSION:
+        raise StoreError(f"store schema v{v} is newer than this ctxkeep (v{ddl.SCHEMA_VERSION})",
+                         hint="upgrade ctxkeep")
+    if readonly and 0 < v < MIN_READ_VERSION:
+        raise StoreError(f"store schema v{v} is older than this ctxkeep reads (v{ddl.SCHEMA_VERSION})",
+                         hint="run `ctxkeep ingest` once to upgrade the store")
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Migrate an older schema (``migrations.migrate``), create what is missing
+    (``ddl.create_all``), record the version and the FTS ranks, in one transaction.
+    Raises StoreError for a newer schema, StoreBusy when another writer holds the
+    database."""
+    check_version(conn)
+    with write(conn):
+        migrate(conn, schema_version(conn))
+        ddl.create_all(conn)
+        conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(ddl.SCHEMA_VERSION),))
+        ddl.set_ranks(conn)
+
+
+@contextmanager
+def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction (``BEGIN IMMEDIATE``), committed on success, rolled back on
+    error. Raises StoreBusy when another writer holds the database past the timeout."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e) or "busy" in str(e):
+            raise StoreBusy("the store is locked by another writer", hint="retry later") from None
+        raise
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+def sibling(conn: sqlite3.Connection) -> sqlite3.Connection | None:
+    """A second writing connection to the database file of ``conn`` (its ``main``
+    schema) with the pragmas of ``connect`` (busy timeout, ``synchronous=NORMAL``, the
+    page cache), in autocommit mode, usable from another thread (the ingest's writer
+    thread). The schema is not touched (``conn`` made it). Returns None for an
+    in-memory or temporary database (nothing to share)."""
+    row = next((r for r in conn.execute("PRAGMA database_list").fetchall() if r[1] == "main"), None)
+    if not row or not row[2]:
+        return None
+    other = sqlite3.connect(row[2], isolation_level=None, check_same_thread=False)
+    other.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    other.execute("PRAGMA synchronous=NORMAL")
+    other.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    return other

@@ -1,0 +1,157 @@
+"""Load one transformed batch into the SQLite store, in one transaction
+(``load_batch``): contents, chunks and their FTS5 rows, entries, usage, quarantined
+lines, status changes and the watermarks of the files read."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TYPE_CHECKING, Iterable
+
+from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.sinks.sqlite.connection import write
+from ctxkeep.sinks.sqlite.ddl import TS_FORMAT_POLARS, now_iso
+from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, in_parts
+from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
+
+if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
+    import polars as pl
+
+    from ctxkeep.sources.contract import Watermark  # importing ``sources`` loads every source (~30 ms)
+
+#: ``usage`` columns in insert order
+_USAGE_INSERT = ["usage_key", "agent", "session_id", "project_dir", "ts", "model", *USAGE_COLUMNS, "entry_id"]
+
+
+def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
+    import polars as pl
+    return df.with_columns(pl.col("ts").dt.strftime(TS_FORMAT_POLARS))
+
+
+def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
+    """``content_hash → tool_name`` of the entries that have one (first seen wins)."""
+    import polars as pl
+    if not entries.height or "tool_name" not in entries.columns:
+        return {}
+    return dict(entries.filter(pl.col("tool_name").is_not_null() & pl.col("content_hash").is_not_null())
+                .unique(subset="content_hash", keep="first", maintain_order=True)
+                .select("content_hash", "tool_name").iter_rows())
+
+
+def save_watermark(conn: sqlite3.Connection, wm: Watermark) -> None:
+    """Store ``wm`` (replacing the file's previous one; ``updated_at`` now, UTC), in the
+    caller's transaction."""
+    conn.execute(
+        "INSERT OR REPLACE INTO watermarks VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+        (wm.path, wm.agent, wm.dev, wm.ino, wm.size, wm.mtime_ns, wm.offset, wm.head_len,
+         wm.head_hash, wm.parser_version, json.dumps(wm.state, ensure_ascii=False), now_iso()))
+
+
+def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
+               chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
+               watermarks: Iterable[Watermark | None] = (),
+               status_changes: Iterable[StatusChange | dict] | None = None) -> int:
+    """Store one batch in a single transaction and return the number of new entries.
+
+    Args:
+        entries: new entries, columns ``STORED_COLUMNS`` (extra columns ignored).
+        contents: new contents: content_hash, bytes, token_estimate, token_method.
+        chunks: content_hash (str), seq (int), title (str), text (str), grams (str;
+            '' for none) from ``transforms.chunk.chunks_frame``. The first chunk's title
+            is prefixed with the tool name of the entry holding the text, if any, so
+            tool names weigh like titles in the word index.
+        usage: usage rows (``transforms.normalize.usage_frame``); on a key already
+            stored, the row with the larger total wins (a Claude response logged again
+            with more output), except for Codex keys: they name the cumulative session
+            total, so the first row stored is the true delta and a later one computed
+            from a partial read (a compressed rollout re-read from offset 0, a fork's
+            replay) must not replace it.
+        quarantine: rows from ``sources.contract.quarantine_row`` (+ ``agent``).
+        watermarks: saved with the batch, so the batch is stored exactly once (one per
+            file whose new bytes the batch holds; None entries are skipped).
+        status_changes: applied after the entries (``status.apply_changes``).
+
+    Raises StoreBusy when another writer holds the database.
+    """
+    import polars as pl
+
+    from ctxkeep.transforms import facets as fx
+
+    stamp = now_iso()
+    facets = fx.facets_by_content(
+        entries.select(*FACET_COLUMNS).unique().iter_rows()) if entries.height else {}
+    with write(conn):
+        if contents.height:
+            conn.executemany(
+                "INSERT OR IGNORE INTO contents(content_hash, bytes, token_estimate, token_method) "
+                "VALUES(?,?,?,?)",
+                contents.select("content_hash", "bytes", "token_estimate", "token_method").rows())
+        if chunks.height:
+            _insert_chunks(conn, chunks, _tool_names(entries), facets)
+        if facets:  # new entries holding texts stored before: their chunks gain tokens
+            add_facets(conn, facets)
+        n_new = 0
+        if entries.height:
+            e = _ts_text(entries.select(STORED_COLUMNS)).with_columns(
+                pl.col("is_sidechain").cast(pl.Int64), pl.lit(stamp).alias("ingested_at"))
+            cols = STORED_COLUMNS + ["ingested_at"]
+            before = conn.total_changes
+            conn.executemany(
+                f"INSERT OR IGNORE INTO entries({','.join(cols)}) VALUES({','.join('?' * len(cols))})",
+                e.rows())
+            n_new = conn.total_changes - before
+        if usage.height:
+            cols = _USAGE_INSERT
+            total = " + ".join(f"coalesce(usage.{c},0)" for c in USAGE_COLUMNS)
+            xtotal = " + ".join(f"coalesce(excluded.{c},0)" for c in USAGE_COLUMNS)
+            conn.executemany(
+                f"INSERT INTO usage({','.join(cols)}) VALUES({','.join('?' * len(cols))}) "
+                f"ON CONFLICT(usage_key) DO UPDATE SET "
+                + ", ".join(f"{c}=excluded.{c}" for c in cols[1:])
+                + f" WHERE {xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%'",
+                _ts_text(usage.select(cols)).rows())
+        if quarantine:
+            conn.executemany(
+                "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, first_seen) "
+                "VALUES(?,?,?,?,?,?,?,?)",
+                [(q.get("agent"), q["path"], q["offset"], q["length"], q["reason"], q["action"],
+                  q["raw"], stamp) for q in quarantine])
+        if status_changes:
+            apply_changes(conn, status_changes, stamp=stamp)
+        for wm in watermarks:
+            if wm is not None:
+                save_watermark(conn, wm)
+    return n_new
+
+
+def _insert_chunks(conn: sqlite3.Connection, chunks: pl.DataFrame, tools: dict[str, str],
+                   facets: dict[str, frozenset[str]]) -> None:
+    """Insert ``chunks`` (of contents just stored) with their FTS rows; pops from
+    ``facets`` the contents whose chunks got them here."""
+    from ctxkeep.transforms import facets as fx
+
+    ids = {}
+    for part in in_parts(chunks["content_hash"].unique().to_list()):
+        q = (f"SELECT content_hash, content_id FROM contents WHERE content_hash IN "
+             f"({','.join('?' * len(part))})")
+        ids.update(conn.execute(q, part).fetchall())
+    first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunks").fetchone()[0] + 1
+    rows = []
+    grams_rows = []
+    merged: dict[str, str] = {}
+    for i, (h, seq, title, text, grams) in enumerate(chunks.select(
+            "content_hash", "seq", "title", "text", "grams").iter_rows()):
+        cid = first + i
+        if seq == 0 and tools.get(h):  # tool names weigh like titles
+            title = f"{tools[h]} {title or ''}".strip()
+        fac = merged.get(h)
+        if fac is None:
+            fac = merged[h] = fx.merge(facets.pop(h, ()))
+        rows.append((cid, ids[h], seq, title or "", text, fac))
+        if grams:
+            grams_rows.append((cid, grams, fac))
+    conn.executemany("INSERT INTO chunks(chunk_id, content_id, seq, title, text, facets) "
+                     "VALUES(?,?,?,?,?,?)", rows)
+    conn.execute("INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, "
+                 "text, facets FROM chunks WHERE chunk_id >= ?", (first,))
+    if grams_rows:
+        conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", grams_rows)

@@ -1,0 +1,75 @@
+"""Named, ordered migrations of the SQLite store's schema.
+
+``MIGRATIONS`` lists ``(version, name, step)``: ``step(conn)`` brings a store at
+``version - 1`` to ``version`` (columns and data; new tables and indexes come from
+``ddl.create_all``, which runs after). ``migrate`` runs the steps a store lacks, in
+order, in the caller's transaction, then rebuilds both FTS tables once and records
+``ddl.SCHEMA_VERSION``. v1 was the first schema: every store has a step to today.
+"""
+from __future__ import annotations
+
+import logging
+import sqlite3
+from typing import Callable, NamedTuple
+
+from ctxkeep.sinks.sqlite.ddl import SCHEMA_VERSION
+from ctxkeep.sinks.sqlite.fts import rebuild_fts_tables, refresh_facets
+
+log = logging.getLogger(__name__)
+
+
+class Migration(NamedTuple):
+    """One schema step: ``version`` it produces, a short ``name``, and the ``step``."""
+
+    version: int
+    name: str
+    step: Callable[[sqlite3.Connection], None]
+
+
+def _chunk_titles(conn: sqlite3.Connection) -> None:
+    """v1 → v2: add ``chunks.title``, filled from the chunk texts
+    (``transforms.chunk.chunk_title``; the first chunk of a tool's text is prefixed
+    with the tool name)."""
+    from ctxkeep.transforms.chunk import chunk_title
+
+    conn.execute("ALTER TABLE chunks ADD COLUMN title TEXT NOT NULL DEFAULT ''")
+    tools = dict(conn.execute("SELECT content_hash, min(tool_name) FROM entries "
+                              "WHERE tool_name IS NOT NULL GROUP BY content_hash").fetchall())
+    rows = conn.execute("SELECT ch.chunk_id, ch.seq, ch.text, c.content_hash FROM chunks ch "
+                        "JOIN contents c ON c.content_id = ch.content_id").fetchall()
+    conn.executemany("UPDATE chunks SET title=? WHERE chunk_id=?",
+                     [((f"{tools[h]} " if s == 0 and h in tools else "") + chunk_title(t, s), cid)
+                      for cid, s, t, h in rows])
+
+
+def _chunk_facets(conn: sqlite3.Connection) -> None:
+    """v2 → v3: add ``chunks.facets`` (``fts.refresh_facets``); ``entries_content``
+    becomes (content_hash, ts) (dropped here, recreated by ``ddl.create_all``)."""
+    conn.execute("DROP INDEX IF EXISTS entries_content")
+    conn.execute("ALTER TABLE chunks ADD COLUMN facets TEXT NOT NULL DEFAULT ''")
+    refresh_facets(conn)
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(2, "chunk titles", _chunk_titles),
+    Migration(3, "chunk facets", _chunk_facets),
+]
+assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
+
+
+def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
+    """Bring a store at schema ``version`` to ``SCHEMA_VERSION`` in the caller's
+    transaction: each step of ``MIGRATIONS`` past ``version``, then one rebuild of both
+    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store), then the new
+    version in ``meta``. A new store (``version`` 0) or a current one is left alone.
+    Returns the names of the steps run (logged as a warning, the rebuild takes time)."""
+    todo = [m for m in MIGRATIONS if m.version > version]
+    if not version or not todo:
+        return []
+    log.warning("ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
+                "once; ~20 s per 500 MB)", version, SCHEMA_VERSION)
+    for m in todo:
+        m.step(conn)
+    rebuild_fts_tables(conn)
+    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+    return [m.name for m in todo]

@@ -1,0 +1,101 @@
+"""Run records: one row of ``runs`` per ingest, compress, purge, retention or backfill.
+
+``recorded_run`` is the one way to write them: the row is inserted with status
+``running`` when the block starts and finished when it ends, however it ends.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ctxkeep.sinks.sqlite.connection import connect, write
+from ctxkeep.sinks.sqlite.ddl import now_iso
+
+
+@dataclass
+class RunRecord:
+    """A run being recorded. Set ``summary`` in the block: a dict, or a callable
+    returning one, read when the block ends (so it holds the figures up to a failure).
+    Its ``files``, ``bytes`` (bytes), ``entries_new`` and ``quarantined`` fill the
+    columns of the same names; the whole dict (JSON) goes to ``detail``.
+
+    ``run_id`` is None when nothing is recorded; ``status`` is ``running``, then ``ok``,
+    ``failed`` or ``interrupted``; ``seconds`` the wall time in seconds since ``t0``
+    (rounded to ms), set when the block ends (None for an untimed run)."""
+
+    flow: str
+    run_id: int | None = None
+    summary: dict | Callable[[], dict] = field(default_factory=dict)
+    status: str = "running"
+    seconds: float | None = None
+
+
+@contextmanager
+def recorded_run(store: sqlite3.Connection | Path | None, flow: str, *,
+                 t0: float | None = None) -> Iterator[RunRecord]:
+    """Record the ``with`` block as a run of ``flow`` (``"ingest"``, ``"purge"`` ...) in
+    ``runs``.
+
+    Args:
+        store: the SQLite connection to write with; or a ctxkeep home, opened for the
+            start and again for the end (a run whose work opens its own connections,
+            e.g. in Prefect tasks); or None: nothing is recorded (a dry run), the block
+            still runs and is timed.
+        t0: ``time.perf_counter()`` at the run's real start (before the lock was
+            awaited, the plan made ...); None: the run is not timed.
+
+    The status is ``ok`` when the block ends normally, ``interrupted`` on
+    KeyboardInterrupt, ``failed`` on any other exception (re-raised). A timed run's
+    ``seconds`` goes to the ``seconds`` column and into the summary's ``seconds``.
+    """
+    run = RunRecord(flow)
+    if store is not None:
+        run.run_id = _with_conn(store, lambda c: _start(c, flow))
+    try:
+        yield run
+        run.status = "ok"
+    except KeyboardInterrupt:
+        run.status = "interrupted"
+        raise
+    except BaseException:
+        run.status = "failed"
+        raise
+    finally:
+        if t0 is not None:
+            run.seconds = round(time.perf_counter() - t0, 3)
+        if run.run_id is not None:
+            summary = run.summary() if callable(run.summary) else dict(run.summary)
+            if run.seconds is not None:
+                summary["seconds"] = run.seconds
+            _with_conn(store, lambda c: _finish(c, run.run_id, run.status, summary))
+
+
+def _with_conn(store: sqlite3.Connection | Path, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    if isinstance(store, sqlite3.Connection):
+        return fn(store)
+    conn = connect(Path(store))
+    try:
+        return fn(conn)
+    finally:
+        conn.close()
+
+
+def _start(conn: sqlite3.Connection, flow: str) -> int:
+    with write(conn):
+        return conn.execute("INSERT INTO runs(flow, started_at, status) VALUES(?,?,'running')",
+                            (flow, now_iso())).lastrowid
+
+
+def _finish(conn: sqlite3.Connection, run_id: int, status: str, summary: dict) -> None:
+    with write(conn):
+        conn.execute(
+            "UPDATE runs SET finished_at=?, status=?, files=?, bytes=?, entries_new=?, "
+            "quarantined=?, seconds=?, detail=? WHERE run_id=?",
+            (now_iso(), status, summary.get("files"), summary.get("bytes"),
+             summary.get("entries_new"), summary.get("quarantined"), summary.get("seconds"),
+             json.dumps(summary, default=str), run_id))
