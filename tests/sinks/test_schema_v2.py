@@ -54,3 +54,81 @@ def test_tool_name_goes_into_the_title(corpus_store):
         "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
         "WHERE e.tool_name = 'WebFetch' LIMIT 1").fetchone()[0]
     assert title.startswith("WebFetch {")
+
+
+# ---------------------------------------------------------------- named migrations
+
+from ctxkeep.sinks.sqlite import migrations  # noqa: E402
+
+
+def _downgrade_to_v2(path):
+    """What a v2 store looked like: no ``chunks.facets``, FTS tables without a facets
+    column, ``entries_content`` on content_hash alone."""
+    c = sqlite3.connect(path)
+    c.execute("DROP TABLE fts_words")
+    c.execute("DROP TABLE fts_grams")
+    c.execute("ALTER TABLE chunks DROP COLUMN facets")
+    c.execute("DROP INDEX entries_content")
+    c.execute("CREATE INDEX entries_content ON entries(content_hash)")
+    c.execute("CREATE VIRTUAL TABLE fts_grams USING fts5(grams, tokenize='unicode61 remove_diacritics 0')")
+    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(title, text, content='chunks', content_rowid='chunk_id', "
+              "tokenize='porter unicode61 remove_diacritics 2')")
+    c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
+    c.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    c.commit()
+    c.close()
+
+
+def test_migrations_are_named_and_ordered():
+    assert [(m.version, m.name) for m in migrations.MIGRATIONS] == [(2, "chunk titles"), (3, "chunk facets")]
+    assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
+
+
+def test_v2_store_is_migrated_to_v3(store_home):
+    conn = sqlite_store.connect(store_home)
+    r = index_note(conn, "n", text="Deploy notes\nthe staging cluster uses zebrafish")
+    facets = conn.execute("SELECT facets FROM chunks").fetchone()[0]
+    conn.close()
+    assert facets  # what ingest wrote, which the migration must compute again
+    _downgrade_to_v2(store_home / "store.db")
+    ro = sqlite_store.connect(store_home, readonly=True)  # v2 is still readable
+    assert sqlite_store.schema_version(ro) == 2
+    ro.close()
+    conn = sqlite_store.connect(store_home)
+    try:
+        assert sqlite_store.schema_version(conn) == 3
+        assert conn.execute("SELECT facets FROM chunks").fetchone()[0] == facets
+        assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
+        assert [r[1] for r in conn.execute("PRAGMA table_info(fts_grams)")] == ["grams", "facets"]
+        assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_hash", "ts"]
+        assert [h.entry_id for h in search(conn, "zebrafish").hits] == [r["entry_id"]]
+    finally:
+        conn.close()
+
+
+def test_migrate_runs_only_the_missing_steps(store_home):
+    conn = sqlite_store.connect(store_home)
+    index_note(conn, "n", text="Deploy notes\nthe staging cluster uses zebrafish")
+    conn.close()
+    _downgrade_to_v2(store_home / "store.db")
+    c = sqlite3.connect(store_home / "store.db", isolation_level=None)
+    try:
+        c.execute("BEGIN")
+        assert migrations.migrate(c, 2) == ["chunk facets"]
+        c.execute("COMMIT")
+        assert sqlite_store.schema_version(c) == 3
+        assert migrations.migrate(c, 3) == []
+        assert migrations.migrate(c, 0) == []  # a new store: the DDL makes it current
+    finally:
+        c.close()
+
+
+def test_a_newer_store_is_refused(store_home):
+    sqlite_store.connect(store_home).close()
+    c = sqlite3.connect(store_home / "store.db")
+    c.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    c.commit()
+    c.close()
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match="store schema v4 is newer"):
+            sqlite_store.connect(store_home, readonly=readonly)
