@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import re
 import time
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,26 +160,23 @@ def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None 
     with hold(home, timeout, what="retention"):
         archived = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
         conn = sqlite_store.connect(home) if (home / STORE_DB).exists() else None
-        try:
-            with sqlite_store.recorded_run(conn, "retention", t0=t0) as run:
-                run.summary = lambda: {  # the figures so far, also of a failed run
-                    "entries_new": 0, "files": len(archived["files"]),
-                    "archived_entries": archived["entries"],
-                    "archives_removed": out.get("archives_removed", 0),
-                    "backups_removed": out.get("backups_removed", 0)}
-                if conn:
-                    archived = archive.archive_entries(conn, home, p.cutoff)
-                    if archived["entries"]:
-                        out["analytics"] = purge_mod.rebuild_analytics(conn, home)
-                freed = archive.remove_files(p.old_archives, home / ARCHIVE_DIR)
-                # a backup goes only if it is still old (it may have been rewritten since the plan)
-                backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
-                freed += archive.remove_files(backups)
-                out.update(archived=archived, archives_removed=len(p.old_archives),
-                           backups_removed=len(backups), bytes_freed=freed)
-        finally:
+        with closing(conn) if conn else nullcontext(), \
+                sqlite_store.recorded_run(conn, "retention", t0=t0) as run:
+            run.summary = lambda: {  # the figures so far, also of a failed run
+                "entries_new": 0, "files": len(archived["files"]),
+                "archived_entries": archived["entries"],
+                "archives_removed": out.get("archives_removed", 0),
+                "backups_removed": out.get("backups_removed", 0)}
             if conn:
-                conn.close()
+                archived = archive.archive_entries(conn, home, p.cutoff)
+                if archived["entries"]:
+                    out["analytics"] = purge_mod.rebuild_analytics(conn, home)
+            freed = archive.remove_files(p.old_archives, home / ARCHIVE_DIR)
+            # a backup goes only if it is still old (it may have been rewritten since the plan)
+            backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
+            freed += archive.remove_files(backups)
+            out.update(archived=archived, archives_removed=len(p.old_archives),
+                       backups_removed=len(backups), bytes_freed=freed)
         out["seconds"] = run.seconds
     return out
 
@@ -314,25 +312,22 @@ def run_backfill(home: Path, *, paths: list[Path] | None = None, since=None, unt
     with hold(home, timeout, what="backfill"):
         conn = sqlite_store.connect(home)
         s = pipeline.Summary(files=len(files), problems=list(problems))
-        try:
-            with sqlite_store.recorded_run(conn, "backfill", t0=t0) as run:
-                run.summary = s.as_dict
-                tombs = sqlite_store.tombstoned(conn)
-                for f in files:
-                    r = pipeline.ingest_file(conn, f, None, tombs, pipeline.hooks.on_bytes)
-                    if r["vanished"]:
-                        s.files_vanished += 1
-                        continue
-                    s.files_read += 1
-                    s.bytes += r["bytes"]
-                    s.lines += r["lines"]
-                    s.entries_new += r["entries_new"]
-                    s.quarantined += r["quarantined"]
-                    s.per_agent[f.agent] = s.per_agent.get(f.agent, 0) + r["entries_new"]
-                if s.entries_new or not (home / ANALYTICS_DB).exists():
-                    s.analytics = pipeline.sync_analytics(conn, home)
-        finally:
-            conn.close()
+        with closing(conn), sqlite_store.recorded_run(conn, "backfill", t0=t0) as run:
+            run.summary = s.as_dict
+            tombs = sqlite_store.tombstoned(conn)
+            for f in files:
+                r = pipeline.ingest_file(conn, f, None, tombs, pipeline.hooks.on_bytes)
+                if r["vanished"]:
+                    s.files_vanished += 1
+                    continue
+                s.files_read += 1
+                s.bytes += r["bytes"]
+                s.lines += r["lines"]
+                s.entries_new += r["entries_new"]
+                s.quarantined += r["quarantined"]
+                s.per_agent[f.agent] = s.per_agent.get(f.agent, 0) + r["entries_new"]
+            if s.entries_new or not (home / ANALYTICS_DB).exists():
+                s.analytics = pipeline.sync_analytics(conn, home)
         s.seconds = run.seconds
     out["ingest"] = s.as_dict()
     return out

@@ -32,7 +32,8 @@ sqlite as sqlite_store``): ``ddl`` (the one DDL registry), ``migrations`` (named
 ordered schema steps), ``connection`` (open, version check, transactions), ``fts`` (the
 FTS5 tables and chunk facets), ``load`` (``load_batch``), ``lookup`` (reads ingest and
 compress need), ``status`` (``apply_changes``: entry status and offsets, SQLite then
-DuckDB), ``runs`` (``recorded_run``), ``sync_marks`` (how far DuckDB holds SQLite).
+DuckDB), ``runs`` (``recorded_run``), ``sync_marks`` (how far DuckDB holds SQLite),
+``params`` (long ``IN`` lists in slices).
 """
 from ctxkeep.sinks.sqlite.connection import (CACHE_KIB, MIN_READ_VERSION, check_version, connect,
                                             ensure_schema, schema_version, sibling, write)

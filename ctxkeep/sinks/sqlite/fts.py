@@ -8,18 +8,12 @@ every entry holding its text, so that search filters inside the MATCH.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterator
 
 from ctxkeep.sinks.sqlite.ddl import FTS_TABLES, set_ranks
+from ctxkeep.sinks.sqlite.params import in_parts
 
 #: the entry columns a chunk's facets are made of (``transforms.facets.facets_by_content``)
 FACET_COLUMNS = ("content_hash", "agent", "kind", "role", "tool_name", "session_id", "project_dir")
-
-
-def in_parts(values: list, n: int = 30000) -> Iterator[list]:
-    """``values`` in slices of at most ``n`` (SQLite's limit on bound parameters is 32766)."""
-    for i in range(0, len(values), n):
-        yield values[i:i + n]
 
 
 def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
@@ -41,8 +35,8 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
         if not rows:
             break
         last = rows[-1][0]
-        terms = grams_batch([r[1] for r in rows])
-        g = [(r[0], gr, r[2]) for r, gr in zip(rows, terms) if gr]
+        terms = grams_batch([text for _, text, _ in rows])
+        g = [(chunk_id, gr, facets) for (chunk_id, _, facets), gr in zip(rows, terms) if gr]
         conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", g)
         n_grams += len(g)
     conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
-from ctxkeep.sinks.sqlite.fts import in_parts
+from ctxkeep.sinks.sqlite.params import in_parts
 
 if TYPE_CHECKING:
     from ctxkeep.sources.contract import Watermark  # importing ``sources`` loads every source (~30 ms)

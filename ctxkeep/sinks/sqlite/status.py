@@ -21,7 +21,7 @@ from typing import Iterable
 from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite.connection import write
 from ctxkeep.sinks.sqlite.ddl import now_iso
-from ctxkeep.sinks.sqlite.fts import in_parts
+from ctxkeep.sinks.sqlite.params import in_parts
 
 
 @dataclass(frozen=True)
