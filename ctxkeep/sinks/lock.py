@@ -15,9 +15,9 @@ StoreBusy.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from filelock import FileLock, Timeout
 
@@ -38,7 +38,7 @@ class StoreLock:
         # one instance per path and process; the timeout is given per acquire
         self._lock = FileLock(str(self.path), mode=0o600, is_singleton=True, thread_local=False)
 
-    def acquire(self, timeout: float = -1) -> "StoreLock":
+    def acquire(self, timeout: float = -1) -> StoreLock:
         """Take the lock, waiting up to ``timeout`` seconds (-1: forever, 0: do not
         wait). Reentrant within the process. Raises ``filelock.Timeout``."""
         self._lock.acquire(timeout=timeout)

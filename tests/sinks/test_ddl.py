@@ -50,7 +50,7 @@ def test_the_ddl_script_makes_the_same_objects_as_create_all():
 
 
 def test_no_permanent_table_is_created_outside_the_registry():
-    made = re.compile(r"CREATE\s+(VIRTUAL\s+)?TABLE", re.I)
+    made = re.compile(r"CREATE\s+(VIRTUAL\s+)?TABLE", re.IGNORECASE)
     found = []
     for p in PKG.rglob("*.py"):
         rel = p.relative_to(PKG).as_posix()

@@ -6,8 +6,8 @@ import os
 import stat
 
 import pytest
-
 from conftest import hold_lock_in_subprocess
+
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks.files import LOCK_FILE
 from ctxkeep.sinks.lock import StoreLock, hold
@@ -27,14 +27,14 @@ def test_another_process_holding_it_is_reported(store_home):
     told = []
     holder = hold_lock_in_subprocess(store_home)
     try:
-        with pytest.raises(StoreBusy, match="holds the store; purge not started") as ei:
-            with hold(store_home, 0, what="purge", on_wait=told.append):
-                pass
+        with pytest.raises(StoreBusy, match="holds the store; purge not started") as ei, \
+                hold(store_home, 0, what="purge", on_wait=told.append):
+            pass
         assert ei.value.where == str(store_home / LOCK_FILE)
         assert told == []  # timeout 0 does not wait, so there is nothing to say
-        with pytest.raises(StoreBusy, match="ingest not started"):
-            with hold(store_home, 0.3, what="ingest", on_wait=told.append):
-                pass
+        with pytest.raises(StoreBusy, match="ingest not started"), \
+                hold(store_home, 0.3, what="ingest", on_wait=told.append):
+            pass
         assert told == [str(store_home / LOCK_FILE)]
     finally:
         holder.communicate(b"\n", timeout=30)

@@ -41,11 +41,11 @@ def test_an_ok_run_is_recorded_with_its_summary(store_home):
 def test_a_failed_run_keeps_the_figures_so_far(store_home):
     conn = sqlite_store.connect(store_home)
     figures = {"files": 0}
-    with pytest.raises(ValueError, match="boom"):
-        with sqlite_store.recorded_run(conn, "retention", t0=time.perf_counter()) as run:
-            run.summary = lambda: dict(figures)  # read when the block ends
-            figures["files"] = 2
-            raise ValueError("boom")
+    with pytest.raises(ValueError, match="boom"), \
+            sqlite_store.recorded_run(conn, "retention", t0=time.perf_counter()) as run:
+        run.summary = lambda: dict(figures)  # read when the block ends
+        figures["files"] = 2
+        raise ValueError("boom")
     conn.close()
     assert run.status == "failed"
     [r] = _runs(store_home)
@@ -54,9 +54,8 @@ def test_a_failed_run_keeps_the_figures_so_far(store_home):
 
 def test_an_interrupted_run_says_so(store_home):
     conn = sqlite_store.connect(store_home)
-    with pytest.raises(KeyboardInterrupt):
-        with sqlite_store.recorded_run(conn, "compress", t0=time.perf_counter()):
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), sqlite_store.recorded_run(conn, "compress", t0=time.perf_counter()):
+        raise KeyboardInterrupt
     conn.close()
     assert [(r["flow"], r["status"]) for r in _runs(store_home)] == [("compress", "interrupted")]
 

@@ -8,10 +8,10 @@ import sqlite3
 import pytest
 
 from ctxkeep.errors import StoreError
-
-from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.pipeline.notes import index_note
 from ctxkeep.query.search import search
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite import migrations
 
 
 def _downgrade_to_v1(path):
@@ -57,8 +57,6 @@ def test_tool_name_goes_into_the_title(corpus_store):
 
 
 # ---------------------------------------------------------------- named migrations
-
-from ctxkeep.sinks.sqlite import migrations  # noqa: E402
 
 
 def _downgrade_to_v2(path):

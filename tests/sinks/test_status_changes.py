@@ -3,11 +3,13 @@ DuckDB rows that were synced before the change."""
 from __future__ import annotations
 
 import duckdb
-
+import pytest
 from conftest import CORPUS_HOME, corpus
 from helpers_sources import ingest_home, q
+
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
 
 
 def test_entry_id_changes_are_logged_and_reach_duckdb(tmp_path):
@@ -44,11 +46,6 @@ def test_entry_id_changes_are_logged_and_reach_duckdb(tmp_path):
 
 
 # ---------------------------------------------------------------- apply_changes
-
-import pytest  # noqa: E402
-
-from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange  # noqa: E402
-
 
 def _store_with(home, rows):
     """A store holding ``rows`` (entry_id, agent, session_id, message_id, status,
@@ -111,10 +108,9 @@ def test_moves_change_only_offsets_that_differ_and_a_failed_change_rolls_back(st
         assert a.sqlite == 2  # e3 archived, e2 moved (e1 unchanged, e3 is not in /other.jsonl)
         assert dict(conn.execute("SELECT entry_id, source_offset FROM entries")) == {
             "e1": 0, "e2": 5, "e3": 20, "e4": 30}
-        with pytest.raises(RuntimeError):
-            with sqlite_store.write(conn):  # inside the caller's transaction: rolled back with it
-                sqlite_store.apply_changes(conn, [StatusChange("consumed", ("e1",))])
-                raise RuntimeError
+        with pytest.raises(RuntimeError), sqlite_store.write(conn):  # rolled back with the caller's
+            sqlite_store.apply_changes(conn, [StatusChange("consumed", ("e1",))])
+            raise RuntimeError
         assert _status(conn)["e1"] == "active"
     finally:
         conn.close()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ctxkeep.config import ensure_home
 from ctxkeep.errors import StoreBusy, StoreError

@@ -133,4 +133,4 @@ def set_ranks(conn: sqlite3.Connection) -> None:
 def now_iso() -> str:
     """Current UTC time as stored: ISO-8601 text with microseconds and ``Z``
     (``TS_FORMAT``)."""
-    return dt.datetime.now(dt.timezone.utc).strftime(TS_FORMAT)
+    return dt.datetime.now(dt.UTC).strftime(TS_FORMAT)

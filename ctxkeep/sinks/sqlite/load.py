@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
@@ -17,7 +18,8 @@ from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     import polars as pl
 
-    from ctxkeep.sources.contract import Watermark  # importing ``sources`` loads every source (~30 ms)
+    # importing ``sources`` loads every source (~30 ms)
+    from ctxkeep.sources.contract import Watermark
 
 #: ``usage`` columns in insert order
 _USAGE_INSERT = ["usage_key", "agent", "session_id", "project_dir", "ts", "model", *USAGE_COLUMNS, "entry_id"]

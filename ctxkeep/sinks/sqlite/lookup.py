@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from ctxkeep.sinks.sqlite.params import in_parts
 
 if TYPE_CHECKING:
-    from ctxkeep.sources.contract import Watermark  # importing ``sources`` loads every source (~30 ms)
+    # importing ``sources`` loads every source (~30 ms)
+    from ctxkeep.sources.contract import Watermark
 
 #: the columns of ``watermarks`` that make a ``sources.contract.Watermark`` (``state`` is JSON text)
 WATERMARK_COLUMNS = ("path", "agent", "dev", "ino", "size", "mtime_ns", "offset", "head_len",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from ctxkeep.sinks.sqlite.ddl import SCHEMA_VERSION
 from ctxkeep.sinks.sqlite.fts import rebuild_fts_tables, refresh_facets

@@ -2,7 +2,7 @@
 since 3.32), so long ``IN (...)`` lists are sent in slices."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def in_parts(values: list, n: int = 30000) -> Iterator[list]:

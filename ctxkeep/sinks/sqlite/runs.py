@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ctxkeep.sinks.sqlite.connection import connect, write
 from ctxkeep.sinks.sqlite.ddl import now_iso

@@ -14,9 +14,9 @@ rebuilds it from SQLite.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite.connection import write
@@ -39,7 +39,7 @@ class StatusChange:
     from_status: str | None = None
 
     @classmethod
-    def of(cls, change: "StatusChange | dict") -> "StatusChange":
+    def of(cls, change: StatusChange | dict) -> StatusChange:
         """A ``StatusChange`` from a source's dict ``{"agent", "session_id",
         "message_ids": [str], "status"}`` or ``{"entry_ids": [str], "status"}``
         (returned as is when it already is one). Empty ids are dropped."""
@@ -72,7 +72,7 @@ class EntryChanges:
     def __bool__(self) -> bool:
         return bool(self.status or self.moves)
 
-    def extend(self, other: "EntryChanges") -> None:
+    def extend(self, other: EntryChanges) -> None:
         """Append ``other``'s changes after these."""
         self.status += other.status
         self.moves += other.moves
