@@ -154,7 +154,7 @@ def retention(
     as_json: bool = JsonOpt,
 ):
     """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import retention as maintenance
 
     h = _home(home)
     days = {k: v for k, v in (("archive_after_days", archive_after_days),
@@ -219,7 +219,7 @@ def backfill(
     as_json: bool = JsonOpt,
 ):
     """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates)."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import backfill as maintenance
     from ctxkeep.sources import SOURCES
 
     h = _home(home)
@@ -262,7 +262,7 @@ def backfill(
 def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import backfill as maintenance
 
     from ctxkeep.pipeline import engine as pipeline
 

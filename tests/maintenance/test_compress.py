@@ -372,7 +372,7 @@ def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
     status change), not by the messages' own (months old) time."""
     import datetime as dt
 
-    from ctxkeep.maintenance.ops import run_retention
+    from ctxkeep.maintenance.retention import run_retention
     p, store = _one(tmp_path)
     conn = sqlite_store.connect(store)
     r = ops.compress_file(conn, store, SourceFile("codex", p), CompressConfig(keep_messages=5), force=True)
