@@ -305,9 +305,7 @@ def serve(
 
     h = cfgmod.ensure_home(_home(home))
 
-    def ready(api: str, warns: list[str]) -> None:
-        for w in warns:
-            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    def ready(api: str) -> None:
         err.print(f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
                   f"compress every {compress_minutes} min, retention every {retention_hours} h. "
                   "Ctrl-C to stop.", highlight=False)
