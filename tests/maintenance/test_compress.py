@@ -14,13 +14,13 @@ from compress_helpers import (claude_messages, dangling_parents, is_claude, orph
                               orphan_tool_results, records)
 from conftest import CORPUS_HOME
 from ctxkeep.config import CompressConfig
+from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import run as ops
 from ctxkeep.pipeline.engine import plan as ingest_plan, run_ingest
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.query.search import Filters, search
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
-from ctxkeep.maintenance.compress import plan as cp
 
 KEEP = 10
 CONFIG = f"[compress]\nmax_lines = 50\nmax_size_kb = 100\nkeep_messages = {KEEP}\nactive_minutes = 0\n"
