@@ -272,12 +272,7 @@ def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict
     prog = Progress(TextColumn("backfill"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     console=err.get(), disable=not show, transient=True)
     files, _ = maintenance.select_backfill(h, paths=path or None, since=since, until=until, agents=agent or None)
-    total = 0
-    for f in files:
-        try:
-            total += f.path.stat().st_size
-        except OSError:
-            pass
+    total = maintenance.total_bytes(files)
     task_id = prog.add_task("backfill", total=total or 1)
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
     try:

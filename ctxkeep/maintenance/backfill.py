@@ -115,6 +115,18 @@ def select_backfill(home: Path, *, paths: list[Path] | None = None, since=None, 
 
 
 
+def total_bytes(files: list[SourceFile]) -> int:
+    """The summed size of ``files`` in bytes (what a backfill reads: each file whole);
+    files gone since the selection count 0."""
+    size = 0
+    for f in files:
+        try:
+            size += f.path.stat().st_size
+        except OSError:
+            pass
+    return size
+
+
 def run_backfill(home: Path, *, paths: list[Path] | None = None, since=None, until=None,
                  agents: list[str] | None = None, ctx: DiscoveryContext | None = None,
                  dry_run: bool = False, timeout: float = -1) -> dict:
@@ -133,13 +145,8 @@ def run_backfill(home: Path, *, paths: list[Path] | None = None, since=None, unt
     """
     home = cfgmod.ensure_home(Path(home))
     files, problems = select_backfill(home, paths=paths, since=since, until=until, agents=agents, ctx=ctx)
-    size = 0
-    for f in files:
-        try:
-            size += f.path.stat().st_size
-        except OSError:
-            pass
-    out = {"dry_run": dry_run, "files": [str(f.path) for f in files], "problems": problems, "bytes": size}
+    out = {"dry_run": dry_run, "files": [str(f.path) for f in files], "problems": problems,
+           "bytes": total_bytes(files)}
     if dry_run or not files:
         return out
     # the engine takes the lock again (reentrant in this process): held here so that
