@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Iterator
 
 from ctxkeep.sources._util import as_int, compact_json, drop_media, media_placeholder, strip_ansi
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_jsonl)
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
 AGENT = "claude-code"
 PARSER_VERSION = 2
+MODE = "append"
 
 _META_TEXT_KEYS = ("content", "summary", "customTitle", "aiTitle", "lastPrompt",
                    "agentName", "title", "prUrl", "error")

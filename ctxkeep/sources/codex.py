@@ -29,11 +29,12 @@ from typing import Iterator
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_jsonl)
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
 AGENT = "codex"
 PARSER_VERSION = 2
+MODE = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout

@@ -38,8 +38,9 @@ from typing import Any, Iterator
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_document)
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.document import read_document
+from ctxkeep.sources.readers.jsonl import file_head
 
 AGENT = "continue"
 PARSER_VERSION = 1

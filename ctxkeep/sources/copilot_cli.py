@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_jsonl)
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
 AGENT = "copilot-cli"
 PARSER_VERSION = 1

@@ -52,8 +52,9 @@ from typing import Any, Iterator
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_document, read_jsonl)
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.document import read_document
+from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
 AGENT = "gemini-cli"
 PARSER_VERSION = 1

@@ -1,4 +1,5 @@
-"""Shared reader of the Cline family's task folders (Cline, Roo Code, Kilo Code).
+"""The Cline family's sources (Cline, Roo Code, Kilo Code): one factory,
+``ExtensionSource``, and the shared reader of their task folders.
 
 These VS Code extensions keep one folder per task in the editor's global storage:
 ``<user dir>/globalStorage/<extension id>/tasks/<task id>/`` with
@@ -40,13 +41,15 @@ import datetime as dt
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import Batch, DiscoveryContext, Discovery, SourceFile, Watermark, read_document
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Mode, SourceFile, Watermark
+from ctxkeep.sources.readers.document import read_document
 
 APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
 _CWD_RE = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
@@ -279,3 +282,42 @@ def file_mtime_iso(p: Path) -> str | None:
         return _ms_iso(int(os.stat(p).st_mtime * 1000))
     except OSError:
         return None
+
+
+def _no_roots(ctx: DiscoveryContext) -> list[Path]:
+    return []
+
+
+@dataclass(frozen=True)
+class ExtensionSource:
+    """A source (``contract.Source``, with ``matches``) for one extension of the Cline
+    family: its task folders in every VS Code-family user dir (``discover_tasks``),
+    read whole when they change (``read_task_file``).
+
+    ``extra_roots(ctx)`` adds data dirs outside the editors (the Cline CLI's);
+    ``data_dir_name`` claims ``--path`` task files under a folder of that name too.
+    Fields are spelled like a source module's constants (``AGENT`` …) so that this
+    object and a module satisfy the same protocol.
+    """
+
+    AGENT: str
+    EXTENSION_IDS: tuple[str, ...]
+    PARSER_VERSION: int = 1
+    MODE: Mode = "rewrite"
+    extra_roots: Callable[[DiscoveryContext], list[Path]] = _no_roots
+    data_dir_name: str | None = None
+
+    def discover(self, ctx: DiscoveryContext) -> Discovery:
+        """Find this extension's task files in every VS Code-family user dir."""
+        return discover_tasks(self.AGENT, self.EXTENSION_IDS, ctx, self.extra_roots(ctx))
+
+    def matches(self, path: Path) -> bool:
+        """True for an ``api_conversation_history.json``/``ui_messages.json`` under
+        this extension's storage dir (or its ``data_dir_name``)."""
+        return matches_task_file(path, self.EXTENSION_IDS) or (
+            self.data_dir_name is not None and path.name in (HISTORY, UI) and self.data_dir_name in path.parts)
+
+    def read(self, file: SourceFile, wm: Watermark | None,
+             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+        """Read one task file whole when it changed."""
+        return read_task_file(self.AGENT, self.PARSER_VERSION, file, wm, batch_bytes)
