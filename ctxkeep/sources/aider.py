@@ -92,13 +92,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     scan = _homescan.scan_home(ctx.home)
     d.searched.append(ctx.home)
     found.extend(scan.aider)
-    seen: set[Path] = set()
     for p in found:
-        rp = p.resolve()
-        if rp in seen:
-            continue
-        seen.add(rp)
-        d.files.append(SourceFile(AGENT, p, MODE, {"project_dir": str(p.parent)}))
+        d.add(p, MODE, {"project_dir": str(p.parent)})
     if not d.files:
         d.reason = (f"no {CHAT} in configured dirs or under {ctx.home} "
                     f"(scanned {scan.dirs} dirs{'; ' + scan.truncated if scan.truncated else ''})")

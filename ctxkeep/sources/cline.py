@@ -22,8 +22,7 @@ def data_roots(ctx: DiscoveryContext) -> list[Path]:
     ``$CLINE_DIR/data``, else ``~/.cline/data``."""
     if ctx.env.get("CLINE_DATA_DIR"):
         return [Path(ctx.env["CLINE_DATA_DIR"]).expanduser()]
-    base = Path(ctx.env["CLINE_DIR"]).expanduser() if ctx.env.get("CLINE_DIR") else ctx.home / ".cline"
-    return [base / "data"]
+    return [ctx.env_dir("CLINE_DIR", ctx.home / ".cline") / "data"]
 
 
 SOURCE = ExtensionSource(AGENT="cline", EXTENSION_IDS=("saoudrizwan.claude-dev",),

@@ -68,6 +68,12 @@ class DiscoveryContext:
     extra_dirs: list[Path] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
 
+    def env_dir(self, var: str, default: Path) -> Path:
+        """The directory ``$var`` names (``~`` expanded) when it is set and not empty,
+        else ``default``."""
+        v = self.env.get(var)
+        return Path(v).expanduser() if v else default
+
     @classmethod
     def from_env(cls, extra_dirs=(), paths=()) -> "DiscoveryContext":
         env = dict(os.environ)
@@ -108,16 +114,19 @@ class Discovery:
         return True
 
     def add_glob(self, base: Path, patterns: Iterable[str], mode: FileMode | Callable[[Path], FileMode],
-                 meta: Callable[[Path], dict] = lambda p: {}) -> None:
+                 meta: Callable[[Path], dict] = lambda p: {}, exclude: Iterable[str] = ()) -> None:
         """Search ``base``: record it in ``searched`` and, when it is a directory, add the
-        files each glob pattern finds (sorted per pattern, in pattern order). ``mode``
-        is a mode or a function of the path."""
+        files each glob pattern finds (sorted per pattern, in pattern order) except those
+        named in ``exclude``. ``mode`` is a mode or a function of the path; ``meta(path)``
+        gives each file's ``meta``."""
         self.searched.append(base)
         if not base.is_dir():
             return
+        skip = set(exclude)
         for pat in patterns:
             for p in sorted(base.glob(pat)):
-                self.add(p, mode(p) if callable(mode) else mode, meta(p))
+                if p.name not in skip:
+                    self.add(p, mode(p) if callable(mode) else mode, meta(p))
 
     def explain_empty(self, root: Path, what: str) -> None:
         """When nothing was found, set ``reason``: ``"<root> does not exist"``, else

@@ -45,7 +45,6 @@ its own (``tool_name`` ``usage``, empty text).
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -70,8 +69,7 @@ def mode_for(path: Path) -> str:
 
 def gemini_root(ctx: DiscoveryContext) -> Path:
     """``$GEMINI_CLI_HOME/.gemini`` when set, else ``~/.gemini``."""
-    h = ctx.env.get("GEMINI_CLI_HOME")
-    return (Path(h).expanduser() if h else ctx.home) / ".gemini"
+    return ctx.env_dir("GEMINI_CLI_HOME", ctx.home) / ".gemini"
 
 
 def _project_dirs(root: Path) -> dict[str, str]:
@@ -141,8 +139,6 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 def matches(path: Path) -> bool:
     """True for a Gemini CLI chat file given with ``--path``."""
     head = file_head(path, (".json", ".jsonl"), 4096)
-    if head is None:
-        return False
     return b'"sessionId"' in head and b'"projectHash"' in head
 
 

@@ -80,10 +80,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
             d.files.append(SourceFile(AGENT, base / "sessions.db", "sqlite"))
         for p in sorted(base.glob("*.jsonl")):
             d.files.append(SourceFile(AGENT, p, "append"))
-    if not d.files:
-        root = sessions_dir(ctx)
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no sessions.db or *.jsonl in {root}")
+    root = sessions_dir(ctx)
+    d.explain_empty(root, f"no sessions.db or *.jsonl in {root}")
     return d
 
 

@@ -81,23 +81,15 @@ def _storages(ctx: DiscoveryContext) -> list[Path]:
 def discover(ctx: DiscoveryContext) -> Discovery:
     """One file per session of the JSON tree, plus ``opencode.db`` when present."""
     d = Discovery(AGENT)
-    seen = set()
     for root in _storages(ctx):
         d.searched += [root / "storage" / "session", root / "opencode.db"]
         sess = root / "storage" / "session"
         if sess.is_dir():
             for p in sorted(sess.glob("*/*.json")):
-                if p.resolve() not in seen:
-                    seen.add(p.resolve())
-                    d.files.append(SourceFile(AGENT, p, "tree", {"storage": str(root / "storage")}))
-        db = root / "opencode.db"
-        if db.is_file() and db.resolve() not in seen:
-            seen.add(db.resolve())
-            d.files.append(SourceFile(AGENT, db, "sqlite"))
-    if not d.files:
-        root = data_dir(ctx)
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no storage/session/*/*.json and no opencode.db under {root}")
+                d.add(p, "tree", {"storage": str(root / "storage")})
+        d.add(root / "opencode.db", "sqlite")
+    root = data_dir(ctx)
+    d.explain_empty(root, f"no storage/session/*/*.json and no opencode.db under {root}")
     return d
 
 

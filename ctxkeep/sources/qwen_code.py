@@ -47,8 +47,7 @@ def mode_for(path: Path) -> str:
 
 def qwen_roots(ctx: DiscoveryContext) -> list[Path]:
     """``$QWEN_HOME`` (else ``~/.qwen``) and ``$QWEN_RUNTIME_DIR`` when set."""
-    h = ctx.env.get("QWEN_HOME")
-    roots = [Path(h).expanduser() if h else ctx.home / ".qwen"]
+    roots = [ctx.env_dir("QWEN_HOME", ctx.home / ".qwen")]
     if ctx.env.get("QWEN_RUNTIME_DIR"):
         roots.append(Path(ctx.env["QWEN_RUNTIME_DIR"]).expanduser())
     return roots
@@ -59,32 +58,19 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     the Qwen roots; a configured dir may also be a ``chats`` or ``projects`` dir."""
     d = Discovery(AGENT)
     roots = qwen_roots(ctx)
-    seen: set[Path] = set()
     extra = set(ctx.extra_dirs)
     for root in roots + list(ctx.extra_dirs):
-        d.searched.append(root)
-        if not root.is_dir():
-            continue
-        cands = (sorted(root.glob("projects/*/chats/*.jsonl")) + sorted(root.glob("tmp/*/chats/session-*.json"))
-                 + sorted(root.glob("tmp/*/chats/session-*.jsonl")))
+        pats = ["projects/*/chats/*.jsonl", "tmp/*/chats/session-*.json", "tmp/*/chats/session-*.jsonl"]
         if root in extra:  # a configured dir may be a chats dir itself
-            cands += sorted(root.glob("*.jsonl")) + sorted(root.glob("*/chats/*.jsonl"))
-        for p in cands:
-            rp = p.resolve()
-            if rp not in seen and p.is_file():
-                seen.add(rp)
-                d.files.append(SourceFile(AGENT, p, mode_for(p), {}))
-    if not d.files:
-        d.reason = (f"{roots[0]} does not exist" if not roots[0].exists()
-                    else f"no projects/*/chats/*.jsonl under {roots[0]}")
+            pats += ["*.jsonl", "*/chats/*.jsonl"]
+        d.add_glob(root, pats, mode_for)
+    d.explain_empty(roots[0], f"no projects/*/chats/*.jsonl under {roots[0]}")
     return d
 
 
 def matches(path: Path) -> bool:
     """True for a Qwen Code chat JSONL given with ``--path``."""
     head = file_head(path, (".jsonl",), 4096)
-    if head is None:
-        return False
     return b'"parentUuid"' in head and b'"parts"' in head and b'"sessionId"' in head
 
 

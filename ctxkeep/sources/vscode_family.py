@@ -47,9 +47,9 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, media_placeholder
+from ctxkeep.sources._util import as_int, blocks_text, compact_json, media_placeholder
 from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Mode, SourceFile, Watermark
-from ctxkeep.sources.readers.document import read_document
+from ctxkeep.sources.readers.document import read_document, track_ids
 
 APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
 _CWD_RE = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
@@ -120,26 +120,6 @@ def _ms_iso(ms: Any) -> str | None:
         return None
 
 
-def _blocks_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return "" if content is None else compact_json(content)
-    out = []
-    for b in content:
-        if isinstance(b, dict):
-            if b.get("type") == "text":
-                out.append(str(b.get("text") or ""))
-            elif b.get("type") == "image":
-                src = b.get("source") or {}
-                out.append(media_placeholder("image", src.get("media_type"), len(src.get("data") or "")))
-            else:
-                out.append(compact_json(b, 2000))
-        else:
-            out.append(str(b))
-    return "\n".join(out)
-
-
 def _msg_hash(m: dict) -> str:
     return hashlib.sha256(orjson.dumps(m.get("content"), option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
 
@@ -160,7 +140,7 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
         role = m.get("role") if m.get("role") in ("user", "assistant") else "system"
         content = m.get("content")
         if proj is None:
-            mm = _CWD_RE.search(_blocks_text(content))
+            mm = _CWD_RE.search(blocks_text(content))
             if mm:
                 proj = mm.group(1).strip()
         base = {"agent": agent, "session_id": task, "native_id": str(i), "message_id": mid,
@@ -190,7 +170,7 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
                     parts.append(dict(base, role="assistant", kind="tool_call", tool_name=b.get("name"),
                                       native_id=b.get("id"), text=compact_json(b.get("input"))))
                 elif t == "tool_result":
-                    txt = _blocks_text(b.get("content"))
+                    txt = blocks_text(b.get("content"))
                     parts.append(dict(base, role="tool", kind="tool_result", native_id=b.get("tool_use_id"),
                                       text=("[error] " + txt) if b.get("is_error") else txt))
                 elif t in ("thinking", "reasoning"):
@@ -206,11 +186,7 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
     for e in out:
         e["project_dir"] = proj
     state["project_dir"] = proj
-    gone = sorted(set(old_ids) - set(ids))
-    if gone:
-        state.setdefault("_status_changes", []).append(
-            {"agent": agent, "session_id": task, "message_ids": gone, "status": "rewound"})
-    state["ids"] = ids
+    track_ids(state, agent, task, old_ids, ids)
     return out
 
 

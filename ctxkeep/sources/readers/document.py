@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark,
                                       quarantine_row)
-from ctxkeep.sources.readers.jsonl import HEAD_BYTES, open_file, parse_line
+from ctxkeep.sources.readers.jsonl import HEAD_BYTES, parse_line, read_whole
 
 #: a document whose mtime is older than this is complete (the agent is not writing it);
 #: ``$CTXKEEP_IDLE_SECONDS`` overrides it (read at each call)
@@ -27,6 +27,18 @@ def idle_seconds() -> float:
         return float(v) if v is not None else IDLE_SECONDS
     except ValueError:
         return IDLE_SECONDS
+
+
+def track_ids(state: dict, agent: str, session_id: str, old_ids: list[str], ids: list[str]) -> None:
+    """Keep the message ids a document holds now in ``state["ids"]`` and ask for those
+    of ``old_ids`` it no longer holds (a truncated or edited history) to be marked
+    ``rewound`` (``state["_status_changes"]``, which ``read_document`` puts on the
+    batch as ``Batch.status_changes``)."""
+    gone = sorted(set(old_ids) - set(ids))
+    if gone:
+        state.setdefault("_status_changes", []).append(
+            {"agent": agent, "session_id": session_id, "message_ids": gone, "status": "rewound"})
+    state["ids"] = ids
 
 
 DOC_BATCH_ENTRIES = 5000
@@ -59,12 +71,10 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
     entries; only the last carries the watermark.
     """
     path = file.path
-    f = open_file(path)
-    if f is None:
+    whole = read_whole(path)
+    if whole is None:
         return
-    with f:
-        st = os.fstat(f.fileno())
-        data = f.read()
+    data, st = whole
     digest = hashlib.sha256(data).hexdigest()
     idle = ((now if now is not None else time.time()) - st.st_mtime) >= idle_seconds()
 

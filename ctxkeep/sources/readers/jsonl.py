@@ -13,7 +13,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import orjson
 
@@ -23,25 +23,37 @@ from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, SourceFile, Wa
 HEAD_BYTES = 4096
 
 
-def open_file(path: Path):
-    """``path`` opened for binary reading, or None when it vanished, is a directory or
-    may not be read (a source then yields nothing for it)."""
+def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
+    """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
+    is a directory or may not be read (a source then yields nothing for it)."""
     try:
-        return open(path, "rb")
+        f = open(path, "rb")
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         return None
+    return f, os.fstat(f.fileno())
 
 
-def file_head(path: Path, suffixes: tuple[str, ...], n: int = 4096) -> bytes | None:
-    """The first ``n`` bytes of ``path`` when its suffix is one of ``suffixes``, else
-    None (also when it cannot be read). What sources' ``matches`` look at."""
-    if path.suffix not in suffixes:
+def read_whole(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """All bytes of ``path`` and the ``fstat`` of the open file (None: see ``open_file``)."""
+    opened = open_file(path)
+    if opened is None:
         return None
+    f, st = opened
+    with f:
+        return f.read(), st
+
+
+def file_head(path: Path, suffixes: tuple[str, ...], n: int = 4096) -> bytes:
+    """The first ``n`` bytes of ``path`` when its suffix is one of ``suffixes``, else
+    ``b""`` (also when it cannot be read), so a marker test on it is simply False.
+    What sources' ``matches`` look at."""
+    if path.suffix not in suffixes:
+        return b""
     try:
         with open(path, "rb") as f:
             return f.read(n)
     except OSError:
-        return None
+        return b""
 
 
 def head_hash(path: Path, length: int) -> str:
@@ -204,11 +216,11 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
     Yields batches of at most about ``batch_bytes`` raw bytes (one line may exceed it).
     """
     path = file.path
-    f = open_file(path)
-    if f is None:
+    opened = open_file(path)
+    if opened is None:
         return
+    f, st = opened
     with f:
-        st = os.fstat(f.fileno())
         offset, state, _why = start_offset(path, st, wm, parser_version)
         if offset == 0 and init_state:
             state = init_state(file)
