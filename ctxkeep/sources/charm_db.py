@@ -20,7 +20,7 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
   seconds** although its schema comments say milliseconds (both handled: a number
   above 10^11 is read as milliseconds);
 - the ``updated_at`` triggers bump a row on every UPDATE; with the rowid that makes
-  a per-row high-water mark (``_sqlite.changed_rows``; there is no index on
+  a per-row high-water mark (``readers.sqlite.changed_rows``; there is no index on
   ``updated_at``, so pages are keyed on the rowid). A message is rewritten while it streams: an
   assistant message without ``finished_at`` and without a ``finish`` part, updated
   in the last ``STALE_SECONDS``, is left for the next run (the mark does not pass

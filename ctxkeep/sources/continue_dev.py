@@ -3,7 +3,7 @@
 Where: ``$CONTINUE_GLOBAL_DIR`` when set, else ``~/.continue`` (all platforms;
 ``%USERPROFILE%\\.continue`` on Windows): ``sessions/<session id>.json``, one JSON
 document per session rewritten in place as the chat grows (``sessions/sessions.json``
-is the index, skipped). Read whole on change (``base.read_document``).
+is the index, skipped). Read whole on change (``readers.document.read_document``).
 
 Format (``core/index.d.ts``: ``Session``/``PersistedSessionInfo``): ``{sessionId,
 title, workspaceDirectory, history: ChatHistoryItem[], mode?, chatModelTitle?,

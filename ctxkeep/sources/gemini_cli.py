@@ -11,7 +11,7 @@ Two formats (google-gemini/gemini-cli ``services/chatRecordingService.ts``):
 
 - ``session-<time>-<id8>.json``: one pretty-printed JSON document
   ``{sessionId, projectHash, startTime, lastUpdated, messages[], summary?}`` rewritten
-  in place (no trailing newline): read whole by ``base.read_document`` (content hash);
+  in place (no trailing newline): read whole by ``readers.document.read_document`` (content hash);
 - ``session-<time>-<id8>.jsonl`` (≥ 0.40; sub-agents: ``chats/<parent id>/<id>.jsonl``):
   append-only. Line 1 is the metadata ``{sessionId, projectHash, startTime,
   lastUpdated, kind}``; then message records (a message written again with the same

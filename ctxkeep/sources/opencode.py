@@ -23,7 +23,7 @@ sst/opencode uses the XDG layout on Linux, macOS and Windows alike,
   time_created, time_updated, data)``, ``part(id, message_id, session_id,
   time_created, time_updated, data)``; ``data`` is the same JSON as the files
   without the ids. Read with a per-row high-water mark (rowid and ``time_updated``,
-  ``_sqlite.changed_rows``) on ``message`` and ``part``; the same record ids as the tree, so a store that saw the
+  ``readers.sqlite.changed_rows``) on ``message`` and ``part``; the same record ids as the tree, so a store that saw the
   tree before opencode migrated it into the database holds each part once.
 
 Sources of the facts: the SYNTHETIC storage tree in ``shared/corpus`` (from

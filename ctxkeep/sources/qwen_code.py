@@ -33,7 +33,7 @@ from ctxkeep.sources import gemini_cli
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
 from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.sources.readers.document import read_document
-from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
+from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "qwen-code"
 PARSER_VERSION = 1
@@ -77,7 +77,6 @@ def matches(path: Path) -> bool:
 def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one chat file (JSONL from its offset; an old JSON document whole)."""
-    src = str(file.path)
     if file.path.suffix != ".jsonl":
         old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
 
@@ -89,10 +88,7 @@ def read(file: SourceFile, wm: Watermark | None,
                 ch["agent"] = AGENT
             return out
         return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)
-
-    def parse(rec, offset, line_hash, state):
-        return parse_record(rec, offset, line_hash, state, src)
-    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
+    return _read_records(file, wm, batch_bytes)
 
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
@@ -180,3 +176,6 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         first["reasoning_tokens"] = as_int(um.get("thoughtsTokenCount")) or 0
         first["usage_key"] = f"qwen:{base['record_id']}"
     return out
+
+
+_read_records = record_reader(PARSER_VERSION, parse_record)

@@ -234,7 +234,7 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
 
 def read_task_file(agent: str, parser_version: int, file: SourceFile, wm: Watermark | None,
                    batch_bytes: int) -> Iterator[Batch]:
-    """Read one task file whole when its hash changed (``base.read_document``)."""
+    """Read one task file whole when its hash changed (``readers.document.read_document``)."""
     task = file.meta.get("task") or file.path.parent.name
     src = str(file.path)
     old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == parser_version else [])
