@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ctxkeep.sources._util import as_int, block_text, blocks_text, compact_json, drop_media, media_placeholder, strip_ansi
+from ctxkeep.sources._util import (as_int, block_text, blocks_text, compact_json, drop_media,
+                                   media_placeholder, strip_ansi)
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 

@@ -38,7 +38,8 @@ from typing import Any, Iterator
 import orjson
 
 from ctxkeep.sources._util import as_int, block_text, blocks_text
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                                      Watermark)
 from ctxkeep.sources.readers.document import read_document, track_ids
 from ctxkeep.sources.readers.jsonl import file_head
 

@@ -45,7 +45,8 @@ import orjson
 
 from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, read_pages
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                                      Watermark, quarantine_row)
 from ctxkeep.sources.readers.jsonl import read_jsonl
 
 AGENT = "goose"

@@ -56,7 +56,8 @@ import orjson
 
 from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                                      Watermark, quarantine_row)
 
 AGENT = "opencode"
 PARSER_VERSION = 1

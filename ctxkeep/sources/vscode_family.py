@@ -48,7 +48,8 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from ctxkeep.sources._util import as_int, blocks_text, compact_json, media_placeholder
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Mode, SourceFile, Watermark
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Mode,
+                                      SourceFile, Watermark)
 from ctxkeep.sources.readers.document import read_document, track_ids
 
 APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
