@@ -54,7 +54,8 @@ from typing import Any
 import orjson
 
 from ctxkeep.sources import SOURCES
-from ctxkeep.sources.contract import SourceFile, parse_line
+from ctxkeep.sources.contract import SourceFile
+from ctxkeep.sources.readers.jsonl import parse_line
 from ctxkeep.transforms.normalize import entry_id
 
 SUPPORTED = ("claude-code", "codex")

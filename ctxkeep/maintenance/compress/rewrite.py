@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.sources.contract import parse_line
+from ctxkeep.sources.readers.jsonl import parse_line
 
 BACKUP_SUFFIX = ".backup"
 TMP_MARK = ".ctxkeep-tmp."
