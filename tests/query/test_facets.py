@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import sqlite3
 
-import pytest
 
 from ctxkeep.pipeline.engine import transform_batch
 from ctxkeep.query import search as S

@@ -2,7 +2,6 @@
 errors, recency ties, budget and snippets — on the real corpus and on small notes."""
 from __future__ import annotations
 
-import sqlite3
 
 import pytest
 
