@@ -234,7 +234,7 @@ def _prefix_star(t: str, common: set[str] | frozenset) -> bool:
 def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str | None:
     """FTS5 expression for the relaxed list: any term (OR); terms of ≥ 3 characters
     as prefix queries, except the ``common`` ones (terms with many whole-word
-    matches, ``_common_terms``: ``code*`` would add ``codex``, ``codes`` … to lists
+    matches, ``retrieve.common_terms``: ``code*`` would add ``codex``, ``codes`` … to lists
     the word itself already fills, at 30–50 ms a search on a 450 MB store). None when
     no term has a word character.
 
