@@ -32,6 +32,7 @@ from typing import Callable
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
 from ctxkeep.errors import StoreBusy, UsageError
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.sinks.sqlite import status as entry_status
 from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -111,7 +112,7 @@ class FileResult:
 
 
 def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    return format_epoch(ts, whole_seconds=True)
 
 
 def _count_lines(path: Path) -> int:
