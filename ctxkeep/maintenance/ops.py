@@ -1,4 +1,5 @@
-"""Maintenance runs as plain functions (no Prefect): purge, retention, reindex, backfill.
+"""Maintenance runs as plain functions (no Prefect): retention, backfill (purge and
+reindex: ``maintenance.purge``, ``maintenance.reindex``).
 
 ``flows.maintenance_flows`` wraps each in a Prefect flow (schedules, API runs); the CLI
 calls these directly for ``--dry-run`` and ``--no-prefect``; tests call them without a
@@ -17,7 +18,6 @@ from pathlib import Path
 from ctxkeep import config as cfgmod
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.maintenance import purge as purge_mod
 from ctxkeep.maintenance import reindex as reindex_mod
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
@@ -32,14 +32,6 @@ BACKUP_RE = re.compile(r"^.+\.backup(?:[.\-_][^/\\]*)?$")
 
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
-
-
-# ---------------------------------------------------------------- purge
-
-def run_purge(home: Path, request: purge_mod.PurgeRequest, *, dry_run: bool = False,
-              reingest: bool = False, timeout: float = -1) -> dict:
-    """``sinks.purge.purge`` (the one implementation; see there for the report shape)."""
-    return purge_mod.purge(Path(home), request, dry_run=dry_run, reingest=reingest, timeout=timeout)
 
 
 # ---------------------------------------------------------------- retention
@@ -164,7 +156,7 @@ def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None 
             if conn:
                 archived = archive.archive_entries(conn, home, p.cutoff)
                 if archived["entries"]:
-                    out["analytics"] = purge_mod.rebuild_analytics(conn, home)
+                    out["analytics"] = reindex_mod.rebuild_analytics(conn, home)
             freed = archive.remove_files(p.old_archives, home / archive.ARCHIVE_DIR)
             # a backup goes only if it is still old (it may have been rewritten since the plan)
             backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
@@ -184,13 +176,6 @@ def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None 
                 finally:
                     conn.close()
     return out
-
-
-# ---------------------------------------------------------------- reindex
-
-def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout: float = -1) -> dict:
-    """``sinks.reindex.reindex``: rebuild the FTS indexes and DuckDB from SQLite."""
-    return reindex_mod.reindex(Path(home), fts=fts, analytics=analytics, timeout=timeout)
 
 
 # ---------------------------------------------------------------- backfill

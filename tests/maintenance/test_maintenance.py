@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 
 from conftest import CORPUS_HOME, corpus, fts_entries
-from ctxkeep.maintenance.ops import (first_timestamp, old_backups, run_backfill, run_reindex,
+from ctxkeep.maintenance.ops import (first_timestamp, old_backups, run_backfill,
                                        run_retention, select_backfill)
+from ctxkeep.maintenance.reindex import run_reindex
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
