@@ -5,7 +5,8 @@ dropped and created again from the current DDL (``sqlite_store.DDL``, so a chang
 tokenizer takes effect), ``fts_words`` is filled with FTS5's ``'rebuild'`` command from
 ``chunks`` (it is an external-content table), ``fts_grams`` from the chunk texts through
 ``transforms.grams``; the chunks' facet tokens are recomputed from the entries first;
-then DuckDB is deleted and synced from scratch.
+then DuckDB is deleted and synced from scratch (``rebuild_analytics``, which purge
+and retention call too, after they delete rows).
 """
 from __future__ import annotations
 

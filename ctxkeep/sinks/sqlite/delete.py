@@ -151,7 +151,8 @@ def drop_selection(conn: sqlite3.Connection) -> None:
 
 def fts_words_columns(conn: sqlite3.Connection) -> list[str]:
     """The indexed columns of the external-content ``fts_words`` table, which are also
-    columns of ``chunks`` (``["text"]`` in schema v1, ``["title", "text"]`` in v2)."""
+    columns of ``chunks`` (``["text"]`` in schema v1, ``["title", "text"]`` in v2,
+    ``["title", "text", "facets"]`` in v3)."""
     return [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")]
 
 
