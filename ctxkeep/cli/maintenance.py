@@ -155,7 +155,7 @@ def retention(
     as_json: bool = JsonOpt,
 ):
     """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import retention as maintenance
 
     h = _home(home)
     days = {k: v for k, v in (("archive_after_days", archive_after_days),
@@ -220,7 +220,7 @@ def backfill(
     as_json: bool = JsonOpt,
 ):
     """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates)."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import backfill as maintenance
     from ctxkeep.sources import SOURCES
 
     h = _home(home)
@@ -263,7 +263,7 @@ def backfill(
 def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import backfill as maintenance
 
     from ctxkeep.pipeline import engine as pipeline
 
@@ -273,12 +273,7 @@ def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict
     prog = Progress(TextColumn("backfill"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     console=err.get(), disable=not show, transient=True)
     files, _ = maintenance.select_backfill(h, paths=path or None, since=since, until=until, agents=agent or None)
-    total = 0
-    for f in files:
-        try:
-            total += f.path.stat().st_size
-        except OSError:
-            pass
+    total = maintenance.total_bytes(files)
     task_id = prog.add_task("backfill", total=total or 1)
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
     try:
@@ -306,9 +301,7 @@ def serve(
 
     h = cfgmod.ensure_home(_home(home))
 
-    def ready(api: str, warns: list[str]) -> None:
-        for w in warns:
-            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    def ready(api: str) -> None:
         err.print(f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
                   f"compress every {compress_minutes} min, retention every {retention_hours} h. "
                   "Ctrl-C to stop.", highlight=False)

@@ -16,7 +16,7 @@ from prefect import flow, get_run_logger
 from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest, check_confirm, parse_purge_request
 from ctxkeep.maintenance.reindex import run_reindex
-from ctxkeep.maintenance import ops as maintenance
+from ctxkeep.maintenance import backfill, retention
 
 
 @flow(name="purge", persist_result=False)
@@ -45,9 +45,9 @@ def purge_flow(home: str, session_id: str | None = None, scope: str | None = Non
 @flow(name="retention", persist_result=False)
 def retention_flow(home: str, dry_run: bool = False) -> dict:
     """Archive old consumed/archived entries to Parquet, drop old archives and compress
-    backups (``maintenance.run_retention``; thresholds from config)."""
+    backups (``maintenance.retention.run_retention``; thresholds from config)."""
     log = get_run_logger()
-    rep = maintenance.run_retention(Path(home), dry_run=dry_run)
+    rep = retention.run_retention(Path(home), dry_run=dry_run)
     log.info("retention: %s entries archived, %s archives and %s backups removed",
              (rep.get("archived") or {}).get("entries", 0), rep.get("archives_removed", 0),
              rep.get("backups_removed", 0))
@@ -66,8 +66,8 @@ def reindex_flow(home: str, fts: bool = True, analytics: bool = True) -> dict:
 def backfill_flow(home: str, paths: list[str] | None = None, since: str | None = None,
                   until: str | None = None, agents: list[str] | None = None,
                   dry_run: bool = False) -> dict:
-    """Re-ingest paths or a date range from byte 0 (``maintenance.run_backfill``)."""
-    rep = maintenance.run_backfill(Path(home), paths=[Path(p) for p in paths or []] or None,
-                                   since=since, until=until, agents=agents, dry_run=dry_run)
+    """Re-ingest paths or a date range from byte 0 (``maintenance.backfill.run_backfill``)."""
+    rep = backfill.run_backfill(Path(home), paths=[Path(p) for p in paths or []] or None,
+                                since=since, until=until, agents=agents, dry_run=dry_run)
     get_run_logger().info("backfill: %d files, %s", len(rep["files"]), rep.get("ingest"))
     return rep

@@ -127,18 +127,23 @@ def acquire_lock(home: Path, wait: bool = True) -> Iterator[StoreLock]:
 
 
 def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
-         ctx: DiscoveryContext | None = None, force: bool = False) -> Plan:
+         ctx: DiscoveryContext | None = None, force: bool = False,
+         files: list[SourceFile] | None = None) -> Plan:
     """Discover files and keep those that may hold new bytes.
 
-    With ``paths``, only those files/dirs are considered; otherwise every enabled
-    agent's default and configured locations. ``force`` ignores watermarks (backfill).
+    With ``files``, exactly those source files are considered (no discovery; a
+    backfill's selection); with ``paths``, only those files/dirs; otherwise every
+    enabled agent's default and configured locations. ``force`` ignores watermarks
+    (backfill).
     """
     cfg = cfgmod.load_config(home)
     ctx = ctx or DiscoveryContext.from_env()
     problems: list[str] = [
         f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
         for name in cfgmod.unknown_agents(cfg, SOURCES)]
-    if paths:
+    if files is not None:
+        discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
+    elif paths:
         files, path_problems = files_for_paths(paths, agents)
         problems += path_problems
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
@@ -695,17 +700,20 @@ def _close_quietly(c) -> None:
 
 def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | None = None,
                force: bool = False, on_plan: Callable[[Plan], None] | None = None,
-               on_bytes: Callable[[int], None] | None = None, wait: bool = True) -> Summary:
+               on_bytes: Callable[[int], None] | None = None, wait: bool = True,
+               files: list[SourceFile] | None = None, flow: str = "ingest") -> Summary:
     """The whole ingest without Prefect: lock, plan, read every changed file, sync
-    DuckDB, record the run. Raises StoreBusy when ``wait`` is False and another
-    maintenance run holds the lock."""
+    DuckDB, record the run (``runs.flow`` = ``flow``). ``files``: read exactly these
+    (see ``plan``; backfill passes its selection with ``force``). Raises StoreBusy when
+    ``wait`` is False and another maintenance run holds the lock."""
     t0 = time.perf_counter()
     home = cfgmod.ensure_home(Path(home))
     try:
         with acquire_lock(home, wait):
             conn = sqlite_store.connect(home)
             try:
-                return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0)
+                return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0,
+                                   files, flow)
             finally:
                 conn.close()
     except Timeout:
@@ -713,12 +721,13 @@ def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | N
                         hint="wait for it to finish") from None
 
 
-def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) -> Summary:
-    p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force)
+def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files=None,
+                flow="ingest") -> Summary:
+    p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)
     s = Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
-    run_id = sqlite_store.start_run(conn, "ingest")
+    run_id = sqlite_store.start_run(conn, flow)
     tombs = sqlite_store.tombstoned(conn)
     status = "failed"
     syncer = AnalyticsSyncer(home)

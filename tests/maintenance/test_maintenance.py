@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 from conftest import CORPUS_HOME, corpus, fts_entries
-from ctxkeep.maintenance.ops import (first_timestamp, old_backups, run_backfill,
-                                       run_retention, select_backfill)
+from ctxkeep.maintenance.backfill import first_timestamp, run_backfill, select_backfill
 from ctxkeep.maintenance.reindex import run_reindex
+from ctxkeep.maintenance.retention import old_backups, run_retention
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
@@ -216,6 +216,10 @@ def test_backfill_restores_deleted_rows_of_given_paths(store):
     assert rep["files"] == [str(f)]
     assert rep["ingest"]["entries_new"] == lost
     assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", CODEX_BIG) == 1487
+    conn = sqlite3.connect(store / "store.db")   # recorded by the ingest engine, as backfill
+    assert conn.execute("SELECT flow, status FROM runs ORDER BY run_id DESC LIMIT 2").fetchall() == [
+        ("backfill", "ok"), ("ingest", "ok")]
+    conn.close()
 
 
 def test_backfill_date_range_selects_files(ctx, store_home):
@@ -249,7 +253,7 @@ def test_first_timestamp_reads_claude_and_codex_heads():
 def test_backfill_days_take_ages_like_search():
     import datetime as dt
 
-    from ctxkeep.maintenance.ops import parse_day
+    from ctxkeep.maintenance.backfill import parse_day
     now = dt.datetime.now(dt.timezone.utc)
     t = parse_day("7d")
     assert abs((now - t) - dt.timedelta(days=7)) < dt.timedelta(seconds=5)

@@ -283,7 +283,7 @@ def test_purge_of_missing_store_dry_run_is_zero(store_home):
 
 
 def test_purge_removes_the_scope_from_the_parquet_archive(store):
-    from ctxkeep.maintenance.ops import run_retention
+    from ctxkeep.maintenance.retention import run_retention
     from ctxkeep.sinks import parquet as archive
     conn = sqlite3.connect(store / "store.db")
     with conn:   # archive this session and two entries of the Demo project

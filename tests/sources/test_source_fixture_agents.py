@@ -93,12 +93,12 @@ def test_continue_edited_history_marks_old_turns(tmp_path):
 
 
 @pytest.mark.parametrize("agent, mod, task, project, usage", [
-    ("cline", cline, "1733050000000", "/home/dev/webapp",
+    ("cline", cline.SOURCE, "1733050000000", "/home/dev/webapp",
      [("claude-3-5-sonnet-20241022", 3, 120, 9120, 0), ("claude-3-5-sonnet-20241022", 4, 210, 350, 9120),
       ("claude-3-5-sonnet-20241022", 2, 15, 0, 9470)]),
-    ("roo-code", roo_code, "0f8e2b1c-6a43-4d7e-9a51-2d2c1b7e9f10", "/Users/dev/api",
+    ("roo-code", roo_code.SOURCE, "0f8e2b1c-6a43-4d7e-9a51-2d2c1b7e9f10", "/Users/dev/api",
      [(None, 5400, 80, 0, 1024), (None, 610, 95, 0, 5376)]),
-    ("kilo-code", kilo_code, "5b6c7d8e-0000-4000-8000-00000000kilo", None,
+    ("kilo-code", kilo_code.SOURCE, "5b6c7d8e-0000-4000-8000-00000000kilo", None,
      [(None, 1200, 40, 1100, 0)]),
 ])
 def test_cline_family_tasks(tmp_path, agent, mod, task, project, usage):

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     import polars as pl
 
-    from ctxkeep.sources.contract import Watermark  # importing ``sources`` loads every source (~30 ms)
+    from ctxkeep.schema import Watermark
 
 from ctxkeep import timeutil
 from ctxkeep.config import ensure_home
@@ -361,7 +361,7 @@ def analytics_behind(conn: sqlite3.Connection) -> bool:
 
 def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
     """All watermarks, keyed by path."""
-    from ctxkeep.sources.contract import Watermark
+    from ctxkeep.schema import Watermark
 
     out = {}
     for r in conn.execute("SELECT path, agent, dev, ino, size, mtime_ns, offset, head_len, "
