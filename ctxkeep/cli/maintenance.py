@@ -50,7 +50,8 @@ def purge(
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
-    from ctxkeep.maintenance.purge import PurgeRequest, parse_purge_request, purge as do_purge
+    from ctxkeep.maintenance.purge import run_purge as do_purge
+    from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
 
     chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
     if len(chosen) != 1:
@@ -189,13 +190,13 @@ def reindex(
     as_json: bool = JsonOpt,
 ):
     """Rebuild the FTS indexes and DuckDB from the SQLite entries."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance.reindex import run_reindex
 
     h = _home(home)
     try:
         if no_prefect:
             with err.status("reindex…"):
-                rep = maintenance.run_reindex(h, analytics=not no_analytics)
+                rep = run_reindex(h, analytics=not no_analytics)
         else:
             rep = _run_flow(h, "reindex", analytics=not no_analytics)
     except CtxkeepError as e:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from ctxkeep.maintenance.purge import PurgeRequest, check_confirm, parse_purge_request
+from ctxkeep.maintenance.purge import run_purge
+from ctxkeep.maintenance.purge_request import PurgeRequest, check_confirm, parse_purge_request
+from ctxkeep.maintenance.reindex import run_reindex
 from ctxkeep.maintenance import backfill, retention
-from ctxkeep.maintenance import ops as maintenance
 
 
 @flow(name="purge", persist_result=False)
@@ -25,8 +26,8 @@ def purge_flow(home: str, session_id: str | None = None, scope: str | None = Non
                reingest: bool = False) -> dict:
     """Purge a session, a project or (``all_``) the whole store at ``home``.
 
-    Arguments as ``sinks.purge.parse_purge_request`` (``cwd`` defaults to the process's
-    working directory); returns the ``sinks.purge.purge`` report. Raises PurgeCancelled
+    Arguments as ``purge_request.parse_purge_request`` (``cwd`` defaults to the process's
+    working directory); returns the ``purge.run_purge`` report. Raises PurgeCancelled
     or UsageError (the contract), StoreBusy.
     """
     log = get_run_logger()
@@ -36,7 +37,7 @@ def purge_flow(home: str, session_id: str | None = None, scope: str | None = Non
     else:
         req = parse_purge_request(session_id=session_id, scope=scope, project_dir=project_dir,
                                   confirm=confirm, cwd=cwd or os.getcwd())
-    rep = maintenance.run_purge(Path(home), req, dry_run=dry_run, reingest=reingest)
+    rep = run_purge(Path(home), req, dry_run=dry_run, reingest=reingest)
     log.info("purge %s: %s", rep["resolved"], rep.get("removed"))
     return rep
 
@@ -55,8 +56,8 @@ def retention_flow(home: str, dry_run: bool = False) -> dict:
 
 @flow(name="reindex", persist_result=False)
 def reindex_flow(home: str, fts: bool = True, analytics: bool = True) -> dict:
-    """Rebuild the FTS indexes and DuckDB from SQLite (``maintenance.run_reindex``)."""
-    rep = maintenance.run_reindex(Path(home), fts=fts, analytics=analytics)
+    """Rebuild the FTS indexes and DuckDB from SQLite (``reindex.run_reindex``)."""
+    rep = run_reindex(Path(home), fts=fts, analytics=analytics)
     get_run_logger().info("reindex: %s", rep)
     return rep
 

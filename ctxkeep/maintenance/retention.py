@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep import config as cfgmod
-from ctxkeep.maintenance import purge as purge_mod
+from ctxkeep.maintenance.reindex import rebuild_analytics
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.lock import hold
@@ -154,7 +154,7 @@ def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None 
             if conn:
                 archived = archive.archive_entries(conn, home, p.cutoff)
                 if archived["entries"]:
-                    out["analytics"] = purge_mod.rebuild_analytics(conn, home)
+                    out["analytics"] = rebuild_analytics(conn, home)
             freed = archive.remove_files(p.old_archives, home / archive.ARCHIVE_DIR)
             # a backup goes only if it is still old (it may have been rewritten since the plan)
             backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)

@@ -19,6 +19,7 @@ from filelock import Timeout
 
 from ctxkeep import config as cfgmod
 from ctxkeep.errors import StoreBusy
+from ctxkeep.paths import under_expr
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -226,9 +227,7 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict |
         frame = frame.filter(~pl.col("session_id").is_in(list(tombs["session"]))
                              & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"])))
     for proj in tombs.get("project", ()):
-        pd = pl.col("project_dir").fill_null("")
-        frame = frame.filter(~((pd == proj) | pd.str.starts_with(proj.rstrip("/\\") + "/")
-                               | pd.str.starts_with(proj.rstrip("/\\") + "\\")))
+        frame = frame.filter(~under_expr(pl.col("project_dir"), proj).fill_null(False))
     existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
     if frame.height:  # entries retention moved to the Parquet archive stay there
         existing |= archive.archived_ids(conn, frame["entry_id"].to_list())

@@ -39,6 +39,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from ctxkeep.timeutil import format_utc
 from ctxkeep.sources import _homescan
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                                       Watermark)
@@ -129,7 +130,7 @@ def _local_to_utc(text: str) -> str | None:
             else dt.datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S")
     except ValueError:
         return None
-    return t.astimezone().astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(t)
 
 
 def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:

@@ -38,6 +38,7 @@ from typing import Iterator
 
 import orjson
 
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources.readers.sqlite import (DbRead, advance_mark, changed_rows, database_reader, db_fingerprint,
                                            db_watermark, settle_fingerprint)
 from ctxkeep.sources._util import compact_json, media_placeholder
@@ -57,7 +58,7 @@ def to_iso(v) -> str | None:
             return None
         if x > 1e11:
             x /= 1000.0
-        return dt.datetime.fromtimestamp(x, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(x)
     return str(v)
 
 

@@ -29,7 +29,6 @@ The corpus has no Continue file; tests use tests/fixtures/continue/.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import os
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any, Iterator
 
 import orjson
 
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources._util import as_int, block_text, blocks_text
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                                       Watermark)
@@ -182,6 +182,6 @@ def read(file: SourceFile, wm: Watermark | None,
             mt = os.stat(file.path).st_mtime
         except OSError:
             mt = 0
-        iso = dt.datetime.fromtimestamp(mt, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        iso = format_epoch(mt)
         return parse_session(doc, src, iso, state, old_ids)
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)

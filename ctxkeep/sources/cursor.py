@@ -34,13 +34,13 @@ Bubbles of a chat whose ``status`` is ``generating`` and that changed in the las
 """
 from __future__ import annotations
 
-import datetime as dt
 import time
 from pathlib import Path
 from typing import Iterator
 
 import orjson
 
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, open_ro, read_pages
 from ctxkeep.sources._util import as_int, compact_json
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -104,7 +104,7 @@ def _iso(v) -> str | None:
         return None
     if isinstance(v, (int, float)):
         x = v / 1000 if v > 1e11 else v
-        return dt.datetime.fromtimestamp(x, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(x)
     return str(v)
 
 

@@ -36,13 +36,13 @@ GitHub: ``tests/fixtures/goose`` is generated from the schema above.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 from pathlib import Path
 from typing import Iterator
 
 import orjson
 
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, read_pages
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -98,7 +98,7 @@ def sec_iso(v) -> str | None:
     if v is None:
         return None
     if isinstance(v, (int, float)):
-        return dt.datetime.fromtimestamp(v, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(v)
     s = str(v).replace(" ", "T")
     return s if s.endswith("Z") or "+" in s[10:] else s + "Z"
 

@@ -46,7 +46,6 @@ next run.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import time
 from pathlib import Path
@@ -54,6 +53,7 @@ from typing import Iterator
 
 import orjson
 
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
 from ctxkeep.sources._util import as_int, compact_json
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
@@ -216,7 +216,7 @@ def ms_iso(v) -> str | None:
     x = as_int(v)
     if not x:
         return None
-    return dt.datetime.fromtimestamp(x / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_epoch(x / 1000)
 
 
 def _msg_complete(msg: dict) -> bool:

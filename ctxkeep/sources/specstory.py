@@ -37,6 +37,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from ctxkeep.timeutil import format_utc
 from ctxkeep.sources import _homescan
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
                                       Watermark)
@@ -98,7 +99,7 @@ def _ts(text: str | None, local: bool) -> str | None:
         t = t.replace(tzinfo=dt.timezone.utc)
     else:
         t = t.astimezone()
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(t)
 
 
 def parse_export(text: str, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:

@@ -37,7 +37,6 @@ to find them by in the bytes).
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import os
 import re
@@ -47,6 +46,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources._util import as_int, blocks_text, compact_json, media_placeholder
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Mode,
                                       SourceFile, Watermark)
@@ -116,7 +116,7 @@ def _ms_iso(ms: Any) -> str | None:
     if v < 10**11:  # seconds
         v *= 1000
     try:
-        return dt.datetime.fromtimestamp(v / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(v / 1000)
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import CORPUS_HOME, corpus, fts_entries, scalar
 from ctxkeep.maintenance.backfill import first_timestamp, run_backfill, select_backfill
-from ctxkeep.maintenance.ops import run_reindex
+from ctxkeep.maintenance.reindex import run_reindex
 from ctxkeep.maintenance.retention import old_backups, run_retention
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store

@@ -17,7 +17,8 @@ from conftest import CORPUS_HOME, corpus, fts_entries, hold_lock_in_subprocess, 
 from ctxkeep.errors import PurgeCancelled, StoreBusy, UsageError
 from ctxkeep.pipeline.engine import lock, run_ingest
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.maintenance.purge import PurgeRequest, parse_purge_request, preview, purge
+from ctxkeep.maintenance.purge import preview, run_purge as purge
+from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
 from ctxkeep.sources.contract import DiscoveryContext
 
 SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"      # claude-code-log sample, 69 entries

@@ -38,6 +38,7 @@ from typing import Callable
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
 from ctxkeep.errors import StoreBusy, UsageError
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.pipeline import engine as pipeline
@@ -122,7 +123,7 @@ class FileResult:
 
 
 def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    return format_epoch(ts, whole_seconds=True)
 
 
 def _count_lines(path: Path) -> int:

@@ -14,6 +14,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from ctxkeep.errors import UsageError
+from ctxkeep.paths import under_sql
+from ctxkeep.timeutil import format_utc, parse_utc
 from ctxkeep.schema import AGENTS, KINDS, ROLES, STATUSES
 from ctxkeep.transforms import facets as fx
 from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE, _CJK_RUN as CJK_RE, query_grams
@@ -43,13 +45,11 @@ def parse_when(value: str | None, *, now: dt.datetime | None = None) -> str | No
         t = now - dt.timedelta(seconds=int(m.group(1)) * _REL_UNITS[m.group(2)])
     else:
         try:
-            t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+            t = parse_utc(v)
         except ValueError:
             raise UsageError(f"cannot read the time {value!r}", where="since/until",
                              hint="use an ISO date (2025-06-01), datetime, or an age like 7d, 12h") from None
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=dt.timezone.utc)
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(t)
 
 
 def _values(v) -> list[str]:
@@ -157,10 +157,9 @@ class Filters:
             conds.append(f"lower({alias}.tool_name) IN ({','.join('?' * len(tools))})")
             params += [t.lower() for t in tools]
         if self.project:
-            p = self.project.rstrip("/") or "/"
-            esc = p.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            conds.append(f"({alias}.project_dir = ? OR {alias}.project_dir LIKE ? ESCAPE '\\')")
-            params += [p, (esc if p != "/" else "") + "/%"]
+            under, under_params = under_sql(f"{alias}.project_dir", self.project)
+            conds.append(under)
+            params += under_params
         if self.since:
             conds.append(f"{alias}.ts >= ?")
             params.append(parse_when(self.since))

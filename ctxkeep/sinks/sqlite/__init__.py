@@ -26,7 +26,6 @@ WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes u
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sqlite3
@@ -41,6 +40,7 @@ if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
 
     from ctxkeep.schema import Watermark
 
+from ctxkeep import timeutil
 from ctxkeep.config import ensure_home
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
@@ -125,7 +125,7 @@ CREATE INDEX IF NOT EXISTS status_log_entry ON status_log(entry_id, changed_at);
 
 def now_iso() -> str:
     """Current UTC time as ISO-8601 text with microseconds and ``Z``."""
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return timeutil.now_iso()
 
 
 def _create_private(path: Path) -> None:
@@ -416,7 +416,7 @@ def tombstoned(conn: sqlite3.Connection) -> dict[str, set[str]]:
 
 def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
     import polars as pl
-    return df.with_columns(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+    return df.with_columns(pl.col("ts").dt.strftime(timeutil.UTC_FORMAT_POLARS))
 
 
 def apply_status_changes(conn: sqlite3.Connection, changes: list[dict], stamp: str | None = None) -> int:
