@@ -241,23 +241,3 @@ def missing_dirs(cfg: Config) -> dict[str, list[Path]]:
 def unknown_agents(cfg: Config, known) -> list[str]:
     """Agent names in the config (or environment) that no source module has."""
     return sorted(set(cfg.agents) - set(known))
-
-
-def normalize_dir(path: str, cwd: str) -> str:
-    """A directory a user named, as stored ``project_dir`` values are written: ``~``
-    expanded, a relative path taken from ``cwd``, ``..``/``.`` folded and trailing
-    separators dropped (``/`` stays ``/``); Windows paths (``C:\\x``) are kept as
-    given apart from the trailing separator."""
-    p = os.path.expanduser(str(path).strip())
-    if not os.path.isabs(p) and not looks_windows_abs(p):
-        p = os.path.join(cwd, p)
-    if not looks_windows_abs(p):
-        p = os.path.normpath(p)
-    if len(p) > 1:
-        p = p.rstrip("/\\") or p[:1]
-    return p
-
-
-def looks_windows_abs(p: str) -> bool:
-    """True for ``C:\\…`` or ``C:/…``."""
-    return len(p) >= 3 and p[1] == ":" and p[2] in "\\/"

@@ -7,7 +7,7 @@ and ``text_bytes`` are bytes.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,6 +30,28 @@ class EntryRef:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class Watermark:
+    """How far a source file was read (one row of the store's ``watermarks`` table).
+    ``offset`` is the byte offset after the last complete line stored; ``head_hash``
+    the SHA-256 of its first ``head_len`` bytes (at most 4 KiB); ``state`` the parser's
+    carry-over (JSON-serializable). ``dev``/``ino``/``size``/``mtime_ns`` are the
+    file's stat facts (bytes, nanoseconds) when it was read. Kept here, not in
+    ``sources``, because the sinks store it and sinks do not import sources."""
+
+    path: str
+    agent: str
+    dev: int = 0
+    ino: int = 0
+    size: int = 0
+    mtime_ns: int = 0
+    offset: int = 0
+    head_len: int = 0
+    head_hash: str = ""
+    parser_version: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 #: every ``agent`` value: the sources' names (``sources.SOURCES``, in registry order)

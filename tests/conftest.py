@@ -77,6 +77,36 @@ def home_copy(tmp_path) -> Path:
     return dst
 
 
+# ---------------------------------------------------------------- helpers shared by the tests
+
+
+def ingest(home: Path, store: Path, agents: str | list[str] | None = None, env: dict | None = None,
+           paths=None):
+    """Run the plain pipeline (``run_ingest``, no Prefect) into the store ``store`` with
+    HOME=``home`` and environment ``env`` (default: empty) for discovery; ``agents`` is
+    one agent name or a list of them (default: every agent). Returns the run Summary."""
+    from ctxkeep.pipeline.engine import run_ingest
+    from ctxkeep.sources.contract import DiscoveryContext
+    if isinstance(agents, str):
+        agents = [agents]
+    return run_ingest(store, agents=agents, paths=paths, ctx=DiscoveryContext(home=home, env=env or {}))
+
+
+def q(store: Path, sql: str, *args) -> list[tuple]:
+    """Rows of ``sql`` (parameters ``args``) on ``<store>/store.db``, opened read-only."""
+    import sqlite3
+    conn = sqlite3.connect(f"file:{Path(store) / 'store.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def scalar(store: Path, sql: str, *args):
+    """The first column of the first row of ``sql`` on ``<store>/store.db`` (read-only)."""
+    return q(store, sql, *args)[0][0]
+
+
 def hold_lock_in_subprocess(home: Path):
     """Start a process that holds ``home``'s store lock until a line arrives on its
     stdin; returns the Popen once the lock is held (``.communicate(b"\\n")`` ends it)."""
@@ -99,7 +129,8 @@ def fts_entries(home: Path, match: str, table: str = "fts_words") -> set[str]:
     try:
         return {r[0] for r in conn.execute(
             f"SELECT DISTINCT e.entry_id FROM {table} f JOIN chunks ch ON ch.chunk_id = f.rowid "
-            "JOIN contents c ON c.content_id = ch.content_id JOIN entries e ON e.content_hash = c.content_hash "
+            "JOIN contents c ON c.content_id = ch.content_id "
+            "JOIN entries e ON e.content_hash = c.content_hash "
             f"WHERE {table} MATCH ?", (match,))}
     finally:
         conn.close()

@@ -7,22 +7,22 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ctxkeep.maintenance.compress import run as compress_ops
-from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
+from ctxkeep.maintenance import compress
+from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.transforms.tokens import encoding
 
 encoding()   # build the offline o200k_base tables before forking
 
-_make_backup = jsonl_rewrite.make_backup
+_make_backup = rewrite.make_backup
 
 
 def run(conn, store: str, path: str) -> None:
     def make_backup(*a, **k):
         conn.send(("write", time.monotonic()))
         return _make_backup(*a, **k)
-    jsonl_rewrite.make_backup = make_backup
+    rewrite.make_backup = make_backup
     conn.send(("ready", time.monotonic()))
-    s = compress_ops.run_compress(Path(store), paths=[Path(path)], keep_messages=10, force=True)
+    s = compress.run_compress(Path(store), paths=[Path(path)], keep_messages=10, force=True)
     f = s["files"][0]
     conn.send(("done", time.monotonic(), f["status"], f["reason"]))
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 
-from conftest import CORPUS_HOME, FIXTURES
+from conftest import CORPUS_HOME, FIXTURES, q
 
 
 def writable_copy(src: Path, dst: Path) -> Path:
@@ -18,7 +17,7 @@ def writable_copy(src: Path, dst: Path) -> Path:
     else:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst)
-    for root, dirs, files in os.walk(dst if dst.is_dir() else dst.parent):
+    for root, _dirs, files in os.walk(dst if dst.is_dir() else dst.parent):
         os.chmod(root, 0o755)
         for f in files:
             os.chmod(os.path.join(root, f), 0o644)
@@ -33,15 +32,6 @@ def corpus_part(rel: str, home: Path) -> Path:
 def fixture_home(agent: str, home: Path) -> Path:
     """A writable copy of ``tests/fixtures/<agent>/home`` merged into ``home``."""
     return writable_copy(FIXTURES / agent / "home", home)
-
-
-def q(store: Path, sql: str, *args):
-    """Rows of a query on ``<store>/store.db`` (read-only)."""
-    conn = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
 
 
 def kinds(store: Path, agent: str) -> dict:

@@ -30,7 +30,7 @@ def compress(
     as_json: bool = JsonOpt,
 ):
     """Shrink oversized Claude Code and Codex session files; the store keeps what they drop."""
-    from ctxkeep.maintenance.compress import run as ops
+    from ctxkeep.maintenance import compress as ops
 
     h = _home(home)
     if sum(bool(x) for x in (check, restore is not None, dry_run and check)) > 1 or (restore and files):
@@ -63,7 +63,7 @@ def compress(
 def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, no_prefect: bool, show: bool) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from ctxkeep.maintenance.compress import run as ops
+    from ctxkeep.maintenance import compress as ops
 
     prog = Progress(TextColumn("compress"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                     console=err.get(), disable=not show, transient=True)

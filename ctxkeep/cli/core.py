@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from ctxkeep import config as cfgmod
+from ctxkeep.paths import normalize_dir
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.cli import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
@@ -130,7 +131,7 @@ def search(
         if budget is not None and budget < 1:
             raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
         if project:  # ., ~, relative: from here
-            project = cfgmod.normalize_dir(project, os.getcwd())
+            project = normalize_dir(project, os.getcwd())
         conn = sqlite_store.connect(_home(home), readonly=True)
         res = do_search(conn, query, filters=Filters(
             agent=agent, project=project, session=session, kind=kind, role=role, tool=tool,

@@ -50,7 +50,8 @@ def purge(
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
-    from ctxkeep.maintenance.purge import PurgeRequest, parse_purge_request, purge as do_purge
+    from ctxkeep.maintenance.purge import run_purge as do_purge
+    from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
 
     chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
     if len(chosen) != 1:
@@ -154,7 +155,7 @@ def retention(
     as_json: bool = JsonOpt,
 ):
     """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import retention as maintenance
 
     h = _home(home)
     days = {k: v for k, v in (("archive_after_days", archive_after_days),
@@ -189,13 +190,13 @@ def reindex(
     as_json: bool = JsonOpt,
 ):
     """Rebuild the FTS indexes and DuckDB from the SQLite entries."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance.reindex import run_reindex
 
     h = _home(home)
     try:
         if no_prefect:
             with err.status("reindex…"):
-                rep = maintenance.run_reindex(h, analytics=not no_analytics)
+                rep = run_reindex(h, analytics=not no_analytics)
         else:
             rep = _run_flow(h, "reindex", analytics=not no_analytics)
     except CtxkeepError as e:
@@ -219,7 +220,7 @@ def backfill(
     as_json: bool = JsonOpt,
 ):
     """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates)."""
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import backfill as maintenance
     from ctxkeep.sources import SOURCES
 
     h = _home(home)
@@ -262,7 +263,7 @@ def backfill(
 def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    from ctxkeep.maintenance import ops as maintenance
+    from ctxkeep.maintenance import backfill as maintenance
 
     from ctxkeep.pipeline import engine as pipeline
 
@@ -272,12 +273,7 @@ def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict
     prog = Progress(TextColumn("backfill"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     console=err.get(), disable=not show, transient=True)
     files, _ = maintenance.select_backfill(h, paths=path or None, since=since, until=until, agents=agent or None)
-    total = 0
-    for f in files:
-        try:
-            total += f.path.stat().st_size
-        except OSError:
-            pass
+    total = maintenance.total_bytes(files)
     task_id = prog.add_task("backfill", total=total or 1)
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
     try:
@@ -305,9 +301,7 @@ def serve(
 
     h = cfgmod.ensure_home(_home(home))
 
-    def ready(api: str, warns: list[str]) -> None:
-        for w in warns:
-            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    def ready(api: str) -> None:
         err.print(f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
                   f"compress every {compress_minutes} min, retention every {retention_hours} h. "
                   "Ctrl-C to stop.", highlight=False)

@@ -1,10 +1,11 @@
 """The compress flow (Prefect): shrink every session file over a threshold after
-verifying that the store holds every line. The work is done by ``flows.compress_ops``;
-this module adds the orchestration: one task per file (retried while the store is
-locked by another writer), logging, and the run record.
+verifying that the store holds every line. The work (and the run record) is done by
+``maintenance.compress``; this module adds the orchestration: one task per file
+(retried while the store is locked by another writer) and logging.
 
 Scheduled hourly by ``ctxkeep serve``; ``ctxkeep compress`` runs it on demand
-(``--check``, ``--dry-run`` and ``--restore`` call ``compress_ops`` without Prefect).
+(``--check``, ``--dry-run``, ``--no-prefect`` and ``--restore`` call
+``maintenance.compress`` without Prefect).
 """
 from __future__ import annotations
 
@@ -15,23 +16,22 @@ from prefect.cache_policies import NO_CACHE
 
 from ctxkeep import config as cfgmod
 from ctxkeep.errors import StoreBusy
+from ctxkeep.maintenance import compress
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import SourceFile
-from ctxkeep.maintenance.compress import run as compress_ops
 
 
 @task(name="compress-file", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE,
       persist_result=False,
       retry_condition_fn=lambda t, r, s: isinstance(s.result(raise_on_failure=False), StoreBusy))
 def compress_file_task(home: str, file: SourceFile, keep_messages: int | None,
-                       force: bool) -> compress_ops.FileResult:
-    """Compress one file (``compress_ops.compress_file``); returns its FileResult."""
+                       force: bool) -> compress.FileResult:
+    """Compress one file (``compress.compress_file``); returns its FileResult."""
     h = Path(home)
     cc = cfgmod.load_config(h).compress
     conn = sqlite_store.connect(h)
     try:
-        return compress_ops.compress_file(conn, h, file, cc, keep_messages=keep_messages,
-                                          force=force)
+        return compress.compress_file(conn, h, file, cc, keep_messages=keep_messages, force=force)
     finally:
         conn.close()
 
@@ -42,7 +42,7 @@ def compress_flow(home: str, paths: list[str] | None = None, keep_messages: int 
     """Compress the given session files, or every enabled agent's Claude Code/Codex
     file over ``max_size_kb``/``max_lines``, in the store at ``home``.
 
-    Returns the run summary of ``compress_ops.run_compress`` (bytes and tokens before
+    Returns the run summary of ``compress.run_compress`` (bytes and tokens before
     and after, one FileResult dict per file)."""
     log = get_run_logger()
 
@@ -52,8 +52,8 @@ def compress_flow(home: str, paths: list[str] | None = None, keep_messages: int 
         log.info("%s: %s %s", file.path, res.status, res.reason)
         return res
 
-    summary = compress_ops.run_compress(Path(home), paths=[Path(p) for p in paths or []] or None,
-                                        keep_messages=keep_messages, force=force, runner=runner)
+    summary = compress.run_compress(Path(home), paths=[Path(p) for p in paths or []] or None,
+                                    keep_messages=keep_messages, force=force, runner=runner)
     log.info("compress done: %d compressed, %d refused, %d → %d bytes", summary["compressed"],
              summary["refused"], summary["bytes_before"], summary["bytes_after"])
     return summary

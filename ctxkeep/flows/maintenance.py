@@ -13,8 +13,10 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from ctxkeep.maintenance.purge import PurgeRequest, check_confirm, parse_purge_request
-from ctxkeep.maintenance import ops as maintenance
+from ctxkeep.maintenance.purge import run_purge
+from ctxkeep.maintenance.purge_request import PurgeRequest, check_confirm, parse_purge_request
+from ctxkeep.maintenance.reindex import run_reindex
+from ctxkeep.maintenance import backfill, retention
 
 
 @flow(name="purge", persist_result=False)
@@ -24,8 +26,8 @@ def purge_flow(home: str, session_id: str | None = None, scope: str | None = Non
                reingest: bool = False) -> dict:
     """Purge a session, a project or (``all_``) the whole store at ``home``.
 
-    Arguments as ``sinks.purge.parse_purge_request`` (``cwd`` defaults to the process's
-    working directory); returns the ``sinks.purge.purge`` report. Raises PurgeCancelled
+    Arguments as ``purge_request.parse_purge_request`` (``cwd`` defaults to the process's
+    working directory); returns the ``purge.run_purge`` report. Raises PurgeCancelled
     or UsageError (the contract), StoreBusy.
     """
     log = get_run_logger()
@@ -35,7 +37,7 @@ def purge_flow(home: str, session_id: str | None = None, scope: str | None = Non
     else:
         req = parse_purge_request(session_id=session_id, scope=scope, project_dir=project_dir,
                                   confirm=confirm, cwd=cwd or os.getcwd())
-    rep = maintenance.run_purge(Path(home), req, dry_run=dry_run, reingest=reingest)
+    rep = run_purge(Path(home), req, dry_run=dry_run, reingest=reingest)
     log.info("purge %s: %s", rep["resolved"], rep.get("removed"))
     return rep
 
@@ -43,9 +45,9 @@ def purge_flow(home: str, session_id: str | None = None, scope: str | None = Non
 @flow(name="retention", persist_result=False)
 def retention_flow(home: str, dry_run: bool = False) -> dict:
     """Archive old consumed/archived entries to Parquet, drop old archives and compress
-    backups (``maintenance.run_retention``; thresholds from config)."""
+    backups (``maintenance.retention.run_retention``; thresholds from config)."""
     log = get_run_logger()
-    rep = maintenance.run_retention(Path(home), dry_run=dry_run)
+    rep = retention.run_retention(Path(home), dry_run=dry_run)
     log.info("retention: %s entries archived, %s archives and %s backups removed",
              (rep.get("archived") or {}).get("entries", 0), rep.get("archives_removed", 0),
              rep.get("backups_removed", 0))
@@ -54,8 +56,8 @@ def retention_flow(home: str, dry_run: bool = False) -> dict:
 
 @flow(name="reindex", persist_result=False)
 def reindex_flow(home: str, fts: bool = True, analytics: bool = True) -> dict:
-    """Rebuild the FTS indexes and DuckDB from SQLite (``maintenance.run_reindex``)."""
-    rep = maintenance.run_reindex(Path(home), fts=fts, analytics=analytics)
+    """Rebuild the FTS indexes and DuckDB from SQLite (``reindex.run_reindex``)."""
+    rep = run_reindex(Path(home), fts=fts, analytics=analytics)
     get_run_logger().info("reindex: %s", rep)
     return rep
 
@@ -64,8 +66,8 @@ def reindex_flow(home: str, fts: bool = True, analytics: bool = True) -> dict:
 def backfill_flow(home: str, paths: list[str] | None = None, since: str | None = None,
                   until: str | None = None, agents: list[str] | None = None,
                   dry_run: bool = False) -> dict:
-    """Re-ingest paths or a date range from byte 0 (``maintenance.run_backfill``)."""
-    rep = maintenance.run_backfill(Path(home), paths=[Path(p) for p in paths or []] or None,
-                                   since=since, until=until, agents=agents, dry_run=dry_run)
+    """Re-ingest paths or a date range from byte 0 (``maintenance.backfill.run_backfill``)."""
+    rep = backfill.run_backfill(Path(home), paths=[Path(p) for p in paths or []] or None,
+                                since=since, until=until, agents=agents, dry_run=dry_run)
     get_run_logger().info("backfill: %d files, %s", len(rep["files"]), rep.get("ingest"))
     return rep

@@ -10,9 +10,8 @@ group) when it exits: Ctrl-C, SIGTERM (systemd, launchd) or an error.
 Deployments (flow name / deployment name, schedule):
 
 - ``ingest/ctxkeep-ingest``: every ``ingest_minutes`` (15);
-- ``compress/ctxkeep-compress``: hourly, if ``ctxkeep.flows.compress:compress_flow``
-  is importable (it lives on another branch; missing → a warning, skipped);
-- ``retention/ctxkeep-retention``: daily (every 24 h).
+- ``compress/ctxkeep-compress``: every ``compress_minutes`` (60);
+- ``retention/ctxkeep-retention``: every ``retention_hours`` (24).
 
 Each run executes in a subprocess started by Prefect's runner, which imports the flow by
 module path (``ctxkeep.flows.ingest.ingest_flow``, …), with the ``home`` parameter set.
@@ -30,7 +29,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +47,6 @@ class Schedule:
     name: str
     entrypoint: str
     interval: dt.timedelta
-    optional: bool = False
 
 
 def schedules(ingest_minutes: int = 15, compress_minutes: int = 60,
@@ -57,7 +54,7 @@ def schedules(ingest_minutes: int = 15, compress_minutes: int = 60,
     """The default schedules: ingest every 15 min, compress hourly, retention daily."""
     return [
         Schedule("ctxkeep-ingest", "ctxkeep.flows.ingest:ingest_flow", dt.timedelta(minutes=ingest_minutes)),
-        Schedule("ctxkeep-compress", COMPRESS_ENTRYPOINT, dt.timedelta(minutes=compress_minutes), optional=True),
+        Schedule("ctxkeep-compress", COMPRESS_ENTRYPOINT, dt.timedelta(minutes=compress_minutes)),
         Schedule("ctxkeep-retention", "ctxkeep.flows.maintenance:retention_flow",
                  dt.timedelta(hours=retention_hours)),
     ]
@@ -65,7 +62,7 @@ def schedules(ingest_minutes: int = 15, compress_minutes: int = 60,
 
 def load_flow(entrypoint: str):
     """Import ``module:attr`` and return the flow, or None when the module or the
-    attribute does not exist (an optional flow from another branch)."""
+    attribute does not exist."""
     mod, _, attr = entrypoint.partition(":")
     try:
         m = importlib.import_module(mod)
@@ -76,25 +73,21 @@ def load_flow(entrypoint: str):
     return getattr(m, attr, None)
 
 
-def build_deployments(home: Path, scheds: list[Schedule] | None = None) -> tuple[list, list[str]]:
-    """``RunnerDeployment`` objects for ``scheds`` with ``home`` as parameter; returns
-    ``(deployments, warnings)`` (a missing optional flow is a warning)."""
+def build_deployments(home: Path, scheds: list[Schedule] | None = None) -> list:
+    """``RunnerDeployment`` objects for ``scheds`` (default ``schedules()``) with
+    ``home`` as parameter. Raises CtxkeepError when a flow cannot be imported."""
     from prefect.types.entrypoint import EntrypointType
 
-    out, warns = [], []
+    out = []
     for s in scheds or schedules():
         fl = load_flow(s.entrypoint)
         if fl is None:
-            if s.optional:
-                warns.append(f"{s.entrypoint} is not available in this install; "
-                             f"the {s.name} schedule is skipped")
-                continue
             raise CtxkeepError(f"flow {s.entrypoint} not found", hint="reinstall ctxkeep")
         out.append(fl.to_deployment(s.name, interval=s.interval, parameters={"home": str(home)},
                                     entrypoint_type=EntrypointType.MODULE_PATH,
                                     description=f"ctxkeep {s.name} for the store at {home}",
                                     tags=["ctxkeep"]))
-    return out, warns
+    return out
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -186,8 +179,8 @@ def stop_server(proc: subprocess.Popen, timeout: float = 20.0) -> None:
 
 def serve(home: Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, limit: int = 2,
           scheds: list[Schedule] | None = None, on_ready=None) -> None:
-    """Run the schedules until interrupted (see the module doc). ``on_ready(api_url,
-    warnings)`` is called once the deployments are built, before serving."""
+    """Run the schedules until interrupted (see the module doc). ``on_ready(api_url)``
+    is called once the deployments are built, before serving."""
     configure_prefect(home)
     proc = None
     api = os.environ.get("PREFECT_API_URL")
@@ -205,12 +198,9 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, limi
                                hint="start it, or unset PREFECT_API_URL to let ctxkeep start one")
         if hasattr(signal, "SIGTERM"):
             prev_term = signal.signal(signal.SIGTERM, _term)
-        deps, warns = build_deployments(home, scheds)
+        deps = build_deployments(home, scheds)
         if on_ready:
-            on_ready(api, warns)
-        else:
-            for w in warns:
-                warnings.warn(w, stacklevel=2)
+            on_ready(api)
         from prefect import serve as prefect_serve
         prefect_serve(*deps, limit=limit, print_starting_message=False)
     except KeyboardInterrupt:

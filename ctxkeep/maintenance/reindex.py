@@ -5,7 +5,8 @@ dropped and created again from the current DDL (``sqlite_store.DDL``, so a chang
 tokenizer takes effect), ``fts_words`` is filled with FTS5's ``'rebuild'`` command from
 ``chunks`` (it is an external-content table), ``fts_grams`` from the chunk texts through
 ``transforms.grams``; the chunks' facet tokens are recomputed from the entries first;
-then DuckDB is deleted and synced from scratch.
+then DuckDB is deleted and synced from scratch (``rebuild_analytics``, which purge
+and retention call too, after they delete rows).
 """
 from __future__ import annotations
 
@@ -13,11 +14,34 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ctxkeep.maintenance import purge as purge_mod
+from ctxkeep.errors import StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL, STORE_DB
 from ctxkeep.sinks.lock import hold
 
+# duckdb itself is imported only when used, so that importing purge, retention or
+# reindex stays cheap
+
+
+def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> str:
+    """Delete ``analytics.duckdb`` (and its WAL) and rebuild it from SQLite
+    (``sinks.duckdb.sync(..., rebuild=True)``, then ``sqlite_store.mark_analytics_synced``),
+    so no deleted row survives in DuckDB's free blocks (purge, retention, reindex).
+    Returns a one-line note; never raises (a failed rebuild is redone by the next
+    ingest, which rebuilds a missing analytics store)."""
+    for name in (ANALYTICS_DB, ANALYTICS_WAL):
+        try:
+            (Path(home) / name).unlink()
+        except FileNotFoundError:
+            pass
+    try:
+        from ctxkeep.sinks import duckdb as duckdb_store
+        r = duckdb_store.sync(conn, Path(home), rebuild=True)
+        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
+        return f"analytics rebuilt: {r['entries_synced']} entries"
+    except Exception as e:  # noqa: BLE001 - a busy file must not fail the purge
+        return (f"analytics store not rebuilt ({type(e).__name__}: {str(e).splitlines()[0]}); "
+                "the next ingest rebuilds it")
 
 
 def rebuild_fts(conn: sqlite3.Connection) -> dict:
@@ -33,7 +57,7 @@ def rebuild_fts(conn: sqlite3.Connection) -> dict:
     return {**out, "facets_changed": changed}
 
 
-def reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout: float = -1) -> dict:
+def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout: float = -1) -> dict:
     """Rebuild the FTS indexes (``fts``) and DuckDB (``analytics``) of the store at
     ``home`` under the store lock.
 
@@ -44,7 +68,6 @@ def reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout: fl
     t0 = time.perf_counter()
     home = Path(home)
     if not (home / STORE_DB).exists():
-        from ctxkeep.errors import StoreError
         raise StoreError("no store to reindex", where=str(home / STORE_DB),
                          hint="run `ctxkeep ingest` first")
     out: dict = {"chunks": 0, "grams_rows": 0, "analytics": "skipped"}
@@ -54,7 +77,7 @@ def reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout: fl
             if fts:
                 out.update(rebuild_fts(conn))
             if analytics:
-                out["analytics"] = purge_mod.rebuild_analytics(conn, home)
+                out["analytics"] = rebuild_analytics(conn, home)
         finally:
             conn.close()
     out["seconds"] = round(time.perf_counter() - t0, 3)

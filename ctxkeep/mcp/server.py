@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import CtxkeepError, PurgeCancelled, UsageError
 
 SERVER_NAME = "ctxkeep"
 MAX_QUERIES = 10
@@ -347,15 +347,16 @@ class Handlers:
                 f"~{r['token_estimate']} tokens, {r['chunks']} chunk(s)"), r
 
     def ctx_purge(self, a: dict) -> tuple[str, dict]:
-        from ctxkeep.maintenance import purge as purge_mod
+        from ctxkeep.maintenance.purge import run_purge
+        from ctxkeep.maintenance.purge_request import parse_purge_request
 
         try:
-            req = purge_mod.parse_purge_request(
+            req = parse_purge_request(
                 session_id=a.get("sessionId"), scope=a.get("scope"),
                 project_dir=a.get("projectDir"), confirm=a.get("confirm"), cwd=str(self.cwd))
-        except purge_mod.PurgeCancelled as e:
+        except PurgeCancelled as e:
             return str(e), {"cancelled": True, "message": str(e)}
-        report = purge_mod.purge(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
+        report = run_purge(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
         r = report.get("removed", {})
         text = (f"purged {report['resolved']}: removed {r.get('entries', 0)} entries, "
                 f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
@@ -364,22 +365,13 @@ class Handlers:
         return text, report
 
 
-def purge_available() -> bool:
-    """True when the purge core (``sinks/purge.py``) is present."""
-    try:
-        from ctxkeep.maintenance import purge  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def build_server(home: Path, cwd: Path | None = None):
     """The low-level MCP ``Server`` serving the ctxkeep tools over ``home``."""
     import mcp_types as types
     from mcp.server import Server
 
     h = Handlers(home, cwd)
-    tools = TOOLS + ([PURGE_TOOL] if purge_available() else [])
+    tools = TOOLS + [PURGE_TOOL]
     names = {t["name"] for t in tools}
 
     async def list_tools(ctx, params) -> types.ListToolsResult:

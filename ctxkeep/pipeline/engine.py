@@ -16,6 +16,7 @@ from typing import Callable
 import polars as pl
 
 from ctxkeep import config as cfgmod
+from ctxkeep.paths import under_expr
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -92,18 +93,23 @@ class Summary:
 
 
 def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
-         ctx: DiscoveryContext | None = None, force: bool = False) -> Plan:
+         ctx: DiscoveryContext | None = None, force: bool = False,
+         files: list[SourceFile] | None = None) -> Plan:
     """Discover files and keep those that may hold new bytes.
 
-    With ``paths``, only those files/dirs are considered; otherwise every enabled
-    agent's default and configured locations. ``force`` ignores watermarks (backfill).
+    With ``files``, exactly those source files are considered (no discovery; a
+    backfill's selection); with ``paths``, only those files/dirs; otherwise every
+    enabled agent's default and configured locations. ``force`` ignores watermarks
+    (backfill).
     """
     cfg = cfgmod.load_config(home)
     ctx = ctx or DiscoveryContext.from_env()
     problems: list[str] = [
         f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
         for name in cfgmod.unknown_agents(cfg, SOURCES)]
-    if paths:
+    if files is not None:
+        discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
+    elif paths:
         files, path_problems = files_for_paths(paths, agents)
         problems += path_problems
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
@@ -187,9 +193,7 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: dict |
         frame = frame.filter(~pl.col("session_id").is_in(list(tombs["session"]))
                              & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"])))
     for proj in tombs.get("project", ()):
-        pd = pl.col("project_dir").fill_null("")
-        frame = frame.filter(~((pd == proj) | pd.str.starts_with(proj.rstrip("/\\") + "/")
-                               | pd.str.starts_with(proj.rstrip("/\\") + "\\")))
+        frame = frame.filter(~under_expr(pl.col("project_dir"), proj).fill_null(False))
     existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
     if frame.height:  # entries retention moved to the Parquet archive stay there
         existing |= archive.archived_ids(conn, frame["entry_id"].to_list())
@@ -662,26 +666,30 @@ def _close_quietly(c) -> None:
 
 def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | None = None,
                force: bool = False, on_plan: Callable[[Plan], None] | None = None,
-               on_bytes: Callable[[int], None] | None = None, wait: bool = True) -> Summary:
+               on_bytes: Callable[[int], None] | None = None, wait: bool = True,
+               files: list[SourceFile] | None = None, flow: str = "ingest") -> Summary:
     """The whole ingest without Prefect: lock, plan, read every changed file, sync
-    DuckDB, record the run. Raises StoreBusy when ``wait`` is False and another
-    maintenance run holds the lock."""
+    DuckDB, record the run (``runs.flow`` = ``flow``). ``files``: read exactly these
+    (see ``plan``; backfill passes its selection with ``force``). Raises StoreBusy when
+    ``wait`` is False and another maintenance run holds the lock."""
     t0 = time.perf_counter()
     home = cfgmod.ensure_home(Path(home))
-    with hold(home, -1 if wait else 0, what="ingest", on_wait=hooks.on_wait):
+    with hold(home, -1 if wait else 0, what=flow, on_wait=hooks.on_wait):
         conn = sqlite_store.connect(home)
         try:
-            return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0)
+            return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0,
+                               files, flow)
         finally:
             conn.close()
 
 
-def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0) -> Summary:
-    p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force)
+def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files=None,
+                flow="ingest") -> Summary:
+    p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)
     s = Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
-    with sqlite_store.recorded_run(conn, "ingest", t0=t0) as run:
+    with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict
         tombs = sqlite_store.tombstoned(conn)
         syncer = AnalyticsSyncer(home)

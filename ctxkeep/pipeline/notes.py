@@ -46,9 +46,9 @@ def delete_label(conn: sqlite3.Connection, label: str, agent: str = NOTE_AGENT,
                  keep: str | None = None) -> int:
     """Delete the entries of ``agent``/``label`` (but ``keep``, an entry id) and the
     contents, chunks and FTS rows that only they used, with the purge core's
-    deletion (``sinks.purge.select_where`` + ``delete_selected``). Call inside a write
+    deletion (``sinks.sqlite.delete.select_where`` + ``delete_selected``). Call inside a write
     transaction. Returns the number of entries removed."""
-    from ctxkeep.maintenance.purge import delete_selected, drop_selection, select_where
+    from ctxkeep.sinks.sqlite.delete import delete_selected, drop_selection, select_where
 
     select_where(conn, "agent = ? AND session_id = ? AND entry_id != ?", (agent, label, keep or ""))
     try:

@@ -16,7 +16,7 @@ are estimates (the stored ``token_estimate`` scaled by bytes, else the heuristic
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ctxkeep.errors import UsageError
 from ctxkeep.schema import EntryRef
@@ -25,8 +25,38 @@ from ctxkeep.sinks.sqlite import content_text
 
 MIN_ID_PREFIX = 6
 HEAD_SHARE = 2 / 3  # of the kept bytes, when head and tail are kept
-_COLS = ("entry_id", "agent", "session_id", "project_dir", "ts", "role", "kind", "tool_name",
-         "content_hash", "text_bytes", "token_estimate", "source_path", "source_offset", "status")
+
+
+@dataclass
+class Stored(EntryRef):
+    """One ``entries`` row as fetch reads it: the ``EntryRef`` fields, the content it
+    holds (``content_hash``, None for an empty text), its stored ``token_estimate``
+    (tokens, None when unknown), where the agent wrote it (``source_path``, byte
+    ``source_offset``) and its ``status``."""
+
+    content_hash: str | None
+    token_estimate: int | None
+    source_path: str | None
+    source_offset: int | None
+    status: str
+
+
+#: the ``entries`` columns of a ``Stored``, in its field order
+_STORED_COLS = ", ".join(f.name for f in fields(Stored))
+
+
+@dataclass
+class Piece:
+    """A text fitted into a byte cap (``cut_text``): ``text`` (the marker included),
+    whether it was ``truncated``, the ``elided_bytes`` (UTF-8 bytes) replaced by the
+    marker from byte ``elided_from``, and the byte offset to continue from
+    (``next_offset``; None when nothing follows)."""
+
+    text: str
+    truncated: bool = False
+    elided_bytes: int = 0
+    elided_from: int | None = None
+    next_offset: int | None = None
 
 
 @dataclass
@@ -87,13 +117,13 @@ def marker(entry_id: str, elided: int, start: int, total: int) -> str:
             f'ctx_fetch {{"ids": ["{entry_id}"], "offset": {start}}} …]\n')
 
 
-def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> dict:
+def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> Piece:
     """``text`` fitted into ``max_bytes`` UTF-8 bytes, the marker included.
 
     offset 0: whole text if it fits, else head (2/3) + marker + tail (1/3).
     offset > 0: the piece ``[offset, offset + max_bytes)``, with a marker giving the
-    next offset when more follows. Returns ``{"text", "truncated", "elided_bytes",
-    "elided_from", "next_offset"}``. Raises UsageError when ``offset`` is past the end.
+    next offset when more follows. Returns a ``Piece``. Raises UsageError when
+    ``offset`` is past the end.
     """
     b = text.encode("utf-8", "surrogatepass")
     total = len(b)
@@ -108,21 +138,19 @@ def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> dict:
         end = _char_start(b, start + max_bytes) if start + max_bytes < total else total
         piece = b[start:end].decode("utf-8", "surrogatepass")
         if end < total:
-            return {"text": piece + marker(entry_id, total - end, end, total), "truncated": True,
-                    "elided_bytes": total - end, "elided_from": end, "next_offset": end}
-        return {"text": piece, "truncated": False, "elided_bytes": 0, "elided_from": None,
-                "next_offset": None}
+            return Piece(piece + marker(entry_id, total - end, end, total), truncated=True,
+                         elided_bytes=total - end, elided_from=end, next_offset=end)
+        return Piece(piece)
     if total <= max_bytes:
-        return {"text": text, "truncated": False, "elided_bytes": 0, "elided_from": None,
-                "next_offset": None}
+        return Piece(text)
     head_end = _char_start(b, int(max_bytes * HEAD_SHARE))
     tail_start = _char_start(b, total - (max_bytes - head_end))
     if tail_start < head_end:
         tail_start = head_end
     elided = tail_start - head_end
-    return {"text": b[:head_end].decode("utf-8", "surrogatepass") + marker(entry_id, elided, head_end, total)
-            + b[tail_start:].decode("utf-8", "surrogatepass"),
-            "truncated": True, "elided_bytes": elided, "elided_from": head_end, "next_offset": head_end}
+    return Piece(b[:head_end].decode("utf-8", "surrogatepass") + marker(entry_id, elided, head_end, total)
+                 + b[tail_start:].decode("utf-8", "surrogatepass"),
+                 truncated=True, elided_bytes=elided, elided_from=head_end, next_offset=head_end)
 
 
 def fetch(conn: sqlite3.Connection, ids: list[str], *, budget_tokens: int | None = None,
@@ -147,35 +175,48 @@ def fetch(conn: sqlite3.Connection, ids: list[str], *, budget_tokens: int | None
     out: list[Fetched] = []
     left = budget_tokens
     for eid in found:
-        r = dict(zip(_COLS, conn.execute(f"SELECT {', '.join(_COLS)} FROM entries WHERE entry_id = ?",
-                                         (eid,)).fetchone()))
-        text = content_text(conn, r["content_hash"]) if r["content_hash"] else ""
-        text = text or ""
+        row = read_entry(conn, eid)
+        text = (content_text(conn, row.content_hash) if row.content_hash else "") or ""
         nbytes = len(text.encode("utf-8", "surrogatepass"))
-        tok = r["token_estimate"] or heuristic_tokens(text)
-        bytes_per_token = (nbytes / tok) if tok else 4.0
-        cap = nbytes if max_bytes is None else max_bytes
-        if left is not None:
-            cap = min(cap, int(max(left, 0) * bytes_per_token))
-        piece = cut_text(text, eid, cap, offset)
-        used = heuristic_tokens(piece["text"]) if piece["truncated"] else tok
-        for _ in range(4):  # the cut piece's own estimate must fit what is left
-            if left is None or not piece["truncated"] or used <= max(left, 0) or cap == 0:
-                break
-            cap = int(cap * max(left, 0) / used * 0.95)
-            piece = cut_text(text, eid, cap, offset)
-            used = heuristic_tokens(piece["text"])
+        tok = row.token_estimate or heuristic_tokens(text)
+        piece, used = _fit(text, eid, nbytes, tok, left, max_bytes, offset)
         if left is not None:
             left -= used
         out.append(Fetched(
-            entry_id=eid, agent=r["agent"], session_id=r["session_id"], project_dir=r["project_dir"],
-            ts=r["ts"], role=r["role"], kind=r["kind"], tool_name=r["tool_name"],
-            source_path=r["source_path"], source_offset=r["source_offset"], status=r["status"],
-            bytes=nbytes, token_estimate=tok, offset=offset, text=piece["text"], tokens=used,
-            truncated=piece["truncated"], elided_bytes=piece["elided_bytes"],
-            elided_from=piece["elided_from"], next_offset=piece["next_offset"]))
+            **{f.name: getattr(row, f.name) for f in fields(EntryRef)},
+            source_path=row.source_path, source_offset=row.source_offset, status=row.status,
+            bytes=nbytes, token_estimate=tok, offset=offset, text=piece.text, tokens=used,
+            truncated=piece.truncated, elided_bytes=piece.elided_bytes,
+            elided_from=piece.elided_from, next_offset=piece.next_offset))
     cut = [f.entry_id for f in out if f.truncated]
     if cut and budget_tokens is not None:
         problems.append(f"budget of {budget_tokens} tokens: {len(cut)} of {len(out)} entries cut "
                         "(head and tail kept; markers give the way to fetch the rest)")
     return out, problems
+
+
+def read_entry(conn: sqlite3.Connection, entry_id: str) -> Stored:
+    """The stored row of entry ``entry_id`` (a full id, as ``resolve_ids`` gives)."""
+    r = conn.execute(f"SELECT {_STORED_COLS} FROM entries WHERE entry_id = ?", (entry_id,)).fetchone()
+    return Stored(*r)
+
+
+def _fit(text: str, entry_id: str, nbytes: int, tokens: int, left: int | None,
+         max_bytes: int | None, offset: int) -> tuple[Piece, int]:
+    """``text`` (``nbytes`` UTF-8 bytes, ``tokens`` estimated) cut to what is ``left``
+    of the budget (tokens; None: no budget) and to ``max_bytes``: the piece and its
+    estimated tokens. Tokens convert to bytes at the text's own bytes per token; a cut
+    piece is re-estimated and cut again (at most 4 times) until it fits."""
+    bytes_per_token = (nbytes / tokens) if tokens else 4.0
+    cap = nbytes if max_bytes is None else max_bytes
+    if left is not None:
+        cap = min(cap, int(max(left, 0) * bytes_per_token))
+    piece = cut_text(text, entry_id, cap, offset)
+    used = heuristic_tokens(piece.text) if piece.truncated else tokens
+    for _ in range(4):  # the cut piece's own estimate must fit what is left
+        if left is None or not piece.truncated or used <= max(left, 0) or cap == 0:
+            break
+        cap = int(cap * max(left, 0) / used * 0.95)
+        piece = cut_text(text, entry_id, cap, offset)
+        used = heuristic_tokens(piece.text)
+    return piece, used

@@ -1,4 +1,5 @@
-"""Read-only counts and sizes of a store (``ctxkeep stats``, MCP ``ctx_stats``)."""
+"""Read-only counts and sizes of a store (``ctxkeep stats``, MCP ``ctx_stats``;
+per agent for ``ctxkeep sources``). Rows are read by column name (``_one``, ``_rows``)."""
 from __future__ import annotations
 
 import sqlite3
@@ -7,38 +8,55 @@ from pathlib import Path
 from ctxkeep.sinks.files import store_files
 
 
+def _rows(conn: sqlite3.Connection, sql: str) -> list[dict]:
+    """The rows of ``sql`` as dicts keyed by their column names."""
+    cur = conn.execute(sql)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def _one(conn: sqlite3.Connection, sql: str) -> dict:
+    """The one row of an aggregate ``sql`` as a dict keyed by its column names."""
+    return _rows(conn, sql)[0]
+
+
+def _kinds(conn: sqlite3.Connection) -> list[dict]:
+    """Rows ``{agent, kind, n}``: entries per agent and kind, by agent then kind."""
+    return _rows(conn, "SELECT agent, kind, count(*) AS n FROM entries GROUP BY 1, 2")
+
+
 def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
     """Counts per agent and kind, sessions, bytes, tokens, quarantine and file sizes.
 
     Returns ``{"entries": int, "sessions": int, "agents": {agent: {"entries", "sessions",
     "text_bytes", "token_estimate", "kinds": {kind: n}}}, "status": {status: n},
-    "contents": {"distinct": n, "bytes": n, "token_estimate": n}, "usage": {...tokens},
+    "contents": {"distinct": n, "bytes": n, "token_estimate": n}, "usage": {"responses",
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"},
     "quarantine": {"skipped": n, "repaired": n}, "files": {name: bytes},
-    "last_ingest": iso | None}``. Byte figures are bytes, token figures tokens.
+    "last_ingest": ISO-8601 UTC text of the last successful ingest run's end, or None}``.
+    Byte figures are bytes, token figures tokens; ``sessions`` counts (agent, session)
+    pairs.
     """
-    agents: dict[str, dict] = {}
-    for agent, n, sessions, tb, tok in conn.execute(
-            "SELECT agent, count(*), count(DISTINCT session_id), coalesce(sum(text_bytes),0), "
-            "coalesce(sum(token_estimate),0) FROM entries GROUP BY agent ORDER BY agent"):
-        agents[agent] = {"entries": n, "sessions": sessions, "text_bytes": tb,
-                         "token_estimate": tok, "kinds": {}}
-    for agent, kind, n in conn.execute("SELECT agent, kind, count(*) FROM entries GROUP BY 1, 2"):
-        agents[agent]["kinds"][kind] = n
-    total, sessions = conn.execute(
-        "SELECT count(*), count(DISTINCT agent || ':' || session_id) FROM entries").fetchone()
-    status = dict(conn.execute("SELECT status, count(*) FROM entries GROUP BY status").fetchall())
-    distinct, cbytes, ctok = conn.execute(
-        "SELECT count(*), coalesce(sum(bytes),0), coalesce(sum(token_estimate),0) FROM contents").fetchone()
-    u = conn.execute("SELECT count(*), coalesce(sum(input_tokens),0), coalesce(sum(output_tokens),0), "
-                     "coalesce(sum(cache_read_tokens),0), coalesce(sum(cache_creation_tokens),0) "
-                     "FROM usage").fetchone()
-    q = dict(conn.execute("SELECT action, count(*) FROM quarantine GROUP BY action").fetchall())
-    last = conn.execute("SELECT max(finished_at) FROM runs WHERE flow='ingest' AND status='ok'").fetchone()[0]
+    agents = {r.pop("agent"): {**r, "kinds": {}} for r in _rows(
+        conn, "SELECT agent, count(*) AS entries, count(DISTINCT session_id) AS sessions, "
+              "coalesce(sum(text_bytes),0) AS text_bytes, coalesce(sum(token_estimate),0) AS token_estimate "
+              "FROM entries GROUP BY agent ORDER BY agent")}
+    for r in _kinds(conn):
+        agents[r["agent"]]["kinds"][r["kind"]] = r["n"]
+    totals = _one(conn, "SELECT count(*) AS entries, count(DISTINCT agent || ':' || session_id) AS sessions "
+                        "FROM entries")
+    status = {r["status"]: r["n"] for r in _rows(conn, "SELECT status, count(*) AS n FROM entries GROUP BY status")}
+    contents = _one(conn, 'SELECT count(*) AS "distinct", coalesce(sum(bytes),0) AS bytes, '
+                          'coalesce(sum(token_estimate),0) AS token_estimate FROM contents')
+    usage = _one(conn, "SELECT count(*) AS responses, coalesce(sum(input_tokens),0) AS input_tokens, "
+                       "coalesce(sum(output_tokens),0) AS output_tokens, "
+                       "coalesce(sum(cache_read_tokens),0) AS cache_read_tokens, "
+                       "coalesce(sum(cache_creation_tokens),0) AS cache_creation_tokens FROM usage")
+    q = {r["action"]: r["n"] for r in _rows(conn, "SELECT action, count(*) AS n FROM quarantine GROUP BY action")}
+    last = _one(conn, "SELECT max(finished_at) AS last FROM runs WHERE flow='ingest' AND status='ok'")["last"]
     return {
-        "entries": total, "sessions": sessions, "agents": agents, "status": status,
-        "contents": {"distinct": distinct, "bytes": cbytes, "token_estimate": ctok},
-        "usage": {"responses": u[0], "input_tokens": u[1], "output_tokens": u[2],
-                  "cache_read_tokens": u[3], "cache_creation_tokens": u[4]},
+        "entries": totals["entries"], "sessions": totals["sessions"], "agents": agents, "status": status,
+        "contents": contents, "usage": usage,
         "quarantine": {"skipped": q.get("skipped", 0), "repaired": q.get("repaired", 0)},
         "files": store_files(home), "last_ingest": last,
     }
@@ -57,16 +75,15 @@ def agent_counts(conn: sqlite3.Connection) -> dict[str, dict]:
     def row(agent: str) -> dict:
         return out.setdefault(agent, {"entries": 0, "sessions": 0, "kinds": {}, "quarantined": 0,
                                       "repaired": 0, "files_ingested": 0, "last_ingest": None})
-    for agent, n, sessions in conn.execute(
-            "SELECT agent, count(*), count(DISTINCT session_id) FROM entries GROUP BY agent"):
-        row(agent).update(entries=n, sessions=sessions)
-    for agent, kind, n in conn.execute("SELECT agent, kind, count(*) FROM entries GROUP BY 1, 2"):
-        row(agent)["kinds"][kind] = n
-    for agent, action, n in conn.execute(
-            "SELECT agent, action, count(*) FROM quarantine GROUP BY 1, 2"):
-        if agent:
-            row(agent)["quarantined" if action == "skipped" else "repaired"] += n
-    for agent, n, last in conn.execute(
-            "SELECT agent, count(*), max(updated_at) FROM watermarks GROUP BY agent"):
-        row(agent).update(files_ingested=n, last_ingest=last)
+    for r in _rows(conn, "SELECT agent, count(*) AS entries, count(DISTINCT session_id) AS sessions "
+                         "FROM entries GROUP BY agent"):
+        row(r.pop("agent")).update(r)
+    for r in _kinds(conn):
+        row(r["agent"])["kinds"][r["kind"]] = r["n"]
+    for r in _rows(conn, "SELECT agent, action, count(*) AS n FROM quarantine GROUP BY 1, 2"):
+        if r["agent"]:
+            row(r["agent"])["quarantined" if r["action"] == "skipped" else "repaired"] += r["n"]
+    for r in _rows(conn, "SELECT agent, count(*) AS files_ingested, max(updated_at) AS last_ingest "
+                         "FROM watermarks GROUP BY agent"):
+        row(r.pop("agent")).update(r)
     return out

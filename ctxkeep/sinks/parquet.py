@@ -25,15 +25,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
-import time
 from pathlib import Path
 
 import polars as pl
 
+from ctxkeep import timeutil
 from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS
-from ctxkeep.maintenance import purge as purge_mod
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ARCHIVE_DIR
+from ctxkeep.sinks.sqlite import delete as delete_store
 
 STATUSES = ("consumed", "archived")
 BATCH_ROWS = 50_000
@@ -54,10 +54,6 @@ def archived_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
         found.update(r[0] for r in conn.execute(
             f"SELECT entry_id FROM archived WHERE entry_id IN ({','.join('?' * len(part))})", part))
     return found
-
-
-def _iso(t: dt.datetime) -> str:
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 #: when an entry got its current status: its last ``status_log`` change (e.g. the compress
@@ -81,7 +77,7 @@ def due(conn: sqlite3.Connection, cutoff: dt.datetime) -> list[dict]:
     rows = conn.execute(
         "SELECT agent, substr(coalesce(ts, ingested_at), 1, 7), count(*), "
         f"coalesce(sum(token_estimate), 0) FROM entries WHERE {_due_where()} GROUP BY 1, 2 ORDER BY 1, 2",
-        {"cutoff": _iso(cutoff)}).fetchall()
+        {"cutoff": timeutil.format_utc(cutoff)}).fetchall()
     return [{"agent": a, "month": m, "entries": n, "token_estimate": t} for a, m, n, t in rows]
 
 
@@ -97,8 +93,8 @@ def _frame(conn: sqlite3.Connection, ids: list[str]) -> pl.DataFrame:
     return df.with_columns(
         pl.col("content_hash").replace_strict(texts, default=None, return_dtype=pl.String).alias("text"),
         when.str.slice(0, 7).alias("_month"),
-        pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_zone="UTC", time_unit="us", strict=False),
-        pl.lit(dt.datetime.now(dt.timezone.utc)).cast(pl.Datetime("us", "UTC")).alias("archived_at"),
+        pl.col("ts").str.to_datetime(timeutil.UTC_PARSE_POLARS, time_zone="UTC", time_unit="us", strict=False),
+        pl.lit(timeutil.utc_now()).cast(pl.Datetime("us", "UTC")).alias("archived_at"),
     )
 
 
@@ -130,14 +126,14 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
     """Move the entries ``due`` before ``cutoff`` into Parquet files and out of SQLite.
 
     Their contents, chunks and FTS rows go too when no remaining entry shares them
-    (``purge.delete_selected``); ``usage`` rows stay (token figures are history, not
+    (``sinks.sqlite.delete.delete_selected``); ``usage`` rows stay (token figures are history, not
     context). The caller holds the store lock. Returns ``{"entries": n archived,
     "contents": n, "chunks": n, "files": [archive paths written], "partitions": [{agent,
     month, entries}]}``.
     """
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stamp = timeutil.stamp()
     ids = [r[0] for r in conn.execute(f"SELECT entry_id FROM entries WHERE {_due_where()} ORDER BY rowid",
-                                      {"cutoff": _iso(cutoff)})]
+                                      {"cutoff": timeutil.format_utc(cutoff)})]
     out = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
     parts: dict[tuple[str, str], int] = {}
     for n, start in enumerate(range(0, len(ids), BATCH_ROWS)):
@@ -152,10 +148,10 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
         conn.execute("PRAGMA temp_store=MEMORY")
         with sqlite_store.write(conn):
             conn.executemany("INSERT OR REPLACE INTO archived VALUES(?, ?)",
-                             [(i, sqlite_store.now_iso()) for i in batch])
-            purge_mod.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)
-            removed = purge_mod.delete_selected(conn, usage=False, quarantine=False)
-            purge_mod.drop_selection(conn)
+                             [(i, timeutil.now_iso()) for i in batch])
+            delete_store.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)
+            removed = delete_store.delete_selected(conn, usage=False, quarantine=False)
+            delete_store.drop_selection(conn)
         for k in ("entries", "contents", "chunks"):
             out[k] += removed[k]
     out["partitions"] = [{"agent": a, "month": m, "entries": n} for (a, m), n in parts.items()]

@@ -1,37 +1,38 @@
-"""Extract: one module per agent. ``SOURCES`` maps an agent name to its module.
+"""Extract: one module per agent. ``SOURCES`` maps an agent name to its source.
 
-See ``base.py`` for the contract a source module fulfils; adding an agent is one new
-module registered here plus fixtures (README, "Adding an agent").
+A source fulfils ``contract.Source`` (a ``typing.Protocol``); every one registered
+here is checked against it at import (``contract.check_source``). Adding an agent is
+one new module registered here plus fixtures (docs/adding-an-agent.md).
 """
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
 
 from ctxkeep.sources import (aider, claude_code, cline, codex, continue_dev, copilot_cli, crush, cursor,
                gemini_cli, goose, kilo_code, opencode, opencode_go, qwen_code, roo_code, specstory)
+from ctxkeep.sources.contract import (ChangeTest, ClaimsPaths, Discovery, DiscoveryContext, ModeByPath, Source,
+                                      SourceFile, Watermark, check_source)
+from ctxkeep.sources.readers.jsonl import is_unchanged
 from ctxkeep.sources.readers.sqlite import db_unchanged
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark, is_unchanged
 
-SOURCES: dict[str, ModuleType] = {m.AGENT: m for m in (
-    claude_code, codex, gemini_cli, copilot_cli, qwen_code, continue_dev, cline, roo_code,
-    kilo_code, aider, specstory, opencode, opencode_go, crush, goose, cursor)}
+SOURCES: dict[str, Source] = {s.AGENT: s for s in map(check_source, (
+    claude_code, codex, gemini_cli, copilot_cli, qwen_code, continue_dev, cline.SOURCE, roo_code.SOURCE,
+    kilo_code.SOURCE, aider, specstory, opencode, opencode_go, crush, goose, cursor))}
 
 
 def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
     """True when ``f`` holds nothing new since ``wm`` (the ingest plan skips it): a
     ``sqlite`` file when neither the database nor its ``-wal`` changed
-    (``_sqlite.db_unchanged``); else the module's ``unchanged`` hook when it has one
-    (a JSON tree's fingerprint); else the default test (same inode, size, mtime).
-    A file that cannot be stat'ed is not unchanged."""
-    mod = SOURCES[f.agent]
+    (``readers.sqlite.db_unchanged``); else the source's own test when it has one
+    (``contract.ChangeTest``: a JSON tree's fingerprint); else the default test (same
+    inode, size, mtime). A file that cannot be stat'ed is not unchanged."""
+    src = SOURCES[f.agent]
     if f.mode == "sqlite":
-        return db_unchanged(f.path, wm, mod.PARSER_VERSION)
-    hook = getattr(mod, "unchanged", None)
-    if hook:
-        return hook(f, wm)
+        return db_unchanged(f.path, wm, src.PARSER_VERSION)
+    if isinstance(src, ChangeTest):
+        return src.unchanged(f, wm)
     try:
-        return is_unchanged(f.path.stat(), wm, mod.PARSER_VERSION)
+        return is_unchanged(f.path.stat(), wm, src.PARSER_VERSION)
     except OSError:
         return False
 
@@ -46,7 +47,7 @@ def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
     Returns one Discovery per agent, disabled agents with ``reason="disabled in config"``.
     """
     out = []
-    for name, mod in SOURCES.items():
+    for name, src in SOURCES.items():
         if agents and name not in agents:
             continue
         if enabled is not None and not enabled.get(name, True):
@@ -54,7 +55,7 @@ def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
             continue
         dirs = (extra_dirs or {}).get(name, [])
         sub = DiscoveryContext(ctx.home, ctx.env, list(dirs), [])
-        d = mod.discover(sub)
+        d = src.discover(sub)
         missing = [p for p in dirs if not p.exists()]
         if missing:
             note = "configured dir missing: " + ", ".join(map(str, missing))
@@ -66,10 +67,10 @@ def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
 def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple[list[SourceFile], list[str]]:
     """Map explicit ``--path`` files or directories to source files.
 
-    Each file is offered to every source's ``matches`` (claude-code's, the broadest,
-    last); the first that claims it wins.
-    The file's mode is the module's ``mode_for(path)`` when it has one, else its
-    ``MODE`` (default ``append``).
+    Each file is offered to every source that claims paths (``contract.ClaimsPaths``;
+    claude-code's ``matches``, the broadest, last); the first that claims it wins.
+    The file's mode is the source's ``mode_for(path)`` (``contract.ModeByPath``) when
+    it has one, else its ``MODE``.
     Returns ``(files, problems)`` where problems are one-line messages for paths that
     do not exist or that no source recognizes.
     """
@@ -84,16 +85,16 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
         for c in cands:
             # claude-code's matches() is the broadest (any JSONL with "sessionId"): ask it
             # last so the Gemini, Copilot and Qwen JSONL files reach their own source
-            for name, mod in sorted(SOURCES.items(), key=lambda kv: kv[0] == "claude-code"):
+            for name, src in sorted(SOURCES.items(), key=lambda kv: kv[0] == "claude-code"):
                 if agents and name not in agents:
                     continue
-                if getattr(mod, "matches", None) and mod.matches(c):
+                if isinstance(src, ClaimsPaths) and src.matches(c):
                     meta = {}
                     if c.name.startswith("agent-") and name == "claude-code":
                         meta["subagent"] = c.stem[len("agent-"):]
                         if c.parent.name == "subagents":
                             meta["parent_session"] = c.parent.parent.name
-                    mode = mod.mode_for(c) if hasattr(mod, "mode_for") else getattr(mod, "MODE", "append")
+                    mode = src.mode_for(c) if isinstance(src, ModeByPath) else src.MODE
                     files.append(SourceFile(name, c, mode, meta))
                     found += 1
                     break

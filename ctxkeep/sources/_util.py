@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -64,3 +64,36 @@ def drop_media(value: Any) -> Any:
     if isinstance(value, list):
         return [drop_media(v) for v in value]
     return value
+
+
+def block_text(b: dict, media: tuple[str, ...] = ("image",), scrub: bool = False) -> str:
+    """Text of one Anthropic-style content block (Anthropic Messages API
+    ``ContentBlock``, as Claude Code and the Cline family store them): a ``text``
+    block's text; a block whose type is in ``media`` (``image``, ``document``) a
+    ``media_placeholder`` of its base64 ``source``; any other block compact JSON cut to
+    2,000 chars (with ``scrub``, its inline media first replaced by ``drop_media``)."""
+    t = b.get("type")
+    if t == "text":
+        return str(b.get("text") or "")
+    if t in media:
+        src = b.get("source") or {}
+        return media_placeholder(t, src.get("media_type"), len(src.get("data") or ""))
+    return compact_json(drop_media(b) if scrub else b, 2000)
+
+
+def blocks_text(content: Any, render: Callable[[dict], str] = block_text, *,
+                scalar: Callable[[Any], str] = compact_json, skip_non_dict: bool = False) -> str:
+    """Plain text of a message's ``content``: a string as it is; a list of blocks, each
+    dict rendered by ``render`` and anything else by ``str`` (or skipped), joined by
+    newlines; None as ``""``; any other value by ``scalar``."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return "" if content is None else scalar(content)
+    out = []
+    for b in content:
+        if isinstance(b, dict):
+            out.append(render(b))
+        elif not skip_non_dict:
+            out.append(str(b))
+    return "\n".join(out)

@@ -39,9 +39,11 @@ import re
 from pathlib import Path
 from typing import Iterator
 
+from ctxkeep.timeutil import format_utc
 from ctxkeep.sources import _homescan
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_document)
+                                      Watermark)
+from ctxkeep.sources.readers.document import read_document
 
 AGENT = "aider"
 PARSER_VERSION = 1
@@ -92,13 +94,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     scan = _homescan.scan_home(ctx.home)
     d.searched.append(ctx.home)
     found.extend(scan.aider)
-    seen: set[Path] = set()
     for p in found:
-        rp = p.resolve()
-        if rp in seen:
-            continue
-        seen.add(rp)
-        d.files.append(SourceFile(AGENT, p, MODE, {"project_dir": str(p.parent)}))
+        d.add(p, MODE, {"project_dir": str(p.parent)})
     if not d.files:
         d.reason = (f"no {CHAT} in configured dirs or under {ctx.home} "
                     f"(scanned {scan.dirs} dirs{'; ' + scan.truncated if scan.truncated else ''})")
@@ -133,7 +130,7 @@ def _local_to_utc(text: str) -> str | None:
             else dt.datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S")
     except ValueError:
         return None
-    return t.astimezone().astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(t)
 
 
 def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:

@@ -20,7 +20,7 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
   seconds** although its schema comments say milliseconds (both handled: a number
   above 10^11 is read as milliseconds);
 - the ``updated_at`` triggers bump a row on every UPDATE; with the rowid that makes
-  a per-row high-water mark (``_sqlite.changed_rows``; there is no index on
+  a per-row high-water mark (``readers.sqlite.changed_rows``; there is no index on
   ``updated_at``, so pages are keyed on the rowid). A message is rewritten while it streams: an
   assistant message without ``finished_at`` and without a ``finish`` part, updated
   in the last ``STALE_SECONDS``, is left for the next run (the mark does not pass
@@ -38,10 +38,11 @@ from typing import Iterator
 
 import orjson
 
-from ctxkeep.sources.readers.sqlite import (advance_mark, changed_rows, db_fingerprint, db_watermark, open_ro,
-                      settle_fingerprint)
+from ctxkeep.timeutil import format_epoch
+from ctxkeep.sources.readers.sqlite import (DbRead, advance_mark, changed_rows, database_reader, db_fingerprint,
+                                           db_watermark, settle_fingerprint)
 from ctxkeep.sources._util import compact_json, media_placeholder
-from ctxkeep.sources.contract import Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import Batch, quarantine_row
 
 STALE_SECONDS = 24 * 3600
 
@@ -57,7 +58,7 @@ def to_iso(v) -> str | None:
             return None
         if x > 1e11:
             x /= 1000.0
-        return dt.datetime.fromtimestamp(x, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(x)
     return str(v)
 
 
@@ -158,50 +159,45 @@ def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
     return res
 
 
-def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | None,
-            page_rows: int = 500) -> Iterator[Batch]:
-    """Read new and changed rows of one Go-opencode/Crush database.
+def _probe(conn) -> tuple[set, list[dict], int]:
+    """The ``messages`` columns, every ``sessions`` row and the largest message rowid."""
+    cols = {c[1] for c in conn.execute("PRAGMA table_info(messages)")}
+    sessions = [dict(zip([c[0] for c in cur.description], r))
+                for cur in [conn.execute("SELECT * FROM sessions")] for r in cur.fetchall()]
+    top = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
+    return cols, sessions, top
 
-    The watermark's ``state["mark"]`` is ``{"rowid", "ts"}``: the largest rowid and
-    ``updated_at`` of the message rows read (``_sqlite.changed_rows``: new rows by
-    rowid, rewritten rows by ``updated_at >= ts``; rows at that instant are read again
-    and dedup); ``state["fp"]`` the file fingerprint. Batches before the last keep the
-    previous mark (a run stopped half-way reads those rows again; entry ids dedup
-    them). A database replaced by another file (new inode), or whose rowids went
-    back, is read from the start. A row whose ``parts`` is not JSON is quarantined
-    with its rowid as the offset. A database that cannot be opened yields one batch
-    with a quarantine row.
+
+def reader(agent: str, parser_version: int):
+    """The ``read(file, wm, batch_bytes)`` of a Go-opencode/Crush source.
+
+    Reads new and changed rows of one database. The watermark's ``state["mark"]`` is
+    ``{"rowid", "ts"}``: the largest rowid and ``updated_at`` of the message rows read
+    (``readers.sqlite.changed_rows``: new rows by rowid, rewritten rows by
+    ``updated_at >= ts``; rows at that instant are read again and dedup);
+    ``state["fp"]`` the file fingerprint. Batches before the last keep the previous
+    mark (a run stopped half-way reads those rows again; entry ids dedup them). A
+    database replaced by another file (new inode), or whose rowids went back, is read
+    from the start. A row whose ``parts`` is not JSON is quarantined with its rowid as
+    the offset. A database that cannot be opened yields one batch with a quarantine
+    row (``cannot open database: …``); one that lacks a table quarantines without a
+    watermark (``database read failed: …``, ``readers.sqlite.guarded``).
     """
-    path = file.path
+    return database_reader(agent, parser_version, _probe, _read_rows, "cannot open database",
+                           probe_errors=False)
+
+
+def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batch]:
+    path, agent, parser_version, state, before = rd.path, rd.agent, rd.parser_version, rd.state, rd.before
     src = str(path)
     project = project_of(path)
-    try:
-        before = db_fingerprint(path)
-    except OSError:
-        return
-    state = dict(wm.state) if wm and wm.parser_version == parser_version \
-        and [wm.dev, wm.ino] == before["main"][:2] else {}
+    cols, sessions, top = probed
     mark = dict(state.get("mark") or {})
     now = time.time()
-    try:
-        ro = open_ro(path)
-    except Exception as e:  # not a database, encrypted, unreadable
-        q = quarantine_row(path, 0, b"", f"cannot open database: {type(e).__name__}: {e}")
-        yield Batch([], [q], db_watermark(path, agent, parser_version, state, before))
-        return
-    try:
-        cols = {c[1] for c in ro.conn.execute("PRAGMA table_info(messages)")}
-        sessions = [dict(zip([c[0] for c in cur.description], r))
-                    for cur in [ro.conn.execute("SELECT * FROM sessions")] for r in cur.fetchall()]
-        top = ro.conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
-    finally:
-        ro.conn.close()
     if top < (mark.get("rowid") or 0):
         mark = {}  # rows were deleted and the table refilled: read it all again
     parents = {s["id"]: s.get("parent_session_id") or None for s in sessions}
     entries = [e for s in sessions for e in session_entries(agent, s, project, src)]
-    if ro.note:
-        state["note"] = ro.note
     sel = ["rowid", "id", "session_id", "role", "parts", "model", "created_at", "updated_at",
            "finished_at"] + (["provider"] if "provider" in cols else [])
     select = f"SELECT {', '.join(sel)} FROM messages"

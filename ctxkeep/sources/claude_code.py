@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterator
 
-from ctxkeep.sources._util import as_int, compact_json, drop_media, media_placeholder, strip_ansi
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_jsonl)
+from ctxkeep.sources._util import (as_int, block_text, blocks_text, compact_json, drop_media,
+                                   media_placeholder, strip_ansi)
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
 PARSER_VERSION = 2
+MODE = "append"
 
 _META_TEXT_KEYS = ("content", "summary", "customTitle", "aiTitle", "lastPrompt",
                    "agentName", "title", "prUrl", "error")
@@ -58,7 +59,6 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     """Find session and sub-agent transcripts. Configured extra dirs may point at a
     config dir (holding ``projects/``) or at a ``projects`` dir itself."""
     d = Discovery(AGENT)
-    seen: set[Path] = set()
     project_dirs = []
     for root in roots(ctx) + ctx.extra_dirs:
         proj = root / "projects" if (root / "projects").is_dir() else root
@@ -70,40 +70,20 @@ def discover(ctx: DiscoveryContext) -> Discovery:
             meta = {}
             if p.name.startswith("agent-"):
                 meta["subagent"] = p.stem[len("agent-"):]
-            _add(d, seen, p, meta)
+            d.add(p, MODE, meta)
         for p in sorted(proj.glob("*/*/subagents/agent-*.jsonl")):
-            _add(d, seen, p, {"subagent": p.stem[len("agent-"):],
-                              "parent_session": p.parent.parent.name})
+            d.add(p, MODE, {"subagent": p.stem[len("agent-"):], "parent_session": p.parent.parent.name})
     if not d.files:
         d.reason = ("no Claude Code projects dir found" if not project_dirs
                     else "projects dir holds no *.jsonl session files")
     return d
 
 
-def _add(d: Discovery, seen: set, p: Path, meta: dict) -> None:
-    rp = p.resolve()
-    if rp not in seen and p.is_file():
-        seen.add(rp)
-        d.files.append(SourceFile(AGENT, p, "append", meta))
-
-
 def matches(path: Path) -> bool:
     """True when an explicit ``--path`` file looks like a Claude Code transcript."""
     head = file_head(path, (".jsonl",), 8192)
-    if head is None:
-        return False
     return b'"sessionId"' in head or b'"leafUuid"' in head or b'"parentUuid"' in head \
         or (b'"type":"file-history-snapshot"' in head)
-
-
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read new lines of one transcript into entry dicts (see ``parse_record``)."""
-    src = str(file.path)
-
-    def parse(rec, offset, line_hash, state):
-        return parse_record(rec, offset, line_hash, state, src)
-    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init_state)
 
 
 def init_state(file: SourceFile) -> dict:
@@ -197,26 +177,13 @@ def _meta_text(rec: dict) -> str:
     return ""
 
 
-def _blocks_text(content) -> str:
-    """Plain text of a tool_result's content: string, or text/image blocks."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return "" if content is None else compact_json(content)
-    parts = []
-    for b in content:
-        if not isinstance(b, dict):
-            parts.append(str(b))
-            continue
-        t = b.get("type")
-        if t == "text":
-            parts.append(str(b.get("text") or ""))
-        elif t in ("image", "document"):
-            src = b.get("source") or {}
-            parts.append(media_placeholder(t, src.get("media_type"), len(src.get("data") or "")))
-        else:
-            parts.append(compact_json(drop_media(b), 2000))
-    return "\n".join(parts)
+def _block(b: dict) -> str:
+    return block_text(b, ("image", "document"), scrub=True)
+
+
+def _tool_result_text(content) -> str:
+    """Plain text of a tool_result's content: string, or text/image/document blocks."""
+    return blocks_text(content, _block)
 
 
 def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
@@ -248,7 +215,7 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
                                 native_id=b.get("id") or base["native_id"],
                                 text=compact_json(b.get("input"))))
             elif t == "tool_result":
-                text = _blocks_text(b.get("content"))
+                text = _tool_result_text(b.get("content"))
                 if b.get("is_error"):
                     text = "[error] " + text
                 out.append(dict(base, role="tool", kind="tool_result",
@@ -276,3 +243,7 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
         first["cache_creation_tokens"] = as_int(usage.get("cache_creation_input_tokens"))
         first["usage_key"] = f"{mid}:{rid}" if mid and rid else f"line:{base['record_id']}"
     return out
+
+
+#: new lines of one transcript into entry dicts (``parse_record``)
+read = record_reader(PARSER_VERSION, parse_record, init_state)

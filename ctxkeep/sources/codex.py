@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_jsonl)
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "codex"
 PARSER_VERSION = 2
+MODE = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout
@@ -46,40 +46,18 @@ _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.m
 def discover(ctx: DiscoveryContext) -> Discovery:
     """Find rollouts under ``$CODEX_HOME`` (or ``~/.codex``) and configured dirs."""
     d = Discovery(AGENT)
-    root = Path(ctx.env["CODEX_HOME"]).expanduser() if ctx.env.get("CODEX_HOME") else ctx.home / ".codex"
-    dirs = [root / "sessions", root / "archived_sessions"] + list(ctx.extra_dirs)
-    seen = set()
-    for base in dirs:
-        d.searched.append(base)
-        if not base.is_dir():
-            continue
-        for p in sorted(base.rglob("rollout-*.jsonl")):
-            rp = p.resolve()
-            if rp not in seen and p.is_file():
-                seen.add(rp)
-                d.files.append(SourceFile(AGENT, p, "append", {"archived": base.name == "archived_sessions"}))
-    if not d.files:
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no rollout-*.jsonl under {root}/sessions")
+    root = ctx.env_dir("CODEX_HOME", ctx.home / ".codex")
+    for base in [root / "sessions", root / "archived_sessions"] + list(ctx.extra_dirs):
+        archived = {"archived": base.name == "archived_sessions"}
+        d.add_glob(base, ["**/rollout-*.jsonl"], MODE, lambda p, a=archived: dict(a))
+    d.explain_empty(root, f"no rollout-*.jsonl under {root}/sessions")
     return d
 
 
 def matches(path: Path) -> bool:
     """True when an explicit ``--path`` file looks like a Codex rollout."""
     head = file_head(path, (".jsonl",), 4096)
-    if head is None:
-        return False
     return b'"type":"session_meta"' in head or b'"type":"response_item"' in head
-
-
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read new lines of one rollout into entry dicts (see ``parse_record``)."""
-    src = str(file.path)
-
-    def parse(rec, offset, line_hash, state):
-        return parse_record(rec, offset, line_hash, state, src)
-    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init_state)
 
 
 def init_state(file: SourceFile) -> dict:
@@ -259,3 +237,7 @@ def _token_count(p: dict, base: dict, state: dict, origin: str) -> dict:
              reasoning_tokens=reasoning, cache_creation_tokens=0,
              usage_key=f"codex:{origin}:" + ":".join(map(str, cur)))
     return e
+
+
+#: new lines of one rollout into entry dicts (``parse_record``)
+read = record_reader(PARSER_VERSION, parse_record, init_state)

@@ -3,7 +3,7 @@
 Where: ``$CONTINUE_GLOBAL_DIR`` when set, else ``~/.continue`` (all platforms;
 ``%USERPROFILE%\\.continue`` on Windows): ``sessions/<session id>.json``, one JSON
 document per session rewritten in place as the chat grows (``sessions/sessions.json``
-is the index, skipped). Read whole on change (``base.read_document``).
+is the index, skipped). Read whole on change (``readers.document.read_document``).
 
 Format (``core/index.d.ts``: ``Session``/``PersistedSessionInfo``): ``{sessionId,
 title, workspaceDirectory, history: ChatHistoryItem[], mode?, chatModelTitle?,
@@ -29,7 +29,6 @@ The corpus has no Continue file; tests use tests/fixtures/continue/.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import os
 from pathlib import Path
@@ -37,40 +36,26 @@ from typing import Any, Iterator
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_document)
+from ctxkeep.timeutil import format_epoch
+from ctxkeep.sources._util import as_int, block_text, blocks_text
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                                      Watermark)
+from ctxkeep.sources.readers.document import read_document, track_ids
+from ctxkeep.sources.readers.jsonl import file_head
 
 AGENT = "continue"
 PARSER_VERSION = 1
 MODE = "rewrite"
 
 
-def continue_root(ctx: DiscoveryContext) -> Path:
-    """``$CONTINUE_GLOBAL_DIR`` when set, else ``~/.continue``."""
-    h = ctx.env.get("CONTINUE_GLOBAL_DIR")
-    return Path(h).expanduser() if h else ctx.home / ".continue"
-
-
 def discover(ctx: DiscoveryContext) -> Discovery:
-    """Find ``sessions/*.json`` (not ``sessions.json``)."""
+    """Find ``sessions/*.json`` (not ``sessions.json``) under ``$CONTINUE_GLOBAL_DIR``
+    when set, else ``~/.continue``, and in configured dirs."""
+    root = ctx.env_dir("CONTINUE_GLOBAL_DIR", ctx.home / ".continue")
     d = Discovery(AGENT)
-    root = continue_root(ctx)
-    seen: set[Path] = set()
     for base in [root / "sessions"] + list(ctx.extra_dirs):
-        d.searched.append(base)
-        if not base.is_dir():
-            continue
-        for p in sorted(base.glob("*.json")):
-            if p.name == "sessions.json":
-                continue
-            rp = p.resolve()
-            if rp not in seen and p.is_file():
-                seen.add(rp)
-                d.files.append(SourceFile(AGENT, p, MODE, {}))
-    if not d.files:
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no sessions/*.json under {root}")
+        d.add_glob(base, ["*.json"], MODE, exclude=["sessions.json"])
+    d.explain_empty(root, f"no sessions/*.json under {root}")
     return d
 
 
@@ -79,27 +64,20 @@ def matches(path: Path) -> bool:
     if path.name == "sessions.json":
         return False
     head = file_head(path, (".json",), 4096)
-    if head is None:
-        return False
     return b'"history"' in head and (b'"workspaceDirectory"' in head or b'"sessionId"' in head)
 
 
+def _part_text(p: dict) -> str:
+    """Text of one Continue ``MessagePart``: ``text``, ``imageUrl`` (a data URL's size,
+    else the URL), any other part as compact JSON."""
+    if p.get("type") != "imageUrl":
+        return block_text(p, media=())
+    url = (p.get("imageUrl") or {}).get("url") or ""
+    return f"[image {len(url) * 3 // 4:,} bytes]" if url.startswith("data:") else f"[image {url}]"
+
+
 def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        out = []
-        for p in content:
-            if isinstance(p, dict):
-                if p.get("type") == "text":
-                    out.append(str(p.get("text") or ""))
-                elif p.get("type") == "imageUrl":
-                    url = (p.get("imageUrl") or {}).get("url") or ""
-                    out.append(f"[image {len(url) * 3 // 4:,} bytes]" if url.startswith("data:") else f"[image {url}]")
-                else:
-                    out.append(compact_json(p, 2000))
-        return "\n".join(out)
-    return "" if content is None else str(content)
+    return blocks_text(content, _part_text, scalar=str, skip_non_dict=True)
 
 
 def _item_hash(m: dict) -> str:
@@ -189,11 +167,7 @@ def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
                     "source_path": src, "source_offset": 0, "record_id": f"{sid}:title:{doc['title']}",
                     "part": 0})
     if state is not None:
-        gone = sorted(set(old_ids) - set(ids))
-        if gone:
-            state.setdefault("_status_changes", []).append(
-                {"agent": AGENT, "session_id": sid, "message_ids": gone, "status": "rewound"})
-        state["ids"] = ids
+        track_ids(state, AGENT, sid, old_ids, ids)
     return out
 
 
@@ -208,6 +182,6 @@ def read(file: SourceFile, wm: Watermark | None,
             mt = os.stat(file.path).st_mtime
         except OSError:
             mt = 0
-        iso = dt.datetime.fromtimestamp(mt, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        iso = format_epoch(mt)
         return parse_session(doc, src, iso, state, old_ids)
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)

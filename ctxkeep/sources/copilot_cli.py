@@ -32,11 +32,10 @@ Tool requests are not entries of their own: ``tool.execution_start`` is the call
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_jsonl)
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "copilot-cli"
 PARSER_VERSION = 1
@@ -45,54 +44,30 @@ MODE = "append"
 _META_TEXT = ("message", "content", "reason", "infoType")
 
 
-def copilot_root(ctx: DiscoveryContext) -> Path:
-    """``$COPILOT_HOME`` when set, else ``~/.copilot``."""
-    h = ctx.env.get("COPILOT_HOME")
-    return Path(h).expanduser() if h else ctx.home / ".copilot"
-
-
 def discover(ctx: DiscoveryContext) -> Discovery:
-    """Find ``session-state/*/events.jsonl`` and ``session-state/*.jsonl``."""
+    """Find ``session-state/*/events.jsonl`` and ``session-state/*.jsonl`` under
+    ``$COPILOT_HOME`` when set, else ``~/.copilot``, and in configured dirs."""
     d = Discovery(AGENT)
-    root = copilot_root(ctx)
-    seen: set[Path] = set()
+    root = ctx.env_dir("COPILOT_HOME", ctx.home / ".copilot")
     for base in [root / "session-state"] + list(ctx.extra_dirs):
-        d.searched.append(base)
-        if not base.is_dir():
-            continue
-        for p in sorted(base.glob("*/events.jsonl")) + sorted(base.glob("*.jsonl")):
-            rp = p.resolve()
-            if rp not in seen and p.is_file():
-                seen.add(rp)
-                sid = p.parent.name if p.name == "events.jsonl" else p.stem
-                d.files.append(SourceFile(AGENT, p, "append", {"session": sid}))
-    if not d.files:
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no session-state/*.jsonl under {root}")
+        d.add_glob(base, ["*/events.jsonl", "*.jsonl"], MODE,
+                   lambda p: {"session": p.parent.name if p.name == "events.jsonl" else p.stem})
+    d.explain_empty(root, f"no session-state/*.jsonl under {root}")
     return d
 
 
 def matches(path: Path) -> bool:
     """True for a Copilot CLI events file given with ``--path``."""
     head = file_head(path, (".jsonl",), 4096)
-    if head is None:
-        return False
     return b'"type":"session.start"' in head or (
         b'"type":"user.message"' in head and b'"data"' in head)
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read new events of one session file (see ``parse_record``)."""
-    src = str(file.path)
-
-    def init(f: SourceFile) -> dict:
-        return {"sid": f.meta.get("session") or (f.path.parent.name if f.path.name == "events.jsonl"
-                                                 else f.path.stem)}
-
-    def parse(rec, offset, line_hash, state):
-        return parse_record(rec, offset, line_hash, state, src)
-    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes, init)
+def init_state(file: SourceFile) -> dict:
+    """The parser state at offset 0 of ``file``: the session id found at discovery,
+    else the folder of an ``events.jsonl``, else the file stem."""
+    return {"sid": file.meta.get("session") or (file.path.parent.name if file.path.name == "events.jsonl"
+                                                else file.path.stem)}
 
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
@@ -180,3 +155,7 @@ def _shutdown(data: dict, base: dict, sid: str) -> list[dict]:
                         cache_creation_tokens=cw, reasoning_tokens=as_int(u.get("reasoningTokens")) or 0,
                         usage_key=f"copilot:{sid}:{model}"))
     return out
+
+
+#: new events of one session file into entry dicts (``parse_record``)
+read = record_reader(PARSER_VERSION, parse_record, init_state)

@@ -6,7 +6,7 @@ Crush itself lists in ``$XDG_DATA_HOME/crush/projects.json`` (``{"projects":
 [{"path", "data_dir"}]}``, newer versions; ``%LOCALAPPDATA%\\crush`` on Windows) and a
 bounded scan of the home directory for ``*/.crush/crush.db``.
 
-Format and mapping: ``_charm_db`` (real database in ``shared/corpus``,
+Format and mapping: ``charm_db`` (real database in ``shared/corpus``,
 ``code/dbos-transact-golang/.crush/crush.db``, 2025-08: INTEGER Unix **seconds**
 although the schema comments say milliseconds; a ``provider`` column). Change
 detection: the file and its ``-wal``, then a per-row high-water mark on
@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
-from ctxkeep.sources import charm_db as _charm_db
+from ctxkeep.sources import charm_db
 from ctxkeep.sources._scan import find_project_files
-from ctxkeep.sources.readers.sqlite import guarded
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
 
 AGENT = "crush"
 PARSER_VERSION = 1
+MODE = "sqlite"
 REL = ".crush/crush.db"
 
 
@@ -72,7 +71,5 @@ def matches(path: Path) -> bool:
     return path.name == "crush.db"
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read new and changed rows (see ``_charm_db.read_db``)."""
-    return guarded(file.path, _charm_db.read_db(AGENT, PARSER_VERSION, file, wm))
+#: new and changed rows (``charm_db.reader``)
+read = charm_db.reader(AGENT, PARSER_VERSION)

@@ -34,21 +34,22 @@ Bubbles of a chat whose ``status`` is ``generating`` and that changed in the las
 """
 from __future__ import annotations
 
-import datetime as dt
 import time
 from pathlib import Path
 from typing import Iterator
 
 import orjson
 
-from ctxkeep.sources.readers.sqlite import (db_fingerprint, guarded, db_watermark, open_ro, read_pages,
-                      settle_fingerprint)
+from ctxkeep.timeutil import format_epoch
+from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, open_ro, read_pages
 from ctxkeep.sources._util import as_int, compact_json
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, quarantine_row, read_jsonl)
+                                      Watermark, quarantine_row)
+from ctxkeep.sources.readers.jsonl import read_jsonl
 
 AGENT = "cursor"
 PARSER_VERSION = 1
+MODE = "sqlite"  # state.vscdb; agent transcripts are append-only JSONL (see mode_for)
 STALE_SECONDS = 3600
 
 
@@ -93,12 +94,9 @@ def matches(path: Path) -> bool:
     return path.name == "state.vscdb" or (path.suffix == ".jsonl" and "agent-transcripts" in path.parts)
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read changed chats of ``state.vscdb`` or new lines of a transcript."""
-    if file.path.name == "state.vscdb":
-        return guarded(file.path, _read_db(file, wm))
-    return _read_transcript(file, wm, batch_bytes)
+def mode_for(path: Path) -> str:
+    """``sqlite`` for ``state.vscdb``, ``append`` for an agent transcript."""
+    return "sqlite" if path.name == "state.vscdb" else "append"
 
 
 def _iso(v) -> str | None:
@@ -106,7 +104,7 @@ def _iso(v) -> str | None:
         return None
     if isinstance(v, (int, float)):
         x = v / 1000 if v > 1e11 else v
-        return dt.datetime.fromtimestamp(x, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(x)
     return str(v)
 
 
@@ -156,26 +154,15 @@ def _generating(composer: dict, now: float) -> bool:
     return now - last / 1000 < STALE_SECONDS
 
 
-def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
-    path = file.path
+def _probe(conn) -> int:
+    """The largest rowid of ``cursorDiskKV``."""
+    return conn.execute("SELECT coalesce(max(rowid), 0) FROM cursorDiskKV").fetchone()[0]
+
+
+def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
+    path, state = rd.path, rd.state
     src = str(path)
-    try:
-        before = db_fingerprint(path)
-    except OSError:
-        return
-    state = dict(wm.state) if wm and wm.parser_version == PARSER_VERSION \
-        and [wm.dev, wm.ino] == before["main"][:2] else {}
     hw = start_hw = state.get("hw", 0)
-    try:
-        ro = open_ro(path)
-        top = ro.conn.execute("SELECT coalesce(max(rowid), 0) FROM cursorDiskKV").fetchone()[0]
-        ro.conn.close()
-    except Exception as e:
-        q = quarantine_row(path, 0, b"", f"cannot read cursorDiskKV: {type(e).__name__}: {e}")
-        yield Batch([], [q], db_watermark(path, AGENT, PARSER_VERSION, state, before))
-        return
-    if ro.note:
-        state["note"] = ro.note
     if top < hw:
         hw = start_hw = 0
     now = time.time()
@@ -240,14 +227,14 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
         entries += bubble_entries(b, c, cid, src, rowid)
     if deferred:  # a chat is still streaming: read these rows again next time
         hw = start_hw
-    fp = settle_fingerprint(before, db_fingerprint(path))
+    fp = rd.settled()
     if deferred:
         fp = dict(fp, wal="deferred")
-    yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, dict(state, hw=hw), fp),
-                lines=nrows, bytes_read=nbytes)
+    yield Batch(entries, quarantine, rd.watermark(dict(state, hw=hw), fp), lines=nrows, bytes_read=nbytes)
 
 
-def _read_transcript(file: SourceFile, wm: Watermark | None, batch_bytes: int) -> Iterator[Batch]:
+def _read_transcript(file: SourceFile, wm: Watermark | None,
+                     batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     src = str(file.path)
     sid = file.path.stem
     try:
@@ -290,3 +277,8 @@ def _read_transcript(file: SourceFile, wm: Watermark | None, batch_bytes: int) -
         return out
 
     return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
+
+
+#: changed chats of ``state.vscdb`` or new lines of a transcript
+read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows,
+                                         "cannot read cursorDiskKV"), _read_transcript)

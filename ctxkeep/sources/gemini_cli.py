@@ -11,7 +11,7 @@ Two formats (google-gemini/gemini-cli ``services/chatRecordingService.ts``):
 
 - ``session-<time>-<id8>.json``: one pretty-printed JSON document
   ``{sessionId, projectHash, startTime, lastUpdated, messages[], summary?}`` rewritten
-  in place (no trailing newline): read whole by ``base.read_document`` (content hash);
+  in place (no trailing newline): read whole by ``readers.document.read_document`` (content hash);
 - ``session-<time>-<id8>.jsonl`` (≥ 0.40; sub-agents: ``chats/<parent id>/<id>.jsonl``):
   append-only. Line 1 is the metadata ``{sessionId, projectHash, startTime,
   lastUpdated, kind}``; then message records (a message written again with the same
@@ -45,15 +45,16 @@ its own (``tool_name`` ``usage``, empty text).
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_document, read_jsonl)
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                                      Watermark)
+from ctxkeep.sources.readers.document import read_document
+from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
 AGENT = "gemini-cli"
 PARSER_VERSION = 1
@@ -69,8 +70,7 @@ def mode_for(path: Path) -> str:
 
 def gemini_root(ctx: DiscoveryContext) -> Path:
     """``$GEMINI_CLI_HOME/.gemini`` when set, else ``~/.gemini``."""
-    h = ctx.env.get("GEMINI_CLI_HOME")
-    return (Path(h).expanduser() if h else ctx.home) / ".gemini"
+    return ctx.env_dir("GEMINI_CLI_HOME", ctx.home) / ".gemini"
 
 
 def _project_dirs(root: Path) -> dict[str, str]:
@@ -140,8 +140,6 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 def matches(path: Path) -> bool:
     """True for a Gemini CLI chat file given with ``--path``."""
     head = file_head(path, (".json", ".jsonl"), 4096)
-    if head is None:
-        return False
     return b'"sessionId"' in head and b'"projectHash"' in head
 
 

@@ -36,21 +36,27 @@ GitHub: ``tests/fixtures/goose`` is generated from the schema above.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 from pathlib import Path
 from typing import Iterator
 
 import orjson
 
-from ctxkeep.sources.readers.sqlite import (db_fingerprint, guarded, db_watermark, open_ro, read_pages,
-                      settle_fingerprint)
+from ctxkeep.timeutil import format_epoch
+from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, read_pages
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, quarantine_row, read_jsonl)
+                                      Watermark, quarantine_row)
+from ctxkeep.sources.readers.jsonl import read_jsonl
 
 AGENT = "goose"
 PARSER_VERSION = 1
+MODE = "sqlite"  # sessions.db; legacy .jsonl files are append-only (see mode_for)
+
+
+def mode_for(path: Path) -> str:
+    """``sqlite`` for ``sessions.db``, ``append`` for a legacy JSONL file."""
+    return "sqlite" if path.name == "sessions.db" else "append"
 
 
 def sessions_dir(ctx: DiscoveryContext) -> Path:
@@ -75,10 +81,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
             d.files.append(SourceFile(AGENT, base / "sessions.db", "sqlite"))
         for p in sorted(base.glob("*.jsonl")):
             d.files.append(SourceFile(AGENT, p, "append"))
-    if not d.files:
-        root = sessions_dir(ctx)
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no sessions.db or *.jsonl in {root}")
+    root = sessions_dir(ctx)
+    d.explain_empty(root, f"no sessions.db or *.jsonl in {root}")
     return d
 
 
@@ -89,20 +93,12 @@ def matches(path: Path) -> bool:
     return path.suffix == ".jsonl" and path.parent.name == "sessions" and "goose" in path.parts
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read new rows of ``sessions.db`` or new lines of a legacy JSONL file."""
-    if file.path.name == "sessions.db":
-        return guarded(file.path, _read_db(file, wm))
-    return _read_legacy(file, wm, batch_bytes)
-
-
 def sec_iso(v) -> str | None:
     """Unix seconds (int/float) or an SQLite ``YYYY-MM-DD HH:MM:SS`` text → ISO UTC."""
     if v is None:
         return None
     if isinstance(v, (int, float)):
-        return dt.datetime.fromtimestamp(v, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(v)
     s = str(v).replace(" ", "T")
     return s if s.endswith("Z") or "+" in s[10:] else s + "Z"
 
@@ -177,28 +173,19 @@ def _session_entry(s: dict, src: str) -> dict:
     return e
 
 
-def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
-    path = file.path
+def _probe(conn) -> tuple[dict, int]:
+    """Every ``sessions`` row by id, and the largest message id."""
+    cur = conn.execute("SELECT * FROM sessions")
+    names = [c[0] for c in cur.description]
+    sessions = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+    top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+    return sessions, top
+
+
+def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
+    path, state = rd.path, rd.state
     src = str(path)
-    try:
-        before = db_fingerprint(path)
-    except OSError:
-        return
-    state = dict(wm.state) if wm and wm.parser_version == PARSER_VERSION \
-        and [wm.dev, wm.ino] == before["main"][:2] else {}
-    try:
-        ro = open_ro(path)
-        cur = ro.conn.execute("SELECT * FROM sessions")
-        names = [c[0] for c in cur.description]
-        sessions = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
-        top = ro.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
-        ro.conn.close()
-    except Exception as e:
-        q = quarantine_row(path, 0, b"", f"cannot read database: {type(e).__name__}: {e}")
-        yield Batch([], [q], db_watermark(path, AGENT, PARSER_VERSION, state, before))
-        return
-    if ro.note:
-        state["note"] = ro.note
+    sessions, top = probed
     hw = state.get("hw", 0)
     if top < hw:
         hw = 0  # the table was emptied or the database replaced: read it all again
@@ -227,14 +214,13 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
                     "record_id": _record_id(sid, role, created, raw)}
             entries += content_entries(content, base)
         hw = key
-    fp = settle_fingerprint(before, db_fingerprint(path))
-    yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, dict(state, hw=hw), fp),
+    yield Batch(entries, quarantine, rd.watermark(dict(state, hw=hw), rd.settled()),
                 lines=nrows, bytes_read=nbytes)
 
 
 # ------------------------------------------------------------------ legacy JSONL
 
-def _read_legacy(file: SourceFile, wm: Watermark | None, batch_bytes: int) -> Iterator[Batch]:
+def _read_legacy(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     src = str(file.path)
     sid = file.path.stem
 
@@ -261,3 +247,7 @@ def _read_legacy(file: SourceFile, wm: Watermark | None, batch_bytes: int) -> It
         return content_entries(content, base)
 
     return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
+
+
+#: new rows of ``sessions.db`` or new lines of a legacy JSONL file
+read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows), _read_legacy)

@@ -23,7 +23,7 @@ sst/opencode uses the XDG layout on Linux, macOS and Windows alike,
   time_created, time_updated, data)``, ``part(id, message_id, session_id,
   time_created, time_updated, data)``; ``data`` is the same JSON as the files
   without the ids. Read with a per-row high-water mark (rowid and ``time_updated``,
-  ``_sqlite.changed_rows``) on ``message`` and ``part``; the same record ids as the tree, so a store that saw the
+  ``readers.sqlite.changed_rows``) on ``message`` and ``part``; the same record ids as the tree, so a store that saw the
   tree before opencode migrated it into the database holds each part once.
 
 Sources of the facts: the SYNTHETIC storage tree in ``shared/corpus`` (from
@@ -46,7 +46,6 @@ next run.
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import time
 from pathlib import Path
@@ -54,14 +53,15 @@ from typing import Iterator
 
 import orjson
 
-from ctxkeep.sources.readers.sqlite import (advance_mark, changed_rows, db_fingerprint, db_watermark, guarded,
-                      open_ro, settle_fingerprint)
+from ctxkeep.timeutil import format_epoch
+from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
 from ctxkeep.sources._util import as_int, compact_json
 from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, quarantine_row)
+                                      Watermark, quarantine_row)
 
 AGENT = "opencode"
 PARSER_VERSION = 1
+MODE = "sqlite"  # opencode.db; a session of the JSON tree is a "tree" file (see mode_for)
 STALE_SECONDS = 24 * 3600
 _SKIP_PARTS = {"step-start", "step-finish", "snapshot"}
 
@@ -82,23 +82,15 @@ def _storages(ctx: DiscoveryContext) -> list[Path]:
 def discover(ctx: DiscoveryContext) -> Discovery:
     """One file per session of the JSON tree, plus ``opencode.db`` when present."""
     d = Discovery(AGENT)
-    seen = set()
     for root in _storages(ctx):
         d.searched += [root / "storage" / "session", root / "opencode.db"]
         sess = root / "storage" / "session"
         if sess.is_dir():
             for p in sorted(sess.glob("*/*.json")):
-                if p.resolve() not in seen:
-                    seen.add(p.resolve())
-                    d.files.append(SourceFile(AGENT, p, "tree", {"storage": str(root / "storage")}))
-        db = root / "opencode.db"
-        if db.is_file() and db.resolve() not in seen:
-            seen.add(db.resolve())
-            d.files.append(SourceFile(AGENT, db, "sqlite"))
-    if not d.files:
-        root = data_dir(ctx)
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no storage/session/*/*.json and no opencode.db under {root}")
+                d.add(p, "tree", {"storage": str(root / "storage")})
+        d.add(root / "opencode.db", "sqlite")
+    root = data_dir(ctx)
+    d.explain_empty(root, f"no storage/session/*/*.json and no opencode.db under {root}")
     return d
 
 
@@ -114,8 +106,9 @@ def _storage_of(file: SourceFile) -> Path:
     return Path(file.meta.get("storage") or file.path.parent.parent.parent)
 
 
-def _is_db(file: SourceFile) -> bool:
-    return file.path.name == "opencode.db"
+def mode_for(path: Path) -> str:
+    """``sqlite`` for ``opencode.db``, ``tree`` for a session file of the JSON tree."""
+    return "sqlite" if path.name == "opencode.db" else "tree"
 
 
 # ------------------------------------------------------------------ JSON tree
@@ -152,14 +145,6 @@ def unchanged(file: SourceFile, wm: Watermark | None) -> bool:
         return False
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read one tree session (whole) or the new rows of ``opencode.db``."""
-    if _is_db(file):
-        return guarded(file.path, _read_db(file, wm))
-    return _read_tree(file, wm)
-
-
 def _load(path: Path, quarantine: list) -> dict | None:
     try:
         raw = path.read_bytes()
@@ -176,7 +161,7 @@ def _load(path: Path, quarantine: list) -> dict | None:
     return obj
 
 
-def _read_tree(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
+def _read_tree(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     fp = tree_fingerprint(file)
     quarantine: list[dict] = []
     try:
@@ -231,7 +216,7 @@ def ms_iso(v) -> str | None:
     x = as_int(v)
     if not x:
         return None
-    return dt.datetime.fromtimestamp(x / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_epoch(x / 1000)
 
 
 def _msg_complete(msg: dict) -> bool:
@@ -344,34 +329,26 @@ def usage_entry(msg: dict, session: dict, src: str, now: float, offset: int = 0)
 
 # ------------------------------------------------------------------ opencode.db
 
-def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
-    path = file.path
-    try:
-        before = db_fingerprint(path)
-    except OSError:
-        return
-    state = dict(wm.state) if wm and wm.parser_version == PARSER_VERSION \
-        and [wm.dev, wm.ino] == before["main"][:2] else {}
+def _probe(conn) -> tuple[dict, dict]:
+    """Every ``session`` row by id (the fields the tree's session files have) and the
+    largest rowid of ``part`` and ``message``."""
+    sessions = {}
+    cur = conn.execute("SELECT * FROM session")
+    names = [c[0] for c in cur.description]
+    for r in cur.fetchall():
+        s = dict(zip(names, r))
+        sessions[s["id"]] = {"id": s["id"], "directory": s.get("directory"),
+                             "parentID": s.get("parent_id"), "title": s.get("title")}
+    tops = {t: conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0]
+            for t in ("part", "message")}
+    return sessions, tops
+
+
+def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
+    path, state = rd.path, rd.state
+    sessions, tops = probed
     now = time.time()
     quarantine: list[dict] = []
-    try:
-        ro = open_ro(path)
-        sessions = {}
-        cur = ro.conn.execute("SELECT * FROM session")
-        names = [c[0] for c in cur.description]
-        for r in cur.fetchall():
-            s = dict(zip(names, r))
-            sessions[s["id"]] = {"id": s["id"], "directory": s.get("directory"),
-                                 "parentID": s.get("parent_id"), "title": s.get("title")}
-        tops = {t: ro.conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0]
-                for t in ("part", "message")}
-        ro.conn.close()
-    except Exception as e:
-        q = quarantine_row(path, 0, b"", f"cannot read database: {type(e).__name__}: {e}")
-        yield Batch([], [q], db_watermark(path, AGENT, PARSER_VERSION, state, before))
-        return
-    if ro.note:
-        state["note"] = ro.note
     entries: list[dict] = []
     deferred: list[int] = []
     src = str(path)
@@ -429,10 +406,13 @@ def _read_db(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
                 entries.append(u)
     if deferred and new_p.get("ts") is not None:
         new_p["ts"] = min(new_p["ts"], min(deferred))
-    fp = settle_fingerprint(before, db_fingerprint(path))
+    fp = rd.settled()
     if deferred:
         fp = dict(fp, wal="deferred")
     state["marks"] = {"part": new_p, "message": new_m}
-    yield Batch(entries, quarantine, db_watermark(path, AGENT, PARSER_VERSION, state, fp),
+    yield Batch(entries, quarantine, rd.watermark(state, fp),
                 lines=len(entries), bytes_read=nbytes)
 
+
+#: one tree session (whole) or the new rows of ``opencode.db``
+read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows), _read_tree)

@@ -6,7 +6,7 @@ bounded scan of the home directory (``_scan``) for ``*/.opencode/opencode.db``; 
 data dir name ``.opencode`` is the agent's default (``data.directory`` in
 ``.opencode.json``). Same paths on Linux, macOS and Windows (project-relative).
 
-Format and mapping: ``_charm_db`` (real database in ``shared/corpus``,
+Format and mapping: ``charm_db`` (real database in ``shared/corpus``,
 ``code/noora/.opencode/opencode.db``, 2025-05, TEXT ISO timestamps). Change
 detection: the file and its ``-wal`` (``unchanged``), then a per-row high-water mark
 on ``messages.updated_at``.
@@ -14,15 +14,15 @@ on ``messages.updated_at``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
-from ctxkeep.sources import charm_db as _charm_db
+from ctxkeep.sources import charm_db
 from ctxkeep.sources._scan import find_project_files
-from ctxkeep.sources.readers.sqlite import guarded, open_ro
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.sqlite import open_ro
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
 
 AGENT = "opencode-go"
 PARSER_VERSION = 1
+MODE = "sqlite"
 REL = ".opencode/opencode.db"
 
 
@@ -56,7 +56,5 @@ def matches(path: Path) -> bool:
     return path.name == "opencode.db" and path.parent.name == ".opencode"
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read new and changed rows (see ``_charm_db.read_db``)."""
-    return guarded(file.path, _charm_db.read_db(AGENT, PARSER_VERSION, file, wm))
+#: new and changed rows (``charm_db.reader``)
+read = charm_db.reader(AGENT, PARSER_VERSION)

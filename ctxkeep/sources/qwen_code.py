@@ -31,8 +31,10 @@ from typing import Iterator
 
 from ctxkeep.sources import gemini_cli
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import (file_head, DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                   Watermark, read_document, read_jsonl)
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
+                                      Watermark)
+from ctxkeep.sources.readers.document import read_document
+from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "qwen-code"
 PARSER_VERSION = 1
@@ -46,8 +48,7 @@ def mode_for(path: Path) -> str:
 
 def qwen_roots(ctx: DiscoveryContext) -> list[Path]:
     """``$QWEN_HOME`` (else ``~/.qwen``) and ``$QWEN_RUNTIME_DIR`` when set."""
-    h = ctx.env.get("QWEN_HOME")
-    roots = [Path(h).expanduser() if h else ctx.home / ".qwen"]
+    roots = [ctx.env_dir("QWEN_HOME", ctx.home / ".qwen")]
     if ctx.env.get("QWEN_RUNTIME_DIR"):
         roots.append(Path(ctx.env["QWEN_RUNTIME_DIR"]).expanduser())
     return roots
@@ -58,39 +59,25 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     the Qwen roots; a configured dir may also be a ``chats`` or ``projects`` dir."""
     d = Discovery(AGENT)
     roots = qwen_roots(ctx)
-    seen: set[Path] = set()
     extra = set(ctx.extra_dirs)
     for root in roots + list(ctx.extra_dirs):
-        d.searched.append(root)
-        if not root.is_dir():
-            continue
-        cands = (sorted(root.glob("projects/*/chats/*.jsonl")) + sorted(root.glob("tmp/*/chats/session-*.json"))
-                 + sorted(root.glob("tmp/*/chats/session-*.jsonl")))
+        pats = ["projects/*/chats/*.jsonl", "tmp/*/chats/session-*.json", "tmp/*/chats/session-*.jsonl"]
         if root in extra:  # a configured dir may be a chats dir itself
-            cands += sorted(root.glob("*.jsonl")) + sorted(root.glob("*/chats/*.jsonl"))
-        for p in cands:
-            rp = p.resolve()
-            if rp not in seen and p.is_file():
-                seen.add(rp)
-                d.files.append(SourceFile(AGENT, p, mode_for(p), {}))
-    if not d.files:
-        d.reason = (f"{roots[0]} does not exist" if not roots[0].exists()
-                    else f"no projects/*/chats/*.jsonl under {roots[0]}")
+            pats += ["*.jsonl", "*/chats/*.jsonl"]
+        d.add_glob(root, pats, mode_for)
+    d.explain_empty(roots[0], f"no projects/*/chats/*.jsonl under {roots[0]}")
     return d
 
 
 def matches(path: Path) -> bool:
     """True for a Qwen Code chat JSONL given with ``--path``."""
     head = file_head(path, (".jsonl",), 4096)
-    if head is None:
-        return False
     return b'"parentUuid"' in head and b'"parts"' in head and b'"sessionId"' in head
 
 
 def read(file: SourceFile, wm: Watermark | None,
          batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one chat file (JSONL from its offset; an old JSON document whole)."""
-    src = str(file.path)
     if file.path.suffix != ".jsonl":
         old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
 
@@ -102,10 +89,7 @@ def read(file: SourceFile, wm: Watermark | None,
                 ch["agent"] = AGENT
             return out
         return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)
-
-    def parse(rec, offset, line_hash, state):
-        return parse_record(rec, offset, line_hash, state, src)
-    return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
+    return _read_records(file, wm, batch_bytes)
 
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
@@ -193,3 +177,6 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         first["reasoning_tokens"] = as_int(um.get("thoughtsTokenCount")) or 0
         first["usage_key"] = f"qwen:{base['record_id']}"
     return out
+
+
+_read_records = record_reader(PARSER_VERSION, parse_record)

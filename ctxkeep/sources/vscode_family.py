@@ -1,4 +1,5 @@
-"""Shared reader of the Cline family's task folders (Cline, Roo Code, Kilo Code).
+"""The Cline family's sources (Cline, Roo Code, Kilo Code): one factory,
+``ExtensionSource``, and the shared reader of their task folders.
 
 These VS Code extensions keep one folder per task in the editor's global storage:
 ``<user dir>/globalStorage/<extension id>/tasks/<task id>/`` with
@@ -36,17 +37,20 @@ to find them by in the bytes).
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import Batch, DiscoveryContext, Discovery, SourceFile, Watermark, read_document
+from ctxkeep.timeutil import format_epoch
+from ctxkeep.sources._util import as_int, blocks_text, compact_json, media_placeholder
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Mode,
+                                      SourceFile, Watermark)
+from ctxkeep.sources.readers.document import read_document, track_ids
 
 APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
 _CWD_RE = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
@@ -112,29 +116,9 @@ def _ms_iso(ms: Any) -> str | None:
     if v < 10**11:  # seconds
         v *= 1000
     try:
-        return dt.datetime.fromtimestamp(v / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return format_epoch(v / 1000)
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def _blocks_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return "" if content is None else compact_json(content)
-    out = []
-    for b in content:
-        if isinstance(b, dict):
-            if b.get("type") == "text":
-                out.append(str(b.get("text") or ""))
-            elif b.get("type") == "image":
-                src = b.get("source") or {}
-                out.append(media_placeholder("image", src.get("media_type"), len(src.get("data") or "")))
-            else:
-                out.append(compact_json(b, 2000))
-        else:
-            out.append(str(b))
-    return "\n".join(out)
 
 
 def _msg_hash(m: dict) -> str:
@@ -157,7 +141,7 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
         role = m.get("role") if m.get("role") in ("user", "assistant") else "system"
         content = m.get("content")
         if proj is None:
-            mm = _CWD_RE.search(_blocks_text(content))
+            mm = _CWD_RE.search(blocks_text(content))
             if mm:
                 proj = mm.group(1).strip()
         base = {"agent": agent, "session_id": task, "native_id": str(i), "message_id": mid,
@@ -187,7 +171,7 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
                     parts.append(dict(base, role="assistant", kind="tool_call", tool_name=b.get("name"),
                                       native_id=b.get("id"), text=compact_json(b.get("input"))))
                 elif t == "tool_result":
-                    txt = _blocks_text(b.get("content"))
+                    txt = blocks_text(b.get("content"))
                     parts.append(dict(base, role="tool", kind="tool_result", native_id=b.get("tool_use_id"),
                                       text=("[error] " + txt) if b.get("is_error") else txt))
                 elif t in ("thinking", "reasoning"):
@@ -203,11 +187,7 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
     for e in out:
         e["project_dir"] = proj
     state["project_dir"] = proj
-    gone = sorted(set(old_ids) - set(ids))
-    if gone:
-        state.setdefault("_status_changes", []).append(
-            {"agent": agent, "session_id": task, "message_ids": gone, "status": "rewound"})
-    state["ids"] = ids
+    track_ids(state, agent, task, old_ids, ids)
     return out
 
 
@@ -255,7 +235,7 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
 
 def read_task_file(agent: str, parser_version: int, file: SourceFile, wm: Watermark | None,
                    batch_bytes: int) -> Iterator[Batch]:
-    """Read one task file whole when its hash changed (``base.read_document``)."""
+    """Read one task file whole when its hash changed (``readers.document.read_document``)."""
     task = file.meta.get("task") or file.path.parent.name
     src = str(file.path)
     old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == parser_version else [])
@@ -279,3 +259,42 @@ def file_mtime_iso(p: Path) -> str | None:
         return _ms_iso(int(os.stat(p).st_mtime * 1000))
     except OSError:
         return None
+
+
+def _no_roots(ctx: DiscoveryContext) -> list[Path]:
+    return []
+
+
+@dataclass(frozen=True)
+class ExtensionSource:
+    """A source (``contract.Source``, with ``matches``) for one extension of the Cline
+    family: its task folders in every VS Code-family user dir (``discover_tasks``),
+    read whole when they change (``read_task_file``).
+
+    ``extra_roots(ctx)`` adds data dirs outside the editors (the Cline CLI's);
+    ``data_dir_name`` claims ``--path`` task files under a folder of that name too.
+    Fields are spelled like a source module's constants (``AGENT`` …) so that this
+    object and a module satisfy the same protocol.
+    """
+
+    AGENT: str
+    EXTENSION_IDS: tuple[str, ...]
+    PARSER_VERSION: int = 1
+    MODE: Mode = "rewrite"
+    extra_roots: Callable[[DiscoveryContext], list[Path]] = _no_roots
+    data_dir_name: str | None = None
+
+    def discover(self, ctx: DiscoveryContext) -> Discovery:
+        """Find this extension's task files in every VS Code-family user dir."""
+        return discover_tasks(self.AGENT, self.EXTENSION_IDS, ctx, self.extra_roots(ctx))
+
+    def matches(self, path: Path) -> bool:
+        """True for an ``api_conversation_history.json``/``ui_messages.json`` under
+        this extension's storage dir (or its ``data_dir_name``)."""
+        return matches_task_file(path, self.EXTENSION_IDS) or (
+            self.data_dir_name is not None and path.name in (HISTORY, UI) and self.data_dir_name in path.parts)
+
+    def read(self, file: SourceFile, wm: Watermark | None,
+             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+        """Read one task file whole when it changed."""
+        return read_task_file(self.AGENT, self.PARSER_VERSION, file, wm, batch_bytes)

@@ -34,9 +34,12 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=50)
     ap.add_argument("--work", type=Path, default=Path("/tmp/ctxkeep-bench-maint"))
     a = ap.parse_args()
-    from ctxkeep.maintenance.ops import run_backfill, run_reindex, run_retention
+    from ctxkeep.maintenance.backfill import run_backfill
+    from ctxkeep.maintenance.reindex import run_reindex
+    from ctxkeep.maintenance.retention import run_retention
     from ctxkeep.pipeline.engine import run_ingest
-    from ctxkeep.maintenance.purge import PurgeRequest, purge
+    from ctxkeep.maintenance.purge import run_purge as purge
+    from ctxkeep.maintenance.purge_request import PurgeRequest
     from ctxkeep.sources.contract import DiscoveryContext
 
     tree = a.work / f"home-{a.mb}mb"

@@ -96,9 +96,9 @@ def test_purge_all(store):
 def test_purge_of_a_busy_store_is_one_line(store, monkeypatch):
     from conftest import hold_lock_in_subprocess
     import ctxkeep.maintenance.purge as p
-    orig = p.purge
+    orig = p.run_purge
     # the CLI waits for the lock; make this call give up at once
-    monkeypatch.setattr(p, "purge", lambda *a, **k: orig(*a, **{**k, "timeout": 0}))
+    monkeypatch.setattr(p, "run_purge", lambda *a, **k: orig(*a, **{**k, "timeout": 0}))
     holder = hold_lock_in_subprocess(store)
     try:
         r = run("purge", "--home", store, "--session", SID, "--yes")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from typer.testing import CliRunner
@@ -65,15 +64,21 @@ def test_show_full_and_budgeted(home):
     assert d2["offset"] == d["elided_from"] and d2["next_offset"] is not None
 
 
-def test_search_never_imports_prefect(home):
+@pytest.mark.parametrize("command", ["search", "show", "stats"])
+def test_search_show_stats_never_import_prefect_or_polars(home, command):
+    import sqlite3
     import subprocess
     import sys
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    eid = c.execute("SELECT entry_id FROM entries WHERE text_bytes > 0 LIMIT 1").fetchone()[0]
+    c.close()
+    args = {"search": ["search", "npm"], "show": ["show", eid], "stats": ["stats"]}[command] + ["--home", home]
     code = ("import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
-            f"r = CliRunner().invoke(app, ['search', 'npm', '--home', {home!r}]); "
-            "assert r.exit_code == 0, r.output; "
+            f"r = CliRunner().invoke(app, {args!r}); "
+            "assert r.exit_code == 0 and r.output.strip(), r.output; "
             "print(sorted(m for m in ('prefect', 'polars', 'duckdb') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    # neither the orchestrator nor the frame libraries: ~1 s of imports a search never needs
+    # neither the orchestrator nor the frame libraries: ~1 s of imports these never need
     assert out.stdout.strip() == "[]"
 
 

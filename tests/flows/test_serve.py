@@ -64,7 +64,7 @@ print(json.dumps({"deployments": found, "state": fr.state.type.value, "flows": f
 
 
 def test_serve_registers_deployments_and_runs_ingest(tmp_path):
-    from ctxkeep.flows.serve import free_port, healthy, load_flow
+    from ctxkeep.flows.serve import free_port, healthy
 
     user = tmp_path / "user"
     src = corpus(CODEX_SMALL)
@@ -88,9 +88,7 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
             time.sleep(1)
         assert healthy(api), (tmp_path / "serve.log").read_text()
         t_server = time.monotonic() - t0
-        names = ["ingest/ctxkeep-ingest", "retention/ctxkeep-retention"]
-        if load_flow("ctxkeep.flows.compress:compress_flow") is not None:
-            names.append("compress/ctxkeep-compress")
+        names = ["ingest/ctxkeep-ingest", "retention/ctxkeep-retention", "compress/ctxkeep-compress"]
         r = subprocess.run([sys.executable, "-c", CLIENT, ",".join(names), str(store), SESSION],
                            env=dict(env, PREFECT_API_URL=api),
                            capture_output=True, text=True, timeout=600)
@@ -101,6 +99,7 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
         assert sorted(got["deployments"]) == sorted(names)
         assert got["deployments"]["ingest/ctxkeep-ingest"]["interval"] == [900.0]
         assert got["deployments"]["retention/ctxkeep-retention"]["interval"] == [86400.0]
+        assert got["deployments"]["compress/ctxkeep-compress"]["interval"] == [3600.0]
         assert got["deployments"]["ingest/ctxkeep-ingest"]["parameters"] == {"home": str(store)}
         assert got["state"] == "COMPLETED"
         assert got["flows"]["reindex"] == 2                    # the ingested entries' 2 chunks

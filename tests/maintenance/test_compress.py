@@ -14,13 +14,13 @@ from compress_helpers import (claude_messages, dangling_parents, is_claude, orph
                               orphan_tool_results, records)
 from conftest import CORPUS_HOME
 from ctxkeep.config import CompressConfig
+from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import run as ops
 from ctxkeep.pipeline.engine import plan as ingest_plan, run_ingest
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.query.search import Filters, search
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
-from ctxkeep.maintenance.compress import plan as cp
 
 KEEP = 10
 CONFIG = f"[compress]\nmax_lines = 50\nmax_size_kb = 100\nkeep_messages = {KEEP}\nactive_minutes = 0\n"
@@ -372,7 +372,7 @@ def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
     status change), not by the messages' own (months old) time."""
     import datetime as dt
 
-    from ctxkeep.maintenance.ops import run_retention
+    from ctxkeep.maintenance.retention import run_retention
     p, store = _one(tmp_path)
     conn = sqlite_store.connect(store)
     r = ops.compress_file(conn, store, SourceFile("codex", p), CompressConfig(keep_messages=5), force=True)

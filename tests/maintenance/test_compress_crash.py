@@ -20,7 +20,7 @@ import pytest
 
 from conftest import CORPUS_HOME
 from ctxkeep.pipeline.engine import run_ingest
-from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
+from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.sinks import sqlite as sqlite_store
 
 pytestmark = pytest.mark.slow
@@ -126,7 +126,7 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         now = path.read_bytes()
         assert now in (original, new), f"trial {trial}: torn file ({len(now)} bytes)"
         assert oct(os.stat(path).st_mode & 0o777) == "0o640"
-        backup = Path(str(path) + jsonl_rewrite.BACKUP_SUFFIX)
+        backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
         if now == new:
             assert backup.exists(), f"trial {trial}: new file without a backup"
         if backup.exists():
@@ -151,7 +151,7 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         if before == s["original"]:
             assert after == s["new"]
         assert len(after) <= len(s["new"])
-        assert [p.name for p in s["path"].parent.iterdir() if jsonl_rewrite.TMP_MARK in p.name] == []
+        assert [p.name for p in s["path"].parent.iterdir() if rewrite.TMP_MARK in p.name] == []
         assert Path(str(s["path"]) + ".backup").read_bytes() in (s["original"], s["new"])
     conn = sqlite_store.connect(store)
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == n_entries

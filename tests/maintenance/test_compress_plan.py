@@ -1,4 +1,4 @@
-"""The compression plan (transforms.compress_plan): pure, on the real corpus lines."""
+"""The compression plan (maintenance.compress.plan): pure, on the real corpus lines."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,8 @@ import pytest
 from compress_helpers import (claude_messages, dangling_parents, orphan_codex_outputs,
                               orphan_tool_results, records)
 from conftest import CORPUS_HOME, corpus
-from ctxkeep.sources.contract import SourceFile
 from ctxkeep.maintenance.compress import plan as cp
+from ctxkeep.sources.contract import SourceFile
 from ctxkeep.transforms.normalize import entries_frame
 
 CLAUDE = sorted(p.relative_to(CORPUS_HOME).as_posix()

@@ -11,9 +11,10 @@ import duckdb
 import polars as pl
 import pytest
 
-from conftest import CORPUS_HOME, corpus, fts_entries
-from ctxkeep.maintenance.ops import (first_timestamp, old_backups, run_backfill, run_reindex,
-                                       run_retention, select_backfill)
+from conftest import CORPUS_HOME, corpus, fts_entries, scalar
+from ctxkeep.maintenance.backfill import first_timestamp, run_backfill, select_backfill
+from ctxkeep.maintenance.reindex import run_reindex
+from ctxkeep.maintenance.retention import old_backups, run_retention
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
@@ -26,14 +27,6 @@ CODEX_BIG = "c61729d4-da6d-46a4-9a29-ec2c614e5e23"
 @pytest.fixture
 def ctx():
     return DiscoveryContext(home=CORPUS_HOME, env={})
-
-
-def q(home: Path, sql: str, *args):
-    conn = sqlite3.connect(home / "store.db")
-    try:
-        return conn.execute(sql, args).fetchone()[0]
-    finally:
-        conn.close()
 
 
 def grams_rows(home: Path) -> list[tuple]:
@@ -60,8 +53,8 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     execute(store, "UPDATE entries SET status='consumed' WHERE rowid IN "
                    "(SELECT rowid FROM entries WHERE session_id LIKE ? ORDER BY rowid LIMIT 2)",
             "019a802a%")
-    total = q(store, "SELECT count(*) FROM entries")
-    first_user = q(store, "SELECT content_hash FROM entries WHERE session_id=? AND role='user' "
+    total = scalar(store, "SELECT count(*) FROM entries")
+    first_user = scalar(store, "SELECT content_hash FROM entries WHERE session_id=? AND role='user' "
                           "AND kind='message' ORDER BY rowid LIMIT 1", SID)
     conn = sqlite_store.connect(store, readonly=True)
     text = sqlite_store.content_text(conn, first_user)
@@ -71,12 +64,12 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     assert dry["entries_to_archive"] == 71
     assert {(r["agent"], r["month"], r["entries"]) for r in dry["archive"]} == {
         ("claude-code", "2025-07", 69), ("codex", "2025-11", 2)}
-    assert q(store, "SELECT count(*) FROM entries") == total         # dry run: nothing moved
+    assert scalar(store, "SELECT count(*) FROM entries") == total         # dry run: nothing moved
 
     rep = run_retention(store, ctx=ctx)
     assert rep["archived"]["entries"] == 71
-    assert q(store, "SELECT count(*) FROM entries") == total - 71
-    assert q(store, "SELECT count(*) FROM entries WHERE status <> 'active'") == 0
+    assert scalar(store, "SELECT count(*) FROM entries") == total - 71
+    assert scalar(store, "SELECT count(*) FROM entries WHERE status <> 'active'") == 0
     files = sorted((store / "archive").rglob("*.parquet"))
     assert [f.relative_to(store / "archive").parent.as_posix() for f in files] == [
         "agent=claude-code/month=2025-07", "agent=codex/month=2025-11"]
@@ -87,7 +80,7 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     assert df.schema["ts"] == pl.Datetime("us", "UTC")
     # gone from search and from DuckDB, still counted in usage
     assert fts_entries(store, "timeline filtering hide group") == set()
-    assert q(store, "SELECT count(*) FROM usage WHERE session_id=?", SID) == 15
+    assert scalar(store, "SELECT count(*) FROM usage WHERE session_id=?", SID) == 15
     d = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
     assert d.execute("SELECT count(*) FROM entries").fetchone()[0] == total - 71
     d.close()
@@ -101,14 +94,14 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     # re-reading the files (backfill) does not bring the archived entries back
     rep = run_backfill(store, ctx=ctx)
     assert rep["ingest"]["entries_new"] == 0
-    assert q(store, "SELECT count(*) FROM entries") == total - 71
+    assert scalar(store, "SELECT count(*) FROM entries") == total - 71
 
 
 def test_retention_keeps_recent_and_active_entries(store, ctx):
     execute(store, "UPDATE entries SET status='archived' WHERE session_id=?", SID)
     rep = run_retention(store, ctx=ctx, archive_after_days=100000)      # nothing is that old
     assert rep["archived"]["entries"] == 0
-    assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
+    assert scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
 
 
 def test_retention_removes_old_archives_and_old_backups(store, tmp_path):
@@ -161,7 +154,7 @@ def test_reindex_rebuilds_fts_and_duckdb(store):
     assert len(before) > 0
     grams_before = grams_rows(store)
     camel = fts_entries(store, '"user input"', "fts_grams")       # validateUserInput-style parts
-    n_chunks = q(store, "SELECT count(*) FROM chunks")
+    n_chunks = scalar(store, "SELECT count(*) FROM chunks")
     n_grams = len(grams_before)
     # wreck both indexes and DuckDB
     execute(store, "DELETE FROM fts_grams")
@@ -178,7 +171,7 @@ def test_reindex_rebuilds_fts_and_duckdb(store):
     conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('integrity-check', 1)")
     conn.close()
     d = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
-    assert d.execute("SELECT count(*) FROM entries").fetchone()[0] == q(store, "SELECT count(*) FROM entries")
+    assert d.execute("SELECT count(*) FROM entries").fetchone()[0] == scalar(store, "SELECT count(*) FROM entries")
     d.close()
 
 
@@ -191,22 +184,22 @@ def test_reindex_without_store_is_a_clear_error(store_home):
 # ---------------------------------------------------------------- backfill
 
 def test_backfill_everything_again_duplicates_nothing(store, ctx):
-    counts = [q(store, f"SELECT count(*) FROM {t}") for t in ("entries", "contents", "chunks", "usage",
+    counts = [scalar(store, f"SELECT count(*) FROM {t}") for t in ("entries", "contents", "chunks", "usage",
                                                              "quarantine", "fts_grams")]
-    n_files = q(store, "SELECT count(*) FROM watermarks")   # every file the corpus ingest read
+    n_files = scalar(store, "SELECT count(*) FROM watermarks")   # every file the corpus ingest read
     rep = run_backfill(store, ctx=ctx)
     assert len(rep["files"]) == n_files
     assert rep["ingest"]["files_read"] == n_files and rep["ingest"]["entries_new"] == 0
-    assert [q(store, f"SELECT count(*) FROM {t}") for t in ("entries", "contents", "chunks", "usage",
+    assert [scalar(store, f"SELECT count(*) FROM {t}") for t in ("entries", "contents", "chunks", "usage",
                                                            "quarantine", "fts_grams")] == counts
 
 
 def test_backfill_restores_deleted_rows_of_given_paths(store):
     f = corpus(".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-" + CODEX_BIG + ".jsonl")
-    n = q(store, "SELECT count(*) FROM entries WHERE session_id=?", CODEX_BIG)
+    n = scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", CODEX_BIG)
     assert n == 1487
     execute(store, "DELETE FROM entries WHERE session_id=? AND kind='tool_call'", CODEX_BIG)
-    lost = n - q(store, "SELECT count(*) FROM entries WHERE session_id=?", CODEX_BIG)
+    lost = n - scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", CODEX_BIG)
     assert lost > 300
     # a normal ingest does not see them: the watermark says the file is done
     from ctxkeep.pipeline.engine import run_ingest
@@ -214,7 +207,11 @@ def test_backfill_restores_deleted_rows_of_given_paths(store):
     rep = run_backfill(store, paths=[f])
     assert rep["files"] == [str(f)]
     assert rep["ingest"]["entries_new"] == lost
-    assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", CODEX_BIG) == 1487
+    assert scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", CODEX_BIG) == 1487
+    conn = sqlite3.connect(store / "store.db")   # recorded by the ingest engine, as backfill
+    assert conn.execute("SELECT flow, status FROM runs ORDER BY run_id DESC LIMIT 2").fetchall() == [
+        ("backfill", "ok"), ("ingest", "ok")]
+    conn.close()
 
 
 def test_backfill_date_range_selects_files(ctx, store_home):
@@ -231,7 +228,7 @@ def test_backfill_date_range_selects_files(ctx, store_home):
     assert select_backfill(store_home, ctx=ctx, since=future, agents=cc)[0] == []
     rep = run_backfill(store_home, ctx=ctx, until="2025-10-01", agents=cc)
     assert rep["ingest"]["files_read"] == 7
-    assert q(store_home, "SELECT count(DISTINCT source_path) FROM entries") == 6   # the 0-byte file has none
+    assert scalar(store_home, "SELECT count(DISTINCT source_path) FROM entries") == 6   # the 0-byte file has none
     from ctxkeep.errors import UsageError
     with pytest.raises(UsageError, match="empty date range"):
         select_backfill(store_home, ctx=ctx, since="2025-10-02", until="2025-10-01")
@@ -248,7 +245,7 @@ def test_first_timestamp_reads_claude_and_codex_heads():
 def test_backfill_days_take_ages_like_search():
     import datetime as dt
 
-    from ctxkeep.maintenance.ops import parse_day
+    from ctxkeep.maintenance.backfill import parse_day
     now = dt.datetime.now(dt.timezone.utc)
     t = parse_day("7d")
     assert abs((now - t) - dt.timedelta(days=7)) < dt.timedelta(seconds=5)

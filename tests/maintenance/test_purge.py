@@ -9,17 +9,17 @@ import hashlib
 import os
 import shutil
 import sqlite3
-from pathlib import Path
 
 import duckdb
 import pytest
 
-from conftest import CORPUS_HOME, corpus, fts_entries, hold_lock_in_subprocess
+from conftest import CORPUS_HOME, corpus, fts_entries, hold_lock_in_subprocess, scalar
 from ctxkeep.errors import PurgeCancelled, StoreBusy, UsageError
 from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.maintenance.purge import PurgeRequest, parse_purge_request, preview, purge
+from ctxkeep.maintenance.purge import preview, run_purge as purge
+from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
 from ctxkeep.sources.contract import DiscoveryContext
 
 SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"      # claude-code-log sample, 69 entries
@@ -28,14 +28,6 @@ PHRASE = b"timeline filtering so that we hide the group"  # only in that session
 DEMO = "/path/to/Demo"                             # sample-project (fe5e1c67…), with sidechains
 DEMO_SID = "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
 
-
-
-def q(home: Path, sql: str, *args):
-    conn = sqlite3.connect(home / "store.db")
-    try:
-        return conn.execute(sql, args).fetchone()[0]
-    finally:
-        conn.close()
 
 
 # ---------------------------------------------------------------- the contract
@@ -117,11 +109,11 @@ def test_unknown_scope_is_refused():
 # ---------------------------------------------------------------- what it removes
 
 def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
-    before_entries = q(store, "SELECT count(*) FROM entries")
-    assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
+    before_entries = scalar(store, "SELECT count(*) FROM entries")
+    assert scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
     conn = sqlite_store.connect(store, readonly=True)
     hits = fts_entries(store, "timeline filtering hide group")
-    assert len(hits) == 10 and {q(store, "SELECT session_id FROM entries WHERE entry_id=?", h)
+    assert len(hits) == 10 and {scalar(store, "SELECT session_id FROM entries WHERE entry_id=?", h)
                                 for h in hits} == {SID}
     dry = preview(conn, PurgeRequest("session", session_id=SID))
     conn.close()
@@ -136,13 +128,13 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
     assert rep["files"] == [str(CORPUS_HOME / SID_FILE)]
     assert rep["tombstone"] == "added"
 
-    assert q(store, "SELECT count(*) FROM entries") == before_entries - 69
-    assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 0
-    assert q(store, "SELECT count(*) FROM usage WHERE session_id=?", SID) == 0
+    assert scalar(store, "SELECT count(*) FROM entries") == before_entries - 69
+    assert scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 0
+    assert scalar(store, "SELECT count(*) FROM usage WHERE session_id=?", SID) == 0
     # no orphan contents/chunks, both FTS indexes consistent with chunks
-    assert q(store, "SELECT count(*) FROM contents c WHERE NOT EXISTS "
+    assert scalar(store, "SELECT count(*) FROM contents c WHERE NOT EXISTS "
                     "(SELECT 1 FROM entries e WHERE e.content_hash=c.content_hash)") == 0
-    assert q(store, "SELECT count(*) FROM chunks WHERE content_id NOT IN (SELECT content_id FROM contents)") == 0
+    assert scalar(store, "SELECT count(*) FROM chunks WHERE content_id NOT IN (SELECT content_id FROM contents)") == 0
     conn = sqlite3.connect(store / "store.db")
     conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('integrity-check', 1)")
     conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('integrity-check')")
@@ -159,11 +151,11 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
 
 def test_shared_contents_stay(store):
     # a text present in this session and in another one must survive the purge
-    shared = q(store, "SELECT count(DISTINCT e.content_hash) FROM entries e WHERE e.session_id=? AND "
+    shared = scalar(store, "SELECT count(DISTINCT e.content_hash) FROM entries e WHERE e.session_id=? AND "
                       "EXISTS (SELECT 1 FROM entries o WHERE o.content_hash=e.content_hash AND o.session_id<>?)",
                SID, SID)
     assert shared > 0
-    distinct = q(store, "SELECT count(DISTINCT content_hash) FROM entries WHERE session_id=?", SID)
+    distinct = scalar(store, "SELECT count(DISTINCT content_hash) FROM entries WHERE session_id=?", SID)
     rep = purge(store, PurgeRequest("session", session_id=SID))
     assert rep["removed"]["contents"] == distinct - shared
 
@@ -178,12 +170,12 @@ def test_deleted_text_does_not_linger_in_the_files(store):
 
 def test_purge_is_idempotent(store):
     first = purge(store, PurgeRequest("session", session_id=SID))
-    n = q(store, "SELECT count(*) FROM entries")
+    n = scalar(store, "SELECT count(*) FROM entries")
     second = purge(store, PurgeRequest("session", session_id=SID))
     assert first["removed"]["entries"] == 69
     assert all(v == 0 for v in second["removed"].values())
-    assert q(store, "SELECT count(*) FROM entries") == n
-    assert q(store, "SELECT count(*) FROM tombstones WHERE scope='session' AND value=?", SID) == 1
+    assert scalar(store, "SELECT count(*) FROM entries") == n
+    assert scalar(store, "SELECT count(*) FROM tombstones WHERE scope='session' AND value=?", SID) == 1
 
 
 def test_dry_run_changes_nothing(store):
@@ -192,18 +184,18 @@ def test_dry_run_changes_nothing(store):
     assert rep["dry_run"] is True and rep["removed"]["entries"] == 438
     assert rep["removed"]["sessions"] == 6
     assert hashlib.sha256((store / "store.db").read_bytes()).hexdigest() == digest
-    assert q(store, "SELECT count(*) FROM tombstones") == 0
+    assert scalar(store, "SELECT count(*) FROM tombstones") == 0
 
 
 def test_project_purge_covers_subdirs_sidechains_and_dirless_records(store):
-    assert q(store, "SELECT count(*) FROM entries WHERE session_id LIKE ?", DEMO_SID + "%") == 438
+    assert scalar(store, "SELECT count(*) FROM entries WHERE session_id LIKE ?", DEMO_SID + "%") == 438
     rep = purge(store, parse_purge_request(scope="project", project_dir=DEMO + "/", confirm=True, cwd="/"))
     assert rep["resolved"] == f"project {DEMO}"
     assert rep["removed"]["entries"] == 438
-    assert q(store, "SELECT count(*) FROM entries WHERE session_id LIKE ?", DEMO_SID + "%") == 0
-    assert q(store, "SELECT count(*) FROM usage WHERE project_dir LIKE ?", DEMO + "%") == 0
+    assert scalar(store, "SELECT count(*) FROM entries WHERE session_id LIKE ?", DEMO_SID + "%") == 0
+    assert scalar(store, "SELECT count(*) FROM usage WHERE project_dir LIKE ?", DEMO + "%") == 0
     # a project whose name merely starts with the same characters is not touched
-    assert q(store, "SELECT count(*) FROM entries WHERE project_dir LIKE '/path/to/Demo%'") == 0
+    assert scalar(store, "SELECT count(*) FROM entries WHERE project_dir LIKE '/path/to/Demo%'") == 0
 
 
 def test_project_purge_then_ingest_does_not_bring_data_back(store):
@@ -213,16 +205,16 @@ def test_project_purge_then_ingest_does_not_bring_data_back(store):
     assert s.entries_new == 0
     s = run_ingest(store, ctx=ctx, force=True)          # re-read every file from byte 0
     assert s.entries_new == 0
-    assert q(store, "SELECT count(*) FROM entries WHERE session_id LIKE ?", DEMO_SID + "%") == 0
-    assert q(store, "SELECT count(*) FROM entries WHERE project_dir LIKE ?", DEMO + "%") == 0
+    assert scalar(store, "SELECT count(*) FROM entries WHERE session_id LIKE ?", DEMO_SID + "%") == 0
+    assert scalar(store, "SELECT count(*) FROM entries WHERE project_dir LIKE ?", DEMO + "%") == 0
 
 
 def test_reingest_lifts_the_tombstone(store):
     purge(store, PurgeRequest("project", project_dir=DEMO))
-    assert q(store, "SELECT count(*) FROM tombstones") == 7      # the project + 6 sessions
+    assert scalar(store, "SELECT count(*) FROM tombstones") == 7      # the project + 6 sessions
     rep = purge(store, PurgeRequest("project", project_dir=DEMO), reingest=True)
     assert rep["tombstone"] == "lifted" and rep["watermarks_dropped"] == 1
-    assert q(store, "SELECT count(*) FROM tombstones") == 0
+    assert scalar(store, "SELECT count(*) FROM tombstones") == 0
     s = run_ingest(store, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
     assert s.entries_new == 438
     assert s.files_read == 1
@@ -248,7 +240,7 @@ def test_purge_all_removes_store_files_and_sidecars(store):
     names = {p.name for p in store.iterdir()}
     assert {"store.db", "store.db-wal", "store.db-shm", "analytics.duckdb"} <= names
     dry = purge(store, PurgeRequest("all"), dry_run=True)
-    assert dry["removed"]["entries"] == q(store, "SELECT count(*) FROM entries") > 3000
+    assert dry["removed"]["entries"] == scalar(store, "SELECT count(*) FROM entries") > 3000
     assert set(dry["files_removed"]) >= {"store.db", "store.db-wal", "store.db-shm", "analytics.duckdb", "archive/"}
     assert (store / "store.db").exists()
     conn.close()
@@ -264,7 +256,7 @@ def test_purge_refuses_a_lock_held_by_another_process(store):
     try:
         with pytest.raises(StoreBusy, match="holds the store"):
             purge(store, PurgeRequest("session", session_id=SID), timeout=0)
-        assert q(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
+        assert scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
     finally:
         holder.communicate(b"\n", timeout=30)
     assert purge(store, PurgeRequest("session", session_id=SID), timeout=0)["removed"]["entries"] == 69
@@ -283,7 +275,7 @@ def test_purge_of_missing_store_dry_run_is_zero(store_home):
 
 
 def test_purge_removes_the_scope_from_the_parquet_archive(store):
-    from ctxkeep.maintenance.ops import run_retention
+    from ctxkeep.maintenance.retention import run_retention
     from ctxkeep.sinks import parquet as archive
     conn = sqlite3.connect(store / "store.db")
     with conn:   # archive this session and two entries of the Demo project
@@ -302,7 +294,7 @@ def test_purge_removes_the_scope_from_the_parquet_archive(store):
     assert not (store / "archive" / "agent=claude-code" / "month=2025-07").exists()
     for f in (store / "archive").rglob("*.parquet"):
         assert PHRASE not in f.read_bytes()
-    assert q(store, "SELECT count(*) FROM archived") == 2
+    assert scalar(store, "SELECT count(*) FROM archived") == 2
     rep = purge(store, PurgeRequest("project", project_dir=DEMO))
     assert rep["removed"]["archived"] == 2 and rep["removed"]["entries"] == 436
     assert archive.read_archive(store).height == 0

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import sqlite3
 
-import pytest
 
 from ctxkeep.pipeline.engine import transform_batch
 from ctxkeep.query import search as S
+from ctxkeep.query.search import retrieve
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.maintenance.reindex import rebuild_fts
 from ctxkeep.sources.contract import Batch
@@ -114,8 +114,8 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
     conn = sqlite_store.connect(home, readonly=True)
     assert sqlite_store.schema_version(conn) == 3
     matches: list[str] = []
-    floor = S._window_floor
-    monkeypatch.setattr(S, "_window_floor", lambda c, fts, m: matches.append(m) or floor(c, fts, m))
+    floor = retrieve.window_floor
+    monkeypatch.setattr(retrieve, "window_floor", lambda c, fts, m: matches.append(m) or floor(c, fts, m))
     with_facets = {(q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
                    for q in QUERIES for i, f in enumerate(FILTERS)}
     # every filtered list ran with its filters inside the MATCH

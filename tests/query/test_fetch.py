@@ -76,8 +76,8 @@ def test_utf8_never_split_in_cuts():
     text = "字" * 10000
     for cap in (1, 2, 100, 1001, 29999):
         out = cut_text(text, "e" * 32, cap)
-        assert "\ufffd" not in out["text"]
-        assert out["elided_bytes"] % 3 == 0
+        assert "\ufffd" not in out.text
+        assert out.elided_bytes % 3 == 0
 
 
 def test_ids_unknown_short_ambiguous(conn):

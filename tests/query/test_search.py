@@ -2,7 +2,6 @@
 errors, recency ties, budget and snippets — on the real corpus and on small notes."""
 from __future__ import annotations
 
-import sqlite3
 
 import pytest
 
@@ -200,19 +199,19 @@ def test_prefix_only_where_the_last_token_is_long_enough():
 
 
 def test_common_terms_get_no_prefix_query(corpus_store):
-    from ctxkeep.query.search import PREFIX_COMMON, _common_terms
+    from ctxkeep.query.search import PREFIX_COMMON, common_terms
     home, _ = corpus_store
     conn = sqlite_store.connect(home, readonly=True)
     n_the = conn.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH 'the'").fetchone()[0]
     assert n_the >= PREFIX_COMMON
-    assert _common_terms(conn, "the validateUs zzqqxx") == {"the"}
+    assert common_terms(conn, "the validateUs zzqqxx") == {"the"}
     conn.close()
 
 
 def _reference_fts_ids(conn, fts, match, filters, n, S):
     """The filtered candidate search as it was before the memo, batching and rank
     reuse (main at 56c14a2): every check and every rank done in full."""
-    floor = S._window_floor(conn, fts, match)
+    floor = S.window_floor(conn, fts, match)
     ranked = f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? ORDER BY rank LIMIT ?"
     where, params = filters.sql("e")
     passes = (f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
@@ -249,7 +248,7 @@ def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
     """Memoized, early-stopping filter checks and reused window ranks give the same
     candidates (ids, ranks, order) as checking and ranking everything; small windows
     make every path run (fast path, scan, ranking below the window floor)."""
-    from ctxkeep.query import search as S
+    from ctxkeep.query.search import retrieve as S
     for name, v in (("RANK_WINDOW", 40), ("FILTER_DEPTH", 20), ("FILTER_SCAN", 300), ("FILTER_RANK", 25)):
         monkeypatch.setattr(S, name, v)
     cases = [("\"error\" OR \"file\" OR \"test\"", Filters(kind="tool_call")),
@@ -263,7 +262,7 @@ def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
         memo: dict[int, bool] = {}
         for n in (5, 50):
             want = _reference_fts_ids(corpus_conn, "fts_words", match, f, n, S)
-            got = S._fts_ids(corpus_conn, "fts_words", match, f, n, memo)
+            got = S.fts_ids(corpus_conn, "fts_words", match, f, n, memo)
             assert got == want, (match, f, n)
             sizes.append(len(want))
     # the fast path (5 of 5), the scan path (25 = FILTER_RANK, 16 below it) and empty

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from conftest import CORPUS_HOME, corpus
-from helpers_sources import ingest_home, q
+from conftest import CORPUS_HOME, corpus, ingest, q
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 
@@ -13,7 +12,7 @@ from ctxkeep.sinks import sqlite as sqlite_store
 def test_entry_id_changes_are_logged_and_reach_duckdb(tmp_path):
     corpus(".copilot/session-state/fixture-small.jsonl")
     store = tmp_path / "store"
-    ingest_home(CORPUS_HOME, store, agents=["copilot-cli"])
+    ingest(CORPUS_HOME, store, agents=["copilot-cli"])
     ids = [r[0] for r in q(store, "SELECT entry_id FROM entries WHERE kind='tool_result' ORDER BY rowid")]
     assert len(ids) == 4
     conn = sqlite_store.connect(store)
@@ -33,7 +32,7 @@ def test_entry_id_changes_are_logged_and_reach_duckdb(tmp_path):
     finally:
         conn.close()
     want = {ids[0]: "active", ids[1]: "archived", ids[2]: "archived", ids[3]: "active"}
-    assert dict(q(store, f"SELECT entry_id, status FROM entries WHERE entry_id IN ({','.join('?' * 4)})", ids)) == want
+    assert dict(q(store, f"SELECT entry_id, status FROM entries WHERE entry_id IN ({','.join('?' * 4)})", *ids)) == want
     con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
     try:
         got = dict(con.execute(f"SELECT entry_id, status FROM entries WHERE entry_id IN ({','.join('?' * 4)})",

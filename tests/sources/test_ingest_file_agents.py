@@ -3,14 +3,13 @@ corpus is found and ingested; a second run adds nothing; ``--path`` picks the ri
 source and mode."""
 from __future__ import annotations
 
-from conftest import CORPUS_HOME
-from helpers_sources import ingest_home, q
+from conftest import CORPUS_HOME, ingest, q
 from ctxkeep.sources import files_for_paths
 
 
 def test_corpus_home_ingest_has_every_file_agent(home_copy, tmp_path):
     store = tmp_path / "store"
-    s = ingest_home(home_copy, store)
+    s = ingest(home_copy, store)
     assert s.quarantined == 0
     per_agent = dict(q(store, "SELECT agent, count(*) FROM entries GROUP BY 1"))
     for agent, n in {"gemini-cli": 219, "copilot-cli": 33, "aider": 32, "specstory": 106}.items():
@@ -18,7 +17,7 @@ def test_corpus_home_ingest_has_every_file_agent(home_copy, tmp_path):
     files = dict(q(store, "SELECT agent, count(*) FROM watermarks GROUP BY 1"))
     assert {a: files.get(a) for a in ("gemini-cli", "copilot-cli", "aider", "specstory")} == {
         "gemini-cli": 4, "copilot-cli": 1, "aider": 2, "specstory": 1}
-    again = ingest_home(home_copy, store)
+    again = ingest(home_copy, store)
     assert (again.files_read, again.entries_new, again.status_changed) == (0, 0, 0)
 
 

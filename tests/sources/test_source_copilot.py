@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import CORPUS_HOME, corpus
-from helpers_sources import ingest_home, kinds, q
+from conftest import CORPUS_HOME, corpus, ingest, q
+from helpers_sources import kinds
 from ctxkeep.sources import copilot_cli
 from ctxkeep.sources.contract import DiscoveryContext
 
@@ -17,7 +17,7 @@ def test_corpus_fixture_entries(tmp_path):
     src = corpus(FIXTURE)
     types = [json.loads(line)["type"] for line in src.read_text().splitlines()]
     store = tmp_path / "store"
-    s = ingest_home(CORPUS_HOME, store, agents=["copilot-cli"])
+    s = ingest(CORPUS_HOME, store, agents=["copilot-cli"])
     assert s.files_read == 1 and s.quarantined == 0
     k = kinds(store, "copilot-cli")
     assert k["user/message"] == types.count("user.message") == 2
@@ -60,7 +60,7 @@ def test_session_dir_layout_copilot_home_and_shutdown_usage(tmp_path):
     disc = copilot_cli.discover(ctx)
     assert [f.path for f in disc.files] == [d / "events.jsonl"]
     store = tmp_path / "store"
-    ingest_home(tmp_path / "nohome", store, env={"COPILOT_HOME": str(root)}, agents=["copilot-cli"])
+    ingest(tmp_path / "nohome", store, env={"COPILOT_HOME": str(root)}, agents=["copilot-cli"])
     # ccusage's uncached input: inputTokens - cacheRead - cacheWrite
     assert q(store, "SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens "
                     "FROM usage") == [("claude-sonnet-4.6", 197185 - 180864 - 16310, 1532, 180864, 16310)]
@@ -69,7 +69,7 @@ def test_session_dir_layout_copilot_home_and_shutdown_usage(tmp_path):
         f.write(json.dumps({"type": "session.shutdown", "data": {"modelMetrics": {"claude-sonnet-4.6": {
             "usage": {"inputTokens": 250000, "outputTokens": 2000, "cacheReadTokens": 230000,
                       "cacheWriteTokens": 16310}}}}, "id": "e9", "timestamp": "2026-03-02T09:00:00.000Z"}) + "\n")
-    ingest_home(tmp_path / "nohome", store, env={"COPILOT_HOME": str(root)}, agents=["copilot-cli"])
+    ingest(tmp_path / "nohome", store, env={"COPILOT_HOME": str(root)}, agents=["copilot-cli"])
     assert q(store, "SELECT substr(ts,1,16), input_tokens, output_tokens FROM usage") == [
         ("2026-03-02T09:00", 250000 - 230000 - 16310, 2000)]
 

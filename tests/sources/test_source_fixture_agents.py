@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
-from helpers_sources import ingest_home, kinds, q
+from conftest import FIXTURES, ingest, q
+from helpers_sources import kinds
 from ctxkeep.sources import SOURCES, cline, continue_dev, kilo_code, qwen_code, roo_code
 from ctxkeep.sources.contract import DiscoveryContext
 
@@ -30,7 +30,7 @@ def test_qwen_code(tmp_path):
     d = qwen_code.discover(DiscoveryContext(home=home, env={}))
     assert [f.path.name for f in d.files] == ["7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f.jsonl"]
     store = tmp_path / "store"
-    s = ingest_home(home, store, agents=["qwen-code"])
+    s = ingest(home, store, agents=["qwen-code"])
     assert s.quarantined == 0
     assert kinds(store, "qwen-code") == {"user/message": 1, "assistant/thinking": 1, "assistant/message": 2,
                                          "assistant/tool_call": 1, "tool/tool_result": 1, "system/meta": 1,
@@ -59,7 +59,7 @@ def test_continue_sessions(tmp_path):
     d = continue_dev.discover(DiscoveryContext(home=home, env={}))
     assert sorted(f.path.name for f in d.files) == ["c-new.json", "c-old.json"]  # not sessions.json
     store = tmp_path / "store"
-    s = ingest_home(home, store, agents=["continue"])
+    s = ingest(home, store, agents=["continue"])
     assert s.quarantined == 0
     by_session = {sid: n for sid, n in q(store, "SELECT session_id, count(*) FROM entries GROUP BY 1")}
     # c-old: user, context item, assistant, title; c-new: user, thinking, tool call,
@@ -79,12 +79,12 @@ def test_continue_sessions(tmp_path):
 def test_continue_edited_history_marks_old_turns(tmp_path):
     home = _home(tmp_path, "continue")
     store = tmp_path / "store"
-    ingest_home(home, store, agents=["continue"])
+    ingest(home, store, agents=["continue"])
     p = home / ".continue" / "sessions" / "c-old.json"
     doc = json.loads(p.read_text())
     doc["history"][1]["message"]["content"] = "It matches a 7-digit phone number like 555-1234."
     p.write_text(json.dumps(doc))
-    s = ingest_home(home, store, agents=["continue"])
+    s = ingest(home, store, agents=["continue"])
     assert s.entries_new == 1  # only the regenerated answer
     assert s.status_changed == 1
     # the first answer stays searchable, out of the active entries
@@ -93,12 +93,12 @@ def test_continue_edited_history_marks_old_turns(tmp_path):
 
 
 @pytest.mark.parametrize("agent, mod, task, project, usage", [
-    ("cline", cline, "1733050000000", "/home/dev/webapp",
+    ("cline", cline.SOURCE, "1733050000000", "/home/dev/webapp",
      [("claude-3-5-sonnet-20241022", 3, 120, 9120, 0), ("claude-3-5-sonnet-20241022", 4, 210, 350, 9120),
       ("claude-3-5-sonnet-20241022", 2, 15, 0, 9470)]),
-    ("roo-code", roo_code, "0f8e2b1c-6a43-4d7e-9a51-2d2c1b7e9f10", "/Users/dev/api",
+    ("roo-code", roo_code.SOURCE, "0f8e2b1c-6a43-4d7e-9a51-2d2c1b7e9f10", "/Users/dev/api",
      [(None, 5400, 80, 0, 1024), (None, 610, 95, 0, 5376)]),
-    ("kilo-code", kilo_code, "5b6c7d8e-0000-4000-8000-00000000kilo", None,
+    ("kilo-code", kilo_code.SOURCE, "5b6c7d8e-0000-4000-8000-00000000kilo", None,
      [(None, 1200, 40, 1100, 0)]),
 ])
 def test_cline_family_tasks(tmp_path, agent, mod, task, project, usage):
@@ -107,7 +107,7 @@ def test_cline_family_tasks(tmp_path, agent, mod, task, project, usage):
     assert sorted(f.path.name for f in d.files) == ["api_conversation_history.json", "ui_messages.json"]
     assert all(f.meta["task"] == task for f in d.files)
     store = tmp_path / "store"
-    s = ingest_home(home, store, env={"APPDATA": str(home / "AppData" / "Roaming")}, agents=[agent])
+    s = ingest(home, store, env={"APPDATA": str(home / "AppData" / "Roaming")}, agents=[agent])
     assert s.quarantined == 0
     hist = json.loads(next(f.path for f in d.files if f.path.name == "api_conversation_history.json").read_text())
     n_tool_use = sum(1 for m in hist for b in (m.get("content") if isinstance(m.get("content"), list) else [])
@@ -125,7 +125,7 @@ def test_cline_family_tasks(tmp_path, agent, mod, task, project, usage):
 def test_cline_counts_and_timestamps(tmp_path):
     home = _home(tmp_path, "cline")
     store = tmp_path / "store"
-    ingest_home(home, store, agents=["cline"])
+    ingest(home, store, agents=["cline"])
     assert kinds(store, "cline") == {"user/message": 2, "assistant/message": 3, "assistant/tool_call": 2,
                                      "tool/tool_result": 2, "system/meta": 4}
     # no per-message ts in Cline's history: the task id (ms) is the time
@@ -139,7 +139,7 @@ def test_cline_counts_and_timestamps(tmp_path):
 def test_roo_reasoning_summary_and_ts(tmp_path):
     home = _home(tmp_path, "roo-code")
     store = tmp_path / "store"
-    ingest_home(home, store, agents=["roo-code"])
+    ingest(home, store, agents=["roo-code"])
     assert kinds(store, "roo-code") == {"user/message": 2, "assistant/thinking": 1, "assistant/message": 1,
                                         "assistant/tool_call": 1, "tool/tool_result": 1, "assistant/summary": 1,
                                         "system/meta": 2}
@@ -150,13 +150,13 @@ def test_roo_reasoning_summary_and_ts(tmp_path):
 def test_truncated_task_history_marks_rewound_and_keeps_new(tmp_path):
     home = _home(tmp_path, "cline")
     store = tmp_path / "store"
-    ingest_home(home, store, agents=["cline"])
+    ingest(home, store, agents=["cline"])
     p = next(home.rglob("api_conversation_history.json"))
     hist = json.loads(p.read_text())
     # checkpoint restore to after message 2, then a different answer at index 3
     hist = hist[:3] + [{"role": "assistant", "content": [{"type": "text", "text": "Let me check the router instead."}]}]
     p.write_text(json.dumps(hist))
-    s = ingest_home(home, store, agents=["cline"])
+    s = ingest(home, store, agents=["cline"])
     assert s.entries_new == 1
     assert q(store, "SELECT count(DISTINCT message_id) FROM entries WHERE status='rewound'") == [(3,)]
     assert q(store, "SELECT count(*) FROM entries WHERE status='active' AND source_path LIKE '%api_conversation%'") == [(6,)]
@@ -191,7 +191,7 @@ def test_qwen_legacy_gemini_style_json(tmp_path):
     d = qwen_code.discover(DiscoveryContext(home=home, env={}))
     assert [(f.path, f.mode) for f in d.files] == [(dst, "rewrite")]
     store = tmp_path / "store"
-    ingest_home(home, store, agents=["qwen-code"])
+    ingest(home, store, agents=["qwen-code"])
     assert q(store, "SELECT agent, tool_name, count(*) FROM entries GROUP BY 1, 2 ORDER BY 2") == [
         ("qwen-code", "error", 1), ("qwen-code", "info", 1)]
 
@@ -211,7 +211,7 @@ def test_unknown_record_types_become_meta(tmp_path):
                  + json.dumps({"type": "assistant.hologram", "data": {"message": "new in v9"}, "id": "e2",
                                "timestamp": "2026-06-01T00:00:01Z"}) + "\n")
     store = tmp_path / "store"
-    s = ingest_home(home, store, agents=["gemini-cli", "copilot-cli"])
+    s = ingest(home, store, agents=["gemini-cli", "copilot-cli"])
     assert s.quarantined == 0
     assert q(store, "SELECT agent, kind, tool_name FROM entries ORDER BY agent, source_offset") == [
         ("copilot-cli", "meta", "session.start"), ("copilot-cli", "meta", "assistant.hologram"),

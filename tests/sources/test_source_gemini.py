@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import CORPUS_HOME, corpus
-from helpers_sources import ingest_home, kinds, q
+from conftest import CORPUS_HOME, corpus, ingest, q
+from helpers_sources import kinds
 from ctxkeep.sources import gemini_cli
 from ctxkeep.sources.contract import DiscoveryContext
 
@@ -36,7 +36,7 @@ CCUSAGE_GEMINI = {
 def gemini_store(tmp_path_factory):
     corpus(DEC03)
     store = tmp_path_factory.mktemp("gemini-store")
-    summary = ingest_home(CORPUS_HOME, store, agents=["gemini-cli"])
+    summary = ingest(CORPUS_HOME, store, agents=["gemini-cli"])
     return store, summary
 
 
@@ -137,25 +137,25 @@ def test_rewritten_document_with_more_messages_adds_only_them(tmp_path):
     first = dict(src, messages=src["messages"][:10])
     home, p = _home_with(tmp_path, DEC03, json.dumps(first, indent=2).encode())
     store = tmp_path / "store"
-    s1 = ingest_home(home, store)
+    s1 = ingest(home, store)
     n1 = s1.entries_new
     ino = p.stat().st_ino
     _rewrite(p, src)  # all 20 messages: the agent rewrote the file in place
     assert p.stat().st_ino == ino
-    s2 = ingest_home(home, store)
+    s2 = ingest(home, store)
     # a fresh store reading the full document directly holds exactly as many entries
     ref = tmp_path / "ref-store"
     home2, _ = _home_with(tmp_path / "b", DEC03, json.dumps(src, indent=2).encode())
-    total = ingest_home(home2, ref).entries_new
+    total = ingest(home2, ref).entries_new
     assert s2.entries_new == total - n1 > 0
     assert q(store, "SELECT count(*), count(DISTINCT entry_id) FROM entries") == [(total, total)]
     assert q(store, "SELECT count(*) FROM entries WHERE status<>'active'") == [(0,)]
     # unchanged file: nothing read, nothing added
-    s3 = ingest_home(home, store)
+    s3 = ingest(home, store)
     assert (s3.files_read, s3.entries_new) == (0, 0)
     # the same bytes with a new mtime: hash unchanged, no entries
     os.utime(p, (p.stat().st_atime, p.stat().st_mtime + 5))
-    s4 = ingest_home(home, store)
+    s4 = ingest(home, store)
     assert (s4.files_read, s4.entries_new, s4.bytes) == (1, 0, 0)
 
 
@@ -182,13 +182,13 @@ def test_rewind_marks_rewound_messages_and_reaches_duckdb(tmp_path):
         META, _msg(1, "user", [{"text": "write a haiku"}]), _msg(2, "gemini", "Autumn moon…", model="gemini-2.5-pro"),
         _msg(3, "user", [{"text": "make it about rust"}]), _msg(4, "gemini", "Borrow checker sighs", model="gemini-2.5-pro")))
     store = tmp_path / "store"
-    s1 = ingest_home(home, store)
+    s1 = ingest(home, store)
     assert s1.entries_new == 4
     assert _statuses(store) == {"m1": "active", "m2": "active", "m3": "active", "m4": "active"}
     with open(p, "ab") as f:  # the user rewinds to m3 and asks again
         f.write(_jsonl({"$rewindTo": "m3"}, _msg(5, "user", [{"text": "make it about python"}]),
                        {"$set": {"lastUpdated": "2026-05-01T10:00:09.000Z"}}))
-    s2 = ingest_home(home, store)
+    s2 = ingest(home, store)
     assert s2.entries_new == 1 and s2.status_changed == 1
     # the message with the rewind id and every later one leave the active entries
     assert _statuses(store) == {"m1": "active", "m2": "active", "m3": "rewound", "m4": "rewound", "m5": "active"}
@@ -200,7 +200,7 @@ def test_rewind_marks_rewound_messages_and_reaches_duckdb(tmp_path):
         con.close()
     assert duck == {"m1": "active", "m2": "active", "m3": "rewound", "m4": "rewound", "m5": "active"}
     # a second run changes nothing
-    s3 = ingest_home(home, store)
+    s3 = ingest(home, store)
     assert (s3.entries_new, s3.status_changed) == (0, 0)
 
 
@@ -209,11 +209,11 @@ def test_rewind_seen_in_the_same_read_and_unknown_id(tmp_path):
     home, p = _home_with(tmp_path, rel, _jsonl(
         META, _msg(1, "user", "a"), _msg(2, "gemini", "b"), {"$rewindTo": "m2"}, _msg(3, "gemini", "c")))
     store = tmp_path / "store"
-    ingest_home(home, store)
+    ingest(home, store)
     assert _statuses(store) == {"m1": "active", "m2": "rewound", "m3": "active"}
     with open(p, "ab") as f:  # an id the file never had: Gemini CLI clears everything
         f.write(_jsonl({"$rewindTo": "nope"}))
-    ingest_home(home, store)
+    ingest(home, store)
     assert set(_statuses(store).values()) == {"rewound"}
 
 
@@ -228,7 +228,7 @@ def test_message_recorded_again_with_tokens_counts_usage_once(tmp_path):
         _msg(2, "gemini", "", model="gemini-2.5-flash", toolCalls=[call]),
         _msg(2, "gemini", "", model="gemini-2.5-flash", toolCalls=[call], tokens=tokens)))
     store = tmp_path / "store"
-    ingest_home(home, store)
+    ingest(home, store)
     assert kinds(store, "gemini-cli") == {"user/message": 1, "assistant/tool_call": 1, "tool/tool_result": 1,
                                           "assistant/meta": 1}
     assert q(store, "SELECT input_tokens, output_tokens, cache_read_tokens, reasoning_tokens FROM usage") == [
@@ -239,10 +239,10 @@ def test_document_losing_messages_marks_them_rewound(tmp_path):
     src = json.loads(corpus(DEC24).read_text())
     home, p = _home_with(tmp_path, DEC24, json.dumps(src, indent=2).encode())
     store = tmp_path / "store"
-    ingest_home(home, store)
+    ingest(home, store)
     gone = [m["id"] for m in src["messages"][-5:]]
     _rewrite(p, dict(src, messages=src["messages"][:-5]))
-    s2 = ingest_home(home, store)
+    s2 = ingest(home, store)
     assert s2.entries_new == 0
     rewound = {r[0] for r in q(store, "SELECT DISTINCT message_id FROM entries WHERE status='rewound'")}
     assert rewound == set(gone)
@@ -253,7 +253,7 @@ def test_bad_document_is_quarantined_and_the_run_goes_on(tmp_path):
     home, p = _home_with(tmp_path, DEC03, good[: len(good) // 2])  # torn write
     shutil.copy(corpus(JSONL), p.parent / "session-ok.jsonl")
     store = tmp_path / "store"
-    s = ingest_home(home, store)
+    s = ingest(home, store)
     assert s.quarantined == 1
     assert s.per_agent["gemini-cli"] == 6  # the JSONL file still went in (4 + 2 usage)
     (path, off, length, reason), = q(store, "SELECT path, offset, length, reason FROM quarantine")
@@ -261,7 +261,7 @@ def test_bad_document_is_quarantined_and_the_run_goes_on(tmp_path):
     assert reason.startswith("malformed JSON")
     # the agent finishes writing: the next run ingests it
     _rewrite(p, json.loads(good))
-    s2 = ingest_home(home, store)
+    s2 = ingest(home, store)
     assert s2.entries_new > 0 and s2.quarantined == 0
 
 
@@ -271,10 +271,10 @@ def test_document_caught_mid_write_is_retried_not_quarantined(tmp_path, monkeypa
     home, p = _home_with(tmp_path, DEC24, good[:1000])
     os.utime(p, None)  # modified just now: the agent is writing it
     store = tmp_path / "store"
-    s1 = ingest_home(home, store)
+    s1 = ingest(home, store)
     assert (s1.quarantined, s1.entries_new) == (0, 0)
     p.write_bytes(good)  # the write completes
-    s2 = ingest_home(home, store)
+    s2 = ingest(home, store)
     assert s2.quarantined == 0 and s2.entries_new > 100
 
 
@@ -286,6 +286,6 @@ def test_subagent_session_links_to_its_parent(tmp_path):
     d = gemini_cli.discover(DiscoveryContext(home=home, env={}))
     assert [(f.path, f.meta["parent_session"]) for f in d.files] == [(p, "parent-session-id")]
     store = tmp_path / "store"
-    ingest_home(home, store)
+    ingest(home, store)
     assert q(store, "SELECT DISTINCT session_id, parent_session_id, is_sidechain, project_dir FROM entries") == [
         ("sub-1", "parent-session-id", 1, "/home/dev/app")]

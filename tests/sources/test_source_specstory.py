@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from conftest import CORPUS_HOME, corpus
-from helpers_sources import ingest_home, kinds, q
+from conftest import CORPUS_HOME, corpus, ingest, q
+from helpers_sources import kinds
 from ctxkeep.sources import specstory
 
 EXPORT = "code/minsky/.specstory/history/2025-04-28_16-22-backlog-task-inquiry.md"
@@ -15,7 +15,7 @@ EXPORT = "code/minsky/.specstory/history/2025-04-28_16-22-backlog-task-inquiry.m
 def test_corpus_cursor_export(tmp_path):
     raw = corpus(EXPORT).read_text()
     store = tmp_path / "store"
-    s = ingest_home(CORPUS_HOME, store, agents=["specstory"])
+    s = ingest(CORPUS_HOME, store, agents=["specstory"])
     assert s.files_read == 1 and s.quarantined == 0
     # 23 user and 23 assistant turns; assistant turns split at "---" into 68 steps, of
     # which the 14 "<details>" blocks are tool calls; one header entry
@@ -46,7 +46,7 @@ def test_v2_export_names_agent_session_and_model(tmp_path):
     old = time.time() - 3600
     os.utime(p, (old, old))
     store = tmp_path / "store"
-    ingest_home(tmp_path / "home", store, agents=["specstory"])
+    ingest(tmp_path / "home", store, agents=["specstory"])
     rows = q(store, "SELECT role, kind, tool_name, ts, model, session_id FROM entries ORDER BY source_offset")
     assert rows == [
         ("system", "meta", "origin:claude-code", "2026-07-13T13:40:49.000000Z", None, "5c7d5c23-0691-4467-b98e-0fb865b4a639"),

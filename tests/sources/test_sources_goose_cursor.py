@@ -7,19 +7,14 @@ import json
 import os
 import sqlite3
 import time
-from pathlib import Path
 
-from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sources import cursor, goose
 from ctxkeep.sources.contract import DiscoveryContext
-from dbhelpers import TEXT, fixture_home, kinds, q, usage_by_day
+from conftest import ingest, q
+from dbhelpers import TEXT, fixture_home, kinds, usage_by_day
 
 GOOSE_DIR = ".local/share/goose/sessions"
 CURSOR_DB = ".config/Cursor/User/globalStorage/state.vscdb"
-
-
-def ingest(home: Path, store: Path, agent: str, env=None):
-    return run_ingest(store, agents=[agent], ctx=DiscoveryContext(home=home, env=env or {}))
 
 
 # ------------------------------------------------------------------ goose

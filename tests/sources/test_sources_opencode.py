@@ -11,18 +11,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sources import opencode
-from ctxkeep.sources.contract import DiscoveryContext
-from conftest import CORPUS_HOME
-from dbhelpers import TEXT, corpus_part, fixture_home, kinds, q, usage_by_day
+from conftest import CORPUS_HOME, ingest, q
+from dbhelpers import TEXT, corpus_part, fixture_home, kinds, usage_by_day
 
 STORAGE = ".local/share/opencode/storage"
 CCUSAGE = Path("/work/tools-ccusage/node_modules/.bin/ccusage")
-
-
-def ingest(home: Path, store: Path):
-    return run_ingest(store, agents=["opencode"], ctx=DiscoveryContext(home=home, env={}))
 
 
 def test_corpus_tree_discovery_and_entries(corpus_ctx):
@@ -68,7 +62,7 @@ def test_usage_per_day_equals_ccusage(tmp_path):
     home = tmp_path / "home"
     corpus_part(STORAGE, home)
     store = tmp_path / "store"
-    ingest(home, store)
+    ingest(home, store, "opencode")
     ours: dict = {}
     for day, model, i, o, cr, cw in q(store, "SELECT substr(ts,1,10), model, sum(input_tokens), "
                                              "sum(output_tokens), sum(cache_read_tokens), "
@@ -84,7 +78,7 @@ def test_opencode_db_fixture(tmp_path):
     home = tmp_path / "home"
     fixture_home("opencode", home)
     store = tmp_path / "store"
-    s = ingest(home, store)
+    s = ingest(home, store, "opencode")
     assert s.per_agent == {"opencode": 14} and s.quarantined == 0
     assert kinds(store, "opencode") == {
         ("user", "message"): 3, ("assistant", "message"): 2, ("assistant", "thinking"): 1,
@@ -99,7 +93,7 @@ def test_opencode_db_fixture(tmp_path):
     assert q(store, "SELECT count(*) FROM chunks WHERE text LIKE '%base64%'") == [(0,)]
     assert usage_by_day(store, "opencode") == {"2025-07-02": (1700, 370, 5000, 800),
                                                "2025-07-03": (300, 90, 6200, 0)}
-    again = ingest(home, store)
+    again = ingest(home, store, "opencode")
     assert again.files_read == 0 and again.entries_new == 0
 
 
@@ -108,7 +102,7 @@ def test_opencode_db_new_rows_once(tmp_path):
     home = tmp_path / "home"
     fixture_home("opencode", home)
     store = tmp_path / "store"
-    ingest(home, store)
+    ingest(home, store, "opencode")
     db = home / ".local/share/opencode/opencode.db"
     now = int(time.time() * 1000)
     w = sqlite3.connect(db)
@@ -118,11 +112,11 @@ def test_opencode_db_new_rows_once(tmp_path):
               (now, now, json.dumps({"type": "text", "text": "And the index on orders.user_id?"})))
     w.commit()
     w.close()
-    s = ingest(home, store)
+    s = ingest(home, store, "opencode")
     assert s.per_agent == {"opencode": 1}
     assert q(store, f"SELECT {TEXT} FROM entries e WHERE e.native_id='prt_12'") == [
         ("And the index on orders.user_id?",)]
-    assert ingest(home, store).entries_new == 0
+    assert ingest(home, store, "opencode").entries_new == 0
 
 
 def _write_json(p: Path, obj) -> None:
@@ -135,7 +129,7 @@ def test_tree_rewritten_in_place_is_read_again_without_duplicates(tmp_path):
     corpus_part(STORAGE, home)
     st = home / STORAGE
     store = tmp_path / "store"
-    assert ingest(home, store).entries_new == 3
+    assert ingest(home, store, "opencode").entries_new == 3
     # the agent appends a turn: a new user message and a streaming-complete assistant reply
     now = int(time.time() * 1000)
     _write_json(st / "message/test-session/msg-003.json",
@@ -149,7 +143,7 @@ def test_tree_rewritten_in_place_is_read_again_without_duplicates(tmp_path):
     _write_json(st / "part/msg-004/part-004.json",
                 {"id": "part-004", "sessionID": "test-session", "messageID": "msg-004", "type": "tool",
                  "callID": "c1", "tool": "read", "state": {"status": "running", "input": {"path": "a.py"}}})
-    s = ingest(home, store)
+    s = ingest(home, store, "opencode")
     # the running tool and the unfinished reply wait; the user turn is in
     assert s.entries_new == 1
     assert q(store, "SELECT count(*) FROM entries WHERE agent='opencode'") == [(4,)]
@@ -163,12 +157,12 @@ def test_tree_rewritten_in_place_is_read_again_without_duplicates(tmp_path):
                  "time": {"created": now + 1000, "completed": now + 3000},
                  "modelID": "claude-3-5-sonnet-20241022",
                  "tokens": {"input": 20, "output": 5, "reasoning": 0, "cache": {"read": 0, "write": 0}}})
-    s = ingest(home, store)
+    s = ingest(home, store, "opencode")
     assert s.entries_new == 3  # tool call, tool result, usage
     assert kinds(store, "opencode") == {("user", "message"): 2, ("assistant", "message"): 1,
                                         ("assistant", "tool_call"): 1, ("tool", "tool_result"): 1,
                                         ("system", "meta"): 2}
-    assert ingest(home, store).files_read == 0
+    assert ingest(home, store, "opencode").files_read == 0
 
 
 def test_bad_json_file_is_quarantined(tmp_path):
@@ -177,6 +171,6 @@ def test_bad_json_file_is_quarantined(tmp_path):
     bad = home / STORAGE / "part/msg-002/part-999.json"
     bad.write_text('{"id": "part-999", "type": "text", "text": "cut off', encoding="utf-8")
     store = tmp_path / "store"
-    s = ingest(home, store)
+    s = ingest(home, store, "opencode")
     assert s.entries_new == 3 and s.quarantined == 1
     assert q(store, "SELECT path, offset FROM quarantine") == [(str(bad), 0)]

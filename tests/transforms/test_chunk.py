@@ -66,16 +66,34 @@ def test_title_first_nonblank_line_and_heading_only_later():
     assert len(chunk_title("x" * 1000, 0)) == 200
 
 
-def test_30_mb_output_is_thousands_of_rows_quickly():
-    import time
-    text = "".join(f"line {i} of a very long tool output\n" for i in range(900_000))  # ~31 MB
-    t0 = time.perf_counter()
+def test_35_mb_output_is_thousands_of_rows_in_one_pass(monkeypatch):
+    """Linear time, checked by the work done rather than the clock (the speed is
+    tests/bench/bench_chunk.py's): one fence scan for the whole text, one cut search
+    per chunk boundary over a window of at most MAX_CHUNK_BYTES characters, and windows
+    that overlap by less than a line, so the text is looked at ~once."""
+    from ctxkeep.transforms import chunk as chunk_mod
+    text = "".join(f"line {i} of a very long tool output\n" for i in range(900_000))  # 35 MB
+    fence_scans, windows = [], []
+    real_spans, real_cut = chunk_mod.fence_spans, chunk_mod._cut_point
+
+    def spans(t):
+        fence_scans.append(len(t))
+        return real_spans(t)
+
+    def cut(t, start, limit, sp):
+        windows.append(limit - start)
+        return real_cut(t, start, limit, sp)
+
+    monkeypatch.setattr(chunk_mod, "fence_spans", spans)
+    monkeypatch.setattr(chunk_mod, "_cut_point", cut)
     chunks = chunk_text(text)
-    took = time.perf_counter() - t0
-    assert len(chunks) >= len(text) // MAX_CHUNK_BYTES
+    assert len(chunks) == 8551 >= len(text) // MAX_CHUNK_BYTES
     assert max(_b(c) for c in chunks) <= MAX_CHUNK_BYTES
     assert "".join(chunks) == text
-    assert took < 10, f"chunking 31 MB took {took:.1f} s (must be linear)"
+    assert fence_scans == [len(text)]
+    assert len(windows) == len(chunks) - 1 and max(windows) == MAX_CHUNK_BYTES
+    longest_line = max(len(line) for line in text[-100:].splitlines(keepends=True))
+    assert len(text) < sum(windows) + len(chunks[-1]) < len(text) + len(chunks) * longest_line
 
 
 def test_chunks_frame_columns():

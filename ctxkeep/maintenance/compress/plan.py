@@ -1,7 +1,6 @@
 """Compression plans for oversized session files: which lines to keep, which to drop,
 which records to re-link, and the one marker record to insert. Pure: lines in, plan
-out; no I/O (``sinks.jsonl_rewrite`` writes the result, ``flows.compress_ops``
-orchestrates).
+out; no I/O (``compress.rewrite`` writes the result, ``compress.run`` orchestrates).
 
 The rule (issue 5, after the CLI Context Manager seed): keep the first
 ``keep_system_lines`` system/meta lines and the most recent ``keep_messages`` messages,
@@ -55,7 +54,8 @@ from typing import Any
 import orjson
 
 from ctxkeep.sources import SOURCES
-from ctxkeep.sources.contract import SourceFile, parse_line
+from ctxkeep.sources.contract import SourceFile
+from ctxkeep.sources.readers.jsonl import parse_line
 from ctxkeep.transforms.normalize import entry_id
 
 SUPPORTED = ("claude-code", "codex")
@@ -138,7 +138,7 @@ def split_lines(data: bytes) -> tuple[list[Line], bytes]:
     after the last newline (an unterminated last line, maybe being written).
 
     Blank lines are skipped (they hold nothing); ``Line.offset`` is the byte offset in
-    ``data``. Parsing is ``sources.base.parse_line`` (lenient repairs allowed)."""
+    ``data``. Parsing is ``sources.contract.parse_line`` (lenient repairs allowed)."""
     lines: list[Line] = []
     pos = 0
     n = len(data)

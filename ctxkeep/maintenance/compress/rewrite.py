@@ -1,7 +1,7 @@
 """Atomic rewrite of an agent's JSONL session file, with a verified backup.
 
-The only place where ctxkeep modifies a user's session file (the compress flow, and
-``--restore``). The sequence, each step durable before the next:
+The only place where ctxkeep modifies a user's session file (``compress.run``: the
+compress flow, and ``--restore``). The sequence, each step durable before the next:
 
 1. check the file is still the one planned (device, inode, size, mtime, SHA-256);
 2. rotate the backups and write ``<file>.backup``: a temp file in the same directory,
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.sources.contract import parse_line
+from ctxkeep.sources.readers.jsonl import parse_line
 
 BACKUP_SUFFIX = ".backup"
 TMP_MARK = ".ctxkeep-tmp."
@@ -64,9 +64,11 @@ class FileState:
 
     @classmethod
     def of(cls, st: os.stat_result, sha: str) -> "FileState":
+        """The state of a file from its ``os.stat`` result and SHA-256 hex."""
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, sha)
 
     def same_stat(self, st: os.stat_result) -> bool:
+        """True when ``st`` is the same file unchanged (device, inode, size, mtime)."""
         return (self.dev, self.ino, self.size, self.mtime_ns) == \
             (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
@@ -132,6 +134,7 @@ def cleanup_temps(path: Path) -> list[Path]:
 
 
 def glob_escape(name: str) -> str:
+    """``name`` with the glob metacharacters ``*?[`` escaped (for ``Path.glob``)."""
     return re.sub(r"([*?\[])", r"[\1]", name)
 
 

@@ -1,25 +1,31 @@
-"""The compress work as plain functions (no Prefect): health check, file selection,
-compress one file, restore one file, and the whole run.
+"""The compress operation (no Prefect): the health check, the file selection, compressing
+one file, the whole run, and restoring a file from its backup.
 
-``flows.compress`` wraps ``run_compress`` in a Prefect flow; ``ctxkeep compress
---check``/``--dry-run``/``--restore`` and the tests call these directly (a temporary
-Prefect server costs 15–30 s per process on this kind of machine, DESIGN.md).
+``flows.compress`` wraps ``run_compress`` in a Prefect flow (one task per file);
+``ctxkeep compress --check``/``--dry-run``/``--no-prefect``/``--restore`` and the tests
+call these directly (a temporary Prefect server costs 15–30 s per process on this kind
+of machine, DESIGN.md).
 
-Compressing one file (``compress_file``), under the store's maintenance lock:
+Compressing one file (``compress_file``), under the store lock (``sinks.lock``):
 
 1. refuse formats other than Claude Code / Codex, and files modified within
    ``active_minutes`` (unless ``force``);
-2. ingest the file's new bytes (``pipeline.ingest_file``), then verify that the store
-   holds every line: each line's entries (by entry id, computed by the agent's own
-   parser from the line's bytes) are in ``entries``, each unparseable line's exact
-   bytes (SHA-256) are in ``quarantine``;
-3. plan the cut (``transforms.compress_plan``), and check that the new file reads as
-   the same entries (plus the marker): nothing would be ingested twice;
-4. back up, write, validate, rename (``sinks.jsonl_rewrite``);
-5. record the new file's watermark (same parser state as the original's end, so the
-   next ingest reads only what the agent appends), load the marker's entry, move the
-   kept entries' ``source_offset`` to the new file, mark the removed lines' entries
-   ``archived`` (SQLite and DuckDB), prune old backups, record the run.
+2. ingest the file's new bytes (``pipeline.engine.ingest_file``), then verify that the
+   store holds every line (``verify_store``): each line's entries (by entry id,
+   computed by the agent's own parser from the line's bytes) are in ``entries``, each
+   unparseable line's exact bytes (SHA-256) are in ``quarantine``;
+3. plan the cut (``compress.plan``), and check that the new file reads as the same
+   entries (plus the marker): nothing would be ingested twice;
+4. back up, write, validate, rename (``compress.rewrite``);
+5. mark the removed lines' entries ``archived``, record the new file's watermark (same
+   parser state as the original's end, so the next ingest reads only what the agent
+   appends) with the marker's entry, move the kept entries' ``source_offset`` to the new
+   file, prune old backups. DuckDB gets the same status and offset changes once per run,
+   after its sync (``_update_analytics``); the run is recorded in ``runs`` as flow
+   ``compress``.
+
+Every status and offset change of stored entries goes through the three functions at
+the end of this module (``sinks.sqlite.status``).
 """
 from __future__ import annotations
 
@@ -32,16 +38,21 @@ from typing import Callable
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
 from ctxkeep.errors import StoreBusy, UsageError
-from ctxkeep.maintenance.compress import rewrite as jsonl_rewrite
+from ctxkeep.timeutil import format_epoch
+from ctxkeep.maintenance.compress import plan as cp
+from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
-from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.transforms.tokens import estimate_tokens
-from ctxkeep.pipeline import engine as pipeline
+
+__all__ = ["FileCheck", "FileResult", "Hooks", "hooks", "check_file", "check_files",
+           "discovered_files", "files_to_compress", "verify_store", "compress_file",
+           "run_compress", "restore_file"]
 
 
 @dataclass
@@ -113,7 +124,7 @@ class FileResult:
 
 
 def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    return format_epoch(ts, whole_seconds=True)
 
 
 def _count_lines(path: Path) -> int:
@@ -124,6 +135,8 @@ def _count_lines(path: Path) -> int:
                 n += 1
     return n
 
+
+# ---------------------------------------------------------------- selection and health check
 
 def discovered_files(home: Path, ctx: DiscoveryContext | None = None,
                      paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
@@ -161,7 +174,7 @@ def check_file(f: SourceFile, cc: CompressConfig, now: float | None = None) -> F
         exceeds.append("lines")
     return FileCheck(str(f.path), f.agent, st.st_size, lines, "EXCEEDS" if exceeds else "OK",
                      exceeds, now - st.st_mtime < cc.active_minutes * 60, _iso(st.st_mtime),
-                     len(jsonl_rewrite.backup_paths(f.path)))
+                     len(rewrite.backup_paths(f.path)))
 
 
 def check_files(home: Path, *, ctx: DiscoveryContext | None = None,
@@ -183,6 +196,26 @@ def check_files(home: Path, *, ctx: DiscoveryContext | None = None,
             "files": checks, "exceeding": sum(c["status"] == "EXCEEDS" for c in checks),
             "problems": problems}
 
+
+def files_to_compress(home: Path, *, ctx: DiscoveryContext | None = None,
+                      paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
+    """Files a compress run handles: the given ``paths`` (all of them: the user asked),
+    else every enabled agent's Claude Code/Codex file over a threshold."""
+    files, problems = discovered_files(home, ctx, paths)
+    if paths:
+        return files, problems
+    cc = cfgmod.load_config(home).compress
+    out = []
+    for f in files:
+        try:
+            if check_file(f, cc).status == "EXCEEDS":
+                out.append(f)
+        except OSError:
+            continue
+    return out, problems
+
+
+# ---------------------------------------------------------------- one file
 
 def _tokens(texts: list[str]) -> int:
     return sum(estimate_tokens(texts)[0]) if texts else 0
@@ -214,7 +247,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
                   keep_messages: int | None = None, dry_run: bool = False, force: bool = False,
                   tombs: dict | None = None, now: float | None = None) -> FileResult:
     """Compress one session file (steps in the module doc). The caller holds the
-    maintenance lock (``sinks.lock.hold``) unless ``dry_run``; ``conn`` may be None in a
+    store lock (``sinks.lock``) unless ``dry_run``; ``conn`` may be None in a
     dry run without a store. Never raises for a bad or unsafe file: the result says
     ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked."""
     now = time.time() if now is None else now
@@ -236,11 +269,11 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
                     "the agent is probably writing to it; use --force to override")
         return r
     if not dry_run:
-        jsonl_rewrite.cleanup_temps(path)
+        rewrite.cleanup_temps(path)
         wm = sqlite_store.load_watermarks(conn).get(str(path))
         pipeline.ingest_file(conn, file, wm, tombs if tombs is not None
                              else sqlite_store.tombstoned(conn))
-    data, state = jsonl_rewrite.read_state(path)
+    data, state = rewrite.read_state(path)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
     r.lines_before = r.lines_after = len(lines)
@@ -261,7 +294,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
             return r
         r.notes.append(f"the store holds {len(lines) - len(v['missing_lines'])} of {len(lines)} "
                        "lines; the real run ingests the file first")
-    backup_path = Path(str(path) + jsonl_rewrite.BACKUP_SUFFIX)
+    backup_path = Path(str(path) + rewrite.BACKUP_SUFFIX)
     sid = next((e.get("session_id") for ents in per_line for e in ents if e.get("session_id")), None)
     note = (f"The full history stays searchable in the ctxkeep store ({home}"
             + (f"; `ctxkeep search --session {sid} …`" if sid else "")
@@ -309,9 +342,9 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
         return r
     # ---- write (the only step that touches the agent's file)
     try:
-        backup = jsonl_rewrite.make_backup(path, data, state)
-        new_st = jsonl_rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
-    except jsonl_rewrite.RewriteError as e:
+        backup = rewrite.make_backup(path, data, state)
+        new_st = rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
+    except rewrite.RewriteError as e:
         r.status, r.reason = "refused", str(e)
         return r
     r.backup, r.status = str(backup), "compressed"
@@ -320,8 +353,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
     # in between loses nothing: the next ingest re-reads the new file (entry ids are
     # stable, so nothing doubles).
     try:
-        archived = StatusChange("archived", tuple(removed_ids))
-        r.archived = sqlite_store.apply_changes(conn, [archived]).sqlite
+        r.archived = _set_status(conn, None, list(removed_ids), "archived")
         old_wm = sqlite_store.load_watermarks(conn).get(str(path))
         hl = min(4096, len(new_data))
         wm = Watermark(path=str(path), agent=file.agent, dev=new_st.st_dev, ino=new_st.st_ino,
@@ -335,34 +367,18 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
         sqlite_store.load_batch(conn, quarantine=[], watermarks=[wm], **frames)
         moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
                  for x in ls]
-        moved = Relocation(str(path), tuple(moves))
-        sqlite_store.apply_changes(conn, EntryChanges(moves=[moved]))
-        r.duck = EntryChanges(status=[archived], moves=[moved])
+        _relocate(conn, None, str(path), moves)
+        r.duck = EntryChanges(status=[StatusChange("archived", tuple(removed_ids))],
+                              moves=[Relocation(str(path), tuple(moves))])
     except Exception as e:  # the file is compressed; say what the store missed
         r.notes.append(f"store bookkeeping incomplete ({type(e).__name__}: {e}); the next "
                        "ingest re-reads the file, removed entries may still show as active")
-    r.backups_pruned = [str(p) for p in jsonl_rewrite.prune_backups(
+    r.backups_pruned = [str(p) for p in rewrite.prune_backups(
         path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)]
     return r
 
 
-def files_to_compress(home: Path, *, ctx: DiscoveryContext | None = None,
-                      paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
-    """Files a compress run handles: the given ``paths`` (all of them: the user asked),
-    else every enabled agent's Claude Code/Codex file over a threshold."""
-    files, problems = discovered_files(home, ctx, paths)
-    if paths:
-        return files, problems
-    cc = cfgmod.load_config(home).compress
-    out = []
-    for f in files:
-        try:
-            if check_file(f, cc).status == "EXCEEDS":
-                out.append(f)
-        except OSError:
-            continue
-    return out, problems
-
+# ---------------------------------------------------------------- the run
 
 def run_compress(home: Path, *, paths: list[Path] | None = None, ctx: DiscoveryContext | None = None,
                  keep_messages: int | None = None, dry_run: bool = False, force: bool = False,
@@ -378,7 +394,6 @@ def run_compress(home: Path, *, paths: list[Path] | None = None, ctx: DiscoveryC
     "tokens_after", "seconds", "problems"}`` (bytes and tokens summed over compressed
     or would-compress files). Raises StoreBusy when ``wait`` is False and the lock is
     held; UsageError for ``keep_messages`` < 1."""
-
     if keep_messages is not None and keep_messages < 1:
         raise UsageError("--keep-messages must be at least 1", hint="pass a positive number")
     t0 = time.perf_counter()
@@ -460,9 +475,11 @@ def _update_analytics(home: Path, results: list[FileResult]) -> str:
         conn.close()
     if "not updated" in note:
         return note + "; archived statuses not copied (run reindex)"
-    dnote = sqlite_store.apply_changes(None, changes, home=home).note
+    dnote = _replay_duckdb(home, changes)
     return note if dnote in ("ok", "no analytics store") else dnote
 
+
+# ---------------------------------------------------------------- restore
 
 def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = True) -> dict:
     """Put ``<path>.backup`` back in place of ``path`` (``compress --restore``).
@@ -474,10 +491,9 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     marks the backup's entries ``active`` again and the compress marker ``archived``. Returns ``{"path", "backup",
     "reactivated", "newer_entries", "bytes"}``. Raises UsageError (no backup, the file gone, an
     unknown format, lines the store lacks, newer entries without force), StoreBusy, RewriteError."""
-
     home = cfgmod.ensure_home(Path(home))
     path = Path(path).expanduser().resolve()
-    backup = Path(str(path) + jsonl_rewrite.BACKUP_SUFFIX)
+    backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     if not backup.exists():
         raise UsageError("no backup to restore", where=str(backup),
                          hint="`ctxkeep compress --check` lists files and their backups")
@@ -503,7 +519,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     bdata = backup.read_bytes()
     blines, _ = cp.split_lines(bdata)
     b_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, blines))
-    jsonl_rewrite.cleanup_temps(path)
+    rewrite.cleanup_temps(path)
     wm = sqlite_store.load_watermarks(conn).get(str(path))
     pipeline.ingest_file(conn, file, wm, tombs)
     cur, _ = cp.split_lines(path.read_bytes())
@@ -520,14 +536,42 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
         raise UsageError(f"the current file has {len(newer)} entries written after the "
                          "compression that the backup lacks", where=str(path),
                          hint="they stay in the store; pass --force to restore anyway")
-    used, _st = jsonl_rewrite.restore_backup(path, backup)
+    used, _st = rewrite.restore_backup(path, backup)
     pipeline.ingest_file(conn, file, None, tombs)   # re-read from offset 0: ids are stable
     moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids) for x in ls]
-    sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(str(path), tuple(moves))]), home=home)
-    res = sqlite_store.apply_changes(conn, [StatusChange("active", tuple(x for ls in b_ids for x in ls),
-                                                         from_status="archived")], home=home)
+    _relocate(conn, home, str(path), moves)
+    reactivated = _set_status(conn, home, [x for ls in b_ids for x in ls], "active",
+                              from_status="archived")
     if marker_ids:   # the compress marker is no longer in the file
-        sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(marker_ids))], home=home)
+        _set_status(conn, home, list(marker_ids), "archived")
     pipeline.sync_analytics(conn, home)
-    return {"path": str(path), "backup": str(used), "reactivated": res.sqlite,
+    return {"path": str(path), "backup": str(used), "reactivated": reactivated,
             "newer_entries": len(newer), "bytes": len(bdata)}
+
+
+# ---------------------------------------------------------------- entry status
+# Every status and offset change compress makes to stored entries, in one place
+# (``sinks.sqlite.status``). ``home`` None: SQLite only; the run replays the change on
+# DuckDB after its sync (``FileResult.duck``, ``_update_analytics``).
+
+def _set_status(conn, home: Path | None, ids: list[str], status: str,
+                from_status: str | None = None) -> int:
+    """Set ``status`` (``active``/``archived``) of the stored entries ``ids`` (with
+    ``from_status``: only those that have it), in SQLite and, with ``home``, DuckDB.
+    Returns the SQLite rows changed."""
+    return sqlite_store.apply_changes(conn, [StatusChange(status, tuple(ids), from_status=from_status)],
+                                      home=home).sqlite
+
+
+def _relocate(conn, home: Path | None, source_path: str, moves: list[tuple[str, int]]) -> int:
+    """Set ``source_offset`` of entries of ``source_path``: ``moves`` are (entry_id, byte
+    offset in the rewritten file); in SQLite and, with ``home``, DuckDB. Returns the
+    SQLite rows changed."""
+    return sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(source_path, tuple(moves))]),
+                                      home=home).sqlite
+
+
+def _replay_duckdb(home: Path, changes: EntryChanges) -> str:
+    """Apply a run's deferred status and offset changes to DuckDB; returns the note
+    (``ok``, ``no analytics store`` or why DuckDB was not updated)."""
+    return sqlite_store.apply_changes(None, changes, home=home).note

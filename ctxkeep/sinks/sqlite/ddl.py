@@ -7,23 +7,20 @@ migrations); ``DDL`` is the same as one script. Tables (columns and what they ho
 are described in the package doc (``ctxkeep.sinks.sqlite``).
 
 Stored timestamps are ISO-8601 UTC text with microseconds and ``Z``
-(``TS_FORMAT``; ``now_iso``).
+(``timeutil.UTC_FORMAT``; ``now_iso``).
 """
 from __future__ import annotations
 
-import datetime as dt
 import sqlite3
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.timeutil import now_iso
 
 #: v2: chunks.title, fts_words(title, text) with a weighted rank;
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
 #: entries_content on (content_hash, ts). Steps: ``migrations.MIGRATIONS``.
 SCHEMA_VERSION = 3
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
-#: ``strftime`` format of every stored timestamp (UTC); Polars' spelling below
-TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-TS_FORMAT_POLARS = "%Y-%m-%dT%H:%M:%S%.6fZ"
 
 _ENTRY_DDL_TYPES = {
     "source_offset": "INTEGER", "text_bytes": "INTEGER", "token_estimate": "INTEGER",
@@ -130,7 +127,5 @@ def set_ranks(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('rank', ?)", (rank,))
 
 
-def now_iso() -> str:
-    """Current UTC time as stored: ISO-8601 text with microseconds and ``Z``
-    (``TS_FORMAT``)."""
-    return dt.datetime.now(dt.UTC).strftime(TS_FORMAT)
+__all__ = ["DDL", "DROPPED_INDEXES", "FTS_RANKS", "FTS_TABLES", "INDEXES", "SCHEMA_VERSION", "TABLES",
+           "TITLE_WEIGHT", "create_all", "now_iso", "set_ranks"]

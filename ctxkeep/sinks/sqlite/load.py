@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.timeutil import UTC_FORMAT_POLARS
 from ctxkeep.sinks.sqlite.connection import write
-from ctxkeep.sinks.sqlite.ddl import TS_FORMAT_POLARS, now_iso
+from ctxkeep.sinks.sqlite.ddl import now_iso
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets
 from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
@@ -18,8 +19,7 @@ from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     import polars as pl
 
-    # importing ``sources`` loads every source (~30 ms)
-    from ctxkeep.sources.contract import Watermark
+    from ctxkeep.schema import Watermark
 
 #: ``usage`` columns in insert order
 _USAGE_INSERT = ["usage_key", "agent", "session_id", "project_dir", "ts", "model", *USAGE_COLUMNS, "entry_id"]
@@ -27,7 +27,7 @@ _USAGE_INSERT = ["usage_key", "agent", "session_id", "project_dir", "ts", "model
 
 def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
     import polars as pl
-    return df.with_columns(pl.col("ts").dt.strftime(TS_FORMAT_POLARS))
+    return df.with_columns(pl.col("ts").dt.strftime(UTC_FORMAT_POLARS))
 
 
 def _tool_names(entries: pl.DataFrame) -> dict[str, str]:

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 from ctxkeep.sinks.sqlite.params import in_parts
 
 if TYPE_CHECKING:
-    # importing ``sources`` loads every source (~30 ms)
-    from ctxkeep.sources.contract import Watermark
+    from ctxkeep.schema import Watermark
 
-#: the columns of ``watermarks`` that make a ``sources.contract.Watermark`` (``state`` is JSON text)
+#: the columns of ``watermarks`` that make a ``schema.Watermark`` (``state`` is JSON text)
 WATERMARK_COLUMNS = ("path", "agent", "dev", "ino", "size", "mtime_ns", "offset", "head_len",
                      "head_hash", "parser_version", "state")
 
@@ -48,8 +47,8 @@ def tombstoned(conn: sqlite3.Connection) -> dict[str, set[str]]:
 
 
 def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
-    """All watermarks (``sources.contract.Watermark``), keyed by path."""
-    from ctxkeep.sources.contract import Watermark
+    """All watermarks (``schema.Watermark``), keyed by path."""
+    from ctxkeep.schema import Watermark
 
     out = {}
     for r in conn.execute(f"SELECT {', '.join(WATERMARK_COLUMNS)} FROM watermarks"):

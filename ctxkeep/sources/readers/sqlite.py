@@ -23,9 +23,9 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from ctxkeep.sources.contract import Watermark
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
 
 #: rows per read transaction (each page opens, reads and closes the database)
 PAGE_ROWS = 500
@@ -222,9 +222,106 @@ def guarded(path: Path, batches: Iterator) -> Iterator:
     a table the agent dropped, a file replaced mid-read) never stops the ingest: the
     batches read so far stand, then one batch records the error in the quarantine
     (offset 0) without a watermark, so the next run tries again."""
-    from ctxkeep.sources.contract import Batch, quarantine_row
     try:
         yield from batches
     except (sqlite3.Error, OSError) as e:
         yield Batch([], [quarantine_row(path, 0, b"", f"database read failed: {type(e).__name__}: {e}")],
                     None)
+
+
+# ---------------------------------------------------------------- one reader for every database source
+
+@dataclass
+class DbRead:
+    """A read of one agent database under way: ``before`` is its fingerprint when the
+    read started (``db_fingerprint``); ``state`` the watermark state carried over (empty
+    when the parser version changed or the file was replaced: another dev/inode),
+    with ``note`` set when the database had to be opened ``immutable``."""
+
+    path: Path
+    agent: str
+    parser_version: int
+    before: dict
+    state: dict
+
+    def watermark(self, state: dict, fp: dict) -> Watermark:
+        """``db_watermark`` of this database with ``state`` and fingerprint ``fp``."""
+        return db_watermark(self.path, self.agent, self.parser_version, state, fp)
+
+    def settled(self) -> dict:
+        """The fingerprint to store now that the rows were read (``settle_fingerprint``)."""
+        return settle_fingerprint(self.before, db_fingerprint(self.path))
+
+
+#: ``probe(conn)``: what a database reader needs to know before it pages through rows
+#: (sessions, table maxima, columns), read in one short transaction
+ProbeFn = Callable[[sqlite3.Connection], Any]
+#: ``rows(read, probed)``: the batches of new and changed rows
+RowsFn = Callable[[DbRead, Any], Iterator[Batch]]
+ReadFn = Callable[..., Iterator[Batch]]
+
+
+def database_reader(agent: str, parser_version: int, probe: ProbeFn, rows: RowsFn,
+                    failure: str = "cannot read database", *, probe_errors: bool = True) -> ReadFn:
+    """The ``read(file, wm, batch_bytes)`` of a database source (``batch_bytes`` is not
+    used: rows are paged by count).
+
+    It takes the fingerprint (a vanished file yields nothing), carries the watermark
+    state over (``DbRead``), opens the database read-only and runs ``probe`` on it,
+    then yields ``rows(read, probed)``. A database that cannot be opened (and, with
+    ``probe_errors``, one whose probe fails) yields one batch quarantining it at
+    offset 0 (reason ``"<failure>: <error type>: <message>"``) with a watermark, so the
+    same file is not reported again until it changes. Everything runs under
+    ``guarded``: a database error later on quarantines without a watermark.
+    """
+    def read(file: SourceFile, wm: Watermark | None,
+             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+        return guarded(file.path, _read(file, wm))
+
+    def _read(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
+        path = file.path
+        try:
+            before = db_fingerprint(path)
+        except OSError:
+            return
+        state = dict(wm.state) if wm and wm.parser_version == parser_version \
+            and [wm.dev, wm.ino] == before["main"][:2] else {}
+        rd = DbRead(path, agent, parser_version, before, state)
+        try:
+            ro = open_ro(path)
+        except Exception as e:  # not a database, encrypted, unreadable
+            yield _failed(rd, failure, e)
+            return
+        err = None
+        try:
+            probed = probe(ro.conn)
+        except Exception as e:
+            if not probe_errors:
+                raise
+            err = e
+        finally:
+            ro.conn.close()
+        if err is not None:
+            yield _failed(rd, failure, err)
+            return
+        if ro.note:
+            state["note"] = ro.note
+        yield from rows(rd, probed)
+    return read
+
+
+def _failed(rd: DbRead, failure: str, e: Exception) -> Batch:
+    q = quarantine_row(rd.path, 0, b"", f"{failure}: {type(e).__name__}: {e}")
+    return Batch([], [q], rd.watermark(rd.state, rd.before))
+
+
+def by_mode(mode_for: Callable[[Path], str], read_db: ReadFn, read_other: ReadFn) -> ReadFn:
+    """The ``read`` of a source with a database and files of another mode (goose's
+    legacy JSONL, Cursor's transcripts, sst/opencode's JSON tree): ``read_db`` for a
+    file whose ``mode_for(path)`` is ``sqlite``, else ``read_other(file, wm,
+    batch_bytes)``."""
+    def read(file: SourceFile, wm: Watermark | None,
+             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+        fn = read_db if mode_for(file.path) == "sqlite" else read_other
+        return fn(file, wm, batch_bytes)
+    return read

@@ -1,4 +1,4 @@
-"""The atomic JSONL rewrite with verified backups (sinks.jsonl_rewrite). Files are
+"""The atomic JSONL rewrite with verified backups (maintenance.compress.rewrite). Files are
 small handmade JSONL written in tmp_path."""
 from __future__ import annotations
 

@@ -1,0 +1,147 @@
+"""The purge request: what a caller may ask ``maintenance.purge`` to remove, checked.
+
+The contract shared by ``ctxkeep purge``, the purge flow and MCP ``ctx_purge`` (from
+the ctx_purge seed of context-mode, restated in DESIGN.md):
+
+- exactly one scope: ``session`` (with a session id) or ``project`` (``project_dir``,
+  else the caller's working directory); ``all`` (wipe the store) is built by the CLI only;
+- ``confirm`` is required (``True``/``False`` or the strings ``"true"``/``"false"``);
+  ``confirm`` false raises ``PurgeCancelled`` (``Purge cancelled. Pass confirm: true to
+  proceed.``);
+- a session id together with ``scope="project"`` is an ``Ambiguous purge``; ``scope=
+  "session"`` without an id is an error; a bare ``{confirm: true}`` is refused (no silent
+  whole-project wipe);
+- a project dir that holds every project (the filesystem root, the home directory or
+  above it) is refused: its tombstone would block every future ingest.
+
+Nothing here touches the store.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from ctxkeep.errors import PurgeCancelled, UsageError
+from ctxkeep.paths import is_under, normalize_dir
+
+SCOPES = ("session", "project")
+
+
+@dataclass(frozen=True)
+class PurgeRequest:
+    """A validated purge scope.
+
+    ``scope``: ``"session"`` (``session_id`` set), ``"project"`` (``project_dir`` set: an
+    absolute, normalized path without trailing separator) or ``"all"`` (CLI only).
+    """
+
+    scope: str
+    session_id: str | None = None
+    project_dir: str | None = None
+
+    @property
+    def value(self) -> str:
+        """The scope's key: the session id, the project dir, or ``"*"`` for all."""
+        return {"session": self.session_id, "project": self.project_dir}.get(self.scope) or "*"
+
+    def describe(self) -> str:
+        """One line naming the resolved scope, e.g. ``session 0d3a…`` or ``project /x``."""
+        if self.scope == "all":
+            return "the whole store"
+        return f"{self.scope} {self.value}"
+
+
+def _as_bool(value, name: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("true", "1", "yes"):
+            return True
+        if v in ("false", "0", "no"):
+            return False
+    raise UsageError(f"{name} must be true or false, got {value!r}")
+
+
+def check_confirm(confirm) -> None:
+    """Apply the contract's confirm rules: returns when ``confirm`` is true (``True``,
+    ``"true"``, ``"1"``, ``"yes"``); raises PurgeCancelled when it is false, UsageError
+    when it is missing or not a boolean."""
+    ok = _as_bool(confirm, "confirm")
+    if ok is None:
+        raise UsageError("Purge needs confirm: true (confirm is required)",
+                         hint="preview first (ctxkeep purge --dry-run), then confirm")
+    if ok is False:
+        raise PurgeCancelled()
+
+
+def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confirm=None,
+                        cwd: str) -> PurgeRequest:
+    """Validate a purge call against the ctx_purge contract and resolve its scope.
+
+    Args:
+        session_id: the agent's session id (scope session); blank strings count as none.
+        scope: ``"session"`` or ``"project"`` (or None: ``session`` when a session id is
+            given, ``project`` when only ``project_dir`` is).
+        project_dir: the project's directory (scope project); default ``cwd``. Relative
+            paths are resolved against ``cwd``; ``~`` is expanded.
+        confirm: required; ``True``/``False`` or ``"true"``/``"false"`` (also ``"1"``,
+            ``"0"``, ``"yes"``, ``"no"``).
+        cwd: the caller's working directory (the MCP server's, or the shell's).
+
+    Returns a PurgeRequest. Raises PurgeCancelled when ``confirm`` is false (checked
+    first: a cancelled call changes nothing whatever else it says); UsageError when
+    ``confirm`` is missing or not a boolean, the scope is unknown, a session id comes
+    with scope project (``Ambiguous purge …``), scope session lacks an id, neither
+    a session id nor a scope nor a project dir is given, or the project dir is the
+    filesystem root, the home directory or above it (``_too_broad``: a project
+    tombstone there would block every future ingest; ``purge --all`` wipes instead).
+    """
+    check_confirm(confirm)
+    sid = str(session_id).strip() if session_id is not None else ""
+    sc = str(scope).strip().lower() if scope is not None and str(scope).strip() else None
+    pdir = str(project_dir).strip() if project_dir is not None and str(project_dir).strip() else None
+    if sc is not None and sc not in SCOPES:
+        raise UsageError(f"unknown purge scope {scope!r}", hint='use scope "session" (with a '
+                         'session id) or scope "project" (with a project dir, default the cwd)')
+    if sc == "project" and sid:
+        raise UsageError(f"Ambiguous purge: a session id ({sid}) was given together with scope "
+                         "project", hint="pass either a session id (scope session) or scope "
+                         "project, not both")
+    if sc == "session" and not sid:
+        raise UsageError("Purge scope session needs a session id",
+                         hint="pass sessionId, or use scope project")
+    if sid and pdir:
+        raise UsageError(f"Ambiguous purge: a session id ({sid}) was given together with a "
+                         f"project dir ({pdir})", hint="pass only one of them")
+    if sc is None:
+        if sid:
+            sc = "session"
+        elif pdir:
+            sc = "project"
+        else:
+            raise UsageError("Purge needs a scope: either scope session with a session id, or "
+                             "scope project (the project dir, default the working directory)",
+                             hint="nothing was purged")
+    if sc == "session":
+        return PurgeRequest("session", session_id=sid)
+    d = normalize_dir(pdir or cwd, cwd)
+    if _too_broad(d):
+        raise UsageError(f"refusing to purge project {d}: it is the filesystem root or your home "
+                         f"directory (or above it), which holds every project"
+                         + ("" if pdir else " (it is the working directory: no projectDir was given)"),
+                         where="projectDir",
+                         hint="name one project's directory, or wipe the whole store with `ctxkeep purge --all`")
+    return PurgeRequest("project", project_dir=d)
+
+
+def _too_broad(d: str) -> bool:
+    """True for a project dir that would purge (and tombstone, so never ingest again)
+    every project: ``/``, a drive root, the user's home directory or an ancestor of it."""
+    if d in ("/", "\\") or re.fullmatch(r"[A-Za-z]:[\\/]?", d):
+        return True
+    return is_under(os.path.normpath(os.path.expanduser("~")), d)
+

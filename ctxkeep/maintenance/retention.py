@@ -1,0 +1,171 @@
+"""Retention: archive old consumed/archived entries to Parquet and drop them from the
+hot store, delete old Parquet archives and old compress backups (plain functions, no
+Prefect).
+
+``flows.maintenance.retention_flow`` wraps ``run_retention`` in a Prefect flow (daily
+under ``ctxkeep serve``); ``ctxkeep retention --dry-run``/``--no-prefect`` and the tests
+call it directly. A run that changes the store holds the store lock (``sinks.lock``) and
+is recorded in the ``runs`` table as flow ``retention``.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from contextlib import closing, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxkeep import config as cfgmod
+from ctxkeep.maintenance.reindex import rebuild_analytics
+from ctxkeep.sinks import parquet as archive
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB
+from ctxkeep.sinks.lock import hold
+from ctxkeep.sources import SOURCES, discover_all
+from ctxkeep.sources.contract import DiscoveryContext
+
+#: Backups written by the compress flow next to a session file. Compress owns their
+#: naming (``maintenance.compress.rewrite``: ``<file>.backup``, older ones
+#: ``<file>.backup.<UTC stamp>``); this pattern matches any ``.backup`` name with a
+#: ``.``/``-``/``_`` suffix, so retention need not know which variant.
+BACKUP_RE = re.compile(r"^.+\.backup(?:[.\-_][^/\\]*)?$")
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class RetentionPlan:
+    """What retention would do: ``cutoff`` (entries before it are archived),
+    ``archive`` rows per (agent, month) from ``archive.due``, ``old_archives`` and
+    ``old_backups`` (paths), ``archive_cutoff`` and ``backup_cutoff`` (UTC)."""
+
+    cutoff: dt.datetime
+    archive: list[dict]
+    archive_cutoff: dt.datetime
+    old_archives: list[Path]
+    backup_cutoff: dt.datetime
+    old_backups: list[Path]
+    backup_dirs: int = 0
+
+    def as_dict(self) -> dict:
+        def size(p: Path) -> int:
+            try:
+                return p.stat().st_size
+            except OSError:
+                return 0
+        return {
+            "cutoff": self.cutoff.isoformat(), "archive": self.archive,
+            "entries_to_archive": sum(r["entries"] for r in self.archive),
+            "archive_cutoff": self.archive_cutoff.isoformat(),
+            "old_archives": [str(p) for p in self.old_archives],
+            "old_archives_bytes": sum(size(p) for p in self.old_archives),
+            "backup_cutoff": self.backup_cutoff.isoformat(),
+            "old_backups": [str(p) for p in self.old_backups],
+            "old_backups_bytes": sum(size(p) for p in self.old_backups),
+            "backup_dirs_scanned": self.backup_dirs,
+        }
+
+
+def backup_dirs(home: Path, ctx: DiscoveryContext | None = None) -> list[Path]:
+    """Directories that hold discovered session files of enabled agents (where the
+    compress flow writes its backups)."""
+    cfg = cfgmod.load_config(home)
+    ctx = ctx or DiscoveryContext.from_env()
+    ds = discover_all(ctx, None, enabled={a: cfg.agent(a).enabled for a in SOURCES},
+                      extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+    return sorted({f.path.parent for d in ds for f in d.files})
+
+
+def old_backups(dirs: list[Path], older_than: dt.datetime) -> list[Path]:
+    """Compress backups (names matching ``BACKUP_RE``) in ``dirs`` whose age is past
+    ``older_than``. The age is the later of mtime and ctime: a backup copied with its
+    original's mtime (``shutil.copy2``) still counts from when it was made."""
+    limit = older_than.timestamp()
+    out = []
+    for d in dirs:
+        try:
+            names = list(d.iterdir())
+        except OSError:
+            continue
+        for p in names:
+            if not BACKUP_RE.match(p.name) or not p.is_file():
+                continue
+            st = p.stat()
+            if max(st.st_mtime, st.st_ctime) < limit:
+                out.append(p)
+    return sorted(out)
+
+
+def plan_retention(home: Path, *, now: dt.datetime | None = None, ctx: DiscoveryContext | None = None,
+                   archive_after_days: int | None = None, delete_archives_after_days: int | None = None,
+                   backup_max_age_days: int | None = None) -> RetentionPlan:
+    """Work out what retention would do, changing nothing. Thresholds default to
+    ``config.RetentionConfig`` (``archive_after_days`` 7, ``delete_archives_after_days``
+    30) and ``CompressConfig.backup_max_age_days`` (30); days are 24 h periods before
+    ``now`` (UTC)."""
+    home = Path(home)
+    cfg = cfgmod.load_config(home)
+    now = now or _utcnow()
+    a_days = cfg.retention.archive_after_days if archive_after_days is None else archive_after_days
+    d_days = (cfg.retention.delete_archives_after_days if delete_archives_after_days is None
+              else delete_archives_after_days)
+    b_days = cfg.compress.backup_max_age_days if backup_max_age_days is None else backup_max_age_days
+    cutoff = now - dt.timedelta(days=a_days)
+    rows: list[dict] = []
+    if (home / STORE_DB).exists():
+        conn = sqlite_store.connect(home, readonly=True)
+        try:
+            rows = archive.due(conn, cutoff)
+        finally:
+            conn.close()
+    a_cut = now - dt.timedelta(days=d_days)
+    b_cut = now - dt.timedelta(days=b_days)
+    dirs = backup_dirs(home, ctx)
+    return RetentionPlan(cutoff, rows, a_cut, archive.old_archives(home, a_cut), b_cut,
+                         old_backups(dirs, b_cut), len(dirs))
+
+
+def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None = None,
+                  ctx: DiscoveryContext | None = None, timeout: float = -1, **days) -> dict:
+    """Retention: archive consumed/archived entries older than ``archive_after_days`` to
+    Parquet (``sinks.parquet``) and remove them from the hot store (SQLite, FTS, then
+    DuckDB is rebuilt); delete archive files older than ``delete_archives_after_days``
+    and compress backups older than ``backup_max_age_days``.
+
+    ``days`` may override the three thresholds (keyword names as in config).
+    Returns the plan (``RetentionPlan.as_dict``) plus, unless ``dry_run``: ``archived``
+    (``archive.archive_entries`` report), ``archives_removed``/``backups_removed``
+    (counts) and ``bytes_freed``. Raises StoreBusy when the lock stays taken past
+    ``timeout`` seconds.
+    """
+    t0 = time.perf_counter()
+    home = Path(home)
+    p = plan_retention(home, now=now, ctx=ctx, **days)
+    out = {"dry_run": dry_run, **p.as_dict()}
+    if dry_run:
+        return out
+    with hold(home, timeout, what="retention"):
+        archived = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
+        conn = sqlite_store.connect(home) if (home / STORE_DB).exists() else None
+        with closing(conn) if conn else nullcontext(), \
+                sqlite_store.recorded_run(conn, "retention", t0=t0) as run:
+            run.summary = lambda: {  # the figures so far, also of a failed run
+                "entries_new": 0, "files": len(archived["files"]),
+                "archived_entries": archived["entries"],
+                "archives_removed": out.get("archives_removed", 0),
+                "backups_removed": out.get("backups_removed", 0)}
+            if conn:
+                archived = archive.archive_entries(conn, home, p.cutoff)
+                if archived["entries"]:
+                    out["analytics"] = rebuild_analytics(conn, home)
+            freed = archive.remove_files(p.old_archives, home / ARCHIVE_DIR)
+            # a backup goes only if it is still old (it may have been rewritten since the plan)
+            backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
+            freed += archive.remove_files(backups)
+            out.update(archived=archived, archives_removed=len(p.old_archives),
+                       backups_removed=len(backups), bytes_freed=freed)
+        out["seconds"] = run.seconds
+    return out

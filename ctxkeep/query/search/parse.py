@@ -1,0 +1,261 @@
+"""Query parsing for search: the query's terms, their quoting, the FTS5 MATCH
+expressions of the candidate lists, time bounds (``parse_when``) and the filters
+(``Filters``: validation, facet MATCH, WHERE fragment).
+
+User input never reaches FTS5 as syntax: every term is quoted, so ``c++``,
+``"unbalanced``, ``foo AND``, ``a-b``, ``it's``, ``NOT`` and ``(x`` are searched as
+words and never raise. The builders here are pure (strings in, strings out), apart
+from ``Filters.resolve_sessions``, which looks session ids up in the store.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import asdict, dataclass
+
+from ctxkeep.errors import UsageError
+from ctxkeep.paths import under_sql
+from ctxkeep.timeutil import format_utc, parse_utc
+from ctxkeep.schema import AGENTS, KINDS, ROLES, STATUSES
+from ctxkeep.transforms import facets as fx
+from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE, _CJK_RUN as CJK_RE, query_grams
+
+MAX_SESSIONS = 1000  # sessions one --session prefix may name
+_TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
+_WORD_RE = re.compile(r"\w", re.UNICODE)
+#: the last token as unicode61 cuts it (letters and digits; ``_`` and punctuation split)
+_LAST_TOKEN_RE = re.compile(r"[^\W_]+(?=[\W_]*$)", re.UNICODE)
+_REL_RE = re.compile(r"^(\d+)\s*([mhdw])$")
+_REL_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_when(value: str | None, *, now: dt.datetime | None = None) -> str | None:
+    """A time bound as stored-``ts`` text (ISO-8601 UTC, ``…Z``).
+
+    Accepts an ISO date (``2025-06-01``), an ISO datetime with or without offset
+    (naive is UTC), or a relative age ``30m``, ``12h``, ``7d``, ``2w`` (before ``now``).
+    Returns None for None/''. Raises UsageError for anything else.
+    """
+    if not value:
+        return None
+    v = value.strip()
+    now = now or dt.datetime.now(dt.timezone.utc)
+    m = _REL_RE.match(v)
+    if m:
+        t = now - dt.timedelta(seconds=int(m.group(1)) * _REL_UNITS[m.group(2)])
+    else:
+        try:
+            t = parse_utc(v)
+        except ValueError:
+            raise UsageError(f"cannot read the time {value!r}", where="since/until",
+                             hint="use an ISO date (2025-06-01), datetime, or an age like 7d, 12h") from None
+    return format_utc(t)
+
+
+def _values(v) -> list[str]:
+    if v is None or v == "":
+        return []
+    if isinstance(v, (list, tuple, set)):
+        return [str(x) for x in v if x not in (None, "")]
+    return [s.strip() for s in str(v).split(",") if s.strip()]
+
+
+@dataclass
+class Filters:
+    """Search filters, all optional and combinable (AND). Each of agent, session,
+    kind, role, tool, status takes one value or several (a list or ``a,b``: OR).
+    ``project`` is a path prefix of ``project_dir`` (whole path components);
+    ``since``/``until`` bound ``ts`` (``parse_when`` formats; ``until`` exclusive).
+    ``tool`` is matched case-insensitively."""
+
+    agent: str | list | None = None
+    project: str | None = None
+    session: str | list | None = None
+    kind: str | list | None = None
+    role: str | list | None = None
+    tool: str | list | None = None
+    since: str | None = None
+    until: str | None = None
+    status: str | list | None = None
+
+    def validate(self) -> "Filters":
+        """Check agent/kind/role/status values (agent, kind, role and status are
+        lower-cased first) and that ``since`` is before ``until``. Raises UsageError
+        naming the bad value."""
+        for name in ("agent", "kind", "role", "status"):
+            if _values(getattr(self, name)):
+                setattr(self, name, [v.lower() for v in _values(getattr(self, name))])
+        for name, allowed in (("agent", AGENTS), ("kind", KINDS), ("role", ROLES), ("status", STATUSES)):
+            bad = [v for v in _values(getattr(self, name)) if v not in allowed]
+            if bad:
+                raise UsageError(f"unknown {name} {', '.join(bad)}", where=name,
+                                 hint="use one of " + ", ".join(allowed))
+        since, until = parse_when(self.since), parse_when(self.until)
+        if since and until and since >= until:
+            raise UsageError(f"--since {self.since} is not before --until {self.until}", where="since/until",
+                             hint="swap them, or drop one")
+        return self
+
+    def resolve_sessions(self, conn) -> "Filters":
+        """Session values are ids or prefixes of ids (``c61729d4``, as hits show them):
+        each becomes the stored session ids it starts (sub-agent sessions
+        ``<id>/…`` included, as purge does). A value no session starts is kept (no
+        hits). Raises UsageError when one prefix starts more than ``MAX_SESSIONS``."""
+        vals = _values(self.session)
+        if not vals:
+            return self
+        out: list[str] = []
+        for v in vals:
+            found, cur = [], v
+            while True:  # index skip-scan: one seek per distinct session
+                r = conn.execute("SELECT session_id FROM entries INDEXED BY entries_session WHERE "
+                                 "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
+                                 (cur, v + "\U0010ffff")).fetchone()
+                if r is None:
+                    break
+                found.append(r[0])
+                if len(found) > MAX_SESSIONS:
+                    raise UsageError(f"session prefix {v!r} starts more than {MAX_SESSIONS} sessions",
+                                     where="session", hint="give more of the session id")
+                cur = r[0] + "\x00"
+            out += found or [v]
+        self.session = sorted(set(out))
+        return self
+
+    def is_empty(self) -> bool:
+        return not any(_values(v) for v in asdict(self).values())
+
+    def facet_match(self) -> str | None:
+        """The FTS5 expression (``facets`` column, ``transforms.facets``) of the
+        filters that have facet tokens (agent, kind, role, tool, session, project),
+        ANDed; None when none is set. A superset test: the exact check follows."""
+        parts = []
+        for name, (prefix, _) in fx.FIELDS.items():
+            vals = _values(getattr(self, name))
+            if name == "project" and vals:
+                vals = [self.project.rstrip("/") or "/"]
+            if vals:
+                parts.append(fx.filter_expr(prefix, vals))
+        return " AND ".join(parts) or None
+
+    def residual(self) -> "Filters":
+        """The filters facet tokens cannot answer: status (it changes after loading)
+        and the time window."""
+        return Filters(status=self.status, since=self.since, until=self.until)
+
+    def sql(self, alias: str = "e") -> tuple[str, list]:
+        """A WHERE fragment over ``entries AS alias`` and its parameters."""
+        conds, params = [], []
+        for col, val in (("agent", self.agent), ("session_id", self.session),
+                         ("kind", self.kind), ("role", self.role), ("status", self.status)):
+            vals = _values(val)
+            if vals:
+                conds.append(f"{alias}.{col} IN ({','.join('?' * len(vals))})")
+                params += vals
+        tools = _values(self.tool)
+        if tools:
+            conds.append(f"lower({alias}.tool_name) IN ({','.join('?' * len(tools))})")
+            params += [t.lower() for t in tools]
+        if self.project:
+            under, under_params = under_sql(f"{alias}.project_dir", self.project)
+            conds.append(under)
+            params += under_params
+        if self.since:
+            conds.append(f"{alias}.ts >= ?")
+            params.append(parse_when(self.since))
+        if self.until:
+            conds.append(f"{alias}.ts < ?")
+            params.append(parse_when(self.until))
+        return (" AND ".join(conds) or "1"), params
+
+
+#: a query's terms beyond this are ignored (a pasted log must not make search
+#: quadratic: 1,000 terms took 22 s); the result's ``note`` says so
+MAX_TERMS = 32
+
+
+def terms(query: str) -> list[str]:
+    """Split a user query into terms: ``"quoted phrases"`` stay whole, stray quotes
+    are dropped (``"unbalanced`` → ``unbalanced``); empty terms are skipped; at most
+    ``MAX_TERMS`` terms are kept."""
+    out = []
+    for a, b in _TERM_RE.findall(query):
+        t = (a if a else b.replace('"', "")).strip()
+        if t:
+            out.append(t)
+            if len(out) == MAX_TERMS:
+                break
+    return out
+
+
+def cap_terms(query: str) -> tuple[str, str]:
+    """``query`` cut to its first ``MAX_TERMS`` terms (phrases re-quoted) and a
+    one-line note saying so; ``(query, "")`` unchanged when it has no more."""
+    all_terms = sum(1 for a, b in _TERM_RE.findall(query) if (a or b.replace('"', "")).strip())
+    if all_terms <= MAX_TERMS:
+        return query, ""
+    return (" ".join(f'"{t}"' if " " in t else t for t in terms(query)),
+            f"only the first {MAX_TERMS} of {all_terms} query terms were searched")
+
+
+def _quote(t: str) -> str:
+    return '"' + t.replace('"', '""') + '"'
+
+
+def words_match(query: str) -> str | None:
+    """FTS5 expression for the word index: every term quoted, ANDed; a trailing ``*``
+    on a term is a prefix query. None when no term has a word character."""
+    parts = []
+    for t in terms(query):
+        prefix = t.endswith("*") and len(t) > 1
+        t = t.rstrip("*") if prefix else t
+        if not _WORD_RE.search(t):
+            continue
+        parts.append(_quote(t) + ("*" if prefix else ""))
+    return " AND ".join(parts) or None
+
+
+def any_match(query: str) -> str | None:
+    """FTS5 expression matching any term (OR), every term quoted: BM25 then ranks
+    texts holding more of the terms first. None when no term has a word character."""
+    parts = [_quote(t.rstrip("*")) for t in terms(query) if _WORD_RE.search(t)]
+    return " OR ".join(parts) or None
+
+
+def _prefix_star(t: str, common: set[str] | frozenset) -> bool:
+    """Whether term ``t`` (trailing ``*`` stripped) is searched as a prefix in the
+    relaxed list (see ``prefix_match``)."""
+    last = _LAST_TOKEN_RE.search(t)
+    return (len(t) >= 3 and last is not None and t not in common
+            and len(last.group()) >= (3 if last.start() > 0 and _WORD_RE.search(t[:last.start()]) else 2))
+
+
+def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str | None:
+    """FTS5 expression for the relaxed list: any term (OR); terms of ≥ 3 characters
+    as prefix queries, except the ``common`` ones (terms with many whole-word
+    matches, ``retrieve.common_terms``: ``code*`` would add ``codex``, ``codes`` … to lists
+    the word itself already fills, at 30–50 ms a search on a 450 MB store). None when
+    no term has a word character.
+
+    FTS5 applies a phrase's ``*`` to its last token only, so a term the tokenizer
+    splits is a prefix query only when that last token has ≥ 3 characters: ``"it's"*``
+    would expand ``s*`` to every token starting with s (87,000 chunks, 0.3–0.6 s per
+    list), and ``"PLACEHOLDER_RE"*`` ``re*`` (130 ms); ``PLACEHOLDER_REG`` → ``reg*``
+    stays a prefix (``PLACEHOLDER_REGEX``)."""
+    parts = [_quote(t) + ("*" if _prefix_star(t, common) else "")
+             for t in (t.rstrip("*") for t in terms(query)) if _WORD_RE.search(t)]
+    return " OR ".join(parts) or None
+
+
+def grams_match(query: str) -> str | None:
+    """FTS5 expression for the substring index (terms with CJK or camelCase parts,
+    ANDed), or None when no term has any. In a query that has CJK, the other (ASCII)
+    words are ANDed in as plain terms: a chunk with CJK also indexes its ASCII words
+    there (``transforms.grams``), so ``gemini 处理`` matches within one index."""
+    ts = [t.rstrip("*") for t in terms(query)]
+    parts = [g for g in (query_grams(t) for t in ts) if g]
+    if any(CJK_RE.search(t) for t in ts):
+        for t in ts:
+            if not CJK_RE.search(t):
+                parts += ['"' + w.lower() + '"' for w in ASCII_WORD_RE.findall(t)]
+    return " AND ".join(f"({p})" for p in parts) or None

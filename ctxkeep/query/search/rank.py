@@ -1,0 +1,129 @@
+"""Ranking for search: the candidate lists fused by reciprocal rank fusion, the priors
+per list and per kind, ties, and the folding of near-duplicate hits. Pure functions
+over ``retrieve.Candidate`` (no SQL).
+
+The lists (``words``, ``grams``, ``grams_all``, ``any``, ``prefix``, ``exact``,
+``tool``; see ``ctxkeep.query.search``) are fused by RRF: a candidate scores
+Σ ``LIST_WEIGHT[list]`` / (``RRF_K`` + rank), rank 1-based, times the prior of its
+kind (``KIND_WEIGHT``). Ties, within a list and after fusion, go to the more recent
+entry (``ts``, ISO-8601 UTC text, compared as text).
+"""
+from __future__ import annotations
+
+import re
+
+from ctxkeep.query.search.retrieve import Candidate
+
+RRF_K = 60
+# Weight of each candidate list in the fusion: a tool-name match counts double
+# (tool names weigh above body text); the others count once.
+#: "grams_all": the substring index matched every term of a query that mixes CJK with
+#: other words (``grams_match``) — as strong as the word index's all-terms list, which
+#: cannot match such a text (unicode61 glues ``gemini`` into ``涉及gemini的处理``)
+LIST_WEIGHT = {"tool": 2.0, "grams_all": 2.0}
+# Prior per kind, multiplied into the fused score: people mostly look for what was
+# said (messages, summaries); tool input/output and reasoning come next; meta records
+# (token counts, turn context, attachments) last.
+KIND_WEIGHT = {"message": 1.0, "summary": 1.0, "tool_call": 0.85, "tool_result": 0.85,
+               "thinking": 0.85, "meta": 0.5}
+FOLD_TITLE_CHARS = 80
+#: word-set overlap (Jaccard) above which two hits of one key are the same thing
+FOLD_SIMILARITY = 0.6
+_FOLD_WORD_RE = re.compile(r"\w+")
+
+
+def ranked_contents(rows: list[tuple[int, float]], cache: dict[int, Candidate | None]) -> list[Candidate]:
+    """One candidate per content, in list order (its best chunk), ties broken by
+    recency. ``rows`` are ``(chunk_id, rank)`` with rank ascending = better (BM25);
+    chunks absent from ``cache`` or ``None`` there (no entry passes the filters) are
+    skipped. Ranks equal to 9 decimals count as ties."""
+    best: dict[int, tuple[float, str, Candidate]] = {}
+    for cid, rank in rows:
+        c = cache.get(cid)
+        if c is None:
+            continue
+        if c.content_id not in best or rank < best[c.content_id][0]:
+            best[c.content_id] = (rank, c.entries[0].ts or "", c)
+    order = sorted(best.values(), key=lambda v: v[1], reverse=True)  # newer first …
+    order.sort(key=lambda v: round(v[0], 9))                          # … within equal rank
+    return [v[2] for v in order]
+
+
+def scores(lists: dict[str, list[int]], shown: dict[int, Candidate]) -> dict[int, float]:
+    """RRF score of every candidate: Σ over lists of weight / (RRF_K + rank), rank
+    1-based (``LIST_WEIGHT``, default 1.0), times the prior of its kind
+    (``KIND_WEIGHT``, default 1.0). ``lists``: list name → content_ids, best first;
+    ``shown``: content_id → its candidate."""
+    out: dict[int, float] = {}
+    for name, order in lists.items():
+        w = LIST_WEIGHT.get(name, 1.0)
+        for r, cid in enumerate(order):
+            out[cid] = out.get(cid, 0.0) + w / (RRF_K + r + 1)
+    for cid in out:  # a text held by several entries counts as its best kind
+        out[cid] *= max(KIND_WEIGHT.get(e.kind, 1.0) for e in shown[cid].entries)
+    return out
+
+
+def fuse(lists: dict[str, list[int]], shown: dict[int, Candidate]) -> list[int]:
+    """Reciprocal rank fusion of the lists (``scores``): content_ids best first; scores
+    equal to 12 decimals are ties and go to the newer entry."""
+    sc = scores(lists, shown)
+    scored = [(round(v, 12), shown[cid].entries[0].ts or "", cid) for cid, v in sc.items()]
+    scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
+    return [cid for _, _, cid in scored]
+
+
+def fold(fused: list[int], shown: dict[int, Candidate], titles: dict[int, str], limit: int
+         ) -> tuple[list[int], dict[int, int]]:
+    """The first ``limit`` of ``fused`` after dropping near-duplicates: a hit with the
+    same session, kind, tool and title start (``FOLD_TITLE_CHARS``, whitespace
+    collapsed; ``titles``: content_id → title) as a better one, and a matching chunk
+    sharing ≥ ``FOLD_SIMILARITY`` of its words (successive versions of one todo list,
+    re-reads of one file; not a session's different patches, which all start
+    ``apply_patch <<'PATCH'``), is folded into it. Hits without a title are never
+    folded. Returns the kept content_ids and, per kept one, how many were folded in."""
+    kept, seen, similar = [], {}, {}
+    words: dict[int, set[str]] = {}
+
+    def ws(cid: int) -> set[str]:
+        if cid not in words:
+            words[cid] = set(_FOLD_WORD_RE.findall(shown[cid].text.lower()))
+        return words[cid]
+
+    for cid in fused:
+        if len(kept) >= limit:
+            break
+        e = shown[cid].entries[0]
+        t = " ".join((titles.get(cid) or "").split())[:FOLD_TITLE_CHARS]
+        key = (e.session_id, e.kind, e.tool_name, t) if t else None
+        into = None
+        for k in seen.get(key, ()) if key is not None else ():
+            a, b = ws(k), ws(cid)
+            if a and b and len(a & b) >= FOLD_SIMILARITY * len(a | b):
+                into = k
+                break
+        if into is not None:
+            similar[into] = similar.get(into, 0) + 1
+            continue
+        if key is not None:
+            seen.setdefault(key, []).append(cid)
+        kept.append(cid)
+    return kept, similar
+
+
+def exact_list(base: list[int], shown: dict[int, Candidate], ts: list[str]) -> list[int]:
+    """The ``exact`` list: the candidates of ``base`` (in its order) whose shown chunk
+    (title, newline, text) holds the query terms ``ts`` verbatim, space-joined,
+    case-insensitive, whitespace collapsed (hyphenated ids, paths, error messages)."""
+    needle = " ".join(" ".join(ts).lower().split())
+    if not needle:
+        return []
+    return [cid for cid in base
+            if needle in " ".join(f"{shown[cid].title}\n{shown[cid].text}".lower().split())]
+
+
+def tool_list(base: list[int], shown: dict[int, Candidate], ts: list[str]) -> list[int]:
+    """The ``tool`` list: the candidates of ``base`` (in its order) held by an entry
+    whose tool name is one of the terms ``ts`` (case-insensitive)."""
+    low_terms = {t.lower() for t in ts}
+    return [cid for cid in base if any((e.tool_name or "").lower() in low_terms for e in shown[cid].entries)]

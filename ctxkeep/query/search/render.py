@@ -1,0 +1,153 @@
+"""Rendering of search hits (tier 1): ``Hit`` and ``SearchResult``, snippets,
+titles, the token cost of a hit and the token budget. No SQL: titles come in as a
+mapping (``retrieve.titles``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ctxkeep.schema import EntryRef
+from ctxkeep.transforms.tokens import heuristic_tokens
+from ctxkeep.query.search.retrieve import Candidate
+
+SNIPPET_MAX_CHARS = 300
+TITLE_MAX_CHARS = 120
+
+
+@dataclass
+class Hit(EntryRef):
+    """One search hit (tier 1): enough to decide whether to fetch the entry.
+
+    ``title`` is the entry's first line (≤ 120 chars), ``snippet`` ≤ 300 characters
+    around the match, ``token_estimate`` the tokens of the full text (what a fetch
+    costs), ``score`` the fused RRF score, ``matched`` the lists that found it,
+    ``duplicates`` other entries with the same text (filters aside) plus near-duplicate
+    hits folded into this one (``rank.fold``), ``chunk`` the matching chunk's
+    0-based position within the text.
+    """
+
+    title: str
+    token_estimate: int
+    bytes: int
+    snippet: str
+    score: float
+    matched: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    chunk: int = 0
+
+
+@dataclass
+class SearchResult:
+    """Hits in rank order plus what the budget left out.
+
+    ``budget_tokens`` None means no budget; ``used_tokens`` is the estimated size of
+    the returned tier-1 entries; ``omitted`` hits were ranked but cut by the budget;
+    ``note`` says so in one line ('' when nothing was cut).
+    """
+
+    query: str
+    hits: list[Hit]
+    budget_tokens: int | None = None
+    used_tokens: int = 0
+    omitted: int = 0
+    note: str = ""
+
+    # a result reads as its list of hits (``for h in search(...)``, ``[0]``, ``len``),
+    # as ``search`` returned before budgets existed
+    def __iter__(self):
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i):
+        return self.hits[i]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, list):
+            return self.hits == other
+        if isinstance(other, SearchResult):
+            return self.as_dict() == other.as_dict()
+        return NotImplemented
+
+    __hash__ = None  # mutable, like a list
+
+    def as_dict(self) -> dict:
+        return {"query": self.query, "hits": [h.as_dict() for h in self.hits],
+                "budget_tokens": self.budget_tokens, "used_tokens": self.used_tokens,
+                "omitted": self.omitted, "note": self.note}
+
+
+def snippet(text: str, needles: list[str], width: int = SNIPPET_MAX_CHARS) -> str:
+    """≤ ``width`` characters of ``text`` around the first needle found
+    (case-insensitive; whitespace collapsed; ``…`` marks cut ends)."""
+    low = text.lower()
+    pos = -1
+    for n in needles:
+        n = n.lower().strip("*")
+        if not n:
+            continue
+        p = low.find(n)
+        if p < 0 and len(n) > 5:  # stemmed match (porter): try the stem
+            p = low.find(n[:max(4, len(n) - 3)])
+        if p >= 0 and (pos < 0 or p < pos):
+            pos = p
+    if pos < 0:
+        pos = 0
+    start = max(0, pos - width // 3)
+    piece = " ".join(text[start:start + width * 2].split())
+    lead = "…" if start > 0 else ""
+    body_max = width - len(lead) - 1
+    tail = "…" if len(piece) > body_max or start + width * 2 < len(text) else ""
+    return lead + piece[:body_max] + tail
+
+
+def title_of(title: str | None) -> str:
+    """A hit's title: the content's first-chunk title, cut to ``TITLE_MAX_CHARS``
+    characters (``…`` marks the cut)."""
+    t = title or ""
+    return t[:TITLE_MAX_CHARS - 1] + "…" if len(t) > TITLE_MAX_CHARS else t
+
+
+def to_hit(c: Candidate, *, title: str | None, ts: list[str], score: float, matched: list[str],
+           folded: int) -> Hit:
+    """The hit of candidate ``c`` (shown as its newest passing entry): ``title`` is the
+    content's first-chunk title (``title_of``), the snippet is around the terms ``ts``
+    (the whole query first), ``score`` is rounded to 6 decimals, ``duplicates`` counts
+    the other entries holding the text plus the ``folded`` near-duplicate hits."""
+    return Hit(**vars(c.entries[0]), title=title_of(title), token_estimate=c.token_estimate,
+               bytes=c.bytes, snippet=snippet(c.text, [" ".join(ts)] + ts), score=round(score, 6),
+               matched=matched, duplicates=max(c.total, len(c.entries)) - 1 + folded, chunk=c.seq)
+
+
+# ---------------------------------------------------------------- budget
+
+def hit_tokens(h: Hit) -> int:
+    """Estimated tokens of a hit's tier-1 rendering (its JSON form)."""
+    return heuristic_tokens(json.dumps(h.as_dict(), ensure_ascii=False))
+
+
+def apply_budget(result: SearchResult, budget_tokens: int | None) -> SearchResult:
+    """Keep hits in rank order while their tier-1 renderings fit in ``budget_tokens``
+    (None: no budget). The first hit that does not fit ends the list; ``omitted`` and
+    ``note`` report what was cut and how to get it."""
+    result.budget_tokens = budget_tokens
+    used, kept = 0, []
+    for h in result.hits:
+        cost = hit_tokens(h)
+        if budget_tokens is not None and used + cost > budget_tokens:
+            break
+        used += cost
+        kept.append(h)
+    result.omitted = len(result.hits) - len(kept)
+    result.used_tokens = used
+    if result.omitted and not kept:
+        result.note = (f"a budget of {budget_tokens} tokens is less than the first hit needs "
+                       f"(~{hit_tokens(result.hits[0])} tokens for its id, title and snippet); "
+                       f"raise the budget")
+    elif result.omitted:
+        result.note = (f"budget of {budget_tokens} tokens spent: {result.omitted} more hit(s) "
+                       f"not shown; raise the budget, narrow the query or add filters")
+    result.hits = kept
+    return result

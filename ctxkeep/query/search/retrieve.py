@@ -1,0 +1,280 @@
+"""Candidate retrieval for search: the SQL that finds and loads candidates, and the
+functions that run it.
+
+The ``*_sql`` builders return an ``Sql`` (statement text and its parameters) and never
+touch a connection; ``window_floor``, ``fts_ids``, ``load_candidates``, ``titles`` and
+``common_terms`` execute them (``conn.execute(*sql)``).
+
+Cost bounds for large stores: BM25 costs per matching row, so each list is ranked
+among its ``RANK_WINDOW`` newest matches (a term matching more rows is not specific,
+and recent context matters more). Filters on agent, kind, role, tool, session and
+project are part of the MATCH (facet tokens, ``transforms.facets``; schema v3): FTS5
+intersects them with the terms in C, and the window holds only matches that pass.
+Status and the time window, which facet tokens cannot answer, are checked per chunk:
+on the best ``FILTER_DEPTH`` matches of the window, and when too few pass, on the
+``FILTER_SCAN`` newest matches (the ``FILTER_RANK`` newest that pass are ranked). A
+very common term's older matches can therefore be missed; add words or filters to
+reach them. That check (~10 µs a chunk on a 450 MB store) runs in growing batches that
+stop once enough pass, and its answers are shared by the lists of one search. A term
+with many whole-word matches gets no prefix query (``common_terms``). Each candidate
+loads at most ``ENTRIES_PER_HIT`` of the entries holding its text.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ctxkeep.schema import EntryRef
+from ctxkeep.query.search.parse import Filters, _WORD_RE, _quote, terms
+
+FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
+RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
+FILTER_SCAN = 5000  # matches checked against selective filters, newest first
+FILTER_RANK = 200  # of those that pass, the newest ranked by BM25
+#: entries of one text loaded per candidate (the newest that pass the filters): a
+#: stock text held by thousands of entries must not load them all
+ENTRIES_PER_HIT = 8
+#: a term with at least this many whole-word matches gets no prefix query
+PREFIX_COMMON = 50
+#: the ``entries`` columns of an ``EntryRef``, in its field order
+_ENTRY_COLS = "e.entry_id, e.agent, e.session_id, e.project_dir, e.ts, e.role, e.kind, e.tool_name"
+
+
+class Sql(NamedTuple):
+    """One SQLite statement and its parameters (``conn.execute(*sql)``)."""
+
+    text: str
+    params: tuple | list = ()
+
+
+@dataclass
+class Candidate:
+    """One matching chunk of a content and the entries holding that content.
+
+    ``seq`` is the chunk's 0-based position in the text, ``token_estimate`` (tokens)
+    and ``bytes`` (UTF-8 bytes) are the whole content's, ``entries`` the newest
+    ``ENTRIES_PER_HIT`` entries holding the text that pass the filters (newest first),
+    ``total`` the number of entries holding the text, filters aside."""
+
+    chunk_id: int
+    seq: int
+    title: str
+    text: str
+    content_id: int
+    content_hash: str
+    token_estimate: int
+    bytes: int
+    entries: list[EntryRef]
+    total: int = 0
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+# ---------------------------------------------------------------- SQL builders
+
+def window_floor_sql(fts: str, match: str) -> Sql:
+    """The rowid of the ``RANK_WINDOW``-th newest match of ``match`` in ``fts``."""
+    return Sql(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC "
+               f"LIMIT 1 OFFSET ?", (match, RANK_WINDOW))
+
+
+def ranked_sql(fts: str, match: str, floor: int, n: int) -> Sql:
+    """The ``n`` best ``(rowid, rank)`` of the matches above rowid ``floor`` (BM25
+    rank ascending = better)."""
+    return Sql(f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? "
+               f"ORDER BY rank LIMIT ?", (match, floor, n))
+
+
+def newest_sql(fts: str, match: str, n: int) -> Sql:
+    """The rowids of the ``n`` newest matches, newest first."""
+    return Sql(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?", (match, n))
+
+
+def rank_of_sql(fts: str, match: str, ids: list[int]) -> Sql:
+    """``(rowid, rank)`` of the matches ``ids`` (sorted ascending), in rowid order.
+    ``+rowid IN`` is tested before the rank column is read, so BM25 runs for those
+    rows only (``+`` keeps the IN list out of FTS5, which would run the MATCH once per
+    value); ``BETWEEN`` bounds the scan to the range they span."""
+    return Sql(f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+               f"AND +rowid IN ({_marks(len(ids))}) ORDER BY rowid", (match, ids[0], ids[-1], *ids))
+
+
+def passing_sql(chunk_ids: list[int], where: tuple[str, list]) -> Sql:
+    """The chunks of ``chunk_ids`` held by at least one entry passing ``where`` (a
+    ``Filters.sql("e")`` fragment)."""
+    cond, params = where
+    return Sql(f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+               f"WHERE ch.chunk_id IN ({_marks(len(chunk_ids))}) AND EXISTS (SELECT 1 FROM entries e "
+               f"INDEXED BY entries_content WHERE e.content_hash = c.content_hash AND {cond})",
+               [*chunk_ids, *params])
+
+
+def chunks_sql(chunk_ids: list[int]) -> Sql:
+    """Rows ``(chunk_id, seq, title, text, content_id, content_hash, token_estimate,
+    bytes)`` of the chunks ``chunk_ids`` and their contents (the first fields of a
+    ``Candidate``)."""
+    return Sql(f"SELECT ch.chunk_id, ch.seq, ch.title, ch.text, c.content_id, c.content_hash, "
+               f"coalesce(c.token_estimate, 0), c.bytes FROM chunks ch JOIN contents c "
+               f"ON c.content_id = ch.content_id WHERE ch.chunk_id IN ({_marks(len(chunk_ids))})",
+               chunk_ids)
+
+
+def holders_sql(content_hash: str, where: tuple[str, list]) -> Sql:
+    """The newest ``ENTRIES_PER_HIT`` entries holding ``content_hash`` that pass
+    ``where``, as rows of the ``EntryRef`` fields, newest first."""
+    cond, params = where
+    return Sql(f"SELECT {_ENTRY_COLS} FROM entries e INDEXED BY entries_content WHERE "
+               f"e.content_hash = ? AND {cond} ORDER BY e.ts DESC, e.rowid DESC "
+               f"LIMIT {ENTRIES_PER_HIT}", (content_hash, *params))
+
+
+def holders_count_sql(content_hash: str) -> Sql:
+    """The number of entries holding ``content_hash`` (an index-only count)."""
+    return Sql("SELECT count(*) FROM entries INDEXED BY entries_content WHERE content_hash = ?",
+               (content_hash,))
+
+
+def titles_sql(content_ids: list[int]) -> Sql:
+    """Rows ``(content_id, title)``: the first chunk's title of each content."""
+    return Sql(f"SELECT content_id, title FROM chunks WHERE seq = 0 AND content_id IN "
+               f"({_marks(len(content_ids))})", content_ids)
+
+
+def term_count_sql(term: str) -> Sql:
+    """The number of whole-word matches of ``term`` in ``fts_words``, counted up to
+    ``PREFIX_COMMON``."""
+    return Sql("SELECT count(*) FROM (SELECT rowid FROM fts_words WHERE fts_words "
+               "MATCH ? LIMIT ?)", (_quote(term), PREFIX_COMMON))
+
+
+# ---------------------------------------------------------------- execution
+
+def common_terms(conn: sqlite3.Connection, query: str) -> set[str]:
+    """The terms of ``query`` with ≥ ``PREFIX_COMMON`` whole-word matches in
+    ``fts_words`` (reads at most that many rowids of each term)."""
+    out = set()
+    for t in terms(query):
+        t = t.rstrip("*")
+        if _WORD_RE.search(t) and conn.execute(*term_count_sql(t)).fetchone()[0] >= PREFIX_COMMON:
+            out.add(t)
+    return out
+
+
+def window_floor(conn: sqlite3.Connection, fts: str, match: str) -> int:
+    """The smallest chunk id of the ``RANK_WINDOW`` newest matches (0 when there are
+    fewer): BM25 is computed only above it. Counting down the rowids is cheap; ranking
+    costs per match, so a very common term is ranked among its newest matches only."""
+    r = conn.execute(*window_floor_sql(fts, match)).fetchone()
+    return r[0] if r else 0
+
+
+def fts_ids(conn: sqlite3.Connection, fts: str, match: str, filters: Filters, n: int,
+            passed: dict[int, bool] | None = None, facets: bool = False) -> list[tuple[int, float]]:
+    """Top ``n`` ``(chunk_id, rank)`` of one FTS table for ``match`` (best first, BM25
+    rank ascending), among the ``RANK_WINDOW`` newest matches (passing the filters).
+
+    With ``facets`` (a v3 store), the filters that have facet tokens join the MATCH
+    (``Filters.facet_match``) and only the rest (``Filters.residual``) are checked per
+    chunk here; the exact check of every filter follows in ``load_candidates``.
+    ``passed`` (chunk id → whether one of its entries passes ``filters``) is a memo
+    shared by the lists of one search: the lists match mostly the same chunks, and
+    the filter check (~10 µs a chunk) is the main cost of a filtered search.
+    Raises ``sqlite3.OperationalError`` when FTS5 cannot parse ``match``."""
+    fmatch = filters.facet_match() if facets else None
+    if fmatch:
+        match = f"({match}) AND {fmatch}"
+        if filters.residual().is_empty():
+            filters = Filters()
+    floor = window_floor(conn, fts, match)
+    if filters.is_empty():
+        return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall()
+    where = filters.sql("e")
+    memo: dict[int, bool] = {} if passed is None else passed
+
+    def ok_of(ids: list[int]) -> set[int]:
+        need = [i for i in ids if i not in memo]
+        for i in range(0, len(need), 1000):
+            part = need[i:i + 1000]
+            good = {r[0] for r in conn.execute(*passing_sql(part, where))}
+            memo.update((j, j in good) for j in part)
+        return {i for i in ids if memo[i]}
+    # 1. the best FILTER_DEPTH matches of the window, then the filters: enough unless
+    #    the filters are selective
+    #    (checked best first in growing batches, until ``n`` pass: the same first ``n``
+    #    as checking all, at a fraction of the cost when the filters are not selective)
+    #    Every match of the window is fetched with its rank (BM25 costs per match of
+    #    the window whatever the LIMIT), so step 2 need not rank these again.
+    window = conn.execute(*ranked_sql(fts, match, floor, RANK_WINDOW + 1)).fetchall()
+    rows = window[:FILTER_DEPTH]
+    if rows:
+        kept, i, step = [], 0, 64
+        while i < len(rows) and len(kept) < n:
+            part = rows[i:i + step]
+            ok = ok_of([r[0] for r in part])
+            kept += [r for r in part if r[0] in ok]
+            i, step = i + step, step * 2
+        if len(kept) >= n or (len(rows) < FILTER_DEPTH and floor == 0):
+            return kept[:n]
+    # 2. selective filters: walk the newest FILTER_SCAN matches, keep those that pass
+    #    (older matches are not reached); growing batches stop soon after
+    #    ``FILTER_RANK`` pass, so the newest ``FILTER_RANK`` are the same as checking all
+    found: list[int] = []
+    cur = conn.execute(*newest_sql(fts, match, FILTER_SCAN))
+    step = 256
+    while len(found) < FILTER_RANK:
+        batch = [r[0] for r in cur.fetchmany(step)]
+        if not batch:
+            break
+        ok = ok_of(batch)
+        found += [i for i in batch if i in ok]
+        step = min(step * 2, 1000)
+    # rank the newest FILTER_RANK of them, over the rowid range they span (bounded by
+    # FILTER_SCAN matches; one MATCH per row would reload the term lists each time)
+    if not found:
+        return []
+    top = found[:FILTER_RANK]
+    keep = set(top)
+    # ranks of the window's matches are known from step 1 (the same BM25 values);
+    # only the kept matches at or below the window floor are ranked here
+    known = {r[0]: r[1] for r in window if r[0] in keep}
+    rows = [(i, known[i]) for i in sorted(known)]
+    below = sorted(i for i in top if i not in known)
+    if below:
+        rows = conn.execute(*rank_of_sql(fts, match, below)).fetchall() + rows
+    rows.sort(key=lambda r: r[1])
+    return rows[:n]
+
+
+def load_candidates(conn: sqlite3.Connection, ids: list[int], filters: Filters,
+                    cache: dict[int, Candidate | None]) -> None:
+    """Load candidates ``ids`` (chunk ids) into ``cache``: the chunk, its content and
+    the newest ``ENTRIES_PER_HIT`` entries holding the text that pass ``filters``
+    (``None`` when none passes). ``total`` is the number of entries holding the text,
+    filters aside (an index-only count)."""
+    need = [i for i in ids if i not in cache]
+    if not need:
+        return
+    where = filters.sql("e")
+    by_hash: dict[str, tuple[list[EntryRef], int]] = {}
+    for r in conn.execute(*chunks_sql(need)).fetchall():
+        h = r[5]
+        if h not in by_hash:
+            es = [EntryRef(*e) for e in conn.execute(*holders_sql(h, where)).fetchall()]
+            total = len(es) if len(es) < ENTRIES_PER_HIT and not where[1] else conn.execute(
+                *holders_count_sql(h)).fetchone()[0]
+            by_hash[h] = (es, total)
+        es, total = by_hash[h]
+        if es:
+            cache[r[0]] = Candidate(*r, entries=es, total=total)
+    for i in need:  # chunks whose entries all fail the filters
+        cache.setdefault(i, None)
+
+
+def titles(conn: sqlite3.Connection, content_ids: list[int]) -> dict[int, str]:
+    """content_id → the title of its first chunk ('' or absent when it has none)."""
+    if not content_ids:
+        return {}
+    return dict(conn.execute(*titles_sql(content_ids)).fetchall())

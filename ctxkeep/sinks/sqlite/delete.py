@@ -1,0 +1,198 @@
+"""Cascade delete: remove chosen entries from the SQLite store and what only they use.
+
+The one deletion path of the store, shared by purge (``maintenance.purge``), retention
+(``sinks.parquet.archive_entries``) and notes (``pipeline.notes.delete_label``). Two
+steps on one connection:
+
+1. a *selection* fills TEMP tables (``temp_store=MEMORY`` keeps them off the disk):
+   ``_p_entries(entry_id, session_id, content_hash, source_path)`` the chosen entries,
+   ``_p_sessions(session_id)`` sessions chosen as a whole (their ``usage`` rows go
+   even when not tied to an entry), and, derived from these, ``_p_contents(content_id)``
+   the contents no remaining entry references and ``_p_files(path, whole)`` the source
+   files concerned (``whole``: none of their entries remains);
+2. ``delete_selected`` removes, in the caller's write transaction: the entries, their
+   ``status_log`` rows, ``usage`` rows of the entries and whole sessions, ``quarantine``
+   rows of whole files, and the contents with their ``chunks`` and both FTS5 indexes'
+   rows (``fts_words`` through FTS5's ``'delete'`` command before the chunk rows go, it
+   being an external-content table; ``fts_grams`` by rowid).
+
+Select with ``select_where`` (any WHERE over ``entries``), ``select_session`` (a
+session and its sub-agents), ``select_project`` (a project dir and below, plus the
+dir-less records of sessions wholly in it) or ``select_all``; ``counts`` previews;
+``drop_selection`` drops the TEMP tables; ``scrub`` makes the deleted rows unrecoverable
+from the files (with ``PRAGMA secure_delete=ON``).
+"""
+from __future__ import annotations
+
+import sqlite3
+
+from ctxkeep.paths import under_sql
+from ctxkeep.sinks.sqlite import write
+
+_TEMP_TABLES = ("_p_entries", "_p_sessions", "_p_contents", "_p_files")
+_COLS = "entry_id, session_id, content_hash, source_path"
+
+
+def _new_selection(conn: sqlite3.Connection) -> None:
+    conn.execute("DROP TABLE IF EXISTS temp._p_entries")
+    conn.execute("DROP TABLE IF EXISTS temp._p_sessions")
+    conn.execute("CREATE TEMP TABLE _p_entries(entry_id TEXT PRIMARY KEY, session_id TEXT, "
+                 "content_hash TEXT, source_path TEXT)")
+    conn.execute("CREATE TEMP TABLE _p_sessions(session_id TEXT PRIMARY KEY)")
+
+
+def select_where(conn: sqlite3.Connection, where_sql: str, params: dict | tuple | list = ()) -> None:
+    """Choose the entries matching ``where_sql`` (an SQL condition over ``entries``,
+    with ``params``) for ``delete_selected``. No session is chosen as a whole, so
+    ``usage`` rows are matched by entry only (retention, notes)."""
+    _new_selection(conn)
+    conn.execute(f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE {where_sql}", params)
+    _derive(conn)
+
+
+def select_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """Choose session ``session_id`` as a whole: its entries and those of its
+    sub-agents (``parent_session_id`` = the id); the sub-agent sessions count as whole
+    sessions too."""
+    _new_selection(conn)
+    conn.execute("INSERT INTO _p_sessions VALUES(?)", (session_id,))
+    conn.execute(f"INSERT INTO _p_entries SELECT {_COLS} FROM entries "
+                 "WHERE session_id = :s OR parent_session_id = :s", {"s": session_id})
+    conn.execute("INSERT OR IGNORE INTO _p_sessions SELECT DISTINCT session_id FROM _p_entries")
+    _derive(conn)
+
+
+def select_project(conn: sqlite3.Connection, project_dir: str) -> None:
+    """Choose project ``project_dir`` (a normalized absolute dir): entries whose
+    ``project_dir`` is the dir or below it (``paths.under_sql``), plus the dir-less
+    records (summaries) of the sessions all of whose located entries lie in it, and
+    those sessions as whole sessions. Raises ValueError for an empty ``project_dir``."""
+    under, params = under_sql("project_dir", project_dir)
+    _new_selection(conn)
+    # sessions whose every located entry lies in the project
+    conn.execute("INSERT INTO _p_sessions SELECT session_id FROM entries WHERE project_dir IS NOT NULL "
+                 f"GROUP BY session_id HAVING min({under}) = 1", params)
+    conn.execute(
+        f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE "
+        f"(project_dir IS NOT NULL AND {under}) OR (project_dir IS NULL AND "
+        "(session_id IN (SELECT session_id FROM _p_sessions) OR "
+        "parent_session_id IN (SELECT session_id FROM _p_sessions)))", params)
+    _derive(conn)
+
+
+def select_all(conn: sqlite3.Connection) -> None:
+    """Choose every entry and every session."""
+    _new_selection(conn)
+    conn.execute(f"INSERT INTO _p_entries SELECT {_COLS} FROM entries")
+    conn.execute("INSERT OR IGNORE INTO _p_sessions SELECT DISTINCT session_id FROM entries")
+    _derive(conn)
+
+
+def _derive(conn: sqlite3.Connection) -> None:
+    # contents only these entries reference
+    conn.execute("DROP TABLE IF EXISTS temp._p_contents")
+    conn.execute("CREATE TEMP TABLE _p_contents(content_id INTEGER PRIMARY KEY)")
+    conn.execute(
+        "INSERT INTO _p_contents SELECT c.content_id FROM contents c WHERE c.content_hash IN "
+        "(SELECT content_hash FROM _p_entries WHERE content_hash IS NOT NULL) AND NOT EXISTS "
+        "(SELECT 1 FROM entries e WHERE e.content_hash = c.content_hash AND e.entry_id NOT IN "
+        "(SELECT entry_id FROM _p_entries))")
+    # source files none of whose entries remain
+    conn.execute("DROP TABLE IF EXISTS temp._p_files")
+    conn.execute("CREATE TEMP TABLE _p_files(path TEXT PRIMARY KEY, whole INTEGER)")
+    conn.execute(
+        "INSERT INTO _p_files SELECT p.source_path, NOT EXISTS (SELECT 1 FROM entries e WHERE "
+        "e.source_path = p.source_path AND e.entry_id NOT IN (SELECT entry_id FROM _p_entries)) "
+        "FROM (SELECT DISTINCT source_path FROM _p_entries WHERE source_path IS NOT NULL) p")
+
+
+def _usage_where() -> str:
+    return ("entry_id IN (SELECT entry_id FROM _p_entries) OR "
+            "session_id IN (SELECT session_id FROM _p_sessions)")
+
+
+def counts(conn: sqlite3.Connection) -> dict:
+    """What ``delete_selected`` would remove from the current selection, changing
+    nothing: ``{"entries", "sessions", "contents", "chunks", "usage", "quarantine",
+    "source_files": int, "text_bytes": UTF-8 bytes of the contents that would go,
+    "token_estimate": tokens of the entries that would go}``."""
+    one = lambda q: conn.execute(q).fetchone()[0]  # noqa: E731
+    return {
+        "entries": one("SELECT count(*) FROM _p_entries"),
+        "sessions": one("SELECT count(DISTINCT session_id) FROM _p_entries"),
+        "contents": one("SELECT count(*) FROM _p_contents"),
+        "chunks": one("SELECT count(*) FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"),
+        "usage": one(f"SELECT count(*) FROM usage WHERE {_usage_where()}"),
+        "quarantine": one("SELECT count(*) FROM quarantine WHERE path IN "
+                          "(SELECT path FROM _p_files WHERE whole)"),
+        "source_files": one("SELECT count(*) FROM _p_files"),
+        "text_bytes": one("SELECT coalesce(sum(bytes), 0) FROM contents WHERE content_id IN "
+                          "(SELECT content_id FROM _p_contents)"),
+        "token_estimate": one("SELECT coalesce(sum(e.token_estimate), 0) FROM entries e WHERE "
+                              "e.entry_id IN (SELECT entry_id FROM _p_entries)"),
+    }
+
+
+def selected_files(conn: sqlite3.Connection) -> list[str]:
+    """The source paths of the selected entries, sorted."""
+    return [r[0] for r in conn.execute("SELECT path FROM _p_files ORDER BY path")]
+
+
+def selected_sessions(conn: sqlite3.Connection) -> set[str]:
+    """The sessions chosen as a whole (``select_session``, ``select_project``)."""
+    return {r[0] for r in conn.execute("SELECT session_id FROM _p_sessions")}
+
+
+def drop_selection(conn: sqlite3.Connection) -> None:
+    """Drop the TEMP tables of a selection (a no-op when there is none)."""
+    for t in _TEMP_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
+
+
+def fts_words_columns(conn: sqlite3.Connection) -> list[str]:
+    """The indexed columns of the external-content ``fts_words`` table, which are also
+    columns of ``chunks`` (``["text"]`` in schema v1, ``["title", "text"]`` in v2,
+    ``["title", "text", "facets"]`` in v3)."""
+    return [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")]
+
+
+def delete_selected(conn: sqlite3.Connection, *, usage: bool = True, quarantine: bool = True) -> dict:
+    """Delete the selected entries and what only they reference (the caller holds a
+    write transaction). ``usage``/``quarantine`` False keep those rows (retention keeps
+    token figures). Returns the removed counts (the keys of ``counts``; ``usage`` and
+    ``quarantine`` 0 when kept) plus ``files``: the source paths concerned (sorted)."""
+    removed = counts(conn)
+    files = selected_files(conn)
+    if usage:
+        conn.execute(f"DELETE FROM usage WHERE {_usage_where()}")
+    else:
+        removed["usage"] = 0
+    if quarantine:
+        conn.execute("DELETE FROM quarantine WHERE path IN (SELECT path FROM _p_files WHERE whole)")
+    else:
+        removed["quarantine"] = 0
+    conn.execute("DELETE FROM entries WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone():
+        # the status-change log some versions keep for the DuckDB sync: no rows for gone entries
+        conn.execute("DELETE FROM status_log WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
+    gone_chunks = "SELECT chunk_id FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"
+    # external-content FTS5: the 'delete' command needs the indexed text, so before the chunks go
+    # (every indexed column's value is needed: schema v1 indexes text, v2 title and text)
+    cols = ", ".join(fts_words_columns(conn))
+    conn.execute(f"INSERT INTO fts_words(fts_words, rowid, {cols}) SELECT 'delete', chunk_id, {cols} "
+                 "FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
+    conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({gone_chunks})")
+    conn.execute("DELETE FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
+    conn.execute("DELETE FROM contents WHERE content_id IN (SELECT content_id FROM _p_contents)")
+    removed["files"] = files
+    return removed
+
+
+def scrub(conn: sqlite3.Connection) -> None:
+    """Make deleted rows unrecoverable from the files: merge both FTS5 indexes (deleted
+    tokens otherwise stay in older segments) and checkpoint + truncate the WAL (old page
+    images live there). Needs ``PRAGMA secure_delete=ON`` on ``conn`` beforehand."""
+    with write(conn):
+        conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")
+        conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('optimize')")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,0 +1,129 @@
+"""The reader of whole documents that their agent rewrites in place (mode ``rewrite``):
+Gemini CLI and Qwen Code ``.json`` sessions, Continue sessions, the Cline family's task
+files, Aider histories and SpecStory exports. A changed document is re-read whole; its
+entries dedup by stable ids.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from typing import Any, Callable, Iterator
+
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark,
+                                      quarantine_row)
+from ctxkeep.sources.readers.jsonl import HEAD_BYTES, parse_line, read_whole
+
+#: a document whose mtime is older than this is complete (the agent is not writing it);
+#: ``$CTXKEEP_IDLE_SECONDS`` overrides it (read at each call)
+IDLE_SECONDS = 120
+
+
+def idle_seconds() -> float:
+    """Seconds since its last write after which a file counts as idle (complete):
+    ``$CTXKEEP_IDLE_SECONDS`` if set, else ``IDLE_SECONDS``."""
+    v = os.environ.get("CTXKEEP_IDLE_SECONDS")
+    try:
+        return float(v) if v is not None else IDLE_SECONDS
+    except ValueError:
+        return IDLE_SECONDS
+
+
+def track_ids(state: dict, agent: str, session_id: str, old_ids: list[str], ids: list[str]) -> None:
+    """Keep the message ids a document holds now in ``state["ids"]`` and ask for those
+    of ``old_ids`` it no longer holds (a truncated or edited history) to be marked
+    ``rewound`` (``state["_status_changes"]``, which ``read_document`` puts on the
+    batch as ``Batch.status_changes``)."""
+    gone = sorted(set(old_ids) - set(ids))
+    if gone:
+        state.setdefault("_status_changes", []).append(
+            {"agent": agent, "session_id": session_id, "message_ids": gone, "status": "rewound"})
+    state["ids"] = ids
+
+
+DOC_BATCH_ENTRIES = 5000
+
+DocParseFn = Callable[[bytes, Any, dict, bool], list[dict]]
+
+
+def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
+                  parse: DocParseFn, batch_bytes: int = DEFAULT_BATCH_BYTES, *,
+                  json_doc: bool = True, now: float | None = None) -> Iterator[Batch]:
+    """Read a whole document that its agent rewrites in place (mode ``rewrite``).
+
+    The SHA-256 of the file's bytes is kept in the watermark state (``sha256``): an
+    unchanged hash yields only a fresh watermark; a changed one re-reads the whole file
+    and the stable entry ids (dedup in the store) keep it from doubling.
+
+    ``parse(raw, doc, state, idle)`` maps the document to entry dicts; ``doc`` is the
+    parsed JSON value (``json_doc``) or the text decoded as UTF-8 with replacement;
+    ``idle`` is True when the file's mtime is at least ``IDLE_SECONDS`` old. A parser
+    that holds back a part that may still grow (e.g. the last turn of a live export)
+    sets ``state["complete"] = False``; the watermark then records no size, so the next
+    run looks again even if the file did not change.
+
+    Bad input never stops a run: a document that is not valid JSON, or a parser that
+    raises, quarantines the file at offset 0 (reason, up to 16 MiB of its bytes) and
+    stores the hash, so the same bad bytes are not reported twice. Invalid JSON in a
+    file modified less than ``IDLE_SECONDS`` ago is taken for a write in progress: it is
+    not quarantined, and the next run looks again. A vanished or
+    unreadable file yields nothing. Yields batches of at most ``DOC_BATCH_ENTRIES``
+    entries; only the last carries the watermark.
+    """
+    path = file.path
+    whole = read_whole(path)
+    if whole is None:
+        return
+    data, st = whole
+    digest = hashlib.sha256(data).hexdigest()
+    idle = ((now if now is not None else time.time()) - st.st_mtime) >= idle_seconds()
+
+    def _wm(state: dict, complete: bool) -> Watermark:
+        hl = min(HEAD_BYTES, len(data))
+        return Watermark(path=str(path), agent=file.agent, dev=st.st_dev, ino=st.st_ino,
+                         size=len(data) if complete else 0, mtime_ns=st.st_mtime_ns,
+                         offset=len(data), head_len=hl,
+                         head_hash=hashlib.sha256(data[:hl]).hexdigest(),
+                         parser_version=parser_version, state=state)
+
+    old = wm.state if (wm is not None and wm.parser_version == parser_version) else {}
+    if old.get("sha256") == digest and old.get("complete", True):
+        yield Batch([], [], _wm(dict(old), True))
+        return
+    state: dict = {"sha256": digest}
+    # on bad input the parser's carry-over (e.g. the message ids seen) is kept
+    kept = {k: v for k, v in old.items() if k not in ("sha256", "complete")}
+    quarantine: list[dict] = []
+    doc: Any = None
+    if json_doc:
+        if not data.strip():
+            yield Batch([], [], _wm(state, True), bytes_read=len(data))
+            return
+        doc, problem = parse_line(data)
+        if doc is None:
+            if not idle:
+                # most likely caught mid-write: look again next run, report nothing yet
+                yield Batch([], [], _wm(dict(kept, complete=False), False))
+                return
+            yield Batch([], [quarantine_row(path, 0, data, problem or "malformed JSON")],
+                        _wm(dict(kept, sha256=digest), True), bytes_read=len(data), lines=1)
+            return
+        if problem:
+            quarantine.append(quarantine_row(path, 0, data, problem, "repaired"))
+    else:
+        doc = data.decode("utf-8", "replace")
+    try:
+        entries = parse(data, doc, state, idle)
+    except Exception as e:  # a parser bug must not stop the run
+        yield Batch([], quarantine + [quarantine_row(
+            path, 0, data, f"parser error: {type(e).__name__}: {e}")],
+            _wm(dict(kept, sha256=digest), True), bytes_read=len(data), lines=1)
+        return
+    changes = state.pop("_status_changes", [])
+    complete = state.get("complete", True)
+    for i in range(0, max(len(entries), 1), DOC_BATCH_ENTRIES):
+        last = i + DOC_BATCH_ENTRIES >= len(entries)
+        yield Batch(entries[i:i + DOC_BATCH_ENTRIES], quarantine if last else [],
+                    _wm(state, complete) if last else None,
+                    bytes_read=len(data) if last else 0, lines=1 if last else 0,
+                    status_changes=changes if last else [])

@@ -1,0 +1,333 @@
+"""The incremental reader of append-only JSONL files (mode ``append``) and its bad-line
+quarantine: resume at the byte offset of the watermark, parse leniently, salvage the
+records a torn or glued line still holds.
+
+Used by the JSONL agents (Claude Code, Codex, Copilot CLI, Qwen Code, Gemini CLI
+``.jsonl``, goose legacy files, Cursor agent transcripts); ``parse_line`` also serves
+``readers.document`` and compress.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator
+
+import orjson
+
+from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark,
+                                      quarantine_row)
+
+HEAD_BYTES = 4096
+
+
+def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
+    """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
+    is a directory or may not be read (a source then yields nothing for it)."""
+    try:
+        f = open(path, "rb")
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        return None
+    return f, os.fstat(f.fileno())
+
+
+def read_whole(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """All bytes of ``path`` and the ``fstat`` of the open file (None: see ``open_file``)."""
+    opened = open_file(path)
+    if opened is None:
+        return None
+    f, st = opened
+    with f:
+        return f.read(), st
+
+
+def file_head(path: Path, suffixes: tuple[str, ...], n: int = 4096) -> bytes:
+    """The first ``n`` bytes of ``path`` when its suffix is one of ``suffixes``, else
+    ``b""`` (also when it cannot be read), so a marker test on it is simply False.
+    What sources' ``matches`` look at."""
+    if path.suffix not in suffixes:
+        return b""
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def head_hash(path: Path, length: int) -> str:
+    """SHA-256 hex of the first ``length`` bytes of ``path``."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read(length)).hexdigest()
+
+
+def start_offset(path: Path, st: os.stat_result, wm: Watermark | None,
+                 parser_version: int) -> tuple[int, dict, str]:
+    """Decide where to resume reading ``path``.
+
+    Returns ``(offset, state, why)``: offset 0 with empty state when the file is new,
+    was replaced (device/inode changed), shrank, had its head rewritten, or the parser
+    version changed; else the stored offset and state. ``why`` names the reason.
+    """
+    if wm is None:
+        return 0, {}, "new"
+    if wm.parser_version != parser_version:
+        return 0, {}, "parser changed"
+    if (wm.dev, wm.ino) != (st.st_dev, st.st_ino):
+        return 0, {}, "replaced"
+    if st.st_size < wm.offset:
+        return 0, {}, "shrank"
+    if wm.head_len and head_hash(path, wm.head_len) != wm.head_hash:
+        return 0, {}, "head changed"
+    return wm.offset, dict(wm.state), "append"
+
+
+def is_unchanged(st: os.stat_result, wm: Watermark | None, parser_version: int) -> bool:
+    """True when nothing can be new: same inode, size, mtime and parser version."""
+    return (wm is not None and wm.parser_version == parser_version
+            and (wm.dev, wm.ino, wm.size, wm.mtime_ns)
+            == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+def _scrub(obj):
+    """Replace lone surrogates in every string of ``obj`` by U+FFFD (recursively)."""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+            return obj
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in obj)
+    if isinstance(obj, dict):
+        return {_scrub(k): _scrub(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_scrub(v) for v in obj]
+    return obj
+
+
+def parse_line(raw: bytes) -> tuple[Any, str | None]:
+    """Parse one JSONL line.
+
+    Returns ``(record, None)`` for valid JSON; ``(record, repair_reason)`` when the line
+    parses only leniently (invalid UTF-8 bytes, lone surrogate escapes, raw control
+    characters: the record is kept with U+FFFD replacements); ``(None, reason)`` when
+    it cannot be parsed (the caller quarantines it).
+    """
+    try:
+        return orjson.loads(raw), None
+    except orjson.JSONDecodeError as e:
+        first_error = str(e)
+    if b"\x00" in raw:
+        return None, "NUL bytes in line"
+    text = raw.decode("utf-8", "replace")
+    try:
+        rec = json.loads(text, strict=False)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data":
+            return None, f"two JSON values glued on one line (second at char {e.pos})"
+        return None, f"malformed JSON: {e.msg} at char {e.pos}"
+    reasons = []
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        reasons.append("invalid UTF-8 replaced")
+    scrubbed = _scrub(rec)
+    if scrubbed != rec:
+        reasons.append("lone surrogate replaced")
+    if not reasons:
+        reasons.append(f"lenient parse ({first_error.split(':')[0]})")
+    return scrubbed, "repaired: " + ", ".join(reasons)
+
+
+_DECODER = json.JSONDecoder(strict=False)
+_SALVAGE_MAX_STARTS = 256
+
+
+def salvage_line(raw: bytes) -> list[tuple[int, bytes]]:
+    """Split a line that does not parse into the JSON objects it still holds.
+
+    Handles what a crash or a bad writer leaves: NUL padding (runs of ``\\x00``), two
+    or more records glued without a newline, and a torn record followed on the same
+    line by a complete one. Returns ``(byte offset within raw, bytes)`` of each
+    complete top-level object that runs up to the end of its fragment or directly into
+    the next object and does not stand in value position (so a ``{…}`` nested
+    inside a torn record is not taken for a record); ``[]`` when nothing can be recovered. Bytes between pieces are lost only
+    from the index: the caller quarantines the whole line.
+    """
+    out: list[tuple[int, bytes]] = []
+    for m in re.finditer(rb"[^\x00]+", raw):
+        frag = m.group()
+        text = frag.decode("utf-8", "surrogateescape")
+        # a record starts the fragment or follows garbage/another record; a "{" in
+        # value position (after ":", "," or "[") is nested inside a torn record
+        starts = [i for i, c in enumerate(text)
+                  if c == "{" and text[:i].rstrip()[-1:] not in (":", ",", "[")]
+        starts = starts[:_SALVAGE_MAX_STARTS]
+        for st in starts:
+            pieces = _chain(text, st)
+            if pieces:
+                for a, b in pieces:
+                    lead = len(text[:a].encode("utf-8", "surrogateescape"))
+                    blen = len(text[a:b].encode("utf-8", "surrogateescape"))
+                    out.append((m.start() + lead, frag[lead:lead + blen]))
+                break
+    return out
+
+
+def _chain(text: str, pos: int) -> list[tuple[int, int]] | None:
+    """Objects decoded back to back from ``pos`` to the end of ``text`` (trailing
+    whitespace allowed), as (start, end) char spans; None when the chain breaks."""
+    spans = []
+    n = len(text)
+    while True:
+        try:
+            val, end = _DECODER.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(val, dict):
+            return None
+        spans.append((pos, end))
+        while end < n and text[end] in " \t\r":
+            end += 1
+        if end >= n:
+            return spans
+        if text[end] != "{":
+            return None
+        pos = end
+
+
+ParseFn = Callable[[dict, int, str, dict], list[dict]]
+
+
+def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
+               parse: ParseFn, batch_bytes: int = DEFAULT_BATCH_BYTES,
+               init_state: Callable[[SourceFile], dict] | None = None) -> Iterator[Batch]:
+    """Read the complete lines of an append-only JSONL file after its watermark.
+
+    ``parse(record, offset, line_hash, state)`` maps one parsed line (a dict) to entry
+    dicts and may update ``state``, which is stored in the watermark; status changes
+    it appends to ``state["_status_changes"]`` ride on the batch
+    (``Batch.status_changes``). A record that is not a JSON object, or a line that does
+    not parse, is quarantined; a parse function that raises quarantines only that line.
+    A line that does not parse but still holds complete records (NUL padding, records
+    glued without a newline, a torn record followed by a whole one: ``salvage_line``) is
+    quarantined as ``repaired`` and its records are ingested with their own byte
+    offsets. A last line without ``\\n`` is left for the
+    next run (the agent may be writing it). A file that vanished yields nothing.
+
+    Yields batches of at most about ``batch_bytes`` raw bytes (one line may exceed it).
+    """
+    path = file.path
+    opened = open_file(path)
+    if opened is None:
+        return
+    f, st = opened
+    with f:
+        offset, state, _why = start_offset(path, st, wm, parser_version)
+        if offset == 0 and init_state:
+            state = init_state(file)
+        fd = f.fileno()
+        f.seek(offset)
+        pending = b""
+        pos = offset  # file offset of pending[0]
+        while True:
+            chunk = f.read(batch_bytes)
+            data = pending + chunk if pending else chunk
+            if not data:
+                break
+            end = data.rfind(b"\n")
+            if end < 0:
+                if not chunk:
+                    break  # an unterminated last line: leave for the next run
+                pending = data
+                continue
+            complete, pending = data[: end + 1], data[end + 1:]
+            entries: list[dict] = []
+            quarantine: list[dict] = []
+            lines = 0
+            start = 0
+            n = len(complete)
+            while start < n:
+                nl = complete.index(b"\n", start)
+                raw = complete[start:nl]
+                line_off = pos + start
+                start = nl + 1
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                if not raw.strip():
+                    continue
+                lines += 1
+                rec, problem = parse_line(raw)
+                if rec is None:
+                    pieces = salvage_line(raw)
+                    if not pieces:
+                        quarantine.append(quarantine_row(path, line_off, raw, problem))
+                        continue
+                    quarantine.append(quarantine_row(
+                        path, line_off, raw,
+                        f"{problem}; recovered {len(pieces)} record(s) at line offsets "
+                        + ",".join(str(o) for o, _ in pieces), "repaired"))
+                    todo = []
+                    for rel, piece in pieces:
+                        prec, pprob = parse_line(piece)
+                        if prec is not None:
+                            todo.append((line_off + rel, piece, prec))
+                else:
+                    if problem:
+                        quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
+                    todo = [(line_off, raw, rec)]
+                for rec_off, rec_raw, rec in todo:
+                    if not isinstance(rec, dict):
+                        quarantine.append(quarantine_row(
+                            path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})"))
+                        continue
+                    lh = hashlib.sha256(rec_raw).hexdigest()
+                    try:
+                        entries.extend(parse(rec, rec_off, lh, state))
+                    except Exception as e:  # a parser bug must not stop the run
+                        quarantine.append(quarantine_row(
+                            path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}"))
+            pos += len(complete)
+            # a watermark records the file's size only once every byte was seen, so
+            # a run stopped between batches resumes instead of skipping the file
+            final = pos + len(pending) >= st.st_size
+            changes = state.pop("_status_changes", [])  # see Batch.status_changes
+            new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
+            yield Batch(entries, quarantine, new_wm, bytes_read=len(complete), lines=lines,
+                        status_changes=changes)
+            if not chunk:
+                break
+        if pos == offset and (wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns)
+                              or wm.offset != pos):
+            # nothing complete was read (empty file, or only a partial last line): record
+            # the watermark anyway so that an unchanged file is skipped next time
+            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True))
+
+
+def _watermark(file: SourceFile, st: os.stat_result, fd: int, pos: int,
+               parser_version: int, state: dict, final: bool) -> Watermark:
+    head_len = min(HEAD_BYTES, pos)
+    hh = hashlib.sha256(os.pread(fd, head_len, 0)).hexdigest() if head_len else ""
+    return Watermark(path=str(file.path), agent=file.agent, dev=st.st_dev, ino=st.st_ino,
+                     size=st.st_size if final else pos, mtime_ns=st.st_mtime_ns, offset=pos,
+                     head_len=head_len,
+                     head_hash=hh, parser_version=parser_version, state=state)
+
+
+RecordFn = Callable[[dict, int, str, dict, str], list[dict]]
+
+
+def record_reader(parser_version: int, parse_record: RecordFn,
+                  init_state: Callable[[SourceFile], dict] | None = None):
+    """The ``read`` of a plain JSONL agent (one record a line, mode ``append``):
+    ``read(file, wm, batch_bytes)`` runs ``read_jsonl`` with ``parse_record(rec, offset,
+    line_hash, state, src)`` where ``src`` is the file's path as text, and the parser
+    state at offset 0 from ``init_state(file)`` (None: empty). Returns that function."""
+    def read(file: SourceFile, wm: Watermark | None,
+             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+        src = str(file.path)
+
+        def parse(rec, offset, line_hash, state):
+            return parse_record(rec, offset, line_hash, state, src)
+        return read_jsonl(file, wm, parser_version, parse, batch_bytes, init_state)
+    read.__doc__ = (f"Read the new lines of one file into entry dicts "
+                    f"(``{getattr(parse_record, '__qualname__', 'parse_record')}``).")
+    return read

@@ -1,0 +1,38 @@
+"""Names that vulture reports as unused but that are used, each with the reason.
+
+Read by ``uv run vulture`` (``[tool.vulture]`` in pyproject.toml); never imported or
+run. Vulture matches names, not scopes: a name listed here counts as used everywhere.
+Functions registered by a decorator (Typer commands, Prefect flows and tasks, pytest
+fixtures) are covered by ``ignore_decorators`` in pyproject.toml instead.
+"""
+# ruff: noqa: B018, F821
+
+# dataclass fields written out through dataclasses.asdict / as_dict (the --json output,
+# run records in the store, MCP structured content), never read by attribute
+seconds  # pipeline.engine.Summary: the run's wall time in the run record
+active  # maintenance.compress.run.FileCheck (compress --check --json)
+modified  # maintenance.compress.run.FileCheck
+lines_before  # maintenance.compress.run.FileResult (compress --json)
+lines_after  # maintenance.compress.run.FileResult
+dropped_bad_lines  # maintenance.compress.run.FileResult
+backups_pruned  # maintenance.compress.run.FileResult
+elided_from  # query.fetch.Fetched (ctx_fetch structured content, show --json)
+score  # query.search.Hit (search --json, ctx_search structured content)
+
+# MCP tool handlers: mcp.server.call_tool dispatches by tool name, getattr(h, name)
+ctx_search
+ctx_fetch
+ctx_stats
+ctx_index
+ctx_purge
+
+# module __getattr__ (PEP 562): schema builds SOURCE_SCHEMA / ENTRY_SCHEMA on first use
+__getattr__
+
+# signatures fixed by a protocol
+signum  # flows.serve._term: a signal handler takes (signum, frame)
+exc  # sinks.lock: __exit__(self, *exc), the context manager protocol
+
+# pytest reads these by name
+pytestmark  # module-level marks (slow, skipif)
+pytest_sessionstart  # hook in tests/conftest.py
