@@ -27,10 +27,11 @@ TS_FORMAT_POLARS = "%Y-%m-%dT%H:%M:%S%.6fZ"
 
 _ENTRY_DDL_TYPES = {
     "source_offset": "INTEGER", "text_bytes": "INTEGER", "token_estimate": "INTEGER",
-    "is_sidechain": "INTEGER", **{c: "INTEGER" for c in USAGE_COLUMNS},
+    "is_sidechain": "INTEGER", **dict.fromkeys(USAGE_COLUMNS, "INTEGER"),
 }
-_ENTRY_COLUMNS = ", ".join(f"{c} {_ENTRY_DDL_TYPES.get(c, 'TEXT')}" + (" NOT NULL UNIQUE" if c == "entry_id" else "")
-                           for c in STORED_COLUMNS)
+_ENTRY_COLUMNS = ", ".join(
+    f"{c} {_ENTRY_DDL_TYPES.get(c, 'TEXT')}" + (" NOT NULL UNIQUE" if c == "entry_id" else "")
+    for c in STORED_COLUMNS)
 
 TABLES: dict[str, str] = {
     "meta": "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)",
