@@ -7,8 +7,8 @@ import sqlite3
 
 import duckdb
 import pytest
-from conftest import CORPUS_HOME, corpus
 
+from conftest import CORPUS_HOME, corpus
 from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
@@ -45,8 +45,8 @@ def test_status_change_from_a_source_dict():
 def test_changes_by_message_id_stay_in_their_agent_and_session(store_home):
     conn = _store_with(store_home, ROWS)
     try:
-        a = sqlite_store.apply_changes(conn, [{"agent": "codex", "session_id": "s1", "message_ids": ["m1", "m9"],
-                                               "status": "consumed"}], stamp="2026-01-02T03:04:05.000006Z")
+        change = {"agent": "codex", "session_id": "s1", "message_ids": ["m1", "m9"], "status": "consumed"}
+        a = sqlite_store.apply_changes(conn, [change], stamp="2026-01-02T03:04:05.000006Z")
         assert (a.sqlite, a.duckdb, a.note) == (1, 0, "ok")
         assert not conn.in_transaction  # its own transaction, committed
         assert _status(conn) == {"e1": "consumed", "e2": "active", "e3": "active", "e4": "archived"}
@@ -59,7 +59,8 @@ def test_changes_by_message_id_stay_in_their_agent_and_session(store_home):
 def test_from_status_limits_the_change(store_home):
     conn = _store_with(store_home, ROWS)
     try:
-        a = sqlite_store.apply_changes(conn, [StatusChange("active", ("e1", "e4", "e4"), from_status="archived")])
+        a = sqlite_store.apply_changes(
+            conn, [StatusChange("active", ("e1", "e4", "e4"), from_status="archived")])
         assert a.sqlite == 1
         assert _status(conn) == {"e1": "active", "e2": "active", "e3": "active", "e4": "active"}
         assert conn.execute("SELECT entry_id FROM status_log").fetchall() == [("e4",)]
@@ -89,7 +90,8 @@ def test_without_an_analytics_store_duckdb_is_reported(store_home):
     try:
         a = sqlite_store.apply_changes(conn, [StatusChange("archived", ("e1",))], home=store_home)
         assert (a.sqlite, a.duckdb, a.note) == (1, None, "no analytics store")
-        assert sqlite_store.apply_changes(None, EntryChanges(), home=store_home) == sqlite_store.Applied(0, 0, "ok")
+        none = sqlite_store.apply_changes(None, EntryChanges(), home=store_home)
+        assert none == sqlite_store.Applied(0, 0, "ok")
     finally:
         conn.close()
 
@@ -115,8 +117,8 @@ def test_given_home_the_same_changes_reach_duckdb(tmp_path):
         conn.close()
     con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
     try:
-        got = dict(con.execute("SELECT entry_id, status || ':' || source_offset FROM entries WHERE entry_id IN "
-                               f"({','.join('?' * 4)})", ids).fetchall())
+        got = dict(con.execute("SELECT entry_id, status || ':' || source_offset FROM entries "
+                               f"WHERE entry_id IN ({','.join('?' * 4)})", ids).fetchall())
     finally:
         con.close()
     assert got == {ids[0]: f"archived:{offsets[ids[0]]}", ids[1]: f"archived:{offsets[ids[1]]}",

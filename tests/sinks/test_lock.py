@@ -6,8 +6,8 @@ import os
 import stat
 
 import pytest
-from conftest import hold_lock_in_subprocess
 
+from conftest import hold_lock_in_subprocess
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks.files import LOCK_FILE
 from ctxkeep.sinks.lock import StoreLock, hold

@@ -15,7 +15,8 @@ COLS = "flow, status, files, bytes, entries_new, quarantined, seconds, detail, f
 def _runs(home):
     conn = sqlite_store.connect(home, readonly=True)
     try:
-        return [dict(zip(COLS.split(", "), r)) for r in conn.execute(f"SELECT {COLS} FROM runs ORDER BY run_id")]
+        rows = conn.execute(f"SELECT {COLS} FROM runs ORDER BY run_id").fetchall()
+        return [dict(zip(COLS.split(", "), r, strict=True)) for r in rows]
     finally:
         conn.close()
 
@@ -54,7 +55,8 @@ def test_a_failed_run_keeps_the_figures_so_far(store_home):
 
 def test_an_interrupted_run_says_so(store_home):
     conn = sqlite_store.connect(store_home)
-    with pytest.raises(KeyboardInterrupt), sqlite_store.recorded_run(conn, "compress", t0=time.perf_counter()):
+    with pytest.raises(KeyboardInterrupt), \
+            sqlite_store.recorded_run(conn, "compress", t0=time.perf_counter()):
         raise KeyboardInterrupt
     conn.close()
     assert [(r["flow"], r["status"]) for r in _runs(store_home)] == [("compress", "interrupted")]

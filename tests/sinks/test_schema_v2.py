@@ -69,8 +69,8 @@ def _downgrade_to_v2(path):
     c.execute("DROP INDEX entries_content")
     c.execute("CREATE INDEX entries_content ON entries(content_hash)")
     c.execute("CREATE VIRTUAL TABLE fts_grams USING fts5(grams, tokenize='unicode61 remove_diacritics 0')")
-    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(title, text, content='chunks', content_rowid='chunk_id', "
-              "tokenize='porter unicode61 remove_diacritics 2')")
+    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(title, text, content='chunks', "
+              "content_rowid='chunk_id', tokenize='porter unicode61 remove_diacritics 2')")
     c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
     c.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
     c.commit()

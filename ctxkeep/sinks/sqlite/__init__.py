@@ -36,17 +36,33 @@ DuckDB), ``runs`` (``recorded_run``), ``sync_marks`` (how far DuckDB holds SQLit
 ``params`` (long ``IN`` lists in slices).
 """
 from ctxkeep.sinks.sqlite.connection import (
-    CACHE_KIB, MIN_READ_VERSION, check_version, connect, ensure_schema, schema_version, sibling, write,
+    CACHE_KIB,
+    MIN_READ_VERSION,
+    check_version,
+    connect,
+    ensure_schema,
+    schema_version,
+    sibling,
+    write,
 )
 from ctxkeep.sinks.sqlite.ddl import DDL, SCHEMA_VERSION, TITLE_WEIGHT, now_iso
 from ctxkeep.sinks.sqlite.fts import rebuild_fts_tables, refresh_facets
 from ctxkeep.sinks.sqlite.load import load_batch
 from ctxkeep.sinks.sqlite.lookup import (
-    content_text, existing_contents, existing_entry_ids, load_watermarks, quarantined_hashes, tombstoned,
+    content_text,
+    existing_contents,
+    existing_entry_ids,
+    load_watermarks,
+    quarantined_hashes,
+    tombstoned,
 )
 from ctxkeep.sinks.sqlite.runs import RunRecord, recorded_run
 from ctxkeep.sinks.sqlite.status import (
-    Applied, EntryChanges, Relocation, StatusChange, apply_changes,
+    Applied,
+    EntryChanges,
+    Relocation,
+    StatusChange,
+    apply_changes,
 )
 from ctxkeep.sinks.sqlite.sync_marks import analytics_behind, mark_analytics_synced
 

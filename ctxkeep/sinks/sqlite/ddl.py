@@ -24,10 +24,11 @@ TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
     "source_offset": "INTEGER", "text_bytes": "INTEGER", "token_estimate": "INTEGER",
-    "is_sidechain": "INTEGER", **{c: "INTEGER" for c in USAGE_COLUMNS},
+    "is_sidechain": "INTEGER", **dict.fromkeys(USAGE_COLUMNS, "INTEGER"),
 }
-_ENTRY_COLUMNS = ", ".join(f"{c} {_ENTRY_DDL_TYPES.get(c, 'TEXT')}" + (" NOT NULL UNIQUE" if c == "entry_id" else "")
-                           for c in STORED_COLUMNS)
+_ENTRY_COLUMNS = ", ".join(
+    f"{c} {_ENTRY_DDL_TYPES.get(c, 'TEXT')}" + (" NOT NULL UNIQUE" if c == "entry_id" else "")
+    for c in STORED_COLUMNS)
 
 TABLES: dict[str, str] = {
     "meta": "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)",

@@ -36,7 +36,7 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
             break
         last = rows[-1][0]
         terms = grams_batch([text for _, text, _ in rows])
-        g = [(chunk_id, gr, facets) for (chunk_id, _, facets), gr in zip(rows, terms) if gr]
+        g = [(chunk_id, gr, facets) for (chunk_id, _, facets), gr in zip(rows, terms, strict=True) if gr]
         conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", g)
         n_grams += len(g)
     conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")

@@ -114,8 +114,8 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
                 _ts_text(usage.select(cols)).rows())
         if quarantine:
             conn.executemany(
-                "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, first_seen) "
-                "VALUES(?,?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, "
+                "first_seen) VALUES(?,?,?,?,?,?,?,?)",
                 [(q.get("agent"), q["path"], q["offset"], q["length"], q["reason"], q["action"],
                   q["raw"], stamp) for q in quarantine])
         if status_changes:

@@ -52,7 +52,7 @@ def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
 
     out = {}
     for r in conn.execute(f"SELECT {', '.join(WATERMARK_COLUMNS)} FROM watermarks"):
-        row = dict(zip(WATERMARK_COLUMNS, r))
+        row = dict(zip(WATERMARK_COLUMNS, r, strict=True))
         row["state"] = json.loads(row["state"] or "{}")
         out[row["path"]] = Watermark(**row)
     return out

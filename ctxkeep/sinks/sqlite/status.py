@@ -164,7 +164,7 @@ def _apply_duckdb(home: Path, changes: EntryChanges) -> tuple[int | None, str]:
 
     try:
         con = duckdb_store.connect(home)
-    except Exception as e:  # noqa: BLE001 - held by a notebook: SQLite stays the truth
+    except Exception as e:
         return None, f"analytics store not updated ({type(e).__name__}); run reindex"
     n = 0
     try:

@@ -28,4 +28,5 @@ def analytics_behind(conn: sqlite3.Connection) -> bool:
                               "('analytics_entries_rowid', 'analytics_status_seq')").fetchall())
     rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
     seq = conn.execute("SELECT coalesce(max(seq), 0) FROM status_log").fetchone()[0]
-    return rowid > int(marks.get("analytics_entries_rowid", 0)) or seq > int(marks.get("analytics_status_seq", 0))
+    return (rowid > int(marks.get("analytics_entries_rowid", 0))
+            or seq > int(marks.get("analytics_status_seq", 0)))
