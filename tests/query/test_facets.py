@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from ctxkeep.pipeline.engine import transform_batch
+from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.query import search as S
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.maintenance.reindex import rebuild_fts

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.pipeline.engine import plan, run_ingest
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources import crush, opencode_go
 from ctxkeep.sources.readers.sqlite import open_ro

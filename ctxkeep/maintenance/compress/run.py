@@ -40,6 +40,7 @@ from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Waterm
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.transforms.tokens import estimate_tokens
 from ctxkeep.pipeline import engine as pipeline
+from ctxkeep.pipeline.transform import transform_batch
 
 
 @dataclass
@@ -327,7 +328,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
                        parser_version=SOURCES[file.agent].PARSER_VERSION,
                        state=dict(old_wm.state) if old_wm else {})
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
-        frames = pipeline.transform_batch(conn, Batch(marker_entries, [], wm),
+        frames = transform_batch(conn, Batch(marker_entries, [], wm),
                                           tombs if tombs is not None else sqlite_store.tombstoned(conn))
         sqlite_store.load_batch(conn, quarantine=[], watermark=wm, **frames)
         moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
