@@ -68,10 +68,11 @@ class Part:
         return self.agent if self.index == 0 else f"{self.agent}-{self.index}"
 
 
-def split_parts(todo: Todo, part_bytes: int = PART_BYTES) -> list[Part]:
+def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
     """``todo`` cut into parts: a new part at each change of agent and when a part
-    would pass ``part_bytes`` new bytes. Concatenated, the parts are ``todo`` in
-    order."""
+    would pass ``part_bytes`` new bytes (default ``PART_BYTES``). Concatenated, the
+    parts are ``todo`` in order."""
+    part_bytes = PART_BYTES if part_bytes is None else part_bytes
     out: list[Part] = []
     cur: Todo = []
     agent, size, index = None, 0, {}
