@@ -74,7 +74,6 @@ class Summary:
         return dict(self.__dict__)
 
 
-
 def lock(home: Path, timeout: float = -1) -> StoreLock:
     """The store's maintenance lock (``<home>/ingest.lock``): one ingest, compress,
     purge, retention or reindex at a time (``sinks.lock.store_lock``, so the purge core
@@ -102,6 +101,7 @@ def acquire_lock(home: Path, wait: bool = True) -> Iterator[StoreLock]:
         yield lk
     finally:
         lk.release()
+
 
 #: new raw bytes grouped into one transform + load (several small files share one
 #: transaction; a big file is read in ``DEFAULT_BATCH_BYTES`` batches)
