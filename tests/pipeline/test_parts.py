@@ -10,8 +10,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 
 from conftest import CORPUS_HOME
-from fixtures.bad_input import line, rec
 from store_digest import store_digest
+from test_ingest_overlap import _two_files_sharing_a_text
 
 from ctxkeep.pipeline import engine
 from ctxkeep.pipeline import plan as plan_mod
@@ -89,15 +89,8 @@ def _plan_todo(home, ctx):
 def test_a_content_new_in_two_parts_transformed_apart_is_stored_once(tmp_path, monkeypatch):
     """Both parts are transformed before either is stored (an eager submit): each finds
     the shared text new; the writer stores it, its chunks and FTS rows once."""
-    home = tmp_path / "home"
-    proj = home / ".claude" / "projects" / "-tmp-overlap"
-    proj.mkdir(parents=True)
-    text = "".join(f"line {i}: the same tool output in two sessions\n" for i in range(400))
-    (proj / "a.jsonl").write_bytes(line(rec(1)) + line(rec(2, text)))
-    other = dict(rec(3, text), sessionId="5e551011-0000-4000-8000-000000000002")
-    (proj / "b.jsonl").write_bytes(line(other) + line(rec(4)))
+    ctx, text = _two_files_sharing_a_text(tmp_path)
     h = hashlib.sha256(text.encode()).hexdigest()
-    ctx = DiscoveryContext(home=home, env={})
     monkeypatch.setattr(plan_mod, "PART_BYTES", 1)  # a part per file
     store = tmp_path / "store"
     fresh = []
