@@ -309,14 +309,16 @@ def ingest_file(conn, file: SourceFile, wm: Watermark | None, tombs: dict,
 def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | None = None,
                force: bool = False, on_plan: Callable[[Plan], None] | None = None,
                on_bytes: Callable[[int], None] | None = None, wait: bool = True,
-               flow: str = "ingest", submit: Submit | None = None) -> Summary:
+               files: list[SourceFile] | None = None, flow: str = "ingest",
+               submit: Submit | None = None) -> Summary:
     """The whole ingest: lock, plan, read every changed file (``ingest_files``), sync
     DuckDB (in a background thread as groups commit, ``AnalyticsSyncer``), record the
     run in ``runs`` as ``flow``.
 
-    ``agents``/``paths``/``ctx``/``force``: ``plan``'s (``force`` ignores watermarks:
-    backfill). ``on_plan``/``on_bytes`` default to ``hooks``'; ``submit`` runs each
-    part's extract + transform elsewhere (``flows.ingest`` submits Prefect tasks).
+    ``agents``/``paths``/``ctx``/``force``/``files``: ``plan``'s (backfill passes its
+    selection as ``files`` with ``force``, which ignores watermarks).
+    ``on_plan``/``on_bytes`` default to ``hooks``'; ``submit`` runs each part's
+    extract + transform elsewhere (``flows.ingest`` submits Prefect tasks).
     Returns the ``Summary``. Raises StoreBusy when ``wait`` is False and another
     maintenance run holds the lock; else what the run raised (recorded as failed)."""
     on_plan = on_plan or hooks.on_plan
@@ -328,7 +330,7 @@ def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | N
             conn = sqlite_store.connect(home)
             try:
                 return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0,
-                                   flow, submit)
+                                   files, flow, submit)
             finally:
                 conn.close()
     except Timeout:
@@ -336,9 +338,9 @@ def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | N
                         hint="wait for it to finish") from None
 
 
-def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0,
+def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files=None,
                 flow="ingest", submit=None) -> Summary:
-    p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force)
+    p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)
     s = Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))

@@ -91,18 +91,23 @@ def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
 
 
 def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
-         ctx: DiscoveryContext | None = None, force: bool = False) -> Plan:
+         ctx: DiscoveryContext | None = None, force: bool = False,
+         files: list[SourceFile] | None = None) -> Plan:
     """Discover files and keep those that may hold new bytes.
 
-    With ``paths``, only those files/dirs are considered; otherwise every enabled
-    agent's default and configured locations. ``force`` ignores watermarks (backfill).
+    With ``files``, exactly those source files are considered (no discovery; a
+    backfill's selection); with ``paths``, only those files/dirs; otherwise every
+    enabled agent's default and configured locations. ``force`` ignores watermarks
+    (backfill).
     """
     cfg = cfgmod.load_config(home)
     ctx = ctx or DiscoveryContext.from_env()
     problems: list[str] = [
         f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
         for name in cfgmod.unknown_agents(cfg, SOURCES)]
-    if paths:
+    if files is not None:
+        discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
+    elif paths:
         files, path_problems = files_for_paths(paths, agents)
         problems += path_problems
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]

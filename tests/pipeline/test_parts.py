@@ -142,3 +142,21 @@ def test_a_failed_part_fails_the_run_and_stores_nothing_after_it(tmp_path, monke
     i = order.index("codex")
     assert stored and stored <= set(order[:i]) and not stored & set(order[i:])
     assert run == [("ingest", "failed")]
+
+
+def test_run_ingest_reads_exactly_the_files_given_and_records_the_flow(tmp_path):
+    """Backfill's call: its selection as ``files``, watermarks ignored, its own run name."""
+    ctx = _corpus_ctx()
+    todo = _plan_todo(tmp_path / "fresh", ctx)
+    codex = [f for f, _ in todo if f.agent == "codex"][:2]
+    first = engine.run_ingest(tmp_path / "store", ctx=ctx)
+    again = engine.run_ingest(tmp_path / "store", files=codex, force=True, flow="backfill")
+    assert (again.files, again.files_read, again.entries_new) == (2, 2, 0)
+    assert again.bytes == sum(f.path.stat().st_size for f in codex) and again.lines > 0
+    assert again.per_agent == {}  # nothing new: every entry is stored already
+    conn = sqlite3.connect(tmp_path / "store" / "store.db")
+    try:
+        runs = conn.execute("SELECT flow, status, entries_new FROM runs ORDER BY run_id").fetchall()
+    finally:
+        conn.close()
+    assert runs == [("ingest", "ok", first.entries_new), ("backfill", "ok", 0)]
