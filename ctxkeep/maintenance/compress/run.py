@@ -48,6 +48,7 @@ from ctxkeep.sinks.sqlite import status as entry_status
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.transforms.tokens import estimate_tokens
+from ctxkeep.pipeline.transform import transform_batch
 
 __all__ = ["FileCheck", "FileResult", "Hooks", "hooks", "check_file", "check_files",
            "discovered_files", "files_to_compress", "verify_store", "compress_file",
@@ -361,7 +362,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
                        parser_version=SOURCES[file.agent].PARSER_VERSION,
                        state=dict(old_wm.state) if old_wm else {})
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
-        frames = pipeline.transform_batch(conn, Batch(marker_entries, [], wm),
+        frames = transform_batch(conn, Batch(marker_entries, [], wm),
                                           tombs if tombs is not None else sqlite_store.tombstoned(conn))
         sqlite_store.load_batch(conn, quarantine=[], watermark=wm, **frames)
         moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
