@@ -136,9 +136,10 @@ def message_entries(agent: str, row: dict, parts: list, project: str, src: str,
     return out
 
 
-def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
+def session_entries(agent: str, s: dict, project: str, src: str, model: str | None = None) -> list[dict]:
     """A meta entry per ``sessions`` row carrying the session's token totals as usage
-    (``usage_key`` ``<agent>:<session id>``; the larger total wins on re-reads), and a
+    (``usage_key`` ``<agent>:<session id>``; the larger total wins on re-reads) and
+    ``model`` (the session's model from ``messages.model``: ``session_models``), and a
     summary entry when the session has a ``summary`` text (Go opencode)."""
     sid = s["id"]
     ts = to_iso(s.get("created_at"))
@@ -147,7 +148,7 @@ def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
             "is_sidechain": bool(s.get("parent_session_id")), "role": "system"}
     inp, out = s.get("prompt_tokens"), s.get("completion_tokens")
     e = dict(base, kind="meta", tool_name="session", native_id=sid, record_id=f"{sid}:session",
-             text=str(s.get("title") or ""))
+             text=str(s.get("title") or ""), model=model or None)
     if inp or out:
         e.update(input_tokens=int(inp or 0), output_tokens=int(out or 0), cache_read_tokens=0,
                  cache_creation_tokens=0, usage_key=f"{agent}:{sid}")
@@ -156,6 +157,18 @@ def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
         res.append(dict(base, kind="summary", record_id=f"{sid}:summary", ts=to_iso(s.get("summarized_at")) or ts,
                         text=str(s["summary"])))
     return res
+
+
+def session_models(conn) -> dict[str, str]:
+    """session id -> the model of its assistant ``messages`` rows (the most frequent,
+    ties to the one seen first by rowid): the sessions' token totals carry no model."""
+    rows = conn.execute(
+        "SELECT session_id, model, count(*), min(rowid) FROM messages WHERE role = 'assistant' "
+        "AND coalesce(model, '') <> '' GROUP BY session_id, model ORDER BY session_id, 3 DESC, 4").fetchall()
+    out: dict[str, str] = {}
+    for sid, model, _n, _first in rows:
+        out.setdefault(sid, model)
+    return out
 
 
 def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | None,
@@ -194,12 +207,13 @@ def read_db(agent: str, parser_version: int, file: SourceFile, wm: Watermark | N
         sessions = [dict(zip([c[0] for c in cur.description], r))
                     for cur in [ro.conn.execute("SELECT * FROM sessions")] for r in cur.fetchall()]
         top = ro.conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
+        models = session_models(ro.conn) if "model" in cols else {}
     finally:
         ro.conn.close()
     if top < (mark.get("rowid") or 0):
         mark = {}  # rows were deleted and the table refilled: read it all again
     parents = {s["id"]: s.get("parent_session_id") or None for s in sessions}
-    entries = [e for s in sessions for e in session_entries(agent, s, project, src)]
+    entries = [e for s in sessions for e in session_entries(agent, s, project, src, models.get(s["id"]))]
     if ro.note:
         state["note"] = ro.note
     sel = ["rowid", "id", "session_id", "role", "parts", "model", "created_at", "updated_at",
