@@ -23,6 +23,9 @@ CREATE OR REPLACE MACRO cost_in_mode(mode, logged, calculated) AS
 CASE mode WHEN 'auto' THEN coalesce(logged, calculated) WHEN 'calculate' THEN calculated
           WHEN 'display' THEN logged END
 ;
+-- a sum of USD amounts that does not depend on the order of the rows (exact in DECIMAL)
+CREATE OR REPLACE MACRO usd_sum(x) AS CAST(sum(CAST(x AS DECIMAL(38, 12))) AS DOUBLE)
+;
 CREATE OR REPLACE MACRO daily_usage(tz) AS TABLE
 SELECT CAST(timezone(tz, ts) AS DATE) AS day, agent, model, project_dir,
        count(*) AS responses,
@@ -32,7 +35,7 @@ SELECT CAST(timezone(tz, ts) AS DATE) AS day, agent, model, project_dir,
        sum(reasoning_tokens) AS reasoning_tokens,
        sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
            + coalesce(cache_creation_tokens, 0)) AS total_tokens,
-       sum(cost_usd) AS cost_usd,
+       usd_sum(cost_usd) AS cost_usd,
        count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_responses
 FROM usage GROUP BY ALL
 ;
@@ -107,14 +110,21 @@ u AS (
            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
            sum(cache_read_tokens) AS cache_read_tokens,
            sum(cache_creation_tokens) AS cache_creation_tokens,
-           sum(cost_usd) AS cost_usd, count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_responses,
+           usd_sum(cost_usd) AS cost_usd, count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_responses,
            max(coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0)
                + coalesce(cache_creation_tokens, 0)) AS largest_context_tokens
     FROM usage GROUP BY agent, session_id),
 g AS (SELECT agent, session_id, max(cumulative_tokens) AS final_context_estimate
-      FROM context_growth GROUP BY ALL)
+      FROM context_growth GROUP BY ALL),
+a AS (  -- titles and first prompts of archived entries (their texts left SQLite)
+    SELECT agent, session_id,
+           arg_min(regexp_replace(trim(left(text, 200)), '\s+', ' ', 'g'), ts)
+               FILTER (WHERE kind = 'meta' AND tool_name = 'session' AND trim(coalesce(text, '')) <> '') AS title,
+           arg_min(regexp_replace(trim(left(text, 200)), '\s+', ' ', 'g'), ts)
+               FILTER (WHERE kind = 'message' AND role = 'user' AND trim(coalesce(text, '')) <> '') AS first_prompt
+    FROM archive WHERE status IS DISTINCT FROM 'rewound' GROUP BY agent, session_id)
 SELECT agg.agent, agg.session_id, parent.parent_session_id, proj.project_dir,
-       coalesce(t.title, t.first_prompt) AS title, agg.started, agg.ended, agg.entries,
+       coalesce(t.title, a.title, t.first_prompt, a.first_prompt) AS title, agg.started, agg.ended, agg.entries,
        agg.messages, agg.tool_calls, agg.tool_errors, agg.compactions,
        agg.token_estimate, agg.text_bytes, agg.is_sidechain, agg.has_archived,
        u.responses, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_creation_tokens,
@@ -127,6 +137,7 @@ LEFT JOIN parent USING (agent, session_id)
 LEFT JOIN session_text t USING (agent, session_id)
 LEFT JOIN u USING (agent, session_id)
 LEFT JOIN g USING (agent, session_id)
+LEFT JOIN a USING (agent, session_id)
 ;
 CREATE OR REPLACE VIEW compression AS
 SELECT run_id, started_at, finished_at, status, path, agent,
