@@ -106,3 +106,14 @@ def test_corpus_costs(corpus_store):
     assert charm == [("crush", "gpt-5", "logged"), ("crush", "gpt-5", "logged"),
                      ("opencode-go", "claude-4-sonnet", "logged")]
     assert unpriced == 0
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-20250514", "claude-opus-4-1-20250805", "gpt-5",
+                                   "gpt-5-codex", "gemini-2.5-flash", "claude-3-5-haiku-20241022"])
+def test_the_flat_price_shortcut_equals_genai_prices(model):
+    from genai_prices import Usage, calc_price
+    ts = dt.datetime(2025, 9, 1, 12, tzinfo=UTC)
+    for inp, out, cr, cw in ((1000, 2000, 30000, 4000), (7, 0, 0, 0), (0, 0, 5_000_000, 0), (0, 10, 0, 900)):
+        want = calc_price(Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw,
+                                output_tokens=out), model, genai_request_timestamp=ts).total_price
+        assert cost.Pricer().price("claude-code", model, ts, inp, out, cr, cw) == pytest.approx(float(want), rel=1e-12)

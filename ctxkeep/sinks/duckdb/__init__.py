@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 from pathlib import Path
 
 import duckdb
@@ -89,7 +90,8 @@ def _model_sql(home: Path) -> list[str]:
 
 def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
     """Open ``<home>/analytics.duckdb`` (created 0600); a writable open creates the
-    tables and (re)creates the views and macros of ``model.sql`` (the ``archive`` view
+    tables and (re)creates the views and macros of ``model.sql`` when their text changed
+    since the last open (the ``archive`` view
     over the Parquet files present now: none gives an empty view). Raises
     duckdb.IOException when another process holds the file."""
     path = Path(home) / DB_NAME
@@ -107,12 +109,16 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
     if _meta(con, "model_version") < MODEL_VERSION:
         for t in _DERIVED:
             con.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
-        con.execute("DELETE FROM meta WHERE key IN ('text_rowid', 'price_version')")
+        con.execute("DELETE FROM meta WHERE key IN ('text_rowid', 'price_version', 'model_sql')")
     for stmt in DDL[1:]:
         con.execute(stmt)
     con.execute("INSERT OR REPLACE INTO meta VALUES('model_version', ?)", [MODEL_VERSION])
-    for stmt in _model_sql(home):
-        con.execute(stmt)
+    stmts = _model_sql(home)
+    digest = zlib.crc32("\n;".join(stmts).encode())
+    if _meta(con, "model_sql") != digest:  # views unchanged since the last open: kept
+        for stmt in stmts:
+            con.execute(stmt)
+        con.execute("INSERT OR REPLACE INTO meta VALUES('model_sql', ?)", [digest])
     return con
 
 
@@ -199,7 +205,6 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
 def _prices(home: Path) -> tuple[dict, int]:
     """The ``prices.toml`` overrides of ``home`` and a fingerprint of the prices in
     force (genai-prices version + the file's text)."""
-    import zlib
     from importlib.metadata import version
 
     from ctxkeep.transforms import cost

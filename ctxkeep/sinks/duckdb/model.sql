@@ -43,9 +43,9 @@ CREATE OR REPLACE VIEW daily_usage AS SELECT * FROM daily_usage('UTC')
 ;
 CREATE OR REPLACE VIEW context_growth AS
 SELECT agent, session_id,
-       sum(CASE WHEN kind = 'message' AND role = 'user' THEN 1 ELSE 0 END) OVER w AS turn,
+       CAST(sum(CASE WHEN kind = 'message' AND role = 'user' THEN 1 ELSE 0 END) OVER w AS BIGINT) AS turn,
        entry_id, ts, kind, role, token_estimate, archived,
-       sum(coalesce(token_estimate, 0)) OVER w AS cumulative_tokens
+       CAST(sum(coalesce(token_estimate, 0)) OVER w AS BIGINT) AS cumulative_tokens
 FROM history
 WINDOW w AS (PARTITION BY agent, session_id
              ORDER BY ts NULLS LAST, source_offset, sqlite_rowid, entry_id
