@@ -63,12 +63,6 @@ class Override:
     cache_read_mtok: float | None = None
     cache_write_mtok: float | None = None
 
-    def price(self, inp: int, out: int, cache_read: int, cache_write: int) -> float:
-        cr = self.input_mtok if self.cache_read_mtok is None else self.cache_read_mtok
-        cw = self.input_mtok if self.cache_write_mtok is None else self.cache_write_mtok
-        return (inp * self.input_mtok + out * self.output_mtok + cache_read * cr
-                + cache_write * cw) / 1e6
-
 
 def parse_prices_toml(text: str) -> dict[str, Override]:
     """The overrides of a ``prices.toml``: one table per model id (matched exactly,
@@ -141,6 +135,25 @@ class Pricer:
     overrides: dict[str, Override] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
 
+    def rates(self, model: str | None, day: dt.date) -> tuple[float, float, float, float] | None | str:
+        """The flat rates (input, output, cache read, cache write; USD per MTok) of
+        ``model`` on UTC ``day``: from ``prices.toml``, else genai-prices. ``"tiered"``
+        when the price depends on a request's size (price each response with
+        ``price``); None (and remembered in ``unknown``) when the model is empty or
+        unknown."""
+        if not model:
+            return None
+        o = self.overrides.get(model.lower())
+        if o is not None:
+            cr = o.input_mtok if o.cache_read_mtok is None else o.cache_read_mtok
+            cw = o.input_mtok if o.cache_write_mtok is None else o.cache_write_mtok
+            return (o.input_mtok, o.output_mtok, cr, cw)
+        if _model_price(model, day) is None:
+            self.unknown.add(model)
+            return None
+        flat = _flat_rates(model, day)
+        return "tiered" if flat is None else flat
+
     def price(self, agent: str, model: str | None, ts: dt.datetime | None, input_tokens: int | None,
               output_tokens: int | None, cache_read_tokens: int | None,
               cache_creation_tokens: int | None, reasoning_tokens: int | None = 0) -> float | None:
@@ -153,21 +166,16 @@ class Pricer:
         cr, cw = cache_read_tokens or 0, cache_creation_tokens or 0
         if agent in REASONING_OUTSIDE_OUTPUT:
             out += reasoning_tokens or 0
-        o = self.overrides.get(model.lower())
-        if o is not None:
-            return o.price(inp, out, cr, cw)
         day = (ts or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).date()
-        mp = _model_price(model, day)
-        if mp is None:
-            self.unknown.add(model)
+        r = self.rates(model, day)
+        if r is None:
             return None
-        flat = _flat_rates(model, day)
-        if flat is not None:
-            return (inp * flat[0] + out * flat[1] + cr * flat[2] + cw * flat[3]) / 1e6
+        if r != "tiered":
+            return (inp * r[0] + out * r[1] + cr * r[2] + cw * r[3]) / 1e6
         from genai_prices import Usage
         usage = Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw,
                       output_tokens=out)
-        return float(mp.calc_price(usage)["total_price"])
+        return float(_model_price(model, day).calc_price(usage)["total_price"])
 
 
 def choose(mode: str, logged: float | None, calculated: float | None) -> tuple[float | None, str]:

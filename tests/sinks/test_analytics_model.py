@@ -403,3 +403,19 @@ def test_every_documented_relation_exists(corpus_store, view):
     missing = [c for c in cols if f"`{c}`" not in doc]
     assert missing == []
 
+
+
+def test_tiered_prices_are_computed_per_response(tmp_path):
+    # gemini-2.5-pro: up to 200k input tokens $1.25 input / $10 output per MTok,
+    # above $2.50 / $15 (genai-prices' tiers) — so each response is priced alone
+    rows = [("k1", "gemini-cli", "2025-09-01T10:00:00.000000Z", "gemini-2.5-pro", 250_000, 1000, 0, 0),
+            ("k2", "gemini-cli", "2025-09-01T11:00:00.000000Z", "gemini-2.5-pro", 1000, 1000, 0, 0)]
+    sq, _ = _usage_store(tmp_path, rows)
+    sq.close()
+    con = _duck(tmp_path)
+    try:
+        got = con.execute("SELECT usage_key, round(cost_usd, 9) FROM usage ORDER BY 1").fetchall()
+    finally:
+        con.close()
+    assert got == [("k1", round((250_000 * 2.5 + 1000 * 15) / 1e6, 9)),
+                   ("k2", round((1000 * 1.25 + 1000 * 10) / 1e6, 9))]

@@ -238,15 +238,18 @@ def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dic
 
 def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, home: Path) -> dict:
     """Upsert DuckDB ``usage`` from SQLite ``usage`` by ``usage_key``: rows new or
-    changed (tokens, model, time) since the last sync are priced (``transforms.cost``,
-    each at its own ``ts``) and written; keys gone from SQLite are deleted; all rows are
-    re-priced when the prices changed (another genai-prices version, an edited
-    ``prices.toml``). A logged cost is taken from a SQLite ``usage.cost_usd`` column
-    when the store has one (USD). A row without a model gets the agent version's
-    documented default (``cost.assumed_model``) with ``model_source = 'assumed'``.
-    ``machine`` is this host's name (``socket.gethostname()``). Returns
-    ``{"usage_rows": rows in SQLite, "usage_changed": rows written,
+    changed (tokens, model, time, logged cost) since the last sync are priced
+    (``transforms.cost``, each at its own ``ts``) and written; keys gone from SQLite are
+    deleted; all rows are re-priced when the prices changed (another genai-prices
+    version, an edited ``prices.toml``). A logged cost is taken from a SQLite
+    ``usage.cost_usd`` column when the store has one (USD). A row without a model gets
+    the agent version's documented default (``cost.assumed_model``) with
+    ``model_source = 'assumed'``. ``machine`` is this host's name
+    (``socket.gethostname()``). The rates are looked up once per model and UTC day and
+    the arithmetic is done in DuckDB; only tiered prices are computed per response in
+    Python. Returns ``{"usage_rows": rows in SQLite, "usage_changed": rows written,
     "unpriced_models": sorted models that had no price}``."""
+    import datetime as dt
     import socket
 
     from ctxkeep.transforms import cost
@@ -254,68 +257,100 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
     logged = "cost_usd" if "cost_usd" in scols else "NULL"
     names = _UCOLS + ["logged_cost_usd"]
-    src = _arrow(sqlite_conn.execute(f"SELECT {', '.join(_UCOLS)}, {logged} FROM usage"), names)
-    if src.num_rows and src.schema.field("logged_cost_usd").type == pa.null():
-        src = src.set_column(src.schema.get_field_index("logged_cost_usd"), "logged_cost_usd",
-                             pa.array([None] * src.num_rows, pa.float64()))
-    if not src.num_rows:
-        src = pa.table({n: pa.array([], pa.float64() if n == "logged_cost_usd" else
-                                    (pa.int64() if n in USAGE_COLUMNS else pa.string())) for n in names})
+    rows = sqlite_conn.execute(f"SELECT {', '.join(_UCOLS)}, {logged} FROM usage").fetchall()
+    cols = list(zip(*rows)) if rows else [[] for _ in names]
+    src = pa.table({n: pa.array(c, pa.float64() if n == "logged_cost_usd" else
+                                (pa.int64() if n in USAGE_COLUMNS else pa.string()))
+                    for n, c in zip(names, cols)})
     con.register("_usage", src)
     try:
         same = " AND ".join(f"d.{c} IS NOT DISTINCT FROM s.{c}" for c in
-                            ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id"))
+                            ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id",
+                             "logged_cost_usd"))
         reprice = _meta(con, "price_version") != fp
-        changed = con.execute(
-            f"SELECT {', '.join('s.' + c for c in _UCOLS)}, CAST(s.logged_cost_usd AS DOUBLE), "
-            f"CAST(s.ts AS TIMESTAMPTZ) FROM _usage s LEFT JOIN usage d USING (usage_key) "
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE _changed AS SELECT s.* REPLACE (CAST(s.ts AS TIMESTAMPTZ) AS ts), "
+            f"CAST(CAST(s.ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS DATE) AS day "
+            f"FROM _usage s LEFT JOIN usage d USING (usage_key) "
             f"WHERE d.usage_key IS NULL OR ? OR NOT ({same} AND d.ts IS NOT DISTINCT FROM CAST(s.ts AS TIMESTAMPTZ) "
-            f"AND (d.model_source = 'assumed' OR d.model IS NOT DISTINCT FROM s.model) "
-            f"AND d.logged_cost_usd IS NOT DISTINCT FROM CAST(s.logged_cost_usd AS DOUBLE))",
-            [reprice]).fetchall()
+            f"AND (d.model_source = 'assumed' OR d.model IS NOT DISTINCT FROM s.model))", [reprice])
+        n = con.execute("SELECT count(*) FROM _changed").fetchall()[0][0]
+        if n == 0 and not reprice:  # nothing new: only keys gone from SQLite (a purge) to drop
+            con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
+            unpriced = sorted(m for (m,) in con.execute(
+                "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL").fetchall())
+            return {"usage_rows": src.num_rows, "usage_changed": 0, "unpriced_models": unpriced}
+        # the model of rows that name none: the agent version's documented default
+        bare = [r[0] for r in con.execute("SELECT DISTINCT session_id FROM _changed WHERE agent = 'codex' "
+                                          "AND coalesce(model, '') = '' AND session_id IS NOT NULL").fetchall()]
+        assumed = {sid: m for sid, v in _codex_versions(sqlite_conn, sorted(bare)).items()
+                   if (m := cost.assumed_model("codex", v))}
+        con.register("_assumed", pa.table({"session_id": pa.array(list(assumed), pa.string()),
+                                           "model": pa.array(list(assumed.values()), pa.string())}))
+        con.execute("CREATE OR REPLACE TEMP TABLE _attr AS SELECT c.*, "
+                    "CASE WHEN coalesce(c.model, '') <> '' THEN c.model "
+                    "     WHEN c.agent = 'codex' THEN a.model END AS priced_model, "
+                    "CASE WHEN coalesce(c.model, '') <> '' THEN 'logged' "
+                    "     WHEN c.agent = 'codex' AND a.model IS NOT NULL THEN 'assumed' END AS msrc "
+                    "FROM _changed c LEFT JOIN _assumed a USING (session_id)")
+        con.unregister("_assumed")
         pricer = cost.Pricer(overrides)
-        versions = _codex_versions(sqlite_conn, sorted({r[2] for r in changed if r[1] == "codex" and not r[5]}))
+        rates, tiered = [], []
+        for model, day in con.execute("SELECT DISTINCT priced_model, day FROM _attr "
+                                      "WHERE priced_model IS NOT NULL").fetchall():
+            r = pricer.rates(model, day or dt.datetime.now(dt.timezone.utc).date())
+            if r == "tiered":
+                tiered.append((model, day))
+            elif r is not None:
+                rates.append((model, day, *r))
+        tier_cost = {}
+        if tiered:
+            con.register("_tiered_keys", pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}))
+            for key, agent, model, ts, *tok in con.execute(
+                    f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)} FROM _attr "
+                    "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day").fetchall():
+                tier_cost[key] = pricer.price(agent, model, ts, *tok)
+            con.unregister("_tiered_keys")
+        con.register("_rates", pa.table({
+            "model": pa.array([r[0] for r in rates], pa.string()), "day": pa.array([r[1] for r in rates], pa.date32()),
+            **{k: pa.array([r[2 + i] for r in rates], pa.float64())
+               for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw"))}}))
+        con.register("_tier_cost", pa.table({"usage_key": pa.array(list(tier_cost), pa.string()),
+                                             "c": pa.array(list(tier_cost.values()), pa.float64())}))
+        reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
         host = socket.gethostname()
-        out = {n: [] for n in names + ["model_source", "calculated_cost_usd", "cost_usd",
-                                       "cost_source", "machine"]}
-        ix = {n: i for i, n in enumerate(_UCOLS)}
-        for r in changed:
-            ts = r[-1]
-            model, msrc = r[ix["model"]] or None, "logged"
-            if model is None:
-                model = cost.assumed_model(r[ix["agent"]], versions.get(r[ix["session_id"]]))
-                msrc = "assumed" if model else None
-            calc = pricer.price(r[ix["agent"]], model, ts, *(r[ix[c]] for c in USAGE_COLUMNS[:4]),
-                                r[ix["reasoning_tokens"]])
-            c, csrc = cost.choose("auto", r[len(_UCOLS)], calc)
-            for n in _UCOLS:
-                out[n].append(r[ix[n]])
-            out["ts"][-1] = ts
-            out["model"][-1] = model
-            out["logged_cost_usd"].append(r[len(_UCOLS)])
-            for n, v in (("model_source", msrc), ("calculated_cost_usd", calc), ("cost_usd", c),
-                         ("cost_source", csrc), ("machine", host)):
-                out[n].append(v)
-        types = {"ts": pa.timestamp("us", "UTC"), **{c: pa.int64() for c in USAGE_COLUMNS},
-                 **{c: pa.float64() for c in ("logged_cost_usd", "calculated_cost_usd", "cost_usd")}}
-        tbl = pa.table({n: pa.array(v, types.get(n, pa.string())) for n, v in out.items()})
-        con.register("_priced", tbl)
         con.execute("BEGIN")
         try:
             con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
-            if tbl.num_rows:
-                con.execute("INSERT OR REPLACE INTO usage BY NAME SELECT * FROM _priced")
+            con.execute(
+                "INSERT OR REPLACE INTO usage BY NAME "
+                "WITH p AS (SELECT a.*, coalesce(t.c, "
+                "  (coalesce(input_tokens, 0) * r.r_in + coalesce(cache_read_tokens, 0) * r.r_cr "
+                "   + coalesce(cache_creation_tokens, 0) * r.r_cw + (coalesce(output_tokens, 0) "
+                f"   + CASE WHEN agent IN ({reasoning}) THEN coalesce(reasoning_tokens, 0) ELSE 0 END) * r.r_out"
+                "  ) / 1e6) AS calc "
+                "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
+                "  LEFT JOIN _tier_cost t USING (usage_key)) "
+                f"SELECT {', '.join(c for c in _UCOLS if c != 'model')}, priced_model AS model, "
+                "msrc AS model_source, logged_cost_usd, calc AS calculated_cost_usd, "
+                "coalesce(logged_cost_usd, calc) AS cost_usd, "
+                "CASE WHEN logged_cost_usd IS NOT NULL THEN 'logged' WHEN calc IS NOT NULL THEN 'calculated' "
+                "     ELSE 'none' END AS cost_source, ? AS machine FROM p", [host])
             con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', ?)", [fp])
         except BaseException:
             con.execute("ROLLBACK")
             raise
         con.execute("COMMIT")
-        con.unregister("_priced")
         unpriced = sorted(m for (m,) in con.execute(
             "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL").fetchall())
-        return {"usage_rows": src.num_rows, "usage_changed": tbl.num_rows, "unpriced_models": unpriced}
+        return {"usage_rows": src.num_rows, "usage_changed": n, "unpriced_models": unpriced}
     finally:
-        con.unregister("_usage")
+        for t in ("_usage", "_rates", "_tier_cost"):
+            try:
+                con.unregister(t)
+            except Exception:
+                pass
+        con.execute("DROP TABLE IF EXISTS _changed; DROP TABLE IF EXISTS _attr")
 
 
 def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection) -> None:
