@@ -9,7 +9,8 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
 - ``sessions(id, parent_session_id, title, message_count, prompt_tokens,
   completion_tokens, cost, [summary, summarized_at,] updated_at, created_at
   [, summary_message_id])``: token totals per session (the only usage these agents
-  store; counted on the day the session started, the model is not recorded);
+  store; counted on the day the session started; the row names no model, so the
+  session's usage takes the model of its assistant ``messages``: ``session_models``);
 - ``messages(id, session_id, role, parts, model, created_at, updated_at,
   finished_at [, provider])``: ``role`` user/assistant/tool; ``parts`` a JSON array of
   ``{type, data}`` with type ``text`` {text}, ``reasoning`` {thinking},

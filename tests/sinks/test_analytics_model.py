@@ -22,6 +22,15 @@ def _duck(home):
     return duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
 
 
+def _rows(home, sql: str, params=()) -> list[tuple]:
+    """One query on the analytics file, read-only."""
+    con = _duck(home)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
 def _largest_session(sq) -> tuple[str, str]:
     return sq.execute("SELECT agent, session_id FROM entries WHERE agent = 'claude-code' "
                       "GROUP BY 1, 2 ORDER BY sum(token_estimate) DESC LIMIT 1").fetchone()
@@ -246,12 +255,8 @@ def test_usage_is_upserted_by_key_not_reloaded(tmp_path):
     r = duckdb_store.sync(sq, tmp_path)
     sq.close()
     assert (r["usage_rows"], r["usage_changed"]) == (3, 1)
-    con = _duck(tmp_path)
-    try:
-        got = con.execute("SELECT usage_key, output_tokens, machine, cost_source, model_source, "
-                          "round(cost_usd, 9) FROM usage ORDER BY 1").fetchall()
-    finally:
-        con.close()
+    got = _rows(tmp_path, "SELECT usage_key, output_tokens, machine, cost_source, model_source, "
+                  "round(cost_usd, 9) FROM usage ORDER BY 1")
     host = socket.gethostname()
     # claude-sonnet-4: $3 input, $15 output per million tokens
     assert got == [("k1", 10, "elsewhere", "calculated", "logged", round((100 * 3 + 10 * 15) / 1e6, 9)),
@@ -319,12 +324,8 @@ def test_compression_reads_the_compress_runs(tmp_path):
                                             "tokens_before": 3, "tokens_after": 2})
     duckdb_store.sync(sq, tmp_path)
     sq.close()
-    con = _duck(tmp_path)
-    try:
-        got = con.execute("SELECT run_id, path, agent, bytes_before, bytes_after, bytes_saved, tokens_before, "
-                          "tokens_after, tokens_saved FROM compression ORDER BY run_id, path").fetchall()
-    finally:
-        con.close()
+    got = _rows(tmp_path, "SELECT run_id, path, agent, bytes_before, bytes_after, bytes_saved, tokens_before, "
+                  "tokens_after, tokens_saved FROM compression ORDER BY run_id, path")
     assert got == [(run, "/a.jsonl", "claude-code", 1000, 400, 600, 300, 120, 180),
                    (run, "/b.jsonl", "codex", 50, 45, 5, 10, 9, 1),
                    (old, None, None, 7, 5, 2, 3, 2, 1)]
@@ -412,10 +413,6 @@ def test_tiered_prices_are_computed_per_response(tmp_path):
             ("k2", "gemini-cli", "2025-09-01T11:00:00.000000Z", "gemini-2.5-pro", 1000, 1000, 0, 0)]
     sq, _ = _usage_store(tmp_path, rows)
     sq.close()
-    con = _duck(tmp_path)
-    try:
-        got = con.execute("SELECT usage_key, round(cost_usd, 9) FROM usage ORDER BY 1").fetchall()
-    finally:
-        con.close()
+    got = _rows(tmp_path, "SELECT usage_key, round(cost_usd, 9) FROM usage ORDER BY 1")
     assert got == [("k1", round((250_000 * 2.5 + 1000 * 15) / 1e6, 9)),
                    ("k2", round((1000 * 1.25 + 1000 * 10) / 1e6, 9))]
