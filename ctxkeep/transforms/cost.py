@@ -27,7 +27,8 @@ import datetime as dt
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 #: ``auto``: the cost an agent logged, else the calculated one; ``calculate``: always the
 #: calculated one; ``display``: only logged costs (as ccusage's ``--mode``)

@@ -83,7 +83,7 @@ def test_corpus_costs(corpus_store):
     """The corpus store: Claude Code's 2025-06-08 (tokens as ccusage reports them) costs
     the list price; the Codex 0.34 rollout is priced as gpt-5 (assumed); Crush and Go
     opencode carry their sessions' models; no priced model is missing a price."""
-    home, summary = corpus_store
+    home, _ = corpus_store
     con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
     try:
         day = con.execute("SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd "
@@ -117,3 +117,14 @@ def test_the_flat_price_shortcut_equals_genai_prices(model):
         want = calc_price(Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw,
                                 output_tokens=out), model, genai_request_timestamp=ts).total_price
         assert cost.Pricer().price("claude-code", model, ts, inp, out, cr, cw) == pytest.approx(float(want), rel=1e-12)
+
+
+def test_a_bad_prices_toml_is_one_error_naming_the_file(tmp_path):
+    import sqlite3
+    (tmp_path / "prices.toml").write_text("[models.x\n")
+    con = duckdb_store.connect(tmp_path)
+    try:
+        with pytest.raises(ValueError, match=r"prices\.toml: "):
+            duckdb_store.sync_usage(sqlite3.connect(":memory:"), con, tmp_path)
+    finally:
+        con.close()

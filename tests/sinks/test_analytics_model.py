@@ -3,7 +3,6 @@ independently, from SQLite directly, never from the view under test."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sqlite3
 
 import duckdb

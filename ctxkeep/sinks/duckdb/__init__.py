@@ -212,7 +212,7 @@ def _prices(home: Path) -> tuple[dict, int]:
     text = p.read_text(encoding="utf-8") if p.is_file() else ""
     try:
         overrides = cost.parse_prices_toml(text) if text else {}
-    except Exception as e:
+    except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
         raise ValueError(f"{p}: {e}") from None
     return overrides, zlib.crc32(f"{version('genai-prices')}\0{text}".encode())
 
@@ -346,10 +346,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
         return {"usage_rows": src.num_rows, "usage_changed": n, "unpriced_models": unpriced}
     finally:
         for t in ("_usage", "_rates", "_tier_cost"):
-            try:
-                con.unregister(t)
-            except Exception:
-                pass
+            con.unregister(t)  # a name never registered is a no-op
         con.execute("DROP TABLE IF EXISTS _changed; DROP TABLE IF EXISTS _attr")
 
 
