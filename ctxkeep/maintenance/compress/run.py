@@ -86,6 +86,12 @@ class FileCheck:
     backups: int
 
 
+#: the per-file figures a compress run records in ``runs.detail["files_detail"]`` (read
+#: by the DuckDB ``compression`` view)
+_FILE_FIGURES = ("path", "agent", "status", "bytes_before", "bytes_after", "tokens_before",
+                 "tokens_after")
+
+
 @dataclass
 class FileResult:
     """What compress did to one file. ``status``: ``compressed``, ``would-compress``
@@ -467,7 +473,8 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                 sqlite_store.finish_run(conn, run_id, status, {
                     "files": len(results), "bytes": summary["bytes_before"] - summary["bytes_after"],
                     "seconds": summary["seconds"], **{k: v for k, v in summary.items() if k != "files"},
-                    "paths": [x.path for x in done]})
+                    "paths": [x.path for x in done],
+                    "files_detail": [{k: getattr(x, k) for k in _FILE_FIGURES} for x in done]})
             finally:
                 conn.close()
     return summary
