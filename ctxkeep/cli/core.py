@@ -25,6 +25,7 @@ def ingest(
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
     from ctxkeep.pipeline import engine as pipeline
+    from ctxkeep.pipeline.plan import plan
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sources import SOURCES
 
@@ -41,7 +42,7 @@ def ingest(
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
         try:
-            p = pipeline.plan(h, conn, agents=agent or None, paths=path or None)
+            p = plan(h, conn, agents=agent or None, paths=path or None)
             behind = not p.todo and sqlite_store.analytics_behind(conn)
         finally:
             conn.close()
@@ -74,17 +75,20 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
     pipeline.hooks.on_wait = lambda where: err.print(
         f"waiting for another ctxkeep run on this store to finish ({where})…", highlight=False, style="dim")
-    with prog:
-        if no_prefect:
-            return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
-        from ctxkeep.flows.prefect_env import configure_prefect
-        configure_prefect(h)
-        if show and not os.environ.get("PREFECT_API_URL"):
-            prog.console.print("starting Prefect's temporary local server for the flow run "
-                               "(15-50 s; `ctxkeep serve` keeps one running, --no-prefect skips it)",
-                               highlight=False, style="dim")
-        from ctxkeep.flows.ingest import ingest_flow
-        return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
+    try:
+        with prog:
+            if no_prefect:
+                return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
+            from ctxkeep.flows.prefect_env import configure_prefect
+            configure_prefect(h)
+            if show and not os.environ.get("PREFECT_API_URL"):
+                prog.console.print("starting Prefect's temporary local server for the flow run "
+                                   "(15-50 s; `ctxkeep serve` keeps one running, --no-prefect skips it)",
+                                   highlight=False, style="dim")
+            from ctxkeep.flows.ingest import ingest_flow
+            return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
+    finally:  # run_ingest falls back to the hooks: none outlives this command
+        pipeline.hooks.on_plan = pipeline.hooks.on_bytes = pipeline.hooks.on_wait = None
 
 
 def _print_summary(s: dict) -> None:

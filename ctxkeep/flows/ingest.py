@@ -1,52 +1,63 @@
-"""The ingest flow (Prefect): discover → read new bytes in bounded batches → transform →
-load SQLite → sync DuckDB. The work is done by ``flows.pipeline``; this module adds the
-orchestration: a task per agent (retried on a transient store lock), logging, and the
-run record.
+"""The ingest flow (Prefect) over the plain engine (``pipeline.engine.run_ingest``, the
+run the CLI's ``--no-prefect`` and backfill make): the same lock, plan, writer, DuckDB
+sync and run record. What Prefect adds: each part's extract + transform (one agent's
+files, ``pipeline.plan.Part``) is a task submitted to the flow's task runner (so a
+distributed runner can spread them) and retried on a transient failure; the one
+writer stores their groups in plan order; the run summary is published as a table
+artifact (key ``ingest-summary``).
 
 Runs with no Prefect server configured (Prefect starts its temporary local server) or
 against ``PREFECT_API_URL``.
 """
 from __future__ import annotations
 
-from pathlib import Path  # noqa: E402
+import sqlite3
+from pathlib import Path
 
-from prefect import flow, get_run_logger, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
 
-from ctxkeep.errors import StoreBusy  # noqa: E402
-from ctxkeep.sinks import sqlite as sqlite_store  # noqa: E402
-from ctxkeep.sinks.files import ANALYTICS_DB  # noqa: E402
-from ctxkeep.sinks.lock import hold  # noqa: E402
-from ctxkeep.pipeline import engine as pipeline  # noqa: E402
+from ctxkeep.errors import CtxkeepError
+from ctxkeep.pipeline import engine
+from ctxkeep.pipeline.plan import Part, Plan
 
-
-@task(name="ingest-agent", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE,
-      persist_result=False,
-      retry_condition_fn=lambda t, r, s: isinstance(s.result(raise_on_failure=False), StoreBusy))
-def ingest_agent_files(home: str, agent: str, todo: list, tombs: dict) -> dict:
-    """Ingest one agent's changed files; returns summed figures."""
-    conn = sqlite_store.connect(Path(home))
-    try:
-        return pipeline.ingest_files(conn, todo, tombs, pipeline.hooks.on_bytes)
-    finally:
-        conn.close()
+#: key of the table artifact each flow run publishes (Prefect: lowercase, digits, dashes)
+SUMMARY_ARTIFACT = "ingest-summary"
 
 
-def _analytics_behind(home: Path) -> bool:
-    conn = sqlite_store.connect(home, readonly=True)
-    try:
-        return sqlite_store.analytics_behind(conn)
-    finally:
-        conn.close()
+def transient(exc: BaseException | None) -> bool:
+    """True for an error the same task may not meet again: a ``CtxkeepError`` marked
+    transient (StoreBusy), or SQLite reporting the database locked or busy."""
+    if isinstance(exc, CtxkeepError):
+        return exc.transient
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        w in str(exc) for w in ("locked", "busy"))
 
 
-@task(name="sync-analytics", cache_policy=NO_CACHE, persist_result=False)
-def sync_analytics(home: str) -> str:
-    conn = sqlite_store.connect(Path(home))
-    try:
-        return pipeline.sync_analytics(conn, Path(home))
-    finally:
-        conn.close()
+def _retry_transient(task_, task_run, state) -> bool:
+    return transient(state.result(raise_on_failure=False))
+
+
+@task(name="extract-transform", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE,
+      persist_result=False, retry_condition_fn=_retry_transient)
+def extract_transform(home: str, part: Part, tombs: dict) -> list:
+    """One part's extract + transform (``engine.extract_transform_part``): its groups
+    (``pipeline.writer.Group``), ready for the flow's writer. Writes nothing, so a
+    retry repeats nothing."""
+    return engine.extract_transform_part(Path(home), part, tombs)
+
+
+def summary_table(summary: dict) -> list[dict]:
+    """The rows of the summary artifact: ``{"figure", "value"}`` per figure of
+    ``engine.Summary.as_dict()`` (bytes: raw bytes; seconds: wall time), then the new
+    entries of each agent, then each problem."""
+    rows = [{"figure": k, "value": summary[k]} for k in (
+        "files", "files_read", "files_vanished", "bytes", "lines", "entries_new", "quarantined",
+        "status_changed", "seconds", "analytics")]
+    rows += [{"figure": f"entries_new {a}", "value": n} for a, n in sorted(summary["per_agent"].items())]
+    rows += [{"figure": "problem", "value": p} for p in summary["problems"]]
+    return rows
 
 
 @flow(name="ingest", log_prints=False, persist_result=False)
@@ -54,43 +65,24 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
                 force: bool = False) -> dict:
     """Ingest every enabled agent's new session bytes into the store at ``home``.
 
-    Returns the run summary (``pipeline.Summary.as_dict()``).
+    Returns the run summary (``engine.Summary.as_dict()``), also published as the
+    table artifact ``ingest-summary``.
     """
-    import time
-
     log = get_run_logger()
-    t0 = time.perf_counter()
-    h = Path(home)
-    with hold(h, what="ingest", on_wait=pipeline.hooks.on_wait):
-        conn = sqlite_store.connect(h)
-        try:
-            p = pipeline.plan(h, conn, agents=agents, paths=[Path(x) for x in paths or []], force=force)
-            tombs = sqlite_store.tombstoned(conn)
-        finally:
-            conn.close()
-        if pipeline.hooks.on_plan:
-            pipeline.hooks.on_plan(p)
+
+    def on_plan(p: Plan) -> None:
         log.info("%d files to read (%d unchanged), %.1f MB", len(p.todo), p.unchanged,
                  p.pending_bytes / 1e6)
-        s = pipeline.Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
-        with sqlite_store.recorded_run(h, "ingest", t0=t0) as run:
-            run.summary = s.as_dict
-            by_agent: dict[str, list] = {}
-            for f, wm in p.todo:
-                by_agent.setdefault(f.agent, []).append((f, wm))
-            for agent, todo in by_agent.items():
-                r = ingest_agent_files.with_options(name=f"ingest-{agent}")(home, agent, todo, tombs)
-                s.files_read += r["files_read"]
-                s.files_vanished += r["vanished"]
-                s.bytes += r["bytes"]
-                s.lines += r["lines"]
-                s.entries_new += r["entries_new"]
-                s.quarantined += r["quarantined"]
-                s.status_changed += r["status_changed"]
-                s.per_agent[agent] = r["entries_new"]
-            if (s.entries_new or s.status_changed or not (h / ANALYTICS_DB).exists()
-                    or _analytics_behind(h)):
-                s.analytics = sync_analytics(home)
-        s.seconds = run.seconds
-    log.info("ingest done: %s", s.as_dict())
-    return s.as_dict()
+        if engine.hooks.on_plan:
+            engine.hooks.on_plan(p)
+
+    def submit(part: Part, tombs: dict):
+        return extract_transform.with_options(name=f"extract-transform-{part.name}").submit(
+            home, part, tombs)
+
+    s = engine.run_ingest(Path(home), agents=agents, paths=[Path(x) for x in paths or []],
+                          force=force, on_plan=on_plan, submit=submit).as_dict()
+    create_table_artifact(key=SUMMARY_ARTIFACT, table=summary_table(s),
+                          description=f"ctxkeep ingest into {home}")
+    log.info("ingest done: %s", s)
+    return s

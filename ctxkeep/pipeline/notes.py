@@ -12,12 +12,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-import polars as pl
-
 from ctxkeep.errors import UsageError
-from ctxkeep.transforms.chunk import chunks_frame
-from ctxkeep.transforms.normalize import contents_frame, entries_frame, usage_frame
-from ctxkeep.transforms.tokens import estimate_tokens
+from ctxkeep.pipeline.transform import transform_entries
+from ctxkeep.transforms.normalize import entries_frame, usage_frame
 from ctxkeep.sinks import sqlite as sqlite_store
 
 NOTE_AGENT = "note"
@@ -91,15 +88,12 @@ def index_note(conn: sqlite3.Connection, label: str, *, text: str | None = None,
         "text": text, "source_path": source, "source_offset": 0,
         "record_id": f"{label}:{digest}",
     }])
-    contents = contents_frame(frame)
-    known = sqlite_store.existing_contents(conn, contents["content_hash"].to_list())
-    fresh = contents.filter(~pl.col("content_hash").is_in(list(known))) if known else contents
-    counts, methods = estimate_tokens(fresh["text"].to_list())
-    fresh = fresh.with_columns(pl.Series("token_estimate", counts, dtype=pl.Int64),
-                               pl.Series("token_method", methods, dtype=pl.String))
-    tok = counts[0] if counts else next(iter(known.values()), 0)
-    frame = frame.with_columns(pl.lit(tok, dtype=pl.Int64).alias("token_estimate"))
-    sqlite_store.load_batch(conn, entries=frame, contents=fresh, chunks=chunks_frame(fresh),
+    # the ingest's transform, but for the dedup: a note indexed again is loaded again
+    # (INSERT OR IGNORE), also when retention archived it or its label was purged
+    frames = transform_entries(conn, frame, frame)
+    frame, fresh = frames["entries"], frames["contents"]
+    tok = int(frame["token_estimate"][0])
+    sqlite_store.load_batch(conn, entries=frame, contents=fresh, chunks=frames["chunks"],
                             usage=usage_frame(frame), quarantine=[])
     # the new entry is in; now drop what the label held before (same text: same id, kept)
     with sqlite_store.write(conn):

@@ -1,4 +1,4 @@
-"""Reading and parsing session files in a separate process (``pipeline.ingest_files``
+"""Reading and parsing session files in a separate process (``engine.extract_transform``
 on a big ingest).
 
 Parsing JSONL, normalizing entries, chunking new texts and counting their tokens are
@@ -16,7 +16,8 @@ process ~12-15 s on the other core), wall from ~20 s to ~15-17 s; store identica
 The process is ``python -m ctxkeep.pipeline.reader_process`` (not ``multiprocessing``,
 whose spawn re-imports the caller's ``__main__``): it gets the todo list pickled on
 stdin and writes ``(kind, value)`` pickles on stdout, one per chunk of items. It
-imports ``sources`` and ``transforms`` (no DuckDB, no Prefect) and only reads session
+imports ``sources``, ``transforms`` and ``pipeline.readahead`` (no DuckDB, no Prefect,
+no SQLite store) and only reads session
 files, so stopping it early leaves nothing behind. ~230 MB RSS on that tree.
 """
 from __future__ import annotations
@@ -31,24 +32,10 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from ctxkeep.sources import SOURCES
+from ctxkeep.pipeline.readahead import ReadItem, read_files
 from ctxkeep.sources.contract import SourceFile, Watermark
 
 _ITEM, _DONE, _FAIL = 0, 1, 2
-
-
-def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[tuple]:
-    """Read ``todo`` in order: ``(file, batch, None)`` per batch, then ``(file, None,
-    read)`` per file (``read`` False: the file vanished before or while being read)."""
-    for f, wm in todo:
-        if not f.path.exists():
-            yield f, None, False
-            continue
-        got = False
-        for batch in SOURCES[f.agent].read(f, wm):
-            got = True
-            yield f, batch, None
-        yield f, None, got or f.path.exists()
 
 
 #: the reader process normalizes the entries of consecutive batches together up to
@@ -58,16 +45,17 @@ CHUNK_BYTES = 4 * 1024 * 1024
 CHUNK_ITEMS = 64
 
 
-def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[tuple]:
+def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
-    except that a batch's entries come normalized: ``(file, batch, None, rows, n,
-    pre)`` where ``batch.entries`` is empty and ``rows`` is ``normalized_rows`` of its
-    ``n`` entries (``schema.ENTRY_SCHEMA``, not deduplicated: ``unique_entries`` of
-    the concatenated rows of a group equals its ``entries_frame``); ``pre`` is None
-    or, on the first batch of a chunk, the contents the process met first in that
-    chunk: a frame (content_hash, token_estimate, token_method) and their
-    ``chunks_frame`` rows, computed there (``pipeline.Precomputed`` keeps them). The
-    closing item of a file is ``(file, None, read)``.
+    except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
+    n_entries, ahead)`` where ``batch.entries`` is empty and ``rows`` is
+    ``normalized_rows`` of its ``n_entries`` entries (``schema.ENTRY_SCHEMA``, not
+    deduplicated: ``unique_entries`` of the concatenated rows of a group equals its
+    ``entries_frame``); ``ahead`` is None or, on the first batch of a chunk, the
+    contents the process met first in that chunk: a frame (content_hash,
+    token_estimate, token_method) and their ``chunks_frame`` rows, computed there
+    (``transform.Precomputed`` keeps them). The closing item of a file is
+    ``ReadItem(file, None, read)``.
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -75,7 +63,7 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
     anything (it could not start: e.g. no importable ctxkeep for ``sys.executable``):
     then ``read_files(todo)`` runs here instead, items in the plain shape. Closing the generator early
     kills the process. The pipe holds the process back when nobody reads (consume it
-    in ``pipeline._read_ahead``'s thread to let it work ahead).
+    in ``readahead.read_ahead``'s thread to let it work ahead).
     """
     import polars as pl
 
@@ -109,9 +97,9 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
                     pre = tuple(pl.read_ipc(io.BytesIO(b)) for b in pre)
                 at = 0
                 for item in items:
-                    if item[1] is not None:
-                        n = item[3]
-                        yield (*item[:3], rows.slice(at, n), n, pre)
+                    if item.batch is not None:
+                        n = item.n_entries
+                        yield item._replace(rows=rows.slice(at, n), ahead=pre)
                         pre = None  # with the chunk's first batch: before any group needs it
                         at += n
                     else:
@@ -180,7 +168,7 @@ def _main() -> None:
         nonlocal items, entries, size
         if items:
             ipc = pre = None
-            if any(i[1] is not None for i in items):
+            if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
                 pre = _precompute(rows, known)
@@ -188,11 +176,13 @@ def _main() -> None:
         items, entries, size = [], [], 0
 
     try:
-        for f, batch, got in read_files(todo):
+        for item in read_files(todo):
+            batch = item.batch
             if batch is None:
-                items.append((f, None, got))
+                items.append(item)
             else:
-                items.append((f, dataclasses.replace(batch, entries=[]), None, len(batch.entries)))
+                items.append(ReadItem(item.file, dataclasses.replace(batch, entries=[]),
+                                      n_entries=len(batch.entries)))
                 entries.extend(batch.entries)
                 size += batch.bytes_read
             if size >= CHUNK_BYTES or len(items) >= CHUNK_ITEMS:

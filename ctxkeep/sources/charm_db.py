@@ -9,7 +9,8 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
 - ``sessions(id, parent_session_id, title, message_count, prompt_tokens,
   completion_tokens, cost, [summary, summarized_at,] updated_at, created_at
   [, summary_message_id])``: token totals per session (the only usage these agents
-  store; counted on the day the session started, the model is not recorded);
+  store; counted on the day the session started; the row names no model, so the
+  session's usage takes the model of its assistant ``messages``: ``session_models``);
 - ``messages(id, session_id, role, parts, model, created_at, updated_at,
   finished_at [, provider])``: ``role`` user/assistant/tool; ``parts`` a JSON array of
   ``{type, data}`` with type ``text`` {text}, ``reasoning`` {thinking},
@@ -137,9 +138,10 @@ def message_entries(agent: str, row: dict, parts: list, project: str, src: str,
     return out
 
 
-def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
+def session_entries(agent: str, s: dict, project: str, src: str, model: str | None = None) -> list[dict]:
     """A meta entry per ``sessions`` row carrying the session's token totals as usage
-    (``usage_key`` ``<agent>:<session id>``; the larger total wins on re-reads), and a
+    (``usage_key`` ``<agent>:<session id>``; the larger total wins on re-reads) and
+    ``model`` (the session's model from ``messages.model``: ``session_models``), and a
     summary entry when the session has a ``summary`` text (Go opencode)."""
     sid = s["id"]
     ts = to_iso(s.get("created_at"))
@@ -148,7 +150,7 @@ def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
             "is_sidechain": bool(s.get("parent_session_id")), "role": "system"}
     inp, out = s.get("prompt_tokens"), s.get("completion_tokens")
     e = dict(base, kind="meta", tool_name="session", native_id=sid, record_id=f"{sid}:session",
-             text=str(s.get("title") or ""))
+             text=str(s.get("title") or ""), model=model or None)
     if inp or out:
         e.update(input_tokens=int(inp or 0), output_tokens=int(out or 0), cache_read_tokens=0,
                  cache_creation_tokens=0, usage_key=f"{agent}:{sid}")
@@ -159,13 +161,28 @@ def session_entries(agent: str, s: dict, project: str, src: str) -> list[dict]:
     return res
 
 
-def _probe(conn) -> tuple[set, list[dict], int]:
-    """The ``messages`` columns, every ``sessions`` row and the largest message rowid."""
+def _probe(conn) -> tuple[set, list[dict], int, dict[str, str]]:
+    """The ``messages`` columns, every ``sessions`` row, the largest message rowid and
+    each session's model (``session_models``)."""
     cols = {c[1] for c in conn.execute("PRAGMA table_info(messages)")}
     sessions = [dict(zip([c[0] for c in cur.description], r))
                 for cur in [conn.execute("SELECT * FROM sessions")] for r in cur.fetchall()]
     top = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
-    return cols, sessions, top
+    models = session_models(conn) if "model" in cols else {}
+    return cols, sessions, top, models
+
+
+def session_models(conn) -> dict[str, str]:
+    """session id -> the model of its assistant ``messages`` rows (the most frequent,
+    ties to the one seen first by rowid): the sessions' token totals carry no model."""
+    rows = conn.execute(
+        "SELECT session_id, model, count(*), min(rowid) FROM messages WHERE role = 'assistant' "
+        "AND coalesce(model, '') <> '' GROUP BY session_id, model ORDER BY session_id, 3 DESC, 4").fetchall()
+    out: dict[str, str] = {}
+    for sid, model, _n, _first in rows:
+        out.setdefault(sid, model)
+    return out
+
 
 
 def reader(agent: str, parser_version: int):
@@ -191,13 +208,13 @@ def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batc
     path, agent, parser_version, state, before = rd.path, rd.agent, rd.parser_version, rd.state, rd.before
     src = str(path)
     project = project_of(path)
-    cols, sessions, top = probed
+    cols, sessions, top, models = probed
     mark = dict(state.get("mark") or {})
     now = time.time()
     if top < (mark.get("rowid") or 0):
         mark = {}  # rows were deleted and the table refilled: read it all again
     parents = {s["id"]: s.get("parent_session_id") or None for s in sessions}
-    entries = [e for s in sessions for e in session_entries(agent, s, project, src)]
+    entries = [e for s in sessions for e in session_entries(agent, s, project, src, models.get(s["id"]))]
     sel = ["rowid", "id", "session_id", "role", "parts", "model", "created_at", "updated_at",
            "finished_at"] + (["provider"] if "provider" in cols else [])
     select = f"SELECT {', '.join(sel)} FROM messages"

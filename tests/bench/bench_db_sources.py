@@ -16,7 +16,8 @@ import time
 import uuid
 from pathlib import Path
 
-from ctxkeep.pipeline.engine import plan, run_ingest
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
 

@@ -16,7 +16,8 @@ from conftest import CORPUS_HOME
 from ctxkeep.config import CompressConfig
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import run as ops
-from ctxkeep.pipeline.engine import plan as ingest_plan, run_ingest
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.pipeline.plan import plan as ingest_plan
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.query.search import Filters, search

@@ -22,10 +22,14 @@ import pytest
 
 from conftest import CORPUS_HOME
 from fixtures.bad_input import line, rec
+from store_digest import store_digest as _fingerprint
 
 from ctxkeep.pipeline import engine as pipeline
-
 from ctxkeep.pipeline import reader_process as read_worker
+from ctxkeep.pipeline import transform
+from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
+from ctxkeep.pipeline.plan import plan
+from ctxkeep.pipeline.readahead import ReadItem, read_files
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import Batch, DiscoveryContext
@@ -46,39 +50,11 @@ def _ingest(home: Path, ctx: DiscoveryContext, *, writer: bool, group_bytes: int
             on_commit=None) -> dict:
     conn = sqlite_store.connect(home)
     try:
-        p = pipeline.plan(home, conn, ctx=ctx)
+        p = plan(home, conn, ctx=ctx)
         return pipeline.ingest_files(conn, p.todo, sqlite_store.tombstoned(conn),
                                      group_bytes=group_bytes, on_commit=on_commit, writer=writer)
     finally:
         conn.close()
-
-
-def _fingerprint(home: Path) -> dict:
-    """Counts and a digest of every table an ingest writes (ids, texts, tokens, usage,
-    watermarks), independent of rowids."""
-    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-    queries = {
-        "entries": "SELECT entry_id, agent, session_id, kind, content_hash, token_estimate, status, "
-                   "ts, source_path, source_offset FROM entries ORDER BY entry_id",
-        "contents": "SELECT content_hash, bytes, token_estimate, token_method FROM contents "
-                    "ORDER BY content_hash",
-        "chunks": "SELECT c.content_hash, ch.seq, ch.title, ch.text FROM chunks ch JOIN contents c "
-                  "ON c.content_id = ch.content_id ORDER BY c.content_hash, ch.seq",
-        "usage": "SELECT * FROM usage ORDER BY usage_key",
-        "watermarks": "SELECT path, size, offset, head_hash FROM watermarks ORDER BY path",
-        "quarantine": "SELECT path, offset, reason FROM quarantine ORDER BY path, offset, reason",
-        "status_log": "SELECT entry_id, status FROM status_log ORDER BY seq",
-    }
-    out = {}
-    try:
-        for name, q in queries.items():
-            rows = conn.execute(q).fetchall()
-            out[name] = (len(rows), hashlib.sha256(repr(rows).encode()).hexdigest())
-        out["fts_words"] = conn.execute("SELECT count(*) FROM fts_words").fetchone()[0]
-        out["fts_grams"] = conn.execute("SELECT count(*) FROM fts_grams").fetchone()[0]
-    finally:
-        conn.close()
-    return out
 
 
 def test_writer_thread_stores_what_a_sequential_ingest_stores(tmp_path):
@@ -119,7 +95,7 @@ def test_a_content_new_in_two_groups_in_flight_is_stored_and_indexed_once(tmp_pa
         time.sleep(0.5)
         return real(conn, **kw)
 
-    real_transform = pipeline.transform_batch
+    real_transform = transform.transform_batch
 
     def watch_transform(conn, batch, tombs, seen=None, **kw):
         if transformed_while_loading:  # group 2: once group 1's load has begun
@@ -131,7 +107,7 @@ def test_a_content_new_in_two_groups_in_flight_is_stored_and_indexed_once(tmp_pa
         return real_transform(conn, batch, tombs, seen, **kw)
 
     monkeypatch.setattr(sqlite_store, "load_batch", slow_load)
-    monkeypatch.setattr(pipeline, "transform_batch", watch_transform)
+    monkeypatch.setattr(transform, "transform_batch", watch_transform)
     r = _ingest(tmp_path / "store", ctx, writer=True, group_bytes=1)  # one group per file
     # group 2 was transformed while group 1 was loading, uncommitted (0 entries stored)
     assert transformed_while_loading == [False, 0]
@@ -157,12 +133,12 @@ def test_transform_batch_treats_seen_contents_as_known(store_home, tmp_path):
     from ctxkeep.sources import SOURCES
     conn = sqlite_store.connect(store_home)
     try:
-        p = pipeline.plan(store_home, conn, ctx=ctx)
+        p = plan(store_home, conn, ctx=ctx)
         batches = [b for f, wm in p.todo for b in SOURCES[f.agent].read(f, wm)]
-        seen = {"entries": set(), "contents": {}}
-        first = pipeline.transform_batch(conn, batches[0], {}, seen)
-        second = pipeline.transform_batch(conn, batches[1], {}, seen)
-        again = pipeline.transform_batch(conn, batches[1], {}, seen)
+        seen = transform.InFlight()
+        first = transform.transform_batch(conn, batches[0], {}, seen)
+        second = transform.transform_batch(conn, batches[1], {}, seen)
+        again = transform.transform_batch(conn, batches[1], {}, seen)
     finally:
         conn.close()
     h = hashlib.sha256(text.encode()).hexdigest()
@@ -175,7 +151,7 @@ def test_transform_batch_treats_seen_contents_as_known(store_home, tmp_path):
     assert dict(zip(second["entries"]["content_hash"], second["entries"]["token_estimate"]))[h] == tok
     # the same batch again: its entries are in flight, nothing is new
     assert again["entries"].height == 0 and again["contents"].height == 0
-    assert len(seen["entries"]) == 4 and seen["contents"][h] == tok
+    assert len(seen.entries) == 4 and seen.contents[h] == tok
 
 
 def test_a_failed_group_stops_the_writer_and_later_groups_are_not_stored(tmp_path, monkeypatch):
@@ -218,7 +194,7 @@ def _duck_rows(home: Path) -> tuple[list, list]:
 def test_the_sync_thread_builds_the_duckdb_a_sync_from_sqlite_builds(tmp_path):
     ctx = _corpus_ctx()
     home = tmp_path / "store"
-    syncer = pipeline.AnalyticsSyncer(home)
+    syncer = AnalyticsSyncer(home)
     r = _ingest(home, ctx, writer=True, on_commit=syncer.on_commit)
     note = syncer.finish()
     assert note == f"analytics: {r['entries_new']} entries synced"
@@ -286,7 +262,7 @@ def test_a_duckdb_error_in_the_sync_thread_does_not_fail_the_ingest(tmp_path, mo
         assert conn.execute("SELECT status FROM runs ORDER BY run_id DESC").fetchone()[0] == "ok"
         assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == s.entries_new
         monkeypatch.undo()  # the file is free again: the next sync catches up
-        assert pipeline.sync_analytics(conn, home) == f"analytics: {s.entries_new} entries synced"
+        assert sync_analytics(conn, home) == f"analytics: {s.entries_new} entries synced"
     finally:
         conn.close()
 
@@ -358,7 +334,7 @@ def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_p
     monkeypatch.setattr(read_worker.subprocess, "Popen", popen)
     conn = sqlite_store.connect(tmp_path)
     try:
-        todo = pipeline.plan(tmp_path, conn, ctx=ctx).todo
+        todo = plan(tmp_path, conn, ctx=ctx).todo
     finally:
         conn.close()
     f, wm = todo[0]
@@ -368,16 +344,18 @@ def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_p
         for item in read_worker.read_in_process(bad):
             got.append(item)
     # the first file's batches and its closing item came before the error
-    assert got and got[-1] == (f, None, True) and all(i[0] == f for i in got)
+    assert got and got[-1] == ReadItem(f, None, True) and all(i.file == f for i in got)
     # batches come with their entries normalized in the process, entry dicts left there
-    direct = [b for _, b, _ in read_worker.read_files(todo[:1]) if b is not None]
-    batches = [i for i in got if len(i) > 3]
-    assert [i[4] for i in batches] == [len(b.entries) for b in direct] and direct
-    assert all(i[1].entries == [] for i in batches)
-    assert [i[3].to_dicts() for i in batches] == [normalized_rows(b.entries).to_dicts() for b in direct]
+    direct = [i.batch for i in read_files(todo[:1]) if i.batch is not None]
+    batches = [i for i in got if i.batch is not None]
+    assert [i.n_entries for i in batches] == [i.entries for i in batches] == \
+        [len(b.entries) for b in direct] and direct
+    assert all(i.batch.entries == [] and i.rows is not None for i in batches)
+    assert [i.rows.to_dicts() for i in batches] == [normalized_rows(b.entries).to_dicts() for b in direct]
+    assert batches[0].ahead is not None  # the chunk's first batch brings its contents' tokens
     gen = read_worker.read_in_process(todo)
     first = next(gen)
-    assert first[0] == todo[0][0]
+    assert first.file == todo[0][0]
     assert procs[-1].poll() is None  # still reading ahead
     gen.close()  # the process is killed and reaped
     assert len(procs) == 2 and procs[-1].returncode is not None
@@ -397,7 +375,7 @@ def test_an_in_memory_store_is_loaded_without_a_writer_thread(tmp_path, monkeypa
         return real_start(self)
 
     monkeypatch.setattr(threading.Thread, "start", start)
-    p = pipeline.plan(tmp_path / "home-store", conn, ctx=ctx)
+    p = plan(tmp_path / "home-store", conn, ctx=ctx)
     r = pipeline.ingest_files(conn, p.todo, {}, group_bytes=1, writer=True)
     assert "ctxkeep-writer" not in started
     assert r["entries_new"] == 4 and r["files_read"] == 2
@@ -415,7 +393,7 @@ def test_precomputed_gives_what_estimate_tokens_and_chunks_frame_give():
     hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
     contents = pl.DataFrame({"content_hash": hashes, "text": texts})
     counts, methods = estimate_tokens(texts)
-    pre = pipeline.Precomputed()
+    pre = transform.Precomputed()
     pre.add(pl.DataFrame({"content_hash": hashes[:2], "token_estimate": counts[:2],
                           "token_method": methods[:2]}), chunks_frame(contents[:2]))
     pre.add(pl.DataFrame({"content_hash": hashes[2:], "token_estimate": counts[2:],
@@ -455,7 +433,7 @@ def test_a_reader_process_that_cannot_start_falls_back_to_reading_here(tmp_path,
     ctx = _corpus_ctx()
     conn = sqlite_store.connect(tmp_path)
     try:
-        todo = pipeline.plan(tmp_path, conn, ctx=ctx).todo[:3]
+        todo = plan(tmp_path, conn, ctx=ctx).todo[:3]
     finally:
         conn.close()
     real_popen = read_worker.subprocess.Popen
@@ -465,7 +443,8 @@ def test_a_reader_process_that_cannot_start_falls_back_to_reading_here(tmp_path,
 
     monkeypatch.setattr(read_worker.subprocess, "Popen", broken)
     got = list(read_worker.read_in_process(todo))
-    want = list(read_worker.read_files(todo))
-    assert [(i[0], i[2], None if i[1] is None else len(i[1].entries)) for i in got] == \
-        [(i[0], i[2], None if i[1] is None else len(i[1].entries)) for i in want]
-    assert sum(len(i[1].entries) for i in got if i[1] is not None) > 0
+    want = list(read_files(todo))
+    assert [(i.file, i.read, None if i.batch is None else len(i.batch.entries)) for i in got] == \
+        [(i.file, i.read, None if i.batch is None else len(i.batch.entries)) for i in want]
+    assert all(i.rows is None for i in got)  # the plain shape: entries as dicts
+    assert sum(len(i.batch.entries) for i in got if i.batch is not None) > 0

@@ -8,7 +8,9 @@ import threading
 
 import pytest
 
-from ctxkeep.pipeline import engine as pipeline
+from ctxkeep.pipeline import readahead
+from ctxkeep.pipeline.plan import plan
+from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
 
@@ -25,21 +27,21 @@ def _todo():
     import tempfile
     from pathlib import Path
     with tempfile.TemporaryDirectory() as h:
-        p = pipeline.plan(Path(h), conn, agents=["claude-code", "codex"],
-                          ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
+        p = plan(Path(h), conn, agents=["claude-code", "codex"],
+                 ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
     return p.todo
 
 
 def _sig(items):
-    return [(str(f.path), None if b is None else (b.bytes_read, b.lines, len(b.entries),
-                                                   [e.get("record_id") for e in b.entries][:5]), got)
-            for f, b, got in items]
+    return [(str(i.file.path), None if i.batch is None else (
+        i.batch.bytes_read, i.batch.lines, len(i.batch.entries),
+        [e.get("record_id") for e in i.batch.entries][:5]), i.read) for i in items]
 
 
 def test_read_ahead_yields_what_the_sequential_reader_yields():
     todo = _todo()
-    seq = _sig(pipeline._read_files(todo))
-    ahead = _sig(pipeline._read_ahead(todo, depth=2))
+    seq = _sig(readahead.read_files(todo))
+    ahead = _sig(readahead.read_ahead(todo, depth=2))
     assert ahead == seq
     # one closing item per file, all read (none vanished)
     assert sum(1 for _, b, got in seq if b is None and got) == len(todo)
@@ -50,15 +52,15 @@ def test_read_ahead_yields_what_the_sequential_reader_yields():
 
 def test_read_ahead_raises_the_readers_error_after_the_items_before_it(monkeypatch):
     def boom(todo):
-        yield "a", None, True
-        yield "b", None, True
+        yield ReadItem("a", None, True)
+        yield ReadItem("b", None, True)
         raise ValueError("bad file")
 
-    monkeypatch.setattr(pipeline, "_read_files", boom)
+    monkeypatch.setattr(readahead, "read_files", boom)
     got = []
     with pytest.raises(ValueError, match="bad file"):
-        for item in pipeline._read_ahead([], depth=1):
-            got.append(item[0])
+        for item in readahead.read_ahead([], depth=1):
+            got.append(item.file)
     assert got == ["a", "b"]
 
 
@@ -66,12 +68,12 @@ def test_read_ahead_stops_its_thread_when_the_consumer_stops(monkeypatch):
     def endless(todo):
         i = 0
         while True:
-            yield i, None, True
+            yield ReadItem(i, None, True)
             i += 1
 
-    monkeypatch.setattr(pipeline, "_read_files", endless)
-    gen = pipeline._read_ahead([], depth=3)
-    assert [next(gen)[0] for _ in range(5)] == [0, 1, 2, 3, 4]
+    monkeypatch.setattr(readahead, "read_files", endless)
+    gen = readahead.read_ahead([], depth=3)
+    assert [next(gen).file for _ in range(5)] == [0, 1, 2, 3, 4]
     gen.close()
     assert not any(t.name == "ctxkeep-read-ahead" and t.is_alive() for t in threading.enumerate())
 

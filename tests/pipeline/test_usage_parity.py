@@ -17,20 +17,21 @@ GOLDEN = FIXTURES / "ccusage" / "daily_by_agent_utc.json"
 # (session totals) and Copilot's have no ccusage counterpart and are tested per source.
 AGENTS = {"claude": "claude-code", "codex": "codex", "gemini": "gemini-cli", "opencode": "opencode"}
 
-# Known, deliberate difference: the Codex 0.34 rollout (OpenPrintKit, 2025-11-01) logs
-# no model anywhere (no turn_context before ~0.40, session_meta has none); ccusage
-# reports it under its fallback "gpt-5", ctxkeep keeps the model unknown (NULL) rather
-# than invent one. Token figures are identical.
+# The Codex 0.34 rollout (OpenPrintKit, 2025-11-01) logs no model anywhere (no
+# turn_context before ~0.40, session_meta has none); ccusage reports it under its
+# fallback "gpt-5". SQLite keeps the model as logged (NULL); DuckDB's usage names the
+# version's documented default, gpt-5, with model_source 'assumed' (transforms.cost).
+# Token figures are identical.
 MODEL_FALLBACKS = {("2025-11-01", "codex", "gpt-5"): None}
 
 
-def _golden() -> dict:
+def _golden(fallbacks: dict = MODEL_FALLBACKS) -> dict:
     out = {}
     for day in json.loads(GOLDEN.read_text())["daily"]:
         for a in day["agents"]:
             for m in a["modelBreakdowns"]:
                 key = (day["period"], AGENTS[a["agent"]], m["modelName"])
-                key = (key[0], key[1], MODEL_FALLBACKS.get((day["period"], a["agent"], m["modelName"]), key[2]))
+                key = (key[0], key[1], fallbacks.get((day["period"], a["agent"], m["modelName"]), key[2]))
                 out[key] = (m["inputTokens"], m["outputTokens"], m["cacheReadTokens"],
                             m["cacheCreationTokens"])
     return out
@@ -59,7 +60,13 @@ def test_golden_is_ccusage_output():
 
 def test_daily_usage_equals_ccusage(corpus_store):
     home, _ = corpus_store
-    assert _ours_duckdb(home) == _golden()
+    assert _ours_duckdb(home) == _golden(fallbacks={})
+    con = duckdb.connect(str(home / "analytics.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT DISTINCT model, model_source FROM usage WHERE agent = 'codex' "
+                           "AND CAST(ts AS DATE) = DATE '2025-11-01'").fetchall() == [("gpt-5", "assumed")]
+    finally:
+        con.close()
 
 
 def test_sqlite_usage_equals_ccusage(corpus_store):

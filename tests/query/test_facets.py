@@ -11,7 +11,7 @@ import re
 import sqlite3
 
 
-from ctxkeep.pipeline.engine import transform_batch
+from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.query import search as S
 from ctxkeep.query.search import retrieve
 from ctxkeep.sinks import sqlite as sqlite_store

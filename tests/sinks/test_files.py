@@ -10,10 +10,9 @@ from ctxkeep.sinks import files
 from ctxkeep.sinks import sqlite as sqlite_store
 
 PKG = Path(__file__).resolve().parents[2] / "ctxkeep"
-#: modules allowed to spell a name: the registry, config.py (CONFIG_FILE, re-exported by
-#: files.py: config is below sinks), and sinks/duckdb.py, whose ``DB_NAME`` is to become
-#: ``files.ANALYTICS_DB`` with that module's rewrite (issue 9)
-ALLOWED = {"sinks/files.py", "config.py", "sinks/duckdb.py"}
+#: modules allowed to spell a name: the registry, and config.py (CONFIG_FILE, re-exported
+#: by files.py: config is below sinks)
+ALLOWED = {"sinks/files.py", "config.py"}
 #: spelled as a whole string; ``archive`` and ``prefect`` are common words (a dict key,
 #: the ``prefect`` executable), so they count only as a path part (``home / "archive"``)
 NAMES = {files.STORE_DB, files.ANALYTICS_DB, files.ANALYTICS_WAL, files.LOCK_FILE, files.CONFIG_FILE,

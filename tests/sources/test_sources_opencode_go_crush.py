@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from ctxkeep.pipeline.engine import plan
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources import crush, opencode_go
 from ctxkeep.sources.readers.sqlite import open_ro

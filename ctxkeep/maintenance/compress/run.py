@@ -49,6 +49,7 @@ from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.transforms.tokens import estimate_tokens
+from ctxkeep.pipeline.transform import transform_batch
 
 __all__ = ["FileCheck", "FileResult", "Hooks", "hooks", "check_file", "check_files",
            "discovered_files", "files_to_compress", "verify_store", "compress_file",
@@ -84,6 +85,12 @@ class FileCheck:
     active: bool
     modified: str
     backups: int
+
+
+#: the per-file figures a compress run records in ``runs.detail["files_detail"]`` (read
+#: by the DuckDB ``compression`` view)
+_FILE_FIGURES = ("path", "agent", "status", "bytes_before", "bytes_after", "tokens_before",
+                 "tokens_after")
 
 
 @dataclass
@@ -362,7 +369,7 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
                        parser_version=SOURCES[file.agent].PARSER_VERSION,
                        state=dict(old_wm.state) if old_wm else {})
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
-        frames = pipeline.transform_batch(conn, Batch(marker_entries, [], wm),
+        frames = transform_batch(conn, Batch(marker_entries, [], wm),
                                           tombs if tombs is not None else sqlite_store.tombstoned(conn))
         sqlite_store.load_batch(conn, quarantine=[], watermarks=[wm], **frames)
         moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
@@ -457,7 +464,8 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
             }
             run.summary = {"files": len(results), "bytes": summary["bytes_before"] - summary["bytes_after"],
                            **{k: v for k, v in summary.items() if k != "files"},
-                           "paths": [x.path for x in done]}
+                           "paths": [x.path for x in done],
+                           "files_detail": [{k: getattr(x, k) for k in _FILE_FIGURES} for x in done]}
     summary["seconds"] = run.seconds
     return summary
 

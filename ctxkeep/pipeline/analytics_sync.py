@@ -1,0 +1,123 @@
+"""DuckDB (analytics) kept in step with SQLite: the closing sync of a run, and the
+background thread that appends each committed group during an ingest."""
+from __future__ import annotations
+
+import queue
+import threading
+from pathlib import Path
+
+from ctxkeep.sinks import sqlite as sqlite_store
+_END = object()
+
+
+def sync_analytics(conn, home: Path) -> str:
+    """Sync DuckDB from SQLite; returns a one-line note (never raises for a busy file)."""
+    from ctxkeep.sinks import duckdb as duckdb_store  # imported here: a no-op ingest never needs DuckDB
+
+    try:
+        r = duckdb_store.sync(conn, home)
+        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
+        return f"analytics: {r['entries_synced']} entries synced"
+    except Exception as e:  # a notebook holding the file must not fail the ingest
+        return (f"analytics store not updated ({type(e).__name__}: {str(e).splitlines()[0]}); "
+                "the next ingest catches up")
+
+
+class AnalyticsSyncer:
+    """Keeps DuckDB in step with SQLite during an ingest, in a background thread.
+
+    ``on_commit`` (``engine.ingest_files``'s callback, called in commit order) hands the
+    thread each committed group: its new entries (as loaded, with their first SQLite
+    rowid) go to DuckDB straight from Arrow (``duckdb_store.append_entries``) without
+    reading SQLite back; a group that does not follow DuckDB's high-water mark (or
+    comes without its rows) makes a ``duckdb_store.sync`` from SQLite instead, on a
+    read-only connection of the thread's own. One DuckDB connection is kept open:
+    the thread is the run's only DuckDB writer. ``finish()`` makes the closing
+    ``sync`` (the entries left, status changes, usage) in that thread and returns the
+    note of ``sync_analytics``. DuckDB work releases the GIL, so the sync overlaps
+    the ingest. An error never fails the ingest: a failed step is caught up by the
+    next one, and a failing closing sync is reported in the note (the next ingest
+    catches up). The thread starts at the first commit.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self._q: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.synced = 0
+        self.appended = 0
+        self.note = ""
+        #: (entries rowid, status_log seq) DuckDB holds after a complete closing sync
+        self.marks: tuple[int, int] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def on_commit(self, n: int, first_rowid: int | None = None, entries=None) -> None:
+        """A group with ``n`` new entries or status changes was committed; ``entries``
+        (pl.DataFrame, ``STORED_COLUMNS``) are its new entries with SQLite rowids
+        from ``first_rowid`` on, when known."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ctxkeep-analytics",
+                                                daemon=True)
+                self._thread.start()
+        self._q.put((first_rowid, entries))
+
+    def finish(self) -> str:
+        """Run the closing sync (the tail of the entries, status changes, usage), stop
+        the thread and return the note; '' when nothing was committed."""
+        if self._thread is None:
+            return ""
+        self._q.put(_END)
+        self._thread.join()
+        return self.note
+
+    def _run(self) -> None:
+        from ctxkeep.sinks import duckdb as duckdb_store  # imported here: a no-op ingest never needs DuckDB
+
+        con = sq = None
+        while True:
+            item = self._q.get()
+            final = item is _END
+            try:
+                if con is None:
+                    con = duckdb_store.connect(self.home)
+                got = None
+                if not final and item[1] is not None:
+                    got = duckdb_store.append_entries(con, item[0], item[1].to_arrow())
+                if got is None:
+                    if sq is None:
+                        sq = sqlite_store.connect(self.home, readonly=True)
+                    r = duckdb_store.sync(sq, self.home, con=con, usage=final)
+                    got = r["entries_synced"]
+                    if final:
+                        self.marks = (r["entries_rowid"], r["status_seq"])
+                else:
+                    self.appended += got
+                self.synced += got
+                if final:
+                    self.note = f"analytics: {self.synced} entries synced"
+            except BaseException as e:  # a notebook holding the file must not fail the ingest;
+                # nothing escapes the thread (an interrupted process must not print a traceback)
+                self.note = (f"analytics store not updated ({type(e).__name__}: "
+                             f"{(str(e).splitlines() or [''])[0]}); the next ingest catches up")
+                if con is not None:
+                    _close_quietly(con)
+                    con = None
+                if not isinstance(e, Exception):
+                    final = True
+            if final:
+                break
+        for c in (con, sq):
+            if c is not None:
+                _close_quietly(c)
+
+
+def _close_quietly(c) -> None:
+    try:
+        c.close()
+    except Exception:
+        pass

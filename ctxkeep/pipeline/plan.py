@@ -1,0 +1,129 @@
+"""What an ingest will read: the files that may hold new bytes (with their watermark),
+and the parts an ingest splits them into (one agent's files, in plan order)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxkeep import config as cfgmod
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark
+
+#: files to read, each with its watermark (None: read from byte 0)
+Todo = list[tuple[SourceFile, Watermark | None]]
+
+
+def pending_bytes(todo: Todo) -> int:
+    """New raw bytes of ``todo``: size minus watermark offset per file (the whole size
+    for a file read again from the start or a rewritten document, which is read
+    whole); a file that vanished counts 0."""
+    total = 0
+    for f, wm in todo:
+        try:
+            size = f.path.stat().st_size
+        except OSError:
+            continue
+        off = wm.offset if wm is not None and f.mode != "rewrite" and size >= wm.offset else 0
+        total += size - off
+    return total
+
+
+@dataclass
+class Plan:
+    """What an ingest will read: ``todo`` files (with their watermark), the number of
+    ``unchanged`` files skipped, discoveries per agent, and problems (with --path, and
+    agents config.toml names that have no source)."""
+
+    todo: Todo
+    unchanged: int
+    discoveries: list[Discovery]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def pending_bytes(self) -> int:
+        """New raw bytes to read (``pending_bytes(todo)``), for a progress bar."""
+        return pending_bytes(self.todo)
+
+
+#: new raw bytes of one part at most (a part of one file may hold more): the unit a
+#: Prefect task extracts and transforms, and holds in memory until the writer takes it
+PART_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Part:
+    """Consecutive ``todo`` files of one ``agent`` (plan order), at most
+    ``PART_BYTES`` new bytes unless one file holds more: the unit of extract +
+    transform (``engine.extract_transform_part``; a task in ``flows.ingest``).
+    ``index`` counts the agent's parts from 0."""
+
+    agent: str
+    todo: Todo
+    index: int = 0
+
+    @property
+    def name(self) -> str:
+        """``agent``, or ``agent-<index>`` after its first part (task run names)."""
+        return self.agent if self.index == 0 else f"{self.agent}-{self.index}"
+
+
+def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
+    """``todo`` cut into parts: a new part at each change of agent and when a part
+    would pass ``part_bytes`` new bytes (default ``PART_BYTES``). Concatenated, the
+    parts are ``todo`` in order."""
+    part_bytes = PART_BYTES if part_bytes is None else part_bytes
+    out: list[Part] = []
+    cur: Todo = []
+    agent, size, index = None, 0, {}
+    for f, wm in todo:
+        n = pending_bytes([(f, wm)])
+        if cur and (f.agent != agent or size + n > part_bytes):
+            out.append(Part(agent, cur, index.get(agent, 0)))
+            index[agent] = index.get(agent, 0) + 1
+            cur, size = [], 0
+        agent = f.agent
+        cur.append((f, wm))
+        size += n
+    if cur:
+        out.append(Part(agent, cur, index.get(agent, 0)))
+    return out
+
+
+def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
+         ctx: DiscoveryContext | None = None, force: bool = False,
+         files: list[SourceFile] | None = None) -> Plan:
+    """Discover files and keep those that may hold new bytes.
+
+    With ``files``, exactly those source files are considered (no discovery; a
+    backfill's selection); with ``paths``, only those files/dirs; otherwise every
+    enabled agent's default and configured locations. ``force`` ignores watermarks
+    (backfill).
+    """
+    cfg = cfgmod.load_config(home)
+    ctx = ctx or DiscoveryContext.from_env()
+    problems: list[str] = [
+        f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
+        for name in cfgmod.unknown_agents(cfg, SOURCES)]
+    if files is not None:
+        discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
+    elif paths:
+        files, path_problems = files_for_paths(paths, agents)
+        problems += path_problems
+        discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
+    else:
+        discoveries = discover_all(
+            ctx, agents, enabled={a: cfg.agent(a).enabled for a in SOURCES},
+            extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+        files = [f for d in discoveries for f in d.files]
+    wms = sqlite_store.load_watermarks(conn)
+    todo, unchanged = [], 0
+    for f in files:
+        wm = wms.get(str(f.path))
+        if not f.path.exists():
+            continue
+        if not force and file_unchanged(f, wm):
+            unchanged += 1
+            continue
+        todo.append((f, None if force else wm))
+    return Plan(todo, unchanged, discoveries, problems)

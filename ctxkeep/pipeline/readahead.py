@@ -1,0 +1,131 @@
+"""Reading session files into a stream of ``ReadItem`` s, and the read-ahead thread
+that runs that stream ahead of the transform + load, handing items over in chunks."""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
+
+from ctxkeep.sources import SOURCES
+from ctxkeep.sources.contract import Batch, SourceFile, Watermark
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+class ReadItem(NamedTuple):
+    """One item of the read stream: a batch of ``file`` (``batch`` set), or the
+    file's closing item (``batch`` None; ``read`` False: the file vanished before or
+    while being read).
+
+    From a reader process (``reader_process.read_in_process``) a batch comes with its
+    entries normalized there: ``batch.entries`` is empty, ``rows`` holds
+    ``normalized_rows`` of its ``n_entries`` entries, and ``ahead`` (on the first
+    batch of a chunk) the contents that process met first in the chunk: a frame
+    (content_hash, token_estimate, token_method) and their ``chunks_frame`` rows."""
+
+    file: SourceFile
+    batch: Batch | None = None
+    read: bool | None = None
+    rows: "pl.DataFrame | None" = None
+    n_entries: int | None = None
+    ahead: "tuple[pl.DataFrame, pl.DataFrame] | None" = None
+
+    @property
+    def entries(self) -> int:
+        """The batch's number of entries (0 for a closing item)."""
+        if self.batch is None:
+            return 0
+        return self.n_entries if self.n_entries is not None else len(self.batch.entries)
+
+
+def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:
+    """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
+    ``ReadItem(file, None, read)`` per file."""
+    for f, wm in todo:
+        if not f.path.exists():
+            yield ReadItem(f, None, False)
+            continue
+        got = False
+        for batch in SOURCES[f.agent].read(f, wm):
+            got = True
+            yield ReadItem(f, batch)
+        yield ReadItem(f, None, got or f.path.exists())
+
+
+#: source batches the reader thread may hold ahead of the transform + load (0: read
+#: in the calling thread)
+READ_AHEAD = int(os.environ.get("CTXKEEP_READ_AHEAD", "4"))
+
+#: the reader thread hands items over in chunks of this many raw bytes (or
+#: ``READ_CHUNK_ITEMS`` items): one queue hand-off, and one wait for the GIL, per
+#: chunk instead of per item (per item, the consumer waited ~5 s for the GIL on a
+#: 200 MB tree: ~900 items, each up to a 5 ms switch interval)
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+READ_CHUNK_ITEMS = 64
+
+
+class _End(NamedTuple):
+    """The reader thread's last hand-off: the error it raised, if any."""
+
+    error: BaseException | None
+
+
+def read_ahead(todo: list[tuple[SourceFile, Watermark | None]], depth: int = READ_AHEAD,
+               source: Callable[..., Iterator[ReadItem]] | None = None) -> Iterator[ReadItem]:
+    """``read_files(todo)`` (or ``source(todo)``: ``reader_process.read_in_process``)
+    run in a reader thread, at most ``depth`` chunks ahead (``READ_CHUNK_BYTES``).
+
+    Reading and parsing (Python) then overlap the consumer's SQLite writes, BPE
+    counting and Polars work, which release the GIL. Items arrive in the same order
+    as ``read_files`` yields them; an exception in the reader is raised here, after
+    the items read before it; when the consumer stops early (an error in a load), the
+    reader stops at its next chunk.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(chunk) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(chunk, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        items = (source or read_files)(todo)
+        chunk: list = []
+        size = 0
+        try:
+            for item in items:
+                chunk.append(item)
+                size += item.batch.bytes_read if item.batch is not None else 0
+                if size >= READ_CHUNK_BYTES or len(chunk) >= READ_CHUNK_ITEMS:
+                    if not put(chunk):
+                        return
+                    chunk, size = [], 0
+        except BaseException as e:  # handed to the consumer, raised there
+            if not chunk or put(chunk):
+                put(_End(e))
+            return
+        finally:
+            items.close()  # a reader process is stopped here
+        if not chunk or put(chunk):
+            put(_End(None))
+
+    t = threading.Thread(target=run, name="ctxkeep-read-ahead", daemon=True)
+    t.start()
+    try:
+        while True:
+            chunk = q.get()
+            if isinstance(chunk, _End):
+                if chunk.error is not None:
+                    raise chunk.error
+                return
+            yield from chunk
+    finally:
+        stop.set()
+        t.join()

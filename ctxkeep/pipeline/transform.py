@@ -1,0 +1,155 @@
+"""Transform: source entries into the frames ``sqlite_store.load_batch`` takes, with
+the dedup against the store and against the groups of this run still in flight."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ctxkeep.paths import under_expr
+from ctxkeep.sinks import parquet as archive
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import Batch
+from ctxkeep.transforms.chunk import chunks_frame
+from ctxkeep.transforms.normalize import contents_frame, entries_frame, usage_frame
+from ctxkeep.transforms.tokens import estimate_tokens
+
+
+@dataclass
+class InFlight:
+    """What earlier groups of a run hold that may not be committed yet: their new
+    ``entries`` (entry ids) and ``contents`` (``content_hash → token_estimate``,
+    tokens)."""
+
+    entries: set[str] = field(default_factory=set)
+    contents: dict[str, int] = field(default_factory=dict)
+
+
+class Precomputed:
+    """Token estimates and chunk rows of contents computed ahead, by a reader process
+    (``reader_process.read_in_process``), kept until a group's transform takes them."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, tuple[int, str]] = {}
+        self.chunks: list[pl.DataFrame] = []
+
+    def add(self, contents: pl.DataFrame, chunks: pl.DataFrame) -> None:
+        """``contents``: content_hash, token_estimate, token_method; ``chunks``: their
+        ``chunks_frame`` rows."""
+        self.tokens.update(zip(contents["content_hash"].to_list(),
+                               zip(contents["token_estimate"].to_list(), contents["token_method"].to_list())))
+        self.chunks.append(chunks)
+
+    def take(self, hashes: list[str]) -> tuple[list[int], list[str], pl.DataFrame] | None:
+        """``(counts, methods, chunk rows)`` for ``hashes``, exactly as
+        ``estimate_tokens`` and ``chunks_frame`` make them for these contents in this
+        order; None unless every hash was computed ahead. Taken rows are dropped."""
+        if not hashes or any(h not in self.tokens for h in hashes):
+            return None
+        counts = [self.tokens[h][0] for h in hashes]
+        methods = [self.tokens[h][1] for h in hashes]
+        allc = pl.concat(self.chunks, how="vertical") if len(self.chunks) > 1 else self.chunks[0]
+        idx = pl.DataFrame({"content_hash": hashes, "_i": list(range(len(hashes)))},
+                           schema={"content_hash": pl.String, "_i": pl.Int64})
+        rows = idx.join(allc, on="content_hash", how="inner").sort("_i", "seq", maintain_order=True) \
+            .select(allc.columns)
+        self.chunks = [allc.join(idx, on="content_hash", how="anti")]
+        for h in hashes:
+            del self.tokens[h]
+        return counts, methods, rows
+
+
+def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: InFlight | None = None,
+                    frame: pl.DataFrame | None = None, pre: Precomputed | None = None) -> dict:
+    """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
+
+    Entries already stored are dropped (dedup across runs and files), as are entries
+    of purged sessions/projects (tombstones) and entries retention archived. Token
+    estimates are computed only for contents the store does not hold yet.
+
+    ``seen`` holds what earlier groups of this run returned and a writer thread may
+    not have committed yet (``engine.extract_transform``): those entries count as
+    stored and those contents as known, exactly as if the earlier groups were
+    committed, so a content new in two groups gets its chunks once. This call adds
+    its new entries and contents to ``seen``.
+
+    ``frame``: ``entries_frame(batch.entries)`` when it was built already (from the
+    rows a reader process normalized: ``reader_process.read_in_process``);
+    ``batch.entries`` is then ignored. ``pre``: token estimates and chunk rows that
+    reader process computed; used when it holds every new content, else they are
+    computed here.
+
+    Returns ``{"entries", "contents", "chunks", "usage": pl.DataFrame}``
+    (``transform_entries``).
+    """
+    frame = entries_frame(batch.entries) if frame is None else frame
+    if tombs.get("session"):
+        frame = frame.filter(~pl.col("session_id").is_in(list(tombs["session"]))
+                             & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"])))
+    for proj in tombs.get("project", ()):
+        frame = frame.filter(~under_expr(pl.col("project_dir"), proj).fill_null(False))
+    existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
+    if frame.height:  # entries retention moved to the Parquet archive stay there
+        existing |= archive.archived_ids(conn, frame["entry_id"].to_list())
+    if seen is not None and seen.entries and frame.height:
+        existing |= seen.entries.intersection(frame["entry_id"].to_list())
+    new = frame.filter(~pl.col("entry_id").is_in(list(existing))) if existing else frame
+    return transform_entries(conn, frame, new, seen, pre)
+
+
+def transform_entries(conn, frame: pl.DataFrame, new: pl.DataFrame, seen: InFlight | None = None,
+                      pre: Precomputed | None = None) -> dict:
+    """The frames ``sqlite_store.load_batch`` takes for the ``new`` entries of
+    ``frame`` (both ``entries_frame`` rows): their token estimates (tokens, from the
+    store or ``seen`` for contents known there, else from ``pre`` or
+    ``estimate_tokens``), the contents the store does not hold and their chunk rows,
+    and the usage rows of all of ``frame``. Adds the new entries and contents to
+    ``seen``.
+
+    Returns ``{"entries": new + token_estimate (Int64), "contents": content_hash,
+    bytes, text, token_estimate, token_method, "chunks": chunks_frame rows, "usage":
+    usage_frame rows}`` (pl.DataFrame each).
+    """
+    contents = contents_frame(new)
+    known = sqlite_store.existing_contents(conn, contents["content_hash"].to_list()) if contents.height else {}
+    if seen is not None and seen.contents and contents.height:
+        sc = seen.contents
+        known.update((h, sc[h]) for h in contents["content_hash"].to_list() if h in sc)
+    fresh = contents.filter(~pl.col("content_hash").is_in(list(known))) if known else contents
+    ahead = pre.take(fresh["content_hash"].to_list()) if pre is not None else None
+    counts, methods = ahead[:2] if ahead is not None else estimate_tokens(fresh["text"].to_list())
+    fresh = fresh.with_columns(pl.Series("token_estimate", counts, dtype=pl.Int64),
+                               pl.Series("token_method", methods, dtype=pl.String))
+    tok = pl.concat([fresh.select("content_hash", "token_estimate"),
+                     pl.DataFrame({"content_hash": list(known), "token_estimate": list(known.values())},
+                                  schema={"content_hash": pl.String, "token_estimate": pl.Int64})])
+    new = new.drop("token_estimate").join(tok, on="content_hash", how="left", maintain_order="left") \
+        .with_columns(pl.col("token_estimate").fill_null(0))
+    if seen is not None:
+        seen.entries.update(new["entry_id"].to_list())
+        seen.contents.update(zip(fresh["content_hash"].to_list(), counts))
+    return {"entries": new, "contents": fresh,
+            "chunks": ahead[2] if ahead is not None else chunks_frame(fresh),
+            "usage": usage_frame(frame)}
+
+
+def drop_written(frames: dict, written: InFlight) -> dict:
+    """``frames`` (``transform_batch``'s) without the entries and contents (and their
+    chunk rows) that ``written`` holds, then adds what is left to ``written``.
+
+    For groups transformed apart (the parts of a Prefect flow run, each deduplicated
+    against the store and within itself only) that one writer stores in order: a
+    group then stores what it would store had it been transformed after the groups
+    before it (a content new in two parts gets its chunks once, with the same token
+    estimate: ``estimate_tokens`` is per text)."""
+    entries, contents, chunks = frames["entries"], frames["contents"], frames["chunks"]
+    done = [i for i in entries["entry_id"].to_list() if i in written.entries]
+    if done:
+        entries = entries.filter(~pl.col("entry_id").is_in(done))
+    gone = [h for h in contents["content_hash"].to_list() if h in written.contents]
+    if gone:
+        contents = contents.filter(~pl.col("content_hash").is_in(gone))
+        chunks = chunks.filter(~pl.col("content_hash").is_in(gone))
+    written.entries.update(entries["entry_id"].to_list())
+    written.contents.update(zip(contents["content_hash"].to_list(), contents["token_estimate"].to_list()))
+    return dict(frames, entries=entries, contents=contents, chunks=chunks)

@@ -1,0 +1,153 @@
+"""The load: transformed groups stored one by one in commit order, each in one
+transaction with its watermarks, by a writer thread on its own connection (or in
+the caller's thread), summing the run's figures."""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import polars as pl
+
+from ctxkeep.schema import STORED_COLUMNS
+from ctxkeep.sinks import sqlite as sqlite_store
+
+#: groups transformed ahead of the writer thread at most (besides the one it loads)
+WRITE_AHEAD = 1
+#: store groups in a writer thread (``engine.ingest_files``); ``CTXKEEP_WRITER=0`` turns it off
+WRITER = os.environ.get("CTXKEEP_WRITER", "1") != "0"
+_END = object()
+
+
+def empty_totals() -> dict:
+    """The figures ``store_group`` sums: ``{"entries_new", "quarantined", "bytes"
+    (raw bytes), "lines", "files_read", "vanished", "status_changed": int,
+    "per_agent": {agent: new entries}}``."""
+    return {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "files_read": 0,
+            "vanished": 0, "per_agent": {}, "status_changed": 0}
+
+
+@dataclass
+class Group:
+    """One transformed group, ready for ``sqlite_store.load_batch``: ``frames``
+    (``transform.transform_batch``'s, None when the group only closes files),
+    quarantine rows, the watermarks of its files, status changes, ``size`` (new raw
+    bytes, for progress), ``bytes_read``, ``lines``, and the files whose reading
+    ended since the group before (``files_read``, ``vanished``). Picklable: a Prefect
+    task may return it from another process."""
+
+    frames: dict | None
+    quarantine: list
+    watermarks: list
+    changes: list
+    size: int
+    bytes_read: int
+    lines: int
+    files_read: int = 0
+    vanished: int = 0
+
+
+def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
+    """Load one group in one transaction and add its figures to ``tot``."""
+    tot["files_read"] += g.files_read
+    tot["vanished"] += g.vanished
+    if g.frames is None:
+        return
+    n = sqlite_store.load_batch(conn, quarantine=g.quarantine, watermarks=g.watermarks,
+                                status_changes=g.changes, **g.frames)
+    tot["status_changed"] += len(g.changes)
+    tot["entries_new"] += n
+    if n:
+        for agent, k in g.frames["entries"].group_by("agent").len().iter_rows():
+            tot["per_agent"][agent] = tot["per_agent"].get(agent, 0) + k
+    tot["quarantined"] += len(g.quarantine)
+    tot["bytes"] += g.bytes_read
+    tot["lines"] += g.lines
+    if on_bytes:
+        on_bytes(g.size)
+    if on_commit and (n or g.changes):
+        first = _first_rowid(conn, g.frames["entries"], n)
+        on_commit(n + len(g.changes), first,
+                  None if first is None else g.frames["entries"].select(STORED_COLUMNS))
+
+
+
+def _first_rowid(conn, entries: pl.DataFrame, n: int) -> int | None:
+    """The SQLite rowid of the first of the ``n`` entries a load just inserted, when
+    they are all of ``entries`` and hold consecutive rowids in frame order (one
+    writer, INSERT in order); else None."""
+    if not n or n != entries.height:
+        return None
+    ids = entries["entry_id"]
+    rows = dict(conn.execute("SELECT entry_id, rowid FROM entries WHERE entry_id IN (?, ?)",
+                             (ids[0], ids[-1])).fetchall())
+    first, last = rows.get(ids[0]), rows.get(ids[-1])
+    if first is None or last is None or last - first != n - 1:
+        return None
+    return first
+
+
+class Writer:
+    """Stores groups in order, adding their figures to ``tot``
+    (``empty_totals()``): in a writer thread on its own write connection
+    (``sqlite_store.sibling``) when ``thread`` and ``conn`` is a database file, else
+    in the caller's thread on ``conn`` (an in-memory database; ``threaded`` tells).
+    ``on_bytes(raw bytes)`` and ``on_commit(n, first_rowid, entries)`` are called
+    after each group's commit, in commit order, in the thread that stored it.
+
+    The first error stops the thread: later groups are not loaded (as in a
+    sequential run, where the error ends the run), and ``put``/``close`` raise it in
+    the caller's thread."""
+
+    def __init__(self, conn, tot: dict, on_bytes: Callable[[int], None] | None = None,
+                 on_commit: Callable[..., None] | None = None, thread: bool = True) -> None:
+        self.tot, self.on_bytes, self.on_commit = tot, on_bytes, on_commit
+        self.own = conn
+        self.conn = sqlite_store.sibling(conn) if thread else None
+        self.threaded = self.conn is not None
+        self.error: BaseException | None = None
+        if not self.threaded:
+            return
+        self.q: queue.Queue = queue.Queue(maxsize=WRITE_AHEAD)
+        self.t = threading.Thread(target=self._run, name="ctxkeep-writer", daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        while True:
+            g = self.q.get()
+            if g is _END:
+                return
+            if self.error is not None:
+                continue  # drain: nothing after a failed group is stored
+            try:
+                _store_group(self.conn, g, self.tot, self.on_bytes, self.on_commit)
+            except BaseException as e:  # raised in the caller's thread
+                self.error = e
+
+    def put(self, g: Group) -> None:
+        """Store a group, or queue it for the thread (waits while ``WRITE_AHEAD``
+        groups wait); raises the writer's error, if any."""
+        if not self.threaded:
+            _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit)
+            return
+        while True:
+            if self.error is not None:
+                raise self.error
+            try:
+                self.q.put(g, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def close(self, raise_error: bool = True) -> None:
+        """Wait until every queued group is stored, stop the thread, close its
+        connection; raise its error (``raise_error``)."""
+        if not self.threaded:
+            return
+        self.q.put(_END)
+        self.t.join()
+        self.conn.close()
+        if raise_error and self.error is not None:
+            raise self.error

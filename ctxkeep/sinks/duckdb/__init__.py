@@ -1,0 +1,506 @@
+"""The DuckDB analytics store (``analytics.duckdb``): derived from SQLite, rebuildable.
+
+DuckDB cannot attach SQLite offline (its sqlite extension is downloaded at run time),
+so rows move through Arrow: ``sync`` copies the SQLite ``entries`` rows above the
+high-water mark (SQLite rowid), replays status changes logged in SQLite ``status_log``
+above its own mark (``status_seq``), upserts ``usage`` by usage key with its cost
+(``transforms.cost``), and refreshes the texts analytics needs (session titles and
+first prompts, the tool results' error flags) and the compress runs.
+A sync that fails (e.g. a notebook holds the file) is caught up by the next one.
+
+The model (tables, views and macros; columns, units and grain in ``docs/analytics.md``)
+is in ``model.sql`` beside this file: ``usage``, ``sessions``, ``daily_usage(tz)``,
+``tool_calls``, ``context_growth`` / ``context_turns``, ``compression``, ``archive``
+(the Parquet retention archive) and ``all_entries`` / ``history`` (store + archive).
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import zlib
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
+SYNC_ROWS = 200_000
+
+_DUCK_TYPES = {"String": "VARCHAR", "Int64": "BIGINT", "Int32": "INTEGER",
+               "Boolean": "BOOLEAN"}
+
+
+def _duck_type(col: str) -> str:
+    t = ENTRY_SCHEMA[col]
+    if col == "ts":
+        return "TIMESTAMPTZ"
+    return _DUCK_TYPES.get(type(t).__name__ if not isinstance(t, type) else t.__name__, "VARCHAR")
+
+
+#: the model's version: an analytics file made by an older one has its derived tables
+#: dropped at connect and refilled by the next ``sync``
+MODEL_VERSION = 2
+
+DDL = [
+    "CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value BIGINT)",
+    "CREATE TABLE IF NOT EXISTS entries(sqlite_rowid BIGINT, "
+    + ", ".join(f"{c} {_duck_type(c)}" for c in STORED_COLUMNS) + ")",
+    "CREATE TABLE IF NOT EXISTS usage(usage_key VARCHAR PRIMARY KEY, agent VARCHAR, "
+    "session_id VARCHAR, project_dir VARCHAR, ts TIMESTAMPTZ, model VARCHAR, "
+    + ", ".join(f"{c} BIGINT" for c in USAGE_COLUMNS) + ", entry_id VARCHAR, "
+    "model_source VARCHAR, logged_cost_usd DOUBLE, calculated_cost_usd DOUBLE, "
+    "cost_usd DOUBLE, cost_source VARCHAR, machine VARCHAR)",
+    "CREATE TABLE IF NOT EXISTS session_text(agent VARCHAR, session_id VARCHAR, title VARCHAR, "
+    "first_prompt VARCHAR, PRIMARY KEY(agent, session_id))",
+    "CREATE TABLE IF NOT EXISTS tool_errors(entry_id VARCHAR PRIMARY KEY)",
+    "CREATE TABLE IF NOT EXISTS compress_files(run_id BIGINT, started_at TIMESTAMPTZ, "
+    "finished_at TIMESTAMPTZ, status VARCHAR, path VARCHAR, agent VARCHAR, bytes_before BIGINT, "
+    "bytes_after BIGINT, tokens_before BIGINT, tokens_after BIGINT)",
+]
+#: tables dropped when the file's model is older than ``MODEL_VERSION`` (``usage`` had
+#: no key and no cost before version 2)
+_DERIVED = ("usage", "session_text", "tool_errors", "compress_files")
+#: what the archive's columns are read as: ``STORED_COLUMNS``, text, archived_at
+_ARCHIVE_DIR = "archive"
+_TITLE_CHARS = 200
+_UCOLS = ["usage_key", "agent", "session_id", "project_dir", "ts", "model", *USAGE_COLUMNS, "entry_id"]
+
+
+def _archive_select(home: Path) -> str:
+    cols = ", ".join(f"CAST({c} AS {_duck_type(c)}) AS {c}" for c in STORED_COLUMNS)
+    root = Path(home).resolve() / _ARCHIVE_DIR
+    if root.is_dir() and next(root.rglob("*.parquet"), None) is not None:
+        glob = str(root / "**" / "*.parquet").replace("'", "''")
+        return (f"SELECT {cols}, CAST(text AS VARCHAR) AS text, "
+                f"CAST(archived_at AS TIMESTAMPTZ) AS archived_at FROM read_parquet('{glob}', "
+                "union_by_name = true, hive_partitioning = false)")
+    empty = ", ".join(f"CAST(NULL AS {_duck_type(c)}) AS {c}" for c in STORED_COLUMNS)
+    return f"SELECT {empty}, CAST(NULL AS VARCHAR) AS text, CAST(NULL AS TIMESTAMPTZ) AS archived_at WHERE false"
+
+
+def _model_sql(home: Path) -> list[str]:
+    text = (Path(__file__).with_name("model.sql")).read_text(encoding="utf-8")
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("--")]
+    cols = ", ".join(f"e.{c}" for c in STORED_COLUMNS)
+    body = "\n".join(lines).replace("{columns}", cols).replace("{archive}", _archive_select(home))
+    return [s.strip() for s in body.split("\n;") if s.strip()]
+
+
+def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open ``<home>/analytics.duckdb`` (created 0600); a writable open creates the
+    tables and (re)creates the views and macros of ``model.sql`` when their text changed
+    since the last open (the ``archive`` view
+    over the Parquet files present now: none gives an empty view). Raises
+    duckdb.IOException when another process holds the file."""
+    path = Path(home) / DB_NAME
+    if readonly:
+        return duckdb.connect(str(path), read_only=True)
+    new = not path.exists()
+    old = os.umask(0o077)
+    try:
+        con = duckdb.connect(str(path))
+    finally:
+        os.umask(old)
+    if new:
+        os.chmod(path, 0o600)
+    con.execute(DDL[0])
+    if _meta(con, "model_version") < MODEL_VERSION:
+        for t in _DERIVED:
+            con.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+        con.execute("DELETE FROM meta WHERE key IN ('text_rowid', 'price_version', 'model_sql')")
+    for stmt in DDL[1:]:
+        con.execute(stmt)
+    con.execute("INSERT OR REPLACE INTO meta VALUES('model_version', ?)", [MODEL_VERSION])
+    stmts = _model_sql(home)
+    digest = zlib.crc32("\n;".join(stmts).encode())
+    if _meta(con, "model_sql") != digest:  # views unchanged since the last open: kept
+        for stmt in stmts:
+            con.execute(stmt)
+        con.execute("INSERT OR REPLACE INTO meta VALUES('model_sql', ?)", [digest])
+    return con
+
+
+def _meta(con, key: str) -> int:
+    rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def _hwm(con) -> int:
+    # fetchall: DuckDB 2.x leaves a result open after fetchone(), and the connection
+    # then refuses register()/execute() ("connection has an unfinished result")
+    rows = con.execute("SELECT value FROM meta WHERE key='entries_rowid'").fetchall()
+    return rows[0][0] if rows else 0
+
+
+def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
+    rows = cur.fetchall()
+    cols = list(zip(*rows)) if rows else [[] for _ in names]
+    return pa.table({n: pa.array(c) if rows else pa.array([], pa.string()) for n, c in zip(names, cols)})
+
+
+def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
+         con: duckdb.DuckDBPyConnection | None = None, usage: bool = True) -> dict:
+    """Bring DuckDB up to date with SQLite.
+
+    Copies ``entries`` rows with rowid above the stored high-water mark (all rows when
+    ``rebuild``), in slices of ``SYNC_ROWS``, replays ``status_log``, and (unless
+    ``usage`` is False: an intermediate sync during an ingest leaves them to the
+    closing one) upserts ``usage`` (``sync_usage``), the session titles and tool error
+    flags of the entries above their own mark, and the compress runs. ``con``: an open
+    connection from ``connect(home)`` to reuse (left open; repeated syncs then skip
+    the open and DDL), else one is opened and closed here. Returns
+    ``{"entries_synced": int, "usage_rows": int, "usage_changed": int,
+    "unpriced_models": [str], "entries_rowid": int, "status_seq": int}`` (usage figures
+    0/[] when ``usage`` is False; the last two: the SQLite entries rowid and status_log
+    seq DuckDB now holds, for ``sqlite_store.mark_analytics_synced``). Raises
+    duckdb.IOException when another process holds the file (the caller reports it; the
+    next sync catches up); ValueError for a bad ``<home>/prices.toml``.
+    """
+    own = con is None
+    con = connect(home) if own else con
+    try:
+        if rebuild:
+            con.execute("DELETE FROM entries")
+            con.execute("DELETE FROM meta WHERE key IN ('entries_rowid', 'status_seq', 'text_rowid')")
+            for t in ("session_text", "tool_errors"):
+                con.execute(f"DELETE FROM {t}")
+        hwm = _hwm(con)
+        names = ["sqlite_rowid"] + STORED_COLUMNS
+        synced = 0
+        while True:
+            cur = sqlite_conn.execute(
+                f"SELECT rowid, {', '.join(STORED_COLUMNS)} FROM entries WHERE rowid > ? "
+                f"ORDER BY rowid LIMIT ?", (hwm, SYNC_ROWS))
+            tbl = _arrow(cur, names)
+            if tbl.num_rows == 0:
+                break
+            con.register("_batch", tbl)
+            con.execute("BEGIN")
+            con.execute(
+                "INSERT INTO entries SELECT sqlite_rowid, "
+                + ", ".join(f"CAST({c} AS TIMESTAMPTZ)" if c == "ts" else
+                            (f"CAST({c} AS BOOLEAN)" if c == "is_sidechain" else c)
+                            for c in STORED_COLUMNS) + " FROM _batch")
+            hwm = max(tbl.column("sqlite_rowid").to_pylist())
+            con.execute("INSERT OR REPLACE INTO meta VALUES('entries_rowid', ?)", [hwm])
+            con.execute("COMMIT")
+            con.unregister("_batch")
+            synced += tbl.num_rows
+        _replay_status(sqlite_conn, con)
+        marks = {"entries_rowid": _hwm(con), "status_seq": _status_seq(con)}
+        if not usage:
+            return {"entries_synced": synced, "usage_rows": 0, "usage_changed": 0,
+                    "unpriced_models": [], **marks}
+        u = sync_usage(sqlite_conn, con, home)
+        _sync_texts(sqlite_conn, con)
+        _sync_compress(sqlite_conn, con)
+        return {"entries_synced": synced, **u, **marks}
+    finally:
+        if own:
+            con.close()
+
+
+def _prices(home: Path) -> tuple[dict, int]:
+    """The ``prices.toml`` overrides of ``home`` and a fingerprint of the prices in
+    force (genai-prices version + the file's text)."""
+    from importlib.metadata import version
+
+    from ctxkeep.transforms import cost
+    p = Path(home) / "prices.toml"
+    text = p.read_text(encoding="utf-8") if p.is_file() else ""
+    try:
+        overrides = cost.parse_prices_toml(text) if text else {}
+    except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
+        raise ValueError(f"{p}: {e}") from None
+    return overrides, zlib.crc32(f"{version('genai-prices')}\0{text}".encode())
+
+
+def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dict[str, str]:
+    """session id -> Codex CLI version, from the text of the session's ``session_meta``
+    entry (``sources.codex``: ``... (cli <version>, <originator>)``)."""
+    import re
+    out: dict[str, str] = {}
+    for i in range(0, len(sessions), 500):
+        part = sessions[i:i + 500]
+        rows = sqlite_conn.execute(
+            "SELECT e.session_id, ch.text FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
+            "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
+            f"WHERE e.agent = 'codex' AND e.tool_name = 'session_meta' AND e.session_id IN "
+            f"({','.join('?' * len(part))})", part).fetchall()
+        for sid, text in rows:
+            m = re.search(r"\(cli ([0-9][^,)\s]*)", text or "")
+            if m:
+                out.setdefault(sid, m.group(1))
+    return out
+
+
+def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, home: Path) -> dict:
+    """Upsert DuckDB ``usage`` from SQLite ``usage`` by ``usage_key``: rows new or
+    changed (tokens, model, time, logged cost) since the last sync are priced
+    (``transforms.cost``, each at its own ``ts``) and written; keys gone from SQLite are
+    deleted; all rows are re-priced when the prices changed (another genai-prices
+    version, an edited ``prices.toml``). A logged cost is taken from a SQLite
+    ``usage.cost_usd`` column when the store has one (USD). A row without a model gets
+    the agent version's documented default (``cost.assumed_model``) with
+    ``model_source = 'assumed'``. ``machine`` is this host's name
+    (``socket.gethostname()``). The rates are looked up once per model and UTC day and
+    the arithmetic is done in DuckDB; only tiered prices are computed per response in
+    Python. Returns ``{"usage_rows": rows in SQLite, "usage_changed": rows written,
+    "unpriced_models": sorted models that had no price}``."""
+    import datetime as dt
+    import socket
+
+    from ctxkeep.transforms import cost
+    overrides, fp = _prices(home)
+    scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
+    logged = "cost_usd" if "cost_usd" in scols else "NULL"
+    names = _UCOLS + ["logged_cost_usd"]
+    rows = sqlite_conn.execute(f"SELECT {', '.join(_UCOLS)}, {logged} FROM usage").fetchall()
+    cols = list(zip(*rows)) if rows else [[] for _ in names]
+    src = pa.table({n: pa.array(c, pa.float64() if n == "logged_cost_usd" else
+                                (pa.int64() if n in USAGE_COLUMNS else pa.string()))
+                    for n, c in zip(names, cols)})
+    con.register("_usage", src)
+    try:
+        same = " AND ".join(f"d.{c} IS NOT DISTINCT FROM s.{c}" for c in
+                            ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id",
+                             "logged_cost_usd"))
+        reprice = _meta(con, "price_version") != fp
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE _changed AS SELECT s.* REPLACE (CAST(s.ts AS TIMESTAMPTZ) AS ts), "
+            f"CAST(CAST(s.ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS DATE) AS day "
+            f"FROM _usage s LEFT JOIN usage d USING (usage_key) "
+            f"WHERE d.usage_key IS NULL OR ? OR NOT ({same} AND d.ts IS NOT DISTINCT FROM CAST(s.ts AS TIMESTAMPTZ) "
+            f"AND (d.model_source = 'assumed' OR d.model IS NOT DISTINCT FROM s.model))", [reprice])
+        n = con.execute("SELECT count(*) FROM _changed").fetchall()[0][0]
+        if n == 0 and not reprice:  # nothing new: only keys gone from SQLite (a purge) to drop
+            con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
+            unpriced = sorted(m for (m,) in con.execute(
+                "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL").fetchall())
+            return {"usage_rows": src.num_rows, "usage_changed": 0, "unpriced_models": unpriced}
+        # the model of rows that name none: the agent version's documented default
+        bare = [r[0] for r in con.execute("SELECT DISTINCT session_id FROM _changed WHERE agent = 'codex' "
+                                          "AND coalesce(model, '') = '' AND session_id IS NOT NULL").fetchall()]
+        assumed = {sid: m for sid, v in _codex_versions(sqlite_conn, sorted(bare)).items()
+                   if (m := cost.assumed_model("codex", v))}
+        con.register("_assumed", pa.table({"session_id": pa.array(list(assumed), pa.string()),
+                                           "model": pa.array(list(assumed.values()), pa.string())}))
+        con.execute("CREATE OR REPLACE TEMP TABLE _attr AS SELECT c.*, "
+                    "CASE WHEN coalesce(c.model, '') <> '' THEN c.model "
+                    "     WHEN c.agent = 'codex' THEN a.model END AS priced_model, "
+                    "CASE WHEN coalesce(c.model, '') <> '' THEN 'logged' "
+                    "     WHEN c.agent = 'codex' AND a.model IS NOT NULL THEN 'assumed' END AS msrc "
+                    "FROM _changed c LEFT JOIN _assumed a USING (session_id)")
+        con.unregister("_assumed")
+        pricer = cost.Pricer(overrides)
+        rates, tiered = [], []
+        for model, day in con.execute("SELECT DISTINCT priced_model, day FROM _attr "
+                                      "WHERE priced_model IS NOT NULL").fetchall():
+            r = pricer.rates(model, day or dt.datetime.now(dt.timezone.utc).date())
+            if r == "tiered":
+                tiered.append((model, day))
+            elif r is not None:
+                rates.append((model, day, *r))
+        tier_cost = {}
+        if tiered:
+            con.register("_tiered_keys", pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}))
+            for key, agent, model, ts, *tok in con.execute(
+                    f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)} FROM _attr "
+                    "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day").fetchall():
+                tier_cost[key] = pricer.price(agent, model, ts, *tok)
+            con.unregister("_tiered_keys")
+        con.register("_rates", pa.table({
+            "model": pa.array([r[0] for r in rates], pa.string()), "day": pa.array([r[1] for r in rates], pa.date32()),
+            **{k: pa.array([r[2 + i] for r in rates], pa.float64())
+               for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw"))}}))
+        con.register("_tier_cost", pa.table({"usage_key": pa.array(list(tier_cost), pa.string()),
+                                             "c": pa.array(list(tier_cost.values()), pa.float64())}))
+        reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
+        host = socket.gethostname()
+        con.execute("BEGIN")
+        try:
+            con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
+            con.execute(
+                "INSERT OR REPLACE INTO usage BY NAME "
+                "WITH p AS (SELECT a.*, coalesce(t.c, "
+                "  (coalesce(input_tokens, 0) * r.r_in + coalesce(cache_read_tokens, 0) * r.r_cr "
+                "   + coalesce(cache_creation_tokens, 0) * r.r_cw + (coalesce(output_tokens, 0) "
+                f"   + CASE WHEN agent IN ({reasoning}) THEN coalesce(reasoning_tokens, 0) ELSE 0 END) * r.r_out"
+                "  ) / 1e6) AS calc "
+                "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
+                "  LEFT JOIN _tier_cost t USING (usage_key)) "
+                f"SELECT {', '.join(c for c in _UCOLS if c != 'model')}, priced_model AS model, "
+                "msrc AS model_source, logged_cost_usd, calc AS calculated_cost_usd, "
+                "coalesce(logged_cost_usd, calc) AS cost_usd, "
+                "CASE WHEN logged_cost_usd IS NOT NULL THEN 'logged' WHEN calc IS NOT NULL THEN 'calculated' "
+                "     ELSE 'none' END AS cost_source, ? AS machine FROM p", [host])
+            con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', ?)", [fp])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+        unpriced = sorted(m for (m,) in con.execute(
+            "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL").fetchall())
+        return {"usage_rows": src.num_rows, "usage_changed": n, "unpriced_models": unpriced}
+    finally:
+        for t in ("_usage", "_rates", "_tier_cost"):
+            con.unregister(t)  # a name never registered is a no-op
+        con.execute("DROP TABLE IF EXISTS _changed; DROP TABLE IF EXISTS _attr")
+
+
+def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection) -> None:
+    """What analytics needs of the texts (DuckDB holds none), for the SQLite entries
+    above the ``text_rowid`` mark: the tool results whose text carries the sources'
+    error flag (a leading ``[error]``: Claude Code ``is_error``, Gemini CLI ``error``,
+    Copilot CLI, Cline family) into ``tool_errors``; per session, the title (a
+    ``session`` meta entry's text: Go opencode, Crush) and the first user prompt (first
+    ``_TITLE_CHARS`` characters) into ``session_text``."""
+    mark = _meta(con, "text_rowid")
+    top = sqlite_conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
+    if top <= mark:
+        return
+    head = (f"SELECT e.rowid, e.agent, e.session_id, e.entry_id, e.kind, e.role, e.tool_name, "
+            f"substr(ch.text, 1, {_TITLE_CHARS}) FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
+            f"JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 WHERE e.rowid > ? AND ")
+    errors = [r[3] for r in sqlite_conn.execute(
+        head + "e.kind = 'tool_result' AND ch.text LIKE '[error]%'", (mark,))]
+    texts = sqlite_conn.execute(
+        head + "((e.kind = 'message' AND e.role = 'user') OR (e.kind = 'meta' AND e.tool_name = 'session')) "
+        "ORDER BY e.rowid", (mark,)).fetchall()
+    titles: dict[tuple[str, str], list] = {}
+    for _rowid, agent, sid, _eid, kind, _role, _tool, text in texts:
+        t = titles.setdefault((agent, sid), [None, None])
+        text = " ".join((text or "").split())
+        if not text:
+            continue
+        if kind == "meta":
+            t[0] = t[0] or text
+        else:
+            t[1] = t[1] or text
+    con.execute("BEGIN")
+    try:
+        if errors:
+            con.register("_err", pa.table({"entry_id": errors}))
+            con.execute("INSERT OR IGNORE INTO tool_errors SELECT entry_id FROM _err")
+            con.unregister("_err")
+        if titles:
+            keys = list(titles)
+            con.register("_titles", pa.table({
+                "agent": [k[0] for k in keys], "session_id": [k[1] for k in keys],
+                "title": pa.array([titles[k][0] for k in keys], pa.string()),
+                "first_prompt": pa.array([titles[k][1] for k in keys], pa.string())}))
+            # a title or first prompt already known is kept (it came first)
+            con.execute("INSERT INTO session_text SELECT agent, session_id, title, first_prompt FROM _titles "
+                        "ON CONFLICT (agent, session_id) DO UPDATE SET "
+                        "title = coalesce(session_text.title, excluded.title), "
+                        "first_prompt = coalesce(session_text.first_prompt, excluded.first_prompt)")
+            con.unregister("_titles")
+        con.execute("INSERT OR REPLACE INTO meta VALUES('text_rowid', ?)", [top])
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection) -> None:
+    """Refill ``compress_files`` from SQLite ``runs`` (flow ``compress``; a few rows):
+    one row per file of ``detail.files_detail`` (path, agent, status, bytes and tokens
+    before/after), or, for a run recorded without it, one row with the run's totals
+    (path and agent NULL)."""
+    import json
+    rows = []
+    for run_id, started, finished, status, detail in sqlite_conn.execute(
+            "SELECT run_id, started_at, finished_at, status, detail FROM runs WHERE flow = 'compress' "
+            "ORDER BY run_id"):
+        try:
+            d = json.loads(detail or "{}")
+        except ValueError:
+            d = {}
+        files = d.get("files_detail")
+        if files is None:
+            files = [{"path": None, "agent": None, **{k: d.get(k) for k in (
+                "bytes_before", "bytes_after", "tokens_before", "tokens_after")}}]
+        for f in files:
+            rows.append((run_id, started, finished, f.get("status") or status, f.get("path"), f.get("agent"),
+                         f.get("bytes_before"), f.get("bytes_after"), f.get("tokens_before"),
+                         f.get("tokens_after")))
+    names = ["run_id", "started_at", "finished_at", "status", "path", "agent", "bytes_before",
+             "bytes_after", "tokens_before", "tokens_after"]
+    ints = {"run_id", "bytes_before", "bytes_after", "tokens_before", "tokens_after"}
+    tbl = pa.table({n: pa.array([r[i] for r in rows], pa.int64() if n in ints else pa.string())
+                    for i, n in enumerate(names)})
+    con.register("_compress", tbl)
+    con.execute("BEGIN")
+    con.execute("DELETE FROM compress_files")
+    con.execute("INSERT INTO compress_files SELECT run_id, CAST(started_at AS TIMESTAMPTZ), "
+                "CAST(finished_at AS TIMESTAMPTZ), status, path, agent, bytes_before, bytes_after, "
+                "tokens_before, tokens_after FROM _compress")
+    con.execute("COMMIT")
+    con.unregister("_compress")
+
+
+def append_entries(con: duckdb.DuckDBPyConnection, first_rowid: int, table: pa.Table) -> int | None:
+    """Append entries just committed to SQLite without reading them back from it.
+
+    ``table``: the Arrow table of the rows a ``sqlite_store.load_batch`` inserted, in
+    insert order, columns ``STORED_COLUMNS`` as in ``schema.ENTRY_SCHEMA`` (``ts``
+    timestamp[us, UTC], ``is_sidechain`` bool), whose SQLite rowids are
+    ``first_rowid`` … ``first_rowid + num_rows - 1``. Their statuses as loaded; a
+    status changed later is replayed from ``status_log`` by the next ``sync``.
+
+    Returns the number of rows appended (the high-water mark moves to the last one);
+    0 when they are already synced; None when they do not follow the high-water mark
+    (rows committed before them are missing: call ``sync``, which reads SQLite).
+    """
+    n = table.num_rows
+    hwm = _hwm(con)
+    if n == 0 or first_rowid + n - 1 <= hwm:
+        return 0
+    if first_rowid != hwm + 1:
+        return None
+    tbl = table.select(STORED_COLUMNS).append_column(
+        "sqlite_rowid", pa.array(range(first_rowid, first_rowid + n), pa.int64()))
+    con.register("_append", tbl)
+    try:
+        con.execute("BEGIN")
+        try:
+            con.execute("INSERT INTO entries SELECT sqlite_rowid, " + ", ".join(STORED_COLUMNS)
+                        + " FROM _append")
+            con.execute("INSERT OR REPLACE INTO meta VALUES('entries_rowid', ?)", [first_rowid + n - 1])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    finally:
+        con.unregister("_append")
+    return n
+
+
+def _status_seq(con) -> int:
+    rows = con.execute("SELECT value FROM meta WHERE key='status_seq'").fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def _replay_status(sqlite_conn: sqlite3.Connection, con) -> int:
+    """Apply SQLite ``status_log`` rows above DuckDB's ``status_seq`` mark to DuckDB
+    ``entries`` (rows synced before their status changed), in order; returns rows read."""
+    rows = con.execute("SELECT value FROM meta WHERE key='status_seq'").fetchall()
+    seq = rows[0][0] if rows else 0
+    try:
+        rows = sqlite_conn.execute("SELECT seq, entry_id, status FROM status_log WHERE seq > ? "
+                                   "ORDER BY seq", (seq,)).fetchall()
+    except sqlite3.OperationalError:  # a store written before status_log existed
+        return 0
+    if not rows:
+        return 0
+    # the last change per entry wins (rows are in seq order)
+    final = {eid: st for _, eid, st in rows}
+    tbl = pa.table({"entry_id": list(final), "status": list(final.values())})
+    con.register("_status", tbl)
+    con.execute("BEGIN")
+    con.execute("UPDATE entries SET status = s.status FROM _status s WHERE entries.entry_id = s.entry_id")
+    con.execute("INSERT OR REPLACE INTO meta VALUES('status_seq', ?)", [rows[-1][0]])
+    con.execute("COMMIT")
+    con.unregister("_status")
+    return len(rows)

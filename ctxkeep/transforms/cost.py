@@ -1,0 +1,201 @@
+"""The cost of API responses in USD: list prices from ``genai-prices`` (pydantic's
+offline price data, shipped in its wheel; prices by request time, with cache read and
+cache write rates), overridden or extended by a user ``prices.toml``.
+
+Pure: no file or network access here (``genai-prices`` is used from its bundled
+snapshot; its auto-update is never started). The DuckDB sink reads ``prices.toml`` and
+hands its text to ``parse_prices_toml``.
+
+Token conventions (``schema``): ``input_tokens`` is the *non-cached* input,
+``cache_read_tokens`` / ``cache_creation_tokens`` the cached input read / written,
+``output_tokens`` the output. ``genai-prices`` wants the total input with the cached
+parts inside it, so a response is priced as ``Usage(input_tokens = input + cache_read +
+cache_creation, cache_read_tokens, cache_write_tokens = cache_creation, output_tokens)``.
+``reasoning_tokens`` are billed as output; they are added to the output only for the
+agents whose logged output leaves them out (``REASONING_OUTSIDE_OUTPUT``: Gemini CLI and
+Qwen Code log ``thoughtsTokenCount`` beside ``candidatesTokenCount``; OpenCode's
+``tokens.reasoning`` beside ``tokens.output``); OpenAI's ``output_tokens`` (Codex,
+Copilot CLI) already include them.
+
+Every response is priced at its own timestamp (a price with a start date applies to
+the responses made from then on), and per response (Gemini's prices are tiered by the
+input of one request).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from collections.abc import Iterable
+from typing import Literal
+
+#: ``auto``: the cost an agent logged, else the calculated one; ``calculate``: always the
+#: calculated one; ``display``: only logged costs (as ccusage's ``--mode``)
+Mode = Literal["auto", "calculate", "display"]
+MODES: tuple[str, ...] = ("auto", "calculate", "display")
+
+REASONING_OUTSIDE_OUTPUT = frozenset({"gemini-cli", "qwen-code", "opencode"})
+
+#: Models an agent used when its file names none, by (agent, CLI version major.minor).
+#: Codex 0.34 rollouts have no ``turn_context`` (so no model): its default was
+#: ``gpt-5`` — openai/codex PR #2199 (2025-08-11, "gpt-5 has replaced
+#: codex-mini-latest as the default"); ``gpt-5-codex`` became the default only with
+#: PR #4076 (2025-09-23), after 0.34.
+ASSUMED_MODELS: dict[tuple[str, str], str] = {("codex", "0.34"): "gpt-5"}
+
+
+def assumed_model(agent: str, cli_version: str | None) -> str | None:
+    """The documented default model of ``agent`` at ``cli_version`` (e.g. ``0.34.0``),
+    or None when that version is not in ``ASSUMED_MODELS``."""
+    if not cli_version:
+        return None
+    parts = cli_version.split(".")
+    return ASSUMED_MODELS.get((agent, ".".join(parts[:2])))
+
+
+@dataclass(frozen=True)
+class Override:
+    """A user price (USD per million tokens) from ``prices.toml``; a rate left out
+    falls back to ``input_mtok`` (cache rates) or 0 (output)."""
+
+    input_mtok: float
+    output_mtok: float = 0.0
+    cache_read_mtok: float | None = None
+    cache_write_mtok: float | None = None
+
+
+def parse_prices_toml(text: str) -> dict[str, Override]:
+    """The overrides of a ``prices.toml``: one table per model id (matched exactly,
+    case-insensitively, before ``genai-prices``)::
+
+        [models."my-local-model"]
+        input_mtok = 0.5          # USD per million input tokens
+        output_mtok = 1.5
+        cache_read_mtok = 0.05    # optional
+        cache_write_mtok = 0.6    # optional
+
+    Raises ValueError (with the model named) for a table without ``input_mtok`` or
+    with a non-numeric rate; tomllib.TOMLDecodeError for bad TOML."""
+    doc = tomllib.loads(text)
+    out: dict[str, Override] = {}
+    for name, t in (doc.get("models") or {}).items():
+        if not isinstance(t, dict) or "input_mtok" not in t:
+            raise ValueError(f"prices.toml: model {name!r} needs input_mtok")
+        try:
+            out[name.lower()] = Override(
+                float(t["input_mtok"]), float(t.get("output_mtok", 0.0)),
+                None if t.get("cache_read_mtok") is None else float(t["cache_read_mtok"]),
+                None if t.get("cache_write_mtok") is None else float(t["cache_write_mtok"]))
+        except (TypeError, ValueError):
+            raise ValueError(f"prices.toml: model {name!r} has a non-numeric rate") from None
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _model(model: str):
+    from genai_prices import data_snapshot
+    try:
+        return data_snapshot.get_snapshot().find_provider_model(model, None, None, None)[1]
+    except LookupError:
+        return None
+
+
+@lru_cache(maxsize=8192)
+def _model_price(model: str, day: dt.date):
+    m = _model(model)
+    if m is None:
+        return None
+    # the price in force at the end of that UTC day: start dates in the data are days
+    return m.get_prices(dt.datetime.combine(day, dt.time(23, 59, 59), dt.timezone.utc))
+
+
+_TOKEN_RATES = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
+
+
+@lru_cache(maxsize=8192)
+def _flat_rates(model: str, day: dt.date) -> tuple[float, float, float, float] | None:
+    """(input, output, cache read, cache write) USD per MTok when the price is flat
+    (no tiers) — then a response's price is linear in its tokens and is computed
+    without genai-prices' per-call decomposition (~1 ms a response); a cache rate the
+    data leaves out is the input rate, as genai-prices prices it. None: tiered."""
+    from decimal import Decimal
+    mp = _model_price(model, day)
+    vals = [getattr(mp, k, None) for k in _TOKEN_RATES]
+    if vals[0] is None or any(v is not None and not isinstance(v, Decimal) for v in vals):
+        return None
+    inp = float(vals[0])
+    return (inp, float(vals[1] or 0), inp if vals[2] is None else float(vals[2]),
+            inp if vals[3] is None else float(vals[3]))
+
+
+@dataclass
+class Pricer:
+    """Prices responses; remembers the models it could not price (``unknown``)."""
+
+    overrides: dict[str, Override] = field(default_factory=dict)
+    unknown: set[str] = field(default_factory=set)
+
+    def rates(self, model: str | None, day: dt.date) -> tuple[float, float, float, float] | None | str:
+        """The flat rates (input, output, cache read, cache write; USD per MTok) of
+        ``model`` on UTC ``day``: from ``prices.toml``, else genai-prices. ``"tiered"``
+        when the price depends on a request's size (price each response with
+        ``price``); None (and remembered in ``unknown``) when the model is empty or
+        unknown."""
+        if not model:
+            return None
+        o = self.overrides.get(model.lower())
+        if o is not None:
+            cr = o.input_mtok if o.cache_read_mtok is None else o.cache_read_mtok
+            cw = o.input_mtok if o.cache_write_mtok is None else o.cache_write_mtok
+            return (o.input_mtok, o.output_mtok, cr, cw)
+        if _model_price(model, day) is None:
+            self.unknown.add(model)
+            return None
+        flat = _flat_rates(model, day)
+        return "tiered" if flat is None else flat
+
+    def price(self, agent: str, model: str | None, ts: dt.datetime | None, input_tokens: int | None,
+              output_tokens: int | None, cache_read_tokens: int | None,
+              cache_creation_tokens: int | None, reasoning_tokens: int | None = 0) -> float | None:
+        """The list-price cost in USD of one response made at ``ts`` (UTC; None: now)
+        with these token counts (None counts as 0); None (never 0) when ``model`` is
+        empty or neither ``prices.toml`` nor ``genai-prices`` knows it."""
+        if not model:
+            return None
+        inp, out = input_tokens or 0, output_tokens or 0
+        cr, cw = cache_read_tokens or 0, cache_creation_tokens or 0
+        if agent in REASONING_OUTSIDE_OUTPUT:
+            out += reasoning_tokens or 0
+        day = (ts or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).date()
+        r = self.rates(model, day)
+        if r is None:
+            return None
+        if r != "tiered":
+            return (inp * r[0] + out * r[1] + cr * r[2] + cw * r[3]) / 1e6
+        from genai_prices import Usage
+        usage = Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw,
+                      output_tokens=out)
+        return float(_model_price(model, day).calc_price(usage)["total_price"])
+
+
+def choose(mode: str, logged: float | None, calculated: float | None) -> tuple[float | None, str]:
+    """The cost shown in ``mode`` and its source (``logged`` / ``calculated`` /
+    ``none``). Raises ValueError for a mode not in ``MODES``."""
+    if mode == "auto":
+        if logged is not None:
+            return logged, "logged"
+        return (calculated, "calculated") if calculated is not None else (None, "none")
+    if mode == "calculate":
+        return (calculated, "calculated") if calculated is not None else (None, "none")
+    if mode == "display":
+        return (logged, "logged") if logged is not None else (None, "none")
+    raise ValueError(f"unknown cost mode {mode!r} (one of {', '.join(MODES)})")
+
+
+def price_rows(rows: Iterable[dict], pricer: Pricer) -> list[float | None]:
+    """``Pricer.price`` over dicts with the keys ``agent, model, ts, input_tokens,
+    output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens``."""
+    return [pricer.price(r["agent"], r["model"], r["ts"], r["input_tokens"], r["output_tokens"],
+                         r["cache_read_tokens"], r["cache_creation_tokens"],
+                         r.get("reasoning_tokens")) for r in rows]

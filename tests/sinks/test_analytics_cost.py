@@ -1,0 +1,130 @@
+"""Cost: list prices from genai-prices at each response's time, user overrides, modes,
+model attribution. Expected values are worked by hand from the providers' list prices."""
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import pytest
+
+from ctxkeep.sinks import duckdb as duckdb_store
+from ctxkeep.transforms import cost
+
+UTC = dt.timezone.utc
+
+
+def test_claude_price_with_cache_read_and_write():
+    # claude-sonnet-4: $3 input, $15 output, $0.30 cache read, $3.75 cache write per MTok
+    p = cost.Pricer()
+    got = p.price("claude-code", "claude-sonnet-4-20250514", dt.datetime(2025, 7, 1, tzinfo=UTC),
+                  1000, 2000, 30000, 4000, 0)
+    assert got == pytest.approx((1000 * 3 + 2000 * 15 + 30000 * 0.3 + 4000 * 3.75) / 1e6, abs=1e-12)
+
+
+def test_each_response_is_priced_at_its_own_time():
+    # claude-sonnet-4-6: until 2026-03-13 a request above 200k input tokens paid $6/$22.50,
+    # from then on $3/$15 flat (genai-prices' dated prices)
+    p = cost.Pricer()
+    before = p.price("claude-code", "claude-sonnet-4-6", dt.datetime(2026, 3, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0)
+    after = p.price("claude-code", "claude-sonnet-4-6", dt.datetime(2026, 4, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0)
+    assert before == pytest.approx((300_000 * 6 + 1000 * 22.5) / 1e6, abs=1e-12)
+    assert after == pytest.approx((300_000 * 3 + 1000 * 15) / 1e6, abs=1e-12)
+
+
+def test_reasoning_is_billed_as_output_where_the_output_leaves_it_out():
+    # gemini-2.5-flash: $0.30 input, $2.50 output, $0.03 cache read per MTok
+    p = cost.Pricer()
+    ts = dt.datetime(2025, 12, 3, tzinfo=UTC)
+    assert p.price("gemini-cli", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500) == pytest.approx(
+        (1000 * 0.3 + 2500 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12)
+    # Codex (OpenAI): output_tokens already include the reasoning tokens
+    assert p.price("codex", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500) == pytest.approx(
+        (1000 * 0.3 + 2000 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12)
+
+
+def test_unknown_model_is_none_never_zero_and_remembered():
+    p = cost.Pricer()
+    assert p.price("aider", "no-such-model-zz", None, 10, 10, 0, 0) is None
+    assert p.price("aider", None, None, 10, 10, 0, 0) is None
+    assert p.unknown == {"no-such-model-zz"}
+
+
+def test_prices_toml_overrides_and_adds():
+    o = cost.parse_prices_toml('[models."Claude-Sonnet-4-20250514"]\ninput_mtok = 1\noutput_mtok = 2\n'
+                               'cache_read_mtok = 0.5\n[models.mine]\ninput_mtok = 4\n')
+    p = cost.Pricer(o)
+    assert p.price("claude-code", "claude-sonnet-4-20250514", None, 1000, 1000, 1000, 1000) == pytest.approx(
+        (1000 * 1 + 1000 * 2 + 1000 * 0.5 + 1000 * 1) / 1e6)   # cache write falls back to input
+    assert p.price("aider", "mine", None, 1000, 1000, 0, 0) == pytest.approx(1000 * 4 / 1e6)
+    with pytest.raises(ValueError, match="'bad' needs input_mtok"):
+        cost.parse_prices_toml("[models.bad]\noutput_mtok = 1\n")
+    with pytest.raises(ValueError, match="non-numeric"):
+        cost.parse_prices_toml('[models.bad]\ninput_mtok = "x"\n')
+
+
+def test_modes_as_ccusage():
+    assert cost.choose("auto", 0.5, 0.4) == (0.5, "logged")
+    assert cost.choose("auto", None, 0.4) == (0.4, "calculated")
+    assert cost.choose("auto", None, None) == (None, "none")
+    assert cost.choose("calculate", 0.5, 0.4) == (0.4, "calculated")
+    assert cost.choose("display", None, 0.4) == (None, "none")
+    assert cost.choose("display", 0.5, 0.4) == (0.5, "logged")
+    with pytest.raises(ValueError, match="unknown cost mode"):
+        cost.choose("cheap", 1, 1)
+
+
+def test_assumed_model_is_the_versions_documented_default():
+    assert cost.assumed_model("codex", "0.34.0") == "gpt-5"
+    assert cost.assumed_model("codex", "0.99.1") is None
+    assert cost.assumed_model("codex", None) is None
+
+
+def test_corpus_costs(corpus_store):
+    """The corpus store: Claude Code's 2025-06-08 (tokens as ccusage reports them) costs
+    the list price; the Codex 0.34 rollout is priced as gpt-5 (assumed); Crush and Go
+    opencode carry their sessions' models; no priced model is missing a price."""
+    home, _ = corpus_store
+    con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
+    try:
+        day = con.execute("SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd "
+                          "FROM daily_usage WHERE day = DATE '2025-06-08' AND agent = 'claude-code' "
+                          "AND model = 'claude-sonnet-4-20250514'").fetchone()
+        codex = con.execute("SELECT model, model_source, count(*), count(cost_usd), sum(input_tokens), "
+                            "sum(cache_read_tokens), sum(output_tokens), sum(cost_usd) FROM usage "
+                            "WHERE agent = 'codex' AND model_source = 'assumed' GROUP BY ALL").fetchall()
+        charm = con.execute("SELECT agent, model, model_source FROM usage WHERE agent IN ('crush', 'opencode-go') "
+                            "ORDER BY ALL").fetchall()
+        unpriced = con.execute("SELECT count(*) FROM usage WHERE cost_usd IS NULL").fetchone()[0]
+    finally:
+        con.close()
+    assert day[:4] == (114, 16769, 3754072, 174552)
+    assert day[4] == pytest.approx((114 * 3 + 16769 * 15 + 3754072 * 0.3 + 174552 * 3.75) / 1e6, abs=1e-9)
+    [(model, src, n, priced, inp, cread, out, usd)] = codex
+    assert (model, src, n, priced) == ("gpt-5", "assumed", 456, 456)
+    # gpt-5: $1.25 input, $0.125 cache read, $10 output per MTok
+    assert usd == pytest.approx((inp * 1.25 + cread * 0.125 + out * 10) / 1e6, rel=1e-9)
+    assert charm == [("crush", "gpt-5", "logged"), ("crush", "gpt-5", "logged"),
+                     ("opencode-go", "claude-4-sonnet", "logged")]
+    assert unpriced == 0
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-20250514", "claude-opus-4-1-20250805", "gpt-5",
+                                   "gpt-5-codex", "gemini-2.5-flash", "claude-3-5-haiku-20241022"])
+def test_the_flat_price_shortcut_equals_genai_prices(model):
+    from genai_prices import Usage, calc_price
+    ts = dt.datetime(2025, 9, 1, 12, tzinfo=UTC)
+    for inp, out, cr, cw in ((1000, 2000, 30000, 4000), (7, 0, 0, 0), (0, 0, 5_000_000, 0), (0, 10, 0, 900)):
+        want = calc_price(Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw,
+                                output_tokens=out), model, genai_request_timestamp=ts).total_price
+        assert cost.Pricer().price("claude-code", model, ts, inp, out, cr, cw) == pytest.approx(float(want), rel=1e-12)
+
+
+def test_a_bad_prices_toml_is_one_error_naming_the_file(tmp_path):
+    import sqlite3
+    (tmp_path / "prices.toml").write_text("[models.x\n")
+    con = duckdb_store.connect(tmp_path)
+    try:
+        with pytest.raises(ValueError, match=r"prices\.toml: "):
+            duckdb_store.sync_usage(sqlite3.connect(":memory:"), con, tmp_path)
+    finally:
+        con.close()
