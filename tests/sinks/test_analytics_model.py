@@ -10,7 +10,7 @@ import pytest
 
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.sqlite import status as sqlite_status
+from ctxkeep.sinks.sqlite import StatusChange
 
 
 def _sqlite(home) -> sqlite3.Connection:
@@ -81,7 +81,7 @@ def test_context_growth_leaves_rewound_entries_out(store):
     ids = [r[0] for r in sq.execute(
         "SELECT entry_id FROM entries WHERE agent = ? AND session_id = ? AND kind != 'message' "
         "ORDER BY rowid LIMIT 5", (agent, sid))]
-    sqlite_status.set_status_sqlite(sq, ids, "rewound")
+    sqlite_store.apply_changes(sq, [StatusChange("rewound", tuple(ids))])
     duckdb_store.sync(sq, store)
     want = _turn_totals(sq, agent, sid, skip=set(ids))
     sq.close()
@@ -348,7 +348,7 @@ def test_archived_entries_stay_in_analytics(store):
     sq = sqlite_store.connect(store)
     agent, sid = _largest_session(sq)
     ids = [r[0] for r in sq.execute("SELECT entry_id FROM entries WHERE agent = ? AND session_id = ?", (agent, sid))]
-    sqlite_status.set_status_sqlite(sq, ids, "archived")
+    sqlite_store.apply_changes(sq, [StatusChange("archived", tuple(ids))])
     out = parquet.archive_entries(sq, store, dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1))
     assert out["entries"] == len(ids)
     purge_mod.rebuild_analytics(sq, store)
