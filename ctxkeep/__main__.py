@@ -1,4 +1,5 @@
 """``python -m ctxkeep`` runs the CLI."""
+
 from ctxkeep.cli import main
 
 main()

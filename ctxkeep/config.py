@@ -7,6 +7,7 @@ Windows). It holds ``store.db`` (SQLite, system of record), ``analytics.duckdb``
 (derived), ``config.toml`` (optional), ``archive/`` and ``ingest.lock``. Everything is
 created user-only (0700 directories, 0600 files).
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,10 @@ def ensure_home(home: Path) -> Path:
     from ctxkeep.errors import StoreError
 
     if Path(home).exists() and not Path(home).is_dir():
-        raise StoreError(f"cannot use {home} as the store: it is a file, not a directory",
-                         hint="pass --home DIR (or CTXKEEP_HOME) naming a directory")
+        raise StoreError(
+            f"cannot use {home} as the store: it is a file, not a directory",
+            hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
+        )
     probe = Path(home)
     while not probe.exists() and probe.parent != probe:
         probe = probe.parent
@@ -57,8 +60,10 @@ def ensure_home(home: Path) -> Path:
     except OSError:
         writable = False
     if not writable:
-        raise StoreError(f"cannot create the store in {home}: {probe} is read-only",
-                         hint="set CTXKEEP_HOME or pass --home DIR")
+        raise StoreError(
+            f"cannot create the store in {home}: {probe} is read-only",
+            hint="set CTXKEEP_HOME or pass --home DIR",
+        )
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         os.chmod(home, 0o700)
@@ -134,8 +139,9 @@ def _section(cls, raw: Any, where: str):
         if hasattr(obj, k):
             cur = getattr(obj, k)
             if isinstance(cur, int) and not (isinstance(v, int) and not isinstance(v, bool)):
-                raise ConfigError(f"{where}.{k} must be an integer, got {v!r}", where=where,
-                                  hint="fix config.toml")
+                raise ConfigError(
+                    f"{where}.{k} must be an integer, got {v!r}", where=where, hint="fix config.toml"
+                )
             setattr(obj, k, v)
     return obj
 
@@ -163,8 +169,9 @@ def _dirs(v: Any, where: str, path: Path) -> list[Path]:
     if isinstance(v, str):
         v = [v]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ConfigError(f"{where} must be a path or a list of paths, got {v!r}", where=str(path),
-                          hint="fix config.toml")
+        raise ConfigError(
+            f"{where} must be a path or a list of paths, got {v!r}", where=str(path), hint="fix config.toml"
+        )
     out = []
     for d in v:
         p = Path(os.path.expandvars(d)).expanduser()
@@ -195,8 +202,9 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"config.toml does not parse: {e}", where=str(path),
-                              hint="fix or remove the file") from None
+            raise ConfigError(
+                f"config.toml does not parse: {e}", where=str(path), hint="fix or remove the file"
+            ) from None
     cfg = Config(path=path if path.exists() else None)
     raw_agents: list[tuple[str, Any, str]] = []
     for section in ("agents", "tools"):
@@ -221,10 +229,9 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
             cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig()).enabled = flag
     for key, val in env.items():
         if key.startswith("CTXKEEP_") and key.endswith("_DIRS") and val:
-            name = key[len("CTXKEEP_"):-len("_DIRS")].lower().replace("_", "-")
+            name = key[len("CTXKEEP_") : -len("_DIRS")].lower().replace("_", "-")
             ac = cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig())
-            ac.session_dirs += [Path(os.path.expandvars(d)).expanduser()
-                                for d in val.split(os.pathsep) if d]
+            ac.session_dirs += [Path(os.path.expandvars(d)).expanduser() for d in val.split(os.pathsep) if d]
     return cfg
 
 

@@ -4,6 +4,7 @@ Flat and small, in the style of sqlite-utils and dlt: every error says what fail
 where, and what to do, and whether retrying can help (``transient``). All errors keep
 their fields through pickling, so they can cross process and Prefect task boundaries.
 """
+
 from __future__ import annotations
 
 

@@ -16,6 +16,7 @@ Python predicate (``is_under``), an SQL fragment with its parameters (``under_sq
 and a Polars expression (``under_expr``). This module imports nothing heavy (Polars
 is not imported: ``under_expr`` takes the column expression).
 """
+
 from __future__ import annotations
 
 import os

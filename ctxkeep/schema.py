@@ -5,6 +5,7 @@ meta record of any agent. Sources produce entry dicts with the keys of ``ENTRY_S
 Units: ``ts`` is UTC; ``*_tokens`` and ``token_estimate`` are tokens; ``source_offset``
 and ``text_bytes`` are bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import polars as pl
+
 
 @dataclass
 class EntryRef:
@@ -57,9 +59,25 @@ class Watermark:
 #: every ``agent`` value: the sources' names (``sources.SOURCES``, in registry order)
 #: and ``note`` (``sinks.notes``); kept here so search can check a filter without
 #: importing every source
-AGENTS = ("claude-code", "codex", "gemini-cli", "copilot-cli", "qwen-code", "continue", "cline",
-          "roo-code", "kilo-code", "aider", "specstory", "opencode", "opencode-go", "crush", "goose",
-          "cursor", "note")
+AGENTS = (
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "copilot-cli",
+    "qwen-code",
+    "continue",
+    "cline",
+    "roo-code",
+    "kilo-code",
+    "aider",
+    "specstory",
+    "opencode",
+    "opencode-go",
+    "crush",
+    "goose",
+    "cursor",
+    "note",
+)
 ROLES = ("user", "assistant", "system", "tool")
 KINDS = ("message", "tool_call", "tool_result", "thinking", "summary", "meta")
 #: ``rewound``: dropped from the agent's active history by a rewind (Gemini ``$rewindTo``)
@@ -67,37 +85,37 @@ STATUSES = ("active", "archived", "consumed", "rewound")
 
 #: Columns that sources fill in (the raw entry dict).
 _SOURCE_TYPES: dict[str, str] = {
-    "agent": "String",            # claude-code, codex, gemini-cli, ...
-    "session_id": "String",       # the agent's session id (sub-agents: their own id)
+    "agent": "String",  # claude-code, codex, gemini-cli, ...
+    "session_id": "String",  # the agent's session id (sub-agents: their own id)
     "parent_session_id": "String",  # sub-agent / sidechain / fork: the parent session
-    "native_id": "String",        # the agent's record id (uuid, call_id, ...)
-    "parent_id": "String",        # parentUuid or equivalent
-    "part": "Int32",              # index of the block within its record (0-based)
-    "project_dir": "String",      # working directory from the record (cwd)
-    "ts": "String",               # ISO-8601 as logged; normalized to UTC datetime
+    "native_id": "String",  # the agent's record id (uuid, call_id, ...)
+    "parent_id": "String",  # parentUuid or equivalent
+    "part": "Int32",  # index of the block within its record (0-based)
+    "project_dir": "String",  # working directory from the record (cwd)
+    "ts": "String",  # ISO-8601 as logged; normalized to UTC datetime
     "role": "String",
     "kind": "String",
     "tool_name": "String",
-    "text": "String",             # plain text, before redaction
+    "text": "String",  # plain text, before redaction
     "model": "String",
-    "input_tokens": "Int64",      # usage as the agent logged it (non-cached input)
+    "input_tokens": "Int64",  # usage as the agent logged it (non-cached input)
     "output_tokens": "Int64",
     "cache_read_tokens": "Int64",
     "cache_creation_tokens": "Int64",
     "reasoning_tokens": "Int64",
-    "usage_key": "String",        # key under which usage is counted once (null: none)
-    "message_id": "String",       # API message id (Claude message.id)
-    "request_id": "String",       # API request id (Claude requestId)
+    "usage_key": "String",  # key under which usage is counted once (null: none)
+    "message_id": "String",  # API message id (Claude message.id)
+    "request_id": "String",  # API request id (Claude requestId)
     "is_sidechain": "Boolean",
     "source_path": "String",
-    "source_offset": "Int64",     # byte offset of the line in source_path
-    "record_id": "String",        # stable id of the source record: the agent's uuid,
-                                   # else "<session>:<SHA-256 of the raw line>"
+    "source_offset": "Int64",  # byte offset of the line in source_path
+    "record_id": "String",  # stable id of the source record: the agent's uuid,
+    # else "<session>:<SHA-256 of the raw line>"
 }
 
 #: The normalized entry frame (``transforms.normalize.entries_frame``).
 _ENTRY_TYPES: dict[str, str] = {
-    "entry_id": "String",         # SHA-256 hex (32 chars) of agent, scope, id, part
+    "entry_id": "String",  # SHA-256 hex (32 chars) of agent, scope, id, part
     "agent": "String",
     "session_id": "String",
     "parent_session_id": "String",
@@ -108,10 +126,10 @@ _ENTRY_TYPES: dict[str, str] = {
     "role": "String",
     "kind": "String",
     "tool_name": "String",
-    "text": "String",             # redacted
-    "content_hash": "String",     # SHA-256 hex of text (null when text is empty)
+    "text": "String",  # redacted
+    "content_hash": "String",  # SHA-256 hex of text (null when text is empty)
     "text_bytes": "Int64",
-    "token_estimate": "Int64",    # tokens of text (o200k_base, or the heuristic)
+    "token_estimate": "Int64",  # tokens of text (o200k_base, or the heuristic)
     "model": "String",
     "input_tokens": "Int64",
     "output_tokens": "Int64",
@@ -127,18 +145,25 @@ _ENTRY_TYPES: dict[str, str] = {
     "status": "String",
 }
 
-USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens",
-                 "cache_creation_tokens", "reasoning_tokens")
+USAGE_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_creation_tokens",
+    "reasoning_tokens",
+)
 
 #: Columns stored in SQLite ``entries`` and DuckDB ``entries`` (no text: text lives in
 #: ``contents``/``chunks`` once per content_hash).
 STORED_COLUMNS = [c for c in _ENTRY_TYPES if c != "text"]
 
 
-def _polars(types: dict[str, str]) -> "dict[str, pl.DataType]":
+def _polars(types: dict[str, str]) -> dict[str, pl.DataType]:
     import polars as pl
-    return {c: (pl.Datetime("us", "UTC") if t == "Datetime[us,UTC]" else getattr(pl, t))
-            for c, t in types.items()}
+
+    return {
+        c: (pl.Datetime("us", "UTC") if t == "Datetime[us,UTC]" else getattr(pl, t)) for c, t in types.items()
+    }
 
 
 _LAZY = {"SOURCE_SCHEMA": _SOURCE_TYPES, "ENTRY_SCHEMA": _ENTRY_TYPES}

@@ -8,11 +8,12 @@ Polars writes the same text with ``UTC_FORMAT_POLARS`` (chrono's spelling).
 
 Nothing heavy is imported (no Polars): the search and MCP hot paths use this module.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 #: ``strftime`` format of a stored time: ISO-8601, UTC, microseconds, ``Z``
 #: (``2025-06-01T12:34:56.789012Z``)
@@ -52,7 +53,9 @@ def format_epoch(seconds: float, *, whole_seconds: bool = False) -> str:
     ``UTC_SECONDS_FORMAT``.
     Raises OverflowError, OSError or ValueError for a time the platform cannot
     represent (``datetime.fromtimestamp``)."""
-    return dt.datetime.fromtimestamp(seconds, UTC).strftime(UTC_SECONDS_FORMAT if whole_seconds else UTC_FORMAT)
+    return dt.datetime.fromtimestamp(seconds, UTC).strftime(
+        UTC_SECONDS_FORMAT if whole_seconds else UTC_FORMAT
+    )
 
 
 def stamp(t: dt.datetime | None = None) -> str:

@@ -1,4 +1,5 @@
 """Invariant checks on session files, shared by the compress tests."""
+
 from __future__ import annotations
 
 import json

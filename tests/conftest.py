@@ -1,4 +1,5 @@
 """Shared fixtures. Corpus files are referenced from ../shared/corpus, never copied."""
+
 from __future__ import annotations
 
 import os
@@ -42,6 +43,7 @@ def store_home(tmp_path) -> Path:
 def corpus_ctx():
     """A discovery context whose HOME is the corpus home (no environment overrides)."""
     from ctxkeep.sources.contract import DiscoveryContext
+
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
     return DiscoveryContext(home=CORPUS_HOME, env={})
@@ -52,6 +54,7 @@ def corpus_store(tmp_path_factory):
     """A store ingested once from the whole corpus (read-only use in tests)."""
     from ctxkeep.pipeline.engine import run_ingest
     from ctxkeep.sources.contract import DiscoveryContext
+
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
     home = tmp_path_factory.mktemp("corpus-store")
@@ -63,6 +66,7 @@ def corpus_store(tmp_path_factory):
 def store(corpus_store, tmp_path) -> Path:
     """A private, writable copy of the corpus store (for purge, retention, reindex …)."""
     import shutil
+
     src, _ = corpus_store
     dst = tmp_path / "store"
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock"))
@@ -80,13 +84,15 @@ def home_copy(tmp_path) -> Path:
 # ---------------------------------------------------------------- helpers shared by the tests
 
 
-def ingest(home: Path, store: Path, agents: str | list[str] | None = None, env: dict | None = None,
-           paths=None):
+def ingest(
+    home: Path, store: Path, agents: str | list[str] | None = None, env: dict | None = None, paths=None
+):
     """Run the plain pipeline (``run_ingest``, no Prefect) into the store ``store`` with
     HOME=``home`` and environment ``env`` (default: empty) for discovery; ``agents`` is
     one agent name or a list of them (default: every agent). Returns the run Summary."""
     from ctxkeep.pipeline.engine import run_ingest
     from ctxkeep.sources.contract import DiscoveryContext
+
     if isinstance(agents, str):
         agents = [agents]
     return run_ingest(store, agents=agents, paths=paths, ctx=DiscoveryContext(home=home, env=env or {}))
@@ -95,6 +101,7 @@ def ingest(home: Path, store: Path, agents: str | list[str] | None = None, env: 
 def q(store: Path, sql: str, *args) -> list[tuple]:
     """Rows of ``sql`` (parameters ``args``) on ``<store>/store.db``, opened read-only."""
     import sqlite3
+
     conn = sqlite3.connect(f"file:{Path(store) / 'store.db'}?mode=ro", uri=True)
     try:
         return conn.execute(sql, args).fetchall()
@@ -112,9 +119,12 @@ def hold_lock_in_subprocess(home: Path):
     stdin; returns the Popen once the lock is held (``.communicate(b"\\n")`` ends it)."""
     import subprocess
     import sys
-    code = ("import sys; from ctxkeep.sinks.lock import StoreLock\n"
-            f"lk = StoreLock({str(home)!r}); lk.acquire()\n"
-            "print('locked', flush=True); sys.stdin.readline(); lk.release()\n")
+
+    code = (
+        "import sys; from ctxkeep.sinks.lock import StoreLock\n"
+        f"lk = StoreLock({str(home)!r}); lk.acquire()\n"
+        "print('locked', flush=True); sys.stdin.readline(); lk.release()\n"
+    )
     p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     line = p.stdout.readline()
     assert line.strip() == b"locked", line
@@ -125,13 +135,19 @@ def fts_entries(home: Path, match: str, table: str = "fts_words") -> set[str]:
     """Entry ids whose text matches the FTS5 expression ``match`` in ``table``
     (``fts_words`` or ``fts_grams``), straight from SQLite (no ranking, no budget)."""
     import sqlite3
+
     conn = sqlite3.connect(f"file:{Path(home) / 'store.db'}?mode=ro", uri=True)
     try:
-        return {r[0] for r in conn.execute(
-            f"SELECT DISTINCT e.entry_id FROM {table} f JOIN chunks ch ON ch.chunk_id = f.rowid "
-            "JOIN contents c ON c.content_id = ch.content_id "
-            "JOIN entries e ON e.content_hash = c.content_hash "
-            f"WHERE {table} MATCH ?", (match,))}
+        return {
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT e.entry_id FROM {table} f JOIN chunks ch ON ch.chunk_id = f.rowid "
+                "JOIN contents c ON c.content_id = ch.content_id "
+                "JOIN entries e ON e.content_hash = c.content_hash "
+                f"WHERE {table} MATCH ?",
+                (match,),
+            )
+        }
     finally:
         conn.close()
 
@@ -140,5 +156,8 @@ def pytest_sessionstart(session):
     """Most tests read the real corpus: say where it was expected instead of failing
     test by test."""
     if not CORPUS_HOME.is_dir():
-        pytest.exit(f"the session corpus is missing: no {CORPUS_HOME} (clone this repository "
-                    f"next to shared/, or set CTXKEEP_CORPUS to the corpus folder)", returncode=4)
+        pytest.exit(
+            f"the session corpus is missing: no {CORPUS_HOME} (clone this repository "
+            f"next to shared/, or set CTXKEEP_CORPUS to the corpus folder)",
+            returncode=4,
+        )

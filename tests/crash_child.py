@@ -2,6 +2,7 @@
 multiprocessing forkserver (so every trial forks a warm process instead of paying
 ~3 s of imports and BPE loading), then ``run`` compresses one file and reports its
 phases on a pipe: ``ready``, ``write`` (just before the backup is made), ``done``."""
+
 from __future__ import annotations
 
 import time
@@ -11,7 +12,7 @@ from ctxkeep.maintenance import compress
 from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.transforms.tokens import encoding
 
-encoding()   # build the offline o200k_base tables before forking
+encoding()  # build the offline o200k_base tables before forking
 
 _make_backup = rewrite.make_backup
 
@@ -20,9 +21,9 @@ def run(conn, store: str, path: str) -> None:
     def make_backup(*a, **k):
         conn.send(("write", time.monotonic()))
         return _make_backup(*a, **k)
+
     rewrite.make_backup = make_backup
     conn.send(("ready", time.monotonic()))
     s = compress.run_compress(Path(store), paths=[Path(path)], keep_messages=10, force=True)
     f = s["files"][0]
     conn.send(("done", time.monotonic(), f["status"], f["reason"]))
-

@@ -1,5 +1,6 @@
 """Helpers for the database-source tests: writable copies of corpus parts and
 fixtures in tmp_path (never write into shared/corpus), and store queries."""
+
 from __future__ import annotations
 
 import os
@@ -36,17 +37,27 @@ def fixture_home(agent: str, home: Path) -> Path:
 
 def kinds(store: Path, agent: str) -> dict:
     """``{(role, kind): n}`` of an agent's entries."""
-    return {(r, k): n for r, k, n in q(store, "SELECT role, kind, count(*) FROM entries WHERE agent=? "
-                                              "GROUP BY 1, 2", agent)}
+    return {
+        (r, k): n
+        for r, k, n in q(store, "SELECT role, kind, count(*) FROM entries WHERE agent=? GROUP BY 1, 2", agent)
+    }
 
 
 def usage_by_day(store: Path, agent: str) -> dict:
     """``{day: (input, output, cache_read, cache_creation)}`` from the usage table."""
-    return {d: tuple(v) for d, *v in q(
-        store, "SELECT substr(ts,1,10), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
-               "sum(cache_creation_tokens) FROM usage WHERE agent=? GROUP BY 1 ORDER BY 1", agent)}
+    return {
+        d: tuple(v)
+        for d, *v in q(
+            store,
+            "SELECT substr(ts,1,10), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
+            "sum(cache_creation_tokens) FROM usage WHERE agent=? GROUP BY 1 ORDER BY 1",
+            agent,
+        )
+    }
 
 
 #: SQL expression for the text of entry ``e`` (texts live once per content, in chunks)
-TEXT = ("(SELECT group_concat(ch.text, '') FROM chunks ch JOIN contents c "
-        "ON c.content_id = ch.content_id WHERE c.content_hash = e.content_hash)")
+TEXT = (
+    "(SELECT group_concat(ch.text, '') FROM chunks ch JOIN contents c "
+    "ON c.content_id = ch.content_id WHERE c.content_hash = e.content_hash)"
+)

@@ -1,4 +1,5 @@
 """Helpers for the per-agent source tests (ingest and query: ``conftest.ingest``, ``q``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,5 +9,7 @@ from conftest import q
 
 def kinds(store: Path, agent: str) -> dict[str, int]:
     """``{"role/kind": n}`` of an agent's entries."""
-    return {f"{r}/{k}": n for r, k, n in q(
-        store, "SELECT role, kind, count(*) FROM entries WHERE agent=? GROUP BY 1, 2", agent)}
+    return {
+        f"{r}/{k}": n
+        for r, k, n in q(store, "SELECT role, kind, count(*) FROM entries WHERE agent=? GROUP BY 1, 2", agent)
+    }

@@ -1,5 +1,6 @@
 """A digest of a store's tables, to show two ingests stored the same (the engine's
 writer thread, reader process and parts; the Prefect flow against the CLI)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,9 +21,9 @@ def store_digest(home: Path) -> dict:
         # rowid nor ingested_at
         "entries": f"SELECT {', '.join(STORED_COLUMNS)} FROM entries ORDER BY entry_id",
         "contents": "SELECT content_hash, bytes, token_estimate, token_method FROM contents "
-                    "ORDER BY content_hash",
+        "ORDER BY content_hash",
         "chunks": "SELECT c.content_hash, ch.seq, ch.title, ch.text, ch.facets FROM chunks ch JOIN contents c "
-                  "ON c.content_id = ch.content_id ORDER BY c.content_hash, ch.seq",
+        "ON c.content_id = ch.content_id ORDER BY c.content_hash, ch.seq",
         "usage": "SELECT * FROM usage ORDER BY usage_key",
         "watermarks": "SELECT path, size, offset, head_hash FROM watermarks ORDER BY path",
         "quarantine": "SELECT path, offset, reason FROM quarantine ORDER BY path, offset, reason",

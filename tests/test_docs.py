@@ -1,16 +1,17 @@
 """Every CLI command is documented in the README (sqlite-utils style), and the README's
 two set-up commands are the ones CI runs."""
+
 from __future__ import annotations
 
 import re
 
 from conftest import ROOT
-
 from ctxkeep.cli import app
 
 
 def _commands() -> list[str]:
     import typer.main
+
     group = typer.main.get_command(app)
     return sorted(group.commands)
 
@@ -33,9 +34,13 @@ def test_usage_errors_are_one_line_with_exit_code_2():
     """Wrong arguments read like every other error: one line on stderr, what to do."""
     import subprocess
     import sys
-    for args, want in ((["search", "--bogus"], "error: No such option: --bogus - see `ctxkeep search --help`"),
-                       (["search"], "error: Missing argument 'query'. - see `ctxkeep search --help`"),
-                       (["nosuch"], "error: No such command 'nosuch'. - see `ctxkeep --help`")):
-        r = subprocess.run([sys.executable, "-m", "ctxkeep", *args], capture_output=True, text=True,
-                           cwd=ROOT, timeout=60)
+
+    for args, want in (
+        (["search", "--bogus"], "error: No such option: --bogus - see `ctxkeep search --help`"),
+        (["search"], "error: Missing argument 'query'. - see `ctxkeep search --help`"),
+        (["nosuch"], "error: No such command 'nosuch'. - see `ctxkeep --help`"),
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "ctxkeep", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+        )
         assert (r.returncode, r.stderr.strip().splitlines(), r.stdout) == (2, [want], "")

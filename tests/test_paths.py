@@ -3,6 +3,7 @@ Polars forms agree on every case, and the four places that apply it (purge's SQL
 selection, purge's Parquet filter, ingest's project tombstones, search's project
 filter) give the same answer (ingest's tombstones: ``tests/maintenance/test_purge.py``,
 ``test_project_purge_then_ingest_does_not_bring_data_back``)."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -14,35 +15,35 @@ from ctxkeep.paths import is_under, normalize_dir, under_expr, under_sql
 
 #: (root, path, expected)
 CASES = [
-    ("/a/b", "/a/b", True),             # the dir itself
-    ("/a/b", "/a/b/c", True),           # below
+    ("/a/b", "/a/b", True),  # the dir itself
+    ("/a/b", "/a/b/c", True),  # below
     ("/a/b", "/a/b/c/d.txt", True),
-    ("/a/b", "/a/bc", False),           # a sibling sharing the prefix
-    ("/a/b", "/a/b0", False),           # '0' sorts right after '/': the range's upper bound
-    ("/a/b", "/a/b.git", False),        # '.' sorts right before '/'
-    ("/a/b", "/a", False),              # above
+    ("/a/b", "/a/bc", False),  # a sibling sharing the prefix
+    ("/a/b", "/a/b0", False),  # '0' sorts right after '/': the range's upper bound
+    ("/a/b", "/a/b.git", False),  # '.' sorts right before '/'
+    ("/a/b", "/a", False),  # above
     ("/a/b", "/a/c", False),
-    ("/a/b", "/A/b/c", False),          # case-sensitive
-    ("/a/b/", "/a/b", True),            # a trailing separator on the root is ignored
+    ("/a/b", "/A/b/c", False),  # case-sensitive
+    ("/a/b/", "/a/b", True),  # a trailing separator on the root is ignored
     ("/a/b/", "/a/b/c", True),
     ("/a/b/", "/a/bc", False),
-    ("/a/b", "/a/b\\c", True),          # a Windows separator below a dir
-    ("/", "/x/y", True),                # the filesystem root holds every absolute path
+    ("/a/b", "/a/b\\c", True),  # a Windows separator below a dir
+    ("/", "/x/y", True),  # the filesystem root holds every absolute path
     ("/", "/", True),
     ("/", "relative/x", False),
-    ("C:\\Users\\x", "C:\\Users\\x\\repo", True),   # Windows paths
+    ("C:\\Users\\x", "C:\\Users\\x\\repo", True),  # Windows paths
     ("C:\\Users\\x", "C:\\Users\\x", True),
     ("C:\\Users\\x", "C:\\Users\\xy", False),
     ("C:\\Users\\x\\", "C:\\Users\\x\\repo", True),
-    ("C:\\Users\\x", "C:/Users/x/repo", False),     # the text as recorded: no separator folding
-    ("C:\\", "C:\\repo", True),                      # a drive root
+    ("C:\\Users\\x", "C:/Users/x/repo", False),  # the text as recorded: no separator folding
+    ("C:\\", "C:\\repo", True),  # a drive root
     ("C:\\", "C:/repo", True),
     ("C:\\", "D:\\repo", False),
     ("C:\\", "C:", True),
-    ("/a_b", "/a_b/c", True),           # LIKE wildcards are plain characters here
+    ("/a_b", "/a_b/c", True),  # LIKE wildcards are plain characters here
     ("/a_b", "/axb/c", False),
     ("/a%", "/abc/d", False),
-    ("/ü/日本", "/ü/日本/x", True),       # non-ASCII
+    ("/ü/日本", "/ü/日本/x", True),  # non-ASCII
     ("/ü/日本", "/ü/日本x", False),
 ]
 
@@ -52,8 +53,10 @@ def _sql(root: str, paths: list[str | None]) -> list[bool | None]:
     conn.execute("CREATE TABLE t(i INTEGER, project_dir TEXT)")
     conn.executemany("INSERT INTO t VALUES(?, ?)", list(enumerate(paths)))
     clause, params = under_sql("t.project_dir", root)
-    got = [None if v is None else bool(v) for _, v in
-           conn.execute(f"SELECT i, {clause} FROM t ORDER BY i", params)]
+    got = [
+        None if v is None else bool(v)
+        for _, v in conn.execute(f"SELECT i, {clause} FROM t ORDER BY i", params)
+    ]
     conn.close()
     return got
 
@@ -68,7 +71,7 @@ def test_python_sql_and_polars_forms_agree(root, path, want):
 
 def test_null_paths_are_not_under_anything():
     assert is_under(None, "/a") is False
-    assert _sql("/a", [None, "/a/x"]) == [None, True]   # NULL in SQL, as the column
+    assert _sql("/a", [None, "/a/x"]) == [None, True]  # NULL in SQL, as the column
     s = pl.DataFrame({"p": [None, "/a/x"]}, schema={"p": pl.String}).select(under_expr(pl.col("p"), "/a"))
     assert s.to_series().to_list() == [None, True]
 
@@ -104,6 +107,7 @@ def test_normalize_dir():
 
 # ---------------------------------------------------------------- the four users of the rule
 
+
 def test_the_users_of_the_rule_agree(store_home):
     """purge's SQL selection, purge's archive filter and the search project filter
     choose the same rows of one table of project dirs."""
@@ -114,16 +118,28 @@ def test_the_users_of_the_rule_agree(store_home):
     from ctxkeep.sinks.sqlite import delete as delete_store
 
     root = "/w/proj"
-    dirs = ["/w/proj", "/w/proj/sub", "/w/proj\\win", "/w/projx", "/w/pro", "/w", "/W/proj/sub",
-            "/w/proj_", "/w/proj0/a"]
+    dirs = [
+        "/w/proj",
+        "/w/proj/sub",
+        "/w/proj\\win",
+        "/w/projx",
+        "/w/pro",
+        "/w",
+        "/W/proj/sub",
+        "/w/proj_",
+        "/w/proj0/a",
+    ]
     want = {d for d in dirs if is_under(d, root)}
     assert want == {"/w/proj", "/w/proj/sub", "/w/proj\\win"}
 
     conn = sqlite_store.connect(store_home)
     with sqlite_store.write(conn):
-        conn.executemany("INSERT INTO entries(entry_id, agent, session_id, project_dir, kind, role, "
-                         "status, source_path, source_offset) VALUES(?, 'codex', ?, ?, 'message', 'user', "
-                         "'active', 'f', ?)", [(d, f"s{i}", d, i) for i, d in enumerate(dirs)])
+        conn.executemany(
+            "INSERT INTO entries(entry_id, agent, session_id, project_dir, kind, role, "
+            "status, source_path, source_offset) VALUES(?, 'codex', ?, ?, 'message', 'user', "
+            "'active', 'f', ?)",
+            [(d, f"s{i}", d, i) for i, d in enumerate(dirs)],
+        )
     # purge: the SQL selection
     delete_store.select_project(conn, root)
     picked = {r[0] for r in conn.execute("SELECT entry_id FROM _p_entries")}
@@ -132,12 +148,22 @@ def test_the_users_of_the_rule_agree(store_home):
     # search: the exact project filter
     where, params = Filters(project=root).sql("e")
     assert {r[0] for r in conn.execute(f"SELECT e.project_dir FROM entries e WHERE {where}", params)} == want
-    assert {r[0] for r in conn.execute(f"SELECT e.project_dir FROM entries e WHERE {Filters(project=root + '/').sql('e')[0]}",
-                                       Filters(project=root + '/').sql('e')[1])} == want
+    assert {
+        r[0]
+        for r in conn.execute(
+            f"SELECT e.project_dir FROM entries e WHERE {Filters(project=root + '/').sql('e')[0]}",
+            Filters(project=root + "/").sql("e")[1],
+        )
+    } == want
     conn.close()
     # purge: the Parquet archive filter
-    frame = pl.DataFrame({"project_dir": dirs, "session_id": [f"s{i}" for i in range(len(dirs))],
-                          "parent_session_id": [None] * len(dirs)}, schema_overrides={"parent_session_id": pl.String})
+    frame = pl.DataFrame(
+        {
+            "project_dir": dirs,
+            "session_id": [f"s{i}" for i in range(len(dirs))],
+            "parent_session_id": [None] * len(dirs),
+        },
+        schema_overrides={"parent_session_id": pl.String},
+    )
     pick = _archive_filter(PurgeRequest("project", project_dir=root), set())
     assert set(frame.filter(pick(frame))["project_dir"]) == want
-

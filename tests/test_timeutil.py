@@ -1,5 +1,6 @@
 """The one UTC time format (``ctxkeep.timeutil``): exact text, UTC conversion, epoch
 times, parsing, and the Polars spellings giving the same text."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -10,21 +11,24 @@ import pytest
 
 from ctxkeep import timeutil as tu
 
-T = dt.datetime(2025, 6, 1, 12, 34, 56, 789012, tzinfo=dt.timezone.utc)
+T = dt.datetime(2025, 6, 1, 12, 34, 56, 789012, tzinfo=dt.UTC)
 
 
 def test_format_is_iso_utc_with_microseconds_and_z():
     assert tu.format_utc(T) == "2025-06-01T12:34:56.789012Z"
-    assert tu.format_utc(T.replace(microsecond=0)) == "2025-06-01T12:34:56.000000Z"   # fixed width
+    assert tu.format_utc(T.replace(microsecond=0)) == "2025-06-01T12:34:56.000000Z"  # fixed width
     assert tu.format_utc(T, whole_seconds=True) == "2025-06-01T12:34:56Z"
 
 
 def test_other_offsets_are_converted_to_utc():
     cest = dt.timezone(dt.timedelta(hours=2))
-    assert tu.format_utc(dt.datetime(2025, 6, 1, 14, 34, 56, 789012, tzinfo=cest)) == "2025-06-01T12:34:56.789012Z"
+    assert (
+        tu.format_utc(dt.datetime(2025, 6, 1, 14, 34, 56, 789012, tzinfo=cest))
+        == "2025-06-01T12:34:56.789012Z"
+    )
     # a naive time is local time (datetime.astimezone)
     naive = dt.datetime(2025, 6, 1, 14, 0, 0)
-    assert tu.format_utc(naive) == naive.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert tu.format_utc(naive) == naive.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def test_epoch_seconds():
@@ -36,11 +40,11 @@ def test_epoch_seconds():
 
 
 def test_now_and_stamp():
-    before = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
     s = tu.now_iso()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", s)
     assert tu.parse_utc(s) >= before
-    assert tu.utc_now().tzinfo == dt.timezone.utc
+    assert tu.utc_now().tzinfo == dt.UTC
     assert tu.stamp(T) == "20250601T123456Z"
     assert re.fullmatch(r"\d{8}T\d{6}Z", tu.stamp())
 
@@ -48,9 +52,9 @@ def test_now_and_stamp():
 def test_parse():
     assert tu.parse_utc("2025-06-01T12:34:56.789012Z") == T
     assert tu.parse_utc("2025-06-01T14:34:56.789012+02:00") == T
-    assert tu.parse_utc("2025-06-01T12:34:56.789012") == T           # naive is UTC
-    assert tu.parse_utc("2025-06-01") == dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
-    assert tu.parse_utc(tu.format_utc(T)) == T                       # round trip
+    assert tu.parse_utc("2025-06-01T12:34:56.789012") == T  # naive is UTC
+    assert tu.parse_utc("2025-06-01") == dt.datetime(2025, 6, 1, tzinfo=dt.UTC)
+    assert tu.parse_utc(tu.format_utc(T)) == T  # round trip
     with pytest.raises(ValueError):
         tu.parse_utc("June 1st")
 
@@ -65,6 +69,9 @@ def test_polars_formats_give_and_read_the_same_text():
     df = pl.DataFrame({"ts": [T, T.replace(microsecond=0)]}, schema={"ts": pl.Datetime("us", "UTC")})
     out = df.select(pl.col("ts").dt.strftime(tu.UTC_FORMAT_POLARS))["ts"].to_list()
     assert out == [tu.format_utc(T), tu.format_utc(T.replace(microsecond=0))]
-    back = pl.Series(out + ["2025-06-01T12:34:56.789Z"]).str.to_datetime(
-        tu.UTC_PARSE_POLARS, time_zone="UTC", time_unit="us").to_list()
+    back = (
+        pl.Series(out + ["2025-06-01T12:34:56.789Z"])
+        .str.to_datetime(tu.UTC_PARSE_POLARS, time_zone="UTC", time_unit="us")
+        .to_list()
+    )
     assert back == [T, T.replace(microsecond=0), T.replace(microsecond=789000)]

@@ -36,3 +36,11 @@ exc  # sinks.lock: __exit__(self, *exc), the context manager protocol
 # pytest reads these by name
 pytestmark  # module-level marks (slow, skipif)
 pytest_sessionstart  # hook in tests/conftest.py
+
+# Prefect's retry_condition_fn signature: (task, task_run, state), by position
+task_  # flows.ingest._retry_transient
+task_run  # flows.ingest._retry_transient
+# pytest fixtures requested for their side effect (a Prefect test server)
+prefect_server  # tests/flows/test_ingest_flow.py
+# dataclass field set at construction, part of the plan's shape (compress --dry-run)
+total_lines  # maintenance.compress.plan.CompressPlan

@@ -8,21 +8,23 @@ show, stats). A new area adds a module here and one import at the end of this fi
 Every command exits 0 on success, 1 on a ctxkeep error (one line on stderr), 2 on
 wrong usage.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.errors import CtxkeepError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Keep the context of AI coding agents: ingest, search and maintain their sessions.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Keep the context of AI coding agents: ingest, search and maintain their sessions.",
+)
 #: table width when output is not a terminal (and ``COLUMNS`` is unset); text is not wrapped
 PIPE_WIDTH = 160
 
@@ -39,10 +41,12 @@ class _LazyConsole:
         """The Console itself (for Rich objects that take one, e.g. ``Progress``)."""
         if self._console is None:
             from rich.console import Console
+
             c = Console(**self._kwargs)
             if not c.is_terminal:  # piped: never wrap printed text; tables get room
-                c = Console(**self._kwargs, soft_wrap=True,
-                            width=None if os.environ.get("COLUMNS") else PIPE_WIDTH)
+                c = Console(
+                    **self._kwargs, soft_wrap=True, width=None if os.environ.get("COLUMNS") else PIPE_WIDTH
+                )
             self._console = c
         return self._console
 
@@ -53,6 +57,7 @@ class _LazyConsole:
 def table(**kwargs):
     """A Rich ``Table`` (imported on first use, as the consoles)."""
     from rich.table import Table
+
     return Table(**kwargs)
 
 
@@ -63,19 +68,26 @@ err = _LazyConsole(stderr=True)
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version
+
         typer.echo(f"ctxkeep {version('ctxkeep')}")
         raise typer.Exit()
 
 
 @app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Keep the context of AI coding agents: ingest, search and maintain their sessions."""
     # everything ctxkeep creates (store, Prefect's database beside it, archives,
     # backups' temp files) is user-only
     os.umask(0o077)
 
-HomeOpt = typer.Option(None, "--home", help="Store directory (default: $CTXKEEP_HOME or the platform data dir).")
+
+HomeOpt = typer.Option(
+    None, "--home", help="Store directory (default: $CTXKEEP_HOME or the platform data dir)."
+)
 JsonOpt = typer.Option(False, "--json", help="Print JSON for scripts.")
 
 
@@ -86,7 +98,7 @@ def _fail(e: Exception, code: int = 1):
     raise typer.Exit(code)
 
 
-def _home(home: Optional[Path]) -> Path:
+def _home(home: Path | None) -> Path:
     return cfgmod.resolve_home(home)
 
 
@@ -102,8 +114,6 @@ def _count(n: int, word: str, plural: str | None = None) -> str:
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
-
-
 
 
 def main() -> None:
@@ -135,8 +145,10 @@ def main() -> None:
 
 
 # command modules register themselves on `app` (imported last: they import from here)
-from ctxkeep.cli import core  # noqa: E402,F401
-from ctxkeep.cli import sources  # noqa: E402,F401
-from ctxkeep.cli import mcp  # noqa: E402,F401
-from ctxkeep.cli import maintenance  # noqa: E402,F401
-from ctxkeep.cli import compress  # noqa: E402,F401
+from ctxkeep.cli import (  # noqa: E402
+    compress,  # noqa: F401
+    core,  # noqa: F401
+    maintenance,  # noqa: F401
+    mcp,  # noqa: F401
+    sources,  # noqa: F401
+)

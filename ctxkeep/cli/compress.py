@@ -1,32 +1,50 @@
 """``ctxkeep compress``: the health report (``--check``), compression of oversized
 session files (a Prefect flow; ``--dry-run`` and ``--no-prefect`` run in-process) and
 ``--restore``. ``--check``, ``--dry-run`` and ``--restore`` never import Prefect."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.errors import CtxkeepError, UsageError
 
 
 @app.command()
 def compress(
-    files: Optional[List[Path]] = typer.Argument(
-        None, help="Session files to compress (default: every enabled agent's Claude Code/Codex "
-                   "file over max_size_kb or max_lines)."),
-    check: bool = typer.Option(False, "--check", help="Health report: size, lines, OK or EXCEEDS per file; changes nothing."),
-    keep_messages: Optional[int] = typer.Option(None, "--keep-messages", min=1,
-                                                help="Keep at least this many recent messages (default: config keep_messages, 100)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be cut, with bytes and tokens; write nothing."),
-    force: bool = typer.Option(False, "--force", help="Also compress files modified within active_minutes; restore over newer entries."),
-    restore: Optional[Path] = typer.Option(None, "--restore", metavar="FILE", help="Put FILE.backup back in place of FILE."),
-    no_prefect: bool = typer.Option(False, "--no-prefect", help="Run in-process without Prefect orchestration."),
+    files: list[Path] | None = typer.Argument(
+        None,
+        help="Session files to compress (default: every enabled agent's Claude Code/Codex "
+        "file over max_size_kb or max_lines).",
+    ),
+    check: bool = typer.Option(
+        False, "--check", help="Health report: size, lines, OK or EXCEEDS per file; changes nothing."
+    ),
+    keep_messages: int | None = typer.Option(
+        None,
+        "--keep-messages",
+        min=1,
+        help="Keep at least this many recent messages (default: config keep_messages, 100).",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what would be cut, with bytes and tokens; write nothing."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Also compress files modified within active_minutes; restore over newer entries.",
+    ),
+    restore: Path | None = typer.Option(
+        None, "--restore", metavar="FILE", help="Put FILE.backup back in place of FILE."
+    ),
+    no_prefect: bool = typer.Option(
+        False, "--no-prefect", help="Run in-process without Prefect orchestration."
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
-    home: Optional[Path] = HomeOpt,
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Shrink oversized Claude Code and Codex session files; the store keeps what they drop."""
@@ -34,8 +52,13 @@ def compress(
 
     h = _home(home)
     if sum(bool(x) for x in (check, restore is not None, dry_run and check)) > 1 or (restore and files):
-        _fail(UsageError("--check and --restore do not combine with each other or with FILE arguments",
-                         hint="run them separately"), 2)
+        _fail(
+            UsageError(
+                "--check and --restore do not combine with each other or with FILE arguments",
+                hint="run them separately",
+            ),
+            2,
+        )
     try:
         if check:
             rep = ops.check_files(h, paths=files or None)
@@ -46,8 +69,11 @@ def compress(
             if as_json:
                 _print_json(res)
             else:
-                out.print(f"restored {res['path']} from {res['backup']} ({res['bytes']:,} bytes); "
-                          f"{res['reactivated']:,} archived entries active again", highlight=False)
+                out.print(
+                    f"restored {res['path']} from {res['backup']} ({res['bytes']:,} bytes); "
+                    f"{res['reactivated']:,} archived entries active again",
+                    highlight=False,
+                )
             return
         summary = _run(h, files, keep_messages, dry_run, force, no_prefect, progress and not as_json)
     except CtxkeepError as e:
@@ -65,24 +91,35 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, no_prefect: 
 
     from ctxkeep.maintenance import compress as ops
 
-    prog = Progress(TextColumn("compress"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                    console=err.get(), disable=not show, transient=True)
+    prog = Progress(
+        TextColumn("compress"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=err.get(),
+        disable=not show,
+        transient=True,
+    )
     tid = prog.add_task("", total=None)
     ops.hooks.on_files = lambda n: prog.update(tid, total=n)
     ops.hooks.on_file = lambda r: prog.update(tid, advance=1, description=Path(r.path).name[:40])
     with prog:
         if dry_run or no_prefect:
-            return ops.run_compress(h, paths=files or None, keep_messages=keep_messages,
-                                    dry_run=dry_run, force=force)
+            return ops.run_compress(
+                h, paths=files or None, keep_messages=keep_messages, dry_run=dry_run, force=force
+            )
         todo, _ = ops.files_to_compress(h, paths=files or None)
         if not todo:  # nothing over a threshold: no need to start Prefect
             return ops.run_compress(h, paths=files or None, keep_messages=keep_messages, force=force)
         cfgmod.ensure_home(h)
         from ctxkeep.flows.prefect_env import configure_prefect
+
         configure_prefect(h)
         from ctxkeep.flows.compress import compress_flow
-        return compress_flow(str(h), paths=[str(p) for p in files or []] or None,
-                             keep_messages=keep_messages, force=force)
+
+        return compress_flow(
+            str(h), paths=[str(p) for p in files or []] or None, keep_messages=keep_messages, force=force
+        )
 
 
 def _emit_check(rep: dict, as_json: bool) -> None:
@@ -92,21 +129,37 @@ def _emit_check(rep: dict, as_json: bool) -> None:
     th = rep["thresholds"]
     from rich import box
 
-    t = table(title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}",
-              box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    t = table(
+        title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     # a narrow terminal folds file names (never cuts them: the name is what to act on)
     for c in ("file", "agent", "KiB", "lines", "status", "active", "backups"):
-        t.add_column(c, justify="right" if c in ("KiB", "lines", "backups") else "left",
-                     no_wrap=c not in ("file", "status"), min_width=16 if c == "file" else None,
-                     overflow="fold")
+        t.add_column(
+            c,
+            justify="right" if c in ("KiB", "lines", "backups") else "left",
+            no_wrap=c not in ("file", "status"),
+            min_width=16 if c == "file" else None,
+            overflow="fold",
+        )
     for f in rep["files"]:
         status = f["status"] + (f" ({', '.join(f['exceeds'])})" if f["exceeds"] else "")
-        t.add_row(Path(f["path"]).name, f["agent"], f"{f['bytes'] / 1024:,.0f}", f"{f['lines']:,}",
-                  f"[red]{status}[/red]" if f["exceeds"] else status,
-                  "yes" if f["active"] else "", str(f["backups"] or ""))
+        t.add_row(
+            Path(f["path"]).name,
+            f["agent"],
+            f"{f['bytes'] / 1024:,.0f}",
+            f"{f['lines']:,}",
+            f"[red]{status}[/red]" if f["exceeds"] else status,
+            "yes" if f["active"] else "",
+            str(f["backups"] or ""),
+        )
     out.print(t)
-    out.print(f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold "
-              "(full paths: --json)", highlight=False)
+    out.print(
+        f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold (full paths: --json)",
+        highlight=False,
+    )
     for p in rep["problems"]:
         err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
 
@@ -116,10 +169,13 @@ def _emit_summary(s: dict) -> None:
     for f in s["files"]:
         name = f["path"]
         if f["status"] in ("compressed", "would-compress"):
-            out.print(f"{verb} {name}: {f['bytes_before']:,} → {f['bytes_after']:,} bytes, "
-                      f"{f['tokens_before']:,} → {f['tokens_after']:,} tokens, "
-                      f"{f['messages_before']:,} → {f['messages_after']:,} messages"
-                      + (f"; backup {f['backup']}" if f.get("backup") else ""), highlight=False)
+            out.print(
+                f"{verb} {name}: {f['bytes_before']:,} → {f['bytes_after']:,} bytes, "
+                f"{f['tokens_before']:,} → {f['tokens_after']:,} tokens, "
+                f"{f['messages_before']:,} → {f['messages_after']:,} messages"
+                + (f"; backup {f['backup']}" if f.get("backup") else ""),
+                highlight=False,
+            )
         elif f["status"] == "skipped":
             out.print(f"skipped {name}: {f['reason']}", highlight=False)
         else:
@@ -128,8 +184,11 @@ def _emit_summary(s: dict) -> None:
             if "not updated" in n or "store holds" in n:
                 err.print(f"  note: {n}", highlight=False)
     done = s["compressed"] + s["would_compress"]
-    out.print(f"{verb} {done} of {len(s['files'])} files: {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
-              f"{s['tokens_before']:,} → {s['tokens_after']:,} tokens in {s['seconds']:.1f} s"
-              + (f"; {s['refused']} refused" if s["refused"] else ""), highlight=False)
+    out.print(
+        f"{verb} {done} of {len(s['files'])} files: {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
+        f"{s['tokens_before']:,} → {s['tokens_after']:,} tokens in {s['seconds']:.1f} s"
+        + (f"; {s['refused']} refused" if s["refused"] else ""),
+        highlight=False,
+    )
     for p in s["problems"]:
         err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)

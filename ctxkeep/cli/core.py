@@ -1,26 +1,29 @@
 """Core commands: ingest (the main job), search, show, stats."""
+
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.paths import normalize_dir
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.cli import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
+from ctxkeep.paths import normalize_dir
 
 
 @app.command()
 def ingest(
-    agent: List[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
-    path: List[Path] = typer.Option(None, "--path", "-p", help="Ingest this file or directory instead of discovering (repeatable)."),
-    home: Optional[Path] = HomeOpt,
+    agent: list[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    path: list[Path] = typer.Option(
+        None, "--path", "-p", help="Ingest this file or directory instead of discovering (repeatable)."
+    ),
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
-    no_prefect: bool = typer.Option(False, "--no-prefect", help="Run the pipeline in-process without Prefect orchestration."),
+    no_prefect: bool = typer.Option(
+        False, "--no-prefect", help="Run the pipeline in-process without Prefect orchestration."
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
@@ -32,12 +35,17 @@ def ingest(
     h = _home(home)
     unknown = [a for a in agent or [] if a not in SOURCES]
     if unknown:
-        _fail(CtxkeepError(f"unknown agent {', '.join(unknown)}",
-                           hint="known: " + ", ".join(SOURCES)), 2)
+        _fail(CtxkeepError(f"unknown agent {', '.join(unknown)}", hint="known: " + ", ".join(SOURCES)), 2)
     if path and not any(x.expanduser().exists() for x in path):
         from ctxkeep.errors import UsageError
-        _fail(UsageError(f"no such file or directory: {', '.join(map(str, path))}", where="--path",
-                         hint="give a session file or a folder that holds them"))
+
+        _fail(
+            UsageError(
+                f"no such file or directory: {', '.join(map(str, path))}",
+                where="--path",
+                hint="give a session file or a folder that holds them",
+            )
+        )
     try:
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
@@ -63,69 +71,102 @@ def ingest(
 
 
 def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> dict:
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                               TimeRemainingColumn, TransferSpeedColumn)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     from ctxkeep.pipeline import engine as pipeline
 
-    prog = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                    TimeRemainingColumn(), console=err.get(), disable=not show, transient=True)
+    prog = Progress(
+        TextColumn("ingest"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=err.get(),
+        disable=not show,
+        transient=True,
+    )
     task_id = prog.add_task("ingest", total=None)
     pipeline.hooks.on_plan = lambda p: prog.update(task_id, total=p.pending_bytes or 1)
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
     pipeline.hooks.on_wait = lambda where: err.print(
-        f"waiting for another ctxkeep run on this store to finish ({where})…", highlight=False, style="dim")
+        f"waiting for another ctxkeep run on this store to finish ({where})…", highlight=False, style="dim"
+    )
     try:
         with prog:
             if no_prefect:
                 return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
             from ctxkeep.flows.prefect_env import configure_prefect
+
             configure_prefect(h)
             if show and not os.environ.get("PREFECT_API_URL"):
-                prog.console.print("starting Prefect's temporary local server for the flow run "
-                                   "(15-50 s; `ctxkeep serve` keeps one running, --no-prefect skips it)",
-                                   highlight=False, style="dim")
+                prog.console.print(
+                    "starting Prefect's temporary local server for the flow run "
+                    "(15-50 s; `ctxkeep serve` keeps one running, --no-prefect skips it)",
+                    highlight=False,
+                    style="dim",
+                )
             from ctxkeep.flows.ingest import ingest_flow
+
             return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
     finally:  # run_ingest falls back to the hooks: none outlives this command
         pipeline.hooks.on_plan = pipeline.hooks.on_bytes = pipeline.hooks.on_wait = None
 
 
 def _print_summary(s: dict) -> None:
-    line = (f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
-            f"{_count(s['files'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}) in "
-            f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}")
+    line = (
+        f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
+        f"{_count(s['files'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}) in "
+        f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}"
+    )
     out.print(line, highlight=False)
     if s.get("per_agent"):
         out.print("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), highlight=False)
     if s.get("files_vanished"):
-        out.print(f"  {_count(s['files_vanished'], 'file')} vanished before they could be read", highlight=False)
+        out.print(
+            f"  {_count(s['files_vanished'], 'file')} vanished before they could be read", highlight=False
+        )
     if s.get("analytics") and "not updated" in s["analytics"]:
         err.print(f"[yellow]warning:[/yellow] {s['analytics']}", highlight=False)
 
 
 @app.command()
 def search(
-    query: str = typer.Argument(..., help="Words, \"phrases\", identifiers, paths, error messages; CJK works."),
-    agent: Optional[str] = typer.Option(None, help="Only this agent (a,b for several)."),
-    project: Optional[str] = typer.Option(None, help="Only entries whose project dir is this path or below it (., ~ and relative paths work)."),
-    session: Optional[str] = typer.Option(None, help="Only this session (an id or its first characters, as hits show it; sub-agents included)."),
-    kind: Optional[str] = typer.Option(None, help="message, tool_call, tool_result, thinking, summary, meta (a,b for several)."),
-    role: Optional[str] = typer.Option(None, help="user, assistant, system, tool."),
-    tool: Optional[str] = typer.Option(None, help="Only calls/results of this tool name (case-insensitive)."),
-    since: Optional[str] = typer.Option(None, help="From this UTC time: 2025-06-01, 2025-06-01T12:00, or an age like 7d, 12h."),
-    until: Optional[str] = typer.Option(None, help="Before this UTC time (same forms as --since)."),
-    status: Optional[str] = typer.Option(None, help="active, archived, consumed, rewound."),
+    query: str = typer.Argument(..., help='Words, "phrases", identifiers, paths, error messages; CJK works.'),
+    agent: str | None = typer.Option(None, help="Only this agent (a,b for several)."),
+    project: str | None = typer.Option(
+        None, help="Only entries whose project dir is this path or below it (., ~ and relative paths work)."
+    ),
+    session: str | None = typer.Option(
+        None, help="Only this session (an id or its first characters, as hits show it; sub-agents included)."
+    ),
+    kind: str | None = typer.Option(
+        None, help="message, tool_call, tool_result, thinking, summary, meta (a,b for several)."
+    ),
+    role: str | None = typer.Option(None, help="user, assistant, system, tool."),
+    tool: str | None = typer.Option(None, help="Only calls/results of this tool name (case-insensitive)."),
+    since: str | None = typer.Option(
+        None, help="From this UTC time: 2025-06-01, 2025-06-01T12:00, or an age like 7d, 12h."
+    ),
+    until: str | None = typer.Option(None, help="Before this UTC time (same forms as --since)."),
+    status: str | None = typer.Option(None, help="active, archived, consumed, rewound."),
     limit: int = typer.Option(10, "--limit", "-n", help="At most this many hits (1-200)."),
-    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Token budget for the listed hits."),
+    budget: int | None = typer.Option(None, "--budget", "-b", help="Token budget for the listed hits."),
     raw: bool = typer.Option(False, "--raw", help="Pass FTS5 query syntax through (word index only)."),
-    home: Optional[Path] = HomeOpt,
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Search the store: ranked hits (tier 1: id, agent, session, time, kind, title, snippet); `ctxkeep show ID` prints one in full."""
     from ctxkeep.errors import UsageError
+    from ctxkeep.query.search import Filters
+    from ctxkeep.query.search import search as do_search
     from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.query.search import Filters, search as do_search
 
     try:
         if not query.strip():
@@ -137,9 +178,24 @@ def search(
         if project:  # ., ~, relative: from here
             project = normalize_dir(project, os.getcwd())
         conn = sqlite_store.connect(_home(home), readonly=True)
-        res = do_search(conn, query, filters=Filters(
-            agent=agent, project=project, session=session, kind=kind, role=role, tool=tool,
-            since=since, until=until, status=status), limit=limit, budget_tokens=budget, raw=raw)
+        res = do_search(
+            conn,
+            query,
+            filters=Filters(
+                agent=agent,
+                project=project,
+                session=session,
+                kind=kind,
+                role=role,
+                tool=tool,
+                since=since,
+                until=until,
+                status=status,
+            ),
+            limit=limit,
+            budget_tokens=budget,
+            raw=raw,
+        )
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -150,9 +206,13 @@ def search(
         return
     for h in res.hits:
         when = (h.ts or "")[:16].replace("T", " ")
-        out.print(f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_id[:12]}  {when}  {h.kind}"
-                  + (f" {h.tool_name}" if h.tool_name else "") + f"  ~{h.token_estimate:,} tok"
-                  + (f"  (+{h.duplicates:,} like it)" if h.duplicates else ""), highlight=False)
+        out.print(
+            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_id[:12]}  {when}  {h.kind}"
+            + (f" {h.tool_name}" if h.tool_name else "")
+            + f"  ~{h.token_estimate:,} tok"
+            + (f"  (+{h.duplicates:,} like it)" if h.duplicates else ""),
+            highlight=False,
+        )
         if h.title:
             out.print("   " + h.title, highlight=False, markup=False, soft_wrap=True)
         if h.snippet.rstrip("…") != h.title.rstrip("…"):  # a short text: its title says it all
@@ -163,17 +223,23 @@ def search(
 
 @app.command()
 def show(
-    entry_ids: List[str] = typer.Argument(..., help="Entry ids (or unique prefixes of 6+ characters) from `ctxkeep search`."),
-    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Token budget for all texts together (cut texts keep head and tail)."),
-    max_bytes: Optional[int] = typer.Option(None, "--max-bytes", help="Cap on each text, in bytes."),
-    offset: int = typer.Option(0, "--offset", help="Continue from this byte offset (one id; offsets come from the elision markers)."),
-    home: Optional[Path] = HomeOpt,
+    entry_ids: list[str] = typer.Argument(
+        ..., help="Entry ids (or unique prefixes of 6+ characters) from `ctxkeep search`."
+    ),
+    budget: int | None = typer.Option(
+        None, "--budget", "-b", help="Token budget for all texts together (cut texts keep head and tail)."
+    ),
+    max_bytes: int | None = typer.Option(None, "--max-bytes", help="Cap on each text, in bytes."),
+    offset: int = typer.Option(
+        0, "--offset", help="Continue from this byte offset (one id; offsets come from the elision markers)."
+    ),
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Print the full contents of entries (tier 2 of a search), within a budget."""
     from ctxkeep.errors import UsageError
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.query.fetch import fetch
+    from ctxkeep.sinks import sqlite as sqlite_store
 
     try:
         if budget is not None and budget < 1:
@@ -190,21 +256,24 @@ def show(
         _print_json([r.as_dict() for r in rows])
     else:
         for d in rows:
-            out.print(f"[bold]{d.entry_id}[/bold] {d.agent} {d.session_id} {d.ts} "
-                      f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
-                      highlight=False)
-            out.print(f"  from {d.source_path} @ {d.source_offset}", highlight=False, markup=False,
-                      soft_wrap=True)
+            out.print(
+                f"[bold]{d.entry_id}[/bold] {d.agent} {d.session_id} {d.ts} "
+                f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
+                highlight=False,
+            )
+            out.print(
+                f"  from {d.source_path} @ {d.source_offset}", highlight=False, markup=False, soft_wrap=True
+            )
             out.print(d.text, highlight=False, markup=False, soft_wrap=True)
     if not rows:
         raise typer.Exit(1)
 
 
 @app.command()
-def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
+def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.query.stats import store_stats
+    from ctxkeep.sinks import sqlite as sqlite_store
 
     h = _home(home)
     try:
@@ -217,27 +286,48 @@ def stats(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
         return
     from rich import box
 
-    rows = [(a, f"{d['sessions']:,}", f"{d['entries']:,}", f"{d['kinds'].get('message', 0):,}",
-             f"{d['kinds'].get('tool_call', 0):,}", f"{d['kinds'].get('tool_result', 0):,}",
-             _mb(d["text_bytes"]), f"{d['token_estimate']:,}") for a, d in s["agents"].items()]
+    rows = [
+        (
+            a,
+            f"{d['sessions']:,}",
+            f"{d['entries']:,}",
+            f"{d['kinds'].get('message', 0):,}",
+            f"{d['kinds'].get('tool_call', 0):,}",
+            f"{d['kinds'].get('tool_result', 0):,}",
+            _mb(d["text_bytes"]),
+            f"{d['token_estimate']:,}",
+        )
+        for a, d in s["agents"].items()
+    ]
     # fits 80 columns: headers on two lines, one space between columns, cells never cut
     t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for i, c in enumerate(("agent", "sessions", "entries", "messages", "tool\ncalls", "tool\nresults",
-                           "text", "tokens")):
-        t.add_column(c, justify="right" if i else "left", no_wrap=True,
-                     min_width=max([len(r[i]) for r in rows] + [max(map(len, c.split()))]))
+    for i, c in enumerate(
+        ("agent", "sessions", "entries", "messages", "tool\ncalls", "tool\nresults", "text", "tokens")
+    ):
+        t.add_column(
+            c,
+            justify="right" if i else "left",
+            no_wrap=True,
+            min_width=max([len(r[i]) for r in rows] + [max(map(len, c.split()))]),
+        )
     for r in rows:
         t.add_row(*r)
     out.print(t)
     c = s["contents"]
-    out.print(f"distinct contents {c['distinct']:,} ({_mb(c['bytes'])}, {c['token_estimate']:,} tokens); "
-              f"quarantined lines {s['quarantine']['skipped']:,} skipped, {s['quarantine']['repaired']:,} repaired",
-              highlight=False)
+    out.print(
+        f"distinct contents {c['distinct']:,} ({_mb(c['bytes'])}, {c['token_estimate']:,} tokens); "
+        f"quarantined lines {s['quarantine']['skipped']:,} skipped, {s['quarantine']['repaired']:,} repaired",
+        highlight=False,
+    )
     u = s["usage"]
-    out.print(f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
-              f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} tokens",
-              highlight=False)
-    out.print("files: " + ", ".join(f"{k} {_mb(v)}" for k, v in s["files"].items())
-              + f"; last ingest {s['last_ingest'] or 'never'}", highlight=False)
-
-
+    out.print(
+        f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
+        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} tokens",
+        highlight=False,
+    )
+    out.print(
+        "files: "
+        + ", ".join(f"{k} {_mb(v)}" for k, v in s["files"].items())
+        + f"; last ingest {s['last_ingest'] or 'never'}",
+        highlight=False,
+    )

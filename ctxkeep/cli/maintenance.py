@@ -5,25 +5,32 @@ Prefect: it must answer at once and ask for confirmation). ``retention``, ``rein
 and ``backfill`` run their Prefect flow like ``ingest`` does (``--no-prefect``: in
 process); ``--dry-run`` never starts Prefect. ``serve`` runs the schedules.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from ctxkeep import config as cfgmod
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
 from ctxkeep.errors import CtxkeepError, UsageError
-from ctxkeep.cli import _count, HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out, table
 
 NoPrefectOpt = typer.Option(False, "--no-prefect", help="Run in-process without Prefect orchestration.")
 
-_COUNT_LABELS = [("entries", "entries"), ("sessions", "sessions"), ("contents", "distinct texts"),
-                 ("chunks", "FTS chunks"), ("usage", "usage rows"), ("quarantine", "quarantined lines"),
-                 ("source_files", "source files"), ("token_estimate", "tokens (estimated)"),
-                 ("archived", "archived rows (Parquet)")]
+_COUNT_LABELS = [
+    ("entries", "entries"),
+    ("sessions", "sessions"),
+    ("contents", "distinct texts"),
+    ("chunks", "FTS chunks"),
+    ("usage", "usage rows"),
+    ("quarantine", "quarantined lines"),
+    ("source_files", "source files"),
+    ("token_estimate", "tokens (estimated)"),
+    ("archived", "archived rows (Parquet)"),
+]
 
 
 def _counts_table(title: str, removed: dict):
@@ -40,13 +47,21 @@ def _counts_table(title: str, removed: dict):
 
 @app.command()
 def purge(
-    session: Optional[str] = typer.Option(None, "--session", help="Purge this session id (and its sub-agents)."),
-    project: Optional[Path] = typer.Option(None, "--project", help="Purge this project dir and everything below it."),
-    all_: bool = typer.Option(False, "--all", help="Wipe the whole store (database files, -wal/-shm, DuckDB, archives)."),
+    session: str | None = typer.Option(None, "--session", help="Purge this session id (and its sub-agents)."),
+    project: Path | None = typer.Option(
+        None, "--project", help="Purge this project dir and everything below it."
+    ),
+    all_: bool = typer.Option(
+        False, "--all", help="Wipe the whole store (database files, -wal/-shm, DuckDB, archives)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be removed."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Confirm without asking (required when not interactive)."),
-    reingest: bool = typer.Option(False, "--reingest", help="No tombstone: the next ingest may bring the data back."),
-    home: Optional[Path] = HomeOpt,
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Confirm without asking (required when not interactive)."
+    ),
+    reingest: bool = typer.Option(
+        False, "--reingest", help="No tombstone: the next ingest may bring the data back."
+    ),
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
@@ -55,9 +70,14 @@ def purge(
 
     chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
     if len(chosen) != 1:
-        _fail(UsageError("purge needs exactly one of --session ID, --project DIR or --all"
-                         + (f" (got {', '.join(chosen)})" if chosen else ""),
-                         hint="preview with --dry-run first"), 2)
+        _fail(
+            UsageError(
+                "purge needs exactly one of --session ID, --project DIR or --all"
+                + (f" (got {', '.join(chosen)})" if chosen else ""),
+                hint="preview with --dry-run first",
+            ),
+            2,
+        )
     if all_ and reingest:
         _fail(UsageError("--reingest does not apply to --all (a wiped store keeps no tombstones)"), 2)
     h = _home(home)
@@ -67,9 +87,13 @@ def purge(
         else:
             # the CLI's confirmation is --yes or the prompt below; the contract's confirm
             # is satisfied here so that both paths share one validation
-            req = parse_purge_request(session_id=session, scope="session" if session else "project",
-                                      project_dir=str(project) if project else None, confirm=True,
-                                      cwd=os.getcwd())
+            req = parse_purge_request(
+                session_id=session,
+                scope="session" if session else "project",
+                project_dir=str(project) if project else None,
+                confirm=True,
+                cwd=os.getcwd(),
+            )
         preview = do_purge(h, req, dry_run=True)
     except CtxkeepError as e:
         _fail(e)
@@ -81,8 +105,13 @@ def purge(
         return
     if not yes:
         if not _interactive():
-            _fail(UsageError(f"refusing to purge {req.describe()} without --yes in a non-interactive run",
-                             where=str(h), hint="preview with --dry-run, then pass --yes"))
+            _fail(
+                UsageError(
+                    f"refusing to purge {req.describe()} without --yes in a non-interactive run",
+                    where=str(h),
+                    hint="preview with --dry-run, then pass --yes",
+                )
+            )
         _print_preview(preview)
         if not typer.confirm(f"Purge {req.describe()}? This cannot be undone", default=False):
             err.print("purge cancelled; nothing was changed")
@@ -96,21 +125,31 @@ def purge(
         _print_json(rep)
         return
     if req.scope == "all":
-        out.print(f"wiped the store at {h}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
-                  f" ({_mb(rep['bytes_removed'])})", highlight=False)
+        out.print(
+            f"wiped the store at {h}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
+            f" ({_mb(rep['bytes_removed'])})",
+            highlight=False,
+        )
         return
     r = rep["removed"]
-    out.print(f"purged {rep['resolved']}: {_count(r['entries'], 'entry', 'entries')} of "
-              f"{_count(r['sessions'], 'session')}, "
-              f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines, "
-              f"{r.get('archived', 0):,} archived rows; "
-              f"tombstone {rep['tombstone']}", highlight=False)
+    out.print(
+        f"purged {rep['resolved']}: {_count(r['entries'], 'entry', 'entries')} of "
+        f"{_count(r['sessions'], 'session')}, "
+        f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines, "
+        f"{r.get('archived', 0):,} archived rows; "
+        f"tombstone {rep['tombstone']}",
+        highlight=False,
+    )
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
     if not r["entries"] and not r.get("archived", 0) and rep.get("tombstone") not in (None, "none", "lifted"):
         # a typo purges nothing; say so, and how to undo the tombstone it left
-        err.print(f"warning: nothing in the store matched {rep['resolved']}; the tombstone keeps it from "
-                  f"being ingested (undo with --reingest)", highlight=False, soft_wrap=True)
+        err.print(
+            f"warning: nothing in the store matched {rep['resolved']}; the tombstone keeps it from "
+            f"being ingested (undo with --reingest)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _interactive() -> bool:
@@ -123,8 +162,11 @@ def _interactive() -> bool:
 
 def _print_preview(p: dict) -> None:
     if p["scope"] == "all":
-        out.print(f"would wipe the store at {p['home']}: {', '.join(p['files_removed']) or 'no files'} "
-                  f"({_mb(p['bytes_removed'])})", highlight=False)
+        out.print(
+            f"would wipe the store at {p['home']}: {', '.join(p['files_removed']) or 'no files'} "
+            f"({_mb(p['bytes_removed'])})",
+            highlight=False,
+        )
         if p.get("removed"):
             out.print(_counts_table("would remove", p["removed"]))
         return
@@ -135,12 +177,18 @@ def _print_preview(p: dict) -> None:
 
 def _run_flow(h: Path, name: str, **params) -> dict:
     from ctxkeep.flows.prefect_env import configure_prefect
+
     configure_prefect(h)
     from ctxkeep.flows import maintenance as maintenance_flows
+
     fl = getattr(maintenance_flows, f"{name}_flow")
     if not os.environ.get("PREFECT_API_URL"):
-        err.print(f"{name}: starting Prefect's temporary local server for the flow run "
-                  "(15-50 s; --no-prefect skips it)", highlight=False, style="dim")
+        err.print(
+            f"{name}: starting Prefect's temporary local server for the flow run "
+            "(15-50 s; --no-prefect skips it)",
+            highlight=False,
+            style="dim",
+        )
     with err.status(f"{name} (Prefect flow)…"):
         return fl(str(h), **params)
 
@@ -148,18 +196,28 @@ def _run_flow(h: Path, name: str, **params) -> dict:
 @app.command()
 def retention(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be archived or removed."),
-    archive_after_days: Optional[int] = typer.Option(None, min=0, help="Override config retention.archive_after_days (7)."),
-    delete_archives_after_days: Optional[int] = typer.Option(None, min=0, help="Override config retention.delete_archives_after_days (30)."),
+    archive_after_days: int | None = typer.Option(
+        None, min=0, help="Override config retention.archive_after_days (7)."
+    ),
+    delete_archives_after_days: int | None = typer.Option(
+        None, min=0, help="Override config retention.delete_archives_after_days (30)."
+    ),
     no_prefect: bool = NoPrefectOpt,
-    home: Optional[Path] = HomeOpt,
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
     from ctxkeep.maintenance import retention as maintenance
 
     h = _home(home)
-    days = {k: v for k, v in (("archive_after_days", archive_after_days),
-                              ("delete_archives_after_days", delete_archives_after_days)) if v is not None}
+    days = {
+        k: v
+        for k, v in (
+            ("archive_after_days", archive_after_days),
+            ("delete_archives_after_days", delete_archives_after_days),
+        )
+        if v is not None
+    }
     try:
         if dry_run or no_prefect or days:
             with err.status("retention…"):
@@ -177,16 +235,19 @@ def retention(
     for r in rep["archive"]:
         out.print(f"  {r['agent']} {r['month']}: {r['entries']:,} entries", highlight=False)
     verb = "would remove" if dry_run else "removed"
-    out.print(f"{verb} {len(rep['old_archives'])} archive files older than {rep['archive_cutoff'][:10]} "
-              f"and {len(rep['old_backups'])} compress backups older than {rep['backup_cutoff'][:10]} "
-              f"({_mb(rep['old_archives_bytes'] + rep['old_backups_bytes'])})", highlight=False)
+    out.print(
+        f"{verb} {len(rep['old_archives'])} archive files older than {rep['archive_cutoff'][:10]} "
+        f"and {len(rep['old_backups'])} compress backups older than {rep['backup_cutoff'][:10]} "
+        f"({_mb(rep['old_archives_bytes'] + rep['old_backups_bytes'])})",
+        highlight=False,
+    )
 
 
 @app.command()
 def reindex(
     no_analytics: bool = typer.Option(False, "--no-analytics", help="Rebuild only the FTS indexes."),
     no_prefect: bool = NoPrefectOpt,
-    home: Optional[Path] = HomeOpt,
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Rebuild the FTS indexes and DuckDB from the SQLite entries."""
@@ -204,19 +265,28 @@ def reindex(
     if as_json:
         _print_json(rep)
         return
-    out.print(f"reindexed {rep['chunks']:,} chunks ({rep['grams_rows']:,} with substring terms) in "
-              f"{rep['seconds']:.1f} s; {rep['analytics']}", highlight=False)
+    out.print(
+        f"reindexed {rep['chunks']:,} chunks ({rep['grams_rows']:,} with substring terms) in "
+        f"{rep['seconds']:.1f} s; {rep['analytics']}",
+        highlight=False,
+    )
 
 
 @app.command()
 def backfill(
-    path: List[Path] = typer.Option(None, "--path", "-p", help="Re-read this file or directory (repeatable)."),
-    since: Optional[str] = typer.Option(None, help="Files written on or after this date (YYYY-MM-DD, UTC) or age (7d, 12h)."),
-    until: Optional[str] = typer.Option(None, help="Files whose first record is on or before this date (YYYY-MM-DD, UTC)."),
-    agent: List[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    path: list[Path] = typer.Option(
+        None, "--path", "-p", help="Re-read this file or directory (repeatable)."
+    ),
+    since: str | None = typer.Option(
+        None, help="Files written on or after this date (YYYY-MM-DD, UTC) or age (7d, 12h)."
+    ),
+    until: str | None = typer.Option(
+        None, help="Files whose first record is on or before this date (YYYY-MM-DD, UTC)."
+    ),
+    agent: list[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list the files that would be read."),
     no_prefect: bool = NoPrefectOpt,
-    home: Optional[Path] = HomeOpt,
+    home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates)."""
@@ -238,8 +308,14 @@ def backfill(
         if dry_run or no_prefect:
             rep = _backfill_with_progress(h, path, since, until, agent, dry_run, not as_json)
         else:
-            rep = _run_flow(h, "backfill", paths=[str(p) for p in path or []] or None, since=since,
-                            until=until, agents=agent or None)
+            rep = _run_flow(
+                h,
+                "backfill",
+                paths=[str(p) for p in path or []] or None,
+                since=since,
+                until=until,
+                agents=agent or None,
+            )
     except CtxkeepError as e:
         _fail(e)
     for prob in rep.get("problems", []):
@@ -248,38 +324,54 @@ def backfill(
         _print_json(rep)
         return
     if dry_run or "ingest" not in rep:
-        out.print(f"{'would re-read' if dry_run else 'nothing to re-read:'} {len(rep['files']):,} files "
-                  f"({_mb(rep['bytes'])})", highlight=False)
+        out.print(
+            f"{'would re-read' if dry_run else 'nothing to re-read:'} {len(rep['files']):,} files "
+            f"({_mb(rep['bytes'])})",
+            highlight=False,
+        )
         for f in rep["files"][:50]:
             out.print(f"  {f}", highlight=False)
         return
     s = rep["ingest"]
-    out.print(f"backfilled {_count(s['files_read'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}): "
-              f"{_count(s['entries_new'], 'new entry', 'new entries')}, "
-              f"{_count(s['quarantined'], 'quarantined line')}, "
-              f"{s['seconds']:.1f} s", highlight=False)
+    out.print(
+        f"backfilled {_count(s['files_read'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}): "
+        f"{_count(s['entries_new'], 'new entry', 'new entries')}, "
+        f"{_count(s['quarantined'], 'quarantined line')}, "
+        f"{s['seconds']:.1f} s",
+        highlight=False,
+    )
 
 
 def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     from ctxkeep.maintenance import backfill as maintenance
-
     from ctxkeep.pipeline import engine as pipeline
 
     if dry_run:
-        return maintenance.run_backfill(h, paths=path or None, since=since, until=until,
-                                        agents=agent or None, dry_run=True)
-    prog = Progress(TextColumn("backfill"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                    console=err.get(), disable=not show, transient=True)
-    files, _ = maintenance.select_backfill(h, paths=path or None, since=since, until=until, agents=agent or None)
+        return maintenance.run_backfill(
+            h, paths=path or None, since=since, until=until, agents=agent or None, dry_run=True
+        )
+    prog = Progress(
+        TextColumn("backfill"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err.get(),
+        disable=not show,
+        transient=True,
+    )
+    files, _ = maintenance.select_backfill(
+        h, paths=path or None, since=since, until=until, agents=agent or None
+    )
     total = maintenance.total_bytes(files)
     task_id = prog.add_task("backfill", total=total or 1)
     pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
     try:
         with prog:
-            return maintenance.run_backfill(h, paths=path or None, since=since, until=until,
-                                            agents=agent or None)
+            return maintenance.run_backfill(
+                h, paths=path or None, since=since, until=until, agents=agent or None
+            )
     finally:
         pipeline.hooks.on_bytes = None
 
@@ -291,7 +383,7 @@ def serve(
     ingest_minutes: int = typer.Option(15, min=1, help="Ingest every N minutes."),
     compress_minutes: int = typer.Option(60, min=1, help="Compress every N minutes."),
     retention_hours: int = typer.Option(24, min=1, help="Retention every N hours."),
-    home: Optional[Path] = HomeOpt,
+    home: Path | None = HomeOpt,
 ):
     """Run the schedules (ingest, compress, retention) with a Prefect server on loopback.
 
@@ -302,12 +394,20 @@ def serve(
     h = cfgmod.ensure_home(_home(home))
 
     def ready(api: str) -> None:
-        err.print(f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
-                  f"compress every {compress_minutes} min, retention every {retention_hours} h. "
-                  "Ctrl-C to stop.", highlight=False)
+        err.print(
+            f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
+            f"compress every {compress_minutes} min, retention every {retention_hours} h. "
+            "Ctrl-C to stop.",
+            highlight=False,
+        )
 
     try:
-        serve_mod.serve(h, host=host, port=port, on_ready=ready,
-                        scheds=serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours))
+        serve_mod.serve(
+            h,
+            host=host,
+            port=port,
+            on_ready=ready,
+            scheds=serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours),
+        )
     except CtxkeepError as e:
         _fail(e)

@@ -3,17 +3,16 @@
 Read-only and fast: runs every source's discovery (no file is parsed) and reads the
 store's per-agent counts. Never imports Prefect.
 """
+
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Optional
-
 
 from ctxkeep import config as cfgmod
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, table
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.cli import _count, HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, table
 
 
 def _file_bytes(p: Path) -> int:
@@ -49,25 +48,29 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     sentence when nothing was found, or a note such as a missing configured dir or a
     database opened immutable). Raises ConfigError for a broken ``config.toml``.
     """
+    from ctxkeep.query.stats import agent_counts
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.files import STORE_DB
-    from ctxkeep.query.stats import agent_counts
     from ctxkeep.sources import SOURCES, discover_all
     from ctxkeep.sources.contract import DiscoveryContext
 
     env = dict(os.environ if env is None else env)
     cfg = cfgmod.load_config(home, env)
     ctx = DiscoveryContext(home=Path(env.get("HOME") or Path.home()), env=env)
-    discoveries = discover_all(ctx, enabled={a: cfg.agent(a).enabled for a in SOURCES},
-                               extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+    discoveries = discover_all(
+        ctx,
+        enabled={a: cfg.agent(a).enabled for a in SOURCES},
+        extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
+    )
     counts: dict = {}
     notes: dict[str, list[str]] = {}
     if (home / STORE_DB).exists():
         conn = sqlite_store.connect(home, readonly=True)
         try:
             counts = agent_counts(conn)
-            for agent, state in conn.execute("SELECT agent, state FROM watermarks "
-                                             "WHERE state LIKE '%\"note\"%'"):
+            for agent, state in conn.execute(
+                "SELECT agent, state FROM watermarks WHERE state LIKE '%\"note\"%'"
+            ):
                 note = json.loads(state or "{}").get("note")
                 if note and note not in notes.setdefault(agent, []):
                     notes[agent].append(note)
@@ -81,26 +84,46 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
             parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
         parts += notes.get(d.agent, [])
         reason = "; ".join(parts) or None
-        rows.append({
-            "agent": d.agent, "enabled": cfg.agent(d.agent).enabled,
-            "searched": [str(p) for p in d.searched], "files": len(d.files),
-            "bytes": sum(_file_bytes(f.path) for f in d.files),
-            "sessions": c.get("sessions", 0), "entries": c.get("entries", 0),
-            "kinds": c.get("kinds", {}), "quarantined": c.get("quarantined", 0),
-            "last_ingest": c.get("last_ingest"), "reason": reason,
-            "where": _common_dir([f.path for f in d.files]),
-        })
+        rows.append(
+            {
+                "agent": d.agent,
+                "enabled": cfg.agent(d.agent).enabled,
+                "searched": [str(p) for p in d.searched],
+                "files": len(d.files),
+                "bytes": sum(_file_bytes(f.path) for f in d.files),
+                "sessions": c.get("sessions", 0),
+                "entries": c.get("entries", 0),
+                "kinds": c.get("kinds", {}),
+                "quarantined": c.get("quarantined", 0),
+                "last_ingest": c.get("last_ingest"),
+                "reason": reason,
+                "where": _common_dir([f.path for f in d.files]),
+            }
+        )
     for name in cfgmod.unknown_agents(cfg, SOURCES):
-        rows.append({"agent": name, "enabled": cfg.agent(name).enabled, "searched": [], "files": 0,
-                     "bytes": 0, "sessions": 0, "entries": 0, "kinds": {}, "quarantined": 0,
-                     "last_ingest": None, "where": None,
-                     "reason": "configured, but ctxkeep has no source for this agent (known: "
-                               + ", ".join(SOURCES) + ")"})
+        rows.append(
+            {
+                "agent": name,
+                "enabled": cfg.agent(name).enabled,
+                "searched": [],
+                "files": 0,
+                "bytes": 0,
+                "sessions": 0,
+                "entries": 0,
+                "kinds": {},
+                "quarantined": 0,
+                "last_ingest": None,
+                "where": None,
+                "reason": "configured, but ctxkeep has no source for this agent (known: "
+                + ", ".join(SOURCES)
+                + ")",
+            }
+        )
     return rows
 
 
 @app.command()
-def sources(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
+def sources(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """What was found per agent (where it looked, files, store counts), and why not."""
     h = _home(home)
     try:
@@ -115,11 +138,14 @@ def sources(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
             where = r["where"] or r["reason"] or ""
             if r["where"] and r["reason"]:
                 where += f" ({r['reason']})"
-            out.print(f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {_count(r['files'], 'file')}, "
-                      f"{_size(r['bytes'])}, {_count(r['sessions'], 'session')}, "
-                      f"{_count(r['entries'], 'entry', 'entries')}, "
-                      f"{r['quarantined']:,} quarantined, last ingest "
-                      f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}", highlight=False)
+            out.print(
+                f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {_count(r['files'], 'file')}, "
+                f"{_size(r['bytes'])}, {_count(r['sessions'], 'session')}, "
+                f"{_count(r['entries'], 'entry', 'entries')}, "
+                f"{r['quarantined']:,} quarantined, last ingest "
+                f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}",
+                highlight=False,
+            )
             out.print(f"  {where}", highlight=False, markup=False)
         return
     t = table(title="ctxkeep sources", title_justify="left")
@@ -132,9 +158,16 @@ def sources(home: Optional[Path] = HomeOpt, as_json: bool = JsonOpt):
         where = r["where"] or r["reason"] or ""
         if r["where"] and r["reason"]:
             where += f" ({r['reason']})"
-        t.add_row(r["agent"] + ("" if r["enabled"] else " (off)"), f"{r['files']:,}", _size(r["bytes"]),
-                  f"{r['sessions']:,}", f"{r['entries']:,}", f"{r['quarantined']:,}",
-                  (r["last_ingest"] or "never")[:16].replace("T", " "), where)
+        t.add_row(
+            r["agent"] + ("" if r["enabled"] else " (off)"),
+            f"{r['files']:,}",
+            _size(r["bytes"]),
+            f"{r['sessions']:,}",
+            f"{r['entries']:,}",
+            f"{r['quarantined']:,}",
+            (r["last_ingest"] or "never")[:16].replace("T", " "),
+            where,
+        )
     out.print(t)
 
 

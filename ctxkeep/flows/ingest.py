@@ -9,6 +9,7 @@ artifact (key ``ingest-summary``).
 Runs with no Prefect server configured (Prefect starts its temporary local server) or
 against ``PREFECT_API_URL``.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -31,16 +32,21 @@ def transient(exc: BaseException | None) -> bool:
     transient (StoreBusy), or SQLite reporting the database locked or busy."""
     if isinstance(exc, CtxkeepError):
         return exc.transient
-    return isinstance(exc, sqlite3.OperationalError) and any(
-        w in str(exc) for w in ("locked", "busy"))
+    return isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("locked", "busy"))
 
 
 def _retry_transient(task_, task_run, state) -> bool:
     return transient(state.result(raise_on_failure=False))
 
 
-@task(name="extract-transform", retries=2, retry_delay_seconds=5, cache_policy=NO_CACHE,
-      persist_result=False, retry_condition_fn=_retry_transient)
+@task(
+    name="extract-transform",
+    retries=2,
+    retry_delay_seconds=5,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    retry_condition_fn=_retry_transient,
+)
 def extract_transform(home: str, part: Part, tombs: dict) -> list:
     """One part's extract + transform (``engine.extract_transform_part``): its groups
     (``pipeline.writer.Group``), ready for the flow's writer. Writes nothing, so a
@@ -52,17 +58,30 @@ def summary_table(summary: dict) -> list[dict]:
     """The rows of the summary artifact: ``{"figure", "value"}`` per figure of
     ``engine.Summary.as_dict()`` (bytes: raw bytes; seconds: wall time), then the new
     entries of each agent, then each problem."""
-    rows = [{"figure": k, "value": summary[k]} for k in (
-        "files", "files_read", "files_vanished", "bytes", "lines", "entries_new", "quarantined",
-        "status_changed", "seconds", "analytics")]
+    rows = [
+        {"figure": k, "value": summary[k]}
+        for k in (
+            "files",
+            "files_read",
+            "files_vanished",
+            "bytes",
+            "lines",
+            "entries_new",
+            "quarantined",
+            "status_changed",
+            "seconds",
+            "analytics",
+        )
+    ]
     rows += [{"figure": f"entries_new {a}", "value": n} for a, n in sorted(summary["per_agent"].items())]
     rows += [{"figure": "problem", "value": p} for p in summary["problems"]]
     return rows
 
 
 @flow(name="ingest", log_prints=False, persist_result=False)
-def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | None = None,
-                force: bool = False) -> dict:
+def ingest_flow(
+    home: str, agents: list[str] | None = None, paths: list[str] | None = None, force: bool = False
+) -> dict:
     """Ingest every enabled agent's new session bytes into the store at ``home``.
 
     Returns the run summary (``engine.Summary.as_dict()``), also published as the
@@ -71,18 +90,23 @@ def ingest_flow(home: str, agents: list[str] | None = None, paths: list[str] | N
     log = get_run_logger()
 
     def on_plan(p: Plan) -> None:
-        log.info("%d files to read (%d unchanged), %.1f MB", len(p.todo), p.unchanged,
-                 p.pending_bytes / 1e6)
+        log.info("%d files to read (%d unchanged), %.1f MB", len(p.todo), p.unchanged, p.pending_bytes / 1e6)
         if engine.hooks.on_plan:
             engine.hooks.on_plan(p)
 
     def submit(part: Part, tombs: dict):
-        return extract_transform.with_options(name=f"extract-transform-{part.name}").submit(
-            home, part, tombs)
+        return extract_transform.with_options(name=f"extract-transform-{part.name}").submit(home, part, tombs)
 
-    s = engine.run_ingest(Path(home), agents=agents, paths=[Path(x) for x in paths or []],
-                          force=force, on_plan=on_plan, submit=submit).as_dict()
-    create_table_artifact(key=SUMMARY_ARTIFACT, table=summary_table(s),
-                          description=f"ctxkeep ingest into {home}")
+    s = engine.run_ingest(
+        Path(home),
+        agents=agents,
+        paths=[Path(x) for x in paths or []],
+        force=force,
+        on_plan=on_plan,
+        submit=submit,
+    ).as_dict()
+    create_table_artifact(
+        key=SUMMARY_ARTIFACT, table=summary_table(s), description=f"ctxkeep ingest into {home}"
+    )
     log.info("ingest done: %s", s)
     return s

@@ -6,6 +6,7 @@ Prefect's run records, logging and retries on a transient store lock, and are wh
 ``ctxkeep serve`` deploys on schedules (retention daily) or runs on demand through the
 Prefect API.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,17 +14,24 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
+from ctxkeep.maintenance import backfill, retention
 from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest, check_confirm, parse_purge_request
 from ctxkeep.maintenance.reindex import run_reindex
-from ctxkeep.maintenance import backfill, retention
 
 
 @flow(name="purge", persist_result=False)
-def purge_flow(home: str, session_id: str | None = None, scope: str | None = None,
-               project_dir: str | None = None, confirm: bool | str | None = None,
-               cwd: str | None = None, all_: bool = False, dry_run: bool = False,
-               reingest: bool = False) -> dict:
+def purge_flow(
+    home: str,
+    session_id: str | None = None,
+    scope: str | None = None,
+    project_dir: str | None = None,
+    confirm: bool | str | None = None,
+    cwd: str | None = None,
+    all_: bool = False,
+    dry_run: bool = False,
+    reingest: bool = False,
+) -> dict:
     """Purge a session, a project or (``all_``) the whole store at ``home``.
 
     Arguments as ``purge_request.parse_purge_request`` (``cwd`` defaults to the process's
@@ -35,8 +43,13 @@ def purge_flow(home: str, session_id: str | None = None, scope: str | None = Non
         check_confirm(confirm)  # the contract's confirm rules
         req = PurgeRequest("all")
     else:
-        req = parse_purge_request(session_id=session_id, scope=scope, project_dir=project_dir,
-                                  confirm=confirm, cwd=cwd or os.getcwd())
+        req = parse_purge_request(
+            session_id=session_id,
+            scope=scope,
+            project_dir=project_dir,
+            confirm=confirm,
+            cwd=cwd or os.getcwd(),
+        )
     rep = run_purge(Path(home), req, dry_run=dry_run, reingest=reingest)
     log.info("purge %s: %s", rep["resolved"], rep.get("removed"))
     return rep
@@ -48,9 +61,12 @@ def retention_flow(home: str, dry_run: bool = False) -> dict:
     backups (``maintenance.retention.run_retention``; thresholds from config)."""
     log = get_run_logger()
     rep = retention.run_retention(Path(home), dry_run=dry_run)
-    log.info("retention: %s entries archived, %s archives and %s backups removed",
-             (rep.get("archived") or {}).get("entries", 0), rep.get("archives_removed", 0),
-             rep.get("backups_removed", 0))
+    log.info(
+        "retention: %s entries archived, %s archives and %s backups removed",
+        (rep.get("archived") or {}).get("entries", 0),
+        rep.get("archives_removed", 0),
+        rep.get("backups_removed", 0),
+    )
     return rep
 
 
@@ -63,11 +79,22 @@ def reindex_flow(home: str, fts: bool = True, analytics: bool = True) -> dict:
 
 
 @flow(name="backfill", persist_result=False)
-def backfill_flow(home: str, paths: list[str] | None = None, since: str | None = None,
-                  until: str | None = None, agents: list[str] | None = None,
-                  dry_run: bool = False) -> dict:
+def backfill_flow(
+    home: str,
+    paths: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    agents: list[str] | None = None,
+    dry_run: bool = False,
+) -> dict:
     """Re-ingest paths or a date range from byte 0 (``maintenance.backfill.run_backfill``)."""
-    rep = backfill.run_backfill(Path(home), paths=[Path(p) for p in paths or []] or None,
-                                since=since, until=until, agents=agents, dry_run=dry_run)
+    rep = backfill.run_backfill(
+        Path(home),
+        paths=[Path(p) for p in paths or []] or None,
+        since=since,
+        until=until,
+        agents=agents,
+        dry_run=dry_run,
+    )
     get_run_logger().info("backfill: %d files, %s", len(rep["files"]), rep.get("ingest"))
     return rep

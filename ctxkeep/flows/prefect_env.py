@@ -8,6 +8,7 @@
 - ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120``: on a 2-core machine the
   temporary server needs 15–30 s to start (the default timeout is 20 s).
 """
+
 from __future__ import annotations
 
 import os

@@ -17,6 +17,7 @@ Each run executes in a subprocess started by Prefect's runner, which imports the
 module path (``ctxkeep.flows.ingest.ingest_flow``, …), with the ``home`` parameter set.
 The functions here import Prefect lazily; ``configure_prefect`` runs first.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -49,14 +50,18 @@ class Schedule:
     interval: dt.timedelta
 
 
-def schedules(ingest_minutes: int = 15, compress_minutes: int = 60,
-              retention_hours: int = 24) -> list[Schedule]:
+def schedules(
+    ingest_minutes: int = 15, compress_minutes: int = 60, retention_hours: int = 24
+) -> list[Schedule]:
     """The default schedules: ingest every 15 min, compress hourly, retention daily."""
     return [
         Schedule("ctxkeep-ingest", "ctxkeep.flows.ingest:ingest_flow", dt.timedelta(minutes=ingest_minutes)),
         Schedule("ctxkeep-compress", COMPRESS_ENTRYPOINT, dt.timedelta(minutes=compress_minutes)),
-        Schedule("ctxkeep-retention", "ctxkeep.flows.maintenance:retention_flow",
-                 dt.timedelta(hours=retention_hours)),
+        Schedule(
+            "ctxkeep-retention",
+            "ctxkeep.flows.maintenance:retention_flow",
+            dt.timedelta(hours=retention_hours),
+        ),
     ]
 
 
@@ -83,10 +88,16 @@ def build_deployments(home: Path, scheds: list[Schedule] | None = None) -> list:
         fl = load_flow(s.entrypoint)
         if fl is None:
             raise CtxkeepError(f"flow {s.entrypoint} not found", hint="reinstall ctxkeep")
-        out.append(fl.to_deployment(s.name, interval=s.interval, parameters={"home": str(home)},
-                                    entrypoint_type=EntrypointType.MODULE_PATH,
-                                    description=f"ctxkeep {s.name} for the store at {home}",
-                                    tags=["ctxkeep"]))
+        out.append(
+            fl.to_deployment(
+                s.name,
+                interval=s.interval,
+                parameters={"home": str(home)},
+                entrypoint_type=EntrypointType.MODULE_PATH,
+                description=f"ctxkeep {s.name} for the store at {home}",
+                tags=["ctxkeep"],
+            )
+        )
     return out
 
 
@@ -119,8 +130,13 @@ def prefect_cli() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "prefect"]
 
 
-def start_server(home: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-                 timeout: float = 180.0, log_path: Path | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(
+    home: Path,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    timeout: float = 180.0,
+    log_path: Path | None = None,
+) -> tuple[subprocess.Popen, str]:
     """Start ``prefect server start`` on ``host:port`` in its own process group and wait
     until it is healthy. Returns ``(process, api_url)``.
 
@@ -129,31 +145,52 @@ def start_server(home: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
     """
     configure_prefect(home)
     if port_in_use(host, port):
-        raise CtxkeepError(f"port {port} on {host} is already in use",
-                           hint="pass --port, or set PREFECT_API_URL to use a running Prefect server")
+        raise CtxkeepError(
+            f"port {port} on {host} is already in use",
+            hint="pass --port, or set PREFECT_API_URL to use a running Prefect server",
+        )
     api = f"http://{host}:{port}/api"
-    env = dict(os.environ, PREFECT_SERVER_API_HOST=host, PREFECT_SERVER_API_PORT=str(port),
-               PREFECT_UI_ENABLED=os.environ.get("PREFECT_UI_ENABLED", "false"))
+    env = dict(
+        os.environ,
+        PREFECT_SERVER_API_HOST=host,
+        PREFECT_SERVER_API_PORT=str(port),
+        PREFECT_UI_ENABLED=os.environ.get("PREFECT_UI_ENABLED", "false"),
+    )
     env.pop("PREFECT_API_URL", None)
     log_path = log_path or Path(os.environ["PREFECT_HOME"]) / "server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log = open(log_path, "ab")
-    kwargs = {"start_new_session": True} if os.name == "posix" else {
-        "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
-    proc = subprocess.Popen([*prefect_cli(), "server", "start", "--host", host, "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kwargs)
+    log = open(log_path, "ab")  # noqa: SIM115 - handed to the server process, closed by its owner
+    kwargs = (
+        {"start_new_session": True}
+        if os.name == "posix"
+        else {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    )  # type: ignore[attr-defined]
+    proc = subprocess.Popen(
+        [*prefect_cli(), "server", "start", "--host", host, "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )
     log.close()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise CtxkeepError(f"the Prefect server exited with code {proc.returncode}",
-                               where=str(log_path), hint="see the server log")
+            raise CtxkeepError(
+                f"the Prefect server exited with code {proc.returncode}",
+                where=str(log_path),
+                hint="see the server log",
+            )
         if healthy(api):
             return proc, api
         time.sleep(0.5)
     stop_server(proc)
-    raise CtxkeepError(f"the Prefect server did not become healthy within {timeout:.0f} s",
-                       where=str(log_path), hint="see the server log")
+    raise CtxkeepError(
+        f"the Prefect server did not become healthy within {timeout:.0f} s",
+        where=str(log_path),
+        hint="see the server log",
+    )
 
 
 def stop_server(proc: subprocess.Popen, timeout: float = 20.0) -> None:
@@ -177,8 +214,15 @@ def stop_server(proc: subprocess.Popen, timeout: float = 20.0) -> None:
         pass
 
 
-def serve(home: Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, limit: int = 2,
-          scheds: list[Schedule] | None = None, on_ready=None) -> None:
+def serve(
+    home: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    limit: int = 2,
+    scheds: list[Schedule] | None = None,
+    on_ready=None,
+) -> None:
     """Run the schedules until interrupted (see the module doc). ``on_ready(api_url)``
     is called once the deployments are built, before serving."""
     configure_prefect(home)
@@ -194,14 +238,18 @@ def serve(home: Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, limi
             proc, api = start_server(home, host, port)
             os.environ["PREFECT_API_URL"] = api
         elif not healthy(api, timeout=5):
-            raise CtxkeepError(f"no Prefect server answers at {api}", where="PREFECT_API_URL",
-                               hint="start it, or unset PREFECT_API_URL to let ctxkeep start one")
+            raise CtxkeepError(
+                f"no Prefect server answers at {api}",
+                where="PREFECT_API_URL",
+                hint="start it, or unset PREFECT_API_URL to let ctxkeep start one",
+            )
         if hasattr(signal, "SIGTERM"):
             prev_term = signal.signal(signal.SIGTERM, _term)
         deps = build_deployments(home, scheds)
         if on_ready:
             on_ready(api)
         from prefect import serve as prefect_serve
+
         prefect_serve(*deps, limit=limit, print_starting_message=False)
     except KeyboardInterrupt:
         pass

@@ -7,6 +7,7 @@ backfill reads, dedups, loads, syncs DuckDB and records its run exactly as an in
 does. ``flows.maintenance.backfill_flow`` wraps ``run_backfill`` in a Prefect flow;
 ``ctxkeep backfill --dry-run``/``--no-prefect`` and the tests call it directly.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -54,7 +55,7 @@ def first_timestamp(path: Path, head_bytes: int = 65536) -> dt.datetime | None:
                         t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
                     except ValueError:
                         continue
-                    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+                    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
     return None
 
 
@@ -67,18 +68,29 @@ def parse_day(d: dt.date | dt.datetime | str | None, end: bool = False) -> dt.da
         return None
     if isinstance(d, str) and re.fullmatch(r"\d+\s*[mhdw]", d.strip()):
         from ctxkeep.query.search import parse_when
+
         return dt.datetime.fromisoformat(parse_when(d).replace("Z", "+00:00"))
     if isinstance(d, str):
-        d = dt.date.fromisoformat(d[:10]) if len(d) <= 10 else dt.datetime.fromisoformat(d.replace("Z", "+00:00"))
+        d = (
+            dt.date.fromisoformat(d[:10])
+            if len(d) <= 10
+            else dt.datetime.fromisoformat(d.replace("Z", "+00:00"))
+        )
     if isinstance(d, dt.datetime):
-        return d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc)
-    t = dt.datetime(d.year, d.month, d.day, tzinfo=dt.timezone.utc)
+        return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
+    t = dt.datetime(d.year, d.month, d.day, tzinfo=dt.UTC)
     return t + dt.timedelta(days=1) if end else t
 
 
-def select_backfill(home: Path, *, paths: list[Path] | None = None, since=None, until=None,
-                    agents: list[str] | None = None,
-                    ctx: DiscoveryContext | None = None) -> tuple[list[SourceFile], list[str]]:
+def select_backfill(
+    home: Path,
+    *,
+    paths: list[Path] | None = None,
+    since=None,
+    until=None,
+    agents: list[str] | None = None,
+    ctx: DiscoveryContext | None = None,
+) -> tuple[list[SourceFile], list[str]]:
     """The files a backfill reads: the given ``paths`` (files or dirs), else every
     enabled agent's discovered files; with a date range, only those that may hold
     records in it: last written (mtime) on or after ``since`` and first record
@@ -91,9 +103,12 @@ def select_backfill(home: Path, *, paths: list[Path] | None = None, since=None, 
         files, problems = files_for_paths([Path(p) for p in paths], agents)
     else:
         cfg = cfgmod.load_config(Path(home))
-        ds = discover_all(ctx or DiscoveryContext.from_env(), agents,
-                          enabled={a: cfg.agent(a).enabled for a in SOURCES},
-                          extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+        ds = discover_all(
+            ctx or DiscoveryContext.from_env(),
+            agents,
+            enabled={a: cfg.agent(a).enabled for a in SOURCES},
+            extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
+        )
         files = [f for d in ds for f in d.files]
     lo, hi = parse_day(since), parse_day(until, end=True)
     if lo and hi and lo >= hi:
@@ -104,7 +119,7 @@ def select_backfill(home: Path, *, paths: list[Path] | None = None, since=None, 
             st = f.path.stat()
         except OSError:
             continue
-        if lo and dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc) < lo:
+        if lo and dt.datetime.fromtimestamp(st.st_mtime, dt.UTC) < lo:
             continue
         if hi and f.mode == "append":
             t = first_timestamp(f.path)
@@ -112,7 +127,6 @@ def select_backfill(home: Path, *, paths: list[Path] | None = None, since=None, 
                 continue
         out.append(f)
     return out, problems
-
 
 
 def total_bytes(files: list[SourceFile]) -> int:
@@ -127,9 +141,17 @@ def total_bytes(files: list[SourceFile]) -> int:
     return size
 
 
-def run_backfill(home: Path, *, paths: list[Path] | None = None, since=None, until=None,
-                 agents: list[str] | None = None, ctx: DiscoveryContext | None = None,
-                 dry_run: bool = False, timeout: float = -1) -> dict:
+def run_backfill(
+    home: Path,
+    *,
+    paths: list[Path] | None = None,
+    since=None,
+    until=None,
+    agents: list[str] | None = None,
+    ctx: DiscoveryContext | None = None,
+    dry_run: bool = False,
+    timeout: float = -1,
+) -> dict:
     """Ingest the ``select_backfill`` files again from byte 0, ignoring their watermarks,
     under the store lock, through the ingest engine (``pipeline.engine.run_ingest`` with
     ``files`` and ``force``). Nothing doubles: entries are keyed by a stable
@@ -145,15 +167,20 @@ def run_backfill(home: Path, *, paths: list[Path] | None = None, since=None, unt
     """
     home = cfgmod.ensure_home(Path(home))
     files, problems = select_backfill(home, paths=paths, since=since, until=until, agents=agents, ctx=ctx)
-    out = {"dry_run": dry_run, "files": [str(f.path) for f in files], "problems": problems,
-           "bytes": total_bytes(files)}
+    out = {
+        "dry_run": dry_run,
+        "files": [str(f.path) for f in files],
+        "problems": problems,
+        "bytes": total_bytes(files),
+    }
     if dry_run or not files:
         return out
     # the engine takes the lock again (reentrant in this process): held here so that
     # ``timeout`` and the StoreBusy message are backfill's own
     with hold(home, timeout, what="backfill"):
-        s = pipeline.run_ingest(home, files=files, force=True, flow="backfill",
-                                on_bytes=pipeline.hooks.on_bytes)
+        s = pipeline.run_ingest(
+            home, files=files, force=True, flow="backfill", on_bytes=pipeline.hooks.on_bytes
+        )
     rep = s.as_dict()
     rep["problems"] = list(problems) + [p for p in rep["problems"] if p not in problems]
     out["ingest"] = rep

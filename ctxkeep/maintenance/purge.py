@@ -40,6 +40,7 @@ the next ingest rebuilds the store from the agents' files.
 
 A purge never opens, modifies or deletes the agents' own session files.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -84,12 +85,25 @@ def preview(conn: sqlite3.Connection, request: PurgeRequest) -> dict:
 
 def preview_empty() -> dict:
     """The zero counts (a purge of an empty or missing store)."""
-    return {k: 0 for k in ("entries", "sessions", "contents", "chunks", "usage", "quarantine",
-                           "source_files", "text_bytes", "token_estimate")}
+    return dict.fromkeys(
+        (
+            "entries",
+            "sessions",
+            "contents",
+            "chunks",
+            "usage",
+            "quarantine",
+            "source_files",
+            "text_bytes",
+            "token_estimate",
+        ),
+        0,
+    )
 
 
-def _tombstone(conn: sqlite3.Connection, req: PurgeRequest, files: list[str], owned: set[str],
-               reingest: bool) -> dict:
+def _tombstone(
+    conn: sqlite3.Connection, req: PurgeRequest, files: list[str], owned: set[str], reingest: bool
+) -> dict:
     """Add (or with ``reingest`` lift) the tombstones of ``req``; ``owned``: the sessions
     a project purge selected whole (they get session tombstones). Returns what was done."""
     key = (req.scope, req.value)
@@ -102,8 +116,7 @@ def _tombstone(conn: sqlite3.Connection, req: PurgeRequest, files: list[str], ow
                 if sid:
                     conn.execute("INSERT OR IGNORE INTO tombstones VALUES('session',?,?)", (sid, stamp))
                     conn.execute("INSERT OR IGNORE INTO purge_files VALUES(?,?,'session',?)", (*key, sid))
-        conn.executemany("INSERT OR IGNORE INTO purge_files VALUES(?,?,'path',?)",
-                         [(*key, f) for f in files])
+        conn.executemany("INSERT OR IGNORE INTO purge_files VALUES(?,?,'path',?)", [(*key, f) for f in files])
         return {"tombstone": "added", "tombstones": added, "watermarks_dropped": 0}
     linked = conn.execute("SELECT kind, item FROM purge_files WHERE scope=? AND value=?", key).fetchall()
     paths = set(files) | {item for kind, item in linked if kind == "path"}
@@ -129,8 +142,15 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
     read-only connection; empty when there is no store)}`` plus ``note`` when the
     store could not be read (its files are removed anyway). ``dry_run`` only counts."""
     sizes = store_files(home)
-    report = {"scope": "all", "resolved": "the whole store", "home": str(home), "dry_run": dry_run,
-              "files_removed": sorted(sizes), "bytes_removed": sum(sizes.values()), "removed": {}}
+    report = {
+        "scope": "all",
+        "resolved": "the whole store",
+        "home": str(home),
+        "dry_run": dry_run,
+        "files_removed": sorted(sizes),
+        "bytes_removed": sum(sizes.values()),
+        "removed": {},
+    }
     db = home / STORE_DB
     if db.exists():
         try:
@@ -167,22 +187,31 @@ def _archive_filter(req: PurgeRequest, owned: set[str]):
     import polars as pl
 
     if req.scope == "session":
-        return lambda df: (pl.col("session_id") == req.session_id) | \
-            (pl.col("parent_session_id") == req.session_id)
+        return lambda df: (
+            (pl.col("session_id") == req.session_id) | (pl.col("parent_session_id") == req.session_id)
+        )
     pd = pl.col("project_dir")
     under = under_expr(pd, req.project_dir)
 
     def pick(df):
-        here = (df.filter(pd.is_not_null()).group_by("session_id").agg(under.all().alias("u"))
-                .filter(pl.col("u"))["session_id"].to_list())
+        here = (
+            df.filter(pd.is_not_null())
+            .group_by("session_id")
+            .agg(under.all().alias("u"))
+            .filter(pl.col("u"))["session_id"]
+            .to_list()
+        )
         own = list(owned | set(here))
-        return under.fill_null(False) | (pd.is_null() & (pl.col("session_id").is_in(own)
-                                                           | pl.col("parent_session_id").is_in(own)))
+        return under.fill_null(False) | (
+            pd.is_null() & (pl.col("session_id").is_in(own) | pl.col("parent_session_id").is_in(own))
+        )
+
     return pick
 
 
-def _purge_archive(conn: sqlite3.Connection | None, home: Path, req: PurgeRequest, owned: set[str],
-                   dry_run: bool) -> int:
+def _purge_archive(
+    conn: sqlite3.Connection | None, home: Path, req: PurgeRequest, owned: set[str], dry_run: bool
+) -> int:
     """Remove ``req``'s rows from the Parquet archive (and their ids from ``archived``);
     returns the number of archived rows removed (or, with ``dry_run``, that would be)."""
     from ctxkeep.sinks import parquet as archive
@@ -194,8 +223,9 @@ def _purge_archive(conn: sqlite3.Connection | None, home: Path, req: PurgeReques
     return r["rows"]
 
 
-def run_purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest: bool = False,
-              timeout: float = -1) -> dict:
+def run_purge(
+    home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest: bool = False, timeout: float = -1
+) -> dict:
     """Purge ``request``'s data from the store at ``home`` (see the module doc).
 
     Args:
@@ -216,9 +246,14 @@ def run_purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reing
     than this ctxkeep.
     """
     home = Path(home)
-    base = {"scope": request.scope, "session_id": request.session_id,
-            "project_dir": request.project_dir, "resolved": request.describe(),
-            "home": str(home), "dry_run": dry_run}
+    base = {
+        "scope": request.scope,
+        "session_id": request.session_id,
+        "project_dir": request.project_dir,
+        "resolved": request.describe(),
+        "home": str(home),
+        "dry_run": dry_run,
+    }
     if request.scope == "all":
         if dry_run:
             return wipe(home, dry_run=True)
@@ -266,6 +301,10 @@ def run_purge(home: Path, request: PurgeRequest, *, dry_run: bool = False, reing
 def _record_run(conn: sqlite3.Connection, req: PurgeRequest, removed: dict, reingest: bool) -> None:
     with sqlite_store.recorded_run(conn, "purge") as run:
         run.summary = {
-            "scope": req.scope, "value": req.value, "reingest": reingest,
-            "entries_new": 0, "files": removed.get("source_files"), **{
-                f"removed_{k}": v for k, v in removed.items() if isinstance(v, int)}}
+            "scope": req.scope,
+            "value": req.value,
+            "reingest": reingest,
+            "entries_new": 0,
+            "files": removed.get("source_files"),
+            **{f"removed_{k}": v for k, v in removed.items() if isinstance(v, int)},
+        }

@@ -16,6 +16,7 @@ the ctx_purge seed of context-mode, restated in DESIGN.md):
 
 Nothing here touches the store.
 """
+
 from __future__ import annotations
 
 import os
@@ -72,14 +73,17 @@ def check_confirm(confirm) -> None:
     when it is missing or not a boolean."""
     ok = _as_bool(confirm, "confirm")
     if ok is None:
-        raise UsageError("Purge needs confirm: true (confirm is required)",
-                         hint="preview first (ctxkeep purge --dry-run), then confirm")
+        raise UsageError(
+            "Purge needs confirm: true (confirm is required)",
+            hint="preview first (ctxkeep purge --dry-run), then confirm",
+        )
     if ok is False:
         raise PurgeCancelled()
 
 
-def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confirm=None,
-                        cwd: str) -> PurgeRequest:
+def parse_purge_request(
+    *, session_id=None, scope=None, project_dir=None, confirm=None, cwd: str
+) -> PurgeRequest:
     """Validate a purge call against the ctx_purge contract and resolve its scope.
 
     Args:
@@ -105,36 +109,47 @@ def parse_purge_request(*, session_id=None, scope=None, project_dir=None, confir
     sc = str(scope).strip().lower() if scope is not None and str(scope).strip() else None
     pdir = str(project_dir).strip() if project_dir is not None and str(project_dir).strip() else None
     if sc is not None and sc not in SCOPES:
-        raise UsageError(f"unknown purge scope {scope!r}", hint='use scope "session" (with a '
-                         'session id) or scope "project" (with a project dir, default the cwd)')
+        raise UsageError(
+            f"unknown purge scope {scope!r}",
+            hint='use scope "session" (with a '
+            'session id) or scope "project" (with a project dir, default the cwd)',
+        )
     if sc == "project" and sid:
-        raise UsageError(f"Ambiguous purge: a session id ({sid}) was given together with scope "
-                         "project", hint="pass either a session id (scope session) or scope "
-                         "project, not both")
+        raise UsageError(
+            f"Ambiguous purge: a session id ({sid}) was given together with scope project",
+            hint="pass either a session id (scope session) or scope project, not both",
+        )
     if sc == "session" and not sid:
-        raise UsageError("Purge scope session needs a session id",
-                         hint="pass sessionId, or use scope project")
+        raise UsageError(
+            "Purge scope session needs a session id", hint="pass sessionId, or use scope project"
+        )
     if sid and pdir:
-        raise UsageError(f"Ambiguous purge: a session id ({sid}) was given together with a "
-                         f"project dir ({pdir})", hint="pass only one of them")
+        raise UsageError(
+            f"Ambiguous purge: a session id ({sid}) was given together with a project dir ({pdir})",
+            hint="pass only one of them",
+        )
     if sc is None:
         if sid:
             sc = "session"
         elif pdir:
             sc = "project"
         else:
-            raise UsageError("Purge needs a scope: either scope session with a session id, or "
-                             "scope project (the project dir, default the working directory)",
-                             hint="nothing was purged")
+            raise UsageError(
+                "Purge needs a scope: either scope session with a session id, or "
+                "scope project (the project dir, default the working directory)",
+                hint="nothing was purged",
+            )
     if sc == "session":
         return PurgeRequest("session", session_id=sid)
     d = normalize_dir(pdir or cwd, cwd)
     if _too_broad(d):
-        raise UsageError(f"refusing to purge project {d}: it is the filesystem root or your home "
-                         f"directory (or above it), which holds every project"
-                         + ("" if pdir else " (it is the working directory: no projectDir was given)"),
-                         where="projectDir",
-                         hint="name one project's directory, or wipe the whole store with `ctxkeep purge --all`")
+        raise UsageError(
+            f"refusing to purge project {d}: it is the filesystem root or your home "
+            f"directory (or above it), which holds every project"
+            + ("" if pdir else " (it is the working directory: no projectDir was given)"),
+            where="projectDir",
+            hint="name one project's directory, or wipe the whole store with `ctxkeep purge --all`",
+        )
     return PurgeRequest("project", project_dir=d)
 
 
@@ -144,4 +159,3 @@ def _too_broad(d: str) -> bool:
     if d in ("/", "\\") or re.fullmatch(r"[A-Za-z]:[\\/]?", d):
         return True
     return is_under(os.path.normpath(os.path.expanduser("~")), d)
-

@@ -8,6 +8,7 @@ tokenizer takes effect), ``fts_words`` is filled with FTS5's ``'rebuild'`` comma
 then DuckDB is deleted and synced from scratch (``rebuild_analytics``, which purge
 and retention call too, after they delete rows).
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -36,12 +37,15 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> str:
             pass
     try:
         from ctxkeep.sinks import duckdb as duckdb_store
+
         r = duckdb_store.sync(conn, Path(home), rebuild=True)
         sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
         return f"analytics rebuilt: {r['entries_synced']} entries"
-    except Exception as e:  # noqa: BLE001 - a busy file must not fail the purge
-        return (f"analytics store not rebuilt ({type(e).__name__}: {str(e).splitlines()[0]}); "
-                "the next ingest rebuilds it")
+    except Exception as e:
+        return (
+            f"analytics store not rebuilt ({type(e).__name__}: {str(e).splitlines()[0]}); "
+            "the next ingest rebuilds it"
+        )
 
 
 def rebuild_fts(conn: sqlite3.Connection) -> dict:
@@ -68,8 +72,7 @@ def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout
     t0 = time.perf_counter()
     home = Path(home)
     if not (home / STORE_DB).exists():
-        raise StoreError("no store to reindex", where=str(home / STORE_DB),
-                         hint="run `ctxkeep ingest` first")
+        raise StoreError("no store to reindex", where=str(home / STORE_DB), hint="run `ctxkeep ingest` first")
     out: dict = {"chunks": 0, "grams_rows": 0, "analytics": "skipped"}
     with hold(home, timeout, what="reindex"):
         conn = sqlite_store.connect(home)

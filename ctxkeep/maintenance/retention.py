@@ -7,6 +7,7 @@ under ``ctxkeep serve``); ``ctxkeep retention --dry-run``/``--no-prefect`` and t
 call it directly. A run that changes the store holds the store lock (``sinks.lock``) and
 is recorded in the ``runs`` table as flow ``retention``.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -33,7 +34,7 @@ BACKUP_RE = re.compile(r"^.+\.backup(?:[.\-_][^/\\]*)?$")
 
 
 def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 @dataclass
@@ -56,8 +57,10 @@ class RetentionPlan:
                 return p.stat().st_size
             except OSError:
                 return 0
+
         return {
-            "cutoff": self.cutoff.isoformat(), "archive": self.archive,
+            "cutoff": self.cutoff.isoformat(),
+            "archive": self.archive,
             "entries_to_archive": sum(r["entries"] for r in self.archive),
             "archive_cutoff": self.archive_cutoff.isoformat(),
             "old_archives": [str(p) for p in self.old_archives],
@@ -74,8 +77,12 @@ def backup_dirs(home: Path, ctx: DiscoveryContext | None = None) -> list[Path]:
     compress flow writes its backups)."""
     cfg = cfgmod.load_config(home)
     ctx = ctx or DiscoveryContext.from_env()
-    ds = discover_all(ctx, None, enabled={a: cfg.agent(a).enabled for a in SOURCES},
-                      extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+    ds = discover_all(
+        ctx,
+        None,
+        enabled={a: cfg.agent(a).enabled for a in SOURCES},
+        extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
+    )
     return sorted({f.path.parent for d in ds for f in d.files})
 
 
@@ -99,9 +106,15 @@ def old_backups(dirs: list[Path], older_than: dt.datetime) -> list[Path]:
     return sorted(out)
 
 
-def plan_retention(home: Path, *, now: dt.datetime | None = None, ctx: DiscoveryContext | None = None,
-                   archive_after_days: int | None = None, delete_archives_after_days: int | None = None,
-                   backup_max_age_days: int | None = None) -> RetentionPlan:
+def plan_retention(
+    home: Path,
+    *,
+    now: dt.datetime | None = None,
+    ctx: DiscoveryContext | None = None,
+    archive_after_days: int | None = None,
+    delete_archives_after_days: int | None = None,
+    backup_max_age_days: int | None = None,
+) -> RetentionPlan:
     """Work out what retention would do, changing nothing. Thresholds default to
     ``config.RetentionConfig`` (``archive_after_days`` 7, ``delete_archives_after_days``
     30) and ``CompressConfig.backup_max_age_days`` (30); days are 24 h periods before
@@ -110,8 +123,11 @@ def plan_retention(home: Path, *, now: dt.datetime | None = None, ctx: Discovery
     cfg = cfgmod.load_config(home)
     now = now or _utcnow()
     a_days = cfg.retention.archive_after_days if archive_after_days is None else archive_after_days
-    d_days = (cfg.retention.delete_archives_after_days if delete_archives_after_days is None
-              else delete_archives_after_days)
+    d_days = (
+        cfg.retention.delete_archives_after_days
+        if delete_archives_after_days is None
+        else delete_archives_after_days
+    )
     b_days = cfg.compress.backup_max_age_days if backup_max_age_days is None else backup_max_age_days
     cutoff = now - dt.timedelta(days=a_days)
     rows: list[dict] = []
@@ -124,12 +140,20 @@ def plan_retention(home: Path, *, now: dt.datetime | None = None, ctx: Discovery
     a_cut = now - dt.timedelta(days=d_days)
     b_cut = now - dt.timedelta(days=b_days)
     dirs = backup_dirs(home, ctx)
-    return RetentionPlan(cutoff, rows, a_cut, archive.old_archives(home, a_cut), b_cut,
-                         old_backups(dirs, b_cut), len(dirs))
+    return RetentionPlan(
+        cutoff, rows, a_cut, archive.old_archives(home, a_cut), b_cut, old_backups(dirs, b_cut), len(dirs)
+    )
 
 
-def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None = None,
-                  ctx: DiscoveryContext | None = None, timeout: float = -1, **days) -> dict:
+def run_retention(
+    home: Path,
+    *,
+    dry_run: bool = False,
+    now: dt.datetime | None = None,
+    ctx: DiscoveryContext | None = None,
+    timeout: float = -1,
+    **days,
+) -> dict:
     """Retention: archive consumed/archived entries older than ``archive_after_days`` to
     Parquet (``sinks.parquet``) and remove them from the hot store (SQLite, FTS, then
     DuckDB is rebuilt); delete archive files older than ``delete_archives_after_days``
@@ -150,13 +174,17 @@ def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None 
     with hold(home, timeout, what="retention"):
         archived = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
         conn = sqlite_store.connect(home) if (home / STORE_DB).exists() else None
-        with closing(conn) if conn else nullcontext(), \
-                sqlite_store.recorded_run(conn, "retention", t0=t0) as run:
+        with (
+            closing(conn) if conn else nullcontext(),
+            sqlite_store.recorded_run(conn, "retention", t0=t0) as run,
+        ):
             run.summary = lambda: {  # the figures so far, also of a failed run
-                "entries_new": 0, "files": len(archived["files"]),
+                "entries_new": 0,
+                "files": len(archived["files"]),
                 "archived_entries": archived["entries"],
                 "archives_removed": out.get("archives_removed", 0),
-                "backups_removed": out.get("backups_removed", 0)}
+                "backups_removed": out.get("backups_removed", 0),
+            }
             if conn:
                 archived = archive.archive_entries(conn, home, p.cutoff)
                 if archived["entries"]:
@@ -165,7 +193,11 @@ def run_retention(home: Path, *, dry_run: bool = False, now: dt.datetime | None 
             # a backup goes only if it is still old (it may have been rewritten since the plan)
             backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
             freed += archive.remove_files(backups)
-            out.update(archived=archived, archives_removed=len(p.old_archives),
-                       backups_removed=len(backups), bytes_freed=freed)
+            out.update(
+                archived=archived,
+                archives_removed=len(p.old_archives),
+                backups_removed=len(backups),
+                bytes_freed=freed,
+            )
         out["seconds"] = run.seconds
     return out

@@ -12,6 +12,7 @@ Lenient inputs, because models send them: booleans also as ``"true"``/``"false"`
 arrays also as a JSON string (``'["a"]'``) or a single string, numbers also as
 strings. Interactive path: never imports Prefect.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,24 +52,37 @@ TOOLS: list[dict[str, Any]] = [
             "Returns a ranked index (tier 1): entry id, agent, session, time, kind, title, token "
             "size and a ≤300-character snippet per hit, within a token budget. "
             "WHEN: you need context from earlier sessions or from this one beyond your window "
-            "(\"what did we decide about X\", \"where did error Y happen\", \"which command built Z\"). "
+            '("what did we decide about X", "where did error Y happen", "which command built Z"). '
             "Then call ctx_fetch with the ids worth reading. "
             "WHEN NOT: for files in the working tree (read them directly), or to read a whole "
-            "entry (use ctx_fetch). Several phrasings go in one call as `queries`."),
+            "entry (use ctx_fetch). Several phrasings go in one call as `queries`."
+        ),
         "input_schema": {
             "type": "object",
             "properties": {
-                "queries": {"type": ["array", "string"], "items": {"type": "string"},
-                            "description": "one or more queries: words, \"exact phrases\", ids like "
-                                           "bd-q3fy, paths, error text; CJK works"},
-                "limit": {"type": ["integer", "string"],
-                          "description": f"hits per query, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT})"},
-                "budget": {"type": ["integer", "string"],
-                           "description": f"token budget for the whole answer (default {DEFAULT_SEARCH_BUDGET})"},
-                "filters": {"type": "object", "properties": _FILTER_PROPS,
-                            "description": "combinable filters"},
-                "raw": {"type": ["boolean", "string"],
-                        "description": "pass FTS5 query syntax through (default false)"},
+                "queries": {
+                    "type": ["array", "string"],
+                    "items": {"type": "string"},
+                    "description": 'one or more queries: words, "exact phrases", ids like '
+                    "bd-q3fy, paths, error text; CJK works",
+                },
+                "limit": {
+                    "type": ["integer", "string"],
+                    "description": f"hits per query, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT})",
+                },
+                "budget": {
+                    "type": ["integer", "string"],
+                    "description": f"token budget for the whole answer (default {DEFAULT_SEARCH_BUDGET})",
+                },
+                "filters": {
+                    "type": "object",
+                    "properties": _FILTER_PROPS,
+                    "description": "combinable filters",
+                },
+                "raw": {
+                    "type": ["boolean", "string"],
+                    "description": "pass FTS5 query syntax through (default false)",
+                },
             },
             "required": ["queries"],
         },
@@ -80,16 +94,24 @@ TOOLS: list[dict[str, Any]] = [
             "A text that does not fit keeps its head and tail; the middle is replaced by a marker "
             "giving the elided bytes and the offset to fetch them with (pass `offset` with one id). "
             "WHEN: a ctx_search hit looks relevant and you need its whole text. "
-            "WHEN NOT: to search (use ctx_search), or for many ids at once with a small budget."),
+            "WHEN NOT: to search (use ctx_search), or for many ids at once with a small budget."
+        ),
         "input_schema": {
             "type": "object",
             "properties": {
-                "ids": {"type": ["array", "string"], "items": {"type": "string"},
-                        "description": "entry ids (or unique prefixes of 6+ characters)"},
-                "budget": {"type": ["integer", "string"],
-                           "description": f"token budget for all texts (default {DEFAULT_FETCH_BUDGET})"},
-                "offset": {"type": ["integer", "string"],
-                           "description": "continue one entry from this byte offset (from a marker)"},
+                "ids": {
+                    "type": ["array", "string"],
+                    "items": {"type": "string"},
+                    "description": "entry ids (or unique prefixes of 6+ characters)",
+                },
+                "budget": {
+                    "type": ["integer", "string"],
+                    "description": f"token budget for all texts (default {DEFAULT_FETCH_BUDGET})",
+                },
+                "offset": {
+                    "type": ["integer", "string"],
+                    "description": "continue one entry from this byte offset (from a marker)",
+                },
             },
             "required": ["ids"],
         },
@@ -100,7 +122,8 @@ TOOLS: list[dict[str, Any]] = [
             "Read-only counts of the context store: entries per agent, kind and status, sessions, "
             "distinct texts, tokens, usage totals, file sizes, last ingest. "
             "WHEN: before a purge (to preview what is stored), or to see whether sessions were "
-            "ingested at all. WHEN NOT: to find content (use ctx_search). Changes nothing."),
+            "ingested at all. WHEN NOT: to find content (use ctx_search). Changes nothing."
+        ),
         "input_schema": {"type": "object", "properties": {}},
     },
     {
@@ -110,7 +133,8 @@ TOOLS: list[dict[str, Any]] = [
             "ctx_search calls find it; indexing the same label again replaces it. The file is only "
             "read. WHEN: to keep a decision, a summary, a design note or a document searchable "
             "across sessions. WHEN NOT: for agent session files (the ingest job reads those), or "
-            "for secrets."),
+            "for secrets."
+        ),
         "input_schema": {
             "type": "object",
             "properties": {
@@ -128,16 +152,17 @@ PURGE_TOOL = {
     "name": "ctx_purge",
     "description": (
         "Permanently delete stored context: one session (`sessionId`) or one project "
-        "(`scope: \"project\"`, the project being `projectDir`, else the server's working "
+        '(`scope: "project"`, the project being `projectDir`, else the server\'s working '
         "directory), from every store. `confirm: true` is required. Idempotent; the reply lists "
         "what was removed and the resolved scope. WHEN: the user asks to forget a session or a "
         "project (e.g. private data was pasted). WHEN NOT: to free space (compression does "
-        "that), or without the user's explicit request. Preview with ctx_stats first."),
+        "that), or without the user's explicit request. Preview with ctx_stats first."
+    ),
     "input_schema": {
         "type": "object",
         "properties": {
             "sessionId": {"type": "string", "description": "the session to purge (scope session)"},
-            "scope": {"type": "string", "description": "\"session\" or \"project\""},
+            "scope": {"type": "string", "description": '"session" or "project"'},
             "projectDir": {"type": "string", "description": "the project for scope project"},
             "confirm": {"type": ["boolean", "string"], "description": "must be true to purge"},
         },
@@ -147,6 +172,7 @@ PURGE_TOOL = {
 
 
 # ---------------------------------------------------------------- lenient inputs
+
 
 def as_bool(v: Any, name: str, default: bool = False) -> bool:
     """``v`` as a boolean: bool, or the strings true/false/1/0/yes/no (any case).
@@ -173,8 +199,11 @@ def as_list(v: Any, name: str) -> list[str]:
             try:
                 v = json.loads(s)
             except json.JSONDecodeError:
-                raise UsageError(f"{name} is not a valid JSON array: {s[:60]}", where=name,
-                                 hint='pass an array like ["a", "b"]') from None
+                raise UsageError(
+                    f"{name} is not a valid JSON array: {s[:60]}",
+                    where=name,
+                    hint='pass an array like ["a", "b"]',
+                ) from None
         else:
             return [s] if s else []
     if isinstance(v, (list, tuple)):
@@ -204,12 +233,16 @@ def as_int(v: Any, name: str, default: int, lo: int, hi: int, *, clamp_high: boo
 
 # ---------------------------------------------------------------- handlers
 
+
 def _render_hits(res) -> str:
     lines = [f'query "{res.query}": {len(res.hits)} hit(s)']
     for h in res.hits:
         when = (h.ts or "")[:16].replace("T", " ")
-        lines.append(f"- {h.entry_id} | {h.agent} | session {h.session_id} | {when} | {h.kind}"
-                     + (f" {h.tool_name}" if h.tool_name else "") + f" | ~{h.token_estimate} tok")
+        lines.append(
+            f"- {h.entry_id} | {h.agent} | session {h.session_id} | {when} | {h.kind}"
+            + (f" {h.tool_name}" if h.tool_name else "")
+            + f" | ~{h.token_estimate} tok"
+        )
         if h.title:
             lines.append(f"  title: {h.title}")
         lines.append(f"  {h.snippet}")
@@ -231,6 +264,7 @@ class Handlers:
 
     def _ro(self):
         from ctxkeep.sinks import sqlite as sqlite_store
+
         return sqlite_store.connect(self.home, readonly=True)
 
     def ctx_search(self, a: dict) -> tuple[str, dict]:
@@ -238,8 +272,11 @@ class Handlers:
 
         queries = as_list(a.get("queries", a.get("query")), "queries")
         if not queries:
-            raise UsageError("queries is required: one or more search strings", where="queries",
-                             hint='pass {"queries": ["what to find"]}')
+            raise UsageError(
+                "queries is required: one or more search strings",
+                where="queries",
+                hint='pass {"queries": ["what to find"]}',
+            )
         notes = []
         if len(queries) > MAX_QUERIES:
             notes.append(f"only the first {MAX_QUERIES} of {len(queries)} queries were run")
@@ -260,28 +297,35 @@ class Handlers:
         if top:  # filters given beside "filters" (a common slip): used, and said so
             clash = sorted(k for k in top if f.get(k) not in (None, "") and f[k] != top[k])
             if clash:
-                raise UsageError(f"filter {', '.join(clash)} given twice with different values",
-                                 where="filters", hint="put filters inside \"filters\" only")
+                raise UsageError(
+                    f"filter {', '.join(clash)} given twice with different values",
+                    where="filters",
+                    hint='put filters inside "filters" only',
+                )
             f = {**f, **top}
-            notes.append(f"read {', '.join(sorted(top))} as filters (they belong inside \"filters\")")
+            notes.append(f'read {", ".join(sorted(top))} as filters (they belong inside "filters")')
         unknown = sorted(set(f) - set(_FILTER_PROPS))
         if unknown:
-            raise UsageError(f"unknown filter {', '.join(unknown)}", where="filters",
-                             hint="known: " + ", ".join(_FILTER_PROPS))
+            raise UsageError(
+                f"unknown filter {', '.join(unknown)}",
+                where="filters",
+                hint="known: " + ", ".join(_FILTER_PROPS),
+            )
         filters = Filters(**{k: v for k, v in f.items() if v not in (None, "")})
         conn = self._ro()
         try:
             per_query = max(1, budget // len(queries))
-            results = [search(conn, q, filters=filters, limit=limit, budget_tokens=per_query, raw=raw)
-                       for q in queries]
+            results = [
+                search(conn, q, filters=filters, limit=limit, budget_tokens=per_query, raw=raw)
+                for q in queries
+            ]
         finally:
             conn.close()
         text = "\n\n".join(_render_hits(r) for r in results)
         if notes:
             text += "\nnote: " + "; ".join(notes)
-        text += "\n(fetch full texts with ctx_fetch {\"ids\": [...]})"
-        return text, {"results": [r.as_dict() for r in results], "notes": notes,
-                      "budget_tokens": budget}
+        text += '\n(fetch full texts with ctx_fetch {"ids": [...]})'
+        return text, {"results": [r.as_dict() for r in results], "notes": notes, "budget_tokens": budget}
 
     def ctx_fetch(self, a: dict) -> tuple[str, dict]:
         from ctxkeep.query.fetch import fetch
@@ -299,13 +343,20 @@ class Handlers:
         if n1:
             problems.append(n1)
         if not rows:
-            raise UsageError("; ".join(problems) or "nothing to fetch", where="ids",
-                             hint="use entry ids from ctx_search")
+            raise UsageError(
+                "; ".join(problems) or "nothing to fetch", where="ids", hint="use entry ids from ctx_search"
+            )
         parts = []
         for r in rows:
-            parts.append(f"=== {r.entry_id} | {r.agent} | session {r.session_id} | {r.ts} | "
-                         f"{r.role}/{r.kind}" + (f" {r.tool_name}" if r.tool_name else "")
-                         + f" | {r.bytes} bytes" + (" | CUT" if r.truncated else "") + "\n" + r.text)
+            parts.append(
+                f"=== {r.entry_id} | {r.agent} | session {r.session_id} | {r.ts} | "
+                f"{r.role}/{r.kind}"
+                + (f" {r.tool_name}" if r.tool_name else "")
+                + f" | {r.bytes} bytes"
+                + (" | CUT" if r.truncated else "")
+                + "\n"
+                + r.text
+            )
         if problems:
             parts.append("note: " + "; ".join(problems))
         return "\n\n".join(parts), {"entries": [r.as_dict() for r in rows], "notes": problems}
@@ -318,9 +369,11 @@ class Handlers:
             s = store_stats(conn, self.home)
         finally:
             conn.close()
-        lines = [f"store {self.home}: {s['entries']} entries, {s['sessions']} sessions, "
-                 f"{s['contents']['distinct']} distinct texts ({s['contents']['bytes']} bytes, "
-                 f"~{s['contents']['token_estimate']} tokens); last ingest {s['last_ingest'] or 'never'}"]
+        lines = [
+            f"store {self.home}: {s['entries']} entries, {s['sessions']} sessions, "
+            f"{s['contents']['distinct']} distinct texts ({s['contents']['bytes']} bytes, "
+            f"~{s['contents']['token_estimate']} tokens); last ingest {s['last_ingest'] or 'never'}"
+        ]
         for agent, d in s["agents"].items():
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(d["kinds"].items()))
             lines.append(f"- {agent}: {d['entries']} entries, {d['sessions']} sessions ({kinds})")
@@ -328,8 +381,8 @@ class Handlers:
         return "\n".join(lines), s
 
     def ctx_index(self, a: dict) -> tuple[str, dict]:
-        from ctxkeep.sinks import sqlite as sqlite_store
         from ctxkeep.pipeline.notes import index_note
+        from ctxkeep.sinks import sqlite as sqlite_store
 
         text, path = a.get("text"), a.get("path")
         if text is not None and path is not None:
@@ -338,13 +391,16 @@ class Handlers:
             path = self.cwd / str(path)
         conn = sqlite_store.connect(self.home)
         try:
-            r = index_note(conn, str(a.get("label") or ""), text=text, path=path,
-                           project_dir=a.get("projectDir"))
+            r = index_note(
+                conn, str(a.get("label") or ""), text=text, path=path, project_dir=a.get("projectDir")
+            )
         finally:
             conn.close()
         verb = "replaced" if r["replaced"] else "indexed"
-        return (f"{verb} note '{r['label']}': entry {r['entry_id']}, {r['bytes']} bytes, "
-                f"~{r['token_estimate']} tokens, {r['chunks']} chunk(s)"), r
+        return (
+            f"{verb} note '{r['label']}': entry {r['entry_id']}, {r['bytes']} bytes, "
+            f"~{r['token_estimate']} tokens, {r['chunks']} chunk(s)"
+        ), r
 
     def ctx_purge(self, a: dict) -> tuple[str, dict]:
         from ctxkeep.maintenance.purge import run_purge
@@ -352,16 +408,22 @@ class Handlers:
 
         try:
             req = parse_purge_request(
-                session_id=a.get("sessionId"), scope=a.get("scope"),
-                project_dir=a.get("projectDir"), confirm=a.get("confirm"), cwd=str(self.cwd))
+                session_id=a.get("sessionId"),
+                scope=a.get("scope"),
+                project_dir=a.get("projectDir"),
+                confirm=a.get("confirm"),
+                cwd=str(self.cwd),
+            )
         except PurgeCancelled as e:
             return str(e), {"cancelled": True, "message": str(e)}
         report = run_purge(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
         r = report.get("removed", {})
-        text = (f"purged {report['resolved']}: removed {r.get('entries', 0)} entries, "
-                f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
-                f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines; "
-                f"tombstone {report.get('tombstone', 'none')}")
+        text = (
+            f"purged {report['resolved']}: removed {r.get('entries', 0)} entries, "
+            f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
+            f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines; "
+            f"tombstone {report.get('tombstone', 'none')}"
+        )
         return text, report
 
 
@@ -380,22 +442,34 @@ def build_server(home: Path, cwd: Path | None = None):
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         name, args = params.name, params.arguments or {}
         if name not in names:
-            return types.CallToolResult(content=[types.TextContent(
-                text=f"unknown tool {name} - known: {', '.join(sorted(names))}")], is_error=True)
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"unknown tool {name} - known: {', '.join(sorted(names))}")],
+                is_error=True,
+            )
         try:
             text, data = getattr(h, name)(args)
         except CtxkeepError as e:
-            return types.CallToolResult(content=[types.TextContent(text=f"error: {e}")], is_error=True,
-                                        structured_content={"error": str(e)})
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"error: {e}")],
+                is_error=True,
+                structured_content={"error": str(e)},
+            )
         except Exception as e:  # never crash the server on one bad call
-            return types.CallToolResult(content=[types.TextContent(
-                text=f"error: {type(e).__name__}: {e}")], is_error=True)
-        return types.CallToolResult(content=[types.TextContent(text=text)],
-                                    structured_content=json.loads(json.dumps(data, default=str)))
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"error: {type(e).__name__}: {e}")], is_error=True
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)],
+            structured_content=json.loads(json.dumps(data, default=str)),
+        )
 
-    return Server(SERVER_NAME, version="0.1.0",
-                  instructions="Search and fetch the stored context of coding-agent sessions.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        SERVER_NAME,
+        version="0.1.0",
+        instructions="Search and fetch the stored context of coding-agent sessions.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 def serve_stdio(home: Path, cwd: Path | None = None) -> None:

@@ -1,5 +1,6 @@
 """DuckDB (analytics) kept in step with SQLite: the closing sync of a run, and the
 background thread that appends each committed group during an ingest."""
+
 from __future__ import annotations
 
 import queue
@@ -7,6 +8,7 @@ import threading
 from pathlib import Path
 
 from ctxkeep.sinks import sqlite as sqlite_store
+
 _END = object()
 
 
@@ -19,8 +21,10 @@ def sync_analytics(conn, home: Path) -> str:
         sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
         return f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:  # a notebook holding the file must not fail the ingest
-        return (f"analytics store not updated ({type(e).__name__}: {str(e).splitlines()[0]}); "
-                "the next ingest catches up")
+        return (
+            f"analytics store not updated ({type(e).__name__}: {str(e).splitlines()[0]}); "
+            "the next ingest catches up"
+        )
 
 
 class AnalyticsSyncer:
@@ -61,8 +65,7 @@ class AnalyticsSyncer:
         from ``first_rowid`` on, when known."""
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="ctxkeep-analytics",
-                                                daemon=True)
+                self._thread = threading.Thread(target=self._run, name="ctxkeep-analytics", daemon=True)
                 self._thread.start()
         self._q.put((first_rowid, entries))
 
@@ -102,8 +105,10 @@ class AnalyticsSyncer:
                     self.note = f"analytics: {self.synced} entries synced"
             except BaseException as e:  # a notebook holding the file must not fail the ingest;
                 # nothing escapes the thread (an interrupted process must not print a traceback)
-                self.note = (f"analytics store not updated ({type(e).__name__}: "
-                             f"{(str(e).splitlines() or [''])[0]}); the next ingest catches up")
+                self.note = (
+                    f"analytics store not updated ({type(e).__name__}: "
+                    f"{(str(e).splitlines() or [''])[0]}); the next ingest catches up"
+                )
                 if con is not None:
                     _close_quietly(con)
                     con = None

@@ -7,23 +7,23 @@ transform) and backfill all run ``run_ingest``. The stages live beside this modu
 ``transform`` (dedup, tokens, chunks), ``writer`` (the load), ``analytics_sync``
 (DuckDB).
 """
+
 from __future__ import annotations
 
 import collections
 import itertools
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 import polars as pl
 
 from ctxkeep import config as cfgmod
-from ctxkeep.pipeline import readahead
-from ctxkeep.pipeline import reader_process
-from ctxkeep.pipeline import transform
+from ctxkeep.pipeline import readahead, reader_process, transform
 from ctxkeep.pipeline import writer as writer_mod
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import Part, Plan, Todo, pending_bytes, plan, split_parts
@@ -42,7 +42,7 @@ class Hooks:
     """Progress callbacks of the running process (the CLI's progress bar): set them
     here rather than pass callables through Prefect parameters."""
 
-    on_plan: Callable[["Plan"], None] | None = None
+    on_plan: Callable[[Plan], None] | None = None
     on_bytes: Callable[[int], None] | None = None
     #: called with the lock file's path when another run holds the store and this one waits
     on_wait: Callable[[str], None] | None = None
@@ -86,8 +86,9 @@ GROUP_ENTRIES = 50_000
 PROCESS_READ_BYTES = int(float(os.environ.get("CTXKEEP_READ_PROCESS_MB", "64")) * 1024 * 1024)
 
 
-def extract_transform(conn, parts: list[Part], tombs: dict, *, seen: InFlight | None = None,
-                      group_bytes: int = GROUP_BYTES) -> Iterator[Group]:
+def extract_transform(
+    conn, parts: list[Part], tombs: dict, *, seen: InFlight | None = None, group_bytes: int = GROUP_BYTES
+) -> Iterator[Group]:
     """Read the new bytes of the ``parts``' files (in order) and transform them into
     ``Group`` s for the writer, in order.
 
@@ -121,19 +122,34 @@ def extract_transform(conn, parts: list[Part], tombs: dict, *, seen: InFlight | 
             quarantine = [dict(q, agent=it.file.agent) for it in group for q in it.batch.quarantine]
             # last batch per file wins; a document read in several batches has its
             # watermark on the last one only
-            wms = {it.batch.watermark.path: it.batch.watermark for it in group
-                   if it.batch.watermark is not None}
+            wms = {
+                it.batch.watermark.path: it.batch.watermark for it in group if it.batch.watermark is not None
+            }
             changes = [c for it in group for c in it.batch.status_changes]
             merged = Batch(entries, [], None)
             pre = None
             if any(it.rows is not None for it in group):  # normalized by a reader process
-                pre = unique_entries(pl.concat(
-                    [it.rows if it.rows is not None else normalized_rows(it.batch.entries) for it in group],
-                    how="vertical"))
+                pre = unique_entries(
+                    pl.concat(
+                        [
+                            it.rows if it.rows is not None else normalized_rows(it.batch.entries)
+                            for it in group
+                        ],
+                        how="vertical",
+                    )
+                )
             frames = transform.transform_batch(conn, merged, tombs, seen, frame=pre, pre=ahead)
-        g = Group(frames, quarantine, list(wms.values()), changes, size,
-                  sum(it.batch.bytes_read for it in group), sum(it.batch.lines for it in group),
-                  files_read, vanished)
+        g = Group(
+            frames,
+            quarantine,
+            list(wms.values()),
+            changes,
+            size,
+            sum(it.batch.bytes_read for it in group),
+            sum(it.batch.lines for it in group),
+            files_read,
+            vanished,
+        )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
 
@@ -163,8 +179,9 @@ def extract_transform(conn, parts: list[Part], tombs: dict, *, seen: InFlight | 
         yield flush()
 
 
-def extract_transform_part(home: Path, part: Part, tombs: dict,
-                           group_bytes: int = GROUP_BYTES) -> list[Group]:
+def extract_transform_part(
+    home: Path, part: Part, tombs: dict, group_bytes: int = GROUP_BYTES
+) -> list[Group]:
     """``extract_transform`` of one part on a read-only connection of its own, so it
     can run in any thread or process (a Prefect task): the part's groups, deduplicated
     against the store at ``home`` and within the part; ``ingest_files`` drops what
@@ -209,12 +226,16 @@ def _submitted(parts: list[Part], tombs: dict, submit: Submit) -> Iterator[Group
             yield g
 
 
-def ingest_files(conn, todo: Todo, tombs: dict,
-                 on_bytes: Callable[[int], None] | None = None,
-                 group_bytes: int = GROUP_BYTES,
-                 on_commit: Callable[..., None] | None = None,
-                 writer: bool | None = None,
-                 submit: Submit | None = None) -> dict:
+def ingest_files(
+    conn,
+    todo: Todo,
+    tombs: dict,
+    on_bytes: Callable[[int], None] | None = None,
+    group_bytes: int = GROUP_BYTES,
+    on_commit: Callable[..., None] | None = None,
+    writer: bool | None = None,
+    submit: Submit | None = None,
+) -> dict:
     """Read the new bytes of ``todo`` files, transform and load them: the one loop.
 
     ``todo`` is split into parts (``plan.split_parts``: one agent's files, in plan
@@ -246,12 +267,12 @@ def ingest_files(conn, todo: Todo, tombs: dict,
     before it stay committed).
     """
     tot = empty_totals()
-    w = Writer(conn, tot, on_bytes, on_commit,
-               thread=writer_mod.WRITER if writer is None else writer)
+    w = Writer(conn, tot, on_bytes, on_commit, thread=writer_mod.WRITER if writer is None else writer)
     parts = split_parts(todo)
     if submit is None:
-        groups = extract_transform(conn, parts, tombs, seen=InFlight() if w.threaded else None,
-                                   group_bytes=group_bytes)
+        groups = extract_transform(
+            conn, parts, tombs, seen=InFlight() if w.threaded else None, group_bytes=group_bytes
+        )
     else:
         groups = _submitted(parts, tombs, submit)
     try:
@@ -265,22 +286,37 @@ def ingest_files(conn, todo: Todo, tombs: dict,
     return tot
 
 
-def ingest_file(conn, file: SourceFile, wm: Watermark | None, tombs: dict,
-                on_bytes: Callable[[int], None] | None = None) -> dict:
+def ingest_file(
+    conn, file: SourceFile, wm: Watermark | None, tombs: dict, on_bytes: Callable[[int], None] | None = None
+) -> dict:
     """Read one file's new bytes in batches, transform and load each batch with its
     watermark and status changes. Returns ``{"entries_new", "quarantined", "bytes",
     "lines", "vanished", "status_changed"}``."""
     r = ingest_files(conn, [(file, wm)], tombs, on_bytes)
-    return {"entries_new": r["entries_new"], "quarantined": r["quarantined"],
-            "bytes": r["bytes"], "lines": r["lines"], "vanished": bool(r["vanished"]),
-            "status_changed": r["status_changed"]}
+    return {
+        "entries_new": r["entries_new"],
+        "quarantined": r["quarantined"],
+        "bytes": r["bytes"],
+        "lines": r["lines"],
+        "vanished": bool(r["vanished"]),
+        "status_changed": r["status_changed"],
+    }
 
 
-def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | None = None,
-               force: bool = False, on_plan: Callable[[Plan], None] | None = None,
-               on_bytes: Callable[[int], None] | None = None, wait: bool = True,
-               files: list[SourceFile] | None = None, flow: str = "ingest",
-               submit: Submit | None = None) -> Summary:
+def run_ingest(
+    home: Path,
+    *,
+    agents=None,
+    paths=None,
+    ctx: DiscoveryContext | None = None,
+    force: bool = False,
+    on_plan: Callable[[Plan], None] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+    wait: bool = True,
+    files: list[SourceFile] | None = None,
+    flow: str = "ingest",
+    submit: Submit | None = None,
+) -> Summary:
     """The whole ingest: lock, plan, read every changed file (``ingest_files``), sync
     DuckDB (in a background thread as groups commit, ``AnalyticsSyncer``), record the
     run in ``runs`` as ``flow``.
@@ -298,14 +334,16 @@ def run_ingest(home: Path, *, agents=None, paths=None, ctx: DiscoveryContext | N
     with hold(home, -1 if wait else 0, what=flow, on_wait=hooks.on_wait):
         conn = sqlite_store.connect(home)
         try:
-            return _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0,
-                               files, flow, submit)
+            return _run_locked(
+                conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files, flow, submit
+            )
         finally:
             conn.close()
 
 
-def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files=None,
-                flow="ingest", submit=None) -> Summary:
+def _run_locked(
+    conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files=None, flow="ingest", submit=None
+) -> Summary:
     p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)
@@ -325,10 +363,12 @@ def _run_locked(conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, fi
         s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
         s.status_changed = r["status_changed"]
         s.per_agent = r["per_agent"]
-        if not syncer.started and (s.entries_new or s.status_changed
-                                   or not (home / ANALYTICS_DB).exists()
-                                   or sqlite_store.analytics_behind(conn)):
+        if not syncer.started and (
+            s.entries_new
+            or s.status_changed
+            or not (home / ANALYTICS_DB).exists()
+            or sqlite_store.analytics_behind(conn)
+        ):
             s.analytics = sync_analytics(conn, home)
     s.seconds = run.seconds
     return s
-

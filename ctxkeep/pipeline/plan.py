@@ -1,5 +1,6 @@
 """What an ingest will read: the files that may hold new bytes (with their watermark),
 and the parts an ingest splits them into (one agent's files, in plan order)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -90,9 +91,16 @@ def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
     return out
 
 
-def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path] | None = None,
-         ctx: DiscoveryContext | None = None, force: bool = False,
-         files: list[SourceFile] | None = None) -> Plan:
+def plan(
+    home: Path,
+    conn,
+    *,
+    agents: list[str] | None = None,
+    paths: list[Path] | None = None,
+    ctx: DiscoveryContext | None = None,
+    force: bool = False,
+    files: list[SourceFile] | None = None,
+) -> Plan:
     """Discover files and keep those that may hold new bytes.
 
     With ``files``, exactly those source files are considered (no discovery; a
@@ -104,7 +112,8 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
     ctx = ctx or DiscoveryContext.from_env()
     problems: list[str] = [
         f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
-        for name in cfgmod.unknown_agents(cfg, SOURCES)]
+        for name in cfgmod.unknown_agents(cfg, SOURCES)
+    ]
     if files is not None:
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
     elif paths:
@@ -113,8 +122,11 @@ def plan(home: Path, conn, *, agents: list[str] | None = None, paths: list[Path]
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
     else:
         discoveries = discover_all(
-            ctx, agents, enabled={a: cfg.agent(a).enabled for a in SOURCES},
-            extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+            ctx,
+            agents,
+            enabled={a: cfg.agent(a).enabled for a in SOURCES},
+            extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
+        )
         files = [f for d in discoveries for f in d.files]
     wms = sqlite_store.load_watermarks(conn)
     todo, unchanged = [], 0

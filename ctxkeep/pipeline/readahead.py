@@ -1,11 +1,13 @@
 """Reading session files into a stream of ``ReadItem`` s, and the read-ahead thread
 that runs that stream ahead of the transform + load, handing items over in chunks."""
+
 from __future__ import annotations
 
 import os
 import queue
 import threading
-from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, SourceFile, Watermark
@@ -28,9 +30,9 @@ class ReadItem(NamedTuple):
     file: SourceFile
     batch: Batch | None = None
     read: bool | None = None
-    rows: "pl.DataFrame | None" = None
+    rows: pl.DataFrame | None = None
     n_entries: int | None = None
-    ahead: "tuple[pl.DataFrame, pl.DataFrame] | None" = None
+    ahead: tuple[pl.DataFrame, pl.DataFrame] | None = None
 
     @property
     def entries(self) -> int:
@@ -72,8 +74,11 @@ class _End(NamedTuple):
     error: BaseException | None
 
 
-def read_ahead(todo: list[tuple[SourceFile, Watermark | None]], depth: int = READ_AHEAD,
-               source: Callable[..., Iterator[ReadItem]] | None = None) -> Iterator[ReadItem]:
+def read_ahead(
+    todo: list[tuple[SourceFile, Watermark | None]],
+    depth: int = READ_AHEAD,
+    source: Callable[..., Iterator[ReadItem]] | None = None,
+) -> Iterator[ReadItem]:
     """``read_files(todo)`` (or ``source(todo)``: ``reader_process.read_in_process``)
     run in a reader thread, at most ``depth`` chunks ahead (``READ_CHUNK_BYTES``).
 

@@ -20,6 +20,7 @@ imports ``sources``, ``transforms`` and ``pipeline.readahead`` (no DuckDB, no Pr
 no SQLite store) and only reads session
 files, so stopping it early leaves nothing behind. ~230 MB RSS on that tree.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,8 @@ import pickle
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ctxkeep.pipeline.readahead import ReadItem, read_files
 from ctxkeep.sources.contract import SourceFile, Watermark
@@ -68,10 +69,13 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
     import polars as pl
 
     root = str(Path(__file__).resolve().parents[2])  # ctxkeep importable from a checkout
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.pipeline.reader_process"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxkeep.pipeline.reader_process"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     ended = received = False
     try:
         try:
@@ -87,8 +91,9 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
                     ended = True
                     yield from read_files(todo)
                     return
-                raise RuntimeError("the reader process ended without a result "
-                                   f"(exit code {proc.wait()})") from None
+                raise RuntimeError(
+                    f"the reader process ended without a result (exit code {proc.wait()})"
+                ) from None
             received = True
             if kind == _ITEM:  # a chunk: items, Arrow IPC of their entries' rows, contents
                 items, ipc, pre = val
@@ -133,17 +138,24 @@ def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
     from ctxkeep.transforms.chunk import chunks_frame
     from ctxkeep.transforms.tokens import estimate_tokens
 
-    new = rows.filter(pl.col("content_hash").is_not_null()) \
-        .unique(subset="content_hash", keep="first", maintain_order=True).select("content_hash", "text")
+    new = (
+        rows.filter(pl.col("content_hash").is_not_null())
+        .unique(subset="content_hash", keep="first", maintain_order=True)
+        .select("content_hash", "text")
+    )
     fresh = [h not in known for h in new["content_hash"].to_list()]
     new = new.filter(pl.Series(fresh, dtype=pl.Boolean))
     if not new.height:
         return None
     known.update(new["content_hash"].to_list())
     counts, methods = estimate_tokens(new["text"].to_list())
-    contents = pl.DataFrame({"content_hash": new["content_hash"],
-                             "token_estimate": pl.Series(counts, dtype=pl.Int64),
-                             "token_method": pl.Series(methods, dtype=pl.String)})
+    contents = pl.DataFrame(
+        {
+            "content_hash": new["content_hash"],
+            "token_estimate": pl.Series(counts, dtype=pl.Int64),
+            "token_method": pl.Series(methods, dtype=pl.String),
+        }
+    )
     return _ipc(contents), _ipc(chunks_frame(new))
 
 
@@ -181,8 +193,9 @@ def _main() -> None:
             if batch is None:
                 items.append(item)
             else:
-                items.append(ReadItem(item.file, dataclasses.replace(batch, entries=[]),
-                                      n_entries=len(batch.entries)))
+                items.append(
+                    ReadItem(item.file, dataclasses.replace(batch, entries=[]), n_entries=len(batch.entries))
+                )
                 entries.extend(batch.entries)
                 size += batch.bytes_read
             if size >= CHUNK_BYTES or len(items) >= CHUNK_ITEMS:

@@ -1,5 +1,6 @@
 """Transform: source entries into the frames ``sqlite_store.load_batch`` takes, with
 the dedup against the store and against the groups of this run still in flight."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,8 +37,13 @@ class Precomputed:
     def add(self, contents: pl.DataFrame, chunks: pl.DataFrame) -> None:
         """``contents``: content_hash, token_estimate, token_method; ``chunks``: their
         ``chunks_frame`` rows."""
-        self.tokens.update(zip(contents["content_hash"].to_list(),
-                               zip(contents["token_estimate"].to_list(), contents["token_method"].to_list())))
+        self.tokens.update(
+            zip(
+                contents["content_hash"].to_list(),
+                zip(contents["token_estimate"].to_list(), contents["token_method"].to_list(), strict=False),
+                strict=False,
+            )
+        )
         self.chunks.append(chunks)
 
     def take(self, hashes: list[str]) -> tuple[list[int], list[str], pl.DataFrame] | None:
@@ -49,18 +55,29 @@ class Precomputed:
         counts = [self.tokens[h][0] for h in hashes]
         methods = [self.tokens[h][1] for h in hashes]
         allc = pl.concat(self.chunks, how="vertical") if len(self.chunks) > 1 else self.chunks[0]
-        idx = pl.DataFrame({"content_hash": hashes, "_i": list(range(len(hashes)))},
-                           schema={"content_hash": pl.String, "_i": pl.Int64})
-        rows = idx.join(allc, on="content_hash", how="inner").sort("_i", "seq", maintain_order=True) \
+        idx = pl.DataFrame(
+            {"content_hash": hashes, "_i": list(range(len(hashes)))},
+            schema={"content_hash": pl.String, "_i": pl.Int64},
+        )
+        rows = (
+            idx.join(allc, on="content_hash", how="inner")
+            .sort("_i", "seq", maintain_order=True)
             .select(allc.columns)
+        )
         self.chunks = [allc.join(idx, on="content_hash", how="anti")]
         for h in hashes:
             del self.tokens[h]
         return counts, methods, rows
 
 
-def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: InFlight | None = None,
-                    frame: pl.DataFrame | None = None, pre: Precomputed | None = None) -> dict:
+def transform_batch(
+    conn,
+    batch: Batch,
+    tombs: dict[str, set[str]],
+    seen: InFlight | None = None,
+    frame: pl.DataFrame | None = None,
+    pre: Precomputed | None = None,
+) -> dict:
     """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
 
     Entries already stored are dropped (dedup across runs and files), as are entries
@@ -84,8 +101,10 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: InFlig
     """
     frame = entries_frame(batch.entries) if frame is None else frame
     if tombs.get("session"):
-        frame = frame.filter(~pl.col("session_id").is_in(list(tombs["session"]))
-                             & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"])))
+        frame = frame.filter(
+            ~pl.col("session_id").is_in(list(tombs["session"]))
+            & ~pl.col("parent_session_id").fill_null("").is_in(list(tombs["session"]))
+        )
     for proj in tombs.get("project", ()):
         frame = frame.filter(~under_expr(pl.col("project_dir"), proj).fill_null(False))
     existing = sqlite_store.existing_entry_ids(conn, frame["entry_id"].to_list()) if frame.height else set()
@@ -97,8 +116,9 @@ def transform_batch(conn, batch: Batch, tombs: dict[str, set[str]], seen: InFlig
     return transform_entries(conn, frame, new, seen, pre)
 
 
-def transform_entries(conn, frame: pl.DataFrame, new: pl.DataFrame, seen: InFlight | None = None,
-                      pre: Precomputed | None = None) -> dict:
+def transform_entries(
+    conn, frame: pl.DataFrame, new: pl.DataFrame, seen: InFlight | None = None, pre: Precomputed | None = None
+) -> dict:
     """The frames ``sqlite_store.load_batch`` takes for the ``new`` entries of
     ``frame`` (both ``entries_frame`` rows): their token estimates (tokens, from the
     store or ``seen`` for contents known there, else from ``pre`` or
@@ -111,26 +131,42 @@ def transform_entries(conn, frame: pl.DataFrame, new: pl.DataFrame, seen: InFlig
     usage_frame rows}`` (pl.DataFrame each).
     """
     contents = contents_frame(new)
-    known = sqlite_store.existing_contents(conn, contents["content_hash"].to_list()) if contents.height else {}
+    known = (
+        sqlite_store.existing_contents(conn, contents["content_hash"].to_list()) if contents.height else {}
+    )
     if seen is not None and seen.contents and contents.height:
         sc = seen.contents
         known.update((h, sc[h]) for h in contents["content_hash"].to_list() if h in sc)
     fresh = contents.filter(~pl.col("content_hash").is_in(list(known))) if known else contents
     ahead = pre.take(fresh["content_hash"].to_list()) if pre is not None else None
     counts, methods = ahead[:2] if ahead is not None else estimate_tokens(fresh["text"].to_list())
-    fresh = fresh.with_columns(pl.Series("token_estimate", counts, dtype=pl.Int64),
-                               pl.Series("token_method", methods, dtype=pl.String))
-    tok = pl.concat([fresh.select("content_hash", "token_estimate"),
-                     pl.DataFrame({"content_hash": list(known), "token_estimate": list(known.values())},
-                                  schema={"content_hash": pl.String, "token_estimate": pl.Int64})])
-    new = new.drop("token_estimate").join(tok, on="content_hash", how="left", maintain_order="left") \
+    fresh = fresh.with_columns(
+        pl.Series("token_estimate", counts, dtype=pl.Int64),
+        pl.Series("token_method", methods, dtype=pl.String),
+    )
+    tok = pl.concat(
+        [
+            fresh.select("content_hash", "token_estimate"),
+            pl.DataFrame(
+                {"content_hash": list(known), "token_estimate": list(known.values())},
+                schema={"content_hash": pl.String, "token_estimate": pl.Int64},
+            ),
+        ]
+    )
+    new = (
+        new.drop("token_estimate")
+        .join(tok, on="content_hash", how="left", maintain_order="left")
         .with_columns(pl.col("token_estimate").fill_null(0))
+    )
     if seen is not None:
         seen.entries.update(new["entry_id"].to_list())
-        seen.contents.update(zip(fresh["content_hash"].to_list(), counts))
-    return {"entries": new, "contents": fresh,
-            "chunks": ahead[2] if ahead is not None else chunks_frame(fresh),
-            "usage": usage_frame(frame)}
+        seen.contents.update(zip(fresh["content_hash"].to_list(), counts, strict=False))
+    return {
+        "entries": new,
+        "contents": fresh,
+        "chunks": ahead[2] if ahead is not None else chunks_frame(fresh),
+        "usage": usage_frame(frame),
+    }
 
 
 def drop_written(frames: dict, written: InFlight) -> dict:
@@ -151,5 +187,7 @@ def drop_written(frames: dict, written: InFlight) -> dict:
         contents = contents.filter(~pl.col("content_hash").is_in(gone))
         chunks = chunks.filter(~pl.col("content_hash").is_in(gone))
     written.entries.update(entries["entry_id"].to_list())
-    written.contents.update(zip(contents["content_hash"].to_list(), contents["token_estimate"].to_list()))
+    written.contents.update(
+        zip(contents["content_hash"].to_list(), contents["token_estimate"].to_list(), strict=False)
+    )
     return dict(frames, entries=entries, contents=contents, chunks=chunks)

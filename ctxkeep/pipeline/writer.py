@@ -1,13 +1,14 @@
 """The load: transformed groups stored one by one in commit order, each in one
 transaction with its watermarks, by a writer thread on its own connection (or in
 the caller's thread), summing the run's figures."""
+
 from __future__ import annotations
 
 import os
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import polars as pl
 
@@ -25,8 +26,16 @@ def empty_totals() -> dict:
     """The figures ``store_group`` sums: ``{"entries_new", "quarantined", "bytes"
     (raw bytes), "lines", "files_read", "vanished", "status_changed": int,
     "per_agent": {agent: new entries}}``."""
-    return {"entries_new": 0, "quarantined": 0, "bytes": 0, "lines": 0, "files_read": 0,
-            "vanished": 0, "per_agent": {}, "status_changed": 0}
+    return {
+        "entries_new": 0,
+        "quarantined": 0,
+        "bytes": 0,
+        "lines": 0,
+        "files_read": 0,
+        "vanished": 0,
+        "per_agent": {},
+        "status_changed": 0,
+    }
 
 
 @dataclass
@@ -55,8 +64,9 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
     tot["vanished"] += g.vanished
     if g.frames is None:
         return
-    n = sqlite_store.load_batch(conn, quarantine=g.quarantine, watermarks=g.watermarks,
-                                status_changes=g.changes, **g.frames)
+    n = sqlite_store.load_batch(
+        conn, quarantine=g.quarantine, watermarks=g.watermarks, status_changes=g.changes, **g.frames
+    )
     tot["status_changed"] += len(g.changes)
     tot["entries_new"] += n
     if n:
@@ -69,9 +79,9 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
         on_bytes(g.size)
     if on_commit and (n or g.changes):
         first = _first_rowid(conn, g.frames["entries"], n)
-        on_commit(n + len(g.changes), first,
-                  None if first is None else g.frames["entries"].select(STORED_COLUMNS))
-
+        on_commit(
+            n + len(g.changes), first, None if first is None else g.frames["entries"].select(STORED_COLUMNS)
+        )
 
 
 def _first_rowid(conn, entries: pl.DataFrame, n: int) -> int | None:
@@ -81,8 +91,11 @@ def _first_rowid(conn, entries: pl.DataFrame, n: int) -> int | None:
     if not n or n != entries.height:
         return None
     ids = entries["entry_id"]
-    rows = dict(conn.execute("SELECT entry_id, rowid FROM entries WHERE entry_id IN (?, ?)",
-                             (ids[0], ids[-1])).fetchall())
+    rows = dict(
+        conn.execute(
+            "SELECT entry_id, rowid FROM entries WHERE entry_id IN (?, ?)", (ids[0], ids[-1])
+        ).fetchall()
+    )
     first, last = rows.get(ids[0]), rows.get(ids[-1])
     if first is None or last is None or last - first != n - 1:
         return None
@@ -101,8 +114,14 @@ class Writer:
     sequential run, where the error ends the run), and ``put``/``close`` raise it in
     the caller's thread."""
 
-    def __init__(self, conn, tot: dict, on_bytes: Callable[[int], None] | None = None,
-                 on_commit: Callable[..., None] | None = None, thread: bool = True) -> None:
+    def __init__(
+        self,
+        conn,
+        tot: dict,
+        on_bytes: Callable[[int], None] | None = None,
+        on_commit: Callable[..., None] | None = None,
+        thread: bool = True,
+    ) -> None:
         self.tot, self.on_bytes, self.on_commit = tot, on_bytes, on_commit
         self.own = conn
         self.conn = sqlite_store.sibling(conn) if thread else None

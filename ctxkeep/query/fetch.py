@@ -13,6 +13,7 @@ the marker at its end gives the next offset. Cuts never fall inside a UTF-8
 character. Byte figures are UTF-8 bytes of the stored (redacted) text; token figures
 are estimates (the stored ``token_estimate`` scaled by bytes, else the heuristic).
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -20,8 +21,8 @@ from dataclasses import dataclass, fields
 
 from ctxkeep.errors import UsageError
 from ctxkeep.schema import EntryRef
-from ctxkeep.transforms.tokens import heuristic_tokens
 from ctxkeep.sinks.sqlite import content_text
+from ctxkeep.transforms.tokens import heuristic_tokens
 
 MIN_ID_PREFIX = 6
 HEAD_SHARE = 2 / 3  # of the kept bytes, when head and tail are kept
@@ -91,8 +92,9 @@ def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], li
         if len(i) < MIN_ID_PREFIX:
             problems.append(f"entry id {raw!r} is too short (give at least {MIN_ID_PREFIX} characters)")
             continue
-        rows = conn.execute("SELECT entry_id FROM entries WHERE entry_id >= ? AND entry_id < ? LIMIT 2",
-                            (i, i + "\uffff")).fetchall()
+        rows = conn.execute(
+            "SELECT entry_id FROM entries WHERE entry_id >= ? AND entry_id < ? LIMIT 2", (i, i + "\uffff")
+        ).fetchall()
         if not rows:
             problems.append(f"no entry {raw}")
         elif len(rows) > 1 and rows[0][0] != i:
@@ -112,9 +114,11 @@ def _char_start(b: bytes, i: int) -> int:
 
 def marker(entry_id: str, elided: int, start: int, total: int) -> str:
     """The one-line marker that replaces ``elided`` bytes starting at byte ``start``."""
-    return (f"\n[… ctxkeep: {elided:,} bytes elided (bytes {start}–{start + elided} of {total}); "
-            f"fetch them with `ctxkeep show {entry_id} --offset {start}` or "
-            f'ctx_fetch {{"ids": ["{entry_id}"], "offset": {start}}} …]\n')
+    return (
+        f"\n[… ctxkeep: {elided:,} bytes elided (bytes {start}–{start + elided} of {total}); "
+        f"fetch them with `ctxkeep show {entry_id} --offset {start}` or "
+        f'ctx_fetch {{"ids": ["{entry_id}"], "offset": {start}}} …]\n'
+    )
 
 
 def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> Piece:
@@ -132,14 +136,22 @@ def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> Piece
         max_bytes = max(0, max_bytes - len(marker(entry_id, total, total, total).encode()))
     if offset:
         if offset < 0 or offset > total:
-            raise UsageError(f"offset {offset} is outside the text ({total} bytes)",
-                             where=entry_id, hint="use an offset from a marker")
+            raise UsageError(
+                f"offset {offset} is outside the text ({total} bytes)",
+                where=entry_id,
+                hint="use an offset from a marker",
+            )
         start = _char_start(b, offset)
         end = _char_start(b, start + max_bytes) if start + max_bytes < total else total
         piece = b[start:end].decode("utf-8", "surrogatepass")
         if end < total:
-            return Piece(piece + marker(entry_id, total - end, end, total), truncated=True,
-                         elided_bytes=total - end, elided_from=end, next_offset=end)
+            return Piece(
+                piece + marker(entry_id, total - end, end, total),
+                truncated=True,
+                elided_bytes=total - end,
+                elided_from=end,
+                next_offset=end,
+            )
         return Piece(piece)
     if total <= max_bytes:
         return Piece(text)
@@ -148,13 +160,25 @@ def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> Piece
     if tail_start < head_end:
         tail_start = head_end
     elided = tail_start - head_end
-    return Piece(b[:head_end].decode("utf-8", "surrogatepass") + marker(entry_id, elided, head_end, total)
-                 + b[tail_start:].decode("utf-8", "surrogatepass"),
-                 truncated=True, elided_bytes=elided, elided_from=head_end, next_offset=head_end)
+    return Piece(
+        b[:head_end].decode("utf-8", "surrogatepass")
+        + marker(entry_id, elided, head_end, total)
+        + b[tail_start:].decode("utf-8", "surrogatepass"),
+        truncated=True,
+        elided_bytes=elided,
+        elided_from=head_end,
+        next_offset=head_end,
+    )
 
 
-def fetch(conn: sqlite3.Connection, ids: list[str], *, budget_tokens: int | None = None,
-          max_bytes: int | None = None, offset: int = 0) -> tuple[list[Fetched], list[str]]:
+def fetch(
+    conn: sqlite3.Connection,
+    ids: list[str],
+    *,
+    budget_tokens: int | None = None,
+    max_bytes: int | None = None,
+    offset: int = 0,
+) -> tuple[list[Fetched], list[str]]:
     """Full contents of entries, in the given order, within a budget.
 
     Args:
@@ -170,8 +194,9 @@ def fetch(conn: sqlite3.Connection, ids: list[str], *, budget_tokens: int | None
     """
     found, problems = resolve_ids(conn, ids)
     if offset and len(found) > 1:
-        raise UsageError("offset works with one entry id at a time", where="offset",
-                         hint="fetch the entries one by one")
+        raise UsageError(
+            "offset works with one entry id at a time", where="offset", hint="fetch the entries one by one"
+        )
     out: list[Fetched] = []
     left = budget_tokens
     for eid in found:
@@ -182,16 +207,29 @@ def fetch(conn: sqlite3.Connection, ids: list[str], *, budget_tokens: int | None
         piece, used = _fit(text, eid, nbytes, tok, left, max_bytes, offset)
         if left is not None:
             left -= used
-        out.append(Fetched(
-            **{f.name: getattr(row, f.name) for f in fields(EntryRef)},
-            source_path=row.source_path, source_offset=row.source_offset, status=row.status,
-            bytes=nbytes, token_estimate=tok, offset=offset, text=piece.text, tokens=used,
-            truncated=piece.truncated, elided_bytes=piece.elided_bytes,
-            elided_from=piece.elided_from, next_offset=piece.next_offset))
+        out.append(
+            Fetched(
+                **{f.name: getattr(row, f.name) for f in fields(EntryRef)},
+                source_path=row.source_path,
+                source_offset=row.source_offset,
+                status=row.status,
+                bytes=nbytes,
+                token_estimate=tok,
+                offset=offset,
+                text=piece.text,
+                tokens=used,
+                truncated=piece.truncated,
+                elided_bytes=piece.elided_bytes,
+                elided_from=piece.elided_from,
+                next_offset=piece.next_offset,
+            )
+        )
     cut = [f.entry_id for f in out if f.truncated]
     if cut and budget_tokens is not None:
-        problems.append(f"budget of {budget_tokens} tokens: {len(cut)} of {len(out)} entries cut "
-                        "(head and tail kept; markers give the way to fetch the rest)")
+        problems.append(
+            f"budget of {budget_tokens} tokens: {len(cut)} of {len(out)} entries cut "
+            "(head and tail kept; markers give the way to fetch the rest)"
+        )
     return out, problems
 
 
@@ -201,8 +239,9 @@ def read_entry(conn: sqlite3.Connection, entry_id: str) -> Stored:
     return Stored(*r)
 
 
-def _fit(text: str, entry_id: str, nbytes: int, tokens: int, left: int | None,
-         max_bytes: int | None, offset: int) -> tuple[Piece, int]:
+def _fit(
+    text: str, entry_id: str, nbytes: int, tokens: int, left: int | None, max_bytes: int | None, offset: int
+) -> tuple[Piece, int]:
     """``text`` (``nbytes`` UTF-8 bytes, ``tokens`` estimated) cut to what is ``left``
     of the budget (tokens; None: no budget) and to ``max_bytes``: the piece and its
     estimated tokens. Tokens convert to bytes at the text's own bytes per token; a cut

@@ -15,6 +15,7 @@ A home holds (names relative to it):
 
 Nothing here opens a file: importing it costs nothing.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,8 +35,18 @@ PREFECT_DIR = "prefect"
 #: ``CONFIG_FILE``, ``LOCK_FILE`` and ``PREFECT_DIR`` are not data and stay
 STORE_FILES = (STORE_DB, *STORE_DB_SIDECARS, ANALYTICS_DB, ANALYTICS_WAL)
 
-__all__ = ["ANALYTICS_DB", "ANALYTICS_WAL", "ARCHIVE_DIR", "CONFIG_FILE", "LOCK_FILE", "PREFECT_DIR",
-           "STORE_DB", "STORE_DB_SIDECARS", "STORE_FILES", "store_files"]
+__all__ = [
+    "ANALYTICS_DB",
+    "ANALYTICS_WAL",
+    "ARCHIVE_DIR",
+    "CONFIG_FILE",
+    "LOCK_FILE",
+    "PREFECT_DIR",
+    "STORE_DB",
+    "STORE_DB_SIDECARS",
+    "STORE_FILES",
+    "store_files",
+]
 
 
 def store_files(home: Path) -> dict[str, int]:

@@ -13,6 +13,7 @@ Within one process the lock is reentrant and shared by all threads (filelock's
 deadlocking. Between processes it excludes: a second run waits or gives up with
 StoreBusy.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -55,8 +56,13 @@ class StoreLock:
 
 
 @contextmanager
-def hold(home: Path, timeout: float = -1, *, what: str = "maintenance run",
-         on_wait: Callable[[str], None] | None = None) -> Iterator[StoreLock]:
+def hold(
+    home: Path,
+    timeout: float = -1,
+    *,
+    what: str = "maintenance run",
+    on_wait: Callable[[str], None] | None = None,
+) -> Iterator[StoreLock]:
     """Hold the store lock of ``home`` for the ``with`` block.
 
     Args:
@@ -80,8 +86,11 @@ def hold(home: Path, timeout: float = -1, *, what: str = "maintenance run",
                 on_wait(str(lk.path))
             lk.acquire(timeout)
     except Timeout:
-        raise StoreBusy(f"another ctxkeep maintenance run holds the store; {what} not started",
-                        where=str(lk.path), hint="wait for it to finish, or retry later") from None
+        raise StoreBusy(
+            f"another ctxkeep maintenance run holds the store; {what} not started",
+            where=str(lk.path),
+            hint="wait for it to finish, or retry later",
+        ) from None
     try:
         yield lk
     finally:

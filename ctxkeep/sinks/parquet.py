@@ -20,6 +20,7 @@ before the rows leave SQLite (one transaction). A crash in between leaves the ro
 SQLite and a complete archive file: the next run archives them again, so a reader may
 see an entry twice and should keep one row per ``entry_id``; nothing is lost.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -50,9 +51,13 @@ def archived_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
         return set()
     found: set[str] = set()
     for i in range(0, len(ids), 30000):
-        part = ids[i:i + 30000]
-        found.update(r[0] for r in conn.execute(
-            f"SELECT entry_id FROM archived WHERE entry_id IN ({','.join('?' * len(part))})", part))
+        part = ids[i : i + 30000]
+        found.update(
+            r[0]
+            for r in conn.execute(
+                f"SELECT entry_id FROM archived WHERE entry_id IN ({','.join('?' * len(part))})", part
+            )
+        )
     return found
 
 
@@ -60,13 +65,14 @@ def archived_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
 #: run that archived it), else its own time. Retention counts age from there, so lines a
 #: compression removed today stay searchable in the store for ``archive_after_days``
 #: even when the messages themselves are months old.
-_STATUS_SINCE = ("coalesce((SELECT max(sl.changed_at) FROM status_log sl "
-                 "WHERE sl.entry_id = entries.entry_id), ts, ingested_at)")
+_STATUS_SINCE = (
+    "coalesce((SELECT max(sl.changed_at) FROM status_log sl "
+    "WHERE sl.entry_id = entries.entry_id), ts, ingested_at)"
+)
 
 
 def _due_where() -> str:
-    return (f"status IN ('consumed', 'archived') AND {_STATUS_SINCE} IS NOT NULL "
-            f"AND {_STATUS_SINCE} < :cutoff")
+    return f"status IN ('consumed', 'archived') AND {_STATUS_SINCE} IS NOT NULL AND {_STATUS_SINCE} < :cutoff"
 
 
 def due(conn: sqlite3.Connection, cutoff: dt.datetime) -> list[dict]:
@@ -77,7 +83,8 @@ def due(conn: sqlite3.Connection, cutoff: dt.datetime) -> list[dict]:
     rows = conn.execute(
         "SELECT agent, substr(coalesce(ts, ingested_at), 1, 7), count(*), "
         f"coalesce(sum(token_estimate), 0) FROM entries WHERE {_due_where()} GROUP BY 1, 2 ORDER BY 1, 2",
-        {"cutoff": timeutil.format_utc(cutoff)}).fetchall()
+        {"cutoff": timeutil.format_utc(cutoff)},
+    ).fetchall()
     return [{"agent": a, "month": m, "entries": n, "token_estimate": t} for a, m, n, t in rows]
 
 
@@ -88,12 +95,16 @@ def _frame(conn: sqlite3.Connection, ids: list[str]) -> pl.DataFrame:
     schema = {c: (pl.String if c in ("ts", "ingested_at") else ENTRY_SCHEMA[c]) for c in STORED_COLUMNS}
     schema["ingested_at"] = pl.String
     df = pl.DataFrame(rows, schema=schema, orient="row")
-    texts = {h: sqlite_store.content_text(conn, h) for h in df["content_hash"].drop_nulls().unique().to_list()}
+    texts = {
+        h: sqlite_store.content_text(conn, h) for h in df["content_hash"].drop_nulls().unique().to_list()
+    }
     when = pl.coalesce("ts", "ingested_at")
     return df.with_columns(
         pl.col("content_hash").replace_strict(texts, default=None, return_dtype=pl.String).alias("text"),
         when.str.slice(0, 7).alias("_month"),
-        pl.col("ts").str.to_datetime(timeutil.UTC_PARSE_POLARS, time_zone="UTC", time_unit="us", strict=False),
+        pl.col("ts").str.to_datetime(
+            timeutil.UTC_PARSE_POLARS, time_zone="UTC", time_unit="us", strict=False
+        ),
         pl.lit(timeutil.utc_now()).cast(pl.Datetime("us", "UTC")).alias("archived_at"),
     )
 
@@ -132,23 +143,30 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
     month, entries}]}``.
     """
     stamp = timeutil.stamp()
-    ids = [r[0] for r in conn.execute(f"SELECT entry_id FROM entries WHERE {_due_where()} ORDER BY rowid",
-                                      {"cutoff": timeutil.format_utc(cutoff)})]
+    ids = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT entry_id FROM entries WHERE {_due_where()} ORDER BY rowid",
+            {"cutoff": timeutil.format_utc(cutoff)},
+        )
+    ]
     out = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
     parts: dict[tuple[str, str], int] = {}
     for n, start in enumerate(range(0, len(ids), BATCH_ROWS)):
-        batch = ids[start:start + BATCH_ROWS]
+        batch = ids[start : start + BATCH_ROWS]
         df = _frame(conn, batch)
         for (agent, month), part in df.group_by(["agent", "_month"], maintain_order=True):
-            path = (Path(home) / ARCHIVE_DIR / f"agent={agent}" / f"month={month}"
-                    / f"part-{stamp}-{n}.parquet")
+            path = (
+                Path(home) / ARCHIVE_DIR / f"agent={agent}" / f"month={month}" / f"part-{stamp}-{n}.parquet"
+            )
             _write_atomic(part.drop("_month"), path)
             out["files"].append(str(path))
             parts[(agent, month)] = parts.get((agent, month), 0) + part.height
         conn.execute("PRAGMA temp_store=MEMORY")
         with sqlite_store.write(conn):
-            conn.executemany("INSERT OR REPLACE INTO archived VALUES(?, ?)",
-                             [(i, timeutil.now_iso()) for i in batch])
+            conn.executemany(
+                "INSERT OR REPLACE INTO archived VALUES(?, ?)", [(i, timeutil.now_iso()) for i in batch]
+            )
             delete_store.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)
             removed = delete_store.delete_selected(conn, usage=False, quarantine=False)
             delete_store.drop_selection(conn)
@@ -195,8 +213,13 @@ def read_archive(home: Path) -> pl.DataFrame:
     files = sorted(root.rglob("*.parquet")) if root.is_dir() else []
     if not files:
         return pl.DataFrame()
-    df = pl.concat([pl.read_parquet(f).with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("month"))
-                    for f in files], how="diagonal_relaxed")
+    df = pl.concat(
+        [
+            pl.read_parquet(f).with_columns(pl.lit(f.parent.name.split("=", 1)[1]).alias("month"))
+            for f in files
+        ],
+        how="diagonal_relaxed",
+    )
     return df.sort("archived_at").unique("entry_id", keep="last", maintain_order=True)
 
 

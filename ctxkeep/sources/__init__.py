@@ -4,20 +4,67 @@ A source fulfils ``contract.Source`` (a ``typing.Protocol``); every one register
 here is checked against it at import (``contract.check_source``). Adding an agent is
 one new module registered here plus fixtures (docs/adding-an-agent.md).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources import (aider, claude_code, cline, codex, continue_dev, copilot_cli, crush, cursor,
-               gemini_cli, goose, kilo_code, opencode, opencode_go, qwen_code, roo_code, specstory)
-from ctxkeep.sources.contract import (ChangeTest, ClaimsPaths, Discovery, DiscoveryContext, ModeByPath, Source,
-                                      SourceFile, Watermark, check_source)
+from ctxkeep.sources import (
+    aider,
+    claude_code,
+    cline,
+    codex,
+    continue_dev,
+    copilot_cli,
+    crush,
+    cursor,
+    gemini_cli,
+    goose,
+    kilo_code,
+    opencode,
+    opencode_go,
+    qwen_code,
+    roo_code,
+    specstory,
+)
+from ctxkeep.sources.contract import (
+    ChangeTest,
+    ClaimsPaths,
+    Discovery,
+    DiscoveryContext,
+    ModeByPath,
+    Source,
+    SourceFile,
+    Watermark,
+    check_source,
+)
 from ctxkeep.sources.readers.jsonl import is_unchanged
 from ctxkeep.sources.readers.sqlite import db_unchanged
 
-SOURCES: dict[str, Source] = {s.AGENT: s for s in map(check_source, (
-    claude_code, codex, gemini_cli, copilot_cli, qwen_code, continue_dev, cline.SOURCE, roo_code.SOURCE,
-    kilo_code.SOURCE, aider, specstory, opencode, opencode_go, crush, goose, cursor))}
+SOURCES: dict[str, Source] = {
+    s.AGENT: s
+    for s in map(
+        check_source,
+        (
+            claude_code,
+            codex,
+            gemini_cli,
+            copilot_cli,
+            qwen_code,
+            continue_dev,
+            cline.SOURCE,
+            roo_code.SOURCE,
+            kilo_code.SOURCE,
+            aider,
+            specstory,
+            opencode,
+            opencode_go,
+            crush,
+            goose,
+            cursor,
+        ),
+    )
+}
 
 
 def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
@@ -37,9 +84,12 @@ def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
         return False
 
 
-def discover_all(ctx: DiscoveryContext, agents: list[str] | None = None,
-                 enabled: dict[str, bool] | None = None,
-                 extra_dirs: dict[str, list[Path]] | None = None) -> list[Discovery]:
+def discover_all(
+    ctx: DiscoveryContext,
+    agents: list[str] | None = None,
+    enabled: dict[str, bool] | None = None,
+    extra_dirs: dict[str, list[Path]] | None = None,
+) -> list[Discovery]:
     """Run every (selected, enabled) source's discovery.
 
     Args: ``agents`` restricts to these names (None: all); ``enabled`` maps agent →
@@ -91,7 +141,7 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
                 if isinstance(src, ClaimsPaths) and src.matches(c):
                     meta = {}
                     if c.name.startswith("agent-") and name == "claude-code":
-                        meta["subagent"] = c.stem[len("agent-"):]
+                        meta["subagent"] = c.stem[len("agent-") :]
                         if c.parent.name == "subagents":
                             meta["parent_session"] = c.parent.parent.name
                     mode = src.mode_for(c) if isinstance(src, ModeByPath) else src.MODE

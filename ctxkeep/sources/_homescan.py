@@ -8,6 +8,7 @@ Bounded so that discovery stays well under a second on a normal home: at most
 dirs and the big OS folders (``Library``, ``AppData``, ``snap``) are not entered.
 One scan per (home, process) serves every source for ``CACHE_SECONDS``.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,12 +21,35 @@ MAX_DIRS = 20_000
 TIME_BUDGET = 0.8
 CACHE_SECONDS = 30.0
 
-SKIP_NAMES = frozenset({
-    "node_modules", "__pycache__", "site-packages", "venv", "env", "virtualenv", "Library",
-    "AppData", "Applications", "snap", "target", "dist", "build", "vendor", "Pods",
-    "DerivedData", "bower_components", "go", "miniconda3", "anaconda3", "Downloads",
-    "Music", "Pictures", "Movies", "Videos",
-})
+SKIP_NAMES = frozenset(
+    {
+        "node_modules",
+        "__pycache__",
+        "site-packages",
+        "venv",
+        "env",
+        "virtualenv",
+        "Library",
+        "AppData",
+        "Applications",
+        "snap",
+        "target",
+        "dist",
+        "build",
+        "vendor",
+        "Pods",
+        "DerivedData",
+        "bower_components",
+        "go",
+        "miniconda3",
+        "anaconda3",
+        "Downloads",
+        "Music",
+        "Pictures",
+        "Movies",
+        "Videos",
+    }
+)
 
 
 @dataclass

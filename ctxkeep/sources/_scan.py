@@ -5,6 +5,7 @@ Bounded in depth and in the number of directories visited; skips dependency tree
 virtual environments, caches, VCS internals and OS folders, so a run over a large
 home stays fast. Configured session dirs are scanned the same way.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,11 +14,43 @@ from pathlib import Path
 
 MAX_DEPTH = 4
 MAX_DIRS = 20000
-SKIP = {"node_modules", ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "env",
-        "__pycache__", ".cache", ".npm", ".pnpm-store", ".yarn", ".cargo", ".rustup",
-        ".gradle", ".m2", "Library", "AppData", "Applications", ".local", ".config",
-        "snap", "target", "dist", "build", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-        ".Trash", "site-packages", ".docker", ".vscode-server", ".prefect"}
+SKIP = {
+    "node_modules",
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    "env",
+    "__pycache__",
+    ".cache",
+    ".npm",
+    ".pnpm-store",
+    ".yarn",
+    ".cargo",
+    ".rustup",
+    ".gradle",
+    ".m2",
+    "Library",
+    "AppData",
+    "Applications",
+    ".local",
+    ".config",
+    "snap",
+    "target",
+    "dist",
+    "build",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".Trash",
+    "site-packages",
+    ".docker",
+    ".vscode-server",
+    ".prefect",
+}
 
 
 #: project-local data dirs looked for in one walk (sources may ask for others)
@@ -48,16 +81,16 @@ def _walk(roots: tuple, names: frozenset, max_depth: int, max_dirs: int) -> dict
                             continue
                         if e.name in names:
                             found[e.name].append(d)
-                        elif (depth < max_depth and not e.name.startswith(".")
-                              and e.name not in SKIP):
+                        elif depth < max_depth and not e.name.startswith(".") and e.name not in SKIP:
                             stack.append((Path(e.path), depth + 1))
             except OSError:
                 continue
     return found
 
 
-def find_project_files(roots: list[Path], rel: str, max_depth: int = MAX_DEPTH,
-                       max_dirs: int = MAX_DIRS) -> list[Path]:
+def find_project_files(
+    roots: list[Path], rel: str, max_depth: int = MAX_DEPTH, max_dirs: int = MAX_DIRS
+) -> list[Path]:
     """Files ``<dir>/<rel>`` (e.g. ``.crush/crush.db``) under ``roots``.
 
     A root that itself holds ``rel`` counts (depth 0). Hidden directories are not

@@ -1,8 +1,10 @@
 """Small helpers shared by source modules: text rendering of common block shapes."""
+
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -52,11 +54,15 @@ def drop_media(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if (k in _B64_KEYS and isinstance(v, str) and len(v) > _B64_MIN
-                    and (v.startswith("data:") or " " not in v[:_B64_MIN])):
+            if (
+                k in _B64_KEYS
+                and isinstance(v, str)
+                and len(v) > _B64_MIN
+                and (v.startswith("data:") or " " not in v[:_B64_MIN])
+            ):
                 mt = value.get("media_type") or value.get("mimeType") or value.get("mime_type")
                 if v.startswith("data:"):
-                    mt = mt or v[5:v.find(";")] if ";" in v[:100] else mt
+                    mt = mt or v[5 : v.find(";")] if ";" in v[:100] else mt
                 out[k] = media_placeholder("media", mt if isinstance(mt, str) else None, len(v))
             else:
                 out[k] = drop_media(v)
@@ -81,8 +87,13 @@ def block_text(b: dict, media: tuple[str, ...] = ("image",), scrub: bool = False
     return compact_json(drop_media(b) if scrub else b, 2000)
 
 
-def blocks_text(content: Any, render: Callable[[dict], str] = block_text, *,
-                scalar: Callable[[Any], str] = compact_json, skip_non_dict: bool = False) -> str:
+def blocks_text(
+    content: Any,
+    render: Callable[[dict], str] = block_text,
+    *,
+    scalar: Callable[[Any], str] = compact_json,
+    skip_non_dict: bool = False,
+) -> str:
     """Plain text of a message's ``content``: a string as it is; a list of blocks, each
     dict rendered by ``render`` and anything else by ``str`` (or skipped), joined by
     newlines; None as ``""``; any other value by ``scalar``."""

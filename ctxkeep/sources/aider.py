@@ -31,19 +31,26 @@ lines each prefixed with ``+``. Stored as ``meta`` entries (tool_name
 ``input_history``) of a session ``aider-input:<project>``: they repeat the ``####``
 lines of the chat history but carry exact timestamps.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from ctxkeep.timeutil import format_utc
 from ctxkeep.sources import _homescan
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+)
 from ctxkeep.sources.readers.document import read_document
+from ctxkeep.timeutil import format_utc
 
 AGENT = "aider"
 PARSER_VERSION = 1
@@ -54,7 +61,8 @@ INPUT = ".aider.input.history"
 _HEADER = "# aider chat started at "
 _TOKENS_RE = re.compile(
     r"Tokens: ([\d.,]+[kKmM]?) sent(?:, ([\d.,]+[kKmM]?) cache write)?(?:, ([\d.,]+[kKmM]?) cache hit)?"
-    r", ([\d.,]+[kKmM]?) received")
+    r", ([\d.,]+[kKmM]?) received"
+)
 _MODEL_RE = re.compile(r"^(?:Main model|Model): (\S+)")
 
 
@@ -97,8 +105,10 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     for p in found:
         d.add(p, MODE, {"project_dir": str(p.parent)})
     if not d.files:
-        d.reason = (f"no {CHAT} in configured dirs or under {ctx.home} "
-                    f"(scanned {scan.dirs} dirs{'; ' + scan.truncated if scan.truncated else ''})")
+        d.reason = (
+            f"no {CHAT} in configured dirs or under {ctx.home} "
+            f"(scanned {scan.dirs} dirs{'; ' + scan.truncated if scan.truncated else ''})"
+        )
     return d
 
 
@@ -126,8 +136,11 @@ def _local_to_utc(text: str) -> str | None:
     """``YYYY-MM-DD HH:MM:SS[.ffffff]`` in this machine's local time → ISO UTC."""
     text = text.strip()
     try:
-        t = dt.datetime.strptime(text[:26], "%Y-%m-%d %H:%M:%S.%f") if len(text) > 19 and text[19] == "." \
+        t = (
+            dt.datetime.strptime(text[:26], "%Y-%m-%d %H:%M:%S.%f")
+            if len(text) > 19 and text[19] == "."
             else dt.datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S")
+        )
     except ValueError:
         return None
     return format_utc(t)
@@ -147,7 +160,7 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
         pos += len(line_b)
         line = line_b.decode("utf-8", "replace").rstrip("\r\n")
         if line.startswith(_HEADER):
-            stamp = line[len(_HEADER):].strip()
+            stamp = line[len(_HEADER) :].strip()
             sess = {"id": f"aider-{fid}-{start}", "ts": _local_to_utc(stamp), "model": None}
             cur = None
             blocks.append({"type": "header", "start": start, "lines": [stamp], "session": sess})
@@ -194,13 +207,29 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
                 if inputs[j][1] == want:
                     cur_ts, ip = inputs[j][0] or cur_ts, j + 1
                     break
-        base = {"agent": AGENT, "session_id": s["id"], "project_dir": project, "ts": cur_ts or s["ts"],
-                "model": s["model"], "source_path": src, "source_offset": b["start"],
-                "record_id": f"{src}:{b['start']}", "part": 0, "native_id": str(b["start"])}
+        base = {
+            "agent": AGENT,
+            "session_id": s["id"],
+            "project_dir": project,
+            "ts": cur_ts or s["ts"],
+            "model": s["model"],
+            "source_path": src,
+            "source_offset": b["start"],
+            "record_id": f"{src}:{b['start']}",
+            "part": 0,
+            "native_id": str(b["start"]),
+        }
         text = "\n".join(b["lines"]).strip("\n")
         if b["type"] == "header":
-            out.append(dict(base, role="system", kind="meta", tool_name="session_start",
-                            text=f"aider chat started at {text}"))
+            out.append(
+                dict(
+                    base,
+                    role="system",
+                    kind="meta",
+                    tool_name="session_start",
+                    text=f"aider chat started at {text}",
+                )
+            )
         elif b["type"] == "user":
             out.append(dict(base, role="user", kind="message", text=text))
         elif b["type"] == "assistant":
@@ -211,9 +240,13 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
             m = _TOKENS_RE.search(text)
             e = dict(base, role="system", kind="meta", tool_name="usage", text=text)
             if m:
-                e.update(input_tokens=_tokens(m.group(1)) or 0, cache_creation_tokens=_tokens(m.group(2)) or 0,
-                         cache_read_tokens=_tokens(m.group(3)) or 0, output_tokens=_tokens(m.group(4)) or 0,
-                         usage_key=f"aider:{src}:{b['start']}")
+                e.update(
+                    input_tokens=_tokens(m.group(1)) or 0,
+                    cache_creation_tokens=_tokens(m.group(2)) or 0,
+                    cache_read_tokens=_tokens(m.group(3)) or 0,
+                    output_tokens=_tokens(m.group(4)) or 0,
+                    usage_key=f"aider:{src}:{b['start']}",
+                )
             out.append(e)
     return out
 
@@ -246,18 +279,30 @@ def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: di
             out.append(cur)
         elif line.startswith("+") and cur is not None:
             cur["lines"].append(line[1:])
-    entries = [{"agent": AGENT, "session_id": sid, "project_dir": project, "ts": c["ts"],
-                "role": "user", "kind": "meta", "tool_name": "input_history",
-                "text": "\n".join(c["lines"]), "source_path": src, "source_offset": c["start"],
-                "record_id": f"{src}:{c['start']}", "part": 0} for c in out]
+    entries = [
+        {
+            "agent": AGENT,
+            "session_id": sid,
+            "project_dir": project,
+            "ts": c["ts"],
+            "role": "user",
+            "kind": "meta",
+            "tool_name": "input_history",
+            "text": "\n".join(c["lines"]),
+            "source_path": src,
+            "source_offset": c["start"],
+            "record_id": f"{src}:{c['start']}",
+            "part": 0,
+        }
+        for c in out
+    ]
     if not idle and entries:
         entries.pop()
         state["complete"] = False
     return entries
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one history file whole when it changed (see module doc)."""
     src = str(file.path)
     project = file.meta.get("project_dir") or str(file.path.parent)
@@ -265,4 +310,5 @@ def read(file: SourceFile, wm: Watermark | None,
 
     def parse_doc(raw, doc, state, idle):
         return fn(raw, src, project, idle, state)
+
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes, json_doc=False)

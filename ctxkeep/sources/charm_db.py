@@ -30,20 +30,28 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
   agent's data dir (``<project>/.opencode``, ``<project>/.crush``), which is where
   both agents put it by default.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
-from ctxkeep.timeutil import format_epoch
-from ctxkeep.sources.readers.sqlite import (DbRead, advance_mark, changed_rows, database_reader, db_fingerprint,
-                                           db_watermark, settle_fingerprint)
 from ctxkeep.sources._util import compact_json, media_placeholder
 from ctxkeep.sources.contract import Batch, quarantine_row
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    advance_mark,
+    changed_rows,
+    database_reader,
+    db_fingerprint,
+    db_watermark,
+    settle_fingerprint,
+)
+from ctxkeep.timeutil import format_epoch
 
 STALE_SECONDS = 24 * 3600
 
@@ -87,8 +95,9 @@ def _is_complete(role: str, parts: list, finished_at, updated_at, now: float) ->
     return t is not None and now - t > STALE_SECONDS
 
 
-def message_entries(agent: str, row: dict, parts: list, project: str, src: str,
-                    parent_sid: str | None) -> list[dict]:
+def message_entries(
+    agent: str, row: dict, parts: list, project: str, src: str, parent_sid: str | None
+) -> list[dict]:
     """Entry dicts (keys of ``SOURCE_SCHEMA``) of one ``messages`` row.
 
     One entry per part: text → message, reasoning → thinking, tool_call → tool_call,
@@ -99,10 +108,19 @@ def message_entries(agent: str, row: dict, parts: list, project: str, src: str,
     """
     role = row["role"] if row["role"] in ("user", "assistant", "tool", "system") else "system"
     model = row.get("model") or None
-    base = {"agent": agent, "session_id": row["session_id"], "parent_session_id": parent_sid,
-            "native_id": row["id"], "project_dir": project, "ts": to_iso(row["created_at"]),
-            "model": model if role == "assistant" else None, "is_sidechain": parent_sid is not None,
-            "source_path": src, "source_offset": row["rowid"], "record_id": row["id"]}
+    base = {
+        "agent": agent,
+        "session_id": row["session_id"],
+        "parent_session_id": parent_sid,
+        "native_id": row["id"],
+        "project_dir": project,
+        "ts": to_iso(row["created_at"]),
+        "model": model if role == "assistant" else None,
+        "is_sidechain": parent_sid is not None,
+        "source_path": src,
+        "source_offset": row["rowid"],
+        "record_id": row["id"],
+    }
     out = []
     for i, p in enumerate(parts):
         if not isinstance(p, dict):
@@ -115,11 +133,20 @@ def message_entries(agent: str, row: dict, parts: list, project: str, src: str,
         elif t == "reasoning":
             e.update(kind="thinking", text=str(d.get("thinking") or d.get("text") or ""))
         elif t == "tool_call":
-            e.update(kind="tool_call", tool_name=d.get("name"), native_id=d.get("id"),
-                     text=d.get("input") if isinstance(d.get("input"), str) else compact_json(d.get("input")))
+            e.update(
+                kind="tool_call",
+                tool_name=d.get("name"),
+                native_id=d.get("id"),
+                text=d.get("input") if isinstance(d.get("input"), str) else compact_json(d.get("input")),
+            )
         elif t == "tool_result":
-            e.update(role="tool", kind="tool_result", native_id=d.get("tool_call_id"),
-                     tool_name=d.get("name") or None, text=str(d.get("content") or ""))
+            e.update(
+                role="tool",
+                kind="tool_result",
+                native_id=d.get("tool_call_id"),
+                tool_name=d.get("name") or None,
+                text=str(d.get("content") or ""),
+            )
         elif t == "finish":
             reason = d.get("reason")
             if reason in (None, "end_turn", "stop", "tool_use", "max_tokens") and not d.get("message"):
@@ -130,8 +157,11 @@ def message_entries(agent: str, row: dict, parts: list, project: str, src: str,
             e.update(kind="message", text=f"[image {d.get('url', '')[:200]}]")
         elif t == "binary":
             data = d.get("data") or ""
-            e.update(kind="message", text=f"{media_placeholder('binary', d.get('mime_type'), len(data))}"
-                     f" {d.get('path') or ''}".rstrip())
+            e.update(
+                kind="message",
+                text=f"{media_placeholder('binary', d.get('mime_type'), len(data))}"
+                f" {d.get('path') or ''}".rstrip(),
+            )
         else:
             e.update(role="system", kind="meta", tool_name=str(t), text=compact_json(d, 2000))
         out.append(e)
@@ -145,19 +175,46 @@ def session_entries(agent: str, s: dict, project: str, src: str, model: str | No
     summary entry when the session has a ``summary`` text (Go opencode)."""
     sid = s["id"]
     ts = to_iso(s.get("created_at"))
-    base = {"agent": agent, "session_id": sid, "parent_session_id": s.get("parent_session_id") or None,
-            "project_dir": project, "ts": ts, "source_path": src, "source_offset": 0,
-            "is_sidechain": bool(s.get("parent_session_id")), "role": "system"}
+    base = {
+        "agent": agent,
+        "session_id": sid,
+        "parent_session_id": s.get("parent_session_id") or None,
+        "project_dir": project,
+        "ts": ts,
+        "source_path": src,
+        "source_offset": 0,
+        "is_sidechain": bool(s.get("parent_session_id")),
+        "role": "system",
+    }
     inp, out = s.get("prompt_tokens"), s.get("completion_tokens")
-    e = dict(base, kind="meta", tool_name="session", native_id=sid, record_id=f"{sid}:session",
-             text=str(s.get("title") or ""), model=model or None)
+    e = dict(
+        base,
+        kind="meta",
+        tool_name="session",
+        native_id=sid,
+        record_id=f"{sid}:session",
+        text=str(s.get("title") or ""),
+        model=model or None,
+    )
     if inp or out:
-        e.update(input_tokens=int(inp or 0), output_tokens=int(out or 0), cache_read_tokens=0,
-                 cache_creation_tokens=0, usage_key=f"{agent}:{sid}")
+        e.update(
+            input_tokens=int(inp or 0),
+            output_tokens=int(out or 0),
+            cache_read_tokens=0,
+            cache_creation_tokens=0,
+            usage_key=f"{agent}:{sid}",
+        )
     res = [e]
     if s.get("summary"):
-        res.append(dict(base, kind="summary", record_id=f"{sid}:summary", ts=to_iso(s.get("summarized_at")) or ts,
-                        text=str(s["summary"])))
+        res.append(
+            dict(
+                base,
+                kind="summary",
+                record_id=f"{sid}:summary",
+                ts=to_iso(s.get("summarized_at")) or ts,
+                text=str(s["summary"]),
+            )
+        )
     return res
 
 
@@ -165,8 +222,11 @@ def _probe(conn) -> tuple[set, list[dict], int, dict[str, str]]:
     """The ``messages`` columns, every ``sessions`` row, the largest message rowid and
     each session's model (``session_models``)."""
     cols = {c[1] for c in conn.execute("PRAGMA table_info(messages)")}
-    sessions = [dict(zip([c[0] for c in cur.description], r))
-                for cur in [conn.execute("SELECT * FROM sessions")] for r in cur.fetchall()]
+    sessions = [
+        dict(zip([c[0] for c in cur.description], r, strict=False))
+        for cur in [conn.execute("SELECT * FROM sessions")]
+        for r in cur.fetchall()
+    ]
     top = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()[0]
     models = session_models(conn) if "model" in cols else {}
     return cols, sessions, top, models
@@ -177,12 +237,12 @@ def session_models(conn) -> dict[str, str]:
     ties to the one seen first by rowid): the sessions' token totals carry no model."""
     rows = conn.execute(
         "SELECT session_id, model, count(*), min(rowid) FROM messages WHERE role = 'assistant' "
-        "AND coalesce(model, '') <> '' GROUP BY session_id, model ORDER BY session_id, 3 DESC, 4").fetchall()
+        "AND coalesce(model, '') <> '' GROUP BY session_id, model ORDER BY session_id, 3 DESC, 4"
+    ).fetchall()
     out: dict[str, str] = {}
     for sid, model, _n, _first in rows:
         out.setdefault(sid, model)
     return out
-
 
 
 def reader(agent: str, parser_version: int):
@@ -200,8 +260,9 @@ def reader(agent: str, parser_version: int):
     row (``cannot open database: …``); one that lacks a table quarantines without a
     watermark (``database read failed: …``, ``readers.sqlite.guarded``).
     """
-    return database_reader(agent, parser_version, _probe, _read_rows, "cannot open database",
-                           probe_errors=False)
+    return database_reader(
+        agent, parser_version, _probe, _read_rows, "cannot open database", probe_errors=False
+    )
 
 
 def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batch]:
@@ -215,8 +276,17 @@ def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batc
         mark = {}  # rows were deleted and the table refilled: read it all again
     parents = {s["id"]: s.get("parent_session_id") or None for s in sessions}
     entries = [e for s in sessions for e in session_entries(agent, s, project, src, models.get(s["id"]))]
-    sel = ["rowid", "id", "session_id", "role", "parts", "model", "created_at", "updated_at",
-           "finished_at"] + (["provider"] if "provider" in cols else [])
+    sel = [
+        "rowid",
+        "id",
+        "session_id",
+        "role",
+        "parts",
+        "model",
+        "created_at",
+        "updated_at",
+        "finished_at",
+    ] + (["provider"] if "provider" in cols else [])
     select = f"SELECT {', '.join(sel)} FROM messages"
     new_mark = dict(mark)
     deferred_min = None
@@ -224,7 +294,7 @@ def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batc
     nrows = nbytes = 0
     for rows in changed_rows(path, select, "rowid", "updated_at", mark, page_rows):
         for r in rows:
-            row = dict(zip(sel, r))
+            row = dict(zip(sel, r, strict=False))
             nrows += 1
             nbytes += len(row["parts"] or "")
             new_mark = advance_mark(new_mark, row["rowid"], row["updated_at"])
@@ -233,26 +303,40 @@ def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batc
                 if not isinstance(parts, list):
                     raise ValueError("parts is not a JSON array")
             except (orjson.JSONDecodeError, ValueError, TypeError) as e:
-                raw = (row["parts"] or "").encode("utf-8", "replace") if isinstance(row["parts"], str) else b""
-                quarantine.append(quarantine_row(path, row["rowid"], raw,
-                                                 f"messages row {row['id']}: {e}"))
+                raw = (
+                    (row["parts"] or "").encode("utf-8", "replace") if isinstance(row["parts"], str) else b""
+                )
+                quarantine.append(quarantine_row(path, row["rowid"], raw, f"messages row {row['id']}: {e}"))
                 continue
             if not _is_complete(row["role"], parts, row["finished_at"], row["updated_at"], now):
                 u = row["updated_at"]
                 deferred_min = u if deferred_min is None or u < deferred_min else deferred_min
                 continue
-            entries.extend(message_entries(agent, row, parts, project, src,
-                                           parents.get(row["session_id"])))
+            entries.extend(message_entries(agent, row, parts, project, src, parents.get(row["session_id"])))
         if len(entries) >= page_rows * 4:
-            yield Batch(entries, quarantine, db_watermark(
-                path, agent, parser_version, dict(state, mark=mark), {"main": before["main"], "wal": "partial"}),
-                lines=nrows, bytes_read=nbytes)
+            yield Batch(
+                entries,
+                quarantine,
+                db_watermark(
+                    path,
+                    agent,
+                    parser_version,
+                    dict(state, mark=mark),
+                    {"main": before["main"], "wal": "partial"},
+                ),
+                lines=nrows,
+                bytes_read=nbytes,
+            )
             entries, quarantine, nrows, nbytes = [], [], 0, 0
     if deferred_min is not None and new_mark.get("ts") is not None and deferred_min < new_mark["ts"]:
         new_mark["ts"] = deferred_min  # a message still streaming: read it again next time
     fp = settle_fingerprint(before, db_fingerprint(path))
     if deferred_min is not None:
         fp = dict(fp, wal="deferred")
-    yield Batch(entries, quarantine, db_watermark(path, agent, parser_version,
-                                                  dict(state, mark=new_mark), fp), lines=nrows,
-                bytes_read=nbytes)
+    yield Batch(
+        entries,
+        quarantine,
+        db_watermark(path, agent, parser_version, dict(state, mark=new_mark), fp),
+        lines=nrows,
+        bytes_read=nbytes,
+    )

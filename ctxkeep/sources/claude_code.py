@@ -22,13 +22,21 @@ Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
   with ``subtype: compact_boundary`` mark where the context was compacted;
 - the project is the record's ``cwd``, never the folder name (the encoding is lossy).
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from ctxkeep.sources._util import (as_int, block_text, blocks_text, compact_json, drop_media,
-                                   media_placeholder, strip_ansi)
+from ctxkeep.sources._util import (
+    as_int,
+    block_text,
+    blocks_text,
+    compact_json,
+    drop_media,
+    media_placeholder,
+    strip_ansi,
+)
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
@@ -36,8 +44,17 @@ AGENT = "claude-code"
 PARSER_VERSION = 2
 MODE = "append"
 
-_META_TEXT_KEYS = ("content", "summary", "customTitle", "aiTitle", "lastPrompt",
-                   "agentName", "title", "prUrl", "error")
+_META_TEXT_KEYS = (
+    "content",
+    "summary",
+    "customTitle",
+    "aiTitle",
+    "lastPrompt",
+    "agentName",
+    "title",
+    "prUrl",
+    "error",
+)
 _SIDECHAIN_MAP_MAX = 200_000
 #: what a record uuid looks like (CC writes RFC 4122 UUIDs); anything else is not
 #: trusted as a unique key and the record is keyed by its line hash instead
@@ -69,28 +86,38 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         for p in sorted(proj.glob("*/*.jsonl")):
             meta = {}
             if p.name.startswith("agent-"):
-                meta["subagent"] = p.stem[len("agent-"):]
+                meta["subagent"] = p.stem[len("agent-") :]
             d.add(p, MODE, meta)
         for p in sorted(proj.glob("*/*/subagents/agent-*.jsonl")):
-            d.add(p, MODE, {"subagent": p.stem[len("agent-"):], "parent_session": p.parent.parent.name})
+            d.add(p, MODE, {"subagent": p.stem[len("agent-") :], "parent_session": p.parent.parent.name})
     if not d.files:
-        d.reason = ("no Claude Code projects dir found" if not project_dirs
-                    else "projects dir holds no *.jsonl session files")
+        d.reason = (
+            "no Claude Code projects dir found"
+            if not project_dirs
+            else "projects dir holds no *.jsonl session files"
+        )
     return d
 
 
 def matches(path: Path) -> bool:
     """True when an explicit ``--path`` file looks like a Claude Code transcript."""
     head = file_head(path, (".jsonl",), 8192)
-    return b'"sessionId"' in head or b'"leafUuid"' in head or b'"parentUuid"' in head \
+    return (
+        b'"sessionId"' in head
+        or b'"leafUuid"' in head
+        or b'"parentUuid"' in head
         or (b'"type":"file-history-snapshot"' in head)
+    )
 
 
 def init_state(file: SourceFile) -> dict:
     """The parser state at offset 0 of ``file``: the session id its name implies and,
     for sub-agent transcripts, the sub-agent and parent session ids."""
-    return {"file_session": file.path.stem, "sub": file.meta.get("subagent"),
-            "parent": file.meta.get("parent_session")}
+    return {
+        "file_session": file.path.stem,
+        "sub": file.meta.get("subagent"),
+        "parent": file.meta.get("parent_session"),
+    }
 
 
 def _session(rec: dict, state: dict) -> tuple[str, str | None]:
@@ -137,29 +164,47 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     if not (isinstance(uuid, str) and _ID_RE.match(uuid)):
         uuid = None  # a placeholder such as "[trimmed for fixture]" is not a unique id
     base = {
-        "agent": AGENT, "session_id": session_id, "parent_session_id": parent_session,
-        "native_id": uuid, "parent_id": rec.get("parentUuid"),
+        "agent": AGENT,
+        "session_id": session_id,
+        "parent_session_id": parent_session,
+        "native_id": uuid,
+        "parent_id": rec.get("parentUuid"),
         "project_dir": rec.get("cwd") or state.get("cwd"),
         "ts": rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
         "is_sidechain": bool(rec.get("isSidechain")) or bool(state.get("sub")),
-        "source_path": src, "source_offset": offset,
+        "source_path": src,
+        "source_offset": offset,
         "record_id": uuid or f"{session_id}:{line_hash}",
     }
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
     if rtype in ("user", "assistant") and msg is not None:
         return _message_entries(rec, msg, base)
     if rtype == "summary":
-        return [dict(base, role="system", kind="summary", part=0,
-                     native_id=uuid or rec.get("leafUuid"),
-                     text=str(rec.get("summary") or ""))]
+        return [
+            dict(
+                base,
+                role="system",
+                kind="summary",
+                part=0,
+                native_id=uuid or rec.get("leafUuid"),
+                text=str(rec.get("summary") or ""),
+            )
+        ]
     if rtype == "system":
         text = rec.get("content") if isinstance(rec.get("content"), str) else ""
         sub = rec.get("subtype")
         kind = "summary" if sub == "away_summary" else "meta"
-        return [dict(base, role="system", kind=kind, part=0,
-                     tool_name=sub if isinstance(sub, str) else None, text=strip_ansi(text))]
-    return [dict(base, role="system", kind="meta", part=0, tool_name=rtype,
-                 text=_meta_text(rec))]
+        return [
+            dict(
+                base,
+                role="system",
+                kind=kind,
+                part=0,
+                tool_name=sub if isinstance(sub, str) else None,
+                text=strip_ansi(text),
+            )
+        ]
+    return [dict(base, role="system", kind="meta", part=0, tool_name=rtype, text=_meta_text(rec))]
 
 
 def _meta_text(rec: dict) -> str:
@@ -211,22 +256,43 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
             elif t == "redacted_thinking":
                 out.append(dict(base, role=role, kind="thinking", text="[redacted thinking]"))
             elif t == "tool_use":
-                out.append(dict(base, role=role, kind="tool_call", tool_name=b.get("name"),
-                                native_id=b.get("id") or base["native_id"],
-                                text=compact_json(b.get("input"))))
+                out.append(
+                    dict(
+                        base,
+                        role=role,
+                        kind="tool_call",
+                        tool_name=b.get("name"),
+                        native_id=b.get("id") or base["native_id"],
+                        text=compact_json(b.get("input")),
+                    )
+                )
             elif t == "tool_result":
                 text = _tool_result_text(b.get("content"))
                 if b.get("is_error"):
                     text = "[error] " + text
-                out.append(dict(base, role="tool", kind="tool_result",
-                                native_id=b.get("tool_use_id") or base["native_id"], text=text))
+                out.append(
+                    dict(
+                        base,
+                        role="tool",
+                        kind="tool_result",
+                        native_id=b.get("tool_use_id") or base["native_id"],
+                        text=text,
+                    )
+                )
             elif t in ("image", "document"):
                 src = b.get("source") or {}
-                out.append(dict(base, role=role, kind=kind_msg, text=media_placeholder(
-                    t, src.get("media_type"), len(src.get("data") or ""))))
+                out.append(
+                    dict(
+                        base,
+                        role=role,
+                        kind=kind_msg,
+                        text=media_placeholder(t, src.get("media_type"), len(src.get("data") or "")),
+                    )
+                )
             else:
-                out.append(dict(base, role=role, kind="meta", tool_name=t,
-                                text=compact_json(drop_media(b), 2000)))
+                out.append(
+                    dict(base, role=role, kind="meta", tool_name=t, text=compact_json(drop_media(b), 2000))
+                )
     if not out:
         out.append(dict(base, role=role, kind="meta", text=""))
     for i, e in enumerate(out):

@@ -9,6 +9,7 @@ cline/cline standalone storage context).
 The corpus holds no Cline task; tests use the fixture in tests/fixtures/cline/,
 built from the published schema (README.md there).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,5 +26,6 @@ def data_roots(ctx: DiscoveryContext) -> list[Path]:
     return [ctx.env_dir("CLINE_DIR", ctx.home / ".cline") / "data"]
 
 
-SOURCE = ExtensionSource(AGENT="cline", EXTENSION_IDS=("saoudrizwan.claude-dev",),
-                         extra_roots=data_roots, data_dir_name=".cline")
+SOURCE = ExtensionSource(
+    AGENT="cline", EXTENSION_IDS=("saoudrizwan.claude-dev",), extra_roots=data_roots, data_dir_name=".cline"
+)

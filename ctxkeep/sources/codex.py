@@ -20,6 +20,7 @@ Format facts (real rollouts in ``shared/corpus``, Codex 0.34–0.70, plus a synt
   (repeat the response_items: not stored twice), and many UI events;
 - ``compacted`` (``payload.message``: the summary that replaced the history).
 """
+
 from __future__ import annotations
 
 import re
@@ -37,10 +38,14 @@ MODE = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout
-_DUPLICATE_EVENTS = {"user_message", "agent_message", "agent_reasoning",
-                     "agent_reasoning_raw_content"}
-_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md",
-                     "<permissions", "<INSTRUCTIONS>")
+_DUPLICATE_EVENTS = {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"}
+_CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md",
+    "<permissions",
+    "<INSTRUCTIONS>",
+)
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
@@ -151,11 +156,17 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     sid = state.get("sid")
     origin = state.get("origin") or sid
     base = {
-        "agent": AGENT, "session_id": sid,
+        "agent": AGENT,
+        "session_id": sid,
         "parent_session_id": origin if origin != sid else None,
-        "project_dir": state.get("cwd"), "ts": ts, "model": state.get("model"),
-        "is_sidechain": False, "source_path": src, "source_offset": offset,
-        "record_id": f"{origin}:{line_hash}", "part": 0,
+        "project_dir": state.get("cwd"),
+        "ts": ts,
+        "model": state.get("model"),
+        "is_sidechain": False,
+        "source_path": src,
+        "source_offset": offset,
+        "record_id": f"{origin}:{line_hash}",
+        "part": 0,
     }
     if rtype == "response_item":
         return [_response_item(p, base)]
@@ -172,8 +183,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     if rtype == "session_meta":
         cli = p.get("cli_version")
         text = f"Codex session {p.get('id')} in {p.get('cwd')} (cli {cli}, {p.get('originator')})"
-        return [dict(base, role="system", kind="meta", tool_name=rtype, native_id=p.get("id"),
-                     text=text)]
+        return [dict(base, role="system", kind="meta", tool_name=rtype, native_id=p.get("id"), text=text)]
     return [dict(base, role="system", kind="meta", tool_name=rtype, text="")]
 
 
@@ -189,27 +199,58 @@ def _response_item(p: dict, base: dict) -> dict:
         parts = [s.get("text", "") for s in (p.get("summary") or []) if isinstance(s, dict)]
         if not any(parts):
             parts = [c.get("text", "") for c in (p.get("content") or []) if isinstance(c, dict)]
-        return dict(base, role="assistant", kind="thinking", native_id=p.get("id"),
-                    text="\n".join(x for x in parts if isinstance(x, str)))
+        return dict(
+            base,
+            role="assistant",
+            kind="thinking",
+            native_id=p.get("id"),
+            text="\n".join(x for x in parts if isinstance(x, str)),
+        )
     if it in ("function_call", "custom_tool_call"):
         args = p.get("arguments") if it == "function_call" else p.get("input")
-        return dict(base, role="assistant", kind="tool_call", tool_name=p.get("name"),
-                    native_id=p.get("call_id") or p.get("id"), text=_decode_arguments(args))
+        return dict(
+            base,
+            role="assistant",
+            kind="tool_call",
+            tool_name=p.get("name"),
+            native_id=p.get("call_id") or p.get("id"),
+            text=_decode_arguments(args),
+        )
     if it in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
-        return dict(base, role="tool", kind="tool_result", native_id=p.get("call_id"),
-                    text=_decode_output(p.get("output")))
+        return dict(
+            base,
+            role="tool",
+            kind="tool_result",
+            native_id=p.get("call_id"),
+            text=_decode_output(p.get("output")),
+        )
     if it in ("local_shell_call", "web_search_call", "tool_search_call", "image_generation_call"):
         action = p.get("action") or {k: v for k, v in p.items() if k not in ("type", "result")}
-        return dict(base, role="assistant", kind="tool_call", tool_name=it,
-                    native_id=p.get("call_id") or p.get("id"), text=_decode_arguments(action))
+        return dict(
+            base,
+            role="assistant",
+            kind="tool_call",
+            tool_name=it,
+            native_id=p.get("call_id") or p.get("id"),
+            text=_decode_arguments(action),
+        )
     if it == "agent_message":
-        return dict(base, role="assistant", kind="message", text=_text_blocks(p.get("content"))
-                    or str(p.get("message") or ""))
+        return dict(
+            base,
+            role="assistant",
+            kind="message",
+            text=_text_blocks(p.get("content")) or str(p.get("message") or ""),
+        )
     return dict(base, role="system", kind="meta", tool_name=it, text="")
 
 
-_TOTAL_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens",
-               "reasoning_output_tokens", "total_tokens")
+_TOTAL_KEYS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
+)
 
 
 def _token_count(p: dict, base: dict, state: dict, origin: str) -> dict:
@@ -226,16 +267,21 @@ def _token_count(p: dict, base: dict, state: dict, origin: str) -> dict:
         totals = state["totals"] = {}
     last = totals.get(origin) or [0] * len(_TOTAL_KEYS)
     totals[origin] = cur
-    delta = [c - l for c, l in zip(cur, last)]
+    delta = [c - p for c, p in zip(cur, last, strict=False)]
     if any(x < 0 for x in delta):  # totals restarted: take this turn's own usage
         lt = info.get("last_token_usage") or {}
         delta = [as_int(lt.get(k)) or 0 for k in _TOTAL_KEYS]
     if not any(delta):
         return e  # a total re-emitted unchanged (or an all-zero count) adds nothing
     inp, cached, out, reasoning, _total = delta
-    e.update(input_tokens=max(inp - cached, 0), cache_read_tokens=cached, output_tokens=out,
-             reasoning_tokens=reasoning, cache_creation_tokens=0,
-             usage_key=f"codex:{origin}:" + ":".join(map(str, cur)))
+    e.update(
+        input_tokens=max(inp - cached, 0),
+        cache_read_tokens=cached,
+        output_tokens=out,
+        reasoning_tokens=reasoning,
+        cache_creation_tokens=0,
+        usage_key=f"codex:{origin}:" + ":".join(map(str, cur)),
+    )
     return e
 
 

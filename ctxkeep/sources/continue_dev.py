@@ -27,21 +27,29 @@ earlier turn) gives new ids, and the turns gone from the file are marked ``rewou
 is pretty-printed JSON whose turns carry no id to find them by).
 The corpus has no Continue file; tests use tests/fixtures/continue/.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
-from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources._util import as_int, block_text, blocks_text
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+)
 from ctxkeep.sources.readers.document import read_document, track_ids
 from ctxkeep.sources.readers.jsonl import file_head
+from ctxkeep.timeutil import format_epoch
 
 AGENT = "continue"
 PARSER_VERSION = 1
@@ -81,12 +89,14 @@ def _content_text(content: Any) -> str:
 
 
 def _item_hash(m: dict) -> str:
-    return hashlib.sha256(orjson.dumps([m.get("role"), m.get("content"), m.get("toolCalls")],
-                                       option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
+    return hashlib.sha256(
+        orjson.dumps([m.get("role"), m.get("content"), m.get("toolCalls")], option=orjson.OPT_SORT_KEYS)
+    ).hexdigest()[:12]
 
 
-def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
-                  old_ids: list[str] = ()) -> list[dict]:
+def parse_session(
+    doc: Any, src: str, mtime_iso: str, state: dict | None = None, old_ids: list[str] = ()
+) -> list[dict]:
     """Entry dicts of one Continue session document (see module doc). Turns whose id
     was in ``old_ids`` (the previous read) but is gone now (an edited or truncated
     history) are marked ``rewound`` through ``state["_status_changes"]``."""
@@ -95,13 +105,17 @@ def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
     sid = str(doc.get("sessionId") or Path(src).stem)
     proj = doc.get("workspaceDirectory") if isinstance(doc.get("workspaceDirectory"), str) else None
     if proj and proj.startswith("file://"):
-        proj = proj[len("file://"):]
+        proj = proj[len("file://") :]
     model = doc.get("chatModelTitle") if isinstance(doc.get("chatModelTitle"), str) else None
     out: list[dict] = []
     ids: list[str] = []
-    tool_msgs = {it["message"].get("toolCallId") for it in doc["history"]
-                 if isinstance(it, dict) and isinstance(it.get("message"), dict)
-                 and it["message"].get("role") == "tool"}
+    tool_msgs = {
+        it["message"].get("toolCallId")
+        for it in doc["history"]
+        if isinstance(it, dict)
+        and isinstance(it.get("message"), dict)
+        and it["message"].get("role") == "tool"
+    }
     for i, item in enumerate(doc["history"]):
         if not isinstance(item, dict) or not isinstance(item.get("message"), dict):
             continue
@@ -109,19 +123,31 @@ def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
         role_raw = m.get("role")
         rid = f"{sid}:{i}:{_item_hash(m)}"
         ids.append(rid)
-        base = {"agent": AGENT, "session_id": sid, "native_id": m.get("id") or str(i),
-                "project_dir": proj, "ts": mtime_iso, "model": model, "source_path": src,
-                "source_offset": i, "record_id": rid, "message_id": rid}
+        base = {
+            "agent": AGENT,
+            "session_id": sid,
+            "native_id": m.get("id") or str(i),
+            "project_dir": proj,
+            "ts": mtime_iso,
+            "model": model,
+            "source_path": src,
+            "source_offset": i,
+            "record_id": rid,
+            "message_id": rid,
+        }
         parts: list[dict] = []
         text = _content_text(m.get("content"))
         if role_raw == "thinking":
             parts.append(dict(base, role="assistant", kind="thinking", text=text))
         elif role_raw == "tool":
-            parts.append(dict(base, role="tool", kind="tool_result", native_id=m.get("toolCallId"), text=text))
+            parts.append(
+                dict(base, role="tool", kind="tool_result", native_id=m.get("toolCallId"), text=text)
+            )
         elif role_raw in ("user", "assistant", "system"):
             if text or not m.get("toolCalls"):
-                parts.append(dict(base, role=role_raw, kind="message" if role_raw != "system" else "meta",
-                                  text=text))
+                parts.append(
+                    dict(base, role=role_raw, kind="message" if role_raw != "system" else "meta", text=text)
+                )
         else:
             parts.append(dict(base, role="system", kind="meta", tool_name=str(role_raw), text=text))
         reasoning = item.get("reasoning")
@@ -130,22 +156,52 @@ def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
         for tc in m.get("toolCalls") or []:
             if isinstance(tc, dict):
                 fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
-                parts.append(dict(base, role="assistant", kind="tool_call", tool_name=fn.get("name"),
-                                  native_id=tc.get("id"), text=str(fn.get("arguments") or "")))
-        states = item.get("toolCallStates") or ([item["toolCallState"]] if isinstance(item.get("toolCallState"), dict) else [])
+                parts.append(
+                    dict(
+                        base,
+                        role="assistant",
+                        kind="tool_call",
+                        tool_name=fn.get("name"),
+                        native_id=tc.get("id"),
+                        text=str(fn.get("arguments") or ""),
+                    )
+                )
+        states = item.get("toolCallStates") or (
+            [item["toolCallState"]] if isinstance(item.get("toolCallState"), dict) else []
+        )
         for st in states:
             # the output of a tool call, unless a later ``tool`` message carries it
-            if isinstance(st, dict) and isinstance(st.get("output"), list) and role_raw != "tool" \
-                    and st.get("toolCallId") not in tool_msgs:
+            if (
+                isinstance(st, dict)
+                and isinstance(st.get("output"), list)
+                and role_raw != "tool"
+                and st.get("toolCallId") not in tool_msgs
+            ):
                 txt = "\n".join(str(c.get("content") or "") for c in st["output"] if isinstance(c, dict))
                 tcall = st.get("toolCall") if isinstance(st.get("toolCall"), dict) else {}
-                parts.append(dict(base, role="tool", kind="tool_result", native_id=st.get("toolCallId"),
-                                  tool_name=(tcall.get("function") or {}).get("name")
-                                  if isinstance(tcall.get("function"), dict) else None, text=txt))
+                parts.append(
+                    dict(
+                        base,
+                        role="tool",
+                        kind="tool_result",
+                        native_id=st.get("toolCallId"),
+                        tool_name=(tcall.get("function") or {}).get("name")
+                        if isinstance(tcall.get("function"), dict)
+                        else None,
+                        text=txt,
+                    )
+                )
         for ci in item.get("contextItems") or []:
             if isinstance(ci, dict) and isinstance(ci.get("content"), str) and ci["content"]:
-                parts.append(dict(base, role="user", kind="meta", tool_name="context:" + str(ci.get("name") or ""),
-                                  text=ci["content"]))
+                parts.append(
+                    dict(
+                        base,
+                        role="user",
+                        kind="meta",
+                        tool_name="context:" + str(ci.get("name") or ""),
+                        text=ci["content"],
+                    )
+                )
         if isinstance(item.get("conversationSummary"), str) and item["conversationSummary"]:
             parts.append(dict(base, role="system", kind="summary", text=item["conversationSummary"]))
         if not parts:
@@ -157,25 +213,42 @@ def parse_session(doc: Any, src: str, mtime_iso: str, state: dict | None = None,
             det = u.get("promptTokensDetails") if isinstance(u.get("promptTokensDetails"), dict) else {}
             cr = as_int(det.get("cachedTokens")) or 0
             cw = as_int(det.get("cacheWriteTokens")) or 0
-            parts[0].update(input_tokens=max((as_int(u.get("promptTokens")) or 0) - cr - cw, 0),
-                            output_tokens=as_int(u.get("completionTokens")) or 0,
-                            cache_read_tokens=cr, cache_creation_tokens=cw, usage_key=f"continue:{rid}")
+            parts[0].update(
+                input_tokens=max((as_int(u.get("promptTokens")) or 0) - cr - cw, 0),
+                output_tokens=as_int(u.get("completionTokens")) or 0,
+                cache_read_tokens=cr,
+                cache_creation_tokens=cw,
+                usage_key=f"continue:{rid}",
+            )
         out.extend(parts)
     if isinstance(doc.get("title"), str) and doc["title"]:
-        out.append({"agent": AGENT, "session_id": sid, "project_dir": proj, "ts": mtime_iso,
-                    "role": "system", "kind": "meta", "tool_name": "title", "text": doc["title"],
-                    "source_path": src, "source_offset": 0, "record_id": f"{sid}:title:{doc['title']}",
-                    "part": 0})
+        out.append(
+            {
+                "agent": AGENT,
+                "session_id": sid,
+                "project_dir": proj,
+                "ts": mtime_iso,
+                "role": "system",
+                "kind": "meta",
+                "tool_name": "title",
+                "text": doc["title"],
+                "source_path": src,
+                "source_offset": 0,
+                "record_id": f"{sid}:title:{doc['title']}",
+                "part": 0,
+            }
+        )
     if state is not None:
         track_ids(state, AGENT, sid, old_ids, ids)
     return out
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one session document whole when it changed."""
     src = str(file.path)
-    old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
+    old_ids = list(
+        (wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else []
+    )
 
     def parse_doc(raw, doc, state, idle):
         try:
@@ -184,4 +257,5 @@ def read(file: SourceFile, wm: Watermark | None,
             mt = 0
         iso = format_epoch(mt)
         return parse_session(doc, src, iso, state, old_ids)
+
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)

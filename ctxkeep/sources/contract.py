@@ -33,18 +33,35 @@ true once the batch is stored, so a crash between batches loses nothing and repe
 nothing. The readers that do this for each way of writing live in ``sources.readers``
 (``jsonl``, ``document``, ``sqlite``).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, get_args, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ctxkeep.schema import Watermark
 
-__all__ = ["Batch", "ChangeTest", "ClaimsPaths", "DEFAULT_BATCH_BYTES", "Discovery",
-           "DiscoveryContext", "FileMode", "Mode", "ModeByPath", "QUARANTINE_RAW_MAX",
-           "RecordParser", "Source", "SourceFile", "Watermark", "check_source", "quarantine_row"]
+__all__ = [
+    "Batch",
+    "ChangeTest",
+    "ClaimsPaths",
+    "DEFAULT_BATCH_BYTES",
+    "Discovery",
+    "DiscoveryContext",
+    "FileMode",
+    "Mode",
+    "ModeByPath",
+    "QUARANTINE_RAW_MAX",
+    "RecordParser",
+    "Source",
+    "SourceFile",
+    "Watermark",
+    "check_source",
+    "quarantine_row",
+]
 
 #: how a source's files change: ``append`` (JSONL, read from the byte offset),
 #: ``rewrite`` (a whole document rewritten in place: re-read on change) or ``sqlite``
@@ -75,7 +92,7 @@ class DiscoveryContext:
         return Path(v).expanduser() if v else default
 
     @classmethod
-    def from_env(cls, extra_dirs=(), paths=()) -> "DiscoveryContext":
+    def from_env(cls, extra_dirs=(), paths=()) -> DiscoveryContext:
         env = dict(os.environ)
         home = Path(env.get("HOME") or Path.home())
         return cls(home=home, env=env, extra_dirs=list(extra_dirs), paths=list(paths))
@@ -113,8 +130,14 @@ class Discovery:
         self.files.append(SourceFile(self.agent, path, mode, {} if meta is None else meta))
         return True
 
-    def add_glob(self, base: Path, patterns: Iterable[str], mode: FileMode | Callable[[Path], FileMode],
-                 meta: Callable[[Path], dict] = lambda p: {}, exclude: Iterable[str] = ()) -> None:
+    def add_glob(
+        self,
+        base: Path,
+        patterns: Iterable[str],
+        mode: FileMode | Callable[[Path], FileMode],
+        meta: Callable[[Path], dict] = lambda p: {},
+        exclude: Iterable[str] = (),
+    ) -> None:
         """Search ``base``: record it in ``searched`` and, when it is a directory, add the
         files each glob pattern finds (sorted per pattern, in pattern order) except those
         named in ``exclude``. ``mode`` is a mode or a function of the path; ``meta(path)``
@@ -159,11 +182,18 @@ def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str
     rowid of a database row) and length of the line, the reason, the action
     (``skipped``: not ingested; ``repaired``: ingested with replacements, or split into
     the records it held) and up to 16 MiB of the raw bytes."""
-    return {"path": str(path), "offset": offset, "length": len(raw), "reason": reason,
-            "action": action, "raw": bytes(raw[:QUARANTINE_RAW_MAX])}
+    return {
+        "path": str(path),
+        "offset": offset,
+        "length": len(raw),
+        "reason": reason,
+        "action": action,
+        "raw": bytes(raw[:QUARANTINE_RAW_MAX]),
+    }
 
 
 # ---------------------------------------------------------------- the protocols
+
 
 @runtime_checkable
 class Source(Protocol):
@@ -175,8 +205,9 @@ class Source(Protocol):
 
     def discover(self, ctx: DiscoveryContext) -> Discovery: ...
 
-    def read(self, file: SourceFile, wm: Watermark | None,
-             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]: ...
+    def read(
+        self, file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]: ...
 
 
 @runtime_checkable
@@ -208,8 +239,7 @@ class RecordParser(Protocol):
 
     def init_state(self, file: SourceFile) -> dict: ...
 
-    def parse_record(self, rec: dict, offset: int, line_hash: str, state: dict,
-                     src: str) -> list[dict]: ...
+    def parse_record(self, rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]: ...
 
 
 def check_source(src: Any) -> Source:

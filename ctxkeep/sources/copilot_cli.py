@@ -29,6 +29,7 @@ is kept on the message entry but not counted (the shutdown totals include it).
 Tool requests are not entries of their own: ``tool.execution_start`` is the call
 (its ``arguments`` are the decoded ones).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,8 +51,12 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     d = Discovery(AGENT)
     root = ctx.env_dir("COPILOT_HOME", ctx.home / ".copilot")
     for base in [root / "session-state"] + list(ctx.extra_dirs):
-        d.add_glob(base, ["*/events.jsonl", "*.jsonl"], MODE,
-                   lambda p: {"session": p.parent.name if p.name == "events.jsonl" else p.stem})
+        d.add_glob(
+            base,
+            ["*/events.jsonl", "*.jsonl"],
+            MODE,
+            lambda p: {"session": p.parent.name if p.name == "events.jsonl" else p.stem},
+        )
     d.explain_empty(root, f"no session-state/*.jsonl under {root}")
     return d
 
@@ -59,15 +64,16 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 def matches(path: Path) -> bool:
     """True for a Copilot CLI events file given with ``--path``."""
     head = file_head(path, (".jsonl",), 4096)
-    return b'"type":"session.start"' in head or (
-        b'"type":"user.message"' in head and b'"data"' in head)
+    return b'"type":"session.start"' in head or (b'"type":"user.message"' in head and b'"data"' in head)
 
 
 def init_state(file: SourceFile) -> dict:
     """The parser state at offset 0 of ``file``: the session id found at discovery,
     else the folder of an ``events.jsonl``, else the file stem."""
-    return {"sid": file.meta.get("session") or (file.path.parent.name if file.path.name == "events.jsonl"
-                                                else file.path.stem)}
+    return {
+        "sid": file.meta.get("session")
+        or (file.path.parent.name if file.path.name == "events.jsonl" else file.path.stem)
+    }
 
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
@@ -89,19 +95,31 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     model = data.get("model") if isinstance(data.get("model"), str) else None
     sub = data.get("parentToolCallId")
     base = {
-        "agent": AGENT, "session_id": sid, "native_id": eid, "parent_id": rec.get("parentId"),
-        "project_dir": state.get("cwd"), "part": 0,
+        "agent": AGENT,
+        "session_id": sid,
+        "native_id": eid,
+        "parent_id": rec.get("parentId"),
+        "project_dir": state.get("cwd"),
+        "part": 0,
         "ts": rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
-        "model": model or state.get("model"), "is_sidechain": bool(sub),
-        "source_path": src, "source_offset": offset,
+        "model": model or state.get("model"),
+        "is_sidechain": bool(sub),
+        "source_path": src,
+        "source_offset": offset,
         "record_id": f"{sid}:{eid}" if eid and "trimmed" not in eid else f"{sid}:{line_hash}",
     }
     if rtype == "user.message":
         return [dict(base, role="user", kind="message", text=str(data.get("content") or ""))]
     if rtype == "assistant.message":
-        e = dict(base, role="assistant", kind="message", text=str(data.get("content") or ""),
-                 message_id=data.get("messageId"), request_id=data.get("requestId"),
-                 output_tokens=as_int(data.get("outputTokens")))
+        e = dict(
+            base,
+            role="assistant",
+            kind="message",
+            text=str(data.get("content") or ""),
+            message_id=data.get("messageId"),
+            request_id=data.get("requestId"),
+            output_tokens=as_int(data.get("outputTokens")),
+        )
         out = [e]
         if isinstance(data.get("reasoningText"), str) and data["reasoningText"]:
             out.append(dict(base, role="assistant", kind="thinking", part=1, text=data["reasoningText"]))
@@ -112,17 +130,33 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         return [dict(base, role="system", kind="meta", tool_name=rtype, text=str(data.get("content") or ""))]
     if rtype == "tool.execution_start":
         args = data.get("arguments")
-        return [dict(base, role="assistant", kind="tool_call", tool_name=data.get("toolName"),
-                     native_id=data.get("toolCallId") or eid,
-                     text=args if isinstance(args, str) else compact_json(args))]
+        return [
+            dict(
+                base,
+                role="assistant",
+                kind="tool_call",
+                tool_name=data.get("toolName"),
+                native_id=data.get("toolCallId") or eid,
+                text=args if isinstance(args, str) else compact_json(args),
+            )
+        ]
     if rtype == "tool.execution_complete":
         res = data.get("result") if isinstance(data.get("result"), dict) else {}
         text = res.get("content") if isinstance(res.get("content"), str) else compact_json(res) if res else ""
         if data.get("success") is False:
             text = "[error] " + text
-        return [dict(base, role="tool", kind="tool_result", native_id=data.get("toolCallId") or eid,
-                     tool_name=(data.get("toolTelemetry") or {}).get("properties", {}).get("tool")
-                     if isinstance(data.get("toolTelemetry"), dict) else None, text=text)]
+        return [
+            dict(
+                base,
+                role="tool",
+                kind="tool_result",
+                native_id=data.get("toolCallId") or eid,
+                tool_name=(data.get("toolTelemetry") or {}).get("properties", {}).get("tool")
+                if isinstance(data.get("toolTelemetry"), dict)
+                else None,
+                text=text,
+            )
+        ]
     if rtype == "session.shutdown":
         return _shutdown(data, base, sid)
     text = ""
@@ -137,10 +171,22 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
 
 def _shutdown(data: dict, base: dict, sid: str) -> list[dict]:
     """A shutdown: one meta entry plus one usage row per model in ``modelMetrics``."""
-    out = [dict(base, role="system", kind="meta", tool_name="session.shutdown",
-                text=compact_json({k: data.get(k) for k in ("shutdownType", "currentModel",
-                                                            "totalPremiumRequests", "tokenDetails")
-                                   if k in data}, 2000))]
+    out = [
+        dict(
+            base,
+            role="system",
+            kind="meta",
+            tool_name="session.shutdown",
+            text=compact_json(
+                {
+                    k: data.get(k)
+                    for k in ("shutdownType", "currentModel", "totalPremiumRequests", "tokenDetails")
+                    if k in data
+                },
+                2000,
+            ),
+        )
+    ]
     mm = data.get("modelMetrics") if isinstance(data.get("modelMetrics"), dict) else {}
     for i, (model, m) in enumerate(sorted(mm.items())):
         u = m.get("usage") if isinstance(m, dict) and isinstance(m.get("usage"), dict) else None
@@ -149,11 +195,23 @@ def _shutdown(data: dict, base: dict, sid: str) -> list[dict]:
         inp = as_int(u.get("inputTokens")) or 0
         cr = as_int(u.get("cacheReadTokens")) or 0
         cw = as_int(u.get("cacheWriteTokens")) or 0
-        out.append(dict(base, role="system", kind="meta", tool_name="usage", part=i + 1,
-                        model=model, text=f"usage {model}", input_tokens=max(inp - cr - cw, 0),
-                        output_tokens=as_int(u.get("outputTokens")) or 0, cache_read_tokens=cr,
-                        cache_creation_tokens=cw, reasoning_tokens=as_int(u.get("reasoningTokens")) or 0,
-                        usage_key=f"copilot:{sid}:{model}"))
+        out.append(
+            dict(
+                base,
+                role="system",
+                kind="meta",
+                tool_name="usage",
+                part=i + 1,
+                model=model,
+                text=f"usage {model}",
+                input_tokens=max(inp - cr - cw, 0),
+                output_tokens=as_int(u.get("outputTokens")) or 0,
+                cache_read_tokens=cr,
+                cache_creation_tokens=cw,
+                reasoning_tokens=as_int(u.get("reasoningTokens")) or 0,
+                usage_key=f"copilot:{sid}:{model}",
+            )
+        )
     return out
 
 

@@ -12,6 +12,7 @@ although the schema comments say milliseconds; a ``provider`` column). Change
 detection: the file and its ``-wal``, then a per-row high-water mark on
 ``messages.updated_at``.
 """
+
 from __future__ import annotations
 
 import os

@@ -32,20 +32,28 @@ Usage: a bubble's ``tokenCount`` (``usage_key`` ``cursor:<bubbleId>``) when non-
 Bubbles of a chat whose ``status`` is ``generating`` and that changed in the last
 ``STALE_SECONDS`` are left for the next run (they are still streaming).
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
-from ctxkeep.timeutil import format_epoch
-from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, open_ro, read_pages
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark, quarantine_row)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+    quarantine_row,
+)
 from ctxkeep.sources.readers.jsonl import read_jsonl
+from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, open_ro, read_pages
+from ctxkeep.timeutil import format_epoch
 
 AGENT = "cursor"
 PARSER_VERSION = 1
@@ -56,8 +64,10 @@ STALE_SECONDS = 3600
 def user_dirs(ctx: DiscoveryContext) -> list[Path]:
     """Cursor's user dirs for Linux, macOS and Windows (existing or not)."""
     xdg = ctx.env.get("XDG_CONFIG_HOME")
-    out = [(Path(xdg).expanduser() if xdg else ctx.home / ".config") / "Cursor" / "User",
-           ctx.home / "Library" / "Application Support" / "Cursor" / "User"]
+    out = [
+        (Path(xdg).expanduser() if xdg else ctx.home / ".config") / "Cursor" / "User",
+        ctx.home / "Library" / "Application Support" / "Cursor" / "User",
+    ]
     if ctx.env.get("APPDATA"):
         out.append(Path(ctx.env["APPDATA"]) / "Cursor" / "User")
     return out
@@ -84,8 +94,10 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         for p in sorted(root.glob("**/agent-transcripts/**/*.jsonl")):
             d.files.append(SourceFile(AGENT, p, "append"))
     if not d.files:
-        d.reason = ("no Cursor globalStorage/state.vscdb and no "
-                    f"{ctx.home / '.cursor' / 'projects'}/*/agent-transcripts/*.jsonl")
+        d.reason = (
+            "no Cursor globalStorage/state.vscdb and no "
+            f"{ctx.home / '.cursor' / 'projects'}/*/agent-transcripts/*.jsonl"
+        )
     return d
 
 
@@ -118,10 +130,19 @@ def bubble_entries(b: dict, composer: dict, cid: str, src: str, offset: int) -> 
         mi = b.get("modelInfo") if isinstance(b.get("modelInfo"), dict) else {}
         mc = composer.get("modelConfig") if isinstance(composer.get("modelConfig"), dict) else {}
         model = mi.get("modelName") or mc.get("modelName")
-    base = {"agent": AGENT, "session_id": cid, "native_id": bid, "record_id": f"{cid}:{bid}",
-            "ts": _iso(b.get("createdAt")) or _iso(composer.get("createdAt")), "role": role,
-            "model": model, "source_path": src, "source_offset": offset, "is_sidechain": False,
-            "message_id": bid}
+    base = {
+        "agent": AGENT,
+        "session_id": cid,
+        "native_id": bid,
+        "record_id": f"{cid}:{bid}",
+        "ts": _iso(b.get("createdAt")) or _iso(composer.get("createdAt")),
+        "role": role,
+        "model": model,
+        "source_path": src,
+        "source_offset": offset,
+        "is_sidechain": False,
+        "message_id": bid,
+    }
     out = []
     if isinstance(b.get("text"), str) and b["text"]:
         out.append(dict(base, part=0, kind="message", text=b["text"]))
@@ -130,20 +151,40 @@ def bubble_entries(b: dict, composer: dict, cid: str, src: str, offset: int) -> 
         out.append(dict(base, part=1, kind="thinking", text=str(th["text"])))
     tf = b.get("toolFormerData")
     if isinstance(tf, dict) and tf.get("name"):
-        args = tf.get("rawArgs") if isinstance(tf.get("rawArgs"), str) else compact_json(tf.get("params") or tf.get("rawArgs"))
+        args = (
+            tf.get("rawArgs")
+            if isinstance(tf.get("rawArgs"), str)
+            else compact_json(tf.get("params") or tf.get("rawArgs"))
+        )
         cid_ = tf.get("toolCallId") or bid
-        out.append(dict(base, part=2, kind="tool_call", tool_name=tf["name"], native_id=cid_, text=args or ""))
+        out.append(
+            dict(base, part=2, kind="tool_call", tool_name=tf["name"], native_id=cid_, text=args or "")
+        )
         if tf.get("result") is not None:
             res = tf["result"] if isinstance(tf["result"], str) else compact_json(tf["result"])
-            out.append(dict(base, part=3, role="tool", kind="tool_result", tool_name=tf["name"],
-                            native_id=cid_, text=res))
+            out.append(
+                dict(
+                    base,
+                    part=3,
+                    role="tool",
+                    kind="tool_result",
+                    tool_name=tf["name"],
+                    native_id=cid_,
+                    text=res,
+                )
+            )
     tc = b.get("tokenCount") if isinstance(b.get("tokenCount"), dict) else {}
     inp, outp = as_int(tc.get("inputTokens")) or 0, as_int(tc.get("outputTokens")) or 0
     if inp or outp:
         if not out:
             out.append(dict(base, part=0, kind="message", text=""))
-        out[0].update(input_tokens=inp, output_tokens=outp, cache_read_tokens=0,
-                      cache_creation_tokens=0, usage_key=f"cursor:{bid}")
+        out[0].update(
+            input_tokens=inp,
+            output_tokens=outp,
+            cache_read_tokens=0,
+            cache_creation_tokens=0,
+            usage_key=f"cursor:{bid}",
+        )
     return out
 
 
@@ -169,8 +210,10 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
     quarantine: list[dict] = []
     composers: dict[str, tuple[int, dict]] = {}
     bubbles: list[tuple[int, str, dict]] = []
-    sql = ("SELECT rowid, key, value FROM cursorDiskKV WHERE rowid > ? AND "
-           "(key LIKE 'composerData:%' OR key LIKE 'bubbleId:%') ORDER BY rowid LIMIT ?")
+    sql = (
+        "SELECT rowid, key, value FROM cursorDiskKV WHERE rowid > ? AND "
+        "(key LIKE 'composerData:%' OR key LIKE 'bubbleId:%') ORDER BY rowid LIMIT ?"
+    )
     nrows = nbytes = 0
     for rows, key, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], hw):
         for rowid, k, v in rows:
@@ -196,8 +239,9 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
         ro = open_ro(path)
         try:
             for k, v in ro.conn.execute(
-                    f"SELECT key, value FROM cursorDiskKV WHERE key IN ({','.join('?' * len(missing))})",
-                    [f"composerData:{c}" for c in missing]):
+                f"SELECT key, value FROM cursorDiskKV WHERE key IN ({','.join('?' * len(missing))})",
+                [f"composerData:{c}" for c in missing],
+            ):
                 try:
                     obj = orjson.loads(v)
                 except (orjson.JSONDecodeError, TypeError):
@@ -212,10 +256,21 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
         if _generating(c, now):
             deferred = True
             continue
-        entries.append({"agent": AGENT, "session_id": cid, "native_id": cid, "record_id": f"{cid}:composer",
-                        "ts": _iso(c.get("createdAt")), "role": "system", "kind": "meta",
-                        "tool_name": "composer", "text": str(c.get("name") or ""),
-                        "source_path": src, "source_offset": rowid})
+        entries.append(
+            {
+                "agent": AGENT,
+                "session_id": cid,
+                "native_id": cid,
+                "record_id": f"{cid}:composer",
+                "ts": _iso(c.get("createdAt")),
+                "role": "system",
+                "kind": "meta",
+                "tool_name": "composer",
+                "text": str(c.get("name") or ""),
+                "source_path": src,
+                "source_offset": rowid,
+            }
+        )
         for b in c.get("conversation") or []:  # older versions: bubbles inline
             if isinstance(b, dict):
                 entries += bubble_entries(b, c, cid, src, rowid)
@@ -233,8 +288,9 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
     yield Batch(entries, quarantine, rd.watermark(dict(state, hw=hw), fp), lines=nrows, bytes_read=nbytes)
 
 
-def _read_transcript(file: SourceFile, wm: Watermark | None,
-                     batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+def _read_transcript(
+    file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+) -> Iterator[Batch]:
     src = str(file.path)
     sid = file.path.stem
     try:
@@ -246,13 +302,29 @@ def _read_transcript(file: SourceFile, wm: Watermark | None,
         role = rec.get("role") if rec.get("role") in ("user", "assistant", "system") else "system"
         msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
         content = msg.get("content", rec.get("content"))
-        base = {"agent": AGENT, "session_id": sid, "record_id": f"{sid}:{offset}", "ts": seen_at,
-                "role": role, "source_path": src, "source_offset": offset, "is_sidechain": False}
+        base = {
+            "agent": AGENT,
+            "session_id": sid,
+            "record_id": f"{sid}:{offset}",
+            "ts": seen_at,
+            "role": role,
+            "source_path": src,
+            "source_offset": offset,
+            "is_sidechain": False,
+        }
         if isinstance(content, str):
             return [dict(base, part=0, kind="message", text=content)]
         if not isinstance(content, list):
-            return [dict(base, part=0, role="system", kind="meta", tool_name=str(rec.get("type") or "record"),
-                         text=compact_json(rec, 2000))]
+            return [
+                dict(
+                    base,
+                    part=0,
+                    role="system",
+                    kind="meta",
+                    tool_name=str(rec.get("type") or "record"),
+                    text=compact_json(rec, 2000),
+                )
+            ]
         out = []
         for i, blk in enumerate(content):
             if not isinstance(blk, dict):
@@ -263,22 +335,55 @@ def _read_transcript(file: SourceFile, wm: Watermark | None,
             elif t == "thinking":
                 out.append(dict(base, part=i, kind="thinking", text=str(blk.get("thinking") or "")))
             elif t == "tool_use":
-                out.append(dict(base, part=i, role="assistant", kind="tool_call", tool_name=blk.get("name"),
-                                native_id=blk.get("id"), text=compact_json(blk.get("input"))))
+                out.append(
+                    dict(
+                        base,
+                        part=i,
+                        role="assistant",
+                        kind="tool_call",
+                        tool_name=blk.get("name"),
+                        native_id=blk.get("id"),
+                        text=compact_json(blk.get("input")),
+                    )
+                )
             elif t == "tool_result":
                 c = blk.get("content")
-                text = c if isinstance(c, str) else "\n".join(
-                    str(x.get("text", "")) for x in c if isinstance(x, dict)) if isinstance(c, list) else compact_json(c)
-                out.append(dict(base, part=i, role="tool", kind="tool_result",
-                                native_id=blk.get("tool_use_id"), text=text))
+                text = (
+                    c
+                    if isinstance(c, str)
+                    else "\n".join(str(x.get("text", "")) for x in c if isinstance(x, dict))
+                    if isinstance(c, list)
+                    else compact_json(c)
+                )
+                out.append(
+                    dict(
+                        base,
+                        part=i,
+                        role="tool",
+                        kind="tool_result",
+                        native_id=blk.get("tool_use_id"),
+                        text=text,
+                    )
+                )
             else:
-                out.append(dict(base, part=i, role="system", kind="meta", tool_name=str(t),
-                                text=compact_json(blk, 2000)))
+                out.append(
+                    dict(
+                        base,
+                        part=i,
+                        role="system",
+                        kind="meta",
+                        tool_name=str(t),
+                        text=compact_json(blk, 2000),
+                    )
+                )
         return out
 
     return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
 
 
 #: changed chats of ``state.vscdb`` or new lines of a transcript
-read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows,
-                                         "cannot read cursorDiskKV"), _read_transcript)
+read = by_mode(
+    mode_for,
+    database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, "cannot read cursorDiskKV"),
+    _read_transcript,
+)

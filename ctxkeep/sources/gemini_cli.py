@@ -42,17 +42,25 @@ against ccusage. A message's usage is counted once (``usage_key`` = session:mess
 the larger copy wins when a later line adds tokens); it is stored on a ``meta`` entry of
 its own (``tool_name`` ``usage``, empty text).
 """
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+)
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
@@ -88,7 +96,7 @@ def _project_dirs(root: Path) -> dict[str, str]:
     return out
 
 
-def _project_of(chats_file: Path, chats_dir: Path, known: dict[str, str]) -> str | None:
+def _project_of(chats_dir: Path, known: dict[str, str]) -> str | None:
     proj = chats_dir.parent
     marker = proj / ".project_root"
     try:
@@ -120,20 +128,26 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         else:
             chat_dirs = sorted(base.glob("*/chats"))
         for cd in chat_dirs:
-            cands = sorted(cd.glob("session-*.json")) + sorted(cd.glob("session-*.jsonl")) \
+            cands = (
+                sorted(cd.glob("session-*.json"))
+                + sorted(cd.glob("session-*.jsonl"))
                 + sorted(cd.glob("*/*.jsonl"))
+            )
             for p in cands:
                 rp = p.resolve()
                 if rp in seen or not p.is_file():
                     continue
                 seen.add(rp)
-                meta: dict[str, Any] = {"project_dir": _project_of(p, cd, known)}
+                meta: dict[str, Any] = {"project_dir": _project_of(cd, known)}
                 if p.parent != cd:
                     meta["parent_session"] = p.parent.name
                 d.files.append(SourceFile(AGENT, p, mode_for(p), meta))
     if not d.files:
-        d.reason = (f"{root} does not exist" if not root.exists()
-                    else f"no chats/session-*.json[l] under {root / 'tmp'}")
+        d.reason = (
+            f"{root} does not exist"
+            if not root.exists()
+            else f"no chats/session-*.json[l] under {root / 'tmp'}"
+        )
     return d
 
 
@@ -144,6 +158,7 @@ def matches(path: Path) -> bool:
 
 
 # ---------------------------------------------------------------- mapping
+
 
 def _parts_text(content: Any) -> str:
     """Text of a Gemini ``PartListUnion``: a string, a part, or a list of parts
@@ -212,11 +227,18 @@ def message_entries(msg: dict, ctx: dict) -> list[dict]:
     sid, mid = ctx["sid"], str(msg.get("id"))
     mtype = msg.get("type")
     base = {
-        "agent": AGENT, "session_id": sid, "parent_session_id": ctx.get("parent"),
-        "native_id": mid, "message_id": mid, "project_dir": ctx.get("project_dir"),
+        "agent": AGENT,
+        "session_id": sid,
+        "parent_session_id": ctx.get("parent"),
+        "native_id": mid,
+        "message_id": mid,
+        "project_dir": ctx.get("project_dir"),
         "ts": msg.get("timestamp") if isinstance(msg.get("timestamp"), str) else None,
-        "is_sidechain": bool(ctx.get("parent")), "source_path": ctx["src"],
-        "source_offset": ctx.get("offset", 0), "record_id": f"{sid}:{mid}", "part": 0,
+        "is_sidechain": bool(ctx.get("parent")),
+        "source_path": ctx["src"],
+        "source_offset": ctx.get("offset", 0),
+        "record_id": f"{sid}:{mid}",
+        "part": 0,
         "model": msg.get("model") if isinstance(msg.get("model"), str) else None,
     }
     out: list[dict] = []
@@ -230,57 +252,112 @@ def message_entries(msg: dict, ctx: dict) -> list[dict]:
             if not isinstance(th, dict):
                 continue
             subj, desc = th.get("subject") or "", th.get("description") or ""
-            out.append(dict(base, role="assistant", kind="thinking", part=i,
-                            record_id=f"{sid}:{mid}:thoughts",
-                            ts=th.get("timestamp") or base["ts"],
-                            text=(f"**{subj}** {desc}" if subj else str(desc)).strip()))
+            out.append(
+                dict(
+                    base,
+                    role="assistant",
+                    kind="thinking",
+                    part=i,
+                    record_id=f"{sid}:{mid}:thoughts",
+                    ts=th.get("timestamp") or base["ts"],
+                    text=(f"**{subj}** {desc}" if subj else str(desc)).strip(),
+                )
+            )
         for i, tc in enumerate(msg.get("toolCalls") or []):
             if not isinstance(tc, dict):
                 continue
             cid = str(tc.get("id") or i)
             rid = f"{sid}:{mid}:tool:{cid}"
-            out.append(dict(base, role="assistant", kind="tool_call", tool_name=tc.get("name"),
-                            native_id=cid, parent_id=mid, record_id=rid, part=0,
-                            ts=base["ts"], text=compact_json(tc.get("args"))))
-            if tc.get("result") is not None or tc.get("resultDisplay") is not None \
-                    or tc.get("status") in ("error", "cancelled"):
-                out.append(dict(base, role="tool", kind="tool_result", tool_name=tc.get("name"),
-                                native_id=cid, parent_id=mid, record_id=rid, part=1,
-                                ts=tc.get("timestamp") or base["ts"], text=_tool_result_text(tc)))
+            out.append(
+                dict(
+                    base,
+                    role="assistant",
+                    kind="tool_call",
+                    tool_name=tc.get("name"),
+                    native_id=cid,
+                    parent_id=mid,
+                    record_id=rid,
+                    part=0,
+                    ts=base["ts"],
+                    text=compact_json(tc.get("args")),
+                )
+            )
+            if (
+                tc.get("result") is not None
+                or tc.get("resultDisplay") is not None
+                or tc.get("status") in ("error", "cancelled")
+            ):
+                out.append(
+                    dict(
+                        base,
+                        role="tool",
+                        kind="tool_result",
+                        tool_name=tc.get("name"),
+                        native_id=cid,
+                        parent_id=mid,
+                        record_id=rid,
+                        part=1,
+                        ts=tc.get("timestamp") or base["ts"],
+                        text=_tool_result_text(tc),
+                    )
+                )
     else:
-        out.append(dict(base, role="system", kind="meta", tool_name=str(mtype),
-                        text=_parts_text(msg.get("content"))))
+        out.append(
+            dict(base, role="system", kind="meta", tool_name=str(mtype), text=_parts_text(msg.get("content")))
+        )
     tok = msg.get("tokens")
     if isinstance(tok, dict) and mtype == "gemini":
         # usage rides on an entry of its own: the first copy of a message (JSONL) often
         # has no tokens yet, and within a batch the first copy of an entry id wins
         inp = as_int(tok.get("input")) or 0
         cached = as_int(tok.get("cached")) or 0
-        out.append(dict(base, role="assistant", kind="meta", tool_name="usage", text="",
-                        record_id=f"{sid}:{mid}:usage",
-                        input_tokens=max(inp - cached, 0) + (as_int(tok.get("tool")) or 0),
-                        output_tokens=as_int(tok.get("output")) or 0, cache_read_tokens=cached,
-                        cache_creation_tokens=0, reasoning_tokens=as_int(tok.get("thoughts")) or 0,
-                        usage_key=f"{sid}:{mid}"))
+        out.append(
+            dict(
+                base,
+                role="assistant",
+                kind="meta",
+                tool_name="usage",
+                text="",
+                record_id=f"{sid}:{mid}:usage",
+                input_tokens=max(inp - cached, 0) + (as_int(tok.get("tool")) or 0),
+                output_tokens=as_int(tok.get("output")) or 0,
+                cache_read_tokens=cached,
+                cache_creation_tokens=0,
+                reasoning_tokens=as_int(tok.get("thoughts")) or 0,
+                usage_key=f"{sid}:{mid}",
+            )
+        )
     return out
 
 
 def _summary_entry(summary: str, ctx: dict, ts: str | None) -> dict:
     h = hashlib.sha256(summary.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return {"agent": AGENT, "session_id": ctx["sid"], "parent_session_id": ctx.get("parent"),
-            "project_dir": ctx.get("project_dir"), "ts": ts, "role": "system",
-            "kind": "summary", "text": summary, "source_path": ctx["src"],
-            "source_offset": ctx.get("offset", 0), "record_id": f"{ctx['sid']}:summary:{h}",
-            "part": 0, "is_sidechain": bool(ctx.get("parent"))}
+    return {
+        "agent": AGENT,
+        "session_id": ctx["sid"],
+        "parent_session_id": ctx.get("parent"),
+        "project_dir": ctx.get("project_dir"),
+        "ts": ts,
+        "role": "system",
+        "kind": "summary",
+        "text": summary,
+        "source_path": ctx["src"],
+        "source_offset": ctx.get("offset", 0),
+        "record_id": f"{ctx['sid']}:summary:{h}",
+        "part": 0,
+        "is_sidechain": bool(ctx.get("parent")),
+    }
 
 
 def _status(state: dict, sid: str, ids: list[str], status: str) -> None:
     if ids:
         state.setdefault("_status_changes", []).append(
-            {"agent": AGENT, "session_id": sid, "message_ids": ids, "status": status})
+            {"agent": AGENT, "session_id": sid, "message_ids": ids, "status": status}
+        )
 
 
 # ---------------------------------------------------------------- JSON document
+
 
 def _find_offsets(raw: bytes, ids: list[str]) -> list[int]:
     """Byte offset of each message's ``"id"`` in the pretty-printed document (0 when
@@ -304,14 +381,17 @@ def parse_document(raw: bytes, doc: Any, state: dict, file: SourceFile, old_ids:
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise ValueError("not a Gemini chat document (no messages list)")
     sid = str(doc.get("sessionId") or file.path.stem)
-    ctx = {"sid": sid, "parent": file.meta.get("parent_session"),
-           "project_dir": file.meta.get("project_dir") or _first_dir(doc.get("directories")),
-           "src": str(file.path)}
+    ctx = {
+        "sid": sid,
+        "parent": file.meta.get("parent_session"),
+        "project_dir": file.meta.get("project_dir") or _first_dir(doc.get("directories")),
+        "src": str(file.path),
+    }
     msgs = [m for m in doc["messages"] if isinstance(m, dict) and m.get("id") is not None]
     ids = [str(m["id"]) for m in msgs]
     offs = _find_offsets(raw, ids)
     out: list[dict] = []
-    for m, off in zip(msgs, offs):
+    for m, off in zip(msgs, offs, strict=False):
         ctx["offset"] = off
         out.extend(message_entries(m, ctx))
     if isinstance(doc.get("summary"), str) and doc["summary"]:
@@ -330,6 +410,7 @@ def _first_dir(dirs: Any) -> str | None:
 
 # ---------------------------------------------------------------- JSONL records
 
+
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, file: SourceFile) -> list[dict]:
     """Map one JSONL line (metadata, message, ``$set``, ``$rewindTo``) to entry dicts,
     keeping the active message order in ``state["order"]`` for rewinds."""
@@ -342,9 +423,13 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, file: Sour
             state["project_dir"] = d
         return []
     sid = state.get("sid") or file.path.stem
-    ctx = {"sid": sid, "parent": file.meta.get("parent_session"),
-           "project_dir": file.meta.get("project_dir") or state.get("project_dir"),
-           "src": str(file.path), "offset": offset}
+    ctx = {
+        "sid": sid,
+        "parent": file.meta.get("parent_session"),
+        "project_dir": file.meta.get("project_dir") or state.get("project_dir"),
+        "src": str(file.path),
+        "offset": offset,
+    }
     order: dict = _ordered(state, "order")
     rewound: dict = _ordered(state, "rewound")
     if isinstance(rec.get("$rewindTo"), str):
@@ -375,11 +460,22 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, file: Sour
         return out
     if rec.get("id") is not None:
         return _message(rec, ctx, state, track=True)
-    return [{"agent": AGENT, "session_id": sid, "role": "system", "kind": "meta",
-             "tool_name": "unknown-record", "text": compact_json(rec, 2000),
-             "source_path": str(file.path), "source_offset": offset,
-             "record_id": f"{sid}:{line_hash}", "part": 0,
-             "parent_session_id": ctx["parent"], "is_sidechain": bool(ctx["parent"])}]
+    return [
+        {
+            "agent": AGENT,
+            "session_id": sid,
+            "role": "system",
+            "kind": "meta",
+            "tool_name": "unknown-record",
+            "text": compact_json(rec, 2000),
+            "source_path": str(file.path),
+            "source_offset": offset,
+            "record_id": f"{sid}:{line_hash}",
+            "part": 0,
+            "parent_session_id": ctx["parent"],
+            "is_sidechain": bool(ctx["parent"]),
+        }
+    ]
 
 
 def _ordered(state: dict, key: str) -> dict:
@@ -412,16 +508,21 @@ def _message(m: dict, ctx: dict, state: dict, track: bool) -> list[dict]:
 
 # ---------------------------------------------------------------- read
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one chat file: JSONL from its byte offset (append-only), a JSON document
     whole when its hash changed."""
     if file.path.suffix == ".jsonl":
+
         def parse(rec, offset, line_hash, state):
             return parse_record(rec, offset, line_hash, state, file)
+
         return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
-    old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
+    old_ids = list(
+        (wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else []
+    )
 
     def parse_doc(raw, doc, state, idle):
         return parse_document(raw, doc, state, file, old_ids)
+
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)

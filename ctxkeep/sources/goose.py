@@ -34,20 +34,28 @@ Usage: per session (``accumulated_*_tokens``, else ``*_tokens``), on a meta entr
 session, ``usage_key`` ``goose:<session id>``. No real goose file was found on
 GitHub: ``tests/fixtures/goose`` is generated from the schema above.
 """
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
-from ctxkeep.timeutil import format_epoch
-from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, read_pages
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark, quarantine_row)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+    quarantine_row,
+)
 from ctxkeep.sources.readers.jsonl import read_jsonl
+from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, read_pages
+from ctxkeep.timeutil import format_epoch
 
 AGENT = "goose"
 PARSER_VERSION = 1
@@ -119,13 +127,20 @@ def content_entries(content: list, base: dict) -> list[dict]:
         elif t == "redactedThinking":
             e.update(kind="thinking", text="[redacted thinking]")
         elif t == "image":
-            e.update(kind="message", text=media_placeholder("image", c.get("mimeType"), len(c.get("data") or "")))
+            e.update(
+                kind="message", text=media_placeholder("image", c.get("mimeType"), len(c.get("data") or ""))
+            )
         elif t in ("toolRequest", "frontendToolRequest"):
             call = c.get("toolCall") if isinstance(c.get("toolCall"), dict) else {}
             val = call.get("value") if isinstance(call.get("value"), dict) else call
             args = val.get("arguments")
-            e.update(role="assistant", kind="tool_call", native_id=c.get("id"), tool_name=val.get("name"),
-                     text=compact_json(args) if args is not None else str(call.get("error") or ""))
+            e.update(
+                role="assistant",
+                kind="tool_call",
+                native_id=c.get("id"),
+                tool_name=val.get("name"),
+                text=compact_json(args) if args is not None else str(call.get("error") or ""),
+            )
         elif t == "toolResponse":
             res = c.get("toolResult") if isinstance(c.get("toolResult"), dict) else {}
             val = res.get("value")
@@ -158,18 +173,34 @@ def _record_id(sid: str, role: str, created, content_raw: bytes) -> str:
 
 # ------------------------------------------------------------------ sessions.db
 
+
 def _session_entry(s: dict, src: str) -> dict:
     sid = s["id"]
     inp = as_int(s.get("accumulated_input_tokens")) or as_int(s.get("input_tokens")) or 0
     out = as_int(s.get("accumulated_output_tokens")) or as_int(s.get("output_tokens")) or 0
-    e = {"agent": AGENT, "session_id": sid, "native_id": sid, "record_id": f"{sid}:session",
-         "project_dir": s.get("working_dir"), "ts": sec_iso(s.get("created_at")), "role": "system",
-         "kind": "meta", "tool_name": "session", "source_path": src, "source_offset": 0,
-         "is_sidechain": s.get("session_type") == "sub_agent",
-         "text": str(s.get("name") or s.get("description") or "")}
+    e = {
+        "agent": AGENT,
+        "session_id": sid,
+        "native_id": sid,
+        "record_id": f"{sid}:session",
+        "project_dir": s.get("working_dir"),
+        "ts": sec_iso(s.get("created_at")),
+        "role": "system",
+        "kind": "meta",
+        "tool_name": "session",
+        "source_path": src,
+        "source_offset": 0,
+        "is_sidechain": s.get("session_type") == "sub_agent",
+        "text": str(s.get("name") or s.get("description") or ""),
+    }
     if inp or out:
-        e.update(input_tokens=inp, output_tokens=out, cache_read_tokens=0, cache_creation_tokens=0,
-                 usage_key=f"goose:{sid}")
+        e.update(
+            input_tokens=inp,
+            output_tokens=out,
+            cache_read_tokens=0,
+            cache_creation_tokens=0,
+            usage_key=f"goose:{sid}",
+        )
     return e
 
 
@@ -177,7 +208,7 @@ def _probe(conn) -> tuple[dict, int]:
     """Every ``sessions`` row by id, and the largest message id."""
     cur = conn.execute("SELECT * FROM sessions")
     names = [c[0] for c in cur.description]
-    sessions = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+    sessions = {r[0]: dict(zip(names, r, strict=False)) for r in cur.fetchall()}
     top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
     return sessions, top
 
@@ -191,8 +222,10 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
         hw = 0  # the table was emptied or the database replaced: read it all again
     entries = [_session_entry(s, src) for s in sessions.values()]
     quarantine: list[dict] = []
-    sql = ("SELECT id, session_id, role, content_json, created_timestamp FROM messages "
-           "WHERE id > ? ORDER BY id LIMIT ?")
+    sql = (
+        "SELECT id, session_id, role, content_json, created_timestamp FROM messages "
+        "WHERE id > ? ORDER BY id LIMIT ?"
+    )
     nrows = nbytes = 0
     for rows, key, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], hw):
         for mid, sid, role, cj, created in rows:
@@ -208,19 +241,30 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
                 continue
             s = sessions.get(sid, {})
             role = role if role in ("user", "assistant") else "system"
-            base = {"agent": AGENT, "session_id": sid, "project_dir": s.get("working_dir"),
-                    "ts": sec_iso(created), "role": role, "source_path": src, "source_offset": mid,
-                    "is_sidechain": s.get("session_type") == "sub_agent",
-                    "record_id": _record_id(sid, role, created, raw)}
+            base = {
+                "agent": AGENT,
+                "session_id": sid,
+                "project_dir": s.get("working_dir"),
+                "ts": sec_iso(created),
+                "role": role,
+                "source_path": src,
+                "source_offset": mid,
+                "is_sidechain": s.get("session_type") == "sub_agent",
+                "record_id": _record_id(sid, role, created, raw),
+            }
             entries += content_entries(content, base)
         hw = key
-    yield Batch(entries, quarantine, rd.watermark(dict(state, hw=hw), rd.settled()),
-                lines=nrows, bytes_read=nbytes)
+    yield Batch(
+        entries, quarantine, rd.watermark(dict(state, hw=hw), rd.settled()), lines=nrows, bytes_read=nbytes
+    )
 
 
 # ------------------------------------------------------------------ legacy JSONL
 
-def _read_legacy(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+
+def _read_legacy(
+    file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+) -> Iterator[Batch]:
     src = str(file.path)
     sid = file.path.stem
 
@@ -228,22 +272,44 @@ def _read_legacy(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFA
         if "role" not in rec and ("working_dir" in rec or "description" in rec):
             state["cwd"] = rec.get("working_dir")
             # the metadata line has no time: the file's mtime (its last update) stands in
-            e = {"agent": AGENT, "session_id": sid, "record_id": f"{sid}:session", "role": "system",
-                 "kind": "meta", "tool_name": "session", "project_dir": rec.get("working_dir"),
-                 "ts": sec_iso(file.path.stat().st_mtime),
-                 "text": str(rec.get("description") or ""), "source_path": src, "source_offset": offset}
+            e = {
+                "agent": AGENT,
+                "session_id": sid,
+                "record_id": f"{sid}:session",
+                "role": "system",
+                "kind": "meta",
+                "tool_name": "session",
+                "project_dir": rec.get("working_dir"),
+                "ts": sec_iso(file.path.stat().st_mtime),
+                "text": str(rec.get("description") or ""),
+                "source_path": src,
+                "source_offset": offset,
+            }
             inp = as_int(rec.get("accumulated_input_tokens")) or as_int(rec.get("input_tokens")) or 0
             out = as_int(rec.get("accumulated_output_tokens")) or as_int(rec.get("output_tokens")) or 0
             if inp or out:
-                e.update(input_tokens=inp, output_tokens=out, cache_read_tokens=0,
-                         cache_creation_tokens=0, usage_key=f"goose:{sid}")
+                e.update(
+                    input_tokens=inp,
+                    output_tokens=out,
+                    cache_read_tokens=0,
+                    cache_creation_tokens=0,
+                    usage_key=f"goose:{sid}",
+                )
             return [e]
         role = rec.get("role") if rec.get("role") in ("user", "assistant") else "system"
         content = rec.get("content") if isinstance(rec.get("content"), list) else []
-        base = {"agent": AGENT, "session_id": sid, "project_dir": state.get("cwd"),
-                "ts": sec_iso(rec.get("created")), "role": role, "native_id": rec.get("id"),
-                "source_path": src, "source_offset": offset, "is_sidechain": False,
-                "record_id": _record_id(sid, role, rec.get("created"), orjson.dumps(content))}
+        base = {
+            "agent": AGENT,
+            "session_id": sid,
+            "project_dir": state.get("cwd"),
+            "ts": sec_iso(rec.get("created")),
+            "role": role,
+            "native_id": rec.get("id"),
+            "source_path": src,
+            "source_offset": offset,
+            "is_sidechain": False,
+            "record_id": _record_id(sid, role, rec.get("created"), orjson.dumps(content)),
+        }
         return content_entries(content, base)
 
     return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)

@@ -5,6 +5,7 @@ Cursor and Windsurf on Linux, macOS and Windows), the file formats and the mappi
 The corpus holds no Kilo Code task; tests use the fixture in tests/fixtures/kilo-code/,
 built from the published schema (README.md there).
 """
+
 from __future__ import annotations
 
 from ctxkeep.sources.vscode_family import ExtensionSource

@@ -44,20 +44,28 @@ meta entry (``tool_name`` ``usage``) carrying its usage, ``usage_key``
 assistant message not completed, less than ``STALE_SECONDS`` old) are left for the
 next run.
 """
+
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
-from ctxkeep.timeutil import format_epoch
-from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
 from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark, quarantine_row)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+    quarantine_row,
+)
+from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
+from ctxkeep.timeutil import format_epoch
 
 AGENT = "opencode"
 PARSER_VERSION = 1
@@ -98,8 +106,11 @@ def matches(path: Path) -> bool:
     """True for a session file of the tree or an ``opencode.db`` outside ``.opencode/``."""
     if path.name == "opencode.db":
         return path.parent.name != ".opencode"
-    return (path.suffix == ".json" and path.parent.parent.name == "session"
-            and path.parent.parent.parent.name == "storage")
+    return (
+        path.suffix == ".json"
+        and path.parent.parent.name == "session"
+        and path.parent.parent.parent.name == "storage"
+    )
 
 
 def _storage_of(file: SourceFile) -> Path:
@@ -112,6 +123,7 @@ def mode_for(path: Path) -> str:
 
 
 # ------------------------------------------------------------------ JSON tree
+
 
 def _tree_files(file: SourceFile) -> tuple[list[Path], list[tuple[Path, list[Path]]]]:
     storage = _storage_of(file)
@@ -161,7 +173,9 @@ def _load(path: Path, quarantine: list) -> dict | None:
     return obj
 
 
-def _read_tree(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+def _read_tree(
+    file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+) -> Iterator[Batch]:
     fp = tree_fingerprint(file)
     quarantine: list[dict] = []
     try:
@@ -185,7 +199,7 @@ def _read_tree(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAUL
             nbytes += _size(pp)
             if part is not None:
                 loaded.append((pp, part))
-        loaded.sort(key=lambda x: (str(x[1].get("id") or x[0].stem)))
+        loaded.sort(key=lambda x: str(x[1].get("id") or x[0].stem))
         for pp, part in loaded:
             es, d = part_entries(part, msg, session, str(pp), now)
             entries += es
@@ -196,9 +210,17 @@ def _read_tree(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAUL
         elif _msg_pending(msg, now):
             deferred = True
     state = {"fp": "deferred" if deferred else fp}
-    new_wm = Watermark(path=str(file.path), agent=AGENT, dev=st.st_dev, ino=st.st_ino,
-                       size=st.st_size, mtime_ns=st.st_mtime_ns, offset=0,
-                       parser_version=PARSER_VERSION, state=state)
+    new_wm = Watermark(
+        path=str(file.path),
+        agent=AGENT,
+        dev=st.st_dev,
+        ino=st.st_ino,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        offset=0,
+        parser_version=PARSER_VERSION,
+        state=state,
+    )
     yield Batch(entries, quarantine, new_wm, bytes_read=nbytes, lines=len(msgs))
 
 
@@ -210,6 +232,7 @@ def _size(p: Path) -> int:
 
 
 # ------------------------------------------------------------------ mapping
+
 
 def ms_iso(v) -> str | None:
     """Milliseconds since the epoch → ISO-8601 UTC text (None when missing)."""
@@ -243,15 +266,24 @@ def _base(msg: dict, session: dict, src: str, offset: int) -> dict:
     if not model and isinstance(msg.get("model"), dict):
         model = msg["model"].get("modelID")
     t = msg.get("time") if isinstance(msg.get("time"), dict) else {}
-    return {"agent": AGENT, "session_id": sid, "parent_session_id": parent,
-            "parent_id": msg.get("parentID"), "project_dir": path.get("cwd") or session.get("directory"),
-            "ts": ms_iso(t.get("created")), "model": model if msg.get("role") == "assistant" else None,
-            "message_id": msg.get("id"), "is_sidechain": parent is not None,
-            "source_path": src, "source_offset": offset}
+    return {
+        "agent": AGENT,
+        "session_id": sid,
+        "parent_session_id": parent,
+        "parent_id": msg.get("parentID"),
+        "project_dir": path.get("cwd") or session.get("directory"),
+        "ts": ms_iso(t.get("created")),
+        "model": model if msg.get("role") == "assistant" else None,
+        "message_id": msg.get("id"),
+        "is_sidechain": parent is not None,
+        "source_path": src,
+        "source_offset": offset,
+    }
 
 
-def part_entries(part: dict, msg: dict, session: dict, src: str, now: float,
-                 offset: int = 0) -> tuple[list[dict], bool]:
+def part_entries(
+    part: dict, msg: dict, session: dict, src: str, now: float, offset: int = 0
+) -> tuple[list[dict], bool]:
     """Entry dicts of one part, and whether it was deferred (still streaming).
 
     ``record_id`` is ``<session id>:<part id>`` (the same in the tree and the
@@ -280,15 +312,28 @@ def part_entries(part: dict, msg: dict, session: dict, src: str, now: float,
         if not done and (pending or now - _epoch_s(part, msg) < STALE_SECONDS):
             return [], True
         inp = st.get("input")
-        call = dict(b, part=0, kind="tool_call", tool_name=part.get("tool"),
-                    native_id=part.get("callID") or pid,
-                    text=inp if isinstance(inp, str) else compact_json(inp) if inp is not None else "")
+        call = dict(
+            b,
+            part=0,
+            kind="tool_call",
+            tool_name=part.get("tool"),
+            native_id=part.get("callID") or pid,
+            text=inp if isinstance(inp, str) else compact_json(inp) if inp is not None else "",
+        )
         out = [call]
         if done:
             text = st.get("output") if status == "completed" else st.get("error")
-            out.append(dict(b, part=1, role="tool", kind="tool_result", tool_name=part.get("tool"),
-                            native_id=part.get("callID") or pid,
-                            text=text if isinstance(text, str) else compact_json(text)))
+            out.append(
+                dict(
+                    b,
+                    part=1,
+                    role="tool",
+                    kind="tool_result",
+                    tool_name=part.get("tool"),
+                    native_id=part.get("callID") or pid,
+                    text=text if isinstance(text, str) else compact_json(text),
+                )
+            )
         return out, False
     if ptype == "file":
         label = " ".join(str(x) for x in (part.get("mime"), part.get("filename")) if x)
@@ -296,8 +341,9 @@ def part_entries(part: dict, msg: dict, session: dict, src: str, now: float,
         where = "" if url.startswith("data:") else f" {url[:300]}"
         return [dict(b, part=0, kind="message", text=f"[file {label}]{where}")], False
     text = {k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID", "type")}
-    return [dict(b, part=0, role="system", kind="meta", tool_name=str(ptype),
-                 text=compact_json(text, 2000))], False
+    return [
+        dict(b, part=0, role="system", kind="meta", tool_name=str(ptype), text=compact_json(text, 2000))
+    ], False
 
 
 def _epoch_s(part: dict, msg: dict) -> float:
@@ -312,22 +358,38 @@ def usage_entry(msg: dict, session: dict, src: str, now: float, offset: int = 0)
     if msg.get("role") != "assistant" or not isinstance(tok, dict) or _msg_pending(msg, now):
         return None
     cache = tok.get("cache") if isinstance(tok.get("cache"), dict) else {}
-    vals = [as_int(tok.get("input")) or 0, as_int(tok.get("output")) or 0,
-            as_int(cache.get("read")) or 0, as_int(cache.get("write")) or 0,
-            as_int(tok.get("reasoning")) or 0]
+    vals = [
+        as_int(tok.get("input")) or 0,
+        as_int(tok.get("output")) or 0,
+        as_int(cache.get("read")) or 0,
+        as_int(cache.get("write")) or 0,
+        as_int(tok.get("reasoning")) or 0,
+    ]
     if not any(vals):
         return None
     b = _base(msg, session, src, offset)
     mid = msg.get("id")
     cost = msg.get("cost")
-    return dict(b, record_id=f"{b['session_id']}:{mid}:usage", native_id=mid, part=0, role="system",
-                kind="meta", tool_name="usage", text=f"cost {cost}" if cost else "",
-                input_tokens=vals[0], output_tokens=vals[1], cache_read_tokens=vals[2],
-                cache_creation_tokens=vals[3], reasoning_tokens=vals[4],
-                usage_key=f"opencode:{mid}")
+    return dict(
+        b,
+        record_id=f"{b['session_id']}:{mid}:usage",
+        native_id=mid,
+        part=0,
+        role="system",
+        kind="meta",
+        tool_name="usage",
+        text=f"cost {cost}" if cost else "",
+        input_tokens=vals[0],
+        output_tokens=vals[1],
+        cache_read_tokens=vals[2],
+        cache_creation_tokens=vals[3],
+        reasoning_tokens=vals[4],
+        usage_key=f"opencode:{mid}",
+    )
 
 
 # ------------------------------------------------------------------ opencode.db
+
 
 def _probe(conn) -> tuple[dict, dict]:
     """Every ``session`` row by id (the fields the tree's session files have) and the
@@ -336,11 +398,16 @@ def _probe(conn) -> tuple[dict, dict]:
     cur = conn.execute("SELECT * FROM session")
     names = [c[0] for c in cur.description]
     for r in cur.fetchall():
-        s = dict(zip(names, r))
-        sessions[s["id"]] = {"id": s["id"], "directory": s.get("directory"),
-                             "parentID": s.get("parent_id"), "title": s.get("title")}
-    tops = {t: conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0]
-            for t in ("part", "message")}
+        s = dict(zip(names, r, strict=False))
+        sessions[s["id"]] = {
+            "id": s["id"],
+            "directory": s.get("directory"),
+            "parentID": s.get("parent_id"),
+            "title": s.get("title"),
+        }
+    tops = {
+        t: conn.execute(f"SELECT coalesce(max(rowid), 0) FROM {t}").fetchone()[0] for t in ("part", "message")
+    }
     return sessions, tops
 
 
@@ -361,8 +428,11 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
                 return v
             raise ValueError("not a JSON object")
         except (orjson.JSONDecodeError, ValueError, TypeError) as e:
-            quarantine.append(quarantine_row(path, rowid, raw.encode() if isinstance(raw, str) else b"",
-                                             f"{what} row {rowid}: {e}"))
+            quarantine.append(
+                quarantine_row(
+                    path, rowid, raw.encode() if isinstance(raw, str) else b"", f"{what} row {rowid}: {e}"
+                )
+            )
             return None
 
     # parts changed since the mark, with their message
@@ -371,8 +441,10 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     # rows deleted and the table refilled (rowids went back): read it all again
     pmark = pmark if tops["part"] >= (pmark.get("rowid") or 0) else {}
     mmark = mmark if tops["message"] >= (mmark.get("rowid") or 0) else {}
-    select = ("SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_updated, p.data, m.data, m.id, "
-              "m.time_created FROM part p LEFT JOIN message m ON m.id = p.message_id")
+    select = (
+        "SELECT p.rowid, p.id, p.session_id, p.message_id, p.time_updated, p.data, m.data, m.id, "
+        "m.time_created FROM part p LEFT JOIN message m ON m.id = p.message_id"
+    )
     new_p = dict(pmark)
     for rows in changed_rows(path, select, "p.rowid", "p.time_updated", pmark):
         for rowid, pid, sid, mid, tu, pdata, mdata, _mid, mtc in rows:
@@ -410,8 +482,7 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     if deferred:
         fp = dict(fp, wal="deferred")
     state["marks"] = {"part": new_p, "message": new_m}
-    yield Batch(entries, quarantine, rd.watermark(state, fp),
-                lines=len(entries), bytes_read=nbytes)
+    yield Batch(entries, quarantine, rd.watermark(state, fp), lines=len(entries), bytes_read=nbytes)
 
 
 #: one tree session (whole) or the new rows of ``opencode.db``

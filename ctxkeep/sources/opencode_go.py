@@ -11,14 +11,15 @@ Format and mapping: ``charm_db`` (real database in ``shared/corpus``,
 detection: the file and its ``-wal`` (``unchanged``), then a per-row high-water mark
 on ``messages.updated_at``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from ctxkeep.sources import charm_db
 from ctxkeep.sources._scan import find_project_files
-from ctxkeep.sources.readers.sqlite import open_ro
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.readers.sqlite import open_ro
 
 AGENT = "opencode-go"
 PARSER_VERSION = 1
@@ -31,8 +32,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     d = Discovery(AGENT)
     roots = list(ctx.extra_dirs) + [ctx.home]
     d.searched = [r / "**" / REL for r in roots]
-    d.files = [SourceFile(AGENT, p, "sqlite") for p in find_project_files(roots, REL)
-               if _is_go_opencode(p)]
+    d.files = [SourceFile(AGENT, p, "sqlite") for p in find_project_files(roots, REL) if _is_go_opencode(p)]
     if not d.files:
         d.reason = f"no */{REL} of the Go opencode under {', '.join(map(str, roots))} (depth ≤ 4)"
     return d

@@ -24,15 +24,22 @@ cachedContentTokenCount``, ``output_tokens = candidatesTokenCount``,
 ``reasoning_tokens = thoughtsTokenCount``; ``usage_key`` = the record's uuid. The corpus
 holds no Qwen file; the fixture in tests/fixtures/qwen-code/ is built from that type.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ctxkeep.sources import gemini_cli
 from ctxkeep.sources._util import as_int, compact_json, media_placeholder
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+)
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
@@ -75,11 +82,12 @@ def matches(path: Path) -> bool:
     return b'"parentUuid"' in head and b'"parts"' in head and b'"sessionId"' in head
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one chat file (JSONL from its offset; an old JSON document whole)."""
     if file.path.suffix != ".jsonl":
-        old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else [])
+        old_ids = list(
+            (wm.state.get("ids") or []) if wm is not None and wm.parser_version == PARSER_VERSION else []
+        )
 
         def parse_doc(raw, doc, state, idle):
             out = gemini_cli.parse_document(raw, doc, state, file, old_ids)
@@ -88,6 +96,7 @@ def read(file: SourceFile, wm: Watermark | None,
             for ch in state.get("_status_changes", []):
                 ch["agent"] = AGENT
             return out
+
         return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes)
     return _read_records(file, wm, batch_bytes)
 
@@ -103,14 +112,19 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     rtype = rec.get("type")
     side = bool(rec.get("isSidechain"))
     base = {
-        "agent": AGENT, "session_id": f"{sid}/agent-{rec['agentId']}" if side and rec.get("agentId") else sid,
+        "agent": AGENT,
+        "session_id": f"{sid}/agent-{rec['agentId']}" if side and rec.get("agentId") else sid,
         "parent_session_id": sid if side and rec.get("agentId") else None,
-        "native_id": uuid, "parent_id": rec.get("parentUuid"),
+        "native_id": uuid,
+        "parent_id": rec.get("parentUuid"),
         "project_dir": rec.get("cwd") or state.get("cwd"),
         "ts": rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
         "model": rec.get("model") if isinstance(rec.get("model"), str) else None,
-        "is_sidechain": side, "source_path": src, "source_offset": offset,
-        "record_id": uuid or f"{sid}:{line_hash}", "message_id": uuid,
+        "is_sidechain": side,
+        "source_path": src,
+        "source_offset": offset,
+        "record_id": uuid or f"{sid}:{line_hash}",
+        "message_id": uuid,
     }
     out: list[dict] = []
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
@@ -120,28 +134,57 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             if not isinstance(p, dict):
                 continue
             if isinstance(p.get("text"), str):
-                out.append(dict(base, role=role, kind="thinking" if p.get("thought") else "message",
-                                text=p["text"]))
+                out.append(
+                    dict(base, role=role, kind="thinking" if p.get("thought") else "message", text=p["text"])
+                )
             elif isinstance(p.get("functionCall"), dict):
                 fc = p["functionCall"]
-                out.append(dict(base, role="assistant", kind="tool_call", tool_name=fc.get("name"),
-                                native_id=fc.get("id") or uuid, text=compact_json(fc.get("args"))))
+                out.append(
+                    dict(
+                        base,
+                        role="assistant",
+                        kind="tool_call",
+                        tool_name=fc.get("name"),
+                        native_id=fc.get("id") or uuid,
+                        text=compact_json(fc.get("args")),
+                    )
+                )
             elif isinstance(p.get("functionResponse"), dict):
                 fr = p["functionResponse"]
-                out.append(dict(base, role="tool", kind="tool_result", tool_name=fr.get("name"),
-                                native_id=fr.get("id") or uuid,
-                                text=gemini_cli._function_response_text(fr)))
+                out.append(
+                    dict(
+                        base,
+                        role="tool",
+                        kind="tool_result",
+                        tool_name=fr.get("name"),
+                        native_id=fr.get("id") or uuid,
+                        text=gemini_cli._function_response_text(fr),
+                    )
+                )
             elif isinstance(p.get("inlineData"), dict):
                 inl = p["inlineData"]
-                out.append(dict(base, role=role, kind="message",
-                                text=media_placeholder("media", inl.get("mimeType"), len(inl.get("data") or ""))))
+                out.append(
+                    dict(
+                        base,
+                        role=role,
+                        kind="message",
+                        text=media_placeholder("media", inl.get("mimeType"), len(inl.get("data") or "")),
+                    )
+                )
             else:
                 out.append(dict(base, role=role, kind="meta", text=compact_json(p, 2000)))
         if rtype == "tool_result" and not out and isinstance(rec.get("toolCallResult"), dict):
             tcr = rec["toolCallResult"]
             disp = tcr.get("resultDisplay")
-            out.append(dict(base, role="tool", kind="tool_result", native_id=tcr.get("callId") or uuid,
-                            text=disp if isinstance(disp, str) else compact_json(disp, 4000)))
+            out.append(
+                dict(
+                    base,
+                    role="tool",
+                    kind="tool_result",
+                    native_id=tcr.get("callId") or uuid,
+                    text=disp if isinstance(disp, str) else compact_json(disp, 4000),
+                )
+            )
         if not out:
             out.append(dict(base, role=role, kind="meta", text=""))
     elif rtype == "system":
@@ -151,8 +194,11 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         text = ""
         if isinstance(payload, dict):
             if sub == "chat_compression" and isinstance(payload.get("compressedHistory"), list):
-                text = "\n".join(gemini_cli._parts_text(c.get("parts")) for c in payload["compressedHistory"]
-                                 if isinstance(c, dict))
+                text = "\n".join(
+                    gemini_cli._parts_text(c.get("parts"))
+                    for c in payload["compressedHistory"]
+                    if isinstance(c, dict)
+                )
             else:
                 for k in ("displayText", "customTitle", "rawCommand", "content", "message"):
                     if isinstance(payload.get(k), str):

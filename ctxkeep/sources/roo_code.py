@@ -6,6 +6,7 @@ mapping.
 The corpus holds no Roo Code task; tests use the fixture in tests/fixtures/roo-code/,
 built from the published schema (README.md there).
 """
+
 from __future__ import annotations
 
 from ctxkeep.sources.vscode_family import ExtensionSource

@@ -30,19 +30,26 @@ one (else ``specstory:<file stem>``).
 Entry ids are ``<session>:<turn index>:<step index>``; the last turn of a file still
 being exported is held back until the file is idle (``base.IDLE_SECONDS``).
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from ctxkeep.timeutil import format_utc
 from ctxkeep.sources import _homescan
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, SourceFile,
-                                      Watermark)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    SourceFile,
+    Watermark,
+)
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head
+from ctxkeep.timeutil import format_utc
 
 AGENT = "specstory"
 PARSER_VERSION = 1
@@ -54,9 +61,17 @@ _TURN_RE = re.compile(r"^_\*\*(User|Assistant|Agent)(?:\s*\(([^)]*)\))?\*\*_\s*$
 _TITLE_RE = re.compile(r"^# (.*?)(?:\s*\((\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}Z?)\))?\s*$")
 _TS_RE = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(Z)?")
 _TOOL_RE = re.compile(r"<summary>(.*?)</summary>", re.S)
-_ORIGINS = {"claude code": "claude-code", "codex cli": "codex", "codex": "codex",
-            "gemini cli": "gemini-cli", "cursor": "cursor", "cursor cli": "cursor",
-            "copilot": "copilot", "vs code copilot": "copilot", "droid": "droid"}
+_ORIGINS = {
+    "claude code": "claude-code",
+    "codex cli": "codex",
+    "codex": "codex",
+    "gemini cli": "gemini-cli",
+    "cursor": "cursor",
+    "cursor cli": "cursor",
+    "copilot": "copilot",
+    "vs code copilot": "copilot",
+    "droid": "droid",
+}
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
@@ -75,8 +90,10 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     for p in found:
         d.add(p, MODE, {"project_dir": str(p.parent.parent.parent)})
     if not d.files:
-        d.reason = (f"no .specstory/history/*.md under {ctx.home} "
-                    f"(scanned {scan.dirs} dirs{'; ' + scan.truncated if scan.truncated else ''})")
+        d.reason = (
+            f"no .specstory/history/*.md under {ctx.home} "
+            f"(scanned {scan.dirs} dirs{'; ' + scan.truncated if scan.truncated else ''})"
+        )
     return d
 
 
@@ -96,7 +113,7 @@ def _ts(text: str | None, local: bool) -> str | None:
         return None
     t = dt.datetime.strptime(f"{m.group(1)} {m.group(2)}", "%Y-%m-%d %H:%M:%S")
     if m.group(3) or not local:
-        t = t.replace(tzinfo=dt.timezone.utc)
+        t = t.replace(tzinfo=dt.UTC)
     else:
         t = t.astimezone()
     return format_utc(t)
@@ -136,8 +153,14 @@ def parse_export(text: str, src: str, project: str | None, idle: bool, state: di
             if who == "Agent" and info:
                 mm = re.match(r"(.+?)\s+\d{4}-\d{2}-\d{2}", info)
                 model = mm.group(1) if mm else None
-            cur = {"role": "user" if who == "User" else "assistant", "ts": _ts(info, False) or start_ts,
-                   "model": model, "steps": [[]], "offset": line_offsets[i], "step_offsets": [line_offsets[i]]}
+            cur = {
+                "role": "user" if who == "User" else "assistant",
+                "ts": _ts(info, False) or start_ts,
+                "model": model,
+                "steps": [[]],
+                "offset": line_offsets[i],
+                "step_offsets": [line_offsets[i]],
+            }
             turns.append(cur)
             continue
         if cur is None:
@@ -150,41 +173,86 @@ def parse_export(text: str, src: str, project: str | None, idle: bool, state: di
     if not idle and turns:
         turns.pop()
         state["complete"] = False
-    out: list[dict] = [{
-        "agent": AGENT, "session_id": sid, "project_dir": project, "ts": start_ts, "role": "system",
-        "kind": "meta", "tool_name": f"origin:{origin_slug}" if origin_slug else "export",
-        "text": " ".join(x for x in [title or "", f"(SpecStory{gen.group(1).rstrip() if gen else ''}"
-                                     f"{', ' + origin.group(1) + ' session ' + sid if origin else ''})"] if x),
-        "source_path": src, "source_offset": 0, "record_id": f"{sid}:header", "part": 0}]
+    out: list[dict] = [
+        {
+            "agent": AGENT,
+            "session_id": sid,
+            "project_dir": project,
+            "ts": start_ts,
+            "role": "system",
+            "kind": "meta",
+            "tool_name": f"origin:{origin_slug}" if origin_slug else "export",
+            "text": " ".join(
+                x
+                for x in [
+                    title or "",
+                    f"(SpecStory{gen.group(1).rstrip() if gen else ''}"
+                    f"{', ' + origin.group(1) + ' session ' + sid if origin else ''})",
+                ]
+                if x
+            ),
+            "source_path": src,
+            "source_offset": 0,
+            "record_id": f"{sid}:header",
+            "part": 0,
+        }
+    ]
     for ti, t in enumerate(turns):
         for si, step in enumerate(t["steps"]):
             body = "\n".join(step).strip()
             if not body:
                 continue
-            base = {"agent": AGENT, "session_id": sid, "project_dir": project, "ts": t["ts"],
-                    "model": t["model"], "source_path": src, "source_offset": t["step_offsets"][si],
-                    "record_id": f"{sid}:{ti}:{si}", "part": 0, "native_id": f"{ti}.{si}"}
+            base = {
+                "agent": AGENT,
+                "session_id": sid,
+                "project_dir": project,
+                "ts": t["ts"],
+                "model": t["model"],
+                "source_path": src,
+                "source_offset": t["step_offsets"][si],
+                "record_id": f"{sid}:{ti}:{si}",
+                "part": 0,
+                "native_id": f"{ti}.{si}",
+            }
             if t["role"] == "assistant" and body.startswith("<details"):
                 sm = _TOOL_RE.search(body)
                 summary = re.sub(r"<[^>]+>", "", sm.group(1)).strip() if sm else ""
                 tm = re.match(r"Tool use: \*\*(.+?)\*\*", summary)
-                tool = tm.group(1) if tm else (summary.split(" ")[0] + " " + summary.split(" ")[1]
-                                               if len(summary.split(" ")) > 1 else summary or "tool")
-                out.append(dict(base, role="assistant", kind="tool_call", tool_name=tool[:80],
-                                text=re.sub(r"</?(details|summary)>", "", body).strip()))
+                tool = (
+                    tm.group(1)
+                    if tm
+                    else (
+                        summary.split(" ")[0] + " " + summary.split(" ")[1]
+                        if len(summary.split(" ")) > 1
+                        else summary or "tool"
+                    )
+                )
+                out.append(
+                    dict(
+                        base,
+                        role="assistant",
+                        kind="tool_call",
+                        tool_name=tool[:80],
+                        text=re.sub(r"</?(details|summary)>", "", body).strip(),
+                    )
+                )
             else:
                 out.append(dict(base, role=t["role"], kind="message", text=body))
     return out
 
 
-def read(file: SourceFile, wm: Watermark | None,
-         batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """Read one export whole when it changed."""
     src = str(file.path)
     project = file.meta.get("project_dir")
-    if project is None and file.path.parent.name == "history" and file.path.parent.parent.name == ".specstory":
+    if (
+        project is None
+        and file.path.parent.name == "history"
+        and file.path.parent.parent.name == ".specstory"
+    ):
         project = str(file.path.parent.parent.parent)
 
     def parse_doc(raw, doc, state, idle):
         return parse_export(doc, src, project, idle, state)
+
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes, json_doc=False)

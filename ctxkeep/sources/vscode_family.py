@@ -35,22 +35,30 @@ Working/Workspace Directory (…)`` line of the first ``environment_details``.
 ``source_offset`` is the message's index in the history array (its messages have no id
 to find them by in the bytes).
 """
+
 from __future__ import annotations
 
 import hashlib
-import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import orjson
 
-from ctxkeep.timeutil import format_epoch
 from ctxkeep.sources._util import as_int, blocks_text, compact_json, media_placeholder
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, Discovery, DiscoveryContext, Mode,
-                                      SourceFile, Watermark)
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    Mode,
+    SourceFile,
+    Watermark,
+)
 from ctxkeep.sources.readers.document import read_document, track_ids
+from ctxkeep.timeutil import format_epoch
 
 APPS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
 _CWD_RE = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
@@ -61,8 +69,10 @@ UI = "ui_messages.json"
 def user_dirs(ctx: DiscoveryContext) -> list[Path]:
     """Every VS Code-family ``User`` dir on Linux, macOS and Windows layouts."""
     home = ctx.home
-    bases = [Path(ctx.env["XDG_CONFIG_HOME"]) if ctx.env.get("XDG_CONFIG_HOME") else home / ".config",
-             home / "Library" / "Application Support"]
+    bases = [
+        Path(ctx.env["XDG_CONFIG_HOME"]) if ctx.env.get("XDG_CONFIG_HOME") else home / ".config",
+        home / "Library" / "Application Support",
+    ]
     if ctx.env.get("APPDATA"):
         bases.append(Path(ctx.env["APPDATA"]))
     bases.append(home / "AppData" / "Roaming")
@@ -73,8 +83,9 @@ def user_dirs(ctx: DiscoveryContext) -> list[Path]:
     return out
 
 
-def discover_tasks(agent: str, ext_ids: tuple[str, ...], ctx: DiscoveryContext,
-                   extra_roots: list[Path] = ()) -> Discovery:
+def discover_tasks(
+    agent: str, ext_ids: tuple[str, ...], ctx: DiscoveryContext, extra_roots: list[Path] = ()
+) -> Discovery:
     """Find ``tasks/*/api_conversation_history.json`` (and ``ui_messages.json``) of the
     extension ids under every user dir, configured dirs (a ``tasks`` dir or an
     extension storage dir) and ``extra_roots``. Searched places are the storage dirs."""
@@ -144,15 +155,24 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
             mm = _CWD_RE.search(blocks_text(content))
             if mm:
                 proj = mm.group(1).strip()
-        base = {"agent": agent, "session_id": task, "native_id": str(i), "message_id": mid,
-                "ts": _ms_iso(m.get("ts")) or task_ts, "source_path": src, "source_offset": i,
-                "record_id": mid}
+        base = {
+            "agent": agent,
+            "session_id": task,
+            "native_id": str(i),
+            "message_id": mid,
+            "ts": _ms_iso(m.get("ts")) or task_ts,
+            "source_path": src,
+            "source_offset": i,
+            "record_id": mid,
+        }
         kind_msg = "summary" if m.get("isSummary") else "message"
         parts: list[dict] = []
         if m.get("type") == "reasoning" and "role" not in m:
             # Roo/Kilo keep reasoning items (OpenAI Responses style) in the history
             summ = m.get("summary") if isinstance(m.get("summary"), list) else []
-            txt = "\n".join(str(x.get("text") or "") for x in summ if isinstance(x, dict)) or str(m.get("text") or "")
+            txt = "\n".join(str(x.get("text") or "") for x in summ if isinstance(x, dict)) or str(
+                m.get("text") or ""
+            )
             parts.append(dict(base, role="assistant", kind="thinking", text=txt))
         elif isinstance(content, str):
             parts.append(dict(base, role=role, kind=kind_msg, text=content))
@@ -165,20 +185,51 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
                     parts.append(dict(base, role=role, kind=kind_msg, text=str(b.get("text") or "")))
                 elif t == "image":
                     src_ = b.get("source") or {}
-                    parts.append(dict(base, role=role, kind=kind_msg, text=media_placeholder(
-                        "image", src_.get("media_type"), len(src_.get("data") or ""))))
+                    parts.append(
+                        dict(
+                            base,
+                            role=role,
+                            kind=kind_msg,
+                            text=media_placeholder(
+                                "image", src_.get("media_type"), len(src_.get("data") or "")
+                            ),
+                        )
+                    )
                 elif t == "tool_use":
-                    parts.append(dict(base, role="assistant", kind="tool_call", tool_name=b.get("name"),
-                                      native_id=b.get("id"), text=compact_json(b.get("input"))))
+                    parts.append(
+                        dict(
+                            base,
+                            role="assistant",
+                            kind="tool_call",
+                            tool_name=b.get("name"),
+                            native_id=b.get("id"),
+                            text=compact_json(b.get("input")),
+                        )
+                    )
                 elif t == "tool_result":
                     txt = blocks_text(b.get("content"))
-                    parts.append(dict(base, role="tool", kind="tool_result", native_id=b.get("tool_use_id"),
-                                      text=("[error] " + txt) if b.get("is_error") else txt))
+                    parts.append(
+                        dict(
+                            base,
+                            role="tool",
+                            kind="tool_result",
+                            native_id=b.get("tool_use_id"),
+                            text=("[error] " + txt) if b.get("is_error") else txt,
+                        )
+                    )
                 elif t in ("thinking", "reasoning"):
-                    parts.append(dict(base, role="assistant", kind="thinking",
-                                      text=str(b.get("thinking") or b.get("text") or "")))
+                    parts.append(
+                        dict(
+                            base,
+                            role="assistant",
+                            kind="thinking",
+                            text=str(b.get("thinking") or b.get("text") or ""),
+                        )
+                    )
                 else:
-                    parts.append(dict(base, role=role, kind="meta", tool_name=str(t), text=compact_json(b, 2000)))
+                    parts.append(
+                        dict(base, role=role, kind="meta", tool_name=str(t), text=compact_json(b, 2000))
+                    )
         if not parts:
             parts.append(dict(base, role=role, kind="meta", text=""))
         for j, e in enumerate(parts):
@@ -209,9 +260,18 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
         if not isinstance(m, dict) or m.get("partial"):
             continue
         ts_ms = as_int(m.get("ts")) or 0
-        base = {"agent": agent, "session_id": task, "native_id": str(ts_ms), "ts": _ms_iso(ts_ms),
-                "source_path": src, "source_offset": 0, "record_id": f"{task}:ui:{ts_ms}:{m.get('say') or m.get('ask')}",
-                "part": 0, "role": "system", "kind": "meta"}
+        base = {
+            "agent": agent,
+            "session_id": task,
+            "native_id": str(ts_ms),
+            "ts": _ms_iso(ts_ms),
+            "source_path": src,
+            "source_offset": 0,
+            "record_id": f"{task}:ui:{ts_ms}:{m.get('say') or m.get('ask')}",
+            "part": 0,
+            "role": "system",
+            "kind": "meta",
+        }
         say = m.get("say")
         mi = m.get("modelInfo") if isinstance(m.get("modelInfo"), dict) else {}
         if say in ("api_req_started", "subagent_usage") and isinstance(m.get("text"), str):
@@ -221,24 +281,33 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
                 continue
             if not isinstance(info, dict) or not any(k in info for k in ("tokensIn", "tokensOut")):
                 continue
-            out.append(dict(base, tool_name="api_req" if say == "api_req_started" else say, text="",
-                            model=mi.get("modelId") or (_model_at(usage_list, ts_ms) if usage_list else None),
-                            input_tokens=as_int(info.get("tokensIn")) or 0,
-                            output_tokens=as_int(info.get("tokensOut")) or 0,
-                            cache_creation_tokens=as_int(info.get("cacheWrites")) or 0,
-                            cache_read_tokens=as_int(info.get("cacheReads")) or 0,
-                            usage_key=f"{agent}:{task}:{ts_ms}"))
+            out.append(
+                dict(
+                    base,
+                    tool_name="api_req" if say == "api_req_started" else say,
+                    text="",
+                    model=mi.get("modelId") or (_model_at(usage_list, ts_ms) if usage_list else None),
+                    input_tokens=as_int(info.get("tokensIn")) or 0,
+                    output_tokens=as_int(info.get("tokensOut")) or 0,
+                    cache_creation_tokens=as_int(info.get("cacheWrites")) or 0,
+                    cache_read_tokens=as_int(info.get("cacheReads")) or 0,
+                    usage_key=f"{agent}:{task}:{ts_ms}",
+                )
+            )
         elif say in ("error", "api_req_failed", "diff_error") or m.get("ask") == "api_req_failed":
             out.append(dict(base, tool_name=str(say or m.get("ask")), text=str(m.get("text") or "")))
     return out
 
 
-def read_task_file(agent: str, parser_version: int, file: SourceFile, wm: Watermark | None,
-                   batch_bytes: int) -> Iterator[Batch]:
+def read_task_file(
+    agent: str, parser_version: int, file: SourceFile, wm: Watermark | None, batch_bytes: int
+) -> Iterator[Batch]:
     """Read one task file whole when its hash changed (``readers.document.read_document``)."""
     task = file.meta.get("task") or file.path.parent.name
     src = str(file.path)
-    old_ids = list((wm.state.get("ids") or []) if wm is not None and wm.parser_version == parser_version else [])
+    old_ids = list(
+        (wm.state.get("ids") or []) if wm is not None and wm.parser_version == parser_version else []
+    )
 
     def parse_doc(raw, doc, state, idle):
         if file.path.name == UI:
@@ -251,14 +320,8 @@ def read_task_file(agent: str, parser_version: int, file: SourceFile, wm: Waterm
                     meta = None
             return parse_ui(agent, doc, task, src, meta if isinstance(meta, dict) else None)
         return parse_history(agent, doc, task, src, state, old_ids)
+
     return read_document(file, wm, parser_version, parse_doc, batch_bytes)
-
-
-def file_mtime_iso(p: Path) -> str | None:
-    try:
-        return _ms_iso(int(os.stat(p).st_mtime * 1000))
-    except OSError:
-        return None
 
 
 def _no_roots(ctx: DiscoveryContext) -> list[Path]:
@@ -292,9 +355,11 @@ class ExtensionSource:
         """True for an ``api_conversation_history.json``/``ui_messages.json`` under
         this extension's storage dir (or its ``data_dir_name``)."""
         return matches_task_file(path, self.EXTENSION_IDS) or (
-            self.data_dir_name is not None and path.name in (HISTORY, UI) and self.data_dir_name in path.parts)
+            self.data_dir_name is not None and path.name in (HISTORY, UI) and self.data_dir_name in path.parts
+        )
 
-    def read(self, file: SourceFile, wm: Watermark | None,
-             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    def read(
+        self, file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]:
         """Read one task file whole when it changed."""
         return read_task_file(self.AGENT, self.PARSER_VERSION, file, wm, batch_bytes)

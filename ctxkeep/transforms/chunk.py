@@ -8,9 +8,14 @@ Cuts prefer, in order: a markdown heading line, a blank line or a code fence sta
 inside a UTF-8 character. Each chunk also gets a title (``chunk_title``) for the
 weighted title column of the word index.
 """
+
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
 
 MAX_CHUNK_BYTES = 4096
 _FENCE_RE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
@@ -99,7 +104,7 @@ def chunk_text(text: str, max_bytes: int = MAX_CHUNK_BYTES) -> list[str]:
     start, n = 0, len(text)
     while start < n:
         # a UTF-8 character is ≥ 1 byte: the first max_bytes characters hold the cap
-        head = text[start:start + max_bytes].encode("utf-8", "surrogatepass")
+        head = text[start : start + max_bytes].encode("utf-8", "surrogatepass")
         if len(head) <= max_bytes and start + max_bytes >= n:
             out.append(text[start:])
             break
@@ -138,7 +143,7 @@ def chunk_title(chunk: str, seq: int) -> str:
     return first.strip()[:TITLE_MAX_CHARS] if _HEADING_RE.match(first) else ""
 
 
-def chunks_frame(contents: "pl.DataFrame") -> "pl.DataFrame":
+def chunks_frame(contents: pl.DataFrame) -> pl.DataFrame:
     """Chunk rows for new contents.
 
     Args: ``contents`` with columns content_hash (str), text (str).
@@ -158,7 +163,13 @@ def chunks_frame(contents: "pl.DataFrame") -> "pl.DataFrame":
             titles.append(chunk_title(c, i))
             texts.append(c)
     gram_col = grams_batch(texts)
-    return pl.DataFrame({"content_hash": hashes, "seq": seqs, "title": titles, "text": texts,
-                         "grams": gram_col},
-                        schema={"content_hash": pl.String, "seq": pl.Int32, "title": pl.String,
-                                "text": pl.String, "grams": pl.String})
+    return pl.DataFrame(
+        {"content_hash": hashes, "seq": seqs, "title": titles, "text": texts, "grams": gram_col},
+        schema={
+            "content_hash": pl.String,
+            "seq": pl.Int32,
+            "title": pl.String,
+            "text": pl.String,
+            "grams": pl.String,
+        },
+    )

@@ -21,13 +21,13 @@ Every response is priced at its own timestamp (a price with a start date applies
 the responses made from then on), and per response (Gemini's prices are tiered by the
 input of one request).
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from collections.abc import Iterable
 from typing import Literal
 
 #: ``auto``: the cost an agent logged, else the calculated one; ``calculate``: always the
@@ -84,9 +84,11 @@ def parse_prices_toml(text: str) -> dict[str, Override]:
             raise ValueError(f"prices.toml: model {name!r} needs input_mtok")
         try:
             out[name.lower()] = Override(
-                float(t["input_mtok"]), float(t.get("output_mtok", 0.0)),
+                float(t["input_mtok"]),
+                float(t.get("output_mtok", 0.0)),
                 None if t.get("cache_read_mtok") is None else float(t["cache_read_mtok"]),
-                None if t.get("cache_write_mtok") is None else float(t["cache_write_mtok"]))
+                None if t.get("cache_write_mtok") is None else float(t["cache_write_mtok"]),
+            )
         except (TypeError, ValueError):
             raise ValueError(f"prices.toml: model {name!r} has a non-numeric rate") from None
     return out
@@ -95,6 +97,7 @@ def parse_prices_toml(text: str) -> dict[str, Override]:
 @lru_cache(maxsize=1024)
 def _model(model: str):
     from genai_prices import data_snapshot
+
     try:
         return data_snapshot.get_snapshot().find_provider_model(model, None, None, None)[1]
     except LookupError:
@@ -107,7 +110,7 @@ def _model_price(model: str, day: dt.date):
     if m is None:
         return None
     # the price in force at the end of that UTC day: start dates in the data are days
-    return m.get_prices(dt.datetime.combine(day, dt.time(23, 59, 59), dt.timezone.utc))
+    return m.get_prices(dt.datetime.combine(day, dt.time(23, 59, 59), dt.UTC))
 
 
 _TOKEN_RATES = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
@@ -120,13 +123,18 @@ def _flat_rates(model: str, day: dt.date) -> tuple[float, float, float, float] |
     without genai-prices' per-call decomposition (~1 ms a response); a cache rate the
     data leaves out is the input rate, as genai-prices prices it. None: tiered."""
     from decimal import Decimal
+
     mp = _model_price(model, day)
     vals = [getattr(mp, k, None) for k in _TOKEN_RATES]
     if vals[0] is None or any(v is not None and not isinstance(v, Decimal) for v in vals):
         return None
     inp = float(vals[0])
-    return (inp, float(vals[1] or 0), inp if vals[2] is None else float(vals[2]),
-            inp if vals[3] is None else float(vals[3]))
+    return (
+        inp,
+        float(vals[1] or 0),
+        inp if vals[2] is None else float(vals[2]),
+        inp if vals[3] is None else float(vals[3]),
+    )
 
 
 @dataclass
@@ -155,9 +163,17 @@ class Pricer:
         flat = _flat_rates(model, day)
         return "tiered" if flat is None else flat
 
-    def price(self, agent: str, model: str | None, ts: dt.datetime | None, input_tokens: int | None,
-              output_tokens: int | None, cache_read_tokens: int | None,
-              cache_creation_tokens: int | None, reasoning_tokens: int | None = 0) -> float | None:
+    def price(
+        self,
+        agent: str,
+        model: str | None,
+        ts: dt.datetime | None,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cache_read_tokens: int | None,
+        cache_creation_tokens: int | None,
+        reasoning_tokens: int | None = 0,
+    ) -> float | None:
         """The list-price cost in USD of one response made at ``ts`` (UTC; None: now)
         with these token counts (None counts as 0); None (never 0) when ``model`` is
         empty or neither ``prices.toml`` nor ``genai-prices`` knows it."""
@@ -167,15 +183,17 @@ class Pricer:
         cr, cw = cache_read_tokens or 0, cache_creation_tokens or 0
         if agent in REASONING_OUTSIDE_OUTPUT:
             out += reasoning_tokens or 0
-        day = (ts or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc).date()
+        day = (ts or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).date()
         r = self.rates(model, day)
         if r is None:
             return None
         if r != "tiered":
             return (inp * r[0] + out * r[1] + cr * r[2] + cw * r[3]) / 1e6
         from genai_prices import Usage
-        usage = Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw,
-                      output_tokens=out)
+
+        usage = Usage(
+            input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw, output_tokens=out
+        )
         return float(_model_price(model, day).calc_price(usage)["total_price"])
 
 
@@ -191,11 +209,3 @@ def choose(mode: str, logged: float | None, calculated: float | None) -> tuple[f
     if mode == "display":
         return (logged, "logged") if logged is not None else (None, "none")
     raise ValueError(f"unknown cost mode {mode!r} (one of {', '.join(MODES)})")
-
-
-def price_rows(rows: Iterable[dict], pricer: Pricer) -> list[float | None]:
-    """``Pricer.price`` over dicts with the keys ``agent, model, ts, input_tokens,
-    output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens``."""
-    return [pricer.price(r["agent"], r["model"], r["ts"], r["input_tokens"], r["output_tokens"],
-                         r["cache_read_tokens"], r["cache_creation_tokens"],
-                         r.get("reasoning_tokens")) for r in rows]

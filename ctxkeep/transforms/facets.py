@@ -24,16 +24,21 @@ the project filter's ``LIKE`` is for ASCII).
 
 Status and time bounds change or are ranges: they stay exact checks in search.
 """
+
 from __future__ import annotations
 
 import functools
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 #: filter name (``sinks.search.Filters``) → (token prefix, entries column)
 FIELDS: dict[str, tuple[str, str]] = {
-    "agent": ("fa", "agent"), "kind": ("fk", "kind"), "role": ("fr", "role"),
-    "tool": ("ft", "tool_name"), "session": ("fs", "session_id"), "project": ("fp", "project_dir"),
+    "agent": ("fa", "agent"),
+    "kind": ("fk", "kind"),
+    "role": ("fr", "role"),
+    "tool": ("ft", "tool_name"),
+    "session": ("fs", "session_id"),
+    "project": ("fp", "project_dir"),
 }
 #: distinct tokens per field a chunk keeps before the field's wildcard replaces them
 MAX_VALUES = {"fa": 8, "fk": 8, "fr": 8, "ft": 8, "fs": 8, "fp": 32}

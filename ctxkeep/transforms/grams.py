@@ -19,6 +19,7 @@ second, much smaller FTS5 table:
 
 Only texts that contain CJK or camelCase identifiers get a row.
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,7 +36,7 @@ def cjk_bigrams(run: str) -> list[str]:
     """Overlapping bigrams of a CJK run plus its last character."""
     if len(run) == 1:
         return [run]
-    return [run[i:i + 2] for i in range(len(run) - 1)] + [run[-1]]
+    return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
 
 
 def camel_parts(word: str) -> list[str]:
@@ -127,7 +128,7 @@ def grams_batch(texts: list[str]) -> list[str]:
     cands = s.str.extract_all(_CAMEL_CAND).to_list()
     ambiguous = s.str.contains(_CAMEL_AMBIGUOUS).to_list()
     out = []
-    for t, c, found, amb in zip(texts, cjk, cands, ambiguous):
+    for t, c, found, amb in zip(texts, cjk, cands, ambiguous, strict=False):
         if amb:
             words = _CAMEL.findall(t)
         elif found:
@@ -151,7 +152,7 @@ def query_grams(term: str) -> str | None:
         if len(run) == 1:
             pieces.append(f'"{run}"*')
         else:
-            pieces.append('"' + " ".join(run[i:i + 2] for i in range(len(run) - 1)) + '"')
+            pieces.append('"' + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + '"')
     if not pieces:
         parts = camel_parts(term) if _CAMEL.fullmatch(term.strip()) else []
         if len(parts) > 1:

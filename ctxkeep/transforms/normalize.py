@@ -3,6 +3,7 @@
 Pure functions: dicts in, Polars frames out. Hashes are SHA-256 (hashlib), stable
 across Polars versions (``pl.Series.hash`` is not).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,8 +17,10 @@ _IN_SCHEMA = SOURCE_SCHEMA
 
 
 def _sha256(values: pl.Series, length: int | None = None) -> pl.Series:
-    out = [None if v is None else hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:length]
-           for v in values.to_list()]
+    out = [
+        None if v is None else hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:length]
+        for v in values.to_list()
+    ]
     return pl.Series(values.name, out, dtype=pl.String)
 
 
@@ -73,13 +76,18 @@ def normalized_rows(entries: list[dict]) -> pl.DataFrame:
         redact_expr("text").fill_null("").alias("text"),
         pl.col("part").fill_null(0),
         pl.col("is_sidechain").fill_null(False),
-        pl.concat_str([pl.col("agent"), pl.col("record_id").fill_null(""),
-                       pl.col("part").fill_null(0).cast(pl.String)], separator="\x1f").alias("_key"),
+        pl.concat_str(
+            [pl.col("agent"), pl.col("record_id").fill_null(""), pl.col("part").fill_null(0).cast(pl.String)],
+            separator="\x1f",
+        ).alias("_key"),
     )
     df = df.with_columns(
         pl.col("_key").map_batches(lambda s: _sha256(s, 32), return_dtype=pl.String).alias("entry_id"),
-        pl.when(pl.col("text") != "").then(pl.col("text")).otherwise(None)
-          .map_batches(_sha256, return_dtype=pl.String).alias("content_hash"),
+        pl.when(pl.col("text") != "")
+        .then(pl.col("text"))
+        .otherwise(None)
+        .map_batches(_sha256, return_dtype=pl.String)
+        .alias("content_hash"),
         pl.col("text").str.len_bytes().cast(pl.Int64).alias("text_bytes"),
         parse_ts(pl.col("ts")).alias("ts"),
         pl.lit("active").alias("status"),
@@ -91,9 +99,11 @@ def normalized_rows(entries: list[dict]) -> pl.DataFrame:
 def contents_frame(entries: pl.DataFrame) -> pl.DataFrame:
     """Distinct contents of an entry frame: ``content_hash`` (str), ``text`` (str),
     ``bytes`` (int64, UTF-8 bytes). Empty texts have no content."""
-    return (entries.filter(pl.col("content_hash").is_not_null())
-            .unique(subset="content_hash", keep="first", maintain_order=True)
-            .select("content_hash", "text", pl.col("text_bytes").alias("bytes")))
+    return (
+        entries.filter(pl.col("content_hash").is_not_null())
+        .unique(subset="content_hash", keep="first", maintain_order=True)
+        .select("content_hash", "text", pl.col("text_bytes").alias("bytes"))
+    )
 
 
 def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
@@ -105,15 +115,18 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     session_id, project_dir, ts, model, input/output/cache_read/cache_creation/
     reasoning tokens (int64, tokens), entry_id."""
     u = entries.filter(pl.col("usage_key").is_not_null())
-    cols = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
-            "reasoning_tokens"]
-    u = u.with_columns([pl.col(c).fill_null(0) for c in cols]).with_columns(
-        pl.sum_horizontal(cols).alias("_total")).filter(pl.col("_total") > 0)
-    return (u.sort("_total", descending=True, maintain_order=True)
-            .unique(subset="usage_key", keep="first", maintain_order=True)
-            .sort("source_offset")
-            .select("usage_key", "agent", "session_id", "project_dir", "ts", "model", *cols,
-                    "entry_id"))
+    cols = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens"]
+    u = (
+        u.with_columns([pl.col(c).fill_null(0) for c in cols])
+        .with_columns(pl.sum_horizontal(cols).alias("_total"))
+        .filter(pl.col("_total") > 0)
+    )
+    return (
+        u.sort("_total", descending=True, maintain_order=True)
+        .unique(subset="usage_key", keep="first", maintain_order=True)
+        .sort("source_offset")
+        .select("usage_key", "agent", "session_id", "project_dir", "ts", "model", *cols, "entry_id")
+    )
 
 
 def entry_id(agent: str, record_id: str | None, part: int | None) -> str:

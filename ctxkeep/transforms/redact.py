@@ -11,6 +11,7 @@ URLs ``scheme://user:password@``) and key/value pairs whose key names a secret
 index, a ``${VAR}`` or a ``<placeholder>``. Token counts (``"input_tokens": 12345678``)
 are not secrets: a bare ``token`` key is not matched.
 """
+
 from __future__ import annotations
 
 import polars as pl
@@ -29,9 +30,12 @@ PATTERNS: list[tuple[str, str]] = [
     ("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
     # from ``://`` to ``@`` (a literal start keeps the combined scan fast); ``sep`` is put back
     ("url-credentials", r"(?P<sep>://)[^\s:/@\"']+:[^\s@/\"']+@"),
-    ("password", r"(?i)(?:password|passwd|secret|api[_-]?key|private[_-]?key|"
-                 r"(?:access|auth|refresh|api|bot|session|github|gh|gitlab|npm|pypi|hf|slack|discord)[_-]?token)"
-                 r"[\w.-]*[\"']?\s*[=:]\s*[\"']?[^\s\"',;()\[\]{}$<>]{8,}(?P<end>$|[\s\"',;)\]}])"),
+    (
+        "password",
+        r"(?i)(?:password|passwd|secret|api[_-]?key|private[_-]?key|"
+        r"(?:access|auth|refresh|api|bot|session|github|gh|gitlab|npm|pypi|hf|slack|discord)[_-]?token)"
+        r"[\w.-]*[\"']?\s*[=:]\s*[\"']?[^\s\"',;()\[\]{}$<>]{8,}(?P<end>$|[\s\"',;)\]}])",
+    ),
 ]
 
 # Two passes: the key/value pattern (case-insensitive key words) makes a combined

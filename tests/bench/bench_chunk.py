@@ -7,6 +7,7 @@ with a code fence every 200 lines (many fence spans).
 
     uv run python tests/bench/bench_chunk.py --lines 900000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ def run(name: str, text: str, repeat: int) -> None:
         chunks = chunk_text(text)
         best = min(best, time.perf_counter() - t0)
     mb = len(text.encode()) / 1e6
-    print(f"{name:7s} {mb:6.1f} MB  {len(chunks):6d} chunks  {len(fence_spans(text)):6d} fences  "
-          f"best of {repeat}: {best:6.3f} s  {mb / best:7.1f} MB/s")
+    print(
+        f"{name:7s} {mb:6.1f} MB  {len(chunks):6d} chunks  {len(fence_spans(text)):6d} fences  "
+        f"best of {repeat}: {best:6.3f} s  {mb / best:7.1f} MB/s"
+    )
 
 
 def main() -> None:

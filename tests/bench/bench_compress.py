@@ -2,6 +2,7 @@
 bytes, tokens and seconds per file, with the default thresholds and with lowered ones.
 
 Run: ``uv run python tests/bench/bench_compress.py`` (writes only to a temp dir)."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,8 +17,9 @@ from ctxkeep.sources.contract import DiscoveryContext
 CORPUS_HOME = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "home"
 SETTINGS = {
     "defaults (500 KiB / 300 lines, keep 100)": "[compress]\nactive_minutes = 0\n",
-    "lowered (100 KiB / 50 lines, keep 10)": ("[compress]\nmax_size_kb = 100\nmax_lines = 50\n"
-                                              "keep_messages = 10\nactive_minutes = 0\n"),
+    "lowered (100 KiB / 50 lines, keep 10)": (
+        "[compress]\nmax_size_kb = 100\nmax_lines = 50\nkeep_messages = 10\nactive_minutes = 0\n"
+    ),
 }
 
 
@@ -37,12 +39,16 @@ def main() -> None:
             secs = time.perf_counter() - t
             print(f"\n{label}: ingest {t_ingest:.1f} s, compress {secs:.1f} s for {len(s['files'])} files")
             for f in s["files"]:
-                print(f"  {f['status']:<10} {Path(f['path']).name[:44]:<44} "
-                      f"{f['bytes_before']:>9,} → {f['bytes_after']:>9,} B  "
-                      f"{f['tokens_before']:>7,} → {f['tokens_after']:>6,} tok  "
-                      f"{f['messages_before']:>5} → {f['messages_after']:>4} msgs  {f['reason'][:50]}")
-            print(f"  total {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
-                  f"{s['tokens_before']:,} → {s['tokens_after']:,} tokens; {s['analytics']}")
+                print(
+                    f"  {f['status']:<10} {Path(f['path']).name[:44]:<44} "
+                    f"{f['bytes_before']:>9,} → {f['bytes_after']:>9,} B  "
+                    f"{f['tokens_before']:>7,} → {f['tokens_after']:>6,} tok  "
+                    f"{f['messages_before']:>5} → {f['messages_after']:>4} msgs  {f['reason'][:50]}"
+                )
+            print(
+                f"  total {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
+                f"{s['tokens_before']:,} → {s['tokens_after']:,} tokens; {s['analytics']}"
+            )
 
 
 if __name__ == "__main__":

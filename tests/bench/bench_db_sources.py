@@ -6,6 +6,7 @@ re-plan (``sources.file_unchanged``: two stats), and an incremental ingest after
 rows. Prints figures; asserts nothing about speed. Run:
 ``uv run python tests/bench/bench_db_sources.py [N]``.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -21,20 +22,26 @@ from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
 
-CORPUS_DB = Path(__file__).resolve().parents[3] / "shared/corpus/home/code/dbos-transact-golang/.crush/crush.db"
+CORPUS_DB = (
+    Path(__file__).resolve().parents[3] / "shared/corpus/home/code/dbos-transact-golang/.crush/crush.db"
+)
 
 
 def grow(db: Path, n: int) -> None:
     c = sqlite3.connect(db)
-    rows = c.execute("SELECT session_id, role, parts, model, created_at, updated_at, finished_at, provider "
-                     "FROM messages").fetchall()
+    rows = c.execute(
+        "SELECT session_id, role, parts, model, created_at, updated_at, finished_at, provider FROM messages"
+    ).fetchall()
     have = len(rows)
     batch = []
     for i in range(n - have):
         r = rows[i % have]
         batch.append((str(uuid.uuid4()), *r[:4], r[4] + i, r[5] + i, r[6], r[7]))
-    c.executemany("INSERT INTO messages(id, session_id, role, parts, model, created_at, updated_at, finished_at, "
-                  "provider) VALUES (?,?,?,?,?,?,?,?,?)", batch)
+    c.executemany(
+        "INSERT INTO messages(id, session_id, role, parts, model, created_at, updated_at, finished_at, "
+        "provider) VALUES (?,?,?,?,?,?,?,?,?)",
+        batch,
+    )
     c.commit()
     c.close()
 
@@ -62,8 +69,10 @@ def main(n: int = 20000) -> None:
         t = time.perf_counter()
         s2 = run_ingest(store, agents=["crush"], ctx=ctx)
         incr = time.perf_counter() - t
-        print(f"crush.db {n:,} messages, {size / 1e6:.1f} MB: first ingest {first:.2f} s "
-              f"({s.entries_new:,} new entries, {n / first:,.0f} rows/s, {s.bytes / first / 1e6:.1f} MB/s of parts JSON)")
+        print(
+            f"crush.db {n:,} messages, {size / 1e6:.1f} MB: first ingest {first:.2f} s "
+            f"({s.entries_new:,} new entries, {n / first:,.0f} rows/s, {s.bytes / first / 1e6:.1f} MB/s of parts JSON)"
+        )
         print(f"unchanged plan {replan * 1000:.1f} ms (todo {len(p.todo)}, unchanged {p.unchanged})")
         print(f"+1,000 rows: incremental ingest {incr:.2f} s ({s2.entries_new:,} new entries)")
     finally:

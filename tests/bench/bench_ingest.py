@@ -25,6 +25,7 @@ Usage::
 ``--tree`` reuses a tree built before (it is built there if missing). The machine is
 shared: run it a few times at most.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,19 @@ import orjson
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE = (ROOT.parent / "shared" / "tools" / "scale_corpus.py").resolve()
-TEXT_KEYS = {"text", "content", "output", "message", "summary", "thinking", "arguments",
-             "input", "command", "stdout", "stderr"}
+TEXT_KEYS = {
+    "text",
+    "content",
+    "output",
+    "message",
+    "summary",
+    "thinking",
+    "arguments",
+    "input",
+    "command",
+    "stdout",
+    "stderr",
+}
 SKIP_KEYS = {"data", "encrypted_content", "signature"}
 
 
@@ -95,8 +107,14 @@ def baseline(files: list[Path], db: Path) -> dict:
     conn.execute("COMMIT")
     conn.close()
     secs = time.perf_counter() - t0
-    return {"seconds": secs, "bytes": nbytes, "lines": lines, "bad": bad, "text_chars": ntext,
-            "db_bytes": sum(x.stat().st_size for x in db.parent.glob(db.name + "*"))}
+    return {
+        "seconds": secs,
+        "bytes": nbytes,
+        "lines": lines,
+        "bad": bad,
+        "text_chars": ntext,
+        "db_bytes": sum(x.stat().st_size for x in db.parent.glob(db.name + "*")),
+    }
 
 
 def store_sizes(home: Path) -> dict:
@@ -118,8 +136,13 @@ def run_cli(home: Path, tree: Path) -> tuple[float, dict, int, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     cpu0 = cpu_seconds(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "ctxkeep", "ingest", "--no-prefect", "--json",
-                        "--no-progress"], env=env, capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "ingest", "--no-prefect", "--json", "--no-progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     secs = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if r.returncode != 0:
@@ -139,8 +162,9 @@ def main() -> None:
     try:
         if not tree.exists():
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, str(SCALE), str(tree), "--mb", str(a.mb),
-                            "--unique-text"], check=True)
+            subprocess.run(
+                [sys.executable, str(SCALE), str(tree), "--mb", str(a.mb), "--unique-text"], check=True
+            )
             print(f"built tree {tree} in {time.perf_counter() - t0:.1f} s")
         files = jsonl_files(tree)
         raw = sum(p.stat().st_size for p in files)
@@ -154,9 +178,11 @@ def main() -> None:
         c0 = cpu_seconds()
         b = baseline(files, work / "baseline.db")
         c_b = cpu_seconds() - c0
-        print(f"baseline (orjson + FTS5 porter unicode61): {b['seconds']:.2f} s, CPU {c_b:.2f} s, "
-              f"{mb / b['seconds']:.1f} MB/s, {b['lines']:,} lines, "
-              f"{b['text_chars'] / 1e6:.1f} M text chars, index {b['db_bytes'] / 1e6:.1f} MB")
+        print(
+            f"baseline (orjson + FTS5 porter unicode61): {b['seconds']:.2f} s, CPU {c_b:.2f} s, "
+            f"{mb / b['seconds']:.1f} MB/s, {b['lines']:,} lines, "
+            f"{b['text_chars'] / 1e6:.1f} M text chars, index {b['db_bytes'] / 1e6:.1f} MB"
+        )
 
         from ctxkeep.pipeline.engine import run_ingest
         from ctxkeep.sources.contract import DiscoveryContext
@@ -169,27 +195,35 @@ def main() -> None:
         t_in = time.perf_counter() - t0
         c_in = cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN) - c0
         rss_in = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(f"ctxkeep in-process: {t_in:.2f} s, CPU {c_in:.2f} s ({c_in / t_in:.0%} of wall), "
-              f"{mb / t_in:.1f} MB/s, "
-              f"{t_in / b['seconds']:.2f}x baseline, {s.entries_new:,} entries, "
-              f"{s.quarantined} quarantined; peak RSS {rss_in / 1024:.0f} MB "
-              f"(before ingest {rss0 / 1024:.0f} MB)")
+        print(
+            f"ctxkeep in-process: {t_in:.2f} s, CPU {c_in:.2f} s ({c_in / t_in:.0%} of wall), "
+            f"{mb / t_in:.1f} MB/s, "
+            f"{t_in / b['seconds']:.2f}x baseline, {s.entries_new:,} entries, "
+            f"{s.quarantined} quarantined; peak RSS {rss_in / 1024:.0f} MB "
+            f"(before ingest {rss0 / 1024:.0f} MB)"
+        )
         sizes = store_sizes(store)
         print("  store: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()))
 
         store2 = work / "store-proc"
         t_p, s_p, rss_p, c_p = run_cli(store2, tree)
-        print(f"ctxkeep whole process: {t_p:.2f} s, CPU {c_p:.2f} s ({c_p / t_p:.0%} of wall), "
-              f"{mb / t_p:.1f} MB/s, "
-              f"{t_p / b['seconds']:.2f}x baseline, {s_p['entries_new']:,} entries; "
-              f"peak RSS (children) {rss_p / 1024:.0f} MB")
+        print(
+            f"ctxkeep whole process: {t_p:.2f} s, CPU {c_p:.2f} s ({c_p / t_p:.0%} of wall), "
+            f"{mb / t_p:.1f} MB/s, "
+            f"{t_p / b['seconds']:.2f}x baseline, {s_p['entries_new']:,} entries; "
+            f"peak RSS (children) {rss_p / 1024:.0f} MB"
+        )
         t_n, s_n, _, _ = run_cli(store2, tree)
-        print(f"no-op re-ingest, whole process: {t_n:.2f} s, {s_n['entries_new']} new entries, "
-              f"{s_n['bytes']} bytes read")
+        print(
+            f"no-op re-ingest, whole process: {t_n:.2f} s, {s_n['entries_new']} new entries, "
+            f"{s_n['bytes']} bytes read"
+        )
         ok = (max(t_in, t_p) <= 3 * b["seconds"], max(rss_in, rss_p) <= 1024 * 1024, t_n <= 5.0)
-        print(f"targets: wall (in-process and whole process) ≤ 3x baseline {'OK' if ok[0] else 'MISSED'}; "
-              f"peak RSS ≤ 1 GB {'OK' if ok[1] else 'MISSED'}; "
-              f"no-op ≤ 5 s {'OK' if ok[2] else 'MISSED'}")
+        print(
+            f"targets: wall (in-process and whole process) ≤ 3x baseline {'OK' if ok[0] else 'MISSED'}; "
+            f"peak RSS ≤ 1 GB {'OK' if ok[1] else 'MISSED'}; "
+            f"no-op ≤ 5 s {'OK' if ok[2] else 'MISSED'}"
+        )
     finally:
         if a.keep:
             print(f"kept {work}")

@@ -8,6 +8,7 @@ message (as Gemini CLI does: truncate + write, same inode) and ingests again.
 
     uv run python tests/bench/bench_rewrite_docs.py --mb 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,11 @@ sys.path.insert(0, str(ROOT))
 from ctxkeep.pipeline.engine import run_ingest  # noqa: E402
 from ctxkeep.sources.contract import DiscoveryContext  # noqa: E402
 
-SRC = (ROOT.parent / "shared/corpus/home/.gemini/tmp/"
-       "3f1c0a6c9e5b4d2f8a7e6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e/chats/"
-       "session-2025-12-24T06-27-36e8d28f.json")
+SRC = (
+    ROOT.parent / "shared/corpus/home/.gemini/tmp/"
+    "3f1c0a6c9e5b4d2f8a7e6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e/chats/"
+    "session-2025-12-24T06-27-36e8d28f.json"
+)
 
 
 def build(mb: float) -> dict:
@@ -64,8 +67,14 @@ def main() -> None:
         t0 = time.perf_counter()
         s1 = run_ingest(store, ctx=ctx)
         t1 = time.perf_counter() - t0
-        doc["messages"].append({"id": "bench-new", "timestamp": "2026-01-01T01:00:00Z", "type": "user",
-                                "content": "one more question"})
+        doc["messages"].append(
+            {
+                "id": "bench-new",
+                "timestamp": "2026-01-01T01:00:00Z",
+                "type": "user",
+                "content": "one more question",
+            }
+        )
         with open(p, "r+") as f:
             f.truncate(0)
             f.write(json.dumps(doc, indent=2))

@@ -1,5 +1,6 @@
 """``ctxkeep compress`` on the command line (Typer CliRunner; no Prefect except the
 one flow test)."""
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,7 @@ def test_check_json_changes_nothing(env):
     assert st["rollout-2025-10-31T18-36-16-f"] == ("OK", [], 2)
     assert rep["exceeding"] == 2 and len(rep["files"]) == 6
     assert before == {p: p.read_bytes() for p in home.rglob("*.jsonl")}
-    assert sorted(x.name for x in store.iterdir()) == ["config.toml"]   # no store created
+    assert sorted(x.name for x in store.iterdir()) == ["config.toml"]  # no store created
     r = _invoke(["compress", "--check"], e)
     assert r.exit_code == 0 and "2 of 6 files exceed a threshold" in r.stdout
 
@@ -94,7 +95,7 @@ def test_errors_are_one_line(env):
 def test_active_file_is_refused_with_the_reason(env):
     e, home, store = env
     f = home / ROLLOUT
-    os.utime(f)                     # just modified: the agent may be writing
+    os.utime(f)  # just modified: the agent may be writing
     r = _invoke(["compress", str(f), "--no-prefect", "--no-progress", "--json"], e)
     assert r.exit_code == 0
     d = json.loads(r.stdout)["files"][0]
@@ -110,8 +111,10 @@ def test_prefect_flow_compresses(env, monkeypatch):
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("PREFECT_HOME", str(store / "prefect"))
     from ctxkeep.flows.prefect_env import configure_prefect
+
     configure_prefect(store)
     from ctxkeep.flows.compress import compress_flow
+
     f = home / ROLLOUT
     orig = f.read_bytes()
     s = compress_flow(str(store), paths=[str(f)], keep_messages=5)

@@ -1,11 +1,11 @@
 """The maintenance commands through the CLI (Typer's CliRunner, in-process, no Prefect)."""
+
 from __future__ import annotations
 
 import json
 import sqlite3
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, corpus
@@ -13,7 +13,6 @@ from ctxkeep.cli import app
 
 SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"
 runner = CliRunner()
-
 
 
 def n_entries(home: Path, where: str = "1", *args) -> int:
@@ -65,6 +64,7 @@ def test_purge_without_yes_is_refused_when_not_interactive(store):
 
 def test_purge_asks_when_interactive(store, monkeypatch):
     import ctxkeep.cli.maintenance as m
+
     monkeypatch.setattr(m, "_interactive", lambda: True)
     r = run("purge", "--home", store, "--session", SID, input="n\n")
     assert r.exit_code == 1 and "would remove" in r.output and "cancelled" in r.output
@@ -94,8 +94,9 @@ def test_purge_all(store):
 
 
 def test_purge_of_a_busy_store_is_one_line(store, monkeypatch):
-    from conftest import hold_lock_in_subprocess
     import ctxkeep.maintenance.purge as p
+    from conftest import hold_lock_in_subprocess
+
     orig = p.run_purge
     # the CLI waits for the lock; make this call give up at once
     monkeypatch.setattr(p, "run_purge", lambda *a, **k: orig(*a, **{**k, "timeout": 0}))
@@ -144,6 +145,7 @@ def test_unit_files_start_ctxkeep_serve():
     import configparser
     import plistlib
     import xml.etree.ElementTree as ET
+
     unit = configparser.ConfigParser(strict=False, interpolation=None)
     unit.read(ROOT / "deploy" / "systemd" / "ctxkeep.service")
     assert unit["Service"]["ExecStart"] == "%h/.local/bin/ctxkeep serve"

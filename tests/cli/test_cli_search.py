@@ -1,4 +1,5 @@
 """`ctxkeep search` and `ctxkeep show` (Typer CliRunner over a corpus store)."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,22 @@ def home(corpus_store):
 
 
 def test_search_json_with_filters_and_budget(home):
-    r = runner.invoke(app, ["search", "python: command not found", "--home", home, "--json",
-                            "--agent", "codex", "--kind", "tool_result", "-n", "3"])
+    r = runner.invoke(
+        app,
+        [
+            "search",
+            "python: command not found",
+            "--home",
+            home,
+            "--json",
+            "--agent",
+            "codex",
+            "--kind",
+            "tool_result",
+            "-n",
+            "3",
+        ],
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["hits"][0]["session_id"].startswith("019a802a")
@@ -33,13 +48,16 @@ def test_search_text_output(home):
     assert r.exit_code == 0 and "QT_QPA_PLATFORM=xcb" in r.stdout and "c61729d4" in r.stdout
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["search", "foo AND", "--raw"], "FTS5 syntax error"),
-    (["search", "x", "--kind", "bogus"], "unknown kind bogus"),
-    (["search", "x", "--since", "yesterday-ish"], "cannot read the time"),
-    (["search", "x", "--limit", "0"], "--limit 0 is out of range"),
-    (["show", "abc"], "too short"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["search", "foo AND", "--raw"], "FTS5 syntax error"),
+        (["search", "x", "--kind", "bogus"], "unknown kind bogus"),
+        (["search", "x", "--since", "yesterday-ish"], "cannot read the time"),
+        (["search", "x", "--limit", "0"], "--limit 0 is out of range"),
+        (["show", "abc"], "too short"),
+    ],
+)
 def test_errors_are_one_line(home, args, msg):
     r = runner.invoke(app, args + ["--home", home])
     assert r.exit_code == 1
@@ -49,6 +67,7 @@ def test_errors_are_one_line(home, args, msg):
 
 def test_show_full_and_budgeted(home):
     import sqlite3
+
     c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
     eid, n = c.execute("SELECT entry_id, text_bytes FROM entries ORDER BY text_bytes DESC LIMIT 1").fetchone()
     c.close()
@@ -58,8 +77,9 @@ def test_show_full_and_budgeted(home):
     r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--budget", "500"])
     d = json.loads(r.stdout)[0]
     assert d["truncated"] and f"ctxkeep show {eid} --offset {d['elided_from']}" in d["text"]
-    r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--offset", str(d["elided_from"]),
-                            "--max-bytes", "1000"])
+    r = runner.invoke(
+        app, ["show", eid, "--home", home, "--json", "--offset", str(d["elided_from"]), "--max-bytes", "1000"]
+    )
     d2 = json.loads(r.stdout)[0]
     assert d2["offset"] == d["elided_from"] and d2["next_offset"] is not None
 
@@ -69,14 +89,20 @@ def test_search_show_stats_never_import_prefect_or_polars(home, command):
     import sqlite3
     import subprocess
     import sys
+
     c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
     eid = c.execute("SELECT entry_id FROM entries WHERE text_bytes > 0 LIMIT 1").fetchone()[0]
     c.close()
-    args = {"search": ["search", "npm"], "show": ["show", eid], "stats": ["stats"]}[command] + ["--home", home]
-    code = ("import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
-            f"r = CliRunner().invoke(app, {args!r}); "
-            "assert r.exit_code == 0 and r.output.strip(), r.output; "
-            "print(sorted(m for m in ('prefect', 'polars', 'duckdb') if m in sys.modules))")
+    args = {"search": ["search", "npm"], "show": ["show", eid], "stats": ["stats"]}[command] + [
+        "--home",
+        home,
+    ]
+    code = (
+        "import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
+        f"r = CliRunner().invoke(app, {args!r}); "
+        "assert r.exit_code == 0 and r.output.strip(), r.output; "
+        "print(sorted(m for m in ('prefect', 'polars', 'duckdb') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # neither the orchestrator nor the frame libraries: ~1 s of imports these never need
     assert out.stdout.strip() == "[]"
@@ -85,25 +111,39 @@ def test_search_show_stats_never_import_prefect_or_polars(home, command):
 def test_mcp_server_module_never_imports_prefect():
     import subprocess
     import sys
-    code = ("import sys, ctxkeep.mcp.server as m, ctxkeep.query.search, ctxkeep.query.fetch, "
-            "ctxkeep.pipeline.notes; m.build_server(__import__('pathlib').Path('/tmp')); "
-            "print('prefect' in sys.modules)")
+
+    code = (
+        "import sys, ctxkeep.mcp.server as m, ctxkeep.query.search, ctxkeep.query.fetch, "
+        "ctxkeep.pipeline.notes; m.build_server(__import__('pathlib').Path('/tmp')); "
+        "print('prefect' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_session_prefix_as_hits_show_it_includes_sub_agents(home):
     import sqlite3
+
     c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
-    parent = c.execute("SELECT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%' AND "
-                       "session_id NOT LIKE '%/%' LIMIT 1").fetchone()[0]
-    sessions = {r[0] for r in c.execute("SELECT DISTINCT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%'")}
+    parent = c.execute(
+        "SELECT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%' AND "
+        "session_id NOT LIKE '%/%' LIMIT 1"
+    ).fetchone()[0]
+    sessions = {
+        r[0] for r in c.execute("SELECT DISTINCT session_id FROM entries WHERE session_id LIKE 'fe5e1c67%'")
+    }
     c.close()
     assert len(sessions) > 1 and any("/" in s for s in sessions)  # the parent and its sub-agents
-    by_prefix = json.loads(runner.invoke(app, ["search", "useTodos", "--session", parent[:12], "--home", home,
-                                               "--json", "-n", "50"]).stdout)["hits"]
-    by_id = json.loads(runner.invoke(app, ["search", "useTodos", "--session", parent, "--home", home,
-                                           "--json", "-n", "50"]).stdout)["hits"]
+    by_prefix = json.loads(
+        runner.invoke(
+            app, ["search", "useTodos", "--session", parent[:12], "--home", home, "--json", "-n", "50"]
+        ).stdout
+    )["hits"]
+    by_id = json.loads(
+        runner.invoke(
+            app, ["search", "useTodos", "--session", parent, "--home", home, "--json", "-n", "50"]
+        ).stdout
+    )["hits"]
     assert [h["entry_id"] for h in by_prefix] == [h["entry_id"] for h in by_id]
     assert {h["session_id"] for h in by_prefix} <= sessions
     assert any("/" in h["session_id"] for h in by_prefix) and len(by_prefix) > 6
@@ -111,19 +151,26 @@ def test_session_prefix_as_hits_show_it_includes_sub_agents(home):
     assert r.exit_code == 0 and "no matches" in r.stdout
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["search", ""], "the query is empty"),
-    (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], "is not before --until"),
-    (["search", "x", "--agent", "claude"], "unknown agent claude"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["search", ""], "the query is empty"),
+        (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], "is not before --until"),
+        (["search", "x", "--agent", "claude"], "unknown agent claude"),
+    ],
+)
 def test_more_one_line_errors(home, args, msg):
     r = runner.invoke(app, args + ["--home", home])
     assert r.exit_code == 1 and msg in r.stderr and "Traceback" not in r.output
 
 
 def test_agent_names_are_case_insensitive_and_partial_matches_are_said(home):
-    upper = json.loads(runner.invoke(app, ["search", "error", "--agent", "CODEX", "--home", home, "--json"]).stdout)
-    lower = json.loads(runner.invoke(app, ["search", "error", "--agent", "codex", "--home", home, "--json"]).stdout)
+    upper = json.loads(
+        runner.invoke(app, ["search", "error", "--agent", "CODEX", "--home", home, "--json"]).stdout
+    )
+    lower = json.loads(
+        runner.invoke(app, ["search", "error", "--agent", "codex", "--home", home, "--json"]).stdout
+    )
     assert upper["hits"] and upper["hits"] == lower["hits"]
     d = json.loads(runner.invoke(app, ["search", "QHBoxLayout zzqqxxyy", "--home", home, "--json"]).stdout)
     assert d["hits"] and d["note"] == "no entry holds all the terms: these match some of them"
@@ -132,28 +179,37 @@ def test_agent_names_are_case_insensitive_and_partial_matches_are_said(home):
 
 
 def test_budget_below_one_hit_says_what_one_hit_needs(home):
-    d = json.loads(runner.invoke(app, ["search", "useTodos", "--budget", "20", "--home", home, "--json"]).stdout)
+    d = json.loads(
+        runner.invoke(app, ["search", "useTodos", "--budget", "20", "--home", home, "--json"]).stdout
+    )
     assert d["hits"] == [] and d["omitted"] > 0
     assert d["note"].startswith("a budget of 20 tokens is less than the first hit needs (~")
 
 
 def test_project_dot_is_the_working_directory(home, monkeypatch, tmp_path):
     import sqlite3
+
     c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
-    proj = c.execute("SELECT project_dir FROM entries WHERE agent='codex' AND project_dir LIKE '/%' "
-                     "GROUP BY project_dir ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    proj = c.execute(
+        "SELECT project_dir FROM entries WHERE agent='codex' AND project_dir LIKE '/%' "
+        "GROUP BY project_dir ORDER BY count(*) DESC LIMIT 1"
+    ).fetchone()[0]
     c.close()
-    absolute = json.loads(runner.invoke(app, ["search", "the", "--project", proj, "--home", home, "--json"]).stdout)
+    absolute = json.loads(
+        runner.invoke(app, ["search", "the", "--project", proj, "--home", home, "--json"]).stdout
+    )
     real = tmp_path / proj.lstrip("/")
     real.mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
     # a relative path is taken from the working directory: tmp_path/<proj> is not the project
-    rel = json.loads(runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home,
-                                         "--json"]).stdout)
+    rel = json.loads(
+        runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home, "--json"]).stdout
+    )
     assert absolute["hits"] and rel["hits"] == []
     monkeypatch.chdir("/")
-    rel = json.loads(runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home,
-                                         "--json"]).stdout)
+    rel = json.loads(
+        runner.invoke(app, ["search", "the", "--project", proj.lstrip("/"), "--home", home, "--json"]).stdout
+    )
     assert rel["hits"] == absolute["hits"]
 
 

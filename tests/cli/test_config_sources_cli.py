@@ -1,5 +1,6 @@
 """config.toml (agents, the seed's tools form, env overrides, ~ expansion, missing dirs)
 and the ``ctxkeep sources`` command."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ def write_cfg(home: Path, text: str) -> None:
 
 def test_agents_section_tilde_and_relative_dirs(tmp_path):
     h = tmp_path / "ck"
-    write_cfg(h, '[agents.crush]\nsession_dirs = ["~/work", "rel/projects"]\n'
-                 '[agents.codex]\nenabled = false\n')
+    write_cfg(
+        h, '[agents.crush]\nsession_dirs = ["~/work", "rel/projects"]\n[agents.codex]\nenabled = false\n'
+    )
     cfg = cfgmod.load_config(h, env={"HOME": str(tmp_path)})
     assert cfg.agent("codex").enabled is False
     assert cfg.agent("crush").session_dirs == [Path("~/work").expanduser(), h / "rel/projects"]
@@ -33,8 +35,11 @@ def test_agents_section_tilde_and_relative_dirs(tmp_path):
 
 def test_seed_tools_form_and_aliases(tmp_path):
     h = tmp_path / "ck"
-    write_cfg(h, '[tools.claude]\nsessionDir = "/data/claude"\nenabled = "false"\n'
-                 '[tools.goose]\nsessionDir = "/data/goose"\n')
+    write_cfg(
+        h,
+        '[tools.claude]\nsessionDir = "/data/claude"\nenabled = "false"\n'
+        '[tools.goose]\nsessionDir = "/data/goose"\n',
+    )
     cfg = cfgmod.load_config(h, env={})
     assert cfg.agent("claude-code").enabled is False
     assert cfg.agent("claude-code").session_dirs == [Path("/data/claude")]
@@ -44,20 +49,29 @@ def test_seed_tools_form_and_aliases(tmp_path):
 def test_env_overrides(tmp_path):
     h = tmp_path / "ck"
     write_cfg(h, "[agents.cursor]\nenabled = false\n")
-    env = {"CTXKEEP_DISABLE": "goose, crush", "CTXKEEP_ENABLE": "cursor",
-           "CTXKEEP_OPENCODE_GO_DIRS": f"/a{__import__('os').pathsep}~/b"}
+    env = {
+        "CTXKEEP_DISABLE": "goose, crush",
+        "CTXKEEP_ENABLE": "cursor",
+        "CTXKEEP_OPENCODE_GO_DIRS": f"/a{__import__('os').pathsep}~/b",
+    }
     cfg = cfgmod.load_config(h, env=env)
     assert (cfg.agent("goose").enabled, cfg.agent("crush").enabled, cfg.agent("cursor").enabled) == (
-        False, False, True)
+        False,
+        False,
+        True,
+    )
     assert cfg.agent("opencode-go").session_dirs == [Path("/a"), Path("~/b").expanduser()]
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("[agents.crush]\nenabled = 3\n", "agents.crush.enabled must be true or false"),
-    ("[agents.crush]\nsession_dirs = 5\n", "agents.crush.session_dirs must be a path or a list of paths"),
-    ("agents = 1\n", "[agents] must be a table"),
-    ("[agents\n", "config.toml does not parse"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("[agents.crush]\nenabled = 3\n", "agents.crush.enabled must be true or false"),
+        ("[agents.crush]\nsession_dirs = 5\n", "agents.crush.session_dirs must be a path or a list of paths"),
+        ("agents = 1\n", "[agents] must be a table"),
+        ("[agents\n", "config.toml does not parse"),
+    ],
+)
 def test_bad_config_is_a_clear_error(tmp_path, text, msg):
     h = tmp_path / "ck"
     write_cfg(h, text)
@@ -75,6 +89,7 @@ def test_missing_and_unknown_are_reported_not_errors(tmp_path):
 
 
 # ------------------------------------------------------------------ ctxkeep sources
+
 
 @pytest.fixture
 def mixed_home(tmp_path):
@@ -106,10 +121,17 @@ def test_sources_before_and_after_ingest(mixed_home, tmp_path):
     run_ingest(store, ctx=DiscoveryContext(home=mixed_home, env={}))
     r = run_cli(["sources", "--json"], mixed_home, store)
     rows = {x["agent"]: x for x in json.loads(r.output)}
-    got = {a: (rows[a]["files"], rows[a]["sessions"], rows[a]["entries"]) for a in
-           ("opencode", "opencode-go", "crush", "goose", "cursor")}
-    assert got == {"opencode": (1, 1, 3), "opencode-go": (1, 1, 146), "crush": (1, 2, 136),
-                   "goose": (2, 3, 18), "cursor": (2, 3, 14)}
+    got = {
+        a: (rows[a]["files"], rows[a]["sessions"], rows[a]["entries"])
+        for a in ("opencode", "opencode-go", "crush", "goose", "cursor")
+    }
+    assert got == {
+        "opencode": (1, 1, 3),
+        "opencode-go": (1, 1, 146),
+        "crush": (1, 2, 136),
+        "goose": (2, 3, 18),
+        "cursor": (2, 3, 14),
+    }
     assert rows["crush"]["bytes"] >= 1581056 and rows["crush"]["last_ingest"].endswith("Z")
     assert rows["crush"]["where"] == str(mixed_home / "code/dbos-transact-golang/.crush")
     assert rows["claude-code"]["files"] == 0 and rows["claude-code"]["reason"]
@@ -130,9 +152,12 @@ def test_sources_with_a_broken_config_is_one_line(tmp_path):
 def test_sources_never_imports_prefect(tmp_path):
     import subprocess
     import sys
-    code = ("import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
-            "r = CliRunner().invoke(app, ['sources', '--json']); "
-            "assert r.exit_code == 0, r.output; print('prefect' in sys.modules)")
+
+    code = (
+        "import sys; from typer.testing import CliRunner; from ctxkeep.cli import app; "
+        "r = CliRunner().invoke(app, ['sources', '--json']); "
+        "assert r.exit_code == 0, r.output; print('prefect' in sys.modules)"
+    )
     env = {"HOME": str(tmp_path), "CTXKEEP_HOME": str(tmp_path / "store"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.strip() == "False", out.stderr

@@ -1,4 +1,5 @@
 """Where the store lives, and that it is never created inside a read-only tree."""
+
 from __future__ import annotations
 
 import os
@@ -47,5 +48,7 @@ def test_home_that_is_a_file_is_a_clear_error(tmp_path):
     f.write_text("x")
     with pytest.raises(StoreError) as e:
         ensure_home(f)
-    assert str(e.value) == (f"cannot use {f} as the store: it is a file, not a directory - "
-                            "pass --home DIR (or CTXKEEP_HOME) naming a directory")
+    assert str(e.value) == (
+        f"cannot use {f} as the store: it is a file, not a directory - "
+        "pass --home DIR (or CTXKEEP_HOME) naming a directory"
+    )

@@ -3,6 +3,7 @@ digests, not only figures), per-part extract + transform tasks retried on a
 transient error, the summary as a table artifact; whole process, no Prefect server
 configured (Prefect starts its temporary local server), no network: summary figures
 and a quiet output."""
+
 from __future__ import annotations
 
 import json
@@ -15,37 +16,51 @@ import sys
 import pytest
 
 from conftest import CORPUS_HOME, ROOT
-from store_digest import store_digest
-
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.pipeline import engine
 from ctxkeep.sources.contract import DiscoveryContext
+from store_digest import store_digest
 
-NOISE = re.compile(r"telemetry|analytics|Traceback|ERROR|Error|WARNING|warning|"
-                   r"Failed|ConnectError|httpx", re.I)
+NOISE = re.compile(
+    r"telemetry|analytics|Traceback|ERROR|Error|WARNING|warning|"
+    r"Failed|ConnectError|httpx",
+    re.I,
+)
 
 
 def _tree(root) -> dict:
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in root.rglob("*")}
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
 
 
 @pytest.mark.slow
 def test_prefect_flow_ingests_corpus_quietly(home_copy, tmp_path, corpus_store):
-    _, reference = corpus_store          # the same corpus through the plain pipeline
+    _, reference = corpus_store  # the same corpus through the plain pipeline
     store = tmp_path / "store"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PREFECT_", "CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME"))}
-    env["CTXKEEP_IDLE_SECONDS"] = "0"    # home_copy was just written (see conftest)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PREFECT_", "CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME"))
+    }
+    env["CTXKEEP_IDLE_SECONDS"] = "0"  # home_copy was just written (see conftest)
     env["HOME"] = str(home_copy)
     before = _tree(home_copy)
-    r = subprocess.run([sys.executable, "-m", "ctxkeep", "ingest", "--home", str(store), "--json"],
-                       env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "ingest", "--home", str(store), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     s = json.loads(r.stdout)
-    assert (s["files"], s["files_read"], s["entries_new"], s["quarantined"], s["lines"]) == \
-        (reference.files, reference.files_read, reference.entries_new, reference.quarantined,
-         reference.lines)
+    assert (s["files"], s["files_read"], s["entries_new"], s["quarantined"], s["lines"]) == (
+        reference.files,
+        reference.files_read,
+        reference.entries_new,
+        reference.quarantined,
+        reference.lines,
+    )
     assert s["per_agent"] == reference.per_agent
     assert s["per_agent"]["claude-code"] == 986 and s["per_agent"]["codex"] == 2229
     assert s["analytics"] == f"analytics: {reference.entries_new} entries synced"
@@ -55,8 +70,9 @@ def test_prefect_flow_ingests_corpus_quietly(home_copy, tmp_path, corpus_store):
     # and nothing in the user's home (session files included) was written
     assert (store / "prefect").is_dir()
     assert _tree(home_copy) == before
-    conn_runs = sqlite3.connect(store / "store.db").execute(
-        "SELECT flow, status, entries_new FROM runs").fetchall()
+    conn_runs = (
+        sqlite3.connect(store / "store.db").execute("SELECT flow, status, entries_new FROM runs").fetchall()
+    )
     assert conn_runs == [("ingest", "ok", reference.entries_new)]
     # the store is the one the CLI's in-process run makes of the same files
     plain = tmp_path / "plain"
@@ -79,14 +95,33 @@ def test_transient_errors_are_the_retried_ones():
 def test_the_summary_artifact_holds_every_figure():
     from ctxkeep.flows.ingest import summary_table
 
-    s = engine.Summary(files=3, files_read=2, bytes=1200, lines=10, entries_new=7, seconds=0.5,
-                       per_agent={"codex": 4, "claude-code": 3}, analytics="analytics: 7 entries synced",
-                       problems=["no such file: /x"]).as_dict()
+    s = engine.Summary(
+        files=3,
+        files_read=2,
+        bytes=1200,
+        lines=10,
+        entries_new=7,
+        seconds=0.5,
+        per_agent={"codex": 4, "claude-code": 3},
+        analytics="analytics: 7 entries synced",
+        problems=["no such file: /x"],
+    ).as_dict()
     rows = {r["figure"]: r["value"] for r in summary_table(s)}
-    assert rows == {"files": 3, "files_read": 2, "files_vanished": 0, "bytes": 1200, "lines": 10,
-                    "entries_new": 7, "quarantined": 0, "status_changed": 0, "seconds": 0.5,
-                    "analytics": "analytics: 7 entries synced", "entries_new claude-code": 3,
-                    "entries_new codex": 4, "problem": "no such file: /x"}
+    assert rows == {
+        "files": 3,
+        "files_read": 2,
+        "files_vanished": 0,
+        "bytes": 1200,
+        "lines": 10,
+        "entries_new": 7,
+        "quarantined": 0,
+        "status_changed": 0,
+        "seconds": 0.5,
+        "analytics": "analytics: 7 entries synced",
+        "entries_new claude-code": 3,
+        "entries_new codex": 4,
+        "problem": "no such file: /x",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +146,12 @@ def _corpus_env(monkeypatch) -> None:
 @pytest.mark.slow
 def test_the_flow_stores_what_the_engine_stores_with_a_task_per_part(prefect_server, tmp_path, monkeypatch):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter,
-                                                FlowRunFilterId)
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+    )
 
     from ctxkeep.flows import ingest as flow_mod
     from ctxkeep.pipeline.plan import plan, split_parts
@@ -126,8 +165,9 @@ def test_the_flow_stores_what_the_engine_stores_with_a_task_per_part(prefect_ser
         conn.close()
     plain = engine.run_ingest(tmp_path / "plain")  # discovers as the flow does (HOME)
     # a transient error on the first attempt of the codex part: the task is retried
-    monkeypatch.setattr(flow_mod, "extract_transform",
-                        flow_mod.extract_transform.with_options(retry_delay_seconds=0))
+    monkeypatch.setattr(
+        flow_mod, "extract_transform", flow_mod.extract_transform.with_options(retry_delay_seconds=0)
+    )
     real = engine.extract_transform_part
     failed = []
 
@@ -142,16 +182,28 @@ def test_the_flow_stores_what_the_engine_stores_with_a_task_per_part(prefect_ser
     s = state.result()
     assert failed == ["codex"]
     want = plain.as_dict()
-    for k in ("files", "files_read", "files_vanished", "bytes", "lines", "entries_new", "quarantined",
-              "status_changed", "per_agent", "analytics", "problems"):
+    for k in (
+        "files",
+        "files_read",
+        "files_vanished",
+        "bytes",
+        "lines",
+        "entries_new",
+        "quarantined",
+        "status_changed",
+        "per_agent",
+        "analytics",
+        "problems",
+    ):
         assert s[k] == want[k], k
     assert s["entries_new"] == 3890
     assert store_digest(tmp_path / "flow") == store_digest(tmp_path / "plain")
     run_id = state.state_details.flow_run_id
     with get_client(sync_client=True) as client:
         tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
-        arts = client.read_artifacts(artifact_filter=ArtifactFilter(
-            flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
+        arts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run_id]))
+        )
     by_name = {t.name.rsplit("-", 1)[0]: t for t in tasks}  # Prefect adds a "-<3 hex>" suffix
     assert sorted(by_name) == sorted(f"extract-transform-{n}" for n in names) and len(names) >= 5
     assert len(tasks) == len(names)

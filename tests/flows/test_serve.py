@@ -9,6 +9,7 @@ Slow: the Prefect server needs 20-30 s to start on an idle 2-core machine (over 
 under load), and the run another ~30 s. It runs when CTXKEEP_RUN_SERVE=1 is set:
 ``CTXKEEP_RUN_SERVE=1 uv run pytest -q tests/flows/test_serve.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,12 +25,18 @@ import pytest
 
 from conftest import corpus
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(os.environ.get("CTXKEEP_RUN_SERVE") != "1",
-                                 reason="starts a Prefect server (1-3 min); set CTXKEEP_RUN_SERVE=1")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("CTXKEEP_RUN_SERVE") != "1",
+        reason="starts a Prefect server (1-3 min); set CTXKEEP_RUN_SERVE=1",
+    ),
+]
 
 SESSION = "fa1ac8bf-348e-4b9a-a06d-767050fa1e10"
-CODEX_SMALL = ".codex/sessions/2025/10/31/rollout-2025-10-31T18-36-16-fa1ac8bf-348e-4b9a-a06d-767050fa1e10.jsonl"
+CODEX_SMALL = (
+    ".codex/sessions/2025/10/31/rollout-2025-10-31T18-36-16-fa1ac8bf-348e-4b9a-a06d-767050fa1e10.jsonl"
+)
 
 CLIENT = r"""
 import json, sys, time
@@ -76,11 +83,16 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(HOME=str(user), PREFECT_HOME=str(tmp_path / "prefect"), CTXKEEP_HOME=str(store))
-    log = open(tmp_path / "serve.log", "wb")
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 - the server writes it until the test ends
     exe = Path(sys.executable).with_name("ctxkeep")
     t0 = time.monotonic()
-    proc = subprocess.Popen([str(exe), "serve", "--port", str(port)], env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while not healthy(api) and time.monotonic() < deadline:
@@ -89,9 +101,13 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
         assert healthy(api), (tmp_path / "serve.log").read_text()
         t_server = time.monotonic() - t0
         names = ["ingest/ctxkeep-ingest", "retention/ctxkeep-retention", "compress/ctxkeep-compress"]
-        r = subprocess.run([sys.executable, "-c", CLIENT, ",".join(names), str(store), SESSION],
-                           env=dict(env, PREFECT_API_URL=api),
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [sys.executable, "-c", CLIENT, ",".join(names), str(store), SESSION],
+            env=dict(env, PREFECT_API_URL=api),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert r.returncode == 0, r.stderr[-3000:]
         got = json.loads(r.stdout.strip().splitlines()[-1])
         t_run = time.monotonic() - t0 - t_server
@@ -102,14 +118,16 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
         assert got["deployments"]["compress/ctxkeep-compress"]["interval"] == [3600.0]
         assert got["deployments"]["ingest/ctxkeep-ingest"]["parameters"] == {"home": str(store)}
         assert got["state"] == "COMPLETED"
-        assert got["flows"]["reindex"] == 2                    # the ingested entries' 2 chunks
+        assert got["flows"]["reindex"] == 2  # the ingested entries' 2 chunks
         assert got["flows"]["retention"] == 0
         assert got["flows"]["backfill"] == [str(dst)]
         assert got["flows"]["purge"] == 2
         conn = sqlite3.connect(store / "store.db")
         assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
         assert conn.execute("SELECT flow, status FROM runs ORDER BY run_id").fetchall() == [
-            ("ingest", "ok"), ("purge", "ok")]
+            ("ingest", "ok"),
+            ("purge", "ok"),
+        ]
         conn.close()
     finally:
         if proc.poll() is None:
@@ -124,4 +142,4 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
     deadline = time.monotonic() + 30
     while healthy(api, timeout=1) and time.monotonic() < deadline:
         time.sleep(1)
-    assert not healthy(api, timeout=1)             # serve stopped the server it started
+    assert not healthy(api, timeout=1)  # serve stopped the server it started

@@ -1,5 +1,6 @@
 """Compress acceptance (issue 5): every Claude Code and Codex file of a copy of the
 corpus, compressed with lowered thresholds, against a store ingested from that copy."""
+
 from __future__ import annotations
 
 import json
@@ -10,17 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from compress_helpers import (claude_messages, dangling_parents, is_claude, orphan_codex_outputs,
-                              orphan_tool_results, records)
+from compress_helpers import (
+    claude_messages,
+    dangling_parents,
+    is_claude,
+    orphan_codex_outputs,
+    orphan_tool_results,
+    records,
+)
 from conftest import CORPUS_HOME
 from ctxkeep.config import CompressConfig
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import run as ops
 from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.pipeline.plan import plan as ingest_plan
+from ctxkeep.query.search import Filters, search
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.query.search import Filters, search
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
 
 KEEP = 10
@@ -46,14 +53,21 @@ def compressed(tmp_path_factory):
     home, store, ctx = _setup(root)
     originals = {p: p.read_bytes() for p in home.rglob("*.jsonl")}
     conn = sqlite_store.connect(store)
-    before = {"entries": conn.execute("SELECT count(*) FROM entries").fetchone()[0],
-              "usage": conn.execute("SELECT count(*), sum(input_tokens), sum(output_tokens) "
-                                    "FROM usage").fetchone()}
+    before = {
+        "entries": conn.execute("SELECT count(*) FROM entries").fetchone()[0],
+        "usage": conn.execute("SELECT count(*), sum(input_tokens), sum(output_tokens) FROM usage").fetchone(),
+    }
     conn.close()
     summary = ops.run_compress(store, ctx=ctx)
-    return {"home": home, "store": store, "ctx": ctx, "originals": originals, "before": before,
-            "summary": summary,
-            "results": {Path(f["path"]): f for f in summary["files"]}}
+    return {
+        "home": home,
+        "store": store,
+        "ctx": ctx,
+        "originals": originals,
+        "before": before,
+        "summary": summary,
+        "results": {Path(f["path"]): f for f in summary["files"]},
+    }
 
 
 def test_every_file_over_a_threshold_was_handled(compressed):
@@ -67,8 +81,10 @@ def test_every_file_over_a_threshold_was_handled(compressed):
     assert len(res) == 12
     assert names["fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"] == "skipped"
     assert names["small.jsonl"] == "refused"
-    assert "would read as 2 entries that the original does not have" in \
-        res[next(p for p in res if p.name == "small.jsonl")]["reason"]
+    assert (
+        "would read as 2 entries that the original does not have"
+        in res[next(p for p in res if p.name == "small.jsonl")]["reason"]
+    )
     assert sum(s == "compressed" for s in names.values()) == 10
     s = compressed["summary"]
     assert s["compressed"] == 10 and s["refused"] == 1 and s["failed"] == 0
@@ -77,8 +93,12 @@ def test_every_file_over_a_threshold_was_handled(compressed):
     big = res[next(p for p in res if "c61729d4" in p.name)]
     assert (big["bytes_before"], big["lines_before"], big["messages_before"]) == (1919704, 1612, 1029)
     assert big["bytes_after"] < 60_000 and big["messages_after"] >= KEEP
-    assert big["verified"] == {"lines": 1612, "entries": big["verified"]["entries"],
-                               "quarantined": 0, "missing": 0}
+    assert big["verified"] == {
+        "lines": 1612,
+        "entries": big["verified"]["entries"],
+        "quarantined": 0,
+        "missing": 0,
+    }
 
 
 def test_results_parse_and_keep_structure(compressed):
@@ -86,19 +106,20 @@ def test_results_parse_and_keep_structure(compressed):
         if r["status"] != "compressed":
             continue
         new = path.read_bytes()
-        recs = records(new)                                       # the result parses
+        recs = records(new)  # the result parses
         assert len(recs) == r["lines_after"]
         assert Path(r["backup"]).read_bytes() == compressed["originals"][path]
         if is_claude(path):
-            assert dangling_parents(recs) == [], path             # no dangling parent
-            assert orphan_tool_results(recs) == [], path          # tool_result after its tool_use
+            assert dangling_parents(recs) == [], path  # no dangling parent
+            assert orphan_tool_results(recs) == [], path  # tool_result after its tool_use
             assert len(claude_messages(recs)) == r["messages_after"] >= KEEP
             assert sum(isinstance(x.get("ctxkeep"), dict) for x in recs) == 1
         else:
             orig = records(compressed["originals"][path])
             assert set(orphan_codex_outputs(recs)) <= set(orphan_codex_outputs(orig))
-            assert [x for x in recs if x["type"] == "session_meta"] == \
-                [x for x in orig if x["type"] == "session_meta"]
+            assert [x for x in recs if x["type"] == "session_meta"] == [
+                x for x in orig if x["type"] == "session_meta"
+            ]
 
 
 def test_removed_messages_stay_searchable_and_archived(compressed):
@@ -110,13 +131,19 @@ def test_removed_messages_stay_searchable_and_archived(compressed):
     removed = [r for r in claude_messages(orig) if r["uuid"] not in kept_uuids]
     assert len(removed) == compressed["results"][path]["removed_messages"] == 110
     # a user prompt that is only in the removed part
-    prompt = next(r for r in removed if r["type"] == "user" and isinstance(r["message"]["content"], str)
-                  and len(r["message"]["content"].split()) > 4)
+    prompt = next(
+        r
+        for r in removed
+        if r["type"] == "user"
+        and isinstance(r["message"]["content"], str)
+        and len(r["message"]["content"].split()) > 4
+    )
     words = " ".join(prompt["message"]["content"].split()[:6])
     hits = search(conn, f'"{words}"', limit=20)
     assert hits, words
-    row = conn.execute("SELECT status, source_offset FROM entries WHERE entry_id = ?",
-                       (hits[0].entry_id,)).fetchone()
+    row = conn.execute(
+        "SELECT status, source_offset FROM entries WHERE entry_id = ?", (hits[0].entry_id,)
+    ).fetchone()
     assert row[0] == "archived"
     archived_hits = search(conn, f'"{words}"', filters=Filters(status="archived"), limit=20)
     assert hits[0].entry_id in {h.entry_id for h in archived_hits}
@@ -137,7 +164,8 @@ def test_nothing_doubles_and_kept_entries_point_at_the_new_file(compressed):
     conn = sqlite_store.connect(store)
     n_before = compressed["before"]["entries"]
     markers = compressed["summary"]["compressed"] - sum(
-        1 for p, r in compressed["results"].items() if r["status"] == "compressed" and not is_claude(p))
+        1 for p, r in compressed["results"].items() if r["status"] == "compressed" and not is_claude(p)
+    )
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == n_before + markers
     # the new files' watermarks are current: the next ingest has nothing to read
     p = ingest_plan(store, conn, ctx=ctx)
@@ -147,9 +175,12 @@ def test_nothing_doubles_and_kept_entries_point_at_the_new_file(compressed):
     # kept entries now carry their offset in the new file
     path = next(q for q in compressed["results"] if q.name.startswith("ef958aa1"))
     data = path.read_bytes()
-    for eid, off in conn.execute("SELECT entry_id, source_offset FROM entries WHERE source_path = ? "
-                                 "AND status = 'active' AND native_id IS NOT NULL", (str(path),)):
-        assert data[off - 1:off] in (b"\n", b"") and data[off:off + 1] == b"{"
+    for _eid, off in conn.execute(
+        "SELECT entry_id, source_offset FROM entries WHERE source_path = ? "
+        "AND status = 'active' AND native_id IS NOT NULL",
+        (str(path),),
+    ):
+        assert data[off - 1 : off] in (b"\n", b"") and data[off : off + 1] == b"{"
     # re-reading the rewritten files from offset 0 (entry ids are stable) adds nothing
     conn.execute("DELETE FROM watermarks")
     s = run_ingest(store, ctx=ctx)
@@ -159,12 +190,14 @@ def test_nothing_doubles_and_kept_entries_point_at_the_new_file(compressed):
 
 
 def test_claude_usage_unchanged(compressed, corpus_store):
-    q = ("SELECT count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage "
-         "WHERE agent = 'claude-code'")
+    q = (
+        "SELECT count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage "
+        "WHERE agent = 'claude-code'"
+    )
     conn = sqlite_store.connect(compressed["store"], readonly=True)
     u = conn.execute(q).fetchone()
     conn.close()
-    ref_conn = sqlite_store.connect(corpus_store[0], readonly=True)   # the untouched corpus
+    ref_conn = sqlite_store.connect(corpus_store[0], readonly=True)  # the untouched corpus
     ref = ref_conn.execute(q).fetchone()
     ref_conn.close()
     assert u == ref and u[0] > 50
@@ -187,8 +220,10 @@ def test_check_reports_and_repeated_runs_settle(compressed):
     # a second run may still cut between exchanges where the first cut at a prompt;
     # after that the files are stable
     second = ops.run_compress(store, ctx=ctx)
-    assert all(f["status"] in ("compressed", "skipped") or Path(f["path"]).name == "small.jsonl"
-               for f in second["files"])
+    assert all(
+        f["status"] in ("compressed", "skipped") or Path(f["path"]).name == "small.jsonl"
+        for f in second["files"]
+    )
     assert all(f["cut_kind"] == "exchange" for f in second["files"] if f["status"] == "compressed")
     third = ops.run_compress(store, ctx=ctx)
     assert third["compressed"] == 0 and third["refused"] == 1  # small.jsonl, as above
@@ -199,7 +234,10 @@ def test_check_reports_and_repeated_runs_settle(compressed):
             assert len(claude_messages(recs)) >= KEEP
 
 
-def _one(tmp_path, rel="/.codex/sessions/2025/11/13/rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2.jsonl"):
+def _one(
+    tmp_path,
+    rel="/.codex/sessions/2025/11/13/rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2.jsonl",
+):
     src = Path(str(CORPUS_HOME) + rel)
     d = tmp_path / "sess"
     d.mkdir()
@@ -247,9 +285,13 @@ def test_dry_run_changes_nothing(tmp_path):
     orig = p.read_bytes()
     s = ops.run_compress(store, paths=[p], keep_messages=5, dry_run=True)
     f = s["files"][0]
-    assert f["status"] == "would-compress" and f["bytes_after"] < 30_000 and f["tokens_after"] < f["tokens_before"]
+    assert (
+        f["status"] == "would-compress"
+        and f["bytes_after"] < 30_000
+        and f["tokens_after"] < f["tokens_before"]
+    )
     assert p.read_bytes() == orig and sorted(x.name for x in p.parent.iterdir()) == [p.name]
-    assert list(store.iterdir()) == []                 # not even a store was created
+    assert list(store.iterdir()) == []  # not even a store was created
 
 
 def test_appended_lines_after_compression_are_read_once(tmp_path):
@@ -259,8 +301,11 @@ def test_appended_lines_after_compression_are_read_once(tmp_path):
     assert s["compressed"] == 1
     n = sqlite_store.connect(store).execute("SELECT count(*) FROM entries").fetchone()[0]
     later = json.loads(p.read_bytes().splitlines()[-1])
-    later["payload"] = {"type": "message", "role": "user",
-                        "content": [{"type": "input_text", "text": "quokka appended later"}]}
+    later["payload"] = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "quokka appended later"}],
+    }
     with open(p, "ab") as f:
         f.write(json.dumps(later, separators=(",", ":")).encode() + b"\n")
     r = run_ingest(store, paths=[p])
@@ -278,6 +323,7 @@ def test_backup_retention(tmp_path):
         assert s["files"][0]["status"] == "compressed", s["files"][0]["reason"]
         time.sleep(0.01)
     from ctxkeep.maintenance.compress.rewrite import backup_paths
+
     bps = backup_paths(p)
     assert len(bps) == 2
     # the newest backup is the file as it was before the last (keep 5) compression
@@ -293,9 +339,13 @@ def _compressed_one(tmp_path, rel, keep=5):
     return p, store, orig, s["files"][0]
 
 
-CODEX_040 = "/.codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl"
-SUBAGENT = ("/.claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/"
-            "agent-a4ca7529859c158c2.jsonl")
+CODEX_040 = (
+    "/.codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl"
+)
+SUBAGENT = (
+    "/.claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/"
+    "agent-a4ca7529859c158c2.jsonl"
+)
 
 
 def test_restore(tmp_path):
@@ -318,7 +368,7 @@ def test_restore(tmp_path):
     # every entry points at its line in the restored file again
     data = p.read_bytes()
     for (off,) in conn.execute("SELECT DISTINCT source_offset FROM entries WHERE source_path=?", (str(p),)):
-        assert off == 0 or data[off - 1:off] == b"\n"
+        assert off == 0 or data[off - 1 : off] == b"\n"
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == n
     conn.close()
 
@@ -326,22 +376,28 @@ def test_restore(tmp_path):
 def test_restore_refuses_when_newer_entries_would_vanish(tmp_path):
     p, store, orig, r = _compressed_one(tmp_path, SUBAGENT)
     line = json.loads(p.read_bytes().splitlines()[-1])
-    line.update(uuid="00000000-0000-4000-8000-000000000001", parentUuid=line["uuid"], type="user",
-                message={"role": "user", "content": "zebra-unique-followup question"})
+    line.update(
+        uuid="00000000-0000-4000-8000-000000000001",
+        parentUuid=line["uuid"],
+        type="user",
+        message={"role": "user", "content": "zebra-unique-followup question"},
+    )
     with open(p, "ab") as f:
         f.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
     with pytest.raises(ops.UsageError, match="1 entries written after the compression"):
         ops.restore_file(store, p)
     conn = sqlite_store.connect(store, readonly=True)
-    assert [h.kind for h in search(conn, "zebra-unique-followup")] == ["message"]   # ingested first
+    assert [h.kind for h in search(conn, "zebra-unique-followup")] == ["message"]  # ingested first
     conn.close()
     res = ops.restore_file(store, p, force=True)
     assert res["newer_entries"] == 1 and p.read_bytes() == orig
     conn = sqlite_store.connect(store, readonly=True)
-    marker = conn.execute("SELECT status FROM entries WHERE kind='meta' AND source_path=? AND "
-                          "content_hash IN (SELECT c.content_hash FROM contents c JOIN chunks ch ON "
-                          "ch.content_id=c.content_id WHERE ch.text LIKE 'ctxkeep compressed%')",
-                          (str(p),)).fetchall()
+    marker = conn.execute(
+        "SELECT status FROM entries WHERE kind='meta' AND source_path=? AND "
+        "content_hash IN (SELECT c.content_hash FROM contents c JOIN chunks ch ON "
+        "ch.content_id=c.content_id WHERE ch.text LIKE 'ctxkeep compressed%')",
+        (str(p),),
+    ).fetchall()
     conn.close()
     assert marker == [("archived",)]
 
@@ -356,7 +412,10 @@ def test_codex_usage_survives_a_reread_from_offset_0(tmp_path):
     """A compressed rollout read again from offset 0 (lost watermark, backfill) starts
     its token_count deltas mid-session; the stored usage must not grow."""
     p, store, orig, r = _compressed_one(
-        tmp_path, "/.codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl", 10)
+        tmp_path,
+        "/.codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl",
+        10,
+    )
     conn = sqlite_store.connect(store)
     q = "SELECT count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage"
     before = conn.execute(q).fetchone()
@@ -374,6 +433,7 @@ def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
     import datetime as dt
 
     from ctxkeep.maintenance.retention import run_retention
+
     p, store = _one(tmp_path)
     conn = sqlite_store.connect(store)
     r = ops.compress_file(conn, store, SourceFile("codex", p), CompressConfig(keep_messages=5), force=True)
@@ -381,8 +441,8 @@ def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
     archived = conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0]
     conn.close()
     assert archived > 50
-    now = dt.datetime.now(dt.timezone.utc)
-    kept = run_retention(store, now=now)             # default 7 days: nothing is due yet
+    now = dt.datetime.now(dt.UTC)
+    kept = run_retention(store, now=now)  # default 7 days: nothing is due yet
     conn = sqlite_store.connect(store)
     assert conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0] == archived
     conn.close()

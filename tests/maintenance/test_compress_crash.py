@@ -7,6 +7,7 @@ rename), located by the child announcing it just before ``make_backup``. Childre
 forked from a multiprocessing forkserver that imported ctxkeep once (``crash_child``).
 A last, unkilled run then finishes the job and leaves no temp file, no duplicate entry.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -19,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS_HOME
-from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sinks import sqlite as sqlite_store
 
 pytestmark = pytest.mark.slow
@@ -30,6 +31,7 @@ FILES = {
     "claude": ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
     "codex": ".codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl",
 }
+
 
 def _mp(monkeypatch):
     # Python 3.11's forkserver ignores the parent's sys.path when preloading: the
@@ -43,6 +45,7 @@ def _mp(monkeypatch):
 
 def _spawn(ctx, store: Path, path: Path):
     import crash_child
+
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=crash_child.run, args=(send, str(store), str(path)), daemon=True)
     proc.start()
@@ -97,9 +100,14 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         assert proc.exitcode == 0 and done[2] == "compressed", done
         new = path.read_bytes()
         assert new != original and len(new) < len(original) / 2
-        setups[name] = dict(path=path, original=original, new=new,
-                            run=t_done - t_ready, write_at=t_write - t_ready,
-                            write_len=max(t_done - t_write, 0.02))
+        setups[name] = {
+            "path": path,
+            "original": original,
+            "new": new,
+            "run": t_done - t_ready,
+            "write_at": t_write - t_ready,
+            "write_len": max(t_done - t_write, 0.02),
+        }
     conn = sqlite_store.connect(store)
     n_entries = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     conn.close()
@@ -112,12 +120,12 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         _reset(path, original)
         proc, recv = _spawn(ctx, store, path)
         _wait_for(recv, "ready")
-        if trial % 4 < 2:      # anywhere in the run
+        if trial % 4 < 2:  # anywhere in the run
             time.sleep(rng.uniform(0, s["run"] * 1.1))
-        else:                  # inside the write phase
+        else:  # inside the write phase
             _wait_for(recv, "write")
             time.sleep(rng.uniform(0, s["write_len"]))
-        if proc.is_alive():   # a child that already finished is not signalled (no stray pid)
+        if proc.is_alive():  # a child that already finished is not signalled (no stray pid)
             proc.kill()
         proc.join(30)
         recv.close()
@@ -135,8 +143,13 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
     # both outcomes were hit: the kills did land on both sides of the rename
     assert outcomes["original"] > 0 and outcomes["new"] > 0, outcomes
     assert killed >= 20, killed
-    print("\n" + "; ".join(f"{k}: run {v['run']:.2f} s, write at {v['write_at']:.2f} s for "
-                            f"{v['write_len']:.2f} s" for k, v in setups.items()))
+    print(
+        "\n"
+        + "; ".join(
+            f"{k}: run {v['run']:.2f} s, write at {v['write_at']:.2f} s for {v['write_len']:.2f} s"
+            for k, v in setups.items()
+        )
+    )
     print(f"setup {t1 - t0:.1f} s, trials {time.monotonic() - t1:.1f} s")
     print(f"{TRIALS} trials, {killed} killed by SIGKILL while compressing: {outcomes}")
     # a later run completes the job: the original is compressed (a file that already
@@ -155,6 +168,10 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         assert Path(str(s["path"]) + ".backup").read_bytes() in (s["original"], s["new"])
     conn = sqlite_store.connect(store)
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == n_entries
-    assert conn.execute("SELECT count(*) FROM (SELECT entry_id FROM entries GROUP BY entry_id "
-                        "HAVING count(*) > 1)").fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM (SELECT entry_id FROM entries GROUP BY entry_id HAVING count(*) > 1)"
+        ).fetchone()[0]
+        == 0
+    )
     conn.close()

@@ -1,24 +1,40 @@
 """The compression plan (maintenance.compress.plan): pure, on the real corpus lines."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from compress_helpers import (claude_messages, dangling_parents, orphan_codex_outputs,
-                              orphan_tool_results, records)
+from compress_helpers import (
+    claude_messages,
+    dangling_parents,
+    orphan_codex_outputs,
+    orphan_tool_results,
+    records,
+)
 from conftest import CORPUS_HOME, corpus
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.sources.contract import SourceFile
 from ctxkeep.transforms.normalize import entries_frame
 
-CLAUDE = sorted(p.relative_to(CORPUS_HOME).as_posix()
-                for p in (CORPUS_HOME / ".claude").rglob("*.jsonl")) if CORPUS_HOME.is_dir() else []
-CODEX = sorted(p.relative_to(CORPUS_HOME).as_posix()
-               for p in (CORPUS_HOME / ".codex").rglob("*.jsonl")) if CORPUS_HOME.is_dir() else []
+CLAUDE = (
+    sorted(p.relative_to(CORPUS_HOME).as_posix() for p in (CORPUS_HOME / ".claude").rglob("*.jsonl"))
+    if CORPUS_HOME.is_dir()
+    else []
+)
+CODEX = (
+    sorted(p.relative_to(CORPUS_HOME).as_posix() for p in (CORPUS_HOME / ".codex").rglob("*.jsonl"))
+    if CORPUS_HOME.is_dir()
+    else []
+)
 EF958 = ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
-CODEX_034 = ".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
-CODEX_040 = ".codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl"
+CODEX_034 = (
+    ".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
+)
+CODEX_040 = (
+    ".codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl"
+)
 
 
 def _plan(rel: str, keep: int, system: int = 5):
@@ -39,7 +55,7 @@ def test_claude_plan_invariants(rel, keep):
     assert orphan_tool_results(after) == []
     msgs_before, msgs_after = len(claude_messages(before)), len(claude_messages(after))
     assert msgs_after == plan.messages_after
-    assert msgs_after >= min(keep, msgs_before)          # never fewer than asked
+    assert msgs_after >= min(keep, msgs_before)  # never fewer than asked
     markers = [r for r in after if isinstance(r.get("ctxkeep"), dict)]
     if plan.changes:
         assert len(markers) == 1
@@ -72,10 +88,12 @@ def test_claude_cut_at_turn_keeps_latest_state_records():
         assert latest in after, t
     # the first 5 system/meta lines of the file are kept, in order
     head = [r for r in before if r["type"] not in ("user", "assistant")][:5]
+
     def no_parent(r):
         return {k: v for k, v in r.items() if k != "parentUuid"}
+
     assert all(no_parent(r) in [no_parent(a) for a in after] for r in head)
-    assert after[0] == before[0]          # permission-mode first, as in the original
+    assert after[0] == before[0]  # permission-mode first, as in the original
     assert plan.messages_before == 107 and plan.messages_after == 38
 
 
@@ -97,12 +115,13 @@ def test_codex_plan_invariants(rel, keep):
     assert set(orphan_codex_outputs(after)) <= set(orphan_codex_outputs(before))
     if "fixture" not in rel:
         assert orphan_codex_outputs(after) == []
-    assert [r for r in after if r["type"] == "session_meta"] == \
-        [r for r in before if r["type"] == "session_meta"]
+    assert [r for r in after if r["type"] == "session_meta"] == [
+        r for r in before if r["type"] == "session_meta"
+    ]
     tcs = [r for r in before if r["type"] == "turn_context"]
     if tcs:
         assert tcs[-1] in after
-    assert not any(isinstance(r.get("ctxkeep"), dict) for r in after)   # no marker in rollouts
+    assert not any(isinstance(r.get("ctxkeep"), dict) for r in after)  # no marker in rollouts
     if plan.changes:
         assert plan.messages_after >= keep and plan.removed_messages > 0
 
@@ -121,7 +140,7 @@ def test_codex_cuts_at_user_prompt():
 def test_codex_turn_context_in_effect_is_kept():
     data, lines, plan = _plan(CODEX_040, 5)
     before = records(data)
-    in_effect = [r for r in before[:plan.cut] if r["type"] == "turn_context"][-1]
+    in_effect = [r for r in before[: plan.cut] if r["type"] == "turn_context"][-1]
     assert in_effect in records(b"".join(x + b"\n" for x in plan.new_lines))
 
 

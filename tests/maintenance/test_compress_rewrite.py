@@ -1,5 +1,6 @@
 """The atomic JSONL rewrite with verified backups (maintenance.compress.rewrite). Files are
 small handmade JSONL written in tmp_path."""
+
 from __future__ import annotations
 
 import hashlib
@@ -100,7 +101,7 @@ def test_restore_puts_the_backup_back(session):
     jr.replace_file(session, NEW, st, expected_lines=1)
     used, rst = jr.restore_backup(session)
     assert used.name == "s.jsonl.backup" and session.read_bytes() == ORIG
-    assert used.exists()                      # the backup is kept
+    assert used.exists()  # the backup is kept
     assert oct(rst.st_mode & 0o777) == "0o640"
 
 

@@ -3,6 +3,7 @@
 Stores are copies of the session-wide corpus store (tests/conftest.py ``corpus_store``),
 so each test mutates its own copy in tmp_path; the corpus itself is only read.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,22 +16,23 @@ import pytest
 
 from conftest import CORPUS_HOME, corpus, fts_entries, hold_lock_in_subprocess, scalar
 from ctxkeep.errors import PurgeCancelled, StoreBusy, UsageError
-from ctxkeep.pipeline.engine import run_ingest
-from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.maintenance.purge import preview, run_purge as purge
+from ctxkeep.maintenance.purge import preview
+from ctxkeep.maintenance.purge import run_purge as purge
 from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.lock import hold
 from ctxkeep.sources.contract import DiscoveryContext
 
-SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"      # claude-code-log sample, 69 entries
+SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"  # claude-code-log sample, 69 entries
 SID_FILE = ".claude/projects/-Users-dain-workspace-claude-code-log-sample/" + SID + ".jsonl"
 PHRASE = b"timeline filtering so that we hide the group"  # only in that session
-DEMO = "/path/to/Demo"                             # sample-project (fe5e1c67…), with sidechains
+DEMO = "/path/to/Demo"  # sample-project (fe5e1c67…), with sidechains
 DEMO_SID = "fe5e1c67-53e7-4862-81ae-d0e013e3270b"
 
 
-
 # ---------------------------------------------------------------- the contract
+
 
 def test_session_id_with_confirm_true_is_session_scope():
     r = parse_purge_request(session_id=SID, confirm=True, cwd="/x")
@@ -79,15 +81,18 @@ def test_bare_confirm_true_is_refused_naming_both_scopes():
 
 
 def test_scope_project_defaults_to_cwd_and_resolves_relative_dirs():
-    assert parse_purge_request(scope="project", confirm=True, cwd="/home/u/proj/").project_dir == "/home/u/proj"
+    assert (
+        parse_purge_request(scope="project", confirm=True, cwd="/home/u/proj/").project_dir == "/home/u/proj"
+    )
     r = parse_purge_request(scope="project", project_dir="sub/../app", confirm=True, cwd="/home/u")
     assert r == PurgeRequest("project", project_dir="/home/u/app")
     # a project dir alone is explicit enough
     assert parse_purge_request(project_dir="/srv/x", confirm=True, cwd="/").scope == "project"
 
 
-@pytest.mark.parametrize("cwd,pdir", [("/", None), ("/tmp", "/"), ("/x", "~"), ("/x", "C:\\"),
-                                      ("/x", "~/.."), ("/", ".")])
+@pytest.mark.parametrize(
+    "cwd,pdir", [("/", None), ("/tmp", "/"), ("/x", "~"), ("/x", "C:\\"), ("/x", "~/.."), ("/", ".")]
+)
 def test_project_purge_of_the_root_or_home_is_refused(cwd, pdir, monkeypatch, tmp_path):
     # a project tombstone at / or ~ would drop every future session: refused, whatever the route
     monkeypatch.setenv("HOME", str(tmp_path / "u"))
@@ -108,13 +113,15 @@ def test_unknown_scope_is_refused():
 
 # ---------------------------------------------------------------- what it removes
 
+
 def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
     before_entries = scalar(store, "SELECT count(*) FROM entries")
     assert scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 69
     conn = sqlite_store.connect(store, readonly=True)
     hits = fts_entries(store, "timeline filtering hide group")
-    assert len(hits) == 10 and {scalar(store, "SELECT session_id FROM entries WHERE entry_id=?", h)
-                                for h in hits} == {SID}
+    assert len(hits) == 10 and {
+        scalar(store, "SELECT session_id FROM entries WHERE entry_id=?", h) for h in hits
+    } == {SID}
     dry = preview(conn, PurgeRequest("session", session_id=SID))
     conn.close()
 
@@ -132,14 +139,27 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
     assert scalar(store, "SELECT count(*) FROM entries WHERE session_id=?", SID) == 0
     assert scalar(store, "SELECT count(*) FROM usage WHERE session_id=?", SID) == 0
     # no orphan contents/chunks, both FTS indexes consistent with chunks
-    assert scalar(store, "SELECT count(*) FROM contents c WHERE NOT EXISTS "
-                    "(SELECT 1 FROM entries e WHERE e.content_hash=c.content_hash)") == 0
-    assert scalar(store, "SELECT count(*) FROM chunks WHERE content_id NOT IN (SELECT content_id FROM contents)") == 0
+    assert (
+        scalar(
+            store,
+            "SELECT count(*) FROM contents c WHERE NOT EXISTS "
+            "(SELECT 1 FROM entries e WHERE e.content_hash=c.content_hash)",
+        )
+        == 0
+    )
+    assert (
+        scalar(store, "SELECT count(*) FROM chunks WHERE content_id NOT IN (SELECT content_id FROM contents)")
+        == 0
+    )
     conn = sqlite3.connect(store / "store.db")
     conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('integrity-check', 1)")
     conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('integrity-check')")
-    assert conn.execute("SELECT count(*) FROM fts_grams").fetchone()[0] == \
-        conn.execute("SELECT count(*) FROM chunks WHERE chunk_id IN (SELECT rowid FROM fts_grams)").fetchone()[0]
+    assert (
+        conn.execute("SELECT count(*) FROM fts_grams").fetchone()[0]
+        == conn.execute(
+            "SELECT count(*) FROM chunks WHERE chunk_id IN (SELECT rowid FROM fts_grams)"
+        ).fetchone()[0]
+    )
     conn.close()
     assert fts_entries(store, "timeline filtering hide group") == set()
     d = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
@@ -151,9 +171,13 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
 
 def test_shared_contents_stay(store):
     # a text present in this session and in another one must survive the purge
-    shared = scalar(store, "SELECT count(DISTINCT e.content_hash) FROM entries e WHERE e.session_id=? AND "
-                      "EXISTS (SELECT 1 FROM entries o WHERE o.content_hash=e.content_hash AND o.session_id<>?)",
-               SID, SID)
+    shared = scalar(
+        store,
+        "SELECT count(DISTINCT e.content_hash) FROM entries e WHERE e.session_id=? AND "
+        "EXISTS (SELECT 1 FROM entries o WHERE o.content_hash=e.content_hash AND o.session_id<>?)",
+        SID,
+        SID,
+    )
     assert shared > 0
     distinct = scalar(store, "SELECT count(DISTINCT content_hash) FROM entries WHERE session_id=?", SID)
     rep = purge(store, PurgeRequest("session", session_id=SID))
@@ -203,7 +227,7 @@ def test_project_purge_then_ingest_does_not_bring_data_back(store):
     ctx = DiscoveryContext(home=CORPUS_HOME, env={})
     s = run_ingest(store, ctx=ctx)
     assert s.entries_new == 0
-    s = run_ingest(store, ctx=ctx, force=True)          # re-read every file from byte 0
+    s = run_ingest(store, ctx=ctx, force=True)  # re-read every file from byte 0
     assert s.entries_new == 0
     assert scalar(store, "SELECT count(*) FROM entries WHERE session_id LIKE ?", DEMO_SID + "%") == 0
     assert scalar(store, "SELECT count(*) FROM entries WHERE project_dir LIKE ?", DEMO + "%") == 0
@@ -211,7 +235,7 @@ def test_project_purge_then_ingest_does_not_bring_data_back(store):
 
 def test_reingest_lifts_the_tombstone(store):
     purge(store, PurgeRequest("project", project_dir=DEMO))
-    assert scalar(store, "SELECT count(*) FROM tombstones") == 7      # the project + 6 sessions
+    assert scalar(store, "SELECT count(*) FROM tombstones") == 7  # the project + 6 sessions
     rep = purge(store, PurgeRequest("project", project_dir=DEMO), reingest=True)
     assert rep["tombstone"] == "lifted" and rep["watermarks_dropped"] == 1
     assert scalar(store, "SELECT count(*) FROM tombstones") == 0
@@ -235,20 +259,26 @@ def test_purge_never_touches_session_files(tmp_path, store_home):
 def test_purge_all_removes_store_files_and_sidecars(store):
     (store / "archive" / "agent=codex").mkdir(parents=True)
     (store / "archive" / "agent=codex" / "x.parquet").write_bytes(b"PAR1")
-    conn = sqlite_store.connect(store)          # keep -wal / -shm present
+    conn = sqlite_store.connect(store)  # keep -wal / -shm present
     conn.execute("INSERT INTO meta VALUES('t', 'x')")
     names = {p.name for p in store.iterdir()}
     assert {"store.db", "store.db-wal", "store.db-shm", "analytics.duckdb"} <= names
     dry = purge(store, PurgeRequest("all"), dry_run=True)
     assert dry["removed"]["entries"] == scalar(store, "SELECT count(*) FROM entries") > 3000
-    assert set(dry["files_removed"]) >= {"store.db", "store.db-wal", "store.db-shm", "analytics.duckdb", "archive/"}
+    assert set(dry["files_removed"]) >= {
+        "store.db",
+        "store.db-wal",
+        "store.db-shm",
+        "analytics.duckdb",
+        "archive/",
+    }
     assert (store / "store.db").exists()
     conn.close()
     rep = purge(store, PurgeRequest("all"))
     assert rep["resolved"] == "the whole store"
     left = {p.name for p in store.iterdir()}
     assert not left & {"store.db", "store.db-wal", "store.db-shm", "analytics.duckdb", "archive"}
-    assert purge(store, PurgeRequest("all"))["files_removed"] == []   # idempotent
+    assert purge(store, PurgeRequest("all"))["files_removed"] == []  # idempotent
 
 
 def test_purge_refuses_a_lock_held_by_another_process(store):
@@ -277,11 +307,14 @@ def test_purge_of_missing_store_dry_run_is_zero(store_home):
 def test_purge_removes_the_scope_from_the_parquet_archive(store):
     from ctxkeep.maintenance.retention import run_retention
     from ctxkeep.sinks import parquet as archive
+
     conn = sqlite3.connect(store / "store.db")
-    with conn:   # archive this session and two entries of the Demo project
-        conn.execute("UPDATE entries SET status='archived' WHERE session_id=? OR rowid IN "
-                     "(SELECT rowid FROM entries WHERE session_id=? AND ts IS NOT NULL ORDER BY rowid LIMIT 2)",
-                     (SID, DEMO_SID))
+    with conn:  # archive this session and two entries of the Demo project
+        conn.execute(
+            "UPDATE entries SET status='archived' WHERE session_id=? OR rowid IN "
+            "(SELECT rowid FROM entries WHERE session_id=? AND ts IS NOT NULL ORDER BY rowid LIMIT 2)",
+            (SID, DEMO_SID),
+        )
     conn.close()
     assert run_retention(store, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))["archived"]["entries"] == 71
     assert archive.read_archive(store).height == 71

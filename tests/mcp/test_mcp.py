@@ -1,8 +1,8 @@
 """The MCP server (``ctxkeep mcp``) driven by a real MCP client session over stdio
 (mcp.client.stdio): tool list, search, fetch, stats, index, lenient inputs, errors."""
+
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 
@@ -27,26 +27,39 @@ def run_session(home, calls, cwd=None):
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "ctxkeep", "mcp", "--home", str(home)],
-                                       cwd=str(cwd) if cwd else None)
-        async with stdio_client(params) as (r, w):
-            async with ClientSession(r, w) as s:
-                await s.initialize()
-                tools = await s.list_tools()
-                out = [await s.call_tool(name, args) for name, args in calls]
-                return tools.tools, out
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "ctxkeep", "mcp", "--home", str(home)],
+            cwd=str(cwd) if cwd else None,
+        )
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            tools = await s.list_tools()
+            out = [await s.call_tool(name, args) for name, args in calls]
+            return tools.tools, out
 
     return anyio.run(main)
 
 
 def test_tools_search_fetch_stats(mcp_home):
-    tools, (search, search2, fetch_r, stats) = run_session(mcp_home, [
-        ("ctx_search", {"queries": ["python: command not found"], "limit": 3}),
-        ("ctx_search", {"queries": '["QT_QPA_PLATFORM=xcb", "Not on a feature branch"]', "limit": "2",
-                        "budget": "3000", "raw": "false", "filters": {"agent": "codex"}}),
-        ("ctx_fetch", {"ids": "PLACEHOLDER"}),
-        ("ctx_stats", {}),
-    ])
+    tools, (search, search2, fetch_r, stats) = run_session(
+        mcp_home,
+        [
+            ("ctx_search", {"queries": ["python: command not found"], "limit": 3}),
+            (
+                "ctx_search",
+                {
+                    "queries": '["QT_QPA_PLATFORM=xcb", "Not on a feature branch"]',
+                    "limit": "2",
+                    "budget": "3000",
+                    "raw": "false",
+                    "filters": {"agent": "codex"},
+                },
+            ),
+            ("ctx_fetch", {"ids": "PLACEHOLDER"}),
+            ("ctx_stats", {}),
+        ],
+    )
     by_name = {t.name: t for t in tools}
     assert {"ctx_search", "ctx_fetch", "ctx_stats", "ctx_index"} <= set(by_name)
     for t in tools:
@@ -68,14 +81,18 @@ def test_tools_search_fetch_stats(mcp_home):
 
 def test_fetch_with_budget_and_marker(mcp_home):
     import sqlite3
+
     c = sqlite3.connect(f"file:{mcp_home}/store.db?mode=ro", uri=True)
     eid, n = c.execute("SELECT entry_id, text_bytes FROM entries ORDER BY text_bytes DESC LIMIT 1").fetchone()
     c.close()
-    _, (full, cut, cont) = run_session(mcp_home, [
-        ("ctx_fetch", {"ids": [eid[:12]], "budget": 200000}),
-        ("ctx_fetch", {"ids": [eid], "budget": 300}),
-        ("ctx_fetch", {"ids": [eid], "budget": 300, "offset": "1000"}),
-    ])
+    _, (full, cut, cont) = run_session(
+        mcp_home,
+        [
+            ("ctx_fetch", {"ids": [eid[:12]], "budget": 200000}),
+            ("ctx_fetch", {"ids": [eid], "budget": 300}),
+            ("ctx_fetch", {"ids": [eid], "budget": 300, "offset": "1000"}),
+        ],
+    )
     e = full.structured_content["entries"][0]
     assert e["entry_id"] == eid and e["bytes"] == n and not e["truncated"]
     e = cut.structured_content["entries"][0]
@@ -86,17 +103,25 @@ def test_fetch_with_budget_and_marker(mcp_home):
 
 def test_index_then_search_then_replace(mcp_home, tmp_path):
     note = tmp_path / "decision.md"
-    note.write_text("# Decision\nWe keep the 字段 mapping in zebrafish.toml, not in code.\n", encoding="utf-8")
-    _, (idx, found, again, gone, rel) = run_session(mcp_home, [
-        ("ctx_index", {"label": "decisions", "path": str(note)}),
-        ("ctx_search", {"queries": ["zebrafish.toml"], "filters": {"agent": "note"}}),
-        ("ctx_index", {"label": "decisions", "text": "Superseded: mapping moved to axolotl.yaml"}),
-        ("ctx_search", {"queries": ["zebrafish", "字段"], "filters": {"agent": "note"}}),
-        ("ctx_index", {"label": "rel", "path": "decision.md"}),
-    ], cwd=tmp_path)
+    note.write_text(
+        "# Decision\nWe keep the 字段 mapping in zebrafish.toml, not in code.\n", encoding="utf-8"
+    )
+    _, (idx, found, again, gone, rel) = run_session(
+        mcp_home,
+        [
+            ("ctx_index", {"label": "decisions", "path": str(note)}),
+            ("ctx_search", {"queries": ["zebrafish.toml"], "filters": {"agent": "note"}}),
+            ("ctx_index", {"label": "decisions", "text": "Superseded: mapping moved to axolotl.yaml"}),
+            ("ctx_search", {"queries": ["zebrafish", "字段"], "filters": {"agent": "note"}}),
+            ("ctx_index", {"label": "rel", "path": "decision.md"}),
+        ],
+        cwd=tmp_path,
+    )
     assert not idx.is_error and idx.structured_content["replaced"] == 0
     hits = found.structured_content["results"][0]["hits"]
-    assert [(h["session_id"], h["entry_id"]) for h in hits] == [("decisions", idx.structured_content["entry_id"])]
+    assert [(h["session_id"], h["entry_id"]) for h in hits] == [
+        ("decisions", idx.structured_content["entry_id"])
+    ]
     assert again.structured_content["replaced"] == 1 and again.content[0].text.startswith("replaced note")
     assert [r["hits"] for r in gone.structured_content["results"]] == [[], []]
     assert not rel.is_error and rel.structured_content["source_path"] == str(note)
@@ -119,16 +144,19 @@ BAD_CALLS = [
 
 def test_bad_arguments_are_one_line_tool_errors(mcp_home):
     _, results = run_session(mcp_home, [(tool, args) for tool, args, _ in BAD_CALLS])
-    for (tool, args, msg), r in zip(BAD_CALLS, results):
+    for (tool, args, msg), r in zip(BAD_CALLS, results, strict=False):
         assert r.is_error, (tool, args)
         assert msg in r.content[0].text and "\n" not in r.content[0].text, (tool, args, r.content[0].text)
 
 
 def test_filters_beside_filters_are_read_with_a_note(mcp_home):
-    _, (r, bad) = run_session(mcp_home, [
-        ("ctx_search", {"queries": ["error"], "agent": "codex", "kind": "tool_result"}),
-        ("ctx_search", {"queries": ["error"], "agent": "codex", "filters": {"agent": "gemini-cli"}}),
-    ])
+    _, (r, bad) = run_session(
+        mcp_home,
+        [
+            ("ctx_search", {"queries": ["error"], "agent": "codex", "kind": "tool_result"}),
+            ("ctx_search", {"queries": ["error"], "agent": "codex", "filters": {"agent": "gemini-cli"}}),
+        ],
+    )
     assert not r.is_error
     hits = r.structured_content["results"][0]["hits"]
     assert hits and all(h["agent"] == "codex" and h["kind"] == "tool_result" for h in hits)
@@ -146,6 +174,7 @@ def test_purge_contract_over_stdio(mcp_home, tmp_path):
     """ctx_purge (sinks.purge from branch maintenance): the seed's contract, then a
     real session purge that is idempotent and reports the resolved scope."""
     import sqlite3
+
     home = tmp_path / "home"
     shutil.copytree(mcp_home, home)
     sid = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"
@@ -153,18 +182,21 @@ def test_purge_contract_over_stdio(mcp_home, tmp_path):
     n = c.execute("SELECT count(*) FROM entries WHERE session_id = ?", (sid,)).fetchone()[0]
     c.close()
     assert n > 50
-    tools, res = run_session(home, [
-        ("ctx_purge", {"sessionId": sid, "confirm": False}),
-        ("ctx_purge", {"sessionId": sid, "confirm": "false"}),
-        ("ctx_purge", {"sessionId": sid, "scope": "project", "confirm": True}),
-        ("ctx_purge", {"scope": "session", "confirm": True}),
-        ("ctx_purge", {"confirm": True}),
-        ("ctx_purge", {"sessionId": sid}),
-        ("ctx_search", {"queries": ["timeline filtering"], "filters": {"session": sid}}),
-        ("ctx_purge", {"sessionId": sid, "confirm": "true"}),
-        ("ctx_purge", {"sessionId": sid, "confirm": True}),
-        ("ctx_search", {"queries": ["timeline filtering"], "filters": {"session": sid}}),
-    ])
+    tools, res = run_session(
+        home,
+        [
+            ("ctx_purge", {"sessionId": sid, "confirm": False}),
+            ("ctx_purge", {"sessionId": sid, "confirm": "false"}),
+            ("ctx_purge", {"sessionId": sid, "scope": "project", "confirm": True}),
+            ("ctx_purge", {"scope": "session", "confirm": True}),
+            ("ctx_purge", {"confirm": True}),
+            ("ctx_purge", {"sessionId": sid}),
+            ("ctx_search", {"queries": ["timeline filtering"], "filters": {"session": sid}}),
+            ("ctx_purge", {"sessionId": sid, "confirm": "true"}),
+            ("ctx_purge", {"sessionId": sid, "confirm": True}),
+            ("ctx_search", {"queries": ["timeline filtering"], "filters": {"session": sid}}),
+        ],
+    )
     assert "ctx_purge" in {t.name for t in tools}
     cancel, cancel_s, ambiguous, no_id, bare, no_confirm, before, first, again, after = res
     assert cancel.content[0].text == "Purge cancelled. Pass confirm: true to proceed."

@@ -4,6 +4,7 @@ Two ingest processes started together against one store: the second waits for th
 store lock, nothing is duplicated and nothing is lost. With ``wait=False`` the second
 exits cleanly with StoreBusy instead.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -31,31 +32,45 @@ except StoreBusy as e:
 
 
 def _start(home, mode="wait"):
-    return subprocess.Popen([sys.executable, "-c", INGEST, str(home), str(CORPUS_HOME), mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", INGEST, str(home), str(CORPUS_HOME), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.slow
 def test_two_ingests_at_once_duplicate_nothing_and_lose_nothing(store_home, corpus_store):
-    _, reference = corpus_store                       # the same corpus ingested alone
+    _, reference = corpus_store  # the same corpus ingested alone
     a, b = _start(store_home), _start(store_home)
     outs = [p.communicate(timeout=600) for p in (a, b)]
     assert [p.returncode for p in (a, b)] == [0, 0], [o[1][-2000:] for o in outs]
     import json
+
     res = sorted((json.loads(o[0]) for o in outs), key=lambda r: -r["entries_new"])
     assert res[0]["entries_new"] == reference.entries_new > 3000
-    assert res[1]["entries_new"] == 0                 # the second found everything stored
+    assert res[1]["entries_new"] == 0  # the second found everything stored
     conn = sqlite3.connect(store_home / "store.db")
     n, distinct = conn.execute("SELECT count(*), count(DISTINCT entry_id) FROM entries").fetchone()
     assert n == distinct == reference.entries_new
-    assert conn.execute("SELECT count(*) FROM contents").fetchone()[0] == \
-        conn.execute("SELECT count(DISTINCT content_hash) FROM entries WHERE content_hash IS NOT NULL").fetchone()[0]
-    assert conn.execute("SELECT count(*) FROM chunks WHERE content_id NOT IN "
-                        "(SELECT content_id FROM contents)").fetchone()[0] == 0
-    runs = conn.execute("SELECT started_at, finished_at, status FROM runs WHERE flow='ingest' "
-                        "ORDER BY started_at").fetchall()
+    assert (
+        conn.execute("SELECT count(*) FROM contents").fetchone()[0]
+        == conn.execute(
+            "SELECT count(DISTINCT content_hash) FROM entries WHERE content_hash IS NOT NULL"
+        ).fetchone()[0]
+    )
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM chunks WHERE content_id NOT IN (SELECT content_id FROM contents)"
+        ).fetchone()[0]
+        == 0
+    )
+    runs = conn.execute(
+        "SELECT started_at, finished_at, status FROM runs WHERE flow='ingest' ORDER BY started_at"
+    ).fetchall()
     assert [r[2] for r in runs] == ["ok", "ok"]
-    assert runs[1][0] >= runs[0][1]                   # the runs did not overlap: one waited
+    assert runs[1][0] >= runs[0][1]  # the runs did not overlap: one waited
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
 
@@ -70,8 +85,10 @@ def test_second_ingest_without_wait_exits_cleanly(store_home):
     assert p.returncode == 3, errout[-2000:]
     assert "another ctxkeep maintenance run holds the store" in out
     assert "Traceback" not in errout
-    assert not (store_home / "store.db").exists() or sqlite3.connect(
-        store_home / "store.db").execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    assert (
+        not (store_home / "store.db").exists()
+        or sqlite3.connect(store_home / "store.db").execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    )
 
 
 def test_a_waiting_ingest_says_why(tmp_path):
@@ -83,12 +100,22 @@ def test_a_waiting_ingest_says_why(tmp_path):
 
     from ctxkeep.pipeline import engine as pipeline
     from ctxkeep.sources.contract import DiscoveryContext
+
     home = tmp_path / "store"
     home.mkdir()
-    child = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from ctxkeep.sinks.lock import StoreLock; "
-        f"lk = StoreLock(Path({str(home)!r})); lk.acquire(0); print('held', flush=True); "
-        "time.sleep(1.5); lk.release()")], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from pathlib import Path; from ctxkeep.sinks.lock import StoreLock; "
+                f"lk = StoreLock(Path({str(home)!r})); lk.acquire(0); print('held', flush=True); "
+                "time.sleep(1.5); lk.release()"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout.readline().strip() == "held"
     told = []
     old = pipeline.hooks.on_wait

@@ -1,13 +1,18 @@
 """Incremental ingest: watermarks, appends, rewritten files, dedup across runs."""
+
 from __future__ import annotations
 
 import shutil
 
 from conftest import CORPUS, ingest, scalar
 
-USEREQ = (".codex/sessions/2025/12/15/"
-          "rollout-2025-12-15T14-44-44-019b2241-a0a9-7740-a0c0-33c010d4f7e6.jsonl")
-LATER = CORPUS / "appends" / "codex" / "rollout-2025-12-15T14-44-44-019b2241-a0a9-7740-a0c0-33c010d4f7e6.later.jsonl"
+USEREQ = ".codex/sessions/2025/12/15/rollout-2025-12-15T14-44-44-019b2241-a0a9-7740-a0c0-33c010d4f7e6.jsonl"
+LATER = (
+    CORPUS
+    / "appends"
+    / "codex"
+    / "rollout-2025-12-15T14-44-44-019b2241-a0a9-7740-a0c0-33c010d4f7e6.later.jsonl"
+)
 
 
 #: the JSONL agents of issue 2; the other agents' change detection has its own tests
@@ -35,14 +40,26 @@ def test_appended_rollout_adds_exactly_its_new_records(home_copy, store_home):
     # reasoning, message, token_count) are new entries
     assert (s.files_read, s.lines, s.bytes, s.entries_new) == (1, 10, len(appended), 7)
     assert scalar(store_home, "SELECT count(*) FROM entries") == before + 7
-    assert scalar(store_home, "SELECT min(source_offset) FROM entries WHERE ingested_at = "
-                  "(SELECT max(ingested_at) FROM entries)") == old_size
+    assert (
+        scalar(
+            store_home,
+            "SELECT min(source_offset) FROM entries WHERE ingested_at = "
+            "(SELECT max(ingested_at) FROM entries)",
+        )
+        == old_size
+    )
     # the first appended token_count re-emits the stored total (adds nothing); the
     # second adds one response: 613979-588142 input, of which 504704-501760 cached
-    assert scalar(store_home, "SELECT count(*) FROM usage WHERE session_id = "
-                  "'019b2241-a0a9-7740-a0c0-33c010d4f7e6'") == 37
-    assert scalar(store_home, "SELECT sum(input_tokens) FROM usage WHERE session_id = "
-                  "'019b2241-a0a9-7740-a0c0-33c010d4f7e6'") == 86382 + (613979 - 588142) - (504704 - 501760)
+    assert (
+        scalar(
+            store_home, "SELECT count(*) FROM usage WHERE session_id = '019b2241-a0a9-7740-a0c0-33c010d4f7e6'"
+        )
+        == 37
+    )
+    assert scalar(
+        store_home,
+        "SELECT sum(input_tokens) FROM usage WHERE session_id = '019b2241-a0a9-7740-a0c0-33c010d4f7e6'",
+    ) == 86382 + (613979 - 588142) - (504704 - 501760)
 
 
 def test_shrunk_file_is_reread_without_doubling(home_copy, store_home):
@@ -97,6 +114,7 @@ def test_resumed_copy_in_a_new_file_is_not_doubled(home_copy, store_home):
 def test_parser_version_change_rereads(home_copy, store_home, monkeypatch):
     ingest(home_copy, store_home, JSONL_AGENTS)
     from ctxkeep.sources import codex
+
     monkeypatch.setattr(codex, "PARSER_VERSION", codex.PARSER_VERSION + 1)
     s = ingest(home_copy, store_home, JSONL_AGENTS)
     assert s.files_read == 6 and s.entries_new == 0

@@ -6,11 +6,11 @@ DuckDB tables a sync from SQLite builds, and its errors never fail the ingest.
 
 Handmade records follow the Claude Code transcript shape of ``fixtures/bad_input.py``.
 """
+
 from __future__ import annotations
 
-import json
-
 import hashlib
+import json
 import shutil
 import sqlite3
 import threading
@@ -21,9 +21,6 @@ import duckdb
 import pytest
 
 from conftest import CORPUS_HOME
-from fixtures.bad_input import line, rec
-from store_digest import store_digest as _fingerprint
-
 from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.pipeline import reader_process as read_worker
 from ctxkeep.pipeline import transform
@@ -32,9 +29,11 @@ from ctxkeep.pipeline.plan import plan
 from ctxkeep.pipeline.readahead import ReadItem, read_files
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sources.contract import Batch, DiscoveryContext
+from ctxkeep.sources.contract import DiscoveryContext
 from ctxkeep.transforms.chunk import chunk_text
 from ctxkeep.transforms.normalize import normalized_rows
+from fixtures.bad_input import line, rec
+from store_digest import store_digest as _fingerprint
 
 #: small groups, so that the corpus makes many groups and several are in flight
 SMALL_GROUP = 128 * 1024
@@ -46,13 +45,20 @@ def _corpus_ctx() -> DiscoveryContext:
     return DiscoveryContext(home=CORPUS_HOME, env={})
 
 
-def _ingest(home: Path, ctx: DiscoveryContext, *, writer: bool, group_bytes: int = SMALL_GROUP,
-            on_commit=None) -> dict:
+def _ingest(
+    home: Path, ctx: DiscoveryContext, *, writer: bool, group_bytes: int = SMALL_GROUP, on_commit=None
+) -> dict:
     conn = sqlite_store.connect(home)
     try:
         p = plan(home, conn, ctx=ctx)
-        return pipeline.ingest_files(conn, p.todo, sqlite_store.tombstoned(conn),
-                                     group_bytes=group_bytes, on_commit=on_commit, writer=writer)
+        return pipeline.ingest_files(
+            conn,
+            p.todo,
+            sqlite_store.tombstoned(conn),
+            group_bytes=group_bytes,
+            on_commit=on_commit,
+            writer=writer,
+        )
     finally:
         conn.close()
 
@@ -65,8 +71,13 @@ def test_writer_thread_stores_what_a_sequential_ingest_stores(tmp_path):
     assert (seq["entries_new"], seq["files_read"], seq["lines"]) == (3890, 27, 3665)
     a, b = _fingerprint(tmp_path / "seq"), _fingerprint(tmp_path / "par")
     assert b == a
-    assert (a["entries"][0], a["contents"][0], a["chunks"][0], a["fts_words"], a["usage"][0]) == \
-        (3890, 2405, 2682, 2682, 905)
+    assert (a["entries"][0], a["contents"][0], a["chunks"][0], a["fts_words"], a["usage"][0]) == (
+        3890,
+        2405,
+        2682,
+        2682,
+        905,
+    )
     # a second run over the same files adds nothing, with or without the writer
     assert _ingest(tmp_path / "par", ctx, writer=True)["entries_new"] == 0
 
@@ -115,13 +126,20 @@ def test_a_content_new_in_two_groups_in_flight_is_stored_and_indexed_once(tmp_pa
     conn = sqlite3.connect(tmp_path / "store" / "store.db")
     try:
         assert conn.execute("SELECT count(*) FROM contents WHERE content_hash = ?", (h,)).fetchone()[0] == 1
-        n_chunks = conn.execute("SELECT count(*) FROM chunks ch JOIN contents c ON c.content_id = "
-                                "ch.content_id WHERE c.content_hash = ?", (h,)).fetchone()[0]
+        n_chunks = conn.execute(
+            "SELECT count(*) FROM chunks ch JOIN contents c ON c.content_id = "
+            "ch.content_id WHERE c.content_hash = ?",
+            (h,),
+        ).fetchone()[0]
         assert n_chunks == len(chunk_text(text)) == 5
-        assert conn.execute("SELECT count(*) FROM fts_words").fetchone()[0] == \
-            conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 5 + 2
-        toks = conn.execute("SELECT token_estimate FROM entries WHERE content_hash = ? ORDER BY rowid",
-                            (h,)).fetchall()
+        assert (
+            conn.execute("SELECT count(*) FROM fts_words").fetchone()[0]
+            == conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            == 5 + 2
+        )
+        toks = conn.execute(
+            "SELECT token_estimate FROM entries WHERE content_hash = ? ORDER BY rowid", (h,)
+        ).fetchall()
         assert len(toks) == 2 and toks[0] == toks[1] and toks[0][0] > 1000
         assert sqlite_store.content_text(conn, h) == text
     finally:
@@ -131,6 +149,7 @@ def test_a_content_new_in_two_groups_in_flight_is_stored_and_indexed_once(tmp_pa
 def test_transform_batch_treats_seen_contents_as_known(store_home, tmp_path):
     ctx, text = _two_files_sharing_a_text(tmp_path)
     from ctxkeep.sources import SOURCES
+
     conn = sqlite_store.connect(store_home)
     try:
         p = plan(store_home, conn, ctx=ctx)
@@ -147,8 +166,11 @@ def test_transform_batch_treats_seen_contents_as_known(store_home, tmp_path):
     # the shared text is known from the first group: no content, no chunks, same tokens
     assert h not in second["contents"]["content_hash"].to_list()
     assert second["chunks"].height == 1 and second["entries"].height == 2
-    tok = dict(zip(first["entries"]["content_hash"], first["entries"]["token_estimate"]))[h]
-    assert dict(zip(second["entries"]["content_hash"], second["entries"]["token_estimate"]))[h] == tok
+    tok = dict(zip(first["entries"]["content_hash"], first["entries"]["token_estimate"], strict=False))[h]
+    assert (
+        dict(zip(second["entries"]["content_hash"], second["entries"]["token_estimate"], strict=False))[h]
+        == tok
+    )
     # the same batch again: its entries are in flight, nothing is new
     assert again["entries"].height == 0 and again["contents"].height == 0
     assert len(seen.entries) == 4 and seen.contents[h] == tok
@@ -219,15 +241,22 @@ def test_append_entries_only_follows_the_high_water_mark(tmp_path, corpus_store)
     conn = sqlite_store.connect(src, readonly=True)
     try:
         import polars as pl
+
         from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS
-        rows = conn.execute(f"SELECT rowid, {', '.join(STORED_COLUMNS)} FROM entries "
-                            "ORDER BY rowid LIMIT 30").fetchall()
+
+        rows = conn.execute(
+            f"SELECT rowid, {', '.join(STORED_COLUMNS)} FROM entries ORDER BY rowid LIMIT 30"
+        ).fetchall()
     finally:
         conn.close()
-    frame = pl.DataFrame([r[1:] for r in rows], schema=STORED_COLUMNS, orient="row") \
-        .with_columns(pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_zone="UTC"),
-                      pl.col("is_sidechain").cast(pl.Boolean)) \
+    frame = (
+        pl.DataFrame([r[1:] for r in rows], schema=STORED_COLUMNS, orient="row")
+        .with_columns(
+            pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_zone="UTC"),
+            pl.col("is_sidechain").cast(pl.Boolean),
+        )
         .select([pl.col(c).cast(ENTRY_SCHEMA[c]) for c in STORED_COLUMNS])
+    )
     first = rows[0][0]
     con = duckdb_store.connect(tmp_path)
     try:
@@ -248,8 +277,9 @@ def test_a_duckdb_error_in_the_sync_thread_does_not_fail_the_ingest(tmp_path, mo
     home = tmp_path / "store"
 
     def held(*a, **k):
-        raise duckdb.IOException("Could not set lock on file \"analytics.duckdb\": "
-                                 "Conflicting lock is held (test)")
+        raise duckdb.IOException(
+            'Could not set lock on file "analytics.duckdb": Conflicting lock is held (test)'
+        )
 
     monkeypatch.setattr(duckdb_store, "connect", held)
     s = pipeline.run_ingest(home, ctx=ctx)
@@ -273,6 +303,7 @@ def test_an_ingest_with_nothing_new_catches_up_a_failed_sync(tmp_path, monkeypat
     from typer.testing import CliRunner
 
     from ctxkeep.cli import app
+
     ctx = _corpus_ctx()
     home = tmp_path / "store"
 
@@ -299,8 +330,9 @@ def test_an_ingest_with_nothing_new_catches_up_a_failed_sync(tmp_path, monkeypat
     (home / duckdb_store.DB_NAME).unlink()
     with sqlite_store.connect(home) as c:
         c.execute("UPDATE meta SET value='0' WHERE key='analytics_entries_rowid'")
-    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--json", "--agent", "codex",
-                                 "--path", str(tmp_path)])
+    r = CliRunner().invoke(
+        app, ["ingest", "--home", str(home), "--json", "--agent", "codex", "--path", str(tmp_path)]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["analytics"] == "analytics: 3890 entries synced"
 
@@ -348,8 +380,9 @@ def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_p
     # batches come with their entries normalized in the process, entry dicts left there
     direct = [i.batch for i in read_files(todo[:1]) if i.batch is not None]
     batches = [i for i in got if i.batch is not None]
-    assert [i.n_entries for i in batches] == [i.entries for i in batches] == \
-        [len(b.entries) for b in direct] and direct
+    assert [i.n_entries for i in batches] == [i.entries for i in batches] == [
+        len(b.entries) for b in direct
+    ] and direct
     assert all(i.batch.entries == [] and i.rows is not None for i in batches)
     assert [i.rows.to_dicts() for i in batches] == [normalized_rows(b.entries).to_dicts() for b in direct]
     assert batches[0].ahead is not None  # the chunk's first batch brings its contents' tokens
@@ -386,6 +419,7 @@ def test_an_in_memory_store_is_loaded_without_a_writer_thread(tmp_path, monkeypa
 
 def test_precomputed_gives_what_estimate_tokens_and_chunks_frame_give():
     import polars as pl
+
     from ctxkeep.transforms.chunk import chunks_frame
     from ctxkeep.transforms.tokens import estimate_tokens
 
@@ -394,10 +428,14 @@ def test_precomputed_gives_what_estimate_tokens_and_chunks_frame_give():
     contents = pl.DataFrame({"content_hash": hashes, "text": texts})
     counts, methods = estimate_tokens(texts)
     pre = transform.Precomputed()
-    pre.add(pl.DataFrame({"content_hash": hashes[:2], "token_estimate": counts[:2],
-                          "token_method": methods[:2]}), chunks_frame(contents[:2]))
-    pre.add(pl.DataFrame({"content_hash": hashes[2:], "token_estimate": counts[2:],
-                          "token_method": methods[2:]}), chunks_frame(contents[2:]))
+    pre.add(
+        pl.DataFrame({"content_hash": hashes[:2], "token_estimate": counts[:2], "token_method": methods[:2]}),
+        chunks_frame(contents[:2]),
+    )
+    pre.add(
+        pl.DataFrame({"content_hash": hashes[2:], "token_estimate": counts[2:], "token_method": methods[2:]}),
+        chunks_frame(contents[2:]),
+    )
     assert pre.take([hashes[0], "f" * 64]) is None  # one not computed ahead: compute all here
     order = [2, 1]
     c, m, rows = pre.take([hashes[i] for i in order])
@@ -444,7 +482,8 @@ def test_a_reader_process_that_cannot_start_falls_back_to_reading_here(tmp_path,
     monkeypatch.setattr(read_worker.subprocess, "Popen", broken)
     got = list(read_worker.read_in_process(todo))
     want = list(read_files(todo))
-    assert [(i.file, i.read, None if i.batch is None else len(i.batch.entries)) for i in got] == \
-        [(i.file, i.read, None if i.batch is None else len(i.batch.entries)) for i in want]
+    assert [(i.file, i.read, None if i.batch is None else len(i.batch.entries)) for i in got] == [
+        (i.file, i.read, None if i.batch is None else len(i.batch.entries)) for i in want
+    ]
     assert all(i.rows is None for i in got)  # the plain shape: entries as dicts
     assert sum(len(i.batch.entries) for i in got if i.batch is not None) > 0

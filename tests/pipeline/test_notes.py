@@ -1,17 +1,17 @@
 """Notes (sinks.notes, MCP ctx_index): index a text or a file under a label; the
 same label again replaces it; the file is never modified."""
+
 from __future__ import annotations
 
 import hashlib
 
 import pytest
 
+from conftest import corpus
 from ctxkeep.errors import UsageError
-from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.pipeline.notes import index_note
 from ctxkeep.query.search import Filters, search
-
-from conftest import corpus
+from ctxkeep.sinks import sqlite as sqlite_store
 
 
 @pytest.fixture
@@ -22,8 +22,10 @@ def conn(store_home):
 
 
 def _counts(c):
-    return [c.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("entries", "contents", "chunks", "fts_grams")]
+    return [
+        c.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("entries", "contents", "chunks", "fts_grams")
+    ]
 
 
 def test_index_text_and_replace(conn):
@@ -60,10 +62,15 @@ def test_index_corpus_file_read_only(conn):
     assert row == ("note", "message", "user", str(p.parent), str(p))
 
 
-@pytest.mark.parametrize("kw,msg", [({"text": "x", "path": "/etc/hosts"}, "exactly one of text and path"),
-                                    ({}, "exactly one of text and path"),
-                                    ({"text": "   "}, "the note is empty"),
-                                    ({"path": "/no/such/file"}, "no such file")])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        ({"text": "x", "path": "/etc/hosts"}, "exactly one of text and path"),
+        ({}, "exactly one of text and path"),
+        ({"text": "   "}, "the note is empty"),
+        ({"path": "/no/such/file"}, "no such file"),
+    ],
+)
 def test_bad_requests(conn, kw, msg):
     with pytest.raises(UsageError, match=msg):
         index_note(conn, "lbl", **kw)

@@ -1,6 +1,7 @@
 """The one run loop over parts: a plan's files cut into parts (one agent's files, in
 plan order), and parts extracted + transformed apart (as Prefect tasks are, here on
 a thread pool or eagerly) store what the in-process stream stores."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,17 +9,16 @@ import sqlite3
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
-
-from conftest import CORPUS_HOME
-from store_digest import store_digest
 from test_ingest_overlap import _two_files_sharing_a_text
 
+from conftest import CORPUS_HOME
 from ctxkeep.pipeline import engine
 from ctxkeep.pipeline import plan as plan_mod
 from ctxkeep.pipeline.plan import Part, pending_bytes, plan, split_parts
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
 from ctxkeep.transforms.chunk import chunk_text
+from store_digest import store_digest
 
 
 def _corpus_ctx() -> DiscoveryContext:
@@ -68,9 +68,11 @@ def test_parts_transformed_on_a_thread_pool_store_what_the_stream_stores(tmp_pat
     seq = _ingest(tmp_path / "seq", ctx)
     calls = []
     with ThreadPoolExecutor(2) as pool:
+
         def submit(part: Part, tombs: dict):
             calls.append(part.name)
             return pool.submit(engine.extract_transform_part, tmp_path / "par", part, tombs)
+
         par = _ingest(tmp_path / "par", ctx, submit)
     assert par == seq
     assert (seq["entries_new"], seq["files_read"], seq["lines"]) == (3890, 27, 3665)
@@ -108,8 +110,12 @@ def test_a_content_new_in_two_parts_transformed_apart_is_stored_once(tmp_path, m
     conn = sqlite3.connect(store / "store.db")
     try:
         assert conn.execute("SELECT count(*) FROM contents WHERE content_hash = ?", (h,)).fetchone()[0] == 1
-        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == \
-            conn.execute("SELECT count(*) FROM fts_words").fetchone()[0] == len(chunk_text(text)) + 2 == 7
+        assert (
+            conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            == conn.execute("SELECT count(*) FROM fts_words").fetchone()[0]
+            == len(chunk_text(text)) + 2
+            == 7
+        )
         toks = conn.execute("SELECT token_estimate FROM entries WHERE content_hash = ?", (h,)).fetchall()
         assert len(toks) == 2 and toks[0] == toks[1] and toks[0][0] > 1000
     finally:

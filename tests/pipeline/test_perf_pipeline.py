@@ -1,6 +1,7 @@
 """The ingest speed-ups keep results: the read-ahead thread yields exactly what the
 sequential reader yields (same order, errors raised, stops with its consumer), and the
 store keeps only the entry indexes its queries need."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -8,13 +9,12 @@ import threading
 
 import pytest
 
+from conftest import CORPUS_HOME
 from ctxkeep.pipeline import readahead
 from ctxkeep.pipeline.plan import plan
 from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
-
-from conftest import CORPUS_HOME
 
 
 def _todo():
@@ -22,20 +22,36 @@ def _todo():
         pytest.skip("shared/corpus not present")
     conn = sqlite3.connect(":memory:")
     # a plan against an empty watermark table: every corpus file is to be read
-    conn.execute("CREATE TABLE watermarks(path, agent, dev, ino, size, mtime_ns, offset, head_len, "
-                 "head_hash, parser_version, state)")
+    conn.execute(
+        "CREATE TABLE watermarks(path, agent, dev, ino, size, mtime_ns, offset, head_len, "
+        "head_hash, parser_version, state)"
+    )
     import tempfile
     from pathlib import Path
+
     with tempfile.TemporaryDirectory() as h:
-        p = plan(Path(h), conn, agents=["claude-code", "codex"],
-                 ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
+        p = plan(
+            Path(h), conn, agents=["claude-code", "codex"], ctx=DiscoveryContext(home=CORPUS_HOME, env={})
+        )
     return p.todo
 
 
 def _sig(items):
-    return [(str(i.file.path), None if i.batch is None else (
-        i.batch.bytes_read, i.batch.lines, len(i.batch.entries),
-        [e.get("record_id") for e in i.batch.entries][:5]), i.read) for i in items]
+    return [
+        (
+            str(i.file.path),
+            None
+            if i.batch is None
+            else (
+                i.batch.bytes_read,
+                i.batch.lines,
+                len(i.batch.entries),
+                [e.get("record_id") for e in i.batch.entries][:5],
+            ),
+            i.read,
+        )
+        for i in items
+    ]
 
 
 def test_read_ahead_yields_what_the_sequential_reader_yields():
@@ -79,8 +95,12 @@ def test_read_ahead_stops_its_thread_when_the_consumer_stops(monkeypatch):
 
 
 def _indexes(conn) -> set[str]:
-    return {r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='entries' AND sql IS NOT NULL")}
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='index' AND tbl_name='entries' AND sql IS NOT NULL"
+        )
+    }
 
 
 def test_entry_indexes_are_the_needed_ones_also_on_an_older_store(store_home):

@@ -4,6 +4,7 @@ The golden file ``fixtures/ccusage/daily_by_agent_utc.json`` is ccusage 20.0.24'
 output over the shared corpus home (regenerate with
 ``tests/tools/regen_ccusage_golden.sh``); this test needs neither node nor network.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,12 @@ def _golden(fallbacks: dict = MODEL_FALLBACKS) -> dict:
             for m in a["modelBreakdowns"]:
                 key = (day["period"], AGENTS[a["agent"]], m["modelName"])
                 key = (key[0], key[1], fallbacks.get((day["period"], a["agent"], m["modelName"]), key[2]))
-                out[key] = (m["inputTokens"], m["outputTokens"], m["cacheReadTokens"],
-                            m["cacheCreationTokens"])
+                out[key] = (
+                    m["inputTokens"],
+                    m["outputTokens"],
+                    m["cacheReadTokens"],
+                    m["cacheCreationTokens"],
+                )
     return out
 
 
@@ -43,7 +48,8 @@ def _ours_duckdb(home) -> dict:
         rows = con.execute(
             "SELECT strftime(day, '%Y-%m-%d'), agent, model, sum(input_tokens), sum(output_tokens), "
             "sum(cache_read_tokens), sum(cache_creation_tokens) FROM daily_usage "
-            "WHERE day IS NOT NULL GROUP BY ALL").fetchall()
+            "WHERE day IS NOT NULL GROUP BY ALL"
+        ).fetchall()
     finally:
         con.close()
     return {(d, a, m): tuple(int(x) for x in v) for d, a, m, *v in rows if a in AGENTS.values()}
@@ -63,20 +69,24 @@ def test_daily_usage_equals_ccusage(corpus_store):
     assert _ours_duckdb(home) == _golden(fallbacks={})
     con = duckdb.connect(str(home / "analytics.duckdb"), read_only=True)
     try:
-        assert con.execute("SELECT DISTINCT model, model_source FROM usage WHERE agent = 'codex' "
-                           "AND CAST(ts AS DATE) = DATE '2025-11-01'").fetchall() == [("gpt-5", "assumed")]
+        assert con.execute(
+            "SELECT DISTINCT model, model_source FROM usage WHERE agent = 'codex' "
+            "AND CAST(ts AS DATE) = DATE '2025-11-01'"
+        ).fetchall() == [("gpt-5", "assumed")]
     finally:
         con.close()
 
 
 def test_sqlite_usage_equals_ccusage(corpus_store):
     import sqlite3
+
     home, _ = corpus_store
     conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
     rows = conn.execute(
         "SELECT substr(ts, 1, 10), agent, model, sum(input_tokens), sum(output_tokens), "
         "sum(cache_read_tokens), sum(cache_creation_tokens) FROM usage WHERE ts IS NOT NULL "
-        "GROUP BY 1, 2, 3").fetchall()
+        "GROUP BY 1, 2, 3"
+    ).fetchall()
     conn.close()
     assert {(d, a, m): tuple(v) for d, a, m, *v in rows if a in AGENTS.values()} == _golden()
 
@@ -85,12 +95,16 @@ def test_split_claude_response_counted_once(corpus_store):
     """d3ad4cdc… (CC 1.0.17) writes 11 of its 62 API responses over several lines that
     share message.id and requestId; each response is one usage row."""
     import sqlite3
+
     home, _ = corpus_store
     conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-    n = conn.execute("SELECT count(*) FROM usage WHERE session_id = "
-                     "'d3ad4cdc-5657-435d-98fa-0035d53e383d'").fetchone()[0]
-    lines = conn.execute("SELECT count(*) FROM entries WHERE session_id = "
-                         "'d3ad4cdc-5657-435d-98fa-0035d53e383d' AND usage_key IS NOT NULL").fetchone()[0]
+    n = conn.execute(
+        "SELECT count(*) FROM usage WHERE session_id = 'd3ad4cdc-5657-435d-98fa-0035d53e383d'"
+    ).fetchone()[0]
+    lines = conn.execute(
+        "SELECT count(*) FROM entries WHERE session_id = "
+        "'d3ad4cdc-5657-435d-98fa-0035d53e383d' AND usage_key IS NOT NULL"
+    ).fetchone()[0]
     conn.close()
     assert n == 62
     assert lines > n

@@ -5,17 +5,17 @@ entry holding their text, also when a later entry shares a stored text; the
 per-field cap; filtered search with facets returns exactly what the per-chunk check
 returned before (corpus); a v2 store is migrated; reindex drops tokens of purged
 entries."""
+
 from __future__ import annotations
 
 import re
 import sqlite3
 
-
+from ctxkeep.maintenance.reindex import rebuild_fts
 from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.query import search as S
 from ctxkeep.query.search import retrieve
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.maintenance.reindex import rebuild_fts
 from ctxkeep.sources.contract import Batch
 from ctxkeep.transforms import facets as fx
 
@@ -29,8 +29,13 @@ def test_token_format_is_prefix_and_twelve_digits():
 
 
 def test_project_keys_are_the_filter_values_that_match():
-    assert fx.project_keys("/Users/chip/dev/x") == ("/", "/Users", "/Users/chip", "/Users/chip/dev",
-                                                    "/Users/chip/dev/x")
+    assert fx.project_keys("/Users/chip/dev/x") == (
+        "/",
+        "/Users",
+        "/Users/chip",
+        "/Users/chip/dev",
+        "/Users/chip/dev/x",
+    )
     assert fx.project_keys("rel/dir") == ("rel", "rel/dir")
     assert fx.project_keys(None) == () and fx.project_keys("") == ()
 
@@ -45,10 +50,21 @@ def test_merge_caps_a_field_with_its_wildcard():
 
 
 def _entry(session: str, text: str, *, kind="message", role="user", tool=None, project="/w/p", n=0):
-    return {"agent": "claude-code", "session_id": session, "native_id": f"{session}-{n}", "part": 0,
-            "project_dir": project, "ts": f"2025-06-0{1 + n % 9}T10:00:00Z", "role": role, "kind": kind,
-            "tool_name": tool, "text": text, "record_id": f"{session}-{n}", "source_path": "/x.jsonl",
-            "source_offset": n}
+    return {
+        "agent": "claude-code",
+        "session_id": session,
+        "native_id": f"{session}-{n}",
+        "part": 0,
+        "project_dir": project,
+        "ts": f"2025-06-0{1 + n % 9}T10:00:00Z",
+        "role": role,
+        "kind": kind,
+        "tool_name": tool,
+        "text": text,
+        "record_id": f"{session}-{n}",
+        "source_path": "/x.jsonl",
+        "source_offset": n,
+    }
 
 
 def _load(conn, entries):
@@ -57,8 +73,15 @@ def _load(conn, entries):
 
 
 def _facets_of(conn, text):
-    return conn.execute("SELECT ch.facets FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-                        "WHERE ch.text = ?", (text,)).fetchone()[0].split()
+    return (
+        conn.execute(
+            "SELECT ch.facets FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+            "WHERE ch.text = ?",
+            (text,),
+        )
+        .fetchone()[0]
+        .split()
+    )
 
 
 def test_a_later_entry_sharing_a_text_adds_its_tokens(store_home):
@@ -70,8 +93,13 @@ def test_a_later_entry_sharing_a_text_adds_its_tokens(store_home):
     # same text, another session, a tool result: stored once, tokens merged, re-indexed
     assert _load(conn, [_entry("s2", text, kind="tool_result", role="tool", tool="Bash", n=1)]) == 1
     toks = _facets_of(conn, text)
-    for t in (fx.token("fs", "s1"), fx.token("fs", "s2"), fx.token("fk", "tool_result"),
-              fx.token("ft", "bash"), fx.token("fp", "/w")):
+    for t in (
+        fx.token("fs", "s1"),
+        fx.token("fs", "s2"),
+        fx.token("fk", "tool_result"),
+        fx.token("ft", "bash"),
+        fx.token("fp", "/w"),
+    ):
         assert t in toks
     assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 1
     hits = S.search(conn, "zebrafish", filters=S.Filters(session="s2", tool="bash")).hits
@@ -101,9 +129,17 @@ def test_a_text_in_many_sessions_gets_the_session_wildcard(store_home):
     conn.close()
 
 
-FILTERS = [{"agent": "codex"}, {"kind": "message"}, {"role": "user"}, {"tool": "bash"},
-           {"agent": "claude-code", "kind": "tool_call"}, {"kind": "tool_result", "agent": "codex"},
-           {"project": "/Users"}, {"since": "2025-10-01", "kind": "message"}, {"status": "active", "role": "assistant"}]
+FILTERS = [
+    {"agent": "codex"},
+    {"kind": "message"},
+    {"role": "user"},
+    {"tool": "bash"},
+    {"agent": "claude-code", "kind": "tool_call"},
+    {"kind": "tool_result", "agent": "codex"},
+    {"project": "/Users"},
+    {"since": "2025-10-01", "kind": "message"},
+    {"status": "active", "role": "assistant"},
+]
 QUERIES = ["error", "test file", "commit", "README", "useTodos", "调研", '"command not found"', "the"]
 
 
@@ -116,14 +152,20 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
     matches: list[str] = []
     floor = retrieve.window_floor
     monkeypatch.setattr(retrieve, "window_floor", lambda c, fts, m: matches.append(m) or floor(c, fts, m))
-    with_facets = {(q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
-                   for q in QUERIES for i, f in enumerate(FILTERS)}
+    with_facets = {
+        (q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
+        for q in QUERIES
+        for i, f in enumerate(FILTERS)
+    }
     # every filtered list ran with its filters inside the MATCH
     assert matches and all(" AND facets : (" in m for m in matches)
     matches.clear()
     monkeypatch.setattr(sqlite_store, "schema_version", lambda c: 2)  # the pre-facet path
-    exact = {(q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
-             for q in QUERIES for i, f in enumerate(FILTERS)}
+    exact = {
+        (q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
+        for q in QUERIES
+        for i, f in enumerate(FILTERS)
+    }
     conn.close()
     assert matches and not any("facets" in m for m in matches)
     assert with_facets == exact
@@ -133,8 +175,10 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
 def test_every_chunk_has_the_kind_of_each_entry_holding_it(corpus_store):
     home, _ = corpus_store
     conn = sqlite_store.connect(home, readonly=True)
-    rows = conn.execute("SELECT e.kind, e.agent, ch.facets FROM entries e JOIN contents c ON "
-                        "c.content_hash = e.content_hash JOIN chunks ch ON ch.content_id = c.content_id").fetchall()
+    rows = conn.execute(
+        "SELECT e.kind, e.agent, ch.facets FROM entries e JOIN contents c ON "
+        "c.content_hash = e.content_hash JOIN chunks ch ON ch.content_id = c.content_id"
+    ).fetchall()
     conn.close()
     assert len(rows) > 1000
     for kind, agent, facets in rows:
@@ -147,8 +191,10 @@ def _downgrade_to_v2(path):
     c.execute("DROP TABLE fts_words")
     c.execute("DROP TABLE fts_grams")
     c.execute("ALTER TABLE chunks DROP COLUMN facets")
-    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(title, text, content='chunks', "
-              "content_rowid='chunk_id', tokenize='porter unicode61 remove_diacritics 2')")
+    c.execute(
+        "CREATE VIRTUAL TABLE fts_words USING fts5(title, text, content='chunks', "
+        "content_rowid='chunk_id', tokenize='porter unicode61 remove_diacritics 2')"
+    )
     c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
     c.execute("CREATE VIRTUAL TABLE fts_grams USING fts5(grams, tokenize='unicode61 remove_diacritics 0')")
     c.execute("DROP INDEX entries_content")
@@ -188,7 +234,11 @@ def test_reindex_drops_the_tokens_of_deleted_entries(store_home):
     r = rebuild_fts(conn)
     assert r["facets_changed"] == 1 and r["chunks"] == 1
     assert fx.token("fs", "s1") not in _facets_of(conn, text)
-    assert conn.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH ?",
-                        (f"facets:{fx.token('fs', 's1')}",)).fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM fts_words WHERE fts_words MATCH ?", (f"facets:{fx.token('fs', 's1')}",)
+        ).fetchone()[0]
+        == 0
+    )
     assert [h.session_id for h in S.search(conn, "zebrafish", filters=S.Filters(session="s2")).hits] == ["s2"]
     conn.close()

@@ -1,5 +1,6 @@
 """Tier 2 (sinks.fetch): full texts within a budget, head + tail with a marker that
 gives the elided bytes and how to fetch them, offsets that reassemble the text."""
+
 from __future__ import annotations
 
 import re
@@ -7,12 +8,14 @@ import re
 import pytest
 
 from ctxkeep.errors import UsageError
-from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.query.fetch import cut_text, fetch, resolve_ids
 from ctxkeep.pipeline.notes import index_note
+from ctxkeep.query.fetch import cut_text, fetch, resolve_ids
+from ctxkeep.sinks import sqlite as sqlite_store
 
-MARK = re.compile(r"\n\[… ctxkeep: ([\d,]+) bytes elided \(bytes (\d+)–(\d+) of (\d+)\); fetch them with "
-                  r"`ctxkeep show (\w+) --offset (\d+)` or ctx_fetch .*? …\]\n")
+MARK = re.compile(
+    r"\n\[… ctxkeep: ([\d,]+) bytes elided \(bytes (\d+)–(\d+) of (\d+)\); fetch them with "
+    r"`ctxkeep show (\w+) --offset (\d+)` or ctx_fetch .*? …\]\n"
+)
 
 
 @pytest.fixture
@@ -40,10 +43,15 @@ def test_head_tail_and_marker_when_budget_cuts(conn):
     assert f.truncated and f.entry_id == r["entry_id"]
     m = MARK.search(f.text)
     assert m, f.text[:300]
-    elided, start, end, total = int(m.group(1).replace(",", "")), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    elided, start, end, total = (
+        int(m.group(1).replace(",", "")),
+        int(m.group(2)),
+        int(m.group(3)),
+        int(m.group(4)),
+    )
     b = text.encode("utf-8")
     assert total == len(b) == f.bytes and end - start == elided == f.elided_bytes
-    head, tail = f.text[:m.start()], f.text[m.end():]
+    head, tail = f.text[: m.start()], f.text[m.end() :]
     assert text.startswith(head) and text.endswith(tail) and head and tail
     assert len(head.encode()) == start and len(tail.encode()) == total - end
     assert m.group(5) == r["entry_id"] and int(m.group(6)) == start
@@ -54,11 +62,11 @@ def test_offsets_reassemble_the_exact_text(conn):
     text = _long_text()
     r = index_note(conn, "long", text=text)
     rows, _ = fetch(conn, [r["entry_id"]], budget_tokens=400)
-    parts, nxt = [rows[0].text[:MARK.search(rows[0].text).start()]], rows[0].next_offset
+    parts, nxt = [rows[0].text[: MARK.search(rows[0].text).start()]], rows[0].next_offset
     while nxt is not None:
         f = fetch(conn, [r["entry_id"]], budget_tokens=4000, offset=nxt)[0][0]
         m = MARK.search(f.text)
-        parts.append(f.text[:m.start()] if m else f.text)
+        parts.append(f.text[: m.start()] if m else f.text)
         nxt = f.next_offset
     assert "".join(parts) == text
 
@@ -100,8 +108,9 @@ def test_fetch_corpus_tool_output(corpus_store):
     """A real 60+ KB tool result from the corpus comes back cut, with its marker."""
     home, _ = corpus_store
     c = sqlite_store.connect(home, readonly=True)
-    eid, n = c.execute("SELECT entry_id, text_bytes FROM entries WHERE kind='tool_result' "
-                       "ORDER BY text_bytes DESC LIMIT 1").fetchone()
+    eid, n = c.execute(
+        "SELECT entry_id, text_bytes FROM entries WHERE kind='tool_result' ORDER BY text_bytes DESC LIMIT 1"
+    ).fetchone()
     assert n > 50_000
     f = fetch(c, [eid], budget_tokens=1000)[0][0]
     assert f.truncated and f.bytes == n and MARK.search(f.text)
@@ -112,10 +121,15 @@ def test_a_cut_text_stays_within_its_budget_marker_included(corpus_store):
     """The 30 largest corpus texts, cut to a budget: the piece (head, marker, tail) is
     estimated at no more than the budget (below ~60 tokens the marker alone is more)."""
     from ctxkeep.transforms.tokens import heuristic_tokens
+
     home, _ = corpus_store
     c = sqlite_store.connect(home, readonly=True)
-    ids = [r[0] for r in c.execute("SELECT entry_id FROM entries WHERE text_bytes > 5000 "
-                                   "ORDER BY text_bytes DESC LIMIT 30")]
+    ids = [
+        r[0]
+        for r in c.execute(
+            "SELECT entry_id FROM entries WHERE text_bytes > 5000 ORDER BY text_bytes DESC LIMIT 30"
+        )
+    ]
     assert len(ids) == 30
     for budget in (100, 300, 1000, 3000):
         for eid in ids:

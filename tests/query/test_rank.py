@@ -1,6 +1,7 @@
 """Ranking of search hits, on hand-made candidates with exact values: reciprocal rank
 fusion (k = 60, ranks 1-based), list weights (tool and grams_all count double), the
 prior per kind, ties to the newer entry, and the folding of near-duplicates."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,20 +11,44 @@ from ctxkeep.query.search.retrieve import Candidate
 from ctxkeep.schema import EntryRef
 
 
-def entry(kind: str = "message", ts: str = "2025-06-01T00:00:00.000000Z", session: str = "s1",
-          tool: str | None = None, eid: str = "e") -> EntryRef:
-    return EntryRef(entry_id=eid, agent="codex", session_id=session, project_dir="/p", ts=ts,
-                    role="assistant", kind=kind, tool_name=tool)
+def entry(
+    kind: str = "message",
+    ts: str = "2025-06-01T00:00:00.000000Z",
+    session: str = "s1",
+    tool: str | None = None,
+    eid: str = "e",
+) -> EntryRef:
+    return EntryRef(
+        entry_id=eid,
+        agent="codex",
+        session_id=session,
+        project_dir="/p",
+        ts=ts,
+        role="assistant",
+        kind=kind,
+        tool_name=tool,
+    )
 
 
-def cand(content_id: int, *entries: EntryRef, text: str = "", title: str = "", chunk_id: int | None = None
-         ) -> Candidate:
-    return Candidate(chunk_id=content_id if chunk_id is None else chunk_id, seq=0, title=title, text=text,
-                     content_id=content_id, content_hash=f"h{content_id}", token_estimate=10, bytes=40,
-                     entries=list(entries or [entry()]), total=len(entries or [1]))
+def cand(
+    content_id: int, *entries: EntryRef, text: str = "", title: str = "", chunk_id: int | None = None
+) -> Candidate:
+    return Candidate(
+        chunk_id=content_id if chunk_id is None else chunk_id,
+        seq=0,
+        title=title,
+        text=text,
+        content_id=content_id,
+        content_hash=f"h{content_id}",
+        token_estimate=10,
+        bytes=40,
+        entries=list(entries or [entry()]),
+        total=len(entries or [1]),
+    )
 
 
 # ---------------------------------------------------------------- fusion and weights
+
 
 def test_rrf_score_is_weight_over_60_plus_the_1_based_rank():
     shown = {1: cand(1), 2: cand(2), 3: cand(3)}
@@ -74,9 +99,11 @@ def test_a_list_hit_outweighs_a_worse_rank_by_exactly_the_rrf_curve():
 
 
 def test_equal_scores_go_to_the_newer_entry():
-    shown = {1: cand(1, entry(ts="2025-01-01T00:00:00.000000Z")),
-             2: cand(2, entry(ts="2025-06-01T00:00:00.000000Z")),
-             3: cand(3, entry(ts=None))}
+    shown = {
+        1: cand(1, entry(ts="2025-01-01T00:00:00.000000Z")),
+        2: cand(2, entry(ts="2025-06-01T00:00:00.000000Z")),
+        3: cand(3, entry(ts=None)),
+    }
     # the same rank in lists of the same weight: equal scores
     assert rank.fuse({"words": [1], "any": [2], "prefix": [3]}, shown) == [2, 1, 3]
     assert rank.fuse({"words": [2], "any": [1], "prefix": [3]}, shown) == [2, 1, 3]
@@ -84,10 +111,16 @@ def test_equal_scores_go_to_the_newer_entry():
 
 # ---------------------------------------------------------------- one list
 
+
 def test_one_candidate_per_content_at_its_best_chunk_ties_to_the_newer():
     old, new = entry(ts="2025-01-01T00:00:00.000000Z"), entry(ts="2025-02-01T00:00:00.000000Z")
-    cache = {10: cand(1, old, chunk_id=10), 11: cand(1, old, chunk_id=11),
-             20: cand(2, new, chunk_id=20), 30: cand(3, old, chunk_id=30), 40: None}
+    cache = {
+        10: cand(1, old, chunk_id=10),
+        11: cand(1, old, chunk_id=11),
+        20: cand(2, new, chunk_id=20),
+        30: cand(3, old, chunk_id=30),
+        40: None,
+    }
     rows = [(10, -5.0), (40, -9.0), (30, -3.0000000001), (20, -3.0), (11, -7.0), (99, -8.0)]
     ranked = rank.ranked_contents(rows, cache)
     # content 1 by its best chunk (11, rank -7); 2 and 3 tie to 9 decimals: newer first;
@@ -99,17 +132,27 @@ def test_one_candidate_per_content_at_its_best_chunk_ties_to_the_newer():
 
 # ---------------------------------------------------------------- folding
 
+
 def test_near_duplicates_of_one_session_kind_tool_and_title_are_folded():
     e = entry(kind="tool_result", tool="Read")
-    shown = {1: cand(1, e, text="a b c d e"),      # kept
-             2: cand(2, e, text="a b c d f"),      # 4 of 6 words shared: folded into 1
-             3: cand(3, e, text="a b c"),          # 3 of 5 = 0.6 with 1: folded (≥)
-             4: cand(4, e, text="a b x y z"),      # 2 of 8: kept
-             5: cand(5, entry(kind="tool_result", tool="Read", session="s2"), text="a b c d e"),
-             6: cand(6, entry(kind="tool_call", tool="Read"), text="a b c d e"),
-             7: cand(7, e, text="a b c d e")}      # other title: kept
-    titles = {1: "file.py", 2: "file.py", 3: "  file.py ", 4: "file.py", 5: "file.py", 6: "file.py",
-              7: "other.py"}
+    shown = {
+        1: cand(1, e, text="a b c d e"),  # kept
+        2: cand(2, e, text="a b c d f"),  # 4 of 6 words shared: folded into 1
+        3: cand(3, e, text="a b c"),  # 3 of 5 = 0.6 with 1: folded (≥)
+        4: cand(4, e, text="a b x y z"),  # 2 of 8: kept
+        5: cand(5, entry(kind="tool_result", tool="Read", session="s2"), text="a b c d e"),
+        6: cand(6, entry(kind="tool_call", tool="Read"), text="a b c d e"),
+        7: cand(7, e, text="a b c d e"),
+    }  # other title: kept
+    titles = {
+        1: "file.py",
+        2: "file.py",
+        3: "  file.py ",
+        4: "file.py",
+        5: "file.py",
+        6: "file.py",
+        7: "other.py",
+    }
     kept, folded = rank.fold([1, 2, 3, 4, 5, 6, 7], shown, titles, limit=10)
     assert kept == [1, 4, 5, 6, 7]
     assert folded == {1: 2}
@@ -127,7 +170,7 @@ def test_folding_needs_a_title_and_compares_its_first_80_characters():
 def test_folding_stops_at_the_limit_of_kept_hits():
     shown = {i: cand(i, text=f"w{i}") for i in range(1, 6)}
     shown[2] = cand(2, text="w1")
-    kept, folded = rank.fold([1, 2, 3, 4, 5], shown, {i: "t" for i in range(1, 6)}, limit=2)
+    kept, folded = rank.fold([1, 2, 3, 4, 5], shown, dict.fromkeys(range(1, 6), "t"), limit=2)
     assert kept == [1, 3] and folded == {1: 1}
 
 
@@ -138,9 +181,13 @@ def test_jaccard_just_below_the_threshold_is_not_folded():
 
 # ---------------------------------------------------------------- derived lists
 
+
 def test_exact_list_holds_the_query_verbatim_across_title_and_whitespace():
-    shown = {1: cand(1, text="see bd-q3fy  now", title=""), 2: cand(2, text="bd q3fy"),
-             3: cand(3, title="BD-Q3FY", text="body")}
+    shown = {
+        1: cand(1, text="see bd-q3fy  now", title=""),
+        2: cand(2, text="bd q3fy"),
+        3: cand(3, title="BD-Q3FY", text="body"),
+    }
     assert rank.exact_list([3, 2, 1], shown, ["bd-q3fy"]) == [3, 1]
     assert rank.exact_list([1, 2], shown, []) == []
     assert rank.exact_list([1, 2, 3], shown, ["see", "BD-q3fy"]) == [1]

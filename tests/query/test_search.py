@@ -1,14 +1,14 @@
 """Search (sinks.search): safe user queries, raw mode, filters, exact ids/paths/
 errors, recency ties, budget and snippets — on the real corpus and on small notes."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import pytest
 
 from ctxkeep.errors import SearchSyntaxError, UsageError
-from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.pipeline.notes import index_note
-from ctxkeep.query.search import Filters, SNIPPET_MAX_CHARS, parse_when, search, terms, words_match
+from ctxkeep.query.search import SNIPPET_MAX_CHARS, Filters, parse_when, search, terms, words_match
+from ctxkeep.sinks import sqlite as sqlite_store
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +26,27 @@ def notes_conn(store_home):
     conn.close()
 
 
-@pytest.mark.parametrize("q", ["c++", '"unbalanced', "foo AND", "a-b", "it's", "NOT", "(x", "OR",
-                               "*", '"', "AND OR NOT", "col:value", "^start", "NEAR(a b)", "x -y", ""])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "c++",
+        '"unbalanced',
+        "foo AND",
+        "a-b",
+        "it's",
+        "NOT",
+        "(x",
+        "OR",
+        "*",
+        '"',
+        "AND OR NOT",
+        "col:value",
+        "^start",
+        "NEAR(a b)",
+        "x -y",
+        "",
+    ],
+)
 def test_user_queries_never_raise(corpus_conn, q):
     res = search(corpus_conn, q, limit=5)
     assert len(res.hits) <= 5
@@ -65,9 +84,13 @@ def test_error_message_found_exactly(corpus_conn):
 
 
 def test_path_found_exactly(corpus_conn):
-    h = search(corpus_conn, "specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml", limit=3).hits
+    h = search(
+        corpus_conn, "specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml", limit=3
+    ).hits
     assert h and all("exact" in x.matched for x in h)
-    assert all("specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml" in x.snippet for x in h)
+    assert all(
+        "specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml" in x.snippet for x in h
+    )
 
 
 def test_hyphenated_id_found_exactly(notes_conn):
@@ -83,8 +106,11 @@ def test_ties_are_broken_by_recency(notes_conn):
     # the same words in three notes; the ranking features tie, so newer goes first
     for label in ("old", "mid", "new"):
         index_note(notes_conn, label, text=f"deploy the staging cluster ({label[0]})")
-    stamps = {"old": "2025-01-01T00:00:00.000000Z", "mid": "2025-06-01T00:00:00.000000Z",
-              "new": "2025-12-01T00:00:00.000000Z"}
+    stamps = {
+        "old": "2025-01-01T00:00:00.000000Z",
+        "mid": "2025-06-01T00:00:00.000000Z",
+        "new": "2025-12-01T00:00:00.000000Z",
+    }
     with sqlite_store.write(notes_conn):
         for label, ts in stamps.items():
             notes_conn.execute("UPDATE entries SET ts=? WHERE session_id=?", (ts, label))
@@ -98,12 +124,17 @@ def test_filters_each_and_combined(corpus_conn):
         (Filters(kind="tool_call"), lambda h: h.kind == "tool_call"),
         (Filters(role="user"), lambda h: h.role == "user"),
         (Filters(tool="bash"), lambda h: (h.tool_name or "").lower() == "bash"),
-        (Filters(session="c61729d4-da6d-46a4-9a29-ec2c614e5e23"), lambda h: h.session_id.startswith("c61729d4")),
+        (
+            Filters(session="c61729d4-da6d-46a4-9a29-ec2c614e5e23"),
+            lambda h: h.session_id.startswith("c61729d4"),
+        ),
         (Filters(project="/path/to/Demo"), lambda h: h.project_dir.startswith("/path/to/Demo")),
         (Filters(since="2025-11-01", until="2025-11-02"), lambda h: "2025-11-01" <= h.ts < "2025-11-02"),
         (Filters(status="active"), lambda h: True),
-        (Filters(agent="claude-code", kind="tool_call", tool="Bash", since="2025-09-01"),
-         lambda h: h.agent == "claude-code" and h.tool_name == "Bash" and h.ts >= "2025-09-01"),
+        (
+            Filters(agent="claude-code", kind="tool_call", tool="Bash", since="2025-09-01"),
+            lambda h: h.agent == "claude-code" and h.tool_name == "Bash" and h.ts >= "2025-09-01",
+        ),
         (Filters(kind="message,summary"), lambda h: h.kind in ("message", "summary")),
     ]
     for f, ok in cases:
@@ -125,7 +156,8 @@ def test_bad_filter_values_are_usage_errors(corpus_conn):
 
 def test_parse_when_forms():
     import datetime as dt
-    now = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.timezone.utc)
+
+    now = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.UTC)
     assert parse_when("2025-06-01") == "2025-06-01T00:00:00.000000Z"
     assert parse_when("2025-06-01T12:30:00+02:00") == "2025-06-01T10:30:00.000000Z"
     assert parse_when("7d", now=now) == "2026-01-03T12:00:00.000000Z"
@@ -156,7 +188,7 @@ def test_budget_cuts_and_says_so(corpus_conn):
     assert len(full.hits) == 10 and full.omitted == 0 and full.note == ""
     cut = search(corpus_conn, "orchestrator", limit=10, budget_tokens=300)
     assert 0 < len(cut.hits) < 10
-    assert [h.entry_id for h in cut.hits] == [h.entry_id for h in full.hits][:len(cut.hits)]
+    assert [h.entry_id for h in cut.hits] == [h.entry_id for h in full.hits][: len(cut.hits)]
     assert cut.used_tokens <= 300 and cut.omitted == 10 - len(cut.hits)
     assert "budget of 300 tokens" in cut.note and f"{cut.omitted} more hit" in cut.note
 
@@ -176,8 +208,9 @@ def test_result_reads_as_its_hits(corpus_conn):
 def test_pasted_log_query_is_capped_and_says_so(corpus_store):
     """A query of 2,000 words once took minutes (each term widens every list); terms
     past MAX_TERMS are ignored and the result's note says so."""
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.query.search import MAX_TERMS, search
+    from ctxkeep.sinks import sqlite as sqlite_store
+
     home, _ = corpus_store
     conn = sqlite_store.connect(home, readonly=True)
     res = search(conn, " ".join(["timeline"] * 2000 + ["filtering"]), limit=5)
@@ -190,16 +223,20 @@ def test_prefix_only_where_the_last_token_is_long_enough():
     # FTS5 puts a phrase's * on its last token: "it's"* would mean "it s*", and
     # "PLACEHOLDER_RE"* the 130 ms expansion of re*
     from ctxkeep.query.search import prefix_match
+
     assert prefix_match("it's") == '"it\'s"'
     assert prefix_match("PLACEHOLDER_RE") == '"PLACEHOLDER_RE"'
     assert prefix_match("PLACEHOLDER_REG") == '"PLACEHOLDER_REG"*'  # reg* → PLACEHOLDER_REGEX
-    assert prefix_match("/a/diverse_musical_ai.py validateUs ab") == \
-        '"/a/diverse_musical_ai.py" OR "validateUs"* OR "ab"'
+    assert (
+        prefix_match("/a/diverse_musical_ai.py validateUs ab")
+        == '"/a/diverse_musical_ai.py" OR "validateUs"* OR "ab"'
+    )
     assert prefix_match("validateUs printer", {"printer"}) == '"validateUs"* OR "printer"'
 
 
 def test_common_terms_get_no_prefix_query(corpus_store):
     from ctxkeep.query.search import PREFIX_COMMON, common_terms
+
     home, _ = corpus_store
     conn = sqlite_store.connect(home, readonly=True)
     n_the = conn.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH 'the'").fetchone()[0]
@@ -214,9 +251,11 @@ def _reference_fts_ids(conn, fts, match, filters, n, S):
     floor = S.window_floor(conn, fts, match)
     ranked = f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? ORDER BY rank LIMIT ?"
     where, params = filters.sql("e")
-    passes = (f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-              f"WHERE ch.chunk_id IN ({{ids}}) AND EXISTS (SELECT 1 FROM entries e WHERE "
-              f"e.content_hash = c.content_hash AND {where})")
+    passes = (
+        f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+        f"WHERE ch.chunk_id IN ({{ids}}) AND EXISTS (SELECT 1 FROM entries e WHERE "
+        f"e.content_hash = c.content_hash AND {where})"
+    )
     rows = conn.execute(ranked, (match, floor, S.FILTER_DEPTH)).fetchall()
     if rows:
         ids = [r[0] for r in rows]
@@ -225,8 +264,9 @@ def _reference_fts_ids(conn, fts, match, filters, n, S):
         if len(kept) >= n or (len(rows) < S.FILTER_DEPTH and floor == 0):
             return kept[:n]
     found = []
-    cur = conn.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?",
-                       (match, S.FILTER_SCAN))
+    cur = conn.execute(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?", (match, S.FILTER_SCAN)
+    )
     while len(found) < S.FILTER_RANK:
         batch = [r[0] for r in cur.fetchmany(1000)]
         if not batch:
@@ -235,11 +275,16 @@ def _reference_fts_ids(conn, fts, match, filters, n, S):
         found += [i for i in batch if i in ok]
     if not found:
         return []
-    top = found[:S.FILTER_RANK]
+    top = found[: S.FILTER_RANK]
     keep = set(top)
-    rows = [r for r in conn.execute(
-        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ?",
-        (match, min(top), max(top))) if r[0] in keep]
+    rows = [
+        r
+        for r in conn.execute(
+            f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ?",
+            (match, min(top), max(top)),
+        )
+        if r[0] in keep
+    ]
     rows.sort(key=lambda r: r[1])
     return rows[:n]
 
@@ -249,14 +294,17 @@ def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
     candidates (ids, ranks, order) as checking and ranking everything; small windows
     make every path run (fast path, scan, ranking below the window floor)."""
     from ctxkeep.query.search import retrieve as S
+
     for name, v in (("RANK_WINDOW", 40), ("FILTER_DEPTH", 20), ("FILTER_SCAN", 300), ("FILTER_RANK", 25)):
         monkeypatch.setattr(S, name, v)
-    cases = [("\"error\" OR \"file\" OR \"test\"", Filters(kind="tool_call")),
-             ("\"error\" OR \"file\" OR \"test\"", Filters(role="user")),
-             ("\"npm\"", Filters(tool="Bash")),
-             ("\"the\"", Filters(agent="codex")),
-             ("\"file\"*", Filters(project="/path/to/Demo")),
-             ("\"the\" AND \"file\"", Filters(since="2025-11-01"))]
+    cases = [
+        ('"error" OR "file" OR "test"', Filters(kind="tool_call")),
+        ('"error" OR "file" OR "test"', Filters(role="user")),
+        ('"npm"', Filters(tool="Bash")),
+        ('"the"', Filters(agent="codex")),
+        ('"file"*', Filters(project="/path/to/Demo")),
+        ('"the" AND "file"', Filters(since="2025-11-01")),
+    ]
     sizes = []
     for match, f in cases:
         memo: dict[int, bool] = {}
@@ -271,10 +319,11 @@ def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
 
 
 def test_agents_list_is_the_source_registry_plus_notes():
-    from ctxkeep.schema import AGENTS
     from ctxkeep.pipeline.notes import NOTE_AGENT
+    from ctxkeep.schema import AGENTS
     from ctxkeep.sources import SOURCES
-    assert AGENTS == (*SOURCES, NOTE_AGENT)
+
+    assert (*SOURCES, NOTE_AGENT) == AGENTS
 
 
 def test_distinct_texts_with_one_title_are_not_folded(corpus_conn):

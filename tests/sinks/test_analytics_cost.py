@@ -1,5 +1,6 @@
 """Cost: list prices from genai-prices at each response's time, user overrides, modes,
 model attribution. Expected values are worked by hand from the providers' list prices."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -10,14 +11,22 @@ import pytest
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.transforms import cost
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def test_claude_price_with_cache_read_and_write():
     # claude-sonnet-4: $3 input, $15 output, $0.30 cache read, $3.75 cache write per MTok
     p = cost.Pricer()
-    got = p.price("claude-code", "claude-sonnet-4-20250514", dt.datetime(2025, 7, 1, tzinfo=UTC),
-                  1000, 2000, 30000, 4000, 0)
+    got = p.price(
+        "claude-code",
+        "claude-sonnet-4-20250514",
+        dt.datetime(2025, 7, 1, tzinfo=UTC),
+        1000,
+        2000,
+        30000,
+        4000,
+        0,
+    )
     assert got == pytest.approx((1000 * 3 + 2000 * 15 + 30000 * 0.3 + 4000 * 3.75) / 1e6, abs=1e-12)
 
 
@@ -25,8 +34,12 @@ def test_each_response_is_priced_at_its_own_time():
     # claude-sonnet-4-6: until 2026-03-13 a request above 200k input tokens paid $6/$22.50,
     # from then on $3/$15 flat (genai-prices' dated prices)
     p = cost.Pricer()
-    before = p.price("claude-code", "claude-sonnet-4-6", dt.datetime(2026, 3, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0)
-    after = p.price("claude-code", "claude-sonnet-4-6", dt.datetime(2026, 4, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0)
+    before = p.price(
+        "claude-code", "claude-sonnet-4-6", dt.datetime(2026, 3, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0
+    )
+    after = p.price(
+        "claude-code", "claude-sonnet-4-6", dt.datetime(2026, 4, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0
+    )
     assert before == pytest.approx((300_000 * 6 + 1000 * 22.5) / 1e6, abs=1e-12)
     assert after == pytest.approx((300_000 * 3 + 1000 * 15) / 1e6, abs=1e-12)
 
@@ -36,10 +49,12 @@ def test_reasoning_is_billed_as_output_where_the_output_leaves_it_out():
     p = cost.Pricer()
     ts = dt.datetime(2025, 12, 3, tzinfo=UTC)
     assert p.price("gemini-cli", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500) == pytest.approx(
-        (1000 * 0.3 + 2500 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12)
+        (1000 * 0.3 + 2500 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12
+    )
     # Codex (OpenAI): output_tokens already include the reasoning tokens
     assert p.price("codex", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500) == pytest.approx(
-        (1000 * 0.3 + 2000 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12)
+        (1000 * 0.3 + 2000 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12
+    )
 
 
 def test_unknown_model_is_none_never_zero_and_remembered():
@@ -50,11 +65,14 @@ def test_unknown_model_is_none_never_zero_and_remembered():
 
 
 def test_prices_toml_overrides_and_adds():
-    o = cost.parse_prices_toml('[models."Claude-Sonnet-4-20250514"]\ninput_mtok = 1\noutput_mtok = 2\n'
-                               'cache_read_mtok = 0.5\n[models.mine]\ninput_mtok = 4\n')
+    o = cost.parse_prices_toml(
+        '[models."Claude-Sonnet-4-20250514"]\ninput_mtok = 1\noutput_mtok = 2\n'
+        "cache_read_mtok = 0.5\n[models.mine]\ninput_mtok = 4\n"
+    )
     p = cost.Pricer(o)
     assert p.price("claude-code", "claude-sonnet-4-20250514", None, 1000, 1000, 1000, 1000) == pytest.approx(
-        (1000 * 1 + 1000 * 2 + 1000 * 0.5 + 1000 * 1) / 1e6)   # cache write falls back to input
+        (1000 * 1 + 1000 * 2 + 1000 * 0.5 + 1000 * 1) / 1e6
+    )  # cache write falls back to input
     assert p.price("aider", "mine", None, 1000, 1000, 0, 0) == pytest.approx(1000 * 4 / 1e6)
     with pytest.raises(ValueError, match="'bad' needs input_mtok"):
         cost.parse_prices_toml("[models.bad]\noutput_mtok = 1\n")
@@ -86,14 +104,20 @@ def test_corpus_costs(corpus_store):
     home, _ = corpus_store
     con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
     try:
-        day = con.execute("SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd "
-                          "FROM daily_usage WHERE day = DATE '2025-06-08' AND agent = 'claude-code' "
-                          "AND model = 'claude-sonnet-4-20250514'").fetchone()
-        codex = con.execute("SELECT model, model_source, count(*), count(cost_usd), sum(input_tokens), "
-                            "sum(cache_read_tokens), sum(output_tokens), sum(cost_usd) FROM usage "
-                            "WHERE agent = 'codex' AND model_source = 'assumed' GROUP BY ALL").fetchall()
-        charm = con.execute("SELECT agent, model, model_source FROM usage WHERE agent IN ('crush', 'opencode-go') "
-                            "ORDER BY ALL").fetchall()
+        day = con.execute(
+            "SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd "
+            "FROM daily_usage WHERE day = DATE '2025-06-08' AND agent = 'claude-code' "
+            "AND model = 'claude-sonnet-4-20250514'"
+        ).fetchone()
+        codex = con.execute(
+            "SELECT model, model_source, count(*), count(cost_usd), sum(input_tokens), "
+            "sum(cache_read_tokens), sum(output_tokens), sum(cost_usd) FROM usage "
+            "WHERE agent = 'codex' AND model_source = 'assumed' GROUP BY ALL"
+        ).fetchall()
+        charm = con.execute(
+            "SELECT agent, model, model_source FROM usage WHERE agent IN ('crush', 'opencode-go') "
+            "ORDER BY ALL"
+        ).fetchall()
         unpriced = con.execute("SELECT count(*) FROM usage WHERE cost_usd IS NULL").fetchone()[0]
     finally:
         con.close()
@@ -103,24 +127,43 @@ def test_corpus_costs(corpus_store):
     assert (model, src, n, priced) == ("gpt-5", "assumed", 456, 456)
     # gpt-5: $1.25 input, $0.125 cache read, $10 output per MTok
     assert usd == pytest.approx((inp * 1.25 + cread * 0.125 + out * 10) / 1e6, rel=1e-9)
-    assert charm == [("crush", "gpt-5", "logged"), ("crush", "gpt-5", "logged"),
-                     ("opencode-go", "claude-4-sonnet", "logged")]
+    assert charm == [
+        ("crush", "gpt-5", "logged"),
+        ("crush", "gpt-5", "logged"),
+        ("opencode-go", "claude-4-sonnet", "logged"),
+    ]
     assert unpriced == 0
 
 
-@pytest.mark.parametrize("model", ["claude-sonnet-4-20250514", "claude-opus-4-1-20250805", "gpt-5",
-                                   "gpt-5-codex", "gemini-2.5-flash", "claude-3-5-haiku-20241022"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "claude-sonnet-4-20250514",
+        "claude-opus-4-1-20250805",
+        "gpt-5",
+        "gpt-5-codex",
+        "gemini-2.5-flash",
+        "claude-3-5-haiku-20241022",
+    ],
+)
 def test_the_flat_price_shortcut_equals_genai_prices(model):
     from genai_prices import Usage, calc_price
+
     ts = dt.datetime(2025, 9, 1, 12, tzinfo=UTC)
     for inp, out, cr, cw in ((1000, 2000, 30000, 4000), (7, 0, 0, 0), (0, 0, 5_000_000, 0), (0, 10, 0, 900)):
-        want = calc_price(Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw,
-                                output_tokens=out), model, genai_request_timestamp=ts).total_price
-        assert cost.Pricer().price("claude-code", model, ts, inp, out, cr, cw) == pytest.approx(float(want), rel=1e-12)
+        want = calc_price(
+            Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw, output_tokens=out),
+            model,
+            genai_request_timestamp=ts,
+        ).total_price
+        assert cost.Pricer().price("claude-code", model, ts, inp, out, cr, cw) == pytest.approx(
+            float(want), rel=1e-12
+        )
 
 
 def test_a_bad_prices_toml_is_one_error_naming_the_file(tmp_path):
     import sqlite3
+
     (tmp_path / "prices.toml").write_text("[models.x\n")
     con = duckdb_store.connect(tmp_path)
     try:

@@ -1,6 +1,7 @@
 """The one DDL registry (``sinks.sqlite.ddl``): a new store holds exactly its tables,
 FTS tables and indexes; no module creates a permanent table elsewhere; a store made
 before ``archived`` and ``purge_files`` joined the DDL gains them on the next open."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,9 @@ PKG = Path(__file__).resolve().parents[2] / "ctxkeep"
 
 
 def _objects(conn, kind: str) -> set[str]:
-    rows = conn.execute("SELECT name FROM sqlite_master WHERE type=? AND name NOT LIKE 'sqlite_%'",
-                        (kind,)).fetchall()
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type=? AND name NOT LIKE 'sqlite_%'", (kind,)
+    ).fetchall()
     return {r[0] for r in rows}
 
 
@@ -32,7 +34,11 @@ def test_a_new_store_holds_exactly_the_registry(store_home):
         assert "archived" in ddl.TABLES and "purge_files" in ddl.TABLES
         assert [r[1] for r in conn.execute("PRAGMA table_info(archived)")] == ["entry_id", "archived_at"]
         assert [r[1] for r in conn.execute("PRAGMA table_info(purge_files)")] == [
-            "scope", "value", "kind", "item"]
+            "scope",
+            "value",
+            "kind",
+            "item",
+        ]
         assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_hash", "ts"]
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
         ranks = dict(conn.execute("SELECT k, v FROM fts_words_config WHERE k='rank'").fetchall())

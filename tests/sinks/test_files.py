@@ -1,5 +1,6 @@
 """The registry of store file names (``sinks.files``): the names are spelled there
 only, and ``store_files`` gives the sizes of what exists."""
+
 from __future__ import annotations
 
 import io
@@ -15,8 +16,14 @@ PKG = Path(__file__).resolve().parents[2] / "ctxkeep"
 ALLOWED = {"sinks/files.py", "config.py"}
 #: spelled as a whole string; ``archive`` and ``prefect`` are common words (a dict key,
 #: the ``prefect`` executable), so they count only as a path part (``home / "archive"``)
-NAMES = {files.STORE_DB, files.ANALYTICS_DB, files.ANALYTICS_WAL, files.LOCK_FILE, files.CONFIG_FILE,
-         *files.STORE_DB_SIDECARS}
+NAMES = {
+    files.STORE_DB,
+    files.ANALYTICS_DB,
+    files.ANALYTICS_WAL,
+    files.LOCK_FILE,
+    files.CONFIG_FILE,
+    *files.STORE_DB_SIDECARS,
+}
 DIRS = {files.ARCHIVE_DIR, files.PREFECT_DIR}
 
 
@@ -30,7 +37,7 @@ def test_file_names_are_spelled_only_in_the_registry():
             if tok.type != tokenize.STRING:
                 continue
             name = tok.string.strip("\"'")
-            before = tok.line[:tok.start[1]].rstrip()
+            before = tok.line[: tok.start[1]].rstrip()
             if name in NAMES or (name in DIRS and before.endswith("/")):
                 found.append(f"{rel}:{tok.start[0]} {tok.string}")
     assert found == []
@@ -46,11 +53,20 @@ def test_store_files_sizes(store_home):
     (part / "p2.parquet").write_bytes(b"z" * 5)
     (store_home / files.LOCK_FILE).write_bytes(b"")  # not data: not listed
     got = files.store_files(store_home)
-    want = {files.STORE_DB: (store_home / files.STORE_DB).stat().st_size, files.ANALYTICS_DB: 10,
-            "archive/": 12}
+    want = {
+        files.STORE_DB: (store_home / files.STORE_DB).stat().st_size,
+        files.ANALYTICS_DB: 10,
+        "archive/": 12,
+    }
     for side in files.STORE_DB_SIDECARS:
         if (store_home / side).exists():
             want[side] = (store_home / side).stat().st_size
     assert got == want and want[files.STORE_DB] > 0
-    assert set(files.STORE_FILES) == {"store.db", "store.db-wal", "store.db-shm", "store.db-journal",
-                                      "analytics.duckdb", "analytics.duckdb.wal"}
+    assert set(files.STORE_FILES) == {
+        "store.db",
+        "store.db-wal",
+        "store.db-shm",
+        "store.db-journal",
+        "analytics.duckdb",
+        "analytics.duckdb.wal",
+    }

@@ -1,5 +1,6 @@
 """The store lock (``sinks.lock.hold``): excludes other processes, reentrant within
 one, says when it waits, and fails with StoreBusy past its timeout."""
+
 from __future__ import annotations
 
 import os
@@ -27,13 +28,17 @@ def test_another_process_holding_it_is_reported(store_home):
     told = []
     holder = hold_lock_in_subprocess(store_home)
     try:
-        with pytest.raises(StoreBusy, match="holds the store; purge not started") as ei, \
-                hold(store_home, 0, what="purge", on_wait=told.append):
+        with (
+            pytest.raises(StoreBusy, match="holds the store; purge not started") as ei,
+            hold(store_home, 0, what="purge", on_wait=told.append),
+        ):
             pass
         assert ei.value.where == str(store_home / LOCK_FILE)
         assert told == []  # timeout 0 does not wait, so there is nothing to say
-        with pytest.raises(StoreBusy, match="ingest not started"), \
-                hold(store_home, 0.3, what="ingest", on_wait=told.append):
+        with (
+            pytest.raises(StoreBusy, match="ingest not started"),
+            hold(store_home, 0.3, what="ingest", on_wait=told.append),
+        ):
             pass
         assert told == [str(store_home / LOCK_FILE)]
     finally:

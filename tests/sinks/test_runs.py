@@ -1,5 +1,6 @@
 """Run records (``sinks.sqlite.runs.recorded_run``): one ``runs`` row per run, finished
 ``ok``, ``failed`` or ``interrupted`` with the summary as it stood when the block ended."""
+
 from __future__ import annotations
 
 import json
@@ -33,17 +34,31 @@ def test_an_ok_run_is_recorded_with_its_summary(store_home):
     assert run.status == "ok" and 2.0 <= run.seconds < 60
     [r] = _runs(store_home)
     assert (r["flow"], r["status"], r["files"], r["bytes"], r["entries_new"], r["quarantined"]) == (
-        "ingest", "ok", 3, 4096, 7, 1)
+        "ingest",
+        "ok",
+        3,
+        4096,
+        7,
+        1,
+    )
     assert r["seconds"] == run.seconds and r["finished_at"]
-    assert json.loads(r["detail"]) == {"files": 3, "bytes": 4096, "entries_new": 7, "quarantined": 1,
-                                       "per_agent": {"x": 7}, "seconds": run.seconds}
+    assert json.loads(r["detail"]) == {
+        "files": 3,
+        "bytes": 4096,
+        "entries_new": 7,
+        "quarantined": 1,
+        "per_agent": {"x": 7},
+        "seconds": run.seconds,
+    }
 
 
 def test_a_failed_run_keeps_the_figures_so_far(store_home):
     conn = sqlite_store.connect(store_home)
     figures = {"files": 0}
-    with pytest.raises(ValueError, match="boom"), \
-            sqlite_store.recorded_run(conn, "retention", t0=time.perf_counter()) as run:
+    with (
+        pytest.raises(ValueError, match="boom"),
+        sqlite_store.recorded_run(conn, "retention", t0=time.perf_counter()) as run,
+    ):
         run.summary = lambda: dict(figures)  # read when the block ends
         figures["files"] = 2
         raise ValueError("boom")
@@ -55,8 +70,10 @@ def test_a_failed_run_keeps_the_figures_so_far(store_home):
 
 def test_an_interrupted_run_says_so(store_home):
     conn = sqlite_store.connect(store_home)
-    with pytest.raises(KeyboardInterrupt), \
-            sqlite_store.recorded_run(conn, "compress", t0=time.perf_counter()):
+    with (
+        pytest.raises(KeyboardInterrupt),
+        sqlite_store.recorded_run(conn, "compress", t0=time.perf_counter()),
+    ):
         raise KeyboardInterrupt
     conn.close()
     assert [(r["flow"], r["status"]) for r in _runs(store_home)] == [("compress", "interrupted")]

@@ -1,6 +1,7 @@
 """Schema v2 (retrieval): chunks.title and fts_words(title, text); a v1 store is
 migrated on open (titles filled, word index rebuilt) — now to v3 (facets, see
 test_facets.py), in the same step."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -21,8 +22,10 @@ def _downgrade_to_v1(path):
     c.execute("ALTER TABLE chunks DROP COLUMN title")
     c.execute("ALTER TABLE chunks DROP COLUMN facets")
     c.execute("CREATE VIRTUAL TABLE fts_grams USING fts5(grams, tokenize='unicode61 remove_diacritics 0')")
-    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(text, content='chunks', content_rowid='chunk_id', "
-              "tokenize='porter unicode61 remove_diacritics 2')")
+    c.execute(
+        "CREATE VIRTUAL TABLE fts_words USING fts5(text, content='chunks', content_rowid='chunk_id', "
+        "tokenize='porter unicode61 remove_diacritics 2')"
+    )
     c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
     c.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     c.commit()
@@ -52,7 +55,8 @@ def test_tool_name_goes_into_the_title(corpus_store):
     title = conn.execute(
         "SELECT ch.title FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
         "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
-        "WHERE e.tool_name = 'WebFetch' LIMIT 1").fetchone()[0]
+        "WHERE e.tool_name = 'WebFetch' LIMIT 1"
+    ).fetchone()[0]
     assert title.startswith("WebFetch {")
 
 
@@ -69,8 +73,10 @@ def _downgrade_to_v2(path):
     c.execute("DROP INDEX entries_content")
     c.execute("CREATE INDEX entries_content ON entries(content_hash)")
     c.execute("CREATE VIRTUAL TABLE fts_grams USING fts5(grams, tokenize='unicode61 remove_diacritics 0')")
-    c.execute("CREATE VIRTUAL TABLE fts_words USING fts5(title, text, content='chunks', "
-              "content_rowid='chunk_id', tokenize='porter unicode61 remove_diacritics 2')")
+    c.execute(
+        "CREATE VIRTUAL TABLE fts_words USING fts5(title, text, content='chunks', "
+        "content_rowid='chunk_id', tokenize='porter unicode61 remove_diacritics 2')"
+    )
     c.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
     c.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
     c.commit()

@@ -1,6 +1,7 @@
 """The typed source contract: every registered source satisfies ``contract.Source``
 (with a ``MODE`` of ``contract.Mode``), capabilities are protocols, and the shared
 discovery and text helpers give exact values."""
+
 from __future__ import annotations
 
 import shutil
@@ -11,13 +12,23 @@ from typing import get_args
 import pytest
 
 from conftest import FIXTURES
-
 from ctxkeep.schema import AGENTS
 from ctxkeep.schema import Watermark as SchemaWatermark
-from ctxkeep.sources import SOURCES, files_for_paths, file_unchanged
+from ctxkeep.sources import SOURCES, file_unchanged, files_for_paths
 from ctxkeep.sources._util import block_text, blocks_text
-from ctxkeep.sources.contract import (ChangeTest, ClaimsPaths, Discovery, DiscoveryContext, Mode, ModeByPath,
-                                      RecordParser, Source, SourceFile, Watermark, check_source)
+from ctxkeep.sources.contract import (
+    ChangeTest,
+    ClaimsPaths,
+    Discovery,
+    DiscoveryContext,
+    Mode,
+    ModeByPath,
+    RecordParser,
+    Source,
+    SourceFile,
+    Watermark,
+    check_source,
+)
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 
@@ -27,29 +38,57 @@ def test_every_registered_source_satisfies_the_protocol():
     for name, src in SOURCES.items():
         assert isinstance(src, Source), name
         assert check_source(src) is src
-        assert src.AGENT == name and src.PARSER_VERSION >= 1
+        assert name == src.AGENT and src.PARSER_VERSION >= 1
         assert src.MODE in get_args(Mode), name
         assert isinstance(src, ClaimsPaths), name  # every source today claims --path files
         modes[name] = src.MODE
     assert modes == {
-        "claude-code": "append", "codex": "append", "gemini-cli": "rewrite", "copilot-cli": "append",
-        "qwen-code": "append", "continue": "rewrite", "cline": "rewrite", "roo-code": "rewrite",
-        "kilo-code": "rewrite", "aider": "rewrite", "specstory": "rewrite", "opencode": "sqlite",
-        "opencode-go": "sqlite", "crush": "sqlite", "goose": "sqlite", "cursor": "sqlite"}
+        "claude-code": "append",
+        "codex": "append",
+        "gemini-cli": "rewrite",
+        "copilot-cli": "append",
+        "qwen-code": "append",
+        "continue": "rewrite",
+        "cline": "rewrite",
+        "roo-code": "rewrite",
+        "kilo-code": "rewrite",
+        "aider": "rewrite",
+        "specstory": "rewrite",
+        "opencode": "sqlite",
+        "opencode-go": "sqlite",
+        "crush": "sqlite",
+        "goose": "sqlite",
+        "cursor": "sqlite",
+    }
 
 
 def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
-        "cursor", "gemini-cli", "goose", "opencode", "qwen-code"]
+        "cursor",
+        "gemini-cli",
+        "goose",
+        "opencode",
+        "qwen-code",
+    ]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
-        "claude-code", "codex", "copilot-cli"]
+        "claude-code",
+        "codex",
+        "copilot-cli",
+    ]
     m = SOURCES
-    assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == ["sqlite", "append"]
+    assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [
+        "sqlite",
+        "append",
+    ]
     assert [m["cursor"].mode_for(Path(p)) for p in ("/u/state.vscdb", "/a/agent-transcripts/x.jsonl")] == [
-        "sqlite", "append"]
+        "sqlite",
+        "append",
+    ]
     assert [m["opencode"].mode_for(Path(p)) for p in ("/d/opencode.db", "/d/storage/session/p/s.json")] == [
-        "sqlite", "tree"]
+        "sqlite",
+        "tree",
+    ]
 
 
 def test_check_source_names_what_is_wrong():
@@ -81,8 +120,10 @@ def test_path_files_of_database_sources_get_mode_sqlite(tmp_path):
     shutil.copytree(src, dst)
     files, problems = files_for_paths([dst], agents=["goose"])
     assert problems == []
-    assert sorted((f.path.name, f.mode) for f in files) == [("20250301_legacy.jsonl", "append"),
-                                                            ("sessions.db", "sqlite")]
+    assert sorted((f.path.name, f.mode) for f in files) == [
+        ("20250301_legacy.jsonl", "append"),
+        ("sessions.db", "sqlite"),
+    ]
     db = next(f for f in files if f.mode == "sqlite")
     wm = None
     for b in SOURCES["goose"].read(db, None):
@@ -113,7 +154,10 @@ def test_discovery_add_glob_and_explain_empty(tmp_path):
     d.add_glob(base, ["*.json", "*/*.json"], "rewrite", lambda p: {"n": p.stem}, exclude=["sessions.json"])
     d.add_glob(tmp_path / "missing", ["*.json"], "rewrite")
     assert [(p.path.relative_to(base).as_posix(), p.meta) for p in d.files] == [
-        ("a.json", {"n": "a"}), ("b.json", {"n": "b"}), ("p/c.json", {"n": "c"})]
+        ("a.json", {"n": "a"}),
+        ("b.json", {"n": "b"}),
+        ("p/c.json", {"n": "c"}),
+    ]
     assert d.searched == [base, tmp_path / "missing"]
     d.explain_empty(tmp_path, "never set: files were found")
     assert d.reason is None
@@ -143,10 +187,15 @@ def test_blocks_text_values():
     img = {"type": "image", "source": {"media_type": "image/png", "data": "A" * 400}}
     doc = {"type": "document", "source": {"media_type": "application/pdf", "data": "B" * 8}}
     content = [{"type": "text", "text": "hi"}, img, doc, 7]
-    assert blocks_text(content) == 'hi\n[image image/png, 300 bytes]\n' + \
-        '{"type":"document","source":{"media_type":"application/pdf","data":"BBBBBBBB"}}\n7'
-    assert blocks_text(content, lambda b: block_text(b, ("image", "document"), scrub=True)) == \
-        "hi\n[image image/png, 300 bytes]\n[document application/pdf, 6 bytes]\n7"
+    assert (
+        blocks_text(content)
+        == "hi\n[image image/png, 300 bytes]\n"
+        + '{"type":"document","source":{"media_type":"application/pdf","data":"BBBBBBBB"}}\n7'
+    )
+    assert (
+        blocks_text(content, lambda b: block_text(b, ("image", "document"), scrub=True))
+        == "hi\n[image image/png, 300 bytes]\n[document application/pdf, 6 bytes]\n7"
+    )
     assert blocks_text(None) == "" and blocks_text({"a": 1}) == '{"a":1}' and blocks_text("s") == "s"
     assert blocks_text({"a": 1}, scalar=str) == "{'a': 1}"
     assert blocks_text([1, {"type": "text", "text": "t"}], skip_non_dict=True) == "t"
@@ -163,6 +212,7 @@ def test_record_reader_passes_the_source_path(tmp_path):
         seen.append((rec["n"], offset, src, dict(state)))
         state["count"] = state.get("count", 0) + 1
         return [{"n": rec["n"]}]
+
     read = record_reader(3, parse_record, lambda f: {"sid": f.path.stem})
     batches = list(read(SourceFile("x", p), None))
     assert [e for b in batches for e in b.entries] == [{"n": 1}, {"n": 2}]

@@ -1,6 +1,7 @@
 """End to end over a copy of the corpus home: every file-based agent present in the
 corpus is found and ingested; a second run adds nothing; ``--path`` picks the right
 source and mode."""
+
 from __future__ import annotations
 
 from conftest import CORPUS_HOME, ingest, q
@@ -16,15 +17,24 @@ def test_corpus_home_ingest_has_every_file_agent(home_copy, tmp_path):
         assert per_agent.get(agent) == n, agent
     files = dict(q(store, "SELECT agent, count(*) FROM watermarks GROUP BY 1"))
     assert {a: files.get(a) for a in ("gemini-cli", "copilot-cli", "aider", "specstory")} == {
-        "gemini-cli": 4, "copilot-cli": 1, "aider": 2, "specstory": 1}
+        "gemini-cli": 4,
+        "copilot-cli": 1,
+        "aider": 2,
+        "specstory": 1,
+    }
     again = ingest(home_copy, store)
     assert (again.files_read, again.entries_new, again.status_changed) == (0, 0, 0)
 
 
 def test_path_option_maps_files_to_sources_and_modes():
-    files, problems = files_for_paths([CORPUS_HOME / ".gemini", CORPUS_HOME / "code" / "zen-mcp-server",
-                                       CORPUS_HOME / "code" / "minsky" / ".specstory",
-                                       CORPUS_HOME / ".copilot"])
+    files, problems = files_for_paths(
+        [
+            CORPUS_HOME / ".gemini",
+            CORPUS_HOME / "code" / "zen-mcp-server",
+            CORPUS_HOME / "code" / "minsky" / ".specstory",
+            CORPUS_HOME / ".copilot",
+        ]
+    )
     got = sorted((f.agent, f.path.name, f.mode) for f in files)
     assert got == [
         ("aider", ".aider.chat.history.md", "rewrite"),

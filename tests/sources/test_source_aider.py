@@ -1,5 +1,6 @@
 """Aider source: the real v0.86.1 history in the corpus, usage lines, the held-back
 last block, and the bounded home scan."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,9 @@ import time
 from pathlib import Path
 
 from conftest import CORPUS_HOME, corpus, ingest, q
-from helpers_sources import kinds
 from ctxkeep.sources import _homescan, aider
 from ctxkeep.sources.contract import DiscoveryContext
+from helpers_sources import kinds
 
 CHAT = "code/zen-mcp-server/.aider.chat.history.md"
 INPUT = "code/zen-mcp-server/.aider.input.history"
@@ -24,35 +25,51 @@ def test_corpus_history_entries(tmp_path):
     # 12 blocks of "> " lines; no assistant reply (the file has none); 8 inputs in
     # .aider.input.history
     assert raw.count("# aider chat started at") == 4
-    assert kinds(store, "aider") == {"system/meta": 4, "user/message": 8, "tool/tool_result": 12,
-                                     "user/meta": 8}
-    sessions = q(store, "SELECT session_id, min(ts), count(*) FROM entries WHERE agent='aider' "
-                        "AND tool_name IS NOT 'input_history' GROUP BY 1 ORDER BY 2")
+    assert kinds(store, "aider") == {
+        "system/meta": 4,
+        "user/message": 8,
+        "tool/tool_result": 12,
+        "user/meta": 8,
+    }
+    sessions = q(
+        store,
+        "SELECT session_id, min(ts), count(*) FROM entries WHERE agent='aider' "
+        "AND tool_name IS NOT 'input_history' GROUP BY 1 ORDER BY 2",
+    )
     assert len(sessions) == 4
     # local time of the header (this machine's zone) converted to UTC
     import datetime as dt
-    want = dt.datetime(2025, 10, 20, 21, 49, 17).astimezone().astimezone(dt.timezone.utc)
+
+    want = dt.datetime(2025, 10, 20, 21, 49, 17).astimezone().astimezone(dt.UTC)
     assert sessions[0][1] == want.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
     assert {r[0] for r in q(store, "SELECT DISTINCT project_dir FROM entries WHERE agent='aider'")} == {
-        str(corpus(CHAT).parent)}
+        str(corpus(CHAT).parent)
+    }
     # CJK prompts kept intact (5 "#### /copy-context 请你分析…" lines in 5 user blocks)
     assert raw.count("#### /copy-context 请你分析一下我这列的处理，我想知道我") == 5
-    assert q(store, "SELECT count(*) FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
-                    "USING(content_id) WHERE agent='aider' AND kind='message' AND text LIKE ?",
-             "%/copy-context 请你分析一下我这列的处理，我想知道我%") == [(5,)]
+    assert q(
+        store,
+        "SELECT count(*) FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
+        "USING(content_id) WHERE agent='aider' AND kind='message' AND text LIKE ?",
+        "%/copy-context 请你分析一下我这列的处理，我想知道我%",
+    ) == [(5,)]
     # user inputs are timed by .aider.input.history (to the microsecond), the blocks
     # after them share that time
-    cjk = q(store, "SELECT e.ts FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
-                   "USING(content_id) WHERE agent='aider' AND kind='message' AND text = ?",
-            "/copy-context 请你分析一下我这列的处理，我想知道我")
-    want = dt.datetime(2025, 10, 23, 17, 8, 6, 177072).astimezone().astimezone(dt.timezone.utc)
+    cjk = q(
+        store,
+        "SELECT e.ts FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
+        "USING(content_id) WHERE agent='aider' AND kind='message' AND text = ?",
+        "/copy-context 请你分析一下我这列的处理，我想知道我",
+    )
+    want = dt.datetime(2025, 10, 23, 17, 8, 6, 177072).astimezone().astimezone(dt.UTC)
     assert cjk == [(want.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),)]
     # input history: exact timestamps, "+" prefixes removed
     first = q(store, "SELECT ts FROM entries WHERE tool_name='input_history' ORDER BY source_offset LIMIT 1")
     assert first[0][0].startswith("2025-10-2")
     # the model comes from the session's "> Main model:" line
     assert q(store, "SELECT DISTINCT model FROM entries WHERE agent='aider' AND model IS NOT NULL") == [
-        ("gemini/gemini-2.5-pro-preview-06-05",)]
+        ("gemini/gemini-2.5-pro-preview-06-05",)
+    ]
 
 
 def _write_old(p: Path, text: str) -> None:
@@ -66,19 +83,27 @@ def test_tokens_lines_are_usage_and_last_block_waits_for_idle(tmp_path, monkeypa
     proj = tmp_path / "home" / "work" / "app"
     proj.mkdir(parents=True)
     hist = proj / ".aider.chat.history.md"
-    text = ("\n# aider chat started at 2025-05-01 10:00:00\n\n"
-            "> Main model: anthropic/claude-sonnet-4-20250514 with diff edit format  \n\n"
-            "#### fix the typo in README  \n\n"
-            "I fixed the typo.\n\nREADME.md\n```\n-teh\n+the\n```\n\n"
-            "> Tokens: 2.3k sent, 1.1k cache write, 12k cache hit, 345 received. Cost: $0.01 message, $0.01 session.  \n\n"
-            "#### thanks  \n\n")
+    text = (
+        "\n# aider chat started at 2025-05-01 10:00:00\n\n"
+        "> Main model: anthropic/claude-sonnet-4-20250514 with diff edit format  \n\n"
+        "#### fix the typo in README  \n\n"
+        "I fixed the typo.\n\nREADME.md\n```\n-teh\n+the\n```\n\n"
+        "> Tokens: 2.3k sent, 1.1k cache write, 12k cache hit, 345 received. Cost: $0.01 message, $0.01 session.  \n\n"
+        "#### thanks  \n\n"
+    )
     _write_old(hist, text)
     store = tmp_path / "store"
     ingest(tmp_path / "home", store, agents=["aider"])
-    assert kinds(store, "aider") == {"system/meta": 2, "user/message": 2, "assistant/message": 1,
-                                     "tool/tool_result": 1}
-    assert q(store, "SELECT model, input_tokens, cache_creation_tokens, cache_read_tokens, output_tokens "
-                    "FROM usage") == [("anthropic/claude-sonnet-4-20250514", 2300, 1100, 12000, 345)]
+    assert kinds(store, "aider") == {
+        "system/meta": 2,
+        "user/message": 2,
+        "assistant/message": 1,
+        "tool/tool_result": 1,
+    }
+    assert q(
+        store,
+        "SELECT model, input_tokens, cache_creation_tokens, cache_read_tokens, output_tokens FROM usage",
+    ) == [("anthropic/claude-sonnet-4-20250514", 2300, 1100, 12000, 345)]
     # the agent is still writing: the new last block is held back until idle
     with open(hist, "a") as f:
         f.write("You're welcome")
@@ -90,24 +115,44 @@ def test_tokens_lines_are_usage_and_last_block_waits_for_idle(tmp_path, monkeypa
     os.utime(hist, (old, old))
     s3 = ingest(tmp_path / "home", store, agents=["aider"])
     assert s3.entries_new == 1
-    assert q(store, "SELECT count(*) FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
-                    "USING(content_id) WHERE text = 'You''re welcome!'") == [(1,)]
+    assert q(
+        store,
+        "SELECT count(*) FROM entries e JOIN contents c USING(content_hash) JOIN chunks "
+        "USING(content_id) WHERE text = 'You''re welcome!'",
+    ) == [(1,)]
 
 
 def test_home_scan_skips_heavy_dirs_and_is_bounded(tmp_path):
     home = tmp_path / "home"
-    for d in ("code/a", "code/a/node_modules/pkg", "code/b/.venv", "code/c/venv", ".cache/x",
-              "code/d/.git", "code/e", "Library/Caches/f"):
+    for d in (
+        "code/a",
+        "code/a/node_modules/pkg",
+        "code/b/.venv",
+        "code/c/venv",
+        ".cache/x",
+        "code/d/.git",
+        "code/e",
+        "Library/Caches/f",
+    ):
         (home / d).mkdir(parents=True)
-    for d in ("code/a", "code/a/node_modules/pkg", "code/c/venv", ".cache/x", "code/d/.git", "Library/Caches/f"):
+    for d in (
+        "code/a",
+        "code/a/node_modules/pkg",
+        "code/c/venv",
+        ".cache/x",
+        "code/d/.git",
+        "Library/Caches/f",
+    ):
         (home / d / ".aider.chat.history.md").write_text("#### hi\n")
     (home / "code/e/pyvenv.cfg").write_text("home = /usr\n")
     (home / "code/e/.aider.chat.history.md").write_text("#### venv\n")
     res = _homescan.scan_home(home, use_cache=False)
     assert res.aider == [home / "code/a/.aider.chat.history.md"]
     d = aider.discover(DiscoveryContext(home=home, env={}, extra_dirs=[home / "code/c/venv"]))
-    assert sorted(f.path for f in d.files) == [home / "code/a/.aider.chat.history.md",
-                                                home / "code/c/venv/.aider.chat.history.md"]
+    assert sorted(f.path for f in d.files) == [
+        home / "code/a/.aider.chat.history.md",
+        home / "code/c/venv/.aider.chat.history.md",
+    ]
 
 
 def test_discovery_on_the_corpus_home_enters_no_hidden_dir(corpus_ctx):

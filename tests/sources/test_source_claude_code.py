@@ -1,10 +1,10 @@
 """Claude Code source against the real corpus (shared/corpus/home/.claude/projects)."""
+
 from __future__ import annotations
 
 import sqlite3
 
 from conftest import CORPUS_HOME, corpus
-
 from ctxkeep.sources import claude_code
 from ctxkeep.sources.contract import SourceFile
 
@@ -12,7 +12,9 @@ P = ".claude/projects/"
 MUSIC = P + "-Users-chip-dev-ai-music/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
 IMAGE = P + "-Users-dain-workspace-claude-code-log-sample/0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl"
 WORKTREES = P + "-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
-SUBAGENT = P + "-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a4ca7529859c158c2.jsonl"
+SUBAGENT = (
+    P + "-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a4ca7529859c158c2.jsonl"
+)
 FLAT_AGENT = P + "-Users-dain-workspace-coderabbit-review-helper/agent-9fa17969.jsonl"
 SIDECHAINS = P + "sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 SYNTHETIC = P + "-fixtures-agent-sessions/small.jsonl"
@@ -23,7 +25,7 @@ def _read(rel: str) -> tuple[list[dict], list[dict], int]:
     p = corpus(rel)
     meta = {}
     if p.name.startswith("agent-"):
-        meta["subagent"] = p.stem[len("agent-"):]
+        meta["subagent"] = p.stem[len("agent-") :]
         if p.parent.name == "subagents":
             meta["parent_session"] = p.parent.parent.name
     entries, quarantine, lines = [], [], 0
@@ -51,12 +53,15 @@ def test_discovery_finds_sessions_and_both_subagent_layouts(corpus_ctx):
     assert len(rel) == 10  # 8 session files (one is 0 bytes) + 2 sub-agent transcripts
     assert SUBAGENT in rel and FLAT_AGENT in rel
     sub = next(f for f in d.files if f.path.name == "agent-a4ca7529859c158c2.jsonl")
-    assert sub.meta == {"subagent": "a4ca7529859c158c2",
-                        "parent_session": "ef958aa1-0e93-49f0-bb71-150f63befcd1"}
+    assert sub.meta == {
+        "subagent": "a4ca7529859c158c2",
+        "parent_session": "ef958aa1-0e93-49f0-bb71-150f63befcd1",
+    }
 
 
 def test_claude_config_dir_replaces_default(corpus_ctx, tmp_path):
     from ctxkeep.sources.contract import DiscoveryContext
+
     ctx = DiscoveryContext(home=CORPUS_HOME, env={"CLAUDE_CONFIG_DIR": str(tmp_path)})
     d = claude_code.discover(ctx)
     assert d.files == [] and d.searched == [tmp_path]
@@ -68,14 +73,17 @@ def test_records_and_kinds_per_file():
     expected = {
         MUSIC: (137, {"message": 19, "summary": 1, "tool_call": 59, "tool_result": 58}),
         IMAGE: (68, {"message": 23, "meta": 9, "thinking": 9, "tool_call": 14, "tool_result": 14}),
-        WORKTREES: (180, {"message": 12, "meta": 72, "summary": 2, "thinking": 14,
-                          "tool_call": 40, "tool_result": 40}),
+        WORKTREES: (
+            180,
+            {"message": 12, "meta": 72, "summary": 2, "thinking": 14, "tool_call": 40, "tool_result": 40},
+        ),
         SUBAGENT: (56, {"message": 8, "tool_call": 24, "tool_result": 24}),
         FLAT_AGENT: (17, {"message": 7, "tool_call": 5, "tool_result": 5}),
-        SIDECHAINS: (438, {"message": 102, "meta": 1, "summary": 1, "tool_call": 167,
-                           "tool_result": 167}),
-        SYNTHETIC: (89, {"message": 13, "meta": 69, "summary": 2, "thinking": 6,
-                         "tool_call": 3, "tool_result": 3}),
+        SIDECHAINS: (438, {"message": 102, "meta": 1, "summary": 1, "tool_call": 167, "tool_result": 167}),
+        SYNTHETIC: (
+            89,
+            {"message": 13, "meta": 69, "summary": 2, "thinking": 6, "tool_call": 3, "tool_result": 3},
+        ),
     }
     for rel, (lines, kinds) in expected.items():
         entries, quarantine, n = _read(rel)
@@ -86,10 +94,15 @@ def test_records_and_kinds_per_file():
 
 
 def test_edge_files():
-    assert _read(P + "-Users-chip-dev-ai-music/ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl")[0][0]["kind"] == "summary"
+    assert (
+        _read(P + "-Users-chip-dev-ai-music/ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl")[0][0]["kind"]
+        == "summary"
+    )
     snap, _, n = _read(P + "-experiments-ideas/a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl")
     assert n == 4 and {e.get("tool_name") for e in snap} == {"file-history-snapshot"}
-    empty, q, n = _read(P + "-Users-dain-workspace-JSSoundRecorder/2c5941bd-b9de-41d6-9414-221d175776f7.jsonl")
+    empty, q, n = _read(
+        P + "-Users-dain-workspace-JSSoundRecorder/2c5941bd-b9de-41d6-9414-221d175776f7.jsonl"
+    )
     assert (empty, q, n) == ([], [], 0)
 
 
@@ -117,7 +130,8 @@ def test_subagent_is_its_own_session_linked_to_parent():
     flat, _, _ = _read(FLAT_AGENT)
     # v2.0 flat layout; its parent session file is missing from the corpus (orphan)
     assert {(e["session_id"], e["parent_session_id"]) for e in flat} == {
-        ("agent-9fa17969", "741790a4-4fe2-4644-9a51-fb4482074060")}
+        ("agent-9fa17969", "741790a4-4fe2-4644-9a51-fb4482074060")
+    }
 
 
 def test_inline_sidechains_are_sessions_grouped_by_chain_root():
@@ -129,9 +143,13 @@ def test_inline_sidechains_are_sessions_grouped_by_chain_root():
     sessions = {}
     for e in side:
         sessions[e["session_id"]] = sessions.get(e["session_id"], 0) + 1
-    assert sessions == {f"{sid}/sidechain-0d692b0f": 65, f"{sid}/sidechain-60dade70": 86,
-                        f"{sid}/sidechain-6690d10e": 21, f"{sid}/sidechain-f4546a51": 98,
-                        f"{sid}/sidechain-f4ab2bf6": 135}
+    assert sessions == {
+        f"{sid}/sidechain-0d692b0f": 65,
+        f"{sid}/sidechain-60dade70": 86,
+        f"{sid}/sidechain-6690d10e": 21,
+        f"{sid}/sidechain-f4546a51": 98,
+        f"{sid}/sidechain-f4ab2bf6": 135,
+    }
     assert {e["parent_session_id"] for e in side} == {sid}
 
 
@@ -140,7 +158,10 @@ def test_project_is_cwd_not_folder_name():
     # the session moved into a worktree of its own for a few records; the first
     # record (permission-mode) is written before any cwd
     assert {e["project_dir"] for e in entries} == {
-        "-experiments/worktrees", "-experiments/worktrees/.claude/worktrees/agent-ab1e6e14", None}
+        "-experiments/worktrees",
+        "-experiments/worktrees/.claude/worktrees/agent-ab1e6e14",
+        None,
+    }
     assert entries[0]["project_dir"] is None and entries[1]["project_dir"] == "-experiments/worktrees"
     music, _, _ = _read(MUSIC)
     # the first line is a summary written before any cwd: no project yet
@@ -155,9 +176,21 @@ def test_compaction_and_unknown_types():
     assert len(boundaries) == 2 and all(e["kind"] == "meta" for e in boundaries)
     metas = {e.get("tool_name") for e in entries if e["kind"] == "meta"}
     # record types without a dedicated mapping become meta entries, never errors
-    assert {"queue-operation", "agent-name", "custom-title", "ai-title", "pr-link",
-            "worktree-state", "bridge-session", "atis-latch", "frame-link", "relocated",
-            "api_error", "api_refusal", "model_refusal_fallback"} <= metas
+    assert {
+        "queue-operation",
+        "agent-name",
+        "custom-title",
+        "ai-title",
+        "pr-link",
+        "worktree-state",
+        "bridge-session",
+        "atis-latch",
+        "frame-link",
+        "relocated",
+        "api_error",
+        "api_refusal",
+        "model_refusal_fallback",
+    } <= metas
 
 
 def test_tool_use_result_not_stored_twice():
@@ -172,8 +205,10 @@ def test_store_sessions(corpus_store):
     home, _ = corpus_store
     conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
     n = conn.execute("SELECT count(DISTINCT session_id) FROM entries WHERE agent='claude-code'").fetchone()[0]
-    linked = conn.execute("SELECT count(DISTINCT session_id) FROM entries WHERE agent='claude-code' "
-                          "AND parent_session_id IS NOT NULL").fetchone()[0]
+    linked = conn.execute(
+        "SELECT count(DISTINCT session_id) FROM entries WHERE agent='claude-code' "
+        "AND parent_session_id IS NOT NULL"
+    ).fetchone()[0]
     conn.close()
     # 8 main sessions (incl. 3 of the synthetic fixture) + 5 inline sidechains +
     # 1 synthetic sidechain + 2 sub-agent transcripts
@@ -186,8 +221,9 @@ def test_store_keeps_identical_idless_lines_once(corpus_store):
     record once (168 entries), the source still maps every line."""
     home, _ = corpus_store
     conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-    n = conn.execute("SELECT count(*) FROM entries WHERE source_path = ?",
-                     (str(corpus(WORKTREES)),)).fetchone()[0]
+    n = conn.execute(
+        "SELECT count(*) FROM entries WHERE source_path = ?", (str(corpus(WORKTREES)),)
+    ).fetchone()[0]
     conn.close()
     assert n == 168
 
@@ -196,12 +232,25 @@ def test_no_base64_from_attachments_or_unknown_blocks():
     """Handmade records (CC 2.x attachment shape, and a block type CC does not write
     yet): inline media becomes a placeholder before the record is kept as JSON text."""
     b64 = "iVBORw0KGgo" + "A" * 4000
-    att = {"type": "attachment", "uuid": "00000000-0000-4000-8000-000000000001", "sessionId": "s1",
-           "attachment": {"type": "file", "filename": "a.png",
-                          "content": {"type": "image", "file": {"base64": b64, "type": "image/png"}}}}
-    blk = {"type": "user", "uuid": "00000000-0000-4000-8000-000000000002", "sessionId": "s1",
-           "message": {"role": "user", "content": [
-               {"type": "input_audio", "source": {"data": "QUJD" * 200, "media_type": "audio/wav"}}]}}
+    att = {
+        "type": "attachment",
+        "uuid": "00000000-0000-4000-8000-000000000001",
+        "sessionId": "s1",
+        "attachment": {
+            "type": "file",
+            "filename": "a.png",
+            "content": {"type": "image", "file": {"base64": b64, "type": "image/png"}},
+        },
+    }
+    blk = {
+        "type": "user",
+        "uuid": "00000000-0000-4000-8000-000000000002",
+        "sessionId": "s1",
+        "message": {
+            "role": "user",
+            "content": [{"type": "input_audio", "source": {"data": "QUJD" * 200, "media_type": "audio/wav"}}],
+        },
+    }
     (a,) = claude_code.parse_record(att, 0, "h", {}, "p")
     (b,) = claude_code.parse_record(blk, 0, "h", {}, "p")
     assert "AAAA" not in a["text"] and '"base64":"[media unknown, 3,008 bytes]"' in a["text"]

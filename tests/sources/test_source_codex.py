@@ -1,11 +1,11 @@
 """Codex source against the real corpus (shared/corpus/home/.codex/sessions)."""
+
 from __future__ import annotations
 
 import json
 import sqlite3
 
 from conftest import CORPUS_HOME, corpus
-
 from ctxkeep.sources import codex
 from ctxkeep.sources.contract import SourceFile
 
@@ -48,8 +48,10 @@ def _dup_event_lines(rel: str) -> int:
 def test_discovery(corpus_ctx, tmp_path):
     d = codex.discover(corpus_ctx)
     assert sorted(str(f.path.relative_to(CORPUS_HOME)) for f in d.files) == sorted(
-        [V040, TINY, V034, V058, USEREQ, SYNTHETIC])
+        [V040, TINY, V034, V058, USEREQ, SYNTHETIC]
+    )
     from ctxkeep.sources.contract import DiscoveryContext
+
     arch = tmp_path / "codex" / "archived_sessions" / "2025"
     arch.mkdir(parents=True)
     (arch / "rollout-x.jsonl").write_bytes(corpus(TINY).read_bytes())
@@ -138,19 +140,23 @@ def test_multiple_session_meta_and_forks():
     usage = [e for e in entries if e.get("usage_key")]
     # the sub-agent thread restarts its totals at 0: it adds nothing, and is not a
     # negative delta of the parent thread
-    assert [(e["input_tokens"], e["output_tokens"], e["cache_read_tokens"]) for e in usage] \
-        == [(12757, 81, 3584)]
+    assert [(e["input_tokens"], e["output_tokens"], e["cache_read_tokens"]) for e in usage] == [
+        (12757, 81, 3584)
+    ]
 
 
 def test_store_sessions(corpus_store):
     home, _ = corpus_store
     conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-    rows = conn.execute("SELECT session_id, count(*) FROM entries WHERE agent='codex' "
-                        "GROUP BY 1 ORDER BY 1").fetchall()
+    rows = conn.execute(
+        "SELECT session_id, count(*) FROM entries WHERE agent='codex' GROUP BY 1 ORDER BY 1"
+    ).fetchall()
     conn.close()
-    assert rows == [("019985ca-7ef7-7580-a921-c20ac619f40b", 150),
-                    ("019a802a-aab1-7c31-9831-d2510c7a74a2", 262),
-                    ("019b2241-a0a9-7740-a0c0-33c010d4f7e6", 215),
-                    ("019fc8be-3658-7ca3-9e29-000000000000", 113),
-                    ("c61729d4-da6d-46a4-9a29-ec2c614e5e23", 1487),
-                    ("fa1ac8bf-348e-4b9a-a06d-767050fa1e10", 2)]
+    assert rows == [
+        ("019985ca-7ef7-7580-a921-c20ac619f40b", 150),
+        ("019a802a-aab1-7c31-9831-d2510c7a74a2", 262),
+        ("019b2241-a0a9-7740-a0c0-33c010d4f7e6", 215),
+        ("019fc8be-3658-7ca3-9e29-000000000000", 113),
+        ("c61729d4-da6d-46a4-9a29-ec2c614e5e23", 1487),
+        ("fa1ac8bf-348e-4b9a-a06d-767050fa1e10", 2),
+    ]

@@ -1,5 +1,6 @@
 """Go opencode and Crush: the real SQLite databases of the corpus (copied to tmp_path),
 read-only access, the per-row high-water mark, and a writer that is never blocked."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -8,13 +9,12 @@ import uuid
 
 import pytest
 
-from ctxkeep.pipeline.engine import run_ingest
+from conftest import CORPUS_HOME, ingest, q
 from ctxkeep.pipeline.plan import plan
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources import crush, opencode_go
-from ctxkeep.sources.readers.sqlite import open_ro
 from ctxkeep.sources.contract import DiscoveryContext
-from conftest import CORPUS_HOME, ingest, q
+from ctxkeep.sources.readers.sqlite import open_ro
 from dbhelpers import corpus_part, kinds, usage_by_day
 
 GO_DB = "code/noora/.opencode/opencode.db"
@@ -46,19 +46,30 @@ def test_go_opencode_real_database(db_home, tmp_path):
     assert s.per_agent == {"opencode-go": 146}
     assert s.quarantined == 0
     assert kinds(store, "opencode-go") == {
-        ("assistant", "tool_call"): 60, ("tool", "tool_result"): 59, ("assistant", "message"): 23,
-        ("user", "message"): 2, ("system", "meta"): 2}
-    (sid, n_sessions), = q(store, "SELECT min(session_id), count(DISTINCT session_id) FROM entries "
-                                  "WHERE agent='opencode-go'")
+        ("assistant", "tool_call"): 60,
+        ("tool", "tool_result"): 59,
+        ("assistant", "message"): 23,
+        ("user", "message"): 2,
+        ("system", "meta"): 2,
+    }
+    ((sid, n_sessions),) = q(
+        store, "SELECT min(session_id), count(DISTINCT session_id) FROM entries WHERE agent='opencode-go'"
+    )
     assert (sid, n_sessions) == ("2530334d-ccd1-4294-9961-2aa13749f060", 1)
     # the project is the folder holding .opencode (the database has no cwd)
     assert q(store, "SELECT DISTINCT project_dir FROM entries WHERE agent='opencode-go'") == [
-        (str(db_home / "code/noora"),)]
+        (str(db_home / "code/noora"),)
+    ]
     # tool calls by name, and the first user prompt with its UTC time
-    tools = dict(q(store, "SELECT tool_name, count(*) FROM entries WHERE agent='opencode-go' "
-                          "AND kind='tool_call' GROUP BY 1"))
+    tools = dict(
+        q(
+            store,
+            "SELECT tool_name, count(*) FROM entries WHERE agent='opencode-go' "
+            "AND kind='tool_call' GROUP BY 1",
+        )
+    )
     assert tools["bash"] >= 1 and sum(tools.values()) == 60
-    (ts,), = q(store, "SELECT min(ts) FROM entries WHERE agent='opencode-go' AND role='user'")
+    ((ts,),) = q(store, "SELECT min(ts) FROM entries WHERE agent='opencode-go' AND role='user'")
     assert ts == "2025-05-28T11:05:58.133000Z"
     # usage: the session's token totals (the only usage this agent stores)
     assert usage_by_day(store, "opencode-go") == {"2025-05-28": (637, 47068, 0, 0)}
@@ -69,16 +80,19 @@ def test_crush_real_database_seconds_timestamps(db_home, tmp_path):
     s = ingest(db_home, store, ["crush"])
     assert s.per_agent == {"crush": 136}
     assert kinds(store, "crush") == {
-        ("assistant", "tool_call"): 41, ("tool", "tool_result"): 41, ("assistant", "message"): 32,
-        ("user", "message"): 13, ("system", "meta"): 9}
+        ("assistant", "tool_call"): 41,
+        ("tool", "tool_result"): 41,
+        ("assistant", "message"): 32,
+        ("user", "message"): 13,
+        ("system", "meta"): 9,
+    }
     assert q(store, "SELECT count(DISTINCT session_id) FROM entries WHERE agent='crush'") == [(2,)]
     # INTEGER Unix seconds (the schema comment says ms): 1754709060 → 2025-08-09T03:11:00Z
     assert q(store, "SELECT min(ts) FROM entries WHERE agent='crush'") == [("2025-08-09T03:11:00.000000Z",)]
     # the OpenAI "organization must be verified" error inside a finish part is kept
     errs = q(store, "SELECT count(*) FROM entries WHERE agent='crush' AND tool_name='finish:error'")
     assert errs[0][0] >= 1
-    assert usage_by_day(store, "crush") == {"2025-08-09": (127170, 64, 0, 0),
-                                            "2025-08-22": (15805, 59, 0, 0)}
+    assert usage_by_day(store, "crush") == {"2025-08-09": (127170, 64, 0, 0), "2025-08-22": (15805, 59, 0, 0)}
 
 
 def test_second_run_reads_nothing_and_plan_skips(db_home, tmp_path):
@@ -108,8 +122,9 @@ def test_a_change_in_the_wal_is_not_unchanged(db_home, tmp_path):
     s = ingest(db_home, store, ["crush"])
     w.close()
     assert s.per_agent == {"crush": 1}
-    assert q(store, "SELECT count(*) FROM entries WHERE agent='crush' AND kind='message' "
-                    "AND role='user'") == [(14,)]
+    assert q(
+        store, "SELECT count(*) FROM entries WHERE agent='crush' AND kind='message' AND role='user'"
+    ) == [(14,)]
 
 
 def test_corpus_database_opened_without_writing_beside_it():
@@ -131,24 +146,31 @@ def test_corpus_database_opened_without_writing_beside_it():
 def test_bad_parts_row_is_quarantined_not_fatal(db_home, tmp_path):
     db = db_home / GO_DB
     w = sqlite3.connect(db)
-    w.execute("INSERT INTO messages(id, session_id, role, parts, created_at, updated_at) VALUES "
-              "('bad-1', '2530334d-ccd1-4294-9961-2aa13749f060', 'user', '[{\"type\":\"text\"', "
-              "'2025-05-28T11:20:00.000000Z', '2025-05-28T11:20:00.000000Z')")
+    w.execute(
+        "INSERT INTO messages(id, session_id, role, parts, created_at, updated_at) VALUES "
+        "('bad-1', '2530334d-ccd1-4294-9961-2aa13749f060', 'user', '[{\"type\":\"text\"', "
+        "'2025-05-28T11:20:00.000000Z', '2025-05-28T11:20:00.000000Z')"
+    )
     w.commit()
     w.close()
     store = tmp_path / "store"
     s = ingest(db_home, store, ["opencode-go"])
     assert s.per_agent == {"opencode-go": 146} and s.quarantined == 1
-    (reason, path), = q(store, "SELECT reason, path FROM quarantine WHERE agent='opencode-go'")
+    ((reason, path),) = q(store, "SELECT reason, path FROM quarantine WHERE agent='opencode-go'")
     assert reason.startswith("messages row bad-1:") and path == str(db)
 
 
 def _insert_crush_message(conn, sid: str, text: str, ts: int, mid: str | None = None) -> str:
     mid = mid or str(uuid.uuid4())
-    parts = '[{"type":"text","data":{"text":%s}},{"type":"finish","data":{"reason":"stop","time":%d}}]' % (
-        __import__("json").dumps(text), ts)
-    conn.execute("INSERT INTO messages(id, session_id, role, parts, model, created_at, updated_at, finished_at, "
-                 "provider) VALUES (?,?,?,?,?,?,?,?,?)", (mid, sid, "user", parts, "", ts, ts, None, None))
+    parts = '[{"type":"text","data":{"text":%s}},{"type":"finish","data":{"reason":"stop","time":%d}}]' % (  # noqa: UP031 - a JSON template: braces make .format unreadable
+        __import__("json").dumps(text),
+        ts,
+    )
+    conn.execute(
+        "INSERT INTO messages(id, session_id, role, parts, model, created_at, updated_at, finished_at, "
+        "provider) VALUES (?,?,?,?,?,?,?,?,?)",
+        (mid, sid, "user", parts, "", ts, ts, None, None),
+    )
     return mid
 
 
@@ -189,6 +211,7 @@ def test_writer_is_never_blocked_and_new_rows_come_once(db_home, tmp_path):
     import json
     import subprocess
     import sys
+
     db = db_home / CRUSH_DB
     store = tmp_path / "store"
     ingest(db_home, store, ["crush"])
@@ -212,15 +235,21 @@ def test_writer_is_never_blocked_and_new_rows_come_once(db_home, tmp_path):
     final = ingest(db_home, store, ["crush"]).entries_new
     again = ingest(db_home, store, ["crush"]).entries_new
     lat_sorted = sorted(lat)
-    print(f"\nwriter: {len(written)} commits, commit latency p50 {lat_sorted[len(lat) // 2] * 1000:.1f} ms, "
-          f"max {lat_sorted[-1] * 1000:.1f} ms, {len(errors)} errors; ingest runs during writes: "
-          f"{len(runs)} ({sum(runs)} entries), final {final}")
+    print(
+        f"\nwriter: {len(written)} commits, commit latency p50 {lat_sorted[len(lat) // 2] * 1000:.1f} ms, "
+        f"max {lat_sorted[-1] * 1000:.1f} ms, {len(errors)} errors; ingest runs during writes: "
+        f"{len(runs)} ({sum(runs)} entries), final {final}"
+    )
     assert errors == []
     assert sum(1 for n in runs if n) >= 5 and len(written) >= sum(runs) >= 100
     assert again == 0
-    stored = q(store, "SELECT native_id, count(*) FROM entries WHERE agent='crush' AND session_id=? "
-                      "AND kind='message' AND native_id IN (%s) GROUP BY 1"
-               % ",".join("?" * len(written)), sid, *written)
+    stored = q(
+        store,
+        "SELECT native_id, count(*) FROM entries WHERE agent='crush' AND session_id=? "
+        "AND kind='message' AND native_id IN ({}) GROUP BY 1".format(",".join("?" * len(written))),
+        sid,
+        *written,
+    )
     assert len(stored) == len(written) and all(n == 1 for _, n in stored)
     assert sum(runs) + final == len(written)
 
@@ -249,6 +278,7 @@ def test_writer_thread_in_the_same_process_is_never_locked_out(db_home, tmp_path
     measures the GIL and the 2 shared cores, not SQLite locks (the process variant
     above measures those)."""
     import threading
+
     db = db_home / CRUSH_DB
     store = tmp_path / "store"
     ingest(db_home, store, ["crush"])
@@ -283,7 +313,9 @@ def test_writer_thread_in_the_same_process_is_never_locked_out(db_home, tmp_path
         stop.set()
         th.join()
     final = ingest(db_home, store, ["crush"]).entries_new
-    print(f"\nwriter thread: {len(written)} commits, max latency {max(lat) * 1000:.1f} ms, {len(errors)} errors")
+    print(
+        f"\nwriter thread: {len(written)} commits, max latency {max(lat) * 1000:.1f} ms, {len(errors)} errors"
+    )
     assert errors == []
     assert sum(runs) + final == len(written) > 0
     assert ingest(db_home, store, ["crush"]).entries_new == 0
@@ -303,17 +335,25 @@ def test_new_row_with_an_old_timestamp_and_an_updated_row_are_read(db_home, tmp_
     assert s.per_agent == {"crush": 1}
     # an assistant message the agent is still writing (no finished_at, no finish part)
     now = int(time.time())
-    w.execute("INSERT INTO messages(id, session_id, role, parts, model, created_at, updated_at) VALUES "
-              "('streaming', ?, 'assistant', '[{\"type\":\"text\",\"data\":{\"text\":\"Half\"}}]', 'gpt-5', ?, ?)",
-              (sid, now, now))
+    w.execute(
+        "INSERT INTO messages(id, session_id, role, parts, model, created_at, updated_at) VALUES "
+        '(\'streaming\', ?, \'assistant\', \'[{"type":"text","data":{"text":"Half"}}]\', \'gpt-5\', ?, ?)',
+        (sid, now, now),
+    )
     w.commit()
     assert ingest(db_home, store, ["crush"]).entries_new == 0  # left for the next run
-    w.execute("UPDATE messages SET parts = '[{\"type\":\"text\",\"data\":{\"text\":\"Half done, now whole.\"}},"
-              "{\"type\":\"finish\",\"data\":{\"reason\":\"end_turn\",\"time\":0}}]', finished_at = ?, "
-              "updated_at = ? WHERE id = 'streaming'", (now + 1, now + 1))
+    w.execute(
+        'UPDATE messages SET parts = \'[{"type":"text","data":{"text":"Half done, now whole."}},'
+        '{"type":"finish","data":{"reason":"end_turn","time":0}}]\', finished_at = ?, '
+        "updated_at = ? WHERE id = 'streaming'",
+        (now + 1, now + 1),
+    )
     w.commit()
     w.close()
     assert ingest(db_home, store, ["crush"]).entries_new == 1
     assert q(store, "SELECT count(*) FROM entries WHERE native_id='streaming'") == [(1,)]
     from dbhelpers import TEXT
-    assert q(store, f"SELECT {TEXT} FROM entries e WHERE native_id='streaming'") == [("Half done, now whole.",)]
+
+    assert q(store, f"SELECT {TEXT} FROM entries e WHERE native_id='streaming'") == [
+        ("Half done, now whole.",)
+    ]

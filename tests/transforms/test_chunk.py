@@ -1,10 +1,10 @@
 """Chunking for the FTS index (transforms.chunk): byte cap, exact round trip,
 UTF-8 safety, headings and code fences, titles, linear time on huge outputs."""
+
 from __future__ import annotations
 
-import random
-
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxkeep.transforms.chunk import MAX_CHUNK_BYTES, chunk_text, chunk_title, chunks_frame, fence_spans
 
@@ -14,9 +14,12 @@ def _b(s: str) -> int:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(list("ab c\n#`字段😀é") + ["```\n", "# h\n", "\n\n", "word " * 20]),
-                max_size=600).map("".join),
-       st.sampled_from([16, 64, 300, 4096]))
+@given(
+    st.lists(
+        st.sampled_from(list("ab c\n#`字段😀é") + ["```\n", "# h\n", "\n\n", "word " * 20]), max_size=600
+    ).map("".join),
+    st.sampled_from([16, 64, 300, 4096]),
+)
 def test_round_trip_and_cap(text, cap):
     chunks = chunk_text(text, cap)
     assert "".join(chunks) == text
@@ -51,7 +54,10 @@ def test_headings_start_chunks():
     chunks = chunk_text("".join(sections))
     assert len(chunks) > 1
     assert all(c.startswith("# Section") for c in chunks[1:])
-    assert [chunk_title(c, i) for i, c in enumerate(chunks)][:2] == ["# Section 0", "# Section 2"]  # two sections fit a chunk
+    assert [chunk_title(c, i) for i, c in enumerate(chunks)][:2] == [
+        "# Section 0",
+        "# Section 2",
+    ]  # two sections fit a chunk
 
 
 def test_fence_spans_unclosed_runs_to_end():
@@ -72,6 +78,7 @@ def test_35_mb_output_is_thousands_of_rows_in_one_pass(monkeypatch):
     per chunk boundary over a window of at most MAX_CHUNK_BYTES characters, and windows
     that overlap by less than a line, so the text is looked at ~once."""
     from ctxkeep.transforms import chunk as chunk_mod
+
     text = "".join(f"line {i} of a very long tool output\n" for i in range(900_000))  # 35 MB
     fence_scans, windows = [], []
     real_spans, real_cut = chunk_mod.fence_spans, chunk_mod._cut_point
@@ -98,7 +105,10 @@ def test_35_mb_output_is_thousands_of_rows_in_one_pass(monkeypatch):
 
 def test_chunks_frame_columns():
     import polars as pl
-    df = chunks_frame(pl.DataFrame({"content_hash": ["h1", "h2"], "text": ["validateUserInput in 字段", "x" * 5000]}))
+
+    df = chunks_frame(
+        pl.DataFrame({"content_hash": ["h1", "h2"], "text": ["validateUserInput in 字段", "x" * 5000]})
+    )
     assert df.columns == ["content_hash", "seq", "title", "text", "grams"]
     assert df["seq"].to_list() == [0, 0, 1]
     assert df["title"][0] == "validateUserInput in 字段"

@@ -1,12 +1,13 @@
 """The substring index terms (transforms.grams) and what they find in a store:
 two-character CJK terms, single characters, partial camelCase identifiers."""
+
 from __future__ import annotations
 
 import pytest
 
-from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.pipeline.notes import index_note
 from ctxkeep.query.search import search
+from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.transforms.grams import camel_parts, cjk_bigrams, grams, query_grams
 
 
@@ -36,10 +37,20 @@ def cjk_conn(store_home):
     conn.close()
 
 
-@pytest.mark.parametrize("q,label", [("東京", "tokyo"), ("字段", "field"), ("调研", "field"),
-                                     ("京", "tokyo"), ("大阪", "tokyo"), ("会議", "tokyo"),
-                                     ("validateUs", "code"), ("UserInput", "code"),
-                                     ("ServerError", "code")])
+@pytest.mark.parametrize(
+    "q,label",
+    [
+        ("東京", "tokyo"),
+        ("字段", "field"),
+        ("调研", "field"),
+        ("京", "tokyo"),
+        ("大阪", "tokyo"),
+        ("会議", "tokyo"),
+        ("validateUs", "code"),
+        ("UserInput", "code"),
+        ("ServerError", "code"),
+    ],
+)
 def test_substring_terms_are_found(cjk_conn, q, label):
     hits = search(cjk_conn, q).hits
     assert [h.session_id for h in hits][:1] == [label]
@@ -56,7 +67,8 @@ def test_ascii_words_glued_to_cjk_are_terms_and_mixed_queries_match_in_one_index
     # "gemini" there; the substring index gets the chunk's ASCII words
     from ctxkeep.query.search import grams_match
     from ctxkeep.transforms.grams import grams
+
     g = grams("我这里涉及gemini的处理是不是有问题").split()
     assert "gemini" in g and "处理" in g
     assert grams_match("gemini 处理") == '("处理") AND ("gemini")'
-    assert grams("plain english text only") == ""      # no CJK: no extra terms
+    assert grams("plain english text only") == ""  # no CJK: no extra terms

@@ -3,6 +3,7 @@ looks alike but is not a secret (token counts, code, placeholders) is kept.
 
 The secrets below are made up in the documented shapes (AWS's documented example
 keys, GitHub/Stripe/OpenAI prefixes with random tails)."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,12 +40,12 @@ def test_secret_is_redacted(text, secret):
 KEPT = [
     '"input_tokens": 12345678, "output_tokens": 23456789',  # usage counts are not secrets
     "max_tokens: 40960000",
-    "password = os.environ[\"DB_PASSWORD\"]",  # an index, not a value
-    "api_key = get_api_key(config)",            # a call
-    "SECRET_KEY=${SECRET_KEY}",                # a variable
-    "api_key: <your-api-key-here>",            # a placeholder
-    "password: short",                          # under 8 characters
-    "git@github.com:org/repo.git",              # not a URL with a password
+    'password = os.environ["DB_PASSWORD"]',  # an index, not a value
+    "api_key = get_api_key(config)",  # a call
+    "SECRET_KEY=${SECRET_KEY}",  # a variable
+    "api_key: <your-api-key-here>",  # a placeholder
+    "password: short",  # under 8 characters
+    "git@github.com:org/repo.git",  # not a URL with a password
     "http://localhost:8080/api/users",
     "the secretary said hello",
 ]

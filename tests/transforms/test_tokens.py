@@ -1,8 +1,8 @@
 """Token estimates: offline o200k_base, sampled for long texts, heuristic fallback."""
+
 from __future__ import annotations
 
 from conftest import corpus
-
 from ctxkeep.transforms import tokens
 
 
@@ -17,8 +17,9 @@ def test_offline_o200k_base_counts():
 
 def test_long_text_is_sampled_close_to_full_count():
     # a real 0.34 Codex rollout: shell outputs and code, cut to 60,000 characters
-    text = corpus(".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-"
-                  "c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl").read_text()[:60_000]
+    text = corpus(
+        ".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
+    ).read_text()[:60_000]
     full = len(tokens.encoding().encode_ordinary(text))
     (est,), (method,) = tokens.estimate_tokens([text])
     assert method == "o200k_base-sampled"
@@ -39,8 +40,9 @@ def test_fallback_when_bpe_unavailable(monkeypatch):
 def test_two_thread_count_equals_one_thread_count_in_order():
     # the lines of a real Codex rollout (and a 60,000-char slice: sampled), more than
     # PARALLEL_MIN_TEXTS, so the list is split across two threads
-    raw = corpus(".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-"
-                 "c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl").read_text()
+    raw = corpus(
+        ".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
+    ).read_text()
     texts = raw.splitlines()[:300] + [raw[:60_000], "", "字段"]
     assert len(texts) >= tokens.PARALLEL_MIN_TEXTS
     enc = tokens.encoding()

@@ -10,9 +10,25 @@ every line they drop. One vertical package:
 ``flows.compress`` wraps ``run_compress`` in a Prefect flow; the CLI calls the entry
 points below (``--check``, ``--dry-run``, ``--no-prefect``, ``--restore``).
 """
-from ctxkeep.maintenance.compress.run import (FileCheck, FileResult, check_files, compress_file,
-                                              files_to_compress, hooks, restore_file,
-                                              run_compress)
 
-__all__ = ["FileCheck", "FileResult", "check_files", "compress_file", "files_to_compress",
-           "hooks", "restore_file", "run_compress"]
+from ctxkeep.maintenance.compress.run import (
+    FileCheck,
+    FileResult,
+    check_files,
+    compress_file,
+    files_to_compress,
+    hooks,
+    restore_file,
+    run_compress,
+)
+
+__all__ = [
+    "FileCheck",
+    "FileResult",
+    "check_files",
+    "compress_file",
+    "files_to_compress",
+    "hooks",
+    "restore_file",
+    "run_compress",
+]

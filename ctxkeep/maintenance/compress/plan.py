@@ -44,6 +44,7 @@ model or risk the resume; the compress report and the store say what was removed
 
 Any other format is refused with a reason.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,17 +62,40 @@ from ctxkeep.transforms.normalize import entry_id
 SUPPORTED = ("claude-code", "codex")
 
 #: Claude Code meta record types of which only the latest matters (state, not history).
-CLAUDE_STATE_TYPES = frozenset({
-    "permission-mode", "mode", "last-prompt", "custom-title", "ai-title", "agent-name",
-    "summary", "worktree-state", "pr-link", "frame-link", "bridge-session", "relocated",
-    "atis-latch", "tag", "file-history-snapshot"})
+CLAUDE_STATE_TYPES = frozenset(
+    {
+        "permission-mode",
+        "mode",
+        "last-prompt",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "summary",
+        "worktree-state",
+        "pr-link",
+        "frame-link",
+        "bridge-session",
+        "relocated",
+        "atis-latch",
+        "tag",
+        "file-history-snapshot",
+    }
+)
 
-_CODEX_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md",
-                           "<permissions", "<INSTRUCTIONS>", "<user_shell_command>")
-_CODEX_CALLS = {"function_call": "function_call_output",
-                "custom_tool_call": "custom_tool_call_output",
-                "local_shell_call": "local_shell_call_output",
-                "tool_search_call": "tool_search_output"}
+_CODEX_CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md",
+    "<permissions",
+    "<INSTRUCTIONS>",
+    "<user_shell_command>",
+)
+_CODEX_CALLS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "local_shell_call": "local_shell_call_output",
+    "tool_search_call": "tool_search_output",
+}
 #: namespace of the marker uuids (uuid5), so a plan is deterministic
 MARKER_NS = uuidlib.UUID("5f1d2c4e-8a7b-4c1e-9d3f-2b6a7c8d9e0f")
 
@@ -133,6 +157,7 @@ class Refused(Exception):
 
 # ---------------------------------------------------------------- lines and entries
 
+
 def split_lines(data: bytes) -> tuple[list[Line], bytes]:
     """The non-empty complete lines of a JSONL file's bytes, parsed, and the bytes
     after the last newline (an unterminated last line, maybe being written).
@@ -175,15 +200,14 @@ def line_entries(file: SourceFile, lines: list[Line]) -> list[list[dict]]:
         lh = hashlib.sha256(ln.body).hexdigest()
         try:
             out.append(mod.parse_record(ln.rec, ln.offset, lh, state, src))
-        except Exception:  # noqa: BLE001 - mirrors read_jsonl: quarantined, not fatal
+        except Exception:
             out.append([])
     return out
 
 
 def line_entry_ids(agent: str, per_line: list[list[dict]]) -> list[list[str]]:
     """``entry_id`` of every entry dict, per line (see ``normalize.entry_id``)."""
-    return [[entry_id(agent, e.get("record_id"), e.get("part")) for e in ents]
-            for ents in per_line]
+    return [[entry_id(agent, e.get("record_id"), e.get("part")) for e in ents] for ents in per_line]
 
 
 def entry_texts(per_line: list[list[dict]]) -> list[str]:
@@ -192,6 +216,7 @@ def entry_texts(per_line: list[list[dict]]) -> list[str]:
 
 
 # ---------------------------------------------------------------- shared cut logic
+
 
 def _open_across(n: int, intervals: list[tuple[int, int]]) -> list[int]:
     """For each cut position c in 0..n, how many (start, end) intervals have
@@ -208,8 +233,9 @@ def _open_across(n: int, intervals: list[tuple[int, int]]) -> list[int]:
     return out
 
 
-def _choose_cut(preferred: list[int], fallback: list[int], limit: int,
-                first_message: int) -> tuple[int | None, str | None]:
+def _choose_cut(
+    preferred: list[int], fallback: list[int], limit: int, first_message: int
+) -> tuple[int | None, str | None]:
     """The latest preferred cut ≤ ``limit`` that removes a message (> first_message),
     else the latest fallback cut; with its kind (``turn``/``exchange``)."""
     best = [c for c in preferred if first_message < c <= limit]
@@ -229,9 +255,11 @@ def _blocks(rec: dict) -> list:
 
 # ---------------------------------------------------------------- Claude Code
 
+
 def _is_claude_message(rec: dict | None) -> bool:
-    return rec is not None and rec.get("type") in ("user", "assistant") \
-        and isinstance(rec.get("message"), dict)
+    return (
+        rec is not None and rec.get("type") in ("user", "assistant") and isinstance(rec.get("message"), dict)
+    )
 
 
 def _relink_bytes(ln: Line, new_parent: str | None) -> bytes:
@@ -245,7 +273,7 @@ def _relink_bytes(ln: Line, new_parent: str | None) -> bytes:
         cand = body.replace(old_frag, new_frag)
         try:
             parsed, _ = parse_line(cand)
-        except Exception:  # noqa: BLE001
+        except Exception:
             parsed = None
         expect = dict(ln.rec, parentUuid=new_parent)
         if parsed == expect:
@@ -253,8 +281,14 @@ def _relink_bytes(ln: Line, new_parent: str | None) -> bytes:
     return orjson.dumps(dict(ln.rec, parentUuid=new_parent))
 
 
-def plan_claude(lines: list[Line], keep_messages: int, keep_system_lines: int, *,
-                marker_note: str = "", marker_extra: dict | None = None) -> CompressPlan:
+def plan_claude(
+    lines: list[Line],
+    keep_messages: int,
+    keep_system_lines: int,
+    *,
+    marker_note: str = "",
+    marker_extra: dict | None = None,
+) -> CompressPlan:
     """The compression plan of a Claude Code transcript (rules in the module doc).
 
     Args: ``lines`` from ``split_lines``; ``keep_messages`` ≥ 1; ``keep_system_lines``
@@ -293,10 +327,13 @@ def plan_claude(lines: list[Line], keep_messages: int, keep_system_lines: int, *
                 seen_mid.add(mid)
     open_ = _open_across(len(lines), intervals)
     safe = [i for i in msgs if open_[i] == 0 and i not in split_at]
-    prompts = [i for i in safe if lines[i].rec.get("type") == "user"
-               and bool(lines[i].rec.get("isSidechain")) == main_side
-               and not any(isinstance(b, dict) and b.get("type") == "tool_result"
-                           for b in _blocks(lines[i].rec))]
+    prompts = [
+        i
+        for i in safe
+        if lines[i].rec.get("type") == "user"
+        and bool(lines[i].rec.get("isSidechain")) == main_side
+        and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in _blocks(lines[i].rec))
+    ]
     limit = msgs[-keep_messages]
     cut, kind = _choose_cut(prompts, safe, limit, msgs[0])
     if cut is None:
@@ -306,7 +343,7 @@ def plan_claude(lines: list[Line], keep_messages: int, keep_system_lines: int, *
     # which lines before the cut stay
     keep: set[int] = set()
     head = [ln.index for ln in lines[:cut] if ln.rec is not None and not _is_claude_message(ln.rec)]
-    keep.update(head[:max(0, keep_system_lines)])
+    keep.update(head[: max(0, keep_system_lines)])
     latest: dict[str, int] = {}
     for ln in lines:
         t = ln.rec.get("type") if ln.rec is not None else None
@@ -336,23 +373,42 @@ def plan_claude(lines: list[Line], keep_messages: int, keep_system_lines: int, *
     first = lines[cut].rec
     marker_parent = nearest_kept(first.get("parentUuid"))
     removed_bytes = sum(len(lines[i].raw) + 1 for i in plan.removed + plan.dropped_bad)
-    marker_uuid = str(uuidlib.uuid5(MARKER_NS, f"{first.get('sessionId')}:{first.get('uuid')}:"
-                                               f"{plan.removed_messages}:{len(plan.removed)}"))
-    text = (f"ctxkeep compressed this session file: {plan.removed_messages} earlier messages "
-            f"({len(plan.removed)} lines, {removed_bytes:,} bytes) were removed from it."
-            + (f" {marker_note}" if marker_note else ""))
+    marker_uuid = str(
+        uuidlib.uuid5(
+            MARKER_NS,
+            f"{first.get('sessionId')}:{first.get('uuid')}:{plan.removed_messages}:{len(plan.removed)}",
+        )
+    )
+    text = (
+        f"ctxkeep compressed this session file: {plan.removed_messages} earlier messages "
+        f"({len(plan.removed)} lines, {removed_bytes:,} bytes) were removed from it."
+        + (f" {marker_note}" if marker_note else "")
+    )
     marker: dict[str, Any] = {"parentUuid": marker_parent}
-    for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId",
-              "entrypoint"):
+    for k in ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "entrypoint"):
         if k in first:
             marker[k] = first[k]
-    marker.update({"type": "system", "subtype": "informational", "content": text,
-                   "isMeta": False, "level": "info", "timestamp": first.get("timestamp"),
-                   "uuid": marker_uuid,
-                   "ctxkeep": {"compressed": dict({"removed_messages": plan.removed_messages,
-                                                   "removed_lines": len(plan.removed),
-                                                   "removed_bytes": removed_bytes},
-                                                  **(marker_extra or {}))}})
+    marker.update(
+        {
+            "type": "system",
+            "subtype": "informational",
+            "content": text,
+            "isMeta": False,
+            "level": "info",
+            "timestamp": first.get("timestamp"),
+            "uuid": marker_uuid,
+            "ctxkeep": {
+                "compressed": dict(
+                    {
+                        "removed_messages": plan.removed_messages,
+                        "removed_lines": len(plan.removed),
+                        "removed_bytes": removed_bytes,
+                    },
+                    **(marker_extra or {}),
+                )
+            },
+        }
+    )
     plan.marker = marker
     out: list[bytes] = []
     for ln in lines:
@@ -380,6 +436,7 @@ def _finish_identity(plan: CompressPlan, lines: list[Line]) -> CompressPlan:
 
 # ---------------------------------------------------------------- Codex
 
+
 def _codex_kind(rec: dict | None) -> str:
     """``bad``, ``session_meta``, ``turn_context``, ``context`` (system messages),
     ``prompt`` (a user message), ``message`` (any other response_item) or ``event``."""
@@ -396,8 +453,9 @@ def _codex_kind(rec: dict | None) -> str:
         content = p.get("content")
         text = ""
         if isinstance(content, list):
-            text = "".join(b.get("text", "") for b in content
-                           if isinstance(b, dict) and isinstance(b.get("text"), str))
+            text = "".join(
+                b.get("text", "") for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+            )
         if role in ("developer", "system") or text.lstrip().startswith(_CODEX_CONTEXT_PREFIXES):
             return "context"
         if role == "user":
@@ -441,7 +499,7 @@ def plan_codex(lines: list[Line], keep_messages: int, keep_system_lines: int) ->
     plan.cut, plan.cut_kind = cut, kind
     keep: set[int] = set(range(cut, len(lines)))
     system = [i for i in range(cut) if kinds[i] in ("session_meta", "turn_context", "context")]
-    keep.update(system[:max(0, keep_system_lines)])
+    keep.update(system[: max(0, keep_system_lines)])
     keep.update(i for i in range(cut) if kinds[i] == "session_meta")
     tcs = [i for i in range(cut) if kinds[i] == "turn_context"]
     if tcs:
@@ -455,12 +513,15 @@ def plan_codex(lines: list[Line], keep_messages: int, keep_system_lines: int) ->
     return plan
 
 
-def plan_compression(agent: str, lines: list[Line], keep_messages: int,
-                     keep_system_lines: int, **marker: Any) -> CompressPlan:
+def plan_compression(
+    agent: str, lines: list[Line], keep_messages: int, keep_system_lines: int, **marker: Any
+) -> CompressPlan:
     """Dispatch to the agent's planner. Raises Refused for any other agent."""
     if agent == "claude-code":
         return plan_claude(lines, keep_messages, keep_system_lines, **marker)
     if agent == "codex":
         return plan_codex(lines, keep_messages, keep_system_lines)
-    raise Refused(f"{agent} session files are not compressed: only Claude Code and Codex "
-                  "JSONL formats are understood well enough to cut safely")
+    raise Refused(
+        f"{agent} session files are not compressed: only Claude Code and Codex "
+        "JSONL formats are understood well enough to cut safely"
+    )

@@ -25,6 +25,7 @@ is made, the previous one is renamed ``<file>.backup.<UTC time it was made>``
 ``backup_max_age_days``. Backups get the
 original's mode; their mtime is the time of the backup.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,9 +33,9 @@ import os
 import re
 import stat as statmod
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.sources.readers.jsonl import parse_line
@@ -63,14 +64,18 @@ class FileState:
     sha256: str
 
     @classmethod
-    def of(cls, st: os.stat_result, sha: str) -> "FileState":
+    def of(cls, st: os.stat_result, sha: str) -> FileState:
         """The state of a file from its ``os.stat`` result and SHA-256 hex."""
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, sha)
 
     def same_stat(self, st: os.stat_result) -> bool:
         """True when ``st`` is the same file unchanged (device, inode, size, mtime)."""
-        return (self.dev, self.ino, self.size, self.mtime_ns) == \
-            (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return (self.dev, self.ino, self.size, self.mtime_ns) == (
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+        )
 
 
 def sha256_file(path: Path) -> str:
@@ -145,8 +150,11 @@ def backup_paths(path: Path) -> list[Path]:
     b = Path(str(path) + BACKUP_SUFFIX)
     if b.exists():
         out.append(b)
-    stamped = [p for p in path.parent.glob(glob_escape(path.name) + BACKUP_SUFFIX + ".*")
-               if _STAMP_RE.fullmatch(p.name[len(path.name + BACKUP_SUFFIX) + 1:])]
+    stamped = [
+        p
+        for p in path.parent.glob(glob_escape(path.name) + BACKUP_SUFFIX + ".*")
+        if _STAMP_RE.fullmatch(p.name[len(path.name + BACKUP_SUFFIX) + 1 :])
+    ]
     out += sorted(stamped, key=lambda p: p.name, reverse=True)
     return out
 
@@ -183,8 +191,9 @@ def make_backup(path: Path, data: bytes, state: FileState) -> Path:
     _write_durable(tmp, data, statmod.S_IMODE(state.mode))
     if sha256_file(tmp) != state.sha256:
         tmp.unlink(missing_ok=True)
-        raise RewriteError("backup did not verify (hash differs after writing)",
-                           where=str(tmp), hint="check the disk")
+        raise RewriteError(
+            "backup did not verify (hash differs after writing)", where=str(tmp), hint="check the disk"
+        )
     _rotate(path)
     dst = Path(str(path) + BACKUP_SUFFIX)
     os.replace(tmp, dst)
@@ -214,9 +223,15 @@ def validate_jsonl(data: bytes, expected_lines: int | None = None) -> list[str]:
     return problems
 
 
-def replace_file(path: Path, new_data: bytes, state: FileState, *, expected_lines: int,
-                 check: Callable[[Path], list[str]] | None = None,
-                 before_rename: Callable[[os.stat_result], None] | None = None) -> os.stat_result:
+def replace_file(
+    path: Path,
+    new_data: bytes,
+    state: FileState,
+    *,
+    expected_lines: int,
+    check: Callable[[Path], list[str]] | None = None,
+    before_rename: Callable[[os.stat_result], None] | None = None,
+) -> os.stat_result:
     """Atomically replace ``path`` (last read as ``state``) by ``new_data``.
 
     Writes a temp file in the same directory with the original's mode, fsyncs it,
@@ -228,8 +243,11 @@ def replace_file(path: Path, new_data: bytes, state: FileState, *, expected_line
     """
     cur = os.stat(path)
     if not state.same_stat(cur):
-        raise RewriteError("the file changed since it was read", where=str(path),
-                           hint="the agent may be writing to it; retry later")
+        raise RewriteError(
+            "the file changed since it was read",
+            where=str(path),
+            hint="the agent may be writing to it; retry later",
+        )
     tmp = _tmp_path(path, "new")
     tmp.unlink(missing_ok=True)
     try:
@@ -240,14 +258,20 @@ def replace_file(path: Path, new_data: bytes, state: FileState, *, expected_line
         if not problems and check is not None:
             problems = check(tmp)
         if problems:
-            raise RewriteError("the compressed file did not validate: " + "; ".join(problems[:3]),
-                               where=str(path), hint="the original was left unchanged")
+            raise RewriteError(
+                "the compressed file did not validate: " + "; ".join(problems[:3]),
+                where=str(path),
+                hint="the original was left unchanged",
+            )
         tst = os.stat(tmp)
         if before_rename is not None:
             before_rename(tst)
         if not state.same_stat(os.stat(path)):
-            raise RewriteError("the file changed while it was being compressed", where=str(path),
-                               hint="the agent may be writing to it; retry later")
+            raise RewriteError(
+                "the file changed while it was being compressed",
+                where=str(path),
+                hint="the agent may be writing to it; retry later",
+            )
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -263,8 +287,9 @@ def restore_backup(path: Path, backup: Path | None = None) -> tuple[Path, os.sta
     exists or it does not parse as JSONL."""
     backup = backup or Path(str(path) + BACKUP_SUFFIX)
     if not backup.exists():
-        raise RewriteError("no backup to restore", where=str(backup),
-                           hint="backups are made by `ctxkeep compress`")
+        raise RewriteError(
+            "no backup to restore", where=str(backup), hint="backups are made by `ctxkeep compress`"
+        )
     data = backup.read_bytes()
     problems = validate_jsonl(data)
     if problems:
@@ -285,8 +310,9 @@ def restore_backup(path: Path, backup: Path | None = None) -> tuple[Path, os.sta
     return backup, os.stat(path)
 
 
-def prune_backups(path: Path, keep: int, max_age_days: float, *, now: float | None = None,
-                  dry_run: bool = False) -> list[Path]:
+def prune_backups(
+    path: Path, keep: int, max_age_days: float, *, now: float | None = None, dry_run: bool = False
+) -> list[Path]:
     """Delete backups of ``path`` beyond the newest ``keep`` and any older than
     ``max_age_days`` (by mtime: the time the backup was made). Returns the deleted (or,
     with ``dry_run``, deletable) paths."""

@@ -27,33 +27,45 @@ Compressing one file (``compress_file``), under the store lock (``sinks.lock``):
 Every status and offset change of stored entries goes through the three functions at
 the end of this module (``sinks.sqlite.status``).
 """
+
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
 from ctxkeep.errors import StoreBusy, UsageError
-from ctxkeep.timeutil import format_epoch
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.pipeline import engine as pipeline
+from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.timeutil import format_epoch
 from ctxkeep.transforms.tokens import estimate_tokens
-from ctxkeep.pipeline.transform import transform_batch
 
-__all__ = ["FileCheck", "FileResult", "Hooks", "hooks", "check_file", "check_files",
-           "discovered_files", "files_to_compress", "verify_store", "compress_file",
-           "run_compress", "restore_file"]
+__all__ = [
+    "FileCheck",
+    "FileResult",
+    "Hooks",
+    "hooks",
+    "check_file",
+    "check_files",
+    "discovered_files",
+    "files_to_compress",
+    "verify_store",
+    "compress_file",
+    "run_compress",
+    "restore_file",
+]
 
 
 @dataclass
@@ -63,7 +75,7 @@ class Hooks:
     selected, ``on_file(FileResult)`` after each."""
 
     on_files: Callable[[int], None] | None = None
-    on_file: Callable[["FileResult"], None] | None = None
+    on_file: Callable[[FileResult], None] | None = None
 
 
 hooks = Hooks()
@@ -89,8 +101,7 @@ class FileCheck:
 
 #: the per-file figures a compress run records in ``runs.detail["files_detail"]`` (read
 #: by the DuckDB ``compression`` view)
-_FILE_FIGURES = ("path", "agent", "status", "bytes_before", "bytes_after", "tokens_before",
-                 "tokens_after")
+_FILE_FIGURES = ("path", "agent", "status", "bytes_before", "bytes_after", "tokens_before", "tokens_after")
 
 
 @dataclass
@@ -145,8 +156,10 @@ def _count_lines(path: Path) -> int:
 
 # ---------------------------------------------------------------- selection and health check
 
-def discovered_files(home: Path, ctx: DiscoveryContext | None = None,
-                     paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
+
+def discovered_files(
+    home: Path, ctx: DiscoveryContext | None = None, paths: list[Path] | None = None
+) -> tuple[list[SourceFile], list[str]]:
     """Session files compress considers: ``paths`` (files or dirs, each claimed by the
     first source that recognizes it) or else every enabled agent's discovered files.
     Only Claude Code and Codex files are returned (discovery asks only those agents);
@@ -157,8 +170,12 @@ def discovered_files(home: Path, ctx: DiscoveryContext | None = None,
         files, problems = files_for_paths([Path(p) for p in paths])
     else:
         ctx = ctx or DiscoveryContext.from_env()
-        ds = discover_all(ctx, sorted(cp.SUPPORTED), enabled={a: cfg.agent(a).enabled for a in SOURCES},
-                          extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES})
+        ds = discover_all(
+            ctx,
+            sorted(cp.SUPPORTED),
+            enabled={a: cfg.agent(a).enabled for a in SOURCES},
+            extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
+        )
         files = [f for d in ds for f in d.files]
     out = []
     for f in files:
@@ -179,13 +196,20 @@ def check_file(f: SourceFile, cc: CompressConfig, now: float | None = None) -> F
         exceeds.append("size")
     if lines > cc.max_lines:
         exceeds.append("lines")
-    return FileCheck(str(f.path), f.agent, st.st_size, lines, "EXCEEDS" if exceeds else "OK",
-                     exceeds, now - st.st_mtime < cc.active_minutes * 60, _iso(st.st_mtime),
-                     len(rewrite.backup_paths(f.path)))
+    return FileCheck(
+        str(f.path),
+        f.agent,
+        st.st_size,
+        lines,
+        "EXCEEDS" if exceeds else "OK",
+        exceeds,
+        now - st.st_mtime < cc.active_minutes * 60,
+        _iso(st.st_mtime),
+        len(rewrite.backup_paths(f.path)),
+    )
 
 
-def check_files(home: Path, *, ctx: DiscoveryContext | None = None,
-                paths: list[Path] | None = None) -> dict:
+def check_files(home: Path, *, ctx: DiscoveryContext | None = None, paths: list[Path] | None = None) -> dict:
     """The health report (``compress --check``): changes nothing, needs no store.
 
     Returns ``{"thresholds": {...}, "files": [FileCheck dicts], "exceeding": n,
@@ -198,14 +222,21 @@ def check_files(home: Path, *, ctx: DiscoveryContext | None = None,
             checks.append(asdict(check_file(f, cc)))
         except OSError as e:
             problems.append(f"{f.path}: {e.strerror or e}")
-    return {"thresholds": {"max_size_kb": cc.max_size_kb, "max_lines": cc.max_lines,
-                           "active_minutes": cc.active_minutes},
-            "files": checks, "exceeding": sum(c["status"] == "EXCEEDS" for c in checks),
-            "problems": problems}
+    return {
+        "thresholds": {
+            "max_size_kb": cc.max_size_kb,
+            "max_lines": cc.max_lines,
+            "active_minutes": cc.active_minutes,
+        },
+        "files": checks,
+        "exceeding": sum(c["status"] == "EXCEEDS" for c in checks),
+        "problems": problems,
+    }
 
 
-def files_to_compress(home: Path, *, ctx: DiscoveryContext | None = None,
-                      paths: list[Path] | None = None) -> tuple[list[SourceFile], list[str]]:
+def files_to_compress(
+    home: Path, *, ctx: DiscoveryContext | None = None, paths: list[Path] | None = None
+) -> tuple[list[SourceFile], list[str]]:
     """Files a compress run handles: the given ``paths`` (all of them: the user asked),
     else every enabled agent's Claude Code/Codex file over a threshold."""
     files, problems = discovered_files(home, ctx, paths)
@@ -224,12 +255,12 @@ def files_to_compress(home: Path, *, ctx: DiscoveryContext | None = None,
 
 # ---------------------------------------------------------------- one file
 
+
 def _tokens(texts: list[str]) -> int:
     return sum(estimate_tokens(texts)[0]) if texts else 0
 
 
-def verify_store(conn, file: SourceFile, lines: list[cp.Line],
-                 ids: list[list[str]]) -> dict:
+def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
     """Check the store holds every line of ``file``: the entry ids of each parsed line
     are in ``entries``, the bytes of each unparseable line are in ``quarantine``.
 
@@ -238,7 +269,7 @@ def verify_store(conn, file: SourceFile, lines: list[cp.Line],
     present = sqlite_store.existing_entry_ids(conn, flat) if conn is not None and flat else set()
     qh = sqlite_store.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
     missing, quarantined = [], 0
-    for ln, lids in zip(lines, ids):
+    for ln, lids in zip(lines, ids, strict=False):
         if ln.rec is None:
             if hashlib.sha256(ln.body).hexdigest() in qh:
                 quarantined += 1
@@ -246,13 +277,26 @@ def verify_store(conn, file: SourceFile, lines: list[cp.Line],
                 missing.append(ln.index)
         elif any(x not in present for x in lids):
             missing.append(ln.index)
-    return {"lines": len(lines), "entries": len(set(flat)), "quarantined": quarantined,
-            "missing_lines": missing}
+    return {
+        "lines": len(lines),
+        "entries": len(set(flat)),
+        "quarantined": quarantined,
+        "missing_lines": missing,
+    }
 
 
-def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
-                  keep_messages: int | None = None, dry_run: bool = False, force: bool = False,
-                  tombs: dict | None = None, now: float | None = None) -> FileResult:
+def compress_file(
+    conn,
+    home: Path,
+    file: SourceFile,
+    cc: CompressConfig,
+    *,
+    keep_messages: int | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    tombs: dict | None = None,
+    now: float | None = None,
+) -> FileResult:
     """Compress one session file (steps in the module doc). The caller holds the
     store lock (``sinks.lock``) unless ``dry_run``; ``conn`` may be None in a
     dry run without a store. Never raises for a bad or unsafe file: the result says
@@ -272,14 +316,15 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
     age = now - st.st_mtime
     if age < cc.active_minutes * 60 and not force:
         r.status = "refused"
-        r.reason = (f"modified {age / 60:.1f} min ago (< active_minutes {cc.active_minutes}): "
-                    "the agent is probably writing to it; use --force to override")
+        r.reason = (
+            f"modified {age / 60:.1f} min ago (< active_minutes {cc.active_minutes}): "
+            "the agent is probably writing to it; use --force to override"
+        )
         return r
     if not dry_run:
         rewrite.cleanup_temps(path)
         wm = sqlite_store.load_watermarks(conn).get(str(path))
-        pipeline.ingest_file(conn, file, wm, tombs if tombs is not None
-                             else sqlite_store.tombstoned(conn))
+        pipeline.ingest_file(conn, file, wm, tombs if tombs is not None else sqlite_store.tombstoned(conn))
     data, state = rewrite.read_state(path)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
@@ -295,22 +340,32 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
     if v["missing_lines"]:
         if not dry_run:
             r.status = "refused"
-            r.reason = (f"the store does not hold {len(v['missing_lines'])} of {len(lines)} lines "
-                        f"(first: line {v['missing_lines'][0] + 1}); not compressed "
-                        "(a purged session, or the file changed during the check)")
+            r.reason = (
+                f"the store does not hold {len(v['missing_lines'])} of {len(lines)} lines "
+                f"(first: line {v['missing_lines'][0] + 1}); not compressed "
+                "(a purged session, or the file changed during the check)"
+            )
             return r
-        r.notes.append(f"the store holds {len(lines) - len(v['missing_lines'])} of {len(lines)} "
-                       "lines; the real run ingests the file first")
+        r.notes.append(
+            f"the store holds {len(lines) - len(v['missing_lines'])} of {len(lines)} "
+            "lines; the real run ingests the file first"
+        )
     backup_path = Path(str(path) + rewrite.BACKUP_SUFFIX)
     sid = next((e.get("session_id") for ents in per_line for e in ents if e.get("session_id")), None)
-    note = (f"The full history stays searchable in the ctxkeep store ({home}"
-            + (f"; `ctxkeep search --session {sid} …`" if sid else "")
-            + f") and is in the backup {backup_path}.")
+    note = (
+        f"The full history stays searchable in the ctxkeep store ({home}"
+        + (f"; `ctxkeep search --session {sid} …`" if sid else "")
+        + f") and is in the backup {backup_path}."
+    )
     try:
-        plan = cp.plan_compression(file.agent, lines, keep, cc.keep_system_lines,
-                                   marker_note=note,
-                                   marker_extra={"backup": str(backup_path),
-                                                 "store": str(Path(home) / STORE_DB)})
+        plan = cp.plan_compression(
+            file.agent,
+            lines,
+            keep,
+            cc.keep_system_lines,
+            marker_note=note,
+            marker_extra={"backup": str(backup_path), "store": str(Path(home) / STORE_DB)},
+        )
     except cp.Refused as e:
         r.status, r.reason = "refused", str(e)
         return r
@@ -320,21 +375,23 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
         return r
     new_data = b"".join(x + b"\n" for x in plan.new_lines)
     if len(new_data) >= len(data):
-        r.reason = (f"the safe cut removes only {plan.removed_messages} messages and would not "
-                    "shrink the file")
+        r.reason = f"the safe cut removes only {plan.removed_messages} messages and would not shrink the file"
         return r
     new_lines, _ = cp.split_lines(new_data)
     new_per_line = cp.line_entries(file, new_lines)
     new_ids = cp.line_entry_ids(file.agent, new_per_line)
     marker_uuid = plan.marker["uuid"] if plan.marker else None
-    marker_idx = {ln.index for ln in new_lines if marker_uuid and ln.rec
-                  and ln.rec.get("uuid") == marker_uuid}
+    marker_idx = {
+        ln.index for ln in new_lines if marker_uuid and ln.rec and ln.rec.get("uuid") == marker_uuid
+    }
     old_ids = {x for ls in ids for x in ls}
     strange = {x for i, ls in enumerate(new_ids) if i not in marker_idx for x in ls} - old_ids
     if strange:
         r.status = "refused"
-        r.reason = (f"the compressed file would read as {len(strange)} entries that the original "
-                    "does not have (parser state depends on removed lines); not compressed")
+        r.reason = (
+            f"the compressed file would read as {len(strange)} entries that the original "
+            "does not have (parser state depends on removed lines); not compressed"
+        )
         return r
     r.tokens_before = _tokens(cp.entry_texts(per_line))
     r.tokens_after = _tokens(cp.entry_texts(new_per_line))
@@ -363,34 +420,60 @@ def compress_file(conn, home: Path, file: SourceFile, cc: CompressConfig, *,
         r.archived = _set_status(conn, None, list(removed_ids), "archived")
         old_wm = sqlite_store.load_watermarks(conn).get(str(path))
         hl = min(4096, len(new_data))
-        wm = Watermark(path=str(path), agent=file.agent, dev=new_st.st_dev, ino=new_st.st_ino,
-                       size=new_st.st_size, mtime_ns=new_st.st_mtime_ns, offset=len(new_data),
-                       head_len=hl, head_hash=hashlib.sha256(new_data[:hl]).hexdigest(),
-                       parser_version=SOURCES[file.agent].PARSER_VERSION,
-                       state=dict(old_wm.state) if old_wm else {})
+        wm = Watermark(
+            path=str(path),
+            agent=file.agent,
+            dev=new_st.st_dev,
+            ino=new_st.st_ino,
+            size=new_st.st_size,
+            mtime_ns=new_st.st_mtime_ns,
+            offset=len(new_data),
+            head_len=hl,
+            head_hash=hashlib.sha256(new_data[:hl]).hexdigest(),
+            parser_version=SOURCES[file.agent].PARSER_VERSION,
+            state=dict(old_wm.state) if old_wm else {},
+        )
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
-        frames = transform_batch(conn, Batch(marker_entries, [], wm),
-                                          tombs if tombs is not None else sqlite_store.tombstoned(conn))
+        frames = transform_batch(
+            conn, Batch(marker_entries, [], wm), tombs if tombs is not None else sqlite_store.tombstoned(conn)
+        )
         sqlite_store.load_batch(conn, quarantine=[], watermarks=[wm], **frames)
-        moves = [(x, ln.offset) for ln, ls in zip(new_lines, new_ids) if ln.index not in marker_idx
-                 for x in ls]
+        moves = [
+            (x, ln.offset)
+            for ln, ls in zip(new_lines, new_ids, strict=False)
+            if ln.index not in marker_idx
+            for x in ls
+        ]
         _relocate(conn, None, str(path), moves)
-        r.duck = EntryChanges(status=[StatusChange("archived", tuple(removed_ids))],
-                              moves=[Relocation(str(path), tuple(moves))])
+        r.duck = EntryChanges(
+            status=[StatusChange("archived", tuple(removed_ids))], moves=[Relocation(str(path), tuple(moves))]
+        )
     except Exception as e:  # the file is compressed; say what the store missed
-        r.notes.append(f"store bookkeeping incomplete ({type(e).__name__}: {e}); the next "
-                       "ingest re-reads the file, removed entries may still show as active")
-    r.backups_pruned = [str(p) for p in rewrite.prune_backups(
-        path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)]
+        r.notes.append(
+            f"store bookkeeping incomplete ({type(e).__name__}: {e}); the next "
+            "ingest re-reads the file, removed entries may still show as active"
+        )
+    r.backups_pruned = [
+        str(p) for p in rewrite.prune_backups(path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)
+    ]
     return r
 
 
 # ---------------------------------------------------------------- the run
 
-def run_compress(home: Path, *, paths: list[Path] | None = None, ctx: DiscoveryContext | None = None,
-                 keep_messages: int | None = None, dry_run: bool = False, force: bool = False,
-                 wait: bool = True, on_file: Callable[[FileResult], None] | None = None,
-                 runner: Callable[..., FileResult] | None = None) -> dict:
+
+def run_compress(
+    home: Path,
+    *,
+    paths: list[Path] | None = None,
+    ctx: DiscoveryContext | None = None,
+    keep_messages: int | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    wait: bool = True,
+    on_file: Callable[[FileResult], None] | None = None,
+    runner: Callable[..., FileResult] | None = None,
+) -> dict:
     """Compress every selected file (see ``files_to_compress``); the whole run without
     Prefect. A real run takes the maintenance lock and records the run; a dry run
     reads only (store opened read-only, when there is one).
@@ -419,8 +502,7 @@ def _default_runner(home: Path, file: SourceFile, keep_messages, dry_run: bool, 
     else:
         conn = sqlite_store.connect(home)
     try:
-        return compress_file(conn, home, file, cc, keep_messages=keep_messages, dry_run=dry_run,
-                             force=force)
+        return compress_file(conn, home, file, cc, keep_messages=keep_messages, dry_run=dry_run, force=force)
     finally:
         if conn is not None:
             conn.close()
@@ -441,8 +523,7 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                 except StoreBusy:
                     raise
                 except Exception as e:  # one bad file must not stop the run
-                    res = FileResult(str(f.path), f.agent, status="failed",
-                                     reason=f"{type(e).__name__}: {e}")
+                    res = FileResult(str(f.path), f.agent, status="failed", reason=f"{type(e).__name__}: {e}")
                 results.append(res)
                 if on_file:
                     on_file(res)
@@ -450,7 +531,8 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
             analytics = _update_analytics(home, results) if not dry_run and results else ""
             done = [x for x in results if x.status in ("compressed", "would-compress")]
             summary = {
-                "dry_run": dry_run, "files": [x.as_dict() for x in results],
+                "dry_run": dry_run,
+                "files": [x.as_dict() for x in results],
                 "compressed": sum(x.status == "compressed" for x in results),
                 "would_compress": sum(x.status == "would-compress" for x in results),
                 "refused": sum(x.status == "refused" for x in results),
@@ -459,13 +541,17 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                 "bytes_after": sum(x.bytes_after for x in done),
                 "tokens_before": sum(x.tokens_before for x in done),
                 "tokens_after": sum(x.tokens_after for x in done),
-                "seconds": 0.0, "problems": problems,
+                "seconds": 0.0,
+                "problems": problems,
                 "analytics": analytics,
             }
-            run.summary = {"files": len(results), "bytes": summary["bytes_before"] - summary["bytes_after"],
-                           **{k: v for k, v in summary.items() if k != "files"},
-                           "paths": [x.path for x in done],
-                           "files_detail": [{k: getattr(x, k) for k in _FILE_FIGURES} for x in done]}
+            run.summary = {
+                "files": len(results),
+                "bytes": summary["bytes_before"] - summary["bytes_after"],
+                **{k: v for k, v in summary.items() if k != "files"},
+                "paths": [x.path for x in done],
+                "files_detail": [{k: getattr(x, k) for k in _FILE_FIGURES} for x in done],
+            }
     summary["seconds"] = run.seconds
     return summary
 
@@ -489,6 +575,7 @@ def _update_analytics(home: Path, results: list[FileResult]) -> str:
 
 # ---------------------------------------------------------------- restore
 
+
 def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = True) -> dict:
     """Put ``<path>.backup`` back in place of ``path`` (``compress --restore``).
 
@@ -503,11 +590,17 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     path = Path(path).expanduser().resolve()
     backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     if not backup.exists():
-        raise UsageError("no backup to restore", where=str(backup),
-                         hint="`ctxkeep compress --check` lists files and their backups")
+        raise UsageError(
+            "no backup to restore",
+            where=str(backup),
+            hint="`ctxkeep compress --check` lists files and their backups",
+        )
     if not path.exists():
-        raise UsageError("the session file no longer exists", where=str(path),
-                         hint=f"the agent may have deleted it; copy {backup.name} back by hand if needed")
+        raise UsageError(
+            "the session file no longer exists",
+            where=str(path),
+            hint=f"the agent may have deleted it; copy {backup.name} back by hand if needed",
+        )
     files, _ = files_for_paths([path])
     files = [f for f in files if f.agent in cp.SUPPORTED]
     if not files:
@@ -534,27 +627,37 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
     v = verify_store(conn, file, cur, c_ids)
     if v["missing_lines"]:
-        raise UsageError(f"the store does not hold {len(v['missing_lines'])} lines of the current "
-                         "file; not restored", where=str(path), hint="run `ctxkeep ingest` and retry")
+        raise UsageError(
+            f"the store does not hold {len(v['missing_lines'])} lines of the current file; not restored",
+            where=str(path),
+            hint="run `ctxkeep ingest` and retry",
+        )
     markers = {ln.index for ln in cur if ln.rec and isinstance(ln.rec.get("ctxkeep"), dict)}
-    newer = {x for i, ls in enumerate(c_ids) if i not in markers for x in ls} - \
-        {x for ls in b_ids for x in ls}
+    newer = {x for i, ls in enumerate(c_ids) if i not in markers for x in ls} - {
+        x for ls in b_ids for x in ls
+    }
     marker_ids = {x for i in markers for x in c_ids[i]} - {x for ls in b_ids for x in ls}
     if newer and not force:
-        raise UsageError(f"the current file has {len(newer)} entries written after the "
-                         "compression that the backup lacks", where=str(path),
-                         hint="they stay in the store; pass --force to restore anyway")
+        raise UsageError(
+            f"the current file has {len(newer)} entries written after the compression that the backup lacks",
+            where=str(path),
+            hint="they stay in the store; pass --force to restore anyway",
+        )
     used, _st = rewrite.restore_backup(path, backup)
-    pipeline.ingest_file(conn, file, None, tombs)   # re-read from offset 0: ids are stable
-    moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids) for x in ls]
+    pipeline.ingest_file(conn, file, None, tombs)  # re-read from offset 0: ids are stable
+    moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids, strict=False) for x in ls]
     _relocate(conn, home, str(path), moves)
-    reactivated = _set_status(conn, home, [x for ls in b_ids for x in ls], "active",
-                              from_status="archived")
-    if marker_ids:   # the compress marker is no longer in the file
+    reactivated = _set_status(conn, home, [x for ls in b_ids for x in ls], "active", from_status="archived")
+    if marker_ids:  # the compress marker is no longer in the file
         _set_status(conn, home, list(marker_ids), "archived")
     pipeline.sync_analytics(conn, home)
-    return {"path": str(path), "backup": str(used), "reactivated": reactivated,
-            "newer_entries": len(newer), "bytes": len(bdata)}
+    return {
+        "path": str(path),
+        "backup": str(used),
+        "reactivated": reactivated,
+        "newer_entries": len(newer),
+        "bytes": len(bdata),
+    }
 
 
 # ---------------------------------------------------------------- entry status
@@ -562,21 +665,23 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 # (``sinks.sqlite.status``). ``home`` None: SQLite only; the run replays the change on
 # DuckDB after its sync (``FileResult.duck``, ``_update_analytics``).
 
-def _set_status(conn, home: Path | None, ids: list[str], status: str,
-                from_status: str | None = None) -> int:
+
+def _set_status(conn, home: Path | None, ids: list[str], status: str, from_status: str | None = None) -> int:
     """Set ``status`` (``active``/``archived``) of the stored entries ``ids`` (with
     ``from_status``: only those that have it), in SQLite and, with ``home``, DuckDB.
     Returns the SQLite rows changed."""
-    return sqlite_store.apply_changes(conn, [StatusChange(status, tuple(ids), from_status=from_status)],
-                                      home=home).sqlite
+    return sqlite_store.apply_changes(
+        conn, [StatusChange(status, tuple(ids), from_status=from_status)], home=home
+    ).sqlite
 
 
 def _relocate(conn, home: Path | None, source_path: str, moves: list[tuple[str, int]]) -> int:
     """Set ``source_offset`` of entries of ``source_path``: ``moves`` are (entry_id, byte
     offset in the rewritten file); in SQLite and, with ``home``, DuckDB. Returns the
     SQLite rows changed."""
-    return sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(source_path, tuple(moves))]),
-                                      home=home).sqlite
+    return sqlite_store.apply_changes(
+        conn, EntryChanges(moves=[Relocation(source_path, tuple(moves))]), home=home
+    ).sqlite
 
 
 def _replay_duckdb(home: Path, changes: EntryChanges) -> str:

@@ -38,28 +38,63 @@ lists and its execution), ``rank`` (fusion, priors, ties, folding), ``render``
 (``Hit``, snippets, titles, budget); ``search`` below runs them. Their tunables
 (``retrieve.RANK_WINDOW``, ``rank.KIND_WEIGHT`` …) are read from those modules.
 """
+
 from __future__ import annotations
 
 import sqlite3
 
 from ctxkeep.errors import SearchSyntaxError
-from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.query.search import rank, render, retrieve
 from ctxkeep.query.search.parse import (
-    CJK_RE, MAX_TERMS, _WORD_RE, Filters, _prefix_star, any_match, cap_terms, grams_match,
-    parse_when, prefix_match, terms, words_match)
+    _WORD_RE,
+    CJK_RE,
+    MAX_TERMS,
+    Filters,
+    _prefix_star,
+    any_match,
+    cap_terms,
+    grams_match,
+    parse_when,
+    prefix_match,
+    terms,
+    words_match,
+)
 from ctxkeep.query.search.render import SNIPPET_MAX_CHARS, Hit, SearchResult, apply_budget, hit_tokens
 from ctxkeep.query.search.retrieve import PREFIX_COMMON, Candidate, common_terms
+from ctxkeep.sinks import sqlite as sqlite_store
 
-__all__ = ["search", "Filters", "Hit", "SearchResult", "parse_when", "apply_budget", "hit_tokens",
-           "terms", "words_match", "any_match", "prefix_match", "grams_match", "common_terms",
-           "MAX_LIMIT", "MAX_TERMS", "PREFIX_COMMON", "SNIPPET_MAX_CHARS"]
+__all__ = [
+    "search",
+    "Filters",
+    "Hit",
+    "SearchResult",
+    "parse_when",
+    "apply_budget",
+    "hit_tokens",
+    "terms",
+    "words_match",
+    "any_match",
+    "prefix_match",
+    "grams_match",
+    "common_terms",
+    "MAX_LIMIT",
+    "MAX_TERMS",
+    "PREFIX_COMMON",
+    "SNIPPET_MAX_CHARS",
+]
 
 MAX_LIMIT = 200
 
 
-def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = None,
-           limit: int = 10, budget_tokens: int | None = None, raw: bool = False) -> SearchResult:
+def search(
+    conn: sqlite3.Connection,
+    query: str,
+    *,
+    filters: Filters | None = None,
+    limit: int = 10,
+    budget_tokens: int | None = None,
+    raw: bool = False,
+) -> SearchResult:
     """Ranked hits for ``query`` (best first), one per distinct text.
 
     Args:
@@ -102,8 +137,11 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
         try:
             run("words", "fts_words", query)
         except sqlite3.OperationalError as e:
-            raise SearchSyntaxError(f"FTS5 syntax error: {e}", where=query,
-                                    hint="fix the expression, or drop raw mode to search the words as typed") from None
+            raise SearchSyntaxError(
+                f"FTS5 syntax error: {e}",
+                where=query,
+                hint="fix the expression, or drop raw mode to search the words as typed",
+            ) from None
     else:
         run("words", "fts_words", words_match(query))
         mixed = any(CJK_RE.search(t) for t in ts) and any(not CJK_RE.search(t) for t in ts)
@@ -117,22 +155,36 @@ def search(conn: sqlite3.Connection, query: str, *, filters: Filters | None = No
                 run("prefix", "fts_words", prefix_match(query, common))
         # derived lists over the candidates: the query verbatim, tool names
         base = rank.fuse(lists, shown)
-        for name, derived in (("exact", rank.exact_list(base, shown, ts)),
-                              ("tool", rank.tool_list(base, shown, ts))):
+        for name, derived in (
+            ("exact", rank.exact_list(base, shown, ts)),
+            ("tool", rank.tool_list(base, shown, ts)),
+        ):
             if derived:
                 lists[name] = derived
     fused = rank.fuse(lists, shown)
     sc = rank.scores(lists, shown)
-    titles = retrieve.titles(conn, fused[:limit * 4])
+    titles = retrieve.titles(conn, fused[: limit * 4])
     kept, folded = rank.fold(fused, shown, titles, limit)
     titles.update(retrieve.titles(conn, [cid for cid in kept if cid not in titles]))
-    hits = [render.to_hit(shown[cid], title=titles.get(cid), ts=ts, score=sc[cid],
-                          matched=[k for k, v in lists.items() if cid in v], folded=folded.get(cid, 0))
-            for cid in kept]
+    hits = [
+        render.to_hit(
+            shown[cid],
+            title=titles.get(cid),
+            ts=ts,
+            score=sc[cid],
+            matched=[k for k, v in lists.items() if cid in v],
+            folded=folded.get(cid, 0),
+        )
+        for cid in kept
+    ]
     res = apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
     notes = [n for n in (cut_note, res.note) if n]
-    if (not raw and hits and len([t for t in ts if _WORD_RE.search(t)]) > 1
-            and not any(m in h.matched for h in hits for m in ("words", "grams_all", "exact"))):
+    if (
+        not raw
+        and hits
+        and len([t for t in ts if _WORD_RE.search(t)]) > 1
+        and not any(m in h.matched for h in hits for m in ("words", "grams_all", "exact"))
+    ):
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)
     return res

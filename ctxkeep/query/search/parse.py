@@ -7,6 +7,7 @@ User input never reaches FTS5 as syntax: every term is quoted, so ``c++``,
 words and never raise. The builders here are pure (strings in, strings out), apart
 from ``Filters.resolve_sessions``, which looks session ids up in the store.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -15,10 +16,12 @@ from dataclasses import asdict, dataclass
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
-from ctxkeep.timeutil import format_utc, parse_utc
 from ctxkeep.schema import AGENTS, KINDS, ROLES, STATUSES
+from ctxkeep.timeutil import format_utc, parse_utc
 from ctxkeep.transforms import facets as fx
-from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE, _CJK_RUN as CJK_RE, query_grams
+from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE
+from ctxkeep.transforms.grams import _CJK_RUN as CJK_RE
+from ctxkeep.transforms.grams import query_grams
 
 MAX_SESSIONS = 1000  # sessions one --session prefix may name
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
@@ -39,7 +42,7 @@ def parse_when(value: str | None, *, now: dt.datetime | None = None) -> str | No
     if not value:
         return None
     v = value.strip()
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     m = _REL_RE.match(v)
     if m:
         t = now - dt.timedelta(seconds=int(m.group(1)) * _REL_UNITS[m.group(2)])
@@ -47,8 +50,11 @@ def parse_when(value: str | None, *, now: dt.datetime | None = None) -> str | No
         try:
             t = parse_utc(v)
         except ValueError:
-            raise UsageError(f"cannot read the time {value!r}", where="since/until",
-                             hint="use an ISO date (2025-06-01), datetime, or an age like 7d, 12h") from None
+            raise UsageError(
+                f"cannot read the time {value!r}",
+                where="since/until",
+                hint="use an ISO date (2025-06-01), datetime, or an age like 7d, 12h",
+            ) from None
     return format_utc(t)
 
 
@@ -78,7 +84,7 @@ class Filters:
     until: str | None = None
     status: str | list | None = None
 
-    def validate(self) -> "Filters":
+    def validate(self) -> Filters:
         """Check agent/kind/role/status values (agent, kind, role and status are
         lower-cased first) and that ``since`` is before ``until``. Raises UsageError
         naming the bad value."""
@@ -88,15 +94,19 @@ class Filters:
         for name, allowed in (("agent", AGENTS), ("kind", KINDS), ("role", ROLES), ("status", STATUSES)):
             bad = [v for v in _values(getattr(self, name)) if v not in allowed]
             if bad:
-                raise UsageError(f"unknown {name} {', '.join(bad)}", where=name,
-                                 hint="use one of " + ", ".join(allowed))
+                raise UsageError(
+                    f"unknown {name} {', '.join(bad)}", where=name, hint="use one of " + ", ".join(allowed)
+                )
         since, until = parse_when(self.since), parse_when(self.until)
         if since and until and since >= until:
-            raise UsageError(f"--since {self.since} is not before --until {self.until}", where="since/until",
-                             hint="swap them, or drop one")
+            raise UsageError(
+                f"--since {self.since} is not before --until {self.until}",
+                where="since/until",
+                hint="swap them, or drop one",
+            )
         return self
 
-    def resolve_sessions(self, conn) -> "Filters":
+    def resolve_sessions(self, conn) -> Filters:
         """Session values are ids or prefixes of ids (``c61729d4``, as hits show them):
         each becomes the stored session ids it starts (sub-agent sessions
         ``<id>/…`` included, as purge does). A value no session starts is kept (no
@@ -108,15 +118,20 @@ class Filters:
         for v in vals:
             found, cur = [], v
             while True:  # index skip-scan: one seek per distinct session
-                r = conn.execute("SELECT session_id FROM entries INDEXED BY entries_session WHERE "
-                                 "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
-                                 (cur, v + "\U0010ffff")).fetchone()
+                r = conn.execute(
+                    "SELECT session_id FROM entries INDEXED BY entries_session WHERE "
+                    "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
+                    (cur, v + "\U0010ffff"),
+                ).fetchone()
                 if r is None:
                     break
                 found.append(r[0])
                 if len(found) > MAX_SESSIONS:
-                    raise UsageError(f"session prefix {v!r} starts more than {MAX_SESSIONS} sessions",
-                                     where="session", hint="give more of the session id")
+                    raise UsageError(
+                        f"session prefix {v!r} starts more than {MAX_SESSIONS} sessions",
+                        where="session",
+                        hint="give more of the session id",
+                    )
                 cur = r[0] + "\x00"
             out += found or [v]
         self.session = sorted(set(out))
@@ -138,7 +153,7 @@ class Filters:
                 parts.append(fx.filter_expr(prefix, vals))
         return " AND ".join(parts) or None
 
-    def residual(self) -> "Filters":
+    def residual(self) -> Filters:
         """The filters facet tokens cannot answer: status (it changes after loading)
         and the time window."""
         return Filters(status=self.status, since=self.since, until=self.until)
@@ -146,8 +161,13 @@ class Filters:
     def sql(self, alias: str = "e") -> tuple[str, list]:
         """A WHERE fragment over ``entries AS alias`` and its parameters."""
         conds, params = [], []
-        for col, val in (("agent", self.agent), ("session_id", self.session),
-                         ("kind", self.kind), ("role", self.role), ("status", self.status)):
+        for col, val in (
+            ("agent", self.agent),
+            ("session_id", self.session),
+            ("kind", self.kind),
+            ("role", self.role),
+            ("status", self.status),
+        ):
             vals = _values(val)
             if vals:
                 conds.append(f"{alias}.{col} IN ({','.join('?' * len(vals))})")
@@ -194,8 +214,10 @@ def cap_terms(query: str) -> tuple[str, str]:
     all_terms = sum(1 for a, b in _TERM_RE.findall(query) if (a or b.replace('"', "")).strip())
     if all_terms <= MAX_TERMS:
         return query, ""
-    return (" ".join(f'"{t}"' if " " in t else t for t in terms(query)),
-            f"only the first {MAX_TERMS} of {all_terms} query terms were searched")
+    return (
+        " ".join(f'"{t}"' if " " in t else t for t in terms(query)),
+        f"only the first {MAX_TERMS} of {all_terms} query terms were searched",
+    )
 
 
 def _quote(t: str) -> str:
@@ -226,8 +248,12 @@ def _prefix_star(t: str, common: set[str] | frozenset) -> bool:
     """Whether term ``t`` (trailing ``*`` stripped) is searched as a prefix in the
     relaxed list (see ``prefix_match``)."""
     last = _LAST_TOKEN_RE.search(t)
-    return (len(t) >= 3 and last is not None and t not in common
-            and len(last.group()) >= (3 if last.start() > 0 and _WORD_RE.search(t[:last.start()]) else 2))
+    return (
+        len(t) >= 3
+        and last is not None
+        and t not in common
+        and len(last.group()) >= (3 if last.start() > 0 and _WORD_RE.search(t[: last.start()]) else 2)
+    )
 
 
 def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str | None:
@@ -242,8 +268,11 @@ def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str 
     would expand ``s*`` to every token starting with s (87,000 chunks, 0.3–0.6 s per
     list), and ``"PLACEHOLDER_RE"*`` ``re*`` (130 ms); ``PLACEHOLDER_REG`` → ``reg*``
     stays a prefix (``PLACEHOLDER_REGEX``)."""
-    parts = [_quote(t) + ("*" if _prefix_star(t, common) else "")
-             for t in (t.rstrip("*") for t in terms(query)) if _WORD_RE.search(t)]
+    parts = [
+        _quote(t) + ("*" if _prefix_star(t, common) else "")
+        for t in (t.rstrip("*") for t in terms(query))
+        if _WORD_RE.search(t)
+    ]
     return " OR ".join(parts) or None
 
 

@@ -8,6 +8,7 @@ The lists (``words``, ``grams``, ``grams_all``, ``any``, ``prefix``, ``exact``,
 kind (``KIND_WEIGHT``). Ties, within a list and after fusion, go to the more recent
 entry (``ts``, ISO-8601 UTC text, compared as text).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,14 @@ LIST_WEIGHT = {"tool": 2.0, "grams_all": 2.0}
 # Prior per kind, multiplied into the fused score: people mostly look for what was
 # said (messages, summaries); tool input/output and reasoning come next; meta records
 # (token counts, turn context, attachments) last.
-KIND_WEIGHT = {"message": 1.0, "summary": 1.0, "tool_call": 0.85, "tool_result": 0.85,
-               "thinking": 0.85, "meta": 0.5}
+KIND_WEIGHT = {
+    "message": 1.0,
+    "summary": 1.0,
+    "tool_call": 0.85,
+    "tool_result": 0.85,
+    "thinking": 0.85,
+    "meta": 0.5,
+}
 FOLD_TITLE_CHARS = 80
 #: word-set overlap (Jaccard) above which two hits of one key are the same thing
 FOLD_SIMILARITY = 0.6
@@ -45,7 +52,7 @@ def ranked_contents(rows: list[tuple[int, float]], cache: dict[int, Candidate | 
         if c.content_id not in best or rank < best[c.content_id][0]:
             best[c.content_id] = (rank, c.entries[0].ts or "", c)
     order = sorted(best.values(), key=lambda v: v[1], reverse=True)  # newer first …
-    order.sort(key=lambda v: round(v[0], 9))                          # … within equal rank
+    order.sort(key=lambda v: round(v[0], 9))  # … within equal rank
     return [v[2] for v in order]
 
 
@@ -73,8 +80,9 @@ def fuse(lists: dict[str, list[int]], shown: dict[int, Candidate]) -> list[int]:
     return [cid for _, _, cid in scored]
 
 
-def fold(fused: list[int], shown: dict[int, Candidate], titles: dict[int, str], limit: int
-         ) -> tuple[list[int], dict[int, int]]:
+def fold(
+    fused: list[int], shown: dict[int, Candidate], titles: dict[int, str], limit: int
+) -> tuple[list[int], dict[int, int]]:
     """The first ``limit`` of ``fused`` after dropping near-duplicates: a hit with the
     same session, kind, tool and title start (``FOLD_TITLE_CHARS``, whitespace
     collapsed; ``titles``: content_id → title) as a better one, and a matching chunk
@@ -118,8 +126,9 @@ def exact_list(base: list[int], shown: dict[int, Candidate], ts: list[str]) -> l
     needle = " ".join(" ".join(ts).lower().split())
     if not needle:
         return []
-    return [cid for cid in base
-            if needle in " ".join(f"{shown[cid].title}\n{shown[cid].text}".lower().split())]
+    return [
+        cid for cid in base if needle in " ".join(f"{shown[cid].title}\n{shown[cid].text}".lower().split())
+    ]
 
 
 def tool_list(base: list[int], shown: dict[int, Candidate], ts: list[str]) -> list[int]:

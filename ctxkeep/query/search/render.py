@@ -2,14 +2,15 @@
 titles, the token cost of a hit and the token budget. No SQL: titles come in as a
 mapping (``retrieve.titles``).
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
+from ctxkeep.query.search.retrieve import Candidate
 from ctxkeep.schema import EntryRef
 from ctxkeep.transforms.tokens import heuristic_tokens
-from ctxkeep.query.search.retrieve import Candidate
 
 SNIPPET_MAX_CHARS = 300
 TITLE_MAX_CHARS = 120
@@ -74,9 +75,14 @@ class SearchResult:
     __hash__ = None  # mutable, like a list
 
     def as_dict(self) -> dict:
-        return {"query": self.query, "hits": [h.as_dict() for h in self.hits],
-                "budget_tokens": self.budget_tokens, "used_tokens": self.used_tokens,
-                "omitted": self.omitted, "note": self.note}
+        return {
+            "query": self.query,
+            "hits": [h.as_dict() for h in self.hits],
+            "budget_tokens": self.budget_tokens,
+            "used_tokens": self.used_tokens,
+            "omitted": self.omitted,
+            "note": self.note,
+        }
 
 
 def snippet(text: str, needles: list[str], width: int = SNIPPET_MAX_CHARS) -> str:
@@ -90,13 +96,13 @@ def snippet(text: str, needles: list[str], width: int = SNIPPET_MAX_CHARS) -> st
             continue
         p = low.find(n)
         if p < 0 and len(n) > 5:  # stemmed match (porter): try the stem
-            p = low.find(n[:max(4, len(n) - 3)])
+            p = low.find(n[: max(4, len(n) - 3)])
         if p >= 0 and (pos < 0 or p < pos):
             pos = p
     if pos < 0:
         pos = 0
     start = max(0, pos - width // 3)
-    piece = " ".join(text[start:start + width * 2].split())
+    piece = " ".join(text[start : start + width * 2].split())
     lead = "…" if start > 0 else ""
     body_max = width - len(lead) - 1
     tail = "…" if len(piece) > body_max or start + width * 2 < len(text) else ""
@@ -107,21 +113,31 @@ def title_of(title: str | None) -> str:
     """A hit's title: the content's first-chunk title, cut to ``TITLE_MAX_CHARS``
     characters (``…`` marks the cut)."""
     t = title or ""
-    return t[:TITLE_MAX_CHARS - 1] + "…" if len(t) > TITLE_MAX_CHARS else t
+    return t[: TITLE_MAX_CHARS - 1] + "…" if len(t) > TITLE_MAX_CHARS else t
 
 
-def to_hit(c: Candidate, *, title: str | None, ts: list[str], score: float, matched: list[str],
-           folded: int) -> Hit:
+def to_hit(
+    c: Candidate, *, title: str | None, ts: list[str], score: float, matched: list[str], folded: int
+) -> Hit:
     """The hit of candidate ``c`` (shown as its newest passing entry): ``title`` is the
     content's first-chunk title (``title_of``), the snippet is around the terms ``ts``
     (the whole query first), ``score`` is rounded to 6 decimals, ``duplicates`` counts
     the other entries holding the text plus the ``folded`` near-duplicate hits."""
-    return Hit(**vars(c.entries[0]), title=title_of(title), token_estimate=c.token_estimate,
-               bytes=c.bytes, snippet=snippet(c.text, [" ".join(ts)] + ts), score=round(score, 6),
-               matched=matched, duplicates=max(c.total, len(c.entries)) - 1 + folded, chunk=c.seq)
+    return Hit(
+        **vars(c.entries[0]),
+        title=title_of(title),
+        token_estimate=c.token_estimate,
+        bytes=c.bytes,
+        snippet=snippet(c.text, [" ".join(ts)] + ts),
+        score=round(score, 6),
+        matched=matched,
+        duplicates=max(c.total, len(c.entries)) - 1 + folded,
+        chunk=c.seq,
+    )
 
 
 # ---------------------------------------------------------------- budget
+
 
 def hit_tokens(h: Hit) -> int:
     """Estimated tokens of a hit's tier-1 rendering (its JSON form)."""
@@ -143,11 +159,15 @@ def apply_budget(result: SearchResult, budget_tokens: int | None) -> SearchResul
     result.omitted = len(result.hits) - len(kept)
     result.used_tokens = used
     if result.omitted and not kept:
-        result.note = (f"a budget of {budget_tokens} tokens is less than the first hit needs "
-                       f"(~{hit_tokens(result.hits[0])} tokens for its id, title and snippet); "
-                       f"raise the budget")
+        result.note = (
+            f"a budget of {budget_tokens} tokens is less than the first hit needs "
+            f"(~{hit_tokens(result.hits[0])} tokens for its id, title and snippet); "
+            f"raise the budget"
+        )
     elif result.omitted:
-        result.note = (f"budget of {budget_tokens} tokens spent: {result.omitted} more hit(s) "
-                       f"not shown; raise the budget, narrow the query or add filters")
+        result.note = (
+            f"budget of {budget_tokens} tokens spent: {result.omitted} more hit(s) "
+            f"not shown; raise the budget, narrow the query or add filters"
+        )
     result.hits = kept
     return result

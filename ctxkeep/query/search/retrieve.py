@@ -19,14 +19,15 @@ stop once enough pass, and its answers are shared by the lists of one search. A 
 with many whole-word matches gets no prefix query (``common_terms``). Each candidate
 loads at most ``ENTRIES_PER_HIT`` of the entries holding its text.
 """
+
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ctxkeep.query.search.parse import _WORD_RE, Filters, _quote, terms
 from ctxkeep.schema import EntryRef
-from ctxkeep.query.search.parse import Filters, _WORD_RE, _quote, terms
 
 FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
 RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
@@ -75,17 +76,22 @@ def _marks(n: int) -> str:
 
 # ---------------------------------------------------------------- SQL builders
 
+
 def window_floor_sql(fts: str, match: str) -> Sql:
     """The rowid of the ``RANK_WINDOW``-th newest match of ``match`` in ``fts``."""
-    return Sql(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC "
-               f"LIMIT 1 OFFSET ?", (match, RANK_WINDOW))
+    return Sql(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (match, RANK_WINDOW),
+    )
 
 
 def ranked_sql(fts: str, match: str, floor: int, n: int) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the matches above rowid ``floor`` (BM25
     rank ascending = better)."""
-    return Sql(f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? "
-               f"ORDER BY rank LIMIT ?", (match, floor, n))
+    return Sql(
+        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? ORDER BY rank LIMIT ?",
+        (match, floor, n),
+    )
 
 
 def newest_sql(fts: str, match: str, n: int) -> Sql:
@@ -98,59 +104,75 @@ def rank_of_sql(fts: str, match: str, ids: list[int]) -> Sql:
     ``+rowid IN`` is tested before the rank column is read, so BM25 runs for those
     rows only (``+`` keeps the IN list out of FTS5, which would run the MATCH once per
     value); ``BETWEEN`` bounds the scan to the range they span."""
-    return Sql(f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
-               f"AND +rowid IN ({_marks(len(ids))}) ORDER BY rowid", (match, ids[0], ids[-1], *ids))
+    return Sql(
+        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+        f"AND +rowid IN ({_marks(len(ids))}) ORDER BY rowid",
+        (match, ids[0], ids[-1], *ids),
+    )
 
 
 def passing_sql(chunk_ids: list[int], where: tuple[str, list]) -> Sql:
     """The chunks of ``chunk_ids`` held by at least one entry passing ``where`` (a
     ``Filters.sql("e")`` fragment)."""
     cond, params = where
-    return Sql(f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-               f"WHERE ch.chunk_id IN ({_marks(len(chunk_ids))}) AND EXISTS (SELECT 1 FROM entries e "
-               f"INDEXED BY entries_content WHERE e.content_hash = c.content_hash AND {cond})",
-               [*chunk_ids, *params])
+    return Sql(
+        f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+        f"WHERE ch.chunk_id IN ({_marks(len(chunk_ids))}) AND EXISTS (SELECT 1 FROM entries e "
+        f"INDEXED BY entries_content WHERE e.content_hash = c.content_hash AND {cond})",
+        [*chunk_ids, *params],
+    )
 
 
 def chunks_sql(chunk_ids: list[int]) -> Sql:
     """Rows ``(chunk_id, seq, title, text, content_id, content_hash, token_estimate,
     bytes)`` of the chunks ``chunk_ids`` and their contents (the first fields of a
     ``Candidate``)."""
-    return Sql(f"SELECT ch.chunk_id, ch.seq, ch.title, ch.text, c.content_id, c.content_hash, "
-               f"coalesce(c.token_estimate, 0), c.bytes FROM chunks ch JOIN contents c "
-               f"ON c.content_id = ch.content_id WHERE ch.chunk_id IN ({_marks(len(chunk_ids))})",
-               chunk_ids)
+    return Sql(
+        f"SELECT ch.chunk_id, ch.seq, ch.title, ch.text, c.content_id, c.content_hash, "
+        f"coalesce(c.token_estimate, 0), c.bytes FROM chunks ch JOIN contents c "
+        f"ON c.content_id = ch.content_id WHERE ch.chunk_id IN ({_marks(len(chunk_ids))})",
+        chunk_ids,
+    )
 
 
 def holders_sql(content_hash: str, where: tuple[str, list]) -> Sql:
     """The newest ``ENTRIES_PER_HIT`` entries holding ``content_hash`` that pass
     ``where``, as rows of the ``EntryRef`` fields, newest first."""
     cond, params = where
-    return Sql(f"SELECT {_ENTRY_COLS} FROM entries e INDEXED BY entries_content WHERE "
-               f"e.content_hash = ? AND {cond} ORDER BY e.ts DESC, e.rowid DESC "
-               f"LIMIT {ENTRIES_PER_HIT}", (content_hash, *params))
+    return Sql(
+        f"SELECT {_ENTRY_COLS} FROM entries e INDEXED BY entries_content WHERE "
+        f"e.content_hash = ? AND {cond} ORDER BY e.ts DESC, e.rowid DESC "
+        f"LIMIT {ENTRIES_PER_HIT}",
+        (content_hash, *params),
+    )
 
 
 def holders_count_sql(content_hash: str) -> Sql:
     """The number of entries holding ``content_hash`` (an index-only count)."""
-    return Sql("SELECT count(*) FROM entries INDEXED BY entries_content WHERE content_hash = ?",
-               (content_hash,))
+    return Sql(
+        "SELECT count(*) FROM entries INDEXED BY entries_content WHERE content_hash = ?", (content_hash,)
+    )
 
 
 def titles_sql(content_ids: list[int]) -> Sql:
     """Rows ``(content_id, title)``: the first chunk's title of each content."""
-    return Sql(f"SELECT content_id, title FROM chunks WHERE seq = 0 AND content_id IN "
-               f"({_marks(len(content_ids))})", content_ids)
+    return Sql(
+        f"SELECT content_id, title FROM chunks WHERE seq = 0 AND content_id IN ({_marks(len(content_ids))})",
+        content_ids,
+    )
 
 
 def term_count_sql(term: str) -> Sql:
     """The number of whole-word matches of ``term`` in ``fts_words``, counted up to
     ``PREFIX_COMMON``."""
-    return Sql("SELECT count(*) FROM (SELECT rowid FROM fts_words WHERE fts_words "
-               "MATCH ? LIMIT ?)", (_quote(term), PREFIX_COMMON))
+    return Sql(
+        "SELECT count(*) FROM (SELECT rowid FROM fts_words WHERE fts_words MATCH ? LIMIT ?)",
+        (_quote(term), PREFIX_COMMON),
+    )
 
 
 # ---------------------------------------------------------------- execution
+
 
 def common_terms(conn: sqlite3.Connection, query: str) -> set[str]:
     """The terms of ``query`` with ≥ ``PREFIX_COMMON`` whole-word matches in
@@ -171,8 +193,15 @@ def window_floor(conn: sqlite3.Connection, fts: str, match: str) -> int:
     return r[0] if r else 0
 
 
-def fts_ids(conn: sqlite3.Connection, fts: str, match: str, filters: Filters, n: int,
-            passed: dict[int, bool] | None = None, facets: bool = False) -> list[tuple[int, float]]:
+def fts_ids(
+    conn: sqlite3.Connection,
+    fts: str,
+    match: str,
+    filters: Filters,
+    n: int,
+    passed: dict[int, bool] | None = None,
+    facets: bool = False,
+) -> list[tuple[int, float]]:
     """Top ``n`` ``(chunk_id, rank)`` of one FTS table for ``match`` (best first, BM25
     rank ascending), among the ``RANK_WINDOW`` newest matches (passing the filters).
 
@@ -197,10 +226,11 @@ def fts_ids(conn: sqlite3.Connection, fts: str, match: str, filters: Filters, n:
     def ok_of(ids: list[int]) -> set[int]:
         need = [i for i in ids if i not in memo]
         for i in range(0, len(need), 1000):
-            part = need[i:i + 1000]
+            part = need[i : i + 1000]
             good = {r[0] for r in conn.execute(*passing_sql(part, where))}
             memo.update((j, j in good) for j in part)
         return {i for i in ids if memo[i]}
+
     # 1. the best FILTER_DEPTH matches of the window, then the filters: enough unless
     #    the filters are selective
     #    (checked best first in growing batches, until ``n`` pass: the same first ``n``
@@ -212,7 +242,7 @@ def fts_ids(conn: sqlite3.Connection, fts: str, match: str, filters: Filters, n:
     if rows:
         kept, i, step = [], 0, 64
         while i < len(rows) and len(kept) < n:
-            part = rows[i:i + step]
+            part = rows[i : i + step]
             ok = ok_of([r[0] for r in part])
             kept += [r for r in part if r[0] in ok]
             i, step = i + step, step * 2
@@ -248,8 +278,9 @@ def fts_ids(conn: sqlite3.Connection, fts: str, match: str, filters: Filters, n:
     return rows[:n]
 
 
-def load_candidates(conn: sqlite3.Connection, ids: list[int], filters: Filters,
-                    cache: dict[int, Candidate | None]) -> None:
+def load_candidates(
+    conn: sqlite3.Connection, ids: list[int], filters: Filters, cache: dict[int, Candidate | None]
+) -> None:
     """Load candidates ``ids`` (chunk ids) into ``cache``: the chunk, its content and
     the newest ``ENTRIES_PER_HIT`` entries holding the text that pass ``filters``
     (``None`` when none passes). ``total`` is the number of entries holding the text,
@@ -263,8 +294,11 @@ def load_candidates(conn: sqlite3.Connection, ids: list[int], filters: Filters,
         h = r[5]
         if h not in by_hash:
             es = [EntryRef(*e) for e in conn.execute(*holders_sql(h, where)).fetchall()]
-            total = len(es) if len(es) < ENTRIES_PER_HIT and not where[1] else conn.execute(
-                *holders_count_sql(h)).fetchone()[0]
+            total = (
+                len(es)
+                if len(es) < ENTRIES_PER_HIT and not where[1]
+                else conn.execute(*holders_count_sql(h)).fetchone()[0]
+            )
             by_hash[h] = (es, total)
         es, total = by_hash[h]
         if es:

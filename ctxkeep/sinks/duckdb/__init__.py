@@ -13,6 +13,7 @@ is in ``model.sql`` beside this file: ``usage``, ``sessions``, ``daily_usage(tz)
 ``tool_calls``, ``context_growth`` / ``context_turns``, ``compression``, ``archive``
 (the Parquet retention archive) and ``all_entries`` / ``history`` (store + archive).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,10 +26,10 @@ import pyarrow as pa
 
 from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
+
 SYNC_ROWS = 200_000
 
-_DUCK_TYPES = {"String": "VARCHAR", "Int64": "BIGINT", "Int32": "INTEGER",
-               "Boolean": "BOOLEAN"}
+_DUCK_TYPES = {"String": "VARCHAR", "Int64": "BIGINT", "Int32": "INTEGER", "Boolean": "BOOLEAN"}
 
 
 def _duck_type(col: str) -> str:
@@ -45,10 +46,12 @@ MODEL_VERSION = 2
 DDL = [
     "CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value BIGINT)",
     "CREATE TABLE IF NOT EXISTS entries(sqlite_rowid BIGINT, "
-    + ", ".join(f"{c} {_duck_type(c)}" for c in STORED_COLUMNS) + ")",
+    + ", ".join(f"{c} {_duck_type(c)}" for c in STORED_COLUMNS)
+    + ")",
     "CREATE TABLE IF NOT EXISTS usage(usage_key VARCHAR PRIMARY KEY, agent VARCHAR, "
     "session_id VARCHAR, project_dir VARCHAR, ts TIMESTAMPTZ, model VARCHAR, "
-    + ", ".join(f"{c} BIGINT" for c in USAGE_COLUMNS) + ", entry_id VARCHAR, "
+    + ", ".join(f"{c} BIGINT" for c in USAGE_COLUMNS)
+    + ", entry_id VARCHAR, "
     "model_source VARCHAR, logged_cost_usd DOUBLE, calculated_cost_usd DOUBLE, "
     "cost_usd DOUBLE, cost_source VARCHAR, machine VARCHAR)",
     "CREATE TABLE IF NOT EXISTS session_text(agent VARCHAR, session_id VARCHAR, title VARCHAR, "
@@ -72,11 +75,15 @@ def _archive_select(home: Path) -> str:
     root = Path(home).resolve() / _ARCHIVE_DIR
     if root.is_dir() and next(root.rglob("*.parquet"), None) is not None:
         glob = str(root / "**" / "*.parquet").replace("'", "''")
-        return (f"SELECT {cols}, CAST(text AS VARCHAR) AS text, "
-                f"CAST(archived_at AS TIMESTAMPTZ) AS archived_at FROM read_parquet('{glob}', "
-                "union_by_name = true, hive_partitioning = false)")
+        return (
+            f"SELECT {cols}, CAST(text AS VARCHAR) AS text, "
+            f"CAST(archived_at AS TIMESTAMPTZ) AS archived_at FROM read_parquet('{glob}', "
+            "union_by_name = true, hive_partitioning = false)"
+        )
     empty = ", ".join(f"CAST(NULL AS {_duck_type(c)}) AS {c}" for c in STORED_COLUMNS)
-    return f"SELECT {empty}, CAST(NULL AS VARCHAR) AS text, CAST(NULL AS TIMESTAMPTZ) AS archived_at WHERE false"
+    return (
+        f"SELECT {empty}, CAST(NULL AS VARCHAR) AS text, CAST(NULL AS TIMESTAMPTZ) AS archived_at WHERE false"
+    )
 
 
 def _model_sql(home: Path) -> list[str]:
@@ -135,12 +142,20 @@ def _hwm(con) -> int:
 
 def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
     rows = cur.fetchall()
-    cols = list(zip(*rows)) if rows else [[] for _ in names]
-    return pa.table({n: pa.array(c) if rows else pa.array([], pa.string()) for n, c in zip(names, cols)})
+    cols = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
+    return pa.table(
+        {n: pa.array(c) if rows else pa.array([], pa.string()) for n, c in zip(names, cols, strict=False)}
+    )
 
 
-def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
-         con: duckdb.DuckDBPyConnection | None = None, usage: bool = True) -> dict:
+def sync(
+    sqlite_conn: sqlite3.Connection,
+    home: Path,
+    *,
+    rebuild: bool = False,
+    con: duckdb.DuckDBPyConnection | None = None,
+    usage: bool = True,
+) -> dict:
     """Bring DuckDB up to date with SQLite.
 
     Copies ``entries`` rows with rowid above the stored high-water mark (all rows when
@@ -171,7 +186,9 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
         while True:
             cur = sqlite_conn.execute(
                 f"SELECT rowid, {', '.join(STORED_COLUMNS)} FROM entries WHERE rowid > ? "
-                f"ORDER BY rowid LIMIT ?", (hwm, SYNC_ROWS))
+                f"ORDER BY rowid LIMIT ?",
+                (hwm, SYNC_ROWS),
+            )
             tbl = _arrow(cur, names)
             if tbl.num_rows == 0:
                 break
@@ -179,9 +196,14 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
             con.execute("BEGIN")
             con.execute(
                 "INSERT INTO entries SELECT sqlite_rowid, "
-                + ", ".join(f"CAST({c} AS TIMESTAMPTZ)" if c == "ts" else
-                            (f"CAST({c} AS BOOLEAN)" if c == "is_sidechain" else c)
-                            for c in STORED_COLUMNS) + " FROM _batch")
+                + ", ".join(
+                    f"CAST({c} AS TIMESTAMPTZ)"
+                    if c == "ts"
+                    else (f"CAST({c} AS BOOLEAN)" if c == "is_sidechain" else c)
+                    for c in STORED_COLUMNS
+                )
+                + " FROM _batch"
+            )
             hwm = max(tbl.column("sqlite_rowid").to_pylist())
             con.execute("INSERT OR REPLACE INTO meta VALUES('entries_rowid', ?)", [hwm])
             con.execute("COMMIT")
@@ -190,8 +212,13 @@ def sync(sqlite_conn: sqlite3.Connection, home: Path, *, rebuild: bool = False,
         _replay_status(sqlite_conn, con)
         marks = {"entries_rowid": _hwm(con), "status_seq": _status_seq(con)}
         if not usage:
-            return {"entries_synced": synced, "usage_rows": 0, "usage_changed": 0,
-                    "unpriced_models": [], **marks}
+            return {
+                "entries_synced": synced,
+                "usage_rows": 0,
+                "usage_changed": 0,
+                "unpriced_models": [],
+                **marks,
+            }
         u = sync_usage(sqlite_conn, con, home)
         _sync_texts(sqlite_conn, con)
         _sync_compress(sqlite_conn, con)
@@ -207,6 +234,7 @@ def _prices(home: Path) -> tuple[dict, int]:
     from importlib.metadata import version
 
     from ctxkeep.transforms import cost
+
     p = Path(home) / "prices.toml"
     text = p.read_text(encoding="utf-8") if p.is_file() else ""
     try:
@@ -220,14 +248,17 @@ def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dic
     """session id -> Codex CLI version, from the text of the session's ``session_meta``
     entry (``sources.codex``: ``... (cli <version>, <originator>)``)."""
     import re
+
     out: dict[str, str] = {}
     for i in range(0, len(sessions), 500):
-        part = sessions[i:i + 500]
+        part = sessions[i : i + 500]
         rows = sqlite_conn.execute(
             "SELECT e.session_id, ch.text FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
             "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
             f"WHERE e.agent = 'codex' AND e.tool_name = 'session_meta' AND e.session_id IN "
-            f"({','.join('?' * len(part))})", part).fetchall()
+            f"({','.join('?' * len(part))})",
+            part,
+        ).fetchall()
         for sid, text in rows:
             m = re.search(r"\(cli ([0-9][^,)\s]*)", text or "")
             if m:
@@ -252,70 +283,124 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     import socket
 
     from ctxkeep.transforms import cost
+
     overrides, fp = _prices(home)
     scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
     logged = "cost_usd" if "cost_usd" in scols else "NULL"
     names = _UCOLS + ["logged_cost_usd"]
     rows = sqlite_conn.execute(f"SELECT {', '.join(_UCOLS)}, {logged} FROM usage").fetchall()
-    cols = list(zip(*rows)) if rows else [[] for _ in names]
-    src = pa.table({n: pa.array(c, pa.float64() if n == "logged_cost_usd" else
-                                (pa.int64() if n in USAGE_COLUMNS else pa.string()))
-                    for n, c in zip(names, cols)})
+    cols = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
+    src = pa.table(
+        {
+            n: pa.array(
+                c,
+                pa.float64()
+                if n == "logged_cost_usd"
+                else (pa.int64() if n in USAGE_COLUMNS else pa.string()),
+            )
+            for n, c in zip(names, cols, strict=False)
+        }
+    )
     con.register("_usage", src)
     try:
-        same = " AND ".join(f"d.{c} IS NOT DISTINCT FROM s.{c}" for c in
-                            ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id",
-                             "logged_cost_usd"))
+        same = " AND ".join(
+            f"d.{c} IS NOT DISTINCT FROM s.{c}"
+            for c in ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id", "logged_cost_usd")
+        )
         reprice = _meta(con, "price_version") != fp
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE _changed AS SELECT s.* REPLACE (CAST(s.ts AS TIMESTAMPTZ) AS ts), "
             f"CAST(CAST(s.ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS DATE) AS day "
             f"FROM _usage s LEFT JOIN usage d USING (usage_key) "
             f"WHERE d.usage_key IS NULL OR ? OR NOT ({same} AND d.ts IS NOT DISTINCT FROM CAST(s.ts AS TIMESTAMPTZ) "
-            f"AND (d.model_source = 'assumed' OR d.model IS NOT DISTINCT FROM s.model))", [reprice])
+            f"AND (d.model_source = 'assumed' OR d.model IS NOT DISTINCT FROM s.model))",
+            [reprice],
+        )
         n = con.execute("SELECT count(*) FROM _changed").fetchall()[0][0]
         if n == 0 and not reprice:  # nothing new: only keys gone from SQLite (a purge) to drop
             con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
-            unpriced = sorted(m for (m,) in con.execute(
-                "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL").fetchall())
+            unpriced = sorted(
+                m
+                for (m,) in con.execute(
+                    "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL"
+                ).fetchall()
+            )
             return {"usage_rows": src.num_rows, "usage_changed": 0, "unpriced_models": unpriced}
         # the model of rows that name none: the agent version's documented default
-        bare = [r[0] for r in con.execute("SELECT DISTINCT session_id FROM _changed WHERE agent = 'codex' "
-                                          "AND coalesce(model, '') = '' AND session_id IS NOT NULL").fetchall()]
-        assumed = {sid: m for sid, v in _codex_versions(sqlite_conn, sorted(bare)).items()
-                   if (m := cost.assumed_model("codex", v))}
-        con.register("_assumed", pa.table({"session_id": pa.array(list(assumed), pa.string()),
-                                           "model": pa.array(list(assumed.values()), pa.string())}))
-        con.execute("CREATE OR REPLACE TEMP TABLE _attr AS SELECT c.*, "
-                    "CASE WHEN coalesce(c.model, '') <> '' THEN c.model "
-                    "     WHEN c.agent = 'codex' THEN a.model END AS priced_model, "
-                    "CASE WHEN coalesce(c.model, '') <> '' THEN 'logged' "
-                    "     WHEN c.agent = 'codex' AND a.model IS NOT NULL THEN 'assumed' END AS msrc "
-                    "FROM _changed c LEFT JOIN _assumed a USING (session_id)")
+        bare = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT session_id FROM _changed WHERE agent = 'codex' "
+                "AND coalesce(model, '') = '' AND session_id IS NOT NULL"
+            ).fetchall()
+        ]
+        assumed = {
+            sid: m
+            for sid, v in _codex_versions(sqlite_conn, sorted(bare)).items()
+            if (m := cost.assumed_model("codex", v))
+        }
+        con.register(
+            "_assumed",
+            pa.table(
+                {
+                    "session_id": pa.array(list(assumed), pa.string()),
+                    "model": pa.array(list(assumed.values()), pa.string()),
+                }
+            ),
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _attr AS SELECT c.*, "
+            "CASE WHEN coalesce(c.model, '') <> '' THEN c.model "
+            "     WHEN c.agent = 'codex' THEN a.model END AS priced_model, "
+            "CASE WHEN coalesce(c.model, '') <> '' THEN 'logged' "
+            "     WHEN c.agent = 'codex' AND a.model IS NOT NULL THEN 'assumed' END AS msrc "
+            "FROM _changed c LEFT JOIN _assumed a USING (session_id)"
+        )
         con.unregister("_assumed")
         pricer = cost.Pricer(overrides)
         rates, tiered = [], []
-        for model, day in con.execute("SELECT DISTINCT priced_model, day FROM _attr "
-                                      "WHERE priced_model IS NOT NULL").fetchall():
-            r = pricer.rates(model, day or dt.datetime.now(dt.timezone.utc).date())
+        for model, day in con.execute(
+            "SELECT DISTINCT priced_model, day FROM _attr WHERE priced_model IS NOT NULL"
+        ).fetchall():
+            r = pricer.rates(model, day or dt.datetime.now(dt.UTC).date())
             if r == "tiered":
                 tiered.append((model, day))
             elif r is not None:
                 rates.append((model, day, *r))
         tier_cost = {}
         if tiered:
-            con.register("_tiered_keys", pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}))
+            con.register(
+                "_tiered_keys",
+                pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}),
+            )
             for key, agent, model, ts, *tok in con.execute(
-                    f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)} FROM _attr "
-                    "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day").fetchall():
+                f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)} FROM _attr "
+                "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day"
+            ).fetchall():
                 tier_cost[key] = pricer.price(agent, model, ts, *tok)
             con.unregister("_tiered_keys")
-        con.register("_rates", pa.table({
-            "model": pa.array([r[0] for r in rates], pa.string()), "day": pa.array([r[1] for r in rates], pa.date32()),
-            **{k: pa.array([r[2 + i] for r in rates], pa.float64())
-               for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw"))}}))
-        con.register("_tier_cost", pa.table({"usage_key": pa.array(list(tier_cost), pa.string()),
-                                             "c": pa.array(list(tier_cost.values()), pa.float64())}))
+        con.register(
+            "_rates",
+            pa.table(
+                {
+                    "model": pa.array([r[0] for r in rates], pa.string()),
+                    "day": pa.array([r[1] for r in rates], pa.date32()),
+                    **{
+                        k: pa.array([r[2 + i] for r in rates], pa.float64())
+                        for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw"))
+                    },
+                }
+            ),
+        )
+        con.register(
+            "_tier_cost",
+            pa.table(
+                {
+                    "usage_key": pa.array(list(tier_cost), pa.string()),
+                    "c": pa.array(list(tier_cost.values()), pa.float64()),
+                }
+            ),
+        )
         reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
         host = socket.gethostname()
         con.execute("BEGIN")
@@ -334,14 +419,20 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 "msrc AS model_source, logged_cost_usd, calc AS calculated_cost_usd, "
                 "coalesce(logged_cost_usd, calc) AS cost_usd, "
                 "CASE WHEN logged_cost_usd IS NOT NULL THEN 'logged' WHEN calc IS NOT NULL THEN 'calculated' "
-                "     ELSE 'none' END AS cost_source, ? AS machine FROM p", [host])
+                "     ELSE 'none' END AS cost_source, ? AS machine FROM p",
+                [host],
+            )
             con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', ?)", [fp])
         except BaseException:
             con.execute("ROLLBACK")
             raise
         con.execute("COMMIT")
-        unpriced = sorted(m for (m,) in con.execute(
-            "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL").fetchall())
+        unpriced = sorted(
+            m
+            for (m,) in con.execute(
+                "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL"
+            ).fetchall()
+        )
         return {"usage_rows": src.num_rows, "usage_changed": n, "unpriced_models": unpriced}
     finally:
         for t in ("_usage", "_rates", "_tier_cost"):
@@ -360,14 +451,20 @@ def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection)
     top = sqlite_conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
     if top <= mark:
         return
-    head = (f"SELECT e.rowid, e.agent, e.session_id, e.entry_id, e.kind, e.role, e.tool_name, "
-            f"substr(ch.text, 1, {_TITLE_CHARS}) FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
-            f"JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 WHERE e.rowid > ? AND ")
-    errors = [r[3] for r in sqlite_conn.execute(
-        head + "e.kind = 'tool_result' AND ch.text LIKE '[error]%'", (mark,))]
+    head = (
+        f"SELECT e.rowid, e.agent, e.session_id, e.entry_id, e.kind, e.role, e.tool_name, "
+        f"substr(ch.text, 1, {_TITLE_CHARS}) FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
+        f"JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 WHERE e.rowid > ? AND "
+    )
+    errors = [
+        r[3]
+        for r in sqlite_conn.execute(head + "e.kind = 'tool_result' AND ch.text LIKE '[error]%'", (mark,))
+    ]
     texts = sqlite_conn.execute(
         head + "((e.kind = 'message' AND e.role = 'user') OR (e.kind = 'meta' AND e.tool_name = 'session')) "
-        "ORDER BY e.rowid", (mark,)).fetchall()
+        "ORDER BY e.rowid",
+        (mark,),
+    ).fetchall()
     titles: dict[tuple[str, str], list] = {}
     for _rowid, agent, sid, _eid, kind, _role, _tool, text in texts:
         t = titles.setdefault((agent, sid), [None, None])
@@ -386,15 +483,24 @@ def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection)
             con.unregister("_err")
         if titles:
             keys = list(titles)
-            con.register("_titles", pa.table({
-                "agent": [k[0] for k in keys], "session_id": [k[1] for k in keys],
-                "title": pa.array([titles[k][0] for k in keys], pa.string()),
-                "first_prompt": pa.array([titles[k][1] for k in keys], pa.string())}))
+            con.register(
+                "_titles",
+                pa.table(
+                    {
+                        "agent": [k[0] for k in keys],
+                        "session_id": [k[1] for k in keys],
+                        "title": pa.array([titles[k][0] for k in keys], pa.string()),
+                        "first_prompt": pa.array([titles[k][1] for k in keys], pa.string()),
+                    }
+                ),
+            )
             # a title or first prompt already known is kept (it came first)
-            con.execute("INSERT INTO session_text SELECT agent, session_id, title, first_prompt FROM _titles "
-                        "ON CONFLICT (agent, session_id) DO UPDATE SET "
-                        "title = coalesce(session_text.title, excluded.title), "
-                        "first_prompt = coalesce(session_text.first_prompt, excluded.first_prompt)")
+            con.execute(
+                "INSERT INTO session_text SELECT agent, session_id, title, first_prompt FROM _titles "
+                "ON CONFLICT (agent, session_id) DO UPDATE SET "
+                "title = coalesce(session_text.title, excluded.title), "
+                "first_prompt = coalesce(session_text.first_prompt, excluded.first_prompt)"
+            )
             con.unregister("_titles")
         con.execute("INSERT OR REPLACE INTO meta VALUES('text_rowid', ?)", [top])
     except BaseException:
@@ -409,33 +515,67 @@ def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnecti
     before/after), or, for a run recorded without it, one row with the run's totals
     (path and agent NULL)."""
     import json
+
     rows = []
     for run_id, started, finished, status, detail in sqlite_conn.execute(
-            "SELECT run_id, started_at, finished_at, status, detail FROM runs WHERE flow = 'compress' "
-            "ORDER BY run_id"):
+        "SELECT run_id, started_at, finished_at, status, detail FROM runs WHERE flow = 'compress' "
+        "ORDER BY run_id"
+    ):
         try:
             d = json.loads(detail or "{}")
         except ValueError:
             d = {}
         files = d.get("files_detail")
         if files is None:
-            files = [{"path": None, "agent": None, **{k: d.get(k) for k in (
-                "bytes_before", "bytes_after", "tokens_before", "tokens_after")}}]
+            files = [
+                {
+                    "path": None,
+                    "agent": None,
+                    **{k: d.get(k) for k in ("bytes_before", "bytes_after", "tokens_before", "tokens_after")},
+                }
+            ]
         for f in files:
-            rows.append((run_id, started, finished, f.get("status") or status, f.get("path"), f.get("agent"),
-                         f.get("bytes_before"), f.get("bytes_after"), f.get("tokens_before"),
-                         f.get("tokens_after")))
-    names = ["run_id", "started_at", "finished_at", "status", "path", "agent", "bytes_before",
-             "bytes_after", "tokens_before", "tokens_after"]
+            rows.append(
+                (
+                    run_id,
+                    started,
+                    finished,
+                    f.get("status") or status,
+                    f.get("path"),
+                    f.get("agent"),
+                    f.get("bytes_before"),
+                    f.get("bytes_after"),
+                    f.get("tokens_before"),
+                    f.get("tokens_after"),
+                )
+            )
+    names = [
+        "run_id",
+        "started_at",
+        "finished_at",
+        "status",
+        "path",
+        "agent",
+        "bytes_before",
+        "bytes_after",
+        "tokens_before",
+        "tokens_after",
+    ]
     ints = {"run_id", "bytes_before", "bytes_after", "tokens_before", "tokens_after"}
-    tbl = pa.table({n: pa.array([r[i] for r in rows], pa.int64() if n in ints else pa.string())
-                    for i, n in enumerate(names)})
+    tbl = pa.table(
+        {
+            n: pa.array([r[i] for r in rows], pa.int64() if n in ints else pa.string())
+            for i, n in enumerate(names)
+        }
+    )
     con.register("_compress", tbl)
     con.execute("BEGIN")
     con.execute("DELETE FROM compress_files")
-    con.execute("INSERT INTO compress_files SELECT run_id, CAST(started_at AS TIMESTAMPTZ), "
-                "CAST(finished_at AS TIMESTAMPTZ), status, path, agent, bytes_before, bytes_after, "
-                "tokens_before, tokens_after FROM _compress")
+    con.execute(
+        "INSERT INTO compress_files SELECT run_id, CAST(started_at AS TIMESTAMPTZ), "
+        "CAST(finished_at AS TIMESTAMPTZ), status, path, agent, bytes_before, bytes_after, "
+        "tokens_before, tokens_after FROM _compress"
+    )
     con.execute("COMMIT")
     con.unregister("_compress")
 
@@ -460,13 +600,15 @@ def append_entries(con: duckdb.DuckDBPyConnection, first_rowid: int, table: pa.T
     if first_rowid != hwm + 1:
         return None
     tbl = table.select(STORED_COLUMNS).append_column(
-        "sqlite_rowid", pa.array(range(first_rowid, first_rowid + n), pa.int64()))
+        "sqlite_rowid", pa.array(range(first_rowid, first_rowid + n), pa.int64())
+    )
     con.register("_append", tbl)
     try:
         con.execute("BEGIN")
         try:
-            con.execute("INSERT INTO entries SELECT sqlite_rowid, " + ", ".join(STORED_COLUMNS)
-                        + " FROM _append")
+            con.execute(
+                "INSERT INTO entries SELECT sqlite_rowid, " + ", ".join(STORED_COLUMNS) + " FROM _append"
+            )
             con.execute("INSERT OR REPLACE INTO meta VALUES('entries_rowid', ?)", [first_rowid + n - 1])
         except BaseException:
             con.execute("ROLLBACK")
@@ -488,8 +630,9 @@ def _replay_status(sqlite_conn: sqlite3.Connection, con) -> int:
     rows = con.execute("SELECT value FROM meta WHERE key='status_seq'").fetchall()
     seq = rows[0][0] if rows else 0
     try:
-        rows = sqlite_conn.execute("SELECT seq, entry_id, status FROM status_log WHERE seq > ? "
-                                   "ORDER BY seq", (seq,)).fetchall()
+        rows = sqlite_conn.execute(
+            "SELECT seq, entry_id, status FROM status_log WHERE seq > ? ORDER BY seq", (seq,)
+        ).fetchall()
     except sqlite3.OperationalError:  # a store written before status_log existed
         return 0
     if not rows:

@@ -35,6 +35,7 @@ compress need), ``status`` (``apply_changes``: entry status and offsets, SQLite 
 DuckDB), ``runs`` (``recorded_run``), ``sync_marks`` (how far DuckDB holds SQLite),
 ``params`` (long ``IN`` lists in slices).
 """
+
 from ctxkeep.sinks.sqlite.connection import (
     CACHE_KIB,
     MIN_READ_VERSION,
@@ -67,10 +68,34 @@ from ctxkeep.sinks.sqlite.status import (
 from ctxkeep.sinks.sqlite.sync_marks import analytics_behind, mark_analytics_synced
 
 __all__ = [
-    "CACHE_KIB", "DDL", "MIN_READ_VERSION", "SCHEMA_VERSION", "TITLE_WEIGHT",
-    "Applied", "EntryChanges", "Relocation", "RunRecord", "StatusChange",
-    "analytics_behind", "apply_changes", "check_version", "connect", "content_text", "ensure_schema",
-    "existing_contents", "existing_entry_ids", "load_batch", "load_watermarks", "mark_analytics_synced",
-    "now_iso", "quarantined_hashes", "rebuild_fts_tables", "recorded_run", "refresh_facets",
-    "schema_version", "sibling", "tombstoned", "write",
+    "CACHE_KIB",
+    "DDL",
+    "MIN_READ_VERSION",
+    "SCHEMA_VERSION",
+    "TITLE_WEIGHT",
+    "Applied",
+    "EntryChanges",
+    "Relocation",
+    "RunRecord",
+    "StatusChange",
+    "analytics_behind",
+    "apply_changes",
+    "check_version",
+    "connect",
+    "content_text",
+    "ensure_schema",
+    "existing_contents",
+    "existing_entry_ids",
+    "load_batch",
+    "load_watermarks",
+    "mark_analytics_synced",
+    "now_iso",
+    "quarantined_hashes",
+    "rebuild_fts_tables",
+    "recorded_run",
+    "refresh_facets",
+    "schema_version",
+    "sibling",
+    "tombstoned",
+    "write",
 ]

@@ -4,6 +4,7 @@ WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes u
 ``BEGIN IMMEDIATE``; maintenance runs also take the lock, ``sinks.lock``). The file is
 created 0600. A writable open creates and migrates the schema (``ensure_schema``).
 """
+
 from __future__ import annotations
 
 import os
@@ -44,8 +45,9 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
     if readonly:
         if not path.exists():
             raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+        )
     else:
         ensure_home(Path(home))
         _create_private(path)
@@ -78,11 +80,14 @@ def check_version(conn: sqlite3.Connection, *, readonly: bool = False) -> None:
     reader, which never migrates) older than ``MIN_READ_VERSION``."""
     v = schema_version(conn)
     if v > ddl.SCHEMA_VERSION:
-        raise StoreError(f"store schema v{v} is newer than this ctxkeep (v{ddl.SCHEMA_VERSION})",
-                         hint="upgrade ctxkeep")
+        raise StoreError(
+            f"store schema v{v} is newer than this ctxkeep (v{ddl.SCHEMA_VERSION})", hint="upgrade ctxkeep"
+        )
     if readonly and 0 < v < MIN_READ_VERSION:
-        raise StoreError(f"store schema v{v} is older than this ctxkeep reads (v{ddl.SCHEMA_VERSION})",
-                         hint="run `ctxkeep ingest` once to upgrade the store")
+        raise StoreError(
+            f"store schema v{v} is older than this ctxkeep reads (v{ddl.SCHEMA_VERSION})",
+            hint="run `ctxkeep ingest` once to upgrade the store",
+        )
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:

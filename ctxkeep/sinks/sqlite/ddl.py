@@ -9,6 +9,7 @@ are described in the package doc (``ctxkeep.sinks.sqlite``).
 Stored timestamps are ISO-8601 UTC text with microseconds and ``Z``
 (``timeutil.UTC_FORMAT``; ``now_iso``).
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -23,17 +24,21 @@ SCHEMA_VERSION = 3
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
-    "source_offset": "INTEGER", "text_bytes": "INTEGER", "token_estimate": "INTEGER",
-    "is_sidechain": "INTEGER", **dict.fromkeys(USAGE_COLUMNS, "INTEGER"),
+    "source_offset": "INTEGER",
+    "text_bytes": "INTEGER",
+    "token_estimate": "INTEGER",
+    "is_sidechain": "INTEGER",
+    **dict.fromkeys(USAGE_COLUMNS, "INTEGER"),
 }
 _ENTRY_COLUMNS = ", ".join(
     f"{c} {_ENTRY_DDL_TYPES.get(c, 'TEXT')}" + (" NOT NULL UNIQUE" if c == "entry_id" else "")
-    for c in STORED_COLUMNS)
+    for c in STORED_COLUMNS
+)
 
 TABLES: dict[str, str] = {
     "meta": "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)",
     "entries": f"CREATE TABLE IF NOT EXISTS entries(\n  rowid INTEGER PRIMARY KEY,\n  {_ENTRY_COLUMNS},\n"
-               "  ingested_at TEXT\n)",
+    "  ingested_at TEXT\n)",
     "contents": """CREATE TABLE IF NOT EXISTS contents(
   content_id INTEGER PRIMARY KEY,
   content_hash TEXT NOT NULL UNIQUE,
@@ -50,8 +55,8 @@ TABLES: dict[str, str] = {
   facets TEXT NOT NULL DEFAULT ''
 )""",
     "usage": "CREATE TABLE IF NOT EXISTS usage(\n  usage_key TEXT PRIMARY KEY, agent TEXT, session_id TEXT, "
-             "project_dir TEXT, ts TEXT,\n  model TEXT, "
-             f"{', '.join(f'{c} INTEGER' for c in USAGE_COLUMNS)}, entry_id TEXT)",
+    "project_dir TEXT, ts TEXT,\n  model TEXT, "
+    f"{', '.join(f'{c} INTEGER' for c in USAGE_COLUMNS)}, entry_id TEXT)",
     "watermarks": """CREATE TABLE IF NOT EXISTS watermarks(
   path TEXT PRIMARY KEY, agent TEXT, dev INTEGER, ino INTEGER, size INTEGER,
   mtime_ns INTEGER, offset INTEGER, head_len INTEGER, head_hash TEXT,
@@ -72,7 +77,7 @@ TABLES: dict[str, str] = {
     # what a tombstone covered (session ids, source paths), so that a purge with
     # --reingest can lift it (``maintenance.purge``)
     "purge_files": "CREATE TABLE IF NOT EXISTS purge_files("
-                   "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))",
+    "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))",
 }
 
 FTS_TABLES: dict[str, str] = {
@@ -108,8 +113,17 @@ INDEXES: dict[str, str] = {
 DROPPED_INDEXES = ("entries_project", "entries_agent_kind")
 
 #: the whole schema as one script (tables, FTS tables, indexes, dropped indexes)
-DDL = ";\n".join([*TABLES.values(), *FTS_TABLES.values(), *INDEXES.values(),
-                  *(f"DROP INDEX IF EXISTS {name}" for name in DROPPED_INDEXES)]) + ";\n"
+DDL = (
+    ";\n".join(
+        [
+            *TABLES.values(),
+            *FTS_TABLES.values(),
+            *INDEXES.values(),
+            *(f"DROP INDEX IF EXISTS {name}" for name in DROPPED_INDEXES),
+        ]
+    )
+    + ";\n"
+)
 
 
 def create_all(conn: sqlite3.Connection) -> None:
@@ -128,5 +142,16 @@ def set_ranks(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('rank', ?)", (rank,))
 
 
-__all__ = ["DDL", "DROPPED_INDEXES", "FTS_RANKS", "FTS_TABLES", "INDEXES", "SCHEMA_VERSION", "TABLES",
-           "TITLE_WEIGHT", "create_all", "now_iso", "set_ranks"]
+__all__ = [
+    "DDL",
+    "DROPPED_INDEXES",
+    "FTS_RANKS",
+    "FTS_TABLES",
+    "INDEXES",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "TITLE_WEIGHT",
+    "create_all",
+    "now_iso",
+    "set_ranks",
+]

@@ -22,6 +22,7 @@ dir-less records of sessions wholly in it) or ``select_all``; ``counts`` preview
 ``drop_selection`` drops the TEMP tables; ``scrub`` makes the deleted rows unrecoverable
 from the files (with ``PRAGMA secure_delete=ON``).
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -36,8 +37,10 @@ _COLS = "entry_id, session_id, content_hash, source_path"
 def _new_selection(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE IF EXISTS temp._p_entries")
     conn.execute("DROP TABLE IF EXISTS temp._p_sessions")
-    conn.execute("CREATE TEMP TABLE _p_entries(entry_id TEXT PRIMARY KEY, session_id TEXT, "
-                 "content_hash TEXT, source_path TEXT)")
+    conn.execute(
+        "CREATE TEMP TABLE _p_entries(entry_id TEXT PRIMARY KEY, session_id TEXT, "
+        "content_hash TEXT, source_path TEXT)"
+    )
     conn.execute("CREATE TEMP TABLE _p_sessions(session_id TEXT PRIMARY KEY)")
 
 
@@ -56,8 +59,10 @@ def select_session(conn: sqlite3.Connection, session_id: str) -> None:
     sessions too."""
     _new_selection(conn)
     conn.execute("INSERT INTO _p_sessions VALUES(?)", (session_id,))
-    conn.execute(f"INSERT INTO _p_entries SELECT {_COLS} FROM entries "
-                 "WHERE session_id = :s OR parent_session_id = :s", {"s": session_id})
+    conn.execute(
+        f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE session_id = :s OR parent_session_id = :s",
+        {"s": session_id},
+    )
     conn.execute("INSERT OR IGNORE INTO _p_sessions SELECT DISTINCT session_id FROM _p_entries")
     _derive(conn)
 
@@ -70,13 +75,18 @@ def select_project(conn: sqlite3.Connection, project_dir: str) -> None:
     under, params = under_sql("project_dir", project_dir)
     _new_selection(conn)
     # sessions whose every located entry lies in the project
-    conn.execute("INSERT INTO _p_sessions SELECT session_id FROM entries WHERE project_dir IS NOT NULL "
-                 f"GROUP BY session_id HAVING min({under}) = 1", params)
+    conn.execute(
+        "INSERT INTO _p_sessions SELECT session_id FROM entries WHERE project_dir IS NOT NULL "
+        f"GROUP BY session_id HAVING min({under}) = 1",
+        params,
+    )
     conn.execute(
         f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE "
         f"(project_dir IS NOT NULL AND {under}) OR (project_dir IS NULL AND "
         "(session_id IN (SELECT session_id FROM _p_sessions) OR "
-        "parent_session_id IN (SELECT session_id FROM _p_sessions)))", params)
+        "parent_session_id IN (SELECT session_id FROM _p_sessions)))",
+        params,
+    )
     _derive(conn)
 
 
@@ -96,19 +106,22 @@ def _derive(conn: sqlite3.Connection) -> None:
         "INSERT INTO _p_contents SELECT c.content_id FROM contents c WHERE c.content_hash IN "
         "(SELECT content_hash FROM _p_entries WHERE content_hash IS NOT NULL) AND NOT EXISTS "
         "(SELECT 1 FROM entries e WHERE e.content_hash = c.content_hash AND e.entry_id NOT IN "
-        "(SELECT entry_id FROM _p_entries))")
+        "(SELECT entry_id FROM _p_entries))"
+    )
     # source files none of whose entries remain
     conn.execute("DROP TABLE IF EXISTS temp._p_files")
     conn.execute("CREATE TEMP TABLE _p_files(path TEXT PRIMARY KEY, whole INTEGER)")
     conn.execute(
         "INSERT INTO _p_files SELECT p.source_path, NOT EXISTS (SELECT 1 FROM entries e WHERE "
         "e.source_path = p.source_path AND e.entry_id NOT IN (SELECT entry_id FROM _p_entries)) "
-        "FROM (SELECT DISTINCT source_path FROM _p_entries WHERE source_path IS NOT NULL) p")
+        "FROM (SELECT DISTINCT source_path FROM _p_entries WHERE source_path IS NOT NULL) p"
+    )
 
 
 def _usage_where() -> str:
-    return ("entry_id IN (SELECT entry_id FROM _p_entries) OR "
-            "session_id IN (SELECT session_id FROM _p_sessions)")
+    return (
+        "entry_id IN (SELECT entry_id FROM _p_entries) OR session_id IN (SELECT session_id FROM _p_sessions)"
+    )
 
 
 def counts(conn: sqlite3.Connection) -> dict:
@@ -123,13 +136,18 @@ def counts(conn: sqlite3.Connection) -> dict:
         "contents": one("SELECT count(*) FROM _p_contents"),
         "chunks": one("SELECT count(*) FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"),
         "usage": one(f"SELECT count(*) FROM usage WHERE {_usage_where()}"),
-        "quarantine": one("SELECT count(*) FROM quarantine WHERE path IN "
-                          "(SELECT path FROM _p_files WHERE whole)"),
+        "quarantine": one(
+            "SELECT count(*) FROM quarantine WHERE path IN (SELECT path FROM _p_files WHERE whole)"
+        ),
         "source_files": one("SELECT count(*) FROM _p_files"),
-        "text_bytes": one("SELECT coalesce(sum(bytes), 0) FROM contents WHERE content_id IN "
-                          "(SELECT content_id FROM _p_contents)"),
-        "token_estimate": one("SELECT coalesce(sum(e.token_estimate), 0) FROM entries e WHERE "
-                              "e.entry_id IN (SELECT entry_id FROM _p_entries)"),
+        "text_bytes": one(
+            "SELECT coalesce(sum(bytes), 0) FROM contents WHERE content_id IN "
+            "(SELECT content_id FROM _p_contents)"
+        ),
+        "token_estimate": one(
+            "SELECT coalesce(sum(e.token_estimate), 0) FROM entries e WHERE "
+            "e.entry_id IN (SELECT entry_id FROM _p_entries)"
+        ),
     }
 
 
@@ -179,8 +197,10 @@ def delete_selected(conn: sqlite3.Connection, *, usage: bool = True, quarantine:
     # external-content FTS5: the 'delete' command needs the indexed text, so before the chunks go
     # (every indexed column's value is needed: schema v1 indexes text, v2 title and text)
     cols = ", ".join(fts_words_columns(conn))
-    conn.execute(f"INSERT INTO fts_words(fts_words, rowid, {cols}) SELECT 'delete', chunk_id, {cols} "
-                 "FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
+    conn.execute(
+        f"INSERT INTO fts_words(fts_words, rowid, {cols}) SELECT 'delete', chunk_id, {cols} "
+        "FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"
+    )
     conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({gone_chunks})")
     conn.execute("DELETE FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
     conn.execute("DELETE FROM contents WHERE content_id IN (SELECT content_id FROM _p_contents)")

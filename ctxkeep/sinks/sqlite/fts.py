@@ -5,6 +5,7 @@
 (rowid = chunk_id). A chunk's ``facets`` are the tokens (``transforms.facets``) of
 every entry holding its text, so that search filters inside the MATCH.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -30,8 +31,10 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
     n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     n_grams, last = 0, 0
     while True:
-        rows = conn.execute("SELECT chunk_id, text, facets FROM chunks WHERE chunk_id > ? "
-                            "ORDER BY chunk_id LIMIT ?", (last, batch)).fetchall()
+        rows = conn.execute(
+            "SELECT chunk_id, text, facets FROM chunks WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?",
+            (last, batch),
+        ).fetchall()
         if not rows:
             break
         last = rows[-1][0]
@@ -52,10 +55,15 @@ def refresh_facets(conn: sqlite3.Connection) -> int:
     chunks whose facets changed."""
     from ctxkeep.transforms import facets as fx
 
-    by = fx.facets_by_content(conn.execute(
-        f"SELECT DISTINCT {', '.join(FACET_COLUMNS)} FROM entries WHERE content_hash IS NOT NULL"))
-    rows = conn.execute("SELECT ch.chunk_id, ch.facets, c.content_hash FROM chunks ch "
-                        "JOIN contents c ON c.content_id = ch.content_id").fetchall()
+    by = fx.facets_by_content(
+        conn.execute(
+            f"SELECT DISTINCT {', '.join(FACET_COLUMNS)} FROM entries WHERE content_hash IS NOT NULL"
+        )
+    )
+    rows = conn.execute(
+        "SELECT ch.chunk_id, ch.facets, c.content_hash FROM chunks ch "
+        "JOIN contents c ON c.content_id = ch.content_id"
+    ).fetchall()
     changed = []
     for cid, old, h in rows:
         new = fx.merge(by.get(h, ()))
@@ -75,20 +83,26 @@ def add_facets(conn: sqlite3.Connection, facets: dict[str, set[str]]) -> int:
     changed = []
     for part in in_parts(list(facets)):
         for cid, old, h in conn.execute(
-                f"SELECT ch.chunk_id, ch.facets, c.content_hash FROM contents c JOIN chunks ch "
-                f"ON ch.content_id = c.content_id WHERE c.content_hash IN ({','.join('?' * len(part))})",
-                part):
+            f"SELECT ch.chunk_id, ch.facets, c.content_hash FROM contents c JOIN chunks ch "
+            f"ON ch.content_id = c.content_id WHERE c.content_hash IN ({','.join('?' * len(part))})",
+            part,
+        ):
             new = fx.merge(set(old.split()) | facets[h])
             if new != old:
                 changed.append((new, cid))
     for part in in_parts(changed):
         ids = [cid for _, cid in part]
         marks = ",".join("?" * len(ids))
-        conn.execute(f"INSERT INTO fts_words(fts_words, rowid, title, text, facets) SELECT 'delete', "
-                     f"chunk_id, title, text, facets FROM chunks WHERE chunk_id IN ({marks})", ids)
+        conn.execute(
+            f"INSERT INTO fts_words(fts_words, rowid, title, text, facets) SELECT 'delete', "
+            f"chunk_id, title, text, facets FROM chunks WHERE chunk_id IN ({marks})",
+            ids,
+        )
         conn.executemany("UPDATE chunks SET facets=? WHERE chunk_id=?", part)
-        conn.execute(f"INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, text, "
-                     f"facets FROM chunks WHERE chunk_id IN ({marks})", ids)
+        conn.execute(
+            f"INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, text, "
+            f"facets FROM chunks WHERE chunk_id IN ({marks})",
+            ids,
+        )
         conn.executemany("UPDATE fts_grams SET facets=? WHERE rowid=?", part)
     return len(changed)
-

@@ -1,6 +1,7 @@
 """Load one transformed batch into the SQLite store, in one transaction
 (``load_batch``): contents, chunks and their FTS5 rows, entries, usage, quarantined
 lines, status changes and the watermarks of the files read."""
+
 from __future__ import annotations
 
 import json
@@ -27,17 +28,22 @@ _USAGE_INSERT = ["usage_key", "agent", "session_id", "project_dir", "ts", "model
 
 def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
     import polars as pl
+
     return df.with_columns(pl.col("ts").dt.strftime(UTC_FORMAT_POLARS))
 
 
 def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
     """``content_hash → tool_name`` of the entries that have one (first seen wins)."""
     import polars as pl
+
     if not entries.height or "tool_name" not in entries.columns:
         return {}
-    return dict(entries.filter(pl.col("tool_name").is_not_null() & pl.col("content_hash").is_not_null())
-                .unique(subset="content_hash", keep="first", maintain_order=True)
-                .select("content_hash", "tool_name").iter_rows())
+    return dict(
+        entries.filter(pl.col("tool_name").is_not_null() & pl.col("content_hash").is_not_null())
+        .unique(subset="content_hash", keep="first", maintain_order=True)
+        .select("content_hash", "tool_name")
+        .iter_rows()
+    )
 
 
 def save_watermark(conn: sqlite3.Connection, wm: Watermark) -> None:
@@ -45,14 +51,34 @@ def save_watermark(conn: sqlite3.Connection, wm: Watermark) -> None:
     caller's transaction."""
     conn.execute(
         "INSERT OR REPLACE INTO watermarks VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-        (wm.path, wm.agent, wm.dev, wm.ino, wm.size, wm.mtime_ns, wm.offset, wm.head_len,
-         wm.head_hash, wm.parser_version, json.dumps(wm.state, ensure_ascii=False), now_iso()))
+        (
+            wm.path,
+            wm.agent,
+            wm.dev,
+            wm.ino,
+            wm.size,
+            wm.mtime_ns,
+            wm.offset,
+            wm.head_len,
+            wm.head_hash,
+            wm.parser_version,
+            json.dumps(wm.state, ensure_ascii=False),
+            now_iso(),
+        ),
+    )
 
 
-def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.DataFrame,
-               chunks: pl.DataFrame, usage: pl.DataFrame, quarantine: list[dict],
-               watermarks: Iterable[Watermark | None] = (),
-               status_changes: Iterable[StatusChange | dict] | None = None) -> int:
+def load_batch(
+    conn: sqlite3.Connection,
+    *,
+    entries: pl.DataFrame,
+    contents: pl.DataFrame,
+    chunks: pl.DataFrame,
+    usage: pl.DataFrame,
+    quarantine: list[dict],
+    watermarks: Iterable[Watermark | None] = (),
+    status_changes: Iterable[StatusChange | dict] | None = None,
+) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
     Args:
@@ -80,14 +106,16 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
     from ctxkeep.transforms import facets as fx
 
     stamp = now_iso()
-    facets = fx.facets_by_content(
-        entries.select(*FACET_COLUMNS).unique().iter_rows()) if entries.height else {}
+    facets = (
+        fx.facets_by_content(entries.select(*FACET_COLUMNS).unique().iter_rows()) if entries.height else {}
+    )
     with write(conn):
         if contents.height:
             conn.executemany(
                 "INSERT OR IGNORE INTO contents(content_hash, bytes, token_estimate, token_method) "
                 "VALUES(?,?,?,?)",
-                contents.select("content_hash", "bytes", "token_estimate", "token_method").rows())
+                contents.select("content_hash", "bytes", "token_estimate", "token_method").rows(),
+            )
         if chunks.height:
             _insert_chunks(conn, chunks, _tool_names(entries), facets)
         if facets:  # new entries holding texts stored before: their chunks gain tokens
@@ -95,12 +123,14 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
         n_new = 0
         if entries.height:
             e = _ts_text(entries.select(STORED_COLUMNS)).with_columns(
-                pl.col("is_sidechain").cast(pl.Int64), pl.lit(stamp).alias("ingested_at"))
+                pl.col("is_sidechain").cast(pl.Int64), pl.lit(stamp).alias("ingested_at")
+            )
             cols = STORED_COLUMNS + ["ingested_at"]
             before = conn.total_changes
             conn.executemany(
                 f"INSERT OR IGNORE INTO entries({','.join(cols)}) VALUES({','.join('?' * len(cols))})",
-                e.rows())
+                e.rows(),
+            )
             n_new = conn.total_changes - before
         if usage.height:
             cols = _USAGE_INSERT
@@ -111,13 +141,26 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
                 f"ON CONFLICT(usage_key) DO UPDATE SET "
                 + ", ".join(f"{c}=excluded.{c}" for c in cols[1:])
                 + f" WHERE {xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%'",
-                _ts_text(usage.select(cols)).rows())
+                _ts_text(usage.select(cols)).rows(),
+            )
         if quarantine:
             conn.executemany(
                 "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, "
                 "first_seen) VALUES(?,?,?,?,?,?,?,?)",
-                [(q.get("agent"), q["path"], q["offset"], q["length"], q["reason"], q["action"],
-                  q["raw"], stamp) for q in quarantine])
+                [
+                    (
+                        q.get("agent"),
+                        q["path"],
+                        q["offset"],
+                        q["length"],
+                        q["reason"],
+                        q["action"],
+                        q["raw"],
+                        stamp,
+                    )
+                    for q in quarantine
+                ],
+            )
         if status_changes:
             apply_changes(conn, status_changes, stamp=stamp)
         for wm in watermarks:
@@ -126,23 +169,27 @@ def load_batch(conn: sqlite3.Connection, *, entries: pl.DataFrame, contents: pl.
     return n_new
 
 
-def _insert_chunks(conn: sqlite3.Connection, chunks: pl.DataFrame, tools: dict[str, str],
-                   facets: dict[str, frozenset[str]]) -> None:
+def _insert_chunks(
+    conn: sqlite3.Connection, chunks: pl.DataFrame, tools: dict[str, str], facets: dict[str, frozenset[str]]
+) -> None:
     """Insert ``chunks`` (of contents just stored) with their FTS rows; pops from
     ``facets`` the contents whose chunks got them here."""
     from ctxkeep.transforms import facets as fx
 
     ids = {}
     for part in in_parts(chunks["content_hash"].unique().to_list()):
-        q = (f"SELECT content_hash, content_id FROM contents WHERE content_hash IN "
-             f"({','.join('?' * len(part))})")
+        q = (
+            f"SELECT content_hash, content_id FROM contents WHERE content_hash IN "
+            f"({','.join('?' * len(part))})"
+        )
         ids.update(conn.execute(q, part).fetchall())
     first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunks").fetchone()[0] + 1
     rows = []
     grams_rows = []
     merged: dict[str, str] = {}
-    for i, (h, seq, title, text, grams) in enumerate(chunks.select(
-            "content_hash", "seq", "title", "text", "grams").iter_rows()):
+    for i, (h, seq, title, text, grams) in enumerate(
+        chunks.select("content_hash", "seq", "title", "text", "grams").iter_rows()
+    ):
         cid = first + i
         if seq == 0 and tools.get(h):  # tool names weigh like titles
             title = f"{tools[h]} {title or ''}".strip()
@@ -152,9 +199,13 @@ def _insert_chunks(conn: sqlite3.Connection, chunks: pl.DataFrame, tools: dict[s
         rows.append((cid, ids[h], seq, title or "", text, fac))
         if grams:
             grams_rows.append((cid, grams, fac))
-    conn.executemany("INSERT INTO chunks(chunk_id, content_id, seq, title, text, facets) "
-                     "VALUES(?,?,?,?,?,?)", rows)
-    conn.execute("INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, "
-                 "text, facets FROM chunks WHERE chunk_id >= ?", (first,))
+    conn.executemany(
+        "INSERT INTO chunks(chunk_id, content_id, seq, title, text, facets) VALUES(?,?,?,?,?,?)", rows
+    )
+    conn.execute(
+        "INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, "
+        "text, facets FROM chunks WHERE chunk_id >= ?",
+        (first,),
+    )
     if grams_rows:
         conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", grams_rows)

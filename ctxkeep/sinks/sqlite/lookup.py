@@ -1,6 +1,7 @@
 """Reads of the SQLite store that ingest, compress and fetch need: which entries and
 contents are stored, the watermarks, the tombstones, a content's text, the
 quarantined lines of a file."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,19 @@ if TYPE_CHECKING:
     from ctxkeep.schema import Watermark
 
 #: the columns of ``watermarks`` that make a ``schema.Watermark`` (``state`` is JSON text)
-WATERMARK_COLUMNS = ("path", "agent", "dev", "ino", "size", "mtime_ns", "offset", "head_len",
-                     "head_hash", "parser_version", "state")
+WATERMARK_COLUMNS = (
+    "path",
+    "agent",
+    "dev",
+    "ino",
+    "size",
+    "mtime_ns",
+    "offset",
+    "head_len",
+    "head_hash",
+    "parser_version",
+    "state",
+)
 
 
 def existing_entry_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
@@ -32,8 +44,10 @@ def existing_contents(conn: sqlite3.Connection, hashes: list[str]) -> dict[str, 
     stored in ``contents``."""
     found: dict[str, int] = {}
     for part in in_parts(hashes):
-        q = (f"SELECT content_hash, token_estimate FROM contents "
-             f"WHERE content_hash IN ({','.join('?' * len(part))})")
+        q = (
+            f"SELECT content_hash, token_estimate FROM contents "
+            f"WHERE content_hash IN ({','.join('?' * len(part))})"
+        )
         found.update((h, t) for h, t in conn.execute(q, part))
     return found
 
@@ -62,7 +76,9 @@ def content_text(conn: sqlite3.Connection, content_hash: str) -> str | None:
     """The full text of a content (its chunks joined in ``seq`` order), or None."""
     rows = conn.execute(
         "SELECT ch.text FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-        "WHERE c.content_hash = ? ORDER BY ch.seq", (content_hash,)).fetchall()
+        "WHERE c.content_hash = ? ORDER BY ch.seq",
+        (content_hash,),
+    ).fetchall()
     if not rows:
         return None
     return "".join(r[0] for r in rows)

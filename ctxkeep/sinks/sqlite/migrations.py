@@ -6,6 +6,7 @@
 order, in the caller's transaction, then rebuilds both FTS tables once and records
 ``ddl.SCHEMA_VERSION``. v1 was the first schema: every store has a step to today.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,13 +35,23 @@ def _chunk_titles(conn: sqlite3.Connection) -> None:
     from ctxkeep.transforms.chunk import chunk_title
 
     conn.execute("ALTER TABLE chunks ADD COLUMN title TEXT NOT NULL DEFAULT ''")
-    tools = dict(conn.execute("SELECT content_hash, min(tool_name) FROM entries "
-                              "WHERE tool_name IS NOT NULL GROUP BY content_hash").fetchall())
-    rows = conn.execute("SELECT ch.chunk_id, ch.seq, ch.text, c.content_hash FROM chunks ch "
-                        "JOIN contents c ON c.content_id = ch.content_id").fetchall()
-    conn.executemany("UPDATE chunks SET title=? WHERE chunk_id=?",
-                     [((f"{tools[h]} " if s == 0 and h in tools else "") + chunk_title(t, s), cid)
-                      for cid, s, t, h in rows])
+    tools = dict(
+        conn.execute(
+            "SELECT content_hash, min(tool_name) FROM entries "
+            "WHERE tool_name IS NOT NULL GROUP BY content_hash"
+        ).fetchall()
+    )
+    rows = conn.execute(
+        "SELECT ch.chunk_id, ch.seq, ch.text, c.content_hash FROM chunks ch "
+        "JOIN contents c ON c.content_id = ch.content_id"
+    ).fetchall()
+    conn.executemany(
+        "UPDATE chunks SET title=? WHERE chunk_id=?",
+        [
+            ((f"{tools[h]} " if s == 0 and h in tools else "") + chunk_title(t, s), cid)
+            for cid, s, t, h in rows
+        ],
+    )
 
 
 def _chunk_facets(conn: sqlite3.Connection) -> None:
@@ -67,8 +78,12 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
     todo = [m for m in MIGRATIONS if m.version > version]
     if not version or not todo:
         return []
-    log.warning("ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
-                "once; ~20 s per 500 MB)", version, SCHEMA_VERSION)
+    log.warning(
+        "ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
+        "once; ~20 s per 500 MB)",
+        version,
+        SCHEMA_VERSION,
+    )
     for m in todo:
         m.step(conn)
     rebuild_fts_tables(conn)

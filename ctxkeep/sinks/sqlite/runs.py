@@ -3,6 +3,7 @@
 ``recorded_run`` is the one way to write them: the row is inserted with status
 ``running`` when the block starts and finished when it ends, however it ends.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,9 @@ class RunRecord:
 
 
 @contextmanager
-def recorded_run(store: sqlite3.Connection | Path | None, flow: str, *,
-                 t0: float | None = None) -> Iterator[RunRecord]:
+def recorded_run(
+    store: sqlite3.Connection | Path | None, flow: str, *, t0: float | None = None
+) -> Iterator[RunRecord]:
     """Record the ``with`` block as a run of ``flow`` (``"ingest"``, ``"purge"`` ...) in
     ``runs``.
 
@@ -88,8 +90,9 @@ def _with_conn(store: sqlite3.Connection | Path, fn: Callable[[sqlite3.Connectio
 
 def _start(conn: sqlite3.Connection, flow: str) -> int:
     with write(conn):
-        return conn.execute("INSERT INTO runs(flow, started_at, status) VALUES(?,?,'running')",
-                            (flow, now_iso())).lastrowid
+        return conn.execute(
+            "INSERT INTO runs(flow, started_at, status) VALUES(?,?,'running')", (flow, now_iso())
+        ).lastrowid
 
 
 def _finish(conn: sqlite3.Connection, run_id: int, status: str, summary: dict) -> None:
@@ -97,6 +100,15 @@ def _finish(conn: sqlite3.Connection, run_id: int, status: str, summary: dict) -
         conn.execute(
             "UPDATE runs SET finished_at=?, status=?, files=?, bytes=?, entries_new=?, "
             "quarantined=?, seconds=?, detail=? WHERE run_id=?",
-            (now_iso(), status, summary.get("files"), summary.get("bytes"),
-             summary.get("entries_new"), summary.get("quarantined"), summary.get("seconds"),
-             json.dumps(summary, default=str), run_id))
+            (
+                now_iso(),
+                status,
+                summary.get("files"),
+                summary.get("bytes"),
+                summary.get("entries_new"),
+                summary.get("quarantined"),
+                summary.get("seconds"),
+                json.dumps(summary, default=str),
+                run_id,
+            ),
+        )

@@ -11,6 +11,7 @@ same changes are then applied to DuckDB's ``entries`` (``sinks.duckdb``): a Duck
 held by another process is reported (``Applied.note``), not fatal — ``reindex``
 rebuilds it from SQLite.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -45,10 +46,14 @@ class StatusChange:
         (returned as is when it already is one). Empty ids are dropped."""
         if isinstance(change, StatusChange):
             return change
-        return cls(status=change["status"], entry_ids=tuple(i for i in change.get("entry_ids") or () if i),
-                   agent=change.get("agent"), session_id=change.get("session_id"),
-                   message_ids=tuple(m for m in change.get("message_ids") or () if m),
-                   from_status=change.get("from_status"))
+        return cls(
+            status=change["status"],
+            entry_ids=tuple(i for i in change.get("entry_ids") or () if i),
+            agent=change.get("agent"),
+            session_id=change.get("session_id"),
+            message_ids=tuple(m for m in change.get("message_ids") or () if m),
+            from_status=change.get("from_status"),
+        )
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,13 @@ class Applied:
     note: str
 
 
-def apply_changes(conn: sqlite3.Connection | None, changes: EntryChanges | Iterable[StatusChange | dict],
-                  *, home: Path | None = None, stamp: str | None = None) -> Applied:
+def apply_changes(
+    conn: sqlite3.Connection | None,
+    changes: EntryChanges | Iterable[StatusChange | dict],
+    *,
+    home: Path | None = None,
+    stamp: str | None = None,
+) -> Applied:
     """Apply entry changes to SQLite (``conn``), then, given ``home``, to DuckDB.
 
     Args:
@@ -133,20 +143,27 @@ def _apply_sqlite(conn: sqlite3.Connection, changes: EntryChanges, stamp: str) -
                 q = f"SELECT entry_id FROM entries WHERE {cond} AND entry_id IN ({marks})"
                 args = [ch.from_status or ch.status, *part]
             else:
-                q = (f"SELECT entry_id FROM entries WHERE agent=? AND session_id=? AND {cond} "
-                     f"AND message_id IN ({marks})")
+                q = (
+                    f"SELECT entry_id FROM entries WHERE agent=? AND session_id=? AND {cond} "
+                    f"AND message_id IN ({marks})"
+                )
                 args = [ch.agent, ch.session_id, ch.from_status or ch.status, *part]
             ids = [r[0] for r in conn.execute(q, args)]
             if not ids:
                 continue
             conn.executemany("UPDATE entries SET status=? WHERE entry_id=?", [(ch.status, i) for i in ids])
-            conn.executemany("INSERT INTO status_log(entry_id, status, changed_at) VALUES(?,?,?)",
-                             [(i, ch.status, stamp) for i in ids])
+            conn.executemany(
+                "INSERT INTO status_log(entry_id, status, changed_at) VALUES(?,?,?)",
+                [(i, ch.status, stamp) for i in ids],
+            )
             n += len(ids)
     for rel in changes.moves:
         for eid, off in rel.moves:
-            cur = conn.execute("UPDATE entries SET source_offset = ? WHERE entry_id = ? AND "
-                               "source_path = ? AND source_offset IS NOT ?", (off, eid, rel.source_path, off))
+            cur = conn.execute(
+                "UPDATE entries SET source_offset = ? WHERE entry_id = ? AND "
+                "source_path = ? AND source_offset IS NOT ?",
+                (off, eid, rel.source_path, off),
+            )
             n += cur.rowcount
     return n
 
@@ -174,17 +191,27 @@ def _apply_duckdb(home: Path, changes: EntryChanges) -> tuple[int | None, str]:
                 continue
             con.register("_ids", pa.table({"entry_id": pa.array(list(set(ch.entry_ids)), pa.string())}))
             cond = "entries.status = ?" if ch.from_status else "entries.status != ?"
-            rows = con.execute(f"UPDATE entries SET status = ? FROM _ids WHERE "
-                               f"entries.entry_id = _ids.entry_id AND {cond}",
-                               [ch.status, ch.from_status or ch.status]).fetchall()
+            rows = con.execute(
+                f"UPDATE entries SET status = ? FROM _ids WHERE entries.entry_id = _ids.entry_id AND {cond}",
+                [ch.status, ch.from_status or ch.status],
+            ).fetchall()
             n += rows[0][0] if rows else 0
             con.unregister("_ids")
         for rel in changes.moves:
-            con.register("_mv", pa.table({"entry_id": pa.array([m[0] for m in rel.moves], pa.string()),
-                                          "off": pa.array([m[1] for m in rel.moves], pa.int64())}))
-            rows = con.execute("UPDATE entries SET source_offset = _mv.off FROM _mv WHERE "
-                               "entries.entry_id = _mv.entry_id AND entries.source_path = ?",
-                               [rel.source_path]).fetchall()
+            con.register(
+                "_mv",
+                pa.table(
+                    {
+                        "entry_id": pa.array([m[0] for m in rel.moves], pa.string()),
+                        "off": pa.array([m[1] for m in rel.moves], pa.int64()),
+                    }
+                ),
+            )
+            rows = con.execute(
+                "UPDATE entries SET source_offset = _mv.off FROM _mv WHERE "
+                "entries.entry_id = _mv.entry_id AND entries.source_path = ?",
+                [rel.source_path],
+            ).fetchall()
             n += rows[0][0] if rows else 0
             con.unregister("_mv")
         con.execute("COMMIT")

@@ -4,6 +4,7 @@ Keys (text values): ``analytics_entries_rowid`` and ``analytics_status_seq``, th
 ``entries.rowid`` and ``status_log.seq`` high-water marks of the last complete DuckDB
 sync (``sinks.duckdb.sync``). (``schema_version`` is ``connection.schema_version``.)
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -15,18 +16,23 @@ def mark_analytics_synced(conn: sqlite3.Connection, entries_rowid: int, status_s
     """Record how far DuckDB holds SQLite (``duckdb_store.sync``'s return), so that
     ``analytics_behind`` can tell without opening DuckDB. Own transaction."""
     with write(conn):
-        conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)",
-                         [("analytics_entries_rowid", str(entries_rowid)),
-                          ("analytics_status_seq", str(status_seq))])
+        conn.executemany(
+            "INSERT OR REPLACE INTO meta VALUES(?, ?)",
+            [("analytics_entries_rowid", str(entries_rowid)), ("analytics_status_seq", str(status_seq))],
+        )
 
 
 def analytics_behind(conn: sqlite3.Connection) -> bool:
     """True when SQLite holds entries or status changes past what the last complete
     DuckDB sync recorded (``mark_analytics_synced``): a sync failed or was
     interrupted, and even an ingest with nothing new must catch DuckDB up."""
-    marks = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
-                              "('analytics_entries_rowid', 'analytics_status_seq')").fetchall())
+    marks = dict(
+        conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('analytics_entries_rowid', 'analytics_status_seq')"
+        ).fetchall()
+    )
     rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
     seq = conn.execute("SELECT coalesce(max(seq), 0) FROM status_log").fetchone()[0]
-    return (rowid > int(marks.get("analytics_entries_rowid", 0))
-            or seq > int(marks.get("analytics_status_seq", 0)))
+    return rowid > int(marks.get("analytics_entries_rowid", 0)) or seq > int(
+        marks.get("analytics_status_seq", 0)
+    )

@@ -3,15 +3,16 @@ Gemini CLI and Qwen Code ``.json`` sessions, Continue sessions, the Cline family
 files, Aider histories and SpecStory exports. A changed document is re-read whole; its
 entries dedup by stable ids.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark,
-                                      quarantine_row)
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
 from ctxkeep.sources.readers.jsonl import HEAD_BYTES, parse_line, read_whole
 
 #: a document whose mtime is older than this is complete (the agent is not writing it);
@@ -37,7 +38,8 @@ def track_ids(state: dict, agent: str, session_id: str, old_ids: list[str], ids:
     gone = sorted(set(old_ids) - set(ids))
     if gone:
         state.setdefault("_status_changes", []).append(
-            {"agent": agent, "session_id": session_id, "message_ids": gone, "status": "rewound"})
+            {"agent": agent, "session_id": session_id, "message_ids": gone, "status": "rewound"}
+        )
     state["ids"] = ids
 
 
@@ -46,9 +48,16 @@ DOC_BATCH_ENTRIES = 5000
 DocParseFn = Callable[[bytes, Any, dict, bool], list[dict]]
 
 
-def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
-                  parse: DocParseFn, batch_bytes: int = DEFAULT_BATCH_BYTES, *,
-                  json_doc: bool = True, now: float | None = None) -> Iterator[Batch]:
+def read_document(
+    file: SourceFile,
+    wm: Watermark | None,
+    parser_version: int,
+    parse: DocParseFn,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    *,
+    json_doc: bool = True,
+    now: float | None = None,
+) -> Iterator[Batch]:
     """Read a whole document that its agent rewrites in place (mode ``rewrite``).
 
     The SHA-256 of the file's bytes is kept in the watermark state (``sha256``): an
@@ -80,11 +89,19 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
 
     def _wm(state: dict, complete: bool) -> Watermark:
         hl = min(HEAD_BYTES, len(data))
-        return Watermark(path=str(path), agent=file.agent, dev=st.st_dev, ino=st.st_ino,
-                         size=len(data) if complete else 0, mtime_ns=st.st_mtime_ns,
-                         offset=len(data), head_len=hl,
-                         head_hash=hashlib.sha256(data[:hl]).hexdigest(),
-                         parser_version=parser_version, state=state)
+        return Watermark(
+            path=str(path),
+            agent=file.agent,
+            dev=st.st_dev,
+            ino=st.st_ino,
+            size=len(data) if complete else 0,
+            mtime_ns=st.st_mtime_ns,
+            offset=len(data),
+            head_len=hl,
+            head_hash=hashlib.sha256(data[:hl]).hexdigest(),
+            parser_version=parser_version,
+            state=state,
+        )
 
     old = wm.state if (wm is not None and wm.parser_version == parser_version) else {}
     if old.get("sha256") == digest and old.get("complete", True):
@@ -105,8 +122,13 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
                 # most likely caught mid-write: look again next run, report nothing yet
                 yield Batch([], [], _wm(dict(kept, complete=False), False))
                 return
-            yield Batch([], [quarantine_row(path, 0, data, problem or "malformed JSON")],
-                        _wm(dict(kept, sha256=digest), True), bytes_read=len(data), lines=1)
+            yield Batch(
+                [],
+                [quarantine_row(path, 0, data, problem or "malformed JSON")],
+                _wm(dict(kept, sha256=digest), True),
+                bytes_read=len(data),
+                lines=1,
+            )
             return
         if problem:
             quarantine.append(quarantine_row(path, 0, data, problem, "repaired"))
@@ -115,15 +137,23 @@ def read_document(file: SourceFile, wm: Watermark | None, parser_version: int,
     try:
         entries = parse(data, doc, state, idle)
     except Exception as e:  # a parser bug must not stop the run
-        yield Batch([], quarantine + [quarantine_row(
-            path, 0, data, f"parser error: {type(e).__name__}: {e}")],
-            _wm(dict(kept, sha256=digest), True), bytes_read=len(data), lines=1)
+        yield Batch(
+            [],
+            quarantine + [quarantine_row(path, 0, data, f"parser error: {type(e).__name__}: {e}")],
+            _wm(dict(kept, sha256=digest), True),
+            bytes_read=len(data),
+            lines=1,
+        )
         return
     changes = state.pop("_status_changes", [])
     complete = state.get("complete", True)
     for i in range(0, max(len(entries), 1), DOC_BATCH_ENTRIES):
         last = i + DOC_BATCH_ENTRIES >= len(entries)
-        yield Batch(entries[i:i + DOC_BATCH_ENTRIES], quarantine if last else [],
-                    _wm(state, complete) if last else None,
-                    bytes_read=len(data) if last else 0, lines=1 if last else 0,
-                    status_changes=changes if last else [])
+        yield Batch(
+            entries[i : i + DOC_BATCH_ENTRIES],
+            quarantine if last else [],
+            _wm(state, complete) if last else None,
+            bytes_read=len(data) if last else 0,
+            lines=1 if last else 0,
+            status_changes=changes if last else [],
+        )

@@ -6,19 +6,20 @@ Used by the JSONL agents (Claude Code, Codex, Copilot CLI, Qwen Code, Gemini CLI
 ``.jsonl``, goose legacy files, Cursor agent transcripts); ``parse_line`` also serves
 ``readers.document`` and compress.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
-from ctxkeep.sources.contract import (DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark,
-                                      quarantine_row)
+from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
 
 HEAD_BYTES = 4096
 
@@ -27,7 +28,7 @@ def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
     """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
     is a directory or may not be read (a source then yields nothing for it)."""
     try:
-        f = open(path, "rb")
+        f = open(path, "rb")  # noqa: SIM115 - returned open to the caller
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         return None
     return f, os.fstat(f.fileno())
@@ -62,8 +63,9 @@ def head_hash(path: Path, length: int) -> str:
         return hashlib.sha256(f.read(length)).hexdigest()
 
 
-def start_offset(path: Path, st: os.stat_result, wm: Watermark | None,
-                 parser_version: int) -> tuple[int, dict, str]:
+def start_offset(
+    path: Path, st: os.stat_result, wm: Watermark | None, parser_version: int
+) -> tuple[int, dict, str]:
     """Decide where to resume reading ``path``.
 
     Returns ``(offset, state, why)``: offset 0 with empty state when the file is new,
@@ -85,9 +87,11 @@ def start_offset(path: Path, st: os.stat_result, wm: Watermark | None,
 
 def is_unchanged(st: os.stat_result, wm: Watermark | None, parser_version: int) -> bool:
     """True when nothing can be new: same inode, size, mtime and parser version."""
-    return (wm is not None and wm.parser_version == parser_version
-            and (wm.dev, wm.ino, wm.size, wm.mtime_ns)
-            == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return (
+        wm is not None
+        and wm.parser_version == parser_version
+        and (wm.dev, wm.ino, wm.size, wm.mtime_ns) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    )
 
 
 def _scrub(obj):
@@ -158,8 +162,7 @@ def salvage_line(raw: bytes) -> list[tuple[int, bytes]]:
         text = frag.decode("utf-8", "surrogateescape")
         # a record starts the fragment or follows garbage/another record; a "{" in
         # value position (after ":", "," or "[") is nested inside a torn record
-        starts = [i for i, c in enumerate(text)
-                  if c == "{" and text[:i].rstrip()[-1:] not in (":", ",", "[")]
+        starts = [i for i, c in enumerate(text) if c == "{" and text[:i].rstrip()[-1:] not in (":", ",", "[")]
         starts = starts[:_SALVAGE_MAX_STARTS]
         for st in starts:
             pieces = _chain(text, st)
@@ -167,7 +170,7 @@ def salvage_line(raw: bytes) -> list[tuple[int, bytes]]:
                 for a, b in pieces:
                     lead = len(text[:a].encode("utf-8", "surrogateescape"))
                     blen = len(text[a:b].encode("utf-8", "surrogateescape"))
-                    out.append((m.start() + lead, frag[lead:lead + blen]))
+                    out.append((m.start() + lead, frag[lead : lead + blen]))
                 break
     return out
 
@@ -197,9 +200,14 @@ def _chain(text: str, pos: int) -> list[tuple[int, int]] | None:
 ParseFn = Callable[[dict, int, str, dict], list[dict]]
 
 
-def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
-               parse: ParseFn, batch_bytes: int = DEFAULT_BATCH_BYTES,
-               init_state: Callable[[SourceFile], dict] | None = None) -> Iterator[Batch]:
+def read_jsonl(
+    file: SourceFile,
+    wm: Watermark | None,
+    parser_version: int,
+    parse: ParseFn,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    init_state: Callable[[SourceFile], dict] | None = None,
+) -> Iterator[Batch]:
     """Read the complete lines of an append-only JSONL file after its watermark.
 
     ``parse(record, offset, line_hash, state)`` maps one parsed line (a dict) to entry
@@ -239,7 +247,7 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
                     break  # an unterminated last line: leave for the next run
                 pending = data
                 continue
-            complete, pending = data[: end + 1], data[end + 1:]
+            complete, pending = data[: end + 1], data[end + 1 :]
             entries: list[dict] = []
             quarantine: list[dict] = []
             lines = 0
@@ -261,13 +269,19 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
                     if not pieces:
                         quarantine.append(quarantine_row(path, line_off, raw, problem))
                         continue
-                    quarantine.append(quarantine_row(
-                        path, line_off, raw,
-                        f"{problem}; recovered {len(pieces)} record(s) at line offsets "
-                        + ",".join(str(o) for o, _ in pieces), "repaired"))
+                    quarantine.append(
+                        quarantine_row(
+                            path,
+                            line_off,
+                            raw,
+                            f"{problem}; recovered {len(pieces)} record(s) at line offsets "
+                            + ",".join(str(o) for o, _ in pieces),
+                            "repaired",
+                        )
+                    )
                     todo = []
                     for rel, piece in pieces:
-                        prec, pprob = parse_line(piece)
+                        prec, _problem = parse_line(piece)
                         if prec is not None:
                             todo.append((line_off + rel, piece, prec))
                 else:
@@ -276,58 +290,81 @@ def read_jsonl(file: SourceFile, wm: Watermark | None, parser_version: int,
                     todo = [(line_off, raw, rec)]
                 for rec_off, rec_raw, rec in todo:
                     if not isinstance(rec, dict):
-                        quarantine.append(quarantine_row(
-                            path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})"))
+                        quarantine.append(
+                            quarantine_row(
+                                path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})"
+                            )
+                        )
                         continue
                     lh = hashlib.sha256(rec_raw).hexdigest()
                     try:
                         entries.extend(parse(rec, rec_off, lh, state))
                     except Exception as e:  # a parser bug must not stop the run
-                        quarantine.append(quarantine_row(
-                            path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}"))
+                        quarantine.append(
+                            quarantine_row(path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}")
+                        )
             pos += len(complete)
             # a watermark records the file's size only once every byte was seen, so
             # a run stopped between batches resumes instead of skipping the file
             final = pos + len(pending) >= st.st_size
             changes = state.pop("_status_changes", [])  # see Batch.status_changes
             new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
-            yield Batch(entries, quarantine, new_wm, bytes_read=len(complete), lines=lines,
-                        status_changes=changes)
+            yield Batch(
+                entries, quarantine, new_wm, bytes_read=len(complete), lines=lines, status_changes=changes
+            )
             if not chunk:
                 break
-        if pos == offset and (wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns)
-                              or wm.offset != pos):
+        if pos == offset and (
+            wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns) or wm.offset != pos
+        ):
             # nothing complete was read (empty file, or only a partial last line): record
             # the watermark anyway so that an unchanged file is skipped next time
             yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True))
 
 
-def _watermark(file: SourceFile, st: os.stat_result, fd: int, pos: int,
-               parser_version: int, state: dict, final: bool) -> Watermark:
+def _watermark(
+    file: SourceFile, st: os.stat_result, fd: int, pos: int, parser_version: int, state: dict, final: bool
+) -> Watermark:
     head_len = min(HEAD_BYTES, pos)
     hh = hashlib.sha256(os.pread(fd, head_len, 0)).hexdigest() if head_len else ""
-    return Watermark(path=str(file.path), agent=file.agent, dev=st.st_dev, ino=st.st_ino,
-                     size=st.st_size if final else pos, mtime_ns=st.st_mtime_ns, offset=pos,
-                     head_len=head_len,
-                     head_hash=hh, parser_version=parser_version, state=state)
+    return Watermark(
+        path=str(file.path),
+        agent=file.agent,
+        dev=st.st_dev,
+        ino=st.st_ino,
+        size=st.st_size if final else pos,
+        mtime_ns=st.st_mtime_ns,
+        offset=pos,
+        head_len=head_len,
+        head_hash=hh,
+        parser_version=parser_version,
+        state=state,
+    )
 
 
 RecordFn = Callable[[dict, int, str, dict, str], list[dict]]
 
 
-def record_reader(parser_version: int, parse_record: RecordFn,
-                  init_state: Callable[[SourceFile], dict] | None = None):
+def record_reader(
+    parser_version: int, parse_record: RecordFn, init_state: Callable[[SourceFile], dict] | None = None
+):
     """The ``read`` of a plain JSONL agent (one record a line, mode ``append``):
     ``read(file, wm, batch_bytes)`` runs ``read_jsonl`` with ``parse_record(rec, offset,
     line_hash, state, src)`` where ``src`` is the file's path as text, and the parser
     state at offset 0 from ``init_state(file)`` (None: empty). Returns that function."""
-    def read(file: SourceFile, wm: Watermark | None,
-             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+
+    def read(
+        file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]:
         src = str(file.path)
 
         def parse(rec, offset, line_hash, state):
             return parse_record(rec, offset, line_hash, state, src)
+
         return read_jsonl(file, wm, parser_version, parse, batch_bytes, init_state)
-    read.__doc__ = (f"Read the new lines of one file into entry dicts "
-                    f"(``{getattr(parse_record, '__qualname__', 'parse_record')}``).")
+
+    read.__doc__ = (
+        f"Read the new lines of one file into entry dicts "
+        f"(``{getattr(parse_record, '__qualname__', 'parse_record')}``)."
+    )
     return read

@@ -17,13 +17,15 @@ Change detection is a per-file fingerprint of the main file *and* its ``-wal``
 (``db_fingerprint``): a database whose ``-wal`` grew is not unchanged although the
 main file's size and mtime did not move.
 """
+
 from __future__ import annotations
 
 import sqlite3
 import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
 
@@ -62,8 +64,13 @@ def open_ro(path: Path) -> RoConn:
         modes = (True,)
         last = PermissionError("no write permission bits")
     for immutable in modes:
-        conn = sqlite3.connect(_uri(path, immutable), uri=True, isolation_level=None,
-                               check_same_thread=False, timeout=BUSY_MS / 1000)
+        conn = sqlite3.connect(
+            _uri(path, immutable),
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=BUSY_MS / 1000,
+        )
         try:
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
             conn.execute("PRAGMA query_only=1")
@@ -81,8 +88,10 @@ def open_ro(path: Path) -> RoConn:
         note = None
         if immutable:
             why = "no write permission" if isinstance(last, PermissionError) else str(last)
-            note = (f"read-only database or folder ({why}): opened with immutable=1, "
-                    "which does not see a -wal the agent has not checkpointed")
+            note = (
+                f"read-only database or folder ({why}): opened with immutable=1, "
+                "which does not see a -wal the agent has not checkpointed"
+            )
         return RoConn(conn, immutable, note)
     raise last  # pragma: no cover (the loop always returns or raises)
 
@@ -97,8 +106,9 @@ def read_only_by_mode(path: Path) -> bool:
         return False
 
 
-def read_pages(path: Path, sql: str, params_fn, key_fn, start: tuple,
-               page_rows: int = PAGE_ROWS) -> Iterator[tuple[list[tuple], tuple, RoConn | None]]:
+def read_pages(
+    path: Path, sql: str, params_fn, key_fn, start: tuple, page_rows: int = PAGE_ROWS
+) -> Iterator[tuple[list[tuple], tuple, RoConn | None]]:
     """Keyset-paginate a query, one short read transaction (and connection) per page.
 
     Args: ``sql`` selects rows ordered by the key and ends with ``LIMIT ?``;
@@ -122,8 +132,9 @@ def read_pages(path: Path, sql: str, params_fn, key_fn, start: tuple,
             return
 
 
-def changed_rows(path: Path, select: str, rowid: str, ts: str, mark: dict,
-                 page_rows: int = PAGE_ROWS) -> Iterator[list[tuple]]:
+def changed_rows(
+    path: Path, select: str, rowid: str, ts: str, mark: dict, page_rows: int = PAGE_ROWS
+) -> Iterator[list[tuple]]:
     """Pages of rows inserted or updated since ``mark``, with a per-row high-water mark
     that needs no index on the agent's timestamp column.
 
@@ -143,10 +154,10 @@ def changed_rows(path: Path, select: str, rowid: str, ts: str, mark: dict,
     """
     old_max = mark.get("rowid") or 0
     if old_max and mark.get("ts") is not None:
-        sql = (f"{select} WHERE {rowid} > ? AND {rowid} <= ? AND {ts} >= ? "
-               f"ORDER BY {rowid} LIMIT ?")
-        for rows, _, _ in read_pages(path, sql, lambda k: (k, old_max, mark["ts"]),
-                                     lambda r: r[0], 0, page_rows):
+        sql = f"{select} WHERE {rowid} > ? AND {rowid} <= ? AND {ts} >= ? ORDER BY {rowid} LIMIT ?"
+        for rows, _, _ in read_pages(
+            path, sql, lambda k: (k, old_max, mark["ts"]), lambda r: r[0], 0, page_rows
+        ):
             yield rows
     sql = f"{select} WHERE {rowid} > ? ORDER BY {rowid} LIMIT ?"
     for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], old_max, page_rows):
@@ -192,17 +203,24 @@ def db_unchanged(path: Path, wm: Watermark | None, parser_version: int) -> bool:
     return wm.state.get("fp") == fp
 
 
-def db_watermark(path: Path, agent: str, parser_version: int, state: dict,
-                 fp: dict) -> Watermark:
+def db_watermark(path: Path, agent: str, parser_version: int, state: dict, fp: dict) -> Watermark:
     """A watermark for a database: the stat facts of the main file at the time the
     read started (``fp``), ``offset`` 0 (rows, not bytes, are tracked: see
     ``state["hw"]``), the fingerprint in ``state["fp"]``."""
     dev, ino, size, mtime = fp["main"]
-    return Watermark(path=str(path), agent=agent, dev=dev, ino=ino, size=size,
-                     mtime_ns=mtime, offset=0, head_len=0, head_hash="",
-                     parser_version=parser_version, state=dict(state, fp=fp))
-
-
+    return Watermark(
+        path=str(path),
+        agent=agent,
+        dev=dev,
+        ino=ino,
+        size=size,
+        mtime_ns=mtime,
+        offset=0,
+        head_len=0,
+        head_hash="",
+        parser_version=parser_version,
+        state=dict(state, fp=fp),
+    )
 
 
 def settle_fingerprint(before: dict, after: dict) -> dict:
@@ -225,11 +243,13 @@ def guarded(path: Path, batches: Iterator) -> Iterator:
     try:
         yield from batches
     except (sqlite3.Error, OSError) as e:
-        yield Batch([], [quarantine_row(path, 0, b"", f"database read failed: {type(e).__name__}: {e}")],
-                    None)
+        yield Batch(
+            [], [quarantine_row(path, 0, b"", f"database read failed: {type(e).__name__}: {e}")], None
+        )
 
 
 # ---------------------------------------------------------------- one reader for every database source
+
 
 @dataclass
 class DbRead:
@@ -261,8 +281,15 @@ RowsFn = Callable[[DbRead, Any], Iterator[Batch]]
 ReadFn = Callable[..., Iterator[Batch]]
 
 
-def database_reader(agent: str, parser_version: int, probe: ProbeFn, rows: RowsFn,
-                    failure: str = "cannot read database", *, probe_errors: bool = True) -> ReadFn:
+def database_reader(
+    agent: str,
+    parser_version: int,
+    probe: ProbeFn,
+    rows: RowsFn,
+    failure: str = "cannot read database",
+    *,
+    probe_errors: bool = True,
+) -> ReadFn:
     """The ``read(file, wm, batch_bytes)`` of a database source (``batch_bytes`` is not
     used: rows are paged by count).
 
@@ -274,8 +301,10 @@ def database_reader(agent: str, parser_version: int, probe: ProbeFn, rows: RowsF
     same file is not reported again until it changes. Everything runs under
     ``guarded``: a database error later on quarantines without a watermark.
     """
-    def read(file: SourceFile, wm: Watermark | None,
-             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+
+    def read(
+        file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]:
         return guarded(file.path, _read(file, wm))
 
     def _read(file: SourceFile, wm: Watermark | None) -> Iterator[Batch]:
@@ -284,8 +313,11 @@ def database_reader(agent: str, parser_version: int, probe: ProbeFn, rows: RowsF
             before = db_fingerprint(path)
         except OSError:
             return
-        state = dict(wm.state) if wm and wm.parser_version == parser_version \
-            and [wm.dev, wm.ino] == before["main"][:2] else {}
+        state = (
+            dict(wm.state)
+            if wm and wm.parser_version == parser_version and [wm.dev, wm.ino] == before["main"][:2]
+            else {}
+        )
         rd = DbRead(path, agent, parser_version, before, state)
         try:
             ro = open_ro(path)
@@ -307,6 +339,7 @@ def database_reader(agent: str, parser_version: int, probe: ProbeFn, rows: RowsF
         if ro.note:
             state["note"] = ro.note
         yield from rows(rd, probed)
+
     return read
 
 
@@ -320,8 +353,11 @@ def by_mode(mode_for: Callable[[Path], str], read_db: ReadFn, read_other: ReadFn
     legacy JSONL, Cursor's transcripts, sst/opencode's JSON tree): ``read_db`` for a
     file whose ``mode_for(path)`` is ``sqlite``, else ``read_other(file, wm,
     batch_bytes)``."""
-    def read(file: SourceFile, wm: Watermark | None,
-             batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+
+    def read(
+        file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]:
         fn = read_db if mode_for(file.path) == "sqlite" else read_other
         return fn(file, wm, batch_bytes)
+
     return read

@@ -1,5 +1,6 @@
 """Relevance of search over the real corpus: recall@3 and MRR of the queries in
 ``queries.json`` (see its ``_about``). Requires recall@3 ≥ 0.9."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.query.search import search
-
 from conftest import CORPUS_HOME
+from ctxkeep.query.search import search
+from ctxkeep.sinks import sqlite as sqlite_store
 
 QUERIES = json.loads((Path(__file__).parent / "queries.json").read_text(encoding="utf-8"))["queries"]
 
@@ -52,7 +52,9 @@ def test_expected_entries_exist(relevance_store):
         n = relevance_store.execute(
             "SELECT count(*) FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
             "JOIN chunks ch ON ch.content_id = c.content_id "
-            "WHERE e.session_id LIKE ? AND instr(ch.text, ?) > 0", (q["session"] + "%", q["expect"])).fetchone()[0]
+            "WHERE e.session_id LIKE ? AND instr(ch.text, ?) > 0",
+            (q["session"] + "%", q["expect"]),
+        ).fetchone()[0]
         if not n:
             missing.append(q["q"])
     assert missing == []
@@ -64,8 +66,10 @@ def test_recall_at_3_and_mrr(relevance_store):
     recall3 = sum(1 for r in ranks.values() if r and r <= 3) / len(ranks)
     mrr = sum(1 / r for r in ranks.values() if r) / len(ranks)
     misses = {q: r for q, r in ranks.items() if not r or r > 3}
-    print(f"\nrelevance: {len(ranks)} queries, recall@3 {recall3:.3f}, MRR {mrr:.3f}; "
-          f"outside the top 3: {misses}")
+    print(
+        f"\nrelevance: {len(ranks)} queries, recall@3 {recall3:.3f}, MRR {mrr:.3f}; "
+        f"outside the top 3: {misses}"
+    )
     by_type: dict[str, list] = {}
     for q in QUERIES:
         by_type.setdefault(q["type"], []).append(ranks[q["q"]])
