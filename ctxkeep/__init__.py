@@ -1,0 +1,1 @@
+"""ctxkeep: keep the context of AI coding agents (extract, transform, load; analytics; maintenance)."""

@@ -57,7 +57,7 @@ class Watermark:
 
 
 #: every ``agent`` value: the sources' names (``sources.SOURCES``, in registry order)
-#: and ``note`` (``sinks.notes``); kept here so search can check a filter without
+#: and ``note`` (``pipeline.notes``); kept here so search can check a filter without
 #: importing every source
 AGENTS = (
     "claude-code",

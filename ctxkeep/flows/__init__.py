@@ -1,2 +1,2 @@
-"""Orchestration. ``pipeline`` holds the plain functions (no Prefect: the CLI, the MCP
-server and tests call them directly); the other modules wrap them in Prefect flows."""
+"""Orchestration: Prefect flows, tasks and deployments over the plain engine
+(``pipeline``, ``maintenance``). The only package that imports Prefect."""

@@ -1,0 +1,1 @@
+"""The MCP interface: the stdio server agents call (``ctx_search``, ``ctx_fetch`` …)."""

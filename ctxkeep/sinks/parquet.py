@@ -12,7 +12,7 @@ The month is that of ``ts`` (UTC), or of ``ingested_at`` for entries without a t
 
 The ids of archived entries are kept in SQLite table ``archived(entry_id, archived_at)``
 (``sinks.sqlite.ddl``), so a later re-read of the session file (backfill, a restored backup)
-does not bring them back into the hot store: ``flows.pipeline.transform_batch`` drops
+does not bring them back into the hot store: ``pipeline.transform.transform_batch`` drops
 them like stored entries (``archived_ids``).
 
 Crash safety: every file is written to a temp name, fsynced and renamed into place

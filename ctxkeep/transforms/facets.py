@@ -31,7 +31,7 @@ import functools
 import hashlib
 from collections.abc import Iterable
 
-#: filter name (``sinks.search.Filters``) → (token prefix, entries column)
+#: filter name (``query.search.Filters``) → (token prefix, entries column)
 FIELDS: dict[str, tuple[str, str]] = {
     "agent": ("fa", "agent"),
     "kind": ("fk", "kind"),
@@ -62,7 +62,7 @@ def wildcard(prefix: str) -> str:
 def project_keys(project_dir: str | None) -> tuple[str, ...]:
     """The project-filter values that match ``project_dir``: itself, each ancestor cut
     at a ``/`` (``/a/b/c`` → ``/a/b/c``, ``/a/b``, ``/a``) and ``/`` for an absolute
-    path, as ``sinks.search.Filters`` matches (``project_dir = p`` or ``LIKE p/%``)."""
+    path, as ``query.search.Filters`` matches (``paths.under_sql``: ``p`` itself or below it)."""
     if not project_dir:
         return ()
     out = {project_dir}

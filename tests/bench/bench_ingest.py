@@ -8,7 +8,7 @@ copies), then measures, in this order and in the same run:
    orjson and insert the extracted texts (the string values of text-bearing keys, see
    ``TEXT_KEYS``; base64 ``data`` and ``encrypted_content`` excluded) into a bare FTS5
    ``porter unicode61`` table in one transaction;
-2. ctxkeep ingest in-process (``flows.pipeline.run_ingest``, no Prefect);
+2. ctxkeep ingest in-process (``pipeline.engine.run_ingest``, no Prefect);
 3. ctxkeep ingest as a whole process (``ctxkeep ingest --no-prefect``) into a fresh
    store, then a no-op re-ingest of the same tree (whole process).
 

@@ -171,7 +171,7 @@ def test_absurd_limit_is_clamped_with_a_note(mcp_home):
 
 
 def test_purge_contract_over_stdio(mcp_home, tmp_path):
-    """ctx_purge (sinks.purge from branch maintenance): the seed's contract, then a
+    """ctx_purge (maintenance.purge): the seed's contract, then a
     real session purge that is idempotent and reports the resolved scope."""
     import sqlite3
 

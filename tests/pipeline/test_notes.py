@@ -1,4 +1,4 @@
-"""Notes (sinks.notes, MCP ctx_index): index a text or a file under a label; the
+"""Notes (pipeline.notes, MCP ctx_index): index a text or a file under a label; the
 same label again replaces it; the file is never modified."""
 
 from __future__ import annotations

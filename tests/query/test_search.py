@@ -1,4 +1,4 @@
-"""Search (sinks.search): safe user queries, raw mode, filters, exact ids/paths/
+"""Search (query.search): safe user queries, raw mode, filters, exact ids/paths/
 errors, recency ties, budget and snippets — on the real corpus and on small notes."""
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The three readers sources share: append-only JSONL, rewritten documents, SQLite databases."""
