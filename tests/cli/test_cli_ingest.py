@@ -84,25 +84,25 @@ def test_ingest_explicit_path(store_home, monkeypatch, tmp_path):
     assert s["problems"] == [f"{tmp_path / 'missing.jsonl'}: no such file or directory"]
 
 
-def test_noop_ingest_imports_neither_prefect_nor_duckdb(store_home, monkeypatch, tmp_path):
-    """A no-op re-ingest must stay cheap as a whole process (issue 2: ≤ 5 s on a
-    200 MB tree): nothing changed → no Prefect server, no DuckDB import."""
+def _ingest_in_a_process(user_home, store_home, *args: str, watch=("prefect", "duckdb", "polars")):
+    """``ctxkeep ingest --home STORE --json ARGS`` as a whole process with ``HOME`` =
+    ``user_home`` and no ``PREFECT_*`` settings: (its summary, which of ``watch`` it
+    imported)."""
     import os
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    empty_home = tmp_path / "user"
-    empty_home.mkdir()
     code = (
-        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json'];\n"
+        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', *sys.argv[1:]]\n"
         "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('prefect', 'duckdb') if m in sys.modules))"
+        f"print(sorted(m for m in {tuple(watch)!r} if m in sys.modules))"
     )
-    env = dict(os.environ, HOME=str(empty_home))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["HOME"] = str(user_home)
     r = subprocess.run(
-        [sys.executable, "-c", code, str(store_home)],
+        [sys.executable, "-c", code, str(store_home), "--json", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -110,8 +110,17 @@ def test_noop_ingest_imports_neither_prefect_nor_duckdb(store_home, monkeypatch,
         timeout=120,
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "[]"
-    assert json.loads("\n".join(r.stdout.strip().splitlines()[:-1]))["files"] == 0
+    lines = r.stdout.strip().splitlines()
+    return json.loads("\n".join(lines[:-1])), json.loads(lines[-1].replace("'", '"'))
+
+
+def test_noop_ingest_imports_neither_prefect_nor_duckdb_nor_polars(store_home, tmp_path):
+    """A no-op re-ingest must stay cheap as a whole process (issue 14: ≤ 0.3 s on the
+    corpus): nothing changed → no Prefect, no DuckDB, not even the engine's Polars."""
+    empty_home = tmp_path / "user"
+    empty_home.mkdir()
+    summary, imported = _ingest_in_a_process(empty_home, store_home)
+    assert imported == [] and summary["files"] == 0
 
 
 def test_an_unknown_agent_in_config_is_warned_about(tmp_path):
@@ -298,28 +307,7 @@ def test_reindex_chooses_like_ingest(store_home, monkeypatch):
 def test_ingest_without_a_server_does_not_import_prefect(store_home, tmp_path):
     """A real first ingest (one Codex file) as a whole process, no server: the run is
     in-process, so Prefect is never imported."""
-    import os
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    code = (
-        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json', '--path', sys.argv[2]]\n"
-        "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('prefect',) if m in sys.modules))"
+    summary, imported = _ingest_in_a_process(
+        tmp_path, store_home, "--path", str(CODEX_FILE), watch=("prefect",)
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env["HOME"] = str(tmp_path)
-    r = subprocess.run(
-        [sys.executable, "-c", code, str(store_home), str(CODEX_FILE)],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.strip().splitlines()
-    assert lines[-1] == "[]"
-    assert json.loads("\n".join(lines[:-1]))["entries_new"] == 2
+    assert imported == [] and summary["entries_new"] == 2
