@@ -1,5 +1,6 @@
 """``ctxkeep compress``: the health report (``--check``), compression of oversized
-session files (a Prefect flow; ``--dry-run`` and ``--no-prefect`` run in-process) and
+session files (a Prefect flow run when a Prefect server is there to record it or with
+``--prefect``, in-process otherwise: ``flows.prefect_env.run_as_flow``) and
 ``--restore``. ``--check``, ``--dry-run`` and ``--restore`` never import Prefect."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import typer
 
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.cli.maintenance import PrefectOpt
 from ctxkeep.errors import CtxkeepError, UsageError
 
 
@@ -40,9 +42,7 @@ def compress(
     restore: Path | None = typer.Option(
         None, "--restore", metavar="FILE", help="Put FILE.backup back in place of FILE."
     ),
-    no_prefect: bool = typer.Option(
-        False, "--no-prefect", help="Run in-process without Prefect orchestration."
-    ),
+    prefect: bool | None = PrefectOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -75,7 +75,7 @@ def compress(
                     highlight=False,
                 )
             return
-        summary = _run(h, files, keep_messages, dry_run, force, no_prefect, progress and not as_json)
+        summary = _run(h, files, keep_messages, dry_run, force, prefect, progress and not as_json)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -86,7 +86,7 @@ def compress(
         raise typer.Exit(1)
 
 
-def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, no_prefect: bool, show: bool) -> dict:
+def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: bool | None, show: bool) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from ctxkeep.maintenance import compress as ops
@@ -104,15 +104,18 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, no_prefect: 
     ops.hooks.on_files = lambda n: prog.update(tid, total=n)
     ops.hooks.on_file = lambda r: prog.update(tid, advance=1, description=Path(r.path).name[:40])
     with prog:
-        if dry_run or no_prefect:
+        if dry_run or prefect is False:
             return ops.run_compress(
                 h, paths=files or None, keep_messages=keep_messages, dry_run=dry_run, force=force
             )
         todo, _ = ops.files_to_compress(h, paths=files or None)
         if not todo:  # nothing over a threshold: no need to start Prefect
             return ops.run_compress(h, paths=files or None, keep_messages=keep_messages, force=force)
+        from ctxkeep.flows.prefect_env import configure_prefect, run_as_flow
+
+        if not run_as_flow(h, prefect):
+            return ops.run_compress(h, paths=files or None, keep_messages=keep_messages, force=force)
         cfgmod.ensure_home(h)
-        from ctxkeep.flows.prefect_env import configure_prefect
 
         configure_prefect(h)
         from ctxkeep.flows.compress import compress_flow

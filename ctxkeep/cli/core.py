@@ -9,6 +9,7 @@ import typer
 
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
+from ctxkeep.cli.maintenance import PrefectOpt
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.paths import normalize_dir
 
@@ -21,14 +22,12 @@ def ingest(
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
-    no_prefect: bool = typer.Option(
-        False, "--no-prefect", help="Run the pipeline in-process without Prefect orchestration."
-    ),
+    prefect: bool | None = PrefectOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
-    from ctxkeep.pipeline import engine as pipeline
     from ctxkeep.pipeline.plan import plan
+    from ctxkeep.pipeline.summary import Summary
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sources import SOURCES
 
@@ -57,11 +56,19 @@ def ingest(
         for prob in p.problems:
             err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
         if behind:  # nothing new, but an earlier DuckDB sync failed: catch up, no Prefect
+            from ctxkeep.pipeline import engine as pipeline
+
             summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
-        elif not p.todo:
-            summary = pipeline.Summary(files=p.unchanged, problems=p.problems).as_dict()
+        elif not p.todo:  # nothing new: neither the engine (Polars) nor DuckDB nor Prefect
+            summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
         else:
-            summary = _run_with_progress(h, agent, path, no_prefect, progress and not as_json)
+            from ctxkeep.flows.prefect_env import run_as_flow
+            from ctxkeep.transforms.tokens import warm_in_background
+
+            warm_in_background()  # the BPE (~0.6 s) builds while the engine is imported
+
+            as_flow = run_as_flow(h, prefect)
+            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -70,7 +77,7 @@ def ingest(
     _print_summary(summary)
 
 
-def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> dict:
+def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -100,7 +107,7 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
     )
     try:
         with prog:
-            if no_prefect:
+            if not as_flow:
                 return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
             from ctxkeep.flows.prefect_env import configure_prefect
 
@@ -108,7 +115,7 @@ def _run_with_progress(h: Path, agent, path, no_prefect: bool, show: bool) -> di
             if show and not os.environ.get("PREFECT_API_URL"):
                 prog.console.print(
                     "starting Prefect's temporary local server for the flow run "
-                    "(15-50 s; `ctxkeep serve` keeps one running, --no-prefect skips it)",
+                    "(15-50 s; `ctxkeep serve` keeps one running; without --prefect ingest runs in-process)",
                     highlight=False,
                     style="dim",
                 )

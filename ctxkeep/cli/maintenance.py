@@ -2,8 +2,10 @@
 
 ``purge`` runs the purge core in-process (the same code as MCP ``ctx_purge``; no
 Prefect: it must answer at once and ask for confirmation). ``retention``, ``reindex``
-and ``backfill`` run their Prefect flow like ``ingest`` does (``--no-prefect``: in
-process); ``--dry-run`` never starts Prefect. ``serve`` runs the schedules.
+and ``backfill`` run like ``ingest`` does: as their Prefect flow when a Prefect server
+is there to record it (``PREFECT_API_URL``, a running ``ctxkeep serve``) or with
+``--prefect``, in-process otherwise (``flows.prefect_env.run_as_flow``); ``--dry-run``
+never imports Prefect. ``serve`` runs the schedules.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
 from ctxkeep.errors import CtxkeepError, UsageError
 
-NoPrefectOpt = typer.Option(False, "--no-prefect", help="Run in-process without Prefect orchestration.")
+#: ``--prefect/--no-prefect`` of ingest, compress, retention, reindex and backfill:
+#: None (neither given) lets ``flows.prefect_env.run_as_flow`` decide
+PrefectOpt = typer.Option(
+    None,
+    "--prefect/--no-prefect",
+    help="--prefect: record the run as a Prefect flow run, on Prefect's temporary server "
+    "(15-50 s to start) when none runs; --no-prefect: in-process. Default: a flow run when "
+    "PREFECT_API_URL is set or `ctxkeep serve` runs for this store, else in-process.",
+)
 
 _COUNT_LABELS = [
     ("entries", "entries"),
@@ -175,6 +185,13 @@ def _print_preview(p: dict) -> None:
         out.print(f"  from {f}", highlight=False)
 
 
+def _as_flow(h: Path, prefect: bool | None) -> bool:
+    """``flows.prefect_env.run_as_flow`` (imports no Prefect)."""
+    from ctxkeep.flows.prefect_env import run_as_flow
+
+    return run_as_flow(h, prefect)
+
+
 def _run_flow(h: Path, name: str, **params) -> dict:
     from ctxkeep.flows.prefect_env import configure_prefect
 
@@ -185,7 +202,7 @@ def _run_flow(h: Path, name: str, **params) -> dict:
     if not os.environ.get("PREFECT_API_URL"):
         err.print(
             f"{name}: starting Prefect's temporary local server for the flow run "
-            "(15-50 s; --no-prefect skips it)",
+            "(15-50 s; without --prefect it runs in-process)",
             highlight=False,
             style="dim",
         )
@@ -202,7 +219,7 @@ def retention(
     delete_archives_after_days: int | None = typer.Option(
         None, min=0, help="Override config retention.delete_archives_after_days (30)."
     ),
-    no_prefect: bool = NoPrefectOpt,
+    prefect: bool | None = PrefectOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -219,7 +236,7 @@ def retention(
         if v is not None
     }
     try:
-        if dry_run or no_prefect or days:
+        if dry_run or days or not _as_flow(h, prefect):
             with err.status("retention…"):
                 rep = maintenance.run_retention(h, dry_run=dry_run, **days)
         else:
@@ -246,7 +263,7 @@ def retention(
 @app.command()
 def reindex(
     no_analytics: bool = typer.Option(False, "--no-analytics", help="Rebuild only the FTS indexes."),
-    no_prefect: bool = NoPrefectOpt,
+    prefect: bool | None = PrefectOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -255,7 +272,7 @@ def reindex(
 
     h = _home(home)
     try:
-        if no_prefect:
+        if not _as_flow(h, prefect):
             with err.status("reindex…"):
                 rep = run_reindex(h, analytics=not no_analytics)
         else:
@@ -285,7 +302,7 @@ def backfill(
     ),
     agent: list[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list the files that would be read."),
-    no_prefect: bool = NoPrefectOpt,
+    prefect: bool | None = PrefectOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -305,7 +322,7 @@ def backfill(
                 _fail(UsageError(f"{label} {d!r} is not a date", hint="use YYYY-MM-DD, or an age like 7d"), 2)
     try:
         cfgmod.ensure_home(h)
-        if dry_run or no_prefect:
+        if dry_run or not _as_flow(h, prefect):
             rep = _backfill_with_progress(h, path, since, until, agent, dry_run, not as_json)
         else:
             rep = _run_flow(

@@ -1,20 +1,41 @@
-"""Prefect settings ctxkeep applies before Prefect is imported (no Prefect import here).
+"""Prefect settings ctxkeep applies before Prefect is imported, and the choice between
+a Prefect flow run and an in-process run for an interactive command (no Prefect
+import here: importing this module costs no more than ``os`` and ``json``).
 
-- ``PREFECT_HOME`` defaults to ``<ctxkeep home>/prefect``: the temporary server's
-  database then lives beside the store, works when ``$HOME`` is read-only, and never
-  touches the user's own Prefect profile. An explicit ``PREFECT_HOME`` wins.
+Settings (``configure_prefect``):
+
+- ``PREFECT_HOME`` defaults to ``<ctxkeep home>/prefect``: a server's database then
+  lives beside the store, works when ``$HOME`` is read-only, and never touches the
+  user's own Prefect profile. An explicit ``PREFECT_HOME`` wins.
 - Telemetry off (``PREFECT_SERVER_ANALYTICS_ENABLED=false``, ``DO_NOT_TRACK=1``): no
   network, no telemetry errors offline.
 - ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120``: on a 2-core machine the
   temporary server needs 15–30 s to start (the default timeout is 20 s).
+
+The choice (``run_as_flow``): ``ingest``, ``compress``, ``retention``, ``reindex``
+and ``backfill`` record a Prefect flow run only when a Prefect server is there to
+record it - ``PREFECT_API_URL`` is set, or a ``ctxkeep serve`` of the same home is
+running (it writes its API URL to ``<home>/prefect/serve.json``, ``SERVE_FILE``, and
+answers a ``/health`` request on loopback within ``PROBE_SECONDS``) - or when the user
+asks with ``--prefect``. Otherwise they run in-process: Prefect's temporary server
+(15-50 s to start) is never started for an interactive run unless asked for.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ctxkeep.sinks.files import PREFECT_DIR
+
+#: where ``ctxkeep serve`` records its Prefect API, relative to the ctxkeep home:
+#: JSON ``{"api_url": str, "pid": int}``, removed when serve exits
+SERVE_FILE = f"{PREFECT_DIR}/serve.json"
+#: how long an interactive command waits for serve's ``/health`` answer (seconds)
+PROBE_SECONDS = 0.05
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def configure_prefect(home: Path) -> None:
@@ -24,3 +45,92 @@ def configure_prefect(home: Path) -> None:
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def write_serve_file(home: Path, api_url: str) -> Path:
+    """Record ``api_url`` (and this process id) as the Prefect API of the ``ctxkeep
+    serve`` running for ``home``; returns the file (user-only, 0600)."""
+    p = Path(home) / SERVE_FILE
+    p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = p.with_name(p.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"api_url": api_url, "pid": os.getpid()}, f)
+    os.replace(tmp, p)
+    return p
+
+
+def remove_serve_file(home: Path) -> None:
+    """Remove the serve file of ``home`` if this process wrote it (another serve's
+    file stays)."""
+    p = Path(home) / SERVE_FILE
+    try:
+        if json.loads(p.read_text()).get("pid") == os.getpid():
+            p.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _alive(pid) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def probe_health(api_url: str, timeout: float = PROBE_SECONDS) -> bool:
+    """True when ``<api_url>/health`` on a loopback host answers 200 within
+    ``timeout`` seconds (connect and read each). Other hosts are never contacted."""
+    u = urlsplit(api_url)
+    if u.scheme != "http" or u.hostname not in _LOOPBACK:
+        return False
+    import http.client  # ~5 ms: only when a serve file exists
+
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+    try:
+        conn.request("GET", u.path.rstrip("/") + "/health")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+def serve_api_url(home: Path, probe=None) -> str | None:
+    """The Prefect API URL of a ``ctxkeep serve`` running for ``home``: read from
+    ``SERVE_FILE``, its process alive, and ``probe(url)`` true (default: a loopback
+    ``/health`` within ``PROBE_SECONDS``). None when there is no such serve."""
+    try:
+        d = json.loads((Path(home) / SERVE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    url = d.get("api_url") if isinstance(d, dict) else None
+    if not isinstance(url, str) or not _alive(d.get("pid")):
+        return None
+    return url if (probe or probe_health)(url) else None
+
+
+def run_as_flow(home: Path, prefect: bool | None, probe=None) -> bool:
+    """Whether an interactive command runs as a Prefect flow run (True) or in-process.
+
+    ``prefect`` is the command's ``--prefect/--no-prefect`` (None: neither given):
+    False runs in-process; True a flow run (on Prefect's temporary server when no
+    server is found); None a flow run when ``PREFECT_API_URL`` is set or
+    ``serve_api_url(home, probe)`` finds a ``ctxkeep serve``, in-process otherwise.
+    A serve's URL found here is set as ``PREFECT_API_URL`` for this process, so the
+    flow run is recorded there.
+    """
+    if prefect is False:
+        return False
+    url = os.environ.get("PREFECT_API_URL") or serve_api_url(home, probe)
+    if url:
+        os.environ["PREFECT_API_URL"] = url
+        return True
+    return bool(prefect)

@@ -5,7 +5,9 @@ Prefect fires schedules only against a real API server (on its temporary server
 ``serve`` starts ``prefect server start`` on 127.0.0.1 (its database under
 ``PREFECT_HOME``, by default ``<ctxkeep home>/prefect``), waits for ``/api/health``,
 serves the deployments with ``prefect.serve`` and stops the server (its whole process
-group) when it exits: Ctrl-C, SIGTERM (systemd, launchd) or an error.
+group) when it exits: Ctrl-C, SIGTERM (systemd, launchd) or an error. While it
+serves, ``<home>/prefect/serve.json`` holds its API URL (``prefect_env.SERVE_FILE``):
+``ctxkeep ingest`` and the maintenance commands then record their runs there.
 
 Deployments (flow name / deployment name, schedule):
 
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.flows.prefect_env import configure_prefect
+from ctxkeep.flows.prefect_env import configure_prefect, remove_serve_file, write_serve_file
 
 DEFAULT_PORT = 4200
 COMPRESS_ENTRYPOINT = "ctxkeep.flows.compress:compress_flow"
@@ -245,6 +247,8 @@ def serve(
             )
         if hasattr(signal, "SIGTERM"):
             prev_term = signal.signal(signal.SIGTERM, _term)
+        # interactive commands of this home find the server here (prefect_env.run_as_flow)
+        write_serve_file(home, api)
         deps = build_deployments(home, scheds)
         if on_ready:
             on_ready(api)
@@ -254,6 +258,7 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
+        remove_serve_file(home)
         if prev_term is not None:
             signal.signal(signal.SIGTERM, prev_term)
         if proc is not None:

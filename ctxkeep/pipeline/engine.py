@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -28,6 +28,7 @@ from ctxkeep.pipeline import writer as writer_mod
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import Part, Plan, Todo, pending_bytes, plan, split_parts
 from ctxkeep.pipeline.readahead import ReadItem
+from ctxkeep.pipeline.summary import Summary
 from ctxkeep.pipeline.transform import InFlight, Precomputed, drop_written
 from ctxkeep.pipeline.writer import Group, Writer, empty_totals
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -49,28 +50,6 @@ class Hooks:
 
 
 hooks = Hooks()
-
-
-@dataclass
-class Summary:
-    """A run's figures: files seen/read, raw bytes read, lines, new entries, quarantined
-    lines, seconds, per-agent new entries, and a DuckDB sync note."""
-
-    files: int = 0
-    files_read: int = 0
-    files_vanished: int = 0
-    bytes: int = 0
-    lines: int = 0
-    entries_new: int = 0
-    quarantined: int = 0
-    status_changed: int = 0
-    seconds: float = 0.0
-    per_agent: dict = field(default_factory=dict)
-    analytics: str = ""
-    problems: list = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 #: new raw bytes grouped into one transform + load (several small files share one

@@ -24,6 +24,7 @@ import binascii
 import gzip
 import importlib.resources
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
@@ -35,9 +36,27 @@ PARALLEL_MIN_TEXTS = 64
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
-@lru_cache(maxsize=1)
+_BUILD = threading.Lock()
+
+
 def encoding():
-    """The offline ``o200k_base`` tiktoken Encoding, or None if it cannot be built."""
+    """The offline ``o200k_base`` tiktoken Encoding, or None if it cannot be built.
+    Built once per process (~0.6 s: 200 Ki merge ranks); a caller that comes while
+    another thread builds it waits for that build (``warm_in_background``)."""
+    with _BUILD:
+        return _encoding()
+
+
+def warm_in_background() -> threading.Thread:
+    """Start building ``encoding()`` in a daemon thread (an ingest with new bytes does
+    this first, so the build overlaps its imports, planning and reading); returns it."""
+    t = threading.Thread(target=encoding, name="ctxkeep-bpe-build", daemon=True)
+    t.start()
+    return t
+
+
+@lru_cache(maxsize=1)
+def _encoding():
     try:
         import tiktoken
         from tiktoken_ext import openai_public

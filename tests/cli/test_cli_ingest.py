@@ -1,10 +1,13 @@
 """The ``ctxkeep ingest`` command (in-process, ``--no-prefect``; the Prefect path is
-covered by test_ingest_flow.py)."""
+covered by test_ingest_flow.py), and the choice between an in-process run and a
+Prefect flow run (``flows.prefect_env.run_as_flow``) that ingest and the maintenance
+commands make."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from conftest import CORPUS_HOME
@@ -81,25 +84,25 @@ def test_ingest_explicit_path(store_home, monkeypatch, tmp_path):
     assert s["problems"] == [f"{tmp_path / 'missing.jsonl'}: no such file or directory"]
 
 
-def test_noop_ingest_imports_neither_prefect_nor_duckdb(store_home, monkeypatch, tmp_path):
-    """A no-op re-ingest must stay cheap as a whole process (issue 2: ≤ 5 s on a
-    200 MB tree): nothing changed → no Prefect server, no DuckDB import."""
+def _ingest_in_a_process(user_home, store_home, *args: str, watch=("prefect", "duckdb", "polars")):
+    """``ctxkeep ingest --home STORE --json ARGS`` as a whole process with ``HOME`` =
+    ``user_home`` and no ``PREFECT_*`` settings: (its summary, which of ``watch`` it
+    imported)."""
     import os
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    empty_home = tmp_path / "user"
-    empty_home.mkdir()
     code = (
-        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json'];\n"
+        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', *sys.argv[1:]]\n"
         "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('prefect', 'duckdb') if m in sys.modules))"
+        f"print(sorted(m for m in {tuple(watch)!r} if m in sys.modules))"
     )
-    env = dict(os.environ, HOME=str(empty_home))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["HOME"] = str(user_home)
     r = subprocess.run(
-        [sys.executable, "-c", code, str(store_home)],
+        [sys.executable, "-c", code, str(store_home), "--json", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -107,8 +110,17 @@ def test_noop_ingest_imports_neither_prefect_nor_duckdb(store_home, monkeypatch,
         timeout=120,
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "[]"
-    assert json.loads("\n".join(r.stdout.strip().splitlines()[:-1]))["files"] == 0
+    lines = r.stdout.strip().splitlines()
+    return json.loads("\n".join(lines[:-1])), json.loads(lines[-1].replace("'", '"'))
+
+
+def test_noop_ingest_imports_neither_prefect_nor_duckdb_nor_polars(store_home, tmp_path):
+    """A no-op re-ingest must stay cheap as a whole process (issue 14: ≤ 0.3 s on the
+    corpus): nothing changed → no Prefect, no DuckDB, not even the engine's Polars."""
+    empty_home = tmp_path / "user"
+    empty_home.mkdir()
+    summary, imported = _ingest_in_a_process(empty_home, store_home)
+    assert imported == [] and summary["files"] == 0
 
 
 def test_an_unknown_agent_in_config_is_warned_about(tmp_path):
@@ -129,3 +141,173 @@ def test_ingest_of_paths_that_do_not_exist_fails(tmp_path):
     )
     assert r.exit_code == 1
     assert r.stderr.startswith("error: no such file or directory: ") and "nope.jsonl" in r.stderr
+
+
+CODEX_FILE = (
+    CORPUS_HOME
+    / ".codex/sessions/2025/10/31/rollout-2025-10-31T18-36-16-fa1ac8bf-348e-4b9a-a06d-767050fa1e10.jsonl"
+)
+
+
+def _fake_flow_module(monkeypatch, name: str, attr: str, calls: list):
+    """Put a stand-in for the Prefect flow module ``name`` in ``sys.modules``: its flow
+    ``attr`` records its arguments and runs nothing (the real flow is covered by
+    tests/flows)."""
+    import sys
+    import types
+
+    def fl(*args, **kwargs):
+        calls.append((args, kwargs))
+        from ctxkeep.pipeline.summary import Summary
+
+        return Summary(files=1, files_read=1, analytics="flow stand-in").as_dict()
+
+    mod = types.ModuleType(name)
+    setattr(mod, attr, fl)
+    monkeypatch.setitem(sys.modules, name, mod)
+
+
+def test_ingest_runs_in_process_without_a_server(store_home, monkeypatch):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    calls: list = []
+    _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
+    r = _run(["ingest", "--home", str(store_home), "--json", "--path", str(CODEX_FILE)], monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert calls == []
+    assert json.loads(r.stdout)["entries_new"] == 2  # stored in-process (as test_ingest_explicit_path)
+
+
+def test_ingest_is_a_flow_run_with_prefect_api_url(store_home, monkeypatch):
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    calls: list = []
+    _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
+    r = _run(["ingest", "--home", str(store_home), "--json", "--path", str(CODEX_FILE)], monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert len(calls) == 1 and calls[0][0] == (str(store_home),)
+    assert calls[0][1]["paths"] == [str(CODEX_FILE)]
+    assert json.loads(r.stdout)["analytics"] == "flow stand-in"
+    # --no-prefect wins over the server: in-process
+    calls.clear()
+    r = _run(
+        ["ingest", "--home", str(store_home), "--json", "--no-prefect", "--path", str(CODEX_FILE)],
+        monkeypatch,
+    )
+    assert r.exit_code == 0, r.output
+    assert calls == [] and json.loads(r.stdout)["entries_new"] == 2
+
+
+def test_ingest_with_prefect_flag_is_a_flow_run_without_a_server(store_home, monkeypatch):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    calls: list = []
+    _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
+    r = _run(
+        ["ingest", "--home", str(store_home), "--prefect", "--path", str(CODEX_FILE)],
+        monkeypatch,
+    )
+    assert r.exit_code == 0, r.output
+    assert len(calls) == 1
+    assert "starting Prefect's temporary local server" in r.stderr
+
+
+def test_ingest_finds_a_running_serve(store_home, monkeypatch):
+    """A ``ctxkeep serve`` of this home (its serve file, its process alive, its health
+    answering) makes ingest a flow run recorded on serve's server."""
+    import os
+
+    from ctxkeep.flows import prefect_env
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    url = "http://127.0.0.1:4299/api"
+    prefect_env.write_serve_file(store_home, url)  # pid: this process, alive
+    probed: list = []
+    monkeypatch.setattr(prefect_env, "probe_health", lambda u, timeout=0.05: probed.append(u) or True)
+    calls: list = []
+    _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
+    r = _run(["ingest", "--home", str(store_home), "--json", "--path", str(CODEX_FILE)], monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert probed == [url] and len(calls) == 1
+    assert os.environ["PREFECT_API_URL"] == url
+
+
+def test_serve_file_is_trusted_only_when_its_serve_answers(store_home, monkeypatch):
+    from ctxkeep.flows import prefect_env
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    assert prefect_env.serve_api_url(store_home) is None  # no file
+    url = "http://127.0.0.1:4299/api"
+    f = prefect_env.write_serve_file(store_home, url)
+    assert f == store_home / "prefect" / "serve.json" and (f.stat().st_mode & 0o777) == 0o600
+    assert prefect_env.serve_api_url(store_home, probe=lambda u: True) == url
+    assert prefect_env.serve_api_url(store_home, probe=lambda u: False) is None
+    assert prefect_env.run_as_flow(store_home, None, probe=lambda u: False) is False
+    # a serve that died without removing its file: its pid is gone, no request is made
+    f.write_text(json.dumps({"api_url": url, "pid": 2**22 + 12345}))
+    assert prefect_env.serve_api_url(store_home, probe=lambda u: pytest.fail("probed")) is None
+    f.write_text("not json")
+    assert prefect_env.serve_api_url(store_home, probe=lambda u: pytest.fail("probed")) is None
+    # serve removes only its own file
+    prefect_env.write_serve_file(store_home, url)
+    prefect_env.remove_serve_file(store_home)
+    assert not f.exists()
+
+
+def test_probe_asks_loopback_health_only(tmp_path):
+    """The real probe against a real HTTP server on loopback; other hosts are refused
+    without a request."""
+    import http.server
+    import threading
+
+    from ctxkeep.flows.prefect_env import probe_health
+
+    paths: list = []
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            paths.append(self.path)
+            self.send_response(200 if self.path == "/api/health" else 404)
+            self.end_headers()
+            self.wfile.write(b"true")
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        port = srv.server_address[1]
+        assert probe_health(f"http://127.0.0.1:{port}/api", timeout=2)
+        assert not probe_health(f"http://127.0.0.1:{port}/other", timeout=2)
+        assert paths == ["/api/health", "/other/health"]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert not probe_health("http://example.invalid:4200/api")  # not loopback: no request
+    assert not probe_health(f"http://127.0.0.1:{port}/api", timeout=0.05)  # nothing listens now
+
+
+def test_reindex_chooses_like_ingest(store_home, monkeypatch):
+    """The maintenance commands make the same choice (``cli.maintenance._as_flow``):
+    in-process without a server, their flow with PREFECT_API_URL."""
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    r = _run(["ingest", "--home", str(store_home), "--json", "--path", str(CODEX_FILE)], monkeypatch)
+    assert r.exit_code == 0, r.output
+    calls: list = []
+    _fake_flow_module(monkeypatch, "ctxkeep.flows.maintenance", "reindex_flow", calls)
+    r = CliRunner().invoke(app, ["reindex", "--home", str(store_home), "--json", "--no-analytics"])
+    assert r.exit_code == 0, r.output
+    assert calls == [] and json.loads(r.stdout)["chunks"] > 0  # reindexed in-process
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    calls_r: list = []
+    _fake_flow_module(monkeypatch, "ctxkeep.flows.maintenance", "reindex_flow", calls_r)
+    r = CliRunner().invoke(app, ["reindex", "--home", str(store_home), "--json", "--no-analytics"])
+    assert len(calls_r) == 1 and calls_r[0][1] == {"analytics": False}
+
+
+def test_ingest_without_a_server_does_not_import_prefect(store_home, tmp_path):
+    """A real first ingest (one Codex file) as a whole process, no server: the run is
+    in-process, so Prefect is never imported."""
+    summary, imported = _ingest_in_a_process(
+        tmp_path, store_home, "--path", str(CODEX_FILE), watch=("prefect",)
+    )
+    assert imported == [] and summary["entries_new"] == 2

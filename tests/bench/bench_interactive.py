@@ -1,0 +1,191 @@
+"""Interactive-command benchmark (issue 14 target 2; a script that prints figures, not a
+test, not collected by pytest).
+
+Whole processes on the corpus (``$CTXKEEP_CORPUS`` or ``../shared/corpus``; its
+``home`` as ``HOME``, read only), warm page cache, no Prefect server
+(``PREFECT_*`` removed from the environment, so ctxkeep runs in-process), each
+command run ``--runs`` times (median and best printed), side by side in one run:
+
+- ``python -c pass``: the interpreter's own start, the floor of any Python CLI;
+- ``ctxkeep --version``: the CLI's import floor (Typer, the command modules);
+- ``ctxkeep ingest`` into a fresh store (target ≤ 1.2 s), then ``ctxkeep ingest``
+  with nothing new (target ≤ 0.3 s), and ``ctxkeep compress --check`` (target
+  ≤ 0.5 s);
+- agentsview (``/tmp/peers/venv/bin/agentsview`` or ``$AGENTSVIEW``):
+  ``AGENTSVIEW_NO_DAEMON=1 agentsview sync`` of a copy of the same tree into a fresh
+  data dir, then again with nothing new. Its HOME is a temp dir holding the copy;
+  telemetry and the update check are off and its host is 127.0.0.1 (it is never
+  pointed anywhere else; the machine has no network anyway).
+
+Then the imports of a no-op ingest (``python -X importtime``): the biggest top-level
+modules, and whether Polars, DuckDB, Prefect, Rich or tiktoken were imported.
+
+Usage::
+
+    .venv/bin/python tests/bench/bench_interactive.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path(os.environ.get("CTXKEEP_CORPUS") or (ROOT.parent / "shared" / "corpus")).resolve()
+CTXKEEP = ROOT / ".venv" / "bin" / "ctxkeep"
+AGENTSVIEW = Path(os.environ.get("AGENTSVIEW", "/tmp/peers/venv/bin/agentsview"))
+HEAVY = ("polars", "duckdb", "prefect", "rich", "tiktoken", "pyarrow")
+
+
+def clean_env(**extra: str) -> dict:
+    """This environment without Prefect settings or agent-dir overrides, plus ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PREFECT_") and k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CTXKEEP_HOME")
+    }
+    env.update(CTXKEEP_IDLE_SECONDS="0", **extra)
+    return env
+
+
+def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> float:
+    """Wall seconds of one whole process; raises SystemExit when it fails."""
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    secs = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-1500:]}")
+    return secs
+
+
+def series(runs: int, make) -> list[float]:
+    """``runs`` timings; ``make()`` returns ``(cmd, env)`` for each run (fresh stores)."""
+    return [timed(*make()) for _ in range(runs)]
+
+
+def warm(tree: Path) -> int:
+    """Read every file below ``tree`` once (page cache); returns their bytes."""
+    n = 0
+    for p in tree.rglob("*"):
+        if p.is_file():
+            n += len(p.read_bytes())
+    return n
+
+
+def import_report(home: Path, store: Path) -> tuple[list[tuple[str, float]], list[str]]:
+    """A no-op ingest under ``-X importtime``: the 8 biggest top-level imports
+    (name, cumulative ms) and which of ``HEAVY`` were imported."""
+    r = subprocess.run(
+        [str(CTXKEEP.with_name("python")), "-X", "importtime", "-m", "ctxkeep", "ingest", "--json"],
+        env=clean_env(HOME=str(home), CTXKEEP_HOME=str(store)),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    top, names = [], set()
+    for line in r.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cum, name = line.split("|")
+        names.add(name.strip())
+        if not name.startswith("  "):  # imported by no other module: a top-level import
+            top.append((name.strip(), int(cum) / 1000))
+    top.sort(key=lambda x: -x[1])
+    return top[:8], [m for m in HEAVY if m in names]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    a = ap.parse_args()
+    home = CORPUS / "home"
+    if not home.is_dir():
+        raise SystemExit(f"no corpus at {home}: set CTXKEEP_CORPUS")
+    if not CTXKEEP.exists():
+        raise SystemExit(f"no {CTXKEEP}: run `uv sync` first")
+    work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-interactive-"))
+    rows: list[tuple[str, list[float], str]] = []
+    try:
+        mb = warm(home) / 1e6
+        print(f"corpus {home}: {mb:.1f} MB; {a.runs} runs each; load average {os.getloadavg()[0]:.1f}")
+        py = [sys.executable, "-c", "pass"]
+        rows.append(("python -c pass", series(a.runs, lambda: (py, clean_env())), ""))
+        rows.append(
+            ("ctxkeep --version", series(a.runs, lambda: ([str(CTXKEEP), "--version"], clean_env())), "")
+        )
+        stores = iter(range(10**6))
+
+        def first():
+            s = work / f"store-{next(stores)}"
+            return [str(CTXKEEP), "ingest", "--no-progress"], clean_env(HOME=str(home), CTXKEEP_HOME=str(s))
+
+        rows.append(("ctxkeep ingest (first)", series(a.runs, first), "≤ 1.2 s"))
+        last = work / "store-0"
+        env = clean_env(HOME=str(home), CTXKEEP_HOME=str(last))
+        rows.append(
+            (
+                "ctxkeep ingest (nothing new)",
+                series(a.runs, lambda: ([str(CTXKEEP), "ingest"], env)),
+                "≤ 0.3 s",
+            )
+        )
+        rows.append(
+            (
+                "ctxkeep compress --check",
+                series(a.runs, lambda: ([str(CTXKEEP), "compress", "--check"], env)),
+                "≤ 0.5 s",
+            )
+        )
+        if AGENTSVIEW.exists():
+            av_home = work / "av-home"
+            shutil.copytree(home, av_home, symlinks=True)
+            dirs = iter(range(10**6))
+            base = {
+                "HOME": str(av_home),
+                "AGENTSVIEW_NO_DAEMON": "1",
+                "AGENTSVIEW_TELEMETRY_ENABLED": "false",
+                "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
+                "AGENTSVIEW_NO_BROWSER": "1",
+                "AGENTSVIEW_HOST": "127.0.0.1",
+            }
+
+            def av_first():
+                d = work / f"av-data-{next(dirs)}"
+                return [str(AGENTSVIEW), "sync"], clean_env(**base, AGENTSVIEW_DATA_DIR=str(d))
+
+            rows.append(("agentsview sync (first)", series(a.runs, av_first), ""))
+            av_env = clean_env(**base, AGENTSVIEW_DATA_DIR=str(work / "av-data-0"))
+            rows.append(
+                (
+                    "agentsview sync (nothing new)",
+                    series(a.runs, lambda: ([str(AGENTSVIEW), "sync"], av_env)),
+                    "",
+                )
+            )
+        else:
+            print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its rows are left out")
+
+        floor = statistics.median(rows[0][1])
+        print(f"\n{'command':<32}{'median s':>9}{'best s':>8}{'- python':>10}  target")
+        for name, ts, target in rows:
+            med = statistics.median(ts)
+            print(f"{name:<32}{med:>9.3f}{min(ts):>8.3f}{med - floor:>10.3f}  {target}")
+
+        top, heavy = import_report(home, last)
+        print("\nno-op ingest, biggest top-level imports (-X importtime, cumulative ms):")
+        for name, ms in top:
+            print(f"  {name:<40}{ms:>8.1f}")
+        print(f"  of {', '.join(HEAVY)}: imported {', '.join(heavy) or 'none'}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
