@@ -285,7 +285,7 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
                sum(coalesce(reasoning_tokens, 0)),
                list(DISTINCT model ORDER BY model) FILTER (WHERE model IS NOT NULL),
                list(DISTINCT model ORDER BY model) FILTER (WHERE model_source = 'assumed'),
-               mode(project_dir ORDER BY ts) FILTER (WHERE coalesce(project_dir, '') <> ''),
+               {"mode(project_dir ORDER BY ts) FILTER (WHERE coalesce(project_dir, '') <> '')" if name == "session" else "NULL"},
                max(ts)
         FROM usage WHERE {where}
         GROUP BY ALL ORDER BY period NULLS FIRST, agent, model NULLS FIRST"""
