@@ -94,7 +94,7 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
 
         if not isinstance(e, duckdb.Error):
             raise
-        _fail(R._damaged(h / "analytics.duckdb", e))
+        _fail(R._damaged(h / R.ANALYTICS_DB, e))
     if stale:
         rep.notes.insert(0, stale)
     if not rep.rows:

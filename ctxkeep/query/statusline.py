@@ -32,7 +32,9 @@ _WINDOW, _WINDOW_1M = 200_000, 1_000_000
 
 def _signature(home: Path) -> list:
     sig = []
-    for name in ("analytics.duckdb", "analytics.duckdb.wal"):
+    from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL
+
+    for name in (ANALYTICS_DB, ANALYTICS_WAL):
         try:
             st = os.stat(home / name)
             sig.append([st.st_size, st.st_mtime_ns])
