@@ -31,16 +31,17 @@ _WINDOW, _WINDOW_1M = 200_000, 1_000_000
 
 
 def _signature(home: Path) -> list:
-    sig = []
-    from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL
-
-    for name in (ANALYTICS_DB, ANALYTICS_WAL):
-        try:
-            st = os.stat(home / name)
-            sig.append([st.st_size, st.st_mtime_ns])
-        except OSError:
-            sig.append(None)
-    return sig
+    """Size and mtime of the home's DuckDB files (the analytics store and its WAL,
+    ``sinks.files``); importing that registry would import ``config`` (~20 ms)."""
+    try:
+        with os.scandir(home) as it:
+            return sorted(
+                [e.name, e.stat().st_size, e.stat().st_mtime_ns]
+                for e in it
+                if ".duckdb" in e.name and e.is_file()
+            )
+    except OSError:
+        return []
 
 
 def _compute(home: Path, tz: str, session_id: str | None) -> dict:
