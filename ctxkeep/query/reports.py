@@ -237,9 +237,9 @@ def _damaged(path: Path, e: Exception) -> StoreError:
     )
 
 
-def _where(f: Filters) -> tuple[str, list]:
+def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
     tz = _lit(f.timezone)
-    conds, params = ["ts IS NOT NULL"], []
+    conds, params = [base], []
     if f.since:
         conds.append(f"CAST(timezone({tz}, ts) AS DATE) >= ?")
         params.append(f.since)
@@ -457,21 +457,8 @@ def tools_report(con, f: Filters) -> Report:
     left out), ordered by calls descending. The view has no time: ``since``/``until``
     and ``project`` are applied by recomputing over ``history``."""
     if f.since or f.until or f.project:
-        tz = _lit(check_timezone(f.timezone))
-        conds, params = [], []
-        if f.since:
-            conds.append(f"CAST(timezone({tz}, ts) AS DATE) >= ?")
-            params.append(f.since)
-        if f.until:
-            conds.append(f"CAST(timezone({tz}, ts) AS DATE) <= ?")
-            params.append(f.until)
-        if f.project:
-            conds.append("contains(lower(coalesce(project_dir, '')), lower(?))")
-            params.append(f.project)
-        if f.agents:
-            conds.append(f"agent IN ({', '.join('?' for _ in f.agents)})")
-            params.extend(f.agents)
-        sel = " AND ".join(conds)
+        check_timezone(f.timezone)
+        sel, params = _where(f, "true")
         sql = f"""
             WITH h AS (SELECT * FROM history WHERE {sel}),
             calls AS (SELECT agent, session_id, native_id, tool_name FROM h WHERE kind = 'tool_call'),
