@@ -1,0 +1,571 @@
+"""Usage and cost reports over the DuckDB analytics store (``analytics.duckdb``).
+
+One job: the SQL of ``ctxkeep report`` (daily, weekly, monthly, session, blocks,
+models, projects, tools) over the model of ``sinks/duckdb/model.sql``; it returns typed
+rows and never reads session files. Rendering lives in ``cli/report.py``.
+
+Units: tokens are tokens; money is USD (``None`` when no response of the row has a
+cost in the chosen mode, never 0); times are UTC ``datetime``; a period is the local
+date (``YYYY-MM-DD``; a week by its Monday, a month as ``YYYY-MM``) in the report's IANA
+time zone, computed in DuckDB with ``timezone(tz, ts)`` (ICU: right across DST changes
+and near midnight). ``input_tokens`` is the non-cached input; ``total_tokens`` = input
++ output + cache read + cache creation, as ccusage counts them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ctxkeep.errors import StoreError, UsageError
+from ctxkeep.sinks.files import ANALYTICS_DB
+
+#: the ``--json`` schema version (docs/analytics.md "Reports")
+SCHEMA = 1
+REPORTS = ("daily", "weekly", "monthly", "session", "blocks", "models", "projects", "tools")
+MODES = ("auto", "calculate", "display")
+#: ccusage's session block: 5 hours (Claude's usage window)
+BLOCK_HOURS = 5.0
+#: a projection above this share of the limit is a warning (ccusage's 0.8)
+WARNING_SHARE = 0.8
+
+_PERIOD_SQL = {
+    "daily": "strftime(CAST(timezone({tz}, ts) AS DATE), '%Y-%m-%d')",
+    "weekly": "strftime(date_trunc('week', CAST(timezone({tz}, ts) AS DATE)), '%Y-%m-%d')",
+    "monthly": "strftime(CAST(timezone({tz}, ts) AS DATE), '%Y-%m')",
+    "session": "session_id",
+    "projects": "coalesce(nullif(project_dir, ''), '(none)')",
+    "models": "NULL",
+}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a report covers. ``since``/``until``: local dates, inclusive; ``agents``:
+    ``schema.AGENTS`` names (empty: all); ``project``: a substring of the project
+    directory (case-insensitive); ``timezone``: an IANA name; ``mode``: ``MODES``."""
+
+    timezone: str = "UTC"
+    since: dt.date | None = None
+    until: dt.date | None = None
+    agents: tuple[str, ...] = ()
+    project: str | None = None
+    mode: str = "auto"
+
+
+@dataclass
+class UsageRow:
+    """One row of a usage report: the tokens and cost of ``period`` (a date, week,
+    month, session id or project; None for ``models``), ``agent`` and ``model`` (None
+    unless the report is broken down per model, or is ``models``). ``models``: the
+    models of the row; ``assumed_models``: those only assumed (the file named none,
+    ``usage.model_source = 'assumed'``); ``responses``: usage rows; ``unpriced``:
+    responses without a cost in the mode; ``reasoning_tokens``: as logged (counted
+    inside the output by OpenAI agents, beside it by Gemini CLI; not in the total). ``project``, ``last_activity`` (UTC): for
+    ``session`` rows."""
+
+    period: str | None
+    agent: str
+    model: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+    total_tokens: int
+    cost_usd: float | None
+    responses: int
+    unpriced: int
+    reasoning_tokens: int = 0
+    models: list[str] = field(default_factory=list)
+    assumed_models: list[str] = field(default_factory=list)
+    project: str | None = None
+    last_activity: dt.datetime | None = None
+
+
+@dataclass
+class Block:
+    """A 5-hour usage window (ccusage's session block) over the responses of every
+    selected agent: ``start`` is the first response's time floored to the hour (UTC),
+    ``end`` = start + 5 h; a gap block (``is_gap``) covers more than 5 h without a
+    response. ``is_active``: now is within 5 h of the last response and before ``end``.
+    Active blocks carry ``burn_rate`` (``tokens_per_minute``,
+    ``tokens_per_minute_for_indicator`` (input + output only), ``cost_per_hour`` USD)
+    and ``projection`` (``total_tokens``, ``cost_usd``, ``remaining_minutes``) at the
+    burn rate until ``end``; with a token limit, ``limit_status`` (``limit``,
+    ``projected_tokens``, ``percent``, ``status``: ok / warning / exceeds)."""
+
+    start: dt.datetime
+    end: dt.datetime
+    actual_end: dt.datetime | None
+    is_active: bool
+    is_gap: bool
+    responses: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float | None = None
+    models: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+    first: dt.datetime | None = None
+    burn_rate: dict | None = None
+    projection: dict | None = None
+    limit_status: dict | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+
+@dataclass
+class ToolRow:
+    """One tool of one agent (view ``tool_calls``): ``calls``, ``sessions``, ``results``,
+    ``errors`` (flagged results), ``error_rate`` (errors / results, None without results),
+    ``output_bytes`` and ``output_tokens`` (estimated) of the results."""
+
+    agent: str
+    tool_name: str | None
+    calls: int
+    sessions: int
+    results: int
+    errors: int
+    error_rate: float | None
+    output_bytes: int
+    output_tokens: int
+
+
+@dataclass
+class Report:
+    """A report: ``rows`` (``UsageRow``, ``Block`` or ``ToolRow``), ``notes`` (one line
+    each: unpriced and assumed models, a stale store …)."""
+
+    name: str
+    filters: Filters
+    rows: list
+    notes: list[str] = field(default_factory=list)
+
+
+def check_timezone(name: str) -> str:
+    """``name`` if it is an IANA time zone known to the system (zoneinfo), else
+    UsageError."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise UsageError(
+            f"unknown time zone {name!r}",
+            where="--timezone",
+            hint="give an IANA name such as Europe/Berlin or UTC",
+        ) from e
+    return name
+
+
+def local_timezone() -> str:
+    """The IANA name of this machine's zone: ``$TZ``, else the target of
+    ``/etc/localtime``, else ``/etc/timezone``, else ``UTC``."""
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz:
+        return tz
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    try:
+        return Path("/etc/timezone").read_text().strip() or "UTC"
+    except OSError:
+        return "UTC"
+
+
+def parse_date(value: str, where: str) -> dt.date:
+    """``YYYY-MM-DD`` or ``YYYYMMDD`` (ccusage's form) as a date; UsageError otherwise."""
+    v = value.strip()
+    for fmt in ("%Y-%m-%d", "%Y%m%d"):
+        try:
+            return dt.datetime.strptime(v, fmt).date()
+        except ValueError:
+            continue
+    raise UsageError(f"not a date: {value!r}", where=where, hint="give YYYY-MM-DD")
+
+
+def open_store(home: Path):
+    """Open ``<home>/analytics.duckdb`` read-only. Returns ``(connection, note)``: when a
+    running ingest holds the file, a copy of its last checkpoint is opened instead and
+    ``note`` says so (else None). Raises StoreError: no analytics store (run ingest), or
+    a damaged file (run reindex), or a held file that could not be copied."""
+    import duckdb
+
+    path = Path(home) / ANALYTICS_DB
+    if not path.exists():
+        raise StoreError("no analytics store", where=str(path), hint="run `ctxkeep ingest` first")
+    try:
+        return duckdb.connect(str(path), read_only=True), None
+    except duckdb.IOException as e:
+        if "lock" not in str(e).lower():
+            raise _damaged(path, e) from e
+    except duckdb.Error as e:
+        raise _damaged(path, e) from e
+    # held by a writer (a running ingest): read its last checkpoint from a copy
+    tmp = Path(tempfile.mkdtemp(prefix="ctxkeep-report-"))
+    try:
+        shutil.copyfile(path, tmp / ANALYTICS_DB)
+        con = duckdb.connect(str(tmp / ANALYTICS_DB), read_only=True)
+        con.execute("SELECT count(*) FROM usage").fetchall()
+    except (OSError, duckdb.Error) as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(
+            "analytics store is held by a running ingest and its last checkpoint is unreadable",
+            where=str(path),
+            hint="run the report again when the ingest has finished",
+        ) from e
+    shutil.rmtree(tmp, ignore_errors=True)  # the open connection keeps the file's data
+    return con, "the analytics store is held by a running ingest: this report shows its last synced state"
+
+
+def _damaged(path: Path, e: Exception) -> StoreError:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return StoreError(
+        f"analytics store is unreadable: {first}",
+        where=str(path),
+        hint="rebuild it from store.db with `ctxkeep reindex`",
+    )
+
+
+def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
+    tz = _lit(f.timezone)
+    conds, params = [base], []
+    if f.since:
+        conds.append(f"CAST(timezone({tz}, ts) AS DATE) >= ?")
+        params.append(f.since)
+    if f.until:
+        conds.append(f"CAST(timezone({tz}, ts) AS DATE) <= ?")
+        params.append(f.until)
+    if f.agents:
+        conds.append(f"agent IN ({', '.join('?' for _ in f.agents)})")
+        params.extend(f.agents)
+    if f.project:
+        conds.append("contains(lower(coalesce(project_dir, '')), lower(?))")
+        params.append(f.project)
+    return " AND ".join(conds), params
+
+
+def _lit(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _cost(mode: str) -> str:
+    if mode not in MODES:
+        raise UsageError(
+            f"unknown cost mode {mode!r}", where="--mode", hint="give auto, calculate or display"
+        )
+    return f"cost_in_mode('{mode}', logged_cost_usd, calculated_cost_usd)"
+
+
+def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Report:
+    """A usage report ``name`` (daily, weekly, monthly, session, models, projects) over
+    DuckDB ``usage``: one ``UsageRow`` per period and agent (and model with
+    ``breakdown``; ``models`` is always per model), ordered by period, agent, model.
+    Costs are ``cost_in_mode(f.mode, …)`` summed exactly (``usd_sum``)."""
+    check_timezone(f.timezone)
+    per_model = breakdown or name == "models"
+    period = _PERIOD_SQL[name].format(tz=_lit(f.timezone))
+    where, params = _where(f)
+    cost = _cost(f.mode)
+    sql = f"""
+        SELECT {period} AS period, agent, {"model" if per_model else "NULL"} AS model,
+               sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0)),
+               sum(coalesce(cache_read_tokens, 0)), sum(coalesce(cache_creation_tokens, 0)),
+               usd_sum({cost}), count(*), count(*) FILTER (WHERE {cost} IS NULL),
+               sum(coalesce(reasoning_tokens, 0)),
+               list(DISTINCT model ORDER BY model) FILTER (WHERE model IS NOT NULL),
+               list(DISTINCT model ORDER BY model) FILTER (WHERE model_source = 'assumed'),
+               {"mode(project_dir ORDER BY ts) FILTER (WHERE coalesce(project_dir, '') <> '')" if name == "session" else "NULL"},
+               max(ts)
+        FROM usage WHERE {where}
+        GROUP BY ALL ORDER BY period NULLS FIRST, agent, model NULLS FIRST"""
+    rows = []
+    for p, agent, model, i, o, cr, cc, c, n, unpriced, rt, models, assumed, proj, last in con.execute(
+        sql, params
+    ).fetchall():
+        i, o, cr, cc = int(i), int(o), int(cr), int(cc)
+        rows.append(
+            UsageRow(
+                p, agent, model, i, o, cr, cc, i + o + cr + cc, c, int(n), int(unpriced), int(rt),
+                list(models or []), list(assumed or []),
+                proj if name == "session" else None, last if name == "session" else None,
+            )
+        )  # fmt: skip
+    if name == "session":  # the costliest first, as ccusage
+        rows.sort(key=lambda r: (-(r.cost_usd or 0.0), r.period or ""))
+    return Report(name, f, rows, _notes(con, f))
+
+
+def _notes(con, f: Filters) -> list[str]:
+    where, params = _where(f)
+    notes = []
+    cost = _cost(f.mode)
+    unpriced = con.execute(
+        f"SELECT coalesce(model, '(no model)'), count(*) FROM usage WHERE {where} AND {cost} IS NULL "
+        "GROUP BY ALL ORDER BY 1",
+        params,
+    ).fetchall()
+    if unpriced and f.mode != "display":
+        notes.append(
+            "no price for "
+            + ", ".join(f"{m} ({n:,} responses)" for m, n in unpriced)
+            + ": their tokens are counted, their cost is null (add them to prices.toml)"
+        )
+    elif unpriced:
+        notes.append(f"--mode display: {sum(n for _, n in unpriced):,} responses logged no cost")
+    assumed = con.execute(
+        f"SELECT agent, model, count(*) FROM usage WHERE {where} AND model_source = 'assumed' "
+        "GROUP BY ALL ORDER BY 1, 2",
+        params,
+    ).fetchall()
+    for agent, model, n in assumed:
+        notes.append(
+            f"{agent}: {n:,} responses name no model; counted as {model}, that version's default (assumed)"
+        )
+    return notes
+
+
+def blocks_report(
+    con,
+    f: Filters,
+    *,
+    now: dt.datetime | None = None,
+    token_limit: str | None = None,
+    hours: float = BLOCK_HOURS,
+) -> Report:
+    """5-hour blocks over the responses of every selected agent (a quota window
+    belongs to the subscription, not to one log format), as ccusage's ``blocks``: a
+    block starts at its first response floored to the UTC hour and takes responses
+    until one comes more than ``hours`` after the start or after the previous
+    response; a gap of more than ``hours`` gives a gap block. ``since``/``until`` keep
+    blocks whose start's local date is within them. ``token_limit``: a number or
+    ``max`` (the largest finished block's tokens). ``now``: UTC, default the clock."""
+    check_timezone(f.timezone)
+    now = now or dt.datetime.now(dt.UTC)
+    span = dt.timedelta(hours=hours)
+    fa = Filters(f.timezone, None, None, f.agents, f.project, f.mode)
+    where, params = _where(fa)
+    cost = _cost(f.mode)
+    rows = con.execute(
+        f"SELECT ts, agent, model, coalesce(input_tokens, 0), coalesce(output_tokens, 0), "
+        f"coalesce(cache_read_tokens, 0), coalesce(cache_creation_tokens, 0), {cost} "
+        f"FROM usage WHERE {where} ORDER BY ts, usage_key",
+        params,
+    ).fetchall()
+    blocks: list[Block] = []
+    cur: list = []
+    start = None
+    for r in rows:
+        ts = r[0]
+        if start is not None:
+            last = cur[-1][0]
+            if ts - start > span or ts - last > span:
+                blocks.append(_block(start, cur, now, span))
+                if ts - last > span:
+                    blocks.append(Block(last + span, ts, None, False, True))
+                cur, start = [], None
+        if start is None:
+            start = ts.replace(minute=0, second=0, microsecond=0)
+        cur.append(r)
+    if cur:
+        blocks.append(_block(start, cur, now, span))
+    tz = ZoneInfo(f.timezone)
+    if f.since or f.until:
+        blocks = [
+            b
+            for b in blocks
+            if (f.since is None or b.start.astimezone(tz).date() >= f.since)
+            and (f.until is None or b.start.astimezone(tz).date() <= f.until)
+        ]
+    finished = [b.total_tokens for b in blocks if not b.is_gap and not b.is_active]
+    max_tokens = max(finished, default=0)
+    limit = None
+    if token_limit is not None:
+        if token_limit.strip().lower() == "max":
+            limit = max_tokens or None
+        else:
+            try:
+                limit = int(token_limit.replace(",", "").replace("_", ""))
+            except ValueError as e:
+                raise UsageError(
+                    f"not a token limit: {token_limit!r}", where="--token-limit", hint="give a number or max"
+                ) from e
+    for b in blocks:
+        if b.is_active:
+            _project(b, now, limit)
+    return Report("blocks", f, blocks, _notes(con, fa))
+
+
+def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta) -> Block:
+    end = start + span
+    last = rows[-1][0]
+    b = Block(start, end, last, (now - last) < span and now < end, False, len(rows), first=rows[0][0])
+    costs = []
+    for _, agent, model, i, o, cr, cc, c in rows:
+        b.input_tokens += i
+        b.output_tokens += o
+        b.cache_read_tokens += cr
+        b.cache_creation_tokens += cc
+        if c is not None:
+            costs.append(c)
+        if model and model not in b.models:
+            b.models.append(model)
+        if agent not in b.agents:
+            b.agents.append(agent)
+    b.cost_usd = float(sum(costs)) if costs else None
+    return b
+
+
+def _project(b: Block, now: dt.datetime, limit: int | None) -> None:
+    minutes = (b.actual_end - b.first).total_seconds() / 60 if b.first and b.actual_end else 0
+    if minutes <= 0:
+        return
+    cost = b.cost_usd or 0.0
+    b.burn_rate = {
+        "tokens_per_minute": b.total_tokens / minutes,
+        "tokens_per_minute_for_indicator": (b.input_tokens + b.output_tokens) / minutes,
+        "cost_per_hour": cost / minutes * 60,
+    }
+    remaining = round((b.end - now).total_seconds() / 60)
+    total = round(b.total_tokens + b.burn_rate["tokens_per_minute"] * remaining)
+    b.projection = {
+        "total_tokens": total,
+        "cost_usd": round(cost + b.burn_rate["cost_per_hour"] / 60 * remaining, 2),
+        "remaining_minutes": remaining,
+    }
+    if limit:
+        b.limit_status = {
+            "limit": limit,
+            "projected_tokens": total,
+            "percent": total / limit * 100,
+            "status": "exceeds" if total > limit else "warning" if total > limit * WARNING_SHARE else "ok",
+        }
+
+
+def tools_report(con, f: Filters) -> Report:
+    """Per agent and tool (view ``tool_calls`` over store and archive, rewound entries
+    left out), ordered by calls descending. The view has no time: ``since``/``until``
+    and ``project`` are applied by recomputing over ``history``."""
+    if f.since or f.until or f.project:
+        check_timezone(f.timezone)
+        sel, params = _where(f, "true")
+        sql = f"""
+            WITH h AS (SELECT * FROM history WHERE {sel}),
+            calls AS (SELECT agent, session_id, native_id, tool_name FROM h WHERE kind = 'tool_call'),
+            fc AS (SELECT * FROM calls WHERE native_id IS NOT NULL QUALIFY row_number()
+                   OVER (PARTITION BY agent, session_id, native_id ORDER BY tool_name) = 1),
+            res AS (SELECT r.agent, coalesce(r.tool_name, fc.tool_name) AS tool_name, r.is_error,
+                           r.text_bytes, r.token_estimate FROM h r LEFT JOIN fc
+                      ON fc.agent = r.agent AND fc.session_id = r.session_id AND fc.native_id = r.native_id
+                    WHERE r.kind = 'tool_result'),
+            c AS (SELECT agent, tool_name, count(*) AS calls, count(DISTINCT session_id) AS sessions
+                  FROM calls GROUP BY ALL),
+            r AS (SELECT agent, tool_name, count(*) AS results, count(*) FILTER (WHERE is_error) AS errors,
+                         sum(text_bytes) AS output_bytes, sum(token_estimate) AS output_tokens
+                  FROM res GROUP BY ALL)
+            SELECT agent, tool_name, coalesce(calls, 0), coalesce(sessions, 0), coalesce(results, 0),
+                   coalesce(errors, 0), CASE WHEN results > 0 THEN errors / results END,
+                   coalesce(output_bytes, 0), coalesce(output_tokens, 0)
+            FROM c FULL OUTER JOIN r USING (agent, tool_name)"""
+    else:
+        params = list(f.agents)
+        sel = f"WHERE agent IN ({', '.join('?' for _ in f.agents)})" if f.agents else ""
+        sql = (
+            "SELECT agent, tool_name, calls, sessions, results, errors, error_rate, output_bytes, "
+            f"output_tokens FROM tool_calls {sel}"
+        )
+    rows = [
+        ToolRow(a, t, int(c), int(s), int(r), int(e), er, int(ob), int(ot))
+        for a, t, c, s, r, e, er, ob, ot in con.execute(sql, params).fetchall()
+    ]
+    rows.sort(key=lambda r: (-r.calls, -r.results, r.agent, r.tool_name or ""))
+    return Report("tools", f, rows, [])
+
+
+def totals(rows: Sequence) -> dict:
+    """The token and cost sums of usage rows or blocks: ``input_tokens``,
+    ``output_tokens``, ``cache_read_tokens``, ``cache_creation_tokens``,
+    ``total_tokens`` (int), ``cost_usd`` (USD, None when no row has a cost), and
+    ``responses``."""
+    t = {
+        k: sum(getattr(r, k) for r in rows)
+        for k in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_creation_tokens",
+            "total_tokens",
+        )
+    }
+    costs = [r.cost_usd for r in rows if r.cost_usd is not None]
+    t["cost_usd"] = float(sum(costs)) if costs else None
+    t["responses"] = sum(r.responses for r in rows)
+    return t
+
+
+def statusline_figures(con, tz: str, session_id: str | None, *, now: dt.datetime | None = None) -> dict:
+    """What ``ctxkeep statusline`` shows, from DuckDB: ``today_cost_usd`` (the local
+    day of ``now`` in ``tz``, auto mode, every agent), ``block`` (the active 5-hour
+    block: ``start``/``end`` ISO UTC, ``cost_usd``, ``total_tokens``, ``cost_per_hour``;
+    None without one) and ``session`` (``context_tokens``: the input side of the
+    session's last response = input + cache read + cache creation; ``model``; None when
+    unknown). Raises CtxkeepError only through ``check_timezone``."""
+    check_timezone(tz)
+    now = now or dt.datetime.now(dt.UTC)
+    today = now.astimezone(ZoneInfo(tz)).date()
+    r = usage_report(con, "daily", Filters(tz, today, today))
+    cost = totals(r.rows)["cost_usd"] if r.rows else 0.0
+    recent = Filters(tz, today - dt.timedelta(days=2), None)
+    b = next((x for x in blocks_report(con, recent, now=now).rows if x.is_active), None)
+    block = None
+    if b is not None:
+        rate = b.burn_rate["cost_per_hour"] if b.burn_rate else None
+        block = {
+            "start": b.start.isoformat(),
+            "end": b.end.isoformat(),
+            "cost_usd": b.cost_usd,
+            "total_tokens": b.total_tokens,
+            "cost_per_hour": rate,
+        }
+    session = None
+    if session_id:
+        got = con.execute(
+            "SELECT coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0) + "
+            "coalesce(cache_creation_tokens, 0), model FROM usage WHERE session_id = ? "
+            "ORDER BY ts DESC, usage_key DESC LIMIT 1",
+            [session_id],
+        ).fetchall()
+        if got:
+            session = {"context_tokens": int(got[0][0]), "model": got[0][1]}
+    return {"today_cost_usd": cost, "block": block, "session": session}
+
+
+__all__ = [
+    "MODES",
+    "REPORTS",
+    "SCHEMA",
+    "Block",
+    "Filters",
+    "Report",
+    "ToolRow",
+    "UsageRow",
+    "blocks_report",
+    "check_timezone",
+    "local_timezone",
+    "open_store",
+    "parse_date",
+    "statusline_figures",
+    "tools_report",
+    "totals",
+    "usage_report",
+]

@@ -1,0 +1,207 @@
+"""``ctxkeep report`` and ``ctxkeep statusline`` on the command line: tables, JSON, CSV,
+and bad input (unknown zone, --since after --until, no store, a held or damaged
+DuckDB file): one line, exit 1 or 2, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxkeep.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def home(corpus_store):
+    return str(corpus_store[0])
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def one_error_line(r, code: int, *needles: str) -> None:
+    assert r.exit_code == code, r.output
+    assert "Traceback" not in r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_daily_table_has_separators_totals_and_dollars(home):
+    r = run("report", "daily", "--home", home, "-z", "UTC", "--agent", "claude-code")
+    assert r.exit_code == 0, r.output
+    # 2025-06-08: the d3ad4cdc session (CC 1.0.17), 3,754,072 cache-read tokens, $2.03
+    line = next(ln for ln in r.stdout.splitlines() if ln.lstrip().startswith("2025-06-08"))
+    assert "3,754,072" in line and "$2.03" in line
+    total = next(ln for ln in r.stdout.splitlines() if ln.lstrip().startswith("Total"))
+    assert "$" in total and "," in total
+
+
+def test_json_rows_and_totals(home):
+    r = run(
+        "report",
+        "daily",
+        "--home",
+        home,
+        "-z",
+        "UTC",
+        "--json",
+        "--since",
+        "2025-12-03",
+        "--until",
+        "20251203",
+    )
+    d = json.loads(r.stdout)
+    assert d["report"] == "daily" and d["since"] == d["until"] == "2025-12-03"
+    assert [(x["period"], x["agent"]) for x in d["rows"]] == [("2025-12-03", "gemini-cli")]
+    assert d["rows"][0]["models"] == ["gemini-2.5-flash", "gemini-3-pro-preview"]
+    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
+    assert set(keys) | {"cost_usd"} <= set(d["totals"])
+    assert d["totals"]["total_tokens"] == sum(d["totals"][k] for k in keys[:4])
+
+
+def test_csv(home):
+    r = run("report", "models", "--home", home, "--csv", "--agent", "gemini-cli")
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert {x["model"] for x in rows} == {
+        "gemini-2.5-flash",
+        "gemini-2.5-pro",
+        "gemini-3-flash-preview",
+        "gemini-3-pro-preview",
+    }
+
+
+@pytest.mark.parametrize("name", ["weekly", "monthly", "session", "blocks", "models", "projects", "tools"])
+def test_every_report_renders(home, name):
+    r = run("report", name, "--home", home, "-z", "America/New_York")
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output
+
+
+def test_tools_report(home):
+    d = json.loads(run("report", "tools", "--home", home, "--json", "--agent", "claude-code").stdout)
+    bash = next(x for x in d["rows"] if x["tool"] == "Bash")
+    assert bash["calls"] > 0 and bash["errors"] <= bash["results"]
+    assert bash["error_rate"] == pytest.approx(bash["errors"] / bash["results"])
+
+
+def test_unknown_timezone(home):
+    one_error_line(
+        run("report", "daily", "--home", home, "-z", "Mars/Olympus"), 2, "Mars/Olympus", "--timezone"
+    )
+
+
+def test_since_after_until(home):
+    r = run("report", "daily", "--home", home, "--since", "2025-12-02", "--until", "2025-12-01")
+    one_error_line(r, 2, "after", "--since/--until")
+
+
+def test_bad_date_agent_mode_limit(home):
+    one_error_line(run("report", "daily", "--home", home, "--since", "yesterday"), 2, "not a date")
+    one_error_line(run("report", "daily", "--home", home, "--agent", "nope"), 2, "unknown agent nope")
+    one_error_line(run("report", "daily", "--home", home, "--mode", "cheap"), 2, "--mode")
+    one_error_line(run("report", "blocks", "--home", home, "--token-limit", "lots"), 2, "--token-limit")
+
+
+def test_empty_store(tmp_path):
+    one_error_line(run("report", "daily", "--home", str(tmp_path)), 1, "no analytics store", "ctxkeep ingest")
+
+
+def test_damaged_store(store):
+    (store / "analytics.duckdb").write_bytes(b"\0garbage" * 4096)
+    one_error_line(run("report", "daily", "--home", str(store)), 1, "unreadable", "ctxkeep reindex")
+
+
+def test_held_store_reports_last_synced_state(store):
+    """A writer (as a running ingest) holds analytics.duckdb: the report reads a copy of
+    its last checkpoint and says so."""
+    want = json.loads(run("report", "monthly", "--home", str(store), "--json", "-z", "UTC").stdout)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+                import duckdb, sys, time
+                con = duckdb.connect({str(store / "analytics.duckdb")!r})
+                print("held", flush=True)
+                sys.stdin.read()
+            """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = run("report", "monthly", "--home", str(store), "--json", "-z", "UTC")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["rows"] == want["rows"]
+    assert any("held by a running ingest" in n for n in got["notes"])
+    assert "held by a running ingest" in r.stderr
+
+
+def test_statusline_from_stdin_and_cache(store, monkeypatch):
+    payload = json.dumps(
+        {
+            "session_id": "d3ad4cdc-5657-435d-98fa-0035d53e383d",
+            "model": {"id": "claude-sonnet-4-20250514", "display_name": "Sonnet 4"},
+        }
+    )
+    r = runner.invoke(app, ["statusline", "--home", str(store), "-z", "UTC"], input=payload)
+    assert r.exit_code == 0, r.output
+    line = r.stdout.strip()
+    assert "\n" not in line and line.startswith("Sonnet 4 | $")
+    # the session's last response (CC 1.0.17 file): its input side, independent of ctxkeep
+    last = _last_claude_input("d3ad4cdc-5657-435d-98fa-0035d53e383d")
+    assert f"ctx {last:,} ({last / 200_000:.0%})" in line
+    assert (store / "statusline.json").exists()
+    # a cached call imports no DuckDB (the reason the cache exists)
+    code = (
+        "import sys, io; from ctxkeep.query import statusline as s; "
+        f"print(s.line(__import__('pathlib').Path({str(store)!r}), io.StringIO({payload!r}), 'UTC')); "
+        "print('duckdb' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [line, "False"]
+
+
+def test_statusline_without_store_is_one_line(tmp_path):
+    r = runner.invoke(app, ["statusline", "--home", str(tmp_path)], input="not json")
+    assert r.exit_code == 0
+    assert r.stdout.strip().startswith("ctxkeep: no analytics store")
+
+
+def _last_claude_input(session_id: str) -> int:
+    from conftest import CORPUS_HOME
+
+    (path,) = list((CORPUS_HOME / ".claude" / "projects").rglob(f"{session_id}.jsonl"))
+    last = None
+    for ln in path.read_text().splitlines():
+        try:
+            d = json.loads(ln)
+        except ValueError:
+            continue
+        u = (d.get("message") or {}).get("usage") if isinstance(d.get("message"), dict) else None
+        if u and d.get("timestamp") and (last is None or d["timestamp"] >= last[0]):
+            last = (
+                d["timestamp"],
+                u.get("input_tokens", 0)
+                + u.get("cache_read_input_tokens", 0)
+                + u.get("cache_creation_input_tokens", 0),
+            )
+    return last[1]

@@ -1,0 +1,167 @@
+"""query.reports over a small DuckDB store written here: local days across a DST change
+and at midnight, weeks, cost modes, unpriced models, blocks with burn rate,
+projection and token limit."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from ctxkeep.errors import StoreError, UsageError
+from ctxkeep.query import reports as R
+from ctxkeep.sinks import duckdb as duckdb_store
+
+UTC = dt.UTC
+
+
+def _write(home, rows):
+    """rows: (key, agent, session, ts (aware), model, input, output, logged, calculated)."""
+    con = duckdb_store.connect(home)
+    for key, agent, session, ts, model, i, o, logged, calc in rows:
+        con.execute(
+            "INSERT INTO usage(usage_key, agent, session_id, project_dir, ts, model, input_tokens, "
+            "output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens, model_source, "
+            "logged_cost_usd, calculated_cost_usd, cost_usd) VALUES (?, ?, ?, '/p/' || ?, ?, ?, ?, ?, 0, 0, 0, "
+            "'logged', ?, ?, coalesce(?, ?))",
+            [key, agent, session, agent, ts, model, i, o, logged, calc, logged, calc],
+        )
+    con.close()
+
+
+@pytest.fixture
+def berlin(store_home):
+    """Responses around Berlin's 2025-03-30 spring-forward (02:00 CET -> 03:00 CEST) and
+    around local midnight on 2025-10-25/26 (the autumn change is 2025-10-26 03:00)."""
+    _write(
+        store_home,
+        [
+            # 2025-03-29 23:59 CET = 22:59 UTC -> Berlin day 03-29
+            ("a", "claude-code", "s1", dt.datetime(2025, 3, 29, 22, 59, tzinfo=UTC), "m", 1, 1, None, 1.0),
+            # 2025-03-30 00:01 CET = 23:01 UTC on 03-29 -> Berlin day 03-30
+            ("b", "claude-code", "s1", dt.datetime(2025, 3, 29, 23, 1, tzinfo=UTC), "m", 10, 1, None, 2.0),
+            # 2025-03-30 23:59 CEST = 21:59 UTC -> 03-30 (the offset is +2 after the change)
+            ("c", "codex", "s2", dt.datetime(2025, 3, 30, 21, 59, tzinfo=UTC), "m", 100, 1, 0.5, 3.0),
+            # 2025-03-31 00:01 CEST = 22:01 UTC on 03-30 -> 03-31
+            ("d", "codex", "s2", dt.datetime(2025, 3, 30, 22, 1, tzinfo=UTC), "m", 1000, 1, None, 4.0),
+            # autumn: 2025-10-26 23:59 CET = 22:59 UTC -> 10-26 (offset back to +1)
+            ("e", "codex", "s3", dt.datetime(2025, 10, 26, 22, 59, tzinfo=UTC), "x", 5, 0, None, None),
+        ],
+    )
+    con, note = R.open_store(store_home)
+    assert note is None
+    yield con
+    con.close()
+
+
+def test_days_across_dst_and_midnight(berlin):
+    rows = R.usage_report(berlin, "daily", R.Filters("Europe/Berlin")).rows
+    got = {(r.period, r.agent): r.input_tokens for r in rows}
+    assert got == {
+        ("2025-03-29", "claude-code"): 1,
+        ("2025-03-30", "claude-code"): 10,
+        ("2025-03-30", "codex"): 100,
+        ("2025-03-31", "codex"): 1000,
+        ("2025-10-26", "codex"): 5,
+    }
+    # the same responses in UTC: a and b on 03-29, c and d on 03-30
+    utc = {
+        (r.period, r.agent): r.input_tokens for r in R.usage_report(berlin, "daily", R.Filters("UTC")).rows
+    }
+    assert utc[("2025-03-29", "claude-code")] == 11 and utc[("2025-03-30", "codex")] == 1100
+
+
+def test_since_until_are_local_dates_inclusive(berlin):
+    f = R.Filters("Europe/Berlin", dt.date(2025, 3, 30), dt.date(2025, 3, 30))
+    rows = R.usage_report(berlin, "daily", f).rows
+    assert sorted(r.input_tokens for r in rows) == [10, 100]
+
+
+def test_week_starts_monday_and_month(berlin):
+    weeks = {r.period for r in R.usage_report(berlin, "weekly", R.Filters("Europe/Berlin")).rows}
+    assert weeks == {"2025-03-24", "2025-03-31", "2025-10-20"}  # 03-30 is a Sunday
+    months = {r.period for r in R.usage_report(berlin, "monthly", R.Filters("Europe/Berlin")).rows}
+    assert months == {"2025-03", "2025-10"}
+
+
+def test_cost_modes_and_unpriced_model(berlin):
+    def cost(mode):
+        return {
+            r.agent: r.cost_usd
+            for r in R.usage_report(berlin, "monthly", R.Filters("UTC", mode=mode, agents=("codex",))).rows
+            if r.period == "2025-03"
+        }
+
+    assert cost("auto") == {"codex": pytest.approx(4.5)}  # c logged 0.5, d calculated 4.0
+    assert cost("calculate") == {"codex": pytest.approx(7.0)}
+    assert cost("display") == {"codex": pytest.approx(0.5)}
+    r = R.usage_report(berlin, "models", R.Filters("UTC", agents=("codex",)))
+    x = next(row for row in r.rows if row.model == "x")
+    assert x.cost_usd is None and x.input_tokens == 5 and x.unpriced == 1  # null, never 0
+    assert any("no price for x" in n for n in r.notes)
+
+
+def test_session_and_project_filters(berlin):
+    r = R.usage_report(berlin, "session", R.Filters("UTC", project="CODEX"))
+    assert [(row.period, row.input_tokens) for row in r.rows] == [("s2", 1100), ("s3", 5)]
+    assert r.rows[0].project == "/p/codex"
+
+
+def test_blocks_burn_rate_projection_and_limit(store_home):
+    t0 = dt.datetime(2026, 1, 5, 9, 20, tzinfo=UTC)
+    _write(
+        store_home,
+        [
+            ("1", "claude-code", "s", t0, "m", 600, 0, None, 1.0),
+            ("2", "codex", "t", t0 + dt.timedelta(minutes=30), "m", 600, 0, None, 2.0),
+            # 6 h later: a gap, then a new block floored to 15:00
+            ("3", "codex", "t", t0 + dt.timedelta(hours=6, minutes=10), "m", 100, 0, None, 0.5),
+        ],
+    )
+    con, _ = R.open_store(store_home)
+    now = t0 + dt.timedelta(hours=1)  # inside the first block
+    b = R.blocks_report(con, R.Filters("UTC"), now=now, token_limit="1000").rows
+    con.close()
+    assert [(x.start.hour, x.is_gap) for x in b] == [(9, False), (14, True), (15, False)]
+    first = b[0]
+    assert first.end == dt.datetime(2026, 1, 5, 14, 0, tzinfo=UTC)
+    assert first.agents == ["claude-code", "codex"] and first.total_tokens == 1200
+    # ccusage's rule: active when now - last response < 5 h and now < end
+    assert first.is_active
+    assert first.burn_rate["tokens_per_minute"] == pytest.approx(1200 / 30)
+    assert first.burn_rate["cost_per_hour"] == pytest.approx(3.0 / 30 * 60)
+    remaining = 14 * 60 - (10 * 60 + 20)  # minutes from 10:20 to 14:00
+    assert first.projection["remaining_minutes"] == remaining
+    assert first.projection["total_tokens"] == round(1200 + 40 * remaining)
+    assert first.limit_status["status"] == "exceeds" and first.limit_status["limit"] == 1000
+
+
+def test_blocks_max_limit_is_largest_finished_block(store_home):
+    t0 = dt.datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    _write(
+        store_home,
+        [
+            ("1", "codex", "t", t0, "m", 5000, 0, None, 1.0),
+            ("2", "codex", "t", t0 + dt.timedelta(hours=8), "m", 10, 0, None, 1.0),
+            ("3", "codex", "t", t0 + dt.timedelta(hours=8, minutes=10), "m", 10, 0, None, 1.0),
+        ],
+    )
+    con, _ = R.open_store(store_home)
+    b = R.blocks_report(con, R.Filters("UTC"), now=t0 + dt.timedelta(hours=8, minutes=20), token_limit="max")
+    con.close()
+    active = [x for x in b.rows if x.is_active]
+    assert len(active) == 1 and active[0].limit_status["limit"] == 5000
+
+
+def test_bad_input_raises_one_line_errors(store_home, tmp_path):
+    with pytest.raises(UsageError, match="unknown time zone 'Mars/Olympus'"):
+        R.check_timezone("Mars/Olympus")
+    with pytest.raises(UsageError, match="not a date"):
+        R.parse_date("2025-13-01", "--since")
+    assert R.parse_date("20250330", "--since") == dt.date(2025, 3, 30)
+    with pytest.raises(StoreError, match="no analytics store.*ctxkeep ingest"):
+        R.open_store(tmp_path / "nothing")
+    (store_home / "analytics.duckdb").write_bytes(b"this is not a database" * 1000)
+    with pytest.raises(StoreError, match="unreadable.*ctxkeep reindex") as e:
+        R.open_store(store_home)
+    assert "\n" not in str(e.value)
