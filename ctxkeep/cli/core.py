@@ -251,8 +251,14 @@ def show(
         _fail(UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget"), 2)
     if session is not None or not entry_ids:
         if entry_ids or session is None:
-            _fail(UsageError("give entry ids or --session, not both" if entry_ids else "nothing to show",
-                             where="show", hint="`ctxkeep show ID…` or `ctxkeep show --session SESSION`"), 2)
+            _fail(
+                UsageError(
+                    "give entry ids or --session, not both" if entry_ids else "nothing to show",
+                    where="show",
+                    hint="`ctxkeep show ID…` or `ctxkeep show --session SESSION`",
+                ),
+                2,
+            )
         _show_session(session, budget, home, as_json)
         return
     try:
@@ -320,9 +326,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
         elif t.kind in ("thinking", "summary", "tool_result"):
             out.print(f"{when} [dim]{t.kind}: {escape(t.text)}[/dim]", highlight=False, soft_wrap=True)
         else:
-            out.print(
-                f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False
-            )
+            out.print(f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False)
             out.print(t.text, highlight=False, markup=False, soft_wrap=True)
     if conv.note:
         err.print(f"[yellow]note:[/yellow] {conv.note}", highlight=False)

@@ -15,7 +15,9 @@ from ctxkeep.cli import HomeOpt, app
 hook_app = typer.Typer(hidden=True, add_completion=False, help="Run an agent hook (called by the agents).")
 app.add_typer(hook_app, name="hook", hidden=True)
 
-TimeoutOpt = typer.Option(None, "--timeout", help="Hard timeout in seconds (default 5, $CTXKEEP_HOOK_TIMEOUT).")
+TimeoutOpt = typer.Option(
+    None, "--timeout", help="Hard timeout in seconds (default 5, $CTXKEEP_HOOK_TIMEOUT)."
+)
 
 
 def _stdin() -> str:
@@ -52,7 +54,9 @@ def codex(
 
 @hook_app.command("gemini-cli")
 def gemini_cli(
-    event: str = typer.Argument(..., help="A Gemini CLI hook event: SessionStart, PreCompress, SessionEnd, AfterAgent, …"),
+    event: str = typer.Argument(
+        ..., help="A Gemini CLI hook event: SessionStart, PreCompress, SessionEnd, AfterAgent, …"
+    ),
     home: Path | None = HomeOpt,
     timeout: float | None = TimeoutOpt,
 ):

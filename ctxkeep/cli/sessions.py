@@ -34,7 +34,9 @@ def sessions(
     try:
         unknown = [a for a in agent or [] if a not in AGENTS]
         if unknown:
-            raise UsageError(f"unknown agent {', '.join(unknown)}", where="--agent", hint="known: " + ", ".join(AGENTS))
+            raise UsageError(
+                f"unknown agent {', '.join(unknown)}", where="--agent", hint="known: " + ", ".join(AGENTS)
+            )
         conn = sqlite_store.connect(h, readonly=True)
         try:
             rows, source = list_sessions(

@@ -118,7 +118,9 @@ def _unchanged(home: Path, path: Path) -> bool:
     st = path.stat()
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        r = conn.execute("SELECT size, mtime_ns, offset FROM watermarks WHERE path = ?", (str(path),)).fetchone()
+        r = conn.execute(
+            "SELECT size, mtime_ns, offset FROM watermarks WHERE path = ?", (str(path),)
+        ).fetchone()
     except sqlite3.Error:
         return False
     finally:
@@ -204,13 +206,17 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
         detail = f"no transcript at {tp!r}"
     if event == "session-start" and payload.get("source") in SNAPSHOT_SOURCES[agent]:
         if not (home / "store.db").exists():
-            return HookResult(action="ingested" if tp else "skipped", detail=detail + "; no store, no snapshot")
+            return HookResult(
+                action="ingested" if tp else "skipped", detail=detail + "; no store, no snapshot"
+            )
         md = _snapshot(home, payload.get("session_id"), payload.get("cwd"))
         return HookResult(_session_start_output(md), "snapshot", f"{detail}; snapshot {len(md)} chars")
     return HookResult(action="ingested", detail=detail)
 
 
-def run(agent: str, event: str, raw: str, *, home: Path | None = None, timeout: float | None = None) -> HookResult:
+def run(
+    agent: str, event: str, raw: str, *, home: Path | None = None, timeout: float | None = None
+) -> HookResult:
     """Run one hook with its raw input under a hard ``timeout`` (seconds; default
     ``$CTXKEEP_HOOK_TIMEOUT`` or ``DEFAULT_TIMEOUT``). Never raises: an error or a
     timeout is logged and comes back as a ``HookResult`` with empty ``stdout``. The
@@ -232,7 +238,7 @@ def run(agent: str, event: str, raw: str, *, home: Path | None = None, timeout: 
     def work() -> None:
         try:
             box["result"] = handle(h, agent, event, parse_payload(raw))
-        except BaseException as e:  # noqa: BLE001 - a hook never fails its agent
+        except BaseException as e:
             box["error"] = traceback.format_exception_only(type(e), e)[-1].strip()
 
     t = threading.Thread(target=work, name="ctxkeep-hook", daemon=True)

@@ -174,13 +174,16 @@ def build_snapshot(
     below 100.
     """
     if budget < 100:
-        raise UsageError(f"budget {budget} is too small for a snapshot", where="budget", hint="use 100 or more")
+        raise UsageError(
+            f"budget {budget} is too small for a snapshot", where="budget", hint="use 100 or more"
+        )
     only = set(entry_ids) if entry_ids else None
     if session_id:
         sid = resolve_session(conn, session_id)
     elif only:
         r = conn.execute(
-            "SELECT coalesce(parent_session_id, session_id) FROM entries WHERE entry_id = ?", (next(iter(only)),)
+            "SELECT coalesce(parent_session_id, session_id) FROM entries WHERE entry_id = ?",
+            (next(iter(only)),),
         ).fetchone()
         if not r:
             raise UsageError("the entries are not stored", where="entry_ids")
@@ -265,12 +268,22 @@ def _tasks(rows, texts) -> list[Item]:
     src = eid = None
     created: list[list[str]] = []  # Claude Code TaskCreate/TaskUpdate: [subject, status]
     for r in rows:
-        if r[6] != "tool_call" or r[7] not in ("TodoWrite", "update_plan", "write_todos", "TaskCreate", "TaskUpdate"):
+        if r[6] != "tool_call" or r[7] not in (
+            "TodoWrite",
+            "update_plan",
+            "write_todos",
+            "TaskCreate",
+            "TaskUpdate",
+        ):
             continue
         a = _args(texts(r[8]))
         tool = r[7]
         if tool == "TodoWrite" and isinstance(a.get("todos"), list):
-            state = [(str(t.get("content") or ""), str(t.get("status") or "")) for t in a["todos"] if isinstance(t, dict)]
+            state = [
+                (str(t.get("content") or ""), str(t.get("status") or ""))
+                for t in a["todos"]
+                if isinstance(t, dict)
+            ]
         elif tool == "write_todos" and isinstance(a.get("todos"), list):
             state = [
                 (str(t.get("description") or t.get("content") or ""), str(t.get("status") or ""))
@@ -278,7 +291,11 @@ def _tasks(rows, texts) -> list[Item]:
                 if isinstance(t, dict)
             ]
         elif tool == "update_plan" and isinstance(a.get("plan"), list):
-            state = [(str(t.get("step") or ""), str(t.get("status") or "")) for t in a["plan"] if isinstance(t, dict)]
+            state = [
+                (str(t.get("step") or ""), str(t.get("status") or ""))
+                for t in a["plan"]
+                if isinstance(t, dict)
+            ]
         elif tool == "TaskCreate":
             created.append([str(a.get("subject") or a.get("description") or ""), "pending"])
             state = [(s, st) for s, st in created]
@@ -365,7 +382,9 @@ def _files(rows, texts, project) -> list[Item]:
     changed = sum(1 for _, c in ranked if set(c) - {"read"})
     out = [Item(f"{changed} files changed, {len(ranked) - changed} only read (most changed first)")]
     for path, c in ranked:
-        what = ", ".join(f"{k} {n}×" if n > 1 else k for k, n in sorted(c.items(), key=lambda x: _ORDER.index(x[0])))
+        what = ", ".join(
+            f"{k} {n}×" if n > 1 else k for k, n in sorted(c.items(), key=lambda x: _ORDER.index(x[0]))
+        )
         out.append(Item(f"- `{path}`: {what}"))
     return out
 
@@ -426,7 +445,9 @@ def _fetch(snap: Snapshot, kept: dict[str, list[Item]]) -> list[Item]:
                 f"ctx_fetch {json.dumps({'ids': shown})}"
             )
         )
-    out.append(Item(f'- search this session: ctx_search {{"queries": ["…"], "filters": {{"session": "{sid}"}}}}'))
+    out.append(
+        Item(f'- search this session: ctx_search {{"queries": ["…"], "filters": {{"session": "{sid}"}}}}')
+    )
     return out
 
 
@@ -456,12 +477,16 @@ def _fill(snap: Snapshot, cands: dict[str, list[Item]]) -> None:
         if len(items) > len(kept[name]):
             snap.omitted[name] = len(items) - len(kept[name])
     if snap.omitted.get("files") and kept["files"]:
-        more = Item(f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)")
+        more = Item(
+            f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
+        )
         kept["files"].append(more)
-        while len(kept["files"]) > 2 and cost(kept) > snap.budget:
-            kept["files"].pop(-2)
-            snap.omitted["files"] += 1
-            more.text = f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
+        while kept["files"] and cost(kept) > snap.budget:  # the summary line must fit too
+            kept["files"].pop(-2 if len(kept["files"]) > 2 else -1)
+            snap.omitted["files"] = len(cands["files"]) - max(len(kept["files"]) - 1, 0)
+            more.text = (
+                f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
+            )
     kept["fetch"] = _fetch(snap, kept)
     snap.sections = {k: v for k, v in kept.items() if v}
     snap.tokens = heuristic_tokens(snap.to_markdown())

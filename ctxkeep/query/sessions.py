@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ctxkeep.errors import UsageError
-from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import content_text
 from ctxkeep.transforms.tokens import heuristic_tokens
 
@@ -326,7 +325,10 @@ class Conversation:
     note: str = ""
 
     def as_dict(self) -> dict:
-        return {**{k: v for k, v in asdict(self).items() if k != "turns"}, "turns": [t.as_dict() for t in self.turns]}
+        return {
+            **{k: v for k, v in asdict(self).items() if k != "turns"},
+            "turns": [t.as_dict() for t in self.turns],
+        }
 
 
 #: records that mark where an agent's context was compacted: Claude Code's ``system``
@@ -405,7 +407,16 @@ def conversation(
         if _is_compaction(agent, role, kind, tool):
             size = nbytes or 0
             turns.append(
-                Turn(eid, s, ts, role, "compaction", tool, f"── context compacted here ({size:,} bytes of summary) ──", 12)
+                Turn(
+                    eid,
+                    s,
+                    ts,
+                    role,
+                    "compaction",
+                    tool,
+                    f"── context compacted here ({size:,} bytes of summary) ──",
+                    12,
+                )
             )
         elif kind == "message" and role in ("user", "assistant"):
             text = content_text(conn, chash) if chash else ""
