@@ -174,7 +174,7 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
     """Do what ``event`` of ``agent`` asks (see the module doc) with the agent's
     ``payload``; returns a ``HookResult``. Raises on errors (``run`` logs them)."""
     if agent == "codex":
-        if event != "notify":
+        if event not in CODEX_EVENTS:
             return HookResult(detail=f"unknown Codex event {event}")
         tid = payload.get("thread-id") or payload.get("thread_id") or payload.get("session_id")
         if not tid:

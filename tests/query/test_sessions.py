@@ -71,6 +71,8 @@ def test_conversation_in_order_with_folded_tool_calls(conn):
     bad = [t for t in calls if t.result_error]
     assert [t.tool_name for t in bad] == ["WebFetch"] and "claudelog.com" in bad[0].text
     assert bad[0].result_bytes == len(b"[error] Request failed with status code 403")
+    kind = conn.execute("SELECT kind FROM entries WHERE entry_id = ?", (bad[0].result_entry_id,)).fetchone()
+    assert kind == ("tool_result",)
     ts = [t.ts for t in turns if t.session_id == CLAUDE]
     assert ts == sorted(ts)
 
