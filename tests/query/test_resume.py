@@ -6,23 +6,17 @@ lines, not through ctxkeep), as each comment says."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from ctxkeep.errors import UsageError
 from ctxkeep.query.resume import build_snapshot
 from ctxkeep.transforms.tokens import heuristic_tokens
+from tests.query import test_sessions
 
 CODEX = "c61729d4-da6d-46a4-9a29-ec2c614e5e23"
 CLAUDE = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
-
-
-@pytest.fixture(scope="module")
-def conn(corpus_store):
-    c = sqlite3.connect(f"file:{corpus_store[0] / 'store.db'}?mode=ro", uri=True)
-    yield c
-    c.close()
+conn = test_sessions.conn  # the read-only corpus store fixture, shared
 
 
 def _item(snap, section, starts):
