@@ -205,7 +205,9 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
     else:
         detail = f"no transcript at {tp!r}"
     if event == "session-start" and payload.get("source") in SNAPSHOT_SOURCES[agent]:
-        if not (home / "store.db").exists():
+        from ctxkeep.sinks.files import STORE_DB
+
+        if not (home / STORE_DB).exists():
             return HookResult(
                 action="ingested" if tp else "skipped", detail=detail + "; no store, no snapshot"
             )

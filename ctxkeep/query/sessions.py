@@ -146,7 +146,9 @@ def list_sessions(
     Returns ``(rows, source)``: the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``.
     """
     raw, source = None, "sqlite"
-    if home is not None and (Path(home) / "analytics.duckdb").exists():
+    from ctxkeep.sinks.files import ANALYTICS_DB
+
+    if home is not None and (Path(home) / ANALYTICS_DB).exists():
         try:
             raw = _from_duckdb(Path(home))
             source = "duckdb"
