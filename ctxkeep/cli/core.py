@@ -231,7 +231,13 @@ def search(
 @app.command()
 def show(
     entry_ids: list[str] = typer.Argument(
-        ..., help="Entry ids (or unique prefixes of 6+ characters) from `ctxkeep search`."
+        None, help="Entry ids (or unique prefixes of 6+ characters) from `ctxkeep search`."
+    ),
+    session: str | None = typer.Option(
+        None,
+        "--session",
+        "-s",
+        help="Print this session's conversation in order instead (an id or unique prefix, as `ctxkeep sessions` shows).",
     ),
     budget: int | None = typer.Option(
         None, "--budget", "-b", help="Token budget for all texts together (cut texts keep head and tail)."
@@ -243,14 +249,26 @@ def show(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Print the full contents of entries (tier 2 of a search), within a budget."""
+    """Print the full contents of entries (tier 2 of a search), or with --session one session's conversation, within a budget."""
     from ctxkeep.errors import UsageError
     from ctxkeep.query.fetch import fetch
     from ctxkeep.sinks import sqlite as sqlite_store
 
+    if budget is not None and budget < 1:
+        _fail(UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget"), 2)
+    if session is not None or not entry_ids:
+        if entry_ids or session is None:
+            _fail(
+                UsageError(
+                    "give entry ids or --session, not both" if entry_ids else "nothing to show",
+                    where="show",
+                    hint="`ctxkeep show ID…` or `ctxkeep show --session SESSION`",
+                ),
+                2,
+            )
+        _show_session(session, budget, home, as_json)
+        return
     try:
-        if budget is not None and budget < 1:
-            raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
         if max_bytes is not None and max_bytes < 1:
             raise UsageError(f"--max-bytes {max_bytes} must be positive", where="--max-bytes")
         conn = sqlite_store.connect(_home(home), readonly=True)
@@ -274,6 +292,51 @@ def show(
             out.print(d.text, highlight=False, markup=False, soft_wrap=True)
     if not rows:
         raise typer.Exit(1)
+
+
+def _show_session(session: str, budget: int | None, home: Path | None, as_json: bool) -> None:
+    """``show --session``: the conversation of ``session`` in order (``query.sessions``)."""
+    from ctxkeep.query.sessions import conversation
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    try:
+        conn = sqlite_store.connect(_home(home), readonly=True)
+        try:
+            conv = conversation(conn, session, budget=budget)
+        finally:
+            conn.close()
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(conv.as_dict())
+        return
+    from rich.markup import escape
+
+    out.print(
+        f"[bold]{conv.agent} session {conv.session_id}[/bold]  {conv.project_dir or ''}", highlight=False
+    )
+    for t in conv.turns:
+        when = (t.ts or "")[11:19]
+        if t.kind == "tool_call":
+            res = (
+                "no result"
+                if t.result_bytes is None
+                else f"→ {t.result_bytes:,} bytes" + (" ERROR" if t.result_error else "")
+            )
+            out.print(
+                f"{when} [cyan]⚙ {escape(t.tool_name or '?')}[/cyan] {escape(t.text)}  [dim]{res}  {t.entry_id[:12]}[/dim]",
+                highlight=False,
+                soft_wrap=True,
+            )
+        elif t.kind == "compaction":
+            out.print(f"{when} [yellow]{escape(t.text)}[/yellow]", highlight=False)
+        elif t.kind in ("thinking", "summary", "tool_result"):
+            out.print(f"{when} [dim]{t.kind}: {escape(t.text)}[/dim]", highlight=False, soft_wrap=True)
+        else:
+            out.print(f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False)
+            out.print(t.text, highlight=False, markup=False, soft_wrap=True)
+    if conv.note:
+        err.print(f"[yellow]note:[/yellow] {conv.note}", highlight=False)
 
 
 @app.command()

@@ -3,7 +3,8 @@
 objects, so cross-field checks live in the handlers).
 
 Tools: ``ctx_search`` (tier 1), ``ctx_fetch`` (tier 2), ``ctx_stats`` (read-only
-counts), ``ctx_index`` (index a text or file as a note), ``ctx_purge`` (when the
+counts), ``ctx_index`` (index a text or file as a note), ``ctx_resume`` (a resume
+snapshot of a session, ``query.resume``), ``ctx_purge`` (when the
 purge core is available). Every tool answers with a text rendering for the model and
 the same data as ``structured_content``. Wrong arguments come back as a tool error
 (``is_error``) with one line saying what, where and what to do.
@@ -28,6 +29,7 @@ DEFAULT_LIMIT = 8
 MAX_LIMIT = 200
 DEFAULT_SEARCH_BUDGET = 2000
 DEFAULT_FETCH_BUDGET = 8000
+DEFAULT_RESUME_BUDGET = 1500
 MAX_BUDGET = 200_000
 PURGE_LOCK_TIMEOUT = 30.0  # seconds to wait for a running ingest/compress to finish
 
@@ -147,6 +149,33 @@ TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
+
+RESUME_TOOL = {
+    "name": "ctx_resume",
+    "description": (
+        "A resume snapshot of a stored session, within a token budget: the user's first and last "
+        "prompts, the open tasks (last TodoWrite / update_plan / todo state), the files created, "
+        "edited and read with counts, the last failing command and its error, the rules the user "
+        "stated (verbatim), and the exact ctx_fetch / `ctxkeep show` calls for more. Works for a "
+        "session of any agent. WHEN: after a compaction or when picking up earlier work "
+        '("where were we?"); without arguments it takes the latest session of the project. '
+        "WHEN NOT: to find a specific past detail (use ctx_search)."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "sessionId": {"type": "string", "description": "a session id or unique prefix (default: latest)"},
+            "projectDir": {
+                "type": "string",
+                "description": "the project whose latest session to take (default: the server's directory)",
+            },
+            "budget": {
+                "type": ["integer", "string"],
+                "description": f"token budget of the snapshot (default {DEFAULT_RESUME_BUDGET})",
+            },
+        },
+    },
+}
 
 PURGE_TOOL = {
     "name": "ctx_purge",
@@ -402,6 +431,21 @@ class Handlers:
             f"~{r['token_estimate']} tokens, {r['chunks']} chunk(s)"
         ), r
 
+    def ctx_resume(self, a: dict) -> tuple[str, dict]:
+        from ctxkeep.paths import normalize_dir
+        from ctxkeep.query.resume import build_snapshot
+
+        budget, note = as_int(a.get("budget"), "budget", DEFAULT_RESUME_BUDGET, 100, MAX_BUDGET)
+        sid = str(a.get("sessionId") or "").strip() or None
+        project = None if sid else normalize_dir(str(a.get("projectDir") or self.cwd), str(self.cwd))
+        conn = self._ro()
+        try:
+            snap = build_snapshot(conn, sid, project_dir=project, budget=budget)
+        finally:
+            conn.close()
+        text = snap.to_markdown() + (f"note: {note}\n" if note else "")
+        return text, snap.as_dict()
+
     def ctx_purge(self, a: dict) -> tuple[str, dict]:
         from ctxkeep.maintenance.purge import run_purge
         from ctxkeep.maintenance.purge_request import parse_purge_request
@@ -433,7 +477,7 @@ def build_server(home: Path, cwd: Path | None = None):
     from mcp.server import Server
 
     h = Handlers(home, cwd)
-    tools = TOOLS + [PURGE_TOOL]
+    tools = TOOLS + [RESUME_TOOL, PURGE_TOOL]
     names = {t["name"] for t in tools}
 
     async def list_tools(ctx, params) -> types.ListToolsResult:

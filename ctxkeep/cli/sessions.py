@@ -1,0 +1,147 @@
+"""Session commands: ``sessions`` (the list) and ``resume`` (a resume snapshot).
+Both read the store only and never import Prefect or Polars."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out
+from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.paths import normalize_dir
+
+
+@app.command()
+def sessions(
+    agent: list[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    project: str | None = typer.Option(
+        None, help="Only sessions whose project dir is this path or below it (., ~ and relative paths work)."
+    ),
+    since: str | None = typer.Option(None, help="Active from this UTC time: 2025-06-01, or an age like 7d."),
+    until: str | None = typer.Option(None, help="Started before this UTC time (same forms as --since)."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """List stored sessions, newest first, sub-agents under their parent (ids: the shortest unique prefix)."""
+    from ctxkeep.query.search.parse import parse_when
+    from ctxkeep.query.sessions import list_sessions
+    from ctxkeep.schema import AGENTS
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    h = _home(home)
+    try:
+        unknown = [a for a in agent or [] if a not in AGENTS]
+        if unknown:
+            raise UsageError(
+                f"unknown agent {', '.join(unknown)}", where="--agent", hint="known: " + ", ".join(AGENTS)
+            )
+        conn = sqlite_store.connect(h, readonly=True)
+        try:
+            rows, source = list_sessions(
+                conn,
+                h,
+                agents=agent or None,
+                project=normalize_dir(project, os.getcwd()) if project else None,
+                since=parse_when(since),
+                until=parse_when(until),
+            )
+        finally:
+            conn.close()
+    except UsageError as e:
+        _fail(e, 2)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json({"source": source, "sessions": [r.as_dict() for r in rows]})
+        return
+    if not rows:
+        out.print("no sessions", highlight=False)
+        return
+    heads = ("agent", "id", "project", "started", "ended", "msgs", "tools", "tokens", "cost", "title")
+    cells = [
+        (
+            ("└ " if r.depth else "") + r.agent,
+            r.short_id,
+            _short_dir(r.project_dir),
+            _when(r.started),
+            _when(r.ended, r.started),
+            f"{r.messages:,}",
+            f"{r.tool_calls:,}",
+            f"{r.tokens:,}",
+            "" if r.cost_usd is None else f"${r.cost_usd:,.2f}",
+            r.title,
+        )
+        for r in rows
+    ]
+    # plain aligned columns: every cell but the title whole (ids must stay usable); the
+    # title takes what is left of the line (at least 20 characters)
+    widths = [max([len(x[i]) for x in cells] + [len(c)]) for i, c in enumerate(heads[:-1])]
+    room = max(20, out.width - sum(widths) - 2 * len(widths) - 1)
+
+    def line(x) -> str:
+        cols = [v.rjust(w) if i >= 5 else v.ljust(w) for i, (v, w) in enumerate(zip(x, widths, strict=False))]
+        title = x[-1] if len(x[-1]) <= room else x[-1][: room - 1] + "…"
+        return "  ".join(cols + [title]).rstrip()
+
+    out.print(line(heads), highlight=False, markup=False, style="bold", soft_wrap=True)
+    for r, x in zip(rows, cells, strict=True):
+        out.print(line(x), highlight=False, markup=False, style="dim" if r.depth else None, soft_wrap=True)
+    if source == "sqlite":
+        out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
+
+
+def _when(ts: str | None, same_day_as: str | None = None) -> str:
+    """``2025-06-01 12:00`` (UTC); just ``12:30`` when on the day of ``same_day_as``."""
+    if not ts:
+        return ""
+    if same_day_as and ts[:10] == same_day_as[:10]:
+        return ts[11:16]
+    return ts[:16].replace("T", " ")
+
+
+def _short_dir(p: str | None) -> str:
+    if not p:
+        return ""
+    home = os.path.expanduser("~")
+    if p.startswith(home + os.sep):
+        p = "~" + p[len(home) :]
+    return p if len(p) <= 28 else "…" + p[-27:]
+
+
+@app.command()
+def resume(
+    session: str | None = typer.Argument(
+        None, help="A session id or unique prefix (default: the latest session of --project or here)."
+    ),
+    project: str | None = typer.Option(None, help="The project whose latest session to resume (default: .)."),
+    budget: int = typer.Option(1500, "--budget", "-b", help="Token budget of the snapshot."),
+    fmt: str = typer.Option("md", "--format", "-f", help="md or json."),
+    home: Path | None = HomeOpt,
+):
+    """Print a resume snapshot of a session: prompts, open tasks, files, last failure, the user's rules, where to fetch more."""
+    from ctxkeep.query.resume import build_snapshot
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    try:
+        if fmt not in ("md", "json"):
+            raise UsageError(f"unknown format {fmt!r}", where="--format", hint="use md or json")
+        conn = sqlite_store.connect(_home(home), readonly=True)
+        try:
+            snap = build_snapshot(
+                conn,
+                session,
+                project_dir=None if session else normalize_dir(project or ".", os.getcwd()),
+                budget=budget,
+            )
+        finally:
+            conn.close()
+    except UsageError as e:
+        _fail(e, 2 if "budget" in str(e) or "format" in str(e) else 1)
+    except CtxkeepError as e:
+        _fail(e)
+    if fmt == "json":
+        _print_json(snap.as_dict())
+    else:
+        typer.echo(snap.to_markdown(), nl=False)

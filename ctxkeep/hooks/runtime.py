@@ -1,0 +1,269 @@
+"""What the agents' hooks run (``ctxkeep hook AGENT EVENT``): ingest the session's
+transcript at the moments it matters, and hand the resume snapshot back when a
+session starts again after a compaction or a resume.
+
+Events, as the agents document them:
+
+- Claude Code (hooks, v1.0.x–2.1; JSON on stdin with ``session_id``,
+  ``transcript_path``, ``cwd``, ``hook_event_name`` and ``trigger`` (PreCompact:
+  ``manual``/``auto``) or ``source`` (SessionStart: ``startup``/``resume``/``clear``/
+  ``compact``)): ``precompact`` and ``session-end`` ingest the transcript (PreCompact's
+  stdout is not added to the context); ``session-start`` ingests it and, for source
+  ``compact`` or ``resume``, prints ``{"hookSpecificOutput": {"hookEventName":
+  "SessionStart", "additionalContext": <snapshot Markdown>}}``, which Claude Code adds
+  to the new context.
+- Codex (``notify`` in ``~/.codex/config.toml``: the program gets one JSON argument,
+  ``{"type": "agent-turn-complete", "thread-id", "turn-id", "cwd", …}``, after each
+  turn): ``notify`` ingests the rollout of that thread (``rollout-*-<thread-id>.jsonl``
+  under ``$CODEX_HOME`` or ``~/.codex``). Codex offers no injection point.
+- Gemini CLI (hooks, v0.26+; JSON on stdin like Claude Code's, SessionStart ``source``
+  ``startup``/``resume``/``clear``): ``SessionStart`` (snapshot for ``resume``, same
+  output shape), ``PreCompress``, ``SessionEnd`` and ``AfterAgent`` ingest; the other
+  documented events (``BeforeAgent``, ``BeforeModel``, ``AfterModel``,
+  ``BeforeToolSelection``, ``BeforeTool``, ``AfterTool``, ``Notification``) do nothing.
+
+A hook never blocks or fails its agent: the work runs under a hard timeout (default
+``DEFAULT_TIMEOUT`` s, ``$CTXKEEP_HOOK_TIMEOUT``), every error (bad JSON, a transcript
+that does not exist, a busy store, a timeout) is logged to ``<home>/hooks.log`` and
+the hook exits 0 with nothing on stdout. Ingest runs in-process (never Prefect) on the
+one transcript only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 5.0
+LOG_FILE = "hooks.log"
+LOG_MAX_BYTES = 1_000_000  # the log is cut to its newest half beyond this
+SNAPSHOT_BUDGET = 1500
+
+CLAUDE_EVENTS = ("precompact", "session-start", "session-end")
+CODEX_EVENTS = ("notify",)
+#: Gemini CLI's documented hook events (geminicli.com/docs/hooks/reference)
+GEMINI_EVENTS = (
+    "SessionStart",
+    "SessionEnd",
+    "BeforeAgent",
+    "AfterAgent",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+    "BeforeTool",
+    "AfterTool",
+    "PreCompress",
+    "Notification",
+)
+_GEMINI_INGEST = {"SessionStart", "SessionEnd", "AfterAgent", "PreCompress"}
+#: SessionStart sources after which the snapshot is printed
+SNAPSHOT_SOURCES = {"claude-code": ("compact", "resume"), "gemini-cli": ("resume",)}
+
+
+@dataclass
+class HookResult:
+    """What a hook did: ``stdout`` (the text to print; empty for most events),
+    ``action`` (``ingested``, ``snapshot``, ``skipped``, ``error``, ``timeout``) and a
+    one-line ``detail`` for the log."""
+
+    stdout: str = ""
+    action: str = "skipped"
+    detail: str = ""
+
+
+def log(home: Path, agent: str, event: str, message: str) -> None:
+    """Append one line ``<UTC time> <agent> <event>: <message>`` to ``<home>/hooks.log``
+    (created 0600; never raises)."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        p = home / LOG_FILE
+        if p.exists() and p.stat().st_size > LOG_MAX_BYTES:
+            keep = p.read_bytes()[-LOG_MAX_BYTES // 2 :]
+            p.write_bytes(keep[keep.find(b"\n") + 1 :])
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            f.write(f"{now} {agent} {event}: {' '.join(message.split())}\n")
+    except Exception:
+        pass
+
+
+def parse_payload(raw: str) -> dict:
+    """The hook's JSON payload (``{}`` for empty input). Raises ValueError when it is
+    not a JSON object."""
+    if not raw or not raw.strip():
+        return {}
+    v = json.loads(raw)
+    if not isinstance(v, dict):
+        raise ValueError("the hook input is not a JSON object")
+    return v
+
+
+def _unchanged(home: Path, path: Path) -> bool:
+    """True when the store's watermark of ``path`` has its current size and mtime
+    (an earlier hook ingested it): the ingest, and its imports, are skipped."""
+    from ctxkeep.sinks.files import STORE_DB
+
+    db = home / STORE_DB
+    if not db.exists():
+        return False
+    import sqlite3
+
+    st = path.stat()
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        r = conn.execute(
+            "SELECT size, mtime_ns, offset FROM watermarks WHERE path = ?", (str(path),)
+        ).fetchone()
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return bool(r) and r[0] == st.st_size and r[1] == st.st_mtime_ns and r[2] == st.st_size
+
+
+def _ingest(home: Path, agent: str, path: Path) -> str:
+    if _unchanged(home, path):
+        return f"{path} unchanged since the last ingest"
+    from ctxkeep.pipeline.engine import run_ingest
+
+    s = run_ingest(home, agents=[agent], paths=[path]).as_dict()
+    return f"ingested {s.get('entries_new', 0)} new entries from {path}"
+
+
+def _snapshot(home: Path, session_id: str | None, cwd: str | None) -> str:
+    from ctxkeep.errors import UsageError
+    from ctxkeep.paths import normalize_dir
+    from ctxkeep.query.resume import build_snapshot
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        try:
+            snap = build_snapshot(conn, session_id, budget=SNAPSHOT_BUDGET) if session_id else None
+        except UsageError:  # a new session id (a resume may start one): the project's latest
+            snap = None
+        if snap is None:
+            snap = build_snapshot(
+                conn, None, project_dir=normalize_dir(cwd, "/") if cwd else None, budget=SNAPSHOT_BUDGET
+            )
+        return snap.to_markdown()
+    finally:
+        conn.close()
+
+
+def _session_start_output(md: str) -> str:
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": md}})
+
+
+def _codex_rollout(thread_id: str) -> Path | None:
+    root = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    for base in ("sessions", "archived_sessions"):
+        for p in sorted((root / base).glob(f"**/rollout-*{thread_id}.jsonl"), reverse=True):
+            return p
+    return None
+
+
+def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
+    """Do what ``event`` of ``agent`` asks (see the module doc) with the agent's
+    ``payload``; returns a ``HookResult``. Raises on errors (``run`` logs them)."""
+    if agent == "codex":
+        if event not in CODEX_EVENTS:
+            return HookResult(detail=f"unknown Codex event {event}")
+        tid = payload.get("thread-id") or payload.get("thread_id") or payload.get("session_id")
+        if not tid:
+            return HookResult(detail=f"no thread-id in the notification ({payload.get('type')})")
+        p = _codex_rollout(str(tid))
+        if p is None:
+            return HookResult(detail=f"no rollout for thread {tid}")
+        return HookResult(action="ingested", detail=_ingest(home, agent, p))
+    if agent == "claude-code":
+        if event not in CLAUDE_EVENTS:
+            return HookResult(detail=f"unknown Claude Code event {event}")
+        ingest = True
+    elif agent == "gemini-cli":
+        if event not in GEMINI_EVENTS:
+            return HookResult(detail=f"unknown Gemini CLI event {event}")
+        ingest = event in _GEMINI_INGEST
+        event = "session-start" if event == "SessionStart" else event
+    else:
+        return HookResult(detail=f"unknown agent {agent}")
+    if not ingest:
+        return HookResult(detail="nothing to do for this event")
+    tp = payload.get("transcript_path")
+    detail = ""
+    if tp and Path(str(tp)).expanduser().is_file():
+        detail = _ingest(home, agent, Path(str(tp)).expanduser())
+    elif event != "session-start":
+        return HookResult(detail=f"no transcript at {tp!r}: nothing ingested")
+    else:
+        detail = f"no transcript at {tp!r}"
+    if event == "session-start" and payload.get("source") in SNAPSHOT_SOURCES[agent]:
+        from ctxkeep.sinks.files import STORE_DB
+
+        if not (home / STORE_DB).exists():
+            return HookResult(
+                action="ingested" if tp else "skipped", detail=detail + "; no store, no snapshot"
+            )
+        md = _snapshot(home, payload.get("session_id"), payload.get("cwd"))
+        return HookResult(_session_start_output(md), "snapshot", f"{detail}; snapshot {len(md)} chars")
+    return HookResult(action="ingested", detail=detail)
+
+
+def run(
+    agent: str, event: str, raw: str, *, home: Path | None = None, timeout: float | None = None
+) -> HookResult:
+    """Run one hook with its raw input under a hard ``timeout`` (seconds; default
+    ``$CTXKEEP_HOOK_TIMEOUT`` or ``DEFAULT_TIMEOUT``). Never raises: an error or a
+    timeout is logged and comes back as a ``HookResult`` with empty ``stdout``. The
+    work runs in a daemon thread; on a timeout it is abandoned (the caller exits,
+    SQLite's transactions keep the store whole)."""
+    from ctxkeep import config as cfgmod
+
+    if timeout is None:
+        try:
+            timeout = float(os.environ.get("CTXKEEP_HOOK_TIMEOUT") or DEFAULT_TIMEOUT)
+        except ValueError:
+            timeout = DEFAULT_TIMEOUT
+    try:
+        h = cfgmod.resolve_home(home)
+    except Exception as e:  # an unusable $CTXKEEP_HOME: nowhere to log, nothing to do
+        return HookResult(action="error", detail=str(e))
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["result"] = handle(h, agent, event, parse_payload(raw))
+        except BaseException as e:
+            box["error"] = traceback.format_exception_only(type(e), e)[-1].strip()
+
+    t = threading.Thread(target=work, name="ctxkeep-hook", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        r = HookResult(action="timeout", detail=f"gave up after {timeout:g} s")
+    elif "error" in box:
+        r = HookResult(action="error", detail=box["error"])
+    else:
+        r = box.get("result") or HookResult()
+    log(h, agent, event, f"{r.action}: {r.detail}")
+    return r
+
+
+def main(agent: str, event: str, raw: str, *, home: Path | None = None, timeout: float | None = None) -> None:
+    """``run`` the hook, print its stdout and end the process with exit code 0 at
+    once (``os._exit``: a timed-out worker thread must not hold the agent)."""
+    r = run(agent, event, raw, home=home, timeout=timeout)
+    try:
+        if r.stdout:
+            sys.stdout.write(r.stdout + "\n")
+        sys.stdout.flush()
+    except Exception:
+        pass
+    os._exit(0)

@@ -1,0 +1,492 @@
+"""Resume snapshots (``ctxkeep resume``, MCP ``ctx_resume``, the agents' SessionStart
+hook): what an agent needs to go on with a session, from the stored transcript of any
+agent, within a token budget.
+
+Sections, filled in priority order until the budget is spent (each item whole or not
+at all; a section's first item before any section's second):
+
+1. ``prompts``: the first user prompts and the last few;
+2. ``tasks``: the last state of the session's plan: Claude Code ``TodoWrite``
+   (``{"todos": [{content, status}]}``) or its ``TaskCreate``/``TaskUpdate`` tools
+   (v2.1: ``{"subject"}``, then ``{"taskId", "status"}``, ids counted from 1 in
+   creation order), Codex ``update_plan`` (``{"plan": [{step, status}]}``), Gemini CLI
+   ``write_todos`` (``{"todos": [{description, status}]}``);
+3. ``files``: files created, edited and read, with counts: Claude Code
+   Write/Edit/MultiEdit/NotebookEdit/Read, Codex ``apply_patch`` (as a tool or inside a
+   shell command: ``*** Add|Update|Delete File:``), Gemini CLI write_file/replace/
+   read_file, and shell commands that write (``>``, ``>>``, ``tee``, ``sed -i``,
+   ``touch``) or read (``cat``, ``sed -n``, ``head``, ``tail``, ``nl``);
+4. ``failure``: the last failing tool call and the tail of its error
+   (``sessions.error_flag``);
+5. ``constraints``: sentences of the user's prompts that state a rule ("don't",
+   "must", "always", "never", …), verbatim;
+6. ``fetch``: the entry ids and the exact ``ctxkeep show`` / ``ctx_fetch`` calls that
+   return more (always included).
+
+The snapshot is the same whichever agent resumes it; sub-agent sessions count toward
+their parent's files, tasks and failures (their prompts were written by the parent
+agent, so they are not the user's prompts). Tokens are ``heuristic_tokens`` estimates.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import asdict, dataclass, field
+
+from ctxkeep.errors import UsageError
+from ctxkeep.paths import under_sql
+from ctxkeep.query.sessions import error_flag, is_prompt, resolve_session, session_rows
+from ctxkeep.sinks.sqlite import content_text
+from ctxkeep.transforms.tokens import heuristic_tokens
+
+FIRST_PROMPTS = 2
+LAST_PROMPTS = 3
+PROMPT_CHARS = 600
+ERROR_LINES = 12
+MAX_CONSTRAINTS = 12
+
+_RULE_RE = re.compile(
+    r"\b(don'?t|do not|doesn'?t|never|always|must(?:n'?t)?|should(?:n'?t)?|only|avoid|make sure|"
+    r"ensure|no need|stop|instead of|keep)\b",
+    re.I,
+)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+_PATCH_RE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$", re.M)
+_MOVE_RE = re.compile(r"^\*\*\* Move to: (.+?)\s*$", re.M)
+_WRITE_RE = re.compile(r"(?:^|[\s;&|])(?:>>?|tee(?:\s+-a)?)\s*([^\s;&|<>'\"()]+)")
+_SED_I_RE = re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([^\s;&|<>]+)")
+_TOUCH_RE = re.compile(r"\btouch\s+([^\s;&|<>]+)")
+_READ_RE = re.compile(
+    r"(?:^|[\s;&|(])(?:cat|head|tail|nl|less|wc)\s+(?:-\S+\s+)*([^\s;&|<>'\"()-][^\s;&|<>'\"()]*)"
+    r"|\bsed\s+-n\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+([^\s;&|<>]+)"
+)
+_EDIT_TOOLS = {"Edit": "edited", "MultiEdit": "edited", "NotebookEdit": "edited", "replace": "edited"}
+_WRITE_TOOLS = {"Write": "written", "write_file": "written"}
+_READ_TOOLS = {"Read": "read", "read_file": "read", "read_many_files": "read"}
+_SHELL_TOOLS = {"Bash", "shell", "local_shell_call", "run_shell_command", "exec_command", "shell_command"}
+_OPEN = ("pending", "in_progress", "in-progress", "open", "todo", "not_started")
+
+
+@dataclass
+class Item:
+    """One line of a snapshot section: its ``text`` and the ``entry_id`` it came
+    from (None for a summary line)."""
+
+    text: str
+    entry_id: str | None = None
+
+
+@dataclass
+class Snapshot:
+    """A resume snapshot (``build_snapshot``): the session (``agent``,
+    ``session_id``, ``project_dir``, ``started``/``ended`` ISO-8601 UTC), the
+    ``sections`` kept (name → items, in priority order: prompts, tasks, files,
+    failure, constraints, fetch), ``budget`` and estimated ``tokens`` (of the Markdown
+    rendering), and what the budget left out (``omitted``: section → item count)."""
+
+    agent: str
+    session_id: str
+    project_dir: str | None
+    started: str | None
+    ended: str | None
+    budget: int
+    sections: dict[str, list[Item]] = field(default_factory=dict)
+    omitted: dict[str, int] = field(default_factory=dict)
+    tokens: int = 0
+
+    def to_markdown(self) -> str:
+        """The snapshot as Markdown (what an agent gets in its context)."""
+        return _render(self, self.sections)
+
+    def as_dict(self) -> dict:
+        """The snapshot as a JSON-ready dict (sections: lists of ``{text, entry_id}``)."""
+        d = asdict(self)
+        d["markdown"] = self.to_markdown()
+        return d
+
+    def to_json(self) -> str:
+        """``as_dict`` as a JSON string."""
+        return json.dumps(self.as_dict(), ensure_ascii=False, indent=2)
+
+
+_TITLES = {
+    "prompts": "What the user asked",
+    "tasks": "Plan (last state)",
+    "files": "Files",
+    "failure": "Last failure",
+    "constraints": "The user's rules (verbatim)",
+    "fetch": "Fetch more",
+}
+
+
+def _render(s: Snapshot, sections: dict[str, list[Item]]) -> str:
+    head = (
+        f"# Resume: {s.agent} session {s.session_id}\n"
+        f"project {s.project_dir or '?'}; {(s.started or '?')[:16]} → {(s.ended or '?')[:16]} UTC"
+    )
+    parts = [head]
+    for name, items in sections.items():
+        if items:
+            parts.append(f"## {_TITLES[name]}\n" + "\n".join(i.text for i in items))
+    return "\n\n".join(parts) + "\n"
+
+
+def latest_session(conn: sqlite3.Connection, project_dir: str | None) -> str:
+    """The session (not a sub-agent) with the newest entry, under ``project_dir`` (or
+    anywhere when None). Raises UsageError when there is none."""
+    where, args = "parent_session_id IS NULL AND agent <> 'note'", []
+    if project_dir:
+        sql, args = under_sql("project_dir", project_dir)
+        where += " AND " + sql
+    r = conn.execute(
+        f"SELECT session_id FROM entries WHERE {where} AND ts IS NOT NULL ORDER BY ts DESC LIMIT 1", args
+    ).fetchone()
+    if not r:
+        raise UsageError(
+            f"no stored session{' in ' + project_dir if project_dir else ''}",
+            where="projectDir",
+            hint="run `ctxkeep ingest`, or name a session",
+        )
+    return r[0]
+
+
+def build_snapshot(
+    conn: sqlite3.Connection,
+    session_id: str | None = None,
+    *,
+    project_dir=None,
+    budget: int = 1500,
+    entry_ids: list[str] | None = None,
+) -> Snapshot:
+    """The resume snapshot of a session within ``budget`` tokens.
+
+    Args:
+        conn: the SQLite store (read-only is enough).
+        session_id: a session id or unique prefix; None: the latest session of
+            ``project_dir`` (``latest_session``), or of the session of ``entry_ids``.
+        project_dir: a normalized project directory (for the default session).
+        budget: tokens for the whole Markdown rendering (at least 100).
+        entry_ids: only these entries count (e.g. what compress cut from a file);
+            their session is the snapshot's session.
+    Returns a ``Snapshot``. Raises UsageError for an unknown session or a budget
+    below 100.
+    """
+    if budget < 100:
+        raise UsageError(
+            f"budget {budget} is too small for a snapshot", where="budget", hint="use 100 or more"
+        )
+    only = set(entry_ids) if entry_ids else None
+    if session_id:
+        sid = resolve_session(conn, session_id)
+    elif only:
+        r = conn.execute(
+            "SELECT coalesce(parent_session_id, session_id) FROM entries WHERE entry_id = ?",
+            (next(iter(only)),),
+        ).fetchone()
+        if not r:
+            raise UsageError("the entries are not stored", where="entry_ids")
+        sid = r[0]
+    else:
+        sid = latest_session(conn, project_dir)
+    rows = session_rows(conn, sid, subagents=True)
+    if only is not None:
+        rows = [r for r in rows if r[0] in only]
+    own = [r for r in rows if r[2] == sid]
+    base = own or rows
+    snap = Snapshot(
+        agent=base[0][1] if base else "",
+        session_id=sid,
+        project_dir=next((r[3] for r in base if r[3]), None),
+        started=min((r[4] for r in rows if r[4]), default=None),
+        ended=max((r[4] for r in rows if r[4]), default=None),
+        budget=budget,
+    )
+    texts = _Texts(conn)
+    cands = {
+        "prompts": _prompts(own, texts),
+        "tasks": _tasks(rows, texts),
+        "files": _files(rows, texts, snap.project_dir),
+        "failure": _failure(rows, texts),
+        "constraints": _constraints(own, texts),
+    }
+    _fill(snap, cands)
+    return snap
+
+
+class _Texts:
+    """Stored texts by content hash, read once."""
+
+    def __init__(self, conn):
+        self.conn, self.cache = conn, {}
+
+    def __call__(self, chash: str | None) -> str:
+        if not chash:
+            return ""
+        if chash not in self.cache:
+            self.cache[chash] = content_text(self.conn, chash) or ""
+        return self.cache[chash]
+
+
+def _clip(text: str, n: int) -> str:
+    t = text.strip()
+    return t if len(t) <= n else t[: n - 1].rstrip() + "…"
+
+
+def _quote(text: str, n: int = PROMPT_CHARS) -> str:
+    return "> " + _clip(text, n).replace("\n", "\n> ")
+
+
+def _prompts(rows, texts) -> list[Item]:
+    ps = [(r[0], texts(r[8])) for r in rows if r[5] == "user" and r[6] == "message"]
+    ps = [(e, t) for e, t in ps if is_prompt(t)]
+    if not ps:
+        return []
+    n = len(ps)
+    firsts = list(range(min(FIRST_PROMPTS, n)))
+    lasts = [i for i in range(max(n - LAST_PROMPTS, 0), n) if i not in firsts]
+    out = []
+    order = ([firsts[0]] if firsts else []) + ([lasts[-1]] if lasts else []) + firsts[1:] + lasts[:-1][::-1]
+    for i in order:  # priority: first prompt, last prompt, then the others
+        label = "first prompt" if i == 0 else ("last prompt" if i == n - 1 else f"prompt {i + 1} of {n}")
+        out.append(Item(f"- {label} (entry {ps[i][0][:12]}):\n{_quote(ps[i][1])}", ps[i][0]))
+    return out
+
+
+def _args(text: str) -> dict:
+    try:
+        v = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def _tasks(rows, texts) -> list[Item]:
+    """The last plan state, open tasks first."""
+    state: list[tuple[str, str]] | None = None
+    src = eid = None
+    created: list[list[str]] = []  # Claude Code TaskCreate/TaskUpdate: [subject, status]
+    for r in rows:
+        if r[6] != "tool_call" or r[7] not in (
+            "TodoWrite",
+            "update_plan",
+            "write_todos",
+            "TaskCreate",
+            "TaskUpdate",
+        ):
+            continue
+        a = _args(texts(r[8]))
+        tool = r[7]
+        if tool == "TodoWrite" and isinstance(a.get("todos"), list):
+            state = [
+                (str(t.get("content") or ""), str(t.get("status") or ""))
+                for t in a["todos"]
+                if isinstance(t, dict)
+            ]
+        elif tool == "write_todos" and isinstance(a.get("todos"), list):
+            state = [
+                (str(t.get("description") or t.get("content") or ""), str(t.get("status") or ""))
+                for t in a["todos"]
+                if isinstance(t, dict)
+            ]
+        elif tool == "update_plan" and isinstance(a.get("plan"), list):
+            state = [
+                (str(t.get("step") or ""), str(t.get("status") or ""))
+                for t in a["plan"]
+                if isinstance(t, dict)
+            ]
+        elif tool == "TaskCreate":
+            created.append([str(a.get("subject") or a.get("description") or ""), "pending"])
+            state = [(s, st) for s, st in created]
+        elif tool == "TaskUpdate":
+            try:
+                k = int(str(a.get("taskId"))) - 1
+            except ValueError:
+                continue
+            if 0 <= k < len(created) and a.get("status"):
+                created[k][1] = str(a["status"])
+            state = [(s, st) for s, st in created]
+        else:
+            continue
+        src, eid = tool, r[0]
+    if not state:
+        return []
+    open_ = [(s, st) for s, st in state if st.lower() in _OPEN]
+    done = [(s, st) for s, st in state if st.lower() not in _OPEN]
+    mark = {"in_progress": "[~]", "in-progress": "[~]", "completed": "[x]", "done": "[x]"}
+    out = [
+        Item(
+            f"{len(open_)} open of {len(state)} tasks (from {src}, entry {eid[:12]})"
+            + ("" if open_ else ": every task is done"),
+            eid,
+        )
+    ]
+    for s, st in open_ + done:
+        out.append(Item(f"- {mark.get(st.lower(), '[ ]')} {_clip(s, 160)} ({st or 'no status'})", eid))
+    return out
+
+
+def _rel(path: str, project: str | None) -> str:
+    p = path.strip().strip("'\"")
+    if project and p.startswith(project.rstrip("/") + "/"):
+        return p[len(project.rstrip("/")) + 1 :]
+    return p
+
+
+def _files(rows, texts, project) -> list[Item]:
+    counts: dict[str, dict[str, int]] = {}
+
+    def add(path, what, shell=False):
+        path = path.strip().strip("'\"")
+        if not path or path in ("/dev/null", "&1", "&2"):
+            return
+        if shell and (path.startswith("-") or "*" in path or not ("/" in path or "." in path)):
+            return  # a flag, a glob or a bare word, not a file
+        c = counts.setdefault(_rel(path, project), {})
+        c[what] = c.get(what, 0) + 1
+
+    for r in rows:
+        if r[6] != "tool_call":
+            continue
+        tool, text = r[7], texts(r[8])
+        a = _args(text) if text.startswith("{") else {}
+        path = a.get("file_path") or a.get("path") or a.get("notebook_path") or a.get("absolute_path")
+        if tool in _EDIT_TOOLS and path:
+            add(str(path), "edited")
+        elif tool in _WRITE_TOOLS and path:
+            add(str(path), "written")
+        elif tool in _READ_TOOLS and path:
+            add(str(path), "read")
+        if "*** Begin Patch" in text:
+            for m in _PATCH_RE.finditer(text):
+                add(m.group(2), {"Add": "created", "Update": "edited", "Delete": "deleted"}[m.group(1)])
+            for m in _MOVE_RE.finditer(text):
+                add(m.group(1), "created")
+        elif tool in _SHELL_TOOLS:
+            cmd = str(a.get("command") or text) if a else text
+            cmd = cmd.split("\n{", 1)[0]
+            for rx in (_WRITE_RE, _SED_I_RE, _TOUCH_RE):
+                for m in rx.finditer(cmd):
+                    add(m.group(1), "written", shell=True)
+            for m in _READ_RE.finditer(cmd):
+                add(m.group(1) or m.group(2), "read", shell=True)
+    if not counts:
+        return []
+
+    def weight(kv):
+        c = kv[1]
+        return (-(sum(c.values()) - c.get("read", 0)), -c.get("read", 0), kv[0])
+
+    ranked = sorted(counts.items(), key=weight)
+    changed = sum(1 for _, c in ranked if set(c) - {"read"})
+    out = [Item(f"{changed} files changed, {len(ranked) - changed} only read (most changed first)")]
+    for path, c in ranked:
+        what = ", ".join(
+            f"{k} {n}×" if n > 1 else k for k, n in sorted(c.items(), key=lambda x: _ORDER.index(x[0]))
+        )
+        out.append(Item(f"- `{path}`: {what}"))
+    return out
+
+
+_ORDER = ["created", "written", "edited", "deleted", "read"]
+
+
+def _failure(rows, texts) -> list[Item]:
+    calls = {(r[2], r[11]): r for r in rows if r[6] == "tool_call" and r[11]}
+    for r in reversed(rows):
+        if r[6] != "tool_result":
+            continue
+        text = texts(r[8])
+        if not error_flag(text):
+            continue
+        call = calls.get((r[2], r[11]))
+        what = _clip(" ".join(texts(call[8]).split()), 300) if call else "(call not stored)"
+        tail = "\n".join(text.strip().splitlines()[-ERROR_LINES:])
+        return [
+            Item(
+                f"`{call[7] if call else '?'}` {what}\n(result entry {r[0][:12]}, {r[4] or '?'})\n"
+                "```\n" + _clip(tail, 1200) + "\n```",
+                r[0],
+            )
+        ]
+    return []
+
+
+def _constraints(rows, texts) -> list[Item]:
+    seen, out = set(), []
+    for r in rows:
+        if r[5] != "user" or r[6] != "message":
+            continue
+        t = texts(r[8])
+        if not is_prompt(t):
+            continue
+        for s in _SENTENCE_RE.split(t):
+            s = s.strip(" -*>\t")
+            if 8 <= len(s) <= 300 and _RULE_RE.search(s) and s.lower() not in seen:
+                seen.add(s.lower())
+                out.append(Item(f'- "{s}" (entry {r[0][:12]})', r[0]))
+    return out[-MAX_CONSTRAINTS:][::-1]  # the latest rules first
+
+
+def _fetch(snap: Snapshot, kept: dict[str, list[Item]]) -> list[Item]:
+    ids = []
+    for items in kept.values():
+        for i in items:
+            if i.entry_id and i.entry_id not in ids:
+                ids.append(i.entry_id)
+    sid = snap.session_id
+    out = [Item(f"- the whole conversation: `ctxkeep show --session {sid}` (add `--budget N`)")]
+    if ids:
+        shown = ids[:4]
+        out.append(
+            Item(
+                f"- the entries above in full: `ctxkeep show {' '.join(i[:12] for i in shown)}` or "
+                f"ctx_fetch {json.dumps({'ids': shown})}"
+            )
+        )
+    out.append(
+        Item(f'- search this session: ctx_search {{"queries": ["…"], "filters": {{"session": "{sid}"}}}}')
+    )
+    return out
+
+
+def _fill(snap: Snapshot, cands: dict[str, list[Item]]) -> None:
+    """Keep items within the budget: round 1 takes each section's first item (the
+    tasks and files sections: their header and first line), round 2 the rest, each in
+    priority order; the fetch section is always there."""
+    kept: dict[str, list[Item]] = {k: [] for k in cands}
+    lead = {"tasks": 2, "files": 2}
+
+    def cost(sections) -> int:
+        full = dict(sections)
+        full["fetch"] = _fetch(snap, sections)
+        return heuristic_tokens(_render(snap, full))
+
+    for rnd in (1, 2):
+        for name, items in cands.items():
+            start = len(kept[name])
+            stop = lead.get(name, 1) if rnd == 1 else len(items)
+            for it in items[start:stop]:
+                kept[name].append(it)
+                if cost(kept) > snap.budget:
+                    kept[name].pop()
+                    if rnd == 1 or name != "files":
+                        break
+    for name, items in cands.items():
+        if len(items) > len(kept[name]):
+            snap.omitted[name] = len(items) - len(kept[name])
+    if snap.omitted.get("files") and kept["files"]:
+        more = Item(
+            f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
+        )
+        kept["files"].append(more)
+        while kept["files"] and cost(kept) > snap.budget:  # the summary line must fit too
+            kept["files"].pop(-2 if len(kept["files"]) > 2 else -1)
+            snap.omitted["files"] = len(cands["files"]) - max(len(kept["files"]) - 1, 0)
+            more.text = (
+                f"- … {snap.omitted['files']} more files (`ctxkeep resume {snap.session_id} --budget 4000`)"
+            )
+    kept["fetch"] = _fetch(snap, kept)
+    snap.sections = {k: v for k, v in kept.items() if v}
+    snap.tokens = heuristic_tokens(snap.to_markdown())

@@ -1,0 +1,484 @@
+"""Sessions: the list of stored sessions (``ctxkeep sessions``) and one session's
+conversation in order (``ctxkeep show --session``).
+
+The list reads DuckDB's ``sessions`` view (``sinks/duckdb/model.sql``: counts, usage
+tokens, cost in USD) when ``<home>/analytics.duckdb`` exists and opens read-only; else
+(no analytics file, or another process holds it) it aggregates SQLite's ``entries``
+and ``usage`` tables, without cost. Either way a sub-agent session (one with a
+``parent_session_id``) is listed right under its parent.
+
+Session ids are shown as their shortest unique prefix among every session id of the
+store (``short_ids``), and any unique prefix is accepted back (``resolve_session``).
+Times are ISO-8601 UTC text; tokens are tokens; sizes are UTF-8 bytes. Nothing here
+imports Polars or Prefect.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ctxkeep.errors import UsageError
+from ctxkeep.sinks.sqlite import content_text
+from ctxkeep.transforms.tokens import heuristic_tokens
+
+#: a session prefix shorter than this is never shown (nor accepted), however unique
+MIN_SESSION_PREFIX = 4
+TITLE_CHARS = 120
+#: user "messages" that are not prompts: Claude Code slash-command echoes and their
+#: output, the caveat it writes before them (Claude Code 1.x–2.1)
+_NOT_PROMPT_RE = re.compile(
+    r"^\s*(<command-name>|<command-message>|<local-command-stdout>|<local-command-stderr>|"
+    r"<local-command-caveat>|<bash-input>|<bash-stdout>|<bash-stderr>|<user-prompt-submit-hook>|"
+    r"\[Request interrupted by user)"
+)
+
+
+def is_prompt(text: str | None) -> bool:
+    """True when a user message's ``text`` is something the user typed, not a
+    slash-command echo, command output or caveat that Claude Code stores as a user
+    message."""
+    return bool(text and text.strip()) and not _NOT_PROMPT_RE.match(text)
+
+
+@dataclass
+class SessionRow:
+    """One session of ``list_sessions``: ``agent``, ``session_id`` and its shortest
+    unique prefix ``short_id``, ``parent_session_id`` (sub-agents), ``project_dir``,
+    ``started``/``ended`` (ISO-8601 UTC), counts of ``messages`` and ``tool_calls``,
+    ``tokens`` (usage the agent logged: input + output + cache read + cache write;
+    0 when it logged none), ``token_estimate`` (tokens of the stored texts),
+    ``cost_usd`` (None without the analytics file or a price), ``title`` (the session's
+    title or first prompt, one line), ``depth`` (0, or 1 for a sub-agent listed under
+    its parent)."""
+
+    agent: str
+    session_id: str
+    short_id: str
+    parent_session_id: str | None
+    project_dir: str | None
+    started: str | None
+    ended: str | None
+    messages: int
+    tool_calls: int
+    tokens: int
+    token_estimate: int
+    cost_usd: float | None
+    title: str
+    depth: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def short_ids(ids: list[str], minimum: int = MIN_SESSION_PREFIX) -> dict[str, str]:
+    """The shortest prefix of each id that no other id of ``ids`` starts with (at least
+    ``minimum`` characters; an id that is a prefix of another is shown whole)."""
+    s = sorted(set(ids))
+    out = {}
+    for i, x in enumerate(s):
+        need = minimum
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(s):
+                y = s[j]
+                n = 0
+                while n < min(len(x), len(y)) and x[n] == y[n]:
+                    n += 1
+                need = max(need, n + 1)
+        out[x] = x[: min(need, len(x))]
+    return out
+
+
+def resolve_session(conn: sqlite3.Connection, ref: str) -> str:
+    """The full session id that ``ref`` (a full id or a unique prefix of at least
+    ``MIN_SESSION_PREFIX`` characters) names. Raises UsageError when none or several
+    match."""
+    r = (ref or "").strip()
+    if len(r) < MIN_SESSION_PREFIX:
+        raise UsageError(
+            f"session id {ref!r} is too short",
+            where="SESSION",
+            hint=f"give at least {MIN_SESSION_PREFIX} characters, as `ctxkeep sessions` shows",
+        )
+    if conn.execute("SELECT 1 FROM entries WHERE session_id = ? LIMIT 1", (r,)).fetchone():
+        return r
+    rows = conn.execute(
+        "SELECT DISTINCT session_id FROM entries WHERE session_id >= ? AND session_id < ? LIMIT 3",
+        (r, r + "\uffff"),
+    ).fetchall()
+    if not rows:
+        raise UsageError(f"no session {ref}", where="SESSION", hint="see `ctxkeep sessions` for the ids")
+    if len(rows) > 1:
+        raise UsageError(
+            f"session id prefix {ref} is ambiguous ({', '.join(x[0] for x in rows[:2])}, …)",
+            where="SESSION",
+            hint="give more characters",
+        )
+    return rows[0][0]
+
+
+def _one_line(text: str | None, n: int = TITLE_CHARS) -> str:
+    t = " ".join((text or "").split())
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def list_sessions(
+    conn: sqlite3.Connection,
+    home: Path | None = None,
+    *,
+    agents: list[str] | None = None,
+    project: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> tuple[list[SessionRow], str]:
+    """Every session that matches, newest first, each sub-agent right under its parent.
+
+    Args:
+        conn: the SQLite store (read-only is enough).
+        home: the ctxkeep home; with an ``analytics.duckdb`` in it the rows come from
+            DuckDB's ``sessions`` view (with cost), else from SQLite.
+        agents: only these agents; project: only sessions whose project directory is
+            this one or below it (a normalized path); since/until: only sessions active
+            at or after ``since`` / that started before ``until`` (stored-``ts`` text,
+            ``search.parse.parse_when``).
+    Returns ``(rows, source)``: the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``.
+    """
+    raw, source = None, "sqlite"
+    from ctxkeep.sinks.files import ANALYTICS_DB
+
+    if home is not None and (Path(home) / ANALYTICS_DB).exists():
+        try:
+            raw = _from_duckdb(Path(home))
+            source = "duckdb"
+        except Exception:  # held by a running ingest, or older than the model: SQLite
+            raw = None
+    if raw is None:
+        raw = _from_sqlite(conn)
+    titles = _first_prompts(conn)
+    ids = short_ids([r["session_id"] for r in raw])
+    rows = []
+    for r in raw:
+        key = (r["agent"], r["session_id"])
+        title = r.get("title") if source == "duckdb" else None
+        if not is_prompt(title):  # DuckDB's first prompt may be a slash-command echo
+            title = None
+        rows.append(
+            SessionRow(
+                agent=r["agent"],
+                session_id=r["session_id"],
+                short_id=ids[r["session_id"]],
+                parent_session_id=r["parent_session_id"],
+                project_dir=r["project_dir"],
+                started=_iso(r["started"]),
+                ended=_iso(r["ended"]),
+                messages=int(r["messages"] or 0),
+                tool_calls=int(r["tool_calls"] or 0),
+                tokens=int(r["tokens"] or 0),
+                token_estimate=int(r["token_estimate"] or 0),
+                cost_usd=r.get("cost_usd"),
+                title=_one_line(title or titles.get(key)),
+            )
+        )
+    keep = [r for r in rows if _matches(r, agents, project, since, until)]
+    return _nest(keep), source
+
+
+def _iso(v) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    import datetime as dt
+
+    return v.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _matches(r: SessionRow, agents, project, since, until) -> bool:
+    from ctxkeep.paths import is_under
+
+    if agents and r.agent not in agents:
+        return False
+    if project and not is_under(r.project_dir, project):
+        return False
+    if since and (r.ended or "") < since:
+        return False
+    return not (until and (r.started or "") >= until)
+
+
+def _nest(rows: list[SessionRow]) -> list[SessionRow]:
+    """Parents newest first; each one's sub-agents (oldest first) right after it. A
+    sub-agent whose parent is not listed stands on its own."""
+    present = {(r.agent, r.session_id) for r in rows}
+    kids: dict[tuple[str, str], list[SessionRow]] = {}
+    top = []
+    for r in rows:
+        if r.parent_session_id and (r.agent, r.parent_session_id) in present:
+            r.depth = 1
+            kids.setdefault((r.agent, r.parent_session_id), []).append(r)
+        else:
+            top.append(r)
+    top.sort(key=lambda r: r.started or "", reverse=True)
+    out = []
+    for r in top:
+        out.append(r)
+        out.extend(sorted(kids.get((r.agent, r.session_id), []), key=lambda k: k.started or ""))
+    return out
+
+
+def _from_duckdb(home: Path) -> list[dict]:
+    from ctxkeep.sinks import duckdb as duck
+
+    con = duck.connect(home, readonly=True)
+    try:
+        cur = con.execute(
+            "SELECT agent, session_id, parent_session_id, project_dir, title, started, ended, messages, "
+            "tool_calls, total_tokens AS tokens, token_estimate, cost_usd FROM sessions"
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def _from_sqlite(conn: sqlite3.Connection) -> list[dict]:
+    usage = {
+        (a, s): t
+        for a, s, t in conn.execute(
+            "SELECT agent, session_id, sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + "
+            "coalesce(cache_read_tokens, 0) + coalesce(cache_creation_tokens, 0)) FROM usage GROUP BY 1, 2"
+        )
+    }
+    cur = conn.execute(
+        "SELECT agent, session_id, max(parent_session_id) AS parent_session_id, "
+        "(SELECT project_dir FROM entries p WHERE p.agent = e.agent AND p.session_id = e.session_id "
+        " AND coalesce(p.project_dir, '') <> '' GROUP BY project_dir ORDER BY count(*) DESC LIMIT 1) "
+        "AS project_dir, min(ts) AS started, max(ts) AS ended, "
+        "sum(kind = 'message') AS messages, sum(kind = 'tool_call') AS tool_calls, "
+        "sum(coalesce(token_estimate, 0)) AS token_estimate "
+        "FROM entries e WHERE status IS NOT 'rewound' GROUP BY agent, session_id"
+    )
+    names = [d[0] for d in cur.description]
+    out = []
+    for row in cur.fetchall():
+        d = dict(zip(names, row, strict=True))
+        d["tokens"] = usage.get((d["agent"], d["session_id"]), 0)
+        d["cost_usd"] = None
+        out.append(d)
+    return out
+
+
+def _first_prompts(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
+    """The first user prompt (first 400 characters) of every session."""
+    out: dict[tuple[str, str], str] = {}
+    for agent, sid, text in conn.execute(
+        "SELECT e.agent, e.session_id, substr(ch.text, 1, 400) FROM entries e "
+        "JOIN contents c ON c.content_hash = e.content_hash "
+        "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
+        "WHERE e.kind = 'message' AND e.role = 'user' ORDER BY e.ts, e.rowid"
+    ):
+        if (agent, sid) not in out and is_prompt(text):
+            out[(agent, sid)] = text
+    return out
+
+
+# ---------------------------------------------------------------- one conversation
+
+
+@dataclass
+class Turn:
+    """One line of a conversation: ``entry_id``, ``ts`` (ISO-8601 UTC), ``role``,
+    ``kind`` (``message``, ``tool_call``, ``thinking``, ``summary``, ``compaction``,
+    ``tool_result`` for a result without its call), ``tool_name``, ``text`` (the whole
+    message; for a tool call its arguments on one line), and for a tool call its
+    result's ``result_bytes`` (UTF-8 bytes), ``result_error`` flag and
+    ``result_entry_id``; ``tokens`` estimates ``text``; ``session_id`` (a sub-agent's
+    turns carry their own)."""
+
+    entry_id: str
+    session_id: str
+    ts: str | None
+    role: str
+    kind: str
+    tool_name: str | None
+    text: str
+    tokens: int
+    result_bytes: int | None = None
+    result_error: bool | None = None
+    result_entry_id: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Conversation:
+    """A session's ``turns`` in order (``conversation``), with the session's
+    ``agent``, ``session_id``, ``project_dir``; ``omitted`` turns (``omitted_tokens``)
+    that a budget left out (the oldest, after the first prompt) and a ``note``."""
+
+    agent: str
+    session_id: str
+    project_dir: str | None
+    turns: list[Turn] = field(default_factory=list)
+    omitted: int = 0
+    omitted_tokens: int = 0
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            **{k: v for k, v in asdict(self).items() if k != "turns"},
+            "turns": [t.as_dict() for t in self.turns],
+        }
+
+
+#: records that mark where an agent's context was compacted: Claude Code's ``system``
+#: ``compact_boundary`` line (v1.0.x–2.1) and its ``isCompactSummary`` user message,
+#: Codex's ``compacted`` line (0.4x+) (both stored as kind ``summary``)
+def _is_compaction(agent: str, role: str, kind: str, tool_name: str | None) -> bool:
+    if kind == "meta" and tool_name == "compact_boundary":
+        return True
+    return kind == "summary" and (role == "user" or (agent == "codex" and role == "system"))
+
+
+def error_flag(text: str | None) -> bool:
+    """True when a stored tool result says it failed: the sources' ``[error]`` prefix
+    (Claude Code ``is_error``, Gemini CLI, Copilot CLI, Cline family), or a non-zero
+    ``Exit code:``/``exit code`` line (Codex 0.5x+ writes one at the head of a shell
+    output; older rollouts kept it only in metadata, which is not stored)."""
+    if not text:
+        return False
+    if text.startswith("[error]"):
+        return True
+    return bool(_EXIT_RE.search(text[:400]))
+
+
+_EXIT_RE = re.compile(r"(?im)^(?:Exit code|Process exited with code|exit status)[: ]\s*([1-9]\d*)\b")
+
+
+def session_rows(conn: sqlite3.Connection, session_id: str, *, subagents: bool = True) -> list[tuple]:
+    """The stored rows of a session (and, with ``subagents``, of the sessions whose
+    parent it is) in transcript order: ``(entry_id, agent, session_id, project_dir, ts,
+    role, kind, tool_name, content_hash, text_bytes, token_estimate, native_id)``;
+    rewound entries are left out."""
+    where = "session_id = ?" + (" OR parent_session_id = ?" if subagents else "")
+    args = (session_id, session_id) if subagents else (session_id,)
+    return conn.execute(
+        "SELECT entry_id, agent, session_id, project_dir, ts, role, kind, tool_name, content_hash, "
+        f"text_bytes, token_estimate, native_id FROM entries WHERE ({where}) AND status IS NOT 'rewound' "
+        "ORDER BY session_id <> ?, ts, source_path, source_offset, rowid",
+        (*args, session_id),
+    ).fetchall()
+
+
+def _head(conn: sqlite3.Connection, content_hash: str | None, n: int = 400) -> str:
+    if not content_hash:
+        return ""
+    r = conn.execute(
+        "SELECT substr(ch.text, 1, ?) FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
+        "WHERE c.content_hash = ? AND ch.seq = 0",
+        (n, content_hash),
+    ).fetchone()
+    return r[0] if r else ""
+
+
+def conversation(
+    conn: sqlite3.Connection, session_ref: str, *, budget: int | None = None, subagents: bool = False
+) -> Conversation:
+    """One session's conversation in order: user and assistant messages whole, each
+    tool call folded to one line with its result's size and error flag, thinking as
+    one line, compaction boundaries marked; meta records left out.
+
+    ``session_ref`` is a session id or a unique prefix (``resolve_session``).
+    ``budget`` (tokens, None: all) keeps the first prompt and then the newest turns that
+    fit; a message longer than half the budget is cut (head and tail, with the
+    ``ctxkeep show ID`` call that returns it whole). Raises UsageError for an unknown
+    or ambiguous session."""
+    from ctxkeep.query.fetch import cut_text
+
+    sid = resolve_session(conn, session_ref)
+    rows = session_rows(conn, sid, subagents=subagents)
+    results = {}
+    for r in rows:
+        if r[6] == "tool_result" and r[11]:
+            results[(r[2], r[11])] = r
+    turns: list[Turn] = []
+    used_results = set()
+    for eid, agent, s, _proj, ts, role, kind, tool, chash, nbytes, tok, native in rows:
+        if _is_compaction(agent, role, kind, tool):
+            size = nbytes or 0
+            turns.append(
+                Turn(
+                    eid,
+                    s,
+                    ts,
+                    role,
+                    "compaction",
+                    tool,
+                    f"── context compacted here ({size:,} bytes of summary) ──",
+                    12,
+                )
+            )
+        elif kind == "message" and role in ("user", "assistant"):
+            text = content_text(conn, chash) if chash else ""
+            turns.append(Turn(eid, s, ts, role, kind, None, text or "", tok or heuristic_tokens(text or "")))
+        elif kind == "tool_call":
+            args = _one_line(_head(conn, chash, 600), 200)
+            res = results.get((s, native)) if native else None
+            t = Turn(eid, s, ts, role, kind, tool, args, heuristic_tokens(args) + 12)
+            if res is not None:
+                used_results.add(res[0])
+                t.result_entry_id = res[0]
+                t.result_bytes = res[9] or 0
+                t.result_error = error_flag(_head(conn, res[8]))
+            turns.append(t)
+        elif kind == "thinking":
+            turns.append(Turn(eid, s, ts, role, kind, None, f"(thinking, ~{tok or 0:,} tokens)", 8))
+        elif kind == "summary":
+            text = _one_line(_head(conn, chash), 200)
+            turns.append(Turn(eid, s, ts, role, kind, tool, text, heuristic_tokens(text)))
+    for r in rows:  # results whose call is not stored (a cut transcript)
+        if r[6] == "tool_result" and r[0] not in used_results:
+            text = _one_line(_head(conn, r[8]), 120)
+            turns.append(Turn(r[0], r[2], r[4], r[5], "tool_result", r[7], text, heuristic_tokens(text)))
+    if any(t.kind == "tool_result" for t in turns):
+        turns.sort(key=lambda t: (t.session_id != sid, t.ts or ""))
+    first = rows[0] if rows else None
+    conv = Conversation(first[1] if first else "", sid, first[3] if first else None, turns)
+    if budget is not None:
+        _fit(conv, budget, cut_text)
+    return conv
+
+
+def _fit(conv: Conversation, budget: int, cut_text) -> None:
+    """Keep the first user prompt and the newest turns within ``budget`` tokens."""
+    turns = conv.turns
+    cap = max(budget // 2, 50)
+    for t in turns:  # one long message never takes the whole budget
+        if t.kind == "message" and t.tokens > cap:
+            bpt = max(len(t.text.encode()) / max(t.tokens, 1), 1.0)
+            t.text = cut_text(t.text, t.entry_id, int(cap * bpt)).text
+            t.tokens = heuristic_tokens(t.text)
+    first = next((i for i, t in enumerate(turns) if t.role == "user" and t.kind == "message"), None)
+    keep = set()
+    left = budget
+    if first is not None and turns[first].tokens <= left:
+        keep.add(first)
+        left -= turns[first].tokens
+    for i in range(len(turns) - 1, -1, -1):
+        if i in keep:
+            continue
+        if turns[i].tokens > left:
+            break
+        keep.add(i)
+        left -= turns[i].tokens
+    dropped = [t for i, t in enumerate(turns) if i not in keep]
+    conv.turns = [t for i, t in enumerate(turns) if i in keep]
+    conv.omitted = len(dropped)
+    conv.omitted_tokens = sum(t.tokens for t in dropped)
+    if dropped:
+        conv.note = (
+            f"budget of {budget} tokens: {len(dropped)} older turns (~{conv.omitted_tokens:,} tokens) left out; "
+            f"`ctxkeep show --session {conv.session_id}` without --budget prints them"
+        )

@@ -1,0 +1,150 @@
+"""Resume snapshots (query.resume.build_snapshot) on the corpus store.
+
+Expected values were read from the corpus JSONL by hand (python json over the raw
+lines, not through ctxkeep), as each comment says."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxkeep.errors import UsageError
+from ctxkeep.query.resume import build_snapshot
+from ctxkeep.transforms.tokens import heuristic_tokens
+from tests.query import test_sessions
+
+CODEX = "c61729d4-da6d-46a4-9a29-ec2c614e5e23"
+CLAUDE = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+conn = test_sessions.conn  # the read-only corpus store fixture, shared
+
+
+def _item(snap, section, starts):
+    return next(i.text for i in snap.sections[section] if i.text.startswith(starts))
+
+
+def test_codex_rollout_snapshot(conn):
+    snap = build_snapshot(conn, "c61729d4", budget=1500)
+    md = snap.to_markdown()
+    assert snap.session_id == CODEX and snap.agent == "codex"
+    assert heuristic_tokens(md) <= 1500 and snap.tokens <= 1500
+    # user messages of the rollout (response_item/message role user, not the
+    # <environment_context>/<user_instructions> ones): 63; the first is
+    # "Can we continue from where we left off?", the last "continue"
+    assert _item(snap, "prompts", "- first prompt").endswith("> Can we continue from where we left off?")
+    assert _item(snap, "prompts", "- last prompt").endswith("\n> continue")
+    # the last update_plan call (2025-11-01T01:32:56Z): two steps completed, "Update
+    # docs for new GUI features" in_progress, "Run tests and commit after each step" pending
+    assert "2 open of 4 tasks (from update_plan" in md
+    assert "- [~] Update docs for new GUI features (in_progress)" in md
+    assert "- [ ] Run tests and commit after each step (pending)" in md
+    assert "- [x] Add more example printer models (completed)" in md
+    # `*** Add|Update|Delete File:` headers of the shell apply_patch calls: 76 distinct
+    # paths; the most updated: opk/ui/pdl_editor.py 27 (+1 Add), schemas/pdl.schema.json
+    # 20 (+1 Add, 1 Delete), opk/cli/__main__.py 17, opk/ui/main_window.py 16,
+    # opk/core/gcode.py 11 (+1 Add), README.md 11
+    assert "76 files changed" in md
+    assert "- `opk/ui/pdl_editor.py`: created, edited 27×" in md
+    assert "- `schemas/pdl.schema.json`: created, edited 20×, deleted" in md
+    assert "- `opk/cli/__main__.py`: edited 17×" in md
+    assert "- `opk/ui/main_window.py`: edited 16×" in md
+    assert "- `opk/core/gcode.py`: created, edited 11×" in md
+    assert "- `README.md`: edited 11×" in md
+    assert f"`ctxkeep show --session {CODEX}`" in md and "ctx_fetch {" in md
+
+
+def test_claude_code_session_with_subagent(conn):
+    snap = build_snapshot(conn, CLAUDE, budget=1500)
+    md = snap.to_markdown()
+    assert heuristic_tokens(md) <= 1500
+    # main file: the typed prompts are the first one and "Well, the subagents seem to
+    # be either stuck or done... can you check?"; then /exit (a slash command, not a prompt)
+    assert (
+        _item(snap, "prompts", "- first prompt")
+        .split("\n", 1)[1]
+        .startswith("> OK, we're going to make a little experiment here.")
+    )
+    assert _item(snap, "prompts", "- last prompt").endswith(
+        "> Well, the subagents seem to be either stuck or done... can you check?"
+    )
+    assert "/exit" not in md
+    # six TaskCreate calls, and TaskUpdate taskId 1..6 each ends "completed"
+    assert "0 open of 6 tasks (from TaskUpdate" in md
+    for subject in (
+        "Research plan mode (alice)",
+        "Research teammates (bob)",
+        "Research Beads (carol)",
+        "Merge round-1 branches into master",
+        "Round 2: comparison sections",
+        "Merge round-2 branches into master",
+    ):
+        assert f"- [x] {subject} (completed)" in md
+    # the sub-agent (subagents/agent-a4ca7529859c158c2.jsonl): one Write and four Edit
+    # of …/agent-a4ca7529/work/research-plan-mode.md (project dir -experiments/worktrees)
+    assert "- `.claude/worktrees/agent-a4ca7529/work/research-plan-mode.md`: written, edited 4×" in md
+    # the sub-agent's WebFetch of claudelog.com got is_error "Request failed with status code 403"
+    fail = snap.sections["failure"][0].text
+    assert fail.startswith("`WebFetch`") and "claudelog.com/mechanics/plan-mode" in fail
+    assert "Request failed with status code 403" in fail
+    # in the first prompt, verbatim
+    assert '"To be clear: don\'t use ClMail for communication, use the builtin subagent teams."' in md
+
+
+@pytest.mark.parametrize("budget", [100, 250, 600, 1500, 4000])
+def test_budget_is_kept_and_fetch_is_always_there(conn, budget):
+    for sid in (CODEX, CLAUDE):
+        snap = build_snapshot(conn, sid, budget=budget)
+        assert heuristic_tokens(snap.to_markdown()) <= budget or budget == 100
+        assert snap.sections["fetch"][0].text.startswith("- the whole conversation: `ctxkeep show --session")
+    small, big = build_snapshot(conn, CODEX, budget=250), build_snapshot(conn, CODEX, budget=4000)
+    assert small.omitted and len(big.to_markdown()) > len(small.to_markdown())
+
+
+def test_entry_ids_restrict_the_snapshot(conn):
+    # the rollout up to its first update_plan (2025-11-01T01:29:33.782Z), whose plan has
+    # "Add more example printer models" in_progress and three steps pending
+    ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT entry_id FROM entries WHERE session_id = ? AND ts <= '2025-11-01T01:29:33.782000Z'",
+            (CODEX,),
+        )
+    ]
+    snap = build_snapshot(conn, entry_ids=ids, budget=1500)
+    md = snap.to_markdown()
+    assert snap.session_id == CODEX
+    assert "4 open of 4 tasks" in md and "- [~] Add more example printer models (in_progress)" in md
+    assert "Update docs for new GUI features (pending)" in md
+
+
+def test_default_is_the_latest_session_of_the_project(conn):
+    # the rollouts whose session_meta cwd is OpenPrintKit: fa1a… (2025-11-01T00:36)
+    # and c61729d4 (to 2025-11-01T17:31): the latter is the latest
+    snap = build_snapshot(conn, project_dir="/home/randy/projects/python-3/OpenPrintKit")
+    assert snap.session_id == CODEX
+    with pytest.raises(UsageError):
+        build_snapshot(conn, project_dir="/no/such/project")
+    with pytest.raises(UsageError):
+        build_snapshot(conn, "zzzz-not-a-session")
+
+
+def test_json_form(conn):
+    d = json.loads(build_snapshot(conn, CLAUDE).to_json())
+    assert d["session_id"] == CLAUDE and list(d["sections"])[0] == "prompts"
+    assert d["markdown"].startswith("# Resume: claude-code session")
+
+
+def test_mcp_ctx_resume(corpus_store, tmp_path):
+    from ctxkeep.mcp.server import RESUME_TOOL, Handlers
+
+    assert RESUME_TOOL["name"] == "ctx_resume"
+    h = Handlers(corpus_store[0], cwd=tmp_path)
+    text, data = h.ctx_resume({"sessionId": "c61729d4", "budget": "800"})
+    assert text.startswith("# Resume: codex session c61729d4") and data["budget"] == 800
+    # no session: the latest of projectDir (the OpenPrintKit rollouts: c61729d4 is the latest)
+    text, data = h.ctx_resume({"projectDir": "/home/randy/projects/python-3/OpenPrintKit"})
+    assert data["session_id"] == CODEX and heuristic_tokens(text) <= 1500
+    with pytest.raises(UsageError):
+        h.ctx_resume({})  # the server's directory (tmp_path) holds no session
+    with pytest.raises(UsageError):
+        h.ctx_resume({"sessionId": "c617", "budget": 5})

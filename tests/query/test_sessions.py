@@ -1,0 +1,101 @@
+"""Session listing and conversations (query.sessions) on the corpus store. Expected
+counts were read from the corpus JSONL by hand (python json), as the comments say."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ctxkeep.errors import UsageError
+from ctxkeep.query.sessions import conversation, error_flag, list_sessions, resolve_session, short_ids
+
+CLAUDE = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+SUB = "agent-a4ca7529859c158c2"
+
+
+@pytest.fixture(scope="module")
+def conn(corpus_store):
+    c = sqlite3.connect(f"file:{corpus_store[0] / 'store.db'}?mode=ro", uri=True)
+    yield c
+    c.close()
+
+
+def test_short_ids():
+    assert short_ids(["abcd1", "abcd2", "xyz9999", "ab"]) == {
+        "abcd1": "abcd1",
+        "abcd2": "abcd2",
+        "xyz9999": "xyz9",
+        "ab": "ab",
+    }
+
+
+@pytest.mark.parametrize("analytics", [True, False])
+def test_list_sessions(conn, corpus_store, analytics):
+    rows, source = list_sessions(conn, corpus_store[0] if analytics else None)
+    assert source == ("duckdb" if analytics else "sqlite")
+    ids = [r.session_id for r in rows]
+    assert (
+        len(ids)
+        == len(set(ids))
+        == conn.execute("SELECT count(DISTINCT session_id) FROM entries").fetchone()[0]
+    )
+    for r in rows:  # a shown prefix names its session only (or is the whole id, when
+        # it is the prefix of another: ses_stage0_small and ses_stage0_small/sidechain-sys1)
+        assert [i for i in ids if i.startswith(r.short_id)] == [r.session_id] or r.short_id == r.session_id
+        assert resolve_session(conn, r.short_id) == r.session_id
+    i = ids.index(CLAUDE)
+    main, sub = rows[i], rows[i + 1]
+    assert sub.session_id == SUB and sub.depth == 1 and sub.parent_session_id == CLAUDE
+    # main file: 40 tool_use blocks; first prompt "OK, we're going to make …"
+    assert main.tool_calls == 40 and main.title.startswith("OK, we're going to make a little experiment")
+    assert main.started.startswith("2026-04-18T13:10") and main.ended.startswith("2026-04-18T15:09")
+    assert main.tokens > 0
+    assert (main.cost_usd is not None) == analytics
+    assert [r.agent for r in list_sessions(conn, None, agents=["codex"])[0]] == ["codex"] * 6
+    only = list_sessions(conn, None, project="/home/randy/projects/python-3/OpenPrintKit")[0]
+    # the two rollouts of 2025-10-31 whose session_meta cwd is OpenPrintKit
+    assert {r.session_id[:8] for r in only} == {"c61729d4", "fa1ac8bf"}
+    assert not list_sessions(conn, None, since="2030-01-01T00:00:00.000000Z")[0]
+
+
+def test_conversation_in_order_with_folded_tool_calls(conn):
+    conv = conversation(conn, "ef958aa1", subagents=True)
+    turns = conv.turns
+    assert turns[0].role == "user" and turns[0].text.startswith("OK, we're going to make a little experiment")
+    calls = [t for t in turns if t.kind == "tool_call"]
+    # 40 tool_use blocks in the main file + 24 in the sub-agent's, each with its result
+    assert len(calls) == 64 and all(t.result_bytes is not None for t in calls)
+    assert not any(t.kind == "tool_result" for t in turns)
+    # the sub-agent's WebFetch of claudelog.com: is_error, content "Request failed with status code 403"
+    bad = [t for t in calls if t.result_error]
+    assert [t.tool_name for t in bad] == ["WebFetch"] and "claudelog.com" in bad[0].text
+    assert bad[0].result_bytes == len(b"[error] Request failed with status code 403")
+    kind = conn.execute("SELECT kind FROM entries WHERE entry_id = ?", (bad[0].result_entry_id,)).fetchone()
+    assert kind == ("tool_result",)
+    ts = [t.ts for t in turns if t.session_id == CLAUDE]
+    assert ts == sorted(ts)
+
+
+def test_compaction_boundaries_are_marked(conn):
+    # claude-code/…/small.jsonl: a system compact_boundary line (uuid s4) and the
+    # isCompactSummary user line (uuid u3, on the file's sidechain)
+    conv = conversation(conn, "ses_stage0_small", subagents=True)
+    marks = [t for t in conv.turns if t.kind == "compaction"]
+    assert len(marks) == 2 and all("compacted" in t.text for t in marks)
+
+
+def test_conversation_budget(conn):
+    conv = conversation(conn, "c61729d4", budget=400)
+    assert sum(t.tokens for t in conv.turns) <= 400
+    assert conv.omitted > 0 and "without --budget" in conv.note
+    assert conv.turns[0].text == "Can we continue from where we left off?"
+
+
+def test_errors_and_flags(conn):
+    with pytest.raises(UsageError):
+        resolve_session(conn, "ab")
+    with pytest.raises(UsageError):
+        resolve_session(conn, "nope-nope")
+    assert error_flag("[error] boom") and error_flag("Exit code: 2\nWall time: 1s")
+    assert not error_flag("Exit code: 0\nok") and not error_flag("all good")
