@@ -150,5 +150,7 @@ from ctxkeep.cli import (  # noqa: E402
     core,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
+    report,  # noqa: F401
+    report_html,  # noqa: F401
     sources,  # noqa: F401
 )

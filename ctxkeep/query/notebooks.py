@@ -188,6 +188,10 @@ def render_html(
                 progress_bar=False,
                 log_output=False,
                 execution_timeout=CELL_TIMEOUT,
+                # the kernel's own warnings (ipykernel 7: "running over TCP without
+                # encryption" on a loopback it alone uses) would interleave with the
+                # progress lines; its errors still show
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
             )
         except papermill.PapermillExecutionError as e:
             last = (e.evalue or e.ename or "failed").strip().splitlines()[-1]
