@@ -167,7 +167,15 @@ def render_html(
     import papermill
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    import jinja2
+
+    exporter = HTMLExporter(
+        extra_loaders=[jinja2.DictLoader({"ctxkeep.html.j2": _TEMPLATE})],
+        template_file="ctxkeep.html.j2",
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
     params = {
         "store": str(home),
         "timezone": w.tz,
@@ -211,6 +219,15 @@ def render_html(
     index.write_text(_index_html(w, home), encoding="utf-8")
     written.append(index)
     return written
+
+
+#: nbconvert's JupyterLab page without the two scripts it loads from a CDN (require.js,
+#: MathJax): the plots are embedded PNGs and the pages use neither, so a page opens
+#: complete with no network
+_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+"""
 
 
 def _index_html(w: Window, home: Path) -> str:
