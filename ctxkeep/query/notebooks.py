@@ -163,11 +163,10 @@ def render_html(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    import jinja2
     import nbformat
     import papermill
     from nbconvert import HTMLExporter
-
-    import jinja2
 
     exporter = HTMLExporter(
         extra_loaders=[jinja2.DictLoader({"ctxkeep.html.j2": _TEMPLATE})],
