@@ -10,7 +10,6 @@ import io
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -20,18 +19,11 @@ import nbformat
 import pytest
 
 from conftest import CORPUS_HOME, ingest
+from conftest import q as _lite
 from ctxkeep.query import notebooks as nbq
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NAMES = [n for n, _ in nbq.NOTEBOOKS]
-
-
-def _lite(home: Path, sql: str, *args) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
 
 
 def _run(name: str, home: Path, **params):
