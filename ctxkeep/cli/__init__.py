@@ -153,5 +153,6 @@ from ctxkeep.cli import (  # noqa: E402
     mcp,  # noqa: F401
     report,  # noqa: F401
     sessions,  # noqa: F401
+    report_html,  # noqa: F401
     sources,  # noqa: F401
 )

@@ -1,0 +1,83 @@
+"""``ctxkeep report html DIR``: the analytics notebooks executed against the store and
+rendered as self-contained HTML pages (``query.notebooks``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, err
+from ctxkeep.cli.report import report_app
+from ctxkeep.errors import CtxkeepError
+
+
+@report_app.command("html")
+def html(
+    out_dir: Path = typer.Argument(
+        ..., help="Folder to write usage.html, sessions.html, store.html, index.html."
+    ),
+    since: str = typer.Option(
+        "", "--since", help="First day, YYYY-MM-DD, inclusive (default: the first record)."
+    ),
+    until: str = typer.Option(
+        "", "--until", help="Last day, YYYY-MM-DD, inclusive (default: the last record)."
+    ),
+    timezone: str = typer.Option(
+        None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone)."
+    ),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Run the usage, sessions and store notebooks against the store and write them as
+    HTML pages with their plots (needs the `notebooks` extra)."""
+    from ctxkeep.query import notebooks
+
+    missing = notebooks.missing_modules()
+    if missing:
+        _fail(CtxkeepError(f"`report html` needs {', '.join(missing)}", hint=notebooks.INSTALL_HINT))
+    try:
+        w = notebooks.window(timezone or _local_zone(), since, until)
+    except CtxkeepError as e:
+        _fail(e, 2)
+    h = _home(home)
+    started = {}
+
+    def progress(name: str, state: str) -> None:
+        if as_json:
+            return
+        if state == "running":
+            started[name] = time.monotonic()
+            err.print(f"running {name}.ipynb …", highlight=False)
+        else:
+            err.print(
+                f"  wrote {out_dir / (name + '.html')} ({time.monotonic() - started[name]:.1f} s)",
+                highlight=False,
+            )
+
+    try:
+        paths = notebooks.render_html(h, out_dir, w, progress=progress)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json({"timezone": w.tz, "since": w.since, "until": w.until, "pages": [str(p) for p in paths]})
+        return
+    typer.echo(f"open {paths[-1].resolve().as_uri()}")
+
+
+def _local_zone() -> str:
+    """The IANA name of the local time zone (``$TZ``, else ``/etc/localtime``'s link),
+    ``UTC`` when neither names one."""
+    import os
+
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz:
+        return tz
+    try:
+        link = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in link:
+            return link.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return "UTC"
