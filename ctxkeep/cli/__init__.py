@@ -148,6 +148,7 @@ def main() -> None:
 from ctxkeep.cli import (  # noqa: E402
     compress,  # noqa: F401
     core,  # noqa: F401
+    hooks,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
     sources,  # noqa: F401
