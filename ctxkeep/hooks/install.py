@@ -14,8 +14,8 @@ codex                   ``~/.codex/config.toml``            ``notify = ["<ctxkee
                         (``$CODEX_HOME``) or
                         ``<project>/.codex/config.toml``
 gemini-cli              ``~/.gemini/settings.json`` or      ``SessionStart`` matcher ``resume`` -> ``hook gemini-cli
-                        ``<project>/.gemini/settings.json``  session-start``; ``PreCompress`` -> ``… pre-compress``;
-                                                             ``SessionEnd`` -> ``… session-end``
+                        ``<project>/.gemini/settings.json``  SessionStart``; ``PreCompress`` -> ``… PreCompress``;
+                                                             ``SessionEnd`` -> ``… SessionEnd``
 ======================  ==================================  =====================================================
 
 Format facts: Claude Code hooks reference (https://code.claude.com/docs/en/hooks:
@@ -50,6 +50,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -107,17 +108,17 @@ HOOKS: dict[str, tuple[HookSpec, ...]] = {
         HookSpec(
             "SessionStart",
             "resume",
-            ("hook", "gemini-cli", "session-start"),
+            ("hook", "gemini-cli", "SessionStart"),
             "on a resume, prints the resume snapshot, which Gemini CLI adds as the first turn",
         ),
         HookSpec(
             "PreCompress",
             None,
-            ("hook", "gemini-cli", "pre-compress"),
+            ("hook", "gemini-cli", "PreCompress"),
             "ingests the session before Gemini CLI compresses its history",
         ),
         HookSpec(
-            "SessionEnd", None, ("hook", "gemini-cli", "session-end"), "ingests the session when it ends"
+            "SessionEnd", None, ("hook", "gemini-cli", "SessionEnd"), "ingests the session when it ends"
         ),
     ),
 }
@@ -323,7 +324,7 @@ def _json_entries(agent: str, exe: list[str], timeout_s: int) -> list[tuple[tupl
             hook = {"type": "command", "command": hook_command(exe, spec), "timeout": timeout_s}
         else:  # gemini-cli: milliseconds, and a name for /hooks panel
             hook = {
-                "name": f"ctxkeep-{spec.args[-1]}",
+                "name": "ctxkeep-" + re.sub(r"(?<!^)(?=[A-Z])", "-", spec.args[-1]).lower(),
                 "type": "command",
                 "command": hook_command(exe, spec),
                 "timeout": timeout_s * 1000,

@@ -289,14 +289,14 @@ def test_gemini_hooks_merge_with_names_and_milliseconds(tmp_path):
                 {
                     "name": "ctxkeep-session-start",
                     "type": "command",
-                    "command": f"{Q} hook gemini-cli session-start",
+                    "command": f"{Q} hook gemini-cli SessionStart",
                     "timeout": 3000,
                     "description": "ctxkeep: " + inst.HOOKS["gemini-cli"][0].does,
                 }
             ],
         }
     ]
-    assert got["hooks"]["PreCompress"][0]["hooks"][0]["command"] == f"{Q} hook gemini-cli pre-compress"
+    assert got["hooks"]["PreCompress"][0]["hooks"][0]["command"] == f"{Q} hook gemini-cli PreCompress"
     assert "matcher" not in got["hooks"]["PreCompress"][0]
     assert got["hooks"]["SessionEnd"][0]["hooks"][0]["name"] == "ctxkeep-session-end"
     assert any("hooksConfig.enabled is false" in n for n in c.notes)
