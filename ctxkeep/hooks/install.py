@@ -66,6 +66,8 @@ HOOK_AGENTS = ("claude-code", "codex", "gemini-cli")
 MCP_AGENTS = ("claude-code", "codex", "gemini-cli", "cursor")
 SCOPES = ("user", "project")
 SERVER_NAME = "ctxkeep"
+#: Codex's config file (``$CODEX_HOME/config.toml``; the same name as ctxkeep's own)
+CODEX_CONFIG = "config.toml"
 #: seconds the agent lets a ctxkeep hook run before killing it: a backstop above the
 #: runtime's own hard timeout (5 s), so the agent never waits on ctxkeep for long
 DEFAULT_TIMEOUT_S = 10
@@ -265,7 +267,7 @@ def hooks_path(agent: str, scope: str, w: Where) -> Path:
             w.claude_dir() / "settings.json" if scope == "user" else w.project / ".claude" / "settings.json"
         )
     if agent == "codex":
-        return w.codex_dir() / "config.toml" if scope == "user" else w.project / ".codex" / "config.toml"
+        return w.codex_dir() / CODEX_CONFIG if scope == "user" else w.project / ".codex" / CODEX_CONFIG
     return (w.home if scope == "user" else w.project) / ".gemini" / "settings.json"
 
 
