@@ -376,8 +376,7 @@ def plan_hooks_uninstall(agent: str, scope: str, w: Where) -> Change:
     """Plan removing ctxkeep's hooks of ``agent`` (nothing is written). Raises
     ConfigError when the settings file does not parse."""
     path = hooks_path(agent, scope, w)
-    where = display_path(path, w)
-    before = safe_write.read_bytes(path)
+    where, before = display_path(path, w), safe_write.read_bytes(path)
     if before is None:
         return Change(agent, path, "absent", None, None)
     if agent == "codex":
@@ -587,8 +586,7 @@ def plan_mcp_uninstall(agent: str, scope: str, w: Where) -> Change:
     """Plan removing ctxkeep's MCP server entry for ``agent`` (nothing is written). A
     server named ctxkeep that runs another program is left alone."""
     path = mcp_path(agent, scope, w)
-    where = display_path(path, w)
-    before = safe_write.read_bytes(path)
+    where, before = display_path(path, w), safe_write.read_bytes(path)
     if before is None:
         return Change(agent, path, "absent", None, None)
     if agent == "codex":
