@@ -149,6 +149,7 @@ from ctxkeep.cli import (  # noqa: E402
     compress,  # noqa: F401
     core,  # noqa: F401
     hook,  # noqa: F401
+    hooks,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
     report,  # noqa: F401

@@ -1,18 +1,87 @@
-"""``ctxkeep mcp``: the stdio MCP server for agents (``ctxkeep.mcp.server``)."""
+"""``ctxkeep mcp``: the stdio MCP server for agents (``ctxkeep.mcp.server``), and
+``ctxkeep mcp install | uninstall``, which register it in an agent's MCP config
+(``ctxkeep.hooks.install``) the same safe way as ``ctxkeep hooks``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import typer
+
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, _home, app
+from ctxkeep.cli import HomeOpt, JsonOpt, _home, app
+from ctxkeep.cli.hooks import DryRunOpt, ProjectOpt, ScopeOpt, _agents, _scope, _where, run_changes
+
+mcp_app = typer.Typer(
+    invoke_without_command=True,
+    help="Run the stdio MCP server (no subcommand), or register it with an agent (install, uninstall).",
+)
+app.add_typer(mcp_app, name="mcp")
+
+McpAgentOpt = typer.Option(
+    None,
+    "--agent",
+    "-a",
+    help="claude-code, codex, gemini-cli or cursor (repeatable; default: the agents found in your home).",
+)
 
 
-@app.command()
-def mcp(home: Path | None = HomeOpt):
+@mcp_app.callback()
+def mcp(ctx: typer.Context, home: Path | None = HomeOpt):
     """Run the stdio MCP server (tools ctx_search, ctx_fetch, ctx_stats, ctx_index, ctx_purge)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from ctxkeep.mcp.server import serve_stdio
 
     h = _home(home)
     cfgmod.ensure_home(h)
     serve_stdio(h)
+
+
+@mcp_app.command("install")
+def install(
+    agent: list[str] | None = McpAgentOpt,
+    scope: str = ScopeOpt,
+    project: Path | None = ProjectOpt,
+    store: Path | None = typer.Option(
+        None, "--home", help="A store directory the server should use (written into the entry as --home)."
+    ),
+    dry_run: bool = DryRunOpt,
+    force: bool = typer.Option(
+        False, "--force", help="Replace an MCP server named ctxkeep that runs another program."
+    ),
+    as_json: bool = JsonOpt,
+):
+    """Register ctxkeep's MCP server in the agent's config (also prints the agent's own command for it)."""
+    from ctxkeep.hooks.install import MCP_AGENTS, agent_mcp_command, ctxkeep_argv, plan_mcp_install
+
+    _scope(scope)
+    w = _where(project)
+    exe = ctxkeep_argv()
+    store = store.expanduser().absolute() if store else None
+    agents = _agents(agent, w, MCP_AGENTS, detect=True)
+
+    def extra(a, change):
+        cmd = agent_mcp_command(a, scope, exe, store)
+        return {"agent_command": cmd, "hint_lines": [f"or with {a}'s own command: {cmd}"] if cmd else []}
+
+    run_changes(
+        lambda a: plan_mcp_install(a, scope, w, exe, store, force), agents, dry_run, as_json, w, extra
+    )
+
+
+@mcp_app.command("uninstall")
+def uninstall(
+    agent: list[str] | None = McpAgentOpt,
+    scope: str = ScopeOpt,
+    project: Path | None = ProjectOpt,
+    dry_run: bool = DryRunOpt,
+    as_json: bool = JsonOpt,
+):
+    """Remove ctxkeep's MCP server entry (and only it) from the agent's config."""
+    from ctxkeep.hooks.install import MCP_AGENTS, plan_mcp_uninstall
+
+    _scope(scope)
+    w = _where(project)
+    agents = _agents(agent, w, MCP_AGENTS, detect=False)
+    run_changes(lambda a: plan_mcp_uninstall(a, scope, w), agents, dry_run, as_json, w)

@@ -1,3 +1,1 @@
-"""Agent hooks: the runtime the installed hooks call (``runtime``: ``ctxkeep hook
-AGENT EVENT``). It sits in the top layer with ``cli`` and ``mcp``: it runs the ingest
-engine and builds resume snapshots, and never imports Prefect."""
+"""Agent hooks: the installers (install.py) and the runtime the installed entries call (runtime.py)."""

@@ -1,0 +1,187 @@
+"""``ctxkeep hooks install | uninstall | status`` and ``ctxkeep mcp install | uninstall``
+on the command line (Typer's CliRunner, in a temporary HOME with a ``ctxkeep`` on PATH
+that the installed commands must name)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxkeep.cli import app
+
+runner = CliRunner()
+
+CLAUDE = {
+    "model": "opus",
+    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo pre"}]}]},
+    "statusLine": {"type": "command", "command": "~/bin/status"},
+}
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A HOME with Claude Code and Codex settings, and a ctxkeep executable first on PATH."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    (home / ".claude" / "settings.json").write_text(json.dumps(CLAUDE, indent=2) + "\n")
+    (home / ".codex" / "config.toml").write_text('model = "o3"\n')
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    exe = bin_ / "ctxkeep"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return home, str(exe)
+
+
+def ck(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_install_status_uninstall(env):
+    home, exe = env
+    settings = home / ".claude" / "settings.json"
+    before = settings.read_bytes()
+    r = ck("hooks", "install")  # no --agent: the agents found in HOME (not gemini-cli)
+    assert r.exit_code == 0, r.output
+    assert "claude-code: updated ~/.claude/settings.json (backup settings.json.ctxkeep-backup-" in r.output
+    assert "codex: updated ~/.codex/config.toml" in r.output
+    assert "gemini-cli" not in r.output and not (home / ".gemini").exists()
+    got = json.loads(settings.read_text())
+    assert got["hooks"]["SessionStart"] == [
+        {
+            "matcher": "compact|resume",
+            "hooks": [{"type": "command", "command": f"{exe} hook claude-code session-start", "timeout": 10}],
+        }
+    ]
+    assert (
+        got["statusLine"] == CLAUDE["statusLine"]
+        and got["hooks"]["PreToolUse"] == CLAUDE["hooks"]["PreToolUse"]
+    )
+    assert (
+        home / ".codex" / "config.toml"
+    ).read_text() == f'model = "o3"\nnotify = ["{exe}", "hook", "codex", "notify"]\n'
+    installed = settings.read_bytes()
+
+    r = ck("hooks", "install", "--agent", "claude-code")
+    assert r.exit_code == 0 and r.output == "claude-code: unchanged ~/.claude/settings.json\n"
+    assert settings.read_bytes() == installed
+
+    r = ck("hooks", "status")
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert lines[0] == "claude-code: ~/.claude/settings.json"
+    assert lines[1].startswith("  ok       PreCompact: ingests the transcript")
+    assert lines[2].startswith("  ok       SessionStart [compact|resume]: ")
+    assert "gemini-cli: ~/.gemini/settings.json (no file)" in lines
+    assert "  missing  PreCompress: ingests the session before Gemini CLI compresses its history" in lines
+    assert any(line.startswith("  snapshot injection: none: Codex runs its notify program") for line in lines)
+
+    r = ck("hooks", "status", "--json", "--agent", "codex")
+    (row,) = json.loads(r.stdout)
+    assert (
+        row["hooks"][0]["state"] == "installed" and row["hooks"][0]["command"] == f"{exe} hook codex notify"
+    )
+
+    r = ck("hooks", "uninstall", "--agent", "claude-code", "--agent", "codex")
+    assert r.exit_code == 0, r.output
+    assert "claude-code: restored ~/.claude/settings.json (from settings.json.ctxkeep-backup-" in r.output
+    assert settings.read_bytes() == before
+    assert (home / ".codex" / "config.toml").read_text() == 'model = "o3"\n'
+
+
+def test_dry_run_writes_nothing_and_shows_the_diff(env):
+    home, exe = env
+    settings = home / ".claude" / "settings.json"
+    before = settings.read_bytes()
+    r = ck("hooks", "install", "--agent", "claude-code", "--dry-run")
+    assert r.exit_code == 0
+    assert r.output.startswith("claude-code: would update ~/.claude/settings.json\n---")
+    assert f'+            "command": "{exe} hook claude-code precompact",' in r.output
+    assert settings.read_bytes() == before
+    assert [p.name for p in settings.parent.iterdir()] == ["settings.json"]
+
+
+def test_invalid_json_one_error_line_exit_1_file_untouched(env):
+    home, _ = env
+    settings = home / ".claude" / "settings.json"
+    settings.write_text('{"model": "opus",}\n')
+    before = settings.read_bytes()
+    r = ck("hooks", "install", "--agent", "claude-code")
+    assert r.exit_code == 1
+    assert r.stderr.count("\n") == 1
+    assert r.stderr.startswith("error: claude-code: is not valid JSON (line 1 column 18")
+    assert "(~/.claude/settings.json) - fix it or move it away" in r.stderr
+    assert settings.read_bytes() == before and len(list(settings.parent.iterdir())) == 1
+    r = ck("hooks", "status", "--agent", "claude-code")
+    assert r.exit_code == 1 and "  error: is not valid JSON" in r.stdout
+
+
+def test_codex_foreign_notify_refused_then_forced(env):
+    home, exe = env
+    cfg = home / ".codex" / "config.toml"
+    cfg.write_text('notify = ["notify-send", "codex"]\n')
+    r = ck("hooks", "install", "--agent", "codex")
+    assert r.exit_code == 1
+    assert r.stderr.startswith('error: codex: notify already runs another program (["notify-send", "codex"])')
+    assert "pass --force" in r.stderr
+    assert cfg.read_text() == 'notify = ["notify-send", "codex"]\n'
+    r = ck("hooks", "status", "--agent", "codex")
+    assert "  other program notify: " in r.stdout and "found: ['notify-send', 'codex']" in r.stdout
+    r = ck("hooks", "install", "--agent", "codex", "--force", "--json")
+    (row,) = json.loads(r.stdout)
+    assert row["action"] == "updated" and row["notes"] == [
+        'replaced notify ["notify-send", "codex"] (kept in the backup)'
+    ]
+    assert Path(row["backup"]).read_text() == 'notify = ["notify-send", "codex"]\n'
+
+
+def test_unknown_agent_is_a_usage_error(env):
+    r = ck("hooks", "install", "--agent", "aider")
+    assert r.exit_code == 2 and r.stderr.startswith("error: unknown agent 'aider' - use one of:")
+
+
+def test_no_agent_found(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "empty"))
+    r = ck("hooks", "install")
+    assert r.exit_code == 1 and "no agent found in your home" in r.stderr
+
+
+def test_mcp_install_and_uninstall(env):
+    home, exe = env
+    r = ck("mcp", "install", "--agent", "cursor", "--agent", "claude-code")
+    assert r.exit_code == 0, r.output
+    assert "cursor: created ~/.cursor/mcp.json" in r.output
+    assert "claude-code: created ~/.claude.json" in r.output
+    assert (
+        f"  or with claude-code's own command: claude mcp add --scope user ctxkeep -- {exe} mcp" in r.output
+    )
+    assert json.loads((home / ".cursor" / "mcp.json").read_text()) == {
+        "mcpServers": {"ctxkeep": {"command": exe, "args": ["mcp"]}}
+    }
+    r = ck("mcp", "install", "--agent", "codex", "--scope", "project", "--json")
+    (row,) = json.loads(r.stdout)
+    assert (
+        row["path"].endswith("/.codex/config.toml")
+        and row["agent_command"] == f"codex mcp add ctxkeep -- {exe} mcp"
+    )
+    assert (
+        Path.cwd() / ".codex" / "config.toml"
+    ).read_text() == f'[mcp_servers.ctxkeep]\ncommand = "{exe}"\nargs = ["mcp"]\n'
+    r = ck("mcp", "uninstall", "--agent", "cursor", "--agent", "claude-code")
+    assert r.exit_code == 0
+    assert not (home / ".cursor" / "mcp.json").exists() and not (home / ".claude.json").exists()
+
+
+def test_mcp_without_subcommand_still_documents_the_server():
+    r = ck("mcp", "--help")
+    assert r.exit_code == 0 and "install" in r.output and "uninstall" in r.output and "--home" in r.output
