@@ -278,7 +278,11 @@ def show(
                 where = written.get((d.entry_id, m["seq"]))
                 out.print(
                     f"  media #{m['seq']}: {m['media_type']}, {m['bytes']:,} bytes (sha256 {m['sha256'][:12]}…)"
-                    + (f" written to {where}" if where else "; --media-dir DIR writes it to a file, --json returns it"),
+                    + (
+                        f" written to {where}"
+                        if where
+                        else "; --media-dir DIR writes it to a file, --json returns it"
+                    ),
                     highlight=False,
                     markup=False,
                     soft_wrap=True,

@@ -16,8 +16,8 @@ are estimates (the stored ``token_estimate`` scaled by bytes, else the heuristic
 
 from __future__ import annotations
 
-import sqlite3
 import base64
+import sqlite3
 from dataclasses import dataclass, field, fields
 
 from ctxkeep.errors import UsageError
