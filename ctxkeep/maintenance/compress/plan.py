@@ -399,7 +399,12 @@ def plan_claude(
         and claude_conversational(lines[i].rec)
     ]
     limit = conv[-keep_messages]
-    cut, kind = _choose_cut(prompts, safe, limit, msgs[0])
+    # between exchanges: on the main chain when possible (its first kept line then
+    # hangs off the marker)
+    main_safe = [i for i in safe if bool(lines[i].rec.get("isSidechain")) == main_side]
+    cut, kind = _choose_cut(prompts, main_safe, limit, msgs[0])
+    if cut is None:
+        cut, kind = _choose_cut(prompts, safe, limit, msgs[0])
     if cut is None:
         plan.reason = "no safe cut point (a tool call or response spans every boundary)"
         return _finish_identity(plan, lines)
