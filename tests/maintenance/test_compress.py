@@ -146,6 +146,18 @@ def test_removed_messages_stay_searchable_and_archived(compressed):
         and len(r["message"]["content"].split()) > 4
     )
     words = " ".join(prompt["message"]["content"].split()[:6])
+    # the marker says what was removed and how to get it back
+    (marker,) = [r for r in records(kept) if isinstance(r.get("ctxkeep"), dict)]
+    first_prompt = next(
+        r["message"]["content"]
+        for r in removed
+        if r["type"] == "user"
+        and isinstance(r["message"]["content"], str)
+        and not r["message"]["content"].lstrip().startswith(("<command-", "<local-command", "Caveat:"))
+    )
+    assert "First removed prompt" in marker["content"]
+    assert " ".join(first_prompt.split())[:60] in marker["content"]
+    assert f"--session {orig[0].get('sessionId') or marker['sessionId']}" in marker["content"]
     hits = search(conn, f'"{words}"', limit=20)
     assert hits, words
     row = conn.execute(

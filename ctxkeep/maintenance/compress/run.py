@@ -214,19 +214,40 @@ def check_file(f: SourceFile, cc: CompressConfig, now: float | None = None) -> F
     )
 
 
-def check_files(home: Path, *, ctx: DiscoveryContext | None = None, paths: list[Path] | None = None) -> dict:
+def check_files(
+    home: Path, *, ctx: DiscoveryContext | None = None, paths: list[Path] | None = None, savings: bool = True
+) -> dict:
     """The health report (``compress --check``): changes nothing, needs no store.
 
     Returns ``{"thresholds": {...}, "files": [FileCheck dicts], "exceeding": n,
-    "problems": [str]}``."""
+    "problems": [str]}``; with ``savings``, each exceeding file's dict also has what a
+    compress would do (``would``: status, reason, bytes_after, tokens_before/after) and
+    save per strategy (``savings``, as ``FileResult.savings``), planned like
+    ``--dry-run`` (store opened read-only when there is one)."""
     cc = cfgmod.load_config(home).compress
     files, problems = discovered_files(home, ctx, paths)
     checks = []
-    for f in files:
-        try:
-            checks.append(asdict(check_file(f, cc)))
-        except OSError as e:
-            problems.append(f"{f.path}: {e.strerror or e}")
+    conn = None
+    if savings and (Path(home) / STORE_DB).exists():
+        conn = sqlite_store.connect(home, readonly=True)
+    try:
+        for f in files:
+            try:
+                c = asdict(check_file(f, cc))
+            except OSError as e:
+                problems.append(f"{f.path}: {e.strerror or e}")
+                continue
+            if savings and c["status"] == "EXCEEDS":
+                r = compress_file(conn, home, f, cc, dry_run=True, force=True)
+                c["would"] = {
+                    k: getattr(r, k)
+                    for k in ("status", "reason", "bytes_after", "tokens_before", "tokens_after")
+                }
+                c["savings"] = r.savings
+            checks.append(c)
+    finally:
+        if conn is not None:
+            conn.close()
     return {
         "thresholds": {
             "max_size_kb": cc.max_size_kb,
