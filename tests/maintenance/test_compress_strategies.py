@@ -124,8 +124,26 @@ def test_check_and_dry_run_agree_with_the_run(image_run):
     # the image line's base64 is what inline saves (the placeholder is a few hundred bytes)
     _, data = _original_image()
     b64 = len(base64.b64encode(data))
-    assert b64 - 400 < sv["inline"]["bytes"] < b64
-    assert sv["inline"]["image_tokens"] > 0 and sv["inline"]["media"] == 1
+    assert sv["inline"]["bytes"] > b64 - 400
+    # the image, and every toolUseResult string over the default 4 KiB (read independently)
+    big_tur = 0
+
+    def walk(v):
+        nonlocal big_tur
+        if isinstance(v, dict):
+            for x in v.values():
+                if isinstance(x, str) and len(x.encode()) > 4096:
+                    big_tur += 1
+                else:
+                    walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for line in (CORPUS_HOME / IMG).read_bytes().splitlines():
+        walk(json.loads(line).get("toolUseResult"))
+    assert big_tur > 0
+    assert sv["inline"]["image_tokens"] > 0 and sv["inline"]["media"] == 1 + big_tur
     assert sv["duplicates"]["lines"] == sv["progress"]["lines"] == sv["cut"]["lines"] == 0
 
 

@@ -394,6 +394,7 @@ def compress_file(
             lambda eid, what: (
                 f"[ctxkeep: {what} moved out of this file to the ctxkeep store; `{show} {eid}` returns it]"
             ),
+            cc.tool_use_result_max_kb * 1024,
         )
         work = shr.lines
     try:

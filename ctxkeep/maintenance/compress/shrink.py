@@ -132,13 +132,17 @@ def shrink_claude(
     ids: list[list[str]],
     inline_max_bytes: int,
     placeholder: Callable[[str, str], str],
+    tool_use_result_max_bytes: int | None = None,
 ) -> Shrunk:
     """Apply the three strategies (module doc) to a Claude Code transcript.
 
     Args: ``lines`` from ``plan.split_lines``; ``ids``: the entry ids of each line
     (``plan.line_entry_ids``; the store holds them); ``inline_max_bytes``: values
     larger than this (UTF-8 bytes of a text, characters of base64) are moved out, 0
-    turns ``inline`` off; ``placeholder(entry_id, what)``: the text that replaces a
+    turns ``inline`` off; ``tool_use_result_max_bytes``: the same for strings of
+    ``toolUseResult`` (Claude Code's UI copy of a result, never sent to the model:
+    ``originalFile`` of every edit …; default ``inline_max_bytes``);
+    ``placeholder(entry_id, what)``: the text that replaces a
     value (``what`` describes it: ``image image/png, 785,205 bytes``).
     Returns a Shrunk. Lines that do not parse are left as they are (the cut drops
     them)."""
@@ -146,7 +150,7 @@ def shrink_claude(
     work: list[Line] = list(lines)
     if inline_max_bytes > 0:
         for i, ln in enumerate(lines):
-            new = _inline(ln, ids[i], inline_max_bytes, placeholder, res)
+            new = _inline(ln, ids[i], inline_max_bytes, placeholder, res, tool_use_result_max_bytes)
             if new is not None:
                 work[i] = new
                 res.replaced.append(i)
@@ -203,7 +207,12 @@ def shrink_claude(
 
 
 def _inline(
-    ln: Line, ids: list[str], limit: int, placeholder: Callable[[str, str], str], res: Shrunk
+    ln: Line,
+    ids: list[str],
+    limit: int,
+    placeholder: Callable[[str, str], str],
+    res: Shrunk,
+    tur_limit: int | None = None,
 ) -> Line | None:
     """The line with its large values replaced (None when nothing is over ``limit``)."""
     rec = ln.rec
@@ -294,7 +303,7 @@ def _inline(
     if tur is not None:
         eid = tool_eid or ids[0]
         new_tur, moved = _shrink_value(
-            tur, limit, lambda mt, data, tok: move(eid, mt, data, tok), eid, placeholder
+            tur, tur_limit or limit, lambda mt, data, tok: move(eid, mt, data, tok), eid, placeholder
         )
         if moved:
             new_rec["toolUseResult"] = new_tur
