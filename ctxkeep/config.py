@@ -89,6 +89,12 @@ class CompressConfig:
     active_minutes: int = 10
     keep_backups: int = 3
     backup_max_age_days: int = 30
+    #: KiB; base64 images/documents and tool outputs larger than this in kept lines are
+    #: moved to the store and replaced by a placeholder (0: off)
+    inline_max_kb: int = 32
+    #: KiB; the same for strings of Claude Code's ``toolUseResult`` (its UI copy of a
+    #: tool result, never sent to the model; 0: as inline_max_kb)
+    tool_use_result_max_kb: int = 4
 
 
 @dataclass

@@ -56,3 +56,64 @@ def claude_messages(recs: list[dict]) -> list[dict]:
 
 def is_claude(path: Path) -> bool:
     return "/.claude/" in str(path)
+
+
+def claude_code_log_problems(path: Path) -> list[str]:
+    """What claude-code-log (PyPI, an independent Claude Code transcript parser) reports
+    about a transcript: lines it cannot parse (its pydantic models, printed by
+    ``converter.load_transcript``) and DAG warnings (orphan parents, cycles, logged by
+    ``claude_code_log.dag``). [] for a file it reads cleanly. Raises ImportError when
+    claude-code-log is not installed."""
+    import contextlib
+    import io
+    import logging
+
+    from claude_code_log.converter import load_transcript
+    from claude_code_log.dag import build_dag_from_entries
+
+    class _Keep(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.WARNING)
+            self.msgs: list[str] = []
+
+        def emit(self, record):
+            self.msgs.append(record.getMessage())
+
+    h = _Keep()
+    log = logging.getLogger("claude_code_log")
+    log.addHandler(h)
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            entries = load_transcript(Path(path), silent=True)
+            build_dag_from_entries(entries)
+    finally:
+        log.removeHandler(h)
+    printed = [x for x in buf.getvalue().splitlines() if x.strip()]
+    return printed + h.msgs
+
+
+_NOT_PROMPT = ("<command-", "<local-command", "<bash-", "Caveat: The messages below", "[Request interrupted")
+
+
+def conversational(recs: list[dict]) -> list[dict]:
+    """User prompts the user typed and assistant replies with text (not tool results,
+    meta lines, slash-command output, ``!`` shell lines or interrupts)."""
+    out = []
+    for r in claude_messages(recs):
+        if r.get("isMeta") or r.get("isCompactSummary"):
+            continue
+        c = r["message"].get("content")
+        bl = blocks(r)
+        if r["type"] == "assistant":
+            if any(b.get("type") == "text" and (b.get("text") or "").strip() for b in bl):
+                out.append(r)
+            continue
+        if any(b.get("type") == "tool_result" for b in bl):
+            continue
+        text = (
+            c if isinstance(c, str) else "\n".join(b.get("text") or "" for b in bl if b.get("type") == "text")
+        )
+        if text.strip() and not text.lstrip().startswith(_NOT_PROMPT):
+            out.append(r)
+    return out

@@ -159,6 +159,17 @@ def _emit_check(rep: dict, as_json: bool) -> None:
             str(f["backups"] or ""),
         )
     out.print(t)
+    for f in rep["files"]:
+        if f.get("savings"):
+            w = f["would"]
+            out.print(
+                f"{Path(f['path']).name}: {w['status']}"
+                + (f" ({w['reason']})" if w["reason"] else f", {f['bytes']:,} → {w['bytes_after']:,} bytes")
+                + "; "
+                + _savings_text(f["savings"]),
+                highlight=False,
+                soft_wrap=True,
+            )
     out.print(
         f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold (full paths: --json)",
         highlight=False,
@@ -179,6 +190,8 @@ def _emit_summary(s: dict) -> None:
                 + (f"; backup {f['backup']}" if f.get("backup") else ""),
                 highlight=False,
             )
+            if f.get("savings"):
+                out.print("  saved: " + _savings_text(f["savings"]), highlight=False, soft_wrap=True)
         elif f["status"] == "skipped":
             out.print(f"skipped {name}: {f['reason']}", highlight=False)
         else:
@@ -195,3 +208,13 @@ def _emit_summary(s: dict) -> None:
     )
     for p in s["problems"]:
         err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
+
+
+def _savings_text(sv: dict) -> str:
+    """``inline -1,046,292 B / -1,613 tok, duplicates …`` (strategies that saved something)."""
+    parts = [
+        f"{k} {v['bytes']:,} B / {v['tokens']:,} tok ({v['lines']} lines)"
+        for k, v in sv.items()
+        if v.get("bytes") or v.get("lines")
+    ]
+    return "by strategy: " + (", ".join(parts) if parts else "nothing")

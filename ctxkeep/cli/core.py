@@ -246,10 +246,17 @@ def show(
     offset: int = typer.Option(
         0, "--offset", help="Continue from this byte offset (one id; offsets come from the elision markers)."
     ),
+    media_dir: Path | None = typer.Option(
+        None,
+        "--media-dir",
+        help="Write the images and outputs compress moved to the store to files in this directory.",
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Print the full contents of entries (tier 2 of a search), or with --session one session's conversation, within a budget."""
+    """Print the full contents of entries (tier 2 of a search), or with --session one
+    session's conversation, within a budget; with --json also the images and outputs
+    compress moved to the store (base64)."""
     from ctxkeep.errors import UsageError
     from ctxkeep.query.fetch import fetch
     from ctxkeep.sinks import sqlite as sqlite_store
@@ -272,7 +279,10 @@ def show(
         if max_bytes is not None and max_bytes < 1:
             raise UsageError(f"--max-bytes {max_bytes} must be positive", where="--max-bytes")
         conn = sqlite_store.connect(_home(home), readonly=True)
-        rows, problems = fetch(conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset)
+        rows, problems = fetch(
+            conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset, media=True
+        )
+        written = _write_media(rows, media_dir) if media_dir is not None else {}
     except CtxkeepError as e:
         _fail(e)
     for p in problems:
@@ -290,6 +300,19 @@ def show(
                 f"  from {d.source_path} @ {d.source_offset}", highlight=False, markup=False, soft_wrap=True
             )
             out.print(d.text, highlight=False, markup=False, soft_wrap=True)
+            for m in d.media:
+                where = written.get((d.entry_id, m["seq"]))
+                out.print(
+                    f"  media #{m['seq']}: {m['media_type']}, {m['bytes']:,} bytes (sha256 {m['sha256'][:12]}…)"
+                    + (
+                        f" written to {where}"
+                        if where
+                        else "; --media-dir DIR writes it to a file, --json returns it"
+                    ),
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
     if not rows:
         raise typer.Exit(1)
 
@@ -337,6 +360,29 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
             out.print(t.text, highlight=False, markup=False, soft_wrap=True)
     if conv.note:
         err.print(f"[yellow]note:[/yellow] {conv.note}", highlight=False)
+
+
+def _write_media(rows, media_dir: Path) -> dict:
+    """Write each fetched entry's media to ``<media_dir>/<entry_id>-<seq>.<ext>``;
+    returns ``(entry_id, seq) → path``. Raises UsageError when the directory cannot
+    be made."""
+    import base64
+    import mimetypes
+
+    from ctxkeep.errors import UsageError
+
+    try:
+        media_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {media_dir}: {e.strerror or e}", where="--media-dir") from e
+    done = {}
+    for d in rows:
+        for m in d.media:
+            ext = mimetypes.guess_extension(m["media_type"].split(";")[0].strip()) or ".bin"
+            p = media_dir / f"{d.entry_id}-{m['seq']}{ext}"
+            p.write_bytes(base64.b64decode(m["data_base64"]))
+            done[(d.entry_id, m["seq"])] = p
+    return done
 
 
 @app.command()

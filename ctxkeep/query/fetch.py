@@ -16,12 +16,13 @@ are estimates (the stored ``token_estimate`` scaled by bytes, else the heuristic
 
 from __future__ import annotations
 
+import base64
 import sqlite3
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from ctxkeep.errors import UsageError
 from ctxkeep.schema import EntryRef
-from ctxkeep.sinks.sqlite import content_text
+from ctxkeep.sinks.sqlite import content_text, media_for
 from ctxkeep.transforms.tokens import heuristic_tokens
 
 MIN_ID_PREFIX = 6
@@ -79,6 +80,9 @@ class Fetched(EntryRef):
     elided_bytes: int = 0
     elided_from: int | None = None
     next_offset: int | None = None
+    #: values compress moved out of the session file's line (``sinks.sqlite.media``),
+    #: with ``media=True``: ``{"seq", "media_type", "bytes", "sha256", "data_base64"}``
+    media: list = field(default_factory=list)
 
 
 def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], list[str]]:
@@ -178,6 +182,7 @@ def fetch(
     budget_tokens: int | None = None,
     max_bytes: int | None = None,
     offset: int = 0,
+    media: bool = False,
 ) -> tuple[list[Fetched], list[str]]:
     """Full contents of entries, in the given order, within a budget.
 
@@ -189,6 +194,8 @@ def fetch(
             comes back with an empty text and a marker to fetch it.
         max_bytes: cap on each entry's returned bytes (None: none).
         offset: byte offset to continue from (only with a single id).
+        media: also return what compress moved out of the entry's line (images,
+            documents, tool-result strings; ``Fetched.media``, data base64-encoded).
     Returns ``(entries, problems)``; problems are one-line messages (unknown ids,
     budget notes). Raises UsageError for an offset with several ids or past the end.
     """
@@ -224,6 +231,19 @@ def fetch(
                 next_offset=piece.next_offset,
             )
         )
+    if media and out:
+        stored = media_for(conn, [f.entry_id for f in out])
+        for f in out:
+            f.media = [
+                {
+                    "seq": m.seq,
+                    "media_type": m.media_type,
+                    "bytes": m.bytes,
+                    "sha256": m.sha256,
+                    "data_base64": base64.b64encode(m.data).decode("ascii"),
+                }
+                for m in stored.get(f.entry_id, [])
+            ]
     cut = [f.entry_id for f in out if f.truncated]
     if cut and budget_tokens is not None:
         problems.append(

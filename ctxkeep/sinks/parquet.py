@@ -168,7 +168,7 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
                 "INSERT OR REPLACE INTO archived VALUES(?, ?)", [(i, timeutil.now_iso()) for i in batch]
             )
             delete_store.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)
-            removed = delete_store.delete_selected(conn, usage=False, quarantine=False)
+            removed = delete_store.delete_selected(conn, usage=False, quarantine=False, media=False)
             delete_store.drop_selection(conn)
         for k in ("entries", "contents", "chunks"):
             out[k] += removed[k]

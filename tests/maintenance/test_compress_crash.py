@@ -99,7 +99,9 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         proc.join(60)
         assert proc.exitcode == 0 and done[2] == "compressed", done
         new = path.read_bytes()
-        assert new != original and len(new) < len(original) / 2
+        # (keep_messages 10 counts prompts and replies: ef958aa1 has 10, so its copy
+        # loses only its repeated state lines; the rewrite is still a whole new file)
+        assert new != original and len(new) < len(original)
         setups[name] = {
             "path": path,
             "original": original,

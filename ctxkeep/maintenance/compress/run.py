@@ -40,7 +40,7 @@ from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
 from ctxkeep.errors import StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
-from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.maintenance.compress import rewrite, shrink
 from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -124,6 +124,11 @@ class FileResult:
     messages_before: int = 0
     messages_after: int = 0
     removed_messages: int = 0
+    conversation_before: int = 0
+    conversation_after: int = 0
+    #: what each strategy saves (``shrink.STRATEGIES``): ``{"lines", "bytes", "tokens"}``;
+    #: ``inline`` also has ``image_tokens`` (in ``tokens``) and ``media`` (values moved)
+    savings: dict = field(default_factory=dict)
     cut_kind: str | None = None
     relinked: int = 0
     dropped_bad_lines: int = 0
@@ -209,19 +214,40 @@ def check_file(f: SourceFile, cc: CompressConfig, now: float | None = None) -> F
     )
 
 
-def check_files(home: Path, *, ctx: DiscoveryContext | None = None, paths: list[Path] | None = None) -> dict:
+def check_files(
+    home: Path, *, ctx: DiscoveryContext | None = None, paths: list[Path] | None = None, savings: bool = True
+) -> dict:
     """The health report (``compress --check``): changes nothing, needs no store.
 
     Returns ``{"thresholds": {...}, "files": [FileCheck dicts], "exceeding": n,
-    "problems": [str]}``."""
+    "problems": [str]}``; with ``savings``, each exceeding file's dict also has what a
+    compress would do (``would``: status, reason, bytes_after, tokens_before/after) and
+    save per strategy (``savings``, as ``FileResult.savings``), planned like
+    ``--dry-run`` (store opened read-only when there is one)."""
     cc = cfgmod.load_config(home).compress
     files, problems = discovered_files(home, ctx, paths)
     checks = []
-    for f in files:
-        try:
-            checks.append(asdict(check_file(f, cc)))
-        except OSError as e:
-            problems.append(f"{f.path}: {e.strerror or e}")
+    conn = None
+    if savings and (Path(home) / STORE_DB).exists():
+        conn = sqlite_store.connect(home, readonly=True)
+    try:
+        for f in files:
+            try:
+                c = asdict(check_file(f, cc))
+            except OSError as e:
+                problems.append(f"{f.path}: {e.strerror or e}")
+                continue
+            if savings and c["status"] == "EXCEEDS":
+                r = compress_file(conn, home, f, cc, dry_run=True, force=True)
+                c["would"] = {
+                    k: getattr(r, k)
+                    for k in ("status", "reason", "bytes_after", "tokens_before", "tokens_after")
+                }
+                c["savings"] = r.savings
+            checks.append(c)
+    finally:
+        if conn is not None:
+            conn.close()
     return {
         "thresholds": {
             "max_size_kb": cc.max_size_kb,
@@ -357,10 +383,24 @@ def compress_file(
         + (f"; `ctxkeep search --session {sid} …`" if sid else "")
         + f") and is in the backup {backup_path}."
     )
+    show = _show_call(home)
+    shr = None
+    work = lines
+    if file.agent == "claude-code":
+        shr = shrink.shrink_claude(
+            lines,
+            ids,
+            cc.inline_max_kb * 1024,
+            lambda eid, what: (
+                f"[ctxkeep: {what} moved out of this file to the ctxkeep store; `{show} {eid}` returns it]"
+            ),
+            cc.tool_use_result_max_kb * 1024,
+        )
+        work = shr.lines
     try:
         plan = cp.plan_compression(
             file.agent,
-            lines,
+            work,
             keep,
             cc.keep_system_lines,
             marker_note=note,
@@ -369,10 +409,20 @@ def compress_file(
     except cp.Refused as e:
         r.status, r.reason = "refused", str(e)
         return r
-    r.messages_before, r.messages_after = plan.messages_before, plan.messages_after
-    if not plan.changes:
+    origin = shr.origin if shr is not None else list(range(len(lines)))
+    cut_removed = [origin[i] for i in plan.removed]
+    dropped_bad = [origin[i] for i in plan.dropped_bad]
+    pre_removed = [i for k in ("duplicates", "progress") for i in (shr.removed[k] if shr else [])]
+    msg_lines = set(cp.message_lines(file.agent, lines))
+    r.messages_before = len(msg_lines)
+    r.messages_after = r.messages_before - len(msg_lines.intersection(cut_removed + pre_removed))
+    r.conversation_before, r.conversation_after = plan.conversation_before, plan.conversation_after
+    if not plan.changes and not (shr and shr.changes):
         r.reason = plan.reason or "nothing to remove"
         return r
+    if plan.marker and conn is not None:
+        removed_eids = [x for i in cut_removed for x in ids[i]]
+        cp.with_marker_text(plan, _removed_summary(conn, sid, removed_eids, plan=plan, note=note, show=show))
     new_data = b"".join(x + b"\n" for x in plan.new_lines)
     if len(new_data) >= len(data):
         r.reason = f"the safe cut removes only {plan.removed_messages} messages and would not shrink the file"
@@ -393,17 +443,30 @@ def compress_file(
             "does not have (parser state depends on removed lines); not compressed"
         )
         return r
-    r.tokens_before = _tokens(cp.entry_texts(per_line))
+    line_tokens = _line_tokens(per_line)
+    r.tokens_before = sum(line_tokens)
     r.tokens_after = _tokens(cp.entry_texts(new_per_line))
     r.bytes_after, r.lines_after = len(new_data), len(plan.new_lines)
-    r.removed_messages, r.cut_kind = plan.removed_messages, plan.cut_kind
-    r.relinked, r.dropped_bad_lines = len(plan.relinked), len(plan.dropped_bad)
+    r.removed_messages, r.cut_kind = len(msg_lines.intersection(cut_removed)), plan.cut_kind
+    r.relinked = len(plan.relinked) + (len(shr.relinked) if shr else 0)
+    r.dropped_bad_lines = len(plan.dropped_bad)
+    r.savings = _savings(file, lines, line_tokens, shr, work, plan, cut_removed, len(data), r)
     kept_ids = {x for ls in new_ids for x in ls}
-    removed_ids = {x for i in plan.removed + plan.dropped_bad for x in ids[i]} - kept_ids
+    removed_ids = {x for i in cut_removed + dropped_bad + pre_removed for x in ids[i]} - kept_ids
     if dry_run:
         r.status = "would-compress"
         r.archived = len(removed_ids)
         return r
+    # ---- the store keeps what inline moves out (verified) before the file changes
+    if shr is not None and shr.media:
+        try:
+            _store_media(conn, shr.media)
+        except Exception as e:
+            r.status, r.reason = (
+                "refused",
+                f"the store did not keep the moved media ({type(e).__name__}: {e})",
+            )
+            return r
     # ---- write (the only step that touches the agent's file)
     try:
         backup = rewrite.make_backup(path, data, state)
@@ -457,6 +520,161 @@ def compress_file(
         str(p) for p in rewrite.prune_backups(path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)
     ]
     return r
+
+
+def _show_call(home: Path) -> str:
+    """The ``ctxkeep show`` call for the store at ``home`` (``--home`` only when it is
+    not the store ``ctxkeep`` finds by itself)."""
+    try:
+        default = cfgmod.resolve_home(None)
+    except Exception:
+        default = None
+    same = default is not None and Path(default).resolve() == Path(home).resolve()
+    return "ctxkeep show" if same else f"ctxkeep show --home {home}"
+
+
+def _removed_summary(
+    conn, session_id: str | None, removed_entry_ids: list[str], *, plan: cp.CompressPlan, note: str, show: str
+) -> str:
+    """The text of the marker record: what the cut removed from the file and how to get
+    it back — counts, the first and last removed user prompts (from the store), the
+    exact ``ctxkeep show`` / ``ctxkeep search --session`` calls.
+
+    The one place the marker text is made. With a store it carries the resume snapshot
+    of the removed entries (``query.resume.build_snapshot(conn, session_id,
+    entry_ids=removed, budget=MARKER_SNAPSHOT_TOKENS)``: the prompts, open tasks, files,
+    last failure and stated rules of what left the file, with the calls that fetch it),
+    so the agent resuming the file knows what it no longer has; if no snapshot can be
+    built, the first and last removed prompts. ``conn`` None (a dry run without a
+    store): counts only."""
+    m = plan.marker["ctxkeep"]["compressed"] if plan.marker else {}
+    head = (
+        f"ctxkeep compressed this session file: {plan.removed_messages} earlier messages "
+        f"({m.get('removed_lines', 0)} lines, {m.get('removed_bytes', 0):,} bytes) were removed from it."
+    )
+    parts = [head]
+    prompts: list[tuple[str, str, str]] = []
+    snapshot = _removed_snapshot(conn, session_id, removed_entry_ids)
+    if snapshot:
+        parts.append("What the removed part held (ctxkeep resume snapshot):\n" + snapshot + "\n")
+    elif conn is not None and removed_entry_ids:
+        rows = []
+        for part in _in_parts(removed_entry_ids):
+            q = (
+                "SELECT entry_id, ts, source_offset, content_hash FROM entries "
+                f"WHERE role = 'user' AND kind = 'message' AND entry_id IN ({','.join('?' * len(part))})"
+            )
+            rows += conn.execute(q, part).fetchall()
+        rows.sort(key=lambda x: (x[2] if x[2] is not None else -1, x[1] or ""))
+        for eid, ts, _off, h in rows:
+            text = sqlite_store.content_text(conn, h) if h else None
+            t = " ".join((text or "").split())
+            if t and not t.startswith(("<command-", "<local-command", "Caveat:", "[Request interrupted")):
+                prompts.append((eid, ts or "", t))
+    if prompts:
+        parts.append(f"The removed part held {len(prompts)} user prompts.")
+        f_eid, f_ts, f_t = prompts[0]
+        parts.append(f"First removed prompt ({f_ts}): {_clip(f_t, 300)!r} (`{show} {f_eid}`).")
+        if len(prompts) > 1:
+            l_eid, l_ts, l_t = prompts[-1]
+            parts.append(f"Last removed prompt ({l_ts}): {_clip(l_t, 300)!r} (`{show} {l_eid}`).")
+    if session_id:
+        search = show.replace("ctxkeep show", "ctxkeep search", 1)
+        parts.append(f'Search what was removed: `{search} --session {session_id} "WORDS"`.')
+    parts.append(note)
+    return " ".join(parts)
+
+
+#: token budget of the resume snapshot written into the marker record
+MARKER_SNAPSHOT_TOKENS = 800
+
+
+def _removed_snapshot(conn, session_id: str | None, removed_entry_ids: list[str]) -> str | None:
+    """The Markdown resume snapshot of the removed entries, or None (no store, nothing
+    removed, or the snapshot failed: the marker then falls back to the prompts)."""
+    if conn is None or not removed_entry_ids:
+        return None
+    from ctxkeep.query.resume import build_snapshot
+
+    try:
+        snap = build_snapshot(
+            conn, session_id, budget=MARKER_SNAPSHOT_TOKENS, entry_ids=list(removed_entry_ids)
+        )
+        return snap.to_markdown().strip() or None
+    except Exception:  # a marker without a snapshot is still a correct marker
+        return None
+
+
+def _clip(t: str, n: int) -> str:
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def _in_parts(values: list, n: int = 500):
+    for i in range(0, len(values), n):
+        yield values[i : i + n]
+
+
+def _line_tokens(per_line: list[list[dict]]) -> list[int]:
+    """Estimated tokens (o200k_base) of each line's entry texts."""
+    texts = cp.entry_texts(per_line)
+    counts = estimate_tokens(texts)[0] if texts else []
+    out, k = [], 0
+    for ents in per_line:
+        out.append(sum(counts[k : k + len(ents)]))
+        k += len(ents)
+    return out
+
+
+def _savings(
+    file, lines, line_tokens, shr, work, plan, cut_removed, bytes_before: int, r: FileResult
+) -> dict:
+    """Bytes, tokens and lines each strategy saves (``FileResult.savings``). Bytes add
+    up to ``bytes_before - bytes_after``; tokens (entry texts, o200k_base) to
+    ``tokens_before - tokens_after`` plus ``inline``'s image tokens."""
+    out = {k: {"lines": 0, "bytes": 0, "tokens": 0} for k in shrink.STRATEGIES}
+    if shr is not None:
+        shr_tokens = sum(_line_tokens(cp.line_entries(file, shr.lines)))
+        for k in ("duplicates", "progress"):
+            out[k]["lines"] = len(shr.removed[k])
+            out[k]["bytes"] = sum(len(lines[i].raw) + 1 for i in shr.removed[k])
+            out[k]["tokens"] = sum(line_tokens[i] for i in shr.removed[k])
+        # re-linked children of dropped progress records change size too
+        by_origin = dict(zip(shr.origin, shr.lines, strict=True))
+        replaced = set(shr.replaced)
+        for i in shr.relinked:
+            if i not in replaced:
+                out["progress"]["bytes"] += len(lines[i].raw) - len(by_origin[i].raw)
+        after_shrink = sum(len(ln.raw) + 1 for ln in shr.lines)
+        out["inline"]["lines"] = len(shr.replaced)
+        out["inline"]["bytes"] = (
+            bytes_before - after_shrink - out["duplicates"]["bytes"] - out["progress"]["bytes"]
+        )
+        out["inline"]["tokens"] = (
+            r.tokens_before
+            - shr_tokens
+            - out["duplicates"]["tokens"]
+            - out["progress"]["tokens"]
+            + shr.image_tokens
+        )
+        out["inline"]["image_tokens"] = shr.image_tokens
+        out["inline"]["media"] = len(shr.media)
+    else:
+        shr_tokens, after_shrink = r.tokens_before, bytes_before
+    out["cut"]["lines"] = len(cut_removed) + len(plan.dropped_bad)
+    out["cut"]["bytes"] = after_shrink - r.bytes_after
+    out["cut"]["tokens"] = shr_tokens - r.tokens_after
+    return out
+
+
+def _store_media(conn, rows: list[shrink.MediaRow]) -> None:
+    """Write what ``inline`` moves out to the ``media`` table and read it back: raises
+    RuntimeError when a row is missing or its SHA-256 differs."""
+    sqlite_store.put_media(conn, [(m.entry_id, m.seq, m.media_type, m.data) for m in rows])
+    stored = sqlite_store.media_for(conn, sorted({m.entry_id for m in rows}))
+    have = {(x.entry_id, x.seq): x.sha256 for ls in stored.values() for x in ls}
+    for m in rows:
+        if have.get((m.entry_id, m.seq)) != hashlib.sha256(m.data).hexdigest():
+            raise RuntimeError(f"media {m.entry_id}#{m.seq} did not verify")
 
 
 # ---------------------------------------------------------------- the run

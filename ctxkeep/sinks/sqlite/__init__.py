@@ -21,7 +21,9 @@ Tables:
 - ``status_log``: every status change of a stored entry, in order (``seq``), so the
   DuckDB sync (rowid high-water mark) can replay changes to rows it already holds;
 - ``archived``: ids of the entries retention moved to the Parquet archive;
-- ``purge_files``: the sessions and source paths a purge's tombstone covers.
+- ``purge_files``: the sessions and source paths a purge's tombstone covers;
+- ``media``: images, documents and tool-result strings compress moved out of a
+  session file's kept lines (``media``), returned by ``ctxkeep show``.
 
 WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes use
 ``BEGIN IMMEDIATE``; maintenance runs also take the lock, ``sinks.lock``). The file is
@@ -57,6 +59,7 @@ from ctxkeep.sinks.sqlite.lookup import (
     quarantined_hashes,
     tombstoned,
 )
+from ctxkeep.sinks.sqlite.media import StoredMedia, media_for, put_media
 from ctxkeep.sinks.sqlite.runs import RunRecord, recorded_run
 from ctxkeep.sinks.sqlite.status import (
     Applied,
@@ -78,6 +81,7 @@ __all__ = [
     "Relocation",
     "RunRecord",
     "StatusChange",
+    "StoredMedia",
     "analytics_behind",
     "apply_changes",
     "check_version",
@@ -89,7 +93,9 @@ __all__ = [
     "load_batch",
     "load_watermarks",
     "mark_analytics_synced",
+    "media_for",
     "now_iso",
+    "put_media",
     "quarantined_hashes",
     "rebuild_fts_tables",
     "recorded_run",

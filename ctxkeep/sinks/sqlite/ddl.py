@@ -74,6 +74,10 @@ TABLES: dict[str, str] = {
   seq INTEGER PRIMARY KEY, entry_id TEXT NOT NULL, status TEXT NOT NULL, changed_at TEXT)""",
     # entry ids retention moved to the Parquet archive (``sinks.parquet``)
     "archived": "CREATE TABLE IF NOT EXISTS archived(entry_id TEXT PRIMARY KEY, archived_at TEXT)",
+    # values compress moved out of kept lines of a session file (``media``)
+    "media": """CREATE TABLE IF NOT EXISTS media(
+  entry_id TEXT NOT NULL, seq INTEGER NOT NULL, media_type TEXT, bytes INTEGER, sha256 TEXT,
+  data BLOB, added_at TEXT, PRIMARY KEY(entry_id, seq))""",
     # what a tombstone covered (session ids, source paths), so that a purge with
     # --reingest can lift it (``maintenance.purge``)
     "purge_files": "CREATE TABLE IF NOT EXISTS purge_files("

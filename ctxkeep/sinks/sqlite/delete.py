@@ -174,10 +174,13 @@ def fts_words_columns(conn: sqlite3.Connection) -> list[str]:
     return [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")]
 
 
-def delete_selected(conn: sqlite3.Connection, *, usage: bool = True, quarantine: bool = True) -> dict:
+def delete_selected(
+    conn: sqlite3.Connection, *, usage: bool = True, quarantine: bool = True, media: bool = True
+) -> dict:
     """Delete the selected entries and what only they reference (the caller holds a
-    write transaction). ``usage``/``quarantine`` False keep those rows (retention keeps
-    token figures). Returns the removed counts (the keys of ``counts``; ``usage`` and
+    write transaction). ``usage``/``quarantine``/``media`` False keep those rows
+    (retention keeps token figures, and the ``media`` of the entries it archives: the
+    Parquet archive holds only their text). Returns the removed counts (the keys of ``counts``; ``usage`` and
     ``quarantine`` 0 when kept) plus ``files``: the source paths concerned (sorted)."""
     removed = counts(conn)
     files = selected_files(conn)
@@ -189,6 +192,8 @@ def delete_selected(conn: sqlite3.Connection, *, usage: bool = True, quarantine:
         conn.execute("DELETE FROM quarantine WHERE path IN (SELECT path FROM _p_files WHERE whole)")
     else:
         removed["quarantine"] = 0
+    if media:
+        conn.execute("DELETE FROM media WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
     conn.execute("DELETE FROM entries WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone():
         # the status-change log some versions keep for the DuckDB sync: no rows for gone entries

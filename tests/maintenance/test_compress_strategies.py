@@ -1,0 +1,223 @@
+"""Issue 12: the strategies compress applies before it cuts old turns (inline, duplicates,
+progress), on the corpus's 1.2 MB Claude Code file (one 1 MB base64 image line) with the
+default configuration, and on synthetic variants of real corpus lines."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compress_helpers import blocks, claude_code_log_problems, dangling_parents, orphan_tool_results, records
+from conftest import CORPUS_HOME
+from ctxkeep.config import CompressConfig
+from ctxkeep.maintenance.compress import plan as cp
+from ctxkeep.maintenance.compress import run as ops
+from ctxkeep.maintenance.compress import shrink
+from ctxkeep.pipeline.engine import run_ingest
+from ctxkeep.query.fetch import fetch
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import DiscoveryContext, SourceFile
+
+IMG = (
+    ".claude/projects/-Users-dain-workspace-claude-code-log-sample/0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl"
+)
+EF958 = ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
+
+
+def _copy(tmp_path: Path, rel: str, data: bytes | None = None) -> tuple[Path, Path, DiscoveryContext]:
+    home = tmp_path / "home"
+    dst = home / ".claude/projects/p" / Path(rel).name
+    dst.parent.mkdir(parents=True)
+    if data is None:
+        shutil.copyfile(CORPUS_HOME / rel, dst)
+    else:
+        dst.write_bytes(data)
+    old = time.time() - 3600
+    os.utime(dst, (old, old))
+    store = tmp_path / "store"
+    store.mkdir()
+    ctx = DiscoveryContext(home=home, env={})
+    run_ingest(store, ctx=ctx)
+    return dst, store, ctx
+
+
+@pytest.fixture(scope="module")
+def image_run(tmp_path_factory):
+    if not (CORPUS_HOME / IMG).is_file():
+        pytest.skip("shared/corpus not present")
+    tmp = tmp_path_factory.mktemp("img")
+    path, store, ctx = _copy(tmp, IMG)
+    check = ops.check_files(store, ctx=ctx)
+    dry = ops.run_compress(store, ctx=ctx, dry_run=True)
+    real = ops.run_compress(store, ctx=ctx)
+    return {"path": path, "store": store, "check": check, "dry": dry, "real": real}
+
+
+def _original_image() -> tuple[str, bytes]:
+    """The one image of the corpus file, read independently of ctxkeep."""
+    for line in (CORPUS_HOME / IMG).read_bytes().splitlines():
+        r = json.loads(line)
+        for b in blocks(r):
+            if b.get("type") == "image":
+                return r["uuid"], base64.b64decode(b["source"]["data"])
+    raise AssertionError("no image")
+
+
+def test_default_compress_brings_the_image_file_under_max_size(image_run):
+    cc = CompressConfig()
+    orig = (CORPUS_HOME / IMG).read_bytes()
+    assert len(orig) > cc.max_size_kb * 1024  # over the default 500 KiB
+    (f,) = image_run["real"]["files"]
+    assert f["status"] == "compressed"
+    new = image_run["path"].read_bytes()
+    assert len(new) == f["bytes_after"] < cc.max_size_kb * 1024
+    recs = records(new)  # parses
+    assert len(recs) == len(records(orig)) == f["lines_after"]  # only the image moved out
+    uses = {b["id"] for r in recs for b in blocks(r) if b.get("type") == "tool_use"}
+    results = {b["tool_use_id"] for r in recs for b in blocks(r) if b.get("type") == "tool_result"}
+    assert uses and uses <= results and orphan_tool_results(recs) == []
+    assert dangling_parents(recs) == []
+    assert sum(1 for r in recs if r.get("uuid") and not r.get("parentUuid")) == 1  # one root
+    assert b'"type":"image"' not in new and b"ctxkeep show" in new
+
+
+def test_claude_code_log_reads_the_result_cleanly(image_run):
+    pytest.importorskip("claude_code_log", reason="claude-code-log (dev dependency) is not installed")
+    assert claude_code_log_problems(CORPUS_HOME / IMG) == []  # the validator accepts the original
+    assert claude_code_log_problems(image_run["path"]) == []
+
+
+def test_the_image_is_still_returned_by_show(image_run):
+    uuid, data = _original_image()
+    new = records(image_run["path"].read_bytes())
+    line = next(r for r in new if r.get("uuid") == uuid)
+    text = next(b["text"] for b in blocks(line) if "ctxkeep show" in (b.get("text") or ""))
+    call = re.search(r"`(ctxkeep show [^`]*)`", text).group(1).split()
+    assert call[2:4] == ["--home", str(image_run["store"])]  # the store is not the default one
+    eid = call[-1]
+    conn = sqlite_store.connect(image_run["store"], readonly=True)
+    try:
+        (row,), problems = fetch(conn, [eid], media=True)
+    finally:
+        conn.close()
+    assert problems == [] and row.role == "user"
+    (m,) = row.media
+    assert m["media_type"] == "image/png" and base64.b64decode(m["data_base64"]) == data
+
+
+def test_check_and_dry_run_agree_with_the_run(image_run):
+    (c,) = [x for x in image_run["check"]["files"] if x["status"] == "EXCEEDS"]
+    (d,) = image_run["dry"]["files"]
+    (r,) = image_run["real"]["files"]
+    assert c["savings"] == d["savings"] == r["savings"]
+    assert c["would"]["bytes_after"] == d["bytes_after"] == r["bytes_after"]
+    sv = r["savings"]
+    assert sum(v["bytes"] for v in sv.values()) == r["bytes_before"] - r["bytes_after"]
+    # the image line's base64 is what inline saves (the placeholder is a few hundred bytes)
+    _, data = _original_image()
+    b64 = len(base64.b64encode(data))
+    assert sv["inline"]["bytes"] > b64 - 400
+    # the image, and every toolUseResult string over the default 4 KiB (read independently)
+    big_tur = 0
+
+    def walk(v):
+        nonlocal big_tur
+        if isinstance(v, dict):
+            for x in v.values():
+                if isinstance(x, str) and len(x.encode()) > 4096:
+                    big_tur += 1
+                else:
+                    walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for line in (CORPUS_HOME / IMG).read_bytes().splitlines():
+        walk(json.loads(line).get("toolUseResult"))
+    assert big_tur > 0
+    assert sv["inline"]["image_tokens"] > 0 and sv["inline"]["media"] == 1 + big_tur
+    assert sv["duplicates"]["lines"] == sv["progress"]["lines"] == sv["cut"]["lines"] == 0
+
+
+def _ef958_variant() -> bytes:
+    """ef958aa1 with a progress record (whose child is the next message) after line 20
+    and a byte-identical repeat of line 30 at line 60 (both shapes of Claude Code 2.x)."""
+    src = (CORPUS_HOME / EF958).read_bytes().splitlines()
+    recs = [json.loads(x) for x in src]
+    i = next(
+        k
+        for k in range(20, len(recs))
+        if recs[k].get("uuid") and recs[k + 1].get("parentUuid") == recs[k]["uuid"]
+    )
+    parent = recs[i]
+    prog = {
+        "parentUuid": parent["uuid"],
+        "isSidechain": parent.get("isSidechain", False),
+        "type": "progress",
+        "data": {"type": "hook_progress", "hookEvent": "PostToolUse", "hookName": "PostToolUse:Bash"},
+        "uuid": "0000aaaa-1111-2222-3333-444455556666",
+        "sessionId": parent.get("sessionId"),
+        "timestamp": parent.get("timestamp"),
+    }
+    child = dict(recs[i + 1], parentUuid=prog["uuid"])
+    out = src[: i + 1] + [orjson.dumps(prog), orjson.dumps(child)] + src[i + 2 :]
+    out = out[:60] + [out[30]] + out[60:]
+    return b"".join(x + b"\n" for x in out)
+
+
+def test_duplicates_and_progress_are_dropped_and_relinked(tmp_path):
+    if not (CORPUS_HOME / EF958).is_file():
+        pytest.skip("shared/corpus not present")
+    data = _ef958_variant()
+    path, store, ctx = _copy(tmp_path, EF958, data)
+    cc = CompressConfig(active_minutes=0, keep_messages=1000)  # no cut: only the strategies
+    conn = sqlite_store.connect(store)
+    try:
+        r = ops.compress_file(conn, store, SourceFile("claude-code", path), cc)
+    finally:
+        conn.close()
+    assert r.status == "compressed", r.reason
+    body = [x for x in data.splitlines() if x.strip()]
+    repeats = len(body) - len(set(body))  # ef958aa1 itself repeats permission-mode/last-prompt lines
+    assert repeats > 1
+    assert r.savings["duplicates"]["lines"] == repeats and r.savings["progress"]["lines"] == 1
+    assert r.savings["cut"]["lines"] == 0
+    new = records(path.read_bytes())
+    orig = records(data)
+    assert len(new) == len(orig) - repeats - 1
+    assert len({orjson.dumps(x) for x in new}) == len(new)
+    # of repeated state records the latest copy stays, in its place
+    for t in ("permission-mode", "last-prompt"):
+        assert [x for x in orig if x["type"] == t][-1] == [x for x in new if x["type"] == t][-1]
+    assert not any(x["type"] == "progress" for x in new)
+    assert dangling_parents(new) == [] and orphan_tool_results(new) == []
+    prog = next(x for x in orig if x["type"] == "progress")
+    child = next(
+        x
+        for x in new
+        if x.get("uuid") == next(o for o in orig if o.get("parentUuid") == prog["uuid"])["uuid"]
+    )
+    assert child["parentUuid"] == prog["parentUuid"]  # re-linked over the dropped record
+    assert sum(v["bytes"] for v in r.savings.values()) == len(data) - len(path.read_bytes())
+
+
+def test_shrink_leaves_small_values_and_other_lines_alone():
+    data = (CORPUS_HOME / EF958).read_bytes() if (CORPUS_HOME / EF958).is_file() else None
+    if data is None:
+        pytest.skip("shared/corpus not present")
+    lines, _ = cp.split_lines(data)
+    f = SourceFile("claude-code", CORPUS_HOME / EF958)
+    ids = cp.line_entry_ids("claude-code", cp.line_entries(f, lines))
+    res = shrink.shrink_claude(lines, ids, 10**9, lambda e, w: "x")
+    body = [ln.raw for ln in lines]
+    assert res.replaced == [] and res.media == [] and res.removed["progress"] == []
+    assert len(res.removed["duplicates"]) == len(body) - len(set(body))
+    assert [ln.raw for ln in res.lines] == [body[i] for i in res.origin]
