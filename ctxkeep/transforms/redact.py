@@ -239,10 +239,10 @@ _SECRET_WORDS = (
 )
 _KEY = rf"(?<![A-Za-z0-9])(?P<key>(?i:[A-Za-z0-9_.\-]{{0,40}}?(?:{_SECRET_WORDS})(?:[_\-](?:key|id|base|value|hash|salt|b64))?))"
 #: between the key and its value: optional (escaped) closing quote, =, :, =>, :=
-_SEP = r"\\?[\"']?[ \t]*(?:=>|:=|[=:])[ \t]*"
+_SEP = r"\\*[\"']?[ \t]*(?:=>|:=|[=:])[ \t]*"
 #: a quoted value (also JSON-escaped quotes) or an unquoted one
 _VALUE = (
-    r"(?:\\?[\"'](?P<q>(?:[^\"'\\\n]|\\[^\"n\\])+)\\?[\"']"
+    r"(?:\\*[\"'](?P<q>(?:[^\"'\\\n]|\\[^\"n\\])+)\\*[\"']"
     r"|(?P<s>(?:[^\s\"'\\,;<>{}()\[\]`]|\\[^\"nrt\\])+))"
 )
 _PEM = r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----"
@@ -307,7 +307,7 @@ RULES: list[Rule] = [
     Rule(
         "generic-secret",
         r"(?<![A-Za-z0-9])(?i:[A-Za-z0-9_.\-]{0,40}?(?:key|auth|credential|creds|secret|token|sig|signature))"
-        r"\\?[\"']?[ \t]*(?:=>|:=|[=:,])[ \t]*\\?[\"'`]?(?P<s>[A-Za-z0-9_.=+/\-]{16,200})",
+        r"\\*[\"']?[ \t]*(?:=>|:=|[=:,])[ \t]*\\*[\"'`]?(?P<s>[A-Za-z0-9_.=+/\-]{16,200})",
         _high_entropy,
         ci=True,
     ),
@@ -356,7 +356,7 @@ def _prefilter(pattern: str) -> str:
 #: lazy key prefixes, which make the Rust automaton ~50x slower).
 _CI_ANCHOR = (
     r"(?i:(?:password|passwd|passphrase|secret|token|key|auth|credentials?|creds|sig|signature)"
-    r"(?:[_\-](?:key|id|base|value|hash|salt|b64))?\\?[\"']?[ \t]*(?:=>|:=|[=:,])"
+    r"(?:[_\-](?:key|id|base|value|hash|salt|b64))?\\*[\"']?[ \t]*(?:=>|:=|[=:,])"
     r"|(?:bearer|basic|token)[ \t]|--(?:password|passwd|token|api-key|secret|client-secret|auth-token)[ =])"
 )
 #: the anchor over an ASCII-lowercased copy of the text (same length; a
