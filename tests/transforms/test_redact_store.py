@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fixtures.bad_input import line, rec
-from fixtures.secrets import positives
-
 from ctxkeep.pipeline import engine
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
+from fixtures.bad_input import line, rec
+from fixtures.secrets import positives
 
 
 def test_planted_secrets_reach_no_store_byte(tmp_path):
