@@ -17,11 +17,14 @@ strings. Interactive path: never imports Prefect.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from ctxkeep.errors import CtxkeepError, PurgeCancelled, UsageError
+
+log = logging.getLogger(__name__)
 
 SERVER_NAME = "ctxkeep"
 MAX_QUERIES = 10
@@ -260,6 +263,107 @@ def as_int(v: Any, name: str, default: int, lo: int, hi: int, *, clamp_high: boo
     return n, ""
 
 
+def strict_confirm(v: Any) -> bool | None:
+    """A destructive call's ``confirm``: True only for ``true`` or ``"true"`` (any
+    case); None when absent (the purge contract then asks for it); False otherwise
+    (``"yes"``, ``1``, ``"y"``: cancelled, never a purge)."""
+    if v is None:
+        return None
+    return v is True or (isinstance(v, str) and v.strip().lower() == "true")
+
+
+#: file names ``ctx_index`` never reads: credentials and keys (fnmatch patterns,
+#: matched on the lower-cased file name)
+CREDENTIAL_NAMES = (
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.keystore",
+    "*.jks",
+    "id_*",
+    ".netrc",
+    "_netrc",
+    "shadow",
+    "gshadow",
+    "shadow-",
+    "passwd-",
+    "credentials",
+    "credentials.*",
+    "credentials*",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".pgpass",
+    ".my.cnf",
+    "kubeconfig",
+    "*.kubeconfig",
+    "secrets.*",
+    ".htpasswd",
+)
+#: directories whose files are never read (kernel and device pseudo-files)
+SPECIAL_ROOTS = ("/proc", "/sys", "/dev", "/run")
+
+
+def index_roots(home: Path) -> list[Path]:
+    """Extra directories ``ctx_index`` may read, from ``[mcp] index_roots`` in
+    ``<home>/config.toml`` (a list of paths; ``~`` expanded). Missing or unreadable
+    config: none."""
+    import tomllib
+
+    try:
+        data = tomllib.loads((Path(home) / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    roots = (data.get("mcp") or {}).get("index_roots") or []
+    if isinstance(roots, str):
+        roots = [roots]
+    return [Path(os.path.expanduser(str(r))).resolve() for r in roots if isinstance(r, str) and r.strip()]
+
+
+def check_index_path(path: str, cwd: Path, extra_roots: list[Path]) -> Path:
+    """The file ``ctx_index`` may read for ``path`` (relative to ``cwd``), resolved
+    through symlinks. Raises UsageError for: special files (``/proc``, ``/sys``,
+    ``/dev``, ``/run``, sockets, FIFOs, devices), a file outside the project dir
+    (``cwd``), the home dir and the configured ``[mcp] index_roots``, and credential
+    files by name (``CREDENTIAL_NAMES``), each with what to do."""
+    import fnmatch
+    import stat
+
+    p = Path(os.path.expanduser(path))
+    if not p.is_absolute():
+        p = cwd / p
+    real = Path(os.path.realpath(p))
+    for root in SPECIAL_ROOTS:
+        if real == Path(root) or str(real).startswith(root + "/"):
+            raise UsageError(f"{path} is a system pseudo-file, not a document", where="path")
+    try:
+        st = real.stat()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}", where="path") from None
+    if not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "a socket, FIFO or device"
+        raise UsageError(f"{path} is {what}, not a regular file", where="path", hint="give a text file")
+    for name in {p.name.lower(), real.name.lower()}:
+        if any(fnmatch.fnmatchcase(name, pat) for pat in CREDENTIAL_NAMES):
+            raise UsageError(
+                f"{path} looks like a credential file ({name}): not indexed",
+                where="path",
+                hint="index a summary as text instead; secrets do not belong in the store",
+            )
+    roots = [Path(os.path.realpath(cwd)), Path(os.path.realpath(Path.home()))] + extra_roots
+    if not any(real == r or r in real.parents for r in roots):
+        raise UsageError(
+            f"{path} is outside the project and home directories",
+            where="path",
+            hint="add its directory to [mcp] index_roots in config.toml to allow it",
+        )
+    return real
+
+
 # ---------------------------------------------------------------- handlers
 
 
@@ -416,8 +520,12 @@ class Handlers:
         text, path = a.get("text"), a.get("path")
         if text is not None and path is not None:
             raise UsageError("give text or path, not both", where="ctx_index")
-        if path is not None and not Path(str(path)).expanduser().is_absolute():
-            path = self.cwd / str(path)
+        if text is not None and not isinstance(text, str):
+            raise UsageError("text must be a string", where="text")
+        if path is not None:
+            if not isinstance(path, str):
+                raise UsageError("path must be a string", where="path")
+            path = check_index_path(path, self.cwd, index_roots(self.home))
         conn = sqlite_store.connect(self.home)
         try:
             r = index_note(
@@ -455,7 +563,7 @@ class Handlers:
                 session_id=a.get("sessionId"),
                 scope=a.get("scope"),
                 project_dir=a.get("projectDir"),
-                confirm=a.get("confirm"),
+                confirm=strict_confirm(a.get("confirm")),
                 cwd=str(self.cwd),
             )
         except PurgeCancelled as e:
@@ -473,8 +581,16 @@ class Handlers:
 
 def build_server(home: Path, cwd: Path | None = None):
     """The low-level MCP ``Server`` serving the ctxkeep tools over ``home``."""
+    import anyio.to_thread
     import mcp_types as types
     from mcp.server import Server
+
+    def _tool_error(msg: str) -> types.CallToolResult:
+        return types.CallToolResult(
+            content=[types.TextContent(text=f"error: {msg}")],
+            is_error=True,
+            structured_content={"error": msg},
+        )
 
     h = Handlers(home, cwd)
     tools = TOOLS + [RESUME_TOOL, PURGE_TOOL]
@@ -490,17 +606,23 @@ def build_server(home: Path, cwd: Path | None = None):
                 content=[types.TextContent(text=f"unknown tool {name} - known: {', '.join(sorted(names))}")],
                 is_error=True,
             )
+        if not isinstance(args, dict):
+            return _tool_error(f"{name}: arguments must be an object")
         try:
-            text, data = getattr(h, name)(args)
+            # handlers block (SQLite, file reads, indexing): run them in a worker thread
+            # so that the event loop keeps answering other requests meanwhile
+            text, data = await anyio.to_thread.run_sync(getattr(h, name), args)
         except CtxkeepError as e:
             return types.CallToolResult(
                 content=[types.TextContent(text=f"error: {e}")],
                 is_error=True,
                 structured_content={"error": str(e)},
             )
-        except Exception as e:  # never crash the server on one bad call
-            return types.CallToolResult(
-                content=[types.TextContent(text=f"error: {type(e).__name__}: {e}")], is_error=True
+        except Exception:  # never crash the server on one bad call, never leak internals
+            log.exception("ctxkeep mcp: %s failed", name)
+            return _tool_error(
+                f"{name} failed on an internal error - check the arguments against the tool's "
+                "schema; the server's log has the details"
             )
         return types.CallToolResult(
             content=[types.TextContent(text=text)],

@@ -36,6 +36,7 @@ nothing. The readers that do this for each way of writing live in ``sources.read
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -179,16 +180,24 @@ class Batch:
 
 def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:
     """A quarantine record (an item of ``Batch.quarantine``): path, byte offset (or the
-    rowid of a database row) and length of the line, the reason, the action
+    rowid of a database row) and length of the line (bytes), the reason, the action
     (``skipped``: not ingested; ``repaired``: ingested with replacements, or split into
-    the records it held) and up to 16 MiB of the raw bytes."""
+    the records it held), ``raw_sha256`` (SHA-256 hex of the complete raw bytes: how
+    compress verifies that the store holds the line) and ``raw``: up to 16 MiB of the
+    line with its secrets redacted (``transforms.redact.redact_bytes``; the raw bytes
+    never reach the store). The reason is redacted too (parser errors may quote the
+    line)."""
+    from ctxkeep.transforms.redact import redact, redact_bytes
+
+    raw = bytes(raw)
     return {
         "path": str(path),
         "offset": offset,
         "length": len(raw),
-        "reason": reason,
+        "reason": redact(reason),
         "action": action,
-        "raw": bytes(raw[:QUARANTINE_RAW_MAX]),
+        "raw_sha256": hashlib.sha256(raw).hexdigest(),
+        "raw": redact_bytes(raw[:QUARANTINE_RAW_MAX]),
     }
 
 

@@ -148,7 +148,7 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
     filters into the MATCH must not change a single hit."""
     home, _ = corpus_store
     conn = sqlite_store.connect(home, readonly=True)
-    assert sqlite_store.schema_version(conn) == 3
+    assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION
     matches: list[str] = []
     floor = retrieve.window_floor
     monkeypatch.setattr(retrieve, "window_floor", lambda c, fts, m: matches.append(m) or floor(c, fts, m))
@@ -213,7 +213,7 @@ def test_v2_store_is_migrated(store_home):
     assert [h.session_id for h in S.search(conn, "zebrafish", filters=S.Filters(session="s2")).hits] == ["s2"]
     conn.close()
     conn = sqlite_store.connect(store_home)
-    assert sqlite_store.schema_version(conn) == 3
+    assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION
     assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
     assert [r[1] for r in conn.execute("PRAGMA table_info(fts_grams)")] == ["grams", "facets"]
     assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_hash", "ts"]

@@ -42,7 +42,9 @@ def test_v1_store_is_migrated(store_home):
         sqlite_store.connect(store_home, readonly=True)
     assert "ctxkeep ingest" in ei.value.hint
     conn = sqlite_store.connect(store_home)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+        sqlite_store.SCHEMA_VERSION
+    )
     assert conn.execute("SELECT title FROM chunks").fetchone()[0] == "Deploy notes"
     assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
     assert [h.entry_id for h in search(conn, "zebrafish").hits] == [r["entry_id"]]
@@ -84,7 +86,11 @@ def _downgrade_to_v2(path):
 
 
 def test_migrations_are_named_and_ordered():
-    assert [(m.version, m.name) for m in migrations.MIGRATIONS] == [(2, "chunk titles"), (3, "chunk facets")]
+    assert [(m.version, m.name) for m in migrations.MIGRATIONS] == [
+        (2, "chunk titles"),
+        (3, "chunk facets"),
+        (4, "quarantine redacted, raw_sha256"),
+    ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 
 
@@ -100,7 +106,7 @@ def test_v2_store_is_migrated_to_v3(store_home):
     ro.close()
     conn = sqlite_store.connect(store_home)
     try:
-        assert sqlite_store.schema_version(conn) == 3
+        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION
         assert conn.execute("SELECT facets FROM chunks").fetchone()[0] == facets
         assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
         assert [r[1] for r in conn.execute("PRAGMA table_info(fts_grams)")] == ["grams", "facets"]
@@ -118,10 +124,10 @@ def test_migrate_runs_only_the_missing_steps(store_home):
     c = sqlite3.connect(store_home / "store.db", isolation_level=None)
     try:
         c.execute("BEGIN")
-        assert migrations.migrate(c, 2) == ["chunk facets"]
+        assert migrations.migrate(c, 2) == [m.name for m in migrations.MIGRATIONS if m.version > 2]
         c.execute("COMMIT")
-        assert sqlite_store.schema_version(c) == 3
-        assert migrations.migrate(c, 3) == []
+        assert sqlite_store.schema_version(c) == sqlite_store.SCHEMA_VERSION
+        assert migrations.migrate(c, sqlite_store.SCHEMA_VERSION) == []
         assert migrations.migrate(c, 0) == []  # a new store: the DDL makes it current
     finally:
         c.close()
@@ -130,9 +136,9 @@ def test_migrate_runs_only_the_missing_steps(store_home):
 def test_a_newer_store_is_refused(store_home):
     sqlite_store.connect(store_home).close()
     c = sqlite3.connect(store_home / "store.db")
-    c.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    c.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
     c.commit()
     c.close()
     for readonly in (False, True):
-        with pytest.raises(StoreError, match="store schema v4 is newer"):
+        with pytest.raises(StoreError, match="store schema v99 is newer"):
             sqlite_store.connect(store_home, readonly=readonly)

@@ -19,8 +19,9 @@ from ctxkeep.timeutil import now_iso
 
 #: v2: chunks.title, fts_words(title, text) with a weighted rank;
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
-#: entries_content on (content_hash, ts). Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 3
+#: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
+#: SHA-256; ``raw`` holds the redacted bytes). Steps: ``migrations.MIGRATIONS``.
+SCHEMA_VERSION = 4
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -63,7 +64,8 @@ TABLES: dict[str, str] = {
   parser_version INTEGER, state TEXT, updated_at TEXT)""",
     "quarantine": """CREATE TABLE IF NOT EXISTS quarantine(
   id INTEGER PRIMARY KEY, agent TEXT, path TEXT, offset INTEGER, length INTEGER,
-  reason TEXT, action TEXT, raw BLOB, first_seen TEXT, UNIQUE(path, offset, reason))""",
+  reason TEXT, action TEXT, raw BLOB, first_seen TEXT, raw_sha256 TEXT,
+  UNIQUE(path, offset, reason))""",
     "runs": """CREATE TABLE IF NOT EXISTS runs(
   run_id INTEGER PRIMARY KEY, flow TEXT, started_at TEXT, finished_at TEXT, status TEXT,
   files INTEGER, bytes INTEGER, entries_new INTEGER, quarantined INTEGER,

@@ -146,7 +146,7 @@ def load_batch(
         if quarantine:
             conn.executemany(
                 "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, "
-                "first_seen) VALUES(?,?,?,?,?,?,?,?)",
+                "first_seen, raw_sha256) VALUES(?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         q.get("agent"),
@@ -157,6 +157,7 @@ def load_batch(
                         q["action"],
                         q["raw"],
                         stamp,
+                        q.get("raw_sha256"),
                     )
                     for q in quarantine
                 ],

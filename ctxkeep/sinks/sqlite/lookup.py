@@ -4,7 +4,6 @@ quarantined lines of a file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from typing import TYPE_CHECKING
@@ -86,9 +85,11 @@ def content_text(conn: sqlite3.Connection, content_hash: str) -> str | None:
 
 def quarantined_hashes(conn: sqlite3.Connection, path: str) -> set[str]:
     """SHA-256 hex of the complete raw bytes of every line quarantined for ``path``
-    (lines longer than the quarantine's raw limit are not complete, so not listed)."""
-    out = set()
-    for raw, length in conn.execute("SELECT raw, length FROM quarantine WHERE path = ?", (path,)):
-        if raw is not None and len(raw) == length:
-            out.add(hashlib.sha256(raw).hexdigest())
-    return out
+    (``quarantine.raw_sha256``, recorded at ingest: the stored ``raw`` is redacted, so
+    it cannot be hashed back to the line)."""
+    return {
+        h
+        for (h,) in conn.execute(
+            "SELECT raw_sha256 FROM quarantine WHERE path = ? AND raw_sha256 IS NOT NULL", (path,)
+        )
+    }

@@ -62,9 +62,36 @@ def _chunk_facets(conn: sqlite3.Connection) -> None:
     refresh_facets(conn)
 
 
+def _quarantine_redacted(conn: sqlite3.Connection) -> None:
+    """v3 → v4: add ``quarantine.raw_sha256`` (SHA-256 hex of the raw line, computed
+    from the stored bytes while they are still raw and complete) and redact the stored
+    ``raw`` bytes and ``reason`` (``transforms.redact``): before v4 a quarantined line
+    was stored as read, secrets included."""
+    import hashlib
+
+    from ctxkeep.transforms.redact import redact, redact_bytes
+
+    if "raw_sha256" not in {r[1] for r in conn.execute("PRAGMA table_info(quarantine)")}:
+        conn.execute("ALTER TABLE quarantine ADD COLUMN raw_sha256 TEXT")
+    rows = conn.execute("SELECT id, raw, length, reason FROM quarantine").fetchall()
+    conn.executemany(
+        "UPDATE quarantine SET raw_sha256=?, raw=?, reason=? WHERE id=?",
+        [
+            (
+                hashlib.sha256(raw).hexdigest() if raw is not None and len(raw) == length else None,
+                None if raw is None else redact_bytes(bytes(raw)),
+                None if reason is None else redact(reason),
+                qid,
+            )
+            for qid, raw, length, reason in rows
+        ],
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
+    Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

@@ -1,0 +1,57 @@
+"""No planted secret reaches any byte of any store file: every kind of the labelled
+set is planted in a Claude Code session (a user message, a Write tool's ``.env``
+content as JSON-escaped text, and a malformed line that goes to quarantine), the
+session is ingested, and every file under the store dir (store.db, its -wal,
+analytics.duckdb, archives) is scanned for each planted value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ctxkeep.pipeline import engine
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import DiscoveryContext
+from fixtures.bad_input import line, rec
+from fixtures.secrets import positives
+
+
+def test_planted_secrets_reach_no_store_byte(tmp_path):
+    cases = positives(7)
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-tmp-bad-input"
+    proj.mkdir(parents=True)
+    env = "\n".join(c.text for c in cases)
+    tool = rec(2, parent=1, rtype="assistant")
+    tool["message"] = {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "Write",
+                "input": {"file_path": "/app/.env", "content": env},
+            }
+        ],
+    }
+    malformed = (
+        b'{"type":"user","uuid":"x","message":{"content":"' + env.encode("unicode_escape") + b'"},,}\n'
+    )
+    data = line(rec(1, "here are my keys:\n" + env)) + line(tool) + malformed + line(rec(3, "done", parent=2))
+    (proj / "5e551011-0000-4000-8000-000000000001.jsonl").write_bytes(data)
+    store = tmp_path / "store"
+    s = engine.run_ingest(store, ctx=DiscoveryContext(home=home, env={}), agents=["claude-code"])
+    assert s.quarantined == 1 and s.entries_new >= 3
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        assert conn.execute("SELECT count(*) FROM quarantine WHERE raw_sha256 IS NOT NULL").fetchone()[0] == 1
+        stored = "".join(t for (t,) in conn.execute("SELECT text FROM chunks"))
+    finally:
+        conn.close()
+    assert "[REDACTED:" in stored and "here are my keys" in stored
+    files = [p for p in store.rglob("*") if p.is_file()]
+    assert any(p.name == "store.db" for p in files)
+    blob = b"".join(Path(p).read_bytes() for p in files)
+    values = {s for c in cases for s in c.secrets if s}
+    leaked = sorted(v for v in values if v.encode() in blob or json.dumps(v)[1:-1].encode() in blob)
+    assert leaked == [], leaked
