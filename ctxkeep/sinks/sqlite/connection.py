@@ -27,7 +27,7 @@ from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.sqlite import ddl, store_safety
 from ctxkeep.sinks.sqlite.migrations import ensure_identity, migrate
-from ctxkeep.sinks.sqlite.store_safety import StoreDamaged, damaged
+from ctxkeep.sinks.sqlite.store_safety import damaged
 
 #: page cache of a writing connection, KiB (``PRAGMA cache_size``; memory, not disk)
 CACHE_KIB = 64 * 1024
