@@ -177,6 +177,10 @@ def _print_preview(p: dict) -> None:
 
 def _run_flow(h: Path, name: str, **params) -> dict:
     from ctxkeep.flows.prefect_env import configure_prefect
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    if (h / "store.db").exists():  # a damaged store fails here, before Prefect's server starts
+        sqlite_store.connect(h, readonly=True).close()
 
     configure_prefect(h)
     from ctxkeep.flows import maintenance as maintenance_flows
