@@ -180,7 +180,16 @@ def _run_flow(h: Path, name: str, **params) -> dict:
     from ctxkeep.sinks import sqlite as sqlite_store
 
     if (h / "store.db").exists():  # a damaged store fails here, before Prefect's server starts
-        sqlite_store.connect(h, readonly=True).close()
+        conn = sqlite_store.connect(h, readonly=True)
+        try:
+            if name == "reindex":  # it reads every page anyway: check them all first
+                from ctxkeep.sinks.sqlite.store_safety import damaged
+
+                rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+                if rows != ["ok"]:
+                    raise damaged(h / "store.db", "; ".join(rows))
+        finally:
+            conn.close()
 
     configure_prefect(h)
     from ctxkeep.flows import maintenance as maintenance_flows
