@@ -104,7 +104,9 @@ def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:
     (ISO-8601 UTC), and write the header fields that name it (``application_id`` =
     ``store_safety.APPLICATION_ID``, ``user_version`` = ``store_safety.header_id``).
     Returns ``(store_id, created_at)``; an existing identity is kept."""
-    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('store_id', 'created_at')").fetchall())
+    rows = dict(
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('store_id', 'created_at')").fetchall()
+    )
     if "store_id" not in rows:
         rows = {"store_id": uuid.uuid4().hex, "created_at": now_iso()}
         conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", list(rows.items()))
