@@ -44,8 +44,9 @@ class Finding:
     detail: str = ""
 
 
-def _ro(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+def _ro(path: Path, immutable: bool = False) -> sqlite3.Connection:
+    """Read-only; ``immutable`` also ignores the WAL (a foreign one must not be read)."""
+    return sqlite3.connect(f"file:{path}?mode=ro{'&immutable=1' if immutable else ''}", uri=True)
 
 
 def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
@@ -68,17 +69,19 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
     why = store_safety.header_problem(db)
     out.append(Finding("sqlite-header", str(db), "damaged" if why else "ok", why or f"{size:,} bytes"))
     wal = home / (STORE_DB + "-wal")
+    foreign = False
     if wal.exists() and wal.stat().st_size and not why:
         if store_safety.live(home):
             out.append(Finding("sqlite-wal", str(wal), "skipped", "in use by a live process"))
         else:
             verdict, w = store_safety.wal_verdict(db, wal)
+            foreign = verdict == "foreign"
             out.append(Finding("sqlite-wal", str(wal), "damaged" if verdict == "foreign" else "ok", w))
     if why:
         return out
     pragma = "integrity_check" if full else "quick_check"
     try:
-        conn = _ro(db)
+        conn = _ro(db, foreign)
         try:
             rows = [r[0] for r in conn.execute(f"PRAGMA {pragma}(20)").fetchall()]
         finally:
@@ -94,14 +97,14 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
         return out
     if bad:
         return out
-    conn = _ro(db)
+    conn = _ro(db, foreign)
     try:
         for t in ("fts_words", "fts_grams"):
             try:
                 conn.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")
                 out.append(Finding("fts", f"{db} ({t})", "ok", "integrity-check passed"))
             except sqlite3.DatabaseError as e:
-                if "readonly" in str(e).lower():  # FTS5 runs the check as a write statement
+                if "readonly" in str(e).lower() and not foreign:  # FTS5 runs the check as a write statement
                     rw = sqlite3.connect(db)
                     try:
                         rw.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")
@@ -110,6 +113,12 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
                         out.append(Finding("fts", f"{db} ({t})", "damaged", str(e2)))
                     finally:
                         rw.close()
+                elif "readonly" in str(e).lower():
+                    out.append(
+                        Finding(
+                            "fts", f"{db} ({t})", "skipped", "checked once the foreign WAL is moved aside"
+                        )
+                    )
                 else:
                     out.append(Finding("fts", f"{db} ({t})", "damaged", str(e)))
         n_chunks = conn.execute(
