@@ -178,8 +178,9 @@ def _print_preview(p: dict) -> None:
 def _run_flow(h: Path, name: str, **params) -> dict:
     from ctxkeep.flows.prefect_env import configure_prefect
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
 
-    if (h / "store.db").exists():  # a damaged store fails here, before Prefect's server starts
+    if (h / STORE_DB).exists():  # a damaged store fails here, before Prefect's server starts
         conn = sqlite_store.connect(h, readonly=True)
         try:
             if name == "reindex":  # it reads every page anyway: check them all first
@@ -187,7 +188,7 @@ def _run_flow(h: Path, name: str, **params) -> dict:
 
                 rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
                 if rows != ["ok"]:
-                    raise damaged(h / "store.db", "; ".join(rows))
+                    raise damaged(h / STORE_DB, "; ".join(rows))
         finally:
             conn.close()
 
