@@ -20,7 +20,7 @@ def test_every_command_is_in_the_readme():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [c for c in _commands() if f"`ctxkeep {c}" not in readme]
     assert missing == []
-    assert len(_commands()) == 12
+    assert len(_commands()) == 15
 
 
 def test_ci_runs_the_readme_test_command():
