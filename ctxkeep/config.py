@@ -104,6 +104,17 @@ class RetentionConfig:
 
 
 @dataclass
+class BackupConfig:
+    keep: int = 7  # store backups kept in <home>/backups (maintenance.backup)
+
+
+@dataclass
+class McpConfig:
+    #: extra directories MCP ``ctx_index`` may read besides the project and home dirs
+    index_roots: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Config:
     """The parsed ``config.toml``. Unknown keys are ignored; bad types raise ConfigError.
 
@@ -128,6 +139,8 @@ class Config:
     agents: dict[str, AgentConfig] = field(default_factory=dict)
     compress: CompressConfig = field(default_factory=CompressConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
+    backup: BackupConfig = field(default_factory=BackupConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     path: Path | None = None
 
     def agent(self, name: str) -> AgentConfig:
@@ -230,6 +243,8 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
                 ac.session_dirs += _dirs(a[key], f"{section}.{name}.{key}", path)
     cfg.compress = _section(CompressConfig, data.get("compress"), "compress")
     cfg.retention = _section(RetentionConfig, data.get("retention"), "retention")
+    cfg.backup = _section(BackupConfig, data.get("backup"), "backup")
+    cfg.mcp = _section(McpConfig, data.get("mcp"), "mcp")
     for var, flag in (("CTXKEEP_DISABLE", False), ("CTXKEEP_ENABLE", True)):
         for name in filter(None, (x.strip() for x in env.get(var, "").split(","))):
             cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig()).enabled = flag

@@ -20,7 +20,9 @@ def test_every_command_is_in_the_readme():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [c for c in _commands() if f"`ctxkeep {c}" not in readme]
     assert missing == []
-    assert len(_commands()) == 17  # + report, statusline (issue 10); sessions, resume, hook (issue 12)
+    # 12 + report, statusline (issue 10); sessions, resume, hook, hooks (issue 12);
+    # doctor, backup, restore (issue 11)
+    assert len(_commands()) == 21
 
 
 def test_ci_runs_the_readme_test_command():

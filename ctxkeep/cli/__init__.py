@@ -116,6 +116,38 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
+def _argv_home() -> Path | None:
+    argv = sys.argv[1:]
+    for i, a in enumerate(argv):
+        if a == "--home" and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if a.startswith("--home="):
+            return Path(a.split("=", 1)[1])
+    return None
+
+
+def _store_error(e: BaseException) -> bool:
+    """Print the one line of a store error that escaped a command and return True:
+    ``StoreDamaged``/``sqlite3.DatabaseError`` of a damaged store (SQLITE_CORRUPT,
+    SQLITE_NOTADB) as ``error: store.db is damaged (<path>) - run 'ctxkeep doctor'``,
+    any other ``CtxkeepError`` as its own line. False for anything else."""
+    import sqlite3
+
+    from ctxkeep.errors import CtxkeepError
+
+    if isinstance(e, sqlite3.DatabaseError):
+        from ctxkeep.sinks.files import STORE_DB
+        from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption
+
+        if not is_corruption(e):
+            return False
+        e = damaged(_home(_argv_home()) / STORE_DB, e)
+    if not isinstance(e, CtxkeepError):
+        return False
+    typer.echo(f"error: {e}", err=True)
+    return True
+
+
 def main() -> None:
     """The ``ctxkeep`` console entry point: ``app`` with usage errors (unknown option,
     bad value, missing argument) printed as ONE line, like every other error:
@@ -139,6 +171,10 @@ def main() -> None:
     except cexc.ClickException as e:
         typer.echo(f"error: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
+    except Exception as e:  # SQLITE_CORRUPT where a command read a damaged page
+        if not _store_error(e):
+            raise
+        sys.exit(1)
     if rv == 130:  # Typer's exit code for Ctrl-C
         typer.echo("interrupted: what was stored stays stored; run the command again to go on", err=True)
     sys.exit(rv if isinstance(rv, int) else 0)
@@ -150,6 +186,7 @@ from ctxkeep.cli import (  # noqa: E402
     core,  # noqa: F401
     hook,  # noqa: F401
     hooks,  # noqa: F401
+    doctor,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
     report,  # noqa: F401

@@ -194,6 +194,20 @@ def _as_flow(h: Path, prefect: bool | None) -> bool:
 
 def _run_flow(h: Path, name: str, **params) -> dict:
     from ctxkeep.flows.prefect_env import configure_prefect
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+
+    if (h / STORE_DB).exists():  # a damaged store fails here, before Prefect's server starts
+        conn = sqlite_store.connect(h, readonly=True)
+        try:
+            if name == "reindex":  # it reads every page anyway: check them all first
+                from ctxkeep.sinks.sqlite.store_safety import damaged
+
+                rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+                if rows != ["ok"]:
+                    raise damaged(h / STORE_DB, "; ".join(rows))
+        finally:
+            conn.close()
 
     configure_prefect(h)
     from ctxkeep.flows import maintenance as maintenance_flows

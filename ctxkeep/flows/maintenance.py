@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from ctxkeep.maintenance import backfill, retention
+from ctxkeep.maintenance import backfill, backup, retention
 from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest, check_confirm, parse_purge_request
 from ctxkeep.maintenance.reindex import run_reindex
@@ -97,4 +97,15 @@ def backfill_flow(
         dry_run=dry_run,
     )
     get_run_logger().info("backfill: %d files, %s", len(rep["files"]), rep.get("ingest"))
+    return rep
+
+
+@flow(name="backup", persist_result=False)
+def backup_flow(home: str, keep: int | None = None) -> dict:
+    """Write a consistent copy of the store to ``<home>/backups`` and keep the newest
+    ``keep`` (config ``[backup] keep``; ``maintenance.backup.run_backup``)."""
+    rep = backup.run_backup(Path(home), keep=keep)
+    get_run_logger().info(
+        "backup: %s (%d bytes), %d old copies removed", rep["path"], rep["bytes"], len(rep["removed"])
+    )
     return rep

@@ -13,7 +13,8 @@ Deployments (flow name / deployment name, schedule):
 
 - ``ingest/ctxkeep-ingest``: every ``ingest_minutes`` (15);
 - ``compress/ctxkeep-compress``: every ``compress_minutes`` (60);
-- ``retention/ctxkeep-retention``: every ``retention_hours`` (24).
+- ``retention/ctxkeep-retention``: every ``retention_hours`` (24);
+- ``backup/ctxkeep-backup``: every ``backup_hours`` (24; ``maintenance.backup``).
 
 Each run executes in a subprocess started by Prefect's runner, which imports the flow by
 module path (``ctxkeep.flows.ingest.ingest_flow``, …), with the ``home`` parameter set.
@@ -53,9 +54,10 @@ class Schedule:
 
 
 def schedules(
-    ingest_minutes: int = 15, compress_minutes: int = 60, retention_hours: int = 24
+    ingest_minutes: int = 15, compress_minutes: int = 60, retention_hours: int = 24, backup_hours: int = 24
 ) -> list[Schedule]:
-    """The default schedules: ingest every 15 min, compress hourly, retention daily."""
+    """The default schedules: ingest every 15 min, compress hourly, retention and the
+    store backup daily."""
     return [
         Schedule("ctxkeep-ingest", "ctxkeep.flows.ingest:ingest_flow", dt.timedelta(minutes=ingest_minutes)),
         Schedule("ctxkeep-compress", COMPRESS_ENTRYPOINT, dt.timedelta(minutes=compress_minutes)),
@@ -64,6 +66,7 @@ def schedules(
             "ctxkeep.flows.maintenance:retention_flow",
             dt.timedelta(hours=retention_hours),
         ),
+        Schedule("ctxkeep-backup", "ctxkeep.flows.maintenance:backup_flow", dt.timedelta(hours=backup_hours)),
     ]
 
 

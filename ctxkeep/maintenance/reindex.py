@@ -19,6 +19,7 @@ from ctxkeep.errors import StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL, STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite.store_safety import damaged
 
 # duckdb itself is imported only when used, so that importing purge, retention or
 # reindex stays cheap
@@ -67,7 +68,7 @@ def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout
 
     Returns ``{"chunks", "grams_rows", "analytics": note, "seconds"}``. Raises StoreBusy
     when the lock is not free within ``timeout`` seconds, StoreError when there is no
-    store yet.
+    store yet, StoreDamaged when ``PRAGMA quick_check`` finds damage (checked first).
     """
     t0 = time.perf_counter()
     home = Path(home)
@@ -77,6 +78,10 @@ def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout
     with hold(home, timeout, what="reindex"):
         conn = sqlite_store.connect(home)
         try:
+            # reindex reads every chunk: a damaged store is refused before anything is dropped
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+            if problems != ["ok"]:
+                raise damaged(home / STORE_DB, "; ".join(problems))
             if fts:
                 out.update(rebuild_fts(conn))
             if analytics:

@@ -312,13 +312,13 @@ def index_roots(home: Path) -> list[Path]:
     """Extra directories ``ctx_index`` may read, from ``[mcp] index_roots`` in
     ``<home>/config.toml`` (a list of paths; ``~`` expanded). Missing or unreadable
     config: none."""
-    import tomllib
+    from ctxkeep import config as cfgmod
+    from ctxkeep.errors import ConfigError
 
     try:
-        data = tomllib.loads((Path(home) / "config.toml").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        roots = cfgmod.load_config(Path(home)).mcp.index_roots or []
+    except (OSError, ConfigError):
         return []
-    roots = (data.get("mcp") or {}).get("index_roots") or []
     if isinstance(roots, str):
         roots = [roots]
     return [Path(os.path.expanduser(str(r))).resolve() for r in roots if isinstance(r, str) and r.strip()]

@@ -9,6 +9,11 @@ A home holds (names relative to it):
   SQLite, with its ``.wal`` (``ANALYTICS_WAL``);
 - ``archive/`` (``ARCHIVE_DIR``): the Parquet archive of retention
   (``agent=<agent>/month=<YYYY-MM>/part-*.parquet``);
+- ``store.id`` (``STORE_ID_FILE``): the store's identity (``<store_id> <created UTC>``,
+  as ``meta.store_id``), so that a lost or emptied ``store.db`` is known to have held a
+  store (``sinks.sqlite.store_safety``);
+- ``backups/`` (``BACKUPS_DIR``): consistent copies of ``store.db``
+  (``store-<UTC>.db``, ``maintenance.backup``);
 - ``ingest.lock`` (``LOCK_FILE``): the maintenance lock (``sinks.lock``);
 - ``config.toml`` (``CONFIG_FILE``, defined in ``ctxkeep.config``, optional);
 - ``prefect/`` (``PREFECT_DIR``): Prefect's own home (``flows.prefect_env``).
@@ -28,6 +33,8 @@ STORE_DB_SIDECARS = (STORE_DB + "-wal", STORE_DB + "-shm", STORE_DB + "-journal"
 ANALYTICS_DB = "analytics.duckdb"
 ANALYTICS_WAL = ANALYTICS_DB + ".wal"
 ARCHIVE_DIR = "archive"
+STORE_ID_FILE = "store.id"
+BACKUPS_DIR = "backups"
 LOCK_FILE = "ingest.lock"
 PREFECT_DIR = "prefect"
 
@@ -39,12 +46,14 @@ __all__ = [
     "ANALYTICS_DB",
     "ANALYTICS_WAL",
     "ARCHIVE_DIR",
+    "BACKUPS_DIR",
     "CONFIG_FILE",
     "LOCK_FILE",
     "PREFECT_DIR",
     "STORE_DB",
     "STORE_DB_SIDECARS",
     "STORE_FILES",
+    "STORE_ID_FILE",
     "store_files",
 ]
 

@@ -100,7 +100,12 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
             time.sleep(1)
         assert healthy(api), (tmp_path / "serve.log").read_text()
         t_server = time.monotonic() - t0
-        names = ["ingest/ctxkeep-ingest", "retention/ctxkeep-retention", "compress/ctxkeep-compress"]
+        names = [
+            "ingest/ctxkeep-ingest",
+            "retention/ctxkeep-retention",
+            "compress/ctxkeep-compress",
+            "backup/ctxkeep-backup",
+        ]
         r = subprocess.run(
             [sys.executable, "-c", CLIENT, ",".join(names), str(store), SESSION],
             env=dict(env, PREFECT_API_URL=api),
@@ -116,6 +121,7 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
         assert got["deployments"]["ingest/ctxkeep-ingest"]["interval"] == [900.0]
         assert got["deployments"]["retention/ctxkeep-retention"]["interval"] == [86400.0]
         assert got["deployments"]["compress/ctxkeep-compress"]["interval"] == [3600.0]
+        assert got["deployments"]["backup/ctxkeep-backup"]["interval"] == [86400.0]
         assert got["deployments"]["ingest/ctxkeep-ingest"]["parameters"] == {"home": str(store)}
         assert got["state"] == "COMPLETED"
         assert got["flows"]["reindex"] == 2  # the ingested entries' 2 chunks

@@ -155,7 +155,7 @@ def test_removed_messages_stay_searchable_and_archived(compressed):
         and isinstance(r["message"]["content"], str)
         and not r["message"]["content"].lstrip().startswith(("<command-", "<local-command", "Caveat:"))
     )
-    assert "First removed prompt" in marker["content"]
+    assert "What the removed part held (ctxkeep resume snapshot)" in marker["content"]
     assert " ".join(first_prompt.split())[:60] in marker["content"]
     assert f"--session {orig[0].get('sessionId') or marker['sessionId']}" in marker["content"]
     hits = search(conn, f'"{words}"', limit=20)

@@ -3,6 +3,15 @@
 WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes use
 ``BEGIN IMMEDIATE``; maintenance runs also take the lock, ``sinks.lock``). The file is
 created 0600. A writable open creates and migrates the schema (``ensure_schema``).
+
+Every open goes through ``connect``, which first checks the file (``store_safety``):
+a damaged header raises StoreDamaged; before a writable open a ``store.db-wal`` left by
+no live process is checked against this database's identity and moved aside when it
+belongs to another one (``store_safety.check_wal``). The identity (``meta.store_id``,
+``meta.created_at`` and, in the SQLite header, ``application_id`` = ``APPLICATION_ID``
+and ``user_version`` = the id's first 32 bits) is written by the first writable open;
+every ``write`` transaction rewrites ``user_version``, so each transaction in the WAL
+carries an image of page 1 naming its database.
 """
 
 from __future__ import annotations
@@ -16,8 +25,9 @@ from pathlib import Path
 from ctxkeep.config import ensure_home
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks.files import STORE_DB
-from ctxkeep.sinks.sqlite import ddl
-from ctxkeep.sinks.sqlite.migrations import migrate
+from ctxkeep.sinks.sqlite import ddl, store_safety
+from ctxkeep.sinks.sqlite.migrations import ensure_identity, migrate
+from ctxkeep.sinks.sqlite.store_safety import damaged
 
 #: page cache of a writing connection, KiB (``PRAGMA cache_size``; memory, not disk)
 CACHE_KIB = 64 * 1024
@@ -42,26 +52,40 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
     than this version of ctxkeep (or, read-only, older than ``MIN_READ_VERSION``).
     """
     path = Path(home) / STORE_DB
-    if readonly:
-        if not path.exists():
-            raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
-        conn = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-        )
-    else:
-        ensure_home(Path(home))
-        _create_private(path)
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    if readonly and not path.exists():
+        raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
+    store_safety.check_file(Path(home))  # StoreDamaged: header, size, a 0-byte store that held data
     if not readonly:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        # a 64 MiB page cache (default 2 MiB): the random-keyed indexes of a big
-        # ingest group (entry_id, content_hash) otherwise spill and re-read pages
-        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        ensure_schema(conn)
-    else:
-        check_version(conn, readonly=True)
+        ensure_home(Path(home))
+        store_safety.check_wal(Path(home))  # a foreign WAL is moved aside, never applied
+        _create_private(path)
+    try:
+        if readonly:
+            conn = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
+        else:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            store_safety.check_is_store(conn, path)
+            if not readonly:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                # a 64 MiB page cache (default 2 MiB): the random-keyed indexes of a big
+                # ingest group (entry_id, content_hash) otherwise spill and re-read pages
+                conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+                store_id, created = ensure_schema(conn)
+                store_safety.write_id_file(Path(home), store_id, created)
+            else:
+                check_version(conn, readonly=True)
+        except BaseException:
+            conn.close()
+            raise
+    except sqlite3.DatabaseError as e:
+        if store_safety.is_corruption(e):
+            raise damaged(path, e) from None
+        raise
     return conn
 
 
@@ -90,9 +114,10 @@ def check_version(conn: sqlite3.Connection, *, readonly: bool = False) -> None:
         )
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
+def ensure_schema(conn: sqlite3.Connection) -> tuple[str, str]:
     """Migrate an older schema (``migrations.migrate``), create what is missing
-    (``ddl.create_all``), record the version and the FTS ranks, in one transaction.
+    (``ddl.create_all``), record the version, the identity (``migrations.ensure_identity``)
+    and the FTS ranks, in one transaction. Returns ``(store_id, created_at)``.
     Raises StoreError for a newer schema, StoreBusy when another writer holds the
     database."""
     check_version(conn)
@@ -100,7 +125,9 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         migrate(conn, schema_version(conn))
         ddl.create_all(conn)
         conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(ddl.SCHEMA_VERSION),))
+        ident = ensure_identity(conn)
         ddl.set_ranks(conn)
+    return ident
 
 
 @contextmanager
@@ -114,6 +141,8 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise StoreBusy("the store is locked by another writer", hint="retry later") from None
         raise
     try:
+        # page 1 in every transaction: a WAL then names its database (store_safety)
+        store_safety.stamp_page1(conn)
         yield conn
     except BaseException:
         conn.execute("ROLLBACK")

@@ -5,17 +5,24 @@
 ``ddl.create_all``, which runs after). ``migrate`` runs the steps a store lacks, in
 order, in the caller's transaction, then rebuilds both FTS tables once and records
 ``ddl.SCHEMA_VERSION``. v1 was the first schema: every store has a step to today.
+
+``ensure_identity`` is the one step that runs on every writable open rather than by
+version ("store identity": it adds rows and header fields, no column, so no version
+bump and no FTS rebuild): a store without ``meta.store_id`` gets one.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+import uuid
 from collections.abc import Callable
 from typing import NamedTuple
 
 from ctxkeep.sinks.sqlite.ddl import SCHEMA_VERSION
 from ctxkeep.sinks.sqlite.fts import rebuild_fts_tables, refresh_facets
+from ctxkeep.sinks.sqlite.store_safety import APPLICATION_ID, header_id
+from ctxkeep.timeutil import now_iso
 
 log = logging.getLogger(__name__)
 
@@ -116,3 +123,24 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
     rebuild_fts_tables(conn)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     return [m.name for m in todo]
+
+
+def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:
+    """The "store identity" step, in the caller's write transaction: give a store
+    without one a random ``meta.store_id`` (32 hex digits, uuid4) and ``meta.created_at``
+    (ISO-8601 UTC), and write the header fields that name it (``application_id`` =
+    ``store_safety.APPLICATION_ID``, ``user_version`` = ``store_safety.header_id``).
+    Returns ``(store_id, created_at)``; an existing identity is kept."""
+    rows = dict(
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('store_id', 'created_at')").fetchall()
+    )
+    if "store_id" not in rows:
+        rows = {"store_id": uuid.uuid4().hex, "created_at": now_iso()}
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", list(rows.items()))
+        log.info("ctxkeep: store identity %s created", rows["store_id"])
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    hid = header_id(rows["store_id"])
+    if conn.execute("PRAGMA user_version").fetchone()[0] != hid:
+        conn.execute(f"PRAGMA user_version={hid}")
+    return rows["store_id"], rows.get("created_at", "")

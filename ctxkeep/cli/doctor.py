@@ -1,0 +1,109 @@
+"""``ctxkeep doctor``, ``ctxkeep backup`` and ``ctxkeep restore``: the store's health
+(``maintenance.doctor``) and its backups (``maintenance.backup``). None starts Prefect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, out
+from ctxkeep.errors import CtxkeepError
+
+_MARK = {"ok": "ok", "damaged": "DAMAGED", "warning": "warning", "skipped": "skipped"}
+
+
+@app.command()
+def doctor(
+    repair: bool = typer.Option(
+        False, "--repair", help="Rebuild what is damaged (damaged files are moved aside)."
+    ),
+    full: bool = typer.Option(False, "--full", help="PRAGMA integrity_check instead of quick_check."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Check the store (SQLite, FTS5, DuckDB, Parquet archive, watermarks); exit 1 on damage."""
+    from ctxkeep.maintenance import doctor as doc
+
+    h = _home(home)
+    findings = doc.check(h, full=full)
+    rep: dict = {"home": str(h), "findings": doc.as_dicts(findings), "damaged": doc.damaged_files(findings)}
+    if repair and rep["damaged"]:
+        try:
+            rep["repair"] = doc.repair(h, findings)
+        except CtxkeepError as e:
+            _fail(e)
+        after = doc.check(h, full=full)
+        rep["after"] = doc.as_dicts(after)
+        rep["damaged"] = doc.damaged_files(after)
+    if as_json:
+        _print_json(rep)
+    else:
+        for f in findings:
+            out.print(
+                f"{_MARK[f.status]:8} {f.check:17} {f.file}: {f.detail}", highlight=False, soft_wrap=True
+            )
+        if "repair" in rep:
+            for a in rep["repair"]["actions"]:
+                out.print(f"repaired {a}", highlight=False, soft_wrap=True)
+            for a in rep["repair"]["not_recovered"]:
+                out.print(f"not recovered: {a}", highlight=False, soft_wrap=True)
+        if rep["damaged"]:
+            out.print(
+                f"damaged: {', '.join(rep['damaged'])}"
+                + ("" if repair else " - run 'ctxkeep doctor --repair'"),
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:
+            out.print("the store is sound", highlight=False)
+    if rep["damaged"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def backup(
+    keep: int | None = typer.Option(None, min=1, help="Copies to keep (config [backup] keep, 7)."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Write a consistent copy of the store to <home>/backups/store-<UTC>.db."""
+    from ctxkeep.maintenance.backup import run_backup
+
+    try:
+        rep = run_backup(_home(home), keep=keep)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep)
+        return
+    out.print(
+        f"backed up the store to {rep['path']} ({_mb(rep['bytes'])}) in {rep['seconds']:.1f} s; "
+        f"removed {len(rep['removed'])} older copies",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def restore(
+    file: Path = typer.Argument(..., help="A store backup (<home>/backups/store-<UTC>.db)."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Install a store backup; the current store is moved aside, DuckDB rebuilt."""
+    from ctxkeep.maintenance.backup import restore as run_restore
+
+    try:
+        rep = run_restore(_home(home), file)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep)
+        return
+    moved = ", ".join(rep["moved_aside"]) or "nothing"
+    out.print(
+        f"restored {rep['restored']}; moved aside: {moved}; {rep['analytics']}",
+        highlight=False,
+        soft_wrap=True,
+    )

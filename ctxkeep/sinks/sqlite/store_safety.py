@@ -1,0 +1,296 @@
+"""Checks made before the SQLite store is opened: the file's header, a stale WAL, the
+store's identity. ``connection.connect`` runs them; ``maintenance.doctor`` reports them.
+
+Format facts are from SQLite's file format document
+(https://www.sqlite.org/fileformat.html): the database header (100 bytes of page 1:
+the 16-byte magic ``"SQLite format 3\\0"``, the page size at offset 16 as a 2-byte
+big-endian number, 1 meaning 65536; ``user_version`` at 60 and ``application_id`` at
+68, 4-byte big-endian) and the WAL (a 32-byte header: magic 0x377f0682 or 0x377f0683,
+version, page size, checkpoint sequence, salt-1, salt-2, two checksums; then frames of a
+24-byte header, page number, database size in pages for a commit frame else 0, the two
+salts and two checksums, followed by the page image).
+
+The identity: ``application_id`` = ``APPLICATION_ID`` ("ctxk") marks a ctxkeep store;
+``user_version`` holds the first 32 bits of ``meta.store_id``. ``stamp_page1`` rewrites
+``user_version`` in every write transaction (``connection.write``), so every committed
+transaction of a ctxkeep WAL holds an image of page 1 naming its database.
+
+A WAL is *foreign* (``wal_verdict``) when its page size differs from the database's,
+or when a page-1 image in its committed frames (frames whose salts match the WAL
+header, up to the last commit frame) carries another ``application_id`` /
+``user_version`` than the database file, or when it has committed frames but no page-1
+image while the database has an identity (every ctxkeep transaction writes page 1).
+Frame checksums are not recomputed: the salt test takes a superset of the frames
+SQLite would apply, which only makes the page-1 test stricter. A WAL with no committed
+frame is left to SQLite (it ignores it).
+
+A WAL is only examined when no live process has the database open: SQLite's readers and
+writers hold a shared lock on the ``-shm`` file's "DMS" byte (offset 128, os_unix.c
+``UNIX_SHM_DMS``), so an exclusive open-file-description lock on it that fails means a
+live connection (this process's own included: OFD locks conflict with its POSIX
+locks). The probe's file descriptor is kept open for the life of the process (closing a
+descriptor would drop this process's POSIX locks on the file, SQLite's own).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import struct
+import sys
+from pathlib import Path
+
+from ctxkeep.errors import StoreError
+from ctxkeep.sinks.files import (
+    ANALYTICS_DB,
+    ARCHIVE_DIR,
+    BACKUPS_DIR,
+    STORE_DB,
+    STORE_ID_FILE,
+)
+from ctxkeep.timeutil import now_iso
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+WAL_MAGICS = (0x377F0682, 0x377F0683)
+#: ``PRAGMA application_id`` of a ctxkeep store: "ctxk"
+APPLICATION_ID = 0x6374786B
+_DMS_OFFSET = 128
+_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", 37 if sys.platform.startswith("linux") else None)
+_probe_fds: dict[tuple[int, int], int] = {}
+
+
+class StoreDamaged(StoreError):
+    """``store.db`` is not a readable SQLite database of a ctxkeep store (a bad header,
+    a size that is not a whole number of pages, SQLITE_CORRUPT / SQLITE_NOTADB while
+    reading, a 0-byte file where a store held data). ``ctxkeep doctor`` says more."""
+
+
+def damaged(path: Path, why: object | None = None) -> StoreDamaged:
+    """The one error of a damaged store: ``store.db is damaged (<path>) - run 'ctxkeep
+    doctor'`` (``why`` kept as ``.why`` for doctor, never printed in the line)."""
+    e = StoreDamaged(f"{Path(path).name} is damaged", where=str(path), hint="run 'ctxkeep doctor'")
+    e.why = str(why) if why is not None else None
+    return e
+
+
+def is_corruption(e: BaseException) -> bool:
+    """True for SQLite's SQLITE_CORRUPT / SQLITE_NOTADB errors (``sqlite3.DatabaseError``
+    "database disk image is malformed", "file is not a database", FTS5's "database disk
+    image is malformed" and the like), False for busy, locked, read-only and other
+    operational errors."""
+    if not isinstance(e, sqlite3.DatabaseError):
+        return False
+    name = getattr(e, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return True
+    msg = str(e).lower()
+    return any(k in msg for k in ("malformed", "not a database", "corrupt"))
+
+
+def header_problem(path: Path) -> str | None:
+    """Why ``path`` (an existing, non-empty file) is not a sound SQLite database file
+    by its header alone, or None: a short file, the wrong magic, a page size that is
+    not a power of two in 512..65536, a size that is not a whole number of pages.
+    Reads 100 bytes."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(100)
+    if len(head) < 100:
+        return f"{size} bytes: shorter than an SQLite header"
+    if head[:16] != SQLITE_MAGIC:
+        return "no SQLite header (the first 16 bytes are not 'SQLite format 3')"
+    ps = struct.unpack(">H", head[16:18])[0]
+    ps = 65536 if ps == 1 else ps
+    if ps < 512 or ps & (ps - 1):
+        return f"page size {ps} in the header is not a power of two in 512..65536"
+    if size % ps:
+        return f"{size:,} bytes is not a whole number of {ps}-byte pages (truncated or extended)"
+    return None
+
+
+def held_data(home: Path) -> list[str]:
+    """What shows that the store at ``home`` held data: the identity file
+    (``store.id``), store backups, the Parquet archive, the DuckDB store. Names
+    relative to ``home``; empty for a new home."""
+    home = Path(home)
+    out = []
+    if (home / STORE_ID_FILE).exists():
+        out.append(STORE_ID_FILE)
+    for d in (BACKUPS_DIR, ARCHIVE_DIR):
+        if (home / d).is_dir() and any((home / d).iterdir()):
+            out.append(d + "/")
+    if (home / ANALYTICS_DB).exists() and (home / ANALYTICS_DB).stat().st_size:
+        out.append(ANALYTICS_DB)
+    return out
+
+
+def check_file(home: Path) -> None:
+    """Raise StoreDamaged when ``<home>/store.db`` exists and its header is damaged
+    (``header_problem``), or it is 0 bytes while the home shows it held data
+    (``held_data``): such a store is never silently rebuilt empty. A missing file, or a
+    0-byte one in a new home, passes (a writable open creates the store)."""
+    path = Path(home) / STORE_DB
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        held = held_data(home)
+        if held:
+            raise damaged(path, f"0 bytes, but the home holds {', '.join(held)}")
+        return
+    why = header_problem(path)
+    if why:
+        raise damaged(path, why)
+
+
+def check_is_store(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise StoreError when the open database has tables but is no ctxkeep store (no
+    ``meta`` table), so that ctxkeep never adds its tables to another program's
+    database. Reads the schema (one page); SQLITE_CORRUPT propagates."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()}
+    if names and "meta" not in names:
+        raise StoreError(
+            "not a ctxkeep store: the database has other tables and no meta table",
+            where=str(path),
+            hint="pass --home DIR naming a ctxkeep home",
+        )
+
+
+def identity(conn: sqlite3.Connection) -> tuple[int, int]:
+    """``(application_id, user_version)`` of the open database's header."""
+    return (
+        conn.execute("PRAGMA application_id").fetchone()[0],
+        conn.execute("PRAGMA user_version").fetchone()[0],
+    )
+
+
+def header_id(store_id: str) -> int:
+    """The 32-bit ``user_version`` written for ``store_id`` (hex): its first 8 hex
+    digits as a signed 32-bit integer (SQLite stores a signed value), never 0."""
+    v = int(store_id[:8], 16) or 1
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def stamp_page1(conn: sqlite3.Connection) -> None:
+    """Rewrite ``user_version`` with its own value in the caller's write transaction,
+    so that the transaction's WAL frames include page 1 (one page, ~µs). Does nothing
+    for a store without an identity yet."""
+    v = conn.execute("PRAGMA user_version").fetchone()[0]
+    if v:
+        conn.execute(f"PRAGMA user_version={int(v)}")
+
+
+def write_id_file(home: Path, store_id: str, created_at: str) -> None:
+    """Write ``<home>/store.id`` (``<store_id> <created_at>``, 0600) if missing: the
+    store's identity outside the database, so a lost or emptied ``store.db`` is known to
+    have held a store."""
+    p = Path(home) / STORE_ID_FILE
+    if p.exists():
+        return
+    fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{store_id} {created_at}\n")
+
+
+def live(home: Path) -> bool:
+    """True when a live connection (any process, this one included) has ``store.db``
+    open in WAL mode: the ``-shm`` file's DMS byte is locked. False when there is no
+    ``-shm`` file. Where OFD locks are not available (not Linux), True whenever a
+    ``-shm`` exists (no check then: SQLite alone handles the WAL)."""
+    shm = Path(home) / (STORE_DB + "-shm")
+    try:
+        st = shm.stat()
+    except FileNotFoundError:
+        return False
+    if _OFD_SETLK is None:
+        return True
+    key = (st.st_dev, st.st_ino)
+    fd = _probe_fds.get(key)
+    if fd is None:
+        try:
+            fd = os.open(shm, os.O_RDWR)
+        except OSError:
+            return True  # cannot tell: leave the WAL to SQLite
+        _probe_fds[key] = fd
+    # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
+    lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0)
+    try:
+        fcntl.fcntl(fd, _OFD_SETLK, lock)
+    except OSError:
+        return True
+    fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
+    return False
+
+
+def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
+    """Whether ``wal`` belongs to ``db``: ``("own" | "foreign" | "empty", why)``; see the
+    module doc for the rules. Reads the WAL's frame headers (24 bytes per frame) and
+    the page-1 images' 100-byte headers, and the database's first 100 bytes."""
+    with open(db, "rb") as f:
+        dbhead = f.read(100)
+    db_ps = struct.unpack(">H", dbhead[16:18])[0] if len(dbhead) >= 18 else 0
+    db_ps = 65536 if db_ps == 1 else db_ps
+    db_ident = (dbhead[68:72], dbhead[60:64]) if len(dbhead) >= 72 else (b"", b"")
+    size = wal.stat().st_size
+    with open(wal, "rb") as f:
+        h = f.read(32)
+        if len(h) < 32:
+            return "empty", "shorter than a WAL header"
+        magic, _ver, ps, _seq, s1, s2 = struct.unpack(">6I", h[:24])
+        if magic not in WAL_MAGICS:
+            return "empty", "no WAL header (SQLite ignores it)"
+        if db_ps and ps != db_ps:
+            return "foreign", f"its page size {ps} is not the database's {db_ps}"
+        committed_p1: bytes | None = None
+        p1: bytes | None = None
+        commits = 0
+        off = 32
+        while off + 24 + ps <= size:
+            f.seek(off)
+            fh = f.read(24)
+            pgno, commit, fs1, fs2 = struct.unpack(">4I", fh[:16])
+            if (fs1, fs2) != (s1, s2):
+                break
+            if pgno == 1:
+                p1 = f.read(100)
+            if commit:
+                commits += 1
+                committed_p1 = p1 if p1 is not None else committed_p1
+            off += 24 + ps
+    if not commits:
+        return "empty", "no committed frame (SQLite ignores it)"
+    has_identity = db_ident[0] == struct.pack(">I", APPLICATION_ID)
+    if committed_p1 is None:
+        if has_identity:
+            return "foreign", f"{commits} committed transactions without this store's page 1"
+        return "own", "a WAL of a store without an identity (applied as SQLite would)"
+    wal_ident = (committed_p1[68:72], committed_p1[60:64])
+    if wal_ident != db_ident:
+        return "foreign", "its page 1 names another database (application_id/user_version)"
+    return "own", f"{commits} committed transactions of this store"
+
+
+def check_wal(home: Path) -> str | None:
+    """Before a writable open: when ``<home>/store.db-wal`` exists, no live process has
+    the store open (``live``) and the WAL is foreign (``wal_verdict``), move it and its
+    ``-shm`` aside as ``store.db-wal.foreign-<UTC>`` (``…-shm.foreign-<UTC>``) and print
+    one warning line on stderr. Returns the new WAL path, or None when nothing was
+    moved. An own WAL is left for SQLite to apply (it holds committed transactions)."""
+    home = Path(home)
+    db, wal, shm = home / STORE_DB, home / (STORE_DB + "-wal"), home / (STORE_DB + "-shm")
+    if not wal.exists() or not db.exists() or db.stat().st_size == 0 or live(home):
+        return None
+    verdict, why = wal_verdict(db, wal)
+    if verdict != "foreign":
+        return None
+    stamp = now_iso().replace(":", "").replace("-", "")
+    dest = wal.with_name(f"{wal.name}.foreign-{stamp}")
+    os.replace(wal, dest)
+    if shm.exists():
+        os.replace(shm, shm.with_name(f"{shm.name}.foreign-{stamp}"))
+    sys.stderr.write(
+        f"warning: {wal.name} belongs to another database ({why}); moved aside, not applied ({dest})\n"
+    )
+    return str(dest)
