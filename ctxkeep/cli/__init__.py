@@ -184,13 +184,13 @@ def main() -> None:
 from ctxkeep.cli import (  # noqa: E402
     compress,  # noqa: F401
     core,  # noqa: F401
+    doctor,  # noqa: F401
     hook,  # noqa: F401
     hooks,  # noqa: F401
-    doctor,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
     report,  # noqa: F401
-    sessions,  # noqa: F401
     report_html,  # noqa: F401
+    sessions,  # noqa: F401
     sources,  # noqa: F401
 )

@@ -40,7 +40,9 @@ def test_a_new_store_holds_exactly_the_registry(store_home):
             "item",
         ]
         assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_hash", "ts"]
-        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(ddl.SCHEMA_VERSION)
+        assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+            ddl.SCHEMA_VERSION
+        )
         ranks = dict(conn.execute("SELECT k, v FROM fts_words_config WHERE k='rank'").fetchall())
         assert ranks == {"rank": f"bm25({ddl.TITLE_WEIGHT}, 1.0, 0.0)"}
     finally:

@@ -158,14 +158,6 @@ def check_is_store(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
-def identity(conn: sqlite3.Connection) -> tuple[int, int]:
-    """``(application_id, user_version)`` of the open database's header."""
-    return (
-        conn.execute("PRAGMA application_id").fetchone()[0],
-        conn.execute("PRAGMA user_version").fetchone()[0],
-    )
-
-
 def header_id(store_id: str) -> int:
     """The 32-bit ``user_version`` written for ``store_id`` (hex): its first 8 hex
     digits as a signed 32-bit integer (SQLite stores a signed value), never 0."""
