@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -44,7 +45,9 @@ def install(
     scope: str = ScopeOpt,
     project: Path | None = ProjectOpt,
     store: Path | None = typer.Option(
-        None, "--home", help="A store directory the server should use (written into the entry as --home)."
+        None,
+        "--home",
+        help="A store directory the server should use (written into the entry as --home; default: $CTXKEEP_HOME when set).",
     ),
     dry_run: bool = DryRunOpt,
     force: bool = typer.Option(
@@ -58,6 +61,8 @@ def install(
     _scope(scope)
     w = _where(project)
     exe = ctxkeep_argv()
+    if store is None and os.environ.get("CTXKEEP_HOME"):
+        store = Path(os.environ["CTXKEEP_HOME"])  # the agent starts the server without it
     store = store.expanduser().absolute() if store else None
     agents = _agents(agent, w, MCP_AGENTS, detect=True)
 

@@ -111,7 +111,10 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
     rec["sig"] = sig
     tmp = path.with_suffix(".tmp")
     try:
-        tmp.write_text(json.dumps(rec), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # user-only, as the store
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(rec))
+        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except OSError:
         pass

@@ -170,6 +170,7 @@ def test_statusline_from_stdin_and_cache(store, monkeypatch):
     last = _last_claude_input("d3ad4cdc-5657-435d-98fa-0035d53e383d")
     assert f"ctx {last:,} ({last / 200_000:.0%})" in line
     assert (store / "statusline.json").exists()
+    assert (store / "statusline.json").stat().st_mode & 0o777 == 0o600  # user-only, as the store
     # a cached call imports no DuckDB (the reason the cache exists)
     code = (
         "import sys, io; from ctxkeep.query import statusline as s; "
