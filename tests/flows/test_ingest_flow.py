@@ -45,7 +45,8 @@ def test_prefect_flow_ingests_corpus_quietly(home_copy, tmp_path, corpus_store):
     env["HOME"] = str(home_copy)
     before = _tree(home_copy)
     r = subprocess.run(
-        [sys.executable, "-m", "ctxkeep", "ingest", "--home", str(store), "--json"],
+        # --prefect: this test is of the flow run (without a server, ingest runs in-process)
+        [sys.executable, "-m", "ctxkeep", "ingest", "--prefect", "--home", str(store), "--json"],
         env=env,
         capture_output=True,
         text=True,
