@@ -69,3 +69,25 @@ def parse_utc(text: str) -> dt.datetime:
     an aware datetime in its own offset. Raises ValueError for other text."""
     t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def local_timezone() -> str:
+    """The IANA name of this machine's time zone: ``$TZ``, else the target of
+    ``/etc/localtime`` (``…/zoneinfo/Europe/Berlin``), else ``/etc/timezone``, else
+    ``UTC``. The default ``--timezone`` of reports, the statusline and ``report html``."""
+    import os
+    from pathlib import Path
+
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz:
+        return tz
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    try:
+        return Path("/etc/timezone").read_text().strip() or "UTC"
+    except OSError:
+        return "UTC"

@@ -38,7 +38,9 @@ def html(
     if missing:
         _fail(CtxkeepError(f"`report html` needs {', '.join(missing)}", hint=notebooks.INSTALL_HINT))
     try:
-        w = notebooks.window(timezone or _local_zone(), since, until)
+        from ctxkeep.timeutil import local_timezone
+
+        w = notebooks.window(timezone or local_timezone(), since, until)
     except CtxkeepError as e:
         _fail(e, 2)
     h = _home(home)
@@ -64,20 +66,3 @@ def html(
         _print_json({"timezone": w.tz, "since": w.since, "until": w.until, "pages": [str(p) for p in paths]})
         return
     typer.echo(f"open {paths[-1].resolve().as_uri()}")
-
-
-def _local_zone() -> str:
-    """The IANA name of the local time zone (``$TZ``, else ``/etc/localtime``'s link),
-    ``UTC`` when neither names one."""
-    import os
-
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz:
-        return tz
-    try:
-        link = os.path.realpath("/etc/localtime")
-        if "zoneinfo/" in link:
-            return link.split("zoneinfo/", 1)[1]
-    except OSError:
-        pass
-    return "UTC"

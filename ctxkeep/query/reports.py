@@ -15,7 +15,6 @@ and near midnight). ``input_tokens`` is the non-cached input; ``total_tokens`` =
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ctxkeep.errors import StoreError, UsageError
 from ctxkeep.sinks.files import ANALYTICS_DB
+from ctxkeep.timeutil import local_timezone
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
 SCHEMA = 1
@@ -163,24 +163,6 @@ def check_timezone(name: str) -> str:
             hint="give an IANA name such as Europe/Berlin or UTC",
         ) from e
     return name
-
-
-def local_timezone() -> str:
-    """The IANA name of this machine's zone: ``$TZ``, else the target of
-    ``/etc/localtime``, else ``/etc/timezone``, else ``UTC``."""
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz:
-        return tz
-    try:
-        target = os.path.realpath("/etc/localtime")
-        if "zoneinfo/" in target:
-            return target.split("zoneinfo/", 1)[1]
-    except OSError:
-        pass
-    try:
-        return Path("/etc/timezone").read_text().strip() or "UTC"
-    except OSError:
-        return "UTC"
 
 
 def parse_date(value: str, where: str) -> dt.date:

@@ -171,27 +171,14 @@ def read_info(stream) -> dict:
         return {}
 
 
-def local_timezone() -> str:
-    """As ``reports.local_timezone`` (repeated here so that a cached call imports no
-    DuckDB): ``$TZ``, the ``/etc/localtime`` target, ``/etc/timezone``, else UTC."""
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz:
-        return tz
-    target = os.path.realpath("/etc/localtime")
-    if "zoneinfo/" in target:
-        return target.split("zoneinfo/", 1)[1]
-    try:
-        return Path("/etc/timezone").read_text().strip() or "UTC"
-    except OSError:
-        return "UTC"
-
-
 def line(home: Path, stream, tz: str | None = None, now: dt.datetime | None = None) -> str:
     """The whole status line for ``home`` (never raises: a problem becomes the line,
     e.g. ``ctxkeep: no analytics store - run ctxkeep ingest``; a status line must not
     print a traceback into Claude Code)."""
     info = read_info(stream)
     try:
+        from ctxkeep.timeutil import local_timezone
+
         tz = tz or local_timezone()
         now = now or _tz_now(tz)
         rec = figures(Path(home), tz, info.get("session_id"))
