@@ -63,9 +63,6 @@ def ingest(
             summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
         else:
             from ctxkeep.flows.prefect_env import run_as_flow
-            from ctxkeep.transforms.tokens import warm_in_background
-
-            warm_in_background()  # the BPE (~0.6 s) builds while the engine is imported
 
             as_flow = run_as_flow(h, prefect)
             summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json)

@@ -25,16 +25,13 @@ from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sources import SOURCES, discover_all
 from ctxkeep.sources.contract import DiscoveryContext
+from ctxkeep.timeutil import utc_now
 
 #: Backups written by the compress flow next to a session file. Compress owns their
 #: naming (``maintenance.compress.rewrite``: ``<file>.backup``, older ones
 #: ``<file>.backup.<UTC stamp>``); this pattern matches any ``.backup`` name with a
 #: ``.``/``-``/``_`` suffix, so retention need not know which variant.
 BACKUP_RE = re.compile(r"^.+\.backup(?:[.\-_][^/\\]*)?$")
-
-
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 @dataclass
@@ -121,7 +118,7 @@ def plan_retention(
     ``now`` (UTC)."""
     home = Path(home)
     cfg = cfgmod.load_config(home)
-    now = now or _utcnow()
+    now = now or utc_now()
     a_days = cfg.retention.archive_after_days if archive_after_days is None else archive_after_days
     d_days = (
         cfg.retention.delete_archives_after_days

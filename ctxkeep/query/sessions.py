@@ -190,9 +190,9 @@ def _iso(v) -> str | None:
         return None
     if isinstance(v, str):
         return v
-    import datetime as dt
+    from ctxkeep.timeutil import format_utc
 
-    return v.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_utc(v)
 
 
 def _matches(r: SessionRow, agents, project, since, until) -> bool:

@@ -42,17 +42,9 @@ _BUILD = threading.Lock()
 def encoding():
     """The offline ``o200k_base`` tiktoken Encoding, or None if it cannot be built.
     Built once per process (~0.6 s: 200 Ki merge ranks); a caller that comes while
-    another thread builds it waits for that build (``warm_in_background``)."""
+    another thread builds it waits for that build (the BPE counts run in two threads)."""
     with _BUILD:
         return _encoding()
-
-
-def warm_in_background() -> threading.Thread:
-    """Start building ``encoding()`` in a daemon thread (an ingest with new bytes does
-    this first, so the build overlaps its imports, planning and reading); returns it."""
-    t = threading.Thread(target=encoding, name="ctxkeep-bpe-build", daemon=True)
-    t.start()
-    return t
 
 
 @lru_cache(maxsize=1)

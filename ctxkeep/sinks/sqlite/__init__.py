@@ -48,7 +48,7 @@ from ctxkeep.sinks.sqlite.connection import (
     sibling,
     write,
 )
-from ctxkeep.sinks.sqlite.ddl import DDL, SCHEMA_VERSION, TITLE_WEIGHT, now_iso
+from ctxkeep.sinks.sqlite.ddl import DDL, SCHEMA_VERSION, TITLE_WEIGHT
 from ctxkeep.sinks.sqlite.fts import rebuild_fts_tables, refresh_facets
 from ctxkeep.sinks.sqlite.load import load_batch
 from ctxkeep.sinks.sqlite.lookup import (
@@ -69,6 +69,7 @@ from ctxkeep.sinks.sqlite.status import (
     apply_changes,
 )
 from ctxkeep.sinks.sqlite.sync_marks import analytics_behind, mark_analytics_synced
+from ctxkeep.timeutil import now_iso
 
 __all__ = [
     "CACHE_KIB",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sqlite3
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
-from ctxkeep.timeutil import now_iso
 
 #: v2: chunks.title, fts_words(title, text) with a weighted rank;
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
@@ -158,6 +157,5 @@ __all__ = [
     "TABLES",
     "TITLE_WEIGHT",
     "create_all",
-    "now_iso",
     "set_ranks",
 ]

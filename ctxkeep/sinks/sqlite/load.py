@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
-from ctxkeep.sinks.sqlite.ddl import now_iso
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets
 from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
-from ctxkeep.timeutil import UTC_FORMAT_POLARS
+from ctxkeep.timeutil import UTC_FORMAT_POLARS, now_iso
 
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     import polars as pl

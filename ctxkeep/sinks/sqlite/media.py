@@ -16,8 +16,8 @@ import hashlib
 import sqlite3
 from dataclasses import dataclass
 
-from ctxkeep.sinks.sqlite.ddl import now_iso
 from ctxkeep.sinks.sqlite.params import in_parts
+from ctxkeep.timeutil import now_iso
 
 
 @dataclass

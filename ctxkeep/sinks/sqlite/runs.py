@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxkeep.sinks.sqlite.connection import connect, write
-from ctxkeep.sinks.sqlite.ddl import now_iso
+from ctxkeep.timeutil import now_iso
 
 
 @dataclass

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite.connection import write
-from ctxkeep.sinks.sqlite.ddl import now_iso
 from ctxkeep.sinks.sqlite.params import in_parts
+from ctxkeep.timeutil import now_iso
 
 
 @dataclass(frozen=True)
