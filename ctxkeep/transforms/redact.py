@@ -54,9 +54,10 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import polars as pl
+if TYPE_CHECKING:  # Polars is imported where a Series is made: a single text needs none
+    import polars as pl
 
 MARKER = "[REDACTED:{kind}]"
 #: what a redacted value becomes: ``[REDACTED:<kind>]``; ``MARKER_RE`` finds them
@@ -496,6 +497,8 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     idx = (cs | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:
         return s
+    import polars as pl
+
     values = s.gather(idx).to_list()
     cs_hit = cs.gather(idx).to_list()
     found = anchors.gather(idx).to_list()
@@ -512,6 +515,8 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
 
 def redact_expr(col: str = "text") -> pl.Expr:
     """A Polars expression that replaces every secret in ``col`` by ``[REDACTED:kind]``."""
+    import polars as pl
+
     return pl.col(col).map_batches(redact_series, return_dtype=pl.String)
 
 
@@ -519,6 +524,8 @@ def redact(text: str) -> str:
     """Redact one string (the same rules as ``redact_expr``; a long text is first
     checked by the prefilter, so a clean 16 MiB line costs one automaton pass)."""
     if len(text) > 65536:
+        import polars as pl
+
         return redact_series(pl.Series([text]))[0]
     return redact_counts(text)[0]
 
