@@ -20,7 +20,9 @@ from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
 #: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
 #: SHA-256; ``raw`` holds the redacted bytes). Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 4
+#: v9: fts_grams keeps ``+ # .`` in tokens (``c++``, ``c#``, ``.net``), the
+#: vocabulary ``vocab`` and its trigram index ``fts_vocab`` (inner substrings).
+SCHEMA_VERSION = 9
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -81,6 +83,9 @@ TABLES: dict[str, str] = {
   data BLOB, added_at TEXT, PRIMARY KEY(entry_id, seq))""",
     # what a tombstone covered (session ids, source paths), so that a purge with
     # --reingest can lift it (``maintenance.purge``)
+    # every distinct identifier-like token of the chunk texts once (``transforms.grams``
+    # vocabulary), for inner-substring search through ``fts_vocab``
+    "vocab": "CREATE TABLE IF NOT EXISTS vocab(term_id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE)",
     "purge_files": "CREATE TABLE IF NOT EXISTS purge_files("
     "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))",
 }
@@ -92,7 +97,10 @@ FTS_TABLES: dict[str, str] = {
   tokenize='porter unicode61 remove_diacritics 2')""",
     # CJK bigrams and identifier parts of chunks (rowid = chunk_id)
     "fts_grams": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_grams USING fts5(
-  grams, facets, tokenize='unicode61 remove_diacritics 0')""",
+  grams, facets, tokenize="unicode61 remove_diacritics 0 tokenchars '+#.'")""",
+    # trigrams of the vocabulary (external content: the terms are stored once, in vocab)
+    "fts_vocab": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5(
+  term, content='vocab', content_rowid='term_id', tokenize='trigram', columnsize=0)""",
 }
 
 #: the default rank (BM25 column weights) of each FTS table, set by ``set_ranks``
@@ -143,7 +151,7 @@ def create_all(conn: sqlite3.Connection) -> None:
 
 def set_ranks(conn: sqlite3.Connection) -> None:
     """Store the default rank (``FTS_RANKS``) in both FTS tables' configuration."""
-    for table, rank in FTS_RANKS.items():
+    for table, rank in FTS_RANKS.items():  # fts_vocab is never ranked
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('rank', ?)", (rank,))
 
 

@@ -95,10 +95,22 @@ def _quarantine_redacted(conn: sqlite3.Connection) -> None:
     )
 
 
+def _symbol_grams_vocab(conn: sqlite3.Connection) -> None:
+    """v4 → v9: ``fts_grams`` keeps ``+ # .`` in its tokens (``c++``, ``c#``,
+    ``.net``: ``transforms.grams``) and the vocabulary tables ``vocab`` / ``fts_vocab``
+    appear. Both FTS tables are recreated and filled by the rebuild that follows every
+    migration (``fts.rebuild_fts_tables``); the ``vocab`` table is created here so the
+    rebuild can fill it."""
+    from ctxkeep.sinks.sqlite.ddl import TABLES
+
+    conn.execute(TABLES["vocab"])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
     Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
+    Migration(9, "symbol terms and the vocabulary", _symbol_grams_vocab),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
