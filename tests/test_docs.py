@@ -39,7 +39,7 @@ def test_usage_errors_are_one_line_with_exit_code_2():
 
     for args, want in (
         (["search", "--bogus"], "error: No such option: --bogus - see `ctxkeep search --help`"),
-        (["search"], "error: Missing argument 'query'. - see `ctxkeep search --help`"),
+        (["search"], "error: Missing argument 'QUERY'. - see `ctxkeep search --help`"),
         (["nosuch"], "error: No such command 'nosuch'. - see `ctxkeep --help`"),
     ):
         r = subprocess.run(
