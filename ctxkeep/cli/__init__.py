@@ -101,6 +101,7 @@ def _main(
 #: the library's words for a parameter (MCP's camelCase, the Python names) → the CLI's
 #: (the messages of shared exceptions are written once, for both interfaces)
 _CLI_WORDS = {
+    "Purge scope session": "purge --session",
     "pass sessionId": "give --session ID",
     "sessionId": "--session",
     "projectDir": "--project",
@@ -174,8 +175,17 @@ def _given_home(home: Path | None = None) -> Path | None:
 
 def _home(home: Path | None) -> Path:
     """The store directory: the command's ``--home``, else the one given before the
-    command, else ``$CTXKEEP_HOME`` or the platform data dir (``config.resolve_home``)."""
-    return cfgmod.resolve_home(home or _top_home)
+    command, else ``$CTXKEEP_HOME`` or the platform data dir (``config.resolve_home``).
+    Raises StoreError when it names a file."""
+    h = cfgmod.resolve_home(home or _top_home)
+    if h.is_file():
+        from ctxkeep.errors import StoreError
+
+        raise StoreError(
+            f"cannot use {h} as the store: it is a file, not a directory",
+            hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
+        )
+    return h
 
 
 #: the version of every ``--json`` object a command prints (docs/cli.md): a change
