@@ -105,8 +105,9 @@ def select_backfill(
     (``record_span``: first and last record, read from its bytes): a file is kept
     unless its last record is before ``since`` or its first record is after ``until``.
     Both ends are inclusive, in ``timeutil.when_bound`` forms (a date is a whole UTC
-    day; an age such as ``7d``). An end whose time cannot be read (a SQLite database,
-    which holds many sessions; a file with no readable time) does not exclude it.
+    day; an age such as ``7d``). A file with no readable record time counts its mtime
+    as its last record (nothing in it can be newer) and is never excluded by
+    ``until``; a SQLite database (many sessions) is always kept.
     Returns ``(files, problems)``. Raises UsageError for an unreadable time or an
     empty range.
     """
@@ -127,11 +128,15 @@ def select_backfill(
         files = [f for d in ds for f in d.files]
     out = []
     for f in files:
-        if not f.path.exists():
+        try:
+            mtime = dt.datetime.fromtimestamp(f.path.stat().st_mtime, dt.UTC)
+        except OSError:
             continue
         if (lo or hi) and f.mode != "sqlite":
             first, last = record_span(f.path)
-            if lo and last is not None and last < lo:
+            # no record time at all: nothing in it is newer than its last write
+            last = last or mtime
+            if lo and last < lo:
                 continue
             if hi and first is not None and first >= hi:
                 continue
