@@ -67,7 +67,7 @@ def test_serve_stops_on_the_signal_when_started_with_sigint_ignored(tmp_path, si
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        preexec_fn=_ignore_sigint,  # noqa: PLW1509 - the point of the test
+        preexec_fn=_ignore_sigint,  # the point of the test
     )
     try:
         deadline = time.monotonic() + 120
