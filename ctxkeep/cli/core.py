@@ -13,9 +13,6 @@ from ctxkeep.cli.options import (
     PrefectOpt,
     agent_option,
     choice_option,
-    entry_kinds,
-    entry_roles,
-    entry_statuses,
     require_paths,
     since_option,
     split_values,
@@ -163,12 +160,10 @@ def search(
     ),
     kind: list[str] = choice_option(
         "--kind",
-        entry_kinds,
+        "KINDS",
         "message, tool_call, tool_result, thinking, summary, meta (repeatable, or a,b).",
     ),
-    role: list[str] = choice_option(
-        "--role", entry_roles, "user, assistant, system, tool (repeatable, or a,b)."
-    ),
+    role: list[str] = choice_option("--role", "ROLES", "user, assistant, system, tool (repeatable, or a,b)."),
     tool: list[str] = typer.Option(
         None,
         "--tool",
@@ -178,7 +173,7 @@ def search(
     since: str | None = since_option("From this UTC time on, inclusive"),
     until: str | None = until_option("Up to this UTC time, inclusive (a date: that whole day)"),
     status: list[str] = choice_option(
-        "--status", entry_statuses, "active, archived, consumed, rewound (repeatable, or a,b)."
+        "--status", "STATUSES", "active, archived, consumed, rewound (repeatable, or a,b)."
     ),
     limit: int = typer.Option(10, "--limit", "-n", metavar="N", help="At most this many hits (1-200)."),
     budget: int | None = typer.Option(

@@ -92,9 +92,7 @@ def unknown_value(what: str, name: str, choices: Sequence[str], where: str | Non
 def store_agents() -> tuple[str, ...]:
     """Every agent the store can hold (``schema.AGENTS``: the 16 sources and ``note``,
     what ``ctx_index`` stores)."""
-    from ctxkeep.schema import AGENTS
-
-    return tuple(AGENTS)
+    return schema_values("AGENTS")()
 
 
 def source_agents() -> tuple[str, ...]:
@@ -137,7 +135,10 @@ def agent_option(
 
 def choice_option(name: str, choices, help: str, *, what: str | None = None, metavar: str = "NAME"):
     """A repeatable, comma-separated option of fixed values (``--kind``, ``--role``,
-    ``--status``), checked like ``--agent``."""
+    ``--status``), checked like ``--agent``; ``choices`` is a function giving them or
+    the name of a ``schema`` tuple (``"KINDS"``)."""
+    if isinstance(choices, str):
+        choices = schema_values(choices)
     return typer.Option(
         None, name, metavar=metavar, help=help, callback=_choices_callback(what or name.lstrip("-"), choices)
     )
@@ -159,29 +160,19 @@ def _when_callback(opt: str):
     return check
 
 
+def _when_option(name: str, help: str, short: tuple[str, ...]):
+    return typer.Option(None, name, *short, metavar="WHEN", help=help, callback=_when_callback(name))
+
+
 def since_option(help: str = "From this time on, inclusive", *short: str):
     """``--since WHEN``: inclusive; a date, a datetime or an age (``timeutil.read_when``),
     checked at parse time. The command receives the text."""
-    return typer.Option(
-        None,
-        "--since",
-        *short,
-        metavar="WHEN",
-        help=f"{help}: {WHEN_FORMS}.",
-        callback=_when_callback("--since"),
-    )
+    return _when_option("--since", f"{help}: {WHEN_FORMS}.", short)
 
 
 def until_option(help: str = "Up to this time, inclusive (a date: that whole day)", *short: str):
     """``--until WHEN``: inclusive (a date includes that whole day); forms as ``--since``."""
-    return typer.Option(
-        None,
-        "--until",
-        *short,
-        metavar="WHEN",
-        help=f"{help}; the forms of --since.",
-        callback=_when_callback("--until"),
-    )
+    return _when_option("--until", f"{help}; the forms of --since.", short)
 
 
 def require_paths(paths: Sequence, where: str = "--path") -> None:
@@ -201,22 +192,14 @@ def require_paths(paths: Sequence, where: str = "--path") -> None:
         )
 
 
-def entry_kinds() -> tuple[str, ...]:
-    """The entry kinds ``--kind`` takes (``schema.KINDS``)."""
-    from ctxkeep.schema import KINDS
+def schema_values(name: str):
+    """A ``choices`` function for ``choice_option``/``agent_option``: the values of
+    ``schema.<name>`` (``KINDS``, ``ROLES``, ``STATUSES``), read when an option is
+    checked (``schema`` is not imported at start)."""
 
-    return tuple(KINDS)
+    def values() -> tuple[str, ...]:
+        from ctxkeep import schema
 
+        return tuple(getattr(schema, name))
 
-def entry_roles() -> tuple[str, ...]:
-    """The roles ``--role`` takes (``schema.ROLES``)."""
-    from ctxkeep.schema import ROLES
-
-    return tuple(ROLES)
-
-
-def entry_statuses() -> tuple[str, ...]:
-    """The entry statuses ``--status`` takes (``schema.STATUSES``)."""
-    from ctxkeep.schema import STATUSES
-
-    return tuple(STATUSES)
+    return values

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import subprocess
 import sys
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import CORPUS_HOME, ROOT
+from conftest import CORPUS_HOME, ROOT, q
 from ctxkeep.cli import app
 
 runner = CliRunner()
@@ -26,11 +25,7 @@ def home(corpus_store):
 
 
 def sql(home: str, query: str, *args) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
-    try:
-        return conn.execute(query, args).fetchall()
-    finally:
-        conn.close()
+    return q(home, query, *args)
 
 
 def text_of(home: str, content_hash: str) -> str:
@@ -224,7 +219,9 @@ def test_help_command_and_groups():
     sub = runner.invoke(app, ["help", "report", "daily"], env={"COLUMNS": "120"})
     direct = runner.invoke(app, ["report", "daily", "--help"], env={"COLUMNS": "120"})
     assert (
-        sub.exit_code == 0 and sub.stdout.rstrip() == direct.stdout.rstrip() and "Tokens and cost per local day" in sub.stdout
+        sub.exit_code == 0
+        and sub.stdout.rstrip() == direct.stdout.rstrip()
+        and "Tokens and cost per local day" in sub.stdout
     )
     usage = runner.invoke(app, ["search", "--help"]).stdout
     assert "ctxkeep search [OPTIONS] QUERY" in usage and "{query}" not in usage
