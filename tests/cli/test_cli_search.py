@@ -156,7 +156,10 @@ def test_session_prefix_as_hits_show_it_includes_sub_agents(home):
     [
         (["search", ""], "the query is empty"),
         (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], "is after --until"),
-        (["search", "x", "--agent", "claude"], "unknown agent 'claude' - did you mean 'claude-code'?"),
+        (
+            ["search", "x", "--agent", "claude"],
+            "unknown agent 'claude' (--agent) - did you mean 'claude-code'?",
+        ),
     ],
 )
 def test_more_one_line_errors(home, args, msg):

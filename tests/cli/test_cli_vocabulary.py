@@ -56,7 +56,7 @@ def test_repeated_agent_means_both_in_search(home):
 
 
 def test_comma_separated_agents_in_ingest_and_sessions(home, tmp_path):
-    r = runner.invoke(app, ["ingest", "--agent", "codex,crush", "--home", str(tmp_path / "h"), "--json"],
+    r = runner.invoke(app, ["ingest", "--agent", "codex,crush", "--home", str(tmp_path / "h"), "--json", "--no-prefect"],
                       env={"HOME": str(CORPUS_HOME)})  # fmt: skip
     assert r.exit_code == 0, r.output
     assert set(json.loads(r.stdout)["per_agent"]) == {"codex", "crush"}
