@@ -178,6 +178,8 @@ def check_window(since, until, *, tz: str = "UTC", now: dt.datetime | None = Non
     hi = when_bound(until, upper=True, tz=tz, where="--until", now=now)
     if lo is not None and hi is not None and lo >= hi:
         raise UsageError(
-            f"--since {since} is after --until {until}", where="--since/--until", hint="swap them, or drop one"
+            f"--since {since} is after --until {until}",
+            where="--since/--until",
+            hint="swap them, or drop one",
         )
     return lo, hi
