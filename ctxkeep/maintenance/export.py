@@ -75,9 +75,9 @@ class TableExport:
 
 
 def parse_tables(text: str | None) -> tuple[str, ...]:
-    """``usage,sessions,entries`` (any order, any subset) → names in ``TABLES`` order;
-    UsageError for an unknown or empty list."""
-    names = [t.strip() for t in (text or ",".join(TABLES)).split(",") if t.strip()]
+    """``usage,sessions,entries`` (any order, any subset; None: all) → names in
+    ``TABLES`` order; UsageError for an unknown or empty list."""
+    names = [t.strip() for t in (",".join(TABLES) if text is None else text).split(",") if t.strip()]
     bad = [t for t in names if t not in TABLES]
     if bad or not names:
         raise UsageError(
@@ -276,6 +276,30 @@ def export_parquet(
             conn.close()
 
 
+def _drop_old_names(conn: sqlite3.Connection, lake, table: str, m: Machine) -> None:
+    """A renamed machine (config ``machine``): the partitions this store wrote under its
+    old names (its own part files only) leave the lake, with their watermarks."""
+    old = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT machine FROM lake_exports WHERE dest=? AND tbl=? AND machine<>?",
+            (lake.url, table, m.name),
+        )
+    ]
+    for name in old:
+        mine = [
+            p
+            for files in lakes.list_machine_files(lake, table, name).values()
+            for p in files
+            if p.rsplit("/", 1)[-1].startswith(f"part-{m.id}-")
+        ]
+        lakes.delete_files(lake, mine)
+        with sqlite_store.write(conn):
+            conn.execute(
+                "DELETE FROM lake_exports WHERE dest=? AND tbl=? AND machine=?", (lake.url, table, name)
+            )
+
+
 def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progress, on_file) -> TableExport:
     from ctxkeep.errors import ConfigError
 
@@ -297,6 +321,7 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
         )
     if not dry_run:
         lakes.remove_staging(lake, table, m.id)
+        _drop_old_names(conn, lake, table, m)
 
     def same(k) -> bool:
         r = rec.get(k)
