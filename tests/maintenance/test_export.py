@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from conftest import CORPUS_HOME, ingest
 from typer.testing import CliRunner
 
+from conftest import CORPUS_HOME, ingest
 from ctxkeep.cli import app
 from ctxkeep.errors import ConfigError, StoreError, UsageError
 from ctxkeep.maintenance import export as engine
