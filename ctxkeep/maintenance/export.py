@@ -36,7 +36,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxkeep.errors import StoreBusy, StoreError, UsageError
@@ -58,20 +57,6 @@ _SOURCES = {
     "sessions": ("sessions", "started", ("title",)),
     "entries": ("all_entries", "ts", ()),
 }
-
-
-@dataclass
-class TableExport:
-    """One table's export: ``partitions`` in the store now; ``written`` and
-    ``removed``: ``{"agent", "month", "rows"}`` each; ``rows_written``,
-    ``files_written``, ``bytes_written`` (bytes of Parquet)."""
-
-    partitions: int = 0
-    written: list[dict] = field(default_factory=list)
-    removed: list[dict] = field(default_factory=list)
-    rows_written: int = 0
-    files_written: int = 0
-    bytes_written: int = 0
 
 
 def parse_tables(text: str | None) -> tuple[str, ...]:
@@ -263,8 +248,9 @@ def export_parquet(
                 con = _open_analytics(conn, home)
                 try:
                     for table in tables:
-                        te = _export_table(con, conn, lake, table, m, with_text, dry_run, progress, on_file)
-                        out["tables"][table] = te.__dict__
+                        out["tables"][table] = _export_table(
+                            con, conn, lake, table, m, with_text, dry_run, progress, on_file
+                        )
                 finally:
                     con.close()
             out["seconds"] = run.seconds
@@ -300,12 +286,21 @@ def _drop_old_names(conn: sqlite3.Connection, lake, table: str, m: Machine) -> N
             )
 
 
-def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progress, on_file) -> TableExport:
+def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progress, on_file) -> dict:
+    """One table's export: ``{"partitions": n in the store now, "written": [{agent,
+    month, rows}], "removed": [...], "rows_written", "files_written", "bytes_written"
+    (bytes of Parquet)}``."""
     from ctxkeep.errors import ConfigError
 
-    te = TableExport()
     now = _digests(con, table, m, with_text)
-    te.partitions = len(now)
+    te = {
+        "partitions": len(now),
+        "written": [],
+        "removed": [],
+        "rows_written": 0,
+        "files_written": 0,
+        "bytes_written": 0,
+    }
     rec = _recorded(conn, lake.url, table, m.name)
     listing = {} if dry_run else lakes.list_machine_files(lake, table, m.name)
     owner = f"part-{m.id}-"
@@ -337,7 +332,7 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
         progress(table, done, total)
     for k in gone:
         n = rec[k][0] if k in rec else 0
-        te.removed.append({"agent": k[0], "month": k[1], "rows": n})
+        te["removed"].append({"agent": k[0], "month": k[1], "rows": n})
         if not dry_run:
             lakes.delete_files(lake, listing.get(k, []))
             with sqlite_store.write(conn):
@@ -350,8 +345,8 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
             progress(table, done, total)
     for batch in _batches(changed, now):
         if dry_run:
-            te.written += [{"agent": a, "month": mo, "rows": now[(a, mo)][0]} for a, mo in batch]
-            te.rows_written += sum(now[k][0] for k in batch)
+            te["written"] += [{"agent": a, "month": mo, "rows": now[(a, mo)][0]} for a, mo in batch]
+            te["rows_written"] += sum(now[k][0] for k in batch)
             done += len(batch)
             if progress:
                 progress(table, done, total)
@@ -368,14 +363,14 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
                     "INSERT OR REPLACE INTO lake_exports VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (lake.url, table, m.name, *k, now[k][0], now[k][1], json.dumps(sorted(keep)), stamp),
                 )
-            te.written.append({"agent": k[0], "month": k[1], "rows": now[k][0]})
-            te.rows_written += now[k][0]
-            te.files_written += len(new)
-            te.bytes_written += sum(s for _, s in new)
+            te["written"].append({"agent": k[0], "month": k[1], "rows": now[k][0]})
+            te["rows_written"] += now[k][0]
+            te["files_written"] += len(new)
+            te["bytes_written"] += sum(s for _, s in new)
         done += len(batch)
         if progress:
             progress(table, done, total)
     return te
 
 
-__all__ = ["BATCH_ROWS", "TABLES", "TableExport", "export_parquet", "parse_tables"]
+__all__ = ["BATCH_ROWS", "TABLES", "export_parquet", "parse_tables"]

@@ -189,11 +189,6 @@ def _makedirs(lake: Lake, path: str) -> None:
         lake.fs.create_dir(path, recursive=True)
 
 
-def partition_path(lake: Lake, table: str, machine: str, agent: str, month: str) -> str:
-    """The directory of one partition: ``root/<table>/machine=…/agent=…/month=…``."""
-    return lake.path(table, f"machine={machine}", f"agent={agent}", f"month={month}")
-
-
 def list_machine_files(lake: Lake, table: str, machine: str) -> dict[tuple[str, str], list[str]]:
     """The Parquet files under ``<table>/machine=<machine>/``, by ``(agent, month)``
     (``{}`` when there are none). One recursive listing."""
@@ -320,7 +315,6 @@ __all__ = [
     "delete_files",
     "list_machine_files",
     "open_lake",
-    "partition_path",
     "remove_staging",
     "write_partitions",
 ]
