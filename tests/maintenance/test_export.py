@@ -201,12 +201,12 @@ def test_a_failed_write_leaves_no_part_file(home, tmp_path, monkeypatch):
         real(*a, **kw)
         raise OSError("disk full")
 
-    monkeypatch.setattr("ctxkeep.sinks.lake.ds.write_dataset", half)
+    monkeypatch.setattr(ds, "write_dataset", half)
     with pytest.raises(OSError, match="disk full"):
         engine.export_parquet(home, str(lake), tables=("usage",))
     assert list(lake.rglob("*.parquet")) == []
     assert [p.name for p in (lake / "usage").iterdir()] == []  # staging removed
-    monkeypatch.setattr("ctxkeep.sinks.lake.ds.write_dataset", real)
+    monkeypatch.setattr(ds, "write_dataset", real)
     rep = engine.export_parquet(home, str(lake), tables=("usage",))
     assert lake_table(lake, "usage").num_rows == rep["tables"]["usage"]["rows_written"] > 0
 
@@ -393,9 +393,7 @@ def test_retention_keeps_history_in_the_lake_until_its_archives_are_deleted(home
     rep = engine.export_parquet(home, str(lake), tables=("entries",))
     assert {w["agent"] for w in rep["tables"]["entries"]["written"]} == {"gemini-cli"}
     e = lake_table(lake, "entries")
-    flags = {
-        i: a for i, a in zip(e.column("entry_id").to_pylist(), e.column("archived").to_pylist(), strict=True)
-    }
+    flags = dict(zip(e.column("entry_id").to_pylist(), e.column("archived").to_pylist(), strict=True))
     assert {i for i in gemini if flags.get(i)} == gemini  # still there, marked archived
     # the archives are deleted by a later retention: the next export drops their rows
     r = run_retention(
