@@ -18,6 +18,7 @@ import pyarrow.dataset as ds
 import pytest
 from typer.testing import CliRunner
 
+from cli_helpers import one_error_line
 from conftest import CORPUS_HOME, ingest
 from ctxkeep.cli import app
 from ctxkeep.errors import ConfigError, StoreError, UsageError
@@ -290,15 +291,6 @@ def test_dry_run_writes_nothing(home, tmp_path):
 
 
 # ---------------------------------------------------------------- bad input: one line
-
-
-def one_error_line(r, code: int, *needles: str) -> None:
-    assert r.exit_code == code, r.output
-    assert "Traceback" not in r.output
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def cli(*args):
