@@ -211,7 +211,9 @@ def delete_selected(
     conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({gone_chunks})")
     has_vocab = conn.execute("SELECT 1 FROM sqlite_master WHERE name='vocab'").fetchone()
     gone_vocab = (
-        vocab_terms([r[0] for r in conn.execute(f"SELECT text FROM chunks WHERE chunk_id IN ({gone_chunks})")])
+        vocab_terms(
+            [r[0] for r in conn.execute(f"SELECT text FROM chunks WHERE chunk_id IN ({gone_chunks})")]
+        )
         if has_vocab
         else set()
     )
