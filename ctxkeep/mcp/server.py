@@ -639,14 +639,16 @@ def build_server(home: Path, cwd: Path | None = None):
 
 
 def serve_stdio(home: Path, cwd: Path | None = None) -> None:
-    """Run the server on stdin/stdout until the client closes the connection."""
+    """Run the server on stdin/stdout until the client closes the connection; every
+    malformed line gets its JSON-RPC error reply (``ctxkeep.mcp.stdio``)."""
     import anyio
-    from mcp.server.stdio import stdio_server
+
+    from ctxkeep.mcp.stdio import stdio_transport
 
     server = build_server(home, cwd)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_transport() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)
