@@ -104,23 +104,28 @@ def message_entries(
     One entry per part: text → message, reasoning → thinking, tool_call → tool_call,
     tool_result → tool_result (role tool), image/binary → a placeholder message; a
     ``finish`` part only when it reports an error or cancellation (meta); unknown
-    part types → meta (named in ``tool_name``). ``record_id`` is the message id, and
+    part types → meta (named in ``tool_name``). ``record_id`` is the message id (for a
+    row without one: ``<session>:rowid:<rowid>``), and
     ``part`` the index of the part, so a re-read row dedups.
     """
     role = row["role"] if row["role"] in ("user", "assistant", "tool", "system") else "system"
     model = row.get("model") or None
+    mid = None if row["id"] in (None, "") else str(row["id"])
+    # a row without an id (damaged, or written by a tool other than the agent) keeps
+    # one record id per row, so its parts never merge with another such row's
+    rid = mid or f"{row['session_id']}:rowid:{row['rowid']}"
     base = {
         "agent": agent,
         "session_id": row["session_id"],
         "parent_session_id": parent_sid,
-        "native_id": row["id"],
+        "native_id": mid,
         "project_dir": project,
         "ts": to_iso(row["created_at"]),
         "model": model if role == "assistant" else None,
         "is_sidechain": parent_sid is not None,
         "source_path": src,
         "source_offset": row["rowid"],
-        "record_id": row["id"],
+        "record_id": rid,
     }
     out = []
     for i, p in enumerate(parts):

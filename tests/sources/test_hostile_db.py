@@ -150,3 +150,24 @@ def test_each_table_dropped(sample):
                 c.close()
 
         _read_changed(sample, change)
+
+
+@pytest.mark.parametrize(
+    "sample", [s for s in DBS if s.agent in ("crush", "opencode-go")], ids=lambda s: s.id
+)
+def test_message_rows_without_an_id_stay_apart(sample):
+    """Found by the fuzz harness: a row whose ``id`` is '' got record id '' (so its
+    entry ids would collide with such a row of any other database of the agent)."""
+    with tempfile.TemporaryDirectory() as d:
+        p = place(sample, Path(d))
+        c = sqlite3.connect(p)
+        try:
+            rows = [r[0] for r in c.execute("SELECT rowid FROM messages ORDER BY rowid LIMIT 1")]
+            c.execute("UPDATE messages SET id = '' WHERE rowid = ?", rows)
+            c.commit()
+        finally:
+            c.close()
+        batches = read_all(sample, p)
+    check_accounted(sample, None, batches)
+    ids = {e["record_id"] for b in batches for e in b.entries if e["source_offset"] in rows}
+    assert len(ids) == 1 and ids.pop().endswith(f":rowid:{rows[0]}")
