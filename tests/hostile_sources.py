@@ -124,6 +124,26 @@ def check_accounted(sample: Sample, data: bytes | None, batches: list[Batch]) ->
         assert quarantine or (batches and batches[-1].watermark is not None), batches
 
 
+def db_cells(path: Path, limit: int | None = None):
+    """``(table, column, rowid, value)`` of every cell of a database's tables (the first
+    ``limit`` rows of each), read from an immutable read-only connection."""
+    c = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        tables = [
+            r[0]
+            for r in c.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        for t in tables:
+            for col in [r[1] for r in c.execute(f'PRAGMA table_info("{t}")')]:
+                q = f'SELECT rowid, "{col}" FROM "{t}"' + ("" if limit is None else f" LIMIT {int(limit)}")
+                for rowid, v in c.execute(q).fetchall():
+                    yield t, col, rowid, v
+    finally:
+        c.close()
+
+
 def json_leaves(obj, path=()):
     """``(path, value)`` of every string leaf of a decoded JSON value."""
     if isinstance(obj, dict):

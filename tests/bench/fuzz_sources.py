@@ -65,17 +65,18 @@ class Target:
     """One fuzz input → one read; counts runs per sample."""
 
     def __init__(self, samples, workdir: Path):
-        from hostile_sources import check_accounted, json_paths, place, read_all, set_at
+        from hostile_sources import check_accounted, db_cells, json_paths, place, read_all, set_at
 
         self.samples = samples
         self.work = workdir
         self.runs: Counter = Counter()
-        self._check, self._paths, self._place, self._read, self._set = (
+        self._check, self._paths, self._place, self._read, self._set, self._cells = (
             check_accounted,
             json_paths,
             place,
             read_all,
             set_at,
+            db_cells,
         )
         self._records = {s.id: self._records_of(s) for s in samples}
 
@@ -83,19 +84,7 @@ class Target:
         """The JSON records of a sample: ("line", i, obj), ("doc", None, obj) or
         ("cell", (table, column, rowid), obj)."""
         if s.mode == "sqlite":
-            out = []
-            c = sqlite3.connect(f"file:{s.path}?mode=ro&immutable=1", uri=True)
-            try:
-                for (t,) in c.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-                ):
-                    cols = [r[1] for r in c.execute(f'PRAGMA table_info("{t}")')]
-                    for col in cols:
-                        for rowid, v in c.execute(f'SELECT rowid, "{col}" FROM "{t}" LIMIT 50'):
-                            out.append(("cell", (t, col, rowid), v))
-            finally:
-                c.close()
-            return out
+            return [("cell", (t, col, rowid), v) for t, col, rowid, v in self._cells(s.path, 50)]
         if s.path.suffix not in (".json", ".jsonl"):
             return []
         raw = s.path.read_text(encoding="utf-8")

@@ -24,7 +24,7 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
 from ctxkeep.transforms import redact as redact_mod
 from fixtures.bad_input import line, rec
-from fixtures.secrets import positives
+from fixtures.secrets import planted_session, positives
 
 SID = "5e551011-0000-4000-8000-000000000001"
 
@@ -40,24 +40,13 @@ def _no_redaction(monkeypatch):
     monkeypatch.setattr(redact_mod, "redact_bytes", lambda b: bytes(b))
 
 
-def _session(cases) -> bytes:
-    env = "\n".join(c.text for c in cases)
-    tool = rec(2, parent=1, rtype="assistant")
-    tool["message"] = {
-        "role": "assistant",
-        "content": [
-            {
-                "type": "tool_use",
-                "id": "toolu_1",
-                "name": "Write",
-                "input": {"file_path": "/app/.env", "content": env},
-            }
-        ],
-    }
-    malformed = (
-        b'{"type":"user","uuid":"x","message":{"content":"' + env.encode("unicode_escape") + b'"},,}\n'
-    )
-    return line(rec(1, "here are my keys:\n" + env)) + line(tool) + malformed + line(rec(3, "done", parent=2))
+def _home_with(tmp_path: Path, data: bytes) -> DiscoveryContext:
+    """A user home whose one Claude Code session file holds ``data``."""
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-tmp-rescan"
+    proj.mkdir(parents=True)
+    (proj / f"{SID}.jsonl").write_bytes(data)
+    return DiscoveryContext(home=home, env={})
 
 
 def _leaks(store: Path, values: set[str]) -> list[str]:
@@ -82,14 +71,11 @@ def unredacted(tmp_path, monkeypatch):
     message, a Write tool's .env as JSON-escaped text, a malformed line), one of its
     entries archived to Parquet and a text media row. Returns (store, cases)."""
     cases = positives(7)
-    home = tmp_path / "home"
-    proj = home / ".claude" / "projects" / "-tmp-rescan"
-    proj.mkdir(parents=True)
-    (proj / f"{SID}.jsonl").write_bytes(_session(cases))
+    ctx = _home_with(tmp_path, planted_session(cases))
     store = tmp_path / "store"
     with monkeypatch.context() as m:
         _no_redaction(m)
-        s = engine.run_ingest(store, ctx=DiscoveryContext(home=home, env={}), agents=["claude-code"])
+        s = engine.run_ingest(store, ctx=ctx, agents=["claude-code"])
     assert s.quarantined == 1 and s.entries_new == 3
     from ctxkeep.sinks import parquet
     from ctxkeep.sinks.sqlite import media
@@ -178,13 +164,8 @@ def test_rescan_redacts_every_store_file_and_counts_per_kind(unredacted):
 
 
 def test_rescan_of_a_redacted_store_changes_nothing(tmp_path):
-    cases = positives(8)
-    home = tmp_path / "home"
-    proj = home / ".claude" / "projects" / "-tmp-rescan"
-    proj.mkdir(parents=True)
-    (proj / f"{SID}.jsonl").write_bytes(_session(cases))
     store = tmp_path / "store"
-    engine.run_ingest(store, ctx=DiscoveryContext(home=home, env={}), agents=["claude-code"])
+    engine.run_ingest(store, ctx=_home_with(tmp_path, planted_session(positives(8))), agents=["claude-code"])
     before = _snapshot(store)
     rep = run_rescan(store)
     assert rep["kinds"] == {} and _snapshot(store) == before
@@ -193,20 +174,17 @@ def test_rescan_of_a_redacted_store_changes_nothing(tmp_path):
 def test_rescan_merges_a_text_that_becomes_equal_to_a_stored_one(tmp_path, monkeypatch):
     """Two texts that differ only in their secret are one text once redacted: the
     entries point at one content, its chunks carry both entries' facets."""
-    home = tmp_path / "home"
-    proj = home / ".claude" / "projects" / "-tmp-rescan"
-    proj.mkdir(parents=True)
     a, b = (
         "export GITHUB_TOKEN=ghp_" + "A1b2C3d4" * 4 + "Zz9Y",
         "export GITHUB_TOKEN=ghp_" + "Q9w8E7r6" * 4 + "Xx1W",
     )
     reply = rec(2, parent=1, rtype="assistant")
     reply["message"] = {"role": "assistant", "content": [{"type": "text", "text": b}]}
-    (proj / f"{SID}.jsonl").write_bytes(line(rec(1, a)) + line(reply))
+    ctx = _home_with(tmp_path, line(rec(1, a)) + line(reply))
     store = tmp_path / "store"
     with monkeypatch.context() as m:
         _no_redaction(m)
-        engine.run_ingest(store, ctx=DiscoveryContext(home=home, env={}), agents=["claude-code"])
+        engine.run_ingest(store, ctx=ctx, agents=["claude-code"])
     rep = run_rescan(store)
     assert rep["kinds"] == {"github-token": 2} and rep["merged"] == 1
     conn = sqlite3.connect(f"file:{store}/store.db?mode=ro", uri=True)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS_HOME
-from hostile_sources import json_leaves, place, read_all, samples, set_at
+from hostile_sources import db_cells, json_leaves, place, read_all, samples, set_at
 
 SAMPLES = samples(CORPUS_HOME, every_name=True) if CORPUS_HOME.is_dir() else []
 SETTINGS = settings(
@@ -83,31 +83,22 @@ def _targets_db(sample) -> list[tuple]:
     whole cell or one string leaf of the JSON in a cell."""
     with tempfile.TemporaryDirectory() as d:
         entries = _entries(sample, place(sample, Path(d)))
-    c = sqlite3.connect(f"file:{sample.path}?mode=ro&immutable=1", uri=True)
     cells = []
-    try:
-        for (t,) in c.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-        ):
-            cols = [r[1] for r in c.execute(f'PRAGMA table_info("{t}")')]
-            for col in cols:
-                for rowid, v in c.execute(f'SELECT rowid, "{col}" FROM "{t}"'):
-                    if isinstance(v, bytes):
-                        try:
-                            v = v.decode()
-                        except UnicodeDecodeError:
-                            continue
-                    if not isinstance(v, str):
-                        continue
-                    cells.append((t, col, rowid, None, v))
-                    if v[:1] in "[{":
-                        try:
-                            doc = json.loads(v)
-                        except ValueError:
-                            continue
-                        cells += [(t, col, rowid, p, s) for p, s in json_leaves(doc)]
-    finally:
-        c.close()
+    for t, col, rowid, v in db_cells(sample.path):
+        if isinstance(v, bytes):
+            try:
+                v = v.decode()
+            except UnicodeDecodeError:
+                continue
+        if not isinstance(v, str):
+            continue
+        cells.append((t, col, rowid, None, v))
+        if v[:1] in "[{":
+            try:
+                doc = json.loads(v)
+            except ValueError:
+                continue
+            cells += [(t, col, rowid, p, s) for p, s in json_leaves(doc)]
     out = []
     for key, text in _unique_texts(entries):
         hits = [cell[:4] for cell in cells if cell[4] == text]
