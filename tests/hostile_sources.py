@@ -124,19 +124,30 @@ def check_accounted(sample: Sample, data: bytes | None, batches: list[Batch]) ->
         assert quarantine or (batches and batches[-1].watermark is not None), batches
 
 
-def db_cells(path: Path, limit: int | None = None):
-    """``(table, column, rowid, value)`` of every cell of a database's tables (the first
-    ``limit`` rows of each), read from an immutable read-only connection."""
+def db_tables(path: Path) -> dict[str, list[str]]:
+    """``{table: [column, …]}`` of a database's ordinary tables (no ``sqlite_*``, no
+    virtual tables), by name, read from an immutable read-only connection."""
     c = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     try:
-        tables = [
+        names = [
             r[0]
             for r in c.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+                "AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name"
             )
         ]
-        for t in tables:
-            for col in [r[1] for r in c.execute(f'PRAGMA table_info("{t}")')]:
+        return {n: [r[1] for r in c.execute(f'PRAGMA table_info("{n}")')] for n in names}
+    finally:
+        c.close()
+
+
+def db_cells(path: Path, limit: int | None = None):
+    """``(table, column, rowid, value)`` of every cell of ``db_tables`` (the first
+    ``limit`` rows of each)."""
+    c = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        for t, cols in db_tables(path).items():
+            for col in cols:
                 q = f'SELECT rowid, "{col}" FROM "{t}"' + ("" if limit is None else f" LIMIT {int(limit)}")
                 for rowid, v in c.execute(q).fetchall():
                     yield t, col, rowid, v

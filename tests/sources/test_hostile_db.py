@@ -16,7 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CORPUS_HOME
-from hostile_sources import check_accounted, json_paths, json_values, place, read_all, samples, set_at
+from hostile_sources import (
+    check_accounted,
+    db_tables,
+    json_paths,
+    json_values,
+    place,
+    read_all,
+    samples,
+    set_at,
+)
 
 JSON = json_values()
 DBS = [s for s in (samples(CORPUS_HOME) if CORPUS_HOME.is_dir() else []) if s.mode == "sqlite"]
@@ -33,21 +42,6 @@ values = st.one_of(
     st.binary(max_size=50),
     st.none(),
 )
-
-
-def _tables(path: Path) -> dict[str, list[str]]:
-    c = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        names = [
-            r[0]
-            for r in c.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-                "AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name"
-            )
-        ]
-        return {n: [r[1] for r in c.execute(f'PRAGMA table_info("{n}")')] for n in names}
-    finally:
-        c.close()
 
 
 def _read_changed(sample, change) -> None:
@@ -70,7 +64,7 @@ def test_garbage_database(sample, data, header):
 @SETTINGS
 @given(st.data())
 def test_one_column_of_one_row_set_to_anything(sample, data):
-    tables = {t: cols for t, cols in _tables(sample.path).items() if cols}
+    tables = {t: cols for t, cols in db_tables(sample.path).items() if cols}
     table = data.draw(st.sampled_from(sorted(tables)), label="table")
     column = data.draw(st.sampled_from(tables[table]), label="column")
     value = data.draw(values, label="value")
@@ -99,7 +93,7 @@ def _json_cells(path: Path) -> list[tuple[str, str, int, object]]:
     out = []
     c = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     try:
-        for table, cols in _tables(path).items():
+        for table, cols in db_tables(path).items():
             for col in cols:
                 for rowid, v in c.execute(f'SELECT rowid, "{col}" FROM "{table}" LIMIT 30'):
                     if isinstance(v, str) and v[:1] in "[{":
@@ -139,7 +133,7 @@ def test_one_member_of_a_json_cell_replaced(sample, data):
 
 @pytest.mark.parametrize("sample", DBS, ids=[s.id for s in DBS])
 def test_each_table_dropped(sample):
-    for table in _tables(sample.path):
+    for table in db_tables(sample.path):
 
         def change(p: Path, table=table) -> None:
             c = sqlite3.connect(p)
