@@ -58,6 +58,8 @@ def _check_object(obj: dict) -> dict | None:
     if "method" in obj:
         if not isinstance(obj["method"], str):
             return _error(rid, INVALID_REQUEST, 'invalid request: "method" must be a string')
+        if "result" in obj or "error" in obj:
+            return _error(rid, INVALID_REQUEST, 'invalid request: a request has no "result" or "error"')
         if has_id and not _valid_id(rid):
             return _error(None, INVALID_REQUEST, 'invalid request: "id" must be a string or an integer')
         params = obj.get("params")
