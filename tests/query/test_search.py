@@ -63,7 +63,9 @@ def test_tricky_queries_find_sensible_entries(corpus_conn):
 
 def test_quoted_terms_and_phrases():
     assert terms('foo "bar baz" "open') == ["foo", "bar baz", "open"]
-    assert words_match('c++ "a b"') == '"c++" AND "a b"'
+    # c++ is searched as written on the substring index, not as the word c
+    assert words_match('c++ "a b"') == '"a b"'
+    assert words_match('.NET "a b"') == '".NET" AND "a b"'
     assert words_match("validate*") == '"validate"*'
     assert words_match("++ --") is None
 
