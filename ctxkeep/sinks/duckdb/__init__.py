@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.schema import CACHE_SPLIT_COLUMNS, ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
 
 SYNC_ROWS = 200_000
@@ -41,7 +41,7 @@ def _duck_type(col: str) -> str:
 
 #: the model's version: an analytics file made by an older one has its derived tables
 #: dropped at connect and refilled by the next ``sync``
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 
 DDL = [
     "CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value BIGINT)",
@@ -52,7 +52,8 @@ DDL = [
     "session_id VARCHAR, project_dir VARCHAR, ts TIMESTAMPTZ, model VARCHAR, "
     + ", ".join(f"{c} BIGINT" for c in USAGE_COLUMNS)
     + ", entry_id VARCHAR, "
-    "model_source VARCHAR, logged_cost_usd DOUBLE, calculated_cost_usd DOUBLE, "
+    + ", ".join(f"{c} BIGINT" for c in CACHE_SPLIT_COLUMNS)
+    + ", model_source VARCHAR, logged_cost_usd DOUBLE, calculated_cost_usd DOUBLE, "
     "cost_usd DOUBLE, cost_source VARCHAR, machine VARCHAR)",
     "CREATE TABLE IF NOT EXISTS session_text(agent VARCHAR, session_id VARCHAR, title VARCHAR, "
     "first_prompt VARCHAR, PRIMARY KEY(agent, session_id))",
@@ -62,12 +63,23 @@ DDL = [
     "bytes_after BIGINT, tokens_before BIGINT, tokens_after BIGINT)",
 ]
 #: tables dropped when the file's model is older than ``MODEL_VERSION`` (``usage`` had
-#: no key and no cost before version 2)
+#: no key and no cost before version 2, no cache-write split before 3)
 _DERIVED = ("usage", "session_text", "tool_errors", "compress_files")
 #: what the archive's columns are read as: ``STORED_COLUMNS``, text, archived_at
 _ARCHIVE_DIR = "archive"
 _TITLE_CHARS = 200
-_UCOLS = ["usage_key", "agent", "session_id", "project_dir", "ts", "model", *USAGE_COLUMNS, "entry_id"]
+_UCOLS = [
+    "usage_key",
+    "agent",
+    "session_id",
+    "project_dir",
+    "ts",
+    "model",
+    *USAGE_COLUMNS,
+    *CACHE_SPLIT_COLUMNS,
+    "entry_id",
+]
+_INTS = (*USAGE_COLUMNS, *CACHE_SPLIT_COLUMNS)
 
 
 def _archive_select(home: Path) -> str:
@@ -268,7 +280,7 @@ def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dic
 
 def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, home: Path) -> dict:
     """Upsert DuckDB ``usage`` from SQLite ``usage`` by ``usage_key``: rows new or
-    changed (tokens, model, time, logged cost) since the last sync are priced
+    changed (tokens, cache split, model, time, logged cost) since the last sync are priced
     (``transforms.cost``, each at its own ``ts``) and written; keys gone from SQLite are
     deleted; all rows are re-priced when the prices changed (another genai-prices
     version, an edited ``prices.toml``). A logged cost is taken from a SQLite
@@ -286,9 +298,11 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
 
     overrides, fp = _prices(home)
     scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
-    logged = "cost_usd" if "cost_usd" in scols else "NULL"
+    # a store before schema v5 has neither the cache split nor logged costs
+    sel = [c if c in scols else f"NULL AS {c}" for c in _UCOLS]
+    sel.append("cost_usd" if "cost_usd" in scols else "NULL")
     names = _UCOLS + ["logged_cost_usd"]
-    rows = sqlite_conn.execute(f"SELECT {', '.join(_UCOLS)}, {logged} FROM usage").fetchall()
+    rows = sqlite_conn.execute(f"SELECT {', '.join(sel)} FROM usage").fetchall()
     cols = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
     src = pa.table(
         {
@@ -296,7 +310,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 c,
                 pa.float64()
                 if n == "logged_cost_usd"
-                else (pa.int64() if n in USAGE_COLUMNS else pa.string()),
+                else (pa.int64() if n in _INTS else pa.string()),
             )
             for n, c in zip(names, cols, strict=False)
         }
@@ -305,7 +319,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     try:
         same = " AND ".join(
             f"d.{c} IS NOT DISTINCT FROM s.{c}"
-            for c in ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id", "logged_cost_usd")
+            for c in ("agent", "session_id", "project_dir", *_INTS, "entry_id", "logged_cost_usd")
         )
         reprice = _meta(con, "price_version") != fp
         con.execute(
@@ -374,7 +388,8 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}),
             )
             for key, agent, model, ts, *tok in con.execute(
-                f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)} FROM _attr "
+                f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)}, "
+                "cache_creation_1h_tokens FROM _attr "
                 "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day"
             ).fetchall():
                 tier_cost[key] = pricer.price(agent, model, ts, *tok)
@@ -387,7 +402,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                     "day": pa.array([r[1] for r in rates], pa.date32()),
                     **{
                         k: pa.array([r[2 + i] for r in rates], pa.float64())
-                        for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw"))
+                        for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw", "r_cw1h"))
                     },
                 }
             ),
@@ -410,7 +425,10 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 "INSERT OR REPLACE INTO usage BY NAME "
                 "WITH p AS (SELECT a.*, coalesce(t.c, "
                 "  (coalesce(input_tokens, 0) * r.r_in + coalesce(cache_read_tokens, 0) * r.r_cr "
-                "   + coalesce(cache_creation_tokens, 0) * r.r_cw + (coalesce(output_tokens, 0) "
+                "   + (coalesce(cache_creation_tokens, 0) - least(coalesce(cache_creation_1h_tokens, 0), "
+                "      coalesce(cache_creation_tokens, 0))) * r.r_cw "
+                "   + least(coalesce(cache_creation_1h_tokens, 0), coalesce(cache_creation_tokens, 0)) * r.r_cw1h "
+                "   + (coalesce(output_tokens, 0) "
                 f"   + CASE WHEN agent IN ({reasoning}) THEN coalesce(reasoning_tokens, 0) ELSE 0 END) * r.r_out"
                 "  ) / 1e6) AS calc "
                 "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
