@@ -399,11 +399,8 @@ def test_unknown_model_has_null_cost_and_is_named_prices_toml_adds_it(tmp_path):
 
 
 def test_a_logged_cost_is_kept_in_auto_mode(tmp_path):
-    """A store whose SQLite usage carries a logged cost (``cost_usd``): auto keeps it;
-    ``cost_in_mode`` gives the other modes."""
-    sq = sqlite_store.connect(tmp_path)
-    sq.execute("ALTER TABLE usage ADD COLUMN cost_usd REAL")
-    sq.close()
+    """A SQLite usage row carrying a logged cost (``cost_usd``, schema v5): auto keeps
+    it; ``cost_in_mode`` gives the other modes."""
     rows = [("k1", "opencode", "2025-06-10T10:00:00.000000Z", "claude-sonnet-4-20250514", 1000, 0, 0, 0)]
     sq, _ = _usage_store(tmp_path, rows)
     with sqlite_store.write(sq):
