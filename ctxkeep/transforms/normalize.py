@@ -128,7 +128,15 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
         .unique(subset="usage_key", keep="first", maintain_order=True)
         .sort("source_offset")
         .select(
-            "usage_key", "agent", "session_id", "project_dir", "ts", "model", *cols, *USAGE_ONLY_COLUMNS, "entry_id"
+            "usage_key",
+            "agent",
+            "session_id",
+            "project_dir",
+            "ts",
+            "model",
+            *cols,
+            *USAGE_ONLY_COLUMNS,
+            "entry_id",
         )
     )
 

@@ -15,7 +15,6 @@ import duckdb
 import pytest
 
 from conftest import CORPUS_HOME, FIXTURES, ingest, q
-from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import migrations
 from ctxkeep.sources import claude_code
@@ -307,7 +306,7 @@ def test_a_reread_fills_what_the_stored_row_lacks(tmp_path):
 
     conn = sqlite_store.connect(tmp_path)
     empty = pl.DataFrame()
-    kw = dict(entries=empty, contents=empty, chunks=empty, quarantine=[])
+    kw = {"entries": empty, "contents": empty, "chunks": empty, "quarantine": []}
     try:
         load_batch(
             conn, usage=batch([("a", "crush", 10, None, None), ("codex:x", "codex", 10, None, None)]), **kw

@@ -308,9 +308,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
         {
             n: pa.array(
                 c,
-                pa.float64()
-                if n == "logged_cost_usd"
-                else (pa.int64() if n in _INTS else pa.string()),
+                pa.float64() if n == "logged_cost_usd" else (pa.int64() if n in _INTS else pa.string()),
             )
             for n, c in zip(names, cols, strict=False)
         }
