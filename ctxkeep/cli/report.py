@@ -165,6 +165,7 @@ def _row_json(name: str, r, breakdown: bool) -> dict:
     if name == "session":
         d["project"] = r.project
         d["last_activity"] = _iso(r.last_activity)
+        d["subagent_sessions"] = r.subagent_sessions
     return d
 
 
@@ -296,6 +297,8 @@ def _table(rep, breakdown: bool, home: Path) -> None:
             period = r.period or ""
             if rep.name == "session" and r.last_activity is not None:
                 period = f"{period}\n{_local(r.last_activity, f.timezone)}"
+            if rep.name == "session" and r.subagent_sessions:
+                period = f"{period}\n+{len(r.subagent_sessions)} sub-agent session(s)"
             t.add_row(period, r.agent, model, *nums)
     out.print(t)
 
@@ -304,7 +307,7 @@ _doc = {
     "daily": "Tokens and cost per local day and agent.",
     "weekly": "Tokens and cost per week (from Monday) and agent.",
     "monthly": "Tokens and cost per month and agent.",
-    "session": "Tokens and cost per session, the costliest first.",
+    "session": "Tokens and cost per session (sub-agents rolled into their parent), the costliest first.",
     "models": "Tokens and cost per agent and model.",
     "projects": "Tokens and cost per project (working directory) and agent.",
 }

@@ -68,7 +68,8 @@ class UsageRow:
     ``usage.model_source = 'assumed'``); ``responses``: usage rows; ``unpriced``:
     responses without a cost in the mode; ``reasoning_tokens``: as logged (counted
     inside the output by OpenAI agents, beside it by Gemini CLI; not in the total). ``project``, ``last_activity`` (UTC): for
-    ``session`` rows."""
+    ``session`` rows; ``subagent_sessions``: the sub-agent sessions a ``session`` row
+    rolled in (``SESSION_ROOTS``)."""
 
     period: str | None
     agent: str
@@ -86,6 +87,7 @@ class UsageRow:
     assumed_models: list[str] = field(default_factory=list)
     project: str | None = None
     last_activity: dt.datetime | None = None
+    subagent_sessions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -249,11 +251,40 @@ def _cost(mode: str) -> str:
     return f"cost_in_mode('{mode}', logged_cost_usd, calculated_cost_usd)"
 
 
+#: each session of the store -> its root session: the parent chain followed up (sub-agent
+#: transcripts, inline sidechains, forks) while the parent is a session the store holds
+#: (an orphan sub-agent, whose parent file is missing, stays its own root), at most 8
+#: levels; a session with several parents takes the smallest id (deterministic)
+SESSION_ROOTS = """
+WITH RECURSIVE known AS (SELECT DISTINCT agent, session_id FROM all_entries),
+edge AS (
+    SELECT p.agent, p.session_id, p.parent FROM (
+        SELECT agent, session_id, min(parent_session_id) AS parent FROM all_entries
+        WHERE coalesce(parent_session_id, '') <> '' AND parent_session_id <> session_id
+        GROUP BY ALL) p
+    JOIN known k ON k.agent = p.agent AND k.session_id = p.parent),
+walk(agent, session_id, root, depth) AS (
+    SELECT agent, session_id, session_id, 0 FROM known
+    UNION ALL
+    SELECT w.agent, w.session_id, e.parent, w.depth + 1
+    FROM walk w JOIN edge e ON e.agent = w.agent AND e.session_id = w.root WHERE w.depth < 8)
+SELECT agent, session_id, arg_max(root, depth) AS root FROM walk GROUP BY ALL
+"""
+
+
+_ROLLED = (
+    "(SELECT u.* REPLACE (coalesce(r.root, u.session_id) AS session_id), u.session_id AS own_session "
+    f"FROM usage u LEFT JOIN ({SESSION_ROOTS}) r USING (agent, session_id))"
+)
+
+
 def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Report:
     """A usage report ``name`` (daily, weekly, monthly, session, models, projects) over
     DuckDB ``usage``: one ``UsageRow`` per period and agent (and model with
     ``breakdown``; ``models`` is always per model), ordered by period, agent, model.
-    Costs are ``cost_in_mode(f.mode, …)`` summed exactly (``usd_sum``)."""
+    Costs are ``cost_in_mode(f.mode, …)`` summed exactly (``usd_sum``). ``session``
+    rolls sub-agent sessions into their root session (``SESSION_ROOTS``), as ccusage
+    counts a Claude Code ``<session>/subagents/`` file under its session."""
     check_timezone(f.timezone)
     per_model = breakdown or name == "models"
     period = _PERIOD_SQL[name].format(tz=_lit(f.timezone))
@@ -268,11 +299,12 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
                list(DISTINCT model ORDER BY model) FILTER (WHERE model IS NOT NULL),
                list(DISTINCT model ORDER BY model) FILTER (WHERE model_source = 'assumed'),
                {"mode(project_dir ORDER BY ts) FILTER (WHERE coalesce(project_dir, '') <> '')" if name == "session" else "NULL"},
-               max(ts)
-        FROM usage WHERE {where}
+               max(ts),
+               {"list(DISTINCT own_session ORDER BY own_session) FILTER (WHERE own_session <> session_id)" if name == "session" else "NULL"}
+        FROM {_ROLLED if name == "session" else "usage"} WHERE {where}
         GROUP BY ALL ORDER BY period NULLS FIRST, agent, model NULLS FIRST"""
     rows = []
-    for p, agent, model, i, o, cr, cc, c, n, unpriced, rt, models, assumed, proj, last in con.execute(
+    for p, agent, model, i, o, cr, cc, c, n, unpriced, rt, models, assumed, proj, last, subs in con.execute(
         sql, params
     ).fetchall():
         i, o, cr, cc = int(i), int(o), int(cr), int(cc)
@@ -281,6 +313,7 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
                 p, agent, model, i, o, cr, cc, i + o + cr + cc, c, int(n), int(unpriced), int(rt),
                 list(models or []), list(assumed or []),
                 proj if name == "session" else None, last if name == "session" else None,
+                list(subs or []),
             )
         )  # fmt: skip
     if name == "session":  # the costliest first, as ccusage
