@@ -106,7 +106,10 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
     else:
         _table(rep, kw.get("breakdown", False), h)
     for n in rep.notes:
-        err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+        if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
+            sys.stderr.write(f"note: {n}\n")
+        else:
+            err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
 
 
 def _iso(t: dt.datetime | None) -> str | None:
