@@ -166,6 +166,19 @@ USAGE_COLUMNS = (
 CACHE_SPLIT_COLUMNS = ("cache_creation_5m_tokens", "cache_creation_1h_tokens")
 USAGE_ONLY_COLUMNS = (*CACHE_SPLIT_COLUMNS, "cost_usd")
 
+#: The columns of a usage row (``transforms.normalize.usage_frame``, SQLite ``usage``).
+USAGE_ROW_COLUMNS = (
+    "usage_key",
+    "agent",
+    "session_id",
+    "project_dir",
+    "ts",
+    "model",
+    *USAGE_COLUMNS,
+    "entry_id",
+    *USAGE_ONLY_COLUMNS,
+)
+
 #: Columns stored in SQLite ``entries`` and DuckDB ``entries`` (no text: text lives in
 #: ``contents``/``chunks`` once per content_hash; no ``USAGE_ONLY_COLUMNS``).
 STORED_COLUMNS = [c for c in _ENTRY_TYPES if c != "text" and c not in USAGE_ONLY_COLUMNS]

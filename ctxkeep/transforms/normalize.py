@@ -10,7 +10,7 @@ import hashlib
 
 import polars as pl
 
-from ctxkeep.schema import ENTRY_SCHEMA, SOURCE_SCHEMA, USAGE_ONLY_COLUMNS
+from ctxkeep.schema import ENTRY_SCHEMA, SOURCE_SCHEMA, USAGE_ROW_COLUMNS
 from ctxkeep.transforms.redact import redact_expr
 
 _IN_SCHEMA = SOURCE_SCHEMA
@@ -127,17 +127,7 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
         u.sort("_total", descending=True, maintain_order=True)
         .unique(subset="usage_key", keep="first", maintain_order=True)
         .sort("source_offset")
-        .select(
-            "usage_key",
-            "agent",
-            "session_id",
-            "project_dir",
-            "ts",
-            "model",
-            *cols,
-            *USAGE_ONLY_COLUMNS,
-            "entry_id",
-        )
+        .select(*USAGE_ROW_COLUMNS)
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ctxkeep.schema import CACHE_SPLIT_COLUMNS, ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.schema import CACHE_SPLIT_COLUMNS, ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
 
 SYNC_ROWS = 200_000
@@ -78,17 +78,8 @@ BUCKET_SECONDS = 900
 #: what the archive's columns are read as: ``STORED_COLUMNS``, text, archived_at
 _ARCHIVE_DIR = "archive"
 _TITLE_CHARS = 200
-_UCOLS = [
-    "usage_key",
-    "agent",
-    "session_id",
-    "project_dir",
-    "ts",
-    "model",
-    *USAGE_COLUMNS,
-    *CACHE_SPLIT_COLUMNS,
-    "entry_id",
-]
+#: the SQLite usage columns DuckDB reads (the logged cost is read as ``logged_cost_usd``)
+_UCOLS = [c for c in USAGE_ROW_COLUMNS if c != "cost_usd"]
 _INTS = (*USAGE_COLUMNS, *CACHE_SPLIT_COLUMNS)
 
 

@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS
+from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets
 from ctxkeep.sinks.sqlite.params import in_parts
@@ -22,17 +22,7 @@ if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     from ctxkeep.schema import Watermark
 
 #: ``usage`` columns in insert order
-_USAGE_INSERT = [
-    "usage_key",
-    "agent",
-    "session_id",
-    "project_dir",
-    "ts",
-    "model",
-    *USAGE_COLUMNS,
-    "entry_id",
-    *USAGE_ONLY_COLUMNS,
-]
+_USAGE_INSERT = list(USAGE_ROW_COLUMNS)
 
 
 def _usage_upsert() -> str:
