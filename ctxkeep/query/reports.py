@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ctxkeep.errors import StoreError, UsageError
 from ctxkeep.sinks.files import ANALYTICS_DB
-from ctxkeep.timeutil import local_timezone
+from ctxkeep.timeutil import local_timezone, when_day
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
 SCHEMA = 1
@@ -88,6 +88,8 @@ class UsageRow:
     project: str | None = None
     last_activity: dt.datetime | None = None
     subagent_sessions: list[str] = field(default_factory=list)
+    #: the lake's machine of the row (``report --lake --by machine``, ``query.lake``)
+    machine: str | None = None
 
 
 @dataclass
@@ -119,6 +121,8 @@ class Block:
     burn_rate: dict | None = None
     projection: dict | None = None
     limit_status: dict | None = None
+    #: the lake's machine of the block (``report --lake --by machine``)
+    machine: str | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -140,6 +144,8 @@ class ToolRow:
     error_rate: float | None
     output_bytes: int
     output_tokens: int
+    #: the lake's machine of the row (``report --lake --by machine``)
+    machine: str | None = None
 
 
 @dataclass
@@ -167,15 +173,11 @@ def check_timezone(name: str) -> str:
     return name
 
 
-def parse_date(value: str, where: str) -> dt.date:
-    """``YYYY-MM-DD`` or ``YYYYMMDD`` (ccusage's form) as a date; UsageError otherwise."""
-    v = value.strip()
-    for fmt in ("%Y-%m-%d", "%Y%m%d"):
-        try:
-            return dt.datetime.strptime(v, fmt).date()
-        except ValueError:
-            continue
-    raise UsageError(f"not a date: {value!r}", where=where, hint="give YYYY-MM-DD")
+def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
+    """A ``--since``/``--until`` value as a calendar day in ``tz``: ``YYYY-MM-DD`` or
+    ``YYYYMMDD`` (ccusage's form) as is, a datetime or an age (``7d``) as the day it
+    falls on (``timeutil.when_day``, the one parser); UsageError otherwise."""
+    return when_day(value, tz=tz, where=where)
 
 
 def open_store(home: Path):
@@ -289,6 +291,18 @@ def _buckets_fresh(con) -> bool:
         return False
 
 
+def _has_entries(con) -> bool:
+    """True when ``all_entries`` exists (a lake exported without entries has none: its
+    sessions are not rolled up, ``query.lake``)."""
+    import duckdb
+
+    try:
+        con.execute("SELECT 1 FROM all_entries LIMIT 0").fetchall()
+    except duckdb.CatalogException:
+        return False
+    return True
+
+
 #: reports read from ``usage_buckets`` (no session dimension)
 _BUCKETED = ("daily", "weekly", "monthly", "models", "projects")
 #: per cost mode: the ``usage_buckets`` USD sum and its count of priced responses
@@ -324,7 +338,7 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         source = _BUCKETS
     else:
         agg = f"usd_sum({cost}), count(*), count(*) FILTER (WHERE {cost} IS NULL), sum(coalesce(reasoning_tokens, 0))"
-        source = _ROLLED if name == "session" else "usage"
+        source = _ROLLED if name == "session" and _has_entries(con) else "usage"
     sql = f"""
         SELECT {period} AS period, agent, {"model" if per_model else "NULL"} AS model,
                sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0)),
