@@ -357,7 +357,7 @@ PANELS = {
     "Search and read": ("search", "show", "sessions", "resume", "stats"),
     "Usage and cost": ("report", "statusline", "export"),
     "Maintenance": ("compress", "purge", "retention", "reindex", "backfill", "serve"),
-    "Store health": ("doctor", "backup", "restore", "quarantine"),
+    "Store health": ("doctor", "backup", "restore", "quarantine", "redact"),
     "Agents": ("mcp", "hooks", "hook"),
     "Help": ("help",),
 }
