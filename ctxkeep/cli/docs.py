@@ -258,6 +258,8 @@ def _define_outputs() -> None:
             "quarantine": "skipped and repaired lines",
             "files": "store file → bytes",
             "last_ingest": "time of the last ingest, ISO-8601 UTC (null: never)",
+            "redactions": "redacted values per kind in the texts and in the quarantine "
+            "(counts of `[REDACTED:<kind>]` markers, never the values)",
         },
     )
     o["sessions"] = JsonOutput(
@@ -471,6 +473,35 @@ def _define_outputs() -> None:
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
         o[f"report {name}"] = JsonOutput(1, report, report_doc)
+    o["redact"] = JsonOutput(
+        1,
+        {
+            "text": "standard input, redacted (without --rescan)",
+            "kinds": "kind → values redacted (counts, never the values)",
+            "dry_run": "--rescan --dry-run: nothing was written",
+            "areas": "--rescan: area (texts, quarantine, media, archive) → changed rows and kinds",
+            "merged": "--rescan: texts that became identical and were merged",
+            "chunks": "--rescan: FTS chunks deleted and added",
+            "analytics": "--rescan: what the DuckDB rebuild did",
+            "seconds": "--rescan: wall time",
+        },
+        "Without --rescan only `text` and `kinds`; with it every key but `text`.",
+    )
+    o["export parquet"] = JsonOutput(
+        1,
+        {
+            "dest": "the lake (a directory or fsspec URL)",
+            "machine": "this store's machine name (the `machine=` partition value)",
+            "machine_id": "this store's stable machine id (uuid)",
+            "with_text": "texts exported too (--with-text)",
+            "dry_run": "nothing was written (--dry-run)",
+            "seconds": "wall time",
+            "store_bytes": "bytes of store.db + analytics.duckdb",
+            "tables": "table → partitions, written [{agent, month, rows}], removed, rows_written, "
+            "files_written, bytes_written",
+        },
+        'docs/team.md "The lake" gives the layout.',
+    )
     o["report html"] = JsonOutput(
         1,
         {
