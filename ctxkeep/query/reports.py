@@ -86,6 +86,8 @@ class UsageRow:
     assumed_models: list[str] = field(default_factory=list)
     project: str | None = None
     last_activity: dt.datetime | None = None
+    #: the lake's machine of the row (``report --lake --by machine``, ``query.lake``)
+    machine: str | None = None
 
 
 @dataclass
@@ -117,6 +119,8 @@ class Block:
     burn_rate: dict | None = None
     projection: dict | None = None
     limit_status: dict | None = None
+    #: the lake's machine of the block (``report --lake --by machine``)
+    machine: str | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -138,6 +142,8 @@ class ToolRow:
     error_rate: float | None
     output_bytes: int
     output_tokens: int
+    #: the lake's machine of the row (``report --lake --by machine``)
+    machine: str | None = None
 
 
 @dataclass
