@@ -24,6 +24,7 @@ The functions here import Prefect lazily; ``configure_prefect`` runs first.
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 import importlib
 import os
 import signal
@@ -126,8 +127,8 @@ def healthy(api_url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(api_url.rstrip("/") + "/health", timeout=timeout) as r:
             return r.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
+        return False  # HTTPException: something that is not an HTTP server holds the port
 
 
 def prefect_cli() -> list[str]:
