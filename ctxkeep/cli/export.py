@@ -77,6 +77,9 @@ def _with_progress(engine, h, dest, names, with_text, dry_run) -> dict:
                 tasks[table] = bar.add_task(table, total=total or 1)
             bar.update(tasks[table], completed=done if total else 1, total=total or 1)
 
+        def wait(where: str) -> None:
+            err.print(f"waiting for another ctxkeep run on this store to finish ({where})…", style="dim")
+
         return engine.export_parquet(
-            h, dest, tables=names, with_text=with_text, dry_run=dry_run, progress=progress
+            h, dest, tables=names, with_text=with_text, dry_run=dry_run, progress=progress, on_wait=wait
         )

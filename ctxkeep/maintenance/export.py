@@ -196,6 +196,7 @@ def export_parquet(
     dry_run: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     on_file: Callable[[str], None] | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> dict:
     """Export ``tables`` of the store at ``home`` into the lake ``dest`` (a directory or
     an fsspec URL, ``sinks.lake.open_lake``), rewriting only the partitions whose rows
@@ -203,7 +204,8 @@ def export_parquet(
     has (see the module doc). Holds the store lock; recorded as a run of flow
     ``export``. ``dry_run``: nothing is written (the lake is not touched, DuckDB is
     synced). ``progress(table, done, total)`` counts partitions; ``on_file(path)``
-    is called after each part file lands (tests).
+    is called after each part file lands (tests); ``on_wait(lock path)`` when another
+    run holds the store lock and this one waits for it.
 
     Returns ``{"dest", "machine", "machine_id", "with_text", "dry_run", "seconds",
     "store_bytes", "tables": {name: {"partitions", "written": [{agent, month, rows}],
@@ -225,7 +227,7 @@ def export_parquet(
         raise StoreError("no store yet", where=str(home / STORE_DB), hint="run `ctxkeep ingest` first")
     if not dry_run:
         lakes.check_writable(lake)
-    with hold(home, what="export"):
+    with hold(home, what="export", on_wait=on_wait):
         conn = sqlite_store.connect(home)
         try:
             m = identify(home, conn)

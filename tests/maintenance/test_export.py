@@ -371,3 +371,67 @@ def test_cli_json_and_text(home, tmp_path):
     r = cli(tmp_path / "lake", "--home", home)
     assert r.exit_code == 0, r.output
     assert "nothing changed since the last export" in r.stdout
+
+
+def test_retention_keeps_history_in_the_lake_until_its_archives_are_deleted(home, tmp_path):
+    import datetime as dt
+
+    from ctxkeep.maintenance.retention import run_retention
+
+    lake = tmp_path / "lake"
+    engine.export_parquet(home, str(lake), tables=("entries",))
+    gemini = {r[0] for r in store_rows(home, "SELECT entry_id FROM entries WHERE agent = 'gemini-cli'")}
+    assert gemini
+    conn = sqlite3.connect(home / "store.db")
+    with conn:
+        conn.execute("UPDATE entries SET status = 'archived' WHERE agent = 'gemini-cli'")
+    conn.close()
+    # retention moves them to the Parquet archive: analytics (and so the lake) keeps them
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+    r = run_retention(home, now=later, archive_after_days=0, delete_archives_after_days=30)
+    assert r["archived"]["entries"] == len(gemini)
+    rep = engine.export_parquet(home, str(lake), tables=("entries",))
+    assert {w["agent"] for w in rep["tables"]["entries"]["written"]} == {"gemini-cli"}
+    e = lake_table(lake, "entries")
+    flags = {
+        i: a for i, a in zip(e.column("entry_id").to_pylist(), e.column("archived").to_pylist(), strict=True)
+    }
+    assert {i for i in gemini if flags.get(i)} == gemini  # still there, marked archived
+    # the archives are deleted by a later retention: the next export drops their rows
+    r = run_retention(
+        home, now=later + dt.timedelta(days=31), archive_after_days=0, delete_archives_after_days=30
+    )
+    assert r["archives_removed"] > 0
+    rep = engine.export_parquet(home, str(lake), tables=("entries",))
+    assert {x["agent"] for x in rep["tables"]["entries"]["removed"]} == {"gemini-cli"}
+    left = set(lake_table(lake, "entries").column("entry_id").to_pylist())
+    assert left.isdisjoint(gemini) and len(left) == store_rows(home, "SELECT count(*) FROM entries")[0][0]
+    assert not (lake / "entries" / "machine=laptop" / "agent=gemini-cli").exists()
+
+
+def test_reports_over_an_fsspec_lake_equal_the_local_ones(home):
+    from ctxkeep.query import lake as lakeq
+    from ctxkeep.query import reports as R
+
+    url = f"memory://report-lake-{os.getpid()}"
+    engine.export_parquet(home, url)
+    f = R.Filters("UTC")
+    con = lakeq.open_lake(url)
+    try:
+        got = R.usage_report(con, "daily", f, breakdown=True).rows
+        tools = R.tools_report(con, f).rows
+    finally:
+        con.close()
+    local, _ = R.open_store(home)
+    try:
+        want = R.usage_report(local, "daily", f, breakdown=True).rows
+        want_tools = R.tools_report(local, f).rows
+    finally:
+        local.close()
+    assert len(got) == len(want) > 10
+    assert [(r.period, r.agent, r.model, r.total_tokens, r.responses) for r in got] == [
+        (r.period, r.agent, r.model, r.total_tokens, r.responses) for r in want
+    ]
+    assert [(t.agent, t.tool_name, t.calls, t.errors) for t in tools] == [
+        (t.agent, t.tool_name, t.calls, t.errors) for t in want_tools
+    ]
