@@ -33,6 +33,7 @@ from typer.testing import CliRunner
 
 from conftest import CORPUS_HOME, ROOT
 from ctxkeep.cli import app
+from report_sums import TOKENS, summed
 
 pytestmark = [
     pytest.mark.slow,
@@ -54,16 +55,6 @@ MACHINES = {
     ),
 }
 POOL = "team"
-TOKENS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "total_tokens",
-    "reasoning_tokens",
-    "responses",
-    "unpriced_responses",
-)
 
 #: runs in a subprocess against the team server: waits for the deployments, triggers
 #: the ingest of every machine, waits, then the export of every machine, waits
@@ -123,21 +114,6 @@ def _report(*args) -> dict:
     r = CliRunner().invoke(app, ["report", *map(str, args), "--json", "-z", "UTC"])
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)
-
-
-def _summed(reports: list[dict]) -> dict:
-    out: dict = {}
-    for rep in reports:
-        for row in rep["rows"]:
-            acc = out.setdefault(
-                (row["period"], row["agent"]), dict.fromkeys(TOKENS, 0) | {"cost_usd": None, "models": set()}
-            )
-            for f in TOKENS:
-                acc[f] += row[f]
-            if row["cost_usd"] is not None:
-                acc["cost_usd"] = (acc["cost_usd"] or 0.0) + row["cost_usd"]
-            acc["models"] |= set(row["models"])
-    return out
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -254,7 +230,7 @@ def test_one_team_server_drives_three_machines_into_one_lake(tmp_path):
     # the lake's daily report is the sum of the three local ones, field by field
     local = [_report("daily", "--home", stores[n]) for n in MACHINES]
     team = _report("daily", "--lake", lake)
-    want = _summed(local)
+    want = summed(local)
     assert len(team["rows"]) == len(want) > 0
     shared = 0
     for row in team["rows"]:
