@@ -42,18 +42,6 @@ def _glob(lake: lakes.Lake, table: str) -> str:
     return lake.uri(table, "machine=*", "agent=*", "month=*", "*.parquet")
 
 
-def _has_files(lake: lakes.Lake, table: str) -> bool:
-    import pyarrow.fs as pafs
-
-    try:
-        infos = lake.fs.get_file_info(
-            pafs.FileSelector(lake.path(table), allow_not_found=True, recursive=True)
-        )
-    except (FileNotFoundError, OSError):
-        return False
-    return any(i.type == pafs.FileType.File and i.path.endswith(".parquet") for i in infos)
-
-
 def open_lake(dest: str):
     """An in-memory DuckDB connection over the lake ``dest`` (module doc). Tables the
     lake lacks are left out (a report that needs one, ``tools`` without exported
@@ -61,11 +49,9 @@ def open_lake(dest: str):
     UsageError/StoreError from ``sinks.lake.open_lake`` (scheme, missing package)."""
     import duckdb
 
-    from ctxkeep.sinks.duckdb import model_statements
-
     lake = lakes.open_lake(dest)
     lakes.check_readable(lake)
-    present = {t for t in VIEWS if _has_files(lake, t)}
+    present = {t for t in VIEWS if lakes.has_parts(lake, t)}
     if "usage" not in present:
         raise StoreError(
             "the lake holds no usage",
@@ -82,10 +68,29 @@ def open_lake(dest: str):
             f"hive_types = {_HIVE_TYPES}, union_by_name = true)"
         )
     select_machine(con, None)
-    for stmt in model_statements(_MODEL):
+    for stmt in _model_statements(_MODEL):
         if "entries" in present or not _needs_entries(stmt):
             con.execute(stmt)
     return con
+
+
+def _model_statements(names: set[str]) -> list[str]:
+    """The statements of the local model (``sinks/duckdb/model.sql``, read as a file:
+    importing ``sinks.duckdb`` would import Polars, ~2 s) that create the views and
+    macros ``names``, in file order. None of them has a placeholder of the model's
+    (``{columns}``, ``{archive}``: those views need local tables)."""
+    import re
+    from importlib.resources import files
+
+    text = (files("ctxkeep.sinks") / "duckdb" / "model.sql").read_text(encoding="utf-8")
+    body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("--"))
+    out = []
+    for stmt in (s.strip() for s in body.split("\n;")):
+        m = re.match(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)", stmt)
+        if m and m.group(1) in names:
+            assert "{columns}" not in stmt and "{archive}" not in stmt, m.group(1)
+            out.append(stmt)
+    return out
 
 
 def _needs_entries(stmt: str) -> bool:

@@ -27,11 +27,8 @@ import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 
 from ctxkeep import timeutil
 from ctxkeep.errors import StoreError, UsageError
@@ -57,17 +54,26 @@ _PACKAGES = {
 @dataclass
 class Lake:
     """An opened lake: ``url`` (as given, normalized: an absolute path for a local
-    dir), ``fs`` (a pyarrow filesystem), ``root`` (the lake's path on ``fs``, no
-    trailing ``/``), ``local`` (a local directory: files get mode 0600) and, for a
-    URL, ``fsspec`` (the fsspec filesystem, for DuckDB's ``register_filesystem``) and
-    ``protocol``."""
+    dir), ``root`` (the lake's path on its filesystem, no trailing ``/``), ``local`` (a
+    local directory: files get mode 0600) and, for a URL, ``fsspec`` (the fsspec
+    filesystem, also given to DuckDB's ``register_filesystem``) and ``protocol``.
+    ``fs`` is the pyarrow filesystem the writes go through (made on first use:
+    importing pyarrow's dataset and filesystem modules costs ~1.5 s, which a report
+    over the lake never needs)."""
 
     url: str
-    fs: pafs.FileSystem
     root: str
     local: bool
     fsspec: object | None = None
     protocol: str | None = None
+
+    @cached_property
+    def fs(self):
+        import pyarrow.fs as pafs
+
+        if self.local:
+            return pafs.LocalFileSystem()
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self.fsspec))
 
     def path(self, *parts: str) -> str:
         """``root/part/part…`` on ``fs``."""
@@ -98,7 +104,7 @@ def open_lake(dest: str) -> Lake:
     if scheme is None:
         local = dest.split("://", 1)[1] if dest.lower().startswith("file://") else dest
         root = str(Path(local).expanduser().resolve())
-        return Lake(root, pafs.LocalFileSystem(), root.rstrip("/") or "/", True)
+        return Lake(root, root.rstrip("/") or "/", True)
     try:
         import fsspec
         from fsspec.registry import known_implementations
@@ -121,8 +127,7 @@ def open_lake(dest: str) -> Lake:
         ) from e
     except Exception as e:  # bad credentials or options in the URL
         raise StoreError(f"cannot open the lake: {_first_line(e)}", where=dest, hint="check the URL") from e
-    handler = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
-    return Lake(dest.rstrip("/"), handler, str(path).rstrip("/"), False, fs, scheme)
+    return Lake(dest.rstrip("/"), str(path).rstrip("/"), False, fs, scheme)
 
 
 def _first_line(e: BaseException) -> str:
@@ -165,17 +170,27 @@ def check_writable(lake: Lake) -> None:
 
 
 def check_readable(lake: Lake) -> None:
-    """Raise StoreError when the lake's root does not exist or cannot be listed."""
-    try:
-        info = lake.fs.get_file_info(lake.root)
-    except Exception as e:
-        raise StoreError(
-            f"cannot read the lake: {_first_line(e)}", where=lake.url, hint="check the URL"
-        ) from e
-    if info.type != pafs.FileType.Directory and not (not lake.local and info.type == pafs.FileType.NotFound):
+    """Raise StoreError when a local lake's root is not a directory (an object store
+    has no directories: its emptiness shows when the tables are listed)."""
+    if lake.local and not Path(lake.root).is_dir():
         raise StoreError(
             "no lake here", where=lake.url, hint="run `ctxkeep export parquet DEST` on each machine first"
         )
+
+
+def has_parts(lake: Lake, table: str) -> bool:
+    """Whether ``<table>/machine=*/agent=*/month=*/`` holds a Parquet file (staging
+    directories are not looked at). Raises StoreError when the lake cannot be listed
+    (unreachable, credentials)."""
+    pattern = f"{table}/machine=*/agent=*/month=*/*.parquet"
+    try:
+        if lake.local:
+            return next(Path(lake.root).glob(pattern), None) is not None
+        return bool(lake.fsspec.glob(lake.path(pattern)))
+    except OSError as e:
+        raise StoreError(
+            f"cannot read the lake: {_first_line(e)}", where=lake.url, hint="check the URL"
+        ) from e
 
 
 def _makedirs(lake: Lake, path: str) -> None:
@@ -192,6 +207,8 @@ def _makedirs(lake: Lake, path: str) -> None:
 def list_machine_files(lake: Lake, table: str, machine: str) -> dict[tuple[str, str], list[str]]:
     """The Parquet files under ``<table>/machine=<machine>/``, by ``(agent, month)``
     (``{}`` when there are none). One recursive listing."""
+    import pyarrow.fs as pafs
+
     base = lake.path(table, f"machine={machine}")
     try:
         infos = lake.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=True))
@@ -211,6 +228,8 @@ def list_machine_files(lake: Lake, table: str, machine: str) -> dict[tuple[str, 
 def remove_staging(lake: Lake, table: str, owner: str) -> int:
     """Delete staging directories ``<table>/_staging-<owner>-*`` (left by a killed
     export of this store). Returns how many."""
+    import pyarrow.fs as pafs
+
     base = lake.path(table)
     try:
         infos = lake.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
@@ -227,12 +246,12 @@ def remove_staging(lake: Lake, table: str, owner: str) -> int:
 def write_partitions(
     lake: Lake,
     table: str,
-    data: pa.Table,
+    data,
     owner: str,
     *,
     on_file: Callable[[str], None] | None = None,
 ) -> dict[tuple[str, str], list[tuple[str, int]]]:
-    """Write ``data`` (an Arrow table holding the ``PARTITIONS`` columns, one machine)
+    """Write ``data`` (a ``pyarrow.Table`` holding the ``PARTITIONS`` columns, one machine)
     under ``<table>/`` as Hive partitions, ZSTD-compressed, through
     ``pyarrow.dataset.write_dataset``: into a staging directory first, then each file
     renamed into its partition, named ``part-<owner>-<UTC stamp>-<token>-<n>.parquet``.
@@ -241,6 +260,9 @@ def write_partitions(
     directory is removed and the exception re-raised; files already renamed stay
     (the caller's state still names the old ones, so the next export rewrites the
     partition)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
     token = uuid.uuid4().hex[:8]
     stamp = f"{timeutil.stamp()}-{token}"
     staging = lake.path(table, f"_staging-{owner}-{token}")
@@ -311,6 +333,7 @@ __all__ = [
     "PARTITIONS",
     "Lake",
     "check_readable",
+    "has_parts",
     "check_writable",
     "delete_files",
     "list_machine_files",

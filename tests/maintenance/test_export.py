@@ -18,6 +18,7 @@ import pyarrow.dataset as ds
 import pytest
 from typer.testing import CliRunner
 
+from cli_helpers import one_error_line
 from conftest import CORPUS_HOME, ingest
 from ctxkeep.cli import app
 from ctxkeep.errors import ConfigError, StoreError, UsageError
@@ -201,12 +202,12 @@ def test_a_failed_write_leaves_no_part_file(home, tmp_path, monkeypatch):
         real(*a, **kw)
         raise OSError("disk full")
 
-    monkeypatch.setattr("ctxkeep.sinks.lake.ds.write_dataset", half)
+    monkeypatch.setattr(ds, "write_dataset", half)
     with pytest.raises(OSError, match="disk full"):
         engine.export_parquet(home, str(lake), tables=("usage",))
     assert list(lake.rglob("*.parquet")) == []
     assert [p.name for p in (lake / "usage").iterdir()] == []  # staging removed
-    monkeypatch.setattr("ctxkeep.sinks.lake.ds.write_dataset", real)
+    monkeypatch.setattr(ds, "write_dataset", real)
     rep = engine.export_parquet(home, str(lake), tables=("usage",))
     assert lake_table(lake, "usage").num_rows == rep["tables"]["usage"]["rows_written"] > 0
 
@@ -290,15 +291,6 @@ def test_dry_run_writes_nothing(home, tmp_path):
 
 
 # ---------------------------------------------------------------- bad input: one line
-
-
-def one_error_line(r, code: int, *needles: str) -> None:
-    assert r.exit_code == code, r.output
-    assert "Traceback" not in r.output
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def cli(*args):
@@ -393,9 +385,7 @@ def test_retention_keeps_history_in_the_lake_until_its_archives_are_deleted(home
     rep = engine.export_parquet(home, str(lake), tables=("entries",))
     assert {w["agent"] for w in rep["tables"]["entries"]["written"]} == {"gemini-cli"}
     e = lake_table(lake, "entries")
-    flags = {
-        i: a for i, a in zip(e.column("entry_id").to_pylist(), e.column("archived").to_pylist(), strict=True)
-    }
+    flags = dict(zip(e.column("entry_id").to_pylist(), e.column("archived").to_pylist(), strict=True))
     assert {i for i in gemini if flags.get(i)} == gemini  # still there, marked archived
     # the archives are deleted by a later retention: the next export drops their rows
     r = run_retention(

@@ -94,20 +94,6 @@ def _model_sql(home: Path) -> list[str]:
     return [s.strip() for s in body.split("\n;") if s.strip()]
 
 
-def model_statements(names: set[str]) -> list[str]:
-    """The statements of ``model.sql`` that create the views and macros ``names`` (in
-    file order), for a connection that holds the tables they read under the same names
-    (``query.lake``: the Parquet lake's ``usage`` and ``all_entries``)."""
-    import re
-
-    out = []
-    for stmt in _model_sql(Path("/nonexistent")):
-        m = re.match(r"CREATE OR REPLACE (?:VIEW|MACRO) (\w+)", stmt)
-        if m and m.group(1) in names:
-            out.append(stmt)
-    return out
-
-
 def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
     """Open ``<home>/analytics.duckdb`` (created 0600); a writable open creates the
     tables and (re)creates the views and macros of ``model.sql`` when their text changed
