@@ -135,12 +135,14 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool, runner=N
                     highlight=False,
                     style="dim",
                 )
-            from ctxkeep.flows.ingest import ingest_flow, ingest_on_dask
-
             if runner:
+                from ctxkeep.flows.ingest import ingest_on_dask
+
                 return ingest_on_dask(
                     str(h), runner, agents=agent or None, paths=[str(x) for x in path or []]
                 )
+            from ctxkeep.flows.ingest import ingest_flow
+
             return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
     finally:  # run_ingest falls back to the hooks: none outlives this command
         pipeline.hooks.on_plan = pipeline.hooks.on_bytes = pipeline.hooks.on_wait = None
