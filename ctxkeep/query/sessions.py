@@ -20,7 +20,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.sinks.sqlite import content_text
 from ctxkeep.transforms.tokens import heuristic_tokens
 
@@ -109,7 +109,7 @@ def resolve_session(conn: sqlite3.Connection, ref: str) -> str:
         (r, r + "\uffff"),
     ).fetchall()
     if not rows:
-        raise UsageError(f"no session {ref}", where="SESSION", hint="see `ctxkeep sessions` for the ids")
+        raise NotFound(f"no session {ref}", where="SESSION", hint="see `ctxkeep sessions` for the ids")
     if len(rows) > 1:
         raise UsageError(
             f"session id prefix {ref} is ambiguous ({', '.join(x[0] for x in rows[:2])}, …)",
