@@ -354,7 +354,7 @@ from ctxkeep.cli import (  # noqa: E402
 PANELS = {
     "Main job": ("ingest", "sources"),
     "Search and read": ("search", "show", "sessions", "resume", "stats"),
-    "Usage and cost": ("report", "statusline"),
+    "Usage and cost": ("report", "statusline", "export"),
     "Maintenance": ("compress", "purge", "retention", "reindex", "backfill", "serve"),
     "Store health": ("doctor", "backup", "restore", "quarantine"),
     "Agents": ("mcp", "hooks", "hook"),
