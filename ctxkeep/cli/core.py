@@ -37,15 +37,30 @@ def ingest(
     as_json: bool = JsonOpt,
     prefect: bool | None = PrefectOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    task_runner: str | None = typer.Option(
+        None,
+        "--task-runner",
+        metavar="dask[=ADDRESS|N]",
+        help="Run the extract + transform of the parts on a Dask cluster (a local one of N "
+        "worker processes, default one per core, or the scheduler at ADDRESS); one writer "
+        "loads SQLite here. Needs the dask extra.",
+    ),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
+    from ctxkeep.pipeline import cluster  # no Polars import: the engine loads when used
     from ctxkeep.pipeline.plan import plan
     from ctxkeep.pipeline.summary import Summary
     from ctxkeep.sinks import sqlite as sqlite_store
 
     h = _home(home)
     try:
+        runner = cluster.parse_task_runner(task_runner)
+    except CtxkeepError as e:
+        _fail(e, 2)
+    try:
         require_paths(path or [])
+        if runner:
+            cluster.require_dask()
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
         try:
@@ -65,7 +80,7 @@ def ingest(
             from ctxkeep.flows.prefect_env import run_as_flow
 
             as_flow = run_as_flow(h, prefect)
-            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json)
+            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -74,7 +89,7 @@ def ingest(
     _print_summary(summary)
 
 
-def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
+def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool, runner=None) -> dict:
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -104,6 +119,10 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
     )
     try:
         with prog:
+            if not as_flow and runner:
+                from ctxkeep.pipeline import cluster
+
+                return cluster.run_ingest(h, runner, agents=agent or None, paths=path or None).as_dict()
             if not as_flow:
                 return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
             from ctxkeep.flows.prefect_env import configure_prefect
@@ -115,6 +134,12 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
                     "(15-50 s; `ctxkeep serve` keeps one running; without --prefect ingest runs in-process)",
                     highlight=False,
                     style="dim",
+                )
+            if runner:
+                from ctxkeep.flows.ingest import ingest_on_dask
+
+                return ingest_on_dask(
+                    str(h), runner, agents=agent or None, paths=[str(x) for x in path or []]
                 )
             from ctxkeep.flows.ingest import ingest_flow
 

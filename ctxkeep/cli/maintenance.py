@@ -411,6 +411,21 @@ def serve(
     ingest_minutes: int = typer.Option(15, min=1, help="Ingest every N minutes."),
     compress_minutes: int = typer.Option(60, min=1, help="Compress every N minutes."),
     retention_hours: int = typer.Option(24, min=1, help="Retention every N hours."),
+    work_pool: str | None = typer.Option(
+        None,
+        "--work-pool",
+        help="Team mode: register this machine's deployments (ingest-<machine>, ...) in this "
+        "process work pool of the server at PREFECT_API_URL and run its worker (docs/team.md).",
+    ),
+    lake: str | None = typer.Option(
+        None, "--lake", metavar="DEST", help="Also export the store to this Parquet lake on a schedule."
+    ),
+    export_minutes: int = typer.Option(60, min=1, help="With --lake: export every N minutes."),
+    deploy_only: bool = typer.Option(
+        False,
+        "--deploy-only",
+        help="With --work-pool: register the deployments and exit (run `prefect worker`).",
+    ),
     home: Path | None = HomeOpt,
 ):
     """Run the schedules (ingest, compress, retention) with a Prefect server on loopback.
@@ -432,23 +447,45 @@ def serve(
         h = cfgmod.ensure_home(_home(home))
     except CtxkeepError as e:
         _fail(e)
+    if deploy_only and not (work_pool and os.environ.get("PREFECT_API_URL")):
+        _fail(UsageError("--deploy-only needs --work-pool and PREFECT_API_URL (the team server)"), 2)
+    try:  # before any server starts: a lake this machine cannot write, a bad machine name
+        if lake:
+            from ctxkeep.sinks import lake as lakes
 
-    def ready(api: str) -> None:
+            lakes.check_writable(lakes.open_lake(lake))
+        if work_pool:
+            from ctxkeep.sinks.machine import machine_name
+
+            machine_name(h)
+    except CtxkeepError as e:
+        _fail(e)
+    scheds = serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours)
+    every = f"ingest every {ingest_minutes} min, compress every {compress_minutes} min, "
+    every += f"retention every {retention_hours} h"
+    if lake:
+        from ctxkeep.flows.team import export_schedule
+
+        scheds.append(export_schedule(lake, export_minutes))
+        every += f", export to {lake} every {export_minutes} min"
+
+    def ready(api: str, names: list[str] | None = None) -> None:
+        where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else every
         err.print(
-            f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
-            f"compress every {compress_minutes} min, retention every {retention_hours} h. "
-            "Ctrl-C to stop.",
+            f"ctxkeep serve: store {h}, Prefect API {api}; {where}."
+            + ("" if deploy_only else " Ctrl-C to stop."),
             highlight=False,
         )
 
+    run = None
+    if work_pool:
+        from ctxkeep.flows import team
+
+        def run(api: str) -> None:
+            team.work(h, work_pool, scheds, deploy_only=deploy_only, on_ready=lambda n: ready(api, n))
+
     try:
-        serve_mod.serve(
-            h,
-            host=host,
-            port=port,
-            on_ready=ready,
-            scheds=serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours),
-        )
+        serve_mod.serve(h, host=host, port=port, on_ready=ready, scheds=scheds, run=run)
     except CtxkeepError as e:
         _fail(e)
 
