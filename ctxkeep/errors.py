@@ -65,3 +65,38 @@ class PurgeCancelled(CtxkeepError):
 
     def __init__(self, message: str = MESSAGE, *, where: str | None = None, hint: str | None = None):
         super().__init__(message, where=where, hint=hint)
+
+
+class SessionNotFound(UsageError):
+    """No stored session has the id, or starts with the prefix, a caller gave (exit 1:
+    the call was well formed, the store holds nothing by that name). A UsageError, so
+    callers that catch UsageError (MCP) report it as a short message."""
+
+
+class AmbiguousSession(UsageError):
+    """A session id prefix names several sessions (exit 2: wrong usage, give more
+    characters). ``candidates``: the sessions it names, as ``(short id, agent, session
+    id)`` tuples, at most ``lookup.MAX_CANDIDATES`` of them; ``total`` counts them all."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        hint: str | None = None,
+        candidates: tuple = (),
+        total: int = 0,
+    ):
+        super().__init__(message, where=where, hint=hint)
+        self.candidates = tuple(candidates)
+        self.total = total or len(self.candidates)
+
+    def __reduce__(self):
+        return (
+            _rebuild_ambiguous,
+            (self.message, self.where, self.hint, self.candidates, self.total),
+        )
+
+
+def _rebuild_ambiguous(message, where, hint, candidates, total):
+    return AmbiguousSession(message, where=where, hint=hint, candidates=candidates, total=total)

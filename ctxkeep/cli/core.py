@@ -211,7 +211,7 @@ def search(
     for h in res.hits:
         when = (h.ts or "")[:16].replace("T", " ")
         out.print(
-            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_id[:12]}  {when}  {h.kind}"
+            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_short_id or h.session_id}  {when}  {h.kind}"
             + (f" {h.tool_name}" if h.tool_name else "")
             + f"  ~{h.token_estimate:,} tok"
             + (f"  (+{h.duplicates:,} like it)" if h.duplicates else ""),
