@@ -53,6 +53,12 @@ class UsageError(CtxkeepError):
     """A command or tool was called with arguments that do not fit together."""
 
 
+class NotFound(UsageError):
+    """What a call names is not there (no such session, entry, backup or file) or may
+    not be done to it now: the call was well formed, so the CLI exits 1, not 2. A
+    UsageError, so callers that catch UsageError (MCP) treat it as before."""
+
+
 class SearchSyntaxError(CtxkeepError):
     """A raw FTS5 query did not parse (only raised in raw mode)."""
 
@@ -67,10 +73,9 @@ class PurgeCancelled(CtxkeepError):
         super().__init__(message, where=where, hint=hint)
 
 
-class SessionNotFound(UsageError):
+class SessionNotFound(NotFound):
     """No stored session has the id, or starts with the prefix, a caller gave (exit 1:
-    the call was well formed, the store holds nothing by that name). A UsageError, so
-    callers that catch UsageError (MCP) report it as a short message."""
+    the call was well formed, the store holds nothing by that name)."""
 
 
 class AmbiguousSession(UsageError):

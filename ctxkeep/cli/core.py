@@ -257,6 +257,7 @@ def show(
     from ctxkeep.errors import UsageError
     from ctxkeep.query.fetch import fetch
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     if budget is not None and budget < 1:
         _fail(UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget"), 2)
@@ -280,6 +281,7 @@ def show(
             conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset, media=True
         )
         written = _write_media(rows, media_dir) if media_dir is not None else {}
+        shown = short_session_ids(conn, [r.session_id for r in rows])
     except CtxkeepError as e:
         _fail(e)
     for p in problems:
@@ -289,7 +291,7 @@ def show(
     else:
         for d in rows:
             out.print(
-                f"[bold]{d.entry_id}[/bold] {d.agent} {d.session_id} {d.ts} "
+                f"[bold]{d.entry_id}[/bold] {d.agent} {shown.get(d.session_id, d.session_id)} {d.ts} "
                 f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
                 highlight=False,
             )
@@ -318,11 +320,13 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     """``show --session``: the conversation of ``session`` in order (``query.sessions``)."""
     from ctxkeep.query.sessions import conversation
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     try:
         conn = sqlite_store.connect(_home(home), readonly=True)
         try:
             conv = conversation(conn, session, budget=budget)
+            short = short_session_ids(conn, [conv.session_id])[conv.session_id]
         finally:
             conn.close()
     except CtxkeepError as e:
@@ -333,7 +337,10 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     from rich.markup import escape
 
     out.print(
-        f"[bold]{conv.agent} session {conv.session_id}[/bold]  {conv.project_dir or ''}", highlight=False
+        f"[bold]{conv.agent} session {short}[/bold]"
+        + (f" [dim]({conv.session_id})[/dim]" if short != conv.session_id else "")
+        + f"  {conv.project_dir or ''}",
+        highlight=False,
     )
     for t in conv.turns:
         when = (t.ts or "")[11:19]

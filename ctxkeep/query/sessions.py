@@ -72,6 +72,25 @@ class SessionRow:
         return asdict(self)
 
 
+def short_ids_of(home: Path, ids) -> dict[str, str]:
+    """``session id → its shortest unique prefix`` in the store of ``home``
+    (``lookup.short_session_ids``), for tables that get their ids from elsewhere
+    (``ctxkeep report session`` reads DuckDB). Without a readable ``store.db`` every id
+    is returned whole."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
+
+    ids = [i for i in ids if i]
+    try:
+        conn = sqlite_store.connect(Path(home), readonly=True)
+    except Exception:  # no store, or a damaged one: the full ids are still right
+        return {i: i for i in ids}
+    try:
+        return short_session_ids(conn, ids)
+    finally:
+        conn.close()
+
+
 def _one_line(text: str | None, n: int = TITLE_CHARS) -> str:
     t = " ".join((text or "").split())
     return t if len(t) <= n else t[: n - 1] + "…"

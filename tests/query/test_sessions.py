@@ -43,8 +43,13 @@ def test_list_sessions(conn, corpus_store, analytics):
     parent = {r.session_id: r.parent_session_id for r in rows}
     for r in rows:  # a shown prefix names its session and its own sidechains only (or is
         # the whole id, when it is the prefix of another id: aider-0b47469a-1 and -1549)
-        named = [i for i in ids if i.startswith(r.short_id) and parent[i] != r.session_id]
-        assert named == [r.session_id] or r.short_id == r.session_id
+        if r.session_id.startswith(r.short_id):
+            named = [i for i in ids if i.startswith(r.short_id) and parent[i] != r.session_id]
+            assert named == [r.session_id] or r.short_id == r.session_id
+        else:  # a sidechain: <its parent's shown id>/<the rest of its id>
+            short = {x.session_id: x.short_id for x in rows}[r.parent_session_id]
+            assert r.short_id.startswith(short + "/")
+            assert r.session_id.startswith(r.parent_session_id + "/" + r.short_id[len(short) + 1 :])
         assert resolve_session(conn, r.short_id) == r.session_id
     i = ids.index(CLAUDE)
     main, sub = rows[i], rows[i + 1]

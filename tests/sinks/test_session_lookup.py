@@ -33,6 +33,10 @@ def _mem_store(sessions: dict[str, str | None]) -> sqlite3.Connection:
     return c
 
 
+def sessions_of(c) -> dict[str, str | None]:
+    return dict(c.execute("SELECT session_id, max(parent_session_id) FROM entries GROUP BY 1"))
+
+
 def _brute_shortest(c, x: str) -> str | None:
     for n in range(1, len(x) + 1):
         try:
@@ -59,8 +63,14 @@ def test_shown_prefix_always_resolves_back_and_is_never_shorter_than_possible(id
     shown = short_ids(list(sessions), sessions)
     assert shown == short_session_ids(c, list(sessions))  # the in-memory and the SQL forms agree
     for x, p in shown.items():
-        assert x.startswith(p) and len(p) >= min(MIN_SESSION_PREFIX, len(x))
         assert resolve_session(c, p) == x  # never a collision
+        if not x.startswith(p):  # a sidechain as <parent's short id>/<rest>
+            parent = sessions[x]
+            assert (
+                parent and p == f"{shown[parent]}/{x[len(parent) + 1 :][: len(p) - len(shown[parent]) - 1]}"
+            )
+            continue
+        assert len(p) >= min(MIN_SESSION_PREFIX, len(x))
         best = _brute_shortest(c, x)
         assert best is not None and len(p) >= len(best)
         if not any(sessions.values()):  # without sub-agents the prefix is the shortest one
@@ -84,9 +94,18 @@ def test_exact_id_wins_over_longer_ids_and_a_parent_folds_its_sidechains():
     with pytest.raises(AmbiguousSession) as e:
         resolve_session(c, "fe5e1c67/side")
     assert [s for _, _, s in e.value.candidates] == ["fe5e1c67/sidechain-0d", "fe5e1c67/sidechain-60"]
-    assert short_ids(["fe5e1c67", "fe5e1c67/sidechain-0d"], {"fe5e1c67/sidechain-0d": "fe5e1c67"}) == {
-        "fe5e1c67": "fe5e",
-        "fe5e1c67/sidechain-0d": "fe5e1c67/",
+    # a sidechain shows as <parent's short id>/<rest>, and is read back so
+    assert short_ids(list(sessions_of(c)), sessions_of(c))["fe5e1c67/sidechain-0d"] == "fe5e/sidechain-0"
+    assert resolve_session(c, "fe5e/sidechain-0") == "fe5e1c67/sidechain-0d"
+    assert resolve_session(c, "fe5e/sidechain-6") == "fe5e1c67/sidechain-60"
+    with pytest.raises(AmbiguousSession):
+        resolve_session(c, "fe5e/side")
+    with pytest.raises(SessionNotFound, match="no such session fe5e/nosuch"):
+        resolve_session(c, "fe5e/nosuch")
+    only = {"ses_stage0_small": None, "ses_stage0_small/sidechain-sys1": "ses_stage0_small"}
+    assert short_ids(list(only), only) == {
+        "ses_stage0_small": "ses_",
+        "ses_stage0_small/sidechain-sys1": "ses_/side",
     }
 
 

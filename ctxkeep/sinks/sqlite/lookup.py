@@ -4,6 +4,7 @@ quarantined lines of a file."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import sqlite3
 from typing import TYPE_CHECKING
@@ -182,7 +183,23 @@ def short_ids(
             if 0 <= j < len(s):
                 near.append(s[j])
         out[x] = _prefix_for(x, near, minimum)
+    for x, p in list(out.items()):
+        parent = parents.get(x)
+        if parent in out and _is_sub_agent(x, parent, parent):
+            compact = _compact(out[parent], parent, x, p)
+            i = bisect.bisect_left(s, compact)
+            if not (i < len(s) and s[i].startswith(compact)):
+                out[x] = compact
     return out
+
+
+def _compact(parent_short: str, parent: str, x: str, p: str) -> str:
+    """A sub-agent's shown id ``<parent's short id>/<the rest of its prefix p>`` (at
+    least ``MIN_SESSION_PREFIX`` characters of the rest: ``fe5e/sidechain-f4a`` for
+    ``fe5e1c67-…/sidechain-f4ab2bf6``, ``ses_/side`` for an only sidechain): what
+    ``resolve_session`` reads back by resolving the part before the ``/``."""
+    start = len(parent) + 1
+    return f"{parent_short}/{x[start : start + max(len(p) - start, MIN_SESSION_PREFIX)]}"
 
 
 def _neighbour(conn: sqlite3.Connection, x: str, below: bool) -> str | None:
@@ -213,12 +230,22 @@ def short_session_ids(conn: sqlite3.Connection, ids) -> dict[str, str]:
     for x in set(ids):
         if x is None:
             continue
-        near = [y for y in (_neighbour(conn, x, True), _neighbour(conn, x, False)) if y is not None]
-        out[x] = _prefix_for(x, near, MIN_SESSION_PREFIX)
+        out[x] = _short_one(conn, x)
     return out
 
 
-def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "--session") -> str:
+def _short_one(conn: sqlite3.Connection, x: str) -> str:
+    near = [y for y in (_neighbour(conn, x, True), _neighbour(conn, x, False)) if y is not None]
+    p = _prefix_for(x, near, MIN_SESSION_PREFIX)
+    parent = session_parent(conn, x)
+    if parent is not None and x.startswith(parent + "/") and _exists(conn, parent):
+        compact = _compact(_short_one(conn, parent), parent, x, p)
+        if not sessions_starting(conn, compact, 1):
+            return compact
+    return p
+
+
+def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "session") -> str:
     """The full session id that ``text`` names: an exact stored session id, or a prefix
     of one (as hits and tables show them, ``short_session_ids``). The one resolver of
     every ``--session`` option and MCP ``sessionId``/``session`` argument.
@@ -227,7 +254,9 @@ def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "--sess
     whose ``parent_session_id`` is also a candidate is folded into its parent (``fe5e``
     names the session ``fe5e1c67-…`` with its ``fe5e1c67-…/sidechain-…`` sub-agents).
     An exact id wins even when it is a prefix of other ids (``aider-0b47469a-1`` and
-    ``aider-0b47469a-1549``).
+    ``aider-0b47469a-1549``). A sidechain is also named as shown,
+    ``<parent's prefix>/<rest>`` (``fe5e/sidechain-f4a``), when no id starts with that
+    text itself.
 
     Returns the session id. Raises ``SessionNotFound`` (exit 1) when no stored session
     starts with ``text``; ``AmbiguousSession`` (a ``UsageError``, exit 2) when it names
@@ -241,13 +270,22 @@ def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "--sess
         raise UsageError(
             "the session id is empty", where=where, hint="give an id as `ctxkeep sessions` shows it"
         )
-    if conn.execute(
-        "SELECT 1 FROM entries INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (r,)
-    ).fetchone():
+    if _exists(conn, r):
         return r
     found = sessions_starting(conn, r, MAX_SCAN + 1)
+    if not found and "/" in r:  # a sub-agent as shown: <parent's short id>/<rest>
+        left, right = r.split("/", 1)
+        try:
+            parent = resolve_session(conn, left, where=where)
+        except SessionNotFound:
+            parent = None
+        if parent is not None:
+            r = f"{parent}/{right}"
+            found = sessions_starting(conn, r, MAX_SCAN + 1)
     if not found:
-        raise SessionNotFound(f"no such session {r}", where=where, hint="see `ctxkeep sessions` for the ids")
+        raise SessionNotFound(
+            f"no such session {text.strip()}", where=where, hint="see `ctxkeep sessions` for the ids"
+        )
     cands = set(found)
     roots = [s for s in found if session_parent(conn, s) not in cands]
     if len(roots) == 1 and len(r) >= MIN_SESSION_PREFIX:
@@ -266,6 +304,15 @@ def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "--sess
         msg = f"session id prefix {r!r} is ambiguous: {total} sessions start with it: {names}"
         hint = "give more characters of the one you mean"
     raise AmbiguousSession(msg, where=where, hint=hint, candidates=listed, total=len(roots))
+
+
+def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM entries INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (session_id,)
+        ).fetchone()
+        is not None
+    )
 
 
 def _agent_of(conn: sqlite3.Connection, session_id: str) -> str:
