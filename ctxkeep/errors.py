@@ -46,7 +46,19 @@ class StoreError(CtxkeepError):
 
 
 class ConfigError(CtxkeepError):
-    """``config.toml`` or an environment override is invalid."""
+    """``config.toml`` or an environment override is invalid. ``problems``: one line
+    per wrong value (file, key, value, what is wrong) when the file was validated."""
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None, problems=()):
+        super().__init__(message, where=where, hint=hint)
+        self.problems = list(problems)
+
+    def __reduce__(self):
+        return (_rebuild_config, (self.message, self.where, self.hint, self.problems))
+
+
+def _rebuild_config(message, where, hint, problems):
+    return ConfigError(message, where=where, hint=hint, problems=problems)
 
 
 class UsageError(CtxkeepError):

@@ -24,6 +24,9 @@ def ingest(
     as_json: bool = JsonOpt,
     prefect: bool | None = PrefectOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Only say what would be read, per agent (files, bytes); write nothing."
+    ),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
     from ctxkeep.pipeline.plan import plan
@@ -45,6 +48,9 @@ def ingest(
                 hint="give a session file or a folder that holds them",
             )
         )
+    if dry_run:
+        _ingest_dry_run(h, agent, path, as_json)
+        return
     try:
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
@@ -66,12 +72,68 @@ def ingest(
 
             as_flow = run_as_flow(h, prefect)
             summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json)
+        summary["held_back"] = _held_back(h)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
         _print_json(summary)
         return
     _print_summary(summary)
+
+
+def _held_back(h: Path) -> list[dict]:
+    """``pipeline.summary.held_back`` of the store at ``h`` (what a later ingest reads)."""
+    from ctxkeep.pipeline.summary import held_back
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(h, readonly=True)
+    try:
+        return held_back(conn)
+    finally:
+        conn.close()
+
+
+def _ingest_dry_run(h: Path, agent, path, as_json: bool) -> None:
+    """``ingest --dry-run``: the plan's files and new bytes per agent; opens an existing
+    store read-only and never creates one."""
+    from ctxkeep.pipeline.plan import dry_run_report, plan
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+
+    try:
+        conn = sqlite_store.connect(h, readonly=True) if (h / STORE_DB).exists() else None
+        try:
+            rep = dry_run_report(plan(h, conn, agents=agent or None, paths=path or None))
+        finally:
+            if conn is not None:
+                conn.close()
+    except CtxkeepError as e:
+        _fail(e)
+    rep["store"] = str(h / STORE_DB) if (h / STORE_DB).exists() else None
+    if as_json:
+        _print_json(rep)
+        return
+    for prob in rep["problems"]:
+        err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
+    if not rep["files"]:
+        out.print(
+            f"nothing to read: {_count(rep['unchanged'], 'file')} unchanged since the last ingest"
+            + ("" if rep["unchanged"] else " (see `ctxkeep sources` for where ctxkeep looks)"),
+            highlight=False,
+        )
+        return
+    t = table(title=f"ingest --dry-run: would read {_count(rep['files'], 'file')}, {_mb(rep['bytes'])}")
+    t.add_column("agent")
+    t.add_column("files", justify="right")
+    t.add_column("new bytes", justify="right")
+    for a in rep["agents"]:
+        t.add_row(a["agent"], f"{a['files']:,}", f"{a['bytes']:,}")
+    out.print(t)
+    out.print(
+        f"{_count(rep['unchanged'], 'file')} unchanged; nothing was written"
+        + ("" if rep["store"] else " (no store exists yet at " + str(h) + ")"),
+        highlight=False,
+    )
 
 
 def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
@@ -138,6 +200,11 @@ def _print_summary(s: dict) -> None:
         )
     if s.get("analytics") and "not updated" in s["analytics"]:
         err.print(f"[yellow]warning:[/yellow] {s['analytics']}", highlight=False)
+    from ctxkeep.pipeline.summary import held_back_line
+
+    held = held_back_line(s.get("held_back") or [])
+    if held:
+        out.print("  " + held, highlight=False, soft_wrap=True)
 
 
 @app.command()
