@@ -10,6 +10,7 @@ import typer
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
 from ctxkeep.cli.maintenance import PrefectOpt
+from ctxkeep.cli.sources import fail_config
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.paths import normalize_dir
 
@@ -74,7 +75,7 @@ def ingest(
             summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json)
         summary["held_back"] = _held_back(h)
     except CtxkeepError as e:
-        _fail(e)
+        fail_config(e)
     if as_json:
         _print_json(summary)
         return
@@ -108,7 +109,7 @@ def _ingest_dry_run(h: Path, agent, path, as_json: bool) -> None:
             if conn is not None:
                 conn.close()
     except CtxkeepError as e:
-        _fail(e)
+        fail_config(e)
     rep["store"] = str(h / STORE_DB) if (h / STORE_DB).exists() else None
     if as_json:
         _print_json(rep)

@@ -10,8 +10,6 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
-from ctxkeep.sources.readers.document import idle_seconds
-
 
 @dataclass
 class Summary:
@@ -58,6 +56,7 @@ def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
     disk are skipped."""
     import datetime as dt
 
+    from ctxkeep.sources.readers.document import idle_seconds
     from ctxkeep.timeutil import format_utc
 
     now = time.time() if now is None else now
@@ -118,6 +117,8 @@ def held_back_line(rows: list[dict]) -> str | None:
     (None for none): ``held back: the last turn of 2 recently changed files (aider 1,
     specstory 1), read by an ingest from 12:40:05 UTC (CTXKEEP_IDLE_SECONDS=120); 1
     unfinished last line (codex)``."""
+    from ctxkeep.sources.readers.document import idle_seconds
+
     if not rows:
         return None
     parts = []
