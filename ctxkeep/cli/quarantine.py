@@ -119,7 +119,8 @@ def show(
         return
     typer.echo(
         f"# quarantined line {line.id}: {line.agent} {line.path} @ {line.offset:,} ({line.length:,} bytes), "
-        f"{line.reason} ({line.action}), first seen {line.first_seen}, raw sha256 {line.raw_sha256 or '-'}",
+        f"{line.reason} ({line.action}), first seen {line.first_seen}, raw sha256 {line.raw_sha256 or '-'}; "
+        f"{line.stored_bytes:,} bytes stored, secrets redacted",
         err=True,
     )
     sys.stdout.buffer.write(raw if raw.endswith(b"\n") else raw + b"\n")
