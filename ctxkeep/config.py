@@ -288,10 +288,18 @@ def _toml_value(v) -> str:
     return repr(v)
 
 
-#: beside ``config.toml``: the SHA-256 of the last content that passed ``_validate``
-#: (and its warnings), so that pydantic (≈ 0.15-0.3 s to import and build the models)
-#: runs only when the file changed
-CONFIG_STAMP = ".config.toml.checked"
+#: in the user cache dir (platformdirs), one file per config path: the SHA-256 of the
+#: last content that passed ``_validate`` (and its warnings), so that pydantic (0.15-0.3 s
+#: to import and build the models) runs only when the file changed; kept out of the
+#: home, which read-only commands never write
+CONFIG_STAMP_DIR = "config-checked"
+
+
+def _stamp_path(path: Path) -> Path:
+    import hashlib
+
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False)) / CONFIG_STAMP_DIR / f"{key}.json"
 
 
 def _rules_digest() -> str:
@@ -322,14 +330,14 @@ def _rules_digest() -> str:
 
 def _checked(path: Path, text: bytes) -> list[str]:
     """The warnings of ``config.toml`` (``text``, its bytes), validating it only when
-    its content differs from the last validated one (``CONFIG_STAMP``; a stamp that
+    its content differs from the last validated one (``_stamp_path``; a stamp that
     cannot be written only costs the next call another validation)."""
     import hashlib
     import json
 
     ver = _rules_digest()
     digest = hashlib.sha256(text).hexdigest()
-    stamp = path.parent / CONFIG_STAMP
+    stamp = _stamp_path(path)
     try:
         got = json.loads(stamp.read_text(encoding="utf-8"))
         if got.get("sha256") == digest and got.get("version") == ver:
@@ -339,7 +347,8 @@ def _checked(path: Path, text: bytes) -> list[str]:
     data = tomllib.loads(text.decode("utf-8"))
     warnings = _validate(data, path)
     try:
-        tmp = stamp.with_name(stamp.name + ".tmp")
+        stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"sha256": digest, "version": ver, "warnings": warnings}), encoding="utf-8")
         os.chmod(tmp, 0o600)
         os.replace(tmp, stamp)
@@ -400,7 +409,7 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     does not exist is *not* an error (``missing_dirs`` reports it; discovery notes it).
     The other tables are ``SECTIONS``, checked by pydantic models of their dataclasses
     (types strict, ``ge`` bounds) when the file changed since its last check
-    (``CONFIG_STAMP``).
+    (``_stamp_path``, in the user cache dir).
 
     Environment overrides (``env``, default ``os.environ``), applied after the file:
     ``CTXKEEP_DISABLE=a,b`` disables agents, ``CTXKEEP_ENABLE=a,b`` enables agents the
