@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ctxkeep.maintenance.purge import run_purge
+from ctxkeep.maintenance import purge
 from ctxkeep.maintenance.purge_request import (
     PurgeRequest,
     project_spellings,
@@ -35,7 +35,7 @@ def resolve_named(home: Path, request: PurgeRequest) -> tuple[list[PurgeRequest]
     ``UsageError`` for a symlink that resolves to a too broad directory.
     ``scope="all"`` is previewed as it is."""
     if request.scope == "all":
-        return [request], run_purge(home, request, dry_run=True)
+        return [request], purge.run_purge(home, request, dry_run=True)
     reqs = [request]
     if (Path(home) / STORE_DB).exists():
         conn = sqlite_store.connect(Path(home), readonly=True)
@@ -44,7 +44,7 @@ def resolve_named(home: Path, request: PurgeRequest) -> tuple[list[PurgeRequest]
             reqs = project_spellings(conn, request)
         finally:
             conn.close()
-    previews = [run_purge(home, r, dry_run=True) for r in reqs]
+    previews = [purge.run_purge(home, r, dry_run=True) for r in reqs]
     if not has_tombstone(home, request):  # purged before: idempotent, zeros
         require_match(request, previews)
     return reqs, merge_reports(previews)
@@ -69,7 +69,7 @@ def purge_named(
         resolved, preview = resolve_named(home, request)
         if dry_run:
             return preview
-    return merge_reports([run_purge(home, r, reingest=reingest, timeout=timeout) for r in resolved])
+    return merge_reports([purge.run_purge(home, r, reingest=reingest, timeout=timeout) for r in resolved])
 
 
 def has_tombstone(home: Path, request: PurgeRequest) -> bool:
