@@ -41,8 +41,6 @@ from ctxkeep.config import CompressConfig
 from ctxkeep.errors import StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
-from ctxkeep.pipeline import engine as pipeline
-from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
@@ -51,6 +49,15 @@ from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.timeutil import format_epoch
 from ctxkeep.transforms.tokens import estimate_tokens
+
+
+def _engine():
+    """``pipeline.engine``, imported when a file is ingested or DuckDB synced: the
+    health check and dry runs never import it (nor Polars through it)."""
+    from ctxkeep.pipeline import engine
+
+    return engine
+
 
 __all__ = [
     "FileCheck",
@@ -350,7 +357,7 @@ def compress_file(
     if not dry_run:
         rewrite.cleanup_temps(path)
         wm = sqlite_store.load_watermarks(conn).get(str(path))
-        pipeline.ingest_file(conn, file, wm, tombs if tombs is not None else sqlite_store.tombstoned(conn))
+        _engine().ingest_file(conn, file, wm, tombs if tombs is not None else sqlite_store.tombstoned(conn))
     data, state = rewrite.read_state(path)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
@@ -497,6 +504,8 @@ def compress_file(
             state=dict(old_wm.state) if old_wm else {},
         )
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
+        from ctxkeep.pipeline.transform import transform_batch
+
         frames = transform_batch(
             conn, Batch(marker_entries, [], wm), tombs if tombs is not None else sqlite_store.tombstoned(conn)
         )
@@ -782,7 +791,7 @@ def _update_analytics(home: Path, results: list[FileResult]) -> str:
         changes.extend(x.duck)
     conn = sqlite_store.connect(home)
     try:
-        note = pipeline.sync_analytics(conn, home)
+        note = _engine().sync_analytics(conn, home)
     finally:
         conn.close()
     if "not updated" in note:
@@ -840,7 +849,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     b_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, blines))
     rewrite.cleanup_temps(path)
     wm = sqlite_store.load_watermarks(conn).get(str(path))
-    pipeline.ingest_file(conn, file, wm, tombs)
+    _engine().ingest_file(conn, file, wm, tombs)
     cur, _ = cp.split_lines(path.read_bytes())
     c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
     v = verify_store(conn, file, cur, c_ids)
@@ -862,13 +871,13 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
             hint="they stay in the store; pass --force to restore anyway",
         )
     used, _st = rewrite.restore_backup(path, backup)
-    pipeline.ingest_file(conn, file, None, tombs)  # re-read from offset 0: ids are stable
+    _engine().ingest_file(conn, file, None, tombs)  # re-read from offset 0: ids are stable
     moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids, strict=False) for x in ls]
     _relocate(conn, home, str(path), moves)
     reactivated = _set_status(conn, home, [x for ls in b_ids for x in ls], "active", from_status="archived")
     if marker_ids:  # the compress marker is no longer in the file
         _set_status(conn, home, list(marker_ids), "archived")
-    pipeline.sync_analytics(conn, home)
+    _engine().sync_analytics(conn, home)
     return {
         "path": str(path),
         "backup": str(used),
