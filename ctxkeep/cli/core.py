@@ -194,7 +194,9 @@ def _print_summary(s: dict) -> None:
     )
     out.print(line, highlight=False)
     if not s.get("files"):
-        out.print("  no session files found: `ctxkeep sources` shows where ctxkeep looks, and why", highlight=False)
+        out.print(
+            "  no session files found: `ctxkeep sources` shows where ctxkeep looks, and why", highlight=False
+        )
     if s.get("per_agent"):
         out.print("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), highlight=False)
     if s.get("files_vanished"):

@@ -74,6 +74,10 @@ def test_resume(home):
     r = runner.invoke(app, ["resume", "ef958aa1", "--home", home, "--format", "json"])
     assert json.loads(r.stdout)["session_id"] == CLAUDE
     r = runner.invoke(app, ["resume", "zzzzzz", "--home", home])
-    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("error: no such session zzzzzz")
+    assert (
+        r.exit_code == 1
+        and r.stderr.count("\n") == 1
+        and r.stderr.startswith("error: no such session zzzzzz")
+    )
     r = runner.invoke(app, ["resume", "c617", "--home", home, "--format", "xml"])
     assert r.exit_code == 2
