@@ -178,6 +178,9 @@ class Config:
     backup: BackupConfig = field(default_factory=BackupConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     purge: PurgeConfig | None = None
+    #: this machine's name in a team lake (``machine = "laptop"``; None: the hostname,
+    #: ``sinks.machine``); checked to be a Hive partition value at load
+    machine: str | None = None
     path: Path | None = None
     #: one line per unknown key or table (``unknown key compress.max_sizekb - did you
     #: mean max_size_kb?``)
@@ -198,7 +201,9 @@ SECTIONS = {
 #: the keys of an ``[agents.<name>]`` / ``[tools.<name>]`` table (``session_dirs`` and
 #: the compression seed's spellings of it)
 AGENT_KEYS = ("enabled", "session_dirs", "sessionDir", "sessionDirs", "session_dir")
-TOP_LEVEL = ("agents", "tools", *SECTIONS)
+#: top-level keys that are values, not tables (``machine``: checked by check_machine_name)
+TOP_VALUES = ("machine",)
+TOP_LEVEL = ("agents", "tools", *SECTIONS, *TOP_VALUES)
 
 
 def closest(name: str, valid) -> str | None:
@@ -246,6 +251,8 @@ def _validate(data: dict, path: Path) -> list[str]:
 
     problems, warnings = [], []
     for top, v in data.items():
+        if top in TOP_VALUES:
+            continue
         if top not in TOP_LEVEL:
             warnings.append(_unknown("table", f"[{top}]", TOP_LEVEL))
             continue
@@ -451,6 +458,8 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     cfg.backup = _section(BackupConfig, data.get("backup"))
     cfg.mcp = _section(McpConfig, data.get("mcp"))
     cfg.purge = _section(PurgeConfig, data["purge"]) if "purge" in data else None
+    if data.get("machine") is not None:
+        cfg.machine = check_machine_name(data["machine"], str(path))
     for var, flag in (("CTXKEEP_DISABLE", False), ("CTXKEEP_ENABLE", True)):
         for name in filter(None, (x.strip() for x in env.get(var, "").split(","))):
             cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig()).enabled = flag
@@ -460,6 +469,25 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
             ac = cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig())
             ac.session_dirs += [Path(os.path.expandvars(d)).expanduser() for d in val.split(os.pathsep) if d]
     return cfg
+
+
+#: a machine name is a Hive partition value (``machine=<name>``): letters, digits, ``.``,
+#: ``_``, ``-``; no ``/`` or ``=`` (they split the path), no spaces or ``%`` (escaped
+#: differently by pyarrow, Spark and Trino), at most 64 characters
+MACHINE_NAME_RE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+
+
+def check_machine_name(name: Any, where: str = "machine") -> str:
+    """``name`` if it can name a lake partition (``MACHINE_NAME_RE``), else ConfigError."""
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(MACHINE_NAME_RE, name):
+        raise ConfigError(
+            f"machine name {name!r} cannot name a lake partition (machine=<name>)",
+            where=where,
+            hint='set machine = "..." in config.toml: letters, digits, ".", "_" or "-", at most 64',
+        )
+    return name
 
 
 def missing_dirs(cfg: Config) -> dict[str, list[Path]]:

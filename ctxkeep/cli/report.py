@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.cli.options import agent_option, since_option, split_values, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
 report_app = typer.Typer(
@@ -24,10 +25,10 @@ report_app = typer.Typer(
 )
 app.add_typer(report_app, name="report")
 
-SinceOpt = typer.Option(None, "--since", "-s", help="First local date, inclusive (YYYY-MM-DD).")
-UntilOpt = typer.Option(None, "--until", "-u", help="Last local date, inclusive (YYYY-MM-DD).")
+SinceOpt = since_option("First local day, inclusive (a datetime or an age: the day it falls on)", "-s")
+UntilOpt = until_option("Last local day, inclusive", "-u")
 TzOpt = typer.Option(None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone).")
-AgentOpt = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable, or comma-separated).")
+AgentOpt = agent_option(store_agents)
 ProjectOpt = typer.Option(None, "--project", "-p", help="Only projects whose directory contains this.")
 BreakdownOpt = typer.Option(False, "--breakdown", "-b", help="One row per model.")
 ModeOpt = typer.Option(
@@ -38,25 +39,23 @@ ModeOpt = typer.Option(
 )
 JsonOpt = typer.Option(False, "--json", "-j", help="Print JSON (schema 1, docs/analytics.md).")
 CsvOpt = typer.Option(False, "--csv", help="Print CSV.")
+LakeOpt = typer.Option(
+    None, "--lake", help="Report over a Parquet lake (every machine's export) instead of this store."
+)
+ByOpt = typer.Option(None, "--by", help="With --lake: machine (the rows of each machine apart).")
 
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
 
 
 def _filters(since, until, timezone, agent, project, mode):
     from ctxkeep.query import reports as R
-    from ctxkeep.schema import AGENTS
 
     tz = R.check_timezone(timezone or R.local_timezone())
-    s = R.parse_date(since, "--since") if since else None
-    u = R.parse_date(until, "--until") if until else None
+    s = R.parse_date(since, "--since", tz) if since else None
+    u = R.parse_date(until, "--until", tz) if until else None
     if s and u and s > u:
         raise UsageError(f"--since {s} is after --until {u}", where="--since/--until", hint="swap them")
-    agents = tuple(a.strip() for x in agent or [] for a in x.split(",") if a.strip())
-    unknown = [a for a in agents if a not in AGENTS]
-    if unknown:
-        raise UsageError(
-            f"unknown agent {', '.join(unknown)}", where="--agent", hint="known: " + ", ".join(AGENTS)
-        )
+    agents = tuple(split_values(agent))  # checked by the option (``agent_option``)
     if mode not in R.MODES:
         raise UsageError(
             f"unknown cost mode {mode!r}", where="--mode", hint="give auto, calculate or display"
@@ -73,16 +72,25 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         f = _filters(since, until, timezone, agent, project, mode)
     except UsageError as e:
         _fail(e, 2)
+    lake, by = kw.get("lake"), kw.get("by")
+    if by is not None and (by != "machine" or not lake):
+        _fail(UsageError(f"--by {by}", where="--by", hint="give --lake DEST --by machine"), 2)
     h = _home(home)
+
+    def one(con):
+        if name == "blocks":
+            return R.blocks_report(con, f, token_limit=kw.get("token_limit"))
+        if name == "tools":
+            return R.tools_report(con, f)
+        return R.usage_report(con, name, f, breakdown=kw.get("breakdown", False))
+
     try:
-        con, stale = R.open_store(h)
+        if lake:
+            con, stale = _open_lake(lake), None
+        else:
+            con, stale = R.open_store(h)
         try:
-            if name == "blocks":
-                rep = R.blocks_report(con, f, token_limit=kw.get("token_limit"))
-            elif name == "tools":
-                rep = R.tools_report(con, f)
-            else:
-                rep = R.usage_report(con, name, f, breakdown=kw.get("breakdown", False))
+            rep = _by_machine(con, name, f, one) if by else one(con)
         finally:
             con.close()
     except UsageError as e:
@@ -94,6 +102,8 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
 
         if not isinstance(e, duckdb.Error):
             raise
+        if lake:
+            _fail(_lake_error(lake, e))
         _fail(R._damaged(h / R.ANALYTICS_DB, e))
     if stale:
         rep.notes.insert(0, stale)
@@ -103,10 +113,49 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         _print_json(_json(rep, kw.get("breakdown", False)))
     elif as_csv:
         _csv(rep, kw.get("breakdown", False))
+    elif by:
+        for m in dict.fromkeys(r.machine for r in rep.rows):
+            part = R.Report(rep.name, f, [r for r in rep.rows if r.machine == m])
+            _table(part, kw.get("breakdown", False), h, m)
     else:
         _table(rep, kw.get("breakdown", False), h)
     for n in rep.notes:
         err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+
+
+def _open_lake(dest: str):
+    from ctxkeep.query import lake as lakeq
+
+    return lakeq.open_lake(dest)
+
+
+def _by_machine(con, name: str, f, one):
+    """``one(con)`` per machine of the lake (``query.lake``), the rows tagged with their
+    machine, machine by machine (sorted by name); notes once each."""
+    from ctxkeep.query import lake as lakeq
+    from ctxkeep.query.reports import Report
+
+    rows, notes = [], []
+    for m in lakeq.machines(con):
+        lakeq.select_machine(con, m)
+        rep = one(con)
+        for r in rep.rows:
+            r.machine = m
+        rows += rep.rows
+        notes += [n for n in rep.notes if n not in notes]
+    lakeq.select_machine(con, None)
+    return Report(name, f, rows, notes)
+
+
+def _lake_error(dest: str, e: Exception):
+    from ctxkeep.errors import StoreError
+
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    if "all_entries" in first or "history" in first or "tool_calls" in first:
+        return StoreError(
+            "the lake holds no entries", where=dest, hint="export them with --tables entries on each machine"
+        )
+    return StoreError(f"the lake is unreadable: {first}", where=dest, hint="export again on each machine")
 
 
 def _iso(t: dt.datetime | None) -> str | None:
@@ -116,6 +165,11 @@ def _iso(t: dt.datetime | None) -> str | None:
 
 
 def _row_json(name: str, r, breakdown: bool) -> dict:
+    d = _row_json_local(name, r, breakdown)
+    return d if r.machine is None else {"machine": r.machine, **d}
+
+
+def _row_json_local(name: str, r, breakdown: bool) -> dict:
     from ctxkeep.query.reports import Block, ToolRow
 
     if isinstance(r, ToolRow):
@@ -218,13 +272,15 @@ def _local(t: dt.datetime | None, tz: str) -> str:
     return "" if t is None else t.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M")
 
 
-def _table(rep, breakdown: bool, home: Path) -> None:
+def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None:
     from rich import box
 
     from ctxkeep.query.reports import Block, ToolRow, totals
 
     f = rep.filters
     title = f"ctxkeep {rep.name} report ({f.timezone}, cost mode {f.mode})"
+    if machine:
+        title += f" - machine {machine}"
     t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rep.rows), pad_edge=False)
     if rep.rows and isinstance(rep.rows[0], ToolRow):
         tot = {
@@ -328,8 +384,13 @@ def _usage_command(name: str):
         as_json: bool = JsonOpt,
         as_csv: bool = CsvOpt,
         home: Path | None = HomeOpt,
+        lake: str | None = LakeOpt,
+        by: str | None = ByOpt,
     ):
-        _run(name, home, since, until, timezone, agent, project, mode, as_json, as_csv, breakdown=breakdown)
+        _run(
+            name, home, since, until, timezone, agent, project, mode, as_json, as_csv,
+            breakdown=breakdown, lake=lake, by=by,
+        )  # fmt: skip
 
     cmd.__doc__ = _doc[name]
     report_app.command(name)(cmd)
@@ -356,11 +417,14 @@ def blocks(
     as_json: bool = JsonOpt,
     as_csv: bool = CsvOpt,
     home: Path | None = HomeOpt,
+    lake: str | None = LakeOpt,
+    by: str | None = ByOpt,
 ):
     """5-hour usage windows across all agents; the active one with burn rate and projection."""
     _run(
-        "blocks", home, since, until, timezone, agent, project, mode, as_json, as_csv, token_limit=token_limit
-    )
+        "blocks", home, since, until, timezone, agent, project, mode, as_json, as_csv,
+        token_limit=token_limit, lake=lake, by=by,
+    )  # fmt: skip
 
 
 @report_app.command("tools")
@@ -373,9 +437,11 @@ def tools(
     as_json: bool = JsonOpt,
     as_csv: bool = CsvOpt,
     home: Path | None = HomeOpt,
+    lake: str | None = LakeOpt,
+    by: str | None = ByOpt,
 ):
     """Tool calls per agent and tool: calls, sessions, error rate, output size."""
-    _run("tools", home, since, until, timezone, agent, project, "auto", as_json, as_csv)
+    _run("tools", home, since, until, timezone, agent, project, "auto", as_json, as_csv, lake=lake, by=by)
 
 
 @app.command()
@@ -383,8 +449,9 @@ def statusline(
     home: Path | None = HomeOpt,
     timezone: str | None = TzOpt,
 ):
-    """One line for Claude Code's statusLine: today's cost, the active block, the
-    session's context (reads the JSON Claude Code sends on stdin)."""
+    """One line for Claude Code's statusLine: today's cost, the active block, the session's context.
+
+    Reads the JSON Claude Code sends on stdin."""
     from ctxkeep.query import statusline as sl
 
     sys.stdout.write(sl.line(_home(home), sys.stdin, timezone) + "\n")

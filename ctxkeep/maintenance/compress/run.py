@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
-from ctxkeep.errors import StoreBusy, UsageError
+from ctxkeep.errors import NotFound, StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -432,7 +432,10 @@ def compress_file(
         cp.with_marker_text(plan, _removed_summary(conn, sid, removed_eids, plan=plan, note=note, show=show))
     new_data = b"".join(x + b"\n" for x in plan.new_lines)
     if len(new_data) >= len(data):
-        r.reason = f"the safe cut removes only {plan.removed_messages} messages and would not shrink the file"
+        r.reason = (
+            f"the safe cut removes only {plan.removed_messages} "
+            f"{'message' if plan.removed_messages == 1 else 'messages'} and would not shrink the file"
+        )
         return r
     new_lines, _ = cp.split_lines(new_data)
     new_per_line = cp.line_entries(file, new_lines)
@@ -817,13 +820,13 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     path = Path(path).expanduser().resolve()
     backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     if not backup.exists():
-        raise UsageError(
+        raise NotFound(
             "no backup to restore",
             where=str(backup),
             hint="`ctxkeep compress --check` lists files and their backups",
         )
     if not path.exists():
-        raise UsageError(
+        raise NotFound(
             "the session file no longer exists",
             where=str(path),
             hint=f"the agent may have deleted it; copy {backup.name} back by hand if needed",
@@ -854,7 +857,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
     v = verify_store(conn, file, cur, c_ids)
     if v["missing_lines"]:
-        raise UsageError(
+        raise NotFound(
             f"the store does not hold {len(v['missing_lines'])} lines of the current file; not restored",
             where=str(path),
             hint="run `ctxkeep ingest` and retry",
@@ -865,7 +868,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     }
     marker_ids = {x for i in markers for x in c_ids[i]} - {x for ls in b_ids for x in ls}
     if newer and not force:
-        raise UsageError(
+        raise NotFound(
             f"the current file has {len(newer)} entries written after the compression that the backup lacks",
             where=str(path),
             hint="they stay in the store; pass --force to restore anyway",

@@ -274,14 +274,14 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     version, an edited ``prices.toml``). A logged cost is taken from a SQLite
     ``usage.cost_usd`` column when the store has one (USD). A row without a model gets
     the agent version's documented default (``cost.assumed_model``) with
-    ``model_source = 'assumed'``. ``machine`` is this host's name
-    (``socket.gethostname()``). The rates are looked up once per model and UTC day and
+    ``model_source = 'assumed'``. ``machine`` is this store's machine name
+    (``sinks.machine.machine_name``: config ``machine``, else the hostname). The rates are looked up once per model and UTC day and
     the arithmetic is done in DuckDB; only tiered prices are computed per response in
     Python. Returns ``{"usage_rows": rows in SQLite, "usage_changed": rows written,
     "unpriced_models": sorted models that had no price}``."""
     import datetime as dt
-    import socket
 
+    from ctxkeep.sinks.machine import machine_name
     from ctxkeep.transforms import cost
 
     overrides, fp = _prices(home)
@@ -302,7 +302,10 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
         }
     )
     con.register("_usage", src)
+    host = machine_name(home, check=False)
     try:
+        # a renamed machine (config ``machine``): its rows carry the new name
+        con.execute("UPDATE usage SET machine = ? WHERE machine IS DISTINCT FROM ?", [host, host])
         same = " AND ".join(
             f"d.{c} IS NOT DISTINCT FROM s.{c}"
             for c in ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id", "logged_cost_usd")
@@ -402,7 +405,6 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             ),
         )
         reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
-        host = socket.gethostname()
         con.execute("BEGIN")
         try:
             con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")

@@ -83,6 +83,11 @@ TABLES: dict[str, str] = {
     # --reingest can lift it (``maintenance.purge``)
     "purge_files": "CREATE TABLE IF NOT EXISTS purge_files("
     "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))",
+    # what a Parquet lake holds of this store, per partition (``maintenance.export``):
+    # the export watermark of each table (row count and digest of the rows written)
+    "lake_exports": """CREATE TABLE IF NOT EXISTS lake_exports(
+  dest TEXT, tbl TEXT, machine TEXT, agent TEXT, month TEXT, rows INTEGER, digest TEXT,
+  files TEXT, exported_at TEXT, PRIMARY KEY(dest, tbl, machine, agent, month))""",
 }
 
 FTS_TABLES: dict[str, str] = {

@@ -8,7 +8,8 @@ order, in the caller's transaction, then rebuilds both FTS tables once and recor
 
 ``ensure_identity`` is the one step that runs on every writable open rather than by
 version ("store identity": it adds rows and header fields, no column, so no version
-bump and no FTS rebuild): a store without ``meta.store_id`` gets one.
+bump and no FTS rebuild): a store without ``meta.store_id`` gets one, and one without
+``meta.machine_id`` (``sinks.machine``) gets that.
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
 def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:
     """The "store identity" step, in the caller's write transaction: give a store
     without one a random ``meta.store_id`` (32 hex digits, uuid4) and ``meta.created_at``
-    (ISO-8601 UTC), and write the header fields that name it (``application_id`` =
+    (ISO-8601 UTC), a store without a ``meta.machine_id`` one (32 hex digits, uuid4: the
+    id a team lake knows it by, ``sinks.machine``), and write the header fields that name it (``application_id`` =
     ``store_safety.APPLICATION_ID``, ``user_version`` = ``store_safety.header_id``).
     Returns ``(store_id, created_at)``; an existing identity is kept."""
     rows = dict(
@@ -138,6 +140,8 @@ def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:
         rows = {"store_id": uuid.uuid4().hex, "created_at": now_iso()}
         conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", list(rows.items()))
         log.info("ctxkeep: store identity %s created", rows["store_id"])
+    # the machine id a team lake knows this store by (``sinks.machine``)
+    conn.execute("INSERT OR IGNORE INTO meta VALUES('machine_id', ?)", (uuid.uuid4().hex,))
     if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
         conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
     hid = header_id(rows["store_id"])
