@@ -31,6 +31,7 @@ from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.pipeline.summary import Summary
 from ctxkeep.pipeline.transform import InFlight, Precomputed, drop_written
 from ctxkeep.pipeline.writer import Group, Writer, empty_totals
+from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.lock import hold
@@ -323,6 +324,7 @@ def run_ingest(
 def _run_locked(
     conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files=None, flow="ingest", submit=None
 ) -> Summary:
+    recovery.recover(conn, home)  # an operation a crash interrupted is completed first
     p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)

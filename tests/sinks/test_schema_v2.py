@@ -90,6 +90,7 @@ def test_migrations_are_named_and_ordered():
         (2, "chunk titles"),
         (3, "chunk facets"),
         (4, "quarantine redacted, raw_sha256"),
+        (7, "operation intents"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

@@ -19,8 +19,9 @@ from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
 #: v2: chunks.title, fts_words(title, text) with a weighted rank;
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
 #: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
-#: SHA-256; ``raw`` holds the redacted bytes). Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 4
+#: SHA-256; ``raw`` holds the redacted bytes); v7: ``intents`` (operations in flight
+#: across the stores, ``sinks.sqlite.intents``). Steps: ``migrations.MIGRATIONS``.
+SCHEMA_VERSION = 7
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -83,6 +84,11 @@ TABLES: dict[str, str] = {
     # --reingest can lift it (``maintenance.purge``)
     "purge_files": "CREATE TABLE IF NOT EXISTS purge_files("
     "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))",
+    # operations in flight across SQLite, DuckDB, Parquet and session files, completed
+    # after a crash by the next writable command (``intents``, ``sinks.recovery``)
+    "intents": """CREATE TABLE IF NOT EXISTS intents(
+  intent_id INTEGER PRIMARY KEY, op TEXT NOT NULL, step TEXT NOT NULL, payload TEXT NOT NULL,
+  owner TEXT, run_id INTEGER, created_at TEXT, updated_at TEXT)""",
 }
 
 FTS_TABLES: dict[str, str] = {

@@ -28,11 +28,14 @@ log = logging.getLogger(__name__)
 
 
 class Migration(NamedTuple):
-    """One schema step: ``version`` it produces, a short ``name``, and the ``step``."""
+    """One schema step: ``version`` it produces, a short ``name``, the ``step``, and
+    whether the FTS tables must be rebuilt after it (``fts``; a step that only adds a
+    table does not touch them)."""
 
     version: int
     name: str
     step: Callable[[sqlite3.Connection], None]
+    fts: bool = True
 
 
 def _chunk_titles(conn: sqlite3.Connection) -> None:
@@ -95,32 +98,40 @@ def _quarantine_redacted(conn: sqlite3.Connection) -> None:
     )
 
 
+def _intents(conn: sqlite3.Connection) -> None:
+    """v4 → v7: the ``intents`` table (``sinks.sqlite.intents``), created by
+    ``ddl.create_all``; no existing row changes."""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
     Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
+    Migration(7, "operation intents", _intents, fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
 
 def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
     """Bring a store at schema ``version`` to ``SCHEMA_VERSION`` in the caller's
-    transaction: each step of ``MIGRATIONS`` past ``version``, then one rebuild of both
-    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store), then the new
+    transaction: each step of ``MIGRATIONS`` past ``version``, then (when a step asks
+    for it, ``Migration.fts``) one rebuild of both FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store), then the new
     version in ``meta``. A new store (``version`` 0) or a current one is left alone.
     Returns the names of the steps run (logged as a warning, the rebuild takes time)."""
     todo = [m for m in MIGRATIONS if m.version > version]
     if not version or not todo:
         return []
-    log.warning(
-        "ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
-        "once; ~20 s per 500 MB)",
-        version,
-        SCHEMA_VERSION,
-    )
+    if any(m.fts for m in todo):
+        log.warning(
+            "ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
+            "once; ~20 s per 500 MB)",
+            version,
+            SCHEMA_VERSION,
+        )
     for m in todo:
         m.step(conn)
-    rebuild_fts_tables(conn)
+    if any(m.fts for m in todo):
+        rebuild_fts_tables(conn)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     return [m.name for m in todo]
 
