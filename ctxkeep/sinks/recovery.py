@@ -209,7 +209,7 @@ def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) ->
         it.intent_id,
         "purge",
         "rebuild" if changed else None,
-        note=f"purge of {p['scope']} completed",
+        note=f"purge of a {p['scope']}",
         result={"removed": removed},
     )
 
@@ -234,8 +234,9 @@ def _retention(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool
     return Done(
         it.intent_id,
         "retention",
-        "rebuild" if archived or dropped else None,
-        note=f"retention completed ({archived} entries archived, {dropped} unfinished archive files removed)",
+        # a killed run may have moved rows out of SQLite before it could say so
+        "rebuild" if archived or dropped or recovered else None,
+        note=f"retention ({archived} entries archived, {dropped} unfinished archive files removed)",
         result={"archived": archived, "dropped_files": dropped},
     )
 
@@ -261,14 +262,14 @@ def _compress_file(conn: sqlite3.Connection, home: Path, it: Intent, recovered: 
         moves=[Relocation(p["path"], tuple((e, int(o)) for e, o in p["moves"]))],
     )
     if it.step == "sqlite":  # the store holds it: DuckDB only
-        return Done(it.intent_id, "compress-file", "sync", changes, note=f"compress of {p['path']} synced")
+        return Done(it.intent_id, "compress-file", "sync", changes, note=f"compress of {p['path']} (DuckDB)")
     state = _file_state(Path(p["path"]), p)
     if state != "new":
         return Done(
             it.intent_id,
             "compress-file",
             None,
-            note=f"compress of {p['path']} had not replaced the file ({state}); nothing to complete",
+            note=f"compress of {p['path']} (the file was not replaced: {state}; nothing to do)",
         )
     with write(conn):
         apply_changes(conn, changes)
@@ -280,14 +281,14 @@ def _compress_file(conn: sqlite3.Connection, home: Path, it: Intent, recovered: 
         "compress-file",
         "sync",
         changes,
-        note=f"compress of {p['path']} completed: {len(p['removed'])} removed entries archived",
+        note=f"compress of {p['path']} ({len(p['removed'])} removed entries archived)",
     )
 
 
 def _compress_run(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) -> Done:
     if recovered:
         _close_run(conn, it.run_id, "killed; the files it compressed were completed by the next command")
-    return Done(it.intent_id, "compress", "sync", note="compress run closed")
+    return Done(it.intent_id, "compress", "sync", note="compress run (its record closed as interrupted)")
 
 
 def _reindex(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) -> Done:
@@ -298,9 +299,7 @@ def _reindex(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) 
             refresh_facets(conn)
             rebuild_fts_tables(conn)
             intents.advance(conn, it.intent_id, "fts")
-    return Done(
-        it.intent_id, "reindex", "rebuild" if it.payload.get("analytics") else None, note="reindex completed"
-    )
+    return Done(it.intent_id, "reindex", "rebuild" if it.payload.get("analytics") else None, note="reindex")
 
 
 _PHASE1 = {
@@ -368,7 +367,7 @@ def recover(conn: sqlite3.Connection, home: Path, *, quiet: bool = False) -> lis
     done, note = complete(conn, home, todo, recovered=True)
     for d in done:
         notes.append(f"completed an interrupted {d.note}")
-    if note:
+    if note and "not" in note.split(":")[0]:  # DuckDB could not follow: say so
         notes.append(note)
     if not quiet:
         for n in notes[1 if moved else 0 :]:
