@@ -247,6 +247,7 @@ def run_purge(
                 owned = delete_store.selected_sessions(conn)
                 whole = delete_store.whole_files(conn)
                 removed = delete_store.delete_selected(conn)
+                kill_point("purge", "delete")  # inside the transaction: rolled back
                 files = removed.pop("files")
                 tomb = _tombstone(conn, request, files, owned, reingest)
                 removed["watermarks"] = _forget_files(conn, request, whole, reingest)

@@ -47,7 +47,14 @@ CLAUDE_SID = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
 
 #: the steps of each operation after which a second store changes (the kill points)
 KILL_POINTS = {
-    "purge": ["purge:sqlite", "purge:archive", "purge:scrub", "purge:analytics", "intents:analytics"],
+    "purge": [
+        "purge:delete",
+        "purge:sqlite",
+        "purge:archive",
+        "purge:scrub",
+        "purge:analytics",
+        "intents:analytics",
+    ],
     "retention": [
         "retention:files",
         "retention:sqlite",
