@@ -189,6 +189,7 @@ from ctxkeep.cli import (  # noqa: E402
     hooks,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
+    quarantine,  # noqa: F401
     report,  # noqa: F401
     report_html,  # noqa: F401
     sessions,  # noqa: F401

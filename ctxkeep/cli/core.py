@@ -10,6 +10,7 @@ import typer
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
 from ctxkeep.cli.maintenance import PrefectOpt
+from ctxkeep.cli.sources import fail_config
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.paths import normalize_dir
 
@@ -24,6 +25,9 @@ def ingest(
     as_json: bool = JsonOpt,
     prefect: bool | None = PrefectOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Only say what would be read, per agent (files, bytes); write nothing."
+    ),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
     from ctxkeep.pipeline.plan import plan
@@ -45,6 +49,9 @@ def ingest(
                 hint="give a session file or a folder that holds them",
             )
         )
+    if dry_run:
+        _ingest_dry_run(h, agent, path, as_json)
+        return
     try:
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
@@ -66,12 +73,68 @@ def ingest(
 
             as_flow = run_as_flow(h, prefect)
             summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json)
+        summary["held_back"] = _held_back(h)
     except CtxkeepError as e:
-        _fail(e)
+        fail_config(e)
     if as_json:
         _print_json(summary)
         return
     _print_summary(summary)
+
+
+def _held_back(h: Path) -> list[dict]:
+    """``pipeline.summary.held_back`` of the store at ``h`` (what a later ingest reads)."""
+    from ctxkeep.pipeline.summary import held_back
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(h, readonly=True)
+    try:
+        return held_back(conn)
+    finally:
+        conn.close()
+
+
+def _ingest_dry_run(h: Path, agent, path, as_json: bool) -> None:
+    """``ingest --dry-run``: the plan's files and new bytes per agent; opens an existing
+    store read-only and never creates one."""
+    from ctxkeep.pipeline.plan import dry_run_report, plan
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+
+    try:
+        conn = sqlite_store.connect(h, readonly=True) if (h / STORE_DB).exists() else None
+        try:
+            rep = dry_run_report(plan(h, conn, agents=agent or None, paths=path or None))
+        finally:
+            if conn is not None:
+                conn.close()
+    except CtxkeepError as e:
+        fail_config(e)
+    rep["store"] = str(h / STORE_DB) if (h / STORE_DB).exists() else None
+    if as_json:
+        _print_json(rep)
+        return
+    for prob in rep["problems"]:
+        err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
+    if not rep["files"]:
+        out.print(
+            f"nothing to read: {_count(rep['unchanged'], 'file')} unchanged since the last ingest"
+            + ("" if rep["unchanged"] else " (see `ctxkeep sources` for where ctxkeep looks)"),
+            highlight=False,
+        )
+        return
+    t = table(title=f"ingest --dry-run: would read {_count(rep['files'], 'file')}, {_mb(rep['bytes'])}")
+    t.add_column("agent")
+    t.add_column("files", justify="right")
+    t.add_column("new bytes", justify="right")
+    for a in rep["agents"]:
+        t.add_row(a["agent"], f"{a['files']:,}", f"{a['bytes']:,}")
+    out.print(t)
+    out.print(
+        f"{_count(rep['unchanged'], 'file')} unchanged; nothing was written"
+        + ("" if rep["store"] else " (no store exists yet at " + str(h) + ")"),
+        highlight=False,
+    )
 
 
 def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
@@ -138,6 +201,11 @@ def _print_summary(s: dict) -> None:
         )
     if s.get("analytics") and "not updated" in s["analytics"]:
         err.print(f"[yellow]warning:[/yellow] {s['analytics']}", highlight=False)
+    from ctxkeep.pipeline.summary import held_back_line
+
+    held = held_back_line(s.get("held_back") or [])
+    if held:
+        out.print("  " + held, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -211,7 +279,7 @@ def search(
     for h in res.hits:
         when = (h.ts or "")[:16].replace("T", " ")
         out.print(
-            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_id[:12]}  {when}  {h.kind}"
+            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_short_id or h.session_id}  {when}  {h.kind}"
             + (f" {h.tool_name}" if h.tool_name else "")
             + f"  ~{h.token_estimate:,} tok"
             + (f"  (+{h.duplicates:,} like it)" if h.duplicates else ""),
@@ -257,6 +325,7 @@ def show(
     from ctxkeep.errors import UsageError
     from ctxkeep.query.fetch import fetch
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     if budget is not None and budget < 1:
         _fail(UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget"), 2)
@@ -280,6 +349,7 @@ def show(
             conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset, media=True
         )
         written = _write_media(rows, media_dir) if media_dir is not None else {}
+        shown = short_session_ids(conn, [r.session_id for r in rows])
     except CtxkeepError as e:
         _fail(e)
     for p in problems:
@@ -289,7 +359,7 @@ def show(
     else:
         for d in rows:
             out.print(
-                f"[bold]{d.entry_id}[/bold] {d.agent} {d.session_id} {d.ts} "
+                f"[bold]{d.entry_id}[/bold] {d.agent} {shown.get(d.session_id, d.session_id)} {d.ts} "
                 f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
                 highlight=False,
             )
@@ -318,11 +388,13 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     """``show --session``: the conversation of ``session`` in order (``query.sessions``)."""
     from ctxkeep.query.sessions import conversation
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     try:
         conn = sqlite_store.connect(_home(home), readonly=True)
         try:
             conv = conversation(conn, session, budget=budget)
+            short = short_session_ids(conn, [conv.session_id])[conv.session_id]
         finally:
             conn.close()
     except CtxkeepError as e:
@@ -333,7 +405,10 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     from rich.markup import escape
 
     out.print(
-        f"[bold]{conv.agent} session {conv.session_id}[/bold]  {conv.project_dir or ''}", highlight=False
+        f"[bold]{conv.agent} session {short}[/bold]"
+        + (f" [dim]({conv.session_id})[/dim]" if short != conv.session_id else "")
+        + f"  {conv.project_dir or ''}",
+        highlight=False,
     )
     for t in conv.turns:
         when = (t.ts or "")[11:19]

@@ -18,7 +18,7 @@ import typer
 
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import CtxkeepError, NotFound, UsageError
 
 #: ``--prefect/--no-prefect`` of ingest, compress, retention, reindex and backfill:
 #: None (neither given) lets ``flows.prefect_env.run_as_flow`` decide
@@ -57,9 +57,13 @@ def _counts_table(title: str, removed: dict):
 
 @app.command()
 def purge(
-    session: str | None = typer.Option(None, "--session", help="Purge this session id (and its sub-agents)."),
+    session: str | None = typer.Option(
+        None,
+        "--session",
+        help="Purge this session (and its sub-agents): its id or a unique prefix, as hits and `ctxkeep sessions` show it.",
+    ),
     project: Path | None = typer.Option(
-        None, "--project", help="Purge this project dir and everything below it."
+        None, "--project", help="Purge this project dir and everything below it (symlinks resolved)."
     ),
     all_: bool = typer.Option(
         False, "--all", help="Wipe the whole store (database files, -wal/-shm, DuckDB, archives)."
@@ -75,7 +79,7 @@ def purge(
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
-    from ctxkeep.maintenance.purge import run_purge as do_purge
+    from ctxkeep.maintenance.purge_named import purge_named, resolve_named
     from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
 
     chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
@@ -104,9 +108,12 @@ def purge(
                 confirm=True,
                 cwd=os.getcwd(),
             )
-        preview = do_purge(h, req, dry_run=True)
-    except CtxkeepError as e:
-        _fail(e)
+        # the session as hits show it, the project through symlinks; nothing matched:
+        # "no such session" (exit 1), no tombstone
+        resolved, preview = resolve_named(h, req)
+        req = resolved[0]
+    except CtxkeepError as e:  # 2: wrong usage (an ambiguous prefix); 1: no such session
+        _fail(e, 2 if isinstance(e, UsageError) and not isinstance(e, NotFound) else 1)
     if dry_run:
         if as_json:
             _print_json(preview)
@@ -123,12 +130,14 @@ def purge(
                 )
             )
         _print_preview(preview)
-        if not typer.confirm(f"Purge {req.describe()}? This cannot be undone", default=False):
+        if not typer.confirm(
+            f"Purge {preview.get('resolved', req.describe())}? This cannot be undone", default=False
+        ):
             err.print("purge cancelled; nothing was changed")
             raise typer.Exit(1)
     try:
         with err.status(f"purging {req.describe()}…"):
-            rep = do_purge(h, req, reingest=reingest, timeout=-1)
+            rep = purge_named(h, req, reingest=reingest, timeout=-1, resolved=resolved)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -152,14 +161,6 @@ def purge(
     )
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
-    if not r["entries"] and not r.get("archived", 0) and rep.get("tombstone") not in (None, "none", "lifted"):
-        # a typo purges nothing; say so, and how to undo the tombstone it left
-        err.print(
-            f"warning: nothing in the store matched {rep['resolved']}; the tombstone keeps it from "
-            f"being ingested (undo with --reingest)",
-            highlight=False,
-            soft_wrap=True,
-        )
 
 
 def _interactive() -> bool:
