@@ -240,48 +240,91 @@ def run_purge(
         conn = sqlite_store.connect(home)
         try:
             recovery.recover(conn, home)
-            conn.execute("PRAGMA secure_delete=ON")
-            conn.execute("PRAGMA temp_store=MEMORY")
-            with sqlite_store.write(conn):
-                _select(conn, request)
-                owned = delete_store.selected_sessions(conn)
-                whole = delete_store.whole_files(conn)
-                removed = delete_store.delete_selected(conn)
-                kill_point("purge", "delete")  # inside the transaction: rolled back
-                files = removed.pop("files")
-                tomb = _tombstone(conn, request, files, owned, reingest)
-                removed["watermarks"] = _forget_files(conn, request, whole, reingest)
-                removed["run_details"] = scrub_run_details(conn, owned | {request.value}, whole)
-                # the intent commits with the delete: the archive, the scrub and DuckDB
-                # follow from it, now or (after a crash) in the next command
-                iid = intents.begin(
-                    conn,
-                    "purge",
-                    {
-                        "scope": request.scope,
-                        "value": request.value,
-                        "owned": sorted(owned),
-                        "removed": removed,
-                        "run_summary": {
-                            "scope": request.scope,
-                            "value_sha256": _digest(request.value),
-                            "reingest": reingest,
-                            "entries_new": 0,
-                            "files": removed.get("source_files"),
-                        },
-                    },
-                    step="sqlite",
-                )
-            delete_store.drop_selection(conn)
-            kill_point("purge", "sqlite")
+            iid, removed, files, tomb = purge_locked(conn, request, reingest)
             done, analytics = recovery.complete(conn, home, [iid])
-            if done:
-                removed = done[0].result["removed"]
-            if not analytics:
-                analytics = "nothing removed; analytics unchanged"
         finally:
             conn.close()
-    return {**base, "removed": removed, "files": files, **tomb, "analytics": analytics}
+    if done:
+        removed = done[0].result["removed"]
+    return {
+        **base,
+        "removed": removed,
+        "files": files,
+        **tomb,
+        "analytics": analytics or "nothing removed; analytics unchanged",
+    }
+
+
+def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool = False) -> tuple:
+    """The SQLite part of a session or project purge, in one transaction with its
+    intent (``sinks.sqlite.intents``, op ``purge``): delete the scope (the module doc),
+    add or lift its tombstone, delete the watermark rows of the files it removed wholly,
+    scrub the run details naming it. The caller holds the store lock and completes the
+    intent (``sinks.recovery.complete``: the Parquet archive, the scrub, DuckDB, the run
+    record). Returns ``(intent_id, removed counts, files concerned, tombstone report)``."""
+    conn.execute("PRAGMA secure_delete=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    with sqlite_store.write(conn):
+        _select(conn, request)
+        owned = delete_store.selected_sessions(conn)
+        whole = delete_store.whole_files(conn)
+        removed = delete_store.delete_selected(conn)
+        kill_point("purge", "delete")  # inside the transaction: rolled back
+        files = removed.pop("files")
+        tomb = _tombstone(conn, request, files, owned, reingest)
+        removed["watermarks"] = _forget_files(conn, request, whole, reingest)
+        removed["run_details"] = scrub_run_details(conn, owned | {request.value}, whole)
+        # the intent commits with the delete: the archive, the scrub and DuckDB follow
+        # from it, now or (after a crash) in the next command
+        iid = intents.begin(
+            conn,
+            "purge",
+            {
+                "scope": request.scope,
+                "value": request.value,
+                "owned": sorted(owned),
+                "removed": removed,
+                "run_summary": {
+                    "scope": request.scope,
+                    "value_sha256": _digest(request.value),
+                    "reingest": reingest,
+                    "entries_new": 0,
+                    "files": removed.get("source_files"),
+                },
+            },
+            step="sqlite",
+        )
+    delete_store.drop_selection(conn)
+    kill_point("purge", "sqlite")
+    return iid, removed, files, tomb
+
+
+def run_purges(home: Path, requests: list[PurgeRequest], *, timeout: float = -1) -> list[dict]:
+    """Purge several session/project scopes in one run (the scheduled purge policies):
+    one lock, one connection, one intent per scope, then one completion for all (one
+    scrub, one DuckDB rebuild). Returns per request ``{"resolved", "removed"}`` (the
+    ``run_purge`` counts). Raises StoreBusy as ``run_purge``."""
+    home = Path(home)
+    if not requests or not (home / STORE_DB).exists():
+        return []
+    out = []
+    with hold(home, timeout, what="purge"):
+        conn = sqlite_store.connect(home)
+        try:
+            recovery.recover(conn, home)
+            iids = []
+            for req in requests:
+                iid, removed, _files, _tomb = purge_locked(conn, req)
+                iids.append(iid)
+                out.append({"resolved": req.describe(), "removed": removed})
+            done, _note = recovery.complete(conn, home, iids)
+        finally:
+            conn.close()
+    by_id = {d.intent_id: d for d in done}
+    for o, iid in zip(out, iids, strict=True):
+        if iid in by_id:
+            o["removed"] = by_id[iid].result["removed"]
+    return out
 
 
 def _digest(value: str) -> str:

@@ -12,8 +12,8 @@ Phase 1, per intent (``op`` → what is completed):
 
 - ``purge`` (written in the purge's delete transaction: SQLite already holds the
   result): the scope's rows leave the Parquet archive (``parquet.purge_scope``) and
-  the ``archived`` table, deleted pages are scrubbed (``delete.scrub``), the run is
-  recorded (once: the intent keeps its ``run_id``);
+  the ``archived`` table, the run is recorded (once: the intent's step says so); the
+  deleted pages are scrubbed once for all in phase 2 (``delete.scrub``);
 - ``retention``: archive files a killed run wrote whose rows never left SQLite are
   deleted (their rows are still in ``entries``), then the entries still due before the
   intent's cutoff are archived (``parquet.archive_entries``); the killed run's
@@ -69,6 +69,8 @@ class Done:
     changes: EntryChanges = field(default_factory=EntryChanges)
     note: str = ""
     result: dict = field(default_factory=dict)
+    #: deleted rows to make unrecoverable from the files (``delete.scrub``, once for all)
+    scrub: bool = False
 
 
 # ---------------------------------------------------------------- DuckDB
@@ -179,7 +181,6 @@ def _close_run(conn: sqlite3.Connection, run_id: int | None, note: str) -> None:
 
 def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) -> Done:
     from ctxkeep.sinks import parquet
-    from ctxkeep.sinks.sqlite import delete as delete_store
     from ctxkeep.sinks.sqlite.runs import recorded_run
 
     p = it.payload
@@ -191,10 +192,6 @@ def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) ->
     removed = dict(p.get("removed") or {})
     removed["archived"] = removed.get("archived", 0) + r["rows"]
     changed = any(removed.get(k) for k in ("entries", "usage", "quarantine", "archived"))
-    kill_point("purge", "scrub")
-    if changed:
-        conn.execute("PRAGMA secure_delete=ON")
-        delete_store.scrub(conn)
     if it.step != "recorded":
         with recorded_run(conn, "purge") as run:
             run.summary = {
@@ -204,11 +201,11 @@ def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) ->
             }
         p["removed"] = removed
         intents.advance(conn, it.intent_id, "recorded", p)
-    kill_point("purge", "analytics")
     return Done(
         it.intent_id,
         "purge",
         "rebuild" if changed else None,
+        scrub=changed,
         note=f"purge of a {p['scope']}",
         result={"removed": removed},
     )
@@ -332,6 +329,14 @@ def complete(
         done.append(fn(conn, Path(home), it, recovered))
     if not done:
         return [], ""
+    if any(d.scrub for d in done):
+        from ctxkeep.sinks.sqlite import delete as delete_store
+
+        kill_point("purge", "scrub")
+        conn.execute("PRAGMA secure_delete=ON")
+        delete_store.scrub(conn)
+    if any(d.op == "purge" for d in done):
+        kill_point("purge", "analytics")
     kill_point("intents", "analytics")
     modes = {d.analytics for d in done}
     ok, note = True, ""
