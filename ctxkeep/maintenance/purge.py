@@ -239,7 +239,7 @@ def run_purge(
     with hold(home, timeout, what="purge"):
         conn = sqlite_store.connect(home)
         try:
-            recovery.recover(conn, home)
+            recovery.recover(conn, home, check=True)
             iid, removed, files, tomb = purge_locked(conn, request, reingest)
             done, analytics = recovery.complete(conn, home, [iid])
         finally:
@@ -311,7 +311,7 @@ def run_purges(home: Path, requests: list[PurgeRequest], *, timeout: float = -1)
     with hold(home, timeout, what="purge"):
         conn = sqlite_store.connect(home)
         try:
-            recovery.recover(conn, home)
+            recovery.recover(conn, home, check=True)
             iids = []
             for req in requests:
                 iid, removed, _files, _tomb = purge_locked(conn, req)

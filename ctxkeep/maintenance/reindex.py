@@ -22,7 +22,6 @@ from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import intents
 from ctxkeep.sinks.sqlite.intents import kill_point
-from ctxkeep.sinks.sqlite.store_safety import damaged
 
 # duckdb itself is imported only when used, so that importing purge, retention or
 # reindex stays cheap
@@ -66,10 +65,7 @@ def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout
         conn = sqlite_store.connect(home)
         try:
             # reindex reads every chunk: a damaged store is refused before anything is dropped
-            problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-            if problems != ["ok"]:
-                raise damaged(home / STORE_DB, "; ".join(problems))
-            recovery.recover(conn, home)
+            recovery.recover(conn, home, check=True)
             # a killed reindex is finished by the next command (sinks.recovery)
             iid = intents.begin(conn, "reindex", {"fts": fts, "analytics": analytics})
             if fts:

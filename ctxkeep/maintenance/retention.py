@@ -189,7 +189,7 @@ def run_retention(
                 "backups_removed": out.get("backups_removed", 0),
             }
             if conn:
-                recovery.recover(conn, home)
+                recovery.recover(conn, home, check=True)
                 # the intent names the archive files' stamp before any is written: a
                 # crash leaves files the next command can tell (sinks.recovery)
                 stamp = archive.new_stamp()

@@ -44,8 +44,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL
-from ctxkeep.sinks.sqlite import intents
+from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL, STORE_DB
+from ctxkeep.sinks.sqlite import intents, store_safety
 from ctxkeep.sinks.sqlite.connection import write
 from ctxkeep.sinks.sqlite.intents import Intent, kill_point
 from ctxkeep.sinks.sqlite.status import EntryChanges, Relocation, StatusChange, apply_changes
@@ -93,6 +93,8 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
         mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
         return True, f"analytics rebuilt: {r['entries_synced']} entries"
     except Exception as e:
+        if store_safety.is_corruption(e):  # SQLite read a damaged page: not a DuckDB matter
+            raise
         return False, (
             f"analytics store not rebuilt ({type(e).__name__}: {(str(e).splitlines() or [''])[0]}); "
             "the next ingest rebuilds it"
@@ -109,6 +111,8 @@ def sync_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
         mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
         return True, f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:
+        if store_safety.is_corruption(e):
+            raise
         return False, (
             f"analytics store not updated ({type(e).__name__}: {(str(e).splitlines() or [''])[0]}); "
             "the next ingest catches up"
@@ -356,12 +360,16 @@ def complete(
     return done, note
 
 
-def recover(conn: sqlite3.Connection, home: Path, *, quiet: bool = False) -> list[str]:
+def recover(conn: sqlite3.Connection, home: Path, *, quiet: bool = False, check: bool = False) -> list[str]:
     """Complete every open intent another (dead) process left (``complete``), and move
     a damaged ``analytics.duckdb`` aside (``set_aside_damaged_analytics``). The first
     step of every writable command; the caller holds the store lock. Prints one
     ``warning:`` line per completed operation on stderr unless ``quiet``. Returns the
-    notes. Costs one query and a 12-byte read when there is nothing to do."""
+    notes. Costs one query and a 12-byte read when there is nothing to do. With
+    ``check`` (the maintenance commands), ``PRAGMA quick_check`` first: StoreDamaged
+    before anything is written (``store_safety.check_integrity``)."""
+    if check:
+        store_safety.check_integrity(conn, Path(home) / STORE_DB)
     notes: list[str] = []
     moved = set_aside_damaged_analytics(home)
     if moved:

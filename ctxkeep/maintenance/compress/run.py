@@ -813,7 +813,7 @@ def _recover(home: Path) -> None:
         return
     conn = sqlite_store.connect(home)
     try:
-        recovery.recover(conn, home)
+        recovery.recover(conn, home, check=True)
     finally:
         conn.close()
 
