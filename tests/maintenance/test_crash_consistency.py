@@ -21,7 +21,6 @@ trials (and the rest, to ≥ 20 per operation) are marked slow.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import random
 import shutil
@@ -38,6 +37,7 @@ from conftest import CORPUS_HOME
 from ctxkeep.maintenance import compress
 from ctxkeep.maintenance.retention import run_retention
 from ctxkeep.pipeline.engine import run_ingest
+from forkserver import forkserver, wait_for
 
 FILES = {
     "claude": ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
@@ -137,27 +137,6 @@ def check_consistent(home: Path) -> dict[str, tuple]:
 # ---------------------------------------------------------------- the trials
 
 
-def _mp(monkeypatch):
-    here = str(Path(__file__).resolve().parent.parent)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["crash_ops_child"])
-    return ctx
-
-
-def _wait_for(recv, word: str, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if recv.poll(max(0.0, deadline - time.monotonic())):
-            try:
-                msg = recv.recv()
-            except EOFError:
-                return None
-            if msg[0] == word:
-                return msg
-    return None
-
-
 class Bench:
     """A base home per operation and the session files (copies, reset every trial)."""
 
@@ -218,13 +197,13 @@ class Bench:
         )
         proc.start()
         send.close()
-        ready = _wait_for(recv, "ready")
+        ready = wait_for(recv, "ready")
         assert ready
         if delay is not None:
             time.sleep(delay)
             if proc.is_alive():
                 proc.kill()
-        done = _wait_for(recv, "done", timeout=120) if delay is None else None
+        done = wait_for(recv, "done", timeout=120) if delay is None else None
         proc.join(60)
         recv.close()
         killed = proc.exitcode == -signal.SIGKILL
@@ -313,7 +292,7 @@ def bench(tmp_path_factory):
     # retention scans the agents' dirs for old compress backups: an empty HOME
     (root / "user-home").mkdir()
     mpatch.setenv("HOME", str(root / "user-home"))
-    b = Bench(root, _mp(mpatch))
+    b = Bench(root, forkserver(mpatch, "crash_ops_child"))
     b.outcomes = []
     yield b
     mpatch.undo()
