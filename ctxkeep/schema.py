@@ -8,6 +8,7 @@ and ``text_bytes`` are bytes.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -179,3 +180,13 @@ def __getattr__(name: str):
             _cache[name] = _polars(_LAZY[name])
         return _cache[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def entry_id(agent: str, record_id: str | None, part: int | None) -> str:
+    """The ``entry_id`` of one entry dict, as ``transforms.normalize.entries_frame``
+    computes it: the first 32 hex chars of SHA-256 of ``agent``, ``record_id`` ('' when null) and ``part``
+    (0 when null), joined by U+001F. Used to check that the store holds a line's
+    entries without building a frame per line (here, not in ``normalize``: compress's
+    check imports no Polars)."""
+    key = f"{agent}\x1f{record_id or ''}\x1f{part or 0}"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -12,6 +12,7 @@ Nothing heavy is imported (no Polars): the search and MCP hot paths use this mod
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 UTC = dt.UTC
 
@@ -91,3 +92,94 @@ def local_timezone() -> str:
         return Path("/etc/timezone").read_text().strip() or "UTC"
     except OSError:
         return "UTC"
+
+
+# --- the one parser of ``--since`` / ``--until`` (every command and MCP tool) --------
+
+#: an age before now: ``30s``, ``30m``, ``12h``, ``7d``, ``2w`` (one number, one unit)
+_AGE_RE = re.compile(r"^(\d+)\s*([smhdw])$")
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+#: the forms ``read_when`` accepts, for help texts and error hints
+WHEN_FORMS = "a date (2025-06-01), a UTC datetime (2025-06-01T12:00), or an age (30m, 12h, 7d, 2w)"
+
+
+def read_when(value: str, *, where: str = "--since/--until", now: dt.datetime | None = None):
+    """Read one ``--since``/``--until`` value: the one parser of every command.
+
+    Returns a ``datetime.date`` for a calendar day (``2025-06-01`` or ccusage's
+    ``20250601``), else an aware datetime: an ISO-8601 datetime (``Z`` or an offset;
+    naive is UTC), or an age ``30s``/``30m``/``12h``/``7d``/``2w`` before ``now``
+    (default: the current time, UTC). Raises ``errors.UsageError`` (``where`` names
+    the option) for anything else, impossible dates such as ``2025-13-45`` included."""
+    from ctxkeep.errors import UsageError
+
+    v = str(value).strip()
+    m = _AGE_RE.match(v)
+    if m:
+        return (now or utc_now()) - dt.timedelta(seconds=int(m.group(1)) * _AGE_UNITS[m.group(2)])
+    try:
+        if len(v) == 10 and v[4] == "-":
+            return dt.date.fromisoformat(v)
+        if len(v) == 8 and v.isdigit():
+            return dt.datetime.strptime(v, "%Y%m%d").date()
+        return parse_utc(v)
+    except ValueError:
+        raise UsageError(f"cannot read the time {value!r}", where=where, hint="give " + WHEN_FORMS) from None
+
+
+def when_bound(
+    value,
+    *,
+    upper: bool = False,
+    tz: str = "UTC",
+    where: str = "--since/--until",
+    now: dt.datetime | None = None,
+) -> dt.datetime | None:
+    """A ``--since`` (``upper`` False) or ``--until`` (``upper`` True) value as an aware
+    UTC instant for a half-open window ``since <= t < until``: both ends inclusive as a
+    user reads them. A day is whole: as ``since`` its first instant, as ``until`` the
+    first instant of the next day (in ``tz``, an IANA name; UTC by default). A datetime
+    or an age is the instant itself; as ``until`` one microsecond later (the stored
+    resolution), so a record at exactly that time is in. None or '' gives None; a
+    ``date``/``datetime`` object is taken as is. Raises UsageError (``read_when``)."""
+    if value is None or value == "":
+        return None
+    w = value if isinstance(value, (dt.date, dt.datetime)) else read_when(value, where=where, now=now)
+    if isinstance(w, dt.datetime):
+        w = w if w.tzinfo else w.replace(tzinfo=UTC)
+        return w.astimezone(UTC) + (dt.timedelta(microseconds=1) if upper else dt.timedelta(0))
+    from zoneinfo import ZoneInfo
+
+    day = w + dt.timedelta(days=1) if upper else w
+    return dt.datetime(day.year, day.month, day.day, tzinfo=ZoneInfo(tz)).astimezone(UTC)
+
+
+def when_day(value, *, tz: str = "UTC", where: str = "--since/--until", now: dt.datetime | None = None):
+    """A ``--since``/``--until`` value as a calendar day in ``tz`` (reports count whole
+    local days): a date as is, a datetime or an age as the day it falls on in ``tz``.
+    None or '' gives None. Raises UsageError (``read_when``)."""
+    if value is None or value == "":
+        return None
+    w = value if isinstance(value, (dt.date, dt.datetime)) else read_when(value, where=where, now=now)
+    if isinstance(w, dt.datetime):
+        from zoneinfo import ZoneInfo
+
+        return (w if w.tzinfo else w.replace(tzinfo=UTC)).astimezone(ZoneInfo(tz)).date()
+    return w
+
+
+def check_window(since, until, *, tz: str = "UTC", now: dt.datetime | None = None):
+    """``(since, until)`` as ``when_bound`` instants (either may be None), checked: an
+    empty window (``since`` at or after the end of ``until``) raises UsageError, so
+    ``--since D --until D`` is day D. ``since``/``until`` as for ``when_bound``."""
+    from ctxkeep.errors import UsageError
+
+    lo = when_bound(since, tz=tz, where="--since", now=now)
+    hi = when_bound(until, upper=True, tz=tz, where="--until", now=now)
+    if lo is not None and hi is not None and lo >= hi:
+        raise UsageError(
+            f"--since {since} is after --until {until}",
+            where="--since/--until",
+            hint="swap them, or drop one",
+        )
+    return lo, hi

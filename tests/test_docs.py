@@ -21,14 +21,15 @@ def test_every_command_is_in_the_readme():
     missing = [c for c in _commands() if f"`ctxkeep {c}" not in readme]
     assert missing == []
     # 12 + report, statusline (issue 10); sessions, resume, hook, hooks (issue 12);
-    # doctor, backup, restore (issue 11)
-    assert len(_commands()) == 21
+    # doctor, backup, restore (issue 11); help (issue 15)
+    assert len(_commands()) == 22
 
 
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     cmds = re.findall(r"^(pip install uv && uv run .+)$", readme, re.M)
-    assert cmds[:2] == ["pip install uv && uv run ctxkeep ingest", "pip install uv && uv run pytest"]
+    # the main job installs no test group (--no-dev); the tests install it
+    assert cmds[:2] == ["pip install uv && uv run --no-dev ctxkeep ingest", "pip install uv && uv run pytest"]
     assert "pip install uv && uv run pytest" in (ROOT / ".ci" / "run").read_text()
 
 
@@ -39,7 +40,7 @@ def test_usage_errors_are_one_line_with_exit_code_2():
 
     for args, want in (
         (["search", "--bogus"], "error: No such option: --bogus - see `ctxkeep search --help`"),
-        (["search"], "error: Missing argument 'query'. - see `ctxkeep search --help`"),
+        (["search"], "error: Missing argument 'QUERY'. - see `ctxkeep search --help`"),
         (["nosuch"], "error: No such command 'nosuch'. - see `ctxkeep --help`"),
     ):
         r = subprocess.run(

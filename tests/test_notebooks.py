@@ -114,7 +114,7 @@ def test_report_html_without_the_extra_says_how_to_add_it(monkeypatch, tmp_path)
     [
         (["--timezone", "Mars/Olympus"], 2, "unknown time zone"),
         (["--since", "2026-02-01", "--until", "2026-01-01"], 2, "after --until"),
-        (["--since", "yesterday"], 2, "not a date"),
+        (["--since", "yesterday"], 2, "cannot read the time"),
         ([], 1, "no store yet"),
     ],
 )

@@ -75,3 +75,48 @@ def test_polars_formats_give_and_read_the_same_text():
         .to_list()
     )
     assert back == [T, T.replace(microsecond=0), T.replace(microsecond=789000)]
+
+
+# --- the one parser of --since/--until (issue 15) ------------------------------------
+
+NOW = dt.datetime(2026, 1, 10, 12, 0, tzinfo=dt.UTC)
+
+
+def test_read_when_forms():
+    assert tu.read_when("2025-06-01") == dt.date(2025, 6, 1)
+    assert tu.read_when("20250601") == dt.date(2025, 6, 1)  # ccusage's form
+    assert tu.read_when("2025-06-01T12:30") == dt.datetime(2025, 6, 1, 12, 30, tzinfo=dt.UTC)
+    assert tu.read_when("2025-06-01T12:30+02:00") == dt.datetime(2025, 6, 1, 10, 30, tzinfo=dt.UTC)
+    assert tu.read_when("7d", now=NOW) == dt.datetime(2026, 1, 3, 12, 0, tzinfo=dt.UTC)
+    assert tu.read_when("12h", now=NOW) == dt.datetime(2026, 1, 10, 0, 0, tzinfo=dt.UTC)
+    assert tu.read_when("2w", now=NOW) == dt.datetime(2025, 12, 27, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize("bad", ["2025-13-45", "yesterday", "7 days", "2025/06/01", "", "d7"])
+def test_read_when_refuses_other_text_naming_the_option(bad):
+    from ctxkeep.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"\(--until\)"):
+        tu.read_when(bad, where="--until")
+
+
+def test_bounds_are_inclusive_days():
+    # a date: since = its first instant, until = the next day's first instant (half-open)
+    assert tu.when_bound("2025-06-01") == dt.datetime(2025, 6, 1, tzinfo=dt.UTC)
+    assert tu.when_bound("2025-06-01", upper=True) == dt.datetime(2025, 6, 2, tzinfo=dt.UTC)
+    # in a zone: that zone's day (Berlin is UTC+2 in June)
+    assert tu.when_bound("2025-06-01", tz="Europe/Berlin") == dt.datetime(2025, 5, 31, 22, tzinfo=dt.UTC)
+    # a datetime as until includes that instant
+    t = dt.datetime(2025, 6, 1, 12, 30, tzinfo=dt.UTC)
+    assert tu.when_bound("2025-06-01T12:30", upper=True) == t + dt.timedelta(microseconds=1)
+    assert tu.when_bound(None) is None and tu.when_bound("") is None
+    assert tu.when_day("2025-06-01T23:30", tz="Europe/Berlin") == dt.date(2025, 6, 2)
+
+
+def test_check_window():
+    from ctxkeep.errors import UsageError
+
+    lo, hi = tu.check_window("2025-06-01", "2025-06-01")  # one day, not an error
+    assert hi - lo == dt.timedelta(days=1)
+    with pytest.raises(UsageError, match="--since 2025-06-02 is after --until 2025-06-01"):
+        tu.check_window("2025-06-02", "2025-06-01")

@@ -48,3 +48,8 @@ total_lines  # maintenance.compress.plan.CompressPlan
 max_mem  # re2.Options field set in tests/bench/bench_redact.py
 do_GET  # http.server.BaseHTTPRequestHandler dispatch (tests/cli/test_cli_ingest.py)
 log_message  # http.server.BaseHTTPRequestHandler hook
+
+# ctxkeep.cli._Group.main keeps Click's signature (callers pass prog_name= by keyword;
+# ctxkeep always shows itself as `ctxkeep`); _plain_metavars swaps an argument's class
+prog_name
+__class__

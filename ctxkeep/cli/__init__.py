@@ -17,13 +17,18 @@ import sys
 from pathlib import Path
 
 import typer
+from typer.core import TyperArgument, TyperGroup
 
 from ctxkeep import config as cfgmod
+from ctxkeep.cli.options import HomeOpt, JsonOpt  # noqa: F401 - the commands import them from here
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode="rich",
     help="Keep the context of AI coding agents: ingest, search and maintain their sessions.",
+    epilog="Exit codes: 0 success, 1 failure, 2 wrong usage. `ctxkeep help COMMAND` for a command; "
+    "docs/cli.md for every option and --json shape.",
 )
 #: table width when output is not a terminal (and ``COLUMNS`` is unset); text is not wrapped
 PIPE_WIDTH = 160
@@ -73,36 +78,127 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+#: ``ctxkeep --home DIR COMMAND``: the store given before the command (None: not given);
+#: a command's own ``--home`` wins. Set by the callback on every invocation.
+_top_home: Path | None = None
+
+
 @app.callback()
 def _main(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    home: Path | None = HomeOpt,
 ) -> None:
     """Keep the context of AI coding agents: ingest, search and maintain their sessions."""
+    global _top_home
+    _top_home = home
     # everything ctxkeep creates (store, Prefect's database beside it, archives,
     # backups' temp files) is user-only
     os.umask(0o077)
 
 
-HomeOpt = typer.Option(
-    None, "--home", help="Store directory (default: $CTXKEEP_HOME or the platform data dir)."
-)
-JsonOpt = typer.Option(False, "--json", help="Print JSON for scripts.")
+#: the library's words for a parameter (MCP's camelCase, the Python names) → the CLI's
+#: (the messages of shared exceptions are written once, for both interfaces)
+_CLI_WORDS = {
+    "Purge scope session": "purge --session",
+    "pass sessionId": "give --session ID",
+    "sessionId": "--session",
+    "projectDir": "--project",
+    "confirm: true": "--yes",
+    "scope session": "--session",
+    "scope project": "--project",
+    "entry_ids": "ENTRY_ID",
+    "ctx_index": "the note",
+}
+#: an exception's ``where`` that names a parameter → the CLI option
+_CLI_WHERE = {
+    "since/until": "--since/--until",
+    "budget": "--budget",
+    "offset": "--offset",
+    "session": "--session",
+    "agent": "--agent",
+    "kind": "--kind",
+    "role": "--role",
+    "status": "--status",
+    "tool": "--tool",
+    "label": "--label",
+}
 
 
-def _fail(e: Exception, code: int = 1):
+def cli_words(e: Exception) -> str:
+    """``str(e)`` in the CLI's words: a ``CtxkeepError``'s ``where`` naming a parameter
+    becomes the option (``budget`` → ``--budget``), MCP's parameter names become the
+    options (``sessionId`` → ``--session``, ``projectDir`` → ``--project``, ``confirm:
+    true`` → ``--yes``)."""
+    from ctxkeep.errors import CtxkeepError
+
+    if not isinstance(e, CtxkeepError):
+        return " ".join(str(e).split())
+    parts = [e.message]
+    if e.where:
+        parts.append(f"({_CLI_WHERE.get(e.where, e.where)})")
+    if e.hint:
+        parts.append(f"- {e.hint}")
+    text = " ".join(" ".join(parts).split())  # one line, whatever the message held
+    for lib, cli in _CLI_WORDS.items():
+        text = text.replace(lib, cli)
+    return text
+
+
+def exit_code(e: Exception) -> int:
+    """The exit code of an error (README "Exit codes"): 2 for wrong usage (a
+    ``UsageError``: arguments that do not fit; a ``--raw`` query FTS5 cannot parse), 1
+    for every other failure, ``NotFound`` (a well-formed call naming what is not there)
+    included."""
+    from ctxkeep.errors import NotFound, SearchSyntaxError, UsageError
+
+    if isinstance(e, SearchSyntaxError):  # `search --raw` with a query FTS5 cannot read
+        return 2
+    return 2 if isinstance(e, UsageError) and not isinstance(e, NotFound) else 1
+
+
+def _fail(e: Exception, code: int | None = None):
     """Print ``error: <what> (<where>) - <what to do>`` as ONE line on stderr (never
-    wrapped, whatever the terminal width) and exit with ``code``."""
-    typer.echo(f"error: {e}", err=True)
-    raise typer.Exit(code)
+    wrapped, whatever the terminal width; in the CLI's words, ``cli_words``) and exit
+    with ``code`` (default ``exit_code(e)``: 2 wrong usage, 1 failure)."""
+    typer.echo(f"error: {cli_words(e)}", err=True)
+    raise typer.Exit(exit_code(e) if code is None else code)
+
+
+def _given_home(home: Path | None = None) -> Path | None:
+    """The ``--home`` given to the command, else the one given before the command, else
+    None (for commands that pass the choice on rather than resolve it: hooks, ``mcp
+    install``)."""
+    return home or _top_home
 
 
 def _home(home: Path | None) -> Path:
-    return cfgmod.resolve_home(home)
+    """The store directory: the command's ``--home``, else the one given before the
+    command, else ``$CTXKEEP_HOME`` or the platform data dir (``config.resolve_home``).
+    Raises StoreError when it names a file."""
+    h = cfgmod.resolve_home(home or _top_home)
+    if h.is_file():
+        from ctxkeep.errors import StoreError
+
+        raise StoreError(
+            f"cannot use {h} as the store: it is a file, not a directory",
+            hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
+        )
+    return h
+
+
+#: the version of every ``--json`` object a command prints (docs/cli.md): a change
+#: that removes or renames a key, or changes a value's meaning, raises it
+JSON_SCHEMA = 1
 
 
 def _print_json(obj) -> None:
+    """Print ``obj`` as JSON (2-space indent, UTF-8 as is) on stdout. An object gets
+    ``"schema": JSON_SCHEMA`` as its first key unless it names its own (reports); an
+    array is printed as it is (docs/cli.md says which outputs are arrays, and why)."""
+    if isinstance(obj, dict) and "schema" not in obj:
+        obj = {"schema": JSON_SCHEMA, **obj}
     sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
@@ -112,8 +208,13 @@ def _count(n: int, word: str, plural: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:,.1f} MB"
+def _size(n: int) -> str:
+    """A size in bytes as people read it, decimal units: ``512 B``, ``12.3 KB``,
+    ``4.5 MB``, ``1.2 GB`` (the one size format of every command's text output)."""
+    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= k:
+            return f"{n / k:,.1f} {unit}"
+    return f"{n:,} B"
 
 
 def _argv_home() -> Path | None:
@@ -144,46 +245,98 @@ def _store_error(e: BaseException) -> bool:
         e = damaged(_home(_argv_home()) / STORE_DB, e)
     if not isinstance(e, CtxkeepError):
         return False
-    typer.echo(f"error: {e}", err=True)
+    typer.echo(f"error: {cli_words(e)}", err=True)
     return True
 
 
-def main() -> None:
-    """The ``ctxkeep`` console entry point: ``app`` with usage errors (unknown option,
-    bad value, missing argument) printed as ONE line, like every other error:
-    ``error: <what> - see `ctxkeep <command> --help```; exit code 2."""
+def run_command(call) -> int:
+    """Run ``call()`` (the Click group's non-standalone ``main``) under the one error
+    contract and return the exit code: usage errors (unknown option, bad value, missing
+    argument) as ONE line ``error: <what> - see `ctxkeep <command> --help``` and 2;
+    ``ctxkeep`` errors that escaped a command (a damaged store) as their line and 1;
+    Ctrl-C at a prompt 1; anything else propagates (a bug: its traceback is wanted)."""
     try:  # Typer ≥ 0.2x vendors Click as typer._click
         from typer._click import exceptions as cexc
     except ImportError:  # pragma: no cover - older Typer on plain Click
         from click import exceptions as cexc
 
     try:
-        rv = app(standalone_mode=False, prog_name="ctxkeep")
+        rv = call()
     except cexc.UsageError as e:
         if not e.format_message():  # no arguments at all: the help was printed
-            sys.exit(2)
+            return 2
         where = e.ctx.command_path if e.ctx else "ctxkeep"
-        typer.echo(f"error: {e.format_message()} - see `{where} --help`", err=True)
-        sys.exit(2)
+        typer.echo(f"error: {' '.join(e.format_message().split())} - see `{where} --help`", err=True)
+        return 2
     except typer.Abort:  # Ctrl-C or end of input at a prompt
         typer.echo("error: aborted", err=True)
-        sys.exit(1)
+        return 1
     except cexc.ClickException as e:
         typer.echo(f"error: {e.format_message()}", err=True)
-        sys.exit(e.exit_code)
+        return e.exit_code
     except Exception as e:  # SQLITE_CORRUPT where a command read a damaged page
         if not _store_error(e):
             raise
-        sys.exit(1)
+        return 1
     if rv == 130:  # Typer's exit code for Ctrl-C
         typer.echo("interrupted: what was stored stays stored; run the command again to go on", err=True)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    return rv if isinstance(rv, int) else 0
+
+
+class _Argument(TyperArgument):
+    """An argument whose usage metavar is its own: ``QUERY``, ``[FILE]...`` (Typer 0.28
+    writes a required one as ``{QUERY}``)."""
+
+    def make_metavar(self, ctx, *, usage: bool = False) -> str:
+        var = super().make_metavar(ctx, usage=usage)
+        if usage and self.metavar is not None and var == "{" + self.metavar + "}":
+            return self.metavar
+        return var
+
+
+def _plain_metavars(group) -> None:
+    """Give every argument of ``group``'s commands (and sub-groups) ``_Argument``'s
+    usage metavar."""
+    for cmd in getattr(group, "commands", {}).values():
+        for p in cmd.params:
+            if type(p) is TyperArgument:
+                p.__class__ = _Argument
+        _plain_metavars(cmd)
+
+
+class _Group(TyperGroup):
+    """The top-level Click group: run standalone (the console script, ``python -m
+    ctxkeep``, Click's test runner), it applies the error contract (``run_command``)
+    instead of Click's boxed usage errors, so every way in gives the same lines and
+    exit codes."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        _plain_metavars(self)
+
+        def call():
+            return super(_Group, self).main(
+                args, prog_name="ctxkeep", complete_var=complete_var, standalone_mode=False, **extra
+            )
+
+        if not standalone_mode:
+            return call()
+        sys.exit(run_command(call))
+
+
+app.info.cls = _Group
+
+
+def main() -> None:
+    """The ``ctxkeep`` console entry point: ``app`` under the error contract
+    (``run_command``; exit 0 success, 1 failure, 2 wrong usage)."""
+    app()
 
 
 # command modules register themselves on `app` (imported last: they import from here)
 from ctxkeep.cli import (  # noqa: E402
     compress,  # noqa: F401
     core,  # noqa: F401
+    docs,  # noqa: F401
     doctor,  # noqa: F401
     hook,  # noqa: F401
     hooks,  # noqa: F401
@@ -195,3 +348,30 @@ from ctxkeep.cli import (  # noqa: E402
     sessions,  # noqa: F401
     sources,  # noqa: F401
 )
+
+#: the help's command groups (``ctxkeep --help``), in this order; a command not named
+#: here goes to "Other"
+PANELS = {
+    "Main job": ("ingest", "sources"),
+    "Search and read": ("search", "show", "sessions", "resume", "stats"),
+    "Usage and cost": ("report", "statusline"),
+    "Maintenance": ("compress", "purge", "retention", "reindex", "backfill", "serve"),
+    "Store health": ("doctor", "backup", "restore", "quarantine"),
+    "Agents": ("mcp", "hooks", "hook"),
+    "Help": ("help",),
+}
+
+
+def _set_panels() -> None:
+    panel_of = {c: p for p, cs in PANELS.items() for c in cs}
+    infos = [(c.name or c.callback.__name__.replace("_", "-"), c) for c in app.registered_commands]
+    infos += [(g.name, g) for g in app.registered_groups]
+    for name, info in infos:
+        info.rich_help_panel = panel_of.get(name, "Other")
+    # Typer lists panels in the order their first command was registered: Main job first
+    order = {p: i for i, p in enumerate([*PANELS, "Other"])}
+    app.registered_commands.sort(key=lambda c: order[c.rich_help_panel])
+    app.registered_groups.sort(key=lambda g: order[g.rich_help_panel])
+
+
+_set_panels()

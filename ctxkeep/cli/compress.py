@@ -11,7 +11,7 @@ import typer
 
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out, table
-from ctxkeep.cli.maintenance import PrefectOpt
+from ctxkeep.cli.options import PrefectOpt, require_paths
 from ctxkeep.errors import CtxkeepError, UsageError
 
 
@@ -19,6 +19,7 @@ from ctxkeep.errors import CtxkeepError, UsageError
 def compress(
     files: list[Path] | None = typer.Argument(
         None,
+        metavar="[FILE]...",
         help="Session files to compress (default: every enabled agent's Claude Code/Codex "
         "file over max_size_kb or max_lines).",
     ),
@@ -51,16 +52,18 @@ def compress(
     from ctxkeep.maintenance import compress as ops
 
     h = _home(home)
-    if sum(bool(x) for x in (check, restore is not None, dry_run and check)) > 1 or (restore and files):
-        _fail(
-            UsageError(
-                "--check and --restore do not combine with each other or with FILE arguments",
-                hint="run them separately",
-            ),
-            2,
-        )
+    clash = None
+    if restore is not None and check:
+        clash = "--check and --restore exclude each other"
+    elif restore is not None and files:
+        clash = "--restore FILE takes no other FILE arguments"
+    elif restore is not None and dry_run:
+        clash = "--restore has no --dry-run (it puts FILE.backup back; `compress --check` shows the backups)"
+    if clash:
+        _fail(UsageError(clash, where="compress", hint="run them separately"))
     try:
-        if check:
+        require_paths(files or [], where="FILE")
+        if check:  # changes nothing: --dry-run adds nothing to it
             rep = ops.check_files(h, paths=files or None)
             _emit_check(rep, as_json)
             return

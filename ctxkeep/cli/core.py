@@ -8,18 +8,31 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
-from ctxkeep.cli.maintenance import PrefectOpt
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table
+from ctxkeep.cli.options import (
+    PrefectOpt,
+    agent_option,
+    choice_option,
+    require_paths,
+    since_option,
+    split_values,
+    store_agents,
+    until_option,
+)
 from ctxkeep.cli.sources import fail_config
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.errors import CtxkeepError, NotFound
 from ctxkeep.paths import normalize_dir
 
 
 @app.command()
 def ingest(
-    agent: list[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    agent: list[str] = agent_option(),
     path: list[Path] = typer.Option(
-        None, "--path", "-p", help="Ingest this file or directory instead of discovering (repeatable)."
+        None,
+        "--path",
+        "-p",
+        metavar="PATH",
+        help="Ingest this file or directory instead of discovering (repeatable).",
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -33,26 +46,13 @@ def ingest(
     from ctxkeep.pipeline.plan import plan
     from ctxkeep.pipeline.summary import Summary
     from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sources import SOURCES
 
     h = _home(home)
-    unknown = [a for a in agent or [] if a not in SOURCES]
-    if unknown:
-        _fail(CtxkeepError(f"unknown agent {', '.join(unknown)}", hint="known: " + ", ".join(SOURCES)), 2)
-    if path and not any(x.expanduser().exists() for x in path):
-        from ctxkeep.errors import UsageError
-
-        _fail(
-            UsageError(
-                f"no such file or directory: {', '.join(map(str, path))}",
-                where="--path",
-                hint="give a session file or a folder that holds them",
-            )
-        )
     if dry_run:
         _ingest_dry_run(h, agent, path, as_json)
         return
     try:
+        require_paths(path or [])
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
         try:
@@ -123,7 +123,7 @@ def _ingest_dry_run(h: Path, agent, path, as_json: bool) -> None:
             highlight=False,
         )
         return
-    t = table(title=f"ingest --dry-run: would read {_count(rep['files'], 'file')}, {_mb(rep['bytes'])}")
+    t = table(title=f"ingest --dry-run: would read {_count(rep['files'], 'file')}, {_size(rep['bytes'])}")
     t.add_column("agent")
     t.add_column("files", justify="right")
     t.add_column("new bytes", justify="right")
@@ -189,12 +189,18 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
 def _print_summary(s: dict) -> None:
     line = (
         f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
-        f"{_count(s['files'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}) in "
+        f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}) in "
         f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}"
     )
     out.print(line, highlight=False)
     if s.get("per_agent"):
         out.print("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), highlight=False)
+    if not s["files"] and not s["entries_new"]:  # nothing found at all: say where to look
+        out.print(
+            "  no session files found: `ctxkeep sources` shows where each agent was looked for "
+            "(and --path FILE reads one file)",
+            highlight=False,
+        )
     if s.get("files_vanished"):
         out.print(
             f"  {_count(s['files_vanished'], 'file')} vanished before they could be read", highlight=False
@@ -210,26 +216,37 @@ def _print_summary(s: dict) -> None:
 
 @app.command()
 def search(
-    query: str = typer.Argument(..., help='Words, "phrases", identifiers, paths, error messages; CJK works.'),
-    agent: str | None = typer.Option(None, help="Only this agent (a,b for several)."),
+    query: str = typer.Argument(
+        ..., metavar="QUERY", help='Words, "phrases", identifiers, paths, error messages; CJK works.'
+    ),
+    agent: list[str] = agent_option(store_agents, short=False),
     project: str | None = typer.Option(
         None, help="Only entries whose project dir is this path or below it (., ~ and relative paths work)."
     ),
     session: str | None = typer.Option(
         None, help="Only this session (an id or its first characters, as hits show it; sub-agents included)."
     ),
-    kind: str | None = typer.Option(
-        None, help="message, tool_call, tool_result, thinking, summary, meta (a,b for several)."
+    kind: list[str] = choice_option(
+        "--kind",
+        "KINDS",
+        "message, tool_call, tool_result, thinking, summary, meta (repeatable, or a,b).",
     ),
-    role: str | None = typer.Option(None, help="user, assistant, system, tool."),
-    tool: str | None = typer.Option(None, help="Only calls/results of this tool name (case-insensitive)."),
-    since: str | None = typer.Option(
-        None, help="From this UTC time: 2025-06-01, 2025-06-01T12:00, or an age like 7d, 12h."
+    role: list[str] = choice_option("--role", "ROLES", "user, assistant, system, tool (repeatable, or a,b)."),
+    tool: list[str] = typer.Option(
+        None,
+        "--tool",
+        metavar="NAME",
+        help="Only calls/results of this tool name (case-insensitive; repeatable, or a,b).",
     ),
-    until: str | None = typer.Option(None, help="Before this UTC time (same forms as --since)."),
-    status: str | None = typer.Option(None, help="active, archived, consumed, rewound."),
-    limit: int = typer.Option(10, "--limit", "-n", help="At most this many hits (1-200)."),
-    budget: int | None = typer.Option(None, "--budget", "-b", help="Token budget for the listed hits."),
+    since: str | None = since_option("From this UTC time on, inclusive"),
+    until: str | None = until_option("Up to this UTC time, inclusive (a date: that whole day)"),
+    status: list[str] = choice_option(
+        "--status", "STATUSES", "active, archived, consumed, rewound (repeatable, or a,b)."
+    ),
+    limit: int = typer.Option(10, "--limit", "-n", metavar="N", help="At most this many hits (1-200)."),
+    budget: int | None = typer.Option(
+        None, "--budget", "-b", metavar="TOKENS", help="Token budget for the listed hits."
+    ),
     raw: bool = typer.Option(False, "--raw", help="Pass FTS5 query syntax through (word index only)."),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -259,7 +276,7 @@ def search(
                 session=session,
                 kind=kind,
                 role=role,
-                tool=tool,
+                tool=split_values(tool) or None,
                 since=since,
                 until=until,
                 status=status,
@@ -296,7 +313,9 @@ def search(
 @app.command()
 def show(
     entry_ids: list[str] = typer.Argument(
-        None, help="Entry ids (or unique prefixes of 6+ characters) from `ctxkeep search`."
+        None,
+        metavar="[ENTRY_ID]...",
+        help="Entry ids (or unique prefixes of 6+ characters) from `ctxkeep search`.",
     ),
     session: str | None = typer.Option(
         None,
@@ -305,11 +324,23 @@ def show(
         help="Print this session's conversation in order instead (an id or unique prefix, as `ctxkeep sessions` shows).",
     ),
     budget: int | None = typer.Option(
-        None, "--budget", "-b", help="Token budget for all texts together (cut texts keep head and tail)."
+        None,
+        "--budget",
+        "-b",
+        metavar="TOKENS",
+        help="Token budget for all texts together (cut texts keep head and tail).",
     ),
-    max_bytes: int | None = typer.Option(None, "--max-bytes", help="Cap on each text, in bytes."),
+    max_bytes: int | None = typer.Option(
+        None,
+        "--max-bytes",
+        metavar="BYTES",
+        help="Cap on each text, in bytes (the elision marker comes on top).",
+    ),
     offset: int = typer.Option(
-        0, "--offset", help="Continue from this byte offset (one id; offsets come from the elision markers)."
+        0,
+        "--offset",
+        metavar="BYTES",
+        help="Continue from this byte offset (one id; offsets come from the elision markers).",
     ),
     media_dir: Path | None = typer.Option(
         None,
@@ -319,9 +350,11 @@ def show(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Print the full contents of entries (tier 2 of a search), or with --session one
-    session's conversation, within a budget; with --json also the images and outputs
-    compress moved to the store (base64)."""
+    """Print entries in full (tier 2 of a search), or with --session one session's conversation.
+
+    Within a budget (cut texts keep head and tail around a marker that says how to
+    fetch the rest); with --json also the images and outputs compress moved to the
+    store (base64)."""
     from ctxkeep.errors import UsageError
     from ctxkeep.query.fetch import fetch
     from ctxkeep.sinks import sqlite as sqlite_store
@@ -352,6 +385,8 @@ def show(
         shown = short_session_ids(conn, [r.session_id for r in rows])
     except CtxkeepError as e:
         _fail(e)
+    if not rows:  # nothing to show: one error line naming every id that was not found
+        _fail(NotFound("; ".join(problems) or "nothing to show", hint="`ctxkeep search` lists entry ids"))
     for p in problems:
         err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
     if as_json:
@@ -364,7 +399,12 @@ def show(
                 highlight=False,
             )
             out.print(
-                f"  from {d.source_path} @ {d.source_offset}", highlight=False, markup=False, soft_wrap=True
+                f"  from {d.source_path} @ byte {d.source_offset:,}"
+                if d.source_path
+                else f"  a note indexed as {d.session_id!r} (ctx_index)",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
             )
             out.print(d.text, highlight=False, markup=False, soft_wrap=True)
             for m in d.media:
@@ -380,8 +420,6 @@ def show(
                     markup=False,
                     soft_wrap=True,
                 )
-    if not rows:
-        raise typer.Exit(1)
 
 
 def _show_session(session: str, budget: int | None, home: Path | None, as_json: bool) -> None:
@@ -482,7 +520,7 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             f"{d['kinds'].get('message', 0):,}",
             f"{d['kinds'].get('tool_call', 0):,}",
             f"{d['kinds'].get('tool_result', 0):,}",
-            _mb(d["text_bytes"]),
+            _size(d["text_bytes"]),
             f"{d['token_estimate']:,}",
         )
         for a, d in s["agents"].items()
@@ -503,7 +541,7 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     out.print(t)
     c = s["contents"]
     out.print(
-        f"distinct contents {c['distinct']:,} ({_mb(c['bytes'])}, {c['token_estimate']:,} tokens); "
+        f"distinct contents {c['distinct']:,} ({_size(c['bytes'])}, {c['token_estimate']:,} tokens); "
         f"quarantined lines {s['quarantine']['skipped']:,} skipped, {s['quarantine']['repaired']:,} repaired",
         highlight=False,
     )
@@ -515,7 +553,7 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     )
     out.print(
         "files: "
-        + ", ".join(f"{k} {_mb(v)}" for k, v in s["files"].items())
+        + ", ".join(f"{k} {_size(v)}" for k, v in s["files"].items())
         + f"; last ingest {s['last_ingest'] or 'never'}",
         highlight=False,
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, out
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, out
 from ctxkeep.errors import CtxkeepError
 
 _MARK = {"ok": "ok", "damaged": "DAMAGED", "warning": "warning", "skipped": "skipped"}
@@ -78,7 +78,7 @@ def backup(
         _print_json(rep)
         return
     out.print(
-        f"backed up the store to {rep['path']} ({_mb(rep['bytes'])}) in {rep['seconds']:.1f} s; "
+        f"backed up the store to {rep['path']} ({_size(rep['bytes'])}) in {rep['seconds']:.1f} s; "
         f"removed {len(rep['removed'])} older copies",
         highlight=False,
         soft_wrap=True,
@@ -87,7 +87,7 @@ def backup(
 
 @app.command()
 def restore(
-    file: Path = typer.Argument(..., help="A store backup (<home>/backups/store-<UTC>.db)."),
+    file: Path = typer.Argument(..., metavar="FILE", help="A store backup (<home>/backups/store-<UTC>.db)."),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, app
+from ctxkeep.cli import HomeOpt, _given_home, app
 
 hook_app = typer.Typer(hidden=True, add_completion=False, help="Run an agent hook (called by the agents).")
 app.add_typer(hook_app, name="hook", hidden=True)
@@ -29,33 +29,39 @@ def _stdin() -> str:
 
 @hook_app.command("claude-code")
 def claude_code(
-    event: str = typer.Argument(..., help="precompact, session-start or session-end."),
+    event: str = typer.Argument(..., metavar="EVENT", help="precompact, session-start or session-end."),
     home: Path | None = HomeOpt,
     timeout: float | None = TimeoutOpt,
 ):
     """Claude Code hook: PreCompact / SessionEnd ingest; SessionStart (compact|resume) prints the snapshot."""
     from ctxkeep.hooks import runtime
 
-    runtime.main("claude-code", event, _stdin(), home=home, timeout=timeout)
+    runtime.main("claude-code", event, _stdin(), home=_given_home(home), timeout=timeout)
 
 
 @hook_app.command("codex")
 def codex(
-    event: str = typer.Argument(..., help="notify."),
-    payload: str | None = typer.Argument(None, help="The JSON Codex passes to its notify program."),
+    event: str = typer.Argument(..., metavar="EVENT", help="notify."),
+    payload: str | None = typer.Argument(
+        None, metavar="[PAYLOAD]", help="The JSON Codex passes to its notify program."
+    ),
     home: Path | None = HomeOpt,
     timeout: float | None = TimeoutOpt,
 ):
     """Codex notify program: ingests the thread's rollout after each turn."""
     from ctxkeep.hooks import runtime
 
-    runtime.main("codex", event, payload if payload is not None else _stdin(), home=home, timeout=timeout)
+    runtime.main(
+        "codex", event, payload if payload is not None else _stdin(), home=_given_home(home), timeout=timeout
+    )
 
 
 @hook_app.command("gemini-cli")
 def gemini_cli(
     event: str = typer.Argument(
-        ..., help="A Gemini CLI hook event: SessionStart, PreCompress, SessionEnd, AfterAgent, …"
+        ...,
+        metavar="EVENT",
+        help="A Gemini CLI hook event: SessionStart, PreCompress, SessionEnd, AfterAgent, …",
     ),
     home: Path | None = HomeOpt,
     timeout: float | None = TimeoutOpt,
@@ -63,4 +69,4 @@ def gemini_cli(
     """Gemini CLI hook: PreCompress / SessionEnd / AfterAgent ingest; SessionStart (resume) prints the snapshot."""
     from ctxkeep.hooks import runtime
 
-    runtime.main("gemini-cli", event, _stdin(), home=home, timeout=timeout)
+    runtime.main("gemini-cli", event, _stdin(), home=_given_home(home), timeout=timeout)

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import JsonOpt, _print_json, app, err
+from ctxkeep.cli.options import agent_option
 from ctxkeep.errors import ConfigError, UsageError
 
 hooks_app = typer.Typer(
@@ -19,11 +20,17 @@ hooks_app = typer.Typer(
 )
 app.add_typer(hooks_app, name="hooks")
 
-AgentOpt = typer.Option(
-    None,
-    "--agent",
-    "-a",
-    help="claude-code, codex or gemini-cli (repeatable; default: the agents found in your home).",
+
+def hook_agents() -> tuple[str, ...]:
+    """The agents ctxkeep installs hooks for (``hooks.install.HOOK_AGENTS``)."""
+    from ctxkeep.hooks.install import HOOK_AGENTS
+
+    return tuple(HOOK_AGENTS)
+
+
+AgentOpt = agent_option(
+    hook_agents,
+    help="claude-code, codex or gemini-cli (repeatable, or a,b; default: the agents found in your home).",
 )
 ScopeOpt = typer.Option("user", "--scope", help="user (your home's settings) or project (the project's).")
 ProjectOpt = typer.Option(None, "--project", help="The project directory for --scope project (default: .).")
@@ -39,14 +46,7 @@ def _where(project: Path | None):
 def _agents(agents: list[str] | None, w, allowed: tuple[str, ...], detect: bool) -> list[str]:
     from ctxkeep.hooks.install import detected_agents
 
-    if agents:
-        bad = [a for a in agents if a not in allowed]
-        if bad:
-            typer.echo(
-                f"error: unknown agent {bad[0]!r} - use one of: {', '.join(allowed)}",
-                err=True,
-            )
-            raise typer.Exit(2)
+    if agents:  # checked against ``allowed`` by the option (``agent_option``)
         return list(dict.fromkeys(agents))
     if not detect:
         return list(allowed)

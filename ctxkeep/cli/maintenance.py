@@ -17,18 +17,9 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _mb, _print_json, app, err, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table
+from ctxkeep.cli.options import PrefectOpt, agent_option, require_paths, since_option, until_option
 from ctxkeep.errors import CtxkeepError, NotFound, UsageError
-
-#: ``--prefect/--no-prefect`` of ingest, compress, retention, reindex and backfill:
-#: None (neither given) lets ``flows.prefect_env.run_as_flow`` decide
-PrefectOpt = typer.Option(
-    None,
-    "--prefect/--no-prefect",
-    help="--prefect: record the run as a Prefect flow run, on Prefect's temporary server "
-    "(15-50 s to start) when none runs; --no-prefect: in-process. Default: a flow run when "
-    "PREFECT_API_URL is set or `ctxkeep serve` runs for this store, else in-process.",
-)
 
 _COUNT_LABELS = [
     ("entries", "entries"),
@@ -51,7 +42,7 @@ def _counts_table(title: str, removed: dict):
         if key in removed:
             t.add_row(label, f"{removed[key]:,}")
     if "text_bytes" in removed:
-        t.add_row("text", _mb(removed["text_bytes"]))
+        t.add_row("text", _size(removed["text_bytes"]))
     return t
 
 
@@ -153,7 +144,7 @@ def purge(
     if req.scope == "all":
         out.print(
             f"wiped the store at {h}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
-            f" ({_mb(rep['bytes_removed'])})",
+            f" ({_size(rep['bytes_removed'])})",
             highlight=False,
         )
         return
@@ -230,13 +221,13 @@ def _print_policy(p: dict, verb: str) -> None:
             f"{c['entries']:,}",
             f"{c['sessions']:,}",
             f"{c['usage']:,}",
-            _mb(c["text_bytes"]),
+            _size(c["text_bytes"]),
         )
     out.print(t)
     tot = p["totals"]
     out.print(
         f"{verb}: {_count(tot['entries'], 'entry', 'entries')} of {_count(tot['sessions'], 'session')}, "
-        f"{tot['usage']:,} usage rows, {_mb(tot['text_bytes'])} of text",
+        f"{tot['usage']:,} usage rows, {_size(tot['text_bytes'])} of text",
         highlight=False,
     )
 
@@ -253,7 +244,7 @@ def _print_preview(p: dict) -> None:
     if p["scope"] == "all":
         out.print(
             f"would wipe the store at {p['home']}: {', '.join(p['files_removed']) or 'no files'} "
-            f"({_mb(p['bytes_removed'])})",
+            f"({_size(p['bytes_removed'])})",
             highlight=False,
         )
         if p.get("removed"):
@@ -348,7 +339,7 @@ def retention(
     out.print(
         f"{verb} {len(rep['old_archives'])} archive files older than {rep['archive_cutoff'][:10]} "
         f"and {len(rep['old_backups'])} compress backups older than {rep['backup_cutoff'][:10]} "
-        f"({_mb(rep['old_archives_bytes'] + rep['old_backups_bytes'])})",
+        f"({_size(rep['old_archives_bytes'] + rep['old_backups_bytes'])})",
         highlight=False,
     )
 
@@ -387,33 +378,25 @@ def backfill(
     path: list[Path] = typer.Option(
         None, "--path", "-p", help="Re-read this file or directory (repeatable)."
     ),
-    since: str | None = typer.Option(
-        None, help="Files written on or after this date (YYYY-MM-DD, UTC) or age (7d, 12h)."
+    since: str | None = since_option("Files with records from this time on, inclusive"),
+    until: str | None = until_option(
+        "Files with records up to this time, inclusive (a date: that whole day)"
     ),
-    until: str | None = typer.Option(
-        None, help="Files whose first record is on or before this date (YYYY-MM-DD, UTC)."
-    ),
-    agent: list[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    agent: list[str] = agent_option(),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list the files that would be read."),
     prefect: bool | None = PrefectOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates)."""
-    from ctxkeep.maintenance import backfill as maintenance
-    from ctxkeep.sources import SOURCES
+    """Re-ingest paths or a date range from scratch, ignoring watermarks (no duplicates).
+
+    A file is in the date range unless its last record is before --since or its first
+    record is after --until (record times read from the file, not its mtime; agent
+    databases are always read)."""
 
     h = _home(home)
-    unknown = [a for a in agent or [] if a not in SOURCES]
-    if unknown:
-        _fail(CtxkeepError(f"unknown agent {', '.join(unknown)}", hint="known: " + ", ".join(SOURCES)), 2)
-    for label, d in (("--since", since), ("--until", until)):
-        if d:
-            try:
-                maintenance.parse_day(d)
-            except ValueError:
-                _fail(UsageError(f"{label} {d!r} is not a date", hint="use YYYY-MM-DD, or an age like 7d"), 2)
     try:
+        require_paths(path or [])
         cfgmod.ensure_home(h)
         if dry_run or not _as_flow(h, prefect):
             rep = _backfill_with_progress(h, path, since, until, agent, dry_run, not as_json)
@@ -436,7 +419,7 @@ def backfill(
     if dry_run or "ingest" not in rep:
         out.print(
             f"{'would re-read' if dry_run else 'nothing to re-read:'} {len(rep['files']):,} files "
-            f"({_mb(rep['bytes'])})",
+            f"({_size(rep['bytes'])})",
             highlight=False,
         )
         for f in rep["files"][:50]:
@@ -444,7 +427,7 @@ def backfill(
         return
     s = rep["ingest"]
     out.print(
-        f"backfilled {_count(s['files_read'], 'file')} ({_mb(s['bytes'])}, {_count(s['lines'], 'line')}): "
+        f"backfilled {_count(s['files_read'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}): "
         f"{_count(s['entries_new'], 'new entry', 'new entries')}, "
         f"{_count(s['quarantined'], 'quarantined line')}, "
         f"{s['seconds']:.1f} s",
@@ -488,8 +471,22 @@ def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict
 
 @app.command()
 def serve(
-    port: int = typer.Option(4200, help="Port of the Prefect server ctxkeep starts on 127.0.0.1."),
-    host: str = typer.Option("127.0.0.1", help="Interface of that server (keep it on loopback)."),
+    port: int = typer.Option(
+        4200, min=1, max=65535, metavar="PORT", help="Port of the Prefect server ctxkeep starts."
+    ),
+    host: str = typer.Option(
+        "127.0.0.1",
+        metavar="HOST",
+        help="Interface of that server: loopback (127.0.0.1, ::1, localhost) unless --allow-remote.",
+    ),
+    allow_remote: bool = typer.Option(
+        False,
+        "--allow-remote",
+        help="Allow a --host that is not loopback. This exposes the Prefect API to the network, "
+        "unauthenticated: anyone who reaches HOST:PORT can read flow runs and their parameters "
+        "(store paths), start, cancel and delete deployments, and run the ingest, compress "
+        "and retention flows on this store.",
+    ),
     ingest_minutes: int = typer.Option(15, min=1, help="Ingest every N minutes."),
     compress_minutes: int = typer.Option(60, min=1, help="Compress every N minutes."),
     retention_hours: int = typer.Option(24, min=1, help="Retention every N hours."),
@@ -499,9 +496,21 @@ def serve(
 
     Uses PREFECT_API_URL when set; otherwise starts `prefect server start` and stops it on exit.
     """
+    if not allow_remote and not is_loopback(host):
+        _fail(
+            UsageError(
+                f"--host {host} is not a loopback address: the Prefect API would be reachable from the "
+                "network, unauthenticated",
+                where="serve",
+                hint="keep the default 127.0.0.1, or pass --allow-remote if that is what you want",
+            )
+        )
     from ctxkeep.flows import serve as serve_mod
 
-    h = cfgmod.ensure_home(_home(home))
+    try:
+        h = cfgmod.ensure_home(_home(home))
+    except CtxkeepError as e:
+        _fail(e)
 
     def ready(api: str) -> None:
         err.print(
@@ -521,3 +530,18 @@ def serve(
         )
     except CtxkeepError as e:
         _fail(e)
+
+
+def is_loopback(host: str) -> bool:
+    """True for a loopback interface: ``localhost`` or a literal loopback address
+    (``127.0.0.0/8``, ``::1``). Any other name counts as remote (it is not resolved:
+    no lookup leaves the machine)."""
+    import ipaddress
+
+    h = host.strip().strip("[]").lower()
+    if h == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False

@@ -10,8 +10,9 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _home, app
+from ctxkeep.cli import HomeOpt, JsonOpt, _given_home, _home, app
 from ctxkeep.cli.hooks import DryRunOpt, ProjectOpt, ScopeOpt, _agents, _scope, _where, run_changes
+from ctxkeep.cli.options import agent_option
 
 mcp_app = typer.Typer(
     invoke_without_command=True,
@@ -19,11 +20,18 @@ mcp_app = typer.Typer(
 )
 app.add_typer(mcp_app, name="mcp")
 
-McpAgentOpt = typer.Option(
-    None,
-    "--agent",
-    "-a",
-    help="claude-code, codex, gemini-cli or cursor (repeatable; default: the agents found in your home).",
+
+def mcp_agents() -> tuple[str, ...]:
+    """The agents whose MCP config ctxkeep can register its server in
+    (``hooks.install.MCP_AGENTS``)."""
+    from ctxkeep.hooks.install import MCP_AGENTS
+
+    return tuple(MCP_AGENTS)
+
+
+McpAgentOpt = agent_option(
+    mcp_agents,
+    help="claude-code, codex, gemini-cli or cursor (repeatable, or a,b; default: the agents found in your home).",
 )
 
 
@@ -61,6 +69,7 @@ def install(
     _scope(scope)
     w = _where(project)
     exe = ctxkeep_argv()
+    store = _given_home(store)  # `ctxkeep --home DIR mcp install`: that store
     if store is None and os.environ.get("CTXKEEP_HOME"):
         store = Path(os.environ["CTXKEEP_HOME"])  # the agent starts the server without it
     store = store.expanduser().absolute() if store else None

@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.cli.options import agent_option, since_option, split_values, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
 report_app = typer.Typer(
@@ -24,10 +25,10 @@ report_app = typer.Typer(
 )
 app.add_typer(report_app, name="report")
 
-SinceOpt = typer.Option(None, "--since", "-s", help="First local date, inclusive (YYYY-MM-DD).")
-UntilOpt = typer.Option(None, "--until", "-u", help="Last local date, inclusive (YYYY-MM-DD).")
+SinceOpt = since_option("First local day, inclusive (a datetime or an age: the day it falls on)", "-s")
+UntilOpt = until_option("Last local day, inclusive", "-u")
 TzOpt = typer.Option(None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone).")
-AgentOpt = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable, or comma-separated).")
+AgentOpt = agent_option(store_agents)
 ProjectOpt = typer.Option(None, "--project", "-p", help="Only projects whose directory contains this.")
 BreakdownOpt = typer.Option(False, "--breakdown", "-b", help="One row per model.")
 ModeOpt = typer.Option(
@@ -44,19 +45,13 @@ _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation
 
 def _filters(since, until, timezone, agent, project, mode):
     from ctxkeep.query import reports as R
-    from ctxkeep.schema import AGENTS
 
     tz = R.check_timezone(timezone or R.local_timezone())
-    s = R.parse_date(since, "--since") if since else None
-    u = R.parse_date(until, "--until") if until else None
+    s = R.parse_date(since, "--since", tz) if since else None
+    u = R.parse_date(until, "--until", tz) if until else None
     if s and u and s > u:
         raise UsageError(f"--since {s} is after --until {u}", where="--since/--until", hint="swap them")
-    agents = tuple(a.strip() for x in agent or [] for a in x.split(",") if a.strip())
-    unknown = [a for a in agents if a not in AGENTS]
-    if unknown:
-        raise UsageError(
-            f"unknown agent {', '.join(unknown)}", where="--agent", hint="known: " + ", ".join(AGENTS)
-        )
+    agents = tuple(split_values(agent))  # checked by the option (``agent_option``)
     if mode not in R.MODES:
         raise UsageError(
             f"unknown cost mode {mode!r}", where="--mode", hint="give auto, calculate or display"
@@ -383,8 +378,9 @@ def statusline(
     home: Path | None = HomeOpt,
     timezone: str | None = TzOpt,
 ):
-    """One line for Claude Code's statusLine: today's cost, the active block, the
-    session's context (reads the JSON Claude Code sends on stdin)."""
+    """One line for Claude Code's statusLine: today's cost, the active block, the session's context.
+
+    Reads the JSON Claude Code sends on stdin."""
     from ctxkeep.query import statusline as sl
 
     sys.stdout.write(sl.line(_home(home), sys.stdin, timezone) + "\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, err
+from ctxkeep.cli.options import since_option, until_option
 from ctxkeep.cli.report import report_app
 from ctxkeep.errors import CtxkeepError
 
@@ -16,14 +17,10 @@ from ctxkeep.errors import CtxkeepError
 @report_app.command("html")
 def html(
     out_dir: Path = typer.Argument(
-        ..., help="Folder to write usage.html, sessions.html, store.html, index.html."
+        ..., metavar="DIR", help="Folder to write usage.html, sessions.html, store.html, index.html."
     ),
-    since: str = typer.Option(
-        "", "--since", help="First day, YYYY-MM-DD, inclusive (default: the first record)."
-    ),
-    until: str = typer.Option(
-        "", "--until", help="Last day, YYYY-MM-DD, inclusive (default: the last record)."
-    ),
+    since: str | None = since_option("First local day, inclusive (default: the first record)"),
+    until: str | None = until_option("Last local day, inclusive (default: the last record)"),
     timezone: str = typer.Option(
         None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone)."
     ),
@@ -40,7 +37,7 @@ def html(
     try:
         from ctxkeep.timeutil import local_timezone
 
-        w = notebooks.window(timezone or local_timezone(), since, until)
+        w = notebooks.window(timezone or local_timezone(), since or "", until or "")
     except CtxkeepError as e:
         _fail(e, 2)
     h = _home(home)

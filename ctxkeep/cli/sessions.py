@@ -9,34 +9,35 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out
+from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.paths import normalize_dir
 
 
 @app.command()
 def sessions(
-    agent: list[str] = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    agent: list[str] = agent_option(store_agents),
     project: str | None = typer.Option(
-        None, help="Only sessions whose project dir is this path or below it (., ~ and relative paths work)."
+        None,
+        metavar="DIR",
+        help="Only sessions whose project dir is this path or below it (., ~ and relative paths work).",
     ),
-    since: str | None = typer.Option(None, help="Active from this UTC time: 2025-06-01, or an age like 7d."),
-    until: str | None = typer.Option(None, help="Started before this UTC time (same forms as --since)."),
+    since: str | None = since_option("Sessions active from this UTC time on, inclusive"),
+    until: str | None = until_option(
+        "Sessions started up to this UTC time, inclusive (a date: that whole day)"
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """List stored sessions, newest first, sub-agents under their parent (ids: the shortest unique prefix)."""
     from ctxkeep.query.search.parse import parse_when
     from ctxkeep.query.sessions import list_sessions
-    from ctxkeep.schema import AGENTS
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.timeutil import check_window
 
     h = _home(home)
     try:
-        unknown = [a for a in agent or [] if a not in AGENTS]
-        if unknown:
-            raise UsageError(
-                f"unknown agent {', '.join(unknown)}", where="--agent", hint="known: " + ", ".join(AGENTS)
-            )
+        check_window(since, until)
         conn = sqlite_store.connect(h, readonly=True)
         try:
             rows, source = list_sessions(
@@ -45,12 +46,10 @@ def sessions(
                 agents=agent or None,
                 project=normalize_dir(project, os.getcwd()) if project else None,
                 since=parse_when(since),
-                until=parse_when(until),
+                until=parse_when(until, upper=True),
             )
         finally:
             conn.close()
-    except UsageError as e:
-        _fail(e, 2)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -113,11 +112,18 @@ def _short_dir(p: str | None) -> str:
 @app.command()
 def resume(
     session: str | None = typer.Argument(
-        None, help="A session id or unique prefix (default: the latest session of --project or here)."
+        None,
+        metavar="[SESSION]",
+        help="A session id or unique prefix (default: the latest session of --project or here).",
     ),
-    project: str | None = typer.Option(None, help="The project whose latest session to resume (default: .)."),
-    budget: int = typer.Option(1500, "--budget", "-b", help="Token budget of the snapshot."),
-    fmt: str = typer.Option("md", "--format", "-f", help="md or json."),
+    project: str | None = typer.Option(
+        None, metavar="DIR", help="The project whose latest session to resume (default: .)."
+    ),
+    budget: int = typer.Option(
+        1500, "--budget", "-b", metavar="TOKENS", help="Token budget of the snapshot."
+    ),
+    fmt: str = typer.Option("md", "--format", "-f", metavar="FORMAT", help="md or json (--json: json)."),
+    as_json: bool = JsonOpt,
     home: Path | None = HomeOpt,
 ):
     """Print a resume snapshot of a session: prompts, open tasks, files, last failure, the user's rules, where to fetch more."""
@@ -137,11 +143,9 @@ def resume(
             )
         finally:
             conn.close()
-    except UsageError as e:
-        _fail(e, 2 if "budget" in str(e) or "format" in str(e) else 1)
     except CtxkeepError as e:
         _fail(e)
-    if fmt == "json":
+    if fmt == "json" or as_json:
         _print_json(snap.as_dict())
     else:
         typer.echo(snap.to_markdown(), nl=False)

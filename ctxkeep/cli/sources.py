@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, table
 from ctxkeep.errors import CtxkeepError
 
 
@@ -201,10 +201,3 @@ def sources(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             where,
         )
     out.print(t)
-
-
-def _size(n: int) -> str:
-    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{n} B"

@@ -5,7 +5,8 @@ Prefect fires schedules only against a real API server (on its temporary server
 ``serve`` starts ``prefect server start`` on 127.0.0.1 (its database under
 ``PREFECT_HOME``, by default ``<ctxkeep home>/prefect``), waits for ``/api/health``,
 serves the deployments with ``prefect.serve`` and stops the server (its whole process
-group) when it exits: Ctrl-C, SIGTERM (systemd, launchd) or an error. While it
+group) when it exits: SIGINT (Ctrl-C; also when started with SIGINT ignored, as a
+script's ``setsid … &`` does), SIGTERM (systemd, launchd) or an error. While it
 serves, ``<home>/prefect/serve.json`` holds its API URL (``prefect_env.SERVE_FILE``):
 ``ctxkeep ingest`` and the maintenance commands then record their runs there.
 
@@ -201,16 +202,20 @@ def start_server(
     )
     log.close()
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise CtxkeepError(
-                f"the Prefect server exited with code {proc.returncode}",
-                where=str(log_path),
-                hint="see the server log",
-            )
-        if healthy(api):
-            return proc, api
-        time.sleep(0.5)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise CtxkeepError(
+                    f"the Prefect server exited with code {proc.returncode}",
+                    where=str(log_path),
+                    hint="see the server log",
+                )
+            if healthy(api):
+                return proc, api
+            time.sleep(0.5)
+    except BaseException:  # Ctrl-C / SIGTERM while it starts: no server outlives us
+        stop_server(proc)
+        raise
     stop_server(proc)
     raise CtxkeepError(
         f"the Prefect server did not become healthy within {timeout:.0f} s",
@@ -254,11 +259,17 @@ def serve(
     configure_prefect(home)
     proc = None
     api = os.environ.get("PREFECT_API_URL")
-    prev_term = None
 
-    def _term(signum, frame):  # systemd/launchd stop: unwind so the server is stopped
+    def _term(signum, frame):  # systemd/launchd stop, Ctrl-C: unwind so the server is stopped
         raise KeyboardInterrupt
 
+    # SIGTERM and SIGINT both stop it, however it was started: a script's `setsid … &`
+    # starts it with SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+    prev = {
+        sig: signal.signal(sig, _term)
+        for sig in (getattr(signal, "SIGTERM", None), signal.SIGINT)
+        if sig is not None
+    }
     try:
         if not api:
             proc, api = start_server(home, host, port)
@@ -269,8 +280,6 @@ def serve(
                 where="PREFECT_API_URL",
                 hint="start it, or unset PREFECT_API_URL to let ctxkeep start one",
             )
-        if hasattr(signal, "SIGTERM"):
-            prev_term = signal.signal(signal.SIGTERM, _term)
         # interactive commands of this home find the server here (prefect_env.run_as_flow)
         write_serve_file(home, api)
         deps = build_deployments(home, (scheds or schedules()) + policy_schedules(home))
@@ -283,7 +292,7 @@ def serve(
         pass
     finally:
         remove_serve_file(home)
-        if prev_term is not None:
-            signal.signal(signal.SIGTERM, prev_term)
+        for sig, handler in prev.items():
+            signal.signal(sig, handler)
         if proc is not None:
             stop_server(proc)

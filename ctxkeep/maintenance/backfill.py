@@ -11,75 +11,83 @@ does. ``flows.maintenance.backfill_flow`` wraps ``run_backfill`` in a Prefect fl
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from pathlib import Path
 
 from ctxkeep import config as cfgmod
-from ctxkeep.errors import UsageError
 from ctxkeep.pipeline import engine as pipeline
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
 
-_TS_KEYS = ("timestamp", "startTime", "created_at", "createdAt", "ts", "time")
+#: a record time in a session file's bytes: an ISO-8601 value of a time key of
+#: Claude Code / Codex lines (``timestamp``), Gemini CLI documents (``startTime``,
+#: ``lastUpdated``, message ``timestamp``) and other JSON (``created_at``, ``createdAt``,
+#: ``updated_at``, ``updatedAt``, ``time``, ``ts``), not inside an escaped string
+#: (``\"timestamp\"`` is text quoted in a message, not a record's time)
+_ISO_TIME = re.compile(
+    rb'(?<!\\)"(?:timestamp|startTime|lastUpdated|created_at|createdAt|updated_at|updatedAt|time|ts)"'
+    rb'\s*:\s*"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)"'
+)
+#: OpenCode's JSON tree: ``"time": {"created": <Unix ms>, "updated": <Unix ms>}``
+_EPOCH_MS = re.compile(rb'(?<!\\)"(?:created|updated)"\s*:\s*(1\d{12})\b')
+#: Markdown transcripts in local time: Aider ``# aider chat started at 2025-10-20
+#: 21:49:17`` and its input history's ``# 2025-10-20 21:49:20.123456``, SpecStory
+#: ``# Title (2025-04-28 12:22:37)``
+_MD_TIME = re.compile(
+    rb"(?m)^#\s(?:aider chat started at |.*\()?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\)?[ \t\r]*$"
+)
+#: bytes read at each end of a file for its record times
+SPAN_BYTES = 65536
 
 
-def first_timestamp(path: Path, head_bytes: int = 65536) -> dt.datetime | None:
-    """The earliest-looking record time of a session file: the first ISO-8601 value of
-    a ``timestamp``/``startTime``/``created_at``/``ts`` key (top level or in ``payload``)
-    among the JSON lines (or the JSON document) in its first ``head_bytes``. Claude Code
-    and Codex write ``timestamp`` on every line; Gemini CLI ``startTime`` at the top.
-    None when no such value is found (binary databases, empty files)."""
+def _times(chunk: bytes) -> list[dt.datetime]:
+    out = []
+    for m in _ISO_TIME.finditer(chunk):
+        try:
+            t = dt.datetime.fromisoformat(m.group(1).decode().replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        out.append(t if t.tzinfo else t.replace(tzinfo=dt.UTC))
+    for m in _EPOCH_MS.finditer(chunk):
+        out.append(dt.datetime.fromtimestamp(int(m.group(1)) / 1000, dt.UTC))
+    for m in _MD_TIME.finditer(chunk):
+        try:  # local time, as the Aider and SpecStory sources read it
+            out.append(dt.datetime.fromisoformat(m.group(1).decode()).astimezone(dt.UTC))
+        except ValueError:
+            continue
+    return out
+
+
+def record_span(path: Path, span_bytes: int = SPAN_BYTES) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """The record times of a session file, read from its bytes (never its mtime, which a
+    copy or a restore changes): ``(first, last)`` as aware UTC datetimes, the earliest
+    and the latest time in its first and last ``span_bytes`` (a Gemini document names
+    its ``lastUpdated`` at the top). Times
+    are the ISO values of the time keys (``_ISO_TIME``: Claude Code and Codex
+    ``timestamp`` on every line, Gemini CLI ``startTime``/``lastUpdated``), OpenCode's
+    Unix-ms ``created``/``updated`` and the Aider/SpecStory Markdown headers (local
+    time). Either is None when its end holds none (binary databases, empty files); a
+    file that cannot be read gives ``(None, None)``."""
     try:
         with open(path, "rb") as f:
-            head = f.read(head_bytes)
+            head = f.read(span_bytes)
+            size = f.seek(0, 2)
+            if size > span_bytes:
+                f.seek(max(span_bytes, size - span_bytes))
+                tail = f.read(span_bytes)
+            else:
+                tail = head
     except OSError:
-        return None
-    for raw in head.split(b"\n") or [head]:
-        raw = raw.strip()
-        if not raw.startswith(b"{"):
-            continue
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            m = re.search(rb'"(?:timestamp|startTime|created_at)"\s*:\s*"([0-9T:.\-+Z ]{10,40})"', raw)
-            obj = {"timestamp": m.group(1).decode()} if m else None
-        if not isinstance(obj, dict):
-            continue
-        for d in (obj, obj.get("payload") if isinstance(obj.get("payload"), dict) else {}):
-            for k in _TS_KEYS:
-                v = d.get(k)
-                if isinstance(v, str) and len(v) >= 10:
-                    try:
-                        t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
-                    except ValueError:
-                        continue
-                    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
-    return None
+        return None, None
+    times = _times(head) + (_times(tail) if tail is not head else [])
+    return (min(times), max(times)) if times else (None, None)
 
 
-def parse_day(d: dt.date | dt.datetime | str | None, end: bool = False) -> dt.datetime | None:
-    """A date (``YYYY-MM-DD``: that UTC day's start, or with ``end`` the next day's
-    start) or an ISO-8601 datetime (naive = UTC) as an aware UTC datetime, or an age
-    (``7d``, ``12h``, ``30m``, ``2w``: that long before now, as search's ``--since``);
-    None stays None. Raises ValueError for text that is none of these."""
-    if d is None:
-        return None
-    if isinstance(d, str) and re.fullmatch(r"\d+\s*[mhdw]", d.strip()):
-        from ctxkeep.query.search import parse_when
-
-        return dt.datetime.fromisoformat(parse_when(d).replace("Z", "+00:00"))
-    if isinstance(d, str):
-        d = (
-            dt.date.fromisoformat(d[:10])
-            if len(d) <= 10
-            else dt.datetime.fromisoformat(d.replace("Z", "+00:00"))
-        )
-    if isinstance(d, dt.datetime):
-        return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
-    t = dt.datetime(d.year, d.month, d.day, tzinfo=dt.UTC)
-    return t + dt.timedelta(days=1) if end else t
+def first_timestamp(path: Path, head_bytes: int = SPAN_BYTES) -> dt.datetime | None:
+    """The earliest record time in the first ``head_bytes`` of a session file
+    (``record_span``'s first), or None."""
+    return record_span(path, head_bytes)[0]
 
 
 def select_backfill(
@@ -92,12 +100,20 @@ def select_backfill(
     ctx: DiscoveryContext | None = None,
 ) -> tuple[list[SourceFile], list[str]]:
     """The files a backfill reads: the given ``paths`` (files or dirs), else every
-    enabled agent's discovered files; with a date range, only those that may hold
-    records in it: last written (mtime) on or after ``since`` and first record
-    (``first_timestamp``) on or before ``until`` (dates are whole UTC days, ``until``
-    inclusive; datetimes are exact). Files whose first record time cannot be read are
-    kept. Returns ``(files, problems)``.
+    enabled agent's discovered files; with a date range, only those whose records may
+    fall in it. One rule for both ends, on the file's own record times
+    (``record_span``: first and last record, read from its bytes): a file is kept
+    unless its last record is before ``since`` or its first record is after ``until``.
+    Both ends are inclusive, in ``timeutil.when_bound`` forms (a date is a whole UTC
+    day; an age such as ``7d``). A file with no readable record time counts its mtime
+    as its last record (nothing in it can be newer) and is never excluded by
+    ``until``; a SQLite database (many sessions) is always kept.
+    Returns ``(files, problems)``. Raises UsageError for an unreadable time or an
+    empty range.
     """
+    from ctxkeep.timeutil import check_window
+
+    lo, hi = check_window(since, until)
     problems: list[str] = []
     if paths:
         files, problems = files_for_paths([Path(p) for p in paths], agents)
@@ -110,20 +126,19 @@ def select_backfill(
             extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
         )
         files = [f for d in ds for f in d.files]
-    lo, hi = parse_day(since), parse_day(until, end=True)
-    if lo and hi and lo >= hi:
-        raise UsageError(f"empty date range: since {since} is not before until {until}")
     out = []
     for f in files:
         try:
-            st = f.path.stat()
+            mtime = dt.datetime.fromtimestamp(f.path.stat().st_mtime, dt.UTC)
         except OSError:
             continue
-        if lo and dt.datetime.fromtimestamp(st.st_mtime, dt.UTC) < lo:
-            continue
-        if hi and f.mode == "append":
-            t = first_timestamp(f.path)
-            if t is not None and t >= hi:
+        if (lo or hi) and f.mode != "sqlite":
+            first, last = record_span(f.path)
+            # no record time at all: nothing in it is newer than its last write
+            last = last or mtime
+            if lo and last < lo:
+                continue
+            if hi and first is not None and first >= hi:
                 continue
         out.append(f)
     return out, problems

@@ -44,7 +44,7 @@ _FILTER_PROPS = {
     "role": {"type": "string", "description": "user, assistant, system, tool"},
     "tool": {"type": "string", "description": "tool name, e.g. Bash, shell, apply_patch"},
     "since": {"type": "string", "description": "UTC time or age: 2025-06-01, 2025-06-01T12:00Z, 7d, 12h"},
-    "until": {"type": "string", "description": "UTC time or age (exclusive)"},
+    "until": {"type": "string", "description": "UTC time or age, inclusive (a date includes that whole day)"},
     "status": {"type": "string", "description": "active, archived, consumed"},
 }
 

@@ -13,7 +13,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.pipeline.transform import transform_entries
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.transforms.normalize import entries_frame, usage_frame
@@ -29,7 +29,7 @@ def read_note_file(path: str | os.PathLike) -> str:
     ``MAX_NOTE_BYTES``."""
     p = Path(path).expanduser()
     if not p.is_file():
-        raise UsageError("no such file", where=str(p), hint="give the path of a readable text file")
+        raise NotFound("no such file", where=str(p), hint="give the path of a readable text file")
     size = p.stat().st_size
     if size > MAX_NOTE_BYTES:
         raise UsageError(
@@ -40,7 +40,7 @@ def read_note_file(path: str | os.PathLike) -> str:
     try:
         return p.read_bytes().decode("utf-8", "replace")
     except OSError as e:
-        raise UsageError(f"cannot read the file: {e.strerror}", where=str(p)) from None
+        raise NotFound(f"cannot read the file: {e.strerror}", where=str(p)) from None
 
 
 def delete_label(

@@ -13,9 +13,14 @@ those of the contents the store does not hold yet. Measured on the 200 MB scaled
 tree (2 shared cores): the ingest process's CPU fell from ~22 s to ~11 s (the reader
 process ~12-15 s on the other core), wall from ~20 s to ~15-17 s; store identical.
 
-The process is ``python -m ctxkeep.pipeline.reader_process`` (not ``multiprocessing``,
-whose spawn re-imports the caller's ``__main__``): it gets the todo list pickled on
-stdin and writes ``(kind, value)`` pickles on stdout, one per chunk of items. It
+The process is ``python -m ctxkeep.pipeline.reader_process FD`` (not
+``multiprocessing``, whose spawn re-imports the caller's ``__main__``): it gets the
+todo list pickled on stdin and writes ``(kind, value)`` pickles to the pipe ``FD``
+(inherited, its own: nothing else writes there), one per chunk of items. Its stdout
+is the ingest's stderr: whatever a library or a profiler prints there (``py-spy
+--subprocesses`` once broke the stream with ``UnpicklingError: invalid load key
+'['`` when the protocol was on stdout) cannot corrupt the protocol or the ingest's
+``--json``. It
 imports ``sources``, ``transforms`` and ``pipeline.readahead`` (no DuckDB, no Prefect,
 no SQLite store) and only reads session
 files, so stopping it early leaves nothing behind. ~230 MB RSS on that tree.
@@ -70,12 +75,21 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
 
     root = str(Path(__file__).resolve().parents[2])  # ctxkeep importable from a checkout
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxkeep.pipeline.reader_process"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
+    rfd, wfd = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ctxkeep.pipeline.reader_process", str(wfd)],
+            stdin=subprocess.PIPE,
+            stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else subprocess.DEVNULL,
+            env=env,
+            pass_fds=(wfd,),
+        )
+    except BaseException:
+        os.close(rfd)
+        raise
+    finally:
+        os.close(wfd)  # the process holds its copy: EOF here when it ends
+    results = os.fdopen(rfd, "rb")
     ended = received = False
     try:
         try:
@@ -85,7 +99,7 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
             pass  # reported below as an ended process
         while True:
             try:
-                kind, val = pickle.load(proc.stdout)
+                kind, val = pickle.load(results)
             except EOFError:
                 if not received:  # it could not start (its error is on stderr): read here
                     ended = True
@@ -120,7 +134,16 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
         except subprocess.TimeoutExpired:
             proc.kill()  # stopped early: it only reads, nothing to clean up
             proc.wait()
-        proc.stdout.close()
+        results.close()
+
+
+def _has_fileno(stream) -> bool:
+    """``stream`` is backed by a file descriptor (pytest's capture may replace it)."""
+    try:
+        stream.fileno()
+        return True
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _ipc(frame) -> bytes:
@@ -160,13 +183,13 @@ def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
 
 
 def _main() -> None:
-    """The reader process: todo from stdin, ``(kind, value)`` pickles to stdout.
+    """The reader process: todo from stdin, ``(kind, value)`` pickles to the pipe
+    whose descriptor is ``sys.argv[1]``.
 
     Ctrl-C reaches the whole process group: the reader ignores it and is stopped by
     the ingest (which closes the pipe, then kills it), so only the ingest reports."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # a stray print must not corrupt the stream
+    out = os.fdopen(int(sys.argv[1]), "wb")  # the protocol's own pipe, not stdout
     todo = pickle.load(sys.stdin.buffer)
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
 

@@ -125,8 +125,13 @@ def marker(entry_id: str, elided: int, start: int, total: int) -> str:
     )
 
 
-def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> Piece:
-    """``text`` fitted into ``max_bytes`` UTF-8 bytes, the marker included.
+def cut_text(
+    text: str, entry_id: str, max_bytes: int, offset: int = 0, *, small_cap_is_text: bool = False
+) -> Piece:
+    """``text`` fitted into ``max_bytes`` UTF-8 bytes, the marker included; with
+    ``small_cap_is_text`` (a user's ``--max-bytes``) a cap too small to hold the marker
+    (~200 bytes) with at least half the cap of text goes wholly to the text and the
+    marker comes on top (``--max-bytes 100`` shows 100 bytes of text, not a bare marker).
 
     offset 0: whole text if it fits, else head (2/3) + marker + tail (1/3).
     offset > 0: the piece ``[offset, offset + max_bytes)``, with a marker giving the
@@ -137,7 +142,8 @@ def cut_text(text: str, entry_id: str, max_bytes: int, offset: int = 0) -> Piece
     total = len(b)
     max_bytes = max(0, max_bytes)
     if total > max_bytes or offset:  # room for the marker (its numbers are at most ``total``)
-        max_bytes = max(0, max_bytes - len(marker(entry_id, total, total, total).encode()))
+        room = max_bytes - len(marker(entry_id, total, total, total).encode())
+        max_bytes = max_bytes if small_cap_is_text and room < max_bytes // 2 else max(0, room)
     if offset:
         if offset < 0 or offset > total:
             raise UsageError(
@@ -270,7 +276,9 @@ def _fit(
     cap = nbytes if max_bytes is None else max_bytes
     if left is not None:
         cap = min(cap, int(max(left, 0) * bytes_per_token))
-    piece = cut_text(text, entry_id, cap, offset)
+    piece = cut_text(
+        text, entry_id, cap, offset, small_cap_is_text=max_bytes is not None and cap == max_bytes
+    )
     used = heuristic_tokens(piece.text) if piece.truncated else tokens
     for _ in range(4):  # the cut piece's own estimate must fit what is left
         if left is None or not piece.truncated or used <= max(left, 0) or cap == 0:

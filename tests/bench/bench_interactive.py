@@ -17,6 +17,12 @@ command run ``--runs`` times (median and best printed), side by side in one run:
   telemetry and the update check are off and its host is 127.0.0.1 (it is never
   pointed anywhere else; the machine has no network anyway).
 
+The package's bytecode is compiled first (``compileall``), as an installed ctxkeep has
+it: with ``PYTHONDONTWRITEBYTECODE=1`` (set on this machine) an editable checkout
+would otherwise compile ~60 modules on every start (~0.1 s of a no-op ingest).
+Besides the wall seconds, each row gives the process's CPU seconds (user + sys): on a
+shared machine the CPU figure is the steadier one.
+
 Then the imports of a no-op ingest (``python -X importtime``): the biggest top-level
 modules, and whether Polars, DuckDB, Prefect, Rich or tiktoken were imported.
 
@@ -28,7 +34,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,17 +63,23 @@ def clean_env(**extra: str) -> dict:
     return env
 
 
-def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> float:
-    """Wall seconds of one whole process; raises SystemExit when it fails."""
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one whole process; raises SystemExit when it fails."""
+    c0 = _children_cpu()
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     secs = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-1500:]}")
-    return secs
+    return secs, _children_cpu() - c0
 
 
-def series(runs: int, make) -> list[float]:
+def series(runs: int, make) -> list[tuple[float, float]]:
     """``runs`` timings; ``make()`` returns ``(cmd, env)`` for each run (fresh stores)."""
     return [timed(*make()) for _ in range(runs)]
 
@@ -111,7 +125,8 @@ def main() -> None:
     if not CTXKEEP.exists():
         raise SystemExit(f"no {CTXKEEP}: run `uv sync` first")
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-interactive-"))
-    rows: list[tuple[str, list[float], str]] = []
+    rows: list[tuple[str, list[tuple[float, float]], str]] = []
+    compileall.compile_dir(ROOT / "ctxkeep", quiet=1)
     try:
         mb = warm(home) / 1e6
         print(f"corpus {home}: {mb:.1f} MB; {a.runs} runs each; load average {os.getloadavg()[0]:.1f}")
@@ -172,11 +187,14 @@ def main() -> None:
         else:
             print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its rows are left out")
 
-        floor = statistics.median(rows[0][1])
-        print(f"\n{'command':<32}{'median s':>9}{'best s':>8}{'- python':>10}  target")
+        floor = statistics.median(w for w, _ in rows[0][1])
+        print(f"\n{'command':<32}{'median s':>9}{'best s':>8}{'- python':>10}{'CPU s':>8}  target")
         for name, ts, target in rows:
-            med = statistics.median(ts)
-            print(f"{name:<32}{med:>9.3f}{min(ts):>8.3f}{med - floor:>10.3f}  {target}")
+            walls = [w for w, _ in ts]
+            med = statistics.median(walls)
+            cpu = statistics.median(c for _, c in ts)
+            print(f"{name:<32}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}  {target}")
+        print(f"load average at the end {os.getloadavg()[0]:.1f} (2 cores)")
 
         top, heavy = import_report(home, last)
         print("\nno-op ingest, biggest top-level imports (-X importtime, cumulative ms):")

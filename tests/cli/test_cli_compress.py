@@ -87,7 +87,11 @@ def test_errors_are_one_line(env):
     assert "`ctxkeep compress --check` lists files and their backups" in out
     assert "Traceback" not in r.output
     r = _invoke(["compress", "--check", "--restore", str(f)], e)
-    assert r.exit_code == 2 and "do not combine" in r.output
+    assert r.exit_code == 2 and "--check and --restore exclude each other" in r.output
+    # --check changes nothing: --dry-run adds nothing to it, and is no reason to complain
+    r = _invoke(["compress", "--check", "--dry-run", "--json"], e)
+    assert r.exit_code == 0 and "restore" not in r.output.split("{", 1)[0]
+    assert json.loads(r.output)["schema"] == 1
     r = _invoke(["compress", "--keep-messages", "0"], e)
     assert r.exit_code == 2
 

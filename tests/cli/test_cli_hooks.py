@@ -147,7 +147,13 @@ def test_codex_foreign_notify_refused_then_forced(env):
 
 def test_unknown_agent_is_a_usage_error(env):
     r = ck("hooks", "install", "--agent", "aider")
-    assert r.exit_code == 2 and r.stderr.startswith("error: unknown agent 'aider' - use one of:")
+    assert r.exit_code == 2 and r.stderr.splitlines() == [
+        "error: unknown agent 'aider' (--agent) - use one of: claude-code, codex, gemini-cli"
+        " - see `ctxkeep hooks install --help`"
+    ]
+    # comma-separated as everywhere: both are taken
+    r = ck("hooks", "status", "--agent", "claude-code,codex", "--json")
+    assert [row["agent"] for row in json.loads(r.stdout)] == ["claude-code", "codex"]
 
 
 def test_no_agent_found(env, tmp_path, monkeypatch):

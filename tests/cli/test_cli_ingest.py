@@ -55,7 +55,10 @@ def test_ingest_unknown_agent_is_one_line(store_home, monkeypatch):
     assert r.exit_code == 2
     from ctxkeep.sources import SOURCES
 
-    assert r.output.strip().splitlines() == [f"error: unknown agent cursorx - known: {', '.join(SOURCES)}"]
+    assert r.output.strip().splitlines() == [
+        f"error: unknown agent 'cursorx' (--agent) - did you mean 'cursor'? "
+        f"(one of: {', '.join(SOURCES)}) - see `ctxkeep ingest --help`"
+    ]
 
 
 def test_ingest_explicit_path(store_home, monkeypatch, tmp_path):

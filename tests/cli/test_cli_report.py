@@ -108,8 +108,8 @@ def test_since_after_until(home):
 
 
 def test_bad_date_agent_mode_limit(home):
-    one_error_line(run("report", "daily", "--home", home, "--since", "yesterday"), 2, "not a date")
-    one_error_line(run("report", "daily", "--home", home, "--agent", "nope"), 2, "unknown agent nope")
+    one_error_line(run("report", "daily", "--home", home, "--since", "yesterday"), 2, "cannot read the time")
+    one_error_line(run("report", "daily", "--home", home, "--agent", "nope"), 2, "unknown agent 'nope'")
     one_error_line(run("report", "daily", "--home", home, "--mode", "cheap"), 2, "--mode")
     one_error_line(run("report", "blocks", "--home", home, "--token-limit", "lots"), 2, "--token-limit")
 

@@ -58,20 +58,20 @@ def test_search_text_output(home):
 
 
 @pytest.mark.parametrize(
-    "args,msg",
+    "args,code,msg",
     [
-        (["search", "foo AND", "--raw"], "FTS5 syntax error"),
-        (["search", "x", "--kind", "bogus"], "unknown kind bogus"),
-        (["search", "x", "--since", "yesterday-ish"], "cannot read the time"),
-        (["search", "x", "--limit", "0"], "--limit 0 is out of range"),
-        (["show", "abc"], "too short"),
+        (["search", "foo AND", "--raw"], 2, "FTS5 syntax error"),
+        (["search", "x", "--kind", "bogus"], 2, "unknown kind 'bogus'"),
+        (["search", "x", "--since", "yesterday-ish"], 2, "cannot read the time"),
+        (["search", "x", "--limit", "0"], 2, "--limit 0 is out of range"),
+        (["show", "abc"], 1, "too short"),
     ],
 )
-def test_errors_are_one_line(home, args, msg):
+def test_errors_are_one_line(home, args, code, msg):
     r = runner.invoke(app, args + ["--home", home])
-    assert r.exit_code == 1
+    assert r.exit_code == code
     assert msg in r.stderr and "Traceback" not in r.output
-    assert len([ln for ln in r.stderr.splitlines() if ln.startswith(("error", "warning"))]) == 1
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("error: ")
 
 
 def test_show_full_and_budgeted(home):
@@ -164,13 +164,16 @@ def test_session_prefix_as_hits_show_it_includes_sub_agents(home):
     "args,msg",
     [
         (["search", ""], "the query is empty"),
-        (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], "is not before --until"),
-        (["search", "x", "--agent", "claude"], "unknown agent claude"),
+        (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], "is after --until"),
+        (
+            ["search", "x", "--agent", "claude"],
+            "unknown agent 'claude' (--agent) - did you mean 'claude-code'?",
+        ),
     ],
 )
 def test_more_one_line_errors(home, args, msg):
     r = runner.invoke(app, args + ["--home", home])
-    assert r.exit_code == 1 and msg in r.stderr and "Traceback" not in r.output
+    assert r.exit_code == 2 and msg in r.stderr and "Traceback" not in r.output
 
 
 def test_agent_names_are_case_insensitive_and_partial_matches_are_said(home):

@@ -42,7 +42,9 @@ def test_sessions_json_and_table(home):
             "fe5e1c67-53e7-4862-81ae-d0e013e3270b/" + shown.split("/")[1]
         )
     r = runner.invoke(app, ["sessions", "--home", home, "--agent", "nope"])
-    assert r.exit_code == 2 and r.stderr.startswith("error: unknown agent nope")
+    assert r.exit_code == 2 and r.stderr.startswith(
+        "error: unknown agent 'nope' (--agent) - did you mean 'note'?"
+    )
 
 
 def test_show_session(home):

@@ -487,3 +487,25 @@ def test_a_reader_process_that_cannot_start_falls_back_to_reading_here(tmp_path,
     ]
     assert all(i.rows is None for i in got)  # the plain shape: entries as dicts
     assert sum(len(i.batch.entries) for i in got if i.batch is not None) > 0
+
+
+def test_output_on_the_reader_processs_stdout_does_not_break_the_protocol(tmp_path, monkeypatch, capfd):
+    """Whatever writes to the reader process's stdout (a library, a profiler: ``py-spy
+    --subprocesses`` once made the ingest fail with ``UnpicklingError: invalid load key
+    '['``) goes to the ingest's stderr; the items come through their own pipe."""
+    ctx = _corpus_ctx()
+    conn = sqlite_store.connect(tmp_path / "store")
+    try:
+        todo = plan(tmp_path / "store", conn, ctx=ctx).todo[:3]
+    finally:
+        conn.close()
+    site = tmp_path / "site"
+    site.mkdir()  # imported at the reader process's start, before any ctxkeep code
+    (site / "sitecustomize.py").write_text("import os\nos.write(1, b'[stray output on fd 1]\\n')\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    got = list(read_worker.read_in_process(todo))
+    want = list(read_files(todo))
+    assert [(i.file, i.read, i.entries) for i in got] == [(i.file, i.read, i.entries) for i in want]
+    assert all(i.rows is not None for i in got if i.batch is not None)  # read in the process
+    cap = capfd.readouterr()
+    assert "[stray output on fd 1]" in cap.err and "[stray output" not in cap.out

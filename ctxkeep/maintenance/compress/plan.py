@@ -54,10 +54,10 @@ from typing import Any
 
 import orjson
 
+from ctxkeep.schema import entry_id
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import SourceFile
 from ctxkeep.sources.readers.jsonl import parse_line
-from ctxkeep.transforms.normalize import entry_id
 
 SUPPORTED = ("claude-code", "codex")
 
@@ -208,7 +208,7 @@ def line_entries(file: SourceFile, lines: list[Line]) -> list[list[dict]]:
 
 
 def line_entry_ids(agent: str, per_line: list[list[dict]]) -> list[list[str]]:
-    """``entry_id`` of every entry dict, per line (see ``normalize.entry_id``)."""
+    """``entry_id`` of every entry dict, per line (see ``schema.entry_id``)."""
     return [[entry_id(agent, e.get("record_id"), e.get("part")) for e in ents] for ents in per_line]
 
 

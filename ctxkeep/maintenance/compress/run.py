@@ -44,11 +44,9 @@ from pathlib import Path
 
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
-from ctxkeep.errors import StoreBusy, UsageError
+from ctxkeep.errors import NotFound, StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
-from ctxkeep.pipeline import engine as pipeline
-from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
@@ -59,6 +57,15 @@ from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.timeutil import format_epoch
 from ctxkeep.transforms.tokens import estimate_tokens
+
+
+def _engine():
+    """``pipeline.engine``, imported when a file is ingested or DuckDB synced: the
+    health check and dry runs never import it (nor Polars through it)."""
+    from ctxkeep.pipeline import engine
+
+    return engine
+
 
 __all__ = [
     "FileCheck",
@@ -354,7 +361,7 @@ def compress_file(
     if not dry_run:
         rewrite.cleanup_temps(path)
         wm = sqlite_store.load_watermarks(conn).get(str(path))
-        pipeline.ingest_file(conn, file, wm, tombs if tombs is not None else sqlite_store.tombstoned(conn))
+        _engine().ingest_file(conn, file, wm, tombs if tombs is not None else sqlite_store.tombstoned(conn))
     data, state = rewrite.read_state(path)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
@@ -429,7 +436,10 @@ def compress_file(
         cp.with_marker_text(plan, _removed_summary(conn, sid, removed_eids, plan=plan, note=note, show=show))
     new_data = b"".join(x + b"\n" for x in plan.new_lines)
     if len(new_data) >= len(data):
-        r.reason = f"the safe cut removes only {plan.removed_messages} messages and would not shrink the file"
+        r.reason = (
+            f"the safe cut removes only {plan.removed_messages} "
+            f"{'message' if plan.removed_messages == 1 else 'messages'} and would not shrink the file"
+        )
         return r
     new_lines, _ = cp.split_lines(new_data)
     new_per_line = cp.line_entries(file, new_lines)
@@ -525,6 +535,8 @@ def compress_file(
             state=dict(old_wm.state) if old_wm else {},
         )
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
+        from ctxkeep.pipeline.transform import transform_batch
+
         frames = transform_batch(
             conn, Batch(marker_entries, [], wm), tombs if tombs is not None else sqlite_store.tombstoned(conn)
         )
@@ -860,13 +872,13 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     path = Path(path).expanduser().resolve()
     backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     if not backup.exists():
-        raise UsageError(
+        raise NotFound(
             "no backup to restore",
             where=str(backup),
             hint="`ctxkeep compress --check` lists files and their backups",
         )
     if not path.exists():
-        raise UsageError(
+        raise NotFound(
             "the session file no longer exists",
             where=str(path),
             hint=f"the agent may have deleted it; copy {backup.name} back by hand if needed",
@@ -892,12 +904,12 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     b_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, blines))
     rewrite.cleanup_temps(path)
     wm = sqlite_store.load_watermarks(conn).get(str(path))
-    pipeline.ingest_file(conn, file, wm, tombs)
+    _engine().ingest_file(conn, file, wm, tombs)
     cur, _ = cp.split_lines(path.read_bytes())
     c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
     v = verify_store(conn, file, cur, c_ids)
     if v["missing_lines"]:
-        raise UsageError(
+        raise NotFound(
             f"the store does not hold {len(v['missing_lines'])} lines of the current file; not restored",
             where=str(path),
             hint="run `ctxkeep ingest` and retry",
@@ -908,19 +920,19 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     }
     marker_ids = {x for i in markers for x in c_ids[i]} - {x for ls in b_ids for x in ls}
     if newer and not force:
-        raise UsageError(
+        raise NotFound(
             f"the current file has {len(newer)} entries written after the compression that the backup lacks",
             where=str(path),
             hint="they stay in the store; pass --force to restore anyway",
         )
     used, _st = rewrite.restore_backup(path, backup)
-    pipeline.ingest_file(conn, file, None, tombs)  # re-read from offset 0: ids are stable
+    _engine().ingest_file(conn, file, None, tombs)  # re-read from offset 0: ids are stable
     moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids, strict=False) for x in ls]
     _relocate(conn, home, str(path), moves)
     reactivated = _set_status(conn, home, [x for ls in b_ids for x in ls], "active", from_status="archived")
     if marker_ids:  # the compress marker is no longer in the file
         _set_status(conn, home, list(marker_ids), "archived")
-    pipeline.sync_analytics(conn, home)
+    _engine().sync_analytics(conn, home)
     return {
         "path": str(path),
         "backup": str(used),

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
 from ctxkeep.schema import AGENTS, KINDS, ROLES, STATUSES
-from ctxkeep.timeutil import format_utc, parse_utc
+from ctxkeep.timeutil import check_window, format_utc, when_bound
 from ctxkeep.transforms import facets as fx
 from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE
 from ctxkeep.transforms.grams import _CJK_RUN as CJK_RE
@@ -27,34 +27,16 @@ _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 #: the last token as unicode61 cuts it (letters and digits; ``_`` and punctuation split)
 _LAST_TOKEN_RE = re.compile(r"[^\W_]+(?=[\W_]*$)", re.UNICODE)
-_REL_RE = re.compile(r"^(\d+)\s*([mhdw])$")
-_REL_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def parse_when(value: str | None, *, now: dt.datetime | None = None) -> str | None:
-    """A time bound as stored-``ts`` text (ISO-8601 UTC, ``…Z``).
-
-    Accepts an ISO date (``2025-06-01``), an ISO datetime with or without offset
-    (naive is UTC), or a relative age ``30m``, ``12h``, ``7d``, ``2w`` (before ``now``).
-    Returns None for None/''. Raises UsageError for anything else.
-    """
-    if not value:
-        return None
-    v = value.strip()
-    now = now or dt.datetime.now(dt.UTC)
-    m = _REL_RE.match(v)
-    if m:
-        t = now - dt.timedelta(seconds=int(m.group(1)) * _REL_UNITS[m.group(2)])
-    else:
-        try:
-            t = parse_utc(v)
-        except ValueError:
-            raise UsageError(
-                f"cannot read the time {value!r}",
-                where="since/until",
-                hint="use an ISO date (2025-06-01), datetime, or an age like 7d, 12h",
-            ) from None
-    return format_utc(t)
+def parse_when(value: str | None, *, now: dt.datetime | None = None, upper: bool = False) -> str | None:
+    """A ``since`` (or with ``upper`` an ``until``) value as stored-``ts`` text
+    (ISO-8601 UTC, ``…Z``) for ``since <= ts < until``: ``timeutil.when_bound`` (the
+    one parser: a date is a whole UTC day, so ``until`` of a date includes that day; a
+    datetime or an age ``30m``, ``12h``, ``7d``, ``2w`` before ``now`` is exact).
+    Returns None for None/''. Raises UsageError for anything else."""
+    t = when_bound(value, upper=upper, now=now)
+    return None if t is None else format_utc(t)
 
 
 def _values(v) -> list[str]:
@@ -70,7 +52,8 @@ class Filters:
     """Search filters, all optional and combinable (AND). Each of agent, session,
     kind, role, tool, status takes one value or several (a list or ``a,b``: OR).
     ``project`` is a path prefix of ``project_dir`` (whole path components);
-    ``since``/``until`` bound ``ts`` (``parse_when`` formats; ``until`` exclusive).
+    ``since``/``until`` bound ``ts``, both inclusive (``parse_when``: a date
+    ``until`` includes that whole UTC day).
     ``tool`` is matched case-insensitively."""
 
     agent: str | list | None = None
@@ -96,13 +79,7 @@ class Filters:
                 raise UsageError(
                     f"unknown {name} {', '.join(bad)}", where=name, hint="use one of " + ", ".join(allowed)
                 )
-        since, until = parse_when(self.since), parse_when(self.until)
-        if since and until and since >= until:
-            raise UsageError(
-                f"--since {self.since} is not before --until {self.until}",
-                where="since/until",
-                hint="swap them, or drop one",
-            )
+        check_window(self.since, self.until)
         return self
 
     def resolve_sessions(self, conn) -> Filters:
@@ -170,7 +147,7 @@ class Filters:
             params.append(parse_when(self.since))
         if self.until:
             conds.append(f"{alias}.ts < ?")
-            params.append(parse_when(self.until))
+            params.append(parse_when(self.until, upper=True))
         return (" AND ".join(conds) or "1"), params
 
 

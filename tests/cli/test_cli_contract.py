@@ -1,0 +1,203 @@
+"""The command line's error contract (issue 15): exit 0 success, 1 failure, 2 wrong
+usage, for every command; stderr is ONE line `error: …` without a traceback, in the
+CLI's words (never MCP's `sessionId`/`projectDir`).
+
+The table runs through Click's test runner on ``app``: the same code path as the
+console script (``ctxkeep.cli._Group.main`` under ``run_command``); a sample of it runs
+as whole processes (``python -m ctxkeep``) and must give the same code and line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import CORPUS_HOME
+from ctxkeep.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def world(corpus_store, tmp_path_factory):
+    """A private copy of the corpus store, an empty HOME, a file, two entry ids, a
+    session id and a damaged store."""
+    base = tmp_path_factory.mktemp("contract")
+    store = base / "store"
+    shutil.copytree(corpus_store[0], store, ignore=shutil.ignore_patterns("*.lock"))
+    empty_home = base / "home"
+    empty_home.mkdir()
+    a_file = base / "file.txt"
+    a_file.write_text("not a directory\n")
+    conn = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+    ids = [r[0] for r in conn.execute("SELECT entry_id FROM entries ORDER BY entry_id LIMIT 2")]
+    conn.close()
+    damaged = base / "damaged"
+    damaged.mkdir()
+    (damaged / "store.db").write_bytes(b"this is not a SQLite database" * 200)
+    empty_store = base / "empty-store"
+    empty_store.mkdir()
+    bad_config = base / "bad-config"
+    bad_config.mkdir()
+    (bad_config / "config.toml").write_text("[agents\n")
+    return {
+        "STORE": str(store),
+        "EMPTY": str(empty_home),
+        "FILE": str(a_file),
+        "ID1": ids[0],
+        "ID2": ids[1],
+        "DAMAGED": str(damaged),
+        "EMPTY_STORE": str(empty_store),
+        "BAD_CONFIG": str(bad_config),
+        "OUT": str(base / "out"),
+        "ROLLOUT": str(
+            CORPUS_HOME
+            / ".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
+        ),
+    }
+
+
+# (args, exit code, a piece of the one stderr line); {NAME} is filled from `world`;
+# every case runs with --home {STORE} unless it names its own --home
+CASES = [
+    # the findings of issue 15, one by one
+    (["search", ""], 2, "the query is empty"),
+    (["search", "x", "-n", "0"], 2, "--limit 0 is out of range"),
+    (["search", "x", "-n", "201"], 2, "--limit 201 is out of range"),
+    (["search", "x", "--budget", "0"], 2, "--budget 0 must be a positive number"),
+    (["search", "x", "--since", "2025-13-45"], 2, "cannot read the time '2025-13-45' (--since)"),
+    (["search", "x", "--agent", "nosuch"], 2, "unknown agent 'nosuch' (--agent)"),
+    (["search", "x", "--kind", "bogus"], 2, "unknown kind 'bogus' (--kind)"),
+    (["search", "x", "--role", "bogus"], 2, "unknown role 'bogus' (--role)"),
+    (["search", "x", "--status", "bogus"], 2, "unknown status 'bogus' (--status)"),
+    (["show", "{ID1}", "{ID2}", "--offset", "5"], 2, "offset works with one entry id at a time (--offset)"),
+    (["purge", "--session", " "], 2, "purge --session needs a session id - give --session ID"),
+    (["ingest", "--agent", "nosuch"], 2, "unknown agent 'nosuch' (--agent)"),
+    (["search", "x", "--bogus"], 2, "No such option: --bogus"),
+    (["nosuch"], 2, "No such command 'nosuch'"),
+    (["compress", "/nonexistent.jsonl"], 1, "no such file or directory: /nonexistent.jsonl (FILE)"),
+    (["backfill", "--path", "/nonexistent"], 1, "no such file or directory: /nonexistent (--path)"),
+    (["ingest", "--path", "/nonexistent"], 1, "no such file or directory: /nonexistent (--path)"),
+    (["show", "nosuchid"], 1, "no entry nosuchid"),
+    (["compress", "--check", "--restore", "{ROLLOUT}"], 2, "--check and --restore exclude each other"),
+    (["serve", "--host", "0.0.0.0"], 2, "--host 0.0.0.0 is not a loopback address"),
+    (["search", "x", "--since", "2025-11-02", "--until", "2025-11-01"], 2, "is after --until"),
+    # the same vocabulary in the other commands
+    (["sessions", "--agent", "nope"], 2, "unknown agent 'nope' (--agent) - did you mean 'note'?"),
+    (["sessions", "--since", "tomorrow"], 2, "cannot read the time 'tomorrow' (--since)"),
+    (["backfill", "--since", "last tuesday"], 2, "cannot read the time 'last tuesday' (--since)"),
+    (["backfill", "--agent", "codx"], 2, "unknown agent 'codx' (--agent) - did you mean 'codex'?"),
+    (["backfill", "--since", "2025-10-02", "--until", "2025-10-01"], 2, "is after --until"),
+    (["report", "daily", "--since", "yesterday"], 2, "cannot read the time 'yesterday' (--since)"),
+    (["report", "daily", "--agent", "nope"], 2, "unknown agent 'nope' (--agent)"),
+    (["report", "daily", "--mode", "cheap"], 2, "unknown cost mode 'cheap'"),
+    (["report", "daily", "--json", "--csv"], 2, "--json and --csv exclude each other"),
+    (["report", "daily", "-z", "Mars/Base"], 2, "unknown time zone 'Mars/Base'"),
+    (["report", "blocks", "--token-limit", "lots"], 2, "not a token limit"),
+    (["report", "daily", "--home", "{EMPTY_STORE}"], 1, "no analytics store"),
+    (["report", "html", "{OUT}", "--until", "June"], 2, "cannot read the time 'June' (--until)"),
+    (["hooks", "install", "--agent", "aider"], 2, "unknown agent 'aider' (--agent)"),
+    (["hooks", "status", "--scope", "bogus"], 2, "unknown scope 'bogus'"),
+    (["mcp", "install", "--agent", "aider"], 2, "unknown agent 'aider' (--agent)"),
+    (["help", "nosuch"], 2, "unknown command 'nosuch'"),
+    # show, resume, purge: what is asked for is not there (1) or does not fit (2)
+    (["show"], 2, "nothing to show"),
+    (["show", "{ID1}", "--session", "c61729d4"], 2, "give entry ids or --session, not both"),
+    (["show", "{ID1}", "--max-bytes", "0"], 2, "--max-bytes 0 must be positive"),
+    (["show", "{ID1}", "--budget", "0"], 2, "--budget 0 must be a positive number"),
+    (["show", "--session", "nosuchsession"], 1, "no session nosuchsession"),
+    (["resume", "nosuchsession"], 1, "no session nosuchsession"),
+    (["resume", "--format", "xml"], 2, "unknown format 'xml' (--format)"),
+    (["resume", "c61729d4", "--budget", "10"], 2, "too small for a snapshot (--budget)"),
+    (["purge"], 2, "purge needs exactly one of --session ID, --project DIR or --all"),
+    (["purge", "--session", "c61729d4", "--project", "/tmp"], 2, "got --session, --project"),
+    (["purge", "--all", "--reingest"], 2, "--reingest does not apply to --all"),
+    (["purge", "--session", "c61729d4"], 2, "without --yes in a non-interactive run"),
+    (["purge", "--project", "/", "--dry-run"], 2, "refusing to purge project /"),
+    # numbers out of range, options that exclude each other
+    (["retention", "--archive-after-days", "-1"], 2, "-1 is not in the range x>=0"),
+    (["backup", "--keep", "0"], 2, "0 is not in the range x>=1"),
+    (["serve", "--port", "0"], 2, "0 is not in the range 1<=x<=65535"),
+    (["compress", "--keep-messages", "0"], 2, "0 is not in the range x>=1"),
+    (["compress", "--restore", "{ROLLOUT}", "--dry-run"], 2, "--restore has no --dry-run"),
+    (["compress", "--restore", "{ROLLOUT}"], 1, "no backup to restore"),
+    (["search", "foo AND", "--raw"], 2, "FTS5 syntax error"),
+    # the store itself: missing, a file, damaged, a broken config
+    (["stats", "--home", "{EMPTY_STORE}"], 1, "no store yet"),
+    (["stats", "--home", "{FILE}"], 1, "it is a file, not a directory"),
+    (["ingest", "--home", "{FILE}"], 1, "it is a file, not a directory"),
+    (["search", "x", "--home", "{DAMAGED}"], 1, "store.db is damaged"),
+    (["reindex", "--home", "{DAMAGED}", "--no-prefect"], 1, "store.db is damaged"),
+    (["reindex", "--home", "{EMPTY_STORE}"], 1, "no store to reindex"),
+    (["restore", "/nonexistent.db"], 1, "/nonexistent.db"),
+    (["sources", "--home", "{BAD_CONFIG}"], 1, "config.toml"),
+]
+
+
+def _fill(args: list[str], w: dict) -> list[str]:
+    out = [a.format(**w) for a in args]
+    if "--home" not in out and out[0] not in ("help", "nosuch", "hooks", "mcp"):
+        out += ["--home", w["STORE"]]
+    return out
+
+
+def _env(w: dict) -> dict:
+    return {"HOME": w["EMPTY"], "CTXKEEP_HOME": w["STORE"], "COLUMNS": "80"}
+
+
+@pytest.mark.parametrize("args,code,needle", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_error_contract(world, args, code, needle):
+    r = runner.invoke(app, _fill(args, world), env=_env(world))
+    lines = r.stderr.splitlines()
+    assert (r.exit_code, len(lines)) == (code, 1), r.output
+    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
+    assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
+    for mcp_word in ("sessionId", "projectDir", "confirm: true", "ctx_purge"):
+        assert mcp_word not in lines[0]
+    assert r.stdout == "", r.stdout
+
+
+def test_the_table_covers_every_command():
+    """>= 40 cases, and every command (and every subcommand group) is in the table."""
+    from ctxkeep.cli.docs import iter_commands
+
+    assert len(CASES) >= 40
+    named = {" ".join(a[:2]) for a, _, _ in CASES} | {a[0] for a, _, _ in CASES}
+    commands = {path for path, cmd, _ in iter_commands() if not hasattr(cmd, "list_commands")}
+    # hook always exits 0 (an agent's hook must never fail it); statusline prints a line
+    # whatever happens (Claude Code shows it); mcp/hooks uninstall share install's options
+    exempt = {
+        "hook claude-code",
+        "hook codex",
+        "hook gemini-cli",
+        "statusline",
+        "hooks uninstall",
+        "mcp uninstall",
+        "doctor",  # its report of a damaged store is on stdout, exit 1 (tests/maintenance)
+    }
+    missing = sorted(c for c in commands - exempt if c not in named and c.split()[0] not in named)
+    assert missing == []
+
+
+WHOLE_PROCESS = [0, 4, 11, 13, 14, 17, 19, 36, 60]
+
+
+def test_whole_process_gives_the_same_lines(world):
+    """The console entry point (here ``python -m ctxkeep``) prints exactly what the
+    table saw through the test runner."""
+    env = {**os.environ, **_env(world)}
+    for i in WHOLE_PROCESS:
+        args, code, needle = CASES[i]
+        full = _fill(args, world)
+        r = subprocess.run(
+            [sys.executable, "-m", "ctxkeep", *full], capture_output=True, text=True, env=env, timeout=120
+        )
+        inproc = runner.invoke(app, full, env=_env(world))
+        assert (r.returncode, r.stderr, r.stdout) == (inproc.exit_code, inproc.stderr, ""), args
+        assert r.returncode == code and needle in r.stderr

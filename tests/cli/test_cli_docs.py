@@ -1,0 +1,110 @@
+"""docs/cli.md is the command line as it is (sqlite-utils style): generated from the
+Typer app, every command and option in it, and each documented ``--json`` shape equal
+to what the command prints."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from ctxkeep.cli import app
+from ctxkeep.cli.docs import JSON_OUTPUTS, iter_commands, render_reference
+
+DOC = ROOT / "docs" / "cli.md"
+runner = CliRunner()
+
+
+def _sections() -> dict[str, str]:
+    text = DOC.read_text(encoding="utf-8")
+    parts = re.split(r"^## `ctxkeep ([^`]+)`.*$", text, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def test_docs_cli_md_is_generated_from_the_app():
+    assert DOC.read_text(encoding="utf-8") == render_reference(), (
+        "docs/cli.md is stale: run `ctxkeep help --reference > docs/cli.md`"
+    )
+
+
+def test_every_command_and_option_is_documented():
+    sections = _sections()
+    missing = []
+    for path, cmd, _ in iter_commands():
+        if path not in sections:
+            missing.append(path)
+            continue
+        for p in cmd.params:
+            if getattr(p, "hidden", False):
+                continue
+            names = p.opts + p.secondary_opts if p.param_type_name == "option" else [p.metavar or p.name]
+            missing += [
+                f"{path} {n}" for n in names if f"`{n}" not in sections[path] and n not in sections[path]
+            ]
+    assert missing == []
+    # and nothing documented that is not a command (a renamed or removed one)
+    assert set(sections) == {path for path, _, _ in iter_commands()}
+
+
+def test_every_json_option_has_a_documented_shape():
+    undocumented = [
+        path
+        for path, cmd, _ in iter_commands()
+        if any("--json" in p.opts for p in cmd.params)
+        and not any(k == path or k.startswith(path + " --") for k in JSON_OUTPUTS)
+    ]
+    assert undocumented == []
+    # an object names its schema; the README's vocabulary section says which are arrays
+    for key, out in JSON_OUTPUTS.items():
+        assert out.schema in (None, 1), key
+
+
+@pytest.fixture(scope="module")
+def home(corpus_store):
+    return str(corpus_store[0])
+
+
+def _json(*args) -> object:
+    r = runner.invoke(app, list(args))
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize(
+    "key,args",
+    [
+        ("search", ["search", "error", "-n", "3"]),
+        ("show --session", ["show", "--session", "c61729d4", "--budget", "300"]),
+        ("stats", ["stats"]),
+        ("sessions", ["sessions"]),
+        ("resume", ["resume", "c61729d4"]),
+        ("purge", ["purge", "--session", "c61729d4", "--dry-run"]),
+        ("retention", ["retention", "--dry-run"]),
+        ("backfill", ["backfill", "--dry-run", "--agent", "codex"]),
+        ("compress --check", ["compress", "--check"]),
+        ("doctor", ["doctor"]),
+        ("report daily", ["report", "daily"]),
+        ("report tools", ["report", "tools"]),
+    ],
+)
+def test_documented_object_shapes_are_what_commands_print(home, key, args):
+    out = _json(*args, "--home", home, "--json")
+    doc = JSON_OUTPUTS[key]
+    assert isinstance(out, dict) and out["schema"] == doc.schema == 1
+    assert list(out)[0] == "schema"
+    assert set(out) - {"schema"} <= set(doc.keys), set(out) - set(doc.keys)
+
+
+def test_documented_array_shapes_are_what_commands_print(home, corpus_store):
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{corpus_store[0] / 'store.db'}?mode=ro", uri=True)
+    eid = conn.execute("SELECT entry_id FROM entries WHERE kind='message' LIMIT 1").fetchone()[0]
+    conn.close()
+    (item,) = _json("show", eid, "--home", home, "--json")
+    assert JSON_OUTPUTS["show"].schema is None and set(item) == set(JSON_OUTPUTS["show"].keys)
+    rows = _json("sources", "--home", home, "--json")
+    assert isinstance(rows, list) and set(rows[0]) <= set(JSON_OUTPUTS["sources"].keys)
