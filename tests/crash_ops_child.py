@@ -19,9 +19,9 @@ from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest
 from ctxkeep.maintenance.retention import run_retention
 from ctxkeep.sinks.sqlite.intents import KILL_ENV
-from ctxkeep.transforms.tokens import encoding
 
-encoding()  # build the offline o200k_base tables before forking
+# (no BPE warm-up before the fork: the tables are now decoded by Polars, whose thread
+# pool does not survive a fork - a forked child using it would hang)
 
 
 def run(conn, op: str, home: str, arg: str, kill_at: str | None) -> None:
