@@ -135,7 +135,7 @@ def test_cli_policy_dry_run_and_confirmation(store):
     assert p["dry_run"] is True and p["per_rule"]["agent aider"]["entries"] == 32
     assert len(rows(store)) == 3890  # nothing removed by the preview (corpus: 3,890 entries)
     r = cli("purge", "--policy", home=store)  # not interactive, no --yes: refused
-    assert r.returncode == 1 and "without --yes" in r.stderr
+    assert r.returncode == 2 and "without --yes" in r.stderr  # wrong usage (the CLI contract)
     r = cli("purge", "--policy", "--yes", home=store)
     assert r.returncode == 0, r.stderr
     assert "32 entries of 5 sessions" in r.stdout
