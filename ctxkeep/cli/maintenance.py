@@ -19,7 +19,7 @@ import typer
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table
 from ctxkeep.cli.options import PrefectOpt, agent_option, require_paths, since_option, until_option
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import CtxkeepError, NotFound, UsageError
 
 _COUNT_LABELS = [
     ("entries", "entries"),
@@ -66,6 +66,9 @@ def purge(
     reingest: bool = typer.Option(
         False, "--reingest", help="No tombstone: the next ingest may bring the data back."
     ),
+    policy: bool = typer.Option(
+        False, "--policy", help="Apply the [purge] rules of config.toml (what `serve` runs on schedule)."
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -74,6 +77,10 @@ def purge(
     from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
 
     chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
+    if policy:
+        if chosen or reingest:
+            _fail(UsageError("--policy takes no --session, --project, --all or --reingest"), 2)
+        return _purge_policy(_home(home), dry_run, yes, as_json)
     if len(chosen) != 1:
         _fail(
             UsageError(
@@ -152,6 +159,77 @@ def purge(
     )
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
+
+
+def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """``purge --policy``: what the ``[purge]`` rules would remove now, then (unless
+    ``--dry-run``) purge it after the same confirmation as other purges."""
+    from ctxkeep.maintenance import purge_policy
+
+    try:
+        plan = purge_policy.plan_policy(h)
+    except CtxkeepError as e:
+        _fail(e)
+    rules = plan["rules"] or {}
+    if not (rules.get("projects") or rules.get("agents") or rules.get("older_than_days")):
+        _fail(
+            UsageError(
+                "no [purge] rules in config.toml",
+                where=str(h / "config.toml"),
+                hint="add projects, agents or older_than_days under [purge]",
+            ),
+            1,
+        )
+    if dry_run or not plan["scopes"]:
+        if as_json:
+            _print_json({**purge_policy.public(plan), "dry_run": True})
+        else:
+            _print_policy(plan, "would remove")
+        return
+    if not yes:
+        if not _interactive():
+            _fail(
+                UsageError(
+                    "refusing to apply the [purge] rules without --yes in a non-interactive run",
+                    where=str(h),
+                    hint="preview with --policy --dry-run, then pass --yes",
+                )
+            )
+        _print_policy(plan, "would remove")
+        if not typer.confirm("Apply the [purge] rules? This cannot be undone", default=False):
+            err.print("purge cancelled; nothing was changed")
+            raise typer.Exit(1)
+    try:
+        with err.status("applying the [purge] rules…"):
+            rep = purge_policy.run_policy(h)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep)
+    else:
+        _print_policy(rep, "removed")
+
+
+def _print_policy(p: dict, verb: str) -> None:
+    t = table(title=f"[purge] rules: what they {verb}")
+    for col in ("rule", "scopes", "entries", "sessions", "usage rows", "text"):
+        t.add_column(col, justify="left" if col == "rule" else "right")
+    for rule, c in p["per_rule"].items():
+        t.add_row(
+            rule,
+            f"{c['scopes']:,}",
+            f"{c['entries']:,}",
+            f"{c['sessions']:,}",
+            f"{c['usage']:,}",
+            _size(c["text_bytes"]),
+        )
+    out.print(t)
+    tot = p["totals"]
+    out.print(
+        f"{verb}: {_count(tot['entries'], 'entry', 'entries')} of {_count(tot['sessions'], 'session')}, "
+        f"{tot['usage']:,} usage rows, {_size(tot['text_bytes'])} of text",
+        highlight=False,
+    )
 
 
 def _interactive() -> bool:

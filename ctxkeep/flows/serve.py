@@ -15,7 +15,9 @@ Deployments (flow name / deployment name, schedule):
 - ``ingest/ctxkeep-ingest``: every ``ingest_minutes`` (15);
 - ``compress/ctxkeep-compress``: every ``compress_minutes`` (60);
 - ``retention/ctxkeep-retention``: every ``retention_hours`` (24);
-- ``backup/ctxkeep-backup``: every ``backup_hours`` (24; ``maintenance.backup``).
+- ``backup/ctxkeep-backup``: every ``backup_hours`` (24; ``maintenance.backup``);
+- ``purge-policy/ctxkeep-purge-policy``: every ``[purge] every_hours`` (24), only when
+  ``config.toml`` has ``[purge]`` rules (``policy_schedules``, ``maintenance.purge_policy``).
 
 Each run executes in a subprocess started by Prefect's runner, which imports the flow by
 module path (``ctxkeep.flows.ingest.ingest_flow``, …), with the ``home`` parameter set.
@@ -70,6 +72,25 @@ def schedules(
             dt.timedelta(hours=retention_hours),
         ),
         Schedule("ctxkeep-backup", "ctxkeep.flows.maintenance:backup_flow", dt.timedelta(hours=backup_hours)),
+    ]
+
+
+def policy_schedules(home: Path) -> list[Schedule]:
+    """The purge-policy deployment (``purge-policy/ctxkeep-purge-policy``, every
+    ``[purge] every_hours``, 24 by default) when ``config.toml`` has ``[purge]`` rules;
+    none otherwise."""
+    from ctxkeep.config import load_config
+    from ctxkeep.maintenance.purge_policy import has_rules
+
+    pc = load_config(Path(home)).purge
+    if not has_rules(pc):
+        return []
+    return [
+        Schedule(
+            "ctxkeep-purge-policy",
+            "ctxkeep.flows.maintenance:purge_policy_flow",
+            dt.timedelta(hours=pc.every_hours),
+        )
     ]
 
 
@@ -270,7 +291,7 @@ def serve(
         if run is not None:
             run(api)
             return
-        deps = build_deployments(home, scheds)
+        deps = build_deployments(home, (scheds or schedules()) + policy_schedules(home))
         if on_ready:
             on_ready(api)
         from prefect import serve as prefect_serve

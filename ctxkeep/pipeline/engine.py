@@ -31,9 +31,11 @@ from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.pipeline.summary import Summary
 from ctxkeep.pipeline.transform import InFlight, Precomputed, drop_written
 from ctxkeep.pipeline.writer import Group, Writer, empty_totals
+from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.files import ANALYTICS_DB
+from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import store_safety
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.transforms.normalize import normalized_rows, unique_entries
 
@@ -338,9 +340,12 @@ def _run_locked(
     submit=None,
     parts_ahead=PARTS_AHEAD,
 ) -> Summary:
+    recovery.recover(conn, home)  # an operation a crash interrupted is completed first
     p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)
+    if p.todo:  # about to write: never into a damaged b-tree
+        store_safety.check_integrity(conn, Path(home) / STORE_DB)
     s = Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
     with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ctxkeep import config as cfgmod
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark
 
@@ -129,10 +130,12 @@ def plan(
         )
         files = [f for d in discoveries for f in d.files]
     wms = sqlite_store.load_watermarks(conn) if conn is not None else {}
+    # wholly purged files: nothing of them may come back, so they are not read
+    purged = delete_store.purged_files(conn) if conn is not None else set()
     todo, unchanged = [], 0
     for f in files:
         wm = wms.get(str(f.path))
-        if not f.path.exists():
+        if not f.path.exists() or str(f.path) in purged:
             continue
         if not force and file_unchanged(f, wm):
             unchanged += 1

@@ -20,9 +20,10 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
 #: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
 #: SHA-256; ``raw`` holds the redacted bytes); v5: usage.cache_creation_5m_tokens,
-#: cache_creation_1h_tokens and cost_usd (the cost the agent logged). Steps:
+#: cache_creation_1h_tokens and cost_usd (the cost the agent logged); v6: ``intents``
+#: (operations in flight across the stores, ``sinks.sqlite.intents``). Steps:
 #: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -91,6 +92,11 @@ TABLES: dict[str, str] = {
     "lake_exports": """CREATE TABLE IF NOT EXISTS lake_exports(
   dest TEXT, tbl TEXT, machine TEXT, agent TEXT, month TEXT, rows INTEGER, digest TEXT,
   files TEXT, exported_at TEXT, PRIMARY KEY(dest, tbl, machine, agent, month))""",
+    # operations in flight across SQLite, DuckDB, Parquet and session files, completed
+    # after a crash by the next writable command (``intents``, ``sinks.recovery``)
+    "intents": """CREATE TABLE IF NOT EXISTS intents(
+  intent_id INTEGER PRIMARY KEY, op TEXT NOT NULL, step TEXT NOT NULL, payload TEXT NOT NULL,
+  owner TEXT, run_id INTEGER, created_at TEXT, updated_at TEXT)""",
 }
 
 FTS_TABLES: dict[str, str] = {

@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 
 class Migration(NamedTuple):
-    """One schema step: ``version`` it produces, a short ``name``, and the ``step``."""
+    """One schema step: ``version`` it produces, a short ``name``, the ``step``, and
+    whether the FTS tables must be rebuilt after it (``fts``; a step that only adds a
+    table does not touch them)."""
 
     version: int
     name: str
@@ -114,11 +116,17 @@ def _usage_split_and_cost(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE usage ADD COLUMN {col} {typ}")
 
 
+def _intents(conn: sqlite3.Connection) -> None:
+    """v5 → v6: the ``intents`` table (``sinks.sqlite.intents``), created by
+    ``ddl.create_all``; no existing row changes."""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
     Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
     Migration(5, "usage cache-write split and logged cost", _usage_split_and_cost, rebuilds_fts=False),
+    Migration(6, "operation intents", _intents, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
