@@ -19,7 +19,7 @@ import typer
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table
 from ctxkeep.cli.options import PrefectOpt, agent_option, require_paths, since_option, until_option
-from ctxkeep.errors import CtxkeepError, NotFound, UsageError
+from ctxkeep.errors import CtxkeepError, UsageError
 
 _COUNT_LABELS = [
     ("entries", "entries"),
