@@ -120,7 +120,10 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
     else:
         _table(rep, kw.get("breakdown", False), h)
     for n in rep.notes:
-        err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+        if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
+            sys.stderr.write(f"note: {n}\n")
+        else:
+            err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
 
 
 def _open_lake(dest: str):
@@ -219,6 +222,7 @@ def _row_json_local(name: str, r, breakdown: bool) -> dict:
     if name == "session":
         d["project"] = r.project
         d["last_activity"] = _iso(r.last_activity)
+        d["subagent_sessions"] = r.subagent_sessions
     return d
 
 
@@ -321,6 +325,10 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
     for k, label in zip(_TOKENS, ("input", "output", "cache read", "cache write", "total"), strict=True):
         t.add_column(label, footer=f"{tot[k]:,}", justify="right")
     t.add_column("cost", footer=_usd(tot["cost_usd"]), justify="right")
+    if rep.name == "session":  # ids as hits show them: the shortest unique prefix
+        from ctxkeep.query.sessions import short_ids_of
+
+        shown = short_ids_of(home, [r.period for r in rep.rows])
     for r in rep.rows:
         nums = [f"{getattr(r, k):,}" for k in _TOKENS] + [_usd(r.cost_usd)]
         if blocks:
@@ -350,8 +358,12 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
             t.add_row(f"{r.agent}", model, *nums)
         else:
             period = r.period or ""
+            if rep.name == "session":
+                period = shown.get(period, period)
             if rep.name == "session" and r.last_activity is not None:
                 period = f"{period}\n{_local(r.last_activity, f.timezone)}"
+            if rep.name == "session" and r.subagent_sessions:
+                period = f"{period}\n+{len(r.subagent_sessions)} sub-agent session(s)"
             t.add_row(period, r.agent, model, *nums)
     out.print(t)
 
@@ -360,7 +372,7 @@ _doc = {
     "daily": "Tokens and cost per local day and agent.",
     "weekly": "Tokens and cost per week (from Monday) and agent.",
     "monthly": "Tokens and cost per month and agent.",
-    "session": "Tokens and cost per session, the costliest first.",
+    "session": "Tokens and cost per session (sub-agents rolled into their parent), the costliest first.",
     "models": "Tokens and cost per agent and model.",
     "projects": "Tokens and cost per project (working directory) and agent.",
 }

@@ -557,7 +557,7 @@ class Handlers:
         return text, snap.as_dict()
 
     def ctx_purge(self, a: dict) -> tuple[str, dict]:
-        from ctxkeep.maintenance.purge import run_purge
+        from ctxkeep.maintenance.purge_named import purge_named
         from ctxkeep.maintenance.purge_request import parse_purge_request
 
         try:
@@ -570,7 +570,10 @@ class Handlers:
             )
         except PurgeCancelled as e:
             return str(e), {"cancelled": True, "message": str(e)}
-        report = run_purge(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
+        # as `ctxkeep purge`: the session as hits show it (an ambiguous prefix lists the
+        # candidates), the project through symlinks, "no such session" and no tombstone
+        # when nothing matches
+        report = purge_named(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
         r = report.get("removed", {})
         text = (
             f"purged {report['resolved']}: removed {r.get('entries', 0)} entries, "

@@ -209,4 +209,5 @@ def test_purge_contract_over_stdio(mcp_home, tmp_path):
     assert not first.is_error and first.structured_content["removed"]["entries"] == n
     assert first.structured_content["scope"] == "session" and sid in first.structured_content["resolved"]
     assert not again.is_error and again.structured_content["removed"]["entries"] == 0
-    assert after.structured_content["results"][0]["hits"] == []
+    # the purged session is gone: a filter naming it says so (``lookup.resolve_session``)
+    assert after.is_error and f"no such session {sid}" in after.content[0].text

@@ -401,11 +401,8 @@ def test_unknown_model_has_null_cost_and_is_named_prices_toml_adds_it(tmp_path):
 
 
 def test_a_logged_cost_is_kept_in_auto_mode(tmp_path):
-    """A store whose SQLite usage carries a logged cost (``cost_usd``): auto keeps it;
-    ``cost_in_mode`` gives the other modes."""
-    sq = sqlite_store.connect(tmp_path)
-    sq.execute("ALTER TABLE usage ADD COLUMN cost_usd REAL")
-    sq.close()
+    """A SQLite usage row carrying a logged cost (``cost_usd``, schema v5): auto keeps
+    it; ``cost_in_mode`` gives the other modes."""
     rows = [("k1", "opencode", "2025-06-10T10:00:00.000000Z", "claude-sonnet-4-20250514", 1000, 0, 0, 0)]
     sq, _ = _usage_store(tmp_path, rows)
     with sqlite_store.write(sq):
@@ -467,7 +464,7 @@ def test_compression_reads_the_compress_runs(tmp_path):
 def test_archived_entries_stay_in_analytics(store):
     """Retention moves entries to Parquet; sessions, tool calls and context growth
     still count them (the ``archive`` view), once each."""
-    from ctxkeep.maintenance import purge as purge_mod
+    from ctxkeep.maintenance import reindex as reindex_mod
     from ctxkeep.sinks import parquet
 
     con = _duck(store)
@@ -491,7 +488,7 @@ def test_archived_entries_stay_in_analytics(store):
     sqlite_store.apply_changes(sq, [StatusChange("archived", tuple(ids))])
     out = parquet.archive_entries(sq, store, dt.datetime.now(dt.UTC) + dt.timedelta(days=1))
     assert out["entries"] == len(ids)
-    purge_mod.rebuild_analytics(sq, store)
+    reindex_mod.rebuild_analytics(sq, store)
     assert sq.execute(
         "SELECT count(*) FROM entries WHERE agent = ? AND session_id = ?", (agent, sid)
     ).fetchone() == (0,)

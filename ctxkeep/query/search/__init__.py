@@ -71,6 +71,7 @@ from ctxkeep.query.search.parse import (
 from ctxkeep.query.search.render import SNIPPET_MAX_CHARS, Hit, SearchResult, apply_budget, hit_tokens
 from ctxkeep.query.search.retrieve import PREFIX_COMMON, Candidate, common_terms
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite.lookup import short_session_ids
 from ctxkeep.transforms.grams import is_symbol_term
 
 __all__ = [
@@ -200,6 +201,9 @@ def search(
         )
         for cid in kept
     ]
+    short = short_session_ids(conn, {h.session_id for h in hits})
+    for h in hits:
+        h.session_short_id = short.get(h.session_id, h.session_id)
     res = apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
     notes = [n for n in (cut_note, res.note) if n]
     if (

@@ -23,7 +23,6 @@ from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE
 from ctxkeep.transforms.grams import _CJK_RUN as CJK_RE
 from ctxkeep.transforms.grams import is_symbol_term, query_grams, query_vocab
 
-MAX_SESSIONS = 1000  # sessions one --session prefix may name
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 #: the last token as unicode61 cuts it (letters and digits; ``_`` and punctuation split)
@@ -84,33 +83,19 @@ class Filters:
         return self
 
     def resolve_sessions(self, conn) -> Filters:
-        """Session values are ids or prefixes of ids (``c61729d4``, as hits show them):
-        each becomes the stored session ids it starts (sub-agent sessions
-        ``<id>/…`` included, as purge does). A value no session starts is kept (no
-        hits). Raises UsageError when one prefix starts more than ``MAX_SESSIONS``."""
+        """Session values are ids or prefixes of ids (``c617``, as hits show them),
+        each resolved by ``sinks.sqlite.lookup.resolve_session`` and widened to its
+        sub-agent sessions ``<id>/…`` (``session_family``). Raises ``SessionNotFound``
+        for a value no session starts, ``AmbiguousSession`` (listing the candidates)
+        for a prefix that names several sessions."""
+        from ctxkeep.sinks.sqlite.lookup import resolve_session, session_family
+
         vals = _values(self.session)
         if not vals:
             return self
         out: list[str] = []
         for v in vals:
-            found, cur = [], v
-            while True:  # index skip-scan: one seek per distinct session
-                r = conn.execute(
-                    "SELECT session_id FROM entries INDEXED BY entries_session WHERE "
-                    "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
-                    (cur, v + "\U0010ffff"),
-                ).fetchone()
-                if r is None:
-                    break
-                found.append(r[0])
-                if len(found) > MAX_SESSIONS:
-                    raise UsageError(
-                        f"session prefix {v!r} starts more than {MAX_SESSIONS} sessions",
-                        where="session",
-                        hint="give more of the session id",
-                    )
-                cur = r[0] + "\x00"
-            out += found or [v]
+            out += session_family(conn, resolve_session(conn, v, where="session"))
         self.session = sorted(set(out))
         return self
 

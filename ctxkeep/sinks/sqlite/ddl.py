@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import sqlite3
 
-from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 
 #: v2: chunks.title, fts_words(title, text) with a weighted rank;
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
 #: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
-#: SHA-256; ``raw`` holds the redacted bytes). Steps: ``migrations.MIGRATIONS``.
+#: SHA-256; ``raw`` holds the redacted bytes); v5: usage.cache_creation_5m_tokens,
+#: cache_creation_1h_tokens and cost_usd (the cost the agent logged); v6: ``intents``
+#: (operations in flight across the stores, ``sinks.sqlite.intents``). Steps:
+#: ``migrations.MIGRATIONS``.
 #: v9: fts_grams keeps ``+ # .`` in tokens (``c++``, ``c#``, ``.net``), the
 #: vocabulary ``vocab`` and its trigram index ``fts_vocab`` (inner substrings).
 SCHEMA_VERSION = 9
@@ -58,7 +61,8 @@ TABLES: dict[str, str] = {
 )""",
     "usage": "CREATE TABLE IF NOT EXISTS usage(\n  usage_key TEXT PRIMARY KEY, agent TEXT, session_id TEXT, "
     "project_dir TEXT, ts TEXT,\n  model TEXT, "
-    f"{', '.join(f'{c} INTEGER' for c in USAGE_COLUMNS)}, entry_id TEXT)",
+    f"{', '.join(f'{c} INTEGER' for c in USAGE_COLUMNS)}, entry_id TEXT, "
+    f"{', '.join(f'{c} INTEGER' for c in CACHE_SPLIT_COLUMNS)}, cost_usd REAL)",
     "watermarks": """CREATE TABLE IF NOT EXISTS watermarks(
   path TEXT PRIMARY KEY, agent TEXT, dev INTEGER, ino INTEGER, size INTEGER,
   mtime_ns INTEGER, offset INTEGER, head_len INTEGER, head_hash TEXT,
@@ -93,6 +97,11 @@ TABLES: dict[str, str] = {
     "lake_exports": """CREATE TABLE IF NOT EXISTS lake_exports(
   dest TEXT, tbl TEXT, machine TEXT, agent TEXT, month TEXT, rows INTEGER, digest TEXT,
   files TEXT, exported_at TEXT, PRIMARY KEY(dest, tbl, machine, agent, month))""",
+    # operations in flight across SQLite, DuckDB, Parquet and session files, completed
+    # after a crash by the next writable command (``intents``, ``sinks.recovery``)
+    "intents": """CREATE TABLE IF NOT EXISTS intents(
+  intent_id INTEGER PRIMARY KEY, op TEXT NOT NULL, step TEXT NOT NULL, payload TEXT NOT NULL,
+  owner TEXT, run_id INTEGER, created_at TEXT, updated_at TEXT)""",
 }
 
 FTS_TABLES: dict[str, str] = {

@@ -158,6 +158,22 @@ def selected_files(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT path FROM _p_files ORDER BY path")]
 
 
+def whole_files(conn: sqlite3.Connection) -> list[str]:
+    """The source paths none of whose entries stay after the selection is deleted,
+    sorted."""
+    return [r[0] for r in conn.execute("SELECT path FROM _p_files WHERE whole ORDER BY path")]
+
+
+def purged_files(conn: sqlite3.Connection) -> set[str]:
+    """Source paths a purge removed wholly and whose tombstone still stands
+    (``purge_files`` kind ``file``): the ingest plan does not read them again. Empty
+    for a store without the table."""
+    try:
+        return {r[0] for r in conn.execute("SELECT item FROM purge_files WHERE kind='file'")}
+    except sqlite3.OperationalError:
+        return set()
+
+
 def selected_sessions(conn: sqlite3.Connection) -> set[str]:
     """The sessions chosen as a whole (``select_session``, ``select_project``)."""
     return {r[0] for r in conn.execute("SELECT session_id FROM _p_sessions")}

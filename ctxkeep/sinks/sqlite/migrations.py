@@ -3,7 +3,8 @@
 ``MIGRATIONS`` lists ``(version, name, step)``: ``step(conn)`` brings a store at
 ``version - 1`` to ``version`` (columns and data; new tables and indexes come from
 ``ddl.create_all``, which runs after). ``migrate`` runs the steps a store lacks, in
-order, in the caller's transaction, then rebuilds both FTS tables once and records
+order, in the caller's transaction, then rebuilds both FTS tables once (unless every
+step run has ``rebuilds_fts`` False) and records
 ``ddl.SCHEMA_VERSION``. v1 was the first schema: every store has a step to today.
 
 ``ensure_identity`` is the one step that runs on every writable open rather than by
@@ -29,11 +30,15 @@ log = logging.getLogger(__name__)
 
 
 class Migration(NamedTuple):
-    """One schema step: ``version`` it produces, a short ``name``, and the ``step``."""
+    """One schema step: ``version`` it produces, a short ``name``, the ``step``, and
+    whether the FTS tables must be rebuilt after it (``fts``; a step that only adds a
+    table does not touch them)."""
 
     version: int
     name: str
     step: Callable[[sqlite3.Connection], None]
+    #: False: the step touches no text, chunk or facet (the FTS tables stay valid)
+    rebuilds_fts: bool = True
 
 
 def _chunk_titles(conn: sqlite3.Connection) -> None:
@@ -96,8 +101,28 @@ def _quarantine_redacted(conn: sqlite3.Connection) -> None:
     )
 
 
+def _usage_split_and_cost(conn: sqlite3.Connection) -> None:
+    """v4 → v5: add ``usage.cache_creation_5m_tokens``, ``cache_creation_1h_tokens``
+    (tokens) and ``cost_usd`` (USD, the cost the agent logged), all NULL for the rows
+    stored before: ``ctxkeep backfill`` re-reads their files and fills them
+    (``load.load_batch`` fills a NULL from a re-read row)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(usage)")}
+    for col, typ in (
+        ("cache_creation_5m_tokens", "INTEGER"),
+        ("cache_creation_1h_tokens", "INTEGER"),
+        ("cost_usd", "REAL"),
+    ):
+        if col not in have:
+            conn.execute(f"ALTER TABLE usage ADD COLUMN {col} {typ}")
+
+
+def _intents(conn: sqlite3.Connection) -> None:
+    """v5 → v6: the ``intents`` table (``sinks.sqlite.intents``), created by
+    ``ddl.create_all``; no existing row changes."""
+
+
 def _symbol_grams_vocab(conn: sqlite3.Connection) -> None:
-    """v4 → v9: ``fts_grams`` keeps ``+ # .`` in its tokens (``c++``, ``c#``,
+    """v6 → v9: ``fts_grams`` keeps ``+ # .`` in its tokens (``c++``, ``c#``,
     ``.net``: ``transforms.grams``) and the vocabulary tables ``vocab`` / ``fts_vocab``
     appear. Both FTS tables are recreated and filled by the rebuild that follows every
     migration (``fts.rebuild_fts_tables``); the ``vocab`` table is created here so the
@@ -111,6 +136,8 @@ MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
     Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
+    Migration(5, "usage cache-write split and logged cost", _usage_split_and_cost, rebuilds_fts=False),
+    Migration(6, "operation intents", _intents, rebuilds_fts=False),
     Migration(9, "symbol terms and the vocabulary", _symbol_grams_vocab),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
@@ -119,21 +146,24 @@ assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its m
 def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
     """Bring a store at schema ``version`` to ``SCHEMA_VERSION`` in the caller's
     transaction: each step of ``MIGRATIONS`` past ``version``, then one rebuild of both
-    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store), then the new
+    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store; skipped when no
+    step run needs it), then the new
     version in ``meta``. A new store (``version`` 0) or a current one is left alone.
     Returns the names of the steps run (logged as a warning, the rebuild takes time)."""
     todo = [m for m in MIGRATIONS if m.version > version]
     if not version or not todo:
         return []
+    fts = any(m.rebuilds_fts for m in todo)
     log.warning(
-        "ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
-        "once; ~20 s per 500 MB)",
+        "ctxkeep: upgrading the store from schema v%d to v%d%s",
         version,
         SCHEMA_VERSION,
+        " (the search indexes are rebuilt once; ~20 s per 500 MB)" if fts else "",
     )
     for m in todo:
         m.step(conn)
-    rebuild_fts_tables(conn)
+    if fts:
+        rebuild_fts_tables(conn)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     return [m.name for m in todo]
 
