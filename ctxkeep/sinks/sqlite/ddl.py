@@ -21,11 +21,10 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
 #: SHA-256; ``raw`` holds the redacted bytes); v5: usage.cache_creation_5m_tokens,
 #: cache_creation_1h_tokens and cost_usd (the cost the agent logged); v6: ``intents``
-#: (operations in flight across the stores, ``sinks.sqlite.intents``). Steps:
-#: ``migrations.MIGRATIONS``.
-#: v9: fts_grams keeps ``+ # .`` in tokens (``c++``, ``c#``, ``.net``), the
-#: vocabulary ``vocab`` and its trigram index ``fts_vocab`` (inner substrings).
-SCHEMA_VERSION = 9
+#: (operations in flight across the stores, ``sinks.sqlite.intents``); v7: fts_grams
+#: keeps ``+ # .`` in tokens (``c++``, ``c#``, ``.net``), the vocabulary ``vocab`` and
+#: its trigram index ``fts_vocab`` (inner substrings). Steps: ``migrations.MIGRATIONS``.
+SCHEMA_VERSION = 7
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {

@@ -122,7 +122,7 @@ def _intents(conn: sqlite3.Connection) -> None:
 
 
 def _symbol_grams_vocab(conn: sqlite3.Connection) -> None:
-    """v6 → v9: ``fts_grams`` keeps ``+ # .`` in its tokens (``c++``, ``c#``,
+    """v6 → v7: ``fts_grams`` keeps ``+ # .`` in its tokens (``c++``, ``c#``,
     ``.net``: ``transforms.grams``) and the vocabulary tables ``vocab`` / ``fts_vocab``
     appear. Both FTS tables are recreated and filled by the rebuild that follows every
     migration (``fts.rebuild_fts_tables``); the ``vocab`` table is created here so the
@@ -138,7 +138,7 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
     Migration(5, "usage cache-write split and logged cost", _usage_split_and_cost, rebuilds_fts=False),
     Migration(6, "operation intents", _intents, rebuilds_fts=False),
-    Migration(9, "symbol terms and the vocabulary", _symbol_grams_vocab),
+    Migration(7, "symbol terms and the vocabulary", _symbol_grams_vocab),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
@@ -146,7 +146,7 @@ assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its m
 def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
     """Bring a store at schema ``version`` to ``SCHEMA_VERSION`` in the caller's
     transaction: each step of ``MIGRATIONS`` past ``version``, then one rebuild of both
-    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store; skipped when no
+    FTS tables (``fts.rebuild_fts_tables``: ~2 min for a 500 MB store on 2 busy cores; skipped when no
     step run needs it), then the new
     version in ``meta``. A new store (``version`` 0) or a current one is left alone.
     Returns the names of the steps run (logged as a warning, the rebuild takes time)."""
@@ -158,7 +158,7 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
         "ctxkeep: upgrading the store from schema v%d to v%d%s",
         version,
         SCHEMA_VERSION,
-        " (the search indexes are rebuilt once; ~20 s per 500 MB)" if fts else "",
+        " (the search indexes are rebuilt once; 1-2 min per 500 MB)" if fts else "",
     )
     for m in todo:
         m.step(conn)
