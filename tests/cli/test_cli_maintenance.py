@@ -100,9 +100,6 @@ def test_purge_of_a_busy_store_is_one_line(store, monkeypatch):
     orig = p.run_purge
     # the CLI waits for the lock; make this call give up at once
     monkeypatch.setattr(p, "run_purge", lambda *a, **k: orig(*a, **{**k, "timeout": 0}))
-    import ctxkeep.maintenance.purge_named as pn  # purge_named calls it by its own name
-
-    monkeypatch.setattr(pn, "run_purge", p.run_purge)
     holder = hold_lock_in_subprocess(store)
     try:
         r = run("purge", "--home", store, "--session", SID, "--yes")
