@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxkeep.errors import CtxkeepError, PurgeCancelled, UsageError
+from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption
 
 log = logging.getLogger(__name__)
 
@@ -623,7 +625,14 @@ def build_server(home: Path, cwd: Path | None = None):
                 is_error=True,
                 structured_content={"error": str(e)},
             )
-        except Exception:  # never crash the server on one bad call, never leak internals
+        except Exception as e:  # never crash the server on one bad call, never leak internals
+            if is_corruption(e):  # a damaged page read mid-call: the CLI's one line
+                msg = str(damaged(Path(home) / STORE_DB, e))
+                return types.CallToolResult(
+                    content=[types.TextContent(text=f"error: {msg}")],
+                    is_error=True,
+                    structured_content={"error": msg},
+                )
             log.exception("ctxkeep mcp: %s failed", name)
             return _tool_error(
                 f"{name} failed on an internal error - check the arguments against the tool's "
