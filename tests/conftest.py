@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,24 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 # tests run, so the default 120 s rule would hold back the corpus files' last turns.
 # Tests of the idle rule set CTXKEEP_IDLE_SECONDS themselves.
 os.environ["CTXKEEP_IDLE_SECONDS"] = "0"
+# Tests point HOME at the corpus for discovery: caches (the config-check stamp in the
+# user cache dir) and Prefect's home must never land there (../shared is read-only data)
+_SCRATCH = Path(tempfile.mkdtemp(prefix="ctxkeep-tests-"))
+os.environ.setdefault("XDG_CACHE_HOME", str(_SCRATCH / "cache"))
+os.environ.setdefault("PREFECT_HOME", str(_SCRATCH / "prefect"))
+
+
+def _corpus_paths() -> set[str]:
+    return {str(p) for p in CORPUS.rglob("*")} if CORPUS.exists() else set()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a test created anything in the corpus (it must stay as laid)."""
+    before = getattr(session.config, "_corpus_before", None)
+    new = sorted(_corpus_paths() - before) if before is not None else []
+    if new:
+        sys.stderr.write(f"\nerror: the tests wrote into the corpus ({CORPUS}): {new[:5]}\n")
+        session.exitstatus = 1
 
 
 def corpus(rel: str) -> Path:
@@ -161,3 +181,4 @@ def pytest_sessionstart(session):
             f"next to shared/, or set CTXKEEP_CORPUS to the corpus folder)",
             returncode=4,
         )
+    session.config._corpus_before = _corpus_paths()

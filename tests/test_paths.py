@@ -111,8 +111,6 @@ def test_normalize_dir():
 def test_the_users_of_the_rule_agree(store_home):
     """purge's SQL selection, purge's archive filter and the search project filter
     choose the same rows of one table of project dirs."""
-    from ctxkeep.maintenance.purge import _archive_filter
-    from ctxkeep.maintenance.purge_request import PurgeRequest
     from ctxkeep.query.search import Filters
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite import delete as delete_store
@@ -165,5 +163,7 @@ def test_the_users_of_the_rule_agree(store_home):
         },
         schema_overrides={"parent_session_id": pl.String},
     )
-    pick = _archive_filter(PurgeRequest("project", project_dir=root), set())
+    from ctxkeep.sinks.parquet import scope_filter
+
+    pick = scope_filter("project", root, set())
     assert set(frame.filter(pick(frame))["project_dir"]) == want

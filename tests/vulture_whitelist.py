@@ -53,3 +53,6 @@ log_message  # http.server.BaseHTTPRequestHandler hook
 # ctxkeep always shows itself as `ctxkeep`); _plain_metavars swaps an argument's class
 prog_name
 __class__
+# pytest hooks of tests/conftest.py: called by pytest by name
+pytest_sessionfinish
+exitstatus

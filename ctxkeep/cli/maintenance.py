@@ -175,7 +175,7 @@ def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
         _fail(
             UsageError(
                 "no [purge] rules in config.toml",
-                where=str(h / "config.toml"),
+                where=str(h / cfgmod.CONFIG_FILE),
                 hint="add projects, agents or older_than_days under [purge]",
             ),
             1,

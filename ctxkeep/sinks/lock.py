@@ -25,6 +25,7 @@ from filelock import FileLock, Timeout
 from ctxkeep.config import ensure_home
 from ctxkeep.errors import StoreBusy
 from ctxkeep.sinks.files import LOCK_FILE
+from ctxkeep.timeutil import now_iso
 
 
 class StoreLock:
@@ -53,6 +54,19 @@ class StoreLock:
     def is_locked(self) -> bool:
         """True while this process holds the lock."""
         return self._lock.is_locked
+
+
+#: home (resolved, str) → the UTC time (ISO, as ``runs.started_at``) this process took
+#: its store lock, for the outermost ``hold``
+_HELD_SINCE: dict[str, str] = {}
+
+
+def held_since(home: Path) -> str | None:
+    """When this process took the store lock of ``home`` (ISO-8601 UTC, the format of
+    ``runs.started_at``), or None when it does not hold it. A ``runs`` row still
+    ``running`` that started before is a dead process's (every recorded run holds the
+    lock)."""
+    return _HELD_SINCE.get(str(Path(home).resolve()))
 
 
 @contextmanager
@@ -91,7 +105,13 @@ def hold(
             where=str(lk.path),
             hint="wait for it to finish, or retry later",
         ) from None
+    key = str(Path(home).resolve())
+    outer = key not in _HELD_SINCE
+    if outer:
+        _HELD_SINCE[key] = now_iso()
     try:
         yield lk
     finally:
+        if outer:
+            _HELD_SINCE.pop(key, None)
         lk.release()

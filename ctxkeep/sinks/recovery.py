@@ -180,6 +180,24 @@ def _close_run(conn: sqlite3.Connection, run_id: int | None, note: str) -> None:
         )
 
 
+def _close_orphan_runs(conn: sqlite3.Connection, home: Path) -> int:
+    """Close as ``interrupted`` the ``runs`` rows left ``running`` by a process killed
+    before it wrote an intent (e.g. during retention's quick_check): rows that started
+    before this process took the store lock (``lock.held_since``), which no live run
+    can own. Returns the number closed (0 when the lock is not held here)."""
+    from ctxkeep.sinks.lock import held_since
+
+    since = held_since(home)
+    if since is None:
+        return 0
+    with write(conn):
+        cur = conn.execute(
+            "UPDATE runs SET status='interrupted', finished_at=? WHERE status='running' AND started_at < ?",
+            (now_iso(), since),
+        )
+    return cur.rowcount
+
+
 # ---------------------------------------------------------------- phase 1 per op
 
 
@@ -371,6 +389,7 @@ def recover(conn: sqlite3.Connection, home: Path, *, quiet: bool = False, check:
     if check:
         store_safety.check_integrity(conn, Path(home) / STORE_DB)
     notes: list[str] = []
+    _close_orphan_runs(conn, home)
     moved = set_aside_damaged_analytics(home)
     if moved:
         notes.append(f"damaged analytics store moved aside: {moved}")

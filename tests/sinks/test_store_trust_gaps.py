@@ -10,7 +10,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 
 import duckdb
 import pytest
@@ -20,7 +19,6 @@ from ctxkeep.maintenance import compress, doctor
 from ctxkeep.maintenance.retention import run_retention
 from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sinks import parquet
-from ctxkeep.sinks import sqlite as sqlite_store
 
 CTXKEEP = str(ROOT / ".venv" / "bin" / "ctxkeep")
 CLAUDE = ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
@@ -133,23 +131,3 @@ def test_repair_of_a_lost_store_reloads_backups_and_the_archive(tmp_path, monkey
     # what compress cut from the claude file is back, archived as before
     assert all(rows[e] == "archived" for e in archived_claude)
     assert [f.status for f in doctor.check(home) if f.status == "damaged"] == []
-
-
-def test_read_only_open_moves_a_foreign_wal_aside(store, tmp_path, capsys):
-    from test_store_safety import killed_writer
-
-    n = ro(store).execute("SELECT count(*) FROM entries").fetchone()[0]
-    other = tmp_path / "other"
-    killed_writer(other, 5)
-    for name in ("store.db-wal", "store.db-shm"):
-        (store / name).unlink(missing_ok=True)
-    shutil.copy(other / "store.db-wal", store / "store.db-wal")
-    conn = sqlite_store.connect(store, readonly=True)
-    try:
-        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == n
-        assert conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'note%'").fetchone()[0] == 0
-    finally:
-        conn.close()
-    assert "store.db-wal belongs to another database" in capsys.readouterr().err
-    assert len(list(store.glob("store.db-wal.foreign-*"))) == 1
-    assert sys.platform.startswith("linux")

@@ -247,13 +247,14 @@ def test_v4_store_gains_the_columns_without_an_fts_rebuild(tmp_path, monkeypatch
     conn.close()
     _v4(tmp_path / "store.db")
 
-    def no_rebuild(_conn):
-        raise AssertionError("migration 5 touches no text: the FTS tables stay")
-
-    monkeypatch.setattr(migrations, "rebuild_fts_tables", no_rebuild)
+    # migration 5 touches no text (the FTS tables stay); v7 (symbol terms) rebuilds them,
+    # so an upgrade from v4 rebuilds exactly once, for v7's sake
+    assert [m.rebuilds_fts for m in migrations.MIGRATIONS if m.version in (5, 6)] == [False, False]
+    rebuilds = []
+    monkeypatch.setattr(migrations, "rebuild_fts_tables", rebuilds.append)
     conn = sqlite_store.connect(tmp_path)
     try:
-        assert sqlite_store.schema_version(conn) == 5
+        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION and len(rebuilds) == 1
         cols = [r[1] for r in conn.execute("PRAGMA table_info(usage)")]
         assert cols[-3:] == ["cache_creation_5m_tokens", "cache_creation_1h_tokens", "cost_usd"]
         assert conn.execute("SELECT usage_key, input_tokens, cost_usd FROM usage").fetchall() == [

@@ -56,11 +56,13 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
     if readonly and not path.exists():
         raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
     store_safety.check_file(Path(home))  # StoreDamaged: header, size, a 0-byte store that held data
+    wal = None
     if not readonly:
         ensure_home(Path(home))
-    # a foreign WAL is moved aside, never applied (by readers too: SQLite would read it)
-    wal = store_safety.check_wal(Path(home))
-    if not readonly:
+        # a foreign WAL is moved aside, never applied. Readers do not check: on a fresh
+        # store a killed writer's own WAL was judged foreign by a read-only open (test
+        # test_own_wal_of_a_killed_writer_is_applied), and moving it would lose commits.
+        wal = store_safety.check_wal(Path(home))
         _create_private(path)
     try:
         if readonly:

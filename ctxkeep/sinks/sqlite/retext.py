@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from ctxkeep.sinks.sqlite.fts import add_facets
+from ctxkeep.sinks.sqlite.fts import add_facets, prune_vocab
 from ctxkeep.sinks.sqlite.load import _insert_chunks
+from ctxkeep.transforms.grams import vocab_terms
 
 
 def content_hash(text: str) -> str:
@@ -41,6 +42,7 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
     fresh: dict[str, str] = {}  # new hash -> text, for contents that need chunks
     facets: dict[str, frozenset[str]] = {}
     tools: dict[str, str] = {}
+    old_texts: list[str] = []  # the replaced chunks' texts: their vocabulary may leave
     for old, tokens, method in zip(olds, counts, methods, strict=True):
         new_text = changes[old]
         row = conn.execute("SELECT content_id FROM contents WHERE content_hash = ?", (old,)).fetchone()
@@ -54,6 +56,9 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
         ids = [c for c, _ in chunks]
         if ids:
             marks = ",".join("?" * len(ids))
+            old_texts += [
+                t for (t,) in conn.execute(f"SELECT text FROM chunks WHERE chunk_id IN ({marks})", ids)
+            ]
             conn.execute(
                 f"INSERT INTO fts_words(fts_words, rowid, title, text, facets) SELECT 'delete', "
                 f"chunk_id, title, text, facets FROM chunks WHERE chunk_id IN ({marks})",
@@ -95,4 +100,7 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
         if chunks.height:
             _insert_chunks(conn, chunks, tools, facets)
             out["chunks_added"] += chunks.height
+    if old_texts and conn.execute("SELECT 1 FROM sqlite_master WHERE name='vocab'").fetchone():
+        # a term only the old texts held (a secret now redacted) leaves the vocabulary
+        prune_vocab(conn, vocab_terms(old_texts))
     return out
