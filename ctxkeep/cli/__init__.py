@@ -210,6 +210,19 @@ def warn(msg: object) -> None:
     err.print(f"[yellow]warning:[/yellow] {escape(str(msg))}", highlight=False)
 
 
+def config_warnings(h: Path) -> None:
+    """Print config.toml's warnings (unknown keys, with the closest valid one) for a
+    command that reads its settings; a broken file is left to the command to report."""
+    from ctxkeep.errors import CtxkeepError
+
+    try:
+        ws = cfgmod.load_config(h).warnings
+    except CtxkeepError:
+        return
+    for w in ws:
+        warn(f"{h / cfgmod.CONFIG_FILE}: {w}")
+
+
 def _count(n: int, word: str, plural: str | None = None) -> str:
     """``1 file``, ``2 files``, ``1 entry`` (``plural`` for irregular words), with
     thousands separators."""

@@ -10,7 +10,20 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, out, table, warn
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    app,
+    config_warnings,
+    err,
+    out,
+    table,
+    warn,
+)
 from ctxkeep.cli.options import PrefectOpt, require_paths
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -52,6 +65,7 @@ def compress(
     from ctxkeep.maintenance import compress as ops
 
     h = _home(home)
+    config_warnings(h)
     clash = None
     if restore is not None and check:
         clash = "--check and --restore exclude each other"

@@ -17,7 +17,21 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table, warn
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    _size,
+    app,
+    config_warnings,
+    err,
+    out,
+    table,
+    warn,
+)
 from ctxkeep.cli.options import PrefectOpt, agent_option, require_paths, since_option, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -311,6 +325,7 @@ def retention(
     from ctxkeep.maintenance import retention as maintenance
 
     h = _home(home)
+    config_warnings(h)
     days = {
         k: v
         for k, v in (

@@ -248,3 +248,17 @@ def test_new_user_findings_of_the_second_try(tmp_path):
     assert r.exit_code == 1 and "no usage stored yet" in r.output and "ctxkeep sources" in r.output
     r = CliRunner().invoke(app, ["search", "x", "-a", "codex,crush", "--home", str(home)], env=env)
     assert r.exit_code == 0, r.output
+
+
+def test_commands_reading_the_settings_name_an_unknown_key(tmp_path):
+    """`max_sizekb` was ignored silently by compress and retention (sources and ingest
+    warned): every command that reads the settings names it with the closest key."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    (tmp_path / "config.toml").write_text("[compress]\nmax_sizekb = 800\n")
+    for args in (["compress", "--check"], ["retention", "--dry-run"]):
+        r = CliRunner().invoke(app, [*args, "--home", str(tmp_path)], env={"HOME": str(tmp_path / "nobody")})
+        assert r.exit_code == 0, r.output
+        assert "unknown key compress.max_sizekb - did you mean max_size_kb?" in r.output
