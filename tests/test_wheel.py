@@ -22,12 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv not on PATH")
 def test_wheel_ships_the_notebooks_and_the_installed_package_finds_them(tmp_path):
     # --offline: the build backend (hatchling) comes from uv's cache, as for `uv sync`
-    subprocess.run(
+    r = subprocess.run(
         ["uv", "build", "--wheel", "--offline", "--out-dir", str(tmp_path / "dist"), str(ROOT)],
-        check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("ctxkeep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"ctxkeep/notebooks/{n}.ipynb" for n, _ in nbq.NOTEBOOKS}
