@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -54,21 +55,25 @@ def test_purge_by_the_prefix_hits_show(store):
 
 
 def test_an_ambiguous_prefix_lists_the_candidates_and_changes_nothing(store):
-    # the corpus's Aider chat history: 4 sessions aider-0b47469a-<n> (the 12-character
-    # cut showed them all as one id)
-    aider = [
-        s for (s,) in q(store, "SELECT DISTINCT session_id FROM entries WHERE session_id LIKE 'aider-0b47%'")
-    ]
-    assert len(aider) == 4
+    # the corpus's Aider chat history: 4 sessions aider-<8 hex of its path's SHA-256>-<n>
+    # (the 12-character cut showed them all as one id); the prefix depends on where the
+    # corpus lives (aider-0b47 here)
+    aider = sorted(
+        s
+        for (s,) in q(store, "SELECT DISTINCT session_id FROM entries WHERE agent = 'aider'")
+        if re.fullmatch(r"aider-[0-9a-f]{8}-\d+", s)
+    )
+    assert len(aider) == 4 and len({a[:10] for a in aider}) == 1, aider
+    prefix = aider[0][:10]
     before = scalar(store, "SELECT count(*) FROM entries")
     with pytest.raises(AmbiguousSession) as e:
-        purge_named(store, _req("aider-0b47"))
+        purge_named(store, _req(prefix))
     assert sorted(s for _, _, s in e.value.candidates) == sorted(aider)
-    r = runner.invoke(app, ["purge", "--session", "aider-0b47", "--yes", "--home", str(store)])
+    r = runner.invoke(app, ["purge", "--session", prefix, "--yes", "--home", str(store)])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "ambiguous" in r.stderr
     assert all(a[:15] in r.stderr for a in aider)
     with pytest.raises(AmbiguousSession):  # MCP: the same resolver, the same refusal
-        Handlers(store, store).ctx_purge({"sessionId": "aider-0b47", "confirm": True})
+        Handlers(store, store).ctx_purge({"sessionId": prefix, "confirm": True})
     assert scalar(store, "SELECT count(*) FROM entries") == before
     assert scalar(store, "SELECT count(*) FROM tombstones") == 0
 
