@@ -8,7 +8,7 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 - ``sqlite-wal``: a ``store.db-wal`` of another database (``store_safety.wal_verdict``);
 - ``sqlite-integrity``: ``PRAGMA quick_check`` (``PRAGMA integrity_check`` with
   ``full``; 0.27 s and 1.9 s on a 170 MB store);
-- ``fts``: FTS5's ``integrity-check`` command on ``fts_words`` and ``fts_grams``;
+- ``fts``: FTS5's ``integrity-check`` command on ``fts_words``, ``fts_grams`` and ``fts_symbols``;
 - ``orphans``: chunks without their content, entries whose content is missing;
 - ``duckdb``: ``analytics.duckdb`` opens and holds as many entries as SQLite;
 - ``parquet``: every archive file's footer reads, and the archive holds every entry
@@ -101,7 +101,8 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
         return out
     conn = _ro(db, foreign)
     try:
-        for t in ("fts_words", "fts_grams"):
+        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        for t in [t for t in ("fts_words", "fts_grams", "fts_symbols") if t in have]:
             try:
                 conn.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")
                 out.append(Finding("fts", f"{db} ({t})", "ok", "integrity-check passed"))

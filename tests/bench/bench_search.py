@@ -1,26 +1,43 @@
-"""Search benchmark: p50/p95 of 200 mixed queries in-process, and the whole-process
-time of `ctxkeep search`, on a store built from a scaled corpus.
+"""Search benchmark: p50/p95/p99 of 200 mixed queries in-process, by query kind, the
+relevance set's recall@3 and MRR, and the whole-process time of `ctxkeep search`, for
+this checkout and (``--baseline``) another one side by side in the same run.
 
-Build the store once (slow: ~8 min for 500 MB on 2 busy cores):
+Build the store once (~3-8 min for 500 MB on 2 busy cores):
 
     python3 /work/shared/tools/scale_corpus.py /tmp/bench/home --mb 500 --unique-text
     HOME=/tmp/bench/home CTXKEEP_HOME=/tmp/bench/store .venv/bin/ctxkeep ingest --no-prefect
 
 then run:  uv run python tests/bench/bench_search.py /tmp/bench/store
 
+Side by side with a baseline checkout (``git worktree add /tmp/base main --detach``,
+``uv sync`` there) and a store of its own schema (a copy of the store opened by the
+newer code migrates; the baseline must not open a store of a newer schema):
+
+    uv run python tests/bench/bench_search.py /tmp/bench/store-new \
+        --baseline /tmp/base --baseline-store /tmp/bench/store-old
+
+Each side runs in a worker process of its own checkout's interpreter (the same
+worker code, this file), which times each query in-process; the queries alternate
+between the two workers, so load hits both alike. The relevance set
+(tests/query/relevance/queries.json) is ranked by each side on a fresh store of the
+corpus ingested by that side's code.
+
 The two Markdown sessions of the corpus (Aider history with CJK text, a SpecStory
 export) are indexed as notes first, as in the relevance set, so CJK queries have
-something to find. Prints figures; asserts nothing (targets: p95 ≤ 50 ms in-process,
-≤ 0.5 s whole process).
+something to find. Prints figures; asserts nothing (issue 14 target: p95 ≤ 12 ms
+in-process at 500 MB, recall@3 and MRR unchanged or better).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -122,77 +139,232 @@ def queries(n: int = 200, seed: int = 4) -> list[tuple[str, dict]]:
     return out
 
 
-def main(home: Path) -> None:
-    from ctxkeep.pipeline.notes import index_note
-    from ctxkeep.query.search import Filters, search
+def kind_of(q: str, f: dict) -> str:
+    """The query's kind for the figures: its pool (words, phrase, ident, cjk, mix),
+    ``+filter`` when it has filters."""
+    if " " in q and not q.startswith('"') and any(q.endswith(i) for i in IDENTS):
+        k = "mix"
+    elif q in PHRASES:
+        k = "phrase"
+    elif q in IDENTS:
+        k = "ident"
+    elif q in CJK:
+        k = "cjk"
+    else:
+        k = "words"
+    return k + ("+filter" if f else "")
+
+
+def pct(xs: list[float], q: float) -> float:
+    """The ``q`` quantile of ``xs`` (nearest rank)."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+# ---------------------------------------------------------------- worker (either checkout)
+
+
+def _worker() -> None:
+    """JSON lines on stdin → JSON lines on stdout, with whatever ``ctxkeep`` this
+    interpreter imports: ``open`` a store (notes indexed first), ``q`` one timed query
+    (ms in-process), ``relevance`` (recall@3 and MRR on a fresh corpus store)."""
+    conn = None
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing else may write to the protocol
+    for line in sys.stdin:
+        req = json.loads(line)
+        op = req["op"]
+        if op == "open":
+            from ctxkeep.pipeline.notes import index_note
+            from ctxkeep.sinks import sqlite as sqlite_store
+
+            home = Path(req["store"])
+            w = sqlite_store.connect(home)
+            for label, rel in NOTES.items():
+                if (CORPUS_HOME / rel).exists():
+                    index_note(w, label, path=CORPUS_HOME / rel)
+            info = {
+                "schema": sqlite_store.schema_version(w),
+                "entries": w.execute("SELECT count(*) FROM entries").fetchone()[0],
+                "chunks": w.execute("SELECT count(*) FROM chunks").fetchone()[0],
+                "mb": (home / "store.db").stat().st_size / 1e6,
+            }
+            w.close()
+            conn = sqlite_store.connect(home, readonly=True)
+            res = info
+        elif op == "q":
+            from ctxkeep.query.search import Filters, search
+
+            t0 = time.perf_counter()
+            search(conn, req["q"], filters=Filters(**req["f"]), limit=10, budget_tokens=4000)
+            res = {"ms": (time.perf_counter() - t0) * 1000}
+        elif op == "relevance":
+            res = _relevance()
+        else:
+            break
+        out.write(json.dumps(res) + "\n")
+        out.flush()
+
+
+def _relevance() -> dict:
+    """recall@3 and MRR of the relevance set, ranked by this interpreter's ctxkeep on
+    a fresh store of the whole corpus (the test's own ranking, ``_rank``)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "query" / "relevance"))
+    from test_relevance import QUERIES, _rank
+
+    from ctxkeep.pipeline.engine import run_ingest
     from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sinks.files import STORE_DB
+    from ctxkeep.sources.contract import DiscoveryContext
 
-    conn = sqlite_store.connect(home)
-    for label, rel in NOTES.items():
-        if (CORPUS_HOME / rel).exists():
-            index_note(conn, label, path=CORPUS_HOME / rel)
-    conn.close()
-    db = home / STORE_DB
-    n_entries = (
-        sqlite_store.connect(home, readonly=True).execute("SELECT count(*) FROM entries").fetchone()[0]
-    )
-    n_chunks = sqlite_store.connect(home, readonly=True).execute("SELECT count(*) FROM chunks").fetchone()[0]
-    print(
-        f"store {home}: {db.stat().st_size / 1e6:.0f} MB store.db, {n_entries:,} entries, {n_chunks:,} chunks"
-    )
+    with tempfile.TemporaryDirectory() as d:
+        run_ingest(Path(d), ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
+        conn = sqlite_store.connect(Path(d))
+        ranks = {q["q"]: _rank(conn, q) for q in QUERIES}
+        conn.close()
+    return {
+        "recall3": sum(1 for r in ranks.values() if r and r <= 3) / len(ranks),
+        "mrr": sum(1 / r for r in ranks.values() if r) / len(ranks),
+        "ranks": ranks,
+    }
 
-    conn = sqlite_store.connect(home, readonly=True)
-    qs = queries()
-    for q, f in qs[:20]:  # warm the page cache
-        search(conn, q, filters=Filters(**f), limit=10)
-    times, by_kind, per = [], {}, []
-    for q, f in qs:
-        t0 = time.perf_counter()
-        search(conn, q, filters=Filters(**f), limit=10, budget_tokens=4000)
-        ms = (time.perf_counter() - t0) * 1000
-        times.append(ms)
-        per.append((ms, q, f))
-        by_kind.setdefault("filtered" if f else "plain", []).append(ms)
-    times.sort()
-    p = lambda xs, q: sorted(xs)[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]  # noqa: E731
-    print(
-        f"in-process, {len(times)} queries: p50 {p(times, 0.5):.1f} ms, p95 {p(times, 0.95):.1f} ms, "
-        f"max {times[-1]:.1f} ms, mean {statistics.mean(times):.1f} ms"
-    )
-    for k, xs in by_kind.items():
-        print(f"  {k}: n={len(xs)} p50 {p(xs, 0.5):.1f} ms p95 {p(xs, 0.95):.1f} ms")
-    for ms, q, f in sorted(per, key=lambda x: x[0], reverse=True)[:8]:
-        print(f"  slow: {ms:6.0f} ms  {q!r} {f}")
-    import os
 
-    print(f"  (load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    exe = ROOT / ".venv" / "bin" / "ctxkeep"
+class Side:
+    """One checkout's worker process (``python bench_search.py --worker``)."""
+
+    def __init__(self, name: str, checkout: Path, store: Path):
+        self.name, self.checkout, self.store = name, checkout, store
+        self.proc = subprocess.Popen(
+            [str(checkout / ".venv" / "bin" / "python"), str(Path(__file__).resolve()), "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=str(checkout),
+        )
+
+    def ask(self, **req) -> dict:
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(
+                f"error: the {self.name} worker stopped ({self.checkout}) - see its stderr above"
+            )
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def _process_times(checkout: Path, home: Path) -> list[float]:
+    exe = checkout / ".venv" / "bin" / "ctxkeep"
     runs = []
     for q in ("timeline filtering", "调研", "useTodos", '"command not found"'):
-        for _ in range(3):
-            t0 = time.perf_counter()
-            subprocess.run(
-                [str(exe), "search", q, "--home", str(home), "--json"], check=True, stdout=subprocess.DEVNULL
-            )
-            runs.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        subprocess.run(
+            [str(exe), "search", q, "--home", str(home), "--json"], check=True, stdout=subprocess.DEVNULL
+        )
+        runs.append(time.perf_counter() - t0)
+    return runs
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("store", type=Path, help="ctxkeep home of the store this checkout searches")
+    ap.add_argument("--baseline", type=Path, help="a baseline checkout (with its .venv)")
+    ap.add_argument("--baseline-store", type=Path, help="the baseline's store (default: the same store)")
+    ap.add_argument("--rounds", type=int, default=2, help="timed passes over the 200 queries")
+    ap.add_argument("--no-relevance", action="store_true")
+    a = ap.parse_args(argv)
+    sides = [Side("this", ROOT, a.store)]
+    if a.baseline:
+        sides.insert(0, Side("baseline", a.baseline.resolve(), a.baseline_store or a.store))
+    for s in sides:
+        info = s.ask(op="open", store=str(s.store))
+        print(
+            f"{s.name:8s} {s.checkout} (git {_git_head(s.checkout)}): store {s.store}, schema v{info['schema']}, "
+            f"{info['mb']:.0f} MB store.db, {info['entries']:,} entries, {info['chunks']:,} chunks"
+        )
+    qs = queries()
+    for q, f in qs[:20]:  # warm the page cache and the statements
+        for s in sides:
+            s.ask(op="q", q=q, f=f)
+    times: dict[str, list[tuple[float, str, dict]]] = {s.name: [] for s in sides}
+    loads = [os.getloadavg()[0]]
+    for rnd in range(a.rounds):
+        for i, (q, f) in enumerate(qs):
+            order = sides if (i + rnd) % 2 == 0 else sides[::-1]  # alternate who goes first
+            for s in order:
+                times[s.name].append((s.ask(op="q", q=q, f=f)["ms"], q, f))
+        loads.append(os.getloadavg()[0])
+    names = [s.name for s in sides]
     print(
-        f"whole process `ctxkeep search` ({len(runs)} runs): median {statistics.median(runs):.2f} s, "
-        f"max {max(runs):.2f} s"
+        f"\nin-process ms, {len(qs)} queries x {a.rounds} rounds, alternating; load average "
+        f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
     )
+    kinds = ["all"] + sorted({kind_of(q, f) for q, f in qs})
+    print(f"{'kind':16s} {'n':>4s}  " + "  ".join(f"{n + ' p50/p95/p99':>26s}" for n in names))
+    for k in kinds:
+        cells, n = [], 0
+        for name in names:
+            xs = [ms for ms, q, f in times[name] if k == "all" or kind_of(q, f) == k]
+            n = len(xs)
+            cells.append(f"{pct(xs, 0.5):7.1f} {pct(xs, 0.95):7.1f} {pct(xs, 0.99):7.1f}".rjust(26))
+        print(f"{k:16s} {n:4d}  " + "  ".join(cells))
+    for name in names:
+        worst: dict[tuple, float] = {}
+        for ms, q, f in times[name]:
+            key = (q, json.dumps(f))
+            worst[key] = max(worst.get(key, 0.0), ms)
+        print(
+            f"  slowest ({name}): "
+            + "; ".join(
+                f"{ms:.0f} {q!r} {f}" for (q, f), ms in sorted(worst.items(), key=lambda x: -x[1])[:6]
+            )
+        )
+    if not a.no_relevance:
+        print("\nrelevance set (fresh corpus store per side):")
+        rel = {s.name: s.ask(op="relevance") for s in sides}
+        for name in names:
+            r = rel[name]
+            misses = {q: v for q, v in r["ranks"].items() if not v or v > 3}
+            print(f"  {name:8s} recall@3 {r['recall3']:.3f}  MRR {r['mrr']:.3f}  outside the top 3: {misses}")
+        if len(names) == 2:
+            a_r, b_r = (rel[n]["ranks"] for n in names)
+            moved = {q: (a_r[q], b_r.get(q)) for q in a_r if a_r[q] != b_r.get(q)}
+            print(f"  rank changes ({names[0]} -> {names[1]}): {moved or 'none'}")
+    for s in sides:
+        s.close()
+    print()
+    for s in sides:
+        runs = _process_times(s.checkout, s.store)
+        print(
+            f"whole process `ctxkeep search` ({s.name}, {len(runs)} runs): median {statistics.median(runs):.2f} s, max {max(runs):.2f} s"
+        )
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     print(f"  (bare python start: {time.perf_counter() - t0:.2f} s)")
-    print(
-        json.dumps(
-            {
-                "p50_ms": round(p(times, 0.5), 1),
-                "p95_ms": round(p(times, 0.95), 1),
-                "process_median_s": round(statistics.median(runs), 2),
-            }
-        )
+    summary = {
+        n: {
+            "p50_ms": round(pct([x[0] for x in times[n]], 0.5), 1),
+            "p95_ms": round(pct([x[0] for x in times[n]], 0.95), 1),
+            "p99_ms": round(pct([x[0] for x in times[n]], 0.99), 1),
+        }
+        for n in names
+    }
+    print(json.dumps(summary))
+
+
+def _git_head(checkout: Path) -> str:
+    r = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     )
+    return r.stdout.strip() or "?"
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1:2] == ["--worker"]:
+        _worker()
+    else:
+        main()

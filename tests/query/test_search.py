@@ -9,6 +9,7 @@ from ctxkeep.errors import SearchSyntaxError, UsageError
 from ctxkeep.pipeline.notes import index_note
 from ctxkeep.query.search import SNIPPET_MAX_CHARS, Filters, parse_when, search, terms, words_match
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite.ddl import SCHEMA_VERSION
 
 
 @pytest.fixture(scope="module")
@@ -397,6 +398,7 @@ def test_migrated_store_searches_like_a_new_one(store_home, tmp_path):
     with sqlite_store.write(conn):
         conn.execute("DROP TABLE fts_vocab")
         conn.execute("DROP TABLE vocab")
+        conn.execute("DROP TABLE fts_symbols")
         conn.execute("DROP TABLE fts_grams")
         conn.execute(
             "CREATE VIRTUAL TABLE fts_grams USING fts5(grams, facets, tokenize='unicode61 remove_diacritics 0')"
@@ -404,7 +406,66 @@ def test_migrated_store_searches_like_a_new_one(store_home, tmp_path):
         conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
     conn.close()
     conn = sqlite_store.connect(store_home)  # migrates
-    assert sqlite_store.schema_version(conn) == 7
+    assert sqlite_store.schema_version(conn) == SCHEMA_VERSION
     assert {q: [h.session_id for h in search(conn, q).hits] for q in queries} == new
     assert new["c++"] == ["a"] and sorted(new["allbac"]) == ["a", "b"]
+    conn.close()
+
+
+SYMBOL_QUERIES = ["notepad++", "i++", ".NET", "C#", "i++ loop"]
+
+
+def _symbol_hits(conn) -> dict[str, list[str]]:
+    return {q: [h.entry_id for h in search(conn, q, limit=20).hits] for q in SYMBOL_QUERIES}
+
+
+def test_v7_store_migrates_and_finds_the_same_symbol_hits(store):
+    """A v7 store (symbol terms and their chunks' words inside ``fts_grams``, no
+    ``fts_symbols``) finds the same c++/C#/.NET hits read-only before its migration and
+    after it (v8: ``fts_symbols``; ``fts_grams`` without the symbol rows)."""
+    from ctxkeep.transforms.grams import grams_batch, symbols_batch
+
+    conn = sqlite_store.connect(store)
+    new = _symbol_hits(conn)
+    # the corpus holds these terms as written (no c++ or C#): every hit's text has it
+    # (.NET also searches the word ``net``: its first hit)
+    for q, want, ids in (
+        ("notepad++", "notepad++", new["notepad++"]),
+        ("i++", "i++", new["i++"]),
+        (".NET", ".net", new[".NET"][:1]),
+    ):
+        assert ids, q
+        for eid in ids:
+            (h,) = conn.execute("SELECT content_hash FROM entries WHERE entry_id = ?", (eid,)).fetchone()
+            assert want in (sqlite_store.content_text(conn, h) or "").lower()
+    chunks = conn.execute("SELECT chunk_id, text, facets FROM chunks ORDER BY chunk_id").fetchall()
+    texts = [t for _, t, _ in chunks]
+    v7_rows = [
+        (cid, " ".join(x for x in (g, y) if x), fac)
+        for (cid, _, fac), g, y in zip(chunks, grams_batch(texts), symbols_batch(texts), strict=True)
+        if g or y
+    ]
+    n_grams = sum(1 for g in grams_batch(texts) if g)
+    n_syms = sum(1 for y in symbols_batch(texts) if y)
+    assert n_syms and len(v7_rows) > n_grams  # the symbol rows v7 added to fts_grams
+    with sqlite_store.write(conn):  # the v7 layout
+        conn.execute("DROP TABLE fts_symbols")
+        conn.execute("DROP TABLE fts_grams")
+        conn.execute(
+            "CREATE VIRTUAL TABLE fts_grams USING fts5(grams, facets, "
+            "tokenize=\"unicode61 remove_diacritics 0 tokenchars '+#.'\")"
+        )
+        conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", v7_rows)
+        conn.execute("INSERT INTO fts_grams(fts_grams, rank) VALUES('rank', 'bm25(1.0, 0.0)')")
+        conn.execute("UPDATE meta SET value='7' WHERE key='schema_version'")
+    conn.close()
+    ro = sqlite_store.connect(store, readonly=True)  # not migrated: symbols from fts_grams
+    assert sqlite_store.schema_version(ro) == 7
+    assert _symbol_hits(ro) == new
+    ro.close()
+    conn = sqlite_store.connect(store)  # migrates
+    assert sqlite_store.schema_version(conn) == SCHEMA_VERSION
+    assert conn.execute("SELECT count(*) FROM fts_grams").fetchone()[0] == n_grams
+    assert conn.execute("SELECT count(*) FROM fts_symbols").fetchone()[0] == n_syms
+    assert _symbol_hits(conn) == new
     conn.close()

@@ -21,8 +21,9 @@ How a query is answered:
      each term of 3+ letters/digits expands to the vocabulary tokens holding it
      (``fts_vocab``, trigrams of every distinct identifier-like token: ``allbac`` →
      ``callback``), searched on the word index; its hits rank below every
-     whole-word or prefix hit (``rank.SUBSTRING_LISTS``). Symbol terms (``c++``,
-     ``C#``, ``.NET``) are searched as written on ``fts_grams``, not as ``c``;
+     whole-word or prefix hit (``rank.SUBSTRING_LISTS``);
+   - ``symbols``: symbol terms (``c++``, ``C#``, ``.NET``) as written, with the
+     query's other words, on ``fts_symbols`` (not as ``c`` on the word index);
    - ``exact``: candidates whose text holds the query verbatim (case-insensitive):
      hyphenated ids (``bd-q3fy``), paths, error messages;
    - ``tool``: candidates whose tool name is one of the terms (tool names weigh
@@ -64,6 +65,7 @@ from ctxkeep.query.search.parse import (
     parse_when,
     prefix_match,
     subs_match,
+    symbols_match,
     terms,
     vocab_terms_of,
     words_match,
@@ -155,10 +157,10 @@ def search(
             ) from None
     else:
         run("words", "fts_words", words_match(query))
-        mixed = (any(CJK_RE.search(t) for t in ts) and any(not CJK_RE.search(t) for t in ts)) or any(
-            is_symbol_term(t) for t in ts
-        )
+        mixed = any(CJK_RE.search(t) for t in ts) and any(not CJK_RE.search(t) for t in ts)
         run("grams_all" if mixed else "grams", "fts_grams", grams_match(query))
+        if any(is_symbol_term(t) for t in ts):
+            run("symbols", retrieve.symbols_table(conn), symbols_match(query))
         if len([t for t in ts if _word_term(t)]) > 1 and len(lists.get("words", [])) < n:
             run("any", "fts_words", any_match(query))
         if len(lists.get("words", [])) < limit:
@@ -210,7 +212,7 @@ def search(
         not raw
         and hits
         and len([t for t in ts if _WORD_RE.search(t)]) > 1
-        and not any(m in h.matched for h in hits for m in ("words", "grams_all", "exact", "subs"))
+        and not any(m in h.matched for h in hits for m in ("words", "grams_all", "symbols", "exact", "subs"))
     ):
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)

@@ -21,7 +21,7 @@ from ctxkeep.timeutil import check_window, format_utc, when_bound
 from ctxkeep.transforms import facets as fx
 from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE
 from ctxkeep.transforms.grams import _CJK_RUN as CJK_RE
-from ctxkeep.transforms.grams import is_symbol_term, query_grams, query_vocab
+from ctxkeep.transforms.grams import is_symbol_term, query_grams, query_symbol, query_vocab
 
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
@@ -188,7 +188,7 @@ def _quote(t: str) -> str:
 
 def _word_term(t: str) -> bool:
     """Whether term ``t`` goes to the word index: it has a word character and is not a
-    ``c++``/``C#``-style symbol term (unicode61 would make it ``c``; the substring index
+    ``c++``/``C#``-style symbol term (unicode61 would make it ``c``; ``fts_symbols``
     holds it as written). ``.NET``-style terms go to both (``net`` is a fair word)."""
     return bool(_WORD_RE.search(t)) and not (is_symbol_term(t) and not t.strip().startswith("."))
 
@@ -245,20 +245,41 @@ def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str 
     return " OR ".join(parts) or None
 
 
+def _ascii_words(ts: list[str]) -> list[str]:
+    """The quoted lower-cased ASCII words of the terms ``ts`` that hold neither CJK nor
+    a symbol term."""
+    return [
+        '"' + w.lower() + '"'
+        for t in ts
+        if not CJK_RE.search(t) and not is_symbol_term(t)
+        for w in ASCII_WORD_RE.findall(t)
+    ]
+
+
 def grams_match(query: str) -> str | None:
-    """FTS5 expression for the substring index (terms with CJK or camelCase parts, and
-    symbol terms ``c++``/``C#``/``.NET`` as written; ANDed), or None when no term has
-    any. In a query that has CJK or a symbol term, the other (ASCII) words are ANDed
-    in as plain terms: such a chunk also indexes its ASCII words there
-    (``transforms.grams``), so ``gemini 处理`` and ``c++ compiler`` match within one
+    """FTS5 expression for the substring index ``fts_grams`` (terms with CJK or
+    camelCase parts; ANDed), or None when no term has any. In a query that has CJK, the
+    other (ASCII) words are ANDed in as plain terms: such a chunk also indexes its
+    ASCII words there (``transforms.grams``), so ``gemini 处理`` matches within one
     index."""
     ts = [t.rstrip("*") for t in terms(query)]
     parts = [g for g in (query_grams(t) for t in ts) if g]
-    if any(CJK_RE.search(t) or is_symbol_term(t) for t in ts):
-        for t in ts:
-            if not CJK_RE.search(t) and not is_symbol_term(t):
-                parts += ['"' + w.lower() + '"' for w in ASCII_WORD_RE.findall(t)]
+    if parts and any(CJK_RE.search(t) for t in ts):
+        parts += _ascii_words(ts)
     return " AND ".join(f"({p})" for p in parts) or None
+
+
+def symbols_match(query: str) -> str | None:
+    """FTS5 expression for ``fts_symbols``: the symbol terms of ``query`` (``c++``,
+    ``C#``, ``.NET``, as written) and the ASCII words of its other terms, ANDed (a
+    chunk there indexes its ASCII words too, so ``c++ compiler`` matches within one
+    index); None when the query has no symbol term. CJK terms are left to
+    ``grams_match``."""
+    ts = [t.rstrip("*") for t in terms(query)]
+    syms = [q for q in (query_symbol(t) for t in ts) if q]
+    if not syms:
+        return None
+    return " AND ".join([*syms, *_ascii_words(ts)])
 
 
 def vocab_terms_of(query: str) -> list[tuple[str, str | None]]:

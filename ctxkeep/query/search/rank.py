@@ -2,7 +2,7 @@
 per list and per kind, ties, and the folding of near-duplicate hits. Pure functions
 over ``retrieve.Candidate`` (no SQL).
 
-The lists (``words``, ``grams``, ``grams_all``, ``any``, ``prefix``, ``exact``,
+The lists (``words``, ``grams``, ``grams_all``, ``symbols``, ``any``, ``prefix``, ``exact``,
 ``tool``; see ``ctxkeep.query.search``) are fused by RRF: a candidate scores
 Σ ``LIST_WEIGHT[list]`` / (``RRF_K`` + rank), rank 1-based, times the prior of its
 kind (``KIND_WEIGHT``). Ties, within a list and after fusion, go to the more recent
@@ -21,7 +21,9 @@ RRF_K = 60
 #: "grams_all": the substring index matched every term of a query that mixes CJK with
 #: other words (``grams_match``) — as strong as the word index's all-terms list, which
 #: cannot match such a text (unicode61 glues ``gemini`` into ``涉及gemini的处理``)
-LIST_WEIGHT = {"tool": 2.0, "grams_all": 2.0}
+#: "symbols": every symbol term and other word of the query in ``fts_symbols``, the
+#: only index that holds ``c++`` as written (as grams_all for ``c++`` in v7)
+LIST_WEIGHT = {"tool": 2.0, "grams_all": 2.0, "symbols": 2.0}
 #: lists of inner-substring matches (``allbac`` in ``callback``): a candidate only they
 #: (and the lists derived from all candidates, ``exact`` and ``tool``) found ranks
 #: below every whole-word or prefix hit, whatever its score

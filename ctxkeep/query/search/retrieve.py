@@ -206,6 +206,13 @@ def vocab_expand(conn: sqlite3.Connection, match: str) -> list[str]:
         return []
 
 
+def symbols_table(conn: sqlite3.Connection) -> str:
+    """The FTS table holding symbol terms (``c++``): ``fts_symbols`` (schema v8), or on
+    an older store opened read-only (not migrated) ``fts_grams``, where v7 kept them."""
+    have = conn.execute("SELECT 1 FROM sqlite_master WHERE name='fts_symbols'").fetchone()
+    return "fts_symbols" if have else "fts_grams"
+
+
 def window_floor(conn: sqlite3.Connection, fts: str, match: str) -> int:
     """The smallest chunk id of the ``RANK_WINDOW`` newest matches (0 when there are
     fewer): BM25 is computed only above it. Counting down the rowids is cheap; ranking

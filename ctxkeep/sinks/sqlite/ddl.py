@@ -23,8 +23,10 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: cache_creation_1h_tokens and cost_usd (the cost the agent logged); v6: ``intents``
 #: (operations in flight across the stores, ``sinks.sqlite.intents``); v7: fts_grams
 #: keeps ``+ # .`` in tokens (``c++``, ``c#``, ``.net``), the vocabulary ``vocab`` and
-#: its trigram index ``fts_vocab`` (inner substrings). Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 7
+#: its trigram index ``fts_vocab`` (inner substrings); v8: symbol terms move to their own
+#: ``fts_symbols`` (``fts_grams`` is as in v6 again: its BM25 statistics without them).
+#: Steps: ``migrations.MIGRATIONS``.
+SCHEMA_VERSION = 8
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -110,7 +112,11 @@ FTS_TABLES: dict[str, str] = {
   tokenize='porter unicode61 remove_diacritics 2')""",
     # CJK bigrams and identifier parts of chunks (rowid = chunk_id)
     "fts_grams": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_grams USING fts5(
-  grams, facets, tokenize="unicode61 remove_diacritics 0 tokenchars '+#.'")""",
+  grams, facets, tokenize='unicode61 remove_diacritics 0')""",
+    # symbol terms (c++, c#, .net) and the ASCII words of the chunks holding one
+    # (rowid = chunk_id; ``transforms.grams.symbols``); never queried by phrase
+    "fts_symbols": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_symbols USING fts5(
+  terms, facets, tokenize="unicode61 remove_diacritics 0 tokenchars '+#.'", detail=column)""",
     # trigrams of the vocabulary (external content: the terms are stored once, in vocab)
     "fts_vocab": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5(
   term, content='vocab', content_rowid='term_id', tokenize='trigram', columnsize=0)""",
@@ -120,7 +126,13 @@ FTS_TABLES: dict[str, str] = {
 FTS_RANKS: dict[str, str] = {
     "fts_words": f"bm25({TITLE_WEIGHT}, 1.0, 0.0)",
     "fts_grams": "bm25(1.0, 0.0)",
+    "fts_symbols": "bm25(1.0, 0.0)",
 }
+
+#: the FTS tables that hold their own rows keyed by chunk id, each with its terms column
+#: (``fts_words`` is external content over ``chunks``): a chunk's rows there are deleted
+#: by rowid
+CHUNK_FTS_TABLES: dict[str, str] = {"fts_grams": "grams", "fts_symbols": "terms"}
 
 # Entries indexes, each for a query that needs it (every index costs ingest time: ~20 %
 # of the entry insert for the two dropped below): session (status changes by session,
@@ -163,12 +175,13 @@ def create_all(conn: sqlite3.Connection) -> None:
 
 
 def set_ranks(conn: sqlite3.Connection) -> None:
-    """Store the default rank (``FTS_RANKS``) in both FTS tables' configuration."""
+    """Store the default rank (``FTS_RANKS``) in the ranked FTS tables' configuration."""
     for table, rank in FTS_RANKS.items():  # fts_vocab is never ranked
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('rank', ?)", (rank,))
 
 
 __all__ = [
+    "CHUNK_FTS_TABLES",
     "DDL",
     "DROPPED_INDEXES",
     "FTS_RANKS",

@@ -14,7 +14,7 @@ steps on one connection:
    ``status_log`` rows, ``usage`` rows of the entries and whole sessions, ``quarantine``
    rows of whole files, and the contents with their ``chunks`` and both FTS5 indexes'
    rows (``fts_words`` through FTS5's ``'delete'`` command before the chunk rows go, it
-   being an external-content table; ``fts_grams`` by rowid).
+   being an external-content table; ``fts_grams`` and ``fts_symbols`` by rowid).
 
 Select with ``select_where`` (any WHERE over ``entries``), ``select_session`` (a
 session and its sub-agents), ``select_project`` (a project dir and below, plus the
@@ -29,7 +29,7 @@ import sqlite3
 
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import write
-from ctxkeep.sinks.sqlite.fts import prune_vocab
+from ctxkeep.sinks.sqlite.fts import delete_chunk_rows, prune_vocab
 from ctxkeep.transforms.grams import vocab_terms
 
 _TEMP_TABLES = ("_p_entries", "_p_sessions", "_p_contents", "_p_files")
@@ -224,7 +224,7 @@ def delete_selected(
         f"INSERT INTO fts_words(fts_words, rowid, {cols}) SELECT 'delete', chunk_id, {cols} "
         "FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"
     )
-    conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({gone_chunks})")
+    delete_chunk_rows(conn, gone_chunks)
     has_vocab = conn.execute("SELECT 1 FROM sqlite_master WHERE name='vocab'").fetchone()
     gone_vocab = (
         vocab_terms(
@@ -247,7 +247,7 @@ def scrub(conn: sqlite3.Connection) -> None:
     images live there). Needs ``PRAGMA secure_delete=ON`` on ``conn`` beforehand."""
     with write(conn):
         conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")
-        conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('optimize')")
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name='fts_vocab'").fetchone():
-            conn.execute("INSERT INTO fts_vocab(fts_vocab) VALUES('optimize')")
+        for table in ("fts_grams", "fts_symbols", "fts_vocab"):
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (table,)).fetchone():
+                conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

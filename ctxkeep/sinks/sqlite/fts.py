@@ -2,7 +2,8 @@
 
 ``fts_words`` indexes ``chunks`` (title, text, facets) as external content;
 ``fts_grams`` holds ``transforms.grams`` of the chunk texts with the same facets
-(rowid = chunk_id); ``vocab`` / ``fts_vocab`` the vocabulary of the chunk texts and its
+(rowid = chunk_id), ``fts_symbols`` their symbol terms (``transforms.grams.symbols``,
+likewise); ``vocab`` / ``fts_vocab`` the vocabulary of the chunk texts and its
 trigrams (``add_vocab``). A chunk's ``facets`` are the tokens (``transforms.facets``) of
 every entry holding its text, so that search filters inside the MATCH.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ctxkeep.sinks.sqlite.ddl import FTS_TABLES, set_ranks
+from ctxkeep.sinks.sqlite.ddl import CHUNK_FTS_TABLES, FTS_TABLES, set_ranks
 from ctxkeep.sinks.sqlite.params import in_parts
 
 #: the entry columns a chunk's facets are made of (``transforms.facets.facets_by_content``)
@@ -20,10 +21,11 @@ FACET_COLUMNS = ("content_hash", "agent", "kind", "role", "tool_name", "session_
 
 def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
     """Drop, recreate (from ``ddl.FTS_TABLES``) and fill ``fts_words`` (FTS5
-    ``'rebuild'`` from ``chunks``) and ``fts_grams`` (``transforms.grams`` of the chunk
-    texts, with the chunks' facets), inside the caller's transaction. Returns
-    ``{"chunks": n, "grams_rows": n}``."""
-    from ctxkeep.transforms.grams import grams_batch, vocab_terms
+    ``'rebuild'`` from ``chunks``), ``fts_grams`` and ``fts_symbols``
+    (``transforms.grams`` and ``symbols`` of the chunk texts, with the chunks' facets)
+    and the vocabulary, inside the caller's transaction. Returns ``{"chunks": n,
+    "grams_rows": n, "symbols_rows": n}``."""
+    from ctxkeep.transforms.grams import grams_batch, symbols_batch, vocab_terms
 
     conn.execute("DELETE FROM vocab")
     for table, ddl in FTS_TABLES.items():
@@ -31,7 +33,7 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
         conn.execute(ddl)
     conn.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
     n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    n_grams, last = 0, 0
+    n_grams, n_syms, last = 0, 0, 0
     while True:
         rows = conn.execute(
             "SELECT chunk_id, text, facets FROM chunks WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?",
@@ -40,16 +42,33 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
         if not rows:
             break
         last = rows[-1][0]
-        terms = grams_batch([text for _, text, _ in rows])
-        g = [(chunk_id, gr, facets) for (chunk_id, _, facets), gr in zip(rows, terms, strict=True) if gr]
-        conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", g)
-        n_grams += len(g)
-        add_vocab(conn, vocab_terms([text for _, text, _ in rows]))
-    conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")
-    conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('optimize')")
-    conn.execute("INSERT INTO fts_vocab(fts_vocab) VALUES('optimize')")
+        texts = [text for _, text, _ in rows]
+        keys = [(chunk_id, facets) for chunk_id, _, facets in rows]
+        n_grams += insert_rows(conn, "fts_grams", keys, grams_batch(texts))
+        n_syms += insert_rows(conn, "fts_symbols", keys, symbols_batch(texts))
+        add_vocab(conn, vocab_terms(texts))
+    for table in FTS_TABLES:
+        conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
     set_ranks(conn)
-    return {"chunks": n_chunks, "grams_rows": n_grams}
+    return {"chunks": n_chunks, "grams_rows": n_grams, "symbols_rows": n_syms}
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, chunks: list[tuple[int, str]], terms: list[str]) -> int:
+    """Insert into ``table`` (one of ``ddl.CHUNK_FTS_TABLES``) a row ``(rowid =
+    chunk_id, terms, facets)`` for each chunk ``(chunk_id, facets)`` of ``chunks``
+    whose ``terms`` (same order) are not empty. Returns the number inserted."""
+    rows = [(cid, t, fac) for (cid, fac), t in zip(chunks, terms, strict=True) if t]
+    conn.executemany(f"INSERT INTO {table}(rowid, {CHUNK_FTS_TABLES[table]}, facets) VALUES(?,?,?)", rows)
+    return len(rows)
+
+
+def delete_chunk_rows(conn: sqlite3.Connection, chunk_ids: str, params: tuple | list = ()) -> None:
+    """Delete the rows of the chunks ``chunk_ids`` (an SQL list or sub-select, with its
+    ``params``) from ``ddl.CHUNK_FTS_TABLES`` (those present: a store being migrated
+    may lack the newer), in the caller's transaction."""
+    for table in CHUNK_FTS_TABLES:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (table,)).fetchone():
+            conn.execute(f"DELETE FROM {table} WHERE rowid IN ({chunk_ids})", params)
 
 
 def add_vocab(conn: sqlite3.Connection, terms: set[str]) -> int:
@@ -144,5 +163,6 @@ def add_facets(conn: sqlite3.Connection, facets: dict[str, set[str]]) -> int:
             f"facets FROM chunks WHERE chunk_id IN ({marks})",
             ids,
         )
-        conn.executemany("UPDATE fts_grams SET facets=? WHERE rowid=?", part)
+        for table in CHUNK_FTS_TABLES:
+            conn.executemany(f"UPDATE {table} SET facets=? WHERE rowid=?", part)
     return len(changed)

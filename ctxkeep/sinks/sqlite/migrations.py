@@ -132,6 +132,14 @@ def _symbol_grams_vocab(conn: sqlite3.Connection) -> None:
     conn.execute(TABLES["vocab"])
 
 
+def _symbols_table(conn: sqlite3.Connection) -> None:
+    """v7 → v8: symbol terms move from ``fts_grams`` to their own ``fts_symbols``
+    (``transforms.grams.symbols``), and ``fts_grams`` gets back the v6 tokenizer and
+    rows, so its BM25 statistics are what they were before v7. Both tables are
+    recreated and filled by the rebuild that follows (``fts.rebuild_fts_tables``); no
+    other table changes."""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -139,6 +147,7 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "usage cache-write split and logged cost", _usage_split_and_cost, rebuilds_fts=False),
     Migration(6, "operation intents", _intents, rebuilds_fts=False),
     Migration(7, "symbol terms and the vocabulary", _symbol_grams_vocab),
+    Migration(8, "symbol terms in their own FTS table", _symbols_table),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from ctxkeep.sinks.sqlite.fts import add_facets, prune_vocab
+from ctxkeep.sinks.sqlite.fts import add_facets, delete_chunk_rows, prune_vocab
 from ctxkeep.sinks.sqlite.load import _insert_chunks
 from ctxkeep.transforms.grams import vocab_terms
 
@@ -22,7 +22,7 @@ def content_hash(text: str) -> str:
 def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
     """Give each content ``old content_hash → new text`` its new text, in the caller's
     transaction: the old chunks leave ``fts_words`` (FTS5 ``'delete'`` with their
-    values) and ``fts_grams``, the new text is chunked and indexed with the same facets
+    values), ``fts_grams`` and ``fts_symbols``, the new text is chunked and indexed with the same facets
     and tool-name title, the ``contents`` row takes the new hash, UTF-8 byte size and
     token estimate, and every entry holding it (``entries.content_hash``,
     ``text_bytes``, ``token_estimate``) follows. When the new text equals a content
@@ -64,7 +64,7 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
                 f"chunk_id, title, text, facets FROM chunks WHERE chunk_id IN ({marks})",
                 ids,
             )
-            conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({marks})", ids)
+            delete_chunk_rows(conn, marks, ids)
             conn.execute(f"DELETE FROM chunks WHERE chunk_id IN ({marks})", ids)
             out["chunks_deleted"] += len(ids)
         new = content_hash(new_text)
