@@ -154,8 +154,10 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
     conn = sqlite_store.connect(home, readonly=True)
     assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION
     matches: list[str] = []
-    floor = retrieve.window_floor
-    monkeypatch.setattr(retrieve, "window_floor", lambda c, fts, m: matches.append(m) or floor(c, fts, m))
+    window = retrieve.ranked_window
+    monkeypatch.setattr(
+        retrieve, "ranked_window", lambda c, fts, m, n: matches.append(m) or window(c, fts, m, n)
+    )
     with_facets = {
         (q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
         for q in QUERIES

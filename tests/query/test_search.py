@@ -251,7 +251,11 @@ def test_common_terms_get_no_prefix_query(corpus_store):
 def _reference_fts_ids(conn, fts, match, filters, n, S):
     """The filtered candidate search as it was before the memo, batching and rank
     reuse (main at 56c14a2): every check and every rank done in full."""
-    floor = S.window_floor(conn, fts, match)
+    r = conn.execute(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (match, S.RANK_WINDOW),
+    ).fetchone()
+    floor = r[0] if r else 0
     ranked = f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? ORDER BY rank LIMIT ?"
     where, params = filters.sql("e")
     passes = (

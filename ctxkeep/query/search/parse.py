@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
@@ -100,7 +100,7 @@ class Filters:
         return self
 
     def is_empty(self) -> bool:
-        return not any(_values(v) for v in asdict(self).values())
+        return not any(_values(getattr(self, f.name)) for f in fields(self))
 
     def facet_match(self) -> str | None:
         """The FTS5 expression (``facets`` column, ``transforms.facets``) of the

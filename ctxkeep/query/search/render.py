@@ -6,7 +6,7 @@ mapping (``retrieve.titles``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ctxkeep.query.search.retrieve import Candidate
 from ctxkeep.schema import EntryRef
@@ -39,6 +39,16 @@ class Hit(EntryRef):
     duplicates: int = 0
     chunk: int = 0
     session_short_id: str = ""
+
+    def as_dict(self) -> dict:
+        """The hit's fields as a dict (what ``dataclasses.asdict`` gives, without its
+        deep copies: every field is a scalar but ``matched``, copied)."""
+        d = {f.name: getattr(self, f.name) for f in _HIT_FIELDS}
+        d["matched"] = list(self.matched)
+        return d
+
+
+_HIT_FIELDS = fields(Hit)
 
 
 @dataclass

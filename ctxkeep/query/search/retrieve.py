@@ -2,7 +2,7 @@
 functions that run it.
 
 The ``*_sql`` builders return an ``Sql`` (statement text and its parameters) and never
-touch a connection; ``window_floor``, ``fts_ids``, ``load_candidates``, ``titles`` and
+touch a connection; ``ranked_window``, ``fts_ids``, ``load_candidates``, ``titles`` and
 ``common_terms`` execute them (``conn.execute(*sql)``).
 
 Cost bounds for large stores: BM25 costs per matching row, so each list is ranked
@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from ctxkeep.query.search.parse import _WORD_RE, Filters, _quote, terms
 from ctxkeep.schema import EntryRef
+from ctxkeep.sinks.sqlite.ddl import FTS_RANKS
 
 FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
 RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
@@ -90,11 +91,24 @@ def window_floor_sql(fts: str, match: str) -> Sql:
 
 def ranked_sql(fts: str, match: str, floor: int, n: int) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the matches above rowid ``floor`` (BM25
-    rank ascending = better)."""
+    rank ascending = better; equal ranks newest first)."""
     return Sql(
-        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid > ? ORDER BY rank LIMIT ?",
+        f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid > ? "
+        f"ORDER BY r, rowid DESC LIMIT ?",
         (match, floor, n),
     )
+
+
+def rank_expr(fts: str) -> str:
+    """The BM25 call of ``fts`` with its column weights (``ddl.FTS_RANKS``), e.g.
+    ``bm25(fts_words, 4.0, 1.0, 0.0)``: the values of the ``rank`` column at ~70 % of
+    its CPU, since ``ORDER BY bm25(...) LIMIT n`` is SQLite's top-n sorter while
+    ``ORDER BY rank`` takes FTS5's sorted-match path (a nested statement that ranks
+    and sorts every match). Measured on a 500 MB store, 10 lists x 12 rounds
+    (floor query included): rank 1,446 ms CPU, bm25() 1,041 ms; fetching the window
+    newest first with its ranks and sorting in Python, 1,243 ms. Weights beyond an
+    older store's columns are ignored by FTS5."""
+    return FTS_RANKS[fts].replace("bm25(", f"bm25({fts}, ", 1)
 
 
 def newest_sql(fts: str, match: str, n: int) -> Sql:
@@ -108,7 +122,7 @@ def rank_of_sql(fts: str, match: str, ids: list[int]) -> Sql:
     rows only (``+`` keeps the IN list out of FTS5, which would run the MATCH once per
     value); ``BETWEEN`` bounds the scan to the range they span."""
     return Sql(
-        f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+        f"SELECT rowid, {rank_expr(fts)} FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
         f"AND +rowid IN ({_marks(len(ids))}) ORDER BY rowid",
         (match, ids[0], ids[-1], *ids),
     )
@@ -213,12 +227,17 @@ def symbols_table(conn: sqlite3.Connection) -> str:
     return "fts_symbols" if have else "fts_grams"
 
 
-def window_floor(conn: sqlite3.Connection, fts: str, match: str) -> int:
-    """The smallest chunk id of the ``RANK_WINDOW`` newest matches (0 when there are
-    fewer): BM25 is computed only above it. Counting down the rowids is cheap; ranking
-    costs per match, so a very common term is ranked among its newest matches only."""
+def ranked_window(
+    conn: sqlite3.Connection, fts: str, match: str, n: int
+) -> tuple[list[tuple[int, float]], int]:
+    """The ``n`` best ``(chunk_id, rank)`` among the ``RANK_WINDOW`` newest matches of
+    ``match`` (``ranked_sql``), and the window floor: the chunk id of the next older
+    match, 0 when there is none (``window_floor_sql``). BM25 costs per match, so a
+    very common term is ranked among its newest matches only; counting down the rowids
+    to the floor is cheap."""
     r = conn.execute(*window_floor_sql(fts, match)).fetchone()
-    return r[0] if r else 0
+    floor = r[0] if r else 0
+    return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
 
 
 def fts_ids(
@@ -245,9 +264,8 @@ def fts_ids(
         match = f"({match}) AND {fmatch}"
         if filters.residual().is_empty():
             filters = Filters()
-    floor = window_floor(conn, fts, match)
     if filters.is_empty():
-        return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall()
+        return ranked_window(conn, fts, match, n)[0]
     where = filters.sql("e")
     memo: dict[int, bool] = {} if passed is None else passed
 
@@ -265,7 +283,7 @@ def fts_ids(
     #    as checking all, at a fraction of the cost when the filters are not selective)
     #    Every match of the window is fetched with its rank (BM25 costs per match of
     #    the window whatever the LIMIT), so step 2 need not rank these again.
-    window = conn.execute(*ranked_sql(fts, match, floor, RANK_WINDOW + 1)).fetchall()
+    window, floor = ranked_window(conn, fts, match, RANK_WINDOW + 1)
     rows = window[:FILTER_DEPTH]
     if rows:
         kept, i, step = [], 0, 64

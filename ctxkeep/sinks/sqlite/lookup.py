@@ -237,6 +237,8 @@ def short_session_ids(conn: sqlite3.Connection, ids) -> dict[str, str]:
 def _short_one(conn: sqlite3.Connection, x: str) -> str:
     near = [y for y in (_neighbour(conn, x, True), _neighbour(conn, x, False)) if y is not None]
     p = _prefix_for(x, near, MIN_SESSION_PREFIX)
+    if "/" not in x:  # only a ``<parent>/<rest>`` id is compacted: no parent lookup (it
+        return p  # reads every entry of a top-level session: ~1 ms a hit at 500 MB)
     parent = session_parent(conn, x)
     if parent is not None and x.startswith(parent + "/") and _exists(conn, parent):
         compact = _compact(_short_one(conn, parent), parent, x, p)
