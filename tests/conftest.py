@@ -151,6 +151,38 @@ def hold_lock_in_subprocess(home: Path):
     return p
 
 
+def chunk_fts_index(conn) -> dict[str, list[tuple]]:
+    """What the contentless chunk FTS tables (``fts_grams``, ``fts_symbols``) index:
+    per table, every ``(term, rowid, column, offset)`` instance (FTS5 ``fts5vocab``;
+    offsets are -1 for a ``detail=column`` table), sorted."""
+    out = {}
+    for table in ("fts_grams", "fts_symbols"):
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.v_{table} USING fts5vocab(main, {table}, instance)"
+        )
+        out[table] = sorted(conn.execute(f"SELECT term, doc, col, coalesce(offset, -1) FROM temp.v_{table}"))
+        conn.execute(f"DROP TABLE temp.v_{table}")
+    return out
+
+
+def rebuilt_chunk_fts_index(conn) -> dict[str, list[tuple]]:
+    """``chunk_fts_index`` of those tables built afresh (in memory) from the store's
+    ``chunks`` as they are now: what the tables must hold after any insert, delete or
+    facet change."""
+    import sqlite3
+
+    from ctxkeep.sinks.sqlite.ddl import CHUNK_FTS_TABLES, FTS_TABLES
+    from ctxkeep.sinks.sqlite.fts import chunk_terms, insert_rows
+
+    rows = conn.execute("SELECT chunk_id, text, facets FROM chunks ORDER BY chunk_id").fetchall()
+    mem = sqlite3.connect(":memory:")
+    mem.execute("CREATE TABLE chunks(chunk_id INTEGER PRIMARY KEY, text TEXT, facets TEXT)")
+    for table in CHUNK_FTS_TABLES:
+        mem.execute(FTS_TABLES[table])
+        insert_rows(mem, table, [(c, f) for c, _, f in rows], chunk_terms(table, [t for _, t, _ in rows]))
+    return chunk_fts_index(mem)
+
+
 def fts_entries(home: Path, match: str, table: str = "fts_words") -> set[str]:
     """Entry ids whose text matches the FTS5 expression ``match`` in ``table``
     (``fts_words`` or ``fts_grams``), straight from SQLite (no ranking, no budget)."""

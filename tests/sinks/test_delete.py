@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from conftest import fts_entries
+from conftest import chunk_fts_index, fts_entries, rebuilt_chunk_fts_index
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
 
@@ -31,6 +31,9 @@ def one(conn, sql, *args):
 def fts_consistent(conn) -> None:
     conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('integrity-check', 1)")
     conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('integrity-check')")
+    # the contentless tables were deleted from with the values each row was indexed
+    # with: term for term what a fresh index of the chunks left holds
+    assert chunk_fts_index(conn) == rebuilt_chunk_fts_index(conn)
     assert one(conn, "SELECT count(*) FROM fts_grams") == one(
         conn, "SELECT count(*) FROM chunks WHERE chunk_id IN (SELECT rowid FROM fts_grams)"
     )

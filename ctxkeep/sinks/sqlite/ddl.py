@@ -110,13 +110,16 @@ FTS_TABLES: dict[str, str] = {
     "fts_words": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
   title, text, facets, content='chunks', content_rowid='chunk_id',
   tokenize='porter unicode61 remove_diacritics 2')""",
-    # CJK bigrams and identifier parts of chunks (rowid = chunk_id)
+    # CJK bigrams and identifier parts of chunks (rowid = chunk_id). Contentless (v8):
+    # the terms are never read back, only matched and ranked; a row is deleted with
+    # the values it was inserted with, recomputed from the chunk (``fts.delete_chunk_rows``)
     "fts_grams": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_grams USING fts5(
-  grams, facets, tokenize='unicode61 remove_diacritics 0')""",
+  grams, facets, content='', tokenize='unicode61 remove_diacritics 0')""",
     # symbol terms (c++, c#, .net) and the ASCII words of the chunks holding one
-    # (rowid = chunk_id; ``transforms.grams.symbols``); never queried by phrase
+    # (rowid = chunk_id; ``transforms.grams.symbols``); contentless as fts_grams, and
+    # never queried by phrase (detail=column)
     "fts_symbols": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_symbols USING fts5(
-  terms, facets, tokenize="unicode61 remove_diacritics 0 tokenchars '+#.'", detail=column)""",
+  terms, facets, content='', tokenize="unicode61 remove_diacritics 0 tokenchars '+#.'", detail=column)""",
     # trigrams of the vocabulary (external content: the terms are stored once, in vocab)
     "fts_vocab": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5(
   term, content='vocab', content_rowid='term_id', tokenize='trigram', columnsize=0)""",
@@ -129,9 +132,9 @@ FTS_RANKS: dict[str, str] = {
     "fts_symbols": "bm25(1.0, 0.0)",
 }
 
-#: the FTS tables that hold their own rows keyed by chunk id, each with its terms column
-#: (``fts_words`` is external content over ``chunks``): a chunk's rows there are deleted
-#: by rowid
+#: the contentless FTS tables keyed by chunk id, each with its terms column (``fts_words``
+#: is external content over ``chunks``); their terms are ``transforms.grams`` functions
+#: of the chunk text (``fts.CHUNK_TERMS``)
 CHUNK_FTS_TABLES: dict[str, str] = {"fts_grams": "grams", "fts_symbols": "terms"}
 
 # Entries indexes, each for a query that needs it (every index costs ingest time: ~20 %

@@ -25,7 +25,7 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
     (``transforms.grams`` and ``symbols`` of the chunk texts, with the chunks' facets)
     and the vocabulary, inside the caller's transaction. Returns ``{"chunks": n,
     "grams_rows": n, "symbols_rows": n}``."""
-    from ctxkeep.transforms.grams import grams_batch, symbols_batch, vocab_terms
+    from ctxkeep.transforms.grams import vocab_terms
 
     conn.execute("DELETE FROM vocab")
     for table, ddl in FTS_TABLES.items():
@@ -44,8 +44,8 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
         last = rows[-1][0]
         texts = [text for _, text, _ in rows]
         keys = [(chunk_id, facets) for chunk_id, _, facets in rows]
-        n_grams += insert_rows(conn, "fts_grams", keys, grams_batch(texts))
-        n_syms += insert_rows(conn, "fts_symbols", keys, symbols_batch(texts))
+        n_grams += insert_rows(conn, "fts_grams", keys, chunk_terms("fts_grams", texts))
+        n_syms += insert_rows(conn, "fts_symbols", keys, chunk_terms("fts_symbols", texts))
         add_vocab(conn, vocab_terms(texts))
     for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
@@ -62,13 +62,51 @@ def insert_rows(conn: sqlite3.Connection, table: str, chunks: list[tuple[int, st
     return len(rows)
 
 
+def chunk_terms(table: str, texts: list[str]) -> list[str]:
+    """The terms of ``texts`` (chunk texts) for ``table`` of ``ddl.CHUNK_FTS_TABLES``:
+    ``transforms.grams.grams_batch`` for ``fts_grams``, ``symbols_batch`` for
+    ``fts_symbols`` (one string per text, '' for no row)."""
+    from ctxkeep.transforms.grams import grams_batch, symbols_batch
+
+    return (grams_batch if table == "fts_grams" else symbols_batch)(texts)
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (name,)).fetchone() is not None
+
+
+def _contentless(conn: sqlite3.Connection, table: str) -> bool:
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name=?", (table,)).fetchone()
+    return sql is not None and "content=''" in sql[0]
+
+
 def delete_chunk_rows(conn: sqlite3.Connection, chunk_ids: str, params: tuple | list = ()) -> None:
-    """Delete the rows of the chunks ``chunk_ids`` (an SQL list or sub-select, with its
-    ``params``) from ``ddl.CHUNK_FTS_TABLES`` (those present: a store being migrated
-    may lack the newer), in the caller's transaction."""
-    for table in CHUNK_FTS_TABLES:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (table,)).fetchone():
-            conn.execute(f"DELETE FROM {table} WHERE rowid IN ({chunk_ids})", params)
+    """Delete the rows of the chunks ``chunk_ids`` (an SQL list or sub-select over
+    chunk ids, with its ``params``) from ``ddl.CHUNK_FTS_TABLES``, in the caller's
+    transaction, before the chunks themselves go. Those tables are contentless
+    (schema v8): FTS5's ``'delete'`` command takes the values a row was inserted with,
+    recomputed here from the chunk's text (``chunk_terms``) and ``facets`` (kept equal
+    to the indexed ones by ``add_facets``). Tables a store lacks are skipped; one
+    still holding its content (before v8) is deleted from by rowid."""
+    cur = conn.execute(f"SELECT chunk_id, text, facets FROM chunks WHERE chunk_id IN ({chunk_ids})", params)
+    while rows := cur.fetchmany(5000):  # a purge may remove most of a store's text
+        _delete_rows(conn, rows)
+
+
+def _delete_rows(conn: sqlite3.Connection, rows: list[tuple[int, str, str]]) -> None:
+    """FTS5 ``'delete'`` of chunks ``(chunk_id, text, facets)`` from the chunk FTS tables."""
+    for table, col in CHUNK_FTS_TABLES.items():
+        if not _has_table(conn, table):
+            continue
+        if not _contentless(conn, table):
+            for part in in_parts([r[0] for r in rows]):
+                conn.execute(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(part))})", part)
+            continue
+        terms = chunk_terms(table, [t for _, t, _ in rows])
+        conn.executemany(
+            f"INSERT INTO {table}({table}, rowid, {col}, facets) VALUES('delete', ?, ?, ?)",
+            [(cid, t, fac) for (cid, _, fac), t in zip(rows, terms, strict=True) if t],
+        )
 
 
 def add_vocab(conn: sqlite3.Connection, terms: set[str]) -> int:
@@ -135,7 +173,7 @@ def refresh_facets(conn: sqlite3.Connection) -> int:
 def add_facets(conn: sqlite3.Connection, facets: dict[str, set[str]]) -> int:
     """Merge ``content_hash → tokens`` into the stored chunks of those contents and
     re-index the chunks whose ``facets`` changed (FTS5 ``'delete'`` with the old
-    values, then insert), in the caller's transaction. Returns the number of chunks
+    values, then insert, in every FTS table), in the caller's transaction. Returns the number of chunks
     changed."""
     from ctxkeep.transforms import facets as fx
 
@@ -157,12 +195,23 @@ def add_facets(conn: sqlite3.Connection, facets: dict[str, set[str]]) -> int:
             f"chunk_id, title, text, facets FROM chunks WHERE chunk_id IN ({marks})",
             ids,
         )
+        _delete_rows(
+            conn,
+            conn.execute(
+                f"SELECT chunk_id, text, facets FROM chunks WHERE chunk_id IN ({marks})", ids
+            ).fetchall(),
+        )
         conn.executemany("UPDATE chunks SET facets=? WHERE chunk_id=?", part)
         conn.execute(
             f"INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, text, "
             f"facets FROM chunks WHERE chunk_id IN ({marks})",
             ids,
         )
+        rows = conn.execute(
+            f"SELECT chunk_id, text, facets FROM chunks WHERE chunk_id IN ({marks})", ids
+        ).fetchall()
+        keys = [(cid, fac) for cid, _, fac in rows]
         for table in CHUNK_FTS_TABLES:
-            conn.executemany(f"UPDATE {table} SET facets=? WHERE rowid=?", part)
+            if _has_table(conn, table):
+                insert_rows(conn, table, keys, chunk_terms(table, [t for _, t, _ in rows]))
     return len(changed)
