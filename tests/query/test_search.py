@@ -420,7 +420,9 @@ SYMBOL_QUERIES = ["notepad++", "i++", ".NET", "C#", "i++ loop"]
 
 
 def _symbol_hits(conn) -> dict[str, list[str]]:
-    return {q: [h.entry_id for h in search(conn, q, limit=20).hits] for q in SYMBOL_QUERIES}
+    """The hits of each symbol query (their order may differ between the layouts: BM25
+    statistics of fts_grams in v7 are not those of fts_symbols)."""
+    return {q: sorted(h.entry_id for h in search(conn, q, limit=20).hits) for q in SYMBOL_QUERIES}
 
 
 def test_v7_store_migrates_and_finds_the_same_symbol_hits(store):
@@ -436,7 +438,7 @@ def test_v7_store_migrates_and_finds_the_same_symbol_hits(store):
     for q, want, ids in (
         ("notepad++", "notepad++", new["notepad++"]),
         ("i++", "i++", new["i++"]),
-        (".NET", ".net", new[".NET"][:1]),
+        (".NET", ".net", [h.entry_id for h in search(conn, ".NET").hits][:1]),
     ):
         assert ids, q
         for eid in ids:

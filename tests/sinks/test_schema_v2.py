@@ -93,6 +93,7 @@ def test_migrations_are_named_and_ordered():
         (5, "usage cache-write split and logged cost"),
         (6, "operation intents"),
         (7, "symbol terms and the vocabulary"),
+        (8, "symbol terms in their own FTS table"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

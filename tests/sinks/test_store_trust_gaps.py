@@ -66,7 +66,7 @@ def _damage_page(home, table: str) -> tuple[int, int]:
 
 COMMANDS = [
     ("stats",),
-    ("search", "error"),
+    ("search", "error", "--limit", "200"),  # enough hits to read the damaged page
     ("sessions",),
     ("ingest", "--no-prefect", "--no-progress", "--path", "NEWFILE"),  # it has a file to store
     ("purge", "--session", "0d3a8e6f-290f-4105-a327-a2496e5e2a83", "--yes"),
