@@ -8,7 +8,21 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table, warn
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    _size,
+    app,
+    err,
+    out,
+    say,
+    table,
+    warn,
+)
 from ctxkeep.cli.options import (
     PrefectOpt,
     agent_option,
@@ -218,26 +232,23 @@ def _print_summary(s: dict) -> None:
         f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}) in "
         f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}"
     )
-    out.print(line, highlight=False)
+    say(line)
     if s.get("per_agent"):
-        out.print("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), highlight=False)
+        say("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())))
     if not s["files"] and not s["entries_new"]:  # nothing found at all: say where to look
-        out.print(
+        say(
             "  no session files found: `ctxkeep sources` shows where each agent was looked for "
-            "(and --path FILE reads one file)",
-            highlight=False,
+            "(and --path FILE reads one file)"
         )
     if s.get("files_vanished"):
-        out.print(
-            f"  {_count(s['files_vanished'], 'file')} vanished before they could be read", highlight=False
-        )
+        say(f"  {_count(s['files_vanished'], 'file')} vanished before they could be read")
     if s.get("analytics") and "not updated" in s["analytics"]:
         warn(s["analytics"])
     from ctxkeep.pipeline.summary import held_back_line
 
     held = held_back_line(s.get("held_back") or [])
     if held:
-        out.print("  " + held, highlight=False, soft_wrap=True)
+        say("  " + held)
 
 
 @app.command()

@@ -126,6 +126,38 @@ def test_noop_ingest_imports_neither_prefect_nor_duckdb_nor_polars(store_home, t
     assert imported == [] and summary["files"] == 0
 
 
+def test_noop_ingest_summary_imports_no_rich(store_home, tmp_path):
+    """The printed summary of a run that stored nothing needs no Rich (~40 ms of a
+    no-op's 0.3 s): plain lines, as written."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    (tmp_path / "user").mkdir()
+    code = (
+        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1]]\n"
+        "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print('rich' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["HOME"] = str(tmp_path / "user")
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(store_home)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("ingested 0 new entries from 0 of 0 files (0 B, 0 lines) in ")
+    assert "no session files found: `ctxkeep sources`" in lines[1]
+    assert lines[-1] == "False"
+
+
 def test_an_unknown_agent_in_config_is_warned_about(tmp_path):
     home = tmp_path / "h"
     home.mkdir()
