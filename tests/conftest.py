@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,9 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 # tests run, so the default 120 s rule would hold back the corpus files' last turns.
 # Tests of the idle rule set CTXKEEP_IDLE_SECONDS themselves.
 os.environ["CTXKEEP_IDLE_SECONDS"] = "0"
+# Derived caches (the BPE rank table) go to one temp dir of the test run, never into a
+# HOME a test points at (the corpus home is read-only) nor the developer's own cache.
+os.environ.setdefault("CTXKEEP_CACHE_DIR", tempfile.mkdtemp(prefix="ctxkeep-test-cache-"))
 
 
 def corpus(rel: str) -> Path:
