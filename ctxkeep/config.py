@@ -141,6 +141,9 @@ class Config:
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
+    #: this machine's name in a team lake (``machine = "laptop"``; None: the hostname,
+    #: ``sinks.machine``); checked to be a Hive partition value at load
+    machine: str | None = None
     path: Path | None = None
 
     def agent(self, name: str) -> AgentConfig:
@@ -245,6 +248,8 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     cfg.retention = _section(RetentionConfig, data.get("retention"), "retention")
     cfg.backup = _section(BackupConfig, data.get("backup"), "backup")
     cfg.mcp = _section(McpConfig, data.get("mcp"), "mcp")
+    if data.get("machine") is not None:
+        cfg.machine = check_machine_name(data["machine"], str(path))
     for var, flag in (("CTXKEEP_DISABLE", False), ("CTXKEEP_ENABLE", True)):
         for name in filter(None, (x.strip() for x in env.get(var, "").split(","))):
             cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig()).enabled = flag
@@ -254,6 +259,25 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
             ac = cfg.agents.setdefault(AGENT_ALIASES.get(name, name), AgentConfig())
             ac.session_dirs += [Path(os.path.expandvars(d)).expanduser() for d in val.split(os.pathsep) if d]
     return cfg
+
+
+#: a machine name is a Hive partition value (``machine=<name>``): letters, digits, ``.``,
+#: ``_``, ``-``; no ``/`` or ``=`` (they split the path), no spaces or ``%`` (escaped
+#: differently by pyarrow, Spark and Trino), at most 64 characters
+MACHINE_NAME_RE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+
+
+def check_machine_name(name: Any, where: str = "machine") -> str:
+    """``name`` if it can name a lake partition (``MACHINE_NAME_RE``), else ConfigError."""
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(MACHINE_NAME_RE, name):
+        raise ConfigError(
+            f"machine name {name!r} cannot name a lake partition (machine=<name>)",
+            where=where,
+            hint='set machine = "..." in config.toml: letters, digits, ".", "_" or "-", at most 64',
+        )
+    return name
 
 
 def missing_dirs(cfg: Config) -> dict[str, list[Path]]:

@@ -104,6 +104,11 @@ _SOURCE_TYPES: dict[str, str] = {
     "cache_read_tokens": "Int64",
     "cache_creation_tokens": "Int64",
     "reasoning_tokens": "Int64",
+    # the part of cache_creation_tokens written for 5 minutes / 1 hour (Claude Code
+    # ``usage.cache_creation.ephemeral_5m/1h_input_tokens``); null: not split
+    "cache_creation_5m_tokens": "Int64",
+    "cache_creation_1h_tokens": "Int64",
+    "cost_usd": "Float64",  # the cost the agent logged for this usage (USD); null: none
     "usage_key": "String",  # key under which usage is counted once (null: none)
     "message_id": "String",  # API message id (Claude message.id)
     "request_id": "String",  # API request id (Claude requestId)
@@ -137,6 +142,9 @@ _ENTRY_TYPES: dict[str, str] = {
     "cache_read_tokens": "Int64",
     "cache_creation_tokens": "Int64",
     "reasoning_tokens": "Int64",
+    "cache_creation_5m_tokens": "Int64",
+    "cache_creation_1h_tokens": "Int64",
+    "cost_usd": "Float64",
     "usage_key": "String",
     "message_id": "String",
     "request_id": "String",
@@ -154,9 +162,27 @@ USAGE_COLUMNS = (
     "reasoning_tokens",
 )
 
+#: The cache-write split (tokens, a part of ``cache_creation_tokens``; null when the
+#: agent does not split) and the logged cost (USD): kept in ``usage`` only.
+CACHE_SPLIT_COLUMNS = ("cache_creation_5m_tokens", "cache_creation_1h_tokens")
+USAGE_ONLY_COLUMNS = (*CACHE_SPLIT_COLUMNS, "cost_usd")
+
+#: The columns of a usage row (``transforms.normalize.usage_frame``, SQLite ``usage``).
+USAGE_ROW_COLUMNS = (
+    "usage_key",
+    "agent",
+    "session_id",
+    "project_dir",
+    "ts",
+    "model",
+    *USAGE_COLUMNS,
+    "entry_id",
+    *USAGE_ONLY_COLUMNS,
+)
+
 #: Columns stored in SQLite ``entries`` and DuckDB ``entries`` (no text: text lives in
-#: ``contents``/``chunks`` once per content_hash).
-STORED_COLUMNS = [c for c in _ENTRY_TYPES if c != "text"]
+#: ``contents``/``chunks`` once per content_hash; no ``USAGE_ONLY_COLUMNS``).
+STORED_COLUMNS = [c for c in _ENTRY_TYPES if c != "text" and c not in USAGE_ONLY_COLUMNS]
 
 
 def _polars(types: dict[str, str]) -> dict[str, pl.DataType]:

@@ -1,4 +1,4 @@
-"""The analytics notebooks (notebooks/*.ipynb) and `ctxkeep report html`: stripped in
+"""The analytics notebooks (ctxkeep/notebooks/*.ipynb) and `ctxkeep report html`: stripped in
 git, executed against stores built from the corpus, showing figures computed here
 independently (from SQLite `store.db` and the corpus files, not the views they draw),
 and rendered to HTML whose plots a headless Chromium shows."""
@@ -22,7 +22,7 @@ from conftest import CORPUS_HOME, ingest
 from conftest import q as _lite
 from ctxkeep.query import notebooks as nbq
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "ctxkeep" / "notebooks"
 NAMES = [n for n, _ in nbq.NOTEBOOKS]
 
 

@@ -338,6 +338,7 @@ from ctxkeep.cli import (  # noqa: E402
     core,  # noqa: F401
     docs,  # noqa: F401
     doctor,  # noqa: F401
+    export,  # noqa: F401
     hook,  # noqa: F401
     hooks,  # noqa: F401
     maintenance,  # noqa: F401

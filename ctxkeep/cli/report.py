@@ -39,6 +39,10 @@ ModeOpt = typer.Option(
 )
 JsonOpt = typer.Option(False, "--json", "-j", help="Print JSON (schema 1, docs/analytics.md).")
 CsvOpt = typer.Option(False, "--csv", help="Print CSV.")
+LakeOpt = typer.Option(
+    None, "--lake", help="Report over a Parquet lake (every machine's export) instead of this store."
+)
+ByOpt = typer.Option(None, "--by", help="With --lake: machine (the rows of each machine apart).")
 
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
 
@@ -68,16 +72,25 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         f = _filters(since, until, timezone, agent, project, mode)
     except UsageError as e:
         _fail(e, 2)
+    lake, by = kw.get("lake"), kw.get("by")
+    if by is not None and (by != "machine" or not lake):
+        _fail(UsageError(f"--by {by}", where="--by", hint="give --lake DEST --by machine"), 2)
     h = _home(home)
+
+    def one(con):
+        if name == "blocks":
+            return R.blocks_report(con, f, token_limit=kw.get("token_limit"))
+        if name == "tools":
+            return R.tools_report(con, f)
+        return R.usage_report(con, name, f, breakdown=kw.get("breakdown", False))
+
     try:
-        con, stale = R.open_store(h)
+        if lake:
+            con, stale = _open_lake(lake), None
+        else:
+            con, stale = R.open_store(h)
         try:
-            if name == "blocks":
-                rep = R.blocks_report(con, f, token_limit=kw.get("token_limit"))
-            elif name == "tools":
-                rep = R.tools_report(con, f)
-            else:
-                rep = R.usage_report(con, name, f, breakdown=kw.get("breakdown", False))
+            rep = _by_machine(con, name, f, one) if by else one(con)
         finally:
             con.close()
     except UsageError as e:
@@ -89,6 +102,8 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
 
         if not isinstance(e, duckdb.Error):
             raise
+        if lake:
+            _fail(_lake_error(lake, e))
         _fail(R._damaged(h / R.ANALYTICS_DB, e))
     if stale:
         rep.notes.insert(0, stale)
@@ -98,10 +113,52 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         _print_json(_json(rep, kw.get("breakdown", False)))
     elif as_csv:
         _csv(rep, kw.get("breakdown", False))
+    elif by:
+        for m in dict.fromkeys(r.machine for r in rep.rows):
+            part = R.Report(rep.name, f, [r for r in rep.rows if r.machine == m])
+            _table(part, kw.get("breakdown", False), h, m)
     else:
         _table(rep, kw.get("breakdown", False), h)
     for n in rep.notes:
-        err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+        if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
+            sys.stderr.write(f"note: {n}\n")
+        else:
+            err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+
+
+def _open_lake(dest: str):
+    from ctxkeep.query import lake as lakeq
+
+    return lakeq.open_lake(dest)
+
+
+def _by_machine(con, name: str, f, one):
+    """``one(con)`` per machine of the lake (``query.lake``), the rows tagged with their
+    machine, machine by machine (sorted by name); notes once each."""
+    from ctxkeep.query import lake as lakeq
+    from ctxkeep.query.reports import Report
+
+    rows, notes = [], []
+    for m in lakeq.machines(con):
+        lakeq.select_machine(con, m)
+        rep = one(con)
+        for r in rep.rows:
+            r.machine = m
+        rows += rep.rows
+        notes += [n for n in rep.notes if n not in notes]
+    lakeq.select_machine(con, None)
+    return Report(name, f, rows, notes)
+
+
+def _lake_error(dest: str, e: Exception):
+    from ctxkeep.errors import StoreError
+
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    if "all_entries" in first or "history" in first or "tool_calls" in first:
+        return StoreError(
+            "the lake holds no entries", where=dest, hint="export them with --tables entries on each machine"
+        )
+    return StoreError(f"the lake is unreadable: {first}", where=dest, hint="export again on each machine")
 
 
 def _iso(t: dt.datetime | None) -> str | None:
@@ -111,6 +168,11 @@ def _iso(t: dt.datetime | None) -> str | None:
 
 
 def _row_json(name: str, r, breakdown: bool) -> dict:
+    d = _row_json_local(name, r, breakdown)
+    return d if r.machine is None else {"machine": r.machine, **d}
+
+
+def _row_json_local(name: str, r, breakdown: bool) -> dict:
     from ctxkeep.query.reports import Block, ToolRow
 
     if isinstance(r, ToolRow):
@@ -160,6 +222,7 @@ def _row_json(name: str, r, breakdown: bool) -> dict:
     if name == "session":
         d["project"] = r.project
         d["last_activity"] = _iso(r.last_activity)
+        d["subagent_sessions"] = r.subagent_sessions
     return d
 
 
@@ -213,13 +276,15 @@ def _local(t: dt.datetime | None, tz: str) -> str:
     return "" if t is None else t.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M")
 
 
-def _table(rep, breakdown: bool, home: Path) -> None:
+def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None:
     from rich import box
 
     from ctxkeep.query.reports import Block, ToolRow, totals
 
     f = rep.filters
     title = f"ctxkeep {rep.name} report ({f.timezone}, cost mode {f.mode})"
+    if machine:
+        title += f" - machine {machine}"
     t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rep.rows), pad_edge=False)
     if rep.rows and isinstance(rep.rows[0], ToolRow):
         tot = {
@@ -291,6 +356,8 @@ def _table(rep, breakdown: bool, home: Path) -> None:
             period = r.period or ""
             if rep.name == "session" and r.last_activity is not None:
                 period = f"{period}\n{_local(r.last_activity, f.timezone)}"
+            if rep.name == "session" and r.subagent_sessions:
+                period = f"{period}\n+{len(r.subagent_sessions)} sub-agent session(s)"
             t.add_row(period, r.agent, model, *nums)
     out.print(t)
 
@@ -299,7 +366,7 @@ _doc = {
     "daily": "Tokens and cost per local day and agent.",
     "weekly": "Tokens and cost per week (from Monday) and agent.",
     "monthly": "Tokens and cost per month and agent.",
-    "session": "Tokens and cost per session, the costliest first.",
+    "session": "Tokens and cost per session (sub-agents rolled into their parent), the costliest first.",
     "models": "Tokens and cost per agent and model.",
     "projects": "Tokens and cost per project (working directory) and agent.",
 }
@@ -317,8 +384,13 @@ def _usage_command(name: str):
         as_json: bool = JsonOpt,
         as_csv: bool = CsvOpt,
         home: Path | None = HomeOpt,
+        lake: str | None = LakeOpt,
+        by: str | None = ByOpt,
     ):
-        _run(name, home, since, until, timezone, agent, project, mode, as_json, as_csv, breakdown=breakdown)
+        _run(
+            name, home, since, until, timezone, agent, project, mode, as_json, as_csv,
+            breakdown=breakdown, lake=lake, by=by,
+        )  # fmt: skip
 
     cmd.__doc__ = _doc[name]
     report_app.command(name)(cmd)
@@ -345,11 +417,14 @@ def blocks(
     as_json: bool = JsonOpt,
     as_csv: bool = CsvOpt,
     home: Path | None = HomeOpt,
+    lake: str | None = LakeOpt,
+    by: str | None = ByOpt,
 ):
     """5-hour usage windows across all agents; the active one with burn rate and projection."""
     _run(
-        "blocks", home, since, until, timezone, agent, project, mode, as_json, as_csv, token_limit=token_limit
-    )
+        "blocks", home, since, until, timezone, agent, project, mode, as_json, as_csv,
+        token_limit=token_limit, lake=lake, by=by,
+    )  # fmt: skip
 
 
 @report_app.command("tools")
@@ -362,9 +437,11 @@ def tools(
     as_json: bool = JsonOpt,
     as_csv: bool = CsvOpt,
     home: Path | None = HomeOpt,
+    lake: str | None = LakeOpt,
+    by: str | None = ByOpt,
 ):
     """Tool calls per agent and tool: calls, sessions, error rate, output size."""
-    _run("tools", home, since, until, timezone, agent, project, "auto", as_json, as_csv)
+    _run("tools", home, since, until, timezone, agent, project, "auto", as_json, as_csv, lake=lake, by=by)
 
 
 @app.command()

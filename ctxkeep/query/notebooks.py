@@ -1,4 +1,4 @@
-"""The analytics notebooks (``notebooks/*.ipynb``): opening the store from them, and
+"""The analytics notebooks (``ctxkeep/notebooks/*.ipynb``, shipped in the wheel): opening the store from them, and
 running them headlessly into self-contained HTML (``ctxkeep report html``).
 
 The notebooks read ``<home>/analytics.duckdb`` read-only (DuckDB) and, for what only the
@@ -39,15 +39,18 @@ CELL_TIMEOUT = 600
 
 
 def notebooks_dir() -> Path:
-    """The folder holding the ``.ipynb`` files: ``notebooks/`` of the source tree
-    (beside the ``ctxkeep`` package). Raises CtxkeepError when it is missing (an
-    installed wheel without the notebooks)."""
-    d = Path(__file__).resolve().parents[2] / "notebooks"
+    """The folder holding the ``.ipynb`` files: ``ctxkeep/notebooks/``, package data
+    shipped in the wheel (found with ``importlib.resources``, so a source checkout and
+    an installed wheel are the same). Raises CtxkeepError when a notebook is missing (a
+    damaged installation)."""
+    from importlib.resources import files
+
+    d = Path(str(files("ctxkeep") / "notebooks"))
     if not all((d / f"{name}.ipynb").is_file() for name, _ in NOTEBOOKS):
         raise CtxkeepError(
-            "the analytics notebooks are not installed",
+            "the analytics notebooks are missing",
             where=str(d),
-            hint="run ctxkeep from a clone of its repository (the notebooks live in notebooks/)",
+            hint="reinstall ctxkeep (the wheel ships them in ctxkeep/notebooks/)",
         )
     return d
 
@@ -186,7 +189,7 @@ def render_html(
                 None,  # keep the executed notebook in memory only
                 parameters=params,
                 kernel_name="python3",
-                cwd=str(src),
+                cwd=str(out_dir),  # not the package folder: it may be read-only
                 progress_bar=False,
                 log_output=False,
                 execution_timeout=CELL_TIMEOUT,

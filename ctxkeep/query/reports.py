@@ -68,7 +68,8 @@ class UsageRow:
     ``usage.model_source = 'assumed'``); ``responses``: usage rows; ``unpriced``:
     responses without a cost in the mode; ``reasoning_tokens``: as logged (counted
     inside the output by OpenAI agents, beside it by Gemini CLI; not in the total). ``project``, ``last_activity`` (UTC): for
-    ``session`` rows."""
+    ``session`` rows; ``subagent_sessions``: the sub-agent sessions a ``session`` row
+    rolled in (``SESSION_ROOTS``)."""
 
     period: str | None
     agent: str
@@ -86,6 +87,9 @@ class UsageRow:
     assumed_models: list[str] = field(default_factory=list)
     project: str | None = None
     last_activity: dt.datetime | None = None
+    subagent_sessions: list[str] = field(default_factory=list)
+    #: the lake's machine of the row (``report --lake --by machine``, ``query.lake``)
+    machine: str | None = None
 
 
 @dataclass
@@ -117,6 +121,8 @@ class Block:
     burn_rate: dict | None = None
     projection: dict | None = None
     limit_status: dict | None = None
+    #: the lake's machine of the block (``report --lake --by machine``)
+    machine: str | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -138,6 +144,8 @@ class ToolRow:
     error_rate: float | None
     output_bytes: int
     output_tokens: int
+    #: the lake's machine of the row (``report --lake --by machine``)
+    machine: str | None = None
 
 
 @dataclass
@@ -245,30 +253,106 @@ def _cost(mode: str) -> str:
     return f"cost_in_mode('{mode}', logged_cost_usd, calculated_cost_usd)"
 
 
+#: each session of the store -> its root session: the parent chain followed up (sub-agent
+#: transcripts, inline sidechains, forks) while the parent is a session the store holds
+#: (an orphan sub-agent, whose parent file is missing, stays its own root), at most 8
+#: levels; a session with several parents takes the smallest id (deterministic)
+SESSION_ROOTS = """
+WITH RECURSIVE known AS (SELECT DISTINCT agent, session_id FROM all_entries),
+edge AS (
+    SELECT p.agent, p.session_id, p.parent FROM (
+        SELECT agent, session_id, min(parent_session_id) AS parent FROM all_entries
+        WHERE coalesce(parent_session_id, '') <> '' AND parent_session_id <> session_id
+        GROUP BY ALL) p
+    JOIN known k ON k.agent = p.agent AND k.session_id = p.parent),
+walk(agent, session_id, root, depth) AS (
+    SELECT agent, session_id, session_id, 0 FROM known
+    UNION ALL
+    SELECT w.agent, w.session_id, e.parent, w.depth + 1
+    FROM walk w JOIN edge e ON e.agent = w.agent AND e.session_id = w.root WHERE w.depth < 8)
+SELECT agent, session_id, arg_max(root, depth) AS root FROM walk GROUP BY ALL
+"""
+
+
+_ROLLED = (
+    "(SELECT u.* REPLACE (coalesce(r.root, u.session_id) AS session_id), u.session_id AS own_session "
+    f"FROM usage u LEFT JOIN ({SESSION_ROOTS}) r USING (agent, session_id))"
+)
+
+
+def _buckets_fresh(con) -> bool:
+    """``buckets_fresh()`` of the model (``sinks.duckdb.buckets_fresh``, not imported:
+    that module imports pyarrow, ~0.2 s a report); False on an older analytics file."""
+    import duckdb
+
+    try:
+        return bool(con.execute("SELECT buckets_fresh()").fetchall()[0][0])
+    except duckdb.CatalogException:
+        return False
+
+
+def _has_entries(con) -> bool:
+    """True when ``all_entries`` exists (a lake exported without entries has none: its
+    sessions are not rolled up, ``query.lake``)."""
+    import duckdb
+
+    try:
+        con.execute("SELECT 1 FROM all_entries LIMIT 0").fetchall()
+    except duckdb.CatalogException:
+        return False
+    return True
+
+
+#: reports read from ``usage_buckets`` (no session dimension)
+_BUCKETED = ("daily", "weekly", "monthly", "models", "projects")
+#: per cost mode: the ``usage_buckets`` USD sum and its count of priced responses
+_BUCKET_COST = {
+    "auto": ("auto_usd", "n_auto"),
+    "calculate": ("calculated_usd", "n_calculated"),
+    "display": ("logged_usd", "n_logged"),
+}
+_BUCKETS = "(SELECT * EXCLUDE (bucket), bucket AS ts FROM usage_buckets)"
+
+
 def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Report:
     """A usage report ``name`` (daily, weekly, monthly, session, models, projects) over
     DuckDB ``usage``: one ``UsageRow`` per period and agent (and model with
     ``breakdown``; ``models`` is always per model), ordered by period, agent, model.
-    Costs are ``cost_in_mode(f.mode, …)`` summed exactly (``usd_sum``)."""
+    Costs are ``cost_in_mode(f.mode, …)`` summed exactly (``usd_sum``). ``session``
+    rolls sub-agent sessions into their root session (``SESSION_ROOTS``), as ccusage
+    counts a Claude Code ``<session>/subagents/`` file under its session. The other
+    reports read the same sums from ``usage_buckets`` (15-minute UTC buckets: the
+    same local dates in every zone, ~15x fewer rows) when it is fresh."""
     check_timezone(f.timezone)
     per_model = breakdown or name == "models"
     period = _PERIOD_SQL[name].format(tz=_lit(f.timezone))
     where, params = _where(f)
     cost = _cost(f.mode)
+    bucketed = name in _BUCKETED and _buckets_fresh(con)
+    if bucketed:
+        usd, priced = _BUCKET_COST[f.mode]
+        agg = (
+            f"CAST(sum({usd}) AS DOUBLE), sum(responses), sum(responses - {priced}), "
+            "sum(coalesce(reasoning_tokens, 0))"
+        )
+        source = _BUCKETS
+    else:
+        agg = f"usd_sum({cost}), count(*), count(*) FILTER (WHERE {cost} IS NULL), sum(coalesce(reasoning_tokens, 0))"
+        source = _ROLLED if name == "session" and _has_entries(con) else "usage"
     sql = f"""
         SELECT {period} AS period, agent, {"model" if per_model else "NULL"} AS model,
                sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0)),
                sum(coalesce(cache_read_tokens, 0)), sum(coalesce(cache_creation_tokens, 0)),
-               usd_sum({cost}), count(*), count(*) FILTER (WHERE {cost} IS NULL),
-               sum(coalesce(reasoning_tokens, 0)),
+               {agg},
                list(DISTINCT model ORDER BY model) FILTER (WHERE model IS NOT NULL),
                list(DISTINCT model ORDER BY model) FILTER (WHERE model_source = 'assumed'),
                {"mode(project_dir ORDER BY ts) FILTER (WHERE coalesce(project_dir, '') <> '')" if name == "session" else "NULL"},
-               max(ts)
-        FROM usage WHERE {where}
+               max(ts),
+               {"list(DISTINCT own_session ORDER BY own_session) FILTER (WHERE own_session <> session_id)" if name == "session" else "NULL"}
+        FROM {source} WHERE {where}
         GROUP BY ALL ORDER BY period NULLS FIRST, agent, model NULLS FIRST"""
     rows = []
-    for p, agent, model, i, o, cr, cc, c, n, unpriced, rt, models, assumed, proj, last in con.execute(
+    for p, agent, model, i, o, cr, cc, c, n, unpriced, rt, models, assumed, proj, last, subs in con.execute(
         sql, params
     ).fetchall():
         i, o, cr, cc = int(i), int(o), int(cr), int(cc)
@@ -277,22 +361,41 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
                 p, agent, model, i, o, cr, cc, i + o + cr + cc, c, int(n), int(unpriced), int(rt),
                 list(models or []), list(assumed or []),
                 proj if name == "session" else None, last if name == "session" else None,
+                list(subs or []),
             )
         )  # fmt: skip
     if name == "session":  # the costliest first, as ccusage
         rows.sort(key=lambda r: (-(r.cost_usd or 0.0), r.period or ""))
-    return Report(name, f, rows, _notes(con, f))
+    return Report(name, f, rows, _notes(con, f, bucketed=bucketed))
 
 
-def _notes(con, f: Filters) -> list[str]:
+def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
     where, params = _where(f)
     notes = []
     cost = _cost(f.mode)
-    unpriced = con.execute(
-        f"SELECT coalesce(model, '(no model)'), count(*) FROM usage WHERE {where} AND {cost} IS NULL "
-        "GROUP BY ALL ORDER BY 1",
-        params,
-    ).fetchall()
+    if bucketed:
+        _, priced = _BUCKET_COST[f.mode]
+        unpriced = con.execute(
+            f"SELECT coalesce(model, '(no model)'), sum(responses - {priced}) AS n FROM {_BUCKETS} "
+            f"WHERE {where} GROUP BY ALL HAVING n > 0 ORDER BY 1",
+            params,
+        ).fetchall()
+        assumed = con.execute(
+            f"SELECT agent, model, sum(responses) FROM {_BUCKETS} WHERE {where} AND model_source = 'assumed' "
+            "GROUP BY ALL ORDER BY 1, 2",
+            params,
+        ).fetchall()
+    else:
+        unpriced = con.execute(
+            f"SELECT coalesce(model, '(no model)'), count(*) FROM usage WHERE {where} AND {cost} IS NULL "
+            "GROUP BY ALL ORDER BY 1",
+            params,
+        ).fetchall()
+        assumed = con.execute(
+            f"SELECT agent, model, count(*) FROM usage WHERE {where} AND model_source = 'assumed' "
+            "GROUP BY ALL ORDER BY 1, 2",
+            params,
+        ).fetchall()
     if unpriced and f.mode != "display":
         notes.append(
             "no price for "
@@ -301,11 +404,6 @@ def _notes(con, f: Filters) -> list[str]:
         )
     elif unpriced:
         notes.append(f"--mode display: {sum(n for _, n in unpriced):,} responses logged no cost")
-    assumed = con.execute(
-        f"SELECT agent, model, count(*) FROM usage WHERE {where} AND model_source = 'assumed' "
-        "GROUP BY ALL ORDER BY 1, 2",
-        params,
-    ).fetchall()
     for agent, model, n in assumed:
         notes.append(
             f"{agent}: {n:,} responses name no model; counted as {model}, that version's default (assumed)"

@@ -31,6 +31,16 @@ def compact_json(value: Any, limit: int | None = None) -> str:
     return s if limit is None or len(s) <= limit else s[:limit] + "…"
 
 
+def as_float(v: Any) -> float | None:
+    """``v`` as a float when it is a finite number (bool excluded), else None (a cost a
+    file logs as text or NaN is not trusted)."""
+    import math
+
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
 def as_int(v: Any) -> int | None:
     """``v`` as an int when it is a number (bool excluded), else None."""
     if isinstance(v, bool) or v is None:

@@ -8,8 +8,8 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
 
 - ``sessions(id, parent_session_id, title, message_count, prompt_tokens,
   completion_tokens, cost, [summary, summarized_at,] updated_at, created_at
-  [, summary_message_id])``: token totals per session (the only usage these agents
-  store; counted on the day the session started; the row names no model, so the
+  [, summary_message_id])``: token totals and the cost in USD per session (the only
+  usage these agents store; counted on the day the session started; the row names no model, so the
   session's usage takes the model of its assistant ``messages``: ``session_models``);
 - ``messages(id, session_id, role, parts, model, created_at, updated_at,
   finished_at [, provider])``: ``role`` user/assistant/tool; ``parts`` a JSON array of
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import compact_json, media_placeholder
+from ctxkeep.sources._util import as_float, compact_json, media_placeholder
 from ctxkeep.sources.contract import Batch, quarantine_row
 from ctxkeep.sources.readers.sqlite import (
     DbRead,
@@ -169,8 +169,9 @@ def message_entries(
 
 
 def session_entries(agent: str, s: dict, project: str, src: str, model: str | None = None) -> list[dict]:
-    """A meta entry per ``sessions`` row carrying the session's token totals as usage
-    (``usage_key`` ``<agent>:<session id>``; the larger total wins on re-reads) and
+    """A meta entry per ``sessions`` row carrying the session's token totals and its
+    logged ``cost`` (USD) as usage (``usage_key`` ``<agent>:<session id>``; the larger
+    total wins on re-reads) and
     ``model`` (the session's model from ``messages.model``: ``session_models``), and a
     summary entry when the session has a ``summary`` text (Go opencode)."""
     sid = s["id"]
@@ -187,6 +188,7 @@ def session_entries(agent: str, s: dict, project: str, src: str, model: str | No
         "role": "system",
     }
     inp, out = s.get("prompt_tokens"), s.get("completion_tokens")
+    logged = as_float(s.get("cost"))
     e = dict(
         base,
         kind="meta",
@@ -202,6 +204,8 @@ def session_entries(agent: str, s: dict, project: str, src: str, model: str | No
             output_tokens=int(out or 0),
             cache_read_tokens=0,
             cache_creation_tokens=0,
+            # the session's cost as the agent summed it (USD); 0: none logged
+            cost_usd=logged if logged else None,
             usage_key=f"{agent}:{sid}",
         )
     res = [e]

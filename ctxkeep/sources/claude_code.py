@@ -17,6 +17,11 @@ Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 - one API response is often written as several lines that share ``message.id`` and
   ``requestId``, each repeating ``message.usage``: usage is counted once per
   (message.id, requestId);
+- ``message.usage.cache_creation`` splits ``cache_creation_input_tokens`` into
+  ``ephemeral_5m_input_tokens`` and ``ephemeral_1h_input_tokens`` (in the corpus from
+  v1.0.98 on; v1.0.17 and v1.0.43 lack it): a 1-hour write costs 2x the input price, a
+  5-minute one 1.25x; older versions wrote a top-level ``costUSD`` on assistant lines
+  (the cost Claude Code computed: ccusage's cost-modes guide; no corpus file has one);
 - ``isSidechain`` marks sub-agent lines; v2 sub-agent lines carry ``agentId``;
 - ``isCompactSummary`` marks the summary written after ``/compact``; ``system`` records
   with ``subtype: compact_boundary`` mark where the context was compacted;
@@ -29,6 +34,7 @@ import re
 from pathlib import Path
 
 from ctxkeep.sources._util import (
+    as_float,
     as_int,
     block_text,
     blocks_text,
@@ -41,7 +47,7 @@ from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
-PARSER_VERSION = 2
+PARSER_VERSION = 3  # 3: cache-write split and costUSD (a re-read fills them)
 MODE = "append"
 
 _META_TEXT_KEYS = (
@@ -307,6 +313,11 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
         first["output_tokens"] = as_int(usage.get("output_tokens"))
         first["cache_read_tokens"] = as_int(usage.get("cache_read_input_tokens"))
         first["cache_creation_tokens"] = as_int(usage.get("cache_creation_input_tokens"))
+        split = usage.get("cache_creation")
+        if isinstance(split, dict):
+            first["cache_creation_5m_tokens"] = as_int(split.get("ephemeral_5m_input_tokens"))
+            first["cache_creation_1h_tokens"] = as_int(split.get("ephemeral_1h_input_tokens"))
+        first["cost_usd"] = as_float(rec.get("costUSD"))
         first["usage_key"] = f"{mid}:{rid}" if mid and rid else f"line:{base['record_id']}"
     return out
 

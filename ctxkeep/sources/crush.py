@@ -25,7 +25,7 @@ from ctxkeep.sources._scan import find_project_files
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
 
 AGENT = "crush"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: the session's logged cost (a re-read fills it)
 MODE = "sqlite"
 REL = ".crush/crush.db"
 

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
+from ctxkeep.sources._util import as_float, as_int, compact_json
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -68,7 +68,7 @@ from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, change
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "opencode"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: the logged message cost (a re-read fills it)
 MODE = "sqlite"  # opencode.db; a session of the JSON tree is a "tree" file (see mode_for)
 STALE_SECONDS = 24 * 3600
 _SKIP_PARTS = {"step-start", "step-finish", "snapshot"}
@@ -353,7 +353,8 @@ def _epoch_s(part: dict, msg: dict) -> float:
 
 def usage_entry(msg: dict, session: dict, src: str, now: float, offset: int = 0) -> dict | None:
     """The usage-carrying meta entry of a completed assistant message with ``tokens``
-    (input, output, reasoning, cache.read, cache.write: tokens), else None."""
+    (input, output, reasoning, cache.read, cache.write: tokens) and its logged
+    ``cost`` (USD, when above 0), else None."""
     tok = msg.get("tokens")
     if msg.get("role") != "assistant" or not isinstance(tok, dict) or _msg_pending(msg, now):
         return None
@@ -384,6 +385,9 @@ def usage_entry(msg: dict, session: dict, src: str, now: float, offset: int = 0)
         cache_read_tokens=vals[2],
         cache_creation_tokens=vals[3],
         reasoning_tokens=vals[4],
+        # OpenCode writes 0 when it has no price for the provider (a subscription, a
+        # local model): not a logged cost (ccusage's OpenCode loader takes cost > 0)
+        cost_usd=logged if (logged := as_float(cost)) and logged > 0 else None,
         usage_key=f"opencode:{mid}",
     )
 

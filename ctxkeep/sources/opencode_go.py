@@ -22,7 +22,7 @@ from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
 from ctxkeep.sources.readers.sqlite import open_ro
 
 AGENT = "opencode-go"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: the session's logged cost (a re-read fills it)
 MODE = "sqlite"
 REL = ".opencode/opencode.db"
 

@@ -25,7 +25,8 @@ VSCodium, Cursor and Windsurf.
 Mapping: the conversation comes from ``api_conversation_history.json`` (one entry per
 block); ``ui_messages.json`` adds only usage (one row per ``api_req_started``,
 ``input_tokens = tokensIn``, ``output_tokens = tokensOut``, ``cache_creation_tokens =
-cacheWrites``, ``cache_read_tokens = cacheReads``; model from ``task_metadata.json``
+cacheWrites``, ``cache_read_tokens = cacheReads``, ``cost_usd = cost`` (USD, the cost
+Cline computed for the request); model from ``task_metadata.json``
 when present) and errors. Entry ids are ``<task>:<index>:<SHA-256 of the message>``, so
 a history that was truncated (checkpoint restore, edited message) and then grew again
 never collides with the old messages; messages gone from the file are marked
@@ -47,7 +48,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, blocks_text, compact_json, media_placeholder
+from ctxkeep.sources._util import as_float, as_int, blocks_text, compact_json, media_placeholder
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -291,6 +292,7 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
                     output_tokens=as_int(info.get("tokensOut")) or 0,
                     cache_creation_tokens=as_int(info.get("cacheWrites")) or 0,
                     cache_read_tokens=as_int(info.get("cacheReads")) or 0,
+                    cost_usd=as_float(info.get("cost")),
                     usage_key=f"{agent}:{task}:{ts_ms}",
                 )
             )
@@ -342,7 +344,7 @@ class ExtensionSource:
 
     AGENT: str
     EXTENSION_IDS: tuple[str, ...]
-    PARSER_VERSION: int = 1
+    PARSER_VERSION: int = 2  # 2: the logged request cost (a re-read fills it)
     MODE: Mode = "rewrite"
     extra_roots: Callable[[DiscoveryContext], list[Path]] = _no_roots
     data_dir_name: str | None = None

@@ -10,7 +10,11 @@ Token conventions (``schema``): ``input_tokens`` is the *non-cached* input,
 ``cache_read_tokens`` / ``cache_creation_tokens`` the cached input read / written,
 ``output_tokens`` the output. ``genai-prices`` wants the total input with the cached
 parts inside it, so a response is priced as ``Usage(input_tokens = input + cache_read +
-cache_creation, cache_read_tokens, cache_write_tokens = cache_creation, output_tokens)``.
+cache_creation, cache_read_tokens, cache_write_tokens = cache_creation,
+cache_write_1h_tokens = cache_creation_1h, output_tokens)``: ``cache_creation_1h_tokens``
+(Claude Code's ``ephemeral_1h_input_tokens``) is the part of the cache creation written
+for one hour, billed at genai-prices' ``cache_write_1h_mtok`` (Anthropic: 2x the input
+price; the 5-minute write is 1.25x), the rest at ``cache_write_mtok``.
 ``reasoning_tokens`` are billed as output; they are added to the output only for the
 agents whose logged output leaves them out (``REASONING_OUTSIDE_OUTPUT``: Gemini CLI and
 Qwen Code log ``thoughtsTokenCount`` beside ``candidatesTokenCount``; OpenCode's
@@ -63,6 +67,7 @@ class Override:
     output_mtok: float = 0.0
     cache_read_mtok: float | None = None
     cache_write_mtok: float | None = None
+    cache_write_1h_mtok: float | None = None
 
 
 def parse_prices_toml(text: str) -> dict[str, Override]:
@@ -74,6 +79,7 @@ def parse_prices_toml(text: str) -> dict[str, Override]:
         output_mtok = 1.5
         cache_read_mtok = 0.05    # optional
         cache_write_mtok = 0.6    # optional
+        cache_write_1h_mtok = 1.0 # optional (a one-hour cache write; default: cache_write_mtok)
 
     Raises ValueError (with the model named) for a table without ``input_mtok`` or
     with a non-numeric rate; tomllib.TOMLDecodeError for bad TOML."""
@@ -88,6 +94,7 @@ def parse_prices_toml(text: str) -> dict[str, Override]:
                 float(t.get("output_mtok", 0.0)),
                 None if t.get("cache_read_mtok") is None else float(t["cache_read_mtok"]),
                 None if t.get("cache_write_mtok") is None else float(t["cache_write_mtok"]),
+                None if t.get("cache_write_1h_mtok") is None else float(t["cache_write_1h_mtok"]),
             )
         except (TypeError, ValueError):
             raise ValueError(f"prices.toml: model {name!r} has a non-numeric rate") from None
@@ -116,24 +123,35 @@ def _model_price(model: str, day: dt.date):
 _TOKEN_RATES = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
 
 
+Rates = tuple[float, float, float, float, float]
+
+
 @lru_cache(maxsize=8192)
-def _flat_rates(model: str, day: dt.date) -> tuple[float, float, float, float] | None:
-    """(input, output, cache read, cache write) USD per MTok when the price is flat
-    (no tiers) — then a response's price is linear in its tokens and is computed
-    without genai-prices' per-call decomposition (~1 ms a response); a cache rate the
-    data leaves out is the input rate, as genai-prices prices it. None: tiered."""
+def _flat_rates(model: str, day: dt.date) -> Rates | None:
+    """(input, output, cache read, cache write, one-hour cache write) USD per MTok when
+    the price is flat (no tiers) — then a response's price is linear in its tokens and
+    is computed without genai-prices' per-call decomposition (~1 ms a response); a
+    cache rate the data leaves out is the input rate, as genai-prices prices it. The
+    one-hour rate is what genai-prices charges for one million one-hour write tokens
+    (``cache_write_1h_mtok``, or its fallback when the data has none). None: tiered."""
     from decimal import Decimal
 
+    from genai_prices import Usage
+
     mp = _model_price(model, day)
-    vals = [getattr(mp, k, None) for k in _TOKEN_RATES]
+    vals = [getattr(mp, k, None) for k in (*_TOKEN_RATES, "cache_write_1h_mtok")]
     if vals[0] is None or any(v is not None and not isinstance(v, Decimal) for v in vals):
         return None
     inp = float(vals[0])
+    one_hour = mp.calc_price(
+        Usage(input_tokens=1_000_000, cache_write_tokens=1_000_000, cache_write_1h_tokens=1_000_000)
+    )["total_price"]
     return (
         inp,
         float(vals[1] or 0),
         inp if vals[2] is None else float(vals[2]),
         inp if vals[3] is None else float(vals[3]),
+        float(one_hour),
     )
 
 
@@ -144,8 +162,9 @@ class Pricer:
     overrides: dict[str, Override] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
 
-    def rates(self, model: str | None, day: dt.date) -> tuple[float, float, float, float] | None | str:
-        """The flat rates (input, output, cache read, cache write; USD per MTok) of
+    def rates(self, model: str | None, day: dt.date) -> Rates | None | str:
+        """The flat rates (input, output, cache read, cache write, one-hour cache
+        write; USD per MTok) of
         ``model`` on UTC ``day``: from ``prices.toml``, else genai-prices. ``"tiered"``
         when the price depends on a request's size (price each response with
         ``price``); None (and remembered in ``unknown``) when the model is empty or
@@ -156,7 +175,8 @@ class Pricer:
         if o is not None:
             cr = o.input_mtok if o.cache_read_mtok is None else o.cache_read_mtok
             cw = o.input_mtok if o.cache_write_mtok is None else o.cache_write_mtok
-            return (o.input_mtok, o.output_mtok, cr, cw)
+            cw1h = cw if o.cache_write_1h_mtok is None else o.cache_write_1h_mtok
+            return (o.input_mtok, o.output_mtok, cr, cw, cw1h)
         if _model_price(model, day) is None:
             self.unknown.add(model)
             return None
@@ -173,14 +193,17 @@ class Pricer:
         cache_read_tokens: int | None,
         cache_creation_tokens: int | None,
         reasoning_tokens: int | None = 0,
+        cache_creation_1h_tokens: int | None = 0,
     ) -> float | None:
         """The list-price cost in USD of one response made at ``ts`` (UTC; None: now)
-        with these token counts (None counts as 0); None (never 0) when ``model`` is
+        with these token counts (None counts as 0; ``cache_creation_1h_tokens`` is the
+        one-hour part of ``cache_creation_tokens``); None (never 0) when ``model`` is
         empty or neither ``prices.toml`` nor ``genai-prices`` knows it."""
         if not model:
             return None
         inp, out = input_tokens or 0, output_tokens or 0
         cr, cw = cache_read_tokens or 0, cache_creation_tokens or 0
+        h = min(cache_creation_1h_tokens or 0, cw)
         if agent in REASONING_OUTSIDE_OUTPUT:
             out += reasoning_tokens or 0
         day = (ts or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).date()
@@ -188,11 +211,15 @@ class Pricer:
         if r is None:
             return None
         if r != "tiered":
-            return (inp * r[0] + out * r[1] + cr * r[2] + cw * r[3]) / 1e6
+            return (inp * r[0] + out * r[1] + cr * r[2] + (cw - h) * r[3] + h * r[4]) / 1e6
         from genai_prices import Usage
 
         usage = Usage(
-            input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw, output_tokens=out
+            input_tokens=inp + cr + cw,
+            cache_read_tokens=cr,
+            cache_write_tokens=cw,
+            cache_write_1h_tokens=h,
+            output_tokens=out,
         )
         return float(_model_price(model, day).calc_price(usage)["total_price"])
 

@@ -10,7 +10,7 @@ import hashlib
 
 import polars as pl
 
-from ctxkeep.schema import ENTRY_SCHEMA, SOURCE_SCHEMA
+from ctxkeep.schema import ENTRY_SCHEMA, SOURCE_SCHEMA, USAGE_ROW_COLUMNS
 from ctxkeep.transforms.redact import redact_expr
 
 _IN_SCHEMA = SOURCE_SCHEMA
@@ -113,7 +113,9 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     (e.g. Claude Code's ``<synthetic>`` error messages) count nothing and are dropped.
     Columns: usage_key, agent,
     session_id, project_dir, ts, model, input/output/cache_read/cache_creation/
-    reasoning tokens (int64, tokens), entry_id."""
+    reasoning tokens (int64, tokens), cache_creation_5m/1h tokens (int64, the parts of
+    the cache creation written for 5 minutes / 1 hour; null when not split), cost_usd
+    (float64, the cost the agent logged, USD; null when none), entry_id."""
     u = entries.filter(pl.col("usage_key").is_not_null())
     cols = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens"]
     u = (
@@ -125,5 +127,5 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
         u.sort("_total", descending=True, maintain_order=True)
         .unique(subset="usage_key", keep="first", maintain_order=True)
         .sort("source_offset")
-        .select("usage_key", "agent", "session_id", "project_dir", "ts", "model", *cols, "entry_id")
+        .select(*USAGE_ROW_COLUMNS)
     )

@@ -13,8 +13,10 @@ ccusage 20.0.24 skips JSON lines written with spaces after colons and aborts on
 6-digit fractional timestamps, both of which the scaled tree has; this script first
 writes a copy of the tree (``<home>-ccusage``) re-serialized compactly with
 millisecond timestamps for ccusage's side (the same usage; the copy is made once).
-Prints figures; asserts nothing. ``CCUSAGE``: the ccusage binary (default
-``/tmp/peers/node_modules/.bin/ccusage``).
+Prints figures (wall and CPU seconds, the load average); asserts nothing. ``CCUSAGE``:
+the ccusage binary (default ``/tmp/peers/node_modules/.bin/ccusage``); ``BASELINE``:
+another ctxkeep binary run on the same store as a third column (e.g. main's
+``.venv/bin/ctxkeep``); ``RUNS``: runs per command (default 7).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,7 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = 5
+RUNS = 7  # $RUNS overrides
 _FRACTION = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})\d+")
 
 
@@ -80,38 +83,66 @@ def ccusage_copy(home: Path) -> Path:
     return dst
 
 
-def _time(cmd: list[str], env: dict) -> tuple[float, list[float], bytes]:
-    times, out = [], b""
-    for _ in range(RUNS):
-        t = time.perf_counter()
-        out = subprocess.run(cmd, env=env, capture_output=True, check=True).stdout
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), times, out
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run(cmd: list[str], env: dict) -> tuple[float, float, bytes]:
+    """(wall seconds, CPU seconds of the process and its children, stdout)."""
+    t, c = time.perf_counter(), _cpu()
+    out = subprocess.run(cmd, env=env, capture_output=True, check=True).stdout
+    return time.perf_counter() - t, _cpu() - c, out
 
 
 def main() -> None:
     home, store = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    runs = int(os.environ.get("RUNS", RUNS))
     ccusage = os.environ.get("CCUSAGE", "/tmp/peers/node_modules/.bin/ccusage")
     cc_home = ccusage_copy(home)
+    # an installed wheel has its bytecode compiled (uv/pip do it); a source tree run with
+    # PYTHONDONTWRITEBYTECODE=1 would recompile every module on every start
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "ctxkeep")], env=env, check=True)
     ours_env = {**os.environ, "CTXKEEP_HOME": str(store)}
     cc_env = {**os.environ, "HOME": str(cc_home)}
     ctxkeep = str(ROOT / ".venv" / "bin" / "ctxkeep")
-    ours, ours_all, o_out = _time([ctxkeep, "report", "daily", "--json", "-z", "UTC"], ours_env)
-    theirs, theirs_all, c_out = _time([ccusage, "daily", "--json", "-z", "UTC", "--offline"], cc_env)
-    o, c = json.loads(o_out), json.loads(c_out)
+    ours_cmd = [ctxkeep, "report", "daily", "--json", "-z", "UTC"]
+    cc_cmd = [ccusage, "daily", "--json", "-z", "UTC", "--offline"]
+    # alternate the two, so a change in the machine's load hits both alike
+    cmds = {"ctxkeep report daily --json": (ours_cmd, ours_env), "ccusage daily --json": (cc_cmd, cc_env)}
+    if os.environ.get("BASELINE"):  # another ctxkeep (e.g. main's .venv/bin/ctxkeep) on the same store
+        cmds["baseline report daily --json"] = ([os.environ["BASELINE"], *ours_cmd[1:]], ours_env)
+    wall = {k: [] for k in cmds}
+    cpu = {k: [] for k in cmds}
+    outs = {}
+    loads = [os.getloadavg()[0]]
+    for _ in range(runs):  # alternate the commands, so a change in the load hits all alike
+        for k, (cmd, env) in cmds.items():
+            t, c, outs[k] = _run(cmd, env)
+            wall[k].append(t)
+            cpu[k].append(c)
+        loads.append(os.getloadavg()[0])
+    med = statistics.median
     size = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
     print(f"tree {home} ({size / 1e6:,.0f} MB; ccusage copy {cc_home}); store {store}")
-    print(f"runs: {RUNS}, median whole-process seconds")
-    print(f"{'':28}{'seconds':>9}  {'all runs':<40}{'total tokens':>16}")
     print(
-        f"{'ctxkeep report daily --json':28}{ours:9.3f}  {' '.join(f'{x:.2f}' for x in ours_all):<40}"
-        f"{o['totals']['total_tokens']:>16,}"
+        f"runs: {runs}, alternating; medians of whole-process seconds; 1-min load average "
+        f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
     )
+    print(f"{'':32}{'wall':>7}{'CPU':>7}  {'all runs (wall)':<44}{'total tokens':>16}")
+    for k in cmds:
+        d = json.loads(outs[k])
+        total = d["totals"].get("total_tokens", d["totals"].get("totalTokens"))
+        print(
+            f"{k:32}{med(wall[k]):7.2f}{med(cpu[k]):7.2f}  {' '.join(f'{x:.2f}' for x in wall[k]):<44}{total:>16,}"
+        )
+    o, c = "ctxkeep report daily --json", "ccusage daily --json"
+    paired = [a / b for a, b in zip(wall[o], wall[c], strict=True)]
     print(
-        f"{'ccusage daily --json':28}{theirs:9.3f}  {' '.join(f'{x:.2f}' for x in theirs_all):<40}"
-        f"{c['totals']['totalTokens']:>16,}"
+        f"ratio ctxkeep / ccusage (target <= 0.5): wall {med(wall[o]) / med(wall[c]):.2f} (medians), "
+        f"{med(paired):.2f} (median of paired runs); CPU {med(cpu[o]) / med(cpu[c]):.2f}"
     )
-    print(f"ratio ctxkeep / ccusage: {ours / theirs:.2f} (target <= 0.5)")
 
 
 if __name__ == "__main__":

@@ -165,3 +165,51 @@ def test_bad_input_raises_one_line_errors(store_home, tmp_path):
     with pytest.raises(StoreError, match="unreadable.*ctxkeep reindex") as e:
         R.open_store(store_home)
     assert "\n" not in str(e.value)
+
+
+def test_session_report_rolls_sub_agents_into_the_root_session(store_home):
+    """A sub-agent of a sub-agent lands in the root; an orphan (its parent session is not
+    in the store) and a session naming itself as parent stay their own rows."""
+    t = dt.datetime(2025, 5, 1, 10, tzinfo=UTC)
+    _write(
+        store_home,
+        [
+            ("r", "claude-code", "root", t, "m", 1, 0, None, 1.0),
+            ("c", "claude-code", "child", t, "m", 10, 0, None, 2.0),
+            ("g", "claude-code", "grandchild", t, "m", 100, 0, None, 4.0),
+            ("o", "claude-code", "orphan", t, "m", 1000, 0, None, 8.0),
+            ("x", "codex", "child", t, "m", 10000, 0, None, 16.0),  # another agent's "child"
+        ],
+    )
+    con = duckdb_store.connect(store_home)
+    parents = [
+        ("claude-code", "root", None),
+        ("claude-code", "child", "root"),
+        ("claude-code", "grandchild", "child"),
+        ("claude-code", "orphan", "missing-parent"),
+        ("codex", "child", "child"),
+    ]
+    for n, (agent, sid, parent) in enumerate(parents, 1):
+        con.execute(
+            "INSERT INTO entries(sqlite_rowid, entry_id, agent, session_id, parent_session_id, kind, status) "
+            "VALUES (?, ?, ?, ?, ?, 'message', 'active')",
+            [n, f"e{n}", agent, sid, parent],
+        )
+    con.close()
+    con, _ = R.open_store(store_home)
+    try:
+        rows = R.usage_report(con, "session", R.Filters("UTC")).rows
+    finally:
+        con.close()
+    got = {(r.agent, r.period): (r.input_tokens, r.cost_usd, r.subagent_sessions, r.responses) for r in rows}
+    assert got == {
+        ("claude-code", "root"): (111, 7.0, ["child", "grandchild"], 3),
+        ("claude-code", "orphan"): (1000, 8.0, [], 1),
+        ("codex", "child"): (10000, 16.0, [], 1),
+    }
+    # the daily report is not rolled: it has no session dimension
+    con, _ = R.open_store(store_home)
+    try:
+        assert R.totals(R.usage_report(con, "daily", R.Filters("UTC")).rows)["input_tokens"] == 11111
+    finally:
+        con.close()

@@ -345,7 +345,9 @@ def test_usage_is_upserted_by_key_not_reloaded(tmp_path):
     assert (r["usage_rows"], r["usage_changed"]) == (4, 4)
     assert duckdb_store.sync(sq, tmp_path)["usage_changed"] == 0
     con = duckdb_store.connect(tmp_path)
-    con.execute("UPDATE usage SET machine = 'elsewhere'")
+    # a marker on every row: rows the next sync does not rewrite keep it (machine is no
+    # marker: a sync re-labels every row with the store's machine name)
+    con.execute("UPDATE usage SET cost_source = 'untouched'")
     con.close()
     with sqlite_store.write(sq):
         sq.execute("UPDATE usage SET output_tokens = 1000 WHERE usage_key = 'k2'")
@@ -361,9 +363,9 @@ def test_usage_is_upserted_by_key_not_reloaded(tmp_path):
     host = socket.gethostname()
     # claude-sonnet-4: $3 input, $15 output per million tokens
     assert got == [
-        ("k1", 10, "elsewhere", "calculated", "logged", round((100 * 3 + 10 * 15) / 1e6, 9)),
+        ("k1", 10, host, "untouched", "logged", round((100 * 3 + 10 * 15) / 1e6, 9)),
         ("k2", 1000, host, "calculated", "logged", round((200 * 3 + 1000 * 15) / 1e6, 9)),
-        ("k3", 10, "elsewhere", "calculated", "logged", round((300 * 3 + 10 * 15) / 1e6, 9)),
+        ("k3", 10, host, "untouched", "logged", round((300 * 3 + 10 * 15) / 1e6, 9)),
     ]
 
 
@@ -399,11 +401,8 @@ def test_unknown_model_has_null_cost_and_is_named_prices_toml_adds_it(tmp_path):
 
 
 def test_a_logged_cost_is_kept_in_auto_mode(tmp_path):
-    """A store whose SQLite usage carries a logged cost (``cost_usd``): auto keeps it;
-    ``cost_in_mode`` gives the other modes."""
-    sq = sqlite_store.connect(tmp_path)
-    sq.execute("ALTER TABLE usage ADD COLUMN cost_usd REAL")
-    sq.close()
+    """A SQLite usage row carrying a logged cost (``cost_usd``, schema v5): auto keeps
+    it; ``cost_in_mode`` gives the other modes."""
     rows = [("k1", "opencode", "2025-06-10T10:00:00.000000Z", "claude-sonnet-4-20250514", 1000, 0, 0, 0)]
     sq, _ = _usage_store(tmp_path, rows)
     with sqlite_store.write(sq):

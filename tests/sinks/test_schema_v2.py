@@ -90,6 +90,7 @@ def test_migrations_are_named_and_ordered():
         (2, "chunk titles"),
         (3, "chunk facets"),
         (4, "quarantine redacted, raw_sha256"),
+        (5, "usage cache-write split and logged cost"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.schema import CACHE_SPLIT_COLUMNS, ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
 
 SYNC_ROWS = 200_000
@@ -41,7 +41,7 @@ def _duck_type(col: str) -> str:
 
 #: the model's version: an analytics file made by an older one has its derived tables
 #: dropped at connect and refilled by the next ``sync``
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 
 DDL = [
     "CREATE TABLE IF NOT EXISTS meta(key VARCHAR PRIMARY KEY, value BIGINT)",
@@ -52,8 +52,16 @@ DDL = [
     "session_id VARCHAR, project_dir VARCHAR, ts TIMESTAMPTZ, model VARCHAR, "
     + ", ".join(f"{c} BIGINT" for c in USAGE_COLUMNS)
     + ", entry_id VARCHAR, "
-    "model_source VARCHAR, logged_cost_usd DOUBLE, calculated_cost_usd DOUBLE, "
+    + ", ".join(f"{c} BIGINT" for c in CACHE_SPLIT_COLUMNS)
+    + ", model_source VARCHAR, logged_cost_usd DOUBLE, calculated_cost_usd DOUBLE, "
     "cost_usd DOUBLE, cost_source VARCHAR, machine VARCHAR)",
+    # ``usage`` summed per 15-minute UTC bucket (``BUCKET_SECONDS``): what the period
+    # reports read (``query.reports``), refilled with ``usage`` (``_refresh_buckets``)
+    "CREATE TABLE IF NOT EXISTS usage_buckets(bucket TIMESTAMPTZ, agent VARCHAR, model VARCHAR, "
+    "model_source VARCHAR, project_dir VARCHAR, responses BIGINT, "
+    + ", ".join(f"{c} BIGINT" for c in USAGE_COLUMNS)
+    + ", logged_usd DECIMAL(38, 12), calculated_usd DECIMAL(38, 12), auto_usd DECIMAL(38, 12), "
+    "n_logged BIGINT, n_calculated BIGINT, n_auto BIGINT)",
     "CREATE TABLE IF NOT EXISTS session_text(agent VARCHAR, session_id VARCHAR, title VARCHAR, "
     "first_prompt VARCHAR, PRIMARY KEY(agent, session_id))",
     "CREATE TABLE IF NOT EXISTS tool_errors(entry_id VARCHAR PRIMARY KEY)",
@@ -62,12 +70,17 @@ DDL = [
     "bytes_after BIGINT, tokens_before BIGINT, tokens_after BIGINT)",
 ]
 #: tables dropped when the file's model is older than ``MODEL_VERSION`` (``usage`` had
-#: no key and no cost before version 2)
-_DERIVED = ("usage", "session_text", "tool_errors", "compress_files")
+#: no key and no cost before version 2, no cache-write split before 3)
+_DERIVED = ("usage", "usage_buckets", "session_text", "tool_errors", "compress_files")
+#: the grain of ``usage_buckets``: every IANA zone's UTC offset (since 1980) is a multiple
+#: of 15 minutes, so all responses of a bucket fall on one local date in any zone
+BUCKET_SECONDS = 900
 #: what the archive's columns are read as: ``STORED_COLUMNS``, text, archived_at
 _ARCHIVE_DIR = "archive"
 _TITLE_CHARS = 200
-_UCOLS = ["usage_key", "agent", "session_id", "project_dir", "ts", "model", *USAGE_COLUMNS, "entry_id"]
+#: the SQLite usage columns DuckDB reads (the logged cost is read as ``logged_cost_usd``)
+_UCOLS = [c for c in USAGE_ROW_COLUMNS if c != "cost_usd"]
+_INTS = (*USAGE_COLUMNS, *CACHE_SPLIT_COLUMNS)
 
 
 def _archive_select(home: Path) -> str:
@@ -268,44 +281,47 @@ def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dic
 
 def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, home: Path) -> dict:
     """Upsert DuckDB ``usage`` from SQLite ``usage`` by ``usage_key``: rows new or
-    changed (tokens, model, time, logged cost) since the last sync are priced
+    changed (tokens, cache split, model, time, logged cost) since the last sync are priced
     (``transforms.cost``, each at its own ``ts``) and written; keys gone from SQLite are
     deleted; all rows are re-priced when the prices changed (another genai-prices
     version, an edited ``prices.toml``). A logged cost is taken from a SQLite
     ``usage.cost_usd`` column when the store has one (USD). A row without a model gets
     the agent version's documented default (``cost.assumed_model``) with
-    ``model_source = 'assumed'``. ``machine`` is this host's name
-    (``socket.gethostname()``). The rates are looked up once per model and UTC day and
+    ``model_source = 'assumed'``. ``machine`` is this store's machine name
+    (``sinks.machine.machine_name``: config ``machine``, else the hostname). The rates are looked up once per model and UTC day and
     the arithmetic is done in DuckDB; only tiered prices are computed per response in
     Python. Returns ``{"usage_rows": rows in SQLite, "usage_changed": rows written,
     "unpriced_models": sorted models that had no price}``."""
     import datetime as dt
-    import socket
 
+    from ctxkeep.sinks.machine import machine_name
     from ctxkeep.transforms import cost
 
     overrides, fp = _prices(home)
     scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
-    logged = "cost_usd" if "cost_usd" in scols else "NULL"
+    # a store before schema v5 has neither the cache split nor logged costs
+    sel = [c if c in scols else f"NULL AS {c}" for c in _UCOLS]
+    sel.append("cost_usd" if "cost_usd" in scols else "NULL")
     names = _UCOLS + ["logged_cost_usd"]
-    rows = sqlite_conn.execute(f"SELECT {', '.join(_UCOLS)}, {logged} FROM usage").fetchall()
+    rows = sqlite_conn.execute(f"SELECT {', '.join(sel)} FROM usage").fetchall()
     cols = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
     src = pa.table(
         {
             n: pa.array(
                 c,
-                pa.float64()
-                if n == "logged_cost_usd"
-                else (pa.int64() if n in USAGE_COLUMNS else pa.string()),
+                pa.float64() if n == "logged_cost_usd" else (pa.int64() if n in _INTS else pa.string()),
             )
             for n, c in zip(names, cols, strict=False)
         }
     )
     con.register("_usage", src)
+    host = machine_name(home, check=False)
     try:
+        # a renamed machine (config ``machine``): its rows carry the new name
+        con.execute("UPDATE usage SET machine = ? WHERE machine IS DISTINCT FROM ?", [host, host])
         same = " AND ".join(
             f"d.{c} IS NOT DISTINCT FROM s.{c}"
-            for c in ("agent", "session_id", "project_dir", *USAGE_COLUMNS, "entry_id", "logged_cost_usd")
+            for c in ("agent", "session_id", "project_dir", *_INTS, "entry_id", "logged_cost_usd")
         )
         reprice = _meta(con, "price_version") != fp
         con.execute(
@@ -318,7 +334,14 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
         )
         n = con.execute("SELECT count(*) FROM _changed").fetchall()[0][0]
         if n == 0 and not reprice:  # nothing new: only keys gone from SQLite (a purge) to drop
-            con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
+            gone = con.execute(
+                "SELECT count(*) FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)"
+            ).fetchall()[0][0]
+            if gone or not buckets_fresh(con):
+                con.execute("BEGIN")
+                con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
+                _refresh_buckets(con)
+                con.execute("COMMIT")
             unpriced = sorted(
                 m
                 for (m,) in con.execute(
@@ -374,7 +397,8 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}),
             )
             for key, agent, model, ts, *tok in con.execute(
-                f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)} FROM _attr "
+                f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)}, "
+                "cache_creation_1h_tokens FROM _attr "
                 "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day"
             ).fetchall():
                 tier_cost[key] = pricer.price(agent, model, ts, *tok)
@@ -387,7 +411,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                     "day": pa.array([r[1] for r in rates], pa.date32()),
                     **{
                         k: pa.array([r[2 + i] for r in rates], pa.float64())
-                        for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw"))
+                        for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw", "r_cw1h"))
                     },
                 }
             ),
@@ -402,7 +426,6 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             ),
         )
         reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
-        host = socket.gethostname()
         con.execute("BEGIN")
         try:
             con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
@@ -410,7 +433,10 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 "INSERT OR REPLACE INTO usage BY NAME "
                 "WITH p AS (SELECT a.*, coalesce(t.c, "
                 "  (coalesce(input_tokens, 0) * r.r_in + coalesce(cache_read_tokens, 0) * r.r_cr "
-                "   + coalesce(cache_creation_tokens, 0) * r.r_cw + (coalesce(output_tokens, 0) "
+                "   + (coalesce(cache_creation_tokens, 0) - least(coalesce(cache_creation_1h_tokens, 0), "
+                "      coalesce(cache_creation_tokens, 0))) * r.r_cw "
+                "   + least(coalesce(cache_creation_1h_tokens, 0), coalesce(cache_creation_tokens, 0)) * r.r_cw1h "
+                "   + (coalesce(output_tokens, 0) "
                 f"   + CASE WHEN agent IN ({reasoning}) THEN coalesce(reasoning_tokens, 0) ELSE 0 END) * r.r_out"
                 "  ) / 1e6) AS calc "
                 "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
@@ -422,6 +448,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 "     ELSE 'none' END AS cost_source, ? AS machine FROM p",
                 [host],
             )
+            _refresh_buckets(con)
             con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', ?)", [fp])
         except BaseException:
             con.execute("ROLLBACK")
@@ -438,6 +465,38 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
         for t in ("_usage", "_rates", "_tier_cost"):
             con.unregister(t)  # a name never registered is a no-op
         con.execute("DROP TABLE IF EXISTS _changed; DROP TABLE IF EXISTS _attr")
+
+
+def buckets_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when ``usage_buckets`` counts every timed ``usage`` row (the model's
+    ``buckets_fresh()`` macro; each sync that changes ``usage`` refills it). An analytics
+    file from an older model, or ``usage`` rows written by hand, are not fresh: read
+    ``usage`` then."""
+    try:
+        return bool(con.execute("SELECT buckets_fresh()").fetchall()[0][0])
+    except duckdb.CatalogException:
+        return False
+
+
+def _refresh_buckets(con: duckdb.DuckDBPyConnection) -> None:
+    """Refill ``usage_buckets`` from ``usage``, in the caller's transaction: per
+    ``BUCKET_SECONDS`` UTC bucket, agent, model, model source and project, the responses,
+    token sums (tokens) and, per cost mode, the exact USD sum (DECIMAL: ``usd_sum``) and
+    the responses that have a cost in it (``n_logged`` / ``n_calculated`` / ``n_auto``;
+    auto = logged, else calculated). Rows without ``ts`` are left out (no report counts
+    them). ~30 ms per 25,000 responses."""
+    dec = "CAST({} AS DECIMAL(38, 12))"
+    con.execute("DELETE FROM usage_buckets")
+    con.execute(
+        "INSERT INTO usage_buckets SELECT "
+        f"to_timestamp(floor(epoch(ts) / {BUCKET_SECONDS}) * {BUCKET_SECONDS}) AS bucket, agent, model, "
+        "model_source, project_dir, count(*), "
+        + ", ".join(f"sum({c})" for c in USAGE_COLUMNS)
+        + f", sum({dec.format('logged_cost_usd')}), sum({dec.format('calculated_cost_usd')}), "
+        f"sum({dec.format('coalesce(logged_cost_usd, calculated_cost_usd)')}), count(logged_cost_usd), "
+        "count(calculated_cost_usd), count(coalesce(logged_cost_usd, calculated_cost_usd)) "
+        "FROM usage WHERE ts IS NOT NULL GROUP BY ALL"
+    )
 
 
 def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection) -> None:

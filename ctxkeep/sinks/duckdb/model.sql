@@ -26,6 +26,10 @@ CASE mode WHEN 'auto' THEN coalesce(logged, calculated) WHEN 'calculate' THEN ca
 -- a sum of USD amounts that does not depend on the order of the rows (exact in DECIMAL)
 CREATE OR REPLACE MACRO usd_sum(x) AS CAST(sum(CAST(x AS DECIMAL(38, 12))) AS DOUBLE)
 ;
+-- usage_buckets holds every timed usage row (sinks.duckdb.buckets_fresh; query.reports)
+CREATE OR REPLACE MACRO buckets_fresh() AS
+(SELECT count(*) FROM usage WHERE ts IS NOT NULL) = (SELECT coalesce(sum(responses), 0) FROM usage_buckets)
+;
 CREATE OR REPLACE MACRO daily_usage(tz) AS TABLE
 SELECT CAST(timezone(tz, ts) AS DATE) AS day, agent, model, project_dir,
        count(*) AS responses,

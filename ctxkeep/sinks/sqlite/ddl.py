@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import sqlite3
 
-from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 
 #: v2: chunks.title, fts_words(title, text) with a weighted rank;
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
 #: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
-#: SHA-256; ``raw`` holds the redacted bytes). Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 4
+#: SHA-256; ``raw`` holds the redacted bytes); v5: usage.cache_creation_5m_tokens,
+#: cache_creation_1h_tokens and cost_usd (the cost the agent logged). Steps:
+#: ``migrations.MIGRATIONS``.
+SCHEMA_VERSION = 5
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -56,7 +58,8 @@ TABLES: dict[str, str] = {
 )""",
     "usage": "CREATE TABLE IF NOT EXISTS usage(\n  usage_key TEXT PRIMARY KEY, agent TEXT, session_id TEXT, "
     "project_dir TEXT, ts TEXT,\n  model TEXT, "
-    f"{', '.join(f'{c} INTEGER' for c in USAGE_COLUMNS)}, entry_id TEXT)",
+    f"{', '.join(f'{c} INTEGER' for c in USAGE_COLUMNS)}, entry_id TEXT, "
+    f"{', '.join(f'{c} INTEGER' for c in CACHE_SPLIT_COLUMNS)}, cost_usd REAL)",
     "watermarks": """CREATE TABLE IF NOT EXISTS watermarks(
   path TEXT PRIMARY KEY, agent TEXT, dev INTEGER, ino INTEGER, size INTEGER,
   mtime_ns INTEGER, offset INTEGER, head_len INTEGER, head_hash TEXT,
@@ -83,6 +86,11 @@ TABLES: dict[str, str] = {
     # --reingest can lift it (``maintenance.purge``)
     "purge_files": "CREATE TABLE IF NOT EXISTS purge_files("
     "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))",
+    # what a Parquet lake holds of this store, per partition (``maintenance.export``):
+    # the export watermark of each table (row count and digest of the rows written)
+    "lake_exports": """CREATE TABLE IF NOT EXISTS lake_exports(
+  dest TEXT, tbl TEXT, machine TEXT, agent TEXT, month TEXT, rows INTEGER, digest TEXT,
+  files TEXT, exported_at TEXT, PRIMARY KEY(dest, tbl, machine, agent, month))""",
 }
 
 FTS_TABLES: dict[str, str] = {

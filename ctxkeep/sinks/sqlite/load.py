@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
+from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets
 from ctxkeep.sinks.sqlite.params import in_parts
@@ -22,7 +22,32 @@ if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     from ctxkeep.schema import Watermark
 
 #: ``usage`` columns in insert order
-_USAGE_INSERT = ["usage_key", "agent", "session_id", "project_dir", "ts", "model", *USAGE_COLUMNS, "entry_id"]
+_USAGE_INSERT = list(USAGE_ROW_COLUMNS)
+
+
+def _usage_upsert() -> str:
+    """The usage upsert of ``load_batch``: on a stored key a row with a larger total
+    replaces it (not Codex keys, see ``load_batch``); any row fills the cache split and
+    logged cost the stored one lacks (a backfill after migration v5)."""
+    total = " + ".join(f"coalesce(usage.{c},0)" for c in USAGE_COLUMNS)
+    xtotal = " + ".join(f"coalesce(excluded.{c},0)" for c in USAGE_COLUMNS)
+    larger = f"({xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%')"
+    sets = [
+        f"{c}=CASE WHEN {larger} THEN excluded.{c} ELSE usage.{c} END"
+        for c in _USAGE_INSERT[1:]
+        if c not in USAGE_ONLY_COLUMNS
+    ] + [
+        f"{c}=CASE WHEN {larger} THEN coalesce(excluded.{c}, usage.{c}) ELSE coalesce(usage.{c}, excluded.{c}) END"
+        for c in USAGE_ONLY_COLUMNS
+    ]
+    fills = " OR ".join(f"(usage.{c} IS NULL AND excluded.{c} IS NOT NULL)" for c in USAGE_ONLY_COLUMNS)
+    return (
+        f"INSERT INTO usage({','.join(_USAGE_INSERT)}) VALUES({','.join('?' * len(_USAGE_INSERT))}) "
+        f"ON CONFLICT(usage_key) DO UPDATE SET {', '.join(sets)} WHERE {larger} OR {fills}"
+    )
+
+
+_USAGE_UPSERT = _usage_upsert()
 
 
 def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
@@ -89,7 +114,8 @@ def load_batch(
             tool names weigh like titles in the word index.
         usage: usage rows (``transforms.normalize.usage_frame``); on a key already
             stored, the row with the larger total wins (a Claude response logged again
-            with more output), except for Codex keys: they name the cumulative session
+            with more output; a cache split or logged cost the stored row lacks is
+            filled from any re-read row), except for Codex keys: they name the cumulative session
             total, so the first row stored is the true delta and a later one computed
             from a partial read (a compressed rollout re-read from offset 0, a fork's
             replay) must not replace it.
@@ -132,16 +158,7 @@ def load_batch(
             )
             n_new = conn.total_changes - before
         if usage.height:
-            cols = _USAGE_INSERT
-            total = " + ".join(f"coalesce(usage.{c},0)" for c in USAGE_COLUMNS)
-            xtotal = " + ".join(f"coalesce(excluded.{c},0)" for c in USAGE_COLUMNS)
-            conn.executemany(
-                f"INSERT INTO usage({','.join(cols)}) VALUES({','.join('?' * len(cols))}) "
-                f"ON CONFLICT(usage_key) DO UPDATE SET "
-                + ", ".join(f"{c}=excluded.{c}" for c in cols[1:])
-                + f" WHERE {xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%'",
-                _ts_text(usage.select(cols)).rows(),
-            )
+            conn.executemany(_USAGE_UPSERT, _ts_text(usage.select(_USAGE_INSERT)).rows())
         if quarantine:
             conn.executemany(
                 "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, "

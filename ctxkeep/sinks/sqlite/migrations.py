@@ -3,12 +3,14 @@
 ``MIGRATIONS`` lists ``(version, name, step)``: ``step(conn)`` brings a store at
 ``version - 1`` to ``version`` (columns and data; new tables and indexes come from
 ``ddl.create_all``, which runs after). ``migrate`` runs the steps a store lacks, in
-order, in the caller's transaction, then rebuilds both FTS tables once and records
+order, in the caller's transaction, then rebuilds both FTS tables once (unless every
+step run has ``rebuilds_fts`` False) and records
 ``ddl.SCHEMA_VERSION``. v1 was the first schema: every store has a step to today.
 
 ``ensure_identity`` is the one step that runs on every writable open rather than by
 version ("store identity": it adds rows and header fields, no column, so no version
-bump and no FTS rebuild): a store without ``meta.store_id`` gets one.
+bump and no FTS rebuild): a store without ``meta.store_id`` gets one, and one without
+``meta.machine_id`` (``sinks.machine``) gets that.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class Migration(NamedTuple):
     version: int
     name: str
     step: Callable[[sqlite3.Connection], None]
+    #: False: the step touches no text, chunk or facet (the FTS tables stay valid)
+    rebuilds_fts: bool = True
 
 
 def _chunk_titles(conn: sqlite3.Connection) -> None:
@@ -95,10 +99,26 @@ def _quarantine_redacted(conn: sqlite3.Connection) -> None:
     )
 
 
+def _usage_split_and_cost(conn: sqlite3.Connection) -> None:
+    """v4 → v5: add ``usage.cache_creation_5m_tokens``, ``cache_creation_1h_tokens``
+    (tokens) and ``cost_usd`` (USD, the cost the agent logged), all NULL for the rows
+    stored before: ``ctxkeep backfill`` re-reads their files and fills them
+    (``load.load_batch`` fills a NULL from a re-read row)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(usage)")}
+    for col, typ in (
+        ("cache_creation_5m_tokens", "INTEGER"),
+        ("cache_creation_1h_tokens", "INTEGER"),
+        ("cost_usd", "REAL"),
+    ):
+        if col not in have:
+            conn.execute(f"ALTER TABLE usage ADD COLUMN {col} {typ}")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
     Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
+    Migration(5, "usage cache-write split and logged cost", _usage_split_and_cost, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
@@ -106,21 +126,24 @@ assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its m
 def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
     """Bring a store at schema ``version`` to ``SCHEMA_VERSION`` in the caller's
     transaction: each step of ``MIGRATIONS`` past ``version``, then one rebuild of both
-    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store), then the new
+    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store; skipped when no
+    step run needs it), then the new
     version in ``meta``. A new store (``version`` 0) or a current one is left alone.
     Returns the names of the steps run (logged as a warning, the rebuild takes time)."""
     todo = [m for m in MIGRATIONS if m.version > version]
     if not version or not todo:
         return []
+    fts = any(m.rebuilds_fts for m in todo)
     log.warning(
-        "ctxkeep: upgrading the store from schema v%d to v%d (the search indexes are rebuilt "
-        "once; ~20 s per 500 MB)",
+        "ctxkeep: upgrading the store from schema v%d to v%d%s",
         version,
         SCHEMA_VERSION,
+        " (the search indexes are rebuilt once; ~20 s per 500 MB)" if fts else "",
     )
     for m in todo:
         m.step(conn)
-    rebuild_fts_tables(conn)
+    if fts:
+        rebuild_fts_tables(conn)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     return [m.name for m in todo]
 
@@ -128,7 +151,8 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
 def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:
     """The "store identity" step, in the caller's write transaction: give a store
     without one a random ``meta.store_id`` (32 hex digits, uuid4) and ``meta.created_at``
-    (ISO-8601 UTC), and write the header fields that name it (``application_id`` =
+    (ISO-8601 UTC), a store without a ``meta.machine_id`` one (32 hex digits, uuid4: the
+    id a team lake knows it by, ``sinks.machine``), and write the header fields that name it (``application_id`` =
     ``store_safety.APPLICATION_ID``, ``user_version`` = ``store_safety.header_id``).
     Returns ``(store_id, created_at)``; an existing identity is kept."""
     rows = dict(
@@ -138,6 +162,8 @@ def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:
         rows = {"store_id": uuid.uuid4().hex, "created_at": now_iso()}
         conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", list(rows.items()))
         log.info("ctxkeep: store identity %s created", rows["store_id"])
+    # the machine id a team lake knows this store by (``sinks.machine``)
+    conn.execute("INSERT OR IGNORE INTO meta VALUES('machine_id', ?)", (uuid.uuid4().hex,))
     if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
         conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
     hid = header_id(rows["store_id"])
