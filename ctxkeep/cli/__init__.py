@@ -343,6 +343,7 @@ from ctxkeep.cli import (  # noqa: E402
     hooks,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
+    redact,  # noqa: F401
     report,  # noqa: F401
     report_html,  # noqa: F401
     sessions,  # noqa: F401
@@ -354,7 +355,7 @@ from ctxkeep.cli import (  # noqa: E402
 PANELS = {
     "Main job": ("ingest", "sources"),
     "Search and read": ("search", "show", "sessions", "resume", "stats"),
-    "Usage and cost": ("report", "statusline"),
+    "Usage and cost": ("report", "statusline", "export"),
     "Maintenance": ("compress", "purge", "retention", "reindex", "backfill", "serve"),
     "Store health": ("doctor", "backup", "restore", "quarantine"),
     "Agents": ("mcp", "hooks", "hook"),

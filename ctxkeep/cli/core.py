@@ -423,7 +423,7 @@ def _write_media(rows, media_dir: Path) -> dict:
 @app.command()
 def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
-    from ctxkeep.query.stats import store_stats
+    from ctxkeep.query.stats import redaction_line, store_stats
     from ctxkeep.sinks import sqlite as sqlite_store
 
     h = _home(home)
@@ -482,3 +482,4 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         + f"; last ingest {s['last_ingest'] or 'never'}",
         highlight=False,
     )
+    out.print(redaction_line(s["redactions"]), highlight=False)

@@ -471,6 +471,21 @@ def _define_outputs() -> None:
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
         o[f"report {name}"] = JsonOutput(1, report, report_doc)
+    o["export parquet"] = JsonOutput(
+        1,
+        {
+            "dest": "the lake (a directory or fsspec URL)",
+            "machine": "this store's machine name (the `machine=` partition value)",
+            "machine_id": "this store's stable machine id (uuid)",
+            "with_text": "texts exported too (--with-text)",
+            "dry_run": "nothing was written (--dry-run)",
+            "seconds": "wall time",
+            "store_bytes": "bytes of store.db + analytics.duckdb",
+            "tables": "table → partitions, written [{agent, month, rows}], removed, rows_written, "
+            "files_written, bytes_written",
+        },
+        'docs/team.md "The lake" gives the layout.',
+    )
     o["report html"] = JsonOutput(
         1,
         {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _mb, _print_json, app, err, out
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, err, out
 from ctxkeep.errors import CtxkeepError, UsageError
 
 export_app = typer.Typer(no_args_is_help=True, help="Export the store for other tools (a Parquet lake).")
@@ -36,7 +36,7 @@ def parquet(
         _fail(e, 2)
     h = _home(home)
     try:
-        if as_json:
+        if as_json or not err.get().is_terminal:  # no bar (and no blank line) when piped
             rep = engine.export_parquet(h, dest, tables=names, with_text=with_text, dry_run=dry_run)
         else:
             rep = _with_progress(engine, h, dest, names, with_text, dry_run)
@@ -53,7 +53,7 @@ def parquet(
         line = (
             f"  {name}: {verb} {len(t['written']):,} of {t['partitions']:,} partitions "
             f"({t['rows_written']:,} rows"
-            + ("" if dry_run else f", {t['files_written']:,} files, {_mb(t['bytes_written'])}")
+            + ("" if dry_run else f", {t['files_written']:,} files, {_size(t['bytes_written'])}")
             + ")"
         )
         if t["removed"]:

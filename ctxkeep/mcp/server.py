@@ -125,7 +125,8 @@ TOOLS: list[dict[str, Any]] = [
         "name": "ctx_stats",
         "description": (
             "Read-only counts of the context store: entries per agent, kind and status, sessions, "
-            "distinct texts, tokens, usage totals, file sizes, last ingest. "
+            "distinct texts, tokens, usage totals, file sizes, last ingest, redacted values per "
+            "kind (counts only, never the values). "
             "WHEN: before a purge (to preview what is stored), or to see whether sessions were "
             "ingested at all. WHEN NOT: to find content (use ctx_search). Changes nothing."
         ),
@@ -495,7 +496,7 @@ class Handlers:
         return "\n\n".join(parts), {"entries": [r.as_dict() for r in rows], "notes": problems}
 
     def ctx_stats(self, a: dict) -> tuple[str, dict]:
-        from ctxkeep.query.stats import store_stats
+        from ctxkeep.query.stats import redaction_line, store_stats
 
         conn = self._ro()
         try:
@@ -511,6 +512,7 @@ class Handlers:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(d["kinds"].items()))
             lines.append(f"- {agent}: {d['entries']} entries, {d['sessions']} sessions ({kinds})")
         lines.append("status: " + ", ".join(f"{k} {n}" for k, n in s["status"].items()))
+        lines.append(redaction_line(s["redactions"]))
         return "\n".join(lines), s
 
     def ctx_index(self, a: dict) -> tuple[str, dict]:
@@ -639,14 +641,16 @@ def build_server(home: Path, cwd: Path | None = None):
 
 
 def serve_stdio(home: Path, cwd: Path | None = None) -> None:
-    """Run the server on stdin/stdout until the client closes the connection."""
+    """Run the server on stdin/stdout until the client closes the connection; every
+    malformed line gets its JSON-RPC error reply (``ctxkeep.mcp.stdio``)."""
     import anyio
-    from mcp.server.stdio import stdio_server
+
+    from ctxkeep.mcp.stdio import stdio_transport
 
     server = build_server(home, cwd)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_transport() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

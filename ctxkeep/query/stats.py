@@ -3,7 +3,9 @@ per agent for ``ctxkeep sources``). Rows are read by column name (``_one``, ``_r
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 from ctxkeep.sinks.files import store_files
@@ -26,6 +28,92 @@ def _kinds(conn: sqlite3.Connection) -> list[dict]:
     return _rows(conn, "SELECT agent, kind, count(*) AS n FROM entries GROUP BY 1, 2")
 
 
+#: a redaction marker, ``[REDACTED:<kind>]`` (``transforms.redact.MARKER_RE``, repeated
+#: here so that stats does not import Polars with the redaction rules; a test keeps them equal)
+MARKER_RE = re.compile(r"\[REDACTED(?::([a-z0-9-]+))?\]")
+
+
+def _marker_counts(texts) -> Counter:
+    c: Counter = Counter()
+    for t in texts:
+        c.update(m.group(1) or "unknown" for m in MARKER_RE.finditer(t))
+    return c
+
+
+def redaction_counts(conn: sqlite3.Connection) -> dict:
+    """Values redacted in the store, per kind, counted from the ``[REDACTED:<kind>]``
+    markers (the values themselves are gone). Texts are stored once per distinct text,
+    so a text shared by several entries counts once.
+
+    The texts holding a marker are found through ``fts_words`` (the unicode61 tokens of
+    ``[REDACTED:kind]`` include ``redacted``), so the cost follows the number of such
+    texts, not the store's size; each is read whole (all its chunks) so that a marker
+    cut by a chunk boundary counts. Without a usable FTS index the chunks are scanned.
+    A text that quotes a marker literally (a conversation about redaction) counts too.
+
+    Returns ``{"texts": {kind: n}, "quarantine": {kind: n}, "texts_with_redactions":
+    n distinct texts, "total": n}`` (plain ``[REDACTED]`` of older versions: kind
+    ``unknown``)."""
+    try:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT ch.content_id FROM fts_words f JOIN chunks ch ON ch.chunk_id = f.rowid "
+                "WHERE fts_words MATCH 'text : redacted'"
+            )
+        ]
+    except sqlite3.DatabaseError:
+        ids = [
+            r[0]
+            for r in conn.execute("SELECT DISTINCT content_id FROM chunks WHERE instr(text, '[REDACTED') > 0")
+        ]
+    texts: Counter = Counter()
+    with_markers = 0
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        rows = conn.execute(
+            f"SELECT content_id, text FROM chunks WHERE content_id IN ({','.join('?' * len(part))}) "
+            "ORDER BY content_id, seq",
+            part,
+        ).fetchall()
+        joined: dict[int, list[str]] = {}
+        for cid, text in rows:
+            joined.setdefault(cid, []).append(text)
+        for parts in joined.values():
+            c = _marker_counts(["".join(parts)])
+            if c:
+                with_markers += 1
+                texts.update(c)
+    quarantine = _marker_counts(
+        ("" if raw is None else bytes(raw).decode("utf-8", "replace")) + "\n" + (reason or "")
+        for raw, reason in conn.execute(
+            "SELECT raw, reason FROM quarantine WHERE instr(raw, CAST('[REDACTED' AS BLOB)) > 0 "
+            "OR instr(reason, '[REDACTED') > 0"
+        )
+    )
+    return {
+        "texts": dict(sorted(texts.items())),
+        "quarantine": dict(sorted(quarantine.items())),
+        "texts_with_redactions": with_markers,
+        "total": sum(texts.values()) + sum(quarantine.values()),
+    }
+
+
+def redaction_line(r: dict) -> str:
+    """One line for people: ``redacted values: 12 in 9 texts (password 5, github-token 3,
+    …); 2 in quarantined lines`` from ``redaction_counts``' dict (``redacted values:
+    none`` when there are none)."""
+    if not r["total"]:
+        return "redacted values: none"
+    kinds: Counter = Counter(r["texts"]) + Counter(r["quarantine"])
+    per = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+    n_texts = sum(r["texts"].values())
+    line = f"redacted values: {r['total']:,} ({per}); {n_texts:,} in {r['texts_with_redactions']:,} texts"
+    if r["quarantine"]:
+        line += f", {sum(r['quarantine'].values()):,} in quarantined lines"
+    return line
+
+
 def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
     """Counts per agent and kind, sessions, bytes, tokens, quarantine and file sizes.
 
@@ -34,7 +122,8 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
     "contents": {"distinct": n, "bytes": n, "token_estimate": n}, "usage": {"responses",
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"},
     "quarantine": {"skipped": n, "repaired": n}, "files": {name: bytes},
-    "last_ingest": ISO-8601 UTC text of the last successful ingest run's end, or None}``.
+    "last_ingest": ISO-8601 UTC text of the last successful ingest run's end, or None,
+    "redactions": ``redaction_counts``}``.
     Byte figures are bytes, token figures tokens; ``sessions`` counts (agent, session)
     pairs.
     """
@@ -83,6 +172,7 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
         "quarantine": {"skipped": q.get("skipped", 0), "repaired": q.get("repaired", 0)},
         "files": store_files(home),
         "last_ingest": last,
+        "redactions": redaction_counts(conn),
     }
 
 

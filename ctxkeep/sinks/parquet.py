@@ -252,3 +252,49 @@ def purge_rows(home: Path, keep_out, *, dry_run: bool = False) -> dict:
     if not dry_run and out["files"]:
         remove_files([], root)
     return out
+
+
+def rewrite_texts(home: Path, transform, *, dry_run: bool = False) -> dict:
+    """Apply ``transform(text: pl.Series) -> pl.Series`` (String, same length; e.g.
+    ``transforms.redact.redact_series``) to the ``text`` column of every archive file and
+    rewrite the files in which a text changed (temp file, fsync, rename), with
+    ``content_hash`` (SHA-256 hex) and ``text_bytes`` (UTF-8 bytes) of the changed rows
+    recomputed. Returns ``{"rows": n texts changed, "files": n files rewritten}``;
+    ``dry_run`` only counts."""
+    import hashlib
+
+    root = Path(home) / ARCHIVE_DIR
+    out = {"rows": 0, "files": 0}
+    if not root.is_dir():
+        return out
+    for f in sorted(root.rglob("*.parquet")):
+        df = pl.read_parquet(f)
+        if df.height == 0 or "text" not in df.columns:
+            continue
+        old = df["text"]
+        new = transform(old)
+        changed = (old != new).fill_null(False)
+        n = int(changed.sum())
+        if not n:
+            continue
+        out["rows"] += n
+        out["files"] += 1
+        if dry_run:
+            continue
+        hashes = [
+            None if t is None else hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest()
+            for t in new.to_list()
+        ]
+        df = df.with_columns(
+            new.alias("text"),
+            pl.when(pl.Series(changed))
+            .then(pl.Series(hashes, dtype=pl.String))
+            .otherwise(pl.col("content_hash"))
+            .alias("content_hash"),
+            pl.when(pl.Series(changed))
+            .then(new.str.len_bytes().cast(df.schema["text_bytes"]))
+            .otherwise(pl.col("text_bytes"))
+            .alias("text_bytes"),
+        )
+        _write_atomic(df, f)
+    return out

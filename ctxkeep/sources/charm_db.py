@@ -40,7 +40,7 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_float, compact_json, media_placeholder
+from ctxkeep.sources._util import as_float, as_int, compact_json, media_placeholder
 from ctxkeep.sources.contract import Batch, quarantine_row
 from ctxkeep.sources.readers.sqlite import (
     DbRead,
@@ -49,6 +49,7 @@ from ctxkeep.sources.readers.sqlite import (
     database_reader,
     db_fingerprint,
     db_watermark,
+    parse_row,
     settle_fingerprint,
 )
 from ctxkeep.timeutil import format_epoch
@@ -103,23 +104,28 @@ def message_entries(
     One entry per part: text → message, reasoning → thinking, tool_call → tool_call,
     tool_result → tool_result (role tool), image/binary → a placeholder message; a
     ``finish`` part only when it reports an error or cancellation (meta); unknown
-    part types → meta (named in ``tool_name``). ``record_id`` is the message id, and
+    part types → meta (named in ``tool_name``). ``record_id`` is the message id (for a
+    row without one: ``<session>:rowid:<rowid>``), and
     ``part`` the index of the part, so a re-read row dedups.
     """
     role = row["role"] if row["role"] in ("user", "assistant", "tool", "system") else "system"
     model = row.get("model") or None
+    mid = None if row["id"] in (None, "") else str(row["id"])
+    # a row without an id (damaged, or written by a tool other than the agent) keeps
+    # one record id per row, so its parts never merge with another such row's
+    rid = mid or f"{row['session_id']}:rowid:{row['rowid']}"
     base = {
         "agent": agent,
         "session_id": row["session_id"],
         "parent_session_id": parent_sid,
-        "native_id": row["id"],
+        "native_id": mid,
         "project_dir": project,
         "ts": to_iso(row["created_at"]),
         "model": model if role == "assistant" else None,
         "is_sidechain": parent_sid is not None,
         "source_path": src,
         "source_offset": row["rowid"],
-        "record_id": row["id"],
+        "record_id": rid,
     }
     out = []
     for i, p in enumerate(parts):
@@ -187,7 +193,7 @@ def session_entries(agent: str, s: dict, project: str, src: str, model: str | No
         "is_sidechain": bool(s.get("parent_session_id")),
         "role": "system",
     }
-    inp, out = s.get("prompt_tokens"), s.get("completion_tokens")
+    inp, out = as_int(s.get("prompt_tokens")), as_int(s.get("completion_tokens"))
     logged = as_float(s.get("cost"))
     e = dict(
         base,
@@ -278,8 +284,25 @@ def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batc
     now = time.time()
     if top < (mark.get("rowid") or 0):
         mark = {}  # rows were deleted and the table refilled: read it all again
-    parents = {s["id"]: s.get("parent_session_id") or None for s in sessions}
-    entries = [e for s in sessions for e in session_entries(agent, s, project, src, models.get(s["id"]))]
+    parents = {s.get("id"): s.get("parent_session_id") or None for s in sessions}
+    quarantine: list[dict] = []
+    entries = [
+        e
+        for s in sessions
+        for e in parse_row(
+            quarantine,
+            path,
+            0,
+            orjson.dumps(s, default=str),
+            f"sessions row {s.get('id')}",
+            session_entries,
+            agent,
+            s,
+            project,
+            src,
+            models.get(s.get("id")),
+        )
+    ]
     sel = [
         "rowid",
         "id",
@@ -294,7 +317,6 @@ def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batc
     select = f"SELECT {', '.join(sel)} FROM messages"
     new_mark = dict(mark)
     deferred_min = None
-    quarantine: list[dict] = []
     nrows = nbytes = 0
     for rows in changed_rows(path, select, "rowid", "updated_at", mark, page_rows):
         for r in rows:
@@ -316,7 +338,20 @@ def _read_rows(rd: DbRead, probed: tuple, page_rows: int = 500) -> Iterator[Batc
                 u = row["updated_at"]
                 deferred_min = u if deferred_min is None or u < deferred_min else deferred_min
                 continue
-            entries.extend(message_entries(agent, row, parts, project, src, parents.get(row["session_id"])))
+            entries += parse_row(
+                quarantine,
+                path,
+                row["rowid"],
+                row["parts"],
+                f"messages row {row['id']}",
+                message_entries,
+                agent,
+                row,
+                parts,
+                project,
+                src,
+                parents.get(row["session_id"]),
+            )
         if len(entries) >= page_rows * 4:
             yield Batch(
                 entries,

@@ -52,7 +52,7 @@ from ctxkeep.sources.contract import (
     quarantine_row,
 )
 from ctxkeep.sources.readers.jsonl import read_jsonl
-from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, open_ro, read_pages
+from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, open_ro, parse_row, read_pages
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "cursor"
@@ -218,7 +218,7 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
     for rows, key, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], hw):
         for rowid, k, v in rows:
             nrows += 1
-            raw = v if isinstance(v, bytes) else (v or "").encode("utf-8", "replace")
+            raw = v if isinstance(v, bytes) else ("" if v is None else str(v)).encode("utf-8", "replace")
             nbytes += len(raw)
             try:
                 obj = orjson.loads(raw) if raw else None
@@ -279,7 +279,19 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
         if _generating(c, now):
             deferred = True
             continue
-        entries += bubble_entries(b, c, cid, src, rowid)
+        entries += parse_row(
+            quarantine,
+            path,
+            rowid,
+            orjson.dumps(b),
+            f"bubble row {rowid}",
+            bubble_entries,
+            b,
+            c,
+            cid,
+            src,
+            rowid,
+        )
     if deferred:  # a chat is still streaming: read these rows again next time
         hw = start_hw
     fp = rd.settled()

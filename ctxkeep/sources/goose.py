@@ -54,7 +54,7 @@ from ctxkeep.sources.contract import (
     quarantine_row,
 )
 from ctxkeep.sources.readers.jsonl import read_jsonl
-from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, read_pages
+from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, parse_row, read_pages
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "goose"
@@ -252,7 +252,9 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
                 "is_sidechain": s.get("session_type") == "sub_agent",
                 "record_id": _record_id(sid, role, created, raw),
             }
-            entries += content_entries(content, base)
+            entries += parse_row(
+                quarantine, path, mid, raw, f"messages row {mid}", content_entries, content, base
+            )
         hw = key
     yield Batch(
         entries, quarantine, rd.watermark(dict(state, hw=hw), rd.settled()), lines=nrows, bytes_read=nbytes

@@ -64,7 +64,14 @@ from ctxkeep.sources.contract import (
     Watermark,
     quarantine_row,
 )
-from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    advance_mark,
+    by_mode,
+    changed_rows,
+    database_reader,
+    parse_row,
+)
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "opencode"
@@ -461,7 +468,21 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
             part = dict(part, id=pid, sessionID=sid, messageID=mid)
             msg = dict(msg, id=mid, sessionID=sid)
             msg.setdefault("time", {"created": mtc})
-            es, d = part_entries(part, msg, sessions.get(sid, {"id": sid}), src, now, rowid)
+            es, d = parse_row(
+                quarantine,
+                path,
+                rowid,
+                pdata,
+                f"part row {rowid}",
+                part_entries,
+                part,
+                msg,
+                sessions.get(sid, {"id": sid}),
+                src,
+                now,
+                rowid,
+                default=([], False),
+            )
             entries += es
             if d:
                 deferred.append(tu)
@@ -477,7 +498,21 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
                 continue
             msg = dict(msg, id=mid, sessionID=sid)
             msg.setdefault("time", {"created": tc})
-            u = usage_entry(msg, sessions.get(sid, {"id": sid}), src, now, rowid)
+            sess = sessions.get(sid, {"id": sid})
+            u = parse_row(
+                quarantine,
+                path,
+                rowid,
+                mdata,
+                f"message row {rowid}",
+                usage_entry,
+                msg,
+                sess,
+                src,
+                now,
+                rowid,
+                default=None,
+            )
             if u:
                 entries.append(u)
     if deferred and new_p.get("ts") is not None:

@@ -12,8 +12,7 @@ from pathlib import Path
 from ctxkeep.pipeline import engine
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
-from fixtures.bad_input import line, rec
-from fixtures.secrets import positives
+from fixtures.secrets import planted_session, positives
 
 
 def test_planted_secrets_reach_no_store_byte(tmp_path):
@@ -21,24 +20,7 @@ def test_planted_secrets_reach_no_store_byte(tmp_path):
     home = tmp_path / "home"
     proj = home / ".claude" / "projects" / "-tmp-bad-input"
     proj.mkdir(parents=True)
-    env = "\n".join(c.text for c in cases)
-    tool = rec(2, parent=1, rtype="assistant")
-    tool["message"] = {
-        "role": "assistant",
-        "content": [
-            {
-                "type": "tool_use",
-                "id": "toolu_1",
-                "name": "Write",
-                "input": {"file_path": "/app/.env", "content": env},
-            }
-        ],
-    }
-    malformed = (
-        b'{"type":"user","uuid":"x","message":{"content":"' + env.encode("unicode_escape") + b'"},,}\n'
-    )
-    data = line(rec(1, "here are my keys:\n" + env)) + line(tool) + malformed + line(rec(3, "done", parent=2))
-    (proj / "5e551011-0000-4000-8000-000000000001.jsonl").write_bytes(data)
+    (proj / "5e551011-0000-4000-8000-000000000001.jsonl").write_bytes(planted_session(cases))
     store = tmp_path / "store"
     s = engine.run_ingest(store, ctx=DiscoveryContext(home=home, env={}), agents=["claude-code"])
     assert s.quarantined == 1 and s.entries_new >= 3

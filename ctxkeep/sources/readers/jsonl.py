@@ -264,7 +264,7 @@ def read_jsonl(
                     continue
                 lines += 1
                 rec, problem = parse_line(raw)
-                if rec is None:
+                if rec is None and problem is not None:  # (a JSON ``null`` parses to None too)
                     pieces = salvage_line(raw)
                     if not pieces:
                         quarantine.append(quarantine_row(path, line_off, raw, problem))

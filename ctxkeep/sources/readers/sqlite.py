@@ -248,6 +248,29 @@ def guarded(path: Path, batches: Iterator) -> Iterator:
         )
 
 
+def parse_row(
+    quarantine: list[dict],
+    path: Path,
+    rowid: int,
+    raw: Any,
+    what: str,
+    parse: Callable[..., Any],
+    *args: Any,
+    default: Any = (),
+) -> Any:
+    """``parse(*args)`` of one database row (its entries); when it raises (a row of a
+    shape the parser does not know: another agent version, a damaged value), the row is
+    quarantined (``"<what>: parser error: <type>: <message>"`` at offset ``rowid``, with
+    its raw value) and ``default`` is returned, so the read goes on with the next row:
+    one bad row never stops the database's other rows."""
+    try:
+        return parse(*args)
+    except Exception as e:
+        data = raw if isinstance(raw, bytes) else ("" if raw is None else str(raw)).encode("utf-8", "replace")
+        quarantine.append(quarantine_row(path, rowid, data, f"{what}: parser error: {type(e).__name__}: {e}"))
+        return default
+
+
 # ---------------------------------------------------------------- one reader for every database source
 
 

@@ -1,0 +1,193 @@
+"""The stdio transport of ``ctxkeep mcp``: the SDK's ``stdio_server`` behind a line
+filter that answers every malformed message the SDK would drop.
+
+mcp 2.3.0's ``stdio_server`` validates each line with ``jsonrpc_message_adapter``
+and, on failure, passes the exception to the dispatcher, which logs it at debug and
+sends nothing (``JSONRPCDispatcher._dispatch``); a line whose ``id`` is ``null``,
+``true`` or an object validates as a *notification* (extra keys are allowed) and is
+dropped too. A client waiting on that id hangs. JSON-RPC 2.0 (jsonrpc.org/specification
+§5, §5.1) wants a reply instead: -32700 for invalid JSON, -32600 for a message that
+is not a valid request, with the request's id, or ``null`` when the id cannot be
+read. The filter below checks each line before the SDK sees it, writes those
+replies through the SDK's own write stream (so frames never interleave) and passes
+every valid line on unchanged. Invalid *params* of a known method (-32602) and
+unknown methods (-32601) are answered by the SDK itself.
+
+MCP messages are single objects (the 2025-06-18 protocol removed JSON-RPC batches),
+so an array is answered with one -32600 per element that carries an id (or one
+with id ``null``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+
+
+def _valid_id(v: Any) -> bool:
+    """A JSON-RPC id MCP accepts: a string or an integer (not a bool, not null)."""
+    return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def _error(rid: Any, code: int, message: str) -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid if _valid_id(rid) else None,
+        "error": {"code": code, "message": message},
+    }
+
+
+def _check_object(obj: dict) -> dict | None:
+    """The -32600 reply for one decoded message object, or None when it is a
+    well-formed request, notification or response (the SDK's models then accept it)."""
+    rid = obj.get("id")
+    has_id = "id" in obj
+    if obj.get("jsonrpc") != "2.0":
+        return _error(rid, INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"')
+    if "method" in obj:
+        if not isinstance(obj["method"], str):
+            return _error(rid, INVALID_REQUEST, 'invalid request: "method" must be a string')
+        if "result" in obj or "error" in obj:
+            return _error(rid, INVALID_REQUEST, 'invalid request: a request has no "result" or "error"')
+        if has_id and not _valid_id(rid):
+            return _error(None, INVALID_REQUEST, 'invalid request: "id" must be a string or an integer')
+        params = obj.get("params")
+        if isinstance(params, list):  # valid JSON-RPC, but MCP params are named (an object)
+            return _error(rid, INVALID_PARAMS, 'invalid params: "params" must be an object, not an array')
+        if params is not None and not isinstance(params, dict):
+            return _error(rid, INVALID_REQUEST, 'invalid request: "params" must be an object')
+        return None
+    if "result" in obj or "error" in obj:  # a response to one of our requests
+        if "result" in obj and "error" not in obj:
+            ok = _valid_id(rid) and isinstance(obj["result"], dict)
+        else:
+            err = obj.get("error")
+            code = err.get("code") if isinstance(err, dict) else None
+            ok = (
+                "result" not in obj
+                and (rid is None or _valid_id(rid))
+                and isinstance(err, dict)
+                and _valid_id(code)
+                and not isinstance(code, str)
+                and isinstance(err.get("message"), str)
+            )
+        if ok:
+            return None
+        log.warning("ctxkeep mcp: dropped a malformed response (id %r)", rid)
+        return {}  # never answer a response: that could loop between two peers
+    return _error(rid, INVALID_REQUEST, 'invalid request: no "method"')
+
+
+def check_line(line: str) -> list[dict]:
+    """The JSON-RPC error replies one received line needs; ``[]`` when the line is a
+    valid message to pass on (or blank). Each reply is a dict ``{"jsonrpc", "id",
+    "error": {"code", "message"}}`` with ``id`` the request's when it is a string or
+    integer, else ``None``. Codes: -32700 (not JSON), -32600 (not a valid request
+    object, a batch, a scalar), -32602 (positional ``params``). Never raises."""
+    if not line.strip():
+        return []
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return [_error(None, PARSE_ERROR, "parse error: the line is not valid JSON")]
+    if isinstance(obj, dict):
+        reply = _check_object(obj)
+        return [] if reply is None else [reply] if reply else []
+    if isinstance(obj, list):
+        msg = "invalid request: JSON-RPC batches are not supported (MCP sends one message per line)"
+        ids = [m["id"] for m in obj if isinstance(m, dict) and _valid_id(m.get("id"))]
+        return [_error(i, INVALID_REQUEST, msg) for i in ids] or [_error(None, INVALID_REQUEST, msg)]
+    return [_error(None, INVALID_REQUEST, "invalid request: a message must be a JSON object")]
+
+
+class _FilteredLines:
+    """An async iterator over the lines of ``source`` that yields the valid ones and
+    sends the replies of the others through ``send`` (set by ``attach``)."""
+
+    def __init__(self, source):
+        import anyio
+
+        self._source = source
+        self._send = None
+        self._ready = anyio.Event()
+
+    def attach(self, send) -> None:
+        self._send = send
+        self._ready.set()
+
+    async def _reply(self, replies: list[dict]) -> None:
+        import mcp_types as types
+        from mcp.shared.message import SessionMessage
+
+        await self._ready.wait()
+        for r in replies:
+            err = types.JSONRPCError(jsonrpc="2.0", id=r["id"], error=types.ErrorData(**r["error"]))
+            await self._send.send(SessionMessage(err))
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._source:
+            replies = check_line(line)
+            if replies:
+                await self._reply(replies)
+            elif line.strip():
+                yield line
+
+
+def _claim_stdin():
+    """Serve the protocol from a private duplicate of fd 0 and point fd 0 at the null
+    device, so nothing run by a handler can read protocol bytes (as the SDK does for
+    the streams it claims itself). Returns ``(binary stream, restore)``; falls back to
+    ``sys.stdin.buffer`` in place when fd 0 is not stdin or cannot be duplicated."""
+    try:
+        if sys.stdin.buffer.fileno() != 0:
+            raise OSError("stdin is not fd 0")
+        private = os.dup(0)
+    except (AttributeError, OSError, ValueError):
+        return sys.stdin.buffer, lambda: None
+    os.set_inheritable(private, False)
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        os.close(private)
+        return sys.stdin.buffer, lambda: None
+
+    def restore() -> None:
+        try:
+            os.dup2(private, 0)
+        except OSError:
+            pass
+
+    return os.fdopen(private, "rb", closefd=False), restore
+
+
+@asynccontextmanager
+async def stdio_transport():
+    """``(read_stream, write_stream)`` for ``Server.run``, as ``mcp.server.stdio.stdio_server``
+    yields them, with every malformed line answered (``check_line``)."""
+    from io import TextIOWrapper
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    buffer, restore = _claim_stdin()
+    try:
+        text = TextIOWrapper(buffer, encoding="utf-8", errors="replace")
+        lines = _FilteredLines(anyio.wrap_file(text))
+        async with stdio_server(stdin=lines) as (read, write):
+            lines.attach(write)
+            yield read, write
+    finally:
+        restore()

@@ -1,0 +1,98 @@
+"""Replace the stored text of contents in place (``replace_texts``): a content's row,
+its chunks, both FTS5 indexes and the entries holding it, kept in step. Used by
+``ctxkeep redact --rescan`` (``maintenance.redact_rescan``) after a redaction rule
+change; the new text is hashed, chunked and indexed exactly as ingest does
+(``transforms.normalize``, ``transforms.chunk``, ``sinks.sqlite.load``)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+from ctxkeep.sinks.sqlite.fts import add_facets
+from ctxkeep.sinks.sqlite.load import _insert_chunks
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex of a text, as ingest hashes it (``transforms.normalize``)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
+    """Give each content ``old content_hash → new text`` its new text, in the caller's
+    transaction: the old chunks leave ``fts_words`` (FTS5 ``'delete'`` with their
+    values) and ``fts_grams``, the new text is chunked and indexed with the same facets
+    and tool-name title, the ``contents`` row takes the new hash, UTF-8 byte size and
+    token estimate, and every entry holding it (``entries.content_hash``,
+    ``text_bytes``, ``token_estimate``) follows. When the new text equals a content
+    already stored, the two merge (the entries point at that one; its chunks gain the
+    facets). Returns ``{"contents": n replaced, "merged": n merged into an existing
+    content, "chunks_deleted": n, "chunks_added": n}``."""
+    import polars as pl
+
+    from ctxkeep.transforms.chunk import chunks_frame
+    from ctxkeep.transforms.tokens import estimate_tokens
+
+    out = {"contents": 0, "merged": 0, "chunks_deleted": 0, "chunks_added": 0}
+    if not changes:
+        return out
+    olds = list(changes)
+    counts, methods = estimate_tokens([changes[h] for h in olds])
+    fresh: dict[str, str] = {}  # new hash -> text, for contents that need chunks
+    facets: dict[str, frozenset[str]] = {}
+    tools: dict[str, str] = {}
+    for old, tokens, method in zip(olds, counts, methods, strict=True):
+        new_text = changes[old]
+        row = conn.execute("SELECT content_id FROM contents WHERE content_hash = ?", (old,)).fetchone()
+        if row is None:
+            continue
+        (cid,) = row
+        chunks = conn.execute(
+            "SELECT chunk_id, facets FROM chunks WHERE content_id = ? ORDER BY seq", (cid,)
+        ).fetchall()
+        fac = frozenset(chunks[0][1].split()) if chunks else frozenset()
+        ids = [c for c, _ in chunks]
+        if ids:
+            marks = ",".join("?" * len(ids))
+            conn.execute(
+                f"INSERT INTO fts_words(fts_words, rowid, title, text, facets) SELECT 'delete', "
+                f"chunk_id, title, text, facets FROM chunks WHERE chunk_id IN ({marks})",
+                ids,
+            )
+            conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({marks})", ids)
+            conn.execute(f"DELETE FROM chunks WHERE chunk_id IN ({marks})", ids)
+            out["chunks_deleted"] += len(ids)
+        new = content_hash(new_text)
+        nbytes = len(new_text.encode("utf-8", "surrogatepass"))
+        conn.execute(
+            "UPDATE entries SET content_hash = ?, text_bytes = ?, token_estimate = ? WHERE content_hash = ?",
+            (new, nbytes, tokens, old),
+        )
+        if conn.execute("SELECT 1 FROM contents WHERE content_hash = ?", (new,)).fetchone():
+            conn.execute("DELETE FROM contents WHERE content_id = ?", (cid,))
+            if new in fresh:  # made by this call: its chunks are inserted below
+                facets[new] = facets[new] | fac
+            elif fac:
+                add_facets(conn, {new: set(fac)})
+            out["merged"] += 1
+            continue
+        conn.execute(
+            "UPDATE contents SET content_hash = ?, bytes = ?, token_estimate = ?, token_method = ? "
+            "WHERE content_id = ?",
+            (new, nbytes, tokens, method, cid),
+        )
+        tool = conn.execute(
+            "SELECT tool_name FROM entries WHERE content_hash = ? AND tool_name IS NOT NULL ORDER BY rowid LIMIT 1",
+            (new,),
+        ).fetchone()
+        if tool:
+            tools[new] = tool[0]
+        fresh[new] = new_text
+        facets[new] = fac
+        out["contents"] += 1
+    if fresh:
+        chunks = chunks_frame(pl.DataFrame({"content_hash": list(fresh), "text": list(fresh.values())}))
+        if chunks.height:
+            _insert_chunks(conn, chunks, tools, facets)
+            out["chunks_added"] += chunks.height
+    return out
