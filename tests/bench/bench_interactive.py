@@ -70,7 +70,7 @@ def clean_env(**extra: str) -> dict:
         for k, v in os.environ.items()
         if not k.startswith("PREFECT_") and k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CTXKEEP_HOME")
     }
-    env.update(CTXKEEP_IDLE_SECONDS="0", CTXKEEP_CACHE_DIR=str(CACHE), **extra)
+    env.update({"CTXKEEP_IDLE_SECONDS": "0", "CTXKEEP_CACHE_DIR": str(CACHE), **extra})
     return env
 
 
@@ -124,6 +124,46 @@ def import_report(home: Path, store: Path) -> tuple[list[tuple[str, float]], lis
             top.append((name.strip(), int(cum) / 1000))
     top.sort(key=lambda x: -x[1])
     return top[:8], [m for m in HEAVY if m in names]
+
+
+_BUILD = """
+import sys, time
+if sys.argv[1] == "polars":
+    import polars  # noqa: F401  (an ingest has it loaded: the ranks decode through it)
+from ctxkeep.transforms import tokens
+t = time.process_time()
+assert tokens.encoding() is not None
+print(time.process_time() - t)
+"""
+
+
+def encoder_rows(runs: int, work: Path) -> list[tuple[str, list[float]]]:
+    """CPU seconds of building the BPE encoder alone (a fresh process each run), with the
+    rank-table cache warm and with it emptied first, with and without Polars loaded
+    (ingest / ``compress --check``); the variants alternate run by run."""
+    py = str(ROOT / ".venv" / "bin" / "python")
+    cache = work / "encoder-cache"
+    variants = [(f"{how}, {mode}", how, mode) for mode in ("polars", "plain") for how in ("warm", "cold")]
+    got: dict[str, list[float]] = {v[0]: [] for v in variants}
+    subprocess.run(
+        [py, "-c", _BUILD, "plain"],
+        env=clean_env(CTXKEEP_CACHE_DIR=str(cache)),
+        check=True,
+        capture_output=True,
+    )
+    for _ in range(runs):
+        for name, how, mode in variants:
+            c = cache if how == "warm" else work / "encoder-cold"
+            if how == "cold":
+                shutil.rmtree(c, ignore_errors=True)
+            r = subprocess.run(
+                [py, "-c", _BUILD, mode],
+                env=clean_env(CTXKEEP_CACHE_DIR=str(c)),
+                capture_output=True,
+                text=True,
+            )
+            got[name].append(float(r.stdout))
+    return list(got.items())
 
 
 def ctxkeep_rows(
@@ -244,6 +284,10 @@ def main() -> None:
             cpu = statistics.median(c for _, c in ts)
             print(f"{name:<48}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}  {target}")
         print(f"load average at the end {os.getloadavg()[0]:.1f} (2 cores)")
+
+        print("\nBPE encoder build alone (CPU s, fresh process; cold = rank-table cache emptied):")
+        for name, secs in encoder_rows(max(a.runs, 5), work):
+            print(f"  {name:<24}median {statistics.median(secs):.3f}  best {min(secs):.3f}")
 
         top, heavy = import_report(home, last)
         print("\nno-op ingest, biggest top-level imports (-X importtime, cumulative ms):")
