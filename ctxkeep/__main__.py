@@ -2,4 +2,7 @@
 
 from ctxkeep.cli import main
 
-main()
+# guarded: Dask's LocalCluster starts its worker processes with multiprocessing's
+# spawn, which imports this module again as ``__mp_main__``
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,7 @@ created user-only (0700 directories, 0600 files).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -80,32 +81,46 @@ class AgentConfig:
     session_dirs: list[Path] = field(default_factory=list)
 
 
+def _ge(n: int, default):
+    """A dataclass field with ``default`` whose value must be an integer ``>= n`` (the
+    bound is read by ``_validate``, through pydantic)."""
+    return field(default=default, metadata={"ge": n})
+
+
 @dataclass
 class CompressConfig:
-    max_size_kb: int = 500
-    max_lines: int = 300
-    keep_messages: int = 100
-    keep_system_lines: int = 5
-    active_minutes: int = 10
-    keep_backups: int = 3
-    backup_max_age_days: int = 30
+    """``[compress]``: when a session file is compressed and what it keeps (sizes in
+    KiB, counts of lines or messages, minutes, days)."""
+
+    max_size_kb: int = _ge(1, 500)
+    max_lines: int = _ge(1, 300)
+    keep_messages: int = _ge(1, 100)
+    keep_system_lines: int = _ge(0, 5)
+    active_minutes: int = _ge(0, 10)
+    keep_backups: int = _ge(1, 3)
+    backup_max_age_days: int = _ge(1, 30)
     #: KiB; base64 images/documents and tool outputs larger than this in kept lines are
     #: moved to the store and replaced by a placeholder (0: off)
-    inline_max_kb: int = 32
+    inline_max_kb: int = _ge(0, 32)
     #: KiB; the same for strings of Claude Code's ``toolUseResult`` (its UI copy of a
     #: tool result, never sent to the model; 0: as inline_max_kb)
-    tool_use_result_max_kb: int = 4
+    tool_use_result_max_kb: int = _ge(0, 4)
 
 
 @dataclass
 class RetentionConfig:
-    archive_after_days: int = 7
-    delete_archives_after_days: int = 30
+    """``[retention]``: days (24 h periods) before consumed/archived entries move to
+    Parquet (0: at the next run) and before archive files are deleted."""
+
+    archive_after_days: int = _ge(0, 7)
+    delete_archives_after_days: int = _ge(1, 30)
 
 
 @dataclass
 class BackupConfig:
-    keep: int = 7  # store backups kept in <home>/backups (maintenance.backup)
+    """``[backup]``: store backups kept in ``<home>/backups`` (``maintenance.backup``)."""
+
+    keep: int = _ge(1, 7)
 
 
 @dataclass
@@ -115,8 +130,25 @@ class McpConfig:
 
 
 @dataclass
+class PurgeConfig:
+    """``[purge]``: the scheduled purge policies (run by the purge flow from ``serve``).
+
+    ``projects``: project dirs never to keep (each purged with what lies below it);
+    ``agents``: agent names whose sessions are never kept; ``older_than_days``:
+    sessions whose last entry is older than this many days (None: no age rule);
+    ``every_hours``: how often ``serve`` runs the policies (default 24)."""
+
+    projects: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+    older_than_days: int | None = _ge(1, None)
+    every_hours: int = _ge(1, 24)
+
+
+@dataclass
 class Config:
-    """The parsed ``config.toml``. Unknown keys are ignored; bad types raise ConfigError.
+    """The parsed ``config.toml``. Values of a wrong type or out of range raise
+    ConfigError (one line per problem, naming the file and the key); unknown keys are
+    reported in ``warnings`` with the closest valid key.
 
     Example::
 
@@ -131,9 +163,13 @@ class Config:
         enabled = true
         [compress]
         max_size_kb = 800
+        [purge]                        # scheduled purge policies (absent: none)
+        projects = ["~/clients/acme"]
+        older_than_days = 365
 
     ``load_config`` applies the environment overrides (``CTXKEEP_DISABLE``,
-    ``CTXKEEP_ENABLE``, ``CTXKEEP_<AGENT>_DIRS``) on top of the file.
+    ``CTXKEEP_ENABLE``, ``CTXKEEP_<AGENT>_DIRS``) on top of the file. ``purge`` is None
+    when the file has no ``[purge]`` section.
     """
 
     agents: dict[str, AgentConfig] = field(default_factory=dict)
@@ -141,31 +177,200 @@ class Config:
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
+    purge: PurgeConfig | None = None
     #: this machine's name in a team lake (``machine = "laptop"``; None: the hostname,
     #: ``sinks.machine``); checked to be a Hive partition value at load
     machine: str | None = None
     path: Path | None = None
+    #: one line per unknown key or table (``unknown key compress.max_sizekb - did you
+    #: mean max_size_kb?``)
+    warnings: list[str] = field(default_factory=list)
 
     def agent(self, name: str) -> AgentConfig:
         return self.agents.get(name) or AgentConfig()
 
 
-def _section(cls, raw: Any, where: str):
+#: the tables of ``config.toml`` with a fixed set of keys, and their dataclass
+SECTIONS = {
+    "compress": CompressConfig,
+    "retention": RetentionConfig,
+    "backup": BackupConfig,
+    "mcp": McpConfig,
+    "purge": PurgeConfig,
+}
+#: the keys of an ``[agents.<name>]`` / ``[tools.<name>]`` table (``session_dirs`` and
+#: the compression seed's spellings of it)
+AGENT_KEYS = ("enabled", "session_dirs", "sessionDir", "sessionDirs", "session_dir")
+#: top-level keys that are values, not tables (``machine``: checked by check_machine_name)
+TOP_VALUES = ("machine",)
+TOP_LEVEL = ("agents", "tools", *SECTIONS, *TOP_VALUES)
+
+
+def closest(name: str, valid) -> str | None:
+    """The valid name closest to a misspelt ``name`` (``difflib``, ratio ≥ 0.6; ``-``
+    and ``_`` count as the same), or None."""
+    import difflib
+
+    norm = {v.replace("-", "_").lower(): v for v in valid}
+    got = difflib.get_close_matches(name.replace("-", "_").lower(), list(norm), n=1, cutoff=0.6)
+    return norm[got[0]] if got else None
+
+
+def _unknown(kind: str, name: str, valid) -> str:
+    near = closest(name.split(".")[-1], valid)
+    return f"unknown {kind} {name}" + (
+        f" - did you mean {near}?" if near else f" (known: {', '.join(valid)})"
+    )
+
+
+def _section_model(cls):
+    """The pydantic model of a section dataclass: its fields, strict types, the ``ge``
+    bounds of their metadata, no other keys (``extra="forbid"``)."""
+    import typing
+
+    from pydantic import ConfigDict, Field, create_model
+
+    hints = typing.get_type_hints(cls)
+    fields = {}
+    for f in dataclasses.fields(cls):
+        default = (
+            Field(default_factory=f.default_factory)
+            if f.default_factory is not dataclasses.MISSING
+            else Field(f.default, **dict(f.metadata))
+        )
+        fields[f.name] = (hints[f.name], default)
+    return create_model(cls.__name__, __config__=ConfigDict(extra="forbid", strict=True), **fields)
+
+
+def _validate(data: dict, path: Path) -> list[str]:
+    """Check the parsed ``config.toml`` ``data`` with pydantic: raises ConfigError with
+    one line per wrong type or out-of-range value (``<path>: compress.max_size_kb = -5:
+    Input should be greater than or equal to 1``); returns the unknown keys and tables
+    as warning lines, each with the closest valid name."""
+    from pydantic import ValidationError
+
+    problems, warnings = [], []
+    for top, v in data.items():
+        if top in TOP_VALUES:
+            continue
+        if top not in TOP_LEVEL:
+            warnings.append(_unknown("table", f"[{top}]", TOP_LEVEL))
+            continue
+        if not isinstance(v, dict):
+            problems.append(f"{top} = {v!r}: must be a table ([{top}])")
+            continue
+        if top in ("agents", "tools"):
+            for name, a in v.items():
+                if not isinstance(a, dict):
+                    problems.append(f"{top}.{name} = {a!r}: must be a table ([{top}.{name}])")
+                    continue
+                warnings += [
+                    _unknown("key", f"{top}.{name}.{k}", AGENT_KEYS) for k in a if k not in AGENT_KEYS
+                ]
+            continue
+        cls = SECTIONS[top]
+        known = {f.name for f in dataclasses.fields(cls)}
+        raw = {k.replace("-", "_"): x for k, x in v.items()}
+        warnings += [_unknown("key", f"{top}.{k}", sorted(known)) for k in raw if k not in known]
+        try:
+            _section_model(cls).model_validate({k: x for k, x in raw.items() if k in known})
+        except ValidationError as e:
+            for err in e.errors():
+                key = ".".join([top, *(str(x) for x in err["loc"])])
+                problems.append(f"{key} = {_toml_value(err.get('input'))}: {err['msg']}")
+    if problems:
+        raise ConfigError(
+            "\n".join(f"{path}: {p}" for p in problems),
+            hint="fix config.toml",
+            problems=[f"{path}: {p}" for p in problems],
+        )
+    return warnings
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return repr(v)
+
+
+#: in the user cache dir (platformdirs), one file per config path: the SHA-256 of the
+#: last content that passed ``_validate`` (and its warnings), so that pydantic (0.15-0.3 s
+#: to import and build the models) runs only when the file changed; kept out of the
+#: home, which read-only commands never write
+CONFIG_STAMP_DIR = "config-checked"
+
+
+def _stamp_path(path: Path) -> Path:
+    import hashlib
+
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False)) / CONFIG_STAMP_DIR / f"{key}.json"
+
+
+def _rules_digest() -> str:
+    """A digest of the validation rules (every section's fields, defaults and bounds,
+    the agent keys): a stamp written under other rules is not trusted."""
+    import hashlib
+
+    rules = repr(
+        [
+            (
+                n,
+                [
+                    (
+                        f.name,
+                        f.type,
+                        None if f.default is dataclasses.MISSING else f.default,
+                        dict(f.metadata),
+                    )
+                    for f in dataclasses.fields(c)
+                ],
+            )
+            for n, c in SECTIONS.items()
+        ]
+        + [AGENT_KEYS, TOP_LEVEL]
+    )
+    return hashlib.sha256(rules.encode()).hexdigest()[:16]
+
+
+def _checked(path: Path, text: bytes) -> list[str]:
+    """The warnings of ``config.toml`` (``text``, its bytes), validating it only when
+    its content differs from the last validated one (``_stamp_path``; a stamp that
+    cannot be written only costs the next call another validation)."""
+    import hashlib
+    import json
+
+    ver = _rules_digest()
+    digest = hashlib.sha256(text).hexdigest()
+    stamp = _stamp_path(path)
+    try:
+        got = json.loads(stamp.read_text(encoding="utf-8"))
+        if got.get("sha256") == digest and got.get("version") == ver:
+            return list(got.get("warnings") or [])
+    except (OSError, ValueError, AttributeError):
+        pass
+    data = tomllib.loads(text.decode("utf-8"))
+    warnings = _validate(data, path)
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"sha256": digest, "version": ver, "warnings": warnings}), encoding="utf-8")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, stamp)
+    except OSError:
+        pass
+    return warnings
+
+
+def _section(cls, raw: Any):
+    """A section dataclass from its (validated) table: ``-`` in keys read as ``_``,
+    unknown keys dropped (``_validate`` reported them)."""
     if raw is None:
         return cls()
-    if not isinstance(raw, dict):
-        raise ConfigError(f"[{where}] must be a table", where=where)
-    obj = cls()
-    for k, v in raw.items():
-        k = k.replace("-", "_")
-        if hasattr(obj, k):
-            cur = getattr(obj, k)
-            if isinstance(cur, int) and not (isinstance(v, int) and not isinstance(v, bool)):
-                raise ConfigError(
-                    f"{where}.{k} must be an integer, got {v!r}", where=where, hint="fix config.toml"
-                )
-            setattr(obj, k, v)
-    return obj
+    known = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k.replace("-", "_"): v for k, v in raw.items() if k.replace("-", "_") in known})
 
 
 #: names the compression seed's ``tools:`` section used for agents ctxkeep names otherwise
@@ -180,7 +385,7 @@ def _bool(v: Any, where: str, path: Path) -> bool:
         return v
     if isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
         return v.strip().lower() in _TRUE
-    raise ConfigError(f"{where} must be true or false, got {v!r}", where=str(path), hint="fix config.toml")
+    raise ConfigError(f"{path}: {where} = {v!r}: must be true or false", hint="fix config.toml")
 
 
 def _dirs(v: Any, where: str, path: Path) -> list[Path]:
@@ -192,7 +397,7 @@ def _dirs(v: Any, where: str, path: Path) -> list[Path]:
         v = [v]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise ConfigError(
-            f"{where} must be a path or a list of paths, got {v!r}", where=str(path), hint="fix config.toml"
+            f"{path}: {where} = {v!r}: must be a path or a list of paths", hint="fix config.toml"
         )
     out = []
     for d in v:
@@ -209,45 +414,50 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     ``[tools.<name>]`` with ``enabled`` and ``sessionDir``; ``~`` and ``$VARS`` are
     expanded, relative paths are relative to the config file. A configured dir that
     does not exist is *not* an error (``missing_dirs`` reports it; discovery notes it).
+    The other tables are ``SECTIONS``, checked by pydantic models of their dataclasses
+    (types strict, ``ge`` bounds) when the file changed since its last check
+    (``_stamp_path``, in the user cache dir).
 
     Environment overrides (``env``, default ``os.environ``), applied after the file:
     ``CTXKEEP_DISABLE=a,b`` disables agents, ``CTXKEEP_ENABLE=a,b`` enables agents the
     file disabled, ``CTXKEEP_<AGENT>_DIRS`` (agent upper-cased, ``-`` as ``_``,
     ``os.pathsep``-separated) adds session dirs.
 
-    Raises ConfigError on a file that does not parse or a value of the wrong type.
+    Raises ConfigError on a file that does not parse, or with one line per value of a
+    wrong type or out of range (``problems``). Unknown keys and tables are not errors:
+    ``Config.warnings`` names each with the closest valid name.
     """
     env = dict(os.environ if env is None else env)
     path = home / CONFIG_FILE
     data: dict[str, Any] = {}
+    warnings: list[str] = []
     if path.exists():
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            raw = path.read_bytes()
+            data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(
                 f"config.toml does not parse: {e}", where=str(path), hint="fix or remove the file"
             ) from None
-    cfg = Config(path=path if path.exists() else None)
+        warnings = _checked(path, raw)
+    cfg = Config(path=path if path.exists() else None, warnings=warnings)
     raw_agents: list[tuple[str, Any, str]] = []
     for section in ("agents", "tools"):
         sec = data.get(section) or {}
-        if not isinstance(sec, dict):
-            raise ConfigError(f"[{section}] must be a table", where=str(path), hint="fix config.toml")
         raw_agents += [(name, a, section) for name, a in sec.items()]
     for name, a, section in raw_agents:
         name = AGENT_ALIASES.get(name, name)
-        if not isinstance(a, dict):
-            raise ConfigError(f"[{section}.{name}] must be a table", where=str(path), hint="fix config.toml")
         ac = cfg.agents.setdefault(name, AgentConfig())
         if "enabled" in a:
             ac.enabled = _bool(a["enabled"], f"{section}.{name}.enabled", path)
-        for key in ("session_dirs", "sessionDir", "sessionDirs", "session_dir"):
+        for key in AGENT_KEYS[1:]:
             if key in a:
                 ac.session_dirs += _dirs(a[key], f"{section}.{name}.{key}", path)
-    cfg.compress = _section(CompressConfig, data.get("compress"), "compress")
-    cfg.retention = _section(RetentionConfig, data.get("retention"), "retention")
-    cfg.backup = _section(BackupConfig, data.get("backup"), "backup")
-    cfg.mcp = _section(McpConfig, data.get("mcp"), "mcp")
+    cfg.compress = _section(CompressConfig, data.get("compress"))
+    cfg.retention = _section(RetentionConfig, data.get("retention"))
+    cfg.backup = _section(BackupConfig, data.get("backup"))
+    cfg.mcp = _section(McpConfig, data.get("mcp"))
+    cfg.purge = _section(PurgeConfig, data["purge"]) if "purge" in data else None
     if data.get("machine") is not None:
         cfg.machine = check_machine_name(data["machine"], str(path))
     for var, flag in (("CTXKEEP_DISABLE", False), ("CTXKEEP_ENABLE", True)):
@@ -291,5 +501,21 @@ def missing_dirs(cfg: Config) -> dict[str, list[Path]]:
 
 
 def unknown_agents(cfg: Config, known) -> list[str]:
-    """Agent names in the config (or environment) that no source module has."""
-    return sorted(set(cfg.agents) - set(known))
+    """Agent names in the config (or environment, or ``[purge] agents``) that no
+    source module has."""
+    named = set(cfg.agents) | set(cfg.purge.agents if cfg.purge else ())
+    return sorted(named - set(known))
+
+
+def unknown_agent_lines(cfg: Config, known) -> list[str]:
+    """One line per agent name of the config that no source has, with the closest
+    known name (``config.toml names agent 'codx', which ctxkeep has no source for -
+    did you mean codex?``)."""
+    out = []
+    for name in unknown_agents(cfg, known):
+        near = closest(name, list(known))
+        out.append(
+            f"config.toml names agent {name!r}, which ctxkeep has no source for"
+            + (f" - did you mean {near}?" if near else f" (known: {', '.join(known)})")
+        )
+    return out

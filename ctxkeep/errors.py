@@ -46,7 +46,19 @@ class StoreError(CtxkeepError):
 
 
 class ConfigError(CtxkeepError):
-    """``config.toml`` or an environment override is invalid."""
+    """``config.toml`` or an environment override is invalid. ``problems``: one line
+    per wrong value (file, key, value, what is wrong) when the file was validated."""
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None, problems=()):
+        super().__init__(message, where=where, hint=hint)
+        self.problems = list(problems)
+
+    def __reduce__(self):
+        return (_rebuild_config, (self.message, self.where, self.hint, self.problems))
+
+
+def _rebuild_config(message, where, hint, problems):
+    return ConfigError(message, where=where, hint=hint, problems=problems)
 
 
 class UsageError(CtxkeepError):
@@ -71,3 +83,37 @@ class PurgeCancelled(CtxkeepError):
 
     def __init__(self, message: str = MESSAGE, *, where: str | None = None, hint: str | None = None):
         super().__init__(message, where=where, hint=hint)
+
+
+class SessionNotFound(NotFound):
+    """No stored session has the id, or starts with the prefix, a caller gave (exit 1:
+    the call was well formed, the store holds nothing by that name)."""
+
+
+class AmbiguousSession(UsageError):
+    """A session id prefix names several sessions (exit 2: wrong usage, give more
+    characters). ``candidates``: the sessions it names, as ``(short id, agent, session
+    id)`` tuples, at most ``lookup.MAX_CANDIDATES`` of them; ``total`` counts them all."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        hint: str | None = None,
+        candidates: tuple = (),
+        total: int = 0,
+    ):
+        super().__init__(message, where=where, hint=hint)
+        self.candidates = tuple(candidates)
+        self.total = total or len(self.candidates)
+
+    def __reduce__(self):
+        return (
+            _rebuild_ambiguous,
+            (self.message, self.where, self.hint, self.candidates, self.total),
+        )
+
+
+def _rebuild_ambiguous(message, where, hint, candidates, total):
+    return AmbiguousSession(message, where=where, hint=hint, candidates=candidates, total=total)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from ctxkeep.maintenance import compress
 from ctxkeep.maintenance.compress import rewrite
-from ctxkeep.transforms.tokens import encoding
 
-encoding()  # build the offline o200k_base tables before forking
+# (no BPE warm-up before the fork: the tables are now decoded by Polars, whose thread
+# pool does not survive a fork - a forked child using it would hang)
 
 _make_backup = rewrite.make_backup
 

@@ -343,6 +343,7 @@ from ctxkeep.cli import (  # noqa: E402
     hooks,  # noqa: F401
     maintenance,  # noqa: F401
     mcp,  # noqa: F401
+    quarantine,  # noqa: F401
     redact,  # noqa: F401
     report,  # noqa: F401
     report_html,  # noqa: F401
@@ -357,7 +358,7 @@ PANELS = {
     "Search and read": ("search", "show", "sessions", "resume", "stats"),
     "Usage and cost": ("report", "statusline", "export"),
     "Maintenance": ("compress", "purge", "retention", "reindex", "backfill", "serve"),
-    "Store health": ("doctor", "backup", "restore", "quarantine"),
+    "Store health": ("doctor", "backup", "restore", "quarantine", "redact"),
     "Agents": ("mcp", "hooks", "hook"),
     "Help": ("help",),
 }

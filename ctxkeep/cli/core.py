@@ -19,6 +19,7 @@ from ctxkeep.cli.options import (
     store_agents,
     until_option,
 )
+from ctxkeep.cli.sources import fail_config
 from ctxkeep.errors import CtxkeepError, NotFound
 from ctxkeep.paths import normalize_dir
 
@@ -37,15 +38,36 @@ def ingest(
     as_json: bool = JsonOpt,
     prefect: bool | None = PrefectOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    task_runner: str | None = typer.Option(
+        None,
+        "--task-runner",
+        metavar="dask[=ADDRESS|N]",
+        help="Run the extract + transform of the parts on a Dask cluster (a local one of N "
+        "worker processes, default one per core, or the scheduler at ADDRESS); one writer "
+        "loads SQLite here. Needs the dask extra.",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Only say what would be read, per agent (files, bytes); write nothing."
+    ),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
+    from ctxkeep.pipeline import cluster  # no Polars import: the engine loads when used
     from ctxkeep.pipeline.plan import plan
     from ctxkeep.pipeline.summary import Summary
     from ctxkeep.sinks import sqlite as sqlite_store
 
     h = _home(home)
+    if dry_run:
+        _ingest_dry_run(h, agent, path, as_json)
+        return
+    try:
+        runner = cluster.parse_task_runner(task_runner)
+    except CtxkeepError as e:
+        _fail(e, 2)
     try:
         require_paths(path or [])
+        if runner:
+            cluster.require_dask()
         cfgmod.ensure_home(h)
         conn = sqlite_store.connect(h)
         try:
@@ -65,16 +87,73 @@ def ingest(
             from ctxkeep.flows.prefect_env import run_as_flow
 
             as_flow = run_as_flow(h, prefect)
-            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json)
+            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
+        summary["held_back"] = _held_back(h)
     except CtxkeepError as e:
-        _fail(e)
+        fail_config(e)
     if as_json:
         _print_json(summary)
         return
     _print_summary(summary)
 
 
-def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
+def _held_back(h: Path) -> list[dict]:
+    """``pipeline.summary.held_back`` of the store at ``h`` (what a later ingest reads)."""
+    from ctxkeep.pipeline.summary import held_back
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(h, readonly=True)
+    try:
+        return held_back(conn)
+    finally:
+        conn.close()
+
+
+def _ingest_dry_run(h: Path, agent, path, as_json: bool) -> None:
+    """``ingest --dry-run``: the plan's files and new bytes per agent; opens an existing
+    store read-only and never creates one."""
+    from ctxkeep.pipeline.plan import dry_run_report, plan
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+
+    try:
+        require_paths(path or [])
+        conn = sqlite_store.connect(h, readonly=True) if (h / STORE_DB).exists() else None
+        try:
+            rep = dry_run_report(plan(h, conn, agents=agent or None, paths=path or None))
+        finally:
+            if conn is not None:
+                conn.close()
+    except CtxkeepError as e:
+        fail_config(e)
+    rep["store"] = str(h / STORE_DB) if (h / STORE_DB).exists() else None
+    if as_json:
+        _print_json(rep)
+        return
+    for prob in rep["problems"]:
+        err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
+    if not rep["files"]:
+        out.print(
+            f"nothing to read: {_count(rep['unchanged'], 'file')} unchanged since the last ingest"
+            + ("" if rep["unchanged"] else " (see `ctxkeep sources` for where ctxkeep looks)"),
+            highlight=False,
+        )
+        return
+    t = table(title=f"ingest --dry-run: would read {_count(rep['files'], 'file')}, {_size(rep['bytes'])}")
+    t.add_column("agent")
+    t.add_column("files", justify="right")
+    t.add_column("new bytes", justify="right")
+    for a in rep["agents"]:
+        t.add_row(a["agent"], f"{a['files']:,}", f"{a['bytes']:,}")
+    out.print(t)
+    out.print(
+        f"{_count(rep['unchanged'], 'file')} unchanged; nothing was written"
+        + ("" if rep["store"] else " (no store exists yet at " + str(h) + ")"),
+        highlight=False,
+    )
+
+
+def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool, runner=None) -> dict:
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -104,6 +183,10 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
     )
     try:
         with prog:
+            if not as_flow and runner:
+                from ctxkeep.pipeline import cluster
+
+                return cluster.run_ingest(h, runner, agents=agent or None, paths=path or None).as_dict()
             if not as_flow:
                 return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
             from ctxkeep.flows.prefect_env import configure_prefect
@@ -115,6 +198,12 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool) -> dict:
                     "(15-50 s; `ctxkeep serve` keeps one running; without --prefect ingest runs in-process)",
                     highlight=False,
                     style="dim",
+                )
+            if runner:
+                from ctxkeep.flows.ingest import ingest_on_dask
+
+                return ingest_on_dask(
+                    str(h), runner, agents=agent or None, paths=[str(x) for x in path or []]
                 )
             from ctxkeep.flows.ingest import ingest_flow
 
@@ -130,6 +219,10 @@ def _print_summary(s: dict) -> None:
         f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}"
     )
     out.print(line, highlight=False)
+    if not s.get("files"):
+        out.print(
+            "  no session files found: `ctxkeep sources` shows where ctxkeep looks, and why", highlight=False
+        )
     if s.get("per_agent"):
         out.print("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), highlight=False)
     if not s["files"] and not s["entries_new"]:  # nothing found at all: say where to look
@@ -144,6 +237,11 @@ def _print_summary(s: dict) -> None:
         )
     if s.get("analytics") and "not updated" in s["analytics"]:
         err.print(f"[yellow]warning:[/yellow] {s['analytics']}", highlight=False)
+    from ctxkeep.pipeline.summary import held_back_line
+
+    held = held_back_line(s.get("held_back") or [])
+    if held:
+        out.print("  " + held, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -228,7 +326,7 @@ def search(
     for h in res.hits:
         when = (h.ts or "")[:16].replace("T", " ")
         out.print(
-            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_id[:12]}  {when}  {h.kind}"
+            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_short_id or h.session_id}  {when}  {h.kind}"
             + (f" {h.tool_name}" if h.tool_name else "")
             + f"  ~{h.token_estimate:,} tok"
             + (f"  (+{h.duplicates:,} like it)" if h.duplicates else ""),
@@ -290,6 +388,7 @@ def show(
     from ctxkeep.errors import UsageError
     from ctxkeep.query.fetch import fetch
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     if budget is not None and budget < 1:
         _fail(UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget"), 2)
@@ -313,6 +412,7 @@ def show(
             conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset, media=True
         )
         written = _write_media(rows, media_dir) if media_dir is not None else {}
+        shown = short_session_ids(conn, [r.session_id for r in rows])
     except CtxkeepError as e:
         _fail(e)
     if not rows:  # nothing to show: one error line naming every id that was not found
@@ -324,7 +424,7 @@ def show(
     else:
         for d in rows:
             out.print(
-                f"[bold]{d.entry_id}[/bold] {d.agent} {d.session_id} {d.ts} "
+                f"[bold]{d.entry_id}[/bold] {d.agent} {shown.get(d.session_id, d.session_id)} {d.ts} "
                 f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
                 highlight=False,
             )
@@ -356,11 +456,13 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     """``show --session``: the conversation of ``session`` in order (``query.sessions``)."""
     from ctxkeep.query.sessions import conversation
     from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     try:
         conn = sqlite_store.connect(_home(home), readonly=True)
         try:
             conv = conversation(conn, session, budget=budget)
+            short = short_session_ids(conn, [conv.session_id])[conv.session_id]
         finally:
             conn.close()
     except CtxkeepError as e:
@@ -371,7 +473,10 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     from rich.markup import escape
 
     out.print(
-        f"[bold]{conv.agent} session {conv.session_id}[/bold]  {conv.project_dir or ''}", highlight=False
+        f"[bold]{conv.agent} session {short}[/bold]"
+        + (f" [dim]({conv.session_id})[/dim]" if short != conv.session_id else "")
+        + f"  {conv.project_dir or ''}",
+        highlight=False,
     )
     for t in conv.turns:
         when = (t.ts or "")[11:19]

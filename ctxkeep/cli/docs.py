@@ -190,6 +190,33 @@ def _define_outputs() -> None:
             "per_agent": "agent → entries added",
             "analytics": "what the DuckDB sync did (a sentence)",
             "problems": problems,
+            "held_back": "files whose last part waits for a later ingest: agent, path, reason, bytes, changed, ready_at (ISO-8601 UTC)",
+        },
+        "With --dry-run: dry_run, files, bytes, unchanged, agents (agent, files, bytes, paths), problems, store.",
+    )
+    o["quarantine"] = JsonOutput(1, {"total": "as quarantine list", "lines": "as quarantine list"})
+    o["quarantine list"] = JsonOutput(
+        1,
+        {
+            "total": "quarantined lines matching",
+            "lines": "id, agent, path, offset, length, reason, action, first_seen, raw_sha256, stored_bytes, preview",
+        },
+    )
+    o["quarantine show"] = JsonOutput(
+        1,
+        {
+            "id": "the line's id",
+            "agent": "agent name",
+            "path": "the session file",
+            "offset": "byte offset in it",
+            "length": "bytes of the raw line",
+            "reason": "why it was quarantined",
+            "action": "skipped or repaired",
+            "first_seen": "ISO-8601 UTC",
+            "raw_sha256": "SHA-256 of the raw line",
+            "stored_bytes": "bytes of the redacted copy",
+            "raw_text": "the redacted copy as UTF-8",
+            "raw_base64": "the redacted copy, exact",
         },
     )
     o["search"] = JsonOutput(
@@ -258,6 +285,8 @@ def _define_outputs() -> None:
             "quarantine": "skipped and repaired lines",
             "files": "store file → bytes",
             "last_ingest": "time of the last ingest, ISO-8601 UTC (null: never)",
+            "redactions": "redacted values per kind in the texts and in the quarantine "
+            "(counts of `[REDACTED:<kind>]` markers, never the values)",
         },
     )
     o["sessions"] = JsonOutput(
@@ -425,6 +454,7 @@ def _define_outputs() -> None:
             "last_ingest": "when new data of this agent was last read, ISO-8601 UTC (null: never)",
             "reason": "why nothing was found, or a note",
             "where": "the folder holding the files found",
+            "held_back": "files whose last part waits for a later ingest (as ingest's held_back)",
         },
         "One item per agent (an array from before versioning: kept for existing scripts).",
     )
@@ -471,6 +501,20 @@ def _define_outputs() -> None:
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
         o[f"report {name}"] = JsonOutput(1, report, report_doc)
+    o["redact"] = JsonOutput(
+        1,
+        {
+            "text": "standard input, redacted (without --rescan)",
+            "kinds": "kind → values redacted (counts, never the values)",
+            "dry_run": "--rescan --dry-run: nothing was written",
+            "areas": "--rescan: area (texts, quarantine, media, archive) → changed rows and kinds",
+            "merged": "--rescan: texts that became identical and were merged",
+            "chunks": "--rescan: FTS chunks deleted and added",
+            "analytics": "--rescan: what the DuckDB rebuild did",
+            "seconds": "--rescan: wall time",
+        },
+        "Without --rescan only `text` and `kinds`; with it every key but `text`.",
+    )
     o["export parquet"] = JsonOutput(
         1,
         {

@@ -48,9 +48,13 @@ def _counts_table(title: str, removed: dict):
 
 @app.command()
 def purge(
-    session: str | None = typer.Option(None, "--session", help="Purge this session id (and its sub-agents)."),
+    session: str | None = typer.Option(
+        None,
+        "--session",
+        help="Purge this session (and its sub-agents): its id or a unique prefix, as hits and `ctxkeep sessions` show it.",
+    ),
     project: Path | None = typer.Option(
-        None, "--project", help="Purge this project dir and everything below it."
+        None, "--project", help="Purge this project dir and everything below it (symlinks resolved)."
     ),
     all_: bool = typer.Option(
         False, "--all", help="Wipe the whole store (database files, -wal/-shm, DuckDB, archives)."
@@ -62,14 +66,21 @@ def purge(
     reingest: bool = typer.Option(
         False, "--reingest", help="No tombstone: the next ingest may bring the data back."
     ),
+    policy: bool = typer.Option(
+        False, "--policy", help="Apply the [purge] rules of config.toml (what `serve` runs on schedule)."
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
-    from ctxkeep.maintenance.purge import run_purge as do_purge
+    from ctxkeep.maintenance.purge_named import purge_named, resolve_named
     from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
 
     chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
+    if policy:
+        if chosen or reingest:
+            _fail(UsageError("--policy takes no --session, --project, --all or --reingest"), 2)
+        return _purge_policy(_home(home), dry_run, yes, as_json)
     if len(chosen) != 1:
         _fail(
             UsageError(
@@ -95,8 +106,11 @@ def purge(
                 confirm=True,
                 cwd=os.getcwd(),
             )
-        preview = do_purge(h, req, dry_run=True)
-    except CtxkeepError as e:
+        # the session as hits show it, the project through symlinks; nothing matched:
+        # "no such session" (exit 1), no tombstone
+        resolved, preview = resolve_named(h, req)
+        req = resolved[0]
+    except CtxkeepError as e:  # 2: wrong usage (an ambiguous prefix); 1: no such session
         _fail(e)
     if dry_run:
         if as_json:
@@ -114,12 +128,14 @@ def purge(
                 )
             )
         _print_preview(preview)
-        if not typer.confirm(f"Purge {req.describe()}? This cannot be undone", default=False):
+        if not typer.confirm(
+            f"Purge {preview.get('resolved', req.describe())}? This cannot be undone", default=False
+        ):
             err.print("purge cancelled; nothing was changed")
             raise typer.Exit(1)
     try:
         with err.status(f"purging {req.describe()}…"):
-            rep = do_purge(h, req, reingest=reingest, timeout=-1)
+            rep = purge_named(h, req, reingest=reingest, timeout=-1, resolved=resolved)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -143,14 +159,77 @@ def purge(
     )
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
-    if not r["entries"] and not r.get("archived", 0) and rep.get("tombstone") not in (None, "none", "lifted"):
-        # a typo purges nothing; say so, and how to undo the tombstone it left
-        err.print(
-            f"warning: nothing in the store matched {rep['resolved']}; the tombstone keeps it from "
-            f"being ingested (undo with --reingest)",
-            highlight=False,
-            soft_wrap=True,
+
+
+def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """``purge --policy``: what the ``[purge]`` rules would remove now, then (unless
+    ``--dry-run``) purge it after the same confirmation as other purges."""
+    from ctxkeep.maintenance import purge_policy
+
+    try:
+        plan = purge_policy.plan_policy(h)
+    except CtxkeepError as e:
+        _fail(e)
+    rules = plan["rules"] or {}
+    if not (rules.get("projects") or rules.get("agents") or rules.get("older_than_days")):
+        _fail(
+            UsageError(
+                "no [purge] rules in config.toml",
+                where=str(h / "config.toml"),
+                hint="add projects, agents or older_than_days under [purge]",
+            ),
+            1,
         )
+    if dry_run or not plan["scopes"]:
+        if as_json:
+            _print_json({**purge_policy.public(plan), "dry_run": True})
+        else:
+            _print_policy(plan, "would remove")
+        return
+    if not yes:
+        if not _interactive():
+            _fail(
+                UsageError(
+                    "refusing to apply the [purge] rules without --yes in a non-interactive run",
+                    where=str(h),
+                    hint="preview with --policy --dry-run, then pass --yes",
+                )
+            )
+        _print_policy(plan, "would remove")
+        if not typer.confirm("Apply the [purge] rules? This cannot be undone", default=False):
+            err.print("purge cancelled; nothing was changed")
+            raise typer.Exit(1)
+    try:
+        with err.status("applying the [purge] rules…"):
+            rep = purge_policy.run_policy(h)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep)
+    else:
+        _print_policy(rep, "removed")
+
+
+def _print_policy(p: dict, verb: str) -> None:
+    t = table(title=f"[purge] rules: what they {verb}")
+    for col in ("rule", "scopes", "entries", "sessions", "usage rows", "text"):
+        t.add_column(col, justify="left" if col == "rule" else "right")
+    for rule, c in p["per_rule"].items():
+        t.add_row(
+            rule,
+            f"{c['scopes']:,}",
+            f"{c['entries']:,}",
+            f"{c['sessions']:,}",
+            f"{c['usage']:,}",
+            _size(c["text_bytes"]),
+        )
+    out.print(t)
+    tot = p["totals"]
+    out.print(
+        f"{verb}: {_count(tot['entries'], 'entry', 'entries')} of {_count(tot['sessions'], 'session')}, "
+        f"{tot['usage']:,} usage rows, {_size(tot['text_bytes'])} of text",
+        highlight=False,
+    )
 
 
 def _interactive() -> bool:
@@ -411,6 +490,21 @@ def serve(
     ingest_minutes: int = typer.Option(15, min=1, help="Ingest every N minutes."),
     compress_minutes: int = typer.Option(60, min=1, help="Compress every N minutes."),
     retention_hours: int = typer.Option(24, min=1, help="Retention every N hours."),
+    work_pool: str | None = typer.Option(
+        None,
+        "--work-pool",
+        help="Team mode: register this machine's deployments (ingest-<machine>, ...) in this "
+        "process work pool of the server at PREFECT_API_URL and run its worker (docs/team.md).",
+    ),
+    lake: str | None = typer.Option(
+        None, "--lake", metavar="DEST", help="Also export the store to this Parquet lake on a schedule."
+    ),
+    export_minutes: int = typer.Option(60, min=1, help="With --lake: export every N minutes."),
+    deploy_only: bool = typer.Option(
+        False,
+        "--deploy-only",
+        help="With --work-pool: register the deployments and exit (run `prefect worker`).",
+    ),
     home: Path | None = HomeOpt,
 ):
     """Run the schedules (ingest, compress, retention) with a Prefect server on loopback.
@@ -432,23 +526,45 @@ def serve(
         h = cfgmod.ensure_home(_home(home))
     except CtxkeepError as e:
         _fail(e)
+    if deploy_only and not (work_pool and os.environ.get("PREFECT_API_URL")):
+        _fail(UsageError("--deploy-only needs --work-pool and PREFECT_API_URL (the team server)"), 2)
+    try:  # before any server starts: a lake this machine cannot write, a bad machine name
+        if lake:
+            from ctxkeep.sinks import lake as lakes
 
-    def ready(api: str) -> None:
+            lakes.check_writable(lakes.open_lake(lake))
+        if work_pool:
+            from ctxkeep.sinks.machine import machine_name
+
+            machine_name(h)
+    except CtxkeepError as e:
+        _fail(e)
+    scheds = serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours)
+    every = f"ingest every {ingest_minutes} min, compress every {compress_minutes} min, "
+    every += f"retention every {retention_hours} h"
+    if lake:
+        from ctxkeep.flows.team import export_schedule
+
+        scheds.append(export_schedule(lake, export_minutes))
+        every += f", export to {lake} every {export_minutes} min"
+
+    def ready(api: str, names: list[str] | None = None) -> None:
+        where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else every
         err.print(
-            f"ctxkeep serve: store {h}, Prefect API {api}; ingest every {ingest_minutes} min, "
-            f"compress every {compress_minutes} min, retention every {retention_hours} h. "
-            "Ctrl-C to stop.",
+            f"ctxkeep serve: store {h}, Prefect API {api}; {where}."
+            + ("" if deploy_only else " Ctrl-C to stop."),
             highlight=False,
         )
 
+    run = None
+    if work_pool:
+        from ctxkeep.flows import team
+
+        def run(api: str) -> None:
+            team.work(h, work_pool, scheds, deploy_only=deploy_only, on_ready=lambda n: ready(api, n))
+
     try:
-        serve_mod.serve(
-            h,
-            host=host,
-            port=port,
-            on_ready=ready,
-            scheds=serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours),
-        )
+        serve_mod.serve(h, host=host, port=port, on_ready=ready, scheds=scheds, run=run)
     except CtxkeepError as e:
         _fail(e)
 

@@ -325,6 +325,10 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
     for k, label in zip(_TOKENS, ("input", "output", "cache read", "cache write", "total"), strict=True):
         t.add_column(label, footer=f"{tot[k]:,}", justify="right")
     t.add_column("cost", footer=_usd(tot["cost_usd"]), justify="right")
+    if rep.name == "session":  # ids as hits show them: the shortest unique prefix
+        from ctxkeep.query.sessions import short_ids_of
+
+        shown = short_ids_of(home, [r.period for r in rep.rows])
     for r in rep.rows:
         nums = [f"{getattr(r, k):,}" for k in _TOKENS] + [_usd(r.cost_usd)]
         if blocks:
@@ -354,6 +358,8 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
             t.add_row(f"{r.agent}", model, *nums)
         else:
             period = r.period or ""
+            if rep.name == "session":
+                period = shown.get(period, period)
             if rep.name == "session" and r.last_activity is not None:
                 period = f"{period}\n{_local(r.last_activity, f.timezone)}"
             if rep.name == "session" and r.subagent_sessions:

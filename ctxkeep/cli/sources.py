@@ -10,9 +10,24 @@ import json
 import os
 from pathlib import Path
 
+import typer
+
 from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, table
 from ctxkeep.errors import CtxkeepError
+
+
+def fail_config(e: Exception):
+    """``_fail`` for a command that reads ``config.toml``: a ConfigError with several
+    ``problems`` prints one ``error:`` line per problem (file, key, value, what is
+    wrong); exit 1."""
+    from ctxkeep.errors import ConfigError
+
+    if isinstance(e, ConfigError) and len(e.problems) > 1:
+        for p in e.problems:
+            typer.echo(f"error: {p} - fix config.toml", err=True)
+        raise typer.Exit(1)
+    _fail(e)
 
 
 def _file_bytes(p: Path) -> int:
@@ -46,7 +61,12 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     of this agent; None: never), ``where`` (the folder
     holding the files found, or None), ``reason`` (a plain
     sentence when nothing was found, or a note such as a missing configured dir or a
-    database opened immutable). Raises ConfigError for a broken ``config.toml``.
+    database opened immutable, and what is held back for a later ingest), ``held_back``
+    (``pipeline.summary.held_back`` rows of the agent: files changed in the last
+    ``CTXKEEP_IDLE_SECONDS`` whose last turn waits, unfinished last lines).
+
+    Returns ``(rows, warnings)``: ``warnings`` are ``config.toml``'s unknown keys (each
+    with the closest valid one). Raises ConfigError for a broken ``config.toml``.
     """
     from ctxkeep.query.stats import agent_counts
     from ctxkeep.sinks import sqlite as sqlite_store
@@ -64,10 +84,15 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     )
     counts: dict = {}
     notes: dict[str, list[str]] = {}
+    held: dict[str, list[dict]] = {}
+    from ctxkeep.pipeline.summary import held_back, held_back_line
+
     if (home / STORE_DB).exists():
         conn = sqlite_store.connect(home, readonly=True)
         try:
             counts = agent_counts(conn)
+            for r in held_back(conn):
+                held.setdefault(r["agent"], []).append(r)
             for agent, state in conn.execute(
                 "SELECT agent, state FROM watermarks WHERE state LIKE '%\"note\"%'"
             ):
@@ -83,6 +108,9 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
         if d.files and not c.get("entries"):
             parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
         parts += notes.get(d.agent, [])
+        line = held_back_line(held.get(d.agent, []))
+        if line:
+            parts.append(line)
         reason = "; ".join(parts) or None
         rows.append(
             {
@@ -98,9 +126,11 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
                 "last_ingest": c.get("last_ingest"),
                 "reason": reason,
                 "where": _common_dir([f.path for f in d.files]),
+                "held_back": held.get(d.agent, []),
             }
         )
     for name in cfgmod.unknown_agents(cfg, SOURCES):
+        near = cfgmod.closest(name, list(SOURCES))
         rows.append(
             {
                 "agent": name,
@@ -114,12 +144,12 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
                 "quarantined": 0,
                 "last_ingest": None,
                 "where": None,
-                "reason": "configured, but ctxkeep has no source for this agent (known: "
-                + ", ".join(SOURCES)
-                + ")",
+                "reason": "configured, but ctxkeep has no source for this agent"
+                + (f" - did you mean {near}?" if near else " (known: " + ", ".join(SOURCES) + ")"),
+                "held_back": [],
             }
         )
-    return rows
+    return rows, cfg.warnings
 
 
 @app.command()
@@ -127,9 +157,11 @@ def sources(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """What was found per agent (where it looked, files, store counts), and why not."""
     h = _home(home)
     try:
-        rows = sources_report(h)
+        rows, warnings = sources_report(h)
     except CtxkeepError as e:
-        _fail(e)
+        fail_config(e)
+    for w in warnings:
+        typer.echo(f"warning: {h / cfgmod.CONFIG_FILE}: {w}", err=True)
     if as_json:
         _print_json(rows)
         return

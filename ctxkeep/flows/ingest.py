@@ -7,7 +7,9 @@ writer stores their groups in plan order; the run summary is published as a tabl
 artifact (key ``ingest-summary``).
 
 Runs with no Prefect server configured (Prefect starts its temporary local server) or
-against ``PREFECT_API_URL``.
+against ``PREFECT_API_URL``. ``ingest_on_dask`` runs it with prefect-dask's
+``DaskTaskRunner``: the part tasks on a Dask cluster (``pipeline.cluster``), the
+writer in the flow's process.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.pipeline import engine
+from ctxkeep.pipeline import cluster, engine
 from ctxkeep.pipeline.plan import Part, Plan
 
 #: key of the table artifact each flow run publishes (Prefect: lowercase, digits, dashes)
@@ -80,12 +82,18 @@ def summary_table(summary: dict) -> list[dict]:
 
 @flow(name="ingest", log_prints=False, persist_result=False)
 def ingest_flow(
-    home: str, agents: list[str] | None = None, paths: list[str] | None = None, force: bool = False
+    home: str,
+    agents: list[str] | None = None,
+    paths: list[str] | None = None,
+    force: bool = False,
+    parts_ahead: int = engine.PARTS_AHEAD,
 ) -> dict:
     """Ingest every enabled agent's new session bytes into the store at ``home``.
 
-    Returns the run summary (``engine.Summary.as_dict()``), also published as the
-    table artifact ``ingest-summary``.
+    ``parts_ahead``: part tasks submitted ahead of the one being stored (one per
+    worker of a Dask task runner). Returns the run summary
+    (``engine.Summary.as_dict()``), also published as the table artifact
+    ``ingest-summary``.
     """
     log = get_run_logger()
 
@@ -104,9 +112,36 @@ def ingest_flow(
         force=force,
         on_plan=on_plan,
         submit=submit,
+        parts_ahead=parts_ahead,
     ).as_dict()
     create_table_artifact(
         key=SUMMARY_ARTIFACT, table=summary_table(s), description=f"ctxkeep ingest into {home}"
     )
     log.info("ingest done: %s", s)
     return s
+
+
+def ingest_on_dask(
+    home: str,
+    runner: cluster.DaskRunner,
+    agents: list[str] | None = None,
+    paths: list[str] | None = None,
+    force: bool = False,
+) -> dict:
+    """``ingest_flow`` with prefect-dask's ``DaskTaskRunner`` on the cluster
+    ``runner`` names (``pipeline.cluster.cluster``: a LocalCluster started and stopped
+    here, or a running scheduler): each part's ``extract-transform`` task runs on a
+    Dask worker (which reports its task run to the same Prefect API), as many at a
+    time as the cluster has worker threads. Returns the flow's summary. Raises
+    CtxkeepError when the dask extra is missing or the scheduler does not answer."""
+    cluster.require_dask()
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        raise CtxkeepError(
+            "--task-runner dask in a flow run needs prefect-dask", hint=cluster.INSTALL_HINT
+        ) from None
+
+    with cluster.cluster(runner) as (address, threads):
+        fl = ingest_flow.with_options(task_runner=DaskTaskRunner(address=address))
+        return fl(home, agents=agents, paths=paths, force=force, parts_ahead=max(engine.PARTS_AHEAD, threads))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from ctxkeep.maintenance import backfill, backup, retention
+from ctxkeep.maintenance import backfill, backup, purge_policy, retention
 from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest, check_confirm, parse_purge_request
 from ctxkeep.maintenance.reindex import run_reindex
@@ -107,5 +107,17 @@ def backup_flow(home: str, keep: int | None = None) -> dict:
     rep = backup.run_backup(Path(home), keep=keep)
     get_run_logger().info(
         "backup: %s (%d bytes), %d old copies removed", rep["path"], rep["bytes"], len(rep["removed"])
+    )
+    return rep
+
+
+@flow(name="purge-policy", persist_result=False, retries=2, retry_delay_seconds=30)
+def purge_policy_flow(home: str, dry_run: bool = False) -> dict:
+    """Apply the ``[purge]`` rules of the store at ``home``
+    (``maintenance.purge_policy.run_policy``; recorded in ``runs`` as ``purge-policy``
+    with what each rule removed). Retried when the store lock is taken."""
+    rep = purge_policy.run_policy(Path(home), dry_run=dry_run)
+    get_run_logger().info(
+        "purge policy: %d scopes, %d entries removed", len(rep["scopes"]), rep["totals"]["entries"]
     )
     return rep

@@ -15,7 +15,9 @@ Deployments (flow name / deployment name, schedule):
 - ``ingest/ctxkeep-ingest``: every ``ingest_minutes`` (15);
 - ``compress/ctxkeep-compress``: every ``compress_minutes`` (60);
 - ``retention/ctxkeep-retention``: every ``retention_hours`` (24);
-- ``backup/ctxkeep-backup``: every ``backup_hours`` (24; ``maintenance.backup``).
+- ``backup/ctxkeep-backup``: every ``backup_hours`` (24; ``maintenance.backup``);
+- ``purge-policy/ctxkeep-purge-policy``: every ``[purge] every_hours`` (24), only when
+  ``config.toml`` has ``[purge]`` rules (``policy_schedules``, ``maintenance.purge_policy``).
 
 Each run executes in a subprocess started by Prefect's runner, which imports the flow by
 module path (``ctxkeep.flows.ingest.ingest_flow``, …), with the ``home`` parameter set.
@@ -25,6 +27,7 @@ The functions here import Prefect lazily; ``configure_prefect`` runs first.
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 import importlib
 import os
 import signal
@@ -34,7 +37,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError
@@ -46,12 +49,13 @@ COMPRESS_ENTRYPOINT = "ctxkeep.flows.compress:compress_flow"
 
 @dataclass
 class Schedule:
-    """One deployment to serve: its name, the flow's import path (``module:attr``) and
-    its interval."""
+    """One deployment to serve: its name, the flow's import path (``module:attr``), its
+    interval and its parameters besides ``home``."""
 
     name: str
     entrypoint: str
     interval: dt.timedelta
+    parameters: dict = field(default_factory=dict)
 
 
 def schedules(
@@ -68,6 +72,25 @@ def schedules(
             dt.timedelta(hours=retention_hours),
         ),
         Schedule("ctxkeep-backup", "ctxkeep.flows.maintenance:backup_flow", dt.timedelta(hours=backup_hours)),
+    ]
+
+
+def policy_schedules(home: Path) -> list[Schedule]:
+    """The purge-policy deployment (``purge-policy/ctxkeep-purge-policy``, every
+    ``[purge] every_hours``, 24 by default) when ``config.toml`` has ``[purge]`` rules;
+    none otherwise."""
+    from ctxkeep.config import load_config
+    from ctxkeep.maintenance.purge_policy import has_rules
+
+    pc = load_config(Path(home)).purge
+    if not has_rules(pc):
+        return []
+    return [
+        Schedule(
+            "ctxkeep-purge-policy",
+            "ctxkeep.flows.maintenance:purge_policy_flow",
+            dt.timedelta(hours=pc.every_hours),
+        )
     ]
 
 
@@ -98,7 +121,7 @@ def build_deployments(home: Path, scheds: list[Schedule] | None = None) -> list:
             fl.to_deployment(
                 s.name,
                 interval=s.interval,
-                parameters={"home": str(home)},
+                parameters={"home": str(home), **s.parameters},
                 entrypoint_type=EntrypointType.MODULE_PATH,
                 description=f"ctxkeep {s.name} for the store at {home}",
                 tags=["ctxkeep"],
@@ -126,8 +149,8 @@ def healthy(api_url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(api_url.rstrip("/") + "/health", timeout=timeout) as r:
             return r.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
+        return False  # HTTPException: something that is not an HTTP server holds the port
 
 
 def prefect_cli() -> list[str]:
@@ -232,9 +255,13 @@ def serve(
     limit: int = 2,
     scheds: list[Schedule] | None = None,
     on_ready=None,
+    run=None,
 ) -> None:
     """Run the schedules until interrupted (see the module doc). ``on_ready(api_url)``
-    is called once the deployments are built, before serving."""
+    is called once the deployments are built, before serving. ``run(api_url)``, when
+    given, runs instead of serving the deployments here (``flows.team.work``: this
+    machine's deployments in a team work pool and its worker), within the same server
+    and signal handling."""
     configure_prefect(home)
     proc = None
     api = os.environ.get("PREFECT_API_URL")
@@ -261,7 +288,10 @@ def serve(
             )
         # interactive commands of this home find the server here (prefect_env.run_as_flow)
         write_serve_file(home, api)
-        deps = build_deployments(home, scheds)
+        if run is not None:
+            run(api)
+            return
+        deps = build_deployments(home, (scheds or schedules()) + policy_schedules(home))
         if on_ready:
             on_ready(api)
         from prefect import serve as prefect_serve

@@ -19,7 +19,9 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 ``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite; when SQLite itself is
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
 installs the newest usable store backup (``maintenance.backup``) or, with none, lets a
-new store be made, re-ingests the agents' files, rebuilds DuckDB, and says what could
+new store be made, reloads the ids of the Parquet archive's entries (``archived``: they
+stay in the archive), re-ingests the agents' files and then their compress backups (the
+lines compress cut, marked ``archived`` again), rebuilds DuckDB, and says what could
 not be recovered.
 """
 
@@ -249,14 +251,15 @@ def repair(home: Path, findings: list[Finding]) -> dict:
                     actions.append(f"restored the store backup {b}")
                     lost.append(
                         f"what only the damaged store held after {b.name}: history compress removed "
-                        "from session files since then and notes (the damaged file is kept)"
+                        "from session files whose backups are pruned since, and notes (the damaged "
+                        "file is kept)"
                     )
                     break
             else:
                 actions.append("no usable store backup: a new store is built from the agents' files")
                 lost.append(
-                    "what only the damaged store held: history compress removed from session files, "
-                    "notes, purge tombstones (the damaged file is kept)"
+                    "what only the damaged store held: history compress removed from session files "
+                    "whose backups are pruned, notes, purge tombstones (the damaged file is kept)"
                 )
             (home / (STORE_DB + "-wal")).unlink(missing_ok=True)
             (home / (STORE_DB + "-shm")).unlink(missing_ok=True)
@@ -264,8 +267,16 @@ def repair(home: Path, findings: list[Finding]) -> dict:
                 (home / "store.id").unlink(missing_ok=True)  # a new store gets a new identity
             from ctxkeep.pipeline.engine import run_ingest
 
+            n = _reload_archived_ids(home)
+            if n:
+                actions.append(f"reloaded {n:,} archived entry ids from the Parquet archive")
             s = run_ingest(home)
             actions.append(f"re-ingested the agents' files: {s.entries_new:,} new entries")
+            n, files = _ingest_compress_backups(home)
+            if files:
+                actions.append(
+                    f"re-ingested {files} compress backups: {n:,} entries that only they held (archived)"
+                )
             bad |= {"duckdb"}
         elif "sqlite-wal" in bad:
             store_safety.check_wal(home)
@@ -282,6 +293,70 @@ def repair(home: Path, findings: list[Finding]) -> dict:
         if "parquet" in bad:
             lost.append("archived entries in missing or unreadable Parquet files (no other copy)")
     return {"actions": actions, "not_recovered": lost}
+
+
+def _reload_archived_ids(home: Path) -> int:
+    """Fill a rebuilt store's ``archived`` table from the Parquet archive (entries
+    retention moved there exist only there): the re-ingest then leaves them in the
+    archive instead of bringing them back into the hot store. Returns the ids added."""
+    from ctxkeep.sinks import parquet
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    try:
+        df = parquet.read_archive(home)
+    except Exception:  # an unreadable archive file is reported by the parquet check
+        return 0
+    if df.is_empty() or "entry_id" not in df.columns:
+        return 0
+    conn = sqlite_store.connect(home)
+    try:
+        with sqlite_store.write(conn):
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO archived VALUES(?, ?)",
+                [
+                    (e, str(a))
+                    for e, a in zip(df["entry_id"].to_list(), df["archived_at"].to_list(), strict=True)
+                ],
+            )
+            return conn.total_changes - before
+    finally:
+        conn.close()
+
+
+def _ingest_compress_backups(home: Path) -> tuple[int, int]:
+    """Ingest the compress backups (``<file>.backup``, ``<file>.backup.<UTC>``) of the
+    agents' Claude Code and Codex files into a rebuilt store: the lines compress cut
+    from a session file exist only there and in the lost store. Entry ids are stable,
+    so only those lines add entries; they are marked ``archived`` (not in the session
+    file any more), as compress had marked them. Returns ``(entries added, backup
+    files read)``."""
+    from ctxkeep.maintenance.compress import rewrite
+    from ctxkeep.maintenance.compress.run import discovered_files
+    from ctxkeep.pipeline.engine import run_ingest
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite import StatusChange
+    from ctxkeep.sources.contract import SourceFile
+
+    files, _problems = discovered_files(home)
+    backups = [SourceFile(f.agent, b, "append", f.meta) for f in files for b in rewrite.backup_paths(f.path)]
+    if not backups:
+        return 0, 0
+    s = run_ingest(home, files=backups, force=True)
+    conn = sqlite_store.connect(home)
+    try:
+        paths = [str(b.path) for b in backups]
+        ids = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT entry_id FROM entries WHERE status = 'active' AND source_path IN ({','.join('?' * len(paths))})",
+                paths,
+            )
+        ]
+        sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(ids))])
+    finally:
+        conn.close()
+    return s.entries_new, len(backups)
 
 
 def as_dicts(findings: list[Finding]) -> list[dict]:

@@ -43,18 +43,21 @@ A purge never opens, modifies or deletes the agents' own session files.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import sqlite3
 from pathlib import Path
 
 from ctxkeep import timeutil
 from ctxkeep.maintenance.purge_request import PurgeRequest
-from ctxkeep.maintenance.reindex import rebuild_analytics
-from ctxkeep.paths import under_expr
+from ctxkeep.sinks import parquet, recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB, STORE_FILES, store_files
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import delete as delete_store
+from ctxkeep.sinks.sqlite import intents
+from ctxkeep.sinks.sqlite.intents import kill_point
 
 
 def _select(conn: sqlite3.Connection, req: PurgeRequest) -> None:
@@ -180,49 +183,6 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
     return report
 
 
-def _archive_filter(req: PurgeRequest, owned: set[str]):
-    """A ``frame -> pl.Expr`` choosing the archived rows of ``req`` (the same rules as
-    ``delete_store.select_session``/``select_project``; ``owned``: sessions wholly in
-    the project according to SQLite)."""
-    import polars as pl
-
-    if req.scope == "session":
-        return lambda df: (
-            (pl.col("session_id") == req.session_id) | (pl.col("parent_session_id") == req.session_id)
-        )
-    pd = pl.col("project_dir")
-    under = under_expr(pd, req.project_dir)
-
-    def pick(df):
-        here = (
-            df.filter(pd.is_not_null())
-            .group_by("session_id")
-            .agg(under.all().alias("u"))
-            .filter(pl.col("u"))["session_id"]
-            .to_list()
-        )
-        own = list(owned | set(here))
-        return under.fill_null(False) | (
-            pd.is_null() & (pl.col("session_id").is_in(own) | pl.col("parent_session_id").is_in(own))
-        )
-
-    return pick
-
-
-def _purge_archive(
-    conn: sqlite3.Connection | None, home: Path, req: PurgeRequest, owned: set[str], dry_run: bool
-) -> int:
-    """Remove ``req``'s rows from the Parquet archive (and their ids from ``archived``);
-    returns the number of archived rows removed (or, with ``dry_run``, that would be)."""
-    from ctxkeep.sinks import parquet as archive
-
-    r = archive.purge_rows(home, _archive_filter(req, owned), dry_run=dry_run)
-    if r["entry_ids"] and conn is not None and not dry_run:
-        with sqlite_store.write(conn):
-            conn.executemany("DELETE FROM archived WHERE entry_id = ?", [(i,) for i in r["entry_ids"]])
-    return r["rows"]
-
-
 def run_purge(
     home: Path, request: PurgeRequest, *, dry_run: bool = False, reingest: bool = False, timeout: float = -1
 ) -> dict:
@@ -272,39 +232,156 @@ def run_purge(
             owned = delete_store.selected_sessions(conn)
         finally:
             conn.close()
-        counts["archived"] = _purge_archive(None, home, request, owned, dry_run=True)
+        counts["archived"] = parquet.purge_scope(home, request.scope, request.value, owned, dry_run=True)[
+            "rows"
+        ]
         return {**base, "removed": counts, "files": files, "tombstone": "none"}
     with hold(home, timeout, what="purge"):
         conn = sqlite_store.connect(home)
         try:
-            conn.execute("PRAGMA secure_delete=ON")
-            conn.execute("PRAGMA temp_store=MEMORY")
-            with sqlite_store.write(conn):
-                _select(conn, request)
-                owned = delete_store.selected_sessions(conn)
-                removed = delete_store.delete_selected(conn)
-                files = removed.pop("files")
-                tomb = _tombstone(conn, request, files, owned, reingest)
-            delete_store.drop_selection(conn)
-            removed["archived"] = _purge_archive(conn, home, request, owned, dry_run=False)
-            if removed["entries"] or removed["usage"] or removed["quarantine"]:
-                delete_store.scrub(conn)
-                analytics = rebuild_analytics(conn, home)
-            else:
-                analytics = "nothing removed; analytics unchanged"
-            _record_run(conn, request, removed, reingest)
+            recovery.recover(conn, home, check=True)
+            iid, removed, files, tomb = purge_locked(conn, request, reingest)
+            done, analytics = recovery.complete(conn, home, [iid])
         finally:
             conn.close()
-    return {**base, "removed": removed, "files": files, **tomb, "analytics": analytics}
+    if done:
+        removed = done[0].result["removed"]
+    return {
+        **base,
+        "removed": removed,
+        "files": files,
+        **tomb,
+        "analytics": analytics or "nothing removed; analytics unchanged",
+    }
 
 
-def _record_run(conn: sqlite3.Connection, req: PurgeRequest, removed: dict, reingest: bool) -> None:
-    with sqlite_store.recorded_run(conn, "purge") as run:
-        run.summary = {
-            "scope": req.scope,
-            "value": req.value,
-            "reingest": reingest,
-            "entries_new": 0,
-            "files": removed.get("source_files"),
-            **{f"removed_{k}": v for k, v in removed.items() if isinstance(v, int)},
-        }
+def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool = False) -> tuple:
+    """The SQLite part of a session or project purge, in one transaction with its
+    intent (``sinks.sqlite.intents``, op ``purge``): delete the scope (the module doc),
+    add or lift its tombstone, delete the watermark rows of the files it removed wholly,
+    scrub the run details naming it. The caller holds the store lock and completes the
+    intent (``sinks.recovery.complete``: the Parquet archive, the scrub, DuckDB, the run
+    record). Returns ``(intent_id, removed counts, files concerned, tombstone report)``."""
+    conn.execute("PRAGMA secure_delete=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    with sqlite_store.write(conn):
+        _select(conn, request)
+        owned = delete_store.selected_sessions(conn)
+        whole = delete_store.whole_files(conn)
+        removed = delete_store.delete_selected(conn)
+        kill_point("purge", "delete")  # inside the transaction: rolled back
+        files = removed.pop("files")
+        tomb = _tombstone(conn, request, files, owned, reingest)
+        removed["watermarks"] = _forget_files(conn, request, whole, reingest)
+        removed["run_details"] = scrub_run_details(conn, owned | {request.value}, whole)
+        # the intent commits with the delete: the archive, the scrub and DuckDB follow
+        # from it, now or (after a crash) in the next command
+        iid = intents.begin(
+            conn,
+            "purge",
+            {
+                "scope": request.scope,
+                "value": request.value,
+                "owned": sorted(owned),
+                "removed": removed,
+                "run_summary": {
+                    "scope": request.scope,
+                    "value_sha256": _digest(request.value),
+                    "reingest": reingest,
+                    "entries_new": 0,
+                    "files": removed.get("source_files"),
+                },
+            },
+            step="sqlite",
+        )
+    delete_store.drop_selection(conn)
+    kill_point("purge", "sqlite")
+    return iid, removed, files, tomb
+
+
+def run_purges(home: Path, requests: list[PurgeRequest], *, timeout: float = -1) -> list[dict]:
+    """Purge several session/project scopes in one run (the scheduled purge policies):
+    one lock, one connection, one intent per scope, then one completion for all (one
+    scrub, one DuckDB rebuild). Returns per request ``{"resolved", "removed"}`` (the
+    ``run_purge`` counts). Raises StoreBusy as ``run_purge``."""
+    home = Path(home)
+    if not requests or not (home / STORE_DB).exists():
+        return []
+    out = []
+    with hold(home, timeout, what="purge"):
+        conn = sqlite_store.connect(home)
+        try:
+            recovery.recover(conn, home, check=True)
+            iids = []
+            for req in requests:
+                iid, removed, _files, _tomb = purge_locked(conn, req)
+                iids.append(iid)
+                out.append({"resolved": req.describe(), "removed": removed})
+            done, _note = recovery.complete(conn, home, iids)
+        finally:
+            conn.close()
+    by_id = {d.intent_id: d for d in done}
+    for o, iid in zip(out, iids, strict=True):
+        if iid in by_id:
+            o["removed"] = by_id[iid].result["removed"]
+    return out
+
+
+def _digest(value: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a purged scope's value: the run record
+    says which purge it was without naming the session or project again."""
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def _forget_files(conn: sqlite3.Connection, req: PurgeRequest, whole: list[str], reingest: bool) -> int:
+    """Delete the watermark rows of the files the purge removed wholly (a session's
+    own file names the session); without ``reingest`` they are remembered as
+    ``purge_files`` kind ``file``, which the ingest plan skips (nothing of them may
+    come back, so nothing is read). Returns the watermark rows deleted."""
+    n = 0
+    for path in whole:
+        n += conn.execute("DELETE FROM watermarks WHERE path=?", (path,)).rowcount
+    if not reingest:
+        conn.executemany(
+            "INSERT OR IGNORE INTO purge_files VALUES(?,?,'file',?)",
+            [(req.scope, req.value, p) for p in whole],
+        )
+    return n
+
+
+def _scrub_json(value, needles: tuple[str, ...]):
+    """``value`` (decoded JSON) without what names a needle: list items that mention one
+    are dropped, strings that contain one become ``"[purged]"``, dict keys that contain
+    one are dropped."""
+    if isinstance(value, str):
+        return "[purged]" if any(n in value for n in needles) else value
+    if isinstance(value, list):
+        return [_scrub_json(v, needles) for v in value if not _mentions(v, needles)]
+    if isinstance(value, dict):
+        return {k: _scrub_json(v, needles) for k, v in value.items() if not any(n in k for n in needles)}
+    return value
+
+
+def _mentions(value, needles: tuple[str, ...]) -> bool:
+    return any(n in json.dumps(value, default=str) for n in needles)
+
+
+def scrub_run_details(conn: sqlite3.Connection, sessions: set[str], files: list[str]) -> int:
+    """Remove from every ``runs.detail`` (JSON) what names one of ``sessions`` (ids) or
+    ``files`` (paths): the file lists of compress runs, an earlier purge's value, a
+    problem line (``_scrub_json``). In the caller's transaction. Returns the runs
+    changed."""
+    needles = tuple(sorted({n for n in (*sessions, *files) if n and n != "*"}))
+    if not needles:
+        return 0
+    changed = 0
+    for run_id, detail in conn.execute("SELECT run_id, detail FROM runs WHERE detail IS NOT NULL").fetchall():
+        if not any(n in detail for n in needles):
+            continue
+        try:
+            new = json.dumps(_scrub_json(json.loads(detail), needles), default=str)
+        except ValueError:
+            new = "{}"
+        conn.execute("UPDATE runs SET detail=? WHERE run_id=?", (new, run_id))
+        changed += 1
+    return changed

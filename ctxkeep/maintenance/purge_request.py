@@ -14,7 +14,11 @@ the ctx_purge seed of context-mode, restated in DESIGN.md):
 - a project dir that holds every project (the filesystem root, the home directory or
   above it) is refused: its tombstone would block every future ingest.
 
-Nothing here touches the store.
+``parse_purge_request`` touches no store. Resolving what the user named against the
+store is the second step (``resolve_session_request``: a session id prefix as hits show
+it; ``project_spellings``: the project's other spellings through symlinks), and
+``require_match`` turns a purge that would remove nothing into "no such session" (no
+tombstone). ``maintenance.purge_named.purge_named`` runs the three for the CLI and MCP.
 """
 
 from __future__ import annotations
@@ -159,3 +163,111 @@ def _too_broad(d: str) -> bool:
     if d in ("/", "\\") or re.fullmatch(r"[A-Za-z]:[\\/]?", d):
         return True
     return is_under(os.path.normpath(os.path.expanduser("~")), d)
+
+
+# ---------------------------------------------------------------- what the user named, in the store
+
+
+def resolve_session_request(conn, req: PurgeRequest) -> PurgeRequest:
+    """``req`` with its session named as hits show it (a unique prefix, or
+    ``<parent's short id>/<rest>`` for a sidechain) replaced by the full stored id
+    (``sinks.sqlite.lookup.resolve_session``, the resolver of every ``--session``).
+
+    A text that no stored entry's session starts with is kept as given: a full id may
+    still name usage rows or Parquet-archived entries of a session retention moved out
+    of ``entries`` (the purge preview decides, ``require_match``). Raises
+    ``AmbiguousSession`` (listing the candidates) when the prefix names several
+    sessions."""
+    from ctxkeep.errors import SessionNotFound
+    from ctxkeep.sinks.sqlite.lookup import resolve_session
+
+    if req.scope != "session":
+        return req
+    try:
+        return PurgeRequest("session", session_id=resolve_session(conn, req.session_id, where="sessionId"))
+    except SessionNotFound:
+        return req
+
+
+def project_spellings(conn, req: PurgeRequest) -> list[PurgeRequest]:
+    """The project requests that purge ``req``'s directory as the store spells it.
+
+    A project is also matched through symlinks, resolving both sides: the stored
+    ``project_dir`` values (``SELECT DISTINCT``) whose real path (``os.path.realpath``,
+    POSIX absolute paths only) is the real path of ``req.project_dir`` or below it are
+    purged too, each under its nearest ancestor whose real path is that directory (so
+    ``/home/u/link/app`` for ``/data/app`` when ``link`` → ``/data``; that ancestor's
+    tombstone keeps later sessions there out too). Returns ``[req]`` first, then one
+    request per other spelling, none under another. Refuses a spelling that is too
+    broad (``_too_broad``) with UsageError, as ``parse_purge_request`` does."""
+    if req.scope != "project":
+        return [req]
+    root = req.project_dir
+    if not root.startswith("/"):
+        return [req]
+    real = os.path.realpath(root)
+    roots: list[str] = []
+    for (d,) in conn.execute("SELECT DISTINCT project_dir FROM entries WHERE project_dir LIKE '/%'"):
+        if is_under(d, root):
+            continue  # the engine's own match
+        if not is_under(os.path.realpath(d), real):
+            continue
+        roots.append(_spelling_root(d, real))
+    if real != root and not is_under(real, root):
+        roots.append(real)  # the real path itself: its tombstone keeps either spelling out
+    out = [req]
+    for r in sorted(set(roots), key=len):
+        if any(is_under(r, x.project_dir) for x in out):
+            continue
+        if _too_broad(r):
+            raise UsageError(
+                f"refusing to purge project {r}: {root} resolves to it through a symlink, and "
+                f"it holds every project",
+                where="projectDir",
+                hint="name one project's directory",
+            )
+        out.append(PurgeRequest("project", project_dir=r))
+    return out
+
+
+def _spelling_root(d: str, real: str) -> str:
+    """The nearest ancestor of stored dir ``d`` (``d`` itself included) whose real path
+    is ``real``; ``d`` when none is (a symlink below the project dir)."""
+    p = d
+    while True:
+        if os.path.realpath(p) == real:
+            return p
+        up = os.path.dirname(p)
+        if up == p:
+            return d
+        p = up
+
+
+def matched(preview: dict) -> bool:
+    """True when a purge preview (``purge.run_purge(dry_run=True)``) would remove
+    anything: entries, usage rows, quarantined lines or archived rows."""
+    r = preview.get("removed") or {}
+    return any(r.get(k) for k in ("entries", "usage", "quarantine", "archived"))
+
+
+def require_match(req: PurgeRequest, previews: list[dict]) -> None:
+    """Raise ``SessionNotFound`` (``no such session X``) or ``NotFound`` (``nothing
+    stored under project X``), both exit 1, when none of ``previews`` (one per
+    spelling of ``req``) would remove anything: a purge that matches nothing changes
+    nothing and adds no tombstone."""
+    from ctxkeep.errors import NotFound, SessionNotFound
+
+    if any(matched(p) for p in previews):
+        return
+    if req.scope == "session":
+        raise SessionNotFound(
+            f"no such session {req.session_id}",
+            where="sessionId",
+            hint="nothing was purged and no tombstone added; see `ctxkeep sessions` for the ids",
+        )
+    raise NotFound(
+        f"nothing stored under project {req.project_dir} (symlinks resolved)",
+        where="projectDir",
+        hint="nothing was purged and no tombstone added; to keep a project out of the store "
+        "for good, list it under [purge] projects in config.toml",
+    )

@@ -16,10 +16,12 @@ import time
 from pathlib import Path
 
 from ctxkeep.errors import StoreError
+from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL, STORE_DB
+from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks.sqlite.store_safety import damaged
+from ctxkeep.sinks.sqlite import intents
+from ctxkeep.sinks.sqlite.intents import kill_point
 
 # duckdb itself is imported only when used, so that importing purge, retention or
 # reindex stays cheap
@@ -27,26 +29,10 @@ from ctxkeep.sinks.sqlite.store_safety import damaged
 
 def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> str:
     """Delete ``analytics.duckdb`` (and its WAL) and rebuild it from SQLite
-    (``sinks.duckdb.sync(..., rebuild=True)``, then ``sqlite_store.mark_analytics_synced``),
-    so no deleted row survives in DuckDB's free blocks (purge, retention, reindex).
-    Returns a one-line note; never raises (a failed rebuild is redone by the next
-    ingest, which rebuilds a missing analytics store)."""
-    for name in (ANALYTICS_DB, ANALYTICS_WAL):
-        try:
-            (Path(home) / name).unlink()
-        except FileNotFoundError:
-            pass
-    try:
-        from ctxkeep.sinks import duckdb as duckdb_store
-
-        r = duckdb_store.sync(conn, Path(home), rebuild=True)
-        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
-        return f"analytics rebuilt: {r['entries_synced']} entries"
-    except Exception as e:
-        return (
-            f"analytics store not rebuilt ({type(e).__name__}: {str(e).splitlines()[0]}); "
-            "the next ingest rebuilds it"
-        )
+    (``sinks.recovery.rebuild_analytics``), so no deleted row survives in DuckDB's free
+    blocks. Returns a one-line note; never raises (a failed rebuild is redone by the
+    next ingest, which rebuilds a missing analytics store)."""
+    return recovery.rebuild_analytics(conn, home)[1]
 
 
 def rebuild_fts(conn: sqlite3.Connection) -> dict:
@@ -79,13 +65,16 @@ def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout
         conn = sqlite_store.connect(home)
         try:
             # reindex reads every chunk: a damaged store is refused before anything is dropped
-            problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-            if problems != ["ok"]:
-                raise damaged(home / STORE_DB, "; ".join(problems))
+            recovery.recover(conn, home, check=True)
+            # a killed reindex is finished by the next command (sinks.recovery)
+            iid = intents.begin(conn, "reindex", {"fts": fts, "analytics": analytics})
             if fts:
                 out.update(rebuild_fts(conn))
+                intents.advance(conn, iid, "fts")
+            kill_point("reindex", "analytics")
+            _done, note = recovery.complete(conn, home, [iid])
             if analytics:
-                out["analytics"] = rebuild_analytics(conn, home)
+                out["analytics"] = note
         finally:
             conn.close()
     out["seconds"] = round(time.perf_counter() - t0, 3)

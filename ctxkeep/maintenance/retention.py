@@ -5,7 +5,10 @@ Prefect).
 ``flows.maintenance.retention_flow`` wraps ``run_retention`` in a Prefect flow (daily
 under ``ctxkeep serve``); ``ctxkeep retention --dry-run``/``--no-prefect`` and the tests
 call it directly. A run that changes the store holds the store lock (``sinks.lock``) and
-is recorded in the ``runs`` table as flow ``retention``.
+is recorded in the ``runs`` table as flow ``retention``. Its archiving is crash-safe
+across SQLite, Parquet and DuckDB: an intent (``sinks.sqlite.intents``) names the run's
+archive files before they are written, and a killed run is completed by the next
+writable command (``sinks.recovery``).
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep import config as cfgmod
-from ctxkeep.maintenance.reindex import rebuild_analytics
+from ctxkeep import timeutil
 from ctxkeep.sinks import parquet as archive
+from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import intents
+from ctxkeep.sinks.sqlite.intents import kill_point
 from ctxkeep.sources import SOURCES, discover_all
 from ctxkeep.sources.contract import DiscoveryContext
 from ctxkeep.timeutil import utc_now
@@ -183,9 +189,24 @@ def run_retention(
                 "backups_removed": out.get("backups_removed", 0),
             }
             if conn:
-                archived = archive.archive_entries(conn, home, p.cutoff)
-                if archived["entries"]:
-                    out["analytics"] = rebuild_analytics(conn, home)
+                recovery.recover(conn, home, check=True)
+                # the intent names the archive files' stamp before any is written: a
+                # crash leaves files the next command can tell (sinks.recovery)
+                stamp = archive.new_stamp()
+                iid = intents.begin(
+                    conn,
+                    "retention",
+                    {"cutoff": timeutil.format_utc(p.cutoff), "stamps": [stamp]},
+                    run_id=run.run_id,
+                )
+                archived = archive.archive_entries(conn, home, p.cutoff, stamp=stamp)
+                intents.advance(
+                    conn, iid, "archived", {**intents.get(conn, iid).payload, "archived": archived["entries"]}
+                )
+                kill_point("retention", "analytics")
+                _done, note = recovery.complete(conn, home, [iid])
+                if note:
+                    out["analytics"] = note
             freed = archive.remove_files(p.old_archives, home / ARCHIVE_DIR)
             # a backup goes only if it is still old (it may have been rewritten since the plan)
             backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxkeep.errors import CtxkeepError, PurgeCancelled, UsageError
+from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption
 
 log = logging.getLogger(__name__)
 
@@ -557,7 +559,7 @@ class Handlers:
         return text, snap.as_dict()
 
     def ctx_purge(self, a: dict) -> tuple[str, dict]:
-        from ctxkeep.maintenance.purge import run_purge
+        from ctxkeep.maintenance.purge_named import purge_named
         from ctxkeep.maintenance.purge_request import parse_purge_request
 
         try:
@@ -570,7 +572,10 @@ class Handlers:
             )
         except PurgeCancelled as e:
             return str(e), {"cancelled": True, "message": str(e)}
-        report = run_purge(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
+        # as `ctxkeep purge`: the session as hits show it (an ambiguous prefix lists the
+        # candidates), the project through symlinks, "no such session" and no tombstone
+        # when nothing matches
+        report = purge_named(self.home, req, timeout=PURGE_LOCK_TIMEOUT)
         r = report.get("removed", {})
         text = (
             f"purged {report['resolved']}: removed {r.get('entries', 0)} entries, "
@@ -620,7 +625,14 @@ def build_server(home: Path, cwd: Path | None = None):
                 is_error=True,
                 structured_content={"error": str(e)},
             )
-        except Exception:  # never crash the server on one bad call, never leak internals
+        except Exception as e:  # never crash the server on one bad call, never leak internals
+            if is_corruption(e):  # a damaged page read mid-call: the CLI's one line
+                msg = str(damaged(Path(home) / STORE_DB, e))
+                return types.CallToolResult(
+                    content=[types.TextContent(text=f"error: {msg}")],
+                    is_error=True,
+                    structured_content={"error": msg},
+                )
             log.exception("ctxkeep mcp: %s failed", name)
             return _tool_error(
                 f"{name} failed on an internal error - check the arguments against the tool's "

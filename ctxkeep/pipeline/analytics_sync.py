@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite import store_safety
 
 _END = object()
 
@@ -21,6 +22,8 @@ def sync_analytics(conn, home: Path) -> str:
         sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
         return f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:  # a notebook holding the file must not fail the ingest
+        if store_safety.is_corruption(e):  # SQLite read a damaged page: the store's matter
+            raise
         return (
             f"analytics store not updated ({type(e).__name__}: {str(e).splitlines()[0]}); "
             "the next ingest catches up"

@@ -31,9 +31,11 @@ from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.pipeline.summary import Summary
 from ctxkeep.pipeline.transform import InFlight, Precomputed, drop_written
 from ctxkeep.pipeline.writer import Group, Writer, empty_totals
+from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.files import ANALYTICS_DB
+from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import store_safety
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.transforms.normalize import normalized_rows, unique_entries
 
@@ -187,13 +189,13 @@ Submit = Callable[[Part, dict], PartFuture]
 PARTS_AHEAD = 2
 
 
-def _submitted(parts: list[Part], tombs: dict, submit: Submit) -> Iterator[Group]:
+def _submitted(parts: list[Part], tombs: dict, submit: Submit, ahead: int = PARTS_AHEAD) -> Iterator[Group]:
     """The groups of ``parts`` extracted and transformed by ``submit`` (at most
-    ``PARTS_AHEAD`` + 1 parts at a time), in part order, without what earlier parts
-    hold (``drop_written``)."""
+    ``ahead`` + 1 parts at a time), in part order, without what earlier parts hold
+    (``drop_written``)."""
     written = InFlight()
     rest = iter(parts)
-    pending = collections.deque(submit(p, tombs) for p in itertools.islice(rest, PARTS_AHEAD + 1))
+    pending = collections.deque(submit(p, tombs) for p in itertools.islice(rest, ahead + 1))
     while pending:
         groups = pending.popleft().result()
         nxt = next(rest, None)
@@ -214,15 +216,16 @@ def ingest_files(
     on_commit: Callable[..., None] | None = None,
     writer: bool | None = None,
     submit: Submit | None = None,
+    parts_ahead: int = PARTS_AHEAD,
 ) -> dict:
     """Read the new bytes of ``todo`` files, transform and load them: the one loop.
 
     ``todo`` is split into parts (``plan.split_parts``: one agent's files, in plan
     order); ``extract_transform`` makes their groups (in this thread), or, with
     ``submit``, one ``extract_transform_part`` per part run elsewhere (Prefect tasks,
-    ``PARTS_AHEAD`` parts ahead) whose groups are taken in part order. Either way the
-    store ends up the same; a crash loses no data and repeats nothing (a group's
-    watermarks are stored with its entries).
+    ``parts_ahead`` parts ahead, e.g. one per worker of a Dask cluster) whose groups
+    are taken in part order. Either way the store ends up the same; a crash loses no
+    data and repeats nothing (a group's watermarks are stored with its entries).
 
     With ``writer`` (default ``writer.WRITER``, ``CTXKEEP_WRITER=0`` turns it off)
     groups are stored by a writer thread on its own connection to the same database
@@ -253,7 +256,7 @@ def ingest_files(
             conn, parts, tombs, seen=InFlight() if w.threaded else None, group_bytes=group_bytes
         )
     else:
-        groups = _submitted(parts, tombs, submit)
+        groups = _submitted(parts, tombs, submit, parts_ahead)
     try:
         with closing(groups):
             for g in groups:
@@ -295,6 +298,7 @@ def run_ingest(
     files: list[SourceFile] | None = None,
     flow: str = "ingest",
     submit: Submit | None = None,
+    parts_ahead: int = PARTS_AHEAD,
 ) -> Summary:
     """The whole ingest: lock, plan, read every changed file (``ingest_files``), sync
     DuckDB (in a background thread as groups commit, ``AnalyticsSyncer``), record the
@@ -303,7 +307,8 @@ def run_ingest(
     ``agents``/``paths``/``ctx``/``force``/``files``: ``plan``'s (backfill passes its
     selection as ``files`` with ``force``, which ignores watermarks).
     ``on_plan``/``on_bytes`` default to ``hooks``'; ``submit`` runs each part's
-    extract + transform elsewhere (``flows.ingest`` submits Prefect tasks).
+    extract + transform elsewhere (``flows.ingest`` submits Prefect tasks,
+    ``pipeline.cluster`` Dask tasks), ``parts_ahead`` parts ahead of the writer.
     Returns the ``Summary``. Raises StoreBusy when ``wait`` is False and another
     maintenance run holds the lock; else what the run raised (recorded as failed)."""
     on_plan = on_plan or hooks.on_plan
@@ -314,25 +319,48 @@ def run_ingest(
         conn = sqlite_store.connect(home)
         try:
             return _run_locked(
-                conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files, flow, submit
+                conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files, flow, submit, parts_ahead
             )
         finally:
             conn.close()
 
 
 def _run_locked(
-    conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files=None, flow="ingest", submit=None
+    conn,
+    home,
+    agents,
+    paths,
+    ctx,
+    force,
+    on_plan,
+    on_bytes,
+    t0,
+    files=None,
+    flow="ingest",
+    submit=None,
+    parts_ahead=PARTS_AHEAD,
 ) -> Summary:
+    recovery.recover(conn, home)  # an operation a crash interrupted is completed first
     p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)
+    if p.todo:  # about to write: never into a damaged b-tree
+        store_safety.check_integrity(conn, Path(home) / STORE_DB)
     s = Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
     with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict
         tombs = sqlite_store.tombstoned(conn)
         syncer = AnalyticsSyncer(home)
         try:
-            r = ingest_files(conn, p.todo, tombs, on_bytes, on_commit=syncer.on_commit, submit=submit)
+            r = ingest_files(
+                conn,
+                p.todo,
+                tombs,
+                on_bytes,
+                on_commit=syncer.on_commit,
+                submit=submit,
+                parts_ahead=parts_ahead,
+            )
         finally:  # the groups committed before an error are synced too
             s.analytics = syncer.finish()
             if syncer.marks:

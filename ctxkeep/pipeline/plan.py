@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ctxkeep import config as cfgmod
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark
 
@@ -106,13 +107,13 @@ def plan(
     With ``files``, exactly those source files are considered (no discovery; a
     backfill's selection); with ``paths``, only those files/dirs; otherwise every
     enabled agent's default and configured locations. ``force`` ignores watermarks
-    (backfill).
+    (backfill). ``conn`` None: no store yet (every file is read from byte 0; ``ingest
+    --dry-run`` never creates one).
     """
     cfg = cfgmod.load_config(home)
     ctx = ctx or DiscoveryContext.from_env()
-    problems: list[str] = [
-        f"config.toml names agent {name!r}, which ctxkeep has no source for (known: {', '.join(SOURCES)})"
-        for name in cfgmod.unknown_agents(cfg, SOURCES)
+    problems: list[str] = cfgmod.unknown_agent_lines(cfg, SOURCES) + [
+        f"{cfg.path}: {w}" for w in cfg.warnings
     ]
     if files is not None:
         discoveries = [Discovery(a, files=[f for f in files if f.agent == a]) for a in SOURCES]
@@ -128,14 +129,39 @@ def plan(
             extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
         )
         files = [f for d in discoveries for f in d.files]
-    wms = sqlite_store.load_watermarks(conn)
+    wms = sqlite_store.load_watermarks(conn) if conn is not None else {}
+    # wholly purged files: nothing of them may come back, so they are not read
+    purged = delete_store.purged_files(conn) if conn is not None else set()
     todo, unchanged = [], 0
     for f in files:
         wm = wms.get(str(f.path))
-        if not f.path.exists():
+        if not f.path.exists() or str(f.path) in purged:
             continue
         if not force and file_unchanged(f, wm):
             unchanged += 1
             continue
         todo.append((f, None if force else wm))
     return Plan(todo, unchanged, discoveries, problems)
+
+
+def dry_run_report(p: Plan) -> dict:
+    """What ``p`` would read, per agent, for ``ingest --dry-run``: ``{"dry_run": True,
+    "files": n to read, "bytes": new raw bytes (``pending_bytes``), "unchanged": n
+    skipped, "agents": [{"agent", "files", "bytes", "paths": [the files, at most 20]}]
+    (agents with something to read, in plan order), "problems": [...]}``. Reads only
+    file sizes; nothing is parsed or written."""
+    agents: dict[str, dict] = {}
+    for f, wm in p.todo:
+        a = agents.setdefault(f.agent, {"agent": f.agent, "files": 0, "bytes": 0, "paths": []})
+        a["files"] += 1
+        a["bytes"] += pending_bytes([(f, wm)])
+        if len(a["paths"]) < 20:
+            a["paths"].append(str(f.path))
+    return {
+        "dry_run": True,
+        "files": len(p.todo),
+        "bytes": sum(a["bytes"] for a in agents.values()),
+        "unchanged": p.unchanged,
+        "agents": list(agents.values()),
+        "problems": p.problems,
+    }

@@ -1,15 +1,21 @@
 """The figures of one ingest run (``Summary``), in a module of its own so that a no-op
-ingest can report them without importing the engine (and Polars with it)."""
+ingest can report them without importing the engine (and Polars with it); and what
+the store holds back for a later run (``held_back``), for the ingest summary and
+``ctxkeep sources``."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import time
 from dataclasses import dataclass, field
 
 
 @dataclass
 class Summary:
     """A run's figures: files seen/read, raw bytes read, lines, new entries, quarantined
-    lines, seconds, per-agent new entries, and a DuckDB sync note."""
+    lines, seconds, per-agent new entries, a DuckDB sync note, problems, and
+    ``held_back`` (``held_back``: what a later run will read)."""
 
     files: int = 0
     files_read: int = 0
@@ -23,6 +29,118 @@ class Summary:
     per_agent: dict = field(default_factory=dict)
     analytics: str = ""
     problems: list = field(default_factory=list)
+    held_back: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
+    """The files whose last part the store does not hold yet, from their watermarks.
+
+    Two kinds (``reason``):
+
+    - ``"recently changed"``: a document written less than ``CTXKEEP_IDLE_SECONDS``
+      (default 120 s, ``sources.readers.document.idle_seconds``) ago, whose parser held
+      its last turn back as possibly still growing (Aider, SpecStory: watermark state
+      ``complete: false``), or that did not parse yet (caught mid-write);
+      ``ready_at`` is the UTC time from which an ingest reads it (mtime + the idle
+      seconds).
+    - ``"unfinished last line"``: an append-only file whose last line has no newline
+      yet (``offset < size``); it is read once the agent ends the line (``ready_at``
+      None).
+
+    Returns dicts ``{"agent", "path", "reason", "bytes" (bytes not yet read; None for
+    a document, whose last turn is re-read whole), "changed" (ISO-8601 UTC mtime),
+    "ready_at" (ISO-8601 UTC or None)}``, sorted by agent and path. Files gone from
+    disk are skipped."""
+    import datetime as dt
+
+    from ctxkeep.sources.readers.document import idle_seconds
+    from ctxkeep.timeutil import format_utc
+
+    now = time.time() if now is None else now
+    idle = idle_seconds()
+    out = []
+    for agent, path, size, offset, mtime_ns, state in conn.execute(
+        "SELECT agent, path, size, offset, mtime_ns, state FROM watermarks"
+    ):
+        try:
+            st = json.loads(state or "{}")
+        except ValueError:
+            st = {}
+        mtime = (mtime_ns or 0) / 1e9
+        when = format_utc(dt.datetime.fromtimestamp(mtime, dt.UTC))
+        if isinstance(st, dict) and st.get("complete") is False:
+            ready = mtime + idle
+            out.append(
+                {
+                    "agent": agent,
+                    "path": path,
+                    "reason": "recently changed",
+                    "bytes": None,
+                    "changed": when,
+                    "ready_at": format_utc(dt.datetime.fromtimestamp(max(ready, now), dt.UTC)),
+                }
+            )
+        elif size and offset is not None and offset < size and _appends(agent, path):
+            out.append(
+                {
+                    "agent": agent,
+                    "path": path,
+                    "reason": "unfinished last line",
+                    "bytes": size - offset,
+                    "changed": when,
+                    "ready_at": None,
+                }
+            )
+    return sorted(out, key=lambda r: (r["agent"], r["path"]))
+
+
+def _appends(agent: str, path: str) -> bool:
+    """True for a file its source reads append-only (mode ``append``: a watermark
+    offset below its size is an unfinished last line)."""
+    from ctxkeep.sources import SOURCES
+    from ctxkeep.sources.contract import ModeByPath
+
+    src = SOURCES.get(agent)
+    if src is None:
+        return False
+    from pathlib import Path
+
+    mode = src.mode_for(Path(path)) if isinstance(src, ModeByPath) else src.MODE
+    return mode == "append"
+
+
+def held_back_line(rows: list[dict]) -> str | None:
+    """One line saying what ``held_back`` rows hold back and when it will be read
+    (None for none): ``held back: the last turn of 2 recently changed files (aider 1,
+    specstory 1), read by an ingest from 12:40:05 UTC (CTXKEEP_IDLE_SECONDS=120); 1
+    unfinished last line (codex)``."""
+    from ctxkeep.sources.readers.document import idle_seconds
+
+    if not rows:
+        return None
+    parts = []
+    recent = [r for r in rows if r["reason"] == "recently changed"]
+    if recent:
+        per = _per_agent(recent)
+        ready = max(r["ready_at"] for r in recent)
+        parts.append(
+            f"the last turn of {len(recent)} recently changed file{'s' if len(recent) != 1 else ''} ({per}), "
+            f"read by an ingest from {ready[11:19]} UTC (CTXKEEP_IDLE_SECONDS={idle_seconds():g})"
+        )
+    lines = [r for r in rows if r["reason"] == "unfinished last line"]
+    if lines:
+        parts.append(
+            f"{len(lines)} unfinished last line{'s' if len(lines) != 1 else ''} ({_per_agent(lines)}), "
+            f"read once the agent ends {'them' if len(lines) != 1 else 'it'}"
+        )
+    return "held back: " + "; ".join(parts)
+
+
+def _per_agent(rows: list[dict]) -> str:
+    n: dict[str, int] = {}
+    for r in rows:
+        n[r["agent"]] = n.get(r["agent"], 0) + 1
+    return ", ".join(f"{a} {k}" for a, k in sorted(n.items()))

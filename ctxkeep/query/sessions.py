@@ -8,7 +8,8 @@ and ``usage`` tables, without cost. Either way a sub-agent session (one with a
 ``parent_session_id``) is listed right under its parent.
 
 Session ids are shown as their shortest unique prefix among every session id of the
-store (``short_ids``), and any unique prefix is accepted back (``resolve_session``).
+store (``sinks.sqlite.lookup.short_ids``), and any unique prefix is accepted back
+(``lookup.resolve_session``, the one resolver).
 Times are ISO-8601 UTC text; tokens are tokens; sizes are UTF-8 bytes. Nothing here
 imports Polars or Prefect.
 """
@@ -20,12 +21,10 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.sinks.sqlite import content_text
+from ctxkeep.sinks.sqlite.lookup import resolve_session, short_ids
 from ctxkeep.transforms.tokens import heuristic_tokens
 
-#: a session prefix shorter than this is never shown (nor accepted), however unique
-MIN_SESSION_PREFIX = 4
 TITLE_CHARS = 120
 #: user "messages" that are not prompts: Claude Code slash-command echoes and their
 #: output, the caveat it writes before them (Claude Code 1.x–2.1)
@@ -73,50 +72,23 @@ class SessionRow:
         return asdict(self)
 
 
-def short_ids(ids: list[str], minimum: int = MIN_SESSION_PREFIX) -> dict[str, str]:
-    """The shortest prefix of each id that no other id of ``ids`` starts with (at least
-    ``minimum`` characters; an id that is a prefix of another is shown whole)."""
-    s = sorted(set(ids))
-    out = {}
-    for i, x in enumerate(s):
-        need = minimum
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(s):
-                y = s[j]
-                n = 0
-                while n < min(len(x), len(y)) and x[n] == y[n]:
-                    n += 1
-                need = max(need, n + 1)
-        out[x] = x[: min(need, len(x))]
-    return out
+def short_ids_of(home: Path, ids) -> dict[str, str]:
+    """``session id → its shortest unique prefix`` in the store of ``home``
+    (``lookup.short_session_ids``), for tables that get their ids from elsewhere
+    (``ctxkeep report session`` reads DuckDB). Without a readable ``store.db`` every id
+    is returned whole."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
-
-def resolve_session(conn: sqlite3.Connection, ref: str) -> str:
-    """The full session id that ``ref`` (a full id or a unique prefix of at least
-    ``MIN_SESSION_PREFIX`` characters) names. Raises UsageError when none or several
-    match."""
-    r = (ref or "").strip()
-    if len(r) < MIN_SESSION_PREFIX:
-        raise UsageError(
-            f"session id {ref!r} is too short",
-            where="SESSION",
-            hint=f"give at least {MIN_SESSION_PREFIX} characters, as `ctxkeep sessions` shows",
-        )
-    if conn.execute("SELECT 1 FROM entries WHERE session_id = ? LIMIT 1", (r,)).fetchone():
-        return r
-    rows = conn.execute(
-        "SELECT DISTINCT session_id FROM entries WHERE session_id >= ? AND session_id < ? LIMIT 3",
-        (r, r + "\uffff"),
-    ).fetchall()
-    if not rows:
-        raise NotFound(f"no session {ref}", where="SESSION", hint="see `ctxkeep sessions` for the ids")
-    if len(rows) > 1:
-        raise UsageError(
-            f"session id prefix {ref} is ambiguous ({', '.join(x[0] for x in rows[:2])}, …)",
-            where="SESSION",
-            hint="give more characters",
-        )
-    return rows[0][0]
+    ids = [i for i in ids if i]
+    try:
+        conn = sqlite_store.connect(Path(home), readonly=True)
+    except Exception:  # no store, or a damaged one: the full ids are still right
+        return {i: i for i in ids}
+    try:
+        return short_session_ids(conn, ids)
+    finally:
+        conn.close()
 
 
 def _one_line(text: str | None, n: int = TITLE_CHARS) -> str:
@@ -157,7 +129,7 @@ def list_sessions(
     if raw is None:
         raw = _from_sqlite(conn)
     titles = _first_prompts(conn)
-    ids = short_ids([r["session_id"] for r in raw])
+    ids = short_ids([r["session_id"] for r in raw], {r["session_id"]: r["parent_session_id"] for r in raw})
     rows = []
     for r in raw:
         key = (r["agent"], r["session_id"])

@@ -17,8 +17,10 @@ them like stored entries (``archived_ids``).
 
 Crash safety: every file is written to a temp name, fsynced and renamed into place
 before the rows leave SQLite (one transaction). A crash in between leaves the rows in
-SQLite and a complete archive file: the next run archives them again, so a reader may
-see an entry twice and should keep one row per ``entry_id``; nothing is lost.
+SQLite and a complete archive file; retention's intent (``sinks.recovery``) names the
+run's file stamps, and the next command deletes such files (``drop_uncommitted``: their
+rows are still in ``entries``) before it archives the rows again, so nothing is lost and
+nothing is archived twice.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from pathlib import Path
 import polars as pl
 
 from ctxkeep import timeutil
+from ctxkeep.paths import under_expr
 from ctxkeep.schema import ENTRY_SCHEMA, STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ARCHIVE_DIR
 from ctxkeep.sinks.sqlite import delete as delete_store
+from ctxkeep.sinks.sqlite.intents import kill_point
 
 STATUSES = ("consumed", "archived")
 BATCH_ROWS = 50_000
@@ -133,16 +137,26 @@ def _write_atomic(df: pl.DataFrame, path: Path) -> None:
         pass
 
 
-def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -> dict:
+def new_stamp() -> str:
+    """The stamp of a retention run's archive file names (``part-<stamp>-<n>.parquet``):
+    UTC to the microsecond."""
+    t = timeutil.utc_now()
+    return f"{timeutil.stamp(t)[:-1]}{t.microsecond:06d}Z"
+
+
+def archive_entries(
+    conn: sqlite3.Connection, home: Path, cutoff: dt.datetime, *, stamp: str | None = None
+) -> dict:
     """Move the entries ``due`` before ``cutoff`` into Parquet files and out of SQLite.
 
     Their contents, chunks and FTS rows go too when no remaining entry shares them
     (``sinks.sqlite.delete.delete_selected``); ``usage`` rows stay (token figures are history, not
-    context). The caller holds the store lock. Returns ``{"entries": n archived,
-    "contents": n, "chunks": n, "files": [archive paths written], "partitions": [{agent,
-    month, entries}]}``.
+    context). Files are named with ``stamp`` (default ``new_stamp()``; retention records
+    it in its intent first). The caller holds the store lock. Returns ``{"entries": n
+    archived, "contents": n, "chunks": n, "files": [archive paths written],
+    "partitions": [{agent, month, entries}]}``.
     """
-    stamp = timeutil.stamp()
+    stamp = stamp or new_stamp()
     ids = [
         r[0]
         for r in conn.execute(
@@ -162,6 +176,7 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
             _write_atomic(part.drop("_month"), path)
             out["files"].append(str(path))
             parts[(agent, month)] = parts.get((agent, month), 0) + part.height
+        kill_point("retention", "files")
         conn.execute("PRAGMA temp_store=MEMORY")
         with sqlite_store.write(conn):
             conn.executemany(
@@ -170,10 +185,64 @@ def archive_entries(conn: sqlite3.Connection, home: Path, cutoff: dt.datetime) -
             delete_store.select_where(conn, f"entry_id IN ({','.join('?' * len(batch))})", batch)
             removed = delete_store.delete_selected(conn, usage=False, quarantine=False, media=False)
             delete_store.drop_selection(conn)
+        kill_point("retention", "sqlite")
         for k in ("entries", "contents", "chunks"):
             out[k] += removed[k]
     out["partitions"] = [{"agent": a, "month": m, "entries": n} for (a, m), n in parts.items()]
     return out
+
+
+def drop_uncommitted(conn: sqlite3.Connection, home: Path, stamps: list[str]) -> int:
+    """Delete the archive files of ``stamps`` (retention runs) whose rows are still in
+    SQLite ``entries``: written by a run killed before its SQLite transaction committed
+    (the next archive run writes them again). Returns the number of files deleted."""
+    root = Path(home) / ARCHIVE_DIR
+    if not root.is_dir() or not stamps:
+        return 0
+    gone = []
+    for st in stamps:
+        for f in root.rglob(f"part-{st}-*.parquet"):
+            try:
+                ids = pl.read_parquet(f, columns=["entry_id"])["entry_id"].to_list()
+            except Exception:  # a torn file cannot be: written by rename; unreadable -> rewritten
+                ids = None
+            if ids is None or (ids and sqlite_store.existing_entry_ids(conn, ids[:1000])):
+                gone.append(f)
+    remove_files(gone, root)
+    return len(gone)
+
+
+def scope_filter(scope: str, value: str, owned: set[str]):
+    """A ``frame -> pl.Expr`` choosing the archived rows of a purge of ``scope``
+    (``"session"``: the session and its sub-agents, ``parent_session_id``; ``"project"``:
+    rows whose ``project_dir`` is ``value`` or below, plus the dir-less rows of sessions
+    wholly in it, by SQLite (``owned``) or by the archive itself): the same rules as
+    ``sinks.sqlite.delete.select_session`` / ``select_project``."""
+    if scope == "session":
+        return lambda df: (pl.col("session_id") == value) | (pl.col("parent_session_id") == value)
+    pd = pl.col("project_dir")
+    under = under_expr(pd, value)
+
+    def pick(df):
+        here = (
+            df.filter(pd.is_not_null())
+            .group_by("session_id")
+            .agg(under.all().alias("u"))
+            .filter(pl.col("u"))["session_id"]
+            .to_list()
+        )
+        own = list(owned | set(here))
+        return under.fill_null(False) | (
+            pd.is_null() & (pl.col("session_id").is_in(own) | pl.col("parent_session_id").is_in(own))
+        )
+
+    return pick
+
+
+def purge_scope(home: Path, scope: str, value: str, owned: set[str], *, dry_run: bool = False) -> dict:
+    """``purge_rows`` of a purge's scope (``scope_filter``). Returns ``purge_rows``'s
+    dict."""
+    return purge_rows(home, scope_filter(scope, value, owned), dry_run=dry_run)
 
 
 def old_archives(home: Path, older_than: dt.datetime) -> list[Path]:

@@ -12,12 +12,17 @@ second, much smaller FTS5 table:
   ``HTTPServerError`` → ``http server error``, so ``UserInput`` is the phrase
   ``"user input"``. (snake_case and kebab-case are already split by unicode61.)
 
+- terms whose symbols unicode61 drops (``_SYMBOL``): ``c++`` and ``C#`` are ``c`` in
+  the word index (and match ``c:\\Users``); here they are tokens as written (this
+  table's tokenizer keeps ``+ # .``, ``ddl.FTS_TABLES``), ``.NET`` is ``.net``. Such a
+  chunk also gets its ASCII words, as a CJK one does, so ``c++ compiler`` matches
+  within this index.
 - Latin words in CJK text: unicode61 glues ``gemini`` into ``涉及gemini的处理`` (CJK
   characters are token characters), so the word index cannot see it; and a query that
   mixes scripts (``gemini 处理``) must match within one index. A chunk that holds CJK
   therefore also gets its ASCII words (lower-cased) as terms here.
 
-Only texts that contain CJK or camelCase identifiers get a row.
+Only texts that contain CJK, camelCase identifiers or symbol terms get a row.
 """
 
 from __future__ import annotations
@@ -30,6 +35,15 @@ _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 _CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]{2,}")
+#: a term whose symbols unicode61 drops: ``c++``, ``C#``, ``F#`` (trailing ``+``/``#``)
+#: and ``.NET``-style names (a dot, then 2+ upper-case letters, after a non-word or a
+#: word: ``ASP.NET`` holds ``.NET``; ``os.Path`` is not one, ``.json`` neither: they
+#: would give most chunks a row); kept lower-cased as written
+_SYMBOL = re.compile(
+    r"(?<![A-Za-z0-9_+#])[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*[+#]+(?![A-Za-z0-9_])|\.[A-Z]{2,}(?![A-Za-z0-9_])"
+)
+#: Rust-regex prefilter of ``_SYMBOL`` (a superset: a text without it has no symbol term)
+_SYMBOL_CAND = r"[A-Za-z0-9_][+#]|\.[A-Z][A-Z]"
 
 
 def cjk_bigrams(run: str) -> list[str]:
@@ -54,7 +68,11 @@ def grams(text: str) -> str:
         has_cjk = True
         out.extend(cjk_bigrams(m.group()))
         out.append("|")  # run boundary: keeps phrases from spanning two runs
-    if has_cjk:
+    syms = [m.group().lower() for m in _SYMBOL.finditer(text)]
+    if syms:
+        out.extend(syms)
+        out.append("|")
+    if has_cjk or syms:
         out.extend(w.lower() for w in _ASCII_WORD.findall(text))
         out.append("|")
     for m in _CAMEL.finditer(text):
@@ -87,9 +105,9 @@ def _camel_parts_cached(word: str) -> tuple[str, ...]:
     return tuple(camel_parts(word))
 
 
-def _grams_of(text: str, cjk: bool, camel_words: list[str]) -> str:
-    """``grams(text)`` given whether the text has a CJK character and its ``_CAMEL``
-    matches (in order)."""
+def _grams_of(text: str, cjk: bool, camel_words: list[str], sym: bool = False) -> str:
+    """``grams(text)`` given whether the text has a CJK character, its ``_CAMEL``
+    matches (in order) and whether it may hold a symbol term (``_SYMBOL_CAND``)."""
     out: list[str] = []
     has_cjk = False
     if cjk:
@@ -97,7 +115,11 @@ def _grams_of(text: str, cjk: bool, camel_words: list[str]) -> str:
             has_cjk = True
             out.extend(cjk_bigrams(run))
             out.append("|")
-    if has_cjk:
+    syms = [m.group().lower() for m in _SYMBOL.finditer(text)] if sym else []
+    if syms:
+        out.extend(syms)
+        out.append("|")
+    if has_cjk or syms:
         out.extend(w.lower() for w in _ASCII_WORD.findall(text))
         out.append("|")
     for word in camel_words:
@@ -127,15 +149,16 @@ def grams_batch(texts: list[str]) -> list[str]:
     cjk = s.str.contains(_CJK_CHAR).to_list()
     cands = s.str.extract_all(_CAMEL_CAND).to_list()
     ambiguous = s.str.contains(_CAMEL_AMBIGUOUS).to_list()
+    sym = s.str.contains(_SYMBOL_CAND).to_list()
     out = []
-    for t, c, found, amb in zip(texts, cjk, cands, ambiguous, strict=False):
+    for t, c, found, amb, y in zip(texts, cjk, cands, ambiguous, sym, strict=False):
         if amb:
             words = _CAMEL.findall(t)
         elif found:
             words = [w if w[0] in _ASCII_LETTERS else w[1:] for w in found]
         else:
             words = []
-        out.append(_grams_of(t, c, words) if (c or words) else "")
+        out.append(_grams_of(t, c, words, y) if (c or words or y) else "")
     return out
 
 
@@ -146,6 +169,8 @@ def query_grams(term: str) -> str | None:
     bigrams it starts and the run-final character); camelCase: the phrase of its
     parts, the last one as a prefix. Only term characters reach FTS5, quoted, so the
     expression always parses."""
+    if is_symbol_term(term):
+        return '"' + term.strip().lower() + '"'
     pieces = []
     for m in _CJK_RUN.finditer(term):
         run = m.group()
@@ -159,3 +184,65 @@ def query_grams(term: str) -> str | None:
             # the last part may be cut short (``validateUs`` → ``"validate us"*``)
             pieces.append('"' + " ".join(parts) + '"*')
     return " AND ".join(pieces) if pieces else None
+
+
+def is_symbol_term(term: str) -> bool:
+    """Whether ``term`` is one symbol term (``c++``, ``C#``, ``.NET``, ``.net``; see
+    ``_SYMBOL``): it is searched as written in the substring index, not in the word
+    index (where ``c++`` is ``c``)."""
+    return bool(_SYMBOL_TERM.fullmatch(term.strip()))
+
+
+_SYMBOL_TERM = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*[+#]+|\.[A-Za-z][A-Za-z0-9]*")
+
+
+# ---------------------------------------------------------------- vocabulary
+#
+# Inner substrings (``allbac`` in ``callback``, ``penPrintTa`` in ``openPrintTable``):
+# a trigram index of every chunk text would cost more than the text itself (53 MB for
+# 42 MB of chunk text, measured). The store instead keeps its *vocabulary*: every
+# distinct identifier-like token once (``vocab`` and its FTS5 ``trigram`` index
+# ``fts_vocab``). A substring query finds the tokens that contain it there, and the
+# word index finds the chunks holding any of those tokens.
+
+#: a vocabulary token: a run of ASCII letters and digits (what unicode61 makes of an
+#: identifier: ``_``, ``.``, ``-`` split), 4 to ``VOCAB_MAX_CHARS`` characters, with a
+#: letter; hex runs of 8+ with a digit (hashes, ids) are left out
+VOCAB_TOKEN = r"[A-Za-z0-9]{4,}"
+VOCAB_MAX_CHARS = 40
+_VOCAB_HEX = re.compile(r"[0-9a-f]{8,}")
+
+
+def _vocab_ok(tok: str) -> bool:
+    return (
+        len(tok) <= VOCAB_MAX_CHARS
+        and not tok.isdigit()
+        and not (len(tok) >= 8 and _VOCAB_HEX.fullmatch(tok) and any(ch.isdigit() for ch in tok))
+    )
+
+
+def vocab_terms(texts: list[str]) -> set[str]:
+    """The distinct vocabulary tokens (``VOCAB_TOKEN``, lower-cased) of ``texts``."""
+    import polars as pl
+
+    if not texts:
+        return set()
+    toks = (
+        pl.Series("t", texts, dtype=pl.String)
+        .str.to_lowercase()
+        .str.extract_all(VOCAB_TOKEN)
+        .explode()
+        .drop_nulls()
+        .unique()
+    )
+    return {t for t in toks.to_list() if _vocab_ok(t)}
+
+
+def query_vocab(term: str) -> str | None:
+    """The ``fts_vocab`` (trigram) expression of ``term``'s inner substring: the quoted
+    lower-cased term when it is one run of 3+ ASCII letters and digits with a letter
+    (``penPrintTa`` → ``"penprintta"``), else None."""
+    t = term.strip().lower()
+    if len(t) < 3 or len(t) > VOCAB_MAX_CHARS or not t.isalnum() or not t.isascii() or t.isdigit():
+        return None
+    return f'"{t}"'

@@ -170,6 +170,9 @@ _CODE_OBJECTS = (
 )
 
 
+_ATTR_CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
 def _placeholder(v: str) -> bool:
     """``v`` names or stands for a value rather than being one."""
     if not v or v.startswith(("$", "{{", "%(", "%s", "<", "[REDACTED", "{", "@", "`", "#{")):
@@ -193,7 +196,11 @@ def _key_value_check(v: str, m: re.Match) -> bool:
     if unquoted and end < len(s) and s[end] in "([.":
         return False
     key = (m.group("key") or "").lower()
-    if v.lower() == key or v.lower() == re.split(r"[_.\-]", key)[-1] or v.lower().endswith("." + key):
+    word = re.split(r"[_.\-]", key)[-1]
+    if v.lower() == key or v.lower() == word or v.lower().endswith("." + key):
+        return False
+    # an attribute chain naming the same kind of thing: tokenizer.pad_token = tokenizer.eos_token
+    if unquoted and _ATTR_CHAIN.fullmatch(v) and v.lower().rsplit(".", 1)[-1].endswith(word):
         return False
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) and v.isupper() and unquoted:  # VAR names: FOO=$BAR's kin
         return len(v) >= 8 and entropy(v) >= 3.0

@@ -45,7 +45,16 @@ def test_search_json_with_filters_and_budget(home):
 
 def test_search_text_output(home):
     r = runner.invoke(app, ["search", "QT_QPA_PLATFORM=xcb", "--home", home, "-n", "2"])
-    assert r.exit_code == 0 and "QT_QPA_PLATFORM=xcb" in r.stdout and "c61729d4" in r.stdout
+    assert r.exit_code == 0 and "QT_QPA_PLATFORM=xcb" in r.stdout
+    # the session shows as its shortest unique prefix: 4 characters (c61729d4-… is the
+    # only session id starting with "c6"; copilot_stage0_small shares only the "c")
+    import sqlite3
+
+    c = sqlite3.connect(f"file:{home}/store.db?mode=ro", uri=True)
+    ids = [x for (x,) in c.execute("SELECT DISTINCT session_id FROM entries")]
+    c.close()
+    assert [i for i in ids if i.startswith("c6")] == ["c61729d4-da6d-46a4-9a29-ec2c614e5e23"]
+    assert "  codex  c617  " in r.stdout and "c61729d4" not in r.stdout
 
 
 @pytest.mark.parametrize(
@@ -148,7 +157,7 @@ def test_session_prefix_as_hits_show_it_includes_sub_agents(home):
     assert {h["session_id"] for h in by_prefix} <= sessions
     assert any("/" in h["session_id"] for h in by_prefix) and len(by_prefix) > 6
     r = runner.invoke(app, ["search", "useTodos", "--session", "nosuchsession", "--home", home])
-    assert r.exit_code == 0 and "no matches" in r.stdout
+    assert r.exit_code == 1 and "no such session nosuchsession" in r.stderr
 
 
 @pytest.mark.parametrize(

@@ -27,15 +27,20 @@ def test_sessions_json_and_table(home):
     ids = [s["session_id"] for s in d["sessions"]]
     assert ids[ids.index(CLAUDE) + 1] == "agent-a4ca7529859c158c2"
     # projects/-path-to-Demo: fe5e1c67-….jsonl, its five Task sidechains written as
-    # "<id>/sidechain-…" sessions (the parent id is a prefix of theirs: shown whole)
+    # "<id>/sidechain-…" sessions: the parent shows as its 4 first characters (no other
+    # session id starts with "fe5"), its sidechains as "fe5e/sidechain-<rest>"
     r = runner.invoke(app, ["sessions", "--home", home, "--project", "/path/to/Demo"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[0].split()[:5] == ["agent", "id", "project", "started", "ended"]
-    assert lines[1].split()[:2] == ["claude-code", "fe5e1c67-53e7-4862-81ae-d0e013e3270b"]
-    assert len(lines) == 7 and all(
-        x.startswith("└ claude-code  fe5e1c67-53e7-4862-81ae-d0e013e3270b/sidechain-") for x in lines[2:]
-    )
+    assert lines[1].split()[:2] == ["claude-code", "fe5e"]
+    assert len(lines) == 7 and all(x.startswith("└ claude-code  fe5e/sidechain-") for x in lines[2:])
+    for x in lines[2:]:  # each shown sidechain id names its session
+        shown = x.split()[2]
+        r = runner.invoke(app, ["show", "--session", shown, "--home", home, "--json"])
+        assert r.exit_code == 0 and json.loads(r.stdout)["session_id"].startswith(
+            "fe5e1c67-53e7-4862-81ae-d0e013e3270b/" + shown.split("/")[1]
+        )
     r = runner.invoke(app, ["sessions", "--home", home, "--agent", "nope"])
     assert r.exit_code == 2 and r.stderr.startswith(
         "error: unknown agent 'nope' (--agent) - did you mean 'note'?"
@@ -71,6 +76,10 @@ def test_resume(home):
     r = runner.invoke(app, ["resume", "ef958aa1", "--home", home, "--format", "json"])
     assert json.loads(r.stdout)["session_id"] == CLAUDE
     r = runner.invoke(app, ["resume", "zzzzzz", "--home", home])
-    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("error: no session zzzzzz")
+    assert (
+        r.exit_code == 1
+        and r.stderr.count("\n") == 1
+        and r.stderr.startswith("error: no such session zzzzzz")
+    )
     r = runner.invoke(app, ["resume", "c617", "--home", home, "--format", "xml"])
     assert r.exit_code == 2

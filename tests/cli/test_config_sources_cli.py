@@ -66,9 +66,12 @@ def test_env_overrides(tmp_path):
 @pytest.mark.parametrize(
     "text, msg",
     [
-        ("[agents.crush]\nenabled = 3\n", "agents.crush.enabled must be true or false"),
-        ("[agents.crush]\nsession_dirs = 5\n", "agents.crush.session_dirs must be a path or a list of paths"),
-        ("agents = 1\n", "[agents] must be a table"),
+        ("[agents.crush]\nenabled = 3\n", "agents.crush.enabled = 3: must be true or false"),
+        (
+            "[agents.crush]\nsession_dirs = 5\n",
+            "agents.crush.session_dirs = 5: must be a path or a list of paths",
+        ),
+        ("agents = 1\n", "agents = 1: must be a table ([agents])"),
         ("[agents\n", "config.toml does not parse"),
     ],
 )
@@ -161,3 +164,91 @@ def test_sources_never_imports_prefect(tmp_path):
     env = {"HOME": str(tmp_path), "CTXKEEP_HOME": str(tmp_path / "store"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# ------------------------------------------------------------------ validation (issue 15)
+
+
+def test_ranges_and_types_one_line_per_problem_naming_file_and_key(tmp_path):
+    h = tmp_path / "ck"
+    write_cfg(
+        h,
+        '[compress]\nmax_size_kb = -5\nkeep_messages = "ten"\n'
+        "[retention]\narchive_after_days = -1\n[purge]\nolder_than_days = 0\nevery_hours = 1.5\n",
+    )
+    with pytest.raises(ConfigError) as ei:
+        cfgmod.load_config(h, env={})
+    path = h / "config.toml"
+    assert ei.value.problems == [
+        f"{path}: compress.max_size_kb = -5: Input should be greater than or equal to 1",
+        f'{path}: compress.keep_messages = "ten": Input should be a valid integer',
+        f"{path}: retention.archive_after_days = -1: Input should be greater than or equal to 0",
+        f"{path}: purge.older_than_days = 0: Input should be greater than or equal to 1",
+        f"{path}: purge.every_hours = 1.5: Input should be a valid integer",
+    ]
+    # the CLI says each problem on a line of its own (ingest, sources), exit 1
+    r = CliRunner().invoke(app, ["sources", "--home", str(h)], env={"HOME": str(tmp_path)})
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [f"error: {p} - fix config.toml" for p in ei.value.problems]
+
+
+def test_unknown_keys_are_reported_with_the_closest_valid_one(tmp_path):
+    h = tmp_path / "ck"
+    write_cfg(
+        h,
+        "[compress]\nmax_sizekb = 800\n[agents.codx]\nenabled = false\n"
+        '[agents.codex]\nsesion_dirs = ["x"]\n[retension]\narchive_after_days = 3\n',
+    )
+    cfg = cfgmod.load_config(h, env={})
+    assert cfg.compress.max_size_kb == 500  # the typo is not applied …
+    assert cfg.warnings == [  # … but named, with what was meant
+        "unknown key compress.max_sizekb - did you mean max_size_kb?",
+        "unknown key agents.codex.sesion_dirs - did you mean session_dirs?",
+        "unknown table [retension] - did you mean retention?",
+    ]
+    assert cfgmod.unknown_agent_lines(cfg, ["codex", "crush", "goose"]) == [
+        "config.toml names agent 'codx', which ctxkeep has no source for - did you mean codex?"
+    ]
+    r = CliRunner().invoke(app, ["sources", "--home", str(h), "--json"], env={"HOME": str(tmp_path)})
+    assert r.exit_code == 0 and "did you mean max_size_kb?" in r.stderr
+    assert next(x for x in json.loads(r.stdout) if x["agent"] == "codx")["reason"].endswith(
+        "did you mean codex?"
+    )
+
+
+def test_purge_section_and_its_absence(tmp_path):
+    h = tmp_path / "ck"
+    h.mkdir()
+    assert cfgmod.load_config(h, env={}).purge is None
+    write_cfg(h, '[purge]\nprojects = ["~/clients/acme"]\nagents = ["cursor"]\nolder_than_days = 365\n')
+    p = cfgmod.load_config(h, env={}).purge
+    assert (p.projects, p.agents, p.older_than_days, p.every_hours) == (
+        ["~/clients/acme"],
+        ["cursor"],
+        365,
+        24,
+    )
+
+
+def test_validation_runs_only_when_the_file_changed(tmp_path):
+    import subprocess
+    import sys
+
+    h = tmp_path / "ck"
+    write_cfg(h, "[compress]\nmax_size_kb = 800\n")
+    code = (
+        "import sys; from pathlib import Path; from ctxkeep import config as c; "
+        f"cfg = c.load_config(Path({str(h)!r}), env={{}}); "
+        "print(cfg.compress.max_size_kb, 'pydantic' in sys.modules)"
+    )
+
+    def run():
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+
+    assert run() == ["800", "True"]  # first sight: validated
+    assert run() == ["800", "False"]  # unchanged: the stamp says it passed, no pydantic
+    write_cfg(h, "[compress]\nmax_size_kb = -5\n")  # changed: validated again, and refused
+    with pytest.raises(ConfigError, match="compress.max_size_kb = -5"):
+        cfgmod.load_config(h, env={})

@@ -214,3 +214,31 @@ def test_the_flow_stores_what_the_engine_stores_with_a_task_per_part(prefect_ser
     table = json.loads(arts[0].data) if isinstance(arts[0].data, str) else arts[0].data
     rows = {r["figure"]: r["value"] for r in table}
     assert rows["entries_new"] == 3890 and rows["entries_new codex"] == want["per_agent"]["codex"]
+
+
+@pytest.mark.slow
+def test_the_flow_on_a_dask_task_runner_stores_what_the_engine_stores(prefect_server, tmp_path, monkeypatch):
+    """``ingest_on_dask``: prefect-dask's DaskTaskRunner on a LocalCluster of 2 worker
+    processes started for the run; the part tasks run there (not in this process) and
+    report to the same Prefect API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    from ctxkeep.flows.ingest import ingest_on_dask
+    from ctxkeep.pipeline.cluster import DaskRunner
+
+    _corpus_env(monkeypatch)
+    plain = engine.run_ingest(tmp_path / "plain")
+    here = []  # a part run in this process would land here and fail the run
+    monkeypatch.setattr(engine, "extract_transform_part", lambda *a: here.append(a) or 1 / 0)
+    s = ingest_on_dask(str(tmp_path / "dask"), DaskRunner(workers=2))
+    assert here == []
+    assert s["entries_new"] == plain.entries_new == 3890 and s["per_agent"] == plain.per_agent
+    assert store_digest(tmp_path / "dask") == store_digest(tmp_path / "plain")
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))
+    assert run.state.is_completed() and run.parameters["parts_ahead"] == 2
+    assert len(tasks) >= 5 and all(t.state.is_completed() for t in tasks)
+    assert all(t.name.startswith("extract-transform-") for t in tasks)

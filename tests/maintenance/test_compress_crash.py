@@ -10,7 +10,6 @@ A last, unkilled run then finishes the job and leaves no temp file, no duplicate
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import random
 import signal
@@ -23,6 +22,7 @@ from conftest import CORPUS_HOME
 from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sinks import sqlite as sqlite_store
+from forkserver import forkserver, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -31,16 +31,6 @@ FILES = {
     "claude": ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
     "codex": ".codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl",
 }
-
-
-def _mp(monkeypatch):
-    # Python 3.11's forkserver ignores the parent's sys.path when preloading: the
-    # server finds crash_child (in tests/) through PYTHONPATH, inherited at its start
-    here = str(Path(__file__).resolve().parent.parent)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["crash_child"])
-    return ctx
 
 
 def _spawn(ctx, store: Path, path: Path):
@@ -54,16 +44,10 @@ def _spawn(ctx, store: Path, path: Path):
 
 
 def _wait_for(recv, word: str, timeout: float = 120) -> tuple:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if recv.poll(max(0.0, deadline - time.monotonic())):
-            try:
-                msg = recv.recv()
-            except EOFError:
-                break
-            if msg[0] == word:
-                return msg
-    raise AssertionError(f"child ended or timed out before '{word}'")
+    msg = wait_for(recv, word, timeout)
+    if msg is None:
+        raise AssertionError(f"child ended or timed out before '{word}'")
+    return msg
 
 
 def _reset(path: Path, original: bytes) -> None:
@@ -80,7 +64,7 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
     rng = random.Random(20261129)
-    ctx = _mp(monkeypatch)
+    ctx = forkserver(monkeypatch, "crash_child")
     t0 = time.monotonic()
     store = tmp_path / "store"
     setups = {}

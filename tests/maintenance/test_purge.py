@@ -234,10 +234,15 @@ def test_project_purge_then_ingest_does_not_bring_data_back(store):
 
 
 def test_reingest_lifts_the_tombstone(store):
-    purge(store, PurgeRequest("project", project_dir=DEMO))
+    rep = purge(store, PurgeRequest("project", project_dir=DEMO))
     assert scalar(store, "SELECT count(*) FROM tombstones") == 7  # the project + 6 sessions
+    # the project's one session file went wholly: its watermark row went with it, and it
+    # is not read again while the tombstone stands
+    assert rep["removed"]["watermarks"] == 1
+    assert scalar(store, "SELECT count(*) FROM purge_files WHERE kind='file'") == 1
     rep = purge(store, PurgeRequest("project", project_dir=DEMO), reingest=True)
-    assert rep["tombstone"] == "lifted" and rep["watermarks_dropped"] == 1
+    assert rep["tombstone"] == "lifted" and rep["watermarks_dropped"] == 0
+    assert scalar(store, "SELECT count(*) FROM purge_files") == 0
     assert scalar(store, "SELECT count(*) FROM tombstones") == 0
     s = run_ingest(store, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
     assert s.entries_new == 438

@@ -209,4 +209,24 @@ def test_purge_contract_over_stdio(mcp_home, tmp_path):
     assert not first.is_error and first.structured_content["removed"]["entries"] == n
     assert first.structured_content["scope"] == "session" and sid in first.structured_content["resolved"]
     assert not again.is_error and again.structured_content["removed"]["entries"] == 0
-    assert after.structured_content["results"][0]["hits"] == []
+    # the purged session is gone: a filter naming it says so (``lookup.resolve_session``)
+    assert after.is_error and f"no such session {sid}" in after.content[0].text
+
+
+def test_a_damaged_page_read_mid_call_is_the_damaged_store_line(corpus_store, tmp_path):
+    """Random bytes in the middle of store.db pass the cheap check on open; a tool that
+    reads a damaged page answers with the CLI's one line, not "internal error"."""
+    import random
+
+    home = tmp_path / "home"
+    shutil.copytree(corpus_store[0], home)
+    db = home / "store.db"
+    size = db.stat().st_size
+    rng = random.Random(11)
+    with open(db, "r+b") as f:  # pages 25 %..75 % of the file; page 1 (the header) intact
+        f.seek(size // 4 // 4096 * 4096)
+        f.write(rng.randbytes(size // 2 // 4096 * 4096))
+    _, (stats,) = run_session(home, [("ctx_stats", {})])
+    text = stats.content[0].text
+    assert stats.is_error and text.startswith("error: store.db is damaged (") and "ctxkeep doctor" in text
+    assert "internal error" not in text

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 import sqlite3
 
+import pytest
+
+from ctxkeep.errors import SessionNotFound
 from ctxkeep.maintenance.reindex import rebuild_fts
 from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.query import search as S
@@ -105,7 +108,8 @@ def test_a_later_entry_sharing_a_text_adds_its_tokens(store_home):
     hits = S.search(conn, "zebrafish", filters=S.Filters(session="s2", tool="bash")).hits
     assert [h.session_id for h in hits] == ["s2"] and hits[0].duplicates == 1
     assert [h.session_id for h in S.search(conn, "zebrafish", filters=S.Filters(session="s1")).hits] == ["s1"]
-    assert S.search(conn, "zebrafish", filters=S.Filters(session="s3")).hits == []
+    with pytest.raises(SessionNotFound):  # a session the store does not hold is named, not searched
+        S.search(conn, "zebrafish", filters=S.Filters(session="s3"))
     # the grams index carries the same tokens (camelCase text → a grams row)
     _load(conn, [_entry("s3", "call validateUserInput now", n=2)])
     _load(conn, [_entry("s4", "call validateUserInput now", n=3)])

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from conftest import CORPUS_HOME, ingest
 from ctxkeep.cli import app
 from ctxkeep.maintenance.export import export_parquet
+from report_sums import TOKENS, summed
 
 runner = CliRunner()
 
@@ -25,16 +26,6 @@ MACHINES = {
     "workstation": ["codex", "gemini-cli"],
     "ci-runner-3": ["claude-code", "crush", "opencode-go", "opencode"],
 }
-TOKENS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_creation_tokens",
-    "total_tokens",
-    "reasoning_tokens",
-    "responses",
-    "unpriced_responses",
-)
 
 
 @pytest.fixture(scope="module")
@@ -58,21 +49,6 @@ def report(*args) -> dict:
     r = runner.invoke(app, ["report", *map(str, args), "--json", "-z", "UTC"])
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)
-
-
-def summed(reports: list[dict], key=("period", "agent")) -> dict:
-    """The rows of several local reports added up per ``key``."""
-    out: dict = {}
-    for rep in reports:
-        for row in rep["rows"]:
-            k = tuple(row[x] for x in key)
-            acc = out.setdefault(k, dict.fromkeys(TOKENS, 0) | {"cost_usd": None, "models": set()})
-            for f in TOKENS:
-                acc[f] += row[f]
-            if row["cost_usd"] is not None:
-                acc["cost_usd"] = (acc["cost_usd"] or 0.0) + row["cost_usd"]
-            acc["models"] |= set(row["models"])
-    return out
 
 
 def test_lake_daily_equals_the_sum_of_the_local_reports(team):

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import SessionNotFound
 from ctxkeep.query.sessions import conversation, error_flag, list_sessions, resolve_session, short_ids
 
 CLAUDE = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
@@ -40,9 +40,16 @@ def test_list_sessions(conn, corpus_store, analytics):
         == len(set(ids))
         == conn.execute("SELECT count(DISTINCT session_id) FROM entries").fetchone()[0]
     )
-    for r in rows:  # a shown prefix names its session only (or is the whole id, when
-        # it is the prefix of another: ses_stage0_small and ses_stage0_small/sidechain-sys1)
-        assert [i for i in ids if i.startswith(r.short_id)] == [r.session_id] or r.short_id == r.session_id
+    parent = {r.session_id: r.parent_session_id for r in rows}
+    for r in rows:  # a shown prefix names its session and its own sidechains only (or is
+        # the whole id, when it is the prefix of another id: aider-0b47469a-1 and -1549)
+        if r.session_id.startswith(r.short_id):
+            named = [i for i in ids if i.startswith(r.short_id) and parent[i] != r.session_id]
+            assert named == [r.session_id] or r.short_id == r.session_id
+        else:  # a sidechain: <its parent's shown id>/<the rest of its id>
+            short = {x.session_id: x.short_id for x in rows}[r.parent_session_id]
+            assert r.short_id.startswith(short + "/")
+            assert r.session_id.startswith(r.parent_session_id + "/" + r.short_id[len(short) + 1 :])
         assert resolve_session(conn, r.short_id) == r.session_id
     i = ids.index(CLAUDE)
     main, sub = rows[i], rows[i + 1]
@@ -93,9 +100,9 @@ def test_conversation_budget(conn):
 
 
 def test_errors_and_flags(conn):
-    with pytest.raises(UsageError):
+    with pytest.raises(SessionNotFound):
         resolve_session(conn, "ab")
-    with pytest.raises(UsageError):
+    with pytest.raises(SessionNotFound):
         resolve_session(conn, "nope-nope")
     assert error_flag("[error] boom") and error_flag("Exit code: 2\nWall time: 1s")
     assert not error_flag("Exit code: 0\nok") and not error_flag("all good")

@@ -464,7 +464,7 @@ def test_compression_reads_the_compress_runs(tmp_path):
 def test_archived_entries_stay_in_analytics(store):
     """Retention moves entries to Parquet; sessions, tool calls and context growth
     still count them (the ``archive`` view), once each."""
-    from ctxkeep.maintenance import purge as purge_mod
+    from ctxkeep.maintenance import reindex as reindex_mod
     from ctxkeep.sinks import parquet
 
     con = _duck(store)
@@ -488,7 +488,7 @@ def test_archived_entries_stay_in_analytics(store):
     sqlite_store.apply_changes(sq, [StatusChange("archived", tuple(ids))])
     out = parquet.archive_entries(sq, store, dt.datetime.now(dt.UTC) + dt.timedelta(days=1))
     assert out["entries"] == len(ids)
-    purge_mod.rebuild_analytics(sq, store)
+    reindex_mod.rebuild_analytics(sq, store)
     assert sq.execute(
         "SELECT count(*) FROM entries WHERE agent = ? AND session_id = ?", (agent, sid)
     ).fetchone() == (0,)

@@ -22,7 +22,7 @@ def _objects(conn, kind: str) -> set[str]:
 
 
 def _user_tables(conn) -> set[str]:
-    shadow = re.compile(r"^fts_(words|grams)_(data|idx|content|docsize|config)$")
+    shadow = re.compile(r"^fts_(words|grams|vocab)_(data|idx|content|docsize|config)$")
     return {t for t in _objects(conn, "table") if not shadow.match(t)}
 
 

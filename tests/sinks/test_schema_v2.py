@@ -91,6 +91,8 @@ def test_migrations_are_named_and_ordered():
         (3, "chunk facets"),
         (4, "quarantine redacted, raw_sha256"),
         (5, "usage cache-write split and logged cost"),
+        (6, "operation intents"),
+        (7, "symbol terms and the vocabulary"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

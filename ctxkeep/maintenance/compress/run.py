@@ -20,9 +20,15 @@ Compressing one file (``compress_file``), under the store lock (``sinks.lock``):
 5. mark the removed lines' entries ``archived``, record the new file's watermark (same
    parser state as the original's end, so the next ingest reads only what the agent
    appends) with the marker's entry, move the kept entries' ``source_offset`` to the new
-   file, prune old backups. DuckDB gets the same status and offset changes once per run,
-   after its sync (``_update_analytics``); the run is recorded in ``runs`` as flow
-   ``compress``.
+   file, prune old backups. The run is recorded in ``runs`` as flow ``compress``;
+   DuckDB then gets the same status and offset changes and the run's ``compression``
+   rows once per run (``_complete_run``).
+
+Crash consistency: before the rename an intent (``sinks.sqlite.intents``,
+``compress-file``) records the removed entry ids, the kept entries' new offsets and
+the SHA-256 of both versions of the file; a process killed after the rename leaves it,
+and the next writable command completes the store from it (``sinks.recovery``). The
+run itself has an intent (``compress``) that closes a killed run's record.
 
 Every status and offset change of stored entries goes through the three functions at
 the end of this module (``sinks.sqlite.status``).
@@ -41,10 +47,12 @@ from ctxkeep.config import CompressConfig
 from ctxkeep.errors import NotFound, StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
+from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
+from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange, intents
+from ctxkeep.sinks.sqlite.intents import kill_point
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.timeutil import format_epoch
@@ -144,13 +152,9 @@ class FileResult:
     backup: str | None = None
     backups_pruned: list = field(default_factory=list)
     notes: list = field(default_factory=list)
-    #: DuckDB changes still to replay (applied once per run, not reported)
-    duck: EntryChanges = field(default_factory=EntryChanges, repr=False)
 
     def as_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("duck", None)
-        return d
+        return asdict(self)
 
 
 def _iso(ts: float) -> str:
@@ -488,13 +492,36 @@ def compress_file(
                 f"the store did not keep the moved media ({type(e).__name__}: {e})",
             )
             return r
+    moves = [
+        (x, ln.offset)
+        for ln, ls in zip(new_lines, new_ids, strict=False)
+        if ln.index not in marker_idx
+        for x in ls
+    ]
+    # ---- the intent, before the file changes: after a crash past the rename the next
+    # command archives the removed entries and moves the kept ones (sinks.recovery)
+    iid = intents.begin(
+        conn,
+        "compress-file",
+        {
+            "path": str(path),
+            "original_sha256": hashlib.sha256(data).hexdigest(),
+            "original_bytes": len(data),
+            "new_sha256": hashlib.sha256(new_data).hexdigest(),
+            "new_bytes": len(new_data),
+            "removed": sorted(removed_ids),
+            "moves": moves,
+        },
+    )
     # ---- write (the only step that touches the agent's file)
     try:
         backup = rewrite.make_backup(path, data, state)
         new_st = rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
     except rewrite.RewriteError as e:
+        recovery.complete(conn, home, [iid])  # the file is unchanged: the intent goes
         r.status, r.reason = "refused", str(e)
         return r
+    kill_point("compress", "renamed")
     r.backup, r.status = str(backup), "compressed"
     # ---- store bookkeeping, most important first: archived status, then the new
     # file's watermark with the marker's entry, then the kept entries' offsets. A crash
@@ -502,6 +529,7 @@ def compress_file(
     # stable, so nothing doubles).
     try:
         r.archived = _set_status(conn, None, list(removed_ids), "archived")
+        kill_point("compress", "archived")
         old_wm = sqlite_store.load_watermarks(conn).get(str(path))
         hl = min(4096, len(new_data))
         wm = Watermark(
@@ -524,20 +552,13 @@ def compress_file(
             conn, Batch(marker_entries, [], wm), tombs if tombs is not None else sqlite_store.tombstoned(conn)
         )
         sqlite_store.load_batch(conn, quarantine=[], watermarks=[wm], **frames)
-        moves = [
-            (x, ln.offset)
-            for ln, ls in zip(new_lines, new_ids, strict=False)
-            if ln.index not in marker_idx
-            for x in ls
-        ]
+        kill_point("compress", "watermark")
         _relocate(conn, None, str(path), moves)
-        r.duck = EntryChanges(
-            status=[StatusChange("archived", tuple(removed_ids))], moves=[Relocation(str(path), tuple(moves))]
-        )
-    except Exception as e:  # the file is compressed; say what the store missed
+        intents.advance(conn, iid, "sqlite")  # DuckDB follows at the end of the run
+    except Exception as e:  # the file is compressed; the intent completes the store
         r.notes.append(
-            f"store bookkeeping incomplete ({type(e).__name__}: {e}); the next "
-            "ingest re-reads the file, removed entries may still show as active"
+            f"store bookkeeping incomplete ({type(e).__name__}: {e}); completed from the "
+            "intent at the end of the run or by the next command"
         )
     r.backups_pruned = [
         str(p) for p in rewrite.prune_backups(path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)
@@ -764,62 +785,93 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
     if hooks.on_files:
         hooks.on_files(len(files))
     results: list[FileResult] = []
-    with sqlite_store.recorded_run(home if not dry_run and files else None, "compress", t0=t0) as run:
-        try:
-            for f in files:
-                try:
-                    res = runner(home, f, keep_messages, dry_run, force)
-                except StoreBusy:
-                    raise
-                except Exception as e:  # one bad file must not stop the run
-                    res = FileResult(str(f.path), f.agent, status="failed", reason=f"{type(e).__name__}: {e}")
-                results.append(res)
-                if on_file:
-                    on_file(res)
-        finally:  # the files compressed before an error reach DuckDB and the record too
-            analytics = _update_analytics(home, results) if not dry_run and results else ""
-            done = [x for x in results if x.status in ("compressed", "would-compress")]
-            summary = {
-                "dry_run": dry_run,
-                "files": [x.as_dict() for x in results],
-                "compressed": sum(x.status == "compressed" for x in results),
-                "would_compress": sum(x.status == "would-compress" for x in results),
-                "refused": sum(x.status == "refused" for x in results),
-                "failed": sum(x.status == "failed" for x in results),
-                "bytes_before": sum(x.bytes_before for x in done),
-                "bytes_after": sum(x.bytes_after for x in done),
-                "tokens_before": sum(x.tokens_before for x in done),
-                "tokens_after": sum(x.tokens_after for x in done),
-                "seconds": 0.0,
-                "problems": problems,
-                "analytics": analytics,
-            }
-            run.summary = {
-                "files": len(results),
-                "bytes": summary["bytes_before"] - summary["bytes_after"],
-                **{k: v for k, v in summary.items() if k != "files"},
-                "paths": [x.path for x in done],
-                "files_detail": [{k: getattr(x, k) for k in _FILE_FIGURES} for x in done],
-            }
+    if not dry_run:
+        _recover(home)
+    analytics = ""
+    try:
+        with sqlite_store.recorded_run(home if not dry_run and files else None, "compress", t0=t0) as run:
+            if run.run_id is not None:
+                _begin_run_intent(home, run.run_id)
+            try:
+                for f in files:
+                    try:
+                        res = runner(home, f, keep_messages, dry_run, force)
+                    except StoreBusy:
+                        raise
+                    except Exception as e:  # one bad file must not stop the run
+                        res = FileResult(
+                            str(f.path), f.agent, status="failed", reason=f"{type(e).__name__}: {e}"
+                        )
+                    results.append(res)
+                    if on_file:
+                        on_file(res)
+            finally:  # the files compressed before an error reach the record and DuckDB too
+                done = [x for x in results if x.status in ("compressed", "would-compress")]
+                summary = {
+                    "dry_run": dry_run,
+                    "files": [x.as_dict() for x in results],
+                    "compressed": sum(x.status == "compressed" for x in results),
+                    "would_compress": sum(x.status == "would-compress" for x in results),
+                    "refused": sum(x.status == "refused" for x in results),
+                    "failed": sum(x.status == "failed" for x in results),
+                    "bytes_before": sum(x.bytes_before for x in done),
+                    "bytes_after": sum(x.bytes_after for x in done),
+                    "tokens_before": sum(x.tokens_before for x in done),
+                    "tokens_after": sum(x.tokens_after for x in done),
+                    "seconds": 0.0,
+                    "problems": problems,
+                }
+                run.summary = {
+                    "files": len(results),
+                    "bytes": summary["bytes_before"] - summary["bytes_after"],
+                    **{k: v for k, v in summary.items() if k != "files"},
+                    "paths": [x.path for x in done],
+                    "files_detail": [{k: getattr(x, k) for k in _FILE_FIGURES} for x in done],
+                }
+    finally:
+        # the run record is final: DuckDB now gets the files' changes and the run's
+        # ``compression`` rows, and the run's intents are finished
+        if not dry_run and results:
+            analytics = _complete_run(home)
+    summary["analytics"] = analytics
     summary["seconds"] = run.seconds
     return summary
 
 
-def _update_analytics(home: Path, results: list[FileResult]) -> str:
-    """Bring DuckDB up to date once per run: sync new rows (ingested lines, markers),
-    then replay the archived statuses and moved offsets. Returns a one-line note."""
-    changes = EntryChanges()
-    for x in results:
-        changes.extend(x.duck)
+def _recover(home: Path) -> None:
+    """Complete what a killed run left (``sinks.recovery.recover``) before this one."""
+    if not (home / STORE_DB).exists():
+        return
     conn = sqlite_store.connect(home)
     try:
-        note = _engine().sync_analytics(conn, home)
+        recovery.recover(conn, home, check=True)
     finally:
         conn.close()
-    if "not updated" in note:
-        return note + "; archived statuses not copied (run reindex)"
-    dnote = _replay_duckdb(home, changes)
-    return note if dnote in ("ok", "no analytics store") else dnote
+
+
+def _begin_run_intent(home: Path, run_id: int) -> None:
+    conn = sqlite_store.connect(home)
+    try:
+        intents.begin(conn, "compress", {}, run_id=run_id)
+    finally:
+        conn.close()
+
+
+def _complete_run(home: Path) -> str:
+    """Complete this process's compress intents once per run (``recovery.complete``):
+    the removed entries' statuses and the kept ones' offsets reach DuckDB, with the
+    ingested lines, markers and the run's ``compression`` rows (a DuckDB sync after
+    the run record is final). Returns a one-line note."""
+    conn = sqlite_store.connect(home)
+    try:
+        ids = [
+            it.intent_id for it in intents.pending(conn) if it.mine and it.op in ("compress", "compress-file")
+        ]
+        kill_point("compress", "run-end")
+        _done, note = recovery.complete(conn, home, ids)
+    finally:
+        conn.close()
+    return note
 
 
 # ---------------------------------------------------------------- restore
@@ -911,8 +963,8 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 
 # ---------------------------------------------------------------- entry status
 # Every status and offset change compress makes to stored entries, in one place
-# (``sinks.sqlite.status``). ``home`` None: SQLite only; the run replays the change on
-# DuckDB after its sync (``FileResult.duck``, ``_update_analytics``).
+# (``sinks.sqlite.status``). ``home`` None: SQLite only; the run's intents bring the
+# changes to DuckDB once per run, after the run record (``_complete_run``).
 
 
 def _set_status(conn, home: Path | None, ids: list[str], status: str, from_status: str | None = None) -> int:
@@ -931,9 +983,3 @@ def _relocate(conn, home: Path | None, source_path: str, moves: list[tuple[str, 
     return sqlite_store.apply_changes(
         conn, EntryChanges(moves=[Relocation(source_path, tuple(moves))]), home=home
     ).sqlite
-
-
-def _replay_duckdb(home: Path, changes: EntryChanges) -> str:
-    """Apply a run's deferred status and offset changes to DuckDB; returns the note
-    (``ok``, ``no analytics store`` or why DuckDB was not updated)."""
-    return sqlite_store.apply_changes(None, changes, home=home).note

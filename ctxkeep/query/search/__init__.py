@@ -17,6 +17,12 @@ How a query is answered:
      terms of ≥ 3 characters as prefixes (``validateUs`` → ``validateus*``);
    - ``grams``: the substring index ``fts_grams`` (CJK bigrams, camelCase parts;
      ``transforms.grams``) for terms that have them (``字段``, ``東京``, ``UserInput``);
+   - ``subs``: when ``words`` finds fewer than ``limit`` entries, inner substrings:
+     each term of 3+ letters/digits expands to the vocabulary tokens holding it
+     (``fts_vocab``, trigrams of every distinct identifier-like token: ``allbac`` →
+     ``callback``), searched on the word index; its hits rank below every
+     whole-word or prefix hit (``rank.SUBSTRING_LISTS``). Symbol terms (``c++``,
+     ``C#``, ``.NET``) are searched as written on ``fts_grams``, not as ``c``;
    - ``exact``: candidates whose text holds the query verbatim (case-insensitive):
      hyphenated ids (``bd-q3fy``), paths, error messages;
    - ``tool``: candidates whose tool name is one of the terms (tool names weigh
@@ -51,17 +57,22 @@ from ctxkeep.query.search.parse import (
     MAX_TERMS,
     Filters,
     _prefix_star,
+    _word_term,
     any_match,
     cap_terms,
     grams_match,
     parse_when,
     prefix_match,
+    subs_match,
     terms,
+    vocab_terms_of,
     words_match,
 )
 from ctxkeep.query.search.render import SNIPPET_MAX_CHARS, Hit, SearchResult, apply_budget, hit_tokens
 from ctxkeep.query.search.retrieve import PREFIX_COMMON, Candidate, common_terms
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite.lookup import short_session_ids
+from ctxkeep.transforms.grams import is_symbol_term
 
 __all__ = [
     "search",
@@ -144,15 +155,28 @@ def search(
             ) from None
     else:
         run("words", "fts_words", words_match(query))
-        mixed = any(CJK_RE.search(t) for t in ts) and any(not CJK_RE.search(t) for t in ts)
+        mixed = (any(CJK_RE.search(t) for t in ts) and any(not CJK_RE.search(t) for t in ts)) or any(
+            is_symbol_term(t) for t in ts
+        )
         run("grams_all" if mixed else "grams", "fts_grams", grams_match(query))
-        if len([t for t in ts if _WORD_RE.search(t)]) > 1 and len(lists.get("words", [])) < n:
+        if len([t for t in ts if _word_term(t)]) > 1 and len(lists.get("words", [])) < n:
             run("any", "fts_words", any_match(query))
         if len(lists.get("words", [])) < limit:
             common = common_terms(conn, query)
             # without a prefix term the relaxed list is the ``any`` (or ``words``) list again
-            if any(_prefix_star(t.rstrip("*"), common) for t in ts if _WORD_RE.search(t)):
+            if any(_prefix_star(t.rstrip("*"), common) for t in ts if _word_term(t)):
                 run("prefix", "fts_words", prefix_match(query, common))
+            vt = vocab_terms_of(query)
+            if any(m for _, m in vt):
+                before = {cid for order in lists.values() for cid in order}
+                run(
+                    "subs",
+                    "fts_words",
+                    subs_match([(t, retrieve.vocab_expand(conn, m) if m else []) for t, m in vt]),
+                )
+                # only what the word-level lists missed: their order stays as it was
+                if "subs" in lists:
+                    lists["subs"] = [cid for cid in lists["subs"] if cid not in before]
         # derived lists over the candidates: the query verbatim, tool names
         base = rank.fuse(lists, shown)
         for name, derived in (
@@ -177,13 +201,16 @@ def search(
         )
         for cid in kept
     ]
+    short = short_session_ids(conn, {h.session_id for h in hits})
+    for h in hits:
+        h.session_short_id = short.get(h.session_id, h.session_id)
     res = apply_budget(SearchResult(query=query, hits=hits), budget_tokens)
     notes = [n for n in (cut_note, res.note) if n]
     if (
         not raw
         and hits
         and len([t for t in ts if _WORD_RE.search(t)]) > 1
-        and not any(m in h.matched for h in hits for m in ("words", "grams_all", "exact"))
+        and not any(m in h.matched for h in hits for m in ("words", "grams_all", "exact", "subs"))
     ):
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)

@@ -21,9 +21,8 @@ from ctxkeep.timeutil import check_window, format_utc, when_bound
 from ctxkeep.transforms import facets as fx
 from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE
 from ctxkeep.transforms.grams import _CJK_RUN as CJK_RE
-from ctxkeep.transforms.grams import query_grams
+from ctxkeep.transforms.grams import is_symbol_term, query_grams, query_vocab
 
-MAX_SESSIONS = 1000  # sessions one --session prefix may name
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
 #: the last token as unicode61 cuts it (letters and digits; ``_`` and punctuation split)
@@ -84,33 +83,19 @@ class Filters:
         return self
 
     def resolve_sessions(self, conn) -> Filters:
-        """Session values are ids or prefixes of ids (``c61729d4``, as hits show them):
-        each becomes the stored session ids it starts (sub-agent sessions
-        ``<id>/…`` included, as purge does). A value no session starts is kept (no
-        hits). Raises UsageError when one prefix starts more than ``MAX_SESSIONS``."""
+        """Session values are ids or prefixes of ids (``c617``, as hits show them),
+        each resolved by ``sinks.sqlite.lookup.resolve_session`` and widened to its
+        sub-agent sessions ``<id>/…`` (``session_family``). Raises ``SessionNotFound``
+        for a value no session starts, ``AmbiguousSession`` (listing the candidates)
+        for a prefix that names several sessions."""
+        from ctxkeep.sinks.sqlite.lookup import resolve_session, session_family
+
         vals = _values(self.session)
         if not vals:
             return self
         out: list[str] = []
         for v in vals:
-            found, cur = [], v
-            while True:  # index skip-scan: one seek per distinct session
-                r = conn.execute(
-                    "SELECT session_id FROM entries INDEXED BY entries_session WHERE "
-                    "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
-                    (cur, v + "\U0010ffff"),
-                ).fetchone()
-                if r is None:
-                    break
-                found.append(r[0])
-                if len(found) > MAX_SESSIONS:
-                    raise UsageError(
-                        f"session prefix {v!r} starts more than {MAX_SESSIONS} sessions",
-                        where="session",
-                        hint="give more of the session id",
-                    )
-                cur = r[0] + "\x00"
-            out += found or [v]
+            out += session_family(conn, resolve_session(conn, v, where="session"))
         self.session = sorted(set(out))
         return self
 
@@ -201,6 +186,13 @@ def _quote(t: str) -> str:
     return '"' + t.replace('"', '""') + '"'
 
 
+def _word_term(t: str) -> bool:
+    """Whether term ``t`` goes to the word index: it has a word character and is not a
+    ``c++``/``C#``-style symbol term (unicode61 would make it ``c``; the substring index
+    holds it as written). ``.NET``-style terms go to both (``net`` is a fair word)."""
+    return bool(_WORD_RE.search(t)) and not (is_symbol_term(t) and not t.strip().startswith("."))
+
+
 def words_match(query: str) -> str | None:
     """FTS5 expression for the word index: every term quoted, ANDed; a trailing ``*``
     on a term is a prefix query. None when no term has a word character."""
@@ -208,7 +200,7 @@ def words_match(query: str) -> str | None:
     for t in terms(query):
         prefix = t.endswith("*") and len(t) > 1
         t = t.rstrip("*") if prefix else t
-        if not _WORD_RE.search(t):
+        if not _word_term(t):
             continue
         parts.append(_quote(t) + ("*" if prefix else ""))
     return " AND ".join(parts) or None
@@ -217,7 +209,7 @@ def words_match(query: str) -> str | None:
 def any_match(query: str) -> str | None:
     """FTS5 expression matching any term (OR), every term quoted: BM25 then ranks
     texts holding more of the terms first. None when no term has a word character."""
-    parts = [_quote(t.rstrip("*")) for t in terms(query) if _WORD_RE.search(t)]
+    parts = [_quote(t.rstrip("*")) for t in terms(query) if _word_term(t)]
     return " OR ".join(parts) or None
 
 
@@ -248,20 +240,42 @@ def prefix_match(query: str, common: set[str] | frozenset = frozenset()) -> str 
     parts = [
         _quote(t) + ("*" if _prefix_star(t, common) else "")
         for t in (t.rstrip("*") for t in terms(query))
-        if _WORD_RE.search(t)
+        if _word_term(t)
     ]
     return " OR ".join(parts) or None
 
 
 def grams_match(query: str) -> str | None:
-    """FTS5 expression for the substring index (terms with CJK or camelCase parts,
-    ANDed), or None when no term has any. In a query that has CJK, the other (ASCII)
-    words are ANDed in as plain terms: a chunk with CJK also indexes its ASCII words
-    there (``transforms.grams``), so ``gemini 处理`` matches within one index."""
+    """FTS5 expression for the substring index (terms with CJK or camelCase parts, and
+    symbol terms ``c++``/``C#``/``.NET`` as written; ANDed), or None when no term has
+    any. In a query that has CJK or a symbol term, the other (ASCII) words are ANDed
+    in as plain terms: such a chunk also indexes its ASCII words there
+    (``transforms.grams``), so ``gemini 处理`` and ``c++ compiler`` match within one
+    index."""
     ts = [t.rstrip("*") for t in terms(query)]
     parts = [g for g in (query_grams(t) for t in ts) if g]
-    if any(CJK_RE.search(t) for t in ts):
+    if any(CJK_RE.search(t) or is_symbol_term(t) for t in ts):
         for t in ts:
-            if not CJK_RE.search(t):
+            if not CJK_RE.search(t) and not is_symbol_term(t):
                 parts += ['"' + w.lower() + '"' for w in ASCII_WORD_RE.findall(t)]
     return " AND ".join(f"({p})" for p in parts) or None
+
+
+def vocab_terms_of(query: str) -> list[tuple[str, str | None]]:
+    """Each term of ``query`` (trailing ``*`` stripped, word terms only) with its
+    ``fts_vocab`` expression (``transforms.grams.query_vocab``; None when the term has
+    no inner-substring form)."""
+    return [(t, query_vocab(t)) for t in (t.rstrip("*") for t in terms(query)) if _word_term(t)]
+
+
+def subs_match(expansions: list[tuple[str, list[str]]]) -> str | None:
+    """FTS5 expression for the word index from the vocabulary expansion of each term
+    (``(term, vocabulary tokens holding it)``): per term, its tokens ORed (the term
+    itself quoted when it has none), the terms ANDed. None when no term expanded."""
+    if not any(toks for _, toks in expansions):
+        return None
+    parts = []
+    for t, toks in expansions:
+        alts = [_quote(x) for x in toks] or [_quote(t)]
+        parts.append("(" + " OR ".join(alts) + ")")
+    return " AND ".join(parts)

@@ -22,6 +22,11 @@ RRF_K = 60
 #: other words (``grams_match``) — as strong as the word index's all-terms list, which
 #: cannot match such a text (unicode61 glues ``gemini`` into ``涉及gemini的处理``)
 LIST_WEIGHT = {"tool": 2.0, "grams_all": 2.0}
+#: lists of inner-substring matches (``allbac`` in ``callback``): a candidate only they
+#: (and the lists derived from all candidates, ``exact`` and ``tool``) found ranks
+#: below every whole-word or prefix hit, whatever its score
+SUBSTRING_LISTS = frozenset({"subs"})
+DERIVED_LISTS = frozenset({"exact", "tool"})
 # Prior per kind, multiplied into the fused score: people mostly look for what was
 # said (messages, summaries); tool input/output and reasoning come next; meta records
 # (token counts, turn context, attachments) last.
@@ -72,12 +77,17 @@ def scores(lists: dict[str, list[int]], shown: dict[int, Candidate]) -> dict[int
 
 
 def fuse(lists: dict[str, list[int]], shown: dict[int, Candidate]) -> list[int]:
-    """Reciprocal rank fusion of the lists (``scores``): content_ids best first; scores
+    """Reciprocal rank fusion of the lists (``scores``): content_ids best first, those
+    found only by ``SUBSTRING_LISTS`` (and derived lists) after all others; scores
     equal to 12 decimals are ties and go to the newer entry."""
     sc = scores(lists, shown)
-    scored = [(round(v, 12), shown[cid].entries[0].ts or "", cid) for cid, v in sc.items()]
-    scored.sort(key=lambda x: (x[0], x[1]), reverse=True)
-    return [cid for _, _, cid in scored]
+    word_level = set()
+    for name, order in lists.items():
+        if name not in SUBSTRING_LISTS and name not in DERIVED_LISTS:
+            word_level.update(order)
+    scored = [(cid in word_level, round(v, 12), shown[cid].entries[0].ts or "", cid) for cid, v in sc.items()]
+    scored.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
+    return [x[3] for x in scored]
 
 
 def fold(

@@ -25,7 +25,9 @@ class Hit(EntryRef):
     costs), ``score`` the fused RRF score, ``matched`` the lists that found it,
     ``duplicates`` other entries with the same text (filters aside) plus near-duplicate
     hits folded into this one (``rank.fold``), ``chunk`` the matching chunk's
-    0-based position within the text.
+    0-based position within the text, ``session_short_id`` the shortest prefix of
+    ``session_id`` that names it uniquely in the store
+    (``sinks.sqlite.lookup.short_session_ids``; what ``--session`` takes back).
     """
 
     title: str
@@ -36,6 +38,7 @@ class Hit(EntryRef):
     matched: list[str] = field(default_factory=list)
     duplicates: int = 0
     chunk: int = 0
+    session_short_id: str = ""
 
 
 @dataclass

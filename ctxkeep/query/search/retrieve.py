@@ -38,6 +38,9 @@ FILTER_RANK = 200  # of those that pass, the newest ranked by BM25
 ENTRIES_PER_HIT = 8
 #: a term with at least this many whole-word matches gets no prefix query
 PREFIX_COMMON = 50
+#: vocabulary tokens one inner-substring term expands to (``fts_vocab``), shortest
+#: first (closest to the term)
+VOCAB_EXPAND = 48
 #: the ``entries`` columns of an ``EntryRef``, in its field order
 _ENTRY_COLS = "e.entry_id, e.agent, e.session_id, e.project_dir, e.ts, e.role, e.kind, e.tool_name"
 
@@ -183,6 +186,24 @@ def common_terms(conn: sqlite3.Connection, query: str) -> set[str]:
         if _WORD_RE.search(t) and conn.execute(*term_count_sql(t)).fetchone()[0] >= PREFIX_COMMON:
             out.add(t)
     return out
+
+
+def vocab_sql(match: str) -> Sql:
+    """The ``VOCAB_EXPAND`` shortest vocabulary tokens matching ``match`` (an
+    ``fts_vocab`` trigram expression)."""
+    return Sql(
+        "SELECT term FROM fts_vocab WHERE fts_vocab MATCH ? ORDER BY length(term), term LIMIT ?",
+        (match, VOCAB_EXPAND),
+    )
+
+
+def vocab_expand(conn: sqlite3.Connection, match: str) -> list[str]:
+    """The vocabulary tokens (``vocab``) holding the substring ``match`` (see
+    ``vocab_sql``); [] on a store without a vocabulary (schema < 9)."""
+    try:
+        return [r[0] for r in conn.execute(*vocab_sql(match))]
+    except sqlite3.OperationalError:  # no fts_vocab: an older, read-only store
+        return []
 
 
 def window_floor(conn: sqlite3.Connection, fts: str, match: str) -> int:

@@ -5,9 +5,10 @@ WAL, ``synchronous=NORMAL``, a 30 s busy timeout; one writer at a time (writes u
 created 0600. A writable open creates and migrates the schema (``ensure_schema``).
 
 Every open goes through ``connect``, which first checks the file (``store_safety``):
-a damaged header raises StoreDamaged; before a writable open a ``store.db-wal`` left by
-no live process is checked against this database's identity and moved aside when it
-belongs to another one (``store_safety.check_wal``). The identity (``meta.store_id``,
+a damaged header raises StoreDamaged; before any open (a reader's too) a
+``store.db-wal`` left by no live process is checked against this database's identity
+and moved aside when it belongs to another one (``store_safety.check_wal``; in a
+read-only directory a reader opens the database immutable instead, without the WAL). The identity (``meta.store_id``,
 ``meta.created_at`` and, in the SQLite header, ``application_id`` = ``APPLICATION_ID``
 and ``user_version`` = the id's first 32 bits) is written by the first writable open;
 every ``write`` transaction rewrites ``user_version``, so each transaction in the WAL
@@ -57,12 +58,15 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
     store_safety.check_file(Path(home))  # StoreDamaged: header, size, a 0-byte store that held data
     if not readonly:
         ensure_home(Path(home))
-        store_safety.check_wal(Path(home))  # a foreign WAL is moved aside, never applied
+    # a foreign WAL is moved aside, never applied (by readers too: SQLite would read it)
+    wal = store_safety.check_wal(Path(home))
+    if not readonly:
         _create_private(path)
     try:
         if readonly:
+            immutable = "&immutable=1" if wal == store_safety.UNMOVABLE else ""
             conn = sqlite3.connect(
-                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+                f"file:{path}?mode=ro{immutable}", uri=True, isolation_level=None, check_same_thread=False
             )
         else:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

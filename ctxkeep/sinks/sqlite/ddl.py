@@ -20,9 +20,11 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: v3: chunks.facets and a facets column in both FTS tables (filters inside the MATCH),
 #: entries_content on (content_hash, ts); v4: quarantine.raw_sha256 (the raw line's
 #: SHA-256; ``raw`` holds the redacted bytes); v5: usage.cache_creation_5m_tokens,
-#: cache_creation_1h_tokens and cost_usd (the cost the agent logged). Steps:
-#: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 5
+#: cache_creation_1h_tokens and cost_usd (the cost the agent logged); v6: ``intents``
+#: (operations in flight across the stores, ``sinks.sqlite.intents``); v7: fts_grams
+#: keeps ``+ # .`` in tokens (``c++``, ``c#``, ``.net``), the vocabulary ``vocab`` and
+#: its trigram index ``fts_vocab`` (inner substrings). Steps: ``migrations.MIGRATIONS``.
+SCHEMA_VERSION = 7
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -84,6 +86,9 @@ TABLES: dict[str, str] = {
   data BLOB, added_at TEXT, PRIMARY KEY(entry_id, seq))""",
     # what a tombstone covered (session ids, source paths), so that a purge with
     # --reingest can lift it (``maintenance.purge``)
+    # every distinct identifier-like token of the chunk texts once (``transforms.grams``
+    # vocabulary), for inner-substring search through ``fts_vocab``
+    "vocab": "CREATE TABLE IF NOT EXISTS vocab(term_id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE)",
     "purge_files": "CREATE TABLE IF NOT EXISTS purge_files("
     "scope TEXT, value TEXT, kind TEXT, item TEXT, PRIMARY KEY(scope, value, kind, item))",
     # what a Parquet lake holds of this store, per partition (``maintenance.export``):
@@ -91,6 +96,11 @@ TABLES: dict[str, str] = {
     "lake_exports": """CREATE TABLE IF NOT EXISTS lake_exports(
   dest TEXT, tbl TEXT, machine TEXT, agent TEXT, month TEXT, rows INTEGER, digest TEXT,
   files TEXT, exported_at TEXT, PRIMARY KEY(dest, tbl, machine, agent, month))""",
+    # operations in flight across SQLite, DuckDB, Parquet and session files, completed
+    # after a crash by the next writable command (``intents``, ``sinks.recovery``)
+    "intents": """CREATE TABLE IF NOT EXISTS intents(
+  intent_id INTEGER PRIMARY KEY, op TEXT NOT NULL, step TEXT NOT NULL, payload TEXT NOT NULL,
+  owner TEXT, run_id INTEGER, created_at TEXT, updated_at TEXT)""",
 }
 
 FTS_TABLES: dict[str, str] = {
@@ -100,7 +110,10 @@ FTS_TABLES: dict[str, str] = {
   tokenize='porter unicode61 remove_diacritics 2')""",
     # CJK bigrams and identifier parts of chunks (rowid = chunk_id)
     "fts_grams": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_grams USING fts5(
-  grams, facets, tokenize='unicode61 remove_diacritics 0')""",
+  grams, facets, tokenize="unicode61 remove_diacritics 0 tokenchars '+#.'")""",
+    # trigrams of the vocabulary (external content: the terms are stored once, in vocab)
+    "fts_vocab": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5(
+  term, content='vocab', content_rowid='term_id', tokenize='trigram', columnsize=0)""",
 }
 
 #: the default rank (BM25 column weights) of each FTS table, set by ``set_ranks``
@@ -151,7 +164,7 @@ def create_all(conn: sqlite3.Connection) -> None:
 
 def set_ranks(conn: sqlite3.Connection) -> None:
     """Store the default rank (``FTS_RANKS``) in both FTS tables' configuration."""
-    for table, rank in FTS_RANKS.items():
+    for table, rank in FTS_RANKS.items():  # fts_vocab is never ranked
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('rank', ?)", (rank,))
 
 

@@ -29,6 +29,8 @@ import sqlite3
 
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import write
+from ctxkeep.sinks.sqlite.fts import prune_vocab
+from ctxkeep.transforms.grams import vocab_terms
 
 _TEMP_TABLES = ("_p_entries", "_p_sessions", "_p_contents", "_p_files")
 _COLS = "entry_id, session_id, content_hash, source_path"
@@ -156,6 +158,22 @@ def selected_files(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in conn.execute("SELECT path FROM _p_files ORDER BY path")]
 
 
+def whole_files(conn: sqlite3.Connection) -> list[str]:
+    """The source paths none of whose entries stay after the selection is deleted,
+    sorted."""
+    return [r[0] for r in conn.execute("SELECT path FROM _p_files WHERE whole ORDER BY path")]
+
+
+def purged_files(conn: sqlite3.Connection) -> set[str]:
+    """Source paths a purge removed wholly and whose tombstone still stands
+    (``purge_files`` kind ``file``): the ingest plan does not read them again. Empty
+    for a store without the table."""
+    try:
+        return {r[0] for r in conn.execute("SELECT item FROM purge_files WHERE kind='file'")}
+    except sqlite3.OperationalError:
+        return set()
+
+
 def selected_sessions(conn: sqlite3.Connection) -> set[str]:
     """The sessions chosen as a whole (``select_session``, ``select_project``)."""
     return {r[0] for r in conn.execute("SELECT session_id FROM _p_sessions")}
@@ -207,7 +225,17 @@ def delete_selected(
         "FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)"
     )
     conn.execute(f"DELETE FROM fts_grams WHERE rowid IN ({gone_chunks})")
+    has_vocab = conn.execute("SELECT 1 FROM sqlite_master WHERE name='vocab'").fetchone()
+    gone_vocab = (
+        vocab_terms(
+            [r[0] for r in conn.execute(f"SELECT text FROM chunks WHERE chunk_id IN ({gone_chunks})")]
+        )
+        if has_vocab
+        else set()
+    )
     conn.execute("DELETE FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
+    if gone_vocab:  # after the chunks and their fts_words rows are gone
+        prune_vocab(conn, gone_vocab)
     conn.execute("DELETE FROM contents WHERE content_id IN (SELECT content_id FROM _p_contents)")
     removed["files"] = files
     return removed
@@ -220,4 +248,6 @@ def scrub(conn: sqlite3.Connection) -> None:
     with write(conn):
         conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")
         conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('optimize')")
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name='fts_vocab'").fetchone():
+            conn.execute("INSERT INTO fts_vocab(fts_vocab) VALUES('optimize')")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

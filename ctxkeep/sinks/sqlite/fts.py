@@ -2,7 +2,8 @@
 
 ``fts_words`` indexes ``chunks`` (title, text, facets) as external content;
 ``fts_grams`` holds ``transforms.grams`` of the chunk texts with the same facets
-(rowid = chunk_id). A chunk's ``facets`` are the tokens (``transforms.facets``) of
+(rowid = chunk_id); ``vocab`` / ``fts_vocab`` the vocabulary of the chunk texts and its
+trigrams (``add_vocab``). A chunk's ``facets`` are the tokens (``transforms.facets``) of
 every entry holding its text, so that search filters inside the MATCH.
 """
 
@@ -22,8 +23,9 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
     ``'rebuild'`` from ``chunks``) and ``fts_grams`` (``transforms.grams`` of the chunk
     texts, with the chunks' facets), inside the caller's transaction. Returns
     ``{"chunks": n, "grams_rows": n}``."""
-    from ctxkeep.transforms.grams import grams_batch
+    from ctxkeep.transforms.grams import grams_batch, vocab_terms
 
+    conn.execute("DELETE FROM vocab")
     for table, ddl in FTS_TABLES.items():
         conn.execute(f"DROP TABLE IF EXISTS {table}")
         conn.execute(ddl)
@@ -42,10 +44,48 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
         g = [(chunk_id, gr, facets) for (chunk_id, _, facets), gr in zip(rows, terms, strict=True) if gr]
         conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", g)
         n_grams += len(g)
+        add_vocab(conn, vocab_terms([text for _, text, _ in rows]))
     conn.execute("INSERT INTO fts_words(fts_words) VALUES('optimize')")
     conn.execute("INSERT INTO fts_grams(fts_grams) VALUES('optimize')")
+    conn.execute("INSERT INTO fts_vocab(fts_vocab) VALUES('optimize')")
     set_ranks(conn)
     return {"chunks": n_chunks, "grams_rows": n_grams}
+
+
+def add_vocab(conn: sqlite3.Connection, terms: set[str]) -> int:
+    """Add the ``terms`` not yet in ``vocab`` (``transforms.grams.vocab_terms``) to it
+    and to its trigram index ``fts_vocab``, in the caller's transaction. Returns the
+    number added."""
+    if not terms:
+        return 0
+    top = conn.execute("SELECT coalesce(max(term_id), 0) FROM vocab").fetchone()[0]
+    conn.executemany("INSERT OR IGNORE INTO vocab(term) VALUES(?)", [(t,) for t in sorted(terms)])
+    cur = conn.execute(
+        "INSERT INTO fts_vocab(rowid, term) SELECT term_id, term FROM vocab WHERE term_id > ?", (top,)
+    )
+    return cur.rowcount
+
+
+def prune_vocab(conn: sqlite3.Connection, terms: set[str]) -> int:
+    """Remove from ``vocab`` / ``fts_vocab`` those of ``terms`` (the vocabulary of
+    deleted chunks) that no chunk's word index entry holds any more (``fts_words``, a
+    stemmed superset: a term whose stem another chunk holds stays), in the caller's
+    transaction. Returns the number removed."""
+    gone = [
+        t
+        for t in terms
+        if conn.execute("SELECT 1 FROM fts_words WHERE fts_words MATCH ? LIMIT 1", (f'"{t}"',)).fetchone()
+        is None
+    ]
+    for part in in_parts(gone):
+        marks = ",".join("?" * len(part))
+        conn.execute(
+            f"INSERT INTO fts_vocab(fts_vocab, rowid, term) SELECT 'delete', term_id, term FROM vocab "
+            f"WHERE term IN ({marks})",
+            part,
+        )
+        conn.execute(f"DELETE FROM vocab WHERE term IN ({marks})", part)
+    return len(gone)
 
 
 def refresh_facets(conn: sqlite3.Connection) -> int:

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
-from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets
+from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, add_vocab
 from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
 from ctxkeep.timeutil import UTC_FORMAT_POLARS, now_iso
+from ctxkeep.transforms.grams import vocab_terms
 
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     import polars as pl
@@ -226,3 +227,4 @@ def _insert_chunks(
     )
     if grams_rows:
         conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", grams_rows)
+    add_vocab(conn, vocab_terms(chunks["text"].to_list()))

@@ -4,6 +4,7 @@ quarantined lines of a file."""
 
 from __future__ import annotations
 
+import bisect
 import json
 import sqlite3
 from typing import TYPE_CHECKING
@@ -93,3 +94,237 @@ def quarantined_hashes(conn: sqlite3.Connection, path: str) -> set[str]:
             "SELECT raw_sha256 FROM quarantine WHERE path = ? AND raw_sha256 IS NOT NULL", (path,)
         )
     }
+
+
+# ---------------------------------------------------------------- session ids as users see them
+
+#: a session id prefix shorter than this is never shown, nor accepted, however unique
+MIN_SESSION_PREFIX = 4
+#: an ambiguous prefix's error lists at most this many of the sessions it names
+MAX_CANDIDATES = 10
+#: sessions one prefix is checked against at most (one index seek each)
+MAX_SCAN = 1000
+
+
+def sessions_starting(conn: sqlite3.Connection, prefix: str, limit: int = MAX_SCAN) -> list[str]:
+    """The distinct stored session ids (``entries.session_id``) that start with
+    ``prefix``, in sorted order, at most ``limit`` of them. An index skip-scan over
+    ``entries_session``: one seek per distinct session, whatever their entry counts."""
+    found: list[str] = []
+    cur, end = prefix, prefix + "\U0010ffff"
+    while len(found) < limit:
+        r = conn.execute(
+            "SELECT session_id FROM entries INDEXED BY entries_session WHERE "
+            "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
+            (cur, end),
+        ).fetchone()
+        if r is None:
+            break
+        found.append(r[0])
+        cur = r[0] + "\x00"
+    return found
+
+
+def session_parent(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """The ``parent_session_id`` of a stored session (a sub-agent, sidechain or fork),
+    or None (a top-level session, or no such session)."""
+    r = conn.execute(
+        "SELECT parent_session_id FROM entries INDEXED BY entries_session WHERE session_id = ? "
+        "AND parent_session_id IS NOT NULL LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return r[0] if r else None
+
+
+def _common(a: str, b: str) -> int:
+    n, m = 0, min(len(a), len(b))
+    while n < m and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _prefix_for(x: str, neighbours: list[str], minimum: int) -> str:
+    """The shortest prefix of ``x`` (at least ``minimum`` characters) that no id of
+    ``neighbours`` starts with; ``x`` whole when it is itself a prefix of one."""
+    need = minimum
+    for y in neighbours:
+        need = max(need, _common(x, y) + 1)
+    return x[: min(need, len(x))]
+
+
+def _is_sub_agent(y: str, x: str, parent: str | None) -> bool:
+    """True when ``y`` is a sub-agent of ``x`` that sorts right after it: its id starts
+    with ``x/`` and its parent is ``x`` (Claude Code sidechains)."""
+    return parent == x and y.startswith(x + "/")
+
+
+def short_ids(
+    ids: list[str], parents: dict[str, str | None] | None = None, minimum: int = MIN_SESSION_PREFIX
+) -> dict[str, str]:
+    """``session id → the shortest prefix that resolve_session maps back to it``, over
+    a complete list of the store's session ids (``parents``: ``session id →
+    parent_session_id``, optional).
+
+    The prefix is at least ``minimum`` characters; an id that is a prefix of another id
+    is shown whole (an exact id wins in ``resolve_session``). A session's own sub-agents
+    ``x/…`` (with ``parents[y] == x``) do not make its prefix longer: resolve_session folds them into
+    their parent. Compares each id with its nearest sorted neighbours only, so it is
+    O(n log n); the prefixes are never ambiguous, if not always the very shortest when
+    another session's sub-agents sit between two ids."""
+    parents = parents or {}
+    s = sorted(set(ids))
+    out = {}
+    for i, x in enumerate(s):
+        near = []
+        for step in (-1, 1):
+            j = i + step
+            while 0 <= j < len(s) and _is_sub_agent(s[j], x, parents.get(s[j])):
+                j += step
+            if 0 <= j < len(s):
+                near.append(s[j])
+        out[x] = _prefix_for(x, near, minimum)
+    for x, p in list(out.items()):
+        parent = parents.get(x)
+        if parent in out and _is_sub_agent(x, parent, parent):
+            compact = _compact(out[parent], parent, x, p)
+            i = bisect.bisect_left(s, compact)
+            if not (i < len(s) and s[i].startswith(compact)):
+                out[x] = compact
+    return out
+
+
+def _compact(parent_short: str, parent: str, x: str, p: str) -> str:
+    """A sub-agent's shown id ``<parent's short id>/<the rest of its prefix p>`` (at
+    least ``MIN_SESSION_PREFIX`` characters of the rest: ``fe5e/sidechain-f4a`` for
+    ``fe5e1c67-…/sidechain-f4ab2bf6``, ``ses_/side`` for an only sidechain): what
+    ``resolve_session`` reads back by resolving the part before the ``/``."""
+    start = len(parent) + 1
+    return f"{parent_short}/{x[start : start + max(len(p) - start, MIN_SESSION_PREFIX)]}"
+
+
+def _neighbour(conn: sqlite3.Connection, x: str, below: bool) -> str | None:
+    """The nearest stored session id below (or above) ``x`` that is not a sub-agent of
+    ``x``."""
+    op, order = ("<", "DESC") if below else (">", "ASC")
+    cur = x
+    for _ in range(MAX_SCAN):
+        r = conn.execute(
+            f"SELECT session_id FROM entries INDEXED BY entries_session WHERE session_id {op} ? "
+            f"ORDER BY session_id {order} LIMIT 1",
+            (cur,),
+        ).fetchone()
+        if r is None:
+            return None
+        if not (r[0].startswith(x + "/") and session_parent(conn, r[0]) == x):
+            return r[0]
+        cur = r[0]
+    return None
+
+
+def short_session_ids(conn: sqlite3.Connection, ids) -> dict[str, str]:
+    """``session id → its shortest unique prefix`` (as ``short_ids``) for a few ids,
+    each compared with its stored neighbours through the ``entries_session`` index (a
+    few seeks per id): what search hits and ``show`` print. An id the store does not
+    hold is returned whole."""
+    out = {}
+    for x in set(ids):
+        if x is None:
+            continue
+        out[x] = _short_one(conn, x)
+    return out
+
+
+def _short_one(conn: sqlite3.Connection, x: str) -> str:
+    near = [y for y in (_neighbour(conn, x, True), _neighbour(conn, x, False)) if y is not None]
+    p = _prefix_for(x, near, MIN_SESSION_PREFIX)
+    parent = session_parent(conn, x)
+    if parent is not None and x.startswith(parent + "/") and _exists(conn, parent):
+        compact = _compact(_short_one(conn, parent), parent, x, p)
+        if not sessions_starting(conn, compact, 1):
+            return compact
+    return p
+
+
+def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "session") -> str:
+    """The full session id that ``text`` names: an exact stored session id, or a prefix
+    of one (as hits and tables show them, ``short_session_ids``). The one resolver of
+    every ``--session`` option and MCP ``sessionId``/``session`` argument.
+
+    A prefix's candidates are the stored session ids that start with it; a candidate
+    whose ``parent_session_id`` is also a candidate is folded into its parent (``fe5e``
+    names the session ``fe5e1c67-…`` with its ``fe5e1c67-…/sidechain-…`` sub-agents).
+    An exact id wins even when it is a prefix of other ids (``aider-0b47469a-1`` and
+    ``aider-0b47469a-1549``). A sidechain is also named as shown,
+    ``<parent's prefix>/<rest>`` (``fe5e/sidechain-f4a``), when no id starts with that
+    text itself.
+
+    Returns the session id. Raises ``SessionNotFound`` (exit 1) when no stored session
+    starts with ``text``; ``AmbiguousSession`` (a ``UsageError``, exit 2) when it names
+    several sessions, listing them (short id, agent, id), or when it is shorter than
+    ``MIN_SESSION_PREFIX`` characters; ``UsageError`` for an empty ``text``.
+    """
+    from ctxkeep.errors import AmbiguousSession, SessionNotFound, UsageError
+
+    r = (text or "").strip() if isinstance(text, str) else str(text or "").strip()
+    if not r:
+        raise UsageError(
+            "the session id is empty", where=where, hint="give an id as `ctxkeep sessions` shows it"
+        )
+    if _exists(conn, r):
+        return r
+    found = sessions_starting(conn, r, MAX_SCAN + 1)
+    if not found and "/" in r:  # a sub-agent as shown: <parent's short id>/<rest>
+        left, right = r.split("/", 1)
+        try:
+            parent = resolve_session(conn, left, where=where)
+        except SessionNotFound:
+            parent = None
+        if parent is not None:
+            r = f"{parent}/{right}"
+            found = sessions_starting(conn, r, MAX_SCAN + 1)
+    if not found:
+        raise SessionNotFound(
+            f"no such session {text.strip()}", where=where, hint="see `ctxkeep sessions` for the ids"
+        )
+    cands = set(found)
+    roots = [s for s in found if session_parent(conn, s) not in cands]
+    if len(roots) == 1 and len(r) >= MIN_SESSION_PREFIX:
+        return roots[0]
+    shown = short_session_ids(conn, roots[:MAX_CANDIDATES])
+    listed = tuple((shown[s], _agent_of(conn, s), s) for s in roots[:MAX_CANDIDATES])
+    more = len(roots) - len(listed)
+    total = f"more than {MAX_SCAN}" if len(found) > MAX_SCAN else f"{len(roots):,}"
+    names = ", ".join(f"{short} ({agent})" for short, agent, _ in listed) + (
+        f", … {more:,} more" if more > 0 else ""
+    )
+    if len(roots) == 1:
+        msg = f"session id prefix {r!r} is too short (it names {names})"
+        hint = f"give at least {MIN_SESSION_PREFIX} characters"
+    else:
+        msg = f"session id prefix {r!r} is ambiguous: {total} sessions start with it: {names}"
+        hint = "give more characters of the one you mean"
+    raise AmbiguousSession(msg, where=where, hint=hint, candidates=listed, total=len(roots))
+
+
+def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM entries INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (session_id,)
+        ).fetchone()
+        is not None
+    )
+
+
+def _agent_of(conn: sqlite3.Connection, session_id: str) -> str:
+    r = conn.execute(
+        "SELECT agent FROM entries INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (session_id,)
+    ).fetchone()
+    return r[0] if r else "?"
+
+
+def session_family(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """``session_id`` and the stored sessions under it whose id starts with
+    ``<session_id>/`` (Claude Code sidechains, ``claude_code.py``), sorted: what a
+    search filter on one session covers. (Sub-agents with ids of their own, found only
+    by ``parent_session_id``, need a full scan and are left to ``show`` and purge.)"""
+    return sorted({session_id, *sessions_starting(conn, session_id + "/")})

@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 
 class Migration(NamedTuple):
-    """One schema step: ``version`` it produces, a short ``name``, and the ``step``."""
+    """One schema step: ``version`` it produces, a short ``name``, the ``step``, and
+    whether the FTS tables must be rebuilt after it (``fts``; a step that only adds a
+    table does not touch them)."""
 
     version: int
     name: str
@@ -114,11 +116,29 @@ def _usage_split_and_cost(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE usage ADD COLUMN {col} {typ}")
 
 
+def _intents(conn: sqlite3.Connection) -> None:
+    """v5 → v6: the ``intents`` table (``sinks.sqlite.intents``), created by
+    ``ddl.create_all``; no existing row changes."""
+
+
+def _symbol_grams_vocab(conn: sqlite3.Connection) -> None:
+    """v6 → v7: ``fts_grams`` keeps ``+ # .`` in its tokens (``c++``, ``c#``,
+    ``.net``: ``transforms.grams``) and the vocabulary tables ``vocab`` / ``fts_vocab``
+    appear. Both FTS tables are recreated and filled by the rebuild that follows every
+    migration (``fts.rebuild_fts_tables``); the ``vocab`` table is created here so the
+    rebuild can fill it."""
+    from ctxkeep.sinks.sqlite.ddl import TABLES
+
+    conn.execute(TABLES["vocab"])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
     Migration(4, "quarantine redacted, raw_sha256", _quarantine_redacted),
     Migration(5, "usage cache-write split and logged cost", _usage_split_and_cost, rebuilds_fts=False),
+    Migration(6, "operation intents", _intents, rebuilds_fts=False),
+    Migration(7, "symbol terms and the vocabulary", _symbol_grams_vocab),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
@@ -126,7 +146,7 @@ assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its m
 def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
     """Bring a store at schema ``version`` to ``SCHEMA_VERSION`` in the caller's
     transaction: each step of ``MIGRATIONS`` past ``version``, then one rebuild of both
-    FTS tables (``fts.rebuild_fts_tables``: ~20 s for a 450 MB store; skipped when no
+    FTS tables (``fts.rebuild_fts_tables``: ~2 min for a 500 MB store on 2 busy cores; skipped when no
     step run needs it), then the new
     version in ``meta``. A new store (``version`` 0) or a current one is left alone.
     Returns the names of the steps run (logged as a warning, the rebuild takes time)."""
@@ -138,7 +158,7 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
         "ctxkeep: upgrading the store from schema v%d to v%d%s",
         version,
         SCHEMA_VERSION,
-        " (the search indexes are rebuilt once; ~20 s per 500 MB)" if fts else "",
+        " (the search indexes are rebuilt once; 1-2 min per 500 MB)" if fts else "",
     )
     for m in todo:
         m.step(conn)

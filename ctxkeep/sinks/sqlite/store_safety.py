@@ -158,6 +158,21 @@ def check_is_store(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise StoreDamaged when ``PRAGMA quick_check`` finds damage (or SQLite raises
+    SQLITE_CORRUPT while it reads): the check of the commands that write (ingest before
+    it stores anything, purge, retention, compress, reindex), so none writes into a
+    damaged b-tree. Reads every page: ~0.27 s per 170 MB."""
+    try:
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+    except sqlite3.DatabaseError as e:
+        if is_corruption(e):
+            raise damaged(path, e) from None
+        raise
+    if problems != ["ok"]:
+        raise damaged(path, "; ".join(problems))
+
+
 def header_id(store_id: str) -> int:
     """The 32-bit ``user_version`` written for ``store_id`` (hex): its first 8 hex
     digits as a signed 32-bit integer (SQLite stores a signed value), never 0."""
@@ -264,12 +279,18 @@ def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
     return "own", f"{commits} committed transactions of this store"
 
 
+#: ``check_wal``'s answer when a foreign WAL could not be moved (a read-only dir)
+UNMOVABLE = "unmovable"
+
+
 def check_wal(home: Path) -> str | None:
-    """Before a writable open: when ``<home>/store.db-wal`` exists, no live process has
+    """Before an open (writable or read-only): when ``<home>/store.db-wal`` exists, no live process has
     the store open (``live``) and the WAL is foreign (``wal_verdict``), move it and its
     ``-shm`` aside as ``store.db-wal.foreign-<UTC>`` (``…-shm.foreign-<UTC>``) and print
-    one warning line on stderr. Returns the new WAL path, or None when nothing was
-    moved. An own WAL is left for SQLite to apply (it holds committed transactions)."""
+    one warning line on stderr. Returns the new WAL path, ``UNMOVABLE`` when the
+    directory does not allow the move (the caller then opens the database immutable,
+    without the WAL), or None when nothing was moved. An own WAL is left for SQLite to
+    apply (it holds committed transactions)."""
     home = Path(home)
     db, wal, shm = home / STORE_DB, home / (STORE_DB + "-wal"), home / (STORE_DB + "-shm")
     if not wal.exists() or not db.exists() or db.stat().st_size == 0 or live(home):
@@ -279,7 +300,11 @@ def check_wal(home: Path) -> str | None:
         return None
     stamp = now_iso().replace(":", "").replace("-", "")
     dest = wal.with_name(f"{wal.name}.foreign-{stamp}")
-    os.replace(wal, dest)
+    try:
+        os.replace(wal, dest)
+    except OSError:  # a read-only dir: the caller opens the database without its WAL
+        sys.stderr.write(f"warning: {wal.name} belongs to another database ({why}); not applied\n")
+        return UNMOVABLE
     if shm.exists():
         os.replace(shm, shm.with_name(f"{shm.name}.foreign-{stamp}"))
     sys.stderr.write(

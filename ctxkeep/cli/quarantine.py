@@ -1,0 +1,127 @@
+"""``ctxkeep quarantine [list | show ID]``: the lines ingest could not read, as stored
+(redacted), without opening the database by hand (``query.quarantine``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, table
+from ctxkeep.errors import CtxkeepError
+
+quarantine_app = typer.Typer(
+    invoke_without_command=True,
+    help="The lines ingest could not read: list them (default) or show one as stored (redacted).",
+)
+app.add_typer(quarantine_app, name="quarantine")
+
+AgentOpt = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable, or a,b).")
+
+
+def _open(home: Path | None):
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    return sqlite_store.connect(_home(home), readonly=True)
+
+
+def _agents(agent: list[str] | None) -> list[str] | None:
+    vals = [a.strip() for x in agent or [] for a in x.split(",") if a.strip()]
+    return vals or None
+
+
+@quarantine_app.callback()
+def quarantine(
+    ctx: typer.Context,
+    agent: list[str] | None = AgentOpt,
+    limit: int = typer.Option(100, "--limit", "-n", help="At most this many lines."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """List quarantined lines (as `quarantine list`)."""
+    if ctx.invoked_subcommand is None:
+        list_(agent=agent, action=None, limit=limit, home=home, as_json=as_json)
+
+
+@quarantine_app.command("list")
+def list_(
+    agent: list[str] | None = AgentOpt,
+    action: str | None = typer.Option(
+        None, "--action", help="skipped (nothing read) or repaired (read leniently)."
+    ),
+    limit: int = typer.Option(100, "--limit", "-n", help="At most this many lines."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Quarantined lines, newest first: id, agent, file, offset, reason, when, size, SHA-256 of the raw line."""
+    from ctxkeep.query.quarantine import list_quarantine
+
+    try:
+        conn = _open(home)
+        try:
+            rows, total = list_quarantine(conn, agents=_agents(agent), action=action, limit=limit)
+        finally:
+            conn.close()
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json({"total": total, "lines": [r.as_dict() for r in rows]})
+        return
+    if not rows:
+        out.print("no quarantined lines", highlight=False)
+        return
+    t = table(
+        title=f"ctxkeep quarantine: {_count(total, 'line')}"
+        + (f", newest {len(rows)}" if total > len(rows) else "")
+    )
+    for col in ("id", "agent", "file @ offset", "reason", "when", "size", "raw sha256"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(
+            str(r.id),
+            r.agent,
+            f"{r.path} @ {r.offset:,}",
+            r.reason + ("" if r.action == "skipped" else f" ({r.action})"),
+            r.first_seen[:19].replace("T", " "),
+            f"{r.length:,} B",
+            (r.raw_sha256 or "-")[:16],
+        )
+    out.print(t)
+    out.print(
+        "`ctxkeep quarantine show ID` prints a line as stored (secrets redacted)",
+        style="dim",
+        highlight=False,
+    )
+
+
+@quarantine_app.command("show")
+def show(
+    line_id: int = typer.Argument(
+        ..., metavar="ID", help="A quarantined line's id (from `quarantine list`)."
+    ),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """One quarantined line: where it was, why, and its bytes as stored (secrets redacted)."""
+    from ctxkeep.query.quarantine import get_quarantined, line_json
+
+    try:
+        conn = _open(home)
+        try:
+            line, raw = get_quarantined(conn, line_id)
+        finally:
+            conn.close()
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(line_json(line, raw))
+        return
+    typer.echo(
+        f"# quarantined line {line.id}: {line.agent} {line.path} @ {line.offset:,} ({line.length:,} bytes), "
+        f"{line.reason} ({line.action}), first seen {line.first_seen}, raw sha256 {line.raw_sha256 or '-'}; "
+        f"{line.stored_bytes:,} bytes stored, secrets redacted",
+        err=True,
+    )
+    sys.stdout.buffer.write(raw if raw.endswith(b"\n") else raw + b"\n")
+    sys.stdout.flush()
