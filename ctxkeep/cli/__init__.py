@@ -202,6 +202,14 @@ def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
+def warn(msg: object) -> None:
+    """``warning: <msg>`` on stderr, the message printed as written (``[bogus]`` in a
+    config warning is not Rich markup)."""
+    from rich.markup import escape
+
+    err.print(f"[yellow]warning:[/yellow] {escape(str(msg))}", highlight=False)
+
+
 def _count(n: int, word: str, plural: str | None = None) -> str:
     """``1 file``, ``2 files``, ``1 entry`` (``plural`` for irregular words), with
     thousands separators."""
@@ -289,8 +297,8 @@ class _Argument(TyperArgument):
 
     def make_metavar(self, ctx, *, usage: bool = False) -> str:
         var = super().make_metavar(ctx, usage=usage)
-        if usage and self.metavar is not None and var == "{" + self.metavar + "}":
-            return self.metavar
+        if usage and var.startswith("{") and var.endswith("}"):  # {QUERY}, {dest}
+            return self.metavar or var[1:-1].upper()
         return var
 
 

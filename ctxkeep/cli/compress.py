@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, out, table, warn
 from ctxkeep.cli.options import PrefectOpt, require_paths
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -178,7 +178,7 @@ def _emit_check(rep: dict, as_json: bool) -> None:
         highlight=False,
     )
     for p in rep["problems"]:
-        err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
+        warn(p)
 
 
 def _emit_summary(s: dict) -> None:
@@ -210,13 +210,13 @@ def _emit_summary(s: dict) -> None:
         highlight=False,
     )
     for p in s["problems"]:
-        err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
+        warn(p)
 
 
 def _savings_text(sv: dict) -> str:
     """``inline -1,046,292 B / -1,613 tok, duplicates …`` (strategies that saved something)."""
     parts = [
-        f"{k} {v['bytes']:,} B / {v['tokens']:,} tok ({v['lines']} lines)"
+        f"{k} {v['bytes']:,} B / {v['tokens']:,} tok ({_count(v['lines'], 'line')})"
         for k, v in sv.items()
         if v.get("bytes") or v.get("lines")
     ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table, warn
 from ctxkeep.cli.options import (
     PrefectOpt,
     agent_option,
@@ -76,7 +76,7 @@ def ingest(
         finally:
             conn.close()
         for prob in p.problems:
-            err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
+            warn(prob)
         if behind:  # nothing new, but an earlier DuckDB sync failed: catch up, no Prefect
             from ctxkeep.pipeline import engine as pipeline
 
@@ -131,7 +131,7 @@ def _ingest_dry_run(h: Path, agent, path, as_json: bool) -> None:
         _print_json(rep)
         return
     for prob in rep["problems"]:
-        err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
+        warn(prob)
     if not rep["files"]:
         out.print(
             f"nothing to read: {_count(rep['unchanged'], 'file')} unchanged since the last ingest"
@@ -219,10 +219,6 @@ def _print_summary(s: dict) -> None:
         f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}"
     )
     out.print(line, highlight=False)
-    if not s.get("files"):
-        out.print(
-            "  no session files found: `ctxkeep sources` shows where ctxkeep looks, and why", highlight=False
-        )
     if s.get("per_agent"):
         out.print("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), highlight=False)
     if not s["files"] and not s["entries_new"]:  # nothing found at all: say where to look
@@ -236,7 +232,7 @@ def _print_summary(s: dict) -> None:
             f"  {_count(s['files_vanished'], 'file')} vanished before they could be read", highlight=False
         )
     if s.get("analytics") and "not updated" in s["analytics"]:
-        err.print(f"[yellow]warning:[/yellow] {s['analytics']}", highlight=False)
+        warn(s["analytics"])
     from ctxkeep.pipeline.summary import held_back_line
 
     held = held_back_line(s.get("held_back") or [])
@@ -249,7 +245,7 @@ def search(
     query: str = typer.Argument(
         ..., metavar="QUERY", help='Words, "phrases", identifiers, paths, error messages; CJK works.'
     ),
-    agent: list[str] = agent_option(store_agents, short=False),
+    agent: list[str] = agent_option(store_agents),
     project: str | None = typer.Option(
         None, help="Only entries whose project dir is this path or below it (., ~ and relative paths work)."
     ),
@@ -418,7 +414,7 @@ def show(
     if not rows:  # nothing to show: one error line naming every id that was not found
         _fail(NotFound("; ".join(problems) or "nothing to show", hint="`ctxkeep search` lists entry ids"))
     for p in problems:
-        err.print(f"[yellow]warning:[/yellow] {p}", highlight=False)
+        warn(p)
     if as_json:
         _print_json([r.as_dict() for r in rows])
     else:

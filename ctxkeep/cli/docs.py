@@ -31,9 +31,11 @@ def help_(
         return
     from typer.main import get_command
 
+    from ctxkeep.cli import _plain_metavars
     from ctxkeep.errors import UsageError
 
     group = get_command(app)
+    _plain_metavars(group)  # QUERY, not {QUERY}, as `ctxkeep search --help` shows
     ctx = typer.Context(group, info_name="ctxkeep")
     cmd = group
     for name in command or []:

@@ -16,7 +16,9 @@ app.add_typer(export_app, name="export")
 
 @export_app.command("parquet")
 def parquet(
-    dest: str = typer.Argument(..., help="The lake: a directory or an fsspec URL (s3://, gs://, abfs://)."),
+    dest: str = typer.Argument(
+        ..., metavar="DEST", help="The lake: a directory or an fsspec URL (s3://, gs://, abfs://)."
+    ),
     tables: str = typer.Option(
         "usage,sessions,entries", "--tables", help="Comma-separated subset of usage,sessions,entries."
     ),

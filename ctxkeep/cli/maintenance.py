@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep import config as cfgmod
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, out, table, warn
 from ctxkeep.cli.options import PrefectOpt, agent_option, require_paths, since_option, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -412,7 +412,7 @@ def backfill(
     except CtxkeepError as e:
         _fail(e)
     for prob in rep.get("problems", []):
-        err.print(f"[yellow]warning:[/yellow] {prob}", highlight=False)
+        warn(prob)
     if as_json:
         _print_json(rep)
         return

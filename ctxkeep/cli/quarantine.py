@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, table
+from ctxkeep.cli.options import agent_option, store_agents
 from ctxkeep.errors import CtxkeepError
 
 quarantine_app = typer.Typer(
@@ -17,7 +18,7 @@ quarantine_app = typer.Typer(
 )
 app.add_typer(quarantine_app, name="quarantine")
 
-AgentOpt = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable, or a,b).")
+AgentOpt = agent_option(store_agents)
 
 
 def _open(home: Path | None):
@@ -27,8 +28,7 @@ def _open(home: Path | None):
 
 
 def _agents(agent: list[str] | None) -> list[str] | None:
-    vals = [a.strip() for x in agent or [] for a in x.split(",") if a.strip()]
-    return vals or None
+    return list(agent) if agent else None
 
 
 @quarantine_app.callback()

@@ -140,7 +140,7 @@ def cut_text(
     """
     b = text.encode("utf-8", "surrogatepass")
     total = len(b)
-    max_bytes = max(0, max_bytes)
+    max_bytes = cap = max(0, max_bytes)
     if total > max_bytes or offset:  # room for the marker (its numbers are at most ``total``)
         room = max_bytes - len(marker(entry_id, total, total, total).encode())
         max_bytes = max_bytes if small_cap_is_text and room < max_bytes // 2 else max(0, room)
@@ -152,6 +152,8 @@ def cut_text(
                 hint="use an offset from a marker",
             )
         start = _char_start(b, offset)
+        if total - start <= cap:  # the rest fits whole: no marker, never a marker-only loop
+            return Piece(b[start:].decode("utf-8", "surrogatepass"))
         end = _char_start(b, start + max_bytes) if start + max_bytes < total else total
         piece = b[start:end].decode("utf-8", "surrogatepass")
         if end < total:

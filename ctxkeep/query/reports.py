@@ -23,7 +23,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ctxkeep.errors import StoreError, UsageError
-from ctxkeep.sinks.files import ANALYTICS_DB
+from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.timeutil import local_timezone, when_day
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
@@ -189,6 +189,12 @@ def open_store(home: Path):
 
     path = Path(home) / ANALYTICS_DB
     if not path.exists():
+        if (Path(home) / STORE_DB).exists():  # ingested, but no session file held any usage yet
+            raise StoreError(
+                "no usage stored yet",
+                where=str(path),
+                hint="`ctxkeep sources` shows where ctxkeep looks for session files",
+            )
         raise StoreError("no analytics store", where=str(path), hint="run `ctxkeep ingest` first")
     try:
         return duckdb.connect(str(path), read_only=True), None

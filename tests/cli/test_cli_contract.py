@@ -103,6 +103,7 @@ CASES = [
     (["report", "daily", "--home", "{EMPTY_STORE}"], 1, "no analytics store"),
     (["report", "html", "{OUT}", "--until", "June"], 2, "cannot read the time 'June' (--until)"),
     (["redact", "--dry-run"], 2, "--dry-run needs --rescan"),
+    (["quarantine", "list", "--agent", "codx", "--home", "{STORE}"], 2, "unknown agent 'codx' (--agent)"),
     (["redact", "--rescan", "--home", "{EMPTY_STORE}"], 1, "no store"),
     (["export", "parquet", "{OUT}", "--tables", "bogus"], 2, "unknown table bogus (--tables)"),
     (["export", "parquet", "nosuch://x/y", "--home", "{STORE}"], 2, "unknown lake scheme nosuch://"),

@@ -225,3 +225,26 @@ def test_help_command_and_groups():
     )
     usage = runner.invoke(app, ["search", "--help"]).stdout
     assert "ctxkeep search [OPTIONS] QUERY" in usage and "{query}" not in usage
+
+
+def test_new_user_findings_of_the_second_try(tmp_path):
+    """What a new user still hit after the first fixes: `help search` showed {QUERY};
+    a config warning about `[bogus]` lost its name (read as Rich markup); after an ingest
+    that found nothing, `report daily` said to run ingest; `search -a` was no option."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    r = CliRunner().invoke(app, ["help", "search"])
+    assert "ctxkeep search [OPTIONS] QUERY" in " ".join(r.output.split()) and "{QUERY}" not in r.output
+    home = tmp_path / "store"
+    home.mkdir()
+    (home / "config.toml").write_text("[bogus]\nx = 1\n")
+    env = {"HOME": str(tmp_path / "nobody")}
+    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--no-progress"], env=env)
+    assert r.exit_code == 0 and "unknown table [bogus]" in r.output
+    assert r.output.count("no session files found") == 1
+    r = CliRunner().invoke(app, ["report", "daily", "--home", str(home)], env=env)
+    assert r.exit_code == 1 and "no usage stored yet" in r.output and "ctxkeep sources" in r.output
+    r = CliRunner().invoke(app, ["search", "x", "-a", "codex,crush", "--home", str(home)], env=env)
+    assert r.exit_code == 0, r.output

@@ -140,3 +140,14 @@ def test_a_cut_text_stays_within_its_budget_marker_included(corpus_store):
             if f.truncated:
                 assert MARK.search(f.text) and f.tokens == heuristic_tokens(f.text), (budget, eid)
     c.close()
+
+
+def test_an_offset_into_a_short_entry_returns_the_rest(conn):
+    """`show ID --offset 10` of a 61-byte entry printed only a marker pointing at the same
+    offset (a loop): the rest of a short text comes back whole, with no marker."""
+    text = "a short note of sixty-one bytes, fetched from byte ten onward."
+    eid = index_note(conn, "short", text=text)["entry_id"]
+    for offset in (1, 10, len(text.encode())):
+        f = fetch(conn, [eid], offset=offset)[0][0]
+        assert f.text == text.encode()[offset:].decode() and f.next_offset is None
+        assert not MARK.search(f.text)
