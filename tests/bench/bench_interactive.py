@@ -17,6 +17,15 @@ command run ``--runs`` times (median and best printed), side by side in one run:
   telemetry and the update check are off and its host is 127.0.0.1 (it is never
   pointed anywhere else; the machine has no network anyway).
 
+``--baseline DIR`` (a checkout of another revision with its own ``.venv``, e.g.
+``git worktree add /tmp/base main && (cd /tmp/base && uv sync)``) runs the same ctxkeep
+rows with that checkout too, alternating run by run, so before and after are measured
+side by side under the same load.
+
+Derived caches (``$CTXKEEP_CACHE_DIR``: the BPE rank table) live in the bench's temp
+dir, never under the corpus HOME: warmed by one run first (as any earlier ctxkeep
+run on a machine warms them), plus one row with the cache emptied before each run.
+
 The package's bytecode is compiled first (``compileall``), as an installed ctxkeep has
 it: with ``PYTHONDONTWRITEBYTECODE=1`` (set on this machine) an editable checkout
 would otherwise compile ~60 modules on every start (~0.1 s of a no-op ingest).
@@ -49,6 +58,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("CTXKEEP_CORPUS") or (ROOT.parent / "shared" / "corpus")).resolve()
 CTXKEEP = ROOT / ".venv" / "bin" / "ctxkeep"
 AGENTSVIEW = Path(os.environ.get("AGENTSVIEW", "/tmp/peers/venv/bin/agentsview"))
+#: the derived-cache dir of every ctxkeep run here (set in main: a temp dir)
+CACHE = Path(tempfile.gettempdir()) / "ctxkeep-bench-cache"
 HEAVY = ("polars", "duckdb", "prefect", "rich", "tiktoken", "pyarrow")
 
 
@@ -59,7 +70,7 @@ def clean_env(**extra: str) -> dict:
         for k, v in os.environ.items()
         if not k.startswith("PREFECT_") and k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CTXKEEP_HOME")
     }
-    env.update(CTXKEEP_IDLE_SECONDS="0", **extra)
+    env.update({"CTXKEEP_IDLE_SECONDS": "0", "CTXKEEP_CACHE_DIR": str(CACHE), **extra})
     return env
 
 
@@ -115,49 +126,127 @@ def import_report(home: Path, store: Path) -> tuple[list[tuple[str, float]], lis
     return top[:8], [m for m in HEAVY if m in names]
 
 
+_BUILD = """
+import sys, time
+if sys.argv[1] == "polars":
+    import polars  # noqa: F401  (an ingest has it loaded: the ranks decode through it)
+from ctxkeep.transforms import tokens
+t = time.process_time()
+assert tokens.encoding() is not None
+print(time.process_time() - t)
+"""
+
+
+def encoder_rows(runs: int, work: Path) -> list[tuple[str, list[float]]]:
+    """CPU seconds of building the BPE encoder alone (a fresh process each run), with the
+    rank-table cache warm and with it emptied first, with and without Polars loaded
+    (ingest / ``compress --check``); the variants alternate run by run."""
+    py = str(ROOT / ".venv" / "bin" / "python")
+    cache = work / "encoder-cache"
+    variants = [(f"{how}, {mode}", how, mode) for mode in ("polars", "plain") for how in ("warm", "cold")]
+    got: dict[str, list[float]] = {v[0]: [] for v in variants}
+    subprocess.run(
+        [py, "-c", _BUILD, "plain"],
+        env=clean_env(CTXKEEP_CACHE_DIR=str(cache)),
+        check=True,
+        capture_output=True,
+    )
+    for _ in range(runs):
+        for name, how, mode in variants:
+            c = cache if how == "warm" else work / "encoder-cold"
+            if how == "cold":
+                shutil.rmtree(c, ignore_errors=True)
+            r = subprocess.run(
+                [py, "-c", _BUILD, mode],
+                env=clean_env(CTXKEEP_CACHE_DIR=str(c)),
+                capture_output=True,
+                text=True,
+            )
+            got[name].append(float(r.stdout))
+    return list(got.items())
+
+
+def ctxkeep_rows(
+    checkouts: list[tuple[str, Path]], runs: int, home: Path, work: Path
+) -> list[tuple[str, list[tuple[float, float]], str]]:
+    """The ctxkeep rows for each ``(label, checkout root)``: the runs of the checkouts
+    alternate (run 1 of each, run 2 of each, ...), so a load change hits them alike."""
+    stores = iter(range(10**6))
+    out: list[tuple[str, list[tuple[float, float]], str]] = []
+
+    def exe(root: Path) -> str:
+        return str(root / ".venv" / "bin" / "ctxkeep")
+
+    def fresh(root: Path) -> tuple[list[str], dict]:
+        s = work / f"store-{next(stores)}"
+        return [exe(root), "ingest", "--no-progress"], clean_env(HOME=str(home), CTXKEEP_HOME=str(s))
+
+    def cold(root: Path) -> tuple[list[str], dict]:
+        shutil.rmtree(CACHE, ignore_errors=True)
+        return fresh(root)
+
+    last = {}
+    for _, root in checkouts:  # a store per checkout for the no-op rows; warms the cache
+        last[root] = work / f"store-last-{root.name}"
+        timed([exe(root), "ingest", "--no-progress"], clean_env(HOME=str(home), CTXKEEP_HOME=str(last[root])))
+
+    def noop(root):
+        return [exe(root), "ingest"], clean_env(HOME=str(home), CTXKEEP_HOME=str(last[root]))
+
+    def check(root):
+        return [exe(root), "compress", "--check"], clean_env(HOME=str(home), CTXKEEP_HOME=str(last[root]))
+
+    def version(root):
+        return [exe(root), "--version"], clean_env()
+
+    specs = [
+        ("--version", version, ""),
+        ("ingest (first)", fresh, "≤ 1.2 s"),
+        ("ingest (first, cold cache)", cold, ""),
+        ("ingest (nothing new)", noop, "≤ 0.3 s"),
+        ("compress --check", check, "≤ 0.5 s"),
+    ]
+    for name, make, target in specs:
+        got: dict[Path, list[tuple[float, float]]] = {root: [] for _, root in checkouts}
+        for _ in range(runs):
+            for _, root in checkouts:
+                got[root].append(timed(*make(root)))
+        if make is cold:  # leave the cache warm for the next rows
+            timed(*fresh(checkouts[0][1]))
+        for label, root in checkouts:
+            out.append((f"ctxkeep {name} [{label}]", got[root], target))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline", type=Path, help="another checkout (with .venv) to run side by side")
     a = ap.parse_args()
     home = CORPUS / "home"
     if not home.is_dir():
         raise SystemExit(f"no corpus at {home}: set CTXKEEP_CORPUS")
     if not CTXKEEP.exists():
         raise SystemExit(f"no {CTXKEEP}: run `uv sync` first")
+    checkouts = [("this", ROOT)]
+    if a.baseline:
+        base = a.baseline.resolve()
+        if not (base / ".venv" / "bin" / "ctxkeep").exists():
+            raise SystemExit(f"no {base}/.venv/bin/ctxkeep: run `uv sync` in the baseline checkout")
+        checkouts.append(("baseline", base))
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-interactive-"))
+    global CACHE
+    CACHE = work / "cache"
     rows: list[tuple[str, list[tuple[float, float]], str]] = []
-    compileall.compile_dir(ROOT / "ctxkeep", quiet=1)
+    for _, root in checkouts:
+        compileall.compile_dir(root / "ctxkeep", quiet=1)
     try:
         mb = warm(home) / 1e6
         print(f"corpus {home}: {mb:.1f} MB; {a.runs} runs each; load average {os.getloadavg()[0]:.1f}")
         py = [sys.executable, "-c", "pass"]
         rows.append(("python -c pass", series(a.runs, lambda: (py, clean_env())), ""))
-        rows.append(
-            ("ctxkeep --version", series(a.runs, lambda: ([str(CTXKEEP), "--version"], clean_env())), "")
-        )
-        stores = iter(range(10**6))
-
-        def first():
-            s = work / f"store-{next(stores)}"
-            return [str(CTXKEEP), "ingest", "--no-progress"], clean_env(HOME=str(home), CTXKEEP_HOME=str(s))
-
-        rows.append(("ctxkeep ingest (first)", series(a.runs, first), "≤ 1.2 s"))
-        last = work / "store-0"
-        env = clean_env(HOME=str(home), CTXKEEP_HOME=str(last))
-        rows.append(
-            (
-                "ctxkeep ingest (nothing new)",
-                series(a.runs, lambda: ([str(CTXKEEP), "ingest"], env)),
-                "≤ 0.3 s",
-            )
-        )
-        rows.append(
-            (
-                "ctxkeep compress --check",
-                series(a.runs, lambda: ([str(CTXKEEP), "compress", "--check"], env)),
-                "≤ 0.5 s",
-            )
-        )
+        rows += ctxkeep_rows(checkouts, a.runs, home, work)
+        last = work / f"store-last-{ROOT.name}"
         if AGENTSVIEW.exists():
             av_home = work / "av-home"
             shutil.copytree(home, av_home, symlinks=True)
@@ -188,13 +277,17 @@ def main() -> None:
             print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its rows are left out")
 
         floor = statistics.median(w for w, _ in rows[0][1])
-        print(f"\n{'command':<32}{'median s':>9}{'best s':>8}{'- python':>10}{'CPU s':>8}  target")
+        print(f"\n{'command':<48}{'median s':>9}{'best s':>8}{'- python':>10}{'CPU s':>8}  target")
         for name, ts, target in rows:
             walls = [w for w, _ in ts]
             med = statistics.median(walls)
             cpu = statistics.median(c for _, c in ts)
-            print(f"{name:<32}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}  {target}")
+            print(f"{name:<48}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}  {target}")
         print(f"load average at the end {os.getloadavg()[0]:.1f} (2 cores)")
+
+        print("\nBPE encoder build alone (CPU s, fresh process; cold = rank-table cache emptied):")
+        for name, secs in encoder_rows(max(a.runs, 5), work):
+            print(f"  {name:<24}median {statistics.median(secs):.3f}  best {min(secs):.3f}")
 
         top, heavy = import_report(home, last)
         print("\nno-op ingest, biggest top-level imports (-X importtime, cumulative ms):")
