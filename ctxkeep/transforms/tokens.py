@@ -178,6 +178,35 @@ def estimate_tokens(texts: list[str]) -> tuple[list[int], list[str]]:
     (estimated for long texts, see the module doc); methods ``"o200k_base"``,
     ``"o200k_base-sampled"`` or ``"heuristic"``. Never raises for any string.
     """
+    counter = _counter
+    if counter is not None and texts:
+        try:
+            return counter(texts)
+        except Exception:  # the side process is gone: count here, the same way
+            pass
+    return count_here(texts)
+
+
+#: set by ``use_counter``: where ``estimate_tokens`` counts (a side process)
+_counter = None
+
+
+@contextlib.contextmanager
+def use_counter(counter):
+    """While the block runs, ``estimate_tokens(texts)`` returns ``counter(texts)``: a
+    callable that gives exactly ``count_here(texts)`` (``pipeline.token_process``
+    counts in a process of its own with the same encoder). When ``counter`` raises,
+    the texts are counted here instead, so the counts never change."""
+    global _counter
+    before, _counter = _counter, counter
+    try:
+        yield counter
+    finally:
+        _counter = before
+
+
+def count_here(texts: list[str]) -> tuple[list[int], list[str]]:
+    """``estimate_tokens`` in this process (``use_counter`` aside)."""
     enc = encoding()
     if enc is None:
         return [heuristic_tokens(t) for t in texts], ["heuristic"] * len(texts)
