@@ -85,7 +85,6 @@ def ingest(
             summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
         else:
             from ctxkeep.flows.prefect_env import run_as_flow
-
             from ctxkeep.pipeline import side_process
 
             as_flow = run_as_flow(h, prefect)
