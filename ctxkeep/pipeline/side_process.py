@@ -18,7 +18,8 @@ The process is ``python -m ctxkeep.pipeline.side_process FD``: requests are pick
 ``(op, args)`` on its stdin, replies ``("ok", value)`` or ``("err", text)`` pickles on
 the pipe ``FD`` (its own, as ``reader_process``'s: its stdout is the ingest's stderr).
 It imports no Polars, DuckDB or SQLite store and touches no file but the rank-table
-cache (``tokens.cached_ranks``). ``CTXKEEP_SIDE_PROCESS=0`` turns it off.
+cache (``tokens.cached_ranks``). ``CTXKEEP_SIDE_PROCESS=0`` turns it off. ``compress --check`` and ``--dry-run`` use it too (their token
+figures), without the prices.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class SideProcess:
     thread-safe). Each raises RuntimeError when the process failed or is gone (then it
     stays gone: the callers compute locally). Raises OSError when it cannot start."""
 
-    def __init__(self) -> None:
+    def __init__(self, prices: bool = True) -> None:
         root = str(Path(__file__).resolve().parents[2])  # ctxkeep importable from a checkout
         env = dict(
             os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
@@ -52,7 +53,13 @@ class SideProcess:
         rfd, wfd = os.pipe()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "ctxkeep.pipeline.side_process", str(wfd)],
+                [
+                    sys.executable,
+                    "-m",
+                    "ctxkeep.pipeline.side_process",
+                    str(wfd),
+                    "prices" if prices else "-",
+                ],
                 stdin=subprocess.PIPE,
                 stdout=_stderr_fd(),
                 env=env,
@@ -106,16 +113,18 @@ class SideProcess:
 
 
 @contextlib.contextmanager
-def started() -> Iterator[SideProcess | None]:
+def started(prices: bool = True) -> Iterator[SideProcess | None]:
     """Start a side process and route ``tokens.estimate_tokens`` and genai-prices
     through it for the block (``tokens.use_counter``, ``cost.use_remote``); yields None
-    (everything computed in this process) when it is turned off or cannot start."""
+    (everything computed in this process) when it is turned off or cannot start.
+    ``prices``: it imports genai-prices once the encoder is built, before any price is
+    asked for (False for work that prices nothing: ``compress --check``)."""
     from ctxkeep.transforms import cost, tokens
 
     side = None
     if ENABLED:
         with contextlib.suppress(OSError):
-            side = SideProcess()
+            side = SideProcess(prices)
     if side is None:
         yield None
         return
@@ -144,15 +153,16 @@ def _warm_prices() -> None:
 
 
 def _main() -> None:
-    """The side process: builds the encoder, imports genai-prices in a thread, then
-    answers requests until its stdin ends. Ctrl-C reaches the process group: it is
+    """The side process: builds the encoder, imports genai-prices in a thread (when
+    ``sys.argv[2]`` is ``prices``), then answers requests until its stdin ends. Ctrl-C reaches the process group: it is
     ignored here (the ingest ends the process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(int(sys.argv[1]), "wb")
     from ctxkeep.transforms import cost, tokens
 
     tokens.encoding()  # first: the counts are asked for first
-    threading.Thread(target=_warm_prices, daemon=True).start()
+    if sys.argv[2:3] == ["prices"]:
+        threading.Thread(target=_warm_prices, daemon=True).start()
     ops = {
         "count": tokens.count_here,
         "rates": lambda keys: [cost.genai_rates(*k) for k in keys],
