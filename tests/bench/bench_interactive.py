@@ -29,8 +29,12 @@ run on a machine warms them), plus one row with the cache emptied before each ru
 The package's bytecode is compiled first (``compileall``), as an installed ctxkeep has
 it: with ``PYTHONDONTWRITEBYTECODE=1`` (set on this machine) an editable checkout
 would otherwise compile ~60 modules on every start (~0.1 s of a no-op ingest).
-Besides the wall seconds, each row gives the process's CPU seconds (user + sys): on a
-shared machine the CPU figure is the steadier one.
+Besides the wall seconds, each row gives the CPU seconds (user + sys) of the process
+with its children (the side and reader processes) and, for ctxkeep, of the process
+alone ("own CPU": its critical path when the other core is free; ctxkeep runs as
+``python -c`` calling ``cli.main``, as its console script does): on a shared machine
+the CPU figures are the steadier ones. ``--side-off`` adds this checkout with
+``CTXKEEP_SIDE_PROCESS=0`` (counts and prices in the ingest process), alternating too.
 
 Then the imports of a no-op ingest (``python -X importtime``): the biggest top-level
 modules, and whether Polars, DuckDB, Prefect, Rich or tiktoken were imported.
@@ -79,15 +83,36 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one whole process; raises SystemExit when it fails."""
+#: runs the ctxkeep CLI as its console script does (``cli.main``) and writes the
+#: process's own CPU seconds (without its side and reader processes) to stderr at exit
+_OWN = """
+import resource, sys
+sys.argv = ["ctxkeep", *sys.argv[1:]]
+try:
+    from ctxkeep.cli import main
+    main()
+finally:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    sys.stderr.write(f"\\nOWN-CPU {r.ru_utime + r.ru_stime:.4f}\\n")
+"""
+
+
+def ctxkeep_cmd(root: Path, *args: str) -> list[str]:
+    """``ctxkeep ARGS`` of the checkout ``root``, reporting its own CPU (``_OWN``)."""
+    return [str(root / ".venv" / "bin" / "python"), "-c", _OWN, *args]
+
+
+def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float, float | None]:
+    """(wall seconds, CPU seconds of the process and its children, CPU seconds of the
+    process alone or None) of one whole process; raises SystemExit when it fails."""
     c0 = _children_cpu()
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     secs = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-1500:]}")
-    return secs, _children_cpu() - c0
+    own = [ln for ln in r.stderr.splitlines() if ln.startswith("OWN-CPU ")]
+    return secs, _children_cpu() - c0, float(own[-1].split()[1]) if own else None
 
 
 def series(runs: int, make) -> list[tuple[float, float]]:
@@ -167,54 +192,60 @@ def encoder_rows(runs: int, work: Path) -> list[tuple[str, list[float]]]:
 
 
 def ctxkeep_rows(
-    checkouts: list[tuple[str, Path]], runs: int, home: Path, work: Path
-) -> list[tuple[str, list[tuple[float, float]], str]]:
-    """The ctxkeep rows for each ``(label, checkout root)``: the runs of the checkouts
-    alternate (run 1 of each, run 2 of each, ...), so a load change hits them alike."""
+    checkouts: list[tuple[str, Path, dict]], runs: int, home: Path, work: Path
+) -> list[tuple[str, list[tuple[float, float, float | None]], str]]:
+    """The ctxkeep rows for each ``(label, checkout root, extra environment)``: the
+    runs of the checkouts alternate (run 1 of each, run 2 of each, ...), so a load
+    change hits them alike."""
     stores = iter(range(10**6))
-    out: list[tuple[str, list[tuple[float, float]], str]] = []
+    out: list[tuple[str, list[tuple[float, float, float | None]], str]] = []
 
-    def exe(root: Path) -> str:
-        return str(root / ".venv" / "bin" / "ctxkeep")
+    def env(extra: dict, **kw: str) -> dict:
+        return clean_env(**extra, **kw)
 
-    def fresh(root: Path) -> tuple[list[str], dict]:
+    def fresh(root: Path, extra: dict) -> tuple[list[str], dict]:
         s = work / f"store-{next(stores)}"
-        return [exe(root), "ingest", "--no-progress"], clean_env(HOME=str(home), CTXKEEP_HOME=str(s))
+        return ctxkeep_cmd(root, "ingest", "--no-progress"), env(extra, HOME=str(home), CTXKEEP_HOME=str(s))
 
-    def cold(root: Path) -> tuple[list[str], dict]:
+    def cold(root: Path, extra: dict) -> tuple[list[str], dict]:
         shutil.rmtree(CACHE, ignore_errors=True)
-        return fresh(root)
+        return fresh(root, extra)
 
     last = {}
-    for _, root in checkouts:  # a store per checkout for the no-op rows; warms the cache
-        last[root] = work / f"store-last-{root.name}"
-        timed([exe(root), "ingest", "--no-progress"], clean_env(HOME=str(home), CTXKEEP_HOME=str(last[root])))
+    for label, root, extra in checkouts:  # a store per checkout for the no-op rows; warms the cache
+        last[label] = work / f"store-last-{next(stores)}"
+        timed(
+            ctxkeep_cmd(root, "ingest", "--no-progress"),
+            env(extra, HOME=str(home), CTXKEEP_HOME=str(last[label])),
+        )
 
-    def noop(root):
-        return [exe(root), "ingest"], clean_env(HOME=str(home), CTXKEEP_HOME=str(last[root]))
+    def noop(root, extra, label):
+        return ctxkeep_cmd(root, "ingest"), env(extra, HOME=str(home), CTXKEEP_HOME=str(last[label]))
 
-    def check(root):
-        return [exe(root), "compress", "--check"], clean_env(HOME=str(home), CTXKEEP_HOME=str(last[root]))
+    def check(root, extra, label):
+        return ctxkeep_cmd(root, "compress", "--check"), env(
+            extra, HOME=str(home), CTXKEEP_HOME=str(last[label])
+        )
 
-    def version(root):
-        return [exe(root), "--version"], clean_env()
+    def version(root, extra, label):
+        return ctxkeep_cmd(root, "--version"), env(extra)
 
     specs = [
         ("--version", version, ""),
-        ("ingest (first)", fresh, "≤ 1.2 s"),
-        ("ingest (first, cold cache)", cold, ""),
+        ("ingest (first)", lambda r, e, _: fresh(r, e), "≤ 1.2 s"),
+        ("ingest (first, cold cache)", lambda r, e, _: cold(r, e), ""),
         ("ingest (nothing new)", noop, "≤ 0.3 s"),
         ("compress --check", check, "≤ 0.5 s"),
     ]
     for name, make, target in specs:
-        got: dict[Path, list[tuple[float, float]]] = {root: [] for _, root in checkouts}
+        got: dict[str, list[tuple[float, float, float | None]]] = {c[0]: [] for c in checkouts}
         for _ in range(runs):
-            for _, root in checkouts:
-                got[root].append(timed(*make(root)))
-        if make is cold:  # leave the cache warm for the next rows
-            timed(*fresh(checkouts[0][1]))
-        for label, root in checkouts:
-            out.append((f"ctxkeep {name} [{label}]", got[root], target))
+            for label, root, extra in checkouts:
+                got[label].append(timed(*make(root, extra, label)))
+        if "cold" in name:  # leave the cache warm for the next rows
+            timed(*fresh(checkouts[0][1], checkouts[0][2]))
+        for label, _, _ in checkouts:
+            out.append((f"ctxkeep {name} [{label}]", got[label], target))
     return out
 
 
@@ -222,23 +253,30 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", type=Path, help="another checkout (with .venv) to run side by side")
+    ap.add_argument(
+        "--side-off",
+        action="store_true",
+        help="also run this checkout with CTXKEEP_SIDE_PROCESS=0 (count and price in the ingest process)",
+    )
     a = ap.parse_args()
     home = CORPUS / "home"
     if not home.is_dir():
         raise SystemExit(f"no corpus at {home}: set CTXKEEP_CORPUS")
     if not CTXKEEP.exists():
         raise SystemExit(f"no {CTXKEEP}: run `uv sync` first")
-    checkouts = [("this", ROOT)]
+    checkouts = [("this", ROOT, {})]
+    if a.side_off:
+        checkouts.append(("this, CTXKEEP_SIDE_PROCESS=0", ROOT, {"CTXKEEP_SIDE_PROCESS": "0"}))
     if a.baseline:
         base = a.baseline.resolve()
         if not (base / ".venv" / "bin" / "ctxkeep").exists():
             raise SystemExit(f"no {base}/.venv/bin/ctxkeep: run `uv sync` in the baseline checkout")
-        checkouts.append(("baseline", base))
+        checkouts.append(("baseline", base, {}))
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-interactive-"))
     global CACHE
     CACHE = work / "cache"
-    rows: list[tuple[str, list[tuple[float, float]], str]] = []
-    for _, root in checkouts:
+    rows: list[tuple[str, list[tuple[float, float, float | None]], str]] = []
+    for root in {c[1] for c in checkouts}:
         compileall.compile_dir(root / "ctxkeep", quiet=1)
     try:
         mb = warm(home) / 1e6
@@ -246,7 +284,7 @@ def main() -> None:
         py = [sys.executable, "-c", "pass"]
         rows.append(("python -c pass", series(a.runs, lambda: (py, clean_env())), ""))
         rows += ctxkeep_rows(checkouts, a.runs, home, work)
-        last = work / f"store-last-{ROOT.name}"
+        last = work / "store-last-0"
         if AGENTSVIEW.exists():
             av_home = work / "av-home"
             shutil.copytree(home, av_home, symlinks=True)
@@ -276,13 +314,17 @@ def main() -> None:
         else:
             print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its rows are left out")
 
-        floor = statistics.median(w for w, _ in rows[0][1])
-        print(f"\n{'command':<48}{'median s':>9}{'best s':>8}{'- python':>10}{'CPU s':>8}  target")
+        floor = statistics.median(t[0] for t in rows[0][1])
+        print(
+            f"\n{'command':<58}{'median s':>9}{'best s':>8}{'- python':>10}{'CPU s':>8}{'own CPU':>9}  target"
+        )
         for name, ts, target in rows:
-            walls = [w for w, _ in ts]
+            walls = [t[0] for t in ts]
             med = statistics.median(walls)
-            cpu = statistics.median(c for _, c in ts)
-            print(f"{name:<48}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}  {target}")
+            cpu = statistics.median(t[1] for t in ts)
+            owns = [t[2] for t in ts if len(t) > 2 and t[2] is not None]
+            own = f"{statistics.median(owns):>9.3f}" if owns else f"{'':>9}"
+            print(f"{name:<58}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}{own}  {target}")
         print(f"load average at the end {os.getloadavg()[0]:.1f} (2 cores)")
 
         print("\nBPE encoder build alone (CPU s, fresh process; cold = rank-table cache emptied):")
