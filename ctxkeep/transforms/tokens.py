@@ -177,6 +177,8 @@ def estimate_tokens(texts: list[str]) -> tuple[list[int], list[str]]:
     Returns ``(counts, methods)`` of the same length: counts in o200k_base tokens
     (estimated for long texts, see the module doc); methods ``"o200k_base"``,
     ``"o200k_base-sampled"`` or ``"heuristic"``. Never raises for any string.
+    Counted by the ``use_counter`` callable when one is set (the ingest's side
+    process), else here (``count_here``): the same counts either way.
     """
     counter = _counter
     if counter is not None and texts:
