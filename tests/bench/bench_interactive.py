@@ -99,7 +99,8 @@ finally:
 
 def ctxkeep_cmd(root: Path, *args: str) -> list[str]:
     """``ctxkeep ARGS`` of the checkout ``root``, reporting its own CPU (``_OWN``)."""
-    return [str(root / ".venv" / "bin" / "python"), "-c", _OWN, *args]
+    # -P: no current directory on sys.path (a baseline must import its own ctxkeep)
+    return [str(root / ".venv" / "bin" / "python"), "-P", "-c", _OWN, *args]
 
 
 def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float, float | None]:
