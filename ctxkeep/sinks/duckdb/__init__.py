@@ -382,7 +382,9 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
         con.unregister("_assumed")
         pricer = cost.Pricer(overrides)
         rates, tiered = [], []
-        keys = con.execute("SELECT DISTINCT priced_model, day FROM _attr WHERE priced_model IS NOT NULL").fetchall()
+        keys = con.execute(
+            "SELECT DISTINCT priced_model, day FROM _attr WHERE priced_model IS NOT NULL"
+        ).fetchall()
         today = dt.datetime.now(dt.UTC).date()
         for (model, day), r in zip(keys, pricer.rates_many([(m, d or today) for m, d in keys]), strict=True):
             if r == "tiered":
