@@ -33,6 +33,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 #: ``CTXKEEP_SIDE_PROCESS=0``: count and price in the ingest process
 ENABLED = os.environ.get("CTXKEEP_SIDE_PROCESS", "1") != "0"
@@ -46,31 +47,7 @@ class SideProcess:
     stays gone: the callers compute locally). Raises OSError when it cannot start."""
 
     def __init__(self, prices: bool = True) -> None:
-        root = str(Path(__file__).resolve().parents[2])  # ctxkeep importable from a checkout
-        env = dict(
-            os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-        )
-        rfd, wfd = os.pipe()
-        try:
-            self._proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "ctxkeep.pipeline.side_process",
-                    str(wfd),
-                    "prices" if prices else "-",
-                ],
-                stdin=subprocess.PIPE,
-                stdout=_stderr_fd(),
-                env=env,
-                pass_fds=(wfd,),
-            )
-        except BaseException:
-            os.close(rfd)
-            raise
-        finally:
-            os.close(wfd)  # the process holds its copy: EOF here when it ends
-        self._replies = os.fdopen(rfd, "rb")
+        self._proc, self._replies = start_child("ctxkeep.pipeline.side_process", "prices" if prices else "-")
         self._lock = threading.Lock()
         self._dead = False
 
@@ -135,13 +112,34 @@ def started(prices: bool = True) -> Iterator[SideProcess | None]:
         side.close()
 
 
-def _stderr_fd():
-    """This process's stderr as a descriptor for the child's stdout (pytest's capture
-    may replace ``sys.stderr`` by an object without one)."""
+def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
+    """``python -m module FD ARGS`` (this interpreter, ctxkeep importable from this
+    checkout): stdin a pipe, stdout this process's stderr (DEVNULL when it has no
+    descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
+    is the inherited descriptor FD. Returns the process and the read end (EOF when
+    the process ends). Raises OSError when it cannot start. Shared by this module and
+    ``reader_process``."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     try:
-        return sys.stderr.fileno()
+        stdout = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
-        return subprocess.DEVNULL
+        stdout = subprocess.DEVNULL
+    rfd, wfd = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(wfd), *args],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            env=env,
+            pass_fds=(wfd,),
+        )
+    except BaseException:
+        os.close(rfd)
+        raise
+    finally:
+        os.close(wfd)  # the process holds its copy
+    return proc, os.fdopen(rfd, "rb")
 
 
 def _warm_prices() -> None:

@@ -229,7 +229,7 @@ class Pricer:
         out: list[float | None] = [None] * len(rows)
         tiered, at = [], []
         for i, row in enumerate(rows):
-            got = self._priced(*row)
+            got = self._priced(row)
             if isinstance(got, tuple):
                 tiered.append(got)
                 at.append(i)
@@ -239,19 +239,12 @@ class Pricer:
             out[i] = v
         return out
 
-    def _priced(
-        self,
-        agent: str,
-        model: str | None,
-        ts: dt.datetime | None,
-        input_tokens: int | None,
-        output_tokens: int | None,
-        cache_read_tokens: int | None,
-        cache_creation_tokens: int | None,
-        reasoning_tokens: int | None = 0,
-        cache_creation_1h_tokens: int | None = 0,
-    ) -> float | None | tuple:
-        """The price of a flat-rate response, or the arguments of ``genai_tiered``."""
+    def _priced(self, row: tuple) -> float | None | tuple:
+        """The price of a flat-rate response (``price``'s arguments as a tuple), or the
+        arguments of ``genai_tiered``."""
+        agent, model, ts, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, *rest = row
+        reasoning_tokens = rest[0] if rest else 0
+        cache_creation_1h_tokens = rest[1] if len(rest) > 1 else 0
         if not model:
             return None
         inp, out = input_tokens or 0, output_tokens or 0
