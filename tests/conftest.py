@@ -28,6 +28,9 @@ os.environ["CTXKEEP_IDLE_SECONDS"] = "0"
 _SCRATCH = Path(tempfile.mkdtemp(prefix="ctxkeep-tests-"))
 os.environ.setdefault("XDG_CACHE_HOME", str(_SCRATCH / "cache"))
 os.environ.setdefault("PREFECT_HOME", str(_SCRATCH / "prefect"))
+# Derived caches (the BPE rank table) go to the test run's scratch dir too, never the
+# developer's own cache.
+os.environ.setdefault("CTXKEEP_CACHE_DIR", str(_SCRATCH / "ctxkeep-cache"))
 
 
 def _corpus_paths() -> set[str]:

@@ -5,6 +5,7 @@ session files (a Prefect flow run when a Prefect server is there to record it or
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -62,6 +63,14 @@ def compress(
     as_json: bool = JsonOpt,
 ):
     """Shrink oversized Claude Code and Codex session files; the store keeps what they drop."""
+    from ctxkeep.pipeline import side_process
+
+    with side_process.started(prices=False) if (check or dry_run) else contextlib.nullcontext():
+        # the report counts tokens: the side process builds the BPE encoder meanwhile
+        _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json)
+
+
+def _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json) -> None:
     from ctxkeep.maintenance import compress as ops
 
     h = _home(home)

@@ -99,9 +99,12 @@ def ingest(
             summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
         else:
             from ctxkeep.flows.prefect_env import run_as_flow
+            from ctxkeep.pipeline import side_process
 
             as_flow = run_as_flow(h, prefect)
-            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
+            # started before the engine's imports: it builds the BPE encoder meanwhile
+            with side_process.started():
+                summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
         summary["held_back"] = _held_back(h)
     except CtxkeepError as e:
         fail_config(e)

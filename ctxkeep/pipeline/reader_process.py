@@ -36,9 +36,9 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 from ctxkeep.pipeline.readahead import ReadItem, read_files
+from ctxkeep.pipeline.side_process import start_child
 from ctxkeep.sources.contract import SourceFile, Watermark
 
 _ITEM, _DONE, _FAIL = 0, 1, 2
@@ -73,23 +73,7 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
     """
     import polars as pl
 
-    root = str(Path(__file__).resolve().parents[2])  # ctxkeep importable from a checkout
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    rfd, wfd = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ctxkeep.pipeline.reader_process", str(wfd)],
-            stdin=subprocess.PIPE,
-            stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else subprocess.DEVNULL,
-            env=env,
-            pass_fds=(wfd,),
-        )
-    except BaseException:
-        os.close(rfd)
-        raise
-    finally:
-        os.close(wfd)  # the process holds its copy: EOF here when it ends
-    results = os.fdopen(rfd, "rb")
+    proc, results = start_child("ctxkeep.pipeline.reader_process")
     ended = received = False
     try:
         try:
@@ -135,15 +119,6 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
             proc.kill()  # stopped early: it only reads, nothing to clean up
             proc.wait()
         results.close()
-
-
-def _has_fileno(stream) -> bool:
-    """``stream`` is backed by a file descriptor (pytest's capture may replace it)."""
-    try:
-        stream.fileno()
-        return True
-    except (AttributeError, OSError, ValueError):
-        return False
 
 
 def _ipc(frame) -> bytes:

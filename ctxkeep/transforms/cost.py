@@ -28,11 +28,12 @@ input of one request).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Protocol
 
 #: ``auto``: the cost an agent logged, else the calculated one; ``calculate``: always the
 #: calculated one; ``display``: only logged costs (as ccusage's ``--mode``)
@@ -177,11 +178,18 @@ class Pricer:
             cw = o.input_mtok if o.cache_write_mtok is None else o.cache_write_mtok
             cw1h = cw if o.cache_write_1h_mtok is None else o.cache_write_1h_mtok
             return (o.input_mtok, o.output_mtok, cr, cw, cw1h)
-        if _model_price(model, day) is None:
+        r = genai_rates_of([(model, day)])[0]
+        if r is None:
             self.unknown.add(model)
-            return None
-        flat = _flat_rates(model, day)
-        return "tiered" if flat is None else flat
+        return r
+
+    def rates_many(self, keys: list[tuple[str | None, dt.date]]) -> list[Rates | None | str]:
+        """``rates(model, day)`` of each key; genai-prices asked once for them all (one
+        round trip when a side process prices, ``use_remote``)."""
+        ask = [(m, d) for m, d in keys if m and m.lower() not in self.overrides]
+        if ask and _remote is not None:
+            genai_rates_of(ask)  # fills the remote's cache
+        return [self.rates(m, d) for m, d in keys]
 
     def price(
         self,
@@ -199,6 +207,44 @@ class Pricer:
         with these token counts (None counts as 0; ``cache_creation_1h_tokens`` is the
         one-hour part of ``cache_creation_tokens``); None (never 0) when ``model`` is
         empty or neither ``prices.toml`` nor ``genai-prices`` knows it."""
+        return self.prices(
+            [
+                (
+                    agent,
+                    model,
+                    ts,
+                    input_tokens,
+                    output_tokens,
+                    cache_read_tokens,
+                    cache_creation_tokens,
+                    reasoning_tokens,
+                    cache_creation_1h_tokens,
+                )
+            ]
+        )[0]
+
+    def prices(self, rows: list[tuple]) -> list[float | None]:
+        """``price(*row)`` of each row (USD or None), the tiered prices computed in one
+        ``genai_tiered_of`` call (one round trip when a side process prices)."""
+        out: list[float | None] = [None] * len(rows)
+        tiered, at = [], []
+        for i, row in enumerate(rows):
+            got = self._priced(row)
+            if isinstance(got, tuple):
+                tiered.append(got)
+                at.append(i)
+            else:
+                out[i] = got
+        for i, v in zip(at, genai_tiered_of(tiered) if tiered else [], strict=True):
+            out[i] = v
+        return out
+
+    def _priced(self, row: tuple) -> float | None | tuple:
+        """The price of a flat-rate response (``price``'s arguments as a tuple), or the
+        arguments of ``genai_tiered``."""
+        agent, model, ts, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, *rest = row
+        reasoning_tokens = rest[0] if rest else 0
+        cache_creation_1h_tokens = rest[1] if len(rest) > 1 else 0
         if not model:
             return None
         inp, out = input_tokens or 0, output_tokens or 0
@@ -212,16 +258,83 @@ class Pricer:
             return None
         if r != "tiered":
             return (inp * r[0] + out * r[1] + cr * r[2] + (cw - h) * r[3] + h * r[4]) / 1e6
-        from genai_prices import Usage
+        return (model, day, inp, cr, cw, h, out)
 
-        usage = Usage(
-            input_tokens=inp + cr + cw,
-            cache_read_tokens=cr,
-            cache_write_tokens=cw,
-            cache_write_1h_tokens=h,
-            output_tokens=out,
-        )
-        return float(_model_price(model, day).calc_price(usage)["total_price"])
+
+def genai_rates(model: str, day: dt.date) -> Rates | None | str:
+    """genai-prices' rates of ``model`` on UTC ``day`` (``prices.toml`` aside): the flat
+    rates (``_flat_rates``), ``"tiered"``, or None for a model it does not know."""
+    if _model_price(model, day) is None:
+        return None
+    flat = _flat_rates(model, day)
+    return "tiered" if flat is None else flat
+
+
+def genai_tiered(model: str, day: dt.date, inp: int, cr: int, cw: int, h: int, out: int) -> float:
+    """genai-prices' price in USD of one response of a tiered ``model`` on UTC ``day``:
+    ``inp`` non-cached input, ``cr`` cache read, ``cw`` cache write of which ``h``
+    one-hour, ``out`` output tokens (the module doc's conventions)."""
+    from genai_prices import Usage
+
+    usage = Usage(
+        input_tokens=inp + cr + cw,
+        cache_read_tokens=cr,
+        cache_write_tokens=cw,
+        cache_write_1h_tokens=h,
+        output_tokens=out,
+    )
+    return float(_model_price(model, day).calc_price(usage)["total_price"])
+
+
+class Remote(Protocol):
+    """Prices genai-prices' way elsewhere (``pipeline.token_process``): the same values
+    as ``genai_rates`` / ``genai_tiered`` for each item; raises when it cannot."""
+
+    def rates(self, keys: list[tuple[str, dt.date]]) -> list[Rates | None | str]: ...
+
+    def tiered(self, items: list[tuple]) -> list[float]: ...
+
+
+#: set by ``use_remote``
+_remote: Remote | None = None
+_remote_rates: dict[tuple[str, dt.date], Rates | None | str] = {}
+
+
+@contextlib.contextmanager
+def use_remote(remote: Remote):
+    """While the block runs, genai-prices is asked through ``remote`` (a process that
+    has imported it: the import costs ~0.3 s of CPU); when ``remote`` raises, the
+    prices are computed here, the same values."""
+    global _remote
+    before, _remote = _remote, remote
+    try:
+        yield remote
+    finally:
+        _remote = before
+        _remote_rates.clear()
+
+
+def genai_rates_of(keys: list[tuple[str, dt.date]]) -> list[Rates | None | str]:
+    """``genai_rates`` of each ``(model, day)``, through the remote when one is set."""
+    if _remote is not None:
+        miss = [k for k in dict.fromkeys(keys) if k not in _remote_rates]
+        try:
+            if miss:
+                _remote_rates.update(zip(miss, _remote.rates(miss), strict=True))
+            return [_remote_rates[k] for k in keys]
+        except Exception:
+            pass
+    return [genai_rates(m, d) for m, d in keys]
+
+
+def genai_tiered_of(items: list[tuple]) -> list[float]:
+    """``genai_tiered(*item)`` of each item, through the remote when one is set."""
+    if _remote is not None:
+        try:
+            return list(_remote.tiered(items))
+        except Exception:
+            pass
+    return [genai_tiered(*it) for it in items]
 
 
 def choose(mode: str, logged: float | None, calculated: float | None) -> tuple[float | None, str]:

@@ -17,11 +17,24 @@ command run ``--runs`` times (median and best printed), side by side in one run:
   telemetry and the update check are off and its host is 127.0.0.1 (it is never
   pointed anywhere else; the machine has no network anyway).
 
+``--baseline DIR`` (a checkout of another revision with its own ``.venv``, e.g.
+``git worktree add /tmp/base main && (cd /tmp/base && uv sync)``) runs the same ctxkeep
+rows with that checkout too, alternating run by run, so before and after are measured
+side by side under the same load.
+
+Derived caches (``$CTXKEEP_CACHE_DIR``: the BPE rank table) live in the bench's temp
+dir, never under the corpus HOME: warmed by one run first (as any earlier ctxkeep
+run on a machine warms them), plus one row with the cache emptied before each run.
+
 The package's bytecode is compiled first (``compileall``), as an installed ctxkeep has
 it: with ``PYTHONDONTWRITEBYTECODE=1`` (set on this machine) an editable checkout
 would otherwise compile ~60 modules on every start (~0.1 s of a no-op ingest).
-Besides the wall seconds, each row gives the process's CPU seconds (user + sys): on a
-shared machine the CPU figure is the steadier one.
+Besides the wall seconds, each row gives the CPU seconds (user + sys) of the process
+with its children (the side and reader processes) and, for ctxkeep, of the process
+alone ("own CPU": its critical path when the other core is free; ctxkeep runs as
+``python -c`` calling ``cli.main``, as its console script does): on a shared machine
+the CPU figures are the steadier ones. ``--side-off`` adds this checkout with
+``CTXKEEP_SIDE_PROCESS=0`` (counts and prices in the ingest process), alternating too.
 
 Then the imports of a no-op ingest (``python -X importtime``): the biggest top-level
 modules, and whether Polars, DuckDB, Prefect, Rich or tiktoken were imported.
@@ -49,6 +62,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("CTXKEEP_CORPUS") or (ROOT.parent / "shared" / "corpus")).resolve()
 CTXKEEP = ROOT / ".venv" / "bin" / "ctxkeep"
 AGENTSVIEW = Path(os.environ.get("AGENTSVIEW", "/tmp/peers/venv/bin/agentsview"))
+#: the derived-cache dir of every ctxkeep run here (set in main: a temp dir)
+CACHE = Path(tempfile.gettempdir()) / "ctxkeep-bench-cache"
 HEAVY = ("polars", "duckdb", "prefect", "rich", "tiktoken", "pyarrow")
 
 
@@ -59,7 +74,7 @@ def clean_env(**extra: str) -> dict:
         for k, v in os.environ.items()
         if not k.startswith("PREFECT_") and k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CTXKEEP_HOME")
     }
-    env.update(CTXKEEP_IDLE_SECONDS="0", **extra)
+    env.update({"CTXKEEP_IDLE_SECONDS": "0", "CTXKEEP_CACHE_DIR": str(CACHE), **extra})
     return env
 
 
@@ -68,15 +83,37 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one whole process; raises SystemExit when it fails."""
+#: runs the ctxkeep CLI as its console script does (``cli.main``) and writes the
+#: process's own CPU seconds (without its side and reader processes) to stderr at exit
+_OWN = """
+import resource, sys
+sys.argv = ["ctxkeep", *sys.argv[1:]]
+try:
+    from ctxkeep.cli import main
+    main()
+finally:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    sys.stderr.write(f"\\nOWN-CPU {r.ru_utime + r.ru_stime:.4f}\\n")
+"""
+
+
+def ctxkeep_cmd(root: Path, *args: str) -> list[str]:
+    """``ctxkeep ARGS`` of the checkout ``root``, reporting its own CPU (``_OWN``)."""
+    # -P: no current directory on sys.path (a baseline must import its own ctxkeep)
+    return [str(root / ".venv" / "bin" / "python"), "-P", "-c", _OWN, *args]
+
+
+def timed(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float, float | None]:
+    """(wall seconds, CPU seconds of the process and its children, CPU seconds of the
+    process alone or None) of one whole process; raises SystemExit when it fails."""
     c0 = _children_cpu()
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     secs = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-1500:]}")
-    return secs, _children_cpu() - c0
+    own = [ln for ln in r.stderr.splitlines() if ln.startswith("OWN-CPU ")]
+    return secs, _children_cpu() - c0, float(own[-1].split()[1]) if own else None
 
 
 def series(runs: int, make) -> list[tuple[float, float]]:
@@ -115,49 +152,140 @@ def import_report(home: Path, store: Path) -> tuple[list[tuple[str, float]], lis
     return top[:8], [m for m in HEAVY if m in names]
 
 
+_BUILD = """
+import sys, time
+if sys.argv[1] == "polars":
+    import polars  # noqa: F401  (an ingest has it loaded: the ranks decode through it)
+from ctxkeep.transforms import tokens
+t = time.process_time()
+assert tokens.encoding() is not None
+print(time.process_time() - t)
+"""
+
+
+def encoder_rows(runs: int, work: Path) -> list[tuple[str, list[float]]]:
+    """CPU seconds of building the BPE encoder alone (a fresh process each run), with the
+    rank-table cache warm and with it emptied first, with and without Polars loaded
+    (ingest / ``compress --check``); the variants alternate run by run."""
+    py = str(ROOT / ".venv" / "bin" / "python")
+    cache = work / "encoder-cache"
+    variants = [(f"{how}, {mode}", how, mode) for mode in ("polars", "plain") for how in ("warm", "cold")]
+    got: dict[str, list[float]] = {v[0]: [] for v in variants}
+    subprocess.run(
+        [py, "-c", _BUILD, "plain"],
+        env=clean_env(CTXKEEP_CACHE_DIR=str(cache)),
+        check=True,
+        capture_output=True,
+    )
+    for _ in range(runs):
+        for name, how, mode in variants:
+            c = cache if how == "warm" else work / "encoder-cold"
+            if how == "cold":
+                shutil.rmtree(c, ignore_errors=True)
+            r = subprocess.run(
+                [py, "-c", _BUILD, mode],
+                env=clean_env(CTXKEEP_CACHE_DIR=str(c)),
+                capture_output=True,
+                text=True,
+            )
+            got[name].append(float(r.stdout))
+    return list(got.items())
+
+
+def ctxkeep_rows(
+    checkouts: list[tuple[str, Path, dict]], runs: int, home: Path, work: Path
+) -> list[tuple[str, list[tuple[float, float, float | None]], str]]:
+    """The ctxkeep rows for each ``(label, checkout root, extra environment)``: the
+    runs of the checkouts alternate (run 1 of each, run 2 of each, ...), so a load
+    change hits them alike."""
+    stores = iter(range(10**6))
+    out: list[tuple[str, list[tuple[float, float, float | None]], str]] = []
+
+    def env(extra: dict, **kw: str) -> dict:
+        return clean_env(**extra, **kw)
+
+    def fresh(root: Path, extra: dict) -> tuple[list[str], dict]:
+        s = work / f"store-{next(stores)}"
+        return ctxkeep_cmd(root, "ingest", "--no-progress"), env(extra, HOME=str(home), CTXKEEP_HOME=str(s))
+
+    def cold(root: Path, extra: dict) -> tuple[list[str], dict]:
+        shutil.rmtree(CACHE, ignore_errors=True)
+        return fresh(root, extra)
+
+    last = {}
+    for label, root, extra in checkouts:  # a store per checkout for the no-op rows; warms the cache
+        last[label] = work / f"store-last-{next(stores)}"
+        timed(
+            ctxkeep_cmd(root, "ingest", "--no-progress"),
+            env(extra, HOME=str(home), CTXKEEP_HOME=str(last[label])),
+        )
+
+    def noop(root, extra, label):
+        return ctxkeep_cmd(root, "ingest"), env(extra, HOME=str(home), CTXKEEP_HOME=str(last[label]))
+
+    def check(root, extra, label):
+        return ctxkeep_cmd(root, "compress", "--check"), env(
+            extra, HOME=str(home), CTXKEEP_HOME=str(last[label])
+        )
+
+    def version(root, extra, label):
+        return ctxkeep_cmd(root, "--version"), env(extra)
+
+    specs = [
+        ("--version", version, ""),
+        ("ingest (first)", lambda r, e, _: fresh(r, e), "≤ 1.2 s"),
+        ("ingest (first, cold cache)", lambda r, e, _: cold(r, e), ""),
+        ("ingest (nothing new)", noop, "≤ 0.3 s"),
+        ("compress --check", check, "≤ 0.5 s"),
+    ]
+    for name, make, target in specs:
+        got: dict[str, list[tuple[float, float, float | None]]] = {c[0]: [] for c in checkouts}
+        for _ in range(runs):
+            for label, root, extra in checkouts:
+                got[label].append(timed(*make(root, extra, label)))
+        if "cold" in name:  # leave the cache warm for the next rows
+            timed(*fresh(checkouts[0][1], checkouts[0][2]))
+        for label, _, _ in checkouts:
+            out.append((f"ctxkeep {name} [{label}]", got[label], target))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline", type=Path, help="another checkout (with .venv) to run side by side")
+    ap.add_argument(
+        "--side-off",
+        action="store_true",
+        help="also run this checkout with CTXKEEP_SIDE_PROCESS=0 (count and price in the ingest process)",
+    )
     a = ap.parse_args()
     home = CORPUS / "home"
     if not home.is_dir():
         raise SystemExit(f"no corpus at {home}: set CTXKEEP_CORPUS")
     if not CTXKEEP.exists():
         raise SystemExit(f"no {CTXKEEP}: run `uv sync` first")
+    checkouts = [("this", ROOT, {})]
+    if a.side_off:
+        checkouts.append(("this, CTXKEEP_SIDE_PROCESS=0", ROOT, {"CTXKEEP_SIDE_PROCESS": "0"}))
+    if a.baseline:
+        base = a.baseline.resolve()
+        if not (base / ".venv" / "bin" / "ctxkeep").exists():
+            raise SystemExit(f"no {base}/.venv/bin/ctxkeep: run `uv sync` in the baseline checkout")
+        checkouts.append(("baseline", base, {}))
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-interactive-"))
-    rows: list[tuple[str, list[tuple[float, float]], str]] = []
-    compileall.compile_dir(ROOT / "ctxkeep", quiet=1)
+    global CACHE
+    CACHE = work / "cache"
+    rows: list[tuple[str, list[tuple[float, float, float | None]], str]] = []
+    for root in {c[1] for c in checkouts}:
+        compileall.compile_dir(root / "ctxkeep", quiet=1)
     try:
         mb = warm(home) / 1e6
         print(f"corpus {home}: {mb:.1f} MB; {a.runs} runs each; load average {os.getloadavg()[0]:.1f}")
         py = [sys.executable, "-c", "pass"]
         rows.append(("python -c pass", series(a.runs, lambda: (py, clean_env())), ""))
-        rows.append(
-            ("ctxkeep --version", series(a.runs, lambda: ([str(CTXKEEP), "--version"], clean_env())), "")
-        )
-        stores = iter(range(10**6))
-
-        def first():
-            s = work / f"store-{next(stores)}"
-            return [str(CTXKEEP), "ingest", "--no-progress"], clean_env(HOME=str(home), CTXKEEP_HOME=str(s))
-
-        rows.append(("ctxkeep ingest (first)", series(a.runs, first), "≤ 1.2 s"))
-        last = work / "store-0"
-        env = clean_env(HOME=str(home), CTXKEEP_HOME=str(last))
-        rows.append(
-            (
-                "ctxkeep ingest (nothing new)",
-                series(a.runs, lambda: ([str(CTXKEEP), "ingest"], env)),
-                "≤ 0.3 s",
-            )
-        )
-        rows.append(
-            (
-                "ctxkeep compress --check",
-                series(a.runs, lambda: ([str(CTXKEEP), "compress", "--check"], env)),
-                "≤ 0.5 s",
-            )
-        )
+        rows += ctxkeep_rows(checkouts, a.runs, home, work)
+        last = work / "store-last-0"
         if AGENTSVIEW.exists():
             av_home = work / "av-home"
             shutil.copytree(home, av_home, symlinks=True)
@@ -187,14 +315,22 @@ def main() -> None:
         else:
             print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its rows are left out")
 
-        floor = statistics.median(w for w, _ in rows[0][1])
-        print(f"\n{'command':<32}{'median s':>9}{'best s':>8}{'- python':>10}{'CPU s':>8}  target")
+        floor = statistics.median(t[0] for t in rows[0][1])
+        print(
+            f"\n{'command':<58}{'median s':>9}{'best s':>8}{'- python':>10}{'CPU s':>8}{'own CPU':>9}  target"
+        )
         for name, ts, target in rows:
-            walls = [w for w, _ in ts]
+            walls = [t[0] for t in ts]
             med = statistics.median(walls)
-            cpu = statistics.median(c for _, c in ts)
-            print(f"{name:<32}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}  {target}")
+            cpu = statistics.median(t[1] for t in ts)
+            owns = [t[2] for t in ts if len(t) > 2 and t[2] is not None]
+            own = f"{statistics.median(owns):>9.3f}" if owns else f"{'':>9}"
+            print(f"{name:<58}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}{own}  {target}")
         print(f"load average at the end {os.getloadavg()[0]:.1f} (2 cores)")
+
+        print("\nBPE encoder build alone (CPU s, fresh process; cold = rank-table cache emptied):")
+        for name, secs in encoder_rows(max(a.runs, 5), work):
+            print(f"  {name:<24}median {statistics.median(secs):.3f}  best {min(secs):.3f}")
 
         top, heavy = import_report(home, last)
         print("\nno-op ingest, biggest top-level imports (-X importtime, cumulative ms):")

@@ -60,7 +60,9 @@ def compressed(tmp_path_factory):
     }
     conn.close()
     summary = ops.run_compress(store, ctx=ctx)
+    written = {p: p.read_bytes() for p in originals}  # later tests restore some files
     return {
+        "written": written,
         "home": home,
         "store": store,
         "ctx": ctx,
@@ -475,3 +477,22 @@ def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
     conn = sqlite_store.connect(store)
     assert conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0] == 0
     conn.close()
+
+
+def test_token_figures_count_every_text_of_the_file_before_and_after(compressed):
+    # each distinct text is counted once per file (a memo); the figures must equal a
+    # plain count of every entry text of the original file and of the written file
+    from ctxkeep.transforms import tokens
+
+    enc = tokens.encoding()
+
+    def plain(path: Path, data: bytes) -> int:
+        f = SourceFile("claude-code" if is_claude(path) else "codex", path, "append")
+        lines, _ = cp.split_lines(data)
+        return sum(tokens._count(enc.encode_ordinary, cp.entry_texts(cp.line_entries(f, lines)))[0])
+
+    done = {p: r for p, r in compressed["results"].items() if r["status"] == "compressed"}
+    assert len(done) == 11
+    for p, r in done.items():
+        assert r["tokens_before"] == plain(p, compressed["originals"][p]), p.name
+        assert r["tokens_after"] == plain(p, compressed["written"][p]), p.name

@@ -51,3 +51,57 @@ def test_two_thread_count_equals_one_thread_count_in_order():
     assert counts[-2:] == [0, len(enc.encode_ordinary("字段"))]
     assert methods[-3] == "o200k_base-sampled"
     assert counts[0] == len(enc.encode_ordinary(texts[0]))
+
+
+def _corpus_texts() -> list[str]:
+    """Lines and slices of two real session files (Codex 0.34 rollout, Claude Code)."""
+    codex = corpus(
+        ".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
+    ).read_text()
+    lines = codex.splitlines()
+    return lines[:200] + lines[-50:] + [codex[:60_000], codex[-3000:], "字段", ""]
+
+
+def test_cached_ranks_equal_the_data_file_and_count_the_same(tmp_path):
+    import gzip
+
+    import tiktoken
+
+    data = tokens._data_file(tokens.RANKS_FILE)
+    raw = gzip.decompress(data.read_bytes())
+    plain = tokens._ranks(raw)
+    assert len(plain) == len(raw.splitlines()) > 190_000  # one rank per line of the file
+    first = tokens.cached_ranks(data, tmp_path)  # builds and writes the cache
+    (written,) = (tmp_path / "bpe").iterdir()
+    assert written.name.startswith("o200k_base-") and written.stat().st_size > 1_000_000
+    second = tokens.cached_ranks(data, tmp_path)  # loads it
+    assert first == plain and second == plain
+    cached_enc = tiktoken.Encoding(
+        name="o200k_cached",
+        pat_str=tokens.encoding()._pat_str,
+        mergeable_ranks=second,
+        special_tokens=tokens.encoding()._special_tokens,
+    )
+    texts = _corpus_texts()
+    # uncached reference: the ranks decoded straight from the package's file
+    ref = tiktoken.Encoding(
+        name="o200k_ref",
+        pat_str=tokens.encoding()._pat_str,
+        mergeable_ranks=plain,
+        special_tokens=tokens.encoding()._special_tokens,
+    )
+    assert tokens._count(ref.encode_ordinary, texts) == tokens._count(cached_enc.encode_ordinary, texts)
+    assert tokens.estimate_tokens(texts) == tokens._count(ref.encode_ordinary, texts)
+
+
+def test_corrupt_or_unwritable_cache_falls_back_to_the_data_file(tmp_path):
+    data = tokens._data_file(tokens.RANKS_FILE)
+    good = tokens.cached_ranks(data, tmp_path)
+    (written,) = (tmp_path / "bpe").iterdir()
+    written.write_bytes(written.read_bytes()[:1000])  # truncated
+    assert tokens.cached_ranks(data, tmp_path) == good
+    assert written.stat().st_size > 1_000_000  # rewritten whole
+    blocked = tmp_path / "file"
+    blocked.write_text("not a dir")
+    assert tokens.cached_ranks(data, blocked) == good  # cannot write: not cached, same ranks
+    assert not list(tmp_path.glob("**/*.tmp"))

@@ -293,8 +293,18 @@ def files_to_compress(
 # ---------------------------------------------------------------- one file
 
 
-def _tokens(texts: list[str]) -> int:
-    return sum(estimate_tokens(texts)[0]) if texts else 0
+def _counts(texts: list[str], memo: dict[str, int]) -> list[int]:
+    """``estimate_tokens(texts)[0]``, each distinct text counted once per ``memo`` (a
+    compress counts a file's texts before the rewrite, after ``shrink`` and after the
+    cut: most are the same texts; a count depends only on its text)."""
+    new = list(dict.fromkeys(t for t in texts if t not in memo))
+    if new:
+        memo.update(zip(new, estimate_tokens(new)[0], strict=True))
+    return [memo[t] for t in texts]
+
+
+def _tokens(texts: list[str], memo: dict[str, int]) -> int:
+    return sum(_counts(texts, memo))
 
 
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
@@ -457,14 +467,15 @@ def compress_file(
             "does not have (parser state depends on removed lines); not compressed"
         )
         return r
-    line_tokens = _line_tokens(per_line)
+    memo: dict[str, int] = {}
+    line_tokens = _line_tokens(per_line, memo)
     r.tokens_before = sum(line_tokens)
-    r.tokens_after = _tokens(cp.entry_texts(new_per_line))
+    r.tokens_after = _tokens(cp.entry_texts(new_per_line), memo)
     r.bytes_after, r.lines_after = len(new_data), len(plan.new_lines)
     r.removed_messages, r.cut_kind = len(msg_lines.intersection(cut_removed)), plan.cut_kind
     r.relinked = len(plan.relinked) + (len(shr.relinked) if shr else 0)
     r.dropped_bad_lines = len(plan.dropped_bad)
-    r.savings = _savings(file, lines, line_tokens, shr, work, plan, cut_removed, len(data), r)
+    r.savings = _savings(file, lines, line_tokens, shr, work, plan, cut_removed, len(data), r, memo)
     kept_ids = {x for ls in new_ids for x in ls}
     removed_ids = {x for i in cut_removed + dropped_bad + pre_removed for x in ids[i]} - kept_ids
     if dry_run:
@@ -647,10 +658,9 @@ def _in_parts(values: list, n: int = 500):
         yield values[i : i + n]
 
 
-def _line_tokens(per_line: list[list[dict]]) -> list[int]:
-    """Estimated tokens (o200k_base) of each line's entry texts."""
-    texts = cp.entry_texts(per_line)
-    counts = estimate_tokens(texts)[0] if texts else []
+def _line_tokens(per_line: list[list[dict]], memo: dict[str, int]) -> list[int]:
+    """Estimated tokens (o200k_base) of each line's entry texts (``_counts``)."""
+    counts = _counts(cp.entry_texts(per_line), memo)
     out, k = [], 0
     for ents in per_line:
         out.append(sum(counts[k : k + len(ents)]))
@@ -659,14 +669,23 @@ def _line_tokens(per_line: list[list[dict]]) -> list[int]:
 
 
 def _savings(
-    file, lines, line_tokens, shr, work, plan, cut_removed, bytes_before: int, r: FileResult
+    file,
+    lines,
+    line_tokens,
+    shr,
+    work,
+    plan,
+    cut_removed,
+    bytes_before: int,
+    r: FileResult,
+    memo: dict[str, int],
 ) -> dict:
     """Bytes, tokens and lines each strategy saves (``FileResult.savings``). Bytes add
     up to ``bytes_before - bytes_after``; tokens (entry texts, o200k_base) to
     ``tokens_before - tokens_after`` plus ``inline``'s image tokens."""
     out = {k: {"lines": 0, "bytes": 0, "tokens": 0} for k in shrink.STRATEGIES}
     if shr is not None:
-        shr_tokens = sum(_line_tokens(cp.line_entries(file, shr.lines)))
+        shr_tokens = sum(_line_tokens(cp.line_entries(file, shr.lines), memo))
         for k in ("duplicates", "progress"):
             out[k]["lines"] = len(shr.removed[k])
             out[k]["bytes"] = sum(len(lines[i].raw) + 1 for i in shr.removed[k])

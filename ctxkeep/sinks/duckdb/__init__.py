@@ -382,10 +382,11 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
         con.unregister("_assumed")
         pricer = cost.Pricer(overrides)
         rates, tiered = [], []
-        for model, day in con.execute(
+        keys = con.execute(
             "SELECT DISTINCT priced_model, day FROM _attr WHERE priced_model IS NOT NULL"
-        ).fetchall():
-            r = pricer.rates(model, day or dt.datetime.now(dt.UTC).date())
+        ).fetchall()
+        today = dt.datetime.now(dt.UTC).date()
+        for (model, day), r in zip(keys, pricer.rates_many([(m, d or today) for m, d in keys]), strict=True):
             if r == "tiered":
                 tiered.append((model, day))
             elif r is not None:
@@ -396,12 +397,12 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 "_tiered_keys",
                 pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}),
             )
-            for key, agent, model, ts, *tok in con.execute(
+            got = con.execute(
                 f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)}, "
                 "cache_creation_1h_tokens FROM _attr "
                 "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day"
-            ).fetchall():
-                tier_cost[key] = pricer.price(agent, model, ts, *tok)
+            ).fetchall()
+            tier_cost = dict(zip((g[0] for g in got), pricer.prices([g[1:] for g in got]), strict=True))
             con.unregister("_tiered_keys")
         con.register(
             "_rates",

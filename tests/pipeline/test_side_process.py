@@ -1,0 +1,146 @@
+"""The ingest's side process (``pipeline.side_process``) counts tokens and prices
+responses exactly as the ingest process would, is really used (an ingest with this
+process's own counting and pricing broken still stores the same), and a side process
+that dies leaves the work to this process with the same results."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import CORPUS_HOME
+from ctxkeep.pipeline import engine as pipeline
+from ctxkeep.pipeline import side_process
+from ctxkeep.sinks import duckdb as duckdb_store
+from ctxkeep.sources.contract import DiscoveryContext
+from ctxkeep.transforms import cost, tokens
+from store_digest import store_digest
+
+CLAUDE = ".claude/projects/-Users-chip-dev-ai-music/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+
+
+def _texts() -> list[str]:
+    """Texts of every kind the BPE meets: the string fields of a real transcript (short
+    and long, so both whole and sampled counts), CJK, emoji, the empty string."""
+    path = CORPUS_HOME / CLAUDE
+    if not path.is_file():
+        pytest.skip("shared/corpus not present")
+    out: list[str] = []
+
+    def walk(v):
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for ln in path.read_text(encoding="utf-8").splitlines():
+        walk(json.loads(ln))
+    long = "\n".join(out)
+    return [*out, long, "日本語のテキストと한국어 文字 🙂", ""]
+
+
+def test_the_side_process_counts_and_prices_what_this_process_computes():
+    texts = _texts()
+    assert any(len(t) > tokens.BPE_FULL_CHARS for t in texts)  # the sampled estimate too
+    day = dt.date(2025, 10, 1)
+    keys = [
+        ("claude-sonnet-4-5", day),  # tiered in genai-prices 0.2.3 (by the request's input)
+        ("claude-sonnet-4-20250514", day),
+        ("gpt-5-codex", day),
+        ("gemini-2.5-pro", day),
+        ("no-such-model-xyz", day),
+    ]
+    items = [
+        ("claude-sonnet-4-5", day, 250_000, 10_000, 2_000, 500, 3_000),
+        ("gemini-2.5-pro", day, 10, 0, 0, 0, 5),
+    ]
+    side = side_process.SideProcess()
+    try:
+        got = side.count(texts)
+        rates = side.rates(keys)
+        tiered = side.tiered(items)
+    finally:
+        side.close()
+    want = tokens.count_here(texts)
+    assert got == want
+    assert set(got[1]) == {"o200k_base", "o200k_base-sampled"}
+    assert rates == [cost.genai_rates(m, d) for m, d in keys]
+    assert rates[0] == "tiered" and rates[-1] is None and isinstance(rates[1], tuple)
+    assert tiered == [cost.genai_tiered(*i) for i in items]
+    assert tiered[0] > 0
+
+
+def _usage(home: Path) -> list:
+    con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
+    try:
+        return con.execute("SELECT * EXCLUDE (machine) FROM usage ORDER BY usage_key").fetchall()
+    finally:
+        con.close()
+
+
+def test_an_ingest_counts_and_prices_in_the_side_process(tmp_path, monkeypatch):
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    ctx = DiscoveryContext(home=CORPUS_HOME, env={})
+    ref = tmp_path / "ref"
+    s_ref = pipeline.run_ingest(ref, ctx=ctx)
+
+    def broken(*a, **k):
+        raise AssertionError("counted or priced in the ingest process")
+
+    # this process can neither count nor price: whatever the store holds came from
+    # the side process
+    monkeypatch.setattr(tokens, "count_here", broken)
+    monkeypatch.setattr(cost, "genai_rates", broken)
+    monkeypatch.setattr(cost, "genai_tiered", broken)
+    home = tmp_path / "side"
+    with side_process.started() as side:
+        assert side is not None
+        s = pipeline.run_ingest(home, ctx=ctx)
+    assert s.analytics == s_ref.analytics == f"analytics: {s.entries_new} entries synced"
+    assert store_digest(home) == store_digest(ref)
+    got, want = _usage(home), _usage(ref)
+    assert len(got) == len(want) > 0
+    assert got == want
+
+
+def test_a_side_process_that_dies_leaves_the_work_to_this_process():
+    texts = _texts()[:200]
+    day = dt.date(2025, 10, 1)
+    with side_process.started() as side:
+        side._proc.kill()
+        side._proc.wait()
+        with pytest.raises(RuntimeError):
+            side.count(["x"])
+        assert tokens.estimate_tokens(texts) == tokens.count_here(texts)
+        p = cost.Pricer()
+        assert p.rates_many([("claude-sonnet-4-20250514", day)]) == [
+            cost.genai_rates("claude-sonnet-4-20250514", day)
+        ]
+        row = (
+            "claude-code",
+            "claude-sonnet-4-5",
+            dt.datetime(2025, 10, 1, tzinfo=dt.UTC),
+            300_000,
+            10,
+            5,
+            0,
+            0,
+            0,
+        )
+        assert p.prices([row]) == [cost.genai_tiered("claude-sonnet-4-5", day, 300_000, 5, 0, 0, 10)]
+
+
+def test_turned_off_it_starts_nothing(monkeypatch):
+    monkeypatch.setattr(side_process, "ENABLED", False)
+    with side_process.started() as side:
+        assert side is None
+        assert tokens._counter is None and cost._remote is None
