@@ -182,6 +182,14 @@ def print_space(db: Path, raw: int) -> None:
             print(f"    {name:32s} {b / 1e6:8.1f} MB {b / total:6.1%} {b / raw:5.2f}x raw")
 
 
+def print_store(store: Path, raw: int) -> dict:
+    """Print the store's file sizes and its ``dbstat`` table; returns ``store_sizes``."""
+    sizes = store_sizes(store)
+    print("  store: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()))
+    print_space(store / "store.db", raw)
+    return sizes
+
+
 def tree_at(path: Path, mb: int) -> Path:
     """``path``, built with ``scale_corpus.py --mb mb --unique-text`` when missing."""
     if not path.exists():
@@ -216,9 +224,7 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
         f"({mbs_b / mbs_r:.2f}x the reference's MB/s), {s_b['entries_new']:,} entries; "
         f"peak RSS {rss_b / 1024:.0f} MB{rss_note}"
     )
-    sizes = store_sizes(store)
-    print("  store: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()))
-    print_space(store / "store.db", raw)
+    sizes = print_store(store, raw)
     t_n, s_n, _, _ = run_cli(store, tree)
     print(f"no-op re-ingest, whole process: {t_n:.2f} s, {s_n['entries_new']} new entries")
     ratio = sizes["store.db"] / raw
@@ -285,9 +291,7 @@ def main() -> None:
             f"{s.quarantined} quarantined; peak RSS {rss_in / 1024:.0f} MB "
             f"(before ingest {rss0 / 1024:.0f} MB)"
         )
-        sizes = store_sizes(store)
-        print("  store: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()))
-        print_space(store / "store.db", raw)
+        print_store(store, raw)
 
         store2 = work / "store-proc"
         t_p, s_p, rss_p, c_p = run_cli(store2, tree)
