@@ -11,6 +11,14 @@ Settings (``configure_prefect``):
   network, no telemetry errors offline.
 - ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120``: on a 2-core machine the
   temporary server needs 15–30 s to start (the default timeout is 20 s).
+- On Prefect's temporary server only (``--prefect`` with no server found):
+  ``PREFECT_LOGGING_ROOT_LEVEL=CRITICAL``, so third-party loggers below Prefect's root
+  logger stay quiet. When the temporary server is stopped (SIGTERM) on a loaded machine,
+  SQLAlchemy's pool logs ``ERROR ... Exception during reset or similar`` with an
+  ``asyncio.CancelledError`` traceback for a connection cancelled mid-rollback (Prefect
+  3.9.1; sqlalchemy/sqlalchemy#11821 is the same race): harmless - the flow run had
+  finished - but a traceback on a user's terminal. Prefect's own loggers keep
+  ``PREFECT_LOGGING_LEVEL`` (they set their level; the root level does not filter them).
 
 The choice (``run_as_flow``): ``ingest``, ``compress``, ``retention``, ``reindex``
 and ``backfill`` record a Prefect flow run only when a Prefect server is there to
@@ -133,4 +141,8 @@ def run_as_flow(home: Path, prefect: bool | None, probe=None) -> bool:
     if url:
         os.environ["PREFECT_API_URL"] = url
         return True
+    if prefect:
+        # the temporary server (the module doc): Prefect reads this when it sets up
+        # logging, in this process and in the server's subprocess
+        os.environ.setdefault("PREFECT_LOGGING_ROOT_LEVEL", "CRITICAL")
     return bool(prefect)

@@ -239,10 +239,12 @@ def scope_filter(scope: str, value: str, owned: set[str]):
     return pick
 
 
-def purge_scope(home: Path, scope: str, value: str, owned: set[str], *, dry_run: bool = False) -> dict:
+def purge_scope(
+    home: Path, scope: str, value: str, owned: set[str], *, dry_run: bool = False, after_file=None
+) -> dict:
     """``purge_rows`` of a purge's scope (``scope_filter``). Returns ``purge_rows``'s
     dict."""
-    return purge_rows(home, scope_filter(scope, value, owned), dry_run=dry_run)
+    return purge_rows(home, scope_filter(scope, value, owned), dry_run=dry_run, after_file=after_file)
 
 
 def old_archives(home: Path, older_than: dt.datetime) -> list[Path]:
@@ -292,10 +294,11 @@ def read_archive(home: Path) -> pl.DataFrame:
     return df.sort("archived_at").unique("entry_id", keep="last", maintain_order=True)
 
 
-def purge_rows(home: Path, keep_out, *, dry_run: bool = False) -> dict:
+def purge_rows(home: Path, keep_out, *, dry_run: bool = False, after_file=None) -> dict:
     """Remove archived rows chosen by ``keep_out(frame) -> pl.Expr`` (True = remove)
     from every archive file: a file is rewritten without them (temp file, fsync,
-    rename) or deleted when nothing is left. Returns ``{"rows": n removed, "files":
+    rename) or deleted when nothing is left; ``after_file()`` (if given) is called after
+    each (a kill point for the crash trials). Returns ``{"rows": n removed, "files":
     n rewritten or deleted, "entry_ids": [removed ids]}``; ``dry_run`` only counts."""
     root = Path(home) / ARCHIVE_DIR
     out = {"rows": 0, "files": 0, "entry_ids": []}
@@ -318,6 +321,8 @@ def purge_rows(home: Path, keep_out, *, dry_run: bool = False) -> dict:
             _write_atomic(rest, f)
         else:
             f.unlink()
+        if after_file is not None:
+            after_file()
     if not dry_run and out["files"]:
         remove_files([], root)
     return out

@@ -181,7 +181,10 @@ def test_ingest_runs_in_process_without_a_server(store_home, monkeypatch):
 
 
 def test_ingest_is_a_flow_run_with_prefect_api_url(store_home, monkeypatch):
+    import os
+
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.delenv("PREFECT_LOGGING_ROOT_LEVEL", raising=False)
     calls: list = []
     _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
     r = _run(["ingest", "--home", str(store_home), "--json", "--path", str(CODEX_FILE)], monkeypatch)
@@ -189,6 +192,7 @@ def test_ingest_is_a_flow_run_with_prefect_api_url(store_home, monkeypatch):
     assert len(calls) == 1 and calls[0][0] == (str(store_home),)
     assert calls[0][1]["paths"] == [str(CODEX_FILE)]
     assert json.loads(r.stdout)["analytics"] == "flow stand-in"
+    assert "PREFECT_LOGGING_ROOT_LEVEL" not in os.environ  # a real server's logs are the user's
     # --no-prefect wins over the server: in-process
     calls.clear()
     r = _run(
@@ -200,7 +204,10 @@ def test_ingest_is_a_flow_run_with_prefect_api_url(store_home, monkeypatch):
 
 
 def test_ingest_with_prefect_flag_is_a_flow_run_without_a_server(store_home, monkeypatch):
+    import os
+
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv("PREFECT_LOGGING_ROOT_LEVEL", raising=False)  # restored after the test
     calls: list = []
     _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
     r = _run(
@@ -210,6 +217,9 @@ def test_ingest_with_prefect_flag_is_a_flow_run_without_a_server(store_home, mon
     assert r.exit_code == 0, r.output
     assert len(calls) == 1
     assert "starting Prefect's temporary local server" in r.stderr
+    # the temporary server's shutdown noise (SQLAlchemy's CancelledError traceback) stays
+    # off the terminal: third-party loggers under Prefect's root logger at CRITICAL
+    assert os.environ["PREFECT_LOGGING_ROOT_LEVEL"] == "CRITICAL"
 
 
 def test_ingest_finds_a_running_serve(store_home, monkeypatch):

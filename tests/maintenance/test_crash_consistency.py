@@ -51,6 +51,7 @@ KILL_POINTS = {
         "purge:delete",
         "purge:sqlite",
         "purge:archive",
+        "purge:archive-file",
         "purge:scrub",
         "purge:analytics",
         "intents:analytics",
