@@ -19,9 +19,17 @@ sizes.
 Targets (issue 14, target 1): ingest wall ≤ 1.5× baseline, in-process and whole
 process; peak RSS ≤ 600 MB (issue 2's no-op re-ingest ≤ 5 s still printed).
 
+Target 3 (``--mb 1000`` and more, or ``--target3``): the in-process run is left out
+(one ingest of a tree that size takes minutes); a whole-process ingest of a 200 MB
+reference tree (``--ref-tree``, built if missing) runs in the same run, and the
+figures printed are MB/s of both side by side (target: within 20 %), peak RSS (≤ 1 GB),
+store.db / raw JSONL (≤ 0.7×) and the no-op re-ingest (≤ 1 s). Every run prints what
+takes the space of store.db, per table and index (SQLite's ``dbstat``).
+
 Usage::
 
     uv run python tests/bench/bench_ingest.py [--mb 200] [--tree DIR] [--keep]
+    uv run python tests/bench/bench_ingest.py --mb 2000 --tree DIR [--ref-tree DIR200]
 
 ``--tree`` reuses a tree built before (it is built there if missing). The machine is
 shared: run it a few times at most.
@@ -151,26 +159,106 @@ def run_cli(home: Path, tree: Path) -> tuple[float, dict, int, float]:
     return secs, json.loads(r.stdout), max(rss, before), cpu_seconds(resource.RUSAGE_CHILDREN) - cpu0
 
 
+def space(db: Path) -> list[tuple[str, int]]:
+    """``(table or index, bytes)`` of ``db`` from SQLite's ``dbstat`` (pages × page
+    size), largest first; FTS5 shadow tables (``fts_words_data``, ...) and
+    autoindexes (``sqlite_autoindex_entries_1``: ``entry_id UNIQUE``) by their names.
+    Opened read-only and immutable (the ingest is over)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+    try:
+        return conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+    finally:
+        conn.close()
+
+
+def print_space(db: Path, raw: int) -> None:
+    """The ``dbstat`` table of ``db``: bytes per table and index, share of the file
+    and the ratio to the ``raw`` JSONL bytes."""
+    rows = space(db)
+    total = sum(b for _, b in rows)
+    print(f"  store.db by table/index (dbstat): {total / 1e6:.1f} MB = {total / raw:.2f}x raw JSONL")
+    for name, b in rows:
+        if b >= total * 0.002:
+            print(f"    {name:32s} {b / 1e6:8.1f} MB {b / total:6.1%} {b / raw:5.2f}x raw")
+
+
+def print_store(store: Path, raw: int) -> dict:
+    """Print the store's file sizes and its ``dbstat`` table; returns ``store_sizes``."""
+    sizes = store_sizes(store)
+    print("  store: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()))
+    print_space(store / "store.db", raw)
+    return sizes
+
+
+def tree_at(path: Path, mb: int) -> Path:
+    """``path``, built with ``scale_corpus.py --mb mb --unique-text`` when missing."""
+    if not path.exists():
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(SCALE), str(path), "--mb", str(mb), "--unique-text"], check=True)
+        print(f"built tree {path} in {time.perf_counter() - t0:.1f} s")
+    return path
+
+
+def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
+    """Target 3: the big tree and a 200 MB reference tree ingested as whole processes in
+    this run, MB/s side by side, peak RSS, store / raw, the no-op re-ingest."""
+    ref = tree_at(a.ref_tree or work / "ref200", 200)
+    ref_raw = sum(p.stat().st_size for p in jsonl_files(ref))
+    for p in jsonl_files(ref):
+        p.read_bytes()
+    t_r, _, rss_r, c_r = run_cli(work / "store-ref", ref)
+    mbs_r = ref_raw / 1e6 / t_r
+    print(
+        f"reference {ref_raw / 1e6:.0f} MB tree, whole process: {t_r:.2f} s, CPU {c_r:.2f} s, "
+        f"{mbs_r:.1f} MB/s, peak RSS {rss_r / 1024:.0f} MB"
+    )
+    for p in files:  # as much of the big tree in the page cache as fits
+        p.read_bytes()
+    store = work / "store-big"
+    rss_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t_b, s_b, rss_b, c_b = run_cli(store, tree)
+    mbs_b = raw / 1e6 / t_b
+    rss_note = "" if rss_b > rss_before else " (not above the reference run's)"
+    print(
+        f"{raw / 1e6:.0f} MB tree, whole process: {t_b:.2f} s, CPU {c_b:.2f} s, {mbs_b:.1f} MB/s "
+        f"({mbs_b / mbs_r:.2f}x the reference's MB/s), {s_b['entries_new']:,} entries; "
+        f"peak RSS {rss_b / 1024:.0f} MB{rss_note}"
+    )
+    sizes = print_store(store, raw)
+    t_n, s_n, _, _ = run_cli(store, tree)
+    print(f"no-op re-ingest, whole process: {t_n:.2f} s, {s_n['entries_new']} new entries")
+    ratio = sizes["store.db"] / raw
+    ok = (mbs_b >= 0.8 * mbs_r, rss_b <= 1024 * 1024, ratio <= 0.7, t_n <= 1.0)
+    print(
+        f"targets (issue 14, target 3): MB/s within 20 % of the 200 MB figure "
+        f"{'OK' if ok[0] else 'MISSED'}; peak RSS ≤ 1 GB {'OK' if ok[1] else 'MISSED'}; "
+        f"store.db ≤ 0.7x raw ({ratio:.2f}x) {'OK' if ok[2] else 'MISSED'}; "
+        f"no-op ≤ 1 s {'OK' if ok[3] else 'MISSED'}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--tree", type=Path, help="reuse/build the scaled tree here")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument(
+        "--target3", action="store_true", help="target 3's figures (the default from --mb 1000 on)"
+    )
+    ap.add_argument("--ref-tree", type=Path, help="the 200 MB reference tree of target 3 (built if missing)")
     a = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))
     tree = a.tree or work / "home"
     try:
-        if not tree.exists():
-            t0 = time.perf_counter()
-            subprocess.run(
-                [sys.executable, str(SCALE), str(tree), "--mb", str(a.mb), "--unique-text"], check=True
-            )
-            print(f"built tree {tree} in {time.perf_counter() - t0:.1f} s")
+        tree_at(tree, a.mb)
         files = jsonl_files(tree)
         raw = sum(p.stat().st_size for p in files)
         mb = raw / 1e6
         print(f"tree: {len(files)} Claude Code + Codex JSONL files, {mb:.1f} MB raw")
+        if a.target3 or a.mb >= 1000:
+            target3(a, work, tree, files, raw)
+            return
 
         # page-cache warm-up so neither side pays the first read
         for p in files:
@@ -203,8 +291,7 @@ def main() -> None:
             f"{s.quarantined} quarantined; peak RSS {rss_in / 1024:.0f} MB "
             f"(before ingest {rss0 / 1024:.0f} MB)"
         )
-        sizes = store_sizes(store)
-        print("  store: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()))
+        print_store(store, raw)
 
         store2 = work / "store-proc"
         t_p, s_p, rss_p, c_p = run_cli(store2, tree)

@@ -4,9 +4,18 @@ of the real corpus, and on small edge cases around its pre-checks."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
-from ctxkeep.transforms.grams import grams, grams_batch
+from ctxkeep.transforms.grams import (
+    _SYMBOL,
+    _SYMBOL_CAND,
+    VOCAB_TOKEN,
+    _vocab_ok,
+    grams,
+    grams_batch,
+    vocab_terms,
+)
 
 
 def test_grams_batch_identical_on_all_corpus_chunks(corpus_store):
@@ -65,3 +74,50 @@ def test_grams_batch_identical_on_random_mixtures():
     ref = [grams(t) for t in texts]
     assert grams_batch(texts) == ref
     assert sum(1 for g in ref if g) > 5_000
+
+
+#: the symbol-term regex as first written (two overlapping stars: quadratic in a word's
+#: length); ``grams._SYMBOL`` must find exactly its matches
+_SYMBOL_QUADRATIC = re.compile(
+    r"(?<![A-Za-z0-9_+#])[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*[+#]+(?![A-Za-z0-9_])|\.[A-Z]{2,}(?![A-Za-z0-9_])"
+)
+
+
+def _symbol_texts(corpus_store) -> list[str]:
+    import random
+
+    home, _ = corpus_store
+    conn = sqlite3.connect(home / "store.db")
+    texts = [t for (t,) in conn.execute("SELECT text FROM chunks ORDER BY chunk_id")]
+    conn.close()
+    rng = random.Random(20261201)
+    alphabet = list("aZx09_+#. \n-C") + ["é", "字"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(20_000)]
+    return texts + ["c++x", "a+b", "issue#12", "C# F#", "ASP.NET", ".NETx", "x_1++", "123+", "é++", "c++"]
+
+
+def test_symbol_regex_and_prefilter_match_the_reference(corpus_store):
+    import polars as pl
+
+    texts = _symbol_texts(corpus_store)
+    ref = [[m.group() for m in _SYMBOL_QUADRATIC.finditer(t)] for t in texts]
+    assert [[m.group() for m in _SYMBOL.finditer(t)] for t in texts] == ref
+    assert sum(1 for r in ref if r) > 1_000  # the random texts hold many symbol terms
+    # the Polars prefilter keeps every text that has a symbol term
+    cand = pl.Series(texts, dtype=pl.String).str.contains(_SYMBOL_CAND).to_list()
+    assert all(c for c, r in zip(cand, ref, strict=True) if r)
+    assert not all(cand)  # and it does drop texts (a+b, issue#12, ...)
+
+
+def test_vocab_terms_same_as_lowercasing_every_text_first(corpus_store):
+    import polars as pl
+
+    def reference(texts):
+        toks = pl.Series(texts, dtype=pl.String).str.to_lowercase().str.extract_all(VOCAB_TOKEN).explode()
+        return {t for t in toks.drop_nulls().unique().to_list() if _vocab_ok(t)}
+
+    texts = _symbol_texts(corpus_store)
+    assert vocab_terms(texts) == reference(texts)
+    assert len(reference(texts)) > 1_000
+    odd = ["\u212aelvin Kelvin", "İstanbulXyz mixedCASEword"]  # lower case of these two is ASCII
+    assert vocab_terms(odd) == reference(odd) == {"kelvin", "stanbulxyz", "mixedcaseword"}
