@@ -48,8 +48,9 @@ def test_garbage_analytics_is_rebuilt_by_the_next_ingest(store, capsys):
     assert len(list(store.glob("analytics.duckdb.damaged-*"))) == 1  # kept, not deleted
 
 
-def _damage_page(home, table: str) -> tuple[int, int]:
-    """Random bytes over one leaf page (the middle one) of ``table``'s b-tree; returns
+def _damage_page(home, table: str, holding: str | None = None) -> tuple[int, int]:
+    """Random bytes over one leaf page of ``table``'s b-tree: the middle one, or the one
+    whose bytes hold ``holding`` (an entry id: a row a command must read); returns
     (offset, length) of the page."""
     c = sqlite3.connect(home / "store.db")
     c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -57,7 +58,12 @@ def _damage_page(home, table: str) -> tuple[int, int]:
     pages = [r[0] for r in c.execute("SELECT pageno FROM dbstat WHERE name=? AND pagetype='leaf'", (table,))]
     c.close()
     assert len(pages) > 4, table
-    off = (pages[len(pages) // 2] - 1) * ps
+    data = (home / "store.db").read_bytes()
+    if holding is None:
+        page = pages[len(pages) // 2]
+    else:
+        (page,) = [p for p in pages if holding.encode() in data[(p - 1) * ps : p * ps]]
+    off = (page - 1) * ps
     with open(home / "store.db", "r+b") as f:
         f.seek(off)
         f.write(os.urandom(ps))
@@ -66,7 +72,7 @@ def _damage_page(home, table: str) -> tuple[int, int]:
 
 COMMANDS = [
     ("stats",),
-    ("search", "error", "--limit", "200"),  # enough hits to read the damaged page
+    ("search", "error"),  # the page of its first hit's entry is the damaged one
     ("sessions",),
     ("ingest", "--no-prefect", "--no-progress", "--path", "NEWFILE"),  # it has a file to store
     ("purge", "--session", "0d3a8e6f-290f-4105-a327-a2496e5e2a83", "--yes"),
@@ -81,7 +87,13 @@ def test_a_damaged_entries_page_is_one_line_and_exit_1(store, tmp_path, cmd):
     new = tmp_path / "new" / "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
     new.parent.mkdir()
     shutil.copy(CORPUS_HOME / CLAUDE, new)
-    off, ps = _damage_page(store, "entries")
+    holding = None
+    if cmd[0] == "search":  # a search reads the entries of its hits only
+        import json
+
+        hits = json.loads(cli(*cmd, "--json", home=store).stdout)["hits"]
+        holding = hits[0]["entry_id"]
+    off, ps = _damage_page(store, "entries", holding)
     before = (store / "store.db").read_bytes()[off : off + ps]
     r = cli(*(str(new) if a == "NEWFILE" else a for a in cmd), home=store)
     assert "Traceback" not in r.stderr + r.stdout
