@@ -240,11 +240,24 @@ def scope_filter(scope: str, value: str, owned: set[str]):
 
 
 def purge_scope(
-    home: Path, scope: str, value: str, owned: set[str], *, dry_run: bool = False, after_file=None
+    home: Path,
+    scope: str,
+    value: str,
+    owned: set[str],
+    *,
+    dry_run: bool = False,
+    before_write=None,
+    after_file=None,
 ) -> dict:
     """``purge_rows`` of a purge's scope (``scope_filter``). Returns ``purge_rows``'s
     dict."""
-    return purge_rows(home, scope_filter(scope, value, owned), dry_run=dry_run, after_file=after_file)
+    return purge_rows(
+        home,
+        scope_filter(scope, value, owned),
+        dry_run=dry_run,
+        before_write=before_write,
+        after_file=after_file,
+    )
 
 
 def old_archives(home: Path, older_than: dt.datetime) -> list[Path]:
@@ -294,11 +307,13 @@ def read_archive(home: Path) -> pl.DataFrame:
     return df.sort("archived_at").unique("entry_id", keep="last", maintain_order=True)
 
 
-def purge_rows(home: Path, keep_out, *, dry_run: bool = False, after_file=None) -> dict:
+def purge_rows(home: Path, keep_out, *, dry_run: bool = False, before_write=None, after_file=None) -> dict:
     """Remove archived rows chosen by ``keep_out(frame) -> pl.Expr`` (True = remove)
     from every archive file: a file is rewritten without them (temp file, fsync,
-    rename) or deleted when nothing is left; ``after_file()`` (if given) is called after
-    each (a kill point for the crash trials). Returns ``{"rows": n removed, "files":
+    rename) or deleted when nothing is left. ``before_write(ids)`` (if given) is called
+    with a file's removed entry ids before that file is changed (a purge drops them
+    from the ``archived`` table first), ``after_file()`` after it (a kill point for
+    the crash trials). Returns ``{"rows": n removed, "files":
     n rewritten or deleted, "entry_ids": [removed ids]}``; ``dry_run`` only counts."""
     root = Path(home) / ARCHIVE_DIR
     out = {"rows": 0, "files": 0, "entry_ids": []}
@@ -316,6 +331,8 @@ def purge_rows(home: Path, keep_out, *, dry_run: bool = False, after_file=None) 
         out["entry_ids"] += gone["entry_id"].to_list()
         if dry_run:
             continue
+        if before_write is not None:
+            before_write(gone["entry_id"].to_list())
         rest = df.join(gone.select("entry_id"), on="entry_id", how="anti")
         if rest.height:
             _write_atomic(rest, f)

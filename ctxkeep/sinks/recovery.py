@@ -206,19 +206,24 @@ def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) ->
     from ctxkeep.sinks.sqlite.runs import recorded_run
 
     p = it.payload
-    owned = set(p.get("owned") or ())
-    # the scope's rows leave the ``archived`` table BEFORE the Parquet files are
-    # rewritten: a kill between a file's rewrite and this delete left ids in ``archived``
-    # that no archive held, and the completion after it found nothing left to remove
-    # (a random-kill purge trial). A kill after this delete leaves the rows in Parquet
-    # only, and the completion removes them.
-    ids = parquet.purge_scope(home, p["scope"], p["value"], owned, dry_run=True)["entry_ids"]
-    if ids:
+
+    # a file's rows leave the ``archived`` table BEFORE the file is rewritten: a kill
+    # between a file's rewrite and this delete left ids in ``archived`` that no archive
+    # held, and the completion after it found nothing left to remove (a random-kill purge
+    # trial). A kill after the delete leaves the rows in Parquet only; the completion
+    # removes them.
+    def forget(ids: list[str]) -> None:
         with write(conn):
             conn.executemany("DELETE FROM archived WHERE entry_id = ?", [(i,) for i in ids])
+
     kill_point("purge", "archive")
     r = parquet.purge_scope(
-        home, p["scope"], p["value"], owned, after_file=lambda: kill_point("purge", "archive-file")
+        home,
+        p["scope"],
+        p["value"],
+        set(p.get("owned") or ()),
+        before_write=forget,
+        after_file=lambda: kill_point("purge", "archive-file"),
     )
     removed = dict(p.get("removed") or {})
     removed["archived"] = removed.get("archived", 0) + r["rows"]

@@ -87,10 +87,12 @@ def test_ingest_explicit_path(store_home, monkeypatch, tmp_path):
     assert s["problems"] == [f"{tmp_path / 'missing.jsonl'}: no such file or directory"]
 
 
-def _ingest_in_a_process(user_home, store_home, *args: str, watch=("prefect", "duckdb", "polars")):
-    """``ctxkeep ingest --home STORE --json ARGS`` as a whole process with ``HOME`` =
-    ``user_home`` and no ``PREFECT_*`` settings: (its summary, which of ``watch`` it
-    imported)."""
+def _ingest_in_a_process(
+    user_home, store_home, *args: str, watch=("prefect", "duckdb", "polars"), as_json: bool = True
+):
+    """``ctxkeep ingest --home STORE [--json] ARGS`` as a whole process with ``HOME`` =
+    ``user_home`` and no ``PREFECT_*`` settings: (its summary - parsed JSON, or the
+    printed lines without ``as_json`` -, which of ``watch`` it imported)."""
     import os
     import subprocess
     import sys
@@ -105,7 +107,7 @@ def _ingest_in_a_process(user_home, store_home, *args: str, watch=("prefect", "d
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["HOME"] = str(user_home)
     r = subprocess.run(
-        [sys.executable, "-c", code, str(store_home), "--json", *args],
+        [sys.executable, "-c", code, str(store_home), *(["--json"] if as_json else []), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -114,7 +116,8 @@ def _ingest_in_a_process(user_home, store_home, *args: str, watch=("prefect", "d
     )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    return json.loads("\n".join(lines[:-1])), json.loads(lines[-1].replace("'", '"'))
+    summary = json.loads("\n".join(lines[:-1])) if as_json else lines[:-1]
+    return summary, json.loads(lines[-1].replace("'", '"'))
 
 
 def test_noop_ingest_imports_neither_prefect_nor_duckdb_nor_polars(store_home, tmp_path):
@@ -129,33 +132,11 @@ def test_noop_ingest_imports_neither_prefect_nor_duckdb_nor_polars(store_home, t
 def test_noop_ingest_summary_imports_no_rich(store_home, tmp_path):
     """The printed summary of a run that stored nothing needs no Rich (~40 ms of a
     no-op's 0.3 s): plain lines, as written."""
-    import os
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
     (tmp_path / "user").mkdir()
-    code = (
-        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1]]\n"
-        "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "print('rich' in sys.modules)"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env["HOME"] = str(tmp_path / "user")
-    r = subprocess.run(
-        [sys.executable, "-c", code, str(store_home)],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
+    lines, imported = _ingest_in_a_process(tmp_path / "user", store_home, watch=("rich",), as_json=False)
     assert lines[0].startswith("ingested 0 new entries from 0 of 0 files (0 B, 0 lines) in ")
     assert "no session files found: `ctxkeep sources`" in lines[1]
-    assert lines[-1] == "False"
+    assert imported == []
 
 
 def test_an_unknown_agent_in_config_is_warned_about(tmp_path):

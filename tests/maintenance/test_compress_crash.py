@@ -109,14 +109,14 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
     outcomes = {"original": 0, "new": 0}
     killed = 0
     t1 = time.monotonic()
-    trial = -1
     # TRIALS at least, more until KILLS of them killed a live child (a child that ends
     # before its random time is not killed: under load the runs' lengths vary, and a
     # fixed count of 26 once gave 19 kills); at most MAX_TRIALS
-    while True:
-        trial += 1
-        if (trial >= TRIALS and killed >= KILLS) or trial >= MAX_TRIALS:
+    trials = 0
+    for trial in range(MAX_TRIALS):
+        if trial >= TRIALS and killed >= KILLS:
             break
+        trials += 1
         s = setups["claude" if trial % 2 == 0 else "codex"]
         path, original, new = s["path"], s["original"], s["new"]
         _reset(path, original)
@@ -144,7 +144,7 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         outcomes["original" if now == original else "new"] += 1
     # both outcomes were hit: the kills did land on both sides of the rename
     assert outcomes["original"] > 0 and outcomes["new"] > 0, outcomes
-    assert killed >= KILLS, (killed, trial)
+    assert killed >= KILLS, (killed, trials)
     print(
         "\n"
         + "; ".join(
@@ -153,7 +153,7 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         )
     )
     print(f"setup {t1 - t0:.1f} s, trials {time.monotonic() - t1:.1f} s")
-    print(f"{trial} trials, {killed} killed by SIGKILL while compressing: {outcomes}")
+    print(f"{trials} trials, {killed} killed by SIGKILL while compressing: {outcomes}")
     # a later run completes the job: the original is compressed (a file that already
     # is may be cut once more between exchanges); no temp file is left, nothing doubles
     for s in setups.values():

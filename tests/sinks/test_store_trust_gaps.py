@@ -6,6 +6,7 @@ moves a foreign WAL aside too."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -89,8 +90,6 @@ def test_a_damaged_entries_page_is_one_line_and_exit_1(store, tmp_path, cmd):
     shutil.copy(CORPUS_HOME / CLAUDE, new)
     holding = None
     if cmd[0] == "search":  # a search reads the entries of its hits only
-        import json
-
         hits = json.loads(cli(*cmd, "--json", home=store).stdout)["hits"]
         holding = hits[0]["entry_id"]
     off, ps = _damage_page(store, "entries", holding)
