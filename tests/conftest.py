@@ -26,11 +26,28 @@ os.environ["CTXKEEP_IDLE_SECONDS"] = "0"
 # Tests point HOME at the corpus for discovery: caches (the config-check stamp in the
 # user cache dir) and Prefect's home must never land there (../shared is read-only data)
 _SCRATCH = Path(tempfile.mkdtemp(prefix="ctxkeep-tests-"))
-os.environ.setdefault("XDG_CACHE_HOME", str(_SCRATCH / "cache"))
+# set, not defaulted: an empty XDG_CACHE_HOME from the caller means $HOME/.cache, which
+# is the corpus when a test points HOME there (a CI run wrote the BPE cache into it)
+os.environ["XDG_CACHE_HOME"] = str(_SCRATCH / "cache")
 os.environ.setdefault("PREFECT_HOME", str(_SCRATCH / "prefect"))
 # Derived caches (the BPE rank table) go to the test run's scratch dir too, never the
 # developer's own cache.
-os.environ.setdefault("CTXKEEP_CACHE_DIR", str(_SCRATCH / "ctxkeep-cache"))
+os.environ["CTXKEEP_CACHE_DIR"] = str(_SCRATCH / "ctxkeep-cache")
+#: what a test's own environment keeps when it drops the caller's ctxkeep, agent-dir
+#: and XDG settings (``child_env``): the scratch caches above
+KEEP = ("XDG_CACHE_HOME", "CTXKEEP_CACHE_DIR")
+#: the settings a test drops to see only the HOME it chose (``child_env``)
+DROP = ("PREFECT_", "CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment without Prefect, ctxkeep, agent-dir and XDG settings
+    (so a child sees only the HOME it is given), except the scratch caches (``KEEP``:
+    a cache must never land in a HOME that is the corpus), plus files counting as idle
+    at once and ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k in KEEP or not k.startswith(DROP)}
+    env.update(CTXKEEP_IDLE_SECONDS="0", **extra)
+    return env
 
 
 def _corpus_paths() -> set[str]:

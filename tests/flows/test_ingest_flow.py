@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import CORPUS_HOME, ROOT
+from conftest import CORPUS_HOME, KEEP, ROOT, child_env
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.pipeline import engine
 from ctxkeep.sources.contract import DiscoveryContext
@@ -36,13 +36,7 @@ def _tree(root) -> dict:
 def test_prefect_flow_ingests_corpus_quietly(home_copy, tmp_path, corpus_store):
     _, reference = corpus_store  # the same corpus through the plain pipeline
     store = tmp_path / "store"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PREFECT_", "CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME"))
-    }
-    env["CTXKEEP_IDLE_SECONDS"] = "0"  # home_copy was just written (see conftest)
-    env["HOME"] = str(home_copy)
+    env = child_env(HOME=str(home_copy))  # idle at once: home_copy was just written
     before = _tree(home_copy)
     r = subprocess.run(
         # --prefect: this test is of the flow run (without a server, ingest runs in-process)
@@ -137,8 +131,8 @@ def prefect_server():
 def _corpus_env(monkeypatch) -> None:
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
-    for k in list(os.environ):
-        if k.startswith(("CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_")):
+    for k in list(os.environ):  # the scratch caches stay (KEEP): HOME is the corpus
+        if k.startswith(("CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_")) and k not in KEEP:
             monkeypatch.delenv(k)
     monkeypatch.setenv("CTXKEEP_IDLE_SECONDS", "0")
     monkeypatch.setenv("HOME", str(CORPUS_HOME))

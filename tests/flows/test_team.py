@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import CORPUS_HOME, ROOT
+from conftest import CORPUS_HOME, ROOT, child_env
 from ctxkeep.cli import app
 from report_sums import TOKENS, summed
 
@@ -100,14 +100,7 @@ print(json.dumps({"deployments": deps, "runs": runs, "times": times}))
 
 
 def _env(**extra) -> dict:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PREFECT_", "CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_"))
-    }
-    env.update(CTXKEEP_IDLE_SECONDS="0", PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1")
-    env.update(extra)
-    return env
+    return child_env(PREFECT_SERVER_ANALYTICS_ENABLED="false", DO_NOT_TRACK="1", **extra)
 
 
 def _report(*args) -> dict:

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import CORPUS_HOME, ROOT
+from conftest import CORPUS_HOME, ROOT, child_env
 from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.pipeline import cluster
 from ctxkeep.pipeline.cluster import DaskRunner, parse_task_runner
@@ -82,12 +82,7 @@ def test_ingest_on_a_local_cluster_stores_what_the_default_run_stores(corpus_sto
         parts = [p.name for p in split_parts(todo)]
     finally:
         conn.close()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PREFECT_", "CTXKEEP_", "CLAUDE_CONFIG_DIR", "CODEX_HOME"))
-    }
-    env.update(HOME=str(CORPUS_HOME), CTXKEEP_IDLE_SECONDS="0")
+    env = child_env(HOME=str(CORPUS_HOME))
     store = tmp_path / "dask"
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc,
