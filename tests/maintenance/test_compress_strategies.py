@@ -221,3 +221,54 @@ def test_shrink_leaves_small_values_and_other_lines_alone():
     assert res.replaced == [] and res.media == [] and res.removed["progress"] == []
     assert len(res.removed["duplicates"]) == len(body) - len(set(body))
     assert [ln.raw for ln in res.lines] == [body[i] for i in res.origin]
+
+
+def _with_a_secret_in_a_big_tool_use_result() -> tuple[bytes, str]:
+    """The image file (IMG) with a GitHub token written into its first toolUseResult
+    string over 4 KiB (the default tool_use_result_max_kb), and that token."""
+    secret = "ghp_" + "a1B2" * 9
+    out, done = [], False
+    for line in (CORPUS_HOME / IMG).read_bytes().splitlines():
+        rec = json.loads(line) if line.strip() else None
+        tur = rec.get("toolUseResult") if isinstance(rec, dict) else None
+        if not done and isinstance(tur, dict):
+            for k, v in tur.items():
+                if isinstance(v, str) and len(v.encode()) > 4096:
+                    tur[k] = f"token {secret} in the output\n" + v
+                    line, done = orjson.dumps(rec), True
+                    break
+        out.append(line)
+    assert done
+    return b"".join(x + b"\n" for x in out), secret
+
+
+def test_moved_tool_use_result_text_is_stored_redacted_and_a_dry_run_never_redacts(tmp_path, monkeypatch):
+    """``inline`` moves a big toolUseResult string to the media table redacted (no
+    secret reaches the store); a dry run, which stores nothing, does not redact it
+    (``MediaRow.data`` redacts on first use) and reports the same savings."""
+    if not (CORPUS_HOME / IMG).is_file():
+        pytest.skip("shared/corpus not present")
+    data, secret = _with_a_secret_in_a_big_tool_use_result()
+    path, store, ctx = _copy(tmp_path, IMG, data)
+    calls = []
+    real_redact = shrink.redact
+    monkeypatch.setattr(shrink, "redact", lambda t: calls.append(t) or real_redact(t))
+    dry = ops.run_compress(store, ctx=ctx, dry_run=True)
+    assert calls == [] and dry["files"][0]["status"] == "would-compress"
+    real = ops.run_compress(store, ctx=ctx)
+    assert real["files"][0]["status"] == "compressed"
+    assert real["files"][0]["savings"] == dry["files"][0]["savings"]
+    assert any(secret in c for c in calls)
+    assert secret.encode() not in path.read_bytes()  # moved out of the file
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        texts = [
+            bytes(d) for (d,) in conn.execute("SELECT data FROM media WHERE media_type LIKE 'text/plain%'")
+        ]
+    finally:
+        conn.close()
+    held = [t for t in texts if b"in the output" in t]
+    assert len(held) == 1 and b"[REDACTED:github-token]" in held[0] and secret.encode() not in held[0]
+    for p in store.rglob("*"):  # no byte of any store file holds it
+        if p.is_file():
+            assert secret.encode() not in p.read_bytes(), p
