@@ -272,3 +272,40 @@ def test_moved_tool_use_result_text_is_stored_redacted_and_a_dry_run_never_redac
     for p in store.rglob("*"):  # no byte of any store file holds it
         if p.is_file():
             assert secret.encode() not in p.read_bytes(), p
+
+
+def test_check_counts_only_the_texts_the_store_does_not_hold(corpus_store, monkeypatch):
+    """``compress --check`` takes the tokens of the texts the store holds from it (the
+    counts ingest made) and runs the BPE only over the others (markers, placeholders,
+    texts redaction changed); its figures are those of counting every text again."""
+    import hashlib
+
+    from ctxkeep.transforms import tokens
+
+    store, _ = corpus_store
+    ctx = DiscoveryContext(home=CORPUS_HOME, env={})
+    counted: list[str] = []
+
+    def recording(texts):
+        counted.extend(texts)
+        return tokens.count_here(texts)
+
+    monkeypatch.setattr(ops, "estimate_tokens", recording)
+    fast = ops.check_files(store, ctx=ctx)
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        stored = {h for (h,) in conn.execute("SELECT content_hash FROM contents")}
+        n_texts = sum(1 for _ in conn.execute("SELECT 1 FROM contents"))
+    finally:
+        conn.close()
+    would = [f for f in fast["files"] if f.get("would", {}).get("status") == "would-compress"]
+    assert len(would) >= 2  # the corpus has files over the default thresholds
+    assert counted, "the rewritten texts (markers, placeholders) are counted"
+    assert not {hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in counted} & stored
+    assert len(counted) < n_texts / 10
+    # the same figures as counting every text with the encoder
+    monkeypatch.setattr(ops, "_stored_counts", lambda conn, texts, memo: None)
+    slow = ops.check_files(store, ctx=ctx)
+    assert [(f.get("would"), f.get("savings")) for f in fast["files"]] == [
+        (f.get("would"), f.get("savings")) for f in slow["files"]
+    ]

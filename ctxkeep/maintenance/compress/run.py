@@ -307,6 +307,34 @@ def _tokens(texts: list[str], memo: dict[str, int]) -> int:
     return sum(_counts(texts, memo))
 
 
+#: the ``token_method`` values of a BPE count (``transforms.tokens.count_here``); a
+#: ``heuristic`` count (the encoder was missing at ingest) is counted again
+_BPE_METHODS = ("o200k_base", "o200k_base-sampled")
+
+
+def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
+    """Put into ``memo`` the store's token estimates of the ``texts`` it holds as they
+    are: a text whose SHA-256 (UTF-8) is a ``contents.content_hash`` was counted at
+    ingest by ``estimate_tokens`` (the same count it gives here: it depends only on the
+    text); a text redaction changed (a secret in it) has another hash and is counted
+    again. A compress then runs the BPE only over the texts it rewrites (markers,
+    placeholders): the file's texts were counted when it was ingested."""
+    if conn is None:
+        return
+    by_hash = {
+        hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest(): t
+        for t in dict.fromkeys(texts)
+        if t and t not in memo
+    }
+    marks = ",".join("?" * len(_BPE_METHODS))
+    for part in _in_parts(list(by_hash)):
+        q = (
+            f"SELECT content_hash, token_estimate FROM contents WHERE content_hash IN "
+            f"({','.join('?' * len(part))}) AND token_method IN ({marks}) AND token_estimate IS NOT NULL"
+        )
+        memo.update((by_hash[h], n) for h, n in conn.execute(q, [*part, *_BPE_METHODS]))
+
+
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
     """Check the store holds every line of ``file``: the entry ids of each parsed line
     are in ``entries``, the bytes of each unparseable line are in ``quarantine``.
@@ -467,7 +495,8 @@ def compress_file(
             "does not have (parser state depends on removed lines); not compressed"
         )
         return r
-    memo: dict[str, int] = {}
+    memo: dict[str, int] = {"": 0}
+    _stored_counts(conn, cp.entry_texts(per_line), memo)
     line_tokens = _line_tokens(per_line, memo)
     r.tokens_before = sum(line_tokens)
     r.tokens_after = _tokens(cp.entry_texts(new_per_line), memo)
