@@ -250,9 +250,11 @@ def test_moved_tool_use_result_text_is_stored_redacted_and_a_dry_run_never_redac
         pytest.skip("shared/corpus not present")
     data, secret = _with_a_secret_in_a_big_tool_use_result()
     path, store, ctx = _copy(tmp_path, IMG, data)
+    from ctxkeep.transforms import redact
+
     calls = []
-    real_redact = shrink.redact
-    monkeypatch.setattr(shrink, "redact", lambda t: calls.append(t) or real_redact(t))
+    real_redact = redact.redact
+    monkeypatch.setattr(redact, "redact", lambda t: calls.append(t) or real_redact(t))
     dry = ops.run_compress(store, ctx=ctx, dry_run=True)
     assert calls == [] and dry["files"][0]["status"] == "would-compress"
     real = ops.run_compress(store, ctx=ctx)

@@ -47,10 +47,8 @@ from ctxkeep.config import CompressConfig
 from ctxkeep.errors import NotFound, StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
-from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
-from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange, intents
 from ctxkeep.sinks.sqlite.intents import kill_point
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
@@ -479,7 +477,9 @@ def compress_file(
             f"{'message' if plan.removed_messages == 1 else 'messages'} and would not shrink the file"
         )
         return r
-    new_lines, _ = cp.split_lines(new_data)
+    # a line the rewrite keeps as it was is parsed already
+    kept = {ln.body: ln.rec for ln in lines if ln.rec is not None and ln.problem is None}
+    new_lines, _ = cp.split_lines(new_data, kept)
     new_per_line = cp.line_entries(file, new_lines)
     new_ids = cp.line_entry_ids(file.agent, new_per_line)
     marker_uuid = plan.marker["uuid"] if plan.marker else None
@@ -547,6 +547,8 @@ def compress_file(
         backup = rewrite.make_backup(path, data, state)
         new_st = rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
     except rewrite.RewriteError as e:
+        from ctxkeep.sinks import recovery
+
         recovery.complete(conn, home, [iid])  # the file is unchanged: the intent goes
         r.status, r.reason = "refused", str(e)
         return r
@@ -789,6 +791,8 @@ def run_compress(
     home = Path(home)
     if dry_run:
         return _run(home, paths, ctx, keep_messages, True, force, on_file, runner, t0)
+    from ctxkeep.sinks.lock import hold  # (filelock: not for a dry run)
+
     cfgmod.ensure_home(home)
     with hold(home, -1 if wait else 0, what="compress"):
         return _run(home, paths, ctx, keep_messages, False, force, on_file, runner, t0)
@@ -871,6 +875,8 @@ def _recover(home: Path) -> None:
     """Complete what a killed run left (``sinks.recovery.recover``) before this one."""
     if not (home / STORE_DB).exists():
         return
+    from ctxkeep.sinks import recovery
+
     conn = sqlite_store.connect(home)
     try:
         recovery.recover(conn, home, check=True)
@@ -891,6 +897,8 @@ def _complete_run(home: Path) -> str:
     the removed entries' statuses and the kept ones' offsets reach DuckDB, with the
     ingested lines, markers and the run's ``compression`` rows (a DuckDB sync after
     the run record is final). Returns a one-line note."""
+    from ctxkeep.sinks import recovery
+
     conn = sqlite_store.connect(home)
     try:
         ids = [
@@ -936,6 +944,8 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     if not files:
         raise UsageError("not a Claude Code or Codex session file", where=str(path))
     file = SourceFile(files[0].agent, path, "append", files[0].meta)
+    from ctxkeep.sinks.lock import hold
+
     with hold(home, -1 if wait else 0, what="restore"):
         conn = sqlite_store.connect(home)
         try:
