@@ -287,9 +287,11 @@ def test_check_counts_only_the_texts_the_store_does_not_hold(corpus_store, monke
     store, _ = corpus_store
     ctx = DiscoveryContext(home=CORPUS_HOME, env={})
     counted: list[str] = []
+    calls = []
 
     def recording(texts):
         counted.extend(texts)
+        calls.append(len(texts))
         return tokens.count_here(texts)
 
     monkeypatch.setattr(ops, "estimate_tokens", recording)
@@ -303,6 +305,7 @@ def test_check_counts_only_the_texts_the_store_does_not_hold(corpus_store, monke
     would = [f for f in fast["files"] if f.get("would", {}).get("status") == "would-compress"]
     assert len(would) >= 2  # the corpus has files over the default thresholds
     assert counted, "the rewritten texts (markers, placeholders) are counted"
+    assert len(calls) == 1  # all files' texts at once, at the end (no wait per file)
     assert not {hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in counted} & stored
     assert len(counted) < n_texts / 10
     # the same figures as counting every text with the encoder
@@ -311,3 +314,12 @@ def test_check_counts_only_the_texts_the_store_does_not_hold(corpus_store, monke
     assert [(f.get("would"), f.get("savings")) for f in fast["files"]] == [
         (f.get("would"), f.get("savings")) for f in slow["files"]
     ]
+
+
+def test_pending_token_figures_add_and_subtract_as_ints():
+    a = ops._Pending(5, {"x": 1}) + 3 + ops._Pending(0, {"y": 2})
+    b = 10 - a - ops._Pending(1, {"x": 1})
+    counts = {"x": 7, "y": 11}
+    assert a.resolve(counts) == 5 + 7 + 3 + 22
+    assert b.resolve(counts) == 10 - (5 + 7 + 3 + 22) - (1 + 7)
+    assert sum([ops._Pending(0, {"x": 1}), 2, ops._Pending(0, {"x": 1})]).resolve(counts) == 16

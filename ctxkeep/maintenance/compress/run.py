@@ -236,6 +236,7 @@ def check_files(
     cc = cfgmod.load_config(home).compress
     files, problems = discovered_files(home, ctx, paths)
     checks = []
+    planned: list[tuple[dict, FileResult]] = []
     conn = None
     if savings and (Path(home) / STORE_DB).exists():
         conn = sqlite_store.connect(home, readonly=True)
@@ -247,16 +248,20 @@ def check_files(
                 problems.append(f"{f.path}: {e.strerror or e}")
                 continue
             if savings and c["status"] == "EXCEEDS":
-                r = compress_file(conn, home, f, cc, dry_run=True, force=True)
-                c["would"] = {
-                    k: getattr(r, k)
-                    for k in ("status", "reason", "bytes_after", "tokens_before", "tokens_after")
-                }
-                c["savings"] = r.savings
+                # the texts to count are counted at the end, all at once
+                planned.append(
+                    (c, compress_file(conn, home, f, cc, dry_run=True, force=True, defer_tokens=True))
+                )
             checks.append(c)
     finally:
         if conn is not None:
             conn.close()
+    _resolve_tokens([r for _, r in planned])
+    for c, r in planned:
+        c["would"] = {
+            k: getattr(r, k) for k in ("status", "reason", "bytes_after", "tokens_before", "tokens_after")
+        }
+        c["savings"] = r.savings
     return {
         "thresholds": {
             "max_size_kb": cc.max_size_kb,
@@ -291,14 +296,77 @@ def files_to_compress(
 # ---------------------------------------------------------------- one file
 
 
-def _counts(texts: list[str], memo: dict[str, int]) -> list[int]:
+class _Pending:
+    """A token figure waiting for counts: ``known`` tokens plus, for each text not
+    counted yet, how many times the figure holds its count (negative in a difference).
+    Adds and subtracts as an int does, so the figures of ``compress_file`` are written
+    once for both; ``resolve`` gives the int."""
+
+    __slots__ = ("known", "texts")
+
+    def __init__(self, known: int = 0, texts: dict[str, int] | None = None) -> None:
+        self.known, self.texts = known, texts or {}
+
+    def _plus(self, other, sign: int) -> _Pending:
+        if isinstance(other, int):
+            return _Pending(self.known + sign * other, self.texts)
+        texts = dict(self.texts)
+        for t, k in other.texts.items():
+            texts[t] = texts.get(t, 0) + sign * k
+        return _Pending(self.known + sign * other.known, texts)
+
+    def __add__(self, other) -> _Pending:
+        return self._plus(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other) -> _Pending:
+        return self._plus(other, -1)
+
+    def __rsub__(self, other: int) -> _Pending:
+        return _Pending(other).__sub__(self)
+
+    def resolve(self, counts: dict[str, int]) -> int:
+        """The figure with ``counts`` (text → tokens, every text of ``texts``)."""
+        return self.known + sum(counts[t] * k for t, k in self.texts.items())
+
+
+class _DeferredCounts(dict):
+    """A ``_counts`` memo that counts nothing: a text it lacks becomes a ``_Pending``
+    (``check_files`` counts all such texts of all files at once at the end, so it never
+    waits for the BPE encoder mid-way: the side process builds it meanwhile)."""
+
+
+def _counts(texts: list[str], memo: dict[str, int]) -> list:
     """``estimate_tokens(texts)[0]``, each distinct text counted once per ``memo`` (a
     compress counts a file's texts before the rewrite, after ``shrink`` and after the
-    cut: most are the same texts; a count depends only on its text)."""
+    cut: most are the same texts; a count depends only on its text). With a
+    ``_DeferredCounts`` memo, the texts it lacks are ``_Pending`` instead."""
+    if isinstance(memo, _DeferredCounts):
+        return [memo[t] if t in memo else _Pending(0, {t: 1}) for t in texts]
     new = list(dict.fromkeys(t for t in texts if t not in memo))
     if new:
         memo.update(zip(new, estimate_tokens(new)[0], strict=True))
     return [memo[t] for t in texts]
+
+
+def _resolve_tokens(results: list[FileResult]) -> None:
+    """Replace the ``_Pending`` token figures of ``results`` (``compress_file`` with
+    ``defer_tokens``) by ints, counting every text they wait for in one
+    ``estimate_tokens`` call."""
+    figures = []
+    for r in results:
+        figures += [r.tokens_before, r.tokens_after, *(v["tokens"] for v in r.savings.values())]
+    texts = list(dict.fromkeys(t for f in figures if isinstance(f, _Pending) for t in f.texts))
+    counts = dict(zip(texts, estimate_tokens(texts)[0], strict=True)) if texts else {}
+
+    def value(f):
+        return f.resolve(counts) if isinstance(f, _Pending) else f
+
+    for r in results:
+        r.tokens_before, r.tokens_after = value(r.tokens_before), value(r.tokens_after)
+        for v in r.savings.values():
+            v["tokens"] = value(v["tokens"])
 
 
 def _tokens(texts: list[str], memo: dict[str, int]) -> int:
@@ -369,11 +437,16 @@ def compress_file(
     force: bool = False,
     tombs: dict | None = None,
     now: float | None = None,
+    defer_tokens: bool = False,
 ) -> FileResult:
     """Compress one session file (steps in the module doc). The caller holds the
     store lock (``sinks.lock``) unless ``dry_run``; ``conn`` may be None in a
     dry run without a store. Never raises for a bad or unsafe file: the result says
-    ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked."""
+    ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked.
+    ``defer_tokens`` (a dry run only): the token figures may wait for counts
+    (``_Pending``) until ``_resolve_tokens`` of the results."""
+    if defer_tokens and not dry_run:
+        raise ValueError("defer_tokens is for dry runs")
     now = time.time() if now is None else now
     path = file.path
     r = FileResult(str(path), file.agent)
@@ -495,7 +568,7 @@ def compress_file(
             "does not have (parser state depends on removed lines); not compressed"
         )
         return r
-    memo: dict[str, int] = {"": 0}
+    memo: dict[str, int] = _DeferredCounts({"": 0}) if defer_tokens else {"": 0}
     _stored_counts(conn, cp.entry_texts(per_line), memo)
     line_tokens = _line_tokens(per_line, memo)
     r.tokens_before = sum(line_tokens)
