@@ -323,3 +323,25 @@ def test_pending_token_figures_add_and_subtract_as_ints():
     assert a.resolve(counts) == 5 + 7 + 3 + 22
     assert b.resolve(counts) == 10 - (5 + 7 + 3 + 22) - (1 + 7)
     assert sum([ops._Pending(0, {"x": 1}), 2, ops._Pending(0, {"x": 1})]).resolve(counts) == 16
+
+
+def test_shrunk_texts_are_those_of_a_full_parse():
+    """``_savings`` takes the texts of the shrunk lines from the original parse (only
+    rewritten lines parsed again): the same texts as parsing every shrunk line, on the
+    corpus's Claude Code files (the image file, a variant with progress records and
+    repeats) with a limit low enough that inline rewrites many lines."""
+    if not (CORPUS_HOME / IMG).is_file():
+        pytest.skip("shared/corpus not present")
+    tried = 0
+    for rel, data in ((IMG, None), (EF958, _ef958_variant())):
+        path = CORPUS_HOME / rel
+        data = data if data is not None else path.read_bytes()
+        file = SourceFile("claude-code", path)
+        lines, _ = cp.split_lines(data)
+        per_line = cp.line_entries(file, lines)
+        ids = cp.line_entry_ids("claude-code", per_line)
+        shr = shrink.shrink_claude(lines, ids, 2048, lambda e, w: f"[moved {e}: {w}]", 2048)
+        assert shr.replaced and (shr.relinked or shr.removed["duplicates"] or rel == IMG)
+        assert ops._shrunk_texts(file, per_line, shr) == cp.entry_texts(cp.line_entries(file, shr.lines))
+        tried += 1
+    assert tried == 2

@@ -577,7 +577,7 @@ def compress_file(
     r.removed_messages, r.cut_kind = len(msg_lines.intersection(cut_removed)), plan.cut_kind
     r.relinked = len(plan.relinked) + (len(shr.relinked) if shr else 0)
     r.dropped_bad_lines = len(plan.dropped_bad)
-    r.savings = _savings(file, lines, line_tokens, shr, work, plan, cut_removed, len(data), r, memo)
+    r.savings = _savings(file, lines, per_line, line_tokens, shr, plan, cut_removed, len(data), r, memo)
     kept_ids = {x for ls in new_ids for x in ls}
     removed_ids = {x for i in cut_removed + dropped_bad + pre_removed for x in ids[i]} - kept_ids
     if dry_run:
@@ -772,12 +772,29 @@ def _line_tokens(per_line: list[list[dict]], memo: dict[str, int]) -> list[int]:
     return out
 
 
+def _shrunk_texts(file: SourceFile, per_line: list[list[dict]], shr: shrink.Shrunk) -> list[str]:
+    """The entry texts of ``shr.lines`` (``cp.entry_texts(cp.line_entries(file,
+    shr.lines))``) without parsing them all again: a line shrink kept as it was, or only
+    re-linked (a new ``parentUuid``), holds the texts of its original (``per_line``);
+    only the lines ``inline`` rewrote are parsed. Claude Code's entry texts are a
+    function of the line's record alone (``sources.claude_code``: the parser state
+    gives session ids and the project, never text; a test compares with a full parse)."""
+    replaced = set(shr.replaced)
+    out: list[str] = []
+    for ln, i in zip(shr.lines, shr.origin, strict=True):
+        if i in replaced:
+            out += cp.entry_texts(cp.line_entries(file, [ln]))
+        else:
+            out += cp.entry_texts([per_line[i]])
+    return out
+
+
 def _savings(
     file,
     lines,
+    per_line,
     line_tokens,
     shr,
-    work,
     plan,
     cut_removed,
     bytes_before: int,
@@ -789,7 +806,7 @@ def _savings(
     ``tokens_before - tokens_after`` plus ``inline``'s image tokens."""
     out = {k: {"lines": 0, "bytes": 0, "tokens": 0} for k in shrink.STRATEGIES}
     if shr is not None:
-        shr_tokens = sum(_line_tokens(cp.line_entries(file, shr.lines), memo))
+        shr_tokens = sum(_counts(_shrunk_texts(file, per_line, shr), memo))
         for k in ("duplicates", "progress"):
             out[k]["lines"] = len(shr.removed[k])
             out[k]["bytes"] = sum(len(lines[i].raw) + 1 for i in shr.removed[k])
