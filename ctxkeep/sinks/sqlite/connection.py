@@ -43,9 +43,10 @@ WAL_CHECKPOINT_PAGES = 16384
 WAL_LIMIT_BYTES = 64 * 1024 * 1024
 #: busy timeout of every connection, milliseconds
 BUSY_TIMEOUT_MS = 30000
-#: the oldest schema a reader can search (v2 lacks only the facets: filters are checked
-#: per chunk); older stores are upgraded by the first writable open (``ctxkeep ingest``)
-MIN_READ_VERSION = 2
+#: the oldest schema a reader can search: v9, whose entries the search reads by file and
+#: content id (``entry_rows``); older stores are upgraded by the first writable open
+#: (``ctxkeep ingest``)
+MIN_READ_VERSION = 9
 
 
 def _create_private(path: Path) -> None:
