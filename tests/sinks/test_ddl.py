@@ -41,7 +41,10 @@ def test_a_new_store_holds_exactly_the_registry(store_home):
         ]
         # v9: the entries indexes key the integer ids, the v8 columns are a view's
         assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_id", "ts"]
-        assert [r[2] for r in conn.execute("PRAGMA index_info(entries_source)")] == ["file_id", "source_offset"]
+        assert [r[2] for r in conn.execute("PRAGMA index_info(entries_source)")] == [
+            "file_id",
+            "source_offset",
+        ]
         assert _objects(conn, "view") == {"entries"}
         assert _objects(conn, "trigger") == set(ddl.ENTRIES_TRIGGERS)
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(

@@ -13,8 +13,8 @@ import pytest
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import ddl, migrations
-from tests.store_digest import store_digest
 from tests.sinks.v8_store import entries_as_v8
+from tests.store_digest import store_digest
 
 _V8_COLS = ", ".join(["rowid", *STORED_COLUMNS, "ingested_at"])
 

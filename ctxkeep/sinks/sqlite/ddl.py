@@ -159,9 +159,7 @@ ENTRIES_VIEW = (
     + " FROM entry_rows e"
 )
 
-_FILE_OF_NEW = (
-    "INSERT OR IGNORE INTO files(path) SELECT NEW.source_path WHERE NEW.source_path IS NOT NULL;\n"
-)
+_FILE_OF_NEW = "INSERT OR IGNORE INTO files(path) SELECT NEW.source_path WHERE NEW.source_path IS NOT NULL;\n"
 _ID_OF_NEW = {
     "file_id": "(SELECT file_id FROM files WHERE path = NEW.source_path)",
     # a hash without a ``contents`` row has no id: the entry keeps no text
@@ -239,7 +237,13 @@ def create_all(conn: sqlite3.Connection) -> None:
     """Create every table, FTS table and index that is missing and drop the old
     indexes, in the caller's transaction (existing tables are left as they are: the
     migrations change them)."""
-    for stmt in (*TABLES.values(), *FTS_TABLES.values(), ENTRIES_VIEW, *ENTRIES_TRIGGERS.values(), *INDEXES.values()):
+    for stmt in (
+        *TABLES.values(),
+        *FTS_TABLES.values(),
+        ENTRIES_VIEW,
+        *ENTRIES_TRIGGERS.values(),
+        *INDEXES.values(),
+    ):
         conn.execute(stmt)
     for name in DROPPED_INDEXES:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
