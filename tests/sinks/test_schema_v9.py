@@ -31,6 +31,14 @@ def _v8_copy(src, dst):
     return rows
 
 
+def _pages(home) -> int:
+    c = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    try:
+        return c.execute("PRAGMA page_count").fetchone()[0]
+    finally:
+        c.close()
+
+
 def _kind(home, name):
     c = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
     try:
@@ -67,8 +75,11 @@ def test_a_v8_store_is_migrated_in_place_to_what_a_fresh_ingest_makes(corpus_sto
     fresh, _ = corpus_store
     home = tmp_path / "v8"
     before = _v8_copy(fresh, home)
-    conn = sqlite_store.connect(home)  # the writable open migrates
+    v8_pages = _pages(home)
+    conn = sqlite_store.connect(home)  # the writable open migrates, then vacuums
     try:
+        assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
+        assert _pages(home) < v8_pages
         assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION == 9
         # same rows, same rowids (the DuckDB sync's mark), v8 columns through the view
         assert conn.execute(f"SELECT {_V8_COLS} FROM entries ORDER BY rowid").fetchall() == before

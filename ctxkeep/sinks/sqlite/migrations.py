@@ -39,6 +39,9 @@ class Migration(NamedTuple):
     step: Callable[[sqlite3.Connection], None]
     #: False: the step touches no text, chunk or facet (the FTS tables stay valid)
     rebuilds_fts: bool = True
+    #: True: the step frees a good part of the file (a table rewritten smaller): the
+    #: store is vacuumed once after the migration commits (``connection.ensure_schema``)
+    frees_space: bool = False
 
 
 def _chunk_titles(conn: sqlite3.Connection) -> None:
@@ -192,7 +195,7 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "operation intents", _intents, rebuilds_fts=False),
     Migration(7, "symbol terms and the vocabulary", _symbol_grams_vocab),
     Migration(8, "symbol terms in their own FTS table", _symbols_table),
-    Migration(9, "entries store file and content ids", _entry_ids, rebuilds_fts=False),
+    Migration(9, "entries store file and content ids", _entry_ids, rebuilds_fts=False, frees_space=True),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
@@ -220,6 +223,12 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
         rebuild_fts_tables(conn)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     return [m.name for m in todo]
+
+
+def frees_space(names: list[str]) -> bool:
+    """Whether one of the migration steps ``names`` (``migrate``'s answer) freed a good
+    part of the file (``Migration.frees_space``)."""
+    return any(m.frees_space for m in MIGRATIONS if m.name in names)
 
 
 def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:
