@@ -1,7 +1,8 @@
 """The ``ctxkeep`` command line (Typer): a thin layer over the library.
 
 One module per area registers its commands on ``app`` (``core``: ingest, search,
-show, stats). A new area adds a module here and one import at the end of this file.
+show, stats). A new area adds a module here and its commands to ``COMMANDS``: a
+command's module is imported only when the command runs or a help lists it.
 
 ``search``, ``show`` and ``stats`` read the store directly and never import Prefect;
 ``ingest`` runs the Prefect flow (and skips Prefect entirely when nothing changed).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import typer
@@ -327,23 +329,139 @@ class _Argument(TyperArgument):
 
 def _plain_metavars(group) -> None:
     """Give every argument of ``group``'s commands (and sub-groups) ``_Argument``'s
-    usage metavar."""
+    usage metavar (loads every command of a lazy group: for the full listings)."""
     for cmd in getattr(group, "commands", {}).values():
-        for p in cmd.params:
-            if type(p) is TyperArgument:
-                p.__class__ = _Argument
-        _plain_metavars(cmd)
+        _plain_metavars_of(cmd)
+
+
+def _plain_metavars_of(cmd) -> None:
+    """``_Argument``'s usage metavar for the arguments of ``cmd`` and of its sub-commands."""
+    for p in cmd.params:
+        if type(p) is TyperArgument:
+            p.__class__ = _Argument
+    _plain_metavars(cmd)
+
+
+#: every top-level command, in the order of ``ctxkeep --help``: name → (the modules of
+#: ``ctxkeep.cli`` that register it and its sub-commands, its help panel). A command's
+#: modules are imported only when it is run or listed (``_LazyCommands``): Typer would
+#: otherwise build all ~25 commands (~0.1 s) to run one. A test checks this table
+#: against what the modules register.
+COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "sources": (("sources",), "Main job"),
+    "ingest": (("core",), "Main job"),
+    "search": (("core",), "Search and read"),
+    "show": (("core",), "Search and read"),
+    "stats": (("core",), "Search and read"),
+    "sessions": (("sessions",), "Search and read"),
+    "resume": (("sessions",), "Search and read"),
+    "statusline": (("report",), "Usage and cost"),
+    "compress": (("compress",), "Maintenance"),
+    "purge": (("maintenance",), "Maintenance"),
+    "retention": (("maintenance",), "Maintenance"),
+    "reindex": (("maintenance",), "Maintenance"),
+    "backfill": (("maintenance",), "Maintenance"),
+    "serve": (("maintenance",), "Maintenance"),
+    "doctor": (("doctor",), "Store health"),
+    "backup": (("doctor",), "Store health"),
+    "restore": (("doctor",), "Store health"),
+    "redact": (("redact",), "Store health"),
+    "help": (("docs",), "Help"),
+    "export": (("export",), "Usage and cost"),
+    "report": (("report", "report_html"), "Usage and cost"),
+    "quarantine": (("quarantine",), "Store health"),
+    "hook": (("hook",), "Agents"),
+    "hooks": (("hooks",), "Agents"),
+    "mcp": (("mcp",), "Agents"),
+}
+
+
+def _registered(name: str):
+    """The Typer info (``CommandInfo`` or ``TyperInfo``) registered on ``app`` as
+    ``name``, or None."""
+    from typer.main import get_command_name
+
+    for c in app.registered_commands:
+        if (c.name or get_command_name(c.callback.__name__)) == name:
+            return c
+    for g in app.registered_groups:
+        if g.name == name:
+            return g
+    return None
+
+
+class _LazyCommands(Mapping):
+    """The top-level group's ``commands``: every name of ``COMMANDS`` is there from the
+    start; a command is built (its modules imported, Typer's Click command made) when it
+    is looked up; iterating (help, completion, ``ctxkeep help``) builds them all, in
+    ``COMMANDS``' order."""
+
+    def __init__(self) -> None:
+        self._built: dict = {}
+
+    def __getitem__(self, name: str):
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def _build(self, name: str):
+        from importlib import import_module
+
+        from typer.main import get_command_from_info, get_group_from_info
+
+        modules, panel = COMMANDS[name]
+        for m in modules:
+            import_module(f"ctxkeep.cli.{m}")
+        info = _registered(name)
+        if info is None:  # the table names a command no module registers: a bug
+            raise KeyError(name)
+        info.rich_help_panel = panel
+        kw = {
+            "pretty_exceptions_short": app.pretty_exceptions_short,
+            "rich_markup_mode": app.rich_markup_mode,
+        }
+        if hasattr(info, "typer_instance"):
+            cmd = get_group_from_info(info, suggest_commands=app.suggest_commands, **kw)
+        else:
+            cmd = get_command_from_info(info, **kw)
+        _plain_metavars_of(cmd)
+        return cmd
+
+    def __iter__(self):
+        for modules, _ in COMMANDS.values():  # as the modules would register them
+            for m in modules:
+                __import__(f"ctxkeep.cli.{m}")
+        return iter([*COMMANDS, *(n for n in self._built if n not in COMMANDS)])
+
+    def __len__(self) -> int:
+        return len(COMMANDS) + sum(n not in COMMANDS for n in self._built)
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or name in self._built
+
+    def __setitem__(self, name: str, cmd) -> None:  # Click's ``add_command``
+        self._built[name] = cmd
+
+    def keys(self):
+        """The names, nothing built (Typer's "did you mean" suggestions)."""
+        return [*COMMANDS, *(n for n in self._built if n not in COMMANDS)]
 
 
 class _Group(TyperGroup):
     """The top-level Click group: run standalone (the console script, ``python -m
     ctxkeep``, Click's test runner), it applies the error contract (``run_command``)
     instead of Click's boxed usage errors, so every way in gives the same lines and
-    exit codes."""
+    exit codes. Its commands are built on first use (``_LazyCommands``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Typer built what was registered already (modules imported before): rebuilt
+        # on use instead, with its help panel
+        self.commands = _LazyCommands()
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        _plain_metavars(self)
-
         def call():
             return super(_Group, self).main(
                 args, prog_name="ctxkeep", complete_var=complete_var, standalone_mode=False, **extra
@@ -361,50 +479,3 @@ def main() -> None:
     """The ``ctxkeep`` console entry point: ``app`` under the error contract
     (``run_command``; exit 0 success, 1 failure, 2 wrong usage)."""
     app()
-
-
-# command modules register themselves on `app` (imported last: they import from here)
-from ctxkeep.cli import (  # noqa: E402
-    compress,  # noqa: F401
-    core,  # noqa: F401
-    docs,  # noqa: F401
-    doctor,  # noqa: F401
-    export,  # noqa: F401
-    hook,  # noqa: F401
-    hooks,  # noqa: F401
-    maintenance,  # noqa: F401
-    mcp,  # noqa: F401
-    quarantine,  # noqa: F401
-    redact,  # noqa: F401
-    report,  # noqa: F401
-    report_html,  # noqa: F401
-    sessions,  # noqa: F401
-    sources,  # noqa: F401
-)
-
-#: the help's command groups (``ctxkeep --help``), in this order; a command not named
-#: here goes to "Other"
-PANELS = {
-    "Main job": ("ingest", "sources"),
-    "Search and read": ("search", "show", "sessions", "resume", "stats"),
-    "Usage and cost": ("report", "statusline", "export"),
-    "Maintenance": ("compress", "purge", "retention", "reindex", "backfill", "serve"),
-    "Store health": ("doctor", "backup", "restore", "quarantine", "redact"),
-    "Agents": ("mcp", "hooks", "hook"),
-    "Help": ("help",),
-}
-
-
-def _set_panels() -> None:
-    panel_of = {c: p for p, cs in PANELS.items() for c in cs}
-    infos = [(c.name or c.callback.__name__.replace("_", "-"), c) for c in app.registered_commands]
-    infos += [(g.name, g) for g in app.registered_groups]
-    for name, info in infos:
-        info.rich_help_panel = panel_of.get(name, "Other")
-    # Typer lists panels in the order their first command was registered: Main job first
-    order = {p: i for i, p in enumerate([*PANELS, "Other"])}
-    app.registered_commands.sort(key=lambda c: order[c.rich_help_panel])
-    app.registered_groups.sort(key=lambda g: order[g.rich_help_panel])
-
-
-_set_panels()

@@ -7,7 +7,8 @@ Whole processes on the corpus (``$CTXKEEP_CORPUS`` or ``../shared/corpus``; its
 command run ``--runs`` times (median and best printed), side by side in one run:
 
 - ``python -c pass``: the interpreter's own start, the floor of any Python CLI;
-- ``ctxkeep --version``: the CLI's import floor (Typer, the command modules);
+- ``ctxkeep --version``: the CLI's import floor (Typer; the command modules load only
+  when their command runs);
 - ``ctxkeep ingest`` into a fresh store (target ≤ 1.2 s), then ``ctxkeep ingest``
   with nothing new (target ≤ 0.3 s), and ``ctxkeep compress --check`` (target
   ≤ 0.5 s);

@@ -337,3 +337,45 @@ def test_ingest_without_a_server_does_not_import_prefect(store_home, tmp_path):
         tmp_path, store_home, "--path", str(CODEX_FILE), watch=("prefect",)
     )
     assert imported == [] and summary["entries_new"] == 2
+
+
+def _store_files(home) -> dict[str, tuple[int, bytes]]:
+    """Each file of the store directory: (mtime_ns, bytes)."""
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(home.iterdir()) if p.is_file()}
+
+
+def test_an_ingest_with_nothing_new_writes_nothing_to_the_store(store, monkeypatch):
+    """Nothing new: the plan reads the store through a read-only connection (a writable
+    open commits its schema check: a WAL write, a checkpoint, fsyncs); store.db is
+    untouched, byte for byte and its mtime."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(store)  # a writer's close leaves no WAL behind
+    conn.close()
+    before = _store_files(store)
+    r = _run(["ingest", "--home", str(store), "--no-prefect", "--json"], monkeypatch)
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["files"] > 0 and s["files_read"] == 0 and s["entries_new"] == 0
+    after = _store_files(store)
+    assert after["store.db"] == before["store.db"]
+    assert after.get("store.db-wal", (0, b""))[1] == b""  # no frame written
+
+
+def test_an_ingest_opens_the_store_writable_when_its_schema_is_not_current(store, monkeypatch):
+    """A store at another schema version is opened writable for the plan, as before:
+    that open migrates it (a reader never migrates)."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    opened = []
+    real = sqlite_store.connect
+
+    def spy(home, *, readonly=False):
+        opened.append(readonly)
+        return real(home, readonly=readonly)
+
+    monkeypatch.setattr(sqlite_store, "connect", spy)
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", sqlite_store.SCHEMA_VERSION + 1)
+    r = _run(["ingest", "--home", str(store), "--no-prefect", "--json"], monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert opened[:2] == [True, False]  # read-only first, then writable for the plan

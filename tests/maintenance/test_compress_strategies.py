@@ -221,3 +221,127 @@ def test_shrink_leaves_small_values_and_other_lines_alone():
     assert res.replaced == [] and res.media == [] and res.removed["progress"] == []
     assert len(res.removed["duplicates"]) == len(body) - len(set(body))
     assert [ln.raw for ln in res.lines] == [body[i] for i in res.origin]
+
+
+def _with_a_secret_in_a_big_tool_use_result() -> tuple[bytes, str]:
+    """The image file (IMG) with a GitHub token written into its first toolUseResult
+    string over 4 KiB (the default tool_use_result_max_kb), and that token."""
+    secret = "ghp_" + "a1B2" * 9
+    out, done = [], False
+    for line in (CORPUS_HOME / IMG).read_bytes().splitlines():
+        rec = json.loads(line) if line.strip() else None
+        tur = rec.get("toolUseResult") if isinstance(rec, dict) else None
+        if not done and isinstance(tur, dict):
+            for k, v in tur.items():
+                if isinstance(v, str) and len(v.encode()) > 4096:
+                    tur[k] = f"token {secret} in the output\n" + v
+                    line, done = orjson.dumps(rec), True
+                    break
+        out.append(line)
+    assert done
+    return b"".join(x + b"\n" for x in out), secret
+
+
+def test_moved_tool_use_result_text_is_stored_redacted_and_a_dry_run_never_redacts(tmp_path, monkeypatch):
+    """``inline`` moves a big toolUseResult string to the media table redacted (no
+    secret reaches the store); a dry run, which stores nothing, does not redact it
+    (``MediaRow.data`` redacts on first use) and reports the same savings."""
+    if not (CORPUS_HOME / IMG).is_file():
+        pytest.skip("shared/corpus not present")
+    data, secret = _with_a_secret_in_a_big_tool_use_result()
+    path, store, ctx = _copy(tmp_path, IMG, data)
+    from ctxkeep.transforms import redact
+
+    calls = []
+    real_redact = redact.redact
+    monkeypatch.setattr(redact, "redact", lambda t: calls.append(t) or real_redact(t))
+    dry = ops.run_compress(store, ctx=ctx, dry_run=True)
+    assert calls == [] and dry["files"][0]["status"] == "would-compress"
+    real = ops.run_compress(store, ctx=ctx)
+    assert real["files"][0]["status"] == "compressed"
+    assert real["files"][0]["savings"] == dry["files"][0]["savings"]
+    assert any(secret in c for c in calls)
+    assert secret.encode() not in path.read_bytes()  # moved out of the file
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        texts = [
+            bytes(d) for (d,) in conn.execute("SELECT data FROM media WHERE media_type LIKE 'text/plain%'")
+        ]
+    finally:
+        conn.close()
+    held = [t for t in texts if b"in the output" in t]
+    assert len(held) == 1 and b"[REDACTED:github-token]" in held[0] and secret.encode() not in held[0]
+    for p in store.rglob("*"):  # no byte of any store file holds it
+        if p.is_file():
+            assert secret.encode() not in p.read_bytes(), p
+
+
+def test_check_counts_only_the_texts_the_store_does_not_hold(corpus_store, monkeypatch):
+    """``compress --check`` takes the tokens of the texts the store holds from it (the
+    counts ingest made) and runs the BPE only over the others (markers, placeholders,
+    texts redaction changed); its figures are those of counting every text again."""
+    import hashlib
+
+    from ctxkeep.transforms import tokens
+
+    store, _ = corpus_store
+    ctx = DiscoveryContext(home=CORPUS_HOME, env={})
+    counted: list[str] = []
+    calls = []
+
+    def recording(texts):
+        counted.extend(texts)
+        calls.append(len(texts))
+        return tokens.count_here(texts)
+
+    monkeypatch.setattr(ops, "estimate_tokens", recording)
+    fast = ops.check_files(store, ctx=ctx)
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        stored = {h for (h,) in conn.execute("SELECT content_hash FROM contents")}
+        n_texts = sum(1 for _ in conn.execute("SELECT 1 FROM contents"))
+    finally:
+        conn.close()
+    would = [f for f in fast["files"] if f.get("would", {}).get("status") == "would-compress"]
+    assert len(would) >= 2  # the corpus has files over the default thresholds
+    assert counted, "the rewritten texts (markers, placeholders) are counted"
+    assert len(calls) == 1  # all files' texts at once, at the end (no wait per file)
+    assert not {hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in counted} & stored
+    assert len(counted) < n_texts / 10
+    # the same figures as counting every text with the encoder
+    monkeypatch.setattr(ops, "_stored_counts", lambda conn, texts, memo: None)
+    slow = ops.check_files(store, ctx=ctx)
+    assert [(f.get("would"), f.get("savings")) for f in fast["files"]] == [
+        (f.get("would"), f.get("savings")) for f in slow["files"]
+    ]
+
+
+def test_pending_token_figures_add_and_subtract_as_ints():
+    a = ops._Pending(5, {"x": 1}) + 3 + ops._Pending(0, {"y": 2})
+    b = 10 - a - ops._Pending(1, {"x": 1})
+    counts = {"x": 7, "y": 11}
+    assert a.resolve(counts) == 5 + 7 + 3 + 22
+    assert b.resolve(counts) == 10 - (5 + 7 + 3 + 22) - (1 + 7)
+    assert sum([ops._Pending(0, {"x": 1}), 2, ops._Pending(0, {"x": 1})]).resolve(counts) == 16
+
+
+def test_shrunk_texts_are_those_of_a_full_parse():
+    """``_savings`` takes the texts of the shrunk lines from the original parse (only
+    rewritten lines parsed again): the same texts as parsing every shrunk line, on the
+    corpus's Claude Code files (the image file, a variant with progress records and
+    repeats) with a limit low enough that inline rewrites many lines."""
+    if not (CORPUS_HOME / IMG).is_file():
+        pytest.skip("shared/corpus not present")
+    tried = 0
+    for rel, data in ((IMG, None), (EF958, _ef958_variant())):
+        path = CORPUS_HOME / rel
+        data = data if data is not None else path.read_bytes()
+        file = SourceFile("claude-code", path)
+        lines, _ = cp.split_lines(data)
+        per_line = cp.line_entries(file, lines)
+        ids = cp.line_entry_ids("claude-code", per_line)
+        shr = shrink.shrink_claude(lines, ids, 2048, lambda e, w: f"[moved {e}: {w}]", 2048)
+        assert shr.replaced and (shr.relinked or shr.removed["duplicates"] or rel == IMG)
+        assert ops._shrunk_texts(file, per_line, shr) == cp.entry_texts(cp.line_entries(file, shr.lines))
+        tried += 1
+    assert tried == 2

@@ -160,12 +160,15 @@ class Refused(Exception):
 # ---------------------------------------------------------------- lines and entries
 
 
-def split_lines(data: bytes) -> tuple[list[Line], bytes]:
+def split_lines(data: bytes, parsed: dict[bytes, dict] | None = None) -> tuple[list[Line], bytes]:
     """The non-empty complete lines of a JSONL file's bytes, parsed, and the bytes
     after the last newline (an unterminated last line, maybe being written).
 
     Blank lines are skipped (they hold nothing); ``Line.offset`` is the byte offset in
-    ``data``. Parsing is ``sources.contract.parse_line`` (lenient repairs allowed)."""
+    ``data``. Parsing is ``sources.contract.parse_line`` (lenient repairs allowed);
+    a line whose body is a key of ``parsed`` (body → the object ``parse_line`` made of
+    it, without a problem: the lines of the file a rewrite keeps) is not parsed again
+    and shares that object (read it, never change it)."""
     lines: list[Line] = []
     pos = 0
     n = len(data)
@@ -175,7 +178,9 @@ def split_lines(data: bytes) -> tuple[list[Line], bytes]:
         nl = data.index(b"\n", pos)
         raw = data[pos:nl]
         body = raw[:-1] if raw.endswith(b"\r") else raw
-        if body.strip():
+        if parsed is not None and body in parsed:
+            lines.append(Line(len(lines), pos, raw, parsed[body], None))
+        elif body.strip():
             rec, problem = parse_line(body)
             if rec is not None and not isinstance(rec, dict):
                 rec, problem = None, f"not a JSON object ({type(rec).__name__})"

@@ -47,10 +47,8 @@ from ctxkeep.config import CompressConfig
 from ctxkeep.errors import NotFound, StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
-from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
-from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange, intents
 from ctxkeep.sinks.sqlite.intents import kill_point
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
@@ -238,6 +236,7 @@ def check_files(
     cc = cfgmod.load_config(home).compress
     files, problems = discovered_files(home, ctx, paths)
     checks = []
+    planned: list[tuple[dict, FileResult]] = []
     conn = None
     if savings and (Path(home) / STORE_DB).exists():
         conn = sqlite_store.connect(home, readonly=True)
@@ -249,16 +248,20 @@ def check_files(
                 problems.append(f"{f.path}: {e.strerror or e}")
                 continue
             if savings and c["status"] == "EXCEEDS":
-                r = compress_file(conn, home, f, cc, dry_run=True, force=True)
-                c["would"] = {
-                    k: getattr(r, k)
-                    for k in ("status", "reason", "bytes_after", "tokens_before", "tokens_after")
-                }
-                c["savings"] = r.savings
+                # the texts to count are counted at the end, all at once
+                planned.append(
+                    (c, compress_file(conn, home, f, cc, dry_run=True, force=True, defer_tokens=True))
+                )
             checks.append(c)
     finally:
         if conn is not None:
             conn.close()
+    _resolve_tokens([r for _, r in planned])
+    for c, r in planned:
+        c["would"] = {
+            k: getattr(r, k) for k in ("status", "reason", "bytes_after", "tokens_before", "tokens_after")
+        }
+        c["savings"] = r.savings
     return {
         "thresholds": {
             "max_size_kb": cc.max_size_kb,
@@ -293,18 +296,109 @@ def files_to_compress(
 # ---------------------------------------------------------------- one file
 
 
-def _counts(texts: list[str], memo: dict[str, int]) -> list[int]:
+class _Pending:
+    """A token figure waiting for counts: ``known`` tokens plus, for each text not
+    counted yet, how many times the figure holds its count (negative in a difference).
+    Adds and subtracts as an int does, so the figures of ``compress_file`` are written
+    once for both; ``resolve`` gives the int."""
+
+    __slots__ = ("known", "texts")
+
+    def __init__(self, known: int = 0, texts: dict[str, int] | None = None) -> None:
+        self.known, self.texts = known, texts or {}
+
+    def _plus(self, other, sign: int) -> _Pending:
+        if isinstance(other, int):
+            return _Pending(self.known + sign * other, self.texts)
+        texts = dict(self.texts)
+        for t, k in other.texts.items():
+            texts[t] = texts.get(t, 0) + sign * k
+        return _Pending(self.known + sign * other.known, texts)
+
+    def __add__(self, other) -> _Pending:
+        return self._plus(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other) -> _Pending:
+        return self._plus(other, -1)
+
+    def __rsub__(self, other: int) -> _Pending:
+        return _Pending(other).__sub__(self)
+
+    def resolve(self, counts: dict[str, int]) -> int:
+        """The figure with ``counts`` (text → tokens, every text of ``texts``)."""
+        return self.known + sum(counts[t] * k for t, k in self.texts.items())
+
+
+class _DeferredCounts(dict):
+    """A ``_counts`` memo that counts nothing: a text it lacks becomes a ``_Pending``
+    (``check_files`` counts all such texts of all files at once at the end, so it never
+    waits for the BPE encoder mid-way: the side process builds it meanwhile)."""
+
+
+def _counts(texts: list[str], memo: dict[str, int]) -> list:
     """``estimate_tokens(texts)[0]``, each distinct text counted once per ``memo`` (a
     compress counts a file's texts before the rewrite, after ``shrink`` and after the
-    cut: most are the same texts; a count depends only on its text)."""
+    cut: most are the same texts; a count depends only on its text). With a
+    ``_DeferredCounts`` memo, the texts it lacks are ``_Pending`` instead."""
+    if isinstance(memo, _DeferredCounts):
+        return [memo[t] if t in memo else _Pending(0, {t: 1}) for t in texts]
     new = list(dict.fromkeys(t for t in texts if t not in memo))
     if new:
         memo.update(zip(new, estimate_tokens(new)[0], strict=True))
     return [memo[t] for t in texts]
 
 
+def _resolve_tokens(results: list[FileResult]) -> None:
+    """Replace the ``_Pending`` token figures of ``results`` (``compress_file`` with
+    ``defer_tokens``) by ints, counting every text they wait for in one
+    ``estimate_tokens`` call."""
+    figures = []
+    for r in results:
+        figures += [r.tokens_before, r.tokens_after, *(v["tokens"] for v in r.savings.values())]
+    texts = list(dict.fromkeys(t for f in figures if isinstance(f, _Pending) for t in f.texts))
+    counts = dict(zip(texts, estimate_tokens(texts)[0], strict=True)) if texts else {}
+
+    def value(f):
+        return f.resolve(counts) if isinstance(f, _Pending) else f
+
+    for r in results:
+        r.tokens_before, r.tokens_after = value(r.tokens_before), value(r.tokens_after)
+        for v in r.savings.values():
+            v["tokens"] = value(v["tokens"])
+
+
 def _tokens(texts: list[str], memo: dict[str, int]) -> int:
     return sum(_counts(texts, memo))
+
+
+#: the ``token_method`` values of a BPE count (``transforms.tokens.count_here``); a
+#: ``heuristic`` count (the encoder was missing at ingest) is counted again
+_BPE_METHODS = ("o200k_base", "o200k_base-sampled")
+
+
+def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
+    """Put into ``memo`` the store's token estimates of the ``texts`` it holds as they
+    are: a text whose SHA-256 (UTF-8) is a ``contents.content_hash`` was counted at
+    ingest by ``estimate_tokens`` (the same count it gives here: it depends only on the
+    text); a text redaction changed (a secret in it) has another hash and is counted
+    again. A compress then runs the BPE only over the texts it rewrites (markers,
+    placeholders): the file's texts were counted when it was ingested."""
+    if conn is None:
+        return
+    by_hash = {
+        hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest(): t
+        for t in dict.fromkeys(texts)
+        if t and t not in memo
+    }
+    marks = ",".join("?" * len(_BPE_METHODS))
+    for part in _in_parts(list(by_hash)):
+        q = (
+            f"SELECT content_hash, token_estimate FROM contents WHERE content_hash IN "
+            f"({','.join('?' * len(part))}) AND token_method IN ({marks}) AND token_estimate IS NOT NULL"
+        )
+        memo.update((by_hash[h], n) for h, n in conn.execute(q, [*part, *_BPE_METHODS]))
 
 
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
@@ -343,11 +437,16 @@ def compress_file(
     force: bool = False,
     tombs: dict | None = None,
     now: float | None = None,
+    defer_tokens: bool = False,
 ) -> FileResult:
     """Compress one session file (steps in the module doc). The caller holds the
     store lock (``sinks.lock``) unless ``dry_run``; ``conn`` may be None in a
     dry run without a store. Never raises for a bad or unsafe file: the result says
-    ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked."""
+    ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked.
+    ``defer_tokens`` (a dry run only): the token figures may wait for counts
+    (``_Pending``) until ``_resolve_tokens`` of the results."""
+    if defer_tokens and not dry_run:
+        raise ValueError("defer_tokens is for dry runs")
     now = time.time() if now is None else now
     path = file.path
     r = FileResult(str(path), file.agent)
@@ -451,7 +550,9 @@ def compress_file(
             f"{'message' if plan.removed_messages == 1 else 'messages'} and would not shrink the file"
         )
         return r
-    new_lines, _ = cp.split_lines(new_data)
+    # a line the rewrite keeps as it was is parsed already
+    kept = {ln.body: ln.rec for ln in lines if ln.rec is not None and ln.problem is None}
+    new_lines, _ = cp.split_lines(new_data, kept)
     new_per_line = cp.line_entries(file, new_lines)
     new_ids = cp.line_entry_ids(file.agent, new_per_line)
     marker_uuid = plan.marker["uuid"] if plan.marker else None
@@ -467,7 +568,8 @@ def compress_file(
             "does not have (parser state depends on removed lines); not compressed"
         )
         return r
-    memo: dict[str, int] = {}
+    memo: dict[str, int] = _DeferredCounts({"": 0}) if defer_tokens else {"": 0}
+    _stored_counts(conn, cp.entry_texts(per_line), memo)
     line_tokens = _line_tokens(per_line, memo)
     r.tokens_before = sum(line_tokens)
     r.tokens_after = _tokens(cp.entry_texts(new_per_line), memo)
@@ -475,7 +577,7 @@ def compress_file(
     r.removed_messages, r.cut_kind = len(msg_lines.intersection(cut_removed)), plan.cut_kind
     r.relinked = len(plan.relinked) + (len(shr.relinked) if shr else 0)
     r.dropped_bad_lines = len(plan.dropped_bad)
-    r.savings = _savings(file, lines, line_tokens, shr, work, plan, cut_removed, len(data), r, memo)
+    r.savings = _savings(file, lines, per_line, line_tokens, shr, plan, cut_removed, len(data), r, memo)
     kept_ids = {x for ls in new_ids for x in ls}
     removed_ids = {x for i in cut_removed + dropped_bad + pre_removed for x in ids[i]} - kept_ids
     if dry_run:
@@ -518,6 +620,8 @@ def compress_file(
         backup = rewrite.make_backup(path, data, state)
         new_st = rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
     except rewrite.RewriteError as e:
+        from ctxkeep.sinks import recovery
+
         recovery.complete(conn, home, [iid])  # the file is unchanged: the intent goes
         r.status, r.reason = "refused", str(e)
         return r
@@ -668,12 +772,29 @@ def _line_tokens(per_line: list[list[dict]], memo: dict[str, int]) -> list[int]:
     return out
 
 
+def _shrunk_texts(file: SourceFile, per_line: list[list[dict]], shr: shrink.Shrunk) -> list[str]:
+    """The entry texts of ``shr.lines`` (``cp.entry_texts(cp.line_entries(file,
+    shr.lines))``) without parsing them all again: a line shrink kept as it was, or only
+    re-linked (a new ``parentUuid``), holds the texts of its original (``per_line``);
+    only the lines ``inline`` rewrote are parsed. Claude Code's entry texts are a
+    function of the line's record alone (``sources.claude_code``: the parser state
+    gives session ids and the project, never text; a test compares with a full parse)."""
+    replaced = set(shr.replaced)
+    out: list[str] = []
+    for ln, i in zip(shr.lines, shr.origin, strict=True):
+        if i in replaced:
+            out += cp.entry_texts(cp.line_entries(file, [ln]))
+        else:
+            out += cp.entry_texts([per_line[i]])
+    return out
+
+
 def _savings(
     file,
     lines,
+    per_line,
     line_tokens,
     shr,
-    work,
     plan,
     cut_removed,
     bytes_before: int,
@@ -685,7 +806,7 @@ def _savings(
     ``tokens_before - tokens_after`` plus ``inline``'s image tokens."""
     out = {k: {"lines": 0, "bytes": 0, "tokens": 0} for k in shrink.STRATEGIES}
     if shr is not None:
-        shr_tokens = sum(_line_tokens(cp.line_entries(file, shr.lines), memo))
+        shr_tokens = sum(_counts(_shrunk_texts(file, per_line, shr), memo))
         for k in ("duplicates", "progress"):
             out[k]["lines"] = len(shr.removed[k])
             out[k]["bytes"] = sum(len(lines[i].raw) + 1 for i in shr.removed[k])
@@ -760,6 +881,8 @@ def run_compress(
     home = Path(home)
     if dry_run:
         return _run(home, paths, ctx, keep_messages, True, force, on_file, runner, t0)
+    from ctxkeep.sinks.lock import hold  # (filelock: not for a dry run)
+
     cfgmod.ensure_home(home)
     with hold(home, -1 if wait else 0, what="compress"):
         return _run(home, paths, ctx, keep_messages, False, force, on_file, runner, t0)
@@ -842,6 +965,8 @@ def _recover(home: Path) -> None:
     """Complete what a killed run left (``sinks.recovery.recover``) before this one."""
     if not (home / STORE_DB).exists():
         return
+    from ctxkeep.sinks import recovery
+
     conn = sqlite_store.connect(home)
     try:
         recovery.recover(conn, home, check=True)
@@ -862,6 +987,8 @@ def _complete_run(home: Path) -> str:
     the removed entries' statuses and the kept ones' offsets reach DuckDB, with the
     ingested lines, markers and the run's ``compression`` rows (a DuckDB sync after
     the run record is final). Returns a one-line note."""
+    from ctxkeep.sinks import recovery
+
     conn = sqlite_store.connect(home)
     try:
         ids = [
@@ -907,6 +1034,8 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     if not files:
         raise UsageError("not a Claude Code or Codex session file", where=str(path))
     file = SourceFile(files[0].agent, path, "append", files[0].meta)
+    from ctxkeep.sinks.lock import hold
+
     with hold(home, -1 if wait else 0, what="restore"):
         conn = sqlite_store.connect(home)
         try:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,7 +40,6 @@ from typing import Any
 import orjson
 
 from ctxkeep.maintenance.compress.plan import CLAUDE_STATE_TYPES, Line, _relink_bytes
-from ctxkeep.transforms.redact import redact
 
 STRATEGIES = ("inline", "duplicates", "progress", "cut")
 _MEDIA_BLOCKS = ("image", "document")
@@ -49,14 +49,26 @@ _MEDIA_BLOCKS = ("image", "document")
 class MediaRow:
     """One value moved out of a kept line into the store's ``media`` table: the
     ``entry_id`` it belongs to, ``seq`` (0-based, per entry), its ``media_type``
-    (``image/png`` …; ``text/plain; charset=utf-8`` for a redacted text) and ``data``
-    (decoded bytes). ``tokens`` estimates what it cost the agent's context."""
+    (``image/png`` …; ``text/plain; charset=utf-8`` for a redacted text) and ``value``
+    (decoded bytes, or the text as the file holds it). ``tokens`` estimates what it
+    cost the agent's context. ``data`` is what the table stores."""
 
     entry_id: str
     seq: int
     media_type: str
-    data: bytes
+    value: bytes | str
     tokens: int = 0
+
+    @functools.cached_property
+    def data(self) -> bytes:
+        """The stored bytes: ``value``'s bytes, or its text redacted (UTF-8). Redacted
+        on first use: a dry run stores nothing and never pays for it (~0.3 s of a
+        ``compress --check`` on the corpus)."""
+        if isinstance(self.value, bytes):
+            return self.value
+        from ctxkeep.transforms import redact  # its patterns compile on import (~40 ms)
+
+        return redact.redact(self.value).encode("utf-8", "surrogatepass")
 
 
 @dataclass
@@ -224,7 +236,7 @@ def _inline(
     seqs: dict[str, int] = {}
     changed = False
 
-    def move(eid: str, media_type: str, data: bytes, tokens: int) -> None:
+    def move(eid: str, media_type: str, data: bytes | str, tokens: int) -> None:
         seq = seqs.get(eid, 0)
         seqs[eid] = seq + 1
         res.media.append(MediaRow(eid, seq, media_type, data, tokens))
@@ -324,13 +336,13 @@ def _output_what(c: Any, nbytes: int | None) -> str:
 def _shrink_value(
     v: Any,
     limit: int,
-    move: Callable[[str, bytes, int], None],
+    move: Callable[[str, bytes | str, int], None],
     eid: str,
     placeholder: Callable[[str, str], str],
 ) -> tuple[Any, bool]:
     """``toolUseResult`` with every string over ``limit`` replaced by a placeholder;
     base64 under a ``base64``/``data`` key is moved as decoded bytes, other strings as
-    redacted UTF-8 text. Returns (new value, whether anything moved)."""
+    text (``MediaRow.data`` redacts it). Returns (new value, whether anything moved)."""
     if isinstance(v, dict):
         out, moved = {}, False
         for k, x in v.items():
@@ -343,8 +355,7 @@ def _shrink_value(
                     move(str(mt), data, tok)
                     out[k] = placeholder(eid, f"{mt}, {len(data):,} bytes")
                 else:
-                    red = redact(x)
-                    move("text/plain; charset=utf-8", red.encode("utf-8", "surrogatepass"), 0)
+                    move("text/plain; charset=utf-8", x, 0)  # redacted when stored
                     out[k] = placeholder(
                         eid, f"toolUseResult.{k}, {len(x.encode('utf-8', 'surrogatepass')):,} bytes"
                     )

@@ -1,0 +1,145 @@
+"""The command modules load lazily (issue 14, target 2): ``ctxkeep ingest`` imports
+the module of ``ingest`` only, while help, ``ctxkeep help`` and completion list every
+command as an eager build of the same registrations would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+#: a fresh interpreter: import every module of ctxkeep/cli, then print what each
+#: registered on ``app`` (top-level command name → the module defining it)
+_REGISTERED = """
+import importlib, json, pkgutil, sys
+import ctxkeep.cli as cli
+from typer.main import get_command_name
+for m in pkgutil.iter_modules(cli.__path__):
+    importlib.import_module(f"ctxkeep.cli.{m.name}")
+got = {}
+for c in cli.app.registered_commands:
+    got[c.name or get_command_name(c.callback.__name__)] = c.callback.__module__
+for g in cli.app.registered_groups:
+    owner = [n for n, mod in sys.modules.items() if n.startswith("ctxkeep.cli.")
+             and any(v is g.typer_instance for v in vars(mod).values())]
+    got[g.name] = sorted(owner)[0]
+print(json.dumps(got))
+"""
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+def test_the_command_table_is_what_the_modules_register():
+    from ctxkeep.cli import COMMANDS
+
+    r = _python(_REGISTERED)
+    assert r.returncode == 0, r.stderr
+    registered = json.loads(r.stdout)
+    assert set(registered) == set(COMMANDS)
+    for name, module in registered.items():
+        assert f"ctxkeep.cli.{COMMANDS[name][0][0]}" == module, name
+
+
+def test_report_html_is_loaded_with_report():
+    """``report html`` is registered by report_html.py on report.py's group."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    r = CliRunner().invoke(app, ["report", "--help"])
+    assert r.exit_code == 0 and "html" in r.stdout
+
+
+def test_running_a_command_imports_its_modules_only(tmp_path):
+    """``ctxkeep ingest`` (nothing to do) imports ctxkeep.cli.core and what it imports
+    (sources, for ``fail_config``), none of the other command modules."""
+    (tmp_path / "user").mkdir()
+    code = (
+        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json']\n"
+        "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ctxkeep.cli.')))"
+    )
+    env_home = {"HOME": str(tmp_path / "user")}
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "store")],
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}, **env_home},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    loaded = json.loads(r.stdout.strip().splitlines()[-1].replace("'", '"'))
+    assert loaded == ["ctxkeep.cli.core", "ctxkeep.cli.options", "ctxkeep.cli.sources"]
+
+
+#: the top-level help's commands as an eager build lists them: every module imported
+#: (in the order of the package's files), Typer's own ``TyperGroup`` over the same
+#: registrations, each command in the panel ``COMMANDS`` gives it, the registrations
+#: sorted by panel (Typer lists panels in the order of their first command)
+_EAGER = """
+import importlib, json, pkgutil
+import ctxkeep.cli as cli
+from typer.core import TyperGroup
+from typer.main import get_command, get_command_name
+for m in pkgutil.iter_modules(cli.__path__):
+    importlib.import_module(f"ctxkeep.cli.{m.name}")
+panels = list(dict.fromkeys(p for _, p in cli.COMMANDS.values()))
+for c in cli.app.registered_commands:
+    c.rich_help_panel = cli.COMMANDS[c.name or get_command_name(c.callback.__name__)][1]
+for g in cli.app.registered_groups:
+    g.rich_help_panel = cli.COMMANDS[g.name][1]
+cli.app.registered_commands.sort(key=lambda c: panels.index(c.rich_help_panel))
+cli.app.registered_groups.sort(key=lambda g: panels.index(g.rich_help_panel))
+lazy = get_command(cli.app)
+cli.app.info.cls = TyperGroup
+eager = get_command(cli.app)
+print(json.dumps([[(n, c.rich_help_panel) for n, c in g.commands.items()] for g in (eager, lazy)]))
+"""
+
+
+def test_help_lists_the_commands_of_an_eager_build():
+    r = _python(_EAGER)
+    assert r.returncode == 0, r.stderr
+    eager, lazy = json.loads(r.stdout)
+    assert len(eager) == 25
+
+    # the panels come in the order of their first command, each panel's commands in order
+    def panels(rows):
+        out: dict[str, list[str]] = {}
+        for n, p in rows:
+            out.setdefault(p, []).append(n)
+        return list(out.items())
+
+    assert panels(lazy) == panels(eager)
+
+
+def test_help_and_usage_errors_as_whole_processes(tmp_path):
+    """The top-level help lists every command by panel; a mistyped command gets Typer's
+    suggestion (from the names, without loading every module)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["COLUMNS"] = "100"
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "--help"], env=env, capture_output=True, text=True, cwd=ROOT
+    )
+    assert r.returncode == 0
+    for panel in ("Main job", "Search and read", "Usage and cost", "Maintenance", "Store health", "Agents"):
+        assert f"─ {panel} ─" in r.stdout
+    for cmd in ("ingest", "search", "compress", "report", "mcp", "hooks"):
+        assert f"│ {cmd} " in r.stdout
+    assert "│ hook " not in r.stdout  # hidden
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "serach", "x"], env=env, capture_output=True, text=True, cwd=ROOT
+    )
+    assert r.returncode == 2
+    assert (
+        r.stderr.strip() == "error: No such command 'serach'. Did you mean 'search'? - see `ctxkeep --help`"
+    )
