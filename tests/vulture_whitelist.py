@@ -56,3 +56,6 @@ __class__
 # pytest hooks of tests/conftest.py: called by pytest by name
 pytest_sessionfinish
 exitstatus
+
+# Typer's CommandInfo field, read by Typer when cli.LazyGroup builds a command's help
+rich_help_panel
