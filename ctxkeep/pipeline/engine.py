@@ -252,9 +252,8 @@ def ingest_files(
     w = Writer(conn, tot, on_bytes, on_commit, thread=writer_mod.WRITER if writer is None else writer)
     parts = split_parts(todo)
     if submit is None:
-        groups = extract_transform(
-            conn, parts, tombs, seen=InFlight() if w.threaded else None, group_bytes=group_bytes
-        )
+        seen = InFlight(lambda: w.stored) if w.threaded else None
+        groups = extract_transform(conn, parts, tombs, seen=seen, group_bytes=group_bytes)
     else:
         groups = _submitted(parts, tombs, submit, parts_ahead)
     try:

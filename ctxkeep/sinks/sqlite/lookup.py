@@ -7,6 +7,8 @@ from __future__ import annotations
 import bisect
 import json
 import sqlite3
+
+import orjson
 from typing import TYPE_CHECKING
 
 from ctxkeep.sinks.sqlite.params import in_parts
@@ -67,9 +69,21 @@ def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
     out = {}
     for r in conn.execute(f"SELECT {', '.join(WATERMARK_COLUMNS)} FROM watermarks"):
         row = dict(zip(WATERMARK_COLUMNS, r, strict=True))
-        row["state"] = json.loads(row["state"] or "{}")
+        row["state"] = _state(row["state"])
         out[row["path"]] = Watermark(**row)
     return out
+
+
+def _state(text: str | None) -> dict:
+    """A watermark's ``state`` JSON: orjson (a no-op ingest parses every file's state,
+    Claude Code's up to ~30 KB each), ``json`` for what orjson refuses (NaN, integers
+    beyond 64 bits, which ``json.dumps`` writes)."""
+    if not text:
+        return {}
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def content_text(conn: sqlite3.Connection, content_hash: str) -> str | None:
