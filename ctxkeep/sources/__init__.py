@@ -76,6 +76,12 @@ def _has_change_test(src) -> bool:
     return isinstance(src, ChangeTest)
 
 
+def needs_state(f: SourceFile) -> bool:
+    """True when ``file_unchanged(f, wm)`` reads ``wm.state`` (a ``sqlite`` file's or a
+    ``ChangeTest`` source's fingerprint); the default test reads the stat facts only."""
+    return f.mode == "sqlite" or _has_change_test(SOURCES[f.agent])
+
+
 def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
     """True when ``f`` holds nothing new since ``wm`` (the ingest plan skips it): a
     ``sqlite`` file when neither the database nor its ``-wal`` changed

@@ -120,9 +120,9 @@ class Discovery:
     files: list[SourceFile] = field(default_factory=list)
     searched: list[Path] = field(default_factory=list)
     reason: str | None = None
-    _seen: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
+    _seen: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     #: resolved path of each parent directory met (``add``: one ``realpath`` per directory)
-    _dirs: dict[Path, Path] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _dirs: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def add(self, path: Path, mode: FileMode, meta: dict | None = None) -> bool:
         """Add ``path`` as a file of this agent unless it is not a file or the same file
@@ -130,21 +130,22 @@ class Discovery:
 
         One ``lstat`` per file: a path that is not a symlink resolves to its parent's
         resolved path (computed once per directory) plus its name, and it is a file
-        when the ``lstat`` says so; a symlink is resolved whole (5,161 files: ~0.1 s
-        of a no-op ingest's CPU instead of ~0.45 s for ``resolve`` + ``is_file``)."""
+        when the ``lstat`` says so; a symlink is resolved whole (2,584 files: ~0.1 s
+        of a no-op ingest's CPU instead of ~0.2 s for ``resolve`` + ``is_file``)."""
         try:
             st = os.lstat(path)
         except (OSError, ValueError):
             return False
         if stat.S_ISLNK(st.st_mode):
-            rp = path.resolve()
+            rp = str(path.resolve())
             if rp in self._seen or not path.is_file():
                 return False
         else:
-            parent = self._dirs.get(path.parent)
+            folder, name = os.path.split(str(path))
+            parent = self._dirs.get(folder)
             if parent is None:
-                parent = self._dirs[path.parent] = path.parent.resolve()
-            rp = parent / path.name
+                parent = self._dirs[folder] = os.path.realpath(folder or ".")
+            rp = os.path.join(parent, name)
             if rp in self._seen or not stat.S_ISREG(st.st_mode):
                 return False
         self._seen.add(rp)

@@ -62,15 +62,24 @@ def tombstoned(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return out
 
 
-def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
-    """All watermarks (``schema.Watermark``), keyed by path."""
+def load_watermarks(
+    conn: sqlite3.Connection, paths: list[str] | None = None, *, state: bool = True
+) -> dict[str, Watermark]:
+    """The watermarks (``schema.Watermark``) of ``paths`` (default: all), keyed by path.
+    ``state=False`` leaves every ``state`` empty without reading it (the stat facts
+    only: a no-op ingest's plan, which reads the states of the few files it reads)."""
     from ctxkeep.schema import Watermark
 
+    cols = WATERMARK_COLUMNS if state else WATERMARK_COLUMNS[:-1]
+    sql = f"SELECT {', '.join(cols)} FROM watermarks"
+    parts = [None] if paths is None else list(in_parts(list(paths)))
     out = {}
-    for r in conn.execute(f"SELECT {', '.join(WATERMARK_COLUMNS)} FROM watermarks"):
-        row = dict(zip(WATERMARK_COLUMNS, r, strict=True))
-        row["state"] = _state(row["state"])
-        out[row["path"]] = Watermark(**row)
+    for part in parts:
+        where = "" if part is None else f" WHERE path IN ({','.join('?' * len(part))})"
+        for r in conn.execute(sql + where, part or ()):
+            row = dict(zip(cols, r, strict=True))
+            row["state"] = _state(row["state"]) if state else {}
+            out[row["path"]] = Watermark(**row)
     return out
 
 
