@@ -7,9 +7,9 @@ from __future__ import annotations
 import bisect
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 import orjson
-from typing import TYPE_CHECKING
 
 from ctxkeep.sinks.sqlite.params import in_parts
 
