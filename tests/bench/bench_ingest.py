@@ -241,7 +241,7 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
         f"({mbs_b / mbs_r:.2f}x the reference's MB/s), {s_b['entries_new']:,} entries; "
         f"peak RSS {rss_b / 1024:.0f} MB"
     )
-    if a.baseline:
+    if a.baseline and not a.no_baseline_ingest:
         t_o, s_o, rss_o, c_o = run_cli(work / "store-baseline", tree, a.baseline)
         print(
             f"  baseline ({a.baseline}), same tree, whole process: {t_o:.2f} s, CPU {c_o:.2f} s, "
@@ -299,6 +299,11 @@ def main() -> None:
         type=Path,
         help="target 3: a checkout of ctxkeep (with its .venv) whose ingest of the big tree "
         "and no-op re-ingest run in the same run, side by side",
+    )
+    ap.add_argument(
+        "--no-baseline-ingest",
+        action="store_true",
+        help="with --baseline: only the no-op re-ingests side by side (a 2 GB ingest takes ~10 min each)",
     )
     ap.add_argument("--noop-runs", type=int, default=3, help="no-op re-ingests to take the median of")
     a = ap.parse_args()
