@@ -126,6 +126,12 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
         os.umask(old)
     if new:
         os.chmod(path, 0o600)
+    # DuckDB's allocator hands freed memory back after each task from 16 MB on (default
+    # 128 MB) and purges in background threads: an ingest appends to DuckDB for minutes,
+    # and the memory of its appends and closing sync stayed in the process (1 GB
+    # ingest's closing sync: 366 -> 229 MB left after it, same peak). Process-wide.
+    con.execute("SET allocator_flush_threshold = '16MB'")
+    con.execute("SET allocator_background_threads = true")
     con.execute(DDL[0])
     if _meta(con, "model_version") < MODEL_VERSION:
         for t in _DERIVED:
