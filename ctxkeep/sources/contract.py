@@ -112,6 +112,18 @@ class SourceFile:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _order_key(p: Path) -> tuple[str, ...]:
+    """The key of pathlib's own order (``PurePath.__lt__``: the parts, lower-cased on
+    Windows)."""
+    return tuple(x.lower() for x in p.parts) if os.name == "nt" else p.parts
+
+
+def sorted_paths(paths: Iterable[Path]) -> list[Path]:
+    """``sorted(paths)`` in the same order, compared as tuples in C: pathlib's
+    ``__lt__`` is a Python call per comparison, ~half of discovering 5,000 files."""
+    return sorted(paths, key=_order_key)
+
+
 @dataclass
 class Discovery:
     """What a source found: files, the places it looked, and why nothing was found."""
@@ -169,7 +181,7 @@ class Discovery:
             return
         skip = set(exclude)
         for pat in patterns:
-            for p in sorted(base.glob(pat)):
+            for p in sorted_paths(base.glob(pat)):
                 if p.name not in skip:
                     self.add(p, mode(p) if callable(mode) else mode, meta(p))
 
