@@ -129,8 +129,9 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
             "WHERE c.content_id IS NULL"
         ).fetchone()[0]
         n_entries = conn.execute(
-            "SELECT count(*) FROM entries e LEFT JOIN contents c ON c.content_hash = e.content_hash "
-            "WHERE e.content_hash IS NOT NULL AND c.content_id IS NULL"
+            # the stored id, not the view's hash (which is null when its contents row is gone)
+            "SELECT count(*) FROM entry_rows e LEFT JOIN contents c ON c.content_id = e.content_id "
+            "WHERE e.content_id IS NOT NULL AND c.content_id IS NULL"
         ).fetchone()[0]
         st = "damaged" if n_chunks or n_entries else "ok"
         out.append(
@@ -350,7 +351,8 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
         ids = [
             r[0]
             for r in conn.execute(
-                f"SELECT entry_id FROM entries WHERE status = 'active' AND source_path IN ({','.join('?' * len(paths))})",
+                "SELECT e.entry_id FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
+                f"WHERE e.status = 'active' AND f.path IN ({','.join('?' * len(paths))})",
                 paths,
             )
         ]

@@ -245,9 +245,8 @@ def _first_prompts(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
     """The first user prompt (first 400 characters) of every session."""
     out: dict[tuple[str, str], str] = {}
     for agent, sid, text in conn.execute(
-        "SELECT e.agent, e.session_id, substr(ch.text, 1, 400) FROM entries e "
-        "JOIN contents c ON c.content_hash = e.content_hash "
-        "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
+        "SELECT e.agent, e.session_id, substr(ch.text, 1, 400) FROM entry_rows e "
+        "JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 "
         "WHERE e.kind = 'message' AND e.role = 'user' ORDER BY e.ts, e.rowid"
     ):
         if (agent, sid) not in out and is_prompt(text):

@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from ctxkeep.errors import SessionNotFound
+from ctxkeep.errors import SessionNotFound, StoreError
 from ctxkeep.maintenance.reindex import rebuild_fts
 from ctxkeep.pipeline.transform import transform_batch
 from ctxkeep.query import search as S
@@ -21,6 +21,7 @@ from ctxkeep.query.search import retrieve
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import Batch
 from ctxkeep.transforms import facets as fx
+from tests.sinks.v8_store import entries_as_v8
 
 
 def test_token_format_is_prefix_and_twelve_digits():
@@ -194,6 +195,7 @@ def test_every_chunk_has_the_kind_of_each_entry_holding_it(corpus_store):
 
 def _downgrade_to_v2(path):
     c = sqlite3.connect(path)
+    entries_as_v8(c)
     c.execute("DROP TABLE fts_words")
     c.execute("DROP TABLE fts_grams")
     c.execute("ALTER TABLE chunks DROP COLUMN facets")
@@ -215,14 +217,14 @@ def test_v2_store_is_migrated(store_home):
     _load(conn, [_entry("s1", "alpha zebrafish"), _entry("s2", "beta zebrafish validateUserInput", n=1)])
     conn.close()
     _downgrade_to_v2(store_home / "store.db")
-    conn = sqlite_store.connect(store_home, readonly=True)  # a reader uses the old filter path
-    assert [h.session_id for h in S.search(conn, "zebrafish", filters=S.Filters(session="s2")).hits] == ["s2"]
-    conn.close()
+    # a reader needs v9 (entries over file and content ids): it says what to do
+    with pytest.raises(StoreError, match="store schema v2 is older"):
+        sqlite_store.connect(store_home, readonly=True)
     conn = sqlite_store.connect(store_home)
     assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION
     assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
     assert [r[1] for r in conn.execute("PRAGMA table_info(fts_grams)")] == ["grams", "facets"]
-    assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_hash", "ts"]
+    assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_id", "ts"]
     assert fx.token("fs", "s2") in _facets_of(conn, "beta zebrafish validateUserInput")
     assert [h.session_id for h in S.search(conn, "zebrafish", filters=S.Filters(session="s2")).hits] == ["s2"]
     assert [h.session_id for h in S.search(conn, "UserInput", filters=S.Filters(session="s2")).hits] == ["s2"]

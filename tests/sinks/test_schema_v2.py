@@ -13,10 +13,12 @@ from ctxkeep.pipeline.notes import index_note
 from ctxkeep.query.search import search
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import migrations
+from tests.sinks.v8_store import entries_as_v8
 
 
 def _downgrade_to_v1(path):
     c = sqlite3.connect(path)
+    entries_as_v8(c)
     c.execute("DROP TABLE fts_words")
     c.execute("DROP TABLE fts_grams")
     c.execute("ALTER TABLE chunks DROP COLUMN title")
@@ -69,6 +71,7 @@ def _downgrade_to_v2(path):
     """What a v2 store looked like: no ``chunks.facets``, FTS tables without a facets
     column, ``entries_content`` on content_hash alone."""
     c = sqlite3.connect(path)
+    entries_as_v8(c)
     c.execute("DROP TABLE fts_words")
     c.execute("DROP TABLE fts_grams")
     c.execute("ALTER TABLE chunks DROP COLUMN facets")
@@ -94,6 +97,7 @@ def test_migrations_are_named_and_ordered():
         (6, "operation intents"),
         (7, "symbol terms and the vocabulary"),
         (8, "symbol terms in their own FTS table"),
+        (9, "entries store file and content ids"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 
@@ -105,16 +109,16 @@ def test_v2_store_is_migrated_to_v3(store_home):
     conn.close()
     assert facets  # what ingest wrote, which the migration must compute again
     _downgrade_to_v2(store_home / "store.db")
-    ro = sqlite_store.connect(store_home, readonly=True)  # v2 is still readable
-    assert sqlite_store.schema_version(ro) == 2
-    ro.close()
+    # a reader needs v9 (entries over file and content ids): it says what to do
+    with pytest.raises(StoreError, match="store schema v2 is older"):
+        sqlite_store.connect(store_home, readonly=True)
     conn = sqlite_store.connect(store_home)
     try:
         assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION
         assert conn.execute("SELECT facets FROM chunks").fetchone()[0] == facets
         assert [r[1] for r in conn.execute("PRAGMA table_info(fts_words)")] == ["title", "text", "facets"]
         assert [r[1] for r in conn.execute("PRAGMA table_info(fts_grams)")] == ["grams", "facets"]
-        assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_hash", "ts"]
+        assert [r[2] for r in conn.execute("PRAGMA index_info(entries_content)")] == ["content_id", "ts"]
         assert [h.entry_id for h in search(conn, "zebrafish").hits] == [r["entry_id"]]
     finally:
         conn.close()

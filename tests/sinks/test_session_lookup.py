@@ -22,19 +22,19 @@ from tests.conftest import CORPUS_HOME
 
 
 def _mem_store(sessions: dict[str, str | None]) -> sqlite3.Connection:
-    """An in-memory ``entries`` table with the store's ``entries_session`` index: one
+    """An in-memory ``entry_rows`` table (the store's entries, schema v9) with the store's ``entries_session`` index: one
     or two entries per session id (``sessions``: id → parent id)."""
     c = sqlite3.connect(":memory:")
-    c.execute("CREATE TABLE entries(session_id TEXT, parent_session_id TEXT, agent TEXT, ts TEXT)")
-    c.execute("CREATE INDEX entries_session ON entries(session_id, ts)")
+    c.execute("CREATE TABLE entry_rows(session_id TEXT, parent_session_id TEXT, agent TEXT, ts TEXT)")
+    c.execute("CREATE INDEX entries_session ON entry_rows(session_id, ts)")
     for i, (s, p) in enumerate(sessions.items()):
-        c.execute("INSERT INTO entries VALUES (?, NULL, 'a', ?)", (s, f"t{i}"))
-        c.execute("INSERT INTO entries VALUES (?, ?, 'a', ?)", (s, p, f"u{i}"))
+        c.execute("INSERT INTO entry_rows VALUES (?, NULL, 'a', ?)", (s, f"t{i}"))
+        c.execute("INSERT INTO entry_rows VALUES (?, ?, 'a', ?)", (s, p, f"u{i}"))
     return c
 
 
 def sessions_of(c) -> dict[str, str | None]:
-    return dict(c.execute("SELECT session_id, max(parent_session_id) FROM entries GROUP BY 1"))
+    return dict(c.execute("SELECT session_id, max(parent_session_id) FROM entry_rows GROUP BY 1"))
 
 
 def _brute_shortest(c, x: str) -> str | None:

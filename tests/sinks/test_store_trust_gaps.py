@@ -92,7 +92,7 @@ def test_a_damaged_entries_page_is_one_line_and_exit_1(store, tmp_path, cmd):
     if cmd[0] == "search":  # a search reads the entries of its hits only
         hits = json.loads(cli(*cmd, "--json", home=store).stdout)["hits"]
         holding = hits[0]["entry_id"]
-    off, ps = _damage_page(store, "entries", holding)
+    off, ps = _damage_page(store, "entry_rows", holding)  # the table of the entries (v9)
     before = (store / "store.db").read_bytes()[off : off + ps]
     r = cli(*(str(new) if a == "NEWFILE" else a for a in cmd), home=store)
     assert "Traceback" not in r.stderr + r.stdout

@@ -134,8 +134,8 @@ def passing_sql(chunk_ids: list[int], where: tuple[str, list]) -> Sql:
     cond, params = where
     return Sql(
         f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-        f"WHERE ch.chunk_id IN ({_marks(len(chunk_ids))}) AND EXISTS (SELECT 1 FROM entries e "
-        f"INDEXED BY entries_content WHERE e.content_hash = c.content_hash AND {cond})",
+        f"WHERE ch.chunk_id IN ({_marks(len(chunk_ids))}) AND EXISTS (SELECT 1 FROM entry_rows e "
+        f"INDEXED BY entries_content WHERE e.content_id = ch.content_id AND {cond})",
         [*chunk_ids, *params],
     )
 
@@ -152,22 +152,22 @@ def chunks_sql(chunk_ids: list[int]) -> Sql:
     )
 
 
-def holders_sql(content_hash: str, where: tuple[str, list]) -> Sql:
-    """The newest ``ENTRIES_PER_HIT`` entries holding ``content_hash`` that pass
+def holders_sql(content_id: int, where: tuple[str, list]) -> Sql:
+    """The newest ``ENTRIES_PER_HIT`` entries holding content ``content_id`` that pass
     ``where``, as rows of the ``EntryRef`` fields, newest first."""
     cond, params = where
     return Sql(
-        f"SELECT {_ENTRY_COLS} FROM entries e INDEXED BY entries_content WHERE "
-        f"e.content_hash = ? AND {cond} ORDER BY e.ts DESC, e.rowid DESC "
+        f"SELECT {_ENTRY_COLS} FROM entry_rows e INDEXED BY entries_content WHERE "
+        f"e.content_id = ? AND {cond} ORDER BY e.ts DESC, e.rowid DESC "
         f"LIMIT {ENTRIES_PER_HIT}",
-        (content_hash, *params),
+        (content_id, *params),
     )
 
 
-def holders_count_sql(content_hash: str) -> Sql:
-    """The number of entries holding ``content_hash`` (an index-only count)."""
+def holders_count_sql(content_id: int) -> Sql:
+    """The number of entries holding content ``content_id`` (an index-only count)."""
     return Sql(
-        "SELECT count(*) FROM entries INDEXED BY entries_content WHERE content_hash = ?", (content_hash,)
+        "SELECT count(*) FROM entry_rows INDEXED BY entries_content WHERE content_id = ?", (content_id,)
     )
 
 
@@ -335,18 +335,18 @@ def load_candidates(
     if not need:
         return
     where = filters.sql("e")
-    by_hash: dict[str, tuple[list[EntryRef], int]] = {}
+    by_content: dict[int, tuple[list[EntryRef], int]] = {}
     for r in conn.execute(*chunks_sql(need)).fetchall():
-        h = r[5]
-        if h not in by_hash:
+        h = r[4]  # content_id
+        if h not in by_content:
             es = [EntryRef(*e) for e in conn.execute(*holders_sql(h, where)).fetchall()]
             total = (
                 len(es)
                 if len(es) < ENTRIES_PER_HIT and not where[1]
                 else conn.execute(*holders_count_sql(h)).fetchone()[0]
             )
-            by_hash[h] = (es, total)
-        es, total = by_hash[h]
+            by_content[h] = (es, total)
+        es, total = by_content[h]
         if es:
             cache[r[0]] = Candidate(*r, entries=es, total=total)
     for i in need:  # chunks whose entries all fail the filters

@@ -274,8 +274,8 @@ def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dic
     for i in range(0, len(sessions), 500):
         part = sessions[i : i + 500]
         rows = sqlite_conn.execute(
-            "SELECT e.session_id, ch.text FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
-            "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
+            "SELECT e.session_id, ch.text FROM entry_rows e "
+            "JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 "
             f"WHERE e.agent = 'codex' AND e.tool_name = 'session_meta' AND e.session_id IN "
             f"({','.join('?' * len(part))})",
             part,
@@ -522,13 +522,13 @@ def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection)
     ``session`` meta entry's text: Go opencode, Crush) and the first user prompt (first
     ``_TITLE_CHARS`` characters) into ``session_text``."""
     mark = _meta(con, "text_rowid")
-    top = sqlite_conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
+    top = sqlite_conn.execute("SELECT coalesce(max(rowid), 0) FROM entry_rows").fetchone()[0]
     if top <= mark:
         return
     head = (
         f"SELECT e.rowid, e.agent, e.session_id, e.entry_id, e.kind, e.role, e.tool_name, "
-        f"substr(ch.text, 1, {_TITLE_CHARS}) FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
-        f"JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 WHERE e.rowid > ? AND "
+        f"substr(ch.text, 1, {_TITLE_CHARS}) FROM entry_rows e "
+        f"JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 WHERE e.rowid > ? AND "
     )
     errors = [
         r[3]

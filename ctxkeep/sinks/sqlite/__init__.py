@@ -2,8 +2,12 @@
 
 Tables:
 
-- ``entries``: one row per entry (``schema.STORED_COLUMNS``; ``ts`` as ISO-8601 UTC
-  text, ``is_sidechain`` 0/1); ``rowid`` orders rows for the DuckDB sync;
+- ``entry_rows``: one row per entry (``ddl.ENTRY_ROW_COLUMNS``: ``schema.STORED_COLUMNS``
+  with ``source_path`` as ``file_id`` into ``files(file_id, path)`` and ``content_hash``
+  as ``content_id`` into ``contents``; ``ts`` as ISO-8601 UTC text, ``is_sidechain``
+  0/1); ``rowid`` orders rows for the DuckDB sync;
+- ``entries``: the view of ``entry_rows`` with the ``STORED_COLUMNS`` (schema v9,
+  ``ddl.ENTRIES_VIEW``; writable through INSTEAD OF triggers);
 - ``contents``: one row per distinct text (``content_hash``, ``bytes``,
   ``token_estimate``, ``token_method``); the text itself lives in ``chunks``
   (≤ 4 KiB each, concatenating back to the exact text);

@@ -12,7 +12,7 @@ steps on one connection:
    files concerned (``whole``: none of their entries remains);
 2. ``delete_selected`` removes, in the caller's write transaction: the entries, their
    ``status_log`` rows, ``usage`` rows of the entries and whole sessions, ``quarantine``
-   rows of whole files, and the contents with their ``chunks`` and both FTS5 indexes'
+   and ``files`` rows of whole files, and the contents with their ``chunks`` and both FTS5 indexes'
    rows (``fts_words`` through FTS5's ``'delete'`` command before the chunk rows go, it
    being an external-content table; ``fts_grams`` and ``fts_symbols`` by rowid).
 
@@ -107,15 +107,16 @@ def _derive(conn: sqlite3.Connection) -> None:
     conn.execute(
         "INSERT INTO _p_contents SELECT c.content_id FROM contents c WHERE c.content_hash IN "
         "(SELECT content_hash FROM _p_entries WHERE content_hash IS NOT NULL) AND NOT EXISTS "
-        "(SELECT 1 FROM entries e WHERE e.content_hash = c.content_hash AND e.entry_id NOT IN "
+        "(SELECT 1 FROM entry_rows e WHERE e.content_id = c.content_id AND e.entry_id NOT IN "
         "(SELECT entry_id FROM _p_entries))"
     )
     # source files none of whose entries remain
     conn.execute("DROP TABLE IF EXISTS temp._p_files")
     conn.execute("CREATE TEMP TABLE _p_files(path TEXT PRIMARY KEY, whole INTEGER)")
     conn.execute(
-        "INSERT INTO _p_files SELECT p.source_path, NOT EXISTS (SELECT 1 FROM entries e WHERE "
-        "e.source_path = p.source_path AND e.entry_id NOT IN (SELECT entry_id FROM _p_entries)) "
+        "INSERT INTO _p_files SELECT p.source_path, NOT EXISTS (SELECT 1 FROM files f JOIN entry_rows e "
+        "ON e.file_id = f.file_id WHERE f.path = p.source_path AND e.entry_id NOT IN "
+        "(SELECT entry_id FROM _p_entries)) "
         "FROM (SELECT DISTINCT source_path FROM _p_entries WHERE source_path IS NOT NULL) p"
     )
 
@@ -212,7 +213,8 @@ def delete_selected(
         removed["quarantine"] = 0
     if media:
         conn.execute("DELETE FROM media WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
-    conn.execute("DELETE FROM entries WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
+    conn.execute("DELETE FROM entry_rows WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
+    conn.execute("DELETE FROM files WHERE path IN (SELECT path FROM _p_files WHERE whole)")
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone():
         # the status-change log some versions keep for the DuckDB sync: no rows for gone entries
         conn.execute("DELETE FROM status_log WHERE entry_id IN (SELECT entry_id FROM _p_entries)")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
+from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, add_vocab, insert_rows
 from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
@@ -69,6 +70,44 @@ def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
         .select("content_hash", "tool_name")
         .iter_rows()
     )
+
+
+def _as_ids(col: pl.Expr, ids: dict[str, int]) -> pl.Expr:
+    """``col`` (str) with each value replaced by its id in ``ids`` (Int64; null stays
+    null)."""
+    import polars as pl
+
+    return col.replace_strict(ids, default=None, return_dtype=pl.Int64)
+
+
+def file_ids(conn: sqlite3.Connection, paths: pl.Series) -> dict[str, int]:
+    """``source path → files.file_id`` of the distinct non-null ``paths``, adding the
+    paths not stored yet, in the caller's write transaction."""
+    new = paths.drop_nulls().unique(maintain_order=True).to_list()
+    if not new:
+        return {}
+    conn.executemany("INSERT OR IGNORE INTO files(path) VALUES(?)", [(p,) for p in new])
+    out: dict[str, int] = {}
+    for part in in_parts(new):
+        out.update(
+            conn.execute(f"SELECT path, file_id FROM files WHERE path IN ({','.join('?' * len(part))})", part)
+        )
+    return out
+
+
+def content_ids(conn: sqlite3.Connection, hashes: pl.Series) -> dict[str, int]:
+    """``content_hash → contents.content_id`` of the distinct non-null ``hashes`` that
+    ``contents`` holds (``load_batch`` stores a batch's contents before its entries)."""
+    out: dict[str, int] = {}
+    for part in in_parts(hashes.drop_nulls().unique().to_list()):
+        out.update(
+            conn.execute(
+                f"SELECT content_hash, content_id FROM contents WHERE content_hash IN "
+                f"({','.join('?' * len(part))})",
+                part,
+            )
+        )
+    return out
 
 
 def save_watermark(conn: sqlite3.Connection, wm: Watermark) -> None:
@@ -149,12 +188,17 @@ def load_batch(
         n_new = 0
         if entries.height:
             e = _ts_text(entries.select(STORED_COLUMNS)).with_columns(
-                pl.col("is_sidechain").cast(pl.Int64), pl.lit(stamp).alias("ingested_at")
+                pl.col("is_sidechain").cast(pl.Int64),
+                _as_ids(pl.col("source_path"), file_ids(conn, entries["source_path"])).alias("source_path"),
+                _as_ids(pl.col("content_hash"), content_ids(conn, entries["content_hash"])).alias(
+                    "content_hash"
+                ),
+                pl.lit(stamp).alias("ingested_at"),
             )
-            cols = STORED_COLUMNS + ["ingested_at"]
             before = conn.total_changes
             conn.executemany(
-                f"INSERT OR IGNORE INTO entries({','.join(cols)}) VALUES({','.join('?' * len(cols))})",
+                f"INSERT OR IGNORE INTO entry_rows({','.join(ENTRY_ROW_COLUMNS)}) "
+                f"VALUES({','.join('?' * len(ENTRY_ROW_COLUMNS))})",
                 e.rows(),
             )
             n_new = conn.total_changes - before
@@ -194,13 +238,7 @@ def _insert_chunks(
     ``facets`` the contents whose chunks got them here."""
     from ctxkeep.transforms import facets as fx
 
-    ids = {}
-    for part in in_parts(chunks["content_hash"].unique().to_list()):
-        q = (
-            f"SELECT content_hash, content_id FROM contents WHERE content_hash IN "
-            f"({','.join('?' * len(part))})"
-        )
-        ids.update(conn.execute(q, part).fetchall())
+    ids = content_ids(conn, chunks["content_hash"])
     first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunks").fetchone()[0] + 1
     rows = []
     grams_rows = []

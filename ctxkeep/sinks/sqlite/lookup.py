@@ -137,7 +137,7 @@ def sessions_starting(conn: sqlite3.Connection, prefix: str, limit: int = MAX_SC
     cur, end = prefix, prefix + "\U0010ffff"
     while len(found) < limit:
         r = conn.execute(
-            "SELECT session_id FROM entries INDEXED BY entries_session WHERE "
+            "SELECT session_id FROM entry_rows INDEXED BY entries_session WHERE "
             "session_id >= ? AND session_id < ? ORDER BY session_id LIMIT 1",
             (cur, end),
         ).fetchone()
@@ -152,7 +152,7 @@ def session_parent(conn: sqlite3.Connection, session_id: str) -> str | None:
     """The ``parent_session_id`` of a stored session (a sub-agent, sidechain or fork),
     or None (a top-level session, or no such session)."""
     r = conn.execute(
-        "SELECT parent_session_id FROM entries INDEXED BY entries_session WHERE session_id = ? "
+        "SELECT parent_session_id FROM entry_rows INDEXED BY entries_session WHERE session_id = ? "
         "AND parent_session_id IS NOT NULL LIMIT 1",
         (session_id,),
     ).fetchone()
@@ -232,7 +232,7 @@ def _neighbour(conn: sqlite3.Connection, x: str, below: bool) -> str | None:
     cur = x
     for _ in range(MAX_SCAN):
         r = conn.execute(
-            f"SELECT session_id FROM entries INDEXED BY entries_session WHERE session_id {op} ? "
+            f"SELECT session_id FROM entry_rows INDEXED BY entries_session WHERE session_id {op} ? "
             f"ORDER BY session_id {order} LIMIT 1",
             (cur,),
         ).fetchone()
@@ -334,7 +334,7 @@ def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "sessio
 def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
     return (
         conn.execute(
-            "SELECT 1 FROM entries INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (session_id,)
+            "SELECT 1 FROM entry_rows INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (session_id,)
         ).fetchone()
         is not None
     )
@@ -342,7 +342,7 @@ def _exists(conn: sqlite3.Connection, session_id: str) -> bool:
 
 def _agent_of(conn: sqlite3.Connection, session_id: str) -> str:
     r = conn.execute(
-        "SELECT agent FROM entries INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (session_id,)
+        "SELECT agent FROM entry_rows INDEXED BY entries_session WHERE session_id = ? LIMIT 1", (session_id,)
     ).fetchone()
     return r[0] if r else "?"
 

@@ -39,6 +39,9 @@ class Migration(NamedTuple):
     step: Callable[[sqlite3.Connection], None]
     #: False: the step touches no text, chunk or facet (the FTS tables stay valid)
     rebuilds_fts: bool = True
+    #: True: the step frees a good part of the file (a table rewritten smaller): the
+    #: store is vacuumed once after the migration commits (``connection.ensure_schema``)
+    frees_space: bool = False
 
 
 def _chunk_titles(conn: sqlite3.Connection) -> None:
@@ -140,6 +143,50 @@ def _symbols_table(conn: sqlite3.Connection) -> None:
     other table changes."""
 
 
+def _entry_ids(conn: sqlite3.Connection) -> None:
+    """v8 → v9: the table ``entries`` becomes ``entry_rows`` with the source path as
+    ``file_id`` (into the new ``files``, one row per path, numbered in the order the
+    paths were first stored) and the content hash as ``content_id`` (``contents``); the
+    view ``entries`` (``ddl.ENTRIES_VIEW``) has the v8 columns. Rowids are kept (the
+    DuckDB sync's mark is a rowid). An entry whose hash has no ``contents`` row (a
+    damaged store; ``doctor`` names them) keeps its hash: the hash gets a ``contents``
+    row without chunks (``bytes`` the entry's ``text_bytes``). A store whose ``entries``
+    is already the view is left alone. Rows are copied in one ``INSERT … SELECT``, in
+    the caller's transaction: a crash leaves the v8 store as it was."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'entries'").fetchone()
+    if kind is None or kind[0] == "view":
+        return
+    conn.execute(ddl.TABLES["files"])
+    conn.execute(ddl.TABLES["entry_rows"])
+    conn.execute(
+        "INSERT INTO files(path) SELECT source_path FROM entries WHERE source_path IS NOT NULL "
+        "GROUP BY source_path ORDER BY min(rowid)"
+    )
+    orphans = conn.execute(
+        "INSERT INTO contents(content_hash, bytes, token_estimate) SELECT e.content_hash, "
+        "coalesce(max(e.text_bytes), 0), max(e.token_estimate) FROM entries e WHERE e.content_hash IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM contents c WHERE c.content_hash = e.content_hash) GROUP BY e.content_hash"
+    ).rowcount
+    if orphans > 0:
+        log.warning("ctxkeep: %d content hashes of entries had no contents row; kept without text", orphans)
+    source = {"file_id": "f.file_id", "content_id": "c.content_id"}
+    conn.execute(
+        f"INSERT INTO entry_rows(rowid, {', '.join(ddl.ENTRY_ROW_COLUMNS)}) SELECT e.rowid, "
+        + ", ".join(source.get(col, f"e.{col}") for col in ddl.ENTRY_ROW_COLUMNS)
+        + " FROM entries e LEFT JOIN contents c ON c.content_hash = e.content_hash "
+        "LEFT JOIN files f ON f.path = e.source_path ORDER BY e.rowid"
+    )
+    conn.execute("DROP TABLE entries")  # and its indexes
+    # the view and the indexes now, not in ``create_all``: the FTS rebuild of an older
+    # store's migration reads ``entries`` before ``create_all`` runs
+    for stmt in (ddl.ENTRIES_VIEW, *ddl.ENTRIES_TRIGGERS.values()):
+        conn.execute(stmt)
+    for name in ("entries_session", "entries_content", "entries_source"):
+        conn.execute(ddl.INDEXES[name])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -148,6 +195,7 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "operation intents", _intents, rebuilds_fts=False),
     Migration(7, "symbol terms and the vocabulary", _symbol_grams_vocab),
     Migration(8, "symbol terms in their own FTS table", _symbols_table),
+    Migration(9, "entries store file and content ids", _entry_ids, rebuilds_fts=False, frees_space=True),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
@@ -175,6 +223,12 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
         rebuild_fts_tables(conn)
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     return [m.name for m in todo]
+
+
+def frees_space(names: list[str]) -> bool:
+    """Whether one of the migration steps ``names`` (``migrate``'s answer) freed a good
+    part of the file (``Migration.frees_space``)."""
+    return any(m.frees_space for m in MIGRATIONS if m.name in names)
 
 
 def ensure_identity(conn: sqlite3.Connection) -> tuple[str, str]:

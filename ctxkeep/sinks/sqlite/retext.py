@@ -24,7 +24,7 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
     transaction: the old chunks leave ``fts_words`` (FTS5 ``'delete'`` with their
     values), ``fts_grams`` and ``fts_symbols``, the new text is chunked and indexed with the same facets
     and tool-name title, the ``contents`` row takes the new hash, UTF-8 byte size and
-    token estimate, and every entry holding it (``entries.content_hash``,
+    token estimate, and every entry holding it (``entry_rows.content_id``,
     ``text_bytes``, ``token_estimate``) follows. When the new text equals a content
     already stored, the two merge (the entries point at that one; its chunks gain the
     facets). Returns ``{"contents": n replaced, "merged": n merged into an existing
@@ -69,11 +69,13 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
             out["chunks_deleted"] += len(ids)
         new = content_hash(new_text)
         nbytes = len(new_text.encode("utf-8", "surrogatepass"))
+        same = conn.execute("SELECT content_id FROM contents WHERE content_hash = ?", (new,)).fetchone()
+        # the entries point at the content now holding the text: this one, or the one merged into
         conn.execute(
-            "UPDATE entries SET content_hash = ?, text_bytes = ?, token_estimate = ? WHERE content_hash = ?",
-            (new, nbytes, tokens, old),
+            "UPDATE entry_rows SET content_id = ?, text_bytes = ?, token_estimate = ? WHERE content_id = ?",
+            (same[0] if same else cid, nbytes, tokens, cid),
         )
-        if conn.execute("SELECT 1 FROM contents WHERE content_hash = ?", (new,)).fetchone():
+        if same:
             conn.execute("DELETE FROM contents WHERE content_id = ?", (cid,))
             if new in fresh:  # made by this call: its chunks are inserted below
                 facets[new] = facets[new] | fac
@@ -87,8 +89,8 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
             (new, nbytes, tokens, method, cid),
         )
         tool = conn.execute(
-            "SELECT tool_name FROM entries WHERE content_hash = ? AND tool_name IS NOT NULL ORDER BY rowid LIMIT 1",
-            (new,),
+            "SELECT tool_name FROM entry_rows WHERE content_id = ? AND tool_name IS NOT NULL ORDER BY rowid LIMIT 1",
+            (cid,),
         ).fetchone()
         if tool:
             tools[new] = tool[0]

@@ -140,29 +140,32 @@ def _apply_sqlite(conn: sqlite3.Connection, changes: EntryChanges, stamp: str) -
         for part in in_parts(keys, 900):
             marks = ",".join("?" * len(part))
             if by_entry:
-                q = f"SELECT entry_id FROM entries WHERE {cond} AND entry_id IN ({marks})"
+                q = f"SELECT entry_id FROM entry_rows WHERE {cond} AND entry_id IN ({marks})"
                 args = [ch.from_status or ch.status, *part]
             else:
                 q = (
-                    f"SELECT entry_id FROM entries WHERE agent=? AND session_id=? AND {cond} "
+                    f"SELECT entry_id FROM entry_rows WHERE agent=? AND session_id=? AND {cond} "
                     f"AND message_id IN ({marks})"
                 )
                 args = [ch.agent, ch.session_id, ch.from_status or ch.status, *part]
             ids = [r[0] for r in conn.execute(q, args)]
             if not ids:
                 continue
-            conn.executemany("UPDATE entries SET status=? WHERE entry_id=?", [(ch.status, i) for i in ids])
+            conn.executemany("UPDATE entry_rows SET status=? WHERE entry_id=?", [(ch.status, i) for i in ids])
             conn.executemany(
                 "INSERT INTO status_log(entry_id, status, changed_at) VALUES(?,?,?)",
                 [(i, ch.status, stamp) for i in ids],
             )
             n += len(ids)
     for rel in changes.moves:
+        row = conn.execute("SELECT file_id FROM files WHERE path = ?", (rel.source_path,)).fetchone()
+        if row is None:  # no entry of that file is stored
+            continue
         for eid, off in rel.moves:
             cur = conn.execute(
-                "UPDATE entries SET source_offset = ? WHERE entry_id = ? AND "
-                "source_path = ? AND source_offset IS NOT ?",
-                (off, eid, rel.source_path, off),
+                "UPDATE entry_rows SET source_offset = ? WHERE entry_id = ? AND "
+                "file_id = ? AND source_offset IS NOT ?",
+                (off, eid, row[0], off),
             )
             n += cur.rowcount
     return n

@@ -31,7 +31,7 @@ def analytics_behind(conn: sqlite3.Connection) -> bool:
             "SELECT key, value FROM meta WHERE key IN ('analytics_entries_rowid', 'analytics_status_seq')"
         ).fetchall()
     )
-    rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
+    rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM entry_rows").fetchone()[0]
     seq = conn.execute("SELECT coalesce(max(seq), 0) FROM status_log").fetchone()[0]
     return rowid > int(marks.get("analytics_entries_rowid", 0)) or seq > int(
         marks.get("analytics_status_seq", 0)
