@@ -189,18 +189,37 @@ Submit = Callable[[Part, dict], PartFuture]
 PARTS_AHEAD = 2
 
 
-def _submitted(parts: list[Part], tombs: dict, submit: Submit, ahead: int = PARTS_AHEAD) -> Iterator[Group]:
+def _submitted(
+    parts: list[Part],
+    tombs: dict,
+    submit: Submit,
+    ahead: int = PARTS_AHEAD,
+    committed: Callable[[], int] | None = None,
+) -> Iterator[Group]:
     """The groups of ``parts`` extracted and transformed by ``submit`` (at most
     ``ahead`` + 1 parts at a time), in part order, without what earlier parts hold
-    (``drop_written``)."""
-    written = InFlight()
+    (``drop_written``).
+
+    ``committed()``: the groups yielded here that the writer has committed
+    (``Writer.stored``). A part is transformed after its submission, so it saw in the
+    store every group committed before it was submitted: what ``drop_written`` must
+    still drop for it are the groups from that count on, and the older generations
+    are forgotten (without ``committed`` every entry id of the run is kept)."""
+    floor = [0]
+    written = InFlight((lambda: floor[0]) if committed is not None else None)
+
+    def start(p: Part):
+        return (committed() if committed is not None else 0), submit(p, tombs)
+
     rest = iter(parts)
-    pending = collections.deque(submit(p, tombs) for p in itertools.islice(rest, ahead + 1))
+    pending = collections.deque(start(p) for p in itertools.islice(rest, ahead + 1))
     while pending:
-        groups = pending.popleft().result()
+        floor[0], fut = pending.popleft()
+        groups = fut.result()
         nxt = next(rest, None)
         if nxt is not None:
-            pending.append(submit(nxt, tombs))
+            pending.append(start(nxt))
+        written.prune()
         for g in groups:
             if g.frames is not None:
                 g.frames = drop_written(g.frames, written)
@@ -252,11 +271,10 @@ def ingest_files(
     w = Writer(conn, tot, on_bytes, on_commit, thread=writer_mod.WRITER if writer is None else writer)
     parts = split_parts(todo)
     if submit is None:
-        groups = extract_transform(
-            conn, parts, tombs, seen=InFlight() if w.threaded else None, group_bytes=group_bytes
-        )
+        seen = InFlight(lambda: w.stored) if w.threaded else None
+        groups = extract_transform(conn, parts, tombs, seen=seen, group_bytes=group_bytes)
     else:
-        groups = _submitted(parts, tombs, submit, parts_ahead)
+        groups = _submitted(parts, tombs, submit, parts_ahead, committed=lambda: w.stored)
     try:
         with closing(groups):
             for g in groups:

@@ -9,7 +9,7 @@ from pathlib import Path
 from ctxkeep import config as cfgmod
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
-from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths
+from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths, needs_state
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark
 
 #: files to read, each with its watermark (None: read from byte 0)
@@ -129,7 +129,7 @@ def plan(
             extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
         )
         files = [f for d in discoveries for f in d.files]
-    wms = sqlite_store.load_watermarks(conn) if conn is not None else {}
+    wms = _watermarks(conn, files)
     # wholly purged files: nothing of them may come back, so they are not read
     purged = delete_store.purged_files(conn) if conn is not None else set()
     todo, unchanged = [], 0
@@ -141,7 +141,25 @@ def plan(
             unchanged += 1
             continue
         todo.append((f, None if force else wm))
+    if conn is not None and todo and not force:  # the states of the files read
+        full = sqlite_store.load_watermarks(conn, [str(f.path) for f, wm in todo if wm is not None])
+        todo = [(f, full.get(str(f.path)) if wm is not None else None) for f, wm in todo]
     return Plan(todo, unchanged, discoveries, problems)
+
+
+def _watermarks(conn, files: list[SourceFile]) -> dict[str, Watermark]:
+    """The watermarks the plan tests ``files`` against: with their ``state`` for the
+    files whose test reads it (``sqlite`` mode, a source with its own ``ChangeTest``),
+    else the stat facts only; the files read get their whole watermark afterwards.
+    A Claude Code watermark's state is up to ~30 KB of JSON: parsing them all took
+    ~70 ms of a no-op ingest over 2,600 files."""
+    if conn is None:
+        return {}
+    wms = sqlite_store.load_watermarks(conn, state=False)
+    stateful = [str(f.path) for f in files if needs_state(f)]
+    if stateful:
+        wms.update(sqlite_store.load_watermarks(conn, stateful))
+    return wms
 
 
 def dry_run_report(p: Plan) -> dict:

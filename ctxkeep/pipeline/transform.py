@@ -3,7 +3,8 @@ the dedup against the store and against the groups of this run still in flight."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import collections
+from collections.abc import Callable
 
 import polars as pl
 
@@ -16,14 +17,49 @@ from ctxkeep.transforms.normalize import contents_frame, entries_frame, usage_fr
 from ctxkeep.transforms.tokens import estimate_tokens
 
 
-@dataclass
 class InFlight:
     """What earlier groups of a run hold that may not be committed yet: their new
     ``entries`` (entry ids) and ``contents`` (``content_hash → token_estimate``,
-    tokens)."""
+    tokens), the union of one generation per transformed group (``add``).
 
-    entries: set[str] = field(default_factory=set)
-    contents: dict[str, int] = field(default_factory=dict)
+    With ``committed`` (a callable: how many of the groups ``add`` recorded, in
+    order, the writer has committed so far; ``writer.Writer.stored``), ``prune``
+    forgets the generations of committed groups: the store holds them, and every
+    store read that starts after the commit returned sees them. Called by the
+    transform before its first store read, so what it forgets is visible to every
+    read that follows; without it a run holds every new entry id and content hash it
+    met (~170 bytes per entry: ~170 MB at 1M entries)."""
+
+    def __init__(self, committed: Callable[[], int] | None = None) -> None:
+        self.entries: set[str] = set()
+        self.contents: dict[str, int] = {}
+        self.committed = committed
+        #: (entry ids, content hashes) added per group, oldest first
+        self.generations: collections.deque[tuple[list[str], list[str]]] = collections.deque()
+        #: generations pruned so far (the index of ``generations[0]``)
+        self.pruned = 0
+
+    def add(self, entry_ids: list[str], contents: dict[str, int]) -> None:
+        """Record one group's new entry ids and contents (``hash → tokens``) as its
+        generation."""
+        self.entries.update(entry_ids)
+        self.contents.update(contents)
+        if self.committed is not None:
+            self.generations.append((entry_ids, list(contents)))
+
+    def prune(self) -> None:
+        """Forget the generations of the groups committed by now (``committed()``).
+        A generation's ids are its own (a group adds only entries and contents no
+        group before it added), so removing them removes nothing another holds."""
+        if self.committed is None:
+            return
+        done = self.committed()
+        while self.generations and self.pruned < done:
+            ids, hashes = self.generations.popleft()
+            self.entries.difference_update(ids)
+            for h in hashes:
+                self.contents.pop(h, None)
+            self.pruned += 1
 
 
 class Precomputed:
@@ -99,6 +135,8 @@ def transform_batch(
     Returns ``{"entries", "contents", "chunks", "usage": pl.DataFrame}``
     (``transform_entries``).
     """
+    if seen is not None:  # before the store reads below: they see what it forgets
+        seen.prune()
     frame = entries_frame(batch.entries) if frame is None else frame
     if tombs.get("session"):
         frame = frame.filter(
@@ -159,8 +197,7 @@ def transform_entries(
         .with_columns(pl.col("token_estimate").fill_null(0))
     )
     if seen is not None:
-        seen.entries.update(new["entry_id"].to_list())
-        seen.contents.update(zip(fresh["content_hash"].to_list(), counts, strict=False))
+        seen.add(new["entry_id"].to_list(), dict(zip(fresh["content_hash"].to_list(), counts, strict=False)))
     return {
         "entries": new,
         "contents": fresh,
@@ -186,8 +223,8 @@ def drop_written(frames: dict, written: InFlight) -> dict:
     if gone:
         contents = contents.filter(~pl.col("content_hash").is_in(gone))
         chunks = chunks.filter(~pl.col("content_hash").is_in(gone))
-    written.entries.update(entries["entry_id"].to_list())
-    written.contents.update(
-        zip(contents["content_hash"].to_list(), contents["token_estimate"].to_list(), strict=False)
+    written.add(
+        entries["entry_id"].to_list(),
+        dict(zip(contents["content_hash"].to_list(), contents["token_estimate"].to_list(), strict=False)),
     )
     return dict(frames, entries=entries, contents=contents, chunks=chunks)

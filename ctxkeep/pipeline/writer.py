@@ -127,6 +127,9 @@ class Writer:
         self.conn = sqlite_store.sibling(conn) if thread else None
         self.threaded = self.conn is not None
         self.error: BaseException | None = None
+        #: groups with frames committed so far, in order (``transform.InFlight``'s
+        #: ``committed``: an int the writer thread sets after each commit)
+        self.stored = 0
         if not self.threaded:
             return
         self.q: queue.Queue = queue.Queue(maxsize=WRITE_AHEAD)
@@ -142,6 +145,7 @@ class Writer:
                 continue  # drain: nothing after a failed group is stored
             try:
                 _store_group(self.conn, g, self.tot, self.on_bytes, self.on_commit)
+                self.stored += g.frames is not None
             except BaseException as e:  # raised in the caller's thread
                 self.error = e
 
@@ -150,6 +154,7 @@ class Writer:
         groups wait); raises the writer's error, if any."""
         if not self.threaded:
             _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit)
+            self.stored += g.frames is not None
             return
         while True:
             if self.error is not None:

@@ -43,7 +43,7 @@ from ctxkeep.sources._util import (
     media_placeholder,
     strip_ansi,
 )
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
@@ -89,12 +89,12 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         if proj.is_dir():
             project_dirs.append(proj)
     for proj in project_dirs:
-        for p in sorted(proj.glob("*/*.jsonl")):
+        for p in sorted_paths(proj.glob("*/*.jsonl")):
             meta = {}
             if p.name.startswith("agent-"):
                 meta["subagent"] = p.stem[len("agent-") :]
             d.add(p, MODE, meta)
-        for p in sorted(proj.glob("*/*/subagents/agent-*.jsonl")):
+        for p in sorted_paths(proj.glob("*/*/subagents/agent-*.jsonl")):
             d.add(p, MODE, {"subagent": p.stem[len("agent-") :], "parent_session": p.parent.parent.name})
     if not d.files:
         d.reason = (

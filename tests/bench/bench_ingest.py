@@ -31,8 +31,11 @@ Usage::
     uv run python tests/bench/bench_ingest.py [--mb 200] [--tree DIR] [--keep]
     uv run python tests/bench/bench_ingest.py --mb 2000 --tree DIR [--ref-tree DIR200]
 
-``--tree`` reuses a tree built before (it is built there if missing). The machine is
-shared: run it a few times at most.
+``--tree`` reuses a tree built before (it is built there if missing). ``--baseline
+CHECKOUT`` (target 3) ingests the big tree with that checkout's ctxkeep too and
+alternates the no-op re-ingests of both on the same store (``--noop-runs``, median).
+Whole-process runs use compiled bytecode (``PYCACHE``), as an installed ctxkeep does.
+The machine is shared: run it a few times at most.
 """
 
 from __future__ import annotations
@@ -136,27 +139,43 @@ def cpu_seconds(who=resource.RUSAGE_SELF) -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_cli(home: Path, tree: Path) -> tuple[float, dict, int, float]:
-    """``ctxkeep ingest --no-prefect --json`` as a whole process: (seconds, summary,
-    child peak RSS in KiB, child CPU seconds)."""
+#: bytecode of the ctxkeep under test (and of a ``--baseline`` checkout) is cached here
+#: for the whole-process runs: with ``PYTHONDONTWRITEBYTECODE`` set (as in this
+#: project's shells) every run compiled ~75 modules again (~0.3 s of a no-op's CPU),
+#: which an installed ctxkeep never does
+PYCACHE = Path(tempfile.gettempdir()) / "ctxkeep-bench-pycache"
+
+
+def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict, int, float]:
+    """``ctxkeep ingest --no-prefect --json`` as a whole process (of ``checkout``'s
+    ctxkeep and virtualenv): (seconds, summary, child peak RSS in KiB, child CPU
+    seconds)."""
     env = dict(os.environ, HOME=str(tree), CTXKEEP_HOME=str(home))
     env.pop("CLAUDE_CONFIG_DIR", None)
     env.pop("CODEX_HOME", None)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    cpu0 = cpu_seconds(resource.RUSAGE_CHILDREN)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE / checkout.name)
+    python = checkout / ".venv" / "bin" / "python" if checkout != ROOT else Path(sys.executable)
     t0 = time.perf_counter()
-    r = subprocess.run(
-        [sys.executable, "-m", "ctxkeep", "ingest", "--no-prefect", "--json", "--no-progress"],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    secs = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if r.returncode != 0:
-        raise SystemExit(f"ctxkeep ingest failed ({r.returncode}): {r.stderr[-2000:]}")
-    return secs, json.loads(r.stdout), max(rss, before), cpu_seconds(resource.RUSAGE_CHILDREN) - cpu0
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(
+            [str(python), "-m", "ctxkeep", "ingest", "--no-prefect", "--json", "--no-progress"],
+            env=env,
+            stdout=out,
+            stderr=err,
+            cwd=checkout,
+        )
+        # this child's own figures (wait4), not the maximum over every child so far:
+        # ru_maxrss is the peak of the process or of a child it waited for (the reader)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        secs = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode(errors="replace")
+    if p.returncode != 0:
+        raise SystemExit(f"ctxkeep ingest failed ({p.returncode}): {stderr[-2000:]}")
+    return secs, json.loads(stdout), ru.ru_maxrss, ru.ru_utime + ru.ru_stime
 
 
 def space(db: Path) -> list[tuple[str, int]]:
@@ -215,18 +234,21 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
     for p in files:  # as much of the big tree in the page cache as fits
         p.read_bytes()
     store = work / "store-big"
-    rss_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t_b, s_b, rss_b, c_b = run_cli(store, tree)
     mbs_b = raw / 1e6 / t_b
-    rss_note = "" if rss_b > rss_before else " (not above the reference run's)"
     print(
         f"{raw / 1e6:.0f} MB tree, whole process: {t_b:.2f} s, CPU {c_b:.2f} s, {mbs_b:.1f} MB/s "
         f"({mbs_b / mbs_r:.2f}x the reference's MB/s), {s_b['entries_new']:,} entries; "
-        f"peak RSS {rss_b / 1024:.0f} MB{rss_note}"
+        f"peak RSS {rss_b / 1024:.0f} MB"
     )
+    if a.baseline and not a.no_baseline_ingest:
+        t_o, s_o, rss_o, c_o = run_cli(work / "store-baseline", tree, a.baseline)
+        print(
+            f"  baseline ({a.baseline}), same tree, whole process: {t_o:.2f} s, CPU {c_o:.2f} s, "
+            f"{raw / 1e6 / t_o:.1f} MB/s, {s_o['entries_new']:,} entries; peak RSS {rss_o / 1024:.0f} MB"
+        )
     sizes = print_store(store, raw)
-    t_n, s_n, _, _ = run_cli(store, tree)
-    print(f"no-op re-ingest, whole process: {t_n:.2f} s, {s_n['entries_new']} new entries")
+    t_n, s_n = noop(a, store, tree)
     ratio = sizes["store.db"] / raw
     ok = (mbs_b >= 0.8 * mbs_r, rss_b <= 1024 * 1024, ratio <= 0.7, t_n <= 1.0)
     print(
@@ -235,6 +257,32 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
         f"store.db ≤ 0.7x raw ({ratio:.2f}x) {'OK' if ok[2] else 'MISSED'}; "
         f"no-op ≤ 1 s {'OK' if ok[3] else 'MISSED'}"
     )
+
+
+def noop(a, store: Path, tree: Path) -> tuple[float, dict]:
+    """The no-op re-ingest of ``tree`` into ``store`` (whole process), ``a.noop_runs``
+    times, alternating with ``a.baseline``'s ctxkeep on the same store when given;
+    prints the median and best wall and the median CPU of each, returns (median wall
+    seconds, the last summary) of ctxkeep's."""
+    runs: dict[str, list[tuple[float, float]]] = {"ctxkeep": [], "baseline": []}
+    s_n: dict = {}
+    for _ in range(a.noop_runs):
+        for who, checkout in [("ctxkeep", ROOT)] + ([("baseline", a.baseline)] if a.baseline else []):
+            t, s, _, c = run_cli(store, tree, checkout)
+            runs[who].append((t, c))
+            if who == "ctxkeep":
+                s_n = s
+    for who, rs in runs.items():
+        if rs:
+            walls, cpus = sorted(t for t, _ in rs), sorted(c for _, c in rs)
+            print(
+                f"no-op re-ingest, whole process{'' if who == 'ctxkeep' else ' (baseline)'}: "
+                f"{walls[len(walls) // 2]:.2f} s median, {walls[0]:.2f} s best, CPU "
+                f"{cpus[len(cpus) // 2]:.2f} s median ({len(rs)} runs), {s_n.get('files', 0):,} files, "
+                f"{s_n.get('entries_new', 0)} new entries"
+            )
+    walls = sorted(t for t, _ in runs["ctxkeep"])
+    return walls[len(walls) // 2], s_n
 
 
 def main() -> None:
@@ -246,6 +294,18 @@ def main() -> None:
         "--target3", action="store_true", help="target 3's figures (the default from --mb 1000 on)"
     )
     ap.add_argument("--ref-tree", type=Path, help="the 200 MB reference tree of target 3 (built if missing)")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="target 3: a checkout of ctxkeep (with its .venv) whose ingest of the big tree "
+        "and no-op re-ingest run in the same run, side by side",
+    )
+    ap.add_argument(
+        "--no-baseline-ingest",
+        action="store_true",
+        help="with --baseline: only the no-op re-ingests side by side (a 2 GB ingest takes ~10 min each)",
+    )
+    ap.add_argument("--noop-runs", type=int, default=3, help="no-op re-ingests to take the median of")
     a = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))

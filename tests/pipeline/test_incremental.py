@@ -118,3 +118,24 @@ def test_parser_version_change_rereads(home_copy, store_home, monkeypatch):
     monkeypatch.setattr(codex, "PARSER_VERSION", codex.PARSER_VERSION + 1)
     s = ingest(home_copy, store_home, JSONL_AGENTS)
     assert s.files_read == 6 and s.entries_new == 0
+
+
+def test_the_plan_gives_an_appended_file_its_whole_watermark(home_copy, store_home):
+    """The plan tests files against their watermarks' stat facts without reading the
+    states; a file it reads gets the whole stored watermark, state included (the
+    parser's carry-over), and an unchanged one is skipped."""
+    from ctxkeep.pipeline.plan import plan
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    ingest(home_copy, store_home, JSONL_AGENTS)
+    shutil.copyfile(LATER, home_copy / USEREQ)
+    conn = sqlite_store.connect(store_home)
+    try:
+        stored = sqlite_store.load_watermarks(conn)[str(home_copy / USEREQ)]
+        p = plan(store_home, conn, agents=JSONL_AGENTS, ctx=DiscoveryContext(home=home_copy, env={}))
+    finally:
+        conn.close()
+    assert [(str(f.path), wm) for f, wm in p.todo] == [(str(home_copy / USEREQ), stored)]
+    assert stored.state.get("sid") == "019b2241-a0a9-7740-a0c0-33c010d4f7e6"
+    assert p.unchanged == 15

@@ -166,3 +166,36 @@ def test_run_ingest_reads_exactly_the_files_given_and_records_the_flow(tmp_path)
     finally:
         conn.close()
     assert runs == [("ingest", "ok", first.entries_new), ("backfill", "ok", 0)]
+
+
+def test_parts_keep_only_what_the_parts_in_flight_may_not_have_seen(tmp_path, monkeypatch):
+    """``drop_written``'s record forgets the groups committed before a part was
+    submitted (that part's transform found them in the store): with a part per file,
+    it holds far fewer than the run's entries, and the store is the stream's."""
+    from ctxkeep.pipeline import transform
+
+    ctx = _corpus_ctx()
+    monkeypatch.setattr(plan_mod, "PART_BYTES", 1)
+    sizes = []
+    real = transform.InFlight.prune
+
+    def prune(self):
+        real(self)
+        if self.committed is not None:  # the writer side's record, not a part's own
+            sizes.append(len(self.entries))
+
+    monkeypatch.setattr(transform.InFlight, "prune", prune)
+    with ThreadPoolExecutor(2) as pool:
+        par = _ingest(
+            tmp_path / "par",
+            ctx,
+            lambda part, tombs: pool.submit(engine.extract_transform_part, tmp_path / "par", part, tombs),
+        )
+    taken = list(sizes)
+    seq = _ingest(tmp_path / "seq", ctx)
+    assert par == seq and store_digest(tmp_path / "par") == store_digest(tmp_path / "seq")
+    # one record per part, taken before its groups are added: a record of every entry
+    # would end near the run's 3,890 (all but the last part's); this one holds the
+    # groups of the parts submitted before those earlier groups were committed
+    assert len(taken) == len(split_parts(_plan_todo(tmp_path / "fresh", ctx))) > 10
+    assert max(taken) < par["entries_new"] * 0.6 and taken[-1] < par["entries_new"] / 4

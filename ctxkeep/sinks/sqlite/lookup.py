@@ -9,6 +9,8 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING
 
+import orjson
+
 from ctxkeep.sinks.sqlite.params import in_parts
 
 if TYPE_CHECKING:
@@ -60,16 +62,37 @@ def tombstoned(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return out
 
 
-def load_watermarks(conn: sqlite3.Connection) -> dict[str, Watermark]:
-    """All watermarks (``schema.Watermark``), keyed by path."""
+def load_watermarks(
+    conn: sqlite3.Connection, paths: list[str] | None = None, *, state: bool = True
+) -> dict[str, Watermark]:
+    """The watermarks (``schema.Watermark``) of ``paths`` (default: all), keyed by path.
+    ``state=False`` leaves every ``state`` empty without reading it (the stat facts
+    only: a no-op ingest's plan, which reads the states of the few files it reads)."""
     from ctxkeep.schema import Watermark
 
+    cols = WATERMARK_COLUMNS if state else WATERMARK_COLUMNS[:-1]
+    sql = f"SELECT {', '.join(cols)} FROM watermarks"
+    parts = [None] if paths is None else list(in_parts(list(paths)))
     out = {}
-    for r in conn.execute(f"SELECT {', '.join(WATERMARK_COLUMNS)} FROM watermarks"):
-        row = dict(zip(WATERMARK_COLUMNS, r, strict=True))
-        row["state"] = json.loads(row["state"] or "{}")
-        out[row["path"]] = Watermark(**row)
+    for part in parts:
+        where = "" if part is None else f" WHERE path IN ({','.join('?' * len(part))})"
+        for r in conn.execute(sql + where, part or ()):
+            row = dict(zip(cols, r, strict=True))
+            row["state"] = _state(row["state"]) if state else {}
+            out[row["path"]] = Watermark(**row)
     return out
+
+
+def _state(text: str | None) -> dict:
+    """A watermark's ``state`` JSON: orjson (a no-op ingest parses every file's state,
+    Claude Code's up to ~30 KB each), ``json`` for what orjson refuses (NaN, integers
+    beyond 64 bits, which ``json.dumps`` writes)."""
+    if not text:
+        return {}
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def content_text(conn: sqlite3.Connection, content_hash: str) -> str | None:
