@@ -93,6 +93,34 @@ def test_a_v8_store_is_migrated_in_place_to_what_a_fresh_ingest_makes(corpus_sto
     assert store_digest(home) == store_digest(fresh)
 
 
+def test_the_upgrade_sorts_and_vacuums_on_disk_not_in_memory(corpus_store, tmp_path, monkeypatch):
+    """The load pragmas keep temporary b-trees in memory (temp_store=MEMORY); the
+    migration and its VACUUM (a copy of the whole store) run with temp_store=FILE, or
+    upgrading a 1.9 GB store peaks at 1.67 GB RSS. After the upgrade the connection is
+    back to MEMORY for its loads."""
+    from ctxkeep.sinks.sqlite import connection
+
+    fresh, _ = corpus_store
+    home = tmp_path / "v8"
+    _v8_copy(fresh, home)
+    seen = []
+    real = connection.migrate
+
+    def migrate(conn, version):
+        seen.append(conn.execute("PRAGMA temp_store").fetchall()[0][0])
+        return real(conn, version)
+
+    monkeypatch.setattr(connection, "migrate", migrate)
+    conn = sqlite_store.connect(home)
+    try:
+        assert seen == [1]  # FILE while migrating (0 default, 2 MEMORY)
+        assert conn.execute("PRAGMA temp_store").fetchall() == [(2,)]
+        assert sqlite_store.schema_version(conn) == 9
+        assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
+    finally:
+        conn.close()
+
+
 def test_a_failed_migration_leaves_the_v8_store_as_it_was(corpus_store, tmp_path, monkeypatch):
     fresh, _ = corpus_store
     home = tmp_path / "v8"
