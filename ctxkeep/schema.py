@@ -216,3 +216,11 @@ def entry_id(agent: str, record_id: str | None, part: int | None) -> str:
     check imports no Polars)."""
     key = f"{agent}\x1f{record_id or ''}\x1f{part or 0}"
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def content_hash(text: str) -> str:
+    """The ``content_hash`` of an entry text, as ``transforms.normalize.contents_frame``
+    computes it: SHA-256 (64 hex chars) of the text as UTF-8, lone surrogates kept
+    (``surrogatepass``). Here for the same reason as ``entry_id``: compress imports no
+    Polars."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -47,10 +47,12 @@ from ctxkeep.config import CompressConfig
 from ctxkeep.errors import NotFound, StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
+from ctxkeep.schema import content_hash
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange, intents
 from ctxkeep.sinks.sqlite.intents import kill_point
+from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.timeutil import format_epoch
@@ -387,13 +389,9 @@ def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
     placeholders): the file's texts were counted when it was ingested."""
     if conn is None:
         return
-    by_hash = {
-        hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest(): t
-        for t in dict.fromkeys(texts)
-        if t and t not in memo
-    }
+    by_hash = {content_hash(t): t for t in dict.fromkeys(texts) if t and t not in memo}
     marks = ",".join("?" * len(_BPE_METHODS))
-    for part in _in_parts(list(by_hash)):
+    for part in in_parts(list(by_hash), 500):
         q = (
             f"SELECT content_hash, token_estimate FROM contents WHERE content_hash IN "
             f"({','.join('?' * len(part))}) AND token_method IN ({marks}) AND token_estimate IS NOT NULL"
@@ -707,7 +705,7 @@ def _removed_summary(
         parts.append("What the removed part held (ctxkeep resume snapshot):\n" + snapshot + "\n")
     elif conn is not None and removed_entry_ids:
         rows = []
-        for part in _in_parts(removed_entry_ids):
+        for part in in_parts(removed_entry_ids, 500):
             q = (
                 "SELECT entry_id, ts, source_offset, content_hash FROM entries "
                 f"WHERE role = 'user' AND kind = 'message' AND entry_id IN ({','.join('?' * len(part))})"
@@ -755,11 +753,6 @@ def _removed_snapshot(conn, session_id: str | None, removed_entry_ids: list[str]
 
 def _clip(t: str, n: int) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
-
-
-def _in_parts(values: list, n: int = 500):
-    for i in range(0, len(values), n):
-        yield values[i : i + n]
 
 
 def _line_tokens(per_line: list[list[dict]], memo: dict[str, int]) -> list[int]:
