@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import duckdb
@@ -38,11 +39,8 @@ def _tables(home: Path) -> dict[str, list[tuple]]:
 
 
 def _sqlite_usage(home: Path) -> int:
-    c = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
-    try:
+    with closing(sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)) as c:
         return c.execute("SELECT count(*) FROM usage").fetchone()[0]
-    finally:
-        c.close()
 
 
 @pytest.fixture
