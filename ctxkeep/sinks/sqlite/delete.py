@@ -235,7 +235,7 @@ def delete_selected(
         if has_vocab
         else set()
     )
-    conn.execute("DELETE FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
+    conn.execute("DELETE FROM chunk_rows WHERE content_id IN (SELECT content_id FROM _p_contents)")
     if gone_vocab:  # after the chunks and their fts_words rows are gone
         prune_vocab(conn, gone_vocab)
     conn.execute("DELETE FROM contents WHERE content_id IN (SELECT content_id FROM _p_contents)")
