@@ -12,7 +12,8 @@ steps on one connection:
    files concerned (``whole``: none of their entries remains);
 2. ``delete_selected`` removes, in the caller's write transaction: the entries, their
    ``status_log`` rows, ``usage`` rows of the entries and whole sessions, ``quarantine``
-   and ``files`` rows of whole files, and the contents with their ``chunks`` and both FTS5 indexes'
+   and ``files`` rows of whole files, the ``projects`` and ``ingests`` rows (v10) no entry
+   left holds, and the contents with their ``chunks`` and both FTS5 indexes'
    rows (``fts_words`` through FTS5's ``'delete'`` command before the chunk rows go, it
    being an external-content table; ``fts_grams`` and ``fts_symbols`` by rowid).
 
@@ -29,7 +30,9 @@ import sqlite3
 
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import write
+from ctxkeep.sinks.sqlite.ddl import ID_TABLES
 from ctxkeep.sinks.sqlite.fts import delete_chunk_rows, prune_vocab
+from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.transforms.grams import vocab_terms
 
 _TEMP_TABLES = ("_p_entries", "_p_sessions", "_p_contents", "_p_files")
@@ -213,8 +216,27 @@ def delete_selected(
         removed["quarantine"] = 0
     if media:
         conn.execute("DELETE FROM media WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
+    # the project dirs and load stamps (v10) of the entries that go, for those no entry keeps
+    held = {
+        i: [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT {i} FROM entry_rows WHERE {i} IS NOT NULL AND entry_id IN "
+                "(SELECT entry_id FROM _p_entries)"
+            )
+        ]
+        for i in ("project_id", "ingest_id")
+    }
     conn.execute("DELETE FROM entry_rows WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
     conn.execute("DELETE FROM files WHERE path IN (SELECT path FROM _p_files WHERE whole)")
+    for i, ids in held.items():
+        table = ID_TABLES[i][0]
+        for part in in_parts(ids):
+            conn.execute(
+                f"DELETE FROM {table} WHERE {i} IN ({','.join('?' * len(part))}) AND NOT EXISTS "
+                f"(SELECT 1 FROM entry_rows e WHERE e.{i} = {table}.{i})",
+                part,
+            )
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone():
         # the status-change log some versions keep for the DuckDB sync: no rows for gone entries
         conn.execute("DELETE FROM status_log WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
