@@ -26,15 +26,20 @@ def _ro(home):
     return sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
 
 
+def _rows(c):
+    """The entries and the chunks of ``c`` through the views' (v9) columns, with ids."""
+    return (
+        c.execute(f"SELECT {_COLS} FROM entries ORDER BY rowid").fetchall(),
+        c.execute("SELECT chunk_id, content_id, seq, title, text, facets FROM chunks ORDER BY 1").fetchall(),
+    )
+
+
 def _v9_copy(src, dst):
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock"))
     c = sqlite3.connect(dst / "store.db")
     as_v9(c)
     c.commit()
-    rows = c.execute(f"SELECT {_COLS} FROM entries ORDER BY rowid").fetchall()
-    chunks = c.execute(
-        "SELECT chunk_id, content_id, seq, title, text, facets FROM chunks ORDER BY 1"
-    ).fetchall()
+    rows, chunks = _rows(c)
     kinds = dict(c.execute("SELECT name, type FROM sqlite_master WHERE name IN ('chunks', 'entries')"))
     c.close()
     assert kinds == {"chunks": "table", "entries": "view"} and rows and chunks
@@ -88,13 +93,7 @@ def test_a_v9_store_is_migrated_in_place_to_what_a_fresh_ingest_makes(corpus_sto
         assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION == 10
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         # same rows and rowids, same chunks and ids, v9 columns through the views
-        assert conn.execute(f"SELECT {_COLS} FROM entries ORDER BY rowid").fetchall() == rows
-        assert (
-            conn.execute(
-                "SELECT chunk_id, content_id, seq, title, text, facets FROM chunks ORDER BY 1"
-            ).fetchall()
-            == chunks
-        )
+        assert _rows(conn) == (rows, chunks)
         assert (
             conn.execute("SELECT count(*) FROM chunk_rows WHERE typeof(title) = 'integer'").fetchone()[0] > 0
         )
@@ -122,13 +121,7 @@ def test_a_failed_migration_leaves_the_v9_store_as_it_was(corpus_store, tmp_path
     c = _ro(home)
     try:
         assert c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("9",)
-        assert c.execute(f"SELECT {_COLS} FROM entries ORDER BY rowid").fetchall() == rows
-        assert (
-            c.execute(
-                "SELECT chunk_id, content_id, seq, title, text, facets FROM chunks ORDER BY 1"
-            ).fetchall()
-            == chunks
-        )
+        assert _rows(c) == (rows, chunks)
         assert c.execute(
             "SELECT count(*) FROM sqlite_master WHERE name IN ('chunk_rows', 'projects', 'ingests')"
         ).fetchone() == (0,)
