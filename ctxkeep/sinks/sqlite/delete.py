@@ -78,18 +78,20 @@ def select_project(conn: sqlite3.Connection, project_dir: str) -> None:
     records (summaries) of the sessions all of whose located entries lie in it, and
     those sessions as whole sessions. Raises ValueError for an empty ``project_dir``."""
     under, params = under_sql("project_dir", project_dir)
+    # the project's dirs by id (v10): the entries are matched by id, not by a lookup each
+    ids = f"(SELECT project_id FROM projects WHERE {under})"
     _new_selection(conn)
     # sessions whose every located entry lies in the project
     conn.execute(
-        "INSERT INTO _p_sessions SELECT session_id FROM entries WHERE project_dir IS NOT NULL "
-        f"GROUP BY session_id HAVING min({under}) = 1",
+        "INSERT INTO _p_sessions SELECT session_id FROM entry_rows WHERE project_id IS NOT NULL "
+        f"GROUP BY session_id HAVING min(project_id IN {ids}) = 1",
         params,
     )
     conn.execute(
-        f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE "
-        f"(project_dir IS NOT NULL AND {under}) OR (project_dir IS NULL AND "
+        f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE rowid IN (SELECT rowid FROM entry_rows "
+        f"WHERE project_id IN {ids} OR (project_id IS NULL AND "
         "(session_id IN (SELECT session_id FROM _p_sessions) OR "
-        "parent_session_id IN (SELECT session_id FROM _p_sessions)))",
+        "parent_session_id IN (SELECT session_id FROM _p_sessions))))",
         params,
     )
     _derive(conn)
