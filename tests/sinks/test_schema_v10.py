@@ -175,3 +175,34 @@ def test_a_title_not_in_its_text_is_stored_as_text(store_home):
         ]
     finally:
         conn.close()
+
+
+def test_a_batch_of_entries_stored_before_leaves_no_load_stamp(store_home):
+    import polars as pl
+
+    from ctxkeep.schema import ENTRY_SCHEMA
+    from ctxkeep.sinks.sqlite.load import load_batch
+
+    row = dict.fromkeys(STORED_COLUMNS) | {
+        "entry_id": "e1",
+        "agent": "codex",
+        "session_id": "s1",
+        "project_dir": "/p/a",
+        "status": "active",
+        "is_sidechain": False,
+        "source_offset": 0,
+    }
+    entries = pl.DataFrame([row], schema={c: ENTRY_SCHEMA[c] for c in STORED_COLUMNS})
+    empty = pl.DataFrame()
+    conn = sqlite_store.connect(store_home)
+    try:
+        for _ in range(2):  # the second load stores nothing new
+            load_batch(conn, entries=entries, contents=empty, chunks=empty, usage=empty, quarantine=[])
+        assert conn.execute("SELECT count(*) FROM entry_rows").fetchone() == (1,)
+        assert (
+            conn.execute("SELECT i.ingested_at FROM ingests i").fetchall()
+            == conn.execute("SELECT ingested_at FROM entries").fetchall()
+        )
+        assert conn.execute("SELECT project_dir FROM projects").fetchall() == [("/p/a",)]
+    finally:
+        conn.close()

@@ -27,8 +27,9 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: ``fts_symbols`` (``fts_grams`` is as in v6 again: its BM25 statistics without them);
 #: v9: the entries are stored in ``entry_rows`` with the source path as ``file_id`` (into
 #: ``files``) and the text as ``content_id`` (into ``contents``); ``entries`` is a view
-#: with the columns of v8 (``ENTRY_ROW_COLUMNS``, ``ENTRIES_VIEW``); v10: ``ingested_at``
-#: is stored as ``ingest_id`` (into ``ingests``), ``entries_session`` is on the session id
+#: with the columns of v8 (``ENTRY_ROW_COLUMNS``, ``ENTRIES_VIEW``); v10: ``project_dir``
+#: and ``ingested_at`` are stored as ``project_id`` and ``ingest_id`` (into ``projects``
+#: and ``ingests``), ``entries_session`` is on the session id
 #: alone, and the chunks are stored in ``chunk_rows`` with a title found in the text as
 #: its span (``title_stored``); ``chunks`` is a view with the v9 columns (``CHUNKS_VIEW``).
 #: Steps: ``migrations.MIGRATIONS``.
@@ -85,8 +86,8 @@ _VIEW_EXPR = {
 
 #: (v10) ``chunk_rows.title`` holds a title found in its chunk's text as an integer span,
 #: ``(start << 8) | length`` in characters (a title is at most
-#: ``transforms.chunk.TITLE_MAX_CHARS`` = 200 < 256 characters): 36,215 of 41,405 titles
-#: of the 200 MB bench tree, 4.4 MB of text; any other title (a tool name before it, or
+#: ``transforms.chunk.TITLE_MAX_CHARS`` = 200 < 256 characters): 32,352 of 41,405 titles
+#: of the 200 MB bench tree, 4.2 MB of text; any other title (a tool name before it, or
 #: none) as text. ``title_stored(t, x)`` is the SQL value stored for title ``t`` of text
 #: ``x`` (the span only when SQLite's own ``substr`` gives the title back);
 #: ``TITLE_OF_ROW`` the title of a ``chunk_rows`` row.

@@ -192,6 +192,9 @@ def load_batch(
             add_facets(conn, facets)
         n_new = 0
         if entries.height:
+            changes = conn.total_changes
+            stamp_id = value_ids(conn, "ingest_id", [stamp])[stamp]
+            new_stamp = conn.total_changes > changes
             e = _ts_text(entries.select(STORED_COLUMNS)).with_columns(
                 pl.col("is_sidechain").cast(pl.Int64),
                 *(
@@ -203,7 +206,7 @@ def load_batch(
                 _as_ids(pl.col("content_hash"), content_ids(conn, entries["content_hash"])).alias(
                     "content_hash"
                 ),
-                pl.lit(value_ids(conn, "ingest_id", [stamp])[stamp], dtype=pl.Int64).alias("ingested_at"),
+                pl.lit(stamp_id, dtype=pl.Int64).alias("ingested_at"),
             )
             before = conn.total_changes
             conn.executemany(
@@ -212,6 +215,8 @@ def load_batch(
                 e.rows(),
             )
             n_new = conn.total_changes - before
+            if new_stamp and not n_new:  # every entry was stored before: no entry holds the stamp
+                conn.execute("DELETE FROM ingests WHERE ingest_id = ?", (stamp_id,))
         if usage.height:
             conn.executemany(_USAGE_UPSERT, _ts_text(usage.select(_USAGE_INSERT)).rows())
         if quarantine:
