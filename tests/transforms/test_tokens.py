@@ -143,11 +143,13 @@ def test_small_lists_are_counted_without_building_tiktoken(monkeypatch):
     # a process that has not built tiktoken's encoder yet
     unbuilt = lru_cache(maxsize=1)(tokens._encoding.__wrapped__)
     monkeypatch.setattr(tokens, "_encoding", unbuilt)
+    monkeypatch.setattr(tokens, "_pure_chars", 0)
     small = _corpus_texts()[:40] + ["字段", ""]
     assert tokens._bpe_chars(small) <= tokens.PURE_MAX_CHARS
     assert tokens.count_here(small) == tokens._count(tokens._pure_encoding().encode_ordinary, small)
     assert tokens.count_here(small)[0][:40] == want[0][:40]
     assert unbuilt.cache_info().currsize == 0  # counted by the pure-Python BPE
+    assert tokens._pure_chars == 2 * tokens._bpe_chars(small)
     big = _corpus_texts() * 8
     assert tokens._bpe_chars(big) > tokens.PURE_MAX_CHARS
     counts, methods = tokens.count_here(big)
@@ -156,3 +158,19 @@ def test_small_lists_are_counted_without_building_tiktoken(monkeypatch):
     # once built, it counts small lists too (one encoder per process from then on)
     monkeypatch.setattr(tokens, "_pure_encoding", lambda: pytest.fail("the pure BPE after tiktoken's"))
     assert tokens.count_here(small)[0][:40] == want[0][:40]
+
+
+def test_pure_python_bpe_counts_at_most_its_budget_per_process(monkeypatch):
+    from functools import lru_cache
+
+    unbuilt = lru_cache(maxsize=1)(tokens._encoding.__wrapped__)
+    monkeypatch.setattr(tokens, "_encoding", unbuilt)
+    monkeypatch.setattr(tokens, "_pure_chars", 0)
+    small = _corpus_texts()[:40]
+    each = tokens._bpe_chars(small)
+    rounds = tokens.PURE_MAX_CHARS // each
+    for _ in range(rounds):  # many small lists: the pure BPE until its budget is spent
+        tokens.count_here(small)
+    assert unbuilt.cache_info().currsize == 0
+    tokens.count_here(small)  # this one would exceed it: tiktoken's encoder from now on
+    assert unbuilt.cache_info().currsize == 1 and tokens._pure_chars == rounds * each
