@@ -1,5 +1,6 @@
-"""DuckDB (analytics) kept in step with SQLite: the closing sync of a run, and the
-background thread that appends each committed group during an ingest."""
+"""DuckDB (analytics) kept in step with SQLite: the closing sync of a run, the
+background thread that appends each committed group during an ingest, and a small
+ingest's sync in the side process."""
 
 from __future__ import annotations
 
@@ -122,6 +123,53 @@ class AnalyticsSyncer:
         for c in (con, sq):
             if c is not None:
                 _close_quietly(c)
+
+
+class SideAnalytics:
+    """``AnalyticsSyncer``'s stand-in for a small ingest beside a side process
+    (``engine.SIDE_SYNC_MAX_BYTES``): DuckDB is opened in the side process at the
+    first commit (its imports, ~0.3-0.5 s of CPU, then run on the other core, not under
+    this process's GIL) and synced there from SQLite once, by ``finish`` (the closing
+    ``duckdb_store.sync``: the same rows the appends and closing sync give). When the
+    side process fails or is gone, ``finish`` syncs here (``sync_analytics`` through
+    ``conn``, the ingest's writable connection, which then records the marks itself:
+    ``marks`` stays None), so the note is that of a local sync."""
+
+    def __init__(self, home: Path, side, conn) -> None:
+        self.home = Path(home)
+        self._side = side
+        self._conn = conn
+        self._opened = False
+        self.note = ""
+        #: (entries rowid, status_log seq) DuckDB holds after the side process's sync
+        self.marks: tuple[int, int] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._opened
+
+    def on_commit(self, n: int, first_rowid: int | None = None, entries=None) -> None:
+        if not self._opened:
+            self._opened = True
+            try:
+                self._side.analytics_open(str(self.home))
+            except RuntimeError:
+                self._side = None  # finish syncs here
+
+    def finish(self) -> str:
+        """The closing sync; '' when nothing was committed."""
+        if not self._opened:
+            return ""
+        if self._side is not None:
+            try:
+                r = self._side.analytics_sync(str(self.home))
+                self.marks = (r["entries_rowid"], r["status_seq"])
+                self.note = f"analytics: {r['entries_synced']} entries synced"
+                return self.note
+            except RuntimeError:
+                pass  # the side process closed the file (or is gone): sync here
+        self.note = sync_analytics(self._conn, self.home)
+        return self.note
 
 
 def _close_quietly(c) -> None:

@@ -17,8 +17,11 @@ itself; when the process cannot start or dies, the ingest computes them itself
 The process is ``python -m ctxkeep.pipeline.side_process FD``: requests are pickles
 ``(op, args)`` on its stdin, replies ``("ok", value)`` or ``("err", text)`` pickles on
 the pipe ``FD`` (its own, as ``reader_process``'s: its stdout is the ingest's stderr).
-It imports no Polars, DuckDB or SQLite store and touches no file but the rank-table
-cache (``tokens.cached_ranks``). ``CTXKEEP_SIDE_PROCESS=0`` turns it off. ``compress --check`` and ``--dry-run`` use it too (their token
+It imports no Polars and touches no file but the rank-table cache
+(``tokens.cached_ranks``), except for a small ingest's DuckDB sync
+(``analytics_sync.SideAnalytics``): it then opens ``analytics.duckdb`` while the
+ingest runs and syncs it from a read-only SQLite connection at the end, so the
+ingest process never imports DuckDB and pyarrow. ``CTXKEEP_SIDE_PROCESS=0`` turns it off. ``compress --check`` and ``--dry-run`` use it too (their token
 figures), without the prices.
 """
 
@@ -75,6 +78,22 @@ class SideProcess:
     def tiered(self, items: list[tuple]) -> list[float]:
         return self._ask("tiered", items)
 
+    def analytics_open(self, home: str) -> None:
+        """Start opening ``<home>/analytics.duckdb`` there (``duckdb_store.connect``, in
+        a thread of its own: the reply does not wait for it)."""
+        self._ask("analytics_open", home)
+
+    def analytics_sync(self, home: str) -> dict:
+        """The closing ``duckdb_store.sync`` of the store at ``home``, there, on the
+        connection ``analytics_open`` opened (then closed): ``{"entries_synced",
+        "entries_rowid", "status_seq"}``. Raises RuntimeError when it failed (the text
+        of the error) or the process is gone; the file is closed either way."""
+        return self._ask("analytics_sync", home)
+
+    def analytics_close(self, home: str) -> None:
+        """Close what ``analytics_open`` opened, without a sync."""
+        self._ask("analytics_close", home)
+
     def close(self) -> None:
         """End the process (EOF on its stdin; killed when it does not exit at once)."""
         with self._lock:
@@ -98,6 +117,7 @@ def started(prices: bool = True) -> Iterator[SideProcess | None]:
     asked for (False for work that prices nothing: ``compress --check``)."""
     from ctxkeep.transforms import cost, tokens
 
+    global _current
     side = None
     if ENABLED:
         with contextlib.suppress(OSError):
@@ -105,11 +125,22 @@ def started(prices: bool = True) -> Iterator[SideProcess | None]:
     if side is None:
         yield None
         return
+    before, _current = _current, side
     try:
         with tokens.use_counter(side.count), cost.use_remote(side):
             yield side
     finally:
+        _current = before
         side.close()
+
+
+#: the side process of the running ``started`` block, if any
+_current: SideProcess | None = None
+
+
+def current() -> SideProcess | None:
+    """The side process ``started`` runs now (None outside its block or when off)."""
+    return _current
 
 
 def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
@@ -150,6 +181,56 @@ def _warm_prices() -> None:
         data_snapshot.get_snapshot()
 
 
+class _Analytics:
+    """The side process's DuckDB work (``SideProcess.analytics_*``): the file is opened
+    in a thread while the ingest runs (importing DuckDB and pyarrow there, ~0.3-0.5 s,
+    keeps them out of the ingest process), then synced from a read-only SQLite
+    connection when the ingest has loaded everything."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[threading.Thread, dict]] = {}
+
+    def open(self, home: str) -> None:
+        got: dict = {}
+
+        def run() -> None:
+            try:
+                from ctxkeep.sinks import duckdb as duckdb_store
+
+                got["con"] = duckdb_store.connect(Path(home))
+            except BaseException as e:  # reported by the sync
+                got["error"] = e
+
+        t = threading.Thread(target=run, name="ctxkeep-analytics-open", daemon=True)
+        t.start()
+        self._open[home] = (t, got)
+
+    def _take(self, home: str):
+        t, got = self._open.pop(home)
+        t.join()
+        if "error" in got:
+            raise got["error"]
+        return got["con"]
+
+    def sync(self, home: str) -> dict:
+        from ctxkeep.sinks import duckdb as duckdb_store
+        from ctxkeep.sinks import sqlite as sqlite_store
+
+        con = self._take(home)
+        try:
+            sq = sqlite_store.connect(Path(home), readonly=True)
+            try:
+                r = duckdb_store.sync(sq, Path(home), con=con, usage=True)
+            finally:
+                sq.close()
+        finally:
+            con.close()
+        return {k: r[k] for k in ("entries_synced", "entries_rowid", "status_seq")}
+
+    def close(self, home: str) -> None:
+        self._take(home).close()
+
+
 def _main() -> None:
     """The side process: builds the encoder, imports genai-prices in a thread (when
     ``sys.argv[2]`` is ``prices``), then answers requests until its stdin ends. Ctrl-C reaches the process group: it is
@@ -161,10 +242,14 @@ def _main() -> None:
     tokens.encoding()  # first: the counts are asked for first
     if sys.argv[2:3] == ["prices"]:
         threading.Thread(target=_warm_prices, daemon=True).start()
+    analytics = _Analytics()
     ops = {
         "count": tokens.count_here,
         "rates": lambda keys: [cost.genai_rates(*k) for k in keys],
         "tiered": lambda items: [cost.genai_tiered(*i) for i in items],
+        "analytics_open": analytics.open,
+        "analytics_sync": analytics.sync,
+        "analytics_close": analytics.close,
     }
     inp = sys.stdin.buffer
     while True:
