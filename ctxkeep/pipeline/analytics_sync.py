@@ -4,6 +4,7 @@ ingest's sync in the side process."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from pathlib import Path
@@ -127,8 +128,8 @@ class AnalyticsSyncer:
 
 class SideAnalytics:
     """``AnalyticsSyncer``'s stand-in for a small ingest beside a side process
-    (``engine.SIDE_SYNC_MAX_BYTES``): DuckDB is opened in the side process at the
-    first commit (its imports, ~0.3-0.5 s of CPU, then run on the other core, not under
+    (``side_process.SIDE_SYNC_MAX_BYTES``): DuckDB is imported and opened in the side
+    process while the ingest runs (~0.4-0.6 s of CPU, then on the other core, not under
     this process's GIL) and synced there from SQLite once, by ``finish`` (the closing
     ``duckdb_store.sync``: the same rows the appends and closing sync give). When the
     side process fails or is gone, ``finish`` syncs here (``sync_analytics`` through
@@ -139,26 +140,35 @@ class SideAnalytics:
         self.home = Path(home)
         self._side = side
         self._conn = conn
-        self._opened = False
+        self._committed = False
         self.note = ""
         #: (entries rowid, status_log seq) DuckDB holds after the side process's sync
         self.marks: tuple[int, int] | None = None
+        # opened there between the counts (``side_process._Idle``); asked from a thread:
+        # the reply comes once the side process has built its encoder
+        self._opening = threading.Thread(target=self._open, name="ctxkeep-analytics-open", daemon=True)
+        self._opening.start()
+
+    def _open(self) -> None:
+        try:
+            self._side.analytics_open(str(self.home))
+        except RuntimeError:
+            self._side = None  # finish syncs here
 
     @property
     def started(self) -> bool:
-        return self._opened
+        return self._committed
 
     def on_commit(self, n: int, first_rowid: int | None = None, entries=None) -> None:
-        if not self._opened:
-            self._opened = True
-            try:
-                self._side.analytics_open(str(self.home))
-            except RuntimeError:
-                self._side = None  # finish syncs here
+        self._committed = True
 
     def finish(self) -> str:
-        """The closing sync; '' when nothing was committed."""
-        if not self._opened:
+        """The closing sync; '' when nothing was committed (the file is closed)."""
+        self._opening.join()
+        if not self._committed:
+            if self._side is not None:
+                with contextlib.suppress(RuntimeError):
+                    self._side.analytics_close(str(self.home))
             return ""
         if self._side is not None:
             try:

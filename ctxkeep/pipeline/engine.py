@@ -303,21 +303,13 @@ def ingest_file(
     }
 
 
-#: an ingest of at most this many new bytes beside a side process syncs DuckDB there,
-#: once, from SQLite (``SideAnalytics``): the ingest process then never imports DuckDB
-#: and pyarrow (~0.3-0.5 s of CPU under its GIL on a first ingest of the 12 MB corpus).
-#: Bigger ingests append each group from Arrow in a thread (``AnalyticsSyncer``): no
-#: re-read of SQLite, and DuckDB keeps pace with the writer.
-SIDE_SYNC_MAX_BYTES = 64 * 1024 * 1024
-
-
 def _syncer(home: Path, conn, p: Plan):
     """The run's DuckDB syncer: ``SideAnalytics`` for a small ingest beside a side
-    process, else ``AnalyticsSyncer``."""
+    process (``side_process.SIDE_SYNC_MAX_BYTES``), else ``AnalyticsSyncer``."""
     from ctxkeep.pipeline import side_process
 
     side = side_process.current()
-    if side is not None and p.pending_bytes <= SIDE_SYNC_MAX_BYTES:
+    if side is not None and p.pending_bytes <= side_process.SIDE_SYNC_MAX_BYTES:
         return SideAnalytics(home, side, conn)
     return AnalyticsSyncer(home)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
@@ -40,6 +41,12 @@ from typing import BinaryIO
 
 #: ``CTXKEEP_SIDE_PROCESS=0``: count and price in the ingest process
 ENABLED = os.environ.get("CTXKEEP_SIDE_PROCESS", "1") != "0"
+#: an ingest of at most this many new bytes beside a side process syncs DuckDB there,
+#: once, from SQLite (``analytics_sync.SideAnalytics``): the ingest process then never
+#: imports DuckDB, pyarrow and numpy (~0.4-0.6 s of CPU under its GIL on a first
+#: ingest of the 12 MB corpus). Bigger ingests append each group from Arrow in a
+#: thread (``AnalyticsSyncer``): no re-read of SQLite, and DuckDB keeps pace.
+SIDE_SYNC_MAX_BYTES = 64 * 1024 * 1024
 
 
 class SideProcess:
@@ -49,8 +56,10 @@ class SideProcess:
     thread-safe). Each raises RuntimeError when the process failed or is gone (then it
     stays gone: the callers compute locally). Raises OSError when it cannot start."""
 
-    def __init__(self, prices: bool = True) -> None:
-        self._proc, self._replies = start_child("ctxkeep.pipeline.side_process", "prices" if prices else "-")
+    def __init__(self, prices: bool = True, analytics: bool = False) -> None:
+        self._proc, self._replies = start_child(
+            "ctxkeep.pipeline.side_process", "prices" if prices else "-", "analytics" if analytics else "-"
+        )
         self._lock = threading.Lock()
         self._dead = False
 
@@ -109,19 +118,21 @@ class SideProcess:
 
 
 @contextlib.contextmanager
-def started(prices: bool = True) -> Iterator[SideProcess | None]:
+def started(prices: bool = True, analytics: bool = False) -> Iterator[SideProcess | None]:
     """Start a side process and route ``tokens.estimate_tokens`` and genai-prices
     through it for the block (``tokens.use_counter``, ``cost.use_remote``); yields None
     (everything computed in this process) when it is turned off or cannot start.
     ``prices``: it imports genai-prices once the encoder is built, before any price is
-    asked for (False for work that prices nothing: ``compress --check``)."""
+    asked for (False for work that prices nothing: ``compress --dry-run``);
+    ``analytics``: it imports DuckDB and pyarrow too, for a small ingest's DuckDB sync
+    there (``SIDE_SYNC_MAX_BYTES``)."""
     from ctxkeep.transforms import cost, tokens
 
     global _current
     side = None
     if ENABLED:
         with contextlib.suppress(OSError):
-            side = SideProcess(prices)
+            side = SideProcess(prices, analytics)
     if side is None:
         yield None
         return
@@ -181,36 +192,52 @@ def _warm_prices() -> None:
         data_snapshot.get_snapshot()
 
 
-class _Analytics:
-    """The side process's DuckDB work (``SideProcess.analytics_*``): the file is opened
-    in a thread while the ingest runs (importing DuckDB and pyarrow there, ~0.3-0.5 s,
-    keeps them out of the ingest process), then synced from a read-only SQLite
-    connection when the ingest has loaded everything."""
+class _Idle:
+    """Work the side process does while no request waits (``_main`` runs one step
+    between requests when its stdin has nothing to read: the ingest asks one request at
+    a time, so nothing waits in the read buffer then), never in a thread beside the
+    counts: their BPE calls give up the GIL once per text, and beside a thread that
+    imports they wait for it each time (a first corpus ingest's counts took ~0.2-0.4 s
+    longer beside the genai-prices import thread this replaced).
 
-    def __init__(self) -> None:
-        self._open: dict[str, tuple[threading.Thread, dict]] = {}
+    Steps: genai-prices' import (``prices``), DuckDB's and pyarrow's (``analytics``:
+    ``duckdb_store``, ~0.4-0.6 s of CPU), and opening ``analytics.duckdb`` for a small
+    ingest (``SideProcess.analytics_open``). ``analytics_sync`` runs the steps left,
+    then syncs from a read-only SQLite connection."""
 
-    def open(self, home: str) -> None:
-        got: dict = {}
+    def __init__(self, prices: bool, analytics: bool) -> None:
+        self.todo: list[tuple] = []
+        if analytics:
+            self.todo.append(("import", None))
+        if prices:
+            self.todo.append(("prices", None))
+        self._con: dict[str, object] = {}
 
-        def run() -> None:
+    def step(self) -> None:
+        kind, home = self.todo.pop(0)
+        if kind == "prices":
+            _warm_prices()
+        elif kind == "import":
+            with contextlib.suppress(Exception):  # the connect says what is wrong
+                from ctxkeep.sinks import duckdb as _  # noqa: F401
+        else:
             try:
                 from ctxkeep.sinks import duckdb as duckdb_store
 
-                got["con"] = duckdb_store.connect(Path(home))
-            except BaseException as e:  # reported by the sync
-                got["error"] = e
+                self._con[home] = duckdb_store.connect(Path(home))
+            except Exception as e:  # reported by the sync
+                self._con[home] = e
 
-        t = threading.Thread(target=run, name="ctxkeep-analytics-open", daemon=True)
-        t.start()
-        self._open[home] = (t, got)
+    def open(self, home: str) -> None:
+        self.todo.append(("connect", home))
 
     def _take(self, home: str):
-        t, got = self._open.pop(home)
-        t.join()
-        if "error" in got:
-            raise got["error"]
-        return got["con"]
+        while self.todo:
+            self.step()
+        got = self._con.pop(home)
+        if isinstance(got, Exception):
+            raise got
+        return got
 
     def sync(self, home: str) -> dict:
         from ctxkeep.sinks import duckdb as duckdb_store
@@ -228,31 +255,41 @@ class _Analytics:
         return {k: r[k] for k in ("entries_synced", "entries_rowid", "status_seq")}
 
     def close(self, home: str) -> None:
-        self._take(home).close()
+        self.todo = [t for t in self.todo if t != ("connect", home)]
+        got = self._con.pop(home, None)
+        if got is not None and not isinstance(got, Exception):
+            got.close()
+
+
+def _pending(inp) -> bool:
+    """True when a request is there to read on ``inp`` (its descriptor; see ``_Idle``)."""
+    return bool(select.select([inp], [], [], 0)[0])
 
 
 def _main() -> None:
-    """The side process: builds the encoder, imports genai-prices in a thread (when
-    ``sys.argv[2]`` is ``prices``), then answers requests until its stdin ends. Ctrl-C reaches the process group: it is
-    ignored here (the ingest ends the process)."""
+    """The side process: builds the encoder, then answers requests until its stdin
+    ends, doing its idle work (``_Idle``: ``sys.argv[2:]`` may hold ``prices`` and
+    ``analytics``) while none waits. Ctrl-C reaches the process group: it is ignored
+    here (the ingest ends the process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(int(sys.argv[1]), "wb")
     from ctxkeep.transforms import cost, tokens
 
     tokens.encoding()  # first: the counts are asked for first
-    if sys.argv[2:3] == ["prices"]:
-        threading.Thread(target=_warm_prices, daemon=True).start()
-    analytics = _Analytics()
+    idle = _Idle(prices="prices" in sys.argv[2:], analytics="analytics" in sys.argv[2:])
     ops = {
         "count": tokens.count_here,
         "rates": lambda keys: [cost.genai_rates(*k) for k in keys],
         "tiered": lambda items: [cost.genai_tiered(*i) for i in items],
-        "analytics_open": analytics.open,
-        "analytics_sync": analytics.sync,
-        "analytics_close": analytics.close,
+        "analytics_open": idle.open,
+        "analytics_sync": idle.sync,
+        "analytics_close": idle.close,
     }
     inp = sys.stdin.buffer
     while True:
+        if idle.todo and not _pending(inp):
+            idle.step()
+            continue
         try:
             op, args = pickle.load(inp)
         except EOFError:

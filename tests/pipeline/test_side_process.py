@@ -193,7 +193,7 @@ def _reference(tmp_path: Path):
 
 def test_a_small_ingest_syncs_duckdb_in_the_side_process(tmp_path, monkeypatch):
     ctx, ref, s_ref = _reference(tmp_path)
-    assert s_ref.bytes <= pipeline.SIDE_SYNC_MAX_BYTES  # a small ingest
+    assert s_ref.bytes <= side_process.SIDE_SYNC_MAX_BYTES  # a small ingest
 
     def broken(*a, **k):
         raise AssertionError("DuckDB synced in the ingest process")
