@@ -7,22 +7,25 @@ CPU building tiktoken's ``o200k_base`` encoder (``transforms.tokens.encoding``; 
 importing genai-prices for the closing DuckDB sync (``transforms.cost``; its import
 pulls pydantic and httpx). Both are independent of what the ingest reads: the side
 process starts before the ingest imports Polars and DuckDB, builds the encoder while
-the ingest imports, plans and parses, then imports genai-prices while the ingest loads
-SQLite; the ingest asks it for the counts of its new texts and the prices of its usage
-rows. It runs the same code (``tokens.count_here``, ``cost.genai_rates``,
+the ingest imports, plans and parses, then imports genai-prices between the ingest's
+requests (``_Idle``); the ingest asks it for the counts of its new texts and the prices
+of its usage rows. It runs the same code (``tokens.count_here``, ``cost.genai_rates``,
 ``cost.genai_tiered``), so every count and price is the one the ingest would compute
 itself; when the process cannot start or dies, the ingest computes them itself
 (``tokens.use_counter`` and ``cost.use_remote`` fall back).
 
-The process is ``python -m ctxkeep.pipeline.side_process FD``: requests are pickles
+The process is ``python -m ctxkeep.pipeline.side_process FD PRICES ANALYTICS``
+(``prices``/``analytics`` or ``-``: what it prepares while idle): requests are pickles
 ``(op, args)`` on its stdin, replies ``("ok", value)`` or ``("err", text)`` pickles on
 the pipe ``FD`` (its own, as ``reader_process``'s: its stdout is the ingest's stderr).
 It imports no Polars and touches no file but the rank-table cache
 (``tokens.cached_ranks``), except for a small ingest's DuckDB sync
 (``analytics_sync.SideAnalytics``): it then opens ``analytics.duckdb`` while the
 ingest runs and syncs it from a read-only SQLite connection at the end, so the
-ingest process never imports DuckDB and pyarrow. ``CTXKEEP_SIDE_PROCESS=0`` turns it off. ``compress --check`` and ``--dry-run`` use it too (their token
-figures), without the prices.
+ingest process never imports DuckDB and pyarrow. ``CTXKEEP_SIDE_PROCESS=0`` turns it
+off. ``compress --dry-run`` uses it too (its token figures), without the prices;
+``compress --check`` does not (it counts a few texts: ``tokens.count_here``'s
+pure-Python BPE is done before a side process would have built its encoder).
 """
 
 from __future__ import annotations
