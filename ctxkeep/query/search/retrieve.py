@@ -115,6 +115,26 @@ def rank_expr(fts: str) -> str:
     return FTS_RANKS[fts].replace("bm25(", f"bm25({fts}, ", 1)
 
 
+def window_ids_sql(fts: str, match: str) -> Sql:
+    """The rowids of the ``RANK_WINDOW`` + 1 newest matches of ``match``, newest first
+    (the window and its floor, as ``window_floor_sql`` counts them)."""
+    return Sql(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?", (match, RANK_WINDOW + 1)
+    )
+
+
+def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
+    """The ``n`` best ``(rowid, rank)`` of the matches of ``match`` among ``ids``
+    (sorted ascending), as ``ranked_sql`` orders them. ``+rowid IN`` is tested before
+    the rank is computed (``rank_of_sql``); the scan covers the matches between the
+    first and last id."""
+    return Sql(
+        f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+        f"AND +rowid IN ({_marks(len(ids))}) ORDER BY r, rowid DESC LIMIT ?",
+        (match, ids[0], ids[-1], *ids, n),
+    )
+
+
 def newest_sql(fts: str, match: str, n: int) -> Sql:
     """The rowids of the ``n`` newest matches, newest first."""
     return Sql(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?", (match, n))
@@ -232,7 +252,7 @@ def symbols_table(conn: sqlite3.Connection) -> str:
 
 
 def ranked_window(
-    conn: sqlite3.Connection, fts: str, match: str, n: int
+    conn: sqlite3.Connection, fts: str, match: str, n: int, terms: str | None = None
 ) -> tuple[list[tuple[int, float]], int]:
     """The ``n`` best ``(chunk_id, rank)`` among the ``RANK_WINDOW`` newest matches of
     ``match`` (``ranked_sql``), and the window floor: the chunk id of the next older
@@ -240,11 +260,46 @@ def ranked_window(
     very common term is ranked among its newest matches only; counting down the rowids
     to the floor is cheap. A MATCH without any match is not run a second time: that
     pass would walk the same posting lists again (112 of 304 lists of the bench's 200
-    queries, 2 GB store: 166 ms CPU of 2.7 s)."""
+    queries, 2 GB store: 166 ms CPU of 2.7 s).
+
+    ``terms``: ``match`` without its facet filters (``match`` is ``(terms) AND
+    facets : (…)``), given by ``fts_ids``; see ``_ranked_by_terms``."""
+    if terms is not None:
+        return _ranked_by_terms(conn, fts, match, terms, n)
     count, oldest = conn.execute(*window_floor_sql(fts, match)).fetchone()
     if not count:
         return [], 0
     floor = oldest if count > RANK_WINDOW else 0
+    return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
+
+
+def _ranked_by_terms(
+    conn: sqlite3.Connection, fts: str, match: str, terms: str, n: int
+) -> tuple[list[tuple[int, float]], int]:
+    """``ranked_window`` of a filtered ``match`` (``(terms) AND facets : (…)``), the
+    window ranked by ``terms`` alone when that walks at most ``RANK_WINDOW`` + 1 rows.
+
+    FTS5's ``bm25()`` first counts, for each phrase of the MATCH, the rows holding it
+    in the whole table (its IDF): a walk of every facet token's posting list, which
+    holds a large share of all chunks (``codex``, ``message``) - ~10-15 ms each on a 2 GB
+    store. The facets column weighs 0 (``ddl.FTS_RANKS``) and facet phrases come after
+    the terms, so ranking the window's rows by ``terms`` gives the same values, bit for
+    bit (each facet phrase adds 0.0; row sizes, average and the terms' IDF are the
+    table's). That ranking walks the matches of ``terms`` between the window's oldest
+    and newest row, so it is used only when the newest ``RANK_WINDOW`` + 1 matches of
+    ``terms`` reach back to the window's oldest row; otherwise (terms more common than
+    the filter: ``exit code`` among messages) ``match`` is ranked as it is. 2 GB store:
+    ``"step by step"`` for codex 32 -> 12 ms, ``requirements`` for codex tool results
+    34 -> 9 ms."""
+    ids = [r[0] for r in conn.execute(*window_ids_sql(fts, match))]
+    if not ids:
+        return [], 0
+    floor = ids[-1] if len(ids) > RANK_WINDOW else 0
+    window = ids[:RANK_WINDOW]
+    t_count, t_oldest = conn.execute(*window_floor_sql(fts, terms)).fetchone()
+    if t_count <= RANK_WINDOW or t_oldest <= window[-1]:
+        window.reverse()
+        return conn.execute(*ranked_ids_sql(fts, terms, window, n)).fetchall(), floor
     return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
 
 
@@ -268,12 +323,13 @@ def fts_ids(
     the filter check (~10 µs a chunk) is the main cost of a filtered search.
     Raises ``sqlite3.OperationalError`` when FTS5 cannot parse ``match``."""
     fmatch = filters.facet_match() if facets else None
+    terms = None
     if fmatch:
-        match = f"({match}) AND {fmatch}"
+        terms, match = match, f"({match}) AND {fmatch}"
         if filters.residual().is_empty():
             filters = Filters()
     if filters.is_empty():
-        return ranked_window(conn, fts, match, n)[0]
+        return ranked_window(conn, fts, match, n, terms)[0]
     where = filters.sql("e")
     memo: dict[int, bool] = {} if passed is None else passed
 
@@ -291,7 +347,7 @@ def fts_ids(
     #    as checking all, at a fraction of the cost when the filters are not selective)
     #    Every match of the window is fetched with its rank (BM25 costs per match of
     #    the window whatever the LIMIT), so step 2 need not rank these again.
-    window, floor = ranked_window(conn, fts, match, RANK_WINDOW + 1)
+    window, floor = ranked_window(conn, fts, match, RANK_WINDOW + 1, terms)
     if not window:  # no match at all: step 2 would find none either
         return []
     rows = window[:FILTER_DEPTH]
