@@ -12,14 +12,6 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite.ddl import SCHEMA_VERSION
 
 
-@pytest.fixture(scope="module")
-def corpus_conn(corpus_store):
-    home, _ = corpus_store
-    conn = sqlite_store.connect(home, readonly=True)
-    yield conn
-    conn.close()
-
-
 @pytest.fixture
 def notes_conn(store_home):
     conn = sqlite_store.connect(store_home)

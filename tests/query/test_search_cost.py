@@ -4,19 +4,14 @@ scan each posting list again), and the read-only connection maps the store."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from ctxkeep.query.search import Filters, search
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite.connection import READ_MMAP_BYTES
-
-
-@pytest.fixture(scope="module")
-def corpus_conn(corpus_store):
-    home, _ = corpus_store
-    conn = sqlite_store.connect(home, readonly=True)
-    yield conn
-    conn.close()
 
 
 def _statements(conn, fn) -> list[str]:
@@ -67,3 +62,27 @@ def test_readonly_connection_maps_the_store(corpus_store):
     finally:
         ro.close()
         rw.close()
+
+
+def test_a_search_process_imports_no_writer_module():
+    """``ctxkeep search`` imports the store's connection and lookups, not the modules
+    only writers use (names of ``ctxkeep.sinks.sqlite`` load on first use), and every
+    name the package lists still resolves."""
+    code = (
+        "import sys\n"
+        "from ctxkeep.cli import core\n"
+        "import ctxkeep.query.search\n"
+        "from ctxkeep.sinks import sqlite as s\n"
+        "s.connect, s.schema_version\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('ctxkeep.sinks.sqlite.'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "ctxkeep.sinks.sqlite.connection" in out and "ctxkeep.sinks.sqlite.lookup" in out
+    for writer in ("load", "status", "media", "runs", "sync_marks"):
+        assert f"ctxkeep.sinks.sqlite.{writer}" not in out
+    for name in sqlite_store.__all__:
+        assert getattr(sqlite_store, name) is not None
+    with pytest.raises(AttributeError):
+        sqlite_store.no_such_name  # noqa: B018

@@ -47,36 +47,20 @@ import importlib
 #: where each name of this package lives, imported on first use (PEP 562): a reader
 #: (``ctxkeep search``, ``stats``) imports ``connection`` and ``lookup`` only, not the
 #: load, status, media, runs and sync modules of the writers (~15 ms CPU of a 0.2 s
-#: ``ctxkeep search``)
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "ctxkeep.sinks.sqlite.connection": (
-        "CACHE_KIB",
-        "MIN_READ_VERSION",
-        "check_version",
-        "connect",
-        "ensure_schema",
-        "schema_version",
-        "sibling",
-        "write",
-    ),
-    "ctxkeep.sinks.sqlite.ddl": ("DDL", "SCHEMA_VERSION", "TITLE_WEIGHT"),
-    "ctxkeep.sinks.sqlite.fts": ("rebuild_fts_tables", "refresh_facets"),
-    "ctxkeep.sinks.sqlite.load": ("load_batch",),
-    "ctxkeep.sinks.sqlite.lookup": (
-        "content_text",
-        "existing_contents",
-        "existing_entry_ids",
-        "load_watermarks",
-        "quarantined_hashes",
-        "tombstoned",
-    ),
-    "ctxkeep.sinks.sqlite.media": ("StoredMedia", "media_for", "put_media"),
-    "ctxkeep.sinks.sqlite.runs": ("RunRecord", "recorded_run"),
-    "ctxkeep.sinks.sqlite.status": ("Applied", "EntryChanges", "Relocation", "StatusChange", "apply_changes"),
-    "ctxkeep.sinks.sqlite.sync_marks": ("analytics_behind", "mark_analytics_synced"),
-    "ctxkeep.timeutil": ("now_iso",),
+#: ``ctxkeep search``); module -> the names it gives this package, space-separated
+_EXPORTS: dict[str, str] = {
+    "ctxkeep.sinks.sqlite.connection": "CACHE_KIB MIN_READ_VERSION check_version connect ensure_schema schema_version sibling write",
+    "ctxkeep.sinks.sqlite.ddl": "DDL SCHEMA_VERSION TITLE_WEIGHT",
+    "ctxkeep.sinks.sqlite.fts": "rebuild_fts_tables refresh_facets",
+    "ctxkeep.sinks.sqlite.load": "load_batch",
+    "ctxkeep.sinks.sqlite.lookup": "content_text existing_contents existing_entry_ids load_watermarks quarantined_hashes tombstoned",
+    "ctxkeep.sinks.sqlite.media": "StoredMedia media_for put_media",
+    "ctxkeep.sinks.sqlite.runs": "RunRecord recorded_run",
+    "ctxkeep.sinks.sqlite.status": "Applied EntryChanges Relocation StatusChange apply_changes",
+    "ctxkeep.sinks.sqlite.sync_marks": "analytics_behind mark_analytics_synced",
+    "ctxkeep.timeutil": "now_iso",
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}
 
 
 def __getattr__(name: str):
@@ -86,10 +70,6 @@ def __getattr__(name: str):
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULE_OF))
 
 
 __all__ = sorted(_MODULE_OF)
