@@ -265,8 +265,8 @@ def _reference_fts_ids(conn, fts, match, filters, n, S):
     where, params = filters.sql("e")
     passes = (
         f"SELECT ch.chunk_id FROM chunks ch JOIN contents c ON c.content_id = ch.content_id "
-        f"WHERE ch.chunk_id IN ({{ids}}) AND EXISTS (SELECT 1 FROM entries e WHERE "
-        f"e.content_hash = c.content_hash AND {where})"
+        f"WHERE ch.chunk_id IN ({{ids}}) AND EXISTS (SELECT 1 FROM entry_rows e WHERE "
+        f"e.content_id = c.content_id AND {where})"
     )
     rows = conn.execute(ranked, (match, floor, S.FILTER_DEPTH)).fetchall()
     if rows:

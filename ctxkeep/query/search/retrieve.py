@@ -48,7 +48,10 @@ PREFIX_COMMON = 50
 #: first (closest to the term)
 VOCAB_EXPAND = 48
 #: the ``entries`` columns of an ``EntryRef``, in its field order
-_ENTRY_COLS = "e.entry_id, e.agent, e.session_id, e.project_dir, e.ts, e.role, e.kind, e.tool_name"
+_ENTRY_COLS = (
+    "e.entry_id, e.agent, e.session_id, (SELECT project_dir FROM projects WHERE project_id = e.project_id), "
+    "e.ts, e.role, e.kind, e.tool_name"
+)
 
 
 class Sql(NamedTuple):

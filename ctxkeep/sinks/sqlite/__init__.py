@@ -3,14 +3,18 @@
 Tables:
 
 - ``entry_rows``: one row per entry (``ddl.ENTRY_ROW_COLUMNS``: ``schema.STORED_COLUMNS``
-  with ``source_path`` as ``file_id`` into ``files(file_id, path)`` and ``content_hash``
-  as ``content_id`` into ``contents``; ``ts`` as ISO-8601 UTC text, ``is_sidechain``
-  0/1); ``rowid`` orders rows for the DuckDB sync;
-- ``entries``: the view of ``entry_rows`` with the ``STORED_COLUMNS`` (schema v9,
-  ``ddl.ENTRIES_VIEW``; writable through INSTEAD OF triggers);
+  and ``ingested_at`` with ``source_path`` as ``file_id`` into ``files(file_id, path)``,
+  ``content_hash`` as ``content_id`` into ``contents``, ``project_dir`` as
+  ``project_id`` into ``projects`` and ``ingested_at`` as ``ingest_id`` into
+  ``ingests`` (v10); ``ts`` as ISO-8601 UTC text, ``is_sidechain`` 0/1); ``rowid``
+  orders rows for the DuckDB sync;
+- ``entries``: the view of ``entry_rows`` with the ``STORED_COLUMNS`` and
+  ``ingested_at`` (schema v9, ``ddl.ENTRIES_VIEW``; writable through INSTEAD OF
+  triggers);
 - ``contents``: one row per distinct text (``content_hash``, ``bytes``,
-  ``token_estimate``, ``token_method``); the text itself lives in ``chunks``
-  (≤ 4 KiB each, concatenating back to the exact text);
+  ``token_estimate``, ``token_method``); the text itself lives in ``chunk_rows``
+  (≤ 4 KiB each, concatenating back to the exact text; a title found in the text is
+  stored as its span, v10), read through the view ``chunks`` (``ddl.CHUNKS_VIEW``);
 - ``fts_words``: FTS5 ``porter unicode61`` over ``chunks`` (columns ``title``, the
   chunk's first line or heading, ``text``, and ``facets``, the filter tokens of the
   entries holding the text, ``transforms.facets``; external content: the text is

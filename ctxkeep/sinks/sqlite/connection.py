@@ -58,10 +58,10 @@ WAL_LIMIT_BYTES = 64 * 1024 * 1024
 READ_MMAP_BYTES = 1 << 31
 #: busy timeout of every connection, milliseconds
 BUSY_TIMEOUT_MS = 30000
-#: the oldest schema a reader can search: v9, whose entries the search reads by file and
-#: content id (``entry_rows``); older stores are upgraded by the first writable open
-#: (``ctxkeep ingest``)
-MIN_READ_VERSION = 9
+#: the oldest schema a reader can search: v10, whose entries the search reads by file and
+#: content id (``entry_rows``, v9) and whose chunks through the ``chunks`` view (v10);
+#: older stores are upgraded by the first writable open (``ctxkeep ingest``)
+MIN_READ_VERSION = 10
 
 
 def _create_private(path: Path) -> None:
