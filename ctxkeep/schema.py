@@ -184,6 +184,10 @@ USAGE_ROW_COLUMNS = (
 #: ``contents``/``chunks`` once per content_hash; no ``USAGE_ONLY_COLUMNS``).
 STORED_COLUMNS = [c for c in _ENTRY_TYPES if c != "text" and c not in USAGE_ONLY_COLUMNS]
 
+#: ``ENTRY_SCHEMA``'s dtypes by name (``"String"``, ``"Int64"``, ``"Datetime[us,UTC]"``,
+#: ...), without importing Polars (DuckDB's DDL maps them, in the side process too)
+ENTRY_TYPE_NAMES: dict[str, str] = dict(_ENTRY_TYPES)
+
 
 def _polars(types: dict[str, str]) -> dict[str, pl.DataType]:
     import polars as pl

@@ -65,8 +65,10 @@ def compress(
     """Shrink oversized Claude Code and Codex session files; the store keeps what they drop."""
     from ctxkeep.pipeline import side_process
 
-    with side_process.started(prices=False) if (check or dry_run) else contextlib.nullcontext():
-        # the report counts tokens: the side process builds the BPE encoder meanwhile
+    # a dry run counts its files' texts: the side process builds the BPE encoder
+    # meanwhile. A check counts only the few texts its plans rewrite, at the end (the
+    # pure-Python BPE, ``tokens.count_here``): a process start would cost it more
+    with side_process.started(prices=False) if dry_run and not check else contextlib.nullcontext():
         _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json)
 
 

@@ -104,7 +104,9 @@ def ingest(
 
             as_flow = run_as_flow(h, prefect)
             # started before the engine's imports: it builds the BPE encoder meanwhile
-            with side_process.started():
+            # (and imports DuckDB when it will sync it: a small ingest)
+            small = p.pending_bytes <= side_process.SIDE_SYNC_MAX_BYTES
+            with side_process.started(analytics=small and not as_flow and not runner):
                 summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
         summary["held_back"] = held if held is not None else _held_back(h)
     except CtxkeepError as e:

@@ -1,8 +1,10 @@
-"""DuckDB (analytics) kept in step with SQLite: the closing sync of a run, and the
-background thread that appends each committed group during an ingest."""
+"""DuckDB (analytics) kept in step with SQLite: the closing sync of a run, the
+background thread that appends each committed group during an ingest, and a small
+ingest's sync in the side process."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from pathlib import Path
@@ -127,6 +129,62 @@ class AnalyticsSyncer:
         for c in (con, sq):
             if c is not None:
                 _close_quietly(c)
+
+
+class SideAnalytics:
+    """``AnalyticsSyncer``'s stand-in for a small ingest beside a side process
+    (``side_process.SIDE_SYNC_MAX_BYTES``): DuckDB is imported and opened in the side
+    process while the ingest runs (~0.4-0.6 s of CPU, then on the other core, not under
+    this process's GIL) and synced there from SQLite once, by ``finish`` (the closing
+    ``duckdb_store.sync``: the same rows the appends and closing sync give). When the
+    side process fails or is gone, ``finish`` syncs here (``sync_analytics`` through
+    ``conn``, the ingest's writable connection, which then records the marks itself:
+    ``marks`` stays None), so the note is that of a local sync."""
+
+    def __init__(self, home: Path, side, conn) -> None:
+        self.home = Path(home)
+        self._side = side
+        self._conn = conn
+        self._committed = False
+        self.note = ""
+        #: (entries rowid, status_log seq) DuckDB holds after the side process's sync
+        self.marks: tuple[int, int] | None = None
+        # opened there between the counts (``side_process._Idle``); asked from a thread:
+        # the reply comes once the side process has built its encoder
+        self._opening = threading.Thread(target=self._open, name="ctxkeep-analytics-open", daemon=True)
+        self._opening.start()
+
+    def _open(self) -> None:
+        try:
+            self._side.analytics_open(str(self.home))
+        except RuntimeError:
+            self._side = None  # finish syncs here
+
+    @property
+    def started(self) -> bool:
+        return self._committed
+
+    def on_commit(self, n: int, first_rowid: int | None = None, entries=None) -> None:
+        self._committed = True
+
+    def finish(self) -> str:
+        """The closing sync; '' when nothing was committed (the file is closed)."""
+        self._opening.join()
+        if not self._committed:
+            if self._side is not None:
+                with contextlib.suppress(RuntimeError):
+                    self._side.analytics_close(str(self.home))
+            return ""
+        if self._side is not None:
+            try:
+                r = self._side.analytics_sync(str(self.home))
+                self.marks = (r["entries_rowid"], r["status_seq"])
+                self.note = f"analytics: {r['entries_synced']} entries synced"
+                return self.note
+            except RuntimeError:
+                pass  # the side process closed the file (or is gone): sync here
+        self.note = sync_analytics(self._conn, self.home)
+        return self.note
 
 
 def _close_quietly(c) -> None:

@@ -25,7 +25,7 @@ import polars as pl
 from ctxkeep import config as cfgmod
 from ctxkeep.pipeline import readahead, reader_process, transform
 from ctxkeep.pipeline import writer as writer_mod
-from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
+from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, SideAnalytics, sync_analytics
 from ctxkeep.pipeline.plan import Part, Plan, Todo, pending_bytes, plan, split_parts
 from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.pipeline.summary import Summary
@@ -303,6 +303,17 @@ def ingest_file(
     }
 
 
+def _syncer(home: Path, conn, p: Plan):
+    """The run's DuckDB syncer: ``SideAnalytics`` for a small ingest beside a side
+    process (``side_process.SIDE_SYNC_MAX_BYTES``), else ``AnalyticsSyncer``."""
+    from ctxkeep.pipeline import side_process
+
+    side = side_process.current()
+    if side is not None and p.pending_bytes <= side_process.SIDE_SYNC_MAX_BYTES:
+        return SideAnalytics(home, side, conn)
+    return AnalyticsSyncer(home)
+
+
 def run_ingest(
     home: Path,
     *,
@@ -368,7 +379,7 @@ def _run_locked(
     with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict
         tombs = sqlite_store.tombstoned(conn)
-        syncer = AnalyticsSyncer(home)
+        syncer = _syncer(home, conn, p)
         try:
             r = ingest_files(
                 conn,

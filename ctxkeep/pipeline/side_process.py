@@ -7,19 +7,25 @@ CPU building tiktoken's ``o200k_base`` encoder (``transforms.tokens.encoding``; 
 importing genai-prices for the closing DuckDB sync (``transforms.cost``; its import
 pulls pydantic and httpx). Both are independent of what the ingest reads: the side
 process starts before the ingest imports Polars and DuckDB, builds the encoder while
-the ingest imports, plans and parses, then imports genai-prices while the ingest loads
-SQLite; the ingest asks it for the counts of its new texts and the prices of its usage
-rows. It runs the same code (``tokens.count_here``, ``cost.genai_rates``,
+the ingest imports, plans and parses, then imports genai-prices between the ingest's
+requests (``_Idle``); the ingest asks it for the counts of its new texts and the prices
+of its usage rows. It runs the same code (``tokens.count_here``, ``cost.genai_rates``,
 ``cost.genai_tiered``), so every count and price is the one the ingest would compute
 itself; when the process cannot start or dies, the ingest computes them itself
 (``tokens.use_counter`` and ``cost.use_remote`` fall back).
 
-The process is ``python -m ctxkeep.pipeline.side_process FD``: requests are pickles
+The process is ``python -m ctxkeep.pipeline.side_process FD PRICES ANALYTICS``
+(``prices``/``analytics`` or ``-``: what it prepares while idle): requests are pickles
 ``(op, args)`` on its stdin, replies ``("ok", value)`` or ``("err", text)`` pickles on
 the pipe ``FD`` (its own, as ``reader_process``'s: its stdout is the ingest's stderr).
-It imports no Polars, DuckDB or SQLite store and touches no file but the rank-table
-cache (``tokens.cached_ranks``). ``CTXKEEP_SIDE_PROCESS=0`` turns it off. ``compress --check`` and ``--dry-run`` use it too (their token
-figures), without the prices.
+It imports no Polars and touches no file but the rank-table cache
+(``tokens.cached_ranks``), except for a small ingest's DuckDB sync
+(``analytics_sync.SideAnalytics``): it then opens ``analytics.duckdb`` while the
+ingest runs and syncs it from a read-only SQLite connection at the end, so the
+ingest process never imports DuckDB and pyarrow. ``CTXKEEP_SIDE_PROCESS=0`` turns it
+off. ``compress --dry-run`` uses it too (its token figures), without the prices;
+``compress --check`` does not (it counts a few texts: ``tokens.count_here``'s
+pure-Python BPE is done before a side process would have built its encoder).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
@@ -37,6 +44,12 @@ from typing import BinaryIO
 
 #: ``CTXKEEP_SIDE_PROCESS=0``: count and price in the ingest process
 ENABLED = os.environ.get("CTXKEEP_SIDE_PROCESS", "1") != "0"
+#: an ingest of at most this many new bytes beside a side process syncs DuckDB there,
+#: once, from SQLite (``analytics_sync.SideAnalytics``): the ingest process then never
+#: imports DuckDB, pyarrow and numpy (~0.4-0.6 s of CPU under its GIL on a first
+#: ingest of the 12 MB corpus). Bigger ingests append each group from Arrow in a
+#: thread (``AnalyticsSyncer``): no re-read of SQLite, and DuckDB keeps pace.
+SIDE_SYNC_MAX_BYTES = 64 * 1024 * 1024
 
 
 class SideProcess:
@@ -46,8 +59,10 @@ class SideProcess:
     thread-safe). Each raises RuntimeError when the process failed or is gone (then it
     stays gone: the callers compute locally). Raises OSError when it cannot start."""
 
-    def __init__(self, prices: bool = True) -> None:
-        self._proc, self._replies = start_child("ctxkeep.pipeline.side_process", "prices" if prices else "-")
+    def __init__(self, prices: bool = True, analytics: bool = False) -> None:
+        self._proc, self._replies = start_child(
+            "ctxkeep.pipeline.side_process", "prices" if prices else "-", "analytics" if analytics else "-"
+        )
         self._lock = threading.Lock()
         self._dead = False
 
@@ -75,6 +90,22 @@ class SideProcess:
     def tiered(self, items: list[tuple]) -> list[float]:
         return self._ask("tiered", items)
 
+    def analytics_open(self, home: str) -> None:
+        """Start opening ``<home>/analytics.duckdb`` there (``duckdb_store.connect``, in
+        a thread of its own: the reply does not wait for it)."""
+        self._ask("analytics_open", home)
+
+    def analytics_sync(self, home: str) -> dict:
+        """The closing ``duckdb_store.sync`` of the store at ``home``, there, on the
+        connection ``analytics_open`` opened (then closed): ``{"entries_synced",
+        "entries_rowid", "status_seq"}``. Raises RuntimeError when it failed (the text
+        of the error) or the process is gone; the file is closed either way."""
+        return self._ask("analytics_sync", home)
+
+    def analytics_close(self, home: str) -> None:
+        """Close what ``analytics_open`` opened, without a sync."""
+        self._ask("analytics_close", home)
+
     def close(self) -> None:
         """End the process (EOF on its stdin; killed when it does not exit at once)."""
         with self._lock:
@@ -90,26 +121,40 @@ class SideProcess:
 
 
 @contextlib.contextmanager
-def started(prices: bool = True) -> Iterator[SideProcess | None]:
+def started(prices: bool = True, analytics: bool = False) -> Iterator[SideProcess | None]:
     """Start a side process and route ``tokens.estimate_tokens`` and genai-prices
     through it for the block (``tokens.use_counter``, ``cost.use_remote``); yields None
     (everything computed in this process) when it is turned off or cannot start.
     ``prices``: it imports genai-prices once the encoder is built, before any price is
-    asked for (False for work that prices nothing: ``compress --check``)."""
+    asked for (False for work that prices nothing: ``compress --dry-run``);
+    ``analytics``: it imports DuckDB and pyarrow too, for a small ingest's DuckDB sync
+    there (``SIDE_SYNC_MAX_BYTES``)."""
     from ctxkeep.transforms import cost, tokens
 
+    global _current
     side = None
     if ENABLED:
         with contextlib.suppress(OSError):
-            side = SideProcess(prices)
+            side = SideProcess(prices, analytics)
     if side is None:
         yield None
         return
+    before, _current = _current, side
     try:
         with tokens.use_counter(side.count), cost.use_remote(side):
             yield side
     finally:
+        _current = before
         side.close()
+
+
+#: the side process of the running ``started`` block, if any
+_current: SideProcess | None = None
+
+
+def current() -> SideProcess | None:
+    """The side process ``started`` runs now (None outside its block or when off)."""
+    return _current
 
 
 def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
@@ -150,24 +195,104 @@ def _warm_prices() -> None:
         data_snapshot.get_snapshot()
 
 
+class _Idle:
+    """Work the side process does while no request waits (``_main`` runs one step
+    between requests when its stdin has nothing to read: the ingest asks one request at
+    a time, so nothing waits in the read buffer then), never in a thread beside the
+    counts: their BPE calls give up the GIL once per text, and beside a thread that
+    imports they wait for it each time (a first corpus ingest's counts took ~0.2-0.4 s
+    longer beside the genai-prices import thread this replaced).
+
+    Steps: genai-prices' import (``prices``), DuckDB's and pyarrow's (``analytics``:
+    ``duckdb_store``, ~0.4-0.6 s of CPU), and opening ``analytics.duckdb`` for a small
+    ingest (``SideProcess.analytics_open``). ``analytics_sync`` runs the steps left,
+    then syncs from a read-only SQLite connection."""
+
+    def __init__(self, prices: bool, analytics: bool) -> None:
+        self.todo: list[tuple] = []
+        if analytics:
+            self.todo.append(("import", None))
+        if prices:
+            self.todo.append(("prices", None))
+        self._con: dict[str, object] = {}
+
+    def step(self) -> None:
+        kind, home = self.todo.pop(0)
+        if kind == "prices":
+            _warm_prices()
+        elif kind == "import":
+            with contextlib.suppress(Exception):  # the connect says what is wrong
+                from ctxkeep.sinks import duckdb as _  # noqa: F401
+        else:
+            try:
+                from ctxkeep.sinks import duckdb as duckdb_store
+
+                self._con[home] = duckdb_store.connect(Path(home))
+            except Exception as e:  # reported by the sync
+                self._con[home] = e
+
+    def open(self, home: str) -> None:
+        self.todo.append(("connect", home))
+
+    def _take(self, home: str):
+        while self.todo:
+            self.step()
+        got = self._con.pop(home)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def sync(self, home: str) -> dict:
+        from ctxkeep.sinks import duckdb as duckdb_store
+        from ctxkeep.sinks import sqlite as sqlite_store
+
+        con = self._take(home)
+        try:
+            sq = sqlite_store.connect(Path(home), readonly=True)
+            try:
+                r = duckdb_store.sync(sq, Path(home), con=con, usage=True)
+            finally:
+                sq.close()
+        finally:
+            con.close()
+        return {k: r[k] for k in ("entries_synced", "entries_rowid", "status_seq")}
+
+    def close(self, home: str) -> None:
+        self.todo = [t for t in self.todo if t != ("connect", home)]
+        got = self._con.pop(home, None)
+        if got is not None and not isinstance(got, Exception):
+            got.close()
+
+
+def _pending(inp) -> bool:
+    """True when a request is there to read on ``inp`` (its descriptor; see ``_Idle``)."""
+    return bool(select.select([inp], [], [], 0)[0])
+
+
 def _main() -> None:
-    """The side process: builds the encoder, imports genai-prices in a thread (when
-    ``sys.argv[2]`` is ``prices``), then answers requests until its stdin ends. Ctrl-C reaches the process group: it is
-    ignored here (the ingest ends the process)."""
+    """The side process: builds the encoder, then answers requests until its stdin
+    ends, doing its idle work (``_Idle``: ``sys.argv[2:]`` may hold ``prices`` and
+    ``analytics``) while none waits. Ctrl-C reaches the process group: it is ignored
+    here (the ingest ends the process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(int(sys.argv[1]), "wb")
     from ctxkeep.transforms import cost, tokens
 
     tokens.encoding()  # first: the counts are asked for first
-    if sys.argv[2:3] == ["prices"]:
-        threading.Thread(target=_warm_prices, daemon=True).start()
+    idle = _Idle(prices="prices" in sys.argv[2:], analytics="analytics" in sys.argv[2:])
     ops = {
         "count": tokens.count_here,
         "rates": lambda keys: [cost.genai_rates(*k) for k in keys],
         "tiered": lambda items: [cost.genai_tiered(*i) for i in items],
+        "analytics_open": idle.open,
+        "analytics_sync": idle.sync,
+        "analytics_close": idle.close,
     }
     inp = sys.stdin.buffer
     while True:
+        if idle.todo and not _pending(inp):
+            idle.step()
+            continue
         try:
             op, args = pickle.load(inp)
         except EOFError:

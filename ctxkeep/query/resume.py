@@ -137,11 +137,11 @@ def latest_session(conn: sqlite3.Connection, project_dir: str | None) -> str:
     """The session (not a sub-agent) with the newest entry, under ``project_dir`` (or
     anywhere when None). Raises UsageError when there is none."""
     where, args = "parent_session_id IS NULL AND agent <> 'note'", []
-    if project_dir:
+    if project_dir:  # by project id (v10): no lookup per entry
         sql, args = under_sql("project_dir", project_dir)
-        where += " AND " + sql
+        where += f" AND project_id IN (SELECT project_id FROM projects WHERE {sql})"
     r = conn.execute(
-        f"SELECT session_id FROM entries WHERE {where} AND ts IS NOT NULL ORDER BY ts DESC LIMIT 1", args
+        f"SELECT session_id FROM entry_rows WHERE {where} AND ts IS NOT NULL ORDER BY ts DESC LIMIT 1", args
     ).fetchone()
     if not r:
         raise NotFound(

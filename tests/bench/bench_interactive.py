@@ -37,8 +37,9 @@ alone ("own CPU": its critical path when the other core is free; ctxkeep runs as
 the CPU figures are the steadier ones. ``--side-off`` adds this checkout with
 ``CTXKEEP_SIDE_PROCESS=0`` (counts and prices in the ingest process), alternating too.
 
-Then the imports of a no-op ingest (``python -X importtime``): the biggest top-level
-modules, and whether Polars, DuckDB, Prefect, Rich or tiktoken were imported.
+Then the imports of a no-op ingest and of a first ingest's own process (``python -X
+importtime``): the biggest top-level modules, and whether Polars, DuckDB, Prefect, Rich,
+tiktoken or pyarrow were imported (a small first ingest syncs DuckDB in its side process).
 
 Usage::
 
@@ -132,8 +133,9 @@ def warm(tree: Path) -> int:
 
 
 def import_report(home: Path, store: Path) -> tuple[list[tuple[str, float]], list[str]]:
-    """A no-op ingest under ``-X importtime``: the 8 biggest top-level imports
-    (name, cumulative ms) and which of ``HEAVY`` were imported."""
+    """An ingest into ``store`` under ``-X importtime`` (a no-op when it holds the tree,
+    a first ingest when it is new): the 8 biggest top-level imports (name, cumulative
+    ms) and which of ``HEAVY`` were imported."""
     r = subprocess.run(
         [str(CTXKEEP.with_name("python")), "-X", "importtime", "-m", "ctxkeep", "ingest", "--json"],
         env=clean_env(HOME=str(home), CTXKEEP_HOME=str(store)),
@@ -335,6 +337,11 @@ def main() -> None:
 
         top, heavy = import_report(home, last)
         print("\nno-op ingest, biggest top-level imports (-X importtime, cumulative ms):")
+        for name, ms in top:
+            print(f"  {name:<40}{ms:>8.1f}")
+        print(f"  of {', '.join(HEAVY)}: imported {', '.join(heavy) or 'none'}")
+        top, heavy = import_report(home, work / "store-imports-first")
+        print("\nfirst ingest (the ingest process; its side process aside), biggest top-level imports:")
         for name, ms in top:
             print(f"  {name:<40}{ms:>8.1f}")
         print(f"  of {', '.join(HEAVY)}: imported {', '.join(heavy) or 'none'}")

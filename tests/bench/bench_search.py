@@ -257,16 +257,21 @@ class Side:
         self.proc.wait()
 
 
-def _process_times(checkout: Path, home: Path) -> list[float]:
+PROCESS_QUERIES = ("timeline filtering", "调研", "useTodos", '"command not found"')
+
+
+def _process_time(checkout: Path, home: Path, q: str) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, from ``wait4``) of one ``ctxkeep search
+    --json`` process."""
     exe = checkout / ".venv" / "bin" / "ctxkeep"
-    runs = []
-    for q in ("timeline filtering", "调研", "useTodos", '"command not found"'):
-        t0 = time.perf_counter()
-        subprocess.run(
-            [str(exe), "search", q, "--home", str(home), "--json"], check=True, stdout=subprocess.DEVNULL
-        )
-        runs.append(time.perf_counter() - t0)
-    return runs
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([str(exe), "search", q, "--home", str(home), "--json"], stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"error: `ctxkeep search {q!r}` exited {proc.returncode} ({checkout})")
+    return wall, ru.ru_utime + ru.ru_stime
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -276,6 +281,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--baseline-store", type=Path, help="the baseline's store (default: the same store)")
     ap.add_argument("--rounds", type=int, default=2, help="timed passes over the 200 queries")
     ap.add_argument("--no-relevance", action="store_true")
+    ap.add_argument(
+        "--process-rounds", type=int, default=3, help="passes over the 4 whole-process queries per side"
+    )
     a = ap.parse_args(argv)
     sides = [Side("this", ROOT, a.store)]
     if a.baseline:
@@ -348,10 +356,16 @@ def main(argv: list[str] | None = None) -> None:
     for s in sides:
         s.close()
     print()
-    for s in sides:
-        runs = _process_times(s.checkout, s.store)
+    runs: dict[str, list[tuple[float, float]]] = {s.name: [] for s in sides}
+    for rnd in range(a.process_rounds):  # the sides alternate, as the queries above
+        for i, q in enumerate(PROCESS_QUERIES):
+            for s in sides if (i + rnd) % 2 == 0 else sides[::-1]:
+                runs[s.name].append(_process_time(s.checkout, s.store, q))
+    for name in names:
+        wall, cpu_s = [r[0] for r in runs[name]], [r[1] for r in runs[name]]
         print(
-            f"whole process `ctxkeep search` ({s.name}, {len(runs)} runs): median {statistics.median(runs):.2f} s, max {max(runs):.2f} s"
+            f"whole process `ctxkeep search` ({name}, {len(wall)} runs): median {statistics.median(wall):.2f} s, "
+            f"max {max(wall):.2f} s; CPU median {statistics.median(cpu_s):.2f} s"
         )
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)

@@ -108,7 +108,7 @@ def test_entry_indexes_are_the_needed_ones_also_on_an_older_store(store_home):
     assert _indexes(conn) == {"entries_session", "entries_content", "entries_source"}
     assert conn.execute("PRAGMA cache_size").fetchone()[0] == -sqlite_store.CACHE_KIB
     # a store made before: its two unneeded indexes are dropped at the next open
-    conn.execute("CREATE INDEX entries_project ON entry_rows(project_dir)")
+    conn.execute("CREATE INDEX entries_project ON entry_rows(project_id)")
     conn.execute("CREATE INDEX entries_agent_kind ON entry_rows(agent, kind)")
     conn.close()
     conn = sqlite_store.connect(store_home)

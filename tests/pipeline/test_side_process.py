@@ -144,3 +144,99 @@ def test_turned_off_it_starts_nothing(monkeypatch):
     with side_process.started() as side:
         assert side is None
         assert tokens._counter is None and cost._remote is None
+
+
+def _analytics(home: Path) -> dict:
+    """Every DuckDB table's rows (sorted; ``machine`` and the views' SQL digest aside)."""
+    con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
+    try:
+        tables = [
+            t
+            for (t,) in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
+        out = {}
+        for t in tables:
+            cols = [
+                c
+                for (c,) in con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [t]
+                ).fetchall()
+                if c != "machine"
+            ]
+            where = " WHERE key <> 'model_sql'" if t == "meta" else ""
+            out[t] = con.execute(f"SELECT {', '.join(cols)} FROM {t}{where} ORDER BY ALL").fetchall()
+        return out
+    finally:
+        con.close()
+
+
+def _behind(home: Path) -> bool:
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        return sqlite_store.analytics_behind(conn)
+    finally:
+        conn.close()
+
+
+def _reference(tmp_path: Path):
+    """A corpus ingest without a side process (DuckDB appended from a thread here)."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    ctx = DiscoveryContext(home=CORPUS_HOME, env={})
+    ref = tmp_path / "ref"
+    return ctx, ref, pipeline.run_ingest(ref, ctx=ctx)
+
+
+def test_a_small_ingest_syncs_duckdb_in_the_side_process(tmp_path, monkeypatch):
+    ctx, ref, s_ref = _reference(tmp_path)
+    assert s_ref.bytes <= side_process.SIDE_SYNC_MAX_BYTES  # a small ingest
+
+    def broken(*a, **k):
+        raise AssertionError("DuckDB synced in the ingest process")
+
+    # this process cannot write DuckDB: whatever analytics.duckdb holds came from the
+    # side process (a local fallback would fail and say so in the note)
+    monkeypatch.setattr(duckdb_store, "sync", broken)
+    monkeypatch.setattr(duckdb_store, "append_entries", broken)
+    monkeypatch.setattr(duckdb_store, "connect", broken)
+    home = tmp_path / "side"
+    with side_process.started() as side:
+        assert side is not None
+        s = pipeline.run_ingest(home, ctx=ctx)
+    assert s.analytics == s_ref.analytics == f"analytics: {s.entries_new} entries synced"
+    monkeypatch.undo()
+    assert store_digest(home) == store_digest(ref)
+    got, want = _analytics(home), _analytics(ref)
+    assert len(got["entries"]) == s.entries_new > 0 and len(got["usage"]) > 0
+    assert got == want
+    assert not _behind(home)  # the side process's marks were recorded
+
+
+def test_a_side_process_that_dies_before_the_duckdb_sync_leaves_it_to_this_process(tmp_path, monkeypatch):
+    from ctxkeep.pipeline import analytics_sync
+
+    ctx, ref, s_ref = _reference(tmp_path)
+    opened = analytics_sync.SideAnalytics.on_commit
+    killed = []
+
+    def open_then_die(self, *a, **k):
+        opened(self, *a, **k)
+        if self._side is not None and self._side._proc.poll() is None:
+            self._side._proc.kill()  # DuckDB opened there, then the process is gone
+            self._side._proc.wait()
+            killed.append(True)
+
+    monkeypatch.setattr(analytics_sync.SideAnalytics, "on_commit", open_then_die)
+    home = tmp_path / "side"
+    with side_process.started() as side:
+        assert side is not None
+        s = pipeline.run_ingest(home, ctx=ctx)
+    assert killed  # the side process's sync was chosen, and it died
+    assert s.analytics == s_ref.analytics
+    assert store_digest(home) == store_digest(ref)
+    assert _analytics(home) == _analytics(ref)
+    assert not _behind(home)

@@ -157,7 +157,7 @@ def test_filtered_search_with_facets_equals_the_exact_check(corpus_store, monkey
     matches: list[str] = []
     window = retrieve.ranked_window
     monkeypatch.setattr(
-        retrieve, "ranked_window", lambda c, fts, m, n: matches.append(m) or window(c, fts, m, n)
+        retrieve, "ranked_window", lambda c, fts, m, n, t=None: matches.append(m) or window(c, fts, m, n, t)
     )
     with_facets = {
         (q, i): [h.entry_id for h in S.search(conn, q, filters=S.Filters(**f), limit=10).hits]
@@ -250,3 +250,38 @@ def test_reindex_drops_the_tokens_of_deleted_entries(store_home):
     )
     assert [h.session_id for h in S.search(conn, "zebrafish", filters=S.Filters(session="s2")).hits] == ["s2"]
     conn.close()
+
+
+def test_a_filtered_window_ranked_by_its_terms_alone_has_the_same_ranks(corpus_store, monkeypatch):
+    """``bm25()`` of ``(terms) AND facets : (…)`` equals ``bm25()`` of the terms on the
+    same rows (the facets column weighs 0): the window ranked either way holds the same
+    ``(chunk_id, rank)`` pairs, bit for bit, in the same order."""
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    compared = 0
+    for q in QUERIES:
+        for f in FILTERS:
+            filters = S.Filters(**f).validate()
+            fmatch = filters.facet_match()
+            for fts, terms in (("fts_words", S.words_match(q)), ("fts_grams", S.grams_match(q))):
+                if not (fmatch and terms):
+                    continue
+                full = f"({terms}) AND {fmatch}"
+                seen: list[str] = []
+                conn.set_trace_callback(seen.append)
+                by_terms = retrieve.ranked_window(conn, fts, full, 50, terms)
+                conn.set_trace_callback(None)
+                as_is = retrieve.ranked_window(conn, fts, full, 50)
+                assert by_terms == as_is, (q, f, fts)
+                ranked = [s for s in seen if "bm25(" in s]
+                if as_is[0]:  # ranked by the terms alone: no facet phrase in the ranked MATCH
+                    assert (
+                        len(ranked) == 1
+                        and "facets" not in ranked[0].split(" MATCH ")[1].split(" AND rowid")[0]
+                    )
+                    compared += 1
+                monkeypatch.setattr(retrieve, "TERMS_SPAN", 0)  # too many term matches: as it is
+                assert retrieve.ranked_window(conn, fts, full, 50, terms) == as_is
+                monkeypatch.undo()
+    conn.close()
+    assert compared >= 40

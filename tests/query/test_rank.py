@@ -193,6 +193,38 @@ def test_exact_list_holds_the_query_verbatim_across_title_and_whitespace():
     assert rank.exact_list([1, 2, 3], shown, ["see", "BD-q3fy"]) == [1]
 
 
+def test_exact_list_is_the_collapsed_text_holding_the_collapsed_query():
+    """Whitespace of any kind and length (tabs, newlines, NBSP, U+2028, the title's
+    newline) counts as one space, regex characters in the query are literal, a query
+    word may start or end inside a text word; nothing else matches."""
+    texts = [
+        "run\tnpm\u00a0install  now",
+        "npm\n\ninstall",
+        "xnpm installer",
+        "npminstall",
+        "npm-install",
+        "a.b (c+d)?",
+        "a.b  (c+d)?",
+        "axb (c+d)",
+        "end npm",
+        "npm\u2028install",
+        "NPM INSTALL",
+    ]
+    shown = {i: cand(i, text=t) for i, t in enumerate(texts)}
+    shown[99] = cand(99, title="npm", text="install here")
+    base = sorted(shown)
+    for q in (["npm", "install"], ["npm install"], ["a.b", "(c+d)?"], ["install"], ["end", "npm"]):
+        needle = " ".join(" ".join(q).lower().split())
+        want = [
+            cid
+            for cid in base
+            if needle in " ".join(f"{shown[cid].title}\n{shown[cid].text}".lower().split())
+        ]
+        assert rank.exact_list(base, shown, q) == want
+    assert rank.exact_list(base, shown, ["npm", "install"]) == [0, 1, 2, 9, 10, 99]
+    assert rank.exact_list(base, shown, ["a.b", "(c+d)?"]) == [5, 6]
+
+
 def test_tool_list_names_candidates_held_by_an_entry_of_that_tool():
     shown = {1: cand(1, entry(tool="Bash")), 2: cand(2, entry(), entry(tool="todowrite")), 3: cand(3)}
     assert rank.tool_list([3, 2, 1], shown, ["TodoWrite", "bash"]) == [2, 1]

@@ -45,7 +45,9 @@ def test_a_new_store_holds_exactly_the_registry(store_home):
             "file_id",
             "source_offset",
         ]
-        assert _objects(conn, "view") == {"entries"}
+        # v10: the session index without ts; the chunks are a view's too
+        assert [r[2] for r in conn.execute("PRAGMA index_info(entries_session)")] == ["session_id"]
+        assert _objects(conn, "view") == {"entries", "chunks"}
         assert _objects(conn, "trigger") == set(ddl.ENTRIES_TRIGGERS)
         assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
             ddl.SCHEMA_VERSION
@@ -62,7 +64,7 @@ def test_the_ddl_script_makes_the_same_objects_as_create_all():
     ddl.create_all(b)
     assert _user_tables(a) == _user_tables(b) == set(ddl.TABLES) | set(ddl.FTS_TABLES)
     assert _objects(a, "index") == _objects(b, "index") == set(ddl.INDEXES)
-    assert _objects(a, "view") == _objects(b, "view") == {"entries"}
+    assert _objects(a, "view") == _objects(b, "view") == {"entries", "chunks"}
 
 
 def test_no_permanent_table_is_created_outside_the_registry():

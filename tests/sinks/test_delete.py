@@ -202,3 +202,27 @@ def test_fts_words_columns(conn):
     bare = sqlite3.connect(":memory:")
     bare.execute("CREATE VIRTUAL TABLE fts_words USING fts5(text)")
     assert delete_store.fts_words_columns(bare) == ["text"]
+
+
+def test_a_purged_project_leaves_no_projects_row(conn):
+    # the project dir of the session, read through the view; other dirs stay
+    (pdir,) = conn.execute(
+        "SELECT DISTINCT project_dir FROM entries WHERE session_id=? AND project_dir IS NOT NULL", (SID,)
+    ).fetchone()
+    others = {r[0] for r in conn.execute("SELECT project_dir FROM projects")} - {pdir}
+    assert others and one(conn, "SELECT count(*) FROM projects WHERE project_dir=?", pdir) == 1
+    delete_store.select_project(conn, pdir)
+    with sqlite_store.write(conn):
+        delete_store.delete_selected(conn)
+    delete_store.drop_selection(conn)
+    assert one(conn, "SELECT count(*) FROM entries WHERE project_dir=?", pdir) == 0
+    assert {r[0] for r in conn.execute("SELECT project_dir FROM projects")} == {
+        r[0] for r in conn.execute("SELECT DISTINCT project_dir FROM entries WHERE project_dir IS NOT NULL")
+    }
+    assert one(conn, "SELECT count(*) FROM projects WHERE project_dir=?", pdir) == 0
+    # every load stamp left is one an entry holds
+    assert (
+        one(conn, "SELECT count(*) FROM ingests WHERE ingest_id NOT IN (SELECT ingest_id FROM entry_rows)")
+        == 0
+    )
+    fts_consistent(conn)

@@ -80,10 +80,10 @@ def test_a_v8_store_is_migrated_in_place_to_what_a_fresh_ingest_makes(corpus_sto
     try:
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         assert _pages(home) < v8_pages
-        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION == 9
+        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION == 10
         # same rows, same rowids (the DuckDB sync's mark), v8 columns through the view
         assert conn.execute(f"SELECT {_V8_COLS} FROM entries ORDER BY rowid").fetchall() == before
-        assert migrations.migrate(conn, 9) == []  # once
+        assert migrations.migrate(conn, 10) == []  # once
     finally:
         conn.close()
     assert _kind(home, "entries") == "view" and _kind(home, "entry_rows") == "table"
@@ -115,7 +115,7 @@ def test_the_upgrade_sorts_and_vacuums_on_disk_not_in_memory(corpus_store, tmp_p
     try:
         assert seen == [1]  # FILE while migrating (0 default, 2 MEMORY)
         assert conn.execute("PRAGMA temp_store").fetchall() == [(2,)]
-        assert sqlite_store.schema_version(conn) == 9
+        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)  # vacuumed
     finally:
         conn.close()

@@ -77,6 +77,16 @@ def test_shown_prefix_always_resolves_back_and_is_never_shorter_than_possible(id
             assert len(p) == max(len(best), min(MIN_SESSION_PREFIX, len(x)))
 
 
+def test_a_sub_agent_of_a_parent_whose_short_id_holds_a_slash_is_shown_as_a_plain_prefix():
+    # found by the property above: the parent 000// is shown as 000/, so its sub-agent
+    # 000///0 compacted to 000//0 read back as a prefix 000 (too short): not compacted
+    sessions = {"000//": None, "000///0": "000//"}
+    c = _mem_store(sessions)
+    shown = short_ids(list(sessions), sessions)
+    assert shown == short_session_ids(c, list(sessions)) == {"000//": "000/", "000///0": "000///"}
+    assert {x: resolve_session(c, p) for x, p in shown.items()} == {x: x for x in sessions}
+
+
 def test_exact_id_wins_over_longer_ids_and_a_parent_folds_its_sidechains():
     c = _mem_store(
         {

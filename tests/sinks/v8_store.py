@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS
+from tests.sinks.v9_store import as_v9
 
 _INT = {"source_offset", "text_bytes", "token_estimate", "is_sidechain", *USAGE_COLUMNS}
 #: the v8 DDL of ``entries`` (``ddl.py`` at schema v8)
@@ -26,8 +27,10 @@ V8_INDEXES = (
 
 
 def entries_as_v8(c: sqlite3.Connection) -> None:
-    """Turn the v9 ``entry_rows`` / ``files`` / view of ``c`` into the v8 ``entries``
-    table with the same rows and rowids, and mark the store v8 (the caller commits)."""
+    """Turn the v10 store of ``c`` into v9 (``v9_store.as_v9``), then its
+    ``entry_rows`` / ``files`` / view into the v8 ``entries`` table with the same rows
+    and rowids, and mark the store v8 (the caller commits)."""
+    as_v9(c)
     cols = ", ".join(["rowid", *STORED_COLUMNS, "ingested_at"])
     c.execute(V8_ENTRIES.replace("CREATE TABLE entries(", "CREATE TABLE entries_v8(", 1))
     c.execute(f"INSERT INTO entries_v8({cols}) SELECT {cols} FROM entries")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import corpus
 from ctxkeep.transforms import tokens
 
@@ -34,6 +36,7 @@ def test_heuristic_is_cjk_aware():
 
 def test_fallback_when_bpe_unavailable(monkeypatch):
     monkeypatch.setattr(tokens, "encoding", lambda: None)
+    monkeypatch.setattr(tokens, "_pure_encoding", lambda: None)
     assert tokens.estimate_tokens(["abcdefgh", "这个字段"]) == ([2, 4], ["heuristic", "heuristic"])
 
 
@@ -105,3 +108,69 @@ def test_corrupt_or_unwritable_cache_falls_back_to_the_data_file(tmp_path):
     blocked.write_text("not a dir")
     assert tokens.cached_ranks(data, blocked) == good  # cannot write: not cached, same ranks
     assert not list(tmp_path.glob("**/*.tmp"))
+
+
+def _claude_texts() -> list[str]:
+    """The message texts of a real Claude Code session file (prose, code, tool output)."""
+    import json
+
+    raw = corpus(".claude/projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
+    out = []
+    for line in raw.read_text().splitlines():
+        content = (json.loads(line).get("message") or {}).get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out += [b.get("text") or str(b.get("content") or "") for b in content if isinstance(b, dict)]
+    return [t for t in out if t]
+
+
+def test_pure_python_bpe_counts_exactly_as_tiktoken():
+    # puretiktoken on the cached rank table (the small-list path of count_here) against
+    # tiktoken's encoder, text by text: whole texts and the windows of sampled ones
+    texts = _corpus_texts() + _claude_texts()
+    assert len(texts) > 300 and any(len(t) > tokens.BPE_FULL_CHARS for t in texts)
+    pure, native = tokens._pure_encoding(), tokens.encoding()
+    assert pure is not None and pure.encode_ordinary("hello world") == [24912, 2375]
+    assert [pure.encode_ordinary(t) for t in texts] == [native.encode_ordinary(t) for t in texts]
+    assert tokens._count(pure.encode_ordinary, texts) == tokens._count(native.encode_ordinary, texts)
+
+
+def test_small_lists_are_counted_without_building_tiktoken(monkeypatch):
+    from functools import lru_cache
+
+    want = tokens._count(tokens.encoding().encode_ordinary, _corpus_texts())
+    # a process that has not built tiktoken's encoder yet
+    unbuilt = lru_cache(maxsize=1)(tokens._encoding.__wrapped__)
+    monkeypatch.setattr(tokens, "_encoding", unbuilt)
+    monkeypatch.setattr(tokens, "_pure_chars", 0)
+    small = _corpus_texts()[:40] + ["字段", ""]
+    assert tokens._bpe_chars(small) <= tokens.PURE_MAX_CHARS
+    assert tokens.count_here(small) == tokens._count(tokens._pure_encoding().encode_ordinary, small)
+    assert tokens.count_here(small)[0][:40] == want[0][:40]
+    assert unbuilt.cache_info().currsize == 0  # counted by the pure-Python BPE
+    assert tokens._pure_chars == 2 * tokens._bpe_chars(small)
+    big = _corpus_texts() * 8
+    assert tokens._bpe_chars(big) > tokens.PURE_MAX_CHARS
+    counts, methods = tokens.count_here(big)
+    assert unbuilt.cache_info().currsize == 1  # tiktoken's encoder, built for the big list
+    assert (counts[: len(want[0])], methods[: len(want[1])]) == want
+    # once built, it counts small lists too (one encoder per process from then on)
+    monkeypatch.setattr(tokens, "_pure_encoding", lambda: pytest.fail("the pure BPE after tiktoken's"))
+    assert tokens.count_here(small)[0][:40] == want[0][:40]
+
+
+def test_pure_python_bpe_counts_at_most_its_budget_per_process(monkeypatch):
+    from functools import lru_cache
+
+    unbuilt = lru_cache(maxsize=1)(tokens._encoding.__wrapped__)
+    monkeypatch.setattr(tokens, "_encoding", unbuilt)
+    monkeypatch.setattr(tokens, "_pure_chars", 0)
+    small = _corpus_texts()[:40]
+    each = tokens._bpe_chars(small)
+    rounds = tokens.PURE_MAX_CHARS // each
+    for _ in range(rounds):  # many small lists: the pure BPE until its budget is spent
+        tokens.count_here(small)
+    assert unbuilt.cache_info().currsize == 0
+    tokens.count_here(small)  # this one would exceed it: tiktoken's encoder from now on
+    assert unbuilt.cache_info().currsize == 1 and tokens._pure_chars == rounds * each

@@ -121,7 +121,7 @@ class Filters:
         return Filters(status=self.status, since=self.since, until=self.until)
 
     def sql(self, alias: str = "e") -> tuple[str, list]:
-        """A WHERE fragment over ``entries AS alias`` and its parameters."""
+        """A WHERE fragment over ``entry_rows AS alias`` and its parameters."""
         conds, params = [], []
         for col, val in (
             ("agent", self.agent),
@@ -139,8 +139,8 @@ class Filters:
             conds.append(f"lower({alias}.tool_name) IN ({','.join('?' * len(tools))})")
             params += [t.lower() for t in tools]
         if self.project:
-            under, under_params = under_sql(f"{alias}.project_dir", self.project)
-            conds.append(under)
+            under, under_params = under_sql("project_dir", self.project)  # v10: by project id
+            conds.append(f"{alias}.project_id IN (SELECT project_id FROM projects WHERE {under})")
             params += under_params
         if self.since:
             conds.append(f"{alias}.ts >= ?")

@@ -135,12 +135,14 @@ def exact_list(base: list[int], shown: dict[int, Candidate], ts: list[str]) -> l
     """The ``exact`` list: the candidates of ``base`` (in its order) whose shown chunk
     (title, newline, text) holds the query terms ``ts`` verbatim, space-joined,
     case-insensitive, whitespace collapsed (hyphenated ids, paths, error messages)."""
-    needle = " ".join(" ".join(ts).lower().split())
-    if not needle:
+    words = " ".join(ts).lower().split()
+    if not words:
         return []
-    return [
-        cid for cid in base if needle in " ".join(f"{shown[cid].title}\n{shown[cid].text}".lower().split())
-    ]
+    # "w1 w2" is in the whitespace-collapsed text exactly when w1, a run of whitespace
+    # (``\s``: the characters ``str.split`` cuts at) and w2 are in the lower-cased text:
+    # no split and join of every candidate's chunk
+    needle = re.compile(r"\s+".join(map(re.escape, words)))
+    return [cid for cid in base if needle.search(f"{shown[cid].title}\n{shown[cid].text}".lower())]
 
 
 def tool_list(base: list[int], shown: dict[int, Candidate], ts: list[str]) -> list[int]:

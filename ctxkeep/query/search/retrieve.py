@@ -34,6 +34,11 @@ FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
 RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
 FILTER_SCAN = 5000  # matches checked against selective filters, newest first
 FILTER_RANK = 200  # of those that pass, the newest ranked by BM25
+#: a filtered window is ranked by its terms alone when they match fewer rows than
+#: this within its span (``_ranked_by_terms``). 2 GB store, 200 queries x 3, one
+#: process, alternating: CPU sum / p95 0 (never) 6,962 ms / 30.6, 2,001 6,890 / 30.4,
+#: 16,000 6,679 / 27.9, 64,000 6,782 / 28.4, unbounded 6,926 / 28.2
+TERMS_SPAN = 16000
 #: entries of one text loaded per candidate (the newest that pass the filters): a
 #: stock text held by thousands of entries must not load them all
 ENTRIES_PER_HIT = 8
@@ -43,7 +48,10 @@ PREFIX_COMMON = 50
 #: first (closest to the term)
 VOCAB_EXPAND = 48
 #: the ``entries`` columns of an ``EntryRef``, in its field order
-_ENTRY_COLS = "e.entry_id, e.agent, e.session_id, e.project_dir, e.ts, e.role, e.kind, e.tool_name"
+_ENTRY_COLS = (
+    "e.entry_id, e.agent, e.session_id, (SELECT project_dir FROM projects WHERE project_id = e.project_id), "
+    "e.ts, e.role, e.kind, e.tool_name"
+)
 
 
 class Sql(NamedTuple):
@@ -82,10 +90,14 @@ def _marks(n: int) -> str:
 
 
 def window_floor_sql(fts: str, match: str) -> Sql:
-    """The rowid of the ``RANK_WINDOW``-th newest match of ``match`` in ``fts``."""
+    """One row ``(count, floor)``: the number of matches of ``match`` in ``fts``,
+    counted up to ``RANK_WINDOW`` + 1, and the rowid of the oldest of them (the
+    ``RANK_WINDOW`` + 1-th newest match when there are more than ``RANK_WINDOW``;
+    NULL when there is none)."""
     return Sql(
-        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match, RANK_WINDOW),
+        f"SELECT count(*), min(rowid) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? "
+        f"ORDER BY rowid DESC LIMIT ?)",
+        (match, RANK_WINDOW + 1),
     )
 
 
@@ -109,6 +121,35 @@ def rank_expr(fts: str) -> str:
     newest first with its ranks and sorting in Python, 1,243 ms. Weights beyond an
     older store's columns are ignored by FTS5."""
     return FTS_RANKS[fts].replace("bm25(", f"bm25({fts}, ", 1)
+
+
+def window_ids_sql(fts: str, match: str) -> Sql:
+    """The rowids of the ``RANK_WINDOW`` + 1 newest matches of ``match``, newest first
+    (the window and its floor, as ``window_floor_sql`` counts them)."""
+    return Sql(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?", (match, RANK_WINDOW + 1)
+    )
+
+
+def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
+    """The ``n`` best ``(rowid, rank)`` of the matches of ``match`` among ``ids``
+    (sorted ascending), as ``ranked_sql`` orders them. ``+rowid IN`` is tested before
+    the rank is computed (``rank_of_sql``); the scan covers the matches between the
+    first and last id."""
+    return Sql(
+        f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+        f"AND +rowid IN ({_marks(len(ids))}) ORDER BY r, rowid DESC LIMIT ?",
+        (match, ids[0], ids[-1], *ids, n),
+    )
+
+
+def span_count_sql(fts: str, match: str, lo: int, hi: int) -> Sql:
+    """The number of matches of ``match`` with rowids ``lo`` … ``hi``, counted up to
+    ``TERMS_SPAN``."""
+    return Sql(
+        f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?)",
+        (match, lo, hi, TERMS_SPAN),
+    )
 
 
 def newest_sql(fts: str, match: str, n: int) -> Sql:
@@ -228,15 +269,53 @@ def symbols_table(conn: sqlite3.Connection) -> str:
 
 
 def ranked_window(
-    conn: sqlite3.Connection, fts: str, match: str, n: int
+    conn: sqlite3.Connection, fts: str, match: str, n: int, terms: str | None = None
 ) -> tuple[list[tuple[int, float]], int]:
     """The ``n`` best ``(chunk_id, rank)`` among the ``RANK_WINDOW`` newest matches of
     ``match`` (``ranked_sql``), and the window floor: the chunk id of the next older
     match, 0 when there is none (``window_floor_sql``). BM25 costs per match, so a
     very common term is ranked among its newest matches only; counting down the rowids
-    to the floor is cheap."""
-    r = conn.execute(*window_floor_sql(fts, match)).fetchone()
-    floor = r[0] if r else 0
+    to the floor is cheap. A MATCH without any match is not run a second time: that
+    pass would walk the same posting lists again (112 of 304 lists of the bench's 200
+    queries, 2 GB store: 166 ms CPU of 2.7 s).
+
+    ``terms``: ``match`` without its facet filters (``match`` is ``(terms) AND
+    facets : (…)``), given by ``fts_ids``; see ``_ranked_by_terms``."""
+    if terms is not None:
+        return _ranked_by_terms(conn, fts, match, terms, n)
+    count, oldest = conn.execute(*window_floor_sql(fts, match)).fetchone()
+    if not count:
+        return [], 0
+    floor = oldest if count > RANK_WINDOW else 0
+    return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
+
+
+def _ranked_by_terms(
+    conn: sqlite3.Connection, fts: str, match: str, terms: str, n: int
+) -> tuple[list[tuple[int, float]], int]:
+    """``ranked_window`` of a filtered ``match`` (``(terms) AND facets : (…)``), the
+    window ranked by ``terms`` alone when they match few rows within its span.
+
+    FTS5's ``bm25()`` first counts, for each phrase of the MATCH, the rows holding it
+    in the whole table (its IDF): a walk of every facet token's posting list, which
+    holds a large share of all chunks (``codex``, ``message``) - ~10-15 ms each on a 2 GB
+    store. The facets column weighs 0 (``ddl.FTS_RANKS``) and facet phrases come after
+    the terms, so ranking the window's rows by ``terms`` gives the same values, bit for
+    bit (each facet phrase adds 0.0; row sizes, average and the terms' IDF are the
+    table's). That ranking walks the matches of ``terms`` between the window's oldest
+    and newest row, so it is used only when they are fewer than ``TERMS_SPAN`` (counted
+    first, up to that many); otherwise (terms more common than the filter: ``exit code``
+    among messages, 60 ms instead of 34) ``match`` is ranked as it is. 2 GB store:
+    ``"step by step"`` for codex 32 -> 12 ms, ``requirements`` for codex tool results
+    34 -> 9 ms."""
+    ids = [r[0] for r in conn.execute(*window_ids_sql(fts, match))]
+    if not ids:
+        return [], 0
+    floor = ids[-1] if len(ids) > RANK_WINDOW else 0
+    window = ids[:RANK_WINDOW]
+    window.reverse()  # ascending
+    if conn.execute(*span_count_sql(fts, terms, window[0], window[-1])).fetchone()[0] < TERMS_SPAN:
+        return conn.execute(*ranked_ids_sql(fts, terms, window, n)).fetchall(), floor
     return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
 
 
@@ -260,12 +339,13 @@ def fts_ids(
     the filter check (~10 µs a chunk) is the main cost of a filtered search.
     Raises ``sqlite3.OperationalError`` when FTS5 cannot parse ``match``."""
     fmatch = filters.facet_match() if facets else None
+    terms = None
     if fmatch:
-        match = f"({match}) AND {fmatch}"
+        terms, match = match, f"({match}) AND {fmatch}"
         if filters.residual().is_empty():
             filters = Filters()
     if filters.is_empty():
-        return ranked_window(conn, fts, match, n)[0]
+        return ranked_window(conn, fts, match, n, terms)[0]
     where = filters.sql("e")
     memo: dict[int, bool] = {} if passed is None else passed
 
@@ -283,7 +363,9 @@ def fts_ids(
     #    as checking all, at a fraction of the cost when the filters are not selective)
     #    Every match of the window is fetched with its rank (BM25 costs per match of
     #    the window whatever the LIMIT), so step 2 need not rank these again.
-    window, floor = ranked_window(conn, fts, match, RANK_WINDOW + 1)
+    window, floor = ranked_window(conn, fts, match, RANK_WINDOW + 1, terms)
+    if not window:  # no match at all: step 2 would find none either
+        return []
     rows = window[:FILTER_DEPTH]
     if rows:
         kept, i, step = [], 0, 64

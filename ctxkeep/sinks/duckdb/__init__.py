@@ -24,7 +24,13 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ctxkeep.schema import CACHE_SPLIT_COLUMNS, ENTRY_SCHEMA, STORED_COLUMNS, USAGE_COLUMNS, USAGE_ROW_COLUMNS
+from ctxkeep.schema import (
+    CACHE_SPLIT_COLUMNS,
+    ENTRY_TYPE_NAMES,
+    STORED_COLUMNS,
+    USAGE_COLUMNS,
+    USAGE_ROW_COLUMNS,
+)
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
 
 SYNC_ROWS = 200_000
@@ -33,10 +39,10 @@ _DUCK_TYPES = {"String": "VARCHAR", "Int64": "BIGINT", "Int32": "INTEGER", "Bool
 
 
 def _duck_type(col: str) -> str:
-    t = ENTRY_SCHEMA[col]
     if col == "ts":
         return "TIMESTAMPTZ"
-    return _DUCK_TYPES.get(type(t).__name__ if not isinstance(t, type) else t.__name__, "VARCHAR")
+    # by the dtype's name: no Polars import (the side process syncs DuckDB without it)
+    return _DUCK_TYPES.get(ENTRY_TYPE_NAMES[col], "VARCHAR")
 
 
 #: the model's version: an analytics file made by an older one has its derived tables

@@ -49,12 +49,19 @@ WAL_CHECKPOINT_BYTES = 64 * 1024 * 1024
 #: the WAL file is truncated to this after a checkpoint (``PRAGMA
 #: journal_size_limit``, bytes), so a big load does not leave it at its peak size
 WAL_LIMIT_BYTES = 64 * 1024 * 1024
+#: bytes of the store a read-only connection maps into memory (``PRAGMA mmap_size``;
+#: SQLite caps it at its ``SQLITE_MAX_MMAP_SIZE``, 2 GiB in the usual builds, and reads
+#: the rest as usual): pages are read from the OS page cache without a copy or a
+#: syscall each. 2 GB store, the bench's 200 queries x 3 rounds in one process,
+#: alternating connections: CPU 6.5 -> 5.9 s, p95 29.5 -> 25.9 ms (load 8). The pages
+#: touched count in the reader's RSS as shared file pages, which the OS can drop.
+READ_MMAP_BYTES = 1 << 31
 #: busy timeout of every connection, milliseconds
 BUSY_TIMEOUT_MS = 30000
-#: the oldest schema a reader can search: v9, whose entries the search reads by file and
-#: content id (``entry_rows``); older stores are upgraded by the first writable open
-#: (``ctxkeep ingest``)
-MIN_READ_VERSION = 9
+#: the oldest schema a reader can search: v10, whose entries the search reads by file and
+#: content id (``entry_rows``, v9) and whose chunks through the ``chunks`` view (v10);
+#: older stores are upgraded by the first writable open (``ctxkeep ingest``)
+MIN_READ_VERSION = 10
 
 
 def _create_private(path: Path) -> None:
@@ -106,6 +113,7 @@ def connect(home: Path, *, readonly: bool = False) -> sqlite3.Connection:
                 store_safety.write_id_file(Path(home), store_id, created)
             else:
                 check_version(conn, readonly=True)
+                conn.execute(f"PRAGMA mmap_size={READ_MMAP_BYTES}")
         except BaseException:
             conn.close()
             raise

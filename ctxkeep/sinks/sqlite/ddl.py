@@ -27,9 +27,13 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: ``fts_symbols`` (``fts_grams`` is as in v6 again: its BM25 statistics without them);
 #: v9: the entries are stored in ``entry_rows`` with the source path as ``file_id`` (into
 #: ``files``) and the text as ``content_id`` (into ``contents``); ``entries`` is a view
-#: with the columns of v8 (``ENTRY_ROW_COLUMNS``, ``ENTRIES_VIEW``).
+#: with the columns of v8 (``ENTRY_ROW_COLUMNS``, ``ENTRIES_VIEW``); v10: ``project_dir``
+#: and ``ingested_at`` are stored as ``project_id`` and ``ingest_id`` (into ``projects``
+#: and ``ingests``), ``entries_session`` is on the session id
+#: alone, and the chunks are stored in ``chunk_rows`` with a title found in the text as
+#: its span (``title_stored``); ``chunks`` is a view with the v9 columns (``CHUNKS_VIEW``).
 #: Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -42,23 +46,71 @@ _ENTRY_DDL_TYPES = {
 #: entry columns stored as an integer id (v9): ``source_path`` → ``files.file_id``,
 #: ``content_hash`` → ``contents.content_id`` (104 and 64 bytes per row as text, in the
 #: table and in ``entries_source`` / ``entries_content``; ~0.15x of the raw JSONL)
-STORED_AS_ID = {"source_path": "file_id", "content_hash": "content_id"}
-#: the columns of ``entry_rows`` after its ``rowid``, in ``STORED_COLUMNS`` order, then
-#: ``ingested_at``
-ENTRY_ROW_COLUMNS = [*(STORED_AS_ID.get(c, c) for c in STORED_COLUMNS), "ingested_at"]
+#: (v10) ``project_dir`` → ``projects.project_id`` and ``ingested_at`` →
+#: ``ingests.ingest_id`` (21 directories and 20 load stamps for 97,941 entries of the 200
+#: MB bench tree: 33 and 27 bytes per row as text, 1-3 as an id)
+STORED_AS_ID = {
+    "source_path": "file_id",
+    "content_hash": "content_id",
+    "project_dir": "project_id",
+    "ingested_at": "ingest_id",
+}
+#: (v10) the table of values of each id column that is not ``content_id`` (whose table,
+#: ``contents``, holds more than the hash): ``(table, value column)``
+ID_TABLES = {
+    "file_id": ("files", "path"),
+    "project_id": ("projects", "project_dir"),
+    "ingest_id": ("ingests", "ingested_at"),
+}
+#: the columns of the ``entries`` view after its ``rowid``
+VIEW_COLUMNS = [*STORED_COLUMNS, "ingested_at"]
+#: the columns of ``entry_rows`` after its ``rowid``, in ``VIEW_COLUMNS`` order
+ENTRY_ROW_COLUMNS = [STORED_AS_ID.get(c, c) for c in VIEW_COLUMNS]
 _ENTRY_COLUMNS = ", ".join(
     f"{c} {'INTEGER' if c in STORED_AS_ID.values() else _ENTRY_DDL_TYPES.get(c, 'TEXT')}"
     + (" NOT NULL UNIQUE" if c == "entry_id" else "")
     for c in ENTRY_ROW_COLUMNS
 )
-#: what each column of the ``entries`` view is, over ``entry_rows e``: the two looked
+#: what each column of the ``entries`` view is, over ``entry_rows e``: those looked
 #: up by id are scalar subqueries, which SQLite evaluates only for a query that reads
 #: the column (LEFT JOINs were evaluated for every row of an aggregate: ``count(*)``
 #: 442 ms instead of 1 ms on the 200 MB store)
 _VIEW_EXPR = {
-    "source_path": "(SELECT path FROM files WHERE file_id = e.file_id)",
+    **{
+        c: f"(SELECT {ID_TABLES[i][1]} FROM {ID_TABLES[i][0]} WHERE {i} = e.{i})"
+        for c, i in STORED_AS_ID.items()
+        if i in ID_TABLES
+    },
     "content_hash": "(SELECT content_hash FROM contents WHERE content_id = e.content_id)",
 }
+
+#: (v10) ``chunk_rows.title`` holds a title found in its chunk's text as an integer span,
+#: ``(start << 8) | length`` in characters (a title is at most
+#: ``transforms.chunk.TITLE_MAX_CHARS`` = 200 < 256 characters): 32,352 of 41,405 titles
+#: of the 200 MB bench tree, 4.2 MB of text; any other title (a tool name before it, or
+#: none) as text. ``title_stored(t, x)`` is the SQL value stored for title ``t`` of text
+#: ``x`` (the span only when SQLite's own ``substr`` gives the title back);
+#: ``TITLE_OF_ROW`` the title of a ``chunk_rows`` row.
+TITLE_SPAN_BITS = 8
+
+
+def title_stored(t: str, x: str) -> str:
+    """The SQL expression stored in ``chunk_rows.title`` for title ``t`` and chunk text
+    ``x`` (two SQL expressions, e.g. ``?4``, ``c.title``): the span of ``t``'s first
+    occurrence in ``x`` when ``t`` is 1-255 characters and ``substr`` gives it back
+    exactly, else ``t``."""
+    at = f"instr({x}, {t})"
+    return (
+        f"CASE WHEN length({t}) BETWEEN 1 AND {(1 << TITLE_SPAN_BITS) - 1} AND {at} > 0 "
+        f"AND substr({x}, {at}, length({t})) = {t} "
+        f"THEN (({at} - 1) << {TITLE_SPAN_BITS}) | length({t}) ELSE {t} END"
+    )
+
+
+TITLE_OF_ROW = (
+    "CASE WHEN typeof(title) = 'integer' THEN "
+    f"substr(text, (title >> {TITLE_SPAN_BITS}) + 1, title & {(1 << TITLE_SPAN_BITS) - 1}) ELSE title END"
+)
 
 TABLES: dict[str, str] = {
     "meta": "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)",
@@ -66,6 +118,10 @@ TABLES: dict[str, str] = {
     "entry_rows": f"CREATE TABLE IF NOT EXISTS entry_rows(\n  rowid INTEGER PRIMARY KEY,\n  {_ENTRY_COLUMNS}\n)",
     # the session files entries were read from, once each (``entry_rows.file_id``)
     "files": "CREATE TABLE IF NOT EXISTS files(file_id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
+    # the project directories of entries, once each (``entry_rows.project_id``; v10)
+    "projects": "CREATE TABLE IF NOT EXISTS projects(project_id INTEGER PRIMARY KEY, project_dir TEXT NOT NULL UNIQUE)",
+    # the stamps entries were loaded at, once each (``entry_rows.ingest_id``; v10)
+    "ingests": "CREATE TABLE IF NOT EXISTS ingests(ingest_id INTEGER PRIMARY KEY, ingested_at TEXT NOT NULL UNIQUE)",
     "contents": """CREATE TABLE IF NOT EXISTS contents(
   content_id INTEGER PRIMARY KEY,
   content_hash TEXT NOT NULL UNIQUE,
@@ -73,11 +129,13 @@ TABLES: dict[str, str] = {
   token_estimate INTEGER,
   token_method TEXT
 )""",
-    "chunks": """CREATE TABLE IF NOT EXISTS chunks(
+    # the chunks (v10; before: the table ``chunks``, now a view over this one). ``title``
+    # has no type: a span (integer) or a text, kept as given (``TITLE_OF_ROW``)
+    "chunk_rows": """CREATE TABLE IF NOT EXISTS chunk_rows(
   chunk_id INTEGER PRIMARY KEY,
   content_id INTEGER NOT NULL,
   seq INTEGER NOT NULL,
-  title TEXT NOT NULL DEFAULT '',
+  title NOT NULL DEFAULT '',
   text TEXT NOT NULL,
   facets TEXT NOT NULL DEFAULT ''
 )""",
@@ -155,20 +213,28 @@ FTS_TABLES: dict[str, str] = {
 #: too (``ENTRIES_TRIGGERS``), for the odd statement that is not on a hot path.
 ENTRIES_VIEW = (
     "CREATE VIEW IF NOT EXISTS entries AS SELECT e.rowid AS rowid, "
-    + ", ".join(f"{_VIEW_EXPR.get(c, 'e.' + c)} AS {c}" for c in [*STORED_COLUMNS, "ingested_at"])
+    + ", ".join(f"{_VIEW_EXPR.get(c, 'e.' + c)} AS {c}" for c in VIEW_COLUMNS)
     + " FROM entry_rows e"
 )
+#: ``chunks``: the chunks with the columns of the v9 table, titles as text (v10), for
+#: every reader and as ``fts_words``' external content. Writers write ``chunk_rows``.
+CHUNKS_VIEW = (
+    "CREATE VIEW IF NOT EXISTS chunks AS SELECT chunk_id, content_id, seq, "
+    f"{TITLE_OF_ROW} AS title, text, facets FROM chunk_rows"
+)
 
-_FILE_OF_NEW = "INSERT OR IGNORE INTO files(path) SELECT NEW.source_path WHERE NEW.source_path IS NOT NULL;\n"
+_VIEW_OF_ID = {i: c for c, i in STORED_AS_ID.items()}
+_VALUES_OF_NEW = "".join(
+    f"INSERT OR IGNORE INTO {t}({v}) SELECT NEW.{_VIEW_OF_ID[i]} WHERE NEW.{_VIEW_OF_ID[i]} IS NOT NULL;\n"
+    for i, (t, v) in ID_TABLES.items()
+)
 _ID_OF_NEW = {
-    "file_id": "(SELECT file_id FROM files WHERE path = NEW.source_path)",
+    **{i: f"(SELECT {i} FROM {t} WHERE {v} = NEW.{_VIEW_OF_ID[i]})" for i, (t, v) in ID_TABLES.items()},
     # a hash without a ``contents`` row has no id: the entry keeps no text
     "content_id": "(SELECT content_id FROM contents WHERE content_hash = NEW.content_hash)",
 }
 _ID_KEEP = {
-    "file_id": f"CASE WHEN NEW.source_path IS OLD.source_path THEN file_id ELSE {_ID_OF_NEW['file_id']} END",
-    "content_id": "CASE WHEN NEW.content_hash IS OLD.content_hash THEN content_id "
-    f"ELSE {_ID_OF_NEW['content_id']} END",
+    i: f"CASE WHEN NEW.{c} IS OLD.{c} THEN {i} ELSE {_ID_OF_NEW[i]} END" for c, i in STORED_AS_ID.items()
 }
 _IDS = set(STORED_AS_ID.values())
 #: INSTEAD OF triggers that make the ``entries`` view writable (INSERT, UPDATE,
@@ -176,12 +242,12 @@ _IDS = set(STORED_AS_ID.values())
 #: the statements inside, SQLite's rule for triggers)
 ENTRIES_TRIGGERS: dict[str, str] = {
     "entries_insert": "CREATE TRIGGER IF NOT EXISTS entries_insert INSTEAD OF INSERT ON entries BEGIN\n"
-    + _FILE_OF_NEW
+    + _VALUES_OF_NEW
     + f"INSERT INTO entry_rows(rowid, {', '.join(ENTRY_ROW_COLUMNS)}) VALUES(NEW.rowid, "
     + ", ".join(_ID_OF_NEW[c] if c in _IDS else f"NEW.{c}" for c in ENTRY_ROW_COLUMNS)
     + ");\nEND",
     "entries_update": "CREATE TRIGGER IF NOT EXISTS entries_update INSTEAD OF UPDATE ON entries BEGIN\n"
-    + _FILE_OF_NEW
+    + _VALUES_OF_NEW
     + "UPDATE entry_rows SET "
     + ", ".join(f"{c} = {_ID_KEEP[c] if c in _IDS else 'NEW.' + c}" for c in ENTRY_ROW_COLUMNS)
     + " WHERE rowid = OLD.rowid;\nEND",
@@ -203,15 +269,16 @@ CHUNK_FTS_TABLES: dict[str, str] = {"fts_grams": "grams", "fts_symbols": "terms"
 
 # Entries indexes, each for a query that needs it (every index costs ingest time: ~20 %
 # of the entry insert for the two dropped below): session (status changes by session,
-# purge, search filter), (content_id, ts) (search loads the newest entries holding a
+# purge, search filter, session id prefixes; v10: without ``ts``, which no query reads
+# from it: 3 MB of the 200 MB bench store), (content_id, ts) (search loads the newest entries holding a
 # hit's text; purge), source (purge's files-left check). project_dir and (agent, kind)
 # are not indexed: search filters them inside the FTS match (facets), purge by project
 # and stats scan every row anyway.
 INDEXES: dict[str, str] = {
-    "entries_session": "CREATE INDEX IF NOT EXISTS entries_session ON entry_rows(session_id, ts)",
+    "entries_session": "CREATE INDEX IF NOT EXISTS entries_session ON entry_rows(session_id)",
     "entries_content": "CREATE INDEX IF NOT EXISTS entries_content ON entry_rows(content_id, ts)",
     "entries_source": "CREATE INDEX IF NOT EXISTS entries_source ON entry_rows(file_id, source_offset)",
-    "chunks_content": "CREATE INDEX IF NOT EXISTS chunks_content ON chunks(content_id, seq)",
+    "chunks_content": "CREATE INDEX IF NOT EXISTS chunks_content ON chunk_rows(content_id, seq)",
     "usage_ts": "CREATE INDEX IF NOT EXISTS usage_ts ON usage(ts)",
     "status_log_entry": "CREATE INDEX IF NOT EXISTS status_log_entry ON status_log(entry_id, changed_at)",
 }
@@ -224,6 +291,7 @@ DDL = (
             *TABLES.values(),
             *FTS_TABLES.values(),
             ENTRIES_VIEW,
+            CHUNKS_VIEW,
             *ENTRIES_TRIGGERS.values(),
             *INDEXES.values(),
             *(f"DROP INDEX IF EXISTS {name}" for name in DROPPED_INDEXES),
@@ -241,6 +309,7 @@ def create_all(conn: sqlite3.Connection) -> None:
         *TABLES.values(),
         *FTS_TABLES.values(),
         ENTRIES_VIEW,
+        CHUNKS_VIEW,
         *ENTRIES_TRIGGERS.values(),
         *INDEXES.values(),
     ):
@@ -256,6 +325,7 @@ def set_ranks(conn: sqlite3.Connection) -> None:
 
 
 __all__ = [
+    "CHUNKS_VIEW",
     "CHUNK_FTS_TABLES",
     "DDL",
     "DROPPED_INDEXES",
@@ -264,11 +334,15 @@ __all__ = [
     "ENTRY_ROW_COLUMNS",
     "FTS_RANKS",
     "FTS_TABLES",
+    "ID_TABLES",
     "INDEXES",
     "SCHEMA_VERSION",
     "STORED_AS_ID",
     "TABLES",
+    "TITLE_OF_ROW",
     "TITLE_WEIGHT",
+    "VIEW_COLUMNS",
     "create_all",
     "set_ranks",
+    "title_stored",
 ]

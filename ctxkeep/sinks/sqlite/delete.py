@@ -12,7 +12,8 @@ steps on one connection:
    files concerned (``whole``: none of their entries remains);
 2. ``delete_selected`` removes, in the caller's write transaction: the entries, their
    ``status_log`` rows, ``usage`` rows of the entries and whole sessions, ``quarantine``
-   and ``files`` rows of whole files, and the contents with their ``chunks`` and both FTS5 indexes'
+   and ``files`` rows of whole files, the ``projects`` and ``ingests`` rows (v10) no entry
+   left holds, and the contents with their ``chunks`` and both FTS5 indexes'
    rows (``fts_words`` through FTS5's ``'delete'`` command before the chunk rows go, it
    being an external-content table; ``fts_grams`` and ``fts_symbols`` by rowid).
 
@@ -29,7 +30,9 @@ import sqlite3
 
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import write
+from ctxkeep.sinks.sqlite.ddl import ID_TABLES
 from ctxkeep.sinks.sqlite.fts import delete_chunk_rows, prune_vocab
+from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.transforms.grams import vocab_terms
 
 _TEMP_TABLES = ("_p_entries", "_p_sessions", "_p_contents", "_p_files")
@@ -75,18 +78,20 @@ def select_project(conn: sqlite3.Connection, project_dir: str) -> None:
     records (summaries) of the sessions all of whose located entries lie in it, and
     those sessions as whole sessions. Raises ValueError for an empty ``project_dir``."""
     under, params = under_sql("project_dir", project_dir)
+    # the project's dirs by id (v10): the entries are matched by id, not by a lookup each
+    ids = f"(SELECT project_id FROM projects WHERE {under})"
     _new_selection(conn)
     # sessions whose every located entry lies in the project
     conn.execute(
-        "INSERT INTO _p_sessions SELECT session_id FROM entries WHERE project_dir IS NOT NULL "
-        f"GROUP BY session_id HAVING min({under}) = 1",
+        "INSERT INTO _p_sessions SELECT session_id FROM entry_rows WHERE project_id IS NOT NULL "
+        f"GROUP BY session_id HAVING min(project_id IN {ids}) = 1",
         params,
     )
     conn.execute(
-        f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE "
-        f"(project_dir IS NOT NULL AND {under}) OR (project_dir IS NULL AND "
+        f"INSERT INTO _p_entries SELECT {_COLS} FROM entries WHERE rowid IN (SELECT rowid FROM entry_rows "
+        f"WHERE project_id IN {ids} OR (project_id IS NULL AND "
         "(session_id IN (SELECT session_id FROM _p_sessions) OR "
-        "parent_session_id IN (SELECT session_id FROM _p_sessions)))",
+        "parent_session_id IN (SELECT session_id FROM _p_sessions))))",
         params,
     )
     _derive(conn)
@@ -213,8 +218,27 @@ def delete_selected(
         removed["quarantine"] = 0
     if media:
         conn.execute("DELETE FROM media WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
+    # the project dirs and load stamps (v10) of the entries that go, for those no entry keeps
+    held = {
+        i: [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT {i} FROM entry_rows WHERE {i} IS NOT NULL AND entry_id IN "
+                "(SELECT entry_id FROM _p_entries)"
+            )
+        ]
+        for i in ("project_id", "ingest_id")
+    }
     conn.execute("DELETE FROM entry_rows WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
     conn.execute("DELETE FROM files WHERE path IN (SELECT path FROM _p_files WHERE whole)")
+    for i, ids in held.items():
+        table = ID_TABLES[i][0]
+        for part in in_parts(ids):
+            conn.execute(
+                f"DELETE FROM {table} WHERE {i} IN ({','.join('?' * len(part))}) AND NOT EXISTS "
+                f"(SELECT 1 FROM entry_rows e WHERE e.{i} = {table}.{i})",
+                part,
+            )
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone():
         # the status-change log some versions keep for the DuckDB sync: no rows for gone entries
         conn.execute("DELETE FROM status_log WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
@@ -235,7 +259,7 @@ def delete_selected(
         if has_vocab
         else set()
     )
-    conn.execute("DELETE FROM chunks WHERE content_id IN (SELECT content_id FROM _p_contents)")
+    conn.execute("DELETE FROM chunk_rows WHERE content_id IN (SELECT content_id FROM _p_contents)")
     if gone_vocab:  # after the chunks and their fts_words rows are gone
         prune_vocab(conn, gone_vocab)
     conn.execute("DELETE FROM contents WHERE content_id IN (SELECT content_id FROM _p_contents)")

@@ -145,11 +145,12 @@ def prune_vocab(conn: sqlite3.Connection, terms: set[str]) -> int:
     return len(gone)
 
 
-def refresh_facets(conn: sqlite3.Connection) -> int:
+def refresh_facets(conn: sqlite3.Connection, table: str = "chunk_rows") -> int:
     """Recompute ``chunks.facets`` of every chunk from the entries now holding its
-    text (drops tokens of purged entries), in the caller's transaction. The FTS tables
-    are not updated: rebuild them after (``rebuild_fts_tables``). Returns the number of
-    chunks whose facets changed."""
+    text (drops tokens of purged entries), in the caller's transaction; written to
+    ``table`` (``chunk_rows``; the table ``chunks`` of a store before v10, migrating).
+    The FTS tables are not updated: rebuild them after (``rebuild_fts_tables``).
+    Returns the number of chunks whose facets changed."""
     from ctxkeep.transforms import facets as fx
 
     by = fx.facets_by_content(
@@ -166,7 +167,7 @@ def refresh_facets(conn: sqlite3.Connection) -> int:
         new = fx.merge(by.get(h, ()))
         if new != old:
             changed.append((new, cid))
-    conn.executemany("UPDATE chunks SET facets=? WHERE chunk_id=?", changed)
+    conn.executemany(f"UPDATE {table} SET facets=? WHERE chunk_id=?", changed)
     return len(changed)
 
 
@@ -201,7 +202,7 @@ def add_facets(conn: sqlite3.Connection, facets: dict[str, set[str]]) -> int:
                 f"SELECT chunk_id, text, facets FROM chunks WHERE chunk_id IN ({marks})", ids
             ).fetchall(),
         )
-        conn.executemany("UPDATE chunks SET facets=? WHERE chunk_id=?", part)
+        conn.executemany("UPDATE chunk_rows SET facets=? WHERE chunk_id=?", part)
         conn.execute(
             f"INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, text, "
             f"facets FROM chunks WHERE chunk_id IN ({marks})",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
-from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS
+from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS, ID_TABLES, STORED_AS_ID, title_stored
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, add_vocab, insert_rows
 from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
@@ -80,17 +80,22 @@ def _as_ids(col: pl.Expr, ids: dict[str, int]) -> pl.Expr:
     return col.replace_strict(ids, default=None, return_dtype=pl.Int64)
 
 
-def file_ids(conn: sqlite3.Connection, paths: pl.Series) -> dict[str, int]:
-    """``source path → files.file_id`` of the distinct non-null ``paths``, adding the
-    paths not stored yet, in the caller's write transaction."""
-    new = paths.drop_nulls().unique(maintain_order=True).to_list()
+def value_ids(conn: sqlite3.Connection, id_col: str, values: list) -> dict[str, int]:
+    """``value → id`` of the distinct non-null ``values`` (str) of id column ``id_col``
+    of ``entry_rows`` (``ddl.ID_TABLES``: ``file_id`` for source paths, ``project_id``
+    for project dirs, ``ingest_id`` for load stamps), adding the values not stored yet,
+    in the caller's write transaction."""
+    table, col = ID_TABLES[id_col]
+    new = list(dict.fromkeys(v for v in values if v is not None))
     if not new:
         return {}
-    conn.executemany("INSERT OR IGNORE INTO files(path) VALUES(?)", [(p,) for p in new])
+    conn.executemany(f"INSERT OR IGNORE INTO {table}({col}) VALUES(?)", [(v,) for v in new])
     out: dict[str, int] = {}
     for part in in_parts(new):
         out.update(
-            conn.execute(f"SELECT path, file_id FROM files WHERE path IN ({','.join('?' * len(part))})", part)
+            conn.execute(
+                f"SELECT {col}, {id_col} FROM {table} WHERE {col} IN ({','.join('?' * len(part))})", part
+            )
         )
     return out
 
@@ -186,13 +191,21 @@ def load_batch(
             add_facets(conn, facets)
         n_new = 0
         if entries.height:
+            changes = conn.total_changes
+            stamp_id = value_ids(conn, "ingest_id", [stamp])[stamp]
+            new_stamp = conn.total_changes > changes
             e = _ts_text(entries.select(STORED_COLUMNS)).with_columns(
                 pl.col("is_sidechain").cast(pl.Int64),
-                _as_ids(pl.col("source_path"), file_ids(conn, entries["source_path"])).alias("source_path"),
+                *(
+                    _as_ids(pl.col(c), value_ids(conn, STORED_AS_ID[c], entries[c].unique().to_list())).alias(
+                        c
+                    )
+                    for c in ("source_path", "project_dir")
+                ),
                 _as_ids(pl.col("content_hash"), content_ids(conn, entries["content_hash"])).alias(
                     "content_hash"
                 ),
-                pl.lit(stamp).alias("ingested_at"),
+                pl.lit(stamp_id, dtype=pl.Int64).alias("ingested_at"),
             )
             before = conn.total_changes
             conn.executemany(
@@ -201,6 +214,8 @@ def load_batch(
                 e.rows(),
             )
             n_new = conn.total_changes - before
+            if new_stamp and not n_new:  # every entry was stored before: no entry holds the stamp
+                conn.execute("DELETE FROM ingests WHERE ingest_id = ?", (stamp_id,))
         if usage.height:
             conn.executemany(_USAGE_UPSERT, _ts_text(usage.select(_USAGE_INSERT)).rows())
         if quarantine:
@@ -238,7 +253,7 @@ def _insert_chunks(
     from ctxkeep.transforms import facets as fx
 
     ids = content_ids(conn, chunks["content_hash"])
-    first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunks").fetchone()[0] + 1
+    first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunk_rows").fetchone()[0] + 1
     rows = []
     grams_rows = []
     merged: dict[str, str] = {}
@@ -255,7 +270,9 @@ def _insert_chunks(
         if grams:
             grams_rows.append((cid, grams, fac))
     conn.executemany(
-        "INSERT INTO chunks(chunk_id, content_id, seq, title, text, facets) VALUES(?,?,?,?,?,?)", rows
+        "INSERT INTO chunk_rows(chunk_id, content_id, seq, title, text, facets) "
+        f"VALUES(?1, ?2, ?3, {title_stored('?4', '?5')}, ?5, ?6)",
+        rows,
     )
     conn.execute(
         "INSERT INTO fts_words(rowid, title, text, facets) SELECT chunk_id, title, "

@@ -188,7 +188,9 @@ def short_ids(
     The prefix is at least ``minimum`` characters; an id that is a prefix of another id
     is shown whole (an exact id wins in ``resolve_session``). A session's own sub-agents
     ``x/…`` (with ``parents[y] == x``) do not make its prefix longer: resolve_session folds them into
-    their parent. Compares each id with its nearest sorted neighbours only, so it is
+    their parent. A sub-agent is shown as ``<parent's short id>/<rest>`` only when the
+    parent's short id holds no ``/`` (``resolve_session`` splits at the first one: a
+    sub-agent of a sub-agent is shown as its plain prefix). Compares each id with its nearest sorted neighbours only, so it is
     O(n log n); the prefixes are never ambiguous, if not always the very shortest when
     another session's sub-agents sit between two ids."""
     parents = parents or {}
@@ -205,7 +207,7 @@ def short_ids(
         out[x] = _prefix_for(x, near, minimum)
     for x, p in list(out.items()):
         parent = parents.get(x)
-        if parent in out and _is_sub_agent(x, parent, parent):
+        if parent in out and _is_sub_agent(x, parent, parent) and "/" not in out[parent]:
             compact = _compact(out[parent], parent, x, p)
             i = bisect.bisect_left(s, compact)
             if not (i < len(s) and s[i].startswith(compact)):
@@ -261,7 +263,10 @@ def _short_one(conn: sqlite3.Connection, x: str) -> str:
         return p  # reads every entry of a top-level session: ~1 ms a hit at 500 MB)
     parent = session_parent(conn, x)
     if parent is not None and x.startswith(parent + "/") and _exists(conn, parent):
-        compact = _compact(_short_one(conn, parent), parent, x, p)
+        parent_short = _short_one(conn, parent)
+        if "/" in parent_short:  # resolve_session splits a shown id at its first "/"
+            return p
+        compact = _compact(parent_short, parent, x, p)
         if not sessions_starting(conn, compact, 1):
             return compact
     return p

@@ -75,7 +75,7 @@ def _chunk_facets(conn: sqlite3.Connection) -> None:
     becomes (content_hash, ts) (dropped here, recreated by ``ddl.create_all``)."""
     conn.execute("DROP INDEX IF EXISTS entries_content")
     conn.execute("ALTER TABLE chunks ADD COLUMN facets TEXT NOT NULL DEFAULT ''")
-    refresh_facets(conn)
+    refresh_facets(conn, "chunks")  # a table until v10
 
 
 def _quarantine_redacted(conn: sqlite3.Connection) -> None:
@@ -152,18 +152,16 @@ def _entry_ids(conn: sqlite3.Connection) -> None:
     damaged store; ``doctor`` names them) keeps its hash: the hash gets a ``contents``
     row without chunks (``bytes`` the entry's ``text_bytes``). A store whose ``entries``
     is already the view is left alone. Rows are copied in one ``INSERT … SELECT``, in
-    the caller's transaction: a crash leaves the v8 store as it was."""
+    the caller's transaction: a crash leaves the v8 store as it was. The table made is
+    today's ``entry_rows`` (v10: with the project dirs and load stamps as ids too,
+    which step 10 then leaves alone)."""
     from ctxkeep.sinks.sqlite import ddl
 
     kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'entries'").fetchone()
     if kind is None or kind[0] == "view":
         return
-    conn.execute(ddl.TABLES["files"])
-    conn.execute(ddl.TABLES["entry_rows"])
-    conn.execute(
-        "INSERT INTO files(path) SELECT source_path FROM entries WHERE source_path IS NOT NULL "
-        "GROUP BY source_path ORDER BY min(rowid)"
-    )
+    for table in ("files", "projects", "ingests", "entry_rows"):
+        conn.execute(ddl.TABLES[table])
     orphans = conn.execute(
         "INSERT INTO contents(content_hash, bytes, token_estimate) SELECT e.content_hash, "
         "coalesce(max(e.text_bytes), 0), max(e.token_estimate) FROM entries e WHERE e.content_hash IS NOT NULL "
@@ -171,20 +169,81 @@ def _entry_ids(conn: sqlite3.Connection) -> None:
     ).rowcount
     if orphans > 0:
         log.warning("ctxkeep: %d content hashes of entries had no contents row; kept without text", orphans)
-    source = {"file_id": "f.file_id", "content_id": "c.content_id"}
-    conn.execute(
-        f"INSERT INTO entry_rows(rowid, {', '.join(ddl.ENTRY_ROW_COLUMNS)}) SELECT e.rowid, "
-        + ", ".join(source.get(col, f"e.{col}") for col in ddl.ENTRY_ROW_COLUMNS)
-        + " FROM entries e LEFT JOIN contents c ON c.content_hash = e.content_hash "
-        "LEFT JOIN files f ON f.path = e.source_path ORDER BY e.rowid"
-    )
+    _fill_entry_rows(conn, "entries", set(ddl.STORED_AS_ID))
     conn.execute("DROP TABLE entries")  # and its indexes
     # the view and the indexes now, not in ``create_all``: the FTS rebuild of an older
     # store's migration reads ``entries`` before ``create_all`` runs
     for stmt in (ddl.ENTRIES_VIEW, *ddl.ENTRIES_TRIGGERS.values()):
         conn.execute(stmt)
-    for name in ("entries_session", "entries_content", "entries_source"):
+    for name in _ENTRY_INDEXES:
         conn.execute(ddl.INDEXES[name])
+
+
+_ENTRY_INDEXES = ("entries_session", "entries_content", "entries_source")
+
+
+def _fill_entry_rows(conn: sqlite3.Connection, src: str, as_text: set[str]) -> None:
+    """Copy every row of table ``src`` into the (new, empty) ``entry_rows``, rowids
+    kept, in rowid order; the columns of ``as_text`` (of ``ddl.STORED_AS_ID``) are text
+    in ``src`` and become their ids: ``files`` and ``contents`` hold their values
+    already (the caller adds them), ``ingests`` gets the load stamps here, numbered in
+    the order they were first stored."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    tables = {**ddl.ID_TABLES, "content_id": ("contents", "content_hash")}
+    ids = {ddl.STORED_AS_ID[c]: c for c in as_text}  # id column -> its text column in src
+    for i, c in ids.items():
+        table, col = tables[i]
+        if i in ddl.ID_TABLES:
+            conn.execute(
+                f"INSERT OR IGNORE INTO {table}({col}) SELECT {c} FROM {src} WHERE {c} IS NOT NULL "
+                f"GROUP BY {c} ORDER BY min(rowid)"
+            )
+    conn.execute(
+        f"INSERT INTO entry_rows(rowid, {', '.join(ddl.ENTRY_ROW_COLUMNS)}) SELECT s.rowid, "
+        + ", ".join(f"{col}.{col}" if col in ids else f"s.{col}" for col in ddl.ENTRY_ROW_COLUMNS)
+        + f" FROM {src} s "
+        + " ".join(f"LEFT JOIN {tables[i][0]} {i} ON {i}.{tables[i][1]} = s.{c}" for i, c in ids.items())
+        + " ORDER BY s.rowid"
+    )
+
+
+def _stamp_ids_chunk_spans(conn: sqlite3.Connection) -> None:
+    """v9 → v10: ``entry_rows.project_dir`` and ``ingested_at`` (text) become
+    ``project_id`` and ``ingest_id`` (into the new ``projects`` and ``ingests``, one row
+    per directory and load stamp), ``entries_session`` loses ``ts``, and the table
+    ``chunks`` becomes ``chunk_rows`` with each title found in its text stored as its
+    span (``ddl.title_stored``); ``chunks`` becomes the view ``ddl.CHUNKS_VIEW``, whose
+    titles are the stored ones, so ``fts_words`` (external content ``chunks``) stays
+    valid without a rebuild. Rowids and chunk ids are kept (the DuckDB sync's mark is a
+    rowid). A store already in this shape (a v8 store's step 9 made the v10
+    ``entry_rows``) is left as it is. In the caller's transaction: a crash leaves the
+    v9 store as it was."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    conn.execute(ddl.TABLES["projects"])
+    conn.execute(ddl.TABLES["ingests"])
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(entry_rows)")}
+    if "ingested_at" in cols:
+        conn.execute("DROP VIEW IF EXISTS entries")  # and its triggers
+        conn.execute("ALTER TABLE entry_rows RENAME TO entry_rows_v9")
+        conn.execute(ddl.TABLES["entry_rows"])
+        _fill_entry_rows(conn, "entry_rows_v9", {"project_dir", "ingested_at"})
+        conn.execute("DROP TABLE entry_rows_v9")  # and its indexes
+        for stmt in (ddl.ENTRIES_VIEW, *ddl.ENTRIES_TRIGGERS.values()):
+            conn.execute(stmt)
+        for name in _ENTRY_INDEXES:
+            conn.execute(ddl.INDEXES[name])
+    kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'chunks'").fetchone()
+    if kind is not None and kind[0] == "table":
+        conn.execute(ddl.TABLES["chunk_rows"])
+        conn.execute(
+            "INSERT INTO chunk_rows(chunk_id, content_id, seq, title, text, facets) SELECT chunk_id, "
+            f"content_id, seq, {ddl.title_stored('title', 'text')}, text, facets FROM chunks ORDER BY chunk_id"
+        )
+        conn.execute("DROP TABLE chunks")  # and chunks_content
+        conn.execute(ddl.CHUNKS_VIEW)
+        conn.execute(ddl.INDEXES["chunks_content"])
 
 
 MIGRATIONS: list[Migration] = [
@@ -196,6 +255,13 @@ MIGRATIONS: list[Migration] = [
     Migration(7, "symbol terms and the vocabulary", _symbol_grams_vocab),
     Migration(8, "symbol terms in their own FTS table", _symbols_table),
     Migration(9, "entries store file and content ids", _entry_ids, rebuilds_fts=False, frees_space=True),
+    Migration(
+        10,
+        "project dirs and load stamps as ids, chunk titles as spans",
+        _stamp_ids_chunk_spans,
+        rebuilds_fts=False,
+        frees_space=True,
+    ),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

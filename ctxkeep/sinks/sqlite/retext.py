@@ -65,7 +65,7 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
                 ids,
             )
             delete_chunk_rows(conn, marks, ids)
-            conn.execute(f"DELETE FROM chunks WHERE chunk_id IN ({marks})", ids)
+            conn.execute(f"DELETE FROM chunk_rows WHERE chunk_id IN ({marks})", ids)
             out["chunks_deleted"] += len(ids)
         new = content_hash(new_text)
         nbytes = len(new_text.encode("utf-8", "surrogatepass"))
