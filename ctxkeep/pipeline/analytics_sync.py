@@ -37,8 +37,8 @@ class AnalyticsSyncer:
 
     ``on_commit`` (``engine.ingest_files``'s callback, called in commit order) hands the
     thread each committed group: its new entries (as loaded, with their first SQLite
-    rowid) go to DuckDB straight from Arrow (``duckdb_store.append_entries``) without
-    reading SQLite back; a group that does not follow DuckDB's high-water mark (or
+    rowid) go to DuckDB straight from Arrow (``duckdb_store.EntryAppends``: DuckDB
+    checkpointed where a row group fills up) without reading SQLite back; a group that does not follow DuckDB's high-water mark (or
     comes without its rows) makes a ``duckdb_store.sync`` from SQLite instead, on a
     read-only connection of the thread's own. One DuckDB connection is kept open:
     the thread is the run's only DuckDB writer. ``finish()`` makes the closing
@@ -86,20 +86,25 @@ class AnalyticsSyncer:
     def _run(self) -> None:
         from ctxkeep.sinks import duckdb as duckdb_store  # imported here: a no-op ingest never needs DuckDB
 
-        con = sq = None
+        con = sq = appends = None
         while True:
             item = self._q.get()
             final = item is _END
             try:
                 if con is None:
                     con = duckdb_store.connect(self.home)
+                    appends = duckdb_store.EntryAppends(con)
                 got = None
                 if not final and item[1] is not None:
-                    got = duckdb_store.append_entries(con, item[0], item[1].to_arrow())
+                    got = appends.append(item[0], item[1].to_arrow())
                 if got is None:
                     if sq is None:
                         sq = sqlite_store.connect(self.home, readonly=True)
+                    if final:
+                        appends.close()
                     r = duckdb_store.sync(sq, self.home, con=con, usage=final)
+                    if not final:
+                        appends.synced()
                     got = r["entries_synced"]
                     if final:
                         self.marks = (r["entries_rowid"], r["status_seq"])

@@ -218,6 +218,12 @@ def tree_at(path: Path, mb: int) -> Path:
     return path
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (the machine is shared: wall-clock MB/s
+    follows them, MB per CPU second much less)."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
     """Target 3: the big tree and a 200 MB reference tree ingested as whole processes in
     this run, MB/s side by side, peak RSS, store / raw, the no-op re-ingest."""
@@ -229,7 +235,7 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
     mbs_r = ref_raw / 1e6 / t_r
     print(
         f"reference {ref_raw / 1e6:.0f} MB tree, whole process: {t_r:.2f} s, CPU {c_r:.2f} s, "
-        f"{mbs_r:.1f} MB/s, peak RSS {rss_r / 1024:.0f} MB"
+        f"{mbs_r:.1f} MB/s, peak RSS {rss_r / 1024:.0f} MB; load {_load()}"
     )
     for p in files:  # as much of the big tree in the page cache as fits
         p.read_bytes()
@@ -238,8 +244,9 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
     mbs_b = raw / 1e6 / t_b
     print(
         f"{raw / 1e6:.0f} MB tree, whole process: {t_b:.2f} s, CPU {c_b:.2f} s, {mbs_b:.1f} MB/s "
-        f"({mbs_b / mbs_r:.2f}x the reference's MB/s), {s_b['entries_new']:,} entries; "
-        f"peak RSS {rss_b / 1024:.0f} MB"
+        f"({mbs_b / mbs_r:.2f}x the reference's MB/s; per CPU second "
+        f"{(raw / c_b) / (ref_raw / c_r):.2f}x), {s_b['entries_new']:,} entries; "
+        f"peak RSS {rss_b / 1024:.0f} MB (the largest of the ingest process and its children); load {_load()}"
     )
     if a.baseline and not a.no_baseline_ingest:
         t_o, s_o, rss_o, c_o = run_cli(work / "store-baseline", tree, a.baseline)

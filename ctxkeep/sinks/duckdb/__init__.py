@@ -304,10 +304,20 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     ``model_source = 'assumed'``. ``machine`` is this store's machine name
     (``sinks.machine.machine_name``: config ``machine``, else the hostname). The rates are looked up once per model and UTC day and
     the arithmetic is done in DuckDB; only tiered prices are computed per response in
-    Python. Returns ``{"usage_rows": rows in SQLite, "usage_changed": rows written,
-    "unpriced_models": sorted models that had no price}``."""
-    import datetime as dt
+    Python.
 
+    SQLite is read in slices of ``USAGE_SLICE_ROWS`` rows, each compared, priced and
+    written in a DuckDB transaction of its own before the next is read
+    (``_upsert_slice``); the delete of the keys gone, the ``usage_buckets`` refill and
+    the price mark follow in one more. Memory grows with a slice, not with the table
+    (259,034 rows, a 2 GB tree's first closing sync: +558 MB RSS when the whole table
+    was read, compared and written in one transaction; DuckDB keeps a transaction's
+    rows in memory until it commits). A sync that fails half way leaves the slices
+    written before it, each correct: the next one writes the rest, re-prices every row
+    when the price mark was not moved, and ``usage_buckets`` is not fresh
+    (``buckets_fresh``) until a sync completes. Returns
+    ``{"usage_rows": rows in SQLite, "usage_changed": rows written, "unpriced_models":
+    sorted models that had no price}``."""
     from ctxkeep.sinks.machine import machine_name
     from ctxkeep.transforms import cost
 
@@ -323,27 +333,101 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             for n in names
         ]
     )
-    # read in slices into Arrow: the rows as Python tuples took ~110 MB at 130,000 rows
-    # (a 1 GB ingest's closing sync), most of that run's peak above its groups
-    cur = sqlite_conn.execute(f"SELECT {', '.join(sel)} FROM usage")
-    batches = []
-    while rows := cur.fetchmany(USAGE_SLICE_ROWS):
-        cols = list(zip(*rows, strict=True))
-        batches.append(
-            pa.record_batch([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
-        )
-        del rows, cols
-    src = pa.Table.from_batches(batches, schema=schema)
-    con.register("_usage", src)
     host = machine_name(home, check=False)
+    reprice = _meta(con, "price_version") != fp
+    prices = _SlicePrices(cost.Pricer(overrides))
+    # a renamed machine (config ``machine``): its rows carry the new name
+    con.execute("UPDATE usage SET machine = ? WHERE machine IS DISTINCT FROM ?", [host, host])
+    cur = sqlite_conn.execute(f"SELECT {', '.join(sel)} FROM usage")
+    keys: list[pa.Array] = []  # every SQLite key (a slice's column each): what is not gone
+    n = rows = 0
+    while part := cur.fetchmany(USAGE_SLICE_ROWS):
+        cols = list(zip(*part, strict=True))
+        del part
+        rb = pa.record_batch([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
+        del cols
+        keys.append(rb.column(0))
+        rows += rb.num_rows
+        n += _in_transaction(con, _upsert_slice, sqlite_conn, con, rb, reprice, prices, host)
+        del rb
+    con.register("_keys", pa.table({"usage_key": pa.chunked_array(keys, pa.string())}))
+    del keys
+
+    def close() -> None:
+        gone = con.execute(
+            "DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _keys)"
+        ).fetchall()
+        if n or reprice or gone[0][0] or not buckets_fresh(con):
+            _refresh_buckets(con)
+        if n or reprice:  # every row now priced with these prices
+            con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', ?)", [fp])
+
     try:
-        # a renamed machine (config ``machine``): its rows carry the new name
-        con.execute("UPDATE usage SET machine = ? WHERE machine IS DISTINCT FROM ?", [host, host])
+        _in_transaction(con, close)
+    finally:
+        con.unregister("_keys")
+    unpriced = sorted(
+        m
+        for (m,) in con.execute(
+            "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL"
+        ).fetchall()
+    )
+    return {"usage_rows": rows, "usage_changed": n, "unpriced_models": unpriced}
+
+
+def _in_transaction(con: duckdb.DuckDBPyConnection, fn, *args):
+    """``fn(*args)`` in a DuckDB transaction of its own: committed, or rolled back when
+    it raises (re-raised). Returns what ``fn`` returned."""
+    con.execute("BEGIN")
+    try:
+        out = fn(*args)
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return out
+
+
+class _SlicePrices:
+    """The flat rates of each (model, UTC day) a sync has met (``cost.Pricer.rates``;
+    ``"tiered"`` or None as it gives them), asked of the pricer once per key over all
+    slices."""
+
+    def __init__(self, pricer) -> None:
+        import datetime as dt
+
+        self.pricer = pricer
+        self.rates: dict[tuple, object] = {}
+        self.today = dt.datetime.now(dt.UTC).date()
+
+    def of(self, keys: list[tuple]) -> list:
+        new = [k for k in keys if k not in self.rates]
+        if new:
+            got = self.pricer.rates_many([(m, d or self.today) for m, d in new])
+            self.rates.update(zip(new, got, strict=True))
+        return [self.rates[k] for k in keys]
+
+
+def _upsert_slice(
+    sqlite_conn: sqlite3.Connection,
+    con: duckdb.DuckDBPyConnection,
+    rb: pa.RecordBatch,
+    reprice: bool,
+    prices: _SlicePrices,
+    host: str,
+) -> int:
+    """Write the rows of one slice of SQLite ``usage`` (``rb``: ``_UCOLS`` +
+    ``logged_cost_usd``, ``ts`` as SQLite text) that DuckDB lacks or holds otherwise
+    (every row when ``reprice``), priced, in the caller's transaction (``sync_usage``).
+    Returns the rows written."""
+    from ctxkeep.transforms import cost
+
+    con.register("_usage", rb)
+    try:
         same = " AND ".join(
             f"d.{c} IS NOT DISTINCT FROM s.{c}"
             for c in ("agent", "session_id", "project_dir", *_INTS, "entry_id", "logged_cost_usd")
         )
-        reprice = _meta(con, "price_version") != fp
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE _changed AS SELECT s.* REPLACE (CAST(s.ts AS TIMESTAMPTZ) AS ts), "
             f"CAST(CAST(s.ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC' AS DATE) AS day "
@@ -353,22 +437,8 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             [reprice],
         )
         n = con.execute("SELECT count(*) FROM _changed").fetchall()[0][0]
-        if n == 0 and not reprice:  # nothing new: only keys gone from SQLite (a purge) to drop
-            gone = con.execute(
-                "SELECT count(*) FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)"
-            ).fetchall()[0][0]
-            if gone or not buckets_fresh(con):
-                con.execute("BEGIN")
-                con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
-                _refresh_buckets(con)
-                con.execute("COMMIT")
-            unpriced = sorted(
-                m
-                for (m,) in con.execute(
-                    "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL"
-                ).fetchall()
-            )
-            return {"usage_rows": src.num_rows, "usage_changed": 0, "unpriced_models": unpriced}
+        if n == 0:
+            return 0
         # the model of rows that name none: the agent version's documented default
         bare = [
             r[0]
@@ -400,13 +470,12 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             "FROM _changed c LEFT JOIN _assumed a USING (session_id)"
         )
         con.unregister("_assumed")
-        pricer = cost.Pricer(overrides)
+        con.execute("DROP TABLE _changed")
         rates, tiered = [], []
         keys = con.execute(
             "SELECT DISTINCT priced_model, day FROM _attr WHERE priced_model IS NOT NULL"
         ).fetchall()
-        today = dt.datetime.now(dt.UTC).date()
-        for (model, day), r in zip(keys, pricer.rates_many([(m, d or today) for m, d in keys]), strict=True):
+        for (model, day), r in zip(keys, prices.of(keys), strict=True):
             if r == "tiered":
                 tiered.append((model, day))
             elif r is not None:
@@ -422,7 +491,9 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
                 "cache_creation_1h_tokens FROM _attr "
                 "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day"
             ).fetchall()
-            tier_cost = dict(zip((g[0] for g in got), pricer.prices([g[1:] for g in got]), strict=True))
+            tier_cost = dict(
+                zip((g[0] for g in got), prices.pricer.prices([g[1:] for g in got]), strict=True)
+            )
             con.unregister("_tiered_keys")
         con.register(
             "_rates",
@@ -447,41 +518,26 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             ),
         )
         reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
-        con.execute("BEGIN")
-        try:
-            con.execute("DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _usage)")
-            con.execute(
-                "INSERT OR REPLACE INTO usage BY NAME "
-                "WITH p AS (SELECT a.*, coalesce(t.c, "
-                "  (coalesce(input_tokens, 0) * r.r_in + coalesce(cache_read_tokens, 0) * r.r_cr "
-                "   + (coalesce(cache_creation_tokens, 0) - least(coalesce(cache_creation_1h_tokens, 0), "
-                "      coalesce(cache_creation_tokens, 0))) * r.r_cw "
-                "   + least(coalesce(cache_creation_1h_tokens, 0), coalesce(cache_creation_tokens, 0)) * r.r_cw1h "
-                "   + (coalesce(output_tokens, 0) "
-                f"   + CASE WHEN agent IN ({reasoning}) THEN coalesce(reasoning_tokens, 0) ELSE 0 END) * r.r_out"
-                "  ) / 1e6) AS calc "
-                "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
-                "  LEFT JOIN _tier_cost t USING (usage_key)) "
-                f"SELECT {', '.join(c for c in _UCOLS if c != 'model')}, priced_model AS model, "
-                "msrc AS model_source, logged_cost_usd, calc AS calculated_cost_usd, "
-                "coalesce(logged_cost_usd, calc) AS cost_usd, "
-                "CASE WHEN logged_cost_usd IS NOT NULL THEN 'logged' WHEN calc IS NOT NULL THEN 'calculated' "
-                "     ELSE 'none' END AS cost_source, ? AS machine FROM p",
-                [host],
-            )
-            _refresh_buckets(con)
-            con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', ?)", [fp])
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
-        unpriced = sorted(
-            m
-            for (m,) in con.execute(
-                "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL"
-            ).fetchall()
+        con.execute(
+            "INSERT OR REPLACE INTO usage BY NAME "
+            "WITH p AS (SELECT a.*, coalesce(t.c, "
+            "  (coalesce(input_tokens, 0) * r.r_in + coalesce(cache_read_tokens, 0) * r.r_cr "
+            "   + (coalesce(cache_creation_tokens, 0) - least(coalesce(cache_creation_1h_tokens, 0), "
+            "      coalesce(cache_creation_tokens, 0))) * r.r_cw "
+            "   + least(coalesce(cache_creation_1h_tokens, 0), coalesce(cache_creation_tokens, 0)) * r.r_cw1h "
+            "   + (coalesce(output_tokens, 0) "
+            f"   + CASE WHEN agent IN ({reasoning}) THEN coalesce(reasoning_tokens, 0) ELSE 0 END) * r.r_out"
+            "  ) / 1e6) AS calc "
+            "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
+            "  LEFT JOIN _tier_cost t USING (usage_key)) "
+            f"SELECT {', '.join(c for c in _UCOLS if c != 'model')}, priced_model AS model, "
+            "msrc AS model_source, logged_cost_usd, calc AS calculated_cost_usd, "
+            "coalesce(logged_cost_usd, calc) AS cost_usd, "
+            "CASE WHEN logged_cost_usd IS NOT NULL THEN 'logged' WHEN calc IS NOT NULL THEN 'calculated' "
+            "     ELSE 'none' END AS cost_source, ? AS machine FROM p",
+            [host],
         )
-        return {"usage_rows": src.num_rows, "usage_changed": n, "unpriced_models": unpriced}
+        return n
     finally:
         for t in ("_usage", "_rates", "_tier_cost"):
             con.unregister(t)  # a name never registered is a no-op
@@ -697,6 +753,58 @@ def append_entries(con: duckdb.DuckDBPyConnection, first_rowid: int, table: pa.T
     finally:
         con.unregister("_append")
     return n
+
+
+#: rows of a DuckDB row group (DuckDB's ``DEFAULT_ROW_GROUP_SIZE``, 1.x and 2.x)
+ROW_GROUP_ROWS = 122_880
+
+
+class EntryAppends:
+    """``append_entries`` for a run of appends (an ingest's committed groups), with the
+    DuckDB checkpoints where a row group fills up.
+
+    DuckDB starts a new row group after each checkpoint, and its automatic checkpoint
+    (every ``checkpoint_threshold`` = 16 MiB of WAL) fell in the middle of one; the next
+    checkpoint's vacuum then merged the partial row group with its neighbours, rewriting
+    them: 2 GB tree, a transient +276 MB RSS at 726 MB; 400,000 appended rows, +196 MB,
+    and 200 MB more held after it. Here the automatic checkpoint is off while the
+    appends run (``checkpoint_threshold`` 1 GiB, restored by ``close``); an append that
+    fills the open row group is split there and followed by a ``CHECKPOINT``, so every
+    row group is written once, full, and nothing is left to merge. The rows not yet
+    checkpointed (a row group at most, ~60 MB of WAL) stay in DuckDB's memory. A
+    ``sync`` from SQLite between appends (``synced``) ends with a checkpoint and counts
+    from 0 again."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        con.execute("CHECKPOINT")  # the next row appended opens a new row group
+        con.execute("SET checkpoint_threshold = '1GiB'")
+        #: rows appended since the last checkpoint: those of the open row group
+        self.open_rows = 0
+
+    def append(self, first_rowid: int, table: pa.Table) -> int | None:
+        """``append_entries(con, first_rowid, table)``, split at the row group's end."""
+        done = got = 0
+        while done < table.num_rows:
+            k = min(table.num_rows - done, ROW_GROUP_ROWS - self.open_rows)
+            n = append_entries(self.con, first_rowid + done, table.slice(done, k))
+            if n is None:
+                return None if got == 0 else got
+            done += k
+            got += n
+            self.open_rows += n
+            if self.open_rows >= ROW_GROUP_ROWS:
+                self.synced()
+        return got
+
+    def synced(self) -> None:
+        """Checkpoint (after a ``sync`` from SQLite, or a full row group)."""
+        self.con.execute("CHECKPOINT")
+        self.open_rows = 0
+
+    def close(self) -> None:
+        """The automatic checkpoint back to DuckDB's default (the connection stays open)."""
+        self.con.execute("RESET checkpoint_threshold")
 
 
 def _status_seq(con) -> int:

@@ -13,7 +13,7 @@ from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, US
 from ctxkeep.sinks.sqlite.connection import write
 from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS, ID_TABLES, STORED_AS_ID, title_stored
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, add_vocab, insert_rows
-from ctxkeep.sinks.sqlite.params import in_parts
+from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
 from ctxkeep.timeutil import UTC_FORMAT_POLARS, now_iso
 from ctxkeep.transforms.grams import symbols_batch, vocab_terms
@@ -107,9 +107,8 @@ def content_ids(conn: sqlite3.Connection, hashes: pl.Series) -> dict[str, int]:
     for part in in_parts(hashes.drop_nulls().unique().to_list()):
         out.update(
             conn.execute(
-                f"SELECT content_hash, content_id FROM contents WHERE content_hash IN "
-                f"({','.join('?' * len(part))})",
-                part,
+                f"SELECT content_hash, content_id FROM contents WHERE content_hash {IN_JSON}",
+                (json_list(part),),
             )
         )
     return out

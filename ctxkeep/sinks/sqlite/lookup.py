@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from ctxkeep.sinks.sqlite.params import in_parts
+from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 
 if TYPE_CHECKING:
     from ctxkeep.schema import Watermark
@@ -36,8 +36,8 @@ def existing_entry_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
     """The subset of ``ids`` (entry ids) already stored in ``entries``."""
     found: set[str] = set()
     for part in in_parts(list(ids)):
-        q = f"SELECT entry_id FROM entries WHERE entry_id IN ({','.join('?' * len(part))})"
-        found.update(r[0] for r in conn.execute(q, part))
+        q = f"SELECT entry_id FROM entries WHERE entry_id {IN_JSON}"
+        found.update(r[0] for r in conn.execute(q, (json_list(part),)))
     return found
 
 
@@ -46,11 +46,8 @@ def existing_contents(conn: sqlite3.Connection, hashes: list[str]) -> dict[str, 
     stored in ``contents``."""
     found: dict[str, int] = {}
     for part in in_parts(hashes):
-        q = (
-            f"SELECT content_hash, token_estimate FROM contents "
-            f"WHERE content_hash IN ({','.join('?' * len(part))})"
-        )
-        found.update((h, t) for h, t in conn.execute(q, part))
+        q = f"SELECT content_hash, token_estimate FROM contents WHERE content_hash {IN_JSON}"
+        found.update((h, t) for h, t in conn.execute(q, (json_list(part),)))
     return found
 
 
