@@ -255,7 +255,8 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
             f"{raw / 1e6 / t_o:.1f} MB/s, {s_o['entries_new']:,} entries; peak RSS {rss_o / 1024:.0f} MB"
         )
     sizes = print_store(store, raw)
-    t_n, s_n = noop(a, store, tree)
+    base_store = work / "store-baseline" if a.baseline and not a.no_baseline_ingest else store
+    t_n, s_n = noop(a, store, tree, base_store)
     ratio = sizes["store.db"] / raw
     ok = (mbs_b >= 0.8 * mbs_r, rss_b <= 1024 * 1024, ratio <= 0.7, t_n <= 1.0)
     print(
@@ -266,16 +267,21 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
     )
 
 
-def noop(a, store: Path, tree: Path) -> tuple[float, dict]:
+def noop(a, store: Path, tree: Path, base_store: Path | None = None) -> tuple[float, dict]:
     """The no-op re-ingest of ``tree`` into ``store`` (whole process), ``a.noop_runs``
-    times, alternating with ``a.baseline``'s ctxkeep on the same store when given;
+    times, alternating with ``a.baseline``'s ctxkeep when given, on ``base_store`` (the
+    store the baseline built itself: an older ctxkeep refuses a store of a newer schema;
+    by default the same store);
     prints the median and best wall and the median CPU of each, returns (median wall
     seconds, the last summary) of ctxkeep's."""
     runs: dict[str, list[tuple[float, float]]] = {"ctxkeep": [], "baseline": []}
     s_n: dict = {}
     for _ in range(a.noop_runs):
-        for who, checkout in [("ctxkeep", ROOT)] + ([("baseline", a.baseline)] if a.baseline else []):
-            t, s, _, c = run_cli(store, tree, checkout)
+        sides = [("ctxkeep", ROOT, store)] + (
+            [("baseline", a.baseline, base_store or store)] if a.baseline else []
+        )
+        for who, checkout, st in sides:
+            t, s, _, c = run_cli(st, tree, checkout)
             runs[who].append((t, c))
             if who == "ctxkeep":
                 s_n = s
