@@ -86,12 +86,28 @@ def _usage(home: Path) -> list:
         con.close()
 
 
-def test_an_ingest_counts_and_prices_in_the_side_process(tmp_path, monkeypatch):
+def _reference(tmp_path: Path):
+    """A corpus ingest without a side process (DuckDB appended from a thread here)."""
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
     ctx = DiscoveryContext(home=CORPUS_HOME, env={})
     ref = tmp_path / "ref"
-    s_ref = pipeline.run_ingest(ref, ctx=ctx)
+    return ctx, ref, pipeline.run_ingest(ref, ctx=ctx)
+
+
+def _beside_side_process(tmp_path: Path, ctx, s_ref):
+    """A corpus ingest into ``tmp_path/side`` beside a side process: (home, summary),
+    its analytics line checked against the reference's."""
+    home = tmp_path / "side"
+    with side_process.started() as side:
+        assert side is not None
+        s = pipeline.run_ingest(home, ctx=ctx)
+    assert s.analytics == s_ref.analytics == f"analytics: {s.entries_new} entries synced"
+    return home, s
+
+
+def test_an_ingest_counts_and_prices_in_the_side_process(tmp_path, monkeypatch):
+    ctx, ref, s_ref = _reference(tmp_path)
 
     def broken(*a, **k):
         raise AssertionError("counted or priced in the ingest process")
@@ -101,11 +117,7 @@ def test_an_ingest_counts_and_prices_in_the_side_process(tmp_path, monkeypatch):
     monkeypatch.setattr(tokens, "count_here", broken)
     monkeypatch.setattr(cost, "genai_rates", broken)
     monkeypatch.setattr(cost, "genai_tiered", broken)
-    home = tmp_path / "side"
-    with side_process.started() as side:
-        assert side is not None
-        s = pipeline.run_ingest(home, ctx=ctx)
-    assert s.analytics == s_ref.analytics == f"analytics: {s.entries_new} entries synced"
+    home, _ = _beside_side_process(tmp_path, ctx, s_ref)
     assert store_digest(home) == store_digest(ref)
     got, want = _usage(home), _usage(ref)
     assert len(got) == len(want) > 0
@@ -182,15 +194,6 @@ def _behind(home: Path) -> bool:
         conn.close()
 
 
-def _reference(tmp_path: Path):
-    """A corpus ingest without a side process (DuckDB appended from a thread here)."""
-    if not CORPUS_HOME.is_dir():
-        pytest.skip("shared/corpus not present")
-    ctx = DiscoveryContext(home=CORPUS_HOME, env={})
-    ref = tmp_path / "ref"
-    return ctx, ref, pipeline.run_ingest(ref, ctx=ctx)
-
-
 def test_a_small_ingest_syncs_duckdb_in_the_side_process(tmp_path, monkeypatch):
     ctx, ref, s_ref = _reference(tmp_path)
     assert s_ref.bytes <= side_process.SIDE_SYNC_MAX_BYTES  # a small ingest
@@ -203,11 +206,7 @@ def test_a_small_ingest_syncs_duckdb_in_the_side_process(tmp_path, monkeypatch):
     monkeypatch.setattr(duckdb_store, "sync", broken)
     monkeypatch.setattr(duckdb_store, "append_entries", broken)
     monkeypatch.setattr(duckdb_store, "connect", broken)
-    home = tmp_path / "side"
-    with side_process.started() as side:
-        assert side is not None
-        s = pipeline.run_ingest(home, ctx=ctx)
-    assert s.analytics == s_ref.analytics == f"analytics: {s.entries_new} entries synced"
+    home, s = _beside_side_process(tmp_path, ctx, s_ref)
     monkeypatch.undo()
     assert store_digest(home) == store_digest(ref)
     got, want = _analytics(home), _analytics(ref)
