@@ -333,7 +333,7 @@ def search(
             raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
         if project:  # ., ~, relative: from here
             project = normalize_dir(project, os.getcwd())
-        conn = sqlite_store.connect(_home(home), readonly=True)
+        conn = sqlite_store.connect(_home(home), readonly=True, mmap=True)
         res = do_search(
             conn,
             query,
@@ -444,7 +444,7 @@ def show(
     try:
         if max_bytes is not None and max_bytes < 1:
             raise UsageError(f"--max-bytes {max_bytes} must be positive", where="--max-bytes")
-        conn = sqlite_store.connect(_home(home), readonly=True)
+        conn = sqlite_store.connect(_home(home), readonly=True, mmap=True)
         rows, problems = fetch(
             conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset, media=True
         )
@@ -496,7 +496,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     try:
-        conn = sqlite_store.connect(_home(home), readonly=True)
+        conn = sqlite_store.connect(_home(home), readonly=True, mmap=True)
         try:
             conv = conversation(conn, session, budget=budget)
             short = short_session_ids(conn, [conv.session_id])[conv.session_id]

@@ -401,7 +401,7 @@ class Handlers:
     def _ro(self):
         from ctxkeep.sinks import sqlite as sqlite_store
 
-        return sqlite_store.connect(self.home, readonly=True)
+        return sqlite_store.connect(self.home, readonly=True, mmap=True)
 
     def ctx_search(self, a: dict) -> tuple[str, dict]:
         from ctxkeep.query.search import Filters, search

@@ -31,6 +31,7 @@ in-process at 500 MB, recall@3 and MRR unchanged or better).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import random
@@ -190,7 +191,9 @@ def _worker() -> None:
                 "mb": (home / "store.db").stat().st_size / 1e6,
             }
             w.close()
-            conn = sqlite_store.connect(home, readonly=True)
+            # as `ctxkeep search` opens it (a checkout from before mmap=True: without)
+            kw = {"mmap": True} if "mmap" in inspect.signature(sqlite_store.connect).parameters else {}
+            conn = sqlite_store.connect(home, readonly=True, **kw)
             res = info
         elif op == "q":
             from ctxkeep.query.search import Filters, search

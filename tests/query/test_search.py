@@ -526,16 +526,19 @@ def test_a_match_with_matches_is_still_ranked(corpus_conn):
     assert [s for s in sql if "bm25(fts_words" in s]
 
 
-def test_readonly_connection_maps_the_store(corpus_store):
+def test_an_interactive_reader_maps_the_store_and_bulk_readers_do_not(corpus_store):
     home, _ = corpus_store
-    ro = sqlite_store.connect(home, readonly=True)
-    rw = sqlite_store.connect(home)
+    conns = [
+        sqlite_store.connect(home, readonly=True, mmap=True),  # search, show, MCP
+        sqlite_store.connect(home, readonly=True),  # the DuckDB sync, the plan, backup
+        sqlite_store.connect(home),
+    ]
     try:
-        assert ro.execute("PRAGMA mmap_size").fetchone()[0] == min(READ_MMAP_BYTES, 0x7FFF0000)
-        assert rw.execute("PRAGMA mmap_size").fetchone()[0] == 0  # writers unchanged
+        got = [c.execute("PRAGMA mmap_size").fetchone()[0] for c in conns]
+        assert got == [min(READ_MMAP_BYTES, 0x7FFF0000), 0, 0]
     finally:
-        ro.close()
-        rw.close()
+        for c in conns:
+            c.close()
 
 
 def test_a_search_process_imports_no_writer_module():
