@@ -26,13 +26,13 @@ from the files (with ``PRAGMA secure_delete=ON``).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import write
 from ctxkeep.sinks.sqlite.ddl import ID_TABLES
 from ctxkeep.sinks.sqlite.fts import delete_chunk_rows, prune_vocab
-from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.transforms.grams import vocab_terms
 
 _TEMP_TABLES = ("_p_entries", "_p_sessions", "_p_contents", "_p_files")
@@ -232,13 +232,16 @@ def delete_selected(
     conn.execute("DELETE FROM entry_rows WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
     conn.execute("DELETE FROM files WHERE path IN (SELECT path FROM _p_files WHERE whole)")
     for i, ids in held.items():
-        table = ID_TABLES[i][0]
-        for part in in_parts(ids):
-            conn.execute(
-                f"DELETE FROM {table} WHERE {i} IN ({','.join('?' * len(part))}) AND NOT EXISTS "
-                f"(SELECT 1 FROM entry_rows e WHERE e.{i} = {table}.{i})",
-                part,
-            )
+        if not ids:
+            continue
+        # the ids still held, found in one scan of entry_rows (no index on these columns:
+        # a NOT EXISTS per id scanned the table once for each id that went)
+        table, cand = ID_TABLES[i][0], "(SELECT value FROM json_each(?1))"
+        conn.execute(
+            f"DELETE FROM {table} WHERE {i} IN {cand} AND {i} NOT IN "
+            f"(SELECT {i} FROM entry_rows WHERE {i} IN {cand})",
+            (json.dumps(ids),),
+        )
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='status_log'").fetchone():
         # the status-change log some versions keep for the DuckDB sync: no rows for gone entries
         conn.execute("DELETE FROM status_log WHERE entry_id IN (SELECT entry_id FROM _p_entries)")
