@@ -188,8 +188,8 @@ def transform_entries(
             pending = ex.submit(estimate_tokens, fresh["text"].to_list())
             chunks = chunks_frame(fresh)
             counts, methods = pending.result()
-    else:
-        (counts, methods), chunks = estimate_tokens([]), chunks_frame(fresh)
+    else:  # nothing new to count
+        counts, methods, chunks = [], [], chunks_frame(fresh)
     fresh = fresh.with_columns(
         pl.Series("token_estimate", counts, dtype=pl.Int64),
         pl.Series("token_method", methods, dtype=pl.String),
