@@ -247,17 +247,42 @@ def short_session_ids(conn: sqlite3.Connection, ids) -> dict[str, str]:
     """``session id → its shortest unique prefix`` (as ``short_ids``) for a few ids,
     each compared with its stored neighbours through the ``entries_session`` index (a
     few seeks per id): what search hits and ``show`` print. An id the store does not
-    hold is returned whole."""
-    out = {}
-    for x in set(ids):
-        if x is None:
-            continue
-        out[x] = _short_one(conn, x)
-    return out
+    hold is returned whole.
+
+    The nearest neighbours of all the ids are found in one statement (two index seeks
+    per id, the ids bound as one JSON array); an id whose neighbour is one of its own
+    sub-agents (``x/…``) steps past them one seek at a time (``_neighbour``)."""
+    want = sorted({x for x in ids if x is not None})
+    if not want:
+        return {}
+    near: dict[str, tuple[str | None, str | None]] = {}
+    for x, below, above in conn.execute(_NEIGHBOURS_SQL, (json.dumps(want),)):
+        near[x] = (below, above)
+    return {x: _short_one(conn, x, near.get(x)) for x in want}
 
 
-def _short_one(conn: sqlite3.Connection, x: str) -> str:
-    near = [y for y in (_neighbour(conn, x, True), _neighbour(conn, x, False)) if y is not None]
+#: rows ``(id, the nearest stored session id below it, the nearest above)`` for the ids
+#: of one JSON array (``short_session_ids``)
+_NEIGHBOURS_SQL = (
+    "SELECT j.value, "
+    "(SELECT session_id FROM entry_rows INDEXED BY entries_session WHERE session_id < j.value "
+    "ORDER BY session_id DESC LIMIT 1), "
+    "(SELECT session_id FROM entry_rows INDEXED BY entries_session WHERE session_id > j.value "
+    "ORDER BY session_id ASC LIMIT 1) FROM json_each(?) j"
+)
+
+
+def _short_one(conn: sqlite3.Connection, x: str, nearest: tuple[str | None, str | None] | None = None) -> str:
+    """The shown id of ``x`` (``short_session_ids``); ``nearest``: its nearest stored
+    ids below and above, when already looked up (a sub-agent of ``x`` among them is
+    stepped past by ``_neighbour``)."""
+    near = []
+    for i, below in enumerate((True, False)):
+        y = nearest[i] if nearest is not None else None
+        if nearest is None or (y is not None and y.startswith(x + "/")):
+            y = _neighbour(conn, x, below)
+        if y is not None:
+            near.append(y)
     p = _prefix_for(x, near, MIN_SESSION_PREFIX)
     if "/" not in x:  # only a ``<parent>/<rest>`` id is compacted: no parent lookup (it
         return p  # reads every entry of a top-level session: ~1 ms a hit at 500 MB)
