@@ -325,7 +325,9 @@ def _ranked_by_terms(
     floor = ids[-1] if len(ids) > RANK_WINDOW else 0
     window = ids[:RANK_WINDOW]
     window.reverse()  # ascending
-    if conn.execute(*span_count_sql(fts, terms, window[0], window[-1])).fetchone()[0] < TERMS_SPAN:
+    # fewer rowids in the span than TERMS_SPAN: fewer matches too, no count needed
+    few = window[-1] - window[0] < TERMS_SPAN - 1
+    if few or conn.execute(*span_count_sql(fts, terms, window[0], window[-1])).fetchone()[0] < TERMS_SPAN:
         return conn.execute(*ranked_ids_sql(fts, terms, window, n)).fetchall(), floor
     return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
 
