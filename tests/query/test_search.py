@@ -563,3 +563,53 @@ def test_a_search_process_imports_no_writer_module():
         assert getattr(sqlite_store, name) is not None
     with pytest.raises(AttributeError):
         sqlite_store.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("filters", [Filters(), Filters(kind="tool_result"), Filters(since="2025-10-01")])
+def test_candidates_load_the_newest_passing_holders_of_each_text_in_one_statement(corpus_conn, filters):
+    """A batch of candidates loads, per text, the newest ``ENTRIES_PER_HIT`` entries
+    holding it that pass the filters and the count of all its entries: the same as
+    asking the ``entries`` view for each text on its own, in one statement for the
+    batch (and one for the counts), not one or two per text."""
+    from ctxkeep.query.search import retrieve
+
+    # texts held by many entries (stock tool results, repeated prompts) and by one
+    many = corpus_conn.execute(
+        "SELECT content_hash FROM entries WHERE content_hash IS NOT NULL GROUP BY content_hash "
+        "HAVING count(*) > ? ORDER BY count(*) DESC, content_hash LIMIT 12",
+        (retrieve.ENTRIES_PER_HIT,),
+    ).fetchall()
+    one = corpus_conn.execute(
+        "SELECT content_hash FROM entries WHERE content_hash IS NOT NULL GROUP BY content_hash "
+        "HAVING count(*) = 1 ORDER BY content_hash LIMIT 12"
+    ).fetchall()
+    assert len(many) == 12 and len(one) == 12
+    hashes = [h for (h,) in many + one]
+    chunk_ids = [
+        corpus_conn.execute(
+            "SELECT ch.chunk_id FROM chunks ch JOIN contents c USING (content_id) "
+            "WHERE c.content_hash = ? ORDER BY ch.seq LIMIT 1",
+            (h,),
+        ).fetchone()[0]
+        for h in hashes
+    ]
+    cache: dict = {}
+    sql = _statements(corpus_conn, lambda: retrieve.load_candidates(corpus_conn, chunk_ids, filters, cache))
+    assert len([s for s in sql if "entry_rows" in s]) <= 2  # holders, counts
+    cond, params = filters.sql("x")
+    shown = 0
+    for h, chunk_id in zip(hashes, chunk_ids, strict=True):
+        want = corpus_conn.execute(
+            f"SELECT entry_id FROM entries x WHERE content_hash = ? AND {cond} "
+            f"ORDER BY ts DESC, rowid DESC LIMIT ?",
+            (h, *params, retrieve.ENTRIES_PER_HIT),
+        ).fetchall()
+        total = corpus_conn.execute("SELECT count(*) FROM entries WHERE content_hash = ?", (h,)).fetchone()[0]
+        got = cache[chunk_id]
+        if not want:
+            assert got is None
+            continue
+        shown += 1
+        assert [e.entry_id for e in got.entries] == [w[0] for w in want]
+        assert got.content_hash == h and got.total == total
+    assert shown >= 6
