@@ -187,8 +187,8 @@ def search(
         ):
             if derived:
                 lists[name] = derived
-    fused = rank.fuse(lists, shown)
     sc = rank.scores(lists, shown)
+    fused = rank.fuse(lists, shown, sc)
     titles = retrieve.titles(conn, fused[: limit * 4])
     kept, folded = rank.fold(fused, shown, titles, limit)
     titles.update(retrieve.titles(conn, [cid for cid in kept if cid not in titles]))

@@ -78,11 +78,15 @@ def scores(lists: dict[str, list[int]], shown: dict[int, Candidate]) -> dict[int
     return out
 
 
-def fuse(lists: dict[str, list[int]], shown: dict[int, Candidate]) -> list[int]:
+def fuse(
+    lists: dict[str, list[int]], shown: dict[int, Candidate], sc: dict[int, float] | None = None
+) -> list[int]:
     """Reciprocal rank fusion of the lists (``scores``): content_ids best first, those
     found only by ``SUBSTRING_LISTS`` (and derived lists) after all others; scores
-    equal to 12 decimals are ties and go to the newer entry."""
-    sc = scores(lists, shown)
+    equal to 12 decimals are ties and go to the newer entry. ``sc``: the lists'
+    ``scores`` when already computed."""
+    if sc is None:
+        sc = scores(lists, shown)
     word_level = set()
     for name, order in lists.items():
         if name not in SUBSTRING_LISTS and name not in DERIVED_LISTS:
