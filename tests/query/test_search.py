@@ -613,3 +613,45 @@ def test_candidates_load_the_newest_passing_holders_of_each_text_in_one_statemen
         assert [e.entry_id for e in got.entries] == [w[0] for w in want]
         assert got.content_hash == h and got.total == total
     assert shown >= 6
+
+
+@pytest.mark.parametrize(
+    "q,filters",
+    [
+        ("foo AND", Filters()),
+        ("foo AND", Filters(kind="message")),
+        ("gui tab create-next-app", Filters()),
+        ("exit code create-next-app", Filters()),
+        ("printer validateUs", Filters()),
+        ("AutoTokenizer", Filters()),
+        ("validateUs", Filters()),
+    ],
+)
+def test_the_substring_list_is_skipped_only_when_it_cannot_change_the_hits(
+    corpus_conn, monkeypatch, q, filters
+):
+    """Inner-substring hits rank below every word-level hit: when the word-level lists
+    fill ``limit`` hits after folding, the ``subs`` list is not searched (no vocabulary
+    expansion), and the hits are the same, field for field, as when it is."""
+    import ctxkeep.query.search as search_mod
+
+    skipped = _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters))
+    got = search(corpus_conn, q, filters=filters).as_dict()
+    real = search_mod._rank
+    calls = []
+
+    def rank_forcing_subs(*a, **k):  # the first ranking reports no hits: subs always runs
+        lists, sc, titles, kept, folded = real(*a, **k)
+        calls.append(len(kept))
+        return (lists, sc, titles, [] if len(calls) == 1 else kept, folded)
+
+    monkeypatch.setattr(search_mod, "_rank", rank_forcing_subs)
+    forced = _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters))
+    assert len(calls) == 2, "the query has no inner-substring form"  # ranked again after subs
+    calls.clear()
+    assert search(corpus_conn, q, filters=filters).as_dict() == got
+    assert [s for s in forced if "fts_vocab" in s]
+    if calls[0] >= 10:  # the word-level lists filled the page: subs was not searched
+        assert not [s for s in skipped if "fts_vocab" in s]
+    else:
+        assert [s for s in skipped if "fts_vocab" in s]

@@ -169,29 +169,22 @@ def search(
             if any(_prefix_star(t.rstrip("*"), common) for t in ts if _word_term(t)):
                 run("prefix", "fts_words", prefix_match(query, common))
             vt = vocab_terms_of(query)
-            if any(m for _, m in vt):
-                before = {cid for order in lists.values() for cid in order}
-                run(
-                    "subs",
-                    "fts_words",
-                    subs_match([(t, retrieve.vocab_expand(conn, m) if m else []) for t, m in vt]),
-                )
-                # only what the word-level lists missed: their order stays as it was
-                if "subs" in lists:
-                    lists["subs"] = [cid for cid in lists["subs"] if cid not in before]
-        # derived lists over the candidates: the query verbatim, tool names
-        base = rank.fuse(lists, shown)
-        for name, derived in (
-            ("exact", rank.exact_list(base, shown, ts)),
-            ("tool", rank.tool_list(base, shown, ts)),
-        ):
-            if derived:
-                lists[name] = derived
-    sc = rank.scores(lists, shown)
-    fused = rank.fuse(lists, shown, sc)
-    titles = retrieve.titles(conn, fused[: limit * 4])
-    kept, folded = rank.fold(fused, shown, titles, limit)
-    titles.update(retrieve.titles(conn, [cid for cid in kept if cid not in titles]))
+            want_subs = any(m for _, m in vt)
+    ranked = _rank(conn, lists, shown, ts, limit, derived=not raw)
+    # inner substrings (``subs``) rank below every word-level hit and never join a
+    # word-level hit's lists: when the word-level lists already fill ``limit`` hits
+    # after folding, they cannot change the result, and are not searched (their
+    # vocabulary expansions OR dozens of tokens: ~a third of a slow query's time)
+    if want_subs and len(ranked[3]) < limit:
+        before = {cid for order in lists.values() for cid in order}
+        run(
+            "subs", "fts_words", subs_match([(t, retrieve.vocab_expand(conn, m) if m else []) for t, m in vt])
+        )
+        # only what the word-level lists missed: their order stays as it was
+        if "subs" in lists:
+            lists["subs"] = [cid for cid in lists["subs"] if cid not in before]
+        ranked = _rank(conn, lists, shown, ts, limit, derived=True)
+    lists, sc, titles, kept, folded = ranked
     hits = [
         render.to_hit(
             shown[cid],
@@ -217,3 +210,37 @@ def search(
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)
     return res
+
+
+def _rank(
+    conn: sqlite3.Connection,
+    lists: dict[str, list[int]],
+    shown: dict[int, Candidate],
+    ts: list[str],
+    limit: int,
+    *,
+    derived: bool,
+) -> tuple[dict[str, list[int]], dict[int, float], dict[int, str], list[int], dict[int, int]]:
+    """The candidate lists fused and folded: ``(lists, scores, titles, kept, folded)``,
+    ``lists`` a copy of ``lists`` with the derived lists over the candidates (with
+    ``derived``: the query verbatim, tool names; ``rank.exact_list``,
+    ``rank.tool_list``), ``scores`` content_id → RRF score (``rank.scores``),
+    ``titles`` content_id → first-chunk title of the first ``limit`` × 4 of the fused
+    order and of the kept hits, ``kept`` the first ``limit`` content_ids after folding
+    near-duplicates and ``folded`` per kept one the number folded into it
+    (``rank.fold``)."""
+    lists = dict(lists)
+    if derived:
+        base = rank.fuse(lists, shown)
+        for name, order in (
+            ("exact", rank.exact_list(base, shown, ts)),
+            ("tool", rank.tool_list(base, shown, ts)),
+        ):
+            if order:
+                lists[name] = order
+    sc = rank.scores(lists, shown)
+    fused = rank.fuse(lists, shown, sc)
+    titles = retrieve.titles(conn, fused[: limit * 4])
+    kept, folded = rank.fold(fused, shown, titles, limit)
+    titles.update(retrieve.titles(conn, [cid for cid in kept if cid not in titles]))
+    return lists, sc, titles, kept, folded
