@@ -134,6 +134,8 @@ def search(
     shown: dict[int, Candidate] = {}  # content_id → the chunk it is shown with
     ts = terms(query)
     passed: dict[int, bool] = {}  # chunk id → passes the filters (memo across lists)
+    want_subs = False  # the inner-substring list applies (terms with inner substrings)
+    vt: list[tuple[str, str | None]] = []  # each word term with its vocabulary expression
     facets = not filters.is_empty() and sqlite_store.schema_version(conn) >= 3
 
     def run(name: str, fts: str, match: str | None) -> None:
