@@ -229,3 +229,20 @@ def test_tool_list_names_candidates_held_by_an_entry_of_that_tool():
     shown = {1: cand(1, entry(tool="Bash")), 2: cand(2, entry(), entry(tool="todowrite")), 3: cand(3)}
     assert rank.tool_list([3, 2, 1], shown, ["TodoWrite", "bash"]) == [2, 1]
     assert rank.tool_list([1, 2, 3], shown, ["grep"]) == []
+
+
+def test_fold_words_are_the_lower_cased_word_runs_of_every_corpus_text(corpus_store):
+    """``fold_words`` (translate and split for an ASCII text) gives the words the
+    ``\\w+`` regex finds in the lower-cased text, on every chunk of the corpus and on
+    texts whose lower case changes their characters (Kelvin sign, dotted I, ß)."""
+    import re
+    import sqlite3
+
+    home, _ = corpus_store
+    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    texts = [t for (t,) in conn.execute("SELECT text FROM chunks")]
+    conn.close()
+    texts += ["\u212a-Kelvin", "İstanbul_x", "Straße-STRASSE", "a\tb\x1fc\x0bd", "snake_case-and-dash", ""]
+    assert len(texts) > 1000 and any(t.isascii() for t in texts) and not all(t.isascii() for t in texts)
+    for t in texts:
+        assert rank.fold_words(t) == set(re.findall(r"\w+", t.lower())), t[:80]

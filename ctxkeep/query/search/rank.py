@@ -44,6 +44,19 @@ FOLD_TITLE_CHARS = 80
 #: word-set overlap (Jaccard) above which two hits of one key are the same thing
 FOLD_SIMILARITY = 0.6
 _FOLD_WORD_RE = re.compile(r"\w+")
+#: every ASCII character that ``\w`` does not match, mapped to a space
+_ASCII_NON_WORD = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isalnum() or chr(i) == "_")})
+
+
+def fold_words(text: str) -> set[str]:
+    r"""The distinct words (``\w+`` runs) of ``text`` lower-cased, as ``fold`` compares
+    them. An ASCII text is cut with ``str.translate`` and ``split`` (``\w`` is
+    ``[a-z0-9_]`` there: the same words, ~2x faster than the regex on long tool
+    output); any other with the regex."""
+    low = text.lower()
+    if low.isascii():
+        return set(low.translate(_ASCII_NON_WORD).split())
+    return set(_FOLD_WORD_RE.findall(low))
 
 
 def ranked_contents(rows: list[tuple[int, float]], cache: dict[int, Candidate | None]) -> list[Candidate]:
@@ -111,7 +124,7 @@ def fold(
 
     def ws(cid: int) -> set[str]:
         if cid not in words:
-            words[cid] = set(_FOLD_WORD_RE.findall(shown[cid].text.lower()))
+            words[cid] = fold_words(shown[cid].text)
         return words[cid]
 
     for cid in fused:
@@ -123,7 +136,7 @@ def fold(
         into = None
         for k in seen.get(key, ()) if key is not None else ():
             a, b = ws(k), ws(cid)
-            if a and b and len(a & b) >= FOLD_SIMILARITY * len(a | b):
+            if _similar(a, b):
                 into = k
                 break
         if into is not None:
@@ -133,6 +146,20 @@ def fold(
             seen.setdefault(key, []).append(cid)
         kept.append(cid)
     return kept, similar
+
+
+def _similar(a: set[str], b: set[str]) -> bool:
+    """Whether two non-empty word sets share ≥ ``FOLD_SIMILARITY`` of their union
+    (Jaccard). The union's size is counted, not built (|a| + |b| - |a ∩ b|), and sets
+    whose sizes differ too much are not intersected (|a ∩ b| ≤ the smaller size, |a ∪ b|
+    ≥ the larger): a session's re-reads of one long file held a search for ~5 ms here."""
+    if not a or not b:
+        return False
+    small, large = sorted((len(a), len(b)))
+    if small < FOLD_SIMILARITY * large:
+        return False
+    inter = len(a & b)
+    return inter >= FOLD_SIMILARITY * (len(a) + len(b) - inter)
 
 
 def exact_list(base: list[int], shown: dict[int, Candidate], ts: list[str]) -> list[int]:
