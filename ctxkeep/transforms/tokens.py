@@ -31,7 +31,6 @@ import os
 import re
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -303,6 +302,8 @@ def count_here(texts: list[str]) -> tuple[list[int], list[str]]:
         if costs >= half:
             cut = i + 1
             break
+    from concurrent.futures import ThreadPoolExecutor  # (a few ms: only for long lists)
+
     with ThreadPoolExecutor(1, thread_name_prefix="ctxkeep-bpe") as ex:
         second = ex.submit(_count, enc.encode_ordinary, texts[cut:])
         counts, methods = _count(enc.encode_ordinary, texts[:cut])

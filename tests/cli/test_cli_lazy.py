@@ -143,3 +143,72 @@ def test_help_and_usage_errors_as_whole_processes(tmp_path):
     assert (
         r.stderr.strip() == "error: No such command 'serach'. Did you mean 'search'? - see `ctxkeep --help`"
     )
+
+
+#: ``ctxkeep compress --check [--json]`` in a fresh interpreter, then what it imported
+#: and whether the BPE rank dict was loaded
+_CHECK = """
+import json, sys
+sys.argv = ["ctxkeep", "compress", "--check", *sys.argv[1:]]
+from ctxkeep.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+from ctxkeep.transforms import tokens
+mods = sorted(m for m in sys.modules if m.startswith(("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken")))
+print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.modules,
+                  tokens._rank_table.cache_info().currsize]))
+"""
+
+
+def test_compress_check_imports_only_what_it_reads(tmp_path):
+    """``compress --check`` imports the Claude Code and Codex sources alone (the
+    registry imports a source on first use), no side process module, no tiktoken;
+    ``--json`` no Rich; a check after the first counts on the mapped rank index, never
+    loading the rank dict."""
+    from conftest import CORPUS_HOME, child_env
+
+    if not CORPUS_HOME.is_dir():
+        import pytest
+
+        pytest.skip("shared/corpus not present")
+    env = child_env(
+        HOME=str(CORPUS_HOME), CTXKEEP_HOME=str(tmp_path / "store"), CTXKEEP_CACHE_DIR=str(tmp_path)
+    )
+    # the store holds the files' texts (their counts): the check counts only what its
+    # plans rewrite (without a store it counts every text, with tiktoken's encoder)
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "ingest", "--no-progress", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+
+    def check(*args: str) -> list:
+        r = subprocess.run(
+            [sys.executable, "-c", _CHECK, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    sources = [
+        "ctxkeep.sources._util",
+        "ctxkeep.sources.claude_code",
+        "ctxkeep.sources.codex",
+        "ctxkeep.sources.contract",
+        "ctxkeep.sources.readers",
+        "ctxkeep.sources.readers.jsonl",
+        "ctxkeep.sources.readers.sqlite",
+    ]
+    assert check("--json") == [sources, False, 1]  # the first count writes the rank index
+    assert check("--json") == [sources, False, 0]
+    assert check() == [sources, True, 0]
