@@ -39,7 +39,15 @@ SAMPLE_WINDOWS = 4
 SAMPLE_CHARS = 512
 #: lists shorter than this are counted in the calling thread only
 PARALLEL_MIN_TEXTS = 64
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+@lru_cache(maxsize=1)
+def _cjk_re() -> re.Pattern:
+    """CJK characters (kana, CJK ideographs, Hangul: U+3040 and up), compiled on first
+    use: the Unicode ranges take ~6 ms to compile, which every process importing this
+    module paid; ``heuristic_tokens`` needs it only for a text holding such a
+    character."""
+    return re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 _BUILD = threading.Lock()
@@ -218,7 +226,9 @@ def heuristic_tokens(text: str) -> int:
     ~4 per token."""
     if not text:
         return 0
-    cjk = len(_CJK_RE.findall(text))
+    # no character at or above U+3040 (the class's lowest): no CJK, and the pattern's
+    # ~6 ms compile is never paid (``max`` of a str runs in C)
+    cjk = len(_cjk_re().findall(text)) if max(text) >= "\u3040" else 0
     other = len(text.encode("utf-8", "replace")) - 3 * cjk
     return cjk + max(0, (other + 3) // 4)
 

@@ -95,3 +95,27 @@ def test_a_small_count_never_loads_the_rank_dict(tmp_path):
     assert count() == ["1", "0", "True"]  # the dict loaded once, to write the index
     assert [p.suffix for p in sorted((tmp_path / "bpe").iterdir())] == [".index", ".marshal"]
     assert count() == ["0", "0", "True"]
+
+
+def test_heuristic_counts_as_the_cjk_pattern_on_every_kind_of_text():
+    # the heuristic skips the CJK pattern for a text without a character >= U+3040:
+    # the same figure as counting with the pattern on every text
+    import re
+
+    pat = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+    def reference(t: str) -> int:
+        cjk = len(pat.findall(t))
+        return cjk + max(0, (len(t.encode("utf-8", "replace")) - 3 * cjk + 3) // 4) if t else 0
+
+    raw = corpus(CODEX).read_text()
+    texts = raw.splitlines()[:200] + [
+        "",
+        "a",
+        "naïve café — ok →",
+        "\u303f\u3040",
+        "字段 and ひらがな",
+        "한국어",
+    ]
+    texts += ["emoji 😀 here", "lone \ud800 surrogate", "\uffff", "\u2fff" * 5]
+    assert [tokens.heuristic_tokens(t) for t in texts] == [reference(t) for t in texts]
