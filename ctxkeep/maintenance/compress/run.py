@@ -162,12 +162,8 @@ def _iso(ts: float) -> str:
 
 
 def _count_lines(path: Path) -> int:
-    n = 0
-    with open(path, "rb") as f:
-        for line in f:
-            if line.strip():
-                n += 1
-    return n
+    """The non-empty lines of the file (``bytes.strip`` leaves something)."""
+    return sum(1 for line in path.read_bytes().split(b"\n") if line.strip())
 
 
 # ---------------------------------------------------------------- selection and health check
@@ -476,7 +472,8 @@ def compress_file(
     if rest.strip():
         r.status, r.reason = "refused", "the last line is incomplete (the agent may be writing it)"
         return r
-    per_line = cp.line_entries(file, lines)
+    hashes: dict[bytes, str] = {}  # line body → SHA-256: the kept lines are parsed again below
+    per_line = cp.line_entries(file, lines, hashes)
     ids = cp.line_entry_ids(file.agent, per_line)
     v = verify_store(conn, file, lines, ids)
     r.verified = {k: v[k] for k in ("lines", "entries", "quarantined")}
@@ -551,7 +548,7 @@ def compress_file(
     # a line the rewrite keeps as it was is parsed already
     kept = {ln.body: ln.rec for ln in lines if ln.rec is not None and ln.problem is None}
     new_lines, _ = cp.split_lines(new_data, kept)
-    new_per_line = cp.line_entries(file, new_lines)
+    new_per_line = cp.line_entries(file, new_lines, hashes)
     new_ids = cp.line_entry_ids(file.agent, new_per_line)
     marker_uuid = plan.marker["uuid"] if plan.marker else None
     marker_idx = {
