@@ -156,7 +156,9 @@ try:
 except SystemExit:
     pass
 from ctxkeep.transforms import tokens
-mods = sorted(m for m in sys.modules if m.startswith(("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken")))
+heavy = ("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken", "ctxkeep.sinks.sqlite.status",
+         "ctxkeep.sinks.sqlite.intents")
+mods = sorted(m for m in sys.modules if m.startswith(heavy))
 print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.modules,
                   tokens._rank_table.cache_info().currsize]))
 """
@@ -164,7 +166,8 @@ print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.
 
 def test_compress_check_imports_only_what_it_reads(tmp_path):
     """``compress --check`` imports the Claude Code and Codex sources alone (the
-    registry imports a source on first use), no side process module, no tiktoken;
+    registry imports a source on first use), no side process module, no tiktoken, none
+    of the store's write side (entry status changes, intents);
     ``--json`` no Rich; a check after the first counts on the mapped rank index, never
     loading the rank dict."""
     from conftest import CORPUS_HOME, child_env
