@@ -60,7 +60,8 @@ def test_report_html_is_loaded_with_report():
 
 def test_running_a_command_imports_its_modules_only(tmp_path):
     """``ctxkeep ingest`` (nothing to do) imports ctxkeep.cli.core and what it imports
-    (sources, for ``fail_config``), none of the other command modules."""
+    (sources, for ``fail_config``), and cli.upgrade (every command), none of the other
+    command modules."""
     (tmp_path / "user").mkdir()
     code = (
         "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json']\n"
@@ -78,7 +79,8 @@ def test_running_a_command_imports_its_modules_only(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     loaded = json.loads(r.stdout.strip().splitlines()[-1].replace("'", '"'))
-    assert loaded == ["ctxkeep.cli.core", "ctxkeep.cli.options", "ctxkeep.cli.sources"]
+    # (upgrade: the store upgrade's progress handler, installed for every command)
+    assert loaded == ["ctxkeep.cli.core", "ctxkeep.cli.options", "ctxkeep.cli.sources", "ctxkeep.cli.upgrade"]
 
 
 #: the top-level help's commands as an eager build lists them: every module imported
@@ -179,30 +181,20 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     env = child_env(
         HOME=str(CORPUS_HOME), CTXKEEP_HOME=str(tmp_path / "store"), CTXKEEP_CACHE_DIR=str(tmp_path)
     )
-    # the store holds the files' texts (their counts): the check counts only what its
-    # plans rewrite (without a store it counts every text, with tiktoken's encoder)
-    r = subprocess.run(
-        [sys.executable, "-m", "ctxkeep", "ingest", "--no-progress", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
 
-    def check(*args: str) -> list:
+    def run(*args: str) -> str:
         r = subprocess.run(
-            [sys.executable, "-c", _CHECK, *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=120,
+            [sys.executable, *args], env=env, capture_output=True, text=True, cwd=ROOT, timeout=300
         )
         assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        return r.stdout
 
+    def check(*args: str) -> list:
+        return json.loads(run("-c", _CHECK, *args).strip().splitlines()[-1])
+
+    # the store holds the files' texts (their counts): the check counts only what its
+    # plans rewrite (without a store it counts every text, with tiktoken's encoder)
+    run("-m", "ctxkeep", "ingest", "--no-progress", "--json")
     sources = [
         "ctxkeep.sources._util",
         "ctxkeep.sources.claude_code",
