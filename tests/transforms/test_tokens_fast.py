@@ -60,3 +60,15 @@ def test_bindings_load_without_the_package_init():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_prepare_builds_the_fast_counter_only(monkeypatch):
+    from functools import lru_cache
+
+    unbuilt = lru_cache(maxsize=1)(tokens._encoding.__wrapped__)
+    monkeypatch.setattr(tokens, "_encoding", unbuilt)
+    tokens.prepare()
+    assert unbuilt.cache_info().currsize == 0 and tokens._fast_count.cache_info().currsize == 1
+    monkeypatch.setattr(tokens, "_fast_count", lambda: None)  # without bpe-openai: tiktoken's
+    tokens.prepare()
+    assert unbuilt.cache_info().currsize == 1
