@@ -109,6 +109,10 @@ def _main(
     # everything ctxkeep creates (store, Prefect's database beside it, archives,
     # backups' temp files) is user-only
     os.umask(0o077)
+    # a store upgrade on the command's first writable open shows its phases on stderr
+    from ctxkeep.cli import upgrade
+
+    upgrade.install(err)
 
 
 #: the library's words for a parameter (MCP's camelCase, the Python names) → the CLI's

@@ -28,7 +28,7 @@ from ctxkeep.config import ensure_home
 from ctxkeep.errors import StoreBusy, StoreError
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.sqlite import ddl, store_safety
-from ctxkeep.sinks.sqlite.migrations import ensure_identity, frees_space, migrate
+from ctxkeep.sinks.sqlite.migrations import ensure_identity, frees_space, migrate, phase, phases
 from ctxkeep.sinks.sqlite.store_safety import damaged
 
 log = logging.getLogger(__name__)
@@ -169,24 +169,36 @@ def ensure_schema(conn: sqlite3.Connection) -> tuple[str, str]:
     # v9 peaked at 1.67 GB RSS (0.99 GB with VACUUM on disk)
     prev = conn.execute("PRAGMA temp_store").fetchall()[0][0]
     conn.execute("PRAGMA temp_store=FILE")
+    ran: list[str] = []
+    old = schema_version(conn)  # for the upgrade's progress only
     try:
         with write(conn):
+            # read again in the transaction: another writer may have upgraded it meanwhile
             ran = migrate(conn, schema_version(conn))
             ddl.create_all(conn)
             conn.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(ddl.SCHEMA_VERSION),))
             ident = ensure_identity(conn)
             ddl.set_ranks(conn)
+            if ran:
+                phase("committing the upgrade")
         if frees_space(ran):
             # once, after the commit (VACUUM runs in no transaction): the pages the step
             # freed go back to the file system (v9: ~0.2x of the raw JSONL; ~5 s per 200
             # MB). A crash inside, or another writer holding the store, leaves it migrated
             # and unvacuumed (the free pages are reused by the next writes).
+            phase("compacting the store (VACUUM)")
             try:
                 conn.execute("VACUUM")
             except sqlite3.OperationalError as e:
                 log.warning("ctxkeep: the upgraded store was not compacted (%s)", e)
+    except BaseException:
+        if 0 < old < ddl.SCHEMA_VERSION:  # an upgrade was under way (rolled back)
+            phases.info("upgrade failed", extra={"progress": None, "done": True, "failed": True})
+        raise
     finally:
         conn.execute(f"PRAGMA temp_store={int(prev)}")
+    if ran:
+        phases.info("upgraded", extra={"progress": None, "done": True})
     return ident
 
 

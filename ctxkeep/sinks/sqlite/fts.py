@@ -11,6 +11,7 @@ every entry holding its text, so that search filters inside the MATCH.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from ctxkeep.sinks.sqlite.ddl import CHUNK_FTS_TABLES, FTS_TABLES, set_ranks
 from ctxkeep.sinks.sqlite.params import in_parts
@@ -19,11 +20,14 @@ from ctxkeep.sinks.sqlite.params import in_parts
 FACET_COLUMNS = ("content_hash", "agent", "kind", "role", "tool_name", "session_id", "project_dir")
 
 
-def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
+def rebuild_fts_tables(
+    conn: sqlite3.Connection, batch: int = 5000, progress: Callable[[int, int], None] | None = None
+) -> dict:
     """Drop, recreate (from ``ddl.FTS_TABLES``) and fill ``fts_words`` (FTS5
     ``'rebuild'`` from ``chunks``), ``fts_grams`` and ``fts_symbols``
     (``transforms.grams`` and ``symbols`` of the chunk texts, with the chunks' facets)
-    and the vocabulary, inside the caller's transaction. Returns ``{"chunks": n,
+    and the vocabulary, inside the caller's transaction; ``progress(done, total)``
+    (chunks) after each batch of ``batch`` chunks. Returns ``{"chunks": n,
     "grams_rows": n, "symbols_rows": n}``."""
     from ctxkeep.transforms.grams import vocab_terms
 
@@ -33,7 +37,7 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
         conn.execute(ddl)
     conn.execute("INSERT INTO fts_words(fts_words) VALUES('rebuild')")
     n_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    n_grams, n_syms, last = 0, 0, 0
+    n_grams, n_syms, last, done = 0, 0, 0, 0
     while True:
         rows = conn.execute(
             "SELECT chunk_id, text, facets FROM chunks WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?",
@@ -47,6 +51,9 @@ def rebuild_fts_tables(conn: sqlite3.Connection, batch: int = 5000) -> dict:
         n_grams += insert_rows(conn, "fts_grams", keys, chunk_terms("fts_grams", texts))
         n_syms += insert_rows(conn, "fts_symbols", keys, chunk_terms("fts_symbols", texts))
         add_vocab(conn, vocab_terms(texts))
+        done += len(rows)
+        if progress is not None:
+            progress(done, n_chunks)
     for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
     set_ranks(conn)

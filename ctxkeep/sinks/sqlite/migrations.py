@@ -27,6 +27,16 @@ from ctxkeep.sinks.sqlite.store_safety import APPLICATION_ID, header_id
 from ctxkeep.timeutil import now_iso
 
 log = logging.getLogger(__name__)
+#: an upgrade's phases, one INFO record each (``phase``), for a front end to show while
+#: it runs (the CLI's status line, ``cli.upgrade``); nothing is shown without a handler
+phases = logging.getLogger("ctxkeep.upgrade")
+
+
+def phase(text: str, done: int | None = None, total: int | None = None) -> None:
+    """Report an upgrade phase (``text``, e.g. ``"copying entries"``) on the
+    ``ctxkeep.upgrade`` logger, with ``done`` of ``total`` rows when the phase counts
+    them; the record's ``progress`` is ``(done, total)`` or None."""
+    phases.info(text, extra={"progress": None if total is None else (done or 0, total)})
 
 
 class Migration(NamedTuple):
@@ -225,10 +235,12 @@ def _stamp_ids_chunk_spans(conn: sqlite3.Connection) -> None:
     conn.execute(ddl.TABLES["ingests"])
     cols = {r[1] for r in conn.execute("PRAGMA table_info(entry_rows)")}
     if "ingested_at" in cols:
+        phase("copying entries")
         conn.execute("DROP VIEW IF EXISTS entries")  # and its triggers
         conn.execute("ALTER TABLE entry_rows RENAME TO entry_rows_v9")
         conn.execute(ddl.TABLES["entry_rows"])
         _fill_entry_rows(conn, "entry_rows_v9", {"project_dir", "ingested_at"})
+        phase("indexing entries")
         conn.execute("DROP TABLE entry_rows_v9")  # and its indexes
         for stmt in (ddl.ENTRIES_VIEW, *ddl.ENTRIES_TRIGGERS.values()):
             conn.execute(stmt)
@@ -236,6 +248,7 @@ def _stamp_ids_chunk_spans(conn: sqlite3.Connection) -> None:
             conn.execute(ddl.INDEXES[name])
     kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'chunks'").fetchone()
     if kind is not None and kind[0] == "table":
+        phase("copying chunks")
         conn.execute(ddl.TABLES["chunk_rows"])
         conn.execute(
             "INSERT INTO chunk_rows(chunk_id, content_id, seq, title, text, facets) SELECT chunk_id, "
@@ -283,10 +296,14 @@ def migrate(conn: sqlite3.Connection, version: int) -> list[str]:
         SCHEMA_VERSION,
         " (the search indexes are rebuilt once; 1-2 min per 500 MB)" if fts else "",
     )
-    for m in todo:
+    for i, m in enumerate(todo, 1):
+        phase(f"step {i}/{len(todo)}: v{m.version} {m.name}")
         m.step(conn)
     if fts:
-        rebuild_fts_tables(conn)
+        phase("rebuilding the search indexes")
+        rebuild_fts_tables(
+            conn, progress=lambda done, total: phase("rebuilding the search indexes", done, total)
+        )
     conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
     return [m.name for m in todo]
 
