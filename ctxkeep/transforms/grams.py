@@ -132,6 +132,37 @@ def _grams_of(text: str, cjk: bool, camel_words: list[str]) -> str:
     return " ".join(out) if out else ""
 
 
+def _is_word(ch: str) -> bool:
+    """Whether ``ch`` is a word character of Python's ``re`` (``\\w`` on str: what
+    ``str.isalnum()`` holds, and ``_``), the neighbours ``_CAMEL``'s ``\\b`` looks at."""
+    return ch == "_" or ch.isalnum()
+
+
+def _camel_words(text: str, found: list[str]) -> list[str]:
+    """``_CAMEL.findall(text)`` from the ``_CAMEL_CAND`` matches of ``text`` (in order):
+    a ``_CAMEL`` match is a whole run of ASCII letters and digits of its shape whose
+    neighbours are not word characters (``_is_word``), so it is one of the candidates
+    (a maximal run, after a non-alphanumeric character or at the start) whose two
+    neighbours pass. A candidate is found in the text from the end of the one before:
+    no earlier occurrence of its characters can exist there, since that would have been
+    an earlier match of the pattern."""
+    words = []
+    pos = 0
+    for cand in found:
+        at = text.find(cand, pos)
+        pos = at + len(cand)
+        if cand[0] in _ASCII_LETTERS:  # at the start of the text: no left neighbour
+            word = cand
+        elif _is_word(cand[0]):
+            continue
+        else:
+            word = cand[1:]
+        if pos < len(text) and _is_word(text[pos]):
+            continue
+        words.append(word)
+    return words
+
+
 def grams_batch(texts: list[str]) -> list[str]:
     """``[grams(t) for t in texts]``, several times faster on a batch: Polars finds, in
     one vectorized pass each, which texts have a CJK character and the camelCase
@@ -154,7 +185,7 @@ def grams_batch(texts: list[str]) -> list[str]:
     out = []
     for t, c, found, amb in zip(texts, cjk, cands, ambiguous, strict=False):
         if amb:
-            words = _CAMEL.findall(t)
+            words = _camel_words(t, found)
         elif found:
             words = [w if w[0] in _ASCII_LETTERS else w[1:] for w in found]
         else:

@@ -72,7 +72,7 @@ def test_grams_batch_identical_on_random_mixtures():
     import random
 
     rng = random.Random(20261129)
-    alphabet = list("aBcDxYzQ09_ -.\n(") + ["é", "—", "\u0301", "²", "字", "段", "カ", "한", "Ⅻ"]
+    alphabet = list("aBcDxYzQ09_ -.\n(") + ["é", "—", "\u0301", "²", "字", "段", "カ", "한", "Ⅻ", "١", "ß"]
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(20_000)]
     ref = [grams(t) for t in texts]
     assert grams_batch(texts) == ref
