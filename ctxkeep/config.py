@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import platformdirs
 
 from ctxkeep.errors import ConfigError
 
@@ -35,6 +32,8 @@ def resolve_home(home: str | os.PathLike | None = None) -> Path:
     raw = home or os.environ.get("CTXKEEP_HOME")
     if raw:
         return Path(raw).expanduser().resolve()
+    import platformdirs  # (~5 ms: only when no home is given)
+
     return Path(platformdirs.user_data_dir(APP, appauthor=False))
 
 
@@ -305,6 +304,8 @@ CONFIG_STAMP_DIR = "config-checked"
 def _stamp_path(path: Path) -> Path:
     import hashlib
 
+    import platformdirs
+
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return Path(platformdirs.user_cache_dir(APP, appauthor=False)) / CONFIG_STAMP_DIR / f"{key}.json"
 
@@ -351,6 +352,8 @@ def _checked(path: Path, text: bytes) -> list[str]:
             return list(got.get("warnings") or [])
     except (OSError, ValueError, AttributeError):
         pass
+    import tomllib
+
     data = tomllib.loads(text.decode("utf-8"))
     warnings = _validate(data, path)
     try:
@@ -432,6 +435,8 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     data: dict[str, Any] = {}
     warnings: list[str] = []
     if path.exists():
+        import tomllib  # (~4 ms: only when there is a config file)
+
         try:
             raw = path.read_bytes()
             data = tomllib.loads(raw.decode("utf-8"))

@@ -151,11 +151,14 @@ class Writer:
 
     def put(self, g: Group) -> None:
         """Store a group, or queue it for the thread (waits while ``WRITE_AHEAD``
-        groups wait); raises the writer's error, if any."""
+        groups wait) with its index terms computed here (``with_index_terms``), while
+        the thread loads the group before; raises the writer's error, if any."""
         if not self.threaded:
             _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit)
             self.stored += g.frames is not None
             return
+        if g.frames is not None:  # the texts' index terms here, beside the load before
+            g.frames = sqlite_store.with_index_terms(g.frames)
         while True:
             if self.error is not None:
                 raise self.error

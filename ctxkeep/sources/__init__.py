@@ -1,33 +1,18 @@
 """Extract: one module per agent. ``SOURCES`` maps an agent name to its source.
 
 A source fulfils ``contract.Source`` (a ``typing.Protocol``); every one registered
-here is checked against it at import (``contract.check_source``). Adding an agent is
-one new module registered here plus fixtures (docs/adding-an-agent.md).
+here (``_REGISTRY``) is imported and checked against it (``contract.check_source``)
+when its agent is first looked up. Adding an agent is one new module registered here
+(and in ``schema.AGENTS``) plus fixtures (docs/adding-an-agent.md).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
+from importlib import import_module
 from pathlib import Path
 
-from ctxkeep.sources import (
-    aider,
-    claude_code,
-    cline,
-    codex,
-    continue_dev,
-    copilot_cli,
-    crush,
-    cursor,
-    gemini_cli,
-    goose,
-    kilo_code,
-    opencode,
-    opencode_go,
-    qwen_code,
-    roo_code,
-    specstory,
-)
 from ctxkeep.sources.contract import (
     ChangeTest,
     ClaimsPaths,
@@ -42,30 +27,65 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.readers.jsonl import is_unchanged
 from ctxkeep.sources.readers.sqlite import db_unchanged
 
-SOURCES: dict[str, Source] = {
-    s.AGENT: s
-    for s in map(
-        check_source,
-        (
-            claude_code,
-            codex,
-            gemini_cli,
-            copilot_cli,
-            qwen_code,
-            continue_dev,
-            cline.SOURCE,
-            roo_code.SOURCE,
-            kilo_code.SOURCE,
-            aider,
-            specstory,
-            opencode,
-            opencode_go,
-            crush,
-            goose,
-            cursor,
-        ),
-    )
+#: the registry, in its order (``schema.AGENTS``): agent name → (module under
+#: ``ctxkeep.sources``, the name of its source object there, or None: the module is the
+#: source)
+_REGISTRY: dict[str, tuple[str, str | None]] = {
+    "claude-code": ("claude_code", None),
+    "codex": ("codex", None),
+    "gemini-cli": ("gemini_cli", None),
+    "copilot-cli": ("copilot_cli", None),
+    "qwen-code": ("qwen_code", None),
+    "continue": ("continue_dev", None),
+    "cline": ("cline", "SOURCE"),
+    "roo-code": ("roo_code", "SOURCE"),
+    "kilo-code": ("kilo_code", "SOURCE"),
+    "aider": ("aider", None),
+    "specstory": ("specstory", None),
+    "opencode": ("opencode", None),
+    "opencode-go": ("opencode_go", None),
+    "crush": ("crush", None),
+    "goose": ("goose", None),
+    "cursor": ("cursor", None),
 }
+
+
+class _Sources(Mapping):
+    """``SOURCES``: agent name → its source, each source module imported (and checked,
+    ``contract.check_source``) when its agent is first looked up. The names, their
+    order and ``in`` need no import: ``compress --check`` reads Claude Code and Codex
+    files only, and importing all 16 sources cost ~20 ms of its start. Iterating
+    ``items()``/``values()`` imports every source. Raises KeyError for an unknown
+    agent, ``TypeError`` (``check_source``) for a module that breaks the contract."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Source] = {}
+
+    def __getitem__(self, agent: str) -> Source:
+        src = self._loaded.get(agent)
+        if src is None:
+            module, attr = _REGISTRY[agent]
+            mod = import_module(f"ctxkeep.sources.{module}")
+            src = check_source(getattr(mod, attr) if attr else mod)
+            if agent != src.AGENT:
+                raise TypeError(f"ctxkeep.sources.{module} is registered as {agent} but names {src.AGENT}")
+            self._loaded[agent] = src
+        return src
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_REGISTRY)
+
+    def __len__(self) -> int:
+        return len(_REGISTRY)
+
+    def __contains__(self, agent: object) -> bool:
+        return agent in _REGISTRY
+
+    def __repr__(self) -> str:
+        return f"SOURCES({', '.join(_REGISTRY)})"
+
+
+SOURCES: Mapping[str, Source] = _Sources()
 
 
 @functools.lru_cache(maxsize=64)
@@ -112,12 +132,13 @@ def discover_all(
     Returns one Discovery per agent, disabled agents with ``reason="disabled in config"``.
     """
     out = []
-    for name, src in SOURCES.items():
+    for name in SOURCES:
         if agents and name not in agents:
             continue
         if enabled is not None and not enabled.get(name, True):
             out.append(Discovery(name, reason="disabled in config"))
             continue
+        src = SOURCES[name]
         dirs = (extra_dirs or {}).get(name, [])
         sub = DiscoveryContext(ctx.home, ctx.env, list(dirs), [])
         d = src.discover(sub)

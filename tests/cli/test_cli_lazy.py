@@ -60,7 +60,8 @@ def test_report_html_is_loaded_with_report():
 
 def test_running_a_command_imports_its_modules_only(tmp_path):
     """``ctxkeep ingest`` (nothing to do) imports ctxkeep.cli.core and what it imports
-    (sources, for ``fail_config``), none of the other command modules."""
+    (sources, for ``fail_config``), and cli.upgrade (every command), none of the other
+    command modules."""
     (tmp_path / "user").mkdir()
     code = (
         "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', sys.argv[1], '--json']\n"
@@ -78,7 +79,8 @@ def test_running_a_command_imports_its_modules_only(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     loaded = json.loads(r.stdout.strip().splitlines()[-1].replace("'", '"'))
-    assert loaded == ["ctxkeep.cli.core", "ctxkeep.cli.options", "ctxkeep.cli.sources"]
+    # (upgrade: the store upgrade's progress handler, installed for every command)
+    assert loaded == ["ctxkeep.cli.core", "ctxkeep.cli.options", "ctxkeep.cli.sources", "ctxkeep.cli.upgrade"]
 
 
 #: the top-level help's commands as an eager build lists them: every module imported
@@ -143,3 +145,65 @@ def test_help_and_usage_errors_as_whole_processes(tmp_path):
     assert (
         r.stderr.strip() == "error: No such command 'serach'. Did you mean 'search'? - see `ctxkeep --help`"
     )
+
+
+#: ``ctxkeep compress --check [--json]`` in a fresh interpreter, then what it imported
+#: and whether the BPE rank dict was loaded
+_CHECK = """
+import json, sys
+sys.argv = ["ctxkeep", "compress", "--check", *sys.argv[1:]]
+from ctxkeep.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+from ctxkeep.transforms import tokens
+heavy = ("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken", "ctxkeep.sinks.sqlite.status",
+         "ctxkeep.sinks.sqlite.intents")
+mods = sorted(m for m in sys.modules if m.startswith(heavy))
+print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.modules,
+                  tokens._rank_table.cache_info().currsize]))
+"""
+
+
+def test_compress_check_imports_only_what_it_reads(tmp_path):
+    """``compress --check`` imports the Claude Code and Codex sources alone (the
+    registry imports a source on first use), no side process module, no tiktoken, none
+    of the store's write side (entry status changes, intents);
+    ``--json`` no Rich; a check after the first counts on the mapped rank index, never
+    loading the rank dict."""
+    from conftest import CORPUS_HOME, child_env
+
+    if not CORPUS_HOME.is_dir():
+        import pytest
+
+        pytest.skip("shared/corpus not present")
+    env = child_env(
+        HOME=str(CORPUS_HOME), CTXKEEP_HOME=str(tmp_path / "store"), CTXKEEP_CACHE_DIR=str(tmp_path)
+    )
+
+    def run(*args: str) -> str:
+        r = subprocess.run(
+            [sys.executable, *args], env=env, capture_output=True, text=True, cwd=ROOT, timeout=300
+        )
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    def check(*args: str) -> list:
+        return json.loads(run("-c", _CHECK, *args).strip().splitlines()[-1])
+
+    # the store holds the files' texts (their counts): the check counts only what its
+    # plans rewrite (without a store it counts every text, with tiktoken's encoder)
+    run("-m", "ctxkeep", "ingest", "--no-progress", "--json")
+    sources = [
+        "ctxkeep.sources._util",
+        "ctxkeep.sources.claude_code",
+        "ctxkeep.sources.codex",
+        "ctxkeep.sources.contract",
+        "ctxkeep.sources.readers",
+        "ctxkeep.sources.readers.jsonl",
+        "ctxkeep.sources.readers.sqlite",
+    ]
+    assert check("--json") == [sources, False, 1]  # the first count writes the rank index
+    assert check("--json") == [sources, False, 0]
+    assert check() == [sources, True, 0]

@@ -251,7 +251,7 @@ def test_v4_store_gains_the_columns_without_an_fts_rebuild(tmp_path, monkeypatch
     # so an upgrade from v4 rebuilds exactly once, for v7's sake
     assert [m.rebuilds_fts for m in migrations.MIGRATIONS if m.version in (5, 6)] == [False, False]
     rebuilds = []
-    monkeypatch.setattr(migrations, "rebuild_fts_tables", rebuilds.append)
+    monkeypatch.setattr(migrations, "rebuild_fts_tables", lambda conn, **kw: rebuilds.append(conn))
     conn = sqlite_store.connect(tmp_path)
     try:
         assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION and len(rebuilds) == 1

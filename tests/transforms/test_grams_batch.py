@@ -11,9 +11,12 @@ from ctxkeep.transforms.grams import (
     _SYMBOL,
     _SYMBOL_CAND,
     VOCAB_TOKEN,
+    _symbol_terms,
     _vocab_ok,
     grams,
     grams_batch,
+    symbols,
+    symbols_batch,
     vocab_terms,
 )
 
@@ -69,7 +72,7 @@ def test_grams_batch_identical_on_random_mixtures():
     import random
 
     rng = random.Random(20261129)
-    alphabet = list("aBcDxYzQ09_ -.\n(") + ["é", "—", "\u0301", "²", "字", "段", "カ", "한", "Ⅻ"]
+    alphabet = list("aBcDxYzQ09_ -.\n(") + ["é", "—", "\u0301", "²", "字", "段", "カ", "한", "Ⅻ", "١", "ß"]
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(20_000)]
     ref = [grams(t) for t in texts]
     assert grams_batch(texts) == ref
@@ -107,6 +110,19 @@ def test_symbol_regex_and_prefilter_match_the_reference(corpus_store):
     cand = pl.Series(texts, dtype=pl.String).str.contains(_SYMBOL_CAND).to_list()
     assert all(c for c, r in zip(cand, ref, strict=True) if r)
     assert not all(cand)  # and it does drop texts (a+b, issue#12, ...)
+
+
+def test_symbol_terms_and_symbols_batch_match_the_per_text_scan(corpus_store):
+    # the anchored scan (``_symbol_terms``) against ``_SYMBOL.finditer`` and the batch
+    # (Polars' ASCII words) against ``symbols``, on every corpus chunk and the random
+    # texts; plus the overlaps of a dot match with a word match
+    texts = _symbol_texts(corpus_store) + [".NE+", "x.NE+ .NET# .NETx++ a.BC.DE+ .AB#.CD", "..NET", ".N+"]
+    ref = [[m.group() for m in _SYMBOL.finditer(t)] for t in texts]
+    assert [_symbol_terms(t) for t in texts] == ref
+    assert symbols_batch(texts) == [symbols(t) for t in texts]
+    assert sum(1 for t in symbols_batch(texts) if t) > 1_000
+    # no symbol term: no row; no ASCII word of 2+ characters: an empty word list
+    assert symbols_batch(["C# only", "++", "c++ x"]) == ["c# | only |", "", "c++ | |"]
 
 
 def test_vocab_terms_same_as_lowercasing_every_text_first(corpus_store):

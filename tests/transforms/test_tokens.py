@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pytest
 
 from conftest import corpus
@@ -37,6 +39,7 @@ def test_heuristic_is_cjk_aware():
 def test_fallback_when_bpe_unavailable(monkeypatch):
     monkeypatch.setattr(tokens, "encoding", lambda: None)
     monkeypatch.setattr(tokens, "_pure_encoding", lambda: None)
+    monkeypatch.setattr(tokens, "_fast_count", lru_cache(maxsize=1)(lambda: None))
     assert tokens.estimate_tokens(["abcdefgh", "这个字段"]) == ([2, 4], ["heuristic", "heuristic"])
 
 
@@ -137,12 +140,12 @@ def test_pure_python_bpe_counts_exactly_as_tiktoken():
 
 
 def test_small_lists_are_counted_without_building_tiktoken(monkeypatch):
-    from functools import lru_cache
 
     want = tokens._count(tokens.encoding().encode_ordinary, _corpus_texts())
     # a process that has not built tiktoken's encoder yet
     unbuilt = lru_cache(maxsize=1)(tokens._encoding.__wrapped__)
     monkeypatch.setattr(tokens, "_encoding", unbuilt)
+    monkeypatch.setattr(tokens, "_fast_count", lru_cache(maxsize=1)(lambda: None))  # without bpe-openai
     monkeypatch.setattr(tokens, "_pure_chars", 0)
     small = _corpus_texts()[:40] + ["字段", ""]
     assert tokens._bpe_chars(small) <= tokens.PURE_MAX_CHARS
@@ -161,10 +164,10 @@ def test_small_lists_are_counted_without_building_tiktoken(monkeypatch):
 
 
 def test_pure_python_bpe_counts_at_most_its_budget_per_process(monkeypatch):
-    from functools import lru_cache
 
     unbuilt = lru_cache(maxsize=1)(tokens._encoding.__wrapped__)
     monkeypatch.setattr(tokens, "_encoding", unbuilt)
+    monkeypatch.setattr(tokens, "_fast_count", lru_cache(maxsize=1)(lambda: None))  # without bpe-openai
     monkeypatch.setattr(tokens, "_pure_chars", 0)
     small = _corpus_texts()[:40]
     each = tokens._bpe_chars(small)

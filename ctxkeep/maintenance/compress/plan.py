@@ -189,22 +189,30 @@ def split_lines(data: bytes, parsed: dict[bytes, dict] | None = None) -> tuple[l
     return lines, data[complete_end:n]
 
 
-def line_entries(file: SourceFile, lines: list[Line]) -> list[list[dict]]:
+def line_entries(
+    file: SourceFile, lines: list[Line], hashes: dict[bytes, str] | None = None
+) -> list[list[dict]]:
     """The entry dicts the agent's source parser makes of each line (in file order,
     with the parser's carry-over state, exactly as an ingest from offset 0 would), one
     list per line; ``[]`` for unparseable lines and lines the parser skips.
 
-    Raises KeyError for an agent without a source module. A parser error on one line
-    gives ``[]`` for that line (ingest quarantines such lines)."""
+    ``hashes`` (line body → its SHA-256, hex), when given, memoizes the line hashes the
+    parser gets: a compress parses the lines it keeps twice (before and after the
+    rewrite). Raises KeyError for an agent without a source module. A parser error on
+    one line gives ``[]`` for that line (ingest quarantines such lines)."""
     mod = SOURCES[file.agent]
     state = mod.init_state(file)
     src = str(file.path)
     out: list[list[dict]] = []
+    memo = {} if hashes is None else hashes
     for ln in lines:
         if ln.rec is None:
             out.append([])
             continue
-        lh = hashlib.sha256(ln.body).hexdigest()
+        body = ln.body
+        lh = memo.get(body)
+        if lh is None:
+            lh = memo[body] = hashlib.sha256(body).hexdigest()
         try:
             out.append(mod.parse_record(ln.rec, ln.offset, lh, state, src))
         except Exception:

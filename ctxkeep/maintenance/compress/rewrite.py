@@ -150,12 +150,15 @@ def backup_paths(path: Path) -> list[Path]:
     b = Path(str(path) + BACKUP_SUFFIX)
     if b.exists():
         out.append(b)
-    stamped = [
-        p
-        for p in path.parent.glob(glob_escape(path.name) + BACKUP_SUFFIX + ".*")
-        if _STAMP_RE.fullmatch(p.name[len(path.name + BACKUP_SUFFIX) + 1 :])
-    ]
-    out += sorted(stamped, key=lambda p: p.name, reverse=True)
+    # one listing of the folder, not ``Path.glob`` (which compiles a pattern per call:
+    # ~1 ms per file of ``compress --check``)
+    head = path.name + BACKUP_SUFFIX + "."
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        names = []
+    stamped = [n for n in names if n.startswith(head) and _STAMP_RE.fullmatch(n[len(head) :])]
+    out += [path.parent / n for n in sorted(stamped, reverse=True)]
     return out
 
 

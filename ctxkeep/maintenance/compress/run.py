@@ -50,8 +50,6 @@ from ctxkeep.maintenance.compress import rewrite, shrink
 from ctxkeep.schema import content_hash
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
-from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange, intents
-from ctxkeep.sinks.sqlite.intents import kill_point
 from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
@@ -162,12 +160,8 @@ def _iso(ts: float) -> str:
 
 
 def _count_lines(path: Path) -> int:
-    n = 0
-    with open(path, "rb") as f:
-        for line in f:
-            if line.strip():
-                n += 1
-    return n
+    """The non-empty lines of the file (``bytes.strip`` leaves something)."""
+    return sum(1 for line in path.read_bytes().split(b"\n") if line.strip())
 
 
 # ---------------------------------------------------------------- selection and health check
@@ -476,7 +470,8 @@ def compress_file(
     if rest.strip():
         r.status, r.reason = "refused", "the last line is incomplete (the agent may be writing it)"
         return r
-    per_line = cp.line_entries(file, lines)
+    hashes: dict[bytes, str] = {}  # line body → SHA-256: the kept lines are parsed again below
+    per_line = cp.line_entries(file, lines, hashes)
     ids = cp.line_entry_ids(file.agent, per_line)
     v = verify_store(conn, file, lines, ids)
     r.verified = {k: v[k] for k in ("lines", "entries", "quarantined")}
@@ -551,7 +546,7 @@ def compress_file(
     # a line the rewrite keeps as it was is parsed already
     kept = {ln.body: ln.rec for ln in lines if ln.rec is not None and ln.problem is None}
     new_lines, _ = cp.split_lines(new_data, kept)
-    new_per_line = cp.line_entries(file, new_lines)
+    new_per_line = cp.line_entries(file, new_lines, hashes)
     new_ids = cp.line_entry_ids(file.agent, new_per_line)
     marker_uuid = plan.marker["uuid"] if plan.marker else None
     marker_idx = {
@@ -582,6 +577,10 @@ def compress_file(
         r.status = "would-compress"
         r.archived = len(removed_ids)
         return r
+    # (the store's write side: a check or dry run never imports it)
+    from ctxkeep.sinks.sqlite import intents
+    from ctxkeep.sinks.sqlite.intents import kill_point
+
     # ---- the store keeps what inline moves out (verified) before the file changes
     if shr is not None and shr.media:
         try:
@@ -968,6 +967,8 @@ def _recover(home: Path) -> None:
 
 
 def _begin_run_intent(home: Path, run_id: int) -> None:
+    from ctxkeep.sinks.sqlite import intents
+
     conn = sqlite_store.connect(home)
     try:
         intents.begin(conn, "compress", {}, run_id=run_id)
@@ -981,6 +982,8 @@ def _complete_run(home: Path) -> str:
     ingested lines, markers and the run's ``compression`` rows (a DuckDB sync after
     the run record is final). Returns a one-line note."""
     from ctxkeep.sinks import recovery
+    from ctxkeep.sinks.sqlite import intents
+    from ctxkeep.sinks.sqlite.intents import kill_point
 
     conn = sqlite_store.connect(home)
     try:
@@ -1093,6 +1096,8 @@ def _set_status(conn, home: Path | None, ids: list[str], status: str, from_statu
     """Set ``status`` (``active``/``archived``) of the stored entries ``ids`` (with
     ``from_status``: only those that have it), in SQLite and, with ``home``, DuckDB.
     Returns the SQLite rows changed."""
+    from ctxkeep.sinks.sqlite import StatusChange
+
     return sqlite_store.apply_changes(
         conn, [StatusChange(status, tuple(ids), from_status=from_status)], home=home
     ).sqlite
@@ -1102,6 +1107,8 @@ def _relocate(conn, home: Path | None, source_path: str, moves: list[tuple[str, 
     """Set ``source_offset`` of entries of ``source_path``: ``moves`` are (entry_id, byte
     offset in the rewritten file); in SQLite and, with ``home``, DuckDB. Returns the
     SQLite rows changed."""
+    from ctxkeep.sinks.sqlite import EntryChanges, Relocation
+
     return sqlite_store.apply_changes(
         conn, EntryChanges(moves=[Relocation(source_path, tuple(moves))]), home=home
     ).sqlite

@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "ctxkeep.sinks.sqlite.connection": "CACHE_KIB MIN_READ_VERSION check_version connect ensure_schema schema_version sibling write",
     "ctxkeep.sinks.sqlite.ddl": "DDL SCHEMA_VERSION TITLE_WEIGHT",
     "ctxkeep.sinks.sqlite.fts": "rebuild_fts_tables refresh_facets",
-    "ctxkeep.sinks.sqlite.load": "load_batch",
+    "ctxkeep.sinks.sqlite.load": "load_batch with_index_terms",
     "ctxkeep.sinks.sqlite.lookup": "content_text existing_contents existing_entry_ids load_watermarks quarantined_hashes tombstoned",
     "ctxkeep.sinks.sqlite.media": "StoredMedia media_for put_media",
     "ctxkeep.sinks.sqlite.runs": "RunRecord recorded_run",

@@ -136,6 +136,26 @@ def save_watermark(conn: sqlite3.Connection, wm: Watermark) -> None:
     )
 
 
+def with_index_terms(frames: dict) -> dict:
+    """``frames`` (``load_batch``'s keyword frames) with the terms ``load_batch`` would
+    compute from the chunk texts for the FTS tables, computed here: a ``symbols``
+    column (str, ``transforms.grams.symbols_batch``; '' for no ``fts_symbols`` row) on
+    ``chunks`` and ``vocab`` (set of str, ``vocab_terms``). The writer thread's caller
+    runs it, so that these scans (~2 s of the writer's 14 s on the 200 MB tree) overlap
+    the load of the group before; ``load_batch`` stores the same either way."""
+    import polars as pl
+
+    chunks = frames.get("chunks")
+    if chunks is None or not chunks.height or "symbols" in chunks.columns:
+        return frames
+    texts = chunks["text"].to_list()
+    return {
+        **frames,
+        "chunks": chunks.with_columns(pl.Series("symbols", symbols_batch(texts), dtype=pl.String)),
+        "vocab": vocab_terms(texts),
+    }
+
+
 def load_batch(
     conn: sqlite3.Connection,
     *,
@@ -146,6 +166,7 @@ def load_batch(
     quarantine: list[dict],
     watermarks: Iterable[Watermark | None] = (),
     status_changes: Iterable[StatusChange | dict] | None = None,
+    vocab: set[str] | None = None,
 ) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
@@ -167,6 +188,8 @@ def load_batch(
         watermarks: saved with the batch, so the batch is stored exactly once (one per
             file whose new bytes the batch holds; None entries are skipped).
         status_changes: applied after the entries (``status.apply_changes``).
+        vocab: ``transforms.grams.vocab_terms`` of the chunk texts, with a ``symbols``
+            column on ``chunks`` (``with_index_terms``); computed here when absent.
 
     Raises StoreBusy when another writer holds the database.
     """
@@ -186,7 +209,7 @@ def load_batch(
                 contents.select("content_hash", "bytes", "token_estimate", "token_method").rows(),
             )
         if chunks.height:
-            _insert_chunks(conn, chunks, _tool_names(entries), facets)
+            _insert_chunks(conn, chunks, _tool_names(entries), facets, vocab)
         if facets:  # new entries holding texts stored before: their chunks gain tokens
             add_facets(conn, facets)
         n_new = 0
@@ -246,10 +269,15 @@ def load_batch(
 
 
 def _insert_chunks(
-    conn: sqlite3.Connection, chunks: pl.DataFrame, tools: dict[str, str], facets: dict[str, frozenset[str]]
+    conn: sqlite3.Connection,
+    chunks: pl.DataFrame,
+    tools: dict[str, str],
+    facets: dict[str, frozenset[str]],
+    vocab: set[str] | None = None,
 ) -> None:
-    """Insert ``chunks`` (of contents just stored) with their FTS rows; pops from
-    ``facets`` the contents whose chunks got them here."""
+    """Insert ``chunks`` (of contents just stored) with their FTS rows (symbol terms
+    and ``vocab`` from ``with_index_terms`` when given); pops from ``facets`` the
+    contents whose chunks got them here."""
     from ctxkeep.transforms import facets as fx
 
     ids = content_ids(conn, chunks["content_hash"])
@@ -281,5 +309,6 @@ def _insert_chunks(
     )
     if grams_rows:
         conn.executemany("INSERT INTO fts_grams(rowid, grams, facets) VALUES(?,?,?)", grams_rows)
-    insert_rows(conn, "fts_symbols", [(r[0], r[5]) for r in rows], symbols_batch([r[4] for r in rows]))
-    add_vocab(conn, vocab_terms(chunks["text"].to_list()))
+    syms = chunks["symbols"].to_list() if "symbols" in chunks.columns else symbols_batch([r[4] for r in rows])
+    insert_rows(conn, "fts_symbols", [(r[0], r[5]) for r in rows], syms)
+    add_vocab(conn, vocab_terms(chunks["text"].to_list()) if vocab is None else vocab)
