@@ -1,9 +1,10 @@
 """The ingest's side process: BPE token counts and genai-prices prices computed in a
 process of their own, on the other core, off the ingest's critical path.
 
-An interactive first ingest of a small tree (the 8.8 MB corpus) spends ~0.35-0.45 s of
-CPU building tiktoken's ``o200k_base`` encoder (``transforms.tokens.encoding``; the
-``CoreBPE`` construction holds the GIL, so a thread does not overlap it) and ~0.3 s
+An interactive first ingest of a small tree (the 8.8 MB corpus) spends CPU building its
+BPE counter (``transforms.tokens.prepare``: bpe-openai's, ~0.1 s; without it tiktoken's
+``o200k_base`` encoder, ~0.35-0.45 s, whose ``CoreBPE`` construction holds the GIL, so a
+thread does not overlap it) and ~0.3 s
 importing genai-prices for the closing DuckDB sync (``transforms.cost``; its import
 pulls pydantic and httpx). Both are independent of what the ingest reads: the side
 process starts before the ingest imports Polars and DuckDB, builds the encoder while
@@ -278,7 +279,7 @@ def _main() -> None:
     out = os.fdopen(int(sys.argv[1]), "wb")
     from ctxkeep.transforms import cost, tokens
 
-    tokens.encoding()  # first: the counts are asked for first
+    tokens.prepare()  # first: the counts are asked for first (bpe-openai's counter, else tiktoken's)
     idle = _Idle(prices="prices" in sys.argv[2:], analytics="analytics" in sys.argv[2:])
     ops = {
         "count": tokens.count_here,
