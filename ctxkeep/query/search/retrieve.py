@@ -48,11 +48,16 @@ PREFIX_COMMON = 50
 #: vocabulary tokens one inner-substring term expands to (``fts_vocab``), shortest
 #: first (closest to the term)
 VOCAB_EXPAND = 48
-#: the ``entries`` columns of an ``EntryRef``, in its field order
-_ENTRY_COLS = (
-    "e.entry_id, e.agent, e.session_id, (SELECT project_dir FROM projects WHERE project_id = e.project_id), "
-    "e.ts, e.role, e.kind, e.tool_name"
-)
+
+
+def _entry_cols(a: str) -> str:
+    """The ``entry_rows`` columns of an ``EntryRef``, in its field order, of the table
+    aliased ``a`` (the project dir through its id, ``projects``)."""
+    return (
+        f"{a}.entry_id, {a}.agent, {a}.session_id, "
+        f"(SELECT project_dir FROM projects WHERE project_id = {a}.project_id), "
+        f"{a}.ts, {a}.role, {a}.kind, {a}.tool_name"
+    )
 
 
 class Sql(NamedTuple):
@@ -207,7 +212,7 @@ def holders_sql(content_ids: list[int], where: tuple[str, list]) -> Sql:
     bench's 200 queries at 500 MB)."""
     cond, params = where
     return Sql(
-        f"SELECT j.value, {_ENTRY_COLS.replace('e.', 'h.')} FROM json_each(?) j JOIN entry_rows h "
+        f"SELECT j.value, {_entry_cols('h')} FROM json_each(?) j JOIN entry_rows h "
         f"ON h.rowid IN (SELECT e.rowid FROM entry_rows e INDEXED BY entries_content WHERE "
         f"e.content_id = j.value AND {cond} ORDER BY e.ts DESC, e.rowid DESC LIMIT {ENTRIES_PER_HIT}) "
         f"ORDER BY j.key, h.ts DESC, h.rowid DESC",
