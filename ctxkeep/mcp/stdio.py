@@ -16,6 +16,14 @@ unknown methods (-32601) are answered by the SDK itself.
 MCP messages are single objects (the 2025-06-18 protocol removed JSON-RPC batches),
 so an array is answered with one -32600 per element that carries an id (or one
 with id ``null``).
+
+End of input: the SDK's serving loop ends when the read stream ends and cancels
+every handler still running, so a client that writes its requests and closes stdin
+(``printf ... | ctxkeep mcp``) got only the replies that happened to be done. The
+filter therefore holds the read stream open after EOF until every request it passed
+on has been answered (a response or an error with its id went out through the write
+stream) or cancelled by the client (``notifications/cancelled``), or the server
+closed the write stream.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import json
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -111,9 +120,29 @@ def check_line(line: str) -> list[dict]:
     return [_error(None, INVALID_REQUEST, "invalid request: a message must be a JSON object")]
 
 
+def _request_id(line: str) -> tuple[bool, Any]:
+    """For a line that passed ``check_line``: ``(True, id)`` for a request (it will be
+    answered), ``(False, requestId)`` for a ``notifications/cancelled`` (that request
+    will not be), ``(False, None)`` for anything else."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False, None
+    if not isinstance(obj, dict) or not isinstance(obj.get("method"), str):
+        return False, None
+    if "id" in obj:
+        return True, obj["id"]
+    if obj["method"] == "notifications/cancelled":
+        params = obj.get("params")
+        return False, params.get("requestId") if isinstance(params, dict) else None
+    return False, None
+
+
 class _FilteredLines:
     """An async iterator over the lines of ``source`` that yields the valid ones and
-    sends the replies of the others through ``send`` (set by ``attach``)."""
+    sends the replies of the others through ``send`` (set by ``attach``). At the end
+    of ``source`` it waits until every request it yielded has been answered
+    (``answered``), cancelled, or ``closed`` was called, before it ends."""
 
     def __init__(self, source):
         import anyio
@@ -121,10 +150,33 @@ class _FilteredLines:
         self._source = source
         self._send = None
         self._ready = anyio.Event()
+        self._pending: Counter = Counter()  # request id -> requests not yet answered
+        self._drained = anyio.Event()
+        self._closed = False
 
     def attach(self, send) -> None:
         self._send = send
         self._ready.set()
+
+    def _settle(self, rid: Any) -> None:
+        if self._pending[rid] > 1:
+            self._pending[rid] -= 1
+        else:
+            self._pending.pop(rid, None)
+        if not self._pending:
+            self._drained.set()
+
+    def answered(self, message: Any) -> None:
+        """Note a message the server writes: a response or error settles its request."""
+        import mcp_types as types
+
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id in self._pending:
+            self._settle(message.id)
+
+    def closed(self) -> None:
+        """The server closed its write stream: nothing more will be answered."""
+        self._closed = True
+        self._drained.set()
 
     async def _reply(self, replies: list[dict]) -> None:
         import mcp_types as types
@@ -136,12 +188,52 @@ class _FilteredLines:
             await self._send.send(SessionMessage(err))
 
     async def __aiter__(self) -> AsyncIterator[str]:
+        import anyio
+
         async for line in self._source:
             replies = check_line(line)
             if replies:
                 await self._reply(replies)
             elif line.strip():
+                is_request, rid = _request_id(line)
+                if is_request:
+                    self._pending[rid] += 1
+                    self._drained = anyio.Event()
+                elif rid is not None and rid in self._pending:
+                    self._settle(rid)
                 yield line
+        if self._pending and not self._closed:
+            await self._drained.wait()
+
+
+class _AnsweringWrite:
+    """The SDK's write stream, telling ``lines`` of each message sent and of its close
+    (the dispatcher uses ``send``, ``aclose`` and ``async with``)."""
+
+    def __init__(self, inner, lines: _FilteredLines):
+        self._inner = inner
+        self._lines = lines
+
+    async def send(self, item) -> None:
+        await self._inner.send(item)
+        self._lines.answered(getattr(item, "message", None))
+
+    async def aclose(self) -> None:
+        self._lines.closed()
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._lines.closed()
+        self._inner.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
 
 
 def _claim_stdin():
@@ -176,7 +268,8 @@ def _claim_stdin():
 @asynccontextmanager
 async def stdio_transport():
     """``(read_stream, write_stream)`` for ``Server.run``, as ``mcp.server.stdio.stdio_server``
-    yields them, with every malformed line answered (``check_line``)."""
+    yields them, with every malformed line answered (``check_line``) and every request
+    received before the end of stdin answered before the read stream ends."""
     from io import TextIOWrapper
 
     import anyio
@@ -188,6 +281,6 @@ async def stdio_transport():
         lines = _FilteredLines(anyio.wrap_file(text))
         async with stdio_server(stdin=lines) as (read, write):
             lines.attach(write)
-            yield read, write
+            yield read, _AnsweringWrite(write, lines)
     finally:
         restore()

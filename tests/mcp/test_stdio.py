@@ -239,3 +239,35 @@ def test_search_answers_while_a_60mb_index_runs(corpus_store, tmp_path):
     assert hits and hits[0]["session_id"].startswith("019a802a")
     assert second["result"]["structuredContent"]["bytes"] == big.stat().st_size
     print(f"ctx_index 60 MB: {t_second - t0:.2f} s; concurrent ctx_search answered in {t_first - t1:.2f} s")
+
+
+@pytest.mark.slow  # spawns the server
+def test_every_request_before_eof_is_answered(corpus_store, tmp_path):
+    """A client that writes its requests and closes stdin at once (``printf ... |
+    ctxkeep mcp``) gets a reply to each one: the SDK's loop used to end at EOF and
+    cancel the ``ctx_search`` still running, so only ``initialize`` (and ``ping``)
+    came back."""
+    src, _ = corpus_store
+    home = tmp_path / "home"
+    shutil.copytree(src, home, ignore=shutil.ignore_patterns("*.lock"))
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "ctx_search", "arguments": {"queries": ["setSectionResizeMode"], "limit": 2}}},
+        {"jsonrpc": "2.0", "id": "s2", "method": "tools/call",
+         "params": {"name": "ctx_search", "arguments": {"queries": ["python: command not found"], "limit": 1}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]  # fmt: skip
+    stdin = "".join(json.dumps(o) + "\n" for o in lines).encode()
+    p = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "mcp", "--home", str(home)],
+        input=stdin, capture_output=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr.decode()
+    replies = {r["id"]: r for r in map(json.loads, p.stdout.decode().splitlines())}
+    assert sorted(replies, key=str) == [1, 2, 3, "s2"], p.stdout.decode()
+    hits = replies["s2"]["result"]["structuredContent"]["results"][0]["hits"]
+    assert hits and hits[0]["session_id"].startswith("019a802a")
+    assert replies[2]["result"]["structuredContent"]["results"][0]["hits"]
