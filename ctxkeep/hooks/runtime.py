@@ -11,7 +11,8 @@ Events, as the agents document them:
   stdout is not added to the context); ``session-start`` ingests it and, for source
   ``compact`` or ``resume``, prints ``{"hookSpecificOutput": {"hookEventName":
   "SessionStart", "additionalContext": <snapshot Markdown>}}``, which Claude Code adds
-  to the new context.
+  to the new context. The snapshot's session is ``hook_session``'s: this agent's
+  session of that id, else its latest of the project ``cwd`` exactly, else none.
 - Codex (``notify`` in ``~/.codex/config.toml``: the program gets one JSON argument,
   ``{"type": "agent-turn-complete", "thread-id", "turn-id", "cwd", …}``, after each
   turn): ``notify`` ingests the rollout of that thread (``rollout-*-<thread-id>.jsonl``
@@ -34,6 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
 import threading
 import traceback
@@ -137,23 +139,40 @@ def _ingest(home: Path, agent: str, path: Path) -> str:
     return f"ingested {s.get('entries_new', 0)} new entries from {path}"
 
 
-def _snapshot(home: Path, session_id: str | None, cwd: str | None) -> str:
-    from ctxkeep.errors import UsageError
+def hook_session(conn, agent: str, session_id: str | None, cwd: str | None) -> str | None:
+    """The stored session a SessionStart hook of ``agent`` resumes, or None when it
+    cannot place one: the session ``session_id`` itself (exact id, not a prefix) when
+    it is stored as a top-level session of ``agent``; else (a resume may start a new
+    id) the latest session of ``agent`` whose project is exactly ``cwd`` (normalized);
+    never a session of another agent, of another project, or of no known project."""
+    from ctxkeep.errors import NotFound
     from ctxkeep.paths import normalize_dir
+    from ctxkeep.query.resume import latest_session
+
+    if session_id:
+        r = conn.execute(
+            "SELECT 1 FROM entry_rows WHERE session_id = ? AND agent = ? AND parent_session_id IS NULL LIMIT 1",
+            (str(session_id), agent),
+        ).fetchone()
+        if r:
+            return str(session_id)
+    if not cwd:
+        return None
+    try:
+        return latest_session(conn, normalize_dir(str(cwd), "/"), agent=agent, exact=True)
+    except (NotFound, ValueError):
+        return None
+
+
+def _snapshot(home: Path, agent: str, session_id: str | None, cwd: str | None) -> str | None:
+    """The snapshot Markdown of ``hook_session``'s session, None when there is none."""
     from ctxkeep.query.resume import build_snapshot
     from ctxkeep.sinks import sqlite as sqlite_store
 
     conn = sqlite_store.connect(home, readonly=True)
     try:
-        try:
-            snap = build_snapshot(conn, session_id, budget=SNAPSHOT_BUDGET) if session_id else None
-        except UsageError:  # a new session id (a resume may start one): the project's latest
-            snap = None
-        if snap is None:
-            snap = build_snapshot(
-                conn, None, project_dir=normalize_dir(cwd, "/") if cwd else None, budget=SNAPSHOT_BUDGET
-            )
-        return snap.to_markdown()
+        sid = hook_session(conn, agent, session_id, cwd)
+        return None if sid is None else build_snapshot(conn, sid, budget=SNAPSHOT_BUDGET).to_markdown()
     finally:
         conn.close()
 
@@ -162,10 +181,18 @@ def _session_start_output(md: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": md}})
 
 
+#: a Codex thread id: a UUID (Codex 0.4x-0.5x name rollouts ``rollout-<time>-<uuid>.jsonl``)
+_THREAD_ID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 def _codex_rollout(thread_id: str) -> Path | None:
+    """The rollout file of exactly ``thread_id`` (a UUID), None for another string: a
+    glob on a part of an id (``5e23``) or a pattern (``*``) would ingest another thread."""
+    if not _THREAD_ID_RE.fullmatch(thread_id):
+        return None
     root = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
     for base in ("sessions", "archived_sessions"):
-        for p in sorted((root / base).glob(f"**/rollout-*{thread_id}.jsonl"), reverse=True):
+        for p in sorted((root / base).glob(f"**/rollout-*-{thread_id}.jsonl"), reverse=True):
             return p
     return None
 
@@ -211,7 +238,13 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
             return HookResult(
                 action="ingested" if tp else "skipped", detail=detail + "; no store, no snapshot"
             )
-        md = _snapshot(home, payload.get("session_id"), payload.get("cwd"))
+        md = _snapshot(home, agent, payload.get("session_id"), payload.get("cwd"))
+        if md is None:
+            return HookResult(
+                action="skipped" if detail.startswith("no transcript") else "ingested",
+                detail=f"{detail}; no stored {agent} session {payload.get('session_id')!r} "
+                f"and none of project {payload.get('cwd')!r}: no snapshot",
+            )
         return HookResult(_session_start_output(md), "snapshot", f"{detail}; snapshot {len(md)} chars")
     return HookResult(action="ingested", detail=detail)
 

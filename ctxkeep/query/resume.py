@@ -133,19 +133,29 @@ def _render(s: Snapshot, sections: dict[str, list[Item]]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def latest_session(conn: sqlite3.Connection, project_dir: str | None) -> str:
+def latest_session(
+    conn: sqlite3.Connection, project_dir: str | None, *, agent: str | None = None, exact: bool = False
+) -> str:
     """The session (not a sub-agent) with the newest entry, under ``project_dir`` (or
-    anywhere when None). Raises UsageError when there is none."""
+    anywhere when None), of ``agent`` when given (an agent name, e.g. ``claude-code``).
+    ``exact``: the session's project is ``project_dir`` itself, not a directory below it
+    (what an agent's hook wants: ``/tmp`` is not the project of a ``/tmp/repo`` session).
+    Raises NotFound (a UsageError) when there is none."""
     where, args = "parent_session_id IS NULL AND agent <> 'note'", []
+    if agent:
+        where += " AND agent = ?"
+        args.append(agent)
     if project_dir:  # by project id (v10): no lookup per entry
-        sql, args = under_sql("project_dir", project_dir)
+        sql, pargs = ("project_dir = ?", [project_dir]) if exact else under_sql("project_dir", project_dir)
         where += f" AND project_id IN (SELECT project_id FROM projects WHERE {sql})"
+        args += pargs
     r = conn.execute(
         f"SELECT session_id FROM entry_rows WHERE {where} AND ts IS NOT NULL ORDER BY ts DESC LIMIT 1", args
     ).fetchone()
     if not r:
+        of = f" of {agent}" if agent else ""
         raise NotFound(
-            f"no stored session{' in ' + project_dir if project_dir else ''}",
+            f"no stored session{of}{' in ' + project_dir if project_dir else ''}",
             where="projectDir",
             hint="run `ctxkeep ingest`, or name a session",
         )

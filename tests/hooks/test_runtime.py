@@ -100,3 +100,59 @@ def test_codex_notify_ingests_the_thread_rollout(store):
     p, _ = _hook(store, ["codex", "notify", note], "", CODEX_HOME=str(CORPUS_HOME / ".codex"))
     assert (p.returncode, p.stdout) == (0, "")
     assert f"rollout-2025-10-31T19-02-58-{tid}.jsonl" in _log(store)
+
+
+def _store_sessions(store, sql, args=()):
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def test_session_start_resumes_only_its_agents_sessions_of_that_project(store):
+    """A SessionStart hook resumes a session of its own agent and of the project
+    ``cwd`` names exactly: never a Codex session of ``/tmp/repo`` for a Claude Code
+    session in ``/tmp``, nothing for a new id in a project with no stored session."""
+    rows = _store_sessions(
+        store,
+        "SELECT e.agent, p.project_dir, e.session_id, max(e.ts) FROM entry_rows e JOIN projects p "
+        "USING (project_id) WHERE e.parent_session_id IS NULL AND e.ts IS NOT NULL "
+        "AND p.project_dir IN ('/tmp', '/tmp/repo') "
+        "GROUP BY 1, 2, 3",
+    )
+    by = {}
+    for agent, proj, sid, ts in rows:
+        by.setdefault((agent, proj), []).append((ts, sid))
+    assert ("codex", "/tmp/repo") in by and ("claude-code", "/tmp") in by, rows
+    assert ("claude-code", "/tmp/repo") not in by
+    newest_claude_tmp = max(by[("claude-code", "/tmp")])[1]
+    base = {"transcript_path": "/nonexistent.jsonl", "session_id": "abcd-new", "hook_event_name": "SessionStart",
+            "source": "resume"}  # fmt: skip
+    for cwd in ("/tmp/repo", "/tmp/h9-new-project", None):
+        payload = {**base, "cwd": cwd} if cwd else base
+        p, _ = _hook(store, ["claude-code", "session-start"], payload)
+        assert (p.returncode, p.stdout) == (0, ""), (cwd, p.stdout[:300])
+    assert "no stored claude-code session 'abcd-new' and none of project '/tmp/repo'" in _log(store)
+    p, _ = _hook(store, ["claude-code", "session-start"], {**base, "cwd": "/tmp/"})
+    md = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert md.startswith(f"# Resume: claude-code session {newest_claude_tmp}\nproject /tmp;"), md[:200]
+    # a known id of another agent is not this agent's session either
+    codex_sid = by[("codex", "/tmp/repo")][0][1]
+    p, _ = _hook(
+        store, ["claude-code", "session-start"], {**base, "session_id": codex_sid, "cwd": "/tmp/repo"}
+    )
+    assert (p.returncode, p.stdout) == (0, "")
+
+
+def test_codex_notify_ingests_only_the_rollout_of_that_exact_thread(store):
+    """A part of a thread id (``5e23``, the last group ``ec2c614e5e23``) or a glob
+    pattern never picks another thread's rollout."""
+    for tid in ("5e23", "ec2c614e5e23", "*", "../*"):
+        note = json.dumps({"type": "agent-turn-complete", "thread-id": tid})
+        p, _ = _hook(store, ["codex", "notify", note], "", CODEX_HOME=str(CORPUS_HOME / ".codex"))
+        assert (p.returncode, p.stdout) == (0, "")
+        assert f"no rollout for thread {tid}" in _log(store), tid
+    assert "rollout-2025-10-31T19-02-58" not in _log(store)
