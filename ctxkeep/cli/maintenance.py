@@ -161,6 +161,7 @@ def purge(
             f" ({_size(rep['bytes_removed'])})",
             highlight=False,
         )
+        _print_backups(rep)
         return
     r = rep["removed"]
     out.print(
@@ -173,6 +174,27 @@ def purge(
     )
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
+    _print_backups(rep)
+
+
+def _print_backups(rep: dict) -> None:
+    """The store backups that still hold a purge's data (``purge_named._with_backups``)."""
+    held = rep.get("backups") or []
+    if not held:
+        return
+    err.print(
+        f"warning: {_count(len(held), 'store backup')} still {'holds' if len(held) == 1 else 'hold'} this data (a purge never changes "
+        "a backup; `ctxkeep restore` of one brings the data back):",
+        highlight=False,
+    )
+    for b in held:
+        n = "unreadable: may hold it" if b["entries"] is None else _count(b["entries"], "entry", "entries")
+        err.print(f"  {b['path']} (taken {b['taken']}, {n})", highlight=False)
+    err.print(
+        "  delete them to remove the data everywhere: rm " + " ".join(b["path"] for b in held),
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
@@ -263,10 +285,12 @@ def _print_preview(p: dict) -> None:
         )
         if p.get("removed"):
             out.print(_counts_table("would remove", p["removed"]))
+        _print_backups(p)
         return
     out.print(_counts_table(f"purge {p['resolved']} would remove", p["removed"]))
     for f in p.get("files", [])[:20]:
         out.print(f"  from {f}", highlight=False)
+    _print_backups(p)
 
 
 def _as_flow(h: Path, prefect: bool | None) -> bool:

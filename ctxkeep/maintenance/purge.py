@@ -38,7 +38,9 @@ purge concerned are remembered in ``purge_files`` for that purpose.
 ``config.toml``, the lock file and Prefect's own directory. No tombstones survive it:
 the next ingest rebuilds the store from the agents' files.
 
-A purge never opens, modifies or deletes the agents' own session files.
+A purge never opens, modifies or deletes the agents' own session files, nor the store
+backups (``<home>/backups``): ``backups_holding`` names those that still hold the scope,
+and ``purge_named`` puts them in the report.
 """
 
 from __future__ import annotations
@@ -181,6 +183,48 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
             pass
     shutil.rmtree(home / ARCHIVE_DIR, ignore_errors=True)
     return report
+
+
+def backups_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
+    """The store backups (``backup.backups``: ``<home>/backups/store-<UTC>.db``, newest
+    first) that hold rows of ``requests`` (one scope, its spellings; ``all``: any entry).
+
+    A purge never changes a backup (it is the user's recovery point, and a restored
+    backup predates the purge's tombstone too), so the purge reports them instead.
+    Each backup is opened read-only and immutable. Returns ``[{"path", "taken": UTC
+    ISO-8601 from the file name (its mtime when the name has none), "entries": entries
+    of the scope in it (None when it could not be read: it may hold them)}]``, only
+    those with ``entries`` not 0."""
+    import datetime as dt
+
+    from ctxkeep.maintenance.backup import PREFIX, SUFFIX, backups
+
+    out = []
+    for path in backups(home):
+        stamp = path.name[len(PREFIX) : -len(SUFFIX)]
+        try:
+            taken = dt.datetime.strptime(stamp.split(".")[0], "%Y%m%dT%H%M%S").replace(tzinfo=dt.UTC)
+        except ValueError:
+            taken = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+        n: int | None = 0
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            try:
+                conn.execute("PRAGMA temp_store=MEMORY")
+                for req in requests:
+                    if req.scope == "all":
+                        n += conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+                        continue
+                    _select(conn, req)
+                    n += conn.execute("SELECT count(*) FROM _p_entries").fetchone()[0]
+                    delete_store.drop_selection(conn)
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            n = None
+        if n != 0:
+            out.append({"path": str(path), "taken": taken.isoformat().replace("+00:00", "Z"), "entries": n})
+    return out
 
 
 def run_purge(

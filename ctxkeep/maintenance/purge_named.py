@@ -35,7 +35,7 @@ def resolve_named(home: Path, request: PurgeRequest) -> tuple[list[PurgeRequest]
     ``UsageError`` for a symlink that resolves to a too broad directory.
     ``scope="all"`` is previewed as it is."""
     if request.scope == "all":
-        return [request], purge.run_purge(home, request, dry_run=True)
+        return [request], _with_backups(home, [request], purge.run_purge(home, request, dry_run=True))
     reqs = [request]
     if (Path(home) / STORE_DB).exists():
         conn = sqlite_store.connect(Path(home), readonly=True)
@@ -47,7 +47,7 @@ def resolve_named(home: Path, request: PurgeRequest) -> tuple[list[PurgeRequest]
     previews = [purge.run_purge(home, r, dry_run=True) for r in reqs]
     if not has_tombstone(home, request):  # purged before: idempotent, zeros
         require_match(request, previews)
-    return reqs, merge_reports(previews)
+    return reqs, _with_backups(home, reqs, merge_reports(previews))
 
 
 def purge_named(
@@ -69,7 +69,23 @@ def purge_named(
         resolved, preview = resolve_named(home, request)
         if dry_run:
             return preview
-    return merge_reports([purge.run_purge(home, r, reingest=reingest, timeout=timeout) for r in resolved])
+    report = merge_reports([purge.run_purge(home, r, reingest=reingest, timeout=timeout) for r in resolved])
+    return _with_backups(home, resolved, report)
+
+
+def _with_backups(home: Path, requests: list[PurgeRequest], report: dict) -> dict:
+    """``report`` with ``backups``: the store backups that still hold the scope's rows
+    (``purge.backups_holding``; a purge leaves them as they are) and, when there are
+    any, ``backups_note``: what that means and how to remove them."""
+    held = purge.backups_holding(home, requests)
+    report["backups"] = held
+    if held:
+        report["backups_note"] = (
+            f"{len(held)} store backup{'s' if len(held) != 1 else ''} in {Path(home) / 'backups'} still "
+            f"hold{'s' if len(held) == 1 else ''} this data (a purge never changes a backup; `ctxkeep restore` of one brings the data "
+            "back): delete them to remove it everywhere: rm " + " ".join(h["path"] for h in held)
+        )
+    return report
 
 
 def has_tombstone(home: Path, request: PurgeRequest) -> bool:

@@ -583,6 +583,8 @@ class Handlers:
             f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines; "
             f"tombstone {report.get('tombstone', 'none')}"
         )
+        if report.get("backups_note"):
+            text += f"; warning: {report['backups_note']}"
         return text, report
 
 

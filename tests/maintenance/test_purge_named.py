@@ -159,3 +159,35 @@ def test_a_project_is_matched_through_symlinks_on_both_sides(tmp_path, store_hom
     assert r.exit_code == 1 and "nothing stored under project" in r.stderr
     assert str(empty) not in {v for (v,) in q(fresh, "SELECT value FROM tombstones")}
     assert os.path.realpath(via_link) == str(real)
+
+
+def test_purge_names_the_backups_that_still_hold_the_data(store):
+    """A purge leaves the store backups as they are (a restore would bring the data
+    back), so its dry run and its result name each backup holding the scope, with its
+    date and entry count, and how to remove it; after the purge the live store has none
+    of the session and the backup still has every entry it had."""
+    from ctxkeep.maintenance.backup import restore, run_backup
+
+    own = _own(store, CLAUDE)
+    assert own > 0
+    path = run_backup(store)["path"]
+    r = runner.invoke(app, ["purge", "--session", CLAUDE, "--dry-run", "--home", str(store)])
+    assert r.exit_code == 0, r.output
+    assert "1 store backup still holds this data" in r.stderr
+    assert f"{path} (taken " in r.stderr and f"{own:,} entries" in r.stderr
+    assert f"rm {path}" in r.stderr
+    r = runner.invoke(app, ["purge", "--session", CLAUDE, "--yes", "--home", str(store), "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert [(b["path"], b["entries"]) for b in rep["backups"]] == [(path, own)]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rep["backups"][0]["taken"])
+    assert "rm " + path in rep["backups_note"]
+    assert _own(store, CLAUDE) == 0
+    restore(store, path)  # what the note warns about
+    assert _own(store, CLAUDE) == own
+    # --all names it too; with no backup there is nothing to say
+    r = runner.invoke(app, ["purge", "--all", "--dry-run", "--home", str(store), "--json"])
+    assert [b["path"] for b in json.loads(r.stdout)["backups"]] == [path]
+    os.unlink(path)
+    r = runner.invoke(app, ["purge", "--session", CLAUDE, "--yes", "--home", str(store), "--json"])
+    assert json.loads(r.stdout)["backups"] == [] and "backup" not in r.stderr
