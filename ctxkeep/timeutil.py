@@ -127,6 +127,25 @@ def read_when(value: str, *, where: str = "--since/--until", now: dt.datetime | 
         raise UsageError(f"cannot read the time {value!r}", where=where, hint="give " + WHEN_FORMS) from None
 
 
+#: the time of day of an ISO-8601 datetime text, to read how precisely it was written
+_TIME_RE = re.compile(r"[T ](\d\d)(?::?(\d\d)(?::?(\d\d)(?:[.,](\d+))?)?)?(?:Z|[+-]\d\d(?::?\d\d)?)?$", re.I)
+
+
+def written_precision(value: str) -> dt.timedelta:
+    """How much time an ISO-8601 datetime text names: ``2025-11-01T11`` a whole hour,
+    ``…T11:26`` a minute, ``…T11:26:09`` a second, ``…T11:26:09.5`` a tenth of a
+    second, down to one microsecond (the stored resolution, also for anything else,
+    an age such as ``30m`` included: an instant)."""
+    m = _TIME_RE.search(str(value).strip())
+    if not m or _AGE_RE.match(str(value).strip()):
+        return dt.timedelta(microseconds=1)
+    if m.group(4):
+        return dt.timedelta(microseconds=10 ** max(6 - len(m.group(4)), 0))
+    if m.group(3):
+        return dt.timedelta(seconds=1)
+    return dt.timedelta(minutes=1) if m.group(2) else dt.timedelta(hours=1)
+
+
 def when_bound(
     value,
     *,
@@ -139,15 +158,22 @@ def when_bound(
     UTC instant for a half-open window ``since <= t < until``: both ends inclusive as a
     user reads them. A day is whole: as ``since`` its first instant, as ``until`` the
     first instant of the next day (in ``tz``, an IANA name; UTC by default). A datetime
-    or an age is the instant itself; as ``until`` one microsecond later (the stored
-    resolution), so a record at exactly that time is in. None or '' gives None; a
-    ``date``/``datetime`` object is taken as is. Raises UsageError (``read_when``)."""
+    text is whole in the same way, to the precision it is written in
+    (``written_precision``): as ``until``, ``2025-11-01T11:26`` ends at 11:27:00, so a
+    record at 11:26:09 (which hits show as ``11:26``) is in; an hour, a second alike.
+    An age or a ``datetime`` object is an instant; as ``until`` one microsecond later
+    (the stored resolution), so a record at exactly that time is in. None or '' gives
+    None; a ``date``/``datetime`` object is taken as is. Raises UsageError
+    (``read_when``)."""
     if value is None or value == "":
         return None
     w = value if isinstance(value, (dt.date, dt.datetime)) else read_when(value, where=where, now=now)
     if isinstance(w, dt.datetime):
         w = w if w.tzinfo else w.replace(tzinfo=UTC)
-        return w.astimezone(UTC) + (dt.timedelta(microseconds=1) if upper else dt.timedelta(0))
+        if not upper:
+            return w.astimezone(UTC)
+        step = dt.timedelta(microseconds=1) if isinstance(value, dt.datetime) else written_precision(value)
+        return w.astimezone(UTC) + step
     from zoneinfo import ZoneInfo
 
     day = w + dt.timedelta(days=1) if upper else w

@@ -106,9 +106,9 @@ def test_bounds_are_inclusive_days():
     assert tu.when_bound("2025-06-01", upper=True) == dt.datetime(2025, 6, 2, tzinfo=dt.UTC)
     # in a zone: that zone's day (Berlin is UTC+2 in June)
     assert tu.when_bound("2025-06-01", tz="Europe/Berlin") == dt.datetime(2025, 5, 31, 22, tzinfo=dt.UTC)
-    # a datetime as until includes that instant
+    # a datetime as until includes that instant, to the precision written (a minute here)
     t = dt.datetime(2025, 6, 1, 12, 30, tzinfo=dt.UTC)
-    assert tu.when_bound("2025-06-01T12:30", upper=True) == t + dt.timedelta(microseconds=1)
+    assert tu.when_bound("2025-06-01T12:30", upper=True) == t + dt.timedelta(minutes=1)
     assert tu.when_bound(None) is None and tu.when_bound("") is None
     assert tu.when_day("2025-06-01T23:30", tz="Europe/Berlin") == dt.date(2025, 6, 2)
 
@@ -120,3 +120,58 @@ def test_check_window():
     assert hi - lo == dt.timedelta(days=1)
     with pytest.raises(UsageError, match="--since 2025-06-02 is after --until 2025-06-01"):
         tu.check_window("2025-06-02", "2025-06-01")
+
+
+@pytest.mark.parametrize(
+    "text,lo,hi",
+    [
+        ("2025-11-01T11:26", "2025-11-01T11:26:00", "2025-11-01T11:27:00"),  # the whole minute
+        ("2025-11-01 11:26Z", "2025-11-01T11:26:00", "2025-11-01T11:27:00"),
+        ("2025-11-01T11:26+02:00", "2025-11-01T09:26:00", "2025-11-01T09:27:00"),
+        ("2025-11-01T11", "2025-11-01T11:00:00", "2025-11-01T12:00:00"),  # the whole hour
+        ("2025-11-01T23:59", "2025-11-01T23:59:00", "2025-11-02T00:00:00"),
+        ("2025-11-01T11:26:09", "2025-11-01T11:26:09", "2025-11-01T11:26:10"),  # the whole second
+        ("2025-11-01T11:26:09.5", "2025-11-01T11:26:09.5", "2025-11-01T11:26:09.6"),
+        ("2025-11-01T11:26:09.123456", "2025-11-01T11:26:09.123456", "2025-11-01T11:26:09.123457"),
+    ],
+)
+def test_a_datetime_is_whole_to_the_precision_it_is_written_in(text, lo, hi):
+    """``--until 2025-11-01T11:26`` takes in a record at 11:26:09 (hits show it as
+    ``11:26``), as ``--until 2025-11-01`` takes in the whole day."""
+    utc = lambda s: dt.datetime.fromisoformat(s).replace(tzinfo=dt.UTC)  # noqa: E731
+    assert tu.when_bound(text) == utc(lo)
+    assert tu.when_bound(text, upper=True) == utc(hi)
+    # an age and a datetime object stay instants: one microsecond, the stored resolution
+    t = utc(lo)
+    assert tu.when_bound(t, upper=True) == t + dt.timedelta(microseconds=1)
+    now = utc("2025-11-01T12:00:00")
+    assert tu.when_bound("30m", upper=True, now=now) == utc("2025-11-01T11:30:00.000001")
+
+
+def test_search_until_a_minute_takes_in_that_whole_minute(corpus_store):
+    """The corpus codex rollout c61729d4 mentions setSectionResizeMode at 11:26:09,
+    11:26:18 and 11:26:31 on 2025-11-01 (read from the file here); ``--until
+    2025-11-01T11:26`` returns them and nothing later."""
+    import json
+
+    from tests.conftest import CORPUS_HOME
+
+    home, _ = corpus_store
+    rollout = next((CORPUS_HOME / ".codex/sessions").glob("**/rollout-*-c61729d4-*.jsonl"))
+    in_minute = {
+        json.loads(line)["timestamp"][:19]
+        for line in rollout.read_text().splitlines()
+        if "setSectionResizeMode" in line and json.loads(line)["timestamp"].startswith("2025-11-01T11:26")
+    }
+    assert in_minute, "the corpus file changed"
+    from ctxkeep.query.search import Filters, search
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        res = search(conn, "setSectionResizeMode", filters=Filters(until="2025-11-01T11:26"), limit=200)
+    finally:
+        conn.close()
+    got = {h.as_dict()["ts"][:19] for h in res.hits}
+    assert in_minute <= got, sorted(in_minute - got)
+    assert max(got) < "2025-11-01T11:27"

@@ -157,8 +157,9 @@ Every error is ONE line on stderr: `error: what (where) - what to do`; never a t
   an unknown name exits 2 naming the closest valid one. `ctxkeep sources` lists the agents.
 - `--since WHEN` / `--until WHEN`: both inclusive. WHEN is a date (`2025-06-01`, or `20250601`:
   a whole day, so `--since D --until D` is day D), a datetime (`2025-06-01T12:00`, UTC unless it
-  names an offset) or an age before now (`30m`, `12h`, `7d`, `2w`). Search, sessions and backfill
-  count days in UTC; reports and `report html` in `--timezone`. One parser (`ctxkeep.timeutil`).
+  names an offset; whole to the precision written: `--until 2025-06-01T12:00` takes in all of
+  12:00, up to 12:00:59.999999, `T12` the whole hour) or an age before now (`30m`, `12h`, `7d`,
+  `2w`). Search, sessions and backfill count days in UTC; reports and `report html` in `--timezone`. One parser (`ctxkeep.timeutil`).
 - `--home DIR`: the store, before or after the command (`ctxkeep --home DIR stats`); default
   `$CTXKEEP_HOME`, else the platform data dir.
 - `--json`: for scripts; every command that reports has it. An object carries `"schema": N`
@@ -332,9 +333,14 @@ def _define_outputs() -> None:
         "analytics": "what the DuckDB rebuild did (not with --dry-run)",
         "files_removed": "--all: the store files removed",
         "bytes_removed": "--all: their bytes",
+        "backups": "the store backups that still hold the data (a purge never changes one): "
+        "[{path, taken (UTC), entries (null: unreadable)}]",
+        "backups_note": "when there are backups: what that means and the `rm` that removes them",
     }
     o["purge"] = JsonOutput(
-        1, purge, "`--all` has scope, resolved, home, dry_run, files_removed, bytes_removed, removed."
+        1,
+        purge,
+        "`--all` has scope, resolved, home, dry_run, files_removed, bytes_removed, removed, backups.",
     )
     o["retention"] = JsonOutput(
         1,
