@@ -41,7 +41,8 @@ def ensure_home(home: Path) -> Path:
     """Create ``home`` with mode 0700 if missing and return it.
 
     Raises StoreError when ``home`` (or, if it does not exist yet, its nearest existing
-    parent) has no owner-write permission bit. The bits are checked rather than
+    parent) has no owner-write permission bit: "the store at HOME is read-only" for an
+    existing home with files in it, else "cannot create the store in HOME". The bits are checked rather than
     ``os.access``, so that root, who may write anywhere, still never creates a store
     inside a read-only tree (e.g. ``HOME`` pointed at a read-only copy of sessions).
     """
@@ -59,6 +60,13 @@ def ensure_home(home: Path) -> Path:
         writable = bool(probe.stat().st_mode & 0o200)
     except OSError:
         writable = False
+    if not writable and probe == Path(home) and any(probe.iterdir()):
+        raise StoreError(
+            f"the store at {home} is read-only: the directory has no write permission, and this "
+            "command writes to the store",
+            hint=f"make it writable (chmod u+w {home}) or pass --home DIR (or CTXKEEP_HOME) for "
+            "another store; search, show and stats read it as it is",
+        )
     if not writable:
         raise StoreError(
             f"cannot create the store in {home}: {probe} is read-only",

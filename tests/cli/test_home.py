@@ -52,3 +52,25 @@ def test_home_that_is_a_file_is_a_clear_error(tmp_path):
         f"cannot use {f} as the store: it is a file, not a directory - "
         "pass --home DIR (or CTXKEEP_HOME) naming a directory"
     )
+
+
+def test_an_existing_read_only_store_is_named_as_such(tmp_path):
+    """``ingest --home <a store made read-only>`` says the store is read-only, not that
+    it cannot be created; reading it still works."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    home = tmp_path / "store"
+    sqlite_store.connect(home).close()
+    os.chmod(home, 0o555)
+    try:
+        r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--agent", "aider"])
+        assert r.exit_code == 1
+        line = r.stderr.strip()
+        assert line.startswith(f"error: the store at {home} is read-only: "), line
+        assert f"chmod u+w {home}" in line and "--home DIR" in line and "cannot create" not in line
+        assert "\n" not in line
+        assert CliRunner().invoke(app, ["stats", "--home", str(home)]).exit_code == 0
+    finally:
+        os.chmod(home, 0o755)
