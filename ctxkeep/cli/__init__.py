@@ -303,7 +303,9 @@ def run_command(call) -> int:
     except cexc.UsageError as e:
         if not e.format_message():  # no arguments at all: the help was printed
             return 2
-        where = e.ctx.command_path if e.ctx else "ctxkeep"
+        # the parser raises "Option '--x' requires an argument" without a context: the
+        # command the group resolved last (``_Group.resolve_command``) is the one
+        where = e.ctx.command_path if e.ctx else _resolved[-1] if _resolved else "ctxkeep"
         typer.echo(f"error: {' '.join(e.format_message().split())} - see `{where} --help`", err=True)
         return 2
     except typer.Abort:  # Ctrl-C or end of input at a prompt
@@ -454,6 +456,10 @@ class _LazyCommands(Mapping):
         return [*COMMANDS, *(n for n in self._built if n not in COMMANDS)]
 
 
+#: ``ctxkeep <command>`` of each command the top-level group resolved, in this process
+_resolved: list[str] = []
+
+
 class _Group(TyperGroup):
     """The top-level Click group: run standalone (the console script, ``python -m
     ctxkeep``, Click's test runner), it applies the error contract (``run_command``)
@@ -465,6 +471,13 @@ class _Group(TyperGroup):
         # Typer built what was registered already (modules imported before): rebuilt
         # on use instead, with its help panel
         self.commands = _LazyCommands()
+
+    def resolve_command(self, ctx, args):
+        """Click's ``resolve_command``, noting the command's path for ``run_command``."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None:
+            _resolved.append(f"{ctx.command_path} {cmd.name or name}")
+        return name, cmd, rest
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         def call():

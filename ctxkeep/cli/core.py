@@ -260,7 +260,10 @@ def _print_summary(s: dict) -> None:
     line = (
         f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
         f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}) in "
-        f"{s['seconds']:.1f} s; quarantined {_count(s['quarantined'], 'line')}"
+        f"{s['seconds']:.1f} s; {_count(s['quarantined'], 'bad line')}"
+        # the bad lines read in this run: a file read again (rewritten, shrunk and
+        # regrown) holds lines quarantined before, stored once, so not "newly quarantined"
+        + (" (in quarantine, each stored once: `ctxkeep quarantine`)" if s["quarantined"] else "")
     )
     say(line)
     if s.get("per_agent"):

@@ -45,6 +45,8 @@ def help_(
             from ctxkeep.cli.options import unknown_value
 
             names = sorted(cmd.list_commands(ctx)) if hasattr(cmd, "list_commands") else []
+            # not the hidden ones (`hook`, what installed agent hooks run), as `--help` omits them
+            names = [n for n in names if not getattr(cmd.get_command(ctx, n), "hidden", False)]
             _fail(UsageError(unknown_value("command", name, names)))
         ctx = typer.Context(sub, info_name=name, parent=ctx)
         cmd = sub
@@ -231,7 +233,7 @@ def _define_outputs() -> None:
             "budget_tokens": "the --budget (null: none)",
             "used_tokens": "tokens of the listed hits",
             "omitted": "hits left out by the budget",
-            "note": "why hits were cut or only some terms matched (null: none)",
+            "note": 'why hits were cut or only some terms matched ("": none)',
         },
         "MCP `ctx_search` returns the same object without `schema`.",
     )
@@ -273,7 +275,7 @@ def _define_outputs() -> None:
             "result_bytes, result_error",
             "omitted": "turns left out by the budget",
             "omitted_tokens": "their estimated tokens",
-            "note": "why turns were left out (null: none)",
+            "note": 'why turns were left out ("": none)',
         },
     )
     o["stats"] = JsonOutput(

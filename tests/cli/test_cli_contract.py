@@ -211,3 +211,31 @@ def test_whole_process_gives_the_same_lines(world):
         inproc = runner.invoke(app, full, env=_env(world))
         assert (r.returncode, r.stderr, r.stdout) == (inproc.exit_code, inproc.stderr, ""), args
         assert r.returncode == code and needle in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args,path",
+    [
+        (["search", "foo", "--session"], "ctxkeep search"),
+        (["show", "--session"], "ctxkeep show"),
+        (["search", "foo", "-n"], "ctxkeep search"),
+        (["search", "foo", "--nosuch"], "ctxkeep search"),
+        (["--nosuch"], "ctxkeep"),
+    ],
+)
+def test_an_option_without_its_value_points_at_that_commands_help(args, path, tmp_path):
+    """``Option '--session' requires an argument`` is raised with no Click context: the
+    hint names the command the user ran, not ``ctxkeep --help``."""
+    r = runner.invoke(app, ["--home", str(tmp_path), *args])
+    assert r.exit_code == 2
+    assert r.stderr.strip().endswith(f"- see `{path} --help`"), r.stderr
+
+
+def test_help_of_an_unknown_command_lists_only_the_visible_ones():
+    from ctxkeep.cli import COMMANDS
+
+    r = runner.invoke(app, ["help", "nosuch"])
+    assert r.exit_code == 2
+    listed = r.stderr.strip().split("use one of: ", 1)[1].split(", ")
+    assert "hook" not in listed and "hooks" in listed and "search" in listed
+    assert set(listed) == set(COMMANDS) - {"hook"}

@@ -108,3 +108,21 @@ def test_documented_array_shapes_are_what_commands_print(home, corpus_store):
     assert JSON_OUTPUTS["show"].schema is None and set(item) == set(JSON_OUTPUTS["show"].keys)
     rows = _json("sources", "--home", home, "--json")
     assert isinstance(rows, list) and set(rows[0]) <= set(JSON_OUTPUTS["sources"].keys)
+
+
+def test_search_and_show_notes_are_documented_as_they_are_printed(store):
+    """``note`` is ``""`` when nothing was cut (never null), and docs/cli.md says so."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    r = CliRunner().invoke(app, ["search", "setSectionResizeMode", "--home", str(store), "--json"])
+    assert _json.loads(r.stdout)["note"] == ""
+    r = CliRunner().invoke(app, ["show", "--session", "c61729d4", "--home", str(store), "--json"])
+    assert _json.loads(r.stdout)["note"] == ""
+    text = DOC.read_text()
+    assert '`note`: why hits were cut or only some terms matched ("": none)' in text, "docs/cli.md"
+    assert '`note`: why turns were left out ("": none)' in text
+    assert "matched (null: none)" not in text and "left out (null: none)" not in text

@@ -47,7 +47,7 @@ def test_ingest_summary_line(store_home, monkeypatch):
     )
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("ingested 2,229 new entries from 6 of 6 files (")
-    assert "quarantined 0 lines" in r.stdout
+    assert "; 0 bad lines\n" in r.stdout
 
 
 def test_ingest_unknown_agent_is_one_line(store_home, monkeypatch):
@@ -379,3 +379,37 @@ def test_an_ingest_opens_the_store_writable_when_its_schema_is_not_current(store
     r = _run(["ingest", "--home", str(store), "--no-prefect", "--json"], monkeypatch)
     assert r.exit_code == 0, r.output
     assert opened[:2] == [True, False]  # read-only first, then writable for the plan
+
+
+def test_a_file_read_again_does_not_claim_to_quarantine_its_bad_lines_anew(tmp_path, monkeypatch):
+    """A session file that shrank and regrew is read again from its start: the summary
+    gives the bad lines read and says they are in quarantine, each stored once; it used
+    to say ``quarantined 3 lines`` while the quarantine total stayed where it was."""
+    import sqlite3
+
+    proj = tmp_path / "home" / ".claude" / "projects" / "-tmp-x"
+    proj.mkdir(parents=True)
+    good = [
+        json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": "s1", "timestamp": f"2025-01-01T00:00:0{i}Z",
+                    "cwd": "/tmp/x", "message": {"role": "user", "content": f"hello {i}"}})
+        for i in range(3)
+    ]  # fmt: skip
+    full = "\n".join([good[0], "{not json 1", good[1], "{not json 2", "{not json 3", good[2]]) + "\n"
+    bad = sum(1 for line in full.splitlines() if not line.startswith('{"'))
+    f = proj / "s.jsonl"
+    store = tmp_path / "store"
+    args = ["ingest", "--home", str(store), "--no-prefect", "--no-progress", "--agent", "claude-code"]
+    outs = []
+    for text in (full, full[:100], full):
+        f.write_text(text)
+        r = _run(args, monkeypatch, home=tmp_path / "home")
+        assert r.exit_code == 0, r.output
+        outs.append(r.stdout.splitlines()[0])
+    conn = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+    total = conn.execute("SELECT count(*) FROM quarantine").fetchone()[0]
+    conn.close()
+    assert total == bad == 3
+    assert outs[0].endswith(f"; {bad} bad lines (in quarantine, each stored once: `ctxkeep quarantine`)")
+    assert outs[1].endswith("; 0 bad lines")
+    assert outs[2].endswith(f"; {bad} bad lines (in quarantine, each stored once: `ctxkeep quarantine`)")
+    assert "quarantined 3" not in "\n".join(outs)
