@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +38,51 @@ app = typer.Typer(
 PIPE_WIDTH = 160
 
 
+#: C0 and C1 control characters and DEL, but newline and tab: a session's text may hold
+#: terminal escape sequences (ESC]0;title BEL, ESC[2J, ESC]52 clipboard writes), which a
+#: terminal would obey
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: the same in bytes: C0 and DEL, and C1 as UTF-8 encodes it (0xC2 is never a
+#: continuation byte, so this never cuts a character)
+_CONTROL_BYTES_RE = re.compile(b"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with every control character but newline and tab shown escaped
+    (``\\x1b``), so printed text never drives the terminal. What every plain output
+    passes through (Rich consoles ``out``/``err`` and ``say``); ``--json`` does not
+    (JSON escapes them)."""
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def safe_bytes(raw: bytes) -> bytes:
+    """``safe_text`` for raw bytes (``quarantine show``): C0, DEL and UTF-8 C1 as
+    ``\\xNN`` (of the code point); every other byte as it is."""
+
+    def esc(m) -> bytes:
+        b = m.group()
+        return b"\\x%02x" % (b[0] if len(b) == 1 else b[1])
+
+    return _CONTROL_BYTES_RE.sub(esc, raw)
+
+
+def _safe_console(**kwargs):
+    """A Rich ``Console`` whose rendered text is ``safe_text``: Rich's own styles and
+    control codes (colours, a progress bar's cursor moves) are applied after, so they
+    still work; only the text of what is printed is escaped, in one place for every
+    command (a table cell, a hit, a message alike)."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class SafeConsole(Console):
+        def _render_buffer(self, buffer):
+            return super()._render_buffer(
+                seg if seg.control else Segment(safe_text(seg.text), seg.style, seg.control) for seg in buffer
+            )
+
+    return SafeConsole(**kwargs)
+
+
 class _LazyConsole:
     """A Rich ``Console`` made on first use: ``search --json`` never needs Rich, and
     importing it costs ~40 ms of every command's start."""
@@ -48,11 +94,9 @@ class _LazyConsole:
     def get(self):
         """The Console itself (for Rich objects that take one, e.g. ``Progress``)."""
         if self._console is None:
-            from rich.console import Console
-
-            c = Console(**self._kwargs)
+            c = _safe_console(**self._kwargs)
             if not c.is_terminal:  # piped: never wrap printed text; tables get room
-                c = Console(
+                c = _safe_console(
                     **self._kwargs, soft_wrap=True, width=None if os.environ.get("COLUMNS") else PIPE_WIDTH
                 )
             self._console = c
@@ -69,7 +113,7 @@ def say(line: str) -> None:
     if out._console is not None:
         out._console.print(line, markup=False, highlight=False, soft_wrap=True)
     else:
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(safe_text(line) + "\n")
 
 
 def table(**kwargs):
@@ -216,7 +260,10 @@ def _print_json(obj) -> None:
     array is printed as it is (docs/cli.md says which outputs are arrays, and why)."""
     if isinstance(obj, dict) and "schema" not in obj:
         obj = {"schema": JSON_SCHEMA, **obj}
-    sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+    text = json.dumps(obj, indent=2, default=str, ensure_ascii=False)
+    # json escapes C0 itself; DEL and C1 it leaves raw: as \u escapes, the same value
+    text = re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    sys.stdout.write(text + "\n")
 
 
 def warn(msg: object) -> None:

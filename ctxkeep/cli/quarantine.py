@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, safe_bytes, table
 from ctxkeep.cli.options import agent_option, store_agents
 from ctxkeep.errors import CtxkeepError
 
@@ -123,5 +123,8 @@ def show(
         f"{line.stored_bytes:,} bytes stored, secrets redacted",
         err=True,
     )
+    # its bytes as stored, but control bytes escaped (``safe_bytes``): a raw line may hold
+    # terminal escape sequences; ``--json`` gives them exact
+    raw = safe_bytes(raw)
     sys.stdout.buffer.write(raw if raw.endswith(b"\n") else raw + b"\n")
     sys.stdout.flush()

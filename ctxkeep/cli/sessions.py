@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, safe_text
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.paths import normalize_dir
@@ -148,4 +148,4 @@ def resume(
     if fmt == "json" or as_json:
         _print_json(snap.as_dict())
     else:
-        typer.echo(snap.to_markdown(), nl=False)
+        typer.echo(safe_text(snap.to_markdown()), nl=False)
