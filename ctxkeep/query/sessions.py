@@ -437,7 +437,11 @@ def conversation(
     if any(t.kind == "tool_result" for t in turns):
         turns.sort(key=lambda t: (t.session_id != sid, t.ts or ""))
     first = rows[0] if rows else None
-    conv = Conversation(first[1] if first else "", sid, first[3] if first else None, turns)
+    # the session's own rows first: a summary or snapshot record names no project
+    project = next((r[3] for r in rows if r[2] == sid and r[3]), None) or next(
+        (r[3] for r in rows if r[3]), None
+    )
+    conv = Conversation(first[1] if first else "", sid, project, turns)
     if budget is not None:
         _fit(conv, budget, cut_text)
     return conv
