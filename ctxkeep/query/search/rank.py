@@ -58,7 +58,7 @@ def fold_words(text: str) -> set[str]:
     ASCII) and the text is ``split``; no character ``split`` cuts at is a word
     character (checked over every code point), so a piece that is ASCII is a whole
     word, and only the pieces holding other characters (``✓``, ``’``, CJK) are cut with
-    the regex: the same words as ``re.findall`` on the whole text, ~2x faster on long
+    the regex (in one pass): the same words as ``re.findall`` on the whole text, ~2x faster on long
     ASCII tool output. A text that is not ASCII is translated as UTF-8 bytes (``str``'s
     ``translate`` looks every character up in a dict once the text is not ASCII):
     ~3x faster than the regex on a long file read holding a few ``✓``."""
@@ -68,10 +68,9 @@ def fold_words(text: str) -> set[str]:
     raw = low.encode("utf-8", "surrogatepass").translate(_ASCII_NON_WORD_BYTES)
     words = set(raw.decode("utf-8", "surrogatepass").split())
     odd = [w for w in words if not w.isascii()]
-    if odd:
+    if odd:  # one regex pass over those pieces, space-joined (a space is not \w)
         words.difference_update(odd)
-        for w in odd:
-            words.update(_FOLD_WORD_RE.findall(w))
+        words.update(_FOLD_WORD_RE.findall(" ".join(odd)))
     return words
 
 
