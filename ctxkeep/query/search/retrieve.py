@@ -176,9 +176,14 @@ def span_count_sql(fts: str, match: str, lo: int, hi: int) -> Sql:
     )
 
 
-def newest_sql(fts: str, match: str, n: int) -> Sql:
-    """The rowids of the ``n`` newest matches, newest first."""
-    return Sql(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT ?", (match, n))
+def older_sql(fts: str, match: str, floor: int, n: int) -> Sql:
+    """The rowids of the ``n`` newest matches at or below rowid ``floor`` (a window's
+    floor: the newest match older than the window), newest first: the walk of the
+    newest matches continued below a window already known."""
+    return Sql(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?",
+        (match, floor, n),
+    )
 
 
 def rank_of_sql(fts: str, match: str, ids: list[int]) -> Sql:
@@ -422,11 +427,18 @@ def fts_ids(
     # 2. selective filters: walk the newest FILTER_SCAN matches, keep those that pass
     #    (older matches are not reached); growing batches stop soon after
     #    ``FILTER_RANK`` pass, so the newest ``FILTER_RANK`` are the same as checking all
+    #    The window's matches (all of them, ranked in step 1) are the newest: only the
+    #    older ones, from the floor down, are walked (the batches are the same)
     found: list[int] = []
-    cur = conn.execute(*newest_sql(fts, match, FILTER_SCAN))
+    pending = sorted((r[0] for r in window), reverse=True)
+    cur = None
     step = 256
     while len(found) < FILTER_RANK:
-        batch = [r[0] for r in cur.fetchmany(step)]
+        batch, pending = pending[:step], pending[step:]
+        if len(batch) < step and floor:
+            if cur is None:
+                cur = conn.execute(*older_sql(fts, match, floor, FILTER_SCAN - RANK_WINDOW))
+            batch += [r[0] for r in cur.fetchmany(step - len(batch))]
         if not batch:
             break
         ok = ok_of(batch)
