@@ -531,9 +531,10 @@ def test_the_newest_matches_ranked_in_one_walk_are_the_window_above_its_floor(
     corpus_conn, monkeypatch, window
 ):
     """``newest_ranked_sql`` (one walk) gives the rows and ranks of counting the window's
-    floor and ranking above it (``window_floor_sql`` then ``ranked_sql``), and
-    ``ranked_window`` of the whole window the same rows and floor as that pair; with a
-    window smaller than the matches (40) and larger (2000)."""
+    floor and ranking above it (``window_floor_sql`` then ``ranked_sql``),
+    ``ranked_window`` of the whole window the same rows and floor as that pair, and
+    the window newest first followed by ``older_sql`` from its floor the newest matches;
+    with a window smaller than the matches (40) and larger (2000)."""
     from ctxkeep.query.search import retrieve
 
     monkeypatch.setattr(retrieve, "RANK_WINDOW", window)
@@ -554,6 +555,17 @@ def test_the_newest_matches_ranked_in_one_walk_are_the_window_above_its_floor(
             assert one_walk == two_walks, (fts, match, n)
         whole = corpus_conn.execute(*retrieve.ranked_sql(fts, match, floor, window + 1)).fetchall()
         assert retrieve.ranked_window(corpus_conn, fts, match, window + 1) == (whole, floor)
+        if floor:  # the window newest first, then the older walk: the newest matches
+            newest = [r[0] for r in corpus_conn.execute(*retrieve.window_ids_sql(fts, match))]
+            newest += [
+                r[0]
+                for r in corpus_conn.execute(
+                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 100 OFFSET ?",
+                    (match, window + 1),
+                )
+            ]
+            older = [r[0] for r in corpus_conn.execute(*retrieve.older_sql(fts, match, floor, 101))]
+            assert sorted((r[0] for r in whole), reverse=True) + older == newest
         checked += bool(whole)
         if window == 40 and match == '"the"':
             assert floor > 0 and len(whole) == window  # the floor case is exercised
