@@ -227,6 +227,32 @@ def test_pasted_log_query_is_capped_and_says_so(corpus_store):
     assert len(res.hits) == 5
 
 
+def test_a_long_phrase_term_is_cut_to_its_first_words_and_says_so(corpus_store):
+    """One term can be a phrase of thousands of words (``a.a.a...``, a pasted log line
+    in quotes): FTS5 walks every match's positions once per phrase word, so 20,000
+    words took 54 s on the corpus store. The query keeps its first MAX_WORDS words (a
+    prefix of the phrase) and the note says so; a term is cut to MAX_TERM_CHARS."""
+    from ctxkeep.query.search import search
+    from ctxkeep.query.search.parse import MAX_TERM_CHARS, MAX_WORDS, cap_terms, terms
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    assert MAX_WORDS == 64 and MAX_TERM_CHARS == 1000
+    assert terms("a." * 5000) == ["a." * 63 + "a"]
+    assert terms('x "one two three" ' + "w " * 70) == ["x", "one two three"] + ["w"] * 30
+    assert terms("ab" * 20000) == ["ab" * 500]
+    assert cap_terms('"' + "step " * 100 + '"') == (
+        '"' + " ".join(["step"] * 64) + '"',
+        "only the first 64 of 100 query words were searched",
+    )
+    assert cap_terms("ab" * 20000) == ("ab" * 500, "query terms were cut to 1000 characters")
+    assert cap_terms("pytest timeline") == ("pytest timeline", "")
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    res = search(conn, "timeline." * 3000, limit=5)
+    conn.close()
+    assert res.note.startswith("only the first 64 of 3000 query words were searched")
+
+
 def test_prefix_only_where_the_last_token_is_long_enough():
     # FTS5 puts a phrase's * on its last token: "it's"* would mean "it s*", and
     # "PLACEHOLDER_RE"* the 130 ms expansion of re*
