@@ -20,8 +20,7 @@ from ctxkeep.schema import AGENTS, KINDS, ROLES, STATUSES
 from ctxkeep.timeutil import check_window, format_utc, when_bound
 from ctxkeep.transforms import facets as fx
 from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE
-from ctxkeep.transforms.grams import _CJK_RUN as CJK_RE
-from ctxkeep.transforms.grams import is_symbol_term, query_grams, query_symbol, query_vocab
+from ctxkeep.transforms.grams import has_cjk, is_symbol_term, query_grams, query_symbol, query_vocab
 
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
@@ -289,7 +288,7 @@ def _ascii_words(ts: list[str]) -> list[str]:
     return [
         '"' + w.lower() + '"'
         for t in ts
-        if not CJK_RE.search(t) and not is_symbol_term(t)
+        if not has_cjk(t) and not is_symbol_term(t)
         for w in ASCII_WORD_RE.findall(t)
     ]
 
@@ -302,7 +301,7 @@ def grams_match(query: str) -> str | None:
     index."""
     ts = [t.rstrip("*") for t in terms(query)]
     parts = [g for g in (query_grams(t) for t in ts) if g]
-    if parts and any(CJK_RE.search(t) for t in ts):
+    if parts and any(has_cjk(t) for t in ts):
         parts += _ascii_words(ts)
     return " AND ".join(f"({p})" for p in parts) or None
 
