@@ -23,9 +23,12 @@ def world(tmp_path_factory):
            "cwd": "/tmp/e", "message": {"role": "user", "content": EVIL}}  # fmt: skip
     (proj / "s.jsonl").write_text(json.dumps(rec) + "\n" + "{broken \x1b]0;QTITLE\x07 line\n")
     env = {"HOME": str(root / "home"), "CTXKEEP_HOME": str(root / "store"), "PATH": "/usr/bin:/bin"}
-    run = lambda *a: subprocess.run(
-        [sys.executable, "-m", "ctxkeep", *a], capture_output=True, env=env, timeout=120
-    )  # noqa: E731
+
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "ctxkeep", *a], capture_output=True, env=env, timeout=120
+        )
+
     assert run("ingest", "--agent", "claude-code").returncode == 0
     return run
 
