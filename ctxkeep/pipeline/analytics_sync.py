@@ -149,12 +149,8 @@ class SideAnalytics:
         self.note = ""
         #: (entries rowid, status_log seq) DuckDB holds after the side process's sync
         self.marks: tuple[int, int] | None = None
-        # opened there between the counts (``side_process._Idle``); asked from a thread:
-        # the reply comes once the side process has built its encoder
-        self._opening = threading.Thread(target=self._open, name="ctxkeep-analytics-open", daemon=True)
-        self._opening.start()
-
-    def _open(self) -> None:
+        # opened there between the counts (``side_process._Idle``); the request is one
+        # way: nothing here waits for the side process to read it
         try:
             self._side.analytics_open(str(self.home))
         except RuntimeError:
@@ -169,7 +165,6 @@ class SideAnalytics:
 
     def finish(self) -> str:
         """The closing sync; '' when nothing was committed (the file is closed)."""
-        self._opening.join()
         if not self._committed:
             if self._side is not None:
                 with contextlib.suppress(RuntimeError):

@@ -32,6 +32,7 @@ pure-Python BPE is done before a side process would have built its encoder).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import pickle
 import select
@@ -82,6 +83,19 @@ class SideProcess:
                 raise RuntimeError(value)
             return value
 
+    def _tell(self, op: str, args) -> None:
+        """Send a request that has no reply (``ONE_WAY``): nothing waits for the
+        process to read it."""
+        with self._lock:
+            if self._dead:
+                raise RuntimeError("the side process is gone")
+            try:
+                pickle.dump((op, args), self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                self._proc.stdin.flush()
+            except OSError as e:
+                self._dead = True
+                raise RuntimeError(f"the side process is gone ({type(e).__name__})") from None
+
     def count(self, texts: list[str]) -> tuple[list[int], list[str]]:
         return self._ask("count", texts)
 
@@ -92,9 +106,12 @@ class SideProcess:
         return self._ask("tiered", items)
 
     def analytics_open(self, home: str) -> None:
-        """Start opening ``<home>/analytics.duckdb`` there (``duckdb_store.connect``, in
-        a thread of its own: the reply does not wait for it)."""
-        self._ask("analytics_open", home)
+        """Have ``<home>/analytics.duckdb`` opened there (``duckdb_store.connect``) as
+        an idle step after those queued (``_Idle``). One way: this returns once the
+        request is written (before, its reply waited for the idle step under way there,
+        up to ~0.4 s, and held back the counts asked meanwhile). Raises RuntimeError
+        when the process is gone."""
+        self._tell("analytics_open", home)
 
     def analytics_sync(self, home: str) -> dict:
         """The closing ``duckdb_store.sync`` of the store at ``home``, there, on the
@@ -196,6 +213,15 @@ def _warm_prices() -> None:
         data_snapshot.get_snapshot()
 
 
+#: the idle imports of a small ingest's DuckDB sync (``analytics``), one step each, in
+#: order: no step is long (~0.02-0.15 s of CPU each; ``ctxkeep.sinks.duckdb`` as one
+#: step took 0.37 s), so a count asked meanwhile waits for one of them at most
+ANALYTICS_IMPORTS = ("numpy", "pyarrow", "duckdb", "ctxkeep.sinks.duckdb")
+#: the idle imports of the prices (``prices``): genai-prices' models are pydantic's;
+#: the snapshot is loaded in a step of its own (``_warm_prices``)
+PRICE_IMPORTS = ("pydantic", "pydantic.main", "genai_prices")
+
+
 class _Idle:
     """Work the side process does while no request waits (``_main`` runs one step
     between requests when its stdin has nothing to read: the ingest asks one request at
@@ -204,33 +230,35 @@ class _Idle:
     imports they wait for it each time (a first corpus ingest's counts took ~0.2-0.4 s
     longer beside the genai-prices import thread this replaced).
 
-    Steps: genai-prices' import (``prices``), DuckDB's and pyarrow's (``analytics``:
-    ``duckdb_store``, ~0.4-0.6 s of CPU), and opening ``analytics.duckdb`` for a small
-    ingest (``SideProcess.analytics_open``). ``analytics_sync`` runs the steps left,
-    then syncs from a read-only SQLite connection."""
+    Steps: the imports of DuckDB and pyarrow (``analytics``: ``ANALYTICS_IMPORTS``,
+    ~0.35 s of CPU in all), those of genai-prices with its snapshot (``prices``:
+    ``PRICE_IMPORTS``, ~0.35 s), each module a step of its own so that a count asked
+    meanwhile waits for one short step at most, and opening ``analytics.duckdb`` for a
+    small ingest (``SideProcess.analytics_open``; ~0.1 s). ``analytics_sync`` runs the
+    steps left, then syncs from a read-only SQLite connection."""
 
     def __init__(self, prices: bool, analytics: bool) -> None:
         self.todo: list[tuple] = []
         if analytics:
-            self.todo.append(("import", None))
+            self.todo += [("import", m) for m in ANALYTICS_IMPORTS]
         if prices:
-            self.todo.append(("prices", None))
+            self.todo += [("import", m) for m in PRICE_IMPORTS] + [("prices", None)]
         self._con: dict[str, object] = {}
 
     def step(self) -> None:
-        kind, home = self.todo.pop(0)
+        kind, arg = self.todo.pop(0)
         if kind == "prices":
             _warm_prices()
         elif kind == "import":
-            with contextlib.suppress(Exception):  # the connect says what is wrong
-                from ctxkeep.sinks import duckdb as _  # noqa: F401
+            with contextlib.suppress(Exception):  # the step that needs it says what is wrong
+                importlib.import_module(arg)
         else:
             try:
                 from ctxkeep.sinks import duckdb as duckdb_store
 
-                self._con[home] = duckdb_store.connect(Path(home))
+                self._con[arg] = duckdb_store.connect(Path(arg))
             except Exception as e:  # reported by the sync
-                self._con[home] = e
+                self._con[arg] = e
 
     def open(self, home: str) -> None:
         self.todo.append(("connect", home))
@@ -289,6 +317,7 @@ def _main() -> None:
         "analytics_sync": idle.sync,
         "analytics_close": idle.close,
     }
+    one_way = {"analytics_open"}
     inp = sys.stdin.buffer
     while True:
         if idle.todo and not _pending(inp):
@@ -300,6 +329,9 @@ def _main() -> None:
             # no interpreter teardown (the rank table, pydantic's models: ~0.3-0.6 s);
             # nothing is left to flush or close
             os._exit(0)
+        if op in one_way:  # no reply: nobody waits for one
+            ops[op](args)
+            continue
         try:
             reply = ("ok", ops[op](args))
         except Exception as e:  # the ingest computes it itself
