@@ -113,10 +113,18 @@ class SideProcess:
         when the process is gone."""
         self._tell("analytics_open", home)
 
+    def analytics_append(self, home: str, first_rowid: int, ipc: bytes) -> None:
+        """Have entries just committed to the store at ``home`` appended to its DuckDB
+        there, as an idle step (one way): ``ipc`` is an Arrow IPC file of their
+        ``STORED_COLUMNS`` (``duckdb_store.append_entries``' table), whose SQLite rowids
+        run from ``first_rowid`` on. Raises RuntimeError when the process is gone."""
+        self._tell("analytics_append", (home, first_rowid, ipc))
+
     def analytics_sync(self, home: str) -> dict:
         """The closing ``duckdb_store.sync`` of the store at ``home``, there, on the
-        connection ``analytics_open`` opened (then closed): ``{"entries_synced",
-        "entries_rowid", "status_seq"}``. Raises RuntimeError when it failed (the text
+        connection ``analytics_open`` opened (then closed): ``{"entries_synced"
+        (appended or read from SQLite), "entries_appended" (of those, appended by
+        ``analytics_append``), "entries_rowid", "status_seq"}``. Raises RuntimeError when it failed (the text
         of the error) or the process is gone; the file is closed either way."""
         return self._ask("analytics_sync", home)
 
@@ -244,6 +252,10 @@ class _Idle:
         if prices:
             self.todo += [("import", m) for m in PRICE_IMPORTS] + [("prices", None)]
         self._con: dict[str, object] = {}
+        #: per store: ``EntryAppends`` on its connection, and the rows appended so far
+        #: (None: an append failed or came out of order; the closing sync reads SQLite)
+        self._appenders: dict[str, object] = {}
+        self._appends: dict[str, int | None] = {}
 
     def step(self) -> None:
         kind, arg = self.todo.pop(0)
@@ -252,6 +264,8 @@ class _Idle:
         elif kind == "import":
             with contextlib.suppress(Exception):  # the step that needs it says what is wrong
                 importlib.import_module(arg)
+        elif kind == "append":
+            self._append(*arg)
         else:
             try:
                 from ctxkeep.sinks import duckdb as duckdb_store
@@ -262,6 +276,34 @@ class _Idle:
 
     def open(self, home: str) -> None:
         self.todo.append(("connect", home))
+
+    def append(self, args: tuple[str, int, bytes]) -> None:
+        """Queue the append of entries an ingest just committed (``SideProcess.
+        analytics_append``'s ``(home, first_rowid, Arrow IPC file bytes)``)."""
+        self.todo.append(("append", args))
+
+    def _append(self, home: str, first_rowid: int, data: bytes) -> None:
+        """Append the rows to the DuckDB ``analytics_open`` opened
+        (``duckdb_store.EntryAppends``, as ``analytics_sync.AnalyticsSyncer`` does in
+        the ingest process), so that the closing sync reads from SQLite only what the
+        appends did not bring: nothing when every group came in order. A failed or
+        out-of-order append appends nothing more for that store (the closing sync
+        reads the rest from SQLite)."""
+        con = self._con.get(home)
+        if con is None or isinstance(con, Exception) or self._appends.get(home, 0) is None:
+            return
+        try:
+            import pyarrow as pa
+
+            from ctxkeep.sinks import duckdb as duckdb_store
+
+            if home not in self._appenders:
+                self._appenders[home] = duckdb_store.EntryAppends(con)
+            table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+            got = self._appenders[home].append(first_rowid, table)
+        except Exception:  # the closing sync reads the rows from SQLite
+            got = None
+        self._appends[home] = None if got is None else self._appends.get(home, 0) + got
 
     def _take(self, home: str):
         while self.todo:
@@ -276,7 +318,11 @@ class _Idle:
         from ctxkeep.sinks import sqlite as sqlite_store
 
         con = self._take(home)
+        appended = self._appends.pop(home, 0) or 0
         try:
+            appender = self._appenders.pop(home, None)
+            if appender is not None:
+                appender.close()
             sq = sqlite_store.connect(Path(home), readonly=True)
             try:
                 r = duckdb_store.sync(sq, Path(home), con=con, usage=True)
@@ -284,10 +330,17 @@ class _Idle:
                 sq.close()
         finally:
             con.close()
-        return {k: r[k] for k in ("entries_synced", "entries_rowid", "status_seq")}
+        return {
+            "entries_synced": appended + r["entries_synced"],
+            "entries_appended": appended,
+            "entries_rowid": r["entries_rowid"],
+            "status_seq": r["status_seq"],
+        }
 
     def close(self, home: str) -> None:
-        self.todo = [t for t in self.todo if t != ("connect", home)]
+        self.todo = [t for t in self.todo if t != ("connect", home) and not (t[0] == "append" and t[1][0] == home)]
+        self._appends.pop(home, None)
+        self._appenders.pop(home, None)
         got = self._con.pop(home, None)
         if got is not None and not isinstance(got, Exception):
             got.close()
@@ -314,10 +367,11 @@ def _main() -> None:
         "rates": lambda keys: [cost.genai_rates(*k) for k in keys],
         "tiered": lambda items: [cost.genai_tiered(*i) for i in items],
         "analytics_open": idle.open,
+        "analytics_append": idle.append,
         "analytics_sync": idle.sync,
         "analytics_close": idle.close,
     }
-    one_way = {"analytics_open"}
+    one_way = {"analytics_open", "analytics_append"}
     inp = sys.stdin.buffer
     while True:
         if idle.todo and not _pending(inp):

@@ -131,7 +131,7 @@ STAMPS = [
         "pipeline/side_process.py",
         "        if idle.todo and not _pending(inp):\n            idle.step()\n",
         "        if idle.todo and not _pending(inp):\n"
-        '            tl(f"side idle {idle.todo[0][0]} {idle.todo[0][1]}")\n            idle.step()\n            tl("side idle done")\n',
+        '            tl(f"side idle {idle.todo[0][0]} {str(idle.todo[0][1])[:40]}")\n            idle.step()\n            tl("side idle done")\n',
     ),
     (
         "pipeline/side_process.py",
