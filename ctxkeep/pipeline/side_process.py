@@ -338,7 +338,9 @@ class _Idle:
         }
 
     def close(self, home: str) -> None:
-        self.todo = [t for t in self.todo if t != ("connect", home) and not (t[0] == "append" and t[1][0] == home)]
+        self.todo = [
+            t for t in self.todo if t != ("connect", home) and not (t[0] == "append" and t[1][0] == home)
+        ]
         self._appends.pop(home, None)
         self._appenders.pop(home, None)
         got = self._con.pop(home, None)
