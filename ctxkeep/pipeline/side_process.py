@@ -114,8 +114,9 @@ class SideProcess:
         self._tell("analytics_open", home)
 
     def analytics_append(self, home: str, first_rowid: int, ipc: bytes) -> None:
-        """Have entries just committed to the store at ``home`` appended to its DuckDB
-        there, as an idle step (one way): ``ipc`` is an Arrow IPC file of their
+        """Hand over entries just committed to the store at ``home`` (one way): the
+        closing ``analytics_sync`` appends them to DuckDB from this Arrow instead of
+        reading them back from SQLite. ``ipc`` is an Arrow IPC file of their
         ``STORED_COLUMNS`` (``duckdb_store.append_entries``' table), whose SQLite rowids
         run from ``first_rowid`` on. Raises RuntimeError when the process is gone."""
         self._tell("analytics_append", (home, first_rowid, ipc))
@@ -252,10 +253,9 @@ class _Idle:
         if prices:
             self.todo += [("import", m) for m in PRICE_IMPORTS] + [("prices", None)]
         self._con: dict[str, object] = {}
-        #: per store: ``EntryAppends`` on its connection, and the rows appended so far
-        #: (None: an append failed or came out of order; the closing sync reads SQLite)
-        self._appenders: dict[str, object] = {}
-        self._appends: dict[str, int | None] = {}
+        #: per store: the ``(first_rowid, Arrow IPC)`` of the groups committed so far
+        #: (``append``), appended by the closing sync
+        self._queued: dict[str, list[tuple[int, bytes]]] = {}
 
     def step(self) -> None:
         kind, arg = self.todo.pop(0)
@@ -264,8 +264,6 @@ class _Idle:
         elif kind == "import":
             with contextlib.suppress(Exception):  # the step that needs it says what is wrong
                 importlib.import_module(arg)
-        elif kind == "append":
-            self._append(*arg)
         else:
             try:
                 from ctxkeep.sinks import duckdb as duckdb_store
@@ -278,32 +276,34 @@ class _Idle:
         self.todo.append(("connect", home))
 
     def append(self, args: tuple[str, int, bytes]) -> None:
-        """Queue the append of entries an ingest just committed (``SideProcess.
-        analytics_append``'s ``(home, first_rowid, Arrow IPC file bytes)``)."""
-        self.todo.append(("append", args))
+        """Keep the entries an ingest just committed (``SideProcess.analytics_append``'s
+        ``(home, first_rowid, Arrow IPC file bytes)``) for the closing sync."""
+        self._queued.setdefault(args[0], []).append(args[1:])
 
-    def _append(self, home: str, first_rowid: int, data: bytes) -> None:
-        """Append the rows to the DuckDB ``analytics_open`` opened
-        (``duckdb_store.EntryAppends``, as ``analytics_sync.AnalyticsSyncer`` does in
-        the ingest process), so that the closing sync reads from SQLite only what the
-        appends did not bring: nothing when every group came in order. A failed or
-        out-of-order append appends nothing more for that store (the closing sync
-        reads the rest from SQLite)."""
-        con = self._con.get(home)
-        if con is None or isinstance(con, Exception) or self._appends.get(home, 0) is None:
-            return
+    def _append(self, home: str, con) -> int:
+        """Append the entries kept for ``home`` (``append``) to its DuckDB in one
+        ``duckdb_store.append_entries`` (one transaction: each costs ~15-20 ms of CPU
+        there, and one per group made the side process's DuckDB work ~0.07 s more than
+        the closing sync from SQLite, where one for all is ~0.06 s less); returns the
+        rows appended, 0 when there are none, when they do not follow on in rowids or
+        the append failed (the closing sync then reads them from SQLite)."""
+        got = self._queued.pop(home, [])
+        if not got:
+            return 0
         try:
             import pyarrow as pa
 
             from ctxkeep.sinks import duckdb as duckdb_store
 
-            if home not in self._appenders:
-                self._appenders[home] = duckdb_store.EntryAppends(con)
-            table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
-            got = self._appenders[home].append(first_rowid, table)
+            tables, end = [], got[0][0]
+            for first_rowid, data in got:
+                if first_rowid != end:
+                    return 0
+                tables.append(pa.ipc.open_file(pa.BufferReader(data)).read_all())
+                end += tables[-1].num_rows
+            return duckdb_store.append_entries(con, got[0][0], pa.concat_tables(tables)) or 0
         except Exception:  # the closing sync reads the rows from SQLite
-            got = None
-        self._appends[home] = None if got is None else self._appends.get(home, 0) + got
+            return 0
 
     def _take(self, home: str):
         while self.todo:
@@ -318,11 +318,8 @@ class _Idle:
         from ctxkeep.sinks import sqlite as sqlite_store
 
         con = self._take(home)
-        appended = self._appends.pop(home, 0) or 0
         try:
-            appender = self._appenders.pop(home, None)
-            if appender is not None:
-                appender.close()
+            appended = self._append(home, con)
             sq = sqlite_store.connect(Path(home), readonly=True)
             try:
                 r = duckdb_store.sync(sq, Path(home), con=con, usage=True)
@@ -338,11 +335,8 @@ class _Idle:
         }
 
     def close(self, home: str) -> None:
-        self.todo = [
-            t for t in self.todo if t != ("connect", home) and not (t[0] == "append" and t[1][0] == home)
-        ]
-        self._appends.pop(home, None)
-        self._appenders.pop(home, None)
+        self.todo = [t for t in self.todo if t != ("connect", home)]
+        self._queued.pop(home, None)
         got = self._con.pop(home, None)
         if got is not None and not isinstance(got, Exception):
             got.close()

@@ -10,7 +10,8 @@ runs ``ctxkeep ingest --no-progress`` into a fresh store from that copy (this
 checkout's ``.venv``; the corpus home as ``HOME``, read only; derived caches in a temp
 dir, warmed by one run first), and prints per run: the wall seconds, when the engine
 was ready (imports done), the ingest process's CPU, its side processes' CPU, how long
-the ingest waited for token counts and for the closing DuckDB sync. ``--baseline DIR``
+the ingest waited for token counts and for the closing DuckDB sync, and the side
+process's CPU seconds in that sync. ``--baseline DIR``
 runs another checkout the same way, alternating run by run. ``--show`` prints the last
 run's whole timeline (``Pn``: process n in order of its first stamp).
 
@@ -214,7 +215,12 @@ def summary(rows) -> dict:
     asked: dict[tuple[str, str], float] = {}
     waits: dict[str, float] = {}
     marks: dict[str, float] = {}
+    sync_cpu = 0.0  # the side process's CPU in its closing DuckDB sync (the finish's work)
     for t, pid, c, th, label in rows[1:]:
+        if pid != main_pid and label == "side op analytics_sync":
+            sync_cpu -= c
+        elif pid != main_pid and label == "side op done analytics_sync":
+            sync_cpu += c
         cpu[pid] = c
         if pid == main_pid and label.startswith("ask "):
             asked[(th, label[4:])] = t
@@ -231,6 +237,7 @@ def summary(rows) -> dict:
         "side cpu": sum(v for k, v in cpu.items() if k != main_pid),
         "count wait": waits.get("count", 0.0),
         "finish wait": marks.get("finish end", 0.0) - marks.get("finish start", 0.0),
+        "sync cpu": sync_cpu,
     }
 
 

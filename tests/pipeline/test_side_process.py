@@ -216,8 +216,8 @@ def test_a_small_ingest_syncs_duckdb_in_the_side_process(tmp_path, monkeypatch):
     assert len(got["entries"]) == s.entries_new > 0 and len(got["usage"]) > 0
     assert got == want
     assert not _behind(home)  # the side process's marks were recorded
-    # every entry came to DuckDB from the committed groups' Arrow, appended there
-    # between the counts; the closing sync read none of them back from SQLite
+    # every entry came to DuckDB from the committed groups' Arrow handed to the side
+    # process; its closing sync read none of them back from SQLite
     assert [type(x).__name__ for x in syncers] == ["SideAnalytics"]
     assert syncers[0].appended == s.entries_new
 
