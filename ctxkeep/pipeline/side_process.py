@@ -68,13 +68,18 @@ class SideProcess:
         self._lock = threading.Lock()
         self._dead = False
 
-    def _ask(self, op: str, args):
+    def _ask(self, op: str, args, reply: bool = True):
+        """Send the request ``(op, args)`` and return its reply's value; with ``reply``
+        False a request that has none (``_main``'s one-way ops: nothing waits for the
+        process to read it)."""
         with self._lock:
             if self._dead:
                 raise RuntimeError("the side process is gone")
             try:
                 pickle.dump((op, args), self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
                 self._proc.stdin.flush()
+                if not reply:
+                    return None
                 status, value = pickle.load(self._replies)
             except (OSError, EOFError, pickle.UnpicklingError) as e:
                 self._dead = True
@@ -82,19 +87,6 @@ class SideProcess:
             if status != "ok":
                 raise RuntimeError(value)
             return value
-
-    def _tell(self, op: str, args) -> None:
-        """Send a request that has no reply (``ONE_WAY``): nothing waits for the
-        process to read it."""
-        with self._lock:
-            if self._dead:
-                raise RuntimeError("the side process is gone")
-            try:
-                pickle.dump((op, args), self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-                self._proc.stdin.flush()
-            except OSError as e:
-                self._dead = True
-                raise RuntimeError(f"the side process is gone ({type(e).__name__})") from None
 
     def count(self, texts: list[str]) -> tuple[list[int], list[str]]:
         return self._ask("count", texts)
@@ -111,7 +103,7 @@ class SideProcess:
         request is written (before, its reply waited for the idle step under way there,
         up to ~0.4 s, and held back the counts asked meanwhile). Raises RuntimeError
         when the process is gone."""
-        self._tell("analytics_open", home)
+        self._ask("analytics_open", home, reply=False)
 
     def analytics_append(self, home: str, first_rowid: int, ipc: bytes) -> None:
         """Hand over entries just committed to the store at ``home`` (one way): the
@@ -119,7 +111,7 @@ class SideProcess:
         reading them back from SQLite. ``ipc`` is an Arrow IPC file of their
         ``STORED_COLUMNS`` (``duckdb_store.append_entries``' table), whose SQLite rowids
         run from ``first_rowid`` on. Raises RuntimeError when the process is gone."""
-        self._tell("analytics_append", (home, first_rowid, ipc))
+        self._ask("analytics_append", (home, first_rowid, ipc), reply=False)
 
     def analytics_sync(self, home: str) -> dict:
         """The closing ``duckdb_store.sync`` of the store at ``home``, there, on the
