@@ -105,9 +105,11 @@ STAMPS = [
     ),
     (
         "pipeline/side_process.py",
-        "    def _ask(self, op: str, args):\n        with self._lock:\n",
-        "    def _ask(self, op: str, args):\n        from ctxkeep._tl import tl\n"
-        '        tl(f"ask {op}")\n        with self._lock:\n',
+        "        with self._lock:\n            if self._dead:\n                raise RuntimeError(\"the side process is gone\")\n"
+        "            try:\n                pickle.dump((op, args)",
+        "        from ctxkeep._tl import tl\n\n        tl(f\"ask {op}\")\n"
+        "        with self._lock:\n            if self._dead:\n                raise RuntimeError(\"the side process is gone\")\n"
+        "            try:\n                pickle.dump((op, args)",
     ),
     (
         "pipeline/side_process.py",
