@@ -89,13 +89,14 @@ def ingest(
             conn = _plan_connection(h)
             try:
                 p = plan(h, conn, agents=agent or None, paths=path or None)
-                behind = not p.todo and sqlite_store.analytics_behind(conn)
+                # nothing new, but DuckDB is behind (a failed sync) or gone (deleted): catch up
+                behind = not p.todo and sqlite_store.analytics_behind(conn, h)
                 held = None if p.todo or behind else _held_back(h, conn)  # nothing will change it
             finally:
                 conn.close()
             for prob in p.problems:
                 warn(prob)
-            if behind:  # nothing new, but an earlier DuckDB sync failed: catch up, no Prefect
+            if behind:  # catch DuckDB up, no Prefect
                 from ctxkeep.pipeline import engine as pipeline
 
                 summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()

@@ -149,11 +149,18 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
 
 def _duckdb_check(home: Path, conn: sqlite3.Connection) -> list[Finding]:
     p = home / ANALYTICS_DB
-    if not p.exists():
-        return [
-            Finding("duckdb", str(p), "warning", "missing (the next ingest or doctor --repair rebuilds it)")
-        ]
     n_sqlite = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+    if not p.exists():
+        if n_sqlite:  # the reports have nothing to read
+            return [
+                Finding(
+                    "duckdb",
+                    str(p),
+                    "damaged",
+                    f"missing, SQLite holds {n_sqlite:,} entries (doctor --repair or the next ingest rebuilds it)",
+                )
+            ]
+        return [Finding("duckdb", str(p), "warning", "missing (the first ingest builds it)")]
     try:
         import duckdb
 

@@ -180,6 +180,22 @@ def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
     return when_day(value, tz=tz, where=where)
 
 
+def _store_entries(db: Path) -> bool:
+    """Whether the SQLite store ``db`` exists and holds an entry (read-only, no WAL)."""
+    import sqlite3
+
+    if not db.exists():
+        return False
+    try:
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return c.execute("SELECT 1 FROM entry_rows LIMIT 1").fetchall() != []
+        finally:
+            c.close()
+    except sqlite3.Error:
+        return False
+
+
 def open_store(home: Path):
     """Open ``<home>/analytics.duckdb`` read-only. Returns ``(connection, note)``: when a
     running ingest holds the file, a copy of its last checkpoint is opened instead and
@@ -189,6 +205,12 @@ def open_store(home: Path):
 
     path = Path(home) / ANALYTICS_DB
     if not path.exists():
+        if _store_entries(Path(home) / STORE_DB):  # deleted since: the next ingest rebuilds it
+            raise StoreError(
+                "the analytics store is missing",
+                where=str(path),
+                hint="run `ctxkeep ingest`: it rebuilds it from store.db",
+            )
         if (Path(home) / STORE_DB).exists():  # ingested, but no session file held any usage yet
             raise StoreError(
                 "no usage stored yet",

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.paths import under_sql
-from ctxkeep.query.sessions import error_flag, is_prompt, resolve_session, session_rows
+from ctxkeep.query.sessions import error_flag, prompt_text, resolve_session, session_rows
 from ctxkeep.sinks.sqlite import content_text
 from ctxkeep.transforms.tokens import heuristic_tokens
 
@@ -240,7 +240,7 @@ def _quote(text: str, n: int = PROMPT_CHARS) -> str:
 
 def _prompts(rows, texts) -> list[Item]:
     ps = [(r[0], texts(r[8])) for r in rows if r[5] == "user" and r[6] == "message"]
-    ps = [(e, t) for e, t in ps if is_prompt(t)]
+    ps = [(e, typed) for e, t in ps if (typed := prompt_text(t))]
     if not ps:
         return []
     n = len(ps)
@@ -418,8 +418,8 @@ def _constraints(rows, texts) -> list[Item]:
     for r in rows:
         if r[5] != "user" or r[6] != "message":
             continue
-        t = texts(r[8])
-        if not is_prompt(t):
+        t = prompt_text(texts(r[8]))
+        if not t:
             continue
         for s in _SENTENCE_RE.split(t):
             s = s.strip(" -*>\t")

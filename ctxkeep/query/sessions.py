@@ -35,11 +35,33 @@ _NOT_PROMPT_RE = re.compile(
 )
 
 
+#: a slash command the user gave arguments: ``<command-name>/orchestrator</command-name>``
+#: and ``<command-args>create TODO app by Next.js</command-args>`` in one user message
+#: (Claude Code 1.x-2.1; ``<command-message>`` may come first)
+_COMMAND_NAME_RE = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS_RE = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+
+
+def prompt_text(text: str | None) -> str | None:
+    """What the user typed, from a user message's ``text``: the text itself; for a
+    slash command given arguments, ``"/name args"``; None for a slash command without
+    arguments, command output, a caveat or an empty text (Claude Code stores those as
+    user messages too)."""
+    if not (text and text.strip()):
+        return None
+    if not _NOT_PROMPT_RE.match(text):
+        return text
+    args = _COMMAND_ARGS_RE.search(text)
+    name = _COMMAND_NAME_RE.search(text)
+    if name and args and args.group(1).strip():
+        return f"{name.group(1)} {args.group(1).strip()}"
+    return None
+
+
 def is_prompt(text: str | None) -> bool:
-    """True when a user message's ``text`` is something the user typed, not a
-    slash-command echo, command output or caveat that Claude Code stores as a user
-    message."""
-    return bool(text and text.strip()) and not _NOT_PROMPT_RE.match(text)
+    """True when a user message's ``text`` is something the user typed
+    (``prompt_text``), not a slash-command echo, command output or caveat."""
+    return prompt_text(text) is not None
 
 
 @dataclass
@@ -134,8 +156,7 @@ def list_sessions(
     for r in raw:
         key = (r["agent"], r["session_id"])
         title = r.get("title") if source == "duckdb" else None
-        if not is_prompt(title):  # DuckDB's first prompt may be a slash-command echo
-            title = None
+        title = prompt_text(title)  # DuckDB's first prompt may be a slash-command echo
         rows.append(
             SessionRow(
                 agent=r["agent"],
@@ -249,8 +270,8 @@ def _first_prompts(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
         "JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 "
         "WHERE e.kind = 'message' AND e.role = 'user' ORDER BY e.ts, e.rowid"
     ):
-        if (agent, sid) not in out and is_prompt(text):
-            out[(agent, sid)] = text
+        if (agent, sid) not in out and (typed := prompt_text(text)):
+            out[(agent, sid)] = typed
     return out
 
 
@@ -416,7 +437,11 @@ def conversation(
     if any(t.kind == "tool_result" for t in turns):
         turns.sort(key=lambda t: (t.session_id != sid, t.ts or ""))
     first = rows[0] if rows else None
-    conv = Conversation(first[1] if first else "", sid, first[3] if first else None, turns)
+    # the session's own rows first: a summary or snapshot record names no project
+    project = next((r[3] for r in rows if r[2] == sid and r[3]), None) or next(
+        (r[3] for r in rows if r[3]), None
+    )
+    conv = Conversation(first[1] if first else "", sid, project, turns)
     if budget is not None:
         _fit(conv, budget, cut_text)
     return conv

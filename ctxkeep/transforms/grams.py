@@ -35,7 +35,22 @@ import functools
 import re
 
 CJK_CLASS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+
+
+@functools.lru_cache(maxsize=1)
+def cjk_run_re() -> re.Pattern:
+    """A run of CJK characters (``CJK_CLASS``), compiled on first use: the Unicode
+    ranges take 3-7 ms to compile, which every process importing this module paid (a
+    no-op ingest, every search) before it met a text or query term."""
+    return re.compile(f"[{CJK_CLASS}]+")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK character (``CJK_CLASS``); an ASCII text is answered
+    without compiling ``cjk_run_re``."""
+    return not text.isascii() and cjk_run_re().search(text) is not None
+
+
 _CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]{2,}")
@@ -73,12 +88,12 @@ def grams(text: str) -> str:
     out: list[str] = []
     if not text:
         return ""
-    has_cjk = False
-    for m in _CJK_RUN.finditer(text):
-        has_cjk = True
+    seen_cjk = False
+    for m in () if text.isascii() else cjk_run_re().finditer(text):
+        seen_cjk = True
         out.extend(cjk_bigrams(m.group()))
         out.append("|")  # run boundary: keeps phrases from spanning two runs
-    if has_cjk:
+    if seen_cjk:
         out.extend(w.lower() for w in _ASCII_WORD.findall(text))
         out.append("|")
     for m in _CAMEL.finditer(text):
@@ -115,13 +130,13 @@ def _grams_of(text: str, cjk: bool, camel_words: list[str]) -> str:
     """``grams(text)`` given whether the text has a CJK character and its ``_CAMEL``
     matches (in order)."""
     out: list[str] = []
-    has_cjk = False
+    seen_cjk = False
     if cjk:
-        for run in _CJK_RUN.findall(text):
-            has_cjk = True
+        for run in cjk_run_re().findall(text):
+            seen_cjk = True
             out.extend(cjk_bigrams(run))
             out.append("|")
-    if has_cjk:
+    if seen_cjk:
         out.extend(w.lower() for w in _ASCII_WORD.findall(text))
         out.append("|")
     for word in camel_words:
@@ -202,7 +217,7 @@ def query_grams(term: str) -> str | None:
     parts, the last one as a prefix. Only term characters reach FTS5, quoted, so the
     expression always parses."""
     pieces = []
-    for m in _CJK_RUN.finditer(term):
+    for m in () if term.isascii() else cjk_run_re().finditer(term):
         run = m.group()
         if len(run) == 1:
             pieces.append(f'"{run}"*')
@@ -223,7 +238,10 @@ def is_symbol_term(term: str) -> bool:
     return bool(_SYMBOL_TERM.fullmatch(term.strip()))
 
 
-_SYMBOL_TERM = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*[+#]+|\.[A-Za-z][A-Za-z0-9]*")
+#: written without nested stars (a lookahead for the letter, then possessive runs): the
+#: plain ``[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*[+#]+`` backtracks ~n^2 steps on a long word
+#: with no ``+``/``#`` (a 3,000-letter query term took 0.2 s a call, 100,000 minutes)
+_SYMBOL_TERM = re.compile(r"(?=[0-9_]*[A-Za-z])[A-Za-z0-9_]++[+#]+|\.[A-Za-z][A-Za-z0-9]*+")
 
 
 def symbols(text: str) -> str:

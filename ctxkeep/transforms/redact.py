@@ -273,7 +273,9 @@ RULES: list[Rule] = [
         "gitlab-token",
         _B + r"gl(?:pat|dt|ptt|rt|cbt|imt|ft|oas|soat|agent)-[A-Za-z0-9_\-]{20,}(?:\.[\w.\-]+)?",
     ),
-    Rule("aws-access-key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Z0-9])"),
+    # detect-secrets' digits 0-9, not gitleaks' base32 2-7: a key id with a 0, 1, 8 or 9
+    # (a made-up or mistyped one, AKIA1234567890ABCDEF) is stored redacted all the same
+    Rule("aws-access-key", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])"),
     Rule("slack-token", _B + r"xox[abeoprs]-[A-Za-z0-9\-]{10,}"),
     Rule("slack-token", _B + r"xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+"),
     Rule("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9+/_\-]{20,})"),

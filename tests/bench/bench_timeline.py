@@ -105,10 +105,10 @@ STAMPS = [
     ),
     (
         "pipeline/side_process.py",
-        "        with self._lock:\n            if self._dead:\n                raise RuntimeError(\"the side process is gone\")\n"
+        '        with self._lock:\n            if self._dead:\n                raise RuntimeError("the side process is gone")\n'
         "            try:\n                pickle.dump((op, args)",
-        "        from ctxkeep._tl import tl\n\n        tl(f\"ask {op}\")\n"
-        "        with self._lock:\n            if self._dead:\n                raise RuntimeError(\"the side process is gone\")\n"
+        '        from ctxkeep._tl import tl\n\n        tl(f"ask {op}")\n'
+        '        with self._lock:\n            if self._dead:\n                raise RuntimeError("the side process is gone")\n'
         "            try:\n                pickle.dump((op, args)",
     ),
     (

@@ -337,6 +337,44 @@ def test_an_ingest_with_nothing_new_catches_up_a_failed_sync(tmp_path, monkeypat
     assert json.loads(r.stdout)["analytics"] == "analytics: 3890 entries synced"
 
 
+def test_a_deleted_analytics_store_is_rebuilt_by_the_next_ingest_and_by_doctor(tmp_path):
+    """``analytics.duckdb`` deleted while SQLite's marks say it is in step: the reports
+    say it is missing and how to rebuild it, doctor calls it damaged and ``--repair``
+    rebuilds it, and so does an ingest with nothing new (the CLI's no-op path)."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    home = tmp_path / "store"
+    assert pipeline.run_ingest(home, ctx=_corpus_ctx()).entries_new == 3890
+    duck = home / duckdb_store.DB_NAME
+    runner = CliRunner()
+    for _ in ("doctor", "ingest"):
+        duck.unlink()
+        conn = sqlite_store.connect(home, readonly=True)
+        assert not sqlite_store.analytics_behind(conn)  # the marks alone cannot tell
+        conn.close()
+        r = runner.invoke(app, ["report", "daily", "--home", str(home)])
+        assert r.exit_code == 1
+        assert "error: the analytics store is missing" in r.output and "run `ctxkeep ingest`" in r.output
+        if _ == "doctor":
+            r = runner.invoke(app, ["doctor", "--home", str(home), "--json"])
+            assert r.exit_code == 1 and json.loads(r.stdout)["damaged"] == [str(duck)]
+            r = runner.invoke(app, ["doctor", "--repair", "--home", str(home), "--json"])
+            rep = json.loads(r.stdout)
+            assert r.exit_code == 0 and rep["damaged"] == [], r.output
+            assert "analytics rebuilt: 3890 entries" in rep["repair"]["actions"]
+        else:
+            r = runner.invoke(
+                app, ["ingest", "--home", str(home), "--json", "--agent", "codex", "--path", str(tmp_path)]
+            )
+            assert r.exit_code == 0, r.output
+            assert json.loads(r.stdout)["analytics"] == "analytics: 3890 entries synced"
+        con = duckdb.connect(str(duck), read_only=True)
+        assert con.execute("SELECT count(*) FROM entries").fetchall() == [(3890,)]
+        con.close()
+
+
 def test_a_reader_process_yields_what_the_reader_thread_yields(tmp_path, monkeypatch):
     ctx = _corpus_ctx()
     seq = _ingest(tmp_path / "seq", ctx, writer=False)

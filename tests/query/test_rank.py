@@ -232,9 +232,11 @@ def test_tool_list_names_candidates_held_by_an_entry_of_that_tool():
 
 
 def test_fold_words_are_the_lower_cased_word_runs_of_every_corpus_text(corpus_store):
-    """``fold_words`` (translate and split for an ASCII text) gives the words the
-    ``\\w+`` regex finds in the lower-cased text, on every chunk of the corpus and on
-    texts whose lower case changes their characters (Kelvin sign, dotted I, ß)."""
+    """``fold_words`` (translate and split, the regex only on pieces that are not
+    ASCII) gives the words the ``\\w+`` regex finds in the lower-cased text, on every
+    chunk of the corpus, on texts whose lower case changes their characters (Kelvin
+    sign, dotted I, ß), and on 3,000 random texts of other characters."""
+    import random
     import re
     import sqlite3
 
@@ -243,6 +245,18 @@ def test_fold_words_are_the_lower_cased_word_runs_of_every_corpus_text(corpus_st
     texts = [t for (t,) in conn.execute("SELECT text FROM chunks")]
     conn.close()
     texts += ["\u212a-Kelvin", "İstanbul_x", "Straße-STRASSE", "a\tb\x1fc\x0bd", "snake_case-and-dash", ""]
+    # texts that are not ASCII (cut as UTF-8 bytes): non-ASCII spaces and punctuation
+    # inside and between words, a lone surrogate, emoji, CJK
+    texts += [
+        "naïve ✓ café—done",
+        "处理，分析一下 ok",
+        "a\u00a0b\u3000c\u2028d_\u2009e",
+        "x\ud800y z",
+        "it’s ’quoted’",
+    ]
+    rnd = random.Random(14)
+    pool = [chr(i) for i in range(0x20, 0x2100, 7)] + list(" _-.’✓İΣ\u00a0\ud800😀") * 20
+    texts += ["".join(rnd.choice(pool) for _ in range(rnd.randint(1, 60))) for _ in range(3000)]
     assert len(texts) > 1000 and any(t.isascii() for t in texts) and not all(t.isascii() for t in texts)
     for t in texts:
         assert rank.fold_words(t) == set(re.findall(r"\w+", t.lower())), t[:80]

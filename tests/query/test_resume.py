@@ -148,3 +148,19 @@ def test_mcp_ctx_resume(corpus_store, tmp_path):
         h.ctx_resume({})  # the server's directory (tmp_path) holds no session
     with pytest.raises(UsageError):
         h.ctx_resume({"sessionId": "c617", "budget": 5})
+
+
+def test_a_slash_command_with_arguments_is_the_first_prompt(conn):
+    """Session fe5e... (Claude Code) opens with a user message holding
+    ``<command-name>/orchestrator</command-name>`` and
+    ``<command-args>create TODO app by Next.js</command-args>`` (read from its JSONL):
+    what the user typed, so the first prompt (and the session's title); a slash command
+    without arguments (``/status``, ``<command-args></command-args>``) is none."""
+    from ctxkeep.query.sessions import list_sessions, prompt_text
+
+    snap = build_snapshot(conn, "fe5e", budget=1500)
+    assert _item(snap, "prompts", "- first prompt").endswith("\n> /orchestrator create TODO app by Next.js")
+    rows = [r for r in list_sessions(conn)[0] if r.session_id.startswith("fe5e") and not r.parent_session_id]
+    assert [r.title for r in rows] == ["/orchestrator create TODO app by Next.js"]
+    status = "<command-name>/status</command-name>\n<command-message>status</command-message>\n<command-args></command-args>"
+    assert prompt_text(status) is None and prompt_text("fix the bug") == "fix the bug"

@@ -227,6 +227,32 @@ def test_pasted_log_query_is_capped_and_says_so(corpus_store):
     assert len(res.hits) == 5
 
 
+def test_a_long_phrase_term_is_cut_to_its_first_words_and_says_so(corpus_store):
+    """One term can be a phrase of thousands of words (``a.a.a...``, a pasted log line
+    in quotes): FTS5 walks every match's positions once per phrase word, so 20,000
+    words took 54 s on the corpus store. The query keeps its first MAX_WORDS words (a
+    prefix of the phrase) and the note says so; a term is cut to MAX_TERM_CHARS."""
+    from ctxkeep.query.search import search
+    from ctxkeep.query.search.parse import MAX_TERM_CHARS, MAX_WORDS, cap_terms, terms
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    assert MAX_WORDS == 64 and MAX_TERM_CHARS == 1000
+    assert terms("a." * 5000) == ["a." * 63 + "a"]
+    assert terms('x "one two three" ' + "w " * 70) == ["x", "one two three"] + ["w"] * 30
+    assert terms("ab" * 20000) == ["ab" * 500]
+    assert cap_terms('"' + "step " * 100 + '"') == (
+        '"' + " ".join(["step"] * 64) + '"',
+        "only the first 64 of 100 query words were searched",
+    )
+    assert cap_terms("ab" * 20000) == ("ab" * 500, "query terms were cut to 1000 characters")
+    assert cap_terms("pytest timeline") == ("pytest timeline", "")
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    res = search(conn, "timeline." * 3000, limit=5)
+    conn.close()
+    assert res.note.startswith("only the first 64 of 3000 query words were searched")
+
+
 def test_prefix_only_where_the_last_token_is_long_enough():
     # FTS5 puts a phrase's * on its last token: "it's"* would mean "it s*", and
     # "PLACEHOLDER_RE"* the 130 ms expansion of re*
@@ -513,12 +539,63 @@ def test_a_match_without_matches_is_never_ranked(corpus_conn, filters):
         s for s in sql if " MATCH " in s and "fts_vocab" not in s and "count(*) FROM (SELECT rowid" not in s
     ]
     assert fts, "the lists ran no MATCH at all"
-    assert not [s for s in fts if "bm25(" in s], "a list without matches was ranked"
-    # one statement per list (the window: its count, or its ids when filtered), not a
-    # second walk of the same MATCH
+    # no ranking statement of its own: the only statement naming bm25() is the window
+    # walk that ranks the newest matches as they come (``newest_ranked_sql``), which
+    # calls it for no row here
+    assert not [s for s in fts if "bm25(" in s and "ORDER BY rowid DESC LIMIT" not in s], (
+        "a list without matches was ranked"
+    )
+    # one statement per list (the window: its count, its ids when filtered, or its
+    # newest matches ranked), not a second walk of the same MATCH
     window = [s for s in fts if "count(*), min(rowid)" in s or "ORDER BY rowid DESC LIMIT" in s]
     assert len(window) == len(fts)
     assert len({s.split(" MATCH ")[1] for s in fts}) == len(fts)
+
+
+@pytest.mark.parametrize("window", [40, 2000])
+def test_the_newest_matches_ranked_in_one_walk_are_the_window_above_its_floor(
+    corpus_conn, monkeypatch, window
+):
+    """``newest_ranked_sql`` (one walk) gives the rows and ranks of counting the window's
+    floor and ranking above it (``window_floor_sql`` then ``ranked_sql``),
+    ``ranked_window`` of the whole window the same rows and floor as that pair, and
+    the window newest first followed by ``older_sql`` from its floor the newest matches;
+    with a window smaller than the matches (40) and larger (2000)."""
+    from ctxkeep.query.search import retrieve
+
+    monkeypatch.setattr(retrieve, "RANK_WINDOW", window)
+    checked = 0
+    for fts, match in [
+        ("fts_words", '"error"'),
+        ("fts_words", '"the"'),
+        ("fts_words", '"file" OR "test" OR "commit"'),
+        ("fts_words", '"exit" AND "code"'),
+        ("fts_words", '"command not found"'),
+        ("fts_grams", '("use todos"*)'),
+    ]:
+        count, oldest = corpus_conn.execute(*retrieve.window_floor_sql(fts, match)).fetchone()
+        floor = oldest if count > window else 0
+        for n in (1, 10, 50):
+            two_walks = corpus_conn.execute(*retrieve.ranked_sql(fts, match, floor, n)).fetchall()
+            one_walk = corpus_conn.execute(*retrieve.newest_ranked_sql(fts, match, window, n)).fetchall()
+            assert one_walk == two_walks, (fts, match, n)
+        whole = corpus_conn.execute(*retrieve.ranked_sql(fts, match, floor, window + 1)).fetchall()
+        assert retrieve.ranked_window(corpus_conn, fts, match, window + 1) == (whole, floor)
+        if floor:  # the window newest first, then the older walk: the newest matches
+            newest = [r[0] for r in corpus_conn.execute(*retrieve.window_ids_sql(fts, match))]
+            newest += [
+                r[0]
+                for r in corpus_conn.execute(
+                    f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 100 OFFSET ?",
+                    (match, window + 1),
+                )
+            ]
+            older = [r[0] for r in corpus_conn.execute(*retrieve.older_sql(fts, match, floor, 101))]
+            assert sorted((r[0] for r in whole), reverse=True) + older == newest
+        checked += bool(whole)
+        if window == 40 and match == '"the"':
+            assert floor > 0 and len(whole) == window  # the floor case is exercised
+    assert checked >= 5
 
 
 def test_a_match_with_matches_is_still_ranked(corpus_conn):

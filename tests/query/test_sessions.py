@@ -106,3 +106,11 @@ def test_errors_and_flags(conn):
         resolve_session(conn, "nope-nope")
     assert error_flag("[error] boom") and error_flag("Exit code: 2\nWall time: 1s")
     assert not error_flag("Exit code: 0\nok") and not error_flag("all good")
+
+
+def test_conversation_project_from_a_row_that_names_one(conn):
+    """Session fe5e... opens with a ``summary`` record, which names no cwd; its messages
+    carry ``"cwd": "/path/to/Demo"`` (read from its JSONL): the conversation's project
+    (``show --session``'s header and ``--json``) is that, not None."""
+    conv = conversation(conn, "fe5e")
+    assert conv.turns[0].kind == "summary" and conv.project_dir == "/path/to/Demo"

@@ -72,3 +72,25 @@ def test_ascii_words_glued_to_cjk_are_terms_and_mixed_queries_match_in_one_index
     assert "gemini" in g and "处理" in g
     assert grams_match("gemini 处理") == '("处理") AND ("gemini")'
     assert grams("plain english text only") == ""  # no CJK: no extra terms
+
+
+def test_is_symbol_term_matches_the_plain_pattern_it_replaced():
+    """``_SYMBOL_TERM`` is written without nested stars (a long query word backtracked
+    ~n^2 steps through ``[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*[+#]+``): it accepts exactly
+    the strings that pattern accepts, on every string of up to 5 characters over the
+    characters that matter."""
+    import itertools
+    import re
+
+    from ctxkeep.transforms.grams import is_symbol_term
+
+    plain = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*[+#]+|\.[A-Za-z][A-Za-z0-9]*")
+    n = 0
+    for k in range(6):
+        for chars in itertools.product("aZ7_+#.", repeat=k):
+            s = "".join(chars)
+            assert is_symbol_term(s) == bool(plain.fullmatch(s)), s
+            n += 1
+    assert n == 19608
+    assert is_symbol_term("c++") and is_symbol_term("C#") and is_symbol_term(".NET")
+    assert not is_symbol_term("a" * 3000) and not is_symbol_term("_1+")

@@ -22,6 +22,10 @@ SECRETS = [
     ("https://user:p4ss-w0rd!@example.com/x", "p4ss-w0rd"),
     ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc here", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
     ("key AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    # digits outside base32's 2-7 (newuser9 found both stored in clear)
+    ("Here are creds AKIAQ7XJ2M4PLK9W3ZRT and more", "AKIAQ7XJ2M4PLK9W3ZRT"),
+    ("AKIA1234567890ABCDEF", "AKIA1234567890ABCDEF"),
+    ("ASIA0000111188889999 in the log", "ASIA0000111188889999"),
     ("ghp_" + "a1B2" * 9, "ghp_"),
     ("OPENAI_API_KEY=sk-proj-" + "x9Y8" * 10, "x9Y8x9Y8"),
     ("password: correcthorsebattery", "correcthorsebattery"),

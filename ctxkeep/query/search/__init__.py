@@ -54,7 +54,6 @@ from ctxkeep.errors import SearchSyntaxError
 from ctxkeep.query.search import rank, render, retrieve
 from ctxkeep.query.search.parse import (
     _WORD_RE,
-    CJK_RE,
     MAX_TERMS,
     Filters,
     _prefix_star,
@@ -74,7 +73,7 @@ from ctxkeep.query.search.render import SNIPPET_MAX_CHARS, Hit, SearchResult, ap
 from ctxkeep.query.search.retrieve import PREFIX_COMMON, Candidate, common_terms
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite.lookup import short_session_ids
-from ctxkeep.transforms.grams import is_symbol_term
+from ctxkeep.transforms.grams import has_cjk, is_symbol_term
 
 __all__ = [
     "search",
@@ -159,7 +158,7 @@ def search(
             ) from None
     else:
         run("words", "fts_words", words_match(query))
-        mixed = any(CJK_RE.search(t) for t in ts) and any(not CJK_RE.search(t) for t in ts)
+        mixed = any(has_cjk(t) for t in ts) and any(not has_cjk(t) for t in ts)
         run("grams_all" if mixed else "grams", "fts_grams", grams_match(query))
         if any(is_symbol_term(t) for t in ts):
             run("symbols", retrieve.symbols_table(conn), symbols_match(query))

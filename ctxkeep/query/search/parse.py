@@ -20,8 +20,7 @@ from ctxkeep.schema import AGENTS, KINDS, ROLES, STATUSES
 from ctxkeep.timeutil import check_window, format_utc, when_bound
 from ctxkeep.transforms import facets as fx
 from ctxkeep.transforms.grams import _ASCII_WORD as ASCII_WORD_RE
-from ctxkeep.transforms.grams import _CJK_RUN as CJK_RE
-from ctxkeep.transforms.grams import is_symbol_term, query_grams, query_symbol, query_vocab
+from ctxkeep.transforms.grams import has_cjk, is_symbol_term, query_grams, query_symbol, query_vocab
 
 _TERM_RE = re.compile(r'"([^"]*)"|(\S+)')
 _WORD_RE = re.compile(r"\w", re.UNICODE)
@@ -154,32 +153,70 @@ class Filters:
 #: a query's terms beyond this are ignored (a pasted log must not make search
 #: quadratic: 1,000 terms took 22 s); the result's ``note`` says so
 MAX_TERMS = 32
+#: the words (unicode61 tokens: runs of letters and digits) of the query's terms beyond
+#: this are ignored too: one term can be a long phrase (``a.b.c...``, a quoted log
+#: line), and FTS5 walks every match's positions once per phrase word (a 5,000-word
+#: term took 8.6 s on the 8.8 MB corpus store, 20,000 words 54 s)
+MAX_WORDS = 64
+#: a term is cut to this many characters (a 100,000-letter term took 1.4 s, most of it
+#: compiling its highlight pattern)
+MAX_TERM_CHARS = 1000
+_WORD_TOKEN_RE = re.compile(r"[^\W_]+")
 
 
-def terms(query: str) -> list[str]:
-    """Split a user query into terms: ``"quoted phrases"`` stay whole, stray quotes
-    are dropped (``"unbalanced`` → ``unbalanced``); empty terms are skipped; at most
-    ``MAX_TERMS`` terms are kept."""
+def _all_terms(query: str) -> list[str]:
     out = []
     for a, b in _TERM_RE.findall(query):
         t = (a if a else b.replace('"', "")).strip()
         if t:
             out.append(t)
-            if len(out) == MAX_TERMS:
-                break
     return out
 
 
+def _capped(found: list[str]) -> list[str]:
+    """The first terms of ``found`` within ``MAX_TERMS`` terms, ``MAX_WORDS`` words and
+    ``MAX_TERM_CHARS`` characters a term; the term that crosses the word limit is cut
+    after its last word within it (a phrase's prefix)."""
+    out: list[str] = []
+    words = 0
+    for t in found[:MAX_TERMS]:
+        t = t[:MAX_TERM_CHARS]
+        spans = [m.end() for m in _WORD_TOKEN_RE.finditer(t)]
+        if words + len(spans) > MAX_WORDS:
+            keep = MAX_WORDS - words
+            if keep > 0:
+                out.append(t[: spans[keep - 1]])
+            break
+        words += len(spans)
+        out.append(t)
+    return out
+
+
+def terms(query: str) -> list[str]:
+    """Split a user query into terms: ``"quoted phrases"`` stay whole, stray quotes
+    are dropped (``"unbalanced`` → ``unbalanced``); empty terms are skipped; at most
+    ``MAX_TERMS`` terms, ``MAX_WORDS`` words and ``MAX_TERM_CHARS`` characters a term
+    are kept (``_capped``)."""
+    return _capped(_all_terms(query))
+
+
 def cap_terms(query: str) -> tuple[str, str]:
-    """``query`` cut to its first ``MAX_TERMS`` terms (phrases re-quoted) and a
-    one-line note saying so; ``(query, "")`` unchanged when it has no more."""
-    all_terms = sum(1 for a, b in _TERM_RE.findall(query) if (a or b.replace('"', "")).strip())
-    if all_terms <= MAX_TERMS:
+    """``query`` cut to what ``terms`` keeps (phrases re-quoted) and a one-line note
+    saying so; ``(query, "")`` unchanged when nothing is cut."""
+    found = _all_terms(query)
+    kept = _capped(found)
+    if kept == found:
         return query, ""
-    return (
-        " ".join(f'"{t}"' if " " in t else t for t in terms(query)),
-        f"only the first {MAX_TERMS} of {all_terms} query terms were searched",
-    )
+    if len(found) > MAX_TERMS and sum(len(_WORD_TOKEN_RE.findall(t)) for t in kept) < MAX_WORDS:
+        note = f"only the first {MAX_TERMS} of {len(found)} query terms were searched"
+    else:
+        words = sum(len(_WORD_TOKEN_RE.findall(t)) for t in found)
+        note = (
+            f"only the first {MAX_WORDS} of {words} query words were searched"
+            if words > MAX_WORDS
+            else f"query terms were cut to {MAX_TERM_CHARS} characters"
+        )
+    return " ".join(f'"{t}"' if " " in t else t for t in kept), note
 
 
 def _quote(t: str) -> str:
@@ -251,7 +288,7 @@ def _ascii_words(ts: list[str]) -> list[str]:
     return [
         '"' + w.lower() + '"'
         for t in ts
-        if not CJK_RE.search(t) and not is_symbol_term(t)
+        if not has_cjk(t) and not is_symbol_term(t)
         for w in ASCII_WORD_RE.findall(t)
     ]
 
@@ -264,7 +301,7 @@ def grams_match(query: str) -> str | None:
     index."""
     ts = [t.rstrip("*") for t in terms(query)]
     parts = [g for g in (query_grams(t) for t in ts) if g]
-    if parts and any(CJK_RE.search(t) for t in ts):
+    if parts and any(has_cjk(t) for t in ts):
         parts += _ascii_words(ts)
     return " AND ".join(f"({p})" for p in parts) or None
 

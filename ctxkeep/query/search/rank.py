@@ -46,17 +46,32 @@ FOLD_SIMILARITY = 0.6
 _FOLD_WORD_RE = re.compile(r"\w+")
 #: every ASCII character that ``\w`` does not match, mapped to a space
 _ASCII_NON_WORD = str.maketrans({chr(i): " " for i in range(128) if not (chr(i).isalnum() or chr(i) == "_")})
+#: the same, as a table of bytes (UTF-8 bytes of other characters kept)
+_ASCII_NON_WORD_BYTES = bytes(
+    0x20 if i < 128 and not (chr(i).isalnum() or chr(i) == "_") else i for i in range(256)
+)
 
 
 def fold_words(text: str) -> set[str]:
     r"""The distinct words (``\w+`` runs) of ``text`` lower-cased, as ``fold`` compares
-    them. An ASCII text is cut with ``str.translate`` and ``split`` (``\w`` is
-    ``[a-z0-9_]`` there: the same words, ~2x faster than the regex on long tool
-    output); any other with the regex."""
+    them. Every ASCII non-word character becomes a space (``\w`` is ``[a-z0-9_]`` in
+    ASCII) and the text is ``split``; no character ``split`` cuts at is a word
+    character (checked over every code point), so a piece that is ASCII is a whole
+    word, and only the pieces holding other characters (``✓``, ``’``, CJK) are cut with
+    the regex (in one pass): the same words as ``re.findall`` on the whole text, ~2x faster on long
+    ASCII tool output. A text that is not ASCII is translated as UTF-8 bytes (``str``'s
+    ``translate`` looks every character up in a dict once the text is not ASCII):
+    ~3x faster than the regex on a long file read holding a few ``✓``."""
     low = text.lower()
     if low.isascii():
         return set(low.translate(_ASCII_NON_WORD).split())
-    return set(_FOLD_WORD_RE.findall(low))
+    raw = low.encode("utf-8", "surrogatepass").translate(_ASCII_NON_WORD_BYTES)
+    words = set(raw.decode("utf-8", "surrogatepass").split())
+    odd = [w for w in words if not w.isascii()]
+    if odd:  # one regex pass over those pieces, space-joined (a space is not \w)
+        words.difference_update(odd)
+        words.update(_FOLD_WORD_RE.findall(" ".join(odd)))
+    return words
 
 
 def ranked_contents(rows: list[tuple[int, float]], cache: dict[int, Candidate | None]) -> list[Candidate]:

@@ -8,7 +8,9 @@ sync (``sinks.duckdb.sync``). (``schema_version`` is ``connection.schema_version
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
+from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite.connection import write
 
 
@@ -22,10 +24,15 @@ def mark_analytics_synced(conn: sqlite3.Connection, entries_rowid: int, status_s
         )
 
 
-def analytics_behind(conn: sqlite3.Connection) -> bool:
+def analytics_behind(conn: sqlite3.Connection, home: Path | None = None) -> bool:
     """True when SQLite holds entries or status changes past what the last complete
     DuckDB sync recorded (``mark_analytics_synced``): a sync failed or was
-    interrupted, and even an ingest with nothing new must catch DuckDB up."""
+    interrupted, and even an ingest with nothing new must catch DuckDB up. With the
+    store's ``home``: also when ``<home>/analytics.duckdb`` is gone (deleted) while
+    SQLite holds an entry."""
+    gone = home is not None and not (Path(home) / ANALYTICS_DB).exists()
+    if gone and conn.execute("SELECT 1 FROM entry_rows LIMIT 1").fetchall():
+        return True
     marks = dict(
         conn.execute(
             "SELECT key, value FROM meta WHERE key IN ('analytics_entries_rowid', 'analytics_status_seq')"
