@@ -206,6 +206,9 @@ def test_a_small_ingest_syncs_duckdb_in_the_side_process(tmp_path, monkeypatch):
     monkeypatch.setattr(duckdb_store, "sync", broken)
     monkeypatch.setattr(duckdb_store, "append_entries", broken)
     monkeypatch.setattr(duckdb_store, "connect", broken)
+    syncers = []
+    chosen = pipeline._syncer
+    monkeypatch.setattr(pipeline, "_syncer", lambda *a: syncers.append(chosen(*a)) or syncers[-1])
     home, s = _beside_side_process(tmp_path, ctx, s_ref)
     monkeypatch.undo()
     assert store_digest(home) == store_digest(ref)
@@ -213,6 +216,10 @@ def test_a_small_ingest_syncs_duckdb_in_the_side_process(tmp_path, monkeypatch):
     assert len(got["entries"]) == s.entries_new > 0 and len(got["usage"]) > 0
     assert got == want
     assert not _behind(home)  # the side process's marks were recorded
+    # every entry came to DuckDB from the committed groups' Arrow handed to the side
+    # process; its closing sync read none of them back from SQLite
+    assert [type(x).__name__ for x in syncers] == ["SideAnalytics"]
+    assert syncers[0].appended == s.entries_new
 
 
 def test_a_side_process_that_dies_before_the_duckdb_sync_leaves_it_to_this_process(tmp_path, monkeypatch):
