@@ -177,7 +177,7 @@ def current() -> SideProcess | None:
 
 
 def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
-    """``python -m module FD ARGS`` (this interpreter, ctxkeep importable from this
+    """``python -P -m module FD ARGS`` (this interpreter, ctxkeep importable from this
     checkout): stdin a pipe, stdout this process's stderr (DEVNULL when it has no
     descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
     is the inherited descriptor FD. Returns the process and the read end (EOF when
@@ -192,7 +192,11 @@ def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
     rfd, wfd = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", module, str(wfd), *args],
+            # -P: the working directory is not put first on sys.path (Python 3.11+): run
+            # from a folder holding another ``ctxkeep`` package (a checkout of another
+            # version), the child imported that one, and a mismatched request protocol
+            # hung the ingest for good
+            [sys.executable, "-P", "-m", module, str(wfd), *args],
             stdin=subprocess.PIPE,
             stdout=stdout,
             env=env,

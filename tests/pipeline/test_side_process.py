@@ -246,3 +246,24 @@ def test_a_side_process_that_dies_before_the_duckdb_sync_leaves_it_to_this_proce
     assert store_digest(home) == store_digest(ref)
     assert _analytics(home) == _analytics(ref)
     assert not _behind(home)
+
+
+def test_a_ctxkeep_package_in_the_working_directory_is_not_what_the_child_imports(tmp_path, monkeypatch):
+    """Run from a folder that holds another ``ctxkeep`` package (a checkout of another
+    version, or anything a repository puts there), ``python -m`` would import that one
+    in the side process: its code ran there, and a mismatched request protocol hung the
+    ingest for good. The child is started with ``-P`` and imports this checkout's."""
+    fake = tmp_path / "ctxkeep" / "pipeline"
+    fake.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (tmp_path / "ctxkeep" / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "side_process.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    monkeypatch.chdir(tmp_path)
+    side = side_process.SideProcess(prices=False)
+    try:
+        counts, _ = side.count(["hello world"])
+    finally:
+        side.close()
+    assert counts == [tokens.count_here(["hello world"])[0][0]] and counts[0] == 2
+    assert not marker.exists()
