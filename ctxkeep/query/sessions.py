@@ -58,12 +58,6 @@ def prompt_text(text: str | None) -> str | None:
     return None
 
 
-def is_prompt(text: str | None) -> bool:
-    """True when a user message's ``text`` is something the user typed
-    (``prompt_text``), not a slash-command echo, command output or caveat."""
-    return prompt_text(text) is not None
-
-
 @dataclass
 class SessionRow:
     """One session of ``list_sessions``: ``agent``, ``session_id`` and its shortest
