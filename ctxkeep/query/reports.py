@@ -180,20 +180,24 @@ def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
     return when_day(value, tz=tz, where=where)
 
 
-def _store_entries(db: Path) -> bool:
-    """Whether the SQLite store ``db`` exists and holds an entry (read-only, no WAL)."""
+def _store_entries(home: Path) -> bool:
+    """Whether ``<home>/store.db`` exists and holds an entry (``connect(readonly=True)``;
+    False for no store or one that cannot be read: the caller's error then stands)."""
     import sqlite3
 
-    if not db.exists():
+    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    try:
+        conn = sqlite_store.connect(home, readonly=True)
+    except CtxkeepError:
         return False
     try:
-        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            return c.execute("SELECT 1 FROM entry_rows LIMIT 1").fetchall() != []
-        finally:
-            c.close()
+        return conn.execute("SELECT 1 FROM entries LIMIT 1").fetchall() != []
     except sqlite3.Error:
         return False
+    finally:
+        conn.close()
 
 
 def open_store(home: Path):
@@ -205,7 +209,7 @@ def open_store(home: Path):
 
     path = Path(home) / ANALYTICS_DB
     if not path.exists():
-        if _store_entries(Path(home) / STORE_DB):  # deleted since: the next ingest rebuilds it
+        if _store_entries(Path(home)):  # deleted since: the next ingest rebuilds it
             raise StoreError(
                 "the analytics store is missing",
                 where=str(path),
