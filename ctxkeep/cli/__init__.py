@@ -172,18 +172,33 @@ _CLI_WORDS = {
     "entry_ids": "ENTRY_ID",
     "ctx_index": "the note",
 }
-#: an exception's ``where`` that names a parameter → the CLI option
+#: an error's ``where`` that names a request field (``ctxkeep.service``) → the CLI's
+#: option or argument
 _CLI_WHERE = {
     "since/until": "--since/--until",
-    "budget": "--budget",
-    "offset": "--offset",
-    "session": "--session",
-    "agent": "--agent",
-    "kind": "--kind",
-    "role": "--role",
-    "status": "--status",
-    "tool": "--tool",
-    "label": "--label",
+    "queries": "QUERY",
+    "ids": "ENTRY_ID",
+    "entry_ids": "ENTRY_ID",
+    **{
+        f: "--" + f.replace("_", "-")
+        for f in (
+            "agent",
+            "budget",
+            "kind",
+            "label",
+            "limit",
+            "max_bytes",
+            "media_dir",
+            "offset",
+            "project",
+            "role",
+            "session",
+            "since",
+            "status",
+            "tool",
+            "until",
+        )
+    },
 }
 
 

@@ -23,32 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ctxkeep.errors import CtxkeepError, PurgeCancelled, UsageError
+from ctxkeep.service.fetch import AgentFetchRequest, fetch
+from ctxkeep.service.model import tool_schema
+from ctxkeep.service.search import AgentSearchRequest, QueryHits, search
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "ctxkeep"
-MAX_QUERIES = 10
-DEFAULT_LIMIT = 8
-MAX_LIMIT = 200
-DEFAULT_SEARCH_BUDGET = 2000
-DEFAULT_FETCH_BUDGET = 8000
 DEFAULT_RESUME_BUDGET = 1500
 MAX_BUDGET = 200_000
 PURGE_LOCK_TIMEOUT = 30.0  # seconds to wait for a running ingest/compress to finish
-
-_FILTER_PROPS = {
-    "agent": {"type": "string", "description": "claude-code, codex, note, … (a,b for several)"},
-    "project": {"type": "string", "description": "project directory; entries at or below it"},
-    "session": {"type": "string", "description": "a session id"},
-    "kind": {"type": "string", "description": "message, tool_call, tool_result, thinking, summary, meta"},
-    "role": {"type": "string", "description": "user, assistant, system, tool"},
-    "tool": {"type": "string", "description": "tool name, e.g. Bash, shell, apply_patch"},
-    "since": {"type": "string", "description": "UTC time or age: 2025-06-01, 2025-06-01T12:00Z, 7d, 12h"},
-    "until": {"type": "string", "description": "UTC time or age, inclusive (a date includes that whole day)"},
-    "status": {"type": "string", "description": "active, archived, consumed"},
-}
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -57,42 +43,14 @@ TOOLS: list[dict[str, Any]] = [
             "Search the stored history of coding-agent sessions (Claude Code, Codex, notes, …): "
             "past messages, tool calls and outputs, decisions, error messages, file paths, ids. "
             "Returns a ranked index (tier 1): entry id, agent, session, time, kind, title, token "
-            "size and a ≤300-character snippet per hit, within a token budget. "
+            "size and a ≤300-character snippet per hit (within a token budget when one is given). "
             "WHEN: you need context from earlier sessions or from this one beyond your window "
             '("what did we decide about X", "where did error Y happen", "which command built Z"). '
             "Then call ctx_fetch with the ids worth reading. "
             "WHEN NOT: for files in the working tree (read them directly), or to read a whole "
             "entry (use ctx_fetch). Several phrasings go in one call as `queries`."
         ),
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "queries": {
-                    "type": ["array", "string"],
-                    "items": {"type": "string"},
-                    "description": 'one or more queries: words, "exact phrases", ids like '
-                    "bd-q3fy, paths, error text; CJK works",
-                },
-                "limit": {
-                    "type": ["integer", "string"],
-                    "description": f"hits per query, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT})",
-                },
-                "budget": {
-                    "type": ["integer", "string"],
-                    "description": f"token budget for the whole answer (default {DEFAULT_SEARCH_BUDGET})",
-                },
-                "filters": {
-                    "type": "object",
-                    "properties": _FILTER_PROPS,
-                    "description": "combinable filters",
-                },
-                "raw": {
-                    "type": ["boolean", "string"],
-                    "description": "pass FTS5 query syntax through (default false)",
-                },
-            },
-            "required": ["queries"],
-        },
+        "input_schema": tool_schema(AgentSearchRequest),
     },
     {
         "name": "ctx_fetch",
@@ -103,25 +61,7 @@ TOOLS: list[dict[str, Any]] = [
             "WHEN: a ctx_search hit looks relevant and you need its whole text. "
             "WHEN NOT: to search (use ctx_search), or for many ids at once with a small budget."
         ),
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "ids": {
-                    "type": ["array", "string"],
-                    "items": {"type": "string"},
-                    "description": "entry ids (or unique prefixes of 6+ characters)",
-                },
-                "budget": {
-                    "type": ["integer", "string"],
-                    "description": f"token budget for all texts (default {DEFAULT_FETCH_BUDGET})",
-                },
-                "offset": {
-                    "type": ["integer", "string"],
-                    "description": "continue one entry from this byte offset (from a marker)",
-                },
-            },
-            "required": ["ids"],
-        },
+        "input_schema": tool_schema(AgentFetchRequest),
     },
     {
         "name": "ctx_stats",
@@ -207,43 +147,6 @@ PURGE_TOOL = {
 
 
 # ---------------------------------------------------------------- lenient inputs
-
-
-def as_bool(v: Any, name: str, default: bool = False) -> bool:
-    """``v`` as a boolean: bool, or the strings true/false/1/0/yes/no (any case).
-    None → ``default``. Raises UsageError otherwise."""
-    if v is None:
-        return default
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, (int, float)) and v in (0, 1):
-        return bool(v)
-    if isinstance(v, str) and v.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
-        return v.strip().lower() in ("true", "1", "yes")
-    raise UsageError(f"{name} must be true or false, got {v!r}", where=name)
-
-
-def as_list(v: Any, name: str) -> list[str]:
-    """``v`` as a list of strings: a list, a JSON array in a string, or one string.
-    Raises UsageError for other types."""
-    if v is None:
-        return []
-    if isinstance(v, str):
-        s = v.strip()
-        if s.startswith("["):
-            try:
-                v = json.loads(s)
-            except json.JSONDecodeError:
-                raise UsageError(
-                    f"{name} is not a valid JSON array: {s[:60]}",
-                    where=name,
-                    hint='pass an array like ["a", "b"]',
-                ) from None
-        else:
-            return [s] if s else []
-    if isinstance(v, (list, tuple)):
-        return [str(x) for x in v if str(x).strip()]
-    raise UsageError(f"{name} must be an array of strings", where=name)
 
 
 def as_int(v: Any, name: str, default: int, lo: int, hi: int, *, clamp_high: bool = True) -> tuple[int, str]:
@@ -370,18 +273,10 @@ def check_index_path(path: str, cwd: Path, extra_roots: list[Path]) -> Path:
 # ---------------------------------------------------------------- handlers
 
 
-def _render_hits(res) -> str:
+def _render_hits(res: QueryHits) -> str:
     lines = [f'query "{res.query}": {len(res.hits)} hit(s)']
     for h in res.hits:
-        when = (h.ts or "")[:16].replace("T", " ")
-        lines.append(
-            f"- {h.entry_id} | {h.agent} | session {h.session_id} | {when} | {h.kind}"
-            + (f" {h.tool_name}" if h.tool_name else "")
-            + f" | ~{h.token_estimate} tok"
-        )
-        if h.title:
-            lines.append(f"  title: {h.title}")
-        lines.append(f"  {h.snippet}")
+        lines += [("- " if part == "head" else "  ") + line for part, line in h.render()]
     if res.note:
         lines.append(f"note: {res.note}")
     return "\n".join(lines)
@@ -404,98 +299,19 @@ class Handlers:
         return sqlite_store.connect(self.home, readonly=True, mmap=True)
 
     def ctx_search(self, a: dict) -> tuple[str, dict]:
-        from ctxkeep.query.search import Filters, search
-
-        queries = as_list(a.get("queries", a.get("query")), "queries")
-        if not queries:
-            raise UsageError(
-                "queries is required: one or more search strings",
-                where="queries",
-                hint='pass {"queries": ["what to find"]}',
-            )
-        notes = []
-        if len(queries) > MAX_QUERIES:
-            notes.append(f"only the first {MAX_QUERIES} of {len(queries)} queries were run")
-            queries = queries[:MAX_QUERIES]
-        limit, n1 = as_int(a.get("limit"), "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        budget, n2 = as_int(a.get("budget"), "budget", DEFAULT_SEARCH_BUDGET, 1, MAX_BUDGET)
-        notes += [n for n in (n1, n2) if n]
-        raw = as_bool(a.get("raw"), "raw")
-        f = a.get("filters") or {}
-        if isinstance(f, str):
-            try:
-                f = json.loads(f) if f.strip() else {}
-            except json.JSONDecodeError:
-                raise UsageError("filters is not a JSON object", where="filters") from None
-        if not isinstance(f, dict):
-            raise UsageError("filters must be an object", where="filters")
-        top = {k: a[k] for k in _FILTER_PROPS if a.get(k) not in (None, "")}
-        if top:  # filters given beside "filters" (a common slip): used, and said so
-            clash = sorted(k for k in top if f.get(k) not in (None, "") and f[k] != top[k])
-            if clash:
-                raise UsageError(
-                    f"filter {', '.join(clash)} given twice with different values",
-                    where="filters",
-                    hint='put filters inside "filters" only',
-                )
-            f = {**f, **top}
-            notes.append(f'read {", ".join(sorted(top))} as filters (they belong inside "filters")')
-        unknown = sorted(set(f) - set(_FILTER_PROPS))
-        if unknown:
-            raise UsageError(
-                f"unknown filter {', '.join(unknown)}",
-                where="filters",
-                hint="known: " + ", ".join(_FILTER_PROPS),
-            )
-        filters = Filters(**{k: v for k, v in f.items() if v not in (None, "")})
-        conn = self._ro()
-        try:
-            per_query = max(1, budget // len(queries))
-            results = [
-                search(conn, q, filters=filters, limit=limit, budget_tokens=per_query, raw=raw)
-                for q in queries
-            ]
-        finally:
-            conn.close()
-        text = "\n\n".join(_render_hits(r) for r in results)
-        if notes:
-            text += "\nnote: " + "; ".join(notes)
+        res = search(self.home, AgentSearchRequest.parse(a, cwd=self.cwd))
+        text = "\n\n".join(_render_hits(r) for r in res.results)
+        if res.notes:
+            text += "\nnote: " + "; ".join(res.notes)
         text += '\n(fetch full texts with ctx_fetch {"ids": [...]})'
-        return text, {"results": [r.as_dict() for r in results], "notes": notes, "budget_tokens": budget}
+        return text, res.as_json()
 
     def ctx_fetch(self, a: dict) -> tuple[str, dict]:
-        from ctxkeep.query.fetch import fetch
-
-        ids = as_list(a.get("ids", a.get("id")), "ids")
-        if not ids:
-            raise UsageError("ids is required: entry ids from ctx_search", where="ids")
-        budget, n1 = as_int(a.get("budget"), "budget", DEFAULT_FETCH_BUDGET, 1, MAX_BUDGET)
-        offset, _ = as_int(a.get("offset"), "offset", 0, 0, 2**62, clamp_high=False)
-        conn = self._ro()
-        try:
-            rows, problems = fetch(conn, ids, budget_tokens=budget, offset=offset)
-        finally:
-            conn.close()
-        if n1:
-            problems.append(n1)
-        if not rows:
-            raise UsageError(
-                "; ".join(problems) or "nothing to fetch", where="ids", hint="use entry ids from ctx_search"
-            )
-        parts = []
-        for r in rows:
-            parts.append(
-                f"=== {r.entry_id} | {r.agent} | session {r.session_id} | {r.ts} | "
-                f"{r.role}/{r.kind}"
-                + (f" {r.tool_name}" if r.tool_name else "")
-                + f" | {r.bytes} bytes"
-                + (" | CUT" if r.truncated else "")
-                + "\n"
-                + r.text
-            )
-        if problems:
-            parts.append("note: " + "; ".join(problems))
-        return "\n\n".join(parts), {"entries": [r.as_dict() for r in rows], "notes": problems}
+        res = fetch(self.home, AgentFetchRequest.parse(a, cwd=self.cwd))
+        parts = [f"=== {r.header()}\n{r.text}" for r in res.entries]
+        if res.notes:
+            parts.append("note: " + "; ".join(res.notes))
+        return "\n\n".join(parts), res.as_json()
 
     def ctx_stats(self, a: dict) -> tuple[str, dict]:
         from ctxkeep.query.stats import redaction_line, store_stats
