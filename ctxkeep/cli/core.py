@@ -541,32 +541,31 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
 @app.command()
 def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
-    from ctxkeep.query.stats import redaction_line, store_stats
-    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.service.stats import StatsRequest
+    from ctxkeep.service.stats import stats as ask
 
-    h = _home(home)
     try:
-        conn = sqlite_store.connect(h, readonly=True)
-        s = store_stats(conn, h)
+        h = _home(home)
+        res = ask(h, StatsRequest.parse())
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json(s)
+        _print_json(res.as_json())
         return
     from rich import box
 
     rows = [
         (
             a,
-            f"{d['sessions']:,}",
-            f"{d['entries']:,}",
-            f"{d['kinds'].get('message', 0):,}",
-            f"{d['kinds'].get('tool_call', 0):,}",
-            f"{d['kinds'].get('tool_result', 0):,}",
-            _size(d["text_bytes"]),
-            f"{d['token_estimate']:,}",
+            f"{d.sessions:,}",
+            f"{d.entries:,}",
+            f"{d.kinds.get('message', 0):,}",
+            f"{d.kinds.get('tool_call', 0):,}",
+            f"{d.kinds.get('tool_result', 0):,}",
+            _size(d.text_bytes),
+            f"{d.token_estimate:,}",
         )
-        for a, d in s["agents"].items()
+        for a, d in res.agents.items()
     ]
     # fits 80 columns: headers on two lines, one space between columns, cells never cut
     t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -582,22 +581,22 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     for r in rows:
         t.add_row(*r)
     out.print(t)
-    c = s["contents"]
+    c, q = res.contents, res.quarantine
     out.print(
-        f"distinct contents {c['distinct']:,} ({_size(c['bytes'])}, {c['token_estimate']:,} tokens); "
-        f"quarantined lines {s['quarantine']['skipped']:,} skipped, {s['quarantine']['repaired']:,} repaired",
+        f"distinct contents {c.distinct:,} ({_size(c.bytes)}, {c.token_estimate:,} tokens); "
+        f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
         highlight=False,
     )
-    u = s["usage"]
+    u = res.usage
     out.print(
-        f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
-        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} tokens",
+        f"usage: {u.responses:,} responses, input {u.input_tokens:,}, output {u.output_tokens:,}, "
+        f"cache read {u.cache_read_tokens:,}, cache write {u.cache_creation_tokens:,} tokens",
         highlight=False,
     )
     out.print(
         "files: "
-        + ", ".join(f"{k} {_size(v)}" for k, v in s["files"].items())
-        + f"; last ingest {s['last_ingest'] or 'never'}",
+        + ", ".join(f"{k} {_size(v)}" for k, v in res.files.items())
+        + f"; last ingest {res.last_ingest or 'never'}",
         highlight=False,
     )
-    out.print(redaction_line(s["redactions"]), highlight=False)
+    out.print(res.redactions.line(), highlight=False)

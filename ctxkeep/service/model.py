@@ -198,6 +198,7 @@ class Request(BaseModel):
         default applies), relative paths taken from ``cwd`` (default: this process's
         directory). Raises UsageError naming the field (``where``) for a bad value."""
         values = {k: v for k, v in {**(data or {}), **kw}.items() if v is not None}
+        _refuse_nul(values)
         notes = cls.prepare(values) + _clamp(cls, values)
         try:
             req = cls.model_validate(values, context={"cwd": str(cwd or os.getcwd())})
@@ -211,6 +212,26 @@ class Request(BaseModel):
         """Rewrite ``values`` (the arguments as given) before validation, returning a
         note per change; a request that reads lenient forms overrides it."""
         return []
+
+
+def _refuse_nul(values: Any, where: str = "") -> None:
+    """Raise UsageError for a NUL character in any string of ``values`` (a key or a
+    value, nested too): no path, query or label holds one, and SQLite, the file system
+    and FTS5 each fail on it their own way."""
+    if isinstance(values, str):
+        if "\x00" in values:
+            raise UsageError(
+                "a NUL character (\\x00) is not allowed",
+                where=where or None,
+                hint="remove it: no query, path or label contains one",
+            )
+    elif isinstance(values, dict):
+        for k, v in values.items():
+            _refuse_nul(str(k), str(k))
+            _refuse_nul(v, str(k))
+    elif isinstance(values, (list, tuple)):
+        for v in values:
+            _refuse_nul(v, where)
 
 
 def _clamp_of(f) -> int | None:

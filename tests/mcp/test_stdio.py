@@ -212,6 +212,7 @@ def test_search_answers_while_a_60mb_index_runs(corpus_store, tmp_path):
     src, _ = corpus_store
     home = tmp_path / "home"
     shutil.copytree(src, home, ignore=shutil.ignore_patterns("*.lock"))
+    (home / "config.toml").write_text("[mcp]\nmax_index_mb = 64\n")  # over the default cap of a note
     big = tmp_path / "big.md"
     _words_file(big, 60_000_000)
     c = RawClient(home, tmp_path)
