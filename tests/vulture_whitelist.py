@@ -69,3 +69,4 @@ _re
 model_config
 _window  # service.search.SearchFilters: since before until
 _some_query  # service.search.SearchRequest: a query is given
+model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
