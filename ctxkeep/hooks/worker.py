@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from ctxkeep.sinks.files import STORE_DB
+
 try:
     import fcntl
 except ImportError:  # Windows: no detached worker (``start`` ingests in the caller)
@@ -184,7 +186,7 @@ def unchanged(home: Path, path: Path) -> bool:
     """True when the store's watermark of ``path`` has its current size and mtime."""
     import sqlite3
 
-    db = home / "store.db"  # sinks.files.STORE_DB (its import costs a hook ~20 ms)
+    db = home / STORE_DB
     if not db.exists():
         return False
     try:

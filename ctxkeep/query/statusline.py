@@ -32,15 +32,16 @@ _WINDOW, _WINDOW_1M = 200_000, 1_000_000
 
 def _signature(home: Path) -> list:
     """Size and mtime of the home's DuckDB and SQLite files (the analytics store, the
-    store and their WALs, ``sinks.files``): a hook's ingest writes SQLite only and
-    leaves DuckDB to its readers (``reports.open_store`` brings it current); importing
-    that registry would import ``config`` (~20 ms)."""
+    store and their WALs, ``sinks.files``; not SQLite's ``-shm``, which readers write):
+    a hook's ingest writes SQLite only and leaves DuckDB to its readers
+    (``reports.open_store`` brings it current); importing that registry would import
+    ``config`` (~20 ms)."""
     try:
         with os.scandir(home) as it:
             return sorted(
                 [e.name, e.stat().st_size, e.stat().st_mtime_ns]
                 for e in it
-                if (".duckdb" in e.name or e.name.startswith("store.db")) and e.is_file()
+                if e.name.endswith((".duckdb", ".wal", ".db", ".db-wal")) and e.is_file()
             )
     except OSError:
         return []
