@@ -77,6 +77,7 @@ AGENTS = (
     "crush",
     "goose",
     "cursor",
+    "gptme",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -47,6 +47,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "crush": ("crush", None),
     "goose": ("goose", None),
     "cursor": ("cursor", None),
+    "gptme": ("gptme", None),
 }
 
 
