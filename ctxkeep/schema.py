@@ -78,6 +78,7 @@ AGENTS = (
     "goose",
     "cursor",
     "gptme",
+    "mistral-vibe",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

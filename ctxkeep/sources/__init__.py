@@ -48,6 +48,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "goose": ("goose", None),
     "cursor": ("cursor", None),
     "gptme": ("gptme", None),
+    "mistral-vibe": ("mistral_vibe", None),
 }
 
 

@@ -60,6 +60,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "goose": "sqlite",
         "cursor": "sqlite",
         "gptme": "append",
+        "mistral-vibe": "append",
     }
 
 
@@ -77,6 +78,7 @@ def test_capabilities_are_the_protocols():
         "codex",
         "copilot-cli",
         "gptme",
+        "mistral-vibe",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [
