@@ -21,7 +21,14 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    RawCapture,
+    SourceFile,
+    Watermark,
+    quarantine_row,
+)
 
 HEAD_BYTES = 4096
 
@@ -323,8 +330,15 @@ def read_jsonl(
             final = pos + len(pending) >= st.st_size
             changes = state.pop("_status_changes", [])  # see Batch.status_changes
             new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
+            raw = RawCapture.of(file, "append", pos - len(complete), complete, st)
             yield Batch(
-                entries, quarantine, new_wm, bytes_read=len(complete), lines=lines, status_changes=changes
+                entries,
+                quarantine,
+                new_wm,
+                bytes_read=len(complete),
+                lines=lines,
+                status_changes=changes,
+                raw=raw,
             )
             if not chunk:
                 break
