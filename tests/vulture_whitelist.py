@@ -59,3 +59,11 @@ exitstatus
 
 # Typer's CommandInfo field, read by Typer when cli.LazyGroup builds a command's help
 rich_help_panel
+
+
+# pydantic fields serialised under their alias "schema" (service results, render.site)
+schema_
+# html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
+handle_starttag
+handle_endtag
+handle_data

@@ -137,6 +137,7 @@ def extract_transform(
             sum(it.batch.lines for it in group),
             files_read,
             vanished,
+            raws=[it.batch.raw for it in group if it.batch.raw is not None],
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
