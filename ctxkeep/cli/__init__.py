@@ -117,10 +117,27 @@ def say(line: str) -> None:
 
 
 def table(**kwargs):
-    """A Rich ``Table`` (imported on first use, as the consoles)."""
+    """A Rich ``Table`` (imported on first use, as the consoles) that never cuts a
+    figure: a right-justified column (a number, a size, a cost) never wraps or shrinks,
+    text columns wrap (long words fold), and when the figures and the longest words do
+    not fit the terminal the table is printed wider than it (the terminal wraps the
+    lines) rather than cut with "…"."""
     from rich.table import Table
 
-    return Table(**kwargs)
+    class FiguresTable(Table):
+        def add_column(self, header="", *args, **kw):
+            if kw.get("justify") == "right":
+                kw.setdefault("no_wrap", True)
+            kw.setdefault("overflow", "fold")
+            return super().add_column(header, *args, **kw)
+
+        def __rich_console__(self, console, options):
+            need = self.__rich_measure__(console, options.update_width(10_000)).minimum
+            if need > options.max_width:
+                options = options.update_width(need)
+            yield from super().__rich_console__(console, options)
+
+    return FiguresTable(**kwargs)
 
 
 out = _LazyConsole()

@@ -312,7 +312,7 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
         "monthly": "month",
         "session": "session",
         "projects": "project",
-        "models": "model",
+        "models": "agent",  # then the model column: one row per agent and model
         "blocks": "block start",
     }[rep.name]
     t.add_column(first, footer="Total", no_wrap=rep.name != "projects")
