@@ -77,3 +77,29 @@ schema_
 handle_starttag
 handle_endtag
 handle_data
+
+# result-model fields (ctxkeep.service): serialized by pydantic as --json keys and documented
+# in docs/cli.md, never read by attribute
+agent_command
+archives_removed
+backup_dirs_scanned
+backups_removed
+bytes_freed
+bytes_removed
+entries_to_archive
+exceeding
+facets_changed
+files_removed
+injection
+moved_aside
+old_archives_bytes
+old_backups_bytes
+raw_text
+refused
+restored
+store_bytes
+thresholds
+tombstones
+watermarks_dropped
+would_compress
+raw_base64

@@ -50,12 +50,12 @@ class ExportResult(BaseModel):
     ``messages`` (per page path, the messages it holds), ``bytes`` written."""
 
     schema_: int = Field(1, alias="schema")
-    format: str
-    dest: str
-    pages: list[str]
-    index: str | None
-    messages: dict[str, int]
-    bytes: int
+    format: str = Field(description="markdown or html")
+    dest: str = Field(description="the folder written")
+    pages: list[str] = Field(description="one file per session (paths)")
+    index: str | None = Field(description="the index page (null: none)")
+    messages: dict[str, int] = Field(description="page path → messages it holds")
+    bytes: int = Field(description="bytes written")
 
 
 def page_name(agent: str, session_id: str, ext: str) -> str:

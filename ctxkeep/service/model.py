@@ -313,8 +313,26 @@ class Result(BaseModel):
     )
 
     def as_json(self) -> dict:
-        """The result as JSON-ready data (``"schema"`` first)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The result as JSON-ready data: ``"schema"`` first, then the fields that were
+        given (a key a result leaves out, such as ``--all``'s or ``--dry-run``'s, stays
+        out rather than showing as null), unknown keys kept."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        data.pop("schema", None)
+        return {"schema": self.schema_version, **data}
+
+
+class Shape(Result):
+    """A result whose keys vary with the options (dry runs, ``--all``): declared keys
+    documented and typed, keys a later version adds kept (a test compares what the
+    commands print with the declarations)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+
+
+class Row(Item):
+    """An item of a result whose keys vary (a hook, a per-file line); keys kept."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
 
 
 def tool_schema(model: type[BaseModel]) -> dict:
