@@ -76,7 +76,11 @@ CASES = [
     (["search", "x", "--role", "bogus"], 2, "unknown role 'bogus' (--role)"),
     (["search", "x", "--status", "bogus"], 2, "unknown status 'bogus' (--status)"),
     (["show", "{ID1}", "{ID2}", "--offset", "5"], 2, "offset works with one entry id at a time (--offset)"),
-    (["purge", "--session", " "], 2, "purge --session needs a session id - give --session ID"),
+    (
+        ["purge", "--session", " "],
+        2,
+        "purge of a session needs a session id (--session) - give the session's id",
+    ),
     (["ingest", "--agent", "nosuch"], 2, "unknown agent 'nosuch' (--agent)"),
     (["search", "x", "--bogus"], 2, "No such option: --bogus"),
     (["nosuch"], 2, "No such command 'nosuch'"),
