@@ -70,3 +70,10 @@ model_config
 _window  # service.search.SearchFilters: since before until
 _some_query  # service.search.SearchRequest: a query is given
 model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
+
+# pydantic fields serialised under their alias "schema" (service results, render.site)
+schema_
+# html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
+handle_starttag
+handle_endtag
+handle_data

@@ -1,7 +1,8 @@
 """The service layer: the typed questions every front end asks (the CLI, the MCP
 server, the app).
 
-One module per question (``search``, ``fetch``, ``conversation``, …). Each has a
+One module per question (``search``, ``fetch``, ``conversation``, ``stats``,
+``sessions``, ``resume``, ``index``, ``purge``, ``transcripts``, …). Each has a
 ``<Q>Request`` and a ``<Q>Result`` pydantic model and one function
 ``<q>(home: Path, req: <Q>Request) -> <Q>Result``:
 

@@ -117,7 +117,8 @@ def split_values(values: Any) -> list[str]:
 
 def unknown_value(what: str, name: str, choices: Sequence[str]) -> str:
     """``unknown agent 'codx' - did you mean 'codex'? (one of: …)``."""
-    near = difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
+    starts = sorted((c for c in choices if c.startswith(name.lower())), key=len)  # claude → claude-code
+    near = starts[:1] or difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
     return (
         f"unknown {what} {name!r}"
         + (f" - did you mean {near[0]!r}? (one of: " if near else " - use one of: ")
