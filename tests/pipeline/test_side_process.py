@@ -137,18 +137,8 @@ def test_a_side_process_that_dies_leaves_the_work_to_this_process():
         assert p.rates_many([("claude-sonnet-4-20250514", day)]) == [
             cost.genai_rates("claude-sonnet-4-20250514", day)
         ]
-        row = (
-            "claude-code",
-            "claude-sonnet-4-5",
-            dt.datetime(2025, 10, 1, tzinfo=dt.UTC),
-            300_000,
-            10,
-            5,
-            0,
-            0,
-            0,
-        )
-        assert p.prices([row]) == [cost.genai_tiered("claude-sonnet-4-5", day, 300_000, 5, 0, 0, 10)]
+        item = ("claude-sonnet-4-5", day, 300_000, 5, 0, 0, 10)
+        assert cost.genai_tiered_of([item]) == [cost.genai_tiered(*item)]
 
 
 def test_turned_off_it_starts_nothing(monkeypatch):
