@@ -21,6 +21,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ctxkeep.errors import UsageError
+from ctxkeep.paths import under_sql
 from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import local_timezone, when_day
 
@@ -46,8 +47,10 @@ _PERIOD_SQL = {
 @dataclass(frozen=True)
 class Filters:
     """What a report covers. ``since``/``until``: local dates, inclusive; ``agents``:
-    ``schema.AGENTS`` names (empty: all); ``project``: a substring of the project
-    directory (case-insensitive); ``timezone``: an IANA name; ``mode``: ``MODES``."""
+    ``schema.AGENTS`` names (empty: all); ``project``: a project directory as
+    ``paths.normalize_dir`` writes it, the report covering it and every directory below
+    it (``paths.under_sql``, the rule of ``sessions``, ``search`` and ``purge``);
+    ``timezone``: an IANA name; ``mode``: ``MODES``."""
 
     timezone: str = "UTC"
     since: dt.date | None = None
@@ -201,8 +204,9 @@ def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
         conds.append(f"agent IN ({', '.join('?' for _ in f.agents)})")
         params.extend(f.agents)
     if f.project:
-        conds.append("contains(lower(coalesce(project_dir, '')), lower(?))")
-        params.append(f.project)
+        under, args = under_sql("project_dir", f.project)
+        conds.append(under)
+        params.extend(args)
     return " AND ".join(conds), params
 
 
