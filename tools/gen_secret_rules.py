@@ -15,7 +15,10 @@ What it reads at ``--ref`` (with ``git show``):
   ``regexTarget``/``regexes``/``stopwords``/``condition``) and the global
   ``[allowlist]`` (``regexes``, ``stopwords``). Written to the table unchanged except:
   rules gitleaks scopes to a file path (``path = …``; ctxkeep redacts texts that have
-  none) are left out and listed under ``"excluded"`` with the reason; every regex is
+  none) are left out and listed under ``"excluded"`` with the reason; the end-of-token
+  guard ``(?:[\x60'"\\s;]|\\[nr]|$)`` also takes escapes of any depth (``_TERMINATOR``;
+  and so do the quotes around a semi-generic rule's operator (``_WIDEN``;
+  ``"terminator_widened"`` marks the rules changed); every regex is
   compiled with ``google-re2`` here and the table says, per rule, whether RE2 takes it
   (``"engine": "re2"``) or it needs Python ``re`` (``"re"``, after translating POSIX
   classes), so a rule RE2 refuses is visible, not lost.
@@ -461,6 +464,22 @@ def compile_engine(regex: str) -> str:
         raise ValueError(f"neither RE2 nor re compiles {regex!r}: {e}") from e
 
 
+#: gitleaks' end-of-token guard (``utils.GenerateUniqueTokenRegex`` and the semi-generic
+#: rules): a quote, space, ``;``, an escaped ``\n``/``\r`` or the end. In a session
+#: text the token often sits in JSON escaped twice (a tool input holding JSON), where
+#: ``\\\"`` ends it; widened to any number of backslashes before n, r or a quote.
+_TERMINATOR = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+_TERMINATOR_ESCAPED = r"""(?:[\x60'"\s;]|\\+[nr\x60'"]|$)"""
+#: the semi-generic rules' quotes around the operator (``GenerateSemiGenericRegex``):
+#: ``[\s'"]{0,3}`` before it and ``[\x60'"\s=]{0,5}`` after it, widened the same way
+#: (``discordKey = \"…\"`` inside a JSON string)
+_WIDEN = (
+    (_TERMINATOR, _TERMINATOR_ESCAPED),
+    (r"""[\s'"]{0,3}""", r"""(?:[\s'"]|\\+['"]){0,3}"""),
+    (r"""[\x60'"\s=]{0,5}""", r"""(?:[\x60'"\s=]|\\+[\x60'"]){0,5}"""),
+)
+
+
 def build_table(toml_text: str, meta: dict) -> dict:
     cfg = tomllib.loads(toml_text)
     rules, excluded = [], []
@@ -487,11 +506,15 @@ def build_table(toml_text: str, meta: dict) -> dict:
             }
             if entry["regexes"] or entry["stopwords"] or entry["paths"]:
                 allow.append(entry)
+        regex = r["regex"]
+        for a, b in _WIDEN:
+            regex = regex.replace(a, b)
         rules.append(
             {
                 "id": r["id"],
-                "regex": r["regex"],
-                "engine": compile_engine(r["regex"]),
+                "regex": regex,
+                "terminator_widened": regex != r["regex"],
+                "engine": compile_engine(regex),
                 "secret_group": r.get("secretGroup", 0),
                 "entropy": r.get("entropy", 0.0),
                 "keywords": sorted({k.lower() for k in r.get("keywords", [])}),

@@ -138,6 +138,10 @@ _STOP = frozenset(
         "on",
         "this",
         "that",
+        "new",  # credentials: new AWS.SharedIniFileCredentials(...) (gitleaks' sample)
+        "await",
+        "function",
+        "lambda",
     ]
 )
 _CODE_OBJECTS = (
@@ -292,7 +296,7 @@ _PEM = r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----"
 RULES: list[Rule] = [
     Rule("private-key", _PEM + r"[\s\S]*?-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----"),
     # cut off (a truncated tool output): the base64 body after BEGIN
-    Rule("private-key", _PEM + r"(?:[A-Za-z0-9+/=\s]|\\[nr])+"),
+    Rule("private-key", _PEM + r"(?:[A-Za-z0-9+/=\s]|\\+[nr])+"),
     Rule("anthropic-key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
     Rule("openai-key", _B + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", _random_tail),
     Rule("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}" + _E),
@@ -321,6 +325,13 @@ RULES: list[Rule] = [
     Rule("sendgrid-key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
     Rule("twilio-key", r"(?<![A-Za-z0-9])(?:AC|SK)[0-9a-f]{32}(?![A-Za-z0-9])"),
     Rule("mailgun-key", r"(?<![A-Za-z0-9])key-[0-9a-zA-Z]{32}(?![A-Za-z0-9])"),
+    # a Telegram bot token also where no key word names it (a bot API URL:
+    # api.telegram.org/bot<id>:<35 chars>; core.telegram.org/bots/api)
+    Rule(
+        "telegram-bot-api-token",
+        r"(?:(?<=bot)|(?<![A-Za-z0-9]))\d{5,16}:A[A-Za-z0-9_\-]{34}(?![A-Za-z0-9_\-])",
+        _random_tail,
+    ),
     Rule("jwt", r"(?<![\w\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     Rule("kube-bootstrap-token", r"(?<![a-z0-9.])[a-z0-9]{6}\.[a-z0-9]{16}(?![a-z0-9.])", _has_digit),
     Rule(
@@ -406,6 +417,7 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
     "twilio-key": ("AC", "SK"),
     "mailgun-key": ("key-",),
     "jwt": ("eyJ",),
+    "telegram-bot-api-token": (":A",),
     "kube-bootstrap-token": (".",),
     "url-credentials": ("://",),
 }
@@ -489,6 +501,27 @@ def _ci_starts(text: str, anchors: list[str] | None = None) -> list[int]:
     return sorted(out)
 
 
+def _escape_safe(text: str, f: tuple[int, int, int, str]) -> tuple[int, int, int, str] | None:
+    r"""A span that neither ends on the backslash of an escape sequence nor starts on
+    the character a backslash escapes (gitleaks' classes take ``\``: in a JSON line,
+    replacing ``…sig\`` of ``…sig\"`` would eat the escape of the closing quote),
+    so redacting a JSON (or JSON-escaped) text keeps it valid; None when nothing is
+    left."""
+    s, ne, order, kind = f
+    e = -ne
+    k = e
+    while k > s and text[k - 1] == "\\":
+        k -= 1
+    if (e - k) % 2:
+        e -= 1
+    k = s
+    while k > 0 and text[k - 1] == "\\":
+        k -= 1
+    if (s - k) % 2:
+        s += 1
+    return (s, -e, order, kind) if e > s else None
+
+
 def _keep_maintained(text: str, s: int, e: int, kind: str) -> bool:
     """ctxkeep's policy over the maintained table: a generic rule's (``generic-api-key``)
     value that is a hex digest or a uuid is kept (session texts are full of cache keys,
@@ -539,6 +572,7 @@ def _spans(
             if not v or (rule.check is not None and not rule.check(v, m)):
                 continue
             found.append((m.start(g), -m.end(g), order, rule.kind))
+    found = [x for x in map(_escape_safe, [text] * len(found), found) if x is not None]
     found.sort()
     merged: list[tuple[int, int, str]] = []
     for s, ne, _, k in found:
