@@ -66,3 +66,10 @@ _re
 
 # google-re2's Options is configured by attribute assignment, read by the C++ binding
 case_sensitive
+
+# pydantic fields serialised under their alias "schema" (service results, render.site)
+schema_
+# html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
+handle_starttag
+handle_endtag
+handle_data
