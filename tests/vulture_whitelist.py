@@ -71,6 +71,9 @@ _window  # service.search.SearchFilters: since before until
 _some_query  # service.search.SearchRequest: a query is given
 model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
 
+# google-re2's Options is configured by attribute assignment, read by the C++ binding
+case_sensitive
+
 # pydantic fields serialised under their alias "schema" (service results, render.site)
 schema_
 # html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
