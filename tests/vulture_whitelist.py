@@ -68,3 +68,10 @@ _re
 unterminated_line
 single_line
 text_line
+
+# pydantic fields serialised under their alias "schema" (service results, render.site)
+schema_
+# html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
+handle_starttag
+handle_endtag
+handle_data

@@ -543,6 +543,19 @@ def _define_outputs() -> None:
         },
         'docs/team.md "The lake" gives the layout.',
     )
+    for fmt in ("html", "markdown"):
+        o[f"export {fmt}"] = JsonOutput(
+            1,
+            {
+                "format": f"{fmt!r}",
+                "dest": "the folder written",
+                "pages": "the session pages written (paths), one per session",
+                "index": "the index page (path; null with --session)",
+                "messages": "page path → the messages it holds",
+                "bytes": "bytes written",
+            },
+            "With --session: those sessions and the sub-agents they started, no index.",
+        )
     o["report html"] = JsonOutput(
         1,
         {

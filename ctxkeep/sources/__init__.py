@@ -48,6 +48,8 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "crush": ("crush", None),
     "goose": ("goose", None),
     "cursor": ("cursor", None),
+    "gptme": ("gptme", None),
+    "mistral-vibe": ("mistral_vibe", None),
 }
 
 

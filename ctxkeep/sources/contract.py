@@ -60,6 +60,7 @@ __all__ = [
     "MAX_LINE_ENV",
     "OversizeLine",
     "QUARANTINE_RAW_MAX",
+    "RawCapture",
     "RecordParser",
     "Source",
     "SourceFile",
@@ -235,6 +236,45 @@ class Discovery:
 
 
 @dataclass
+class RawCapture:
+    """The bytes a reader took from an agent's file, for the vault (``sinks.vault``):
+    ``mode`` ``append`` (a segment of an append-only file from byte ``offset``: the
+    complete lines read) or ``document`` (a whole version of a rewritten document,
+    ``offset`` 0), with the file's stat facts when it was read (``dev``, ``ino``,
+    ``size`` bytes, ``mtime_ns``) and the discovery ``meta`` of its ``SourceFile``.
+    ``data`` is the raw, unredacted bytes: the vault redacts them before writing."""
+
+    path: str
+    agent: str
+    mode: Literal["append", "document"]
+    offset: int
+    data: bytes
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, file: SourceFile, mode: Literal["append", "document"], offset: int, data: bytes, st
+    ) -> RawCapture:
+        """The capture of ``data`` read from ``file`` at ``offset`` (``st``: its ``fstat``)."""
+        return cls(
+            str(file.path),
+            file.agent,
+            mode,
+            offset,
+            bytes(data),
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            dict(file.meta),
+        )
+
+
+@dataclass
 class Batch:
     """One bounded unit of work: entries (dicts), quarantined lines (dicts with path,
     offset, length, reason, action, raw: ``quarantine_row``), the watermark to store with
@@ -251,6 +291,8 @@ class Batch:
     #: ``{"agent", "session_id", "message_ids": [str], "status": str}`` (e.g. a
     #: Gemini ``$rewindTo`` marks the dropped messages ``rewound``)
     status_changes: list[dict] = field(default_factory=list)
+    #: the bytes read, for the vault (None: nothing new was read, or a database's rows)
+    raw: RawCapture | None = None
 
 
 def quarantine_row(

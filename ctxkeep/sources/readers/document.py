@@ -17,6 +17,7 @@ from ctxkeep.sources.contract import (
     DOCUMENT_CAP_FACTOR,
     Batch,
     OversizeLine,
+    RawCapture,
     SourceFile,
     Watermark,
     max_line_bytes,
@@ -159,6 +160,7 @@ def read_document(
     if old.get("sha256") == digest and old.get("complete", True):
         yield Batch([], [], _wm(dict(old), True))
         return
+    raw = RawCapture.of(file, "document", 0, data, st)  # this version, for the vault
     state: dict = {"sha256": digest}
     # on bad input the parser's carry-over (e.g. the message ids seen) is kept
     kept = {k: v for k, v in old.items() if k not in ("sha256", "complete")}
@@ -166,7 +168,7 @@ def read_document(
     doc: Any = None
     if json_doc:
         if not data.strip():
-            yield Batch([], [], _wm(state, True), bytes_read=len(data))
+            yield Batch([], [], _wm(state, True), bytes_read=len(data), raw=raw)
             return
         doc, problem = parse_line(data)
         if doc is None:
@@ -180,6 +182,7 @@ def read_document(
                 _wm(dict(kept, sha256=digest), True),
                 bytes_read=len(data),
                 lines=1,
+                raw=raw,
             )
             return
         if problem:
@@ -195,6 +198,7 @@ def read_document(
             _wm(dict(kept, sha256=digest), True),
             bytes_read=len(data),
             lines=1,
+            raw=raw,
         )
         return
     changes = state.pop("_status_changes", [])
@@ -208,4 +212,5 @@ def read_document(
             bytes_read=len(data) if last else 0,
             lines=1 if last else 0,
             status_changes=changes if last else [],
+            raw=raw if last else None,
         )

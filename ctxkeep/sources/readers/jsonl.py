@@ -25,6 +25,7 @@ from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
     OversizeLine,
+    RawCapture,
     SourceFile,
     Watermark,
     max_line_bytes,
@@ -287,6 +288,9 @@ def read_jsonl(
                 buf = bytearray()
             if complete or carried:
                 entries, quarantine, lines = _parse_lines(complete, pos, path, parse, state, cap)
+                # the complete lines read, for the vault (an over-cap line is not kept:
+                # its bytes are a gap, after which the vault starts a new generation)
+                raw = RawCapture.of(file, "append", pos, complete, st) if complete else None
                 pos += len(complete)
                 # a watermark records the file's size only once every byte was seen, so
                 # a run stopped between batches resumes instead of skipping the file
@@ -300,6 +304,7 @@ def read_jsonl(
                     bytes_read=len(complete) + carried_bytes,
                     lines=lines + len(carried),
                     status_changes=changes,
+                    raw=raw,
                 )
                 carried, carried_bytes = [], 0
             if eof:
