@@ -73,6 +73,10 @@ model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a
 
 # google-re2's Options is configured by attribute assignment, read by the C++ binding
 case_sensitive
+# tests/rss_case.py: the cases are called by name (getattr) from the RSS test and bench
+unterminated_line
+single_line
+text_line
 
 # pydantic fields serialised under their alias "schema" (service results, render.site)
 schema_
