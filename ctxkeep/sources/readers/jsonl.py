@@ -332,8 +332,14 @@ def read_jsonl(
             wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns) or wm.offset != pos
         ):
             # nothing complete was read (empty file, or only a partial last line): record
-            # the watermark anyway so that an unchanged file is skipped next time
-            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True))
+            # the watermark anyway so that an unchanged file is skipped next time (and
+            # an empty capture, so the vault knows the file: a 0-byte file restores)
+            yield Batch(
+                [],
+                [],
+                _watermark(file, st, fd, pos, parser_version, state, True),
+                raw=RawCapture.of(file, "append", pos, b"", st),
+            )
 
 
 def _watermark(
