@@ -70,3 +70,10 @@ vaulted_bytes
 raw_bytes
 deletes
 next_deletion
+
+# pydantic fields serialised under their alias "schema" (service results, render.site)
+schema_
+# html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
+handle_starttag
+handle_endtag
+handle_data

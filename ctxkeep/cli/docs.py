@@ -493,6 +493,9 @@ def _define_outputs() -> None:
             "reason": "why nothing was found, or a note",
             "where": "the folder holding the files found",
             "held_back": "files whose last part waits for a later ingest (as ingest's held_back)",
+            "skipped": "reason → files discovery refused (symlinks out of the agent's folder, symlink "
+            "loops, FIFOs and devices, hard links with a name outside)",
+            "skipped_examples": "the first 20 refused files: path, reason",
         },
         "One item per agent (an array from before versioning: kept for existing scripts).",
     )
@@ -568,6 +571,19 @@ def _define_outputs() -> None:
         },
         'docs/team.md "The lake" gives the layout.',
     )
+    for fmt in ("html", "markdown"):
+        o[f"export {fmt}"] = JsonOutput(
+            1,
+            {
+                "format": f"{fmt!r}",
+                "dest": "the folder written",
+                "pages": "the session pages written (paths), one per session",
+                "index": "the index page (path; null with --session)",
+                "messages": "page path → the messages it holds",
+                "bytes": "bytes written",
+            },
+            "With --session: those sessions and the sub-agents they started, no index.",
+        )
     o["report html"] = JsonOutput(
         1,
         {
