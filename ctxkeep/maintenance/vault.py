@@ -210,8 +210,9 @@ def vault_verify(home: Path, full: bool = False, progress=None) -> dict:
     return {
         "generations": n,
         "objects": objects,
-        "problems": [p.line() for p in problems],
-        "ok": not problems,
+        "problems": [p.line() for p in problems if not p.what.startswith("orphan pack")],
+        "orphans": [p.line() for p in problems if p.what.startswith("orphan pack")],
+        "ok": not [p for p in problems if not p.what.startswith("orphan pack")],
     }
 
 

@@ -85,6 +85,31 @@ def _objects(conn, shas: list[bytes]) -> dict[bytes, tuple[str, int, int, int]]:
     return out
 
 
+def read_sha(conn, home: Path, sha: bytes) -> bytes:
+    """The bytes of the object ``sha``, checked. Raises ``VaultDamaged``."""
+    o = _objects(conn, [sha]).get(sha)
+    if o is None:
+        raise VaultDamaged(
+            f"vault damaged: object {sha.hex()[:16]} is not in the manifest",
+            where="store.db vault_objects",
+            hint="run 'ctxkeep vault verify'",
+        )
+    return read_object(home, o[0], o[1], o[2], o[3], sha)
+
+
+def pieces(conn, g: Generation) -> list[tuple[bytes, int]]:
+    """``g``'s objects in order with the redacted bytes to skip at each one's start
+    (segments; a document's chunks skip none)."""
+    if g.mode == "document":
+        return [(sha, 0) for sha in object_list(conn, g)]
+    return [
+        (r[0], r[1])
+        for r in conn.execute(
+            "SELECT sha, skip FROM vault_segments WHERE gen_id = ? ORDER BY seq", (g.gen_id,)
+        )
+    ]
+
+
 def object_list(conn, g: Generation) -> list[bytes]:
     """The SHA-256s of ``g``'s objects in order (segments, or a document's chunks)."""
     if g.mode == "document":
@@ -115,9 +140,9 @@ def gen_bytes(conn, home: Path, g: Generation) -> bytes:
 
 def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
     """``gen_bytes`` object by object."""
-    shas = object_list(conn, g)
-    objs = _objects(conn, shas)
-    for sha in shas:
+    ps = pieces(conn, g)
+    objs = _objects(conn, [sha for sha, _ in ps])
+    for sha, skip in ps:
         o = objs.get(sha)
         if o is None:
             raise VaultDamaged(
@@ -125,7 +150,8 @@ def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
                 where="store.db vault_objects",
                 hint="run 'ctxkeep vault verify'",
             )
-        yield read_object(home, o[0], o[1], o[2], o[3], sha)
+        data = read_object(home, o[0], o[1], o[2], o[3], sha)
+        yield data[skip:] if skip else data
 
 
 @dataclass
@@ -175,20 +201,20 @@ def verify(conn, home: Path, *, full: bool = False, progress=None) -> tuple[int,
                         Problem("segments do not add up to the generation's length", "store.db", g.path)
                     )
         try:
-            shas = object_list(conn, g)
+            ps = pieces(conn, g)
         except VaultDamaged as e:
             problems.append(Problem(e.message.removeprefix("vault damaged: "), e.where or "", g.path))
             continue
-        objs = _objects(conn, shas)
+        objs = _objects(conn, [sha for sha, _ in ps])
         stored = 0
-        for sha in shas:
+        for sha, skip in ps:
             o = objs.get(sha)
             if o is None:
                 problems.append(
                     Problem(f"object {sha.hex()[:16]} missing from the manifest", "store.db", g.path)
                 )
                 continue
-            stored += o[3]
+            stored += o[3] - skip
             if sha in checked or o[0] in bad_packs:
                 continue
             try:
@@ -274,6 +300,8 @@ __all__ = [
     "iter_bytes",
     "latest_of",
     "object_list",
+    "pieces",
+    "read_sha",
     "orphan_packs",
     "packed_bytes",
     "verify",
