@@ -252,6 +252,19 @@ def _define_outputs() -> None:
             "files": "path (original), to (written), bytes, redactions (kind → values)",
         },
     )
+    o["reparse"] = JsonOutput(
+        1,
+        {
+            "dry_run": "true: nothing changed",
+            "agents": "agents reparsed",
+            "files": "vault files read",
+            "generations": "generations parsed",
+            "diff": "entries: [agent, kind, added, removed, changed, same]; usage: agent → before, after, delta "
+            "(input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd)",
+            "notes": "what the vault does not cover",
+            "seconds": "wall time",
+        },
+    )
     o["search"] = JsonOutput(
         1,
         {

@@ -40,18 +40,20 @@ class Generation:
     meta: dict
     created_at: str | None = None
     chunks: bytes | None = field(default=None, repr=False)
+    dev: int | None = None
+    ino: int | None = None
 
 
 _GEN_SQL = (
     "SELECT g.gen_id, g.vfile_id, f.path, f.agent, f.mode, g.gen, g.start, g.length, g.stored, g.size, "
-    "g.mtime_ns, g.redactions, f.meta, g.created_at, g.chunks FROM vault_generations g "
+    "g.mtime_ns, g.redactions, f.meta, g.created_at, g.chunks, g.dev, g.ino FROM vault_generations g "
     "JOIN vault_files f ON f.vfile_id = g.vfile_id"
 )
 
 
 def _gen(row) -> Generation:
-    *head, red, meta, created, chunks = row
-    return Generation(*head, json.loads(red or "{}"), json.loads(meta or "{}"), created, chunks)
+    *head, red, meta, created, chunks, dev, ino = row
+    return Generation(*head, json.loads(red or "{}"), json.loads(meta or "{}"), created, chunks, dev, ino)
 
 
 def generations(conn, *, latest: bool = False, agents: list[str] | None = None) -> list[Generation]:

@@ -44,7 +44,9 @@ def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
     discovery: opened non-blocking, so the open never waits for a writer; a device):
     a source then yields nothing for it. A path in ``VIEW`` opens the file it maps to."""
     try:
-        fd = os.open(VIEW.get(str(path), path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(
+            VIEW.get(str(path), path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        )
     except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
         return None
     except OSError as e:
