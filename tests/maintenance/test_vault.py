@@ -279,3 +279,49 @@ def _is_json(b: bytes) -> bool:
         return True
     except ValueError:
         return False
+
+
+def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, tmp_path):
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.schema import STORED_COLUMNS
+    from tests.store_digest import store_digest
+
+    store = tmp_path / "store"
+    ingest(home_copy, store)
+    before = store_digest(store)
+    held = _vaulted(store)
+    redacted = sorted(p for p, v in held.items() if v["redactions"])
+    cols = ", ".join(STORED_COLUMNS)
+    clean_sql = (
+        f"SELECT {cols} FROM entries WHERE source_path NOT IN ({','.join('?' * len(redacted))}) "
+        "ORDER BY entry_id"
+    )
+    clean = q(store, clean_sql, *redacted)
+    usage = q(store, "SELECT * FROM usage ORDER BY usage_key")
+    for p in held:
+        os.remove(p)
+    dry = reparse(store, dry_run=True)
+    assert dry["files"] == len(held) and store_digest(store) == before  # a dry run changes nothing
+    r = reparse(store)
+    assert set(r["agents"]) == FILE_AGENTS
+    after = store_digest(store)
+    # every table the same; entries the same but for the lines redaction changed in a file
+    # whose ids hash the line (Codex) and the offsets of files with redactions
+    assert {k: v for k, v in after.items() if k != "entries"} == {
+        k: v for k, v in before.items() if k != "entries"
+    }
+    assert after["entries"][0] == before["entries"][0]
+    assert q(store, clean_sql, *redacted) == clean
+    assert q(store, "SELECT * FROM usage ORDER BY usage_key") == usage
+    changed = [e for e in r["diff"]["entries"] if e["added"] or e["removed"] or e["changed"]]
+    assert {e["agent"] for e in changed} <= {held[p]["agent"] for p in redacted}
+    assert all(not any(u["delta"].values()) for u in r["diff"]["usage"].values())
+    assert vault_verify(store)["ok"]
+    # the DuckDB rebuilt from the new store holds its entries
+    import duckdb
+
+    con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM entries").fetchone()[0] == after["entries"][0]
+    finally:
+        con.close()

@@ -38,6 +38,11 @@ HEAD_BYTES = 4096
 VIEW: dict[str, Path] = {}
 
 
+def readable(path: Path) -> bool:
+    """Whether ``path`` exists or ``VIEW`` maps it (a reparse from the vault)."""
+    return str(path) in VIEW or path.exists()
+
+
 def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
     """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
     is a directory or may not be read, or is no regular file (a FIFO swapped in after
