@@ -77,6 +77,12 @@ case_sensitive
 unterminated_line
 single_line
 text_line
+# maintenance.vault's result dataclasses (AgentStatus, AtRisk): read by the CLI and
+# --json through their __dict__ (vault status)
+vaulted_bytes
+raw_bytes
+deletes
+next_deletion
 
 # pydantic fields serialised under their alias "schema" (service results, render.site)
 schema_
