@@ -77,6 +77,8 @@ AGENTS = (
     "crush",
     "goose",
     "cursor",
+    "gptme",
+    "mistral-vibe",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

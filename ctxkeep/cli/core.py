@@ -83,36 +83,28 @@ def ingest(
         require_paths(path or [])
         if runner:
             cluster.require_dask()
-        with contextlib.ExitStack() as stack:
-            side = _first_side_process(h, prefect, runner, stack)
-            cfgmod.ensure_home(h)
-            conn = _plan_connection(h)
-            try:
-                p = plan(h, conn, agents=agent or None, paths=path or None)
-                # nothing new, but DuckDB is behind (a failed sync) or gone (deleted): catch up
-                behind = not p.todo and sqlite_store.analytics_behind(conn, h)
-                held = None if p.todo or behind else _held_back(h, conn)  # nothing will change it
-            finally:
-                conn.close()
-            for prob in p.problems:
-                warn(prob)
-            if behind:  # catch DuckDB up, no Prefect
-                from ctxkeep.pipeline import engine as pipeline
+        cfgmod.ensure_home(h)
+        conn = _plan_connection(h)
+        try:
+            p = plan(h, conn, agents=agent or None, paths=path or None)
+            # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
+            behind = not p.todo and sqlite_store.analytics_behind(conn, h)
+            held = None if p.todo or behind else _held_back(h, conn)  # nothing will change it
+        finally:
+            conn.close()
+        for prob in p.problems:
+            warn(prob)
+        if behind:  # catch DuckDB up, no Prefect
+            from ctxkeep.pipeline import engine as pipeline
 
-                summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
-            elif not p.todo:  # nothing new: neither the engine (Polars) nor DuckDB nor Prefect
-                summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
-            else:
-                from ctxkeep.flows.prefect_env import run_as_flow
-                from ctxkeep.pipeline import side_process
+            summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
+        elif not p.todo:  # nothing new: neither the engine (Polars) nor DuckDB nor Prefect
+            summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
+        else:
+            from ctxkeep.flows.prefect_env import run_as_flow
 
-                as_flow = run_as_flow(h, prefect)
-                if side is None:
-                    # started before the engine's imports: it builds the BPE encoder
-                    # meanwhile (and imports DuckDB when it will sync it: a small ingest)
-                    small = p.pending_bytes <= side_process.SIDE_SYNC_MAX_BYTES
-                    stack.enter_context(side_process.started(analytics=small and not as_flow and not runner))
-                summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
+            as_flow = run_as_flow(h, prefect)
+            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
         summary["held_back"] = held if held is not None else _held_back(h)
     except CtxkeepError as e:
         fail_config(e)
@@ -120,25 +112,6 @@ def ingest(
         _print_json(summary)
         return
     _print_summary(summary)
-
-
-def _first_side_process(h: Path, prefect: bool | None, runner, stack: contextlib.ExitStack):
-    """For the first ingest into ``h`` (no store yet: everything found is new), the
-    side process (``pipeline.side_process.started``, entered on ``stack``) started
-    before the plan, ~0.1 s sooner than after it: a small ingest waits for what the
-    side process does (the counts, the DuckDB sync), and it is busy all along. It
-    imports DuckDB for the sync whether the ingest is small or not (a big one syncs
-    DuckDB here: then ~0.35 s of CPU for nothing, on the other core). None otherwise:
-    an ingest into an existing store starts it after the plan, only when there is
-    something to read (a no-op ingest starts no process)."""
-    from ctxkeep.sinks.files import STORE_DB
-
-    if runner or (h / STORE_DB).exists():
-        return None
-    from ctxkeep.flows.prefect_env import run_as_flow
-    from ctxkeep.pipeline import side_process
-
-    return stack.enter_context(side_process.started(analytics=not run_as_flow(h, prefect)))
 
 
 def _plan_connection(h: Path):
@@ -266,7 +239,11 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool, runner=N
 
                 return cluster.run_ingest(h, runner, agents=agent or None, paths=path or None).as_dict()
             if not as_flow:
-                return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
+                # a few new lines (the hook path): DuckDB is left to its readers
+                # (``pipeline.engine.DEFER_ANALYTICS_BYTES``)
+                return pipeline.run_ingest(
+                    h, agents=agent or None, paths=path or None, defer_analytics=None
+                ).as_dict()
             from ctxkeep.flows.prefect_env import configure_prefect
 
             configure_prefect(h)

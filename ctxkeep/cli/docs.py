@@ -465,6 +465,9 @@ def _define_outputs() -> None:
             "reason": "why nothing was found, or a note",
             "where": "the folder holding the files found",
             "held_back": "files whose last part waits for a later ingest (as ingest's held_back)",
+            "skipped": "reason → files discovery refused (symlinks out of the agent's folder, symlink "
+            "loops, FIFOs and devices, hard links with a name outside)",
+            "skipped_examples": "the first 20 refused files: path, reason",
         },
         "One item per agent (an array from before versioning: kept for existing scripts).",
     )

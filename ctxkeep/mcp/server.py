@@ -330,7 +330,8 @@ def index_roots(home: Path) -> list[Path]:
 def check_index_path(path: str, cwd: Path, extra_roots: list[Path]) -> Path:
     """The file ``ctx_index`` may read for ``path`` (relative to ``cwd``), resolved
     through symlinks. Raises UsageError for: special files (``/proc``, ``/sys``,
-    ``/dev``, ``/run``, sockets, FIFOs, devices), a file outside the project dir
+    ``/dev``, ``/run``, sockets, FIFOs, devices), a hard link (``st_nlink > 1``: its
+    other names cannot be found, as discovery's rule, ``sources.confine``), a file outside the project dir
     (``cwd``), the home dir and the configured ``[mcp] index_roots``, and credential
     files by name (``CREDENTIAL_NAMES``), each with what to do."""
     import fnmatch
@@ -350,6 +351,12 @@ def check_index_path(path: str, cwd: Path, extra_roots: list[Path]) -> Path:
     if not stat.S_ISREG(st.st_mode):
         what = "a directory" if stat.S_ISDIR(st.st_mode) else "a socket, FIFO or device"
         raise UsageError(f"{path} is {what}, not a regular file", where="path", hint="give a text file")
+    if st.st_nlink > 1:  # a hard link: its other names (maybe outside) cannot be found cheaply
+        raise UsageError(
+            f"{path} is a hard link ({st.st_nlink} names): its other names may be outside the project",
+            where="path",
+            hint="index a copy of the file",
+        )
     for name in {p.name.lower(), real.name.lower()}:
         if any(fnmatch.fnmatchcase(name, pat) for pat in CREDENTIAL_NAMES):
             raise UsageError(

@@ -8,12 +8,13 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks import vault
 
 #: groups transformed ahead of the writer thread at most (besides the one it loads)
 WRITE_AHEAD = 1
@@ -44,8 +45,9 @@ class Group:
     (``transform.transform_batch``'s, None when the group only closes files),
     quarantine rows, the watermarks of its files, status changes, ``size`` (new raw
     bytes, for progress), ``bytes_read``, ``lines``, and the files whose reading
-    ended since the group before (``files_read``, ``vanished``). Picklable: a Prefect
-    task may return it from another process."""
+    ended since the group before (``files_read``, ``vanished``), and the bytes read
+    for the vault (``raws``: ``RawCapture`` s, made into ``vault_group`` by
+    ``Writer.put``). Picklable: a Prefect task may return it from another process."""
 
     frames: dict | None
     quarantine: list
@@ -56,6 +58,8 @@ class Group:
     lines: int
     files_read: int = 0
     vanished: int = 0
+    raws: list = field(default_factory=list)
+    vault_group: vault.PreparedGroup | None = None
 
 
 def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
@@ -64,8 +68,15 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
     tot["vanished"] += g.vanished
     if g.frames is None:
         return
+    vg = g.vault_group
     n = sqlite_store.load_batch(
-        conn, quarantine=g.quarantine, watermarks=g.watermarks, status_changes=g.changes, **g.frames
+        conn,
+        quarantine=g.quarantine,
+        watermarks=g.watermarks,
+        status_changes=g.changes,
+        # the vault's manifest rows commit with the watermarks (its packs are durable)
+        before_watermarks=None if vg is None else (lambda c: vault.record(c, vault.home_of(c), vg)),
+        **g.frames,
     )
     tot["status_changed"] += len(g.changes)
     tot["entries_new"] += n
@@ -124,6 +135,8 @@ class Writer:
     ) -> None:
         self.tot, self.on_bytes, self.on_commit = tot, on_bytes, on_commit
         self.own = conn
+        #: the vault's capture (None: off, or an in-memory store)
+        self.capturer = vault.capturer_for(conn)
         self.conn = sqlite_store.sibling(conn) if thread else None
         self.threaded = self.conn is not None
         self.error: BaseException | None = None
@@ -152,7 +165,13 @@ class Writer:
     def put(self, g: Group) -> None:
         """Store a group, or queue it for the thread (waits while ``WRITE_AHEAD``
         groups wait) with its index terms computed here (``with_index_terms``), while
-        the thread loads the group before; raises the writer's error, if any."""
+        the thread loads the group before, and its bytes redacted, compressed and
+        written to the vault (``vault.Capturer.prepare``); raises the writer's error,
+        if any."""
+        if g.raws:
+            if self.capturer is not None:
+                g.vault_group = self.capturer.prepare(g.raws)
+            g.raws = []
         if not self.threaded:
             _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit)
             self.stored += g.frames is not None

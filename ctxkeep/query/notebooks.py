@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError, UsageError
-from ctxkeep.sinks import files
+from ctxkeep.sinks import analytics_current, files
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ def open_store(store: str | Path | None):
     path = home / files.ANALYTICS_DB
     if not path.exists() or not (home / files.STORE_DB).exists():
         raise CtxkeepError("no store yet", where=str(home), hint="run `ctxkeep ingest` first")
+    analytics_current.bring_current(home)  # a lag left (a busy store) shows what DuckDB holds
     try:
         duck = duckdb.connect(str(path), read_only=True)
     except duckdb.IOException as e:

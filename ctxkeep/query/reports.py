@@ -23,6 +23,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ctxkeep.errors import StoreError, UsageError
+from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.timeutil import local_timezone, when_day
 
@@ -200,13 +201,17 @@ def _store_entries(home: Path) -> bool:
         conn.close()
 
 
-def open_store(home: Path):
-    """Open ``<home>/analytics.duckdb`` read-only. Returns ``(connection, note)``: when a
-    running ingest holds the file, a copy of its last checkpoint is opened instead and
-    ``note`` says so (else None). Raises StoreError: no analytics store (run ingest), or
-    a damaged file (run reindex), or a held file that could not be copied."""
+def open_store(home: Path, wait: float = analytics_current.WAIT_SECONDS):
+    """Open ``<home>/analytics.duckdb`` read-only, brought current with SQLite first
+    (``analytics_current.bring_current``, waiting up to ``wait`` seconds for the store
+    lock). Returns ``(connection, note)``: when DuckDB could not be brought current,
+    ``note`` says why (it shows what it holds); when a running ingest holds the file, a
+    copy of its last checkpoint is opened instead and ``note`` says so (else None).
+    Raises StoreError: no analytics store (run ingest), or a damaged file (run
+    reindex), or a held file that could not be copied."""
     import duckdb
 
+    lag = analytics_current.bring_current(Path(home), wait=wait)
     path = Path(home) / ANALYTICS_DB
     if not path.exists():
         if _store_entries(Path(home)):  # deleted since: the next ingest rebuilds it
@@ -223,7 +228,7 @@ def open_store(home: Path):
             )
         raise StoreError("no analytics store", where=str(path), hint="run `ctxkeep ingest` first")
     try:
-        return duckdb.connect(str(path), read_only=True), None
+        return duckdb.connect(str(path), read_only=True), lag
     except duckdb.IOException as e:
         if "lock" not in str(e).lower():
             raise _damaged(path, e) from e

@@ -36,6 +36,7 @@ nothing. The readers that do this for each way of writing live in ``sources.read
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -57,6 +58,7 @@ __all__ = [
     "Mode",
     "ModeByPath",
     "QUARANTINE_RAW_MAX",
+    "RawCapture",
     "RecordParser",
     "Source",
     "SourceFile",
@@ -75,6 +77,14 @@ FileMode = Literal["append", "rewrite", "sqlite", "tree"]
 
 DEFAULT_BATCH_BYTES = 16 * 1024 * 1024  # raw bytes per batch (one line may exceed it)
 QUARANTINE_RAW_MAX = 16 * 1024 * 1024  # keep up to 16 MiB of a bad line's bytes
+SKIPPED_EXAMPLES = 20  # refused paths named per agent (``Discovery.skipped_examples``)
+
+#: why discovery refused a file (``Discovery.skipped``; the rules: ``sources.confine``)
+REASON_OUTSIDE = "symlink out of the agent's folder"
+REASON_LOOP = "symlink loop"
+REASON_BROKEN = "broken symlink"
+REASON_SPECIAL = "not a regular file (FIFO, socket or device)"
+REASON_HARDLINK = "hard link with a name outside the agent's folder"
 
 
 @dataclass
@@ -132,13 +142,35 @@ class Discovery:
     files: list[SourceFile] = field(default_factory=list)
     searched: list[Path] = field(default_factory=list)
     reason: str | None = None
+    #: files refused by discovery or confinement (``sources.confine``), per reason
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: the first ``SKIPPED_EXAMPLES`` refused paths with their reasons
+    skipped_examples: list[tuple[str, str]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     #: resolved path of each parent directory met (``add``: one ``realpath`` per directory)
     _dirs: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: path → (real path, ``stat`` of the file it names) of each file ``add`` kept
+    _facts: dict[str, tuple[str, os.stat_result]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def skip(self, path: Path | str, reason: str) -> None:
+        """Count ``path`` as refused for ``reason`` (``skipped``, ``skipped_examples``)."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if len(self.skipped_examples) < SKIPPED_EXAMPLES:
+            self.skipped_examples.append((str(path), reason))
+
+    def facts(self, path: Path | str) -> tuple[str, os.stat_result] | None:
+        """``(real path, stat)`` that ``add`` found for ``path`` (None: not added by ``add``)."""
+        return self._facts.get(str(path))
 
     def add(self, path: Path, mode: FileMode, meta: dict | None = None) -> bool:
-        """Add ``path`` as a file of this agent unless it is not a file or the same file
-        (by resolved path) was added before. Returns True when it was added.
+        """Add ``path`` as a file of this agent unless it is not a regular file or the
+        same file (by resolved path) was added before. Returns True when it was added.
+        A symlink loop and a FIFO, socket or device are counted in ``skipped``
+        (``sources.confine``'s reasons); a directory or a path that vanished is
+        passed over silently. Confinement to the agent's folders is checked after
+        discovery, for every source at once (``sources.confine``).
 
         One ``lstat`` per file: a path that is not a symlink resolves to its parent's
         resolved path (computed once per directory) plus its name, and it is a file
@@ -149,18 +181,26 @@ class Discovery:
         except (OSError, ValueError):
             return False
         if stat.S_ISLNK(st.st_mode):
-            rp = str(path.resolve())
-            if rp in self._seen or not path.is_file():
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                self.skip(path, REASON_LOOP if e.errno == errno.ELOOP else REASON_BROKEN)
                 return False
+            rp = os.path.realpath(path)
         else:
             folder, name = os.path.split(str(path))
             parent = self._dirs.get(folder)
             if parent is None:
                 parent = self._dirs[folder] = os.path.realpath(folder or ".")
             rp = os.path.join(parent, name)
-            if rp in self._seen or not stat.S_ISREG(st.st_mode):
-                return False
+        if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):
+                self.skip(path, REASON_SPECIAL)
+            return False
+        if rp in self._seen:
+            return False
         self._seen.add(rp)
+        self._facts[str(path)] = (rp, st)
         self.files.append(SourceFile(self.agent, path, mode, {} if meta is None else meta))
         return True
 
@@ -193,6 +233,45 @@ class Discovery:
 
 
 @dataclass
+class RawCapture:
+    """The bytes a reader took from an agent's file, for the vault (``sinks.vault``):
+    ``mode`` ``append`` (a segment of an append-only file from byte ``offset``: the
+    complete lines read) or ``document`` (a whole version of a rewritten document,
+    ``offset`` 0), with the file's stat facts when it was read (``dev``, ``ino``,
+    ``size`` bytes, ``mtime_ns``) and the discovery ``meta`` of its ``SourceFile``.
+    ``data`` is the raw, unredacted bytes: the vault redacts them before writing."""
+
+    path: str
+    agent: str
+    mode: Literal["append", "document"]
+    offset: int
+    data: bytes
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, file: SourceFile, mode: Literal["append", "document"], offset: int, data: bytes, st
+    ) -> RawCapture:
+        """The capture of ``data`` read from ``file`` at ``offset`` (``st``: its ``fstat``)."""
+        return cls(
+            str(file.path),
+            file.agent,
+            mode,
+            offset,
+            bytes(data),
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            dict(file.meta),
+        )
+
+
+@dataclass
 class Batch:
     """One bounded unit of work: entries (dicts), quarantined lines (dicts with path,
     offset, length, reason, action, raw: ``quarantine_row``), the watermark to store with
@@ -209,6 +288,8 @@ class Batch:
     #: ``{"agent", "session_id", "message_ids": [str], "status": str}`` (e.g. a
     #: Gemini ``$rewindTo`` marks the dropped messages ``rewound``)
     status_changes: list[dict] = field(default_factory=list)
+    #: the bytes read, for the vault (None: nothing new was read, or a database's rows)
+    raw: RawCapture | None = None
 
 
 def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:

@@ -28,12 +28,11 @@ input of one request).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Literal
 
 #: ``auto``: the cost an agent logged, else the calculated one; ``calculate``: always the
 #: calculated one; ``display``: only logged costs (as ccusage's ``--mode``)
@@ -178,18 +177,10 @@ class Pricer:
             cw = o.input_mtok if o.cache_write_mtok is None else o.cache_write_mtok
             cw1h = cw if o.cache_write_1h_mtok is None else o.cache_write_1h_mtok
             return (o.input_mtok, o.output_mtok, cr, cw, cw1h)
-        r = genai_rates_of([(model, day)])[0]
+        r = genai_rates(model, day)
         if r is None:
             self.unknown.add(model)
         return r
-
-    def rates_many(self, keys: list[tuple[str | None, dt.date]]) -> list[Rates | None | str]:
-        """``rates(model, day)`` of each key; genai-prices asked once for them all (one
-        round trip when a side process prices, ``use_remote``)."""
-        ask = [(m, d) for m, d in keys if m and m.lower() not in self.overrides]
-        if ask and _remote is not None:
-            genai_rates_of(ask)  # fills the remote's cache
-        return [self.rates(m, d) for m, d in keys]
 
     def price(
         self,
@@ -224,8 +215,7 @@ class Pricer:
         )[0]
 
     def prices(self, rows: list[tuple]) -> list[float | None]:
-        """``price(*row)`` of each row (USD or None), the tiered prices computed in one
-        ``genai_tiered_of`` call (one round trip when a side process prices)."""
+        """``price(*row)`` of each row (USD or None)."""
         out: list[float | None] = [None] * len(rows)
         tiered, at = [], []
         for i, row in enumerate(rows):
@@ -235,7 +225,7 @@ class Pricer:
                 at.append(i)
             else:
                 out[i] = got
-        for i, v in zip(at, genai_tiered_of(tiered) if tiered else [], strict=True):
+        for i, v in zip(at, [genai_tiered(*t) for t in tiered], strict=True):
             out[i] = v
         return out
 
@@ -284,57 +274,6 @@ def genai_tiered(model: str, day: dt.date, inp: int, cr: int, cw: int, h: int, o
         output_tokens=out,
     )
     return float(_model_price(model, day).calc_price(usage)["total_price"])
-
-
-class Remote(Protocol):
-    """Prices genai-prices' way elsewhere (``pipeline.token_process``): the same values
-    as ``genai_rates`` / ``genai_tiered`` for each item; raises when it cannot."""
-
-    def rates(self, keys: list[tuple[str, dt.date]]) -> list[Rates | None | str]: ...
-
-    def tiered(self, items: list[tuple]) -> list[float]: ...
-
-
-#: set by ``use_remote``
-_remote: Remote | None = None
-_remote_rates: dict[tuple[str, dt.date], Rates | None | str] = {}
-
-
-@contextlib.contextmanager
-def use_remote(remote: Remote):
-    """While the block runs, genai-prices is asked through ``remote`` (a process that
-    has imported it: the import costs ~0.3 s of CPU); when ``remote`` raises, the
-    prices are computed here, the same values."""
-    global _remote
-    before, _remote = _remote, remote
-    try:
-        yield remote
-    finally:
-        _remote = before
-        _remote_rates.clear()
-
-
-def genai_rates_of(keys: list[tuple[str, dt.date]]) -> list[Rates | None | str]:
-    """``genai_rates`` of each ``(model, day)``, through the remote when one is set."""
-    if _remote is not None:
-        miss = [k for k in dict.fromkeys(keys) if k not in _remote_rates]
-        try:
-            if miss:
-                _remote_rates.update(zip(miss, _remote.rates(miss), strict=True))
-            return [_remote_rates[k] for k in keys]
-        except Exception:
-            pass
-    return [genai_rates(m, d) for m, d in keys]
-
-
-def genai_tiered_of(items: list[tuple]) -> list[float]:
-    """``genai_tiered(*item)`` of each item, through the remote when one is set."""
-    if _remote is not None:
-        try:
-            return list(_remote.tiered(items))
-        except Exception:
-            pass
-    return [genai_tiered(*it) for it in items]
 
 
 def choose(mode: str, logged: float | None, calculated: float | None) -> tuple[float | None, str]:

@@ -369,7 +369,7 @@ def _tokens(texts: list[str], memo: dict[str, int]) -> int:
     return sum(_counts(texts, memo))
 
 
-#: the ``token_method`` values of a BPE count (``transforms.tokens.count_here``); a
+#: the ``token_method`` values of a BPE count (``transforms.tokens.estimate_tokens``); a
 #: ``heuristic`` count (the encoder was missing at ingest) is counted again
 _BPE_METHODS = ("o200k_base", "o200k_base-sampled")
 

@@ -403,7 +403,7 @@ class _SlicePrices:
     def of(self, keys: list[tuple]) -> list:
         new = [k for k in keys if k not in self.rates]
         if new:
-            got = self.pricer.rates_many([(m, d or self.today) for m, d in new])
+            got = [self.pricer.rates(m, d or self.today) for m, d in new]
             self.rates.update(zip(new, got, strict=True))
         return [self.rates[k] for k in keys]
 

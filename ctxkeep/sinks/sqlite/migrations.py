@@ -259,6 +259,14 @@ def _stamp_ids_chunk_spans(conn: sqlite3.Connection) -> None:
         conn.execute(ddl.INDEXES["chunks_content"])
 
 
+def _vault_manifest(conn: sqlite3.Connection) -> None:
+    """v11: the vault's manifest tables (``vault_packs``, ``vault_objects``,
+    ``vault_files``, ``vault_generations``, ``vault_segments``), created empty by
+    ``ddl.create_all``; no existing row changes. The next ingest reads every session
+    file the vault does not hold once from byte 0 (``pipeline.plan``), so the vault
+    takes in what the agents still keep."""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -275,6 +283,7 @@ MIGRATIONS: list[Migration] = [
         rebuilds_fts=False,
         frees_space=True,
     ),
+    Migration(11, "the vault manifest", _vault_manifest, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

@@ -12,7 +12,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    RawCapture,
+    SourceFile,
+    Watermark,
+    quarantine_row,
+)
 from ctxkeep.sources.readers.jsonl import HEAD_BYTES, parse_line, read_whole
 
 #: a document whose mtime is older than this is complete (the agent is not writing it);
@@ -107,6 +114,7 @@ def read_document(
     if old.get("sha256") == digest and old.get("complete", True):
         yield Batch([], [], _wm(dict(old), True))
         return
+    raw = RawCapture.of(file, "document", 0, data, st)  # this version, for the vault
     state: dict = {"sha256": digest}
     # on bad input the parser's carry-over (e.g. the message ids seen) is kept
     kept = {k: v for k, v in old.items() if k not in ("sha256", "complete")}
@@ -114,7 +122,7 @@ def read_document(
     doc: Any = None
     if json_doc:
         if not data.strip():
-            yield Batch([], [], _wm(state, True), bytes_read=len(data))
+            yield Batch([], [], _wm(state, True), bytes_read=len(data), raw=raw)
             return
         doc, problem = parse_line(data)
         if doc is None:
@@ -128,6 +136,7 @@ def read_document(
                 _wm(dict(kept, sha256=digest), True),
                 bytes_read=len(data),
                 lines=1,
+                raw=raw,
             )
             return
         if problem:
@@ -143,6 +152,7 @@ def read_document(
             _wm(dict(kept, sha256=digest), True),
             bytes_read=len(data),
             lines=1,
+            raw=raw,
         )
         return
     changes = state.pop("_status_changes", [])
@@ -156,4 +166,5 @@ def read_document(
             bytes_read=len(data) if last else 0,
             lines=1 if last else 0,
             status_changes=changes if last else [],
+            raw=raw if last else None,
         )

@@ -9,29 +9,50 @@ Used by the JSONL agents (Claude Code, Codex, Copilot CLI, Qwen Code, Gemini CLI
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    RawCapture,
+    SourceFile,
+    Watermark,
+    quarantine_row,
+)
 
 HEAD_BYTES = 4096
 
 
 def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
     """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
-    is a directory or may not be read (a source then yields nothing for it)."""
+    is a directory or may not be read, or is no regular file (a FIFO swapped in after
+    discovery: opened non-blocking, so the open never waits for a writer; a device):
+    a source then yields nothing for it."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - returned open to the caller
-    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
         return None
-    return f, os.fstat(f.fileno())
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a symlink loop made after discovery
+            return None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb"), st
 
 
 def read_whole(path: Path) -> tuple[bytes, os.stat_result] | None:
@@ -309,8 +330,15 @@ def read_jsonl(
             final = pos + len(pending) >= st.st_size
             changes = state.pop("_status_changes", [])  # see Batch.status_changes
             new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
+            raw = RawCapture.of(file, "append", pos - len(complete), complete, st)
             yield Batch(
-                entries, quarantine, new_wm, bytes_read=len(complete), lines=lines, status_changes=changes
+                entries,
+                quarantine,
+                new_wm,
+                bytes_read=len(complete),
+                lines=lines,
+                status_changes=changes,
+                raw=raw,
             )
             if not chunk:
                 break
