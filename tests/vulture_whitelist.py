@@ -90,3 +90,5 @@ schema_
 handle_starttag
 handle_endtag
 handle_data
+# marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
+__generated_with
