@@ -71,6 +71,19 @@ _window  # service.search.SearchFilters: since before until
 _some_query  # service.search.SearchRequest: a query is given
 model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
 
+# google-re2's Options is configured by attribute assignment, read by the C++ binding
+case_sensitive
+# tests/rss_case.py: the cases are called by name (getattr) from the RSS test and bench
+unterminated_line
+single_line
+text_line
+# maintenance.vault's result dataclasses (AgentStatus, AtRisk): read by the CLI and
+# --json through their __dict__ (vault status)
+vaulted_bytes
+raw_bytes
+deletes
+next_deletion
+
 # pydantic fields serialised under their alias "schema" (service results, render.site)
 schema_
 # html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
@@ -103,3 +116,6 @@ tombstones
 watermarks_dropped
 would_compress
 raw_base64
+# marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
+__generated_with
+pack_bytes

@@ -422,6 +422,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "export": (("export",), "Usage and cost"),
     "report": (("report", "report_html"), "Usage and cost"),
     "quarantine": (("quarantine",), "Store health"),
+    "vault": (("vault",), "Store health"),
+    "reparse": (("vault",), "Store health"),
     "hook": (("hook",), "Agents"),
     "hooks": (("hooks",), "Agents"),
     "mcp": (("mcp",), "Agents"),

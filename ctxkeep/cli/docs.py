@@ -99,6 +99,10 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "export markdown": (ExportResult, False),
         "export html": (ExportResult, False),
         "report html": (s.ReportHtml, False),
+        "vault status": (s.VaultStatus, False),
+        "vault verify": (s.VaultVerify, False),
+        "vault restore": (s.VaultRestore, False),
+        "reparse": (s.ReparseResult, False),
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
         out[f"report {name}"] = (s.ReportResult, False)

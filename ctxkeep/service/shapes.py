@@ -303,3 +303,54 @@ class ReportHtml(Shape):
     since: str | None = Field(description="first day (null: the first record)")
     until: str | None = Field(description="last day (null: the last record)")
     pages: list[str] = Field(description="the HTML files written")
+
+
+class VaultStatus(Shape):
+    """What the vault holds (`ctxkeep vault status --json`)."""
+
+    vault_dir: str = Field(description="the vault's folder")
+    pack_bytes: int = Field(description="bytes of its pack files on disk")
+    agents: list[dict[str, Any]] = Field(
+        description="per agent: agent, files, sessions, generations, raw_bytes (original), stored_bytes "
+        "(compressed), redactions (kind → values), deletes (the agent's rule), next_deletion (ISO-8601 UTC), "
+        "at_risk (agent, path, due, vaulted_bytes, size)"
+    )
+    schedules: list[dict[str, Any]] = Field(
+        description="the agents' deletion rules: agent, days, setting (where read), max_count"
+    )
+    at_risk: list[dict[str, Any]] = Field(
+        description="files an agent will delete that the vault does not hold whole"
+    )
+
+
+class VaultVerify(Shape):
+    """The vault read back (`ctxkeep vault verify --json`)."""
+
+    generations: int = Field(description="generations checked")
+    objects: int = Field(description="objects read back, decompressed and hashed")
+    problems: list[str] = Field(description="one line per damaged pack or manifest fault")
+    ok: bool = Field(description="true when none")
+
+
+class VaultRestore(Shape):
+    """Session files written back from the vault (`ctxkeep vault restore --json`)."""
+
+    session: str | None = Field(description="the session id (null with --all-missing)")
+    files: list[dict[str, Any]] = Field(
+        description="path (original), to (written), bytes, redactions (kind → values)"
+    )
+
+
+class ReparseResult(Shape):
+    """The store rebuilt from the vault (`ctxkeep reparse --json`)."""
+
+    dry_run: bool = Field(description="true: nothing changed")
+    agents: list[str] = Field(description="agents reparsed")
+    files: int = Field(description="vault files read")
+    generations: int = Field(description="generations parsed")
+    diff: dict[str, Any] = Field(
+        description="entries: [agent, kind, added, removed, changed, same]; usage: agent → before, after, delta "
+        "(input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd)"
+    )
+    notes: list[str] = Field(description="what the vault does not cover")
+    seconds: float = Field(None, description="wall time")
