@@ -62,6 +62,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.conversation import ConversationResult
     from ctxkeep.service.fetch import FetchedEntry
     from ctxkeep.service.purge import PurgeResult
+    from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
     from ctxkeep.service.resume import ResumeResult
     from ctxkeep.service.search import QueryHits
     from ctxkeep.service.sessions import SessionsResult
@@ -69,9 +70,9 @@ def outputs() -> dict[str, tuple[type, bool]]:
 
     out: dict[str, tuple[type, bool]] = {
         "ingest": (s.IngestResult, False),
-        "quarantine": (s.QuarantineList, False),
-        "quarantine list": (s.QuarantineList, False),
-        "quarantine show": (s.QuarantineShow, False),
+        "quarantine": (QuarantineList, False),
+        "quarantine list": (QuarantineList, False),
+        "quarantine show": (QuarantineShow, False),
         "search": (QueryHits, False),
         "show": (FetchedEntry, True),
         "show --session": (ConversationResult, False),

@@ -272,6 +272,8 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
         lo = ctx.get("ge", ctx.get("gt"))
         rng = f"use {lo} to {hi}" if lo is not None and hi is not None else f"use at least {lo}"
         return UsageError(f"{field.replace('_', ' ')} {value} is out of range", where=field, hint=rng)
+    if kind == "literal_error":
+        return UsageError(f"unknown {field} {value!r}", where=field, hint=f"use {ctx.get('expected', '')}")
     if kind == "missing":
         return UsageError(f"{field} is required", where=field)
     if kind == "extra_forbidden":

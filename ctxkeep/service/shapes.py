@@ -42,34 +42,6 @@ class IngestResult(Shape):
     store: str | None = Field(None, description="--dry-run: the store (null: none yet)")
 
 
-class QuarantineLine(Row):
-    id: int = Field(description="the line's id")
-    agent: str | None = Field(description="agent name")
-    path: str | None = Field(description="the session file")
-    offset: int | None = Field(description="byte offset in it")
-    length: int | None = Field(description="bytes of the raw line")
-    reason: str = Field(description="why it was quarantined")
-    action: str = Field(description="skipped or repaired")
-    first_seen: str | None = Field(description="ISO-8601 UTC")
-    raw_sha256: str | None = Field(description="SHA-256 of the raw line")
-    stored_bytes: int | None = Field(None, description="bytes of the redacted copy")
-    preview: str | None = Field(None, description="the line's start, redacted")
-
-
-class QuarantineList(Shape):
-    """Quarantined lines (`ctxkeep quarantine [list] --json`)."""
-
-    total: int = Field(description="quarantined lines matching")
-    lines: list[QuarantineLine] = Field(description="the lines, newest first")
-
-
-class QuarantineShow(QuarantineLine, Shape):
-    """One quarantined line in full (`ctxkeep quarantine show --json`)."""
-
-    raw_text: str | None = Field(None, description="the redacted copy as UTF-8")
-    raw_base64: str | None = Field(None, description="the redacted copy, exact")
-
-
 class RetentionResult(Shape):
     """What retention archives and removes (`ctxkeep retention --json`)."""
 

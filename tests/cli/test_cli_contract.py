@@ -124,7 +124,7 @@ CASES = [
     (["show", "--session", "nosuchsession"], 1, "no such session nosuchsession"),
     (["resume", "nosuchsession"], 1, "no such session nosuchsession"),
     (["quarantine", "show", "999999"], 1, "no quarantined line 999999"),
-    (["quarantine", "list", "--limit", "0"], 2, "--limit 0 must be at least 1"),
+    (["quarantine", "list", "--limit", "0"], 2, "limit 0 is out of range (--limit) - use at least 1"),
     (["quarantine", "list", "--action", "bogus"], 2, "unknown action 'bogus'"),
     (["resume", "--format", "xml"], 2, "unknown format 'xml' (--format)"),
     (["resume", "c61729d4", "--budget", "10"], 2, "too small for a snapshot (--budget)"),
