@@ -183,7 +183,7 @@ When = Annotated[
 class Request(BaseModel):
     """A question's arguments, validated once (``parse``). Unknown fields are errors."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     #: notes on how the arguments were read (a clamped limit), set by ``parse``
     _notes: list[str] = PrivateAttr(default_factory=list)
@@ -299,14 +299,14 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
 class Item(BaseModel):
     """A part of a result (a hit, an entry): serialized as its fields."""
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
 
 class Result(BaseModel):
     """A question's answer; ``as_json`` is the ``--json`` object and the MCP tool's
     ``structuredContent``."""
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
     schema_version: int = Field(
         JSON_SCHEMA,
@@ -328,13 +328,13 @@ class Shape(Result):
     documented and typed, keys a later version adds kept (a test compares what the
     commands print with the declarations)."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    model_config = ConfigDict(populate_by_name=True, extra="allow", defer_build=True)
 
 
 class Row(Item):
     """An item of a result whose keys vary (a hook, a per-file line); keys kept."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    model_config = ConfigDict(populate_by_name=True, extra="allow", defer_build=True)
 
 
 def tool_schema(model: type[BaseModel]) -> dict:
