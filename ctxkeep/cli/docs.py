@@ -60,6 +60,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.render.site import ExportResult
     from ctxkeep.service import shapes as s
     from ctxkeep.service.conversation import ConversationResult
+    from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
     from ctxkeep.service.fetch import FetchedEntry
     from ctxkeep.service.purge import PurgeResult
     from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
@@ -86,9 +87,9 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "compress": (s.CompressResult, False),
         "compress --check": (s.CompressCheck, False),
         "compress --restore": (s.CompressRestore, False),
-        "doctor": (s.DoctorResult, False),
-        "backup": (s.BackupResult, False),
-        "restore": (s.RestoreResult, False),
+        "doctor": (DoctorResult, False),
+        "backup": (BackupResult, False),
+        "restore": (RestoreResult, False),
         "sources": (s.SourceRow, True),
         "hooks install": (s.SettingsChange, True),
         "hooks uninstall": (s.SettingsChange, True),

@@ -126,35 +126,6 @@ class CompressRestore(Shape):
     reactivated: int = Field(description="archived entries active again")
 
 
-class DoctorResult(Shape):
-    """The store's health (`ctxkeep doctor --json`)."""
-
-    home: str = Field(description="the store")
-    findings: list[dict[str, Any]] = Field(
-        description="per check: check, file, status (ok, damaged, warning, skipped), detail"
-    )
-    damaged: list[str] = Field(description="the damaged files (exit 1 when not empty)")
-    repair: dict[str, Any] = Field(None, description="(--repair) actions and not_recovered")
-    after: Any = Field(None, description="(--repair) the findings after the repair")
-
-
-class BackupResult(Shape):
-    """The backup written (`ctxkeep backup --json`)."""
-
-    path: str = Field(description="the backup written")
-    bytes: int = Field(description="its bytes")
-    seconds: float = Field(None, description="wall time")
-    removed: list[str] = Field(None, description="older backups removed")
-
-
-class RestoreResult(Shape):
-    """The backup installed (`ctxkeep restore --json`)."""
-
-    restored: str = Field(description="the backup installed")
-    moved_aside: list[str] = Field(None, description="the store files moved aside")
-    analytics: str | None = Field(None, description="what the DuckDB rebuild did")
-
-
 class SourceRow(Row):
     """One agent (an array from before versioning: kept for existing scripts)."""
 
