@@ -64,6 +64,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.fetch import FetchedEntry
     from ctxkeep.service.purge import PurgeResult
     from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
+    from ctxkeep.service.redact import RedactTextResult, RescanResult
     from ctxkeep.service.resume import ResumeResult
     from ctxkeep.service.search import QueryHits
     from ctxkeep.service.sessions import SessionsResult
@@ -96,7 +97,8 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "hooks status": (s.HookStatus, True),
         "mcp install": (s.SettingsChange, True),
         "mcp uninstall": (s.SettingsChange, True),
-        "redact": (s.RedactResult, False),
+        "redact": (RedactTextResult, False),
+        "redact --rescan": (RescanResult, False),
         "export parquet": (s.ExportParquet, False),
         "export markdown": (ExportResult, False),
         "export html": (ExportResult, False),

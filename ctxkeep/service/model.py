@@ -25,7 +25,7 @@ import difflib
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, ClassVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -187,6 +187,8 @@ class Request(BaseModel):
 
     #: notes on how the arguments were read (a clamped limit), set by ``parse``
     _notes: list[str] = PrivateAttr(default_factory=list)
+    #: a request whose text may hold NUL characters (a text to redact); others refuse them
+    nul_allowed: ClassVar[bool] = False
 
     @property
     def notes(self) -> list[str]:
@@ -199,7 +201,8 @@ class Request(BaseModel):
         default applies), relative paths taken from ``cwd`` (default: this process's
         directory). Raises UsageError naming the field (``where``) for a bad value."""
         values = {k: v for k, v in {**(data or {}), **kw}.items() if v is not None}
-        _refuse_nul(values)
+        if not cls.nul_allowed:
+            _refuse_nul(values)
         notes = cls.prepare(values) + _clamp(cls, values)
         try:
             req = cls.model_validate(values, context={"cwd": str(cwd or os.getcwd())})

@@ -206,22 +206,6 @@ class ReportResult(Shape):
     notes: list[str] = Field(None, description="unpriced or assumed models, a stale store, …")
 
 
-class RedactResult(Shape):
-    """Redacted text, or a rescan of the store (`ctxkeep redact --json`). Without
-    --rescan only `text` and `kinds`; with it every key but `text`."""
-
-    text: str = Field(None, description="standard input, redacted (without --rescan)")
-    kinds: dict[str, int] = Field(None, description="kind → values redacted (counts, never the values)")
-    dry_run: bool = Field(None, description="--rescan --dry-run: nothing was written")
-    areas: dict[str, Any] = Field(
-        None, description="--rescan: area (texts, quarantine, media, archive) → changed rows and kinds"
-    )
-    merged: int = Field(None, description="--rescan: texts that became identical and were merged")
-    chunks: dict[str, Any] = Field(None, description="--rescan: FTS chunks deleted and added")
-    analytics: str | None = Field(None, description="--rescan: what the DuckDB rebuild did")
-    seconds: float = Field(None, description="--rescan: wall time")
-
-
 class ExportParquet(Shape):
     """The lake written (`ctxkeep export parquet --json`; docs/team.md "The lake")."""
 
