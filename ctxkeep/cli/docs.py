@@ -68,6 +68,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.resume import ResumeResult
     from ctxkeep.service.search import QueryHits
     from ctxkeep.service.sessions import SessionsResult
+    from ctxkeep.service.sources import SourceRow
     from ctxkeep.service.stats import StatsResult
 
     out: dict[str, tuple[type, bool]] = {
@@ -91,7 +92,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "doctor": (DoctorResult, False),
         "backup": (BackupResult, False),
         "restore": (RestoreResult, False),
-        "sources": (s.SourceRow, True),
+        "sources": (SourceRow, True),
         "hooks install": (s.SettingsChange, True),
         "hooks uninstall": (s.SettingsChange, True),
         "hooks status": (s.HookStatus, True),

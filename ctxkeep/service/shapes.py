@@ -126,36 +126,6 @@ class CompressRestore(Shape):
     reactivated: int = Field(description="archived entries active again")
 
 
-class SourceRow(Row):
-    """One agent (an array from before versioning: kept for existing scripts)."""
-
-    agent: str = Field(description="agent name")
-    enabled: bool = Field(None, description="false when turned off in config.toml or CTXKEEP_DISABLE")
-    searched: list[str] = Field(None, description="the folders looked at")
-    files: int = Field(None, description="session files found")
-    bytes: int = Field(None, description="their bytes (a database with its -wal)")
-    sessions: int = Field(None, description="sessions in the store")
-    entries: int = Field(None, description="entries in the store")
-    kinds: dict[str, int] = Field(None, description="kind → entries")
-    quarantined: int = Field(None, description="quarantined lines")
-    last_ingest: str | None = Field(
-        None, description="when new data of this agent was last read (null: never)"
-    )
-    reason: str | None = Field(None, description="why nothing was found, or a note")
-    where: str | None = Field(None, description="the folder holding the files found")
-    held_back: list[dict[str, Any]] = Field(
-        None, description="files whose last part waits for a later ingest (as ingest's held_back)"
-    )
-    skipped: dict[str, int] = Field(
-        None,
-        description="reason → files discovery refused (symlinks out of the agent's folder, symlink loops, "
-        "FIFOs and devices, hard links with a name outside)",
-    )
-    skipped_examples: list[dict[str, Any]] = Field(
-        None, description="the first 20 refused files: path, reason"
-    )
-
-
 class SettingsChange(Row):
     """One agent's settings file changed (an array from before versioning: kept for
     existing scripts)."""
