@@ -65,6 +65,7 @@ from pathlib import Path
 from ctxkeep.errors import ConfigError, UsageError
 from ctxkeep.hooks import safe_write, settings_codex
 from ctxkeep.hooks import settings_json as sj
+from ctxkeep.sources._util import dict_at
 
 HOOK_AGENTS = ("claude-code", "codex", "gemini-cli")
 MCP_AGENTS = ("claude-code", "codex", "gemini-cli", "cursor")
@@ -463,7 +464,7 @@ def _json_notes(agent: str, settings: dict) -> list[str]:
     if agent == "claude-code" and settings.get("disableAllHooks") is True:
         notes.append("disableAllHooks is true in this file: Claude Code runs no hook until it is removed")
     if agent == "gemini-cli":
-        cfg = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
+        cfg = dict_at(settings, "hooksConfig")
         if cfg.get("enabled") is False:
             notes.append("hooksConfig.enabled is false in this file: Gemini CLI runs no hook")
         off = [n for n in cfg.get("disabled") or [] if str(n).startswith("ctxkeep-")]

@@ -201,7 +201,8 @@ def unreadable(home: Path, e: Exception):
 
 def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
     tz = _lit(f.timezone)
-    conds, params = [base], []
+    conds: list[str] = [base]
+    params: list = []
     if f.since:
         conds.append(f"CAST(timezone({tz}, ts) AS DATE) >= ?")
         params.append(f.since)

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "codex"
 PARSER_VERSION = 2
-MODE = "append"
+MODE: Mode = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout
@@ -152,7 +152,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     re-emitted unchanged, or replayed from a parent rollout, counts once.
     """
     rtype = rec.get("type")
-    p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+    p = dict_at(rec, "payload")
     ts = rec.get("timestamp")
     if isinstance(ts, str) and ts[:2].isdigit():
         state["ts"] = ts

@@ -56,6 +56,7 @@ import orjson
 
 from ctxkeep.schema import entry_id
 from ctxkeep.sources import SOURCES
+from ctxkeep.sources._util import dict_at
 from ctxkeep.sources.contract import SourceFile
 from ctxkeep.sources.readers.jsonl import parse_line
 
@@ -530,7 +531,7 @@ def _codex_kind(rec: dict | None) -> str:
         return t
     if t != "response_item":
         return "event"
-    p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+    p = dict_at(rec, "payload")
     if p.get("type") == "message":
         role = p.get("role")
         content = p.get("content")
