@@ -590,5 +590,18 @@ def test_home_before_the_command_is_the_store_the_hooks_run_against(tmp_path, mo
         timeout=120,
     )
     assert p.returncode == 0, p.stderr
+    # the hook queues the ingest for a detached worker (hooks.worker): wait for it
+    import time
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and "ingested" not in _text(other / "hooks.log"):
+        time.sleep(0.2)
+    assert "ingested" in _text(other / "hooks.log")
     assert (other / "store.db").exists() and not store.exists()
-    assert "ingested" in (other / "hooks.log").read_text()
+
+
+def _text(p: Path) -> str:
+    try:
+        return p.read_text()
+    except OSError:
+        return ""
