@@ -191,9 +191,18 @@ def open_store(home: Path, wait: float = analytics_current.WAIT_SECONDS):
     return open_readonly(home, wait=wait)
 
 
+def unreadable(home: Path, e: Exception):
+    """The StoreError of an analytics store DuckDB failed to read mid-query
+    (``sinks.analytics_read.unreadable``)."""
+    from ctxkeep.sinks.analytics_read import unreadable as why
+
+    return why(home, e)
+
+
 def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
     tz = _lit(f.timezone)
-    conds, params = [base], []
+    conds: list[str] = [base]
+    params: list = []
     if f.since:
         conds.append(f"CAST(timezone({tz}, ts) AS DATE) >= ?")
         params.append(f.since)

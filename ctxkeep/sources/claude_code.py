@@ -43,12 +43,12 @@ from ctxkeep.sources._util import (
     media_placeholder,
     strip_ansi,
 )
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
 PARSER_VERSION = 3  # 3: cache-write split and costUSD (a re-read fills them)
-MODE = "append"
+MODE: Mode = "append"
 
 _META_TEXT_KEYS = (
     "content",
