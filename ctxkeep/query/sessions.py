@@ -21,6 +21,8 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite import content_text
 from ctxkeep.sinks.sqlite.lookup import resolve_session, short_ids
 from ctxkeep.transforms.tokens import heuristic_tokens
@@ -93,7 +95,6 @@ def short_ids_of(home: Path, ids) -> dict[str, str]:
     (``lookup.short_session_ids``), for tables that get their ids from elsewhere
     (``ctxkeep report session`` reads DuckDB). Without a readable ``store.db`` every id
     is returned whole."""
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     ids = [i for i in ids if i]
@@ -134,7 +135,6 @@ def list_sessions(
     Returns ``(rows, source)``: the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``.
     """
     raw, source = None, "sqlite"
-    from ctxkeep.sinks.files import ANALYTICS_DB
 
     if home is not None and (Path(home) / ANALYTICS_DB).exists():
         try:
