@@ -34,14 +34,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import polars as pl
-
 from ctxkeep.errors import StoreError
-from ctxkeep.sinks import parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks.sqlite import delete as delete_store
 
 BATCH_CONTENTS = 2000  # contents per transaction
 
@@ -69,6 +65,7 @@ def _texts(conn, after: int, limit: int) -> list[tuple[int, str, str]]:
 
 
 def _redact_many(texts: list[str], counts: Counter) -> list[str]:
+    import polars as pl
 
     from ctxkeep.transforms.redact import redact_series
 
@@ -152,6 +149,8 @@ def run_rescan(
     when the lock is not free within ``timeout`` seconds.
     """
     from ctxkeep.maintenance.reindex import rebuild_analytics
+    from ctxkeep.sinks import parquet
+    from ctxkeep.sinks.sqlite import delete as delete_store
 
     t0 = time.perf_counter()
     home = Path(home)

@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import duckdb
-
-from ctxkeep.errors import CtxkeepError, StoreError, UsageError
+from ctxkeep.errors import StoreError, UsageError
 from ctxkeep.sinks import analytics_current
-from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.timeutil import local_timezone, when_day
 
@@ -188,6 +184,10 @@ def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
 def _store_entries(home: Path) -> bool:
     """Whether ``<home>/store.db`` exists and holds an entry (``connect(readonly=True)``;
     False for no store or one that cannot be read: the caller's error then stands)."""
+    import sqlite3
+
+    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.sinks import sqlite as sqlite_store
 
     try:
         conn = sqlite_store.connect(home, readonly=True)
@@ -209,6 +209,7 @@ def open_store(home: Path, wait: float = analytics_current.WAIT_SECONDS):
     copy of its last checkpoint is opened instead and ``note`` says so (else None).
     Raises StoreError: no analytics store (run ingest), or a damaged file (run
     reindex), or a held file that could not be copied."""
+    import duckdb
 
     lag = analytics_current.bring_current(Path(home), wait=wait)
     path = Path(home) / ANALYTICS_DB
@@ -319,6 +320,7 @@ _ROLLED = (
 def _buckets_fresh(con) -> bool:
     """``buckets_fresh()`` of the model (``sinks.duckdb.buckets_fresh``, not imported:
     that module imports pyarrow, ~0.2 s a report); False on an older analytics file."""
+    import duckdb
 
     try:
         return bool(con.execute("SELECT buckets_fresh()").fetchall()[0][0])
@@ -329,6 +331,7 @@ def _buckets_fresh(con) -> bool:
 def _has_entries(con) -> bool:
     """True when ``all_entries`` exists (a lake exported without entries has none: its
     sessions are not rolled up, ``query.lake``)."""
+    import duckdb
 
     try:
         con.execute("SELECT 1 FROM all_entries LIMIT 0").fetchall()

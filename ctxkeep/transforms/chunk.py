@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import polars as pl
-
 if TYPE_CHECKING:
     import polars as pl
 
@@ -153,6 +151,7 @@ def chunks_frame(contents: pl.DataFrame) -> pl.DataFrame:
     ``chunk_title``), text (str, ≤ 4 KiB UTF-8), grams (str, substring-index terms of
     the chunk and its title, '' for none).
     """
+    import polars as pl
 
     from ctxkeep.transforms.grams import grams_batch
 

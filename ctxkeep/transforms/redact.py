@@ -56,8 +56,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-import polars as pl
-
 if TYPE_CHECKING:  # Polars is imported where a Series is made: a single text needs none
     import polars as pl
 
@@ -508,6 +506,7 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     idx = (cs | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:
         return s
+    import polars as pl
 
     values = s.gather(idx).to_list()
     cs_hit = cs.gather(idx).to_list()
@@ -525,6 +524,7 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
 
 def redact_expr(col: str = "text") -> pl.Expr:
     """A Polars expression that replaces every secret in ``col`` by ``[REDACTED:kind]``."""
+    import polars as pl
 
     return pl.col(col).map_batches(redact_series, return_dtype=pl.String)
 

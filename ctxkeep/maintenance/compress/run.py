@@ -47,13 +47,9 @@ from ctxkeep.config import CompressConfig
 from ctxkeep.errors import NotFound, StoreBusy, UsageError
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
-from ctxkeep.pipeline import engine
 from ctxkeep.schema import content_hash
-from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
-from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange, intents
-from ctxkeep.sinks.sqlite.intents import kill_point
 from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
@@ -64,6 +60,7 @@ from ctxkeep.transforms.tokens import estimate_tokens
 def _engine():
     """``pipeline.engine``, imported when a file is ingested or DuckDB synced: the
     health check and dry runs never import it (nor Polars through it)."""
+    from ctxkeep.pipeline import engine
 
     return engine
 
@@ -580,6 +577,9 @@ def compress_file(
         r.status = "would-compress"
         r.archived = len(removed_ids)
         return r
+    # (the store's write side: a check or dry run never imports it)
+    from ctxkeep.sinks.sqlite import intents
+    from ctxkeep.sinks.sqlite.intents import kill_point
 
     # ---- the store keeps what inline moves out (verified) before the file changes
     if shr is not None and shr.media:
@@ -957,6 +957,7 @@ def _recover(home: Path) -> None:
     """Complete what a killed run left (``sinks.recovery.recover``) before this one."""
     if not (home / STORE_DB).exists():
         return
+    from ctxkeep.sinks import recovery
 
     conn = sqlite_store.connect(home)
     try:
@@ -966,6 +967,7 @@ def _recover(home: Path) -> None:
 
 
 def _begin_run_intent(home: Path, run_id: int) -> None:
+    from ctxkeep.sinks.sqlite import intents
 
     conn = sqlite_store.connect(home)
     try:
@@ -979,6 +981,9 @@ def _complete_run(home: Path) -> str:
     the removed entries' statuses and the kept ones' offsets reach DuckDB, with the
     ingested lines, markers and the run's ``compression`` rows (a DuckDB sync after
     the run record is final). Returns a one-line note."""
+    from ctxkeep.sinks import recovery
+    from ctxkeep.sinks.sqlite import intents
+    from ctxkeep.sinks.sqlite.intents import kill_point
 
     conn = sqlite_store.connect(home)
     try:
@@ -1091,6 +1096,7 @@ def _set_status(conn, home: Path | None, ids: list[str], status: str, from_statu
     """Set ``status`` (``active``/``archived``) of the stored entries ``ids`` (with
     ``from_status``: only those that have it), in SQLite and, with ``home``, DuckDB.
     Returns the SQLite rows changed."""
+    from ctxkeep.sinks.sqlite import StatusChange
 
     return sqlite_store.apply_changes(
         conn, [StatusChange(status, tuple(ids), from_status=from_status)], home=home
@@ -1101,6 +1107,7 @@ def _relocate(conn, home: Path | None, source_path: str, moves: list[tuple[str, 
     """Set ``source_offset`` of entries of ``source_path``: ``moves`` are (entry_id, byte
     offset in the rewritten file); in SQLite and, with ``home``, DuckDB. Returns the
     SQLite rows changed."""
+    from ctxkeep.sinks.sqlite import EntryChanges, Relocation
 
     return sqlite_store.apply_changes(
         conn, EntryChanges(moves=[Relocation(source_path, tuple(moves))]), home=home

@@ -27,8 +27,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import polars as pl
-
 from ctxkeep.sinks.vault.packs import PackBuilder, write_pack
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
@@ -44,6 +42,7 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
     newline); ``whole`` documents as one text (a PEM block in Markdown spans lines).
     Bytes that are not UTF-8 pass unchanged around the markers (``surrogateescape``).
     Clean bytes come back as the same object."""
+    import polars as pl
 
     from ctxkeep.transforms.redact import redact_counts, redact_series
 
