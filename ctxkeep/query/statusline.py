@@ -112,8 +112,9 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
         raise
     if cached and cached.get("sig") == sig and cached.get("tz") == tz:
         rec["sessions"] = {**cached.get("sessions", {}), **rec["sessions"]}
-    # DuckDB still lags behind SQLite (an ingest held the store): computed again next time
-    rec["sig"] = None if rec.pop("lag", None) else sig
+    # DuckDB still lags behind SQLite (an ingest held the store): computed again next
+    # time; else the files as the compute left them (bringing DuckDB current writes it)
+    rec["sig"] = None if rec.pop("lag", None) else _signature(home)
     tmp = path.with_suffix(".tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # user-only, as the store
