@@ -73,3 +73,5 @@ schema_
 handle_starttag
 handle_endtag
 handle_data
+# maintenance.scrub.ScrubFile / service.secrets.ScrubFileResult field, written out by asdict (--json)
+lines_changed

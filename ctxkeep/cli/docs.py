@@ -514,6 +514,27 @@ def _define_outputs() -> None:
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
         o[f"report {name}"] = JsonOutput(1, report, report_doc)
+    from ctxkeep.service import secrets as secrets_svc
+
+    def _fields(model) -> dict:
+        return {
+            (f.alias or k): f.description or k.replace("_", " ")
+            for k, f in model.model_fields.items()
+            if (f.alias or k) != "schema"
+        }
+
+    o["secrets"] = JsonOutput(
+        1,
+        _fields(secrets_svc.SecretsResult),
+        "Counts only, never a value. `kinds`/`agents`: values, entries, sessions, first_seen, last_seen; "
+        "`sessions`: agent, session_id, project_dir, values, kinds, files.",
+    )
+    o["secrets --scrub"] = JsonOutput(
+        1,
+        _fields(secrets_svc.ScrubResult),
+        "`files`: one per session file holding a redacted value (path, agent, status, reason, values, "
+        "lines_changed, dropped_bad_lines, bytes_before, bytes_after, backup, older_backups).",
+    )
     o["redact"] = JsonOutput(
         1,
         {
