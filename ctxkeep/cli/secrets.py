@@ -40,11 +40,11 @@ def secrets(
             show = not as_json and err.get().is_terminal
             res = svc.scrub(
                 h,
-                svc.ScrubRequest(dry_run=dry_run, paths=files or None),
+                svc.ScrubRequest.parse(dry_run=dry_run, paths=files or None),
                 on_file=(lambda r: err.print(f"{r.status}: {r.path}", highlight=False)) if show else None,
             )
         else:
-            res = svc.secrets_report(h, svc.SecretsRequest(top=top))
+            res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
     except CtxkeepError as e:
         _fail(e)
     if as_json:

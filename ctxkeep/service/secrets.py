@@ -13,16 +13,18 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ctxkeep.service.model import Item, Request, Result
 
 
-class SecretsRequest(BaseModel):
+class SecretsRequest(Request):
     """``top``: how many sessions to list (most values first), 1-1000."""
 
     top: int = Field(20, ge=1, le=1000)
 
 
-class KindCount(BaseModel):
+class KindCount(Item):
     values: int
     entries: int
     sessions: int
@@ -30,7 +32,7 @@ class KindCount(BaseModel):
     last_seen: str | None
 
 
-class AgentCount(BaseModel):
+class AgentCount(Item):
     values: int
     entries: int
     sessions: int
@@ -39,7 +41,7 @@ class AgentCount(BaseModel):
     kinds: dict[str, int]
 
 
-class SessionCount(BaseModel):
+class SessionCount(Item):
     agent: str
     session_id: str
     project_dir: str | None
@@ -51,7 +53,7 @@ class SessionCount(BaseModel):
     files: list[str] = Field(description="the agent's session files the entries came from")
 
 
-class QuarantineCount(BaseModel):
+class QuarantineCount(Item):
     values: int
     lines: int
     kinds: dict[str, int]
@@ -59,10 +61,9 @@ class QuarantineCount(BaseModel):
     files: list[str]
 
 
-class SecretsResult(BaseModel):
+class SecretsResult(Result):
     """``ctxkeep secrets --json``."""
 
-    schema_: int = Field(1, alias="schema")
     total: int = Field(
         description="values redacted in stored entries (an entry counts each marker of its text)"
     )
@@ -75,9 +76,6 @@ class SecretsResult(BaseModel):
     quarantine: QuarantineCount
     note: str = Field(description="what to do about keys that reached an agent ('' when none)")
 
-    def as_json(self) -> dict:
-        return self.model_dump(by_alias=True)
-
 
 def secrets_report(home: Path, req: SecretsRequest) -> SecretsResult:
     from ctxkeep.query.secrets import secrets_report as run
@@ -87,14 +85,14 @@ def secrets_report(home: Path, req: SecretsRequest) -> SecretsResult:
         return SecretsResult.model_validate(run(conn, top_sessions=req.top))
 
 
-class ScrubRequest(BaseModel):
+class ScrubRequest(Request):
     """``dry_run``: say what would change, write nothing; ``paths``: only these files."""
 
     dry_run: bool = False
     paths: list[Path] | None = None
 
 
-class ScrubFileResult(BaseModel):
+class ScrubFileResult(Item):
     path: str
     agent: str
     status: str = Field(description="scrubbed | would-scrub | clean | skipped | failed")
@@ -108,10 +106,9 @@ class ScrubFileResult(BaseModel):
     older_backups: list[str]
 
 
-class ScrubResult(BaseModel):
+class ScrubResult(Result):
     """``ctxkeep secrets --scrub --json``."""
 
-    schema_: int = Field(1, alias="schema")
     dry_run: bool
     files: list[ScrubFileResult]
     scrubbed: int
@@ -121,9 +118,6 @@ class ScrubResult(BaseModel):
     values: dict[str, int]
     backups: list[str] = Field(description="files holding the original bytes, secrets included")
     note: str
-
-    def as_json(self) -> dict:
-        return self.model_dump(by_alias=True)
 
 
 def scrub(home: Path, req: ScrubRequest, on_file=None) -> ScrubResult:
