@@ -392,6 +392,7 @@ _PROSE_RULES: list[Rule] = [
     ),
 ]
 _PROSE_WORDS = ("aws", "amazon", "secret", "private", "signing", "wallet")
+_PROSE_SET = frozenset(_PROSE_WORDS)
 
 #: literals one of which a case-sensitive rule's match contains (``str.__contains__``
 #: is a memchr scan: rules whose literal is absent are not run); None: always run
@@ -429,7 +430,10 @@ KINDS = tuple(
 #: the maintained rules' keywords and the prose rules' words (lower case), for
 #: ``str.contains_any``: a text with none of them runs neither
 GITLEAKS_KEYWORDS = sorted(set(secret_rules.keywords()) | set(_PROSE_WORDS))
-_PROSE_COMPILED = [(r.kind, secret_rules.compile_re2(r.pattern), r.check) for r in _PROSE_RULES]
+_PROSE_COMPILED = [
+    (r.kind, rx, r.check, rx.groupindex["s"])
+    for r, rx in ((r, secret_rules.compile_re2(r.pattern)) for r in _PROSE_RULES)
+]
 
 
 def _prefilter(pattern: str) -> str:
@@ -534,14 +538,19 @@ def _keep_maintained(text: str, s: int, e: int, kind: str) -> bool:
 
 
 def _spans(
-    text: str, cs: bool = True, anchors: list[str] | None = None, gl: bool = True
+    text: str,
+    cs: bool = True,
+    anchors: list[str] | None = None,
+    gl: bool = True,
+    hits: list[str] | None = None,
 ) -> list[tuple[int, int, str]]:
     """Merged ``(start, end, kind)`` spans of the secrets in ``text``, in order.
 
     ``cs`` False: the case-sensitive prefilter (``PREFILTER[0]``) did not match
     ``text``, so no case-sensitive rule can (it is a superset of them) and none runs.
     ``anchors``: ``_ci_starts``'. ``gl`` False: no gitleaks keyword is in ``text``
-    (``str.contains_any`` said so), so the maintained rules are not run. Where spans
+    (``str.contains_any`` said so), so the maintained rules are not run; ``hits``: the
+    keywords (lower case) ``str.extract_many`` found in it (None: found here). Where spans
     overlap they are merged and the first rule's kind names them: ctxkeep's context
     rules come first, then gitleaks' in table order."""
     found: list[tuple[int, int, int, str]] = []
@@ -549,7 +558,11 @@ def _spans(
         base = len(_COMPILED)
         found = [
             (s, -e, base, k)
-            for s, e, k in secret_rules.find(text, extra=_PROSE_COMPILED)
+            for s, e, k in secret_rules.find(
+                text,
+                extra=_PROSE_COMPILED if hits is None or not _PROSE_SET.isdisjoint(hits) else (),
+                hits=hits,
+            )
             if _keep_maintained(text, s, e, k)
         ]
     starts = None
@@ -626,19 +639,27 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
         return s
     cs = s.str.contains(PREFILTER[0]).fill_null(False)
     anchors = s.str.extract_all(_CI_ANCHOR_ASCII)
+    import polars as pl
+
     gl = s.str.contains_any(GITLEAKS_KEYWORDS, ascii_case_insensitive=True).fill_null(False)
     idx = (cs | gl | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:
         return s
-    import polars as pl
-
     values = s.gather(idx).to_list()
     cs_hit = cs.gather(idx).to_list()
     found = anchors.gather(idx).to_list()
-    gl_hit = gl.gather(idx).to_list()
+    # which keywords, for the candidates only (Aho-Corasick again, overlapping)
+    kw_hit = (
+        s.gather(idx)
+        .str.extract_many(GITLEAKS_KEYWORDS, ascii_case_insensitive=True, overlapping=True)
+        .list.eval(pl.element().str.to_lowercase())
+        .list.unique()
+        .to_list()
+    )
+    always = bool(secret_rules.ruleset().always)
     new: list[str] = []
-    for v, c, a, g in zip(values, cs_hit, found, gl_hit, strict=True):
-        text, n = _apply(v, _spans(v, c, a, g or bool(secret_rules.ruleset().always)))
+    for v, c, a, h in zip(values, cs_hit, found, kw_hit, strict=True):
+        text, n = _apply(v, _spans(v, c, a, bool(h) or always, h or []))
         new.append(text)
         if counts is not None:
             counts.update(n)
