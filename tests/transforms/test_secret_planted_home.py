@@ -10,7 +10,9 @@ line shapes of codex-rs 0.146 as in the corpus' rollouts) and a Gemini CLI chat 
 text, thoughts, a tool call's args and result; ``~/.gemini/tmp/<hash>/chats``). Then
 ``ingest``, ``backup``, ``export parquet --with-text``, ``compress`` (the Claude and
 Codex files), ``redact --rescan``, and every byte of every file under the ctxkeep
-home and the lake is scanned for each value, raw and JSON-escaped: 0 found.
+home and the lake is scanned for each value, raw and JSON-escaped, and so is every
+string of the compressed stores read back (Parquet files, DuckDB tables, the vault's
+generations): 0 found.
 """
 
 from __future__ import annotations
@@ -53,11 +55,69 @@ def test_planted_credentials_reach_no_byte_of_the_home_or_the_lake(tmp_path):
     files = [p for root in (store, lake) for p in root.rglob("*") if p.is_file()]
     assert any(p.name == "store.db" for p in files) and any(p.suffix == ".parquet" for p in files)
     assert any("backups" in p.parts for p in files)
+    views = [(str(p.relative_to(tmp_path)), p.read_bytes()) for p in files]
+    # compressed stores are read back decoded too: every string of every Parquet file
+    # (lake, archive) and DuckDB table, and every vault generation's bytes
+    views += [
+        (str(p.relative_to(tmp_path)) + " (decoded)", _parquet_strings(p))
+        for p in files
+        if p.suffix == ".parquet"
+    ]
+    views += [
+        (str(p.relative_to(tmp_path)) + " (decoded)", _duckdb_strings(p))
+        for p in files
+        if p.suffix == ".duckdb"
+    ]
+    vault = _vault_bytes(store)
+    assert len(vault) >= 3, "the vault holds the three planted sessions"
+    views += vault
     leaked = {}
-    for p in files:
-        blob = p.read_bytes()
+    for name, blob in views:
         for v in values:
             for form in {v, json.dumps(v)[1:-1], json.dumps(json.dumps(v))[3:-3]}:
                 if form.encode() in blob:
-                    leaked.setdefault(v[:12] + "…", []).append(str(p.relative_to(tmp_path)))
+                    leaked.setdefault(v[:12] + "…", []).append(name)
     assert leaked == {}, leaked
+
+
+def _parquet_strings(p) -> bytes:
+    import polars as pl
+
+    df = pl.read_parquet(p)
+    cols = [c for c, t in df.schema.items() if t == pl.String]
+    return "\n".join(x for c in cols for x in df[c].drop_nulls().to_list()).encode("utf-8", "surrogatepass")
+
+
+def _duckdb_strings(p) -> bytes:
+    import duckdb
+
+    con = duckdb.connect(str(p), read_only=True)
+    try:
+        out = []
+        for (t,) in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type='BASE TABLE'"
+        ).fetchall():
+            cols = [
+                c
+                for c, ty in con.execute(
+                    "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?", [t]
+                ).fetchall()
+                if ty == "VARCHAR"
+            ]
+            for c in cols:
+                out += [
+                    x for (x,) in con.execute(f'SELECT "{c}" FROM "{t}" WHERE "{c}" IS NOT NULL').fetchall()
+                ]
+        return "\n".join(out).encode("utf-8", "surrogatepass")
+    finally:
+        con.close()
+
+
+def _vault_bytes(store) -> list[tuple[str, bytes]]:
+    from contextlib import closing
+
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.vault import manifest
+
+    with closing(sqlite_store.connect(store, readonly=True)) as conn:
+        return [(f"vault:{g.path}", manifest.gen_bytes(conn, store, g)) for g in manifest.generations(conn)]
