@@ -1,10 +1,10 @@
 """Secret redaction: credentials are replaced by ``[REDACTED:<kind>]`` before anything
 is hashed, indexed or stored (entry texts, quarantined lines).
 
-Two stages, so that the common case (a text holding no secret) costs one pass of a
-compiled multi-pattern automaton:
+Two stages, so that the common case (a text holding no secret) costs a few passes of
+compiled multi-pattern automata:
 
-1. ``PREFILTER``: every rule below with its look-arounds and named groups removed,
+1. ``PREFILTER`` (context rules) and ``GITLEAKS_KEYWORDS`` (the table): every rule below with its look-arounds and named groups removed,
    joined into two alternations and run by Polars' Rust ``regex`` engine (linear time,
    a lazy DFA; the case-insensitive key/value rules are a second pass because in one
    alternation they make the automaton ~100x slower). It over-approximates: a text it
@@ -20,9 +20,22 @@ compiled multi-pattern automaton:
    scans a whole candidate text for them. Measured on the corpus's entry texts:
    ~10x faster than running every rule over every candidate, same spans.
 
-Rules (``RULES``) are the providers' documented token formats, cross-checked against
-gitleaks' ``config/gitleaks.toml`` (the rules Betterleaks ships; MIT) and detect-secrets'
-plugins (Apache-2.0): AWS (access key ids ``AKIA``/``ASIA``/…, secret keys by their
+Two rule sets, merged per text (overlapping spans become one marker named by the first
+rule's kind; ctxkeep's rules come first):
+
+- the maintained table (``transforms.secret_rules``): gitleaks' rule set, generated from
+  a named upstream version (``secret_rules.json``; ``tools/gen_secret_rules.py``), run
+  on the texts holding one of its keywords (``str.contains_any`` /
+  ``str.extract_many``, Aho-Corasick in Polars), its regexes in RE2; a generic rule's
+  hex digest or uuid is kept (``_keep_maintained``);
+- ctxkeep's context rules below (``RULES``, and ``_PROSE_RULES`` in RE2).
+
+Spans never start or end inside an escape sequence (``_escape_safe``), so a redacted
+JSON or JSON-escaped text stays valid.
+
+The context rules (``RULES``) are the providers' documented token formats, cross-checked against
+gitleaks' ``config/gitleaks.toml`` (MIT) and detect-secrets'
+plugins (Apache-2.0), and above all the forms a key word names a value in: AWS (access key ids ``AKIA``/``ASIA``/…, secret keys by their
 key name), GitHub (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``),
 GitLab (``glpat-`` and the other ``gl…-`` token prefixes), OpenAI (``sk-``,
 ``sk-proj-``, ``sk-svcacct-``), Anthropic (``sk-ant-``), Google API keys (``AIza``),
