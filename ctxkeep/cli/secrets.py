@@ -17,7 +17,7 @@ def secrets(
     scrub: bool = typer.Option(
         False,
         "--scrub",
-        help="Redact the values in the agents' own JSONL session files (verified backup first).",
+        help="Redact the values in the agents' own session files (verified backup first).",
     ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="With --scrub: say what would change; write nothing."

@@ -24,8 +24,9 @@ nothing (entry ids are stable; the texts were stored redacted).
 
 The backups hold the secrets (that is what makes the rewrite undoable): the result
 lists them, with every older ``.backup.*`` of each file, to delete once checked.
-Files that are not JSONL (Gemini CLI's one-JSON chats, SQLite stores) are listed as
-not scrubbed.
+A one-document JSON session (Gemini CLI's chats) is redacted the same way and written
+back as one compact line (``_scrub_document``); other files (SQLite stores) are listed
+as not scrubbed.
 """
 
 from __future__ import annotations
@@ -152,8 +153,8 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     if not path.is_file():
         r.status, r.reason = "skipped", "the file is gone"
         return r
-    if path.suffix != ".jsonl":
-        r.status, r.reason = "skipped", "not a JSONL session file (only JSONL files are rewritten)"
+    if path.suffix not in (".jsonl", ".json"):
+        r.status, r.reason = "skipped", "not a JSON or JSONL session file"
         return r
     age = time.time() - path.stat().st_mtime
     if age < active_minutes * 60:
@@ -174,6 +175,8 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
         wm = sqlite_store.load_watermarks(conn).get(str(path))
         engine.ingest_file(conn, file, wm, sqlite_store.tombstoned(conn))
     data, state = rewrite.read_state(path)
+    if path.suffix == ".json":
+        return _scrub_document(r, path, data, state, dry_run)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
     if rest.strip():
@@ -199,6 +202,40 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     r.backup, r.status = str(backup), "scrubbed"
     r.older_backups = [p for p in r.older_backups if p != str(backup)]
     _after_rewrite(conn, home, file, new, new_st, old_ids)
+    return r
+
+
+def _scrub_document(r: ScrubFile, path: Path, data: bytes, state, dry_run: bool) -> ScrubFile:
+    """A one-document session (Gemini CLI's ``chats/session-*.json``): every string
+    value redacted, written back as one compact JSON line (``JSON.parse`` reads it as
+    the pretty-printed original; ``validate_jsonl`` checks it). Its entries are
+    identified by the messages' own ids, so the next ingest, which re-reads a rewritten
+    document, stores nothing new."""
+    from collections import Counter
+
+    r.bytes_before = r.bytes_after = len(data)
+    try:
+        doc = json.loads(data.decode("utf-8", "surrogateescape"))
+    except ValueError:
+        r.status, r.reason = "skipped", "the document does not parse (the agent may be writing it)"
+        return r
+    c: Counter = Counter()
+    new_doc = _redact_obj(doc, c)
+    if not c:
+        return r
+    new = (
+        json.dumps(new_doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
+        + b"\n"
+    )
+    r.values, r.lines_changed, r.bytes_after = dict(c.most_common()), 1, len(new)
+    r.older_backups = [str(p) for p in rewrite.backup_paths(path)]
+    if dry_run:
+        r.status = "would-scrub"
+        return r
+    backup = rewrite.make_backup(path, data, state)
+    rewrite.replace_file(path, new, state, expected_lines=1)
+    r.backup, r.status = str(backup), "scrubbed"
+    r.older_backups = [p for p in r.older_backups if p != str(backup)]
     return r
 
 

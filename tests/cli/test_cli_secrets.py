@@ -63,15 +63,13 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
     e, claude, codex, gemini, values = planted
     before = {p: p.read_bytes() for p in (claude, codex, gemini)}
     d = json.loads(_run(e, "secrets", "--scrub", "--dry-run", "--json").stdout)
-    assert d["dry_run"] and d["would_scrub"] == 2 and d["scrubbed"] == 0
+    assert d["dry_run"] and d["would_scrub"] == 3 and d["scrubbed"] == 0
     assert {p: p.read_bytes() for p in before} == before
-    st = {f["path"]: f for f in d["files"]}
-    assert st[str(gemini)]["status"] == "skipped" and "JSONL" in st[str(gemini)]["reason"]
     n_entries = json.loads(_run(e, "stats", "--json").stdout)["entries"]
 
     d = json.loads(_run(e, "secrets", "--scrub", "--json").stdout)
-    assert d["scrubbed"] == 2 and d["failed"] == 0
-    assert sorted(d["backups"]) == sorted([str(claude) + ".backup", str(codex) + ".backup"])
+    assert d["scrubbed"] == 3 and d["failed"] == 0
+    assert sorted(d["backups"]) == sorted(str(p) + ".backup" for p in (claude, codex, gemini))
     for p in (claude, codex):
         data = p.read_bytes()
         assert [v for v in values if v.encode() in data or json.dumps(v)[1:-1].encode() in data] == []
@@ -79,7 +77,11 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
         old = [json.loads(x) for x in before[p].splitlines() if x.strip().startswith(b"{") and _ok(x)]
         assert [r.get("uuid") or r.get("type") for r in recs] == [r.get("uuid") or r.get("type") for r in old]
         assert (p.parent / (p.name + ".backup")).read_bytes() == before[p]
-    assert gemini.read_bytes() == before[gemini]
+    g = gemini.read_bytes()
+    assert [v for v in values if v.encode() in g or json.dumps(v)[1:-1].encode() in g] == []
+    old_doc, new_doc = json.loads(before[gemini]), json.loads(g)
+    assert [m["id"] for m in new_doc["messages"]] == [m["id"] for m in old_doc["messages"]]
+    assert new_doc["sessionId"] == old_doc["sessionId"]
     # the store is unchanged by it and the next ingest adds nothing
     _run(e, "ingest")
     assert json.loads(_run(e, "stats", "--json").stdout)["entries"] == n_entries
