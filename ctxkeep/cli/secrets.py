@@ -76,7 +76,7 @@ def _print_report(r) -> None:
     out.print(t)
     t = table(title="per agent")
     for c in ("agent", "values", "sessions", "first seen", "last seen", "kinds"):
-        t.add_column(c)
+        t.add_column(c, justify="right" if c in ("values", "sessions") else "left")
     for a, v in r.agents.items():
         kinds = ", ".join(f"{k} {n}" for k, n in list(v.kinds.items())[:4])
         t.add_row(a, f"{v.values:,}", f"{v.sessions:,}", v.first_seen or "", v.last_seen or "", kinds)
@@ -90,7 +90,8 @@ def _print_report(r) -> None:
     out.print(t)
     t = table(title="sessions to look at")
     for c in ("agent", "session", "values", "last seen", "kinds", "file"):
-        t.add_column(c)
+        # ids and paths whole (folded), so they can be copied
+        t.add_column(c, overflow="fold", justify="right" if c == "values" else "left")
     for s in r.sessions:
         kinds = ", ".join(f"{k} {n}" for k, n in list(s.kinds.items())[:3])
         t.add_row(
