@@ -437,9 +437,7 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
 }
 _COMPILED = [(r, re.compile(r.pattern), None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
 #: every kind a marker can name: ctxkeep's context rules', then gitleaks' rule ids
-KINDS = tuple(
-    dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + [r.id for r in secret_rules.ruleset().rules])
-)
+KINDS = tuple(dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + secret_rules.rule_ids()))
 #: the maintained rules' keywords and the prose rules' words (lower case), for
 #: ``str.contains_any``: a text with none of them runs neither
 GITLEAKS_KEYWORDS = sorted(set(secret_rules.keywords()) | set(_PROSE_WORDS))
@@ -669,7 +667,7 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
         .list.unique()
         .to_list()
     )
-    always = bool(secret_rules.ruleset().always)
+    always = secret_rules.has_keywordless()
     new: list[str] = []
     for v, c, a, h in zip(values, cs_hit, found, kw_hit, strict=True):
         text, n = _apply(v, _spans(v, c, a, bool(h) or always, h or []))

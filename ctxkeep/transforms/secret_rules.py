@@ -97,15 +97,29 @@ class RuleSet(NamedTuple):
 
 
 @cache
+def table(path: Path = TABLE_PATH) -> dict:
+    """The table at ``path`` as JSON (read once per process; ~90 KB, a few ms: what
+    needs only the rule ids or keywords does not compile the regexes). Raises
+    ValueError when its ``schema`` is not 1."""
+    t = json.loads(path.read_text("utf-8"))
+    if t.get("schema") != 1:
+        raise ValueError(f"secret rule table {path}: schema {t.get('schema')!r}, expected 1")
+    return t
+
+
+def rule_ids() -> list[str]:
+    """The table's rule ids (the kinds its markers name), in table order."""
+    return [r["id"] for r in table()["rules"]]
+
+
+@cache
 def ruleset(path: Path = TABLE_PATH) -> RuleSet:
-    """The table at ``path`` compiled (once per process). Raises ValueError when the
-    table's ``schema`` is not 1, ``re2.error``/``re.error`` on a regex neither
-    engine takes (the generator checked them all)."""
-    table = json.loads(path.read_text("utf-8"))
-    if table.get("schema") != 1:
-        raise ValueError(f"secret rule table {path}: schema {table.get('schema')!r}, expected 1")
+    """The table at ``path`` compiled (once per process, on first use: ~0.2 s).
+    Raises ValueError when the table's ``schema`` is not 1, ``re2.error``/``re.error``
+    on a regex neither engine takes (the generator checked them all)."""
+    table_ = table(path)
     rules, kw_index, always = [], {}, []
-    for r in table["rules"]:
+    for r in table_["rules"]:
         allow = tuple(
             _Allow(
                 a["condition"] == "AND",
@@ -143,8 +157,8 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
     for k in keywords:
         kw_set.Add(re2.escape(k))
     kw_set.Compile()
-    g = table["global_allowlist"]
-    meta = {k: v for k, v in table.items() if k not in ("rules", "global_allowlist")}
+    g = table_["global_allowlist"]
+    meta = {k: v for k, v in table_.items() if k not in ("rules", "global_allowlist")}
     return RuleSet(
         meta,
         tuple(rules),
@@ -274,4 +288,9 @@ def find(text: str, rs: RuleSet | None = None, extra=(), hits=None) -> list[tupl
 def keywords() -> tuple[str, ...]:
     """Every rule keyword (lower case): a text holding none of them (ASCII
     case-insensitively) is matched by no rule except the keyword-less ones."""
-    return ruleset().keywords
+    return tuple(dict.fromkeys(k for r in table()["rules"] for k in r["keywords"]))
+
+
+def has_keywordless() -> bool:
+    """Whether a rule has no keyword (then every text runs it)."""
+    return any(not r["keywords"] for r in table()["rules"])
