@@ -25,8 +25,8 @@ rule's kind; ctxkeep's rules come first):
 
 - the maintained table (``transforms.secret_rules``): gitleaks' rule set, generated from
   a named upstream version (``secret_rules.json``; ``tools/gen_secret_rules.py``), run
-  on the texts holding one of its keywords (``str.contains_any`` /
-  ``str.extract_many``, Aho-Corasick in Polars), its regexes in RE2; a generic rule's
+  on the texts holding one of its keywords (``str.contains_any``, Aho-Corasick in
+  Polars; per candidate, the rules of the keywords an RE2 Set finds), its regexes in RE2; a generic rule's
   hex digest or uuid is kept (``_keep_maintained``);
 - ctxkeep's context rules below (``RULES``, and ``_PROSE_RULES`` in RE2).
 
@@ -561,7 +561,8 @@ def _spans(
     ``text``, so no case-sensitive rule can (it is a superset of them) and none runs.
     ``anchors``: ``_ci_starts``'. ``gl`` False: no gitleaks keyword is in ``text``
     (``str.contains_any`` said so), so the maintained rules are not run; ``hits``: the
-    keywords (lower case) ``str.extract_many`` found in it (None: found here). Where spans
+    table keywords (lower case) known to be in it (None: the table's keyword Set finds
+    them; the prose rules run only when one of their words is in ``hits``). Where spans
     overlap they are merged and the first rule's kind names them: ctxkeep's context
     rules come first, then gitleaks' in table order."""
     found: list[tuple[int, int, int, str]] = []
