@@ -116,6 +116,8 @@ tombstones
 watermarks_dropped
 would_compress
 raw_base64
+# maintenance.scrub.ScrubFile / service.secrets.ScrubFileResult field, written out by asdict (--json)
+lines_changed
 # marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
 __generated_with
 pack_bytes

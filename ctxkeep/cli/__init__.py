@@ -418,6 +418,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "backup": (("doctor",), "Store health"),
     "restore": (("doctor",), "Store health"),
     "redact": (("redact",), "Store health"),
+    "secrets": (("secrets",), "Store health"),
     "help": (("docs",), "Help"),
     "export": (("export",), "Usage and cost"),
     "report": (("report", "report_html"), "Usage and cost"),
