@@ -237,7 +237,8 @@ def _given_home(home: Path | None = None) -> Path | None:
 def _home(home: Path | None) -> Path:
     """The store directory: the command's ``--home``, else the one given before the
     command, else ``$CTXKEEP_HOME`` or the platform data dir (``config.resolve_home``).
-    Raises StoreError when it names a file."""
+    Raises StoreError when it names a file, FileSystemError when its path goes through
+    a file (``--home FILE/sub``)."""
     h = cfgmod.resolve_home(home or _top_home)
     if h.is_file():
         from ctxkeep.errors import StoreError
@@ -245,6 +246,17 @@ def _home(home: Path | None) -> Path:
         raise StoreError(
             f"cannot use {h} as the store: it is a file, not a directory",
             hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
+        )
+    probe = h.parent
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():  # --home FILE/sub: a path through a file
+        from ctxkeep.errors import FileSystemError
+
+        raise FileSystemError(
+            f"cannot use {h} as the store: {probe} is a file, not a directory",
+            hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
+            kind="ENOTDIR",
         )
     return h
 
@@ -313,14 +325,23 @@ def _argv_home() -> Path | None:
 
 
 def _store_error(e: BaseException) -> bool:
-    """Print the one line of a store error that escaped a command and return True:
+    """Print the one line of a store error that escaped a command and return True: a
+    file-system failure anywhere in its chain of causes (``errors.from_os_error``: a
+    full disk, a read-only file system, a path through a file, permission denied) as
+    ``error: <what> (<file>) - <what to do>``;
     ``StoreDamaged``/``sqlite3.DatabaseError`` of a damaged store (SQLITE_CORRUPT,
     SQLITE_NOTADB) as ``error: store.db is damaged (<path>) - run 'ctxkeep doctor'``,
     any other ``CtxkeepError`` as its own line. False for anything else."""
     import sqlite3
 
-    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.errors import CtxkeepError, from_os_error
 
+    fs = from_os_error(e, where=str(_argv_home() or ""))
+    if fs is not None:  # a full disk, a read-only file system, a path through a file, …
+        if fs.where == "":
+            fs.where = None
+        typer.echo(f"error: {cli_words(fs)}", err=True)
+        return True
     if isinstance(e, sqlite3.DatabaseError):
         from ctxkeep.sinks.files import STORE_DB
         from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption

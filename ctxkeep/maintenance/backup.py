@@ -93,7 +93,7 @@ def run_backup(home: Path, *, keep: int | None = None) -> dict:
             dst.execute("PRAGMA journal_mode=DELETE")  # a single self-contained file
         finally:
             dst.close()
-    except sqlite3.DatabaseError:
+    except BaseException:  # a full disk (SQLITE_FULL, ENOSPC): no temp file stays behind
         tmp.unlink(missing_ok=True)
         raise
     finally:
@@ -137,11 +137,15 @@ def install(home: Path, file: Path) -> None:
     dest = Path(home) / STORE_DB
     tmp = dest.with_name(STORE_DB + ".restoring")
     fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out, open(file, "rb") as src:
-        shutil.copyfileobj(src, out, 1 << 20)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, dest)
+    try:
+        with os.fdopen(fd, "wb") as out, open(file, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    except BaseException:  # a full disk: no temp file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def restore(home: Path, file: Path) -> dict:
