@@ -145,6 +145,8 @@ class BackupConfig:
 class McpConfig:
     #: extra directories MCP ``ctx_index`` may read besides the project and home dirs
     index_roots: list[str] = field(default_factory=list)
+    #: the largest note ``ctx_index`` takes (text or file), in MB (``service.index``)
+    max_index_mb: int = 8
 
 
 @dataclass

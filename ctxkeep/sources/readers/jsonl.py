@@ -34,14 +34,26 @@ from ctxkeep.sources.contract import (
 
 HEAD_BYTES = 4096
 
+#: files read from elsewhere: ``original path (text) → the file holding its bytes``,
+#: set by ``maintenance.reparse`` while it parses the vault's generations again (the
+#: agents' files may be gone); the readers report the original path
+VIEW: dict[str, Path] = {}
+
+
+def readable(path: Path) -> bool:
+    """Whether ``path`` exists or ``VIEW`` maps it (a reparse from the vault)."""
+    return str(path) in VIEW or path.exists()
+
 
 def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
     """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
     is a directory or may not be read, or is no regular file (a FIFO swapped in after
     discovery: opened non-blocking, so the open never waits for a writer; a device):
-    a source then yields nothing for it."""
+    a source then yields nothing for it. A path in ``VIEW`` opens the file it maps to."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        fd = os.open(
+            VIEW.get(str(path), path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        )
     except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
         return None
     except OSError as e:
@@ -71,8 +83,8 @@ def file_head(path: Path, suffixes: tuple[str, ...], n: int = 4096) -> bytes:
 
 
 def head_hash(path: Path, length: int) -> str:
-    """SHA-256 hex of the first ``length`` bytes of ``path``."""
-    with open(path, "rb") as f:
+    """SHA-256 hex of the first ``length`` bytes of ``path`` (``VIEW`` applies)."""
+    with open(VIEW.get(str(path), path), "rb") as f:
         return hashlib.sha256(f.read(length)).hexdigest()
 
 
@@ -317,8 +329,14 @@ def read_jsonl(
             wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns) or wm.offset != pos
         ):
             # nothing complete was read (empty file, or only a partial last line): record
-            # the watermark anyway so that an unchanged file is skipped next time
-            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True))
+            # the watermark anyway so that an unchanged file is skipped next time (and
+            # an empty capture, so the vault knows the file: a 0-byte file restores)
+            yield Batch(
+                [],
+                [],
+                _watermark(file, st, fd, pos, parser_version, state, True),
+                raw=RawCapture.of(file, "append", pos, b"", st),
+            )
 
 
 def _parse_lines(
