@@ -122,8 +122,11 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
             f.write(json.dumps(rec))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-    except OSError:
-        pass
+    except OSError:  # a cache: a full or read-only disk only costs the next computation
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
     return rec
 
 

@@ -119,14 +119,17 @@ def _write_atomic(df: pl.DataFrame, path: Path) -> None:
     old = os.umask(0o077)
     try:
         df.write_parquet(tmp, compression="zstd", statistics=True)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: no temp file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
     finally:
         os.umask(old)
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
     try:
         dfd = os.open(path.parent, os.O_RDONLY)
         try:
