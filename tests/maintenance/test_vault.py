@@ -325,3 +325,96 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
         assert con.execute("SELECT count(*) FROM entries").fetchone()[0] == after["entries"][0]
     finally:
         con.close()
+
+
+def test_a_lost_store_is_rebuilt_from_the_vault_by_doctor_repair(home_copy, tmp_path):
+    """store.db lost (no backup) and the agents' files gone: ``doctor --repair`` rebuilds
+    the manifest from the packs and the entries and usage from the vault: the same entry
+    ids and usage totals as before."""
+    from ctxkeep.maintenance import doctor
+
+    store = tmp_path / "store"
+    ingest(home_copy, store)
+    held = _vaulted(store)
+    ids = q(store, "SELECT entry_id FROM entries WHERE agent IN (SELECT agent FROM vault_files) ORDER BY 1")
+    usage = q(
+        store,
+        "SELECT agent, sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage "
+        "WHERE agent IN (SELECT agent FROM vault_files) GROUP BY agent ORDER BY agent",
+    )
+    for p in held:
+        os.remove(p)
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    (store / "store.db").write_bytes(b"")  # lost: what a full disk or a bad copy leaves
+    findings = doctor.check(store)
+    r = doctor.repair(store, findings)
+    assert any("from the vault" in a for a in r["actions"]), r
+    assert any("manifest from" in a for a in r["actions"]), r
+    got = q(store, "SELECT entry_id FROM entries WHERE agent IN (SELECT agent FROM vault_files) ORDER BY 1")
+    redacted_codex = 2  # the lines redaction changed in a Codex file whose ids hash the line
+    assert len(got) == len(ids) and len(set(got) ^ set(ids)) <= 2 * redacted_codex
+    assert (
+        q(
+            store,
+            "SELECT agent, sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage "
+            "WHERE agent IN (SELECT agent FROM vault_files) GROUP BY agent ORDER BY agent",
+        )
+        == usage
+    )
+    assert vault_verify(store)["ok"]
+
+
+def test_the_manifest_is_rebuilt_from_the_packs_alone(home_copy, tmp_path):
+    from ctxkeep.sinks.vault.capture import replay
+
+    store = tmp_path / "store"
+    ingest(home_copy, store)
+    # a second state of a Codex rollout (appended lines) and a rewritten Gemini document
+    later = corpus(
+        "../appends/codex/rollout-2025-12-15T14-44-44-019b2241-a0a9-7740-a0c0-33c010d4f7e6.later.jsonl"
+    )
+    (rollout,) = (home_copy / ".codex" / "sessions").rglob("rollout-2025-12-15T14-44-44-*.jsonl")
+    rollout.write_bytes(later.read_bytes())
+    (doc,) = (home_copy / ".gemini").rglob("session-2025-12-08T17-35-9fae96a8.json")
+    d = json.loads(doc.read_bytes())
+    d["lastUpdated"] = "2025-12-09T00:00:00Z"
+    doc.write_text(json.dumps(d, indent=2))
+    ingest(home_copy, store)
+    tables = ("vault_packs", "vault_objects", "vault_files", "vault_generations", "vault_segments")
+
+    def rows():
+        out = {t: q(store, f"SELECT * FROM {t} ORDER BY 1, 2") for t in tables}
+        # without the times a replay writes anew (pack created_at; generation created/updated_at)
+        out["vault_packs"] = [r[:3] for r in out["vault_packs"]]
+        out["vault_generations"] = [r[:10] + r[12:] for r in out["vault_generations"]]
+        return out
+
+    before = rows()
+    assert (
+        len(
+            q(
+                store,
+                "SELECT * FROM vault_segments WHERE gen_id = (SELECT g.gen_id FROM vault_generations g "
+                "JOIN vault_files f USING (vfile_id) WHERE f.path = ?)",
+                str(rollout),
+            )
+        )
+        == 2
+    )
+    assert q(
+        store,
+        "SELECT count(*) FROM vault_generations g JOIN vault_files f USING (vfile_id) WHERE f.path = ?",
+        str(doc),
+    ) == [(2,)]
+    conn = sqlite_store.connect(store)
+    try:
+        with sqlite_store.write(conn):
+            for t in tables:
+                conn.execute(f"DELETE FROM {t}")
+            n = replay(conn, store)
+    finally:
+        conn.close()
+    assert n == len(before["vault_packs"])
+    assert rows() == before
+    assert vault_verify(store)["ok"]

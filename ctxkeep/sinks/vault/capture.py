@@ -388,14 +388,18 @@ def record(conn, home: Path, g: PreparedGroup | None, load: Load | None = None) 
 
 
 def replay(conn, home: Path, progress=None) -> int:
-    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``),
-    in the caller's transaction: every pack in the order it was written, its objects
-    and captures recorded as at ingest. Returns the packs replayed. Packs without a
+    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``, a
+    store backup older than the vault), in the caller's transaction: every pack the
+    manifest does not name, in the order they were written, its objects and captures
+    recorded as at ingest. Returns the packs replayed. Packs without a
     record are skipped (named by ``vault verify --full``)."""
     from ctxkeep.sinks.vault.packs import pack_names, read_record
 
+    known = {r[0] for r in conn.execute("SELECT name FROM vault_packs")}
     recs = []
     for name, path in pack_names(home):
+        if name in known:
+            continue
         rec = read_record(path)
         if rec is not None:
             recs.append((rec[0].get("t", 0), name, path.stat().st_size, rec))
