@@ -329,7 +329,7 @@ def _from_vault(home: Path) -> list[str]:
     actions' lines."""
     from ctxkeep.maintenance.reparse import reparse
     from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sinks.vault import capture, packs
+    from ctxkeep.sinks.vault import capture, forget, packs
 
     if not packs.pack_names(home):
         return []
@@ -340,6 +340,7 @@ def _from_vault(home: Path) -> list[str]:
             n = capture.replay(conn, home)
         if n:
             out.append(f"rebuilt the vault's manifest from {n:,} packs")
+            forget.sweep(conn, home)  # bytes of purged files an old pack still held
     finally:
         conn.close()
     r = reparse(home)

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxkeep.cli import app
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.maintenance.vault import cleanup_schedules, vault_restore, vault_status, vault_verify
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.vault import manifest
@@ -418,3 +418,39 @@ def test_the_manifest_is_rebuilt_from_the_packs_alone(home_copy, tmp_path):
     assert n == len(before["vault_packs"])
     assert rows() == before
     assert vault_verify(store)["ok"]
+
+
+def test_a_purge_takes_the_session_out_of_the_vault_and_a_replay_never_brings_it_back(home_copy, tmp_path):
+    from ctxkeep.maintenance import doctor
+    from ctxkeep.maintenance.purge import run_purge
+    from ctxkeep.maintenance.purge_request import PurgeRequest
+    from ctxkeep.sinks.vault.packs import read_object, read_record
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["codex", "claude-code"])
+    (rollout,) = (home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")
+    sid = q(store, "SELECT DISTINCT session_id FROM entries WHERE source_path = ?", str(rollout))[0][0]
+    marker = rollout.read_bytes().splitlines()[5][:200]  # bytes only this file holds
+    assert marker and not any(marker in p.read_bytes() for p in (home_copy / ".claude").rglob("*.jsonl"))
+
+    def vault_bytes() -> bytes:
+        out = []
+        for _, path in pack_names(store):
+            _rec, objs = read_record(path)
+            out += [read_object(store, path.stem, o, st, raw, sha) for sha, o, st, raw in objs]
+        return b"".join(out)
+
+    assert marker in vault_bytes()
+    run_purge(store, PurgeRequest("session", session_id=sid))
+    assert str(rollout) not in _vaulted(store)
+    assert marker not in vault_bytes()
+    assert vault_verify(store, full=True)["ok"]
+    with pytest.raises(NotFound):
+        vault_restore(store, sid)
+    # the store lost: the packs rebuild the manifest without the purged file
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    (store / "store.db").write_bytes(b"")
+    doctor.repair(store, doctor.check(store))
+    assert str(rollout) not in _vaulted(store)
+    assert marker not in vault_bytes()

@@ -393,8 +393,10 @@ def replay(conn, home: Path, progress=None) -> int:
     manifest does not name, in the order they were written, its objects and captures
     recorded as at ingest. Returns the packs replayed. Packs without a
     record are skipped (named by ``vault verify --full``)."""
+    from ctxkeep.sinks.vault.forget import forgotten, path_hash, used_objects
     from ctxkeep.sinks.vault.packs import pack_names, read_record
 
+    gone = forgotten(home)  # files a purge removed: never brought back
     known = {r[0] for r in conn.execute("SELECT name FROM vault_packs")}
     recs = []
     for name, path in pack_names(home):
@@ -405,10 +407,16 @@ def replay(conn, home: Path, progress=None) -> int:
             recs.append((rec[0].get("t", 0), name, path.stat().st_size, rec))
     recs.sort(key=lambda r: (r[0], r[1]))
     for i, (_, name, size, (rec, objects)) in enumerate(recs, 1):
-        g = PreparedGroup([Prepared.from_record(c) for c in rec.get("captures", [])], (name, size), objects)
-        record(conn, home, g)
+        caps = [Prepared.from_record(c) for c in rec.get("captures", []) if path_hash(c["path"]) not in gone]
+        record(conn, home, PreparedGroup(caps, (name, size), objects))
         if progress:
             progress(i, len(recs))
+    if gone and recs:  # objects only forgotten files used: their rows go (``forget.sweep`` the bytes)
+        used = used_objects(conn)
+        conn.executemany(
+            "DELETE FROM vault_objects WHERE sha = ?",
+            [(r[0],) for r in conn.execute("SELECT sha FROM vault_objects").fetchall() if r[0] not in used],
+        )
     return len(recs)
 
 
