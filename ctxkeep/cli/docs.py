@@ -284,6 +284,7 @@ def _define_outputs() -> None:
             "entry_id": "the full id",
             "agent": "agent name",
             "session_id": "session id",
+            "session_short_id": "the shortest prefix of session_id naming it in the store",
             "project_dir": "project directory (null: unknown)",
             "ts": "record time, ISO-8601 UTC",
             "role": "user, assistant, system, tool",
@@ -310,6 +311,7 @@ def _define_outputs() -> None:
         1,
         {
             "agent": "agent name",
+            "session_short_id": "the shortest prefix of session_id naming it in the store",
             "session_id": "the full session id",
             "project_dir": "project directory",
             "turns": "the conversation in order: entry_id, ts, role, kind, tool_name, text, "

@@ -3,6 +3,7 @@ and the parts an ingest splits them into (one agent's files, in plan order)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,7 +11,11 @@ from ctxkeep import config as cfgmod
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths, needs_state
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.contract import MAX_LINE_ENV, Discovery, DiscoveryContext, SourceFile, Watermark
+
+#: the line cap was set in the environment this process started with (it then wins
+#: over ``config.toml``'s ``[ingest] max_line_mb``, which ``plan`` exports otherwise)
+_LINE_CAP_FROM_ENV = bool(os.environ.get(MAX_LINE_ENV))
 
 #: files to read, each with its watermark (None: read from byte 0)
 Todo = list[tuple[SourceFile, Watermark | None]]
@@ -111,6 +116,8 @@ def plan(
     --dry-run`` never creates one).
     """
     cfg = cfgmod.load_config(home)
+    if not _LINE_CAP_FROM_ENV:  # the reader (and the reader processes it starts) read it
+        os.environ[MAX_LINE_ENV] = str(cfg.ingest.max_line_mb)
     ctx = ctx or DiscoveryContext.from_env()
     problems: list[str] = cfgmod.unknown_agent_lines(cfg, SOURCES) + [
         f"{cfg.path}: {w}" for w in cfg.warnings

@@ -129,6 +129,8 @@ def duration(started: str | None, ended: str | None) -> str:
     if s < 60:
         return f"{max(s, 0)}s"
     h, m = divmod(s // 60, 60)
+    if h >= 48:
+        return f"{h // 24}d {h % 24}h"
     return f"{h}h {m:02d}m" if h else f"{m}m"
 
 
@@ -267,7 +269,7 @@ def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str:
     if turn.kind == "tool_call":
         err = " error" if turn.result_error else ""
         return (
-            f'<details class="tool{err}"{anchor}><summary>🔧 {html.escape(tool_summary(turn))}'
+            f'<details class="tool{err}"{anchor}><summary><span class="tag">tool</span> {html.escape(tool_summary(turn))}'
             f' <span class="when">{when}</span></summary>{_tool_body_html(turn)}{_media_html(turn)}</details>'
         )
     if turn.kind == "tool_result":
@@ -276,31 +278,31 @@ def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str:
             " · ERROR" if turn.result_error else ""
         )
         return (
-            f'<details class="tool{err}"{anchor}><summary>↩ {html.escape(label)} (its call is not stored)'
+            f'<details class="tool{err}"{anchor}><summary><span class="tag">result</span> {html.escape(label)} (its call is not stored)'
             f' <span class="when">{when}</span></summary>{highlight(turn.text, "")}{_media_html(turn)}</details>'
         )
     if turn.kind == "thinking":
         if not turn.text.strip():
-            return f'<div class="thinking empty"{anchor}>💭 thinking (its text is not stored: the agent keeps it encrypted) · {when}</div>'
+            return f'<div class="thinking empty"{anchor}><span class="tag">thinking</span> its text is not stored (the agent keeps it encrypted) · {when}</div>'
         return (
-            f'<details class="thinking"{anchor}><summary>💭 thinking ({size(len(turn.text.encode()))})'
+            f'<details class="thinking"{anchor}><summary><span class="tag">thinking</span> {size(len(turn.text.encode()))}'
             f' <span class="when">{when}</span></summary>{markdown_html(turn.text)}</details>'
         )
     if turn.kind == "compaction":
         return (
-            f'<details class="compaction"{anchor}><summary>✂ context compacted here · {when}'
+            f'<details class="compaction"{anchor}><summary><span class="tag">compaction</span> context compacted here · {when}'
             f" ({size(len(turn.text.encode()))} of summary)</summary>{markdown_html(turn.text)}</details>"
         )
     if turn.kind == "summary":
         return (
-            f'<details class="summary"{anchor}><summary>📝 summary · {when}</summary>'
+            f'<details class="summary"{anchor}><summary><span class="tag">summary</span> {when}</summary>'
             f"{markdown_html(turn.text)}</details>"
         )
     if turn.kind == "subagent":
         href = link(turn.ref or "")
         title = html.escape(turn.text or turn.ref or "")
         target = f'<a href="{html.escape(href)}">{title}</a>' if href else title
-        return f'<div class="subagent">↳ sub-agent started · {when}: {target}</div>'
+        return f'<div class="subagent"><span class="tag">sub-agent</span> started · {when}: {target}</div>'
     return ""
 
 
@@ -357,12 +359,13 @@ def index_html(
     rows = []
     for s in sessions:
         href = link(s.session_id)
-        title = html.escape(s.title or "(no prompt)")
+        title = html.escape(_short(s.title, 90) or "(no prompt)")
         cell = f'<a href="{html.escape(href)}">{title}</a>' if href else title
         cls = ' class="sub"' if s.depth else ""
         rows.append(
             f"<tr{cls}><td>{html.escape(s.agent)}</td><td>{'↳ ' if s.depth else ''}{cell}</td>"
-            f"<td>{html.escape(s.project_dir or '')}</td><td>{html.escape(local_time(s.started, tz, '%Y-%m-%d %H:%M'))}</td>"
+            f'<td class="proj">{html.escape(s.project_dir or "")}</td>'
+            f"<td>{html.escape(local_time(s.started, tz, '%Y-%m-%d %H:%M'))}</td>"
             f'<td class="n">{html.escape(duration(s.started, s.ended))}</td><td class="n">{s.messages:,}</td>'
             f'<td class="n">{s.tool_calls:,}</td><td class="n">{s.tokens:,}</td><td class="n">{cost(s.cost_usd)}</td></tr>'
         )
@@ -373,7 +376,7 @@ def index_html(
     )
     if not sessions:
         table = '<p class="empty">No sessions: run <code>ctxkeep ingest</code> first.</p>'
-    return _document("ctxkeep sessions", f"<h1>Sessions</h1><p>{html.escape(note)}</p>{table}")
+    return _document("ctxkeep sessions", f"<h1>Sessions</h1><p>{html.escape(note)}</p>{table}", "index")
 
 
 @functools.cache
@@ -405,6 +408,13 @@ details.tool.error>summary{color:#cf222e}
 details.compaction,.compaction{border-left-color:#bf8700;background:#fff8c5}
 .thinking.empty{color:#59636e;font-size:.85rem;margin:.35rem 0}
 .subagent{margin:.5rem 0;padding:.3rem .6rem;background:#f6f0ff;border-left:3px solid #8250df}
+.tag{display:inline-block;font-size:.72rem;font-weight:600;text-transform:uppercase;letter-spacing:.03em;
+padding:0 .35rem;border-radius:3px;background:#e7ecf0;color:#33393f;margin-right:.3rem}
+details.tool.error .tag{background:#ffebe9;color:#cf222e}
+details.compaction .tag{background:#fff1a8}
+.subagent .tag{background:#e9dcff}
+body.index{max-width:90rem}
+table.index td.proj{max-width:18rem;overflow-wrap:anywhere;color:#59636e;font-size:.85em}
 .result .label{color:#59636e;font-size:.8rem;margin-top:.4rem}
 .result.error pre{background:#ffebe9}
 pre{overflow-x:auto;font-size:.82rem;padding:.5rem;background:#f6f8fa;border-radius:4px;white-space:pre-wrap;
@@ -417,11 +427,17 @@ img.media{max-width:100%;border:1px solid #d1d9e0;margin:.4rem 0}
 """
 
 
-def _document(title: str, body: str) -> str:
+def _short(text: str | None, n: int) -> str:
+    t = " ".join((text or "").split())
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def _document(title: str, body: str, cls: str = "") -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{page_css()}</style></head>\n<body>\n{body}\n"
+        f"<title>{html.escape(title)}</title><style>{page_css()}</style></head>\n"
+        f'<body class="{cls}">\n{body}\n'
         "<script>addEventListener('beforeprint',()=>document.querySelectorAll('details')"
         ".forEach(d=>d.open=true))</script>\n</body></html>\n"
     )
@@ -455,23 +471,23 @@ def turn_markdown(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str
                 f"\n\nresult ({size(turn.result_bytes)}{', error' if turn.result_error else ''}):\n\n"
                 + _fence(turn.result_text)
             )
-        return f"<details><summary>🔧 {html.escape(tool_summary(turn))} · {when}</summary>\n\n{body}\n\n</details>\n"
+        return f"<details><summary>tool: {html.escape(tool_summary(turn))} · {when}</summary>\n\n{body}\n\n</details>\n"
     if turn.kind == "tool_result":
         flag = " · ERROR" if turn.result_error else ""
-        return f"<details><summary>↩ {turn.tool_name or 'tool'} result {size(turn.result_bytes)}{flag} · {when}</summary>\n\n{_fence(turn.text)}\n\n</details>\n"
+        return f"<details><summary>result: {turn.tool_name or 'tool'} {size(turn.result_bytes)}{flag} · {when}</summary>\n\n{_fence(turn.text)}\n\n</details>\n"
     if turn.kind == "thinking":
         if not turn.text.strip():
-            return f"*💭 thinking (its text is not stored) · {when}*\n"
-        return f"<details><summary>💭 thinking · {when}</summary>\n\n{turn.text}\n\n</details>\n"
+            return f"*thinking (its text is not stored) · {when}*\n"
+        return f"<details><summary>thinking · {when}</summary>\n\n{turn.text}\n\n</details>\n"
     if turn.kind == "compaction":
-        return f"---\n\n<details><summary>✂ context compacted here · {when}</summary>\n\n{turn.text}\n\n</details>\n\n---\n"
+        return f"---\n\n<details><summary>context compacted here · {when}</summary>\n\n{turn.text}\n\n</details>\n\n---\n"
     if turn.kind == "summary":
-        return f"<details><summary>📝 summary · {when}</summary>\n\n{turn.text}\n\n</details>\n"
+        return f"<details><summary>summary · {when}</summary>\n\n{turn.text}\n\n</details>\n"
     if turn.kind == "subagent":
         href = link(turn.ref or "")
         name = turn.text or turn.ref or ""
         return (
-            f"> ↳ sub-agent started · {when}: "
+            f"> sub-agent started · {when}: "
             + (f"[{_md_label(name)}]({href})" if href else _md_label(name))
             + "\n"
         )

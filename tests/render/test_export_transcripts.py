@@ -161,7 +161,7 @@ def test_export_html_folds_tool_calls_with_size_and_error(html_site):
         "AND kind = 'tool_call' AND status IS NOT 'rewound'",
     )[0][0]
     assert page.count('<details class="tool') == calls == 40
-    assert re.search(r"<summary>🔧 Bash · git status[^<]*· result \d+ B", page)
+    assert re.search(r"<summary><span class=\"tag\">tool</span> Bash · git status[^<]*· result \d+ B", page)
     # sub-agent linked at the point it started, and from the sub-agent back to its parent
     kid = site.page_name("claude-code", "agent-a4ca7529859c158c2", ".html")
     assert f'<a href="{kid}">' in page
