@@ -243,6 +243,13 @@ def test_status_reads_the_agents_cleanup_settings_and_lists_sessions_at_risk(hom
     by = {a["agent"]: a for a in r["agents"]}
     assert by["claude-code"]["deletes"] == "after 7 days" and by["claude-code"]["next_deletion"]
     assert by["codex"]["files"] == 6 and by["codex"]["stored_bytes"] < by["codex"]["raw_bytes"] / 3
+    # the service answer (what the CLI and --json render) carries the same figures
+    from ctxkeep.service.vault import VaultStatusRequest
+    from ctxkeep.service.vault import vault_status as status_question
+
+    res = status_question(VaultStatusRequest.parse(home=store, user_home=home_copy))
+    assert res.pack_bytes == sum(p.stat().st_size for _, p in pack_names(store)) > 0
+    assert res.as_json()["schema"] == 1 and res.at_risk == 0
 
 
 def test_no_secret_reaches_a_vault_byte(tmp_path):
