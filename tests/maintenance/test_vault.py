@@ -461,3 +461,65 @@ def test_a_purge_takes_the_session_out_of_the_vault_and_a_replay_never_brings_it
     doctor.repair(store, doctor.check(store))
     assert str(rollout) not in _vaulted(store)
     assert marker not in vault_bytes()
+
+
+def _state(store: Path, agents: tuple[str, ...] = ("claude-code", "codex")) -> tuple:
+    a = ",".join(f"'{x}'" for x in agents)
+    return (
+        q(store, f"SELECT entry_id, status FROM entries WHERE agent IN ({a}) ORDER BY 1"),
+        q(
+            store,
+            "SELECT agent, sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
+            f"sum(cache_creation_tokens) FROM usage WHERE agent IN ({a}) GROUP BY agent ORDER BY agent",
+        ),
+    )
+
+
+def _compress_then_lose_the_store(home_copy, tmp_path) -> tuple[Path, tuple, list]:
+    from ctxkeep.maintenance import compress
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["claude-code", "codex"])
+    files = [
+        next((home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")),
+        next((home_copy / ".claude" / "projects").rglob("d3ad4cdc-*.jsonl")),
+    ]
+    s = compress.run_compress(store, paths=files, keep_messages=10, force=True)
+    assert [f["status"] for f in s["files"]] == ["compressed", "compressed"], s
+    before = _state(store)
+    media = q(store, "SELECT entry_id, seq, sha256 FROM media ORDER BY 1, 2")
+    assert q(store, "SELECT count(*) FROM entries WHERE status = 'archived'")[0][0] > 0
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    (store / "store.db").write_bytes(b"")
+    return store, before, media
+
+
+def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_entries_and_usage(home_copy, tmp_path):
+    """Issue 27's measured path: compress, store.db lost, ``doctor --repair`` (the
+    agents' shortened files still there, their ``.backup`` copies too): the same entry
+    ids and statuses and the same usage totals, Codex included (before the vault the
+    rebuild re-read the shortened files and double-counted Codex's cumulative totals)."""
+    from ctxkeep.maintenance import doctor
+
+    store, before, _media = _compress_then_lose_the_store(home_copy, tmp_path)
+    r = doctor.repair(store, doctor.check(store))
+    assert any("from the vault" in a for a in r["actions"]), r
+    after = _state(store)
+    a, b = set(after[0]), set(before[0])
+    # the same but for the 2 lines of the Codex rollout whose ids hash the raw line and
+    # in which the vault redacted a password (the rebuilt entries hash the redacted line)
+    assert len(a) == len(b) and len(a - b) == len(b - a) <= 2, (len(a - b), len(b - a))
+    assert {s for _, s in a - b} == {s for _, s in b - a}
+    assert after[1] == before[1]
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the media compress moved out are kept only in store.db: not rebuilt yet"
+)
+def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_media(home_copy, tmp_path):
+    from ctxkeep.maintenance import doctor
+
+    store, _before, media = _compress_then_lose_the_store(home_copy, tmp_path)
+    doctor.repair(store, doctor.check(store))
+    assert media and q(store, "SELECT entry_id, seq, sha256 FROM media ORDER BY 1, 2") == media

@@ -114,6 +114,8 @@ class Prepared:
     chunks: list[bytes]
     redactions: dict[str, int]
     red: bytes | None = field(default=None, repr=False)
+    #: ``RawCapture.extra`` (compress's archived ids and moves)
+    extra: dict = field(default_factory=dict)
 
     def as_record(self) -> dict:
         """The pack's record of this capture (JSON-ready; no bytes, no secret)."""
@@ -199,6 +201,7 @@ class Capturer:
                     chunks,
                     dict(counts),
                     red,
+                    dict(raw.extra),
                 )
             )
         b.record = {"v": 1, "t": time.time_ns(), "captures": [p.as_record() for p in out.items]}
