@@ -523,3 +523,26 @@ def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_media(home
     store, _before, media = _compress_then_lose_the_store(home_copy, tmp_path)
     doctor.repair(store, doctor.check(store))
     assert media and q(store, "SELECT entry_id, seq, sha256 FROM media ORDER BY 1, 2") == media
+
+
+def test_ingest_says_when_a_reparse_is_due(home_copy, tmp_path):
+    from ctxkeep.pipeline.plan import reparse_due
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["codex", "gemini-cli"])
+    (rollout,) = (home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")
+    conn = sqlite_store.connect(store)
+    try:
+        assert reparse_due(conn) == []
+        with sqlite_store.write(conn):  # read by an older Codex parser ...
+            conn.execute("UPDATE watermarks SET parser_version = parser_version - 1 WHERE agent = 'codex'")
+        assert reparse_due(conn) == []  # ... but the files are there: the next ingest reads them again
+        rollout.unlink()
+        assert reparse_due(conn) == [
+            "1 codex file(s) are gone from disk and were parsed by an older codex parser than today's: "
+            "the vault holds them - run `ctxkeep reparse --agent codex`"
+        ]
+    finally:
+        conn.close()
+    s = ingest(home_copy, store, agents=["codex"])
+    assert any("ctxkeep reparse --agent codex" in p for p in s.problems)
