@@ -105,3 +105,57 @@ def test_sigkilled_ingests_leave_a_vault_that_agrees_with_the_store(tmp_path):
         assert vault_verify(store, full=True)["ok"]
         shutil.rmtree(store)
     assert killed >= trials // 3, killed
+
+
+def _reparse(store: Path, home: Path, kill_after: float | None = None) -> bool:
+    p = subprocess.Popen(
+        [sys.executable, "-P", "-m", "ctxkeep", "reparse", "--home", str(store)],
+        env=_env(home),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        p.wait(timeout=kill_after if kill_after is not None else 600)
+        return True
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return False
+
+
+@pytest.mark.slow
+def test_a_sigkilled_reparse_leaves_the_old_store_or_the_new_one(tmp_path):
+    """A reparse killed at a random time: the store is the one before it or the one a
+    whole reparse makes (store digests), never a mix, and reads back; the next reparse
+    completes (and removes the copy the killed one left)."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared corpus missing")
+    home = tmp_path / "home"
+    shutil.copytree(CORPUS_HOME, home)
+    base = tmp_path / "base"
+    assert _ingest(home, base)
+    before = store_digest(base)
+    done = tmp_path / "done"
+    shutil.copytree(base, done)
+    t0 = time.perf_counter()
+    assert _reparse(done, home)
+    wall = time.perf_counter() - t0
+    after = store_digest(done)
+    assert after != before  # the corpus's redacted Codex lines tell the two apart
+    rng = random.Random(2727)
+    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    killed = 0
+    for i in range(trials):
+        store = tmp_path / f"r{i}"
+        shutil.copytree(base, store)
+        if not _reparse(store, home, kill_after=rng.uniform(0.2, wall)):
+            killed += 1
+        got = store_digest(store)
+        assert got in (before, after), i
+        assert vault_verify(store)["ok"]
+        assert _reparse(store, home)
+        assert store_digest(store) == after
+        assert not list((store / "vault" / "tmp").glob("reparse-*"))
+        shutil.rmtree(store)
+    assert killed >= trials // 3, killed
