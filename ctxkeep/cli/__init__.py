@@ -422,6 +422,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "redact": (("redact",), "Store health"),
     "help": (("docs",), "Help"),
     "export": (("export",), "Usage and cost"),
+    "ui": (("ui",), "Search and read"),
     "report": (("report", "report_html"), "Usage and cost"),
     "quarantine": (("quarantine",), "Store health"),
     "hook": (("hook",), "Agents"),

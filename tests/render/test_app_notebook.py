@@ -1,0 +1,69 @@
+"""The app notebook (ctxkeep/notebooks/app.py) run as a script, and `ctxkeep ui`'s
+checks before it starts a server (the served app is tested in tests/browser)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli_helpers import one_error_line
+from conftest import q
+from ctxkeep.cli import app
+from ctxkeep.cli.ui import marimo_command
+from ctxkeep.render import report
+
+APP = Path(__file__).resolve().parents[2] / "ctxkeep" / "notebooks" / "app.py"
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+
+
+def test_app_on_an_empty_home_says_what_to_run(tmp_path):
+    outputs, defs = report.run_notebook(APP, {"store": str(tmp_path / "nothing")})
+    text = _texts(outputs)
+    assert "Nothing to show yet" in text and "ctxkeep ingest" in text
+    assert "overview" not in defs  # it stopped there: no half-drawn views
+
+
+def test_app_overview_counts_equal_sqlite(corpus_store):
+    home, _ = corpus_store
+    _outputs, defs = report.run_notebook(APP, {"store": str(home)})
+    assert defs["usage"].height == q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
+    assert (
+        defs["usage"]["total_tokens"].sum()
+        == q(
+            home,
+            "SELECT sum(coalesce(input_tokens,0) + coalesce(output_tokens,0) + coalesce(cache_read_tokens,0)"
+            " + coalesce(cache_creation_tokens,0)) FROM usage WHERE ts IS NOT NULL",
+        )[0][0]
+    )
+    # every session with a time is in the sessions table (filters at their defaults)
+    timed = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries WHERE ts IS NOT NULL")[0][0]
+    assert defs["sessions"].height == timed
+    assert len(defs["session_table"].data) == timed
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--host", "0.0.0.0"], "not a loopback address"),
+        (["--host", "192.168.1.5", "--allow-remote"], "needs --token"),
+        (["--host", "192.168.1.5", "--allow-remote", "--token", "short"], "needs --token"),
+    ],
+)
+def test_ui_refuses_a_remote_host_without_allow_remote_and_a_token(tmp_path, args, words):
+    r = CliRunner().invoke(app, ["ui", "--no-browser", "--home", str(tmp_path), *args])
+    one_error_line(r, 2, words)
+
+
+def test_ui_command_line():
+    cmd = marimo_command(APP, Path("/h"), "127.0.0.1", 2718, browser=False, token=None)
+    assert cmd[:4] == [sys.executable, "-m", "marimo", "run"]
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and "--no-token" in cmd and "--headless" in cmd
+    assert cmd[-3:] == ["--", "--store", "/h"]
+    remote = marimo_command(APP, Path("/h"), "10.0.0.2", 9000, browser=True, token="s3cret-token")
+    assert remote[remote.index("--token-password") + 1] == "s3cret-token" and "--headless" not in remote
