@@ -67,3 +67,23 @@ def test_ui_command_line():
     assert cmd[-3:] == ["--", "--store", "/h"]
     remote = marimo_command(APP, Path("/h"), "10.0.0.2", 9000, browser=True, token="s3cret-token")
     assert remote[remote.index("--token-password") + 1] == "s3cret-token" and "--headless" not in remote
+
+
+def test_an_open_notebook_store_never_holds_the_duckdb_file(store):
+    """DuckDB lets no process write while another has the file open: the notebooks'
+    Store opens it per query, so an ingest can sync while the app stays open."""
+    import subprocess
+
+    from ctxkeep.render.nbkit import Store
+
+    st = Store(str(store), "UTC", "", "")
+    assert st.q("SELECT count(*) AS n FROM usage")["n"][0] > 0
+    code = (
+        "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+        "c.execute('CREATE TABLE IF NOT EXISTS t_probe(x INT)'); c.close(); print('wrote')"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(store / "analytics.duckdb")], capture_output=True, text=True, timeout=60
+    )
+    assert r.stdout.strip() == "wrote", r.stderr
+    assert st.q("SELECT count(*) AS n FROM usage")["n"][0] > 0  # and it reads on after the write
