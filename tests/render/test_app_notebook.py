@@ -83,7 +83,10 @@ def test_an_open_notebook_store_never_holds_the_duckdb_file(store):
         "c.execute('CREATE TABLE IF NOT EXISTS t_probe(x INT)'); c.close(); print('wrote')"
     )
     r = subprocess.run(
-        [sys.executable, "-c", code, str(store / "analytics.duckdb")], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, str(store / "analytics.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.stdout.strip() == "wrote", r.stderr
     assert st.q("SELECT count(*) AS n FROM usage")["n"][0] > 0  # and it reads on after the write
