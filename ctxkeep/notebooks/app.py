@@ -310,11 +310,10 @@ def _(f_agents, mo, search_box, st, svc_search, tr, tz, urllib):
         )
     else:
         try:
-            _res = svc_search.search(
-                svc_search.SearchRequest(
-                    home=st.home, query=search_box.value, agents=list(f_agents.value) or None
-                )
-            )
+            _req = {"queries": [search_box.value], "limit": 20}
+            if f_agents.value:
+                _req["filters"] = {"agent": list(f_agents.value)}
+            _res = svc_search.search(st.home, svc_search.SearchRequest.parse(_req)).results[0]
             _items = []
             for _h in _res.hits:
                 _href = "?" + urllib.parse.urlencode(

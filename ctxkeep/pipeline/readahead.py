@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, SourceFile, Watermark
+from ctxkeep.sources.readers.jsonl import readable
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,14 +47,14 @@ def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[Read
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
     ``ReadItem(file, None, read)`` per file."""
     for f, wm in todo:
-        if not f.path.exists():
+        if not readable(f.path):
             yield ReadItem(f, None, False)
             continue
         got = False
         for batch in SOURCES[f.agent].read(f, wm):
             got = True
             yield ReadItem(f, batch)
-        yield ReadItem(f, None, got or f.path.exists())
+        yield ReadItem(f, None, got or readable(f.path))
 
 
 #: source batches the reader thread may hold ahead of the transform + load (0: read

@@ -32,15 +32,16 @@ _WINDOW, _WINDOW_1M = 200_000, 1_000_000
 
 def _signature(home: Path) -> list:
     """Size and mtime of the home's DuckDB and SQLite files (the analytics store, the
-    store and their WALs, ``sinks.files``): a hook's ingest writes SQLite only and
-    leaves DuckDB to its readers (``reports.open_store`` brings it current); importing
-    that registry would import ``config`` (~20 ms)."""
+    store and their WALs, ``sinks.files``; not SQLite's ``-shm``, which readers write):
+    a hook's ingest writes SQLite only and leaves DuckDB to its readers
+    (``reports.open_store`` brings it current); importing that registry would import
+    ``config`` (~20 ms)."""
     try:
         with os.scandir(home) as it:
             return sorted(
                 [e.name, e.stat().st_size, e.stat().st_mtime_ns]
                 for e in it
-                if (".duckdb" in e.name or e.name.startswith("store.db")) and e.is_file()
+                if e.name.endswith((".duckdb", ".wal", ".db", ".db-wal")) and e.is_file()
             )
     except OSError:
         return []
@@ -111,8 +112,9 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
         raise
     if cached and cached.get("sig") == sig and cached.get("tz") == tz:
         rec["sessions"] = {**cached.get("sessions", {}), **rec["sessions"]}
-    # DuckDB still lags behind SQLite (an ingest held the store): computed again next time
-    rec["sig"] = None if rec.pop("lag", None) else sig
+    # DuckDB still lags behind SQLite (an ingest held the store): computed again next
+    # time; else the files as the compute left them (bringing DuckDB current writes it)
+    rec["sig"] = None if rec.pop("lag", None) else _signature(home)
     tmp = path.with_suffix(".tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # user-only, as the store

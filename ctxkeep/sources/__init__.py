@@ -50,6 +50,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "cursor": ("cursor", None),
     "gptme": ("gptme", None),
     "mistral-vibe": ("mistral_vibe", None),
+    "openclaude": ("openclaude", None),
 }
 
 

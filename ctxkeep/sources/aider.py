@@ -50,6 +50,7 @@ from ctxkeep.sources.contract import (
     Watermark,
 )
 from ctxkeep.sources.readers.document import read_document
+from ctxkeep.sources.readers.jsonl import open_file
 from ctxkeep.timeutil import format_utc
 
 AGENT = "aider"
@@ -257,10 +258,11 @@ def _norm(text: str) -> str:
 
 def _input_times(path: Path) -> list[tuple[str | None, str]]:
     """``(UTC ts, normalized text)`` of each input in an ``.aider.input.history``."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    opened = open_file(path)  # (``readers.jsonl.VIEW`` applies: a reparse from the vault)
+    if opened is None:
         return []
+    with opened[0] as f:
+        raw = f.read()
     return [(e["ts"], _norm(e["text"])) for e in parse_input(raw, str(path), None, True, {})]
 
 

@@ -57,6 +57,8 @@ __all__ = [
     "FileMode",
     "Mode",
     "ModeByPath",
+    "MAX_LINE_ENV",
+    "OversizeLine",
     "QUARANTINE_RAW_MAX",
     "RawCapture",
     "RecordParser",
@@ -64,6 +66,7 @@ __all__ = [
     "SourceFile",
     "Watermark",
     "check_source",
+    "max_line_bytes",
     "quarantine_row",
 ]
 
@@ -292,7 +295,16 @@ class Batch:
     raw: RawCapture | None = None
 
 
-def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:
+def quarantine_row(
+    path: Path,
+    offset: int,
+    raw: bytes,
+    reason: str,
+    action: str = "skipped",
+    *,
+    length: int | None = None,
+    sha256: str | None = None,
+) -> dict:
     """A quarantine record (an item of ``Batch.quarantine``): path, byte offset (or the
     rowid of a database row) and length of the line (bytes), the reason, the action
     (``skipped``: not ingested; ``repaired``: ingested with replacements, or split into
@@ -300,19 +312,88 @@ def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str
     compress verifies that the store holds the line) and ``raw``: up to 16 MiB of the
     line with its secrets redacted (``transforms.redact.redact_bytes``; the raw bytes
     never reach the store). The reason is redacted too (parser errors may quote the
-    line)."""
+    line). A line over the line cap (``max_line_bytes``) is never held whole: its
+    reader passes only its head as ``raw`` with the whole line's ``length`` and
+    ``sha256``."""
     from ctxkeep.transforms.redact import redact, redact_bytes
 
     raw = bytes(raw)
     return {
         "path": str(path),
         "offset": offset,
-        "length": len(raw),
+        "length": len(raw) if length is None else length,
         "reason": redact(reason),
         "action": action,
-        "raw_sha256": hashlib.sha256(raw).hexdigest(),
+        "raw_sha256": hashlib.sha256(raw).hexdigest() if sha256 is None else sha256,
         "raw": redact_bytes(raw[:QUARANTINE_RAW_MAX]),
     }
+
+
+#: the line cap: a JSONL line (or a whole document) longer than this many MiB is
+#: quarantined as its SHA-256, size and head, never held in memory whole (an ingest's
+#: peak RSS stays bounded whatever one file holds). 16 MiB: real tool results and
+#: pasted images reach several MB (a 3 MB line is ingested), and what one line costs
+#: the ingest (parse, redaction, chunks, token counts, in two processes) is ~10x its
+#: size: measured whole-process peak RSS (tests/bench/bench_rss.py) 220 MB for a 1 MB
+#: or 8 MB text line, 327 MB for 16 MB, 537 MB for 30 MB (over the 400 MB budget)
+DEFAULT_MAX_LINE_MB = 16
+#: the cap of a document its agent rewrites whole (mode ``rewrite``: Gemini CLI,
+#: Cline family, Continue), in line caps: the document is parsed whole, like a line
+DOCUMENT_CAP_FACTOR = 1
+#: bytes of an over-cap line's head kept in the quarantine (redacted)
+OVERSIZE_HEAD_BYTES = 4096
+#: the environment variable that sets the line cap (MiB) for this process and the
+#: reader processes it starts; ``config.toml``'s ``[ingest] max_line_mb`` sets it
+MAX_LINE_ENV = "CTXKEEP_MAX_LINE_MB"
+
+
+def max_line_bytes() -> int:
+    """The line cap in bytes: ``$CTXKEEP_MAX_LINE_MB`` (MiB, a positive number) when set
+    and valid, else ``DEFAULT_MAX_LINE_MB`` (read at each call)."""
+    v = os.environ.get(MAX_LINE_ENV)
+    try:
+        mb = float(v) if v else DEFAULT_MAX_LINE_MB
+    except ValueError:
+        mb = DEFAULT_MAX_LINE_MB
+    return int((mb if mb > 0 else DEFAULT_MAX_LINE_MB) * 1024 * 1024)
+
+
+class OversizeLine:
+    """A line longer than the cap, taken in piece by piece: its start offset, size,
+    SHA-256 and head, never the whole line (``feed`` each piece; ``row`` makes its
+    quarantine record)."""
+
+    def __init__(self, start: int, cap: int) -> None:
+        self.start = start
+        self.cap = cap
+        self.size = 0
+        self.head = b""
+        self._hash = hashlib.sha256()
+
+    def feed(self, piece) -> None:
+        """Take the next bytes of the line (bytes, bytearray or memoryview)."""
+        if len(self.head) < OVERSIZE_HEAD_BYTES:
+            self.head += bytes(piece[: OVERSIZE_HEAD_BYTES - len(self.head)])
+        self._hash.update(piece)
+        self.size += len(piece)
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 hex of the bytes fed so far."""
+        return self._hash.hexdigest()
+
+    def row(self, path: Path, what: str = "line") -> dict:
+        """The quarantine record: offset, the whole line's size and SHA-256, its head."""
+        return quarantine_row(
+            path,
+            self.start,
+            self.head,
+            f"{what} of {self.size:,} bytes is over the cap of {self.cap:,} bytes "
+            f"([ingest] max_line_mb): kept as its SHA-256, size and first "
+            f"{len(self.head):,} bytes",
+            length=self.size,
+            sha256=self.sha256,
+        )
 
 
 # ---------------------------------------------------------------- the protocols

@@ -61,6 +61,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "cursor": "sqlite",
         "gptme": "append",
         "mistral-vibe": "append",
+        "openclaude": "append",
     }
 
 
@@ -79,6 +80,7 @@ def test_capabilities_are_the_protocols():
         "copilot-cli",
         "gptme",
         "mistral-vibe",
+        "openclaude",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [

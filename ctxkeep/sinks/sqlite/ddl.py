@@ -200,7 +200,7 @@ TABLES: dict[str, str] = {
   UNIQUE(vfile_id, gen))""",
     "vault_segments": """CREATE TABLE IF NOT EXISTS vault_segments(
   gen_id INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
-  sha BLOB NOT NULL, raw_sha BLOB NOT NULL, PRIMARY KEY(gen_id, seq)) WITHOUT ROWID""",
+  sha BLOB NOT NULL, skip INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(gen_id, seq)) WITHOUT ROWID""",
 }
 
 FTS_TABLES: dict[str, str] = {

@@ -14,15 +14,30 @@ that a session outlives its agent's cleanup and every store can be derived again
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ctxkeep.sinks.vault.capture import Capturer, PreparedGroup, record, redact_raw
 from ctxkeep.sinks.vault.packs import VaultDamaged, vault_dir
 
+_suspended = [0]
+
 
 def enabled() -> bool:
-    """Whether ingest captures into the vault (``CTXKEEP_VAULT``, default on)."""
-    return os.environ.get("CTXKEEP_VAULT", "1") != "0"
+    """Whether ingest captures into the vault (``CTXKEEP_VAULT``, default on; off
+    inside ``suspended``)."""
+    return not _suspended[0] and os.environ.get("CTXKEEP_VAULT", "1") != "0"
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """No capture in this block (``maintenance.reparse`` reads the vault's own bytes)."""
+    _suspended[0] += 1
+    try:
+        yield
+    finally:
+        _suspended[0] -= 1
 
 
 def home_of(conn) -> Path | None:
@@ -52,5 +67,6 @@ __all__ = [
     "home_of",
     "record",
     "redact_raw",
+    "suspended",
     "vault_dir",
 ]

@@ -10,23 +10,33 @@
    the watermarks that say the bytes were read: a crash leaves at worst an orphan pack.
 
 Generations (``vault_generations``): an append file (JSONL) is one generation of
-segments in file order (``vault_segments``: file offset, length, SHA-256 of the
-redacted object and of the original bytes) as long as each capture continues where the
-last ended; a capture from byte 0 of a file whose bytes still start with the
-generation's (a re-read after a parser change, a replaced file with the same head)
-adds only what is past its end; a file that shrank or whose bytes differ starts a new
-generation. A document is one generation per version (its chunks' SHA-256s in
-``chunks``), skipped when the version is the one held (``doc_sha``).
+segments in file order (``vault_segments``: file offset and length of the original
+bytes, the SHA-256 of the redacted object, and ``skip``: redacted bytes of the object
+before the segment's) as long as each capture continues where the last ended; a
+capture from inside the generation whose redacted bytes still match it (a re-read from
+0 after a parser change, a replaced file with the same head) adds only what is past
+its end, as a segment of the same object (``skip``); a file that shrank or whose bytes
+differ starts a new generation. A document is one generation per version (its chunks'
+SHA-256s in ``chunks``, ``recipe``), skipped when the version is the one held
+(``doc_sha``: SHA-256 of the redacted version).
+
+Every pack also carries the manifest record of its captures (``packs.PackBuilder.record``),
+so the manifest can be rebuilt from the packs alone (``replay``: a lost ``store.db``);
+``record`` decides from the redacted bytes and the manifest only, so the live commit
+and a replay make the same rows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import PackBuilder, write_pack
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
@@ -82,15 +92,42 @@ def chunks_of(data: bytes) -> list[bytes]:
 
 @dataclass
 class Prepared:
-    """One capture made ready: its ``raw`` (the original bytes stay for ``record``'s
-    prefix test), the SHA-256 of its redacted bytes (an append segment's object) or
-    of its chunks (a document), the redactions per kind and the redacted size."""
+    """One capture made ready: where it was read (``path``, ``agent``, ``mode``,
+    ``offset``, ``length`` of the original bytes, stat facts, discovery ``meta``), the
+    SHA-256 of its redacted bytes (``sha``: an append segment's object, or the whole
+    document) and their size (``stored``), a document's chunk hashes, the values
+    redacted per kind. ``red``: the redacted bytes (None after a replay: read from the
+    pack when needed)."""
 
-    raw: RawCapture
+    path: str
+    agent: str
+    mode: str
+    offset: int
+    length: int
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    meta: dict
     sha: bytes
-    chunks: list[bytes]
-    redactions: Counter
     stored: int
+    chunks: list[bytes]
+    redactions: dict[str, int]
+    red: bytes | None = field(default=None, repr=False)
+
+    def as_record(self) -> dict:
+        """The pack's record of this capture (JSON-ready; no bytes, no secret)."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("red", "sha", "chunks")}
+        return d | {"sha": self.sha.hex(), "chunks": [c.hex() for c in self.chunks]}
+
+    @classmethod
+    def from_record(cls, d: dict) -> Prepared:
+        """A capture from a pack's record (``as_record``)."""
+        return cls(
+            **{k: v for k, v in d.items() if k not in ("sha", "chunks")},
+            sha=bytes.fromhex(d["sha"]),
+            chunks=[bytes.fromhex(c) for c in d["chunks"]],
+        )
 
 
 @dataclass
@@ -125,52 +162,50 @@ class Capturer:
             return False
 
     def prepare(self, raws: list[RawCapture]) -> PreparedGroup | None:
-        """Redact, chunk, compress and write (one pack, durable) the captures ``raws``.
-        Returns None when there are none. Raises OSError when the pack cannot be
-        written (the group is then not stored: nothing is lost, the watermark stays)."""
+        """Redact, chunk, compress and write (one pack with its record, durable) the
+        captures ``raws``. Returns None when there are none. Raises OSError when the
+        pack cannot be written (the group is then not stored: nothing is lost, the
+        watermark stays)."""
         if not raws:
             return None
         out = PreparedGroup()
         b = PackBuilder()
         for raw in raws:
             red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+            chunks: list[bytes] = []
+            sha = hashlib.sha256(red).digest()
             if raw.mode == "document":
                 parts = chunks_of(red)
-                shas = [hashlib.sha256(c).digest() for c in parts]
-                for sha, c in zip(shas, parts, strict=True):
-                    if not self._held(sha):
-                        b.add(sha, c)
-                out.items.append(Prepared(raw, hashlib.sha256(red).digest(), shas, counts, len(red)))
-            else:
-                sha = hashlib.sha256(red).digest()
-                if not self._held(sha):
-                    b.add(sha, red)
-                out.items.append(Prepared(raw, sha, [], counts, len(red)))
+                chunks = [hashlib.sha256(c).digest() for c in parts]
+                for h, c in zip(chunks, parts, strict=True):
+                    if not self._held(h):
+                        b.add(h, c)
+            elif not self._held(sha):
+                b.add(sha, red)
+            out.items.append(
+                Prepared(
+                    raw.path,
+                    raw.agent,
+                    raw.mode,
+                    raw.offset,
+                    len(raw.data),
+                    raw.dev,
+                    raw.ino,
+                    raw.size,
+                    raw.mtime_ns,
+                    dict(raw.meta),
+                    sha,
+                    len(red),
+                    chunks,
+                    dict(counts),
+                    red,
+                )
+            )
+        b.record = {"v": 1, "t": time.time_ns(), "captures": [p.as_record() for p in out.items]}
         out.pack = write_pack(self.home, b)
         out.objects = b.objects
         self.written.update(o[0] for o in b.objects)
         return out
-
-
-def tail(home: Path, raw: RawCapture, start: int) -> PreparedGroup:
-    """A capture of ``raw``'s bytes from ``start`` on (relative to its offset), written
-    as a pack of its own now (``record``'s rare path, in the writer's thread: a re-read
-    from 0 that goes past the generation's end)."""
-    sub = RawCapture(
-        raw.path,
-        raw.agent,
-        raw.mode,
-        raw.offset + start,
-        raw.data[start:],
-        raw.dev,
-        raw.ino,
-        raw.size,
-        raw.mtime_ns,
-        raw.meta,
-    )
-    g = Capturer(home, None).prepare([sub])
-    assert g is not None
-    return g
 
 
 def _insert_objects(conn, g: PreparedGroup) -> None:
@@ -187,69 +222,92 @@ def _insert_objects(conn, g: PreparedGroup) -> None:
     )
 
 
-def _file_id(conn, raw: RawCapture) -> int:
-    row = conn.execute("SELECT vfile_id FROM vault_files WHERE path = ?", (raw.path,)).fetchone()
+def _file_id(conn, p: Prepared) -> int:
+    row = conn.execute("SELECT vfile_id FROM vault_files WHERE path = ?", (p.path,)).fetchone()
     if row:
         return row[0]
-    mode = "document" if raw.mode == "document" else "append"
     return conn.execute(
         "INSERT INTO vault_files(path, agent, mode, meta) VALUES(?,?,?,?)",
-        (raw.path, raw.agent, mode, json.dumps(raw.meta, default=str, sort_keys=True)),
+        (p.path, p.agent, p.mode, json.dumps(p.meta, default=str, sort_keys=True)),
     ).lastrowid
 
 
+def _chunk_list(conn, vfile_id: int, p: Prepared) -> bytes:
+    """``p``'s chunk list as stored: a delta against the file's newest version
+    (``recipe``)."""
+    prev = conn.execute(
+        "SELECT gen_id, chunks FROM vault_generations WHERE vfile_id = ? AND chunks IS NOT NULL "
+        "ORDER BY gen DESC LIMIT 1",
+        (vfile_id,),
+    ).fetchone()
+    if prev is None:
+        return recipe.encode(p.chunks, None, None, 0)
+    try:
+        base = recipe.decode(prev[1], lambda gid: _stored_list(conn, gid))
+    except ValueError:
+        return recipe.encode(p.chunks, None, None, 0)
+    return recipe.encode(p.chunks, base, prev[0], recipe.depth(prev[1]))
+
+
+def _stored_list(conn, gen_id: int) -> bytes | None:
+    row = conn.execute("SELECT chunks FROM vault_generations WHERE gen_id = ?", (gen_id,)).fetchone()
+    return row[0] if row else None
+
+
 def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str) -> int:
-    r = p.raw
     gen = conn.execute(
         "SELECT coalesce(max(gen), 0) + 1 FROM vault_generations WHERE vfile_id = ?", (vfile_id,)
     ).fetchone()[0]
-    doc = r.mode == "document"
+    doc = p.mode == "document"
     return conn.execute(
         "INSERT INTO vault_generations(vfile_id, gen, start, length, stored, dev, ino, size, mtime_ns, "
         "created_at, updated_at, redactions, doc_sha, chunks) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             vfile_id,
             gen,
-            r.offset,
-            len(r.data) if doc else 0,
+            p.offset,
+            p.length if doc else 0,
             p.stored if doc else 0,
-            r.dev,
-            r.ino,
-            r.size,
-            r.mtime_ns,
+            p.dev,
+            p.ino,
+            p.size,
+            p.mtime_ns,
             stamp,
             stamp,
-            json.dumps(dict(p.redactions), sort_keys=True) if doc else "{}",
-            hashlib.sha256(r.data).digest() if doc else None,
-            b"".join(p.chunks) if doc else None,
+            json.dumps(p.redactions, sort_keys=True) if doc else "{}",
+            p.sha if doc else None,
+            _chunk_list(conn, vfile_id, p) if doc else None,
         ),
     ).lastrowid
 
 
-def _append_segment(conn, gen_id: int, p: Prepared, stamp: str) -> None:
-    r = p.raw
+def _append_segment(conn, gen_id: int, p: Prepared, stamp: str, skip: int = 0, skip_orig: int = 0) -> None:
+    """Add ``p`` (from ``skip`` redacted / ``skip_orig`` original bytes on) as the next
+    segment of generation ``gen_id``."""
     seq = conn.execute(
         "SELECT coalesce(max(seq), -1) + 1 FROM vault_segments WHERE gen_id = ?", (gen_id,)
     ).fetchone()[0]
     conn.execute(
-        "INSERT INTO vault_segments(gen_id, seq, offset, length, sha, raw_sha) VALUES(?,?,?,?,?,?)",
-        (gen_id, seq, r.offset, len(r.data), p.sha, hashlib.sha256(r.data).digest()),
+        "INSERT INTO vault_segments(gen_id, seq, offset, length, sha, skip) VALUES(?,?,?,?,?,?)",
+        (gen_id, seq, p.offset + skip_orig, p.length - skip_orig, p.sha, skip),
     )
     old = json.loads(
         conn.execute("SELECT redactions FROM vault_generations WHERE gen_id = ?", (gen_id,)).fetchone()[0]
         or "{}"
     )
-    merged = Counter(old) + p.redactions
+    merged = Counter(old)
+    if not skip_orig:
+        merged.update(p.redactions)
     conn.execute(
         "UPDATE vault_generations SET length = length + ?, stored = stored + ?, dev = ?, ino = ?, size = ?, "
         "mtime_ns = ?, updated_at = ?, redactions = ? WHERE gen_id = ?",
         (
-            len(r.data),
-            p.stored,
-            r.dev,
-            r.ino,
-            r.size,
-            r.mtime_ns,
+            p.length - skip_orig,
+            p.stored - skip,
+            p.dev,
+            p.ino,
+            p.size,
+            p.mtime_ns,
             stamp,
             json.dumps(dict(merged), sort_keys=True),
             gen_id,
@@ -257,52 +315,55 @@ def _append_segment(conn, gen_id: int, p: Prepared, stamp: str) -> None:
     )
 
 
-def _held_prefix(conn, gen_id: int, p: Prepared) -> int | None:
-    """How many bytes of ``p``'s capture (from its offset) the generation already holds
-    with the same original bytes (each segment's ``raw_sha`` against the capture's
-    bytes at its place), or None when a segment differs or the capture starts inside
-    a segment."""
-    r = p.raw
+#: ``load(sha) -> bytes``: an object's redacted bytes, checked (``manifest.read_sha``)
+Load = Callable[[bytes], bytes]
+
+
+def _held_prefix(conn, gen_id: int, p: Prepared, red: bytes, load: Load) -> tuple[int, int] | None:
+    """How much of ``p`` (from its offset) generation ``gen_id`` holds already, as
+    ``(original bytes, redacted bytes)``: its segments from ``p``'s offset on, compared
+    by their redacted bytes with ``red``; None when ``p`` starts inside a segment or a
+    segment differs."""
     segs = conn.execute(
-        "SELECT offset, length, raw_sha FROM vault_segments WHERE gen_id = ? AND offset >= ? ORDER BY seq",
-        (gen_id, r.offset),
+        "SELECT offset, length, sha, skip FROM vault_segments WHERE gen_id = ? AND offset + length > ? "
+        "ORDER BY seq",
+        (gen_id, p.offset),
     ).fetchall()
-    first = conn.execute(
-        "SELECT count(*) FROM vault_segments WHERE gen_id = ? AND offset < ? AND offset + length > ?",
-        (gen_id, r.offset, r.offset),
-    ).fetchone()[0]
-    if first:
-        return None
-    held = 0
-    for off, length, raw_sha in segs:
-        if off != r.offset + held:
+    held = held_red = 0
+    for off, length, sha, skip in segs:
+        if off != p.offset + held:
             return None
-        if held + length > len(r.data):
-            return held if held else None  # the capture ends inside this segment
-        if hashlib.sha256(r.data[held : held + length]).digest() != raw_sha:
+        data = load(sha)[skip:]
+        if held + length > p.length:  # ``p`` ends inside this segment: its bytes begin it
+            return (p.length, len(red)) if data.startswith(red[held_red:]) else None
+        if red[held_red : held_red + len(data)] != data:
             return None
         held += length
-    return held
+        held_red += len(data)
+    return held, held_red
 
 
-def record(conn, home: Path, g: PreparedGroup | None) -> None:
-    """The manifest rows of a prepared group, in the caller's transaction (the one that
-    stores the group's watermarks): objects, files, generations, segments (see the
-    module doc for when a generation starts)."""
+def record(conn, home: Path, g: PreparedGroup | None, load: Load | None = None) -> None:
+    """The manifest rows of a prepared (or replayed) group, in the caller's
+    transaction (the one that stores the group's watermarks): the pack and its
+    objects, files, generations, segments (see the module doc for when a generation
+    starts). ``load`` reads an object (default: from the vault of ``home``)."""
     if g is None:
         return
+    from ctxkeep.sinks.vault.manifest import read_sha
+
+    load = load or (lambda sha: read_sha(conn, home, sha))
     stamp = now_iso()
     _insert_objects(conn, g)
     for p in g.items:
-        r = p.raw
-        vfile_id = _file_id(conn, r)
+        vfile_id = _file_id(conn, p)
         cur = conn.execute(
             "SELECT gen_id, start, length, doc_sha FROM vault_generations WHERE vfile_id = ? "
             "ORDER BY gen DESC LIMIT 1",
             (vfile_id,),
         ).fetchone()
-        if r.mode == "document":
-            if cur is not None and cur[3] == hashlib.sha256(r.data).digest():
+        if p.mode == "document":
+            if cur is not None and cur[3] == p.sha:
                 continue  # the version held (a re-read after a parser change)
             _new_generation(conn, vfile_id, p, stamp)
             continue
@@ -311,18 +372,40 @@ def record(conn, home: Path, g: PreparedGroup | None) -> None:
             continue
         gen_id, start, length, _ = cur
         end = start + length
-        if r.offset == end:
+        if p.offset == end:
             _append_segment(conn, gen_id, p, stamp)
             continue
-        held = _held_prefix(conn, gen_id, p) if start <= r.offset < end else None
+        held = None
+        if start <= p.offset < end and p.size >= end:  # (a file now shorter: a new generation)
+            red = p.red if p.red is not None else load(p.sha)
+            held = _held_prefix(conn, gen_id, p, red, load)
         if held is None:  # shrank, replaced, or bytes that differ: a new generation
             _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
             continue
-        if held >= len(r.data):
+        if held[0] >= p.length:
             continue  # every byte held already
-        t = tail(home, r, held)
-        _insert_objects(conn, t)
-        _append_segment(conn, gen_id, t.items[0], stamp)
+        _append_segment(conn, gen_id, p, stamp, skip=held[1], skip_orig=held[0])
+
+
+def replay(conn, home: Path, progress=None) -> int:
+    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``),
+    in the caller's transaction: every pack in the order it was written, its objects
+    and captures recorded as at ingest. Returns the packs replayed. Packs without a
+    record are skipped (named by ``vault verify --full``)."""
+    from ctxkeep.sinks.vault.packs import pack_names, read_record
+
+    recs = []
+    for name, path in pack_names(home):
+        rec = read_record(path)
+        if rec is not None:
+            recs.append((rec[0].get("t", 0), name, path.stat().st_size, rec))
+    recs.sort(key=lambda r: (r[0], r[1]))
+    for i, (_, name, size, (rec, objects)) in enumerate(recs, 1):
+        g = PreparedGroup([Prepared.from_record(c) for c in rec.get("captures", [])], (name, size), objects)
+        record(conn, home, g)
+        if progress:
+            progress(i, len(recs))
+    return len(recs)
 
 
 __all__ = [
@@ -335,4 +418,5 @@ __all__ = [
     "chunks_of",
     "record",
     "redact_raw",
+    "replay",
 ]

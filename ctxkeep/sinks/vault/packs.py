@@ -3,7 +3,10 @@ zstd-compressed and named by the SHA-256 of their uncompressed bytes, written to
 as pack files ``<home>/vault/packs/<2 hex>/<SHA-256 of the pack>.pack`` (one pack per
 ingest group: one fsync, not one per object).
 
-A pack is the objects' zstd frames back to back; where each object lies (pack, byte
+A pack is the objects' zstd frames back to back, then its record (a zstd frame of JSON:
+the captures it holds, where each object lies, when it was written: what rebuilds the
+manifest without ``store.db``, ``capture.replay``), then a trailer (``TRAILER_MAGIC``
+and the record frame's size, 8 bytes big-endian); where each object lies (pack, byte
 offset, compressed and raw sizes) is the manifest's ``vault_objects`` row, which is
 committed only after the pack is durable (``write_pack``: temporary file, fsync,
 rename, directory fsync). A pack no manifest row names (a crash between the rename and
@@ -17,7 +20,9 @@ a flipped byte raises ``VaultDamaged`` naming the pack file.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import struct
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,6 +35,8 @@ from ctxkeep.sinks.files import VAULT_DIR
 
 #: zstd level of the vault's objects (3: zstd's default; ~10x on session JSONL)
 ZSTD_LEVEL = 3
+#: the last 16 bytes of a pack: this magic and the size of its record frame
+TRAILER_MAGIC = b"CKVAULT1"
 
 
 class VaultDamaged(CtxkeepError):
@@ -60,6 +67,8 @@ class PackBuilder:
     parts: list[bytes] = field(default_factory=list)
     objects: list[tuple[bytes, int, int, int]] = field(default_factory=list)
     size: int = 0
+    #: the pack's record (JSON-ready): the captures; ``write_pack`` adds the objects
+    record: dict | None = None
     _have: set[bytes] = field(default_factory=set)
 
     def add(self, sha: bytes, data: bytes) -> None:
@@ -77,9 +86,11 @@ def write_pack(home: Path, b: PackBuilder) -> tuple[str, int] | None:
     """Write the pack of ``b`` durably (temporary file in ``vault/tmp``, fsync, rename,
     fsync of the directory). Returns ``(name, bytes)``; None when ``b`` is empty.
     Raises OSError (a full disk: the caller's transaction then never commits)."""
-    if not b.objects:
+    if not b.objects and b.record is None:
         return None
-    data = b"".join(b.parts)
+    rec = dict(b.record or {}, objects=[[sha.hex(), off, st, raw] for sha, off, st, raw in b.objects])
+    frame = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(json.dumps(rec, sort_keys=True).encode())
+    data = b"".join([*b.parts, frame, TRAILER_MAGIC, struct.pack(">Q", len(frame))])
     name = hashlib.sha256(data).hexdigest()
     dest = pack_path(home, name)
     if dest.exists() and dest.stat().st_size == len(data):
@@ -136,6 +147,32 @@ def read_object(home: Path, pack: str, offset: int, stored: int, raw: int, sha: 
     return data
 
 
+def read_record(path: Path) -> tuple[dict, list[tuple[bytes, int, int, int]]] | None:
+    """A pack's record and its objects ``(sha, offset, stored, raw)``, or None when the
+    pack has none or it does not read (``vault verify --full`` names such packs)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            end = f.tell()
+            if end < 16:
+                return None
+            f.seek(end - 16)
+            tail = f.read(16)
+            if tail[:8] != TRAILER_MAGIC:
+                return None
+            (n,) = struct.unpack(">Q", tail[8:])
+            if n > end - 16:
+                return None
+            f.seek(end - 16 - n)
+            rec = json.loads(zstandard.ZstdDecompressor().decompress(f.read(n), max_output_size=1 << 30))
+    except (OSError, ValueError, zstandard.ZstdError):
+        return None
+    if not isinstance(rec, dict):
+        return None
+    objs = [(bytes.fromhex(o[0]), o[1], o[2], o[3]) for o in rec.get("objects", [])]
+    return rec, objs
+
+
 def pack_names(home: Path) -> Iterable[tuple[str, Path]]:
     """``(name, path)`` of every pack file on disk."""
     root = vault_dir(home) / "packs"
@@ -164,6 +201,7 @@ __all__ = [
     "pack_names",
     "pack_path",
     "read_object",
+    "read_record",
     "vault_dir",
     "write_pack",
 ]
