@@ -145,7 +145,7 @@ class Store:
         from ctxkeep.service import analytics
 
         self.window = analytics.window(timezone, since, until)
-        self.home, duck, self.lite = analytics.open_store(store)
+        self.home, duck, self.lite = analytics.open_store(store, wait=1.0)
         try:
             self.agents = analytics.agents_of(duck)
         finally:

@@ -90,3 +90,31 @@ def test_an_open_notebook_store_never_holds_the_duckdb_file(store):
     )
     assert r.stdout.strip() == "wrote", r.stderr
     assert st.q("SELECT count(*) AS n FROM usage")["n"][0] > 0  # and it reads on after the write
+
+
+def test_the_notebooks_read_while_another_process_writes_duckdb(store):
+    """A writer (an ingest's DuckDB sync) holds analytics.duckdb: the notebooks' Store
+    still opens and reads (a copy of the file's last checkpoint), without waiting."""
+    import subprocess
+    import time
+
+    from ctxkeep.render.nbkit import Store
+
+    code = (
+        "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.readline()"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, str(store / "analytics.duckdb")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout.readline().strip() == "held"
+        t = time.monotonic()
+        st = Store(str(store), "UTC", "", "")
+        n = st.q("SELECT count(*) AS n FROM usage")["n"][0]
+        assert time.monotonic() - t < 30  # no waiting on the writer (the lock wait is 1 s)
+    finally:
+        p.communicate("\n", timeout=30)
+    assert n == q(store, "SELECT count(*) FROM usage")[0][0]
