@@ -90,3 +90,5 @@ handle_endtag
 handle_data
 # marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
 __generated_with
+# urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
+redirect_request

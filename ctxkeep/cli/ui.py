@@ -30,9 +30,11 @@ def marimo_command(
     app_path: Path, home: Path, host: str, port: int, *, browser: bool, token: str | None
 ) -> list[str]:
     """The ``marimo run`` command line of the app (the store as ``--store`` after
-    ``--``, marimo's own options before it)."""
+    ``--``, marimo's own options before it). A token is read from standard input
+    (``--token-password-file -``), never put on the command line (which other users
+    of the machine can list)."""
     cmd = [sys.executable, "-m", "marimo", "run", str(app_path), "--host", host, "--port", str(port)]
-    cmd += ["--token", "--token-password", token] if token else ["--no-token"]
+    cmd += ["--token", "--token-password-file", "-"] if token else ["--no-token"]
     if not browser:
         cmd.append("--headless")
     return [*cmd, "--", "--store", str(home)]
@@ -90,16 +92,20 @@ def ui(
     shown = "localhost" if host in ("127.0.0.1", "localhost") else host
     err.print(f"ctxkeep app at http://{shown}:{port} (Ctrl+C stops it)", highlight=False)
     env = {**os.environ, "MARIMO_SKIP_UPDATE_CHECK": "1"}
-    raise typer.Exit(run_server(cmd, env))
+    raise typer.Exit(run_server(cmd, env, secret=token if allow_remote else None))
 
 
-def run_server(cmd: list[str], env: dict) -> int:
+def run_server(cmd: list[str], env: dict, *, secret: str | None = None) -> int:
     """Run the server until it ends or this process is stopped (Ctrl+C, SIGTERM: both
-    passed on to the server, which is waited for). Returns the exit code to give: 0
-    for a server stopped by a signal, 1 when it failed on its own."""
+    passed on to the server, which is waited for); ``secret`` is written to its
+    standard input (the token). Returns the exit code to give: 0 for a server stopped
+    by a signal, 1 when it failed on its own."""
     import signal
 
-    proc = subprocess.Popen(cmd, env=env)
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE if secret else None)
+    if secret:
+        proc.stdin.write(secret.encode() + b"\n")
+        proc.stdin.close()
 
     def stop(_sig, _frame):
         proc.terminate()

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -179,3 +180,69 @@ def test_a_filter_changes_the_overview(page, app_url, corpus_store):
     )[0][0]
     assert 0 < n < total
     _visible(page, f"{n:,} API responses")
+
+
+def test_a_token_guards_the_app(corpus_store):
+    """--allow-remote --token: without the token a browser is sent to the login page;
+    with it (?access_token=…) it gets the app. Binds loopback here (what a remote host
+    would see is the same server)."""
+    import http.cookiejar
+
+    home, _ = corpus_store
+    port = _free_port()
+    exe = Path(sys.executable).parent / "ctxkeep"
+    token = "t0ken-for-the-test"
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "ui",
+            "--no-browser",
+            "--port",
+            str(port),
+            "--home",
+            str(home),
+            "--allow-remote",
+            "--token",
+            token,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/"
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+
+    try:
+        bare = urllib.request.build_opener(NoRedirect)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                bare.open(url, timeout=2)
+            except urllib.error.HTTPError as e:
+                status, where = e.code, e.headers.get("location", "")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        assert status in (302, 303, 307) and where.startswith("/auth/login")
+        with_cookies = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        page = with_cookies.open(f"{url}?access_token={token}", timeout=10)
+        assert page.status == 200 and "/auth/login" not in page.url
+        # the token is never on the marimo server's command line (it reads it from stdin)
+        servers = [
+            ln
+            for ln in subprocess.run(
+                ["ps", "-ww", "-eo", "args"], capture_output=True, text=True
+            ).stdout.splitlines()
+            if "marimo run" in ln and str(port) in ln
+        ]
+        assert servers and not [ln for ln in servers if token in ln]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)

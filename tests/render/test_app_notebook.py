@@ -66,7 +66,9 @@ def test_ui_command_line():
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and "--no-token" in cmd and "--headless" in cmd
     assert cmd[-3:] == ["--", "--store", "/h"]
     remote = marimo_command(APP, Path("/h"), "10.0.0.2", 9000, browser=True, token="s3cret-token")
-    assert remote[remote.index("--token-password") + 1] == "s3cret-token" and "--headless" not in remote
+    # the token goes through standard input, never the command line
+    assert remote[remote.index("--token-password-file") + 1] == "-" and "--headless" not in remote
+    assert "s3cret-token" not in " ".join(remote)
 
 
 def test_an_open_notebook_store_never_holds_the_duckdb_file(store):
