@@ -84,8 +84,6 @@ raw_bytes
 deletes
 next_deletion
 
-# pydantic fields serialised under their alias "schema" (service results, render.site)
-schema_
 # html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
 handle_starttag
 handle_endtag
@@ -121,3 +119,5 @@ lines_changed
 # marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
 __generated_with
 pack_bytes
+# urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
+redirect_request

@@ -425,6 +425,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "reparse": (("reparse",), "Store health"),
     "help": (("docs",), "Help"),
     "export": (("export",), "Usage and cost"),
+    "ui": (("ui",), "Search and read"),
     "report": (("report", "report_html"), "Usage and cost"),
     "quarantine": (("quarantine",), "Store health"),
     "vault": (("vault",), "Store health"),

@@ -114,6 +114,13 @@ CASES = [
     (["export", "parquet", "{OUT}", "--tables", "bogus"], 2, "unknown table bogus (--tables)"),
     (["export", "parquet", "nosuch://x/y", "--home", "{STORE}"], 2, "unknown lake scheme nosuch://"),
     (["export", "parquet", "{OUT}", "--home", "{EMPTY_STORE}"], 1, "no store yet"),
+    (["export", "html", "{OUT}", "--session", "nosuch"], 1, "nosuch"),
+    (
+        ["export", "markdown", "{OUT}", "-z", "Mars/Olympus"],
+        2,
+        "unknown time zone 'Mars/Olympus' (--timezone)",
+    ),
+    (["ui", "--host", "0.0.0.0", "--no-browser"], 2, "--host 0.0.0.0 is not a loopback address"),
     (["report", "daily", "--lake", "{EMPTY}"], 1, "the lake holds no usage"),
     (["hooks", "install", "--agent", "aider"], 2, "unknown agent 'aider' (--agent)"),
     (["hooks", "status", "--scope", "bogus"], 2, "unknown scope 'bogus'"),
