@@ -283,9 +283,10 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     from collections import Counter
 
     from ctxkeep.errors import NotFound
+    from ctxkeep.sinks.files import STORE_DB
 
     home = Path(home)
-    if not (home / "store.db").exists():
+    if not (home / STORE_DB).exists():
         raise NotFound("no store", where=str(home), hint="run `ctxkeep ingest` first")
     cc = cfgmod.load_config(home).compress
     conn = sqlite_store.connect(home, readonly=True)
