@@ -62,6 +62,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "gptme": "append",
         "mistral-vibe": "append",
         "openclaude": "append",
+        "iflow": "append",
     }
 
 
@@ -79,6 +80,7 @@ def test_capabilities_are_the_protocols():
         "codex",
         "copilot-cli",
         "gptme",
+        "iflow",
         "mistral-vibe",
         "openclaude",
     ]
