@@ -84,8 +84,6 @@ raw_bytes
 deletes
 next_deletion
 
-# pydantic fields serialised under their alias "schema" (service results, render.site)
-schema_
 # html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
 handle_starttag
 handle_endtag
@@ -116,6 +114,10 @@ tombstones
 watermarks_dropped
 would_compress
 raw_base64
+# maintenance.scrub.ScrubFile / service.secrets.ScrubFileResult field, written out by asdict (--json)
+lines_changed
 # marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
 __generated_with
 pack_bytes
+# urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
+redirect_request

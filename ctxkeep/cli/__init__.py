@@ -322,10 +322,13 @@ def _store_error(e: BaseException) -> bool:
     """Print the one line of a store error that escaped a command and return True:
     a damaged store (SQLITE_CORRUPT, SQLITE_NOTADB read mid-command) as ``error:
     store.db is damaged (<path>) - run 'ctxkeep doctor'``, any other ``CtxkeepError`` as
-    its own line (``service.store.store_error``). False for anything else."""
+    its own line (``service.store.store_error``); a file-system failure anywhere in its
+    chain of causes (a full disk, a read-only file system, a path through a file,
+    permission denied: ``errors.from_os_error``) as ``error: <what> (<file>) - <what to
+    do>``. False for anything else."""
     from ctxkeep.service.store import store_error
 
-    err = store_error(_home(_argv_home()), e)
+    err = store_error(cfgmod.resolve_home(_argv_home() or _top_home), e)
     if err is None:
         return False
     typer.echo(f"error: {cli_words(err)}", err=True)
@@ -418,12 +421,14 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "backup": (("doctor",), "Store health"),
     "restore": (("doctor",), "Store health"),
     "redact": (("redact",), "Store health"),
+    "secrets": (("secrets",), "Store health"),
+    "reparse": (("reparse",), "Store health"),
     "help": (("docs",), "Help"),
     "export": (("export",), "Usage and cost"),
+    "ui": (("ui",), "Search and read"),
     "report": (("report", "report_html"), "Usage and cost"),
     "quarantine": (("quarantine",), "Store health"),
     "vault": (("vault",), "Store health"),
-    "reparse": (("vault",), "Store health"),
     "hook": (("hook",), "Agents"),
     "hooks": (("hooks",), "Agents"),
     "mcp": (("mcp",), "Agents"),

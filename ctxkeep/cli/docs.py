@@ -68,6 +68,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.redact import RedactTextResult, RescanResult
     from ctxkeep.service.resume import ResumeResult
     from ctxkeep.service.search import QueryHits
+    from ctxkeep.service.secrets import ScrubResult, SecretsResult
     from ctxkeep.service.sessions import SessionsResult
     from ctxkeep.service.sources import SourceRow
     from ctxkeep.service.stats import StatsResult
@@ -109,6 +110,8 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "vault verify": (s.VaultVerify, False),
         "vault restore": (s.VaultRestore, False),
         "reparse": (s.ReparseResult, False),
+        "secrets": (SecretsResult, False),
+        "secrets --scrub": (ScrubResult, False),
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
         out[f"report {name}"] = (s.ReportResult, False)

@@ -206,9 +206,9 @@ def project_spellings(conn, req: PurgeRequest) -> list[PurgeRequest]:
     tombstone keeps later sessions there out too). Returns ``[req]`` first, then one
     request per other spelling, none under another. Refuses a spelling that is too
     broad (``_too_broad``) with UsageError, as ``parse_purge_request`` does."""
-    if req.scope != "project":
-        return [req]
     root = req.project_dir
+    if req.scope != "project" or root is None:
+        return [req]
     if not root.startswith("/"):
         return [req]
     real = os.path.realpath(root)
@@ -223,7 +223,7 @@ def project_spellings(conn, req: PurgeRequest) -> list[PurgeRequest]:
         roots.append(real)  # the real path itself: its tombstone keeps either spelling out
     out = [req]
     for r in sorted(set(roots), key=len):
-        if any(is_under(r, x.project_dir) for x in out):
+        if any(x.project_dir and is_under(r, x.project_dir) for x in out):
             continue
         if _too_broad(r):
             raise UsageError(

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from ctxkeep.errors import UsageError
 from ctxkeep.render import transcript as r
+from ctxkeep.service.model import Result
 from ctxkeep.service.transcripts import (
     SessionIndexRequest,
     TranscriptRequest,
@@ -45,11 +46,10 @@ class ExportRequest(BaseModel):
     tz: str = "UTC"
 
 
-class ExportResult(BaseModel):
+class ExportResult(Result):
     """What was written: ``pages`` (one per session, paths), ``index`` (path or None),
     ``messages`` (per page path, the messages it holds), ``bytes`` written."""
 
-    schema_: int = Field(1, alias="schema")
     format: str = Field(description="markdown or html")
     dest: str = Field(description="the folder written")
     pages: list[str] = Field(description="one file per session (paths)")
@@ -126,7 +126,6 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         index_path = dest / f"index{ext}"
         total_bytes += _write(index_path, render_index(index, tz=req.tz, link=link, note=note))
     return ExportResult(
-        schema=1,
         format=req.fmt,
         dest=str(dest),
         pages=pages,
