@@ -23,7 +23,10 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   many entries and usage rows as SQLite (a truncated file and a rebuild killed after
   its entries passed before);
 - ``parquet``: every archive file's footer reads, and the archive holds every entry
-  the ``archived`` table lists;
+  the ``archived`` table lists; an unreadable file names the other copies of its
+  agent's entries (``other_copies``: the session files still on disk, their compress
+  backups, the vault's files), which ``--repair`` reports as what to recover from
+  (re-archiving from them is the vault's hook: ``repair``'s ``parquet`` branch);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
   (warnings: a user may delete session files).
 
@@ -240,7 +243,12 @@ def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
             rows += pq.ParquetFile(f).metadata.num_rows
         except Exception as e:
             out.append(
-                Finding("parquet", str(f), "damaged", f"unreadable: {(str(e).splitlines() or [''])[0][:160]}")
+                Finding(
+                    "parquet",
+                    str(f),
+                    "damaged",
+                    f"unreadable: {(str(e).splitlines() or [''])[0][:160]}; {copies_line(other_copies(home, f))}",
+                )
             )
     if rows < n_archived:
         out.append(
@@ -254,6 +262,51 @@ def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
     if not out:
         out.append(Finding("parquet", str(root), "ok", f"{len(files)} files, {rows:,} rows"))
     return out
+
+
+def _partition(f: Path, key: str) -> str | None:
+    """The value of the Hive partition ``key`` in the archive file path ``f``
+    (``agent=<agent>/month=<YYYY-MM>``: ``sinks.parquet``), or None."""
+    return next((part.split("=", 1)[1] for part in f.parts if part.startswith(key + "=")), None)
+
+
+def other_copies(home: Path, archive_file: Path) -> dict[str, list[str]]:
+    """Where else the entries of the archive file ``archive_file`` may still be, by its
+    agent partition: ``{"session files": [...], "compress backups": [...], "vault files":
+    [...]}`` (each a list of paths): the agent's session files on disk now (retention
+    moves entries out of the store, not out of the agent's files), the compress backups
+    of those files (the lines compress cut) and the files of the agent the vault holds
+    generations of (``sinks.vault``, when the store has one). Never raises (a part
+    that cannot be looked at is left empty)."""
+    from ctxkeep import config as cfgmod
+    from ctxkeep.maintenance.compress import rewrite
+    from ctxkeep.sources import SOURCES, discover_all
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    agent = _partition(archive_file, "agent")
+    out: dict[str, list[str]] = {"session files": [], "compress backups": [], "vault files": []}
+    if agent not in SOURCES:
+        return out
+    try:
+        cfg = cfgmod.load_config(home)
+        (d,) = discover_all(
+            DiscoveryContext.from_env(), [agent], extra_dirs={agent: cfg.agent(agent).session_dirs}
+        )
+        out["session files"] = [str(f.path) for f in d.files]
+        out["compress backups"] = [str(b) for f in d.files for b in rewrite.backup_paths(f.path)]
+    except Exception:  # a config or discovery problem: named elsewhere
+        pass
+    out["vault files"] = checks.vault_paths(home / STORE_DB, agent)
+    return out
+
+
+def copies_line(copies: dict[str, list[str]]) -> str:
+    """One line naming the other copies (``other_copies``): counts and the first path
+    of each kind, or that none was found."""
+    parts = [f"{len(v):,} {k} (e.g. {v[0]})" for k, v in copies.items() if v]
+    if not parts:
+        return "no other copy found (no session file, compress backup or vault file of its agent)"
+    return "other copies: " + "; ".join(parts)
 
 
 def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
@@ -363,7 +416,10 @@ def repair(home: Path, findings: list[Finding]) -> dict:
         finally:
             conn.close()
         if "parquet" in bad:
-            lost.append("archived entries in missing or unreadable Parquet files (no other copy)")
+            for f in findings:
+                if f.check == "parquet" and f.status == "damaged":
+                    # hook for the vault: re-archiving these entries from the copies named
+                    lost.append(f"archived entries of {f.file} ({f.detail.split('; ', 1)[-1]})")
     return {"actions": actions, "not_recovered": lost}
 
 

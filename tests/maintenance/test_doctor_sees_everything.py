@@ -6,7 +6,8 @@ before (``ok`` everywhere, exit 0) and is now found and repaired:
   match SQLite;
 - chunk rows missing against their contents (a third deleted): the text is re-read
   from the agents' files and chunked and indexed again;
-- a store on a read-only file system is reported read-only, not damaged."""
+- a store on a read-only file system is reported read-only, not damaged;
+- a corrupt archive Parquet file names the other copies (it said "no other copy")."""
 
 from __future__ import annotations
 
@@ -107,3 +108,28 @@ def test_read_only_store_is_read_only_not_damaged(store, tmp_path):
     (ro,) = [f for f in findings if f.check == "store"]
     assert ro.status == "warning" and ro.detail.startswith("read-only (")
     assert {f.status for f in findings if f.check == "fts"} == {"skipped"}
+
+
+def test_parquet_damage_names_the_other_copies(store, monkeypatch):
+    """A corrupt archive file: before, "no other copy"; now the agent's session files
+    still on disk, their compress backups and the vault's files are named."""
+    from conftest import CORPUS_HOME
+    from ctxkeep.maintenance.retention import run_retention
+
+    monkeypatch.setenv("HOME", str(CORPUS_HOME))
+    (store / "config.toml").write_text("[retention]\narchive_after_days = 0\n")
+    c = sqlite3.connect(store / "store.db")
+    c.execute("UPDATE entry_rows SET status = 'consumed' WHERE agent = 'claude-code'")
+    c.commit()
+    c.close()
+    run_retention(store)
+    f = sorted((store / "archive").rglob("*.parquet"))[0]
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    (found,) = [x for x in doctor.check(store) if x.file == str(f)]
+    assert found.status == "damaged"
+    assert "other copies: " in found.detail and " session files (e.g. " in found.detail
+    assert str(CORPUS_HOME / ".claude") in found.detail
+    res = doctor.repair(store, doctor.check(store))
+    assert any(str(f) in x and "other copies" in x for x in res["not_recovered"])
+    assert not any("no other copy" in x for x in res["not_recovered"])

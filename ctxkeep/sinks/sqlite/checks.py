@@ -185,3 +185,23 @@ def drop_chunks(conn: sqlite3.Connection, content_ids: list[int]) -> int:
     for part in in_parts(content_ids):
         conn.execute(f"DELETE FROM chunk_rows WHERE content_id IN ({','.join('?' * len(part))})", part)
     return conn.total_changes - before
+
+
+def vault_paths(db: Path, agent: str) -> list[str]:
+    """The paths of the files of ``agent`` the vault holds generations of (``[]`` for a
+    store without a vault, or one that cannot be read)."""
+    try:
+        conn = _ro(db)
+        try:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT f.path FROM vault_files f JOIN vault_generations g "
+                    "ON g.vfile_id = f.vfile_id WHERE f.agent = ? ORDER BY f.path",
+                    (agent,),
+                )
+            ]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
