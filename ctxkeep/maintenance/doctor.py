@@ -34,7 +34,9 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
 installs the newest usable store backup (``maintenance.backup``) or, with none, lets a
 new store be made, reloads the ids of the Parquet archive's entries (``archived``: they
-stay in the archive), re-ingests the agents' files and then their compress backups (the
+stay in the archive), rebuilds the vault's manifest from its packs and derives every
+file the vault holds from it (``_from_vault``), re-ingests the agents' files (what the
+vault does not hold) and then their compress backups (the
 lines compress cut, marked ``archived`` again), rebuilds DuckDB, and says what could
 not be recovered.
 """
@@ -384,6 +386,7 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             n = _reload_archived_ids(home)
             if n:
                 actions.append(f"reloaded {n:,} archived entry ids from the Parquet archive")
+            actions += _from_vault(home)
             s = run_ingest(home)
             actions.append(f"re-ingested the agents' files: {s.entries_new:,} new entries")
             n, files = _ingest_compress_backups(home)
@@ -469,6 +472,34 @@ def _rechunk(conn) -> tuple[int, int]:
             checks.drop_chunks(conn, [gaps[h] for h in texts])
             _insert_chunks(conn, chunks_frame(frame), {}, {})
     return len(texts), len(gaps) - len(texts)
+
+
+def _from_vault(home: Path) -> list[str]:
+    """Rebuild a new store's vault manifest from the packs' records when it has none
+    (``sinks.vault.capture.replay``: the manifest was in the lost store), then derive
+    the entries of every file the vault holds from it (``maintenance.reparse``), so the
+    agents' files (deleted, compressed, rotated since) are not needed. Returns the
+    actions' lines."""
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.vault import capture, forget, packs
+
+    if not packs.pack_names(home):
+        return []
+    out = []
+    conn = sqlite_store.connect(home)
+    try:
+        with sqlite_store.write(conn):
+            n = capture.replay(conn, home)
+        if n:
+            out.append(f"rebuilt the vault's manifest from {n:,} packs")
+            forget.sweep(conn, home)  # bytes of purged files an old pack still held
+    finally:
+        conn.close()
+    r = reparse(home)
+    added = sum(e["added"] for e in r["diff"]["entries"])
+    out.append(f"derived {added:,} entries of {r['files']:,} files from the vault")
+    return out
 
 
 def _reload_archived_ids(home: Path) -> int:

@@ -47,6 +47,12 @@ def _damaged(path: Path, e: Exception) -> StoreError:
     )
 
 
+def unreadable(home: Path, e: Exception) -> StoreError:
+    """The error of ``<home>/analytics.duckdb`` when DuckDB fails to read it (on open or
+    mid-query): its first line, and the hint to rebuild it with ``reindex``."""
+    return _damaged(Path(home) / ANALYTICS_DB, e)
+
+
 def open_readonly(
     home: Path, *, wait: float = analytics_current.WAIT_SECONDS
 ) -> tuple[duckdb.DuckDBPyConnection, str | None]:

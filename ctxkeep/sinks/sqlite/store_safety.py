@@ -65,6 +65,9 @@ class StoreDamaged(StoreError):
     a size that is not a whole number of pages, SQLITE_CORRUPT / SQLITE_NOTADB while
     reading, a 0-byte file where a store held data). ``ctxkeep doctor`` says more."""
 
+    #: what SQLite or the check said (for doctor; never printed in the error line)
+    why: str | None = None
+
 
 def damaged(path: Path, why: object | None = None) -> StoreDamaged:
     """The one error of a damaged store: ``store.db is damaged (<path>) - run 'ctxkeep
