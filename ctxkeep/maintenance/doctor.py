@@ -105,13 +105,13 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
             f"{t.orphan_chunks} chunks without content, {t.orphan_entries} entries without text",
         )
     )
-    out += _duckdb_check(home, t.entries, t.analytics_behind)
+    out += _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
     return out
 
 
-def _duckdb_check(home: Path, n_sqlite: int, behind: bool) -> list[Finding]:
+def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> list[Finding]:
     p = home / ANALYTICS_DB
     if not p.exists():
         if n_sqlite:  # the reports have nothing to read
@@ -125,9 +125,10 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool) -> list[Finding]:
             ]
         return [Finding("duckdb", str(p), "warning", "missing (the first ingest builds it)")]
     try:
-        from ctxkeep.sinks.analytics_read import count_entries
+        from ctxkeep.sinks.analytics_read import inspect
 
-        n_duck = count_entries(p)
+        seen = inspect(p)
+        n_duck = seen["entries"]
     except Exception as e:  # duckdb.Error subclasses, OSError
         msg = (str(e).splitlines() or [""])[0]
         if "lock" in msg.lower():
@@ -142,9 +143,20 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool) -> list[Finding]:
                 f"{n_duck:,} entries, SQLite holds {n_sqlite:,}: not synced yet (the next report catches up)",
             )
         ]
+    if seen["problems"]:  # a truncated file, unreadable blocks: every report would fail
+        return [Finding("duckdb", str(p), "damaged", "; ".join(seen["problems"][:3]))]
     if n_duck != n_sqlite:
         return [Finding("duckdb", str(p), "damaged", f"{n_duck:,} entries, SQLite holds {n_sqlite:,}")]
-    return [Finding("duckdb", str(p), "ok", f"{n_duck:,} entries, as SQLite")]
+    if seen["usage"] != usage and not behind:  # e.g. a rebuild killed after its entries
+        return [
+            Finding(
+                "duckdb",
+                str(p),
+                "damaged",
+                f"{seen['usage']:,} usage rows, SQLite holds {usage:,} (costs and tokens)",
+            )
+        ]
+    return [Finding("duckdb", str(p), "ok", f"{n_duck:,} entries and {usage:,} usage rows, as SQLite")]
 
 
 def _parquet_check(home: Path, n_archived: int) -> list[Finding]:

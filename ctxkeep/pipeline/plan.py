@@ -82,7 +82,9 @@ def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
     part_bytes = PART_BYTES if part_bytes is None else part_bytes
     out: list[Part] = []
     cur: Todo = []
-    agent, size, index = None, 0, {}
+    agent: str | None = None
+    size = 0
+    index: dict = {}
     for f, wm in todo:
         n = pending_bytes([(f, wm)])
         if cur and (f.agent != agent or size + n > part_bytes):

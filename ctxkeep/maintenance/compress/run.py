@@ -44,7 +44,7 @@ from pathlib import Path
 
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
-from ctxkeep.errors import NotFound, StoreBusy, UsageError
+from ctxkeep.errors import NotFound, StoreBusy, UsageError, from_os_error
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
 from ctxkeep.schema import content_hash
@@ -913,8 +913,14 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                     except StoreBusy:
                         raise
                     except Exception as e:  # one bad file must not stop the run
+                        fs = from_os_error(e, where=str(f.path))
+                        if fs is not None and fs.stops:  # a full or read-only disk: every file would fail
+                            raise fs from e
                         res = FileResult(
-                            str(f.path), f.agent, status="failed", reason=f"{type(e).__name__}: {e}"
+                            str(f.path),
+                            f.agent,
+                            status="failed",
+                            reason=str(fs) if fs is not None else f"{type(e).__name__}: {e}",
                         )
                     results.append(res)
                     if on_file:
