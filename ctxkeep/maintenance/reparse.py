@@ -177,6 +177,7 @@ def reparse(
     t0 = time.perf_counter()
     home = Path(home)
     say = progress or (lambda _p: None)
+    sqlite_store.connect(home, readonly=True).close()  # StoreError "no store yet": never made here
     with hold(home, what="reparse"):
         live = sqlite_store.connect(home)
         try:
