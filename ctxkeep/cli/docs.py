@@ -196,6 +196,7 @@ def _define_outputs() -> None:
             "analytics": "what the DuckDB sync did (a sentence)",
             "problems": problems,
             "held_back": "files whose last part waits for a later ingest: agent, path, reason, bytes, changed, ready_at (ISO-8601 UTC)",
+            "coverage_alerts": "format drift met: agent, agent_version, kind (new_version_unknown_types, new_unknown_types, parse_rate_dropped), message, parse_rate, previous_rate (fractions), unknown (types)",
         },
         "With --dry-run: dry_run, files, bytes, unchanged, agents (agent, files, bytes, paths), problems, store.",
     )

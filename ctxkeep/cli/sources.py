@@ -152,10 +152,78 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     return rows, cfg.warnings
 
 
+def _rate(r: float | None) -> str:
+    return "-" if r is None else f"{r:.1%}"
+
+
+def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
+    """``sources --coverage``: the coverage ledger (``query.coverage``), rendered."""
+    from ctxkeep.query.coverage import CoverageRequest, coverage
+
+    try:
+        res = coverage(CoverageRequest(home=h, agents=agents))
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(res.model_dump(mode="json", by_alias=True))
+        return
+    if not res.store:
+        out.print(f"no store at {h} yet: run `ctxkeep ingest`", highlight=False)
+        return
+    if not res.rows:
+        out.print(
+            "the coverage ledger is empty: files are counted when an ingest reads them", highlight=False
+        )
+        return
+    t = table(title="ctxkeep coverage ledger", title_justify="left")
+    t.add_column("agent", no_wrap=True)
+    t.add_column("version", no_wrap=True)
+    t.add_column("parser", justify="right", no_wrap=True)
+    for col in ("files", "records", "parsed", "rate", "entries", "quarant."):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("not understood (records)", overflow="fold", min_width=20, ratio=1)
+    from rich.markup import escape
+
+    for r in res.rows:
+        t.add_row(
+            r.agent,
+            escape(r.agent_version or "?"),
+            f"v{r.parser_version}",
+            f"{r.files:,}",
+            f"{r.records:,}",
+            f"{r.parsed:,}",
+            _rate(r.parse_rate),
+            f"{r.entries:,}",
+            f"{r.quarantined:,}",
+            escape(", ".join(f"{k} ({u.count:,})" for k, u in r.unknown.items())),
+        )
+    out.print(t)
+    for a in res.alerts:
+        out.print(f"drift: {a.message}", highlight=False, markup=False, soft_wrap=True)
+    if any(r.unknown for r in res.rows):
+        out.print(
+            "a sample line of each type not understood (redacted): `ctxkeep sources --coverage --json`",
+            highlight=False,
+            markup=False,
+        )
+
+
 @app.command()
-def sources(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
+def sources(
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+    coverage: bool = typer.Option(
+        False,
+        "--coverage",
+        help="The coverage ledger: per agent version, records read, parsed, quarantined, types not understood.",
+    ),
+    agent: list[str] = typer.Option(None, "--agent", help="With --coverage: only this agent (repeatable)."),
+):
     """What was found per agent (where it looked, files, store counts), and why not."""
     h = _home(home)
+    if coverage:
+        _render_coverage(h, agent or [], as_json)
+        return
     try:
         rows, warnings = sources_report(h)
     except CtxkeepError as e:

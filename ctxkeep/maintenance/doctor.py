@@ -14,7 +14,10 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 - ``parquet``: every archive file's footer reads, and the archive holds every entry
   the ``archived`` table lists;
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
-  (warnings: a user may delete session files).
+  (warnings: a user may delete session files);
+- ``coverage``: the coverage ledger's format drift (warnings: an agent version with
+  record types ctxkeep does not understand, a parse rate below the previous version's;
+  ``transforms.drift.ledger_alerts``).
 
 ``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite; when SQLite itself is
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
@@ -142,6 +145,7 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
         out += _duckdb_check(home, conn)
         out += _parquet_check(home, conn)
         out += _watermark_check(conn)
+        out += _coverage_check(conn)
     finally:
         conn.close()
     return out
@@ -223,6 +227,20 @@ def _watermark_check(conn: sqlite3.Connection) -> list[Finding]:
     return [
         Finding("watermarks", STORE_DB, st, f"{missing} files gone, {shrunk} shorter than their watermark")
     ]
+
+
+def _coverage_check(conn: sqlite3.Connection) -> list[Finding]:
+    """The coverage ledger's drift (``transforms.drift.ledger_alerts``), one warning per
+    alert (an agent version with record types not understood, a parse rate below the
+    previous version's); ok with the number of agent versions otherwise."""
+    from ctxkeep.sinks.sqlite.coverage import coverage_ledger
+    from ctxkeep.transforms.drift import ledger_alerts
+
+    rows = coverage_ledger(conn)
+    alerts = ledger_alerts(rows)
+    if not alerts:
+        return [Finding("coverage", STORE_DB, "ok", f"{len(rows)} agent versions, no drift")]
+    return [Finding("coverage", a["agent"], "warning", a["message"]) for a in alerts]
 
 
 def check(home: Path, *, full: bool = False) -> list[Finding]:

@@ -36,7 +36,9 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import store_safety
+from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.transforms import drift
 from ctxkeep.transforms.normalize import normalized_rows, unique_entries
 
 
@@ -97,7 +99,7 @@ def extract_transform(
     def flush() -> Group:
         nonlocal group, size, count, files_read, vanished
         frames = None
-        quarantine, wms, changes = [], {}, []
+        quarantine, wms, changes, coverage = [], {}, [], []
         if group:
             entries = [e for it in group for e in it.batch.entries]
             quarantine = [dict(q, agent=it.file.agent) for it in group for q in it.batch.quarantine]
@@ -107,6 +109,11 @@ def extract_transform(
                 it.batch.watermark.path: it.batch.watermark for it in group if it.batch.watermark is not None
             }
             changes = [c for it in group for c in it.batch.status_changes]
+            coverage = [
+                (it.file.agent, str(it.file.path), SOURCES[it.file.agent].PARSER_VERSION, it.batch.coverage)
+                for it in group
+                if it.batch.coverage is not None
+            ]
             merged = Batch(entries, [], None)
             pre = None
             if any(it.rows is not None for it in group):  # normalized by a reader process
@@ -130,6 +137,7 @@ def extract_transform(
             sum(it.batch.lines for it in group),
             files_read,
             vanished,
+            coverage,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
@@ -379,6 +387,7 @@ def _run_locked(
     with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict
         tombs = sqlite_store.tombstoned(conn)
+        ledger_before = sqlite_store.coverage_ledger(conn) if p.todo else []
         syncer = _syncer(home, conn, p)
         try:
             r = ingest_files(
@@ -399,6 +408,7 @@ def _run_locked(
         s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
         s.status_changed = r["status_changed"]
         s.per_agent = r["per_agent"]
+        s.coverage_alerts = drift.run_alerts(ledger_before, r["coverage"])
         if not syncer.started and (
             s.entries_new
             or s.status_changed

@@ -44,6 +44,7 @@ from ctxkeep.sources._util import (
     strip_ansi,
 )
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
@@ -60,6 +61,33 @@ _META_TEXT_KEYS = (
     "title",
     "prUrl",
     "error",
+)
+#: the record types whose meaning is known (the corpus' real files v1.0.17-v2.1.114 and
+#: agent-sessions' schema fixture, jazzyalex/agent-sessions
+#: Resources/Fixtures/stage0/agents/claude/small.jsonl): other types are stored as
+#: ``meta`` entries and named in the coverage ledger as not understood
+KNOWN_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "attachment",
+        "permission-mode",
+        "file-history-snapshot",
+        "last-prompt",
+        "progress",
+        "queue-operation",
+        "agent-name",
+        "custom-title",
+        "ai-title",
+        "pr-link",
+        "worktree-state",
+    }
+)
+#: the content block types whose meaning is known (Anthropic Messages API blocks)
+KNOWN_BLOCKS = frozenset(
+    {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"}
 )
 _SIDECHAIN_MAP_MAX = 200_000
 #: what a record uuid looks like (CC writes RFC 4122 UUIDs); anything else is not
@@ -161,6 +189,9 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     SHA-256 of the line, so byte-identical repeats of such a line are one record.
     """
     rtype = rec.get("type")
+    set_version(state, rec.get("version"))
+    if rtype not in KNOWN_TYPES:
+        unknown(state, rtype)
     if rec.get("sessionId"):
         state["sid"] = rec["sessionId"]
     if rec.get("cwd"):
@@ -184,7 +215,11 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     }
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
     if rtype in ("user", "assistant") and msg is not None:
-        return _message_entries(rec, msg, base)
+        out = _message_entries(rec, msg, base)
+        for e in out:
+            if e["kind"] == "meta" and e.get("tool_name") and e["tool_name"] not in KNOWN_BLOCKS:
+                unknown(state, f"block:{e['tool_name']}")
+        return out
     if rtype == "summary":
         return [
             dict(

@@ -30,6 +30,7 @@ import orjson
 
 from ctxkeep.sources._util import as_int, compact_json
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "codex"
@@ -39,6 +40,29 @@ MODE = "append"
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout
 _DUPLICATE_EVENTS = {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"}
+#: the line types and response item types whose meaning is known (the corpus' real
+#: rollouts 0.34-0.70 and Codex's protocol, codex-rs/protocol/src/models.rs
+#: ``ResponseItem``): others are stored as ``meta`` entries and named in the coverage
+#: ledger as not understood. Event types (``event_msg``) are UI events by design: all
+#: are stored as ``meta``
+_KNOWN_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+_KNOWN_ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+        "tool_search_call",
+        "tool_search_output",
+        "image_generation_call",
+        "agent_message",
+        "ghost_snapshot",
+    }
+)
 _CONTEXT_PREFIXES = (
     "<environment_context>",
     "<user_instructions>",
@@ -139,7 +163,12 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         state["ts"] = ts
     else:
         ts = state.get("ts")
+    if rtype not in _KNOWN_TYPES:
+        unknown(state, rtype)
+    elif rtype == "response_item" and p.get("type") not in _KNOWN_ITEMS:
+        unknown(state, f"response_item:{p.get('type')}")
     if rtype == "session_meta":
+        set_version(state, p.get("cli_version"))
         mid = p.get("id") or p.get("session_id")
         if isinstance(mid, str) and mid:
             if not state.get("meta_seen"):

@@ -209,6 +209,9 @@ class Batch:
     #: ``{"agent", "session_id", "message_ids": [str], "status": str}`` (e.g. a
     #: Gemini ``$rewindTo`` marks the dropped messages ``rewound``)
     status_changes: list[dict] = field(default_factory=list)
+    #: what the batch adds to the coverage ledger (``sources.coverage.Tally``): set by
+    #: the JSONL readers per record; None: ``pipeline.readahead`` tallies the entries
+    coverage: Any = None
 
 
 def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:

@@ -90,7 +90,7 @@ def test_a_v9_store_is_migrated_in_place_to_what_a_fresh_ingest_makes(corpus_sto
     size = (home / "store.db").stat().st_size
     conn = sqlite_store.connect(home)  # the writable open migrates, then vacuums
     try:
-        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION == 10
+        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION == 11
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         # same rows and rowids, same chunks and ids, v9 columns through the views
         assert _rows(conn) == (rows, chunks)
@@ -100,7 +100,7 @@ def test_a_v9_store_is_migrated_in_place_to_what_a_fresh_ingest_makes(corpus_sto
         # fts_words (external content: the view) is consistent without a rebuild
         conn.execute("INSERT INTO fts_words(fts_words, rank) VALUES('integrity-check', 1)")
         assert [r[2] for r in conn.execute("PRAGMA index_info(entries_session)")] == ["session_id"]
-        assert migrations.migrate(conn, 10) == []  # once
+        assert migrations.migrate(conn, sqlite_store.SCHEMA_VERSION) == []  # once
     finally:
         conn.close()
     assert (home / "store.db").stat().st_size < size

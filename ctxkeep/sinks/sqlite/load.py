@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
+from ctxkeep.sinks.sqlite.coverage import store as store_coverage
 from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS, ID_TABLES, STORED_AS_ID, title_stored
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, add_vocab, insert_rows
 from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
@@ -177,6 +178,7 @@ def load_batch(
     watermarks: Iterable[Watermark | None] = (),
     status_changes: Iterable[StatusChange | dict] | None = None,
     vocab: set[str] | None = None,
+    coverage: Iterable[tuple] = (),
 ) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
@@ -200,6 +202,8 @@ def load_batch(
         status_changes: applied after the entries (``status.apply_changes``).
         vocab: ``transforms.grams.vocab_terms`` of the chunk texts, with a ``symbols``
             column on ``chunks`` (``with_index_terms``); computed here when absent.
+        coverage: ``(agent, path, parser_version, sources.coverage.Tally)`` of the
+            batches, added to the coverage ledger (``coverage.store``).
 
     Raises StoreBusy when another writer holds the database.
     """
@@ -272,6 +276,8 @@ def load_batch(
             )
         if status_changes:
             apply_changes(conn, status_changes, stamp=stamp)
+        if coverage:
+            store_coverage(conn, coverage, stamp)
         for wm in watermarks:
             if wm is not None:
                 save_watermark(conn, wm)

@@ -259,6 +259,14 @@ def _stamp_ids_chunk_spans(conn: sqlite3.Connection) -> None:
         conn.execute(ddl.INDEXES["chunks_content"])
 
 
+def _coverage(conn: sqlite3.Connection) -> None:
+    """v11: the coverage ledger (``coverage``), empty: files read before it are
+    counted when read again (a parser change re-reads them whole)."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    conn.execute(ddl.TABLES["coverage"])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -275,6 +283,7 @@ MIGRATIONS: list[Migration] = [
         rebuilds_fts=False,
         frees_space=True,
     ),
+    Migration(11, "the coverage ledger", _coverage, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

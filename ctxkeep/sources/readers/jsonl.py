@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.coverage import Tally
 
 HEAD_BYTES = 4096
 
@@ -234,6 +235,7 @@ def read_jsonl(
             state = init_state(file)
         fd = f.fileno()
         f.seek(offset)
+        first = True
         pending = b""
         pos = offset  # file offset of pending[0]
         while True:
@@ -250,6 +252,8 @@ def read_jsonl(
             complete, pending = data[: end + 1], data[end + 1 :]
             entries: list[dict] = []
             quarantine: list[dict] = []
+            tally = Tally(reset=first and offset == 0)
+            first = False
             lines = 0
             start = 0
             n = len(complete)
@@ -268,6 +272,7 @@ def read_jsonl(
                     pieces = salvage_line(raw)
                     if not pieces:
                         quarantine.append(quarantine_row(path, line_off, raw, problem))
+                        tally.quarantined(state.get("_v"))
                         continue
                     quarantine.append(
                         quarantine_row(
@@ -295,14 +300,20 @@ def read_jsonl(
                                 path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})"
                             )
                         )
+                        tally.quarantined(state.get("_v"))
                         continue
                     lh = hashlib.sha256(rec_raw).hexdigest()
                     try:
-                        entries.extend(parse(rec, rec_off, lh, state))
+                        got = parse(rec, rec_off, lh, state)
                     except Exception as e:  # a parser bug must not stop the run
+                        state.pop("_unknown", None)
                         quarantine.append(
                             quarantine_row(path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}")
                         )
+                        tally.quarantined(state.get("_v"))
+                        continue
+                    entries.extend(got)
+                    tally.record(state.get("_v"), len(got), state.pop("_unknown", ()), rec_raw)
             pos += len(complete)
             # a watermark records the file's size only once every byte was seen, so
             # a run stopped between batches resumes instead of skipping the file
@@ -310,7 +321,13 @@ def read_jsonl(
             changes = state.pop("_status_changes", [])  # see Batch.status_changes
             new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
             yield Batch(
-                entries, quarantine, new_wm, bytes_read=len(complete), lines=lines, status_changes=changes
+                entries,
+                quarantine,
+                new_wm,
+                bytes_read=len(complete),
+                lines=lines,
+                status_changes=changes,
+                coverage=tally,
             )
             if not chunk:
                 break
@@ -319,7 +336,12 @@ def read_jsonl(
         ):
             # nothing complete was read (empty file, or only a partial last line): record
             # the watermark anyway so that an unchanged file is skipped next time
-            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True))
+            yield Batch(
+                [],
+                [],
+                _watermark(file, st, fd, pos, parser_version, state, True),
+                coverage=Tally(reset=pos == 0),
+            )
 
 
 def _watermark(
