@@ -177,9 +177,9 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
                 if isinstance(src, ClaimsPaths) and src.matches(c):
                     meta = {}
                     if c.name.startswith("agent-") and name == "claude-code":
-                        meta["subagent"] = c.stem[len("agent-") :]
-                        if c.parent.name == "subagents":
-                            meta["parent_session"] = c.parent.parent.name
+                        from ctxkeep.sources.claude_code import subagent_meta
+
+                        meta = subagent_meta(c)
                     mode = src.mode_for(c) if isinstance(src, ModeByPath) else src.MODE
                     files.append(SourceFile(name, c, mode, meta))
                     found += 1

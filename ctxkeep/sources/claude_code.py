@@ -3,7 +3,17 @@
 Where (Claude Code 1.x–2.1): ``$CLAUDE_CONFIG_DIR`` (comma-separated list allowed) or
 ``~/.claude`` and ``~/.config/claude``, each with ``projects/<encoded cwd>/<session>.jsonl``;
 sub-agent transcripts as ``projects/<dir>/<session>/subagents/agent-<id>.jsonl``
-(v2.1) or flat ``projects/<dir>/agent-<id>.jsonl`` (v2.0).
+(v2.1) or flat ``projects/<dir>/agent-<id>.jsonl`` (v2.0); the sub-agents of a
+workflow run (the Workflow tool, v2.1.x) as
+``projects/<dir>/<session>/subagents/workflows/<run id>/agent-<id>.jsonl``, beside the
+run's ``journal.jsonl`` (``started``/``result`` lines per agent: not a transcript, not
+read) and ``agent-<id>.meta.json`` (label, phase, model). Source of the workflow
+layout: users' public notes on Claude Code workflow runs ("``result.json`` records the
+transcript directory, under ``~/.claude/projects/<project>/<session>/subagents/
+workflows/<runId>/``"; file listings such as ``H:/.claude/projects/H--prism/321c1d3f-…/
+subagents/workflows/wf_57c6a296-6f2/agent-a7748a49cbfabf1b6.jsonl``) and
+jazzyalex/agent-sessions' artifact rules (``subagents/workflows/<run>/journal.jsonl``
+is a workflow journal, not a session).
 
 Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 
@@ -106,6 +116,20 @@ def roots(ctx: DiscoveryContext) -> list[Path]:
     return out
 
 
+def subagent_meta(p: Path) -> dict:
+    """The ``meta`` of a sub-agent transcript ``agent-<id>.jsonl``: ``subagent`` (the
+    id) and, where the layout names it, ``parent_session`` (the folder holding
+    ``subagents/``) and ``workflow_run`` (a workflow sub-agent's run folder,
+    ``<session>/subagents/workflows/<run>/``)."""
+    meta: dict = {"subagent": p.stem[len("agent-") :]}
+    if p.parent.name == "subagents":
+        meta["parent_session"] = p.parent.parent.name
+    elif p.parent.parent.name == "workflows" and p.parent.parent.parent.name == "subagents":
+        meta["parent_session"] = p.parents[3].name
+        meta["workflow_run"] = p.parent.name
+    return meta
+
+
 def discover(ctx: DiscoveryContext) -> Discovery:
     """Find session and sub-agent transcripts. Configured extra dirs may point at a
     config dir (holding ``projects/``) or at a ``projects`` dir itself."""
@@ -124,6 +148,8 @@ def discover(ctx: DiscoveryContext) -> Discovery:
             d.add(p, MODE, meta)
         for p in sorted_paths(proj.glob("*/*/subagents/agent-*.jsonl")):
             d.add(p, MODE, {"subagent": p.stem[len("agent-") :], "parent_session": p.parent.parent.name})
+        for p in sorted_paths(proj.glob("*/*/subagents/workflows/*/agent-*.jsonl")):
+            d.add(p, MODE, subagent_meta(p))
     if not d.files:
         d.reason = (
             "no Claude Code projects dir found"
@@ -214,6 +240,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "record_id": uuid or f"{session_id}:{line_hash}",
     }
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
+    if rtype in ("user", "assistant") and msg is None:
+        state["_broken"] = True  # a message record without its message: a damaged copy
     if rtype in ("user", "assistant") and msg is not None:
         out = _message_entries(rec, msg, base)
         for e in out:
@@ -358,4 +386,4 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
 
 
 #: new lines of one transcript into entry dicts (``parse_record``)
-read = record_reader(PARSER_VERSION, parse_record, init_state)
+read = record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True)

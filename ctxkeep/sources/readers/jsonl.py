@@ -208,6 +208,7 @@ def read_jsonl(
     parse: ParseFn,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     init_state: Callable[[SourceFile], dict] | None = None,
+    unique_ids: bool = False,
 ) -> Iterator[Batch]:
     """Read the complete lines of an append-only JSONL file after its watermark.
 
@@ -253,6 +254,7 @@ def read_jsonl(
             entries: list[dict] = []
             quarantine: list[dict] = []
             tally = Tally(reset=first and offset == 0)
+            copies = _Copies(entries, quarantine, tally, path) if unique_ids else None
             first = False
             lines = 0
             start = 0
@@ -293,6 +295,7 @@ def read_jsonl(
                     if problem:
                         quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
                     todo = [(line_off, raw, rec)]
+                repaired = problem is not None
                 for rec_off, rec_raw, rec in todo:
                     if not isinstance(rec, dict):
                         quarantine.append(
@@ -307,13 +310,21 @@ def read_jsonl(
                         got = parse(rec, rec_off, lh, state)
                     except Exception as e:  # a parser bug must not stop the run
                         state.pop("_unknown", None)
+                        state.pop("_broken", None)
                         quarantine.append(
                             quarantine_row(path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}")
                         )
                         tally.quarantined(state.get("_v"))
                         continue
-                    entries.extend(got)
-                    tally.record(state.get("_v"), len(got), state.pop("_unknown", ()), rec_raw)
+                    broken = repaired or bool(state.pop("_broken", False))
+                    version = state.get("_v")
+                    tally.record(version, len(got), state.pop("_unknown", ()), rec_raw)
+                    if copies is not None:
+                        copies.add(got, rec_off, rec_raw, lh, broken, version)
+                    else:
+                        entries.extend(got)
+            if copies is not None:
+                entries = copies.kept()
             pos += len(complete)
             # a watermark records the file's size only once every byte was seen, so
             # a run stopped between batches resumes instead of skipping the file
@@ -344,6 +355,64 @@ def read_jsonl(
             )
 
 
+class _Copies:
+    """The entries of one batch of a source whose record ids are unique
+    (``read_jsonl``'s ``unique_ids``): each line's entries are kept until a later line
+    of the batch gives entries with one of their ``record_id`` s; then the valid copy
+    wins (the first of two valid ones) and the other line is quarantined, its
+    entries dropped and its tally moved from parsed to quarantined."""
+
+    def __init__(self, entries: list, quarantine: list, tally: Tally, path: Path) -> None:
+        self.entries, self.quarantine, self.tally, self.path = entries, quarantine, tally, path
+        #: record id → the line holding it: (offset, raw, line hash, broken, version)
+        self.lines: dict[str, tuple] = {}
+        self.dropped: set[int] = set()
+
+    def add(self, got: list[dict], off: int, raw: bytes, lh: str, broken: bool, version) -> None:
+        ids = {e.get("record_id") for e in got} - {None}
+        prev = next((self.lines[i] for i in ids if i in self.lines and self.lines[i][0] != off), None)
+        if prev is not None:
+            p_off, p_raw, p_lh, p_broken, p_version = prev
+            rid = next(i for i in ids if i in self.lines)
+            if p_lh == lh:  # the same bytes again: one record, stored once (by its ids)
+                self.entries.extend(got)
+                return
+            if p_broken and not broken:  # the valid copy replaces a damaged one
+                self._quarantine(
+                    p_off,
+                    p_raw,
+                    p_version,
+                    f"duplicate record id {rid}: a damaged copy; the valid copy at offset {off} is kept",
+                )
+            else:
+                self._quarantine(
+                    off,
+                    raw,
+                    version,
+                    f"duplicate record id {rid}: another copy of the record at offset {p_off}, which is kept",
+                )
+                return
+        for i in ids:
+            self.lines[i] = (off, raw, lh, broken, version)
+        for e in got:
+            e.setdefault("_line", off)
+        self.entries.extend(got)
+
+    def _quarantine(self, off: int, raw: bytes, version, reason: str) -> None:
+        self.dropped.add(off)
+        self.quarantine.append(quarantine_row(self.path, off, raw, reason))
+        t = self.tally.version(version)
+        t.parsed -= 1
+        t.quarantined += 1
+
+    def kept(self) -> list[dict]:
+        """The batch's entries without those of the quarantined copies."""
+        out = [e for e in self.entries if e.get("_line") not in self.dropped]
+        for e in out:
+            e.pop("_line", None)
+        return out
+
+
 def _watermark(
     file: SourceFile, st: os.stat_result, fd: int, pos: int, parser_version: int, state: dict, final: bool
 ) -> Watermark:
@@ -368,12 +437,16 @@ RecordFn = Callable[[dict, int, str, dict, str], list[dict]]
 
 
 def record_reader(
-    parser_version: int, parse_record: RecordFn, init_state: Callable[[SourceFile], dict] | None = None
+    parser_version: int,
+    parse_record: RecordFn,
+    init_state: Callable[[SourceFile], dict] | None = None,
+    unique_ids: bool = False,
 ):
     """The ``read`` of a plain JSONL agent (one record a line, mode ``append``):
     ``read(file, wm, batch_bytes)`` runs ``read_jsonl`` with ``parse_record(rec, offset,
-    line_hash, state, src)`` where ``src`` is the file's path as text, and the parser
-    state at offset 0 from ``init_state(file)`` (None: empty). Returns that function."""
+    line_hash, state, src)`` where ``src`` is the file's path as text, the parser
+    state at offset 0 from ``init_state(file)`` (None: empty) and ``unique_ids``
+    (``read_jsonl``'s). Returns that function."""
 
     def read(
         file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
@@ -383,7 +456,7 @@ def record_reader(
         def parse(rec, offset, line_hash, state):
             return parse_record(rec, offset, line_hash, state, src)
 
-        return read_jsonl(file, wm, parser_version, parse, batch_bytes, init_state)
+        return read_jsonl(file, wm, parser_version, parse, batch_bytes, init_state, unique_ids)
 
     read.__doc__ = (
         f"Read the new lines of one file into entry dicts "
