@@ -93,3 +93,20 @@ def test_codex_items_without_payload_type_and_info_model(tmp_path, store_home):
         sid,
     )
     assert usage == [("gpt-5.2-codex", 1000, 200, 80)]
+
+
+def test_cursor_tool_call_blocks_are_read(tmp_path, store_home):
+    home = tmp_path / "home"
+    shutil.copytree(FIX / "cursor", home / ".cursor")
+    ingest(home, store_home, "cursor")
+    rows = q(
+        store_home,
+        f"SELECT kind, tool_name, native_id, {ENTRY_TEXT} FROM entries e "
+        "WHERE kind IN ('tool_call', 'tool_result') ORDER BY source_offset, kind",
+    )
+    assert rows == [
+        ("tool_call", "read", "call_r1", '{"path":"note.txt"}'),
+        ("tool_result", "read", "call_r1", '{"success":{"content":"banana"}}'),
+        ("tool_call", "shell", None, '{"command":"ls"}'),
+        ("tool_result", "shell", None, "note.txt"),
+    ]
