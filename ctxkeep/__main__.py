@@ -1,6 +1,23 @@
-"""``python -m ctxkeep`` runs the CLI."""
+"""``python -m ctxkeep`` and the ``ctxkeep`` console script.
 
-from ctxkeep.cli import main
+An agent's hook (``ctxkeep hook AGENT EVENT``, what ``hooks install`` writes) runs
+straight from here, without the CLI's Typer, Rich and command imports
+(``hooks.runtime.fast_main``: the hook returns to its agent within 0.1 s,
+docs/design.md "Latency budget"); everything else runs the CLI (``cli.main``).
+"""
+
+import sys
+
+
+def main() -> None:
+    if "hook" in sys.argv[1:4]:
+        from ctxkeep.hooks import runtime
+
+        runtime.fast_main(sys.argv[1:])  # ends the process, or returns: not a plain hook call
+    from ctxkeep.cli import main as cli_main
+
+    cli_main()
+
 
 # guarded: Dask's LocalCluster starts its worker processes with multiprocessing's
 # spawn, which imports this module again as ``__mp_main__``

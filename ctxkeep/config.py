@@ -115,6 +115,16 @@ class CompressConfig:
 
 
 @dataclass
+class IngestConfig:
+    """``[ingest]``: ``max_line_mb``, the line cap in MiB: a JSONL line (or a document
+    its agent rewrites whole) longer than this is quarantined as its SHA-256, size and head,
+    never held in memory whole (``sources.contract.max_line_bytes``; the environment's
+    ``CTXKEEP_MAX_LINE_MB`` wins)."""
+
+    max_line_mb: int = _ge(1, 16)
+
+
+@dataclass
 class RetentionConfig:
     """``[retention]``: days (24 h periods) before consumed/archived entries move to
     Parquet (0: at the next run) and before archive files are deleted."""
@@ -134,6 +144,8 @@ class BackupConfig:
 class McpConfig:
     #: extra directories MCP ``ctx_index`` may read besides the project and home dirs
     index_roots: list[str] = field(default_factory=list)
+    #: the largest note ``ctx_index`` takes (text or file), in MB (``service.index``)
+    max_index_mb: int = 8
 
 
 @dataclass
@@ -181,6 +193,7 @@ class Config:
 
     agents: dict[str, AgentConfig] = field(default_factory=dict)
     compress: CompressConfig = field(default_factory=CompressConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
@@ -200,6 +213,7 @@ class Config:
 #: the tables of ``config.toml`` with a fixed set of keys, and their dataclass
 SECTIONS = {
     "compress": CompressConfig,
+    "ingest": IngestConfig,
     "retention": RetentionConfig,
     "backup": BackupConfig,
     "mcp": McpConfig,
@@ -467,6 +481,7 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
             if key in a:
                 ac.session_dirs += _dirs(a[key], f"{section}.{name}.{key}", path)
     cfg.compress = _section(CompressConfig, data.get("compress"))
+    cfg.ingest = _section(IngestConfig, data.get("ingest"))
     cfg.retention = _section(RetentionConfig, data.get("retention"))
     cfg.backup = _section(BackupConfig, data.get("backup"))
     cfg.mcp = _section(McpConfig, data.get("mcp"))

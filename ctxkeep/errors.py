@@ -1,8 +1,13 @@
 """Errors raised by ctxkeep.
 
-Flat and small, in the style of sqlite-utils and dlt: every error says what failed,
-where, and what to do, and whether retrying can help (``transient``). All errors keep
-their fields through pickling, so they can cross process and Prefect task boundaries.
+Flat and small, in the style of sqlite-utils and dlt: every error says what failed
+(``what``), where (``where``: a path, a store file, or the name of a request field such
+as ``limit`` or ``session``, which each front end shows in its own words: ``--limit``
+on the command line, ``limit`` in an MCP tool's arguments), what to do (``todo``), the
+process exit code it maps to (``exit_code``: 1 failure, 2 wrong usage) and whether
+retrying can help (``transient``). Front ends render these fields; they never reword
+the text. All errors keep their fields through pickling, so they can cross process and
+Prefect task boundaries.
 """
 
 from __future__ import annotations
@@ -12,12 +17,24 @@ class CtxkeepError(Exception):
     """Base class. ``transient`` is True when the same call may succeed later."""
 
     transient: bool = False
+    #: the exit code of a command that fails with this error (README "Exit codes")
+    exit_code: int = 1
 
     def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
         super().__init__(message, where, hint)
         self.message = message
         self.where = where
         self.hint = hint
+
+    @property
+    def what(self) -> str:
+        """What failed (one sentence, no parameter spelled in a front end's words)."""
+        return self.message
+
+    @property
+    def todo(self) -> str | None:
+        """What to do about it, or None."""
+        return self.hint
 
     def __str__(self) -> str:  # one line: what, where, what to do
         parts = [self.message]
@@ -62,7 +79,9 @@ def _rebuild_config(message, where, hint, problems):
 
 
 class UsageError(CtxkeepError):
-    """A command or tool was called with arguments that do not fit together."""
+    """A command or tool was called with arguments that do not fit together (exit 2)."""
+
+    exit_code = 2
 
 
 class NotFound(UsageError):
@@ -70,9 +89,13 @@ class NotFound(UsageError):
     not be done to it now: the call was well formed, so the CLI exits 1, not 2. A
     UsageError, so callers that catch UsageError (MCP) treat it as before."""
 
+    exit_code = 1
+
 
 class SearchSyntaxError(CtxkeepError):
-    """A raw FTS5 query did not parse (only raised in raw mode)."""
+    """A raw FTS5 query did not parse (only raised in raw mode; exit 2, wrong usage)."""
+
+    exit_code = 2
 
 
 class PurgeCancelled(CtxkeepError):

@@ -77,6 +77,9 @@ AGENTS = (
     "crush",
     "goose",
     "cursor",
+    "gptme",
+    "mistral-vibe",
+    "openclaude",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -61,3 +61,56 @@ TEXT = (
     "(SELECT group_concat(ch.text, '') FROM chunks ch JOIN contents c "
     "ON c.content_id = ch.content_id WHERE c.content_hash = e.content_hash)"
 )
+
+
+def priced(home: Path, rows: list[tuple], prices_toml: str | None = None) -> list[float | None]:
+    """The ``calculated_cost_usd`` the DuckDB sync gives each usage row, through the
+    real path (SQLite ``usage`` -> ``sinks.duckdb.sync_usage``, the one cost formula).
+    A row: ``(agent, model, ts: aware datetime or None, input, output, cache_read,
+    cache_creation[, reasoning[, cache_creation_1h]])``; ``prices_toml``: the text of
+    ``<home>/prices.toml``."""
+    import duckdb
+
+    from ctxkeep.sinks import duckdb as duckdb_store
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    home.mkdir(parents=True, exist_ok=True)
+    if prices_toml is not None:
+        (home / "prices.toml").write_text(prices_toml)
+    conn = sqlite_store.connect(home)
+    try:
+        with sqlite_store.write(conn):
+            for i, (agent, model, ts, inp, out, cr, cw, *rest) in enumerate(rows):
+                reasoning = rest[0] if rest else 0
+                h1 = rest[1] if len(rest) > 1 else None
+                conn.execute(
+                    "INSERT INTO usage(usage_key, agent, session_id, ts, model, input_tokens, output_tokens, "
+                    "cache_read_tokens, cache_creation_tokens, reasoning_tokens, cache_creation_1h_tokens) "
+                    "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        f"k{i:06d}",
+                        agent,
+                        f"s{i}",
+                        ts.isoformat() if ts else None,
+                        model,
+                        inp,
+                        out,
+                        cr,
+                        cw,
+                        reasoning,
+                        h1,
+                    ),
+                )
+        con = duckdb_store.connect(home)
+        try:
+            duckdb_store.sync_usage(conn, con, home)
+        finally:
+            con.close()
+    finally:
+        conn.close()
+    con = duckdb.connect(str(home / "analytics.duckdb"), read_only=True)
+    try:
+        got = dict(con.execute("SELECT usage_key, calculated_cost_usd FROM usage").fetchall())
+    finally:
+        con.close()
+    return [got[f"k{i:06d}"] for i in range(len(rows))]

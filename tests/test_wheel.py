@@ -1,5 +1,5 @@
 """The wheel ships what the installed package needs beyond its modules: the analytics
-notebooks (``ctxkeep/notebooks``, found by ``query.notebooks.notebooks_dir`` from the
+notebooks (``ctxkeep/notebooks``, found by ``render.report.notebooks_dir`` from the
 installed package) and the DuckDB model (``sinks/duckdb/model.sql``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.query import notebooks as nbq
+from ctxkeep.render import report as nbq
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,7 @@ def test_wheel_ships_the_notebooks_and_the_installed_package_finds_them(tmp_path
     assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("ctxkeep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {f"ctxkeep/notebooks/{n}.ipynb" for n, _ in nbq.NOTEBOOKS}
+    expected = {f"ctxkeep/notebooks/{n}.py" for n, _ in nbq.NOTEBOOKS}
     assert expected <= names
     assert "ctxkeep/sinks/duckdb/model.sql" in names
     # the package as installed from the wheel (unpacked first on sys.path, ahead of the
@@ -51,7 +51,7 @@ def test_wheel_ships_the_notebooks_and_the_installed_package_finds_them(tmp_path
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     out = subprocess.run(
-        [sys.executable, "-c", "from ctxkeep.query import notebooks; print(notebooks.notebooks_dir())"],
+        [sys.executable, "-c", "from ctxkeep.render import report; print(report.notebooks_dir())"],
         env={**os.environ, "PYTHONPATH": str(site)},
         cwd=tmp_path,  # not the source tree (python -c puts the cwd first on sys.path)
         capture_output=True,
@@ -60,4 +60,4 @@ def test_wheel_ships_the_notebooks_and_the_installed_package_finds_them(tmp_path
         timeout=60,
     ).stdout.strip()
     assert Path(out) == site / "ctxkeep" / "notebooks"
-    assert sorted(p.name for p in Path(out).glob("*.ipynb")) == sorted(Path(e).name for e in expected)
+    assert sorted(p.name for p in Path(out).glob("*.py")) == sorted(Path(e).name for e in expected)

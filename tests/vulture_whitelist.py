@@ -64,7 +64,33 @@ rich_help_panel
 # builds the Encoding without its __init__)
 _re
 
-# pydantic model fields and config of query.coverage's result, read by model_dump
-previous_rate  # query.coverage.CoverageAlert
-schema_  # query.coverage.CoverageResult (aliased "schema" in --json)
-model_config  # pydantic's class-level configuration
+# pydantic: model_config is read by pydantic's metaclass; @model_validator methods are
+# called by pydantic when a request is validated (ctxkeep.service)
+model_config
+_window  # service.search.SearchFilters: since before until
+_some_query  # service.search.SearchRequest: a query is given
+model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
+
+# google-re2's Options is configured by attribute assignment, read by the C++ binding
+case_sensitive
+# tests/rss_case.py: the cases are called by name (getattr) from the RSS test and bench
+unterminated_line
+single_line
+text_line
+# maintenance.vault's result dataclasses (AgentStatus, AtRisk): read by the CLI and
+# --json through their __dict__ (vault status)
+vaulted_bytes
+raw_bytes
+deletes
+next_deletion
+
+# pydantic fields serialised under their alias "schema" (service results, render.site)
+schema_
+# html.parser.HTMLParser callbacks (tests/render/test_export_transcripts.py)
+handle_starttag
+handle_endtag
+handle_data
+# marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
+__generated_with
+# pydantic model field of query.coverage's result, read by model_dump
+previous_rate  # service.coverage.CoverageAlert

@@ -172,18 +172,33 @@ _CLI_WORDS = {
     "entry_ids": "ENTRY_ID",
     "ctx_index": "the note",
 }
-#: an exception's ``where`` that names a parameter → the CLI option
+#: an error's ``where`` that names a request field (``ctxkeep.service``) → the CLI's
+#: option or argument
 _CLI_WHERE = {
     "since/until": "--since/--until",
-    "budget": "--budget",
-    "offset": "--offset",
-    "session": "--session",
-    "agent": "--agent",
-    "kind": "--kind",
-    "role": "--role",
-    "status": "--status",
-    "tool": "--tool",
-    "label": "--label",
+    "queries": "QUERY",
+    "ids": "ENTRY_ID",
+    "entry_ids": "ENTRY_ID",
+    **{
+        f: "--" + f.replace("_", "-")
+        for f in (
+            "agent",
+            "budget",
+            "kind",
+            "label",
+            "limit",
+            "max_bytes",
+            "media_dir",
+            "offset",
+            "project",
+            "role",
+            "session",
+            "since",
+            "status",
+            "tool",
+            "until",
+        )
+    },
 }
 
 
@@ -236,17 +251,11 @@ def _given_home(home: Path | None = None) -> Path | None:
 
 def _home(home: Path | None) -> Path:
     """The store directory: the command's ``--home``, else the one given before the
-    command, else ``$CTXKEEP_HOME`` or the platform data dir (``config.resolve_home``).
-    Raises StoreError when it names a file."""
-    h = cfgmod.resolve_home(home or _top_home)
-    if h.is_file():
-        from ctxkeep.errors import StoreError
+    command, else ``$CTXKEEP_HOME`` or the platform data dir
+    (``service.store.resolve_home``). Raises StoreError when it names a file."""
+    from ctxkeep.service.store import resolve_home
 
-        raise StoreError(
-            f"cannot use {h} as the store: it is a file, not a directory",
-            hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
-        )
-    return h
+    return resolve_home(home or _top_home)
 
 
 #: the version of every ``--json`` object a command prints (docs/cli.md): a change
@@ -314,23 +323,15 @@ def _argv_home() -> Path | None:
 
 def _store_error(e: BaseException) -> bool:
     """Print the one line of a store error that escaped a command and return True:
-    ``StoreDamaged``/``sqlite3.DatabaseError`` of a damaged store (SQLITE_CORRUPT,
-    SQLITE_NOTADB) as ``error: store.db is damaged (<path>) - run 'ctxkeep doctor'``,
-    any other ``CtxkeepError`` as its own line. False for anything else."""
-    import sqlite3
+    a damaged store (SQLITE_CORRUPT, SQLITE_NOTADB read mid-command) as ``error:
+    store.db is damaged (<path>) - run 'ctxkeep doctor'``, any other ``CtxkeepError`` as
+    its own line (``service.store.store_error``). False for anything else."""
+    from ctxkeep.service.store import store_error
 
-    from ctxkeep.errors import CtxkeepError
-
-    if isinstance(e, sqlite3.DatabaseError):
-        from ctxkeep.sinks.files import STORE_DB
-        from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption
-
-        if not is_corruption(e):
-            return False
-        e = damaged(_home(_argv_home()) / STORE_DB, e)
-    if not isinstance(e, CtxkeepError):
+    err = store_error(_home(_argv_home()), e)
+    if err is None:
         return False
-    typer.echo(f"error: {cli_words(e)}", err=True)
+    typer.echo(f"error: {cli_words(err)}", err=True)
     return True
 
 
@@ -424,6 +425,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "export": (("export",), "Usage and cost"),
     "report": (("report", "report_html"), "Usage and cost"),
     "quarantine": (("quarantine",), "Store health"),
+    "vault": (("vault",), "Store health"),
+    "reparse": (("vault",), "Store health"),
     "hook": (("hook",), "Agents"),
     "hooks": (("hooks",), "Agents"),
     "mcp": (("mcp",), "Agents"),

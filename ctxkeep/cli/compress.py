@@ -5,7 +5,6 @@ session files (a Prefect flow run when a Prefect server is there to record it or
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import typer
@@ -63,17 +62,7 @@ def compress(
     as_json: bool = JsonOpt,
 ):
     """Shrink oversized Claude Code and Codex session files; the store keeps what they drop."""
-    # a dry run counts its files' texts: the side process builds the BPE encoder
-    # meanwhile. A check counts only the few texts its plans rewrite, at the end (the
-    # pure-Python BPE, ``tokens.count_here``): a process start (and the module's
-    # import) would cost it more
-    side = contextlib.nullcontext()
-    if dry_run and not check:
-        from ctxkeep.pipeline import side_process
-
-        side = side_process.started(prices=False)
-    with side:
-        _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json)
+    _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json)
 
 
 def _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json) -> None:

@@ -30,13 +30,11 @@ from ctxkeep.cli.options import (
     choice_option,
     require_paths,
     since_option,
-    split_values,
     store_agents,
     until_option,
 )
 from ctxkeep.cli.sources import fail_config
-from ctxkeep.errors import CtxkeepError, NotFound
-from ctxkeep.paths import normalize_dir
+from ctxkeep.errors import CtxkeepError, UsageError
 
 
 @app.command()
@@ -83,36 +81,28 @@ def ingest(
         require_paths(path or [])
         if runner:
             cluster.require_dask()
-        with contextlib.ExitStack() as stack:
-            side = _first_side_process(h, prefect, runner, stack)
-            cfgmod.ensure_home(h)
-            conn = _plan_connection(h)
-            try:
-                p = plan(h, conn, agents=agent or None, paths=path or None)
-                # nothing new, but DuckDB is behind (a failed sync) or gone (deleted): catch up
-                behind = not p.todo and sqlite_store.analytics_behind(conn, h)
-                held = None if p.todo or behind else _held_back(h, conn)  # nothing will change it
-            finally:
-                conn.close()
-            for prob in p.problems:
-                warn(prob)
-            if behind:  # catch DuckDB up, no Prefect
-                from ctxkeep.pipeline import engine as pipeline
+        cfgmod.ensure_home(h)
+        conn = _plan_connection(h)
+        try:
+            p = plan(h, conn, agents=agent or None, paths=path or None)
+            # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
+            behind = not p.todo and sqlite_store.analytics_behind(conn, h)
+            held = None if p.todo or behind else _held_back(h, conn)  # nothing will change it
+        finally:
+            conn.close()
+        for prob in p.problems:
+            warn(prob)
+        if behind:  # catch DuckDB up, no Prefect
+            from ctxkeep.pipeline import engine as pipeline
 
-                summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
-            elif not p.todo:  # nothing new: neither the engine (Polars) nor DuckDB nor Prefect
-                summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
-            else:
-                from ctxkeep.flows.prefect_env import run_as_flow
-                from ctxkeep.pipeline import side_process
+            summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
+        elif not p.todo:  # nothing new: neither the engine (Polars) nor DuckDB nor Prefect
+            summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
+        else:
+            from ctxkeep.flows.prefect_env import run_as_flow
 
-                as_flow = run_as_flow(h, prefect)
-                if side is None:
-                    # started before the engine's imports: it builds the BPE encoder
-                    # meanwhile (and imports DuckDB when it will sync it: a small ingest)
-                    small = p.pending_bytes <= side_process.SIDE_SYNC_MAX_BYTES
-                    stack.enter_context(side_process.started(analytics=small and not as_flow and not runner))
-                summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
+            as_flow = run_as_flow(h, prefect)
+            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
         summary["held_back"] = held if held is not None else _held_back(h)
     except CtxkeepError as e:
         fail_config(e)
@@ -120,25 +110,6 @@ def ingest(
         _print_json(summary)
         return
     _print_summary(summary)
-
-
-def _first_side_process(h: Path, prefect: bool | None, runner, stack: contextlib.ExitStack):
-    """For the first ingest into ``h`` (no store yet: everything found is new), the
-    side process (``pipeline.side_process.started``, entered on ``stack``) started
-    before the plan, ~0.1 s sooner than after it: a small ingest waits for what the
-    side process does (the counts, the DuckDB sync), and it is busy all along. It
-    imports DuckDB for the sync whether the ingest is small or not (a big one syncs
-    DuckDB here: then ~0.35 s of CPU for nothing, on the other core). None otherwise:
-    an ingest into an existing store starts it after the plan, only when there is
-    something to read (a no-op ingest starts no process)."""
-    from ctxkeep.sinks.files import STORE_DB
-
-    if runner or (h / STORE_DB).exists():
-        return None
-    from ctxkeep.flows.prefect_env import run_as_flow
-    from ctxkeep.pipeline import side_process
-
-    return stack.enter_context(side_process.started(analytics=not run_as_flow(h, prefect)))
 
 
 def _plan_connection(h: Path):
@@ -266,7 +237,11 @@ def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool, runner=N
 
                 return cluster.run_ingest(h, runner, agents=agent or None, paths=path or None).as_dict()
             if not as_flow:
-                return pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
+                # a few new lines (the hook path): DuckDB is left to its readers
+                # (``pipeline.engine.DEFER_ANALYTICS_BYTES``)
+                return pipeline.run_ingest(
+                    h, agents=agent or None, paths=path or None, defer_analytics=None
+                ).as_dict()
             from ctxkeep.flows.prefect_env import configure_prefect
 
             configure_prefect(h)
@@ -363,62 +338,51 @@ def search(
     as_json: bool = JsonOpt,
 ):
     """Search the store: ranked hits (tier 1: id, agent, session, time, kind, title, snippet); `ctxkeep show ID` prints one in full."""
-    from ctxkeep.errors import UsageError
-    from ctxkeep.query.search import Filters
-    from ctxkeep.query.search import search as do_search
-    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.service.search import SearchRequest
+    from ctxkeep.service.search import search as ask
 
     try:
-        if not query.strip():
-            raise UsageError("the query is empty", where="QUERY", hint="give words to search for")
-        if limit < 1 or limit > 200:
-            raise UsageError(f"--limit {limit} is out of range", where="--limit", hint="use 1 to 200")
-        if budget is not None and budget < 1:
-            raise UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget")
-        if project:  # ., ~, relative: from here
-            project = normalize_dir(project, os.getcwd())
-        conn = sqlite_store.connect(_home(home), readonly=True, mmap=True)
-        res = do_search(
-            conn,
-            query,
-            filters=Filters(
-                agent=agent,
-                project=project,
-                session=session,
-                kind=kind,
-                role=role,
-                tool=split_values(tool) or None,
-                since=since,
-                until=until,
-                status=status,
-            ),
+        req = SearchRequest.parse(
+            queries=[query],
             limit=limit,
-            budget_tokens=budget,
+            budget=budget,
             raw=raw,
+            filters={
+                "agent": agent,
+                "project": project,
+                "session": session,
+                "kind": kind,
+                "role": role,
+                "tool": tool,
+                "since": since,
+                "until": until,
+                "status": status,
+            },
         )
+        res = ask(_home(home), req)
     except CtxkeepError as e:
         _fail(e)
+    hits = res.results[0]
     if as_json:
-        _print_json(res.as_dict())
+        _print_json(hits.as_json())
         return
-    if not res.hits:
-        out.print("no matches" if not res.omitted else res.note, highlight=False)
+    for n in res.notes:
+        err.print(f"[yellow]note:[/yellow] {n}", highlight=False)
+    if not hits.hits:
+        out.print("no matches" if not hits.omitted else hits.note, highlight=False)
         return
-    for h in res.hits:
-        when = (h.ts or "")[:16].replace("T", " ")
-        out.print(
-            f"[bold]{h.entry_id}[/bold]  {h.agent}  {h.session_short_id or h.session_id}  {when}  {h.kind}"
-            + (f" {h.tool_name}" if h.tool_name else "")
-            + f"  ~{h.token_estimate:,} tok"
-            + (f"  (+{h.duplicates:,} like it)" if h.duplicates else ""),
-            highlight=False,
-        )
-        if h.title:
-            out.print("   " + h.title, highlight=False, markup=False, soft_wrap=True)
-        if h.snippet.rstrip("…") != h.title.rstrip("…"):  # a short text: its title says it all
-            out.print("   " + h.snippet, highlight=False, markup=False, style="dim", soft_wrap=True)
-    if res.note:
-        err.print(f"[yellow]note:[/yellow] {res.note}", highlight=False)
+    style = {"head": "bold", "title": "", "snippet": "dim"}
+    for h in hits.hits:
+        for part, line in h.render():
+            out.print(
+                ("" if part == "head" else "   ") + line,
+                highlight=False,
+                markup=False,
+                style=style[part],
+                soft_wrap=True,
+            )
+    if hits.note:
+        err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
 
 
 @app.command()
@@ -466,101 +430,76 @@ def show(
     Within a budget (cut texts keep head and tail around a marker that says how to
     fetch the rest); with --json also the images and outputs compress moved to the
     store (base64)."""
-    from ctxkeep.errors import UsageError
-    from ctxkeep.query.fetch import fetch
-    from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sinks.sqlite.lookup import short_session_ids
+    from rich.markup import escape
 
-    if budget is not None and budget < 1:
-        _fail(UsageError(f"--budget {budget} must be a positive number of tokens", where="--budget"), 2)
+    from ctxkeep.service.fetch import ShowRequest
+    from ctxkeep.service.fetch import fetch as ask
+
     if session is not None or not entry_ids:
         if entry_ids or session is None:
             _fail(
                 UsageError(
                     "give entry ids or --session, not both" if entry_ids else "nothing to show",
-                    where="show",
                     hint="`ctxkeep show ID…` or `ctxkeep show --session SESSION`",
                 ),
-                2,
             )
         _show_session(session, budget, home, as_json)
         return
     try:
-        if max_bytes is not None and max_bytes < 1:
-            raise UsageError(f"--max-bytes {max_bytes} must be positive", where="--max-bytes")
-        conn = sqlite_store.connect(_home(home), readonly=True, mmap=True)
-        rows, problems = fetch(
-            conn, entry_ids, budget_tokens=budget, max_bytes=max_bytes, offset=offset, media=True
+        req = ShowRequest.parse(
+            ids=entry_ids, budget=budget, max_bytes=max_bytes, offset=offset, media=True, media_dir=media_dir
         )
-        written = _write_media(rows, media_dir) if media_dir is not None else {}
-        shown = short_session_ids(conn, [r.session_id for r in rows])
+        res = ask(_home(home), req)
     except CtxkeepError as e:
         _fail(e)
-    if not rows:  # nothing to show: one error line naming every id that was not found
-        _fail(NotFound("; ".join(problems) or "nothing to show", hint="`ctxkeep search` lists entry ids"))
-    for p in problems:
+    for p in res.notes:
         warn(p)
     if as_json:
-        _print_json([r.as_dict() for r in rows])
-    else:
-        for d in rows:
+        _print_json([d.model_dump(mode="json") for d in res.entries])
+        return
+    for d in res.entries:
+        head, _, rest = d.header().partition(" ")
+        out.print(f"[bold]{head}[/bold] " + escape(rest), highlight=False)
+        out.print("  " + d.origin(), highlight=False, markup=False, soft_wrap=True)
+        out.print(d.text, highlight=False, markup=False, soft_wrap=True)
+        for m in d.media:
             out.print(
-                f"[bold]{d.entry_id}[/bold] {d.agent} {shown.get(d.session_id, d.session_id)} {d.ts} "
-                f"{d.role}/{d.kind} {d.tool_name or ''} {d.bytes:,} bytes ~{d.token_estimate:,} tok",
-                highlight=False,
-            )
-            out.print(
-                f"  from {d.source_path} @ byte {d.source_offset:,}"
-                if d.source_path
-                else f"  a note indexed as {d.session_id!r} (ctx_index)",
+                f"  media #{m.seq}: {m.media_type}, {m.bytes:,} bytes (sha256 {m.sha256[:12]}…)"
+                + (
+                    f" written to {m.path}"
+                    if m.path
+                    else "; --media-dir DIR writes it to a file, --json returns it"
+                ),
                 highlight=False,
                 markup=False,
                 soft_wrap=True,
             )
-            out.print(d.text, highlight=False, markup=False, soft_wrap=True)
-            for m in d.media:
-                where = written.get((d.entry_id, m["seq"]))
-                out.print(
-                    f"  media #{m['seq']}: {m['media_type']}, {m['bytes']:,} bytes (sha256 {m['sha256'][:12]}…)"
-                    + (
-                        f" written to {where}"
-                        if where
-                        else "; --media-dir DIR writes it to a file, --json returns it"
-                    ),
-                    highlight=False,
-                    markup=False,
-                    soft_wrap=True,
-                )
 
 
 def _show_session(session: str, budget: int | None, home: Path | None, as_json: bool) -> None:
-    """``show --session``: the conversation of ``session`` in order (``query.sessions``)."""
-    from ctxkeep.query.sessions import conversation
-    from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sinks.sqlite.lookup import short_session_ids
+    """``show --session``: the conversation of ``session`` in order."""
+    from rich.markup import escape
+
+    from ctxkeep.service.conversation import ConversationRequest, conversation
 
     try:
-        conn = sqlite_store.connect(_home(home), readonly=True, mmap=True)
-        try:
-            conv = conversation(conn, session, budget=budget)
-            short = short_session_ids(conn, [conv.session_id])[conv.session_id]
-        finally:
-            conn.close()
+        conv = conversation(_home(home), ConversationRequest.parse(session=session, budget=budget))
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json(conv.as_dict())
+        _print_json(conv.as_json())
         return
-    from rich.markup import escape
-
+    short = conv.session_short_id
     out.print(
         f"[bold]{conv.agent} session {short}[/bold]"
         + (f" [dim]({conv.session_id})[/dim]" if short != conv.session_id else "")
-        + f"  {conv.project_dir or ''}",
+        + f"  {escape(conv.project_dir or '')}",
         highlight=False,
     )
+    # a session over several days: each turn's date too, not only its time of day
+    cut = slice(0, 19) if conv.spans_days() else slice(11, 19)
     for t in conv.turns:
-        when = (t.ts or "")[11:19]
+        when = (t.ts or "")[cut].replace("T", " ")
         if t.kind == "tool_call":
             res = (
                 "no result"
@@ -583,58 +522,34 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
         err.print(f"[yellow]note:[/yellow] {conv.note}", highlight=False)
 
 
-def _write_media(rows, media_dir: Path) -> dict:
-    """Write each fetched entry's media to ``<media_dir>/<entry_id>-<seq>.<ext>``;
-    returns ``(entry_id, seq) → path``. Raises UsageError when the directory cannot
-    be made."""
-    import base64
-    import mimetypes
-
-    from ctxkeep.errors import UsageError
-
-    try:
-        media_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"cannot create {media_dir}: {e.strerror or e}", where="--media-dir") from e
-    done = {}
-    for d in rows:
-        for m in d.media:
-            ext = mimetypes.guess_extension(m["media_type"].split(";")[0].strip()) or ".bin"
-            p = media_dir / f"{d.entry_id}-{m['seq']}{ext}"
-            p.write_bytes(base64.b64decode(m["data_base64"]))
-            done[(d.entry_id, m["seq"])] = p
-    return done
-
-
 @app.command()
 def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
-    from ctxkeep.query.stats import redaction_line, store_stats
-    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.service.stats import StatsRequest
+    from ctxkeep.service.stats import stats as ask
 
-    h = _home(home)
     try:
-        conn = sqlite_store.connect(h, readonly=True)
-        s = store_stats(conn, h)
+        h = _home(home)
+        res = ask(h, StatsRequest.parse())
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json(s)
+        _print_json(res.as_json())
         return
     from rich import box
 
     rows = [
         (
             a,
-            f"{d['sessions']:,}",
-            f"{d['entries']:,}",
-            f"{d['kinds'].get('message', 0):,}",
-            f"{d['kinds'].get('tool_call', 0):,}",
-            f"{d['kinds'].get('tool_result', 0):,}",
-            _size(d["text_bytes"]),
-            f"{d['token_estimate']:,}",
+            f"{d.sessions:,}",
+            f"{d.entries:,}",
+            f"{d.kinds.get('message', 0):,}",
+            f"{d.kinds.get('tool_call', 0):,}",
+            f"{d.kinds.get('tool_result', 0):,}",
+            _size(d.text_bytes),
+            f"{d.token_estimate:,}",
         )
-        for a, d in s["agents"].items()
+        for a, d in res.agents.items()
     ]
     # fits 80 columns: headers on two lines, one space between columns, cells never cut
     t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -650,22 +565,22 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     for r in rows:
         t.add_row(*r)
     out.print(t)
-    c = s["contents"]
+    c, q = res.contents, res.quarantine
     out.print(
-        f"distinct contents {c['distinct']:,} ({_size(c['bytes'])}, {c['token_estimate']:,} tokens); "
-        f"quarantined lines {s['quarantine']['skipped']:,} skipped, {s['quarantine']['repaired']:,} repaired",
+        f"distinct contents {c.distinct:,} ({_size(c.bytes)}, {c.token_estimate:,} tokens); "
+        f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
         highlight=False,
     )
-    u = s["usage"]
+    u = res.usage
     out.print(
-        f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
-        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} tokens",
+        f"usage: {u.responses:,} responses, input {u.input_tokens:,}, output {u.output_tokens:,}, "
+        f"cache read {u.cache_read_tokens:,}, cache write {u.cache_creation_tokens:,} tokens",
         highlight=False,
     )
     out.print(
         "files: "
-        + ", ".join(f"{k} {_size(v)}" for k, v in s["files"].items())
-        + f"; last ingest {s['last_ingest'] or 'never'}",
+        + ", ".join(f"{k} {_size(v)}" for k, v in res.files.items())
+        + f"; last ingest {res.last_ingest or 'never'}",
         highlight=False,
     )
-    out.print(redaction_line(s["redactions"]), highlight=False)
+    out.print(res.redactions.line(), highlight=False)

@@ -225,6 +225,47 @@ def _define_outputs() -> None:
             "raw_base64": "the redacted copy, exact",
         },
     )
+    o["vault status"] = JsonOutput(
+        1,
+        {
+            "vault_dir": "the vault's folder",
+            "pack_bytes": "bytes of its pack files on disk",
+            "agents": "per agent: agent, files, sessions, generations, raw_bytes (original), stored_bytes "
+            "(compressed), redactions (kind → values), deletes (the agent's rule), next_deletion "
+            "(ISO-8601 UTC), at_risk (agent, path, due, vaulted_bytes, size)",
+            "schedules": "the agents' deletion rules: agent, days, setting (where read), max_count",
+            "at_risk": "files an agent will delete that the vault does not hold whole",
+        },
+    )
+    o["vault verify"] = JsonOutput(
+        1,
+        {
+            "generations": "generations checked",
+            "objects": "objects read back, decompressed and hashed",
+            "problems": "one line per damaged pack or manifest fault",
+            "ok": "true when none",
+        },
+    )
+    o["vault restore"] = JsonOutput(
+        1,
+        {
+            "session": "the session id (null with --all-missing)",
+            "files": "path (original), to (written), bytes, redactions (kind → values)",
+        },
+    )
+    o["reparse"] = JsonOutput(
+        1,
+        {
+            "dry_run": "true: nothing changed",
+            "agents": "agents reparsed",
+            "files": "vault files read",
+            "generations": "generations parsed",
+            "diff": "entries: [agent, kind, added, removed, changed, same]; usage: agent → before, after, delta "
+            "(input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd)",
+            "notes": "what the vault does not cover",
+            "seconds": "wall time",
+        },
+    )
     o["search"] = JsonOutput(
         1,
         {
@@ -244,6 +285,7 @@ def _define_outputs() -> None:
             "entry_id": "the full id",
             "agent": "agent name",
             "session_id": "session id",
+            "session_short_id": "the shortest prefix of session_id naming it in the store",
             "project_dir": "project directory (null: unknown)",
             "ts": "record time, ISO-8601 UTC",
             "role": "user, assistant, system, tool",
@@ -270,6 +312,7 @@ def _define_outputs() -> None:
         1,
         {
             "agent": "agent name",
+            "session_short_id": "the shortest prefix of session_id naming it in the store",
             "session_id": "the full session id",
             "project_dir": "project directory",
             "turns": "the conversation in order: entry_id, ts, role, kind, tool_name, text, "
@@ -466,8 +509,16 @@ def _define_outputs() -> None:
             "reason": "why nothing was found, or a note",
             "where": "the folder holding the files found",
             "held_back": "files whose last part waits for a later ingest (as ingest's held_back)",
+            "skipped": "reason → files discovery refused (symlinks out of the agent's folder, symlink "
+            "loops, FIFOs and devices, hard links with a name outside)",
+            "skipped_examples": "the first 20 refused files: path, reason",
         },
-        "One item per agent (an array from before versioning: kept for existing scripts).",
+        "One item per agent (an array from before versioning: kept for existing scripts). "
+        "With --coverage an object (schema 1): store (false: no store yet), rows (per agent, "
+        "agent_version and parser_version: files, records, parsed, entries, quarantined, "
+        "parse_rate as a fraction, unknown: type → count and a redacted sample line, "
+        "updated_at) and alerts (agent, agent_version, kind new_unknown_types or "
+        "parse_rate_dropped, message, parse_rate, previous_rate, unknown).",
     )
     change = {
         "agent": "agent name",
@@ -541,6 +592,19 @@ def _define_outputs() -> None:
         },
         'docs/team.md "The lake" gives the layout.',
     )
+    for fmt in ("html", "markdown"):
+        o[f"export {fmt}"] = JsonOutput(
+            1,
+            {
+                "format": f"{fmt!r}",
+                "dest": "the folder written",
+                "pages": "the session pages written (paths), one per session",
+                "index": "the index page (path; null with --session)",
+                "messages": "page path → the messages it holds",
+                "bytes": "bytes written",
+            },
+            "With --session: those sessions and the sub-agents they started, no index.",
+        )
     o["report html"] = JsonOutput(
         1,
         {

@@ -10,7 +10,10 @@ import typer
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, err, out
 from ctxkeep.errors import CtxkeepError, UsageError
 
-export_app = typer.Typer(no_args_is_help=True, help="Export the store for other tools (a Parquet lake).")
+export_app = typer.Typer(
+    no_args_is_help=True,
+    help="Export the store: a Parquet lake for other tools, transcripts as HTML or Markdown.",
+)
 app.add_typer(export_app, name="export")
 
 
@@ -85,3 +88,94 @@ def _with_progress(engine, h, dest, names, with_text, dry_run) -> dict:
         return engine.export_parquet(
             h, dest, tables=names, with_text=with_text, dry_run=dry_run, progress=progress, on_wait=wait
         )
+
+
+def _transcripts(
+    fmt: str, dest: Path, sessions: list[str], timezone: str | None, home, as_json: bool
+) -> None:
+    """``export markdown|html``: the static site of ``render.site`` with a progress bar."""
+    from ctxkeep.render import site
+    from ctxkeep.timeutil import local_timezone
+
+    tz = timezone or local_timezone()
+    try:
+        from zoneinfo import ZoneInfo
+
+        ZoneInfo(tz)
+    except Exception:
+        _fail(
+            UsageError(
+                f"unknown time zone {tz!r}",
+                where="--timezone",
+                hint="give an IANA name such as Europe/Berlin",
+            ),
+            2,
+        )
+    h = _home(home)
+    req = site.ExportRequest(home=h, dest=dest, fmt=fmt, sessions=sessions or None, tz=tz)
+    try:
+        if as_json or not err.get().is_terminal:
+            rep = site.export(req)
+        else:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            with Progress(
+                TextColumn(f"export {fmt}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                console=err.get(),
+                transient=True,
+            ) as bar:
+                task = bar.add_task(fmt, total=None)
+                rep = site.export(
+                    req, progress=lambda done, total: bar.update(task, completed=done, total=total)
+                )
+    except UsageError as e:
+        _fail(e)
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(rep.model_dump(by_alias=True))
+        return
+    n = len(rep.pages)
+    out.print(
+        f"wrote {n:,} session page{'s' * (n != 1)}"
+        + (" and an index" if rep.index else "")
+        + f" to {rep.dest} ({_size(rep.bytes)})",
+        highlight=False,
+    )
+    if fmt == "html":
+        first = rep.index or (rep.pages[0] if rep.pages else None)
+        if first:
+            out.print(f"open {Path(first).resolve().as_uri()}", highlight=False)
+
+
+_SESSION_HELP = "Only this session and the sub-agents it started (an id or unique prefix; repeatable). Default: every session, plus an index."
+
+
+@export_app.command("html")
+def export_html(
+    dest: Path = typer.Argument(..., metavar="DEST", help="Folder for the pages (created)."),
+    session: list[str] = typer.Option([], "--session", "-s", metavar="ID", help=_SESSION_HELP),
+    timezone: str = typer.Option(
+        None, "--timezone", "-z", help="IANA time zone of the times shown (default: the local zone)."
+    ),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Write transcripts as self-contained HTML pages (Markdown rendered, code highlighted, tool calls folded; no remote URL)."""
+    _transcripts("html", dest, session, timezone, home, as_json)
+
+
+@export_app.command("markdown")
+def export_markdown(
+    dest: Path = typer.Argument(..., metavar="DEST", help="Folder for the files (created)."),
+    session: list[str] = typer.Option([], "--session", "-s", metavar="ID", help=_SESSION_HELP),
+    timezone: str = typer.Option(
+        None, "--timezone", "-z", help="IANA time zone of the times shown (default: the local zone)."
+    ),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Write transcripts as Markdown files (tool calls and thinking folded in <details>)."""
+    _transcripts("markdown", dest, session, timezone, home, as_json)

@@ -1,11 +1,12 @@
 """``ctxkeep hook AGENT EVENT``: the command the installed agent hooks run (hidden
-from the help; ``ctxkeep.hooks.runtime`` does the work). It reads the agent's JSON
+from the help; ``ctxkeep.hooks.runtime`` does the work). The ``ctxkeep`` entry runs a
+plain hook call without this module (``runtime.fast_main``, no Typer import); this
+command answers the rest (``--help``, a misspelt option). It reads the agent's JSON
 (stdin; for Codex ``notify`` the last argument), always exits 0 and prints only what
 the agent should read."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -21,10 +22,9 @@ TimeoutOpt = typer.Option(
 
 
 def _stdin() -> str:
-    try:
-        return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    except Exception:
-        return ""
+    from ctxkeep.hooks import runtime
+
+    return runtime.read_stdin()
 
 
 @hook_app.command("claude-code")

@@ -71,7 +71,11 @@ def split_values(values: str | Iterable[str] | None) -> list[str]:
 
 
 def closest(name: str, choices: Sequence[str]) -> str | None:
-    """The valid name nearest to ``name`` (``difflib``, cutoff 0.6), or None."""
+    """The valid name nearest to ``name``: the shortest that starts with it, else the
+    closest by ``difflib`` (cutoff 0.6), or None."""
+    starts = [c for c in choices if c.startswith(name.lower())]  # claude → claude-code
+    if starts:
+        return min(starts, key=len)
     m = difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
     return m[0] if m else None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import typer
 from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, out, table
 from ctxkeep.cli.options import agent_option, since_option, split_values, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.paths import normalize_dir
 
 report_app = typer.Typer(
     no_args_is_help=True,
@@ -29,7 +31,9 @@ SinceOpt = since_option("First local day, inclusive (a datetime or an age: the d
 UntilOpt = until_option("Last local day, inclusive", "-u")
 TzOpt = typer.Option(None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone).")
 AgentOpt = agent_option(store_agents)
-ProjectOpt = typer.Option(None, "--project", "-p", help="Only projects whose directory contains this.")
+ProjectOpt = typer.Option(
+    None, "--project", "-p", help="Only this project directory and those below it (. is the current one)."
+)
 BreakdownOpt = typer.Option(False, "--breakdown", "-b", help="One row per model.")
 ModeOpt = typer.Option(
     "auto",
@@ -60,7 +64,8 @@ def _filters(since, until, timezone, agent, project, mode):
         raise UsageError(
             f"unknown cost mode {mode!r}", where="--mode", hint="give auto, calculate or display"
         )
-    return R.Filters(tz, s, u, agents, project or None, mode)
+    pdir = normalize_dir(project, os.getcwd()) if project else None
+    return R.Filters(tz, s, u, agents, pdir, mode)
 
 
 def _run(name: str, home, since, until, timezone, agent, project, mode, as_json, as_csv, **kw) -> None:

@@ -1,5 +1,5 @@
-"""``ctxkeep report html DIR``: the analytics notebooks executed against the store and
-rendered as self-contained HTML pages (``query.notebooks``)."""
+"""``ctxkeep report html DIR``: the analytics notebooks (marimo) run against the store
+as scripts and written as self-contained HTML pages (``render.report``)."""
 
 from __future__ import annotations
 
@@ -27,17 +27,17 @@ def html(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Run the usage, sessions and store notebooks against the store and write them as
-    HTML pages with their plots (needs the `notebooks` extra)."""
-    from ctxkeep.query import notebooks
+    """Run the usage, sessions and store notebooks (marimo) against the store and write them as static HTML pages (needs the `notebooks` extra)."""
+    from ctxkeep.render import report
+    from ctxkeep.service.analytics import window
 
-    missing = notebooks.missing_modules()
+    missing = report.missing_modules()
     if missing:
-        _fail(CtxkeepError(f"`report html` needs {', '.join(missing)}", hint=notebooks.INSTALL_HINT))
+        _fail(CtxkeepError(f"`report html` needs {', '.join(missing)}", hint=report.INSTALL_HINT))
     try:
         from ctxkeep.timeutil import local_timezone
 
-        w = notebooks.window(timezone or local_timezone(), since or "", until or "")
+        w = window(timezone or local_timezone(), since or "", until or "")
     except CtxkeepError as e:
         _fail(e, 2)
     h = _home(home)
@@ -48,15 +48,20 @@ def html(
             return
         if state == "running":
             started[name] = time.monotonic()
-            err.print(f"running {name}.ipynb …", highlight=False)
+            err.print(f"running {name}.py …", highlight=False)
         else:
             err.print(
                 f"  wrote {out_dir / (name + '.html')} ({time.monotonic() - started[name]:.1f} s)",
                 highlight=False,
             )
 
+    params = {
+        "timezone": w.tz,
+        "since": w.since.isoformat() if w.since else "",
+        "until": w.until.isoformat() if w.until else "",
+    }
     try:
-        paths = notebooks.render_html(h, out_dir, w, progress=progress)
+        paths = report.write_reports(h, out_dir, params, progress=progress)
     except CtxkeepError as e:
         _fail(e)
     if as_json:

@@ -11,7 +11,6 @@ import typer
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, safe_text
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
-from ctxkeep.paths import normalize_dir
 
 
 @app.command()
@@ -30,31 +29,17 @@ def sessions(
     as_json: bool = JsonOpt,
 ):
     """List stored sessions, newest first, sub-agents under their parent (ids: the shortest unique prefix)."""
-    from ctxkeep.query.search.parse import parse_when
-    from ctxkeep.query.sessions import list_sessions
-    from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.timeutil import check_window
+    from ctxkeep.service.sessions import SessionsRequest
+    from ctxkeep.service.sessions import sessions as ask
 
-    h = _home(home)
     try:
-        check_window(since, until)
-        conn = sqlite_store.connect(h, readonly=True)
-        try:
-            rows, source = list_sessions(
-                conn,
-                h,
-                agents=agent or None,
-                project=normalize_dir(project, os.getcwd()) if project else None,
-                since=parse_when(since),
-                until=parse_when(until, upper=True),
-            )
-        finally:
-            conn.close()
+        res = ask(_home(home), SessionsRequest.parse(agent=agent, project=project, since=since, until=until))
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json({"source": source, "sessions": [r.as_dict() for r in rows]})
+        _print_json(res.as_json())
         return
+    rows, source = res.sessions, res.source
     if not rows:
         out.print("no sessions", highlight=False)
         return
@@ -127,25 +112,16 @@ def resume(
     home: Path | None = HomeOpt,
 ):
     """Print a resume snapshot of a session: prompts, open tasks, files, last failure, the user's rules, where to fetch more."""
-    from ctxkeep.query.resume import build_snapshot
-    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.service.resume import ResumeRequest
+    from ctxkeep.service.resume import resume as ask
 
     try:
         if fmt not in ("md", "json"):
             raise UsageError(f"unknown format {fmt!r}", where="--format", hint="use md or json")
-        conn = sqlite_store.connect(_home(home), readonly=True)
-        try:
-            snap = build_snapshot(
-                conn,
-                session,
-                project_dir=None if session else normalize_dir(project or ".", os.getcwd()),
-                budget=budget,
-            )
-        finally:
-            conn.close()
+        snap = ask(_home(home), ResumeRequest.parse(session=session, project=project, budget=budget))
     except CtxkeepError as e:
         _fail(e)
     if fmt == "json" or as_json:
-        _print_json(snap.as_dict())
+        _print_json(snap.as_json())
     else:
-        typer.echo(safe_text(snap.to_markdown()), nl=False)
+        typer.echo(safe_text(snap.markdown), nl=False)

@@ -63,7 +63,10 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
     sentence when nothing was found, or a note such as a missing configured dir or a
     database opened immutable, and what is held back for a later ingest), ``held_back``
     (``pipeline.summary.held_back`` rows of the agent: files changed in the last
-    ``CTXKEEP_IDLE_SECONDS`` whose last turn waits, unfinished last lines).
+    ``CTXKEEP_IDLE_SECONDS`` whose last turn waits, unfinished last lines), ``skipped``
+    ({reason: files} that discovery refused: symlinks out of the agent's folder, symlink
+    loops, FIFOs and devices, hard links; ``sources.confine``) and ``skipped_examples``
+    (the first 20 of them: ``{"path", "reason"}``).
 
     Returns ``(rows, warnings)``: ``warnings`` are ``config.toml``'s unknown keys (each
     with the closest valid one). Raises ConfigError for a broken ``config.toml``.
@@ -108,6 +111,11 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
         if d.files and not c.get("entries"):
             parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
         parts += notes.get(d.agent, [])
+        if d.skipped:
+            parts.append(
+                f"skipped {_count(sum(d.skipped.values()), 'file')}: "
+                + ", ".join(f"{why} {n:,}" for why, n in sorted(d.skipped.items()))
+            )
         line = held_back_line(held.get(d.agent, []))
         if line:
             parts.append(line)
@@ -127,6 +135,8 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
                 "reason": reason,
                 "where": _common_dir([f.path for f in d.files]),
                 "held_back": held.get(d.agent, []),
+                "skipped": dict(d.skipped),
+                "skipped_examples": [{"path": p, "reason": why} for p, why in d.skipped_examples],
             }
         )
     for name in cfgmod.unknown_agents(cfg, SOURCES):
@@ -147,6 +157,8 @@ def sources_report(home: Path, env: dict | None = None) -> list[dict]:
                 "reason": "configured, but ctxkeep has no source for this agent"
                 + (f" - did you mean {near}?" if near else " (known: " + ", ".join(SOURCES) + ")"),
                 "held_back": [],
+                "skipped": {},
+                "skipped_examples": [],
             }
         )
     return rows, cfg.warnings
@@ -157,15 +169,15 @@ def _rate(r: float | None) -> str:
 
 
 def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
-    """``sources --coverage``: the coverage ledger (``query.coverage``), rendered."""
-    from ctxkeep.query.coverage import CoverageRequest, coverage
+    """``sources --coverage``: the coverage ledger (``service.coverage``), rendered."""
+    from ctxkeep.service.coverage import CoverageRequest, coverage
 
     try:
-        res = coverage(CoverageRequest(home=h, agents=agents))
+        res = coverage(h, CoverageRequest.parse(agent=agents or None))
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json(res.model_dump(mode="json", by_alias=True))
+        _print_json(res.as_json())
         return
     if not res.store:
         out.print(f"no store at {h} yet: run `ctxkeep ingest`", highlight=False)

@@ -23,16 +23,21 @@ Events, as the agents document them:
   documented events (``BeforeAgent``, ``BeforeModel``, ``AfterModel``,
   ``BeforeToolSelection``, ``BeforeTool``, ``AfterTool``, ``Notification``) do nothing.
 
-A hook never blocks or fails its agent: the work runs under a hard timeout (default
-``DEFAULT_TIMEOUT`` s, ``$CTXKEEP_HOOK_TIMEOUT``), every error (bad JSON, a transcript
-that does not exist, a busy store, a timeout) is logged to ``<home>/hooks.log`` and
-the hook exits 0 with nothing on stdout. Ingest runs in-process (never Prefect) on the
-one transcript only.
+A hook never blocks or fails its agent: it checks its input, queues the ingest of
+the one transcript and returns (``hooks.worker``: a detached process ingests it, one
+at a time per store, never Prefect; docs/design.md "Latency budget": the hook returns
+within 0.1 s). Only a SessionStart hook that prints a snapshot waits, for the
+ingest it asked for, then reads the store. The work runs under a hard timeout
+(default ``DEFAULT_TIMEOUT`` s, ``$CTXKEEP_HOOK_TIMEOUT``); every error (bad JSON, a
+transcript that does not exist, a busy store, a timeout) is logged to
+``<home>/hooks.log`` and the hook exits 0 with nothing on stdout.
+
+``fast_main`` runs a hook straight from the ``ctxkeep`` console entry
+(``ctxkeep.__main__``) without the CLI's Typer import.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -42,9 +47,10 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxkeep.hooks import worker
+from ctxkeep.hooks.worker import log
+
 DEFAULT_TIMEOUT = 5.0
-LOG_FILE = "hooks.log"
-LOG_MAX_BYTES = 1_000_000  # the log is cut to its newest half beyond this
 SNAPSHOT_BUDGET = 1500
 
 CLAUDE_EVENTS = ("precompact", "session-start", "session-end")
@@ -71,29 +77,13 @@ SNAPSHOT_SOURCES = {"claude-code": ("compact", "resume"), "gemini-cli": ("resume
 @dataclass
 class HookResult:
     """What a hook did: ``stdout`` (the text to print; empty for most events),
-    ``action`` (``ingested``, ``snapshot``, ``skipped``, ``error``, ``timeout``) and a
-    one-line ``detail`` for the log."""
+    ``action`` (``queued``: an ingest for the worker, ``snapshot``, ``skipped``,
+    ``error``, ``timeout``) and a one-line ``detail`` for the log (the worker logs the
+    ingest's outcome as ``ingested``)."""
 
     stdout: str = ""
     action: str = "skipped"
     detail: str = ""
-
-
-def log(home: Path, agent: str, event: str, message: str) -> None:
-    """Append one line ``<UTC time> <agent> <event>: <message>`` to ``<home>/hooks.log``
-    (created 0600; never raises)."""
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        p = home / LOG_FILE
-        if p.exists() and p.stat().st_size > LOG_MAX_BYTES:
-            keep = p.read_bytes()[-LOG_MAX_BYTES // 2 :]
-            p.write_bytes(keep[keep.find(b"\n") + 1 :])
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as f:
-            now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            f.write(f"{now} {agent} {event}: {' '.join(message.split())}\n")
-    except Exception:
-        pass
 
 
 def parse_payload(raw: str) -> dict:
@@ -107,36 +97,17 @@ def parse_payload(raw: str) -> dict:
     return v
 
 
-def _unchanged(home: Path, path: Path) -> bool:
-    """True when the store's watermark of ``path`` has its current size and mtime
-    (an earlier hook ingested it): the ingest, and its imports, are skipped."""
-    from ctxkeep.sinks.files import STORE_DB
-
-    db = home / STORE_DB
-    if not db.exists():
-        return False
-    import sqlite3
-
-    st = path.stat()
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        r = conn.execute(
-            "SELECT size, mtime_ns, offset FROM watermarks WHERE path = ?", (str(path),)
-        ).fetchone()
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-    return bool(r) and r[0] == st.st_size and r[1] == st.st_mtime_ns and r[2] == st.st_size
-
-
-def _ingest(home: Path, agent: str, path: Path) -> str:
-    if _unchanged(home, path):
-        return f"{path} unchanged since the last ingest"
-    from ctxkeep.pipeline.engine import run_ingest
-
-    s = run_ingest(home, agents=[agent], paths=[path]).as_dict()
-    return f"ingested {s.get('entries_new', 0)} new entries from {path}"
+def _queue(home: Path, agent: str, event: str, path: Path) -> tuple[str, str]:
+    """Queue the ingest of ``path`` for the store's worker (``hooks.worker``) and have
+    one run; nothing is queued when the store holds the file as it is (``ingested``).
+    Returns ``(action, detail)`` for the log."""
+    if worker.unchanged(home, path):
+        return "ingested", f"{path} unchanged since the last ingest"
+    worker.enqueue(home, agent, event, path)
+    how = {"started": "a worker started", "running": "the running worker takes it"}.get(
+        h := worker.start(home), h
+    )
+    return "queued", f"ingest of {path} queued ({how})"
 
 
 def hook_session(conn, agent: str, session_id: str | None, cwd: str | None) -> str | None:
@@ -200,6 +171,7 @@ def _codex_rollout(thread_id: str) -> Path | None:
 def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
     """Do what ``event`` of ``agent`` asks (see the module doc) with the agent's
     ``payload``; returns a ``HookResult``. Raises on errors (``run`` logs them)."""
+    asked = event  # (Gemini's SessionStart is handled as session-start, logged as asked)
     if agent == "codex":
         if event not in CODEX_EVENTS:
             return HookResult(detail=f"unknown Codex event {event}")
@@ -209,7 +181,8 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
         p = _codex_rollout(str(tid))
         if p is None:
             return HookResult(detail=f"no rollout for thread {tid}")
-        return HookResult(action="ingested", detail=_ingest(home, agent, p))
+        action, detail = _queue(home, agent, event, p)
+        return HookResult(action=action, detail=detail)
     if agent == "claude-code":
         if event not in CLAUDE_EVENTS:
             return HookResult(detail=f"unknown Claude Code event {event}")
@@ -224,9 +197,9 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
     if not ingest:
         return HookResult(detail="nothing to do for this event")
     tp = payload.get("transcript_path")
-    detail = ""
+    action, detail = "queued", ""
     if tp and Path(str(tp)).expanduser().is_file():
-        detail = _ingest(home, agent, Path(str(tp)).expanduser())
+        action, detail = _queue(home, agent, asked, Path(str(tp)).expanduser())
     elif event != "session-start":
         return HookResult(detail=f"no transcript at {tp!r}: nothing ingested")
     else:
@@ -234,19 +207,18 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
     if event == "session-start" and payload.get("source") in SNAPSHOT_SOURCES[agent]:
         from ctxkeep.sinks.files import STORE_DB
 
+        worker.wait_idle(home, DEFAULT_TIMEOUT)  # the snapshot after the ingest it asked for
         if not (home / STORE_DB).exists():
-            return HookResult(
-                action="ingested" if tp else "skipped", detail=detail + "; no store, no snapshot"
-            )
+            return HookResult(action=action if tp else "skipped", detail=detail + "; no store, no snapshot")
         md = _snapshot(home, agent, payload.get("session_id"), payload.get("cwd"))
         if md is None:
             return HookResult(
-                action="skipped" if detail.startswith("no transcript") else "ingested",
+                action="skipped" if detail.startswith("no transcript") else action,
                 detail=f"{detail}; no stored {agent} session {payload.get('session_id')!r} "
                 f"and none of project {payload.get('cwd')!r}: no snapshot",
             )
         return HookResult(_session_start_output(md), "snapshot", f"{detail}; snapshot {len(md)} chars")
-    return HookResult(action="ingested", detail=detail)
+    return HookResult(action=action, detail=detail)
 
 
 def run(
@@ -287,6 +259,60 @@ def run(
         r = box.get("result") or HookResult()
     log(h, agent, event, f"{r.action}: {r.detail}")
     return r
+
+
+def read_stdin() -> str:
+    """The hook's stdin ('' for a terminal or none)."""
+    try:
+        return "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    except Exception:
+        return ""
+
+
+def fast_argv(argv: list[str]) -> tuple[str, str, str | None, str | None, float | None] | None:
+    """``(agent, event, payload argument or None, home or None, timeout or None)`` of a
+    plain hook call, ``[--home H] hook AGENT EVENT [PAYLOAD] [--home H] [--timeout T]``
+    (the commands ``hooks install`` writes; ``=`` forms too); None for any other
+    argv (help, a typo: the CLI parses and answers it)."""
+    pos: list[str] = []
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name, eq, val = a.partition("=")
+        if name in ("--home", "--timeout"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                val = argv[i + 1]
+                i += 1
+            opts[name] = val
+        elif a.startswith("-"):
+            return None
+        else:
+            pos.append(a)
+        i += 1
+    if len(pos) not in (3, 4) or pos[0] != "hook" or pos[1] not in ("claude-code", "codex", "gemini-cli"):
+        return None
+    if len(pos) == 4 and pos[1] != "codex":
+        return None
+    try:
+        timeout = float(opts["--timeout"]) if "--timeout" in opts else None
+    except ValueError:
+        return None
+    return pos[1], pos[2], pos[3] if len(pos) == 4 else None, opts.get("--home"), timeout
+
+
+def fast_main(argv: list[str]) -> None:
+    """Run the hook of ``argv`` (``fast_argv``) and end the process (``main``); returns
+    when ``argv`` is no plain hook call (the caller runs the CLI)."""
+    got = fast_argv(argv)
+    if got is None:
+        return
+    agent, event, payload, home, timeout = got
+    os.umask(0o077)  # as the CLI: what ctxkeep creates is user-only
+    raw = payload if payload is not None else read_stdin()
+    main(agent, event, raw, home=Path(home) if home else None, timeout=timeout)
 
 
 def main(agent: str, event: str, raw: str, *, home: Path | None = None, timeout: float | None = None) -> None:

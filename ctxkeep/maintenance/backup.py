@@ -20,7 +20,8 @@ from ctxkeep.errors import StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import BACKUPS_DIR, STORE_DB, STORE_DB_SIDECARS
 from ctxkeep.sinks.lock import hold
-from ctxkeep.sinks.sqlite.store_safety import APPLICATION_ID, damaged, header_problem
+from ctxkeep.sinks.sqlite import copies
+from ctxkeep.sinks.sqlite.store_safety import damaged, header_problem
 from ctxkeep.timeutil import now_iso
 
 PREFIX, SUFFIX = "store-", ".db"
@@ -49,20 +50,7 @@ def check_backup(path: Path) -> str | None:
     why = header_problem(path)
     if why:
         return why
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        try:
-            qc = [r[0] for r in conn.execute("PRAGMA quick_check(3)").fetchall()]
-            if qc != ["ok"]:
-                return "quick_check: " + "; ".join(qc)
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            if app != APPLICATION_ID and sqlite_store.schema_version(conn) == 0:
-                return "not a ctxkeep store"
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as e:
-        return str(e)
-    return None
+    return copies.copy_problem(path)
 
 
 def run_backup(home: Path, *, keep: int | None = None) -> dict:
@@ -87,12 +75,7 @@ def run_backup(home: Path, *, keep: int | None = None) -> dict:
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
         os.close(fd)
-        dst = sqlite3.connect(tmp)
-        try:
-            src.backup(dst)
-            dst.execute("PRAGMA journal_mode=DELETE")  # a single self-contained file
-        finally:
-            dst.close()
+        copies.copy_store(src, tmp)
     except sqlite3.DatabaseError:
         tmp.unlink(missing_ok=True)
         raise

@@ -34,8 +34,10 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ctxkeep.sinks import analytics_current
+from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
-from ctxkeep.sinks.sqlite import store_safety
+from ctxkeep.sinks.sqlite import checks, store_safety
 
 
 @dataclass
@@ -47,11 +49,6 @@ class Finding:
     file: str
     status: str
     detail: str = ""
-
-
-def _ro(path: Path, immutable: bool = False) -> sqlite3.Connection:
-    """Read-only; ``immutable`` also ignores the WAL (a foreign one must not be read)."""
-    return sqlite3.connect(f"file:{path}?mode=ro{'&immutable=1' if immutable else ''}", uri=True)
 
 
 def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
@@ -86,11 +83,7 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
         return out
     pragma = "integrity_check" if full else "quick_check"
     try:
-        conn = _ro(db, foreign)
-        try:
-            rows = [r[0] for r in conn.execute(f"PRAGMA {pragma}(20)").fetchall()]
-        finally:
-            conn.close()
+        rows = checks.integrity(db, full=full, immutable=foreign)
         bad = rows != ["ok"]
         out.append(
             Finding(
@@ -102,58 +95,26 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
         return out
     if bad:
         return out
-    conn = _ro(db, foreign)
-    try:
-        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        for t in [t for t in ("fts_words", "fts_grams", "fts_symbols") if t in have]:
-            try:
-                conn.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")
-                out.append(Finding("fts", f"{db} ({t})", "ok", "integrity-check passed"))
-            except sqlite3.DatabaseError as e:
-                if "readonly" in str(e).lower() and not foreign:  # FTS5 runs the check as a write statement
-                    rw = sqlite3.connect(db)
-                    try:
-                        rw.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")
-                        out.append(Finding("fts", f"{db} ({t})", "ok", "integrity-check passed"))
-                    except sqlite3.DatabaseError as e2:
-                        out.append(Finding("fts", f"{db} ({t})", "damaged", str(e2)))
-                    finally:
-                        rw.close()
-                elif "readonly" in str(e).lower():
-                    out.append(
-                        Finding(
-                            "fts", f"{db} ({t})", "skipped", "checked once the foreign WAL is moved aside"
-                        )
-                    )
-                else:
-                    out.append(Finding("fts", f"{db} ({t})", "damaged", str(e)))
-        n_chunks = conn.execute(
-            "SELECT count(*) FROM chunks ch LEFT JOIN contents c ON c.content_id = ch.content_id "
-            "WHERE c.content_id IS NULL"
-        ).fetchone()[0]
-        n_entries = conn.execute(
-            # the stored id, not the view's hash (which is null when its contents row is gone)
-            "SELECT count(*) FROM entry_rows e LEFT JOIN contents c ON c.content_id = e.content_id "
-            "WHERE e.content_id IS NOT NULL AND c.content_id IS NULL"
-        ).fetchone()[0]
-        st = "damaged" if n_chunks or n_entries else "ok"
-        out.append(
-            Finding(
-                "orphans", str(db), st, f"{n_chunks} chunks without content, {n_entries} entries without text"
-            )
+    out += [Finding("fts", f"{db} ({t})", st, d) for t, st, d in checks.fts_integrity(db, immutable=foreign)]
+    t = checks.tallies(db, immutable=foreign)
+    st = "damaged" if t.orphan_chunks or t.orphan_entries else "ok"
+    out.append(
+        Finding(
+            "orphans",
+            str(db),
+            st,
+            f"{t.orphan_chunks} chunks without content, {t.orphan_entries} entries without text",
         )
-        out += _duckdb_check(home, conn)
-        out += _parquet_check(home, conn)
-        out += _watermark_check(conn)
-        out += _coverage_check(conn)
-    finally:
-        conn.close()
+    )
+    out += _duckdb_check(home, t.entries, t.analytics_behind)
+    out += _parquet_check(home, t.archived)
+    out += _watermark_check(t.watermarks)
+    out += _coverage_check(db, foreign)
     return out
 
 
-def _duckdb_check(home: Path, conn: sqlite3.Connection) -> list[Finding]:
+def _duckdb_check(home: Path, n_sqlite: int, behind: bool) -> list[Finding]:
     p = home / ANALYTICS_DB
-    n_sqlite = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     if not p.exists():
         if n_sqlite:  # the reports have nothing to read
             return [
@@ -166,26 +127,30 @@ def _duckdb_check(home: Path, conn: sqlite3.Connection) -> list[Finding]:
             ]
         return [Finding("duckdb", str(p), "warning", "missing (the first ingest builds it)")]
     try:
-        import duckdb
+        from ctxkeep.sinks.analytics_read import count_entries
 
-        con = duckdb.connect(str(p), read_only=True)
-        try:
-            n_duck = con.execute("SELECT count(*) FROM entries").fetchall()[0][0]
-        finally:
-            con.close()
+        n_duck = count_entries(p)
     except Exception as e:  # duckdb.Error subclasses, OSError
         msg = (str(e).splitlines() or [""])[0]
         if "lock" in msg.lower():
             return [Finding("duckdb", str(p), "skipped", f"held by another process: {msg[:160]}")]
         return [Finding("duckdb", str(p), "damaged", f"{type(e).__name__}: {msg[:200]}")]
+    if n_duck < n_sqlite and behind:  # the store was busy: a lag
+        return [
+            Finding(
+                "duckdb",
+                str(p),
+                "warning",
+                f"{n_duck:,} entries, SQLite holds {n_sqlite:,}: not synced yet (the next report catches up)",
+            )
+        ]
     if n_duck != n_sqlite:
         return [Finding("duckdb", str(p), "damaged", f"{n_duck:,} entries, SQLite holds {n_sqlite:,}")]
     return [Finding("duckdb", str(p), "ok", f"{n_duck:,} entries, as SQLite")]
 
 
-def _parquet_check(home: Path, conn: sqlite3.Connection) -> list[Finding]:
+def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
     root = home / ARCHIVE_DIR
-    n_archived = conn.execute("SELECT count(*) FROM archived").fetchone()[0]
     files = sorted(root.rglob("*.parquet")) if root.is_dir() else []
     if not files and not n_archived:
         return [Finding("parquet", str(root), "ok", "no archive")]
@@ -213,9 +178,9 @@ def _parquet_check(home: Path, conn: sqlite3.Connection) -> list[Finding]:
     return out
 
 
-def _watermark_check(conn: sqlite3.Connection) -> list[Finding]:
+def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
     missing = shrunk = 0
-    for path, offset in conn.execute("SELECT path, offset FROM watermarks").fetchall():
+    for path, offset in watermarks:
         try:
             size = Path(path).stat().st_size
         except OSError:
@@ -229,14 +194,16 @@ def _watermark_check(conn: sqlite3.Connection) -> list[Finding]:
     ]
 
 
-def _coverage_check(conn: sqlite3.Connection) -> list[Finding]:
+def _coverage_check(db: Path, immutable: bool) -> list[Finding]:
     """The coverage ledger's drift (``transforms.drift.ledger_alerts``), one warning per
     alert (an agent version with record types not understood, a parse rate below the
     previous version's); ok with the number of agent versions otherwise."""
-    from ctxkeep.sinks.sqlite.coverage import coverage_ledger
     from ctxkeep.transforms.drift import ledger_alerts
 
-    rows = coverage_ledger(conn)
+    try:
+        rows = checks.coverage_rows(db, immutable=immutable)
+    except sqlite3.DatabaseError as e:
+        return [Finding("coverage", str(db), "skipped", f"the ledger cannot be read: {e}")]
     alerts = ledger_alerts(rows)
     if not alerts:
         return [Finding("coverage", STORE_DB, "ok", f"{len(rows)} agent versions, no drift")]
@@ -245,7 +212,10 @@ def _coverage_check(conn: sqlite3.Connection) -> list[Finding]:
 
 def check(home: Path, *, full: bool = False) -> list[Finding]:
     """Every check of the module doc on the store at ``home``; never raises for
-    damage (it is reported)."""
+    damage (it is reported). DuckDB is brought current first, as by every reader of
+    it (``analytics_current.bring_current``): a sync a small ingest left to the
+    readers is no damage."""
+    analytics_current.bring_current(Path(home))
     return _sqlite_checks(Path(home), full)
 
 
@@ -261,7 +231,6 @@ def repair(home: Path, findings: list[Finding]) -> dict:
     another run holds the lock."""
     from ctxkeep.maintenance import backup
     from ctxkeep.maintenance.reindex import rebuild_analytics, rebuild_fts
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.lock import hold
 
     home = Path(home)
@@ -327,7 +296,6 @@ def _reload_archived_ids(home: Path) -> int:
     retention moved there exist only there): the re-ingest then leaves them in the
     archive instead of bringing them back into the hot store. Returns the ids added."""
     from ctxkeep.sinks import parquet
-    from ctxkeep.sinks import sqlite as sqlite_store
 
     try:
         df = parquet.read_archive(home)
@@ -335,18 +303,11 @@ def _reload_archived_ids(home: Path) -> int:
         return 0
     if df.is_empty() or "entry_id" not in df.columns:
         return 0
+    rows = [(e, str(a)) for e, a in zip(df["entry_id"].to_list(), df["archived_at"].to_list(), strict=True)]
     conn = sqlite_store.connect(home)
     try:
         with sqlite_store.write(conn):
-            before = conn.total_changes
-            conn.executemany(
-                "INSERT OR IGNORE INTO archived VALUES(?, ?)",
-                [
-                    (e, str(a))
-                    for e, a in zip(df["entry_id"].to_list(), df["archived_at"].to_list(), strict=True)
-                ],
-            )
-            return conn.total_changes - before
+            return checks.add_archived(conn, rows)
     finally:
         conn.close()
 
@@ -361,7 +322,6 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     from ctxkeep.maintenance.compress import rewrite
     from ctxkeep.maintenance.compress.run import discovered_files
     from ctxkeep.pipeline.engine import run_ingest
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite import StatusChange
     from ctxkeep.sources.contract import SourceFile
 
@@ -372,15 +332,7 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     s = run_ingest(home, files=backups, force=True)
     conn = sqlite_store.connect(home)
     try:
-        paths = [str(b.path) for b in backups]
-        ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT e.entry_id FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
-                f"WHERE e.status = 'active' AND f.path IN ({','.join('?' * len(paths))})",
-                paths,
-            )
-        ]
+        ids = checks.active_entries_of_files(conn, [str(b.path) for b in backups])
         sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(ids))])
     finally:
         conn.close()

@@ -32,7 +32,6 @@ every partition once.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.machine import Machine, identify
+from ctxkeep.sinks.sqlite import lake_marks
 from ctxkeep.timeutil import now_iso
 
 TABLES = ("usage", "sessions", "entries")
@@ -98,30 +98,11 @@ def _digests(con, table: str, m: Machine, with_text: bool) -> dict[tuple[str, st
     return {(a, mo): (int(n), f"{mark}:{d}") for a, mo, n, d in rows}
 
 
-def _recorded(conn: sqlite3.Connection, dest: str, table: str, machine: str) -> dict:
-    return {
-        (a, mo): (n, d, json.loads(f or "[]"))
-        for a, mo, n, d, f in conn.execute(
-            "SELECT agent, month, rows, digest, files FROM lake_exports WHERE dest=? AND tbl=? AND machine=?",
-            (dest, table, machine),
-        )
-    }
-
-
 def _chunks(conn: sqlite3.Connection, hashes: list[str]):
-    """The SQLite chunks of these content hashes as Arrow (``h``, ``seq``, ``text``),
-    through a temp table (one join instead of an ``IN`` list per 900 hashes)."""
+    """The SQLite chunks of these content hashes as Arrow (``h``, ``seq``, ``text``)."""
     import pyarrow as pa
 
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _lake_hashes(h TEXT PRIMARY KEY)")
-    try:
-        conn.executemany("INSERT OR IGNORE INTO _lake_hashes VALUES(?)", ((h,) for h in hashes))
-        rows = conn.execute(
-            "SELECT c.content_hash, ch.seq, ch.text FROM _lake_hashes x JOIN contents c ON c.content_hash = x.h "
-            "JOIN chunks ch ON ch.content_id = c.content_id"
-        ).fetchall()
-    finally:
-        conn.execute("DROP TABLE IF EXISTS _lake_hashes")
+    rows = lake_marks.chunk_rows(conn, hashes)
     h, seq, text = zip(*rows, strict=True) if rows else ((), (), ())
     return pa.table(
         {"h": pa.array(h, pa.string()), "seq": pa.array(seq, pa.int64()), "text": pa.array(text, pa.string())}
@@ -273,14 +254,7 @@ def export_parquet(
 def _drop_old_names(conn: sqlite3.Connection, lake, table: str, m: Machine) -> None:
     """A renamed machine (config ``machine``): the partitions this store wrote under its
     old names (its own part files only) leave the lake, with their watermarks."""
-    old = [
-        r[0]
-        for r in conn.execute(
-            "SELECT DISTINCT machine FROM lake_exports WHERE dest=? AND tbl=? AND machine<>?",
-            (lake.url, table, m.name),
-        )
-    ]
-    for name in old:
+    for name in lake_marks.other_machines(conn, lake.url, table, m.name):
         mine = [
             p
             for files in lakes.list_machine_files(lake, table, name).values()
@@ -288,10 +262,7 @@ def _drop_old_names(conn: sqlite3.Connection, lake, table: str, m: Machine) -> N
             if p.rsplit("/", 1)[-1].startswith(f"part-{m.id}-")
         ]
         lakes.delete_files(lake, mine)
-        with sqlite_store.write(conn):
-            conn.execute(
-                "DELETE FROM lake_exports WHERE dest=? AND tbl=? AND machine=?", (lake.url, table, name)
-            )
+        lake_marks.forget(conn, lake.url, table, name)
 
 
 def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progress, on_file) -> dict:
@@ -309,7 +280,7 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
         "files_written": 0,
         "bytes_written": 0,
     }
-    rec = _recorded(conn, lake.url, table, m.name)
+    rec = lake_marks.recorded(conn, lake.url, table, m.name)
     listing = {} if dry_run else lakes.list_machine_files(lake, table, m.name)
     owner = f"part-{m.id}-"
     foreign = sorted(
@@ -343,11 +314,7 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
         te["removed"].append({"agent": k[0], "month": k[1], "rows": n})
         if not dry_run:
             lakes.delete_files(lake, listing.get(k, []))
-            with sqlite_store.write(conn):
-                conn.execute(
-                    "DELETE FROM lake_exports WHERE dest=? AND tbl=? AND machine=? AND agent=? AND month=?",
-                    (lake.url, table, m.name, *k),
-                )
+            lake_marks.forget(conn, lake.url, table, m.name, k)
         done += 1
         if progress:
             progress(table, done, total)
@@ -366,11 +333,7 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
             new = files.get(k, [])
             keep = {p for p, _ in new}
             lakes.delete_files(lake, [p for p in listing.get(k, []) if p not in keep])
-            with sqlite_store.write(conn):
-                conn.execute(
-                    "INSERT OR REPLACE INTO lake_exports VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (lake.url, table, m.name, *k, now[k][0], now[k][1], json.dumps(sorted(keep)), stamp),
-                )
+            lake_marks.record(conn, lake.url, table, m.name, k, now[k][0], now[k][1], sorted(keep), stamp)
             te["written"].append({"agent": k[0], "month": k[1], "rows": now[k][0]})
             te["rows_written"] += now[k][0]
             te["files_written"] += len(new)

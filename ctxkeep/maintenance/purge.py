@@ -46,7 +46,6 @@ and ``purge_named`` puts them in the report.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -58,18 +57,13 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB, STORE_FILES, store_files
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import delete as delete_store
-from ctxkeep.sinks.sqlite import intents
+from ctxkeep.sinks.sqlite import intents, tombstones
 from ctxkeep.sinks.sqlite.intents import kill_point
 
 
 def _select(conn: sqlite3.Connection, req: PurgeRequest) -> None:
     """Select ``req``'s entries and whole sessions for ``delete_store.delete_selected``."""
-    if req.scope == "session":
-        delete_store.select_session(conn, req.session_id)
-    elif req.scope == "project":
-        delete_store.select_project(conn, req.project_dir)
-    else:
-        delete_store.select_all(conn)
+    delete_store.select_scope(conn, req.scope, req.value)
 
 
 def preview(conn: sqlite3.Connection, request: PurgeRequest) -> dict:
@@ -80,7 +74,7 @@ def preview(conn: sqlite3.Connection, request: PurgeRequest) -> dict:
     "quarantine", "source_files": int, "text_bytes": bytes of the contents that would
     go, "token_estimate": tokens of the entries that would go}``.
     """
-    conn.execute("PRAGMA temp_store=MEMORY")
+    delete_store.prepare(conn)
     _select(conn, request)
     try:
         return delete_store.counts(conn)
@@ -109,32 +103,13 @@ def preview_empty() -> dict:
 def _tombstone(
     conn: sqlite3.Connection, req: PurgeRequest, files: list[str], owned: set[str], reingest: bool
 ) -> dict:
-    """Add (or with ``reingest`` lift) the tombstones of ``req``; ``owned``: the sessions
-    a project purge selected whole (they get session tombstones). Returns what was done."""
-    key = (req.scope, req.value)
+    """Add (or with ``reingest`` lift) the tombstones of ``req`` (``sinks.sqlite.tombstones``);
+    ``owned``: the sessions a project purge selected whole (they get session
+    tombstones). Returns what was done."""
     if not reingest:
-        stamp = timeutil.now_iso()
-        conn.execute("INSERT OR IGNORE INTO tombstones VALUES(?,?,?)", (*key, stamp))
-        added = [f"{req.scope} {req.value}"]
-        if req.scope == "project":
-            for sid in owned:
-                if sid:
-                    conn.execute("INSERT OR IGNORE INTO tombstones VALUES('session',?,?)", (sid, stamp))
-                    conn.execute("INSERT OR IGNORE INTO purge_files VALUES(?,?,'session',?)", (*key, sid))
-        conn.executemany("INSERT OR IGNORE INTO purge_files VALUES(?,?,'path',?)", [(*key, f) for f in files])
-        return {"tombstone": "added", "tombstones": added, "watermarks_dropped": 0}
-    linked = conn.execute("SELECT kind, item FROM purge_files WHERE scope=? AND value=?", key).fetchall()
-    paths = set(files) | {item for kind, item in linked if kind == "path"}
-    sessions = {item for kind, item in linked if kind == "session"}
-    if req.scope == "session":
-        sessions.add(req.session_id)
-    n = conn.execute("DELETE FROM tombstones WHERE scope=? AND value=?", key).rowcount
-    for sid in sessions:
-        n += conn.execute("DELETE FROM tombstones WHERE scope='session' AND value=?", (sid,)).rowcount
-    dropped = 0
-    for p in sorted(paths):
-        dropped += conn.execute("DELETE FROM watermarks WHERE path=?", (p,)).rowcount
-    conn.execute("DELETE FROM purge_files WHERE scope=? AND value=?", key)
+        tombstones.add(conn, req.scope, req.value, timeutil.now_iso(), owned, files)
+        return {"tombstone": "added", "tombstones": [f"{req.scope} {req.value}"], "watermarks_dropped": 0}
+    n, dropped = tombstones.lift(conn, req.scope, req.value, files)
     return {"tombstone": "lifted" if n else "none", "tombstones_lifted": n, "watermarks_dropped": dropped}
 
 
@@ -159,19 +134,7 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
     db = home / STORE_DB
     if db.exists():
         try:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            try:
-                one = lambda q: conn.execute(q).fetchone()[0]  # noqa: E731
-                report["removed"] = {
-                    "entries": one("SELECT count(*) FROM entries"),
-                    "sessions": one("SELECT count(DISTINCT session_id) FROM entries"),
-                    "contents": one("SELECT count(*) FROM contents"),
-                    "chunks": one("SELECT count(*) FROM chunks"),
-                    "usage": one("SELECT count(*) FROM usage"),
-                    "quarantine": one("SELECT count(*) FROM quarantine"),
-                }
-            finally:
-                conn.close()
+            report["removed"] = delete_store.store_counts(db)
         except sqlite3.Error as e:
             report["note"] = f"store unreadable ({e}); its files are removed anyway"
     if dry_run:
@@ -206,20 +169,9 @@ def backups_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
             taken = dt.datetime.strptime(stamp.split(".")[0], "%Y%m%dT%H%M%S").replace(tzinfo=dt.UTC)
         except ValueError:
             taken = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
-        n: int | None = 0
+        n: int | None
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-            try:
-                conn.execute("PRAGMA temp_store=MEMORY")
-                for req in requests:
-                    if req.scope == "all":
-                        n += conn.execute("SELECT count(*) FROM entries").fetchone()[0]
-                        continue
-                    _select(conn, req)
-                    n += conn.execute("SELECT count(*) FROM _p_entries").fetchone()[0]
-                    delete_store.drop_selection(conn)
-            finally:
-                conn.close()
+            n = delete_store.entries_in_copy(path, [(r.scope, r.value) for r in requests])
         except sqlite3.Error:
             n = None
         if n != 0:
@@ -269,7 +221,7 @@ def run_purge(
             return {**base, "removed": {**preview_empty(), "archived": 0}, "files": [], "tombstone": "none"}
         conn = sqlite_store.connect(home, readonly=True)
         try:
-            conn.execute("PRAGMA temp_store=MEMORY")
+            delete_store.prepare(conn)
             _select(conn, request)
             counts = delete_store.counts(conn)
             files = delete_store.selected_files(conn)
@@ -306,8 +258,7 @@ def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool
     scrub the run details naming it. The caller holds the store lock and completes the
     intent (``sinks.recovery.complete``: the Parquet archive, the scrub, DuckDB, the run
     record). Returns ``(intent_id, removed counts, files concerned, tombstone report)``."""
-    conn.execute("PRAGMA secure_delete=ON")
-    conn.execute("PRAGMA temp_store=MEMORY")
+    delete_store.prepare(conn, secure=True)
     with sqlite_store.write(conn):
         _select(conn, request)
         owned = delete_store.selected_sessions(conn)
@@ -316,8 +267,10 @@ def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool
         kill_point("purge", "delete")  # inside the transaction: rolled back
         files = removed.pop("files")
         tomb = _tombstone(conn, request, files, owned, reingest)
-        removed["watermarks"] = _forget_files(conn, request, whole, reingest)
-        removed["run_details"] = scrub_run_details(conn, owned | {request.value}, whole)
+        removed["watermarks"] = tombstones.forget_files(
+            conn, request.scope, request.value, whole, remember=not reingest
+        )
+        removed["run_details"] = tombstones.scrub_run_details(conn, owned | {request.value}, whole)
         # the intent commits with the delete: the archive, the scrub and DuckDB follow
         # from it, now or (after a crash) in the next command
         iid = intents.begin(
@@ -375,57 +328,3 @@ def _digest(value: str) -> str:
     """The first 16 hex digits of the SHA-256 of a purged scope's value: the run record
     says which purge it was without naming the session or project again."""
     return hashlib.sha256(value.encode()).hexdigest()[:16]
-
-
-def _forget_files(conn: sqlite3.Connection, req: PurgeRequest, whole: list[str], reingest: bool) -> int:
-    """Delete the watermark rows of the files the purge removed wholly (a session's
-    own file names the session); without ``reingest`` they are remembered as
-    ``purge_files`` kind ``file``, which the ingest plan skips (nothing of them may
-    come back, so nothing is read). Returns the watermark rows deleted."""
-    n = 0
-    for path in whole:
-        n += conn.execute("DELETE FROM watermarks WHERE path=?", (path,)).rowcount
-    if not reingest:
-        conn.executemany(
-            "INSERT OR IGNORE INTO purge_files VALUES(?,?,'file',?)",
-            [(req.scope, req.value, p) for p in whole],
-        )
-    return n
-
-
-def _scrub_json(value, needles: tuple[str, ...]):
-    """``value`` (decoded JSON) without what names a needle: list items that mention one
-    are dropped, strings that contain one become ``"[purged]"``, dict keys that contain
-    one are dropped."""
-    if isinstance(value, str):
-        return "[purged]" if any(n in value for n in needles) else value
-    if isinstance(value, list):
-        return [_scrub_json(v, needles) for v in value if not _mentions(v, needles)]
-    if isinstance(value, dict):
-        return {k: _scrub_json(v, needles) for k, v in value.items() if not any(n in k for n in needles)}
-    return value
-
-
-def _mentions(value, needles: tuple[str, ...]) -> bool:
-    return any(n in json.dumps(value, default=str) for n in needles)
-
-
-def scrub_run_details(conn: sqlite3.Connection, sessions: set[str], files: list[str]) -> int:
-    """Remove from every ``runs.detail`` (JSON) what names one of ``sessions`` (ids) or
-    ``files`` (paths): the file lists of compress runs, an earlier purge's value, a
-    problem line (``_scrub_json``). In the caller's transaction. Returns the runs
-    changed."""
-    needles = tuple(sorted({n for n in (*sessions, *files) if n and n != "*"}))
-    if not needles:
-        return 0
-    changed = 0
-    for run_id, detail in conn.execute("SELECT run_id, detail FROM runs WHERE detail IS NOT NULL").fetchall():
-        if not any(n in detail for n in needles):
-            continue
-        try:
-            new = json.dumps(_scrub_json(json.loads(detail), needles), default=str)
-        except ValueError:
-            new = "{}"
-        conn.execute("UPDATE runs SET detail=? WHERE run_id=?", (new, run_id))
-        changed += 1
-    return changed

@@ -23,6 +23,7 @@ from ctxkeep.maintenance.purge_request import (
 )
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.sqlite import tombstones
 
 
 def resolve_named(home: Path, request: PurgeRequest) -> tuple[list[PurgeRequest], dict]:
@@ -94,12 +95,7 @@ def has_tombstone(home: Path, request: PurgeRequest) -> bool:
         return False
     conn = sqlite_store.connect(Path(home), readonly=True)
     try:
-        return (
-            conn.execute(
-                "SELECT 1 FROM tombstones WHERE scope = ? AND value = ?", (request.scope, request.value)
-            ).fetchone()
-            is not None
-        )
+        return tombstones.has(conn, request.scope, request.value)
     except sqlite3.Error:
         return False
     finally:

@@ -33,6 +33,7 @@ from ctxkeep.maintenance import purge
 from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request, project_spellings
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.sqlite import lookup
 from ctxkeep.timeutil import format_utc, utc_now
 
 #: the counts a policy report sums per rule (``purge.preview`` keys)
@@ -42,19 +43,6 @@ COUNTS = ("entries", "sessions", "contents", "usage", "quarantine", "text_bytes"
 def has_rules(pc: cfgmod.PurgeConfig | None) -> bool:
     """True when ``[purge]`` names at least one rule (a project, an agent or an age)."""
     return bool(pc and (pc.projects or pc.agents or pc.older_than_days))
-
-
-def _roots(conn, where: str, params: dict) -> list[str]:
-    """Root sessions (``coalesce(parent_session_id, session_id)``) of the entries
-    matching ``where`` (grouped by root: ``having`` conditions see ``max_t``)."""
-    return [
-        r[0]
-        for r in conn.execute(
-            "SELECT coalesce(parent_session_id, session_id) AS root FROM entries "
-            f"WHERE coalesce(parent_session_id, session_id) IS NOT NULL GROUP BY root {where} ORDER BY root",
-            params,
-        )
-    ]
 
 
 def requests(
@@ -78,12 +66,11 @@ def requests(
         for r in project_spellings(conn, req):
             add(f"project {d}", r)
     for agent in pc.agents:
-        for sid in _roots(conn, "HAVING max(agent = :a) = 1", {"a": agent}):
+        for sid in lookup.root_sessions_of_agent(conn, agent):
             add(f"agent {agent}", PurgeRequest("session", session_id=sid))
     if pc.older_than_days:
         cutoff = (now or utc_now()) - dt.timedelta(days=pc.older_than_days)
-        having = "HAVING coalesce(max(ts), max(ingested_at)) < :cut"
-        for sid in _roots(conn, having, {"cut": format_utc(cutoff)}):
+        for sid in lookup.root_sessions_before(conn, format_utc(cutoff)):
             add(f"older than {pc.older_than_days} days", PurgeRequest("session", session_id=sid))
     return out
 

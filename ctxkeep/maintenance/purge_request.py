@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ctxkeep.errors import PurgeCancelled, UsageError
 from ctxkeep.paths import is_under, normalize_dir
+from ctxkeep.sinks.sqlite import lookup
 
 SCOPES = ("session", "project")
 
@@ -207,7 +208,7 @@ def project_spellings(conn, req: PurgeRequest) -> list[PurgeRequest]:
         return [req]
     real = os.path.realpath(root)
     roots: list[str] = []
-    for (d,) in conn.execute("SELECT DISTINCT project_dir FROM entries WHERE project_dir LIKE '/%'"):
+    for d in lookup.absolute_project_dirs(conn):
         if is_under(d, root):
             continue  # the engine's own match
         if not is_under(os.path.realpath(d), real):

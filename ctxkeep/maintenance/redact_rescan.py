@@ -38,30 +38,12 @@ from ctxkeep.errors import StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import retext
 
 BATCH_CONTENTS = 2000  # contents per transaction
 
 #: the parts of the store a rescan covers, in the order it visits them
 AREAS = ("contents", "quarantine", "media", "archive")
-
-
-def _texts(conn, after: int, limit: int) -> list[tuple[int, str, str]]:
-    """``(content_id, content_hash, text)`` of the next ``limit`` contents after
-    ``after`` (text: the chunks joined in ``seq`` order)."""
-    ids = conn.execute(
-        "SELECT content_id, content_hash FROM contents WHERE content_id > ? ORDER BY content_id LIMIT ?",
-        (after, limit),
-    ).fetchall()
-    if not ids:
-        return []
-    parts: dict[int, list[str]] = {cid: [] for cid, _ in ids}
-    for cid, text in conn.execute(
-        "SELECT content_id, text FROM chunks WHERE content_id BETWEEN ? AND ? ORDER BY content_id, seq",
-        (ids[0][0], ids[-1][0]),
-    ):
-        if cid in parts:
-            parts[cid].append(text)
-    return [(cid, h, "".join(parts[cid])) for cid, h in ids]
 
 
 def _redact_many(texts: list[str], counts: Counter) -> list[str]:
@@ -73,12 +55,10 @@ def _redact_many(texts: list[str], counts: Counter) -> list[str]:
 
 
 def _rescan_contents(conn, dry_run: bool, counts: Counter, progress: Callable[[int], None] | None) -> dict:
-    from ctxkeep.sinks.sqlite.retext import replace_texts
-
     out = {"changed": 0, "merged": 0, "chunks_deleted": 0, "chunks_added": 0}
     last = 0
     while True:
-        rows = _texts(conn, last, BATCH_CONTENTS)
+        rows = retext.texts_after(conn, last, BATCH_CONTENTS)
         if not rows:
             break
         last = rows[-1][0]
@@ -87,7 +67,7 @@ def _rescan_contents(conn, dry_run: bool, counts: Counter, progress: Callable[[i
         out["changed"] += len(changes)
         if changes and not dry_run:
             with sqlite_store.write(conn):
-                r = replace_texts(conn, changes)
+                r = retext.replace_texts(conn, changes)
             out["merged"] += r["merged"]
             out["chunks_deleted"] += r["chunks_deleted"]
             out["chunks_added"] += r["chunks_added"]
@@ -106,7 +86,7 @@ def _rescan_rows(conn, dry_run: bool, counts: dict[str, Counter]) -> dict:
         return new.encode("utf-8", "surrogateescape")
 
     q_updates, m_updates = [], []
-    for qid, raw, reason in conn.execute("SELECT id, raw, reason FROM quarantine"):
+    for qid, raw, reason in retext.quarantine_rows(conn):
         new_raw = None if raw is None else red(raw, counts["quarantine"])
         new_reason = None
         if reason is not None:
@@ -114,18 +94,13 @@ def _rescan_rows(conn, dry_run: bool, counts: dict[str, Counter]) -> dict:
             counts["quarantine"].update(k)
         if new_raw != (None if raw is None else bytes(raw)) or new_reason != reason:
             q_updates.append((new_raw, new_reason, qid))
-    for eid, seq, data in conn.execute(
-        "SELECT entry_id, seq, data FROM media WHERE media_type LIKE 'text/%' AND data IS NOT NULL"
-    ):
+    for eid, seq, data in retext.text_media(conn):
         new = red(data, counts["media"])
         if new != bytes(data):
             m_updates.append((new, len(new), hashlib.sha256(new).hexdigest(), eid, seq))
     if not dry_run and (q_updates or m_updates):
         with sqlite_store.write(conn):
-            conn.executemany("UPDATE quarantine SET raw = ?, reason = ? WHERE id = ?", q_updates)
-            conn.executemany(
-                "UPDATE media SET data = ?, bytes = ?, sha256 = ? WHERE entry_id = ? AND seq = ?", m_updates
-            )
+            retext.update_rows(conn, q_updates, m_updates)
     return {"quarantine": len(q_updates), "media": len(m_updates)}
 
 
@@ -161,8 +136,8 @@ def run_rescan(
         conn = sqlite_store.connect(home)
         try:
             if not dry_run:
-                conn.execute("PRAGMA secure_delete=ON")
-            total = conn.execute("SELECT count(*) FROM contents").fetchone()[0]
+                delete_store.prepare(conn, secure=True)
+            total = retext.count_contents(conn)
             done = 0
 
             def step(n: int) -> None:

@@ -15,7 +15,12 @@ unknown methods (-32601) are answered by the SDK itself.
 
 MCP messages are single objects (the 2025-06-18 protocol removed JSON-RPC batches),
 so an array is answered with one -32600 per element that carries an id (or one
-with id ``null``).
+with id ``null``). Several objects on one line (``{…}{…}``) are read one by one, each
+passed on (or answered) as if it had its own line. Every reply carries the request's
+id whenever JSON-RPC allows one (a string or a number, ``1.5`` too: MCP takes only
+strings and integers, so such a request gets -32600 with its id, written as sent); a
+message nested deeper than ``MAX_DEPTH`` (the SDK's parser gives up near 200 levels
+and would drop it) gets -32600 with its id, read from the top level of the line.
 
 End of input: the SDK's serving loop ends when the read stream ends and cancels
 every handler still running, so a client that writes its requests and closes stdin
@@ -30,7 +35,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -42,6 +49,9 @@ log = logging.getLogger(__name__)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+#: the deepest nesting of arrays and objects a message may have (the SDK's JSON parser
+#: fails near 200 levels; MCP's own messages nest a few levels, tool arguments a few more)
+MAX_DEPTH = 100
 
 
 def _valid_id(v: Any) -> bool:
@@ -49,12 +59,59 @@ def _valid_id(v: Any) -> bool:
     return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
 
 
+def _json_id(v: Any) -> bool:
+    """A JSON-RPC 2.0 id a reply can carry back: a string or a finite number
+    (jsonrpc.org/specification §4: String, Number or Null)."""
+    return _valid_id(v) or (isinstance(v, float) and math.isfinite(v))
+
+
 def _error(rid: Any, code: int, message: str) -> dict:
     return {
         "jsonrpc": "2.0",
-        "id": rid if _valid_id(rid) else None,
+        "id": rid if _json_id(rid) else None,
         "error": {"code": code, "message": message},
     }
+
+
+_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+
+
+def _depth(obj: Any) -> int:
+    """The nesting depth of a decoded JSON value (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            deepest = max(deepest, d)
+            stack += [(x, d + 1) for x in v if isinstance(x, (dict, list))]
+    return deepest
+
+
+def _top_level_id(text: str) -> Any:
+    """The ``id`` member of the object ``text`` starts with, read without decoding the
+    rest (a message too deep to decode); None when there is none to read."""
+    depth, key = 0, None
+    for m in _TOKEN_RE.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+        elif tok in "]}":
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif tok == ":" and depth == 1 and key == '"id"':
+            i = m.end()
+            while i < len(text) and text[i] in " \t\r\n":
+                i += 1
+            try:
+                value, _ = json.JSONDecoder().raw_decode(text, i)
+            except (ValueError, RecursionError):
+                return None
+            return value if _json_id(value) else None
+        key = tok
+    return None
 
 
 def _check_object(obj: dict) -> dict | None:
@@ -69,8 +126,8 @@ def _check_object(obj: dict) -> dict | None:
             return _error(rid, INVALID_REQUEST, 'invalid request: "method" must be a string')
         if "result" in obj or "error" in obj:
             return _error(rid, INVALID_REQUEST, 'invalid request: a request has no "result" or "error"')
-        if has_id and not _valid_id(rid):
-            return _error(None, INVALID_REQUEST, 'invalid request: "id" must be a string or an integer')
+        if has_id and not _valid_id(rid):  # 1.5 comes back as 1.5; null, true, {} as null
+            return _error(rid, INVALID_REQUEST, 'invalid request: "id" must be a string or an integer')
         params = obj.get("params")
         if isinstance(params, list):  # valid JSON-RPC, but MCP params are named (an object)
             return _error(rid, INVALID_PARAMS, 'invalid params: "params" must be an object, not an array')
@@ -101,23 +158,58 @@ def _check_object(obj: dict) -> dict | None:
 def check_line(line: str) -> list[dict]:
     """The JSON-RPC error replies one received line needs; ``[]`` when the line is a
     valid message to pass on (or blank). Each reply is a dict ``{"jsonrpc", "id",
-    "error": {"code", "message"}}`` with ``id`` the request's when it is a string or
-    integer, else ``None``. Codes: -32700 (not JSON), -32600 (not a valid request
-    object, a batch, a scalar), -32602 (positional ``params``). Never raises."""
-    if not line.strip():
-        return []
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return [_error(None, PARSE_ERROR, "parse error: the line is not valid JSON")]
+    "error": {"code", "message"}}`` with ``id`` the request's when JSON-RPC allows one
+    (a string or a finite number), else ``None``. Codes: -32700 (not JSON), -32600 (not
+    a valid request object, a batch, a scalar, an id MCP does not take, nested deeper
+    than ``MAX_DEPTH``), -32602 (positional ``params``). Never raises."""
+    return split_line(line)[1]
+
+
+def split_line(line: str) -> tuple[list[str], list[dict]]:
+    """``(messages, replies)`` of one received line: the valid messages it holds, each
+    as its own line to pass on (one, or several objects written on one line), and the
+    error replies of the others (``check_line``). Never raises."""
+    passed: list[str] = []
+    replies: list[dict] = []
+    dec = json.JSONDecoder()
+    pos, n = 0, len(line)
+    while True:
+        while pos < n and line[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            return passed, replies
+        try:
+            obj, end = dec.raw_decode(line, pos)
+        except RecursionError:  # nested past Python's own limit: the id, read shallowly
+            replies.append(_error(_top_level_id(line[pos:]), INVALID_REQUEST, _too_deep()))
+            return passed, replies
+        except ValueError:
+            replies.append(_error(None, PARSE_ERROR, "parse error: the line is not valid JSON"))
+            return passed, replies
+        ok, out = _check_value(obj)
+        replies += out
+        if ok:
+            passed.append(line[pos:end])
+        pos = end
+
+
+def _too_deep() -> str:
+    return f"invalid request: the message is nested deeper than {MAX_DEPTH} levels"
+
+
+def _check_value(obj: Any) -> tuple[bool, list[dict]]:
+    """``(valid, replies)`` of one decoded value: a valid message (passed on, no reply),
+    else the replies it needs (none for a malformed response: dropped)."""
     if isinstance(obj, dict):
+        if _depth(obj) > MAX_DEPTH:
+            return False, [_error(obj.get("id"), INVALID_REQUEST, _too_deep())]
         reply = _check_object(obj)
-        return [] if reply is None else [reply] if reply else []
+        return reply is None, [reply] if reply else []
     if isinstance(obj, list):
         msg = "invalid request: JSON-RPC batches are not supported (MCP sends one message per line)"
-        ids = [m["id"] for m in obj if isinstance(m, dict) and _valid_id(m.get("id"))]
-        return [_error(i, INVALID_REQUEST, msg) for i in ids] or [_error(None, INVALID_REQUEST, msg)]
-    return [_error(None, INVALID_REQUEST, "invalid request: a message must be a JSON object")]
+        ids = [m["id"] for m in obj if isinstance(m, dict) and _json_id(m.get("id"))]
+        return False, [_error(i, INVALID_REQUEST, msg) for i in ids] or [_error(None, INVALID_REQUEST, msg)]
+    return False, [_error(None, INVALID_REQUEST, "invalid request: a message must be a JSON object")]
 
 
 def _request_id(line: str) -> tuple[bool, Any]:
@@ -184,26 +276,40 @@ class _FilteredLines:
 
         await self._ready.wait()
         for r in replies:
-            err = types.JSONRPCError(jsonrpc="2.0", id=r["id"], error=types.ErrorData(**r["error"]))
+            if r["id"] is None or _valid_id(r["id"]):
+                err = types.JSONRPCError(jsonrpc="2.0", id=r["id"], error=types.ErrorData(**r["error"]))
+            else:  # an id MCP's models refuse (1.5): written as the request sent it
+                err = _RawMessage(r)
             await self._send.send(SessionMessage(err))
 
     async def __aiter__(self) -> AsyncIterator[str]:
         import anyio
 
         async for line in self._source:
-            replies = check_line(line)
+            messages, replies = split_line(line)
             if replies:
                 await self._reply(replies)
-            elif line.strip():
-                is_request, rid = _request_id(line)
+            for msg in messages:
+                is_request, rid = _request_id(msg)
                 if is_request:
                     self._pending[rid] += 1
                     self._drained = anyio.Event()
                 elif rid is not None and rid in self._pending:
                     self._settle(rid)
-                yield line
+                yield msg
         if self._pending and not self._closed:
             await self._drained.wait()
+
+
+class _RawMessage:
+    """A reply the SDK's models cannot hold (an id such as ``1.5``): what its stdio
+    writer calls (``model_dump_json``) gives the JSON as built."""
+
+    def __init__(self, reply: dict) -> None:
+        self._json = json.dumps(reply, ensure_ascii=False)
+
+    def model_dump_json(self, **_kw) -> str:
+        return self._json
 
 
 class _AnsweringWrite:

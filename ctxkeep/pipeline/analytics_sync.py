@@ -1,10 +1,9 @@
 """DuckDB (analytics) kept in step with SQLite: the closing sync of a run, the
-background thread that appends each committed group during an ingest, and a small
-ingest's sync in the side process."""
+background thread that appends each committed group during an ingest. (A small
+ingest leaves DuckDB to its readers: ``sinks.analytics_current``.)"""
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
 from pathlib import Path
@@ -129,89 +128,6 @@ class AnalyticsSyncer:
         for c in (con, sq):
             if c is not None:
                 _close_quietly(c)
-
-
-class SideAnalytics:
-    """``AnalyticsSyncer``'s stand-in for a small ingest beside a side process
-    (``side_process.SIDE_SYNC_MAX_BYTES``): DuckDB is imported and opened in the side
-    process while the ingest runs (~0.4-0.6 s of CPU, then on the other core, not under
-    this process's GIL), each committed group's new entries are handed to it
-    (``SideProcess.analytics_append``: their Arrow IPC, sent by a thread of this
-    process, so the writer thread never waits for the side process), and ``finish``
-    makes the closing sync there: those entries appended in one transaction, then
-    ``duckdb_store.sync`` (the entries they did not bring, read from SQLite, and the
-    status changes, usage, titles: the same rows ``AnalyticsSyncer``'s appends and
-    closing sync give). Measured on the corpus's 3,890 entries: 0.36 s of DuckDB CPU
-    there against 0.42 s for a sync that reads every entry back from SQLite. When the side process
-    fails or is gone, ``finish`` syncs here (``sync_analytics`` through ``conn``, the
-    ingest's writable connection, which then records the marks itself: ``marks``
-    stays None), so the note is that of a local sync."""
-
-    def __init__(self, home: Path, side, conn) -> None:
-        self.home = Path(home)
-        self._side = side
-        self._conn = conn
-        self._committed = False
-        self._sends: queue.Queue = queue.Queue()
-        self._sender: threading.Thread | None = None
-        #: entries the side process appended from the groups' Arrow (not read back
-        #: from SQLite), known after ``finish``
-        self.appended = 0
-        self.note = ""
-        #: (entries rowid, status_log seq) DuckDB holds after the side process's sync
-        self.marks: tuple[int, int] | None = None
-        # opened there between the counts (``side_process._Idle``); the request is one
-        # way: nothing here waits for the side process to read it
-        try:
-            self._side.analytics_open(str(self.home))
-        except RuntimeError:
-            self._side = None  # finish syncs here
-
-    @property
-    def started(self) -> bool:
-        return self._committed
-
-    def on_commit(self, n: int, first_rowid: int | None = None, entries=None) -> None:
-        self._committed = True
-        if first_rowid is None or entries is None or self._side is None:
-            return  # the closing sync reads them from SQLite
-        if self._sender is None:
-            self._sender = threading.Thread(target=self._send, name="ctxkeep-analytics-send", daemon=True)
-            self._sender.start()
-        self._sends.put((first_rowid, entries))
-
-    def _send(self) -> None:
-        """Send the queued appends in commit order until ``_END`` (a side process that
-        is gone takes no more: the closing sync falls back here)."""
-        while (item := self._sends.get()) is not _END:
-            if self._side is None:
-                continue
-            try:
-                self._side.analytics_append(str(self.home), item[0], item[1].write_ipc(None).getvalue())
-            except RuntimeError:
-                self._side = None
-
-    def finish(self) -> str:
-        """The closing sync; '' when nothing was committed (the file is closed)."""
-        if self._sender is not None:
-            self._sends.put(_END)
-            self._sender.join()
-        if not self._committed:
-            if self._side is not None:
-                with contextlib.suppress(RuntimeError):
-                    self._side.analytics_close(str(self.home))
-            return ""
-        if self._side is not None:
-            try:
-                r = self._side.analytics_sync(str(self.home))
-                self.marks = (r["entries_rowid"], r["status_seq"])
-                self.appended = r["entries_appended"]
-                self.note = f"analytics: {r['entries_synced']} entries synced"
-                return self.note
-            except RuntimeError:
-                pass  # the side process closed the file (or is gone): sync here
-        self.note = sync_analytics(self._conn, self.home)
-        return self.note
 
 
 def _close_quietly(c) -> None:

@@ -25,7 +25,7 @@ import polars as pl
 from ctxkeep import config as cfgmod
 from ctxkeep.pipeline import readahead, reader_process, transform
 from ctxkeep.pipeline import writer as writer_mod
-from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, SideAnalytics, sync_analytics
+from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import Part, Plan, Todo, pending_bytes, plan, split_parts
 from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.pipeline.summary import Summary
@@ -67,6 +67,13 @@ GROUP_ENTRIES = 50_000
 #: below, starting a process (~0.2 s) costs more than it saves;
 #: ``CTXKEEP_READ_PROCESS_MB`` overrides (MiB)
 PROCESS_READ_BYTES = int(float(os.environ.get("CTXKEEP_READ_PROCESS_MB", "64")) * 1024 * 1024)
+
+#: ``run_ingest(defer_analytics=None)``: an ingest of at most this many new bytes into
+#: a store that has a DuckDB file leaves the DuckDB sync to its readers
+#: (``sinks.analytics_current.bring_current``): the hook path's few new lines are
+#: searchable without importing DuckDB and pyarrow (~0.15-0.25 s of CPU) and opening
+#: the file (docs/design.md, "Latency budget")
+DEFER_ANALYTICS_BYTES = 1024 * 1024
 
 
 def extract_transform(
@@ -137,7 +144,8 @@ def extract_transform(
             sum(it.batch.lines for it in group),
             files_read,
             vanished,
-            coverage,
+            raws=[it.batch.raw for it in group if it.batch.raw is not None],
+            coverage=coverage,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
@@ -311,17 +319,6 @@ def ingest_file(
     }
 
 
-def _syncer(home: Path, conn, p: Plan):
-    """The run's DuckDB syncer: ``SideAnalytics`` for a small ingest beside a side
-    process (``side_process.SIDE_SYNC_MAX_BYTES``), else ``AnalyticsSyncer``."""
-    from ctxkeep.pipeline import side_process
-
-    side = side_process.current()
-    if side is not None and p.pending_bytes <= side_process.SIDE_SYNC_MAX_BYTES:
-        return SideAnalytics(home, side, conn)
-    return AnalyticsSyncer(home)
-
-
 def run_ingest(
     home: Path,
     *,
@@ -336,6 +333,7 @@ def run_ingest(
     flow: str = "ingest",
     submit: Submit | None = None,
     parts_ahead: int = PARTS_AHEAD,
+    defer_analytics: bool | None = False,
 ) -> Summary:
     """The whole ingest: lock, plan, read every changed file (``ingest_files``), sync
     DuckDB (in a background thread as groups commit, ``AnalyticsSyncer``), record the
@@ -346,6 +344,10 @@ def run_ingest(
     ``on_plan``/``on_bytes`` default to ``hooks``'; ``submit`` runs each part's
     extract + transform elsewhere (``flows.ingest`` submits Prefect tasks,
     ``pipeline.cluster`` Dask tasks), ``parts_ahead`` parts ahead of the writer.
+    ``defer_analytics``: True leaves DuckDB to its readers
+    (``sinks.analytics_current.bring_current``; the summary's ``analytics`` note says
+    so), None defers when the plan holds at most ``DEFER_ANALYTICS_BYTES`` new bytes
+    and DuckDB exists, False (the default) syncs DuckDB in the run.
     Returns the ``Summary``. Raises StoreBusy when ``wait`` is False and another
     maintenance run holds the lock; else what the run raised (recorded as failed)."""
     on_plan = on_plan or hooks.on_plan
@@ -356,7 +358,20 @@ def run_ingest(
         conn = sqlite_store.connect(home)
         try:
             return _run_locked(
-                conn, home, agents, paths, ctx, force, on_plan, on_bytes, t0, files, flow, submit, parts_ahead
+                conn,
+                home,
+                agents,
+                paths,
+                ctx,
+                force,
+                on_plan,
+                on_bytes,
+                t0,
+                files,
+                flow,
+                submit,
+                parts_ahead,
+                defer_analytics,
             )
         finally:
             conn.close()
@@ -376,6 +391,7 @@ def _run_locked(
     flow="ingest",
     submit=None,
     parts_ahead=PARTS_AHEAD,
+    defer_analytics: bool | None = False,
 ) -> Summary:
     recovery.recover(conn, home)  # an operation a crash interrupted is completed first
     p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
@@ -387,34 +403,58 @@ def _run_locked(
     with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict
         tombs = sqlite_store.tombstoned(conn)
-        ledger_before = sqlite_store.coverage_ledger(conn) if p.todo else []
-        syncer = _syncer(home, conn, p)
-        try:
-            r = ingest_files(
-                conn,
-                p.todo,
-                tombs,
-                on_bytes,
-                on_commit=syncer.on_commit,
-                submit=submit,
-                parts_ahead=parts_ahead,
+        before = sqlite_store.coverage_ledger(conn) if p.todo else []  # the drift alerts' base
+        if defer_analytics is None:
+            defer_analytics = p.pending_bytes <= DEFER_ANALYTICS_BYTES and (home / ANALYTICS_DB).exists()
+        if defer_analytics:
+            _fill(
+                s, ingest_files(conn, p.todo, tombs, on_bytes, submit=submit, parts_ahead=parts_ahead), before
             )
-        finally:  # the groups committed before an error are synced too
-            s.analytics = syncer.finish()
-            if syncer.marks:
-                sqlite_store.mark_analytics_synced(conn, *syncer.marks)
-        s.files_read, s.files_vanished = r["files_read"], r["vanished"]
-        s.bytes, s.lines = r["bytes"], r["lines"]
-        s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
-        s.status_changed = r["status_changed"]
-        s.per_agent = r["per_agent"]
-        s.coverage_alerts = drift.run_alerts(ledger_before, r["coverage"])
-        if not syncer.started and (
-            s.entries_new
-            or s.status_changed
-            or not (home / ANALYTICS_DB).exists()
-            or sqlite_store.analytics_behind(conn)
-        ):
-            s.analytics = sync_analytics(conn, home)
+            if s.entries_new or s.status_changed:
+                s.analytics = "analytics: deferred (the next report brings DuckDB current)"
+        else:
+            _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead, before)
     s.seconds = run.seconds
     return s
+
+
+def _ingest_synced(
+    conn, home: Path, p: Plan, tombs: dict, s: Summary, on_bytes, submit, parts_ahead, before: list
+) -> None:
+    """``ingest_files`` of the plan ``p`` with DuckDB synced as groups commit
+    (``AnalyticsSyncer``) and at the end; fills ``s``."""
+    syncer = AnalyticsSyncer(home)
+    try:
+        r = ingest_files(
+            conn,
+            p.todo,
+            tombs,
+            on_bytes,
+            on_commit=syncer.on_commit,
+            submit=submit,
+            parts_ahead=parts_ahead,
+        )
+    finally:  # the groups committed before an error are synced too
+        s.analytics = syncer.finish()
+        if syncer.marks:
+            sqlite_store.mark_analytics_synced(conn, *syncer.marks)
+    _fill(s, r, before)
+    if not syncer.started and (
+        s.entries_new
+        or s.status_changed
+        or not (home / ANALYTICS_DB).exists()
+        or sqlite_store.analytics_behind(conn)
+    ):
+        s.analytics = sync_analytics(conn, home)
+
+
+def _fill(s: Summary, r: dict, before: list) -> None:
+    """Copy ``ingest_files``' totals ``r`` into the summary ``s``, with the format
+    drift its coverage tallies show against the ledger as it stood ``before`` the run
+    (``transforms.drift.run_alerts``)."""
+    s.files_read, s.files_vanished = r["files_read"], r["vanished"]
+    s.bytes, s.lines = r["bytes"], r["lines"]
+    s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
+    s.status_changed = r["status_changed"]
+    s.per_agent = r["per_agent"]
+    s.coverage_alerts = drift.run_alerts(before, r["coverage"])

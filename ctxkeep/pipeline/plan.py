@@ -3,6 +3,7 @@ and the parts an ingest splits them into (one agent's files, in plan order)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,7 +11,11 @@ from ctxkeep import config as cfgmod
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths, needs_state
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.contract import MAX_LINE_ENV, Discovery, DiscoveryContext, SourceFile, Watermark
+
+#: the line cap was set in the environment this process started with (it then wins
+#: over ``config.toml``'s ``[ingest] max_line_mb``, which ``plan`` exports otherwise)
+_LINE_CAP_FROM_ENV = bool(os.environ.get(MAX_LINE_ENV))
 
 #: files to read, each with its watermark (None: read from byte 0)
 Todo = list[tuple[SourceFile, Watermark | None]]
@@ -111,6 +116,8 @@ def plan(
     --dry-run`` never creates one).
     """
     cfg = cfgmod.load_config(home)
+    if not _LINE_CAP_FROM_ENV:  # the reader (and the reader processes it starts) read it
+        os.environ[MAX_LINE_ENV] = str(cfg.ingest.max_line_mb)
     ctx = ctx or DiscoveryContext.from_env()
     problems: list[str] = cfgmod.unknown_agent_lines(cfg, SOURCES) + [
         f"{cfg.path}: {w}" for w in cfg.warnings
@@ -132,11 +139,17 @@ def plan(
     wms = _watermarks(conn, files)
     # wholly purged files: nothing of them may come back, so they are not read
     purged = delete_store.purged_files(conn) if conn is not None else set()
+    # files the vault does not hold yet (a store from before the vault) are read once
+    # from byte 0, so the vault takes in what the agent still keeps; dedup keeps the
+    # store as it was
+    unvaulted = _unvaulted(conn, files, wms)
     todo, unchanged = [], 0
     for f in files:
         wm = wms.get(str(f.path))
         if not f.path.exists() or str(f.path) in purged:
             continue
+        if wm is not None and str(f.path) in unvaulted:
+            wm = None
         if not force and file_unchanged(f, wm):
             unchanged += 1
             continue
@@ -145,6 +158,28 @@ def plan(
         full = sqlite_store.load_watermarks(conn, [str(f.path) for f, wm in todo if wm is not None])
         todo = [(f, full.get(str(f.path)) if wm is not None else None) for f, wm in todo]
     return Plan(todo, unchanged, discoveries, problems)
+
+
+#: the file modes the vault captures (``sources.readers.jsonl`` and ``document``)
+VAULTED_MODES = ("append", "rewrite")
+
+
+def _unvaulted(conn, files: list[SourceFile], wms: dict) -> set[str]:
+    """The paths of ``files`` that have a watermark but no file in the vault's manifest
+    (``vault_files``), when the vault is on; empty otherwise."""
+    from ctxkeep.sinks import vault
+
+    if conn is None or not wms or not vault.enabled():
+        return set()
+    try:
+        held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}
+    except Exception:  # a read-only plan of a store before v11
+        return set()
+    return {
+        str(f.path)
+        for f in files
+        if f.mode in VAULTED_MODES and str(f.path) in wms and str(f.path) not in held
+    }
 
 
 def _watermarks(conn, files: list[SourceFile]) -> dict[str, Watermark]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, SourceFile, Watermark
 from ctxkeep.sources.coverage import from_entries
+from ctxkeep.sources.readers.jsonl import readable
 
 if TYPE_CHECKING:
     import polars as pl
@@ -50,7 +51,7 @@ def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[Read
     a read from the start, which replaces the file's ledger rows: the first batch of a
     rewritten document or JSON tree, of a file never read, or of a changed parser)."""
     for f, wm in todo:
-        if not f.path.exists():
+        if not readable(f.path):
             yield ReadItem(f, None, False)
             continue
         got = False
@@ -67,7 +68,7 @@ def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[Read
                 )
             got = True
             yield ReadItem(f, batch)
-        yield ReadItem(f, None, got or f.path.exists())
+        yield ReadItem(f, None, got or readable(f.path))
 
 
 #: source batches the reader thread may hold ahead of the transform + load (0: read

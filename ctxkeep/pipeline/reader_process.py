@@ -36,9 +36,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
 
 from ctxkeep.pipeline.readahead import ReadItem, read_files
-from ctxkeep.pipeline.side_process import start_child
 from ctxkeep.sources.contract import SourceFile, Watermark
 
 _ITEM, _DONE, _FAIL = 0, 1, 2
@@ -49,6 +50,39 @@ _ITEM, _DONE, _FAIL = 0, 1, 2
 #: (~10 ms), and a scaled tree has hundreds of small files
 CHUNK_BYTES = 4 * 1024 * 1024
 CHUNK_ITEMS = 64
+
+
+def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
+    """``python -P -m module FD ARGS`` (this interpreter, ctxkeep importable from this
+    checkout): stdin a pipe, stdout this process's stderr (DEVNULL when it has no
+    descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
+    is the inherited descriptor FD. Returns the process and the read end (EOF when
+    the process ends). Raises OSError when it cannot start."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    try:
+        stdout = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        stdout = subprocess.DEVNULL
+    rfd, wfd = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            # -P: the working directory is not put first on sys.path (Python 3.11+): run
+            # from a folder holding another ``ctxkeep`` package (a checkout of another
+            # version), the child imported that one, and a mismatched request protocol
+            # hung the ingest for good
+            [sys.executable, "-P", "-m", module, str(wfd), *args],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            env=env,
+            pass_fds=(wfd,),
+        )
+    except BaseException:
+        os.close(rfd)
+        raise
+    finally:
+        os.close(wfd)  # the process holds its copy
+    return proc, os.fdopen(rfd, "rb")
 
 
 def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
@@ -180,14 +179,9 @@ def transform_entries(
     ahead = pre.take(fresh["content_hash"].to_list()) if pre is not None else None
     if ahead is not None:
         counts, methods, chunks = ahead
-    elif fresh.height:
-        # counted in a thread while this one cuts the chunks: the counts come from the
-        # side process (a pipe round trip) or the BPE, both without the GIL (a first
-        # corpus ingest waited ~0.4-0.8 s per group for them)
-        with ThreadPoolExecutor(1, thread_name_prefix="ctxkeep-count") as ex:
-            pending = ex.submit(estimate_tokens, fresh["text"].to_list())
-            chunks = chunks_frame(fresh)
-            counts, methods = pending.result()
+    elif fresh.height:  # (bpe-openai counts under the GIL: no thread beside the chunks)
+        counts, methods = estimate_tokens(fresh["text"].to_list())
+        chunks = chunks_frame(fresh)
     else:  # nothing new to count
         counts, methods, chunks = [], [], chunks_frame(fresh)
     fresh = fresh.with_columns(

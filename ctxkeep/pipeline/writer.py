@@ -14,6 +14,7 @@ import polars as pl
 
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks import vault
 
 #: groups transformed ahead of the writer thread at most (besides the one it loads)
 WRITE_AHEAD = 1
@@ -46,8 +47,9 @@ class Group:
     (``transform.transform_batch``'s, None when the group only closes files),
     quarantine rows, the watermarks of its files, status changes, ``size`` (new raw
     bytes, for progress), ``bytes_read``, ``lines``, and the files whose reading
-    ended since the group before (``files_read``, ``vanished``). Picklable: a Prefect
-    task may return it from another process."""
+    ended since the group before (``files_read``, ``vanished``), and the bytes read
+    for the vault (``raws``: ``RawCapture`` s, made into ``vault_group`` by
+    ``Writer.put``). Picklable: a Prefect task may return it from another process."""
 
     frames: dict | None
     quarantine: list
@@ -58,6 +60,8 @@ class Group:
     lines: int
     files_read: int = 0
     vanished: int = 0
+    raws: list = field(default_factory=list)
+    vault_group: vault.PreparedGroup | None = None
     #: ``(agent, path, parser_version, sources.coverage.Tally)`` per batch, in order
     coverage: list = field(default_factory=list)
 
@@ -68,11 +72,14 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
     tot["vanished"] += g.vanished
     if g.frames is None:
         return
+    vg = g.vault_group
     n = sqlite_store.load_batch(
         conn,
         quarantine=g.quarantine,
         watermarks=g.watermarks,
         status_changes=g.changes,
+        # the vault's manifest rows commit with the watermarks (its packs are durable)
+        before_watermarks=None if vg is None else (lambda c: vault.record(c, vault.home_of(c), vg)),
         coverage=g.coverage,
         **g.frames,
     )
@@ -155,6 +162,8 @@ class Writer:
     ) -> None:
         self.tot, self.on_bytes, self.on_commit = tot, on_bytes, on_commit
         self.own = conn
+        #: the vault's capture (None: off, or an in-memory store)
+        self.capturer = vault.capturer_for(conn)
         self.conn = sqlite_store.sibling(conn) if thread else None
         self.threaded = self.conn is not None
         self.error: BaseException | None = None
@@ -183,7 +192,13 @@ class Writer:
     def put(self, g: Group) -> None:
         """Store a group, or queue it for the thread (waits while ``WRITE_AHEAD``
         groups wait) with its index terms computed here (``with_index_terms``), while
-        the thread loads the group before; raises the writer's error, if any."""
+        the thread loads the group before, and its bytes redacted, compressed and
+        written to the vault (``vault.Capturer.prepare``); raises the writer's error,
+        if any."""
+        if g.raws:
+            if self.capturer is not None:
+                g.vault_group = self.capturer.prepare(g.raws)
+            g.raws = []
         if not self.threaded:
             _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit)
             self.stored += g.frames is not None

@@ -15,15 +15,14 @@ and near midnight). ``input_tokens`` is the non-cached input; ``total_tokens`` =
 from __future__ import annotations
 
 import datetime as dt
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ctxkeep.errors import StoreError, UsageError
-from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
+from ctxkeep.errors import UsageError
+from ctxkeep.paths import under_sql
+from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import local_timezone, when_day
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
@@ -48,8 +47,10 @@ _PERIOD_SQL = {
 @dataclass(frozen=True)
 class Filters:
     """What a report covers. ``since``/``until``: local dates, inclusive; ``agents``:
-    ``schema.AGENTS`` names (empty: all); ``project``: a substring of the project
-    directory (case-insensitive); ``timezone``: an IANA name; ``mode``: ``MODES``."""
+    ``schema.AGENTS`` names (empty: all); ``project``: a project directory as
+    ``paths.normalize_dir`` writes it, the report covering it and every directory below
+    it (``paths.under_sql``, the rule of ``sessions``, ``search`` and ``purge``);
+    ``timezone``: an IANA name; ``mode``: ``MODES``."""
 
     timezone: str = "UTC"
     since: dt.date | None = None
@@ -180,79 +181,14 @@ def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
     return when_day(value, tz=tz, where=where)
 
 
-def _store_entries(home: Path) -> bool:
-    """Whether ``<home>/store.db`` exists and holds an entry (``connect(readonly=True)``;
-    False for no store or one that cannot be read: the caller's error then stands)."""
-    import sqlite3
+def open_store(home: Path, wait: float = analytics_current.WAIT_SECONDS):
+    """Open ``<home>/analytics.duckdb`` read-only, brought current with SQLite first
+    (``sinks.analytics_read.open_readonly``, imported on use: it imports DuckDB).
+    Returns ``(connection, note)``; raises StoreError (missing, damaged or held and
+    unreadable)."""
+    from ctxkeep.sinks.analytics_read import open_readonly
 
-    from ctxkeep.errors import CtxkeepError
-    from ctxkeep.sinks import sqlite as sqlite_store
-
-    try:
-        conn = sqlite_store.connect(home, readonly=True)
-    except CtxkeepError:
-        return False
-    try:
-        return conn.execute("SELECT 1 FROM entries LIMIT 1").fetchall() != []
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-
-
-def open_store(home: Path):
-    """Open ``<home>/analytics.duckdb`` read-only. Returns ``(connection, note)``: when a
-    running ingest holds the file, a copy of its last checkpoint is opened instead and
-    ``note`` says so (else None). Raises StoreError: no analytics store (run ingest), or
-    a damaged file (run reindex), or a held file that could not be copied."""
-    import duckdb
-
-    path = Path(home) / ANALYTICS_DB
-    if not path.exists():
-        if _store_entries(Path(home)):  # deleted since: the next ingest rebuilds it
-            raise StoreError(
-                "the analytics store is missing",
-                where=str(path),
-                hint="run `ctxkeep ingest`: it rebuilds it from store.db",
-            )
-        if (Path(home) / STORE_DB).exists():  # ingested, but no session file held any usage yet
-            raise StoreError(
-                "no usage stored yet",
-                where=str(path),
-                hint="`ctxkeep sources` shows where ctxkeep looks for session files",
-            )
-        raise StoreError("no analytics store", where=str(path), hint="run `ctxkeep ingest` first")
-    try:
-        return duckdb.connect(str(path), read_only=True), None
-    except duckdb.IOException as e:
-        if "lock" not in str(e).lower():
-            raise _damaged(path, e) from e
-    except duckdb.Error as e:
-        raise _damaged(path, e) from e
-    # held by a writer (a running ingest): read its last checkpoint from a copy
-    tmp = Path(tempfile.mkdtemp(prefix="ctxkeep-report-"))
-    try:
-        shutil.copyfile(path, tmp / ANALYTICS_DB)
-        con = duckdb.connect(str(tmp / ANALYTICS_DB), read_only=True)
-        con.execute("SELECT count(*) FROM usage").fetchall()
-    except (OSError, duckdb.Error) as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise StoreError(
-            "analytics store is held by a running ingest and its last checkpoint is unreadable",
-            where=str(path),
-            hint="run the report again when the ingest has finished",
-        ) from e
-    shutil.rmtree(tmp, ignore_errors=True)  # the open connection keeps the file's data
-    return con, "the analytics store is held by a running ingest: this report shows its last synced state"
-
-
-def _damaged(path: Path, e: Exception) -> StoreError:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    return StoreError(
-        f"analytics store is unreadable: {first}",
-        where=str(path),
-        hint="rebuild it from store.db with `ctxkeep reindex`",
-    )
+    return open_readonly(home, wait=wait)
 
 
 def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
@@ -268,8 +204,9 @@ def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
         conds.append(f"agent IN ({', '.join('?' for _ in f.agents)})")
         params.extend(f.agents)
     if f.project:
-        conds.append("contains(lower(coalesce(project_dir, '')), lower(?))")
-        params.append(f.project)
+        under, args = under_sql("project_dir", f.project)
+        conds.append(under)
+        params.extend(args)
     return " AND ".join(conds), params
 
 

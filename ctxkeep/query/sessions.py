@@ -322,7 +322,7 @@ class Conversation:
 #: records that mark where an agent's context was compacted: Claude Code's ``system``
 #: ``compact_boundary`` line (v1.0.x–2.1) and its ``isCompactSummary`` user message,
 #: Codex's ``compacted`` line (0.4x+) (both stored as kind ``summary``)
-def _is_compaction(agent: str, role: str, kind: str, tool_name: str | None) -> bool:
+def is_compaction(agent: str, role: str, kind: str, tool_name: str | None) -> bool:
     if kind == "meta" and tool_name == "compact_boundary":
         return True
     return kind == "summary" and (role == "user" or (agent == "codex" and role == "system"))
@@ -392,7 +392,7 @@ def conversation(
     turns: list[Turn] = []
     used_results = set()
     for eid, agent, s, _proj, ts, role, kind, tool, chash, nbytes, tok, native in rows:
-        if _is_compaction(agent, role, kind, tool):
+        if is_compaction(agent, role, kind, tool):
             size = nbytes or 0
             turns.append(
                 Turn(

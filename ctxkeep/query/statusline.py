@@ -31,14 +31,17 @@ _WINDOW, _WINDOW_1M = 200_000, 1_000_000
 
 
 def _signature(home: Path) -> list:
-    """Size and mtime of the home's DuckDB files (the analytics store and its WAL,
-    ``sinks.files``); importing that registry would import ``config`` (~20 ms)."""
+    """Size and mtime of the home's DuckDB and SQLite files (the analytics store, the
+    store and their WALs, ``sinks.files``; not SQLite's ``-shm``, which readers write):
+    a hook's ingest writes SQLite only and leaves DuckDB to its readers
+    (``reports.open_store`` brings it current); importing that registry would import
+    ``config`` (~20 ms)."""
     try:
         with os.scandir(home) as it:
             return sorted(
                 [e.name, e.stat().st_size, e.stat().st_mtime_ns]
                 for e in it
-                if ".duckdb" in e.name and e.is_file()
+                if e.name.endswith((".duckdb", ".wal", ".db", ".db-wal")) and e.is_file()
             )
     except OSError:
         return []
@@ -49,7 +52,7 @@ def _compute(home: Path, tz: str, session_id: str | None) -> dict:
     the last block and the session's context."""
     from ctxkeep.query import reports as R
 
-    con, _ = R.open_store(home)
+    con, lag = R.open_store(home, wait=0)  # a status line never waits for an ingest
     try:
         today = dt.datetime.now(dt.UTC).astimezone(R.ZoneInfo(tz)).date()
         daily = R.usage_report(con, "daily", R.Filters(tz, today - dt.timedelta(days=2), None))
@@ -79,6 +82,7 @@ def _compute(home: Path, tz: str, session_id: str | None) -> dict:
             "total_tokens": last.total_tokens,
         },
         "sessions": {session_id: fig["session"]} if session_id else {},
+        "lag": lag,
     }
 
 
@@ -108,7 +112,9 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
         raise
     if cached and cached.get("sig") == sig and cached.get("tz") == tz:
         rec["sessions"] = {**cached.get("sessions", {}), **rec["sessions"]}
-    rec["sig"] = sig
+    # DuckDB still lags behind SQLite (an ingest held the store): computed again next
+    # time; else the files as the compute left them (bringing DuckDB current writes it)
+    rec["sig"] = None if rec.pop("lag", None) else _signature(home)
     tmp = path.with_suffix(".tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # user-only, as the store

@@ -16,7 +16,9 @@ A home holds (names relative to it):
   (``store-<UTC>.db``, ``maintenance.backup``);
 - ``ingest.lock`` (``LOCK_FILE``): the maintenance lock (``sinks.lock``);
 - ``config.toml`` (``CONFIG_FILE``, defined in ``ctxkeep.config``, optional);
-- ``prefect/`` (``PREFECT_DIR``): Prefect's own home (``flows.prefect_env``).
+- ``prefect/`` (``PREFECT_DIR``): Prefect's own home (``flows.prefect_env``);
+- ``vault/`` (``VAULT_DIR``): the vault's pack files (``packs/<2 hex>/<SHA-256>.pack``)
+  and its temporary files (``tmp/``), ``sinks.vault``; the manifest is in ``store.db``.
 
 Nothing here opens a file: importing it costs nothing.
 """
@@ -37,6 +39,7 @@ STORE_ID_FILE = "store.id"
 BACKUPS_DIR = "backups"
 LOCK_FILE = "ingest.lock"
 PREFECT_DIR = "prefect"
+VAULT_DIR = "vault"
 
 #: the store's data files (a whole-store wipe removes them, with ``ARCHIVE_DIR``);
 #: ``CONFIG_FILE``, ``LOCK_FILE`` and ``PREFECT_DIR`` are not data and stay
@@ -54,6 +57,7 @@ __all__ = [
     "STORE_DB_SIDECARS",
     "STORE_FILES",
     "STORE_ID_FILE",
+    "VAULT_DIR",
     "store_files",
 ]
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from importlib import import_module
 from pathlib import Path
 
+from ctxkeep.sources.confine import confine
 from ctxkeep.sources.contract import (
     ChangeTest,
     ClaimsPaths,
@@ -47,6 +48,9 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "crush": ("crush", None),
     "goose": ("goose", None),
     "cursor": ("cursor", None),
+    "gptme": ("gptme", None),
+    "mistral-vibe": ("mistral_vibe", None),
+    "openclaude": ("openclaude", None),
 }
 
 
@@ -129,7 +133,9 @@ def discover_all(
 
     Args: ``agents`` restricts to these names (None: all); ``enabled`` maps agent →
     enabled flag from config; ``extra_dirs`` maps agent → configured session dirs.
-    Returns one Discovery per agent, disabled agents with ``reason="disabled in config"``.
+    Returns one Discovery per agent, disabled agents with ``reason="disabled in config"``;
+    each confined to its agent's folders (``confine.confine``: symlinks out, loops,
+    FIFOs and devices, hard links are refused and counted in ``Discovery.skipped``).
     """
     out = []
     for name in SOURCES:
@@ -141,7 +147,7 @@ def discover_all(
         src = SOURCES[name]
         dirs = (extra_dirs or {}).get(name, [])
         sub = DiscoveryContext(ctx.home, ctx.env, list(dirs), [])
-        d = src.discover(sub)
+        d = confine(src.discover(sub), ctx.home)
         missing = [p for p in dirs if not p.exists()]
         if missing:
             note = "configured dir missing: " + ", ".join(map(str, missing))

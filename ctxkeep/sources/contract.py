@@ -36,6 +36,7 @@ nothing. The readers that do this for each way of writing live in ``sources.read
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -56,12 +57,16 @@ __all__ = [
     "FileMode",
     "Mode",
     "ModeByPath",
+    "MAX_LINE_ENV",
+    "OversizeLine",
     "QUARANTINE_RAW_MAX",
+    "RawCapture",
     "RecordParser",
     "Source",
     "SourceFile",
     "Watermark",
     "check_source",
+    "max_line_bytes",
     "quarantine_row",
 ]
 
@@ -75,6 +80,14 @@ FileMode = Literal["append", "rewrite", "sqlite", "tree"]
 
 DEFAULT_BATCH_BYTES = 16 * 1024 * 1024  # raw bytes per batch (one line may exceed it)
 QUARANTINE_RAW_MAX = 16 * 1024 * 1024  # keep up to 16 MiB of a bad line's bytes
+SKIPPED_EXAMPLES = 20  # refused paths named per agent (``Discovery.skipped_examples``)
+
+#: why discovery refused a file (``Discovery.skipped``; the rules: ``sources.confine``)
+REASON_OUTSIDE = "symlink out of the agent's folder"
+REASON_LOOP = "symlink loop"
+REASON_BROKEN = "broken symlink"
+REASON_SPECIAL = "not a regular file (FIFO, socket or device)"
+REASON_HARDLINK = "hard link with a name outside the agent's folder"
 
 
 @dataclass
@@ -132,13 +145,35 @@ class Discovery:
     files: list[SourceFile] = field(default_factory=list)
     searched: list[Path] = field(default_factory=list)
     reason: str | None = None
+    #: files refused by discovery or confinement (``sources.confine``), per reason
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: the first ``SKIPPED_EXAMPLES`` refused paths with their reasons
+    skipped_examples: list[tuple[str, str]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     #: resolved path of each parent directory met (``add``: one ``realpath`` per directory)
     _dirs: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: path → (real path, ``stat`` of the file it names) of each file ``add`` kept
+    _facts: dict[str, tuple[str, os.stat_result]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def skip(self, path: Path | str, reason: str) -> None:
+        """Count ``path`` as refused for ``reason`` (``skipped``, ``skipped_examples``)."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if len(self.skipped_examples) < SKIPPED_EXAMPLES:
+            self.skipped_examples.append((str(path), reason))
+
+    def facts(self, path: Path | str) -> tuple[str, os.stat_result] | None:
+        """``(real path, stat)`` that ``add`` found for ``path`` (None: not added by ``add``)."""
+        return self._facts.get(str(path))
 
     def add(self, path: Path, mode: FileMode, meta: dict | None = None) -> bool:
-        """Add ``path`` as a file of this agent unless it is not a file or the same file
-        (by resolved path) was added before. Returns True when it was added.
+        """Add ``path`` as a file of this agent unless it is not a regular file or the
+        same file (by resolved path) was added before. Returns True when it was added.
+        A symlink loop and a FIFO, socket or device are counted in ``skipped``
+        (``sources.confine``'s reasons); a directory or a path that vanished is
+        passed over silently. Confinement to the agent's folders is checked after
+        discovery, for every source at once (``sources.confine``).
 
         One ``lstat`` per file: a path that is not a symlink resolves to its parent's
         resolved path (computed once per directory) plus its name, and it is a file
@@ -149,18 +184,26 @@ class Discovery:
         except (OSError, ValueError):
             return False
         if stat.S_ISLNK(st.st_mode):
-            rp = str(path.resolve())
-            if rp in self._seen or not path.is_file():
+            try:
+                st = os.stat(path)
+            except OSError as e:
+                self.skip(path, REASON_LOOP if e.errno == errno.ELOOP else REASON_BROKEN)
                 return False
+            rp = os.path.realpath(path)
         else:
             folder, name = os.path.split(str(path))
             parent = self._dirs.get(folder)
             if parent is None:
                 parent = self._dirs[folder] = os.path.realpath(folder or ".")
             rp = os.path.join(parent, name)
-            if rp in self._seen or not stat.S_ISREG(st.st_mode):
-                return False
+        if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISDIR(st.st_mode):
+                self.skip(path, REASON_SPECIAL)
+            return False
+        if rp in self._seen:
+            return False
         self._seen.add(rp)
+        self._facts[str(path)] = (rp, st)
         self.files.append(SourceFile(self.agent, path, mode, {} if meta is None else meta))
         return True
 
@@ -193,6 +236,45 @@ class Discovery:
 
 
 @dataclass
+class RawCapture:
+    """The bytes a reader took from an agent's file, for the vault (``sinks.vault``):
+    ``mode`` ``append`` (a segment of an append-only file from byte ``offset``: the
+    complete lines read) or ``document`` (a whole version of a rewritten document,
+    ``offset`` 0), with the file's stat facts when it was read (``dev``, ``ino``,
+    ``size`` bytes, ``mtime_ns``) and the discovery ``meta`` of its ``SourceFile``.
+    ``data`` is the raw, unredacted bytes: the vault redacts them before writing."""
+
+    path: str
+    agent: str
+    mode: Literal["append", "document"]
+    offset: int
+    data: bytes
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, file: SourceFile, mode: Literal["append", "document"], offset: int, data: bytes, st
+    ) -> RawCapture:
+        """The capture of ``data`` read from ``file`` at ``offset`` (``st``: its ``fstat``)."""
+        return cls(
+            str(file.path),
+            file.agent,
+            mode,
+            offset,
+            bytes(data),
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            dict(file.meta),
+        )
+
+
+@dataclass
 class Batch:
     """One bounded unit of work: entries (dicts), quarantined lines (dicts with path,
     offset, length, reason, action, raw: ``quarantine_row``), the watermark to store with
@@ -209,12 +291,23 @@ class Batch:
     #: ``{"agent", "session_id", "message_ids": [str], "status": str}`` (e.g. a
     #: Gemini ``$rewindTo`` marks the dropped messages ``rewound``)
     status_changes: list[dict] = field(default_factory=list)
+    #: the bytes read, for the vault (None: nothing new was read, or a database's rows)
+    raw: RawCapture | None = None
     #: what the batch adds to the coverage ledger (``sources.coverage.Tally``): set by
     #: the JSONL readers per record; None: ``pipeline.readahead`` tallies the entries
     coverage: Any = None
 
 
-def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str = "skipped") -> dict:
+def quarantine_row(
+    path: Path,
+    offset: int,
+    raw: bytes,
+    reason: str,
+    action: str = "skipped",
+    *,
+    length: int | None = None,
+    sha256: str | None = None,
+) -> dict:
     """A quarantine record (an item of ``Batch.quarantine``): path, byte offset (or the
     rowid of a database row) and length of the line (bytes), the reason, the action
     (``skipped``: not ingested; ``repaired``: ingested with replacements, or split into
@@ -222,19 +315,88 @@ def quarantine_row(path: Path, offset: int, raw: bytes, reason: str, action: str
     compress verifies that the store holds the line) and ``raw``: up to 16 MiB of the
     line with its secrets redacted (``transforms.redact.redact_bytes``; the raw bytes
     never reach the store). The reason is redacted too (parser errors may quote the
-    line)."""
+    line). A line over the line cap (``max_line_bytes``) is never held whole: its
+    reader passes only its head as ``raw`` with the whole line's ``length`` and
+    ``sha256``."""
     from ctxkeep.transforms.redact import redact, redact_bytes
 
     raw = bytes(raw)
     return {
         "path": str(path),
         "offset": offset,
-        "length": len(raw),
+        "length": len(raw) if length is None else length,
         "reason": redact(reason),
         "action": action,
-        "raw_sha256": hashlib.sha256(raw).hexdigest(),
+        "raw_sha256": hashlib.sha256(raw).hexdigest() if sha256 is None else sha256,
         "raw": redact_bytes(raw[:QUARANTINE_RAW_MAX]),
     }
+
+
+#: the line cap: a JSONL line (or a whole document) longer than this many MiB is
+#: quarantined as its SHA-256, size and head, never held in memory whole (an ingest's
+#: peak RSS stays bounded whatever one file holds). 16 MiB: real tool results and
+#: pasted images reach several MB (a 3 MB line is ingested), and what one line costs
+#: the ingest (parse, redaction, chunks, token counts, in two processes) is ~10x its
+#: size: measured whole-process peak RSS (tests/bench/bench_rss.py) 220 MB for a 1 MB
+#: or 8 MB text line, 327 MB for 16 MB, 537 MB for 30 MB (over the 400 MB budget)
+DEFAULT_MAX_LINE_MB = 16
+#: the cap of a document its agent rewrites whole (mode ``rewrite``: Gemini CLI,
+#: Cline family, Continue), in line caps: the document is parsed whole, like a line
+DOCUMENT_CAP_FACTOR = 1
+#: bytes of an over-cap line's head kept in the quarantine (redacted)
+OVERSIZE_HEAD_BYTES = 4096
+#: the environment variable that sets the line cap (MiB) for this process and the
+#: reader processes it starts; ``config.toml``'s ``[ingest] max_line_mb`` sets it
+MAX_LINE_ENV = "CTXKEEP_MAX_LINE_MB"
+
+
+def max_line_bytes() -> int:
+    """The line cap in bytes: ``$CTXKEEP_MAX_LINE_MB`` (MiB, a positive number) when set
+    and valid, else ``DEFAULT_MAX_LINE_MB`` (read at each call)."""
+    v = os.environ.get(MAX_LINE_ENV)
+    try:
+        mb = float(v) if v else DEFAULT_MAX_LINE_MB
+    except ValueError:
+        mb = DEFAULT_MAX_LINE_MB
+    return int((mb if mb > 0 else DEFAULT_MAX_LINE_MB) * 1024 * 1024)
+
+
+class OversizeLine:
+    """A line longer than the cap, taken in piece by piece: its start offset, size,
+    SHA-256 and head, never the whole line (``feed`` each piece; ``row`` makes its
+    quarantine record)."""
+
+    def __init__(self, start: int, cap: int) -> None:
+        self.start = start
+        self.cap = cap
+        self.size = 0
+        self.head = b""
+        self._hash = hashlib.sha256()
+
+    def feed(self, piece) -> None:
+        """Take the next bytes of the line (bytes, bytearray or memoryview)."""
+        if len(self.head) < OVERSIZE_HEAD_BYTES:
+            self.head += bytes(piece[: OVERSIZE_HEAD_BYTES - len(self.head)])
+        self._hash.update(piece)
+        self.size += len(piece)
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 hex of the bytes fed so far."""
+        return self._hash.hexdigest()
+
+    def row(self, path: Path, what: str = "line") -> dict:
+        """The quarantine record: offset, the whole line's size and SHA-256, its head."""
+        return quarantine_row(
+            path,
+            self.start,
+            self.head,
+            f"{what} of {self.size:,} bytes is over the cap of {self.cap:,} bytes "
+            f"([ingest] max_line_mb): kept as its SHA-256, size and first "
+            f"{len(self.head):,} bytes",
+            length=self.size,
+            sha256=self.sha256,
+        )
 
 
 # ---------------------------------------------------------------- the protocols

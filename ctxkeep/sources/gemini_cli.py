@@ -116,7 +116,6 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     root = gemini_root(ctx)
     bases = [root / "tmp"] + list(ctx.extra_dirs)
     known = _project_dirs(root)
-    seen: set[Path] = set()
     for base in bases:
         d.searched.append(base)
         if not base.is_dir():
@@ -134,14 +133,10 @@ def discover(ctx: DiscoveryContext) -> Discovery:
                 + sorted(cd.glob("*/*.jsonl"))
             )
             for p in cands:
-                rp = p.resolve()
-                if rp in seen or not p.is_file():
-                    continue
-                seen.add(rp)
                 meta: dict[str, Any] = {"project_dir": _project_of(cd, known)}
                 if p.parent != cd:
                     meta["parent_session"] = p.parent.name
-                d.files.append(SourceFile(AGENT, p, mode_for(p), meta))
+                d.add(p, mode_for(p), meta)
     if not d.files:
         d.reason = (
             f"{root} does not exist"

@@ -93,7 +93,6 @@ def discover_tasks(
     d = Discovery(agent)
     roots = [u / "globalStorage" / e for u in user_dirs(ctx) for e in ext_ids] + list(extra_roots)
     roots += list(ctx.extra_dirs)
-    seen: set[Path] = set()
     for r in roots:
         tasks = r if r.name == "tasks" else r / "tasks"
         if not tasks.is_dir():
@@ -102,9 +101,7 @@ def discover_tasks(
         for t in sorted(tasks.iterdir()):
             for name in (HISTORY, UI):
                 p = t / name
-                if p.is_file() and p.resolve() not in seen:
-                    seen.add(p.resolve())
-                    d.files.append(SourceFile(agent, p, "rewrite", {"task": t.name}))
+                d.add(p, "rewrite", {"task": t.name})
     if not d.searched:
         d.searched = [user_dirs(ctx)[0] / "globalStorage" / ext_ids[0] / "tasks"]
         d.reason = "no " + " / ".join(ext_ids) + " task folder in any VS Code, Cursor or Windsurf user dir"

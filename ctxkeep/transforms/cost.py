@@ -24,21 +24,21 @@ Copilot CLI) already include them.
 Every response is priced at its own timestamp (a price with a start date applies to
 the responses made from then on), and per response (Gemini's prices are tiered by the
 input of one request).
+
+The formula of a flat price (the rates of ``Pricer.rates``: input, output, cache read,
+cache write, one-hour cache write, USD per MTok, times the billed counts above) is
+written once, in SQL, where the DuckDB sink prices its ``usage`` rows
+(``sinks.duckdb._upsert_slice``); a tiered price is genai-prices' own calculation
+(``genai_tiered``) over the same billed counts. This module finds the rates; it does
+not multiply them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, Protocol
-
-#: ``auto``: the cost an agent logged, else the calculated one; ``calculate``: always the
-#: calculated one; ``display``: only logged costs (as ccusage's ``--mode``)
-Mode = Literal["auto", "calculate", "display"]
-MODES: tuple[str, ...] = ("auto", "calculate", "display")
 
 REASONING_OUTSIDE_OUTPUT = frozenset({"gemini-cli", "qwen-code", "opencode"})
 
@@ -158,7 +158,8 @@ def _flat_rates(model: str, day: dt.date) -> Rates | None:
 
 @dataclass
 class Pricer:
-    """Prices responses; remembers the models it could not price (``unknown``)."""
+    """Finds the rates of responses' models; remembers the models it could not price
+    (``unknown``)."""
 
     overrides: dict[str, Override] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
@@ -168,7 +169,7 @@ class Pricer:
         write; USD per MTok) of
         ``model`` on UTC ``day``: from ``prices.toml``, else genai-prices. ``"tiered"``
         when the price depends on a request's size (price each response with
-        ``price``); None (and remembered in ``unknown``) when the model is empty or
+        ``genai_tiered``); None (and remembered in ``unknown``) when the model is empty or
         unknown."""
         if not model:
             return None
@@ -178,87 +179,10 @@ class Pricer:
             cw = o.input_mtok if o.cache_write_mtok is None else o.cache_write_mtok
             cw1h = cw if o.cache_write_1h_mtok is None else o.cache_write_1h_mtok
             return (o.input_mtok, o.output_mtok, cr, cw, cw1h)
-        r = genai_rates_of([(model, day)])[0]
+        r = genai_rates(model, day)
         if r is None:
             self.unknown.add(model)
         return r
-
-    def rates_many(self, keys: list[tuple[str | None, dt.date]]) -> list[Rates | None | str]:
-        """``rates(model, day)`` of each key; genai-prices asked once for them all (one
-        round trip when a side process prices, ``use_remote``)."""
-        ask = [(m, d) for m, d in keys if m and m.lower() not in self.overrides]
-        if ask and _remote is not None:
-            genai_rates_of(ask)  # fills the remote's cache
-        return [self.rates(m, d) for m, d in keys]
-
-    def price(
-        self,
-        agent: str,
-        model: str | None,
-        ts: dt.datetime | None,
-        input_tokens: int | None,
-        output_tokens: int | None,
-        cache_read_tokens: int | None,
-        cache_creation_tokens: int | None,
-        reasoning_tokens: int | None = 0,
-        cache_creation_1h_tokens: int | None = 0,
-    ) -> float | None:
-        """The list-price cost in USD of one response made at ``ts`` (UTC; None: now)
-        with these token counts (None counts as 0; ``cache_creation_1h_tokens`` is the
-        one-hour part of ``cache_creation_tokens``); None (never 0) when ``model`` is
-        empty or neither ``prices.toml`` nor ``genai-prices`` knows it."""
-        return self.prices(
-            [
-                (
-                    agent,
-                    model,
-                    ts,
-                    input_tokens,
-                    output_tokens,
-                    cache_read_tokens,
-                    cache_creation_tokens,
-                    reasoning_tokens,
-                    cache_creation_1h_tokens,
-                )
-            ]
-        )[0]
-
-    def prices(self, rows: list[tuple]) -> list[float | None]:
-        """``price(*row)`` of each row (USD or None), the tiered prices computed in one
-        ``genai_tiered_of`` call (one round trip when a side process prices)."""
-        out: list[float | None] = [None] * len(rows)
-        tiered, at = [], []
-        for i, row in enumerate(rows):
-            got = self._priced(row)
-            if isinstance(got, tuple):
-                tiered.append(got)
-                at.append(i)
-            else:
-                out[i] = got
-        for i, v in zip(at, genai_tiered_of(tiered) if tiered else [], strict=True):
-            out[i] = v
-        return out
-
-    def _priced(self, row: tuple) -> float | None | tuple:
-        """The price of a flat-rate response (``price``'s arguments as a tuple), or the
-        arguments of ``genai_tiered``."""
-        agent, model, ts, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, *rest = row
-        reasoning_tokens = rest[0] if rest else 0
-        cache_creation_1h_tokens = rest[1] if len(rest) > 1 else 0
-        if not model:
-            return None
-        inp, out = input_tokens or 0, output_tokens or 0
-        cr, cw = cache_read_tokens or 0, cache_creation_tokens or 0
-        h = min(cache_creation_1h_tokens or 0, cw)
-        if agent in REASONING_OUTSIDE_OUTPUT:
-            out += reasoning_tokens or 0
-        day = (ts or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).date()
-        r = self.rates(model, day)
-        if r is None:
-            return None
-        if r != "tiered":
-            return (inp * r[0] + out * r[1] + cr * r[2] + (cw - h) * r[3] + h * r[4]) / 1e6
-        return (model, day, inp, cr, cw, h, out)
 
 
 def genai_rates(model: str, day: dt.date) -> Rates | None | str:
@@ -284,68 +208,3 @@ def genai_tiered(model: str, day: dt.date, inp: int, cr: int, cw: int, h: int, o
         output_tokens=out,
     )
     return float(_model_price(model, day).calc_price(usage)["total_price"])
-
-
-class Remote(Protocol):
-    """Prices genai-prices' way elsewhere (``pipeline.token_process``): the same values
-    as ``genai_rates`` / ``genai_tiered`` for each item; raises when it cannot."""
-
-    def rates(self, keys: list[tuple[str, dt.date]]) -> list[Rates | None | str]: ...
-
-    def tiered(self, items: list[tuple]) -> list[float]: ...
-
-
-#: set by ``use_remote``
-_remote: Remote | None = None
-_remote_rates: dict[tuple[str, dt.date], Rates | None | str] = {}
-
-
-@contextlib.contextmanager
-def use_remote(remote: Remote):
-    """While the block runs, genai-prices is asked through ``remote`` (a process that
-    has imported it: the import costs ~0.3 s of CPU); when ``remote`` raises, the
-    prices are computed here, the same values."""
-    global _remote
-    before, _remote = _remote, remote
-    try:
-        yield remote
-    finally:
-        _remote = before
-        _remote_rates.clear()
-
-
-def genai_rates_of(keys: list[tuple[str, dt.date]]) -> list[Rates | None | str]:
-    """``genai_rates`` of each ``(model, day)``, through the remote when one is set."""
-    if _remote is not None:
-        miss = [k for k in dict.fromkeys(keys) if k not in _remote_rates]
-        try:
-            if miss:
-                _remote_rates.update(zip(miss, _remote.rates(miss), strict=True))
-            return [_remote_rates[k] for k in keys]
-        except Exception:
-            pass
-    return [genai_rates(m, d) for m, d in keys]
-
-
-def genai_tiered_of(items: list[tuple]) -> list[float]:
-    """``genai_tiered(*item)`` of each item, through the remote when one is set."""
-    if _remote is not None:
-        try:
-            return list(_remote.tiered(items))
-        except Exception:
-            pass
-    return [genai_tiered(*it) for it in items]
-
-
-def choose(mode: str, logged: float | None, calculated: float | None) -> tuple[float | None, str]:
-    """The cost shown in ``mode`` and its source (``logged`` / ``calculated`` /
-    ``none``). Raises ValueError for a mode not in ``MODES``."""
-    if mode == "auto":
-        if logged is not None:
-            return logged, "logged"
-        return (calculated, "calculated") if calculated is not None else (None, "none")
-    if mode == "calculate":
-        return (calculated, "calculated") if calculated is not None else (None, "none")
-    if mode == "display":
-        return (logged, "logged") if logged is not None else (None, "none")
-    raise ValueError(f"unknown cost mode {mode!r} (one of {', '.join(MODES)})")

@@ -56,6 +56,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from ctxkeep.transforms import secret_rules
+
 if TYPE_CHECKING:  # Polars is imported where a Series is made: a single text needs none
     import polars as pl
 
@@ -136,6 +138,10 @@ _STOP = frozenset(
         "on",
         "this",
         "that",
+        "new",  # credentials: new AWS.SharedIniFileCredentials(...) (gitleaks' sample)
+        "await",
+        "function",
+        "lambda",
     ]
 )
 _CODE_OBJECTS = (
@@ -233,6 +239,29 @@ def _high_entropy(v: str, m: re.Match) -> bool:
     return len(v) >= 16 and has_digit and has_alpha and entropy(v) >= 3.5
 
 
+def _mixed_case(v: str, m: re.Match) -> bool:
+    """A token's random tail: upper and lower case letters, ≥ 3.5 bits/char."""
+    tail = v.split("_", 1)[-1]
+    return any(c.isupper() for c in tail) and any(c.islower() for c in tail) and entropy(tail) >= 3.5
+
+
+def _aws_secret(v: str, m: re.Match) -> bool:
+    """40 base64 characters as AWS draws them: upper, lower and a digit, ≥ 4 bits/char
+    (a hex digest or a word run is not one)."""
+    return (
+        any(c.isupper() for c in v)
+        and any(c.islower() for c in v)
+        and any(c.isdigit() for c in v)
+        and entropy(v) >= 4.0
+    )
+
+
+def _hex_key(v: str, m: re.Match) -> bool:
+    """A 64-hex value named a private/secret key: not one repeated character or a
+    run of digits only, ≥ 3 bits/char."""
+    return entropy(v) >= 3.0 and not v.isdigit()
+
+
 def _has_digit(v: str, m: re.Match) -> bool:
     return any(c.isdigit() for c in v.split(".")[-1]) and not _placeholder(v)
 
@@ -253,7 +282,10 @@ _SECRET_WORDS = (
 )
 _KEY = rf"(?<![A-Za-z0-9])(?P<key>(?i:[A-Za-z0-9_.\-]{{0,40}}?(?:{_SECRET_WORDS})(?:[_\-](?:key|id|base|value|hash|salt|b64))?))"
 #: between the key and its value: optional (escaped) closing quote, =, :, =>, :=
-_SEP = r"\\*[\"']?[ \t]*(?:=>|:=|[=:])[ \t]*"
+#: a declared type between a key and its ``=``: Go ``var apiToken string = "…"``,
+#: TypeScript/Kotlin/Python ``apiKey: string = "…"``, Rust ``TOKEN: &str = "…"``
+_TYPE = r"(?:[ \t]+(?:string|\[\]byte)|[ \t]*:[ \t]*(?:string|String|str|&'static str|&str)\??)?"
+_SEP = _TYPE + r"\\*[\"']?[ \t]*(?:=>|:=|[=:])[ \t]*"
 #: a quoted value (also JSON-escaped quotes) or an unquoted one
 _VALUE = (
     r"(?:\\*[\"'](?P<q>(?:[^\"'\\\n]|\\[^\"n\\])+)\\*[\"']"
@@ -264,7 +296,7 @@ _PEM = r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----"
 RULES: list[Rule] = [
     Rule("private-key", _PEM + r"[\s\S]*?-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----"),
     # cut off (a truncated tool output): the base64 body after BEGIN
-    Rule("private-key", _PEM + r"(?:[A-Za-z0-9+/=\s]|\\[nr])+"),
+    Rule("private-key", _PEM + r"(?:[A-Za-z0-9+/=\s]|\\+[nr])+"),
     Rule("anthropic-key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
     Rule("openai-key", _B + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", _random_tail),
     Rule("github-token", _B + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}" + _E),
@@ -287,10 +319,19 @@ RULES: list[Rule] = [
     Rule("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}"),
     Rule("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
     Rule("pypi-token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
-    Rule("huggingface-token", _B + r"(?:hf_|api_org_)[A-Za-z]{34}" + _E),
+    # hf_ + 34 of [A-Za-z0-9] (gitleaks' rule takes letters only: a token with a digit
+    # would pass it)
+    Rule("huggingface-token", _B + r"(?:hf_|api_org_)[A-Za-z0-9]{34}" + _E, _mixed_case),
     Rule("sendgrid-key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
     Rule("twilio-key", r"(?<![A-Za-z0-9])(?:AC|SK)[0-9a-f]{32}(?![A-Za-z0-9])"),
     Rule("mailgun-key", r"(?<![A-Za-z0-9])key-[0-9a-zA-Z]{32}(?![A-Za-z0-9])"),
+    # a Telegram bot token also where no key word names it (a bot API URL:
+    # api.telegram.org/bot<id>:<35 chars>; core.telegram.org/bots/api)
+    Rule(
+        "telegram-bot-api-token",
+        r"(?:(?<=bot)|(?<![A-Za-z0-9]))\d{5,16}:A[A-Za-z0-9_\-]{34}(?![A-Za-z0-9_\-])",
+        _random_tail,
+    ),
     Rule("jwt", r"(?<![\w\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     Rule("kube-bootstrap-token", r"(?<![a-z0-9.])[a-z0-9]{6}\.[a-z0-9]{16}(?![a-z0-9.])", _has_digit),
     Rule(
@@ -329,6 +370,29 @@ RULES: list[Rule] = [
     ),
 ]
 
+#: context rules that take a key word at some distance before the value: RE2 (linear
+#: time, no look-behind: the boundaries are consumed classes; the value is group
+#: ``s``), run on the texts where one of ``_PROSE_WORDS`` occurs
+_PROSE_RULES: list[Rule] = [
+    # an AWS secret access key in prose ("the aws secret is …"): 40 base64 characters
+    # within 80 characters after AWS/Amazon/secret naming it (detect-secrets'
+    # AWSKeyDetector's idea; gitleaks has no rule for the secret key alone)
+    Rule(
+        "aws-secret-key",
+        r"(?:^|[^A-Za-z0-9])(?i:aws|amazon|secret)(?:[^A-Za-z0-9\n][^\n]{0,80}?)??(?:^|[^A-Za-z0-9/+_\-])"
+        r"(?P<s>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=_\-])",
+        _aws_secret,
+    ),
+    # a 64-hex key named as such: "private key: 0x4c08…", "the signing key is 4c08…"
+    Rule(
+        "private-key-hex",
+        r"(?i:(?:private|secret|signing|wallet)[ _\-]?key)[^\n]{0,40}?(?:^|[^0-9A-Za-z])(?:0x)?"
+        r"(?P<s>[0-9a-fA-F]{64})(?:$|[^0-9A-Za-z])",
+        _hex_key,
+    ),
+]
+_PROSE_WORDS = ("aws", "amazon", "secret", "private", "signing", "wallet")
+
 #: literals one of which a case-sensitive rule's match contains (``str.__contains__``
 #: is a memchr scan: rules whose literal is absent are not run); None: always run
 _ANCHORS: dict[str, tuple[str, ...] | None] = {
@@ -353,11 +417,19 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
     "twilio-key": ("AC", "SK"),
     "mailgun-key": ("key-",),
     "jwt": ("eyJ",),
+    "telegram-bot-api-token": (":A",),
     "kube-bootstrap-token": (".",),
     "url-credentials": ("://",),
 }
 _COMPILED = [(r, re.compile(r.pattern), None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
-KINDS = tuple(dict.fromkeys(r.kind for r in RULES))
+#: every kind a marker can name: ctxkeep's context rules', then gitleaks' rule ids
+KINDS = tuple(
+    dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + [r.id for r in secret_rules.ruleset().rules])
+)
+#: the maintained rules' keywords and the prose rules' words (lower case), for
+#: ``str.contains_any``: a text with none of them runs neither
+GITLEAKS_KEYWORDS = sorted(set(secret_rules.keywords()) | set(_PROSE_WORDS))
+_PROSE_COMPILED = [(r.kind, secret_rules.compile_re2(r.pattern), r.check) for r in _PROSE_RULES]
 
 
 def _prefilter(pattern: str) -> str:
@@ -372,7 +444,9 @@ def _prefilter(pattern: str) -> str:
 #: lazy key prefixes, which make the Rust automaton ~50x slower).
 _CI_ANCHOR = (
     r"(?i:(?:password|passwd|passphrase|secret|token|key|auth|credentials?|creds|sig|signature)"
-    r"(?:[_\-](?:key|id|base|value|hash|salt|b64))?\\*[\"']?[ \t]*(?:=>|:=|[=:,])"
+    r"(?:[_\-](?:key|id|base|value|hash|salt|b64))?"
+    r"(?:[ \t]+(?:string|\[\]byte)|[ \t]*:[ \t]*(?:string|str|&'static str|&str)\??)?"
+    r"\\*[\"']?[ \t]*(?:=>|:=|[=:,])"
     r"|(?:bearer|basic|token)[ \t]|--(?:password|passwd|token|api-key|secret|client-secret|auth-token)[ =])"
 )
 #: the anchor over an ASCII-lowercased copy of the text (same length; a
@@ -427,13 +501,57 @@ def _ci_starts(text: str, anchors: list[str] | None = None) -> list[int]:
     return sorted(out)
 
 
-def _spans(text: str, cs: bool = True, anchors: list[str] | None = None) -> list[tuple[int, int, str]]:
+def _escape_safe(text: str, f: tuple[int, int, int, str]) -> tuple[int, int, int, str] | None:
+    r"""A span that neither ends on the backslash of an escape sequence nor starts on
+    the character a backslash escapes (gitleaks' classes take ``\``: in a JSON line,
+    replacing ``…sig\`` of ``…sig\"`` would eat the escape of the closing quote),
+    so redacting a JSON (or JSON-escaped) text keeps it valid; None when nothing is
+    left."""
+    s, ne, order, kind = f
+    e = -ne
+    k = e
+    while k > s and text[k - 1] == "\\":
+        k -= 1
+    if (e - k) % 2:
+        e -= 1
+    k = s
+    while k > 0 and text[k - 1] == "\\":
+        k -= 1
+    if (s - k) % 2:
+        s += 1
+    return (s, -e, order, kind) if e > s else None
+
+
+def _keep_maintained(text: str, s: int, e: int, kind: str) -> bool:
+    """ctxkeep's policy over the maintained table: a generic rule's (``generic-api-key``)
+    value that is a hex digest or a uuid is kept (session texts are full of cache keys,
+    commit SHAs and ids after ``key``/``token`` words; a 64-hex key named a private key
+    is the ``private-key-hex`` and key/value rules' job)."""
+    if not kind.startswith("generic"):
+        return True
+    v = text[s:e]
+    return not (_HEX_RE.fullmatch(v) or _UUID_RE.fullmatch(v))
+
+
+def _spans(
+    text: str, cs: bool = True, anchors: list[str] | None = None, gl: bool = True
+) -> list[tuple[int, int, str]]:
     """Merged ``(start, end, kind)`` spans of the secrets in ``text``, in order.
 
     ``cs`` False: the case-sensitive prefilter (``PREFILTER[0]``) did not match
     ``text``, so no case-sensitive rule can (it is a superset of them) and none runs.
-    ``anchors``: ``_ci_starts``'."""
+    ``anchors``: ``_ci_starts``'. ``gl`` False: no gitleaks keyword is in ``text``
+    (``str.contains_any`` said so), so the maintained rules are not run. Where spans
+    overlap they are merged and the first rule's kind names them: ctxkeep's context
+    rules come first, then gitleaks' in table order."""
     found: list[tuple[int, int, int, str]] = []
+    if gl:
+        base = len(_COMPILED)
+        found = [
+            (s, -e, base, k)
+            for s, e, k in secret_rules.find(text, extra=_PROSE_COMPILED)
+            if _keep_maintained(text, s, e, k)
+        ]
     starts = None
     for order, (rule, rx, lits) in enumerate(_COMPILED):
         if rule.ci:
@@ -454,6 +572,7 @@ def _spans(text: str, cs: bool = True, anchors: list[str] | None = None) -> list
             if not v or (rule.check is not None and not rule.check(v, m)):
                 continue
             found.append((m.start(g), -m.end(g), order, rule.kind))
+    found = [x for x in map(_escape_safe, [text] * len(found), found) if x is not None]
     found.sort()
     merged: list[tuple[int, int, str]] = []
     for s, ne, _, k in found:
@@ -490,7 +609,11 @@ def _candidates(s: pl.Series) -> pl.Series:
     """Boolean Series: the texts the prefilter matches (the only ones that can hold a
     secret)."""
     cs, ci = PREFILTER
-    return s.str.contains(cs).fill_null(False) | s.str.contains(ci).fill_null(False)
+    return (
+        s.str.contains(cs).fill_null(False)
+        | s.str.contains(ci).fill_null(False)
+        | s.str.contains_any(GITLEAKS_KEYWORDS, ascii_case_insensitive=True).fill_null(False)
+    )
 
 
 def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
@@ -503,7 +626,8 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
         return s
     cs = s.str.contains(PREFILTER[0]).fill_null(False)
     anchors = s.str.extract_all(_CI_ANCHOR_ASCII)
-    idx = (cs | (anchors.list.len().fill_null(0) > 0)).arg_true()
+    gl = s.str.contains_any(GITLEAKS_KEYWORDS, ascii_case_insensitive=True).fill_null(False)
+    idx = (cs | gl | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:
         return s
     import polars as pl
@@ -511,9 +635,10 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     values = s.gather(idx).to_list()
     cs_hit = cs.gather(idx).to_list()
     found = anchors.gather(idx).to_list()
+    gl_hit = gl.gather(idx).to_list()
     new: list[str] = []
-    for v, c, a in zip(values, cs_hit, found, strict=True):
-        text, n = _apply(v, _spans(v, c, a))
+    for v, c, a, g in zip(values, cs_hit, found, gl_hit, strict=True):
+        text, n = _apply(v, _spans(v, c, a, g or bool(secret_rules.ruleset().always)))
         new.append(text)
         if counts is not None:
             counts.update(n)

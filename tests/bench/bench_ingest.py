@@ -31,6 +31,12 @@ Usage::
     uv run python tests/bench/bench_ingest.py [--mb 200] [--tree DIR] [--keep]
     uv run python tests/bench/bench_ingest.py --mb 2000 --tree DIR [--ref-tree DIR200]
 
+``--peer agentsview`` (issue 26, target 3) runs ``AGENTSVIEW_NO_DAEMON=1 agentsview sync``
+(PyPI ``agentsview``; ``$AGENTSVIEW`` or ``/tmp/peers/venv/bin/agentsview``) over the same
+tree into a fresh data dir right after ctxkeep's whole-process ingest, and prints both
+walls, peak RSS and the ratio (target: ctxkeep ≥ 1.5x faster at 200 MB, ≥ 3x at 2 GB).
+The load average is printed at the start and end of every run.
+
 ``--tree`` reuses a tree built before (it is built there if missing). ``--baseline
 CHECKOUT`` (target 3) ingests the big tree with that checkout's ctxkeep too and
 alternates the no-op re-ingests of both on the same store (``--noop-runs``, median).
@@ -146,6 +152,40 @@ def cpu_seconds(who=resource.RUSAGE_SELF) -> float:
 PYCACHE = Path(tempfile.gettempdir()) / "ctxkeep-bench-pycache"
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (``/proc/PID/task/*/children``)."""
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        out.append(q)
+        for t in Path(f"/proc/{q}/task").glob("*/children"):
+            try:
+                todo += [int(c) for c in t.read_text().split()]
+            except OSError:
+                pass
+    return out
+
+
+def wait_with_peak(p: subprocess.Popen) -> tuple[int, int, float]:
+    """Wait for ``p``: (exit code, peak RSS in KiB, CPU seconds). The peak is the
+    largest ``VmHWM`` (the high-water mark of a process's own memory since its exec)
+    of ``p`` and its descendants, polled every 10 ms. ``ru_maxrss`` from ``wait4``
+    cannot serve: on Linux a child's counts the memory of the parent it was forked from
+    (this bench holds an in-process ingest's 300+ MB), so every child looked as big."""
+    peak = 0
+    while p.poll() is None:
+        for q in _descendants(p.pid):
+            try:
+                for line in Path(f"/proc/{q}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.01)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return p.returncode, peak, ru.ru_utime + ru.ru_stime
+
+
 def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict, int, float]:
     """``ctxkeep ingest --no-prefect --json`` as a whole process (of ``checkout``'s
     ctxkeep and virtualenv): (seconds, summary, child peak RSS in KiB, child CPU
@@ -165,17 +205,15 @@ def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict,
             stderr=err,
             cwd=checkout,
         )
-        # this child's own figures (wait4), not the maximum over every child so far:
-        # ru_maxrss is the peak of the process or of a child it waited for (the reader)
-        _, status, ru = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+        c0 = cpu_seconds(resource.RUSAGE_CHILDREN)
+        _, peak, c1 = wait_with_peak(p)
         secs = time.perf_counter() - t0
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode(errors="replace")
     if p.returncode != 0:
         raise SystemExit(f"ctxkeep ingest failed ({p.returncode}): {stderr[-2000:]}")
-    return secs, json.loads(stdout), ru.ru_maxrss, ru.ru_utime + ru.ru_stime
+    return secs, json.loads(stdout), peak, c1 - c0
 
 
 def space(db: Path) -> list[tuple[str, int]]:
@@ -218,6 +256,58 @@ def tree_at(path: Path, mb: int) -> Path:
     return path
 
 
+AGENTSVIEW = Path(os.environ.get("AGENTSVIEW", "/tmp/peers/venv/bin/agentsview"))
+
+
+def run_agentsview(tree: Path, data: Path) -> tuple[float, int, float]:
+    """``agentsview sync`` of ``tree`` (its HOME) into the fresh data dir ``data``, as a
+    whole process: (seconds, peak RSS in KiB, CPU seconds). Telemetry and the update
+    check are off, its host is loopback and no daemon starts (``AGENTSVIEW_NO_DAEMON``)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CTXKEEP_HOME") and not k.startswith("PREFECT_")
+    }
+    env.update(
+        HOME=str(tree),
+        AGENTSVIEW_DATA_DIR=str(data),
+        AGENTSVIEW_NO_DAEMON="1",
+        AGENTSVIEW_TELEMETRY_ENABLED="false",
+        AGENTSVIEW_DISABLE_UPDATE_CHECK="1",
+        AGENTSVIEW_NO_BROWSER="1",
+        AGENTSVIEW_HOST="127.0.0.1",
+    )
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        c0 = cpu_seconds(resource.RUSAGE_CHILDREN)
+        p = subprocess.Popen([str(AGENTSVIEW), "sync"], env=env, stdout=subprocess.DEVNULL, stderr=err)
+        code, peak, c1 = wait_with_peak(p)
+        secs = time.perf_counter() - t0
+        if code != 0:
+            err.seek(0)
+            raise SystemExit(f"agentsview sync failed: {err.read().decode(errors='replace')[-2000:]}")
+    return secs, peak, c1 - c0
+
+
+def peer_row(tree: Path, work: Path, raw: int, t_ctx: float, rss_ctx: int) -> None:
+    """agentsview's sync of the same tree, side by side with ctxkeep's whole-process
+    ingest (``t_ctx`` seconds, ``rss_ctx`` KiB) taken in this run."""
+    if not AGENTSVIEW.exists():
+        print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its row is left out")
+        return
+    t_a, rss_a, c_a = run_agentsview(tree, work / "av-data")
+    need = 1.5 if raw < 1e9 else 3.0
+    print(
+        f"agentsview sync, same tree: {t_a:.2f} s, CPU {c_a:.2f} s, {raw / 1e6 / t_a:.1f} MB/s, "
+        f"peak RSS {rss_a / 1024:.0f} MB; load {_load()}"
+    )
+    print(
+        f"  side by side: ctxkeep {t_ctx:.2f} s / agentsview {t_a:.2f} s = ctxkeep {t_a / t_ctx:.2f}x faster "
+        f"(target ≥ {need}x: {'OK' if t_a / t_ctx >= need else 'MISSED'}); peak RSS "
+        f"{rss_ctx / 1024:.0f} MB vs {rss_a / 1024:.0f} MB"
+    )
+
+
 def _load() -> str:
     """The 1, 5 and 15 minute load averages (the machine is shared: wall-clock MB/s
     follows them, MB per CPU second much less)."""
@@ -248,6 +338,8 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
         f"{(raw / c_b) / (ref_raw / c_r):.2f}x), {s_b['entries_new']:,} entries; "
         f"peak RSS {rss_b / 1024:.0f} MB (the largest of the ingest process and its children); load {_load()}"
     )
+    if a.peer:
+        peer_row(tree, work, raw, t_b, rss_b)
     if a.baseline and not a.no_baseline_ingest:
         t_o, s_o, rss_o, c_o = run_cli(work / "store-baseline", tree, a.baseline)
         print(
@@ -319,7 +411,11 @@ def main() -> None:
         help="with --baseline: only the no-op re-ingests side by side (a 2 GB ingest takes ~10 min each)",
     )
     ap.add_argument("--noop-runs", type=int, default=3, help="no-op re-ingests to take the median of")
+    ap.add_argument(
+        "--peer", choices=["agentsview"], help="also run this peer's sync over the same tree, side by side"
+    )
     a = ap.parse_args()
+    print(f"load average at the start {_load()} (2 cores)")
 
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))
     tree = a.tree or work / "home"
@@ -374,6 +470,8 @@ def main() -> None:
             f"{t_p / b['seconds']:.2f}x baseline, {s_p['entries_new']:,} entries; "
             f"peak RSS (children) {rss_p / 1024:.0f} MB"
         )
+        if a.peer:
+            peer_row(tree, work, raw, t_p, rss_p)
         t_n, s_n, _, _ = run_cli(store2, tree)
         print(
             f"no-op re-ingest, whole process: {t_n:.2f} s, {s_n['entries_new']} new entries, "
@@ -386,6 +484,7 @@ def main() -> None:
             f"no-op ≤ 5 s {'OK' if ok[2] else 'MISSED'}"
         )
     finally:
+        print(f"load average at the end {_load()} (2 cores)")
         if a.keep:
             print(f"kept {work}")
         else:

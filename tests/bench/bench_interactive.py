@@ -11,8 +11,7 @@ command run ``--runs`` times (median and best printed), side by side in one run:
   when their command runs);
 - ``ctxkeep ingest`` into a fresh store (target ≤ 1.2 s), then ``ctxkeep ingest``
   with nothing new (target ≤ 0.3 s), and ``ctxkeep compress --check`` (target
-  ≤ 0.5 s), also with the pure BPE's rank index (``transforms.bpe_ranks``, a derived
-  cache the first check writes) emptied before each run;
+  ≤ 0.5 s);
 - agentsview (``/tmp/peers/venv/bin/agentsview`` or ``$AGENTSVIEW``):
   ``AGENTSVIEW_NO_DAEMON=1 agentsview sync`` of a copy of the same tree into a fresh
   data dir, then again with nothing new. Its HOME is a temp dir holding the copy;
@@ -24,23 +23,23 @@ command run ``--runs`` times (median and best printed), side by side in one run:
 rows with that checkout too, alternating run by run, so before and after are measured
 side by side under the same load.
 
-Derived caches (``$CTXKEEP_CACHE_DIR``: the BPE rank table) live in the bench's temp
-dir, never under the corpus HOME: warmed by one run first (as any earlier ctxkeep
-run on a machine warms them), plus one row with the cache emptied before each run.
+Derived caches (``$CTXKEEP_CACHE_DIR``: a baseline's BPE rank table; this checkout
+keeps none) live in the bench's temp dir, never under the corpus HOME: warmed by one
+run first (as any earlier ctxkeep run on a machine warms them), plus one row with the
+cache emptied before each run.
 
 The package's bytecode is compiled first (``compileall``), as an installed ctxkeep has
 it: with ``PYTHONDONTWRITEBYTECODE=1`` (set on this machine) an editable checkout
 would otherwise compile ~60 modules on every start (~0.1 s of a no-op ingest).
 Besides the wall seconds, each row gives the CPU seconds (user + sys) of the process
-with its children (the side and reader processes) and, for ctxkeep, of the process
-alone ("own CPU": its critical path when the other core is free; ctxkeep runs as
-``python -c`` calling ``cli.main``, as its console script does): on a shared machine
-the CPU figures are the steadier ones. ``--side-off`` adds this checkout with
-``CTXKEEP_SIDE_PROCESS=0`` (counts and prices in the ingest process), alternating too.
+with its children (a baseline's side process, the reader process) and, for ctxkeep, of
+the process alone ("own CPU": its critical path when the other core is free; ctxkeep
+runs as ``python -c`` calling ``cli.main``, as its console script does): on a shared
+machine the CPU figures are the steadier ones.
 
 Then the imports of a no-op ingest and of a first ingest's own process (``python -X
 importtime``): the biggest top-level modules, and whether Polars, DuckDB, Prefect, Rich,
-tiktoken or pyarrow were imported (a small first ingest syncs DuckDB in its side process).
+tiktoken or pyarrow were imported.
 
 Usage::
 
@@ -156,46 +155,6 @@ def import_report(home: Path, store: Path) -> tuple[list[tuple[str, float]], lis
     return top[:8], [m for m in HEAVY if m in names]
 
 
-_BUILD = """
-import sys, time
-if sys.argv[1] == "polars":
-    import polars  # noqa: F401  (an ingest has it loaded: the ranks decode through it)
-from ctxkeep.transforms import tokens
-t = time.process_time()
-assert tokens.encoding() is not None
-print(time.process_time() - t)
-"""
-
-
-def encoder_rows(runs: int, work: Path) -> list[tuple[str, list[float]]]:
-    """CPU seconds of building the BPE encoder alone (a fresh process each run), with the
-    rank-table cache warm and with it emptied first, with and without Polars loaded
-    (ingest / ``compress --check``); the variants alternate run by run."""
-    py = str(ROOT / ".venv" / "bin" / "python")
-    cache = work / "encoder-cache"
-    variants = [(f"{how}, {mode}", how, mode) for mode in ("polars", "plain") for how in ("warm", "cold")]
-    got: dict[str, list[float]] = {v[0]: [] for v in variants}
-    subprocess.run(
-        [py, "-c", _BUILD, "plain"],
-        env=clean_env(CTXKEEP_CACHE_DIR=str(cache)),
-        check=True,
-        capture_output=True,
-    )
-    for _ in range(runs):
-        for name, how, mode in variants:
-            c = cache if how == "warm" else work / "encoder-cold"
-            if how == "cold":
-                shutil.rmtree(c, ignore_errors=True)
-            r = subprocess.run(
-                [py, "-c", _BUILD, mode],
-                env=clean_env(CTXKEEP_CACHE_DIR=str(c)),
-                capture_output=True,
-                text=True,
-            )
-            got[name].append(float(r.stdout))
-    return list(got.items())
-
-
 def ctxkeep_rows(
     checkouts: list[tuple[str, Path, dict]], runs: int, home: Path, work: Path
 ) -> list[tuple[str, list[tuple[float, float, float | None]], str]]:
@@ -232,13 +191,6 @@ def ctxkeep_rows(
             extra, HOME=str(home), CTXKEEP_HOME=str(last[label])
         )
 
-    def check_no_index(root, extra, label):
-        # the pure BPE's rank index (``transforms.bpe_ranks``) emptied: this check
-        # writes it from the rank dict first, as the first check on a machine does
-        for p in (CACHE / "bpe").glob("*.index"):
-            p.unlink()
-        return check(root, extra, label)
-
     def version(root, extra, label):
         return ctxkeep_cmd(root, "--version"), env(extra)
 
@@ -248,7 +200,6 @@ def ctxkeep_rows(
         ("ingest (first, cold cache)", lambda r, e, _: cold(r, e), ""),
         ("ingest (nothing new)", noop, "≤ 0.3 s"),
         ("compress --check", check, "≤ 0.5 s"),
-        ("compress --check (rank index emptied)", check_no_index, ""),
     ]
     for name, make, target in specs:
         got: dict[str, list[tuple[float, float, float | None]]] = {c[0]: [] for c in checkouts}
@@ -266,11 +217,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", type=Path, help="another checkout (with .venv) to run side by side")
-    ap.add_argument(
-        "--side-off",
-        action="store_true",
-        help="also run this checkout with CTXKEEP_SIDE_PROCESS=0 (count and price in the ingest process)",
-    )
     a = ap.parse_args()
     home = CORPUS / "home"
     if not home.is_dir():
@@ -278,8 +224,6 @@ def main() -> None:
     if not CTXKEEP.exists():
         raise SystemExit(f"no {CTXKEEP}: run `uv sync` first")
     checkouts = [("this", ROOT, {})]
-    if a.side_off:
-        checkouts.append(("this, CTXKEEP_SIDE_PROCESS=0", ROOT, {"CTXKEEP_SIDE_PROCESS": "0"}))
     if a.baseline:
         base = a.baseline.resolve()
         if not (base / ".venv" / "bin" / "ctxkeep").exists():
@@ -340,17 +284,13 @@ def main() -> None:
             print(f"{name:<58}{med:>9.3f}{min(walls):>8.3f}{med - floor:>10.3f}{cpu:>8.3f}{own}  {target}")
         print(f"load average at the end {os.getloadavg()[0]:.1f} (2 cores)")
 
-        print("\nBPE encoder build alone (CPU s, fresh process; cold = rank-table cache emptied):")
-        for name, secs in encoder_rows(max(a.runs, 5), work):
-            print(f"  {name:<24}median {statistics.median(secs):.3f}  best {min(secs):.3f}")
-
         top, heavy = import_report(home, last)
         print("\nno-op ingest, biggest top-level imports (-X importtime, cumulative ms):")
         for name, ms in top:
             print(f"  {name:<40}{ms:>8.1f}")
         print(f"  of {', '.join(HEAVY)}: imported {', '.join(heavy) or 'none'}")
         top, heavy = import_report(home, work / "store-imports-first")
-        print("\nfirst ingest (the ingest process; its side process aside), biggest top-level imports:")
+        print("\nfirst ingest (the ingest process), biggest top-level imports:")
         for name, ms in top:
             print(f"  {name:<40}{ms:>8.1f}")
         print(f"  of {', '.join(HEAVY)}: imported {', '.join(heavy) or 'none'}")

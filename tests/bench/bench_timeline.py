@@ -103,50 +103,6 @@ STAMPS = [
         "    if on_commit and (n or g.changes):\n        first",
         '    tl("store committed")\n    if on_commit and (n or g.changes):\n        first',
     ),
-    (
-        "pipeline/side_process.py",
-        '        with self._lock:\n            if self._dead:\n                raise RuntimeError("the side process is gone")\n'
-        "            try:\n                pickle.dump((op, args)",
-        '        from ctxkeep._tl import tl\n\n        tl(f"ask {op}")\n'
-        '        with self._lock:\n            if self._dead:\n                raise RuntimeError("the side process is gone")\n'
-        "            try:\n                pickle.dump((op, args)",
-    ),
-    (
-        "pipeline/side_process.py",
-        '            if status != "ok":\n                raise RuntimeError(value)\n            return value',
-        '            tl(f"answered {op}")\n            if status != "ok":\n'
-        "                raise RuntimeError(value)\n            return value",
-    ),
-    (
-        "pipeline/side_process.py",
-        '    signal.signal(signal.SIGINT, signal.SIG_IGN)\n    out = os.fdopen(int(sys.argv[1]), "wb")\n'
-        "    from ctxkeep.transforms import cost, tokens\n",
-        '    from ctxkeep._tl import tl\n    tl("side main " + " ".join(sys.argv[2:]))\n'
-        '    signal.signal(signal.SIGINT, signal.SIG_IGN)\n    out = os.fdopen(int(sys.argv[1]), "wb")\n'
-        '    from ctxkeep.transforms import cost, tokens\n    tl("side imported")\n',
-    ),
-    (
-        "pipeline/side_process.py",
-        "    idle = _Idle(prices=",
-        '    tl("side ready")\n    idle = _Idle(prices=',
-    ),
-    (
-        "pipeline/side_process.py",
-        "        if idle.todo and not _pending(inp):\n            idle.step()\n",
-        "        if idle.todo and not _pending(inp):\n"
-        '            tl(f"side idle {idle.todo[0][0]} {str(idle.todo[0][1])[:40]}")\n            idle.step()\n            tl("side idle done")\n',
-    ),
-    (
-        "pipeline/side_process.py",
-        '        try:\n            reply = ("ok", ops[op](args))\n',
-        '        tl(f"side op {op}")\n        try:\n            reply = ("ok", ops[op](args))\n'
-        '            tl(f"side op done {op}")\n',
-    ),
-    (
-        "pipeline/side_process.py",
-        "        except EOFError:\n",
-        '        except EOFError:\n            tl("side exit")\n',
-    ),
 ]
 
 _RUN = """

@@ -68,9 +68,8 @@ def world(corpus_store, tmp_path_factory):
 CASES = [
     # the findings of issue 15, one by one
     (["search", ""], 2, "the query is empty"),
-    (["search", "x", "-n", "0"], 2, "--limit 0 is out of range"),
-    (["search", "x", "-n", "201"], 2, "--limit 201 is out of range"),
-    (["search", "x", "--budget", "0"], 2, "--budget 0 must be a positive number"),
+    (["search", "x", "-n", "0"], 2, "limit 0 is out of range (--limit) - use 1 to 200"),
+    (["search", "x", "--budget", "0"], 2, "budget 0 is out of range (--budget)"),
     (["search", "x", "--since", "2025-13-45"], 2, "cannot read the time '2025-13-45' (--since)"),
     (["search", "x", "--agent", "nosuch"], 2, "unknown agent 'nosuch' (--agent)"),
     (["search", "x", "--kind", "bogus"], 2, "unknown kind 'bogus' (--kind)"),
@@ -116,8 +115,8 @@ CASES = [
     # show, resume, purge: what is asked for is not there (1) or does not fit (2)
     (["show"], 2, "nothing to show"),
     (["show", "{ID1}", "--session", "c61729d4"], 2, "give entry ids or --session, not both"),
-    (["show", "{ID1}", "--max-bytes", "0"], 2, "--max-bytes 0 must be positive"),
-    (["show", "{ID1}", "--budget", "0"], 2, "--budget 0 must be a positive number"),
+    (["show", "{ID1}", "--max-bytes", "0"], 2, "max bytes 0 is out of range (--max-bytes)"),
+    (["show", "{ID1}", "--budget", "0"], 2, "budget 0 is out of range (--budget) - use 1 to 200000"),
     (["show", "--session", "nosuchsession"], 1, "no such session nosuchsession"),
     (["resume", "nosuchsession"], 1, "no such session nosuchsession"),
     (["quarantine", "show", "999999"], 1, "no quarantined line 999999"),

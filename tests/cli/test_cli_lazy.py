@@ -112,7 +112,7 @@ def test_help_lists_the_commands_of_an_eager_build():
     r = _python(_EAGER)
     assert r.returncode == 0, r.stderr
     eager, lazy = json.loads(r.stdout)
-    assert len(eager) == 25
+    assert len(eager) == 27
 
     # the panels come in the order of their first command, each panel's commands in order
     def panels(rows):
@@ -162,7 +162,7 @@ heavy = ("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken", "ctxkeep.si
          "ctxkeep.sinks.sqlite.intents")
 mods = sorted(m for m in sys.modules if m.startswith(heavy))
 print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.modules,
-                  tokens._rank_table.cache_info().currsize]))
+                  tokens.bpe_count.cache_info().currsize]))
 """
 
 
@@ -170,8 +170,7 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     """``compress --check`` imports the Claude Code and Codex sources alone (the
     registry imports a source on first use), no side process module, no tiktoken, none
     of the store's write side (entry status changes, intents);
-    ``--json`` no Rich; a check after the first counts on the mapped rank index, never
-    loading the rank dict."""
+    ``--json`` no Rich."""
     from conftest import CORPUS_HOME, child_env
 
     if not CORPUS_HOME.is_dir():
@@ -199,11 +198,14 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
         "ctxkeep.sources._util",
         "ctxkeep.sources.claude_code",
         "ctxkeep.sources.codex",
+        "ctxkeep.sources.confine",
         "ctxkeep.sources.contract",
         "ctxkeep.sources.readers",
         "ctxkeep.sources.readers.jsonl",
         "ctxkeep.sources.readers.sqlite",
     ]
-    assert check("--json") == [sources, False, 1]  # the first count writes the rank index
-    assert check("--json") == [sources, False, 0]
-    assert check() == [sources, True, 0]
+    # the BPE encoder (bpe-openai, one engine since the latency budget) is built in each
+    # check that counts a text its plans rewrite; no other engine is imported
+    assert check("--json") == [sources, False, 1]
+    assert check("--json") == [sources, False, 1]
+    assert check() == [sources, True, 1]

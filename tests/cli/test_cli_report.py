@@ -206,3 +206,41 @@ def _last_claude_input(session_id: str) -> int:
                 + u.get("cache_creation_input_tokens", 0),
             )
     return last[1]
+
+
+def test_project_dot_and_home_mean_this_dir_or_below(tmp_path, monkeypatch):
+    """``--project .`` from a project's folder counts that project and its subfolders,
+    not a sibling whose name starts alike; ``--project ~`` counts every project under
+    the home dir (it found nothing as a substring)."""
+    import datetime as dt
+
+    from ctxkeep.sinks import duckdb as duckdb_store
+
+    user = tmp_path / "u"
+    noora = user / "code" / "noora"
+    (noora / "api").mkdir(parents=True)
+    (user / "code" / "noora-old").mkdir()
+    store = tmp_path / "store"
+    store.mkdir()
+    con = duckdb_store.connect(store)
+    dirs = [noora, noora / "api", user / "code" / "noora-old", "/elsewhere/crush"]
+    for i, d in enumerate(dirs):
+        con.execute(
+            "INSERT INTO usage(usage_key, agent, session_id, project_dir, ts, model, input_tokens, "
+            "output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens, model_source, "
+            "calculated_cost_usd, cost_usd) VALUES (?, 'claude-code', ?, ?, ?, 'm', ?, 0, 0, 0, 0, 'logged', 1, 1)",
+            [f"k{i}", f"s{i}", str(d), dt.datetime(2025, 5, 1, 12, i, tzinfo=dt.UTC), 10**i],
+        )
+    con.close()
+    monkeypatch.chdir(noora)
+    monkeypatch.setenv("HOME", str(user))
+
+    def total(project: str) -> int:
+        r = run("report", "daily", "--home", str(store), "-z", "UTC", "--json", "--project", project)
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)["totals"]["input_tokens"]
+
+    assert total(".") == 1 + 10
+    assert total("api") == 10
+    assert total("~") == 1 + 10 + 100
+    assert total("/") == 1111

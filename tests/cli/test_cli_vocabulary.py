@@ -159,7 +159,7 @@ def test_show_of_a_note_and_of_nothing(store):
     r = runner.invoke(app, ["show", "nosuchid", "--home", str(store)])
     assert (r.exit_code, r.stderr.splitlines()) == (
         1,
-        ["error: no entry nosuchid - `ctxkeep search` lists entry ids"],
+        ["error: no entry nosuchid (ENTRY_ID) - search hits give entry ids"],
     )
 
 

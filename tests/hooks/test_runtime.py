@@ -1,5 +1,7 @@
 """The hook runtime (`ctxkeep hook …`) run as the agents run it: a subprocess with the
-agent's JSON on stdin, against a copy of the corpus store."""
+agent's JSON on stdin, against a copy of the corpus store. A hook queues its ingest for
+a detached worker (``hooks.worker``); ``_settle`` waits for the worker before the log
+or the store is read."""
 
 from __future__ import annotations
 
@@ -32,7 +34,15 @@ def _hook(store, args, payload, **env):
     return p, time.perf_counter() - t0
 
 
+def _settle(store) -> None:
+    """Wait until the store's hook worker has worked off its queue."""
+    from ctxkeep.hooks import worker
+
+    assert worker.wait_idle(store, 60), "the hook worker did not finish in 60 s"
+
+
 def _log(store) -> str:
+    _settle(store)
     return (store / "hooks.log").read_text()
 
 
@@ -156,3 +166,170 @@ def test_codex_notify_ingests_only_the_rollout_of_that_exact_thread(store):
         assert (p.returncode, p.stdout) == (0, "")
         assert f"no rollout for thread {tid}" in _log(store), tid
     assert "rollout-2025-10-31T19-02-58" not in _log(store)
+
+
+# -- the detached ingest (hooks.worker) --------------------------------------------
+
+
+def _new_session(tmp_path, n: int, start=None):
+    """A Claude Code session file of ``n`` handmade lines no store holds
+    (``session_lines.claude_lines``); returns (session id, path, the lines)."""
+    import datetime as dt
+    import uuid
+
+    from session_lines import claude_lines
+
+    sid = str(uuid.uuid4())
+    lines = claude_lines(sid, n, start or dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC))
+    path = tmp_path / "sessions" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return sid, path, lines
+
+
+def _append(path, lines) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _stored(store, sid: str) -> int:
+    return _store_sessions(store, "SELECT count(*) FROM entries WHERE session_id = ?", (sid,))[0][0]
+
+
+def test_the_hook_queues_the_ingest_and_a_detached_worker_stores_the_new_lines(store, tmp_path):
+    sid, path, lines = _new_session(tmp_path, 10)
+    _append(path, lines)
+    p, _ = _hook(store, ["claude-code", "precompact"], {"session_id": sid, "transcript_path": str(path)})
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+    log = (store / "hooks.log").read_text()  # the hook's own line, written before it returned
+    assert f"claude-code precompact: queued: ingest of {path} queued (a worker started)" in log
+    _settle(store)
+    assert _stored(store, sid) == 10
+    assert f"claude-code precompact: ingested: ingested 10 new entries from {path}" in _log(store)
+    assert not (store / "hook-queue.jsonl").read_bytes()  # worked off
+
+
+def test_triggers_while_a_worker_runs_are_queued_once_never_a_second_ingest(store, tmp_path):
+    """While a worker holds the store's worker lock, hooks only queue ("run again");
+    the worker then ingests the file once for all of them."""
+    import fcntl
+
+    from ctxkeep.hooks import worker
+
+    sid, path, lines = _new_session(tmp_path, 12)
+    _append(path, lines[:6])
+    fd = os.open(store / worker.WORKER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a worker "runs"
+    try:
+        payload = {"session_id": sid, "transcript_path": str(path)}
+        for ev in ("precompact", "session-end", "precompact"):
+            p, _ = _hook(store, ["claude-code", ev], payload)
+            assert (p.returncode, p.stdout) == (0, "")
+        _append(path, lines[6:])  # grows before the worker gets to it
+        assert [r["event"] for r in worker.take(store)] == ["precompact", "session-end", "precompact"]
+        for ev in ("precompact", "session-end", "precompact"):  # put back, as the hooks left them
+            worker.enqueue(store, "claude-code", ev, path)
+        assert _stored(store, sid) == 0  # nothing ingested while the lock is held
+        log = (store / "hooks.log").read_text()
+        assert log.count("queued (the running worker takes it)") == 3
+    finally:
+        os.close(fd)
+    assert worker.drain(store) == 1  # one file, one ingest for the three triggers
+    assert _stored(store, sid) == 12
+    log = _log(store)
+    assert log.count(f"ingested 12 new entries from {path}") == 2  # its precompact and session-end lines
+    assert "unchanged since the last ingest" not in log
+
+
+def test_a_second_worker_exits_while_one_holds_the_lock(store, tmp_path):
+    import fcntl
+
+    from ctxkeep.hooks import worker
+
+    sid, path, lines = _new_session(tmp_path, 4)
+    _append(path, lines)
+    worker.enqueue(store, "claude-code", "precompact", path)
+    fd = os.open(store / worker.WORKER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert worker.running(store) and worker.drain(store) == 0
+        assert worker.queued(store) and _stored(store, sid) == 0  # left to the holder
+    finally:
+        os.close(fd)
+    assert not worker.running(store) and worker.drain(store) == 1 and _stored(store, sid) == 4
+
+
+def test_a_report_right_after_a_hook_ingest_counts_the_new_usage(store, tmp_path):
+    """The hook's ingest leaves DuckDB behind SQLite (a small ingest defers its sync);
+    ``report`` brings it current first and counts the new responses."""
+    from ctxkeep.sinks import analytics_current
+    from session_lines import USAGE
+
+    def day_totals():
+        r = subprocess.run(
+            [*CTXKEEP, "report", "daily", "--since", "2026-11-30", "--until", "2026-11-30"]
+            + ["--timezone", "UTC", "--json"],
+            env={**os.environ, "CTXKEEP_HOME": str(store)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["totals"]
+
+    before = day_totals()
+    sid, path, lines = _new_session(tmp_path, 20)
+    _append(path, lines)
+    p, _ = _hook(store, ["claude-code", "session-end"], {"session_id": sid, "transcript_path": str(path)})
+    assert p.returncode == 0
+    _settle(store)
+    assert _stored(store, sid) == 20
+    assert analytics_current.behind(store)  # DuckDB was left to its readers
+    after = day_totals()
+    assert after["responses"] - before["responses"] == 10
+    assert after["input_tokens"] - before["input_tokens"] == 10 * USAGE["input_tokens"]
+    assert after["output_tokens"] - before["output_tokens"] == 10 * USAGE["output_tokens"]
+    assert after["cache_read_tokens"] - before["cache_read_tokens"] == 10 * USAGE["cache_read_input_tokens"]
+    assert not analytics_current.behind(store)
+
+
+def test_the_hook_process_imports_neither_typer_nor_polars_nor_duckdb(store, tmp_path):
+    sid, path, lines = _new_session(tmp_path, 2)
+    _append(path, lines)
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ctxkeep", "hook", "claude-code", "precompact"],
+        input=json.dumps({"session_id": sid, "transcript_path": str(path)}),
+        env={**os.environ, "CTXKEEP_HOME": str(store)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0 and p.stdout == ""
+    imported = {ln.split("|")[-1].strip() for ln in p.stderr.splitlines() if ln.startswith("import time:")}
+    assert "ctxkeep.hooks.runtime" in imported
+    assert not imported & {"typer", "rich", "polars", "duckdb", "pyarrow", "pydantic", "ctxkeep.cli"}
+    _settle(store)
+    assert _stored(store, sid) == 2
+
+
+def test_fast_argv_takes_plain_hook_calls_only():
+    from ctxkeep.hooks.runtime import fast_argv
+
+    assert fast_argv(["hook", "claude-code", "precompact"]) == ("claude-code", "precompact", None, None, None)
+    assert fast_argv(["--home", "/s", "hook", "codex", "notify", "{}", "--timeout=2"]) == (
+        "codex",
+        "notify",
+        "{}",
+        "/s",
+        2.0,
+    )
+    assert fast_argv(["hook", "gemini-cli", "AfterAgent", "--home=/s"])[3] == "/s"
+    for argv in (
+        ["hook", "claude-code", "--help"],
+        ["hook", "claude-code"],
+        ["hook", "claude-code", "precompact", "extra"],
+        ["hook", "nope", "x"],
+        ["search", "hook", "claude-code"],
+        ["hook", "codex", "notify", "--timeout", "soon"],
+        ["hook", "codex", "notify", "--home"],
+    ):
+        assert fast_argv(argv) is None, argv

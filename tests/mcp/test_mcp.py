@@ -128,12 +128,12 @@ def test_index_then_search_then_replace(mcp_home, tmp_path):
 
 
 BAD_CALLS = [
-    ("ctx_search", {"queries": ["x"], "limit": -1}, "limit -1 is too small"),
+    ("ctx_search", {"queries": ["x"], "limit": -1}, "limit -1 is out of range"),
     ("ctx_search", {"queries": ["x"], "limit": "lots"}, "limit must be a whole number"),
     ("ctx_search", {"queries": []}, "queries is required"),
     ("ctx_search", {"queries": "[broken"}, "not a valid JSON array"),
     ("ctx_search", {"queries": ["x"], "filters": {"colour": "red"}}, "unknown filter colour"),
-    ("ctx_search", {"queries": ["x"], "filters": {"kind": "bogus"}}, "unknown kind bogus"),
+    ("ctx_search", {"queries": ["x"], "filters": {"kind": "bogus"}}, "unknown kind 'bogus'"),
     ("ctx_search", {"queries": ["foo AND"], "raw": "true"}, "FTS5 syntax error"),
     ("ctx_search", {"queries": ["x"], "raw": "maybe"}, "raw must be true or false"),
     ("ctx_fetch", {"ids": []}, "ids is required"),

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from ctxkeep.errors import UsageError
-from ctxkeep.mcp.server import Handlers, check_index_path, index_roots, strict_confirm
+from ctxkeep.mcp.server import Handlers
+from ctxkeep.service.index import check_index_path, index_roots
+from ctxkeep.service.purge import strict_confirm
 
 
 @pytest.mark.parametrize("v,want", [(True, True), ("true", True), (" TRUE ", True), (None, None)])

@@ -94,7 +94,21 @@ MALFORMED = [
     ('{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', -32600, None),  # id unreadable
     ('{"jsonrpc":"2.0","id":true,"method":"tools/list"}', -32600, None),
     ('{"jsonrpc":"2.0","id":null,"method":"tools/list"}', -32600, None),
-    ('{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', -32600, None),
+    ('{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', -32600, 1.5),  # JSON-RPC's, not MCP's: echoed
+    ('[{"jsonrpc":"2.0","id":2.5,"method":"ping"}]', -32600, 2.5),
+    (  # nested past what the SDK's parser takes: the id, read from the top level
+        '{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"ctx_stats","arguments":{"a":'
+        + "[" * 300
+        + "]" * 300
+        + "}}}",
+        -32600,
+        "deep",
+    ),
+    (
+        '{"jsonrpc":"2.0","method":"ping","params":{"a":' + "[" * 5000 + "]" * 5000 + '},"id":"deeper"}',
+        -32600,
+        "deeper",
+    ),
     ("[]", -32600, None),
     ('[{"jsonrpc":"2.0","id":14,"method":"tools/list"}]', -32600, 14),
     ("5", -32600, None),
@@ -111,7 +125,7 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize("line,code,rid", MALFORMED)
+@pytest.mark.parametrize("line,code,rid", MALFORMED, ids=[m[0][:40] for m in MALFORMED])
 def test_check_line(line, code, rid):
     replies = check_line(line)
     if code in (-32601,) or rid in (20, 21, 22):  # valid envelopes: the SDK's part
@@ -119,6 +133,20 @@ def test_check_line(line, code, rid):
         return
     assert [(r["error"]["code"], r["id"]) for r in replies] == [(code, rid)]
     assert all(r["jsonrpc"] == "2.0" and r["error"]["message"] for r in replies)
+
+
+def test_two_objects_on_one_line_are_two_messages():
+    from ctxkeep.mcp.stdio import split_line
+
+    a, b = '{"jsonrpc":"2.0","id":1,"method":"ping"}', '{"jsonrpc":"2.0","id":"two","method":"ping"}'
+    assert split_line(a + b) == ([a, b], [])
+    assert split_line(a + " " + b + "\n") == ([a, b], [])
+    # a valid one, then a broken one: the first passes, the rest is a parse error
+    passed, replies = split_line(a + '{"jsonrpc":')
+    assert passed == [a] and [(r["id"], r["error"]["code"]) for r in replies] == [(None, -32700)]
+    # a valid one and one MCP cannot take: each its own fate, each with its id
+    passed, replies = split_line(a + '{"jsonrpc":"2.0","id":1.5,"method":"ping"}')
+    assert passed == [a] and [(r["id"], r["error"]["code"]) for r in replies] == [(1.5, -32600)]
 
 
 def test_valid_messages_and_responses_pass():
@@ -188,10 +216,61 @@ def test_every_malformed_request_gets_a_reply_over_stdio(tmp_path):
             assert r["error"]["code"] == code and r["id"] == rid, (line, r)
         c.send_obj({"jsonrpc": "2.0", "id": 99, "method": "ping"})  # the connection still works
         assert c.recv(20) == {"jsonrpc": "2.0", "id": 99, "result": {}}
+        # two requests on one line: each answered, with its own id
+        c.send('{"jsonrpc":"2.0","id":100,"method":"ping"}{"jsonrpc":"2.0","id":"101","method":"ping"}')
+        assert sorted([json.dumps(c.recv(20)), json.dumps(c.recv(20))]) == sorted(
+            [
+                json.dumps({"jsonrpc": "2.0", "id": 100, "result": {}}),
+                json.dumps({"jsonrpc": "2.0", "id": "101", "result": {}}),
+            ]
+        )
     finally:
         err = c.close()
     assert "Traceback" not in err, err
     assert c.p.returncode == 0
+
+
+@pytest.mark.slow  # spawns the server
+def test_nul_bytes_and_a_huge_note_are_clear_tool_errors(corpus_store, tmp_path):
+    """A NUL character in a query, a filter or a path, and a note over the size cap:
+    one-line tool errors saying what to do, never "internal error", no traceback in the
+    server's log."""
+    src, _ = corpus_store
+    home = tmp_path / "home"
+    shutil.copytree(src, home, ignore=shutil.ignore_patterns("*.lock"))
+    calls = {
+        "q": ("ctx_search", {"queries": ["python\u0000 command"]}),
+        "f": ("ctx_search", {"queries": ["python"], "filters": {"project": "/tmp/a\u0000b"}}),
+        "p": ("ctx_index", {"label": "x", "path": "notes\u0000.md"}),
+        "i": ("ctx_fetch", {"ids": ["abc\u0000def"]}),
+        "big": ("ctx_index", {"label": "big", "text": "word " * 1_700_000}),  # 8.5 MB > 8 MB
+    }
+    c = RawClient(home, tmp_path)
+    try:
+        got = {}
+        for rid, (name, args) in calls.items():
+            c.send_obj(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": args},
+                }
+            )
+            r = c.recv(60)
+            got[r["id"]] = r["result"]
+    finally:
+        err = c.close()
+    for rid in ("q", "f", "p", "i"):
+        assert got[rid]["isError"], rid
+        text = got[rid]["content"][0]["text"]
+        assert text.startswith("error: a NUL character (\\x00) is not allowed") and "internal" not in text, (
+            text
+        )
+    big = got["big"]["content"][0]["text"]
+    assert got["big"]["isError"] and "8,500,000 bytes, over the 8 MB limit of a note" in big, big
+    assert "max_index_mb" in big
+    assert "Traceback" not in err and "failed" not in err, err
 
 
 def _words_file(path, size: int) -> None:
@@ -212,6 +291,7 @@ def test_search_answers_while_a_60mb_index_runs(corpus_store, tmp_path):
     src, _ = corpus_store
     home = tmp_path / "home"
     shutil.copytree(src, home, ignore=shutil.ignore_patterns("*.lock"))
+    (home / "config.toml").write_text("[mcp]\nmax_index_mb = 64\n")  # over the default cap of a note
     big = tmp_path / "big.md"
     _words_file(big, 60_000_000)
     c = RawClient(home, tmp_path)

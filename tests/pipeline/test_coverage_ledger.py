@@ -159,7 +159,7 @@ def test_sources_coverage_json_and_doctor_report_the_drift(tmp_path, store_home,
 
 
 def test_ledger_table_in_a_migrated_store(store_home):
-    """A v10 store gains the (empty) ledger table by migration 11."""
+    """A v11 store gains the (empty) ledger table by migration 12."""
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite import migrations
 
@@ -168,5 +168,5 @@ def test_ledger_table_in_a_migrated_store(store_home):
     migrations.MIGRATIONS[-1].step(conn)
     cols = [r[1] for r in conn.execute("PRAGMA table_info(coverage)")]
     conn.close()
-    assert migrations.MIGRATIONS[-1].version == 11
+    assert migrations.MIGRATIONS[-1].version == 12
     assert cols[:4] == ["agent", "path", "agent_version", "parser_version"] and "unknown" in cols

@@ -102,9 +102,44 @@ def test_cost_modes_and_unpriced_model(berlin):
 
 
 def test_session_and_project_filters(berlin):
-    r = R.usage_report(berlin, "session", R.Filters("UTC", project="CODEX"))
+    r = R.usage_report(berlin, "session", R.Filters("UTC", project="/p/codex"))
     assert [(row.period, row.input_tokens) for row in r.rows] == [("s2", 1100), ("s3", 5)]
     assert r.rows[0].project == "/p/codex"
+
+
+@pytest.fixture
+def nested(store_home):
+    """One response per project dir: a project, a folder below it, a sibling whose name
+    starts with the project's, another project, and none."""
+    con = duckdb_store.connect(store_home)
+    dirs = ["/home/u/code/noora", "/home/u/code/noora/api", "/home/u/code/noora-old", "/home/u/crush", None]
+    for i, d in enumerate(dirs):
+        con.execute(
+            "INSERT INTO usage(usage_key, agent, session_id, project_dir, ts, model, input_tokens, "
+            "output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens, model_source, "
+            "calculated_cost_usd, cost_usd) VALUES (?, 'claude-code', ?, ?, ?, 'm', ?, 0, 0, 0, 0, 'logged', 1, 1)",
+            [f"k{i}", f"s{i}", d, dt.datetime(2025, 5, 1, 12, i, tzinfo=UTC), 10**i],
+        )
+    con.close()
+    con, _ = R.open_store(store_home)
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("name", ["daily", "monthly", "session", "projects", "models"])
+def test_project_is_this_dir_or_below_in_every_report(nested, name):
+    def tokens(project):
+        return sum(
+            r.input_tokens for r in R.usage_report(nested, name, R.Filters("UTC", project=project)).rows
+        )
+
+    # noora and noora/api; not noora-old (a name that merely starts alike), not crush
+    assert tokens("/home/u/code/noora") == 1 + 10
+    assert tokens("/home/u/code/noora/") == 1 + 10  # a trailing separator is the same dir
+    assert tokens("/home/u") == 1 + 10 + 100 + 1000  # the home dir holds every project under it
+    assert tokens("/home/u/code/noora/api") == 10
+    assert tokens("noora") == 0  # not a substring any more
+    assert tokens(None) == 11111
 
 
 def test_blocks_burn_rate_projection_and_limit(store_home):

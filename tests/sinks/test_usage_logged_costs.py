@@ -19,7 +19,7 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import migrations
 from ctxkeep.sources import claude_code
 from ctxkeep.sources.contract import SourceFile
-from ctxkeep.transforms import cost
+from dbhelpers import priced
 
 CRUSH = CORPUS_HOME / "code/dbos-transact-golang/.crush/crush.db"
 GO_OPENCODE = CORPUS_HOME / "code/noora/.opencode/opencode.db"
@@ -153,20 +153,21 @@ def test_one_hour_cache_writes_have_their_own_column(corpus_store):
     ) == [(0,)]
 
 
-def test_one_hour_writes_are_priced_at_twice_the_input():
+def test_one_hour_writes_are_priced_at_twice_the_input(tmp_path):
     # claude-opus-4-7: $5 input, $25 output, $0.50 cache read, $6.25 5-minute and $10
     # one-hour cache write per MTok (Anthropic's list prices: 1.25x and 2x the input)
     import datetime as dt
 
-    p = cost.Pricer()
     ts = dt.datetime(2026, 4, 18, 12, tzinfo=dt.UTC)
-    got = p.price("claude-code", "claude-opus-4-7", ts, 100, 200, 3000, 5000, 0, 4000)
+    [got] = priced(tmp_path / "a", [("claude-code", "claude-opus-4-7", ts, 100, 200, 3000, 5000, 0, 4000)])
     assert got == pytest.approx((100 * 5 + 200 * 25 + 3000 * 0.5 + 1000 * 6.25 + 4000 * 10) / 1e6, abs=1e-12)
     # prices.toml: a one-hour rate left out is the cache-write rate
-    o = cost.Pricer(cost.parse_prices_toml('[models."m"]\ninput_mtok = 1\ncache_write_mtok = 2\n'))
-    assert o.price("x", "m", ts, 0, 0, 0, 10, 0, 4) == pytest.approx(10 * 2 / 1e6)
-    o = cost.Pricer(cost.parse_prices_toml('[models."m"]\ninput_mtok = 1\ncache_write_1h_mtok = 3\n'))
-    assert o.price("x", "m", ts, 0, 0, 0, 10, 0, 4) == pytest.approx((6 * 1 + 4 * 3) / 1e6)
+    toml = '[models."m"]\ninput_mtok = 1\ncache_write_mtok = 2\n'
+    assert priced(tmp_path / "b", [("x", "m", ts, 0, 0, 0, 10, 0, 4)], toml) == [pytest.approx(10 * 2 / 1e6)]
+    toml = '[models."m"]\ninput_mtok = 1\ncache_write_1h_mtok = 3\n'
+    assert priced(tmp_path / "c", [("x", "m", ts, 0, 0, 0, 10, 0, 4)], toml) == [
+        pytest.approx((6 * 1 + 4 * 3) / 1e6)
+    ]
 
 
 def test_the_opus_day_is_priced_with_its_one_hour_writes(corpus_store):

@@ -59,6 +59,9 @@ def test_every_registered_source_satisfies_the_protocol():
         "crush": "sqlite",
         "goose": "sqlite",
         "cursor": "sqlite",
+        "gptme": "append",
+        "mistral-vibe": "append",
+        "openclaude": "append",
     }
 
 
@@ -75,6 +78,9 @@ def test_capabilities_are_the_protocols():
         "claude-code",
         "codex",
         "copilot-cli",
+        "gptme",
+        "mistral-vibe",
+        "openclaude",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [

@@ -50,7 +50,6 @@ from ctxkeep.maintenance.compress import rewrite, shrink
 from ctxkeep.schema import content_hash
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
-from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.timeutil import format_epoch
@@ -369,7 +368,7 @@ def _tokens(texts: list[str], memo: dict[str, int]) -> int:
     return sum(_counts(texts, memo))
 
 
-#: the ``token_method`` values of a BPE count (``transforms.tokens.count_here``); a
+#: the ``token_method`` values of a BPE count (``transforms.tokens.estimate_tokens``); a
 #: ``heuristic`` count (the encoder was missing at ingest) is counted again
 _BPE_METHODS = ("o200k_base", "o200k_base-sampled")
 
@@ -384,13 +383,8 @@ def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
     if conn is None:
         return
     by_hash = {content_hash(t): t for t in dict.fromkeys(texts) if t and t not in memo}
-    marks = ",".join("?" * len(_BPE_METHODS))
-    for part in in_parts(list(by_hash), 500):
-        q = (
-            f"SELECT content_hash, token_estimate FROM contents WHERE content_hash IN "
-            f"({','.join('?' * len(part))}) AND token_method IN ({marks}) AND token_estimate IS NOT NULL"
-        )
-        memo.update((by_hash[h], n) for h, n in conn.execute(q, [*part, *_BPE_METHODS]))
+    found = sqlite_store.token_estimates(conn, list(by_hash), _BPE_METHODS)
+    memo.update((by_hash[h], n) for h, n in found.items())
 
 
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
@@ -703,13 +697,7 @@ def _removed_summary(
     if snapshot:
         parts.append("What the removed part held (ctxkeep resume snapshot):\n" + snapshot + "\n")
     elif conn is not None and removed_entry_ids:
-        rows = []
-        for part in in_parts(removed_entry_ids, 500):
-            q = (
-                "SELECT entry_id, ts, source_offset, content_hash FROM entries "
-                f"WHERE role = 'user' AND kind = 'message' AND entry_id IN ({','.join('?' * len(part))})"
-            )
-            rows += conn.execute(q, part).fetchall()
+        rows = sqlite_store.user_messages(conn, removed_entry_ids)
         rows.sort(key=lambda x: (x[2] if x[2] is not None else -1, x[1] or ""))
         for eid, ts, _off, h in rows:
             text = sqlite_store.content_text(conn, h) if h else None

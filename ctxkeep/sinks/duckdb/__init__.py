@@ -403,7 +403,7 @@ class _SlicePrices:
     def of(self, keys: list[tuple]) -> list:
         new = [k for k in keys if k not in self.rates]
         if new:
-            got = self.pricer.rates_many([(m, d or self.today) for m, d in new])
+            got = [self.pricer.rates(m, d or self.today) for m, d in new]
             self.rates.update(zip(new, got, strict=True))
         return [self.rates[k] for k in keys]
 
@@ -461,8 +461,18 @@ def _upsert_slice(
                 }
             ),
         )
+        # the billed token counts (``transforms.cost``'s conventions): the one-hour
+        # write is a part of the cache write; reasoning is output where the agent's
+        # logged output leaves it out
+        reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _attr AS SELECT c.*, "
+            "coalesce(c.input_tokens, 0) AS b_in, coalesce(c.cache_read_tokens, 0) AS b_cr, "
+            "coalesce(c.cache_creation_tokens, 0) AS b_cw, "
+            "least(coalesce(c.cache_creation_1h_tokens, 0), coalesce(c.cache_creation_tokens, 0)) AS b_cw1h, "
+            "coalesce(c.output_tokens, 0) + CASE WHEN c.agent IN ("
+            + reasoning
+            + ") THEN coalesce(c.reasoning_tokens, 0) ELSE 0 END AS b_out, "
             "CASE WHEN coalesce(c.model, '') <> '' THEN c.model "
             "     WHEN c.agent = 'codex' THEN a.model END AS priced_model, "
             "CASE WHEN coalesce(c.model, '') <> '' THEN 'logged' "
@@ -487,13 +497,11 @@ def _upsert_slice(
                 pa.table({"m": [m for m, _ in tiered], "d": pa.array([d for _, d in tiered], pa.date32())}),
             )
             got = con.execute(
-                f"SELECT usage_key, agent, priced_model, ts, {', '.join(USAGE_COLUMNS)}, "
-                "cache_creation_1h_tokens FROM _attr "
+                "SELECT usage_key, priced_model, day, b_in, b_cr, b_cw, b_cw1h, b_out FROM _attr "
                 "JOIN _tiered_keys t ON t.m = priced_model AND t.d IS NOT DISTINCT FROM day"
             ).fetchall()
-            tier_cost = dict(
-                zip((g[0] for g in got), prices.pricer.prices([g[1:] for g in got]), strict=True)
-            )
+            items = [(m, d or prices.today, *counts) for _k, m, d, *counts in got]
+            tier_cost = {g[0]: cost.genai_tiered(*it) for g, it in zip(got, items, strict=True)}
             con.unregister("_tiered_keys")
         con.register(
             "_rates",
@@ -517,16 +525,12 @@ def _upsert_slice(
                 }
             ),
         )
-        reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
+        # the one cost formula of a flat price (USD per MTok rates); a tiered price is
+        # genai-prices' own (``cost.genai_tiered``) over the same billed counts
         con.execute(
             "INSERT OR REPLACE INTO usage BY NAME "
             "WITH p AS (SELECT a.*, coalesce(t.c, "
-            "  (coalesce(input_tokens, 0) * r.r_in + coalesce(cache_read_tokens, 0) * r.r_cr "
-            "   + (coalesce(cache_creation_tokens, 0) - least(coalesce(cache_creation_1h_tokens, 0), "
-            "      coalesce(cache_creation_tokens, 0))) * r.r_cw "
-            "   + least(coalesce(cache_creation_1h_tokens, 0), coalesce(cache_creation_tokens, 0)) * r.r_cw1h "
-            "   + (coalesce(output_tokens, 0) "
-            f"   + CASE WHEN agent IN ({reasoning}) THEN coalesce(reasoning_tokens, 0) ELSE 0 END) * r.r_out"
+            "  (b_in * r.r_in + b_cr * r.r_cr + (b_cw - b_cw1h) * r.r_cw + b_cw1h * r.r_cw1h + b_out * r.r_out"
             "  ) / 1e6) AS calc "
             "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
             "  LEFT JOIN _tier_cost t USING (usage_key)) "

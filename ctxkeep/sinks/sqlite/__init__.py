@@ -24,7 +24,7 @@ Tables:
   (``transforms.grams``; rowid = chunk_id) and the same ``facets``; rank
   ``bm25(1.0, 0.0)``;
 - ``usage``: one row per counted API response (``usage_key``);
-- ``coverage``: the coverage ledger (v11, ``coverage``): per session file and agent
+- ``coverage``: the coverage ledger (v12, ``coverage``): per session file and agent
   version, records seen, parsed, quarantined, types not understood;
 - ``watermarks``, ``quarantine``, ``runs`` (``runs.recorded_run``), ``tombstones``,
   ``meta``;
@@ -60,7 +60,7 @@ _EXPORTS: dict[str, str] = {
     "ctxkeep.sinks.sqlite.ddl": "DDL SCHEMA_VERSION TITLE_WEIGHT",
     "ctxkeep.sinks.sqlite.fts": "rebuild_fts_tables refresh_facets",
     "ctxkeep.sinks.sqlite.load": "load_batch with_index_terms",
-    "ctxkeep.sinks.sqlite.lookup": "content_text existing_contents existing_entry_ids load_watermarks quarantined_hashes tombstoned",
+    "ctxkeep.sinks.sqlite.lookup": "content_text existing_contents existing_entry_ids load_watermarks quarantined_hashes token_estimates tombstoned user_messages",
     "ctxkeep.sinks.sqlite.media": "StoredMedia media_for put_media",
     "ctxkeep.sinks.sqlite.runs": "RunRecord recorded_run",
     "ctxkeep.sinks.sqlite.status": "Applied EntryChanges Relocation StatusChange apply_changes",

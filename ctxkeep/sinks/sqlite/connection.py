@@ -61,7 +61,7 @@ BUSY_TIMEOUT_MS = 30000
 #: the oldest schema a reader can search: v10, whose entries the search reads by file and
 #: content id (``entry_rows``, v9) and whose chunks through the ``chunks`` view (v10);
 #: older stores are upgraded by the first writable open (``ctxkeep ingest``). A v10
-#: store is read as it is: its coverage ledger (v11) is empty until an ingest
+#: store is read as it is: its coverage ledger (v12) is empty until an ingest
 MIN_READ_VERSION = 10
 
 

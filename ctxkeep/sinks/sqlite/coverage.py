@@ -1,4 +1,4 @@
-"""The coverage ledger (table ``coverage``, schema v11): per session file and agent
+"""The coverage ledger (table ``coverage``, schema v12): per session file and agent
 version, the records its reader saw, parsed into entries, quarantined, and the record
 types it did not understand, with the parser version that read it.
 
@@ -76,7 +76,7 @@ def coverage_ledger(conn: sqlite3.Connection, agents: Iterable[str] | None = Non
     then version: dicts ``{"agent", "agent_version", "parser_version", "files",
     "records", "parsed", "entries", "quarantined", "parse_rate" (parsed / records,
     None for no records), "unknown": {type: {"count", "sample"}}, "updated_at"}``.
-    An empty list for a store without the table (older than schema v11)."""
+    An empty list for a store without the table (older than schema v12)."""
     want = set(agents) if agents else None
     try:
         rows = conn.execute(

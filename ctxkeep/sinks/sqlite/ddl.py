@@ -32,9 +32,10 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: and ``ingests``), ``entries_session`` is on the session id
 #: alone, and the chunks are stored in ``chunk_rows`` with a title found in the text as
 #: its span (``title_stored``); ``chunks`` is a view with the v9 columns (``CHUNKS_VIEW``);
-#: v11: the coverage ledger ``coverage`` (``sinks.sqlite.coverage``).
+#: v11: the vault's manifest (``sinks.vault``); v12: the coverage ledger ``coverage``
+#: (``sinks.sqlite.coverage``).
 #: Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -180,7 +181,7 @@ TABLES: dict[str, str] = {
   files TEXT, exported_at TEXT, PRIMARY KEY(dest, tbl, machine, agent, month))""",
     # operations in flight across SQLite, DuckDB, Parquet and session files, completed
     # after a crash by the next writable command (``intents``, ``sinks.recovery``)
-    # the coverage ledger (v11): per session file and agent version, what its reader
+    # the coverage ledger (v12): per session file and agent version, what its reader
     # saw, parsed, quarantined and did not understand (``sinks.sqlite.coverage``)
     "coverage": """CREATE TABLE IF NOT EXISTS coverage(
   agent TEXT NOT NULL, path TEXT NOT NULL, agent_version TEXT NOT NULL, parser_version INTEGER,
@@ -190,6 +191,25 @@ TABLES: dict[str, str] = {
     "intents": """CREATE TABLE IF NOT EXISTS intents(
   intent_id INTEGER PRIMARY KEY, op TEXT NOT NULL, step TEXT NOT NULL, payload TEXT NOT NULL,
   owner TEXT, run_id INTEGER, created_at TEXT, updated_at TEXT)""",
+    # the vault's manifest (v11, ``sinks.vault``): pack files of zstd objects, the
+    # objects by SHA-256 of their (redacted) bytes, the agents' files and their
+    # generations, an append file's segments in order
+    "vault_packs": """CREATE TABLE IF NOT EXISTS vault_packs(
+  pack_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, bytes INTEGER NOT NULL, created_at TEXT)""",
+    "vault_objects": """CREATE TABLE IF NOT EXISTS vault_objects(
+  sha BLOB PRIMARY KEY, pack_id INTEGER NOT NULL, offset INTEGER NOT NULL, stored INTEGER NOT NULL,
+  raw INTEGER NOT NULL) WITHOUT ROWID""",
+    "vault_files": """CREATE TABLE IF NOT EXISTS vault_files(
+  vfile_id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, agent TEXT NOT NULL, mode TEXT NOT NULL,
+  meta TEXT)""",
+    "vault_generations": """CREATE TABLE IF NOT EXISTS vault_generations(
+  gen_id INTEGER PRIMARY KEY, vfile_id INTEGER NOT NULL, gen INTEGER NOT NULL, start INTEGER NOT NULL,
+  length INTEGER NOT NULL, stored INTEGER NOT NULL, dev INTEGER, ino INTEGER, size INTEGER,
+  mtime_ns INTEGER, created_at TEXT, updated_at TEXT, redactions TEXT, doc_sha BLOB, chunks BLOB,
+  UNIQUE(vfile_id, gen))""",
+    "vault_segments": """CREATE TABLE IF NOT EXISTS vault_segments(
+  gen_id INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
+  sha BLOB NOT NULL, skip INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(gen_id, seq)) WITHOUT ROWID""",
 }
 
 FTS_TABLES: dict[str, str] = {

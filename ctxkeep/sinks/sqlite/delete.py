@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks.sqlite import write
@@ -103,6 +104,66 @@ def select_all(conn: sqlite3.Connection) -> None:
     conn.execute(f"INSERT INTO _p_entries SELECT {_COLS} FROM entries")
     conn.execute("INSERT OR IGNORE INTO _p_sessions SELECT DISTINCT session_id FROM entries")
     _derive(conn)
+
+
+def prepare(conn: sqlite3.Connection, *, secure: bool = False) -> None:
+    """Set up ``conn`` for a selection: ``temp_store=MEMORY`` (the TEMP tables stay off
+    the disk); ``secure``: ``secure_delete=ON`` too (freed cells and pages are zeroed,
+    as ``scrub`` needs)."""
+    if secure:
+        conn.execute("PRAGMA secure_delete=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+
+
+def select_scope(conn: sqlite3.Connection, scope: str, value: str) -> None:
+    """Choose a purge scope: ``session`` (``select_session``), ``project``
+    (``select_project``) or anything else (``select_all``)."""
+    if scope == "session":
+        select_session(conn, value)
+    elif scope == "project":
+        select_project(conn, value)
+    else:
+        select_all(conn)
+
+
+def store_counts(db: Path) -> dict:
+    """The whole store's rows, from a read-only connection to ``db`` (a wipe's
+    preview): ``{"entries", "sessions", "contents", "chunks", "usage", "quarantine"}``.
+    Raises sqlite3.Error for a store that cannot be read."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        one = lambda q: conn.execute(q).fetchone()[0]  # noqa: E731
+        return {
+            "entries": one("SELECT count(*) FROM entries"),
+            "sessions": one("SELECT count(DISTINCT session_id) FROM entries"),
+            "contents": one("SELECT count(*) FROM contents"),
+            "chunks": one("SELECT count(*) FROM chunks"),
+            "usage": one("SELECT count(*) FROM usage"),
+            "quarantine": one("SELECT count(*) FROM quarantine"),
+        }
+    finally:
+        conn.close()
+
+
+def entries_in_copy(path: Path, scopes: list[tuple[str, str]]) -> int:
+    """The entries of ``scopes`` (``(scope, value)`` pairs as ``select_scope``; scope
+    ``all``: every entry) in the store copy at ``path`` (a backup), opened read-only
+    and immutable (only TEMP tables, in memory, are written). Raises sqlite3.Error
+    for a copy that cannot be read."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        conn.execute("PRAGMA temp_store=MEMORY")
+        n = 0
+        for scope, value in scopes:
+            if scope == "all":
+                n += conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+                continue
+            select_scope(conn, scope, value)
+            n += conn.execute("SELECT count(*) FROM _p_entries").fetchone()[0]
+            drop_selection(conn)
+        return n
+    finally:
+        conn.close()
 
 
 def _derive(conn: sqlite3.Connection) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
@@ -178,6 +178,7 @@ def load_batch(
     watermarks: Iterable[Watermark | None] = (),
     status_changes: Iterable[StatusChange | dict] | None = None,
     vocab: set[str] | None = None,
+    before_watermarks: Callable[[sqlite3.Connection], None] | None = None,
     coverage: Iterable[tuple] = (),
 ) -> int:
     """Store one batch in a single transaction and return the number of new entries.
@@ -200,10 +201,12 @@ def load_batch(
         watermarks: saved with the batch, so the batch is stored exactly once (one per
             file whose new bytes the batch holds; None entries are skipped).
         status_changes: applied after the entries (``status.apply_changes``).
-        vocab: ``transforms.grams.vocab_terms`` of the chunk texts, with a ``symbols``
-            column on ``chunks`` (``with_index_terms``); computed here when absent.
         coverage: ``(agent, path, parser_version, sources.coverage.Tally)`` of the
             batches, added to the coverage ledger (``coverage.store``).
+        before_watermarks: called with ``conn`` inside the transaction before the
+            watermarks are saved (the vault's manifest rows, ``sinks.vault.record``).
+        vocab: ``transforms.grams.vocab_terms`` of the chunk texts, with a ``symbols``
+            column on ``chunks`` (``with_index_terms``); computed here when absent.
 
     Raises StoreBusy when another writer holds the database.
     """
@@ -278,6 +281,8 @@ def load_batch(
             apply_changes(conn, status_changes, stamp=stamp)
         if coverage:
             store_coverage(conn, coverage, stamp)
+        if before_watermarks is not None:
+            before_watermarks(conn)
         for wm in watermarks:
             if wm is not None:
                 save_watermark(conn, wm)

@@ -380,3 +380,64 @@ def session_family(conn: sqlite3.Connection, session_id: str) -> list[str]:
     search filter on one session covers. (Sub-agents with ids of their own, found only
     by ``parent_session_id``, need a full scan and are left to ``show`` and purge.)"""
     return sorted({session_id, *sessions_starting(conn, session_id + "/")})
+
+
+def _roots(conn: sqlite3.Connection, having: str, params: dict) -> list[str]:
+    """Root sessions (``coalesce(parent_session_id, session_id)``), sorted, whose
+    entries grouped by root satisfy ``having``."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT coalesce(parent_session_id, session_id) AS root FROM entries "
+            f"WHERE coalesce(parent_session_id, session_id) IS NOT NULL GROUP BY root {having} ORDER BY root",
+            params,
+        )
+    ]
+
+
+def root_sessions_of_agent(conn: sqlite3.Connection, agent: str) -> list[str]:
+    """Root sessions (a sub-agent counts with its parent) holding an entry of
+    ``agent``, sorted."""
+    return _roots(conn, "HAVING max(agent = :a) = 1", {"a": agent})
+
+
+def root_sessions_before(conn: sqlite3.Connection, cutoff: str) -> list[str]:
+    """Root sessions whose newest entry time (``ts``; when it has none, when it was
+    ingested) is before ``cutoff`` (ISO-8601 UTC text, compared as stored), sorted."""
+    return _roots(conn, "HAVING coalesce(max(ts), max(ingested_at)) < :cut", {"cut": cutoff})
+
+
+def absolute_project_dirs(conn: sqlite3.Connection) -> list[str]:
+    """The distinct stored ``project_dir`` values that are POSIX absolute paths."""
+    return [
+        r[0] for r in conn.execute("SELECT DISTINCT project_dir FROM entries WHERE project_dir LIKE '/%'")
+    ]
+
+
+def token_estimates(conn: sqlite3.Connection, hashes: list[str], methods: tuple[str, ...]) -> dict[str, int]:
+    """``{content_hash: token_estimate}`` of the ``contents`` among ``hashes`` counted
+    with one of ``methods`` (``contents.token_method``) and holding an estimate."""
+    marks = ",".join("?" * len(methods))
+    out: dict[str, int] = {}
+    for part in in_parts(hashes, 500):
+        q = (
+            f"SELECT content_hash, token_estimate FROM contents WHERE content_hash IN "
+            f"({','.join('?' * len(part))}) AND token_method IN ({marks}) AND token_estimate IS NOT NULL"
+        )
+        out.update(conn.execute(q, [*part, *methods]))
+    return out
+
+
+def user_messages(
+    conn: sqlite3.Connection, entry_ids: list[str]
+) -> list[tuple[str, str | None, int | None, str | None]]:
+    """``(entry_id, ts, source_offset, content_hash)`` of the user messages (role
+    ``user``, kind ``message``) among ``entry_ids``, in no set order."""
+    rows: list = []
+    for part in in_parts(entry_ids, 500):
+        q = (
+            "SELECT entry_id, ts, source_offset, content_hash FROM entries "
+            f"WHERE role = 'user' AND kind = 'message' AND entry_id IN ({','.join('?' * len(part))})"
+        )
+        rows += conn.execute(q, part).fetchall()
+    return rows

@@ -259,8 +259,16 @@ def _stamp_ids_chunk_spans(conn: sqlite3.Connection) -> None:
         conn.execute(ddl.INDEXES["chunks_content"])
 
 
+def _vault_manifest(conn: sqlite3.Connection) -> None:
+    """v11: the vault's manifest tables (``vault_packs``, ``vault_objects``,
+    ``vault_files``, ``vault_generations``, ``vault_segments``), created empty by
+    ``ddl.create_all``; no existing row changes. The next ingest reads every session
+    file the vault does not hold once from byte 0 (``pipeline.plan``), so the vault
+    takes in what the agents still keep."""
+
+
 def _coverage(conn: sqlite3.Connection) -> None:
-    """v11: the coverage ledger (``coverage``), empty: files read before it are
+    """v12: the coverage ledger (``coverage``), empty: files read before it are
     counted when read again (a parser change re-reads them whole)."""
     from ctxkeep.sinks.sqlite import ddl
 
@@ -283,7 +291,8 @@ MIGRATIONS: list[Migration] = [
         rebuilds_fts=False,
         frees_space=True,
     ),
-    Migration(11, "the coverage ledger", _coverage, rebuilds_fts=False),
+    Migration(11, "the vault manifest", _vault_manifest, rebuilds_fts=False),
+    Migration(12, "the coverage ledger", _coverage, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

@@ -106,3 +106,50 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
         # a term only the old texts held (a secret now redacted) leaves the vocabulary
         prune_vocab(conn, vocab_terms(old_texts))
     return out
+
+
+def count_contents(conn: sqlite3.Connection) -> int:
+    """The rows of ``contents``."""
+    return conn.execute("SELECT count(*) FROM contents").fetchone()[0]
+
+
+def texts_after(conn: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, str, str]]:
+    """``(content_id, content_hash, text)`` of the next ``limit`` contents after
+    ``after`` in ``content_id`` order (text: the chunks joined in ``seq`` order)."""
+    ids = conn.execute(
+        "SELECT content_id, content_hash FROM contents WHERE content_id > ? ORDER BY content_id LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    if not ids:
+        return []
+    parts: dict[int, list[str]] = {cid: [] for cid, _ in ids}
+    for cid, text in conn.execute(
+        "SELECT content_id, text FROM chunks WHERE content_id BETWEEN ? AND ? ORDER BY content_id, seq",
+        (ids[0][0], ids[-1][0]),
+    ):
+        if cid in parts:
+            parts[cid].append(text)
+    return [(cid, h, "".join(parts[cid])) for cid, h in ids]
+
+
+def quarantine_rows(conn: sqlite3.Connection) -> list[tuple[int, bytes | None, str | None]]:
+    """``(id, raw bytes, reason)`` of every ``quarantine`` row."""
+    return conn.execute("SELECT id, raw, reason FROM quarantine").fetchall()
+
+
+def text_media(conn: sqlite3.Connection) -> list[tuple[str, int, bytes]]:
+    """``(entry_id, seq, data)`` of the ``media`` rows holding text (``text/*``)."""
+    return conn.execute(
+        "SELECT entry_id, seq, data FROM media WHERE media_type LIKE 'text/%' AND data IS NOT NULL"
+    ).fetchall()
+
+
+def update_rows(
+    conn: sqlite3.Connection,
+    quarantine: list[tuple[bytes | None, str | None, int]],
+    media: list[tuple[bytes, int, str, str, int]],
+) -> None:
+    """Rewrite ``quarantine`` rows ``(raw, reason, id)`` and ``media`` rows ``(data,
+    bytes, sha256, entry_id, seq)``, in the caller's transaction."""
+    conn.executemany("UPDATE quarantine SET raw = ?, reason = ? WHERE id = ?", quarantine)
+    conn.executemany("UPDATE media SET data = ?, bytes = ?, sha256 = ? WHERE entry_id = ? AND seq = ?", media)

@@ -158,17 +158,28 @@ def check_is_store(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+#: page cache of ``check_integrity``'s read of every page, KiB
+CHECK_CACHE_KIB = 2048
+
+
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
     """Raise StoreDamaged when ``PRAGMA quick_check`` finds damage (or SQLite raises
     SQLITE_CORRUPT while it reads): the check of the commands that write (ingest before
     it stores anything, purge, retention, compress, reindex), so none writes into a
-    damaged b-tree. Reads every page: ~0.27 s per 170 MB."""
+    damaged b-tree. Reads every page: ~0.27 s per 170 MB, through a page cache cut to
+    ``CHECK_CACHE_KIB`` meanwhile (then restored): read through the writer's 64 MiB
+    cache, a check filled it with the whole store, up to 64 MB of RSS for an ingest of
+    a few lines (the hook path's budget, docs/design.md)."""
+    cache = conn.execute("PRAGMA cache_size").fetchone()[0]
+    conn.execute(f"PRAGMA cache_size=-{CHECK_CACHE_KIB}")
     try:
         problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
     except sqlite3.DatabaseError as e:
         if is_corruption(e):
             raise damaged(path, e) from None
         raise
+    finally:
+        conn.execute(f"PRAGMA cache_size={int(cache)}")
     if problems != ["ok"]:
         raise damaged(path, "; ".join(problems))
 

@@ -12,8 +12,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
-from ctxkeep.sources.readers.jsonl import HEAD_BYTES, parse_line, read_whole
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    DOCUMENT_CAP_FACTOR,
+    Batch,
+    OversizeLine,
+    RawCapture,
+    SourceFile,
+    Watermark,
+    max_line_bytes,
+    quarantine_row,
+)
+from ctxkeep.sources.readers.jsonl import HEAD_BYTES, open_file, parse_line
 
 #: a document whose mtime is older than this is complete (the agent is not writing it);
 #: ``$CTXKEEP_IDLE_SECONDS`` overrides it (read at each call)
@@ -44,6 +54,36 @@ def track_ids(state: dict, agent: str, session_id: str, old_ids: list[str], ids:
 
 
 DOC_BATCH_ENTRIES = 5000
+#: bytes read at a time from a document over the cap (hashed, not kept)
+PIECE_BYTES = 16 * 1024 * 1024
+
+
+def _oversize_document(
+    file: SourceFile, st: os.stat_result, wm: Watermark | None, parser_version: int, big: OversizeLine
+) -> Iterator[Batch]:
+    """The batch of a document over the cap (``read_document``): its quarantine row
+    (SHA-256, size, head), once per content (the hash is kept in the watermark state)."""
+    old = wm.state if (wm is not None and wm.parser_version == parser_version) else {}
+    kept = {k: v for k, v in old.items() if k not in ("sha256", "complete")}
+    hl = min(HEAD_BYTES, len(big.head))
+    new_wm = Watermark(
+        path=str(file.path),
+        agent=file.agent,
+        dev=st.st_dev,
+        ino=st.st_ino,
+        size=big.size,
+        mtime_ns=st.st_mtime_ns,
+        offset=big.size,
+        head_len=hl,
+        head_hash=hashlib.sha256(big.head[:hl]).hexdigest(),
+        parser_version=parser_version,
+        state=dict(kept, sha256=big.sha256),
+    )
+    if old.get("sha256") == big.sha256:
+        yield Batch([], [], new_wm)
+        return
+    yield Batch([], [big.row(file.path, "document")], new_wm, bytes_read=big.size, lines=1)
+
 
 DocParseFn = Callable[[bytes, Any, dict, bool], list[dict]]
 
@@ -76,14 +116,27 @@ def read_document(
     stores the hash, so the same bad bytes are not reported twice. Invalid JSON in a
     file modified less than ``IDLE_SECONDS`` ago is taken for a write in progress: it is
     not quarantined, and the next run looks again. A vanished or
-    unreadable file yields nothing. Yields batches of at most ``DOC_BATCH_ENTRIES``
+    unreadable file yields nothing. A document over the line cap
+    (``contract.max_line_bytes``) is never held whole: it is hashed in pieces and
+    quarantined as its SHA-256, size and head. Yields batches of at most ``DOC_BATCH_ENTRIES``
     entries; only the last carries the watermark.
     """
     path = file.path
-    whole = read_whole(path)
-    if whole is None:
+    opened = open_file(path)
+    if opened is None:
         return
-    data, st = whole
+    limit = max_line_bytes() * DOCUMENT_CAP_FACTOR
+    f, st = opened
+    with f:
+        data = f.read(limit + 1)
+        if len(data) > limit:  # never held whole: hashed in pieces, quarantined
+            big = OversizeLine(0, limit)
+            big.feed(data)
+            del data
+            while chunk := f.read(PIECE_BYTES):
+                big.feed(chunk)
+            yield from _oversize_document(file, st, wm, parser_version, big)
+            return
     digest = hashlib.sha256(data).hexdigest()
     idle = ((now if now is not None else time.time()) - st.st_mtime) >= idle_seconds()
 
@@ -107,6 +160,7 @@ def read_document(
     if old.get("sha256") == digest and old.get("complete", True):
         yield Batch([], [], _wm(dict(old), True))
         return
+    raw = RawCapture.of(file, "document", 0, data, st)  # this version, for the vault
     state: dict = {"sha256": digest}
     # on bad input the parser's carry-over (e.g. the message ids seen) is kept
     kept = {k: v for k, v in old.items() if k not in ("sha256", "complete")}
@@ -114,7 +168,7 @@ def read_document(
     doc: Any = None
     if json_doc:
         if not data.strip():
-            yield Batch([], [], _wm(state, True), bytes_read=len(data))
+            yield Batch([], [], _wm(state, True), bytes_read=len(data), raw=raw)
             return
         doc, problem = parse_line(data)
         if doc is None:
@@ -128,6 +182,7 @@ def read_document(
                 _wm(dict(kept, sha256=digest), True),
                 bytes_read=len(data),
                 lines=1,
+                raw=raw,
             )
             return
         if problem:
@@ -143,6 +198,7 @@ def read_document(
             _wm(dict(kept, sha256=digest), True),
             bytes_read=len(data),
             lines=1,
+            raw=raw,
         )
         return
     changes = state.pop("_status_changes", [])
@@ -156,4 +212,5 @@ def read_document(
             bytes_read=len(data) if last else 0,
             lines=1 if last else 0,
             status_changes=changes if last else [],
+            raw=raw if last else None,
         )

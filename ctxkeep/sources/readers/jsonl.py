@@ -9,40 +9,65 @@ Used by the JSONL agents (Claude Code, Codex, Copilot CLI, Qwen Code, Gemini CLI
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    OversizeLine,
+    RawCapture,
+    SourceFile,
+    Watermark,
+    max_line_bytes,
+    quarantine_row,
+)
 from ctxkeep.sources.coverage import Tally
 
 HEAD_BYTES = 4096
 
+#: files read from elsewhere: ``original path (text) → the file holding its bytes``,
+#: set by ``maintenance.reparse`` while it parses the vault's generations again (the
+#: agents' files may be gone); the readers report the original path
+VIEW: dict[str, Path] = {}
+
+
+def readable(path: Path) -> bool:
+    """Whether ``path`` exists or ``VIEW`` maps it (a reparse from the vault)."""
+    return str(path) in VIEW or path.exists()
+
 
 def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
     """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
-    is a directory or may not be read (a source then yields nothing for it)."""
+    is a directory or may not be read, or is no regular file (a FIFO swapped in after
+    discovery: opened non-blocking, so the open never waits for a writer; a device):
+    a source then yields nothing for it. A path in ``VIEW`` opens the file it maps to."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - returned open to the caller
-    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        fd = os.open(
+            VIEW.get(str(path), path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        )
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
         return None
-    return f, os.fstat(f.fileno())
-
-
-def read_whole(path: Path) -> tuple[bytes, os.stat_result] | None:
-    """All bytes of ``path`` and the ``fstat`` of the open file (None: see ``open_file``)."""
-    opened = open_file(path)
-    if opened is None:
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a symlink loop made after discovery
+            return None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
         return None
-    f, st = opened
-    with f:
-        return f.read(), st
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb"), st
 
 
 def file_head(path: Path, suffixes: tuple[str, ...], n: int = 4096) -> bytes:
@@ -59,8 +84,8 @@ def file_head(path: Path, suffixes: tuple[str, ...], n: int = 4096) -> bytes:
 
 
 def head_hash(path: Path, length: int) -> str:
-    """SHA-256 hex of the first ``length`` bytes of ``path``."""
-    with open(path, "rb") as f:
+    """SHA-256 hex of the first ``length`` bytes of ``path`` (``VIEW`` applies)."""
+    with open(VIEW.get(str(path), path), "rb") as f:
         return hashlib.sha256(f.read(length)).hexdigest()
 
 
@@ -223,12 +248,32 @@ def read_jsonl(
     offsets. A last line without ``\\n`` is left for the
     next run (the agent may be writing it). A file that vanished yields nothing.
 
-    Yields batches of at most about ``batch_bytes`` raw bytes (one line may exceed it).
+    Memory stays bounded whatever the file holds: a line longer than the line cap
+    (``contract.max_line_bytes``, ``[ingest] max_line_mb``) is quarantined as its
+    SHA-256, size and first 4 KiB (``contract.OversizeLine``), read in ``batch_bytes``
+    pieces and never held whole; an unterminated last line past the cap is streamed to
+    the end of the file, not buffered, and waits for the next run like any other.
+
+    With ``unique_ids`` (the agent gives each record an id that no other record
+    shares: Claude Code's ``uuid``), two lines of a batch whose entries carry the same
+    ``record_id`` are one record written twice (``_Copies``): a byte-identical repeat
+    is stored once (by its ids, as before); otherwise the valid copy is kept and the
+    other is quarantined (reason ``duplicate record id``), a damaged copy (a line that
+    needed a lenient repair or was salvaged, or one the parser marks with
+    ``state["_broken"]``) giving way to a valid one even when it came first.
+
+    Each batch carries its coverage tally (``Batch.coverage``, ``sources.coverage``):
+    records per agent version, parsed, quarantined, types not understood; ``reset``
+    on the first batch of a read from byte 0.
+
+    Yields batches of at most about ``batch_bytes`` raw bytes (plus one line under the
+    cap).
     """
     path = file.path
     opened = open_file(path)
     if opened is None:
         return
+    cap = max_line_bytes()
     f, st = opened
     with f:
         offset, state, _why = start_offset(path, st, wm, parser_version)
@@ -236,123 +281,180 @@ def read_jsonl(
             state = init_state(file)
         fd = f.fileno()
         f.seek(offset)
+        buf = bytearray()  # the bytes after the last complete line (at most the cap)
+        pos = offset  # file offset of buf[0], or of the over-cap line being streamed
+        over: OversizeLine | None = None  # an unterminated line past the cap, streamed
+        carried: list[dict] = []  # the quarantine row of an over-cap line that just ended
+        carried_bytes = 0
         first = True
-        pending = b""
-        pos = offset  # file offset of pending[0]
         while True:
             chunk = f.read(batch_bytes)
-            data = pending + chunk if pending else chunk
-            if not data:
-                break
-            end = data.rfind(b"\n")
-            if end < 0:
-                if not chunk:
-                    break  # an unterminated last line: leave for the next run
-                pending = data
-                continue
-            complete, pending = data[: end + 1], data[end + 1 :]
-            entries: list[dict] = []
-            quarantine: list[dict] = []
-            tally = Tally(reset=first and offset == 0)
-            copies = _Copies(entries, quarantine, tally, path) if unique_ids else None
-            first = False
-            lines = 0
-            start = 0
-            n = len(complete)
-            while start < n:
-                nl = complete.index(b"\n", start)
-                raw = complete[start:nl]
-                line_off = pos + start
-                start = nl + 1
-                if raw.endswith(b"\r"):
-                    raw = raw[:-1]
-                if not raw.strip():
+            eof = not chunk
+            if over is not None:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    over.feed(chunk)
+                    if eof:
+                        break  # an unterminated over-cap last line: waits, never buffered
                     continue
-                lines += 1
-                rec, problem = parse_line(raw)
-                if rec is None and problem is not None:  # (a JSON ``null`` parses to None too)
-                    pieces = salvage_line(raw)
-                    if not pieces:
-                        quarantine.append(quarantine_row(path, line_off, raw, problem))
-                        tally.quarantined(state.get("_v"))
-                        continue
-                    quarantine.append(
-                        quarantine_row(
-                            path,
-                            line_off,
-                            raw,
-                            f"{problem}; recovered {len(pieces)} record(s) at line offsets "
-                            + ",".join(str(o) for o, _ in pieces),
-                            "repaired",
-                        )
-                    )
-                    todo = []
-                    for rel, piece in pieces:
-                        prec, _problem = parse_line(piece)
-                        if prec is not None:
-                            todo.append((line_off + rel, piece, prec))
-                else:
-                    if problem:
-                        quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
-                    todo = [(line_off, raw, rec)]
-                repaired = problem is not None
-                for rec_off, rec_raw, rec in todo:
-                    if not isinstance(rec, dict):
-                        quarantine.append(
-                            quarantine_row(
-                                path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})"
-                            )
-                        )
-                        tally.quarantined(state.get("_v"))
-                        continue
-                    lh = hashlib.sha256(rec_raw).hexdigest()
-                    try:
-                        got = parse(rec, rec_off, lh, state)
-                    except Exception as e:  # a parser bug must not stop the run
-                        state.pop("_unknown", None)
-                        state.pop("_broken", None)
-                        quarantine.append(
-                            quarantine_row(path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}")
-                        )
-                        tally.quarantined(state.get("_v"))
-                        continue
-                    broken = repaired or bool(state.pop("_broken", False))
-                    version = state.get("_v")
-                    tally.record(version, len(got), state.pop("_unknown", ()), rec_raw)
-                    if copies is not None:
-                        copies.add(got, rec_off, rec_raw, lh, broken, version)
-                    else:
-                        entries.extend(got)
-            if copies is not None:
-                entries = copies.kept()
-            pos += len(complete)
-            # a watermark records the file's size only once every byte was seen, so
-            # a run stopped between batches resumes instead of skipping the file
-            final = pos + len(pending) >= st.st_size
-            changes = state.pop("_status_changes", [])  # see Batch.status_changes
-            new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
-            yield Batch(
-                entries,
-                quarantine,
-                new_wm,
-                bytes_read=len(complete),
-                lines=lines,
-                status_changes=changes,
-                coverage=tally,
-            )
-            if not chunk:
+                over.feed(memoryview(chunk)[:nl])
+                carried.append(over.row(path))
+                carried_bytes = over.size + 1
+                pos = over.start + carried_bytes
+                over = None
+                chunk = chunk[nl + 1 :]
+            buf += chunk
+            end = buf.rfind(b"\n")
+            complete = b""
+            if end >= 0:
+                complete = bytes(buf[: end + 1])
+                del buf[: end + 1]
+            if len(buf) > cap:  # the unterminated rest is past the cap: stream it from here
+                over = OversizeLine(pos + len(complete), cap)
+                over.feed(buf)
+                buf = bytearray()
+            if complete or carried:
+                tally = Tally(reset=first and offset == 0)
+                first = False
+                if carried:
+                    tally.quarantined(state.get("_v"), len(carried))
+                entries, quarantine, lines = _parse_lines(
+                    complete, pos, path, parse, state, cap, tally, unique_ids
+                )
+                # the complete lines read, for the vault (an over-cap line is not kept:
+                # its bytes are a gap, after which the vault starts a new generation)
+                raw = RawCapture.of(file, "append", pos, complete, st) if complete else None
+                pos += len(complete)
+                # a watermark records the file's size only once every byte was seen, so
+                # a run stopped between batches resumes instead of skipping the file
+                final = over is None and pos + len(buf) >= st.st_size
+                changes = state.pop("_status_changes", [])  # see Batch.status_changes
+                new_wm = _watermark(file, st, fd, pos, parser_version, state, final)
+                yield Batch(
+                    entries,
+                    carried + quarantine,
+                    new_wm,
+                    bytes_read=len(complete) + carried_bytes,
+                    lines=lines + len(carried),
+                    status_changes=changes,
+                    raw=raw,
+                    coverage=tally,
+                )
+                carried, carried_bytes = [], 0
+            if eof:
                 break
-        if pos == offset and (
+        if over is not None and pos != offset:
+            # the file ends inside an over-cap line after lines were read: the watermark
+            # records the size, so an unchanged file is not streamed again next run
+            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True), coverage=Tally())
+        elif pos == offset and (
             wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns) or wm.offset != pos
         ):
             # nothing complete was read (empty file, or only a partial last line): record
-            # the watermark anyway so that an unchanged file is skipped next time
+            # the watermark anyway so that an unchanged file is skipped next time (and
+            # an empty capture, so the vault knows the file: a 0-byte file restores)
             yield Batch(
                 [],
                 [],
                 _watermark(file, st, fd, pos, parser_version, state, True),
+                raw=RawCapture.of(file, "append", pos, b"", st),
                 coverage=Tally(reset=pos == 0),
             )
+
+
+def _parse_lines(
+    complete: bytes,
+    pos: int,
+    path: Path,
+    parse: ParseFn,
+    state: dict,
+    cap: int,
+    tally: Tally,
+    unique_ids: bool = False,
+) -> tuple[list[dict], list[dict], int]:
+    """Parse the complete lines of ``complete`` (which starts at file offset ``pos`` and
+    ends with ``\\n``): ``(entries, quarantine rows, lines)`` (``read_jsonl``'s rules; a
+    line over ``cap`` bytes is quarantined as its hash, size and head, unparsed). Each
+    record is counted in ``tally`` (``sources.coverage``: the agent version the parser
+    notes in ``state["_v"]``, the types it does not understand in ``state["_unknown"]``);
+    with ``unique_ids``, copies of one record id are resolved (``_Copies``)."""
+    entries: list[dict] = []
+    quarantine: list[dict] = []
+    copies = _Copies(entries, quarantine, tally, path) if unique_ids else None
+    lines = 0
+    start = 0
+    n = len(complete)
+    while start < n:
+        nl = complete.index(b"\n", start)
+        raw = complete[start:nl]
+        line_off = pos + start
+        start = nl + 1
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw.strip():
+            continue
+        lines += 1
+        if len(raw) > cap:
+            big = OversizeLine(line_off, cap)
+            big.feed(complete[line_off - pos : nl])
+            quarantine.append(big.row(path))
+            tally.quarantined(state.get("_v"))
+            continue
+        rec, problem = parse_line(raw)
+        if rec is None and problem is not None:  # (a JSON ``null`` parses to None too)
+            pieces = salvage_line(raw)
+            if not pieces:
+                quarantine.append(quarantine_row(path, line_off, raw, problem))
+                tally.quarantined(state.get("_v"))
+                continue
+            quarantine.append(
+                quarantine_row(
+                    path,
+                    line_off,
+                    raw,
+                    f"{problem}; recovered {len(pieces)} record(s) at line offsets "
+                    + ",".join(str(o) for o, _ in pieces),
+                    "repaired",
+                )
+            )
+            todo = []
+            for rel, piece in pieces:
+                prec, _problem = parse_line(piece)
+                if prec is not None:
+                    todo.append((line_off + rel, piece, prec))
+        else:
+            if problem:
+                quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
+            todo = [(line_off, raw, rec)]
+        repaired = problem is not None
+        for rec_off, rec_raw, rec in todo:
+            if not isinstance(rec, dict):
+                quarantine.append(
+                    quarantine_row(path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})")
+                )
+                tally.quarantined(state.get("_v"))
+                continue
+            lh = hashlib.sha256(rec_raw).hexdigest()
+            try:
+                got = parse(rec, rec_off, lh, state)
+            except Exception as e:  # a parser bug must not stop the run
+                state.pop("_unknown", None)
+                state.pop("_broken", None)
+                quarantine.append(
+                    quarantine_row(path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}")
+                )
+                tally.quarantined(state.get("_v"))
+                continue
+            broken = repaired or bool(state.pop("_broken", False))
+            version = state.get("_v")
+            tally.record(version, len(got), state.pop("_unknown", ()), rec_raw)
+            if copies is not None:
+                copies.add(got, rec_off, rec_raw, lh, broken, version)
+            else:
+                entries.extend(got)
+    if copies is not None:
+        entries = copies.kept()
+    return entries, quarantine, lines
 
 
 class _Copies:

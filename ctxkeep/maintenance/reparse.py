@@ -1,0 +1,293 @@
+"""``ctxkeep reparse``: derive the entries, usage, FTS and DuckDB again from the vault
+with today's parsers, without the agents' files.
+
+How: under the store lock, a consistent copy of ``store.db`` is made beside the vault
+(``vault/tmp/reparse-<pid>/``); in the copy, the entries of the selected agents' vault
+files are deleted with what only they use (``sinks.sqlite.delete``: contents, chunks,
+FTS rows, usage, quarantine) and their watermarks; then every generation of every such
+file, oldest first, is written to a temporary file and read by the agent's own source
+as if it were the file at its original path (``sources.readers.jsonl.VIEW``), through
+the ingest engine (``pipeline.engine.ingest_files``: the same transform and load).
+Statuses maintenance set (``archived`` by compress, ``consumed``) are given back to
+the entries that had them. The diff of the copy against the store is the answer; with
+``dry_run`` the copy is dropped, else it replaces ``store.db`` in one rename (the store
+checkpointed first, its WAL removed before the rename) and DuckDB is rebuilt. A kill at
+any point leaves the old store or the new one, never a mix; the copy left behind by a
+kill is removed by the next reparse.
+
+Limits (said by the result's ``notes``): database agents (OpenCode, Crush, Goose,
+Cursor) and sst/opencode's JSON tree are not in the vault, their entries stay as they
+are; in a file whose secrets were redacted, ``source_offset`` counts the redacted bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from collections import Counter
+from contextlib import closing
+from pathlib import Path
+
+from ctxkeep.pipeline.engine import ingest_files
+from ctxkeep.sinks import recovery, vault
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import STORE_DB
+from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import delete as delete_store
+from ctxkeep.sinks.vault import manifest
+from ctxkeep.sources.contract import SourceFile
+from ctxkeep.sources.readers import jsonl as jsonl_reader
+
+#: statuses that maintenance (not a parser) gives entries, kept through a reparse
+KEPT_STATUSES = ("archived", "consumed")
+_USAGE_SUMS = (
+    "coalesce(sum(input_tokens),0), coalesce(sum(output_tokens),0), coalesce(sum(cache_read_tokens),0), "
+    "coalesce(sum(cache_creation_tokens),0), coalesce(sum(cost_usd),0)"
+)
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "cost_usd")
+
+
+def _entries(conn, agents: list[str]) -> dict[str, tuple]:
+    q = ",".join("?" * len(agents))
+    return {
+        r[0]: r[1:]
+        for r in conn.execute(
+            f"SELECT e.entry_id, e.agent, e.kind, c.content_hash, e.status, e.ts FROM entry_rows e "
+            f"LEFT JOIN contents c ON c.content_id = e.content_id WHERE e.agent IN ({q})",
+            agents,
+        )
+    }
+
+
+def _usage(conn, agents: list[str]) -> dict[str, dict]:
+    q = ",".join("?" * len(agents))
+    out = {}
+    for agent, *sums in conn.execute(
+        f"SELECT agent, {_USAGE_SUMS} FROM usage WHERE agent IN ({q}) GROUP BY agent", agents
+    ):
+        out[agent] = dict(zip(_USAGE_KEYS, sums, strict=True))
+    return out
+
+
+def diff(old_conn, new_conn, agents: list[str]) -> dict:
+    """Per agent and kind: entries ``added``, ``removed``, ``changed`` (same id, another
+    text, status or time); per agent: usage sums before and after and their delta
+    (tokens, ``cost_usd`` as logged)."""
+    old, new = _entries(old_conn, agents), _entries(new_conn, agents)
+    per: dict[tuple[str, str], Counter] = {}
+    for eid in old.keys() | new.keys():
+        o, n = old.get(eid), new.get(eid)
+        key = (n or o)[0], (n or o)[1]
+        c = per.setdefault(key, Counter())
+        if o is None:
+            c["added"] += 1
+        elif n is None:
+            c["removed"] += 1
+        elif o[2:] != n[2:]:
+            c["changed"] += 1
+        else:
+            c["same"] += 1
+    uo, un = _usage(old_conn, agents), _usage(new_conn, agents)
+    usage = {}
+    for a in sorted(uo.keys() | un.keys()):
+        b, f = uo.get(a, dict.fromkeys(_USAGE_KEYS, 0)), un.get(a, dict.fromkeys(_USAGE_KEYS, 0))
+        usage[a] = {"before": b, "after": f, "delta": {k: f[k] - b[k] for k in _USAGE_KEYS}}
+    return {
+        "entries": [
+            {"agent": a, "kind": k, **{x: c.get(x, 0) for x in ("added", "removed", "changed", "same")}}
+            for (a, k), c in sorted(per.items())
+        ],
+        "usage": usage,
+    }
+
+
+def _materialize(conn, home: Path, gens: list[manifest.Generation], work: Path) -> dict[int, Path]:
+    """Each generation's bytes in a file of ``work`` (its original mtime): ``gen_id →
+    path``. Raises ``VaultDamaged``."""
+    out = {}
+    for g in gens:
+        p = work / f"{g.gen_id}.bin"
+        with open(p, "wb") as f:
+            for chunk in manifest.iter_bytes(conn, home, g):
+                f.write(chunk)
+        if g.mtime_ns:
+            os.utime(p, ns=(g.mtime_ns, g.mtime_ns))
+        out[g.gen_id] = p
+    return out
+
+
+def _copy_store(home: Path, dest: Path) -> None:
+    src = sqlite3.connect(f"file:{home / STORE_DB}?mode=ro", uri=True)
+    dst = sqlite3.connect(dest)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
+def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
+    """The rebuilt watermarks name the agents' files as the vault met them (device,
+    inode, size, end offset), not the temporary files read, so a later ingest of an
+    unchanged file reads nothing again."""
+    for g in latest:
+        conn.execute(
+            "UPDATE watermarks SET dev = ?, ino = ?, size = ?, offset = CASE WHEN ? = 'document' THEN ? ELSE ? END "
+            "WHERE path = ?",
+            (g.dev, g.ino, g.size, g.mode, g.length, g.start + g.length, g.path),
+        )
+
+
+def reparse(
+    home: Path,
+    *,
+    agents: list[str] | None = None,
+    since_ns: int | None = None,
+    dry_run: bool = False,
+    progress=None,
+) -> dict:
+    """Rebuild the selected agents' derivation from the vault (see the module doc).
+    ``agents``: None for every agent the vault holds; ``since_ns``: only files whose
+    newest generation's mtime is at or after it. ``progress(phase)`` names each phase.
+
+    Returns ``{"dry_run", "agents", "files", "generations", "diff": diff(), "notes",
+    "seconds"}``. Raises StoreError (no store), StoreBusy, VaultDamaged (an object does
+    not read back: nothing changed)."""
+    t0 = time.perf_counter()
+    home = Path(home)
+    say = progress or (lambda _p: None)
+    with hold(home, what="reparse"):
+        live = sqlite_store.connect(home)
+        try:
+            recovery.recover(live, home)
+            gens = manifest.generations(live, agents=agents)
+        finally:
+            live.close()
+        latest: dict[str, manifest.Generation] = {}
+        for g in gens:
+            latest[g.path] = g
+        if since_ns is not None:
+            keep = {p for p, g in latest.items() if (g.mtime_ns or 0) >= since_ns}
+            gens = [g for g in gens if g.path in keep]
+            latest = {p: g for p, g in latest.items() if p in keep}
+        chosen = sorted({g.agent for g in gens})
+        tmp = vault.vault_dir(home) / "tmp"
+        for old in tmp.glob("reparse-*"):  # a copy a killed reparse left
+            shutil.rmtree(old, ignore_errors=True)
+        work = tmp / f"reparse-{os.getpid()}"
+        (work / "gens").mkdir(parents=True)
+        (work / "store").mkdir()
+        try:
+            say("copying the store")
+            _copy_store(home, work / "store" / STORE_DB)
+            new = sqlite_store.connect(work / "store")
+            try:
+                paths = sorted(latest)
+                if paths:
+                    say("removing the old derivation")
+                    statuses = dict(
+                        new.execute(
+                            "SELECT e.entry_id, e.status FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
+                            f"WHERE e.status IN ({','.join('?' * len(KEPT_STATUSES))}) AND f.path IN "
+                            "(SELECT value FROM json_each(?))",
+                            (*KEPT_STATUSES, _json(paths)),
+                        ).fetchall()
+                    )
+                    with sqlite_store.write(new):
+                        delete_store.select_where(
+                            new,
+                            "source_path IN (SELECT value FROM json_each(?))",
+                            (_json(paths),),
+                        )
+                        delete_store.delete_selected(new)
+                        delete_store.drop_selection(new)
+                        new.execute(
+                            "DELETE FROM watermarks WHERE path IN (SELECT value FROM json_each(?))",
+                            (_json(paths),),
+                        )
+                    say("reading the vault")
+                    files = _materialize(new, home, gens, work / "gens")
+                    tombs = sqlite_store.tombstoned(new)
+                    passes: dict[int, list[manifest.Generation]] = {}
+                    for g in gens:
+                        passes.setdefault(g.gen, []).append(g)
+                    with vault.suspended():
+                        for n in sorted(passes):
+                            say(f"parsing generation {n}")
+                            todo = []
+                            for g in passes[n]:
+                                jsonl_reader.VIEW[g.path] = files[g.gen_id]
+                                mode = "rewrite" if g.mode == "document" else "append"
+                                todo.append((SourceFile(g.agent, Path(g.path), mode, dict(g.meta)), None))
+                            try:
+                                ingest_files(new, todo, tombs, writer=False)
+                            finally:
+                                for g in passes[n]:
+                                    jsonl_reader.VIEW.pop(g.path, None)
+                    with sqlite_store.write(new):
+                        _fix_watermarks(new, list(latest.values()))
+                        for eid, st in statuses.items():
+                            new.execute(
+                                "UPDATE entry_rows SET status = ? WHERE entry_id = ? AND status = 'active'",
+                                (st, eid),
+                            )
+                old = sqlite_store.connect(home, readonly=True)
+                try:
+                    d = diff(old, new, chosen) if chosen else {"entries": [], "usage": {}}
+                finally:
+                    old.close()
+                new.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                new.close()
+            if not dry_run and chosen:
+                say("installing the new store")
+                _swap(home, work / "store" / STORE_DB)
+                conn = sqlite_store.connect(home)
+                try:
+                    recovery.rebuild_analytics(conn, home)
+                finally:
+                    conn.close()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return {
+        "dry_run": dry_run,
+        "agents": chosen,
+        "files": len(latest),
+        "generations": len(gens),
+        "diff": d,
+        "notes": [
+            "database agents and sst/opencode's JSON tree are not in the vault: their entries are kept as they are"
+        ],
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def _json(values: list[str]) -> str:
+    import json
+
+    return json.dumps(values)
+
+
+def _swap(home: Path, new_db: Path) -> None:
+    """Put ``new_db`` in place of ``store.db``: the store checkpointed (its WAL emptied)
+    and its ``-wal``/``-shm`` removed first, so no WAL of the old database meets the new
+    one; then one rename."""
+    db = home / STORE_DB
+    with closing(sqlite3.connect(db)) as c:
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for side in ("-wal", "-shm"):
+        try:
+            os.remove(str(db) + side)
+        except FileNotFoundError:
+            pass
+    for side in ("-wal", "-shm"):
+        try:
+            os.remove(str(new_db) + side)
+        except FileNotFoundError:
+            pass
+    os.replace(new_db, db)
+
+
+__all__ = ["KEPT_STATUSES", "diff", "reparse"]

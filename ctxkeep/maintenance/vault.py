@@ -1,0 +1,327 @@
+"""``ctxkeep vault status | verify | restore``: what the vault holds, whether it reads
+back, and the native files of a session made again from it (``sinks.vault``).
+
+The agents' own deletion schedules read here (``cleanup_schedules``):
+
+- Claude Code deletes session transcripts whose last change is older than
+  ``cleanupPeriodDays`` days (``~/.claude/settings.json``, default 30; Claude Code's
+  settings documentation, docs.anthropic.com/en/docs/claude-code/settings);
+- Gemini CLI deletes sessions older than ``general.sessionRetention.maxAge`` (``"30d"``,
+  ``"24h"``, ``"2w"``) when ``general.sessionRetention.enabled`` is true
+  (``~/.gemini/settings.json``; google-gemini/gemini-cli docs/cli/session-management.md);
+  ``maxCount`` keeps only the newest N sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxkeep.errors import NotFound, UsageError
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite.lookup import resolve_session
+from ctxkeep.sinks.vault import manifest
+from ctxkeep.sinks.vault.packs import vault_dir
+from ctxkeep.sources.contract import DiscoveryContext
+
+DAY_NS = 86_400 * 10**9
+CLAUDE_DEFAULT_DAYS = 30
+_AGE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdwm]?)\s*$")
+_AGE_UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "": 1}
+
+
+def _json_file(p: Path) -> dict:
+    try:
+        v = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+@dataclass
+class Schedule:
+    """An agent's own deletion rule: ``agent``, ``days`` (age at which it deletes a
+    session; None: it keeps them), ``max_count`` (newest sessions kept; None: no
+    cap), ``setting`` (where it was read, or that the default applies)."""
+
+    agent: str
+    days: float | None
+    setting: str
+    max_count: int | None = None
+
+
+def cleanup_schedules(home_dir: Path) -> list[Schedule]:
+    """The deletion rules of the agents that have one, read from ``home_dir`` (the
+    user's home: see the module doc for the settings and their sources)."""
+    out = []
+    cs = home_dir / ".claude" / "settings.json"
+    days = _json_file(cs).get("cleanupPeriodDays")
+    if isinstance(days, int | float) and not isinstance(days, bool) and days > 0:
+        out.append(Schedule("claude-code", float(days), f"{cs}: cleanupPeriodDays = {days}"))
+    else:
+        out.append(
+            Schedule(
+                "claude-code",
+                CLAUDE_DEFAULT_DAYS,
+                f"cleanupPeriodDays not set: {CLAUDE_DEFAULT_DAYS} (default)",
+            )
+        )
+    gs = home_dir / ".gemini" / "settings.json"
+    ret = (_json_file(gs).get("general") or {}).get("sessionRetention") or {}
+    if isinstance(ret, dict) and ret.get("enabled"):
+        m = _AGE_RE.match(str(ret.get("maxAge", "")))
+        n = ret.get("maxCount")
+        out.append(
+            Schedule(
+                "gemini-cli",
+                float(m.group(1)) * _AGE_UNIT_DAYS[m.group(2)] if m else None,
+                f"{gs}: general.sessionRetention = {json.dumps(ret, sort_keys=True)}",
+                n if isinstance(n, int) and n > 0 else None,
+            )
+        )
+    else:
+        out.append(Schedule("gemini-cli", None, "general.sessionRetention not enabled: sessions are kept"))
+    return out
+
+
+@dataclass
+class AtRisk:
+    """A session file its agent will delete (``due``: UTC ISO time, or ``now`` when
+    ``max_count`` already excludes it) whose bytes the vault does not hold whole."""
+
+    agent: str
+    path: str
+    due: str
+    vaulted_bytes: int
+    size: int
+
+
+@dataclass
+class AgentStatus:
+    """One agent's line of ``vault status``."""
+
+    agent: str
+    files: int
+    sessions: int
+    generations: int
+    raw_bytes: int
+    stored_bytes: int
+    redactions: dict[str, int]
+    deletes: str | None = None
+    next_deletion: str | None = None
+    at_risk: list[AtRisk] = field(default_factory=list)
+
+
+def _iso(ns: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns / 1e9))
+
+
+def _held(conn, path: str) -> int | None:
+    """Original bytes of ``path``'s newest generation from byte 0 (0: partial; None:
+    the vault does not know the file)."""
+    g = manifest.latest_of(conn, path)
+    if g is None:
+        return None
+    return g.length if g.start == 0 else 0
+
+
+def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | None = None) -> dict:
+    """Per agent: files, sessions, generations, bytes raw (original) and stored
+    (compressed), values redacted per kind; the agents' deletion schedules with the next
+    deletion of a session file on disk and the files at risk (due for deletion and not
+    whole in the vault). Returns ``{"vault_dir", "pack_bytes", "agents": [...],
+    "schedules": [...], "at_risk": n}``. Raises StoreError without a store."""
+    from ctxkeep.sources import discover_all
+
+    ctx = ctx or DiscoveryContext.from_env()
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    conn = sqlite_store.connect(Path(home), readonly=True)
+    try:
+        figs = manifest.figures(conn)
+        total, per = manifest.packed_bytes(conn)
+        sessions = dict(
+            conn.execute(
+                "SELECT vf.agent, count(DISTINCT e.session_id) FROM vault_files vf JOIN files fi "
+                "ON fi.path = vf.path JOIN entry_rows e ON e.file_id = fi.file_id GROUP BY vf.agent"
+            ).fetchall()
+        )
+        agents: dict[str, AgentStatus] = {
+            a: AgentStatus(
+                a, f["files"], sessions.get(a, 0), f["generations"], f["raw"], per.get(a, 0), f["redactions"]
+            )
+            for a, f in sorted(figs.items())
+        }
+        scheds = cleanup_schedules(ctx.home)
+        for s in scheds:
+            a = agents.setdefault(s.agent, AgentStatus(s.agent, 0, 0, 0, 0, 0, {}))
+            if s.days is None and s.max_count is None:
+                a.deletes = "never (" + s.setting + ")"
+                continue
+            a.deletes = (f"after {s.days:g} days" if s.days else "") + (
+                f"{', ' if s.days else ''}beyond the newest {s.max_count}" if s.max_count else ""
+            )
+            files = [f for d in discover_all(ctx, [s.agent]) for f in d.files]
+            stats = []
+            for f in files:
+                try:
+                    st = f.path.stat()
+                except OSError:
+                    continue
+                stats.append((st.st_mtime_ns, st.st_size, str(f.path)))
+            stats.sort(reverse=True)
+            dues = []
+            for i, (mt, size, path) in enumerate(stats):
+                due = mt + int(s.days * DAY_NS) if s.days else None
+                if s.max_count is not None and i >= s.max_count:
+                    due = now_ns
+                if due is None:
+                    continue
+                dues.append(due)
+                held = _held(conn, path)
+                if held is None or held < size:
+                    a.at_risk.append(AtRisk(s.agent, path, _iso(due), held or 0, size))
+            if dues:
+                a.next_deletion = _iso(min(dues))
+    finally:
+        conn.close()
+    rows = list(agents.values())
+    return {
+        "vault_dir": str(vault_dir(home)),
+        "pack_bytes": total,
+        "agents": [r.__dict__ | {"at_risk": [x.__dict__ for x in r.at_risk]} for r in rows],
+        "schedules": [s.__dict__ for s in scheds],
+        "at_risk": sum(len(r.at_risk) for r in rows),
+    }
+
+
+def vault_verify(home: Path, full: bool = False, progress=None) -> dict:
+    """``manifest.verify`` of the store at ``home``: ``{"generations", "objects",
+    "problems": [line, …], "ok"}``."""
+    conn = sqlite_store.connect(Path(home), readonly=True)
+    try:
+        n = conn.execute("SELECT count(*) FROM vault_generations").fetchone()[0]
+        objects, problems = manifest.verify(conn, Path(home), full=full, progress=progress)
+    finally:
+        conn.close()
+    return {
+        "generations": n,
+        "objects": objects,
+        "problems": [p.line() for p in problems if not p.what.startswith("orphan pack")],
+        "orphans": [p.line() for p in problems if p.what.startswith("orphan pack")],
+        "ok": not [p for p in problems if not p.what.startswith("orphan pack")],
+    }
+
+
+def session_files(conn, session_id: str) -> list[str]:
+    """The paths of the files the vault holds for ``session_id`` and its sub-agents
+    (the files its entries came from), sorted."""
+    rows = conn.execute(
+        "SELECT DISTINCT fi.path FROM entry_rows e JOIN files fi ON fi.file_id = e.file_id "
+        "JOIN vault_files vf ON vf.path = fi.path WHERE e.session_id = ?1 OR e.parent_session_id = ?1",
+        (session_id,),
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def _relative(path: str, user_home: Path) -> Path:
+    p = Path(path)
+    try:
+        return p.relative_to(user_home)
+    except ValueError:
+        return p.relative_to(p.anchor)
+
+
+def _write_restored(target: Path, data: bytes, mtime_ns: int | None) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.ctxkeep-restore.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if mtime_ns:
+        os.utime(tmp, ns=(mtime_ns, mtime_ns))
+    os.replace(tmp, target)
+
+
+def vault_restore(
+    home: Path,
+    session: str | None,
+    *,
+    to: Path | None = None,
+    force: bool = False,
+    all_missing: bool = False,
+    user_home: Path | None = None,
+) -> dict:
+    """Write the native files of ``session`` (an id or its first characters) back from
+    the vault's newest generation of each: at their original paths, or under ``to``
+    with the same layout relative to the user's home (``user_home``, default
+    ``$HOME``; a path outside it under its full path), each with its original mtime.
+    ``all_missing``: every file the vault holds that is missing on disk (no session).
+
+    Nothing is written when one target exists and ``force`` is not given. Returns
+    ``{"session", "files": [{"path", "to", "bytes", "redactions"}]}``. Raises
+    ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
+    holds only from an offset), ``UsageError`` (a target exists), ``VaultDamaged``."""
+    user_home = user_home or Path(os.environ.get("HOME") or Path.home())
+    conn = sqlite_store.connect(Path(home), readonly=True)
+    try:
+        if all_missing:
+            sid = None
+            paths = [g.path for g in manifest.generations(conn, latest=True) if not Path(g.path).exists()]
+        else:
+            sid = resolve_session(conn, session or "")
+            paths = session_files(conn, sid)
+            if not paths:
+                raise NotFound(
+                    f"the vault holds no file of session {sid}",
+                    where=str(vault_dir(home)),
+                    hint="its agent keeps it in a database, or it was ingested before the vault: run `ctxkeep ingest` while its files exist",
+                )
+        plans = []
+        for path in paths:
+            g = manifest.latest_of(conn, path)
+            if g is None:
+                continue
+            if g.start != 0:
+                raise NotFound(
+                    f"the vault holds {path} only from byte {g.start}",
+                    where=str(vault_dir(home)),
+                    hint="restore needs a generation kept from its first byte",
+                )
+            target = Path(path) if to is None else Path(to) / _relative(path, user_home)
+            plans.append((g, target))
+        exists = [str(t) for _, t in plans if t.exists() or t.is_symlink()]
+        if exists and not force:
+            raise UsageError(
+                f"{len(exists)} file(s) exist, e.g. {exists[0]}",
+                where="vault restore",
+                hint="pass --force to overwrite them, or --to DIR",
+            )
+        done = []
+        for g, target in plans:
+            data = manifest.gen_bytes(conn, Path(home), g)
+            _write_restored(target, data, g.mtime_ns)
+            done.append({"path": g.path, "to": str(target), "bytes": len(data), "redactions": g.redactions})
+    finally:
+        conn.close()
+    return {"session": sid, "files": done}
+
+
+__all__ = [
+    "AgentStatus",
+    "AtRisk",
+    "Schedule",
+    "cleanup_schedules",
+    "session_files",
+    "vault_restore",
+    "vault_status",
+    "vault_verify",
+]

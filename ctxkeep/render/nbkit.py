@@ -1,0 +1,184 @@
+"""What the marimo notebooks (``ctxkeep/notebooks/*.py``) share: tables that read as
+tables, one colour per agent across every chart, time axes, and the parts of a page.
+
+Run inside marimo (``marimo edit``/``marimo run``, ``ctxkeep ui``) a table is
+``mo.ui.table`` (sortable, searchable) and ``show(...)`` stacks its parts with
+``mo.vstack``. Run as a script (``python usage.py``, ``app.run()``, ``ctxkeep
+report html``) a table is a plain HTML table (numbers right-aligned with thousands
+separators; no dtype row, no shape line) and ``show`` returns the parts as a
+``Parts`` list, which ``render.report`` turns into a static page (charts as SVG).
+An empty table says what it would have held (``empty``), never a ``null`` row.
+
+Needs the ``notebooks`` extra (marimo, altair); imported only by the notebooks and
+``render.report``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Sequence
+
+import altair as alt
+import marimo as mo
+
+#: the colours of the agents, in order of the sorted agent names of the store
+#: (Tableau 10 then 10 more; a store with more agents cycles)
+PALETTE = (
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac", "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a",
+    "#d62728", "#ff9896", "#9467bd", "#c5b0d5",
+)  # fmt: skip
+
+
+def interactive() -> bool:
+    """True inside a running marimo notebook or app, False as a script."""
+    try:
+        return bool(mo.running_in_notebook())
+    except Exception:
+        return False
+
+
+class Parts(list):
+    """The parts of a cell's output when run as a script (``show``): markdown and
+    HTML (``mo.Html``), Altair charts, in order."""
+
+
+def show(*items):
+    """The parts of one cell's output: ``mo.vstack`` inside marimo, ``Parts`` as a
+    script. ``None`` items are left out."""
+    items = [i for i in items if i is not None]
+    return mo.vstack(items) if interactive() else Parts(items)
+
+
+def agent_scale(agents: Sequence[str]) -> alt.Scale:
+    """The colour scale of the agents: ``agents`` (every agent of the store, sorted, so
+    that a colour means one agent on every chart of every page) onto ``PALETTE``."""
+    domain = sorted(set(agents))
+    return alt.Scale(domain=domain, range=[PALETTE[i % len(PALETTE)] for i in range(len(domain))])
+
+
+def _cell(v, fmt: str | None) -> tuple[str, bool]:
+    """(text, is a number) of one value."""
+    if v is None:
+        return "", False
+    if isinstance(v, bool):
+        return ("yes" if v else "no"), False
+    if isinstance(v, int):
+        return (fmt.format(v) if fmt else f"{v:,}"), True
+    if isinstance(v, float):
+        if v != v:  # NaN
+            return "", True
+        return (fmt.format(v) if fmt else f"{v:,.2f}"), True
+    if isinstance(v, dt.datetime):
+        return v.strftime("%Y-%m-%d %H:%M"), False
+    if isinstance(v, dt.date):
+        return v.isoformat(), False
+    return str(v), False
+
+
+def table(
+    df, *, empty: str, formats: dict[str, str] | None = None, label: str | None = None, page_size: int = 25
+):
+    """A Polars DataFrame as a table: ``mo.ui.table`` inside marimo, else an HTML
+    table. ``empty``: the sentence shown instead when ``df`` has no rows;
+    ``formats``: column → ``str.format`` pattern (``"${:,.2f}"``, ``"{:.1%}"``)."""
+    formats = formats or {}
+    if df.height == 0:
+        return mo.md(f"*{empty}*")
+    if interactive():
+        fmt = {
+            c: (lambda v, f=f: "" if v is None else f.format(v))
+            for c, f in formats.items()
+            if c in df.columns
+        }
+        return mo.ui.table(
+            df,
+            format_mapping=fmt or None,
+            page_size=page_size,
+            label=label or "",
+            selection=None,
+            show_data_types=False,
+        )
+    head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in df.columns)
+    rows = []
+    for row in df.iter_rows():
+        cells = []
+        for c, v in zip(df.columns, row, strict=True):
+            text, num = _cell(v, formats.get(c))
+            cells.append(
+                f'<td class="n">{html.escape(text)}</td>' if num else f"<td>{html.escape(text)}</td>"
+            )
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    cap = f"<caption>{html.escape(label)}</caption>" if label else ""
+    return mo.Html(
+        f'<table class="data">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def grain(first: dt.date | None, last: dt.date | None) -> tuple[str, str]:
+    """The bar width for a span of days: ``("1d", "day")`` up to 60 days, weeks up to
+    a year, else months (Polars ``dt.truncate`` interval, Altair ``timeUnit`` word)."""
+    days = (last - first).days + 1 if first and last else 0
+    if days <= 60:
+        return "1d", "day"
+    if days <= 366:
+        return "1w", "week"
+    return "1mo", "month"
+
+
+class Store:
+    """A notebook's view of the store for one period: ``home``, read-only ``duck``
+    (DuckDB) and ``lite`` (SQLite) connections, the ``window`` (zone, local dates),
+    ``agents`` (every agent of the store, sorted) and their ``colour`` scale.
+    ``q(sql)`` runs DuckDB SQL with ``$tz``, ``$since``, ``$until`` bound and returns
+    a Polars DataFrame; ``in_period(col)`` is the SQL filter of a timestamp column on
+    the period's local days; ``local(col)`` the column as local time (naive, in the
+    zone). Raises what ``service.analytics.open_store`` and ``window`` raise."""
+
+    def __init__(self, store: str, timezone: str, since: str, until: str):
+        from ctxkeep.service import analytics
+
+        self.window = analytics.window(timezone, since, until)
+        self.home, self.duck, self.lite = analytics.open_store(store)
+        self.params = self.window.params()
+        self.agents = analytics.agents_of(self.duck)
+        self.colour = agent_scale(self.agents)
+        self._frame = analytics.frame
+
+    @property
+    def tz(self) -> str:
+        return self.window.tz
+
+    def q(self, sql: str):
+        import polars as pl
+
+        df = self._frame(self.duck, sql, self.params)
+        # DuckDB sums come back as decimals: whole ones (counts, bytes) as integers, USD as floats
+        return df.with_columns(
+            [
+                pl.col(c).cast(pl.Int64 if getattr(t, "scale", None) == 0 else pl.Float64)
+                for c, t in df.schema.items()
+                if isinstance(t, pl.Decimal)
+            ]
+        )
+
+    @staticmethod
+    def local(col: str) -> str:
+        return f"timezone($tz, {col})"
+
+    @staticmethod
+    def in_period(col: str) -> str:
+        day = f"CAST(timezone($tz, {col}) AS DATE)"
+        return f"($since::DATE IS NULL OR {day} >= $since::DATE) AND ($until::DATE IS NULL OR {day} <= $until::DATE)"
+
+    def header(self, title: str, what: str):
+        """The page's heading: title, what it shows, the store and the period."""
+        return mo.md(f"# {title}\n\n{what}\n\nStore `{self.home}` · period {self.window.label()}")
+
+
+def no_store(e: Exception):
+    """What a notebook shows when it cannot open the store (no store yet, or a running
+    ingest holds it): the error and what to run."""
+    hint = getattr(e, "hint", None) or "run `ctxkeep ingest` first"
+    return mo.md(f"**No data to show:** {e.args[0] if e.args else e}.\n\nWhat to do: {hint}.")

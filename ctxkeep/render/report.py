@@ -1,0 +1,185 @@
+"""``ctxkeep report html DIR``: the marimo notebooks (``ctxkeep/notebooks/*.py``) run
+as scripts against the store and written as static, self-contained pages.
+
+Why not ``marimo export html``: its pages load marimo's frontend from a CDN
+(``cdn.jsdelivr.net/npm/@marimo-team/frontend@<version>/…``, checked with marimo
+0.25.2; marimo issues #575 and #5717, open, ask for a standalone export), so they
+are blank offline. Here each notebook's ``app.run(defs=…)`` returns its cells'
+outputs; markdown and tables (``render.nbkit``: plain HTML tables when run as a
+script) are written as they are, Altair charts as inline SVG rendered by
+vl-convert (offline; it embeds Vega). A page loads nothing: no script, CSS inline.
+
+Needs the ``notebooks`` extra (marimo, altair, vl-convert-python).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import importlib.util
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ctxkeep.errors import CtxkeepError
+
+#: the notebooks ``report html`` runs, in order: (name, title)
+NOTEBOOKS: tuple[tuple[str, str], ...] = (
+    ("usage", "Usage: tokens and cost over time"),
+    ("sessions", "Sessions: context growth and tool calls"),
+    ("store", "Store: what is kept, dedup, compression, quarantine"),
+)
+#: the import names the pages need (the ``notebooks`` extra)
+REQUIRED_MODULES = ("marimo", "altair", "vl_convert")
+INSTALL_HINT = "add them with `uv sync --extra notebooks` or `pip install 'ctxkeep[notebooks]'`"
+
+
+def missing_modules() -> list[str]:
+    """The import names of ``REQUIRED_MODULES`` that are not installed."""
+    return [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
+
+
+def notebooks_dir() -> Path:
+    """``ctxkeep/notebooks/`` (package data in the wheel). Raises CtxkeepError when a
+    notebook is missing (a damaged installation)."""
+    from importlib.resources import files
+
+    d = Path(str(files("ctxkeep") / "notebooks"))
+    if not all((d / f"{name}.py").is_file() for name, _ in NOTEBOOKS):
+        raise CtxkeepError(
+            "the analytics notebooks are missing",
+            where=str(d),
+            hint="reinstall ctxkeep (the wheel ships them in ctxkeep/notebooks/)",
+        )
+    return d
+
+
+def load_app(path: Path):
+    """The ``marimo.App`` of the notebook file ``path`` (imported under a private
+    module name; its ``if __name__ == "__main__"`` block does not run)."""
+    spec = importlib.util.spec_from_file_location(f"ctxkeep_notebook_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.app
+
+
+def run_notebook(path: Path, params: dict[str, str]):
+    """Run the notebook at ``path`` as a script with ``params`` (``store``,
+    ``timezone``, ``since``, ``until``; they replace the parameter cell's values).
+    Returns marimo's ``(outputs, defs)``: each cell's output, and every name the cells
+    defined."""
+    return load_app(path).run(defs=dict(params))
+
+
+def _svg(chart) -> str:
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(chart.to_json())
+    # inline SVG in HTML needs no namespace declarations (and then names no URL)
+    return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg, count=0)
+
+
+def part_html(part) -> str:
+    """One output part as HTML: a chart as SVG, ``mo.Html`` as its text, a list of
+    parts in order; anything else as escaped text."""
+    import altair as alt
+    import marimo as mo
+
+    if part is None:
+        return ""
+    if isinstance(part, list | tuple):
+        return "\n".join(part_html(p) for p in part)
+    if isinstance(part, alt.TopLevelMixin):
+        return f'<figure class="chart">{_svg(part)}</figure>'
+    if isinstance(part, mo.Html):
+        return f'<div class="part">{part.text}</div>'
+    return f"<pre>{html.escape(str(part))}</pre>"
+
+
+def page(title: str, outputs, nav: str = "") -> str:
+    """The static page of one notebook's ``outputs``."""
+    body = "\n".join(part_html(o) for o in outputs)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{html.escape(title)} · ctxkeep</title><style>{_CSS}</style></head>\n"
+        f"<body>{nav}\n{body}\n</body></html>\n"
+    )
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:64rem;margin:1.5rem auto;padding:0 1rem;
+line-height:1.5;color:#1f2328}
+nav a{margin-right:1rem}
+h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #d1d9e0}
+table.data{border-collapse:collapse;font-size:.88rem;margin:.6rem 0}
+table.data th,table.data td{border-bottom:1px solid #d1d9e0;padding:.2rem .5rem;text-align:left}
+table.data td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.data caption{text-align:left;color:#59636e}
+figure.chart{margin:.8rem 0;overflow-x:auto}
+code{background:#f3f3f3;padding:0 .2em}
+@media print{nav{display:none}figure.chart,table.data{break-inside:avoid-page}}
+"""
+
+
+def write_reports(
+    home: Path,
+    out_dir: Path,
+    params: dict[str, str],
+    *,
+    progress: Callable[[str, str], None] | None = None,
+) -> list[Path]:
+    """Run every notebook of ``NOTEBOOKS`` against ``home`` and write
+    ``out_dir/<name>.html`` and ``out_dir/index.html``. ``params``: ``timezone``,
+    ``since``, ``until`` (text; "" = open). ``progress(name, "running"|"done")``.
+    Returns the written paths (index last). Raises CtxkeepError when the extra is
+    missing, the store cannot be opened (checked first, one line) or a notebook fails
+    (its name and the error)."""
+    missing = missing_modules()
+    if missing:
+        raise CtxkeepError(f"`report html` needs {', '.join(missing)}", hint=INSTALL_HINT)
+    from ctxkeep.service.analytics import open_store
+
+    _home, duck, lite = open_store(home)  # fail early, with one line
+    duck.close()
+    lite.close()
+    src = notebooks_dir()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nav = (
+        "<nav>"
+        + "".join(f'<a href="{n}.html">{n}</a>' for n, _ in NOTEBOOKS)
+        + '<a href="index.html">index</a></nav>'
+    )
+    written = []
+    for name, title in NOTEBOOKS:
+        if progress:
+            progress(name, "running")
+        try:
+            outputs, _defs = run_notebook(src / f"{name}.py", {"store": str(home), **params})
+        except Exception as e:  # a cell failed: its error, in one line
+            raise CtxkeepError(
+                f"notebook {name} failed: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
+                where=str(src / f"{name}.py"),
+                hint=f"open it with `marimo edit {src / f'{name}.py'}` to see the cell",
+            ) from None
+        path = out_dir / f"{name}.html"
+        path.write_text(page(title, outputs, nav), encoding="utf-8")
+        written.append(path)
+        if progress:
+            progress(name, "done")
+    index = out_dir / "index.html"
+    made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    items = "".join(f'<li><a href="{n}.html">{html.escape(t)}</a></li>' for n, t in NOTEBOOKS)
+    period = f"{params.get('since') or 'start'} … {params.get('until') or 'today'} ({params.get('timezone')})"
+    index.write_text(
+        page(
+            "ctxkeep reports",
+            [],
+            f"<h1>ctxkeep reports</h1><p>Store <code>{html.escape(str(home))}</code>, period "
+            f"{html.escape(period)}, made {made}.</p><ul>{items}</ul>",
+        ),
+        encoding="utf-8",
+    )
+    written.append(index)
+    return written

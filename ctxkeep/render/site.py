@@ -1,0 +1,136 @@
+"""``ctxkeep export markdown|html DEST``: transcripts written as a static site.
+
+Without sessions named: every session of the store, one page each, plus
+``index.<ext>``; with sessions named: those sessions and the sub-agents they
+started (their pages link each other), no index. Page names are
+``<session id, characters outside [A-Za-z0-9._-] as _, at most 60>-<8 hex of the
+agent and id>.<ext>`` (sidechain ids hold ``/``; two ids may differ only in such
+characters). Each file is written to a temporary name beside it and renamed into
+place (a reader, or a killed export, never leaves a half page). The data come from
+the service layer (``service.transcripts``); the texts are the store's, redacted at
+ingest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ctxkeep.errors import UsageError
+from ctxkeep.render import transcript as r
+from ctxkeep.service.transcripts import (
+    SessionIndexRequest,
+    TranscriptRequest,
+    session_index,
+    transcripts,
+)
+
+FORMATS = {"html": ".html", "markdown": ".md"}
+
+
+class ExportRequest(BaseModel):
+    """``home``, ``dest`` (a folder, created), ``fmt`` (``html`` or ``markdown``),
+    ``sessions`` (ids or prefixes; None: all, with an index), ``tz`` (IANA zone of the
+    times shown)."""
+
+    home: Path
+    dest: Path
+    fmt: str
+    sessions: list[str] | None = None
+    tz: str = "UTC"
+
+
+class ExportResult(BaseModel):
+    """What was written: ``pages`` (one per session, paths), ``index`` (path or None),
+    ``messages`` (per page path, the messages it holds), ``bytes`` written."""
+
+    schema_: int = Field(1, alias="schema")
+    format: str
+    dest: str
+    pages: list[str]
+    index: str | None
+    messages: dict[str, int]
+    bytes: int
+
+
+def page_name(agent: str, session_id: str, ext: str) -> str:
+    """A session's file name (see the module docstring)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", session_id)[:60].strip("._") or "session"
+    tag = hashlib.sha256(f"{agent}\0{session_id}".encode()).hexdigest()[:8]
+    return f"{safe}-{tag}{ext}"
+
+
+def _write(path: Path, text: str) -> int:
+    data = text.encode("utf-8", "surrogatepass")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(data)
+
+
+def export(req: ExportRequest, progress: Callable[[int, int], None] | None = None) -> ExportResult:
+    """Write the site (see the module docstring). ``progress(done, total)`` after each
+    page. Raises UsageError for an unknown format or a DEST that is a file,
+    StoreError without a store, SessionNotFound/AmbiguousSession for a bad session."""
+    if req.fmt not in FORMATS:
+        raise UsageError(f"unknown export format {req.fmt!r}", hint="use html or markdown")
+    ext = FORMATS[req.fmt]
+    dest = Path(req.dest)
+    if dest.exists() and not dest.is_dir():
+        raise UsageError("DEST is a file", where=str(dest), hint="give a folder (it is created)")
+    index = session_index(SessionIndexRequest(home=req.home)).sessions
+    selected: list[str] | None = None
+    ts = transcripts(TranscriptRequest(home=req.home, sessions=req.sessions))
+    # named sessions: read them first (a bad reference fails before anything is written)
+    first = list(ts) if req.sessions is not None else None
+    dest.mkdir(parents=True, exist_ok=True)
+    if first is not None:  # the named sessions and the sub-agents they started
+        chosen = {t.session.session_id for t in first}
+        selected = [s.session_id for s in index if s.session_id in chosen or s.parent_session_id in chosen]
+    names = {s.session_id: page_name(s.agent, s.session_id, ext) for s in index}
+    exported = set(selected) if selected is not None else set(names)
+
+    def link(sid: str) -> str | None:
+        return names[sid] if sid in exported and sid in names else None
+
+    pages, counts, total_bytes = [], {}, 0
+    todo = len(exported)
+    if first is not None:
+        extra = [s for s in selected if s not in {t.session.session_id for t in first}]
+        stream = [*first, *(transcripts(TranscriptRequest(home=req.home, sessions=extra)) if extra else [])]
+    else:
+        stream = ts
+    index_href = f"index{ext}" if req.sessions is None else None
+    for t in stream:
+        name = names.get(t.session.session_id) or page_name(t.session.agent, t.session.session_id, ext)
+        render = r.page_html if req.fmt == "html" else r.page_markdown
+        text = render(t, tz=req.tz, link=link, index_href=index_href)
+        path = dest / name
+        total_bytes += _write(path, text)
+        pages.append(str(path))
+        counts[str(path)] = t.messages
+        if progress:
+            progress(len(pages), todo)
+    index_path = None
+    if req.sessions is None:
+        note = f"{len(index):,} sessions; times in {req.tz}. Made by ctxkeep from its store (texts redacted)."
+        render_index = r.index_html if req.fmt == "html" else r.index_markdown
+        index_path = dest / f"index{ext}"
+        total_bytes += _write(index_path, render_index(index, tz=req.tz, link=link, note=note))
+    return ExportResult(
+        schema=1,
+        format=req.fmt,
+        dest=str(dest),
+        pages=pages,
+        index=str(index_path) if index_path else None,
+        messages=counts,
+        bytes=total_bytes,
+    )

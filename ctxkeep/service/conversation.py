@@ -1,0 +1,69 @@
+"""One session's conversation in order: ``conversation(home, ConversationRequest) ->
+ConversationResult`` (``ctxkeep show --session``). Turns, folding of tool calls,
+compaction marks and the budget: ``query.sessions.conversation``. Never imports
+Prefect, Polars or DuckDB.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from ctxkeep.service.model import Budget, Item, Request, Result
+
+
+class ConversationRequest(Request):
+    """Which session, within which budget."""
+
+    session: str = Field(description="a session id or its first characters, as `ctxkeep sessions` shows it")
+    budget: Budget | None = Field(None, description="token budget: the first prompt and the newest turns")
+
+
+class Turn(Item):
+    """One line of the conversation."""
+
+    entry_id: str
+    session_id: str = Field(description="the turn's session (a sub-agent's turns carry their own)")
+    ts: str | None = Field(description="ISO-8601 UTC")
+    role: str
+    kind: str = Field(description="message, tool_call, thinking, summary, compaction, tool_result")
+    tool_name: str | None
+    text: str = Field(description="the message; a tool call's arguments on one line")
+    tokens: int = Field(description="estimated tokens of text")
+    result_bytes: int | None = Field(description="a tool call's result size (null: no result)")
+    result_error: bool | None = Field(description="a tool call's result says it failed")
+    result_entry_id: str | None = Field(description="a tool call's result entry")
+
+
+class ConversationResult(Result):
+    """The session's turns in order (``show --session --json``)."""
+
+    agent: str
+    session_id: str
+    session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
+    project_dir: str | None
+    turns: list[Turn] = Field(description="in order")
+    omitted: int = Field(description="turns the budget left out (the oldest after the first prompt)")
+    omitted_tokens: int = Field(description="their estimated tokens")
+    note: str = Field(description='what was left out ("": nothing)')
+
+    def spans_days(self) -> bool:
+        """True when the turns fall on more than one UTC day (times then show dates)."""
+        return len({t.ts[:10] for t in self.turns if t.ts}) > 1
+
+
+def conversation(home: Path, req: ConversationRequest) -> ConversationResult:
+    """The conversation of ``req.session``. Raises ``SessionNotFound``,
+    ``AmbiguousSession``, ``StoreError``."""
+    from ctxkeep.query.sessions import conversation as run
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import short_session_ids
+
+    conn = sqlite_store.connect(Path(home), readonly=True, mmap=True)
+    try:
+        conv = run(conn, req.session, budget=req.budget)
+        short = short_session_ids(conn, [conv.session_id])[conv.session_id]
+    finally:
+        conn.close()
+    return ConversationResult(**conv.as_dict(), session_short_id=short)

@@ -1,0 +1,342 @@
+"""The base of every service question: ``Request`` (validated once, errors as
+``errors.UsageError`` naming the field), ``Result`` (serialized with ``"schema": 1``)
+and the option types every request shares, so that an option means one thing in every
+command and tool:
+
+- ``Limit``: 1 … ``MAX_LIMIT`` (default ``DEFAULT_LIMIT``); above the maximum it is
+  clamped with a note (``Request.notes``), below 1 a usage error;
+- ``Budget``: tokens, 1 … ``MAX_BUDGET``, clamped the same way;
+- ``Names(choices)``: repeatable and comma-separated (``["codex,crush", "aider"]`` →
+  ``["codex", "crush", "aider"]``), lower-cased, each checked against ``choices``;
+- ``Texts``: a list of strings, also given as one string or as a JSON array in a
+  string (what models send MCP tools);
+- ``ProjectDir``: "this directory or below" (``paths.normalize_dir`` against the
+  caller's working directory: ``.``, ``~`` and relative paths work);
+- ``When``: a ``--since``/``--until`` value, checked by the one parser
+  (``timeutil.read_when``) and kept as written.
+
+Lenient scalars, as MCP clients send them: numbers also as strings, booleans also as
+``"true"``/``"false"`` (pydantic's lax mode).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, get_args
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+)
+from pydantic import ValidationInfo as _Info
+
+from ctxkeep.errors import UsageError
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 200
+MAX_BUDGET = 200_000
+#: the version of every ``--json`` object and MCP ``structuredContent`` (docs/cli.md):
+#: a change that removes or renames a key, or changes a value's meaning, raises it
+JSON_SCHEMA = 1
+
+
+class Clamp:
+    """Field metadata: a number above ``hi`` is taken as ``hi`` and the request's
+    ``notes`` say so (``Request.parse``)."""
+
+    def __init__(self, hi: int) -> None:
+        self.hi = hi
+
+
+Limit = Annotated[
+    int,
+    Clamp(MAX_LIMIT),
+    Field(ge=1, description=f"at most this many hits, 1-{MAX_LIMIT} (more is taken as {MAX_LIMIT})"),
+]
+Budget = Annotated[
+    int,
+    Clamp(MAX_BUDGET),
+    Field(ge=1, description=f"a token budget, 1-{MAX_BUDGET:,} (more is taken as {MAX_BUDGET:,})"),
+]
+
+
+def _texts(v: Any, info: _Info) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        s = v.strip()
+        if not s.startswith("["):
+            return [s] if s else []
+        try:
+            v = json.loads(s)
+        except json.JSONDecodeError:
+            raise UsageError(
+                f"{info.field_name} is not a valid JSON array: {s[:60]}",
+                where=info.field_name,
+                hint='pass an array like ["a", "b"]',
+            ) from None
+    if isinstance(v, (list, tuple)):
+        return [str(x) for x in v if str(x).strip()]
+    raise UsageError(f"{info.field_name} must be an array of strings", where=info.field_name)
+
+
+Texts = Annotated[list[str], BeforeValidator(_texts)]
+
+
+def split_values(values: Any) -> list[str]:
+    """The values of a repeatable, comma-separated option as one list, in order,
+    without blanks or repeats: ``["codex,crush", "aider"]`` → ``["codex", "crush",
+    "aider"]``; a JSON array in a string is read as one."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        s = values.strip()
+        if s.startswith("["):
+            try:
+                values = json.loads(s)
+            except json.JSONDecodeError:
+                pass
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        values = [values]
+    out: list[str] = []
+    for v in values:
+        for x in str(v).split(","):
+            x = x.strip()
+            if x and x not in out:
+                out.append(x)
+    return out
+
+
+def unknown_value(what: str, name: str, choices: Sequence[str]) -> str:
+    """``unknown agent 'codx' - did you mean 'codex'? (one of: …)``."""
+    starts = sorted((c for c in choices if c.startswith(name.lower())), key=len)  # claude → claude-code
+    near = starts[:1] or difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
+    return (
+        f"unknown {what} {name!r}"
+        + (f" - did you mean {near[0]!r}? (one of: " if near else " - use one of: ")
+        + ", ".join(choices)
+        + (")" if near else "")
+    )
+
+
+def Names(choices: Callable[[], Sequence[str]] | None = None, *, lower: bool = True):
+    """A repeatable, comma-separated list of names (``--agent``, ``--kind``, ``--tool``);
+    with ``choices`` (a function giving the valid names) each is checked: an unknown
+    one is a usage error naming the closest valid one. None when none is given."""
+
+    def check(v: Any, info: _Info) -> list[str] | None:
+        vals = split_values(v)
+        if lower:
+            vals = [x.lower() for x in vals]
+        if choices is not None:
+            allowed = tuple(choices())
+            for x in vals:
+                if x not in allowed:
+                    raise UsageError(
+                        unknown_value(info.field_name or "value", x, allowed), where=info.field_name
+                    )
+        return vals or None
+
+    return Annotated[list[str] | None, BeforeValidator(check)]
+
+
+def _project_dir(v: str | None, info: _Info) -> str | None:
+    if v is None or not str(v).strip():
+        return None
+    cwd = (info.context or {}).get("cwd") or os.getcwd()
+    from ctxkeep.paths import normalize_dir
+
+    return normalize_dir(str(v), str(cwd))
+
+
+ProjectDir = Annotated[
+    str | None,
+    AfterValidator(_project_dir),
+    Field(description="this directory or below it (., ~ and relative paths are from the caller's directory)"),
+]
+
+
+def _when(v: str | None, info: _Info) -> str | None:
+    if v is None or not str(v).strip():
+        return None
+    from ctxkeep.timeutil import read_when
+
+    read_when(str(v), where=info.field_name or "since/until")
+    return str(v).strip()
+
+
+When = Annotated[
+    str | None,
+    AfterValidator(_when),
+    Field(description="a date (a whole day), a datetime (UTC unless it names an offset) or an age: 7d, 12h"),
+]
+
+
+class Request(BaseModel):
+    """A question's arguments, validated once (``parse``). Unknown fields are errors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    #: notes on how the arguments were read (a clamped limit), set by ``parse``
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """How the arguments were read, one line each (``limit 500 clamped to 200``)."""
+        return self._notes
+
+    @classmethod
+    def parse(cls, data: dict | None = None, *, cwd: str | os.PathLike | None = None, **kw: Any):
+        """The request for ``data`` (and keyword fields; None values are dropped: the
+        default applies), relative paths taken from ``cwd`` (default: this process's
+        directory). Raises UsageError naming the field (``where``) for a bad value."""
+        values = {k: v for k, v in {**(data or {}), **kw}.items() if v is not None}
+        _refuse_nul(values)
+        notes = cls.prepare(values) + _clamp(cls, values)
+        try:
+            req = cls.model_validate(values, context={"cwd": str(cwd or os.getcwd())})
+        except ValidationError as e:
+            raise _usage_error(cls, e) from None
+        req._notes = notes
+        return req
+
+    @classmethod
+    def prepare(cls, values: dict) -> list[str]:
+        """Rewrite ``values`` (the arguments as given) before validation, returning a
+        note per change; a request that reads lenient forms overrides it."""
+        return []
+
+
+def _refuse_nul(values: Any, where: str = "") -> None:
+    """Raise UsageError for a NUL character in any string of ``values`` (a key or a
+    value, nested too): no path, query or label holds one, and SQLite, the file system
+    and FTS5 each fail on it their own way."""
+    if isinstance(values, str):
+        if "\x00" in values:
+            raise UsageError(
+                "a NUL character (\\x00) is not allowed",
+                where=where or None,
+                hint="remove it: no query, path or label contains one",
+            )
+    elif isinstance(values, dict):
+        for k, v in values.items():
+            _refuse_nul(str(k), str(k))
+            _refuse_nul(v, str(k))
+    elif isinstance(values, (list, tuple)):
+        for v in values:
+            _refuse_nul(v, where)
+
+
+def _clamp_of(f) -> int | None:
+    """The ``Clamp`` maximum of a field (also of ``Budget | None``), or None."""
+    metas = list(f.metadata) if f is not None else []
+    for arg in get_args(f.annotation) if f is not None else ():
+        metas += getattr(arg, "__metadata__", ())
+    return next((m.hi for m in metas if isinstance(m, Clamp)), None)
+
+
+def _clamp(cls: type[BaseModel], values: dict) -> list[str]:
+    notes = []
+    for name, f in cls.model_fields.items():
+        hi = _clamp_of(f)
+        key = name if name in values else f.alias if f.alias in values else None
+        if hi is None or key is None or isinstance(values[key], bool):
+            continue
+        try:
+            n = int(str(values[key]).strip())
+        except ValueError:
+            continue
+        if n > hi:
+            values[key] = hi
+            notes.append(f"{key} {n} clamped to {hi}")
+    return notes
+
+
+def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
+    """The first problem of ``e`` as one UsageError: what, the field (``where``), what
+    to do."""
+    err = e.errors()[0]
+    name = ".".join(str(x) for x in err["loc"] if not isinstance(x, int)) or "arguments"
+    field = name.split(".")[-1]
+    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        hi = _clamp_of(cls.model_fields.get(field)) or ctx.get("le")
+        lo = ctx.get("ge", ctx.get("gt"))
+        rng = f"use {lo} to {hi}" if lo is not None and hi is not None else f"use at least {lo}"
+        return UsageError(f"{field.replace('_', ' ')} {value} is out of range", where=field, hint=rng)
+    if kind == "missing":
+        return UsageError(f"{field} is required", where=field)
+    if kind == "extra_forbidden":
+        parent = [str(x) for x in err["loc"][:-1] if not isinstance(x, int)]
+        model = cls
+        for p in parent:  # the nested model the unknown key was given in (``filters``)
+            ann = model.model_fields[p].annotation
+            model = next(
+                (a for a in (ann, *get_args(ann)) if isinstance(a, type) and issubclass(a, BaseModel)), model
+            )
+        known = ", ".join(model.model_fields)
+        what = f"unknown {parent[-1].removesuffix('s')}" if parent else "unknown argument"
+        return UsageError(f"{what} {field}", where=parent[-1] if parent else field, hint=f"known: {known}")
+    if kind.startswith("int_") or kind.startswith("float_"):
+        return UsageError(f"{field} must be a whole number, got {value!r}", where=field)
+    if kind.startswith("bool_"):
+        return UsageError(f"{field} must be true or false, got {value!r}", where=field)
+    if kind.startswith("string_"):
+        return UsageError(f"{field} must be a string", where=field)
+    return UsageError(f"{field}: {err['msg']}", where=field)
+
+
+class Item(BaseModel):
+    """A part of a result (a hit, an entry): serialized as its fields."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class Result(BaseModel):
+    """A question's answer; ``as_json`` is the ``--json`` object and the MCP tool's
+    ``structuredContent``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    schema_version: int = Field(
+        JSON_SCHEMA,
+        alias="schema",
+        description="the version of this shape (raised when a key changes meaning)",
+    )
+
+    def as_json(self) -> dict:
+        """The result as JSON-ready data (``"schema"`` first)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def tool_schema(model: type[BaseModel]) -> dict:
+    """An MCP tool's ``inputSchema``, generated from its request model: references
+    inlined (clients differ in what ``$ref`` they follow), titles dropped, and each
+    number, boolean and array also allowed as a string, as the request reads them
+    (``"5"``, ``"true"``, ``'["a"]'``: what models send)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
+        node = {k: walk(v) for k, v in node.items() if k != "title"}
+        if node.get("type") in ("integer", "boolean", "array", "number"):
+            node["type"] = [node["type"], "string"]
+        return node
+
+    out = walk(schema)
+    out.pop("description", None)
+    return out

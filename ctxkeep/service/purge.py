@@ -1,0 +1,87 @@
+"""Forget a session or a project: ``purge(home, PurgeRequest) -> PurgeResult`` (MCP
+``ctx_purge``; the contract: ``maintenance.purge_request``, the deletion:
+``maintenance.purge_named``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ctxkeep.service.model import Request, Result
+
+#: seconds a purge waits for a running ingest or compress to finish
+PURGE_LOCK_TIMEOUT = 30.0
+
+
+def strict_confirm(v: Any) -> bool | None:
+    """A destructive call's ``confirm``: True only for ``true`` or ``"true"`` (any
+    case); None when absent (the purge contract then asks for it); False otherwise
+    (``"yes"``, ``1``, ``"y"``: cancelled, never a purge)."""
+    if v is None:
+        return None
+    return v is True or (isinstance(v, str) and v.strip().lower() == "true")
+
+
+class PurgeRequest(Request):
+    """What to forget; nothing happens without ``confirm: true``."""
+
+    session: str | None = Field(None, alias="sessionId", description="the session to purge (scope session)")
+    scope: str | None = Field(None, description='"session" or "project"')
+    project: str | None = Field(None, alias="projectDir", description="the project for scope project")
+    # any value: only true or "true" purges (``strict_confirm``); 1 or "yes" cancel
+    confirm: Any = Field(
+        None, description="must be true to purge", json_schema_extra={"type": ["boolean", "string"]}
+    )
+
+
+class PurgeResult(Result):
+    """What was removed (``maintenance.purge.run_purge``'s report), or that the purge
+    was cancelled."""
+
+    cancelled: bool = Field(False, description="true: confirm was not true, nothing changed")
+    message: str | None = Field(None, description="why it was cancelled")
+    resolved: str | None = Field(None, description="the scope as resolved (session id, project path)")
+    removed: dict[str, int] = Field(default_factory=dict, description="table → rows removed")
+    tombstone: Any = Field(None, description="the tombstone that keeps the scope from coming back")
+    backups: list[Any] = Field(default_factory=list, description="store backups still holding the scope")
+    backups_note: str | None = Field(None, description="what to do about those backups")
+
+    model_config = {"extra": "allow", "populate_by_name": True}
+
+    def line(self) -> str:
+        if self.cancelled:
+            return self.message or "cancelled"
+        r = self.removed
+        text = (
+            f"purged {self.resolved}: removed {r.get('entries', 0)} entries, "
+            f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
+            f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines; "
+            f"tombstone {self.tombstone or 'none'}"
+        )
+        return text + (f"; warning: {self.backups_note}" if self.backups_note else "")
+
+
+def purge(home: Path, req: PurgeRequest, *, cwd: Path) -> PurgeResult:
+    """Purge the session or project ``req`` names (a project relative to ``cwd``).
+    A ``confirm`` that is not true cancels (``cancelled``); raises UsageError for a
+    request the contract refuses, SessionNotFound/AmbiguousSession, StoreBusy."""
+    from ctxkeep.errors import PurgeCancelled
+    from ctxkeep.maintenance.purge_named import purge_named
+    from ctxkeep.maintenance.purge_request import parse_purge_request
+
+    try:
+        parsed = parse_purge_request(
+            session_id=req.session,
+            scope=req.scope,
+            project_dir=req.project,
+            confirm=strict_confirm(req.confirm),
+            cwd=str(cwd),
+        )
+    except PurgeCancelled as e:
+        return PurgeResult(cancelled=True, message=str(e))
+    # as `ctxkeep purge`: the session as hits show it (an ambiguous prefix lists the
+    # candidates), the project through symlinks, "no such session" and no tombstone
+    # when nothing matches
+    return PurgeResult(**purge_named(Path(home), parsed, timeout=PURGE_LOCK_TIMEOUT))

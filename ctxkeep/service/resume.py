@@ -1,0 +1,66 @@
+"""A resume snapshot of a session: ``resume(home, ResumeRequest) -> ResumeResult``
+(``ctxkeep resume``, MCP ``ctx_resume``). What goes in it: ``query.resume``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from ctxkeep.service.model import Budget, Item, ProjectDir, Request, Result
+
+DEFAULT_RESUME_BUDGET = 1500
+
+
+class ResumeRequest(Request):
+    """Which session (default: the latest of the project), within which budget."""
+
+    session: str | None = Field(
+        None, alias="sessionId", description="a session id or unique prefix (default: the latest session)"
+    )
+    project: ProjectDir = Field(
+        ".",
+        alias="projectDir",
+        validate_default=True,
+        description="the project whose latest session to take (default: the caller's directory)",
+    )
+    budget: Budget = Field(DEFAULT_RESUME_BUDGET, description="token budget of the snapshot (100 or more)")
+
+
+class SnapshotItem(Item):
+    text: str
+    entry_id: str | None = Field(description="where it was read (null: several)")
+
+
+class ResumeResult(Result):
+    """The snapshot: its sections, in priority order, and its Markdown rendering."""
+
+    agent: str
+    session_id: str
+    project_dir: str | None
+    started: str | None = Field(description="ISO-8601 UTC")
+    ended: str | None = Field(description="ISO-8601 UTC")
+    budget: int = Field(description="the token budget")
+    sections: dict[str, list[SnapshotItem]] = Field(
+        description="prompts, tasks, files, failure, constraints, fetch → items"
+    )
+    omitted: dict[str, int] = Field(description="section → items the budget left out")
+    tokens: int = Field(description="estimated tokens of the Markdown")
+    markdown: str = Field(description="the snapshot as an agent reads it")
+
+
+def resume(home: Path, req: ResumeRequest) -> ResumeResult:
+    """The snapshot of ``req.session``, else of the latest session of ``req.project``.
+    Raises SessionNotFound, AmbiguousSession, NotFound (no session in the project),
+    UsageError (a budget too small), StoreError."""
+    from ctxkeep.query.resume import build_snapshot
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    sid = (req.session or "").strip() or None
+    project = None if sid else req.project
+    conn = sqlite_store.connect(Path(home), readonly=True)
+    try:
+        snap = build_snapshot(conn, sid, project_dir=project, budget=req.budget)
+    finally:
+        conn.close()
+    return ResumeResult(**snap.as_dict())

@@ -1,0 +1,238 @@
+"""Search the store (tier 1): ``search(home, SearchRequest) -> SearchResult``.
+
+One request for every front end: ``ctxkeep search`` asks one query, MCP ``ctx_search``
+one or more (``AgentSearchRequest``: the same fields and defaults, and the lenient
+forms models send). Ranking, filters and the
+budget: ``query.search``. The one rendering of a hit as text: ``SearchHit.render``.
+
+Never imports Prefect, Polars or DuckDB (the interactive path).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from ctxkeep import schema
+from ctxkeep.errors import UsageError
+from ctxkeep.service.model import (
+    DEFAULT_LIMIT,
+    Budget,
+    Item,
+    Limit,
+    Names,
+    ProjectDir,
+    Request,
+    Result,
+    Texts,
+    When,
+)
+
+#: the most queries one call runs (more are dropped, with a note)
+MAX_QUERIES = 10
+
+
+AgentNames = Names(lambda: schema.AGENTS)
+KindNames = Names(lambda: schema.KINDS)
+RoleNames = Names(lambda: schema.ROLES)
+StatusNames = Names(lambda: schema.STATUSES)
+#: session ids and tool names: as written (tools match case-insensitively)
+Ids = Names(lower=False)
+
+
+def _object(v: Any) -> Any:
+    """A JSON object given as a string (what models send) read as one."""
+    if isinstance(v, str):
+        try:
+            return json.loads(v) if v.strip() else {}
+        except json.JSONDecodeError:
+            raise UsageError("filters is not a JSON object", where="filters") from None
+    return v
+
+
+class SearchFilters(Request):
+    """Combinable filters (AND; several values of one filter: OR)."""
+
+    agent: AgentNames = Field(None, description="claude-code, codex, note, … (a,b for several)")
+    project: ProjectDir = None
+    session: Ids = Field(
+        None, description="a session id or its first characters, as hits show it (sub-agents included)"
+    )
+    kind: KindNames = Field(None, description="message, tool_call, tool_result, thinking, summary, meta")
+    role: RoleNames = Field(None, description="user, assistant, system, tool")
+    tool: Ids = Field(None, description="tool name, e.g. Bash, shell, apply_patch")
+    since: When = Field(
+        None, description="from this UTC time on, inclusive: 2025-06-01, 2025-06-01T12:00Z, 7d"
+    )
+    until: When = Field(None, description="up to this UTC time, inclusive (a date: that whole day)")
+    status: StatusNames = Field(None, description="active, archived, consumed, rewound")
+
+    @model_validator(mode="after")
+    def _window(self):
+        from ctxkeep.timeutil import check_window
+
+        check_window(self.since, self.until)
+        return self
+
+
+class SearchRequest(Request):
+    """What to search for and how many hits to give back."""
+
+    queries: Texts = Field(
+        description='one or more queries: words, "exact phrases", ids like bd-q3fy, paths, error text; CJK works',
+    )
+    limit: Limit = DEFAULT_LIMIT
+    budget: Budget | None = Field(
+        None,
+        description="token budget for the listed hits, shared by the queries (none: the limit bounds them)",
+    )
+    filters: Annotated[SearchFilters, BeforeValidator(_object)] = Field(
+        default_factory=SearchFilters, description="combinable filters"
+    )
+    raw: bool = Field(False, description="pass FTS5 query syntax through (word index only)")
+
+    @model_validator(mode="after")
+    def _some_query(self):
+        if not any(q.strip() for q in self.queries):
+            raise UsageError("the query is empty", where="queries", hint="give words to search for")
+        return self
+
+
+class AgentSearchRequest(SearchRequest):
+    """``ctx_search``: ``SearchRequest`` (the same defaults: the limit bounds the
+    answer, ≤ ~150 tokens a hit; a budget is shared by the queries) read leniently:
+    ``query`` as ``queries``, filters given beside ``filters`` (a common slip) as
+    filters, with a note."""
+
+    @classmethod
+    def prepare(cls, values: dict) -> list[str]:
+        notes = []
+        if "queries" not in values and "query" in values:
+            values["queries"] = values.pop("query")
+        if values.get("queries") in (None, "", [], ()):
+            raise UsageError(
+                "queries is required: one or more search strings",
+                where="queries",
+                hint='pass {"queries": ["what to find"]}',
+            )
+        top = {k: values.pop(k) for k in list(values) if k in SearchFilters.model_fields}
+        top = {k: v for k, v in top.items() if v not in (None, "")}
+        if top:
+            f = _object(values.get("filters")) or {}
+            if not isinstance(f, dict):
+                raise UsageError("filters must be an object", where="filters")
+            clash = sorted(k for k in top if f.get(k) not in (None, "") and f[k] != top[k])
+            if clash:
+                raise UsageError(
+                    f"filter {', '.join(clash)} given twice with different values",
+                    where="filters",
+                    hint='put filters inside "filters" only',
+                )
+            values["filters"] = {**f, **top}
+            notes.append(f'read {", ".join(sorted(top))} as filters (they belong inside "filters")')
+        return notes
+
+
+class SearchHit(Item):
+    """One hit (tier 1): enough to decide whether to fetch the entry."""
+
+    entry_id: str = Field(description="the entry's id (what `ctxkeep show` and ctx_fetch take)")
+    agent: str
+    session_id: str
+    session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
+    project_dir: str | None
+    ts: str | None = Field(description="record time, ISO-8601 UTC")
+    role: str
+    kind: str
+    tool_name: str | None
+    title: str = Field(description="the entry's first line (≤ 120 characters)")
+    snippet: str = Field(description="≤ 300 characters around the match")
+    token_estimate: int = Field(description="estimated tokens of the whole text (what a fetch costs)")
+    bytes: int = Field(description="UTF-8 bytes of the whole text")
+    score: float = Field(description="the fused rank score")
+    matched: list[str] = Field(description="the candidate lists that found it")
+    duplicates: int = Field(description="other entries with the same or a near-identical text")
+    chunk: int = Field(description="0-based position of the matching chunk within the text")
+
+    def render(self) -> list[tuple[str, str]]:
+        """The hit as text, the one rendering every front end shows: ``(part, line)``
+        pairs, part ``"head"`` (id, agent, session, time, kind, size), ``"title"`` and
+        ``"snippet"`` (left out when the title says it all)."""
+        when = (self.ts or "")[:16].replace("T", " ")
+        head = (
+            f"{self.entry_id}  {self.agent}  {self.session_short_id or self.session_id}  {when}  {self.kind}"
+            + (f" {self.tool_name}" if self.tool_name else "")
+            + f"  ~{self.token_estimate:,} tok"
+            + (f"  (+{self.duplicates:,} like it)" if self.duplicates else "")
+        )
+        lines = [("head", head)]
+        if self.title:
+            lines.append(("title", self.title))
+        if self.snippet.rstrip("…") != self.title.rstrip("…"):  # a short text: its title says it all
+            lines.append(("snippet", self.snippet))
+        return lines
+
+
+class QueryHits(Result):
+    """The hits of one query, best first, and what the budget left out
+    (``ctxkeep search --json``)."""
+
+    query: str = Field(description="the query as run")
+    hits: list[SearchHit] = Field(description="ranked hits, best first")
+    budget_tokens: int | None = Field(description="the token budget (null: none)")
+    used_tokens: int = Field(description="estimated tokens of the listed hits")
+    omitted: int = Field(description="hits left out by the budget")
+    note: str = Field(description='why hits were cut or only some terms matched ("": none)')
+
+
+class SearchResult(Result):
+    """Every query's hits (MCP ``ctx_search``'s structuredContent)."""
+
+    results: list[QueryHits] = Field(description="per query, in the order given")
+    notes: list[str] = Field(description="how the arguments were read (clamped, dropped queries)")
+    budget_tokens: int | None = Field(description="the budget of the whole answer (null: none)")
+
+
+def search(home: Path, req: SearchRequest) -> SearchResult:
+    """Ranked hits for each of ``req.queries`` (at most ``MAX_QUERIES``; the budget is
+    shared equally). Raises ``StoreError`` for a missing or damaged store,
+    ``SearchSyntaxError`` for a raw query FTS5 cannot parse, ``SessionNotFound``/
+    ``AmbiguousSession`` for a session filter, ``UsageError`` for a bad filter value."""
+    from ctxkeep.query.search import Filters
+    from ctxkeep.query.search import search as run
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    notes = list(req.notes)
+    queries = [q for q in req.queries if q.strip()]
+    if len(queries) > MAX_QUERIES:
+        notes.append(f"only the first {MAX_QUERIES} of {len(queries)} queries were run")
+        queries = queries[:MAX_QUERIES]
+    f = req.filters
+    filters = Filters(**{k: getattr(f, k) for k in SearchFilters.model_fields})
+    per_query = None if req.budget is None else max(1, req.budget // len(queries))
+    conn = sqlite_store.connect(Path(home), readonly=True, mmap=True)
+    try:
+        results = [
+            run(conn, q, filters=filters, limit=req.limit, budget_tokens=per_query, raw=req.raw)
+            for q in queries
+        ]
+    finally:
+        conn.close()
+    return SearchResult(
+        results=[
+            QueryHits(
+                query=r.query,
+                hits=[SearchHit.model_construct(**h.as_dict()) for h in r.hits],
+                budget_tokens=r.budget_tokens,
+                used_tokens=r.used_tokens,
+                omitted=r.omitted,
+                note=r.note,
+            )
+            for r in results
+        ],
+        notes=notes,
+        budget_tokens=req.budget,
+    )

@@ -1,0 +1,73 @@
+"""The stored sessions: ``sessions(home, SessionsRequest) -> SessionsResult``
+(``ctxkeep sessions``). Rows, sub-agents and cost: ``query.sessions.list_sessions``.
+Imports DuckDB only when ``analytics.duckdb`` exists (for the cost column)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from ctxkeep import schema
+from ctxkeep.service.model import Item, Names, ProjectDir, Request, Result, When
+
+
+class SessionsRequest(Request):
+    """Which sessions (all filters combine)."""
+
+    agent: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
+    project: ProjectDir = None
+    since: When = Field(None, description="sessions active from this UTC time on, inclusive")
+    until: When = Field(None, description="sessions started up to this UTC time, inclusive")
+
+    @model_validator(mode="after")
+    def _window(self):
+        from ctxkeep.timeutil import check_window
+
+        check_window(self.since, self.until)
+        return self
+
+
+class SessionRow(Item):
+    agent: str
+    session_id: str
+    short_id: str = Field(description="the shortest prefix naming the session in the store")
+    parent_session_id: str | None = Field(description="a sub-agent's parent session")
+    project_dir: str | None
+    started: str | None = Field(description="ISO-8601 UTC")
+    ended: str | None = Field(description="ISO-8601 UTC")
+    messages: int
+    tool_calls: int
+    tokens: int = Field(description="usage the agent logged: input + output + cache read + cache write")
+    token_estimate: int = Field(description="estimated tokens of the stored texts")
+    cost_usd: float | None = Field(description="null without the analytics store or a price")
+    title: str = Field(description="the session's title or first prompt, one line")
+    depth: int = Field(description="0, or 1 for a sub-agent listed under its parent")
+
+
+class SessionsResult(Result):
+    """Sessions newest first, each sub-agent right under its parent."""
+
+    source: str = Field(description='"duckdb" (with cost) or "sqlite"')
+    sessions: list[SessionRow]
+
+
+def sessions(home: Path, req: SessionsRequest) -> SessionsResult:
+    """The sessions of the store at ``home`` that match ``req``. Raises StoreError."""
+    from ctxkeep.query.search.parse import parse_when
+    from ctxkeep.query.sessions import list_sessions
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(Path(home), readonly=True)
+    try:
+        rows, source = list_sessions(
+            conn,
+            Path(home),
+            agents=req.agent,
+            project=req.project,
+            since=parse_when(req.since),
+            until=parse_when(req.until, upper=True),
+        )
+    finally:
+        conn.close()
+    return SessionsResult(source=source, sessions=[r.as_dict() for r in rows])

@@ -1,0 +1,86 @@
+"""Counts and sizes of the store: ``stats(home, StatsRequest) -> StatsResult``
+(``ctxkeep stats``, MCP ``ctx_stats``). The figures: ``query.stats.store_stats``.
+Read-only; never imports Prefect, Polars or DuckDB."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pydantic import Field
+
+from ctxkeep.service.model import Item, Request, Result
+
+
+class StatsRequest(Request):
+    """No arguments: the whole store."""
+
+
+class AgentStats(Item):
+    entries: int
+    sessions: int
+    text_bytes: int = Field(description="UTF-8 bytes of the agent's entries' texts")
+    token_estimate: int = Field(description="estimated tokens of those texts")
+    kinds: dict[str, int] = Field(description="kind → entries")
+
+
+class Contents(Item):
+    distinct: int = Field(description="distinct texts (each stored once)")
+    bytes: int
+    token_estimate: int
+
+
+class UsageTotals(Item):
+    responses: int = Field(description="model responses with logged usage")
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+
+
+class Redactions(Item):
+    texts: dict[str, int] = Field(description="kind → values redacted in stored texts")
+    quarantine: dict[str, int] = Field(description="kind → values redacted in quarantined lines")
+    texts_with_redactions: int = Field(description="distinct texts holding a redaction")
+    total: int
+
+    def line(self) -> str:
+        """``redacted values: 12 (password 5, …); 10 in 9 texts, 2 in quarantined lines``
+        (``redacted values: none``); counts only, never values."""
+        if not self.total:
+            return "redacted values: none"
+        kinds = Counter(self.texts) + Counter(self.quarantine)
+        per = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+        n_texts = sum(self.texts.values())
+        line = f"redacted values: {self.total:,} ({per}); {n_texts:,} in {self.texts_with_redactions:,} texts"
+        if self.quarantine:
+            line += f", {sum(self.quarantine.values()):,} in quarantined lines"
+        return line
+
+
+class StatsResult(Result):
+    """The store's figures (bytes in bytes, tokens in tokens)."""
+
+    entries: int
+    sessions: int = Field(description="(agent, session) pairs")
+    agents: dict[str, AgentStats] = Field(description="per agent")
+    status: dict[str, int] = Field(description="status → entries")
+    contents: Contents
+    usage: UsageTotals
+    quarantine: dict[str, int] = Field(description="skipped and repaired lines")
+    files: dict[str, int] = Field(description="store file → bytes")
+    last_ingest: str | None = Field(description="end of the last successful ingest, ISO-8601 UTC")
+    redactions: Redactions = Field(description="values redacted, per kind (counts, never values)")
+
+
+def stats(home: Path, req: StatsRequest) -> StatsResult:
+    """The figures of the store at ``home``. Raises ``StoreError`` when there is no
+    readable store."""
+    from ctxkeep.query.stats import store_stats
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(Path(home), readonly=True)
+    try:
+        return StatsResult(**store_stats(conn, Path(home)))
+    finally:
+        conn.close()

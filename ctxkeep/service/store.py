@@ -1,0 +1,42 @@
+"""What every question shares about the store: which directory it is in
+(``resolve_home``) and what a damaged page read in mid-question means
+(``store_error``). Imports nothing heavy (``config``; the store's modules only when
+an error is being turned into its line)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ctxkeep.errors import CtxkeepError, StoreError
+
+
+def resolve_home(given: str | os.PathLike | None = None) -> Path:
+    """The store directory: ``given``, else ``$CTXKEEP_HOME``, else the platform data
+    dir (``config.resolve_home``). Raises StoreError when it names a file."""
+    from ctxkeep import config as cfgmod
+
+    h = cfgmod.resolve_home(given)
+    if h.is_file():
+        raise StoreError(
+            f"cannot use {h} as the store: it is a file, not a directory",
+            hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
+        )
+    return h
+
+
+def store_error(home: Path, e: BaseException) -> CtxkeepError | None:
+    """``e`` as the error a front end shows: itself when it is a ``CtxkeepError``, the
+    store's "damaged" error (``StoreDamaged``: what, the file, run ``ctxkeep doctor``)
+    for SQLite's SQLITE_CORRUPT/SQLITE_NOTADB read mid-question, else None (a bug: its
+    traceback is wanted)."""
+    if isinstance(e, CtxkeepError):
+        return e
+    import sqlite3
+
+    if not isinstance(e, sqlite3.DatabaseError):
+        return None
+    from ctxkeep.sinks.files import STORE_DB
+    from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption
+
+    return damaged(Path(home) / STORE_DB, e) if is_corruption(e) else None

@@ -1,0 +1,235 @@
+"""Transcripts: the session index (every session with its counts, tokens and cost,
+sub-agents under their parent) and one session's whole transcript, for the pages
+that show a conversation (``ctxkeep export markdown|html``, the app's Sessions view).
+
+Unlike ``show --session`` (``query.sessions.conversation``, folded to fit a terminal
+or a token budget) a transcript carries every text whole: messages, the arguments of
+each tool call, thinking, compaction summaries; a tool result is cut to
+``RESULT_BYTES`` (head and tail, with the ``ctxkeep show ID --offset N`` marker of
+``query.fetch.cut_text``). Texts are the store's, redacted at ingest
+(``transforms.redact``). Times are stored-time text (ISO-8601 UTC); sizes UTF-8
+bytes; tokens the counts the agents logged (``tokens``) or estimates.
+
+Raises ``StoreError`` when there is no store and ``SessionNotFound`` /
+``AmbiguousSession`` for a session reference that names none or several
+(``sinks.sqlite.lookup.resolve_session``).
+"""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+#: a tool result longer than this (UTF-8 bytes) is shown as its head and tail
+RESULT_BYTES = 32_000
+#: kinds of a transcript turn, in the words of ``entries.kind`` plus ``compaction``
+#: (a compaction boundary or summary) and ``subagent`` (where a sub-agent started)
+TurnKind = Literal["message", "tool_call", "tool_result", "thinking", "summary", "compaction", "subagent"]
+
+
+class SessionSummary(BaseModel):
+    """One session of the index (``query.sessions.SessionRow``): ids, project,
+    ``started``/``ended`` (ISO-8601 UTC), counts, ``tokens`` (logged), ``cost_usd``
+    (None without a price or the analytics file), ``title``, ``depth`` (1: a sub-agent
+    listed under its parent)."""
+
+    agent: str
+    session_id: str
+    short_id: str
+    parent_session_id: str | None = None
+    project_dir: str | None = None
+    started: str | None = None
+    ended: str | None = None
+    messages: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    cost_usd: float | None = None
+    title: str = ""
+    depth: int = 0
+
+
+class SessionIndexRequest(BaseModel):
+    """Which sessions: ``home`` (the ctxkeep home), ``agents`` (None: all)."""
+
+    home: Path
+    agents: list[str] | None = None
+
+
+class SessionIndexResult(BaseModel):
+    """The sessions, newest first, each sub-agent right under its parent; ``source``
+    says where the counts came from (``duckdb`` with cost, or ``sqlite``)."""
+
+    schema_: int = Field(1, alias="schema")
+    source: str
+    sessions: list[SessionSummary]
+
+
+def session_index(req: SessionIndexRequest) -> SessionIndexResult:
+    """Every stored session (``query.sessions.list_sessions``). Raises StoreError when
+    the home holds no store."""
+    from ctxkeep.query.sessions import list_sessions
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    with closing(sqlite_store.connect(req.home, readonly=True)) as conn:
+        rows, source = list_sessions(conn, req.home, agents=req.agents)
+    return SessionIndexResult(
+        schema=1, source=source, sessions=[SessionSummary.model_validate(r.as_dict()) for r in rows]
+    )
+
+
+class Media(BaseModel):
+    """An image or document the store keeps for an entry (``sinks.sqlite.media``):
+    its ``media_type`` (``image/png`` …), ``bytes`` and the data, base64."""
+
+    media_type: str
+    bytes: int
+    data_base64: str
+
+
+class Turn(BaseModel):
+    """One step of a transcript, in order. ``kind`` is a ``TurnKind``;
+    ``text`` is whole (a tool call: its arguments as stored, usually JSON; a
+    ``subagent`` turn: the sub-agent's title). A tool call carries its result:
+    ``result_text`` (cut to ``RESULT_BYTES``), ``result_bytes`` (the whole result's
+    UTF-8 bytes), ``result_error`` (``query.sessions.error_flag``) and
+    ``result_entry_id``. ``ref`` names the sub-agent session of a ``subagent`` turn."""
+
+    entry_id: str
+    session_id: str
+    ts: str | None = None
+    role: str = ""
+    kind: TurnKind
+    tool_name: str | None = None
+    text: str = ""
+    result_text: str | None = None
+    result_bytes: int | None = None
+    result_error: bool | None = None
+    result_entry_id: str | None = None
+    ref: str | None = None
+    media: list[Media] = Field(default_factory=list)
+
+
+class TranscriptRequest(BaseModel):
+    """``home`` and ``sessions``: session ids or unique prefixes (None: every session
+    of the store, in the index's order)."""
+
+    home: Path
+    sessions: list[str] | None = None
+
+
+class TranscriptResult(BaseModel):
+    """One session's transcript: its ``session`` (the index row), the sub-agents it
+    started (``subagents``, index rows) and its ``turns``. ``messages`` counts the
+    ``message`` turns (every role: the ``messages`` of ``ctxkeep sessions``)."""
+
+    schema_: int = Field(1, alias="schema")
+    session: SessionSummary
+    subagents: list[SessionSummary] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+
+    @property
+    def messages(self) -> int:
+        return sum(t.kind == "message" for t in self.turns)
+
+
+def transcripts(req: TranscriptRequest) -> Iterator[TranscriptResult]:
+    """The transcripts of ``req.sessions`` (resolved with ``resolve_session``; a
+    session named twice comes once), one at a time (a store's whole history never
+    sits in memory). Raises StoreError (no store), SessionNotFound /
+    AmbiguousSession (a bad reference; raised before the first result)."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.lookup import resolve_session
+
+    index = session_index(SessionIndexRequest(home=req.home)).sessions
+    by_id = {s.session_id: s for s in index}
+    with closing(sqlite_store.connect(req.home, readonly=True)) as conn:
+        if req.sessions is None:
+            wanted = [s.session_id for s in index]
+        else:
+            wanted = list(dict.fromkeys(resolve_session(conn, ref) for ref in req.sessions))
+        for sid in wanted:
+            summary = by_id.get(sid)
+            if summary is None:  # stored after the index was read: its own row
+                summary = SessionSummary(agent="", session_id=sid, short_id=sid)
+            kids = [s for s in index if s.parent_session_id == sid]
+            yield _transcript(conn, summary, kids)
+
+
+def _transcript(
+    conn: sqlite3.Connection, summary: SessionSummary, kids: list[SessionSummary]
+) -> TranscriptResult:
+    from ctxkeep.query.fetch import cut_text
+    from ctxkeep.query.sessions import error_flag, is_compaction, session_rows
+    from ctxkeep.sinks.sqlite import content_text, media_for
+
+    rows = session_rows(conn, summary.session_id, subagents=False)
+    if not summary.agent and rows:
+        summary.agent = rows[0][1]
+    results = {(r[2], r[11]): r for r in rows if r[6] == "tool_result" and r[11]}
+    used: set[str] = set()
+
+    def text_of(chash: str | None) -> str:
+        return (content_text(conn, chash) if chash else "") or ""
+
+    turns: list[Turn] = []
+    for eid, agent, sid, _proj, ts, role, kind, tool, chash, _nbytes, _tok, native in rows:
+        if is_compaction(agent, role, kind, tool):
+            turns.append(
+                Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind="compaction", text=text_of(chash))
+            )
+        elif kind == "message":
+            turns.append(Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind, text=text_of(chash)))
+        elif kind == "tool_call":
+            t = Turn(
+                entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind, tool_name=tool, text=text_of(chash)
+            )
+            res = results.get((sid, native)) if native else None
+            if res is not None:
+                used.add(res[0])
+                whole = text_of(res[8])
+                t.result_entry_id = res[0]
+                t.result_bytes = len(whole.encode("utf-8", "surrogatepass"))
+                t.result_error = error_flag(whole[:400])
+                t.result_text = cut_text(whole, res[0], RESULT_BYTES).text
+            turns.append(t)
+        elif kind in ("thinking", "summary"):
+            turns.append(Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind, text=text_of(chash)))
+    for r in rows:  # results whose call is not stored (a cut transcript)
+        if r[6] == "tool_result" and r[0] not in used:
+            whole = text_of(r[8])
+            turns.append(
+                Turn(
+                    entry_id=r[0], session_id=r[2], ts=r[4], role=r[5], kind="tool_result", tool_name=r[7],
+                    text=cut_text(whole, r[0], RESULT_BYTES).text,
+                    result_bytes=len(whole.encode("utf-8", "surrogatepass")), result_error=error_flag(whole[:400]),
+                )
+            )  # fmt: skip
+    for k in kids:  # where each sub-agent started
+        turns.append(
+            Turn(
+                entry_id="",
+                session_id=k.session_id,
+                ts=k.started,
+                kind="subagent",
+                text=k.title,
+                ref=k.session_id,
+            )
+        )
+    turns.sort(key=lambda t: t.ts or "")  # stable: the store's order within one time
+    stored = media_for(conn, [t.entry_id for t in turns if t.entry_id])
+    for t in turns:
+        for m in stored.get(t.entry_id, []):
+            t.media.append(
+                Media(
+                    media_type=m.media_type,
+                    bytes=m.bytes,
+                    data_base64=base64.b64encode(m.data).decode("ascii"),
+                )
+            )
+    return TranscriptResult(schema=1, session=summary, subagents=kids, turns=turns)

@@ -1,0 +1,107 @@
+"""Read-only opens of the DuckDB analytics store (``analytics.duckdb``) for the reports
+and ``doctor``.
+
+Kept apart from ``sinks.duckdb`` (the writer: its import loads PyArrow, ~0.2 s a
+report). DuckDB allows one writing process per file: a running ingest holds it, so
+``open_readonly`` falls back to a copy of the file's last checkpoint.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+from ctxkeep.errors import CtxkeepError, StoreError
+from ctxkeep.sinks import analytics_current
+from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
+
+
+def _store_entries(home: Path) -> bool:
+    """Whether ``<home>/store.db`` exists and holds an entry (``connect(readonly=True)``;
+    False for no store or one that cannot be read: the caller's error then stands)."""
+    import sqlite3
+
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    try:
+        conn = sqlite_store.connect(home, readonly=True)
+    except CtxkeepError:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM entries LIMIT 1").fetchall() != []
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _damaged(path: Path, e: Exception) -> StoreError:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return StoreError(
+        f"analytics store is unreadable: {first}",
+        where=str(path),
+        hint="rebuild it from store.db with `ctxkeep reindex`",
+    )
+
+
+def open_readonly(
+    home: Path, *, wait: float = analytics_current.WAIT_SECONDS
+) -> tuple[duckdb.DuckDBPyConnection, str | None]:
+    """Open ``<home>/analytics.duckdb`` read-only, brought current with SQLite first
+    (``analytics_current.bring_current``, waiting up to ``wait`` seconds for the store
+    lock). Returns ``(connection, note)``: when DuckDB could not be brought current,
+    ``note`` says why (it shows what it holds); when a running ingest holds the file, a
+    copy of its last checkpoint is opened instead and ``note`` says so (else None).
+    Raises StoreError: no analytics store (run ingest), or a damaged file (run
+    reindex), or a held file that could not be copied."""
+    lag = analytics_current.bring_current(Path(home), wait=wait)
+    path = Path(home) / ANALYTICS_DB
+    if not path.exists():
+        if _store_entries(Path(home)):  # deleted since: the next ingest rebuilds it
+            raise StoreError(
+                "the analytics store is missing",
+                where=str(path),
+                hint="run `ctxkeep ingest`: it rebuilds it from store.db",
+            )
+        if (Path(home) / STORE_DB).exists():  # ingested, but no session file held any usage yet
+            raise StoreError(
+                "no usage stored yet",
+                where=str(path),
+                hint="`ctxkeep sources` shows where ctxkeep looks for session files",
+            )
+        raise StoreError("no analytics store", where=str(path), hint="run `ctxkeep ingest` first")
+    try:
+        return duckdb.connect(str(path), read_only=True), lag
+    except duckdb.IOException as e:
+        if "lock" not in str(e).lower():
+            raise _damaged(path, e) from e
+    except duckdb.Error as e:
+        raise _damaged(path, e) from e
+    # held by a writer (a running ingest): read its last checkpoint from a copy
+    tmp = Path(tempfile.mkdtemp(prefix="ctxkeep-report-"))
+    try:
+        shutil.copyfile(path, tmp / ANALYTICS_DB)
+        con = duckdb.connect(str(tmp / ANALYTICS_DB), read_only=True)
+        con.execute("SELECT count(*) FROM usage").fetchall()
+    except (OSError, duckdb.Error) as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StoreError(
+            "analytics store is held by a running ingest and its last checkpoint is unreadable",
+            where=str(path),
+            hint="run the report again when the ingest has finished",
+        ) from e
+    shutil.rmtree(tmp, ignore_errors=True)  # the open connection keeps the file's data
+    return con, "the analytics store is held by a running ingest: this report shows its last synced state"
+
+
+def count_entries(path: Path) -> int:
+    """The rows of ``entries`` in the analytics file at ``path``, opened read-only.
+    Raises duckdb.Error (a held file: ``IOException`` naming a lock) or OSError."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute("SELECT count(*) FROM entries").fetchall()[0][0]
+    finally:
+        con.close()

@@ -1,0 +1,72 @@
+"""The vault: every byte ingest reads from an agent's files, kept redacted,
+deduplicated, zstd-compressed and content-addressed (SHA-256), verified on read, so
+that a session outlives its agent's cleanup and every store can be derived again
+(docs/design.md, "The vault").
+
+- ``packs``: the objects on disk (``<home>/vault/packs``), written durably, read checked;
+- ``capture``: redaction, chunking, packs before the commit, the manifest rows in it;
+- ``manifest``: reading the manifest back (files, generations, a generation's bytes,
+  verification, status figures).
+
+``CTXKEEP_VAULT=0`` turns capture off (the benchmarks' "vault off").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ctxkeep.sinks.vault.capture import Capturer, PreparedGroup, record, redact_raw
+from ctxkeep.sinks.vault.packs import VaultDamaged, vault_dir
+
+_suspended = [0]
+
+
+def enabled() -> bool:
+    """Whether ingest captures into the vault (``CTXKEEP_VAULT``, default on; off
+    inside ``suspended``)."""
+    return not _suspended[0] and os.environ.get("CTXKEEP_VAULT", "1") != "0"
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """No capture in this block (``maintenance.reparse`` reads the vault's own bytes)."""
+    _suspended[0] += 1
+    try:
+        yield
+    finally:
+        _suspended[0] -= 1
+
+
+def home_of(conn) -> Path | None:
+    """The ctxkeep home of a store connection (the folder of its ``main`` database
+    file), or None for an in-memory database."""
+    row = next((r for r in conn.execute("PRAGMA database_list").fetchall() if r[1] == "main"), None)
+    if not row or not row[2]:
+        return None
+    return Path(row[2]).parent
+
+
+def capturer_for(conn) -> Capturer | None:
+    """A ``Capturer`` for the store of ``conn`` when the vault is on and the store is
+    a file (None otherwise: nothing is captured)."""
+    if not enabled():
+        return None
+    home = home_of(conn)
+    return Capturer(home, conn) if home is not None else None
+
+
+__all__ = [
+    "Capturer",
+    "PreparedGroup",
+    "VaultDamaged",
+    "capturer_for",
+    "enabled",
+    "home_of",
+    "record",
+    "redact_raw",
+    "suspended",
+    "vault_dir",
+]

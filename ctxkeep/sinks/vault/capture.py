@@ -1,0 +1,422 @@
+"""Taking what ingest read into the vault, in two steps around the writer's commit:
+
+1. ``Capturer.prepare`` (in the thread that queues a group, beside the load of the group
+   before): redact each capture's bytes (``redact_raw``: the secrets replaced in
+   place by ``[REDACTED:<kind>]``, so JSON stays valid), cut a document into
+   content-defined chunks (FastCDC, ``fastcdc``), compress the objects the vault lacks
+   and write them as one durable pack (``packs.write_pack``).
+2. ``record`` (in the writer's transaction, before the watermarks): the manifest rows.
+   Objects are durable before the rows that name them commit, and the rows commit with
+   the watermarks that say the bytes were read: a crash leaves at worst an orphan pack.
+
+Generations (``vault_generations``): an append file (JSONL) is one generation of
+segments in file order (``vault_segments``: file offset and length of the original
+bytes, the SHA-256 of the redacted object, and ``skip``: redacted bytes of the object
+before the segment's) as long as each capture continues where the last ended; a
+capture from inside the generation whose redacted bytes still match it (a re-read from
+0 after a parser change, a replaced file with the same head) adds only what is past
+its end, as a segment of the same object (``skip``); a file that shrank or whose bytes
+differ starts a new generation. A document is one generation per version (its chunks'
+SHA-256s in ``chunks``, ``recipe``), skipped when the version is the one held
+(``doc_sha``: SHA-256 of the redacted version).
+
+Every pack also carries the manifest record of its captures (``packs.PackBuilder.record``),
+so the manifest can be rebuilt from the packs alone (``replay``: a lost ``store.db``);
+``record`` decides from the redacted bytes and the manifest only, so the live commit
+and a replay make the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxkeep.sinks.vault import recipe
+from ctxkeep.sinks.vault.packs import PackBuilder, write_pack
+from ctxkeep.sources.contract import RawCapture
+from ctxkeep.timeutil import now_iso
+
+#: FastCDC sizes for documents (bytes): small chunks, so that a document rewritten
+#: after every message stores about its changed bytes per version
+CDC_MIN, CDC_AVG, CDC_MAX = 512, 2048, 8192
+
+
+def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
+    """``data`` with its secrets redacted (``transforms.redact``) and the values
+    replaced per kind. JSONL is redacted line by line (no JSON string holds a raw
+    newline); ``whole`` documents as one text (a PEM block in Markdown spans lines).
+    Bytes that are not UTF-8 pass unchanged around the markers (``surrogateescape``).
+    Clean bytes come back as the same object."""
+    import polars as pl
+
+    from ctxkeep.transforms.redact import redact_counts, redact_series
+
+    counts: Counter = Counter()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None:  # not UTF-8: the exact rules in Python, which take lone surrogates
+        parts = [data] if whole else data.splitlines(keepends=True)
+        out = []
+        for p in parts:
+            t, n = redact_counts(p.decode("utf-8", "surrogateescape"))
+            counts.update(n)
+            out.append(t.encode("utf-8", "surrogateescape"))
+        new = b"".join(out)
+        return (data if new == data else new), counts
+    lines = [text] if whole else text.splitlines(keepends=True)
+    s = pl.Series(lines, dtype=pl.String)
+    r = redact_series(s, counts)
+    if r is s or not counts:
+        return data, counts
+    return "".join(r.to_list()).encode("utf-8"), counts
+
+
+def chunks_of(data: bytes) -> list[bytes]:
+    """``data`` cut into content-defined chunks (FastCDC, ``CDC_*`` sizes)."""
+    if len(data) <= CDC_MIN:
+        return [data] if data else []
+    from fastcdc import fastcdc
+
+    return [
+        data[c.offset : c.offset + c.length]
+        for c in fastcdc(data, min_size=CDC_MIN, avg_size=CDC_AVG, max_size=CDC_MAX, fat=False)
+    ]
+
+
+@dataclass
+class Prepared:
+    """One capture made ready: where it was read (``path``, ``agent``, ``mode``,
+    ``offset``, ``length`` of the original bytes, stat facts, discovery ``meta``), the
+    SHA-256 of its redacted bytes (``sha``: an append segment's object, or the whole
+    document) and their size (``stored``), a document's chunk hashes, the values
+    redacted per kind. ``red``: the redacted bytes (None after a replay: read from the
+    pack when needed)."""
+
+    path: str
+    agent: str
+    mode: str
+    offset: int
+    length: int
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    meta: dict
+    sha: bytes
+    stored: int
+    chunks: list[bytes]
+    redactions: dict[str, int]
+    red: bytes | None = field(default=None, repr=False)
+
+    def as_record(self) -> dict:
+        """The pack's record of this capture (JSON-ready; no bytes, no secret)."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("red", "sha", "chunks")}
+        return d | {"sha": self.sha.hex(), "chunks": [c.hex() for c in self.chunks]}
+
+    @classmethod
+    def from_record(cls, d: dict) -> Prepared:
+        """A capture from a pack's record (``as_record``)."""
+        return cls(
+            **{k: v for k, v in d.items() if k not in ("sha", "chunks")},
+            sha=bytes.fromhex(d["sha"]),
+            chunks=[bytes.fromhex(c) for c in d["chunks"]],
+        )
+
+
+@dataclass
+class PreparedGroup:
+    """A group's captures and the pack that holds their new objects
+    (``(name, bytes)`` or None) with the objects' ``(sha, offset, stored, raw)``."""
+
+    items: list[Prepared] = field(default_factory=list)
+    pack: tuple[str, int] | None = None
+    objects: list[tuple[bytes, int, int, int]] = field(default_factory=list)
+
+
+class Capturer:
+    """Prepares captures for the vault of ``home`` (``conn``: a connection to its
+    store, read to skip objects the vault holds)."""
+
+    def __init__(self, home: Path, conn) -> None:
+        self.home, self.conn = Path(home), conn
+        #: objects written by this capturer (a group in flight is not committed yet)
+        self.written: set[bytes] = set()
+
+    def _held(self, sha: bytes) -> bool:
+        if sha in self.written:
+            return True
+        if self.conn is None:
+            return False
+        try:
+            return (
+                self.conn.execute("SELECT 1 FROM vault_objects WHERE sha = ?", (sha,)).fetchone() is not None
+            )
+        except Exception:  # a store before v11 (read-only plan) or busy: write it again
+            return False
+
+    def prepare(self, raws: list[RawCapture]) -> PreparedGroup | None:
+        """Redact, chunk, compress and write (one pack with its record, durable) the
+        captures ``raws``. Returns None when there are none. Raises OSError when the
+        pack cannot be written (the group is then not stored: nothing is lost, the
+        watermark stays)."""
+        if not raws:
+            return None
+        out = PreparedGroup()
+        b = PackBuilder()
+        for raw in raws:
+            red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+            chunks: list[bytes] = []
+            sha = hashlib.sha256(red).digest()
+            if raw.mode == "document":
+                parts = chunks_of(red)
+                chunks = [hashlib.sha256(c).digest() for c in parts]
+                for h, c in zip(chunks, parts, strict=True):
+                    if not self._held(h):
+                        b.add(h, c)
+            elif not self._held(sha):
+                b.add(sha, red)
+            out.items.append(
+                Prepared(
+                    raw.path,
+                    raw.agent,
+                    raw.mode,
+                    raw.offset,
+                    len(raw.data),
+                    raw.dev,
+                    raw.ino,
+                    raw.size,
+                    raw.mtime_ns,
+                    dict(raw.meta),
+                    sha,
+                    len(red),
+                    chunks,
+                    dict(counts),
+                    red,
+                )
+            )
+        b.record = {"v": 1, "t": time.time_ns(), "captures": [p.as_record() for p in out.items]}
+        out.pack = write_pack(self.home, b)
+        out.objects = b.objects
+        self.written.update(o[0] for o in b.objects)
+        return out
+
+
+def _insert_objects(conn, g: PreparedGroup) -> None:
+    if g.pack is None:
+        return
+    name, size = g.pack
+    conn.execute(
+        "INSERT OR IGNORE INTO vault_packs(name, bytes, created_at) VALUES(?,?,?)", (name, size, now_iso())
+    )
+    pack_id = conn.execute("SELECT pack_id FROM vault_packs WHERE name = ?", (name,)).fetchone()[0]
+    conn.executemany(
+        "INSERT OR IGNORE INTO vault_objects(sha, pack_id, offset, stored, raw) VALUES(?,?,?,?,?)",
+        [(sha, pack_id, off, st, rw) for sha, off, st, rw in g.objects],
+    )
+
+
+def _file_id(conn, p: Prepared) -> int:
+    row = conn.execute("SELECT vfile_id FROM vault_files WHERE path = ?", (p.path,)).fetchone()
+    if row:
+        return row[0]
+    return conn.execute(
+        "INSERT INTO vault_files(path, agent, mode, meta) VALUES(?,?,?,?)",
+        (p.path, p.agent, p.mode, json.dumps(p.meta, default=str, sort_keys=True)),
+    ).lastrowid
+
+
+def _chunk_list(conn, vfile_id: int, p: Prepared) -> bytes:
+    """``p``'s chunk list as stored: a delta against the file's newest version
+    (``recipe``)."""
+    prev = conn.execute(
+        "SELECT gen_id, chunks FROM vault_generations WHERE vfile_id = ? AND chunks IS NOT NULL "
+        "ORDER BY gen DESC LIMIT 1",
+        (vfile_id,),
+    ).fetchone()
+    if prev is None:
+        return recipe.encode(p.chunks, None, None, 0)
+    try:
+        base = recipe.decode(prev[1], lambda gid: _stored_list(conn, gid))
+    except ValueError:
+        return recipe.encode(p.chunks, None, None, 0)
+    return recipe.encode(p.chunks, base, prev[0], recipe.depth(prev[1]))
+
+
+def _stored_list(conn, gen_id: int) -> bytes | None:
+    row = conn.execute("SELECT chunks FROM vault_generations WHERE gen_id = ?", (gen_id,)).fetchone()
+    return row[0] if row else None
+
+
+def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str) -> int:
+    gen = conn.execute(
+        "SELECT coalesce(max(gen), 0) + 1 FROM vault_generations WHERE vfile_id = ?", (vfile_id,)
+    ).fetchone()[0]
+    doc = p.mode == "document"
+    return conn.execute(
+        "INSERT INTO vault_generations(vfile_id, gen, start, length, stored, dev, ino, size, mtime_ns, "
+        "created_at, updated_at, redactions, doc_sha, chunks) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            vfile_id,
+            gen,
+            p.offset,
+            p.length if doc else 0,
+            p.stored if doc else 0,
+            p.dev,
+            p.ino,
+            p.size,
+            p.mtime_ns,
+            stamp,
+            stamp,
+            json.dumps(p.redactions, sort_keys=True) if doc else "{}",
+            p.sha if doc else None,
+            _chunk_list(conn, vfile_id, p) if doc else None,
+        ),
+    ).lastrowid
+
+
+def _append_segment(conn, gen_id: int, p: Prepared, stamp: str, skip: int = 0, skip_orig: int = 0) -> None:
+    """Add ``p`` (from ``skip`` redacted / ``skip_orig`` original bytes on) as the next
+    segment of generation ``gen_id``."""
+    seq = conn.execute(
+        "SELECT coalesce(max(seq), -1) + 1 FROM vault_segments WHERE gen_id = ?", (gen_id,)
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO vault_segments(gen_id, seq, offset, length, sha, skip) VALUES(?,?,?,?,?,?)",
+        (gen_id, seq, p.offset + skip_orig, p.length - skip_orig, p.sha, skip),
+    )
+    old = json.loads(
+        conn.execute("SELECT redactions FROM vault_generations WHERE gen_id = ?", (gen_id,)).fetchone()[0]
+        or "{}"
+    )
+    merged = Counter(old)
+    if not skip_orig:
+        merged.update(p.redactions)
+    conn.execute(
+        "UPDATE vault_generations SET length = length + ?, stored = stored + ?, dev = ?, ino = ?, size = ?, "
+        "mtime_ns = ?, updated_at = ?, redactions = ? WHERE gen_id = ?",
+        (
+            p.length - skip_orig,
+            p.stored - skip,
+            p.dev,
+            p.ino,
+            p.size,
+            p.mtime_ns,
+            stamp,
+            json.dumps(dict(merged), sort_keys=True),
+            gen_id,
+        ),
+    )
+
+
+#: ``load(sha) -> bytes``: an object's redacted bytes, checked (``manifest.read_sha``)
+Load = Callable[[bytes], bytes]
+
+
+def _held_prefix(conn, gen_id: int, p: Prepared, red: bytes, load: Load) -> tuple[int, int] | None:
+    """How much of ``p`` (from its offset) generation ``gen_id`` holds already, as
+    ``(original bytes, redacted bytes)``: its segments from ``p``'s offset on, compared
+    by their redacted bytes with ``red``; None when ``p`` starts inside a segment or a
+    segment differs."""
+    segs = conn.execute(
+        "SELECT offset, length, sha, skip FROM vault_segments WHERE gen_id = ? AND offset + length > ? "
+        "ORDER BY seq",
+        (gen_id, p.offset),
+    ).fetchall()
+    held = held_red = 0
+    for off, length, sha, skip in segs:
+        if off != p.offset + held:
+            return None
+        data = load(sha)[skip:]
+        if held + length > p.length:  # ``p`` ends inside this segment: its bytes begin it
+            return (p.length, len(red)) if data.startswith(red[held_red:]) else None
+        if red[held_red : held_red + len(data)] != data:
+            return None
+        held += length
+        held_red += len(data)
+    return held, held_red
+
+
+def record(conn, home: Path, g: PreparedGroup | None, load: Load | None = None) -> None:
+    """The manifest rows of a prepared (or replayed) group, in the caller's
+    transaction (the one that stores the group's watermarks): the pack and its
+    objects, files, generations, segments (see the module doc for when a generation
+    starts). ``load`` reads an object (default: from the vault of ``home``)."""
+    if g is None:
+        return
+    from ctxkeep.sinks.vault.manifest import read_sha
+
+    load = load or (lambda sha: read_sha(conn, home, sha))
+    stamp = now_iso()
+    _insert_objects(conn, g)
+    for p in g.items:
+        vfile_id = _file_id(conn, p)
+        cur = conn.execute(
+            "SELECT gen_id, start, length, doc_sha FROM vault_generations WHERE vfile_id = ? "
+            "ORDER BY gen DESC LIMIT 1",
+            (vfile_id,),
+        ).fetchone()
+        if p.mode == "document":
+            if cur is not None and cur[3] == p.sha:
+                continue  # the version held (a re-read after a parser change)
+            _new_generation(conn, vfile_id, p, stamp)
+            continue
+        if cur is None:
+            _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
+            continue
+        gen_id, start, length, _ = cur
+        end = start + length
+        if p.offset == end:
+            _append_segment(conn, gen_id, p, stamp)
+            continue
+        held = None
+        if start <= p.offset < end and p.size >= end:  # (a file now shorter: a new generation)
+            red = p.red if p.red is not None else load(p.sha)
+            held = _held_prefix(conn, gen_id, p, red, load)
+        if held is None:  # shrank, replaced, or bytes that differ: a new generation
+            _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
+            continue
+        if held[0] >= p.length:
+            continue  # every byte held already
+        _append_segment(conn, gen_id, p, stamp, skip=held[1], skip_orig=held[0])
+
+
+def replay(conn, home: Path, progress=None) -> int:
+    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``),
+    in the caller's transaction: every pack in the order it was written, its objects
+    and captures recorded as at ingest. Returns the packs replayed. Packs without a
+    record are skipped (named by ``vault verify --full``)."""
+    from ctxkeep.sinks.vault.packs import pack_names, read_record
+
+    recs = []
+    for name, path in pack_names(home):
+        rec = read_record(path)
+        if rec is not None:
+            recs.append((rec[0].get("t", 0), name, path.stat().st_size, rec))
+    recs.sort(key=lambda r: (r[0], r[1]))
+    for i, (_, name, size, (rec, objects)) in enumerate(recs, 1):
+        g = PreparedGroup([Prepared.from_record(c) for c in rec.get("captures", [])], (name, size), objects)
+        record(conn, home, g)
+        if progress:
+            progress(i, len(recs))
+    return len(recs)
+
+
+__all__ = [
+    "CDC_AVG",
+    "CDC_MAX",
+    "CDC_MIN",
+    "Capturer",
+    "Prepared",
+    "PreparedGroup",
+    "chunks_of",
+    "record",
+    "redact_raw",
+    "replay",
+]

@@ -1,0 +1,310 @@
+"""Reading the vault back through its manifest (``vault_*`` tables of ``store.db``):
+the files and generations held, a generation's bytes (every object checked:
+``packs.read_object``), verification, and figures per agent.
+
+A generation's bytes are the redacted bytes: byte-identical to the agent's file when no
+secret was redacted in it (``redactions`` is ``{}``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxkeep.sinks.vault import recipe
+from ctxkeep.sinks.vault.packs import VaultDamaged, check_pack, pack_names, pack_path, read_object
+
+
+@dataclass
+class Generation:
+    """One generation of a file: ``path``, ``agent``, ``mode`` (``append`` /
+    ``document``), ``gen`` (1, 2, … per file), ``start`` (file offset of its first
+    byte: 0 unless the vault met the file after its start), ``length`` (original
+    bytes), ``stored`` (redacted bytes), the stat facts of the last capture
+    (``size``, ``mtime_ns``), ``redactions`` per kind, the file's discovery ``meta``."""
+
+    gen_id: int
+    vfile_id: int
+    path: str
+    agent: str
+    mode: str
+    gen: int
+    start: int
+    length: int
+    stored: int
+    size: int | None
+    mtime_ns: int | None
+    redactions: dict[str, int]
+    meta: dict
+    created_at: str | None = None
+    chunks: bytes | None = field(default=None, repr=False)
+    dev: int | None = None
+    ino: int | None = None
+
+
+_GEN_SQL = (
+    "SELECT g.gen_id, g.vfile_id, f.path, f.agent, f.mode, g.gen, g.start, g.length, g.stored, g.size, "
+    "g.mtime_ns, g.redactions, f.meta, g.created_at, g.chunks, g.dev, g.ino FROM vault_generations g "
+    "JOIN vault_files f ON f.vfile_id = g.vfile_id"
+)
+
+
+def _gen(row) -> Generation:
+    *head, red, meta, created, chunks, dev, ino = row
+    return Generation(*head, json.loads(red or "{}"), json.loads(meta or "{}"), created, chunks, dev, ino)
+
+
+def generations(conn, *, latest: bool = False, agents: list[str] | None = None) -> list[Generation]:
+    """Every generation (``latest``: only each file's newest), by path and generation."""
+    where, params = [], []
+    if latest:
+        where.append("g.gen = (SELECT max(gen) FROM vault_generations x WHERE x.vfile_id = g.vfile_id)")
+    if agents:
+        where.append(f"f.agent IN ({','.join('?' * len(agents))})")
+        params += agents
+    sql = _GEN_SQL + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY f.path, g.gen"
+    return [_gen(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def latest_of(conn, path: str) -> Generation | None:
+    """The newest generation of the file at ``path``, or None."""
+    row = conn.execute(_GEN_SQL + " WHERE f.path = ? ORDER BY g.gen DESC LIMIT 1", (path,)).fetchone()
+    return _gen(row) if row else None
+
+
+def _objects(conn, shas: list[bytes]) -> dict[bytes, tuple[str, int, int, int]]:
+    out = {}
+    for sha in set(shas):
+        row = conn.execute(
+            "SELECT p.name, o.offset, o.stored, o.raw FROM vault_objects o JOIN vault_packs p "
+            "ON p.pack_id = o.pack_id WHERE o.sha = ?",
+            (sha,),
+        ).fetchone()
+        if row:
+            out[sha] = row
+    return out
+
+
+def read_sha(conn, home: Path, sha: bytes) -> bytes:
+    """The bytes of the object ``sha``, checked. Raises ``VaultDamaged``."""
+    o = _objects(conn, [sha]).get(sha)
+    if o is None:
+        raise VaultDamaged(
+            f"vault damaged: object {sha.hex()[:16]} is not in the manifest",
+            where="store.db vault_objects",
+            hint="run 'ctxkeep vault verify'",
+        )
+    return read_object(home, o[0], o[1], o[2], o[3], sha)
+
+
+def pieces(conn, g: Generation) -> list[tuple[bytes, int]]:
+    """``g``'s objects in order with the redacted bytes to skip at each one's start
+    (segments; a document's chunks skip none)."""
+    if g.mode == "document":
+        return [(sha, 0) for sha in object_list(conn, g)]
+    return [
+        (r[0], r[1])
+        for r in conn.execute(
+            "SELECT sha, skip FROM vault_segments WHERE gen_id = ? ORDER BY seq", (g.gen_id,)
+        )
+    ]
+
+
+def object_list(conn, g: Generation) -> list[bytes]:
+    """The SHA-256s of ``g``'s objects in order (segments, or a document's chunks)."""
+    if g.mode == "document":
+
+        def fetch(gen_id: int) -> bytes | None:
+            row = conn.execute("SELECT chunks FROM vault_generations WHERE gen_id = ?", (gen_id,)).fetchone()
+            return row[0] if row else None
+
+        try:
+            return recipe.decode(g.chunks, fetch)
+        except ValueError as e:
+            raise VaultDamaged(
+                f"vault damaged: the chunk list of {g.path} (generation {g.gen}): {e}",
+                where="store.db vault_generations",
+                hint="run 'ctxkeep vault verify'",
+            ) from None
+    return [
+        r[0]
+        for r in conn.execute("SELECT sha FROM vault_segments WHERE gen_id = ? ORDER BY seq", (g.gen_id,))
+    ]
+
+
+def gen_bytes(conn, home: Path, g: Generation) -> bytes:
+    """The (redacted) bytes of generation ``g``, every object checked. Raises
+    ``VaultDamaged`` naming the pack (a missing object: the manifest)."""
+    return b"".join(iter_bytes(conn, home, g))
+
+
+def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
+    """``gen_bytes`` object by object."""
+    ps = pieces(conn, g)
+    objs = _objects(conn, [sha for sha, _ in ps])
+    for sha, skip in ps:
+        o = objs.get(sha)
+        if o is None:
+            raise VaultDamaged(
+                f"vault damaged: object {sha.hex()[:16]} of {g.path} is not in the manifest",
+                where="store.db vault_objects",
+                hint="run 'ctxkeep vault verify'",
+            )
+        data = read_object(home, o[0], o[1], o[2], o[3], sha)
+        yield data[skip:] if skip else data
+
+
+@dataclass
+class Problem:
+    """One thing ``verify`` found wrong: ``what``, ``where`` (a pack file or the
+    manifest) and the agent's ``path`` it affects."""
+
+    what: str
+    where: str
+    path: str | None = None
+
+    def line(self) -> str:
+        """``<what> (<where>)[, holding <path>]``."""
+        return f"{self.what} ({self.where})" + (f", holding {self.path}" if self.path else "")
+
+
+def verify(conn, home: Path, *, full: bool = False, progress=None) -> tuple[int, list[Problem]]:
+    """Check every generation against its objects: the segments' sequence (each
+    starts where the one before ended, from the generation's start; their lengths sum
+    to the generation's), each object's presence, size and SHA-256 (read back and
+    decompressed), and the redacted sizes' sum. ``full`` also hashes every pack file
+    whole against its name and names the packs no manifest row holds (orphans of a
+    crash: harmless). ``progress(done, total)`` after each generation.
+
+    Returns ``(objects checked, problems)``; one problem per damaged pack or
+    manifest fault."""
+    problems: list[Problem] = []
+    bad_packs: set[str] = set()
+    checked: set[bytes] = set()
+    gens = generations(conn)
+    for i, g in enumerate(gens, 1):
+        if g.mode != "document":
+            segs = conn.execute(
+                "SELECT seq, offset, length FROM vault_segments WHERE gen_id = ? ORDER BY seq", (g.gen_id,)
+            ).fetchall()
+            pos = g.start
+            for k, (seq, off, length) in enumerate(segs):
+                if seq != k or off != pos:
+                    problems.append(
+                        Problem(f"segment {seq} out of sequence at offset {off}", "store.db", g.path)
+                    )
+                    break
+                pos += length
+            else:
+                if pos != g.start + g.length:
+                    problems.append(
+                        Problem("segments do not add up to the generation's length", "store.db", g.path)
+                    )
+        try:
+            ps = pieces(conn, g)
+        except VaultDamaged as e:
+            problems.append(Problem(e.message.removeprefix("vault damaged: "), e.where or "", g.path))
+            continue
+        objs = _objects(conn, [sha for sha, _ in ps])
+        stored = 0
+        for sha, skip in ps:
+            o = objs.get(sha)
+            if o is None:
+                problems.append(
+                    Problem(f"object {sha.hex()[:16]} missing from the manifest", "store.db", g.path)
+                )
+                continue
+            stored += o[3] - skip
+            if sha in checked or o[0] in bad_packs:
+                continue
+            try:
+                read_object(home, o[0], o[1], o[2], o[3], sha)
+                checked.add(sha)
+            except VaultDamaged as e:
+                bad_packs.add(o[0])
+                problems.append(Problem(e.message.removeprefix("vault damaged: "), e.where or "", g.path))
+        if stored != g.stored:
+            problems.append(
+                Problem(f"objects hold {stored} bytes, the manifest says {g.stored}", "store.db", g.path)
+            )
+        if progress:
+            progress(i, len(gens))
+    if full:
+        known = {r[0] for r in conn.execute("SELECT name FROM vault_packs")}
+        for name, p in pack_names(home):
+            if name not in known:
+                problems.append(
+                    Problem("orphan pack (no manifest row: a run stopped before its commit)", str(p))
+                )
+            elif name not in bad_packs and not check_pack(p, name):
+                problems.append(Problem("pack does not hash to its name", str(p)))
+        for name in known:
+            if not pack_path(home, name).exists():
+                problems.append(Problem("pack missing", str(pack_path(home, name))))
+    return len(checked), problems
+
+
+def orphan_packs(conn, home: Path) -> list[Path]:
+    """Pack files no ``vault_packs`` row names (a crash between the pack's rename and
+    the commit): safe to remove."""
+    known = {r[0] for r in conn.execute("SELECT name FROM vault_packs")}
+    return [p for name, p in pack_names(home) if name not in known]
+
+
+def figures(conn) -> dict[str, dict]:
+    """Per agent: ``files``, ``generations``, ``raw`` (original bytes of every
+    generation), ``stored_raw`` (redacted bytes), ``redactions`` per kind. The
+    vault's size on disk is ``packs`` bytes (all agents: objects are shared)."""
+    out: dict[str, dict] = {}
+    for agent, path, length, stored, red in conn.execute(
+        "SELECT f.agent, f.path, g.length, g.stored, g.redactions FROM vault_generations g "
+        "JOIN vault_files f ON f.vfile_id = g.vfile_id"
+    ):
+        a = out.setdefault(
+            agent, {"files": set(), "generations": 0, "raw": 0, "stored_raw": 0, "redactions": {}}
+        )
+        a["files"].add(path)
+        a["generations"] += 1
+        a["raw"] += length
+        a["stored_raw"] += stored
+        for k, n in json.loads(red or "{}").items():
+            a["redactions"][k] = a["redactions"].get(k, 0) + n
+    for a in out.values():
+        a["files"] = len(a["files"])
+    return out
+
+
+def packed_bytes(conn) -> tuple[int, dict[str, int]]:
+    """``(bytes of every pack, compressed bytes of each agent's objects)``: an object
+    shared by two agents counts for both."""
+    total = conn.execute("SELECT coalesce(sum(bytes), 0) FROM vault_packs").fetchone()[0]
+    per: dict[str, int] = {}
+    for agent, n in conn.execute(
+        "SELECT f.agent, sum(o.stored) FROM vault_segments s JOIN vault_generations g ON g.gen_id = s.gen_id "
+        "JOIN vault_files f ON f.vfile_id = g.vfile_id JOIN vault_objects o ON o.sha = s.sha GROUP BY f.agent"
+    ):
+        per[agent] = n or 0
+    for g in generations(conn):
+        if g.mode == "document":
+            objs = _objects(conn, object_list(conn, g))
+            per[g.agent] = per.get(g.agent, 0) + sum(o[2] for o in objs.values())
+    return total, per
+
+
+__all__ = [
+    "Generation",
+    "Problem",
+    "figures",
+    "gen_bytes",
+    "generations",
+    "iter_bytes",
+    "latest_of",
+    "object_list",
+    "pieces",
+    "read_sha",
+    "orphan_packs",
+    "packed_bytes",
+    "verify",
+]

@@ -1,0 +1,255 @@
+"""The maintained secret rules: gitleaks' rule set (``config/gitleaks.toml``, MIT),
+as generated into ``secret_rules.json`` by ``tools/gen_secret_rules.py`` from a named
+upstream version (``SOURCE`` says which: version tag and commit). Regenerate on an
+upgrade with that script; never edit the JSON by hand.
+
+Matching follows gitleaks' ``detect/detect.go`` (v8.30): a rule runs on a text only
+when one of its ``keywords`` occurs in it (case-insensitive; gitleaks uses
+Aho-Corasick, here one ``re2.Set`` over the keywords, or Polars' ``str.contains_any``
+for a Series); its regex (Go RE2 syntax, compiled with ``google-re2``; the few RE2
+refuses fall back to Python ``re``) finds the matches; the secret is the
+``secretGroup``, else the first non-empty capture group, else the whole match; a
+secret whose Shannon entropy is ≤ the rule's ``entropy`` is dropped; then the global
+allowlist (regexes and stopwords on the secret) and the rule's allowlists (regexes on
+the secret, the match or the line, per ``regexTarget``; stopwords contained in the
+lower-cased secret; ``condition`` OR/AND) drop allowed ones.
+
+``find(text) -> [(start, end, rule_id)]``: the secrets' character offsets in
+``text``. Texts are matched as UTF-8 bytes (one encode per text; RE2's byte offsets
+are turned back into character offsets only for the matches found).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import NamedTuple
+
+import re2
+
+TABLE_PATH = Path(__file__).with_name("secret_rules.json")
+
+
+class _Allow(NamedTuple):
+    and_: bool
+    target: str  # "secret" | "match" | "line"
+    regexes: tuple
+    stopwords: tuple[str, ...]
+    paths: bool  # the allowlist names paths: never matched here (texts have none)
+
+
+class GitleaksRule(NamedTuple):
+    """One compiled rule of the table (see the module doc for the fields' meaning)."""
+
+    id: str
+    rx: object  # re2._Regexp or re.Pattern (over bytes)
+    group: int
+    entropy: float
+    keywords: tuple[str, ...]
+    allow: tuple[_Allow, ...]
+
+
+def compile_re2(pattern: str):
+    """``pattern`` (RE2 syntax) compiled by ``google-re2`` with 64 MiB for its DFA."""
+    opts = re2.Options()
+    opts.max_mem = 64 << 20
+    return re2.compile(pattern, opts)
+
+
+def _compile(pattern: str, engine: str):
+    """``pattern`` compiled for bytes: RE2 (``engine`` "re2") or Python ``re``."""
+    if engine == "re2":
+        return compile_re2(pattern)
+    return re.compile(pattern.encode())
+
+
+def _entropy(s: str) -> float:
+    """Shannon entropy in bits per character (gitleaks' ``shannonEntropy``)."""
+    if not s:
+        return 0.0
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+class RuleSet(NamedTuple):
+    source: dict  # schema, source, version, commit, license, rule_count, excluded
+    rules: tuple[GitleaksRule, ...]
+    keywords: tuple[str, ...]  # every keyword (lower case), the Set's pattern order
+    by_keyword: tuple[tuple[int, ...], ...]  # keyword index → rule indexes
+    always: tuple[int, ...]  # rules without keywords: run on every text
+    kw_set: object  # re2.Set over the keywords (case-insensitive)
+    global_regexes: tuple
+    global_stopwords: tuple[str, ...]
+
+
+@cache
+def ruleset(path: Path = TABLE_PATH) -> RuleSet:
+    """The table at ``path`` compiled (once per process). Raises ValueError when the
+    table's ``schema`` is not 1, ``re2.error``/``re.error`` on a regex neither
+    engine takes (the generator checked them all)."""
+    table = json.loads(path.read_text("utf-8"))
+    if table.get("schema") != 1:
+        raise ValueError(f"secret rule table {path}: schema {table.get('schema')!r}, expected 1")
+    rules, kw_index, always = [], {}, []
+    for r in table["rules"]:
+        allow = tuple(
+            _Allow(
+                a["condition"] == "AND",
+                a["target"],
+                tuple(_compile(x, "re2") for x in a["regexes"]),
+                tuple(a["stopwords"]),
+                a["paths"],
+            )
+            for a in r["allowlists"]
+        )
+        i = len(rules)
+        rules.append(
+            GitleaksRule(
+                r["id"],
+                _compile(r["regex"], r["engine"]),
+                r["secret_group"],
+                r["entropy"],
+                tuple(r["keywords"]),
+                allow,
+            )
+        )
+        if not r["keywords"]:
+            always.append(i)
+        for k in r["keywords"]:
+            kw_index.setdefault(k, []).append(i)
+    keywords = tuple(kw_index)
+    opts = re2.Options()
+    opts.case_sensitive = False
+    opts.max_mem = 64 << 20
+    kw_set = re2.Set.SearchSet(opts)
+    for k in keywords:
+        kw_set.Add(re2.escape(k))
+    kw_set.Compile()
+    g = table["global_allowlist"]
+    meta = {k: v for k, v in table.items() if k not in ("rules", "global_allowlist")}
+    return RuleSet(
+        meta,
+        tuple(rules),
+        keywords,
+        tuple(tuple(kw_index[k]) for k in keywords),
+        tuple(always),
+        kw_set,
+        tuple(_compile(x, "re2") for x in g["regexes"]),
+        tuple(g["stopwords"]),
+    )
+
+
+def _line(raw: bytes, start: int, end: int) -> bytes:
+    """The line(s) of ``raw`` holding bytes ``start:end``."""
+    a = raw.rfind(b"\n", 0, start) + 1
+    b = raw.find(b"\n", end)
+    return raw[a : len(raw) if b < 0 else b]
+
+
+def _allowed(a: _Allow, secret: bytes, match: bytes, line: bytes) -> bool:
+    """gitleaks' ``checkFindingAllowed`` for one allowlist (paths and commits never match)."""
+    target = {"match": match, "line": line}.get(a.target, secret)
+    checks = []
+    if a.regexes:
+        checks.append(any(rx.search(target) for rx in a.regexes))
+    if a.stopwords:
+        low = secret.decode("utf-8", "replace").lower()
+        checks.append(any(w in low for w in a.stopwords))
+    if a.paths:
+        checks.append(False)
+    if not checks:
+        return False
+    return all(checks) if a.and_ else any(checks)
+
+
+def rules_for(raw: bytes, rs: RuleSet | None = None) -> list[int]:
+    """Indexes of the rules whose keywords occur in ``raw`` (plus the keyword-less
+    ones), in table order."""
+    rs = rs or ruleset()
+    hit = rs.kw_set.Match(raw)
+    if not hit:
+        return list(rs.always)
+    out = set(rs.always)
+    for k in hit:
+        out.update(rs.by_keyword[k])
+    return sorted(out)
+
+
+def find_bytes(raw: bytes, rs: RuleSet | None = None) -> list[tuple[int, int, str]]:
+    """``(start, end, rule_id)`` byte spans of the secrets in UTF-8 ``raw``, in rule
+    order (overlaps not merged)."""
+    rs = rs or ruleset()
+    out = []
+    for i in rules_for(raw, rs):
+        r = rs.rules[i]
+        for m in r.rx.finditer(raw):
+            g = 0
+            if r.group and r.group <= len(m.groups()):
+                g = r.group
+            else:
+                for j in range(1, len(m.groups()) + 1):
+                    if m.group(j):
+                        g = j
+                        break
+            secret = m.group(g)
+            if not secret:
+                continue
+            s, e = m.span(g)
+            text = secret.decode("utf-8", "surrogateescape")
+            if r.entropy and _entropy(text) <= r.entropy:
+                continue
+            if any(rx.search(secret) for rx in rs.global_regexes):
+                continue
+            low = text.lower()
+            if any(w in low for w in rs.global_stopwords):
+                continue
+            if r.allow:
+                match, line = m.group(0), _line(raw, m.start(), m.end())
+                if any(_allowed(a, secret, match, line) for a in r.allow):
+                    continue
+            out.append((s, e, r.id))
+    return out
+
+
+def _encode(text: str) -> bytes:
+    """``text`` as UTF-8; lone surrogates (``surrogateescape``'d raw bytes) back to the
+    bytes they stand for, other lone surrogates as WTF-8 (their character offsets are
+    then approximate: both are rare and redaction still covers the match)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def find(text: str, rs: RuleSet | None = None, extra=()) -> list[tuple[int, int, str]]:
+    """``(start, end, rule_id)`` character spans of the secrets in ``text``: the
+    table's rules', then those of ``extra``: ``(kind, compiled RE2 pattern with a
+    group ``s``, check(value: str, match) -> bool)`` triples run on every text given."""
+    raw = _encode(text)
+    spans = find_bytes(raw, rs)
+    for kind, rx, check in extra:
+        g = rx.groupindex["s"]
+        for m in rx.finditer(raw):
+            v = m.group(g)
+            if v and check(v.decode("utf-8", "surrogateescape"), m):
+                spans.append((*m.span(g), kind))
+    if not spans or len(raw) == len(text):  # ASCII: byte offsets are character offsets
+        return spans
+    cache_: dict[int, int] = {}
+
+    def char(off: int) -> int:
+        if off not in cache_:
+            cache_[off] = len(raw[:off].decode("utf-8", "surrogateescape"))
+        return cache_[off]
+
+    return [(char(s), char(e), k) for s, e, k in spans]
+
+
+def keywords() -> tuple[str, ...]:
+    """Every rule keyword (lower case): a text holding none of them (ASCII
+    case-insensitively) is matched by no rule except the keyword-less ones."""
+    return ruleset().keywords

@@ -1,0 +1,244 @@
+"""``ctxkeep export html|markdown``: transcripts of the corpus store as a static site.
+The expected figures come from ``store.db`` read here with SQL (not through the
+service layer the export uses)."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli_helpers import one_error_line
+from conftest import q
+from ctxkeep.cli import app
+from ctxkeep.render import site
+from ctxkeep.render.transcript import MD_MESSAGE_MARK, markdown_html
+
+
+def run_cli(args: list[str]):
+    return CliRunner().invoke(app, args)
+
+
+class _Page(HTMLParser):
+    """Every attribute value that loads or links something, the visible text, the ids."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.refs: list[tuple[str, str, str]] = []
+        self.ids: set[str] = set()
+        self.text: list[str] = []
+        self.tags: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for k, v in attrs:
+            if k in ("src", "href", "srcset", "action", "poster", "data"):
+                self.refs.append((tag, k, v or ""))
+            if k == "id":
+                self.ids.add(v or "")
+        if tag in ("style", "script"):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("style", "script"):
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.text.append(data)
+
+
+def _parse(path: Path) -> _Page:
+    p = _Page()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[A-Za-z0-9]+", text)
+
+
+def _sessions(home: Path) -> dict[str, tuple[str, int]]:
+    """session id → (agent, messages) from store.db (kind 'message', rewound left out)."""
+    return {
+        sid: (agent, n)
+        for agent, sid, n in q(
+            home,
+            "SELECT agent, session_id, sum(kind = 'message') FROM entries "
+            "WHERE status IS NOT 'rewound' GROUP BY agent, session_id",
+        )
+    }
+
+
+def _first_user_message(home: Path, sid: str) -> tuple[str, str] | None:
+    """(entry id, text) of a session's first user message with text, from store.db."""
+    rows = q(
+        home,
+        "SELECT e.entry_id, (SELECT group_concat(text, '') FROM (SELECT ch.text FROM chunks ch "
+        " WHERE ch.content_id = c.content_id ORDER BY ch.seq)) FROM entries e "
+        "JOIN contents c ON c.content_hash = e.content_hash "
+        "WHERE e.session_id = ? AND e.kind = 'message' AND e.role = 'user' AND e.status IS NOT 'rewound' "
+        "ORDER BY e.ts, e.source_path, e.source_offset, e.rowid",
+        sid,
+    )
+    return next(((eid, t) for eid, t in rows if t and t.strip()), None)
+
+
+@pytest.fixture(scope="module")
+def html_site(corpus_store, tmp_path_factory):
+    home, _ = corpus_store
+    dest = tmp_path_factory.mktemp("site")
+    rep = site.export(site.ExportRequest(home=home, dest=dest, fmt="html", tz="Europe/Berlin"))
+    return home, dest, rep
+
+
+def test_export_html_one_page_per_session_and_an_index(html_site):
+    home, dest, rep = html_site
+    stored = _sessions(home)
+    assert len(stored) >= 30  # the corpus: Claude Code, Codex, Gemini, … sessions
+    pages = sorted(p.name for p in dest.glob("*.html") if p.name != "index.html")
+    assert len(pages) == len(stored) == len(rep.pages)
+    assert (dest / "index.html").is_file() and rep.index == str(dest / "index.html")
+    # the index links every page, and nothing else but pages
+    index = _parse(dest / "index.html")
+    linked = sorted(v for tag, k, v in index.refs if tag == "a")
+    assert linked == pages
+    # every page holds as many message sections as the session has messages
+    for p in rep.pages:
+        html = Path(p).read_text(encoding="utf-8")
+        assert html.count('<section class="msg ') == rep.messages[p]
+    assert sorted(rep.messages.values()) == sorted(n for _, n in stored.values())
+
+
+def test_export_html_loads_and_links_nothing_remote(html_site):
+    _home, dest, _rep = html_site
+    names = {p.name for p in dest.iterdir()}
+    for path in dest.glob("*.html"):
+        page = _parse(path)
+        assert "link" not in page.tags and "iframe" not in page.tags, path.name  # CSS inline
+        for tag, attr, value in page.refs:
+            if value.startswith("data:"):
+                continue
+            # within the page (#anchor) or another page of the site: nothing else
+            assert value.startswith("#") or value in names, (path.name, tag, attr, value[:80])
+            assert not re.match(r"^\s*([a-z][a-z0-9+.-]*:|//)", value, re.I), value
+        raw = path.read_text(encoding="utf-8")
+        styles = "".join(re.findall(r"<style>(.*?)</style>", raw, re.S))
+        assert styles and "url(" not in styles and "@import" not in styles
+        assert not re.search(r"<script[^>]+src=", raw, re.I)
+
+
+def test_export_html_each_page_shows_its_first_prompt(html_site):
+    home, dest, rep = html_site
+    by_name = {Path(p).name: Path(p) for p in rep.pages}
+    checked = 0
+    for sid, (agent, _n) in _sessions(home).items():
+        first = _first_user_message(home, sid)
+        if first is None:
+            continue
+        eid, text = first
+        page = _parse(by_name[site.page_name(agent, sid, ".html")])
+        assert f"e-{eid}" in page.ids, sid  # the message's own section
+        want = " ".join(_words(text)[:8])
+        assert want in " ".join(_words("".join(page.text))), (sid, want)
+        checked += 1
+    assert checked >= 25
+
+
+def test_export_html_folds_tool_calls_with_size_and_error(html_site):
+    home, dest, _rep = html_site
+    # the Claude Code session ef958aa1 called Bash; its call is a <details> whose summary
+    # gives the result's size
+    page = (dest / site.page_name("claude-code", "ef958aa1-0e93-49f0-bb71-150f63befcd1", ".html")).read_text()
+    calls = q(
+        home,
+        "SELECT count(*) FROM entries WHERE session_id = 'ef958aa1-0e93-49f0-bb71-150f63befcd1' "
+        "AND kind = 'tool_call' AND status IS NOT 'rewound'",
+    )[0][0]
+    assert page.count('<details class="tool') == calls == 40
+    assert re.search(r"<summary><span class=\"tag\">tool</span> Bash · git status[^<]*· result \d+ B", page)
+    # sub-agent linked at the point it started, and from the sub-agent back to its parent
+    kid = site.page_name("claude-code", "agent-a4ca7529859c158c2", ".html")
+    assert f'<a href="{kid}">' in page
+    assert 'href="ef958aa1-0e93-49f0-bb71-150f63befcd1-' in (dest / kid).read_text()
+    # a failed tool result is flagged: one stored result with the [error] prefix
+    errors = q(
+        home,
+        "SELECT e.session_id, e.agent FROM entries e JOIN contents c ON c.content_hash = e.content_hash "
+        "JOIN chunks ch ON ch.content_id = c.content_id AND ch.seq = 0 "
+        "WHERE e.kind = 'tool_result' AND ch.text LIKE '[error]%' LIMIT 1",
+    )
+    assert errors
+    sid, agent = errors[0]
+    assert "· ERROR" in (dest / site.page_name(agent, sid, ".html")).read_text()
+
+
+def test_export_markdown_round_trips_the_message_count(corpus_store, tmp_path):
+    home, _ = corpus_store
+    r = run_cli(
+        ["export", "markdown", str(tmp_path / "md"), "--session", "fe5e1c67", "--home", str(home), "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["schema"] == 1 and rep["index"] is None
+    # the session and the five sidechains it started
+    assert len(rep["pages"]) == 6
+    main = Path(next(p for p in rep["pages"] if "sidechain" not in p))
+    text = main.read_text(encoding="utf-8")
+    roles = re.findall(re.escape(MD_MESSAGE_MARK) + r" role=(\w+) entry=(\w+) -->", text)
+    stored = q(
+        home,
+        "SELECT role, entry_id FROM entries WHERE session_id = 'fe5e1c67-53e7-4862-81ae-d0e013e3270b' "
+        "AND kind = 'message' AND status IS NOT 'rewound' ORDER BY ts, source_path, source_offset, rowid",
+    )
+    assert roles == stored and len(roles) == 9  # `ctxkeep sessions` shows 9 messages
+    assert rep["messages"][str(main)] == 9
+    # each sidechain's page: its own count, and a link back to the parent
+    for p in rep["pages"]:
+        n = len(re.findall(re.escape(MD_MESSAGE_MARK), Path(p).read_text()))
+        assert n == rep["messages"][p]
+
+
+def test_export_unknown_session_is_one_line_and_writes_nothing(corpus_store, tmp_path):
+    home, _ = corpus_store
+    r = run_cli(["export", "html", str(tmp_path / "x"), "--session", "nosuch", "--home", str(home)])
+    one_error_line(r, 1, "nosuch")
+    assert not (tmp_path / "x").exists()
+
+
+def test_export_html_of_a_store_with_secrets_holds_none(tmp_path):
+    from conftest import ingest
+    from fixtures.bad_input import line, rec
+    from fixtures.secrets import positives
+
+    cases = positives(3)
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-tmp-export"
+    proj.mkdir(parents=True)
+    (proj / "5e551011-0000-4000-8000-0000000000bb.jsonl").write_bytes(
+        b"".join(line(rec(i + 1, c.text)) for i, c in enumerate(cases))
+    )
+    ingest(home, tmp_path / "store", "claude-code")
+    for fmt in ("html", "markdown"):
+        rep = site.export(site.ExportRequest(home=tmp_path / "store", dest=tmp_path / fmt, fmt=fmt))
+        assert len(rep.pages) == 1
+        data = b"".join(p.read_bytes() for p in (tmp_path / fmt).iterdir())
+        values = [v for c in cases for v in c.secrets if v]
+        assert values and not [v for v in values if v.encode() in data]
+
+
+def test_markdown_html_escapes_raw_html_and_keeps_no_remote_link():
+    out = markdown_html(
+        "<script>alert(1)</script> see [docs](https://example.com/x) ![pic](http://e.x/p.png)\n\n"
+        "```python\ndef f():\n    return 1\n```"
+    )
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert "href=" not in out and "src=" not in out
+    assert "&lt;https://example.com/x&gt;" in out and "[image: pic]" in out
+    assert '<pre class="hl"' in out or 'class="hl"' in out
+    assert '<span class="k">def</span>' in out  # Pygments' keyword class
