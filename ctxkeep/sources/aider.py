@@ -50,7 +50,7 @@ from ctxkeep.sources.contract import (
     Watermark,
 )
 from ctxkeep.sources.readers.document import read_document
-from ctxkeep.sources.readers.jsonl import read_whole
+from ctxkeep.sources.readers.jsonl import open_file
 from ctxkeep.timeutil import format_utc
 
 AGENT = "aider"
@@ -258,10 +258,12 @@ def _norm(text: str) -> str:
 
 def _input_times(path: Path) -> list[tuple[str | None, str]]:
     """``(UTC ts, normalized text)`` of each input in an ``.aider.input.history``."""
-    whole = read_whole(path)  # (``readers.jsonl.VIEW`` applies: a reparse from the vault)
-    if whole is None:
+    opened = open_file(path)  # (``readers.jsonl.VIEW`` applies: a reparse from the vault)
+    if opened is None:
         return []
-    return [(e["ts"], _norm(e["text"])) for e in parse_input(whole[0], str(path), None, True, {})]
+    with opened[0] as f:
+        raw = f.read()
+    return [(e["ts"], _norm(e["text"])) for e in parse_input(raw, str(path), None, True, {})]
 
 
 def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:

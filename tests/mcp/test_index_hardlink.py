@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ctxkeep.errors import UsageError
-from ctxkeep.mcp.server import check_index_path
+from ctxkeep.service.index import check_index_path
 
 
 def test_hard_link_to_a_file_outside_is_refused(tmp_path, monkeypatch):
