@@ -220,6 +220,25 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
         )
 
 
+#: searched places named per agent in the text output at most
+_LOOKED_MAX = 4
+
+
+def _where(r: dict) -> str:
+    """The "where / why" of a ``sources_report`` row: the folder holding its files
+    (and the note, if any), or why nothing was found and every place it looked."""
+    where = r["where"] or r["reason"] or ""
+    if r["where"] and r["reason"]:
+        where += f" ({r['reason']})"
+    if not r["files"] and r["searched"]:
+        looked = r["searched"][:_LOOKED_MAX]
+        more = len(r["searched"]) - len(looked)
+        where += (
+            ("; " if where else "") + "looked in " + ", ".join(looked) + (f" and {more} more" if more else "")
+        )
+    return where
+
+
 @app.command()
 def sources(
     home: Path | None = HomeOpt,
@@ -247,9 +266,7 @@ def sources(
         return
     if out.width < 110:  # too narrow for the table: two lines per agent
         for r in rows:
-            where = r["where"] or r["reason"] or ""
-            if r["where"] and r["reason"]:
-                where += f" ({r['reason']})"
+            where = _where(r)
             out.print(
                 f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {_count(r['files'], 'file')}, "
                 f"{_size(r['bytes'])}, {_count(r['sessions'], 'session')}, "
@@ -266,10 +283,10 @@ def sources(
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("last ingest", no_wrap=True, min_width=10)
     t.add_column("where / why", overflow="fold", min_width=24, ratio=1)
+    from rich.markup import escape
+
     for r in rows:
-        where = r["where"] or r["reason"] or ""
-        if r["where"] and r["reason"]:
-            where += f" ({r['reason']})"
+        where = escape(_where(r))
         t.add_row(
             r["agent"] + ("" if r["enabled"] else " (off)"),
             f"{r['files']:,}",

@@ -152,7 +152,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
             d.add(p, MODE, subagent_meta(p))
     if not d.files:
         d.reason = (
-            "no Claude Code projects dir found"
+            "no Claude Code projects dir (" + ", ".join(str(p) for p in d.searched) + ")"
             if not project_dirs
             else "projects dir holds no *.jsonl session files"
         )
