@@ -80,6 +80,7 @@ AGENTS = (
     "gptme",
     "mistral-vibe",
     "openclaude",
+    "amp",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -51,6 +51,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "gptme": ("gptme", None),
     "mistral-vibe": ("mistral_vibe", None),
     "openclaude": ("openclaude", None),
+    "amp": ("amp", None),
 }
 
 

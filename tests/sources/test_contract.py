@@ -62,6 +62,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "gptme": "append",
         "mistral-vibe": "append",
         "openclaude": "append",
+        "amp": "rewrite",
     }
 
 
