@@ -81,6 +81,7 @@ AGENTS = (
     "mistral-vibe",
     "openclaude",
     "amp",
+    "pi",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

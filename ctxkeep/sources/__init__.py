@@ -52,6 +52,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "mistral-vibe": ("mistral_vibe", None),
     "openclaude": ("openclaude", None),
     "amp": ("amp", None),
+    "pi": ("pi", None),
 }
 
 

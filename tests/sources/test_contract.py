@@ -63,6 +63,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "mistral-vibe": "append",
         "openclaude": "append",
         "amp": "rewrite",
+        "pi": "append",
     }
 
 
@@ -82,6 +83,7 @@ def test_capabilities_are_the_protocols():
         "gptme",
         "mistral-vibe",
         "openclaude",
+        "pi",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [
