@@ -82,6 +82,7 @@ AGENTS = (
     "openclaude",
     "amp",
     "pi",
+    "kimi",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

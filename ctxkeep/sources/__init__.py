@@ -53,6 +53,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "openclaude": ("openclaude", None),
     "amp": ("amp", None),
     "pi": ("pi", None),
+    "kimi": ("kimi", None),
 }
 
 

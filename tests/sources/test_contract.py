@@ -64,6 +64,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "openclaude": "append",
         "amp": "rewrite",
         "pi": "append",
+        "kimi": "append",
     }
 
 
@@ -81,6 +82,7 @@ def test_capabilities_are_the_protocols():
         "codex",
         "copilot-cli",
         "gptme",
+        "kimi",
         "mistral-vibe",
         "openclaude",
         "pi",
