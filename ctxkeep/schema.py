@@ -83,6 +83,7 @@ AGENTS = (
     "amp",
     "pi",
     "kimi",
+    "openhands",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

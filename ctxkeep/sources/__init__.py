@@ -54,6 +54,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "amp": ("amp", None),
     "pi": ("pi", None),
     "kimi": ("kimi", None),
+    "openhands": ("openhands", None),
 }
 
 

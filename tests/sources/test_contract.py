@@ -65,6 +65,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "amp": "rewrite",
         "pi": "append",
         "kimi": "append",
+        "openhands": "rewrite",
     }
 
 
@@ -76,7 +77,7 @@ def test_capabilities_are_the_protocols():
         "opencode",
         "qwen-code",
     ]
-    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode"]
+    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
         "claude-code",
         "codex",
