@@ -84,6 +84,7 @@ AGENTS = (
     "pi",
     "kimi",
     "openhands",
+    "zed",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

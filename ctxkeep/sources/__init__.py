@@ -55,6 +55,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "pi": ("pi", None),
     "kimi": ("kimi", None),
     "openhands": ("openhands", None),
+    "zed": ("zed", None),
 }
 
 

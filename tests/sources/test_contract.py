@@ -66,6 +66,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "pi": "append",
         "kimi": "append",
         "openhands": "rewrite",
+        "zed": "sqlite",
     }
 
 
