@@ -141,7 +141,7 @@ def thread_entries(doc: dict, base: dict, tally: Tally, raw: bytes) -> list[dict
                 else {}
             )
             b = dict(base, record_id=f"{tid}:{i}:{mid}", message_id=mid, role=role)
-            for j, it in enumerate(items):
+            for it in items:
                 if not isinstance(it, dict) or len(it) != 1:
                     continue
                 ((k, v),) = it.items()
