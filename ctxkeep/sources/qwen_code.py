@@ -52,6 +52,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
 )
@@ -61,7 +62,7 @@ from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "qwen-code"
 PARSER_VERSION = 2  # 2: rewinds, custom titles, notifications and hook context
-MODE = "append"
+MODE: Mode = "append"
 
 #: uuids of the active chain kept in the parser state (a rewind further back than
 #: this marks only what is kept)
