@@ -28,7 +28,10 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   backups, the vault's files), which ``--repair`` reports as what to recover from
   (re-archiving from them is the vault's hook: ``repair``'s ``parquet`` branch);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
-  (warnings: a user may delete session files).
+  (warnings: a user may delete session files);
+- ``coverage``: the coverage ledger's format drift (warnings: an agent version with
+  record types ctxkeep does not understand, a parse rate below the previous version's;
+  ``transforms.drift.ledger_alerts``).
 
 ``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite; when SQLite itself is
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
@@ -157,6 +160,7 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
     out += _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
+    out += _coverage_check(db, foreign)
     return out
 
 
@@ -325,6 +329,22 @@ def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
     return [
         Finding("watermarks", STORE_DB, st, f"{missing} files gone, {shrunk} shorter than their watermark")
     ]
+
+
+def _coverage_check(db: Path, immutable: bool) -> list[Finding]:
+    """The coverage ledger's drift (``transforms.drift.ledger_alerts``), one warning per
+    alert (an agent version with record types not understood, a parse rate below the
+    previous version's); ok with the number of agent versions otherwise."""
+    from ctxkeep.transforms.drift import ledger_alerts
+
+    try:
+        rows = checks.coverage_rows(db, immutable=immutable)
+    except sqlite3.DatabaseError as e:
+        return [Finding("coverage", str(db), "skipped", f"the ledger cannot be read: {e}")]
+    alerts = ledger_alerts(rows)
+    if not alerts:
+        return [Finding("coverage", STORE_DB, "ok", f"{len(rows)} agent versions, no drift")]
+    return [Finding("coverage", a["agent"], "warning", a["message"]) for a in alerts]
 
 
 def check(home: Path, *, full: bool = False) -> list[Finding]:

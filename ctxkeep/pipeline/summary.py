@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 @dataclass
 class Summary:
     """A run's figures: files seen/read, raw bytes read, lines, new entries, quarantined
-    lines, seconds, per-agent new entries, a DuckDB sync note, problems, and
-    ``held_back`` (``held_back``: what a later run will read)."""
+    lines, seconds, per-agent new entries, a DuckDB sync note, problems,
+    ``held_back`` (``held_back``: what a later run will read) and
+    ``coverage_alerts`` (``transforms.drift.run_alerts``)."""
 
     files: int = 0
     files_read: int = 0
@@ -30,6 +31,9 @@ class Summary:
     analytics: str = ""
     problems: list = field(default_factory=list)
     held_back: list = field(default_factory=list)
+    #: format drift this run met (``transforms.drift.run_alerts``: a version's parse rate
+    #: dropped, a new version with record types not understood)
+    coverage_alerts: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
+from ctxkeep.sinks.sqlite.coverage import store as store_coverage
 from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS, ID_TABLES, STORED_AS_ID, title_stored
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, add_vocab, insert_rows
 from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
@@ -178,6 +179,7 @@ def load_batch(
     status_changes: Iterable[StatusChange | dict] | None = None,
     vocab: set[str] | None = None,
     before_watermarks: Callable[[sqlite3.Connection], None] | None = None,
+    coverage: Iterable[tuple] = (),
 ) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
@@ -199,6 +201,8 @@ def load_batch(
         watermarks: saved with the batch, so the batch is stored exactly once (one per
             file whose new bytes the batch holds; None entries are skipped).
         status_changes: applied after the entries (``status.apply_changes``).
+        coverage: ``(agent, path, parser_version, sources.coverage.Tally)`` of the
+            batches, added to the coverage ledger (``coverage.store``).
         before_watermarks: called with ``conn`` inside the transaction before the
             watermarks are saved (the vault's manifest rows, ``sinks.vault.record``).
         vocab: ``transforms.grams.vocab_terms`` of the chunk texts, with a ``symbols``
@@ -275,6 +279,8 @@ def load_batch(
             )
         if status_changes:
             apply_changes(conn, status_changes, stamp=stamp)
+        if coverage:
+            store_coverage(conn, coverage, stamp)
         if before_watermarks is not None:
             before_watermarks(conn)
         for wm in watermarks:

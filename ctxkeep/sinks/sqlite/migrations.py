@@ -267,6 +267,14 @@ def _vault_manifest(conn: sqlite3.Connection) -> None:
     takes in what the agents still keep."""
 
 
+def _coverage(conn: sqlite3.Connection) -> None:
+    """v12: the coverage ledger (``coverage``), empty: files read before it are
+    counted when read again (a parser change re-reads them whole)."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    conn.execute(ddl.TABLES["coverage"])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -284,6 +292,7 @@ MIGRATIONS: list[Migration] = [
         frees_space=True,
     ),
     Migration(11, "the vault manifest", _vault_manifest, rebuilds_fts=False),
+    Migration(12, "the coverage ledger", _coverage, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
