@@ -21,6 +21,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks.sqlite import content_text
 from ctxkeep.sinks.sqlite.lookup import resolve_session, short_ids
 from ctxkeep.transforms.tokens import heuristic_tokens
@@ -126,7 +127,9 @@ def list_sessions(
     Args:
         conn: the SQLite store (read-only is enough).
         home: the ctxkeep home; with an ``analytics.duckdb`` in it the rows come from
-            DuckDB's ``sessions`` view (with cost), else from SQLite.
+            DuckDB's ``sessions`` view (with cost), brought current first
+            (``analytics_current.bring_current``), else (or when it still lags behind
+            SQLite) from SQLite.
         agents: only these agents; project: only sessions whose project directory is
             this one or below it (a normalized path); since/until: only sessions active
             at or after ``since`` / that started before ``until`` (stored-``ts`` text,
@@ -136,7 +139,13 @@ def list_sessions(
     raw, source = None, "sqlite"
     from ctxkeep.sinks.files import ANALYTICS_DB
 
-    if home is not None and (Path(home) / ANALYTICS_DB).exists():
+    # DuckDB brought current first (a hook's ingest leaves it behind); when it still
+    # lags (the store is busy), SQLite lists every session (without cost)
+    if (
+        home is not None
+        and (Path(home) / ANALYTICS_DB).exists()
+        and analytics_current.bring_current(Path(home)) is None
+    ):
         try:
             raw = _from_duckdb(Path(home))
             source = "duckdb"
