@@ -67,13 +67,15 @@ class SecretsResult(Result):
     total: int = Field(
         description="values redacted in stored entries (an entry counts each marker of its text)"
     )
-    entries: int
-    kinds: dict[str, KindCount]
-    agents: dict[str, AgentCount]
+    entries: int = Field(description="stored entries whose text holds a redaction marker")
+    kinds: dict[str, KindCount] = Field(description="kind -> its counts, most values first")
+    agents: dict[str, AgentCount] = Field(description="agent -> its counts")
     dates: dict[str, dict[str, int]] = Field(description="UTC day -> kind -> values")
     sessions: list[SessionCount] = Field(description="the sessions to look at, most values first")
-    sessions_total: int
-    quarantine: QuarantineCount
+    sessions_total: int = Field(
+        description="sessions holding a redacted value (the list shows --top of them)"
+    )
+    quarantine: QuarantineCount = Field(description="redacted values in quarantined lines")
     note: str = Field(description="what to do about keys that reached an agent ('' when none)")
 
 
@@ -109,15 +111,15 @@ class ScrubFileResult(Item):
 class ScrubResult(Result):
     """``ctxkeep secrets --scrub --json``."""
 
-    dry_run: bool
-    files: list[ScrubFileResult]
-    scrubbed: int
-    would_scrub: int
-    skipped: int
-    failed: int
-    values: dict[str, int]
+    dry_run: bool = Field(description="--dry-run: nothing was written")
+    files: list[ScrubFileResult] = Field(description="one per session file holding a redacted value")
+    scrubbed: int = Field(description="files rewritten")
+    would_scrub: int = Field(description="--dry-run: files that would be rewritten")
+    skipped: int = Field(description="files left alone (active, gone, incomplete last line, not JSON)")
+    failed: int = Field(description="files whose rewrite failed (each left as it was)")
+    values: dict[str, int] = Field(description="kind -> values redacted (or that would be) in the files")
     backups: list[str] = Field(description="files holding the original bytes, secrets included")
-    note: str
+    note: str = Field(description="what to do with the backups ('' when none)")
 
 
 def scrub(home: Path, req: ScrubRequest, on_file=None) -> ScrubResult:
