@@ -42,6 +42,7 @@ ALLOWED_READS = {
     "query/fetch.py": "the query layer's reads",
     "query/quarantine.py": "the query layer's reads",
     "query/resume.py": "the query layer's reads",
+    "query/secrets.py": "the query layer's reads (redaction markers, their entries)",
     "query/search/retrieve.py": "the query layer's reads (FTS5 MATCH)",
     "query/sessions.py": "the query layer's reads",
     "query/stats.py": "the query layer's reads",
