@@ -12,7 +12,9 @@ rebuilds DuckDB from the restored rows. ``serve`` runs ``backup_flow`` daily.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 from ctxkeep.config import load_config
@@ -60,7 +62,6 @@ def run_backup(home: Path, *, keep: int | None = None) -> dict:
     Returns ``{"path", "bytes", "seconds", "removed": [paths]}``. Raises StoreError when
     there is no store, StoreDamaged when the store (or the copy) fails its check.
     """
-    import time
 
     t0 = time.perf_counter()
     home = Path(home)
@@ -115,7 +116,6 @@ def move_aside(home: Path, tag: str) -> list[str]:
 def install(home: Path, file: Path) -> None:
     """Copy the backup ``file`` to ``<home>/store.db`` (0600, temp file then rename);
     the caller moved the old store aside and holds the lock."""
-    import shutil
 
     dest = Path(home) / STORE_DB
     tmp = dest.with_name(STORE_DB + ".restoring")

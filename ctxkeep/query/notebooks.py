@@ -15,6 +15,9 @@ import datetime as dt
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import duckdb
 
 from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.sinks import analytics_current, files
@@ -42,7 +45,6 @@ class Window:
 def window(tz: str, since: str | dt.date | None, until: str | dt.date | None) -> Window:
     """Check the notebooks' ``timezone``, ``since`` and ``until``. Raises UsageError
     for an unknown zone, a date not ``YYYY-MM-DD`` or ``since`` after ``until``."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
         ZoneInfo(tz)
@@ -70,7 +72,6 @@ def open_store(store: str | Path | None):
     ``lite`` a read-only sqlite3 connection to ``store.db`` (``mode=ro``: a reader
     never writes, and the store's WAL is honoured). Raises CtxkeepError when the store
     has no analytics file yet, or when a running ingest holds it."""
-    import duckdb
 
     from ctxkeep.config import resolve_home
 

@@ -56,6 +56,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+import polars as pl
+
 from ctxkeep.transforms import secret_rules
 
 if TYPE_CHECKING:  # Polars is imported where a Series is made: a single text needs none
@@ -630,7 +632,6 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     idx = (cs | gl | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:
         return s
-    import polars as pl
 
     values = s.gather(idx).to_list()
     cs_hit = cs.gather(idx).to_list()
@@ -649,7 +650,6 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
 
 def redact_expr(col: str = "text") -> pl.Expr:
     """A Polars expression that replaces every secret in ``col`` by ``[REDACTED:kind]``."""
-    import polars as pl
 
     return pl.col(col).map_batches(redact_series, return_dtype=pl.String)
 
