@@ -10,6 +10,7 @@ created user-only (0700 directories, 0600 files).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -384,8 +385,9 @@ def _checked(path: Path, text: bytes) -> list[str]:
         tmp.write_text(json.dumps({"sha256": digest, "version": ver, "warnings": warnings}), encoding="utf-8")
         os.chmod(tmp, 0o600)
         os.replace(tmp, stamp)
-    except OSError:
-        pass
+    except OSError:  # a cache: a full or read-only disk only costs the next check
+        with contextlib.suppress(OSError, UnboundLocalError):
+            tmp.unlink(missing_ok=True)
     return warnings
 
 

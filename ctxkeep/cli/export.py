@@ -135,7 +135,7 @@ def _transcripts(
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json(rep.model_dump(by_alias=True))
+        _print_json(rep.as_json())
         return
     n = len(rep.pages)
     out.print(

@@ -109,7 +109,7 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
             raise
         if lake:
             _fail(_lake_error(lake, e))
-        _fail(R._damaged(h / R.ANALYTICS_DB, e))
+        _fail(R.unreadable(h, e))
     if stale:
         rep.notes.insert(0, stale)
     if not rep.rows:
@@ -200,6 +200,7 @@ def _row_json_local(name: str, r, breakdown: bool) -> dict:
             "actual_end": _iso(r.actual_end),
             "is_active": r.is_active,
             "is_gap": r.is_gap,
+            "provider": r.provider,
             "agents": r.agents,
             "models": r.models,
             "responses": r.responses,
@@ -317,7 +318,7 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
         "monthly": "month",
         "session": "session",
         "projects": "project",
-        "models": "model",
+        "models": "agent",  # then the model column: one row per agent and model
         "blocks": "block start",
     }[rep.name]
     t.add_column(first, footer="Total", no_wrap=rep.name != "projects")
@@ -345,7 +346,8 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
             if r.is_active and r.projection:
                 p = r.projection
                 status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"
-            t.add_row(_local(r.start, f.timezone), status, ", ".join(r.agents), "\n".join(r.models), *nums)
+            who = f"{r.provider}: {', '.join(r.agents)}" if r.provider else ", ".join(r.agents)
+            t.add_row(_local(r.start, f.timezone), status, who, "\n".join(r.models), *nums)
             if r.is_active and r.projection:
                 p, b = r.projection, r.burn_rate
                 lim = ""

@@ -12,9 +12,6 @@ rebuilds DuckDB from the restored rows. ``serve`` runs ``backup_flow`` daily.
 from __future__ import annotations
 
 import os
-import shutil
-import sqlite3
-import time
 from pathlib import Path
 
 from ctxkeep.config import load_config
@@ -62,6 +59,7 @@ def run_backup(home: Path, *, keep: int | None = None) -> dict:
     Returns ``{"path", "bytes", "seconds", "removed": [paths]}``. Raises StoreError when
     there is no store, StoreDamaged when the store (or the copy) fails its check.
     """
+    import time
 
     t0 = time.perf_counter()
     home = Path(home)
@@ -77,7 +75,7 @@ def run_backup(home: Path, *, keep: int | None = None) -> dict:
         fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
         os.close(fd)
         copies.copy_store(src, tmp)
-    except sqlite3.DatabaseError:
+    except BaseException:  # a full disk (SQLITE_FULL, ENOSPC): no temp file stays behind
         tmp.unlink(missing_ok=True)
         raise
     finally:
@@ -116,15 +114,20 @@ def move_aside(home: Path, tag: str) -> list[str]:
 def install(home: Path, file: Path) -> None:
     """Copy the backup ``file`` to ``<home>/store.db`` (0600, temp file then rename);
     the caller moved the old store aside and holds the lock."""
+    import shutil
 
     dest = Path(home) / STORE_DB
     tmp = dest.with_name(STORE_DB + ".restoring")
     fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out, open(file, "rb") as src:
-        shutil.copyfileobj(src, out, 1 << 20)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, dest)
+    try:
+        with os.fdopen(fd, "wb") as out, open(file, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    except BaseException:  # a full disk: no temp file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def restore(home: Path, file: Path) -> dict:

@@ -20,7 +20,9 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
 installs the newest usable store backup (``maintenance.backup``) or, with none, lets a
 new store be made, reloads the ids of the Parquet archive's entries (``archived``: they
-stay in the archive), re-ingests the agents' files and then their compress backups (the
+stay in the archive), rebuilds the vault's manifest from its packs and derives every
+file the vault holds from it (``_from_vault``), re-ingests the agents' files (what the
+vault does not hold) and then their compress backups (the
 lines compress cut, marked ``archived`` again), rebuilds DuckDB, and says what could
 not be recovered.
 """
@@ -108,13 +110,13 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
             f"{t.orphan_chunks} chunks without content, {t.orphan_entries} entries without text",
         )
     )
-    out += _duckdb_check(home, t.entries, t.analytics_behind)
+    out += _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
     return out
 
 
-def _duckdb_check(home: Path, n_sqlite: int, behind: bool) -> list[Finding]:
+def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> list[Finding]:
     p = home / ANALYTICS_DB
     if not p.exists():
         if n_sqlite:  # the reports have nothing to read
@@ -128,9 +130,10 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool) -> list[Finding]:
             ]
         return [Finding("duckdb", str(p), "warning", "missing (the first ingest builds it)")]
     try:
-        from ctxkeep.sinks.analytics_read import count_entries
+        from ctxkeep.sinks.analytics_read import inspect
 
-        n_duck = count_entries(p)
+        seen = inspect(p)
+        n_duck = seen["entries"]
     except Exception as e:  # duckdb.Error subclasses, OSError
         msg = (str(e).splitlines() or [""])[0]
         if "lock" in msg.lower():
@@ -145,9 +148,20 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool) -> list[Finding]:
                 f"{n_duck:,} entries, SQLite holds {n_sqlite:,}: not synced yet (the next report catches up)",
             )
         ]
+    if seen["problems"]:  # a truncated file, unreadable blocks: every report would fail
+        return [Finding("duckdb", str(p), "damaged", "; ".join(seen["problems"][:3]))]
     if n_duck != n_sqlite:
         return [Finding("duckdb", str(p), "damaged", f"{n_duck:,} entries, SQLite holds {n_sqlite:,}")]
-    return [Finding("duckdb", str(p), "ok", f"{n_duck:,} entries, as SQLite")]
+    if seen["usage"] != usage and not behind:  # e.g. a rebuild killed after its entries
+        return [
+            Finding(
+                "duckdb",
+                str(p),
+                "damaged",
+                f"{seen['usage']:,} usage rows, SQLite holds {usage:,} (costs and tokens)",
+            )
+        ]
+    return [Finding("duckdb", str(p), "ok", f"{n_duck:,} entries and {usage:,} usage rows, as SQLite")]
 
 
 def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
@@ -249,6 +263,7 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             n = _reload_archived_ids(home)
             if n:
                 actions.append(f"reloaded {n:,} archived entry ids from the Parquet archive")
+            actions += _from_vault(home)
             s = run_ingest(home)
             actions.append(f"re-ingested the agents' files: {s.entries_new:,} new entries")
             n, files = _ingest_compress_backups(home)
@@ -272,6 +287,34 @@ def repair(home: Path, findings: list[Finding]) -> dict:
         if "parquet" in bad:
             lost.append("archived entries in missing or unreadable Parquet files (no other copy)")
     return {"actions": actions, "not_recovered": lost}
+
+
+def _from_vault(home: Path) -> list[str]:
+    """Rebuild a new store's vault manifest from the packs' records when it has none
+    (``sinks.vault.capture.replay``: the manifest was in the lost store), then derive
+    the entries of every file the vault holds from it (``maintenance.reparse``), so the
+    agents' files (deleted, compressed, rotated since) are not needed. Returns the
+    actions' lines."""
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.vault import capture, forget, packs
+
+    if not packs.pack_names(home):
+        return []
+    out = []
+    conn = sqlite_store.connect(home)
+    try:
+        with sqlite_store.write(conn):
+            n = capture.replay(conn, home)
+        if n:
+            out.append(f"rebuilt the vault's manifest from {n:,} packs")
+            forget.sweep(conn, home)  # bytes of purged files an old pack still held
+    finally:
+        conn.close()
+    r = reparse(home)
+    added = sum(e["added"] for e in r["diff"]["entries"])
+    out.append(f"derived {added:,} entries of {r['files']:,} files from the vault")
+    return out
 
 
 def _reload_archived_ids(home: Path) -> int:

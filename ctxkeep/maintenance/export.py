@@ -141,7 +141,9 @@ def _fetch(con, conn, table: str, m: Machine, with_text: bool, keys: list[tuple[
 
 
 def _batches(keys: list[tuple[str, str]], counts: dict) -> list[list[tuple[str, str]]]:
-    out, cur, n = [], [], 0
+    out: list[list[tuple[str, str]]] = []
+    cur: list[tuple[str, str]] = []
+    n = 0
     for k in keys:
         if cur and n + counts[k][0] > BATCH_ROWS:
             out.append(cur)
@@ -217,7 +219,7 @@ def export_parquet(
         conn = sqlite_store.connect(home)
         try:
             m = identify(home, conn)
-            out = {
+            out: dict = {
                 "dest": lake.url,
                 "machine": m.name,
                 "machine_id": m.id,
@@ -270,7 +272,7 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
     (bytes of Parquet)}``."""
 
     now = _digests(con, table, m, with_text)
-    te = {
+    te: dict = {
         "partitions": len(now),
         "written": [],
         "removed": [],

@@ -141,6 +141,25 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
         )
 
 
+def _compress_changes(conn, home: Path, gens: list[manifest.Generation]) -> None:
+    """What compress did to the store when it wrote a generation (the removed lines'
+    entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
+    pack's record), done again, in generation order."""
+    from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
+
+    for g in gens:
+        if g.gen < 2:  # compress writes a file's second generation or a later one
+            continue
+        extra = manifest.capture_extra(conn, home, g)
+        if not extra:
+            continue
+        if extra.get("archived"):
+            sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(extra["archived"]))])
+        if extra.get("moves"):
+            moves = tuple((i, off) for i, off in extra["moves"])
+            sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(g.path, moves)]))
+
+
 def reparse(
     home: Path,
     *,
@@ -227,6 +246,8 @@ def reparse(
                             finally:
                                 for g in passes[n]:
                                     jsonl_reader.VIEW.pop(g.path, None)
+                    say("applying compress's changes")
+                    _compress_changes(new, home, gens)
                     with sqlite_store.write(new):
                         _fix_watermarks(new, list(latest.values()))
                         for eid, st in statuses.items():

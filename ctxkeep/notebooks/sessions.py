@@ -71,13 +71,13 @@ def _(mo, show, st, table):
 
 @app.cell
 def _(alt, largest, mo, pl, show, st):
-    st.duck.register("growth_keys", largest.select("agent", "session_id").to_arrow())
-    _g = st.duck.sql(
+    _g = st.q(
         """
         SELECT g.agent, g.session_id, g.kind, g.ts, coalesce(g.token_estimate, 0) AS tokens,
                row_number() OVER (PARTITION BY g.agent, g.session_id ORDER BY g.cumulative_tokens, g.ts) AS n
-        FROM context_growth g JOIN growth_keys k USING (agent, session_id)"""
-    ).pl()
+        FROM context_growth g JOIN growth_keys k USING (agent, session_id)""",
+        growth_keys=largest.select("agent", "session_id"),
+    )
     # the context an agent carries restarts at a compaction: its summary begins the new context
     growth = (
         _g.sort("agent", "session_id", "n")
@@ -87,17 +87,14 @@ def _(alt, largest, mo, pl, show, st):
         .with_columns(context=pl.col("tokens").cum_sum().over("agent", "session_id", "segment"))
         .with_columns(session=pl.col("agent") + " " + pl.col("session_id").str.slice(0, 12))
     )
-    _logged = (
-        st.duck.sql(
-            f"""
-        SELECT u.agent, u.session_id, timezone('{st.tz}', u.ts) AS local_ts,
+    _logged = st.q(
+        f"""
+        SELECT u.agent, u.session_id, {st.local("u.ts")} AS local_ts,
                coalesce(u.input_tokens, 0) + coalesce(u.cache_read_tokens, 0) + coalesce(u.cache_creation_tokens, 0)
                  AS context
-        FROM usage u JOIN growth_keys k USING (agent, session_id) WHERE u.ts IS NOT NULL"""
-        )
-        .pl()
-        .with_columns(session=pl.col("agent") + " " + pl.col("session_id").str.slice(0, 12))
-    )
+        FROM usage u JOIN growth_keys k USING (agent, session_id) WHERE u.ts IS NOT NULL""",
+        growth_keys=largest.select("agent", "session_id"),
+    ).with_columns(session=pl.col("agent") + " " + pl.col("session_id").str.slice(0, 12))
     _est = (
         alt.Chart(growth, title="Context carried, entry by entry (estimate; resets at each compaction)")
         .mark_line()

@@ -1,6 +1,6 @@
 """The analytics notebooks (``ctxkeep/notebooks/*.py``, marimo, shipped in the wheel):
-their period (``Window``) and opening the store from them. Running them into HTML is
-``render.report`` (``ctxkeep report html``).
+their period (``Window``) and DuckDB queries as Polars frames. Opening the store is
+``service.analytics.open_store``; running them into HTML, ``render.report``.
 
 The notebooks read ``<home>/analytics.duckdb`` read-only (DuckDB) and, for what only the
 system of record holds (quarantine, content dedup), ``<home>/store.db`` read-only
@@ -12,15 +12,9 @@ system of record holds (quarantine, content dedup), ``<home>/store.db`` read-onl
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import duckdb
-
-from ctxkeep.errors import CtxkeepError, UsageError
-from ctxkeep.sinks import analytics_current, files
+from ctxkeep.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -45,6 +39,7 @@ class Window:
 def window(tz: str, since: str | dt.date | None, until: str | dt.date | None) -> Window:
     """Check the notebooks' ``timezone``, ``since`` and ``until``. Raises UsageError
     for an unknown zone, a date not ``YYYY-MM-DD`` or ``since`` after ``until``."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
         ZoneInfo(tz)
@@ -64,32 +59,6 @@ def window(tz: str, since: str | dt.date | None, until: str | dt.date | None) ->
             f"--since {w.since} is after --until {w.until}", where="--since", hint="swap the two dates"
         )
     return w
-
-
-def open_store(store: str | Path | None):
-    """Open a ctxkeep home for a notebook: ``(home, duck, lite)`` with ``home`` the
-    resolved Path, ``duck`` a read-only DuckDB connection to ``analytics.duckdb`` and
-    ``lite`` a read-only sqlite3 connection to ``store.db`` (``mode=ro``: a reader
-    never writes, and the store's WAL is honoured). Raises CtxkeepError when the store
-    has no analytics file yet, or when a running ingest holds it."""
-
-    from ctxkeep.config import resolve_home
-
-    home = Path(resolve_home(str(store) if store else None))
-    path = home / files.ANALYTICS_DB
-    if not path.exists() or not (home / files.STORE_DB).exists():
-        raise CtxkeepError("no store yet", where=str(home), hint="run `ctxkeep ingest` first")
-    analytics_current.bring_current(home)  # a lag left (a busy store) shows what DuckDB holds
-    try:
-        duck = duckdb.connect(str(path), read_only=True)
-    except duckdb.IOException as e:
-        raise CtxkeepError(
-            f"the analytics store is held by another process: {str(e).splitlines()[0]}",
-            where=str(path),
-            hint="run it again when the ingest has finished",
-        ) from None
-    lite = sqlite3.connect(f"file:{home / files.STORE_DB}?mode=ro", uri=True)
-    return home, duck, lite
 
 
 def frame(con, sql: str, params: dict):

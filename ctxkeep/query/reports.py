@@ -126,6 +126,9 @@ class Block:
     limit_status: dict | None = None
     #: the lake's machine of the block (``report --lake --by machine``)
     machine: str | None = None
+    #: whose quota window it is (``provider_of``): one provider's responses never move
+    #: another's block
+    provider: str = ""
 
     @property
     def total_tokens(self) -> int:
@@ -193,9 +196,18 @@ def open_store(home: Path, wait: float = analytics_current.WAIT_SECONDS):
     return open_readonly(home, wait=wait)
 
 
+def unreadable(home: Path, e: Exception):
+    """The StoreError of an analytics store DuckDB failed to read mid-query
+    (``sinks.analytics_read.unreadable``)."""
+    from ctxkeep.sinks.analytics_read import unreadable as why
+
+    return why(home, e)
+
+
 def _where(f: Filters, base: str = "ts IS NOT NULL") -> tuple[str, list]:
     tz = _lit(f.timezone)
-    conds, params = [base], []
+    conds: list[str] = [base]
+    params: list = []
     if f.since:
         conds.append(f"CAST(timezone({tz}, ts) AS DATE) >= ?")
         params.append(f.since)
@@ -380,6 +392,34 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
     return notes
 
 
+#: model name prefixes → the provider whose quota a response counts against
+_PROVIDER_PREFIXES = (
+    ("claude", "anthropic"),
+    ("gpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("codex", "openai"),
+    ("chatgpt", "openai"),
+    ("gemini", "google"),
+    ("grok", "xai"),
+)
+#: an agent's provider when the model names none (the agent's own default vendor)
+_AGENT_PROVIDER = {"claude-code": "anthropic", "codex": "openai", "gemini-cli": "google"}
+
+
+def provider_of(agent: str | None, model: str | None) -> str:
+    """The provider a response's quota window belongs to: from the model's name
+    (``claude-…`` Anthropic, ``gpt-…``/``o3``/``codex-…`` OpenAI, ``gemini-…`` Google,
+    ``grok-…`` xAI; a ``vendor/model`` name by its model part), else the agent's vendor
+    (Claude Code, Codex, Gemini CLI), else the agent's name."""
+    m = (model or "").lower().rsplit("/", 1)[-1]
+    for prefix, provider in _PROVIDER_PREFIXES:
+        if m.startswith(prefix):
+            return provider
+    return _AGENT_PROVIDER.get(agent or "", agent or "")
+
+
 def blocks_report(
     con,
     f: Filters,
@@ -387,14 +427,17 @@ def blocks_report(
     now: dt.datetime | None = None,
     token_limit: str | None = None,
     hours: float = BLOCK_HOURS,
+    provider: str | None = None,
 ) -> Report:
-    """5-hour blocks over the responses of every selected agent (a quota window
-    belongs to the subscription, not to one log format), as ccusage's ``blocks``: a
-    block starts at its first response floored to the UTC hour and takes responses
-    until one comes more than ``hours`` after the start or after the previous
-    response; a gap of more than ``hours`` gives a gap block. ``since``/``until`` keep
-    blocks whose start's local date is within them. ``token_limit``: a number or
-    ``max`` (the largest finished block's tokens). ``now``: UTC, default the clock."""
+    """5-hour blocks per provider (``provider_of``: a quota window belongs to one
+    provider's subscription; a Codex response never moves Claude's block), as
+    ccusage's ``blocks``: a block starts at its first response floored to the UTC hour
+    and takes that provider's responses until one comes more than ``hours`` after the
+    start or after the previous response; a gap of more than ``hours`` gives a gap
+    block. Blocks come in order of start. ``provider``: only that provider's blocks.
+    ``since``/``until`` keep blocks whose start's local date is within them.
+    ``token_limit``: a number or ``max`` (the largest finished block's tokens).
+    ``now``: UTC, default the clock."""
     check_timezone(f.timezone)
     now = now or dt.datetime.now(dt.UTC)
     span = dt.timedelta(hours=hours)
@@ -407,23 +450,17 @@ def blocks_report(
         f"FROM usage WHERE {where} ORDER BY ts, usage_key",
         params,
     ).fetchall()
-    blocks: list[Block] = []
-    cur: list = []
-    start = None
+    groups: dict[str, list] = {}
     for r in rows:
-        ts = r[0]
-        if start is not None:
-            last = cur[-1][0]
-            if ts - start > span or ts - last > span:
-                blocks.append(_block(start, cur, now, span))
-                if ts - last > span:
-                    blocks.append(Block(last + span, ts, None, False, True))
-                cur, start = [], None
-        if start is None:
-            start = ts.replace(minute=0, second=0, microsecond=0)
-        cur.append(r)
-    if cur:
-        blocks.append(_block(start, cur, now, span))
+        groups.setdefault(provider_of(r[1], r[2]), []).append(r)
+    blocks: list[Block] = []
+    for name, group in groups.items():
+        if provider is not None and name != provider:
+            continue
+        for b in _blocks_of(group, now, span):
+            b.provider = name
+            blocks.append(b)
+    blocks.sort(key=lambda b: (b.start, b.provider))
     tz = ZoneInfo(f.timezone)
     if f.since or f.until:
         blocks = [
@@ -449,6 +486,28 @@ def blocks_report(
         if b.is_active:
             _project(b, now, limit)
     return Report("blocks", f, blocks, _notes(con, fa))
+
+
+def _blocks_of(rows: list, now: dt.datetime, span: dt.timedelta) -> list[Block]:
+    """The blocks (and gap blocks) of one provider's usage rows, in time order."""
+    blocks: list[Block] = []
+    cur: list = []
+    start = None
+    for r in rows:
+        ts = r[0]
+        if start is not None:
+            last = cur[-1][0]
+            if ts - start > span or ts - last > span:
+                blocks.append(_block(start, cur, now, span))
+                if ts - last > span:
+                    blocks.append(Block(last + span, ts, None, False, True))
+                cur, start = [], None
+        if start is None:
+            start = ts.replace(minute=0, second=0, microsecond=0)
+        cur.append(r)
+    if cur:
+        blocks.append(_block(start, cur, now, span))
+    return blocks
 
 
 def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta) -> Block:
@@ -571,7 +630,8 @@ def statusline_figures(con, tz: str, session_id: str | None, *, now: dt.datetime
     r = usage_report(con, "daily", Filters(tz, today, today))
     cost = totals(r.rows)["cost_usd"] if r.rows else 0.0
     recent = Filters(tz, today - dt.timedelta(days=2), None)
-    b = next((x for x in blocks_report(con, recent, now=now).rows if x.is_active), None)
+    # the statusline is Claude Code's: its block is Anthropic's quota window
+    b = next((x for x in blocks_report(con, recent, now=now, provider="anthropic").rows if x.is_active), None)
     block = None
     if b is not None:
         rate = b.burn_rate["cost_per_hour"] if b.burn_rate else None

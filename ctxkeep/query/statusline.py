@@ -62,7 +62,11 @@ def _compute(home: Path, tz: str, session_id: str | None) -> dict:
             days[r.period] = days.get(r.period, 0.0) + (r.cost_usd or 0.0)
         blocks = [
             b
-            for b in R.blocks_report(con, R.Filters(tz, today - dt.timedelta(days=2), None)).rows
+            # Claude Code's status line: Anthropic's quota window (a Codex or Gemini
+            # response never moves it)
+            for b in R.blocks_report(
+                con, R.Filters(tz, today - dt.timedelta(days=2), None), provider="anthropic"
+            ).rows
             if not b.is_gap
         ]
         last = blocks[-1] if blocks else None
@@ -123,8 +127,11 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
             f.write(json.dumps(rec))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-    except OSError:
-        pass
+    except OSError:  # a cache: a full or read-only disk only costs the next computation
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
     return rec
 
 

@@ -128,32 +128,47 @@ def grain(first: dt.date | None, last: dt.date | None) -> tuple[str, str]:
 
 
 class Store:
-    """A notebook's view of the store for one period: ``home``, read-only ``duck``
-    (DuckDB) and ``lite`` (SQLite) connections, the ``window`` (zone, local dates),
-    ``agents`` (every agent of the store, sorted) and their ``colour`` scale.
-    ``q(sql)`` runs DuckDB SQL with ``$tz``, ``$since``, ``$until`` bound and returns
-    a Polars DataFrame; ``in_period(col)`` is the SQL filter of a timestamp column on
-    the period's local days; ``local(col)`` the column as local time (naive, in the
-    zone). Raises what ``service.analytics.open_store`` and ``window`` raise."""
+    """A notebook's view of the store for one period: ``home``, a read-only ``lite``
+    (SQLite) connection, the ``window`` (zone, local dates), ``agents`` (every agent of
+    the store, sorted) and their ``colour`` scale. ``q(sql, **tables)`` runs DuckDB SQL
+    with ``$tz``, ``$since``, ``$until`` bound (and the DataFrames ``tables`` under
+    their names) and returns a Polars DataFrame; ``in_period(col)`` is the SQL filter
+    of a timestamp column on the period's local days; ``local(col)`` the column as
+    local time (naive, in the zone).
+
+    The DuckDB file is opened read-only for each query and closed after it: a
+    notebook or the app left open never holds it (DuckDB lets no process write while
+    another has it open, and an ingest must sync it). Raises what
+    ``service.analytics.open_store`` and ``window`` raise."""
 
     def __init__(self, store: str, timezone: str, since: str, until: str):
         from ctxkeep.service import analytics
 
         self.window = analytics.window(timezone, since, until)
-        self.home, self.duck, self.lite = analytics.open_store(store)
+        self.home, duck, self.lite = analytics.open_store(store, wait=1.0)
+        try:
+            self.agents = analytics.agents_of(duck)
+        finally:
+            duck.close()
         self.params = self.window.params()
-        self.agents = analytics.agents_of(self.duck)
         self.colour = agent_scale(self.agents)
-        self._frame = analytics.frame
+        self._analytics = analytics
 
     @property
     def tz(self) -> str:
         return self.window.tz
 
-    def q(self, sql: str):
+    def q(self, sql: str, **tables):
         import polars as pl
 
-        df = self._frame(self.duck, sql, self.params)
+        _home, duck, lite = self._analytics.open_store(self.home)
+        lite.close()
+        try:
+            for name, df in tables.items():
+                duck.register(name, df.to_arrow())
+            df = self._analytics.frame(duck, sql, self.params)
+        finally:
+            duck.close()
         # DuckDB sums come back as decimals: whole ones (counts, bytes) as integers, USD as floats
         return df.with_columns(
             [

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from ctxkeep.errors import UsageError
 from ctxkeep.render import transcript as r
+from ctxkeep.service.model import Result
 from ctxkeep.service.transcripts import (
     SessionIndexRequest,
     TranscriptRequest,
@@ -45,17 +46,16 @@ class ExportRequest(BaseModel):
     tz: str = "UTC"
 
 
-class ExportResult(BaseModel):
+class ExportResult(Result):
     """What was written: ``pages`` (one per session, paths), ``index`` (path or None),
     ``messages`` (per page path, the messages it holds), ``bytes`` written."""
 
-    schema_: int = Field(1, alias="schema")
-    format: str
-    dest: str
-    pages: list[str]
-    index: str | None
-    messages: dict[str, int]
-    bytes: int
+    format: str = Field(description="markdown or html")
+    dest: str = Field(description="the folder written")
+    pages: list[str] = Field(description="one file per session (paths)")
+    index: str | None = Field(description="the index page (null: none)")
+    messages: dict[str, int] = Field(description="page path → messages it holds")
+    bytes: int = Field(description="bytes written")
 
 
 def page_name(agent: str, session_id: str, ext: str) -> str:
@@ -126,7 +126,6 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         index_path = dest / f"index{ext}"
         total_bytes += _write(index_path, render_index(index, tz=req.tz, link=link, note=note))
     return ExportResult(
-        schema=1,
         format=req.fmt,
         dest=str(dest),
         pages=pages,

@@ -307,9 +307,15 @@ def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str:
 
 
 def page_html(
-    t: TranscriptResult, *, tz: str, link: Callable[[str], str | None], index_href: str | None
+    t: TranscriptResult,
+    *,
+    tz: str,
+    link: Callable[[str], str | None],
+    index_href: str | None,
+    focus: str | None = None,
 ) -> str:
-    """The whole HTML page of transcript ``t`` (see the module docstring)."""
+    """The whole HTML page of transcript ``t`` (see the module docstring). ``focus``:
+    an entry id to open at (a search hit; a tool result opens its call's fold)."""
     s = t.session
     title = s.title or s.session_id
     head = [
@@ -347,8 +353,20 @@ def page_html(
         body = '<p class="empty">This session holds no messages or tool calls.</p>'
     else:
         body = "\n".join(turn_html(x, tz, link) for x in t.turns)
+    script = ""
+    if focus:
+        owner = next(
+            (x.entry_id for x in t.turns if focus in (x.entry_id, x.result_entry_id) and x.entry_id), None
+        )
+        if owner:
+            script = (
+                f"<script>(()=>{{const e=document.getElementById({json.dumps('e-' + owner)});"
+                "if(!e)return;if(e.tagName==='DETAILS')e.open=true;e.classList.add('focus');"
+                "e.scrollIntoView({block:'center'})})()</script>"
+            )
     return _document(
-        f"{title[:80]} · ctxkeep", "\n".join(head) + '\n<main class="transcript">\n' + body + "\n</main>"
+        f"{title[:80]} · ctxkeep",
+        "\n".join(head) + '\n<main class="transcript">\n' + body + "\n</main>" + script,
     )
 
 
@@ -423,6 +441,7 @@ code{font-size:.88em}
 .addr,.img{color:#59636e;font-size:.85em;word-break:break-all}
 img.media{max-width:100%;border:1px solid #d1d9e0;margin:.4rem 0}
 .empty{color:#59636e}
+.focus{outline:3px solid #bf8700;outline-offset:2px}
 @media print{body{max-width:none}details{break-inside:avoid-page}.nav{display:none}pre{white-space:pre-wrap}}
 """
 

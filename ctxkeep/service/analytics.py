@@ -3,16 +3,42 @@
 ``analytics.duckdb`` (DuckDB, the model of ``sinks/duckdb/model.sql``) and
 ``store.db`` (SQLite, for what only the system of record holds: quarantine, dedup).
 
-A thin module over ``query.notebooks`` until the service layer answers these
-questions itself. Raises ``UsageError`` for a bad zone or date, ``CtxkeepError``
-when there is no store yet or a running ingest holds the DuckDB file.
+The period comes from ``query.notebooks`` (a thin use until the service layer
+answers it itself); the DuckDB file is opened as every reader opens it
+(``sinks.analytics_read.open_readonly``: brought current with SQLite first, or, while
+an ingest holds it, a copy of its last checkpoint). Raises ``UsageError`` for a bad
+zone or date, ``CtxkeepError`` when there is no store yet, ``StoreError`` for a
+damaged analytics file.
 """
 
 from __future__ import annotations
 
-from ctxkeep.query.notebooks import Window, frame, open_store, window
+import sqlite3
+from pathlib import Path
+
+from ctxkeep.errors import CtxkeepError
+from ctxkeep.query.notebooks import Window, frame, window
 
 __all__ = ["Window", "agents_of", "frame", "open_store", "window"]
+
+
+def open_store(store: str | Path | None, *, wait: float = 0.0):
+    """``(home, duck, lite)`` for a notebook or the app: ``home`` resolved (""/None:
+    ``$CTXKEEP_HOME`` or the platform data dir), ``duck`` a read-only DuckDB connection
+    (brought current first, waiting at most ``wait`` seconds for the store lock: a page
+    never waits on an ingest), ``lite`` a read-only sqlite3 connection to
+    ``store.db``. Raises CtxkeepError ``no store yet`` (run ingest) or what
+    ``open_readonly`` raises."""
+    from ctxkeep.config import resolve_home
+    from ctxkeep.sinks.analytics_read import open_readonly
+    from ctxkeep.sinks.files import STORE_DB
+
+    home = Path(resolve_home(str(store) if store else None))
+    if not (home / STORE_DB).exists():
+        raise CtxkeepError("no store yet", where=str(home), hint="run `ctxkeep ingest` first")
+    duck, _note = open_readonly(home, wait=wait)
+    lite = sqlite3.connect(f"file:{home / STORE_DB}?mode=ro", uri=True)
+    return home, duck, lite
 
 
 def agents_of(duck) -> list[str]:

@@ -26,6 +26,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ctxkeep.service.model import Result
+from ctxkeep.service.sessions import SessionRow, SessionsRequest, sessions
+
 #: a tool result longer than this (UTF-8 bytes) is shown as its head and tail
 RESULT_BYTES = 32_000
 #: kinds of a transcript turn, in the words of ``entries.kind`` plus ``compaction``
@@ -33,25 +36,9 @@ RESULT_BYTES = 32_000
 TurnKind = Literal["message", "tool_call", "tool_result", "thinking", "summary", "compaction", "subagent"]
 
 
-class SessionSummary(BaseModel):
-    """One session of the index (``query.sessions.SessionRow``): ids, project,
-    ``started``/``ended`` (ISO-8601 UTC), counts, ``tokens`` (logged), ``cost_usd``
-    (None without a price or the analytics file), ``title``, ``depth`` (1: a sub-agent
-    listed under its parent)."""
-
-    agent: str
-    session_id: str
-    short_id: str
-    parent_session_id: str | None = None
-    project_dir: str | None = None
-    started: str | None = None
-    ended: str | None = None
-    messages: int = 0
-    tool_calls: int = 0
-    tokens: int = 0
-    cost_usd: float | None = None
-    title: str = ""
-    depth: int = 0
+#: one session of the index: ``service.sessions.SessionRow`` (ids, project, times,
+#: counts, logged ``tokens``, ``cost_usd``, ``title``, ``depth`` 1 for a sub-agent)
+SessionSummary = SessionRow
 
 
 class SessionIndexRequest(BaseModel):
@@ -65,22 +52,15 @@ class SessionIndexResult(BaseModel):
     """The sessions, newest first, each sub-agent right under its parent; ``source``
     says where the counts came from (``duckdb`` with cost, or ``sqlite``)."""
 
-    schema_: int = Field(1, alias="schema")
     source: str
-    sessions: list[SessionSummary]
+    sessions: list[SessionRow]
 
 
 def session_index(req: SessionIndexRequest) -> SessionIndexResult:
-    """Every stored session (``query.sessions.list_sessions``). Raises StoreError when
-    the home holds no store."""
-    from ctxkeep.query.sessions import list_sessions
-    from ctxkeep.sinks import sqlite as sqlite_store
-
-    with closing(sqlite_store.connect(req.home, readonly=True)) as conn:
-        rows, source = list_sessions(conn, req.home, agents=req.agents)
-    return SessionIndexResult(
-        schema=1, source=source, sessions=[SessionSummary.model_validate(r.as_dict()) for r in rows]
-    )
+    """Every stored session (the service's ``sessions`` question). Raises StoreError
+    when the home holds no store."""
+    res = sessions(req.home, SessionsRequest.parse({"agent": req.agents} if req.agents else {}))
+    return SessionIndexResult(source=res.source, sessions=res.sessions)
 
 
 class Media(BaseModel):
@@ -123,12 +103,11 @@ class TranscriptRequest(BaseModel):
     sessions: list[str] | None = None
 
 
-class TranscriptResult(BaseModel):
+class TranscriptResult(Result):
     """One session's transcript: its ``session`` (the index row), the sub-agents it
     started (``subagents``, index rows) and its ``turns``. ``messages`` counts the
     ``message`` turns (every role: the ``messages`` of ``ctxkeep sessions``)."""
 
-    schema_: int = Field(1, alias="schema")
     session: SessionSummary
     subagents: list[SessionSummary] = Field(default_factory=list)
     turns: list[Turn] = Field(default_factory=list)
@@ -156,7 +135,10 @@ def transcripts(req: TranscriptRequest) -> Iterator[TranscriptResult]:
         for sid in wanted:
             summary = by_id.get(sid)
             if summary is None:  # stored after the index was read: its own row
-                summary = SessionSummary(agent="", session_id=sid, short_id=sid)
+                summary = SessionRow.model_construct(
+                    agent="", session_id=sid, short_id=sid, parent_session_id=None, project_dir=None, started=None,
+                    ended=None, messages=0, tool_calls=0, tokens=0, token_estimate=0, cost_usd=None, title="", depth=0,
+                )  # fmt: skip
             kids = [s for s in index if s.parent_session_id == sid]
             yield _transcript(conn, summary, kids)
 
@@ -232,4 +214,4 @@ def _transcript(
                     data_base64=base64.b64encode(m.data).decode("ascii"),
                 )
             )
-    return TranscriptResult(schema=1, session=summary, subagents=kids, turns=turns)
+    return TranscriptResult(session=summary, subagents=kids, turns=turns)

@@ -118,3 +118,10 @@ def blocks_text(
         elif not skip_non_dict:
             out.append(str(b))
     return "\n".join(out)
+
+
+def dict_at(obj: dict, key: Any) -> dict:
+    """``obj[key]`` when it is a JSON object (a dict), else an empty dict: a record's
+    field read without trusting its type."""
+    v = obj.get(key)
+    return v if isinstance(v, dict) else {}

@@ -16,7 +16,7 @@ Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 - ``toolUseResult`` repeats the tool result in another shape: not stored twice;
 - one API response is often written as several lines that share ``message.id`` and
   ``requestId``, each repeating ``message.usage``: usage is counted once per
-  (message.id, requestId);
+  (message.id, requestId), or per message.id when the lines carry no requestId;
 - ``message.usage.cache_creation`` splits ``cache_creation_input_tokens`` into
   ``ephemeral_5m_input_tokens`` and ``ephemeral_1h_input_tokens`` (in the corpus from
   v1.0.98 on; v1.0.17 and v1.0.43 lack it): a 1-hour write costs 2x the input price, a
@@ -43,12 +43,12 @@ from ctxkeep.sources._util import (
     media_placeholder,
     strip_ansi,
 )
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
 PARSER_VERSION = 3  # 3: cache-write split and costUSD (a re-read fills them)
-MODE = "append"
+MODE: Mode = "append"
 
 _META_TEXT_KEYS = (
     "content",
@@ -318,7 +318,15 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
             first["cache_creation_5m_tokens"] = as_int(split.get("ephemeral_5m_input_tokens"))
             first["cache_creation_1h_tokens"] = as_int(split.get("ephemeral_1h_input_tokens"))
         first["cost_usd"] = as_float(rec.get("costUSD"))
-        first["usage_key"] = f"{mid}:{rid}" if mid and rid else f"line:{base['record_id']}"
+        # one API response: (message.id, requestId); a line without requestId (seen in
+        # files of other Claude Code builds and in tools that rewrite transcripts) still
+        # repeats its response's usage on every line of the message: the id alone keys it
+        if mid and rid:
+            first["usage_key"] = f"{mid}:{rid}"
+        elif mid:
+            first["usage_key"] = f"{mid}:"
+        else:
+            first["usage_key"] = f"line:{base['record_id']}"
     return out
 
 

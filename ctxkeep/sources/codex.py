@@ -28,13 +28,13 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "codex"
 PARSER_VERSION = 2
-MODE = "append"
+MODE: Mode = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout
@@ -104,23 +104,42 @@ def _decode_arguments(args):
     return compact_json(val) if not isinstance(val, str) else val
 
 
-def _decode_output(out) -> str:
+#: a shell result's non-zero exit, as Codex writes it at the head of a plain-text
+#: output: ``Exit code: 2\nWall time: …\nOutput:`` (0.5x+ unified exec), and
+#: ``failed in sandbox LinuxSeccomp with execution error: … exit code: 2, stdout: …``
+#: (a sandboxed command that failed; 0.5x)
+_EXIT_HEAD = re.compile(r"(?:Exit code: |failed in sandbox [^\n]{0,200}?exit code: )(-?\d+)")
+
+
+def _decode_output(out) -> tuple[str, bool]:
+    """A tool result's text and whether it failed: ``(text, failed)``.
+
+    ``failed`` is a non-zero exit code: ``metadata.exit_code`` of the JSON string older
+    rollouts write (``{"output": "...", "metadata": {"exit_code": 127,
+    "duration_seconds": 0.1}}``, Codex 0.34–0.46 in shared/corpus), or the
+    ``_EXIT_HEAD`` line of a plain-text output. A failed result is stored with the
+    ``[error] `` prefix every source uses for a failed tool result (Claude Code
+    ``is_error``), which the readers (``report tools``, ``show``'s error flag,
+    resume's last failure) go by."""
     if isinstance(out, str):
         if out.startswith("{") and '"output"' in out:
             try:
                 val = orjson.loads(out)
                 if isinstance(val, dict) and isinstance(val.get("output"), str):
-                    return val["output"]
+                    meta = val.get("metadata")
+                    code = meta.get("exit_code") if isinstance(meta, dict) else None
+                    return val["output"], isinstance(code, int) and not isinstance(code, bool) and code != 0
             except orjson.JSONDecodeError:
                 pass
-        return out
+        m = _EXIT_HEAD.match(out)
+        return out, bool(m and int(m.group(1)) != 0)
     if isinstance(out, list):
-        return _text_blocks(out)
+        return _text_blocks(out), False
     if isinstance(out, dict):
         if isinstance(out.get("content"), str):
-            return out["content"]
-        return compact_json(out)
-    return "" if out is None else str(out)
+            return out["content"], False
+        return compact_json(out), False
+    return ("" if out is None else str(out)), False
 
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
@@ -133,7 +152,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     re-emitted unchanged, or replayed from a parent rollout, counts once.
     """
     rtype = rec.get("type")
-    p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+    p = dict_at(rec, "payload")
     ts = rec.get("timestamp")
     if isinstance(ts, str) and ts[:2].isdigit():
         state["ts"] = ts
@@ -217,12 +236,13 @@ def _response_item(p: dict, base: dict) -> dict:
             text=_decode_arguments(args),
         )
     if it in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
+        text, failed = _decode_output(p.get("output"))
         return dict(
             base,
             role="tool",
             kind="tool_result",
             native_id=p.get("call_id"),
-            text=_decode_output(p.get("output")),
+            text="[error] " + text if failed else text,
         )
     if it in ("local_shell_call", "web_search_call", "tool_search_call", "image_generation_call"):
         action = p.get("action") or {k: v for k, v in p.items() if k not in ("type", "result")}

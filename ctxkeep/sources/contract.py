@@ -254,6 +254,10 @@ class RawCapture:
     size: int
     mtime_ns: int
     meta: dict[str, Any] = field(default_factory=dict)
+    #: what the writer of these bytes knows beside them, kept in the vault's record: for a
+    #: file ``compress`` rewrote, ``{"archived": [entry ids it removed], "moves": [[entry
+    #: id, new byte offset], …]}`` (``maintenance.reparse`` applies them again)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(

@@ -41,12 +41,13 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
+from ctxkeep.sources._util import as_int, compact_json, dict_at
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
     quarantine_row,
@@ -57,7 +58,7 @@ from ctxkeep.timeutil import format_epoch
 
 AGENT = "cursor"
 PARSER_VERSION = 1
-MODE = "sqlite"  # state.vscdb; agent transcripts are append-only JSONL (see mode_for)
+MODE: Mode = "sqlite"  # state.vscdb; agent transcripts are append-only JSONL (see mode_for)
 STALE_SECONDS = 3600
 
 
@@ -127,8 +128,8 @@ def bubble_entries(b: dict, composer: dict, cid: str, src: str, offset: int) -> 
     role = "user" if b.get("type") == 1 else "assistant"
     model = None
     if role == "assistant":
-        mi = b.get("modelInfo") if isinstance(b.get("modelInfo"), dict) else {}
-        mc = composer.get("modelConfig") if isinstance(composer.get("modelConfig"), dict) else {}
+        mi = dict_at(b, "modelInfo")
+        mc = dict_at(composer, "modelConfig")
         model = mi.get("modelName") or mc.get("modelName")
     base = {
         "agent": AGENT,
@@ -173,7 +174,7 @@ def bubble_entries(b: dict, composer: dict, cid: str, src: str, offset: int) -> 
                     text=res,
                 )
             )
-    tc = b.get("tokenCount") if isinstance(b.get("tokenCount"), dict) else {}
+    tc = dict_at(b, "tokenCount")
     inp, outp = as_int(tc.get("inputTokens")) or 0, as_int(tc.get("outputTokens")) or 0
     if inp or outp:
         if not out:
@@ -312,7 +313,7 @@ def _read_transcript(
 
     def parse(rec: dict, offset: int, line_hash: str, state: dict) -> list[dict]:
         role = rec.get("role") if rec.get("role") in ("user", "assistant", "system") else "system"
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = dict_at(rec, "message")
         content = msg.get("content", rec.get("content"))
         base = {
             "agent": AGENT,

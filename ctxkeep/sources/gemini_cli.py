@@ -58,6 +58,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
 )
@@ -66,7 +67,7 @@ from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
 AGENT = "gemini-cli"
 PARSER_VERSION = 1
-MODE = "rewrite"  # .json documents; .jsonl files are append-only (see mode_for)
+MODE: Mode = "rewrite"  # .json documents; .jsonl files are append-only (see mode_for)
 
 _MAX_IDS = 200_000  # bound on message ids kept in a watermark's state
 

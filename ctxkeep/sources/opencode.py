@@ -54,12 +54,13 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_float, as_int, compact_json
+from ctxkeep.sources._util import as_float, as_int, compact_json, dict_at
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
     quarantine_row,
@@ -76,7 +77,7 @@ from ctxkeep.timeutil import format_epoch
 
 AGENT = "opencode"
 PARSER_VERSION = 2  # 2: the logged message cost (a re-read fills it)
-MODE = "sqlite"  # opencode.db; a session of the JSON tree is a "tree" file (see mode_for)
+MODE: Mode = "sqlite"  # opencode.db; a session of the JSON tree is a "tree" file (see mode_for)
 STALE_SECONDS = 24 * 3600
 _SKIP_PARTS = {"step-start", "step-finish", "snapshot"}
 
@@ -252,7 +253,7 @@ def ms_iso(v) -> str | None:
 def _msg_complete(msg: dict) -> bool:
     if msg.get("role") != "assistant":
         return True
-    t = msg.get("time") if isinstance(msg.get("time"), dict) else {}
+    t = dict_at(msg, "time")
     return bool(t.get("completed") or msg.get("error") or msg.get("finish"))
 
 
@@ -260,19 +261,19 @@ def _msg_pending(msg: dict, now: float) -> bool:
     """An assistant message still streaming (not completed and recent)."""
     if _msg_complete(msg):
         return False
-    t = msg.get("time") if isinstance(msg.get("time"), dict) else {}
+    t = dict_at(msg, "time")
     created = as_int(t.get("created")) or 0
     return now - created / 1000 < STALE_SECONDS
 
 
 def _base(msg: dict, session: dict, src: str, offset: int) -> dict:
     sid = msg.get("sessionID") or session.get("id")
-    path = msg.get("path") if isinstance(msg.get("path"), dict) else {}
+    path = dict_at(msg, "path")
     parent = session.get("parentID") or None
     model = msg.get("modelID")
     if not model and isinstance(msg.get("model"), dict):
         model = msg["model"].get("modelID")
-    t = msg.get("time") if isinstance(msg.get("time"), dict) else {}
+    t = dict_at(msg, "time")
     return {
         "agent": AGENT,
         "session_id": sid,
@@ -303,7 +304,7 @@ def part_entries(
     b = _base(msg, session, src, offset)
     pid = part.get("id") or hashlib.sha256(orjson.dumps(part)).hexdigest()[:24]
     b.update(record_id=f"{b['session_id']}:{pid}", native_id=pid, role=role)
-    pt = part.get("time") if isinstance(part.get("time"), dict) else {}
+    pt = dict_at(part, "time")
     if pt.get("start"):
         b["ts"] = ms_iso(pt["start"]) or b["ts"]
     pending = _msg_pending(msg, now)
@@ -313,7 +314,7 @@ def part_entries(
         kind = "message" if ptype == "text" else "thinking"
         return [dict(b, part=0, kind=kind, text=str(part.get("text") or ""))], False
     if ptype == "tool":
-        st = part.get("state") if isinstance(part.get("state"), dict) else {}
+        st = dict_at(part, "state")
         status = st.get("status")
         done = status in ("completed", "error")
         if not done and (pending or now - _epoch_s(part, msg) < STALE_SECONDS):
@@ -354,7 +355,7 @@ def part_entries(
 
 
 def _epoch_s(part: dict, msg: dict) -> float:
-    t = msg.get("time") if isinstance(msg.get("time"), dict) else {}
+    t = dict_at(msg, "time")
     return (as_int(t.get("created")) or 0) / 1000
 
 
@@ -365,7 +366,7 @@ def usage_entry(msg: dict, session: dict, src: str, now: float, offset: int = 0)
     tok = msg.get("tokens")
     if msg.get("role") != "assistant" or not isinstance(tok, dict) or _msg_pending(msg, now):
         return None
-    cache = tok.get("cache") if isinstance(tok.get("cache"), dict) else {}
+    cache = dict_at(tok, "cache")
     vals = [
         as_int(tok.get("input")) or 0,
         as_int(tok.get("output")) or 0,

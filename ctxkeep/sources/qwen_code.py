@@ -37,6 +37,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
 )
@@ -45,7 +46,7 @@ from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "qwen-code"
 PARSER_VERSION = 1
-MODE = "append"
+MODE: Mode = "append"
 
 
 def mode_for(path: Path) -> str:

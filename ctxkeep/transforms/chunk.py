@@ -28,7 +28,8 @@ def fence_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` character spans of the fenced code blocks of ``text`` (CommonMark:
     a fence of ≥3 backticks or tildes closes with a fence of the same character at
     least as long; an unclosed fence runs to the end)."""
-    spans, open_at, marker = [], None, ""
+    spans: list[tuple[int, int]] = []
+    open_at, marker = None, ""
     if "```" not in text and "~~~" not in text:  # no fence possible: skip the regex scan
         return spans
     for m in _FENCE_RE.finditer(text):

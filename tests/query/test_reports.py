@@ -148,19 +148,28 @@ def test_blocks_burn_rate_projection_and_limit(store_home):
         store_home,
         [
             ("1", "claude-code", "s", t0, "m", 600, 0, None, 1.0),
-            ("2", "codex", "t", t0 + dt.timedelta(minutes=30), "m", 600, 0, None, 2.0),
+            ("2", "claude-code", "s", t0 + dt.timedelta(minutes=30), "m", 600, 0, None, 2.0),
+            # another provider's responses: their own blocks, never Claude's
+            ("3", "codex", "t", t0 + dt.timedelta(minutes=40), "m", 5000, 0, None, 9.0),
             # 6 h later: a gap, then a new block floored to 15:00
-            ("3", "codex", "t", t0 + dt.timedelta(hours=6, minutes=10), "m", 100, 0, None, 0.5),
+            ("4", "codex", "t", t0 + dt.timedelta(hours=6, minutes=10), "m", 100, 0, None, 0.5),
         ],
     )
     con, _ = R.open_store(store_home)
     now = t0 + dt.timedelta(hours=1)  # inside the first block
     b = R.blocks_report(con, R.Filters("UTC"), now=now, token_limit="1000").rows
+    claude_only = R.blocks_report(con, R.Filters("UTC"), now=now, provider="anthropic").rows
+    status = R.statusline_figures(con, "UTC", None, now=now)
     con.close()
-    assert [(x.start.hour, x.is_gap) for x in b] == [(9, False), (14, True), (15, False)]
+    assert [(x.start.hour, x.provider, x.is_gap) for x in b] == [
+        (9, "anthropic", False),
+        (10, "openai", False),  # its first response at 10:00, not inside Claude's 9:00 block
+        (15, "openai", True),
+        (15, "openai", False),
+    ]
     first = b[0]
     assert first.end == dt.datetime(2026, 1, 5, 14, 0, tzinfo=UTC)
-    assert first.agents == ["claude-code", "codex"] and first.total_tokens == 1200
+    assert first.agents == ["claude-code"] and first.total_tokens == 1200
     # ccusage's rule: active when now - last response < 5 h and now < end
     assert first.is_active
     assert first.burn_rate["tokens_per_minute"] == pytest.approx(1200 / 30)
@@ -169,6 +178,18 @@ def test_blocks_burn_rate_projection_and_limit(store_home):
     assert first.projection["remaining_minutes"] == remaining
     assert first.projection["total_tokens"] == round(1200 + 40 * remaining)
     assert first.limit_status["status"] == "exceeds" and first.limit_status["limit"] == 1000
+    assert b[1].agents == ["codex"] and b[1].total_tokens == 5000
+    assert [x.provider for x in claude_only] == ["anthropic"]
+    # the statusline's block is Claude's: the Codex response changes neither its cost nor its rate
+    assert status["block"]["cost_usd"] == pytest.approx(3.0)
+    assert status["block"]["cost_per_hour"] == pytest.approx(3.0 / 30 * 60)
+
+
+def test_provider_of_a_response():
+    assert R.provider_of("opencode", "anthropic/claude-sonnet-4") == "anthropic"
+    assert R.provider_of("crush", "gpt-5") == R.provider_of("codex", None) == "openai"
+    assert R.provider_of("gemini-cli", "gemini-2.5-pro") == "google"
+    assert R.provider_of("aider", None) == "aider"
 
 
 def test_blocks_max_limit_is_largest_finished_block(store_home):

@@ -256,3 +256,35 @@ def test_no_base64_from_attachments_or_unknown_blocks():
     assert "AAAA" not in a["text"] and '"base64":"[media unknown, 3,008 bytes]"' in a["text"]
     assert (b["kind"], b["tool_name"]) == ("meta", "input_audio")
     assert '"data":"[media audio/wav, 600 bytes]"' in b["text"]
+
+
+def test_usage_without_request_id_is_counted_once_per_message_id(tmp_path):
+    """A response split over two lines that carry no requestId repeats its usage on
+    both: one usage row (keyed by message.id), not two."""
+    import json
+
+    from conftest import ingest, q
+
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-tmp-dedup"
+    proj.mkdir(parents=True)
+    usage = {"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 300}
+    sid = "5e551011-0000-4000-8000-0000000000cc"
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": sid, "timestamp": "2026-01-01T10:00:00Z",
+         "message": {"role": "user", "content": "hello"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": sid, "timestamp": "2026-01-01T10:00:01Z",
+         "message": {"id": "msg_01ABC", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                     "content": [{"type": "text", "text": "part one"}], "usage": usage}},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "a1", "sessionId": sid, "timestamp": "2026-01-01T10:00:02Z",
+         "message": {"id": "msg_01ABC", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                     "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}],
+                     "usage": usage}},
+        {"type": "assistant", "uuid": "a3", "parentUuid": "a2", "sessionId": sid, "timestamp": "2026-01-01T10:00:05Z",
+         "message": {"id": "msg_02DEF", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                     "content": [{"type": "text", "text": "done"}], "usage": usage}},
+    ]  # fmt: skip
+    (proj / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    ingest(home, tmp_path / "store", "claude-code")
+    rows = q(tmp_path / "store", "SELECT usage_key, output_tokens FROM usage ORDER BY usage_key")
+    assert rows == [("msg_01ABC:", 20), ("msg_02DEF:", 20)]

@@ -204,7 +204,8 @@ def sync(
     next sync catches up); ValueError for a bad ``<home>/prices.toml``.
     """
     own = con is None
-    con = connect(home) if own else con
+    if con is None:
+        con = connect(home)
     try:
         if rebuild:
             con.execute("DELETE FROM entries")

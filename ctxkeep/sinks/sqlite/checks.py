@@ -72,13 +72,14 @@ def fts_integrity(db: Path, *, immutable: bool = False) -> list[tuple[str, str, 
 class Tallies:
     """What doctor compares with the other files: ``orphan_chunks`` (chunks without
     their content), ``orphan_entries`` (entries whose stored content id has no
-    ``contents`` row), ``entries``, ``archived`` (ids retention moved to Parquet) and
+    ``contents`` row), ``entries``, ``usage`` (rows of token usage), ``archived`` (ids retention moved to Parquet) and
     ``watermarks`` (``[(path, offset bytes)]``), ``analytics_behind`` (SQLite holds
     entries or status changes DuckDB has not synced, ``sync_marks.analytics_behind``)."""
 
     orphan_chunks: int
     orphan_entries: int
     entries: int
+    usage: int
     archived: int
     watermarks: list[tuple[str, int]]
     analytics_behind: bool
@@ -100,6 +101,7 @@ def tallies(db: Path, *, immutable: bool = False) -> Tallies:
                 "WHERE e.content_id IS NOT NULL AND c.content_id IS NULL"
             ),
             entries=one("SELECT count(*) FROM entries"),
+            usage=one("SELECT count(*) FROM usage"),
             archived=one("SELECT count(*) FROM archived"),
             watermarks=[(p, o) for p, o in conn.execute("SELECT path, offset FROM watermarks")],
             analytics_behind=analytics_behind(conn),

@@ -99,10 +99,10 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
         facets[new] = fac
         out["contents"] += 1
     if fresh:
-        chunks = chunks_frame(pl.DataFrame({"content_hash": list(fresh), "text": list(fresh.values())}))
-        if chunks.height:
-            _insert_chunks(conn, chunks, tools, facets)
-            out["chunks_added"] += chunks.height
+        frame = chunks_frame(pl.DataFrame({"content_hash": list(fresh), "text": list(fresh.values())}))
+        if frame.height:
+            _insert_chunks(conn, frame, tools, facets)
+            out["chunks_added"] += frame.height
     if old_texts and conn.execute("SELECT 1 FROM sqlite_master WHERE name='vocab'").fetchone():
         # a term only the old texts held (a secret now redacted) leaves the vocabulary
         prune_vocab(conn, vocab_terms(old_texts))

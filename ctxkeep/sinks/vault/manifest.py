@@ -112,6 +112,40 @@ def pieces(conn, g: Generation) -> list[tuple[bytes, int]]:
     ]
 
 
+def capture_extra(conn, home: Path, g: Generation) -> dict:
+    """The ``extra`` of the capture that started generation ``g`` (compress's archived
+    ids and moves), read from its pack's record; ``{}`` when there is none."""
+    from ctxkeep.sinks.vault.packs import read_record
+
+    if g.mode == "document":
+        return {}
+    row = conn.execute(
+        "SELECT s.sha, p.name FROM vault_segments s JOIN vault_objects o ON o.sha = s.sha JOIN vault_packs p "
+        "ON p.pack_id = o.pack_id WHERE s.gen_id = ? AND s.seq = 0",
+        (g.gen_id,),
+    ).fetchone()
+    if row is None:
+        return {}
+    sha, name = row
+    for (pname,) in conn.execute("SELECT name FROM vault_packs ORDER BY pack_id DESC"):
+        # the capture's record is in the pack written for it: its object's pack, or a
+        # later one when the object was held already (the same bytes captured before)
+        rec = read_record(pack_path(home, pname))
+        if rec is None:
+            continue
+        for c in rec[0].get("captures", []):
+            if (
+                c.get("path") == g.path
+                and c.get("offset") == g.start
+                and c.get("sha") == sha.hex()
+                and c.get("extra")
+            ):
+                return c["extra"]
+        if pname == name:
+            break
+    return {}
+
+
 def object_list(conn, g: Generation) -> list[bytes]:
     """The SHA-256s of ``g``'s objects in order (segments, or a document's chunks)."""
     if g.mode == "document":
@@ -296,6 +330,7 @@ def packed_bytes(conn) -> tuple[int, dict[str, int]]:
 __all__ = [
     "Generation",
     "Problem",
+    "capture_extra",
     "figures",
     "gen_bytes",
     "generations",

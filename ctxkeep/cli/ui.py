@@ -1,0 +1,121 @@
+"""``ctxkeep ui``: the app (``ctxkeep/notebooks/app.py``, a marimo notebook) served by
+``marimo run`` on loopback; read-only over the store. A non-loopback ``--host`` needs
+``--allow-remote`` and a ``--token`` (marimo's token password: the URL must carry
+``?access_token=TOKEN``)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from ctxkeep.cli import HomeOpt, _fail, _home, app, err
+from ctxkeep.errors import CtxkeepError, UsageError
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def marimo_command(
+    app_path: Path, home: Path, host: str, port: int, *, browser: bool, token: str | None
+) -> list[str]:
+    """The ``marimo run`` command line of the app (the store as ``--store`` after
+    ``--``, marimo's own options before it). A token is read from standard input
+    (``--token-password-file -``), never put on the command line (which other users
+    of the machine can list)."""
+    cmd = [sys.executable, "-m", "marimo", "run", str(app_path), "--host", host, "--port", str(port)]
+    cmd += ["--token", "--token-password-file", "-"] if token else ["--no-token"]
+    if not browser:
+        cmd.append("--headless")
+    return [*cmd, "--", "--store", str(home)]
+
+
+@app.command()
+def ui(
+    port: int = typer.Option(2718, "--port", "-p", min=1, max=65535, help="TCP port."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (loopback unless --allow-remote)."
+    ),
+    no_browser: bool = typer.Option(False, "--no-browser", help="Do not open the browser."),
+    allow_remote: bool = typer.Option(
+        False,
+        "--allow-remote",
+        help="Allow a non-loopback --host (needs --token: anyone who can reach it reads every session).",
+    ),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        metavar="TOKEN",
+        help="Access token a remote browser must give (with --allow-remote).",
+    ),
+    home: Path | None = HomeOpt,
+):
+    """Browse the store in the browser: Overview, Sessions and transcripts, Search, Store (the marimo app)."""
+    from ctxkeep.render import report
+
+    if not _loopback(host) and not allow_remote:
+        _fail(
+            UsageError(
+                f"--host {host} is not a loopback address",
+                where="--host",
+                hint="add --allow-remote --token TOKEN, or use 127.0.0.1",
+            ),
+            2,
+        )
+    if allow_remote and not _loopback(host) and not (token and len(token) >= 8):
+        _fail(
+            UsageError(
+                "--allow-remote needs --token (8 characters or more)",
+                where="--token",
+                hint="pass --token TOKEN",
+            ),
+            2,
+        )
+    missing = [m for m in report.missing_modules() if m != "vl_convert"]
+    if missing:
+        _fail(CtxkeepError(f"`ui` needs {', '.join(missing)}", hint=report.INSTALL_HINT))
+    h = _home(home)
+    app_path = Path(str(report.notebooks_dir() / "app.py"))
+    cmd = marimo_command(
+        app_path, h, host, port, browser=not no_browser, token=token if allow_remote else None
+    )
+    shown = "localhost" if host in ("127.0.0.1", "localhost") else host
+    err.print(f"ctxkeep app at http://{shown}:{port} (Ctrl+C stops it)", highlight=False)
+    env = {**os.environ, "MARIMO_SKIP_UPDATE_CHECK": "1"}
+    raise typer.Exit(run_server(cmd, env, secret=token if allow_remote else None))
+
+
+def run_server(cmd: list[str], env: dict, *, secret: str | None = None) -> int:
+    """Run the server until it ends or this process is stopped (Ctrl+C, SIGTERM: both
+    passed on to the server, which is waited for); ``secret`` is written to its
+    standard input (the token). Returns the exit code to give: 0 for a server stopped
+    by a signal, 1 when it failed on its own."""
+    import signal
+
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE if secret else None)
+    if secret:
+        proc.stdin.write(secret.encode() + b"\n")
+        proc.stdin.close()
+
+    def stop(_sig, _frame):
+        proc.terminate()
+
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        code = proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    return 0 if code in (0, -2, -15, 130, 143) else 1

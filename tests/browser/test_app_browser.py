@@ -1,0 +1,248 @@
+"""`ctxkeep ui` in Chromium: the app (a marimo notebook served by `marimo run`) started
+on the corpus store, driven by Playwright on Debian's chromium (Playwright's own
+browser download cannot work offline). Screenshots are written to the test's tmp dir,
+and to $CTXKEEP_SCREENSHOT_DIR when set (CI artifacts)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import q
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+EF95 = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(corpus_store):
+    if CHROMIUM is None:
+        pytest.skip("no chromium on PATH (Debian: apt-get install -y chromium)")
+    pytest.importorskip("playwright")
+    home, _ = corpus_store
+    port = _free_port()
+    exe = Path(sys.executable).parent / "ctxkeep"
+    proc = subprocess.Popen(
+        [str(exe), "ui", "--no-browser", "--port", str(port), "--home", str(home)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the app did not start: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    yield pg
+    pg.close()
+
+
+def _shot(page, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("CTXKEEP_SCREENSHOT_DIR"):
+        d = Path(os.environ["CTXKEEP_SCREENSHOT_DIR"])
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, d / path.name)
+    assert path.stat().st_size > 20_000  # a drawn page, not a blank one
+    return path
+
+
+def _visible(page, text: str, timeout: float = 90_000):
+    loc = page.locator(f"text={text} >> visible=true").first
+    loc.wait_for(timeout=timeout)
+    return loc
+
+
+def _charts_drawn(page, n: int = 6) -> None:
+    """Wait until the overview's charts are drawn (Vega has replaced marimo's 'Loading
+    chart' placeholders with at least ``n`` canvases or SVGs)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("text=Loading chart")).to_have_count(0, timeout=90_000)
+    expect(page.locator("canvas, svg.marks").nth(n - 1)).to_be_attached(timeout=30_000)
+    page.wait_for_timeout(1000)  # the last frame painted
+
+
+def test_app_serves_each_page(page, app_url, corpus_store, tmp_path):
+    home, _ = corpus_store
+    page.goto(app_url)
+    responses = q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
+    _visible(page, f"{responses:,} API responses")
+    _charts_drawn(page)
+    _shot(page, tmp_path, "app-overview")
+    page.get_by_role("tab", name="Sessions").click()
+    _visible(page, "pick one to read it")
+    _visible(page, "ef95")
+    _shot(page, tmp_path, "app-sessions")
+    page.get_by_role("tab", name="Search").click()
+    _visible(page, "Type words to search")
+    page.get_by_role("tab", name="Store").click()
+    _visible(page, "Sources and coverage")
+    _shot(page, tmp_path, "app-store")
+
+
+def test_transcript_shows_its_first_prompt_and_a_folded_tool_call(page, app_url, tmp_path):
+    page.goto(f"{app_url}?tab=Sessions&session={EF95}")
+    _visible(page, "Transcript ·")
+    frame = page.frame_locator("iframe >> visible=true").first
+    frame.locator("text=OK, we're going to make a little experiment here").first.wait_for(timeout=60_000)
+    tool = frame.locator("details.tool").first
+    assert tool.evaluate("d => d.open") is False  # folded
+    assert "result" in tool.locator("summary").inner_text()
+    tool.locator("summary").click()
+    assert tool.evaluate("d => d.open") is True
+    _shot(page, tmp_path, "app-transcript")
+
+
+def test_search_finds_a_corpus_phrase_and_opens_its_transcript(page, app_url, corpus_store, tmp_path):
+    home, _ = corpus_store
+    page.goto(f"{app_url}?tab=Search")
+    box = page.locator("input[type=text] >> visible=true").first
+    box.wait_for(timeout=90_000)
+    box.fill("jupyter notebook")
+    box.press("Enter")
+    _visible(page, "hits for")
+    _shot(page, tmp_path, "app-search")
+    hit = page.locator("li.hit a >> visible=true").first
+    href = hit.get_attribute("href")
+    assert "session=d3ad4cdc-5657-435d-98fa-0035d53e383d" in href  # the ai-music session
+    hit.click()
+    _visible(page, "Transcript ·")
+    frame = page.frame_locator("iframe >> visible=true").first
+    focus = frame.locator(".focus").first
+    focus.wait_for(timeout=60_000)
+    assert "jupyter notebook" in focus.inner_text().lower()
+    _shot(page, tmp_path, "app-search-hit")
+
+
+def test_a_filter_changes_the_overview(page, app_url, corpus_store):
+    home, _ = corpus_store
+    page.goto(app_url)
+    total = q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
+    _visible(page, f"{total:,} API responses")
+    project = "/Users/chip/dev/ai-music"
+    page.locator("select >> visible=true").first.select_option(project)
+    n = q(
+        home,
+        "SELECT count(*) FROM usage WHERE ts IS NOT NULL AND session_id IN "
+        "(SELECT DISTINCT session_id FROM entries WHERE project_dir = ?)",
+        project,
+    )[0][0]
+    assert 0 < n < total
+    _visible(page, f"{n:,} API responses")
+
+
+def test_a_token_guards_the_app(corpus_store):
+    """--allow-remote --token: without the token a browser is sent to the login page;
+    with it (?access_token=…) it gets the app. Binds loopback here (what a remote host
+    would see is the same server)."""
+    import http.cookiejar
+
+    home, _ = corpus_store
+    port = _free_port()
+    exe = Path(sys.executable).parent / "ctxkeep"
+    token = "t0ken-for-the-test"
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "ui",
+            "--no-browser",
+            "--port",
+            str(port),
+            "--home",
+            str(home),
+            "--allow-remote",
+            "--token",
+            token,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/"
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+
+    try:
+        bare = urllib.request.build_opener(NoRedirect)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                bare.open(url, timeout=2)
+            except urllib.error.HTTPError as e:
+                status, where = e.code, e.headers.get("location", "")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        assert status in (302, 303, 307) and where.startswith("/auth/login")
+        with_cookies = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        page = with_cookies.open(f"{url}?access_token={token}", timeout=10)
+        assert page.status == 200 and "/auth/login" not in page.url
+        # the token is never on the marimo server's command line (it reads it from stdin)
+        servers = [
+            ln
+            for ln in subprocess.run(
+                ["ps", "-ww", "-eo", "args"], capture_output=True, text=True
+            ).stdout.splitlines()
+            if "marimo run" in ln and str(port) in ln
+        ]
+        assert servers and not [ln for ln in servers if token in ln]
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)

@@ -1,0 +1,122 @@
+"""The app notebook (ctxkeep/notebooks/app.py) run as a script, and `ctxkeep ui`'s
+checks before it starts a server (the served app is tested in tests/browser)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli_helpers import one_error_line
+from conftest import q
+from ctxkeep.cli import app
+from ctxkeep.cli.ui import marimo_command
+from ctxkeep.render import report
+
+APP = Path(__file__).resolve().parents[2] / "ctxkeep" / "notebooks" / "app.py"
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+
+
+def test_app_on_an_empty_home_says_what_to_run(tmp_path):
+    outputs, defs = report.run_notebook(APP, {"store": str(tmp_path / "nothing")})
+    text = _texts(outputs)
+    assert "Nothing to show yet" in text and "ctxkeep ingest" in text
+    assert "overview" not in defs  # it stopped there: no half-drawn views
+
+
+def test_app_overview_counts_equal_sqlite(corpus_store):
+    home, _ = corpus_store
+    _outputs, defs = report.run_notebook(APP, {"store": str(home)})
+    assert defs["usage"].height == q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
+    assert (
+        defs["usage"]["total_tokens"].sum()
+        == q(
+            home,
+            "SELECT sum(coalesce(input_tokens,0) + coalesce(output_tokens,0) + coalesce(cache_read_tokens,0)"
+            " + coalesce(cache_creation_tokens,0)) FROM usage WHERE ts IS NOT NULL",
+        )[0][0]
+    )
+    # every session with a time is in the sessions table (filters at their defaults)
+    timed = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries WHERE ts IS NOT NULL")[0][0]
+    assert defs["sessions"].height == timed
+    assert len(defs["session_table"].data) == timed
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--host", "0.0.0.0"], "not a loopback address"),
+        (["--host", "192.168.1.5", "--allow-remote"], "needs --token"),
+        (["--host", "192.168.1.5", "--allow-remote", "--token", "short"], "needs --token"),
+    ],
+)
+def test_ui_refuses_a_remote_host_without_allow_remote_and_a_token(tmp_path, args, words):
+    r = CliRunner().invoke(app, ["ui", "--no-browser", "--home", str(tmp_path), *args])
+    one_error_line(r, 2, words)
+
+
+def test_ui_command_line():
+    cmd = marimo_command(APP, Path("/h"), "127.0.0.1", 2718, browser=False, token=None)
+    assert cmd[:4] == [sys.executable, "-m", "marimo", "run"]
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and "--no-token" in cmd and "--headless" in cmd
+    assert cmd[-3:] == ["--", "--store", "/h"]
+    remote = marimo_command(APP, Path("/h"), "10.0.0.2", 9000, browser=True, token="s3cret-token")
+    # the token goes through standard input, never the command line
+    assert remote[remote.index("--token-password-file") + 1] == "-" and "--headless" not in remote
+    assert "s3cret-token" not in " ".join(remote)
+
+
+def test_an_open_notebook_store_never_holds_the_duckdb_file(store):
+    """DuckDB lets no process write while another has the file open: the notebooks'
+    Store opens it per query, so an ingest can sync while the app stays open."""
+    import subprocess
+
+    from ctxkeep.render.nbkit import Store
+
+    st = Store(str(store), "UTC", "", "")
+    assert st.q("SELECT count(*) AS n FROM usage")["n"][0] > 0
+    code = (
+        "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+        "c.execute('CREATE TABLE IF NOT EXISTS t_probe(x INT)'); c.close(); print('wrote')"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(store / "analytics.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.stdout.strip() == "wrote", r.stderr
+    assert st.q("SELECT count(*) AS n FROM usage")["n"][0] > 0  # and it reads on after the write
+
+
+def test_the_notebooks_read_while_another_process_writes_duckdb(store):
+    """A writer (an ingest's DuckDB sync) holds analytics.duckdb: the notebooks' Store
+    still opens and reads (a copy of the file's last checkpoint), without waiting."""
+    import subprocess
+    import time
+
+    from ctxkeep.render.nbkit import Store
+
+    code = (
+        "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.readline()"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, str(store / "analytics.duckdb")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout.readline().strip() == "held"
+        t = time.monotonic()
+        st = Store(str(store), "UTC", "", "")
+        n = st.q("SELECT count(*) AS n FROM usage")["n"][0]
+        assert time.monotonic() - t < 30  # no waiting on the writer (the lock wait is 1 s)
+    finally:
+        p.communicate("\n", timeout=30)
+    assert n == q(store, "SELECT count(*) FROM usage")[0][0]
