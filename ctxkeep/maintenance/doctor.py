@@ -50,11 +50,20 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+<<<<<<< HEAD
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.sinks import analytics_current
+=======
+import pyarrow.parquet as pq
+
+from ctxkeep.maintenance import backup
+from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.sinks import analytics_current, parquet
+>>>>>>> perf
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
-from ctxkeep.sinks.sqlite import checks, store_safety
+from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety
+from ctxkeep.sources.contract import SourceFile
 
 
 @dataclass
@@ -241,7 +250,6 @@ def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
     files = sorted(root.rglob("*.parquet")) if root.is_dir() else []
     if not files and not n_archived:
         return [Finding("parquet", str(root), "ok", "no archive")]
-    import pyarrow.parquet as pq
 
     out, rows = [], 0
     for f in files:
@@ -369,7 +377,6 @@ def repair(home: Path, findings: list[Finding]) -> dict:
 
     Returns ``{"actions": [str], "not_recovered": [str]}``. Raises StoreBusy when
     another run holds the lock."""
-    from ctxkeep.maintenance import backup
     from ctxkeep.maintenance.reindex import rebuild_analytics, rebuild_fts
     from ctxkeep.sinks.lock import hold
 
@@ -526,7 +533,6 @@ def _reload_archived_ids(home: Path) -> int:
     """Fill a rebuilt store's ``archived`` table from the Parquet archive (entries
     retention moved there exist only there): the re-ingest then leaves them in the
     archive instead of bringing them back into the hot store. Returns the ids added."""
-    from ctxkeep.sinks import parquet
 
     try:
         df = parquet.read_archive(home)
@@ -550,11 +556,8 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     so only those lines add entries; they are marked ``archived`` (not in the session
     file any more), as compress had marked them. Returns ``(entries added, backup
     files read)``."""
-    from ctxkeep.maintenance.compress import rewrite
     from ctxkeep.maintenance.compress.run import discovered_files
     from ctxkeep.pipeline.engine import run_ingest
-    from ctxkeep.sinks.sqlite import StatusChange
-    from ctxkeep.sources.contract import SourceFile
 
     files, _problems = discovered_files(home)
     backups = [SourceFile(f.agent, b, "append", f.meta) for f in files for b in rewrite.backup_paths(f.path)]

@@ -22,6 +22,7 @@ are; in a file whose secrets were redacted, ``source_offset`` counts the redacte
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -287,7 +288,6 @@ def reparse(
 
 
 def _json(values: list[str]) -> str:
-    import json
 
     return json.dumps(values)
 
