@@ -55,7 +55,6 @@ ALLOWED_READS = {
     "maintenance/reparse.py": "reparse from the vault (to move into sinks/)",
     "maintenance/vault.py": "the vault's generations and files (to move into sinks/)",
     "maintenance/scrub.py": "the session files holding redacted values (to move into sinks/)",
-    "query/secrets.py": "the query layer's reads (redaction markers per kind, agent, session)",
     "service/analytics.py": "the notebooks' read-only SQLite connection (to move into sinks/)",
     "service/sources.py": "the watermarks' notes per agent (to move into sinks/)",
     "notebooks/store.py": "a notebook's reads over the read-only connection it is given",

@@ -50,16 +50,12 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-<<<<<<< HEAD
-from ctxkeep.errors import CtxkeepError
-from ctxkeep.sinks import analytics_current
-=======
 import pyarrow.parquet as pq
 
+from ctxkeep.errors import CtxkeepError
 from ctxkeep.maintenance import backup
 from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.sinks import analytics_current, parquet
->>>>>>> perf
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety

@@ -258,7 +258,6 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     from collections import Counter
 
     from ctxkeep.errors import NotFound
-    from ctxkeep.sinks.files import STORE_DB
 
     home = Path(home)
     if not (home / STORE_DB).exists():
