@@ -80,6 +80,11 @@ AGENTS = (
     "gptme",
     "mistral-vibe",
     "openclaude",
+    "amp",
+    "pi",
+    "kimi",
+    "openhands",
+    "zed",
     "iflow",
     "note",
 )

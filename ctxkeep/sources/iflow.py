@@ -27,7 +27,8 @@ of the snapshots are one entry; other blocks are keyed by the line's ``uuid`` an
 index. Usage: one row per assistant line with non-zero tokens (``usage_key``
 ``iflow:<message.id>``). ``isMeta``/``isCompactSummary`` user lines and the
 continuation notices iFlow writes as user text are ``meta``; unknown record types are
-``meta`` with the type as ``tool_name``; a line without ``cwd`` takes the last one seen.
+``meta`` with the type as ``tool_name`` and reported to the coverage ledger (agent
+version: the lines' ``version``); a line without ``cwd`` takes the last one seen.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 
 from ctxkeep.sources._util import as_int, block_text, compact_json, dict_at
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
+from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "iflow"
@@ -116,6 +118,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     msg = dict_at(rec, "message")
     if _str(rec.get("cwd")):
         state["cwd"] = rec["cwd"]
+    if _str(rec.get("version")):
+        state["_v"] = rec["version"]
     base = {
         "agent": AGENT,
         "session_id": sid,
@@ -131,12 +135,13 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "record_id": f"{sid}:{uuid or line_hash}",
     }
     if kind_of not in ("user", "assistant"):
+        unknown(state, kind_of or "unknown")
         return [dict(base, role="system", kind="meta", tool_name=kind_of or "unknown", text=_meta_text(rec))]
     content = msg.get("content")
     blocks = content if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
     if kind_of == "user":
         return _user_entries(rec, blocks, base)
-    return _assistant_entries(msg, blocks, base, sid)
+    return _assistant_entries(msg, blocks, base, state)
 
 
 def _meta_text(rec: dict) -> str:
@@ -175,7 +180,8 @@ def _user_entries(rec: dict, blocks: list, base: dict) -> list[dict]:
     return out
 
 
-def _assistant_entries(msg: dict, blocks: list, base: dict, sid: str) -> list[dict]:
+def _assistant_entries(msg: dict, blocks: list, base: dict, state: dict) -> list[dict]:
+    sid = state["sid"]
     model = _str(msg.get("model"))
     out: list[dict] = []
     for i, b in enumerate(blocks):
@@ -197,6 +203,8 @@ def _assistant_entries(msg: dict, blocks: list, base: dict, sid: str) -> list[di
         elif t in ("thinking", "redacted_thinking"):
             e.update(kind="thinking", text=_str(b.get("thinking")) or "")
         else:
+            if t != "text":
+                unknown(state, f"block:{t}")
             e.update(kind="message", text=block_text(b))
         out.append(e)
     usage = dict_at(msg, "usage")

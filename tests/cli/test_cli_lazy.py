@@ -200,6 +200,7 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
         "ctxkeep.sources.codex",
         "ctxkeep.sources.confine",
         "ctxkeep.sources.contract",
+        "ctxkeep.sources.coverage",  # the readers' ledger tally (redaction imported only for a sample)
         "ctxkeep.sources.readers",
         "ctxkeep.sources.readers.jsonl",
         "ctxkeep.sources.readers.sqlite",

@@ -58,6 +58,18 @@ def test_messages_tool_calls_results_and_usage(tmp_path):
     assert q(
         store, "SELECT tool_name FROM entries WHERE agent='iflow' AND kind='meta' ORDER BY tool_name"
     ) == [("checkpoint",), ("injected",)]
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        led = sqlite_store.coverage_ledger(conn, ["iflow"])
+    finally:
+        conn.close()
+    # the checkpoint line names no version (tallied under the last one seen) and is a
+    # type not understood: stored as meta, not counted as parsed
+    assert [(r["agent_version"], r["records"], r["parsed"], list(r["unknown"])) for r in led] == [
+        ("1.0.0", 8, 7, ["checkpoint"])
+    ]
 
 
 def test_env_dir_subagent_and_incremental_append(tmp_path):
