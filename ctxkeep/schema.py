@@ -86,6 +86,7 @@ AGENTS = (
     "openhands",
     "zed",
     "iflow",
+    "deepseek-tui",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -57,6 +57,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "openhands": ("openhands", None),
     "zed": ("zed", None),
     "iflow": ("iflow", None),
+    "deepseek-tui": ("deepseek_tui", None),
 }
 
 

@@ -68,6 +68,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "openhands": "rewrite",
         "zed": "sqlite",
         "iflow": "append",
+        "deepseek-tui": "rewrite",
     }
 
 
