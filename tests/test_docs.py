@@ -23,7 +23,7 @@ def test_every_command_is_in_the_readme():
     # 12 + report, statusline (issue 10); sessions, resume, hook, hooks (issue 12);
     # doctor, backup, restore, redact (issue 11); help, quarantine (issue 15); export (issue 13);
     # vault (issue 27); ui (issue 23)
-    assert len(_commands()) == 28  # + reparse (issue 27)
+    assert len(_commands()) == 29  # + reparse (issue 27), secrets (issue 24)
 
 
 def test_ci_runs_the_readme_test_command():

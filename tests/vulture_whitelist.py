@@ -88,7 +88,38 @@ next_deletion
 handle_starttag
 handle_endtag
 handle_data
+
+# result-model fields (ctxkeep.service): serialized by pydantic as --json keys and documented
+# in docs/cli.md, never read by attribute
+agent_command
+archives_removed
+backup_dirs_scanned
+backups_removed
+bytes_freed
+bytes_removed
+entries_to_archive
+exceeding
+facets_changed
+files_removed
+injection
+moved_aside
+old_archives_bytes
+old_backups_bytes
+raw_text
+refused
+restored
+store_bytes
+thresholds
+tombstones
+watermarks_dropped
+would_compress
+raw_base64
+# maintenance.scrub.ScrubFile / service.secrets.ScrubFileResult field, written out by asdict (--json)
+lines_changed
 # marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
 __generated_with
+# pydantic model field of query.coverage's result, read by model_dump
+previous_rate  # service.coverage.CoverageAlert
+pack_bytes
 # urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
 redirect_request

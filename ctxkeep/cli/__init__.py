@@ -117,10 +117,27 @@ def say(line: str) -> None:
 
 
 def table(**kwargs):
-    """A Rich ``Table`` (imported on first use, as the consoles)."""
+    """A Rich ``Table`` (imported on first use, as the consoles) that never cuts a
+    figure: a right-justified column (a number, a size, a cost) never wraps or shrinks,
+    text columns wrap (long words fold), and when the figures and the longest words do
+    not fit the terminal the table is printed wider than it (the terminal wraps the
+    lines) rather than cut with "…"."""
     from rich.table import Table
 
-    return Table(**kwargs)
+    class FiguresTable(Table):
+        def add_column(self, header="", *args, **kw):
+            if kw.get("justify") == "right":
+                kw.setdefault("no_wrap", True)
+            kw.setdefault("overflow", "fold")
+            return super().add_column(header, *args, **kw)
+
+        def __rich_console__(self, console, options):
+            need = self.__rich_measure__(console, options.update_width(10_000)).minimum
+            if need > options.max_width:
+                options = options.update_width(need)
+            yield from super().__rich_console__(console, options)
+
+    return FiguresTable(**kwargs)
 
 
 out = _LazyConsole()
@@ -159,19 +176,6 @@ def _main(
     upgrade.install(err)
 
 
-#: the library's words for a parameter (MCP's camelCase, the Python names) → the CLI's
-#: (the messages of shared exceptions are written once, for both interfaces)
-_CLI_WORDS = {
-    "Purge scope session": "purge --session",
-    "pass sessionId": "give --session ID",
-    "sessionId": "--session",
-    "projectDir": "--project",
-    "confirm: true": "--yes",
-    "scope session": "--session",
-    "scope project": "--project",
-    "entry_ids": "ENTRY_ID",
-    "ctx_index": "the note",
-}
 #: an error's ``where`` that names a request field (``ctxkeep.service``) → the CLI's
 #: option or argument
 _CLI_WHERE = {
@@ -179,6 +183,8 @@ _CLI_WHERE = {
     "queries": "QUERY",
     "ids": "ENTRY_ID",
     "entry_ids": "ENTRY_ID",
+    "confirm": "--yes",
+    "scope": "--session/--project",
     **{
         f: "--" + f.replace("_", "-")
         for f in (
@@ -203,35 +209,26 @@ _CLI_WHERE = {
 
 
 def cli_words(e: Exception) -> str:
-    """``str(e)`` in the CLI's words: a ``CtxkeepError``'s ``where`` naming a parameter
-    becomes the option (``budget`` → ``--budget``), MCP's parameter names become the
-    options (``sessionId`` → ``--session``, ``projectDir`` → ``--project``, ``confirm:
-    true`` → ``--yes``)."""
+    """The one line of an error, rendered from its fields: what, ``(where)`` with a
+    request field named as the CLI's option (``budget`` → ``--budget``,
+    ``_CLI_WHERE``), ``- what to do``; whitespace folded to one line."""
     from ctxkeep.errors import CtxkeepError
 
     if not isinstance(e, CtxkeepError):
         return " ".join(str(e).split())
-    parts = [e.message]
+    parts = [e.what]
     if e.where:
         parts.append(f"({_CLI_WHERE.get(e.where, e.where)})")
-    if e.hint:
-        parts.append(f"- {e.hint}")
-    text = " ".join(" ".join(parts).split())  # one line, whatever the message held
-    for lib, cli in _CLI_WORDS.items():
-        text = text.replace(lib, cli)
-    return text
+    if e.todo:
+        parts.append(f"- {e.todo}")
+    return " ".join(" ".join(parts).split())
 
 
 def exit_code(e: Exception) -> int:
-    """The exit code of an error (README "Exit codes"): 2 for wrong usage (a
-    ``UsageError``: arguments that do not fit; a ``--raw`` query FTS5 cannot parse), 1
-    for every other failure, ``NotFound`` (a well-formed call naming what is not there)
-    included."""
-    from ctxkeep.errors import NotFound, SearchSyntaxError, UsageError
-
-    if isinstance(e, SearchSyntaxError):  # `search --raw` with a query FTS5 cannot read
-        return 2
-    return 2 if isinstance(e, UsageError) and not isinstance(e, NotFound) else 1
+    """The exit code of an error (README "Exit codes"): its ``exit_code`` (2 wrong
+    usage: a ``UsageError``, a ``--raw`` query FTS5 cannot parse; 1 every other failure,
+    ``NotFound`` included); 1 for anything else."""
+    return getattr(e, "exit_code", 1)
 
 
 def _fail(e: Exception, code: int | None = None):
@@ -325,10 +322,13 @@ def _store_error(e: BaseException) -> bool:
     """Print the one line of a store error that escaped a command and return True:
     a damaged store (SQLITE_CORRUPT, SQLITE_NOTADB read mid-command) as ``error:
     store.db is damaged (<path>) - run 'ctxkeep doctor'``, any other ``CtxkeepError`` as
-    its own line (``service.store.store_error``). False for anything else."""
+    its own line (``service.store.store_error``); a file-system failure anywhere in its
+    chain of causes (a full disk, a read-only file system, a path through a file,
+    permission denied: ``errors.from_os_error``) as ``error: <what> (<file>) - <what to
+    do>``. False for anything else."""
     from ctxkeep.service.store import store_error
 
-    err = store_error(_home(_argv_home()), e)
+    err = store_error(cfgmod.resolve_home(_argv_home() or _top_home), e)
     if err is None:
         return False
     typer.echo(f"error: {cli_words(err)}", err=True)
@@ -421,13 +421,14 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "backup": (("doctor",), "Store health"),
     "restore": (("doctor",), "Store health"),
     "redact": (("redact",), "Store health"),
+    "reparse": (("reparse",), "Store health"),
+    "secrets": (("secrets",), "Store health"),
     "help": (("docs",), "Help"),
     "export": (("export",), "Usage and cost"),
     "ui": (("ui",), "Search and read"),
     "report": (("report", "report_html"), "Usage and cost"),
     "quarantine": (("quarantine",), "Store health"),
     "vault": (("vault",), "Store health"),
-    "reparse": (("vault",), "Store health"),
     "hook": (("hook",), "Agents"),
     "hooks": (("hooks",), "Agents"),
     "mcp": (("mcp",), "Agents"),

@@ -1,5 +1,5 @@
 """``ctxkeep doctor``, ``ctxkeep backup`` and ``ctxkeep restore``: the store's health
-(``maintenance.doctor``) and its backups (``maintenance.backup``). None starts Prefect."""
+and its backups, as ``service.doctor`` answers them. None starts Prefect."""
 
 from __future__ import annotations
 
@@ -23,23 +23,18 @@ def doctor(
     as_json: bool = JsonOpt,
 ):
     """Check the store (SQLite, FTS5, DuckDB, Parquet archive, watermarks); exit 1 on damage."""
-    from ctxkeep.maintenance import doctor as doc
+    from ctxkeep.service.doctor import DoctorRequest
+    from ctxkeep.service.doctor import doctor as ask
 
-    h = _home(home)
-    findings = doc.check(h, full=full)
-    rep: dict = {"home": str(h), "findings": doc.as_dicts(findings), "damaged": doc.damaged_files(findings)}
-    if repair and rep["damaged"]:
-        try:
-            rep["repair"] = doc.repair(h, findings)
-        except CtxkeepError as e:
-            _fail(e)
-        after = doc.check(h, full=full)
-        rep["after"] = doc.as_dicts(after)
-        rep["damaged"] = doc.damaged_files(after)
+    try:
+        res = ask(_home(home), DoctorRequest.parse(repair=repair, full=full))
+    except CtxkeepError as e:
+        _fail(e)
+    rep = res.as_json()
     if as_json:
         _print_json(rep)
     else:
-        for f in findings:
+        for f in res.findings:
             out.print(
                 f"{_MARK[f.status]:8} {f.check:17} {f.file}: {f.detail}", highlight=False, soft_wrap=True
             )
@@ -68,10 +63,11 @@ def backup(
     as_json: bool = JsonOpt,
 ):
     """Write a consistent copy of the store to <home>/backups/store-<UTC>.db."""
-    from ctxkeep.maintenance.backup import run_backup
+    from ctxkeep.service.doctor import BackupRequest
+    from ctxkeep.service.doctor import backup as ask
 
     try:
-        rep = run_backup(_home(home), keep=keep)
+        rep = ask(_home(home), BackupRequest.parse(keep=keep)).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -92,10 +88,11 @@ def restore(
     as_json: bool = JsonOpt,
 ):
     """Install a store backup; the current store is moved aside, DuckDB rebuilt."""
-    from ctxkeep.maintenance.backup import restore as run_restore
+    from ctxkeep.service.doctor import RestoreRequest
+    from ctxkeep.service.doctor import restore as ask
 
     try:
-        rep = run_restore(_home(home), file)
+        rep = ask(_home(home), RestoreRequest.parse(file=file)).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:

@@ -5,11 +5,12 @@ untouched with one error line (exit 1)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import JsonOpt, _print_json, app, err
+from ctxkeep.cli import JsonOpt, _given_home, _print_json, app, err
 from ctxkeep.cli.options import agent_option
 from ctxkeep.errors import ConfigError, UsageError
 
@@ -117,6 +118,16 @@ def _verb(action: str, dry_run: bool) -> str:
     return verbs[action][1 if dry_run else 0]
 
 
+def _hook_home() -> Path | None:
+    """The store the hooks run against: ``ctxkeep --home DIR hooks …``, else
+    ``$CTXKEEP_HOME`` when set (the agent runs its hooks without it), absolute; None:
+    the default store."""
+    store = _given_home()
+    if store is None and os.environ.get("CTXKEEP_HOME"):
+        store = Path(os.environ["CTXKEEP_HOME"])
+    return store.expanduser().absolute() if store else None
+
+
 @hooks_app.command("install")
 def install(
     agent: list[str] | None = AgentOpt,
@@ -137,8 +148,11 @@ def install(
     _scope(scope)
     w = _where(project)
     exe = ctxkeep_argv()
+    home = _hook_home()
     agents = _agents(agent, w, HOOK_AGENTS, detect=True)
-    run_changes(lambda a: plan_hooks_install(a, scope, w, exe, timeout, force), agents, dry_run, as_json, w)
+    run_changes(
+        lambda a: plan_hooks_install(a, scope, w, exe, timeout, force, home), agents, dry_run, as_json, w
+    )
 
 
 @hooks_app.command("uninstall")
@@ -174,7 +188,8 @@ def status(
     _scope(scope)
     w = _where(project)
     exe = ctxkeep_argv()
-    rows = [hooks_status(a, scope, w, exe) for a in _agents(agent, w, HOOK_AGENTS, detect=False)]
+    home = _hook_home()
+    rows = [hooks_status(a, scope, w, exe, home) for a in _agents(agent, w, HOOK_AGENTS, detect=False)]
     if as_json:
         _print_json(rows)
     else:

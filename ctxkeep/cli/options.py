@@ -29,6 +29,9 @@ HomeOpt = typer.Option(
     "--home",
     metavar="DIR",
     help="Store directory (default: $CTXKEEP_HOME or the platform data dir); also before the command.",
+    # a home the user may not read is a failure of the command (exit 1, errors.from_os_error's
+    # "permission denied" line), not wrong usage (Click's check would exit 2)
+    readable=False,
 )
 JsonOpt = typer.Option(
     False, "--json", help="Print JSON for scripts (docs/cli.md: the shape and its schema)."

@@ -21,16 +21,6 @@ app.add_typer(quarantine_app, name="quarantine")
 AgentOpt = agent_option(store_agents)
 
 
-def _open(home: Path | None):
-    from ctxkeep.sinks import sqlite as sqlite_store
-
-    return sqlite_store.connect(_home(home), readonly=True)
-
-
-def _agents(agent: list[str] | None) -> list[str] | None:
-    return list(agent) if agent else None
-
-
 @quarantine_app.callback()
 def quarantine(
     ctx: typer.Context,
@@ -55,19 +45,16 @@ def list_(
     as_json: bool = JsonOpt,
 ):
     """Quarantined lines, newest first: id, agent, file, offset, reason, when, size, SHA-256 of the raw line."""
-    from ctxkeep.query.quarantine import list_quarantine
+    from ctxkeep.service.quarantine import QuarantineRequest, quarantine
 
     try:
-        conn = _open(home)
-        try:
-            rows, total = list_quarantine(conn, agents=_agents(agent), action=action, limit=limit)
-        finally:
-            conn.close()
+        res = quarantine(_home(home), QuarantineRequest.parse(agent=agent, action=action, limit=limit))
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json({"total": total, "lines": [r.as_dict() for r in rows]})
+        _print_json(res.as_json())
         return
+    rows, total = res.lines, res.total
     if not rows:
         out.print("no quarantined lines", highlight=False)
         return
@@ -104,18 +91,14 @@ def show(
     as_json: bool = JsonOpt,
 ):
     """One quarantined line: where it was, why, and its bytes as stored (secrets redacted)."""
-    from ctxkeep.query.quarantine import get_quarantined, line_json
+    from ctxkeep.service.quarantine import LineRequest, quarantined_line
 
     try:
-        conn = _open(home)
-        try:
-            line, raw = get_quarantined(conn, line_id)
-        finally:
-            conn.close()
+        line, raw = quarantined_line(_home(home), LineRequest.parse(id=line_id))
     except CtxkeepError as e:
         _fail(e)
     if as_json:
-        _print_json(line_json(line, raw))
+        _print_json(line.as_json())
         return
     typer.echo(
         f"# quarantined line {line.id}: {line.agent} {line.path} @ {line.offset:,} ({line.length:,} bytes), "

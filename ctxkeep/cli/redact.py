@@ -37,11 +37,12 @@ def redact(
                 ),
                 2,
             )
-        _redact_stdin(as_json)
+        _redact_stdin(home, as_json)
         return
-    from ctxkeep.maintenance.redact_rescan import run_rescan
+    from ctxkeep.service.redact import RescanRequest, rescan
 
     h = _home(home)
+    req = RescanRequest.parse(dry_run=dry_run)
     show = not as_json and err.get().is_terminal
     try:
         if show:
@@ -57,11 +58,9 @@ def redact(
                 transient=True,
             ) as prog:
                 task = prog.add_task("rescan", total=None)
-                rep = run_rescan(
-                    h, dry_run=dry_run, progress=lambda d, t: prog.update(task, completed=d, total=t)
-                )
+                rep = rescan(h, req, progress=lambda d, t: prog.update(task, completed=d, total=t)).as_json()
         else:
-            rep = run_rescan(h, dry_run=dry_run)
+            rep = rescan(h, req).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -97,13 +96,14 @@ def _print_report(rep: dict) -> None:
         out.print(rep["analytics"], highlight=False, style="dim")
 
 
-def _redact_stdin(as_json: bool) -> None:
-    from ctxkeep.transforms.redact import redact_counts
+def _redact_stdin(home: Path | None, as_json: bool) -> None:
+    from ctxkeep.service.redact import RedactTextRequest, redact_text
 
     text = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
-    new, counts = redact_counts(text)
+    res = redact_text(_home(home), RedactTextRequest.parse(text=text))
+    new, counts = res.text, res.kinds
     if as_json:
-        _print_json({"text": new, "kinds": dict(sorted(counts.items()))})
+        _print_json(res.as_json())
         return
     sys.stdout.buffer.write(new.encode("utf-8", "surrogateescape"))
     if counts:

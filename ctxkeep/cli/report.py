@@ -109,7 +109,7 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
             raise
         if lake:
             _fail(_lake_error(lake, e))
-        _fail(R._damaged(h / R.ANALYTICS_DB, e))
+        _fail(R.unreadable(h, e))
     if stale:
         rep.notes.insert(0, stale)
     if not rep.rows:
@@ -318,7 +318,7 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
         "monthly": "month",
         "session": "session",
         "projects": "project",
-        "models": "model",
+        "models": "agent",  # then the model column: one row per agent and model
         "blocks": "block start",
     }[rep.name]
     t.add_column(first, footer="Total", no_wrap=rep.name != "projects")

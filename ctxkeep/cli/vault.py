@@ -21,10 +21,10 @@ app.add_typer(vault_app, name="vault")
 @vault_app.command("status")
 def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Per agent: files, sessions, generations, bytes raw and stored; when the agent deletes sessions and which are not in the vault yet."""
-    from ctxkeep.maintenance.vault import vault_status
+    from ctxkeep.service.vault import VaultStatusRequest, vault_status
 
     try:
-        r = vault_status(_home(home))
+        r = vault_status(VaultStatusRequest.parse(home=_home(home))).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -74,10 +74,10 @@ def verify(
     as_json: bool = JsonOpt,
 ):
     """Check every generation against its objects (sequence, sizes, SHA-256); exit 1 naming what is damaged."""
-    from ctxkeep.maintenance.vault import vault_verify
+    from ctxkeep.service.vault import VaultVerifyRequest, vault_verify
 
     try:
-        r = vault_verify(_home(home), full=full)
+        r = vault_verify(VaultVerifyRequest.parse(home=_home(home), full=full)).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -111,13 +111,13 @@ def restore(
     as_json: bool = JsonOpt,
 ):
     """Write a session's native files back from the vault (original paths and mtimes), so the agent can resume it."""
-    from ctxkeep.errors import UsageError
-    from ctxkeep.maintenance.vault import vault_restore
+    from ctxkeep.service.vault import VaultRestoreRequest, vault_restore
 
     try:
-        if (session is None) == (not all_missing):
-            raise UsageError("give a SESSION or --all-missing (not both)", where="vault restore")
-        r = vault_restore(_home(home), session, to=to, force=force, all_missing=all_missing)
+        req = VaultRestoreRequest.parse(
+            home=_home(home), session=session, to=to, force=force, all_missing=all_missing
+        )
+        r = vault_restore(req).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -128,54 +128,3 @@ def restore(
         say(f"restored {f['to']} ({_size(f['bytes'])}" + (f", {red} secret(s) redacted" if red else "") + ")")
     if not r["files"]:
         say("nothing to restore")
-
-
-@app.command()
-def reparse(
-    agent: list[str] | None = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
-    since: str | None = typer.Option(
-        None, "--since", help="Only files the agent last changed on or after D (a date, datetime or age: 7d)."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Only show the diff; change nothing."),
-    home: Path | None = HomeOpt,
-    as_json: bool = JsonOpt,
-):
-    """Derive entries, usage, FTS and DuckDB again from the vault with today's parsers (no agent file needed); prints the diff."""
-    from ctxkeep.maintenance.reparse import reparse as run
-
-    try:
-        since_ns = None
-        if since:
-            from ctxkeep.timeutil import when_bound
-
-            since_ns = int(when_bound(since, where="--since").timestamp() * 1e9)
-        r = run(_home(home), agents=list(agent) if agent else None, since_ns=since_ns, dry_run=dry_run)
-    except CtxkeepError as e:
-        _fail(e)
-    if as_json:
-        _print_json(r)
-        return
-    d = r["diff"]
-    t = table(
-        title=f"ctxkeep reparse{' --dry-run' if r['dry_run'] else ''}: {_count(r['files'], 'file')}, "
-        f"{_count(r['generations'], 'generation')} from the vault"
-    )
-    for col in ("agent", "kind", "added", "removed", "changed", "same"):
-        t.add_column(col, justify="left" if col in ("agent", "kind") else "right")
-    for e in d["entries"]:
-        t.add_row(e["agent"], e["kind"], *(f"{e[k]:,}" for k in ("added", "removed", "changed", "same")))
-    out.print(t)
-    for a, u in d["usage"].items():
-        delta = u["delta"]
-        if any(delta.values()):
-            say(
-                f"{a}: usage input {delta['input_tokens']:+,}, output {delta['output_tokens']:+,}, "
-                f"cache read {delta['cache_read_tokens']:+,}, cache write {delta['cache_creation_tokens']:+,}, "
-                f"cost {delta['cost_usd']:+.4f} USD"
-            )
-        else:
-            say(f"{a}: usage unchanged")
-    for n in r["notes"]:
-        say(f"note: {n}")
-    if r["dry_run"]:
-        say("dry run: nothing changed")

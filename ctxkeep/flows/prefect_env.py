@@ -62,9 +62,13 @@ def write_serve_file(home: Path, api_url: str) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = p.with_name(p.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump({"api_url": api_url, "pid": os.getpid()}, f)
-    os.replace(tmp, p)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"api_url": api_url, "pid": os.getpid()}, f)
+        os.replace(tmp, p)
+    except BaseException:  # a full disk: no temp file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
     return p
 
 

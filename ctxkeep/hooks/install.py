@@ -43,6 +43,10 @@ second install changes nothing. Uninstall removes only ctxkeep's entries (recogn
 their command: the ``ctxkeep`` executable, or ``python -m ctxkeep``, followed by ``hook
 <agent>`` / ``mcp``); when what is left equals a backup ctxkeep made, the backup's bytes
 come back exactly. A file that does not parse is never written (ConfigError).
+Hooks installed for a store other than the default (``ctxkeep --home DIR hooks
+install``, or ``$CTXKEEP_HOME`` at install time) carry ``--home DIR`` after their
+arguments (``hook_args``), as the MCP entry does; a hook is recognized whatever its
+``--home``, so an install for another store replaces it.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from pathlib import Path
 from ctxkeep.errors import ConfigError, UsageError
 from ctxkeep.hooks import safe_write, settings_codex
 from ctxkeep.hooks import settings_json as sj
+from ctxkeep.sources._util import dict_at
 
 HOOK_AGENTS = ("claude-code", "codex", "gemini-cli")
 MCP_AGENTS = ("claude-code", "codex", "gemini-cli", "cursor")
@@ -208,6 +213,30 @@ def _ctxkeep_tail(tokens: list[str], first: str) -> tuple[str, ...] | None:
     return None
 
 
+def _without_home(tail: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """``tail`` without a ``--home DIR`` (or ``--home=DIR``): a hook is the same hook
+    whichever store it runs against (an install for another store replaces it)."""
+    if tail is None:
+        return None
+    out: list[str] = []
+    skip = False
+    for tok in tail:
+        if skip:
+            skip = False
+        elif tok == "--home":
+            skip = True
+        elif not tok.startswith("--home="):
+            out.append(tok)
+    return tuple(out)
+
+
+def hook_args(spec: HookSpec, home: Path | None = None) -> list[str]:
+    """The ctxkeep arguments of a hook: ``spec.args``, then ``--home DIR`` when the hook
+    runs against the store ``home`` (``ctxkeep --home DIR hooks install``) rather than
+    the default one."""
+    return [*spec.args, *(["--home", str(home)] if home else [])]
+
+
 def identify_hook(agent: str) -> Callable[[str], tuple[str, ...] | None]:
     """``command -> ("hook", agent, event, …)`` for ctxkeep's hook commands of
     ``agent``, None for any other command."""
@@ -220,7 +249,7 @@ def identify_hook(agent: str) -> Callable[[str], tuple[str, ...] | None]:
                 tokens = shlex.split(str(command))
             except ValueError:
                 return None
-        tail = _ctxkeep_tail(tokens, "hook")
+        tail = _without_home(_ctxkeep_tail(tokens, "hook"))
         return tail if tail and len(tail) >= 2 and tail[1] == agent else None
 
     return identify
@@ -314,21 +343,23 @@ def display_path(p: Path, w: Where) -> str:
 # -- hooks -----------------------------------------------------------------------------
 
 
-def hook_command(exe: list[str], spec: HookSpec) -> str:
+def hook_command(exe: list[str], spec: HookSpec, home: Path | None = None) -> str:
     """The shell command of a hook (Claude Code and Gemini CLI run it with a shell)."""
-    return shlex.join([*exe, *spec.args])
+    return shlex.join([*exe, *hook_args(spec, home)])
 
 
-def _json_entries(agent: str, exe: list[str], timeout_s: int) -> list[tuple[tuple[str, ...], sj.HookEntry]]:
+def _json_entries(
+    agent: str, exe: list[str], timeout_s: int, home: Path | None = None
+) -> list[tuple[tuple[str, ...], sj.HookEntry]]:
     out = []
     for spec in HOOKS[agent]:
         if agent == "claude-code":
-            hook = {"type": "command", "command": hook_command(exe, spec), "timeout": timeout_s}
+            hook = {"type": "command", "command": hook_command(exe, spec, home), "timeout": timeout_s}
         else:  # gemini-cli: milliseconds, and a name for /hooks panel
             hook = {
                 "name": "ctxkeep-" + re.sub(r"(?<!^)(?=[A-Z])", "-", spec.args[-1]).lower(),
                 "type": "command",
-                "command": hook_command(exe, spec),
+                "command": hook_command(exe, spec, home),
                 "timeout": timeout_s * 1000,
                 "description": f"ctxkeep: {spec.does}",
             }
@@ -337,9 +368,16 @@ def _json_entries(agent: str, exe: list[str], timeout_s: int) -> list[tuple[tupl
 
 
 def plan_hooks_install(
-    agent: str, scope: str, w: Where, exe: list[str], timeout_s: int = DEFAULT_TIMEOUT_S, force: bool = False
+    agent: str,
+    scope: str,
+    w: Where,
+    exe: list[str],
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    force: bool = False,
+    home: Path | None = None,
 ) -> Change:
-    """Plan installing ``agent``'s hooks (nothing is written; see :func:`apply`).
+    """Plan installing ``agent``'s hooks (nothing is written; see :func:`apply`); with
+    ``home``, the hooks run against that store (``--home DIR`` in their commands).
 
     Raises ConfigError when the settings file does not parse, or (Codex) when
     ``notify`` already runs another program and ``force`` is False."""
@@ -348,7 +386,7 @@ def plan_hooks_install(
     before = safe_write.read_bytes(path)
     notes: list[str] = []
     if agent == "codex":
-        argv = [*exe, *HOOKS["codex"][0].args]
+        argv = [*exe, *hook_args(HOOKS["codex"][0], home)]
         cur = settings_codex.parse(before, where).get("notify")
         if cur == argv:
             return Change(agent, path, "unchanged", before, before)
@@ -364,7 +402,7 @@ def plan_hooks_install(
         after = settings_codex.set_notify(before, argv, where)
     else:
         obj, layout = sj.loads(before, where)
-        new = sj.merge_hooks(obj, _json_entries(agent, exe, timeout_s), identify_hook(agent), where)
+        new = sj.merge_hooks(obj, _json_entries(agent, exe, timeout_s, home), identify_hook(agent), where)
         if sj.same(new, obj) and before is not None:
             return Change(agent, path, "unchanged", before, before)
         after = sj.dumps(new, layout)
@@ -426,7 +464,7 @@ def _json_notes(agent: str, settings: dict) -> list[str]:
     if agent == "claude-code" and settings.get("disableAllHooks") is True:
         notes.append("disableAllHooks is true in this file: Claude Code runs no hook until it is removed")
     if agent == "gemini-cli":
-        cfg = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
+        cfg = dict_at(settings, "hooksConfig")
         if cfg.get("enabled") is False:
             notes.append("hooksConfig.enabled is false in this file: Gemini CLI runs no hook")
         off = [n for n in cfg.get("disabled") or [] if str(n).startswith("ctxkeep-")]
@@ -443,8 +481,9 @@ def _argv_text(v) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
-def hooks_status(agent: str, scope: str, w: Where, exe: list[str]) -> dict:
-    """What ``agent`` has of ctxkeep's hooks in ``scope``.
+def hooks_status(agent: str, scope: str, w: Where, exe: list[str], home: Path | None = None) -> dict:
+    """What ``agent`` has of ctxkeep's hooks in ``scope``, compared with what
+    ``plan_hooks_install`` writes for the store ``home``.
 
     Returns ``{"agent", "scope", "path", "exists", "error" (str | None), "hooks": [{"event",
     "matcher", "does", "state": "installed" | "outdated" | "missing" | "foreign", "command"
@@ -468,7 +507,7 @@ def hooks_status(agent: str, scope: str, w: Where, exe: list[str]) -> dict:
     try:
         if agent == "codex":
             spec = HOOKS["codex"][0]
-            argv = [*exe, *spec.args]
+            argv = [*exe, *hook_args(spec, home)]
             cur = settings_codex.parse(data, where).get("notify")
             if cur is None:
                 state = "missing"
@@ -485,7 +524,7 @@ def hooks_status(agent: str, scope: str, w: Where, exe: list[str]) -> dict:
             out["hooks"].append(_row(spec, state, shlex.join(argv), cur))
         else:
             obj, _ = sj.loads(data, where)
-            entries = dict(_json_entries(agent, exe, DEFAULT_TIMEOUT_S))
+            entries = dict(_json_entries(agent, exe, DEFAULT_TIMEOUT_S, home))
             for spec in HOOKS[agent]:
                 mine = sj.find_hook(obj, spec.event, identify_hook(agent)).get(spec.args, [])
                 want = entries[spec.args]

@@ -12,7 +12,6 @@ rebuilds DuckDB from the restored rows. ``serve`` runs ``backup_flow`` daily.
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 from ctxkeep.config import load_config
@@ -76,7 +75,7 @@ def run_backup(home: Path, *, keep: int | None = None) -> dict:
         fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
         os.close(fd)
         copies.copy_store(src, tmp)
-    except sqlite3.DatabaseError:
+    except BaseException:  # a full disk (SQLITE_FULL, ENOSPC): no temp file stays behind
         tmp.unlink(missing_ok=True)
         raise
     finally:
@@ -120,11 +119,15 @@ def install(home: Path, file: Path) -> None:
     dest = Path(home) / STORE_DB
     tmp = dest.with_name(STORE_DB + ".restoring")
     fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out, open(file, "rb") as src:
-        shutil.copyfileobj(src, out, 1 << 20)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, dest)
+    try:
+        with os.fdopen(fd, "wb") as out, open(file, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    except BaseException:  # a full disk: no temp file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def restore(home: Path, file: Path) -> dict:

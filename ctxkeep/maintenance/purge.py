@@ -45,6 +45,7 @@ and ``purge_named`` puts them in the report.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import shutil
 import sqlite3
@@ -158,7 +159,6 @@ def backups_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
     ISO-8601 from the file name (its mtime when the name has none), "entries": entries
     of the scope in it (None when it could not be read: it may hold them)}]``, only
     those with ``entries`` not 0."""
-    import datetime as dt
 
     from ctxkeep.maintenance.backup import PREFIX, SUFFIX, backups
 
@@ -251,6 +251,15 @@ def run_purge(
     }
 
 
+def _forget_vault(conn: sqlite3.Connection, whole: list[str]) -> int:
+    """``sinks.vault.forget`` of the files a purge removed wholly; returns their number."""
+    from ctxkeep.sinks import vault
+    from ctxkeep.sinks.vault.forget import forget
+
+    home = vault.home_of(conn)
+    return forget(conn, home, list(whole)) if home is not None and whole else 0
+
+
 def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool = False) -> tuple:
     """The SQLite part of a session or project purge, in one transaction with its
     intent (``sinks.sqlite.intents``, op ``purge``): delete the scope (the module doc),
@@ -270,6 +279,8 @@ def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool
         removed["watermarks"] = tombstones.forget_files(
             conn, request.scope, request.value, whole, remember=not reingest
         )
+        # the files removed wholly leave the vault too (their bytes: the completion)
+        removed["vault_files"] = _forget_vault(conn, whole)
         removed["run_details"] = tombstones.scrub_run_details(conn, owned | {request.value}, whole)
         # the intent commits with the delete: the archive, the scrub and DuckDB follow
         # from it, now or (after a crash) in the next command

@@ -97,7 +97,7 @@ def plan_policy(home: Path, *, now: dt.datetime | None = None, pc: cfgmod.PurgeC
         "per_rule": {},
         "totals": dict.fromkeys(COUNTS, 0),
     }
-    if not has_rules(pc) or not (home / STORE_DB).exists():
+    if pc is None or not has_rules(pc) or not (home / STORE_DB).exists():
         return report
     conn = sqlite_store.connect(home, readonly=True)
     try:

@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ctxkeep.errors import PurgeCancelled, UsageError
+from ctxkeep.errors import PurgeCancelled, SessionNotFound, UsageError
 from ctxkeep.paths import is_under, normalize_dir
 from ctxkeep.sinks.sqlite import lookup
 
@@ -69,7 +69,7 @@ def _as_bool(value, name: str) -> bool | None:
             return True
         if v in ("false", "0", "no"):
             return False
-    raise UsageError(f"{name} must be true or false, got {value!r}")
+    raise UsageError(f"{name} must be true or false, got {value!r}", where=name)
 
 
 def check_confirm(confirm) -> None:
@@ -79,8 +79,9 @@ def check_confirm(confirm) -> None:
     ok = _as_bool(confirm, "confirm")
     if ok is None:
         raise UsageError(
-            "Purge needs confirm: true (confirm is required)",
-            hint="preview first (ctxkeep purge --dry-run), then confirm",
+            "Purge needs a confirmation (none was given)",
+            where="confirm",
+            hint="preview first (a dry run), then confirm",
         )
     if ok is False:
         raise PurgeCancelled()
@@ -116,22 +117,26 @@ def parse_purge_request(
     if sc is not None and sc not in SCOPES:
         raise UsageError(
             f"unknown purge scope {scope!r}",
-            hint='use scope "session" (with a '
-            'session id) or scope "project" (with a project dir, default the cwd)',
+            where="scope",
+            hint="purge a session (give its id) or a project (give its directory, default the working directory)",
         )
     if sc == "project" and sid:
         raise UsageError(
-            f"Ambiguous purge: a session id ({sid}) was given together with scope project",
-            hint="pass either a session id (scope session) or scope project, not both",
+            f"Ambiguous purge: a session id ({sid}) was given together with the project scope",
+            where="session",
+            hint="purge either the session or the project, not both",
         )
     if sc == "session" and not sid:
         raise UsageError(
-            "Purge scope session needs a session id", hint="pass sessionId, or use scope project"
+            "purge of a session needs a session id",
+            where="session",
+            hint="give the session's id, or purge the project instead",
         )
     if sid and pdir:
         raise UsageError(
             f"Ambiguous purge: a session id ({sid}) was given together with a project dir ({pdir})",
-            hint="pass only one of them",
+            where="project",
+            hint="give only one of them",
         )
     if sc is None:
         if sid:
@@ -140,8 +145,8 @@ def parse_purge_request(
             sc = "project"
         else:
             raise UsageError(
-                "Purge needs a scope: either scope session with a session id, or "
-                "scope project (the project dir, default the working directory)",
+                "Purge needs a scope: a session (its id) or a project (its directory, default "
+                "the working directory)",
                 hint="nothing was purged",
             )
     if sc == "session":
@@ -151,8 +156,8 @@ def parse_purge_request(
         raise UsageError(
             f"refusing to purge project {d}: it is the filesystem root or your home "
             f"directory (or above it), which holds every project"
-            + ("" if pdir else " (it is the working directory: no projectDir was given)"),
-            where="projectDir",
+            + ("" if pdir else " (it is the working directory: no project directory was given)"),
+            where="project",
             hint="name one project's directory, or wipe the whole store with `ctxkeep purge --all`",
         )
     return PurgeRequest("project", project_dir=d)
@@ -179,7 +184,6 @@ def resolve_session_request(conn, req: PurgeRequest) -> PurgeRequest:
     of ``entries`` (the purge preview decides, ``require_match``). Raises
     ``AmbiguousSession`` (listing the candidates) when the prefix names several
     sessions."""
-    from ctxkeep.errors import SessionNotFound
     from ctxkeep.sinks.sqlite.lookup import resolve_session
 
     if req.scope != "session":
@@ -201,9 +205,9 @@ def project_spellings(conn, req: PurgeRequest) -> list[PurgeRequest]:
     tombstone keeps later sessions there out too). Returns ``[req]`` first, then one
     request per other spelling, none under another. Refuses a spelling that is too
     broad (``_too_broad``) with UsageError, as ``parse_purge_request`` does."""
-    if req.scope != "project":
-        return [req]
     root = req.project_dir
+    if req.scope != "project" or root is None:
+        return [req]
     if not root.startswith("/"):
         return [req]
     real = os.path.realpath(root)
@@ -218,7 +222,7 @@ def project_spellings(conn, req: PurgeRequest) -> list[PurgeRequest]:
         roots.append(real)  # the real path itself: its tombstone keeps either spelling out
     out = [req]
     for r in sorted(set(roots), key=len):
-        if any(is_under(r, x.project_dir) for x in out):
+        if any(x.project_dir and is_under(r, x.project_dir) for x in out):
             continue
         if _too_broad(r):
             raise UsageError(

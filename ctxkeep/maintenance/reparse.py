@@ -22,6 +22,7 @@ are; in a file whose secrets were redacted, ``source_offset`` counts the redacte
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -140,6 +141,25 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
         )
 
 
+def _compress_changes(conn, home: Path, gens: list[manifest.Generation]) -> None:
+    """What compress did to the store when it wrote a generation (the removed lines'
+    entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
+    pack's record), done again, in generation order."""
+    from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
+
+    for g in gens:
+        if g.gen < 2:  # compress writes a file's second generation or a later one
+            continue
+        extra = manifest.capture_extra(conn, home, g)
+        if not extra:
+            continue
+        if extra.get("archived"):
+            sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(extra["archived"]))])
+        if extra.get("moves"):
+            moves = tuple((i, off) for i, off in extra["moves"])
+            sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(g.path, moves)]))
+
+
 def reparse(
     home: Path,
     *,
@@ -158,6 +178,7 @@ def reparse(
     t0 = time.perf_counter()
     home = Path(home)
     say = progress or (lambda _p: None)
+    sqlite_store.connect(home, readonly=True).close()  # StoreError "no store yet": never made here
     with hold(home, what="reparse"):
         live = sqlite_store.connect(home)
         try:
@@ -226,6 +247,8 @@ def reparse(
                             finally:
                                 for g in passes[n]:
                                     jsonl_reader.VIEW.pop(g.path, None)
+                    say("applying compress's changes")
+                    _compress_changes(new, home, gens)
                     with sqlite_store.write(new):
                         _fix_watermarks(new, list(latest.values()))
                         for eid, st in statuses.items():
@@ -265,7 +288,6 @@ def reparse(
 
 
 def _json(values: list[str]) -> str:
-    import json
 
     return json.dumps(values)
 

@@ -175,7 +175,7 @@ def run_retention(
     if dry_run:
         return out
     with hold(home, timeout, what="retention"):
-        archived = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
+        archived: dict = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
         conn = sqlite_store.connect(home) if (home / STORE_DB).exists() else None
         with (
             closing(conn) if conn else nullcontext(),
@@ -200,9 +200,9 @@ def run_retention(
                     run_id=run.run_id,
                 )
                 archived = archive.archive_entries(conn, home, p.cutoff, stamp=stamp)
-                intents.advance(
-                    conn, iid, "archived", {**intents.get(conn, iid).payload, "archived": archived["entries"]}
-                )
+                begun = intents.get(conn, iid)  # written above, in this connection
+                payload = begun.payload if begun is not None else {}
+                intents.advance(conn, iid, "archived", {**payload, "archived": archived["entries"]})
                 kill_point("retention", "analytics")
                 _done, note = recovery.complete(conn, home, [iid])
                 if note:

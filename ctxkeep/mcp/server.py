@@ -180,6 +180,28 @@ class Handlers:
         return r.line(), r.as_json()
 
 
+#: each tool's request model: its field names and aliases are the tool's arguments
+REQUESTS = {
+    "ctx_search": AgentSearchRequest,
+    "ctx_fetch": AgentFetchRequest,
+    "ctx_stats": StatsRequest,
+    "ctx_index": IndexRequest,
+    "ctx_resume": ResumeRequest,
+    "ctx_purge": PurgeRequest,
+}
+
+
+def _line(e: CtxkeepError, request: type | None) -> str:
+    """``what (where) - what to do``, a request field in ``where`` named as the tool's
+    argument (``session`` → ``sessionId`` where the tool calls it so)."""
+    where = e.where
+    f = request.model_fields.get(where) if request is not None and where else None
+    if f is not None and f.alias:
+        where = f.alias
+    line = e.what + (f" ({where})" if where else "") + (f" - {e.todo}" if e.todo else "")
+    return " ".join(line.split())
+
+
 def build_server(home: Path, cwd: Path | None = None):
     """The low-level MCP ``Server`` serving the ctxkeep tools over ``home``."""
     import anyio.to_thread
@@ -224,7 +246,7 @@ def build_server(home: Path, cwd: Path | None = None):
                     f"{name} failed on an internal error - check the arguments against the tool's "
                     "schema; the server's log has the details"
                 )
-            return _tool_error(str(err), err)
+            return _tool_error(_line(err, REQUESTS.get(name)), err)
         return types.CallToolResult(
             content=[types.TextContent(text=text)],
             structured_content=json.loads(json.dumps(data, default=str)),

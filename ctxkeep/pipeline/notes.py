@@ -87,7 +87,7 @@ def index_note(
     if (text is None) == (path is None):
         raise UsageError(
             "give exactly one of text and path",
-            where="ctx_index",
+            where="text",
             hint="pass the text itself, or the path of a file to index",
         )
     source = None

@@ -82,7 +82,9 @@ def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
     part_bytes = PART_BYTES if part_bytes is None else part_bytes
     out: list[Part] = []
     cur: Todo = []
-    agent, size, index = None, 0, {}
+    agent: str | None = None
+    size = 0
+    index: dict = {}
     for f, wm in todo:
         n = pending_bytes([(f, wm)])
         if cur and (f.agent != agent or size + n > part_bytes):
@@ -143,6 +145,7 @@ def plan(
     # from byte 0, so the vault takes in what the agent still keeps; dedup keeps the
     # store as it was
     unvaulted = _unvaulted(conn, files, wms)
+    problems += reparse_due(conn)
     todo, unchanged = [], 0
     for f in files:
         wm = wms.get(str(f.path))
@@ -162,6 +165,33 @@ def plan(
 
 #: the file modes the vault captures (``sources.readers.jsonl`` and ``document``)
 VAULTED_MODES = ("append", "rewrite")
+
+
+def reparse_due(conn) -> list[str]:
+    """One line per agent whose files, gone from disk, the vault holds as read by an
+    older parser than today's (a reparse would read them with today's: ``ctxkeep
+    reparse``). Files still on disk need nothing: a new parser version reads them
+    again from byte 0."""
+    from ctxkeep.sources import SOURCES
+
+    if conn is None:
+        return []
+    try:
+        rows = conn.execute(
+            "SELECT w.agent, w.path, w.parser_version FROM watermarks w JOIN vault_files v ON v.path = w.path"
+        ).fetchall()
+    except Exception:  # a read-only plan of a store before v11
+        return []
+    due: dict[str, int] = {}
+    for agent, path, version in rows:
+        src = SOURCES.get(agent)
+        if src is not None and version != src.PARSER_VERSION and not Path(path).exists():
+            due[agent] = due.get(agent, 0) + 1
+    return [
+        f"{n} {agent} file(s) are gone from disk and were parsed by an older {agent} parser than today's: "
+        f"the vault holds them - run `ctxkeep reparse --agent {agent}`"
+        for agent, n in sorted(due.items())
+    ]
 
 
 def _unvaulted(conn, files: list[SourceFile], wms: dict) -> set[str]:

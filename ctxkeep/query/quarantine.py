@@ -11,7 +11,6 @@ e.g. invalid UTF-8, and logged). Read-only; nothing here imports Polars or Prefe
 
 from __future__ import annotations
 
-import base64
 import sqlite3
 from dataclasses import asdict, dataclass
 
@@ -110,13 +109,3 @@ def get_quarantined(conn: sqlite3.Connection, line_id: int) -> tuple[Quarantined
             f"no quarantined line {line_id}", where="ID", hint="`ctxkeep quarantine list` shows the ids"
         )
     return _row(r), bytes(r[11] or b"")
-
-
-def line_json(line: QuarantinedLine, raw: bytes) -> dict:
-    """``line`` with its stored bytes for ``--json``: ``raw_text`` (UTF-8, invalid bytes
-    replaced by U+FFFD) and ``raw_base64`` (the exact bytes)."""
-    d = line.as_dict()
-    d.pop("preview")
-    d["raw_text"] = raw.decode("utf-8", "replace")
-    d["raw_base64"] = base64.b64encode(raw).decode("ascii")
-    return d

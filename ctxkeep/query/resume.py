@@ -156,7 +156,7 @@ def latest_session(
         of = f" of {agent}" if agent else ""
         raise NotFound(
             f"no stored session{of}{' in ' + project_dir if project_dir else ''}",
-            where="projectDir",
+            where="project",
             hint="run `ctxkeep ingest`, or name a session",
         )
     return r[0]
@@ -196,7 +196,7 @@ def build_snapshot(
             (next(iter(only)),),
         ).fetchone()
         if not r:
-            raise NotFound("the entries are not stored", where="entry_ids")
+            raise NotFound("the entries are not stored", where="ids")
         sid = r[0]
     else:
         sid = latest_session(conn, project_dir)

@@ -21,6 +21,9 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ctxkeep.sinks import analytics_current
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite import content_text
 from ctxkeep.sinks.sqlite.lookup import resolve_session, short_ids
 from ctxkeep.transforms.tokens import heuristic_tokens
@@ -93,7 +96,6 @@ def short_ids_of(home: Path, ids) -> dict[str, str]:
     (``lookup.short_session_ids``), for tables that get their ids from elsewhere
     (``ctxkeep report session`` reads DuckDB). Without a readable ``store.db`` every id
     is returned whole."""
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     ids = [i for i in ids if i]
@@ -126,7 +128,9 @@ def list_sessions(
     Args:
         conn: the SQLite store (read-only is enough).
         home: the ctxkeep home; with an ``analytics.duckdb`` in it the rows come from
-            DuckDB's ``sessions`` view (with cost), else from SQLite.
+            DuckDB's ``sessions`` view (with cost), brought current first
+            (``analytics_current.bring_current``), else (or when it still lags behind
+            SQLite) from SQLite.
         agents: only these agents; project: only sessions whose project directory is
             this one or below it (a normalized path); since/until: only sessions active
             at or after ``since`` / that started before ``until`` (stored-``ts`` text,
@@ -134,9 +138,14 @@ def list_sessions(
     Returns ``(rows, source)``: the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``.
     """
     raw, source = None, "sqlite"
-    from ctxkeep.sinks.files import ANALYTICS_DB
 
-    if home is not None and (Path(home) / ANALYTICS_DB).exists():
+    # DuckDB brought current first (a hook's ingest leaves it behind); when it still
+    # lags (the store is busy), SQLite lists every session (without cost)
+    if (
+        home is not None
+        and (Path(home) / ANALYTICS_DB).exists()
+        and analytics_current.bring_current(Path(home)) is None
+    ):
         try:
             raw = _from_duckdb(Path(home))
             source = "duckdb"

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 CACHE = "statusline.json"
 #: ccusage's block length (hours)
@@ -126,13 +127,15 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
             f.write(json.dumps(rec))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-    except OSError:
-        pass
+    except OSError:  # a cache: a full or read-only disk only costs the next computation
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
     return rec
 
 
 def _tz_now(tz: str) -> dt.datetime:
-    from zoneinfo import ZoneInfo
 
     return dt.datetime.now(ZoneInfo(tz))
 

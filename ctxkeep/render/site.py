@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ctxkeep.errors import UsageError
 from ctxkeep.render import transcript as r
@@ -50,12 +50,12 @@ class ExportResult(Result):
     """What was written: ``pages`` (one per session, paths), ``index`` (path or None),
     ``messages`` (per page path, the messages it holds), ``bytes`` written."""
 
-    format: str
-    dest: str
-    pages: list[str]
-    index: str | None
-    messages: dict[str, int]
-    bytes: int
+    format: str = Field(description="markdown or html")
+    dest: str = Field(description="the folder written")
+    pages: list[str] = Field(description="one file per session (paths)")
+    index: str | None = Field(description="the index page (null: none)")
+    messages: dict[str, int] = Field(description="page path → messages it holds")
+    bytes: int = Field(description="bytes written")
 
 
 def page_name(agent: str, session_id: str, ext: str) -> str:

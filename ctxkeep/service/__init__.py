@@ -18,36 +18,8 @@ One module per question (``search``, ``fetch``, ``conversation``, ``stats``,
 Front ends import only ``ctxkeep.service``, ``ctxkeep.errors`` and ``ctxkeep.schema``
 (an import-linter contract): they render; they decide nothing.
 
-Importing this package imports pydantic and nothing of the store; a question's module
-imports what it needs (``service.search`` never imports Prefect, Polars or DuckDB).
+Importing this package imports nothing (``service.store``, which every command's
+``--home`` goes through, stays free of pydantic: a no-op ingest never loads it); a
+question's module imports pydantic (``service.model``) and what it needs
+(``service.search`` never imports Prefect, Polars or DuckDB).
 """
-
-from __future__ import annotations
-
-from ctxkeep.service.model import (
-    DEFAULT_LIMIT,
-    MAX_BUDGET,
-    MAX_LIMIT,
-    Budget,
-    Limit,
-    Names,
-    ProjectDir,
-    Request,
-    Result,
-    Texts,
-    When,
-)
-
-__all__ = [
-    "DEFAULT_LIMIT",
-    "MAX_BUDGET",
-    "MAX_LIMIT",
-    "Budget",
-    "Limit",
-    "Names",
-    "ProjectDir",
-    "Request",
-    "Result",
-    "Texts",
-    "When",
-]

@@ -37,16 +37,16 @@ class Turn(Item):
 
 
 class ConversationResult(Result):
-    """The session's turns in order (``show --session --json``)."""
+    """The session's turns in order."""
 
-    agent: str
-    session_id: str
+    agent: str = Field(description="agent name")
+    session_id: str = Field(description="the full session id")
     session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
-    project_dir: str | None
+    project_dir: str | None = Field(description="project directory")
     turns: list[Turn] = Field(description="in order")
     omitted: int = Field(description="turns the budget left out (the oldest after the first prompt)")
     omitted_tokens: int = Field(description="their estimated tokens")
-    note: str = Field(description='what was left out ("": nothing)')
+    note: str = Field(description='why turns were left out ("": none)')
 
     def spans_days(self) -> bool:
         """True when the turns fall on more than one UTC day (times then show dates)."""

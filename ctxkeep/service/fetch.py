@@ -66,11 +66,12 @@ class Media(Item):
 
 
 class FetchedEntry(Item):
-    """One entry, its text whole or cut within the budget."""
+    """One entry found, its text whole or cut within the budget (an array from before
+    versioning: kept for existing scripts)."""
 
     entry_id: str = Field(description="the full id")
-    agent: str
-    session_id: str
+    agent: str = Field(description="agent name")
+    session_id: str = Field(description="session id")
     session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
     project_dir: str | None = Field(description="project directory (null: unknown)")
     ts: str | None = Field(description="record time, ISO-8601 UTC")

@@ -25,7 +25,7 @@ import difflib
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, ClassVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -183,10 +183,12 @@ When = Annotated[
 class Request(BaseModel):
     """A question's arguments, validated once (``parse``). Unknown fields are errors."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     #: notes on how the arguments were read (a clamped limit), set by ``parse``
     _notes: list[str] = PrivateAttr(default_factory=list)
+    #: a request whose text may hold NUL characters (a text to redact); others refuse them
+    nul_allowed: ClassVar[bool] = False
 
     @property
     def notes(self) -> list[str]:
@@ -199,7 +201,8 @@ class Request(BaseModel):
         default applies), relative paths taken from ``cwd`` (default: this process's
         directory). Raises UsageError naming the field (``where``) for a bad value."""
         values = {k: v for k, v in {**(data or {}), **kw}.items() if v is not None}
-        _refuse_nul(values)
+        if not cls.nul_allowed:
+            _refuse_nul(values)
         notes = cls.prepare(values) + _clamp(cls, values)
         try:
             req = cls.model_validate(values, context={"cwd": str(cwd or os.getcwd())})
@@ -272,6 +275,8 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
         lo = ctx.get("ge", ctx.get("gt"))
         rng = f"use {lo} to {hi}" if lo is not None and hi is not None else f"use at least {lo}"
         return UsageError(f"{field.replace('_', ' ')} {value} is out of range", where=field, hint=rng)
+    if kind == "literal_error":
+        return UsageError(f"unknown {field} {value!r}", where=field, hint=f"use {ctx.get('expected', '')}")
     if kind == "missing":
         return UsageError(f"{field} is required", where=field)
     if kind == "extra_forbidden":
@@ -297,14 +302,14 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
 class Item(BaseModel):
     """A part of a result (a hit, an entry): serialized as its fields."""
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
 
 class Result(BaseModel):
     """A question's answer; ``as_json`` is the ``--json`` object and the MCP tool's
     ``structuredContent``."""
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
     schema_version: int = Field(
         JSON_SCHEMA,
@@ -313,8 +318,26 @@ class Result(BaseModel):
     )
 
     def as_json(self) -> dict:
-        """The result as JSON-ready data (``"schema"`` first)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The result as JSON-ready data: ``"schema"`` first, then the fields that were
+        given (a key a result leaves out, such as ``--all``'s or ``--dry-run``'s, stays
+        out rather than showing as null), unknown keys kept."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        data.pop("schema", None)
+        return {"schema": self.schema_version, **data}
+
+
+class Shape(Result):
+    """A result whose keys vary with the options (dry runs, ``--all``): declared keys
+    documented and typed, keys a later version adds kept (a test compares what the
+    commands print with the declarations)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow", defer_build=True)
+
+
+class Row(Item):
+    """An item of a result whose keys vary (a hook, a per-file line); keys kept."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow", defer_build=True)
 
 
 def tool_schema(model: type[BaseModel]) -> dict:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ctxkeep.service.model import Request, Result
+from ctxkeep.service.model import Request, Shape
 
 #: seconds a purge waits for a running ingest or compress to finish
 PURGE_LOCK_TIMEOUT = 30.0
@@ -36,19 +36,41 @@ class PurgeRequest(Request):
     )
 
 
-class PurgeResult(Result):
-    """What was removed (``maintenance.purge.run_purge``'s report), or that the purge
-    was cancelled."""
+class PurgeResult(Shape):
+    """What was removed (``maintenance.purge.run_purge``'s report; ``ctxkeep purge
+    --json``, ``ctx_purge``), or that the purge was cancelled. ``--all`` has scope,
+    resolved, home, dry_run, files_removed, bytes_removed, removed, backups."""
 
-    cancelled: bool = Field(False, description="true: confirm was not true, nothing changed")
-    message: str | None = Field(None, description="why it was cancelled")
-    resolved: str | None = Field(None, description="the scope as resolved (session id, project path)")
-    removed: dict[str, int] = Field(default_factory=dict, description="table → rows removed")
-    tombstone: Any = Field(None, description="the tombstone that keeps the scope from coming back")
-    backups: list[Any] = Field(default_factory=list, description="store backups still holding the scope")
-    backups_note: str | None = Field(None, description="what to do about those backups")
-
-    model_config = {"extra": "allow", "populate_by_name": True}
+    cancelled: bool = Field(False, description="(ctx_purge) true: confirm was not true, nothing changed")
+    message: str | None = Field(None, description="(ctx_purge) why it was cancelled")
+    scope: str = Field(None, description="session, project or all")
+    session_id: str | None = Field(None, description="the session given (null: none)")
+    project_dir: str | None = Field(None, description="the project given (null: none)")
+    resolved: str | None = Field(None, description="what was purged, in words")
+    home: str = Field(None, description="the store")
+    dry_run: bool = Field(None, description="true for a dry run")
+    removed: dict[str, int] = Field(
+        default_factory=dict,
+        description="category → count (entries, sessions, contents, chunks, usage, quarantine, source_files, "
+        "token_estimate, archived, text_bytes)",
+    )
+    files: list[str] = Field(None, description="the session files the data came from")
+    tombstone: Any = Field(
+        None, description="what keeps the data from being ingested again (none, lifted, …)"
+    )
+    tombstones: Any = Field(None, description="tombstones written (not with a dry run)")
+    watermarks_dropped: int = Field(None, description="watermarks removed (not with a dry run)")
+    analytics: str | None = Field(None, description="what the DuckDB rebuild did (not with a dry run)")
+    files_removed: list[str] = Field(None, description="--all: the store files removed")
+    bytes_removed: int = Field(None, description="--all: their bytes")
+    backups: list[Any] = Field(
+        default_factory=list,
+        description="the store backups that still hold the data (a purge never changes one): "
+        "[{path, taken (UTC), entries (null: unreadable)}]",
+    )
+    backups_note: str | None = Field(
+        None, description="when there are backups: what that means and the `rm` that removes them"
+    )
 
     def line(self) -> str:
         if self.cancelled:

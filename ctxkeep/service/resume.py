@@ -33,11 +33,12 @@ class SnapshotItem(Item):
 
 
 class ResumeResult(Result):
-    """The snapshot: its sections, in priority order, and its Markdown rendering."""
+    """The snapshot: its sections, in priority order, and its Markdown rendering
+    (`--json` is `--format json`; MCP `ctx_resume` returns the same object)."""
 
-    agent: str
-    session_id: str
-    project_dir: str | None
+    agent: str = Field(description="agent name")
+    session_id: str = Field(description="the full session id")
+    project_dir: str | None = Field(description="project directory")
     started: str | None = Field(description="ISO-8601 UTC")
     ended: str | None = Field(description="ISO-8601 UTC")
     budget: int = Field(description="the token budget")

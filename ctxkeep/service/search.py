@@ -140,14 +140,14 @@ class SearchHit(Item):
     """One hit (tier 1): enough to decide whether to fetch the entry."""
 
     entry_id: str = Field(description="the entry's id (what `ctxkeep show` and ctx_fetch take)")
-    agent: str
-    session_id: str
+    agent: str = Field(description="agent name")
+    session_id: str = Field(description="session id")
     session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
-    project_dir: str | None
+    project_dir: str | None = Field(description="project directory (null: unknown)")
     ts: str | None = Field(description="record time, ISO-8601 UTC")
-    role: str
-    kind: str
-    tool_name: str | None
+    role: str = Field(description="user, assistant, system, tool")
+    kind: str = Field(description="message, tool_call, tool_result, thinking, summary, meta")
+    tool_name: str | None = Field(description="tool of a call or result (null: none)")
     title: str = Field(description="the entry's first line (≤ 120 characters)")
     snippet: str = Field(description="≤ 300 characters around the match")
     token_estimate: int = Field(description="estimated tokens of the whole text (what a fetch costs)")
@@ -177,8 +177,8 @@ class SearchHit(Item):
 
 
 class QueryHits(Result):
-    """The hits of one query, best first, and what the budget left out
-    (``ctxkeep search --json``)."""
+    """The hits of one query, best first, and what the budget left out (MCP
+    `ctx_search` returns one per query in `results`)."""
 
     query: str = Field(description="the query as run")
     hits: list[SearchHit] = Field(description="ranked hits, best first")

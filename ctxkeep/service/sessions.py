@@ -49,7 +49,7 @@ class SessionsResult(Result):
     """Sessions newest first, each sub-agent right under its parent."""
 
     source: str = Field(description='"duckdb" (with cost) or "sqlite"')
-    sessions: list[SessionRow]
+    sessions: list[SessionRow] = Field(description="newest first, sub-agents after their parent")
 
 
 def sessions(home: Path, req: SessionsRequest) -> SessionsResult:

@@ -61,16 +61,19 @@ class Redactions(Item):
 class StatsResult(Result):
     """The store's figures (bytes in bytes, tokens in tokens)."""
 
-    entries: int
-    sessions: int = Field(description="(agent, session) pairs")
+    entries: int = Field(description="entries stored")
+    sessions: int = Field(description="sessions stored ((agent, session) pairs)")
     agents: dict[str, AgentStats] = Field(description="per agent")
     status: dict[str, int] = Field(description="status → entries")
-    contents: Contents
-    usage: UsageTotals
+    contents: Contents = Field(description="distinct texts")
+    usage: UsageTotals = Field(description="responses and input/output/cache tokens")
     quarantine: dict[str, int] = Field(description="skipped and repaired lines")
     files: dict[str, int] = Field(description="store file → bytes")
-    last_ingest: str | None = Field(description="end of the last successful ingest, ISO-8601 UTC")
-    redactions: Redactions = Field(description="values redacted, per kind (counts, never values)")
+    last_ingest: str | None = Field(description="time of the last ingest, ISO-8601 UTC (null: never)")
+    redactions: Redactions = Field(
+        description="redacted values per kind in the texts and in the quarantine (counts of "
+        "`[REDACTED:<kind>]` markers, never the values)"
+    )
 
 
 def stats(home: Path, req: StatsRequest) -> StatsResult:

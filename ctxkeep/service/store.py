@@ -8,12 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ctxkeep.errors import CtxkeepError, StoreError
+from ctxkeep.errors import CtxkeepError, FileSystemError, StoreError, from_os_error
 
 
 def resolve_home(given: str | os.PathLike | None = None) -> Path:
     """The store directory: ``given``, else ``$CTXKEEP_HOME``, else the platform data
-    dir (``config.resolve_home``). Raises StoreError when it names a file."""
+    dir (``config.resolve_home``). Raises StoreError when it names a file,
+    FileSystemError when its path goes through a file (``--home FILE/sub``)."""
     from ctxkeep import config as cfgmod
 
     h = cfgmod.resolve_home(given)
@@ -22,6 +23,15 @@ def resolve_home(given: str | os.PathLike | None = None) -> Path:
             f"cannot use {h} as the store: it is a file, not a directory",
             hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
         )
+    probe = h.parent
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():  # --home FILE/sub: a path through a file
+        raise FileSystemError(
+            f"cannot use {h} as the store: {probe} is a file, not a directory",
+            hint="pass --home DIR (or CTXKEEP_HOME) naming a directory",
+            kind="ENOTDIR",
+        )
     return h
 
 
@@ -29,7 +39,13 @@ def store_error(home: Path, e: BaseException) -> CtxkeepError | None:
     """``e`` as the error a front end shows: itself when it is a ``CtxkeepError``, the
     store's "damaged" error (``StoreDamaged``: what, the file, run ``ctxkeep doctor``)
     for SQLite's SQLITE_CORRUPT/SQLITE_NOTADB read mid-question, else None (a bug: its
-    traceback is wanted)."""
+    traceback is wanted). A file-system failure anywhere in ``e``'s causes (a full disk,
+    a read-only file system, a path through a file, permission denied) comes first:
+    ``errors.from_os_error``'s one line, naming ``home`` when the error names no file
+    (a "damaged" store found by a check that ran on a full disk is the full disk)."""
+    fs = from_os_error(e, where=str(home))
+    if fs is not None:
+        return fs
     if isinstance(e, CtxkeepError):
         return e
     import sqlite3

@@ -9,6 +9,7 @@ report). DuckDB allows one writing process per file: a running ingest holds it, 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -16,15 +17,13 @@ import duckdb
 
 from ctxkeep.errors import CtxkeepError, StoreError
 from ctxkeep.sinks import analytics_current
+from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 
 
 def _store_entries(home: Path) -> bool:
     """Whether ``<home>/store.db`` exists and holds an entry (``connect(readonly=True)``;
     False for no store or one that cannot be read: the caller's error then stands)."""
-    import sqlite3
-
-    from ctxkeep.sinks import sqlite as sqlite_store
 
     try:
         conn = sqlite_store.connect(home, readonly=True)
@@ -45,6 +44,12 @@ def _damaged(path: Path, e: Exception) -> StoreError:
         where=str(path),
         hint="rebuild it from store.db with `ctxkeep reindex`",
     )
+
+
+def unreadable(home: Path, e: Exception) -> StoreError:
+    """The error of ``<home>/analytics.duckdb`` when DuckDB fails to read it (on open or
+    mid-query): its first line, and the hint to rebuild it with ``reindex``."""
+    return _damaged(Path(home) / ANALYTICS_DB, e)
 
 
 def open_readonly(
@@ -97,11 +102,43 @@ def open_readonly(
     return con, "the analytics store is held by a running ingest: this report shows its last synced state"
 
 
-def count_entries(path: Path) -> int:
-    """The rows of ``entries`` in the analytics file at ``path``, opened read-only.
-    Raises duckdb.Error (a held file: ``IOException`` naming a lock) or OSError."""
+def inspect(path: Path) -> dict:
+    """A deep read-only look at the analytics file at ``path`` (for ``doctor``):
+    ``{"entries": rows of entries, "usage": rows of usage, "problems": [str]}``.
+    Problems: a file shorter than the blocks DuckDB's header says it uses (``PRAGMA
+    database_size``: a truncated file, whose reports fail on the first missing block),
+    and every base table that cannot be read to its end (each row hashed: DuckDB reads,
+    and checks the checksum of, every block). Raises duckdb.Error (a held file: an
+    ``IOException`` naming a lock) or OSError when the file does not open at all."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        return con.execute("SELECT count(*) FROM entries").fetchall()[0][0]
+        problems: list[str] = []
+        row = con.execute("SELECT block_size, total_blocks FROM pragma_database_size()").fetchone()
+        if row is not None:
+            block, blocks = int(row[0]), int(row[1])
+            need, have = block * blocks, path.stat().st_size
+            if have < need:
+                problems.append(
+                    f"{have:,} bytes, shorter than the {blocks} blocks of {block:,} bytes it uses"
+                )
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+                "AND table_schema = 'main' ORDER BY table_name"
+            ).fetchall()
+        ]
+        for t in tables:
+            try:
+                con.execute(f'SELECT count(*), sum(hash(COLUMNS(*))) FROM "{t}"').fetchall()
+            except duckdb.Error as e:
+                problems.append(f"table {t} unreadable: {(str(e).splitlines() or [''])[0][:120]}")
+        counts = {}
+        for t in ("entries", "usage"):
+            try:
+                counts[t] = con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] if t in tables else 0
+            except duckdb.Error:
+                counts[t] = -1
+        return {**counts, "problems": problems}
     finally:
         con.close()

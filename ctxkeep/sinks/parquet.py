@@ -26,6 +26,7 @@ nothing is archived twice.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import sqlite3
 from pathlib import Path
@@ -119,14 +120,17 @@ def _write_atomic(df: pl.DataFrame, path: Path) -> None:
     old = os.umask(0o077)
     try:
         df.write_parquet(tmp, compression="zstd", statistics=True)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: no temp file stays behind
+        tmp.unlink(missing_ok=True)
+        raise
     finally:
         os.umask(old)
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
     try:
         dfd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -164,7 +168,7 @@ def archive_entries(
             {"cutoff": timeutil.format_utc(cutoff)},
         )
     ]
-    out = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
+    out: dict = {"entries": 0, "contents": 0, "chunks": 0, "files": [], "partitions": []}
     parts: dict[tuple[str, str], int] = {}
     for n, start in enumerate(range(0, len(ids), BATCH_ROWS)):
         batch = ids[start : start + BATCH_ROWS]
@@ -316,7 +320,7 @@ def purge_rows(home: Path, keep_out, *, dry_run: bool = False, before_write=None
     the crash trials). Returns ``{"rows": n removed, "files":
     n rewritten or deleted, "entry_ids": [removed ids]}``; ``dry_run`` only counts."""
     root = Path(home) / ARCHIVE_DIR
-    out = {"rows": 0, "files": 0, "entry_ids": []}
+    out: dict = {"rows": 0, "files": 0, "entry_ids": []}
     if not root.is_dir():
         return out
     for f in sorted(root.rglob("*.parquet")):
@@ -352,7 +356,6 @@ def rewrite_texts(home: Path, transform, *, dry_run: bool = False) -> dict:
     ``content_hash`` (SHA-256 hex) and ``text_bytes`` (UTF-8 bytes) of the changed rows
     recomputed. Returns ``{"rows": n texts changed, "files": n files rewritten}``;
     ``dry_run`` only counts."""
-    import hashlib
 
     root = Path(home) / ARCHIVE_DIR
     out = {"rows": 0, "files": 0}

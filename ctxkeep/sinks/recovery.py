@@ -227,6 +227,11 @@ def _purge(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) ->
     )
     removed = dict(p.get("removed") or {})
     removed["archived"] = removed.get("archived", 0) + r["rows"]
+    # the forgotten files' bytes leave the vault's packs (idempotent: again after a kill)
+    from ctxkeep.sinks.vault.forget import sweep
+
+    kill_point("purge", "vault")
+    sweep(conn, home)
     changed = any(removed.get(k) for k in ("entries", "usage", "quarantine", "archived"))
     if it.step != "recorded":
         with recorded_run(conn, "purge") as run:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,6 @@ def compact_json(value: Any, limit: int | None = None) -> str:
 def as_float(v: Any) -> float | None:
     """``v`` as a float when it is a finite number (bool excluded), else None (a cost a
     file logs as text or NaN is not trusted)."""
-    import math
 
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
@@ -118,3 +118,10 @@ def blocks_text(
         elif not skip_non_dict:
             out.append(str(b))
     return "\n".join(out)
+
+
+def dict_at(obj: dict, key: Any) -> dict:
+    """``obj[key]`` when it is a JSON object (a dict), else an empty dict: a record's
+    field read without trusting its type."""
+    v = obj.get(key)
+    return v if isinstance(v, dict) else {}

@@ -46,6 +46,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
 )
@@ -55,7 +56,7 @@ from ctxkeep.timeutil import format_utc
 
 AGENT = "aider"
 PARSER_VERSION = 1
-MODE = "rewrite"
+MODE: Mode = "rewrite"
 CHAT = ".aider.chat.history.md"
 INPUT = ".aider.input.history"
 

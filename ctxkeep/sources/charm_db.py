@@ -40,7 +40,7 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_float, as_int, compact_json, media_placeholder
+from ctxkeep.sources._util import as_float, as_int, compact_json, dict_at, media_placeholder
 from ctxkeep.sources.contract import Batch, quarantine_row
 from ctxkeep.sources.readers.sqlite import (
     DbRead,
@@ -132,7 +132,7 @@ def message_entries(
         if not isinstance(p, dict):
             continue
         t = p.get("type")
-        d = p.get("data") if isinstance(p.get("data"), dict) else {}
+        d = dict_at(p, "data")
         e = dict(base, part=i, role=role)
         if t == "text":
             e.update(kind="message", text=str(d.get("text") or ""))

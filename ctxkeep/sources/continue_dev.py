@@ -38,12 +38,13 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, block_text, blocks_text
+from ctxkeep.sources._util import as_int, block_text, blocks_text, dict_at
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
 )
@@ -53,7 +54,7 @@ from ctxkeep.timeutil import format_epoch
 
 AGENT = "continue"
 PARSER_VERSION = 1
-MODE = "rewrite"
+MODE: Mode = "rewrite"
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
@@ -155,7 +156,7 @@ def parse_session(
             parts.append(dict(base, role="assistant", kind="thinking", text=reasoning["text"]))
         for tc in m.get("toolCalls") or []:
             if isinstance(tc, dict):
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = dict_at(tc, "function")
                 parts.append(
                     dict(
                         base,
@@ -178,7 +179,7 @@ def parse_session(
                 and st.get("toolCallId") not in tool_msgs
             ):
                 txt = "\n".join(str(c.get("content") or "") for c in st["output"] if isinstance(c, dict))
-                tcall = st.get("toolCall") if isinstance(st.get("toolCall"), dict) else {}
+                tcall = dict_at(st, "toolCall")
                 parts.append(
                     dict(
                         base,
@@ -210,7 +211,7 @@ def parse_session(
             e["part"] = j
         u = m.get("usage")
         if role_raw == "assistant" and isinstance(u, dict):
-            det = u.get("promptTokensDetails") if isinstance(u.get("promptTokensDetails"), dict) else {}
+            det = dict_at(u, "promptTokensDetails")
             cr = as_int(det.get("cachedTokens")) or 0
             cw = as_int(det.get("cacheWriteTokens")) or 0
             parts[0].update(

@@ -254,6 +254,10 @@ class RawCapture:
     size: int
     mtime_ns: int
     meta: dict[str, Any] = field(default_factory=dict)
+    #: what the writer of these bytes knows beside them, kept in the vault's record: for a
+    #: file ``compress`` rewrote, ``{"archived": [entry ids it removed], "moves": [[entry
+    #: id, new byte offset], …]}`` (``maintenance.reparse`` applies them again)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -293,6 +297,9 @@ class Batch:
     status_changes: list[dict] = field(default_factory=list)
     #: the bytes read, for the vault (None: nothing new was read, or a database's rows)
     raw: RawCapture | None = None
+    #: what the batch adds to the coverage ledger (``sources.coverage.Tally``): set by
+    #: the JSONL readers per record; None: ``pipeline.readahead`` tallies the entries
+    coverage: Any = None
 
 
 def quarantine_row(

@@ -34,13 +34,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "copilot-cli"
 PARSER_VERSION = 1
-MODE = "append"
+MODE: Mode = "append"
 
 _META_TEXT = ("message", "content", "reason", "infoType")
 
@@ -79,11 +79,11 @@ def init_state(file: SourceFile) -> dict:
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """Map one event to entry dicts; ``state`` carries session id, cwd and model."""
     rtype = str(rec.get("type") or "")
-    data = rec.get("data") if isinstance(rec.get("data"), dict) else {}
+    data = dict_at(rec, "data")
     if rtype in ("session.start", "session.resume"):
         if data.get("sessionId"):
             state["sid"] = str(data["sessionId"])
-        ctx = data.get("context") if isinstance(data.get("context"), dict) else {}
+        ctx = dict_at(data, "context")
         if ctx.get("cwd"):
             state["cwd"] = ctx["cwd"]
         if data.get("selectedModel"):
@@ -141,7 +141,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             )
         ]
     if rtype == "tool.execution_complete":
-        res = data.get("result") if isinstance(data.get("result"), dict) else {}
+        res = dict_at(data, "result")
         text = res.get("content") if isinstance(res.get("content"), str) else compact_json(res) if res else ""
         if data.get("success") is False:
             text = "[error] " + text
@@ -187,7 +187,7 @@ def _shutdown(data: dict, base: dict, sid: str) -> list[dict]:
             ),
         )
     ]
-    mm = data.get("modelMetrics") if isinstance(data.get("modelMetrics"), dict) else {}
+    mm = dict_at(data, "modelMetrics")
     for i, (model, m) in enumerate(sorted(mm.items())):
         u = m.get("usage") if isinstance(m, dict) and isinstance(m.get("usage"), dict) else None
         if not u:

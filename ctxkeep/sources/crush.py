@@ -22,11 +22,11 @@ import orjson
 
 from ctxkeep.sources import charm_db
 from ctxkeep.sources._scan import find_project_files
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 
 AGENT = "crush"
 PARSER_VERSION = 2  # 2: the session's logged cost (a re-read fills it)
-MODE = "sqlite"
+MODE: Mode = "sqlite"
 REL = ".crush/crush.db"
 
 

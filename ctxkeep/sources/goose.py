@@ -43,12 +43,13 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, media_placeholder
+from ctxkeep.sources._util import as_int, compact_json, dict_at, media_placeholder
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
     quarantine_row,
@@ -59,7 +60,7 @@ from ctxkeep.timeutil import format_epoch
 
 AGENT = "goose"
 PARSER_VERSION = 1
-MODE = "sqlite"  # sessions.db; legacy .jsonl files are append-only (see mode_for)
+MODE: Mode = "sqlite"  # sessions.db; legacy .jsonl files are append-only (see mode_for)
 
 
 def mode_for(path: Path) -> str:
@@ -131,7 +132,7 @@ def content_entries(content: list, base: dict) -> list[dict]:
                 kind="message", text=media_placeholder("image", c.get("mimeType"), len(c.get("data") or ""))
             )
         elif t in ("toolRequest", "frontendToolRequest"):
-            call = c.get("toolCall") if isinstance(c.get("toolCall"), dict) else {}
+            call = dict_at(c, "toolCall")
             val = call.get("value") if isinstance(call.get("value"), dict) else call
             args = val.get("arguments")
             e.update(
@@ -142,7 +143,7 @@ def content_entries(content: list, base: dict) -> list[dict]:
                 text=compact_json(args) if args is not None else str(call.get("error") or ""),
             )
         elif t == "toolResponse":
-            res = c.get("toolResult") if isinstance(c.get("toolResult"), dict) else {}
+            res = dict_at(c, "toolResult")
             val = res.get("value")
             if isinstance(val, dict) and isinstance(val.get("content"), list):
                 val = val["content"]  # newer rmcp CallToolResult

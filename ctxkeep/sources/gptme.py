@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources._util import as_float, as_int
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources._util import as_float, as_int, dict_at
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "gptme"
 PARSER_VERSION = 1
-MODE = "append"
+MODE: Mode = "append"
 
 _ROLES = {"user": ("user", "message"), "assistant": ("assistant", "message"), "tool": ("tool", "tool_result")}
 
@@ -63,7 +63,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     role = str(rec.get("role") or "")
     content = rec.get("content")
     text = content if isinstance(content, str) else ""
-    meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+    meta = dict_at(rec, "metadata")
     model = meta.get("model") if isinstance(meta.get("model"), str) else None
     if model:
         state["model"] = model

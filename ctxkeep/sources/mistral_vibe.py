@@ -30,13 +30,13 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "mistral-vibe"
 PARSER_VERSION = 1
-MODE = "append"
+MODE: Mode = "append"
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
@@ -101,8 +101,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     per ``tool_calls`` item; a ``tool`` message → a tool result; and, on assistant
     lines, the session's usage row from ``meta.json``."""
     sid, meta = _session(src)
-    env = meta.get("environment") if isinstance(meta.get("environment"), dict) else {}
-    cfg = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    env = dict_at(meta, "environment")
+    cfg = dict_at(meta, "config")
     session_model = _str(meta.get("model")) or _str(cfg.get("active_model"))
     role = str(rec.get("role") or "")
     base = {
@@ -149,7 +149,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     for call in rec.get("tool_calls") or []:
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = dict_at(call, "function")
         args = fn.get("arguments")
         out.append(
             dict(
@@ -170,7 +170,7 @@ def _usage(meta: dict, base: dict, sid: str, model: str | None) -> list[dict]:
     """The session's cumulative usage from ``meta.json`` (nothing without a model or
     any tokens): one meta entry whose record id names the totals (the same totals are
     one entry), counted under ``vibe:<session>``."""
-    stats = meta.get("stats") if isinstance(meta.get("stats"), dict) else {}
+    stats = dict_at(meta, "stats")
     prompt = as_int(stats.get("session_prompt_tokens")) or 0
     cached = as_int(stats.get("session_cached_tokens")) or 0
     completion = as_int(stats.get("session_completion_tokens")) or 0

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from ctxkeep.sources import charm_db
 from ctxkeep.sources._scan import find_project_files
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.sqlite import open_ro
 
 AGENT = "opencode-go"
 PARSER_VERSION = 2  # 2: the session's logged cost (a re-read fills it)
-MODE = "sqlite"
+MODE: Mode = "sqlite"
 REL = ".opencode/opencode.db"
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_float, as_int, blocks_text, compact_json, media_placeholder
+from ctxkeep.sources._util import as_float, as_int, blocks_text, compact_json, dict_at, media_placeholder
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -271,7 +271,7 @@ def parse_ui(agent: str, doc: Any, task: str, src: str, metadata: dict | None) -
             "kind": "meta",
         }
         say = m.get("say")
-        mi = m.get("modelInfo") if isinstance(m.get("modelInfo"), dict) else {}
+        mi = dict_at(m, "modelInfo")
         if say in ("api_req_started", "subagent_usage") and isinstance(m.get("text"), str):
             try:
                 info = orjson.loads(m["text"])

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -26,7 +28,8 @@ def fence_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` character spans of the fenced code blocks of ``text`` (CommonMark:
     a fence of ≥3 backticks or tildes closes with a fence of the same character at
     least as long; an unclosed fence runs to the end)."""
-    spans, open_at, marker = [], None, ""
+    spans: list[tuple[int, int]] = []
+    open_at, marker = None, ""
     if "```" not in text and "~~~" not in text:  # no fence possible: skip the regex scan
         return spans
     for m in _FENCE_RE.finditer(text):
@@ -151,7 +154,6 @@ def chunks_frame(contents: pl.DataFrame) -> pl.DataFrame:
     ``chunk_title``), text (str, ≤ 4 KiB UTF-8), grams (str, substring-index terms of
     the chunk and its title, '' for none).
     """
-    import polars as pl
 
     from ctxkeep.transforms.grams import grams_batch
 

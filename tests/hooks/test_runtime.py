@@ -333,3 +333,25 @@ def test_fast_argv_takes_plain_hook_calls_only():
         ["hook", "codex", "notify", "--home"],
     ):
         assert fast_argv(argv) is None, argv
+
+
+def test_sessions_right_after_a_hook_ingest_lists_the_new_session_from_duckdb(store, tmp_path):
+    from ctxkeep.query.sessions import list_sessions
+    from ctxkeep.sinks import analytics_current
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from session_lines import USAGE
+
+    sid, path, lines = _new_session(tmp_path, 6)
+    _append(path, lines)
+    p, _ = _hook(store, ["claude-code", "session-end"], {"session_id": sid, "transcript_path": str(path)})
+    assert p.returncode == 0
+    _settle(store)
+    assert analytics_current.behind(store)
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        rows, source = list_sessions(conn, store)
+    finally:
+        conn.close()
+    assert source == "duckdb" and not analytics_current.behind(store)
+    (row,) = [r for r in rows if r.session_id == sid]
+    assert row.tokens == 3 * sum(USAGE.values())  # its three assistant lines' usage

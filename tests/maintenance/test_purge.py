@@ -77,7 +77,7 @@ def test_bare_confirm_true_is_refused_naming_both_scopes():
     with pytest.raises(UsageError) as ei:
         parse_purge_request(confirm=True, cwd="/home/u/proj")
     msg = str(ei.value)
-    assert "scope session" in msg and "scope project" in msg
+    assert "a session (its id)" in msg and "a project (its directory" in msg
 
 
 def test_scope_project_defaults_to_cwd_and_resolves_relative_dirs():
@@ -100,7 +100,7 @@ def test_project_purge_of_the_root_or_home_is_refused(cwd, pdir, monkeypatch, tm
         parse_purge_request(scope="project", project_dir=pdir, confirm=True, cwd=cwd)
     assert "purge --all" in ei.value.hint
     if pdir is None:
-        assert "no projectDir was given" in str(ei.value)
+        assert "no project directory was given" in str(ei.value)
     # one project below home is fine
     r = parse_purge_request(scope="project", project_dir="~/code/app", confirm=True, cwd=cwd)
     assert r.project_dir == str(tmp_path / "u" / "code" / "app")

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxkeep.cli import app
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.maintenance.vault import cleanup_schedules, vault_restore, vault_status, vault_verify
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.vault import manifest
@@ -243,6 +243,13 @@ def test_status_reads_the_agents_cleanup_settings_and_lists_sessions_at_risk(hom
     by = {a["agent"]: a for a in r["agents"]}
     assert by["claude-code"]["deletes"] == "after 7 days" and by["claude-code"]["next_deletion"]
     assert by["codex"]["files"] == 6 and by["codex"]["stored_bytes"] < by["codex"]["raw_bytes"] / 3
+    # the service answer (what the CLI and --json render) carries the same figures
+    from ctxkeep.service.vault import VaultStatusRequest
+    from ctxkeep.service.vault import vault_status as status_question
+
+    res = status_question(VaultStatusRequest.parse(home=store, user_home=home_copy))
+    assert res.pack_bytes == sum(p.stat().st_size for _, p in pack_names(store)) > 0
+    assert res.as_json()["schema"] == 1 and res.at_risk == 0
 
 
 def test_no_secret_reaches_a_vault_byte(tmp_path):
@@ -325,3 +332,217 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
         assert con.execute("SELECT count(*) FROM entries").fetchone()[0] == after["entries"][0]
     finally:
         con.close()
+
+
+def test_a_lost_store_is_rebuilt_from_the_vault_by_doctor_repair(home_copy, tmp_path):
+    """store.db lost (no backup) and the agents' files gone: ``doctor --repair`` rebuilds
+    the manifest from the packs and the entries and usage from the vault: the same entry
+    ids and usage totals as before."""
+    from ctxkeep.maintenance import doctor
+
+    store = tmp_path / "store"
+    ingest(home_copy, store)
+    held = _vaulted(store)
+    ids = q(store, "SELECT entry_id FROM entries WHERE agent IN (SELECT agent FROM vault_files) ORDER BY 1")
+    usage = q(
+        store,
+        "SELECT agent, sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage "
+        "WHERE agent IN (SELECT agent FROM vault_files) GROUP BY agent ORDER BY agent",
+    )
+    for p in held:
+        os.remove(p)
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    (store / "store.db").write_bytes(b"")  # lost: what a full disk or a bad copy leaves
+    findings = doctor.check(store)
+    r = doctor.repair(store, findings)
+    assert any("from the vault" in a for a in r["actions"]), r
+    assert any("manifest from" in a for a in r["actions"]), r
+    got = q(store, "SELECT entry_id FROM entries WHERE agent IN (SELECT agent FROM vault_files) ORDER BY 1")
+    redacted_codex = 2  # the lines redaction changed in a Codex file whose ids hash the line
+    assert len(got) == len(ids) and len(set(got) ^ set(ids)) <= 2 * redacted_codex
+    assert (
+        q(
+            store,
+            "SELECT agent, sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage "
+            "WHERE agent IN (SELECT agent FROM vault_files) GROUP BY agent ORDER BY agent",
+        )
+        == usage
+    )
+    assert vault_verify(store)["ok"]
+
+
+def test_the_manifest_is_rebuilt_from_the_packs_alone(home_copy, tmp_path):
+    from ctxkeep.sinks.vault.capture import replay
+
+    store = tmp_path / "store"
+    ingest(home_copy, store)
+    # a second state of a Codex rollout (appended lines) and a rewritten Gemini document
+    later = corpus(
+        "../appends/codex/rollout-2025-12-15T14-44-44-019b2241-a0a9-7740-a0c0-33c010d4f7e6.later.jsonl"
+    )
+    (rollout,) = (home_copy / ".codex" / "sessions").rglob("rollout-2025-12-15T14-44-44-*.jsonl")
+    rollout.write_bytes(later.read_bytes())
+    (doc,) = (home_copy / ".gemini").rglob("session-2025-12-08T17-35-9fae96a8.json")
+    d = json.loads(doc.read_bytes())
+    d["lastUpdated"] = "2025-12-09T00:00:00Z"
+    doc.write_text(json.dumps(d, indent=2))
+    ingest(home_copy, store)
+    tables = ("vault_packs", "vault_objects", "vault_files", "vault_generations", "vault_segments")
+
+    def rows():
+        out = {t: q(store, f"SELECT * FROM {t} ORDER BY 1, 2") for t in tables}
+        # without the times a replay writes anew (pack created_at; generation created/updated_at)
+        out["vault_packs"] = [r[:3] for r in out["vault_packs"]]
+        out["vault_generations"] = [r[:10] + r[12:] for r in out["vault_generations"]]
+        return out
+
+    before = rows()
+    assert (
+        len(
+            q(
+                store,
+                "SELECT * FROM vault_segments WHERE gen_id = (SELECT g.gen_id FROM vault_generations g "
+                "JOIN vault_files f USING (vfile_id) WHERE f.path = ?)",
+                str(rollout),
+            )
+        )
+        == 2
+    )
+    assert q(
+        store,
+        "SELECT count(*) FROM vault_generations g JOIN vault_files f USING (vfile_id) WHERE f.path = ?",
+        str(doc),
+    ) == [(2,)]
+    conn = sqlite_store.connect(store)
+    try:
+        with sqlite_store.write(conn):
+            for t in tables:
+                conn.execute(f"DELETE FROM {t}")
+            n = replay(conn, store)
+    finally:
+        conn.close()
+    assert n == len(before["vault_packs"])
+    assert rows() == before
+    assert vault_verify(store)["ok"]
+
+
+def test_a_purge_takes_the_session_out_of_the_vault_and_a_replay_never_brings_it_back(home_copy, tmp_path):
+    from ctxkeep.maintenance import doctor
+    from ctxkeep.maintenance.purge import run_purge
+    from ctxkeep.maintenance.purge_request import PurgeRequest
+    from ctxkeep.sinks.vault.packs import read_object, read_record
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["codex", "claude-code"])
+    (rollout,) = (home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")
+    sid = q(store, "SELECT DISTINCT session_id FROM entries WHERE source_path = ?", str(rollout))[0][0]
+    marker = rollout.read_bytes().splitlines()[5][:200]  # bytes only this file holds
+    assert marker and not any(marker in p.read_bytes() for p in (home_copy / ".claude").rglob("*.jsonl"))
+
+    def vault_bytes() -> bytes:
+        out = []
+        for _, path in pack_names(store):
+            _rec, objs = read_record(path)
+            out += [read_object(store, path.stem, o, st, raw, sha) for sha, o, st, raw in objs]
+        return b"".join(out)
+
+    assert marker in vault_bytes()
+    run_purge(store, PurgeRequest("session", session_id=sid))
+    assert str(rollout) not in _vaulted(store)
+    assert marker not in vault_bytes()
+    assert vault_verify(store, full=True)["ok"]
+    with pytest.raises(NotFound):
+        vault_restore(store, sid)
+    # the store lost: the packs rebuild the manifest without the purged file
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    (store / "store.db").write_bytes(b"")
+    doctor.repair(store, doctor.check(store))
+    assert str(rollout) not in _vaulted(store)
+    assert marker not in vault_bytes()
+
+
+def _state(store: Path, agents: tuple[str, ...] = ("claude-code", "codex")) -> tuple:
+    a = ",".join(f"'{x}'" for x in agents)
+    return (
+        q(store, f"SELECT entry_id, status FROM entries WHERE agent IN ({a}) ORDER BY 1"),
+        q(
+            store,
+            "SELECT agent, sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), "
+            f"sum(cache_creation_tokens) FROM usage WHERE agent IN ({a}) GROUP BY agent ORDER BY agent",
+        ),
+    )
+
+
+def _compress_then_lose_the_store(home_copy, tmp_path) -> tuple[Path, tuple, list]:
+    from ctxkeep.maintenance import compress
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["claude-code", "codex"])
+    files = [
+        next((home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")),
+        next((home_copy / ".claude" / "projects").rglob("d3ad4cdc-*.jsonl")),
+    ]
+    s = compress.run_compress(store, paths=files, keep_messages=10, force=True)
+    assert [f["status"] for f in s["files"]] == ["compressed", "compressed"], s
+    before = _state(store)
+    media = q(store, "SELECT entry_id, seq, sha256 FROM media ORDER BY 1, 2")
+    assert q(store, "SELECT count(*) FROM entries WHERE status = 'archived'")[0][0] > 0
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    (store / "store.db").write_bytes(b"")
+    return store, before, media
+
+
+def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_entries_and_usage(home_copy, tmp_path):
+    """Issue 27's measured path: compress, store.db lost, ``doctor --repair`` (the
+    agents' shortened files still there, their ``.backup`` copies too): the same entry
+    ids and statuses and the same usage totals, Codex included (before the vault the
+    rebuild re-read the shortened files and double-counted Codex's cumulative totals)."""
+    from ctxkeep.maintenance import doctor
+
+    store, before, _media = _compress_then_lose_the_store(home_copy, tmp_path)
+    r = doctor.repair(store, doctor.check(store))
+    assert any("from the vault" in a for a in r["actions"]), r
+    after = _state(store)
+    a, b = set(after[0]), set(before[0])
+    # the same but for the 2 lines of the Codex rollout whose ids hash the raw line and
+    # in which the vault redacted a password (the rebuilt entries hash the redacted line)
+    assert len(a) == len(b) and len(a - b) == len(b - a) <= 2, (len(a - b), len(b - a))
+    assert {s for _, s in a - b} == {s for _, s in b - a}
+    assert after[1] == before[1]
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the media compress moved out are kept only in store.db: not rebuilt yet"
+)
+def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_media(home_copy, tmp_path):
+    from ctxkeep.maintenance import doctor
+
+    store, _before, media = _compress_then_lose_the_store(home_copy, tmp_path)
+    doctor.repair(store, doctor.check(store))
+    assert media and q(store, "SELECT entry_id, seq, sha256 FROM media ORDER BY 1, 2") == media
+
+
+def test_ingest_says_when_a_reparse_is_due(home_copy, tmp_path):
+    from ctxkeep.pipeline.plan import reparse_due
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["codex", "gemini-cli"])
+    (rollout,) = (home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")
+    conn = sqlite_store.connect(store)
+    try:
+        assert reparse_due(conn) == []
+        with sqlite_store.write(conn):  # read by an older Codex parser ...
+            conn.execute("UPDATE watermarks SET parser_version = parser_version - 1 WHERE agent = 'codex'")
+        assert reparse_due(conn) == []  # ... but the files are there: the next ingest reads them again
+        rollout.unlink()
+        assert reparse_due(conn) == [
+            "1 codex file(s) are gone from disk and were parsed by an older codex parser than today's: "
+            "the vault holds them - run `ctxkeep reparse --agent codex`"
+        ]
+    finally:
+        conn.close()
+    s = ingest(home_copy, store, agents=["codex"])
+    assert any("ctxkeep reparse --agent codex" in p for p in s.problems)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from ctxkeep.cli import app
 from ctxkeep.mcp.server import Handlers
-from ctxkeep.service import DEFAULT_LIMIT
+from ctxkeep.service.model import DEFAULT_LIMIT
 from ctxkeep.service.search import AgentSearchRequest, SearchRequest
 
 runner = CliRunner()

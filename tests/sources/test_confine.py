@@ -160,10 +160,13 @@ def test_home_scan_files_are_confined_to_their_own_folder(tmp_path):
 
 
 def test_sources_reports_the_skipped(tmp_path):
-    from ctxkeep.cli.sources import sources_report
+    from ctxkeep.service.sources import SourcesRequest, sources
 
     home = _hostile_home(tmp_path)
-    rows, _ = sources_report(tmp_path / "store", env={"HOME": str(home)})
+    rows = [
+        r.model_dump()
+        for r in sources(tmp_path / "store", SourcesRequest.parse(), env={"HOME": str(home)}).rows
+    ]
     (row,) = [r for r in rows if r["agent"] == "claude-code"]
     assert row["files"] == 1
     assert row["skipped"] == {REASON_OUTSIDE: 3, REASON_LOOP: 2, REASON_SPECIAL: 1, REASON_HARDLINK: 1}

@@ -50,12 +50,13 @@ from __future__ import annotations
 import hashlib
 import uuid as uuidlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
 from ctxkeep.schema import entry_id
 from ctxkeep.sources import SOURCES
+from ctxkeep.sources._util import dict_at
 from ctxkeep.sources.contract import SourceFile
 from ctxkeep.sources.readers.jsonl import parse_line
 
@@ -112,6 +113,12 @@ class Line:
     raw: bytes
     rec: dict | None
     problem: str | None = None
+
+    @property
+    def obj(self) -> dict:
+        """The parsed record of a line the caller knows parses (a message it selected);
+        an empty dict for one that did not."""
+        return self.rec if self.rec is not None else {}
 
     @property
     def body(self) -> bytes:
@@ -214,7 +221,7 @@ def line_entries(
         if lh is None:
             lh = memo[body] = hashlib.sha256(body).hexdigest()
         try:
-            out.append(mod.parse_record(ln.rec, ln.offset, lh, state, src))
+            out.append(mod.parse_record(ln.obj, ln.offset, lh, state, src))
         except Exception:
             out.append([])
     return out
@@ -271,7 +278,7 @@ def _blocks(rec: dict) -> list:
 # ---------------------------------------------------------------- Claude Code
 
 
-def _is_claude_message(rec: dict | None) -> bool:
+def _is_claude_message(rec: dict | None) -> TypeGuard[dict]:
     return (
         rec is not None and rec.get("type") in ("user", "assistant") and isinstance(rec.get("message"), dict)
     )
@@ -337,7 +344,7 @@ def with_marker_text(plan: CompressPlan, text: str) -> CompressPlan:
 def _relink_bytes(ln: Line, new_parent: str | None) -> bytes:
     """The line with ``parentUuid`` replaced, every other byte unchanged when the key
     occurs once at the top level; else the record re-serialized (compact JSON)."""
-    old = ln.rec.get("parentUuid")
+    old = ln.obj.get("parentUuid")
     old_frag = b'"parentUuid":' + orjson.dumps(old)
     new_frag = b'"parentUuid":' + orjson.dumps(new_parent)
     body = ln.body
@@ -347,10 +354,10 @@ def _relink_bytes(ln: Line, new_parent: str | None) -> bytes:
             parsed, _ = parse_line(cand)
         except Exception:
             parsed = None
-        expect = dict(ln.rec, parentUuid=new_parent)
+        expect = dict(ln.obj, parentUuid=new_parent)
         if parsed == expect:
             return cand + (b"\r" if ln.raw.endswith(b"\r") else b"")
-    return orjson.dumps(dict(ln.rec, parentUuid=new_parent))
+    return orjson.dumps(dict(ln.obj, parentUuid=new_parent))
 
 
 def plan_claude(
@@ -379,14 +386,14 @@ def plan_claude(
             f"not more than the {keep_messages} to keep"
         )
         return _finish_identity(plan, lines)
-    main_side = all(bool(lines[i].rec.get("isSidechain")) for i in msgs)
+    main_side = all(bool(lines[i].obj.get("isSidechain")) for i in msgs)
     # tool_use -> tool_result intervals, split responses
     use_line: dict[str, int] = {}
     intervals: list[tuple[int, int]] = []
     seen_mid: set[str] = set()
     split_at: set[int] = set()
     for i in msgs:
-        rec = lines[i].rec
+        rec = lines[i].obj
         for b in _blocks(rec):
             if not isinstance(b, dict):
                 continue
@@ -407,14 +414,14 @@ def plan_claude(
     prompts = [
         i
         for i in safe
-        if lines[i].rec.get("type") == "user"
-        and bool(lines[i].rec.get("isSidechain")) == main_side
+        if lines[i].obj.get("type") == "user"
+        and bool(lines[i].obj.get("isSidechain")) == main_side
         and claude_conversational(lines[i].rec)
     ]
     limit = conv[-keep_messages]
     # between exchanges: on the main chain when possible (its first kept line then
     # hangs off the marker)
-    main_safe = [i for i in safe if bool(lines[i].rec.get("isSidechain")) == main_side]
+    main_safe = [i for i in safe if bool(lines[i].obj.get("isSidechain")) == main_side]
     cut, kind = _choose_cut(prompts, main_safe, limit, msgs[0])
     if cut is None:
         cut, kind = _choose_cut(prompts, safe, limit, msgs[0])
@@ -443,8 +450,8 @@ def plan_claude(
     for ln in lines:
         u = ln.rec.get("uuid") if ln.rec is not None else None
         if isinstance(u, str) and u not in parent_of:
-            parent_of[u] = ln.rec.get("parentUuid")
-    kept_uuids = {lines[i].rec.get("uuid") for i in keep} - {None}
+            parent_of[u] = ln.obj.get("parentUuid")
+    kept_uuids = {lines[i].obj.get("uuid") for i in keep} - {None}
 
     def nearest_kept(p: str | None) -> str | None:
         seen = set()
@@ -453,7 +460,7 @@ def plan_claude(
             p = parent_of.get(p)
         return p if p in kept_uuids else None
 
-    first = lines[cut].rec
+    first = lines[cut].obj
     marker_parent = nearest_kept(first.get("parentUuid"))
     removed_bytes = sum(len(lines[i].raw) + 1 for i in plan.removed + plan.dropped_bad)
     marker_uuid = str(
@@ -499,9 +506,9 @@ def plan_claude(
             continue
         if ln.index == cut:
             out.append(orjson.dumps(marker))
-        p = ln.rec.get("parentUuid")
+        p = ln.obj.get("parentUuid")
         if ln.index == cut or (isinstance(p, str) and p not in kept_uuids):
-            side = bool(ln.rec.get("isSidechain")) == main_side
+            side = bool(ln.obj.get("isSidechain")) == main_side
             new_parent = marker_uuid if (ln.index >= cut and side) else nearest_kept(p)
             plan.relinked[ln.index] = new_parent
             out.append(_relink_bytes(ln, new_parent))
@@ -530,7 +537,7 @@ def _codex_kind(rec: dict | None) -> str:
         return t
     if t != "response_item":
         return "event"
-    p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+    p = dict_at(rec, "payload")
     if p.get("type") == "message":
         role = p.get("role")
         content = p.get("content")
@@ -564,7 +571,7 @@ def plan_codex(lines: list[Line], keep_messages: int, keep_system_lines: int) ->
     for i, ln in enumerate(lines):
         if kinds[i] != "message":
             continue
-        p = ln.rec.get("payload") or {}
+        p = ln.obj.get("payload") or {}
         cid = p.get("call_id")
         if not isinstance(cid, str):
             continue

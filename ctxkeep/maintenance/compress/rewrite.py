@@ -114,6 +114,9 @@ def _tmp_path(path: Path, what: str) -> Path:
 
 
 def _write_durable(tmp: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to the new file ``tmp`` (mode ``mode``) and fsync it. On any
+    failure (a full disk: ENOSPC; an I/O error) ``tmp`` is removed before the error
+    propagates: no temp file stays behind."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode & 0o7777)
     try:
         os.fchmod(fd, mode & 0o7777)
@@ -122,8 +125,11 @@ def _write_durable(tmp: Path, data: bytes, mode: int) -> None:
             n = os.write(fd, view)
             view = view[n:]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
 
 
 def cleanup_temps(path: Path) -> list[Path]:

@@ -44,11 +44,12 @@ from pathlib import Path
 
 from ctxkeep import config as cfgmod
 from ctxkeep.config import CompressConfig
-from ctxkeep.errors import NotFound, StoreBusy, UsageError
+from ctxkeep.errors import NotFound, StoreBusy, UsageError, from_os_error
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
 from ctxkeep.schema import content_hash
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks import vault
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
@@ -646,7 +647,17 @@ def compress_file(
         frames = transform_batch(
             conn, Batch(marker_entries, [], wm), tombs if tombs is not None else sqlite_store.tombstoned(conn)
         )
-        sqlite_store.load_batch(conn, quarantine=[], watermarks=[wm], **frames)
+        # the rewritten file enters the vault as a new generation (the original stays
+        # there whole), with what compress did to the store, in the watermark's
+        # transaction: a reparse or a rebuild replays it (``maintenance.reparse``)
+        vg = _vault_capture(conn, file, new_data, new_st, sorted(removed_ids), moves)
+        sqlite_store.load_batch(
+            conn,
+            quarantine=[],
+            watermarks=[wm],
+            before_watermarks=None if vg is None else (lambda c: vault.record(c, vault.home_of(c), vg)),
+            **frames,
+        )
         kill_point("compress", "watermark")
         _relocate(conn, None, str(path), moves)
         intents.advance(conn, iid, "sqlite")  # DuckDB follows at the end of the run
@@ -902,8 +913,14 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                     except StoreBusy:
                         raise
                     except Exception as e:  # one bad file must not stop the run
+                        fs = from_os_error(e, where=str(f.path))
+                        if fs is not None and fs.stops:  # a full or read-only disk: every file would fail
+                            raise fs from e
                         res = FileResult(
-                            str(f.path), f.agent, status="failed", reason=f"{type(e).__name__}: {e}"
+                            str(f.path),
+                            f.agent,
+                            status="failed",
+                            reason=str(fs) if fs is not None else f"{type(e).__name__}: {e}",
                         )
                     results.append(res)
                     if on_file:
@@ -1078,6 +1095,19 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 # Every status and offset change compress makes to stored entries, in one place
 # (``sinks.sqlite.status``). ``home`` None: SQLite only; the run's intents bring the
 # changes to DuckDB once per run, after the run record (``_complete_run``).
+
+
+def _vault_capture(conn, file: SourceFile, data: bytes, st, archived: list[str], moves) -> object | None:
+    """The vault's prepared capture of a file compress just wrote (``vault.Capturer``;
+    its pack is durable on return), or None when the vault is off."""
+    from ctxkeep.sources.contract import RawCapture
+
+    cap = vault.capturer_for(conn)
+    if cap is None:
+        return None
+    raw = RawCapture.of(file, "append", 0, data, st)
+    raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves]}
+    return cap.prepare([raw])
 
 
 def _set_status(conn, home: Path | None, ids: list[str], status: str, from_status: str | None = None) -> int:

@@ -35,7 +35,7 @@ import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -133,7 +133,7 @@ def _b64(s: str) -> bytes | None:
         return None
 
 
-def _is_message(rec: dict | None) -> bool:
+def _is_message(rec: dict | None) -> TypeGuard[dict]:
     return (
         rec is not None and rec.get("type") in ("user", "assistant") and isinstance(rec.get("message"), dict)
     )
@@ -178,7 +178,7 @@ def shrink_claude(
     for idxs in by_body.values():
         if len(idxs) < 2:
             continue
-        keep = idxs[-1] if lines[idxs[0]].rec.get("type") in CLAUDE_STATE_TYPES else idxs[0]
+        keep = idxs[-1] if lines[idxs[0]].obj.get("type") in CLAUDE_STATE_TYPES else idxs[0]
         for i in idxs:
             if i != keep and i != last_uuid_line:
                 drop.add(i)
@@ -197,7 +197,7 @@ def shrink_claude(
     drop.update(prog)
     # re-link the children of dropped progress records (a dropped duplicate's uuid
     # stays in the file through its kept copy)
-    gone = {lines[i].rec.get("uuid"): lines[i].rec.get("parentUuid") for i in prog}
+    gone = {lines[i].obj.get("uuid"): lines[i].obj.get("parentUuid") for i in prog}
     gone.pop(None, None)
     out: list[Line] = []
     for ln in work:
@@ -211,7 +211,7 @@ def shrink_claude(
                 p = gone[p]
             raw = _relink_bytes(ln, p)
             res.relinked[ln.index] = p
-            ln = Line(ln.index, ln.offset, raw, dict(ln.rec, parentUuid=p), ln.problem)
+            ln = Line(ln.index, ln.offset, raw, dict(ln.obj, parentUuid=p), ln.problem)
         res.origin.append(ln.index)
         out.append(Line(len(out), ln.offset, ln.raw, ln.rec, ln.problem))
     res.lines = out

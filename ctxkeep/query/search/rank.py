@@ -134,7 +134,9 @@ def fold(
     re-reads of one file; not a session's different patches, which all start
     ``apply_patch <<'PATCH'``), is folded into it. Hits without a title are never
     folded. Returns the kept content_ids and, per kept one, how many were folded in."""
-    kept, seen, similar = [], {}, {}
+    kept: list = []
+    seen: dict = {}
+    similar: dict = {}
     words: dict[int, set[str]] = {}
 
     def ws(cid: int) -> set[str]:

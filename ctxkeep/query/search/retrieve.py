@@ -416,7 +416,8 @@ def fts_ids(
         return []
     rows = window[:FILTER_DEPTH]
     if rows:
-        kept, i, step = [], 0, 64
+        kept: list = []
+        i, step = 0, 64
         while i < len(rows) and len(kept) < n:
             part = rows[i : i + step]
             ok = ok_of([r[0] for r in part])

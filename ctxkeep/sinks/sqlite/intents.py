@@ -31,6 +31,7 @@ import os
 import signal
 import sqlite3
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from ctxkeep.sinks.sqlite.connection import write
@@ -71,7 +72,6 @@ class Intent:
 
 def _tx(conn: sqlite3.Connection):
     """The caller's open transaction, or a new write transaction."""
-    from contextlib import nullcontext
 
     return nullcontext(conn) if conn.in_transaction else write(conn)
 
@@ -83,11 +83,12 @@ def begin(
     its own) and return its ``intent_id``. ``payload`` must be JSON-serializable."""
     now = now_iso()
     with _tx(conn):
-        return conn.execute(
+        cur = conn.execute(
             "INSERT INTO intents(op, step, payload, owner, run_id, created_at, updated_at) "
             "VALUES(?,?,?,?,?,?,?)",
             (op, step, json.dumps(payload, default=str), owner(), run_id, now, now),
-        ).lastrowid
+        )
+    return _rowid(cur)
 
 
 def advance(conn: sqlite3.Connection, intent_id: int, step: str, payload: dict | None = None) -> None:
@@ -153,3 +154,10 @@ def kill_point(op: str, step: str) -> None:
     _kill_counts[key] = _kill_counts.get(key, 0) + 1
     if _kill_counts[key] >= (int(parts[2]) if len(parts) > 2 and parts[2] else 1):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _rowid(cur: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just wrote (``lastrowid`` is None only for other statements)."""
+    if cur.lastrowid is None:
+        raise sqlite3.OperationalError("the INSERT wrote no row")
+    return cur.lastrowid

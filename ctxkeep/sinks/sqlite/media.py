@@ -12,6 +12,7 @@ Purge deletes the rows of the entries it deletes (``delete.delete_selected``).
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import sqlite3
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ class StoredMedia:
     media_type: str
     bytes: int
     sha256: str
-    data: bytes
+    data: builtins.bytes  # the field ``bytes`` shadows the builtin in this class body
 
 
 def put_media(conn: sqlite3.Connection, rows: list[tuple[str, int, str, bytes]]) -> int:

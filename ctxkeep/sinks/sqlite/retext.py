@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
+import polars as pl
+
 from ctxkeep.sinks.sqlite.fts import add_facets, delete_chunk_rows, prune_vocab
 from ctxkeep.sinks.sqlite.load import _insert_chunks
 from ctxkeep.transforms.grams import vocab_terms
@@ -29,7 +31,6 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
     already stored, the two merge (the entries point at that one; its chunks gain the
     facets). Returns ``{"contents": n replaced, "merged": n merged into an existing
     content, "chunks_deleted": n, "chunks_added": n}``."""
-    import polars as pl
 
     from ctxkeep.transforms.chunk import chunks_frame
     from ctxkeep.transforms.tokens import estimate_tokens
@@ -98,10 +99,10 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
         facets[new] = fac
         out["contents"] += 1
     if fresh:
-        chunks = chunks_frame(pl.DataFrame({"content_hash": list(fresh), "text": list(fresh.values())}))
-        if chunks.height:
-            _insert_chunks(conn, chunks, tools, facets)
-            out["chunks_added"] += chunks.height
+        frame = chunks_frame(pl.DataFrame({"content_hash": list(fresh), "text": list(fresh.values())}))
+        if frame.height:
+            _insert_chunks(conn, frame, tools, facets)
+            out["chunks_added"] += frame.height
     if old_texts and conn.execute("SELECT 1 FROM sqlite_master WHERE name='vocab'").fetchone():
         # a term only the old texts held (a secret now redacted) leaves the vocabulary
         prune_vocab(conn, vocab_terms(old_texts))

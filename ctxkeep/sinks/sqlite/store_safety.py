@@ -65,6 +65,9 @@ class StoreDamaged(StoreError):
     a size that is not a whole number of pages, SQLITE_CORRUPT / SQLITE_NOTADB while
     reading, a 0-byte file where a store held data). ``ctxkeep doctor`` says more."""
 
+    #: what SQLite or the check said (for doctor; never printed in the error line)
+    why: str | None = None
+
 
 def damaged(path: Path, why: object | None = None) -> StoreDamaged:
     """The one error of a damaged store: ``store.db is damaged (<path>) - run 'ctxkeep
@@ -91,8 +94,9 @@ def is_corruption(e: BaseException) -> bool:
 def header_problem(path: Path) -> str | None:
     """Why ``path`` (an existing, non-empty file) is not a sound SQLite database file
     by its header alone, or None: a short file, the wrong magic, a page size that is
-    not a power of two in 512..65536, a size that is not a whole number of pages.
-    Reads 100 bytes."""
+    not a power of two in 512..65536, a size that is not a whole number of pages
+    (unless the header's page count fits in the file or a WAL holds the frames: a
+    write cut short by a full disk, not damage). Reads 100 bytes."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(100)
@@ -105,6 +109,15 @@ def header_problem(path: Path) -> str | None:
     if ps < 512 or ps & (ps - 1):
         return f"page size {ps} in the header is not a power of two in 512..65536"
     if size % ps:
+        # a write cut short (a checkpoint on a full disk) leaves a partial page past the
+        # end: SQLite reads only the pages its header counts (bytes 28-31, valid when
+        # bytes 92-95 equal the change counter at 24-27: sqlite.org/fileformat.html
+        # 1.3.7), and a WAL still holds the frames a cut checkpoint was copying
+        n_pages = struct.unpack(">I", head[28:32])[0]
+        counted = head[92:96] == head[24:28] and n_pages > 0 and n_pages * ps <= size
+        wal = path.with_name(path.name + "-wal")
+        if counted or (wal.exists() and wal.stat().st_size > 0):
+            return None
         return f"{size:,} bytes is not a whole number of {ps}-byte pages (truncated or extended)"
     return None
 

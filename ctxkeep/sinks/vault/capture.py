@@ -114,6 +114,8 @@ class Prepared:
     chunks: list[bytes]
     redactions: dict[str, int]
     red: bytes | None = field(default=None, repr=False)
+    #: ``RawCapture.extra`` (compress's archived ids and moves)
+    extra: dict = field(default_factory=dict)
 
     def as_record(self) -> dict:
         """The pack's record of this capture (JSON-ready; no bytes, no secret)."""
@@ -199,6 +201,7 @@ class Capturer:
                     chunks,
                     dict(counts),
                     red,
+                    dict(raw.extra),
                 )
             )
         b.record = {"v": 1, "t": time.time_ns(), "captures": [p.as_record() for p in out.items]}
@@ -388,23 +391,35 @@ def record(conn, home: Path, g: PreparedGroup | None, load: Load | None = None) 
 
 
 def replay(conn, home: Path, progress=None) -> int:
-    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``),
-    in the caller's transaction: every pack in the order it was written, its objects
-    and captures recorded as at ingest. Returns the packs replayed. Packs without a
+    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``, a
+    store backup older than the vault), in the caller's transaction: every pack the
+    manifest does not name, in the order they were written, its objects and captures
+    recorded as at ingest. Returns the packs replayed. Packs without a
     record are skipped (named by ``vault verify --full``)."""
+    from ctxkeep.sinks.vault.forget import forgotten, path_hash, used_objects
     from ctxkeep.sinks.vault.packs import pack_names, read_record
 
+    gone = forgotten(home)  # files a purge removed: never brought back
+    known = {r[0] for r in conn.execute("SELECT name FROM vault_packs")}
     recs = []
     for name, path in pack_names(home):
+        if name in known:
+            continue
         rec = read_record(path)
         if rec is not None:
             recs.append((rec[0].get("t", 0), name, path.stat().st_size, rec))
     recs.sort(key=lambda r: (r[0], r[1]))
     for i, (_, name, size, (rec, objects)) in enumerate(recs, 1):
-        g = PreparedGroup([Prepared.from_record(c) for c in rec.get("captures", [])], (name, size), objects)
-        record(conn, home, g)
+        caps = [Prepared.from_record(c) for c in rec.get("captures", []) if path_hash(c["path"]) not in gone]
+        record(conn, home, PreparedGroup(caps, (name, size), objects))
         if progress:
             progress(i, len(recs))
+    if gone and recs:  # objects only forgotten files used: their rows go (``forget.sweep`` the bytes)
+        used = used_objects(conn)
+        conn.executemany(
+            "DELETE FROM vault_objects WHERE sha = ?",
+            [(r[0],) for r in conn.execute("SELECT sha FROM vault_objects").fetchall() if r[0] not in used],
+        )
     return len(recs)
 
 

@@ -105,8 +105,11 @@ def write_pack(home: Path, b: PackBuilder) -> tuple[str, int] | None:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
-    finally:
+    except BaseException:  # a full disk: no temp file stays behind
         os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
     os.replace(tmp, dest)
     _fsync_dir(dest.parent)
     return name, len(data)

@@ -1,0 +1,61 @@
+"""``ctxkeep reparse``: derive entries, usage, FTS and DuckDB again from the vault
+(``service.vault.reparse``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, say, table
+from ctxkeep.errors import CtxkeepError
+
+
+@app.command()
+def reparse(
+    agent: list[str] | None = typer.Option(None, "--agent", "-a", help="Only this agent (repeatable)."),
+    since: str | None = typer.Option(
+        None, "--since", help="Only files the agent last changed on or after D (a date, datetime or age: 7d)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show the diff; change nothing."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """Derive entries, usage, FTS and DuckDB again from the vault with today's parsers (no agent file needed); prints the diff."""
+    from ctxkeep.service.vault import ReparseRequest
+    from ctxkeep.service.vault import reparse as run
+
+    try:
+        req = ReparseRequest.parse(
+            home=_home(home), agents=list(agent) if agent else None, since=since, dry_run=dry_run
+        )
+        r = run(req).as_json()
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(r)
+        return
+    d = r["diff"]
+    t = table(
+        title=f"ctxkeep reparse{' --dry-run' if r['dry_run'] else ''}: {_count(r['files'], 'file')}, "
+        f"{_count(r['generations'], 'generation')} from the vault"
+    )
+    for col in ("agent", "kind", "added", "removed", "changed", "same"):
+        t.add_column(col, justify="left" if col in ("agent", "kind") else "right")
+    for e in d["entries"]:
+        t.add_row(e["agent"], e["kind"], *(f"{e[k]:,}" for k in ("added", "removed", "changed", "same")))
+    out.print(t)
+    for a, u in d["usage"].items():
+        delta = u["delta"]
+        if any(delta.values()):
+            say(
+                f"{a}: usage input {delta['input_tokens']:+,}, output {delta['output_tokens']:+,}, "
+                f"cache read {delta['cache_read_tokens']:+,}, cache write {delta['cache_creation_tokens']:+,}, "
+                f"cost {delta['cost_usd']:+.4f} USD"
+            )
+        else:
+            say(f"{a}: usage unchanged")
+    for n in r["notes"]:
+        say(f"note: {n}")
+    if r["dry_run"]:
+        say("dry run: nothing changed")

@@ -1,0 +1,119 @@
+"""``ctxkeep secrets``: what redaction took out of the store (counts, never values), and
+``--scrub`` to redact those values in the agents' own session files. Renders
+``service.secrets``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.errors import CtxkeepError, UsageError
+
+
+@app.command()
+def secrets(
+    scrub: bool = typer.Option(
+        False,
+        "--scrub",
+        help="Redact the values in the agents' own session files (verified backup first).",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="With --scrub: say what would change; write nothing."
+    ),
+    files: list[Path] = typer.Argument(None, help="With --scrub: only these session files."),
+    top: int = typer.Option(20, "--top", min=1, max=1000, help="Sessions to list, most values first."),
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+):
+    """What was redacted, per kind, agent, session and date (never the values); --scrub."""
+    from ctxkeep.service import secrets as svc
+
+    if (dry_run or files) and not scrub:
+        _fail(
+            UsageError("--dry-run and FILE need --scrub", hint="run `ctxkeep secrets --scrub --dry-run`"), 2
+        )
+    h = _home(home)
+    try:
+        if scrub:
+            show = not as_json and err.get().is_terminal
+            res = svc.scrub(
+                h,
+                svc.ScrubRequest.parse(dry_run=dry_run, paths=files or None),
+                on_file=(lambda r: err.print(f"{r.status}: {r.path}", highlight=False)) if show else None,
+            )
+        else:
+            res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(res.as_json())
+        return
+    if scrub:
+        _print_scrub(res)
+    else:
+        _print_report(res)
+
+
+def _print_report(r) -> None:
+    if not r.total and not r.quarantine.values:
+        out.print("no redacted values in the store", highlight=False)
+        return
+    out.print(
+        f"{_count(r.total, 'redacted value')} in {_count(r.entries, 'entry', 'entries')} of "
+        f"{_count(r.sessions_total, 'session')}; {_count(r.quarantine.values, 'value')} in "
+        f"{_count(r.quarantine.lines, 'quarantined line')}",
+        highlight=False,
+    )
+    t = table(title="per kind")
+    for c in ("kind", "values", "entries", "sessions", "first seen", "last seen"):
+        t.add_column(c, justify="right" if c in ("values", "entries", "sessions") else "left")
+    for k, v in r.kinds.items():
+        t.add_row(
+            k, f"{v.values:,}", f"{v.entries:,}", f"{v.sessions:,}", v.first_seen or "", v.last_seen or ""
+        )
+    out.print(t)
+    t = table(title="per agent")
+    for c in ("agent", "values", "sessions", "first seen", "last seen", "kinds"):
+        t.add_column(c, justify="right" if c in ("values", "sessions") else "left")
+    for a, v in r.agents.items():
+        kinds = ", ".join(f"{k} {n}" for k, n in list(v.kinds.items())[:4])
+        t.add_row(a, f"{v.values:,}", f"{v.sessions:,}", v.first_seen or "", v.last_seen or "", kinds)
+    out.print(t)
+    t = table(title="per date (UTC)")
+    t.add_column("date")
+    t.add_column("values", justify="right")
+    t.add_column("kinds")
+    for d, kinds in r.dates.items():
+        t.add_row(d, f"{sum(kinds.values()):,}", ", ".join(f"{k} {n}" for k, n in list(kinds.items())[:4]))
+    out.print(t)
+    t = table(title="sessions to look at")
+    for c in ("agent", "session", "values", "last seen", "kinds", "file"):
+        # ids and paths whole (folded), so they can be copied
+        t.add_column(c, overflow="fold", justify="right" if c == "values" else "left")
+    for s in r.sessions:
+        kinds = ", ".join(f"{k} {n}" for k, n in list(s.kinds.items())[:3])
+        t.add_row(
+            s.agent, s.session_id, f"{s.values:,}", s.last_seen or "", kinds, s.files[0] if s.files else ""
+        )
+    out.print(t)
+    if r.note:
+        out.print(r.note, highlight=False, style="bold")
+
+
+def _print_scrub(r) -> None:
+    verb = "would scrub" if r.dry_run else "scrubbed"
+    n = sum(r.values.values())
+    out.print(
+        f"{verb} {_count(n, 'value')} in {_count(r.would_scrub if r.dry_run else r.scrubbed, 'file')}; "
+        f"{r.skipped} skipped, {r.failed} failed",
+        highlight=False,
+    )
+    for f in r.files:
+        if f.status in ("skipped", "failed"):
+            out.print(f"{f.status}: {f.path} ({f.reason})", highlight=False)
+    if r.note:
+        out.print(r.note, highlight=False, style="bold")
+        for b in r.backups:
+            out.print(f"  {b}", highlight=False)

@@ -1,0 +1,128 @@
+"""What redaction took out, and scrubbing it from the agents' files:
+``secrets_report(home, SecretsRequest) -> SecretsResult`` (``ctxkeep secrets``) and
+``scrub(home, ScrubRequest) -> ScrubResult`` (``ctxkeep secrets --scrub``).
+
+Counts only, never a value: per kind, agent, session and UTC date, with first/last
+seen (``query.secrets``); the scrub rewrites the agents' JSONL files through
+compress's safe rewrite (``maintenance.scrub``). Raises ``StoreError``/``NotFound``
+when the home holds no store.
+"""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+
+from pydantic import Field
+
+from ctxkeep.service.model import Item, Request, Result
+
+
+class SecretsRequest(Request):
+    """``top``: how many sessions to list (most values first), 1-1000."""
+
+    top: int = Field(20, ge=1, le=1000)
+
+
+class KindCount(Item):
+    values: int
+    entries: int
+    sessions: int
+    first_seen: str | None = Field(description="ISO-8601 UTC of the first entry holding one")
+    last_seen: str | None
+
+
+class AgentCount(Item):
+    values: int
+    entries: int
+    sessions: int
+    first_seen: str | None
+    last_seen: str | None
+    kinds: dict[str, int]
+
+
+class SessionCount(Item):
+    agent: str
+    session_id: str
+    project_dir: str | None
+    values: int
+    entries: int
+    first_seen: str | None
+    last_seen: str | None
+    kinds: dict[str, int]
+    files: list[str] = Field(description="the agent's session files the entries came from")
+
+
+class QuarantineCount(Item):
+    values: int
+    lines: int
+    kinds: dict[str, int]
+    agents: dict[str, int]
+    files: list[str]
+
+
+class SecretsResult(Result):
+    """``ctxkeep secrets --json``."""
+
+    total: int = Field(
+        description="values redacted in stored entries (an entry counts each marker of its text)"
+    )
+    entries: int = Field(description="stored entries holding a redacted value")
+    kinds: dict[str, KindCount]
+    agents: dict[str, AgentCount]
+    dates: dict[str, dict[str, int]] = Field(description="UTC day -> kind -> values")
+    sessions: list[SessionCount] = Field(description="the sessions to look at, most values first")
+    sessions_total: int = Field(description="sessions holding a redacted value (all, not only those listed)")
+    quarantine: QuarantineCount
+    note: str = Field(description="what to do about keys that reached an agent ('' when none)")
+
+
+def secrets_report(home: Path, req: SecretsRequest) -> SecretsResult:
+    from ctxkeep.query.secrets import secrets_report as run
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    with closing(sqlite_store.connect(Path(home), readonly=True)) as conn:
+        return SecretsResult.model_validate(run(conn, top_sessions=req.top))
+
+
+class ScrubRequest(Request):
+    """``dry_run``: say what would change, write nothing; ``paths``: only these files."""
+
+    dry_run: bool = False
+    paths: list[Path] | None = None
+
+
+class ScrubFileResult(Item):
+    path: str
+    agent: str
+    status: str = Field(description="scrubbed | would-scrub | clean | skipped | failed")
+    reason: str
+    values: dict[str, int]
+    lines_changed: int
+    dropped_bad_lines: int
+    bytes_before: int
+    bytes_after: int
+    backup: str | None
+    older_backups: list[str]
+
+
+class ScrubResult(Result):
+    """``ctxkeep secrets --scrub --json``."""
+
+    dry_run: bool = Field(description="true: nothing was written")
+    files: list[ScrubFileResult] = Field(description="per session file")
+    scrubbed: int = Field(description="files rewritten")
+    would_scrub: int = Field(description="files a run without --dry-run would rewrite")
+    skipped: int = Field(description="files left alone (active, or nothing to redact)")
+    failed: int = Field(description="files that failed (exit 1)")
+    values: dict[str, int] = Field(description="kind → values redacted (counts, never the values)")
+    backups: list[str] = Field(description="files holding the original bytes, secrets included")
+    note: str = Field(description="what to do next ('' when nothing)")
+
+
+def scrub(home: Path, req: ScrubRequest, on_file=None) -> ScrubResult:
+    from ctxkeep.maintenance.scrub import run_scrub
+
+    return ScrubResult.model_validate(
+        run_scrub(Path(home), dry_run=req.dry_run, paths=req.paths, on_file=on_file)
+    )

@@ -1,0 +1,197 @@
+"""What was found per agent, and why not: ``sources(home, SourcesRequest) ->
+SourcesResult`` (``ctxkeep sources``). Every source's discovery (no file is parsed)
+and the store's per-agent counts. Never imports Prefect."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ctxkeep.service.model import Request, Row, Shape
+
+
+class SourcesRequest(Request):
+    """No arguments: every agent."""
+
+
+class SourceRow(Row):
+    """One agent (an array from before versioning: kept for existing scripts)."""
+
+    agent: str = Field(description="agent name")
+    enabled: bool = Field(None, description="false when turned off in config.toml or CTXKEEP_DISABLE")
+    searched: list[str] = Field(None, description="the folders looked at")
+    files: int = Field(None, description="session files found")
+    bytes: int = Field(None, description="their bytes (a database with its -wal)")
+    sessions: int = Field(None, description="sessions in the store")
+    entries: int = Field(None, description="entries in the store")
+    kinds: dict[str, int] = Field(None, description="kind → entries")
+    quarantined: int = Field(None, description="quarantined lines")
+    last_ingest: str | None = Field(
+        None, description="when new data of this agent was last read (null: never)"
+    )
+    reason: str | None = Field(None, description="why nothing was found, or a note")
+    where: str | None = Field(None, description="the folder holding the files found")
+    held_back: list[dict[str, Any]] = Field(
+        None, description="files whose last part waits for a later ingest (as ingest's held_back)"
+    )
+    skipped: dict[str, int] = Field(
+        None,
+        description="reason → files discovery refused (symlinks out of the agent's folder, symlink loops, "
+        "FIFOs and devices, hard links with a name outside)",
+    )
+    skipped_examples: list[dict[str, Any]] = Field(
+        None, description="the first 20 refused files: path, reason"
+    )
+
+
+class SourcesResult(Shape):
+    """One row per agent, and config.toml's warnings."""
+
+    rows: list[SourceRow] = Field(description="one per agent")
+    warnings: list[str] = Field(description="config.toml's unknown keys, each with the closest valid one")
+    config_file: str = Field(description="the config.toml read")
+
+
+def _files(n: int) -> str:
+    return f"{n:,} file" + ("" if n == 1 else "s")
+
+
+def _file_bytes(p: Path) -> int:
+    """Bytes of a session file; a SQLite database counts its ``-wal`` too."""
+    total = 0
+    for q in (p, Path(str(p) + "-wal")):
+        try:
+            total += q.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def _common_dir(paths: list[Path]) -> str | None:
+    """The deepest folder holding all ``paths`` (None for none)."""
+    if not paths:
+        return None
+    try:
+        return os.path.commonpath([str(p.parent) for p in paths])
+    except ValueError:  # different drives
+        return str(paths[0].parent)
+
+
+def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> SourcesResult:
+    """One row per registered agent (and per agent configured that ctxkeep has no
+    source for).
+
+    Returns dicts: ``agent``, ``enabled`` (bool), ``searched`` (paths looked at),
+    ``files`` (found), ``bytes`` (their size in bytes, ``-wal`` included),
+    ``sessions``/``entries`` (in the store), ``kinds`` ({kind: n}), ``quarantined``
+    (skipped lines/rows), ``last_ingest`` (ISO UTC: when ctxkeep last read new data
+    of this agent; None: never), ``where`` (the folder
+    holding the files found, or None), ``reason`` (a plain
+    sentence when nothing was found, or a note such as a missing configured dir or a
+    database opened immutable, and what is held back for a later ingest), ``held_back``
+    (``pipeline.summary.held_back`` rows of the agent: files changed in the last
+    ``CTXKEEP_IDLE_SECONDS`` whose last turn waits, unfinished last lines), ``skipped``
+    ({reason: files} that discovery refused: symlinks out of the agent's folder, symlink
+    loops, FIFOs and devices, hard links; ``sources.confine``) and ``skipped_examples``
+    (the first 20 of them: ``{"path", "reason"}``).
+
+    ``env``: the environment to discover with (default: this process's). Returns the
+    rows and ``warnings``: ``config.toml``'s unknown keys (each with the closest valid
+    one). Raises ConfigError for a broken ``config.toml``.
+    """
+    from ctxkeep import config as cfgmod
+    from ctxkeep.query.stats import agent_counts
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+    from ctxkeep.sources import SOURCES, discover_all
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    env = dict(os.environ if env is None else env)
+    cfg = cfgmod.load_config(home, env)
+    ctx = DiscoveryContext(home=Path(env.get("HOME") or Path.home()), env=env)
+    discoveries = discover_all(
+        ctx,
+        enabled={a: cfg.agent(a).enabled for a in SOURCES},
+        extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
+    )
+    counts: dict = {}
+    notes: dict[str, list[str]] = {}
+    held: dict[str, list[dict]] = {}
+    from ctxkeep.pipeline.summary import held_back, held_back_line
+
+    if (home / STORE_DB).exists():
+        conn = sqlite_store.connect(home, readonly=True)
+        try:
+            counts = agent_counts(conn)
+            for r in held_back(conn):
+                held.setdefault(r["agent"], []).append(r)
+            for agent, state in conn.execute(
+                "SELECT agent, state FROM watermarks WHERE state LIKE '%\"note\"%'"
+            ):
+                note = json.loads(state or "{}").get("note")
+                if note and note not in notes.setdefault(agent, []):
+                    notes[agent].append(note)
+        finally:
+            conn.close()
+    rows = []
+    for d in discoveries:
+        c = counts.get(d.agent, {})
+        parts = [d.reason] if d.reason else []
+        if d.files and not c.get("entries"):
+            parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
+        parts += notes.get(d.agent, [])
+        if d.skipped:
+            parts.append(
+                f"skipped {_files(sum(d.skipped.values()))}: "
+                + ", ".join(f"{why} {n:,}" for why, n in sorted(d.skipped.items()))
+            )
+        line = held_back_line(held.get(d.agent, []))
+        if line:
+            parts.append(line)
+        reason = "; ".join(parts) or None
+        rows.append(
+            {
+                "agent": d.agent,
+                "enabled": cfg.agent(d.agent).enabled,
+                "searched": [str(p) for p in d.searched],
+                "files": len(d.files),
+                "bytes": sum(_file_bytes(f.path) for f in d.files),
+                "sessions": c.get("sessions", 0),
+                "entries": c.get("entries", 0),
+                "kinds": c.get("kinds", {}),
+                "quarantined": c.get("quarantined", 0),
+                "last_ingest": c.get("last_ingest"),
+                "reason": reason,
+                "where": _common_dir([f.path for f in d.files]),
+                "held_back": held.get(d.agent, []),
+                "skipped": dict(d.skipped),
+                "skipped_examples": [{"path": p, "reason": why} for p, why in d.skipped_examples],
+            }
+        )
+    for name in cfgmod.unknown_agents(cfg, SOURCES):
+        near = cfgmod.closest(name, list(SOURCES))
+        rows.append(
+            {
+                "agent": name,
+                "enabled": cfg.agent(name).enabled,
+                "searched": [],
+                "files": 0,
+                "bytes": 0,
+                "sessions": 0,
+                "entries": 0,
+                "kinds": {},
+                "quarantined": 0,
+                "last_ingest": None,
+                "where": None,
+                "reason": "configured, but ctxkeep has no source for this agent"
+                + (f" - did you mean {near}?" if near else " (known: " + ", ".join(SOURCES) + ")"),
+                "held_back": [],
+                "skipped": {},
+                "skipped_examples": [],
+            }
+        )
+    return SourcesResult(rows=rows, warnings=cfg.warnings, config_file=str(home / cfgmod.CONFIG_FILE))

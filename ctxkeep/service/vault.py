@@ -1,0 +1,197 @@
+"""The vault's questions (``ctxkeep vault status | verify | restore``, ``ctxkeep
+reparse``): one request/result pair and one function each, over
+``maintenance.vault`` and ``maintenance.reparse``. Sizes are bytes; times ISO-8601 UTC.
+
+Each raises ``StoreError`` when the home holds no store; ``restore`` also
+``SessionNotFound``/``AmbiguousSession``, ``NotFound`` (nothing of the session in the
+vault), ``UsageError`` (a target exists without ``force``), ``VaultDamaged``;
+``reparse`` ``StoreBusy`` and ``VaultDamaged``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ctxkeep import schema
+from ctxkeep.service.model import Names, Request, Result, When
+
+
+class AtRisk(BaseModel):
+    """A session file its agent will delete (``due``) that the vault does not hold whole."""
+
+    agent: str
+    path: str
+    due: str
+    vaulted_bytes: int
+    size: int
+
+
+class AgentVault(BaseModel):
+    """One agent's line of ``vault status``: files, sessions, generations, bytes
+    (``raw_bytes`` original, ``stored_bytes`` compressed), values redacted per kind, its
+    deletion rule (``deletes``), the next deletion of one of its files, files at risk."""
+
+    agent: str
+    files: int
+    sessions: int
+    generations: int
+    raw_bytes: int
+    stored_bytes: int
+    redactions: dict[str, int] = Field(default_factory=dict)
+    deletes: str | None = None
+    next_deletion: str | None = None
+    at_risk: list[AtRisk] = Field(default_factory=list)
+
+
+class VaultStatusRequest(Request):
+    """``home``: the ctxkeep home; ``user_home``: whose agents' settings and files (None: ``$HOME``)."""
+
+    home: Path
+    user_home: Path | None = None
+
+
+class VaultStatusResult(Result):
+    vault_dir: str
+    pack_bytes: int
+    agents: list[AgentVault]
+    schedules: list[dict[str, Any]]
+    at_risk: int
+
+
+def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
+    """``maintenance.vault.vault_status``."""
+    from ctxkeep.maintenance.vault import vault_status as run
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    ctx = DiscoveryContext.from_env()
+    if req.user_home is not None:
+        ctx.home = req.user_home
+    return VaultStatusResult.model_validate(run(req.home, ctx))
+
+
+class VaultVerifyRequest(Request):
+    """``full``: also hash every pack whole and list orphan packs."""
+
+    home: Path
+    full: bool = False
+
+
+class VaultVerifyResult(Result):
+    generations: int
+    objects: int
+    problems: list[str]
+    orphans: list[str]
+    ok: bool
+
+
+def vault_verify(req: VaultVerifyRequest) -> VaultVerifyResult:
+    """``maintenance.vault.vault_verify``."""
+    from ctxkeep.maintenance.vault import vault_verify as run
+
+    return VaultVerifyResult.model_validate(run(req.home, full=req.full))
+
+
+class VaultRestoreRequest(Request):
+    """``session`` (an id or its first characters) or ``all_missing``; ``to``: a folder
+    to write under instead of the original paths; ``force``: overwrite."""
+
+    home: Path
+    session: str | None = None
+    to: Path | None = None
+    force: bool = False
+    all_missing: bool = False
+    user_home: Path | None = None
+
+
+class RestoredFile(BaseModel):
+    path: str
+    to: str
+    bytes: int
+    redactions: dict[str, int] = Field(default_factory=dict)
+
+
+class VaultRestoreResult(Result):
+    session: str | None
+    files: list[RestoredFile]
+
+
+def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
+    """``maintenance.vault.vault_restore``; UsageError unless exactly one of
+    ``session`` and ``all_missing`` is given."""
+    from ctxkeep.errors import UsageError
+    from ctxkeep.maintenance.vault import vault_restore as run
+
+    if (req.session is None) == (not req.all_missing):
+        raise UsageError("give a SESSION or --all-missing (not both)", where="vault restore")
+    return VaultRestoreResult.model_validate(
+        run(
+            req.home,
+            req.session,
+            to=req.to,
+            force=req.force,
+            all_missing=req.all_missing,
+            user_home=req.user_home,
+        )
+    )
+
+
+class ReparseRequest(Request):
+    """``agents`` (None: every agent the vault holds), ``since`` (only files the agent
+    last changed then or later), ``dry_run``."""
+
+    home: Path
+    agents: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
+    since: When = None
+    dry_run: bool = False
+
+
+class ReparseResult(Result):
+    dry_run: bool
+    agents: list[str]
+    files: int
+    generations: int
+    diff: dict[str, Any]
+    notes: list[str]
+    seconds: float
+
+
+def reparse(req: ReparseRequest) -> ReparseResult:
+    """``maintenance.reparse.reparse``; NotFound when ``home`` holds no store (a
+    reparse never creates one: there would be no vault to read)."""
+    from ctxkeep.errors import NotFound
+    from ctxkeep.maintenance.reparse import reparse as run
+    from ctxkeep.sinks.files import STORE_DB
+
+    if not (Path(req.home) / STORE_DB).exists():
+        raise NotFound(
+            "no store yet", where=str(Path(req.home) / STORE_DB), hint="run `ctxkeep ingest` first"
+        )
+
+    since_ns = None
+    if req.since:
+        from ctxkeep.timeutil import when_bound
+
+        since_ns = int(when_bound(req.since, where="--since").timestamp() * 1e9)
+    return ReparseResult.model_validate(
+        run(req.home, agents=req.agents, since_ns=since_ns, dry_run=req.dry_run)
+    )
+
+
+__all__ = [
+    "AgentVault",
+    "ReparseRequest",
+    "ReparseResult",
+    "VaultRestoreRequest",
+    "VaultRestoreResult",
+    "VaultStatusRequest",
+    "VaultStatusResult",
+    "VaultVerifyRequest",
+    "VaultVerifyResult",
+    "reparse",
+    "vault_restore",
+    "vault_status",
+    "vault_verify",
+]

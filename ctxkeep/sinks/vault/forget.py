@@ -1,0 +1,131 @@
+"""Taking files out of the vault (a purge): their manifest rows go in the purge's
+transaction (``forget``), their bytes leave the packs afterwards (``sweep``, run by
+the purge's completion, ``sinks.recovery``, again after a crash: idempotent).
+
+A pack holding bytes no manifest row uses any more is written again without them (and
+without the forgotten files' captures in its record), durably, before the rows move to
+it; the old pack is deleted after that commit. The SHA-256 of each forgotten path is
+appended (fsync) to ``vault/forgotten`` before the rows go, so a replay of the packs
+(``capture.replay``: a lost store) never brings a forgotten file back, even from an
+old pack a crash left on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ctxkeep.sinks.vault import manifest, packs
+from ctxkeep.timeutil import now_iso
+
+FORGOTTEN = "forgotten"
+
+
+def path_hash(path: str) -> str:
+    """The SHA-256 hex of a forgotten path as ``vault/forgotten`` keeps it."""
+    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def forgotten(home: Path) -> set[str]:
+    """The path hashes ``forget`` recorded."""
+    p = packs.vault_dir(home) / FORGOTTEN
+    try:
+        return {ln.strip() for ln in p.read_text().splitlines() if ln.strip()}
+    except OSError:
+        return set()
+
+
+def forget(conn, home: Path, paths: list[str]) -> int:
+    """Remove the vault's rows of ``paths`` (generations, segments, files) and the
+    objects nothing else uses, in the caller's transaction; their hashes are appended
+    to ``vault/forgotten`` first. Returns the files forgotten."""
+    ids = [
+        (r[0], r[1])
+        for p in paths
+        for r in conn.execute("SELECT vfile_id, path FROM vault_files WHERE path = ?", (p,)).fetchall()
+    ]
+    if not ids:
+        return 0
+    d = packs.vault_dir(home)
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d / FORGOTTEN, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, "".join(path_hash(p) + "\n" for _, p in ids).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    for vid, _ in ids:
+        conn.execute(
+            "DELETE FROM vault_segments WHERE gen_id IN (SELECT gen_id FROM vault_generations WHERE vfile_id = ?)",
+            (vid,),
+        )
+        conn.execute("DELETE FROM vault_generations WHERE vfile_id = ?", (vid,))
+        conn.execute("DELETE FROM vault_files WHERE vfile_id = ?", (vid,))
+    used = used_objects(conn)
+    gone = [r[0] for r in conn.execute("SELECT sha FROM vault_objects") if r[0] not in used]
+    conn.executemany("DELETE FROM vault_objects WHERE sha = ?", [(s,) for s in gone])
+    return len(ids)
+
+
+def used_objects(conn) -> set[bytes]:
+    used = {r[0] for r in conn.execute("SELECT sha FROM vault_segments")}
+    for g in manifest.generations(conn):
+        if g.mode == "document":
+            used.update(manifest.object_list(conn, g))
+    return used
+
+
+def sweep(conn, home: Path) -> int:
+    """Write again every pack holding objects no manifest row names or captures of
+    forgotten files, without them, then delete the old pack. Returns the packs
+    rewritten. Each pack: new pack durable → its rows (one transaction) → old file
+    removed."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    gone = forgotten(home)
+    n = 0
+    for pack_id, name in conn.execute("SELECT pack_id, name FROM vault_packs").fetchall():
+        path = packs.pack_path(home, name)
+        rec = packs.read_record(path)
+        if rec is None:
+            continue
+        record, objects = rec
+        keep = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT sha, offset, stored, raw FROM vault_objects WHERE pack_id = ?", (pack_id,)
+            )
+        }
+        caps = [c for c in record.get("captures", []) if path_hash(c["path"]) not in gone]
+        if len(keep) == len(objects) and len(caps) == len(record.get("captures", [])):
+            continue
+        b = packs.PackBuilder()
+        for sha, (off, stored, raw) in sorted(keep.items(), key=lambda kv: kv[1][0]):
+            b.add(sha, packs.read_object(home, name, off, stored, raw, sha))
+        b.record = dict(record, captures=caps) if (caps or keep) else None
+        if b.record is not None:
+            b.record.pop("objects", None)
+        new = packs.write_pack(home, b)
+        with sqlite_store.write(conn):
+            if new is None:
+                conn.execute("DELETE FROM vault_packs WHERE pack_id = ?", (pack_id,))
+            else:
+                conn.execute(
+                    "INSERT OR IGNORE INTO vault_packs(name, bytes, created_at) VALUES(?,?,?)",
+                    (new[0], new[1], now_iso()),
+                )
+                nid = conn.execute("SELECT pack_id FROM vault_packs WHERE name = ?", (new[0],)).fetchone()[0]
+                conn.executemany(
+                    "UPDATE vault_objects SET pack_id = ?, offset = ?, stored = ? WHERE sha = ?",
+                    [(nid, off, st, sha) for sha, off, st, _ in b.objects],
+                )
+                if nid != pack_id:
+                    conn.execute("DELETE FROM vault_packs WHERE pack_id = ?", (pack_id,))
+        if new is None or new[0] != name:
+            path.unlink(missing_ok=True)
+        n += 1
+    return n
+
+
+__all__ = ["FORGOTTEN", "forget", "forgotten", "path_hash", "sweep", "used_objects"]

@@ -1,0 +1,203 @@
+"""Benchmark (prints figures side by side, not a test): the vault (issue 27).
+
+1. ingest of a scaled tree (``/work/shared/tools/scale_corpus.py --unique-text``) with
+   the vault off (``CTXKEEP_VAULT=0``) and on, in one run, each a whole ``ctxkeep
+   ingest`` process into a fresh store: wall, peak RSS (the child's ``ru_maxrss``),
+   vault bytes; target: on ≤ 1.15× off, peak RSS ≤ 700 MB;
+2. vault bytes / raw bytes on the corpus (target ≤ 0.25×), with plain zstd-3 and
+   zstd-19 of each whole file beside it (what compression alone reaches);
+3. a Gemini CLI document (the corpus's real session, its messages cycled) rewritten
+   after each of 100 messages and ingested each time: packs + manifest rows against
+   the final document (target ≤ 2×);
+4. ``vault restore`` of the largest session of the scaled tree (target ≤ 0.5 s);
+5. ``reparse`` of the scaled tree against its fresh ingest (target ≤ 1.2×).
+
+    uv run python tests/bench/bench_vault.py --mb 200     # the lead's run
+    uv run python tests/bench/bench_vault.py --mb 2       # a check that it works
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+CORPUS_HOME = ROOT.parent / "shared" / "corpus" / "home"
+SCALE = ROOT.parent / "shared" / "tools" / "scale_corpus.py"
+GEMINI = next(iter(sorted((CORPUS_HOME / ".gemini").rglob("session-2025-12-03T08-28-*.json"))), None)
+
+
+def _child(args: list[str], env: dict) -> tuple[float, float, str]:
+    """Run ``python -m ctxkeep ARGS``: (wall s, peak RSS MB, stdout)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(
+        [sys.executable, "-P", "-m", "ctxkeep", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    out = p.stdout.read().decode()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"ctxkeep {' '.join(args)} failed: {out[-500:]}")
+    return wall, ru.ru_maxrss / 1024, out
+
+
+def _env(home: Path, **extra: str) -> dict:
+    env = dict(os.environ, HOME=str(home), CTXKEEP_IDLE_SECONDS="0", **extra)
+    env.pop("CTXKEEP_HOME", None)
+    return env
+
+
+def _du(p: Path) -> int:
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.exists() else 0
+
+
+def _tree_bytes(home: Path) -> int:
+    return sum(f.stat().st_size for f in home.rglob("*") if f.is_file())
+
+
+def ingest_on_off(tmp: Path, tree: Path) -> dict:
+    rows = {}
+    for name, flag in (("vault off", "0"), ("vault on", "1")):
+        store = tmp / f"store-{flag}"
+        wall, rss, _ = _child(["ingest", "--home", str(store)], _env(tree, CTXKEEP_VAULT=flag))
+        rows[name] = (wall, rss, _du(store / "vault"))
+    off, on = rows["vault off"], rows["vault on"]
+    print(f"\n1. ingest of {_tree_bytes(tree) / 1e6:,.1f} MB ({tree})")
+    print(f"   {'':10} {'wall s':>8} {'peak RSS MB':>12} {'vault MB':>9}")
+    for k, (w, r, v) in rows.items():
+        print(f"   {k:10} {w:8.2f} {r:12.0f} {v / 1e6:9.2f}")
+    print(
+        f"   on / off: {on[0] / off[0]:.3f}x wall (target <= 1.15), peak RSS {on[1]:.0f} MB (target <= 700)"
+    )
+    return {"fresh_ingest_s": on[0], "store": tmp / "store-1"}
+
+
+def corpus_ratio(tmp: Path) -> None:
+    import zstandard
+
+    home = tmp / "corpus-home"
+    shutil.copytree(CORPUS_HOME, home)
+    store = tmp / "corpus-store"
+    _child(["ingest", "--home", str(store)], _env(home))
+    conn = sqlite3.connect(store / "store.db")
+    held = [r[0] for r in conn.execute("SELECT path FROM vault_files")]
+    conn.close()
+    raw_held = sum(Path(p).stat().st_size for p in held)
+    raw_all = _tree_bytes(home)
+    vault = _du(store / "vault")
+    z3 = sum(len(zstandard.ZstdCompressor(level=3).compress(Path(p).read_bytes())) for p in held)
+    z19 = sum(len(zstandard.ZstdCompressor(level=19).compress(Path(p).read_bytes())) for p in held)
+    print("\n2. vault bytes / raw bytes on the corpus")
+    print(
+        f"   files the vault holds: {len(held)} ({raw_held / 1e6:.2f} MB); the whole corpus {raw_all / 1e6:.2f} MB"
+    )
+    print(
+        f"   vault {vault / 1e6:.3f} MB = {vault / raw_held:.3f}x the files it holds, {vault / raw_all:.3f}x the corpus"
+    )
+    print(
+        f"   beside: each file zstd-3 {z3 / raw_held:.3f}x, zstd-19 {z19 / raw_held:.3f}x (target <= 0.25x)"
+    )
+
+
+def rewrites(tmp: Path) -> None:
+    from ctxkeep.pipeline.engine import run_ingest
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    if GEMINI is None:
+        print("\n3. skipped: the corpus's Gemini session is missing")
+        return
+    src = json.loads(GEMINI.read_bytes())
+    home = tmp / "doc-home"
+    p = home / ".gemini/tmp/bench/chats/session-2026-01-01T00-00-bench000.json"
+    p.parent.mkdir(parents=True)
+    store = tmp / "doc-store"
+    msgs = []
+    t0 = time.perf_counter()
+    os.environ["CTXKEEP_IDLE_SECONDS"] = "0"
+    for i in range(100):
+        msgs.append(dict(src["messages"][i % len(src["messages"])], id=f"m{i}"))
+        doc = dict(src, lastUpdated=f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z", messages=msgs)
+        p.write_text(json.dumps(doc, indent=2))
+        run_ingest(store, ctx=DiscoveryContext(home=home, env={}), agents=["gemini-cli"])
+    wall = time.perf_counter() - t0
+    final = p.stat().st_size
+    conn = sqlite3.connect(store / "store.db")
+    lists = conn.execute(
+        "SELECT coalesce(sum(length(chunks)), 0), count(*) FROM vault_generations"
+    ).fetchone()
+    objs = conn.execute("SELECT count(*) FROM vault_objects").fetchone()[0]
+    conn.close()
+    packs = _du(store / "vault")
+    rows = 100 * lists[1] + 60 * objs
+    total = packs + lists[0] + rows
+    print("\n3. a Gemini CLI document rewritten after each of 100 messages (100 ingests)")
+    print(f"   final document {final / 1e3:,.1f} KB; {lists[1]} generations")
+    print(
+        f"   packs {packs / 1e3:,.1f} KB + chunk lists {lists[0] / 1e3:,.1f} KB + rows ~{rows / 1e3:,.1f} KB = "
+        f"{total / final:.2f}x the final document (target <= 2x); the 100 versions whole: "
+        f"{sum(range(1, 101)) * final / 100 / 1e6:,.1f} MB; 100 ingests {wall:.1f} s"
+    )
+
+
+def restore_and_reparse(tmp: Path, tree: Path, fresh_s: float, store: Path) -> None:
+    conn = sqlite3.connect(store / "store.db")
+    sid = conn.execute(
+        "SELECT e.session_id FROM entry_rows e JOIN files f ON f.file_id = e.file_id JOIN vault_files v "
+        "ON v.path = f.path GROUP BY 1 ORDER BY sum(length(e.entry_id)) DESC LIMIT 1"
+    ).fetchone()[0]
+    conn.close()
+    from ctxkeep.maintenance.vault import vault_restore
+
+    t0 = time.perf_counter()
+    r = vault_restore(store, sid, to=tmp / "restored", user_home=tree)
+    t_api = time.perf_counter() - t0
+    wall, _, _ = _child(
+        ["vault", "restore", sid, "--to", str(tmp / "restored2"), "--home", str(store)], _env(tree)
+    )
+    size = sum(f["bytes"] for f in r["files"])
+    print(f"\n4. vault restore of the largest session ({len(r['files'])} file(s), {size / 1e6:.2f} MB)")
+    print(
+        f"   in-process {t_api:.3f} s; whole `ctxkeep vault restore` process {wall:.3f} s (target <= 0.5 s)"
+    )
+    wall, rss, _ = _child(["reparse", "--home", str(store)], _env(tree))
+    print("\n5. reparse of the scaled tree from the vault against its fresh ingest (vault on)")
+    print(
+        f"   fresh ingest {fresh_s:.2f} s; reparse {wall:.2f} s = {wall / fresh_s:.2f}x (target <= 1.2x); peak RSS {rss:.0f} MB"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mb", type=float, default=200, help="size of the scaled tree (MB)")
+    args = ap.parse_args()
+    print(f"bench_vault: load average {os.getloadavg()[0]:.2f} at start")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        tree = tmp / "tree"
+        subprocess.run(
+            [sys.executable, str(SCALE), "--mb", str(args.mb), "--unique-text", str(tree)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        r = ingest_on_off(tmp, tree)
+        corpus_ratio(tmp)
+        rewrites(tmp)
+        restore_and_reparse(tmp, tree, r["fresh_ingest_s"], r["store"])
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()

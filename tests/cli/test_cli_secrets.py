@@ -1,0 +1,102 @@
+"""``ctxkeep secrets`` (counts of what redaction took out, never values) and ``ctxkeep
+secrets --scrub`` (the values redacted in the agents' own files through compress's
+safe rewrite), on the planted home of ``fixtures.secrets.planted_home``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli_helpers import one_error_line
+from compress_helpers import records
+from ctxkeep.cli import app
+from fixtures.secrets.planted_home import plant
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def planted(tmp_path):
+    home = tmp_path / "home"
+    claude, codex, gemini, values = plant(home)
+    store = tmp_path / "ctxhome"
+    e = {"HOME": str(home), "CTXKEEP_HOME": str(store), "CTXKEEP_IDLE_SECONDS": "0"}
+    r = runner.invoke(app, ["ingest"], env=e)
+    assert r.exit_code == 0, r.output
+    return e, claude, codex, gemini, values
+
+
+def _run(e, *args):
+    r = runner.invoke(app, list(args), env=e)
+    assert r.exit_code == 0, (args, r.output)
+    return r
+
+
+@pytest.mark.slow
+def test_report_counts_per_kind_agent_session_and_date_without_values(planted):
+    e, claude, codex, gemini, values = planted
+    r = _run(e, "secrets", "--json")
+    d = json.loads(r.stdout)
+    assert d["schema"] == 1
+    assert set(d["agents"]) == {"claude-code", "codex", "gemini-cli"}
+    # every agent's session got the .env text at least twice (user text and a tool input)
+    for a in d["agents"].values():
+        assert a["values"] >= 2 * 30 and a["sessions"] == 1
+    assert d["kinds"]["digitalocean-pat"]["sessions"] == 3
+    assert d["kinds"]["age-secret-key"]["first_seen"] <= d["kinds"]["age-secret-key"]["last_seen"]
+    assert sum(d["kinds"][k]["values"] for k in d["kinds"]) == d["total"]
+    assert sum(sum(k.values()) for k in d["dates"].values()) <= d["total"]
+    assert "2026-08-03" in d["dates"] and "2025-12-03" in d["dates"]  # Codex and Gemini days
+    files = {f for s in d["sessions"] for f in s["files"]}
+    assert {str(claude), str(codex), str(gemini)} <= files
+    assert d["quarantine"]["lines"] == 1 and d["quarantine"]["files"] == [str(claude)]
+    assert "rotate" in d["note"]
+    text = r.stdout + _run(e, "secrets").stdout
+    assert [v for v in values if v in text] == []
+    assert "sessions to look at" in _run(e, "secrets").stdout
+
+
+@pytest.mark.slow
+def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(planted):
+    e, claude, codex, gemini, values = planted
+    before = {p: p.read_bytes() for p in (claude, codex, gemini)}
+    d = json.loads(_run(e, "secrets", "--scrub", "--dry-run", "--json").stdout)
+    assert d["dry_run"] and d["would_scrub"] == 3 and d["scrubbed"] == 0
+    assert {p: p.read_bytes() for p in before} == before
+    n_entries = json.loads(_run(e, "stats", "--json").stdout)["entries"]
+
+    d = json.loads(_run(e, "secrets", "--scrub", "--json").stdout)
+    assert d["scrubbed"] == 3 and d["failed"] == 0
+    assert sorted(d["backups"]) == sorted(str(p) + ".backup" for p in (claude, codex, gemini))
+    for p in (claude, codex):
+        data = p.read_bytes()
+        assert [v for v in values if v.encode() in data or json.dumps(v)[1:-1].encode() in data] == []
+        recs = records(data)  # every line parses: the agent can resume it
+        old = [json.loads(x) for x in before[p].splitlines() if x.strip().startswith(b"{") and _ok(x)]
+        assert [r.get("uuid") or r.get("type") for r in recs] == [r.get("uuid") or r.get("type") for r in old]
+        assert (p.parent / (p.name + ".backup")).read_bytes() == before[p]
+    g = gemini.read_bytes()
+    assert [v for v in values if v.encode() in g or json.dumps(v)[1:-1].encode() in g] == []
+    old_doc, new_doc = json.loads(before[gemini]), json.loads(g)
+    assert [m["id"] for m in new_doc["messages"]] == [m["id"] for m in old_doc["messages"]]
+    assert new_doc["sessionId"] == old_doc["sessionId"]
+    # the store is unchanged by it and the next ingest adds nothing
+    _run(e, "ingest")
+    assert json.loads(_run(e, "stats", "--json").stdout)["entries"] == n_entries
+    again = json.loads(_run(e, "secrets", "--scrub", "--json").stdout)
+    assert again["scrubbed"] == 0
+
+
+def _ok(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+        return True
+    except ValueError:
+        return False
+
+
+def test_dry_run_without_scrub_is_a_usage_error(tmp_path):
+    r = runner.invoke(app, ["secrets", "--dry-run"], env={"CTXKEEP_HOME": str(tmp_path)})
+    one_error_line(r, 2, "--scrub")

@@ -1,0 +1,161 @@
+"""SIGKILL trials of an ingest with the vault (issue 27): a ``ctxkeep ingest`` process
+killed at a random time leaves a vault whose manifest reads back (every object of every
+generation; orphan packs allowed) and agrees with the watermarks (an append file's
+generation ends where its watermark's offset is), and the next ingest ends with the
+same store and the same vault bytes as a run never killed.
+
+``VAULT_KILL_TRIALS`` sets the number of trials (default 30)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxkeep.maintenance.vault import vault_verify
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.vault import manifest
+from tests.conftest import CORPUS_HOME
+from tests.store_digest import store_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCALE = ROOT.parent / "shared" / "tools" / "scale_corpus.py"
+
+
+def _env(home: Path) -> dict:
+    env = dict(os.environ, HOME=str(home), CTXKEEP_IDLE_SECONDS="0")
+    env.pop("CTXKEEP_HOME", None)
+    return env
+
+
+def _ingest(home: Path, store: Path, kill_after: float | None = None) -> bool:
+    """Run ``ctxkeep ingest``; with ``kill_after``, SIGKILL it then. True when it ended by itself."""
+    p = subprocess.Popen(
+        [sys.executable, "-P", "-m", "ctxkeep", "ingest", "--home", str(store)],
+        env=_env(home),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        p.wait(timeout=kill_after if kill_after is not None else 600)
+        return True
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return False
+
+
+def _vault_state(store: Path) -> dict[str, bytes]:
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        return {f"{g.path}#{g.gen}": manifest.gen_bytes(conn, store, g) for g in manifest.generations(conn)}
+    finally:
+        conn.close()
+
+
+def _agrees(store: Path) -> None:
+    """Every append file's newest generation ends at its watermark's offset."""
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        wm = dict(conn.execute("SELECT path, offset FROM watermarks").fetchall())
+        for g in manifest.generations(conn, latest=True):
+            if g.mode == "append" and g.path in wm:
+                assert g.start + g.length == wm[g.path], g.path
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_sigkilled_ingests_leave_a_vault_that_agrees_with_the_store(tmp_path):
+    if not SCALE.exists() or not CORPUS_HOME.is_dir():
+        pytest.skip("shared corpus or tools missing")
+    home = tmp_path / "home"
+    subprocess.run(
+        [sys.executable, str(SCALE), "--mb", "6", "--unique-text", str(home)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    ref = tmp_path / "ref"
+    t0 = time.perf_counter()
+    assert _ingest(home, ref)
+    wall = time.perf_counter() - t0
+    want_store, want_vault = store_digest(ref), _vault_state(ref)
+    rng = random.Random(27)
+    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    killed = 0
+    for i in range(trials):
+        store = tmp_path / f"s{i}"
+        if not _ingest(home, store, kill_after=rng.uniform(0.3, wall)):
+            killed += 1
+            if (store / "store.db").exists():
+                v = vault_verify(store)
+                assert v["ok"], v["problems"]
+                _agrees(store)
+        assert _ingest(home, store)
+        assert store_digest(store) == want_store
+        assert _vault_state(store) == want_vault
+        assert vault_verify(store, full=True)["ok"]
+        shutil.rmtree(store)
+    assert killed >= trials // 3, killed
+
+
+def _reparse(store: Path, home: Path, kill_after: float | None = None) -> bool:
+    p = subprocess.Popen(
+        [sys.executable, "-P", "-m", "ctxkeep", "reparse", "--home", str(store)],
+        env=_env(home),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        p.wait(timeout=kill_after if kill_after is not None else 600)
+        return True
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        return False
+
+
+@pytest.mark.slow
+def test_a_sigkilled_reparse_leaves_the_old_store_or_the_new_one(tmp_path):
+    """A reparse killed at a random time: the store is the one before it or the one a
+    whole reparse makes (store digests), never a mix, and reads back; the next reparse
+    completes (and removes the copy the killed one left)."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared corpus missing")
+    home = tmp_path / "home"
+    shutil.copytree(CORPUS_HOME, home)
+    base = tmp_path / "base"
+    assert _ingest(home, base)
+    before = store_digest(base)
+    done = tmp_path / "done"
+    shutil.copytree(base, done)
+    t0 = time.perf_counter()
+    assert _reparse(done, home)
+    wall = time.perf_counter() - t0
+    after = store_digest(done)
+    assert after != before  # the corpus's redacted Codex lines tell the two apart
+    rng = random.Random(2727)
+    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    killed = 0
+    for i in range(trials):
+        store = tmp_path / f"r{i}"
+        shutil.copytree(base, store)
+        if not _reparse(store, home, kill_after=rng.uniform(0.2, wall)):
+            killed += 1
+        got = store_digest(store)
+        assert got in (before, after), i
+        assert vault_verify(store)["ok"]
+        assert _reparse(store, home)
+        assert store_digest(store) == after
+        assert not list((store / "vault" / "tmp").glob("reparse-*"))
+        shutil.rmtree(store)
+    assert killed >= trials // 3, killed
