@@ -48,8 +48,6 @@ ALLOWED_READS = {
     "query/stats.py": "the query layer's reads",
     "query/reports.py": "the report SQL over a connection sinks.analytics_read opened",
     "query/lake.py": "an in-memory DuckDB of views over a Parquet lake (no store)",
-    "service/analytics.py": "the notebooks' and the app's read-only SQLite connection",
-    "notebooks/store.py": "the store notebook's dedup sums on that read-only connection",
     # the export's DuckDB reads (the digests and rows it exports) on the analytics
     # connection sinks.duckdb opened and synced; its SQLite marks are sinks.sqlite.lake_marks
     "maintenance/export.py": "DuckDB reads of what it exports",
