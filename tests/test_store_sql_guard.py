@@ -37,6 +37,7 @@ ALLOWED_READS = {
     "sources/goose.py": "reads an agent's database",
     "sources/opencode.py": "reads an agent's database",
     "sources/opencode_go.py": "reads an agent's database",
+    "sources/zed.py": "reads an agent's database",
     "sources/readers/sqlite.py": "opens an agent's database read-only",
     # the query layer: its SELECTs over the store are its job
     "query/fetch.py": "the query layer's reads",
@@ -54,7 +55,6 @@ ALLOWED_READS = {
     # landed after the move of maintenance's SQL into sinks/: to move there too
     "maintenance/reparse.py": "reparse from the vault (to move into sinks/)",
     "maintenance/vault.py": "the vault's generations and files (to move into sinks/)",
-    "maintenance/scrub.py": "the session files holding redacted values (to move into sinks/)",
     "service/analytics.py": "the notebooks' read-only SQLite connection (to move into sinks/)",
     "service/sources.py": "the watermarks' notes per agent (to move into sinks/)",
     "notebooks/store.py": "a notebook's reads over the read-only connection it is given",
