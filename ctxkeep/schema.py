@@ -87,6 +87,7 @@ AGENTS = (
     "zed",
     "iflow",
     "deepseek-tui",
+    "zencoder",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

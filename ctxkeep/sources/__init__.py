@@ -58,6 +58,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "zed": ("zed", None),
     "iflow": ("iflow", None),
     "deepseek-tui": ("deepseek_tui", None),
+    "zencoder": ("zencoder", None),
 }
 
 

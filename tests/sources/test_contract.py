@@ -69,6 +69,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "zed": "sqlite",
         "iflow": "append",
         "deepseek-tui": "rewrite",
+        "zencoder": "append",
     }
 
 
@@ -91,6 +92,7 @@ def test_capabilities_are_the_protocols():
         "mistral-vibe",
         "openclaude",
         "pi",
+        "zencoder",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [
