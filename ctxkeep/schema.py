@@ -88,6 +88,7 @@ AGENTS = (
     "iflow",
     "deepseek-tui",
     "zencoder",
+    "grok",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -59,6 +59,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "iflow": ("iflow", None),
     "deepseek-tui": ("deepseek_tui", None),
     "zencoder": ("zencoder", None),
+    "grok": ("grok", None),
 }
 
 

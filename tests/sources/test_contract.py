@@ -70,6 +70,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "iflow": "append",
         "deepseek-tui": "rewrite",
         "zencoder": "append",
+        "grok": "append",
     }
 
 
@@ -87,6 +88,7 @@ def test_capabilities_are_the_protocols():
         "codex",
         "copilot-cli",
         "gptme",
+        "grok",
         "iflow",
         "kimi",
         "mistral-vibe",
