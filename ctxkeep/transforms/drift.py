@@ -49,7 +49,9 @@ def run_alerts(before: list[dict], run: dict) -> list[dict]:
     ``{(agent, version): VersionTally}``). Sorted by agent and version."""
     prior: dict[tuple[str, str], dict] = {}
     for r in before:
-        acc = prior.setdefault((r["agent"], r["agent_version"]), {"records": 0, "parsed": 0, "unknown": set()})
+        acc = prior.setdefault(
+            (r["agent"], r["agent_version"]), {"records": 0, "parsed": 0, "unknown": set()}
+        )
         acc["records"] += r["records"]
         acc["parsed"] += r["parsed"]
         acc["unknown"] |= set(r["unknown"])
