@@ -67,7 +67,7 @@ class SecretsResult(Result):
     total: int = Field(
         description="values redacted in stored entries (an entry counts each marker of its text)"
     )
-    entries: int = Field(description="stored entries whose text holds a redacted value")
+    entries: int = Field(description="stored entries holding a redacted value")
     kinds: dict[str, KindCount]
     agents: dict[str, AgentCount]
     dates: dict[str, dict[str, int]] = Field(description="UTC day -> kind -> values")
@@ -110,14 +110,14 @@ class ScrubResult(Result):
     """``ctxkeep secrets --scrub --json``."""
 
     dry_run: bool = Field(description="true: nothing was written")
-    files: list[ScrubFileResult]
+    files: list[ScrubFileResult] = Field(description="per session file")
     scrubbed: int = Field(description="files rewritten")
     would_scrub: int = Field(description="files a run without --dry-run would rewrite")
-    skipped: int = Field(description="files left alone (active, incomplete last line; reason per file)")
-    failed: int = Field(description="files whose rewrite failed (the original kept)")
-    values: dict[str, int] = Field(description="kind -> values redacted (counts, never the values)")
+    skipped: int = Field(description="files left alone (active, or nothing to redact)")
+    failed: int = Field(description="files that failed (exit 1)")
+    values: dict[str, int] = Field(description="kind → values redacted (counts, never the values)")
     backups: list[str] = Field(description="files holding the original bytes, secrets included")
-    note: str = Field(description="what to do with the backups ('' when none)")
+    note: str = Field(description="what to do next ('' when nothing)")
 
 
 def scrub(home: Path, req: ScrubRequest, on_file=None) -> ScrubResult:

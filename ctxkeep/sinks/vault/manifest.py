@@ -94,7 +94,7 @@ def read_sha(conn, home: Path, sha: bytes) -> bytes:
     if o is None:
         raise VaultDamaged(
             f"vault damaged: object {sha.hex()[:16]} is not in the manifest",
-            where="store.db vault_objects",
+            where=f"{STORE_DB} vault_objects",
             hint="run 'ctxkeep vault verify'",
         )
     return read_object(home, o[0], o[1], o[2], o[3], sha)
@@ -160,7 +160,7 @@ def object_list(conn, g: Generation) -> list[bytes]:
         except ValueError as e:
             raise VaultDamaged(
                 f"vault damaged: the chunk list of {g.path} (generation {g.gen}): {e}",
-                where="store.db vault_generations",
+                where=f"{STORE_DB} vault_generations",
                 hint="run 'ctxkeep vault verify'",
             ) from None
     return [
@@ -184,7 +184,7 @@ def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
         if o is None:
             raise VaultDamaged(
                 f"vault damaged: object {sha.hex()[:16]} of {g.path} is not in the manifest",
-                where="store.db vault_objects",
+                where=f"{STORE_DB} vault_objects",
                 hint="run 'ctxkeep vault verify'",
             )
         data = read_object(home, o[0], o[1], o[2], o[3], sha)
