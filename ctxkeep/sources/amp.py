@@ -37,12 +37,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from ctxkeep.sources._util import as_int, blocks_text, compact_json
+from ctxkeep.sources._util import as_int, blocks_text, compact_json, dict_at
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     SourceFile,
     Watermark,
 )
@@ -51,7 +52,7 @@ from ctxkeep.timeutil import format_epoch
 
 AGENT = "amp"
 PARSER_VERSION = 1
-MODE = "rewrite"
+MODE: Mode = "rewrite"
 
 _THREAD_RE = re.compile(r"^T-[0-9A-Za-z-]+$")
 
@@ -90,8 +91,8 @@ def _ms(v) -> str | None:
 
 
 def _project(doc: dict) -> str | None:
-    env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
-    initial = env.get("initial") if isinstance(env.get("initial"), dict) else {}
+    env = dict_at(doc, "env")
+    initial = dict_at(env, "initial")
     trees = initial.get("trees") if isinstance(initial.get("trees"), list) else []
     tree = trees[0] if trees and isinstance(trees[0], dict) else {}
     uri = tree.get("uri")
@@ -108,7 +109,7 @@ def _result_text(b: dict) -> str:
         return (
             c if isinstance(c, str) else blocks_text(c, lambda x: str(x.get("text") or compact_json(x, 2000)))
         )
-    run = b.get("run") if isinstance(b.get("run"), dict) else {}
+    run = dict_at(b, "run")
     res = run.get("result")
     text = res if isinstance(res, str) else compact_json(res) if res is not None else ""
     return ("[error] " + text) if run.get("status") in ("error", "failed") else text
@@ -119,7 +120,7 @@ def parse_thread(doc, src: str, fallback_id: str, state: dict, old_ids: list[str
     a document that is not a thread (no ``messages`` list)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise ValueError("not an Amp thread (no messages list)")
-    tid = doc.get("id") if isinstance(doc.get("id"), str) and _THREAD_RE.match(doc["id"]) else fallback_id
+    tid = str(doc["id"]) if isinstance(doc.get("id"), str) and _THREAD_RE.match(doc["id"]) else fallback_id
     created = _ms(doc.get("created"))
     base = {
         "agent": AGENT,
@@ -151,8 +152,8 @@ def parse_thread(doc, src: str, fallback_id: str, state: dict, old_ids: list[str
         mid = str(mid) if mid is not None else str(i)
         ids.append(mid)
         role = m.get("role") if m.get("role") in ("user", "assistant") else "system"
-        usage = m.get("usage") if isinstance(m.get("usage"), dict) else {}
-        meta = m.get("meta") if isinstance(m.get("meta"), dict) else {}
+        usage = dict_at(m, "usage")
+        meta = dict_at(m, "meta")
         ts = usage.get("timestamp") if isinstance(usage.get("timestamp"), str) else None
         b = dict(
             base,

@@ -33,15 +33,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "kimi"
 PARSER_VERSION = 1
-MODE = "append"
+MODE: Mode = "append"
 
 _LEGACY = frozenset(
     {
@@ -174,7 +174,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
     if msg is not None:  # Kimi CLI
         mtype = msg.get("type")
-        p = msg.get("payload") if isinstance(msg.get("payload"), dict) else {}
+        p = dict_at(msg, "payload")
         if mtype not in _LEGACY:
             unknown(state, mtype)
         if mtype == "TurnBegin":
@@ -184,7 +184,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
                 return [dict(base, role="assistant", kind="thinking", text=str(p.get("think") or ""))]
             return [dict(base, role="assistant", kind="message", text=str(p.get("text") or ""))]
         if mtype == "ToolCall":
-            fn = p.get("function") if isinstance(p.get("function"), dict) else {}
+            fn = dict_at(p, "function")
             args = fn.get("arguments")
             return [
                 dict(
@@ -197,7 +197,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
                 )
             ]
         if mtype == "ToolResult":
-            rv = p.get("return_value") if isinstance(p.get("return_value"), dict) else {}
+            rv = dict_at(p, "return_value")
             text = _output(rv.get("output"))
             return [
                 dict(
@@ -232,12 +232,12 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         return [_usage_entry(base, u, state.get("model"), camel=True)] if isinstance(u, dict) else []
     if rtype == "metadata":
         return []
-    ev = rec.get("event") if isinstance(rec.get("event"), dict) else {}
+    ev = dict_at(rec, "event")
     et = ev.get("type")
     if et not in _EVENTS:
         unknown(state, f"event:{et}")
     if et == "content.part":
-        part = ev.get("part") if isinstance(ev.get("part"), dict) else {}
+        part = dict_at(ev, "part")
         if part.get("type") == "think":
             return [
                 dict(
@@ -261,7 +261,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             )
         ]
     if et == "tool.result":
-        res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+        res = dict_at(ev, "result")
         text = _output(res.get("output")) or str(res.get("message") or "")
         return [
             dict(

@@ -46,12 +46,13 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
+from ctxkeep.sources._util import as_int, compact_json, dict_at
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
     Discovery,
     DiscoveryContext,
+    Mode,
     RawCapture,
     SourceFile,
     Watermark,
@@ -62,7 +63,7 @@ from ctxkeep.sources.readers.jsonl import open_file
 
 AGENT = "openhands"
 PARSER_VERSION = 1
-MODE = "rewrite"  # base_state.json, rewritten in place; the change test covers the events
+MODE: Mode = "rewrite"  # base_state.json, rewritten in place; the change test covers the events
 
 _KINDS = frozenset({"MessageEvent", "ActionEvent", "ObservationEvent"})
 _CWD_KEYS = ("working_dir", "cwd", "path", "mount_path", "root", "repo_path", "repo_root")
@@ -160,14 +161,15 @@ def _text(content) -> str:
 
 
 def _thinking(ev: dict) -> str:
-    blocks = ev.get("thinking_blocks") if isinstance(ev.get("thinking_blocks"), list) else []
+    tb = ev.get("thinking_blocks")
+    blocks: list = tb if isinstance(tb, list) else []
     parts = [str(b.get("thinking") or "").strip() for b in blocks if isinstance(b, dict)]
     text = "\n\n".join(p for p in parts if p)
     return text or (ev["reasoning_content"].strip() if isinstance(ev.get("reasoning_content"), str) else "")
 
 
 def _cwd(base_state: dict) -> str | None:
-    ws = base_state.get("workspace") if isinstance(base_state.get("workspace"), dict) else {}
+    ws = dict_at(base_state, "workspace")
     for k in _CWD_KEYS:
         v = ws.get(k)
         if isinstance(v, str) and v.strip():
@@ -180,7 +182,7 @@ def event_entries(ev: dict, base: dict, tally: Tally, raw: bytes) -> list[dict]:
     kind = ev.get("kind")
     out: list[dict] = []
     if kind == "MessageEvent":
-        msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+        msg = dict_at(ev, "llm_message")
         role = msg.get("role") if msg.get("role") in ("user", "assistant", "system") else "system"
         th = _thinking(ev)
         if th:
@@ -195,7 +197,7 @@ def event_entries(ev: dict, base: dict, tally: Tally, raw: bytes) -> list[dict]:
             )
         )
     elif kind == "ActionEvent":
-        call = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+        call = dict_at(ev, "tool_call")
         name = ev.get("tool_name") or call.get("name")
         args = call.get("arguments")
         text = args.strip() if isinstance(args, str) and args.strip() else compact_json(ev.get("action"))
@@ -216,7 +218,7 @@ def event_entries(ev: dict, base: dict, tally: Tally, raw: bytes) -> list[dict]:
             )
         )
     elif kind == "ObservationEvent":
-        obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
+        obs = dict_at(ev, "observation")
         if "content" in obs:
             text = _text(obs["content"]) if not isinstance(obs["content"], str) else obs["content"]
         else:
@@ -255,8 +257,8 @@ def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATC
     kept: list[bytes] = []
     state = _load(file.path, quarantine, kept) or {}
     sid = state.get("id") if isinstance(state.get("id"), str) and state["id"] else file.path.parent.name
-    agent = state.get("agent") if isinstance(state.get("agent"), dict) else {}
-    llm = agent.get("llm") if isinstance(agent.get("llm"), dict) else {}
+    agent = dict_at(state, "agent")
+    llm = dict_at(agent, "llm")
     model = llm.get("model") if isinstance(llm.get("model"), str) else None
     cwd = _cwd(state)
     src = str(file.path)
@@ -290,21 +292,20 @@ def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATC
             "record_id": f"{sid}:{ev.get('id') or p.stem}",
         }
         if cwd is None:
-            obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
-            meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
+            obs = dict_at(ev, "observation")
+            meta = dict_at(obs, "metadata")
             if isinstance(meta.get("working_dir"), str):
                 cwd = base["project_dir"] = meta["working_dir"]
         entries += event_entries(ev, base, tally, orjson.dumps(ev))
-    stats = state.get("stats") if isinstance(state.get("stats"), dict) else {}
-    metrics = stats.get("usage_to_metrics") if isinstance(stats.get("usage_to_metrics"), dict) else {}
+    stats = dict_at(state, "stats")
+    metrics = dict_at(stats, "usage_to_metrics")
     for who, m in metrics.items():
-        usages = (
-            m.get("token_usages") if isinstance(m, dict) and isinstance(m.get("token_usages"), list) else []
-        )
+        tu = m.get("token_usages") if isinstance(m, dict) else None
+        usages: list = tu if isinstance(tu, list) else []
         for i, u in enumerate(usages):
             if not isinstance(u, dict):
                 continue
-            rid = u.get("response_id") if isinstance(u.get("response_id"), str) else f"{who}:{i}"
+            rid = str(u["response_id"]) if isinstance(u.get("response_id"), str) else f"{who}:{i}"
             prompt, cached = as_int(u.get("prompt_tokens")) or 0, as_int(u.get("cache_read_tokens")) or 0
             entries.append(
                 {

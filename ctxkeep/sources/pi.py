@@ -32,15 +32,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources._util import as_float, as_int, compact_json
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources._util import as_float, as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "pi"
 PARSER_VERSION = 1
-MODE = "append"
+MODE: Mode = "append"
 
 #: entry types whose meaning is known (agentsview's pi.go, pi-mono's session manager)
 KNOWN_TYPES = frozenset(
@@ -121,7 +121,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             state["parent"] = Path(bf).stem
         return []
     sid = state.get("sid") or Path(src).stem
-    msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+    msg = dict_at(rec, "message")
     eid = rec.get("id") if isinstance(rec.get("id"), str) and rec["id"] else None
     base = {
         "agent": AGENT,
@@ -194,7 +194,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         out.append(dict(base, role="assistant", kind="message", model=model, text=""))
     usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else None
     if usage:
-        cost = usage.get("cost") if isinstance(usage.get("cost"), dict) else {}
+        cost = dict_at(usage, "cost")
         out[0].update(
             input_tokens=as_int(usage.get("input")) or 0,
             output_tokens=as_int(usage.get("output")) or 0,

@@ -41,14 +41,14 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json
-from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, quarantine_row
+from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, quarantine_row
 from ctxkeep.sources.coverage import Tally
 from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, changed_rows, database_reader
 
 AGENT = "zed"
 PARSER_VERSION = 1
-MODE = "sqlite"
+MODE: Mode = "sqlite"
 
 #: the thread JSON versions whose shape is known
 KNOWN_VERSIONS = ("0.2.0", "0.3.0")
@@ -119,7 +119,7 @@ def thread_entries(doc: dict, base: dict, tally: Tally, raw: bytes) -> list[dict
     """Entry dicts of one thread document (both versions; see the module doc)."""
     tid = base["session_id"]
     version = str(doc.get("version") or "")
-    model_obj = doc.get("model") if isinstance(doc.get("model"), dict) else {}
+    model_obj = dict_at(doc, "model")
     model = model_obj.get("model") if isinstance(model_obj.get("model"), str) else None
     out: list[dict] = []
     unknown: list[str] = [] if version in KNOWN_VERSIONS else [f"version:{version}"]
@@ -127,19 +127,14 @@ def thread_entries(doc: dict, base: dict, tally: Tally, raw: bytes) -> list[dict
         mid = str(i)
         if isinstance(m, dict) and ("User" in m or "Agent" in m):  # 0.3.0
             role = "user" if "User" in m else "assistant"
-            body = m.get("User") or m.get("Agent") or {}
-            if isinstance(body, dict) and isinstance(body.get("id"), str):
+            got = m.get("User") or m.get("Agent")
+            body: dict = got if isinstance(got, dict) else {}
+            if isinstance(body.get("id"), str):
                 mid = body["id"]
-            items = (
-                body.get("content")
-                if isinstance(body, dict) and isinstance(body.get("content"), list)
-                else []
-            )
-            results = (
-                body.get("tool_results")
-                if isinstance(body, dict) and isinstance(body.get("tool_results"), dict)
-                else {}
-            )
+            content = body.get("content")
+            items: list = content if isinstance(content, list) else []
+            tr = body.get("tool_results")
+            results: dict = tr if isinstance(tr, dict) else {}
             b = dict(base, record_id=f"{tid}:{i}:{mid}", message_id=mid, role=role)
             for it in items:
                 if not isinstance(it, dict) or len(it) != 1:
@@ -163,7 +158,7 @@ def thread_entries(doc: dict, base: dict, tally: Tally, raw: bytes) -> list[dict
                             text=args if isinstance(args, str) else compact_json(args),
                         )
                     )
-                    r = results.get(v.get("id")) if v.get("id") else None
+                    r = results.get(str(v["id"])) if v.get("id") else None
                     if isinstance(r, dict):
                         text = _content_text(r.get("content"))
                         out.append(
@@ -197,7 +192,7 @@ def thread_entries(doc: dict, base: dict, tally: Tally, raw: bytes) -> list[dict
                     )
         elif isinstance(m, dict) and "role" in m:  # 0.2.0
             mid = str(m.get("id", i))
-            role = m.get("role") if m.get("role") in ("user", "assistant", "system") else "system"
+            role = str(m.get("role")) if m.get("role") in ("user", "assistant", "system") else "system"
             b = dict(base, record_id=f"{tid}:{i}:{mid}", message_id=mid, role=role)
             for seg in m.get("segments") or []:
                 if isinstance(seg, dict):
@@ -240,7 +235,7 @@ def thread_entries(doc: dict, base: dict, tally: Tally, raw: bytes) -> list[dict
             continue
         else:
             unknown.append("message")
-    usage = doc.get("request_token_usage") if isinstance(doc.get("request_token_usage"), dict) else {}
+    usage = dict_at(doc, "request_token_usage")
     for uid, u in usage.items():
         if not isinstance(u, dict):
             continue

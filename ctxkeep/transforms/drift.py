@@ -49,10 +49,12 @@ def run_alerts(before: list[dict], run: dict) -> list[dict]:
     ``{(agent, version): VersionTally}``). Sorted by agent and version."""
     prior: dict[tuple[str, str], dict] = {}
     for r in before:
-        p = prior.setdefault((r["agent"], r["agent_version"]), {"records": 0, "parsed": 0, "unknown": set()})
-        p["records"] += r["records"]
-        p["parsed"] += r["parsed"]
-        p["unknown"] |= set(r["unknown"])
+        acc = prior.setdefault(
+            (r["agent"], r["agent_version"]), {"records": 0, "parsed": 0, "unknown": set()}
+        )
+        acc["records"] += r["records"]
+        acc["parsed"] += r["parsed"]
+        acc["unknown"] |= set(r["unknown"])
     out = []
     for (agent, version), t in sorted(run.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))):
         if not t.records:

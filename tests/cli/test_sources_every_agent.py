@@ -12,7 +12,7 @@ from ctxkeep.cli import app
 from ctxkeep.sources import SOURCES
 
 
-def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path):
+def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "COLUMNS": "200"}
@@ -26,7 +26,11 @@ def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path):
         assert x["searched"] and x["files"] == 0, x
         assert all(p.startswith(str(home)) for p in x["searched"]), x
         assert x["reason"], x
-    # the text (two lines per agent at this width) names every place each agent looked
+    # the text (two lines per agent at this width) names every place each agent looked; the
+    # console is made afresh, at this width (an earlier command may have made it wider)
+    from ctxkeep.cli import out
+
+    monkeypatch.setattr(out, "_console", None)
     text = CliRunner().invoke(app, ["sources", "--home", str(tmp_path / "ck")], env=dict(env, COLUMNS="100"))
     assert text.exit_code == 0, text.output
     flat = " ".join(text.stdout.split())

@@ -42,8 +42,8 @@ def test_a_session_without_messages_is_named_not_silent(tmp_path, store_home):
     home = _home(tmp_path)
     shutil.rmtree(home / ".local/share/opencode/storage/message")
     ingest(home, store_home, "opencode")
-    from ctxkeep.cli.sources import sources_report
+    from ctxkeep.service.sources import SourcesRequest, sources
 
-    rows, _ = sources_report(store_home, {"HOME": str(home)})
-    row = next(r for r in rows if r["agent"] == "opencode")
-    assert "session ses_A1 (ses_copy.json): no message files under" in (row["reason"] or "")
+    res = sources(store_home, SourcesRequest.parse(), env={"HOME": str(home)})
+    row = next(r for r in res.rows if r.agent == "opencode")
+    assert "session ses_A1 (ses_copy.json): no message files under" in (row.reason or "")

@@ -471,7 +471,7 @@ class _Copies:
         self.dropped: set[int] = set()
 
     def add(self, got: list[dict], off: int, raw: bytes, lh: str, broken: bool, version) -> None:
-        ids = {e.get("record_id") for e in got} - {None}
+        ids: set[str] = {str(e["record_id"]) for e in got if e.get("record_id") is not None}
         prev = next((self.lines[i] for i in ids if i in self.lines and self.lines[i][0] != off), None)
         if prev is not None:
             p_off, p_raw, p_lh, p_broken, p_version = prev
