@@ -89,6 +89,7 @@ AGENTS = (
     "deepseek-tui",
     "zencoder",
     "grok",
+    "cortex",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -60,6 +60,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "deepseek-tui": ("deepseek_tui", None),
     "zencoder": ("zencoder", None),
     "grok": ("grok", None),
+    "cortex": ("cortex", None),
 }
 
 

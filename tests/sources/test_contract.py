@@ -71,11 +71,13 @@ def test_every_registered_source_satisfies_the_protocol():
         "deepseek-tui": "rewrite",
         "zencoder": "append",
         "grok": "append",
+        "cortex": "rewrite",
     }
 
 
 def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
+        "cortex",
         "cursor",
         "gemini-cli",
         "goose",
