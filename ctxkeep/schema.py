@@ -90,6 +90,7 @@ AGENTS = (
     "zencoder",
     "grok",
     "cortex",
+    "qoder",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

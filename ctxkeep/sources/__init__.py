@@ -61,6 +61,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "zencoder": ("zencoder", None),
     "grok": ("grok", None),
     "cortex": ("cortex", None),
+    "qoder": ("qoder", None),
 }
 
 

@@ -72,6 +72,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "zencoder": "append",
         "grok": "append",
         "cortex": "rewrite",
+        "qoder": "append",
     }
 
 
@@ -96,6 +97,7 @@ def test_capabilities_are_the_protocols():
         "mistral-vibe",
         "openclaude",
         "pi",
+        "qoder",
         "zencoder",
     ]
     m = SOURCES

@@ -1,0 +1,151 @@
+"""Qoder (Alibaba's agentic IDE and its ``qodercli``) session transcripts.
+
+Where: ``$QODER_PROJECTS_DIR`` else, under the user's home, ``~/.qoder/projects``,
+``~/.qoderwork/projects`` and the IDE's shared CLI cache ``SharedClientCache/cli/projects``
+under ``~/.config/Qoder`` (Linux), ``~/Library/Application Support/Qoder`` (macOS) and
+``~/AppData/Roaming/Qoder`` (Windows) (agentsview 0.46 ``internal/parser/qoder_paths.go``
+qoderDefaultDirs and ``types.go`` AgentQoder, env ``QODER_PROJECTS_DIR``). Layout
+(``qoder.go`` DiscoverQoderSessions): ``<projects>/<encoded cwd>/<session>.jsonl``, or
+``<projects>/<session>.jsonl`` flat; sub-agents
+``<projects>/<dir>/<session>/subagents/agent-<id>.jsonl``; beside a session a
+``<session>-session.json`` ``{title, parent_session_id, fork_from, working_dir}``
+(rewritten).
+
+Format: Claude Code's transcript lines (agentsview parses them with its Claude parser,
+``claudeParseWithExclusions``), read here by ``claude_code.parse_record``; entries are
+labelled ``qoder`` and their usage keys prefixed ``qoder:``. From the
+``-session.json``: the title (a ``meta`` entry on the session's first line), the parent
+(``fork_from``, else ``parent_session_id``) of a session whose lines name none, and the
+working directory of lines without ``cwd``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import orjson
+
+from ctxkeep.sources import claude_code
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources.readers.jsonl import record_reader
+
+AGENT = "qoder"
+PARSER_VERSION = claude_code.PARSER_VERSION
+MODE = "append"
+
+_ID = re.compile(r"[A-Za-z0-9_-]+")
+_CACHE = ("SharedClientCache", "cli", "projects")
+
+
+def roots(ctx: DiscoveryContext) -> list[Path]:
+    """``$QODER_PROJECTS_DIR`` when set, else the five default dirs (module doc)."""
+    env = ctx.env.get("QODER_PROJECTS_DIR")
+    if env:
+        return [Path(env).expanduser()]
+    h = ctx.home
+    return [
+        h / ".qoder" / "projects",
+        h / ".qoderwork" / "projects",
+        h.joinpath("Library", "Application Support", "Qoder", *_CACHE),
+        h.joinpath(".config", "Qoder", *_CACHE),
+        h.joinpath("AppData", "Roaming", "Qoder", *_CACHE),
+    ]
+
+
+def _session_file(p: Path) -> bool:
+    return not p.name.startswith("agent-") and bool(_ID.fullmatch(p.stem))
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Session transcripts (flat and per project) and sub-agent transcripts."""
+    d = Discovery(AGENT)
+    for root in [*roots(ctx), *ctx.extra_dirs]:
+        d.searched.append(root)
+        if not root.is_dir():
+            continue
+        for p in sorted_paths([*root.glob("*.jsonl"), *root.glob("*/*.jsonl")]):
+            if _session_file(p):
+                d.add(p, MODE)
+        for p in sorted_paths(root.glob("*/*/subagents/agent-*.jsonl")):
+            if _ID.fullmatch(p.stem) and _ID.fullmatch(p.parent.parent.name):
+                d.add(p, MODE, claude_code.subagent_meta(p))
+    d.explain_empty(roots(ctx)[0], "no Qoder <session>.jsonl transcripts found")
+    return d
+
+
+def matches(path: Path) -> bool:
+    """A Claude Code-shaped transcript in a Qoder dir (``.qoder``, ``.qoderwork`` or
+    ``Qoder`` in its path)."""
+    return bool({".qoder", ".qoderwork", "Qoder"} & set(path.parts)) and claude_code.matches(path)
+
+
+@functools.lru_cache(maxsize=64)
+def _meta_cached(path: str, mtime_ns: int, size: int) -> dict:
+    try:
+        doc = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def session_meta(transcript: Path) -> dict:
+    """``<session>-session.json`` beside a transcript ({} when missing or unreadable),
+    read again only when it changed."""
+    p = transcript.with_name(transcript.stem + "-session.json")
+    try:
+        st = p.stat()
+    except OSError:
+        return {}
+    return _meta_cached(str(p), st.st_mtime_ns, st.st_size)
+
+
+def init_state(file: SourceFile) -> dict:
+    """As Claude Code's (the session id from the file name, sub-agent ids)."""
+    return claude_code.init_state(file)
+
+
+def _str(v) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
+    """Claude Code's parse of the line, relabelled ``qoder`` and completed from the
+    session's ``-session.json``."""
+    out = claude_code.parse_record(rec, offset, line_hash, state, src)
+    path = Path(src)
+    meta = {} if path.parent.name == "subagents" else session_meta(path)
+    parent = _str(meta.get("fork_from")) or _str(meta.get("parent_session_id"))
+    for e in out:
+        e["agent"] = AGENT
+        if e.get("usage_key"):
+            e["usage_key"] = f"qoder:{e['usage_key']}"
+        if parent and not e.get("parent_session_id") and e.get("session_id") == path.stem:
+            e["parent_session_id"] = parent
+        if not e.get("project_dir"):
+            e["project_dir"] = _str(meta.get("working_dir"))
+    title = _str(meta.get("title"))
+    if offset == 0 and title:
+        out.append(
+            {
+                "agent": AGENT,
+                "session_id": path.stem,
+                "parent_session_id": parent,
+                "project_dir": _str(meta.get("working_dir")),
+                "ts": out[0].get("ts") if out else None,
+                "role": "system",
+                "kind": "meta",
+                "tool_name": "title",
+                "text": title,
+                "part": 0,
+                "source_path": src,
+                "source_offset": offset,
+                "record_id": f"{path.stem}:title:{title}",
+            }
+        )
+    return out
+
+
+#: new lines of one transcript into entry dicts (``parse_record``)
+read = record_reader(PARSER_VERSION, parse_record, init_state)
