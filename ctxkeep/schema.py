@@ -80,6 +80,11 @@ AGENTS = (
     "gptme",
     "mistral-vibe",
     "openclaude",
+    "amp",
+    "pi",
+    "kimi",
+    "openhands",
+    "zed",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -1,7 +1,7 @@
 """``ctxkeep compress``: the health report (``--check``), compression of oversized
-session files (a Prefect flow run when a Prefect server is there to record it or with
-``--prefect``, in-process otherwise: ``flows.prefect_env.run_as_flow``) and
-``--restore``. ``--check``, ``--dry-run`` and ``--restore`` never import Prefect."""
+session files and ``--restore``, as ``service.compress`` answers them (which decides
+between a Prefect flow run and in-process). ``--check``, ``--dry-run`` and
+``--restore`` never import Prefect."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep import config as cfgmod
 from ctxkeep.cli import (
     HomeOpt,
     JsonOpt,
@@ -66,7 +65,7 @@ def compress(
 
 
 def _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json) -> None:
-    from ctxkeep.maintenance import compress as ops
+    from ctxkeep.service import compress as svc
 
     h = _home(home)
     config_warnings(h)
@@ -82,11 +81,11 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
     try:
         require_paths(files or [], where="FILE")
         if check:  # changes nothing: --dry-run adds nothing to it
-            rep = ops.check_files(h, paths=files or None)
+            rep = svc.compress_check(h, svc.CheckRequest.parse(files=files or None)).as_json()
             _emit_check(rep, as_json)
             return
         if restore is not None:
-            res = ops.restore_file(h, restore, force=force)
+            res = svc.compress_restore(h, svc.RestoreFileRequest.parse(file=restore, force=force)).as_json()
             if as_json:
                 _print_json(res)
             else:
@@ -110,7 +109,7 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
 def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: bool | None, show: bool) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from ctxkeep.maintenance import compress as ops
+    from ctxkeep.service import compress as svc
 
     prog = Progress(
         TextColumn("compress"),
@@ -122,28 +121,16 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: boo
         transient=True,
     )
     tid = prog.add_task("", total=None)
-    ops.hooks.on_files = lambda n: prog.update(tid, total=n)
-    ops.hooks.on_file = lambda r: prog.update(tid, advance=1, description=Path(r.path).name[:40])
+    req = svc.CompressRequest.parse(
+        files=files or None, keep_messages=keep_messages, dry_run=dry_run, force=force, prefect=prefect
+    )
     with prog:
-        if dry_run or prefect is False:
-            return ops.run_compress(
-                h, paths=files or None, keep_messages=keep_messages, dry_run=dry_run, force=force
-            )
-        todo, _ = ops.files_to_compress(h, paths=files or None)
-        if not todo:  # nothing over a threshold: no need to start Prefect
-            return ops.run_compress(h, paths=files or None, keep_messages=keep_messages, force=force)
-        from ctxkeep.flows.prefect_env import configure_prefect, run_as_flow
-
-        if not run_as_flow(h, prefect):
-            return ops.run_compress(h, paths=files or None, keep_messages=keep_messages, force=force)
-        cfgmod.ensure_home(h)
-
-        configure_prefect(h)
-        from ctxkeep.flows.compress import compress_flow
-
-        return compress_flow(
-            str(h), paths=[str(p) for p in files or []] or None, keep_messages=keep_messages, force=force
-        )
+        return svc.compress(
+            h,
+            req,
+            on_files=lambda n: prog.update(tid, total=n),
+            on_file=lambda r: prog.update(tid, advance=1, description=Path(r.path).name[:40]),
+        ).as_json()
 
 
 def _emit_check(rep: dict, as_json: bool) -> None:

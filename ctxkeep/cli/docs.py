@@ -59,7 +59,9 @@ def outputs() -> dict[str, tuple[type, bool]]:
     array of it)``."""
     from ctxkeep.render.site import ExportResult
     from ctxkeep.service import shapes as s
+    from ctxkeep.service.compress import CompressCheck, CompressRestore, CompressResult
     from ctxkeep.service.conversation import ConversationResult
+    from ctxkeep.service.coverage import CoverageResult
     from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
     from ctxkeep.service.fetch import FetchedEntry
     from ctxkeep.service.purge import PurgeResult
@@ -87,13 +89,14 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "retention": (s.RetentionResult, False),
         "reindex": (s.ReindexResult, False),
         "backfill": (s.BackfillResult, False),
-        "compress": (s.CompressResult, False),
-        "compress --check": (s.CompressCheck, False),
-        "compress --restore": (s.CompressRestore, False),
+        "compress": (CompressResult, False),
+        "compress --check": (CompressCheck, False),
+        "compress --restore": (CompressRestore, False),
         "doctor": (DoctorResult, False),
         "backup": (BackupResult, False),
         "restore": (RestoreResult, False),
         "sources": (SourceRow, True),
+        "sources --coverage": (CoverageResult, False),
         "hooks install": (s.SettingsChange, True),
         "hooks uninstall": (s.SettingsChange, True),
         "hooks status": (s.HookStatus, True),

@@ -28,7 +28,10 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   backups, the vault's files), which ``--repair`` reports as what to recover from
   (re-archiving from them is the vault's hook: ``repair``'s ``parquet`` branch);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
-  (warnings: a user may delete session files).
+  (warnings: a user may delete session files);
+- ``coverage``: the coverage ledger's format drift (warnings: an agent version with
+  record types ctxkeep does not understand, a parse rate below the previous version's;
+  ``transforms.drift.ledger_alerts``).
 
 ``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite; when SQLite itself is
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
@@ -47,11 +50,16 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.sinks import analytics_current
+from ctxkeep.maintenance import backup
+from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.sinks import analytics_current, parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
-from ctxkeep.sinks.sqlite import checks, store_safety
+from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety
+from ctxkeep.sources.contract import SourceFile
 
 
 @dataclass
@@ -157,6 +165,7 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
     out += _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
+    out += _coverage_check(db, foreign)
     return out
 
 
@@ -237,7 +246,6 @@ def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
     files = sorted(root.rglob("*.parquet")) if root.is_dir() else []
     if not files and not n_archived:
         return [Finding("parquet", str(root), "ok", "no archive")]
-    import pyarrow.parquet as pq
 
     out, rows = [], 0
     for f in files:
@@ -327,6 +335,22 @@ def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
     ]
 
 
+def _coverage_check(db: Path, immutable: bool) -> list[Finding]:
+    """The coverage ledger's drift (``transforms.drift.ledger_alerts``), one warning per
+    alert (an agent version with record types not understood, a parse rate below the
+    previous version's); ok with the number of agent versions otherwise."""
+    from ctxkeep.transforms.drift import ledger_alerts
+
+    try:
+        rows = checks.coverage_rows(db, immutable=immutable)
+    except sqlite3.DatabaseError as e:
+        return [Finding("coverage", str(db), "skipped", f"the ledger cannot be read: {e}")]
+    alerts = ledger_alerts(rows)
+    if not alerts:
+        return [Finding("coverage", STORE_DB, "ok", f"{len(rows)} agent versions, no drift")]
+    return [Finding("coverage", a["agent"], "warning", a["message"]) for a in alerts]
+
+
 def check(home: Path, *, full: bool = False) -> list[Finding]:
     """Every check of the module doc on the store at ``home``; never raises for
     damage (it is reported). DuckDB is brought current first, as by every reader of
@@ -349,7 +373,6 @@ def repair(home: Path, findings: list[Finding]) -> dict:
 
     Returns ``{"actions": [str], "not_recovered": [str]}``. Raises StoreBusy when
     another run holds the lock."""
-    from ctxkeep.maintenance import backup
     from ctxkeep.maintenance.reindex import rebuild_analytics, rebuild_fts
     from ctxkeep.sinks.lock import hold
 
@@ -506,7 +529,6 @@ def _reload_archived_ids(home: Path) -> int:
     """Fill a rebuilt store's ``archived`` table from the Parquet archive (entries
     retention moved there exist only there): the re-ingest then leaves them in the
     archive instead of bringing them back into the hot store. Returns the ids added."""
-    from ctxkeep.sinks import parquet
 
     try:
         df = parquet.read_archive(home)
@@ -530,11 +552,8 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     so only those lines add entries; they are marked ``archived`` (not in the session
     file any more), as compress had marked them. Returns ``(entries added, backup
     files read)``."""
-    from ctxkeep.maintenance.compress import rewrite
     from ctxkeep.maintenance.compress.run import discovered_files
     from ctxkeep.pipeline.engine import run_ingest
-    from ctxkeep.sinks.sqlite import StatusChange
-    from ctxkeep.sources.contract import SourceFile
 
     files, _problems = discovered_files(home)
     backups = [SourceFile(f.agent, b, "append", f.meta) for f in files for b in rewrite.backup_paths(f.path)]

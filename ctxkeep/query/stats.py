@@ -99,21 +99,6 @@ def redaction_counts(conn: sqlite3.Connection) -> dict:
     }
 
 
-def redaction_line(r: dict) -> str:
-    """One line for people: ``redacted values: 12 in 9 texts (password 5, github-token 3,
-    …); 2 in quarantined lines`` from ``redaction_counts``' dict (``redacted values:
-    none`` when there are none)."""
-    if not r["total"]:
-        return "redacted values: none"
-    kinds: Counter = Counter(r["texts"]) + Counter(r["quarantine"])
-    per = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
-    n_texts = sum(r["texts"].values())
-    line = f"redacted values: {r['total']:,} ({per}); {n_texts:,} in {r['texts_with_redactions']:,} texts"
-    if r["quarantine"]:
-        line += f", {sum(r['quarantine'].values()):,} in quarantined lines"
-    return line
-
-
 def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
     """Counts per agent and kind, sessions, bytes, tokens, quarantine and file sizes.
 

@@ -67,12 +67,12 @@ class SecretsResult(Result):
     total: int = Field(
         description="values redacted in stored entries (an entry counts each marker of its text)"
     )
-    entries: int
+    entries: int = Field(description="stored entries holding a redacted value")
     kinds: dict[str, KindCount]
     agents: dict[str, AgentCount]
     dates: dict[str, dict[str, int]] = Field(description="UTC day -> kind -> values")
     sessions: list[SessionCount] = Field(description="the sessions to look at, most values first")
-    sessions_total: int
+    sessions_total: int = Field(description="sessions holding a redacted value (all, not only those listed)")
     quarantine: QuarantineCount
     note: str = Field(description="what to do about keys that reached an agent ('' when none)")
 
@@ -109,15 +109,15 @@ class ScrubFileResult(Item):
 class ScrubResult(Result):
     """``ctxkeep secrets --scrub --json``."""
 
-    dry_run: bool
-    files: list[ScrubFileResult]
-    scrubbed: int
-    would_scrub: int
-    skipped: int
-    failed: int
-    values: dict[str, int]
+    dry_run: bool = Field(description="true: nothing was written")
+    files: list[ScrubFileResult] = Field(description="per session file")
+    scrubbed: int = Field(description="files rewritten")
+    would_scrub: int = Field(description="files a run without --dry-run would rewrite")
+    skipped: int = Field(description="files left alone (active, or nothing to redact)")
+    failed: int = Field(description="files that failed (exit 1)")
+    values: dict[str, int] = Field(description="kind → values redacted (counts, never the values)")
     backups: list[str] = Field(description="files holding the original bytes, secrets included")
-    note: str
+    note: str = Field(description="what to do next ('' when nothing)")
 
 
 def scrub(home: Path, req: ScrubRequest, on_file=None) -> ScrubResult:

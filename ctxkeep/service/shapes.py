@@ -36,6 +36,11 @@ class IngestResult(Shape):
         description="files whose last part waits for a later ingest: agent, path, reason, bytes, changed, "
         "ready_at (ISO-8601 UTC)",
     )
+    coverage_alerts: list[dict[str, Any]] = Field(
+        None,
+        description="format drift met: agent, agent_version, kind (new_version_unknown_types, new_unknown_types, "
+        "parse_rate_dropped), message, parse_rate, previous_rate (fractions), unknown (types)",
+    )
     dry_run: bool = Field(None, description="--dry-run: nothing was read or written")
     unchanged: int = Field(None, description="--dry-run: files unchanged since the last ingest")
     agents: list[dict[str, Any]] = Field(None, description="--dry-run: per agent: agent, files, bytes, paths")
@@ -83,47 +88,6 @@ class BackfillResult(Shape):
     ingest: dict[str, Any] = Field(
         None, description="(not with --dry-run) the ingest summary, as `ingest --json`"
     )
-
-
-class CompressResult(Shape):
-    """What compress did to each file (`ctxkeep compress --json`)."""
-
-    dry_run: bool = Field(description="true for --dry-run")
-    files: list[dict[str, Any]] = Field(
-        description="per file: path, agent, status, reason, bytes/tokens/messages before and after, backup, "
-        "savings per strategy, notes"
-    )
-    compressed: int = Field(None, description="files compressed")
-    would_compress: int = Field(None, description="files --dry-run would compress")
-    refused: int = Field(None, description="files refused (the store does not hold every line)")
-    failed: int = Field(None, description="files that failed (exit 1)")
-    bytes_before: int = Field(None, description="bytes before")
-    bytes_after: int = Field(None, description="bytes after")
-    tokens_before: int = Field(None, description="estimated tokens before")
-    tokens_after: int = Field(None, description="estimated tokens after")
-    seconds: float = Field(None, description="wall time")
-    problems: list[str] = Field(None, description=PROBLEMS)
-    analytics: str | None = Field(None, description="what the DuckDB sync did")
-
-
-class CompressCheck(Shape):
-    """Which files are over a threshold (`ctxkeep compress --check --json`)."""
-
-    thresholds: dict[str, Any] = Field(description="max_size_kb, max_lines, …")
-    files: list[dict[str, Any]] = Field(
-        description="per file: path, agent, bytes, lines, status, exceeds, active, backups, would, savings"
-    )
-    exceeding: int = Field(description="files over a threshold")
-    problems: list[str] = Field(description=PROBLEMS)
-
-
-class CompressRestore(Shape):
-    """The backup put back (`ctxkeep compress --restore --json`)."""
-
-    path: str = Field(description="the session file")
-    backup: str = Field(description="the backup put back")
-    bytes: int = Field(description="its bytes")
-    reactivated: int = Field(description="archived entries active again")
 
 
 class SettingsChange(Row):

@@ -68,7 +68,9 @@ def test_counts_per_kind_match_the_rules_on_the_written_texts(planted):
     assert r["quarantine"] == dict(want_q) and "password" in want_q
     assert r["total"] == sum(want.values()) + sum(want_q.values())
     assert s["redactions"] == r
-    line_ = stats.redaction_line(r)
+    from ctxkeep.service.stats import Redactions
+
+    line_ = Redactions(**r).line()
     assert line_.startswith(f"redacted values: {r['total']:,} (") and "github-token" in line_
 
 

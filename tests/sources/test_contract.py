@@ -62,6 +62,11 @@ def test_every_registered_source_satisfies_the_protocol():
         "gptme": "append",
         "mistral-vibe": "append",
         "openclaude": "append",
+        "amp": "rewrite",
+        "pi": "append",
+        "kimi": "append",
+        "openhands": "rewrite",
+        "zed": "sqlite",
     }
 
 
@@ -73,14 +78,16 @@ def test_capabilities_are_the_protocols():
         "opencode",
         "qwen-code",
     ]
-    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode"]
+    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
         "claude-code",
         "codex",
         "copilot-cli",
         "gptme",
+        "kimi",
         "mistral-vibe",
         "openclaude",
+        "pi",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [

@@ -205,3 +205,16 @@ def vault_paths(db: Path, agent: str) -> list[str]:
             conn.close()
     except sqlite3.Error:
         return []
+
+
+def coverage_rows(db: Path, *, immutable: bool = False) -> list[dict]:
+    """The coverage ledger of ``db`` (``coverage.coverage_ledger``: per agent, agent
+    version and parser version), read-only. Raises sqlite3.DatabaseError for a file
+    that cannot be read."""
+    from ctxkeep.sinks.sqlite.coverage import coverage_ledger
+
+    conn = _ro(db, immutable)
+    try:
+        return coverage_ledger(conn)
+    finally:
+        conn.close()
