@@ -85,6 +85,11 @@ AGENTS = (
     "kimi",
     "openhands",
     "zed",
+    "iflow",
+    "deepseek-tui",
+    "zencoder",
+    "grok",
+    "cortex",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -56,6 +56,11 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "kimi": ("kimi", None),
     "openhands": ("openhands", None),
     "zed": ("zed", None),
+    "iflow": ("iflow", None),
+    "deepseek-tui": ("deepseek_tui", None),
+    "zencoder": ("zencoder", None),
+    "grok": ("grok", None),
+    "cortex": ("cortex", None),
 }
 
 

@@ -67,11 +67,17 @@ def test_every_registered_source_satisfies_the_protocol():
         "kimi": "append",
         "openhands": "rewrite",
         "zed": "sqlite",
+        "iflow": "append",
+        "deepseek-tui": "rewrite",
+        "zencoder": "append",
+        "grok": "append",
+        "cortex": "rewrite",
     }
 
 
 def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
+        "cortex",
         "cursor",
         "gemini-cli",
         "goose",
@@ -84,10 +90,13 @@ def test_capabilities_are_the_protocols():
         "codex",
         "copilot-cli",
         "gptme",
+        "grok",
+        "iflow",
         "kimi",
         "mistral-vibe",
         "openclaude",
         "pi",
+        "zencoder",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [
