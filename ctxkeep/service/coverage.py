@@ -18,7 +18,7 @@ from ctxkeep.service.model import Item, Names, Request, Result
 class CoverageRequest(Request):
     """Which agents (none: all)."""
 
-    agent: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")  # type: ignore[valid-type]
+    agent: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
 
 
 class UnknownType(Item):
@@ -72,13 +72,13 @@ def coverage(home: Path, req: CoverageRequest) -> CoverageResult:
     from ctxkeep.transforms.drift import ledger_alerts
 
     if not (Path(home) / STORE_DB).exists():
-        return CoverageResult(store=False, rows=[], alerts=[])  # type: ignore[call-arg]
+        return CoverageResult(store=False, rows=[], alerts=[])
     conn = sqlite_store.connect(Path(home), readonly=True)
     try:
         rows = sqlite_store.coverage_ledger(conn, req.agent or None)
     finally:
         conn.close()
-    return CoverageResult(  # type: ignore[call-arg]
+    return CoverageResult(
         store=True,
         rows=[CoverageRow(**r) for r in rows],
         alerts=[CoverageAlert(**a) for a in ledger_alerts(rows)],
