@@ -91,6 +91,7 @@ AGENTS = (
     "grok",
     "cortex",
     "qoder",
+    "openclaw",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -62,6 +62,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "grok": ("grok", None),
     "cortex": ("cortex", None),
     "qoder": ("qoder", None),
+    "openclaw": ("openclaw", None),
 }
 
 

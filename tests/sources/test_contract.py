@@ -73,6 +73,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "grok": "append",
         "cortex": "rewrite",
         "qoder": "append",
+        "openclaw": "append",
     }
 
 
@@ -96,6 +97,7 @@ def test_capabilities_are_the_protocols():
         "kimi",
         "mistral-vibe",
         "openclaude",
+        "openclaw",
         "pi",
         "qoder",
         "zencoder",

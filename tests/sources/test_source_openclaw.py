@@ -1,0 +1,67 @@
+"""OpenClaw: a handmade Pi-shaped session and the copy OpenClaw kept at a reset (format
+facts in ctxkeep/sources/openclaw.py) read as ``openclaw`` entries, tool calls, results
+and usage, the kept copy adding nothing twice; discovery through ``$OPENCLAW_DIR``."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from conftest import ingest, q
+from ctxkeep.sources import openclaw, pi
+from ctxkeep.sources.contract import DiscoveryContext
+from helpers_sources import ENTRY_TEXT, kinds
+
+HOME = Path(__file__).resolve().parents[1] / "fixtures" / "openclaw" / "home"
+SID = "4e5f6a7b-8c9d-4e0f-a1b2-c3d4e5f6a7b8"
+
+
+def test_messages_tool_calls_and_usage(tmp_path):
+    store = tmp_path / "store"
+    s = ingest(HOME, store, agents="openclaw")
+    assert s.files_read == 2 and s.quarantined == 0
+    assert kinds(store, "openclaw") == {
+        "system/meta": 1,
+        "user/message": 1,
+        "assistant/thinking": 1,
+        "assistant/tool_call": 1,
+        "tool/tool_result": 1,
+        "assistant/message": 1,
+    }
+    assert q(store, "SELECT DISTINCT session_id, project_dir FROM entries WHERE agent='openclaw'") == [
+        (SID, "/home/dev/notes")
+    ]
+    assert q(
+        store,
+        f"SELECT kind, native_id, tool_name, {ENTRY_TEXT} FROM entries e WHERE agent='openclaw' "
+        "AND kind IN ('tool_call', 'tool_result') ORDER BY kind",
+    ) == [
+        ("tool_call", "tc_1", "bash", '{"command":"ls notes/2026-10-02"}'),
+        ("tool_result", "tc_1", "bash", "standup.md\nreview.md"),
+    ]
+    assert q(
+        store,
+        "SELECT usage_key, model, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens "
+        "FROM usage WHERE agent='openclaw' ORDER BY usage_key",
+    ) == [
+        (f"openclaw:{SID}:e2", "claude-sonnet-4-5", 800, 35, 4000, 120),
+        (f"openclaw:{SID}:e4", "claude-sonnet-4-5", 60, 12, 4900, 0),
+    ]
+
+
+def test_env_dir_kept_copies_and_not_pi(tmp_path):
+    agents = tmp_path / "agents"
+    shutil.copytree(HOME / ".openclaw/agents", agents)
+    found = openclaw.discover(DiscoveryContext(home=tmp_path / "nohome", env={"OPENCLAW_DIR": str(agents)}))
+    assert sorted(f.path.name for f in found.files) == [
+        f"{SID}.jsonl",
+        f"{SID}.jsonl.reset.2026-10-02T06-59-00Z",
+    ]
+    assert openclaw.init_state(found.files[1]) == {"sid": SID}
+    assert pi.discover(DiscoveryContext(home=HOME, env={})).files == []
+    assert all(openclaw.matches(p) for p in HOME.rglob(f"{SID}.jsonl*"))
+
+
+def test_empty_home_says_where_it_looked(tmp_path):
+    d = openclaw.discover(DiscoveryContext(home=tmp_path, env={}))
+    assert d.files == [] and ".openclaw/agents" in (d.reason or "") and len(d.searched) == 2
