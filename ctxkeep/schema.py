@@ -81,6 +81,7 @@ AGENTS = (
     "mistral-vibe",
     "openclaude",
     "amp",
+    "openclaw",
     "pi",
     "kimi",
     "openhands",
@@ -91,7 +92,6 @@ AGENTS = (
     "grok",
     "cortex",
     "qoder",
-    "openclaw",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

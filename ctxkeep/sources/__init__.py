@@ -52,6 +52,8 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "mistral-vibe": ("mistral_vibe", None),
     "openclaude": ("openclaude", None),
     "amp": ("amp", None),
+    # before pi: its matches() claims any Pi-shaped file, OpenClaw's included
+    "openclaw": ("openclaw", None),
     "pi": ("pi", None),
     "kimi": ("kimi", None),
     "openhands": ("openhands", None),
@@ -62,7 +64,6 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "grok": ("grok", None),
     "cortex": ("cortex", None),
     "qoder": ("qoder", None),
-    "openclaw": ("openclaw", None),
 }
 
 

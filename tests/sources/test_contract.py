@@ -63,6 +63,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "mistral-vibe": "append",
         "openclaude": "append",
         "amp": "rewrite",
+        "openclaw": "append",
         "pi": "append",
         "kimi": "append",
         "openhands": "rewrite",
@@ -73,7 +74,6 @@ def test_every_registered_source_satisfies_the_protocol():
         "grok": "append",
         "cortex": "rewrite",
         "qoder": "append",
-        "openclaw": "append",
     }
 
 

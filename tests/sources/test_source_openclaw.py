@@ -73,3 +73,15 @@ def test_env_dir_kept_copies_and_not_pi(tmp_path):
 def test_empty_home_says_where_it_looked(tmp_path):
     d = openclaw.discover(DiscoveryContext(home=tmp_path, env={}))
     assert d.files == [] and ".openclaw/agents" in (d.reason or "") and len(d.searched) == 2
+
+
+def test_path_claims_openclaw_files_not_pi():
+    """``--path`` offers a file to the sources in registry order: an OpenClaw session
+    (Pi-shaped) goes to openclaw, a kept ``.reset`` copy too."""
+    from ctxkeep.sources import files_for_paths
+
+    files, problems = files_for_paths([HOME / ".openclaw/agents/main/sessions"])
+    assert problems == [] and sorted((f.agent, f.path.name) for f in files) == [
+        ("openclaw", KEPT),
+        ("openclaw", f"{NEW}.jsonl"),
+    ]
