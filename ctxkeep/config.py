@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
+import re
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.errors import ConfigError
+from ctxkeep.errors import ConfigError, StoreError
 
 APP = "ctxkeep"
 #: the user's settings in the home (listed with the other store files in ``sinks.files``)
@@ -47,7 +50,6 @@ def ensure_home(home: Path) -> Path:
     ``os.access``, so that root, who may write anywhere, still never creates a store
     inside a read-only tree (e.g. ``HOME`` pointed at a read-only copy of sessions).
     """
-    from ctxkeep.errors import StoreError
 
     if Path(home).exists() and not Path(home).is_dir():
         raise StoreError(
@@ -248,7 +250,6 @@ def _unknown(kind: str, name: str, valid) -> str:
 def _section_model(cls):
     """The pydantic model of a section dataclass: its fields, strict types, the ``ge``
     bounds of their metadata, no other keys (``extra="forbid"``)."""
-    import typing
 
     from pydantic import ConfigDict, Field, create_model
 
@@ -364,7 +365,6 @@ def _checked(path: Path, text: bytes) -> list[str]:
     its content differs from the last validated one (``_stamp_path``; a stamp that
     cannot be written only costs the next call another validation)."""
     import hashlib
-    import json
 
     ver = _rules_digest()
     digest = hashlib.sha256(text).hexdigest()
@@ -509,7 +509,6 @@ MACHINE_NAME_RE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 
 def check_machine_name(name: Any, where: str = "machine") -> str:
     """``name`` if it can name a lake partition (``MACHINE_NAME_RE``), else ConfigError."""
-    import re
 
     if not isinstance(name, str) or not re.fullmatch(MACHINE_NAME_RE, name):
         raise ConfigError(

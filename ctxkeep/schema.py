@@ -80,6 +80,16 @@ AGENTS = (
     "gptme",
     "mistral-vibe",
     "openclaude",
+    "amp",
+    "pi",
+    "kimi",
+    "openhands",
+    "zed",
+    "iflow",
+    "deepseek-tui",
+    "zencoder",
+    "grok",
+    "cortex",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

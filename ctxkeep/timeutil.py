@@ -12,7 +12,9 @@ Nothing heavy is imported (no Polars): the search and MCP hot paths use this mod
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+from pathlib import Path
 
 UTC = dt.UTC
 
@@ -76,8 +78,6 @@ def local_timezone() -> str:
     """The IANA name of this machine's time zone: ``$TZ``, else the target of
     ``/etc/localtime`` (``…/zoneinfo/Europe/Berlin``), else ``/etc/timezone``, else
     ``UTC``. The default ``--timezone`` of reports, the statusline and ``report html``."""
-    import os
-    from pathlib import Path
 
     tz = os.environ.get("TZ", "").lstrip(":")
     if tz:

@@ -22,6 +22,7 @@ RUNS_SQL = re.compile(r"\.(execute|executemany|executescript)\(|\b(sqlite3|duckd
 #: files outside sinks/ whose write SQL touches no store, and why
 ALLOWED_WRITES = {
     "query/lake.py": "views in its own in-memory DuckDB over a Parquet lake",
+    "sources/readers/sqlite.py": "PRAGMA query_only=1 on an agent's database (makes the connection read-only)",
     # landed after the move of maintenance's SQL into sinks/: to move there too
     "maintenance/reparse.py": "rebuilds a store copy from the vault (to move into sinks/)",
 }
@@ -36,23 +37,26 @@ ALLOWED_READS = {
     "sources/goose.py": "reads an agent's database",
     "sources/opencode.py": "reads an agent's database",
     "sources/opencode_go.py": "reads an agent's database",
+    "sources/zed.py": "reads an agent's database",
     "sources/readers/sqlite.py": "opens an agent's database read-only",
     # the query layer: its SELECTs over the store are its job
     "query/fetch.py": "the query layer's reads",
     "query/quarantine.py": "the query layer's reads",
     "query/resume.py": "the query layer's reads",
+    "query/secrets.py": "the query layer's reads (redaction markers, their entries)",
     "query/search/retrieve.py": "the query layer's reads (FTS5 MATCH)",
     "query/sessions.py": "the query layer's reads",
     "query/stats.py": "the query layer's reads",
     "query/reports.py": "the report SQL over a connection sinks.analytics_read opened",
     "query/lake.py": "an in-memory DuckDB of views over a Parquet lake (no store)",
-    "query/notebooks.py": "the notebooks' read-only connections",
     # the export's DuckDB reads (the digests and rows it exports) on the analytics
     # connection sinks.duckdb opened and synced; its SQLite marks are sinks.sqlite.lake_marks
     "maintenance/export.py": "DuckDB reads of what it exports",
     # landed after the move of maintenance's SQL into sinks/: to move there too
     "maintenance/reparse.py": "reparse from the vault (to move into sinks/)",
     "maintenance/vault.py": "the vault's generations and files (to move into sinks/)",
+    "service/analytics.py": "the notebooks' read-only SQLite connection (to move into sinks/)",
+    "service/sources.py": "the watermarks' notes per agent (to move into sinks/)",
     "notebooks/store.py": "a notebook's reads over the read-only connection it is given",
     "hooks/worker.py": "the hook worker's read-only watermark lookup (latency budget)",
     # reads on a connection the pipeline holds
@@ -64,7 +68,6 @@ ALLOWED_READS = {
     "hooks/runtime.py": "the hooks' read-only lookups (latency budget)",
     # front ends, until the service layer (issue 22 item 1) takes these reads over
     "cli/maintenance.py": "quick_check before a flow starts (front end; service layer)",
-    "service/sources.py": "reads watermark notes (to move into sinks/)",
 }
 
 

@@ -118,6 +118,8 @@ raw_base64
 lines_changed
 # marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo
 __generated_with
+# pydantic model field of query.coverage's result, read by model_dump
+previous_rate  # service.coverage.CoverageAlert
 pack_bytes
 # urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
 redirect_request

@@ -291,6 +291,13 @@ def _print_summary(s: dict) -> None:
     held = held_back_line(s.get("held_back") or [])
     if held:
         say("  " + held)
+    alerts = s.get("coverage_alerts") or []
+    for a in alerts:
+        say(f"  format drift: {a['message']}")
+    if alerts:
+        say(
+            "  (`ctxkeep sources --coverage` shows the coverage ledger; the records are kept as meta entries)"
+        )
 
 
 @app.command()

@@ -61,6 +61,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service import shapes as s
     from ctxkeep.service.compress import CompressCheck, CompressRestore, CompressResult
     from ctxkeep.service.conversation import ConversationResult
+    from ctxkeep.service.coverage import CoverageResult
     from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
     from ctxkeep.service.fetch import FetchedEntry
     from ctxkeep.service.purge import PurgeResult
@@ -95,6 +96,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "backup": (BackupResult, False),
         "restore": (RestoreResult, False),
         "sources": (SourceRow, True),
+        "sources --coverage": (CoverageResult, False),
         "hooks install": (s.SettingsChange, True),
         "hooks uninstall": (s.SettingsChange, True),
         "hooks status": (s.HookStatus, True),

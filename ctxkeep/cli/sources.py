@@ -27,13 +27,100 @@ def fail_config(e: Exception):
     _fail(e)
 
 
+def _rate(r: float | None) -> str:
+    return "-" if r is None else f"{r:.1%}"
+
+
+def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
+    """``sources --coverage``: the coverage ledger (``service.coverage``), rendered."""
+    from ctxkeep.service.coverage import CoverageRequest, coverage
+
+    try:
+        res = coverage(h, CoverageRequest.parse(agent=agents or None))
+    except CtxkeepError as e:
+        _fail(e)
+    if as_json:
+        _print_json(res.as_json())
+        return
+    if not res.store:
+        out.print(f"no store at {h} yet: run `ctxkeep ingest`", highlight=False)
+        return
+    if not res.rows:
+        out.print(
+            "the coverage ledger is empty: files are counted when an ingest reads them", highlight=False
+        )
+        return
+    t = table(title="ctxkeep coverage ledger", title_justify="left")
+    t.add_column("agent", no_wrap=True)
+    t.add_column("version", no_wrap=True)
+    t.add_column("parser", justify="right", no_wrap=True)
+    for col in ("files", "records", "parsed", "rate", "entries", "quarant."):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("not understood (records)", overflow="fold", min_width=20, ratio=1)
+    from rich.markup import escape
+
+    for r in res.rows:
+        t.add_row(
+            r.agent,
+            escape(r.agent_version or "?"),
+            f"v{r.parser_version}",
+            f"{r.files:,}",
+            f"{r.records:,}",
+            f"{r.parsed:,}",
+            _rate(r.parse_rate),
+            f"{r.entries:,}",
+            f"{r.quarantined:,}",
+            escape(", ".join(f"{k} ({u.count:,})" for k, u in r.unknown.items())),
+        )
+    out.print(t)
+    for a in res.alerts:
+        out.print(f"drift: {a.message}", highlight=False, markup=False, soft_wrap=True)
+    if any(r.unknown for r in res.rows):
+        out.print(
+            "a sample line of each type not understood (redacted): `ctxkeep sources --coverage --json`",
+            highlight=False,
+            markup=False,
+        )
+
+
+#: searched places named per agent in the text output at most
+_LOOKED_MAX = 4
+
+
+def _where(r: dict) -> str:
+    """The "where / why" of a ``sources_report`` row: the folder holding its files
+    (and the note, if any), or why nothing was found and every place it looked."""
+    where = r["where"] or r["reason"] or ""
+    if r["where"] and r["reason"]:
+        where += f" ({r['reason']})"
+    if not r["files"] and r["searched"]:
+        looked = r["searched"][:_LOOKED_MAX]
+        more = len(r["searched"]) - len(looked)
+        where += (
+            ("; " if where else "") + "looked in " + ", ".join(looked) + (f" and {more} more" if more else "")
+        )
+    return where
+
+
 @app.command()
-def sources(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
+def sources(
+    home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
+    coverage: bool = typer.Option(
+        False,
+        "--coverage",
+        help="The coverage ledger: per agent version, records read, parsed, quarantined, types not understood.",
+    ),
+    agent: list[str] = typer.Option(None, "--agent", help="With --coverage: only this agent (repeatable)."),
+):
     """What was found per agent (where it looked, files, store counts), and why not."""
     from ctxkeep.service.sources import SourcesRequest
     from ctxkeep.service.sources import sources as ask
 
     h = _home(home)
+    if coverage:
+        _render_coverage(h, agent or [], as_json)
+        return
     try:
         res = ask(h, SourcesRequest.parse())
     except CtxkeepError as e:
@@ -46,9 +133,7 @@ def sources(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     rows = [r.model_dump(mode="json") for r in res.rows]
     if out.width < 110:  # too narrow for the table: two lines per agent
         for r in rows:
-            where = r["where"] or r["reason"] or ""
-            if r["where"] and r["reason"]:
-                where += f" ({r['reason']})"
+            where = _where(r)
             out.print(
                 f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {_count(r['files'], 'file')}, "
                 f"{_size(r['bytes'])}, {_count(r['sessions'], 'session')}, "
@@ -65,10 +150,10 @@ def sources(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         t.add_column(col, justify="right", no_wrap=True)
     t.add_column("last ingest", no_wrap=True, min_width=10)
     t.add_column("where / why", overflow="fold", min_width=24, ratio=1)
+    from rich.markup import escape
+
     for r in rows:
-        where = r["where"] or r["reason"] or ""
-        if r["where"] and r["reason"]:
-            where += f" ({r['reason']})"
+        where = escape(_where(r))
         t.add_row(
             r["agent"] + ("" if r["enabled"] else " (off)"),
             f"{r['files']:,}",

@@ -40,6 +40,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prefect.types.entrypoint import EntrypointType
+
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.flows.prefect_env import configure_prefect, remove_serve_file, write_serve_file
 
@@ -110,7 +112,6 @@ def load_flow(entrypoint: str):
 def build_deployments(home: Path, scheds: list[Schedule] | None = None) -> list:
     """``RunnerDeployment`` objects for ``scheds`` (default ``schedules()``) with
     ``home`` as parameter. Raises CtxkeepError when a flow cannot be imported."""
-    from prefect.types.entrypoint import EntrypointType
 
     out = []
     for s in scheds or schedules():

@@ -28,7 +28,14 @@ then ``prefect worker start --pool NAME --work-queue <machine>`` (``worker_comma
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from pathlib import Path
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import WorkPoolCreate
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+from prefect.types.entrypoint import EntrypointType
+from prefect.workers.process import ProcessWorker
 
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.flows.serve import Schedule, load_flow
@@ -41,7 +48,6 @@ EXPORT_ENTRYPOINT = "ctxkeep.flows.export:export_flow"
 def export_schedule(dest: str, minutes: int = 60) -> Schedule:
     """The export deployment's schedule: the store into the lake ``dest`` every
     ``minutes``."""
-    import datetime as dt
 
     return Schedule("ctxkeep-export", EXPORT_ENTRYPOINT, dt.timedelta(minutes=minutes), {"dest": dest})
 
@@ -78,10 +84,6 @@ def ensure_pool(pool: str, machine: str) -> None:
     for it) and its work queue ``machine`` on the server of ``PREFECT_API_URL`` when
     they do not exist (several machines may race: the loser reads the winner's).
     Raises CtxkeepError when ``pool`` exists with another type."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-    from prefect.workers.process import ProcessWorker
 
     with get_client(sync_client=True) as client:
         try:
@@ -121,7 +123,6 @@ def register(home: Path, pool: str, machine: str, scheds: list[Schedule]) -> lis
     the schedule's parameters) as parameters, on the server of ``PREFECT_API_URL``;
     a second registration updates them. Returns their full names
     (``flow/deployment``). Raises CtxkeepError when a flow cannot be imported."""
-    from prefect.types.entrypoint import EntrypointType
 
     names = []
     for s in scheds:
@@ -148,7 +149,6 @@ def run_worker(pool: str, machine: str, limit: int = 2) -> None:
     """Run this machine's Prefect process worker (``ProcessWorker``) on ``pool``,
     polling only the queue ``machine``, at most ``limit`` flow runs at a time, until
     interrupted (KeyboardInterrupt: ``serve`` turns SIGTERM into one)."""
-    from prefect.workers.process import ProcessWorker
 
     async def _work() -> None:
         worker = ProcessWorker(

@@ -47,6 +47,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxkeep import config as cfgmod
+from ctxkeep.errors import NotFound
 from ctxkeep.hooks import worker
 from ctxkeep.hooks.worker import log
 
@@ -116,7 +118,6 @@ def hook_session(conn, agent: str, session_id: str | None, cwd: str | None) -> s
     it is stored as a top-level session of ``agent``; else (a resume may start a new
     id) the latest session of ``agent`` whose project is exactly ``cwd`` (normalized);
     never a session of another agent, of another project, or of no known project."""
-    from ctxkeep.errors import NotFound
     from ctxkeep.paths import normalize_dir
     from ctxkeep.query.resume import latest_session
 
@@ -229,7 +230,6 @@ def run(
     timeout is logged and comes back as a ``HookResult`` with empty ``stdout``. The
     work runs in a daemon thread; on a timeout it is abandoned (the caller exits,
     SQLite's transactions keep the store whole)."""
-    from ctxkeep import config as cfgmod
 
     if timeout is None:
         try:

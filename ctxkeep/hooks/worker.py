@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -184,7 +185,6 @@ def ingest_file(home: Path, agent: str, path: Path) -> str:
 
 def unchanged(home: Path, path: Path) -> bool:
     """True when the store's watermark of ``path`` has its current size and mtime."""
-    import sqlite3
 
     db = home / STORE_DB
     if not db.exists():

@@ -8,13 +8,30 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 - ``sqlite-wal``: a ``store.db-wal`` of another database (``store_safety.wal_verdict``);
 - ``sqlite-integrity``: ``PRAGMA quick_check`` (``PRAGMA integrity_check`` with
   ``full``; 0.27 s and 1.9 s on a 170 MB store);
-- ``fts``: FTS5's ``integrity-check`` command on ``fts_words``, ``fts_grams`` and ``fts_symbols``;
+- ``store`` (a warning): the store cannot be written (a read-only file system, no
+  write permission): read-only, not damaged; checks that write (FTS5's) are skipped,
+  and without a WAL file it is read as immutable;
+- ``fts``: FTS5's ``integrity-check`` command on ``fts_words``, ``fts_grams`` and
+  ``fts_symbols``; ``fts_words`` indexes as many rows as there are chunks;
 - ``orphans``: chunks without their content, entries whose content is missing;
-- ``duckdb``: ``analytics.duckdb`` opens and holds as many entries as SQLite;
+- ``chunks``: every content an entry holds has its chunks, without a gap, adding up
+  to its bytes (``checks.CHUNK_GAPS_SQL``: a third of the chunk rows deleted passed
+  before); ``--repair`` reads the text again from the agents' files and chunks it
+  (``_rechunk``; the vault is the hook for what no file holds any more);
+- ``duckdb``: ``analytics.duckdb`` opens, is not shorter than the blocks its header
+  counts, every table reads to its end (``analytics_read.inspect``), and it holds as
+  many entries and usage rows as SQLite (a truncated file and a rebuild killed after
+  its entries passed before);
 - ``parquet``: every archive file's footer reads, and the archive holds every entry
-  the ``archived`` table lists;
+  the ``archived`` table lists; an unreadable file names the other copies of its
+  agent's entries (``other_copies``: the session files still on disk, their compress
+  backups, the vault's files), which ``--repair`` reports as what to recover from
+  (re-archiving from them is the vault's hook: ``repair``'s ``parquet`` branch);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
-  (warnings: a user may delete session files).
+  (warnings: a user may delete session files);
+- ``coverage``: the coverage ledger's format drift (warnings: an agent version with
+  record types ctxkeep does not understand, a parse rate below the previous version's;
+  ``transforms.drift.ledger_alerts``).
 
 ``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite; when SQLite itself is
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
@@ -33,10 +50,16 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ctxkeep.sinks import analytics_current
+import pyarrow.parquet as pq
+
+from ctxkeep.errors import CtxkeepError
+from ctxkeep.maintenance import backup
+from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.sinks import analytics_current, parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
-from ctxkeep.sinks.sqlite import checks, store_safety
+from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety
+from ctxkeep.sources.contract import SourceFile
 
 
 @dataclass
@@ -80,9 +103,13 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
             out.append(Finding("sqlite-wal", str(wal), "damaged" if verdict == "foreign" else "ok", w))
     if why:
         return out
+    ro = _read_only(home)
+    # a read-only file system without a WAL file: SQLite cannot make the WAL index
+    # (-shm) there, and nothing can change the file: read it as immutable
+    immutable = foreign or (ro is not None and not wal.exists())
     pragma = "integrity_check" if full else "quick_check"
     try:
-        rows = checks.integrity(db, full=full, immutable=foreign)
+        rows = checks.integrity(db, full=full, immutable=immutable)
         bad = rows != ["ok"]
         out.append(
             Finding(
@@ -94,8 +121,17 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
         return out
     if bad:
         return out
-    out += [Finding("fts", f"{db} ({t})", st, d) for t, st, d in checks.fts_integrity(db, immutable=foreign)]
-    t = checks.tallies(db, immutable=foreign)
+    if ro:
+        out.append(
+            Finding(
+                "store", str(home), "warning", f"read-only ({ro}): not damaged; --repair needs it writable"
+            )
+        )
+    out += [
+        Finding("fts", f"{db} ({t})", st, d)
+        for t, st, d in checks.fts_integrity(db, immutable=immutable, readonly=bool(ro))
+    ]
+    t = checks.tallies(db, immutable=immutable)
     st = "damaged" if t.orphan_chunks or t.orphan_entries else "ok"
     out.append(
         Finding(
@@ -105,10 +141,56 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
             f"{t.orphan_chunks} chunks without content, {t.orphan_entries} entries without text",
         )
     )
+    if t.chunk_gaps:
+        out.append(
+            Finding(
+                "chunks",
+                str(db),
+                "damaged",
+                f"{t.chunk_gaps:,} contents held by entries have missing chunks (their text is not "
+                "searchable; --repair reads it again from the agents' files)",
+            )
+        )
+    else:
+        out.append(Finding("chunks", str(db), "ok", "every content held by an entry has its chunks"))
+    if 0 <= t.fts_rows != t.chunk_count:
+        out.append(
+            Finding(
+                "fts",
+                f"{db} (fts_words)",
+                "damaged",
+                f"indexes {t.fts_rows:,} rows, {t.chunk_count:,} chunks",
+            )
+        )
     out += _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
+    out += _coverage_check(db, foreign)
     return out
+
+
+def _read_only(home: Path) -> str | None:
+    """Why the store at ``home`` cannot be written, or None: its file system is mounted
+    read-only (``statvfs``), or the store or its folder has no write permission bit
+    for the owner (checked as bits, as ``config.ensure_home`` does: root writes anyway,
+    but a read-only tree is meant to stay so)."""
+    import os
+    import stat
+
+    try:
+        if os.statvfs(home).f_flag & getattr(os, "ST_RDONLY", 1):
+            return "the file system is mounted read-only"
+    except (OSError, AttributeError):
+        pass
+    for p in (home, home / STORE_DB):
+        try:
+            if not os.stat(p).st_mode & stat.S_IWUSR:
+                return f"{p.name or p} has no write permission"
+            if not os.access(p, os.W_OK):
+                return f"{p.name or p} may not be written by this user"
+        except OSError:
+            continue
+    return None
 
 
 def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> list[Finding]:
@@ -164,7 +246,6 @@ def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
     files = sorted(root.rglob("*.parquet")) if root.is_dir() else []
     if not files and not n_archived:
         return [Finding("parquet", str(root), "ok", "no archive")]
-    import pyarrow.parquet as pq
 
     out, rows = [], 0
     for f in files:
@@ -172,7 +253,12 @@ def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
             rows += pq.ParquetFile(f).metadata.num_rows
         except Exception as e:
             out.append(
-                Finding("parquet", str(f), "damaged", f"unreadable: {(str(e).splitlines() or [''])[0][:160]}")
+                Finding(
+                    "parquet",
+                    str(f),
+                    "damaged",
+                    f"unreadable: {(str(e).splitlines() or [''])[0][:160]}; {copies_line(other_copies(home, f))}",
+                )
             )
     if rows < n_archived:
         out.append(
@@ -186,6 +272,51 @@ def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
     if not out:
         out.append(Finding("parquet", str(root), "ok", f"{len(files)} files, {rows:,} rows"))
     return out
+
+
+def _partition(f: Path, key: str) -> str | None:
+    """The value of the Hive partition ``key`` in the archive file path ``f``
+    (``agent=<agent>/month=<YYYY-MM>``: ``sinks.parquet``), or None."""
+    return next((part.split("=", 1)[1] for part in f.parts if part.startswith(key + "=")), None)
+
+
+def other_copies(home: Path, archive_file: Path) -> dict[str, list[str]]:
+    """Where else the entries of the archive file ``archive_file`` may still be, by its
+    agent partition: ``{"session files": [...], "compress backups": [...], "vault files":
+    [...]}`` (each a list of paths): the agent's session files on disk now (retention
+    moves entries out of the store, not out of the agent's files), the compress backups
+    of those files (the lines compress cut) and the files of the agent the vault holds
+    generations of (``sinks.vault``, when the store has one). Never raises (a part
+    that cannot be looked at is left empty)."""
+    from ctxkeep import config as cfgmod
+    from ctxkeep.maintenance.compress import rewrite
+    from ctxkeep.sources import SOURCES, discover_all
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    agent = _partition(archive_file, "agent")
+    out: dict[str, list[str]] = {"session files": [], "compress backups": [], "vault files": []}
+    if agent not in SOURCES:
+        return out
+    try:
+        cfg = cfgmod.load_config(home)
+        (d,) = discover_all(
+            DiscoveryContext.from_env(), [agent], extra_dirs={agent: cfg.agent(agent).session_dirs}
+        )
+        out["session files"] = [str(f.path) for f in d.files]
+        out["compress backups"] = [str(b) for f in d.files for b in rewrite.backup_paths(f.path)]
+    except Exception:  # a config or discovery problem: named elsewhere
+        pass
+    out["vault files"] = checks.vault_paths(home / STORE_DB, agent)
+    return out
+
+
+def copies_line(copies: dict[str, list[str]]) -> str:
+    """One line naming the other copies (``other_copies``): counts and the first path
+    of each kind, or that none was found."""
+    parts = [f"{len(v):,} {k} (e.g. {v[0]})" for k, v in copies.items() if v]
+    if not parts:
+        return "no other copy found (no session file, compress backup or vault file of its agent)"
+    return "other copies: " + "; ".join(parts)
 
 
 def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
@@ -204,12 +335,31 @@ def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
     ]
 
 
+def _coverage_check(db: Path, immutable: bool) -> list[Finding]:
+    """The coverage ledger's drift (``transforms.drift.ledger_alerts``), one warning per
+    alert (an agent version with record types not understood, a parse rate below the
+    previous version's); ok with the number of agent versions otherwise."""
+    from ctxkeep.transforms.drift import ledger_alerts
+
+    try:
+        rows = checks.coverage_rows(db, immutable=immutable)
+    except sqlite3.DatabaseError as e:
+        return [Finding("coverage", str(db), "skipped", f"the ledger cannot be read: {e}")]
+    alerts = ledger_alerts(rows)
+    if not alerts:
+        return [Finding("coverage", STORE_DB, "ok", f"{len(rows)} agent versions, no drift")]
+    return [Finding("coverage", a["agent"], "warning", a["message"]) for a in alerts]
+
+
 def check(home: Path, *, full: bool = False) -> list[Finding]:
     """Every check of the module doc on the store at ``home``; never raises for
     damage (it is reported). DuckDB is brought current first, as by every reader of
     it (``analytics_current.bring_current``): a sync a small ingest left to the
     readers is no damage."""
-    analytics_current.bring_current(Path(home))
+    try:
+        analytics_current.bring_current(Path(home))
+    except (CtxkeepError, sqlite3.Error, OSError):  # a read-only or damaged store: the checks say
+        pass
     return _sqlite_checks(Path(home), full)
 
 
@@ -223,7 +373,6 @@ def repair(home: Path, findings: list[Finding]) -> dict:
 
     Returns ``{"actions": [str], "not_recovered": [str]}``. Raises StoreBusy when
     another run holds the lock."""
-    from ctxkeep.maintenance import backup
     from ctxkeep.maintenance.reindex import rebuild_analytics, rebuild_fts
     from ctxkeep.sinks.lock import hold
 
@@ -274,6 +423,17 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             actions.append("moved the foreign WAL aside")
         conn = sqlite_store.connect(home)
         try:
+            if "chunks" in bad:
+                done, gone = _rechunk(conn)
+                actions.append(
+                    f"chunked and indexed again the text of {done:,} contents, read from the agents' files"
+                )
+                if gone:
+                    lost.append(
+                        f"the text of {gone:,} contents whose files are gone or changed (only their ids and "
+                        "counts stay; the vault, when it holds those files, is where to read them)"
+                    )
+                bad |= {"fts"}
             if "fts" in bad:
                 r = rebuild_fts(conn)
                 actions.append(f"rebuilt the FTS indexes: {r['chunks']:,} chunks")
@@ -282,8 +442,59 @@ def repair(home: Path, findings: list[Finding]) -> dict:
         finally:
             conn.close()
         if "parquet" in bad:
-            lost.append("archived entries in missing or unreadable Parquet files (no other copy)")
+            for f in findings:
+                if f.check == "parquet" and f.status == "damaged":
+                    # hook for the vault: re-archiving these entries from the copies named
+                    lost.append(f"archived entries of {f.file} ({f.detail.split('; ', 1)[-1]})")
     return {"actions": actions, "not_recovered": lost}
+
+
+def _rechunk(conn) -> tuple[int, int]:
+    """Cut into chunks again the contents with chunk gaps (``checks.CHUNK_GAPS_SQL``):
+    their text is read again from the agents' files that hold their entries (the
+    sources' readers, from byte 0; redacted and hashed as at ingest), their partial
+    chunk rows are replaced, and the caller rebuilds the FTS indexes. Returns
+    ``(contents repaired, contents whose text no file holds any more)``.
+
+    Hook for the vault (``sinks.vault``): the contents still missing after this are the
+    ones to look up there by ``content_hash``."""
+    from ctxkeep.sinks.sqlite import checks
+    from ctxkeep.sinks.sqlite.load import _insert_chunks
+    from ctxkeep.sources import SOURCES, files_for_paths
+    from ctxkeep.transforms.chunk import chunks_frame
+    from ctxkeep.transforms.normalize import contents_frame, entries_frame
+
+    gaps, files = checks.chunk_gap_files(conn)
+    if not gaps:
+        return 0, 0
+    texts: dict[str, str] = {}
+    todo, whole = [], set()
+    for agent, path in files:
+        found, _problems = files_for_paths([Path(path)], [agent])
+        todo += found
+        if not found:  # a file of a tree (OpenCode's message files): its agent's discovery
+            whole.add(agent)
+    if whole:
+        from ctxkeep.sources import discover_all
+        from ctxkeep.sources.contract import DiscoveryContext
+
+        todo += [f for d in discover_all(DiscoveryContext.from_env(), sorted(whole)) for f in d.files]
+    for f in todo:
+        if len(texts) < len(gaps):
+            entries = [e for b in SOURCES[f.agent].read(f, None) for e in b.entries]
+            if not entries:
+                continue
+            for h, text in contents_frame(entries_frame(entries)).select("content_hash", "text").iter_rows():
+                if h in gaps and h not in texts:
+                    texts[h] = text
+    if texts:
+        import polars as pl
+
+        frame = pl.DataFrame({"content_hash": list(texts), "text": list(texts.values())})
+        with sqlite_store.write(conn):
+            checks.drop_chunks(conn, [gaps[h] for h in texts])
+            _insert_chunks(conn, chunks_frame(frame), {}, {})
+    return len(texts), len(gaps) - len(texts)
 
 
 def _from_vault(home: Path) -> list[str]:
@@ -318,7 +529,6 @@ def _reload_archived_ids(home: Path) -> int:
     """Fill a rebuilt store's ``archived`` table from the Parquet archive (entries
     retention moved there exist only there): the re-ingest then leaves them in the
     archive instead of bringing them back into the hot store. Returns the ids added."""
-    from ctxkeep.sinks import parquet
 
     try:
         df = parquet.read_archive(home)
@@ -342,11 +552,8 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     so only those lines add entries; they are marked ``archived`` (not in the session
     file any more), as compress had marked them. Returns ``(entries added, backup
     files read)``."""
-    from ctxkeep.maintenance.compress import rewrite
     from ctxkeep.maintenance.compress.run import discovered_files
     from ctxkeep.pipeline.engine import run_ingest
-    from ctxkeep.sinks.sqlite import StatusChange
-    from ctxkeep.sources.contract import SourceFile
 
     files, _problems = discovered_files(home)
     backups = [SourceFile(f.agent, b, "append", f.meta) for f in files for b in rewrite.backup_paths(f.path)]

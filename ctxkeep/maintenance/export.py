@@ -37,7 +37,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ctxkeep.errors import StoreBusy, StoreError, UsageError
+import duckdb
+import pyarrow as pa
+
+from ctxkeep.errors import ConfigError, StoreBusy, StoreError, UsageError
+from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import lake as lakes
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
@@ -100,7 +104,6 @@ def _digests(con, table: str, m: Machine, with_text: bool) -> dict[tuple[str, st
 
 def _chunks(conn: sqlite3.Connection, hashes: list[str]):
     """The SQLite chunks of these content hashes as Arrow (``h``, ``seq``, ``text``)."""
-    import pyarrow as pa
 
     rows = lake_marks.chunk_rows(conn, hashes)
     h, seq, text = zip(*rows, strict=True) if rows else ((), (), ())
@@ -110,7 +113,6 @@ def _chunks(conn: sqlite3.Connection, hashes: list[str]):
 
 
 def _fetch(con, conn, table: str, m: Machine, with_text: bool, keys: list[tuple[str, str]]):
-    import pyarrow as pa
 
     con.register("_keys", pa.table({"a": [k[0] for k in keys], "mo": [k[1] for k in keys]}))
     try:
@@ -156,9 +158,6 @@ def _batches(keys: list[tuple[str, str]], counts: dict) -> list[list[tuple[str, 
 def _open_analytics(conn: sqlite3.Connection, home: Path):
     """DuckDB synced with SQLite now (the rows the lake gets are those of the store);
     StoreBusy when another process holds ``analytics.duckdb``."""
-    import duckdb
-
-    from ctxkeep.sinks import duckdb as duckdb_store
 
     try:
         con = duckdb_store.connect(home)
@@ -271,7 +270,6 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
     """One table's export: ``{"partitions": n in the store now, "written": [{agent,
     month, rows}], "removed": [...], "rows_written", "files_written", "bytes_written"
     (bytes of Parquet)}``."""
-    from ctxkeep.errors import ConfigError
 
     now = _digests(con, table, m, with_text)
     te: dict = {

@@ -45,6 +45,7 @@ and ``purge_named`` puts them in the report.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import shutil
 import sqlite3
@@ -158,7 +159,6 @@ def backups_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
     ISO-8601 from the file name (its mtime when the name has none), "entries": entries
     of the scope in it (None when it could not be read: it may hold them)}]``, only
     those with ``entries`` not 0."""
-    import datetime as dt
 
     from ctxkeep.maintenance.backup import PREFIX, SUFFIX, backups
 

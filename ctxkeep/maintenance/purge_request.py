@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ctxkeep.errors import PurgeCancelled, UsageError
+from ctxkeep.errors import PurgeCancelled, SessionNotFound, UsageError
 from ctxkeep.paths import is_under, normalize_dir
 from ctxkeep.sinks.sqlite import lookup
 
@@ -184,7 +184,6 @@ def resolve_session_request(conn, req: PurgeRequest) -> PurgeRequest:
     of ``entries`` (the purge preview decides, ``require_match``). Raises
     ``AmbiguousSession`` (listing the candidates) when the prefix names several
     sessions."""
-    from ctxkeep.errors import SessionNotFound
     from ctxkeep.sinks.sqlite.lookup import resolve_session
 
     if req.scope != "session":

@@ -34,10 +34,14 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import polars as pl
+
 from ctxkeep.errors import StoreError
+from ctxkeep.sinks import parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.sqlite import retext
 
 BATCH_CONTENTS = 2000  # contents per transaction
@@ -47,7 +51,6 @@ AREAS = ("contents", "quarantine", "media", "archive")
 
 
 def _redact_many(texts: list[str], counts: Counter) -> list[str]:
-    import polars as pl
 
     from ctxkeep.transforms.redact import redact_series
 
@@ -124,8 +127,6 @@ def run_rescan(
     when the lock is not free within ``timeout`` seconds.
     """
     from ctxkeep.maintenance.reindex import rebuild_analytics
-    from ctxkeep.sinks import parquet
-    from ctxkeep.sinks.sqlite import delete as delete_store
 
     t0 = time.perf_counter()
     home = Path(home)

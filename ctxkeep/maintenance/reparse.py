@@ -22,6 +22,7 @@ are; in a file whose secrets were redacted, ``source_offset`` counts the redacte
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -177,6 +178,7 @@ def reparse(
     t0 = time.perf_counter()
     home = Path(home)
     say = progress or (lambda _p: None)
+    sqlite_store.connect(home, readonly=True).close()  # StoreError "no store yet": never made here
     with hold(home, what="reparse"):
         live = sqlite_store.connect(home)
         try:
@@ -286,7 +288,6 @@ def reparse(
 
 
 def _json(values: list[str]) -> str:
-    import json
 
     return json.dumps(values)
 

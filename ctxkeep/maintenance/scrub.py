@@ -40,6 +40,7 @@ from ctxkeep import config as cfgmod
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import STORE_DB
 
 
 @dataclass
@@ -118,32 +119,6 @@ def scrub_bytes(data: bytes) -> tuple[bytes, dict, int, int, int]:
             + end
         )
     return b"".join(out), dict(counts.most_common()), changed, dropped, kept
-
-
-def _files(conn, paths: list[Path] | None) -> list[tuple[str, str]]:
-    """(path, agent) of the session files holding a redacted value."""
-    from ctxkeep.query.secrets import _marked_contents
-
-    ids = list(_marked_contents(conn))
-    found: dict[str, str] = {}
-    for i in range(0, len(ids), 500):
-        part = ids[i : i + 500]
-        for path, agent in conn.execute(
-            "SELECT DISTINCT v.source_path, v.agent FROM entry_rows r JOIN entries v ON v.rowid = r.rowid "
-            f"WHERE r.content_id IN ({','.join('?' * len(part))})",
-            part,
-        ):
-            if path:
-                found.setdefault(path, agent)
-    for path, agent in conn.execute(
-        "SELECT DISTINCT path, agent FROM quarantine WHERE instr(raw, CAST('[REDACTED' AS BLOB)) > 0"
-    ):
-        if path:
-            found.setdefault(path, agent or "unknown")
-    if paths:
-        want = {str(Path(p).expanduser().resolve()) for p in paths}
-        found = {p: a for p, a in found.items() if str(Path(p).resolve()) in want}
-    return sorted(found.items())
 
 
 def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, active_minutes: int) -> ScrubFile:
@@ -285,12 +260,14 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     from ctxkeep.errors import NotFound
 
     home = Path(home)
-    if not (home / "store.db").exists():
+    if not (home / STORE_DB).exists():
         raise NotFound("no store", where=str(home), hint="run `ctxkeep ingest` first")
     cc = cfgmod.load_config(home).compress
     conn = sqlite_store.connect(home, readonly=True)
     try:
-        todo = _files(conn, paths)
+        from ctxkeep.query.secrets import secret_files
+
+        todo = secret_files(conn, paths)
     finally:
         conn.close()
     results: list[ScrubFile] = []

@@ -36,7 +36,9 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import store_safety
+from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.transforms import drift
 from ctxkeep.transforms.normalize import normalized_rows, unique_entries
 
 
@@ -104,7 +106,7 @@ def extract_transform(
     def flush() -> Group:
         nonlocal group, size, count, files_read, vanished
         frames = None
-        quarantine, wms, changes = [], {}, []
+        quarantine, wms, changes, coverage = [], {}, [], []
         if group:
             entries = [e for it in group for e in it.batch.entries]
             quarantine = [dict(q, agent=it.file.agent) for it in group for q in it.batch.quarantine]
@@ -114,6 +116,11 @@ def extract_transform(
                 it.batch.watermark.path: it.batch.watermark for it in group if it.batch.watermark is not None
             }
             changes = [c for it in group for c in it.batch.status_changes]
+            coverage = [
+                (it.file.agent, str(it.file.path), SOURCES[it.file.agent].PARSER_VERSION, it.batch.coverage)
+                for it in group
+                if it.batch.coverage is not None
+            ]
             merged = Batch(entries, [], None)
             pre = None
             if any(it.rows is not None for it in group):  # normalized by a reader process
@@ -138,6 +145,7 @@ def extract_transform(
             files_read,
             vanished,
             raws=[it.batch.raw for it in group if it.batch.raw is not None],
+            coverage=coverage,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
@@ -395,19 +403,24 @@ def _run_locked(
     with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict
         tombs = sqlite_store.tombstoned(conn)
+        before = sqlite_store.coverage_ledger(conn) if p.todo else []  # the drift alerts' base
         if defer_analytics is None:
             defer_analytics = p.pending_bytes <= DEFER_ANALYTICS_BYTES and (home / ANALYTICS_DB).exists()
         if defer_analytics:
-            _fill(s, ingest_files(conn, p.todo, tombs, on_bytes, submit=submit, parts_ahead=parts_ahead))
+            _fill(
+                s, ingest_files(conn, p.todo, tombs, on_bytes, submit=submit, parts_ahead=parts_ahead), before
+            )
             if s.entries_new or s.status_changed:
                 s.analytics = "analytics: deferred (the next report brings DuckDB current)"
         else:
-            _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead)
+            _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead, before)
     s.seconds = run.seconds
     return s
 
 
-def _ingest_synced(conn, home: Path, p: Plan, tombs: dict, s: Summary, on_bytes, submit, parts_ahead) -> None:
+def _ingest_synced(
+    conn, home: Path, p: Plan, tombs: dict, s: Summary, on_bytes, submit, parts_ahead, before: list
+) -> None:
     """``ingest_files`` of the plan ``p`` with DuckDB synced as groups commit
     (``AnalyticsSyncer``) and at the end; fills ``s``."""
     syncer = AnalyticsSyncer(home)
@@ -425,7 +438,7 @@ def _ingest_synced(conn, home: Path, p: Plan, tombs: dict, s: Summary, on_bytes,
         s.analytics = syncer.finish()
         if syncer.marks:
             sqlite_store.mark_analytics_synced(conn, *syncer.marks)
-    _fill(s, r)
+    _fill(s, r, before)
     if not syncer.started and (
         s.entries_new
         or s.status_changed
@@ -435,10 +448,13 @@ def _ingest_synced(conn, home: Path, p: Plan, tombs: dict, s: Summary, on_bytes,
         s.analytics = sync_analytics(conn, home)
 
 
-def _fill(s: Summary, r: dict) -> None:
-    """Copy ``ingest_files``' totals ``r`` into the summary ``s``."""
+def _fill(s: Summary, r: dict, before: list) -> None:
+    """Copy ``ingest_files``' totals ``r`` into the summary ``s``, with the format
+    drift its coverage tallies show against the ledger as it stood ``before`` the run
+    (``transforms.drift.run_alerts``)."""
     s.files_read, s.files_vanished = r["files_read"], r["vanished"]
     s.bytes, s.lines = r["bytes"], r["lines"]
     s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
     s.status_changed = r["status_changed"]
     s.per_agent = r["per_agent"]
+    s.coverage_alerts = drift.run_alerts(before, r["coverage"])

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, SourceFile, Watermark
+from ctxkeep.sources.coverage import from_entries
 from ctxkeep.sources.readers.jsonl import readable
 
 if TYPE_CHECKING:
@@ -45,13 +46,26 @@ class ReadItem(NamedTuple):
 
 def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
-    ``ReadItem(file, None, read)`` per file."""
+    ``ReadItem(file, None, read)`` per file. A batch whose source left
+    ``Batch.coverage`` unset gets the tally of its entries (``coverage.from_entries``;
+    a read from the start, which replaces the file's ledger rows: the first batch of a
+    rewritten document or JSON tree, of a file never read, or of a changed parser)."""
     for f, wm in todo:
         if not readable(f.path):
             yield ReadItem(f, None, False)
             continue
         got = False
-        for batch in SOURCES[f.agent].read(f, wm):
+        src = SOURCES[f.agent]
+        for batch in src.read(f, wm):
+            if batch.coverage is None:  # a source that reports nothing: tallied from its entries
+                batch.coverage = from_entries(
+                    batch.entries,
+                    sum(q.get("action") != "repaired" for q in batch.quarantine),
+                    reset=not got
+                    and (
+                        f.mode in ("rewrite", "tree") or wm is None or wm.parser_version != src.PARSER_VERSION
+                    ),
+                )
             got = True
             yield ReadItem(f, batch)
         yield ReadItem(f, None, got or readable(f.path))

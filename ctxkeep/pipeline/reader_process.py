@@ -39,6 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import polars as pl
+
 from ctxkeep.pipeline.readahead import ReadItem, read_files
 from ctxkeep.sources.contract import SourceFile, Watermark
 
@@ -105,7 +107,6 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
     kills the process. The pipe holds the process back when nobody reads (consume it
     in ``readahead.read_ahead``'s thread to let it work ahead).
     """
-    import polars as pl
 
     proc, results = start_child("ctxkeep.pipeline.reader_process")
     ended = received = False
@@ -165,7 +166,6 @@ def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
     (content_hash, token_estimate, token_method) and ``chunks_frame`` rows; None when
     there is none. Exactly what the ingest process would compute for them
     (``estimate_tokens`` and ``chunks_frame`` are per text)."""
-    import polars as pl
 
     from ctxkeep.transforms.chunk import chunks_frame
     from ctxkeep.transforms.tokens import estimate_tokens

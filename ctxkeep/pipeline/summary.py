@@ -5,17 +5,23 @@ the store holds back for a later run (``held_back``), for the ingest summary and
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxkeep.sources import SOURCES
+from ctxkeep.sources.contract import ModeByPath
 
 
 @dataclass
 class Summary:
     """A run's figures: files seen/read, raw bytes read, lines, new entries, quarantined
-    lines, seconds, per-agent new entries, a DuckDB sync note, problems, and
-    ``held_back`` (``held_back``: what a later run will read)."""
+    lines, seconds, per-agent new entries, a DuckDB sync note, problems,
+    ``held_back`` (``held_back``: what a later run will read) and
+    ``coverage_alerts`` (``transforms.drift.run_alerts``)."""
 
     files: int = 0
     files_read: int = 0
@@ -30,6 +36,9 @@ class Summary:
     analytics: str = ""
     problems: list = field(default_factory=list)
     held_back: list = field(default_factory=list)
+    #: format drift this run met (``transforms.drift.run_alerts``: a version's parse rate
+    #: dropped, a new version with record types not understood)
+    coverage_alerts: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -54,7 +63,6 @@ def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
     a document, whose last turn is re-read whole), "changed" (ISO-8601 UTC mtime),
     "ready_at" (ISO-8601 UTC or None)}``, sorted by agent and path. Files gone from
     disk are skipped."""
-    import datetime as dt
 
     from ctxkeep.sources.readers.document import idle_seconds
     from ctxkeep.timeutil import format_utc
@@ -103,13 +111,10 @@ def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
 def _appends(agent: str, path: str) -> bool:
     """True for a file its source reads append-only (mode ``append``: a watermark
     offset below its size is an unfinished last line)."""
-    from ctxkeep.sources import SOURCES
-    from ctxkeep.sources.contract import ModeByPath
 
     src = SOURCES.get(agent)
     if src is None:
         return False
-    from pathlib import Path
 
     mode = src.mode_for(Path(path)) if isinstance(src, ModeByPath) else src.MODE
     return mode == "append"

@@ -26,7 +26,8 @@ _END = object()
 def empty_totals() -> dict:
     """The figures ``store_group`` sums: ``{"entries_new", "quarantined", "bytes"
     (raw bytes), "lines", "files_read", "vanished", "status_changed": int,
-    "per_agent": {agent: new entries}}``."""
+    "per_agent": {agent: new entries}, "coverage": {(agent, agent version):
+    sources.coverage.VersionTally}}`` (the run's own tallies, summed)."""
     return {
         "entries_new": 0,
         "quarantined": 0,
@@ -36,6 +37,7 @@ def empty_totals() -> dict:
         "vanished": 0,
         "per_agent": {},
         "status_changed": 0,
+        "coverage": {},
     }
 
 
@@ -60,6 +62,8 @@ class Group:
     vanished: int = 0
     raws: list = field(default_factory=list)
     vault_group: vault.PreparedGroup | None = None
+    #: ``(agent, path, parser_version, sources.coverage.Tally)`` per batch, in order
+    coverage: list = field(default_factory=list)
 
 
 def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
@@ -76,8 +80,10 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
         status_changes=g.changes,
         # the vault's manifest rows commit with the watermarks (its packs are durable)
         before_watermarks=None if vg is None else (lambda c: vault.record(c, vault.home_of(c), vg)),
+        coverage=g.coverage,
         **g.frames,
     )
+    add_tallies(tot["coverage"], g.coverage)
     tot["status_changed"] += len(g.changes)
     tot["entries_new"] += n
     if n:
@@ -93,6 +99,27 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
         on_commit(
             n + len(g.changes), first, None if first is None else g.frames["entries"].select(STORED_COLUMNS)
         )
+
+
+def add_tallies(into: dict, items: list) -> None:
+    """Sum the ``(agent, path, parser_version, Tally)`` items' figures into ``into``
+    (``{(agent, agent version): VersionTally}``)."""
+    from ctxkeep.sources.coverage import UNKNOWN_TYPES_MAX, VersionTally
+
+    for agent, _path, _pv, tally in items:
+        if tally is None:
+            continue
+        for v, t in tally.versions.items():
+            acc = into.setdefault((agent, v), VersionTally())
+            acc.records += t.records
+            acc.parsed += t.parsed
+            acc.entries += t.entries
+            acc.quarantined += t.quarantined
+            for k, (n, sample) in t.unknown.items():
+                if k in acc.unknown:
+                    acc.unknown[k][0] += n
+                elif len(acc.unknown) < UNKNOWN_TYPES_MAX:
+                    acc.unknown[k] = [n, sample]
 
 
 def _first_rowid(conn, entries: pl.DataFrame, n: int) -> int | None:

@@ -20,6 +20,11 @@ reports does.
 
 from __future__ import annotations
 
+import re
+from importlib.resources import files
+
+import duckdb
+
 from ctxkeep.errors import StoreError
 from ctxkeep.sinks import lake as lakes
 
@@ -47,7 +52,6 @@ def open_lake(dest: str):
     lake lacks are left out (a report that needs one, ``tools`` without exported
     entries, fails with a ``duckdb.CatalogException``). Raises StoreError: the lake does not exist, cannot be listed, or holds no usage;
     UsageError/StoreError from ``sinks.lake.open_lake`` (scheme, missing package)."""
-    import duckdb
 
     lake = lakes.open_lake(dest)
     lakes.check_readable(lake)
@@ -79,8 +83,6 @@ def _model_statements(names: set[str]) -> list[str]:
     importing ``sinks.duckdb`` would import Polars, ~2 s) that create the views and
     macros ``names``, in file order. None of them has a placeholder of the model's
     (``{columns}``, ``{archive}``: those views need local tables)."""
-    import re
-    from importlib.resources import files
 
     text = (files("ctxkeep.sinks") / "duckdb" / "model.sql").read_text(encoding="utf-8")
     body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("--"))

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import duckdb
+
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks import analytics_current
@@ -264,7 +266,6 @@ _ROLLED = (
 def _buckets_fresh(con) -> bool:
     """``buckets_fresh()`` of the model (``sinks.duckdb.buckets_fresh``, not imported:
     that module imports pyarrow, ~0.2 s a report); False on an older analytics file."""
-    import duckdb
 
     try:
         return bool(con.execute("SELECT buckets_fresh()").fetchall()[0][0])
@@ -275,7 +276,6 @@ def _buckets_fresh(con) -> bool:
 def _has_entries(con) -> bool:
     """True when ``all_entries`` exists (a lake exported without entries has none: its
     sessions are not rolled up, ``query.lake``)."""
-    import duckdb
 
     try:
         con.execute("SELECT 1 FROM all_entries LIMIT 0").fetchall()

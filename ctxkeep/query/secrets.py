@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from pathlib import Path
 
 from ctxkeep.query.stats import MARKER_RE
 
@@ -182,3 +183,29 @@ def secrets_report(conn: sqlite3.Connection, *, top_sessions: int = 20) -> dict:
         },
         "note": ROTATE_NOTE if total or q_lines else "",
     }
+
+
+def secret_files(conn: sqlite3.Connection, paths: list[Path] | None = None) -> list[tuple[str, str]]:
+    """``(path, agent)`` of the agents' session files holding a redacted value: the
+    ``source_path`` of the entries whose text holds a marker and the files of redacted
+    quarantined lines, sorted; ``paths``: only those of these files."""
+    ids = list(_marked_contents(conn))
+    found: dict[str, str] = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        for path, agent in conn.execute(
+            "SELECT DISTINCT v.source_path, v.agent FROM entry_rows r JOIN entries v ON v.rowid = r.rowid "
+            f"WHERE r.content_id IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            if path:
+                found.setdefault(path, agent)
+    for path, agent in conn.execute(
+        "SELECT DISTINCT path, agent FROM quarantine WHERE instr(raw, CAST('[REDACTED' AS BLOB)) > 0"
+    ):
+        if path:
+            found.setdefault(path, agent or "unknown")
+    if paths:
+        want = {str(Path(p).expanduser().resolve()) for p in paths}
+        found = {p: a for p, a in found.items() if str(Path(p).resolve()) in want}
+    return sorted(found.items())

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ctxkeep.sinks import analytics_current
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite import content_text
 from ctxkeep.sinks.sqlite.lookup import resolve_session, short_ids
 from ctxkeep.transforms.tokens import heuristic_tokens
@@ -94,7 +96,6 @@ def short_ids_of(home: Path, ids) -> dict[str, str]:
     (``lookup.short_session_ids``), for tables that get their ids from elsewhere
     (``ctxkeep report session`` reads DuckDB). Without a readable ``store.db`` every id
     is returned whole."""
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
     ids = [i for i in ids if i]
@@ -137,7 +138,6 @@ def list_sessions(
     Returns ``(rows, source)``: the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``.
     """
     raw, source = None, "sqlite"
-    from ctxkeep.sinks.files import ANALYTICS_DB
 
     # DuckDB brought current first (a hook's ingest leaves it behind); when it still
     # lags (the store is busy), SQLite lists every session (without cost)

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 CACHE = "statusline.json"
 #: ccusage's block length (hours)
@@ -135,7 +136,6 @@ def figures(home: Path, tz: str, session_id: str | None) -> dict:
 
 
 def _tz_now(tz: str) -> dt.datetime:
-    from zoneinfo import ZoneInfo
 
     return dt.datetime.now(ZoneInfo(tz))
 

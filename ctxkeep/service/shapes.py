@@ -36,6 +36,11 @@ class IngestResult(Shape):
         description="files whose last part waits for a later ingest: agent, path, reason, bytes, changed, "
         "ready_at (ISO-8601 UTC)",
     )
+    coverage_alerts: list[dict[str, Any]] = Field(
+        None,
+        description="format drift met: agent, agent_version, kind (new_version_unknown_types, new_unknown_types, "
+        "parse_rate_dropped), message, parse_rate, previous_rate (fractions), unknown (types)",
+    )
     dry_run: bool = Field(None, description="--dry-run: nothing was read or written")
     unchanged: int = Field(None, description="--dry-run: files unchanged since the last ingest")
     agents: list[dict[str, Any]] = Field(None, description="--dry-run: per agent: agent, files, bytes, paths")

@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ctxkeep.service.model import Request, Result, When
+from ctxkeep import schema
+from ctxkeep.service.model import Names, Request, Result, When
 
 
 class AtRisk(BaseModel):
@@ -142,7 +143,7 @@ class ReparseRequest(Request):
     last changed then or later), ``dry_run``."""
 
     home: Path
-    agents: list[str] | None = None
+    agents: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
     since: When = None
     dry_run: bool = False
 
@@ -158,8 +159,16 @@ class ReparseResult(Result):
 
 
 def reparse(req: ReparseRequest) -> ReparseResult:
-    """``maintenance.reparse.reparse``."""
+    """``maintenance.reparse.reparse``; NotFound when ``home`` holds no store (a
+    reparse never creates one: there would be no vault to read)."""
+    from ctxkeep.errors import NotFound
     from ctxkeep.maintenance.reparse import reparse as run
+    from ctxkeep.sinks.files import STORE_DB
+
+    if not (Path(req.home) / STORE_DB).exists():
+        raise NotFound(
+            "no store yet", where=str(Path(req.home) / STORE_DB), hint="run `ctxkeep ingest` first"
+        )
 
     since_ns = None
     if req.since:

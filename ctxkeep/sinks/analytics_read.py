@@ -9,6 +9,7 @@ report). DuckDB allows one writing process per file: a running ingest holds it, 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -16,15 +17,13 @@ import duckdb
 
 from ctxkeep.errors import CtxkeepError, StoreError
 from ctxkeep.sinks import analytics_current
+from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 
 
 def _store_entries(home: Path) -> bool:
     """Whether ``<home>/store.db`` exists and holds an entry (``connect(readonly=True)``;
     False for no store or one that cannot be read: the caller's error then stands)."""
-    import sqlite3
-
-    from ctxkeep.sinks import sqlite as sqlite_store
 
     try:
         conn = sqlite_store.connect(home, readonly=True)

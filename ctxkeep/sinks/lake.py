@@ -30,6 +30,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
 from ctxkeep import timeutil
 from ctxkeep.errors import StoreError, UsageError
 
@@ -69,7 +73,6 @@ class Lake:
 
     @cached_property
     def fs(self):
-        import pyarrow.fs as pafs
 
         if self.local:
             return pafs.LocalFileSystem()
@@ -207,7 +210,6 @@ def _makedirs(lake: Lake, path: str) -> None:
 def list_machine_files(lake: Lake, table: str, machine: str) -> dict[tuple[str, str], list[str]]:
     """The Parquet files under ``<table>/machine=<machine>/``, by ``(agent, month)``
     (``{}`` when there are none). One recursive listing."""
-    import pyarrow.fs as pafs
 
     base = lake.path(table, f"machine={machine}")
     try:
@@ -228,7 +230,6 @@ def list_machine_files(lake: Lake, table: str, machine: str) -> dict[tuple[str, 
 def remove_staging(lake: Lake, table: str, owner: str) -> int:
     """Delete staging directories ``<table>/_staging-<owner>-*`` (left by a killed
     export of this store). Returns how many."""
-    import pyarrow.fs as pafs
 
     base = lake.path(table)
     try:
@@ -260,8 +261,6 @@ def write_partitions(
     directory is removed and the exception re-raised; files already renamed stay
     (the caller's state still names the old ones, so the next export rewrites the
     partition)."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
 
     token = uuid.uuid4().hex[:8]
     stamp = f"{timeutil.stamp()}-{token}"

@@ -26,6 +26,7 @@ nothing is archived twice.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import sqlite3
 from pathlib import Path
@@ -355,7 +356,6 @@ def rewrite_texts(home: Path, transform, *, dry_run: bool = False) -> dict:
     ``content_hash`` (SHA-256 hex) and ``text_bytes`` (UTF-8 bytes) of the changed rows
     recomputed. Returns ``{"rows": n texts changed, "files": n files rewritten}``;
     ``dry_run`` only counts."""
-    import hashlib
 
     root = Path(home) / ARCHIVE_DIR
     out = {"rows": 0, "files": 0}

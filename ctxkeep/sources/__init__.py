@@ -51,6 +51,16 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "gptme": ("gptme", None),
     "mistral-vibe": ("mistral_vibe", None),
     "openclaude": ("openclaude", None),
+    "amp": ("amp", None),
+    "pi": ("pi", None),
+    "kimi": ("kimi", None),
+    "openhands": ("openhands", None),
+    "zed": ("zed", None),
+    "iflow": ("iflow", None),
+    "deepseek-tui": ("deepseek_tui", None),
+    "zencoder": ("zencoder", None),
+    "grok": ("grok", None),
+    "cortex": ("cortex", None),
 }
 
 
@@ -183,9 +193,9 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
                 if isinstance(src, ClaimsPaths) and src.matches(c):
                     meta = {}
                     if c.name.startswith("agent-") and name == "claude-code":
-                        meta["subagent"] = c.stem[len("agent-") :]
-                        if c.parent.name == "subagents":
-                            meta["parent_session"] = c.parent.parent.name
+                        from ctxkeep.sources.claude_code import subagent_meta
+
+                        meta = subagent_meta(c)
                     mode = src.mode_for(c) if isinstance(src, ModeByPath) else src.MODE
                     files.append(SourceFile(name, c, mode, meta))
                     found += 1

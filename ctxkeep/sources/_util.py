@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,6 @@ def compact_json(value: Any, limit: int | None = None) -> str:
 def as_float(v: Any) -> float | None:
     """``v`` as a float when it is a finite number (bool excluded), else None (a cost a
     file logs as text or NaN is not trusted)."""
-    import math
 
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None

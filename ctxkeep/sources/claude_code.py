@@ -3,7 +3,17 @@
 Where (Claude Code 1.x–2.1): ``$CLAUDE_CONFIG_DIR`` (comma-separated list allowed) or
 ``~/.claude`` and ``~/.config/claude``, each with ``projects/<encoded cwd>/<session>.jsonl``;
 sub-agent transcripts as ``projects/<dir>/<session>/subagents/agent-<id>.jsonl``
-(v2.1) or flat ``projects/<dir>/agent-<id>.jsonl`` (v2.0).
+(v2.1) or flat ``projects/<dir>/agent-<id>.jsonl`` (v2.0); the sub-agents of a
+workflow run (the Workflow tool, v2.1.x) as
+``projects/<dir>/<session>/subagents/workflows/<run id>/agent-<id>.jsonl``, beside the
+run's ``journal.jsonl`` (``started``/``result`` lines per agent: not a transcript, not
+read) and ``agent-<id>.meta.json`` (label, phase, model). Source of the workflow
+layout: users' public notes on Claude Code workflow runs ("``result.json`` records the
+transcript directory, under ``~/.claude/projects/<project>/<session>/subagents/
+workflows/<runId>/``"; file listings such as ``H:/.claude/projects/H--prism/321c1d3f-…/
+subagents/workflows/wf_57c6a296-6f2/agent-a7748a49cbfabf1b6.jsonl``) and
+jazzyalex/agent-sessions' artifact rules (``subagents/workflows/<run>/journal.jsonl``
+is a workflow journal, not a session).
 
 Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 
@@ -44,6 +54,7 @@ from ctxkeep.sources._util import (
     strip_ansi,
 )
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
+from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
@@ -61,6 +72,33 @@ _META_TEXT_KEYS = (
     "prUrl",
     "error",
 )
+#: the record types whose meaning is known (the corpus' real files v1.0.17-v2.1.114 and
+#: agent-sessions' schema fixture, jazzyalex/agent-sessions
+#: Resources/Fixtures/stage0/agents/claude/small.jsonl): other types are stored as
+#: ``meta`` entries and named in the coverage ledger as not understood
+KNOWN_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "attachment",
+        "permission-mode",
+        "file-history-snapshot",
+        "last-prompt",
+        "progress",
+        "queue-operation",
+        "agent-name",
+        "custom-title",
+        "ai-title",
+        "pr-link",
+        "worktree-state",
+    }
+)
+#: the content block types whose meaning is known (Anthropic Messages API blocks)
+KNOWN_BLOCKS = frozenset(
+    {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"}
+)
 _SIDECHAIN_MAP_MAX = 200_000
 #: what a record uuid looks like (CC writes RFC 4122 UUIDs); anything else is not
 #: trusted as a unique key and the record is keyed by its line hash instead
@@ -76,6 +114,20 @@ def roots(ctx: DiscoveryContext) -> list[Path]:
     else:
         out = [ctx.home / ".claude", ctx.home / ".config" / "claude"]
     return out
+
+
+def subagent_meta(p: Path) -> dict:
+    """The ``meta`` of a sub-agent transcript ``agent-<id>.jsonl``: ``subagent`` (the
+    id) and, where the layout names it, ``parent_session`` (the folder holding
+    ``subagents/``) and ``workflow_run`` (a workflow sub-agent's run folder,
+    ``<session>/subagents/workflows/<run>/``)."""
+    meta: dict = {"subagent": p.stem[len("agent-") :]}
+    if p.parent.name == "subagents":
+        meta["parent_session"] = p.parent.parent.name
+    elif p.parent.parent.name == "workflows" and p.parent.parent.parent.name == "subagents":
+        meta["parent_session"] = p.parents[3].name
+        meta["workflow_run"] = p.parent.name
+    return meta
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
@@ -96,9 +148,11 @@ def discover(ctx: DiscoveryContext) -> Discovery:
             d.add(p, MODE, meta)
         for p in sorted_paths(proj.glob("*/*/subagents/agent-*.jsonl")):
             d.add(p, MODE, {"subagent": p.stem[len("agent-") :], "parent_session": p.parent.parent.name})
+        for p in sorted_paths(proj.glob("*/*/subagents/workflows/*/agent-*.jsonl")):
+            d.add(p, MODE, subagent_meta(p))
     if not d.files:
         d.reason = (
-            "no Claude Code projects dir found"
+            "no Claude Code projects dir (" + ", ".join(str(p) for p in d.searched) + ")"
             if not project_dirs
             else "projects dir holds no *.jsonl session files"
         )
@@ -161,6 +215,9 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     SHA-256 of the line, so byte-identical repeats of such a line are one record.
     """
     rtype = rec.get("type")
+    set_version(state, rec.get("version"))
+    if rtype not in KNOWN_TYPES:
+        unknown(state, rtype)
     if rec.get("sessionId"):
         state["sid"] = rec["sessionId"]
     if rec.get("cwd"):
@@ -183,8 +240,14 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "record_id": uuid or f"{session_id}:{line_hash}",
     }
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
+    if rtype in ("user", "assistant") and msg is None:
+        state["_broken"] = True  # a message record without its message: a damaged copy
     if rtype in ("user", "assistant") and msg is not None:
-        return _message_entries(rec, msg, base)
+        out = _message_entries(rec, msg, base)
+        for e in out:
+            if e["kind"] == "meta" and e.get("tool_name") and e["tool_name"] not in KNOWN_BLOCKS:
+                unknown(state, f"block:{e['tool_name']}")
+        return out
     if rtype == "summary":
         return [
             dict(
@@ -331,4 +394,4 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
 
 
 #: new lines of one transcript into entry dicts (``parse_record``)
-read = record_reader(PARSER_VERSION, parse_record, init_state)
+read = record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True)

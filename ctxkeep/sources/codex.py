@@ -19,6 +19,26 @@ Format facts (real rollouts in ``shared/corpus``, Codex 0.34–0.70, plus a synt
   ``info`` may be null), ``user_message``/``agent_message``/``agent_reasoning``
   (repeat the response_items: not stored twice), and many UI events;
 - ``compacted`` (``payload.message``: the summary that replaced the history).
+
+Older generations, read too (issue 25; peers' readers and tests describe them):
+
+- the pre-envelope rollout (codex-cli before the Rust ``{timestamp, type, payload}``
+  envelope, ≤ ~Sept 2025): line 1 is a bare header ``{id, timestamp, instructions,
+  git}`` (no ``type``), then bare response items (``{"type": "message", "role", "content"}``,
+  ``reasoning``, ``function_call`` …, no per-line timestamp) and ``{"record_type":
+  "state"}`` bookkeeping lines (nothing to store); the working directory only appears
+  in the ``<environment_context>``'s ``<cwd>`` of the first user message. Sources: the
+  header/state/bare-item shapes as parsers of the format list them (a TypeScript
+  reader's "Legacy (early codex-cli, pre-rollout-event)" variant; a Rust reader's
+  ``test_state_marker_skipped`` and bare ``{"type":"message","id":null,...}`` test line;
+  a Go test's legacy ``rollout-2025-09-02T17-17-41-cccc.jsonl``), all found with the
+  ``search`` tool;
+- a ``response_item`` whose ``payload`` has no ``type``: its kind is told from its keys
+  (``role`` + ``content`` a message, ``name`` + ``arguments`` a function call,
+  ``call_id`` + ``output`` its output, ``summary`` a reasoning item);
+- ``token_count`` ``info.model`` (named by issue 25 from peers' test data; not in the
+  corpus): the model of that usage, and of what follows until a ``turn_context``
+  names one.
 """
 
 from __future__ import annotations
@@ -30,15 +50,39 @@ import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, dict_at
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
+from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "codex"
-PARSER_VERSION = 2
+PARSER_VERSION = 3  # 3: pre-envelope rollouts, items without payload.type, info.model
 MODE: Mode = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: event_msg types that repeat a response_item in the same rollout
 _DUPLICATE_EVENTS = {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"}
+#: the line types and response item types whose meaning is known (the corpus' real
+#: rollouts 0.34-0.70 and Codex's protocol, codex-rs/protocol/src/models.rs
+#: ``ResponseItem``): others are stored as ``meta`` entries and named in the coverage
+#: ledger as not understood. Event types (``event_msg``) are UI events by design: all
+#: are stored as ``meta``
+_KNOWN_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
+_KNOWN_ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+        "tool_search_call",
+        "tool_search_output",
+        "image_generation_call",
+        "agent_message",
+        "ghost_snapshot",
+    }
+)
 _CONTEXT_PREFIXES = (
     "<environment_context>",
     "<user_instructions>",
@@ -60,9 +104,31 @@ def discover(ctx: DiscoveryContext) -> Discovery:
 
 
 def matches(path: Path) -> bool:
-    """True when an explicit ``--path`` file looks like a Codex rollout."""
+    """True when an explicit ``--path`` file looks like a Codex rollout (either
+    envelope generation)."""
     head = file_head(path, (".jsonl",), 4096)
-    return b'"type":"session_meta"' in head or b'"type":"response_item"' in head
+    return (
+        b'"type":"session_meta"' in head
+        or b'"type":"response_item"' in head
+        or b'"record_type":"state"' in head
+        or (path.name.startswith("rollout-") and b'"instructions"' in head)
+    )
+
+
+_CWD_RE = re.compile(r"<cwd>\s*([^<\n]+?)\s*</cwd>")
+
+
+def _infer_item_type(p: dict) -> str | None:
+    """The ``type`` of a response item written without one, told from its keys."""
+    if "role" in p and "content" in p:
+        return "message"
+    if "name" in p and "arguments" in p:
+        return "function_call"
+    if "call_id" in p and "output" in p:
+        return "function_call_output"
+    if "summary" in p or "encrypted_content" in p:
+        return "reasoning"
+    return None
 
 
 def init_state(file: SourceFile) -> dict:
@@ -153,12 +219,28 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     """
     rtype = rec.get("type")
     p = dict_at(rec, "payload")
+    if "payload" not in rec:  # the pre-envelope generation
+        if rec.get("record_type") == "state":
+            return []  # bookkeeping: nothing to store
+        if rtype is None and "id" in rec and "timestamp" in rec:
+            rtype, p = "session_meta", rec  # the bare header line
+        elif rtype in _KNOWN_ITEMS:
+            rtype, p = "response_item", rec  # a bare response item
+    if rtype == "response_item" and "type" not in p:
+        inferred = _infer_item_type(p)
+        if inferred:
+            p = dict(p, type=inferred)
     ts = rec.get("timestamp")
     if isinstance(ts, str) and ts[:2].isdigit():
         state["ts"] = ts
     else:
         ts = state.get("ts")
+    if rtype not in _KNOWN_TYPES:
+        unknown(state, rtype)
+    elif rtype == "response_item" and p.get("type") not in _KNOWN_ITEMS:
+        unknown(state, f"response_item:{p.get('type')}")
     if rtype == "session_meta":
+        set_version(state, p.get("cli_version"))
         mid = p.get("id") or p.get("session_id")
         if isinstance(mid, str) and mid:
             if not state.get("meta_seen"):
@@ -188,6 +270,10 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "part": 0,
     }
     if rtype == "response_item":
+        if not state.get("cwd") and p.get("type") == "message" and p.get("role") == "user":
+            m = _CWD_RE.search(_text_blocks(p.get("content")))
+            if m:  # the pre-envelope generation names its cwd only here
+                state["cwd"] = base["project_dir"] = m.group(1)
         return [_response_item(p, base)]
     if rtype == "event_msg":
         et = p.get("type")
@@ -276,6 +362,9 @@ _TOTAL_KEYS = (
 def _token_count(p: dict, base: dict, state: dict, origin: str) -> dict:
     e = dict(base, role="system", kind="meta", tool_name="token_count", text="")
     info = p.get("info")
+    if isinstance(info, dict) and isinstance(info.get("model"), str) and info["model"]:
+        e["model"] = info["model"]
+        state.setdefault("model", info["model"])
     if not isinstance(info, dict) or not isinstance(info.get("total_token_usage"), dict):
         return e
     tot = info["total_token_usage"]

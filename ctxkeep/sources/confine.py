@@ -26,6 +26,9 @@ counted per reason on the ``Discovery`` (``Discovery.skipped``, shown by
   real; a user who hard-links a session in on purpose can copy it instead. Two names
   of one file inside the folder are read once (the first in discovery order).
 
+Files given explicitly (``ingest --path``) are the user's choice and are not confined
+(FIFOs and devices are still never opened: ``readers.jsonl.open_file``).
+
 A check costs no more than the ``lstat`` discovery made: the real path of each file's
 directory is computed once per directory.
 """

@@ -297,6 +297,9 @@ class Batch:
     status_changes: list[dict] = field(default_factory=list)
     #: the bytes read, for the vault (None: nothing new was read, or a database's rows)
     raw: RawCapture | None = None
+    #: what the batch adds to the coverage ledger (``sources.coverage.Tally``): set by
+    #: the JSONL readers per record; None: ``pipeline.readahead`` tallies the entries
+    coverage: Any = None
 
 
 def quarantine_row(

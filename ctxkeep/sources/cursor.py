@@ -27,6 +27,14 @@ Cursor adapters; ``tests/fixtures/cursor`` is generated from them):
   timestamps: record ids are ``<file>:<byte offset>`` (append-only), and ``ts`` is
   the file's mtime when the line was first read (an approximation, said here).
 
+- ``tool_call`` blocks and lines (Cursor's agent, in the shape of its ``stream-json``
+  output, cursor.com/docs/cli/reference/output-format, and readers of it such as
+  the neosian crate's Cursor tests): ``{"type": "tool_call", "subtype":
+  "started"|"completed", "call_id", "tool_call": {"<kind>ToolCall": {"args",
+  "result"}}}``, or flat ``{name, args|input|arguments, result}``; the call is keyed by
+  its ``call_id`` (a started and a completed copy are one call) and a ``result``
+  gives its tool result.
+
 Neither store records the working directory: ``project_dir`` stays null.
 Usage: a bubble's ``tokenCount`` (``usage_key`` ``cursor:<bubbleId>``) when non-zero.
 Bubbles of a chat whose ``status`` is ``generating`` and that changed in the last
@@ -57,7 +65,7 @@ from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, ope
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "cursor"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: tool_call blocks
 MODE: Mode = "sqlite"  # state.vscdb; agent transcripts are append-only JSONL (see mode_for)
 STALE_SECONDS = 3600
 
@@ -325,6 +333,8 @@ def _read_transcript(
             "source_offset": offset,
             "is_sidechain": False,
         }
+        if rec.get("type") == "tool_call":
+            return tool_call_entries(rec, base, 0)
         if isinstance(content, str):
             return [dict(base, part=0, kind="message", text=content)]
         if not isinstance(content, list):
@@ -359,6 +369,8 @@ def _read_transcript(
                         text=compact_json(blk.get("input")),
                     )
                 )
+            elif t == "tool_call":
+                out.extend(tool_call_entries(blk, base, i))
             elif t == "tool_result":
                 c = blk.get("content")
                 text = (
@@ -392,6 +404,38 @@ def _read_transcript(
         return out
 
     return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
+
+
+def tool_call_entries(obj: dict, base: dict, part: int) -> list[dict]:
+    """The tool call (and, when it carries a ``result``, the tool result) of a Cursor
+    ``tool_call`` block or line (see the module doc). With a ``call_id`` both are keyed
+    ``<session>:call:<call id>`` (parts 0 and 1), so the started and completed copies
+    of one call are stored once; without one, ``<line record id>:tool:<block index>``."""
+    inner = obj.get("tool_call") if isinstance(obj.get("tool_call"), dict) else None
+    name, args, result = obj.get("name") or obj.get("toolName"), None, obj.get("result")
+    if inner and len(inner) == 1:
+        kind, body = next(iter(inner.items()))
+        name = kind[: -len("ToolCall")] if kind.endswith("ToolCall") else kind
+        body = body if isinstance(body, dict) else {}
+        args, result = body.get("args"), body.get("result")
+    else:
+        for k in ("args", "input", "arguments"):
+            if k in obj:
+                args = obj[k]
+                break
+    call_id = obj.get("call_id") or obj.get("toolCallId") or obj.get("id")
+    b = dict(base, role="assistant", native_id=call_id)
+    if call_id:
+        b["record_id"], p0 = f"{base['session_id']}:call:{call_id}", 0
+    else:
+        b["record_id"], p0 = f"{base['record_id']}:tool:{part}", 0
+    out = [dict(b, part=p0, kind="tool_call", tool_name=str(name) if name else None, text=compact_json(args))]
+    if result is not None:
+        text = result if isinstance(result, str) else compact_json(result)
+        out.append(
+            dict(b, part=p0 + 1, role="tool", kind="tool_result", tool_name=out[0]["tool_name"], text=text)
+        )
+    return out
 
 
 #: changed chats of ``state.vscdb`` or new lines of a transcript

@@ -66,7 +66,7 @@ from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head, read_jsonl
 
 AGENT = "gemini-cli"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: messages without an id are kept
 MODE: Mode = "rewrite"  # .json documents; .jsonl files are append-only (see mode_for)
 
 _MAX_IDS = 200_000  # bound on message ids kept in a watermark's state
@@ -209,6 +209,26 @@ def _tool_result_text(tc: dict) -> str:
     return text
 
 
+def is_message(m: dict) -> bool:
+    """True for a message record: it has an ``id``, or a ``type`` and a ``content``,
+    ``toolCalls`` or ``thoughts`` (messages written without an ``id`` are messages too:
+    wesm/agentsview internal/parser/gemini.go reads every ``user``/``gemini`` message by
+    its ``type`` alone)."""
+    if m.get("id") is not None:
+        return True
+    return isinstance(m.get("type"), str) and any(k in m for k in ("content", "toolCalls", "thoughts"))
+
+
+def message_id(m: dict) -> str:
+    """A message's ``id``, or for one without: ``h`` and the first 16 hex characters of
+    the SHA-256 of its timestamp, type and content (the same message read again, from
+    a rewritten document or a ``$set``, gets the same id)."""
+    if m.get("id") is not None:
+        return str(m["id"])
+    key = orjson.dumps([m.get("timestamp"), m.get("type"), m.get("content")], option=orjson.OPT_NON_STR_KEYS)
+    return "h" + hashlib.sha256(key).hexdigest()[:16]
+
+
 def message_entries(msg: dict, ctx: dict) -> list[dict]:
     """Entry dicts of one Gemini message record.
 
@@ -220,7 +240,7 @@ def message_entries(msg: dict, ctx: dict) -> list[dict]:
     ``<sid>:<id>:usage`` (a ``meta`` entry with empty text, ``tool_name`` ``usage``),
     so a message re-written with more tool calls or tokens adds only what is new.
     """
-    sid, mid = ctx["sid"], str(msg.get("id"))
+    sid, mid = ctx["sid"], message_id(msg)
     mtype = msg.get("type")
     base = {
         "agent": AGENT,
@@ -383,8 +403,8 @@ def parse_document(raw: bytes, doc: Any, state: dict, file: SourceFile, old_ids:
         "project_dir": file.meta.get("project_dir") or _first_dir(doc.get("directories")),
         "src": str(file.path),
     }
-    msgs = [m for m in doc["messages"] if isinstance(m, dict) and m.get("id") is not None]
-    ids = [str(m["id"]) for m in msgs]
+    msgs = [m for m in doc["messages"] if isinstance(m, dict) and is_message(m)]
+    ids = [message_id(m) for m in msgs]
     offs = _find_offsets(raw, ids)
     out: list[dict] = []
     for m, off in zip(msgs, offs, strict=False):
@@ -449,12 +469,12 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, file: Sour
         if isinstance(upd.get("messages"), list):
             new_order = []
             for m in upd["messages"]:
-                if isinstance(m, dict) and m.get("id") is not None:
+                if isinstance(m, dict) and is_message(m):
                     out.extend(_message(m, ctx, state, track=False))
-                    new_order.append(str(m["id"]))
+                    new_order.append(message_id(m))
             state["order"] = dict.fromkeys(new_order[-_MAX_IDS:], 1)
         return out
-    if rec.get("id") is not None:
+    if is_message(rec):
         return _message(rec, ctx, state, track=True)
     return [
         {
@@ -489,7 +509,7 @@ def _trim(d: dict) -> None:
 
 
 def _message(m: dict, ctx: dict, state: dict, track: bool) -> list[dict]:
-    mid = str(m["id"])
+    mid = message_id(m)
     rewound = _ordered(state, "rewound")
     if mid in rewound:  # re-recorded after a rewind: active again
         del rewound[mid]

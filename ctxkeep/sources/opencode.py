@@ -14,6 +14,11 @@ sst/opencode uses the XDG layout on Linux, macOS and Windows alike,
   ``storage/part/<messageID>/<partID>.json`` (type text/reasoning/tool/file/
   step-start/step-finish/snapshot/patch/agent/subtask/compaction …; a tool part has
   callID, tool, state{status pending/running/completed/error, input, output, error}).
+  The folders are named by the ids inside the JSON (``sessionID``, ``messageID``),
+  which ctxkeep looks up (a file's name is the id too, unless it was renamed or
+  copied: the name is the fallback); a session whose messages are found nowhere is
+  named in a note (``ctxkeep sources``). Part files are stored per message, so two
+  messages may hold one part id: such a part is scoped by its message.
   Many small files rewritten in place. One *session* is the unit: its change test
   (``unchanged``) is a fingerprint of the names, sizes and mtimes of its session,
   message and part files; a changed session is read again whole and its entries
@@ -76,7 +81,7 @@ from ctxkeep.sources.readers.sqlite import (
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "opencode"
-PARSER_VERSION = 2  # 2: the logged message cost (a re-read fills it)
+PARSER_VERSION = 3  # 2: the logged message cost; 3: tree files keyed by their ids, part ids scoped by message
 MODE: Mode = "sqlite"  # opencode.db; a session of the JSON tree is a "tree" file (see mode_for)
 STALE_SECONDS = 24 * 3600
 _SKIP_PARTS = {"step-start", "step-finish", "snapshot"}
@@ -133,11 +138,33 @@ def mode_for(path: Path) -> str:
 # ------------------------------------------------------------------ JSON tree
 
 
+def _json_id(path: Path) -> str | None:
+    """The ``id`` inside a JSON file of the tree (None when unreadable or absent)."""
+    try:
+        obj = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    v = obj.get("id") if isinstance(obj, dict) else None
+    return v if isinstance(v, str) and v and "/" not in v and v not in (".", "..") else None
+
+
+def _keyed_dir(base: Path, key: str | None, name: str) -> Path:
+    """``base/<key>`` (the id inside the JSON, which names the folder sst/opencode
+    writes: ``storage/message/<sessionID>/``, ``storage/part/<messageID>/``) when it
+    exists, else ``base/<name>`` (the file's name, which is the id unless the file was
+    renamed or copied)."""
+    if key and (base / key).is_dir():
+        return base / key
+    return base / name
+
+
 def _tree_files(file: SourceFile) -> tuple[list[Path], list[tuple[Path, list[Path]]]]:
+    """A session's message files and, per message, its part files: folders looked up
+    by the ids inside the session and message JSON (``_keyed_dir``)."""
     storage = _storage_of(file)
-    sid = file.path.stem
-    msgs = sorted((storage / "message" / sid).glob("*.json"))
-    return msgs, [(m, sorted((storage / "part" / m.stem).glob("*.json"))) for m in msgs]
+    mdir = _keyed_dir(storage / "message", _json_id(file.path), file.path.stem)
+    msgs = sorted(mdir.glob("*.json"))
+    return msgs, [(m, sorted(_keyed_dir(storage / "part", _json_id(m), m.stem).glob("*.json"))) for m in msgs]
 
 
 def tree_fingerprint(file: SourceFile) -> str:
@@ -196,6 +223,7 @@ def _read_tree(
     deferred = False
     msgs, parts = _tree_files(file)
     nbytes = st.st_size
+    seen_parts: set[str] = set()
     for mpath, ppaths in parts:
         msg = _load(mpath, quarantine)
         if msg is None:
@@ -209,7 +237,12 @@ def _read_tree(
                 loaded.append((pp, part))
         loaded.sort(key=lambda x: str(x[1].get("id") or x[0].stem))
         for pp, part in loaded:
-            es, d = part_entries(part, msg, session, str(pp), now)
+            # a part id met in an earlier message of the session (part files are
+            # stored per message, so two messages may hold the same part id) is
+            # scoped by its message; the first keeps ``<session>:<part id>``
+            pid = str(part.get("id") or pp.stem)
+            es, d = part_entries(part, msg, session, str(pp), now, scoped=pid in seen_parts)
+            seen_parts.add(pid)
             entries += es
             deferred |= d
         u = usage_entry(msg, session, str(mpath), now)
@@ -218,6 +251,11 @@ def _read_tree(
         elif _msg_pending(msg, now):
             deferred = True
     state = {"fp": "deferred" if deferred else fp}
+    if not msgs:
+        sid = session.get("id") or file.path.stem
+        state["note"] = (
+            f"session {sid} ({file.path.name}): no message files under {_storage_of(file) / 'message' / str(sid)}"
+        )
     new_wm = Watermark(
         path=str(file.path),
         agent=AGENT,
@@ -290,12 +328,14 @@ def _base(msg: dict, session: dict, src: str, offset: int) -> dict:
 
 
 def part_entries(
-    part: dict, msg: dict, session: dict, src: str, now: float, offset: int = 0
+    part: dict, msg: dict, session: dict, src: str, now: float, offset: int = 0, scoped: bool = False
 ) -> tuple[list[dict], bool]:
     """Entry dicts of one part, and whether it was deferred (still streaming).
 
     ``record_id`` is ``<session id>:<part id>`` (the same in the tree and the
-    database); a tool part gives ``part`` 0 (call) and 1 (result).
+    database, where ``part.id`` is the primary key), or with ``scoped``
+    ``<session id>:<message id>:<part id>`` (a part id an earlier message of the
+    tree's session holds too); a tool part gives ``part`` 0 (call) and 1 (result).
     """
     ptype = part.get("type")
     if ptype in _SKIP_PARTS:
@@ -303,7 +343,8 @@ def part_entries(
     role = msg.get("role") if msg.get("role") in ("user", "assistant", "system") else "assistant"
     b = _base(msg, session, src, offset)
     pid = part.get("id") or hashlib.sha256(orjson.dumps(part)).hexdigest()[:24]
-    b.update(record_id=f"{b['session_id']}:{pid}", native_id=pid, role=role)
+    rid = f"{b['session_id']}:{msg.get('id')}:{pid}" if scoped else f"{b['session_id']}:{pid}"
+    b.update(record_id=rid, native_id=pid, role=role)
     pt = dict_at(part, "time")
     if pt.get("start"):
         b["ts"] = ms_iso(pt["start"]) or b["ts"]

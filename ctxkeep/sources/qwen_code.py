@@ -17,6 +17,21 @@ args}``, ``functionResponse {id, name, response}``, ``inlineData``. ``system`` r
 (chat_compression, slash_command, ui_telemetry, rewind, custom_title, …) become
 ``meta`` entries (``chat_compression`` a ``summary``).
 
+Records that are not the user's words (Qwen Code 0.x, ``ChatRecord`` and
+packages/core/src/utils/transcript-records.ts): ``type: user`` records with
+``subtype`` ``notification``/``cron``/``background_task_completed`` (a background
+task's note, ``systemPayload.displayText``) become ``system``/``meta`` entries named
+by the subtype, never prompts; a text part that is wholly a UserPromptSubmit hook's
+context block (``<qwen:user-prompt-submit-context>\n…\n</qwen:user-prompt-submit-context>``,
+``isUserPromptSubmitContextPartText``) becomes a ``meta`` entry ``hook_context``. A
+``system`` record ``custom_title`` (``systemPayload.customTitle``, from ``/rename``)
+becomes the session's title (a ``meta`` entry named ``session``, the title convention
+of ``sinks.duckdb``). A ``system`` record ``rewind`` (``/rewind``,
+``rewindRecording``: its ``parentUuid`` re-roots the chain at the record before the
+turn rewound to) marks every record of the active chain after that parent
+``rewound`` (``Batch.status_changes``; the chain is kept in the watermark state, its
+last ``CHAIN_MAX`` uuids).
+
 Usage: ``usageMetadata`` (the Gemini API's GenerateContentResponseUsageMetadata) on
 assistant records, mapped like Gemini CLI's tokens: ``input_tokens =
 promptTokenCount - cachedContentTokenCount``, ``cache_read_tokens =
@@ -41,12 +56,72 @@ from ctxkeep.sources.contract import (
     SourceFile,
     Watermark,
 )
+from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "qwen-code"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: rewinds, custom titles, notifications and hook context
 MODE: Mode = "append"
+
+#: uuids of the active chain kept in the parser state (a rewind further back than
+#: this marks only what is kept)
+CHAIN_MAX = 5000
+#: ``type: user`` subtypes that are not the user's words (``ChatRecord.subtype``)
+_NOT_TYPED = frozenset({"notification", "cron", "background_task_completed"})
+_HOOK_OPEN = "<qwen:user-prompt-submit-context>"
+_HOOK_CLOSE = "</qwen:user-prompt-submit-context>"
+#: the ``system`` subtypes of ``ChatRecord`` (QwenLM/qwen-code
+#: packages/core/src/services/chatRecordingService.ts); others are named in the
+#: coverage ledger as not understood
+_KNOWN_SUBTYPES = frozenset(
+    [
+        "session_notes",
+        "chat_compression",
+        "slash_command",
+        "ui_telemetry",
+        "at_command",
+        "attribution_snapshot",
+        "notification",
+        "background_task_completed",
+        "cron",
+        "mid_turn_user_message",
+        "custom_title",
+        "parent_session",
+        "session_source",
+        "session_execution_engine",
+        "omni_recall",
+        "session_model",
+        "session_approval_mode",
+        "rewind",
+        "agent_bootstrap",
+        "agent_launch_prompt",
+        "agent_retry",
+        "agent_session_ready",
+        "file_history_snapshot",
+        "user_text_elements",
+        "session_artifact_event",
+        "session_artifact_snapshot",
+        "session_sources_snapshot",
+        "branch_checkpoint",
+        "goal_state",
+        "goal_runtime",
+        "goal_turn_end",
+        "realtime_message",
+        "turn_result",
+    ]
+)
+
+
+def is_hook_context(text: str) -> bool:
+    """True when ``text`` is wholly one UserPromptSubmit hook context block (Qwen
+    Code's ``isUserPromptSubmitContextPartText``: the open tag and a newline first, a
+    newline and the close tag last, neither tag inside)."""
+    t = text.strip()
+    if not (t.startswith(_HOOK_OPEN + "\n") and t.endswith("\n" + _HOOK_CLOSE)):
+        return False
+    body = t[len(_HOOK_OPEN) + 1 : -len(_HOOK_CLOSE) - 1]
+    return _HOOK_OPEN not in body and _HOOK_CLOSE not in body
 
 
 def mode_for(path: Path) -> str:
@@ -111,7 +186,15 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         state["cwd"] = rec["cwd"]
     uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) else None
     rtype = rec.get("type")
+    sub = rec.get("subtype") if isinstance(rec.get("subtype"), str) else None
     side = bool(rec.get("isSidechain"))
+    set_version(state, rec.get("version"))
+    if rtype not in ("user", "assistant", "tool_result", "system"):
+        unknown(state, rtype)
+    elif sub is not None and sub not in _KNOWN_SUBTYPES:
+        unknown(state, f"{rtype}:{sub}")
+    if not side and uuid:
+        _follow_chain(rec, uuid, sub, sid, state)
     base = {
         "agent": AGENT,
         "session_id": f"{sid}/agent-{rec['agentId']}" if side and rec.get("agentId") else sid,
@@ -129,12 +212,22 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     }
     out: list[dict] = []
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
-    if rtype in ("user", "assistant", "tool_result") and msg is not None:
+    payload = rec.get("systemPayload") if isinstance(rec.get("systemPayload"), dict) else {}
+    if rtype == "user" and sub in _NOT_TYPED:
+        shown = payload.get("displayText")
+        text = shown if isinstance(shown, str) else gemini_cli._parts_text((msg or {}).get("parts"))
+        out.append(dict(base, role="system", kind="meta", tool_name=sub, text=text))
+    elif rtype in ("user", "assistant", "tool_result") and msg is not None:
         role = "assistant" if rtype == "assistant" else "user"
         for p in msg.get("parts") or []:
             if not isinstance(p, dict):
                 continue
             if isinstance(p.get("text"), str):
+                if role == "user" and is_hook_context(p["text"]):
+                    out.append(
+                        dict(base, role="system", kind="meta", tool_name="hook_context", text=p["text"])
+                    )
+                    continue
                 out.append(
                     dict(base, role=role, kind="thinking" if p.get("thought") else "message", text=p["text"])
                 )
@@ -188,12 +281,14 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             )
         if not out:
             out.append(dict(base, role=role, kind="meta", text=""))
+    elif rtype == "system" and sub == "custom_title" and isinstance(payload.get("customTitle"), str):
+        # the session's title: a ``session`` meta entry (the title convention of sinks.duckdb)
+        out.append(dict(base, role="system", kind="meta", tool_name="session", text=payload["customTitle"]))
     elif rtype == "system":
-        sub = str(rec.get("subtype") or "system")
-        payload = rec.get("systemPayload")
+        sub = sub or "system"
         kind = "summary" if sub == "chat_compression" else "meta"
         text = ""
-        if isinstance(payload, dict):
+        if payload:
             if sub == "chat_compression" and isinstance(payload.get("compressedHistory"), list):
                 text = "\n".join(
                     gemini_cli._parts_text(c.get("parts"))
@@ -224,6 +319,29 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         first["reasoning_tokens"] = as_int(um.get("thoughtsTokenCount")) or 0
         first["usage_key"] = f"qwen:{base['record_id']}"
     return out
+
+
+def _follow_chain(rec: dict, uuid: str, sub: str | None, sid: str, state: dict) -> None:
+    """Keep the active chain's uuids in ``state["chain"]``; at a ``rewind`` record,
+    mark the records of the chain after its ``parentUuid`` (all of them for a null
+    parent) ``rewound`` (``state["_status_changes"]``, see ``Batch.status_changes``)."""
+    chain = state.setdefault("chain", [])
+    if sub == "rewind":
+        parent = rec.get("parentUuid")
+        if parent is None:
+            cut = 0
+        elif parent in chain:
+            cut = len(chain) - chain[::-1].index(parent)
+        else:
+            cut = None  # further back than the chain kept: nothing is marked
+        if cut is not None and chain[cut:]:
+            state.setdefault("_status_changes", []).append(
+                {"agent": AGENT, "session_id": sid, "message_ids": list(chain[cut:]), "status": "rewound"}
+            )
+            del chain[cut:]
+    chain.append(uuid)
+    if len(chain) > CHAIN_MAX:
+        del chain[: len(chain) - CHAIN_MAX]
 
 
 _read_records = record_reader(PARSER_VERSION, parse_record)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -152,7 +154,6 @@ def chunks_frame(contents: pl.DataFrame) -> pl.DataFrame:
     ``chunk_title``), text (str, ≤ 4 KiB UTF-8), grams (str, substring-index terms of
     the chunk and its title, '' for none).
     """
-    import polars as pl
 
     from ctxkeep.transforms.grams import grams_batch
 

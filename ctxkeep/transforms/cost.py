@@ -38,7 +38,10 @@ from __future__ import annotations
 import datetime as dt
 import tomllib
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import lru_cache
+
+from genai_prices import Usage, data_snapshot
 
 REASONING_OUTSIDE_OUTPUT = frozenset({"gemini-cli", "qwen-code", "opencode"})
 
@@ -104,7 +107,6 @@ def parse_prices_toml(text: str) -> dict[str, Override]:
 
 @lru_cache(maxsize=1024)
 def _model(model: str):
-    from genai_prices import data_snapshot
 
     try:
         return data_snapshot.get_snapshot().find_provider_model(model, None, None, None)[1]
@@ -135,9 +137,6 @@ def _flat_rates(model: str, day: dt.date) -> Rates | None:
     cache rate the data leaves out is the input rate, as genai-prices prices it. The
     one-hour rate is what genai-prices charges for one million one-hour write tokens
     (``cache_write_1h_mtok``, or its fallback when the data has none). None: tiered."""
-    from decimal import Decimal
-
-    from genai_prices import Usage
 
     mp = _model_price(model, day)
     vals = [getattr(mp, k, None) for k in (*_TOKEN_RATES, "cache_write_1h_mtok")]
@@ -198,7 +197,6 @@ def genai_tiered(model: str, day: dt.date, inp: int, cr: int, cw: int, h: int, o
     """genai-prices' price in USD of one response of a tiered ``model`` on UTC ``day``:
     ``inp`` non-cached input, ``cr`` cache read, ``cw`` cache write of which ``h``
     one-hour, ``out`` output tokens (the module doc's conventions)."""
-    from genai_prices import Usage
 
     usage = Usage(
         input_tokens=inp + cr + cw,

@@ -122,10 +122,12 @@ class Checkout:
         self.store = work / f"store-{label}"
         self.sessions = work / f"sessions-{label}"
         self.sessions.mkdir(parents=True)
+        # every cache in the temp dir: HOME is the corpus, which nothing may write
         self.env = clean_env(
             HOME=str(CORPUS / "home"),
             CTXKEEP_HOME=str(self.store),
             CTXKEEP_CACHE_DIR=str(work / f"cache-{label}"),
+            XDG_CACHE_HOME=str(work / f"xdg-cache-{label}"),
         )
         self.n = 0
 

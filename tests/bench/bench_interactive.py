@@ -78,7 +78,15 @@ def clean_env(**extra: str) -> dict:
         for k, v in os.environ.items()
         if not k.startswith("PREFECT_") and k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CTXKEEP_HOME")
     }
-    env.update({"CTXKEEP_IDLE_SECONDS": "0", "CTXKEEP_CACHE_DIR": str(CACHE), **extra})
+    # every cache in the bench's temp dir: HOME is the corpus, which nothing may write
+    env.update(
+        {
+            "CTXKEEP_IDLE_SECONDS": "0",
+            "CTXKEEP_CACHE_DIR": str(CACHE),
+            "XDG_CACHE_HOME": str(CACHE / "xdg"),
+            **extra,
+        }
+    )
     return env
 
 

@@ -21,11 +21,12 @@ from ctxkeep.sinks.sqlite import ddl
 from tests.sinks.v9_store import as_v9
 
 PHASES = [
-    "step 1/2: v10 project dirs and load stamps as ids, chunk titles as spans",
+    "step 1/3: v10 project dirs and load stamps as ids, chunk titles as spans",
     "copying entries",
     "indexing entries",
     "copying chunks",
-    "step 2/2: v11 the vault manifest",
+    "step 2/3: v11 the vault manifest",
+    "step 3/3: v12 the coverage ledger",
     "committing the upgrade",
     "compacting the store (VACUUM)",
 ]
@@ -60,7 +61,7 @@ def test_an_upgrade_prints_its_phases_in_order_then_its_time(corpus_store, tmp_p
     assert lines == PHASES
     assert re.search(r"^store upgraded in \d+ s$", r.stderr, re.M)
     conn = sqlite_store.connect(home, readonly=True)
-    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 11
+    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 12
     conn.close()
     again = _ingest(home, tmp_path, monkeypatch)  # current: nothing to show
     assert again.exit_code == 0 and "upgrad" not in again.stderr

@@ -6,7 +6,8 @@ before (``ok`` everywhere, exit 0) and is now found and repaired:
   match SQLite;
 - chunk rows missing against their contents (a third deleted): the text is re-read
   from the agents' files and chunked and indexed again;
-- a store on a read-only file system is reported read-only, not damaged."""
+- a store on a read-only file system is reported read-only, not damaged;
+- a corrupt archive Parquet file names the other copies (it said "no other copy")."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import os
 import sqlite3
 
 import duckdb
+import pytest
 
 from ctxkeep.maintenance import doctor
 
@@ -47,3 +49,87 @@ def test_missing_usage_rows_are_found_and_rebuilt(store):
     con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM usage").fetchone()[0] == n
     con.close()
+
+
+def test_chunk_gaps_are_found_and_the_text_chunked_again(store, monkeypatch):
+    from conftest import CORPUS_HOME
+
+    monkeypatch.setenv("HOME", str(CORPUS_HOME))  # the store's agents' files (a tree: discovered)
+    conn = sqlite3.connect(store / "store.db")
+    before = conn.execute("SELECT count(*) FROM chunk_rows").fetchone()[0]
+    texts = dict(conn.execute("SELECT chunk_id, text FROM chunk_rows").fetchall())
+    conn.execute("DELETE FROM chunk_rows WHERE chunk_id % 3 = 0")  # a third of the chunks
+    conn.commit()
+    conn.close()
+    found = bad(doctor.check(store))
+    assert "missing chunks" in found["chunks"]
+    assert found["fts"].startswith(f"indexes {before:,} rows")
+    res = doctor.repair(store, doctor.check(store))
+    assert res["not_recovered"] == []
+    assert bad(doctor.check(store)) == {}
+    conn = sqlite3.connect(store / "store.db")
+    assert conn.execute("SELECT count(*) FROM chunk_rows").fetchone()[0] == before
+    assert sorted(r[0] for r in conn.execute("SELECT text FROM chunk_rows")) == sorted(texts.values())
+    some = next(t for i, t in texts.items() if i % 3 == 0 and len(t.split()) > 3)
+    word = max(some.split(), key=len).strip("\"'`()[]{}.,:;")
+    hits = conn.execute("SELECT count(*) FROM fts_words WHERE fts_words MATCH ?", (f'"{word}"',)).fetchone()[
+        0
+    ]
+    assert hits >= 1  # searchable again
+    conn.close()
+
+
+def test_read_only_store_is_read_only_not_damaged(store, tmp_path):
+    import shutil
+    import subprocess
+
+    c = sqlite3.connect(store / "store.db")  # a store at rest: its WAL checkpointed
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    c.close()
+    if os.geteuid() == 0:  # root writes through permission bits: a read-only mount
+        m = tmp_path / "ro"
+        m.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(m)]).returncode:
+            pytest.skip("cannot mount a tmpfs here")
+        try:
+            shutil.copytree(store, m / "s")
+            subprocess.run(["mount", "-o", "remount,ro", str(m)], check=True)
+            findings = doctor.check(m / "s")
+        finally:
+            subprocess.run(["umount", "-l", str(m)], check=False)
+    else:
+        os.chmod(store / "store.db", 0o400)
+        os.chmod(store, 0o500)
+        try:
+            findings = doctor.check(store)
+        finally:
+            os.chmod(store, 0o700)
+    assert bad(findings) == {}
+    (ro,) = [f for f in findings if f.check == "store"]
+    assert ro.status == "warning" and ro.detail.startswith("read-only (")
+    assert {f.status for f in findings if f.check == "fts"} == {"skipped"}
+
+
+def test_parquet_damage_names_the_other_copies(store, monkeypatch):
+    """A corrupt archive file: before, "no other copy"; now the agent's session files
+    still on disk, their compress backups and the vault's files are named."""
+    from conftest import CORPUS_HOME
+    from ctxkeep.maintenance.retention import run_retention
+
+    monkeypatch.setenv("HOME", str(CORPUS_HOME))
+    (store / "config.toml").write_text("[retention]\narchive_after_days = 0\n")
+    c = sqlite3.connect(store / "store.db")
+    c.execute("UPDATE entry_rows SET status = 'consumed' WHERE agent = 'claude-code'")
+    c.commit()
+    c.close()
+    run_retention(store)
+    f = sorted((store / "archive").rglob("*.parquet"))[0]
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    (found,) = [x for x in doctor.check(store) if x.file == str(f)]
+    assert found.status == "damaged"
+    assert "other copies: " in found.detail and " session files (e.g. " in found.detail
+    assert str(CORPUS_HOME / ".claude") in found.detail
+    res = doctor.repair(store, doctor.check(store))
+    assert any(str(f) in x and "other copies" in x for x in res["not_recovered"])
+    assert not any("no other copy" in x for x in res["not_recovered"])

@@ -100,6 +100,7 @@ def test_migrations_are_named_and_ordered():
         (9, "entries store file and content ids"),
         (10, "project dirs and load stamps as ids, chunk titles as spans"),
         (11, "the vault manifest"),
+        (12, "the coverage ledger"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

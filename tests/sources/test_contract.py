@@ -62,25 +62,41 @@ def test_every_registered_source_satisfies_the_protocol():
         "gptme": "append",
         "mistral-vibe": "append",
         "openclaude": "append",
+        "amp": "rewrite",
+        "pi": "append",
+        "kimi": "append",
+        "openhands": "rewrite",
+        "zed": "sqlite",
+        "iflow": "append",
+        "deepseek-tui": "rewrite",
+        "zencoder": "append",
+        "grok": "append",
+        "cortex": "rewrite",
     }
 
 
 def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
+        "cortex",
         "cursor",
         "gemini-cli",
         "goose",
         "opencode",
         "qwen-code",
     ]
-    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode"]
+    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
         "claude-code",
         "codex",
         "copilot-cli",
         "gptme",
+        "grok",
+        "iflow",
+        "kimi",
         "mistral-vibe",
         "openclaude",
+        "pi",
+        "zencoder",
     ]
     m = SOURCES
     assert [m["goose"].mode_for(Path(p)) for p in ("/s/sessions.db", "/s/20250301.jsonl")] == [

@@ -190,11 +190,22 @@ def _write(sample, p: Path, where, old_text: str, new: str) -> None:
         p.write_text("\n".join(lines), encoding="utf-8")
 
 
+#: agents whose sample file holds no entry text, with the reason (the round trip of
+#: their texts is tested by their own test file)
+NO_TEXT_IN_SAMPLE = {
+    # the sample is a conversation's base_state.json (usage only); the texts live in its
+    # events/*.json files, which place() does not copy: tests/sources/test_source_openhands.py
+    "openhands",
+}
+
+
 def test_every_agent_has_a_round_trip_target():
     """Each agent's sample yields entries whose text the test can locate (else the
     round trip below would test nothing for it)."""
     agents = {s.agent for s in SAMPLES if _targets(s)}
-    assert agents == {s.agent for s in SAMPLES}, sorted({s.agent for s in SAMPLES} - agents)
+    assert agents == {s.agent for s in SAMPLES} - NO_TEXT_IN_SAMPLE, sorted(
+        {s.agent for s in SAMPLES} - agents
+    )
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.id for s in SAMPLES])

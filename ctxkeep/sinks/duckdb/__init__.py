@@ -16,9 +16,13 @@ is in ``model.sql`` beside this file: ``usage``, ``sessions``, ``daily_usage(tz)
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
+import re
 import sqlite3
 import zlib
+from importlib.metadata import version
 from pathlib import Path
 
 import duckdb
@@ -259,7 +263,6 @@ def sync(
 def _prices(home: Path) -> tuple[dict, int]:
     """The ``prices.toml`` overrides of ``home`` and a fingerprint of the prices in
     force (genai-prices version + the file's text)."""
-    from importlib.metadata import version
 
     from ctxkeep.transforms import cost
 
@@ -275,7 +278,6 @@ def _prices(home: Path) -> tuple[dict, int]:
 def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dict[str, str]:
     """session id -> Codex CLI version, from the text of the session's ``session_meta``
     entry (``sources.codex``: ``... (cli <version>, <originator>)``)."""
-    import re
 
     out: dict[str, str] = {}
     for i in range(0, len(sessions), 500):
@@ -395,7 +397,6 @@ class _SlicePrices:
     slices."""
 
     def __init__(self, pricer) -> None:
-        import datetime as dt
 
         self.pricer = pricer
         self.rates: dict[tuple, object] = {}
@@ -655,7 +656,6 @@ def _sync_compress(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnecti
     one row per file of ``detail.files_detail`` (path, agent, status, bytes and tokens
     before/after), or, for a run recorded without it, one row with the run's totals
     (path and agent NULL)."""
-    import json
 
     rows = []
     for run_id, started, finished, status, detail in sqlite_conn.execute(

@@ -24,6 +24,8 @@ Tables:
   (``transforms.grams``; rowid = chunk_id) and the same ``facets``; rank
   ``bm25(1.0, 0.0)``;
 - ``usage``: one row per counted API response (``usage_key``);
+- ``coverage``: the coverage ledger (v12, ``coverage``): per session file and agent
+  version, records seen, parsed, quarantined, types not understood;
 - ``watermarks``, ``quarantine``, ``runs`` (``runs.recorded_run``), ``tombstones``,
   ``meta``;
 - ``status_log``: every status change of a stored entry, in order (``seq``), so the
@@ -54,6 +56,7 @@ import importlib
 #: ``ctxkeep search``); module -> the names it gives this package, space-separated
 _EXPORTS: dict[str, str] = {
     "ctxkeep.sinks.sqlite.connection": "CACHE_KIB MIN_READ_VERSION check_version connect ensure_schema schema_version sibling write",
+    "ctxkeep.sinks.sqlite.coverage": "coverage_ledger",
     "ctxkeep.sinks.sqlite.ddl": "DDL SCHEMA_VERSION TITLE_WEIGHT",
     "ctxkeep.sinks.sqlite.fts": "rebuild_fts_tables refresh_facets",
     "ctxkeep.sinks.sqlite.load": "load_batch with_index_terms",

@@ -35,12 +35,13 @@ def integrity(db: Path, *, full: bool = False, immutable: bool = False) -> list[
         conn.close()
 
 
-def fts_integrity(db: Path, *, immutable: bool = False) -> list[tuple[str, str, str]]:
+def fts_integrity(db: Path, *, immutable: bool = False, readonly: bool = False) -> list[tuple[str, str, str]]:
     """FTS5's ``integrity-check`` on each ``FTS_TABLES`` table ``db`` holds:
     ``[(table, status, detail)]`` with status ``ok``, ``damaged`` or ``skipped``.
     FTS5 runs the check as a write statement: on a read-only connection it is run
     again on a writable one (it changes nothing), except with ``immutable`` (a
-    foreign WAL: ``skipped`` until it is moved aside)."""
+    foreign WAL: ``skipped`` until it is moved aside) or ``readonly`` (a store that
+    cannot be written: ``skipped``, never called damaged)."""
     out: list[tuple[str, str, str]] = []
     conn = _ro(db, immutable)
     try:
@@ -52,6 +53,8 @@ def fts_integrity(db: Path, *, immutable: bool = False) -> list[tuple[str, str, 
             except sqlite3.DatabaseError as e:
                 if "readonly" not in str(e).lower():
                     out.append((t, "damaged", str(e)))
+                elif readonly:
+                    out.append((t, "skipped", "the store is read-only: FTS5 runs this check as a write"))
                 elif immutable:
                     out.append((t, "skipped", "checked once the foreign WAL is moved aside"))
                 else:
@@ -68,16 +71,39 @@ def fts_integrity(db: Path, *, immutable: bool = False) -> list[tuple[str, str, 
     return out
 
 
+#: the contents an entry holds (``bytes > 0``: text that is cut into at least one
+#: chunk, ``transforms.chunk``) whose chunks are missing, do not run 0..n-1 without a
+#: gap, or do not add up to the content's bytes (the chunks concatenate back to the
+#: text exactly, ``chunk_text``: a lost last chunk): ``(content_id, content_hash)`` rows
+CHUNK_GAPS_SQL = (
+    "SELECT co.content_id, co.content_hash FROM contents co "
+    "LEFT JOIN (SELECT content_id, count(*) AS n, min(seq) AS lo, max(seq) AS hi, "
+    "sum(length(CAST(text AS BLOB))) AS b FROM chunk_rows GROUP BY content_id) g "
+    "ON g.content_id = co.content_id "
+    "WHERE co.bytes > 0 AND (g.n IS NULL OR g.lo != 0 OR g.hi + 1 != g.n OR g.b != co.bytes) "
+    "AND EXISTS (SELECT 1 FROM entry_rows e WHERE e.content_id = co.content_id)"
+)
+
+
+def _has(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
 @dataclass(frozen=True)
 class Tallies:
     """What doctor compares with the other files: ``orphan_chunks`` (chunks without
     their content), ``orphan_entries`` (entries whose stored content id has no
-    ``contents`` row), ``entries``, ``usage`` (rows of token usage), ``archived`` (ids retention moved to Parquet) and
+    ``contents`` row), ``chunk_gaps`` (contents an entry holds whose chunks are missing
+    or have gaps: ``CHUNK_GAPS_SQL``), ``fts_rows``/``chunk_count`` (rows ``fts_words``
+    indexed, by its ``docsize`` shadow table, against the chunks), ``entries``, ``usage`` (rows of token usage), ``archived`` (ids retention moved to Parquet) and
     ``watermarks`` (``[(path, offset bytes)]``), ``analytics_behind`` (SQLite holds
     entries or status changes DuckDB has not synced, ``sync_marks.analytics_behind``)."""
 
     orphan_chunks: int
     orphan_entries: int
+    chunk_gaps: int
+    fts_rows: int
+    chunk_count: int
     entries: int
     usage: int
     archived: int
@@ -100,6 +126,9 @@ def tallies(db: Path, *, immutable: bool = False) -> Tallies:
                 "SELECT count(*) FROM entry_rows e LEFT JOIN contents c ON c.content_id = e.content_id "
                 "WHERE e.content_id IS NOT NULL AND c.content_id IS NULL"
             ),
+            chunk_gaps=one(f"SELECT count(*) FROM ({CHUNK_GAPS_SQL})"),
+            fts_rows=one("SELECT count(*) FROM fts_words_docsize") if _has(conn, "fts_words_docsize") else -1,
+            chunk_count=one("SELECT count(*) FROM chunk_rows"),
             entries=one("SELECT count(*) FROM entries"),
             usage=one("SELECT count(*) FROM usage"),
             archived=one("SELECT count(*) FROM archived"),
@@ -131,3 +160,61 @@ def active_entries_of_files(conn: sqlite3.Connection, paths: list[str]) -> list[
             )
         ]
     return out
+
+
+def chunk_gap_files(conn: sqlite3.Connection) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """The contents with chunk gaps (``CHUNK_GAPS_SQL``) as ``{content_hash:
+    content_id}``, and the ``(agent, path)`` of the source files of the entries that
+    hold them (where their text can be read again)."""
+    gaps = {h: cid for cid, h in conn.execute(CHUNK_GAPS_SQL)}
+    files: list[tuple[str, str]] = []
+    ids = list(gaps.values())
+    for part in in_parts(ids):
+        files += conn.execute(
+            "SELECT DISTINCT e.agent, f.path FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
+            f"WHERE e.content_id IN ({','.join('?' * len(part))})",
+            part,
+        ).fetchall()
+    return gaps, sorted(set(files))
+
+
+def drop_chunks(conn: sqlite3.Connection, content_ids: list[int]) -> int:
+    """Delete the (partial) chunk rows of ``content_ids``, in the caller's transaction
+    (their FTS rows go with the FTS rebuild that follows). Returns the rows deleted."""
+    before = conn.total_changes
+    for part in in_parts(content_ids):
+        conn.execute(f"DELETE FROM chunk_rows WHERE content_id IN ({','.join('?' * len(part))})", part)
+    return conn.total_changes - before
+
+
+def vault_paths(db: Path, agent: str) -> list[str]:
+    """The paths of the files of ``agent`` the vault holds generations of (``[]`` for a
+    store without a vault, or one that cannot be read)."""
+    try:
+        conn = _ro(db)
+        try:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT f.path FROM vault_files f JOIN vault_generations g "
+                    "ON g.vfile_id = f.vfile_id WHERE f.agent = ? ORDER BY f.path",
+                    (agent,),
+                )
+            ]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+
+
+def coverage_rows(db: Path, *, immutable: bool = False) -> list[dict]:
+    """The coverage ledger of ``db`` (``coverage.coverage_ledger``: per agent, agent
+    version and parser version), read-only. Raises sqlite3.DatabaseError for a file
+    that cannot be read."""
+    from ctxkeep.sinks.sqlite.coverage import coverage_ledger
+
+    conn = _ro(db, immutable)
+    try:
+        return coverage_ledger(conn)
+    finally:
+        conn.close()

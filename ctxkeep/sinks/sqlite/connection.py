@@ -60,7 +60,8 @@ READ_MMAP_BYTES = 1 << 31
 BUSY_TIMEOUT_MS = 30000
 #: the oldest schema a reader can search: v10, whose entries the search reads by file and
 #: content id (``entry_rows``, v9) and whose chunks through the ``chunks`` view (v10);
-#: older stores are upgraded by the first writable open (``ctxkeep ingest``)
+#: older stores are upgraded by the first writable open (``ctxkeep ingest``). A v10
+#: store is read as it is: its coverage ledger (v12) is empty until an ingest
 MIN_READ_VERSION = 10
 
 
@@ -151,7 +152,7 @@ def check_version(conn: sqlite3.Connection, *, readonly: bool = False) -> None:
         )
     if readonly and 0 < v < MIN_READ_VERSION:
         raise StoreError(
-            f"store schema v{v} is older than this ctxkeep reads (v{ddl.SCHEMA_VERSION})",
+            f"store schema v{v} is older than this ctxkeep reads (v{MIN_READ_VERSION})",
             hint="run `ctxkeep ingest` once to upgrade the store",
         )
 

@@ -31,9 +31,11 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: and ``ingested_at`` are stored as ``project_id`` and ``ingest_id`` (into ``projects``
 #: and ``ingests``), ``entries_session`` is on the session id
 #: alone, and the chunks are stored in ``chunk_rows`` with a title found in the text as
-#: its span (``title_stored``); ``chunks`` is a view with the v9 columns (``CHUNKS_VIEW``).
+#: its span (``title_stored``); ``chunks`` is a view with the v9 columns (``CHUNKS_VIEW``);
+#: v11: the vault's manifest (``sinks.vault``); v12: the coverage ledger ``coverage``
+#: (``sinks.sqlite.coverage``).
 #: Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -179,6 +181,13 @@ TABLES: dict[str, str] = {
   files TEXT, exported_at TEXT, PRIMARY KEY(dest, tbl, machine, agent, month))""",
     # operations in flight across SQLite, DuckDB, Parquet and session files, completed
     # after a crash by the next writable command (``intents``, ``sinks.recovery``)
+    # the coverage ledger (v12): per session file and agent version, what its reader
+    # saw, parsed, quarantined and did not understand (``sinks.sqlite.coverage``)
+    "coverage": """CREATE TABLE IF NOT EXISTS coverage(
+  agent TEXT NOT NULL, path TEXT NOT NULL, agent_version TEXT NOT NULL, parser_version INTEGER,
+  records INTEGER NOT NULL DEFAULT 0, parsed INTEGER NOT NULL DEFAULT 0, entries INTEGER NOT NULL DEFAULT 0,
+  quarantined INTEGER NOT NULL DEFAULT 0, unknown TEXT NOT NULL DEFAULT '{}', updated_at TEXT,
+  PRIMARY KEY(path, agent_version))""",
     "intents": """CREATE TABLE IF NOT EXISTS intents(
   intent_id INTEGER PRIMARY KEY, op TEXT NOT NULL, step TEXT NOT NULL, payload TEXT NOT NULL,
   owner TEXT, run_id INTEGER, created_at TEXT, updated_at TEXT)""",

@@ -31,6 +31,7 @@ import os
 import signal
 import sqlite3
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from ctxkeep.sinks.sqlite.connection import write
@@ -71,7 +72,6 @@ class Intent:
 
 def _tx(conn: sqlite3.Connection):
     """The caller's open transaction, or a new write transaction."""
-    from contextlib import nullcontext
 
     return nullcontext(conn) if conn.in_transaction else write(conn)
 

@@ -9,13 +9,17 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
 from ctxkeep.sinks.sqlite.connection import write
+from ctxkeep.sinks.sqlite.coverage import store as store_coverage
 from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS, ID_TABLES, STORED_AS_ID, title_stored
 from ctxkeep.sinks.sqlite.fts import FACET_COLUMNS, add_facets, add_vocab, insert_rows
 from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
 from ctxkeep.timeutil import UTC_FORMAT_POLARS, now_iso
+from ctxkeep.transforms import facets as fx
 from ctxkeep.transforms.grams import symbols_batch, vocab_terms
 
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
@@ -63,14 +67,12 @@ _USAGE_UPSERT = _usage_upsert()
 
 
 def _ts_text(df: pl.DataFrame) -> pl.DataFrame:
-    import polars as pl
 
     return df.with_columns(pl.col("ts").dt.strftime(UTC_FORMAT_POLARS))
 
 
 def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
     """``content_hash → tool_name`` of the entries that have one (first seen wins)."""
-    import polars as pl
 
     if not entries.height or "tool_name" not in entries.columns:
         return {}
@@ -85,7 +87,6 @@ def _tool_names(entries: pl.DataFrame) -> dict[str, str]:
 def _as_ids(col: pl.Expr, ids: dict[str, int]) -> pl.Expr:
     """``col`` (str) with each value replaced by its id in ``ids`` (Int64; null stays
     null)."""
-    import polars as pl
 
     return col.replace_strict(ids, default=None, return_dtype=pl.Int64)
 
@@ -153,7 +154,6 @@ def with_index_terms(frames: dict) -> dict:
     ``chunks`` and ``vocab`` (set of str, ``vocab_terms``). The writer thread's caller
     runs it, so that these scans (~2 s of the writer's 14 s on the 200 MB tree) overlap
     the load of the group before; ``load_batch`` stores the same either way."""
-    import polars as pl
 
     chunks = frames.get("chunks")
     if chunks is None or not chunks.height or "symbols" in chunks.columns:
@@ -178,6 +178,7 @@ def load_batch(
     status_changes: Iterable[StatusChange | dict] | None = None,
     vocab: set[str] | None = None,
     before_watermarks: Callable[[sqlite3.Connection], None] | None = None,
+    coverage: Iterable[tuple] = (),
 ) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
@@ -199,6 +200,8 @@ def load_batch(
         watermarks: saved with the batch, so the batch is stored exactly once (one per
             file whose new bytes the batch holds; None entries are skipped).
         status_changes: applied after the entries (``status.apply_changes``).
+        coverage: ``(agent, path, parser_version, sources.coverage.Tally)`` of the
+            batches, added to the coverage ledger (``coverage.store``).
         before_watermarks: called with ``conn`` inside the transaction before the
             watermarks are saved (the vault's manifest rows, ``sinks.vault.record``).
         vocab: ``transforms.grams.vocab_terms`` of the chunk texts, with a ``symbols``
@@ -206,9 +209,6 @@ def load_batch(
 
     Raises StoreBusy when another writer holds the database.
     """
-    import polars as pl
-
-    from ctxkeep.transforms import facets as fx
 
     stamp = now_iso()
     facets = (
@@ -275,6 +275,8 @@ def load_batch(
             )
         if status_changes:
             apply_changes(conn, status_changes, stamp=stamp)
+        if coverage:
+            store_coverage(conn, coverage, stamp)
         if before_watermarks is not None:
             before_watermarks(conn)
         for wm in watermarks:
@@ -293,7 +295,6 @@ def _insert_chunks(
     """Insert ``chunks`` (of contents just stored) with their FTS rows (symbol terms
     and ``vocab`` from ``with_index_terms`` when given); pops from ``facets`` the
     contents whose chunks got them here."""
-    from ctxkeep.transforms import facets as fx
 
     ids = content_ids(conn, chunks["content_hash"])
     first = conn.execute("SELECT coalesce(max(chunk_id), 0) FROM chunk_rows").fetchone()[0] + 1

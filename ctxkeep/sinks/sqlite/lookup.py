@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from ctxkeep.errors import AmbiguousSession, SessionNotFound, UsageError
+from ctxkeep.schema import Watermark
 from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 
 if TYPE_CHECKING:
@@ -65,7 +67,6 @@ def load_watermarks(
     """The watermarks (``schema.Watermark``) of ``paths`` (default: all), keyed by path.
     ``state=False`` leaves every ``state`` empty without reading it (the stat facts
     only: a no-op ingest's plan, which reads the states of the few files it reads)."""
-    from ctxkeep.schema import Watermark
 
     cols = WATERMARK_COLUMNS if state else WATERMARK_COLUMNS[:-1]
     sql = f"SELECT {', '.join(cols)} FROM watermarks"
@@ -315,7 +316,6 @@ def resolve_session(conn: sqlite3.Connection, text: str, *, where: str = "sessio
     several sessions, listing them (short id, agent, id), or when it is shorter than
     ``MIN_SESSION_PREFIX`` characters; ``UsageError`` for an empty ``text``.
     """
-    from ctxkeep.errors import AmbiguousSession, SessionNotFound, UsageError
 
     r = (text or "").strip() if isinstance(text, str) else str(text or "").strip()
     if not r:

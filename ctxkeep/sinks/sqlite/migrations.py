@@ -15,13 +15,15 @@ bump and no FTS rebuild): a store without ``meta.store_id`` gets one, and one wi
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import sqlite3
 import uuid
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ctxkeep.sinks.sqlite.ddl import SCHEMA_VERSION
+from ctxkeep.sinks.sqlite import ddl
+from ctxkeep.sinks.sqlite.ddl import SCHEMA_VERSION, TABLES
 from ctxkeep.sinks.sqlite.fts import rebuild_fts_tables, refresh_facets
 from ctxkeep.sinks.sqlite.store_safety import APPLICATION_ID, header_id
 from ctxkeep.timeutil import now_iso
@@ -93,7 +95,6 @@ def _quarantine_redacted(conn: sqlite3.Connection) -> None:
     from the stored bytes while they are still raw and complete) and redact the stored
     ``raw`` bytes and ``reason`` (``transforms.redact``): before v4 a quarantined line
     was stored as read, secrets included."""
-    import hashlib
 
     from ctxkeep.transforms.redact import redact, redact_bytes
 
@@ -140,7 +141,6 @@ def _symbol_grams_vocab(conn: sqlite3.Connection) -> None:
     appear. Both FTS tables are recreated and filled by the rebuild that follows every
     migration (``fts.rebuild_fts_tables``); the ``vocab`` table is created here so the
     rebuild can fill it."""
-    from ctxkeep.sinks.sqlite.ddl import TABLES
 
     conn.execute(TABLES["vocab"])
 
@@ -165,7 +165,6 @@ def _entry_ids(conn: sqlite3.Connection) -> None:
     the caller's transaction: a crash leaves the v8 store as it was. The table made is
     today's ``entry_rows`` (v10: with the project dirs and load stamps as ids too,
     which step 10 then leaves alone)."""
-    from ctxkeep.sinks.sqlite import ddl
 
     kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'entries'").fetchone()
     if kind is None or kind[0] == "view":
@@ -198,7 +197,6 @@ def _fill_entry_rows(conn: sqlite3.Connection, src: str, as_text: set[str]) -> N
     in ``src`` and become their ids: ``files`` and ``contents`` hold their values
     already (the caller adds them), ``ingests`` gets the load stamps here, numbered in
     the order they were first stored."""
-    from ctxkeep.sinks.sqlite import ddl
 
     tables = {**ddl.ID_TABLES, "content_id": ("contents", "content_hash")}
     ids = {ddl.STORED_AS_ID[c]: c for c in as_text}  # id column -> its text column in src
@@ -229,7 +227,6 @@ def _stamp_ids_chunk_spans(conn: sqlite3.Connection) -> None:
     rowid). A store already in this shape (a v8 store's step 9 made the v10
     ``entry_rows``) is left as it is. In the caller's transaction: a crash leaves the
     v9 store as it was."""
-    from ctxkeep.sinks.sqlite import ddl
 
     conn.execute(ddl.TABLES["projects"])
     conn.execute(ddl.TABLES["ingests"])
@@ -267,6 +264,14 @@ def _vault_manifest(conn: sqlite3.Connection) -> None:
     takes in what the agents still keep."""
 
 
+def _coverage(conn: sqlite3.Connection) -> None:
+    """v12: the coverage ledger (``coverage``), empty: files read before it are
+    counted when read again (a parser change re-reads them whole)."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    conn.execute(ddl.TABLES["coverage"])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -284,6 +289,7 @@ MIGRATIONS: list[Migration] = [
         frees_space=True,
     ),
     Migration(11, "the vault manifest", _vault_manifest, rebuilds_fts=False),
+    Migration(12, "the coverage ledger", _coverage, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

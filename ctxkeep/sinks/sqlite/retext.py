@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
+import polars as pl
+
 from ctxkeep.sinks.sqlite.fts import add_facets, delete_chunk_rows, prune_vocab
 from ctxkeep.sinks.sqlite.load import _insert_chunks
 from ctxkeep.transforms.grams import vocab_terms
@@ -29,7 +31,6 @@ def replace_texts(conn: sqlite3.Connection, changes: dict[str, str]) -> dict:
     already stored, the two merge (the entries point at that one; its chunks gain the
     facets). Returns ``{"contents": n replaced, "merged": n merged into an existing
     content, "chunks_deleted": n, "chunks_added": n}``."""
-    import polars as pl
 
     from ctxkeep.transforms.chunk import chunks_frame
     from ctxkeep.transforms.tokens import estimate_tokens

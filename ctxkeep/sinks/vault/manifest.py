@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import VaultDamaged, check_pack, pack_names, pack_path, read_object
 
@@ -93,7 +94,7 @@ def read_sha(conn, home: Path, sha: bytes) -> bytes:
     if o is None:
         raise VaultDamaged(
             f"vault damaged: object {sha.hex()[:16]} is not in the manifest",
-            where="store.db vault_objects",
+            where=f"{STORE_DB} vault_objects",
             hint="run 'ctxkeep vault verify'",
         )
     return read_object(home, o[0], o[1], o[2], o[3], sha)
@@ -159,7 +160,7 @@ def object_list(conn, g: Generation) -> list[bytes]:
         except ValueError as e:
             raise VaultDamaged(
                 f"vault damaged: the chunk list of {g.path} (generation {g.gen}): {e}",
-                where="store.db vault_generations",
+                where=f"{STORE_DB} vault_generations",
                 hint="run 'ctxkeep vault verify'",
             ) from None
     return [
@@ -183,7 +184,7 @@ def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
         if o is None:
             raise VaultDamaged(
                 f"vault damaged: object {sha.hex()[:16]} of {g.path} is not in the manifest",
-                where="store.db vault_objects",
+                where=f"{STORE_DB} vault_objects",
                 hint="run 'ctxkeep vault verify'",
             )
         data = read_object(home, o[0], o[1], o[2], o[3], sha)
@@ -227,14 +228,14 @@ def verify(conn, home: Path, *, full: bool = False, progress=None) -> tuple[int,
             for k, (seq, off, length) in enumerate(segs):
                 if seq != k or off != pos:
                     problems.append(
-                        Problem(f"segment {seq} out of sequence at offset {off}", "store.db", g.path)
+                        Problem(f"segment {seq} out of sequence at offset {off}", STORE_DB, g.path)
                     )
                     break
                 pos += length
             else:
                 if pos != g.start + g.length:
                     problems.append(
-                        Problem("segments do not add up to the generation's length", "store.db", g.path)
+                        Problem("segments do not add up to the generation's length", STORE_DB, g.path)
                     )
         try:
             ps = pieces(conn, g)
@@ -247,7 +248,7 @@ def verify(conn, home: Path, *, full: bool = False, progress=None) -> tuple[int,
             o = objs.get(sha)
             if o is None:
                 problems.append(
-                    Problem(f"object {sha.hex()[:16]} missing from the manifest", "store.db", g.path)
+                    Problem(f"object {sha.hex()[:16]} missing from the manifest", STORE_DB, g.path)
                 )
                 continue
             stored += o[3] - skip
@@ -261,7 +262,7 @@ def verify(conn, home: Path, *, full: bool = False, progress=None) -> tuple[int,
                 problems.append(Problem(e.message.removeprefix("vault damaged: "), e.where or "", g.path))
         if stored != g.stored:
             problems.append(
-                Problem(f"objects hold {stored} bytes, the manifest says {g.stored}", "store.db", g.path)
+                Problem(f"objects hold {stored} bytes, the manifest says {g.stored}", STORE_DB, g.path)
             )
         if progress:
             progress(i, len(gens))

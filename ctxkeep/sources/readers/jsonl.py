@@ -31,6 +31,7 @@ from ctxkeep.sources.contract import (
     max_line_bytes,
     quarantine_row,
 )
+from ctxkeep.sources.coverage import Tally
 
 HEAD_BYTES = 4096
 
@@ -232,6 +233,7 @@ def read_jsonl(
     parse: ParseFn,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     init_state: Callable[[SourceFile], dict] | None = None,
+    unique_ids: bool = False,
 ) -> Iterator[Batch]:
     """Read the complete lines of an append-only JSONL file after its watermark.
 
@@ -251,6 +253,18 @@ def read_jsonl(
     SHA-256, size and first 4 KiB (``contract.OversizeLine``), read in ``batch_bytes``
     pieces and never held whole; an unterminated last line past the cap is streamed to
     the end of the file, not buffered, and waits for the next run like any other.
+
+    With ``unique_ids`` (the agent gives each record an id that no other record
+    shares: Claude Code's ``uuid``), two lines of a batch whose entries carry the same
+    ``record_id`` are one record written twice (``_Copies``): a byte-identical repeat
+    is stored once (by its ids, as before); otherwise the valid copy is kept and the
+    other is quarantined (reason ``duplicate record id``), a damaged copy (a line that
+    needed a lenient repair or was salvaged, or one the parser marks with
+    ``state["_broken"]``) giving way to a valid one even when it came first.
+
+    Each batch carries its coverage tally (``Batch.coverage``, ``sources.coverage``):
+    records per agent version, parsed, quarantined, types not understood; ``reset``
+    on the first batch of a read from byte 0.
 
     Yields batches of at most about ``batch_bytes`` raw bytes (plus one line under the
     cap).
@@ -272,6 +286,7 @@ def read_jsonl(
         over: OversizeLine | None = None  # an unterminated line past the cap, streamed
         carried: list[dict] = []  # the quarantine row of an over-cap line that just ended
         carried_bytes = 0
+        first = True
         while True:
             chunk = f.read(batch_bytes)
             eof = not chunk
@@ -299,7 +314,13 @@ def read_jsonl(
                 over.feed(buf)
                 buf = bytearray()
             if complete or carried:
-                entries, quarantine, lines = _parse_lines(complete, pos, path, parse, state, cap)
+                tally = Tally(reset=first and offset == 0)
+                first = False
+                if carried:
+                    tally.quarantined(state.get("_v"), len(carried))
+                entries, quarantine, lines = _parse_lines(
+                    complete, pos, path, parse, state, cap, tally, unique_ids
+                )
                 # the complete lines read, for the vault (an over-cap line is not kept:
                 # its bytes are a gap, after which the vault starts a new generation)
                 raw = RawCapture.of(file, "append", pos, complete, st) if complete else None
@@ -317,6 +338,7 @@ def read_jsonl(
                     lines=lines + len(carried),
                     status_changes=changes,
                     raw=raw,
+                    coverage=tally,
                 )
                 carried, carried_bytes = [], 0
             if eof:
@@ -324,7 +346,7 @@ def read_jsonl(
         if over is not None and pos != offset:
             # the file ends inside an over-cap line after lines were read: the watermark
             # records the size, so an unchanged file is not streamed again next run
-            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True))
+            yield Batch([], [], _watermark(file, st, fd, pos, parser_version, state, True), coverage=Tally())
         elif pos == offset and (
             wm is None or (wm.size, wm.mtime_ns) != (st.st_size, st.st_mtime_ns) or wm.offset != pos
         ):
@@ -336,17 +358,29 @@ def read_jsonl(
                 [],
                 _watermark(file, st, fd, pos, parser_version, state, True),
                 raw=RawCapture.of(file, "append", pos, b"", st),
+                coverage=Tally(reset=pos == 0),
             )
 
 
 def _parse_lines(
-    complete: bytes, pos: int, path: Path, parse: ParseFn, state: dict, cap: int
+    complete: bytes,
+    pos: int,
+    path: Path,
+    parse: ParseFn,
+    state: dict,
+    cap: int,
+    tally: Tally,
+    unique_ids: bool = False,
 ) -> tuple[list[dict], list[dict], int]:
     """Parse the complete lines of ``complete`` (which starts at file offset ``pos`` and
     ends with ``\\n``): ``(entries, quarantine rows, lines)`` (``read_jsonl``'s rules; a
-    line over ``cap`` bytes is quarantined as its hash, size and head, unparsed)."""
+    line over ``cap`` bytes is quarantined as its hash, size and head, unparsed). Each
+    record is counted in ``tally`` (``sources.coverage``: the agent version the parser
+    notes in ``state["_v"]``, the types it does not understand in ``state["_unknown"]``);
+    with ``unique_ids``, copies of one record id are resolved (``_Copies``)."""
     entries: list[dict] = []
     quarantine: list[dict] = []
+    copies = _Copies(entries, quarantine, tally, path) if unique_ids else None
     lines = 0
     start = 0
     n = len(complete)
@@ -364,12 +398,14 @@ def _parse_lines(
             big = OversizeLine(line_off, cap)
             big.feed(complete[line_off - pos : nl])
             quarantine.append(big.row(path))
+            tally.quarantined(state.get("_v"))
             continue
         rec, problem = parse_line(raw)
         if rec is None and problem is not None:  # (a JSON ``null`` parses to None too)
             pieces = salvage_line(raw)
             if not pieces:
                 quarantine.append(quarantine_row(path, line_off, raw, problem))
+                tally.quarantined(state.get("_v"))
                 continue
             quarantine.append(
                 quarantine_row(
@@ -390,20 +426,93 @@ def _parse_lines(
             if problem:
                 quarantine.append(quarantine_row(path, line_off, raw, problem, "repaired"))
             todo = [(line_off, raw, rec)]
+        repaired = problem is not None
         for rec_off, rec_raw, rec in todo:
             if not isinstance(rec, dict):
                 quarantine.append(
                     quarantine_row(path, rec_off, rec_raw, f"not a JSON object ({type(rec).__name__})")
                 )
+                tally.quarantined(state.get("_v"))
                 continue
             lh = hashlib.sha256(rec_raw).hexdigest()
             try:
-                entries.extend(parse(rec, rec_off, lh, state))
+                got = parse(rec, rec_off, lh, state)
             except Exception as e:  # a parser bug must not stop the run
+                state.pop("_unknown", None)
+                state.pop("_broken", None)
                 quarantine.append(
                     quarantine_row(path, rec_off, rec_raw, f"parser error: {type(e).__name__}: {e}")
                 )
+                tally.quarantined(state.get("_v"))
+                continue
+            broken = repaired or bool(state.pop("_broken", False))
+            version = state.get("_v")
+            tally.record(version, len(got), state.pop("_unknown", ()), rec_raw)
+            if copies is not None:
+                copies.add(got, rec_off, rec_raw, lh, broken, version)
+            else:
+                entries.extend(got)
+    if copies is not None:
+        entries = copies.kept()
     return entries, quarantine, lines
+
+
+class _Copies:
+    """The entries of one batch of a source whose record ids are unique
+    (``read_jsonl``'s ``unique_ids``): each line's entries are kept until a later line
+    of the batch gives entries with one of their ``record_id`` s; then the valid copy
+    wins (the first of two valid ones) and the other line is quarantined, its
+    entries dropped and its tally moved from parsed to quarantined."""
+
+    def __init__(self, entries: list, quarantine: list, tally: Tally, path: Path) -> None:
+        self.entries, self.quarantine, self.tally, self.path = entries, quarantine, tally, path
+        #: record id → the line holding it: (offset, raw, line hash, broken, version)
+        self.lines: dict[str, tuple] = {}
+        self.dropped: set[int] = set()
+
+    def add(self, got: list[dict], off: int, raw: bytes, lh: str, broken: bool, version) -> None:
+        ids: set[str] = {str(e["record_id"]) for e in got if e.get("record_id") is not None}
+        prev = next((self.lines[i] for i in ids if i in self.lines and self.lines[i][0] != off), None)
+        if prev is not None:
+            p_off, p_raw, p_lh, p_broken, p_version = prev
+            rid = next(i for i in ids if i in self.lines)
+            if p_lh == lh:  # the same bytes again: one record, stored once (by its ids)
+                self.entries.extend(got)
+                return
+            if p_broken and not broken:  # the valid copy replaces a damaged one
+                self._quarantine(
+                    p_off,
+                    p_raw,
+                    p_version,
+                    f"duplicate record id {rid}: a damaged copy; the valid copy at offset {off} is kept",
+                )
+            else:
+                self._quarantine(
+                    off,
+                    raw,
+                    version,
+                    f"duplicate record id {rid}: another copy of the record at offset {p_off}, which is kept",
+                )
+                return
+        for i in ids:
+            self.lines[i] = (off, raw, lh, broken, version)
+        for e in got:
+            e.setdefault("_line", off)
+        self.entries.extend(got)
+
+    def _quarantine(self, off: int, raw: bytes, version, reason: str) -> None:
+        self.dropped.add(off)
+        self.quarantine.append(quarantine_row(self.path, off, raw, reason))
+        t = self.tally.version(version)
+        t.parsed -= 1
+        t.quarantined += 1
+
+    def kept(self) -> list[dict]:
+        """The batch's entries without those of the quarantined copies."""
+        out = [e for e in self.entries if e.get("_line") not in self.dropped]
+        for e in out:
+            e.pop("_line", None)
+        return out
 
 
 def _watermark(
@@ -430,12 +539,16 @@ RecordFn = Callable[[dict, int, str, dict, str], list[dict]]
 
 
 def record_reader(
-    parser_version: int, parse_record: RecordFn, init_state: Callable[[SourceFile], dict] | None = None
+    parser_version: int,
+    parse_record: RecordFn,
+    init_state: Callable[[SourceFile], dict] | None = None,
+    unique_ids: bool = False,
 ):
     """The ``read`` of a plain JSONL agent (one record a line, mode ``append``):
     ``read(file, wm, batch_bytes)`` runs ``read_jsonl`` with ``parse_record(rec, offset,
-    line_hash, state, src)`` where ``src`` is the file's path as text, and the parser
-    state at offset 0 from ``init_state(file)`` (None: empty). Returns that function."""
+    line_hash, state, src)`` where ``src`` is the file's path as text, the parser
+    state at offset 0 from ``init_state(file)`` (None: empty) and ``unique_ids``
+    (``read_jsonl``'s). Returns that function."""
 
     def read(
         file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
@@ -445,7 +558,7 @@ def record_reader(
         def parse(rec, offset, line_hash, state):
             return parse_record(rec, offset, line_hash, state, src)
 
-        return read_jsonl(file, wm, parser_version, parse, batch_bytes, init_state)
+        return read_jsonl(file, wm, parser_version, parse, batch_bytes, init_state, unique_ids)
 
     read.__doc__ = (
         f"Read the new lines of one file into entry dicts "

@@ -1,0 +1,127 @@
+"""The coverage ledger's tally of one read: per agent version, the records a reader
+saw, how many it parsed into entries, how many it quarantined, and the record types it
+did not understand (each with its count and one redacted sample line).
+
+A ``Tally`` rides on each ``Batch`` (``Batch.coverage``) from the reader to the
+store, where ``sinks.sqlite.coverage`` keeps one row per (file, agent version) in the
+table ``coverage`` and sums them per agent, agent version and parser version
+(``ctxkeep sources --coverage``). ``reset`` says the batch starts a read of the file
+from its first byte (a new file, a changed parser, a rewritten document): the file's
+earlier rows are replaced rather than added to.
+
+How a parser reports (the JSONL readers, ``readers.jsonl.read_jsonl``): it sets
+``state["_v"]`` to the agent version its records name (Claude Code ``version``, Codex
+``session_meta.payload.cli_version``, …; kept in the watermark's state, so an append
+read later knows it) and appends each record type it did not understand to
+``state["_unknown"]`` (``unknown(state, type)``), which the reader takes after each
+record. Sources that report nothing are tallied from their entries
+(``from_entries``): one record per distinct ``record_id``, agent version unknown
+(``""``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+#: characters of a record kept as the sample of a type not understood (redacted)
+SAMPLE_CHARS = 600
+#: record types not understood kept per (file, version) at most
+UNKNOWN_TYPES_MAX = 50
+
+
+def unknown(state: dict, rtype: object) -> None:
+    """Note in a parser's ``state`` that the record just parsed has a type (or a part
+    of a type: ``"block:<type>"``) the parser does not understand."""
+    state.setdefault("_unknown", []).append(str(rtype)[:100])
+
+
+#: what an agent version looks like (``2.1.114``, ``0.70.0-alpha.4``, ``v1.2``): a
+#: placeholder such as ``[trimmed for fixture]`` is not one
+_VERSION_RE = re.compile(r"^v?\d[0-9A-Za-z.+_-]{0,63}$")
+
+
+def set_version(state: dict, version: object) -> None:
+    """Note the agent version the records name from now on (ignored unless it looks
+    like a version: a digit first, at most 64 characters of ``[0-9A-Za-z.+_-]``)."""
+    if isinstance(version, str) and _VERSION_RE.match(version):
+        state["_v"] = version
+
+
+@dataclass
+class VersionTally:
+    """The figures of one agent version in one read (see the module doc)."""
+
+    records: int = 0
+    #: records understood (into entries, or skipped by design)
+    parsed: int = 0
+    entries: int = 0
+    quarantined: int = 0
+    #: type → [count, redacted sample line (≤ ``SAMPLE_CHARS``)]
+    unknown: dict[str, list] = field(default_factory=dict)
+
+
+@dataclass
+class Tally:
+    """What one batch adds to the ledger for its file: ``versions`` maps an agent
+    version (``""``: unknown) to its ``VersionTally``; ``reset`` (the read started at
+    the file's first byte) replaces the file's rows."""
+
+    reset: bool = False
+    versions: dict[str, VersionTally] = field(default_factory=dict)
+
+    def version(self, v: str | None) -> VersionTally:
+        return self.versions.setdefault(v or "", VersionTally())
+
+    def record(self, version: str | None, n_entries: int, unknown_types: list[str], raw: bytes) -> None:
+        """Count one record of ``version`` that gave ``n_entries`` entries and named
+        ``unknown_types``: a record of a type not understood is not ``parsed``; one
+        understood is, even when it gives no entry by design (a Codex event that
+        repeats a response item)."""
+        t = self.version(version)
+        t.records += 1
+        t.entries += n_entries
+        if unknown_types:
+            for u in dict.fromkeys(unknown_types):
+                self.add_unknown(t, u, raw)
+        else:
+            t.parsed += 1
+
+    @staticmethod
+    def add_unknown(t: VersionTally, rtype: str, raw: bytes | str) -> None:
+        got = t.unknown.get(rtype)
+        if got is not None:
+            got[0] += 1
+        elif len(t.unknown) < UNKNOWN_TYPES_MAX:
+            t.unknown[rtype] = [1, sample(raw)]
+
+    def quarantined(self, version: str | None, n: int = 1) -> None:
+        """Count ``n`` records of ``version`` that went to the quarantine (a line that
+        does not parse is a record seen)."""
+        t = self.version(version)
+        t.records += n
+        t.quarantined += n
+
+
+def sample(raw: bytes | str) -> str:
+    """A sample of a record for the ledger: its first ``SAMPLE_CHARS`` characters,
+    secrets redacted (``transforms.redact.redact``)."""
+    from ctxkeep.transforms.redact import redact
+
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else str(raw)
+    return redact(text[: SAMPLE_CHARS * 2])[:SAMPLE_CHARS]
+
+
+def from_entries(entries: list[dict], n_quarantined: int, reset: bool) -> Tally:
+    """The tally of a batch whose source reports nothing itself: one record per
+    distinct ``record_id`` of its entries (all parsed), its quarantined rows, agent
+    version unknown."""
+    t = Tally(reset=reset)
+    ids = {e.get("record_id") for e in entries}
+    if ids or n_quarantined:
+        v = t.version("")
+        v.records = len(ids) + n_quarantined
+        v.parsed = len(ids)
+        v.entries = len(entries)
+        v.quarantined = n_quarantined
+    return t

@@ -1,0 +1,40 @@
+"""``ctxkeep sources`` lists every known agent with where it looked, also on a home
+that holds none of them (issue 25, item 4)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from ctxkeep import schema
+from ctxkeep.cli import app
+from ctxkeep.sources import SOURCES
+
+
+def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "COLUMNS": "200"}
+    r = CliRunner().invoke(app, ["sources", "--json", "--home", str(tmp_path / "ck")], env=env)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [x["agent"] for x in rows] == list(SOURCES)
+    assert set(SOURCES) <= set(schema.AGENTS)
+    for x in rows:
+        # each names the places it looked, all under this home, and why nothing was found
+        assert x["searched"] and x["files"] == 0, x
+        assert all(p.startswith(str(home)) for p in x["searched"]), x
+        assert x["reason"], x
+    # the text (two lines per agent at this width) names every place each agent looked; the
+    # console is made afresh, at this width (an earlier command may have made it wider)
+    from ctxkeep.cli import out
+
+    monkeypatch.setattr(out, "_console", None)
+    text = CliRunner().invoke(app, ["sources", "--home", str(tmp_path / "ck")], env=dict(env, COLUMNS="100"))
+    assert text.exit_code == 0, text.output
+    flat = " ".join(text.stdout.split())
+    assert flat.count("looked in") == len(rows)
+    for x in rows:
+        assert x["agent"] in flat
+        assert "looked in " + ", ".join(x["searched"][:4]) in flat, x["agent"]

@@ -1,0 +1,172 @@
+"""The coverage ledger (issue 25, item 3): per agent and agent version, the records
+read, parsed, quarantined and the record types not understood, filled by ingest,
+shown by ``sources --coverage``, and the drift it reports (ingest summary, doctor).
+
+The session files are written here: Claude Code lines in the v2 shape (``version``
+on every record, as the corpus' real files v1.0.17-v2.1.114 carry it), one record
+type (``hologram``) that no Claude Code version writes, so it stands for a type a
+future version adds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from conftest import ingest
+from ctxkeep.cli import app
+
+SECRET = "sk-ant-api03-" + "A1b2C3d4E5" * 8
+
+
+def _line(version: str, n: int, rtype: str = "user", **extra) -> str:
+    rec = {
+        "type": rtype,
+        "uuid": f"{version.replace('.', '')}-{rtype}-{n:04d}-0000-0000-000000000000",
+        "parentUuid": None,
+        "sessionId": "5e55i0n0-0000-4000-8000-000000000001",
+        "cwd": "/work/demo",
+        "version": version,
+        "timestamp": f"2026-03-01T10:{n:02d}:00.000Z",
+    }
+    if rtype in ("user", "assistant"):
+        rec["message"] = {"role": rtype, "content": f"message {n} of {version}"}
+    rec.update(extra)
+    return json.dumps(rec) + "\n"
+
+
+def _home(tmp_path: Path, files: dict[str, str]) -> Path:
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-work-demo"
+    proj.mkdir(parents=True)
+    for name, text in files.items():
+        (proj / name).write_text(text)
+    return home
+
+
+def _ledger(store: Path) -> dict[str, dict]:
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        return {r["agent_version"]: r for r in sqlite_store.coverage_ledger(conn, ["claude-code"])}
+    finally:
+        conn.close()
+
+
+def test_ledger_counts_per_version_unknown_types_and_quarantine(tmp_path, store_home):
+    a = "".join(_line("2.1.0", i) for i in range(6))
+    b = (
+        "".join(_line("2.2.0", i) for i in range(3))
+        + _line("2.2.0", 3, "hologram", payload={"key": SECRET})
+        + _line("2.2.0", 4, "hologram")
+        + '{"type":"user","version":"2.2.0", torn\n'
+    )
+    home = _home(tmp_path, {"a.jsonl": a, "b.jsonl": b})
+    s = ingest(home, store_home, "claude-code")
+    led = _ledger(store_home)
+    assert set(led) == {"2.1.0", "2.2.0"}
+    old, new = led["2.1.0"], led["2.2.0"]
+    assert (old["files"], old["records"], old["parsed"], old["quarantined"], old["unknown"]) == (
+        1,
+        6,
+        6,
+        0,
+        {},
+    )
+    assert old["parse_rate"] == 1.0 and old["parser_version"] == 3 and old["entries"] == 6
+    # 3 messages + 2 hologram records + 1 torn line (quarantined, counted under the
+    # version the records before it named)
+    assert (new["records"], new["parsed"], new["quarantined"]) == (6, 3, 1)
+    assert new["parse_rate"] == 0.5
+    assert list(new["unknown"]) == ["hologram"] and new["unknown"]["hologram"]["count"] == 2
+    sample = new["unknown"]["hologram"]["sample"]
+    assert '"type": "hologram"' in sample and SECRET not in sample and "REDACTED" in sample
+    # the run says it met a new version with a type it does not understand
+    assert [(x["agent_version"], x["kind"], x["unknown"]) for x in s.coverage_alerts] == [
+        ("2.2.0", "new_version_unknown_types", ["hologram"])
+    ]
+    # nothing new: the ledger is unchanged, no alert
+    s2 = ingest(home, store_home, "claude-code")
+    assert s2.coverage_alerts == [] and _ledger(store_home) == led
+
+
+def test_ledger_appends_count_once_and_a_parser_change_recounts(tmp_path, store_home, monkeypatch):
+    home = _home(tmp_path, {"a.jsonl": "".join(_line("2.1.0", i) for i in range(4))})
+    ingest(home, store_home, "claude-code")
+    f = home / ".claude/projects/-work-demo/a.jsonl"
+    with f.open("a") as fh:
+        fh.write("".join(_line("2.1.0", i) for i in range(4, 7)))
+    ingest(home, store_home, "claude-code")
+    assert _ledger(store_home)["2.1.0"]["records"] == 7  # 4 + 3 appended, none twice
+    from ctxkeep.sources import claude_code
+
+    monkeypatch.setattr(claude_code, "PARSER_VERSION", claude_code.PARSER_VERSION + 1)
+    monkeypatch.setattr(
+        claude_code,
+        "read",
+        claude_code.record_reader(
+            claude_code.PARSER_VERSION, claude_code.parse_record, claude_code.init_state
+        ),
+    )
+    ingest(home, store_home, "claude-code")
+    row = _ledger(store_home)["2.1.0"]
+    # the file read again from its first byte by the new parser: its rows replaced
+    assert (row["records"], row["parser_version"]) == (7, claude_code.PARSER_VERSION)
+
+
+def test_a_parse_rate_drop_and_new_types_of_a_known_version_are_reported(tmp_path, store_home):
+    home = _home(tmp_path, {"a.jsonl": "".join(_line("2.1.0", i) for i in range(10))})
+    assert ingest(home, store_home, "claude-code").coverage_alerts == []
+    proj = home / ".claude/projects/-work-demo"
+    # the same version's later file: half its lines no longer parse
+    (proj / "b.jsonl").write_text(
+        "".join(_line("2.1.0", i) for i in range(20, 25)) + '{"version":"2.1.0", "type": broken\n' * 5
+    )
+    s = ingest(home, store_home, "claude-code")
+    assert [(x["kind"], x["parse_rate"], x["previous_rate"]) for x in s.coverage_alerts] == [
+        ("parse_rate_dropped", 0.5, 1.0)
+    ]
+    (proj / "c.jsonl").write_text(_line("2.1.0", 30, "hologram"))
+    s = ingest(home, store_home, "claude-code")
+    assert [(x["kind"], x["unknown"]) for x in s.coverage_alerts] == [("new_unknown_types", ["hologram"])]
+    assert "record types not met before: hologram (1)" in s.coverage_alerts[0]["message"]
+
+
+def test_sources_coverage_json_and_doctor_report_the_drift(tmp_path, store_home, monkeypatch):
+    b = "".join(_line("2.2.0", i) for i in range(3)) + _line("2.2.0", 3, "hologram")
+    home = _home(tmp_path, {"a.jsonl": "".join(_line("2.1.0", i) for i in range(6)), "b.jsonl": b})
+    ingest(home, store_home, "claude-code")
+    monkeypatch.setenv("HOME", str(home))
+    r = CliRunner().invoke(app, ["sources", "--coverage", "--json", "--home", str(store_home)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == 1 and doc["store"] is True
+    rows = {(x["agent"], x["agent_version"]): x for x in doc["rows"]}
+    assert rows[("claude-code", "2.2.0")]["unknown"]["hologram"]["count"] == 1
+    assert rows[("claude-code", "2.2.0")]["parse_rate"] == 0.75
+    assert rows[("claude-code", "2.1.0")]["parse_rate"] == 1.0
+    assert [a["kind"] for a in doc["alerts"]] == ["new_unknown_types"]
+    text = CliRunner().invoke(
+        app, ["sources", "--coverage", "--home", str(store_home)], env={"COLUMNS": "160"}
+    )
+    assert text.exit_code == 0 and "hologram (1)" in text.stdout and "75.0%" in text.stdout
+    d = CliRunner().invoke(app, ["doctor", "--json", "--home", str(store_home)])
+    found = [f for f in json.loads(d.stdout)["findings"] if f["check"] == "coverage"]
+    assert [(f["file"], f["status"]) for f in found] == [("claude-code", "warning")]
+    assert "claude-code 2.2.0: record types ctxkeep does not understand: hologram (1)" in found[0]["detail"]
+
+
+def test_ledger_table_in_a_migrated_store(store_home):
+    """A v11 store gains the (empty) ledger table by migration 12."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite import migrations
+
+    conn = sqlite_store.connect(store_home)
+    conn.execute("DROP TABLE coverage")
+    migrations.MIGRATIONS[-1].step(conn)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(coverage)")]
+    conn.close()
+    assert migrations.MIGRATIONS[-1].version == 12
+    assert cols[:4] == ["agent", "path", "agent_version", "parser_version"] and "unknown" in cols
