@@ -240,10 +240,20 @@ def _random_tail(v: str, m: re.Match) -> bool:
     )
 
 
+#: a match of the generic rule whose key is exactly ``signature`` (``_high_entropy``)
+_SIGNATURE_KEY = re.compile(r"(?i)signature\\*[\"']?[ \t]*(?:=>|:=|[=:,])")
+
+
 def _high_entropy(v: str, m: re.Match) -> bool:
     """A generic key's value is a secret when random-looking: ≥ 16 chars, letters and
-    digits, ≥ 3.5 bits/char, not a hex digest or a uuid, not a path or a placeholder."""
+    digits, ≥ 3.5 bits/char, not a hex digest or a uuid, not a path or a placeholder.
+    A key named exactly ``signature`` is not one: Anthropic's thinking blocks carry
+    ``"signature": "<base64>"`` (Claude Code 1.x-2.x transcripts, the corpus's 29 such
+    values), the API's integrity check of the thinking text, which grants nothing; a
+    changed one makes a restored or scrubbed session fail to resume."""
     if _placeholder(v) or _HEX_RE.fullmatch(v) or _UUID_RE.fullmatch(v):
+        return False
+    if _SIGNATURE_KEY.match(m.group(0)):
         return False
     if "/" in v and not re.search(r"[+=]", v) and v.count("/") > 1:  # a path
         return False
