@@ -62,6 +62,7 @@ class Watermark:
 #: importing every source
 AGENTS = (
     "claude-code",
+    "traex",
     "codex",
     "gemini-cli",
     "copilot-cli",

@@ -33,6 +33,8 @@ from ctxkeep.sources.readers.sqlite import db_unchanged
 #: source)
 _REGISTRY: dict[str, tuple[str, str | None]] = {
     "claude-code": ("claude_code", None),
+    # before codex: its matches() claims any rollout, TraeX's included
+    "traex": ("traex", None),
     "codex": ("codex", None),
     "gemini-cli": ("gemini_cli", None),
     "copilot-cli": ("copilot_cli", None),

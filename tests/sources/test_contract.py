@@ -44,6 +44,7 @@ def test_every_registered_source_satisfies_the_protocol():
         modes[name] = src.MODE
     assert modes == {
         "claude-code": "append",
+        "traex": "append",
         "codex": "append",
         "gemini-cli": "rewrite",
         "copilot-cli": "append",
@@ -100,6 +101,7 @@ def test_capabilities_are_the_protocols():
         "openclaw",
         "pi",
         "qoder",
+        "traex",
         "zencoder",
     ]
     m = SOURCES
