@@ -43,7 +43,8 @@ def test_wheel_ships_the_notebooks_and_the_installed_package_finds_them(tmp_path
     assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("ctxkeep-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {f"ctxkeep/notebooks/{n}.py" for n, _ in nbq.NOTEBOOKS}
+    # the three report notebooks and the app (``ctxkeep ui``)
+    expected = {f"ctxkeep/notebooks/{n}.py" for n, _ in nbq.NOTEBOOKS} | {"ctxkeep/notebooks/app.py"}
     assert expected <= names
     assert "ctxkeep/sinks/duckdb/model.sql" in names
     # the package as installed from the wheel (unpacked first on sys.path, ahead of the

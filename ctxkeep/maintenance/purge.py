@@ -55,7 +55,7 @@ from ctxkeep import timeutil
 from ctxkeep.maintenance.purge_request import PurgeRequest
 from ctxkeep.sinks import parquet, recovery
 from ctxkeep.sinks import sqlite as sqlite_store
-from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB, STORE_FILES, store_files
+from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB, STORE_FILES, VAULT_DIR, store_files
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.sqlite import intents, tombstones
@@ -115,8 +115,8 @@ def _tombstone(
 
 
 def wipe(home: Path, *, dry_run: bool = False) -> dict:
-    """Wipe the whole store at ``home``: delete ``STORE_FILES`` and the ``archive/``
-    directory (``config.toml``, the lock file and Prefect's directory stay). The caller
+    """Wipe the whole store at ``home``: delete ``STORE_FILES``, the ``archive/`` and
+    the ``vault/`` directories (``config.toml``, the lock file and Prefect's directory stay). The caller
     holds the store lock (``run_purge`` does). Returns ``{"scope": "all", "resolved",
     "home", "dry_run", "files_removed": [names], "bytes_removed": bytes, "removed":
     {entries, sessions, contents, chunks, usage, quarantine} (counted before, from a
@@ -146,6 +146,9 @@ def wipe(home: Path, *, dry_run: bool = False) -> dict:
         except FileNotFoundError:
             pass
     shutil.rmtree(home / ARCHIVE_DIR, ignore_errors=True)
+    # the vault's packs: whole sessions (redacted); its manifest went with store.db, so
+    # left behind they would be orphans nothing lists or removes (new-user trial)
+    shutil.rmtree(home / VAULT_DIR, ignore_errors=True)
     return report
 
 

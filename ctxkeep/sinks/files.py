@@ -64,15 +64,16 @@ __all__ = [
 
 def store_files(home: Path) -> dict[str, int]:
     """Sizes in bytes of the store's data files that exist under ``home``: ``{name:
-    bytes}`` for each of ``STORE_FILES``, and ``"archive/"`` for the whole Parquet
-    archive (every file below ``ARCHIVE_DIR``). Missing files are left out."""
+    bytes}`` for each of ``STORE_FILES``, ``"archive/"`` for the whole Parquet archive
+    (every file below ``ARCHIVE_DIR``) and ``"vault/"`` for the vault's packs (below
+    ``VAULT_DIR``). Missing files are left out."""
     home = Path(home)
     out = {}
     for name in STORE_FILES:
         p = home / name
         if p.exists():
             out[name] = p.stat().st_size
-    arch = home / ARCHIVE_DIR
-    if arch.is_dir():
-        out[ARCHIVE_DIR + "/"] = sum(p.stat().st_size for p in arch.rglob("*") if p.is_file())
+    for d in (ARCHIVE_DIR, VAULT_DIR):
+        if (home / d).is_dir():
+            out[d + "/"] = sum(p.stat().st_size for p in (home / d).rglob("*") if p.is_file())
     return out

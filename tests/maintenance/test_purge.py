@@ -276,13 +276,15 @@ def test_purge_all_removes_store_files_and_sidecars(store):
         "store.db-shm",
         "analytics.duckdb",
         "archive/",
+        "vault/",  # the corpus store's ingest filled the vault
     }
+    assert any((store / "vault").rglob("*.pack"))
     assert (store / "store.db").exists()
     conn.close()
     rep = purge(store, PurgeRequest("all"))
     assert rep["resolved"] == "the whole store"
     left = {p.name for p in store.iterdir()}
-    assert not left & {"store.db", "store.db-wal", "store.db-shm", "analytics.duckdb", "archive"}
+    assert not left & {"store.db", "store.db-wal", "store.db-shm", "analytics.duckdb", "archive", "vault"}
     assert purge(store, PurgeRequest("all"))["files_removed"] == []  # idempotent
 
 

@@ -154,3 +154,24 @@ def test_wal_verdict_on_page_size_mismatch(store_home, tmp_path, n):
     shutil.copy(str(other) + "-wal", store_home / "x-wal")
     c.close()
     assert wal_verdict(store_home / "store.db", store_home / "x-wal")[0] == "foreign"
+
+
+def test_a_new_stores_identity_still_in_its_wal_is_own(tmp_path):
+    """Two first ingests at once: the creator's schema and identity are still only in its
+    WAL (nothing checkpointed) when the other opens. That WAL is the store's own, never
+    moved aside (it was: 'belongs to another database', new-user trial)."""
+    import sqlite3
+
+    from ctxkeep.sinks.sqlite.store_safety import APPLICATION_ID, wal_verdict
+
+    db = tmp_path / "store.db"
+    c = sqlite3.connect(db)
+    c.execute("PRAGMA journal_mode=WAL")
+    c.execute("PRAGMA wal_autocheckpoint=0")
+    c.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    c.execute("CREATE TABLE t(x)")
+    c.commit()
+    with open(db, "rb") as f:
+        assert f.read(72)[68:72] != APPLICATION_ID.to_bytes(4, "big")  # not in the file yet
+    assert wal_verdict(db, tmp_path / "store.db-wal")[0] == "own"
+    c.close()

@@ -298,6 +298,11 @@ def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
             return "foreign", f"{commits} committed transactions without this store's page 1"
         return "own", "a WAL of a store without an identity (applied as SQLite would)"
     wal_ident = (committed_p1[68:72], committed_p1[60:64])
+    if not has_identity and wal_ident[0] == struct.pack(">I", APPLICATION_ID):
+        # a new store whose identity (and schema) is still only in its WAL: another
+        # ingest is creating it and has not checkpointed yet (two first ingests at once
+        # moved the creator's live WAL aside: new-user trial)
+        return "own", f"{commits} committed transactions that give this new store its identity"
     if wal_ident != db_ident:
         return "foreign", "its page 1 names another database (application_id/user_version)"
     return "own", f"{commits} committed transactions of this store"
