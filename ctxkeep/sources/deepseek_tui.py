@@ -138,7 +138,9 @@ def _block_entry(b: dict, role: str, e: dict) -> dict:
     return dict(e, role=role, kind="message", text=block_text(b))
 
 
-def parse_session(doc: Any, src: str, state: dict | None = None, old_ids: list[str] = ()) -> list[dict]:
+def parse_session(
+    doc: Any, src: str, state: dict | None = None, old_ids: list[str] | tuple[str, ...] = ()
+) -> list[dict]:
     """Entry dicts of one session document (see the module doc). Raises ValueError for
     a document without a ``messages`` list (the reader quarantines it)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):

@@ -142,7 +142,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
 
 
 def _calls(calls, e: dict, start: int) -> list[dict]:
-    out = []
+    out: list[dict] = []
     for call in calls if isinstance(calls, list) else []:
         if not isinstance(call, dict):
             continue
@@ -254,7 +254,7 @@ def _usage(rec: dict, base: dict, sid: str, line_hash: str, model: str | None) -
         if isinstance(per_model, dict) and per_model
         else [(model or "grok-unknown", usage)]
     )
-    out = []
+    out: list[dict] = []
     for m, u in rows:
         cached = as_int(u.get("cachedReadTokens")) or 0
         ticks = as_int(u.get("costUsdTicks"))

@@ -22,12 +22,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxkeep.sources import pi
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
 AGENT = "openclaw"
 PARSER_VERSION = pi.PARSER_VERSION
-MODE = "append"
+MODE: Mode = "append"
 
 
 def roots(ctx: DiscoveryContext) -> list[Path]:

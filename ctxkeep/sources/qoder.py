@@ -28,12 +28,12 @@ from pathlib import Path
 import orjson
 
 from ctxkeep.sources import claude_code
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
 AGENT = "qoder"
 PARSER_VERSION = claude_code.PARSER_VERSION
-MODE = "append"
+MODE: Mode = "append"
 
 _ID = re.compile(r"[A-Za-z0-9_-]+")
 _CACHE = ("SharedClientCache", "cli", "projects")

@@ -18,12 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxkeep.sources import codex
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import record_reader
 
 AGENT = "traex"
 PARSER_VERSION = codex.PARSER_VERSION
-MODE = "append"
+MODE: Mode = "append"
 
 
 def roots(ctx: DiscoveryContext) -> list[Path]:
@@ -40,8 +40,12 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     """Find ``**/rollout-*.jsonl`` in each root and configured dir."""
     d = Discovery(AGENT)
     for base in [*roots(ctx), *ctx.extra_dirs]:
-        archived = {"archived": base.name == "archived_sessions"}
-        d.add_glob(base, ["**/rollout-*.jsonl"], MODE, lambda p, a=archived: dict(a))
+        archived = base.name == "archived_sessions"
+
+        def meta(p: Path, a: bool = archived) -> dict:
+            return {"archived": a}
+
+        d.add_glob(base, ["**/rollout-*.jsonl"], MODE, meta)
     d.explain_empty(roots(ctx)[0], "no TraeX rollout-*.jsonl found")
     return d
 
