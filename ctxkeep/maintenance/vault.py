@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxkeep.errors import NotFound, UsageError
+from ctxkeep.errors import CtxkeepError, NotFound
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite.lookup import resolve_session
 from ctxkeep.sinks.vault import manifest
@@ -269,7 +269,7 @@ def vault_restore(
     Nothing is written when one target exists and ``force`` is not given. Returns
     ``{"session", "files": [{"path", "to", "bytes", "redactions"}]}``. Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
-    holds only from an offset), ``UsageError`` (a target exists), ``VaultDamaged``."""
+    holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
     conn = sqlite_store.connect(Path(home), readonly=True)
     try:
@@ -299,8 +299,8 @@ def vault_restore(
             target = Path(path) if to is None else Path(to) / _relative(path, user_home)
             plans.append((g, target))
         exists = [str(t) for _, t in plans if t.exists() or t.is_symlink()]
-        if exists and not force:
-            raise UsageError(
+        if exists and not force:  # a failure (exit 1), not wrong usage: the command was right
+            raise CtxkeepError(
                 f"{len(exists)} file(s) exist, e.g. {exists[0]}",
                 where="vault restore",
                 hint="pass --force to overwrite them, or --to DIR",

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxkeep.cli import app
-from ctxkeep.errors import NotFound, UsageError
+from ctxkeep.errors import CtxkeepError, NotFound
 from ctxkeep.maintenance.vault import cleanup_schedules, vault_restore, vault_status, vault_verify
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.vault import manifest
@@ -94,7 +94,7 @@ def test_restore_never_overwrites_without_force_and_writes_under_to(home_copy, t
         "ON v.path = f.path JOIN vault_generations g ON g.vfile_id = v.vfile_id WHERE g.redactions = '{}' "
         "GROUP BY 1 ORDER BY count(*) DESC",
     )[0][0]
-    with pytest.raises(UsageError, match="exist"):
+    with pytest.raises(CtxkeepError, match="exist"):
         vault_restore(store, sid[:8], user_home=home_copy)
     out = tmp_path / "out"
     r = vault_restore(store, sid[:8], to=out, user_home=home_copy)
@@ -104,7 +104,7 @@ def test_restore_never_overwrites_without_force_and_writes_under_to(home_copy, t
     assert (out / rel).read_bytes() == Path(f["path"]).read_bytes()
     env = {"HOME": str(home_copy)}
     r = runner.invoke(app, ["vault", "restore", sid[:8], "--to", str(out), "--home", str(store)], env=env)
-    assert r.exit_code == 2 and r.stderr.startswith("error: 1 file(s) exist"), r.output
+    assert r.exit_code == 1 and r.stderr.startswith("error: 1 file(s) exist"), r.output
     r = runner.invoke(
         app, ["vault", "restore", sid[:8], "--to", str(out), "--force", "--home", str(store)], env=env
     )
