@@ -81,7 +81,9 @@ def tmpfs(tmp_path):
 
 
 def _fill(m: Path) -> None:
-    with open(m / "filler", "wb") as f:
+    # unbuffered: a buffered file's close flushed its last block after the write loop
+    # had met ENOSPC, and raised it again out of the ``with`` (the CI trial)
+    with open(m / "filler", "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
