@@ -154,7 +154,9 @@ def test_filters_each_and_combined(corpus_conn):
 
 
 def test_bad_filter_values_are_usage_errors(corpus_conn):
-    with pytest.raises(UsageError, match="unknown agent claude .agent. - use one of claude-code, traex, codex"):
+    with pytest.raises(
+        UsageError, match="unknown agent claude .agent. - use one of claude-code, traex, codex"
+    ):
         search(corpus_conn, "x", filters=Filters(agent="claude"))
     with pytest.raises(UsageError, match="unknown kind bogus"):
         search(corpus_conn, "x", filters=Filters(kind="bogus"))
