@@ -35,10 +35,11 @@ def _env(home: Path) -> dict:
     return env
 
 
-def _ingest(home: Path, store: Path, kill_after: float | None = None) -> bool:
-    """Run ``ctxkeep ingest``; with ``kill_after``, SIGKILL it then. True when it ended by itself."""
+def _run(command: str, home: Path, store: Path, kill_after: float | None = None) -> bool:
+    """Run ``ctxkeep COMMAND --home STORE`` with HOME=``home``; with ``kill_after``,
+    SIGKILL it then. True when it ended by itself."""
     p = subprocess.Popen(
-        [sys.executable, "-P", "-m", "ctxkeep", "ingest", "--home", str(store)],
+        [sys.executable, "-P", "-m", "ctxkeep", command, "--home", str(store)],
         env=_env(home),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -51,6 +52,10 @@ def _ingest(home: Path, store: Path, kill_after: float | None = None) -> bool:
         p.send_signal(signal.SIGKILL)
         p.wait()
         return False
+
+
+def _ingest(home: Path, store: Path, kill_after: float | None = None) -> bool:
+    return _run("ingest", home, store, kill_after)
 
 
 def _vault_state(store: Path) -> dict[str, bytes]:
@@ -108,20 +113,7 @@ def test_sigkilled_ingests_leave_a_vault_that_agrees_with_the_store(tmp_path):
 
 
 def _reparse(store: Path, home: Path, kill_after: float | None = None) -> bool:
-    p = subprocess.Popen(
-        [sys.executable, "-P", "-m", "ctxkeep", "reparse", "--home", str(store)],
-        env=_env(home),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        p.wait(timeout=kill_after if kill_after is not None else 600)
-        return True
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        return False
+    return _run("reparse", home, store, kill_after)
 
 
 @pytest.mark.slow
