@@ -54,7 +54,7 @@ from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "codex"
-PARSER_VERSION = 3  # 3: pre-envelope rollouts, items without payload.type, info.model, non-zero exit codes as errors
+PARSER_VERSION = 3  # 3: pre-envelope rollouts, no payload.type, info.model, exit codes as errors
 MODE: Mode = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
