@@ -64,6 +64,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.coverage import CoverageResult
     from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
     from ctxkeep.service.fetch import FetchedEntry
+    from ctxkeep.service.maintenance import BackfillResult, ReindexResult, RetentionResult
     from ctxkeep.service.purge import PurgeResult
     from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
     from ctxkeep.service.redact import RedactTextResult, RescanResult
@@ -86,9 +87,9 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "sessions": (SessionsResult, False),
         "resume": (ResumeResult, False),
         "purge": (PurgeResult, False),
-        "retention": (s.RetentionResult, False),
-        "reindex": (s.ReindexResult, False),
-        "backfill": (s.BackfillResult, False),
+        "retention": (RetentionResult, False),
+        "reindex": (ReindexResult, False),
+        "backfill": (BackfillResult, False),
         "compress": (CompressResult, False),
         "compress --check": (CompressCheck, False),
         "compress --restore": (CompressRestore, False),

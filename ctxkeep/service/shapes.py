@@ -47,49 +47,6 @@ class IngestResult(Shape):
     store: str | None = Field(None, description="--dry-run: the store (null: none yet)")
 
 
-class RetentionResult(Shape):
-    """What retention archives and removes (`ctxkeep retention --json`)."""
-
-    dry_run: bool = Field(description="true for --dry-run")
-    cutoff: str | None = Field(None, description="entries archived before this, ISO-8601 UTC")
-    archive: list[dict[str, Any]] = Field(None, description="per agent and month: agent, month, entries")
-    entries_to_archive: int = Field(None, description="entries that qualify")
-    archive_cutoff: str | None = Field(None, description="archive files older than this are removed")
-    old_archives: list[str] = Field(None, description="those files")
-    old_archives_bytes: int = Field(None, description="their bytes")
-    backup_cutoff: str | None = Field(None, description="compress backups older than this are removed")
-    old_backups: list[str] = Field(None, description="those files")
-    old_backups_bytes: int = Field(None, description="their bytes")
-    backup_dirs_scanned: list[str] = Field(None, description="folders searched for backups")
-    archived: Any = Field(None, description="(not with --dry-run) entries and rows written to Parquet")
-    archives_removed: Any = Field(None, description="(not with --dry-run) archive files removed")
-    backups_removed: Any = Field(None, description="(not with --dry-run) backups removed")
-    bytes_freed: int = Field(None, description="(not with --dry-run) bytes freed")
-    seconds: float = Field(None, description="(not with --dry-run) wall time")
-
-
-class ReindexResult(Shape):
-    """What a reindex rebuilt (`ctxkeep reindex --json`)."""
-
-    chunks: int = Field(description="FTS chunks rebuilt")
-    grams_rows: int = Field(None, description="chunks with substring terms")
-    facets_changed: int = Field(None, description="chunks whose filter facets changed")
-    analytics: str | None = Field(None, description="what the DuckDB rebuild did")
-    seconds: float = Field(None, description="wall time")
-
-
-class BackfillResult(Shape):
-    """The files a backfill reads again (`ctxkeep backfill --json`)."""
-
-    dry_run: bool = Field(description="true for --dry-run")
-    files: list[str] = Field(description="the files selected (paths)")
-    problems: list[str] = Field(description=PROBLEMS)
-    bytes: int = Field(description="their size in bytes")
-    ingest: dict[str, Any] = Field(
-        None, description="(not with --dry-run) the ingest summary, as `ingest --json`"
-    )
-
-
 class SettingsChange(Row):
     """One agent's settings file changed (an array from before versioning: kept for
     existing scripts)."""
