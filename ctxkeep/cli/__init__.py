@@ -190,11 +190,13 @@ _CLI_WHERE = {
         for f in (
             "agent",
             "budget",
+            "by",
             "kind",
             "label",
             "limit",
             "max_bytes",
             "media_dir",
+            "mode",
             "offset",
             "project",
             "role",

@@ -68,6 +68,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.purge import PurgeResult
     from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
     from ctxkeep.service.redact import RedactTextResult, RescanResult
+    from ctxkeep.service.report import ReportResult
     from ctxkeep.service.resume import ResumeResult
     from ctxkeep.service.search import QueryHits
     from ctxkeep.service.secrets import ScrubResult, SecretsResult
@@ -117,7 +118,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "secrets --scrub": (ScrubResult, False),
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
-        out[f"report {name}"] = (s.ReportResult, False)
+        out[f"report {name}"] = (ReportResult, False)
     return out
 
 

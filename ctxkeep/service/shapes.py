@@ -79,24 +79,6 @@ class HookStatus(Row):
     notes: list[str] = Field(None, description="one line each")
 
 
-class ReportResult(Shape):
-    """A usage report (`ctxkeep report NAME --json`; docs/analytics.md "Reports" gives
-    every row field)."""
-
-    report: str = Field(description="daily, weekly, monthly, session, models, projects, blocks or tools")
-    timezone: str = Field(description="IANA zone of the days")
-    mode: str = Field(None, description="cost mode")
-    since: str | None = Field(None, description="first day (null: none)")
-    until: str | None = Field(None, description="last day (null: none)")
-    agents: list[str] | None = Field(None, description="the --agent values")
-    project: str | None = Field(None, description="the --project value")
-    rows: list[dict[str, Any]] = Field(
-        description="one per period × agent (× model with --breakdown), block, or agent × tool"
-    )
-    totals: dict[str, Any] = Field(None, description="sums of the token and cost columns")
-    notes: list[str] = Field(None, description="unpriced or assumed models, a stale store, …")
-
-
 class ExportParquet(Shape):
     """The lake written (`ctxkeep export parquet --json`; docs/team.md "The lake")."""
 
