@@ -23,7 +23,6 @@ from pathlib import Path
 import typer
 from typer.core import TyperArgument, TyperGroup
 
-from ctxkeep import config as cfgmod
 from ctxkeep.cli.options import HomeOpt, JsonOpt  # noqa: F401 - the commands import them from here
 
 app = typer.Typer(
@@ -285,14 +284,10 @@ def warn(msg: object) -> None:
 def config_warnings(h: Path) -> None:
     """Print config.toml's warnings (unknown keys, with the closest valid one) for a
     command that reads its settings; a broken file is left to the command to report."""
-    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.service.store import config_warnings as lines
 
-    try:
-        ws = cfgmod.load_config(h).warnings
-    except CtxkeepError:
-        return
-    for w in ws:
-        warn(f"{h / cfgmod.CONFIG_FILE}: {w}")
+    for w in lines(h):
+        warn(w)
 
 
 def _count(n: int, word: str, plural: str | None = None) -> str:
@@ -328,9 +323,14 @@ def _store_error(e: BaseException) -> bool:
     chain of causes (a full disk, a read-only file system, a path through a file,
     permission denied: ``errors.from_os_error``) as ``error: <what> (<file>) - <what to
     do>``. False for anything else."""
-    from ctxkeep.service.store import store_error
+    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.service.store import resolve_home, store_error
 
-    err = store_error(cfgmod.resolve_home(_argv_home() or _top_home), e)
+    try:
+        home = resolve_home(_argv_home() or _top_home)
+    except CtxkeepError:  # the home itself is the problem: the error names its path
+        home = Path(_argv_home() or _top_home or ".")
+    err = store_error(home, e)
     if err is None:
         return False
     typer.echo(f"error: {cli_words(err)}", err=True)

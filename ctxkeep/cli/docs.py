@@ -63,6 +63,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.conversation import ConversationResult
     from ctxkeep.service.coverage import CoverageResult
     from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
+    from ctxkeep.service.export import ExportParquetResult
     from ctxkeep.service.fetch import FetchedEntry
     from ctxkeep.service.maintenance import BackfillResult, ReindexResult, RetentionResult
     from ctxkeep.service.purge import PurgeResult
@@ -106,7 +107,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "mcp uninstall": (s.SettingsChange, True),
         "redact": (RedactTextResult, False),
         "redact --rescan": (RescanResult, False),
-        "export parquet": (s.ExportParquet, False),
+        "export parquet": (ExportParquetResult, False),
         "export markdown": (ExportResult, False),
         "export html": (ExportResult, False),
         "report html": (s.ReportHtml, False),

@@ -72,9 +72,9 @@ class ReportResult(Shape):
 
 def _filters(req: ReportRequest):
     from ctxkeep.query import reports as R
-    from ctxkeep.timeutil import local_timezone
+    from ctxkeep.service.when import zone
 
-    tz = R.check_timezone(req.timezone or local_timezone())
+    tz = zone(req.timezone)
     s = R.parse_date(req.since, "since", tz) if req.since else None
     u = R.parse_date(req.until, "until", tz) if req.until else None
     if s and u and s > u:

@@ -79,23 +79,6 @@ class HookStatus(Row):
     notes: list[str] = Field(None, description="one line each")
 
 
-class ExportParquet(Shape):
-    """The lake written (`ctxkeep export parquet --json`; docs/team.md "The lake")."""
-
-    dest: str = Field(description="the lake (a directory or fsspec URL)")
-    machine: str = Field(None, description="this store's machine name (the `machine=` partition value)")
-    machine_id: str = Field(None, description="this store's stable machine id (uuid)")
-    with_text: bool = Field(None, description="texts exported too (--with-text)")
-    dry_run: bool = Field(None, description="nothing was written (--dry-run)")
-    seconds: float = Field(None, description="wall time")
-    store_bytes: int = Field(None, description="bytes of store.db + analytics.duckdb")
-    tables: dict[str, Any] = Field(
-        None,
-        description="table → partitions, written [{agent, month, rows}], removed, rows_written, files_written, "
-        "bytes_written",
-    )
-
-
 class ReportHtml(Shape):
     """The HTML report's pages (`ctxkeep report html --json`)."""
 
