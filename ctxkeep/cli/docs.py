@@ -76,6 +76,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.sessions import SessionsResult
     from ctxkeep.service.sources import SourceRow
     from ctxkeep.service.stats import StatsResult
+    from ctxkeep.service.vault import ReparseResult, VaultRestoreResult, VaultStatusResult, VaultVerifyResult
 
     out: dict[str, tuple[type, bool]] = {
         "ingest": (s.IngestResult, False),
@@ -111,10 +112,10 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "export markdown": (ExportResult, False),
         "export html": (ExportResult, False),
         "report html": (s.ReportHtml, False),
-        "vault status": (s.VaultStatus, False),
-        "vault verify": (s.VaultVerify, False),
-        "vault restore": (s.VaultRestore, False),
-        "reparse": (s.ReparseResult, False),
+        "vault status": (VaultStatusResult, False),
+        "vault verify": (VaultVerifyResult, False),
+        "vault restore": (VaultRestoreResult, False),
+        "reparse": (ReparseResult, False),
         "secrets": (SecretsResult, False),
         "secrets --scrub": (ScrubResult, False),
     }
