@@ -27,6 +27,9 @@ class AtRisk(BaseModel):
     due: str
     vaulted_bytes: int
     size: int
+    purged: str | None = Field(
+        None, description="the purge that removed it from the store (session ID, project DIR; null: none)"
+    )
 
 
 class AgentVault(BaseModel):
@@ -73,7 +76,20 @@ def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
     ctx = DiscoveryContext.from_env()
     if req.user_home is not None:
         ctx.home = req.user_home
-    return VaultStatusResult.model_validate(run(req.home, ctx))
+    res = VaultStatusResult.model_validate(run(req.home, ctx))
+    risky = [x for a in res.agents for x in a.at_risk]
+    if risky:  # a purged file is at risk by choice: ingest skips it (its tombstone)
+        from ctxkeep.sinks import sqlite as sqlite_store
+        from ctxkeep.sinks.sqlite.delete import purges_of_files
+
+        conn = sqlite_store.connect(Path(req.home), readonly=True)
+        try:
+            purged = purges_of_files(conn)
+        finally:
+            conn.close()
+        for x in risky:
+            x.purged = purged.get(x.path)
+    return res
 
 
 class VaultVerifyRequest(Request):
