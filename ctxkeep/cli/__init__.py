@@ -184,6 +184,9 @@ _CLI_WHERE = {
     "entry_ids": "ENTRY_ID",
     "confirm": "--yes",
     "scope": "--session/--project",
+    # the MCP spelling of a purge's fields (the purge contract names them so)
+    "sessionId": "--session",
+    "projectDir": "--project",
     **{
         f: "--" + f.replace("_", "-")
         for f in (
@@ -209,17 +212,24 @@ _CLI_WHERE = {
 }
 
 
-def cli_words(e: Exception) -> str:
+def cli_words(e: Exception, words: dict[str, str | None] | None = None) -> str:
     """The one line of an error, rendered from its fields: what, ``(where)`` with a
     request field named as the CLI's option (``budget`` → ``--budget``,
-    ``_CLI_WHERE``), ``- what to do``; whitespace folded to one line."""
+    ``_CLI_WHERE``) or as ``words`` says for this command (a positional argument:
+    ``{"session": "SESSION"}``; None: the user typed nothing there, so no ``(where)``),
+    ``- what to do``; whitespace folded to one line."""
     from ctxkeep.errors import CtxkeepError
 
     if not isinstance(e, CtxkeepError):
         return " ".join(str(e).split())
     parts = [e.what]
-    if e.where:
-        parts.append(f"({_CLI_WHERE.get(e.where, e.where)})")
+    where = e.where
+    if where and words and where in words:
+        where = words[where]
+    elif where:
+        where = _CLI_WHERE.get(where, where)
+    if where:
+        parts.append(f"({where})")
     if e.todo:
         parts.append(f"- {e.todo}")
     return " ".join(" ".join(parts).split())
@@ -232,11 +242,12 @@ def exit_code(e: Exception) -> int:
     return getattr(e, "exit_code", 1)
 
 
-def _fail(e: Exception, code: int | None = None):
+def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | None = None):
     """Print ``error: <what> (<where>) - <what to do>`` as ONE line on stderr (never
-    wrapped, whatever the terminal width; in the CLI's words, ``cli_words``) and exit
-    with ``code`` (default ``exit_code(e)``: 2 wrong usage, 1 failure)."""
-    typer.echo(f"error: {cli_words(e)}", err=True)
+    wrapped, whatever the terminal width; in the CLI's words, ``cli_words``, with this
+    command's ``words``) and exit with ``code`` (default ``exit_code(e)``: 2 wrong
+    usage, 1 failure)."""
+    typer.echo(f"error: {cli_words(e, words)}", err=True)
     raise typer.Exit(exit_code(e) if code is None else code)
 
 

@@ -126,7 +126,7 @@ def restore(
         )
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
-        _fail(e)
+        _fail(e, words={"session": "SESSION"})  # an argument here, not --session
     if as_json:
         _print_json(r)
         return

@@ -102,8 +102,13 @@ class FetchedEntry(Item):
         )
 
     def origin(self) -> str:
-        """Where the entry comes from, one line."""
+        """Where the entry comes from, one line: the file and the record's byte offset,
+        or for an agent's database only the file (a row has no byte offset)."""
         if self.source_path:
+            from ctxkeep.sources import file_mode
+
+            if file_mode(self.agent, self.source_path) == "sqlite":
+                return f"from {self.source_path} (a database row)"
             return f"from {self.source_path} @ byte {self.source_offset:,}"
         return f"a note indexed as {self.session_id!r} (ctx_index)"
 
