@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import re
 import sys
 from pathlib import Path
 
@@ -136,6 +137,86 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
             )  # fmt: skip
         out.print(t)
         return
+    width = out.get().width
+    names = [_model_cell(r, name, breakdown) for r in rows]
+    t, need = None, 0
+    for folded in (False, True):  # all columns if they fit, else the token pairs stacked
+        t = _usage_table(rep, rows, breakdown, home, title, folded, [[n] for n in names])
+        need = _natural_width(t)
+        if need <= width:
+            break
+        # the models column gets what the others leave; names wrap at their separators
+        rest = _natural_width(_usage_table(rep, rows, breakdown, home, title, folded, [[""] for _ in names]))
+        header = "model" if (breakdown or name == "models") and name != "blocks" else "models"
+        room = max(width - rest + len(header), 8)
+        wrapped = [[_wrap_name(x, room) for x in n.split("\n")] for n in names]
+        t = _usage_table(rep, rows, breakdown, home, title, folded, wrapped)
+        need = _natural_width(t)
+        if need <= width:
+            break
+    console = out.get()
+    if need <= width:
+        console.print(t)
+        return
+    console.width = need  # still too wide: as wide as it needs (the terminal wraps), no figure cut
+    try:
+        console.print(t)
+    finally:
+        console.width = width
+
+
+def _natural_width(t) -> int:
+    """The width ``t`` takes with all the room it wants (its widest line)."""
+    import io
+
+    from rich.console import Console
+
+    c = Console(width=10_000, file=io.StringIO(), color_system=None)
+    with c.capture() as cap:
+        c.print(t)
+    return max((len(x.rstrip()) for x in cap.get().splitlines()), default=0)
+
+
+_SEPARATORS = re.compile(r"[^-./_:@ ]+[-./_:@ ]*|[-./_:@ ]+")
+
+
+def _wrap_name(name: str, width: int) -> str:
+    """``name`` in lines of at most ``width`` characters, broken after a separator (``-``,
+    ``.``, ``/``, ``_``, ``:``, ``@``; ``claude-sonnet-4-`` / ``20250514``), never inside
+    a part (a part longer than ``width`` gets a line of its own)."""
+    lines = [""]
+    for part in _SEPARATORS.findall(name):
+        if lines[-1] and len(lines[-1]) + len(part.rstrip()) > width:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(x.rstrip() for x in lines)
+
+
+def _model_cell(r: dict, name: str, breakdown: bool) -> str:
+    if name == "blocks":
+        return "\n".join(r["models"])
+    if breakdown or name == "models":
+        return r["model"] + (" (assumed)" if r["model_source"] == "assumed" else "")
+    return "\n".join(r["models"])
+
+
+def _nums(values: list[str], folded: bool) -> list[str]:
+    """The four token columns and total and cost; ``folded``: input over output and
+    cache read over cache write, one cell each."""
+    if not folded:
+        return values
+    i, o, cr, cw, *rest = values
+    return [f"{i}\n{o}" if i or o else "", f"{cr}\n{cw}" if cr or cw else "", *rest]
+
+
+def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[list[str]]):
+    """The table of a usage report or blocks; ``models``: each row's model lines."""
+    from rich import box
+
+    name, tz = rep["report"], rep["timezone"]
+    # folded (a narrow terminal): no outer edge, one space of padding between columns
+    tight = {"show_edge": False, "collapse_padding": True} if folded else {}
+    t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rows), pad_edge=False, **tight)
     tot = {k: sum(r[k] for r in rows) for k in _TOKENS}
     costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
     cost = sum(costs) if costs else None
@@ -155,50 +236,60 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
         t.add_column("status")
         t.add_column("agents")
     elif name != "models":
-        t.add_column("agent")
-    t.add_column("model" if per_model else "models")
-    for k, label in zip(_TOKENS, ("input", "output", "cache read", "cache write", "total"), strict=True):
-        t.add_column(label, footer=f"{tot[k]:,}", justify="right")
+        t.add_column("agent", no_wrap=True)
+    t.add_column("model" if per_model else "models", no_wrap=True)  # wrapped at separators
+    labels = ["input", "output", "cache read", "cache write", "total"]
+    foots = [f"{tot[k]:,}" for k in _TOKENS]
+    if folded:
+        labels = ["input\noutput", "cache read\ncache write", "total"]
+        foots = _nums(foots, True)
+    for label, foot in zip(labels, foots, strict=True):
+        t.add_column(label, footer=foot, justify="right")
     t.add_column("cost", footer=_usd(cost), justify="right")
+    gap = [""] * (len(labels) + 1)
     if name == "session":  # ids as hits show them: the shortest unique prefix
         from ctxkeep.service.report import short_ids
 
         shown = short_ids(home, [r["period"] for r in rows])
-    for r in rows:
-        nums = [f"{r[k]:,}" for k in _TOKENS] + [_usd(r["cost_usd"])]
+    for r, lines in zip(rows, models, strict=True):
+        model = "\n".join(lines)
+        nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded) + [_usd(r["cost_usd"])]
         if blocks:
             if r["is_gap"]:
-                gap = f"gap {_hours(r['start'], r['end']):,.1f} h"
-                t.add_row(_local(r["start"], tz), gap, "", "", *[""] * 6, style="dim")
+                t.add_row(
+                    _local(r["start"], tz),
+                    f"gap {_hours(r['start'], r['end']):,.1f} h",
+                    "",
+                    "",
+                    *gap,
+                    style="dim",
+                )
                 continue
             status = "active" if r["is_active"] else f"{_hours(r['start'], r['actual_end']):.1f} h"
             p, b, lim = r["projection"], r["burn_rate"], r.get("token_limit")
             if r["is_active"] and p:
                 status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"
             who = f"{r['provider']}: {', '.join(r['agents'])}" if r["provider"] else ", ".join(r["agents"])
-            t.add_row(_local(r["start"], tz), status, who, "\n".join(r["models"]), *nums)
+            t.add_row(_local(r["start"], tz), status, who, model, *nums)
             if r["is_active"] and p:
                 lim = f" ({lim['percent']:.0f}% of {lim['limit']:,}: {lim['status']})" if lim else ""
                 t.add_row(
                     "", "projected", f"{b['tokens_per_minute']:,.0f} tok/min", f"{_usd(b['cost_per_hour'])}/h",
-                    "", "", "", "", f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
+                    *gap[2:], f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
                 )  # fmt: skip
             continue
-        model = r["model"] if per_model else "\n".join(r["models"])
-        if per_model and r["model_source"] == "assumed":
-            model = f"{model} (assumed)"
         if name == "models":
             t.add_row(r["agent"], model, *nums)
-        else:
-            period = r["period"] or ""
-            if name == "session":
-                period = shown.get(period, period)
-                if r["last_activity"] is not None:
-                    period = f"{period}\n{_local(r['last_activity'], tz)}"
-                if r["subagent_sessions"]:
-                    period = f"{period}\n+{len(r['subagent_sessions'])} sub-agent session(s)"
-            t.add_row(period, r["agent"], model, *nums)
-    out.print(t)
+            continue
+        period = r["period"] or ""
+        if name == "session":
+            period = shown.get(period, period)
+            if r["last_activity"] is not None:
+                period = f"{period}\n{_local(r['last_activity'], tz)}"
+            if r["subagent_sessions"]:
+                period = f"{period}\n+{len(r['subagent_sessions'])} sub-agent session(s)"
+        t.add_row(period, r["agent"], model, *nums)
+    return t
 
 
 _doc = {
