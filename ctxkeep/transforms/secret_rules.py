@@ -109,13 +109,37 @@ def _entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
 
 
+class KeywordSet:
+    """An ``re2.Set`` over ``keywords`` (case-insensitive), compiled on the first
+    ``match``: a Series' texts come with their keywords found by Polars
+    (``rules_for``'s ``hits``), so an ingest never compiles it."""
+
+    __slots__ = ("_keywords", "_set")
+
+    def __init__(self, keywords: tuple[str, ...]) -> None:
+        self._keywords, self._set = keywords, None
+
+    def match(self, raw: bytes) -> list[int] | None:
+        """The indexes (in ``keywords``) of the keywords ``raw`` holds."""
+        if self._set is None:
+            opts = re2.Options()
+            opts.case_sensitive = False
+            opts.max_mem = 64 << 20
+            kw_set = re2.Set.SearchSet(opts)
+            for k in self._keywords:
+                kw_set.Add(re2.escape(k))
+            kw_set.Compile()
+            self._set = kw_set
+        return self._set.Match(raw)
+
+
 class RuleSet(NamedTuple):
     source: dict  # schema, source, version, commit, license, rule_count, excluded
     rules: tuple[GitleaksRule, ...]
     keywords: tuple[str, ...]  # every keyword (lower case), the Set's pattern order
     by_keyword: tuple[tuple[int, ...], ...]  # keyword index → rule indexes
     always: tuple[int, ...]  # rules without keywords: run on every text
-    kw_set: object  # re2.Set over the keywords (case-insensitive)
+    kw_set: KeywordSet  # the keywords, case-insensitive (compiled on first use)
     global_regexes: tuple
     global_stopwords: tuple[str, ...]
     kw_position: dict[str, int]  # keyword → its index in ``keywords``
@@ -176,13 +200,7 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
         for k in r["keywords"]:
             kw_index.setdefault(k, []).append(i)
     keywords = tuple(kw_index)
-    opts = re2.Options()
-    opts.case_sensitive = False
-    opts.max_mem = 64 << 20
-    kw_set = re2.Set.SearchSet(opts)
-    for k in keywords:
-        kw_set.Add(re2.escape(k))
-    kw_set.Compile()
+    kw_set = KeywordSet(keywords)
     g = table_["global_allowlist"]
     meta = {k: v for k, v in table_.items() if k not in ("rules", "global_allowlist")}
     return RuleSet(
@@ -230,7 +248,7 @@ def rules_for(raw: bytes, rs: RuleSet | None = None, hits=None) -> list[int]:
         index = rs.kw_position
         found = [index[k] for k in hits if k in index]
     else:
-        found = rs.kw_set.Match(raw) or []
+        found = rs.kw_set.match(raw) or []
     if not found:
         return list(rs.always)
     out = set(rs.always)
