@@ -111,8 +111,9 @@ def _entropy(s: str) -> float:
 
 class KeywordSet:
     """An ``re2.Set`` over ``keywords`` (case-insensitive), compiled on the first
-    ``match``: a Series' texts come with their keywords found by Polars
-    (``rules_for``'s ``hits``), so an ingest never compiles it."""
+    ``match``: only when a text holds a keyword (Polars' ``str.contains_any`` says
+    which texts do, ``transforms.redact.redact_series``); a few lines without one (the
+    hook path, often) never compile it."""
 
     __slots__ = ("_keywords", "_set")
 
