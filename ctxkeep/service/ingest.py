@@ -33,6 +33,13 @@ from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError
 
+#: a run of at most this many new bytes (the hook path's few lines; the engine's
+#: ``DEFER_ANALYTICS_BYTES``) builds the token counter before the engine loads Polars:
+#: the counter's build reads ~33 MB of its extension's pages, which it then gives back
+#: (``transforms.tokens.release_clean_pages``), so the process's peak is lower when the
+#: build comes first (docs/design.md, "Latency budget")
+EARLY_COUNTER_BYTES = 1024 * 1024
+
 
 @dataclass(frozen=True)
 class IngestRequest:
@@ -122,7 +129,12 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
     else:
         from ctxkeep.flows.prefect_env import run_as_flow
 
-        summary = _run(home, agents, paths, run_as_flow(home, req.prefect), runner, progress)
+        as_flow = run_as_flow(home, req.prefect)
+        if not as_flow and not runner and p.pending_bytes <= EARLY_COUNTER_BYTES:
+            from ctxkeep.transforms.tokens import bpe_count
+
+            bpe_count()
+        summary = _run(home, agents, paths, as_flow, runner, progress)
     summary["held_back"] = held if held is not None else _held_back(home)
     from ctxkeep.pipeline.summary import held_back_line
 
