@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import importlib.machinery
 import importlib.util
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -143,7 +144,7 @@ def release_clean_pages(path: str) -> int:
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     except (OSError, AttributeError):
         return 0
-    released = 0
+    released, path = 0, os.path.realpath(path)  # the kernel lists resolved paths
     for block in _MAPPING.split(smaps):
         head = block.split("\n", 1)[0].split()
         if len(head) < 6 or head[1] != "r--p" or " ".join(head[5:]) != path:

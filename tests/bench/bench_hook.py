@@ -230,12 +230,14 @@ def main() -> None:
                 got[c.label]["hook"].append(c.hook())
                 got[c.label]["ingest"].append(c.ingest_path())
 
+        width = 48 + max(len(c.label) for c in cos)
+
         def row(name: str, vals: list[float], unit: str, target: str) -> None:
             print(
-                f"{name:<52}{statistics.median(vals):>9.3f}{min(vals):>9.3f}{max(vals):>9.3f} {unit:<3} {target}"
+                f"{name:<{width}}{statistics.median(vals):>9.3f}{min(vals):>9.3f}{max(vals):>9.3f} {unit:<3} {target}"
             )
 
-        print(f"\n{'':<52}{'median':>9}{'best':>9}{'worst':>9}")
+        print(f"\n{'':<{width}}{'median':>9}{'best':>9}{'worst':>9}")
         row("python -c pass (wall)", [f[0] for f in floor], "s", "")
         row("python -c pass (CPU)", [f[2] for f in floor], "s", "")
         row("python -c pass (peak RSS)", [f[1] for f in floor], "MB", "")
