@@ -31,8 +31,8 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 - ``parquet``: every archive file's footer reads, and the archive holds every entry
   the ``archived`` table lists; an unreadable file names the other copies of its
   agent's entries (``other_copies``: the session files still on disk, their compress
-  backups, the vault's files), which ``--repair`` reports as what to recover from
-  (re-archiving from them is the vault's hook: ``repair``'s ``parquet`` branch);
+  backups, the vault's files); ``--repair`` moves it aside and re-archives its entries
+  from those copies, the vault first (``_rearchive``);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
   (warnings: a user may delete session files);
 - ``coverage``: the coverage ledger's format drift (warnings: an agent version with
@@ -538,10 +538,10 @@ def repair(home: Path, findings: list[Finding]) -> dict:
         finally:
             conn.close()
         if "parquet" in bad:
-            for f in findings:
-                if f.check == "parquet" and f.status == "damaged":
-                    # hook for the vault: re-archiving these entries from the copies named
-                    lost.append(f"archived entries of {f.file} ({f.detail.split('; ', 1)[-1]})")
+            damaged = [Path(f.file) for f in findings if f.check == "parquet" and f.status == "damaged"]
+            redone, still = _rearchive(home, [p for p in damaged if p.suffix == ".parquet"])
+            actions += redone
+            lost += still
     return {"actions": actions, "not_recovered": lost}
 
 
@@ -581,6 +581,119 @@ def _derive_lost(home: Path) -> tuple[list[str], list[str]]:
     return actions, [
         f"entries SQLite lost: {len(still):,} of {len({(a, s) for _, a, s, _ in still}):,} sessions whose "
         "files are gone and the vault does not hold (analytics.duckdb keeps their rows: not rebuilt)"
+    ]
+
+
+def _archive_gaps(home: Path) -> tuple[set[str], dict[str, str]]:
+    """``(ids, archived_at)``: the ids SQLite's ``archived`` table lists that no readable
+    archive file holds, and every listed id's archive time."""
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        listed = checks.archived_times(conn)
+    finally:
+        conn.close()
+    try:
+        df = parquet.read_archive(home)
+        held = set(df["entry_id"].to_list()) if "entry_id" in df.columns else set()
+    except Exception:  # a file still unreadable: its ids count as missing
+        held = set()
+    return set(listed) - held, listed
+
+
+def _entries_of(agent: str, files: list[tuple[SourceFile, Path | None]], want: set[str]):
+    """The entries of ``want`` the source files ``files`` hold, each read by ``agent``'s
+    source (redacted and hashed as at ingest: ``entries_frame``), a file given with a
+    second path read from that path (``jsonl.VIEW``: a vault generation written out).
+    Yields entry frames filtered to ``want``."""
+    import polars as pl
+
+    from ctxkeep.sources import SOURCES
+    from ctxkeep.sources.readers import jsonl as jsonl_reader
+    from ctxkeep.transforms.normalize import entries_frame
+
+    for f, view in files:
+        if not want:
+            return
+        if view is not None:
+            jsonl_reader.VIEW[str(f.path)] = view
+        try:
+            rows = [e for b in SOURCES[agent].read(f, None) for e in b.entries]
+        except Exception:  # an unreadable copy: the next one is tried
+            rows = []
+        finally:
+            jsonl_reader.VIEW.pop(str(f.path), None)
+        if not rows:
+            continue
+        frame = entries_frame(rows).filter(pl.col("entry_id").is_in(list(want)))
+        if frame.height:
+            want -= set(frame["entry_id"].to_list())
+            yield frame
+
+
+def _rearchive(home: Path, damaged: list[Path]) -> tuple[list[str], list[str]]:
+    """Re-archive the entries of unreadable archive files from their other copies
+    (``other_copies``), the vault first (its generations of the agent's files, written
+    out one at a time to a temporary file), then the session files on disk and their
+    compress backups. Each damaged file is moved aside first
+    (``<name>.damaged-<UTC>``, never deleted); the entries SQLite's ``archived`` table
+    lists that no readable file holds are read again and written as new archive files
+    (``parquet.write_recovered``). Returns ``(actions, not recovered)``."""
+    import shutil
+    import tempfile
+
+    import polars as pl
+
+    from ctxkeep.sinks.vault import manifest
+    from ctxkeep.timeutil import now_iso
+
+    actions: list[str] = []
+    stamp = now_iso().replace(":", "").replace("-", "")
+    agents = sorted({a for f in damaged if (a := _partition(f, "agent"))})
+    for f in damaged:
+        if f.exists():
+            f.replace(f.with_name(f"{f.name}.damaged-{stamp}"))
+            actions.append(f"moved the unreadable archive file aside ({f.name}.damaged-{stamp})")
+    want, times = _archive_gaps(home)
+    n_want = len(want)
+    frames, got = [], {"the vault": 0, "session files": 0, "compress backups": 0}
+    conn = sqlite_store.connect(home)
+    work = Path(tempfile.mkdtemp(prefix="ctxkeep-rearchive-"))
+    try:
+        for agent in agents:
+            for g in manifest.generations(conn, agents=[agent]):
+                if not want:
+                    break
+                tmp = work / "gen.bin"
+                with open(tmp, "wb") as out:
+                    for chunk in manifest.iter_bytes(conn, home, g):
+                        out.write(chunk)
+                mode = "rewrite" if g.mode == "document" else "append"
+                for fr in _entries_of(
+                    agent, [(SourceFile(agent, Path(g.path), mode, dict(g.meta)), tmp)], want
+                ):
+                    frames.append(fr)
+                    got["the vault"] += fr.height
+            copies = other_copies(home, Path(home) / ARCHIVE_DIR / f"agent={agent}" / "x.parquet")
+            for kind in ("session files", "compress backups"):
+                files = [(SourceFile(agent, Path(p), "append", {}), None) for p in copies[kind]]
+                for fr in _entries_of(agent, files, want):
+                    frames.append(fr)
+                    got[kind] += fr.height
+    finally:
+        conn.close()
+        shutil.rmtree(work, ignore_errors=True)
+    if frames:
+        written = parquet.write_recovered(home, pl.concat(frames, how="diagonal_relaxed"), times)
+        actions.append(
+            f"re-archived {n_want - len(want):,} of {n_want:,} entries the unreadable files held, from "
+            + ", ".join(f"{k} ({v:,})" for k, v in got.items() if v)
+            + f": {len(written)} new archive files"
+        )
+    if not want:
+        return actions, []
+    return actions, [
+        f"{len(want):,} archived entries of {', '.join(agents)} that no other copy holds (the vault, the "
+        "session files and their compress backups were read)"
     ]
 
 

@@ -267,3 +267,8 @@ def known_entry_ids(db: Path, *, immutable: bool = False) -> set[str]:
         return ids | {r[0] for r in conn.execute("SELECT entry_id FROM archived")}
     finally:
         conn.close()
+
+
+def archived_times(conn: sqlite3.Connection) -> dict[str, str]:
+    """The ``archived`` table: entry_id → archive time (ISO-8601 UTC)."""
+    return {e: str(t or "") for e, t in conn.execute("SELECT entry_id, archived_at FROM archived")}
