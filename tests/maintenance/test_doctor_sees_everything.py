@@ -15,7 +15,6 @@ import os
 import sqlite3
 
 import duckdb
-import pytest
 
 from ctxkeep.maintenance import doctor
 
@@ -83,14 +82,17 @@ def test_read_only_store_is_read_only_not_damaged(store, tmp_path):
     import shutil
     import subprocess
 
+    from conftest import cannot_mount
+
     c = sqlite3.connect(store / "store.db")  # a store at rest: its WAL checkpointed
     c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     c.close()
     if os.geteuid() == 0:  # root writes through permission bits: a read-only mount
         m = tmp_path / "ro"
         m.mkdir()
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(m)]).returncode:
-            pytest.skip("cannot mount a tmpfs here")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(m)], capture_output=True)
+        if r.returncode:
+            cannot_mount(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
         try:
             shutil.copytree(store, m / "s")
             subprocess.run(["mount", "-o", "remount,ro", str(m)], check=True)
