@@ -121,3 +121,26 @@ def test_copys_wal_beside_the_newer_store_db(generations, tmp_path):
     assert res["not_recovered"] == []
     assert totals(home) == before
     assert bad(doctor.check(home)) == {}
+
+
+def test_lost_sessions_come_back_from_the_vault(generations, tmp_path, monkeypatch):
+    """The agents' files are gone (HOME elsewhere) and SQLite lost the Codex entries
+    and their usage (rows deleted, as a WAL of another generation leaves them): the
+    vault's generations of those files give them back (``reparse``), no agent file
+    read."""
+    home, _older, _wal, before = generations
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    c = sqlite3.connect(home / "store.db")
+    c.execute("DELETE FROM usage WHERE agent = 'codex'")
+    c.execute("DELETE FROM entry_rows WHERE entry_id IN (SELECT entry_id FROM entries WHERE agent = 'codex')")
+    c.commit()
+    c.close()
+    assert totals(home) != before
+    found = bad(doctor.check(home))
+    assert found["entries"].startswith("SQLite lost 2,229 entries of ")
+    res = doctor.repair(home, doctor.check(home))
+    assert res["not_recovered"] == []
+    assert any(a.startswith("derived again ") and "codex from the vault" in a for a in res["actions"])
+    assert not any(a.startswith("read again ") for a in res["actions"])
+    assert totals(home) == before
+    assert bad(doctor.check(home)) == {}

@@ -228,9 +228,13 @@ def wal_view_problem(db: Path) -> str | None:
     ``store.db``), or runs the file alone records (``runs``: never deleted) are not
     there, or differ, with the WAL. Returns one line, or None when the WAL applies
     cleanly. Opens the file read-only twice (``mode=ro`` does not checkpoint the WAL;
-    ``immutable`` reads the file alone); costs two quick_checks."""
+    ``immutable`` reads the file alone); costs two quick_checks. None too when the
+    store with its WAL cannot be opened for a reason other than damage (a read-only
+    file system without the ``-shm``)."""
 
-    def look(immutable: bool) -> tuple[str, set]:
+    from ctxkeep.sinks.sqlite.store_safety import is_corruption
+
+    def look(immutable: bool) -> tuple[str | None, set]:
         try:
             conn = _ro(db, immutable)
             try:
@@ -243,13 +247,17 @@ def wal_view_problem(db: Path) -> str | None:
             finally:
                 conn.close()
         except sqlite3.DatabaseError as e:
-            return str(e), set()
+            # damage is an answer; anything else (no -shm on a read-only file system,
+            # a lock) is not: None
+            return (str(e) if is_corruption(e) else None), set()
         return ("ok" if rows == ["ok"] else " ".join(" ".join(rows).split())[:160]), runs
 
     alone, alone_runs = look(True)
     if alone != "ok":  # the file itself is damaged: the integrity check says so
         return None
     merged, merged_runs = look(False)
+    if merged is None:  # cannot be told
+        return None
     if merged != "ok":
         return f"with this WAL the store fails quick_check ({merged}) while the file alone passes"
     gone = alone_runs - merged_runs
