@@ -144,3 +144,26 @@ def test_lost_sessions_come_back_from_the_vault(generations, tmp_path, monkeypat
     assert not any(a.startswith("read again ") for a in res["actions"])
     assert totals(home) == before
     assert bad(doctor.check(home)) == {}
+
+
+def test_every_open_sets_a_stale_wal_aside(generations, capfd):
+    """Not only doctor: any command's open (``store_safety.check_wal``) finds by the
+    WAL's frames that it was written on a bigger store.db, moves it aside and reads the
+    file alone (before, SQLite applied it: FTS5 "malformed", entries lost)."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite import store_safety
+
+    home, older, wal, _before = generations
+    (home / "store.db").write_bytes(older)
+    (home / "store.db-wal").write_bytes(wal)
+    verdict, why = store_safety.wal_verdict(home / "store.db", home / "store.db-wal")
+    assert verdict == "stale" and "pages between are in no frame" in why
+    conn = sqlite_store.connect(home)
+    try:
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+    assert not (home / "store.db-wal").exists() or (home / "store.db-wal").stat().st_size == 0
+    (aside,) = home.glob("store.db-wal.stale-*")
+    assert aside.read_bytes() == wal
+    assert "is not of this store.db's generation" in capfd.readouterr().err
