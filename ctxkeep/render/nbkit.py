@@ -192,6 +192,33 @@ class Store:
         return mo.md(f"# {title}\n\n{what}\n\nStore `{self.home}` · period {self.window.label()}")
 
 
+def page_params() -> tuple[str, str, str, str]:
+    """The parameters of a notebook page from its command line (``marimo run|edit X.py
+    -- --store HOME --timezone ZONE --since DAY --until DAY``): ``(store, timezone,
+    since, until)``, ``""`` for a missing one (the zone: the local one). A script run
+    (``app.run(defs=...)``) overrides the cell that calls this."""
+    from ctxkeep.timeutil import local_timezone
+
+    args = mo.cli_args()
+    return (
+        str(args.get("store") or ""),
+        str(args.get("timezone") or local_timezone()),
+        str(args.get("since") or ""),
+        str(args.get("until") or ""),
+    )
+
+
+def open_page(store: str, timezone: str, since: str, until: str) -> Store:
+    """The page's ``Store`` for the period; without one (no store yet, or an ingest
+    holds it) the cell stops here showing ``no_store`` (``mo.stop``), so no later cell
+    draws half a page."""
+    try:
+        return Store(store, timezone, since, until)
+    except Exception as e:
+        mo.stop(True, no_store(e))
+        raise  # not reached: mo.stop raises
+
+
 def no_store(e: Exception):
     """What a notebook shows when it cannot open the store (no store yet, or a running
     ingest holds it): the error and what to run."""
