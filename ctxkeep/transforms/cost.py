@@ -296,6 +296,25 @@ def genai_rates(model: str, day: dt.date) -> Rates | None | str:
     return "tiered" if flat is None else flat
 
 
+def response_cost(
+    pricer: Pricer, model: str | None, day: dt.date, inp: int, cr: int, cw: int, h: int, out: int
+) -> float | None:
+    """The calculated price in USD of one response not stored yet (the status line's
+    unread transcript tail): the SQL formula of ``sinks.duckdb._upsert_slice`` over the
+    band of the request's input, or ``genai_tiered``; None for an unknown model. Counts
+    as in ``genai_tiered``. Tests hold it equal to the sink's price of the same rows."""
+    r = pricer.rates(model, day)
+    if r is None or model is None:
+        return None
+    if isinstance(r, str):
+        return genai_tiered(model, day, inp, cr, cw, h, out)
+    n = inp + cr + cw
+    for lo, hi, (ri, ro, rcr, rcw, rcw1h) in r:
+        if n > lo and (hi is None or n <= hi):
+            return (inp * ri + cr * rcr + (cw - h) * rcw + h * rcw1h + out * ro) / 1e6
+    return None
+
+
 def genai_tiered(model: str, day: dt.date, inp: int, cr: int, cw: int, h: int, out: int) -> float:
     """genai-prices' price in USD of one response of a tiered ``model`` on UTC ``day``:
     ``inp`` non-cached input, ``cr`` cache read, ``cw`` cache write of which ``h``
