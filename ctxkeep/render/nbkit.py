@@ -159,24 +159,33 @@ class Store:
         return self.window.tz
 
     def q(self, sql: str, **tables):
+        return self.qs({"_": sql}, **tables)["_"]
+
+    def qs(self, queries: dict[str, str], params: dict | None = None, **tables) -> dict:
+        """Several queries on one read-only connection, opened once and closed after
+        (a view's queries pay the opening, and bringing DuckDB current, once): name →
+        Polars DataFrame. ``params``: more ``$name`` values beside the window's."""
         import polars as pl
 
         _home, duck, lite = self._analytics.open_store(self.home)
         lite.close()
+        out = {}
         try:
             for name, df in tables.items():
                 duck.register(name, df.to_arrow())
-            df = self._analytics.frame(duck, sql, self.params)
+            for key, sql in queries.items():
+                df = self._analytics.frame(duck, sql, {**self.params, **(params or {})})
+                # DuckDB sums come back as decimals: whole ones (counts, bytes) as integers, USD as floats
+                out[key] = df.with_columns(
+                    [
+                        pl.col(c).cast(pl.Int64 if getattr(t, "scale", None) == 0 else pl.Float64)
+                        for c, t in df.schema.items()
+                        if isinstance(t, pl.Decimal)
+                    ]
+                )
         finally:
             duck.close()
-        # DuckDB sums come back as decimals: whole ones (counts, bytes) as integers, USD as floats
-        return df.with_columns(
-            [
-                pl.col(c).cast(pl.Int64 if getattr(t, "scale", None) == 0 else pl.Float64)
-                for c, t in df.schema.items()
-                if isinstance(t, pl.Decimal)
-            ]
-        )
+        return out
 
     @staticmethod
     def local(col: str) -> str:

@@ -29,22 +29,49 @@ def test_app_on_an_empty_home_says_what_to_run(tmp_path):
     assert "overview" not in defs  # it stopped there: no half-drawn views
 
 
-def test_app_overview_counts_equal_sqlite(corpus_store):
+def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpus_store):
     home, _ = corpus_store
     _outputs, defs = report.run_notebook(APP, {"store": str(home)})
-    assert defs["usage"].height == q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
+    totals = defs["totals"]
+    assert totals["responses"] == q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
     assert (
-        defs["usage"]["total_tokens"].sum()
+        totals["tokens"]
         == q(
             home,
             "SELECT sum(coalesce(input_tokens,0) + coalesce(output_tokens,0) + coalesce(cache_read_tokens,0)"
             " + coalesce(cache_creation_tokens,0)) FROM usage WHERE ts IS NOT NULL",
         )[0][0]
     )
-    # every session with a time is in the sessions table (filters at their defaults)
+    # every session with a time (filters at their defaults)
     timed = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries WHERE ts IS NOT NULL")[0][0]
-    assert defs["sessions"].height == timed
-    assert len(defs["session_table"].data) == timed
+    assert totals["sessions"] == timed
+    # the other tabs' cells ran but computed nothing
+    assert defs["session_table"] is None and defs["store_view"] is None and defs["search_view"] is None
+    _outputs, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions"}})
+    assert defs["overview"] is None and defs["totals"] is None
+    assert len(defs["session_table"].data) == defs["session_rows"] == timed
+
+
+def test_the_transcript_view_links_to_the_sessions_resume_snapshot(corpus_store):
+    import re
+
+    from ctxkeep.service import resume as svc_resume
+
+    home, _ = corpus_store
+    sid = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid}})
+    text = defs["transcript_view"].text
+    assert f'href="?tab=Sessions&amp;session={sid}&amp;resume=1"' in text
+    _o, defs = report.run_notebook(
+        APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid, "resume": "1"}}
+    )
+    text = defs["transcript_view"].text
+    snap = svc_resume.resume(home, svc_resume.ResumeRequest(sessionId=sid))
+    assert f"ctxkeep resume --session {sid}" in text and f"~{snap.tokens:,} tokens" in text
+    # the snapshot's Markdown is on the page: every word of 3+ characters (tags aside)
+    plain = set(re.findall(r"[A-Za-z0-9]{3,}", re.sub(r"<[^>]+>", " ", text)))
+    words = set(re.findall(r"[A-Za-z0-9]{3,}", snap.markdown))
+    assert len(words) > 20 and words <= plain, sorted(words - plain)[:10]
 
 
 @pytest.mark.parametrize(
