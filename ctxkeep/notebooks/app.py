@@ -262,15 +262,22 @@ def _(alt, dt, fparams, grain, keep, mo, nav, pl, st, tz):
 
 @app.cell
 def _(fparams, keep, mo, nav, st, svc_tr, tr, tz, urllib):
+    # the Sessions table: the sessions the filters keep, at most TABLE_ROWS (newest first)
+    TABLE_ROWS = 1000
     session_table = None
     session_rows = None
     if nav.value == "Sessions":
         _ids = st.qs({"k": f"SELECT session_id FROM sessions WHERE {keep('started')}"}, fparams)["k"]
         _keep = set(_ids["session_id"].to_list())  # what the filters keep
-        index = svc_tr.session_index(svc_tr.SessionIndexRequest(home=st.home)).sessions
+        index = svc_tr.session_index(
+            svc_tr.SessionIndexRequest(home=st.home, agents=fparams["agents"] or None)
+        ).sessions
         _rows = []
         for _s in index:
             if _s.session_id not in _keep:
+                continue
+            if len(_rows) >= TABLE_ROWS:  # the table holds the newest; the count says how many match
+                _rows.append(None)
                 continue
             _href = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": _s.session_id})
             _rows.append(
@@ -291,6 +298,12 @@ def _(fparams, keep, mo, nav, st, svc_tr, tr, tz, urllib):
                 }
             )
         session_rows = len(_rows)
+        _rows = [_r for _r in _rows if _r is not None]
+        _more = (
+            f"the newest {len(_rows):,} of {session_rows:,}: narrow them with the filters; "
+            if session_rows > len(_rows)
+            else ""
+        )
         session_table = (
             mo.ui.table(
                 _rows,
@@ -298,7 +311,7 @@ def _(fparams, keep, mo, nav, st, svc_tr, tr, tz, urllib):
                 page_size=20,
                 hidden_columns=["id"],
                 show_data_types=False,
-                label="Sessions (sub-agents under their parent, ↳): pick one to read it",
+                label=f"Sessions ({_more}sub-agents under their parent, ↳): pick one to read it",
             )
             if _rows
             else None
