@@ -62,17 +62,17 @@ def _(Store, local_timezone, mo, store):
 
 @app.cell
 def _(st):
-    # what the filters offer: the days the sessions span, their projects (small queries)
-    _b = st.qs(
-        {
-            "span": "SELECT min(started) AT TIME ZONE 'UTC' AS first, max(ended) AT TIME ZONE 'UTC' AS last FROM sessions",
-            "projects": "SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL ORDER BY 1",
-        }
+    # one row per session (the sessions view aggregates every entry: asked once per
+    # store change, shared by the pages of the server); the filters offer its days and projects
+    facts = st.cached(
+        "session_facts",
+        lambda: st.q("""SELECT agent, session_id, project_dir, started AT TIME ZONE 'UTC' AS started,
+                        ended AT TIME ZONE 'UTC' AS ended, largest_context_tokens FROM sessions"""),
     )
-    projects = _b["projects"]["project_dir"].to_list()
-    first_day = _b["span"]["first"][0]
-    last_day = _b["span"]["last"][0]
-    return first_day, last_day, projects
+    projects = sorted({p for p in facts["project_dir"].to_list() if p})
+    first_day = facts["started"].min()
+    last_day = facts["ended"].max()
+    return facts, first_day, last_day, projects
 
 
 @app.cell
@@ -99,7 +99,7 @@ def _(dt, first_day, last_day, local_tz, mo, projects, st):
 
 
 @app.cell
-def _(f_agents, f_days, f_project, f_tz):
+def _(f_agents, f_days, f_project, f_tz, facts, pl):
     # every view's filter, as DuckDB parameters: $agents (empty: all), $project (NULL:
     # all), the local days $lo..$hi in $tz
     tz = f_tz.value
@@ -119,7 +119,18 @@ def _(f_agents, f_days, f_project, f_tz):
             f"AND CAST(timezone($tz, {when}) AS DATE) BETWEEN $lo::DATE AND $hi::DATE"
         )
 
-    return fparams, keep, tz
+    def _kept_sessions():
+        df = facts.with_columns(
+            local=pl.col("started").dt.replace_time_zone("UTC").dt.convert_time_zone(tz).dt.date()
+        ).filter(pl.col("local").is_between(fparams["lo"], fparams["hi"]))
+        if fparams["agents"]:
+            df = df.filter(pl.col("agent").is_in(fparams["agents"]))
+        if fparams["project"] is not None:
+            df = df.filter(pl.col("project_dir") == fparams["project"])
+        return df
+
+    kept_sessions = _kept_sessions()  # the sessions the filters keep (by their start)
+    return fparams, keep, kept_sessions, tz
 
 
 @app.cell
@@ -132,7 +143,7 @@ def _(mo, qp):
 
 
 @app.cell
-def _(alt, dt, fparams, grain, keep, mo, nav, pl, st, tz):
+def _(alt, dt, fparams, grain, keep, kept_sessions, mo, nav, pl, st, tz):
     # Overview: from the 15-minute usage_buckets (pre-aggregated at sync; every zone's
     # offset is a multiple of 15 minutes), or usage itself while they are not fresh
     overview = None
@@ -165,8 +176,6 @@ def _(alt, dt, fparams, grain, keep, mo, nav, pl, st, tz):
                 + """ SELECT strftime(local, '%a') AS weekday, hour(local) AS hour,
                     sum(responses) AS responses FROM u GROUP BY ALL""",
                 "buckets": _src + " SELECT agent, local, total_tokens FROM u ORDER BY agent, local",
-                "sessions": f"""SELECT agent, date_diff('second', started, ended) / 60.0 AS minutes,
-                    largest_context_tokens FROM sessions WHERE {keep("started")}""",
             },
             fparams,
         )
@@ -230,7 +239,11 @@ def _(alt, dt, fparams, grain, keep, mo, nav, pl, st, tz):
                         tooltip=["agent", "start:T", "last:T", "tokens"])
                 .properties(width=1080, height=alt.Step(20))
             )  # fmt: skip
-            _sessions = _r["sessions"]
+            _sessions = kept_sessions.select(
+                "agent",
+                "largest_context_tokens",
+                minutes=(pl.col("ended") - pl.col("started")).dt.total_seconds() / 60,
+            )
             _len_chart = (
                 alt.Chart(_sessions.filter(pl.col("minutes").is_not_null()).select("agent", "minutes"),
                           title="Session length (minutes)").mark_bar()
@@ -261,17 +274,16 @@ def _(alt, dt, fparams, grain, keep, mo, nav, pl, st, tz):
 
 
 @app.cell
-def _(fparams, keep, mo, nav, st, svc_tr, tr, tz, urllib):
+def _(kept_sessions, mo, nav, st, svc_tr, tr, tz, urllib):
     # the Sessions table: the sessions the filters keep, at most TABLE_ROWS (newest first)
     TABLE_ROWS = 1000
     session_table = None
     session_rows = None
     if nav.value == "Sessions":
-        _ids = st.qs({"k": f"SELECT session_id FROM sessions WHERE {keep('started')}"}, fparams)["k"]
-        _keep = set(_ids["session_id"].to_list())  # what the filters keep
-        index = svc_tr.session_index(
-            svc_tr.SessionIndexRequest(home=st.home, agents=fparams["agents"] or None)
-        ).sessions
+        _keep = set(kept_sessions["session_id"].to_list())  # what the filters keep
+        index = st.cached(
+            "session_index", lambda: svc_tr.session_index(svc_tr.SessionIndexRequest(home=st.home)).sessions
+        )
         _rows = []
         for _s in index:
             if _s.session_id not in _keep:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import altair as alt
 import marimo as mo
@@ -127,6 +129,26 @@ def grain(first: dt.date | None, last: dt.date | None) -> tuple[str, str]:
     return "1mo", "month"
 
 
+#: what the pages of one process share while the store is unchanged (``Store.cached``;
+#: under ``marimo run`` every page's kernel is a thread of the one server process):
+#: (home, key) → (``store_signature``, value)
+_SHARED: dict[tuple[str, str], tuple[tuple, object]] = {}
+
+
+def store_signature(home: Path) -> tuple:
+    """Size and mtime of the store's system of record (``store.db`` and its WAL: every
+    ingest, purge or retention writes them; DuckDB is derived from them) and of
+    ``prices.toml`` (the costs): equal signatures, equal analytics."""
+    out = []
+    for name in ("store.db", "store.db-wal", "prices.toml"):
+        try:
+            st = os.stat(Path(home) / name)
+            out.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((name, None, None))
+    return tuple(out)
+
+
 class Store:
     """A notebook's view of the store for one period: ``home``, a read-only ``lite``
     (SQLite) connection, the ``window`` (zone, local dates), ``agents`` (every agent of
@@ -147,7 +169,7 @@ class Store:
         self.window = analytics.window(timezone, since, until)
         self.home, duck, self.lite = analytics.open_store(store, wait=1.0)
         try:
-            self.agents = analytics.agents_of(duck)
+            self.agents = self.cached("agents", lambda: analytics.agents_of(duck))
         finally:
             duck.close()
         self.params = self.window.params()
@@ -157,6 +179,19 @@ class Store:
     @property
     def tz(self) -> str:
         return self.window.tz
+
+    def cached(self, key: str, compute: Callable[[], object]):
+        """``compute()``, or what it gave an earlier page of this process while the
+        store's ``store_signature`` is unchanged (a page's costliest questions, e.g.
+        the ``sessions`` view aggregating every entry, asked once per store change).
+        The value is shared: never modify it."""
+        sig = store_signature(self.home)  # before: a write during compute is seen next time
+        hit = _SHARED.get((str(self.home), key))
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        value = compute()
+        _SHARED[(str(self.home), key)] = (sig, value)
+        return value
 
     def q(self, sql: str, **tables):
         return self.qs({"_": sql}, **tables)["_"]

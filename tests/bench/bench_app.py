@@ -87,23 +87,27 @@ def load() -> str:
 
 
 def script_runs(store: Path) -> None:
-    """The app notebook as a script per tab: CPU seconds cold (first run of the
-    process: imports) and warm (median of ``RUNS``)."""
-    from ctxkeep.render import report
+    """The app notebook as a script per tab: CPU seconds of the process's first run
+    (imports), then per tab the median of ``RUNS`` runs with the pages' shared cache
+    (``nbkit.Store.cached``) emptied first (the first page after a store change) and
+    kept (every later page)."""
+    from ctxkeep.render import nbkit, report
 
     t = time.process_time()
     report.run_notebook(APP, {"store": str(store)})
     cold = time.process_time() - t
     print(f"\napp.py as a script (CPU s; load {load()}): first run, imports included: {cold:.2f}")
+    print(f"  {'tab':<10}{'store changed':>15}{'unchanged':>11}")
     for tab in ("Overview", "Sessions", "Search", "Store"):
-        cpu = []
-        for _ in range(RUNS):
+        params = {"store": str(store), "qp": {"tab": tab, "q": os.environ.get("WORD", "error")}}
+        got: dict[bool, list[float]] = {True: [], False: []}
+        for clear in (True, False) * RUNS:
+            if clear:
+                nbkit._SHARED.clear()
             t = time.process_time()
-            report.run_notebook(
-                APP, {"store": str(store), "qp": {"tab": tab, "q": os.environ.get("WORD", "error")}}
-            )
-            cpu.append(time.process_time() - t)
-        print(f"  {tab:<10}{statistics.median(cpu):>8.2f}")
+            report.run_notebook(APP, params)
+            got[clear].append(time.process_time() - t)
+        print(f"  {tab:<10}{statistics.median(got[True]):>15.2f}{statistics.median(got[False]):>11.2f}")
 
 
 def _port() -> int:

@@ -147,3 +147,27 @@ def test_the_notebooks_read_while_another_process_writes_duckdb(store):
     finally:
         p.communicate("\n", timeout=30)
     assert n == q(store, "SELECT count(*) FROM usage")[0][0]
+
+
+def test_the_pages_share_an_answer_until_the_store_changes(store):
+    """``Store.cached``: one computation per store change for every page of a server
+    (the sessions view aggregates every entry); a write to store.db computes again."""
+    import os
+
+    from ctxkeep.render.nbkit import Store
+
+    st = Store(str(store), "UTC", "", "")
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return len(calls)
+
+    assert st.cached("k", compute) == 1
+    assert Store(str(store), "UTC", "", "").cached("k", compute) == 1  # another page: shared
+    assert len(calls) == 1
+    t = os.stat(store / "store.db").st_mtime_ns + 1_000_000
+    os.utime(store / "store.db", ns=(t, t))  # what an ingest's commit does to it
+    assert st.cached("k", compute) == 2
+    (store / "prices.toml").write_text("[models.x]\ninput_mtok = 1\n")  # the costs change
+    assert st.cached("k", compute) == 3 and st.cached("k", compute) == 3
