@@ -144,12 +144,18 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
 def _compress_changes(conn, home: Path, gens: list[manifest.Generation]) -> None:
     """What compress did to the store when it wrote a generation (the removed lines'
     entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
-    pack's record), done again, in generation order."""
+    pack's record; the media it moved out: ``vault_media``), done again, in generation
+    order."""
     from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
+    from ctxkeep.sinks.vault import media as vault_media
 
     for g in gens:
         if g.gen < 2:  # compress writes a file's second generation or a later one
             continue
+        rows = vault_media.rows_of(conn, home, g.gen_id)
+        if rows:  # what compress moved out of the file, as it stored it
+            with sqlite_store.write(conn):
+                sqlite_store.put_media(conn, rows)
         extra = manifest.capture_extra(conn, home, g)
         if not extra:
             continue

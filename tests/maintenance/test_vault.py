@@ -514,9 +514,6 @@ def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_entries_an
     assert after[1] == before[1]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the media compress moved out are kept only in store.db: not rebuilt yet"
-)
 def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_media(home_copy, tmp_path):
     from ctxkeep.maintenance import doctor
 

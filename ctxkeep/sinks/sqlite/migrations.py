@@ -272,6 +272,14 @@ def _coverage(conn: sqlite3.Connection) -> None:
     conn.execute(ddl.TABLES["coverage"])
 
 
+def _vault_media(conn: sqlite3.Connection) -> None:
+    """v13: the vault's ``vault_media`` (media compress moves out of a file), empty:
+    a compress run before it kept its media in ``media`` only."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    conn.execute(ddl.TABLES["vault_media"])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -290,6 +298,7 @@ MIGRATIONS: list[Migration] = [
     ),
     Migration(11, "the vault manifest", _vault_manifest, rebuilds_fts=False),
     Migration(12, "the coverage ledger", _coverage, rebuilds_fts=False),
+    Migration(13, "the vault's media", _vault_media, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
