@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from ctxkeep.pipeline.stable_ids import rekey
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, SourceFile, Watermark
 from ctxkeep.sources.coverage import from_entries
@@ -57,6 +58,7 @@ def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[Read
         got = False
         src = SOURCES[f.agent]
         for batch in src.read(f, wm):
+            rekey(batch)  # ids of lines that held a secret: the redacted line's hash
             if batch.coverage is None:  # a source that reports nothing: tallied from its entries
                 batch.coverage = from_entries(
                     batch.entries,

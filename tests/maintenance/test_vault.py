@@ -214,13 +214,23 @@ def test_a_store_from_before_the_vault_fills_it_on_the_next_ingest(home_copy, tm
     usage = q(store, "SELECT sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage")
     monkeypatch.setenv("CTXKEEP_VAULT", "1")
     s = ingest(home_copy, store)
-    assert s.entries_new == 0 and s.files_read >= 20
-    assert q(store, "SELECT count(*), sum(token_estimate) FROM entries") == entries
+    # with the vault on, the entries of the 2 Codex lines that held a password are named
+    # by the redacted line's hash (``pipeline.stable_ids``): stored once more under it
+    assert s.entries_new == 2 and s.per_agent == {"codex": 2} and s.files_read >= 20
     assert (
         q(store, "SELECT sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage") == usage
     )
     assert {v["agent"] for v in _vaulted(store).values()} == FILE_AGENTS
     assert ingest(home_copy, store).files_read == 0  # and then nothing is read again
+    # a reparse derives the store from the vault again: the copies under the raw line's
+    # hash go
+    from ctxkeep.maintenance.reparse import reparse
+
+    reparse(store)
+    assert q(store, "SELECT count(*), sum(token_estimate) FROM entries") == entries
+    assert (
+        q(store, "SELECT sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage") == usage
+    )
 
 
 def test_status_reads_the_agents_cleanup_settings_and_lists_sessions_at_risk(home_copy, tmp_path):
@@ -305,6 +315,12 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
     )
     clean = q(store, clean_sql, *redacted)
     usage = q(store, "SELECT * FROM usage ORDER BY usage_key")
+    secret_rows = q(
+        store,
+        f"SELECT {cols.replace(', source_offset', '')} FROM entries WHERE source_path IN "
+        f"({','.join('?' * len(redacted))}) ORDER BY entry_id",
+        *redacted,
+    )
     for p in held:
         os.remove(p)
     dry = reparse(store, dry_run=True)
@@ -312,16 +328,21 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
     r = reparse(store)
     assert set(r["agents"]) == FILE_AGENTS
     after = store_digest(store)
-    # every table the same; entries the same but for the lines redaction changed in a file
-    # whose ids hash the line (Codex) and the offsets of files with redactions
+    # every table the same; entries the same but for the offsets of files with
+    # redactions (they count redacted bytes)
     assert {k: v for k, v in after.items() if k != "entries"} == {
         k: v for k, v in before.items() if k != "entries"
     }
     assert after["entries"][0] == before["entries"][0]
     assert q(store, clean_sql, *redacted) == clean
     assert q(store, "SELECT * FROM usage ORDER BY usage_key") == usage
-    changed = [e for e in r["diff"]["entries"] if e["added"] or e["removed"] or e["changed"]]
-    assert {e["agent"] for e in changed} <= {held[p]["agent"] for p in redacted}
+    # the ids and every column but the offset the same in the files with a secret, the
+    # Codex rollout whose ids hash its lines (one held a password) among them
+    assert "codex" in {held[p]["agent"] for p in redacted}
+    no_off = cols.replace(", source_offset", "")
+    sec_sql = f"SELECT {no_off} FROM entries WHERE source_path IN ({','.join('?' * len(redacted))}) ORDER BY entry_id"
+    assert q(store, sec_sql, *redacted) == secret_rows
+    assert not [e for e in r["diff"]["entries"] if e["added"] or e["removed"]]
     assert all(not any(u["delta"].values()) for u in r["diff"]["usage"].values())
     assert vault_verify(store)["ok"]
     # the DuckDB rebuilt from the new store holds its entries
@@ -506,11 +527,10 @@ def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_entries_an
     r = doctor.repair(store, doctor.check(store))
     assert any("from the vault" in a for a in r["actions"]), r
     after = _state(store)
-    a, b = set(after[0]), set(before[0])
-    # the same but for the 2 lines of the Codex rollout whose ids hash the raw line and
-    # in which the vault redacted a password (the rebuilt entries hash the redacted line)
-    assert len(a) == len(b) and len(a - b) == len(b - a) <= 2, (len(a - b), len(b - a))
-    assert {s for _, s in a - b} == {s for _, s in b - a}
+    # the same ids, the 2 lines of the Codex rollout in which the vault redacted a
+    # password included (their ids hash the redacted line on both paths:
+    # ``pipeline.stable_ids``)
+    assert after[0] == before[0]
     assert after[1] == before[1]
 
 
@@ -543,3 +563,41 @@ def test_ingest_says_when_a_reparse_is_due(home_copy, tmp_path):
         conn.close()
     s = ingest(home_copy, store, agents=["codex"])
     assert any("ctxkeep reparse --agent codex" in p for p in s.problems)
+
+
+def test_a_codex_line_with_a_secret_keeps_its_entry_ids_through_a_reparse(tmp_path):
+    """Codex names an entry by its line's SHA-256; the vault keeps the line redacted, so
+    a reparse hashes the redacted line: an ingest hashes it too (``stable_ids``). A home
+    with secrets planted in a Codex rollout: ingest, the file gone, reparse: the same
+    entry ids (each with its kind, session, times and usage), the same usage, quarantine
+    and status tables, no entry added or removed.
+
+    Not compared: a tool call's text (a secret inside the JSON-escaped ``arguments``:
+    redacting the raw line leaves that inner JSON invalid, so the reparse shows the
+    arguments unparsed) and the watermark's head hash (the raw head is not in the
+    vault) - both reported, not the ids'."""
+    from ctxkeep.maintenance.reparse import reparse
+    from tests.fixtures.secrets.planted_home import plant
+    from tests.store_digest import store_digest
+
+    home, store = tmp_path / "home", tmp_path / "store"
+    _claude, codex, _gemini, values = plant(home)
+    ingest(home, store, agents=["codex"])
+    assert _vaulted(store)[str(codex)]["redactions"]  # the rollout held secrets
+    cols = (
+        "entry_id, agent, session_id, parent_session_id, native_id, ts, role, kind, tool_name, model, "
+        "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, usage_key, status"
+    )
+    rows_sql = f"SELECT {cols} FROM entries ORDER BY entry_id"
+    before, rows = store_digest(store), q(store, rows_sql)
+    assert len(rows) > 5
+    codex.unlink()
+    r = reparse(store)
+    assert r["agents"] == ["codex"]
+    after = store_digest(store)
+    for table in ("usage", "quarantine", "status_log"):
+        assert after[table] == before[table], table
+    assert after["entries"][0] == before["entries"][0]
+    assert q(store, rows_sql) == rows
+    assert not [e for e in r["diff"]["entries"] if e["added"] or e["removed"]], r["diff"]
+    assert not any(v.encode() in (store / "store.db").read_bytes() for v in values)

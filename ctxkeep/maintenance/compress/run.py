@@ -465,7 +465,14 @@ def compress_file(
     if rest.strip():
         r.status, r.reason = "refused", "the last line is incomplete (the agent may be writing it)"
         return r
-    hashes: dict[bytes, str] = {}  # line body → SHA-256: the kept lines are parsed again below
+    # line body → SHA-256: the kept lines are parsed again below; in a real run a line
+    # that held a secret is hashed redacted, as its ingest did (``pipeline.stable_ids``;
+    # a check imports no redaction and names such a line's entries by the raw line)
+    hashes: dict[bytes, str] = {}
+    if not dry_run:
+        from ctxkeep.pipeline.stable_ids import redacted_hashes
+
+        hashes = redacted_hashes([ln.body for ln in lines if ln.rec is not None])
     per_line = cp.line_entries(file, lines, hashes)
     ids = cp.line_entry_ids(file.agent, per_line)
     v = verify_store(conn, file, lines, ids)

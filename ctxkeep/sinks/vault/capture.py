@@ -179,7 +179,10 @@ class Capturer:
             if not self._held(sha):
                 b.add(sha, data)
         for raw in raws:
-            red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+            if raw.redacted is not None:  # redacted by the pipeline (``stable_ids.rekey``)
+                red, counts = raw.redacted[0], Counter(raw.redacted[1])
+            else:
+                red, counts = redact_raw(raw.data, whole=raw.mode == "document")
             chunks: list[bytes] = []
             sha = hashlib.sha256(red).digest()
             if raw.mode == "document":
