@@ -171,12 +171,14 @@ def reparse(
     *,
     agents: list[str] | None = None,
     since_ns: int | None = None,
+    paths: list[str] | None = None,
     dry_run: bool = False,
     progress=None,
 ) -> dict:
     """Rebuild the selected agents' derivation from the vault (see the module doc).
     ``agents``: None for every agent the vault holds; ``since_ns``: only files whose
-    newest generation's mtime is at or after it. ``progress(phase)`` names each phase.
+    newest generation's mtime is at or after it; ``paths``: only these files (as the
+    manifest names them; ``backfill`` of files gone from disk). ``progress(phase)`` names each phase.
 
     Returns ``{"dry_run", "agents", "files", "generations", "diff": diff(), "notes",
     "seconds"}``. Raises StoreError (no store), StoreBusy, VaultDamaged (an object does
@@ -195,8 +197,13 @@ def reparse(
         latest: dict[str, manifest.Generation] = {}
         for g in gens:
             latest[g.path] = g
-        if since_ns is not None:
-            keep = {p for p, g in latest.items() if (g.mtime_ns or 0) >= since_ns}
+        if since_ns is not None or paths is not None:
+            want = set(paths) if paths is not None else None
+            keep = {
+                p
+                for p, g in latest.items()
+                if (since_ns is None or (g.mtime_ns or 0) >= since_ns) and (want is None or p in want)
+            }
             gens = [g for g in gens if g.path in keep]
             latest = {p: g for p, g in latest.items() if p in keep}
         chosen = sorted({g.agent for g in gens})
@@ -293,6 +300,47 @@ def reparse(
     }
 
 
+#: the vault's manifest tables, in the order their rows are deleted
+MANIFEST_TABLES = (
+    "vault_media",
+    "vault_segments",
+    "vault_generations",
+    "vault_files",
+    "vault_objects",
+    "vault_packs",
+)
+
+
+def from_vault(home: Path, progress=None) -> list[str]:
+    """Make the store at ``home`` (a store backup just installed, older than the vault)
+    agree with the vault, then derive every vaulted file from it: the manifest is
+    rebuilt from the packs on disk (its rows deleted, every pack's record replayed:
+    ``sinks.vault.capture.replay``, which skips the files a purge forgot; a backup's rows
+    may name packs a purge's sweep replaced), then ``reparse`` of every agent the vault
+    holds. Returns the actions' lines (none when the vault has no pack). Raises what
+    ``reparse`` raises."""
+    from ctxkeep.sinks.vault import capture, packs
+
+    home = Path(home)
+    if not packs.pack_names(home):
+        return []
+    out = []
+    with hold(home, what="reparse"):
+        conn = sqlite_store.connect(home)
+        try:
+            with sqlite_store.write(conn):
+                for t in MANIFEST_TABLES:
+                    conn.execute(f"DELETE FROM {t}")
+                n = capture.replay(conn, home)
+        finally:
+            conn.close()
+        out.append(f"rebuilt the vault's manifest from {n:,} packs")
+        r = reparse(home, progress=progress)
+    added = sum(e["added"] for e in r["diff"]["entries"])
+    out.append(f"derived the entries of {r['files']:,} files from the vault ({added:,} added)")
+    return out
+
+
 def _json(values: list[str]) -> str:
 
     return json.dumps(values)
@@ -318,4 +366,4 @@ def _swap(home: Path, new_db: Path) -> None:
     os.replace(new_db, db)
 
 
-__all__ = ["KEPT_STATUSES", "diff", "reparse"]
+__all__ = ["KEPT_STATUSES", "MANIFEST_TABLES", "diff", "from_vault", "reparse"]

@@ -201,6 +201,9 @@ def _unvaulted(conn, files: list[SourceFile], wms: dict) -> set[str]:
 
     if conn is None or not wms or not vault.enabled():
         return set()
+    home = vault.home_of(conn)
+    if home is None or not vault.configured(home):  # ``[vault] enabled = false``
+        return set()
     try:
         held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}
     except Exception:  # a read-only plan of a store before v11

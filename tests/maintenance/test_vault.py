@@ -601,3 +601,79 @@ def test_a_codex_line_with_a_secret_keeps_its_entry_ids_through_a_reparse(tmp_pa
     assert q(store, rows_sql) == rows
     assert not [e for e in r["diff"]["entries"] if e["added"] or e["removed"]], r["diff"]
     assert not any(v.encode() in (store / "store.db").read_bytes() for v in values)
+
+
+def test_vault_enabled_false_in_config_toml_captures_nothing_and_reads_nothing_twice(home_copy, tmp_path):
+    """``[vault] enabled = false`` (config.toml, not only ``CTXKEEP_VAULT=0``): an ingest
+    keeps no pack and no manifest row, and the next ingest does not re-read the files to
+    fill the vault; turned on again, the next ingest fills it."""
+    from ctxkeep.config import load_config
+
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "config.toml").write_text("[vault]\nenabled = false\n")
+    assert load_config(store).vault.enabled is False
+    s = ingest(home_copy, store, agents=["codex"])
+    assert s.files_read > 0 and s.entries_new > 0
+    assert q(store, "SELECT count(*) FROM vault_files") == [(0,)] and not pack_names(store)
+    assert ingest(home_copy, store, agents=["codex"]).files_read == 0
+    (store / "config.toml").write_text("[vault]\nenabled = true\n")
+    s = ingest(home_copy, store, agents=["codex"])
+    assert s.files_read > 0 and s.entries_new == 0
+    assert {v["agent"] for v in _vaulted(store).values()} == {"codex"} and pack_names(store)
+
+
+def test_restoring_an_old_store_backup_brings_back_from_the_vault_what_came_after_it(home_copy, tmp_path):
+    """``doctor restore BACKUP`` of a backup older than the vault: Codex ingested, a
+    backup taken, Claude Code ingested after it and one of its files compressed (media
+    moved out), every agent file deleted; the restore rebuilds the manifest from the
+    packs and derives every vaulted file: the same entry ids, usage totals and media as
+    before the restore."""
+    from ctxkeep.maintenance import backup, compress
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["codex"])
+    b = backup.run_backup(store)
+    ingest(home_copy, store, agents=["claude-code"])
+    f = next((home_copy / ".claude" / "projects").rglob("d3ad4cdc-*.jsonl"))
+    s = compress.run_compress(store, paths=[f], keep_messages=10, force=True)
+    assert [x["status"] for x in s["files"]] == ["compressed"], s
+    before = _state(store)
+    media = q(store, "SELECT entry_id, seq, sha256 FROM media ORDER BY 1, 2")
+    assert media and before[0]
+    for p in list(_vaulted(store)):
+        Path(p).unlink(missing_ok=True)
+    r = backup.restore(store, Path(b["path"]))
+    assert r["vault"] and "from the vault" in r["vault"][-1], r
+    assert _state(store) == before
+    assert q(store, "SELECT entry_id, seq, sha256 FROM media ORDER BY 1, 2") == media
+    assert vault_verify(store, full=True)["ok"]
+
+
+def test_backfill_of_a_file_the_agent_deleted_derives_it_from_the_vault(home_copy, tmp_path):
+    """``backfill --paths FILE`` of a file gone from disk: nothing to read, the vault
+    holds it: its entries (deleted from the store here) are derived from the vault."""
+    from ctxkeep.maintenance.backfill import run_backfill
+    from ctxkeep.sinks.sqlite import delete as delete_store
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["codex"])
+    (rollout,) = (home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")
+    sql = "SELECT entry_id, status FROM entries WHERE source_path = ? ORDER BY 1"
+    want = q(store, sql, str(rollout))
+    assert len(want) > 10
+    conn = sqlite_store.connect(store)
+    try:
+        with sqlite_store.write(conn):
+            delete_store.select_where(conn, "source_path = ?", (str(rollout),))
+            delete_store.delete_selected(conn)
+            delete_store.drop_selection(conn)
+    finally:
+        conn.close()
+    assert q(store, sql, str(rollout)) == []
+    rollout.unlink()
+    dry = run_backfill(store, paths=[rollout], dry_run=True)
+    assert dry["from_vault"] == [str(rollout)] and q(store, sql, str(rollout)) == []
+    r = run_backfill(store, paths=[rollout])
+    assert r["reparse"]["files"] == 1
+    assert q(store, sql, str(rollout)) == want
