@@ -75,7 +75,7 @@ def test_ledger_counts_per_version_unknown_types_and_quarantine(tmp_path, store_
         0,
         {},
     )
-    assert old["parse_rate"] == 1.0 and old["parser_version"] == 3 and old["entries"] == 6
+    assert old["parse_rate"] == 1.0 and old["parser_version"] == 4 and old["entries"] == 6
     # 3 messages + 2 hologram records + 1 torn line (quarantined, counted under the
     # version the records before it named)
     assert (new["records"], new["parsed"], new["quarantined"]) == (6, 3, 1)

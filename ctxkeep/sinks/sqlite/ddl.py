@@ -34,9 +34,10 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: its span (``title_stored``); ``chunks`` is a view with the v9 columns (``CHUNKS_VIEW``);
 #: v11: the vault's manifest (``sinks.vault``); v12: the coverage ledger ``coverage``
 #: (``sinks.sqlite.coverage``); v13: ``vault_media``, the media compress moved out of
-#: a file, kept in the vault with the generation compress wrote.
+#: a file, kept in the vault with the generation compress wrote; v14: Claude Code's usage
+#: keys of lines without ``requestId`` (``migrations._claude_usage_keys``).
 #: Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
