@@ -164,7 +164,7 @@ def plan(
 
 
 #: the file modes the vault captures (``sources.readers.jsonl`` and ``document``)
-VAULTED_MODES = ("append", "rewrite")
+VAULTED_MODES = ("append", "rewrite", "tree")  # (tree: sst/opencode's JSON tree, one document)
 
 
 def reparse_due(conn) -> list[str]:

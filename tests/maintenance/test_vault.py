@@ -29,7 +29,7 @@ runner = CliRunner()
 
 #: the file agents of the corpus whose files the vault holds (the database agents and
 #: sst/opencode's JSON tree are not captured yet)
-FILE_AGENTS = {"aider", "claude-code", "codex", "copilot-cli", "gemini-cli", "specstory"}
+FILE_AGENTS = {"aider", "claude-code", "codex", "copilot-cli", "gemini-cli", "opencode", "specstory"}
 
 
 def _vaulted(store: Path) -> dict[str, dict]:
@@ -677,3 +677,37 @@ def test_backfill_of_a_file_the_agent_deleted_derives_it_from_the_vault(home_cop
     r = run_backfill(store, paths=[rollout])
     assert r["reparse"]["files"] == 1
     assert q(store, sql, str(rollout)) == want
+
+
+def test_an_opencode_json_tree_is_kept_restored_and_reparsed_without_its_files(home_copy, tmp_path):
+    """sst/opencode's JSON tree (session, message and part files) is one document per
+    session in the vault (``sources.readers.tree``): with the whole ``storage/`` folder
+    gone, ``reparse`` derives the same entries (every stored column) and usage, and
+    ``vault restore`` writes every file back byte-identical with its mtime."""
+    import shutil
+
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.schema import STORED_COLUMNS
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["opencode"])
+    storage = home_copy / ".local" / "share" / "opencode" / "storage"
+    files = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in storage.rglob("*.json")}
+    assert len(files) >= 4
+    held = _vaulted(store)
+    assert [v["agent"] for v in held.values()] == ["opencode"]
+    sql = f"SELECT {', '.join(STORED_COLUMNS)} FROM entries WHERE agent = 'opencode' ORDER BY entry_id"
+    before = q(store, sql)
+    usage = q(store, "SELECT * FROM usage ORDER BY usage_key")
+    assert len(before) >= 3
+    shutil.rmtree(storage)
+    r = reparse(store, agents=["opencode"])
+    assert r["agents"] == ["opencode"] and r["files"] == 1
+    assert q(store, sql) == before
+    assert q(store, "SELECT * FROM usage ORDER BY usage_key") == usage
+    sid = before[0][STORED_COLUMNS.index("session_id")]
+    out = vault_restore(store, sid, user_home=home_copy)
+    assert len(out["files"]) == len(files)
+    for p, (data, mtime) in files.items():
+        assert p.read_bytes() == data and p.stat().st_mtime_ns == mtime, p
+    assert ingest(home_copy, store, agents=["opencode"]).entries_new == 0
