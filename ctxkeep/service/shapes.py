@@ -88,6 +88,13 @@ class BackfillResult(Shape):
     ingest: dict[str, Any] = Field(
         None, description="(not with --dry-run) the ingest summary, as `ingest --json`"
     )
+    from_vault: list[str] = Field(
+        None, description="the files gone from disk that the vault holds: derived from it (paths)"
+    )
+    reparse: dict[str, Any] = Field(
+        None,
+        description="(when from_vault is not empty, not with --dry-run) files and diff, as `reparse --json`",
+    )
 
 
 class SettingsChange(Row):
