@@ -258,6 +258,9 @@ class RawCapture:
     #: file ``compress`` rewrote, ``{"archived": [entry ids it removed], "moves": [[entry
     #: id, new byte offset], …]}`` (``maintenance.reparse`` applies them again)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``(redacted bytes, values redacted per kind)`` when the pipeline redacted ``data``
+    #: already (``pipeline.stable_ids.rekey``): the vault's capture takes it as it is
+    redacted: tuple[bytes, dict[str, int]] | None = None
 
     @classmethod
     def of(
