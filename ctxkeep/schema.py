@@ -93,6 +93,7 @@ AGENTS = (
     "grok",
     "cortex",
     "qoder",
+    "kiro",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

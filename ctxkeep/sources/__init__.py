@@ -66,6 +66,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "grok": ("grok", None),
     "cortex": ("cortex", None),
     "qoder": ("qoder", None),
+    "kiro": ("kiro", None),
 }
 
 

@@ -75,6 +75,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "grok": "append",
         "cortex": "rewrite",
         "qoder": "append",
+        "kiro": "append",
     }
 
 
@@ -84,6 +85,7 @@ def test_capabilities_are_the_protocols():
         "cursor",
         "gemini-cli",
         "goose",
+        "kiro",
         "opencode",
         "qwen-code",
     ]
@@ -96,6 +98,7 @@ def test_capabilities_are_the_protocols():
         "grok",
         "iflow",
         "kimi",
+        "kiro",
         "mistral-vibe",
         "openclaude",
         "openclaw",
