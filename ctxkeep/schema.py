@@ -94,6 +94,7 @@ AGENTS = (
     "cortex",
     "qoder",
     "kiro",
+    "kiro-ide",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -67,6 +67,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "cortex": ("cortex", None),
     "qoder": ("qoder", None),
     "kiro": ("kiro", None),
+    "kiro-ide": ("kiro_ide", None),
 }
 
 

@@ -76,6 +76,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "cortex": "rewrite",
         "qoder": "append",
         "kiro": "append",
+        "kiro-ide": "rewrite",
     }
 
 
