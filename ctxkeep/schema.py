@@ -77,6 +77,7 @@ AGENTS = (
     "opencode-go",
     "crush",
     "goose",
+    "windsurf",
     "cursor",
     "gptme",
     "mistral-vibe",

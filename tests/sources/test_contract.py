@@ -77,6 +77,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "qoder": "append",
         "kiro": "append",
         "kiro-ide": "rewrite",
+        "windsurf": "sqlite",
     }
 
 
