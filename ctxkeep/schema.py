@@ -96,6 +96,7 @@ AGENTS = (
     "qoder",
     "kiro",
     "kiro-ide",
+    "forge",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

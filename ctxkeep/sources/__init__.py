@@ -70,6 +70,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "qoder": ("qoder", None),
     "kiro": ("kiro", None),
     "kiro-ide": ("kiro_ide", None),
+    "forge": ("forge", None),
 }
 
 

@@ -78,6 +78,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "kiro": "append",
         "kiro-ide": "rewrite",
         "windsurf": "sqlite",
+        "forge": "sqlite",
     }
 
 
