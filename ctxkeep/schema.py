@@ -97,6 +97,7 @@ AGENTS = (
     "kiro",
     "kiro-ide",
     "forge",
+    "devin",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

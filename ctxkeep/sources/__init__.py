@@ -71,6 +71,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "kiro": ("kiro", None),
     "kiro-ide": ("kiro_ide", None),
     "forge": ("forge", None),
+    "devin": ("devin", None),
 }
 
 

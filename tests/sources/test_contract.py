@@ -79,6 +79,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "kiro-ide": "rewrite",
         "windsurf": "sqlite",
         "forge": "sqlite",
+        "devin": "sqlite",
     }
 
 
@@ -86,6 +87,7 @@ def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
         "cortex",
         "cursor",
+        "devin",
         "gemini-cli",
         "goose",
         "kiro",
