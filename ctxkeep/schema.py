@@ -98,6 +98,7 @@ AGENTS = (
     "kiro-ide",
     "forge",
     "devin",
+    "codebuff",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

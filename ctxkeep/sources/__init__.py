@@ -72,6 +72,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "kiro-ide": ("kiro_ide", None),
     "forge": ("forge", None),
     "devin": ("devin", None),
+    "codebuff": ("codebuff", None),
 }
 
 

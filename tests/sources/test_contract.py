@@ -80,6 +80,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "windsurf": "sqlite",
         "forge": "sqlite",
         "devin": "sqlite",
+        "codebuff": "rewrite",
     }
 
 
