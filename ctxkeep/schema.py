@@ -99,6 +99,7 @@ AGENTS = (
     "forge",
     "devin",
     "codebuff",
+    "hermes",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

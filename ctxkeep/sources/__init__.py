@@ -73,6 +73,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "forge": ("forge", None),
     "devin": ("devin", None),
     "codebuff": ("codebuff", None),
+    "hermes": ("hermes", None),
 }
 
 

@@ -81,6 +81,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "forge": "sqlite",
         "devin": "sqlite",
         "codebuff": "rewrite",
+        "hermes": "append",
     }
 
 
@@ -91,6 +92,7 @@ def test_capabilities_are_the_protocols():
         "devin",
         "gemini-cli",
         "goose",
+        "hermes",
         "kiro",
         "opencode",
         "qwen-code",
@@ -102,6 +104,7 @@ def test_capabilities_are_the_protocols():
         "copilot-cli",
         "gptme",
         "grok",
+        "hermes",
         "iflow",
         "kimi",
         "kiro",
