@@ -100,6 +100,7 @@ AGENTS = (
     "devin",
     "codebuff",
     "hermes",
+    "warp",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -74,6 +74,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "devin": ("devin", None),
     "codebuff": ("codebuff", None),
     "hermes": ("hermes", None),
+    "warp": ("warp", None),
 }
 
 

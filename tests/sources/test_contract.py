@@ -82,6 +82,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "devin": "sqlite",
         "codebuff": "rewrite",
         "hermes": "append",
+        "warp": "sqlite",
     }
 
 
