@@ -133,6 +133,20 @@ def _nonempty(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+def tool_call_entry(base: dict, call_id: Any, name: Any, args: Any) -> dict:
+    """A ``tool_call`` entry of the assistant: ``native_id`` the call's id (a tool
+    result names it), ``tool_name`` its name (non-empty strings, else None), ``text``
+    its arguments as compact JSON (``""`` when there are none)."""
+    return dict(
+        base,
+        role="assistant",
+        kind="tool_call",
+        native_id=_nonempty(call_id),
+        tool_name=_nonempty(name),
+        text="" if args is None else compact_json(args),
+    )
+
+
 def openai_tool_calls(calls: Any, base: dict, start: int = 0) -> list[dict]:
     """Tool-call entries of an OpenAI chat-completions message's ``tool_calls`` list
     (OpenAI API reference, "Chat Completions: message.tool_calls"): each item ``{id,
@@ -230,3 +244,33 @@ def json_object(path: Path) -> dict:
     except OSError:
         return {}
     return _json_object_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+def title_entry(
+    agent: str,
+    session_id: str,
+    title: str,
+    src: str,
+    *,
+    ts: str | None = None,
+    project_dir: str | None = None,
+    offset: int = 0,
+    record_id: str | None = None,
+) -> dict:
+    """A session's title as a ``meta`` entry (``tool_name`` ``title``); its
+    ``record_id`` is ``<session>:title:<title>`` unless given (a renamed session
+    gets a second title entry, the newest by time is the session's title)."""
+    return {
+        "agent": agent,
+        "session_id": session_id,
+        "project_dir": project_dir,
+        "ts": ts,
+        "role": "system",
+        "kind": "meta",
+        "tool_name": "title",
+        "text": title,
+        "part": 0,
+        "source_path": src,
+        "source_offset": offset,
+        "record_id": record_id or f"{session_id}:title:{title}",
+    }

@@ -40,7 +40,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import as_float, compact_json, dict_at, json_object
+from ctxkeep.sources._util import as_float, compact_json, dict_at, json_object, tool_call_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -148,16 +148,7 @@ def _ai_entries(blocks: list, e: dict) -> list[dict]:
                 out.append(dict(e, role="assistant", kind=kind, text=text))
         elif t == "tool":
             cid, name, inp = _str(b.get("toolCallId")), _str(b.get("toolName")), b.get("input")
-            out.append(
-                dict(
-                    e,
-                    role="assistant",
-                    kind="tool_call",
-                    native_id=cid,
-                    tool_name=name,
-                    text=compact_json(inp) if inp is not None else "",
-                )
-            )
+            out.append(tool_call_entry(e, cid, name, inp))
             if "output" in b:
                 o = b["output"]
                 out.append(

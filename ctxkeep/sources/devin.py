@@ -41,9 +41,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ctxkeep.sources._util import as_int, block_text, compact_json, dict_at, openai_message_entries
+from ctxkeep.sources._util import (
+    as_int,
+    block_text,
+    compact_json,
+    dict_at,
+    openai_message_entries,
+    title_entry,
+    tool_call_entry,
+)
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -53,13 +59,20 @@ from ctxkeep.sources.contract import (
     Mode,
     SourceFile,
     Watermark,
-    quarantine_row,
     sorted_paths,
 )
-from ctxkeep.sources.coverage import Tally
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head
-from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    RowCollector,
+    advance_mark,
+    by_mode,
+    changed_rows,
+    database_reader,
+    json_object_of,
+    resume_mark,
+)
 
 AGENT = "devin"
 PARSER_VERSION = 1
@@ -148,17 +161,7 @@ def _blocks(content: Any, e: dict) -> tuple[str, list[dict]]:
                 dict(e, role="assistant", kind="thinking", text=str(b.get("thinking") or b.get("text") or ""))
             )
         elif t == "tool_use":
-            args = b.get("input")
-            extra.append(
-                dict(
-                    e,
-                    role="assistant",
-                    kind="tool_call",
-                    native_id=_str(b.get("id")),
-                    tool_name=_str(b.get("name")),
-                    text=compact_json(args) if args is not None else "",
-                )
-            )
+            extra.append(tool_call_entry(e, b.get("id"), b.get("name"), b.get("input")))
         elif t == "tool_result":
             extra.append(
                 dict(
@@ -203,39 +206,19 @@ def node_entries(msg: dict, base: dict, unknown_types: list[str]) -> list[dict]:
 def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     path, state = rd.path, rd.state
     sessions, top = probed
-    mark = dict(state.get("mark") or {})
-    if top < (mark.get("rowid") or 0):
-        mark = {}  # the table was emptied or replaced: read it all again
+    mark = resume_mark(state, top)
+    rows_read = RowCollector(path, reset=not state.get("mark"))
     src = str(path)
-    entries: list[dict] = []
-    quarantine: list[dict] = []
-    tally = Tally(reset=not state.get("mark"))
     for sid, (title, cwd, _model, created) in sessions.items():
         if _str(title):
-            entries.append(
-                {
-                    "agent": AGENT,
-                    "session_id": sid,
-                    "project_dir": _str(cwd),
-                    "ts": _sec(created),
-                    "role": "system",
-                    "kind": "meta",
-                    "tool_name": "title",
-                    "text": title,
-                    "part": 0,
-                    "source_path": src,
-                    "source_offset": 0,
-                    "record_id": f"{sid}:title:{title}",
-                }
+            rows_read.entries.append(
+                title_entry(AGENT, sid, title, src, ts=_sec(created), project_dir=_str(cwd))
             )
     select = "SELECT row_id, session_id, node_id, chat_message, created_at FROM message_nodes"
-    nrows = nbytes = 0
     for rows in changed_rows(path, select, "row_id", "created_at", mark):
         for rowid, sid, node, chat, created in rows:
-            nrows += 1
             mark = advance_mark(mark, rowid, created)
             raw = chat if isinstance(chat, bytes) else str(chat or "").encode("utf-8", "replace")
-            nbytes += len(raw)
             sid = str(sid)
             _title, cwd, model, _created = sessions.get(sid, (None, None, None, None))
             base = {
@@ -248,28 +231,15 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
                 "source_offset": rowid,
                 "record_id": f"{sid}:{node if node is not None else f'row{rowid}'}",
             }
-            unknown_types: list[str] = []
-            try:
-                msg = orjson.loads(raw)
-                if not isinstance(msg, dict):
-                    raise ValueError("chat_message is not a JSON object")
-                got = node_entries(msg, base, unknown_types)
-            except Exception as e:  # a damaged row: quarantined, the rest goes on
-                quarantine.append(
-                    quarantine_row(path, rowid, raw, f"message_nodes row {rowid}: {type(e).__name__}: {e}")
-                )
-                tally.quarantined(None)
-                continue
-            entries += got
-            tally.record(None, len(got), unknown_types, raw[:2000])
-    yield Batch(
-        entries,
-        quarantine,
-        rd.watermark(dict(state, mark=mark), rd.settled()),
-        lines=nrows,
-        bytes_read=nbytes,
-        coverage=tally,
-    )
+            rows_read.add(
+                rowid,
+                raw,
+                "message_nodes",
+                lambda unknown_types, raw=raw, base=base: node_entries(
+                    json_object_of(raw, "chat_message"), base, unknown_types
+                ),
+            )
+    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
 
 
 # ------------------------------------------------------------------ transcripts (usage)

@@ -38,12 +38,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ctxkeep.sources._util import as_int, compact_json, dict_at
-from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, quarantine_row
-from ctxkeep.sources.coverage import Tally
-from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, changed_rows, database_reader
+from ctxkeep.sources._util import as_int, compact_json, dict_at, title_entry
+from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    RowCollector,
+    advance_mark,
+    changed_rows,
+    database_reader,
+    json_object_of,
+    resume_mark,
+)
 
 AGENT = "forge"
 PARSER_VERSION = 1
@@ -235,69 +240,48 @@ def conversation_entries(
 
 def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
     path, state = rd.path, rd.state
-    mark = dict(state.get("mark") or {})
-    if top < (mark.get("rowid") or 0):
-        mark = {}  # the table was emptied or replaced: read it all again
+    mark = resume_mark(state, top)
+    rows_read = RowCollector(path, reset=not state.get("mark"))
     ts = "COALESCE(updated_at, created_at)"
     select = f"SELECT rowid, conversation_id, title, context, created_at, {ts} FROM conversations"
     src = str(path)
-    entries: list[dict] = []
-    quarantine: list[dict] = []
     subagents: dict[str, str] = {}
-    tally = Tally(reset=not state.get("mark"))
-    nrows = nbytes = 0
+
+    def parse(raw: bytes, sid: str, title, created, rowid: int) -> list[dict]:
+        got = conversation_entries(json_object_of(raw, "context"), sid, _iso(created), src, rowid, subagents)
+        if _str(title):
+            project = got[0]["project_dir"] if got else None
+            got.append(
+                title_entry(
+                    AGENT,
+                    sid,
+                    title,
+                    src,
+                    ts=_iso(created),
+                    project_dir=project,
+                    offset=rowid,
+                    record_id=f"{sid}:title",
+                )
+            )
+        return got
+
     for rows in changed_rows(path, select, "rowid", ts, mark):
         for rowid, cid, title, context, created, updated in rows:
-            nrows += 1
             mark = advance_mark(mark, rowid, updated)
             if context is None:  # a conversation with no turns yet
+                rows_read.rows += 1
                 continue
             raw = context if isinstance(context, bytes) else str(context).encode("utf-8", "replace")
-            nbytes += len(raw)
             sid = _str(cid) or str(rowid)
-            try:
-                doc = orjson.loads(raw)
-                if not isinstance(doc, dict):
-                    raise ValueError("context is not a JSON object")
-                got = conversation_entries(doc, sid, _iso(created), src, rowid, subagents)
-            except Exception as e:  # a damaged row: quarantined, the rest goes on
-                quarantine.append(
-                    quarantine_row(path, rowid, raw, f"conversations row {rowid}: {type(e).__name__}: {e}")
-                )
-                tally.quarantined(None)
-                continue
-            if _str(title):
-                got.append(
-                    {
-                        "agent": AGENT,
-                        "session_id": sid,
-                        "project_dir": got[0]["project_dir"] if got else None,
-                        "ts": _iso(created),
-                        "role": "system",
-                        "kind": "meta",
-                        "tool_name": "title",
-                        "text": title,
-                        "part": 0,
-                        "source_path": src,
-                        "source_offset": rowid,
-                        "record_id": f"{sid}:title",
-                    }
-                )
-            entries += got
-            tally.record(None, len(got), [], raw[:2000])
-    for e in entries:
+            rows_read.add(
+                rowid, raw, "conversations", lambda _u, a=(raw, sid, title, created, rowid): parse(*a)
+            )
+    for e in rows_read.entries:
         parent = subagents.get(e["session_id"])
         if parent:
             e["parent_session_id"] = parent
             e["is_sidechain"] = True
-    yield Batch(
-        entries,
-        quarantine,
-        rd.watermark(dict(state, mark=mark), rd.settled()),
-        lines=nrows,
-        bytes_read=nbytes,
-        coverage=tally,
-    )
+    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
 
 
 #: changed conversations of ``.forge.db``

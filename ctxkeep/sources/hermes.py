@@ -57,13 +57,19 @@ from ctxkeep.sources.contract import (
     Mode,
     SourceFile,
     Watermark,
-    quarantine_row,
     sorted_paths,
 )
-from ctxkeep.sources.coverage import Tally, unknown
+from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
-from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, changed_rows, database_reader
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    RowCollector,
+    advance_mark,
+    changed_rows,
+    database_reader,
+    resume_mark,
+)
 
 AGENT = "hermes"
 PARSER_VERSION = 1
@@ -314,23 +320,19 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
 def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     path, state = rd.path, rd.state
     sessions, top = probed
-    mark = dict(state.get("mark") or {})
-    if top < (mark.get("rowid") or 0):
-        mark = {}  # the table was emptied or replaced: read it all again
+    mark = resume_mark(state, top)
+    rows_read = RowCollector(path, reset=not state.get("mark"))
     src = str(path)
-    entries: list[dict] = [e for sid, s in sessions.items() for e in _session_entries(sid, s, src)]
-    quarantine: list[dict] = []
-    tally = Tally(reset=not state.get("mark"))
-    select = "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, reasoning_content FROM messages"
-    nrows = nbytes = 0
+    rows_read.entries += [e for sid, s in sessions.items() for e in _session_entries(sid, s, src)]
+    select = (
+        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, "
+        "reasoning_content FROM messages"
+    )
     for rows in changed_rows(path, select, "id", "timestamp", mark):
         for rowid, sid, role, content, call_id, calls, tool_name, ts, reasoning, reasoning_content in rows:
-            nrows += 1
             mark = advance_mark(mark, rowid, ts)
             sid = str(sid)
             s = sessions.get(sid, {})
-            raw = orjson.dumps([role, content, calls], default=str)
-            nbytes += len(raw)
             msg = {
                 "role": role,
                 "content": content,
@@ -349,27 +351,25 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
                 "source_offset": rowid,
                 "record_id": f"{sid}:m{rowid}",
             }
-            unknown_types = [] if role in KNOWN_ROLES else [f"role:{role}"]
-            try:
-                if calls:
-                    msg["tool_calls"] = orjson.loads(calls)
-                got = message_entries(msg, base)
-            except Exception as e:  # damaged tool_calls JSON: the row is quarantined
-                quarantine.append(
-                    quarantine_row(path, rowid, raw, f"messages row {rowid}: {type(e).__name__}: {e}")
-                )
-                tally.quarantined(None)
-                continue
-            entries += got
-            tally.record(None, len(got), unknown_types, raw[:2000])
-    yield Batch(
-        entries,
-        quarantine,
-        rd.watermark(dict(state, mark=mark), rd.settled()),
-        lines=nrows,
-        bytes_read=nbytes,
-        coverage=tally,
-    )
+            rows_read.add(
+                rowid,
+                orjson.dumps([role, content, calls], default=str),
+                "messages",
+                lambda unknown_types, msg=msg, calls=calls, base=base: _row_entries(
+                    msg, calls, base, unknown_types
+                ),
+            )
+    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+
+
+def _row_entries(msg: dict, calls: Any, base: dict, unknown_types: list[str]) -> list[dict]:
+    """Entries of one ``messages`` row (its ``tool_calls`` JSON text parsed; raises
+    on damaged JSON)."""
+    if msg["role"] not in KNOWN_ROLES:
+        unknown_types.append(f"role:{msg['role']}")
+    if calls:
+        msg = dict(msg, tool_calls=orjson.loads(calls))
+    return message_entries(msg, base)
 
 
 def _read_json(

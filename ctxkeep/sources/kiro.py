@@ -47,9 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ctxkeep.sources._util import compact_json, dict_at, json_object
+from ctxkeep.sources._util import compact_json, dict_at, json_object, tool_call_entry
 from ctxkeep.sources.contract import (
     Batch,
     Discovery,
@@ -57,11 +55,19 @@ from ctxkeep.sources.contract import (
     FileMode,
     Mode,
     SourceFile,
-    quarantine_row,
 )
-from ctxkeep.sources.coverage import Tally, unknown
+from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
-from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, by_mode, changed_rows, database_reader
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    RowCollector,
+    advance_mark,
+    by_mode,
+    changed_rows,
+    database_reader,
+    json_object_of,
+    resume_mark,
+)
 
 AGENT = "kiro"
 PARSER_VERSION = 1
@@ -172,17 +178,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         if bk == "text":
             out.append(dict(e, role="user" if role == "tool" else role, kind="message", text=_block_text(b)))
         elif bk == "toolUse":
-            args = bd.get("input")
-            out.append(
-                dict(
-                    e,
-                    role="assistant",
-                    kind="tool_call",
-                    native_id=_str(bd.get("toolUseId")),
-                    tool_name=_str(bd.get("name")),
-                    text=compact_json(args) if args is not None else "",
-                )
-            )
+            out.append(tool_call_entry(e, bd.get("toolUseId"), bd.get("name"), bd.get("input")))
         elif bk == "toolResult":
             out.append(_result(e, _str(bd.get("toolUseId")), bd.get("content"), bd.get("status")))
         else:
@@ -294,18 +290,7 @@ def _assistant_entries(assistant: dict, base: dict, tally_unknown: list) -> list
             out.append(dict(e, part=len(out), role="assistant", kind="message", text=text))
         for u in body.get("tool_uses") or []:
             if isinstance(u, dict):
-                args = u.get("args")
-                out.append(
-                    dict(
-                        e,
-                        part=len(out),
-                        role="assistant",
-                        kind="tool_call",
-                        native_id=_str(u.get("id")),
-                        tool_name=_str(u.get("name")),
-                        text=compact_json(args) if args is not None else "",
-                    )
-                )
+                out.append(tool_call_entry(dict(e, part=len(out)), u.get("id"), u.get("name"), u.get("args")))
     return out
 
 
@@ -347,45 +332,31 @@ def conversation_entries(
 
 def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
     path, state = rd.path, rd.state
-    mark = dict(state.get("mark") or {})
-    if top < (mark.get("rowid") or 0):
-        mark = {}  # the table was emptied or replaced: read it all again
+    mark = resume_mark(state, top)
+    rows_read = RowCollector(path, reset=not state.get("mark"))
     select = "SELECT rowid, key, conversation_id, value, created_at, updated_at FROM conversations_v2"
-    src = str(path)
-    entries: list[dict] = []
-    quarantine: list[dict] = []
-    tally = Tally(reset=not state.get("mark"))
-    nrows = nbytes = 0
     for rows in changed_rows(path, select, "rowid", "updated_at", mark):
         for rowid, key, cid, value, created, updated in rows:
-            nrows += 1
-            raw = value if isinstance(value, bytes) else str(value or "").encode("utf-8", "replace")
-            nbytes += len(raw)
             mark = advance_mark(mark, rowid, updated)
-            unknown_types: list[str] = []
-            try:
-                doc = orjson.loads(raw)
-                if not isinstance(doc, dict):
-                    raise ValueError("conversation value is not a JSON object")
-                got = conversation_entries(
-                    doc, _str(cid) or str(rowid), key, created, src, rowid, unknown_types
-                )
-            except Exception as e:  # a damaged or unknown-shaped row: quarantined, the rest goes on
-                quarantine.append(
-                    quarantine_row(path, rowid, raw, f"conversations_v2 row {rowid}: {type(e).__name__}: {e}")
-                )
-                tally.quarantined(None)
-                continue
-            entries += got
-            tally.record(None, len(got), unknown_types, raw[:2000])
-    yield Batch(
-        entries,
-        quarantine,
-        rd.watermark(dict(state, mark=mark), rd.settled()),
-        lines=nrows,
-        bytes_read=nbytes,
-        coverage=tally,
-    )
+            raw = value if isinstance(value, bytes) else str(value or "").encode("utf-8", "replace")
+            sid = _str(cid) or str(rowid)
+            rows_read.add(
+                rowid,
+                raw,
+                "conversations_v2",
+                lambda unknown_types, raw=raw, sid=sid, key=key, created=created, rowid=rowid: (
+                    conversation_entries(
+                        json_object_of(raw, "conversation value"),
+                        sid,
+                        key,
+                        created,
+                        str(path),
+                        rowid,
+                        unknown_types,
+                    )
+                ),
+            )
+    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
 
 
 _read_jsonl = record_reader(PARSER_VERSION, parse_record, init_state)

@@ -49,7 +49,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import compact_json, dict_at, json_object
+from ctxkeep.sources._util import compact_json, dict_at, json_object, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -280,22 +280,7 @@ def parse_workspace_session(doc: Any, path: Path, state: dict, idle: bool) -> li
             out.append(dict(e, role="system", kind="meta", tool_name=role or "unknown", text=text))
     title = _str(doc.get("title")) or _str(index.get("title"))
     if title:
-        out.append(
-            {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": workspace,
-                "ts": ts,
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": title,
-                "part": 0,
-                "source_path": src,
-                "source_offset": 0,
-                "record_id": f"{sid}:title:{title}",
-            }
-        )
+        out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=workspace))
     if waiting and not idle:
         state["complete"] = False  # an execution log still to come: look again next run
     return out

@@ -39,9 +39,16 @@ from typing import Any
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, dict_at
-from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, quarantine_row
-from ctxkeep.sources.coverage import Tally
-from ctxkeep.sources.readers.sqlite import DbRead, advance_mark, changed_rows, database_reader
+from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    RowCollector,
+    advance_mark,
+    changed_rows,
+    database_reader,
+    json_object_of,
+    resume_mark,
+)
 
 AGENT = "warp"
 PARSER_VERSION = 1
@@ -147,23 +154,17 @@ def usage_summary(data: dict) -> str:
 def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
     path, state = rd.path, rd.state
     top_q, top_c = tops
-    marks = {k: dict(state.get(k) or {}) for k in ("mark", "mark_conv")}
-    for key, top in (("mark", top_q), ("mark_conv", top_c)):
-        if top < (marks[key].get("rowid") or 0):
-            marks[key] = {}  # the table was emptied or replaced: read it all again
+    mark, mark_conv = resume_mark(state, top_q), resume_mark(state, top_c, "mark_conv")
+    rows_read = RowCollector(path, reset=not state.get("mark"))
     src = str(path)
-    entries: list[dict] = []
-    quarantine: list[dict] = []
-    tally = Tally(reset=not state.get("mark"))
-    nrows = nbytes = 0
     project: dict[str, str] = {}
-    select = "SELECT rowid, exchange_id, conversation_id, start_ts, input, working_directory, output_status, model_id FROM ai_queries"
-    for rows in changed_rows(path, select, "rowid", "start_ts", marks["mark"]):
+    select = (
+        "SELECT rowid, exchange_id, conversation_id, start_ts, input, working_directory, output_status, model_id "
+        "FROM ai_queries"
+    )
+    for rows in changed_rows(path, select, "rowid", "start_ts", mark):
         for rowid, xid, cid, ts, raw_input, cwd, status, model in rows:
-            nrows += 1
-            marks["mark"] = advance_mark(marks["mark"], rowid, ts)
-            raw = str(raw_input or "").encode("utf-8", "replace")
-            nbytes += len(raw)
+            mark = advance_mark(mark, rowid, ts)
             cid = str(cid)
             if _str(cwd):
                 project[cid] = cwd
@@ -178,67 +179,48 @@ def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
                 "source_offset": rowid,
                 "record_id": f"{cid}:{xid or rowid}",
             }
-            try:
-                got = [dict(base, part=0, role="user", kind="message", text=query_text(raw_input))]
-            except Exception as e:  # input that is not JSON: the row is quarantined
-                quarantine.append(
-                    quarantine_row(path, rowid, raw, f"ai_queries row {rowid}: {type(e).__name__}: {e}")
-                )
-                tally.quarantined(None)
-                continue
-            if _str(status) and status.lower() not in ("success", "succeeded", "completed"):
-                got.append(
-                    dict(base, part=1, role="system", kind="meta", tool_name="output_status", text=status)
-                )
-            entries += got
-            tally.record(None, len(got), [], raw[:2000])
+            raw = str(raw_input or "").encode("utf-8", "replace")
+            rows_read.add(
+                rowid,
+                raw,
+                "ai_queries",
+                lambda _u, raw=raw, base=base, status=status: _exchange(raw, base, status),
+            )
     if top_c >= 0:
         select = "SELECT rowid, conversation_id, conversation_data, last_modified_at FROM agent_conversations"
-        for rows in changed_rows(path, select, "rowid", "last_modified_at", marks["mark_conv"]):
+        for rows in changed_rows(path, select, "rowid", "last_modified_at", mark_conv):
             for rowid, cid, data, modified in rows:
-                nrows += 1
-                marks["mark_conv"] = advance_mark(marks["mark_conv"], rowid, modified)
+                mark_conv = advance_mark(mark_conv, rowid, modified)
                 raw = data if isinstance(data, bytes) else str(data or "{}").encode("utf-8", "replace")
-                nbytes += len(raw)
-                try:
-                    doc = orjson.loads(raw)
-                    if not isinstance(doc, dict):
-                        raise ValueError("conversation_data is not a JSON object")
-                    text = usage_summary(doc)
-                except Exception as e:
-                    quarantine.append(
-                        quarantine_row(
-                            path, rowid, raw, f"agent_conversations row {rowid}: {type(e).__name__}: {e}"
-                        )
-                    )
-                    tally.quarantined(None)
-                    continue
-                got = [
-                    {
-                        "agent": AGENT,
-                        "session_id": str(cid),
-                        "project_dir": project.get(str(cid)),
-                        "ts": _iso(modified),
-                        "role": "system",
-                        "kind": "meta",
-                        "tool_name": "tool_usage",
-                        "text": text,
-                        "part": 0,
-                        "source_path": src,
-                        "source_offset": rowid,
-                        "record_id": f"{cid}:tool_usage:{text}",
-                    }
-                ]
-                entries += got
-                tally.record(None, 1, [], raw[:2000])
-    yield Batch(
-        entries,
-        quarantine,
-        rd.watermark(dict(state, **marks), rd.settled()),
-        lines=nrows,
-        bytes_read=nbytes,
-        coverage=tally,
-    )
+                e = {
+                    "agent": AGENT,
+                    "session_id": str(cid),
+                    "project_dir": project.get(str(cid)),
+                    "ts": _iso(modified),
+                    "role": "system",
+                    "kind": "meta",
+                    "tool_name": "tool_usage",
+                    "part": 0,
+                    "source_path": src,
+                    "source_offset": rowid,
+                }
+                rows_read.add(
+                    rowid, raw, "agent_conversations", lambda _u, raw=raw, e=e: _usage_entry(raw, e)
+                )
+    wm = rd.watermark(dict(state, mark=mark, mark_conv=mark_conv), rd.settled())
+    yield rows_read.batch(wm)
+
+
+def _exchange(raw: bytes, base: dict, status: Any) -> list[dict]:
+    got = [dict(base, part=0, role="user", kind="message", text=query_text(raw))]
+    if _str(status) and status.lower() not in ("success", "succeeded", "completed"):
+        got.append(dict(base, part=1, role="system", kind="meta", tool_name="output_status", text=status))
+    return got
+
+
+def _usage_entry(raw: bytes, e: dict) -> list[dict]:
+    text = usage_summary(json_object_of(raw, "conversation_data"))
+    return [dict(e, text=text, record_id=f"{e['session_id']}:tool_usage:{text}")]
 
 
 #: new exchanges and changed conversations of ``warp.sqlite``

@@ -50,9 +50,8 @@ from typing import Any
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object
-from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, quarantine_row, sorted_paths
-from ctxkeep.sources.coverage import Tally
-from ctxkeep.sources.readers.sqlite import DbRead, database_reader
+from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, sorted_paths
+from ctxkeep.sources.readers.sqlite import DbRead, RowCollector, database_reader
 
 AGENT = "windsurf"
 PARSER_VERSION = 1
@@ -293,30 +292,18 @@ def _read(rd: DbRead, rows: list[tuple[str, Any]]) -> Iterator[Batch]:
     except OSError:
         mtime = None
     base = {"agent": AGENT, "project_dir": project_of(path), "ts": mtime, "source_path": str(path)}
-    entries: list[dict] = []
-    quarantine: list[dict] = []
-    tally = Tally(reset=True)
-    nbytes = 0
+    rows_read = RowCollector(path, reset=True)
     for i, (key, value) in enumerate(rows):
         raw = value if isinstance(value, bytes) else str(value or "").encode("utf-8", "replace")
-        nbytes += len(raw)
-        unknown_types: list[str] = []
-        try:
-            got = chat_entries(orjson.loads(raw), path, dict(base, source_offset=i), unknown_types)
-        except Exception as e:  # a damaged or unknown-shaped value: quarantined
-            quarantine.append(quarantine_row(path, i, raw, f"ItemTable {key}: {type(e).__name__}: {e}"))
-            tally.quarantined(None)
-            continue
-        entries += got
-        tally.record(None, len(got), unknown_types, raw[:2000])
-    yield Batch(
-        entries,
-        quarantine,
-        rd.watermark(dict(rd.state), rd.settled()),
-        lines=len(rows),
-        bytes_read=nbytes,
-        coverage=tally,
-    )
+        rows_read.add(
+            i,
+            raw,
+            f"ItemTable {key}",
+            lambda unknown_types, raw=raw, i=i: chat_entries(
+                orjson.loads(raw), path, dict(base, source_offset=i), unknown_types
+            ),
+        )
+    yield rows_read.batch(rd.watermark(dict(rd.state), rd.settled()))
 
 
 #: the chat data of one workspace's ``state.vscdb``, read whole when the database changed
