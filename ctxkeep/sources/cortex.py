@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import compact_json, dict_at, json_object
+from ctxkeep.sources._util import compact_json, dict_at, json_object, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -192,22 +192,8 @@ def parse_document(doc: Any, src: str) -> list[dict]:
             out += message_entries(m, sid, doc, src, i, scratch)
     title = _str(doc.get("title"))
     if title:
-        out.append(
-            {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": _str(doc.get("working_directory")),
-                "ts": _str(doc.get("last_updated")) or _str(doc.get("created_at")),
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": title,
-                "source_path": src,
-                "source_offset": 0,
-                "record_id": f"{sid}:title:{title}",
-                "part": 0,
-            }
-        )
+        ts = _str(doc.get("last_updated")) or _str(doc.get("created_at"))
+        out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=_str(doc.get("working_directory"))))
     return out
 
 

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from ctxkeep.sources import claude_code
-from ctxkeep.sources._util import json_object
+from ctxkeep.sources._util import json_object, title_entry
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
@@ -112,22 +112,20 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             e["project_dir"] = _str(meta.get("working_dir"))
     title = _str(meta.get("title"))
     if offset == 0 and title:
+        ts = out[0].get("ts") if out else None
         out.append(
-            {
-                "agent": AGENT,
-                "session_id": path.stem,
-                "parent_session_id": parent,
-                "project_dir": _str(meta.get("working_dir")),
-                "ts": out[0].get("ts") if out else None,
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": title,
-                "part": 0,
-                "source_path": src,
-                "source_offset": offset,
-                "record_id": f"{path.stem}:title:{title}",
-            }
+            dict(
+                title_entry(
+                    AGENT,
+                    path.stem,
+                    title,
+                    src,
+                    ts=ts,
+                    project_dir=_str(meta.get("working_dir")),
+                    offset=offset,
+                ),
+                parent_session_id=parent,
+            )
         )
     return out
 
