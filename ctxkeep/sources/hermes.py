@@ -14,8 +14,9 @@ discoverHermesTranscriptFiles):
   ``messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, role, content,
   tool_call_id, tool_calls (JSON text), tool_name, timestamp (REAL), token_count,
   finish_reason, reasoning, reasoning_content, reasoning_details, …)`` (the schema of
-  ``hermes_test.go``). When it exists it is the only file read (as agentsview's
-  discovery does): its messages arrive by ``id`` (``readers.sqlite.changed_rows``);
+  ``hermes_test.go``). When it exists its messages arrive by ``id``
+  (``readers.sqlite.changed_rows``), and of the transcripts only those of sessions the
+  database lacks (older ones) are read, as agentsview's parseStateDB does;
 - else the transcripts in the sessions dir: ``<id>.jsonl`` (appended: one OpenAI-style
   message a line, ``{role (session_meta | user | assistant | tool), content,
   reasoning?, tool_calls? [{id, function {name, arguments}}], tool_call_id?,
@@ -40,6 +41,7 @@ Entries: the OpenAI message loop (``_util.openai_message_entries``); ``record_id
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,6 +70,7 @@ from ctxkeep.sources.readers.sqlite import (
     advance_mark,
     changed_rows,
     database_reader,
+    open_ro,
     resume_mark,
 )
 
@@ -93,6 +96,21 @@ def state_db(root: Path) -> Path | None:
     return None
 
 
+def db_session_ids(db: Path) -> set[str]:
+    """The session ids ``state.db`` holds (read-only; an empty set when it cannot be
+    read: every transcript is then read)."""
+    try:
+        ro = open_ro(db)
+    except Exception:
+        return set()
+    try:
+        return {str(r[0]) for r in ro.conn.execute("SELECT id FROM sessions")}
+    except sqlite3.Error:
+        return set()
+    finally:
+        ro.conn.close()
+
+
 def session_id(name: str) -> str:
     """A transcript's session id: its name without ``.jsonl``/``.json`` and ``session_``."""
     return name.removesuffix(".jsonl").removesuffix(".json").removeprefix("session_")
@@ -104,20 +122,22 @@ def mode_for(path: Path) -> FileMode:
 
 
 def discover(ctx: DiscoveryContext) -> Discovery:
-    """``state.db`` when there is one, else the transcripts (module doc)."""
+    """``state.db`` and the transcripts of sessions it does not hold (all of them when
+    there is no database; module doc)."""
     d = Discovery(AGENT)
     for root in [sessions_dir(ctx), *ctx.extra_dirs]:
         d.searched.append(root)
         db = state_db(root)
+        in_db: set[str] = set()
         if db is not None:
             d.add(db, "sqlite")
-            continue
+            in_db = db_session_ids(db)
         if not root.is_dir():
             continue
-        jsonl = sorted_paths(root.glob("*.jsonl"))
+        jsonl = [p for p in sorted_paths(root.glob("*.jsonl")) if session_id(p.name) not in in_db]
         for p in jsonl:
             d.add(p, "append")
-        have = {session_id(p.name) for p in jsonl}
+        have = in_db | {session_id(p.name) for p in jsonl}
         for p in sorted_paths(root.glob("session_*.json")):
             if session_id(p.name) not in have:
                 d.add(p, "rewrite")

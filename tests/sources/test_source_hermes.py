@@ -1,8 +1,8 @@
 """Hermes: handmade transcripts (JSONL and JSON) and a ``state.db`` (format facts in
 ctxkeep/sources/hermes.py) read into prompts, reasoning, OpenAI tool calls answered by
 ``tool`` messages, a compaction summary, sub-agent sessions under their parent, titles
-and per-session usage with its cost; the database, when present, is the only file
-read; discovery through ``$HERMES_SESSIONS_DIR``; appended lines and new database
+and per-session usage with its cost; beside the database only the transcripts of
+sessions it lacks are read; discovery through ``$HERMES_SESSIONS_DIR``; appended lines and new database
 rows arrive once."""
 
 from __future__ import annotations
@@ -65,7 +65,11 @@ def test_state_db_subagent_usage_and_new_rows(tmp_path):
     home = writable_copy(FIXTURES / "db-home", tmp_path / "home")
     env = {"HERMES_SESSIONS_DIR": str(home / ".hermes/sessions")}
     found = hermes.discover(DiscoveryContext(home=tmp_path / "nohome", env=env)).files
-    assert [(f.path.name, f.mode) for f in found] == [("state.db", "sqlite")]
+    # the parent's transcript repeats the database; the older session's is read
+    assert [(f.path.name, f.mode) for f in found] == [
+        ("state.db", "sqlite"),
+        ("20260801_070000_old.jsonl", "append"),
+    ]
     store = tmp_path / "store"
     s = ingest(tmp_path / "nohome", store, agents="hermes", env=env)
     assert s.quarantined == 0
@@ -74,6 +78,7 @@ def test_state_db_subagent_usage_and_new_rows(tmp_path):
         f"SELECT session_id, parent_session_id, role, kind, native_id, tool_name, {ENTRY_TEXT} FROM entries e "
         "WHERE agent='hermes' AND kind != 'meta' ORDER BY ts",
     ) == [
+        ("20260801_070000_old", None, "user", "message", None, None, "An older question"),
         ("parent", None, "user", "message", None, None, "Is the deploy healthy?"),
         ("parent", None, "assistant", "thinking", None, None, "Delegate log reading."),
         ("parent", None, "assistant", "tool_call", "call_1", "delegate_task", '{"goal":"read the logs"}'),
