@@ -77,6 +77,7 @@ AGENTS = (
     "opencode-go",
     "crush",
     "goose",
+    "windsurf",
     "cursor",
     "gptme",
     "mistral-vibe",
@@ -93,6 +94,13 @@ AGENTS = (
     "grok",
     "cortex",
     "qoder",
+    "kiro",
+    "kiro-ide",
+    "forge",
+    "devin",
+    "codebuff",
+    "hermes",
+    "warp",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -26,6 +26,8 @@ from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
+#: file name suffixes of JSON and JSONL files (Kiro IDE's ``.chat`` files are JSON documents)
+JSON_SUFFIXES = (".json", ".jsonl", ".chat")
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "opencode-go": ("opencode_go", None),
     "crush": ("crush", None),
     "goose": ("goose", None),
+    # before cursor: its matches() claims any state.vscdb, Windsurf's included
+    "windsurf": ("windsurf", None),
     "cursor": ("cursor", None),
     "gptme": ("gptme", None),
     "mistral-vibe": ("mistral_vibe", None),
@@ -66,6 +68,13 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "grok": ("grok", None),
     "cortex": ("cortex", None),
     "qoder": ("qoder", None),
+    "kiro": ("kiro", None),
+    "kiro-ide": ("kiro_ide", None),
+    "forge": ("forge", None),
+    "devin": ("devin", None),
+    "codebuff": ("codebuff", None),
+    "hermes": ("hermes", None),
+    "warp": ("warp", None),
 }
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import block_text, compact_json, dict_at
+from ctxkeep.sources._util import block_text, compact_json, dict_at, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -182,22 +182,8 @@ def parse_session(
                 out.append(_block_entry(b, role, dict(base, part=j)))
     title = _str(meta.get("title"))
     if title:
-        out.append(
-            {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": project,
-                "ts": _str(meta.get("updated_at")) or start,
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": title,
-                "source_path": src,
-                "source_offset": 0,
-                "record_id": f"{sid}:title:{title}",
-                "part": 0,
-            }
-        )
+        ts = _str(meta.get("updated_at")) or start
+        out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=project))
     if state is not None:
         track_ids(state, AGENT, sid, list(old_ids), ids)
     return out

@@ -75,6 +75,14 @@ def test_every_registered_source_satisfies_the_protocol():
         "grok": "append",
         "cortex": "rewrite",
         "qoder": "append",
+        "kiro": "append",
+        "kiro-ide": "rewrite",
+        "windsurf": "sqlite",
+        "forge": "sqlite",
+        "devin": "sqlite",
+        "codebuff": "rewrite",
+        "hermes": "append",
+        "warp": "sqlite",
     }
 
 
@@ -82,8 +90,11 @@ def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
         "cortex",
         "cursor",
+        "devin",
         "gemini-cli",
         "goose",
+        "hermes",
+        "kiro",
         "opencode",
         "qwen-code",
     ]
@@ -94,8 +105,10 @@ def test_capabilities_are_the_protocols():
         "copilot-cli",
         "gptme",
         "grok",
+        "hermes",
         "iflow",
         "kimi",
+        "kiro",
         "mistral-vibe",
         "openclaude",
         "openclaw",
