@@ -93,6 +93,8 @@ AGENTS = (
     "grok",
     "cortex",
     "qoder",
+    "antigravity-cli",
+    "antigravity",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -66,6 +66,8 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "grok": ("grok", None),
     "cortex": ("cortex", None),
     "qoder": ("qoder", None),
+    "antigravity-cli": ("antigravity", "CLI"),
+    "antigravity": ("antigravity", "IDE"),
 }
 
 

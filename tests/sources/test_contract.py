@@ -75,6 +75,8 @@ def test_every_registered_source_satisfies_the_protocol():
         "grok": "append",
         "cortex": "rewrite",
         "qoder": "append",
+        "antigravity-cli": "sqlite",
+        "antigravity": "sqlite",
     }
 
 
