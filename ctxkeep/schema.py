@@ -95,6 +95,7 @@ AGENTS = (
     "qoder",
     "antigravity-cli",
     "antigravity",
+    "vscode-copilot",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -68,6 +68,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "qoder": ("qoder", None),
     "antigravity-cli": ("antigravity", "CLI"),
     "antigravity": ("antigravity", "IDE"),
+    "vscode-copilot": ("vscode_copilot", None),
 }
 
 

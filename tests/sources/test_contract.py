@@ -77,6 +77,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "qoder": "append",
         "antigravity-cli": "sqlite",
         "antigravity": "sqlite",
+        "vscode-copilot": "rewrite",
     }
 
 

@@ -67,7 +67,7 @@ def _targets_json(sample) -> list[tuple]:
     raw = sample.path.read_text(encoding="utf-8")
     docs = (
         [("line", i, json.loads(ln)) for i, ln in enumerate(raw.split("\n")) if ln.strip()]
-        if sample.mode == "append"
+        if sample.mode == "append" or sample.path.suffix == ".jsonl"  # a log replayed whole (VS Code)
         else [("doc", None, json.loads(raw))]
     )
     out = []
