@@ -96,6 +96,7 @@ AGENTS = (
     "antigravity-cli",
     "antigravity",
     "vscode-copilot",
+    "visualstudio-copilot",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -69,6 +69,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "antigravity-cli": ("antigravity", "CLI"),
     "antigravity": ("antigravity", "IDE"),
     "vscode-copilot": ("vscode_copilot", None),
+    "visualstudio-copilot": ("visual_studio_copilot", None),
 }
 
 

@@ -78,6 +78,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "antigravity-cli": "sqlite",
         "antigravity": "sqlite",
         "vscode-copilot": "rewrite",
+        "visualstudio-copilot": "append",
     }
 
 
@@ -105,6 +106,7 @@ def test_capabilities_are_the_protocols():
         "pi",
         "qoder",
         "traex",
+        "visualstudio-copilot",
         "zencoder",
     ]
     m = SOURCES
