@@ -97,6 +97,7 @@ AGENTS = (
     "antigravity",
     "vscode-copilot",
     "visualstudio-copilot",
+    "cowork",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -70,6 +70,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "antigravity": ("antigravity", "IDE"),
     "vscode-copilot": ("vscode_copilot", None),
     "visualstudio-copilot": ("visual_studio_copilot", None),
+    "cowork": ("cowork", None),
 }
 
 

@@ -79,6 +79,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "antigravity": "sqlite",
         "vscode-copilot": "rewrite",
         "visualstudio-copilot": "append",
+        "cowork": "append",
     }
 
 
@@ -96,6 +97,7 @@ def test_capabilities_are_the_protocols():
         "claude-code",
         "codex",
         "copilot-cli",
+        "cowork",
         "gptme",
         "grok",
         "iflow",
