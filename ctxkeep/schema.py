@@ -77,6 +77,7 @@ AGENTS = (
     "opencode-go",
     "crush",
     "goose",
+    "trae",
     "cursor",
     "gptme",
     "mistral-vibe",

@@ -49,6 +49,8 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "opencode-go": ("opencode_go", None),
     "crush": ("crush", None),
     "goose": ("goose", None),
+    # before cursor: its matches() claims any state.vscdb, Trae's included
+    "trae": ("trae", None),
     "cursor": ("cursor", None),
     "gptme": ("gptme", None),
     "mistral-vibe": ("mistral_vibe", None),

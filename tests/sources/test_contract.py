@@ -59,6 +59,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "opencode-go": "sqlite",
         "crush": "sqlite",
         "goose": "sqlite",
+        "trae": "sqlite",
         "cursor": "sqlite",
         "gptme": "append",
         "mistral-vibe": "append",
