@@ -99,6 +99,7 @@ AGENTS = (
     "vscode-copilot",
     "visualstudio-copilot",
     "cowork",
+    "chatgpt",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -73,6 +73,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "vscode-copilot": ("vscode_copilot", None),
     "visualstudio-copilot": ("visual_studio_copilot", None),
     "cowork": ("cowork", None),
+    "chatgpt": ("chatgpt", None),
 }
 
 

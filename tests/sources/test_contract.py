@@ -21,6 +21,7 @@ from ctxkeep.sources.contract import (
     ClaimsPaths,
     Discovery,
     DiscoveryContext,
+    ImportOnly,
     Mode,
     ModeByPath,
     RecordParser,
@@ -81,6 +82,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "vscode-copilot": "rewrite",
         "visualstudio-copilot": "append",
         "cowork": "append",
+        "chatgpt": "rewrite",
     }
 
 
@@ -94,6 +96,7 @@ def test_capabilities_are_the_protocols():
         "qwen-code",
     ]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]
+    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ImportOnly)) == ["chatgpt"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
         "claude-code",
         "codex",
