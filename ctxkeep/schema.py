@@ -100,6 +100,7 @@ AGENTS = (
     "visualstudio-copilot",
     "cowork",
     "chatgpt",
+    "claude-ai",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

@@ -74,6 +74,7 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "visualstudio-copilot": ("visual_studio_copilot", None),
     "cowork": ("cowork", None),
     "chatgpt": ("chatgpt", None),
+    "claude-ai": ("claude_ai", None),
 }
 
 

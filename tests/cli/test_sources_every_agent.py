@@ -13,7 +13,7 @@ from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import ImportOnly
 
 #: the sources that read only files the user names (data exports)
-IMPORT_ONLY = {"chatgpt"}
+IMPORT_ONLY = {"chatgpt", "claude-ai"}
 
 
 def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, monkeypatch):

@@ -83,6 +83,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "visualstudio-copilot": "append",
         "cowork": "append",
         "chatgpt": "rewrite",
+        "claude-ai": "rewrite",
     }
 
 
@@ -96,7 +97,7 @@ def test_capabilities_are_the_protocols():
         "qwen-code",
     ]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]
-    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ImportOnly)) == ["chatgpt"]
+    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ImportOnly)) == ["chatgpt", "claude-ai"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
         "claude-code",
         "codex",
