@@ -91,12 +91,20 @@ def test_a_file_of_two_versions_is_counted_once(tmp_path, store_home):
     proj = tmp_path / "home" / ".claude" / "projects" / "-work-demo"
     proj.mkdir(parents=True)
     # a session resumed after an upgrade: 2.1.0 lines, then 2.2.0 lines; another file of 2.1.0
+    # (its first line, a summary, names no version: it does not make the file count under "")
+    summary = json.dumps(
+        {"type": "summary", "summary": "Demo", "leafUuid": "210-0002-0000-4000-8000-000000000000"}
+    )
     (proj / "a.jsonl").write_text(
-        "".join(_claude_line("2.1.0", i) for i in range(3)) + _claude_line("2.2.0", 3)
+        summary + "\n" + "".join(_claude_line("2.1.0", i) for i in range(3)) + _claude_line("2.2.0", 3)
     )
     (proj / "b.jsonl").write_text("".join(_claude_line("2.1.0", i) for i in range(10, 12)))
     ingest(tmp_path / "home", store_home, "claude-code")
-    assert _ledger(store_home, "claude-code") == {"2.1.0": (1, 5, 5, 5), "2.2.0": (1, 1, 1, 1)}
+    assert _ledger(store_home, "claude-code") == {
+        "": (0, 1, 1, 1),
+        "2.1.0": (1, 5, 5, 5),
+        "2.2.0": (1, 1, 1, 1),
+    }
     r = CliRunner().invoke(app, ["sources", "--coverage", "--json", "--home", str(store_home)])
     assert r.exit_code == 0, r.output
     rows = [x for x in json.loads(r.stdout)["rows"] if x["agent"] == "claude-code"]

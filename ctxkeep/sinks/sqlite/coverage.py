@@ -86,13 +86,16 @@ def coverage_ledger(conn: sqlite3.Connection, agents: Iterable[str] | None = Non
         ).fetchall()
     except sqlite3.OperationalError:
         return []
+
     # a file is counted once, in the row of the newest version it holds (a file holding
-    # records of two versions, e.g. a session resumed after an upgrade, is not two files)
+    # records of two versions, e.g. a session resumed after an upgrade, is not two
+    # files); records that name no version ("") count only where nothing else does
+    def newer(v: str) -> tuple:
+        return (v != "", version_key(v))
+
     newest: dict[str, str] = {}
     for agent, version, _pv, path, *_ in rows:
-        if (want is None or agent in want) and (
-            path not in newest or version_key(version) > version_key(newest[path])
-        ):
+        if (want is None or agent in want) and (path not in newest or newer(version) > newer(newest[path])):
             newest[path] = version
     out: dict[tuple, dict] = {}
     for agent, version, pv, path, rec, parsed, ent, quar, unk, at in rows:
