@@ -78,6 +78,7 @@ AGENTS = (
     "crush",
     "goose",
     "windsurf",
+    "trae",
     "cursor",
     "gptme",
     "mistral-vibe",
@@ -101,6 +102,13 @@ AGENTS = (
     "codebuff",
     "hermes",
     "warp",
+    "antigravity-cli",
+    "antigravity",
+    "vscode-copilot",
+    "visualstudio-copilot",
+    "cowork",
+    "chatgpt",
+    "claude-ai",
     "note",
 )
 ROLES = ("user", "assistant", "system", "tool")

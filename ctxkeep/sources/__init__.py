@@ -51,6 +51,8 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "goose": ("goose", None),
     # before cursor: its matches() claims any state.vscdb, Windsurf's included
     "windsurf": ("windsurf", None),
+    # before cursor: its matches() claims any state.vscdb, Trae's included
+    "trae": ("trae", None),
     "cursor": ("cursor", None),
     "gptme": ("gptme", None),
     "mistral-vibe": ("mistral_vibe", None),
@@ -75,6 +77,13 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "codebuff": ("codebuff", None),
     "hermes": ("hermes", None),
     "warp": ("warp", None),
+    "antigravity-cli": ("antigravity", "CLI"),
+    "antigravity": ("antigravity", "IDE"),
+    "vscode-copilot": ("vscode_copilot", None),
+    "visualstudio-copilot": ("visual_studio_copilot", None),
+    "cowork": ("cowork", None),
+    "chatgpt": ("chatgpt", None),
+    "claude-ai": ("claude_ai", None),
 }
 
 

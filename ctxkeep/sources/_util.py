@@ -274,3 +274,18 @@ def title_entry(
         "source_offset": offset,
         "record_id": record_id or f"{session_id}:title:{title}",
     }
+
+
+def epoch_iso(v: Any, unit: float = 1.0) -> str | None:
+    """``v`` (a number of ``unit`` seconds since the epoch: 1 for seconds, 0.001 for
+    milliseconds) as ISO-8601 UTC text; None for a missing, non-positive or
+    out-of-range value."""
+    x = as_float(v)
+    if x is None or x <= 0:
+        return None
+    from ctxkeep.timeutil import format_epoch
+
+    try:
+        return format_epoch(x * unit)
+    except (OverflowError, OSError, ValueError):
+        return None

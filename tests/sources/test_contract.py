@@ -21,6 +21,7 @@ from ctxkeep.sources.contract import (
     ClaimsPaths,
     Discovery,
     DiscoveryContext,
+    ImportOnly,
     Mode,
     ModeByPath,
     RecordParser,
@@ -59,6 +60,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "opencode-go": "sqlite",
         "crush": "sqlite",
         "goose": "sqlite",
+        "trae": "sqlite",
         "cursor": "sqlite",
         "gptme": "append",
         "mistral-vibe": "append",
@@ -83,6 +85,13 @@ def test_every_registered_source_satisfies_the_protocol():
         "codebuff": "rewrite",
         "hermes": "append",
         "warp": "sqlite",
+        "antigravity-cli": "sqlite",
+        "antigravity": "sqlite",
+        "vscode-copilot": "rewrite",
+        "visualstudio-copilot": "append",
+        "cowork": "append",
+        "chatgpt": "rewrite",
+        "claude-ai": "rewrite",
     }
 
 
@@ -99,10 +108,12 @@ def test_capabilities_are_the_protocols():
         "qwen-code",
     ]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]
+    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ImportOnly)) == ["chatgpt", "claude-ai"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
         "claude-code",
         "codex",
         "copilot-cli",
+        "cowork",
         "gptme",
         "grok",
         "hermes",
@@ -115,6 +126,7 @@ def test_capabilities_are_the_protocols():
         "pi",
         "qoder",
         "traex",
+        "visualstudio-copilot",
         "zencoder",
     ]
     m = SOURCES
