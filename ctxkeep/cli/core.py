@@ -405,8 +405,8 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
         return
     short = conv.session_short_id
     out.print(
-        f"[bold]{conv.agent} session {short}[/bold]"
-        + (f" [dim]({conv.session_id})[/dim]" if short != conv.session_id else "")
+        f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup
+        + (f" [dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
         + f"  {escape(conv.project_dir or '')}",
         highlight=False,
     )
