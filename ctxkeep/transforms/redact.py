@@ -24,7 +24,7 @@ compiled multi-pattern automata:
    offsets with ``str.find``, so no Python regex scans a whole candidate text for
    them. Of the maintained rules only those whose gate matched the text run.
    Measured (``tests/bench/bench_redact.py``, CPU time): keywords alone sent 74 %
-   of the corpus's texts to Python; the gates send 1-2 %.
+   of the corpus's texts to Python; the gates send 0.7 % (30.5 → 48.9 MB/s of CPU).
 
 Two rule sets, merged per text (overlapping spans become one marker named by the first
 rule's kind; ctxkeep's rules come first):
