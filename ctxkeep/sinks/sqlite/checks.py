@@ -56,7 +56,7 @@ def fts_integrity(db: Path, *, immutable: bool = False, readonly: bool = False) 
                 elif readonly:
                     out.append((t, "skipped", "the store is read-only: FTS5 runs this check as a write"))
                 elif immutable:
-                    out.append((t, "skipped", "checked once the foreign WAL is moved aside"))
+                    out.append((t, "skipped", "checked once the WAL that does not belong is moved aside"))
                 else:
                     rw = sqlite3.connect(db)
                     try:
