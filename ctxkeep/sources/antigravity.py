@@ -402,7 +402,7 @@ def _parent(db: Path) -> str | None:
 
 
 def _artifacts(agent: str, root: Path, sid: str, base: dict) -> list[dict]:
-    out = []
+    out: list[dict] = []
     folder = root / "brain" / sid
     try:
         names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".md"))
@@ -526,7 +526,7 @@ class AntigravitySource:
             mtime = path.stat().st_mtime
         except OSError:
             mtime = None
-        base = {
+        base: dict[str, Any] = {
             "agent": self.AGENT,
             "session_id": sid,
             "parent_session_id": _parent(path),
