@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -46,15 +47,67 @@ from ctxkeep.timeutil import now_iso
 CDC_MIN, CDC_AVG, CDC_MAX = 512, 2048, 8192
 
 
+#: an opaque payload: a JSON string value (after ``:``, ``[`` or ``,``) of at least
+#: ``OPAQUE_MIN`` base64/base64url characters and nothing else: an image's ``data``
+#: (Claude Code, Gemini CLI ``inlineData``), Codex's ``encrypted_content``, a thinking
+#: block's ``signature``. Its interior is not scanned for secrets (``redact_raw``).
+OPAQUE_MIN = 1024
+#: characters kept at each end of an opaque value for the scan: a key naming a secret
+#: before it still sees a value (and then redacts all of it, as before)
+OPAQUE_KEEP = 128
+_B64 = r"[A-Za-z0-9+/=_\-]"
+_OPAQUE = rf'[:\[,][ \t]*"{_B64}{{{OPAQUE_MIN},}}"'
+_OPAQUE_RX = re.compile(rf'[:\[,][ \t]*"({_B64}{{{OPAQUE_MIN},}})"')
+
+
+def _narrowed(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with the middle of each opaque value (``OPAQUE_MIN``) cut out (its first
+    and last ``OPAQUE_KEEP`` characters kept), and the cuts as ``(offset in the
+    narrowed text, characters removed)``, in order."""
+    parts, cuts, last, shift = [], [], 0, 0
+    for m in _OPAQUE_RX.finditer(text):
+        a, b = m.span(1)
+        head = a + OPAQUE_KEEP
+        parts.append(text[last:head])
+        cuts.append((head - shift, b - OPAQUE_KEEP - head))
+        shift += b - OPAQUE_KEEP - head
+        last = b - OPAQUE_KEEP
+    parts.append(text[last:])
+    return "".join(parts), cuts
+
+
+def _widened(spans: list[tuple[int, int, str]], cuts: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """``spans`` of the narrowed text moved to the original's offsets: a span across a
+    cut covers the middle that was cut out."""
+    out = []
+    for s, e, k in spans:
+        out.append(
+            (
+                s + sum(n for at, n in cuts if at <= s),
+                e + sum(n for at, n in cuts if at < e),
+                k,
+            )
+        )
+    return out
+
+
 def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
     """``data`` with its secrets redacted (``transforms.redact``) and the values
     replaced per kind. JSONL is redacted line by line (no JSON string holds a raw
     newline); ``whole`` documents as one text (a PEM block in Markdown spans lines).
     Bytes that are not UTF-8 pass unchanged around the markers (``surrogateescape``).
-    Clean bytes come back as the same object."""
+    Clean bytes come back as the same object.
+
+    The interior of an opaque value (``OPAQUE_MIN``: an image, encrypted reasoning)
+    is not scanned: the text is scanned with each such value narrowed to its two
+    ends (``OPAQUE_KEEP``), and the spans found are moved back (one across a cut
+    covers the whole value). The payload then restores intact: a rule matching by
+    chance inside base64 changed an image or Codex's encrypted reasoning, which the
+    agent can then no longer resume; and it was ~30 % of the bytes the vault scanned
+    (``docs/design.md``, "Throughput")."""
     import polars as pl
 
-    from ctxkeep.transforms.redact import redact_counts, redact_series
+    from ctxkeep.transforms.redact import redact_counts, redact_series, replace_spans, secret_spans
 
     counts: Counter = Counter()
     try:
@@ -72,10 +125,25 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
         return (data if new == data else new), counts
     lines = [text] if whole else text.splitlines(keepends=True)
     s = pl.Series(lines, dtype=pl.String)
+    cuts: dict[int, list[tuple[int, int]]] = {}
+    opaque = s.str.contains(_OPAQUE).fill_null(False)
+    if opaque.any():
+        scan = list(lines)
+        for i in opaque.arg_true().to_list():
+            scan[i], c = _narrowed(lines[i])
+            if c:
+                cuts[i] = c
+        s = pl.Series(scan, dtype=pl.String)
     r = redact_series(s, counts)
     if r is s or not counts:
         return data, counts
-    return "".join(r.to_list()).encode("utf-8"), counts
+    out = r.to_list()
+    for i, c in cuts.items():  # the narrowed lines: their spans moved back (counted above)
+        narrow = s[i]
+        out[i] = (
+            lines[i] if out[i] == narrow else replace_spans(lines[i], _widened(secret_spans(narrow), c))[0]
+        )
+    return "".join(out).encode("utf-8"), counts
 
 
 def chunks_of(data: bytes) -> list[bytes]:
