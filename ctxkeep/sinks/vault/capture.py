@@ -137,13 +137,13 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
     r = redact_series(s, counts)
     if r is s or not counts:
         return data, counts
-    out = r.to_list()
+    red: list[str] = r.to_list()
     for i, c in cuts.items():  # the narrowed lines: their spans moved back (counted above)
         narrow = s[i]
-        out[i] = (
-            lines[i] if out[i] == narrow else replace_spans(lines[i], _widened(secret_spans(narrow), c))[0]
+        red[i] = (
+            lines[i] if red[i] == narrow else replace_spans(lines[i], _widened(secret_spans(narrow), c))[0]
         )
-    return "".join(out).encode("utf-8"), counts
+    return "".join(red).encode("utf-8"), counts
 
 
 def chunks_of(data: bytes) -> list[bytes]:
