@@ -258,6 +258,9 @@ class RawCapture:
     #: file ``compress`` rewrote, ``{"archived": [entry ids it removed], "moves": [[entry
     #: id, new byte offset], …]}`` (``maintenance.reparse`` applies them again)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the vault's work done where the bytes were read (``sinks.vault.capture.seal``, in
+    #: a reader process: redacted, hashed, compressed); ``data`` is then empty
+    sealed: Any = None
 
     @classmethod
     def of(

@@ -28,6 +28,7 @@ and a replay make the same rows.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxkeep.sinks.vault import recipe
-from ctxkeep.sinks.vault.packs import PackBuilder, write_pack
+from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
 
@@ -210,6 +211,53 @@ class PreparedGroup:
     objects: list[tuple[bytes, int, int, int]] = field(default_factory=list)
 
 
+@dataclass
+class Sealed:
+    """A capture's bytes made ready for a pack where they were read (``seal``): the
+    size of the original bytes (``length``), the SHA-256 (``sha``) and size
+    (``stored``) of the redacted bytes, a document's chunk hashes, the values redacted
+    per kind, and ``objects``: ``(sha, zstd frame, raw size)`` of the segment's object
+    or of each chunk, compressed (``packs.compress``). Picklable: a reader process
+    sends it instead of the raw bytes (about a third of their size)."""
+
+    length: int
+    sha: bytes
+    stored: int
+    chunks: list[bytes]
+    redactions: dict[str, int]
+    objects: list[tuple[bytes, bytes, int]]
+
+
+def _seal(raw: RawCapture, held: Callable[[bytes], bool] = lambda h: False) -> tuple[Sealed, bytes]:
+    """``raw`` redacted (``redact_raw``), hashed, a document cut into chunks, and the
+    objects ``held`` does not name compressed; with the redacted bytes."""
+    red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+    sha = hashlib.sha256(red).digest()
+    chunks: list[bytes] = []
+    objects: list[tuple[bytes, bytes, int]] = []
+    if raw.mode == "document":
+        parts = chunks_of(red)
+        chunks = [hashlib.sha256(c).digest() for c in parts]
+        done: set[bytes] = set()
+        for h, c in zip(chunks, parts, strict=True):
+            if h not in done and not held(h):
+                done.add(h)
+                objects.append((h, compress(c), len(c)))
+    elif not held(sha):
+        objects.append((sha, compress(red), len(red)))
+    return Sealed(len(raw.data), sha, len(red), chunks, dict(counts), objects), red
+
+
+def seal(raw: RawCapture) -> RawCapture:
+    """``raw`` with its vault work done (``RawCapture.sealed``: redaction, hashes,
+    chunks, compression) and its bytes dropped: what a reader process sends to the
+    ingest process, whose ``Capturer.prepare`` then only writes the pack. The same
+    pack and manifest rows as when the ingest process prepares ``raw`` itself (an
+    object the vault holds is compressed here all the same, then left out)."""
+    sealed, _ = _seal(raw)
+    return dataclasses.replace(raw, data=b"", sealed=sealed)
+
+
 class Capturer:
     """Prepares captures for the vault of ``home`` (``conn``: a connection to its
     store, read to skip objects the vault holds)."""
@@ -241,33 +289,29 @@ class Capturer:
         out = PreparedGroup()
         b = PackBuilder()
         for raw in raws:
-            red, counts = redact_raw(raw.data, whole=raw.mode == "document")
-            chunks: list[bytes] = []
-            sha = hashlib.sha256(red).digest()
-            if raw.mode == "document":
-                parts = chunks_of(red)
-                chunks = [hashlib.sha256(c).digest() for c in parts]
-                for h, c in zip(chunks, parts, strict=True):
-                    if not self._held(h):
-                        b.add(h, c)
-            elif not self._held(sha):
-                b.add(sha, red)
+            red = None
+            sealed = raw.sealed
+            if sealed is None:  # read in this process: sealed here, objects held skipped
+                sealed, red = _seal(raw, self._held)
+            for h, z, n in sealed.objects:
+                if not self._held(h):
+                    b.add_frame(h, z, n)
             out.items.append(
                 Prepared(
                     raw.path,
                     raw.agent,
                     raw.mode,
                     raw.offset,
-                    len(raw.data),
+                    sealed.length,
                     raw.dev,
                     raw.ino,
                     raw.size,
                     raw.mtime_ns,
                     dict(raw.meta),
-                    sha,
-                    len(red),
-                    chunks,
-                    dict(counts),
+                    sealed.sha,
+                    sealed.stored,
+                    sealed.chunks,
+                    dict(sealed.redactions),
                     red,
                     dict(raw.extra),
                 )
@@ -498,8 +542,10 @@ __all__ = [
     "Capturer",
     "Prepared",
     "PreparedGroup",
+    "Sealed",
     "chunks_of",
     "record",
     "redact_raw",
     "replay",
+    "seal",
 ]
