@@ -46,7 +46,9 @@ def _vault(store: Path) -> dict:
 
 def test_a_reader_process_seals_the_same_vault_and_sends_no_raw_byte(home_copy, tmp_path, monkeypatch):
     cases = positives(11)
-    planted = home_copy / ".claude" / "projects" / "-tmp-sealed" / "5e551011-0000-4000-8000-000000000003.jsonl"
+    planted = (
+        home_copy / ".claude" / "projects" / "-tmp-sealed" / "5e551011-0000-4000-8000-000000000003.jsonl"
+    )
     planted.parent.mkdir(parents=True)
     planted.write_bytes(planted_session(cases))
 
