@@ -83,3 +83,37 @@ def test_a_document_keeps_its_inline_image_and_loses_its_secret():
     back = json.loads(out)
     assert back["messages"][0]["parts"][0]["inlineData"]["data"] == img
     assert [s for c in cases for s in c.secrets if s and s in out.decode()] == []
+
+
+def test_gitleaks_samples_inside_json_strings_lose_what_their_texts_lose():
+    """Each of gitleaks' true-positive samples written as a message's JSON string: the
+    vault's line, decoded, holds none of the values redacting the sample's own text
+    removes (before the escapes were decoded for the scan, 111 survived: the XML forms
+    ``<xToken>\\n    value`` and ``curl -u "user:pass"``). Left: a secret that ends the
+    string, where the line's closing quote and brace differ from the text's end for a
+    rule's trailing context."""
+    import base64
+    from pathlib import Path
+
+    from ctxkeep.transforms.redact import secret_spans
+
+    table = json.loads((Path(__file__).parents[1] / "fixtures/secrets/gitleaks_samples.json").read_text())
+    texts = [
+        base64.b64decode(tp["b64"]).decode("utf-8", "replace")
+        for r in table["rules"].values()
+        for tp in r["tp"]
+    ]
+    lines = [json.dumps({"type": "user", "message": {"content": t}}) + "\n" for t in texts]
+    out, counts = redact_raw("".join(lines).encode())
+    leaks, ends = [], []
+    for t, ln in zip(texts, out.decode().splitlines(), strict=True):
+        try:
+            kept = json.loads(ln)["message"]["content"]
+        except ValueError:
+            continue  # a rule whose class takes '"' ate the closing quote: a line no longer JSON
+        gone = [t[s:e] for s, e, _ in secret_spans(t)]
+        for v in gone:
+            if v and v in kept:
+                (ends if t.rstrip().endswith(v) else leaks).append((t[:60], v))
+    assert len(texts) > 6000 and sum(counts.values()) >= len(texts)
+    assert leaks == [] and len(ends) <= 2, (leaks, ends)
