@@ -81,33 +81,23 @@ def _narrowed(text: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(parts), cuts
 
 
-#: what stands for an escaped backslash while the escapes are decoded (a line holding
-#: a control character U+0001 is scanned undecoded)
-_PH = "\x01\x01"
+#: the JSON escapes the scan decodes, and what they stand for
+_ESCAPES = ("\\\\", '\\"', "\\n", "\\t", "\\r")
 _UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
 
 def _decoded(s: pl.Series) -> pl.Series:
     """The texts of ``s`` with JSON's ``\\n``, ``\\t``, ``\\r``, ``\\"`` and ``\\\\``
-    escapes decoded (``\\/``, ``\\b``, ``\\f``, ``\\uXXXX`` stay); a text holding U+0001
-    unchanged (``_view``)."""
-    import polars as pl
-
-    d = (
-        s.str.replace_all("\\\\", _PH, literal=True)
-        .str.replace_all('\\"', '"', literal=True)
-        .str.replace_all("\\n", "\n", literal=True)
-        .str.replace_all("\\t", "\t", literal=True)
-        .str.replace_all("\\r", "\r", literal=True)
-        .str.replace_all(_PH, "\\", literal=True)
-    )
-    return pl.select(pl.when(s.str.contains("\x01", literal=True)).then(s).otherwise(d)).to_series()
+    escapes decoded (``\\/``, ``\\b``, ``\\f``, ``\\uXXXX`` stay): one Aho-Corasick pass
+    (``str.replace_many``, leftmost first, so an escaped backslash is one escape), as
+    ``_view`` decodes them."""
+    return s.str.replace_many(list(_ESCAPES), [_UNESCAPE[e[1]] for e in _ESCAPES])
 
 
 def _view(text: str, decode: bool) -> tuple[str, list[int], list[int]]:
     """What the rules scan of ``text``: each opaque value narrowed (``_narrowed``) and,
-    with ``decode``, the escapes ``_decoded`` decodes decoded as it does
-    (not when ``text`` holds U+0001); with where each of its characters comes from:
+    with ``decode``, the escapes ``_decoded`` decodes decoded as it does; with where
+    each of its characters comes from:
     ``starts[i]``, ``ends[i]`` (the raw characters of view character ``i``)."""
     _, cuts = _narrowed(text)
     keep, last, at = [], 0, 0
@@ -116,7 +106,6 @@ def _view(text: str, decode: bool) -> tuple[str, list[int], list[int]]:
         keep.append((last, raw_pos))
         last, at = raw_pos + n, at + n
     keep.append((last, len(text)))
-    decode = decode and "\x01" not in text
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
