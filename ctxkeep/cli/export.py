@@ -33,20 +33,17 @@ def parquet(
     as_json: bool = JsonOpt,
 ):
     """Write this machine's partitions of DEST/<table>/machine=/agent=/month= (only what changed)."""
-    from ctxkeep.maintenance import export as engine
+    from ctxkeep.service.export import ExportParquetRequest
 
     try:
-        names = engine.parse_tables(tables)
-    except UsageError as e:
-        _fail(e, 2)
-    h = _home(home)
-    try:
+        req = ExportParquetRequest.parse(dest=dest, tables=tables, with_text=with_text, dry_run=dry_run)
+        h = _home(home)
         if as_json or not err.get().is_terminal:  # no bar (and no blank line) when piped
-            rep = engine.export_parquet(h, dest, tables=names, with_text=with_text, dry_run=dry_run)
+            from ctxkeep.service.export import export_parquet
+
+            rep = export_parquet(h, req).as_json()
         else:
-            rep = _with_progress(engine, h, dest, names, with_text, dry_run)
-    except UsageError as e:
-        _fail(e, 2)
+            rep = _with_progress(h, req)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -68,8 +65,10 @@ def parquet(
         out.print("  nothing changed since the last export", highlight=False)
 
 
-def _with_progress(engine, h, dest, names, with_text, dry_run) -> dict:
+def _with_progress(h: Path, req) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from ctxkeep.service.export import export_parquet
 
     with Progress(
         TextColumn("export {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -85,9 +84,7 @@ def _with_progress(engine, h, dest, names, with_text, dry_run) -> dict:
         def wait(where: str) -> None:
             err.print(f"waiting for another ctxkeep run on this store to finish ({where})…", style="dim")
 
-        return engine.export_parquet(
-            h, dest, tables=names, with_text=with_text, dry_run=dry_run, progress=progress, on_wait=wait
-        )
+        return export_parquet(h, req, progress=progress, on_wait=wait).as_json()
 
 
 def _transcripts(
@@ -95,22 +92,12 @@ def _transcripts(
 ) -> None:
     """``export markdown|html``: the static site of ``render.site`` with a progress bar."""
     from ctxkeep.render import site
-    from ctxkeep.timeutil import local_timezone
+    from ctxkeep.service.when import zone
 
-    tz = timezone or local_timezone()
     try:
-        from zoneinfo import ZoneInfo
-
-        ZoneInfo(tz)
-    except Exception:
-        _fail(
-            UsageError(
-                f"unknown time zone {tz!r}",
-                where="--timezone",
-                hint="give an IANA name such as Europe/Berlin",
-            ),
-            2,
-        )
+        tz = zone(timezone)
+    except UsageError as e:
+        _fail(e, 2)
     h = _home(home)
     req = site.ExportRequest(home=h, dest=dest, fmt=fmt, sessions=sessions or None, tz=tz)
     try:

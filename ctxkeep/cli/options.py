@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 import typer
 
-from ctxkeep.timeutil import WHEN_FORMS
+from ctxkeep.service.when import WHEN_FORMS
 
 HomeOpt = typer.Option(
     None,
@@ -156,10 +156,10 @@ def _when_callback(opt: str):
         if value in (None, ""):
             return None
         from ctxkeep.errors import UsageError
-        from ctxkeep.timeutil import read_when
+        from ctxkeep.service.when import check_when
 
         try:
-            read_when(value, where=opt)
+            check_when(value, opt)
         except UsageError as e:
             raise OptionError(str(e), ctx=ctx, param=param) from None
         return value

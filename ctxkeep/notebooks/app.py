@@ -303,7 +303,7 @@ def _(mo, qp):
 
 
 @app.cell
-def _(f_agents, mo, search_box, st, svc_search, tr, tz, urllib):
+def _(f_agents, mo, search_box, st, svc_search, tr, urllib):
     if not search_box.value.strip():
         search_view = mo.md(
             "*Type words to search every stored session (the same search as `ctxkeep search`).*"
@@ -319,11 +319,12 @@ def _(f_agents, mo, search_box, st, svc_search, tr, tz, urllib):
                 _href = "?" + urllib.parse.urlencode(
                     {"tab": "Sessions", "session": _h.session_id, "entry": _h.entry_id}
                 )
+                _p = dict(_h.render())  # the one rendering of a hit (SearchHit.render)
                 _items.append(
-                    f'<li class="hit"><a href="{_href}" target="_top">{tr.html.escape(_h.title or _h.entry_id)}</a>'
-                    f"<br><small>{tr.html.escape(_h.agent)} · {tr.html.escape(_h.session_short_id)} · "
-                    f"{tr.html.escape(_h.kind)} · {tr.html.escape(tr.local_time(_h.ts, tz, '%Y-%m-%d %H:%M'))}</small>"
-                    f"<br>{tr.html.escape(_h.snippet)}</li>"
+                    f'<li class="hit"><a href="{_href}" target="_top">{tr.html.escape(_p.get("title") or _h.entry_id)}</a>'
+                    f"<br><small>{tr.html.escape(_p['head'])}</small>"
+                    + (f"<br>{tr.html.escape(_p['snippet'])}" if "snippet" in _p else "")
+                    + "</li>"
                 )
             search_view = mo.Html(
                 f"<p>{len(_res.hits)} hits for <b>{tr.html.escape(_res.query)}</b></p><ol>{''.join(_items)}</ol>"

@@ -18,14 +18,14 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks import analytics_current
-from ctxkeep.timeutil import local_timezone, when_day
+from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
 SCHEMA = 1
@@ -163,20 +163,6 @@ class Report:
     filters: Filters
     rows: list
     notes: list[str] = field(default_factory=list)
-
-
-def check_timezone(name: str) -> str:
-    """``name`` if it is an IANA time zone known to the system (zoneinfo), else
-    UsageError."""
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as e:
-        raise UsageError(
-            f"unknown time zone {name!r}",
-            where="--timezone",
-            hint="give an IANA name such as Europe/Berlin or UTC",
-        ) from e
-    return name
 
 
 def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:

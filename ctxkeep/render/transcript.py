@@ -528,7 +528,7 @@ def page_markdown(
     lines += [
         f"- agent: {s.agent}",
         f"- session: `{s.session_id}`",
-        f"- project: `{s.project_dir or ''}`",
+        f"- project: {_md_code(s.project_dir, 'unknown')}",
         f"- started: {local_time(s.started, tz)} ({tz}), duration {duration(s.started, s.ended) or '?'}",
         f"- messages: {t.messages:,}; tool calls: {s.tool_calls:,}; tokens: {s.tokens:,}; cost: {cost(s.cost_usd) or 'unknown'}",
     ]
@@ -546,6 +546,12 @@ def page_markdown(
     return "\n".join(lines) + "\n"
 
 
+def _md_code(text: str | None, empty: str) -> str:
+    """``text`` as inline code, or ``empty`` (plain) when there is none: an empty code
+    span renders as two backticks."""
+    return f"`{text}`" if text else empty
+
+
 def index_markdown(
     sessions: list[SessionSummary], *, tz: str, link: Callable[[str], str | None], note: str = ""
 ) -> str:
@@ -557,7 +563,7 @@ def index_markdown(
         name = _md_label(s.title or "(no prompt)").replace("|", "\\|")
         cell = ("↳ " if s.depth else "") + (f"[{name}]({href})" if href else name)
         out.append(
-            f"| {s.agent} | {cell} | `{(s.project_dir or '').replace('|', '/')}` | {local_time(s.started, tz, '%Y-%m-%d %H:%M')} "
+            f"| {s.agent} | {cell} | {_md_code((s.project_dir or '').replace('|', '/'), '-')} | {local_time(s.started, tz, '%Y-%m-%d %H:%M')} "
             f"| {s.messages:,} | {s.tool_calls:,} | {s.tokens:,} | {cost(s.cost_usd)} |"
         )
     if not sessions:

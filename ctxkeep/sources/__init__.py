@@ -107,6 +107,16 @@ class _Sources(Mapping):
 SOURCES: Mapping[str, Source] = _Sources()
 
 
+def file_mode(agent: str, path: str | Path) -> str | None:
+    """How ``agent``'s source reads the file at ``path`` (``contract.FileMode``:
+    ``append``, ``rewrite``, ``sqlite``, ``tree``; ``mode_for`` for a source with
+    files of several modes), or None for an agent no source reads (a note)."""
+    src = SOURCES.get(agent)
+    if src is None:
+        return None
+    return src.mode_for(Path(path)) if isinstance(src, ModeByPath) else src.MODE
+
+
 @functools.lru_cache(maxsize=64)
 def _has_change_test(src) -> bool:
     """``isinstance(src, ChangeTest)``, once per source (module or object): a runtime-checkable

@@ -53,7 +53,7 @@ def test_table_names_its_upstream_version_and_every_rule_compiles_in_re2():
         "kubernetes-secret-yaml",
         "nuget-config-password",
     }
-    assert all(type(r.rx).__module__.startswith("re2") for r in rs.rules)
+    assert all(type(r.rx.compiled()).__module__.startswith("re2") for r in rs.rules)
     assert set(R.KINDS) >= {r.id for r in rs.rules}
     # upstream samples for all but the rules the generator lists
     assert SAMPLES["rules_with_regex_samples"] == sorted(

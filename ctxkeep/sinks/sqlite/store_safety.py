@@ -34,7 +34,9 @@ descriptor would drop this process's POSIX locks on the file, SQLite's own).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import json
 import os
 import sqlite3
 import struct
@@ -46,6 +48,7 @@ from ctxkeep.sinks.files import (
     ANALYTICS_DB,
     ARCHIVE_DIR,
     BACKUPS_DIR,
+    INTEGRITY_STAMP,
     STORE_DB,
     STORE_ID_FILE,
 )
@@ -182,19 +185,74 @@ def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
     damaged b-tree. Reads every page: ~0.27 s per 170 MB, through a page cache cut to
     ``CHECK_CACHE_KIB`` meanwhile (then restored): read through the writer's 64 MiB
     cache, a check filled it with the whole store, up to 64 MB of RSS for an ingest of
-    a few lines (the hook path's budget, docs/design.md)."""
+    a few lines (the hook path's budget, docs/design.md). Damage found also removes the
+    ``INTEGRITY_STAMP`` (``forget_good``): no later run trusts the store unchecked."""
     cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size=-{CHECK_CACHE_KIB}")
     try:
         problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
     except sqlite3.DatabaseError as e:
         if is_corruption(e):
+            forget_good(Path(path).parent)
             raise damaged(path, e) from None
         raise
     finally:
         conn.execute(f"PRAGMA cache_size={int(cache)}")
     if problems != ["ok"]:
+        forget_good(Path(path).parent)
         raise damaged(path, "; ".join(problems))
+
+
+def _files_state(home: Path) -> list:
+    """``[inode, size, mtime_ns]`` of ``store.db`` and ``[size, mtime_ns]`` of its WAL
+    (None when absent or empty: a read-only open creates an empty one, which holds no
+    frame): what changes when any process writes or checkpoints the store."""
+    db = os.stat(Path(home) / STORE_DB)
+    try:
+        w = os.stat(Path(home) / (STORE_DB + "-wal"))
+        wal = [w.st_size, w.st_mtime_ns] if w.st_size else None
+    except FileNotFoundError:
+        wal = None
+    return [db.st_ino, db.st_size, db.st_mtime_ns, wal]
+
+
+def known_good(home: Path) -> bool:
+    """True when ``INTEGRITY_STAMP`` names the store's files as they are now: since
+    ctxkeep last knew the store undamaged (a ``check_integrity`` passed, or a run that
+    began on a known-good store committed, ``mark_good``) no process wrote
+    ``store.db`` or its WAL. What lets a few new lines (the hook path) skip the
+    whole-store read of ``check_integrity`` (~3 s at 2 GB); a file changed any other way
+    (another program, a restore, a torn copy) no longer matches, and the next ingest
+    reads every page. Damage that leaves size and mtime alone (a failing disk) is found
+    by the full check of every bigger ingest, of the maintenance commands and of
+    ``doctor``. Two stats and a small read; False on any error."""
+    try:
+        stamp = json.loads((Path(home) / INTEGRITY_STAMP).read_text())
+        return stamp == _files_state(home)
+    except (OSError, ValueError):
+        return False
+
+
+def mark_good(home: Path) -> None:
+    """Write ``INTEGRITY_STAMP`` for the store's files as they are now (the caller
+    knows the store undamaged: its check passed, or it began on a ``known_good`` store
+    and only SQLite wrote since; its connections are closed). Written whole (a
+    temporary file renamed over it); a failure to write only costs the next small
+    ingest a full check."""
+    p = Path(home) / INTEGRITY_STAMP
+    tmp = p.with_name(p.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(_files_state(home)))
+        os.replace(tmp, p)
+    except OSError:
+        forget_good(home)
+
+
+def forget_good(home: Path) -> None:
+    """Remove ``INTEGRITY_STAMP``: the next ingest checks every page."""
+    for name in (INTEGRITY_STAMP, INTEGRITY_STAMP + ".tmp"):
+        with contextlib.suppress(OSError):
+            (Path(home) / name).unlink()
 
 
 def header_id(store_id: str) -> int:
