@@ -132,6 +132,28 @@ def _view(text: str, decode: bool) -> tuple[str, list[int], list[int]]:
     return "".join(out), starts, ends
 
 
+def _json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
+
+
+def _before_quote(line: str, span: tuple[int, int, str]) -> tuple[int, int, str]:
+    """``span`` ended before the first unescaped ``"`` inside it (unchanged when it
+    holds none, or starts with one)."""
+    s, e, k = span
+    m = _QUOTE.search(line, s, e)
+    if m is None:
+        return span
+    q = m.end() - 1
+    return (s, q, k) if q > s else span
+
+
 def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
     """``data`` with its secrets redacted (``transforms.redact``) and the values
     replaced per kind. JSONL is redacted line by line (no JSON string holds a raw
@@ -156,7 +178,8 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
       bytes the vault scanned (``docs/design.md``, "Throughput").
 
     A span never splits an escape (a decoded one is replaced whole), so JSON stays
-    valid."""
+    valid; a span that would take a JSON line's closing quote (a rule whose class
+    takes ``"``: gitleaks' ``sentry-org-token``) ends before it."""
     import polars as pl
 
     from ctxkeep.transforms.redact import redact_counts, redact_series, replace_spans, secret_spans
@@ -194,6 +217,12 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
         view, starts, ends = _view(lines[i], decode)
         spans = [(starts[a], ends[b - 1], k) for a, b, k in secret_spans(view)]
         red[i], n = replace_spans(lines[i], spans)
+        if decode and not whole and not _json(red[i]) and _json(lines[i]):
+            # a rule whose class takes '"' ate a string's closing quote: cut such a span
+            # at that quote, if the line is JSON then (else the whole span goes)
+            cut, m = replace_spans(lines[i], [_before_quote(lines[i], sp) for sp in spans])
+            if _json(cut):
+                red[i], n = cut, m
         counts.update(n)
     if not counts:
         return data, counts
