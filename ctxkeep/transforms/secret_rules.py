@@ -5,8 +5,9 @@ upgrade with that script; never edit the JSON by hand.
 
 Matching follows gitleaks' ``detect/detect.go`` (v8.30): a rule runs on a text only
 when one of its ``keywords`` occurs in it (case-insensitive; gitleaks uses
-Aho-Corasick, here one ``re2.Set`` over the keywords, or Polars' ``str.contains_any``
-for a Series); its regex (Go RE2 syntax, compiled with ``google-re2``; the few RE2
+Aho-Corasick, here one ``re2.Set`` over the keywords, or Polars' ``str.extract_many``
+for a Series, where ``rust_gate`` then runs the rule's regex in Rust over the texts
+holding its keywords: ``transforms.redact._gated``); its regex (Go RE2 syntax, compiled with ``google-re2``; the few RE2
 refuses fall back to Python ``re``) finds the matches; the secret is the
 ``secretGroup``, else the first non-empty capture group, else the whole match; a
 secret whose Shannon entropy is ≤ the rule's ``entropy`` is dropped; then the global
@@ -143,7 +144,7 @@ class RuleSet(NamedTuple):
     kw_set: KeywordSet  # the keywords, case-insensitive (compiled on first use)
     global_regexes: tuple
     global_stopwords: tuple[str, ...]
-    kw_position: dict[str, int]  # keyword → its index in ``keywords``
+    gates: tuple[str | None, ...]  # rule index → ``rust_gate`` of its regex (None: none)
 
 
 @cache
@@ -213,8 +214,57 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
         kw_set,
         tuple(LazyRegex(x, "re2") for x in g["regexes"]),
         tuple(g["stopwords"]),
-        {k: i for i, k in enumerate(keywords)},
+        tuple(rust_gate(r["regex"]) for r in table_["rules"]),
     )
+
+
+#: Go RE2's ASCII Perl classes (``\\w``, ``\\s``, ``\\d``; RE2 syntax, github.com/google/re2/wiki/Syntax)
+_ASCII_CLASSES = {"w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r ", "d": "0-9"}
+
+
+def rust_gate(pattern: str) -> str | None:
+    """``pattern`` (Go RE2 syntax, a table regex) as a pattern of Rust's ``regex`` crate
+    (Polars' ``str.contains``) that matches every text the RE2 regex matches: the lazy
+    key prefix of a semi-generic rule dropped (``_SEMI_GENERIC``: a match minus its
+    prefix), ``\\w``/``\\s``/``\\d`` and their negations written as Go's ASCII sets (Rust's
+    are Unicode: its ``\\W`` would miss ``é``), ``\\b``/``\\B`` as ASCII boundaries
+    (``(?-u:\\b)``). None when a negated class sits inside a bracket (``[^\\W]``: no
+    exact rewrite); the caller then runs the rule wherever its keywords are."""
+    if pattern.startswith(_SEMI_GENERIC):
+        pattern = "(?i)" + pattern[len(_SEMI_GENERIC) :]
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            n = pattern[i + 1]
+            if n in _ASCII_CLASSES:
+                out.append(_ASCII_CLASSES[n] if in_class else f"[{_ASCII_CLASSES[n]}]")
+            elif n in "WSD":
+                if in_class:
+                    return None
+                out.append(f"[^{_ASCII_CLASSES[n.lower()]}]")
+            elif n in "bB":
+                out.append(f"(?-u:\\{n})")
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            out.append(c)
+            i += 1
+            if pattern[i : i + 1] == "^":
+                out.append("^")
+                i += 1
+            if pattern[i : i + 1] == "]":  # a literal ] first in the class
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _line(raw: bytes, start: int, end: int) -> bytes:
@@ -240,16 +290,11 @@ def _allowed(a: _Allow, secret: bytes, match: bytes, line: bytes) -> bool:
     return all(checks) if a.and_ else any(checks)
 
 
-def rules_for(raw: bytes, rs: RuleSet | None = None, hits=None) -> list[int]:
-    """Indexes of the rules whose keywords occur in ``raw`` (plus the keyword-less
-    ones), in table order. ``hits``: the (lower-case) keywords already found in it
-    (Polars' ``str.extract_many``), else the keyword Set finds them."""
+def rules_for(raw: bytes, rs: RuleSet | None = None) -> list[int]:
+    """Indexes of the rules whose keywords occur in ``raw`` (the keyword Set finds
+    them; plus the keyword-less ones), in table order."""
     rs = rs or ruleset()
-    if hits is not None:
-        index = rs.kw_position
-        found = [index[k] for k in hits if k in index]
-    else:
-        found = rs.kw_set.match(raw) or []
+    found = rs.kw_set.match(raw) or []
     if not found:
         return list(rs.always)
     out = set(rs.always)
@@ -258,12 +303,13 @@ def rules_for(raw: bytes, rs: RuleSet | None = None, hits=None) -> list[int]:
     return sorted(out)
 
 
-def find_bytes(raw: bytes, rs: RuleSet | None = None, hits=None) -> list[tuple[int, int, str]]:
+def find_bytes(raw: bytes, rs: RuleSet | None = None, rules=None) -> list[tuple[int, int, str]]:
     """``(start, end, rule_id)`` byte spans of the secrets in UTF-8 ``raw``, in rule
-    order (overlaps not merged). ``hits``: as ``rules_for``'."""
+    order (overlaps not merged). ``rules``: the rule indexes to run (in table order;
+    ``transforms.redact`` knows them for a Series), else ``rules_for``'."""
     rs = rs or ruleset()
     out = []
-    for i in rules_for(raw, rs, hits):
+    for i in rules_for(raw, rs) if rules is None else rules:
         r = rs.rules[i]
         if r.pre is not None and r.pre.search(raw) is None:
             continue
@@ -306,13 +352,13 @@ def _encode(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def find(text: str, rs: RuleSet | None = None, extra=(), hits=None) -> list[tuple[int, int, str]]:
+def find(text: str, rs: RuleSet | None = None, extra=(), rules=None) -> list[tuple[int, int, str]]:
     """``(start, end, rule_id)`` character spans of the secrets in ``text``: the
     table's rules', then those of ``extra``: ``(kind, compiled RE2 pattern with a
     group ``s`` at index g, check(value: str, match) -> bool, g)`` run on every text
-    given. ``hits``: as ``rules_for``'."""
+    given. ``rules``: as ``find_bytes``'."""
     raw = _encode(text)
-    spans = find_bytes(raw, rs, hits)
+    spans = find_bytes(raw, rs, rules)
     for kind, rx, check, g in extra:
         for m in rx.finditer(raw):
             v = m.group(g)
@@ -334,8 +380,3 @@ def keywords() -> tuple[str, ...]:
     """Every rule keyword (lower case): a text holding none of them (ASCII
     case-insensitively) is matched by no rule except the keyword-less ones."""
     return tuple(dict.fromkeys(k for r in table()["rules"] for k in r["keywords"]))
-
-
-def has_keywordless() -> bool:
-    """Whether a rule has no keyword (then every text runs it)."""
-    return any(not r["keywords"] for r in table()["rules"])
