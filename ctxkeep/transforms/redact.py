@@ -628,6 +628,19 @@ def redact_counts(text: str) -> tuple[str, Counter]:
     return _apply(text, _spans(text))
 
 
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """The merged ``(start, end, kind)`` character spans ``redact_counts`` replaces in
+    ``text`` (exact, no prefilter), in order; ``replace_spans`` applies them."""
+    return _spans(text)
+
+
+def replace_spans(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, Counter]:
+    """``text`` with ``spans`` (ordered, not overlapping: ``secret_spans``', possibly
+    moved to another text's offsets) replaced by their markers, and the Counter of
+    the values replaced per kind."""
+    return _apply(text, spans)
+
+
 def _apply(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, Counter]:
     """``text`` with ``spans`` (``_spans``') replaced by their markers, and the Counter."""
     if not spans:
