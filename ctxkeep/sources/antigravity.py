@@ -117,6 +117,8 @@ TOOL_NAMES = frozenset(
 )
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _MAX_DEPTH = 24
+#: the key before the first row of a keyset page (``readers.sqlite.read_pages``)
+_FIRST: Any = -1
 REASON_ENCRYPTED = "encrypted conversation stream (.pb): not readable without the agent's key"
 _MAX_FIELDS = 200_000
 
@@ -404,7 +406,7 @@ def _parent(db: Path) -> str | None:
 
 
 def _artifacts(agent: str, root: Path, sid: str, base: dict) -> list[dict]:
-    out = []
+    out: list[dict] = []
     folder = root / "brain" / sid
     try:
         names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".md"))
@@ -533,7 +535,7 @@ class AntigravitySource:
             mtime = path.stat().st_mtime
         except OSError:
             mtime = None
-        base = {
+        base: dict[str, Any] = {
             "agent": self.AGENT,
             "session_id": sid,
             "parent_session_id": _parent(path),
@@ -550,7 +552,7 @@ class AntigravitySource:
         stype = "step_type" if has_type else "0"
         sql = f"SELECT idx, {stype}, step_payload FROM steps WHERE idx > ? ORDER BY idx LIMIT ?"
         nbytes = 0
-        for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], -1):
+        for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], _FIRST):
             for idx, st, payload in rows:
                 raw = bytes(payload) if isinstance(payload, bytes | memoryview) else b""
                 nbytes += len(raw)
@@ -580,7 +582,7 @@ class AntigravitySource:
                 entries += got
         if has_gen:
             gsql = "SELECT idx, data FROM gen_metadata WHERE idx > ? ORDER BY idx LIMIT ?"
-            for rows, _, _ in read_pages(path, gsql, lambda k: (k,), lambda r: r[0], -1):
+            for rows, _, _ in read_pages(path, gsql, lambda k: (k,), lambda r: r[0], _FIRST):
                 for idx, data in rows:
                     raw = bytes(data) if isinstance(data, bytes | memoryview) else b""
                     nbytes += len(raw)
