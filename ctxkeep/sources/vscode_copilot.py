@@ -265,7 +265,7 @@ def _result_text(item: dict) -> str:
     details = item.get("resultDetails")
     outs = details.get("output") if isinstance(details, dict) else None
     if isinstance(outs, list):
-        texts = [str(o["value"]) for o in outs if isinstance(o, dict) and isinstance(o.get("value"), str)]
+        texts = [o["value"] for o in outs if isinstance(o, dict) and isinstance(o.get("value"), str)]
         if texts:
             return "\n".join(texts)
     return _inv_text(item.get("pastTenseMessage"))
@@ -294,8 +294,7 @@ def request_entries(req: dict, sid: str, base: dict) -> list[dict]:
                 text=prompt.strip(),
             )
         )
-    got = req.get("response")
-    resp: list = got if isinstance(got, list) else []
+    resp: list = req["response"] if isinstance(req.get("response"), list) else []
     meta = dict_at(dict_at(req, "result"), "metadata")
     digest = hashlib.sha256(
         orjson.dumps([resp, req.get("result"), req.get("completionTokens")], option=orjson.OPT_SORT_KEYS)
