@@ -51,7 +51,7 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.coverage import Tally
 from ctxkeep.sources.readers.document import track_ids
 from ctxkeep.sources.readers.sqlite import DbRead, database_reader
-from ctxkeep.sources.vscode_copilot import _folder
+from ctxkeep.sources.vscode_copilot import workspace_folder
 
 AGENT = "trae"
 PARSER_VERSION = 1
@@ -96,7 +96,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         d.searched.append(ws)
         if ws.is_dir():
             for db in sorted_paths(ws.glob("*/state.vscdb")):
-                project = _folder(db.parent)
+                project = workspace_folder(db.parent)
                 d.add(db, MODE, {"project": project} if project else {})
         d.searched.append(user / "globalStorage")
         d.add(user / "globalStorage" / "state.vscdb", MODE)

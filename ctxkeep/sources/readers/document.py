@@ -210,6 +210,9 @@ def read_document(
         )
         return
     changes = state.pop("_status_changes", [])
+    # parts of the document the parser set aside (``(offset, raw bytes, reason)``: a
+    # mutation log's line that is not JSON), quarantined with the document's batch
+    quarantine += [quarantine_row(path, o, r, why) for o, r, why in state.pop("_set_aside", [])]
     complete = state.get("complete", True)
     version = state.get("_v")
     for i in range(0, max(len(entries), 1), DOC_BATCH_ENTRIES):
