@@ -144,6 +144,16 @@ class BackupConfig:
 
 
 @dataclass
+class VaultConfig:
+    """``[vault]``: ``enabled`` (default true): whether ingest and compress keep what
+    they read in the vault (``sinks.vault``; ``CTXKEEP_VAULT=0`` turns it off too).
+    Off, nothing is captured: ``reparse`` and the rebuilds from the vault cover only
+    what was captured while it was on."""
+
+    enabled: bool = True
+
+
+@dataclass
 class McpConfig:
     #: extra directories MCP ``ctx_index`` may read besides the project and home dirs
     index_roots: list[str] = field(default_factory=list)
@@ -200,6 +210,7 @@ class Config:
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     backup: BackupConfig = field(default_factory=BackupConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
+    vault: VaultConfig = field(default_factory=VaultConfig)
     purge: PurgeConfig | None = None
     #: this machine's name in a team lake (``machine = "laptop"``; None: the hostname,
     #: ``sinks.machine``); checked to be a Hive partition value at load
@@ -220,6 +231,7 @@ SECTIONS = {
     "retention": RetentionConfig,
     "backup": BackupConfig,
     "mcp": McpConfig,
+    "vault": VaultConfig,
     "purge": PurgeConfig,
 }
 #: the keys of an ``[agents.<name>]`` / ``[tools.<name>]`` table (``session_dirs`` and
@@ -487,6 +499,7 @@ def load_config(home: Path, env: dict[str, str] | None = None) -> Config:
     cfg.retention = _section(RetentionConfig, data.get("retention"))
     cfg.backup = _section(BackupConfig, data.get("backup"))
     cfg.mcp = _section(McpConfig, data.get("mcp"))
+    cfg.vault = _section(VaultConfig, data.get("vault"))
     cfg.purge = _section(PurgeConfig, data["purge"]) if "purge" in data else None
     if data.get("machine") is not None:
         cfg.machine = check_machine_name(data["machine"], str(path))

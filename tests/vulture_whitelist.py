@@ -120,3 +120,5 @@ previous_rate  # service.coverage.CoverageAlert
 pack_bytes
 # urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
 redirect_request
+# sources.antigravity: the IDE source object, looked up by name through sources._REGISTRY
+IDE

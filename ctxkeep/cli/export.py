@@ -88,7 +88,7 @@ def _with_progress(h: Path, req) -> dict:
 
 
 def _transcripts(
-    fmt: str, dest: Path, sessions: list[str], timezone: str | None, home, as_json: bool
+    fmt: str, dest: Path, sessions: list[str], timezone: str | None, home, as_json: bool, force: bool = False
 ) -> None:
     """``export markdown|html``: the static site of ``render.site`` with a progress bar."""
     from ctxkeep.render import site
@@ -99,7 +99,7 @@ def _transcripts(
     except UsageError as e:
         _fail(e, 2)
     h = _home(home)
-    req = site.ExportRequest(home=h, dest=dest, fmt=fmt, sessions=sessions or None, tz=tz)
+    req = site.ExportRequest(home=h, dest=dest, fmt=fmt, sessions=sessions or None, tz=tz, force=force)
     try:
         if as_json or not err.get().is_terminal:
             rep = site.export(req)
@@ -128,7 +128,12 @@ def _transcripts(
     out.print(
         f"wrote {n:,} session page{'s' * (n != 1)}"
         + (" and an index" if rep.index else "")
-        + f" to {rep.dest} ({_size(rep.bytes)})",
+        + f" to {rep.dest} ({_size(rep.bytes)})"
+        + (
+            f"; removed {len(rep.stale_removed):,} stale page(s) of sessions no longer stored"
+            if rep.stale_removed
+            else ""
+        ),
         highlight=False,
     )
     if fmt == "html":
@@ -137,6 +142,7 @@ def _transcripts(
             out.print(f"open {Path(first).resolve().as_uri()}", highlight=False)
 
 
+_FORCE_HELP = "Write into a non-empty DEST that holds no previous ctxkeep export (default: refuse)."
 _SESSION_HELP = "Only this session and the sub-agents it started (an id or unique prefix; repeatable). Default: every session, plus an index."
 
 
@@ -149,9 +155,10 @@ def export_html(
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
 ):
     """Write transcripts as self-contained HTML pages (Markdown rendered, code highlighted, tool calls folded; no remote URL)."""
-    _transcripts("html", dest, session, timezone, home, as_json)
+    _transcripts("html", dest, session, timezone, home, as_json, force)
 
 
 @export_app.command("markdown")
@@ -163,6 +170,7 @@ def export_markdown(
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
 ):
     """Write transcripts as Markdown files (tool calls and thinking folded in <details>)."""
-    _transcripts("markdown", dest, session, timezone, home, as_json)
+    _transcripts("markdown", dest, session, timezone, home, as_json, force)

@@ -319,7 +319,10 @@ def reindex(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Rebuild the FTS indexes and DuckDB from the SQLite entries."""
+    """Rebuild the FTS indexes and DuckDB from the SQLite entries.
+
+    The entries themselves are derived again from the vault by `ctxkeep reparse`
+    (reindex works on the stored rows)."""
     from ctxkeep.service.maintenance import ReindexRequest
     from ctxkeep.service.maintenance import reindex as ask
 
@@ -359,13 +362,14 @@ def backfill(
 
     A file is in the date range unless its last record is before --since or its first
     record is after --until (record times read from the file, not its mtime; agent
-    databases are always read)."""
-
-    from ctxkeep.service.maintenance import BackfillRequest
+    databases are always read). A file the agent deleted is derived from the vault
+    (as `ctxkeep reparse` does; its date is its last mtime)."""
+    from ctxkeep.service.maintenance import BackfillRequest, vaulted_gone
 
     h = _home(home)
     try:
-        require_paths(path or [])
+        if not (path and vaulted_gone(h, path)):
+            require_paths(path or [])
         req = BackfillRequest.parse(
             paths=path or [], since=since, until=until, agents=agent or None, dry_run=dry_run, prefect=prefect
         )
@@ -377,14 +381,24 @@ def backfill(
     if as_json:
         _print_json(rep)
         return
-    if dry_run or "ingest" not in rep:
+    gone = rep.get("from_vault") or []
+    if gone:
         out.print(
-            f"{'would re-read' if dry_run else 'nothing to re-read:'} {len(rep['files']):,} files "
-            f"({_size(rep['bytes'])})",
+            f"{'would derive' if dry_run else 'derived'} {_count(len(gone), 'file')} gone from disk "
+            "from the vault",
             highlight=False,
         )
-        for f in rep["files"][:50]:
+        for f in gone[:50]:
             out.print(f"  {f}", highlight=False)
+    if dry_run or "ingest" not in rep:
+        if dry_run or not gone:
+            out.print(
+                f"{'would re-read' if dry_run else 'nothing to re-read:'} {len(rep['files']):,} files "
+                f"({_size(rep['bytes'])})",
+                highlight=False,
+            )
+            for f in rep["files"][:50]:
+                out.print(f"  {f}", highlight=False)
         return
     s = rep["ingest"]
     out.print(

@@ -74,11 +74,12 @@ def split_values(values: str | Iterable[str] | None) -> list[str]:
 
 
 def closest(name: str, choices: Sequence[str]) -> str | None:
-    """The valid name nearest to ``name``: the shortest that starts with it, else the
-    closest by ``difflib`` (cutoff 0.6), or None."""
-    starts = [c for c in choices if c.startswith(name.lower())]  # claude → claude-code
+    """The valid name nearest to ``name``: the first (in the order of ``choices``: the
+    registry's, the most used agents first) that starts with it, else the closest by
+    ``difflib`` (cutoff 0.6), or None."""
+    starts = [c for c in choices if c.startswith(name.lower())]  # claude → claude-code, not claude-ai
     if starts:
-        return min(starts, key=len)
+        return starts[0]
     m = difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
     return m[0] if m else None
 

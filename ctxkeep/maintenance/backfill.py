@@ -174,8 +174,13 @@ def run_backfill(
     offset, reason); tombstoned (purged) sessions and archived entries stay out. Each
     file's watermark is saved with its entries.
 
+    Files the vault holds that are gone from disk (``vaulted_gone``: the agent deleted
+    them) are derived from the vault (``reparse.reparse`` of those paths), since no
+    file is left to read.
+
     Returns ``{"files": [paths], "problems": [...], "dry_run", "bytes": total size in
-    bytes}`` plus, unless ``dry_run`` or no file was selected, ``"ingest":
+    bytes, "from_vault": [paths gone from disk, derived from the vault]}`` plus
+    ``"reparse": {"files", "diff"}`` when some were, and, unless ``dry_run`` or no file was selected, ``"ingest":
     pipeline.Summary.as_dict()`` (its ``problems`` start with the selection's; recorded
     in ``runs`` as flow ``backfill``). Raises UsageError for an empty date range,
     StoreBusy when the lock stays taken past ``timeout`` seconds (-1: wait forever).
@@ -188,15 +193,66 @@ def run_backfill(
         "problems": problems,
         "bytes": total_bytes(files),
     }
-    if dry_run or not files:
+    gone = vaulted_gone(home, paths=paths, since=since, until=until, agents=agents)
+    out["from_vault"] = gone
+    if dry_run or not (files or gone):
         return out
     # the engine takes the lock again (reentrant in this process): held here so that
     # ``timeout`` and the StoreBusy message are backfill's own
     with hold(home, timeout, what="backfill"):
-        s = pipeline.run_ingest(
-            home, files=files, force=True, flow="backfill", on_bytes=pipeline.hooks.on_bytes
-        )
-    rep = s.as_dict()
-    rep["problems"] = list(problems) + [p for p in rep["problems"] if p not in problems]
-    out["ingest"] = rep
+        if files:
+            s = pipeline.run_ingest(
+                home, files=files, force=True, flow="backfill", on_bytes=pipeline.hooks.on_bytes
+            )
+            rep = s.as_dict()
+            rep["problems"] = list(problems) + [p for p in rep["problems"] if p not in problems]
+            out["ingest"] = rep
+        if gone:  # files the agents deleted: derived from the vault
+            from ctxkeep.maintenance.reparse import reparse
+
+            r = reparse(home, paths=gone)
+            out["reparse"] = {"files": r["files"], "diff": r["diff"]}
     return out
+
+
+def vaulted_gone(
+    home: Path,
+    *,
+    paths: list[Path] | None = None,
+    since=None,
+    until=None,
+    agents: list[str] | None = None,
+) -> list[str]:
+    """The files the vault holds that are gone from disk, as a backfill selects them:
+    under one of ``paths`` (files or dirs), of ``agents``, and (with a date range) whose
+    newest generation's mtime falls in it (the vault keeps the file's mtime, not its
+    record times). ``[]`` when there is no store or no vault."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.vault import manifest
+    from ctxkeep.timeutil import check_window
+
+    lo, hi = check_window(since, until)
+    try:
+        conn = sqlite_store.connect(Path(home), readonly=True)
+    except Exception:
+        return []
+    try:
+        latest = manifest.generations(conn, latest=True, agents=agents)
+    except Exception:  # a store before the vault
+        return []
+    finally:
+        conn.close()
+    roots = [Path(p).expanduser().absolute() for p in paths or []]
+    out = []
+    for g in latest:
+        p = Path(g.path)
+        if p.exists():
+            continue
+        if roots and not any(p == r or r in p.parents for r in roots):
+            continue
+        if lo or hi:
+            t = dt.datetime.fromtimestamp((g.mtime_ns or 0) / 1e9, dt.UTC)
+            if (lo and t < lo) or (hi and t > hi):
+                continue
+        out.append(g.path)
+    return sorted(out)

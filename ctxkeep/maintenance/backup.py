@@ -134,9 +134,12 @@ def restore(home: Path, file: Path) -> dict:
     """Install the store backup ``file`` as ``<home>/store.db``: check it
     (``check_backup``), take the store lock without waiting, move the current store
     aside (``store.db.replaced-<UTC>``), copy the backup in, open it (schema upgrade if
-    older) and rebuild DuckDB from it.
+    older), rebuild the vault's manifest from the packs and derive every file the vault
+    holds from it (``reparse.from_vault``: what was ingested after the backup comes
+    back), and rebuild DuckDB.
 
-    Returns ``{"restored": file, "moved_aside": [paths], "analytics": note}``. Raises
+    Returns ``{"restored": file, "moved_aside": [paths], "analytics": note, "vault":
+    [action lines]}``. Raises
     StoreError for an unusable file, StoreBusy while another run holds the lock."""
     from ctxkeep.maintenance.reindex import rebuild_analytics
 
@@ -144,12 +147,18 @@ def restore(home: Path, file: Path) -> dict:
     why = check_backup(file)
     if why:
         raise StoreError(f"not a usable store backup: {why}", where=str(file), hint="pick another backup")
+    from ctxkeep.maintenance.reparse import from_vault
+
     with hold(home, 0, what="restore"):
         moved = move_aside(home, "replaced")
         install(home, file)
+        # the vault is newer than the backup: its manifest is made again from the packs
+        # and every file it holds derived from it (``reparse.from_vault``), so what was
+        # ingested after the backup is back, compress's and purge's work included
+        vault_actions = from_vault(home)
         conn = sqlite_store.connect(home)
         try:
             note = rebuild_analytics(conn, home)
         finally:
             conn.close()
-    return {"restored": str(file), "moved_aside": moved, "analytics": note}
+    return {"restored": str(file), "moved_aside": moved, "analytics": note, "vault": vault_actions}

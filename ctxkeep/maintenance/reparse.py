@@ -15,9 +15,13 @@ checkpointed first, its WAL removed before the rename) and DuckDB is rebuilt. A 
 any point leaves the old store or the new one, never a mix; the copy left behind by a
 kill is removed by the next reparse.
 
+sst/opencode's JSON tree is one document per session (``sources.readers.tree``): it is
+unpacked under the work folder and read there by its source, its paths set back
+(``_tree_read``).
+
 Limits (said by the result's ``notes``): database agents (OpenCode, Crush, Goose,
-Cursor) and sst/opencode's JSON tree are not in the vault, their entries stay as they
-are; in a file whose secrets were redacted, ``source_offset`` counts the redacted bytes.
+Cursor) are not in the vault, their entries stay as they are; in a file whose secrets
+were redacted, ``source_offset`` counts the redacted bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from collections import Counter
 from contextlib import closing
 from pathlib import Path
 
+from ctxkeep.pipeline import readahead
 from ctxkeep.pipeline.engine import ingest_files
 from ctxkeep.sinks import recovery, vault
 from ctxkeep.sinks import sqlite as sqlite_store
@@ -119,6 +124,49 @@ def _materialize(conn, home: Path, gens: list[manifest.Generation], work: Path) 
     return out
 
 
+def _tree_read(g: manifest.Generation, doc: Path, work: Path) -> SourceFile:
+    """A JSON-tree session's generation (``sources.readers.tree`` document in ``doc``)
+    read by its source where it is unpacked (``work/<gen_id>/storage``, the files'
+    mtimes set back), its entries' paths and its watermark's set back to the tree the
+    vault met (``g.meta["storage"]``, ``g.path``); the batches wait in
+    ``readahead.PREREAD`` for the engine. Returns the ``SourceFile`` to ingest.
+    Raises ValueError for a document that is not a tree."""
+    import dataclasses
+
+    from ctxkeep.sources import SOURCES
+    from ctxkeep.sources.readers import tree
+
+    storage = Path(g.meta.get("storage") or Path(g.path).parent.parent.parent)
+    root = work / str(g.gen_id) / "storage"
+    for rel, mtime_ns, data in tree.unbundle(doc.read_bytes()):
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        os.utime(p, ns=(mtime_ns, mtime_ns))
+    try:
+        rel_session = Path(g.path).relative_to(storage)
+    except ValueError:
+        rel_session = Path(Path(g.path).name)
+    meta = {k: v for k, v in g.meta.items() if k != "vault_tree"}
+    local = SourceFile(g.agent, root / rel_session, "tree", dict(meta, storage=str(root)))
+    here, there = str(root), str(storage)
+    batches = []
+    for b in SOURCES[g.agent].read(local, None):
+        for e in b.entries:
+            sp = e.get("source_path")
+            if isinstance(sp, str) and sp.startswith(here):
+                e["source_path"] = there + sp[len(here) :]
+        for row in b.quarantine:
+            if isinstance(row.get("path"), str) and row["path"].startswith(here):
+                row["path"] = there + row["path"][len(here) :]
+        wm = b.watermark
+        if wm is not None:
+            wm = dataclasses.replace(wm, path=g.path, dev=g.dev, ino=g.ino, size=g.size, mtime_ns=g.mtime_ns)
+        batches.append(dataclasses.replace(b, watermark=wm, raw=None))
+    readahead.PREREAD[g.path] = batches
+    return SourceFile(g.agent, Path(g.path), "tree", meta)
+
+
 def _copy_store(home: Path, dest: Path) -> None:
     src = sqlite3.connect(f"file:{home / STORE_DB}?mode=ro", uri=True)
     dst = sqlite3.connect(dest)
@@ -134,6 +182,8 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
     inode, size, end offset), not the temporary files read, so a later ingest of an
     unchanged file reads nothing again."""
     for g in latest:
+        if g.meta.get("vault_tree"):  # (``_tree_read`` set its watermark)
+            continue
         conn.execute(
             "UPDATE watermarks SET dev = ?, ino = ?, size = ?, offset = CASE WHEN ? = 'document' THEN ? ELSE ? END "
             "WHERE path = ?",
@@ -144,12 +194,18 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
 def _compress_changes(conn, home: Path, gens: list[manifest.Generation]) -> None:
     """What compress did to the store when it wrote a generation (the removed lines'
     entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
-    pack's record), done again, in generation order."""
+    pack's record; the media it moved out: ``vault_media``), done again, in generation
+    order."""
     from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
+    from ctxkeep.sinks.vault import media as vault_media
 
     for g in gens:
         if g.gen < 2:  # compress writes a file's second generation or a later one
             continue
+        rows = vault_media.rows_of(conn, home, g.gen_id)
+        if rows:  # what compress moved out of the file, as it stored it
+            with sqlite_store.write(conn):
+                sqlite_store.put_media(conn, rows)
         extra = manifest.capture_extra(conn, home, g)
         if not extra:
             continue
@@ -165,12 +221,14 @@ def reparse(
     *,
     agents: list[str] | None = None,
     since_ns: int | None = None,
+    paths: list[str] | None = None,
     dry_run: bool = False,
     progress=None,
 ) -> dict:
     """Rebuild the selected agents' derivation from the vault (see the module doc).
     ``agents``: None for every agent the vault holds; ``since_ns``: only files whose
-    newest generation's mtime is at or after it. ``progress(phase)`` names each phase.
+    newest generation's mtime is at or after it; ``paths``: only these files (as the
+    manifest names them; ``backfill`` of files gone from disk). ``progress(phase)`` names each phase.
 
     Returns ``{"dry_run", "agents", "files", "generations", "diff": diff(), "notes",
     "seconds"}``. Raises StoreError (no store), StoreBusy, VaultDamaged (an object does
@@ -189,8 +247,13 @@ def reparse(
         latest: dict[str, manifest.Generation] = {}
         for g in gens:
             latest[g.path] = g
-        if since_ns is not None:
-            keep = {p for p, g in latest.items() if (g.mtime_ns or 0) >= since_ns}
+        if since_ns is not None or paths is not None:
+            want = set(paths) if paths is not None else None
+            keep = {
+                p
+                for p, g in latest.items()
+                if (since_ns is None or (g.mtime_ns or 0) >= since_ns) and (want is None or p in want)
+            }
             gens = [g for g in gens if g.path in keep]
             latest = {p: g for p, g in latest.items() if p in keep}
         chosen = sorted({g.agent for g in gens})
@@ -239,14 +302,19 @@ def reparse(
                             say(f"parsing generation {n}")
                             todo = []
                             for g in passes[n]:
-                                jsonl_reader.VIEW[g.path] = files[g.gen_id]
-                                mode = "rewrite" if g.mode == "document" else "append"
-                                todo.append((SourceFile(g.agent, Path(g.path), mode, dict(g.meta)), None))
+                                if g.meta.get("vault_tree"):  # sst/opencode's JSON tree
+                                    sf = _tree_read(g, files[g.gen_id], work / "trees")
+                                else:
+                                    jsonl_reader.VIEW[g.path] = files[g.gen_id]
+                                    mode = "rewrite" if g.mode == "document" else "append"
+                                    sf = SourceFile(g.agent, Path(g.path), mode, dict(g.meta))
+                                todo.append((sf, None))
                             try:
                                 ingest_files(new, todo, tombs, writer=False)
                             finally:
                                 for g in passes[n]:
                                     jsonl_reader.VIEW.pop(g.path, None)
+                                    readahead.PREREAD.pop(g.path, None)
                     say("applying compress's changes")
                     _compress_changes(new, home, gens)
                     with sqlite_store.write(new):
@@ -280,11 +348,50 @@ def reparse(
         "files": len(latest),
         "generations": len(gens),
         "diff": d,
-        "notes": [
-            "database agents and sst/opencode's JSON tree are not in the vault: their entries are kept as they are"
-        ],
+        "notes": ["database agents are not in the vault: their entries are kept as they are"],
         "seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+#: the vault's manifest tables, in the order their rows are deleted
+MANIFEST_TABLES = (
+    "vault_media",
+    "vault_segments",
+    "vault_generations",
+    "vault_files",
+    "vault_objects",
+    "vault_packs",
+)
+
+
+def from_vault(home: Path, progress=None) -> list[str]:
+    """Make the store at ``home`` (a store backup just installed, older than the vault)
+    agree with the vault, then derive every vaulted file from it: the manifest is
+    rebuilt from the packs on disk (its rows deleted, every pack's record replayed:
+    ``sinks.vault.capture.replay``, which skips the files a purge forgot; a backup's rows
+    may name packs a purge's sweep replaced), then ``reparse`` of every agent the vault
+    holds. Returns the actions' lines (none when the vault has no pack). Raises what
+    ``reparse`` raises."""
+    from ctxkeep.sinks.vault import capture, packs
+
+    home = Path(home)
+    if not packs.pack_names(home):
+        return []
+    out = []
+    with hold(home, what="reparse"):
+        conn = sqlite_store.connect(home)
+        try:
+            with sqlite_store.write(conn):
+                for t in MANIFEST_TABLES:
+                    conn.execute(f"DELETE FROM {t}")
+                n = capture.replay(conn, home)
+        finally:
+            conn.close()
+        out.append(f"rebuilt the vault's manifest from {n:,} packs")
+        r = reparse(home, progress=progress)
+    added = sum(e["added"] for e in r["diff"]["entries"])
+    out.append(f"derived the entries of {r['files']:,} files from the vault ({added:,} added)")
+    return out
 
 
 def _json(values: list[str]) -> str:
@@ -312,4 +419,4 @@ def _swap(home: Path, new_db: Path) -> None:
     os.replace(new_db, db)
 
 
-__all__ = ["KEPT_STATUSES", "diff", "reparse"]
+__all__ = ["KEPT_STATUSES", "MANIFEST_TABLES", "diff", "from_vault", "reparse"]

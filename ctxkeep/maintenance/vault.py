@@ -224,7 +224,43 @@ def session_files(conn, session_id: str) -> list[str]:
         "JOIN vault_files vf ON vf.path = fi.path WHERE e.session_id = ?1 OR e.parent_session_id = ?1",
         (session_id,),
     ).fetchall()
-    return sorted(r[0] for r in rows)
+    # an sst/opencode JSON tree is held as its session file (``storage/session/<project
+    # id>/<name>.json``); its entries name its message files (``storage/message/<name>/``)
+    # and part files
+    trees = conn.execute("SELECT path, meta FROM vault_files WHERE meta LIKE '%\"vault_tree\"%'").fetchall()
+    out = {r[0] for r in rows}
+    if trees:
+        srcs = [
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT fi.path FROM entry_rows e JOIN files fi ON fi.file_id = e.file_id "
+                "WHERE e.session_id = ?1 OR e.parent_session_id = ?1",
+                (session_id,),
+            )
+        ]
+        for path, meta in trees:
+            p = Path(path)
+            storage = str(json.loads(meta or "{}").get("storage") or p.parent.parent.parent)
+            msgs = f"{storage}/message/{p.stem}/"
+            if any(x.startswith(msgs) for x in srcs):
+                out.add(path)
+    return sorted(out)
+
+
+def _targets(
+    g: manifest.Generation, data: bytes, to: Path | None, user_home: Path
+) -> list[tuple[Path, bytes, int | None]]:
+    """Where each file of generation ``g`` goes, with its bytes and mtime: the file
+    itself, or (a JSON tree, ``sources.readers.tree``) each file of the tree under the
+    storage folder the vault met it in."""
+    from ctxkeep.sources.readers import tree
+
+    if not g.meta.get("vault_tree"):
+        files = [(Path(g.path), data, g.mtime_ns)]
+    else:
+        storage = Path(g.meta.get("storage") or Path(g.path).parent.parent.parent)
+        files = [(storage / rel, body, m) for rel, m, body in tree.unbundle(data)]
+    return [(p if to is None else Path(to) / _relative(str(p), user_home), d, m) for p, d, m in files]
 
 
 def _relative(path: str, user_home: Path) -> Path:
@@ -265,6 +301,7 @@ def vault_restore(
     with the same layout relative to the user's home (``user_home``, default
     ``$HOME``; a path outside it under its full path), each with its original mtime.
     ``all_missing``: every file the vault holds that is missing on disk (no session).
+    An sst/opencode JSON tree comes back as its files (session, messages, parts).
 
     Nothing is written when one target exists and ``force`` is not given. Returns
     ``{"session", "files": [{"path", "to", "bytes", "redactions"}]}``. Raises
@@ -296,9 +333,10 @@ def vault_restore(
                     where=str(vault_dir(home)),
                     hint="restore needs a generation kept from its first byte",
                 )
-            target = Path(path) if to is None else Path(to) / _relative(path, user_home)
-            plans.append((g, target))
-        exists = [str(t) for _, t in plans if t.exists() or t.is_symlink()]
+            plans.append((g, _targets(g, manifest.gen_bytes(conn, Path(home), g), to, user_home)))
+        if all_missing:  # (a tree's files that are on disk stay as they are)
+            plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
+        exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
         if exists and not force:  # a failure (exit 1), not wrong usage: the command was right
             raise CtxkeepError(
                 f"{len(exists)} file(s) exist, e.g. {exists[0]}",
@@ -306,10 +344,12 @@ def vault_restore(
                 hint="pass --force to overwrite them, or --to DIR",
             )
         done = []
-        for g, target in plans:
-            data = manifest.gen_bytes(conn, Path(home), g)
-            _write_restored(target, data, g.mtime_ns)
-            done.append({"path": g.path, "to": str(target), "bytes": len(data), "redactions": g.redactions})
+        for g, targets in plans:
+            for target, data, mtime_ns in targets:
+                _write_restored(target, data, mtime_ns)
+                done.append(
+                    {"path": g.path, "to": str(target), "bytes": len(data), "redactions": g.redactions}
+                )
     finally:
         conn.close()
     return {"session": sid, "files": done}

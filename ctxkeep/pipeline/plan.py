@@ -164,7 +164,7 @@ def plan(
 
 
 #: the file modes the vault captures (``sources.readers.jsonl`` and ``document``)
-VAULTED_MODES = ("append", "rewrite")
+VAULTED_MODES = ("append", "rewrite", "tree")  # (tree: sst/opencode's JSON tree, one document)
 
 
 def reparse_due(conn) -> list[str]:
@@ -200,6 +200,9 @@ def _unvaulted(conn, files: list[SourceFile], wms: dict) -> set[str]:
     from ctxkeep.sinks import vault
 
     if conn is None or not wms or not vault.enabled():
+        return set()
+    home = vault.home_of(conn)
+    if home is None or not vault.configured(home):  # ``[vault] enabled = false``
         return set()
     try:
         held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}

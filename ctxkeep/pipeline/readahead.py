@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from ctxkeep.pipeline.stable_ids import rekey
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources.contract import Batch, SourceFile, Watermark
 from ctxkeep.sources.coverage import from_entries
@@ -44,6 +45,11 @@ class ReadItem(NamedTuple):
         return self.n_entries if self.n_entries is not None else len(self.batch.entries)
 
 
+#: path → the batches to yield for it instead of reading it (``maintenance.reparse``:
+#: a JSON tree materialized from the vault, read where it was put, its paths set back)
+PREREAD: dict[str, list[Batch]] = {}
+
+
 def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
     ``ReadItem(file, None, read)`` per file. A batch whose source left
@@ -51,12 +57,14 @@ def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[Read
     a read from the start, which replaces the file's ledger rows: the first batch of a
     rewritten document or JSON tree, of a file never read, or of a changed parser)."""
     for f, wm in todo:
-        if not readable(f.path):
+        pre = PREREAD.pop(str(f.path), None)
+        if pre is None and not readable(f.path):
             yield ReadItem(f, None, False)
             continue
         got = False
         src = SOURCES[f.agent]
-        for batch in src.read(f, wm):
+        for batch in pre if pre is not None else src.read(f, wm):
+            rekey(batch)  # ids of lines that held a secret: the redacted line's hash
             if batch.coverage is None:  # a source that reports nothing: tallied from its entries
                 batch.coverage = from_entries(
                     batch.entries,
@@ -68,7 +76,7 @@ def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[Read
                 )
             got = True
             yield ReadItem(f, batch)
-        yield ReadItem(f, None, got or readable(f.path))
+        yield ReadItem(f, None, got or pre is not None or readable(f.path))
 
 
 #: source batches the reader thread may hold ahead of the transform + load (0: read

@@ -88,11 +88,15 @@ class RestoreResult(Shape):
     restored: str = Field(description="the backup installed")
     moved_aside: list[str] | None = Field(None, description="the store files moved aside")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did")
+    vault: list[str] = Field(
+        None, description="what the rebuild from the vault did (manifest replayed, files derived)"
+    )
 
 
 def restore(home: Path, req: RestoreRequest) -> RestoreResult:
-    """Install ``req.file`` as the store (the current one moved aside, DuckDB rebuilt).
-    Raises NotFound, StoreError, StoreBusy."""
+    """Install ``req.file`` as the store (the current one moved aside), derive every
+    file the vault holds from it again, rebuild DuckDB. Raises NotFound, StoreError,
+    StoreBusy, VaultDamaged."""
     from ctxkeep.maintenance.backup import restore as run_restore
 
     return RestoreResult(**run_restore(Path(home), req.file))

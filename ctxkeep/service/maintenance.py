@@ -113,6 +113,13 @@ class BackfillResult(Shape):
     ingest: dict[str, Any] | None = Field(
         None, description="(not with --dry-run) the ingest summary, as `ingest --json`"
     )
+    from_vault: list[str] | None = Field(
+        None, description="the files gone from disk that the vault holds: derived from it (paths)"
+    )
+    reparse: dict[str, Any] | None = Field(
+        None,
+        description="(when from_vault is not empty, not with --dry-run) files and diff, as `reparse --json`",
+    )
 
 
 class RetentionRequest(Request):
@@ -212,6 +219,15 @@ def backfill(
         return BackfillResult(**engine.run_backfill(home, **sel))
     finally:
         pipeline.hooks.on_bytes = None
+
+
+def vaulted_gone(home: Path, paths: list[Path]) -> list[str]:
+    """The files under ``paths`` that are gone from disk but held by the vault
+    (``maintenance.backfill.vaulted_gone``): a backfill derives them from it, so
+    their paths need not exist."""
+    from ctxkeep.maintenance.backfill import vaulted_gone as gone
+
+    return gone(home, paths=paths)
 
 
 def is_loopback(host: str) -> bool:

@@ -58,7 +58,7 @@ from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
-PARSER_VERSION = 3  # 3: cache-write split and costUSD (a re-read fills them)
+PARSER_VERSION = 4  # 3: cache-write split and costUSD (a re-read fills them); 4: usage of lines without requestId keyed by message.id (store migration v14)
 MODE: Mode = "append"
 
 _META_TEXT_KEYS = (

@@ -66,10 +66,12 @@ from ctxkeep.sources.contract import (
     Discovery,
     DiscoveryContext,
     Mode,
+    RawCapture,
     SourceFile,
     Watermark,
     quarantine_row,
 )
+from ctxkeep.sources.readers import tree
 from ctxkeep.sources.readers.sqlite import (
     DbRead,
     advance_mark,
@@ -267,7 +269,12 @@ def _read_tree(
         parser_version=PARSER_VERSION,
         state=state,
     )
-    yield Batch(entries, quarantine, new_wm, bytes_read=nbytes, lines=len(msgs))
+    # the session's files, for the vault, as one document (``readers.tree``)
+    storage = _storage_of(file)
+    data = tree.bundle(storage, [file.path, *(x for m, ps in parts for x in (m, *ps))])
+    raw = RawCapture.of(file, "document", 0, data, st)
+    raw.meta["vault_tree"] = 1
+    yield Batch(entries, quarantine, new_wm, bytes_read=nbytes, lines=len(msgs), raw=raw)
 
 
 def _size(p: Path) -> int:

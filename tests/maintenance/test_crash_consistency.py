@@ -72,8 +72,9 @@ KILL_POINTS = {
         "intents:finish",
     ],
 }
-#: random-time trials per operation (slow): with the kill-point trials, ≥ 20 each
-RANDOM_TRIALS = 16
+#: random-time trials per operation (slow): with the kill-point trials, ≥ 30 each
+#: (``CRASH_RANDOM_TRIALS`` sets it)
+RANDOM_TRIALS = int(os.environ.get("CRASH_RANDOM_TRIALS", "24"))
 
 
 # ---------------------------------------------------------------- reading the stores
@@ -121,6 +122,38 @@ def scalar(home: Path, q: str, *args):
         return c.execute(q, args).fetchone()[0]
     finally:
         c.close()
+
+
+def check_vault(home: Path, purged_path: str | None = None) -> None:
+    """The vault reads back (``vault verify --full``: every object, every pack; orphan
+    packs of a killed run are the one fault allowed, and the next command leaves none
+    that a row needs), each append file's newest generation ends at its watermark, and
+    (``purged_path``) a purged session's file is neither in the manifest nor in any
+    pack's record."""
+    from ctxkeep.maintenance.vault import vault_verify
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.vault import manifest
+    from ctxkeep.sinks.vault.packs import pack_names, read_record
+
+    v = vault_verify(home, full=True)
+    assert all("orphan pack" in p for p in v["problems"]), v["problems"]
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        wm = dict(conn.execute("SELECT path, offset FROM watermarks").fetchall())
+        latest = manifest.generations(conn, latest=True)
+        assert latest, "nothing in the vault"
+        for g in latest:
+            if g.mode == "append" and g.path in wm:
+                assert g.start + g.length == wm[g.path], f"the vault and the watermark disagree on {g.path}"
+        if purged_path:
+            assert purged_path not in {g.path for g in latest}, "a purged file is still in the vault"
+    finally:
+        conn.close()
+    if purged_path:
+        for _name, path in pack_names(home):
+            rec = read_record(path)
+            caps = rec[0].get("captures", []) if rec else []
+            assert all(c.get("path") != purged_path for c in caps), f"a purged file's record in {path}"
 
 
 def check_consistent(home: Path) -> dict[str, tuple]:
@@ -234,6 +267,7 @@ class Bench:
                     (CLAUDE_SID, CLAUDE_SID),
                 )
             }
+            check_vault(home, str(self.files["claude"]) if purged else None)
             if purged:
                 assert not session and gone, "a purged session left rows"
                 assert CLAUDE_SID not in archive_sessions(home), "the purge left the session's archive rows"
@@ -249,6 +283,7 @@ class Bench:
             assert not set(after) & set(arch), "an entry both in SQLite and the archive"
             outcome += f", {len(set(arch) - set(before_archive))} archived"
         else:
+            check_vault(home)
             f = self.files["claude"]
             now = f.read_bytes()
             assert set(before) <= set(after), "entries lost"

@@ -101,6 +101,8 @@ def test_migrations_are_named_and_ordered():
         (10, "project dirs and load stamps as ids, chunk titles as spans"),
         (11, "the vault manifest"),
         (12, "the coverage ledger"),
+        (13, "the vault's media"),
+        (14, "Claude Code usage keyed by message id"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

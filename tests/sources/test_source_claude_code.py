@@ -288,3 +288,98 @@ def test_usage_without_request_id_is_counted_once_per_message_id(tmp_path):
     ingest(home, tmp_path / "store", "claude-code")
     rows = q(tmp_path / "store", "SELECT usage_key, output_tokens FROM usage ORDER BY usage_key")
     assert rows == [("msg_01ABC:", 20), ("msg_02DEF:", 20)]
+
+
+def _no_request_id_home(tmp_path):
+    import json
+
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-tmp-dedup"
+    proj.mkdir(parents=True)
+    usage = {"input_tokens": 10, "output_tokens": 20, "cache_read_input_tokens": 300}
+    sid = "5e551011-0000-4000-8000-0000000000dd"
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": sid, "timestamp": "2026-01-01T10:00:00Z",
+         "message": {"role": "user", "content": "hello"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": sid, "timestamp": "2026-01-01T10:00:01Z",
+         "message": {"id": "msg_01ABC", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                     "content": [{"type": "text", "text": "part one"}], "usage": usage}},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "a1", "sessionId": sid, "timestamp": "2026-01-01T10:00:02Z",
+         "message": {"id": "msg_01ABC", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                     "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}],
+                     "usage": usage}},
+        {"type": "assistant", "uuid": "a3", "parentUuid": "a2", "sessionId": sid, "timestamp": "2026-01-01T10:00:03Z",
+         "message": {"id": "msg_01ABC", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                     "content": [{"type": "text", "text": "part three"}], "usage": usage}},
+    ]  # fmt: skip
+    f = proj / f"{sid}.jsonl"
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return home, f
+
+
+def _as_parser_v3_stored_it(store):
+    """Make the store what parser v3 (schema v13) stored for these lines: one usage row
+    per line, keyed ``line:<record id>``, each entry naming its line's key."""
+    import sqlite3
+
+    c = sqlite3.connect(store / "store.db")
+    with c:
+        firsts = c.execute(
+            "SELECT entry_id, usage_key FROM entry_rows WHERE usage_key LIKE 'msg_%:' ORDER BY source_offset"
+        ).fetchall()
+        assert len(firsts) == 3
+        cols = [r[1] for r in c.execute("PRAGMA table_info(usage)") if r[1] not in ("usage_key", "entry_id")]
+        for eid, key in firsts:
+            c.execute(
+                f"INSERT INTO usage(usage_key, entry_id, {', '.join(cols)}) "
+                f"SELECT 'line:' || ?, ?, {', '.join(cols)} FROM usage WHERE usage_key = ?",
+                (eid, eid, key),
+            )
+            c.execute("UPDATE entry_rows SET usage_key = 'line:' || entry_id WHERE entry_id = ?", (eid,))
+        c.execute("DELETE FROM usage WHERE usage_key LIKE 'msg_%:'")
+        c.execute("UPDATE meta SET value = '13' WHERE key = 'schema_version'")
+        c.execute("UPDATE watermarks SET parser_version = 3 WHERE agent = 'claude-code'")
+    c.close()
+
+
+def test_parser_v4_and_migration_14_count_a_requestless_response_once_in_an_old_store(tmp_path):
+    """A store parser v3 made (one usage row per line of a response without requestId:
+    3x its tokens): opening it migrates the keys (v14), the ingest re-reads the file
+    (parser v4) and adds no usage row: the totals are those of a fresh v4 store."""
+    from conftest import ingest, q
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    home, _f = _no_request_id_home(tmp_path)
+    fresh = tmp_path / "fresh"
+    ingest(home, fresh, "claude-code")
+    want = q(fresh, "SELECT usage_key, output_tokens FROM usage ORDER BY 1")
+    assert want == [("msg_01ABC:", 20)]
+    store = tmp_path / "store"
+    ingest(home, store, "claude-code")
+    _as_parser_v3_stored_it(store)
+    assert q(store, "SELECT sum(output_tokens) FROM usage") == [(60,)]  # counted per line
+    sqlite_store.connect(store).close()  # the upgrade
+    assert q(store, "SELECT usage_key, output_tokens FROM usage ORDER BY 1") == want
+    s = ingest(home, store, "claude-code")
+    assert s.files_read == 1 and s.entries_new == 0  # the parser bump re-reads the file
+    assert q(store, "SELECT usage_key, output_tokens FROM usage ORDER BY 1") == want
+    sql = "SELECT entry_id, usage_key FROM entries ORDER BY 1"
+    assert q(store, sql) == q(fresh, sql)
+
+
+def test_parser_v4_makes_ingest_say_a_reparse_is_due_for_claude_code_files_gone(tmp_path):
+    from conftest import ingest, q
+    from ctxkeep.maintenance.reparse import reparse
+
+    home, f = _no_request_id_home(tmp_path)
+    store = tmp_path / "store"
+    ingest(home, store, "claude-code")
+    _as_parser_v3_stored_it(store)
+    f.unlink()
+    s = ingest(home, store, "claude-code")
+    assert any("run `ctxkeep reparse --agent claude-code`" in p for p in s.problems), s.problems
+    assert q(store, "SELECT usage_key, output_tokens FROM usage ORDER BY 1") == [("msg_01ABC:", 20)]
+    r = reparse(store, agents=["claude-code"])
+    assert r["files"] == 1
+    assert q(store, "SELECT usage_key, output_tokens FROM usage ORDER BY 1") == [("msg_01ABC:", 20)]
+    assert q(store, "SELECT DISTINCT parser_version FROM watermarks") == [(4,)]

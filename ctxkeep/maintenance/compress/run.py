@@ -465,7 +465,14 @@ def compress_file(
     if rest.strip():
         r.status, r.reason = "refused", "the last line is incomplete (the agent may be writing it)"
         return r
-    hashes: dict[bytes, str] = {}  # line body → SHA-256: the kept lines are parsed again below
+    # line body → SHA-256: the kept lines are parsed again below; in a real run a line
+    # that held a secret is hashed redacted, as its ingest did (``pipeline.stable_ids``;
+    # a check imports no redaction and names such a line's entries by the raw line)
+    hashes: dict[bytes, str] = {}
+    if not dry_run:
+        from ctxkeep.pipeline.stable_ids import redacted_hashes
+
+        hashes = redacted_hashes([ln.body for ln in lines if ln.rec is not None])
     per_line = cp.line_entries(file, lines, hashes)
     ids = cp.line_entry_ids(file.agent, per_line)
     v = verify_store(conn, file, lines, ids)
@@ -650,7 +657,9 @@ def compress_file(
         # the rewritten file enters the vault as a new generation (the original stays
         # there whole), with what compress did to the store, in the watermark's
         # transaction: a reparse or a rebuild replays it (``maintenance.reparse``)
-        vg = _vault_capture(conn, file, new_data, new_st, sorted(removed_ids), moves)
+        vg = _vault_capture(
+            conn, file, new_data, new_st, sorted(removed_ids), moves, shr.media if shr is not None else None
+        )
         sqlite_store.load_batch(
             conn,
             quarantine=[],
@@ -1097,9 +1106,13 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 # changes to DuckDB once per run, after the run record (``_complete_run``).
 
 
-def _vault_capture(conn, file: SourceFile, data: bytes, st, archived: list[str], moves) -> object | None:
+def _vault_capture(
+    conn, file: SourceFile, data: bytes, st, archived: list[str], moves, media: list | None = None
+) -> object | None:
     """The vault's prepared capture of a file compress just wrote (``vault.Capturer``;
-    its pack is durable on return), or None when the vault is off."""
+    its pack is durable on return) with the ``media`` rows it moved out of the file
+    (``shrink.MediaRow``; ``sinks.vault.media``), or None when the vault is off."""
+    from ctxkeep.sinks.vault import media as vault_media
     from ctxkeep.sources.contract import RawCapture
 
     cap = vault.capturer_for(conn)
@@ -1107,7 +1120,10 @@ def _vault_capture(conn, file: SourceFile, data: bytes, st, archived: list[str],
         return None
     raw = RawCapture.of(file, "append", 0, data, st)
     raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves]}
-    return cap.prepare([raw])
+    blobs: dict[bytes, bytes] = {}
+    if media:
+        raw.extra["media"], blobs = vault_media.prepare(media)
+    return cap.prepare([raw], blobs)
 
 
 def _set_status(conn, home: Path | None, ids: list[str], status: str, from_status: str | None = None) -> int:

@@ -33,9 +33,11 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: alone, and the chunks are stored in ``chunk_rows`` with a title found in the text as
 #: its span (``title_stored``); ``chunks`` is a view with the v9 columns (``CHUNKS_VIEW``);
 #: v11: the vault's manifest (``sinks.vault``); v12: the coverage ledger ``coverage``
-#: (``sinks.sqlite.coverage``).
+#: (``sinks.sqlite.coverage``); v13: ``vault_media``, the media compress moved out of
+#: a file, kept in the vault with the generation compress wrote; v14: Claude Code's usage
+#: keys of lines without ``requestId`` (``migrations._claude_usage_keys``).
 #: Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 14
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -210,6 +212,12 @@ TABLES: dict[str, str] = {
     "vault_segments": """CREATE TABLE IF NOT EXISTS vault_segments(
   gen_id INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
   sha BLOB NOT NULL, skip INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(gen_id, seq)) WITHOUT ROWID""",
+    # (v13) what compress moved out of a file into the store's ``media`` table, kept
+    # with the generation it wrote: the entry, its seq, the media type, the object's
+    # SHA-256 and whether the value was text (stored UTF-8)
+    "vault_media": """CREATE TABLE IF NOT EXISTS vault_media(
+  gen_id INTEGER NOT NULL, entry_id TEXT NOT NULL, seq INTEGER NOT NULL, media_type TEXT NOT NULL,
+  sha BLOB NOT NULL, text INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(gen_id, entry_id, seq)) WITHOUT ROWID""",
 }
 
 FTS_TABLES: dict[str, str] = {

@@ -272,6 +272,52 @@ def _coverage(conn: sqlite3.Connection) -> None:
     conn.execute(ddl.TABLES["coverage"])
 
 
+def _vault_media(conn: sqlite3.Connection) -> None:
+    """v13: the vault's ``vault_media`` (media compress moves out of a file), empty:
+    a compress run before it kept its media in ``media`` only."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    conn.execute(ddl.TABLES["vault_media"])
+
+
+def _claude_usage_keys(conn: sqlite3.Connection) -> None:
+    """v14: Claude Code's usage of a response whose lines carry no ``requestId`` is
+    keyed by ``"<message.id>:"`` (parser v4; it was ``"line:<record id>"``, one row per
+    line, each repeating the response's usage: counted once per line). Per message id,
+    the row of the first line (file order) is kept under the new key, the others go,
+    and every entry that named one of the old keys names the new one: the store is as
+    a v4 parse makes it, so the re-read the parser bump starts (or a reparse) adds
+    nothing and doubles nothing."""
+    rows = conn.execute(
+        "SELECT u.usage_key, e.message_id FROM usage u JOIN entry_rows e ON e.entry_id = u.entry_id "
+        "WHERE u.agent = 'claude-code' AND u.usage_key LIKE 'line:%' AND e.message_id IS NOT NULL "
+        "AND e.message_id != '' AND (e.request_id IS NULL OR e.request_id = '') "
+        "ORDER BY e.message_id, e.file_id, e.source_offset, e.entry_id"
+    ).fetchall()
+    if not rows:
+        return
+    conn.execute("CREATE TEMP TABLE _v14(old TEXT PRIMARY KEY, new TEXT, keep INTEGER)")
+    seen: set[str] = set()
+    vals = []
+    for old, mid in rows:
+        new = f"{mid}:"
+        vals.append((old, new, int(new not in seen)))
+        seen.add(new)
+    conn.executemany("INSERT OR IGNORE INTO _v14 VALUES(?,?,?)", vals)
+    # a key a v4 read stored already (the same message in another file) keeps its row
+    conn.execute("UPDATE _v14 SET keep = 0 WHERE new IN (SELECT usage_key FROM usage)")
+    conn.execute("DELETE FROM usage WHERE usage_key IN (SELECT old FROM _v14 WHERE keep = 0)")
+    conn.execute(
+        "UPDATE usage SET usage_key = (SELECT new FROM _v14 WHERE old = usage.usage_key) "
+        "WHERE usage_key IN (SELECT old FROM _v14 WHERE keep = 1)"
+    )
+    conn.execute(
+        "UPDATE entry_rows SET usage_key = (SELECT new FROM _v14 WHERE old = entry_rows.usage_key) "
+        "WHERE usage_key IN (SELECT old FROM _v14)"
+    )
+    conn.execute("DROP TABLE _v14")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -290,6 +336,8 @@ MIGRATIONS: list[Migration] = [
     ),
     Migration(11, "the vault manifest", _vault_manifest, rebuilds_fts=False),
     Migration(12, "the coverage ledger", _coverage, rebuilds_fts=False),
+    Migration(13, "the vault's media", _vault_media, rebuilds_fts=False),
+    Migration(14, "Claude Code usage keyed by message id", _claude_usage_keys, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

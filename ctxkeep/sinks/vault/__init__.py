@@ -8,7 +8,8 @@ that a session outlives its agent's cleanup and every store can be derived again
 - ``manifest``: reading the manifest back (files, generations, a generation's bytes,
   verification, status figures).
 
-``CTXKEEP_VAULT=0`` turns capture off (the benchmarks' "vault off").
+``CTXKEEP_VAULT=0`` turns capture off (the benchmarks' "vault off"), as does
+``[vault] enabled = false`` in the home's ``config.toml`` (``configured``).
 """
 
 from __future__ import annotations
@@ -49,13 +50,26 @@ def home_of(conn) -> Path | None:
     return Path(row[2]).parent
 
 
+def configured(home: Path) -> bool:
+    """Whether ``<home>/config.toml`` leaves the vault on (``[vault] enabled``, default
+    true; a config that does not load leaves it on: the vault loses nothing)."""
+    from ctxkeep.config import load_config
+
+    try:
+        return load_config(home).vault.enabled
+    except Exception:
+        return True
+
+
 def capturer_for(conn) -> Capturer | None:
-    """A ``Capturer`` for the store of ``conn`` when the vault is on and the store is
-    a file (None otherwise: nothing is captured)."""
+    """A ``Capturer`` for the store of ``conn`` when the vault is on (``enabled`` and
+    ``configured``) and the store is a file (None otherwise: nothing is captured)."""
     if not enabled():
         return None
     home = home_of(conn)
-    return Capturer(home, conn) if home is not None else None
+    if home is None or not configured(home):
+        return None
+    return Capturer(home, conn)
 
 
 __all__ = [
@@ -63,6 +77,7 @@ __all__ = [
     "PreparedGroup",
     "VaultDamaged",
     "capturer_for",
+    "configured",
     "enabled",
     "home_of",
     "record",

@@ -163,17 +163,26 @@ class Capturer:
         except Exception:  # a store before v11 (read-only plan) or busy: write it again
             return False
 
-    def prepare(self, raws: list[RawCapture]) -> PreparedGroup | None:
+    def prepare(
+        self, raws: list[RawCapture], blobs: dict[bytes, bytes] | None = None
+    ) -> PreparedGroup | None:
         """Redact, chunk, compress and write (one pack with its record, durable) the
-        captures ``raws``. Returns None when there are none. Raises OSError when the
-        pack cannot be written (the group is then not stored: nothing is lost, the
-        watermark stays)."""
+        captures ``raws``, with ``blobs`` (``SHA-256 → bytes``, already redacted: the
+        media compress moves out, named by a capture's ``extra["media"]``). Returns
+        None when there are none. Raises OSError when the pack cannot be written (the
+        group is then not stored: nothing is lost, the watermark stays)."""
         if not raws:
             return None
         out = PreparedGroup()
         b = PackBuilder()
+        for sha, data in (blobs or {}).items():
+            if not self._held(sha):
+                b.add(sha, data)
         for raw in raws:
-            red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+            if raw.redacted is not None:  # redacted by the pipeline (``stable_ids.rekey``)
+                red, counts = raw.redacted[0], Counter(raw.redacted[1])
+            else:
+                red, counts = redact_raw(raw.data, whole=raw.mode == "document")
             chunks: list[bytes] = []
             sha = hashlib.sha256(red).digest()
             if raw.mode == "document":
@@ -359,35 +368,57 @@ def record(conn, home: Path, g: PreparedGroup | None, load: Load | None = None) 
     stamp = now_iso()
     _insert_objects(conn, g)
     for p in g.items:
-        vfile_id = _file_id(conn, p)
-        cur = conn.execute(
-            "SELECT gen_id, start, length, doc_sha FROM vault_generations WHERE vfile_id = ? "
-            "ORDER BY gen DESC LIMIT 1",
-            (vfile_id,),
-        ).fetchone()
-        if p.mode == "document":
-            if cur is not None and cur[3] == p.sha:
-                continue  # the version held (a re-read after a parser change)
-            _new_generation(conn, vfile_id, p, stamp)
-            continue
-        if cur is None:
-            _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
-            continue
-        gen_id, start, length, _ = cur
-        end = start + length
-        if p.offset == end:
-            _append_segment(conn, gen_id, p, stamp)
-            continue
-        held = None
-        if start <= p.offset < end and p.size >= end:  # (a file now shorter: a new generation)
-            red = p.red if p.red is not None else load(p.sha)
-            held = _held_prefix(conn, gen_id, p, red, load)
-        if held is None:  # shrank, replaced, or bytes that differ: a new generation
-            _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
-            continue
-        if held[0] >= p.length:
-            continue  # every byte held already
-        _append_segment(conn, gen_id, p, stamp, skip=held[1], skip_orig=held[0])
+        _record_one(conn, p, stamp, load)
+        if p.extra.get("media"):
+            _record_media(conn, p)
+
+
+def _record_media(conn, p: Prepared) -> None:
+    """The ``vault_media`` rows of a capture compress made (``extra["media"]``: ``[[entry
+    id, seq, media type, object SHA-256 hex, text flag], …]``), on the file's newest
+    generation (the one the capture started)."""
+    gen_id = conn.execute(
+        "SELECT g.gen_id FROM vault_generations g JOIN vault_files f ON f.vfile_id = g.vfile_id "
+        "WHERE f.path = ? ORDER BY g.gen DESC LIMIT 1",
+        (p.path,),
+    ).fetchone()[0]
+    conn.executemany(
+        "INSERT OR REPLACE INTO vault_media(gen_id, entry_id, seq, media_type, sha, text) VALUES(?,?,?,?,?,?)",
+        [(gen_id, e, seq, mt, bytes.fromhex(sha), int(bool(t))) for e, seq, mt, sha, t in p.extra["media"]],
+    )
+
+
+def _record_one(conn, p: Prepared, stamp: str, load: Load) -> None:
+    """The manifest rows of one capture (``record``)."""
+    vfile_id = _file_id(conn, p)
+    cur = conn.execute(
+        "SELECT gen_id, start, length, doc_sha FROM vault_generations WHERE vfile_id = ? "
+        "ORDER BY gen DESC LIMIT 1",
+        (vfile_id,),
+    ).fetchone()
+    if p.mode == "document":
+        if cur is not None and cur[3] == p.sha:
+            return  # the version held (a re-read after a parser change)
+        _new_generation(conn, vfile_id, p, stamp)
+        return
+    if cur is None:
+        _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
+        return
+    gen_id, start, length, _ = cur
+    end = start + length
+    if p.offset == end:
+        _append_segment(conn, gen_id, p, stamp)
+        return
+    held = None
+    if start <= p.offset < end and p.size >= end:  # (a file now shorter: a new generation)
+        red = p.red if p.red is not None else load(p.sha)
+        held = _held_prefix(conn, gen_id, p, red, load)
+    if held is None:  # shrank, replaced, or bytes that differ: a new generation
+        _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
+        return
+    if held[0] >= p.length:
+        return  # every byte held already
+    _append_segment(conn, gen_id, p, stamp, skip=held[1], skip_orig=held[0])
 
 
 def replay(conn, home: Path, progress=None) -> int:

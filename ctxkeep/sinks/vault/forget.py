@@ -57,6 +57,10 @@ def forget(conn, home: Path, paths: list[str]) -> int:
         os.close(fd)
     for vid, _ in ids:
         conn.execute(
+            "DELETE FROM vault_media WHERE gen_id IN (SELECT gen_id FROM vault_generations WHERE vfile_id = ?)",
+            (vid,),
+        )
+        conn.execute(
             "DELETE FROM vault_segments WHERE gen_id IN (SELECT gen_id FROM vault_generations WHERE vfile_id = ?)",
             (vid,),
         )
@@ -70,6 +74,7 @@ def forget(conn, home: Path, paths: list[str]) -> int:
 
 def used_objects(conn) -> set[bytes]:
     used = {r[0] for r in conn.execute("SELECT sha FROM vault_segments")}
+    used.update(r[0] for r in conn.execute("SELECT sha FROM vault_media"))
     for g in manifest.generations(conn):
         if g.mode == "document":
             used.update(manifest.object_list(conn, g))
