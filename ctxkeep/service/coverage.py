@@ -17,7 +17,7 @@ from ctxkeep.service.model import AgentNames, Item, Request, Result
 class CoverageRequest(Request):
     """Which agents (none: all)."""
 
-    agent: AgentNames = Field(None, description="only these agents")
+    agent: AgentNames | None = Field(None, description="only these agents")
 
 
 class UnknownType(Item):

@@ -88,7 +88,7 @@ class RestoreResult(Shape):
     restored: str = Field(description="the backup installed")
     moved_aside: list[str] | None = Field(None, description="the store files moved aside")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did")
-    vault: list[str] = Field(
+    vault: list[str] | None = Field(
         None, description="what the rebuild from the vault did (manifest replayed, files derived)"
     )
 

@@ -20,7 +20,7 @@ DEFAULT_QUARANTINE_LIMIT = 100
 class QuarantineRequest(Request):
     """Which lines, newest first."""
 
-    agent: AgentNames = Field(None, description="only these agents")
+    agent: AgentNames | None = Field(None, description="only these agents")
     action: Literal["skipped", "repaired"] | None = Field(
         None, description="skipped (nothing read) or repaired (read leniently)"
     )

@@ -14,7 +14,7 @@ from ctxkeep.service.model import AgentNames, Item, ProjectDir, Request, Result,
 class SessionsRequest(Request):
     """Which sessions (all filters combine)."""
 
-    agent: AgentNames = Field(None, description="only these agents")
+    agent: AgentNames | None = Field(None, description="only these agents")
     project: ProjectDir = None
     since: When | None = Field(None, description="sessions active from this UTC time on, inclusive")
     until: When | None = Field(None, description="sessions started up to this UTC time, inclusive")

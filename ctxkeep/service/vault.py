@@ -169,7 +169,7 @@ class ReparseRequest(Request):
     last changed then or later), ``dry_run``."""
 
     home: Path
-    agents: AgentNames = Field(None, description="only these agents")
+    agents: AgentNames | None = Field(None, description="only these agents")
     since: When = None
     dry_run: bool = False
 
