@@ -160,7 +160,8 @@ def session_entries(s: dict, base: dict, old_ids: list[str], state: dict) -> lis
         if not isinstance(m, dict):
             continue
         role = str(m.get("role") or "").strip().lower()
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
+        raw_content = m.get("content")
+        content = raw_content if isinstance(raw_content, str) else ""
         if not content.strip() and role == "assistant":
             content = _task_text(m.get("agentTaskContent"))
         digest = hashlib.sha256(orjson.dumps(m, option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]

@@ -257,7 +257,7 @@ def _result_text(item: dict) -> str:
     details = item.get("resultDetails")
     outs = details.get("output") if isinstance(details, dict) else None
     if isinstance(outs, list):
-        texts = [o.get("value") for o in outs if isinstance(o, dict) and isinstance(o.get("value"), str)]
+        texts = [v for o in outs if isinstance(o, dict) and isinstance(v := o.get("value"), str)]
         if texts:
             return "\n".join(texts)
     return _inv_text(item.get("pastTenseMessage"))
@@ -286,7 +286,8 @@ def request_entries(req: dict, sid: str, base: dict) -> list[dict]:
                 text=prompt.strip(),
             )
         )
-    resp = req.get("response") if isinstance(req.get("response"), list) else []
+    raw_resp = req.get("response")
+    resp = raw_resp if isinstance(raw_resp, list) else []
     meta = dict_at(dict_at(req, "result"), "metadata")
     digest = hashlib.sha256(
         orjson.dumps([resp, req.get("result"), req.get("completionTokens")], option=orjson.OPT_SORT_KEYS)
