@@ -21,12 +21,14 @@ from ctxkeep.sinks.sqlite import ddl
 from tests.sinks.v9_store import as_v9
 
 PHASES = [
-    "step 1/3: v10 project dirs and load stamps as ids, chunk titles as spans",
+    "step 1/5: v10 project dirs and load stamps as ids, chunk titles as spans",
     "copying entries",
     "indexing entries",
     "copying chunks",
-    "step 2/3: v11 the vault manifest",
-    "step 3/3: v12 the coverage ledger",
+    "step 2/5: v11 the vault manifest",
+    "step 3/5: v12 the coverage ledger",
+    "step 4/5: v13 the vault's media",
+    "step 5/5: v14 Claude Code usage keyed by message id",
     "committing the upgrade",
     "compacting the store (VACUUM)",
 ]
