@@ -63,7 +63,7 @@ def test_an_upgrade_prints_its_phases_in_order_then_its_time(corpus_store, tmp_p
     assert lines == PHASES
     assert re.search(r"^store upgraded in \d+ s$", r.stderr, re.M)
     conn = sqlite_store.connect(home, readonly=True)
-    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 12
+    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 14
     conn.close()
     again = _ingest(home, tmp_path, monkeypatch)  # current: nothing to show
     assert again.exit_code == 0 and "upgrad" not in again.stderr
