@@ -74,6 +74,24 @@ def parse_utc(text: str) -> dt.datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
+def check_timezone(name: str) -> str:
+    """``name`` if it is an IANA time zone known to the system (zoneinfo), else
+    UsageError (``where`` the ``timezone`` option)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from ctxkeep.errors import UsageError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise UsageError(
+            f"unknown time zone {name!r}",
+            where="--timezone",
+            hint="give an IANA name such as Europe/Berlin or UTC",
+        ) from e
+    return name
+
+
 def local_timezone() -> str:
     """The IANA name of this machine's time zone: ``$TZ``, else the target of
     ``/etc/localtime`` (``…/zoneinfo/Europe/Berlin``), else ``/etc/timezone``, else

@@ -63,6 +63,16 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+def cannot_mount(reason: str) -> None:
+    """A test that needs a mount (a tmpfs or a loop device: the full-disk and read-only
+    file system cases) and could not make one: skipped with ``reason``, except where
+    ``CTXKEEP_REQUIRE_MOUNTS=1`` (``.ci/run`` sets it when CI runs as root, so these
+    cases are never skipped there unseen): the test fails with the reason."""
+    if os.environ.get("CTXKEEP_REQUIRE_MOUNTS") == "1":
+        pytest.fail(f"{reason} (CTXKEEP_REQUIRE_MOUNTS=1: the full-disk and read-only cases must run here)")
+    pytest.skip(reason)
+
+
 def corpus(rel: str) -> Path:
     """A corpus file by its path under ``shared/corpus/home``."""
     p = CORPUS_HOME / rel

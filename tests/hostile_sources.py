@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxkeep.sources import SOURCES
-from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile
+from ctxkeep.sources.contract import Batch, DiscoveryContext, ImportOnly, SourceFile
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
+#: file name suffixes of JSON and JSONL files (Kiro IDE's ``.chat`` files are JSON documents)
+JSON_SUFFIXES = (".json", ".jsonl", ".chat")
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,21 @@ def samples(corpus_home: Path, *, every_name: bool = False) -> list[Sample]:
     """The smallest non-empty file of every (agent, file mode) that discovery finds in
     the agent's fixture home, else in the corpus home; with ``every_name``, the
     smallest of every (agent, mode, file name pattern) instead (the Cline family keeps
-    two documents per task; JSONL files are one pattern)."""
+    two documents per task; JSONL files are one pattern). An import-only source
+    (``contract.ImportOnly``: a data export) is never discovered: its sample is the
+    smallest file under its fixture dir that its ``matches`` claims."""
     out = []
     for agent, src in SOURCES.items():
         found: dict[tuple, SourceFile] = {}
+        if isinstance(src, ImportOnly):
+            # a data export is never discovered: its fixture files are the ones its
+            # matches() claims, as `ingest --path` takes them
+            for p in sorted((FIXTURES / agent).rglob("*")):
+                if p.is_file() and src.matches(p) and p.stat().st_size:
+                    found.setdefault((src.MODE, p.name if every_name else ""), SourceFile(agent, p, src.MODE))
         for home in (FIXTURES / agent / "home", corpus_home):
+            if found:
+                break
             if not home.is_dir():
                 continue
             for f in src.discover(DiscoveryContext(home=home, env={})).files:

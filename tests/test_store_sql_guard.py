@@ -66,8 +66,6 @@ ALLOWED_READS = {
     "pipeline/writer.py": "reads the rowids a load just wrote",
     # the hook path: one small read, without importing the store package (latency)
     "hooks/runtime.py": "the hooks' read-only lookups (latency budget)",
-    # front ends, until the service layer (issue 22 item 1) takes these reads over
-    "cli/maintenance.py": "quick_check before a flow starts (front end; service layer)",
 }
 
 

@@ -64,11 +64,8 @@ rich_help_panel
 # builds the Encoding without its __init__)
 _re
 
-# pydantic: model_config is read by pydantic's metaclass; @model_validator methods are
-# called by pydantic when a request is validated (ctxkeep.service)
+# pydantic: model_config is read by pydantic's metaclass
 model_config
-_window  # service.search.SearchFilters: since before until
-_some_query  # service.search.SearchRequest: a query is given
 model_dump_json  # mcp.stdio._RawMessage: what the SDK's stdio writer calls on a message
 
 # google-re2's Options is configured by attribute assignment, read by the C++ binding
@@ -123,3 +120,5 @@ previous_rate  # service.coverage.CoverageAlert
 pack_bytes
 # urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
 redirect_request
+# sources.antigravity: the IDE source object, looked up by name through sources._REGISTRY
+IDE

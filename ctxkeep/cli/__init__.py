@@ -23,7 +23,6 @@ from pathlib import Path
 import typer
 from typer.core import TyperArgument, TyperGroup
 
-from ctxkeep import config as cfgmod
 from ctxkeep.cli.options import HomeOpt, JsonOpt  # noqa: F401 - the commands import them from here
 
 app = typer.Typer(
@@ -185,16 +184,21 @@ _CLI_WHERE = {
     "entry_ids": "ENTRY_ID",
     "confirm": "--yes",
     "scope": "--session/--project",
+    # the MCP spelling of a purge's fields (the purge contract names them so)
+    "sessionId": "--session",
+    "projectDir": "--project",
     **{
         f: "--" + f.replace("_", "-")
         for f in (
             "agent",
             "budget",
+            "by",
             "kind",
             "label",
             "limit",
             "max_bytes",
             "media_dir",
+            "mode",
             "offset",
             "project",
             "role",
@@ -208,17 +212,24 @@ _CLI_WHERE = {
 }
 
 
-def cli_words(e: Exception) -> str:
+def cli_words(e: Exception, words: dict[str, str | None] | None = None) -> str:
     """The one line of an error, rendered from its fields: what, ``(where)`` with a
     request field named as the CLI's option (``budget`` → ``--budget``,
-    ``_CLI_WHERE``), ``- what to do``; whitespace folded to one line."""
+    ``_CLI_WHERE``) or as ``words`` says for this command (a positional argument:
+    ``{"session": "SESSION"}``; None: the user typed nothing there, so no ``(where)``),
+    ``- what to do``; whitespace folded to one line."""
     from ctxkeep.errors import CtxkeepError
 
     if not isinstance(e, CtxkeepError):
         return " ".join(str(e).split())
     parts = [e.what]
-    if e.where:
-        parts.append(f"({_CLI_WHERE.get(e.where, e.where)})")
+    where = e.where
+    if where and words and where in words:
+        where = words[where]
+    elif where:
+        where = _CLI_WHERE.get(where, where)
+    if where:
+        parts.append(f"({where})")
     if e.todo:
         parts.append(f"- {e.todo}")
     return " ".join(" ".join(parts).split())
@@ -231,11 +242,12 @@ def exit_code(e: Exception) -> int:
     return getattr(e, "exit_code", 1)
 
 
-def _fail(e: Exception, code: int | None = None):
+def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | None = None):
     """Print ``error: <what> (<where>) - <what to do>`` as ONE line on stderr (never
-    wrapped, whatever the terminal width; in the CLI's words, ``cli_words``) and exit
-    with ``code`` (default ``exit_code(e)``: 2 wrong usage, 1 failure)."""
-    typer.echo(f"error: {cli_words(e)}", err=True)
+    wrapped, whatever the terminal width; in the CLI's words, ``cli_words``, with this
+    command's ``words``) and exit with ``code`` (default ``exit_code(e)``: 2 wrong
+    usage, 1 failure)."""
+    typer.echo(f"error: {cli_words(e, words)}", err=True)
     raise typer.Exit(exit_code(e) if code is None else code)
 
 
@@ -283,14 +295,10 @@ def warn(msg: object) -> None:
 def config_warnings(h: Path) -> None:
     """Print config.toml's warnings (unknown keys, with the closest valid one) for a
     command that reads its settings; a broken file is left to the command to report."""
-    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.service.store import config_warnings as lines
 
-    try:
-        ws = cfgmod.load_config(h).warnings
-    except CtxkeepError:
-        return
-    for w in ws:
-        warn(f"{h / cfgmod.CONFIG_FILE}: {w}")
+    for w in lines(h):
+        warn(w)
 
 
 def _count(n: int, word: str, plural: str | None = None) -> str:
@@ -326,9 +334,14 @@ def _store_error(e: BaseException) -> bool:
     chain of causes (a full disk, a read-only file system, a path through a file,
     permission denied: ``errors.from_os_error``) as ``error: <what> (<file>) - <what to
     do>``. False for anything else."""
-    from ctxkeep.service.store import store_error
+    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.service.store import resolve_home, store_error
 
-    err = store_error(cfgmod.resolve_home(_argv_home() or _top_home), e)
+    try:
+        home = resolve_home(_argv_home() or _top_home)
+    except CtxkeepError:  # the home itself is the problem: the error names its path
+        home = Path(_argv_home() or _top_home or ".")
+    err = store_error(home, e)
     if err is None:
         return False
     typer.echo(f"error: {cli_words(err)}", err=True)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 
 import typer
 
-from ctxkeep import config as cfgmod
 from ctxkeep.cli import (
     HomeOpt,
     JsonOpt,
@@ -64,108 +61,73 @@ def ingest(
     ),
 ):
     """Ingest new session bytes of every agent into the store (the main job)."""
-    from ctxkeep.pipeline import cluster  # no Polars import: the engine loads when used
-    from ctxkeep.pipeline.plan import plan
-    from ctxkeep.pipeline.summary import Summary
-    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.service import ingest as svc
 
     h = _home(home)
+    req = svc.IngestRequest(tuple(agent or ()), tuple(path or ()), prefect, task_runner)
     if dry_run:
-        _ingest_dry_run(h, agent, path, as_json)
+        _ingest_dry_run(h, req, as_json)
         return
     try:
-        runner = cluster.parse_task_runner(task_runner)
-    except CtxkeepError as e:
+        req.check()
+    except UsageError as e:
         _fail(e, 2)
-    try:
-        require_paths(path or [])
-        if runner:
-            cluster.require_dask()
-        cfgmod.ensure_home(h)
-        conn = _plan_connection(h)
-        try:
-            p = plan(h, conn, agents=agent or None, paths=path or None)
-            # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
-            behind = not p.todo and sqlite_store.analytics_behind(conn, h)
-            held = None if p.todo or behind else _held_back(h, conn)  # nothing will change it
-        finally:
-            conn.close()
-        for prob in p.problems:
-            warn(prob)
-        if behind:  # catch DuckDB up, no Prefect
-            from ctxkeep.pipeline import engine as pipeline
-
-            summary = pipeline.run_ingest(h, agents=agent or None, paths=path or None).as_dict()
-        elif not p.todo:  # nothing new: neither the engine (Polars) nor DuckDB nor Prefect
-            summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
-        else:
-            from ctxkeep.flows.prefect_env import run_as_flow
-
-            as_flow = run_as_flow(h, prefect)
-            summary = _run_with_progress(h, agent, path, as_flow, progress and not as_json, runner)
-        summary["held_back"] = held if held is not None else _held_back(h)
     except CtxkeepError as e:
         fail_config(e)
-    if as_json:
-        _print_json(summary)
-        return
-    _print_summary(summary)
+    bar: list = []  # the progress bar, drawn once the run has work (no Rich otherwise)
+    shows = svc.IngestProgress(
+        on_problem=warn,
+        on_wait=lambda where: err.print(
+            f"waiting for another ctxkeep run on this store to finish ({where})…",
+            highlight=False,
+            style="dim",
+        ),
+        on_server=(
+            lambda: err.print(
+                "starting Prefect's temporary local server for the flow run "
+                "(15-50 s; `ctxkeep serve` keeps one running; without --prefect ingest runs in-process)",
+                highlight=False,
+                style="dim",
+            )
+        )
+        if progress and not as_json
+        else None,
+    )
+    if progress and not as_json:
 
+        def on_plan(total: int) -> None:
+            prog, task_id = _ingest_progress(True)
+            if prog is not None:
+                prog.start()
+                prog.update(task_id, total=total)
+                bar.append((prog, task_id))
 
-def _plan_connection(h: Path):
-    """The connection ``ingest`` plans with: read-only when the store exists at this
-    version's schema (an ingest with nothing new then writes nothing: a writable open
-    commits its schema check, a WAL write, a checkpoint and three fsyncs, ~25 ms),
-    else writable (it creates or migrates the store, or reports it damaged). The
-    engine opens its own connections for what it writes."""
-    from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sinks.files import STORE_DB
-
-    if (h / STORE_DB).exists():
-        try:
-            conn = sqlite_store.connect(h, readonly=True)
-        except CtxkeepError:  # the writable open says what is wrong, or repairs it
-            conn = None
-        if conn is not None:
-            if sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION:
-                return conn
-            conn.close()
-    return sqlite_store.connect(h)
-
-
-def _held_back(h: Path, conn=None) -> list[dict]:
-    """``pipeline.summary.held_back`` of the store at ``h`` (what a later ingest
-    reads), through ``conn`` when given."""
-    from ctxkeep.pipeline.summary import held_back
-    from ctxkeep.sinks import sqlite as sqlite_store
-
-    if conn is not None:
-        return held_back(conn)
-    conn = sqlite_store.connect(h, readonly=True)
+        shows.on_plan = on_plan
+        shows.on_bytes = lambda n: bar and bar[0][0].advance(bar[0][1], n)
     try:
-        return held_back(conn)
+        require_paths(path or [])
+        res = svc.ingest(h, req, shows)
+    except CtxkeepError as e:
+        fail_config(e)
     finally:
-        conn.close()
+        for prog, _ in bar:
+            prog.stop()
+    if as_json:
+        _print_json(res.as_json())
+        return
+    _print_summary(res.summary, res.held_note)
 
 
-def _ingest_dry_run(h: Path, agent, path, as_json: bool) -> None:
-    """``ingest --dry-run``: the plan's files and new bytes per agent; opens an existing
-    store read-only and never creates one."""
-    from ctxkeep.pipeline.plan import dry_run_report, plan
-    from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sinks.files import STORE_DB
+def _ingest_dry_run(h: Path, req, as_json: bool) -> None:
+    """``ingest --dry-run``: the plan's files and new bytes per agent
+    (``service.ingest.dry_run``)."""
+    from ctxkeep.service import ingest as svc
 
     try:
-        require_paths(path or [])
-        conn = sqlite_store.connect(h, readonly=True) if (h / STORE_DB).exists() else None
-        try:
-            rep = dry_run_report(plan(h, conn, agents=agent or None, paths=path or None))
-        finally:
-            if conn is not None:
-                conn.close()
+        require_paths(list(req.paths))
+        rep = svc.dry_run(h, req).summary
     except CtxkeepError as e:
         fail_config(e)
-    rep["store"] = str(h / STORE_DB) if (h / STORE_DB).exists() else None
     if as_json:
         _print_json(rep)
         return
@@ -220,52 +182,7 @@ def _ingest_progress(show: bool):
     return prog, prog.add_task("ingest", total=None)
 
 
-def _run_with_progress(h: Path, agent, path, as_flow: bool, show: bool, runner=None) -> dict:
-    from ctxkeep.pipeline import engine as pipeline
-
-    prog, task_id = _ingest_progress(show)
-    if prog is not None:
-        pipeline.hooks.on_plan = lambda p: prog.update(task_id, total=p.pending_bytes or 1)
-        pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
-    pipeline.hooks.on_wait = lambda where: err.print(
-        f"waiting for another ctxkeep run on this store to finish ({where})…", highlight=False, style="dim"
-    )
-    try:
-        with prog if prog is not None else contextlib.nullcontext():
-            if not as_flow and runner:
-                from ctxkeep.pipeline import cluster
-
-                return cluster.run_ingest(h, runner, agents=agent or None, paths=path or None).as_dict()
-            if not as_flow:
-                # a few new lines (the hook path): DuckDB is left to its readers
-                # (``pipeline.engine.DEFER_ANALYTICS_BYTES``)
-                return pipeline.run_ingest(
-                    h, agents=agent or None, paths=path or None, defer_analytics=None
-                ).as_dict()
-            from ctxkeep.flows.prefect_env import configure_prefect
-
-            configure_prefect(h)
-            if show and not os.environ.get("PREFECT_API_URL"):
-                err.print(
-                    "starting Prefect's temporary local server for the flow run "
-                    "(15-50 s; `ctxkeep serve` keeps one running; without --prefect ingest runs in-process)",
-                    highlight=False,
-                    style="dim",
-                )
-            if runner:
-                from ctxkeep.flows.ingest import ingest_on_dask
-
-                return ingest_on_dask(
-                    str(h), runner, agents=agent or None, paths=[str(x) for x in path or []]
-                )
-            from ctxkeep.flows.ingest import ingest_flow
-
-            return ingest_flow(str(h), agents=agent or None, paths=[str(x) for x in path or []])
-    finally:  # run_ingest falls back to the hooks: none outlives this command
-        pipeline.hooks.on_plan = pipeline.hooks.on_bytes = pipeline.hooks.on_wait = None
-
-
-def _print_summary(s: dict) -> None:
+def _print_summary(s: dict, held: str | None) -> None:
     line = (
         f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
         f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}) in "
@@ -286,9 +203,6 @@ def _print_summary(s: dict) -> None:
         say(f"  {_count(s['files_vanished'], 'file')} vanished before they could be read")
     if s.get("analytics") and "not updated" in s["analytics"]:
         warn(s["analytics"])
-    from ctxkeep.pipeline.summary import held_back_line
-
-    held = held_back_line(s.get("held_back") or [])
     if held:
         say("  " + held)
     alerts = s.get("coverage_alerts") or []
@@ -491,8 +405,8 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
         return
     short = conv.session_short_id
     out.print(
-        f"[bold]{conv.agent} session {short}[/bold]"
-        + (f" [dim]({conv.session_id})[/dim]" if short != conv.session_id else "")
+        f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup
+        + (f" [dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
         + f"  {escape(conv.project_dir or '')}",
         highlight=False,
     )

@@ -63,16 +63,20 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.conversation import ConversationResult
     from ctxkeep.service.coverage import CoverageResult
     from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
+    from ctxkeep.service.export import ExportParquetResult
     from ctxkeep.service.fetch import FetchedEntry
+    from ctxkeep.service.maintenance import BackfillResult, ReindexResult, RetentionResult
     from ctxkeep.service.purge import PurgeResult
     from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
     from ctxkeep.service.redact import RedactTextResult, RescanResult
+    from ctxkeep.service.report import ReportResult
     from ctxkeep.service.resume import ResumeResult
     from ctxkeep.service.search import QueryHits
     from ctxkeep.service.secrets import ScrubResult, SecretsResult
     from ctxkeep.service.sessions import SessionsResult
     from ctxkeep.service.sources import SourceRow
     from ctxkeep.service.stats import StatsResult
+    from ctxkeep.service.vault import ReparseResult, VaultRestoreResult, VaultStatusResult, VaultVerifyResult
 
     out: dict[str, tuple[type, bool]] = {
         "ingest": (s.IngestResult, False),
@@ -86,9 +90,9 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "sessions": (SessionsResult, False),
         "resume": (ResumeResult, False),
         "purge": (PurgeResult, False),
-        "retention": (s.RetentionResult, False),
-        "reindex": (s.ReindexResult, False),
-        "backfill": (s.BackfillResult, False),
+        "retention": (RetentionResult, False),
+        "reindex": (ReindexResult, False),
+        "backfill": (BackfillResult, False),
         "compress": (CompressResult, False),
         "compress --check": (CompressCheck, False),
         "compress --restore": (CompressRestore, False),
@@ -104,19 +108,19 @@ def outputs() -> dict[str, tuple[type, bool]]:
         "mcp uninstall": (s.SettingsChange, True),
         "redact": (RedactTextResult, False),
         "redact --rescan": (RescanResult, False),
-        "export parquet": (s.ExportParquet, False),
+        "export parquet": (ExportParquetResult, False),
         "export markdown": (ExportResult, False),
         "export html": (ExportResult, False),
         "report html": (s.ReportHtml, False),
-        "vault status": (s.VaultStatus, False),
-        "vault verify": (s.VaultVerify, False),
-        "vault restore": (s.VaultRestore, False),
-        "reparse": (s.ReparseResult, False),
+        "vault status": (VaultStatusResult, False),
+        "vault verify": (VaultVerifyResult, False),
+        "vault restore": (VaultRestoreResult, False),
+        "reparse": (ReparseResult, False),
         "secrets": (SecretsResult, False),
         "secrets --scrub": (ScrubResult, False),
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
-        out[f"report {name}"] = (s.ReportResult, False)
+        out[f"report {name}"] = (ReportResult, False)
     return out
 
 

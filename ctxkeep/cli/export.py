@@ -36,20 +36,17 @@ def parquet(
     as_json: bool = JsonOpt,
 ):
     """Write this machine's partitions of DEST/<table>/machine=/agent=/month= (only what changed)."""
-    from ctxkeep.maintenance import export as engine
+    from ctxkeep.service.export import ExportParquetRequest
 
     try:
-        names = engine.parse_tables(tables)
-    except UsageError as e:
-        _fail(e, 2)
-    h = _home(home)
-    try:
+        req = ExportParquetRequest.parse(dest=dest, tables=tables, with_text=with_text, dry_run=dry_run)
+        h = _home(home)
         if as_json or not err.get().is_terminal:  # no bar (and no blank line) when piped
-            rep = engine.export_parquet(h, dest, tables=names, with_text=with_text, dry_run=dry_run)
+            from ctxkeep.service.export import export_parquet
+
+            rep = export_parquet(h, req).as_json()
         else:
-            rep = _with_progress(engine, h, dest, names, with_text, dry_run)
-    except UsageError as e:
-        _fail(e, 2)
+            rep = _with_progress(h, req)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -71,8 +68,10 @@ def parquet(
         out.print("  nothing changed since the last export", highlight=False)
 
 
-def _with_progress(engine, h, dest, names, with_text, dry_run) -> dict:
+def _with_progress(h: Path, req) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from ctxkeep.service.export import export_parquet
 
     with Progress(
         TextColumn("export {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -88,34 +87,22 @@ def _with_progress(engine, h, dest, names, with_text, dry_run) -> dict:
         def wait(where: str) -> None:
             err.print(f"waiting for another ctxkeep run on this store to finish ({where})…", style="dim")
 
-        return engine.export_parquet(
-            h, dest, tables=names, with_text=with_text, dry_run=dry_run, progress=progress, on_wait=wait
-        )
+        return export_parquet(h, req, progress=progress, on_wait=wait).as_json()
 
 
 def _transcripts(
-    fmt: str, dest: Path, sessions: list[str], timezone: str | None, home, as_json: bool
+    fmt: str, dest: Path, sessions: list[str], timezone: str | None, home, as_json: bool, force: bool = False
 ) -> None:
     """``export markdown|html``: the static site of ``render.site`` with a progress bar."""
     from ctxkeep.render import site
-    from ctxkeep.timeutil import local_timezone
+    from ctxkeep.service.when import zone
 
-    tz = timezone or local_timezone()
     try:
-        from zoneinfo import ZoneInfo
-
-        ZoneInfo(tz)
-    except Exception:
-        _fail(
-            UsageError(
-                f"unknown time zone {tz!r}",
-                where="--timezone",
-                hint="give an IANA name such as Europe/Berlin",
-            ),
-            2,
-        )
+        tz = zone(timezone)
+    except UsageError as e:
+        _fail(e, 2)
     h = _home(home)
-    req = site.ExportRequest(home=h, dest=dest, fmt=fmt, sessions=sessions or None, tz=tz)
+    req = site.ExportRequest(home=h, dest=dest, fmt=fmt, sessions=sessions or None, tz=tz, force=force)
     try:
         if as_json or not err.get().is_terminal:
             rep = site.export(req)
@@ -144,7 +131,12 @@ def _transcripts(
     out.print(
         f"wrote {n:,} session page{'s' * (n != 1)}"
         + (" and an index" if rep.index else "")
-        + f" to {rep.dest} ({_size(rep.bytes)})",
+        + f" to {rep.dest} ({_size(rep.bytes)})"
+        + (
+            f"; removed {len(rep.stale_removed):,} stale page(s) of sessions no longer stored"
+            if rep.stale_removed
+            else ""
+        ),
         highlight=False,
     )
     if fmt == "html":
@@ -153,6 +145,7 @@ def _transcripts(
             out.print(f"open {Path(first).resolve().as_uri()}", highlight=False)
 
 
+_FORCE_HELP = "Write into a non-empty DEST that holds no previous ctxkeep export (default: refuse)."
 _SESSION_HELP = "Only this session and the sub-agents it started (an id or unique prefix; repeatable). Default: every session, plus an index."
 
 
@@ -165,9 +158,10 @@ def export_html(
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
 ):
     """Write transcripts as self-contained HTML pages (Markdown rendered, code highlighted, tool calls folded; no remote URL)."""
-    _transcripts("html", dest, session, timezone, home, as_json)
+    _transcripts("html", dest, session, timezone, home, as_json, force)
 
 
 @export_app.command("markdown")
@@ -179,6 +173,7 @@ def export_markdown(
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
+    force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
 ):
     """Write transcripts as Markdown files (tool calls and thinking folded in <details>)."""
-    _transcripts("markdown", dest, session, timezone, home, as_json)
+    _transcripts("markdown", dest, session, timezone, home, as_json, force)

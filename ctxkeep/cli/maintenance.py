@@ -10,13 +10,11 @@ never imports Prefect. ``serve`` runs the schedules.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import typer
 
-from ctxkeep import config as cfgmod
 from ctxkeep.cli import (
     HomeOpt,
     JsonOpt,
@@ -87,45 +85,25 @@ def purge(
     as_json: bool = JsonOpt,
 ):
     """Delete a session's or a project's data from the store (never the agents' files)."""
-    from ctxkeep.maintenance.purge_named import purge_named, resolve_named
-    from ctxkeep.maintenance.purge_request import PurgeRequest, parse_purge_request
+    from ctxkeep.service.purge import PurgeTarget, apply_purge, plan_purge
 
-    chosen = [n for n, v in (("--session", session), ("--project", project), ("--all", all_)) if v]
-    if policy:
-        if chosen or reingest:
-            _fail(UsageError("--policy takes no --session, --project, --all or --reingest"), 2)
-        return _purge_policy(_home(home), dry_run, yes, as_json)
-    if len(chosen) != 1:
-        _fail(
-            UsageError(
-                "purge needs exactly one of --session ID, --project DIR or --all"
-                + (f" (got {', '.join(chosen)})" if chosen else ""),
-                hint="preview with --dry-run first",
-            ),
-            2,
-        )
-    if all_ and reingest:
-        _fail(UsageError("--reingest does not apply to --all (a wiped store keeps no tombstones)"), 2)
-    h = _home(home)
     try:
-        if all_:
-            req = PurgeRequest("all")
-        else:
-            # the CLI's confirmation is --yes or the prompt below; the contract's confirm
-            # is satisfied here so that both paths share one validation
-            req = parse_purge_request(
-                session_id=session,
-                scope="session" if session else "project",
-                project_dir=str(project) if project else None,
-                confirm=True,
-                cwd=os.getcwd(),
-            )
+        req = PurgeTarget.parse(
+            session=session,
+            project=str(project) if project else None,
+            all=all_,
+            reingest=reingest,
+            policy=policy,
+        )
+        if policy:
+            return _purge_policy(_home(home), dry_run, yes, as_json)
+        h = _home(home)
         # the session as hits show it, the project through symlinks; nothing matched:
         # "no such session" (exit 1), no tombstone
-        resolved, preview = resolve_named(h, req)
-        req = resolved[0]
+        plan = plan_purge(h, req, cwd=Path.cwd())
     except CtxkeepError as e:  # 2: wrong usage (an ambiguous prefix); 1: no such session
         _fail(e)
+    preview = plan.preview
     if dry_run:
         if as_json:
             _print_json(preview)
@@ -136,26 +114,26 @@ def purge(
         if not _interactive():
             _fail(
                 UsageError(
-                    f"refusing to purge {req.describe()} without --yes in a non-interactive run",
+                    f"refusing to purge {plan.describe} without --yes in a non-interactive run",
                     where=str(h),
                     hint="preview with --dry-run, then pass --yes",
                 )
             )
         _print_preview(preview)
         if not typer.confirm(
-            f"Purge {preview.get('resolved', req.describe())}? This cannot be undone", default=False
+            f"Purge {preview.get('resolved', plan.describe)}? This cannot be undone", default=False
         ):
             err.print("purge cancelled; nothing was changed")
             raise typer.Exit(1)
     try:
-        with err.status(f"purging {req.describe()}…"):
-            rep = purge_named(h, req, reingest=reingest, timeout=-1, resolved=resolved)
+        with err.status(f"purging {plan.describe}…"):
+            rep = apply_purge(h, plan, reingest=reingest).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
         _print_json(rep)
         return
-    if req.scope == "all":
+    if all_:
         out.print(
             f"wiped the store at {h}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
             f" ({_size(rep['bytes_removed'])})",
@@ -200,25 +178,15 @@ def _print_backups(rep: dict) -> None:
 def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
     """``purge --policy``: what the ``[purge]`` rules would remove now, then (unless
     ``--dry-run``) purge it after the same confirmation as other purges."""
-    from ctxkeep.maintenance import purge_policy
+    from ctxkeep.service import purge as ask
 
     try:
-        plan = purge_policy.plan_policy(h)
+        plan = ask.plan_policy(h)
     except CtxkeepError as e:
         _fail(e)
-    rules = plan["rules"] or {}
-    if not (rules.get("projects") or rules.get("agents") or rules.get("older_than_days")):
-        _fail(
-            UsageError(
-                "no [purge] rules in config.toml",
-                where=str(h / cfgmod.CONFIG_FILE),
-                hint="add projects, agents or older_than_days under [purge]",
-            ),
-            1,
-        )
     if dry_run or not plan["scopes"]:
         if as_json:
-            _print_json({**purge_policy.public(plan), "dry_run": True})
+            _print_json(ask.policy_json(plan))
         else:
             _print_policy(plan, "would remove")
         return
@@ -237,7 +205,7 @@ def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
             raise typer.Exit(1)
     try:
         with err.status("applying the [purge] rules…"):
-            rep = purge_policy.run_policy(h)
+            rep = ask.run_policy(h)
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -293,43 +261,8 @@ def _print_preview(p: dict) -> None:
     _print_backups(p)
 
 
-def _as_flow(h: Path, prefect: bool | None) -> bool:
-    """``flows.prefect_env.run_as_flow`` (imports no Prefect)."""
-    from ctxkeep.flows.prefect_env import run_as_flow
-
-    return run_as_flow(h, prefect)
-
-
-def _run_flow(h: Path, name: str, **params) -> dict:
-    from ctxkeep.flows.prefect_env import configure_prefect
-    from ctxkeep.sinks import sqlite as sqlite_store
-    from ctxkeep.sinks.files import STORE_DB
-
-    if (h / STORE_DB).exists():  # a damaged store fails here, before Prefect's server starts
-        conn = sqlite_store.connect(h, readonly=True)
-        try:
-            if name == "reindex":  # it reads every page anyway: check them all first
-                from ctxkeep.sinks.sqlite.store_safety import damaged
-
-                rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-                if rows != ["ok"]:
-                    raise damaged(h / STORE_DB, "; ".join(rows))
-        finally:
-            conn.close()
-
-    configure_prefect(h)
-    from ctxkeep.flows import maintenance as maintenance_flows
-
-    fl = getattr(maintenance_flows, f"{name}_flow")
-    if not os.environ.get("PREFECT_API_URL"):
-        err.print(
-            f"{name}: starting Prefect's temporary local server for the flow run "
-            "(15-50 s; without --prefect it runs in-process)",
-            highlight=False,
-            style="dim",
-        )
-    with err.status(f"{name} (Prefect flow)…"):
-        return fl(str(h), **params)
+def _notify(line: str) -> None:
+    err.print(line, highlight=False, style="dim")
 
 
 @app.command()
@@ -346,24 +279,20 @@ def retention(
     as_json: bool = JsonOpt,
 ):
     """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
-    from ctxkeep.maintenance import retention as maintenance
+    from ctxkeep.service.maintenance import RetentionRequest
+    from ctxkeep.service.maintenance import retention as ask
 
     h = _home(home)
     config_warnings(h)
-    days = {
-        k: v
-        for k, v in (
-            ("archive_after_days", archive_after_days),
-            ("delete_archives_after_days", delete_archives_after_days),
-        )
-        if v is not None
-    }
     try:
-        if dry_run or days or not _as_flow(h, prefect):
-            with err.status("retention…"):
-                rep = maintenance.run_retention(h, dry_run=dry_run, **days)
-        else:
-            rep = _run_flow(h, "retention")
+        req = RetentionRequest.parse(
+            dry_run=dry_run,
+            archive_after_days=archive_after_days,
+            delete_archives_after_days=delete_archives_after_days,
+            prefect=prefect,
+        )
+        with err.status("retention…"):
+            rep = ask(h, req, notify=_notify).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -394,15 +323,14 @@ def reindex(
 
     The entries themselves are derived again from the vault by `ctxkeep reparse`
     (reindex works on the stored rows)."""
-    from ctxkeep.maintenance.reindex import run_reindex
+    from ctxkeep.service.maintenance import ReindexRequest
+    from ctxkeep.service.maintenance import reindex as ask
 
     h = _home(home)
     try:
-        if not _as_flow(h, prefect):
-            with err.status("reindex…"):
-                rep = run_reindex(h, analytics=not no_analytics)
-        else:
-            rep = _run_flow(h, "reindex", analytics=not no_analytics)
+        req = ReindexRequest.parse(analytics=not no_analytics, prefect=prefect)
+        with err.status("reindex…"):
+            rep = ask(h, req, notify=_notify).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:
@@ -436,24 +364,16 @@ def backfill(
     record is after --until (record times read from the file, not its mtime; agent
     databases are always read). A file the agent deleted is derived from the vault
     (as `ctxkeep reparse` does; its date is its last mtime)."""
-    from ctxkeep.maintenance.backfill import vaulted_gone
+    from ctxkeep.service.maintenance import BackfillRequest, vaulted_gone
 
     h = _home(home)
     try:
-        if not (path and vaulted_gone(h, paths=path)):
+        if not (path and vaulted_gone(h, path)):
             require_paths(path or [])
-        cfgmod.ensure_home(h)
-        if dry_run or not _as_flow(h, prefect):
-            rep = _backfill_with_progress(h, path, since, until, agent, dry_run, not as_json)
-        else:
-            rep = _run_flow(
-                h,
-                "backfill",
-                paths=[str(p) for p in path or []] or None,
-                since=since,
-                until=until,
-                agents=agent or None,
-            )
+        req = BackfillRequest.parse(
+            paths=path or [], since=since, until=until, agents=agent or None, dry_run=dry_run, prefect=prefect
+        )
+        rep = _backfill_with_progress(h, req, show=not as_json)
     except CtxkeepError as e:
         _fail(e)
     for prob in rep.get("problems", []):
@@ -490,16 +410,13 @@ def backfill(
     )
 
 
-def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict:
+def _backfill_with_progress(h: Path, req, show: bool) -> dict:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    from ctxkeep.maintenance import backfill as maintenance
-    from ctxkeep.pipeline import engine as pipeline
+    from ctxkeep.service.maintenance import backfill as ask
 
-    if dry_run:
-        return maintenance.run_backfill(
-            h, paths=path or None, since=since, until=until, agents=agent or None, dry_run=True
-        )
+    if req.dry_run:
+        return ask(h, req).as_json()
     prog = Progress(
         TextColumn("backfill"),
         BarColumn(),
@@ -509,19 +426,23 @@ def _backfill_with_progress(h, path, since, until, agent, dry_run, show) -> dict
         disable=not show,
         transient=True,
     )
-    files, _ = maintenance.select_backfill(
-        h, paths=path or None, since=since, until=until, agents=agent or None
-    )
-    total = maintenance.total_bytes(files)
-    task_id = prog.add_task("backfill", total=total or 1)
-    pipeline.hooks.on_bytes = lambda n: prog.advance(task_id, n)
+    task: list = []
+
+    def start(total: int) -> None:  # once the files are chosen: an error before prints no bar
+        prog.start()
+        task.append(prog.add_task("backfill", total=total or 1))
+
     try:
-        with prog:
-            return maintenance.run_backfill(
-                h, paths=path or None, since=since, until=until, agents=agent or None
-            )
+        return ask(
+            h,
+            req,
+            notify=_notify,
+            on_total=start,
+            on_bytes=lambda n: prog.advance(task[0], n) if task else None,
+        ).as_json()
     finally:
-        pipeline.hooks.on_bytes = None
+        if task:
+            prog.stop()
 
 
 @app.command()
@@ -566,74 +487,35 @@ def serve(
 
     Uses PREFECT_API_URL when set; otherwise starts `prefect server start` and stops it on exit.
     """
-    if not allow_remote and not is_loopback(host):
-        _fail(
-            UsageError(
-                f"--host {host} is not a loopback address: the Prefect API would be reachable from the "
-                "network, unauthenticated",
-                where="serve",
-                hint="keep the default 127.0.0.1, or pass --allow-remote if that is what you want",
-            )
-        )
-    from ctxkeep.flows import serve as serve_mod
+    from ctxkeep.service.maintenance import ServeRequest
+    from ctxkeep.service.maintenance import serve as ask
 
     try:
-        h = cfgmod.ensure_home(_home(home))
+        req = ServeRequest.parse(
+            port=port,
+            host=host,
+            allow_remote=allow_remote,
+            ingest_minutes=ingest_minutes,
+            compress_minutes=compress_minutes,
+            retention_hours=retention_hours,
+            work_pool=work_pool,
+            lake=lake,
+            export_minutes=export_minutes,
+            deploy_only=deploy_only,
+        )
     except CtxkeepError as e:
         _fail(e)
-    if deploy_only and not (work_pool and os.environ.get("PREFECT_API_URL")):
-        _fail(UsageError("--deploy-only needs --work-pool and PREFECT_API_URL (the team server)"), 2)
-    try:  # before any server starts: a lake this machine cannot write, a bad machine name
-        if lake:
-            from ctxkeep.sinks import lake as lakes
-
-            lakes.check_writable(lakes.open_lake(lake))
-        if work_pool:
-            from ctxkeep.sinks.machine import machine_name
-
-            machine_name(h)
-    except CtxkeepError as e:
-        _fail(e)
-    scheds = serve_mod.schedules(ingest_minutes, compress_minutes, retention_hours)
-    every = f"ingest every {ingest_minutes} min, compress every {compress_minutes} min, "
-    every += f"retention every {retention_hours} h"
-    if lake:
-        from ctxkeep.flows.team import export_schedule
-
-        scheds.append(export_schedule(lake, export_minutes))
-        every += f", export to {lake} every {export_minutes} min"
 
     def ready(api: str, names: list[str] | None = None) -> None:
-        where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else every
+        where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else req.every()
         err.print(
             f"ctxkeep serve: store {h}, Prefect API {api}; {where}."
             + ("" if deploy_only else " Ctrl-C to stop."),
             highlight=False,
         )
 
-    run = None
-    if work_pool:
-        from ctxkeep.flows import team
-
-        def run(api: str) -> None:
-            team.work(h, work_pool, scheds, deploy_only=deploy_only, on_ready=lambda n: ready(api, n))
-
     try:
-        serve_mod.serve(h, host=host, port=port, on_ready=ready, scheds=scheds, run=run)
+        h = _home(home)
+        ask(h, req, on_ready=ready)
     except CtxkeepError as e:
         _fail(e)
-
-
-def is_loopback(host: str) -> bool:
-    """True for a loopback interface: ``localhost`` or a literal loopback address
-    (``127.0.0.0/8``, ``::1``). Any other name counts as remote (it is not resolved:
-    no lookup leaves the machine)."""
-    import ipaddress
-
-    h = host.strip().strip("[]").lower()
-    if h == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(h).is_loopback
-    except ValueError:
-        return False

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep import config as cfgmod
 from ctxkeep.cli import HomeOpt, JsonOpt, _given_home, _home, app
 from ctxkeep.cli.hooks import DryRunOpt, ProjectOpt, ScopeOpt, _agents, _scope, _where, run_changes
 from ctxkeep.cli.options import agent_option
@@ -41,9 +40,10 @@ def mcp(ctx: typer.Context, home: Path | None = HomeOpt):
     if ctx.invoked_subcommand is not None:
         return
     from ctxkeep.mcp.server import serve_stdio
+    from ctxkeep.service.store import ensure_home
 
     h = _home(home)
-    cfgmod.ensure_home(h)
+    ensure_home(h)
     serve_stdio(h)
 
 

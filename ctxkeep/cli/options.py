@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 import typer
 
-from ctxkeep.timeutil import WHEN_FORMS
+from ctxkeep.service.when import WHEN_FORMS
 
 HomeOpt = typer.Option(
     None,
@@ -74,11 +74,12 @@ def split_values(values: str | Iterable[str] | None) -> list[str]:
 
 
 def closest(name: str, choices: Sequence[str]) -> str | None:
-    """The valid name nearest to ``name``: the shortest that starts with it, else the
-    closest by ``difflib`` (cutoff 0.6), or None."""
-    starts = [c for c in choices if c.startswith(name.lower())]  # claude → claude-code
+    """The valid name nearest to ``name``: the first (in the order of ``choices``: the
+    registry's, the most used agents first) that starts with it, else the closest by
+    ``difflib`` (cutoff 0.6), or None."""
+    starts = [c for c in choices if c.startswith(name.lower())]  # claude → claude-code, not claude-ai
     if starts:
-        return min(starts, key=len)
+        return starts[0]
     m = difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
     return m[0] if m else None
 
@@ -156,10 +157,10 @@ def _when_callback(opt: str):
         if value in (None, ""):
             return None
         from ctxkeep.errors import UsageError
-        from ctxkeep.timeutil import read_when
+        from ctxkeep.service.when import check_when
 
         try:
-            read_when(value, where=opt)
+            check_when(value, opt)
         except UsageError as e:
             raise OptionError(str(e), ctx=ctx, param=param) from None
         return value

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import os
+import re
 import sys
 from pathlib import Path
 
 import typer
 
 from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, out, table
-from ctxkeep.cli.options import agent_option, since_option, split_values, store_agents, until_option
+from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
-from ctxkeep.paths import normalize_dir
 
 report_app = typer.Typer(
     no_args_is_help=True,
@@ -51,216 +50,39 @@ ByOpt = typer.Option(None, "--by", help="With --lake: machine (the rows of each 
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
 
 
-def _filters(since, until, timezone, agent, project, mode):
-    from ctxkeep.query import reports as R
-
-    tz = R.check_timezone(timezone or R.local_timezone())
-    s = R.parse_date(since, "--since", tz) if since else None
-    u = R.parse_date(until, "--until", tz) if until else None
-    if s and u and s > u:
-        raise UsageError(f"--since {s} is after --until {u}", where="--since/--until", hint="swap them")
-    agents = tuple(split_values(agent))  # checked by the option (``agent_option``)
-    if mode not in R.MODES:
-        raise UsageError(
-            f"unknown cost mode {mode!r}", where="--mode", hint="give auto, calculate or display"
-        )
-    pdir = normalize_dir(project, os.getcwd()) if project else None
-    return R.Filters(tz, s, u, agents, pdir, mode)
-
-
 def _run(name: str, home, since, until, timezone, agent, project, mode, as_json, as_csv, **kw) -> None:
-    from ctxkeep.query import reports as R
+    from ctxkeep.service.report import ReportRequest, report
 
     if as_json and as_csv:
         _fail(UsageError("--json and --csv exclude each other", where="ctxkeep report", hint="give one"), 2)
+    breakdown = kw.get("breakdown", False)
     try:
-        f = _filters(since, until, timezone, agent, project, mode)
-    except UsageError as e:
-        _fail(e, 2)
-    lake, by = kw.get("lake"), kw.get("by")
-    if by is not None and (by != "machine" or not lake):
-        _fail(UsageError(f"--by {by}", where="--by", hint="give --lake DEST --by machine"), 2)
-    h = _home(home)
-
-    def one(con):
-        if name == "blocks":
-            return R.blocks_report(con, f, token_limit=kw.get("token_limit"))
-        if name == "tools":
-            return R.tools_report(con, f)
-        return R.usage_report(con, name, f, breakdown=kw.get("breakdown", False))
-
-    try:
-        if lake:
-            con, stale = _open_lake(lake), None
-        else:
-            con, stale = R.open_store(h)
-        try:
-            rep = _by_machine(con, name, f, one) if by else one(con)
-        finally:
-            con.close()
-    except UsageError as e:
-        _fail(e, 2)
+        req = ReportRequest.parse(
+            report=name, since=since, until=until, timezone=timezone, agents=agent or None,
+            project=project, mode=mode, breakdown=breakdown, token_limit=kw.get("token_limit"),
+            lake=kw.get("lake"), by=kw.get("by"),
+        )  # fmt: skip
+        h = _home(home)
+        rep = report(h, req).as_json()
     except CtxkeepError as e:
         _fail(e)
-    except Exception as e:  # a DuckDB error mid-query: a damaged or foreign file
-        import duckdb
-
-        if not isinstance(e, duckdb.Error):
-            raise
-        if lake:
-            _fail(_lake_error(lake, e))
-        _fail(R.unreadable(h, e))
-    if stale:
-        rep.notes.insert(0, stale)
-    if not rep.rows:
-        rep.notes.append("no usage in the store for this selection")
     if as_json:
-        _print_json(_json(rep, kw.get("breakdown", False)))
+        _print_json(rep)
     elif as_csv:
-        _csv(rep, kw.get("breakdown", False))
-    elif by:
-        for m in dict.fromkeys(r.machine for r in rep.rows):
-            part = R.Report(rep.name, f, [r for r in rep.rows if r.machine == m])
-            _table(part, kw.get("breakdown", False), h, m)
+        _csv(rep["rows"])
+    elif req.by:
+        for m in dict.fromkeys(r["machine"] for r in rep["rows"]):
+            _table(rep, [r for r in rep["rows"] if r["machine"] == m], breakdown, h, m)
     else:
-        _table(rep, kw.get("breakdown", False), h)
-    for n in rep.notes:
+        _table(rep, rep["rows"], breakdown, h)
+    for n in rep["notes"]:
         if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
             sys.stderr.write(f"note: {n}\n")
         else:
             err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
 
 
-def _open_lake(dest: str):
-    from ctxkeep.query import lake as lakeq
-
-    return lakeq.open_lake(dest)
-
-
-def _by_machine(con, name: str, f, one):
-    """``one(con)`` per machine of the lake (``query.lake``), the rows tagged with their
-    machine, machine by machine (sorted by name); notes once each."""
-    from ctxkeep.query import lake as lakeq
-    from ctxkeep.query.reports import Report
-
-    rows, notes = [], []
-    for m in lakeq.machines(con):
-        lakeq.select_machine(con, m)
-        rep = one(con)
-        for r in rep.rows:
-            r.machine = m
-        rows += rep.rows
-        notes += [n for n in rep.notes if n not in notes]
-    lakeq.select_machine(con, None)
-    return Report(name, f, rows, notes)
-
-
-def _lake_error(dest: str, e: Exception):
-    from ctxkeep.errors import StoreError
-
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    if "all_entries" in first or "history" in first or "tool_calls" in first:
-        return StoreError(
-            "the lake holds no entries", where=dest, hint="export them with --tables entries on each machine"
-        )
-    return StoreError(f"the lake is unreadable: {first}", where=dest, hint="export again on each machine")
-
-
-def _iso(t: dt.datetime | None) -> str | None:
-    if t is None:
-        return None
-    return t.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _row_json(name: str, r, breakdown: bool) -> dict:
-    d = _row_json_local(name, r, breakdown)
-    return d if r.machine is None else {"machine": r.machine, **d}
-
-
-def _row_json_local(name: str, r, breakdown: bool) -> dict:
-    from ctxkeep.query.reports import Block, ToolRow
-
-    if isinstance(r, ToolRow):
-        return {
-            "agent": r.agent,
-            "tool": r.tool_name,
-            "calls": r.calls,
-            "sessions": r.sessions,
-            "results": r.results,
-            "errors": r.errors,
-            "error_rate": r.error_rate,
-            "output_bytes": r.output_bytes,
-            "output_tokens": r.output_tokens,
-        }
-    if isinstance(r, Block):
-        d = {
-            "period": _iso(r.start),
-            "start": _iso(r.start),
-            "end": _iso(r.end),
-            "actual_end": _iso(r.actual_end),
-            "is_active": r.is_active,
-            "is_gap": r.is_gap,
-            "provider": r.provider,
-            "agents": r.agents,
-            "models": r.models,
-            "responses": r.responses,
-            **{k: getattr(r, k) for k in _TOKENS},
-            "cost_usd": r.cost_usd,
-            "burn_rate": r.burn_rate,
-            "projection": r.projection,
-        }
-        if r.limit_status:
-            d["token_limit"] = r.limit_status
-        return d
-    d = {"period": r.period, "agent": r.agent}
-    if breakdown or name == "models":
-        d["model"] = r.model
-        d["model_source"] = "assumed" if r.model in r.assumed_models else "logged"
-    else:
-        d["models"] = r.models
-        if r.assumed_models:
-            d["assumed_models"] = r.assumed_models
-    d.update({k: getattr(r, k) for k in _TOKENS})
-    d["reasoning_tokens"] = r.reasoning_tokens
-    d["cost_usd"] = r.cost_usd
-    d["responses"] = r.responses
-    d["unpriced_responses"] = r.unpriced
-    if name == "session":
-        d["project"] = r.project
-        d["last_activity"] = _iso(r.last_activity)
-        d["subagent_sessions"] = r.subagent_sessions
-    return d
-
-
-def _json(rep, breakdown: bool) -> dict:
-    from ctxkeep.query.reports import SCHEMA, ToolRow, totals
-
-    f = rep.filters
-    rows = [_row_json(rep.name, r, breakdown) for r in rep.rows]
-    if rep.rows and isinstance(rep.rows[0], ToolRow):
-        tot = {
-            k: sum(r[k] for r in rows)
-            for k in ("calls", "results", "errors", "output_bytes", "output_tokens")
-        }
-    else:
-        tot = totals(rep.rows)
-    return {
-        "schema": SCHEMA,
-        "report": rep.name,
-        "timezone": f.timezone,
-        "mode": f.mode,
-        "since": f.since.isoformat() if f.since else None,
-        "until": f.until.isoformat() if f.until else None,
-        "agents": list(f.agents),
-        "project": f.project,
-        "rows": rows,
-        "totals": tot,
-        "notes": rep.notes,
-    }
-
-
-def _csv(rep, breakdown: bool) -> None:
-    rows = [_row_json(rep.name, r, breakdown) for r in rep.rows]
+def _csv(rows: list[dict]) -> None:
     if not rows:
         return
     flat = [
@@ -276,42 +98,130 @@ def _usd(x: float | None) -> str:
     return "-" if x is None else f"${x:,.2f}"
 
 
-def _local(t: dt.datetime | None, tz: str) -> str:
+def _time(iso: str | None) -> dt.datetime | None:
+    return None if iso is None else dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+
+
+def _local(iso: str | None, tz: str) -> str:
     from zoneinfo import ZoneInfo
 
+    t = _time(iso)
     return "" if t is None else t.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M")
 
 
-def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None:
+def _hours(a: str, b: str) -> float:
+    return (_time(b) - _time(a)).total_seconds() / 3600  # type: ignore[operator]
+
+
+def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: str | None = None) -> None:
     from rich import box
 
-    from ctxkeep.query.reports import Block, ToolRow, totals
-
-    f = rep.filters
-    title = f"ctxkeep {rep.name} report ({f.timezone}, cost mode {f.mode})"
+    name, tz = rep["report"], rep["timezone"]
+    title = f"ctxkeep {name} report ({tz}, cost mode {rep['mode']})"
     if machine:
         title += f" - machine {machine}"
-    t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rep.rows), pad_edge=False)
-    if rep.rows and isinstance(rep.rows[0], ToolRow):
-        tot = {
-            k: sum(getattr(r, k) for r in rep.rows) for k in ("calls", "results", "errors", "output_tokens")
-        }
+    t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rows), pad_edge=False)
+    if name == "tools":
+        tot = {k: sum(r[k] for r in rows) for k in ("calls", "results", "errors", "output_tokens")}
         for c, foot in (("agent", "Total"), ("tool", ""), ("calls", f"{tot['calls']:,}"), ("sessions", "")):
             t.add_column(c, footer=foot, justify="left" if c in ("agent", "tool") else "right")
         t.add_column("results", footer=f"{tot['results']:,}", justify="right")
         t.add_column("errors", footer=f"{tot['errors']:,}", justify="right")
         t.add_column("error rate", justify="right")
         t.add_column("output tokens", footer=f"{tot['output_tokens']:,}", justify="right")
-        for r in rep.rows:
-            rate = "" if r.error_rate is None else f"{r.error_rate:.1%}"
+        for r in rows:
+            rate = "" if r["error_rate"] is None else f"{r['error_rate']:.1%}"
             t.add_row(
-                r.agent, r.tool_name or "(none)", f"{r.calls:,}", f"{r.sessions:,}", f"{r.results:,}",
-                f"{r.errors:,}", rate, f"{r.output_tokens:,}",
+                r["agent"], r["tool"] or "(none)", f"{r['calls']:,}", f"{r['sessions']:,}", f"{r['results']:,}",
+                f"{r['errors']:,}", rate, f"{r['output_tokens']:,}",
             )  # fmt: skip
         out.print(t)
         return
-    tot = totals(rep.rows)
-    blocks = bool(rep.rows) and isinstance(rep.rows[0], Block)
+    width = out.get().width
+    names = [_model_cell(r, name, breakdown) for r in rows]
+    t, need = None, 0
+    for folded in (False, True):  # all columns if they fit, else the token pairs stacked
+        t = _usage_table(rep, rows, breakdown, home, title, folded, [[n] for n in names])
+        need = _natural_width(t)
+        if need <= width:
+            break
+        # the models column gets what the others leave; names wrap at their separators
+        rest = _natural_width(_usage_table(rep, rows, breakdown, home, title, folded, [[""] for _ in names]))
+        header = "model" if (breakdown or name == "models") and name != "blocks" else "models"
+        room = max(width - rest + len(header), 8)
+        wrapped = [[_wrap_name(x, room) for x in n.split("\n")] for n in names]
+        t = _usage_table(rep, rows, breakdown, home, title, folded, wrapped)
+        need = _natural_width(t)
+        if need <= width:
+            break
+    console = out.get()
+    if need <= width:
+        console.print(t)
+        return
+    console.width = need  # still too wide: as wide as it needs (the terminal wraps), no figure cut
+    try:
+        console.print(t)
+    finally:
+        console.width = width
+
+
+def _natural_width(t) -> int:
+    """The width ``t`` takes with all the room it wants (its widest line)."""
+    import io
+
+    from rich.console import Console
+
+    c = Console(width=10_000, file=io.StringIO(), color_system=None)
+    with c.capture() as cap:
+        c.print(t)
+    return max((len(x.rstrip()) for x in cap.get().splitlines()), default=0)
+
+
+_SEPARATORS = re.compile(r"[^-./_:@ ]+[-./_:@ ]*|[-./_:@ ]+")
+
+
+def _wrap_name(name: str, width: int) -> str:
+    """``name`` in lines of at most ``width`` characters, broken after a separator (``-``,
+    ``.``, ``/``, ``_``, ``:``, ``@``; ``claude-sonnet-4-`` / ``20250514``), never inside
+    a part (a part longer than ``width`` gets a line of its own)."""
+    lines = [""]
+    for part in _SEPARATORS.findall(name):
+        if lines[-1] and len(lines[-1]) + len(part.rstrip()) > width:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(x.rstrip() for x in lines)
+
+
+def _model_cell(r: dict, name: str, breakdown: bool) -> str:
+    if name == "blocks":
+        return "\n".join(r["models"])
+    if breakdown or name == "models":
+        return r["model"] + (" (assumed)" if r["model_source"] == "assumed" else "")
+    return "\n".join(r["models"])
+
+
+def _nums(values: list[str], folded: bool) -> list[str]:
+    """The four token columns and total and cost; ``folded``: input over output and
+    cache read over cache write, one cell each."""
+    if not folded:
+        return values
+    i, o, cr, cw, *rest = values
+    return [f"{i}\n{o}" if i or o else "", f"{cr}\n{cw}" if cr or cw else "", *rest]
+
+
+def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[list[str]]):
+    """The table of a usage report or blocks; ``models``: each row's model lines."""
+    from rich import box
+
+    name, tz = rep["report"], rep["timezone"]
+    # folded (a narrow terminal): no outer edge, one space of padding between columns
+    tight = {"show_edge": False, "collapse_padding": True} if folded else {}
+    t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rows), pad_edge=False, **tight)
+    tot = {k: sum(r[k] for r in rows) for k in _TOKENS}
+    costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
+    cost = sum(costs) if costs else None
+    blocks = name == "blocks"
+    per_model = (breakdown or name == "models") and not blocks
     first = {
         "daily": "date",
         "weekly": "week",
@@ -320,59 +230,66 @@ def _table(rep, breakdown: bool, home: Path, machine: str | None = None) -> None
         "projects": "project",
         "models": "agent",  # then the model column: one row per agent and model
         "blocks": "block start",
-    }[rep.name]
-    t.add_column(first, footer="Total", no_wrap=rep.name != "projects")
+    }[name]
+    t.add_column(first, footer="Total", no_wrap=name != "projects")
     if blocks:
         t.add_column("status")
         t.add_column("agents")
-    elif rep.name != "models":
-        t.add_column("agent")
-    t.add_column("models" if not (breakdown or rep.name == "models") or blocks else "model")
-    for k, label in zip(_TOKENS, ("input", "output", "cache read", "cache write", "total"), strict=True):
-        t.add_column(label, footer=f"{tot[k]:,}", justify="right")
-    t.add_column("cost", footer=_usd(tot["cost_usd"]), justify="right")
-    if rep.name == "session":  # ids as hits show them: the shortest unique prefix
-        from ctxkeep.query.sessions import short_ids_of
+    elif name != "models":
+        t.add_column("agent", no_wrap=True)
+    t.add_column("model" if per_model else "models", no_wrap=True)  # wrapped at separators
+    labels = ["input", "output", "cache read", "cache write", "total"]
+    foots = [f"{tot[k]:,}" for k in _TOKENS]
+    if folded:
+        labels = ["input\noutput", "cache read\ncache write", "total"]
+        foots = _nums(foots, True)
+    for label, foot in zip(labels, foots, strict=True):
+        t.add_column(label, footer=foot, justify="right")
+    t.add_column("cost", footer=_usd(cost), justify="right")
+    gap = [""] * (len(labels) + 1)
+    if name == "session":  # ids as hits show them: the shortest unique prefix
+        from ctxkeep.service.report import short_ids
 
-        shown = short_ids_of(home, [r.period for r in rep.rows])
-    for r in rep.rows:
-        nums = [f"{getattr(r, k):,}" for k in _TOKENS] + [_usd(r.cost_usd)]
+        shown = short_ids(home, [r["period"] for r in rows])
+    for r, lines in zip(rows, models, strict=True):
+        model = "\n".join(lines)
+        nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded) + [_usd(r["cost_usd"])]
         if blocks:
-            if r.is_gap:
-                hours = (r.end - r.start).total_seconds() / 3600
-                t.add_row(_local(r.start, f.timezone), f"gap {hours:,.1f} h", "", "", *[""] * 6, style="dim")
+            if r["is_gap"]:
+                t.add_row(
+                    _local(r["start"], tz),
+                    f"gap {_hours(r['start'], r['end']):,.1f} h",
+                    "",
+                    "",
+                    *gap,
+                    style="dim",
+                )
                 continue
-            status = "active" if r.is_active else f"{(r.actual_end - r.start).total_seconds() / 3600:.1f} h"
-            if r.is_active and r.projection:
-                p = r.projection
+            status = "active" if r["is_active"] else f"{_hours(r['start'], r['actual_end']):.1f} h"
+            p, b, lim = r["projection"], r["burn_rate"], r.get("token_limit")
+            if r["is_active"] and p:
                 status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"
-            who = f"{r.provider}: {', '.join(r.agents)}" if r.provider else ", ".join(r.agents)
-            t.add_row(_local(r.start, f.timezone), status, who, "\n".join(r.models), *nums)
-            if r.is_active and r.projection:
-                p, b = r.projection, r.burn_rate
-                lim = ""
-                if r.limit_status:
-                    lim = f" ({r.limit_status['percent']:.0f}% of {r.limit_status['limit']:,}: {r.limit_status['status']})"
+            who = f"{r['provider']}: {', '.join(r['agents'])}" if r["provider"] else ", ".join(r["agents"])
+            t.add_row(_local(r["start"], tz), status, who, model, *nums)
+            if r["is_active"] and p:
+                lim = f" ({lim['percent']:.0f}% of {lim['limit']:,}: {lim['status']})" if lim else ""
                 t.add_row(
                     "", "projected", f"{b['tokens_per_minute']:,.0f} tok/min", f"{_usd(b['cost_per_hour'])}/h",
-                    "", "", "", "", f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
+                    *gap[2:], f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
                 )  # fmt: skip
             continue
-        model = r.model if (breakdown or rep.name == "models") else "\n".join(r.models)
-        if r.assumed_models and (breakdown or rep.name == "models") and r.model in r.assumed_models:
-            model = f"{model} (assumed)"
-        if rep.name == "models":
-            t.add_row(f"{r.agent}", model, *nums)
-        else:
-            period = r.period or ""
-            if rep.name == "session":
-                period = shown.get(period, period)
-            if rep.name == "session" and r.last_activity is not None:
-                period = f"{period}\n{_local(r.last_activity, f.timezone)}"
-            if rep.name == "session" and r.subagent_sessions:
-                period = f"{period}\n+{len(r.subagent_sessions)} sub-agent session(s)"
-            t.add_row(period, r.agent, model, *nums)
-    out.print(t)
+        if name == "models":
+            t.add_row(r["agent"], model, *nums)
+            continue
+        period = r["period"] or ""
+        if name == "session":
+            period = shown.get(period, period)
+            if r["last_activity"] is not None:
+                period = f"{period}\n{_local(r['last_activity'], tz)}"
+            if r["subagent_sessions"]:
+                period = f"{period}\n+{len(r['subagent_sessions'])} sub-agent session(s)"
+        t.add_row(period, r["agent"], model, *nums)
+    return t
 
 
 _doc = {
@@ -465,6 +382,6 @@ def statusline(
     """One line for Claude Code's statusLine: today's cost, the active block, the session's context.
 
     Reads the JSON Claude Code sends on stdin."""
-    from ctxkeep.query import statusline as sl
+    from ctxkeep.service.report import statusline as ask
 
-    sys.stdout.write(sl.line(_home(home), sys.stdin, timezone) + "\n")
+    sys.stdout.write(ask(_home(home), sys.stdin, timezone) + "\n")

@@ -35,9 +35,9 @@ def html(
     if missing:
         _fail(CtxkeepError(f"`report html` needs {', '.join(missing)}", hint=report.INSTALL_HINT))
     try:
-        from ctxkeep.timeutil import local_timezone
+        from ctxkeep.service.when import zone
 
-        w = window(timezone or local_timezone(), since or "", until or "")
+        w = window(zone(timezone), since or "", until or "")
     except CtxkeepError as e:
         _fail(e, 2)
     h = _home(home)

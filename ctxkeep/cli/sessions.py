@@ -119,8 +119,8 @@ def resume(
         if fmt not in ("md", "json"):
             raise UsageError(f"unknown format {fmt!r}", where="--format", hint="use md or json")
         snap = ask(_home(home), ResumeRequest.parse(session=session, project=project, budget=budget))
-    except CtxkeepError as e:
-        _fail(e)
+    except CtxkeepError as e:  # SESSION is an argument; --project only when typed
+        _fail(e, words={"session": "SESSION", **({} if project else {"project": None})})
     if fmt == "json" or as_json:
         _print_json(snap.as_json())
     else:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import subprocess
 import sys
@@ -15,15 +14,6 @@ import typer
 
 from ctxkeep.cli import HomeOpt, _fail, _home, app, err
 from ctxkeep.errors import CtxkeepError, UsageError
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def marimo_command(
@@ -62,8 +52,9 @@ def ui(
 ):
     """Browse the store in the browser: Overview, Sessions and transcripts, Search, Store (the marimo app)."""
     from ctxkeep.render import report
+    from ctxkeep.service.maintenance import is_loopback
 
-    if not _loopback(host) and not allow_remote:
+    if not is_loopback(host) and not allow_remote:
         _fail(
             UsageError(
                 f"--host {host} is not a loopback address",
@@ -72,7 +63,7 @@ def ui(
             ),
             2,
         )
-    if allow_remote and not _loopback(host) and not (token and len(token) >= 8):
+    if allow_remote and not is_loopback(host) and not (token and len(token) >= 8):
         _fail(
             UsageError(
                 "--allow-remote needs --token (8 characters or more)",

@@ -60,9 +60,16 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     out.print(t)
     for a in r["agents"]:
         for x in a["at_risk"][:20]:
-            warn(
-                f"{x['agent']} deletes {x['path']} at {x['due']}: the vault holds {x['vaulted_bytes']:,} of its {x['size']:,} bytes - run `ctxkeep ingest`"
-            )
+            what = f"{x['agent']} deletes {x['path']} at {x['due']}: the vault holds {x['vaulted_bytes']:,} of its {x['size']:,} bytes"
+            if x.get("purged"):  # ingest skips a purged file: lifting the purge is what helps
+                scope, _, value = x["purged"].partition(" ")
+                what += (
+                    f" (you purged {x['purged']}) - nothing to do if that was meant; to keep it, "
+                    f"`ctxkeep purge --{scope} {value} --reingest`, then `ctxkeep ingest`"
+                )
+            else:
+                what += " - run `ctxkeep ingest` before then"
+            warn(what)
     if not r["at_risk"]:
         say("no session at risk: the vault holds every file the agents will delete")
 
@@ -119,7 +126,7 @@ def restore(
         )
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
-        _fail(e)
+        _fail(e, words={"session": "SESSION"})  # an argument here, not --session
     if as_json:
         _print_json(r)
         return

@@ -5,7 +5,9 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
 
 - ``sqlite-header``: ``store.db``'s header and size (``store_safety.header_problem``),
   a 0-byte store where the home held data;
-- ``sqlite-wal``: a ``store.db-wal`` of another database (``store_safety.wal_verdict``);
+- ``sqlite-wal``: a ``store.db-wal`` of another database, or of another generation of
+  this one (``store_safety.wal_verdict``, ``checks.wal_view_problem``: ``_wal_finding``);
+  checked before anything opens the store (an open would apply or move it);
 - ``sqlite-integrity``: ``PRAGMA quick_check`` (``PRAGMA integrity_check`` with
   ``full``; 0.27 s and 1.9 s on a 170 MB store);
 - ``store`` (a warning): the store cannot be written (a read-only file system, no
@@ -22,11 +24,15 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   counts, every table reads to its end (``analytics_read.inspect``), and it holds as
   many entries and usage rows as SQLite (a truncated file and a rebuild killed after
   its entries passed before);
+- ``entries``: every entry DuckDB holds is in SQLite (``lost_entries``: a WAL or a
+  ``store.db`` of another generation put back by hand lost them); ``--repair`` moves a
+  stale WAL aside and derives those sessions again (``_derive_lost``: the vault, else
+  the agents' files from byte 0) before it rebuilds DuckDB;
 - ``parquet``: every archive file's footer reads, and the archive holds every entry
   the ``archived`` table lists; an unreadable file names the other copies of its
   agent's entries (``other_copies``: the session files still on disk, their compress
-  backups, the vault's files), which ``--repair`` reports as what to recover from
-  (re-archiving from them is the vault's hook: ``repair``'s ``parquet`` branch);
+  backups, the vault's files); ``--repair`` moves it aside and re-archives its entries
+  from those copies, the vault first (``_rearchive``);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
   (warnings: a user may delete session files);
 - ``coverage``: the coverage ledger's format drift (warnings: an agent version with
@@ -73,7 +79,40 @@ class Finding:
     detail: str = ""
 
 
-def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
+def _wal_finding(home: Path) -> Finding | None:
+    """The ``sqlite-wal`` finding for ``store.db-wal`` (None without one, or without a
+    sound ``store.db`` header): ``skipped`` while a live process has the store open,
+    ``damaged`` for a WAL of another database (``foreign``) or of another generation of
+    this one (``stale``: ``store_safety.wal_verdict`` by its frames, else
+    ``checks.wal_view_problem`` by what SQLite reads with it), else ``ok``. Reads the
+    WAL and opens the store read-only: the WAL is neither applied nor moved."""
+    db, wal = home / STORE_DB, home / (STORE_DB + "-wal")
+    try:
+        if not wal.stat().st_size or not db.stat().st_size or store_safety.header_problem(db):
+            return None
+    except OSError:
+        return None
+    if store_safety.live(home):
+        return Finding("sqlite-wal", str(wal), "skipped", "in use by a live process")
+    verdict, w = store_safety.wal_verdict(db, wal)
+    if verdict == "own":
+        problem = checks.wal_view_problem(db)
+        if problem:
+            verdict, w = "stale", f"a WAL of another generation of this store: {problem}"
+    if verdict == "foreign":
+        return Finding("sqlite-wal", str(wal), "damaged", f"{w}; --repair moves it aside")
+    if verdict == "stale":
+        return Finding(
+            "sqlite-wal",
+            str(wal),
+            "damaged",
+            f"{w}; applying it loses entries: --repair moves it aside (kept) and derives again what "
+            "the file alone lacks",
+        )
+    return Finding("sqlite-wal", str(wal), "ok", w)
+
+
+def _sqlite_checks(home: Path, full: bool, wal_finding: Finding | None = None) -> list[Finding]:
     db = home / STORE_DB
     out: list[Finding] = []
     if not db.exists():
@@ -93,14 +132,10 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
     why = store_safety.header_problem(db)
     out.append(Finding("sqlite-header", str(db), "damaged" if why else "ok", why or f"{size:,} bytes"))
     wal = home / (STORE_DB + "-wal")
-    foreign = False
-    if wal.exists() and wal.stat().st_size and not why:
-        if store_safety.live(home):
-            out.append(Finding("sqlite-wal", str(wal), "skipped", "in use by a live process"))
-        else:
-            verdict, w = store_safety.wal_verdict(db, wal)
-            foreign = verdict == "foreign"
-            out.append(Finding("sqlite-wal", str(wal), "damaged" if verdict == "foreign" else "ok", w))
+    foreign = False  # the WAL is not applied: the checks read the file alone
+    if wal_finding is not None and not why:
+        out.append(wal_finding)
+        foreign = wal_finding.status == "damaged"
     if why:
         return out
     ro = _read_only(home)
@@ -111,10 +146,9 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
     try:
         rows = checks.integrity(db, full=full, immutable=immutable)
         bad = rows != ["ok"]
+        detail = " ".join("; ".join(rows[:3]).split())  # one line: a quick_check row holds newlines
         out.append(
-            Finding(
-                "sqlite-integrity", str(db), "damaged" if bad else "ok", f"{pragma}: " + "; ".join(rows[:3])
-            )
+            Finding("sqlite-integrity", str(db), "damaged" if bad else "ok", f"{pragma}: {detail[:300]}")
         )
     except sqlite3.DatabaseError as e:
         out.append(Finding("sqlite-integrity", str(db), "damaged", f"{pragma}: {e}"))
@@ -163,6 +197,7 @@ def _sqlite_checks(home: Path, full: bool) -> list[Finding]:
             )
         )
     out += _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
+    out += _lost_check(home, immutable)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
     out += _coverage_check(db, foreign)
@@ -239,6 +274,49 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> li
             )
         ]
     return [Finding("duckdb", str(p), "ok", f"{n_duck:,} entries and {usage:,} usage rows, as SQLite")]
+
+
+def lost_entries(home: Path, *, immutable: bool = False) -> list[tuple[str, str, str, str]]:
+    """The entries ``analytics.duckdb`` holds that SQLite lost, as ``(entry_id, agent,
+    session_id, source_path)``: DuckDB's rowid sync never removes a row and every
+    removal (purge, retention) rebuilds it, so an id there that neither SQLite's
+    entries nor its ``archived`` ids hold is an entry SQLite lost (a WAL or a
+    ``store.db`` of another generation put back by hand). ``[]`` when DuckDB is
+    missing or unreadable (its own check says so). ``immutable``: read ``store.db``
+    without its WAL."""
+    from ctxkeep.sinks.analytics_read import entry_sources
+
+    p = home / ANALYTICS_DB
+    if not p.exists():
+        return []
+    try:
+        rows = entry_sources(p)
+    except Exception:  # duckdb.Error, OSError: the duckdb check reports it
+        return []
+    if not rows:
+        return []
+    known = checks.known_entry_ids(home / STORE_DB, immutable=immutable)
+    return [r for r in rows if r[0] not in known]
+
+
+def _lost_check(home: Path, immutable: bool) -> list[Finding]:
+    lost = lost_entries(home, immutable=immutable)
+    if not lost:
+        return [
+            Finding("entries", str(home / STORE_DB), "ok", "every entry analytics.duckdb holds is in SQLite")
+        ]
+    sessions = {(a, s) for _, a, s, _ in lost}
+    files = {p for *_, p in lost if p}
+    return [
+        Finding(
+            "entries",
+            str(home / STORE_DB),
+            "damaged",
+            f"SQLite lost {len(lost):,} entries of {len(sessions):,} sessions ({len(files):,} files) that "
+            "analytics.duckdb still holds (a WAL or store.db of another generation put back by hand); "
+            "--repair derives those sessions again from the vault or the agents' files",
+        )
+    ]
 
 
 def _parquet_check(home: Path, n_archived: int) -> list[Finding]:
@@ -356,11 +434,15 @@ def check(home: Path, *, full: bool = False) -> list[Finding]:
     damage (it is reported). DuckDB is brought current first, as by every reader of
     it (``analytics_current.bring_current``): a sync a small ingest left to the
     readers is no damage."""
-    try:
-        analytics_current.bring_current(Path(home))
-    except (CtxkeepError, sqlite3.Error, OSError):  # a read-only or damaged store: the checks say
-        pass
-    return _sqlite_checks(Path(home), full)
+    home = Path(home)
+    wal = _wal_finding(home)
+    if wal is None or wal.status != "damaged":  # an open would apply or move a bad WAL
+        try:
+            analytics_current.bring_current(home)
+        except (CtxkeepError, sqlite3.Error, OSError):  # a read-only or damaged store: the checks say
+            pass
+        wal = _wal_finding(home)  # the sync may have checkpointed it
+    return _sqlite_checks(home, full, wal)
 
 
 def damaged_files(findings: list[Finding]) -> list[str]:
@@ -419,8 +501,20 @@ def repair(home: Path, findings: list[Finding]) -> dict:
                 )
             bad |= {"duckdb"}
         elif "sqlite-wal" in bad:
-            store_safety.check_wal(home)
-            actions.append("moved the foreign WAL aside")
+            (wf,) = [f for f in findings if f.check == "sqlite-wal"]
+            db, wal = home / STORE_DB, home / (STORE_DB + "-wal")
+            if wal.exists():
+                kind = "foreign" if store_safety.wal_verdict(db, wal)[0] == "foreign" else "stale"
+                dest = store_safety.set_wal_aside(home, kind, wf.detail.split("; ")[0])
+                what = "of another database" if kind == "foreign" else "of another generation of this store"
+                actions.append(f"moved the WAL {what} aside ({dest})")
+            bad |= {"entries"}  # what the file alone lacks
+        if "entries" in bad and not bad & {"sqlite-header", "sqlite-integrity", "orphans"}:
+            derived, still = _derive_lost(home)
+            actions += derived
+            lost += still
+            if not still:
+                bad |= {"duckdb", "fts"}
         conn = sqlite_store.connect(home)
         try:
             if "chunks" in bad:
@@ -437,16 +531,170 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             if "fts" in bad:
                 r = rebuild_fts(conn)
                 actions.append(f"rebuilt the FTS indexes: {r['chunks']:,} chunks")
-            if bad & {"duckdb", "fts"} or "sqlite-wal" in bad:
+            if (bad & {"duckdb", "fts"} or "sqlite-wal" in bad) and not any(
+                x.startswith("entries SQLite lost") for x in lost
+            ):  # DuckDB's rows are the last trace of entries no file holds: kept
                 actions.append(rebuild_analytics(conn, home))
         finally:
             conn.close()
         if "parquet" in bad:
-            for f in findings:
-                if f.check == "parquet" and f.status == "damaged":
-                    # hook for the vault: re-archiving these entries from the copies named
-                    lost.append(f"archived entries of {f.file} ({f.detail.split('; ', 1)[-1]})")
+            damaged = [Path(f.file) for f in findings if f.check == "parquet" and f.status == "damaged"]
+            redone, still = _rearchive(home, [p for p in damaged if p.suffix == ".parquet"])
+            actions += redone
+            lost += still
     return {"actions": actions, "not_recovered": lost}
+
+
+def _derive_lost(home: Path) -> tuple[list[str], list[str]]:
+    """Derive again the sessions of the entries SQLite lost (``lost_entries``): the
+    files the vault's manifest holds from the vault (``maintenance.reparse`` of their
+    agents), the others from the agents' files read again from byte 0 (a backfill:
+    ``run_ingest`` with ``force``; entry ids are stable, so only the lost entries and
+    their usage come back). The caller holds the store lock and rebuilds DuckDB and
+    FTS after. Returns ``(actions, not recovered)``."""
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.pipeline.engine import run_ingest
+    from ctxkeep.sources import files_for_paths
+
+    lost = lost_entries(home)
+    if not lost:
+        return [], []
+    files = sorted({(a, p) for _, a, _, p in lost if p})
+    held = {p for a in {a for a, _ in files} for p in checks.vault_paths(home / STORE_DB, a)}
+    actions = []
+    from_vault = sorted({a for a, p in files if p in held})
+    if from_vault:
+        r = reparse(home, agents=from_vault)
+        actions.append(f"derived again {r['files']:,} files of {', '.join(from_vault)} from the vault")
+    todo = []
+    for a, p in files:
+        if p not in held:
+            found, _problems = files_for_paths([Path(p)], [a])
+            todo += found
+    if todo:
+        s = run_ingest(home, files=todo, force=True)
+        actions.append(f"read again {len(todo):,} session files from byte 0: {s.entries_new:,} entries back")
+    still = lost_entries(home)
+    actions.insert(0, f"{len(lost) - len(still):,} of {len(lost):,} entries SQLite lost derived again")
+    if not still:
+        return actions, []
+    return actions, [
+        f"entries SQLite lost: {len(still):,} of {len({(a, s) for _, a, s, _ in still}):,} sessions whose "
+        "files are gone and the vault does not hold (analytics.duckdb keeps their rows: not rebuilt)"
+    ]
+
+
+def _archive_gaps(home: Path) -> tuple[set[str], dict[str, str]]:
+    """``(ids, archived_at)``: the ids SQLite's ``archived`` table lists that no readable
+    archive file holds, and every listed id's archive time."""
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        listed = checks.archived_times(conn)
+    finally:
+        conn.close()
+    try:
+        df = parquet.read_archive(home)
+        held = set(df["entry_id"].to_list()) if "entry_id" in df.columns else set()
+    except Exception:  # a file still unreadable: its ids count as missing
+        held = set()
+    return set(listed) - held, listed
+
+
+def _entries_of(agent: str, files: list[tuple[SourceFile, Path | None]], want: set[str]):
+    """The entries of ``want`` the source files ``files`` hold, each read by ``agent``'s
+    source (redacted and hashed as at ingest: ``entries_frame``), a file given with a
+    second path read from that path (``jsonl.VIEW``: a vault generation written out).
+    Yields entry frames filtered to ``want``."""
+    import polars as pl
+
+    from ctxkeep.sources import SOURCES
+    from ctxkeep.sources.readers import jsonl as jsonl_reader
+    from ctxkeep.transforms.normalize import entries_frame
+
+    for f, view in files:
+        if not want:
+            return
+        if view is not None:
+            jsonl_reader.VIEW[str(f.path)] = view
+        try:
+            rows = [e for b in SOURCES[agent].read(f, None) for e in b.entries]
+        except Exception:  # an unreadable copy: the next one is tried
+            rows = []
+        finally:
+            jsonl_reader.VIEW.pop(str(f.path), None)
+        if not rows:
+            continue
+        frame = entries_frame(rows).filter(pl.col("entry_id").is_in(list(want)))
+        if frame.height:
+            want -= set(frame["entry_id"].to_list())
+            yield frame
+
+
+def _rearchive(home: Path, damaged: list[Path]) -> tuple[list[str], list[str]]:
+    """Re-archive the entries of unreadable archive files from their other copies
+    (``other_copies``), the vault first (its generations of the agent's files, written
+    out one at a time to a temporary file), then the session files on disk and their
+    compress backups. Each damaged file is moved aside first
+    (``<name>.damaged-<UTC>``, never deleted); the entries SQLite's ``archived`` table
+    lists that no readable file holds are read again and written as new archive files
+    (``parquet.write_recovered``). Returns ``(actions, not recovered)``."""
+    import shutil
+    import tempfile
+
+    import polars as pl
+
+    from ctxkeep.sinks.vault import manifest
+    from ctxkeep.timeutil import now_iso
+
+    actions: list[str] = []
+    stamp = now_iso().replace(":", "").replace("-", "")
+    agents = sorted({a for f in damaged if (a := _partition(f, "agent"))})
+    for f in damaged:
+        if f.exists():
+            f.replace(f.with_name(f"{f.name}.damaged-{stamp}"))
+            actions.append(f"moved the unreadable archive file aside ({f.name}.damaged-{stamp})")
+    want, times = _archive_gaps(home)
+    n_want = len(want)
+    frames, got = [], {"the vault": 0, "session files": 0, "compress backups": 0}
+    conn = sqlite_store.connect(home)
+    work = Path(tempfile.mkdtemp(prefix="ctxkeep-rearchive-"))
+    try:
+        for agent in agents:
+            for g in manifest.generations(conn, agents=[agent]):
+                if not want:
+                    break
+                tmp = work / "gen.bin"
+                with open(tmp, "wb") as out:
+                    for chunk in manifest.iter_bytes(conn, home, g):
+                        out.write(chunk)
+                mode = "rewrite" if g.mode == "document" else "append"
+                for fr in _entries_of(
+                    agent, [(SourceFile(agent, Path(g.path), mode, dict(g.meta)), tmp)], want
+                ):
+                    frames.append(fr)
+                    got["the vault"] += fr.height
+            copies = other_copies(home, Path(home) / ARCHIVE_DIR / f"agent={agent}" / "x.parquet")
+            for kind in ("session files", "compress backups"):
+                files = [(SourceFile(agent, Path(p), "append", {}), None) for p in copies[kind]]
+                for fr in _entries_of(agent, files, want):
+                    frames.append(fr)
+                    got[kind] += fr.height
+    finally:
+        conn.close()
+        shutil.rmtree(work, ignore_errors=True)
+    if frames:
+        written = parquet.write_recovered(home, pl.concat(frames, how="diagonal_relaxed"), times)
+        actions.append(
+            f"re-archived {n_want - len(want):,} of {n_want:,} entries the unreadable files held, from "
+            + ", ".join(f"{k} ({v:,})" for k, v in got.items() if v)
+            + f": {len(written)} new archive files"
+        )
+    if not want:
+        return actions, []
+    return actions, [
+        f"{len(want):,} archived entries of {', '.join(agents)} that no other copy holds (the vault, the "
+        "session files and their compress backups were read)"
+    ]
 
 
 def _rechunk(conn) -> tuple[int, int]:

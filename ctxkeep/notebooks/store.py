@@ -17,28 +17,20 @@ def _():
     import marimo as mo
     import polars as pl
 
-    from ctxkeep.render.nbkit import Store, no_store, show, table
-    from ctxkeep.timeutil import local_timezone
+    from ctxkeep.render.nbkit import open_page, page_params, show, table
 
-    return Store, alt, local_timezone, mo, no_store, pl, show, table
+    return alt, mo, open_page, page_params, pl, show, table
 
 
 @app.cell
-def _(local_timezone, mo):
-    _args = mo.cli_args()
-    store = str(_args.get("store") or "")
-    timezone = str(_args.get("timezone") or local_timezone())
-    since = str(_args.get("since") or "")
-    until = str(_args.get("until") or "")
+def _(page_params):
+    store, timezone, since, until = page_params()
     return since, store, timezone, until
 
 
 @app.cell
-def _(Store, mo, no_store, since, store, timezone, until):
-    try:
-        st = Store(store, timezone, since, until)
-    except Exception as _e:
-        mo.stop(True, no_store(_e))
+def _(open_page, since, store, timezone, until):
+    st = open_page(store, timezone, since, until)
     st.header(
         "The store: what is kept, deduplicated, compressed and quarantined",
         "Entries of the SQLite store and of the Parquet archive (via `analytics.duckdb`), the content dedup and "

@@ -74,6 +74,9 @@ PROCESS_READ_BYTES = int(float(os.environ.get("CTXKEEP_READ_PROCESS_MB", "64")) 
 #: searchable without importing DuckDB and pyarrow (~0.15-0.25 s of CPU) and opening
 #: the file (docs/design.md, "Latency budget")
 DEFER_ANALYTICS_BYTES = 1024 * 1024
+#: an ingest of at most this many new bytes into a store ``store_safety.known_good``
+#: skips ``check_integrity``'s read of every page (~3 s at 2 GB): the hook path
+INCREMENTAL_CHECK_BYTES = DEFER_ANALYTICS_BYTES
 
 
 def extract_transform(
@@ -355,9 +358,12 @@ def run_ingest(
     t0 = time.perf_counter()
     home = cfgmod.ensure_home(Path(home))
     with hold(home, -1 if wait else 0, what=flow, on_wait=hooks.on_wait):
+        # known undamaged at the start (``store_safety.known_good``; before this run's own
+        # open writes), or checked by ``_run_locked``: then still so once it committed
+        good = [store_safety.known_good(home)]
         conn = sqlite_store.connect(home)
         try:
-            return _run_locked(
+            s = _run_locked(
                 conn,
                 home,
                 agents,
@@ -372,9 +378,13 @@ def run_ingest(
                 submit,
                 parts_ahead,
                 defer_analytics,
+                good,
             )
         finally:
             conn.close()
+        if good[0]:
+            store_safety.mark_good(home)
+        return s
 
 
 def _run_locked(
@@ -392,13 +402,21 @@ def _run_locked(
     submit=None,
     parts_ahead=PARTS_AHEAD,
     defer_analytics: bool | None = False,
+    good: list[bool] | None = None,
 ) -> Summary:
+    """``run_ingest``'s work under the lock; ``good[0]`` says whether the store was
+    known undamaged at the start, set True once ``check_integrity`` passed."""
+    good = good if good is not None else [False]
     recovery.recover(conn, home)  # an operation a crash interrupted is completed first
     p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
         on_plan(p)
-    if p.todo:  # about to write: never into a damaged b-tree
+    # about to write: never into a damaged b-tree. A few new bytes into a store known
+    # undamaged since its last full check and untouched but by ctxkeep (the hook path)
+    # skip the whole-store read; every bigger run reads every page
+    if p.todo and not (good[0] and p.pending_bytes <= INCREMENTAL_CHECK_BYTES):
         store_safety.check_integrity(conn, Path(home) / STORE_DB)
+        good[0] = True
     s = Summary(files=len(p.todo) + p.unchanged, problems=list(p.problems))
     with sqlite_store.recorded_run(conn, flow, t0=t0) as run:
         run.summary = s.as_dict

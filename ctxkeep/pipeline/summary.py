@@ -10,10 +10,8 @@ import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ctxkeep.sources import SOURCES
-from ctxkeep.sources.contract import ModeByPath
+from ctxkeep.sources import file_mode
 
 
 @dataclass
@@ -111,13 +109,7 @@ def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
 def _appends(agent: str, path: str) -> bool:
     """True for a file its source reads append-only (mode ``append``: a watermark
     offset below its size is an unfinished last line)."""
-
-    src = SOURCES.get(agent)
-    if src is None:
-        return False
-
-    mode = src.mode_for(Path(path)) if isinstance(src, ModeByPath) else src.MODE
-    return mode == "append"
+    return file_mode(agent, path) == "append"
 
 
 def held_back_line(rows: list[dict]) -> str | None:

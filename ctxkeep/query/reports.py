@@ -18,14 +18,14 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
 from ctxkeep.sinks import analytics_current
-from ctxkeep.timeutil import local_timezone, when_day
+from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 
 #: the ``--json`` schema version (docs/analytics.md "Reports")
 SCHEMA = 1
@@ -163,20 +163,6 @@ class Report:
     filters: Filters
     rows: list
     notes: list[str] = field(default_factory=list)
-
-
-def check_timezone(name: str) -> str:
-    """``name`` if it is an IANA time zone known to the system (zoneinfo), else
-    UsageError."""
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as e:
-        raise UsageError(
-            f"unknown time zone {name!r}",
-            where="--timezone",
-            hint="give an IANA name such as Europe/Berlin or UTC",
-        ) from e
-    return name
 
 
 def parse_date(value: str, where: str, tz: str = "UTC") -> dt.date:
@@ -622,7 +608,8 @@ def statusline_figures(con, tz: str, session_id: str | None, *, now: dt.datetime
     day of ``now`` in ``tz``, auto mode, every agent), ``block`` (the active 5-hour
     block: ``start``/``end`` ISO UTC, ``cost_usd``, ``total_tokens``, ``cost_per_hour``;
     None without one) and ``session`` (``context_tokens``: the input side of the
-    session's last response = input + cache read + cache creation; ``model``; None when
+    session's last response = input + cache read + cache creation; ``model``;
+    ``cost_usd``: auto mode, the session and the sub-agents it started; None when
     unknown). Raises CtxkeepError only through ``check_timezone``."""
     check_timezone(tz)
     now = now or dt.datetime.now(dt.UTC)
@@ -651,7 +638,16 @@ def statusline_figures(con, tz: str, session_id: str | None, *, now: dt.datetime
             [session_id],
         ).fetchall()
         if got:
-            session = {"context_tokens": int(got[0][0]), "model": got[0][1]}
+            spent = con.execute(
+                "SELECT sum(cost_usd) FROM usage WHERE session_id = ? OR session_id IN "
+                "(SELECT session_id FROM sessions WHERE parent_session_id = ?)",
+                [session_id, session_id],
+            ).fetchall()[0][0]
+            session = {
+                "context_tokens": int(got[0][0]),
+                "model": got[0][1],
+                "cost_usd": float(spent) if spent is not None else None,
+            }
     return {"today_cost_usd": cost, "block": block, "session": session}
 
 

@@ -1,11 +1,26 @@
 """``ctxkeep statusline``: one line for Claude Code's ``statusLine`` command.
 
-Claude Code runs the command on every update and sends JSON on stdin (``session_id``,
-``transcript_path``, ``model.display_name``, ``workspace`` …; Claude Code 1.0.x docs
-"Status line configuration"). The line: today's cost (every agent, local day, auto
-mode), the active 5-hour block (cost, burn rate, time left) and the session's context
-fill (the input side of its last response: input + cache read + cache creation, as a
-share of the model's window).
+Claude Code runs the command on every update and sends JSON on stdin: ``session_id``,
+``transcript_path`` (the session's JSONL), ``model`` (``id``, ``display_name``),
+``workspace`` (``current_dir``, ``project_dir``), ``version``, ``cost``
+(``total_cost_usd``: Claude Code's own estimate, ``total_duration_ms`` …) and, in newer
+versions, ``context_window`` (``context_window_size``, ``current_usage`` with
+``input_tokens``, ``cache_creation_input_tokens``, ``cache_read_input_tokens``) — Claude
+Code docs, "Customize your status line" (https://code.claude.com/docs/en/statusline,
+"Available data"). The line (as ccusage's ``statusline``): the model, the session's
+cost, today's cost (every agent, local day, auto mode), the active 5-hour block (cost,
+burn rate, time left) and the session's context fill (the input side of its last
+response: input + cache read + cache creation, as a share of the window).
+
+Fresh without ``serve``: the store knows a transcript up to its watermark (the byte
+offset the last ingest stored, ``watermarks`` in ``store.db``); the lines after it
+(the unread tail, at most ``TAIL_MAX`` bytes of its end) are read here, each API
+response once (by ``message.id``, as the Claude Code source does), priced with
+``transforms.cost.response_cost`` (the price the next ingest will store) and added to
+the session's, today's and the block's figures; the tail's last response gives the
+context unless stdin's ``context_window.current_usage`` does. Without any ctxkeep
+figure for the session (no store row, no priced tail) the session's cost is Claude
+Code's ``cost.total_cost_usd``.
 
 Speed: importing DuckDB alone takes ~0.2 s, more than a status line may. The figures
 are therefore computed from DuckDB (``query.reports.statusline_figures``) only when
@@ -25,6 +40,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 CACHE = "statusline.json"
+#: the most bytes of a transcript's unread tail read (its end; a longer tail is an
+#: ingest overdue: its start is left to that ingest)
+TAIL_MAX = 8 << 20
 #: ccusage's block length (hours)
 _BLOCK = dt.timedelta(hours=5)
 #: context windows (tokens): a ``[1m]`` model id or "1M" in the display name has 1M
@@ -147,6 +165,13 @@ def render(rec: dict, info: dict, now: dt.datetime) -> str:
     model = (info.get("model") or {}).get("display_name") if isinstance(info.get("model"), dict) else None
     if model:
         parts.append(model)
+    s = (rec.get("sessions") or {}).get(info.get("session_id") or "") or {}
+    spent = s.get("cost_usd")
+    claude = (info.get("cost") or {}).get("total_cost_usd") if isinstance(info.get("cost"), dict) else None
+    if spent is None and isinstance(claude, int | float) and not isinstance(claude, bool):
+        spent = float(claude)  # Claude Code's own estimate: ctxkeep knows nothing of it yet
+    if spent is not None:
+        parts.append(f"${spent:,.2f} session")
     day = now.date().isoformat()
     parts.append(f"${rec.get('days', {}).get(day, 0.0):,.2f} today")
     b = rec.get("block")
@@ -158,8 +183,18 @@ def render(rec: dict, info: dict, now: dt.datetime) -> str:
         parts.append(f"block ${b['cost_usd']:,.2f}{rate}, {left // 60}h {left % 60:02d}m left")
     else:
         parts.append("no active block")
-    s = (rec.get("sessions") or {}).get(info.get("session_id") or "")
-    if s:
+    raw_cw = info.get("context_window")
+    cw: dict = raw_cw if isinstance(raw_cw, dict) else {}
+    cur = cw.get("current_usage") if isinstance(cw.get("current_usage"), dict) else None
+    if cur is not None:  # Claude Code's own count of the context (newer versions)
+        used = sum(
+            v for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+            if isinstance(v := cur.get(k), int) and not isinstance(v, bool)
+        )  # fmt: skip
+        size = cw.get("context_window_size")
+        window = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else _WINDOW
+        parts.append(f"ctx {used:,} ({used / window:.0%})")
+    elif s and s.get("context_tokens") is not None:
         mid = (
             ((info.get("model") or {}).get("id") or s.get("model") or "")
             if isinstance(info.get("model"), dict)
@@ -169,6 +204,149 @@ def render(rec: dict, info: dict, now: dt.datetime) -> str:
         window = _WINDOW_1M if big else _WINDOW
         parts.append(f"ctx {s['context_tokens']:,} ({s['context_tokens'] / window:.0%})")
     return " | ".join(parts)
+
+
+def _watermark(home: Path, path: Path) -> int:
+    """The byte offset up to which the store holds ``path`` (0: never read)."""
+    import sqlite3
+
+    db = home / "store.db"
+    if not db.is_file():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+        try:
+            row = conn.execute(
+                "SELECT max(offset) FROM watermarks WHERE path IN (?, ?)", (str(path), str(path.resolve()))
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:  # held or damaged: the tail is then the whole file's end
+        return 0
+    return int(row[0] or 0) if row else 0
+
+
+def unread_tail(home: Path, transcript: str | None) -> list[dict]:
+    """The API responses of a Claude Code transcript after the store's watermark, once
+    each (the last line of a ``message.id``): ``ts`` (epoch seconds or None),
+    ``model``, ``inp``/``cr``/``cw``/``h``/``out`` (non-cached input, cache read, cache
+    write, of it one-hour, output tokens) and ``logged`` (``costUSD``, or None). Only
+    whole lines (ending in a newline) are read; a bad line is skipped (the ingest
+    quarantines it). [] without a readable transcript."""
+    if not transcript:
+        return []
+    path = Path(transcript).expanduser()
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            mark = _watermark(home, path)
+            if mark > size:  # rewritten shorter: the next ingest reads it again
+                mark = 0
+            start = max(mark, size - TAIL_MAX)
+            f.seek(start)
+            data = f.read(size - start)
+    except OSError:
+        return []
+    lines = data.split(b"\n")[:-1]  # the last piece has no newline yet
+    if start != mark and lines:
+        lines = lines[1:]  # began mid-line (the TAIL_MAX cut)
+    seen: dict[str, dict] = {}
+    for raw in lines:
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        msg = rec.get("message") if isinstance(rec, dict) else None
+        if (
+            rec.get("type") != "assistant"
+            or not isinstance(msg, dict)
+            or not isinstance(msg.get("usage"), dict)
+        ):
+            continue
+        u = msg["usage"]
+
+        def n(v) -> int:
+            return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+        split = u.get("cache_creation") if isinstance(u.get("cache_creation"), dict) else {}
+        try:
+            ts = dt.datetime.fromisoformat(str(rec.get("timestamp")).replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            ts = None
+        logged = rec.get("costUSD")
+        mid = msg.get("id")
+        key = mid if isinstance(mid, str) else f"line:{len(seen)}:{rec.get('uuid')}"
+        seen[key] = {
+            "ts": ts,
+            "model": msg.get("model") if isinstance(msg.get("model"), str) else None,
+            "inp": n(u.get("input_tokens")),
+            "cr": n(u.get("cache_read_input_tokens")),
+            "cw": n(u.get("cache_creation_input_tokens")),
+            "h": min(n(split.get("ephemeral_1h_input_tokens")), n(u.get("cache_creation_input_tokens"))),
+            "out": n(u.get("output_tokens")),
+            "logged": float(logged)
+            if isinstance(logged, int | float) and not isinstance(logged, bool)
+            else None,
+        }
+    return list(seen.values())
+
+
+def price_tail(home: Path, tail: list[dict]) -> list[float | None]:
+    """Each tail response's cost in USD, auto mode (the logged cost, else the
+    calculated one with ``prices.toml``; None: unpriced)."""
+    if not tail:
+        return []
+    from ctxkeep.transforms import cost
+
+    try:
+        text = (home / "prices.toml").read_text(encoding="utf-8")
+        pricer = cost.Pricer(cost.parse_prices_toml(text))
+    except (OSError, ValueError):
+        pricer = cost.Pricer()
+    out: list[float | None] = []
+    for r in tail:
+        day = dt.datetime.fromtimestamp(r["ts"], dt.UTC).date() if r["ts"] else dt.datetime.now(dt.UTC).date()
+        out.append(
+            r["logged"]
+            if r["logged"] is not None
+            else cost.response_cost(pricer, r["model"], day, r["inp"], r["cr"], r["cw"], r["h"], r["out"])
+        )
+    return out
+
+
+def with_tail(rec: dict, info: dict, tail: list[dict], costs: list[float | None], tz: str) -> dict:
+    """``rec`` with the unread tail's responses added (a copy): to the session's cost
+    and context, to the days' costs (local days in ``tz``) and to the 5-hour block (a
+    response after the block's end starts a new one at its UTC hour, as ccusage)."""
+    rec = json.loads(json.dumps(rec))
+    sid = info.get("session_id") or ""
+    sessions = rec.setdefault("sessions", {})
+    s = dict(sessions.get(sid) or {})
+    zone = ZoneInfo(tz)
+    days = rec.setdefault("days", {})
+    b = rec.get("block")
+    for r, c in sorted(zip(tail, costs, strict=True), key=lambda x: x[0]["ts"] or 0):
+        s["context_tokens"] = r["inp"] + r["cr"] + r["cw"]
+        s["model"] = r["model"] or s.get("model")
+        if c is None:
+            continue
+        s["cost_usd"] = (s.get("cost_usd") or 0.0) + c
+        if r["ts"] is None:
+            continue
+        day = dt.datetime.fromtimestamp(r["ts"], zone).date().isoformat()
+        days[day] = days.get(day, 0.0) + c
+        if b and b["start"] <= r["ts"] < b["end"]:
+            b["cost_usd"] += c
+            b["first"] = b["first"] if b.get("first") is not None else r["ts"]
+            b["last"] = max(b.get("last") or r["ts"], r["ts"])
+        elif not b or r["ts"] >= b["end"]:
+            start = r["ts"] - r["ts"] % 3600
+            b = {"start": start, "end": start + _BLOCK.total_seconds(), "first": r["ts"], "last": r["ts"],
+                 "cost_usd": c, "total_tokens": 0}  # fmt: skip
+    rec["block"] = b
+    if s:
+        sessions[sid] = s
+    return rec
 
 
 def read_info(stream) -> dict:
@@ -194,7 +372,11 @@ def line(home: Path, stream, tz: str | None = None, now: dt.datetime | None = No
 
         tz = tz or local_timezone()
         now = now or _tz_now(tz)
-        rec = figures(Path(home), tz, info.get("session_id"))
+        home = Path(home)
+        rec = figures(home, tz, info.get("session_id"))
+        tail = unread_tail(home, info.get("transcript_path"))
+        if tail:
+            rec = with_tail(rec, info, tail, price_tail(home, tail), tz)
         return render(rec, info, now)
     except Exception as e:  # the line is all a status line can show
         msg = getattr(e, "message", None) or (str(e).splitlines()[0] if str(e) else type(e).__name__)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import altair as alt
 import marimo as mo
@@ -127,6 +129,26 @@ def grain(first: dt.date | None, last: dt.date | None) -> tuple[str, str]:
     return "1mo", "month"
 
 
+#: what the pages of one process share while the store is unchanged (``Store.cached``;
+#: under ``marimo run`` every page's kernel is a thread of the one server process):
+#: (home, key) → (``store_signature``, value)
+_SHARED: dict[tuple[str, str], tuple[tuple, object]] = {}
+
+
+def store_signature(home: Path) -> tuple:
+    """Size and mtime of the store's system of record (``store.db`` and its WAL: every
+    ingest, purge or retention writes them; DuckDB is derived from them) and of
+    ``prices.toml`` (the costs): equal signatures, equal analytics."""
+    out = []
+    for name in ("store.db", "store.db-wal", "prices.toml"):
+        try:
+            st = os.stat(Path(home) / name)
+            out.append((name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((name, None, None))
+    return tuple(out)
+
+
 class Store:
     """A notebook's view of the store for one period: ``home``, a read-only ``lite``
     (SQLite) connection, the ``window`` (zone, local dates), ``agents`` (every agent of
@@ -147,7 +169,7 @@ class Store:
         self.window = analytics.window(timezone, since, until)
         self.home, duck, self.lite = analytics.open_store(store, wait=1.0)
         try:
-            self.agents = analytics.agents_of(duck)
+            self.agents = self.cached("agents", lambda: analytics.agents_of(duck))
         finally:
             duck.close()
         self.params = self.window.params()
@@ -158,25 +180,47 @@ class Store:
     def tz(self) -> str:
         return self.window.tz
 
+    def cached(self, key: str, compute: Callable[[], object]):
+        """``compute()``, or what it gave an earlier page of this process while the
+        store's ``store_signature`` is unchanged (a page's costliest questions, e.g.
+        the ``sessions`` view aggregating every entry, asked once per store change).
+        The value is shared: never modify it."""
+        sig = store_signature(self.home)  # before: a write during compute is seen next time
+        hit = _SHARED.get((str(self.home), key))
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        value = compute()
+        _SHARED[(str(self.home), key)] = (sig, value)
+        return value
+
     def q(self, sql: str, **tables):
+        return self.qs({"_": sql}, **tables)["_"]
+
+    def qs(self, queries: dict[str, str], params: dict | None = None, **tables) -> dict:
+        """Several queries on one read-only connection, opened once and closed after
+        (a view's queries pay the opening, and bringing DuckDB current, once): name →
+        Polars DataFrame. ``params``: more ``$name`` values beside the window's."""
         import polars as pl
 
         _home, duck, lite = self._analytics.open_store(self.home)
         lite.close()
+        out = {}
         try:
             for name, df in tables.items():
                 duck.register(name, df.to_arrow())
-            df = self._analytics.frame(duck, sql, self.params)
+            for key, sql in queries.items():
+                df = self._analytics.frame(duck, sql, {**self.params, **(params or {})})
+                # DuckDB sums come back as decimals: whole ones (counts, bytes) as integers, USD as floats
+                out[key] = df.with_columns(
+                    [
+                        pl.col(c).cast(pl.Int64 if getattr(t, "scale", None) == 0 else pl.Float64)
+                        for c, t in df.schema.items()
+                        if isinstance(t, pl.Decimal)
+                    ]
+                )
         finally:
             duck.close()
-        # DuckDB sums come back as decimals: whole ones (counts, bytes) as integers, USD as floats
-        return df.with_columns(
-            [
-                pl.col(c).cast(pl.Int64 if getattr(t, "scale", None) == 0 else pl.Float64)
-                for c, t in df.schema.items()
-                if isinstance(t, pl.Decimal)
-            ]
-        )
+        return out
 
     @staticmethod
     def local(col: str) -> str:
@@ -190,6 +234,33 @@ class Store:
     def header(self, title: str, what: str):
         """The page's heading: title, what it shows, the store and the period."""
         return mo.md(f"# {title}\n\n{what}\n\nStore `{self.home}` · period {self.window.label()}")
+
+
+def page_params() -> tuple[str, str, str, str]:
+    """The parameters of a notebook page from its command line (``marimo run|edit X.py
+    -- --store HOME --timezone ZONE --since DAY --until DAY``): ``(store, timezone,
+    since, until)``, ``""`` for a missing one (the zone: the local one). A script run
+    (``app.run(defs=...)``) overrides the cell that calls this."""
+    from ctxkeep.timeutil import local_timezone
+
+    args = mo.cli_args()
+    return (
+        str(args.get("store") or ""),
+        str(args.get("timezone") or local_timezone()),
+        str(args.get("since") or ""),
+        str(args.get("until") or ""),
+    )
+
+
+def open_page(store: str, timezone: str, since: str, until: str) -> Store:
+    """The page's ``Store`` for the period; without one (no store yet, or an ingest
+    holds it) the cell stops here showing ``no_store`` (``mo.stop``), so no later cell
+    draws half a page."""
+    try:
+        return Store(store, timezone, since, until)
+    except Exception as e:
+        mo.stop(True, no_store(e))
+        raise  # not reached: mo.stop raises
 
 
 def no_store(e: Exception):

@@ -9,11 +9,20 @@ characters). Each file is written to a temporary name beside it and renamed into
 place (a reader, or a killed export, never leaves a half page). The data come from
 the service layer (``service.transcripts``); the texts are the store's, redacted at
 ingest.
+
+DEST safety: an export writes ``.ctxkeep-export.json`` (``MARKER``: ``{"schema": 1,
+"pages": [file names]}``, every page and index ctxkeep wrote there, both formats). A
+non-empty DEST without it is refused (UsageError) unless ``force``: ctxkeep never
+overwrites an ``index.html`` it did not write. A whole export (no sessions named) into
+a marked DEST removes the pages of its format the marker lists that this export did
+not write (sessions purged since: stale pages); files the marker does not list are
+left alone.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable
@@ -32,6 +41,8 @@ from ctxkeep.service.transcripts import (
 )
 
 FORMATS = {"html": ".html", "markdown": ".md"}
+#: the file naming what ctxkeep wrote into a DEST (see the module docstring)
+MARKER = ".ctxkeep-export.json"
 
 
 class ExportRequest(BaseModel):
@@ -44,6 +55,7 @@ class ExportRequest(BaseModel):
     fmt: str
     sessions: list[str] | None = None
     tz: str = "UTC"
+    force: bool = False
 
 
 class ExportResult(Result):
@@ -56,6 +68,9 @@ class ExportResult(Result):
     index: str | None = Field(description="the index page (null: none)")
     messages: dict[str, int] = Field(description="page path → messages it holds")
     bytes: int = Field(description="bytes written")
+    stale_removed: list[str] = Field(
+        default_factory=list, description="pages of sessions no longer in the store, removed (paths)"
+    )
 
 
 def page_name(agent: str, session_id: str, ext: str) -> str:
@@ -63,6 +78,33 @@ def page_name(agent: str, session_id: str, ext: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", session_id)[:60].strip("._") or "session"
     tag = hashlib.sha256(f"{agent}\0{session_id}".encode()).hexdigest()[:8]
     return f"{safe}-{tag}{ext}"
+
+
+def _marked(dest: Path) -> set[str] | None:
+    """The file names the DEST's marker lists; None without a (readable) marker."""
+    try:
+        data = json.loads((dest / MARKER).read_text(encoding="utf-8"))
+        return {n for n in data.get("pages", []) if isinstance(n, str) and "/" not in n and n != MARKER}
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _check_dest(dest: Path, force: bool) -> set[str]:
+    """The names a previous export wrote into ``dest`` (empty: none, or a new or empty
+    folder). Raises UsageError for a file, or a non-empty folder without the marker
+    (unless ``force``)."""
+    if dest.exists() and not dest.is_dir():
+        raise UsageError("DEST is a file", where=str(dest), hint="give a folder (it is created)")
+    if not dest.is_dir():
+        return set()
+    marked = _marked(dest)
+    if marked is None and not force and any(dest.iterdir()):
+        raise UsageError(
+            "DEST is not empty and holds no previous ctxkeep export",
+            where=str(dest),
+            hint="give a new or empty folder, or add --force to write into it anyway",
+        )
+    return marked or set()
 
 
 def _write(path: Path, text: str) -> int:
@@ -84,8 +126,7 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         raise UsageError(f"unknown export format {req.fmt!r}", hint="use html or markdown")
     ext = FORMATS[req.fmt]
     dest = Path(req.dest)
-    if dest.exists() and not dest.is_dir():
-        raise UsageError("DEST is a file", where=str(dest), hint="give a folder (it is created)")
+    before = _check_dest(dest, req.force)
     index = session_index(SessionIndexRequest(home=req.home)).sessions
     selected: list[str] | None = None
     ts = transcripts(TranscriptRequest(home=req.home, sessions=req.sessions))
@@ -125,6 +166,17 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         render_index = r.index_html if req.fmt == "html" else r.index_markdown
         index_path = dest / f"index{ext}"
         total_bytes += _write(index_path, render_index(index, tz=req.tz, link=link, note=note))
+    written = {Path(p).name for p in pages} | ({index_path.name} if index_path else set())
+    stale = []
+    if req.sessions is None:  # a whole export: the pages of sessions gone since the last one
+        for n in sorted(before - written):
+            if n.endswith(ext) and (dest / n).is_file():
+                (dest / n).unlink()
+                stale.append(str(dest / n))
+    _write(
+        dest / MARKER,
+        json.dumps({"schema": 1, "pages": sorted((before - {Path(p).name for p in stale}) | written)}),
+    )
     return ExportResult(
         format=req.fmt,
         dest=str(dest),
@@ -132,4 +184,5 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         index=str(index_path) if index_path else None,
         messages=counts,
         bytes=total_bytes,
+        stale_removed=stale,
     )

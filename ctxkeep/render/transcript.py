@@ -76,25 +76,40 @@ def markdown_html(text: str) -> str:
     return _md().render(text or "", {})
 
 
+@functools.lru_cache(maxsize=256)
+def _lexer(lang: str):
+    """The Pygments lexer of a language alias or file extension (plain text when
+    unknown); lexers hold no state between calls, so one serves every block."""
+    from pygments.lexers import TextLexer, get_lexer_by_name, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    if lang:
+        try:
+            return get_lexer_by_name(lang)
+        except ClassNotFound:
+            try:
+                return get_lexer_for_filename(f"x.{lang}")
+            except ClassNotFound:
+                pass
+    return TextLexer()
+
+
+@functools.lru_cache(maxsize=1)
+def _formatter():
+    """One HTML formatter for every block (building one builds its style table: ~1 ms,
+    paid once per block before)."""
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(cssclass="hl", wrapcode=True)
+
+
 def highlight(code: str, lang: str | None, _attrs=None) -> str:
     """``code`` as highlighted HTML (``<pre class="hl">…``), the lexer by ``lang``
     (a Pygments alias or file extension; unknown: plain text)."""
     from pygments import highlight as pyg
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import TextLexer, get_lexer_by_name, get_lexer_for_filename
-    from pygments.util import ClassNotFound
 
-    lexer = TextLexer()
     lang = (lang or "").strip().split()[0] if (lang or "").strip() else ""
-    if lang:
-        try:
-            lexer = get_lexer_by_name(lang)
-        except ClassNotFound:
-            try:
-                lexer = get_lexer_for_filename(f"x.{lang}")
-            except ClassNotFound:
-                pass
-    return pyg(code, lexer, HtmlFormatter(cssclass="hl", wrapcode=True))
+    return pyg(code, _lexer(lang), _formatter())
 
 
 def _lang_of(path: str | None) -> str:
@@ -528,7 +543,7 @@ def page_markdown(
     lines += [
         f"- agent: {s.agent}",
         f"- session: `{s.session_id}`",
-        f"- project: `{s.project_dir or ''}`",
+        f"- project: {_md_code(s.project_dir, 'unknown')}",
         f"- started: {local_time(s.started, tz)} ({tz}), duration {duration(s.started, s.ended) or '?'}",
         f"- messages: {t.messages:,}; tool calls: {s.tool_calls:,}; tokens: {s.tokens:,}; cost: {cost(s.cost_usd) or 'unknown'}",
     ]
@@ -546,6 +561,12 @@ def page_markdown(
     return "\n".join(lines) + "\n"
 
 
+def _md_code(text: str | None, empty: str) -> str:
+    """``text`` as inline code, or ``empty`` (plain) when there is none: an empty code
+    span renders as two backticks."""
+    return f"`{text}`" if text else empty
+
+
 def index_markdown(
     sessions: list[SessionSummary], *, tz: str, link: Callable[[str], str | None], note: str = ""
 ) -> str:
@@ -557,7 +578,7 @@ def index_markdown(
         name = _md_label(s.title or "(no prompt)").replace("|", "\\|")
         cell = ("↳ " if s.depth else "") + (f"[{name}]({href})" if href else name)
         out.append(
-            f"| {s.agent} | {cell} | `{(s.project_dir or '').replace('|', '/')}` | {local_time(s.started, tz, '%Y-%m-%d %H:%M')} "
+            f"| {s.agent} | {cell} | {_md_code((s.project_dir or '').replace('|', '/'), '-')} | {local_time(s.started, tz, '%Y-%m-%d %H:%M')} "
             f"| {s.messages:,} | {s.tool_calls:,} | {s.tokens:,} | {cost(s.cost_usd)} |"
         )
     if not sessions:

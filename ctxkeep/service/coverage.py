@@ -34,7 +34,10 @@ class CoverageRow(Item):
     agent: str
     agent_version: str = Field(description='the version the records name ("" when none)')
     parser_version: int | None = Field(description="the ctxkeep parser's version that read them")
-    files: int = Field(description="session files holding records of the version")
+    files: int = Field(
+        description="session files whose newest records are of the version (a file holding several versions "
+        "is counted once, at its newest)"
+    )
     records: int = Field(description="records (lines, rows) seen")
     parsed: int = Field(description="records the parser understood")
     entries: int = Field(description="entries made of them")

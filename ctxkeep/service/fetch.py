@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ctxkeep.errors import NotFound, UsageError
-from ctxkeep.service.model import Budget, Item, Request, Result, Texts
+from ctxkeep.service.model import Budget, EntryHead, Item, Request, Result, Texts
 
 #: ``ctx_fetch``'s token budget for all texts when none is given (an agent's context)
 AGENT_FETCH_BUDGET = 8000
@@ -65,19 +65,10 @@ class Media(Item):
     path: str | None = Field(None, description="the file it was written to (media_dir)")
 
 
-class FetchedEntry(Item):
+class FetchedEntry(EntryHead):
     """One entry found, its text whole or cut within the budget (an array from before
     versioning: kept for existing scripts)."""
 
-    entry_id: str = Field(description="the full id")
-    agent: str = Field(description="agent name")
-    session_id: str = Field(description="session id")
-    session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
-    project_dir: str | None = Field(description="project directory (null: unknown)")
-    ts: str | None = Field(description="record time, ISO-8601 UTC")
-    role: str = Field(description="user, assistant, system, tool")
-    kind: str = Field(description="message, tool_call, tool_result, thinking, summary, meta")
-    tool_name: str | None = Field(description="tool of a call or result (null: none)")
     source_path: str | None = Field(description="the session file (null: a note)")
     source_offset: int | None = Field(description="byte offset of the record in it")
     status: str = Field(description="active, archived, consumed, rewound")
@@ -102,8 +93,13 @@ class FetchedEntry(Item):
         )
 
     def origin(self) -> str:
-        """Where the entry comes from, one line."""
+        """Where the entry comes from, one line: the file and the record's byte offset,
+        or for an agent's database only the file (a row has no byte offset)."""
         if self.source_path:
+            from ctxkeep.sources import file_mode
+
+            if file_mode(self.agent, self.source_path) == "sqlite":
+                return f"from {self.source_path} (a database row)"
             return f"from {self.source_path} @ byte {self.source_offset:,}"
         return f"a note indexed as {self.session_id!r} (ctx_index)"
 

@@ -305,6 +305,21 @@ class Item(BaseModel):
     model_config = ConfigDict(populate_by_name=True, defer_build=True)
 
 
+class EntryHead(Item):
+    """What names an entry and where it sits, the first keys of a search hit and of a
+    fetched entry alike."""
+
+    entry_id: str = Field(description="the entry's full id (what `ctxkeep show` and ctx_fetch take)")
+    agent: str = Field(description="agent name")
+    session_id: str = Field(description="session id")
+    session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
+    project_dir: str | None = Field(description="project directory (null: unknown)")
+    ts: str | None = Field(description="record time, ISO-8601 UTC")
+    role: str = Field(description="user, assistant, system, tool")
+    kind: str = Field(description="message, tool_call, tool_result, thinking, summary, meta")
+    tool_name: str | None = Field(description="tool of a call or result (null: none)")
+
+
 class Result(BaseModel):
     """A question's answer; ``as_json`` is the ``--json`` object and the MCP tool's
     ``structuredContent``."""

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from ctxkeep.errors import ConfigError, UsageError
 from ctxkeep.service.model import Request, Shape
 
 #: seconds a purge waits for a running ingest or compress to finish
@@ -107,3 +108,112 @@ def purge(home: Path, req: PurgeRequest, *, cwd: Path) -> PurgeResult:
     # candidates), the project through symlinks, "no such session" and no tombstone
     # when nothing matches
     return PurgeResult(**purge_named(Path(home), parsed, timeout=PURGE_LOCK_TIMEOUT))
+
+
+class PurgeTarget(Request):
+    """``ctxkeep purge``: exactly one of ``session``, ``project`` (this directory or
+    below, symlinks resolved) or ``everything`` (``--all``), or ``policy`` (the
+    ``[purge]`` rules of config.toml). ``reingest``: no tombstone."""
+
+    session: str | None = Field(None, description="a session id or a unique prefix, as hits show it")
+    project: str | None = Field(None, description="a project directory (relative: from the caller's)")
+    everything: bool = Field(False, alias="all", description="wipe the whole store")
+    reingest: bool = Field(False, description="no tombstone: the next ingest may bring the data back")
+    policy: bool = Field(False, description="apply the [purge] rules of config.toml")
+
+    @model_validator(mode="after")
+    def _one(self) -> PurgeTarget:
+        chosen = [
+            n
+            for n, v in (("--session", self.session), ("--project", self.project), ("--all", self.everything))
+            if v
+        ]
+        if self.policy:
+            if chosen or self.reingest:
+                raise UsageError("--policy takes no --session, --project, --all or --reingest")
+            return self
+        if len(chosen) != 1:
+            raise UsageError(
+                "purge needs exactly one of --session ID, --project DIR or --all"
+                + (f" (got {', '.join(chosen)})" if chosen else ""),
+                hint="preview with --dry-run first",
+            )
+        if self.everything and self.reingest:
+            raise UsageError("--reingest does not apply to --all (a wiped store keeps no tombstones)")
+        return self
+
+
+class PurgePlan:
+    """What a purge will remove, before it does: ``describe`` (in words), ``preview``
+    (the dry run's report, a ``PurgeResult``'s keys), and the resolved requests
+    ``apply_purge`` purges."""
+
+    def __init__(self, resolved: list, preview: dict) -> None:
+        self.resolved = resolved
+        self.preview = preview
+        self.describe: str = resolved[0].describe()
+
+
+def plan_purge(home: Path, req: PurgeTarget, *, cwd: Path) -> PurgePlan:
+    """The purge ``req`` names (not ``policy``), resolved in the store at ``home``: the
+    session as hits show it, the project through symlinks. Raises SessionNotFound or
+    NotFound (nothing matched: no tombstone either), AmbiguousSession, UsageError."""
+    from ctxkeep.maintenance.purge_named import resolve_named
+    from ctxkeep.maintenance.purge_request import PurgeRequest as Scope
+    from ctxkeep.maintenance.purge_request import parse_purge_request
+
+    if req.everything:
+        scope = Scope("all")
+    else:
+        # the CLI's confirmation is --yes or its prompt: the contract's confirm is
+        # satisfied here so that both share one validation
+        scope = parse_purge_request(
+            session_id=req.session,
+            scope="session" if req.session else "project",
+            project_dir=req.project,
+            confirm=True,
+            cwd=str(cwd),
+        )
+    resolved, preview = resolve_named(Path(home), scope)
+    return PurgePlan(resolved, preview)
+
+
+def apply_purge(home: Path, plan: PurgePlan, *, reingest: bool) -> PurgeResult:
+    """Purge what ``plan`` resolved (waiting for the store lock as long as it takes)."""
+    from ctxkeep.maintenance.purge_named import purge_named
+
+    return PurgeResult(
+        **purge_named(Path(home), plan.resolved[0], reingest=reingest, timeout=-1, resolved=plan.resolved)
+    )
+
+
+def plan_policy(home: Path) -> dict:
+    """What the ``[purge]`` rules would remove now (``purge_policy.plan_policy``:
+    ``rules``, ``scopes``, ``per_rule``, ``totals``). Raises ConfigError when
+    config.toml has no ``[purge]`` rule (exit 1)."""
+    from ctxkeep.config import CONFIG_FILE
+    from ctxkeep.maintenance import purge_policy
+
+    plan = purge_policy.plan_policy(Path(home))
+    rules = plan["rules"] or {}
+    if not (rules.get("projects") or rules.get("agents") or rules.get("older_than_days")):
+        raise ConfigError(
+            "no [purge] rules in config.toml",
+            where=str(Path(home) / CONFIG_FILE),
+            hint="add projects, agents or older_than_days under [purge]",
+        )
+    return plan
+
+
+def policy_json(plan: dict) -> dict:
+    """A ``plan_policy`` JSON-ready, as ``purge --policy --dry-run --json`` prints it."""
+    from ctxkeep.maintenance import purge_policy
+
+    return {**purge_policy.public(plan), "dry_run": True}
+
+
+def run_policy(home: Path) -> dict:
+    """Apply the ``[purge]`` rules (``purge_policy.run_policy``)."""
+    from ctxkeep.maintenance import purge_policy
+
+    return purge_policy.run_policy(Path(home))

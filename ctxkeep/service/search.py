@@ -21,7 +21,7 @@ from ctxkeep.errors import UsageError
 from ctxkeep.service.model import (
     DEFAULT_LIMIT,
     Budget,
-    Item,
+    EntryHead,
     Limit,
     Names,
     ProjectDir,
@@ -136,18 +136,9 @@ class AgentSearchRequest(SearchRequest):
         return notes
 
 
-class SearchHit(Item):
+class SearchHit(EntryHead):
     """One hit (tier 1): enough to decide whether to fetch the entry."""
 
-    entry_id: str = Field(description="the entry's id (what `ctxkeep show` and ctx_fetch take)")
-    agent: str = Field(description="agent name")
-    session_id: str = Field(description="session id")
-    session_short_id: str = Field(description="the shortest prefix of session_id naming it in the store")
-    project_dir: str | None = Field(description="project directory (null: unknown)")
-    ts: str | None = Field(description="record time, ISO-8601 UTC")
-    role: str = Field(description="user, assistant, system, tool")
-    kind: str = Field(description="message, tool_call, tool_result, thinking, summary, meta")
-    tool_name: str | None = Field(description="tool of a call or result (null: none)")
     title: str = Field(description="the entry's first line (≤ 120 characters)")
     snippet: str = Field(description="≤ 300 characters around the match")
     token_estimate: int = Field(description="estimated tokens of the whole text (what a fetch costs)")

@@ -56,3 +56,24 @@ def store_error(home: Path, e: BaseException) -> CtxkeepError | None:
     from ctxkeep.sinks.sqlite.store_safety import damaged, is_corruption
 
     return damaged(Path(home) / STORE_DB, e) if is_corruption(e) else None
+
+
+def ensure_home(home: Path) -> Path:
+    """``home`` created if missing (``config.ensure_home``: private permissions) and
+    returned; raises FileSystemError when it cannot be."""
+    from ctxkeep import config as cfgmod
+
+    return cfgmod.ensure_home(home)
+
+
+def config_warnings(home: Path) -> list[str]:
+    """config.toml's warnings (unknown keys, with the closest valid one), one line each
+    naming the file; none for a file that does not load (the command that reads its
+    settings reports that)."""
+    from ctxkeep import config as cfgmod
+
+    try:
+        ws = cfgmod.load_config(home).warnings
+    except CtxkeepError:
+        return []
+    return [f"{home / cfgmod.CONFIG_FILE}: {w}" for w in ws]

@@ -27,6 +27,9 @@ class AtRisk(BaseModel):
     due: str
     vaulted_bytes: int
     size: int
+    purged: str | None = Field(
+        None, description="the purge that removed it from the store (session ID, project DIR; null: none)"
+    )
 
 
 class AgentVault(BaseModel):
@@ -54,11 +57,15 @@ class VaultStatusRequest(Request):
 
 
 class VaultStatusResult(Result):
-    vault_dir: str
-    pack_bytes: int
-    agents: list[AgentVault]
-    schedules: list[dict[str, Any]]
-    at_risk: int
+    """What the vault holds (`ctxkeep vault status --json`)."""
+
+    vault_dir: str = Field(description="the vault's folder")
+    pack_bytes: int = Field(description="bytes of its pack files on disk")
+    agents: list[AgentVault] = Field(description="per agent")
+    schedules: list[dict[str, Any]] = Field(
+        description="the agents' deletion rules: agent, days, setting (where read), max_count"
+    )
+    at_risk: int = Field(description="how many files an agent will delete that the vault does not hold whole")
 
 
 def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
@@ -69,7 +76,20 @@ def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
     ctx = DiscoveryContext.from_env()
     if req.user_home is not None:
         ctx.home = req.user_home
-    return VaultStatusResult.model_validate(run(req.home, ctx))
+    res = VaultStatusResult.model_validate(run(req.home, ctx))
+    risky = [x for a in res.agents for x in a.at_risk]
+    if risky:  # a purged file is at risk by choice: ingest skips it (its tombstone)
+        from ctxkeep.sinks import sqlite as sqlite_store
+        from ctxkeep.sinks.sqlite.delete import purges_of_files
+
+        conn = sqlite_store.connect(Path(req.home), readonly=True)
+        try:
+            purged = purges_of_files(conn)
+        finally:
+            conn.close()
+        for x in risky:
+            x.purged = purged.get(x.path)
+    return res
 
 
 class VaultVerifyRequest(Request):
@@ -80,11 +100,13 @@ class VaultVerifyRequest(Request):
 
 
 class VaultVerifyResult(Result):
-    generations: int
-    objects: int
-    problems: list[str]
-    orphans: list[str]
-    ok: bool
+    """The vault read back (`ctxkeep vault verify --json`)."""
+
+    generations: int = Field(description="generations checked")
+    objects: int = Field(description="objects read back, decompressed and hashed")
+    problems: list[str] = Field(description="one line per damaged pack or manifest fault")
+    orphans: list[str] = Field(description="(--full) pack files no generation names")
+    ok: bool = Field(description="true when there is no problem")
 
 
 def vault_verify(req: VaultVerifyRequest) -> VaultVerifyResult:
@@ -107,6 +129,9 @@ class VaultRestoreRequest(Request):
 
 
 class RestoredFile(BaseModel):
+    """A session file written back: ``path`` (original), ``to`` (written), ``bytes``,
+    ``redactions`` (kind → values)."""
+
     path: str
     to: str
     bytes: int
@@ -114,8 +139,10 @@ class RestoredFile(BaseModel):
 
 
 class VaultRestoreResult(Result):
-    session: str | None
-    files: list[RestoredFile]
+    """Session files written back from the vault (`ctxkeep vault restore --json`)."""
+
+    session: str | None = Field(description="the session id (null with --all-missing)")
+    files: list[RestoredFile] = Field(description="one per file written")
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
@@ -149,13 +176,18 @@ class ReparseRequest(Request):
 
 
 class ReparseResult(Result):
-    dry_run: bool
-    agents: list[str]
-    files: int
-    generations: int
-    diff: dict[str, Any]
-    notes: list[str]
-    seconds: float
+    """The store rebuilt from the vault (`ctxkeep reparse --json`)."""
+
+    dry_run: bool = Field(description="true: nothing changed")
+    agents: list[str] = Field(description="agents reparsed")
+    files: int = Field(description="vault files read")
+    generations: int = Field(description="generations parsed")
+    diff: dict[str, Any] = Field(
+        description="entries: [agent, kind, added, removed, changed, same]; usage: agent → before, after, delta "
+        "(input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd)"
+    )
+    notes: list[str] = Field(description="what the vault does not cover")
+    seconds: float = Field(description="wall time")
 
 
 def reparse(req: ReparseRequest) -> ReparseResult:

@@ -30,6 +30,7 @@ from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import store_safety
 
 #: how long a reader waits for the store lock by default (seconds): a hook-path ingest
 #: of a few lines holds it for well under a second
@@ -69,11 +70,14 @@ def bring_current(home: Path, *, wait: float = WAIT_SECONDS) -> str | None:
         return None
     try:
         with hold(home, wait, what="analytics catch-up"):
+            good = store_safety.known_good(home)  # its sync marks keep it so
             conn = sqlite_store.connect(home)
             try:
                 ok, note = recovery.sync_analytics(conn, home)
             finally:
                 conn.close()
+            if good:
+                store_safety.mark_good(home)
     except StoreBusy:
         return (
             "another ctxkeep run holds the store: the analytics store may lag behind store.db "

@@ -15,6 +15,8 @@ A home holds (names relative to it):
 - ``backups/`` (``BACKUPS_DIR``): consistent copies of ``store.db``
   (``store-<UTC>.db``, ``maintenance.backup``);
 - ``ingest.lock`` (``LOCK_FILE``): the maintenance lock (``sinks.lock``);
+- ``integrity.ok`` (``INTEGRITY_STAMP``): the identity of ``store.db`` and its WAL when
+  ctxkeep last knew the store undamaged (``sinks.sqlite.store_safety.known_good``);
 - ``config.toml`` (``CONFIG_FILE``, defined in ``ctxkeep.config``, optional);
 - ``prefect/`` (``PREFECT_DIR``): Prefect's own home (``flows.prefect_env``);
 - ``vault/`` (``VAULT_DIR``): the vault's pack files (``packs/<2 hex>/<SHA-256>.pack``)
@@ -38,6 +40,7 @@ ARCHIVE_DIR = "archive"
 STORE_ID_FILE = "store.id"
 BACKUPS_DIR = "backups"
 LOCK_FILE = "ingest.lock"
+INTEGRITY_STAMP = "integrity.ok"
 PREFECT_DIR = "prefect"
 VAULT_DIR = "vault"
 
@@ -51,6 +54,7 @@ __all__ = [
     "ARCHIVE_DIR",
     "BACKUPS_DIR",
     "CONFIG_FILE",
+    "INTEGRITY_STAMP",
     "LOCK_FILE",
     "PREFECT_DIR",
     "STORE_DB",

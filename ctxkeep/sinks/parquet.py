@@ -196,6 +196,38 @@ def archive_entries(
     return out
 
 
+def write_recovered(home: Path, frame: pl.DataFrame, archived_at: dict[str, str]) -> list[str]:
+    """Write archived entries read again from another copy (``doctor --repair`` of an
+    unreadable archive file) into new archive files, one per (agent, month), named
+    ``part-<stamp>-recovered.parquet``. ``frame``: an entry frame (``ENTRY_SCHEMA``
+    columns with ``text``, ``transforms.normalize.entries_frame``); ``archived_at``:
+    entry_id → the ISO-8601 time of the ``archived`` table. ``status`` becomes
+    ``archived`` and ``ingested_at`` the time of this write (the original ones were in
+    the lost file). Returns the paths written."""
+    if frame.is_empty():
+        return []
+    now = timeutil.now_iso()
+    df = frame.select(STORED_COLUMNS + ["text"]).with_columns(
+        pl.lit("archived").alias("status"),
+        pl.lit(now).alias("ingested_at"),
+        # no content, no text (as ``_frame``: its text comes from the content)
+        pl.when(pl.col("content_hash").is_null()).then(None).otherwise(pl.col("text")).alias("text"),
+        pl.col("entry_id")
+        .replace_strict(archived_at, default=now, return_dtype=pl.String)
+        .str.to_datetime(timeutil.UTC_PARSE_POLARS, time_zone="UTC", time_unit="us", strict=False)
+        .alias("archived_at"),
+        pl.coalesce(pl.col("ts").dt.strftime("%Y-%m"), pl.lit(now[:7])).alias("_month"),
+    )
+    stamp, out = new_stamp(), []
+    for (agent, month), part in df.group_by(["agent", "_month"], maintain_order=True):
+        path = (
+            Path(home) / ARCHIVE_DIR / f"agent={agent}" / f"month={month}" / f"part-{stamp}-recovered.parquet"
+        )
+        _write_atomic(part.drop("_month"), path)
+        out.append(str(path))
+    return out
+
+
 def drop_uncommitted(conn: sqlite3.Connection, home: Path, stamps: list[str]) -> int:
     """Delete the archive files of ``stamps`` (retention runs) whose rows are still in
     SQLite ``entries``: written by a run killed before its SQLite transaction committed

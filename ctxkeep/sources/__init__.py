@@ -49,6 +49,10 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "opencode-go": ("opencode_go", None),
     "crush": ("crush", None),
     "goose": ("goose", None),
+    # before cursor: its matches() claims any state.vscdb, Windsurf's included
+    "windsurf": ("windsurf", None),
+    # before cursor: its matches() claims any state.vscdb, Trae's included
+    "trae": ("trae", None),
     "cursor": ("cursor", None),
     "gptme": ("gptme", None),
     "mistral-vibe": ("mistral_vibe", None),
@@ -66,6 +70,20 @@ _REGISTRY: dict[str, tuple[str, str | None]] = {
     "grok": ("grok", None),
     "cortex": ("cortex", None),
     "qoder": ("qoder", None),
+    "kiro": ("kiro", None),
+    "kiro-ide": ("kiro_ide", None),
+    "forge": ("forge", None),
+    "devin": ("devin", None),
+    "codebuff": ("codebuff", None),
+    "hermes": ("hermes", None),
+    "warp": ("warp", None),
+    "antigravity-cli": ("antigravity", "CLI"),
+    "antigravity": ("antigravity", "IDE"),
+    "vscode-copilot": ("vscode_copilot", None),
+    "visualstudio-copilot": ("visual_studio_copilot", None),
+    "cowork": ("cowork", None),
+    "chatgpt": ("chatgpt", None),
+    "claude-ai": ("claude_ai", None),
 }
 
 
@@ -105,6 +123,16 @@ class _Sources(Mapping):
 
 
 SOURCES: Mapping[str, Source] = _Sources()
+
+
+def file_mode(agent: str, path: str | Path) -> str | None:
+    """How ``agent``'s source reads the file at ``path`` (``contract.FileMode``:
+    ``append``, ``rewrite``, ``sqlite``, ``tree``; ``mode_for`` for a source with
+    files of several modes), or None for an agent no source reads (a note)."""
+    src = SOURCES.get(agent)
+    if src is None:
+        return None
+    return src.mode_for(Path(path)) if isinstance(src, ModeByPath) else src.MODE
 
 
 @functools.lru_cache(maxsize=64)

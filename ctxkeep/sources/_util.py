@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -125,3 +127,165 @@ def dict_at(obj: dict, key: Any) -> dict:
     field read without trusting its type."""
     v = obj.get(key)
     return v if isinstance(v, dict) else {}
+
+
+def _nonempty(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def tool_call_entry(base: dict, call_id: Any, name: Any, args: Any) -> dict:
+    """A ``tool_call`` entry of the assistant: ``native_id`` the call's id (a tool
+    result names it), ``tool_name`` its name (non-empty strings, else None), ``text``
+    its arguments as compact JSON (``""`` when there are none)."""
+    return dict(
+        base,
+        role="assistant",
+        kind="tool_call",
+        native_id=_nonempty(call_id),
+        tool_name=_nonempty(name),
+        text="" if args is None else compact_json(args),
+    )
+
+
+def openai_tool_calls(calls: Any, base: dict, start: int = 0) -> list[dict]:
+    """Tool-call entries of an OpenAI chat-completions message's ``tool_calls`` list
+    (OpenAI API reference, "Chat Completions: message.tool_calls"): each item ``{id,
+    type: function, function {name, arguments (a JSON string)}}``, or flattened ``{id,
+    name, arguments | input}`` as several agents store it (Grok CLI's current
+    chat history, Hermes). One entry per item, ``part`` numbered from ``start``,
+    ``native_id`` the call id (the tool result's ``tool_call_id`` names it),
+    ``tool_name`` the function's name, ``text`` the arguments as the agent stored them
+    (a string as it is, anything else compact JSON, none ``""``). Items that are not
+    objects are passed over."""
+    out: list[dict] = []
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict):
+            continue
+        fn = dict_at(call, "function")
+        args = next((src[k] for src in (fn, call) for k in ("arguments", "input") if k in src), None)
+        out.append(
+            dict(
+                base,
+                part=start + len(out),
+                role="assistant",
+                kind="tool_call",
+                native_id=_nonempty(call.get("id")),
+                tool_name=_nonempty(fn.get("name")) or _nonempty(call.get("name")),
+                text=args if isinstance(args, str) else "" if args is None else compact_json(args),
+            )
+        )
+    return out
+
+
+def openai_message_entries(
+    msg: dict,
+    base: dict,
+    text_of: Callable[[Any], str] = blocks_text,
+    reasoning_keys: tuple[str, ...] = ("reasoning_content", "reasoning"),
+) -> list[dict]:
+    """Entries of one OpenAI-style chat message ``{role, content, tool_calls?,
+    tool_call_id?, name?, reasoning_content?}`` (the loop several agents log: an
+    assistant message whose ``tool_calls`` are answered by ``tool`` messages naming
+    the call's id in ``tool_call_id``):
+
+    - ``assistant``: its reasoning (the first of ``reasoning_keys`` holding text) as
+      ``thinking``, its text (``text_of(content)``) as a ``message`` when not empty,
+      then one ``tool_call`` per ``tool_calls`` item (``openai_tool_calls``), parts
+      numbered in that order;
+    - ``tool`` (and ``function``, the pre-tools name): one ``tool_result`` whose
+      ``native_id`` is ``tool_call_id`` and ``tool_name`` the message's ``name``;
+    - ``user``: a ``message``; ``system``/``developer`` and any other role: a ``meta``
+      entry named after the role (the caller counts an unknown role for coverage).
+
+    ``base`` holds the entry's common keys (agent, session, record id, ts, model …)."""
+    role = msg.get("role") if isinstance(msg.get("role"), str) else ""
+    text = text_of(msg.get("content"))
+    if role == "assistant":
+        out: list[dict] = []
+        reasoning = next((msg[k] for k in reasoning_keys if _nonempty(msg.get(k))), None)
+        if reasoning:
+            out.append(dict(base, part=0, role="assistant", kind="thinking", text=reasoning))
+        if text:
+            out.append(dict(base, part=len(out), role="assistant", kind="message", text=text))
+        return out + openai_tool_calls(msg.get("tool_calls"), base, len(out))
+    if role in ("tool", "function"):
+        return [
+            dict(
+                base,
+                part=0,
+                role="tool",
+                kind="tool_result",
+                native_id=_nonempty(msg.get("tool_call_id")),
+                tool_name=_nonempty(msg.get("name")),
+                text=text,
+            )
+        ]
+    if role == "user":
+        return [dict(base, part=0, role="user", kind="message", text=text)]
+    return [dict(base, part=0, role="system", kind="meta", tool_name=role or "unknown", text=text)]
+
+
+@functools.lru_cache(maxsize=64)
+def _json_object_cached(path: str, mtime_ns: int, size: int) -> dict:
+    try:
+        doc = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def json_object(path: Path) -> dict:
+    """The JSON object in ``path`` (a session's companion metadata file: Kiro's
+    ``<id>.json``, Grok's ``summary.json``, Vibe's ``meta.json`` …), ``{}`` when it is
+    missing, unreadable or not an object; read again only when its mtime or size
+    changed (64 files cached), so a parser may ask for it on every line."""
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    return _json_object_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+def title_entry(
+    agent: str,
+    session_id: str,
+    title: str,
+    src: str,
+    *,
+    ts: str | None = None,
+    project_dir: str | None = None,
+    offset: int = 0,
+    record_id: str | None = None,
+) -> dict:
+    """A session's title as a ``meta`` entry (``tool_name`` ``title``); its
+    ``record_id`` is ``<session>:title:<title>`` unless given (a renamed session
+    gets a second title entry, the newest by time is the session's title)."""
+    return {
+        "agent": agent,
+        "session_id": session_id,
+        "project_dir": project_dir,
+        "ts": ts,
+        "role": "system",
+        "kind": "meta",
+        "tool_name": "title",
+        "text": title,
+        "part": 0,
+        "source_path": src,
+        "source_offset": offset,
+        "record_id": record_id or f"{session_id}:title:{title}",
+    }
+
+
+def epoch_iso(v: Any, unit: float = 1.0) -> str | None:
+    """``v`` (a number of ``unit`` seconds since the epoch: 1 for seconds, 0.001 for
+    milliseconds) as ISO-8601 UTC text; None for a missing, non-positive or
+    out-of-range value."""
+    x = as_float(v)
+    if x is None or x <= 0:
+        return None
+    from ctxkeep.timeutil import format_epoch
+
+    try:
+        return format_epoch(x * unit)
+    except (OverflowError, OSError, ValueError):
+        return None

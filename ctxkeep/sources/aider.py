@@ -19,7 +19,9 @@ request, with counts rounded as Aider prints them (``1.2k``, ``12k``, ``1.5M``):
 ``input_tokens`` = sent, ``cache_creation_tokens`` = cache write,
 ``cache_read_tokens`` = cache hit, ``output_tokens`` = received (as Aider logs them;
 whether "sent" includes the cached part depends on the provider). The model is the
-session's ``> Main model: X`` / ``> Model: X`` line.
+session's ``> Main model: X`` / ``> Model: X`` line; its ``> Aider vX.Y.Z`` line (printed
+at each start) is the coverage ledger's agent version of the session's entries (one
+history file holds sessions of several Aider versions).
 
 The file is read whole when it changed (it is small next to JSONL transcripts); entry
 ids are ``<file>:<byte offset of the block>`` so re-reads do not double. The last block
@@ -50,12 +52,13 @@ from ctxkeep.sources.contract import (
     SourceFile,
     Watermark,
 )
+from ctxkeep.sources.coverage import ENTRY_VERSION_KEY
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import open_file
 from ctxkeep.timeutil import format_utc
 
 AGENT = "aider"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: each session's Aider version to the coverage ledger (a re-read relabels its rows)
 MODE: Mode = "rewrite"
 CHAT = ".aider.chat.history.md"
 INPUT = ".aider.input.history"
@@ -66,6 +69,7 @@ _TOKENS_RE = re.compile(
     r", ([\d.,]+[kKmM]?) received"
 )
 _MODEL_RE = re.compile(r"^(?:Main model|Model): (\S+)")
+_VERSION_RE = re.compile(r"^Aider v(\d[0-9A-Za-z.+_-]*)")
 
 
 def _conf_files(ctx: DiscoveryContext) -> list[Path]:
@@ -181,6 +185,9 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
             m = _MODEL_RE.match(text)
             if m and sess["model"] is None:
                 sess["model"] = m.group(1)
+            v = _VERSION_RE.match(text)
+            if v and not sess.get("version"):
+                sess["version"] = v.group(1)
         else:
             t, text = "assistant", line
         if t == "tool" and text.startswith("Tokens:"):
@@ -221,6 +228,8 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
             "part": 0,
             "native_id": str(b["start"]),
         }
+        if s.get("version"):  # the ledger's agent version of this session's entries
+            base[ENTRY_VERSION_KEY] = s["version"]
         text = "\n".join(b["lines"]).strip("\n")
         if b["type"] == "header":
             out.append(

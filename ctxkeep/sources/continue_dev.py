@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, block_text, blocks_text, dict_at
+from ctxkeep.sources._util import as_int, block_text, blocks_text, dict_at, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -223,22 +223,7 @@ def parse_session(
             )
         out.extend(parts)
     if isinstance(doc.get("title"), str) and doc["title"]:
-        out.append(
-            {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": proj,
-                "ts": mtime_iso,
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": doc["title"],
-                "source_path": src,
-                "source_offset": 0,
-                "record_id": f"{sid}:title:{doc['title']}",
-                "part": 0,
-            }
-        )
+        out.append(title_entry(AGENT, sid, doc["title"], src, ts=mtime_iso, project_dir=proj))
     if state is not None:
         track_ids(state, AGENT, sid, old_ids, ids)
     return out

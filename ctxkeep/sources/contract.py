@@ -15,6 +15,8 @@ A source is a module (one per agent) or an object made by a factory
 and, as capabilities (each a protocol below, tested with ``isinstance``)::
 
     def matches(path: Path) -> bool                  # ClaimsPaths: an explicit --path file
+    IMPORT_ONLY = True                               # ImportOnly: read only from --path
+                                                     # files (a data export), not discovered
     def mode_for(path: Path) -> FileMode             # ModeByPath: files of several modes
     def unchanged(file: SourceFile, wm) -> bool      # ChangeTest: replaces the default
         # test in the ingest plan (``sources.file_unchanged``): JSON-tree sources compare
@@ -55,6 +57,7 @@ __all__ = [
     "Discovery",
     "DiscoveryContext",
     "FileMode",
+    "ImportOnly",
     "Mode",
     "ModeByPath",
     "MAX_LINE_ENV",
@@ -429,6 +432,15 @@ class ClaimsPaths(Protocol):
     """A source that recognizes its own files given with ``--path``."""
 
     def matches(self, path: Path) -> bool: ...
+
+
+@runtime_checkable
+class ImportOnly(Protocol):
+    """A source of files the user names, never found in the home: a data export (the
+    ChatGPT and Claude.ai ``conversations.json``) read with ``ingest --path FILE``. Its
+    ``discover`` looks only in the dirs configured for it and says so in ``reason``."""
+
+    IMPORT_ONLY: bool
 
 
 @runtime_checkable

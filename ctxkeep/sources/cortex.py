@@ -29,15 +29,12 @@ entry.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ctxkeep.sources._util import compact_json, dict_at
+from ctxkeep.sources._util import compact_json, dict_at, json_object, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -195,43 +192,16 @@ def parse_document(doc: Any, src: str) -> list[dict]:
             out += message_entries(m, sid, doc, src, i, scratch)
     title = _str(doc.get("title"))
     if title:
-        out.append(
-            {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": _str(doc.get("working_directory")),
-                "ts": _str(doc.get("last_updated")) or _str(doc.get("created_at")),
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": title,
-                "source_path": src,
-                "source_offset": 0,
-                "record_id": f"{sid}:title:{title}",
-                "part": 0,
-            }
-        )
+        ts = _str(doc.get("last_updated")) or _str(doc.get("created_at"))
+        out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=_str(doc.get("working_directory"))))
     return out
-
-
-@functools.lru_cache(maxsize=64)
-def _meta_cached(path: str, mtime_ns: int, size: int) -> dict:
-    try:
-        doc = orjson.loads(Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def _meta(history: Path) -> dict:
     """The companion ``<uuid>.json`` of a history file ({} when missing or unreadable),
     read again only when it changed."""
     p = history.parent / (history.name[: -len(_HISTORY)] + ".json")
-    try:
-        st = p.stat()
-    except OSError:
-        return {}
-    return _meta_cached(str(p), st.st_mtime_ns, st.st_size)
+    return json_object(p)
 
 
 def _init_line_state(file: SourceFile) -> dict:

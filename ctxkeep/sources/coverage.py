@@ -112,16 +112,34 @@ def sample(raw: bytes | str) -> str:
     return redact(text[: SAMPLE_CHARS * 2])[:SAMPLE_CHARS]
 
 
-def from_entries(entries: list[dict], n_quarantined: int, reset: bool) -> Tally:
-    """The tally of a batch whose source reports nothing itself: one record per
-    distinct ``record_id`` of its entries (all parsed), its quarantined rows, agent
-    version unknown."""
+#: the key under which a document parser may name one entry's agent version (a
+#: document holding sessions of several versions: an Aider history); popped by
+#: ``from_entries``, never stored
+ENTRY_VERSION_KEY = "_agent_version"
+
+
+def from_entries(entries: list[dict], n_quarantined: int, reset: bool, version: str | None = None) -> Tally:
+    """The tally of a batch whose source reports no records itself: one record per
+    distinct ``record_id`` of its entries (all parsed), its quarantined rows. The agent
+    version is ``version`` (a document's, ``state["_v"]``: ``readers.document``), or
+    the one an entry names under ``ENTRY_VERSION_KEY`` (popped from the entry), else
+    unknown (``""``)."""
     t = Tally(reset=reset)
-    ids = {e.get("record_id") for e in entries}
-    if ids or n_quarantined:
-        v = t.version("")
-        v.records = len(ids) + n_quarantined
-        v.parsed = len(ids)
-        v.entries = len(entries)
-        v.quarantined = n_quarantined
+    ids: dict[str, set] = {}
+    counts: dict[str, int] = {}
+    for e in entries:
+        v = e.pop(ENTRY_VERSION_KEY, None) or version or ""
+        ids.setdefault(v, set()).add(e.get("record_id"))
+        counts[v] = counts.get(v, 0) + 1
+    if n_quarantined:
+        ids.setdefault(version or "", set())
+    for v, rids in ids.items():
+        vt = t.version(v)
+        vt.records = len(rids)
+        vt.parsed = len(rids)
+        vt.entries = counts.get(v, 0)
+    if n_quarantined:
+        vt = t.version(version or "")
+        vt.records += n_quarantined
+        vt.quarantined = n_quarantined
     return t

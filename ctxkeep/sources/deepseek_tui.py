@@ -25,7 +25,8 @@ message>`` so an unchanged message re-read is the same entry and an edited histo
 lost messages are marked ``rewound`` (the record id is also the ``message_id``) (``readers.document.track_ids``). Times: the
 message's ``timestamp``, else ``metadata.created_at``. Usage: the format logs only
 ``metadata.total_tokens`` (no input/output split, no per-turn counts), so no usage row
-is written; the title is a ``meta`` entry.
+is written; the title is a ``meta`` entry. The coverage ledger's agent version is the
+document's ``schema_version`` (the format logs no app version).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import block_text, compact_json, dict_at
+from ctxkeep.sources._util import block_text, compact_json, dict_at, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -49,11 +50,12 @@ from ctxkeep.sources.contract import (
     Watermark,
     sorted_paths,
 )
+from ctxkeep.sources.coverage import set_version
 from ctxkeep.sources.readers.document import read_document, track_ids
 from ctxkeep.sources.readers.jsonl import file_head
 
 AGENT = "deepseek-tui"
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: schema_version to the coverage ledger (a re-read relabels its rows)
 MODE: Mode = "rewrite"
 
 _ID = re.compile(r"[A-Za-z0-9_-]+")
@@ -182,24 +184,13 @@ def parse_session(
                 out.append(_block_entry(b, role, dict(base, part=j)))
     title = _str(meta.get("title"))
     if title:
-        out.append(
-            {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": project,
-                "ts": _str(meta.get("updated_at")) or start,
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": title,
-                "source_path": src,
-                "source_offset": 0,
-                "record_id": f"{sid}:title:{title}",
-                "part": 0,
-            }
-        )
+        ts = _str(meta.get("updated_at")) or start
+        out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=project))
     if state is not None:
         track_ids(state, AGENT, sid, list(old_ids), ids)
+        # the format's schema_version is the only version it logs (no app version)
+        sv = doc.get("schema_version")
+        set_version(state, str(sv) if isinstance(sv, int) and not isinstance(sv, bool) else None)
     return out
 
 

@@ -24,6 +24,10 @@ Two formats (google-gemini/gemini-cli ``services/chatRecordingService.ts``):
   comes back later is made ``active`` again. A JSON document re-read with messages
   gone marks those ``rewound`` the same way.
 
+Neither form records the Gemini CLI version (``ConversationRecord`` and the JSONL
+metadata line have no version field; checked against ``chatRecordingService.ts``
+and the corpus's files): the coverage ledger's agent version is ``""`` for Gemini.
+
 Message ``type``: ``user``, ``gemini`` (``content``, ``thoughts[] {subject,
 description}``, ``toolCalls[] {id, name, args, result[].functionResponse, status,
 resultDisplay}``, ``tokens``, ``model``), ``info``, ``error``, ``warning``; other types

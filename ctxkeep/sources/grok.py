@@ -38,13 +38,17 @@ cachedReadTokens; other update lines give no entry.
 
 from __future__ import annotations
 
-import functools
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
-
-from ctxkeep.sources._util import as_int, block_text, compact_json, dict_at
+from ctxkeep.sources._util import (
+    as_int,
+    block_text,
+    compact_json,
+    dict_at,
+    json_object,
+    openai_message_entries,
+)
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
@@ -77,24 +81,11 @@ def matches(path: Path) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _summary_cached(path: str, mtime_ns: int, size: int) -> dict:
-    try:
-        doc = orjson.loads(Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
 def _summary(folder: Path) -> dict:
     """``summary.json`` of a session folder ({} when missing or unreadable), read
     again only when it changed."""
     p = folder / "summary.json"
-    try:
-        st = p.stat()
-    except OSError:
-        return {}
-    return _summary_cached(str(p), st.st_mtime_ns, st.st_size)
+    return json_object(p)
 
 
 def init_state(file: SourceFile) -> dict:
@@ -141,35 +132,10 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     return [dict(base, role="system", kind="meta", tool_name="unknown", text=compact_json(rec, 2000))]
 
 
-def _calls(calls, e: dict, start: int) -> list[dict]:
-    out: list[dict] = []
-    for call in calls if isinstance(calls, list) else []:
-        if not isinstance(call, dict):
-            continue
-        fn = dict_at(call, "function")
-        args = call.get("arguments", fn.get("arguments"))
-        out.append(
-            dict(
-                e,
-                part=start + len(out),
-                kind="tool_call",
-                native_id=_str(call.get("id")),
-                tool_name=_str(call.get("name")) or _str(fn.get("name")),
-                text=args if isinstance(args, str) else compact_json(args) if args is not None else "",
-            )
-        )
-    return out
-
-
-def _assistant(rec: dict, base: dict, reasoning: str | None) -> list[dict]:
-    e = dict(base, role="assistant", model=_str(rec.get("model_id")))
-    out = []
-    if reasoning:
-        out.append(dict(e, kind="thinking", text=reasoning))
-    text = _text(rec.get("content"))
-    if text:
-        out.append(dict(e, part=len(out), kind="message", text=text))
-    return out + _calls(rec.get("tool_calls"), e, len(out))
+def _assistant(rec: dict, base: dict) -> list[dict]:
+    """A current-format assistant record: its text, then its ``tool_calls``."""
+    e = dict(base, model=_str(rec.get("model_id")))
+    return openai_message_entries(dict(rec, role="assistant"), e, _text, reasoning_keys=())
 
 
 def _current(rec: dict, base: dict, state: dict) -> list[dict]:
@@ -182,7 +148,7 @@ def _current(rec: dict, base: dict, state: dict) -> list[dict]:
             return [dict(base, role="system", kind="meta", tool_name=reason, text=_text(rec.get("content")))]
         return [dict(base, role="user", kind="message", text=_text(rec.get("content")))]
     if t == "assistant":
-        return _assistant(rec, base, None)
+        return _assistant(rec, base)
     if t == "reasoning":
         parts = rec.get("summary")
         text = _text(parts) if isinstance(parts, list) else _text(rec.get("content"))
@@ -215,25 +181,10 @@ def _current(rec: dict, base: dict, state: dict) -> list[dict]:
 
 def _legacy(rec: dict, base: dict, state: dict) -> list[dict]:
     role = str(rec.get("role") or "")
-    if role == "assistant":
-        return _assistant(rec, base, _str(rec.get("reasoning_content")))
-    if role == "user":
-        return [dict(base, role="user", kind="message", text=_text(rec.get("content")))]
-    if role == "tool":
-        return [
-            dict(
-                base,
-                role="tool",
-                kind="tool_result",
-                native_id=_str(rec.get("tool_call_id")),
-                text=_text(rec.get("content")),
-            )
-        ]
-    if role != "system":
+    if role not in ("assistant", "user", "tool", "system"):
         unknown(state, f"role:{role}")
-    return [
-        dict(base, role="system", kind="meta", tool_name=role or "unknown", text=_text(rec.get("content")))
-    ]
+    e = dict(base, model=_str(rec.get("model_id"))) if role == "assistant" else base
+    return openai_message_entries(rec, e, _text, reasoning_keys=("reasoning_content",))
 
 
 def _usage(rec: dict, base: dict, sid: str, line_hash: str, model: str | None) -> list[dict]:

@@ -25,12 +25,9 @@ usage row ``end_time``.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
-import orjson
-
-from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object, openai_tool_calls
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
@@ -59,24 +56,11 @@ def matches(path: Path) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _meta_cached(path: str, mtime_ns: int, size: int) -> dict:
-    try:
-        meta = orjson.loads(Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def _meta(session_dir: Path) -> dict:
     """``meta.json`` of a session folder as a dict ({} when missing or unreadable),
     read again only when it changed."""
     p = session_dir / "meta.json"
-    try:
-        st = p.stat()
-    except OSError:
-        return {}
-    return _meta_cached(str(p), st.st_mtime_ns, st.st_size)
+    return json_object(p)
 
 
 def init_state(file: SourceFile) -> dict:
@@ -146,22 +130,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         out.append(
             dict(base, role="assistant", kind="thinking", part=len(out), text=rec["reasoning_content"])
         )
-    for call in rec.get("tool_calls") or []:
-        if not isinstance(call, dict):
-            continue
-        fn = dict_at(call, "function")
-        args = fn.get("arguments")
-        out.append(
-            dict(
-                base,
-                role="assistant",
-                kind="tool_call",
-                part=len(out),
-                native_id=_str(call.get("id")),
-                tool_name=_str(fn.get("name")),
-                text=args if isinstance(args, str) else compact_json(args),
-            )
-        )
+    out += openai_tool_calls(rec.get("tool_calls"), base, len(out))
     out += _usage(meta, base, sid, session_model)
     return out
 

@@ -21,13 +21,11 @@ working directory of lines without ``cwd``.
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
-import orjson
-
 from ctxkeep.sources import claude_code
+from ctxkeep.sources._util import json_object, title_entry
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
@@ -81,24 +79,11 @@ def matches(path: Path) -> bool:
     return bool({".qoder", ".qoderwork", "Qoder"} & set(path.parts)) and claude_code.matches(path)
 
 
-@functools.lru_cache(maxsize=64)
-def _meta_cached(path: str, mtime_ns: int, size: int) -> dict:
-    try:
-        doc = orjson.loads(Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
 def session_meta(transcript: Path) -> dict:
     """``<session>-session.json`` beside a transcript ({} when missing or unreadable),
     read again only when it changed."""
     p = transcript.with_name(transcript.stem + "-session.json")
-    try:
-        st = p.stat()
-    except OSError:
-        return {}
-    return _meta_cached(str(p), st.st_mtime_ns, st.st_size)
+    return json_object(p)
 
 
 def init_state(file: SourceFile) -> dict:
@@ -127,22 +112,20 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             e["project_dir"] = _str(meta.get("working_dir"))
     title = _str(meta.get("title"))
     if offset == 0 and title:
+        ts = out[0].get("ts") if out else None
         out.append(
-            {
-                "agent": AGENT,
-                "session_id": path.stem,
-                "parent_session_id": parent,
-                "project_dir": _str(meta.get("working_dir")),
-                "ts": out[0].get("ts") if out else None,
-                "role": "system",
-                "kind": "meta",
-                "tool_name": "title",
-                "text": title,
-                "part": 0,
-                "source_path": src,
-                "source_offset": offset,
-                "record_id": f"{path.stem}:title:{title}",
-            }
+            dict(
+                title_entry(
+                    AGENT,
+                    path.stem,
+                    title,
+                    src,
+                    ts=ts,
+                    project_dir=_str(meta.get("working_dir")),
+                    offset=offset,
+                ),
+                parent_session_id=parent,
+            )
         )
     return out
 

@@ -25,6 +25,12 @@ Every response is priced at its own timestamp (a price with a start date applies
 the responses made from then on), and per response (Gemini's prices are tiered by the
 input of one request).
 
+Long-context tiers: a request whose input (non-cached + cache read + cache write)
+exceeds a threshold is billed whole at the tier's rates. genai-prices 0.2.3 carries
+them for Claude Sonnet 4.5, Sonnet 4.6 and Opus 4.6 (until 2026-03-13), Gemini
+1.5/2.5/3 Pro, GPT-5.4/5.5 and later; it lacks Claude Sonnet 4's
+(``LONG_CONTEXT``). ``prices.toml`` expresses a tier table too (``parse_prices_toml``).
+
 The formula of a flat price (the rates of ``Pricer.rates``: input, output, cache read,
 cache write, one-hour cache write, USD per MTok, times the billed counts above) is
 written once, in SQL, where the DuckDB sink prices its ``usage`` rows
@@ -62,16 +68,75 @@ def assumed_model(agent: str, cli_version: str | None) -> str | None:
     return ASSUMED_MODELS.get((agent, ".".join(parts[:2])))
 
 
+Rates = tuple[float, float, float, float, float]
+
+#: a price band: requests whose input tokens (non-cached + cache read + cache write)
+#: are above ``lo`` and at most ``hi`` (None: no bound) pay ``Rates``; a flat price is
+#: one band ``(-1, None, rates)``
+Band = tuple[int, int | None, Rates]
+
+
 @dataclass(frozen=True)
 class Override:
     """A user price (USD per million tokens) from ``prices.toml``; a rate left out
-    falls back to ``input_mtok`` (cache rates) or 0 (output)."""
+    falls back to ``input_mtok`` (cache rates; the one-hour write: the cache write) or
+    0 (output). ``input_mtok`` None: the base rates are genai-prices' (only ``tiers``
+    given). ``tiers``: ``(above_input_tokens, Override)``, ascending."""
 
-    input_mtok: float
+    input_mtok: float | None
     output_mtok: float = 0.0
     cache_read_mtok: float | None = None
     cache_write_mtok: float | None = None
     cache_write_1h_mtok: float | None = None
+    tiers: tuple[tuple[int, Override], ...] = ()
+
+    def rates(self) -> Rates:
+        """(input, output, cache read, cache write, one-hour cache write) with the
+        fallbacks above; needs ``input_mtok``."""
+        assert self.input_mtok is not None
+        inp = self.input_mtok
+        cw = inp if self.cache_write_mtok is None else self.cache_write_mtok
+        return (
+            inp,
+            self.output_mtok,
+            inp if self.cache_read_mtok is None else self.cache_read_mtok,
+            cw,
+            cw if self.cache_write_1h_mtok is None else self.cache_write_1h_mtok,
+        )
+
+
+#: Long-context tiers genai-prices 0.2.3 lacks, by its model id (every alias it maps
+#: there, e.g. ``claude-sonnet-4-20250514`` → ``claude-sonnet-4-0``). Claude Sonnet 4
+#: with the 1M context window: a request above 200k input tokens pays $6 input,
+#: $22.50 output per MTok, the cache rates scaled alike (5-minute write 1.25x = $7.50,
+#: one-hour write 2x = $12, read 0.1x = $0.60) — Anthropic's pricing page, "Long
+#: context pricing" (https://platform.claude.com/docs/en/about-claude/pricing; the
+#: same tier genai-prices gives Sonnet 4.5).
+LONG_CONTEXT: dict[str, tuple[tuple[int, Rates], ...]] = {
+    "claude-sonnet-4-0": ((200_000, (6.0, 22.5, 0.6, 7.5, 12.0)),),
+}
+
+
+def _rate(t: dict, key: str, name: str) -> float | None:
+    v = t.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ValueError(f"prices.toml: model {name!r} has a non-numeric rate")
+    return float(v)
+
+
+def _override(name: str, t: dict, *, need_input: bool) -> Override:
+    if need_input and "input_mtok" not in t:
+        raise ValueError(f"prices.toml: model {name!r} needs input_mtok")
+    inp = _rate(t, "input_mtok", name)
+    return Override(
+        inp,
+        _rate(t, "output_mtok", name) or 0.0,
+        _rate(t, "cache_read_mtok", name),
+        _rate(t, "cache_write_mtok", name),
+        _rate(t, "cache_write_1h_mtok", name),
+    )
 
 
 def parse_prices_toml(text: str) -> dict[str, Override]:
@@ -85,23 +150,61 @@ def parse_prices_toml(text: str) -> dict[str, Override]:
         cache_write_mtok = 0.6    # optional
         cache_write_1h_mtok = 1.0 # optional (a one-hour cache write; default: cache_write_mtok)
 
-    Raises ValueError (with the model named) for a table without ``input_mtok`` or
-    with a non-numeric rate; tomllib.TOMLDecodeError for bad TOML."""
+        # long-context tiers: a request whose input (non-cached + cache read + cache
+        # write) is above the threshold pays the tier's rates for all its tokens
+        [[models."my-local-model".tiers]]
+        above_input_tokens = 200000
+        input_mtok = 1.0
+        output_mtok = 2.25        # other rates: optional, the same fallbacks
+
+    A model with ``tiers`` may leave out ``input_mtok``: its base rates are then
+    genai-prices' flat ones (a model genai-prices already tiers keeps genai-prices'
+    tiers). Tiers replace ``LONG_CONTEXT``'s for that model. Raises ValueError (with
+    the model named) for a table without ``input_mtok`` or ``tiers``, a non-numeric
+    rate, a tier without ``input_mtok`` or a positive integer ``above_input_tokens``,
+    or two tiers with one threshold; tomllib.TOMLDecodeError for bad TOML."""
     doc = tomllib.loads(text)
     out: dict[str, Override] = {}
     for name, t in (doc.get("models") or {}).items():
-        if not isinstance(t, dict) or "input_mtok" not in t:
+        if not isinstance(t, dict):
             raise ValueError(f"prices.toml: model {name!r} needs input_mtok")
-        try:
-            out[name.lower()] = Override(
-                float(t["input_mtok"]),
-                float(t.get("output_mtok", 0.0)),
-                None if t.get("cache_read_mtok") is None else float(t["cache_read_mtok"]),
-                None if t.get("cache_write_mtok") is None else float(t["cache_write_mtok"]),
-                None if t.get("cache_write_1h_mtok") is None else float(t["cache_write_1h_mtok"]),
-            )
-        except (TypeError, ValueError):
-            raise ValueError(f"prices.toml: model {name!r} has a non-numeric rate") from None
+        raw_tiers = t.get("tiers") or []
+        base = _override(name, t, need_input=not raw_tiers)
+        tiers = []
+        for tier in raw_tiers if isinstance(raw_tiers, list) else [None]:
+            above = tier.get("above_input_tokens") if isinstance(tier, dict) else None
+            if (
+                not isinstance(tier, dict)
+                or isinstance(above, bool)
+                or not isinstance(above, int)
+                or above <= 0
+            ):
+                raise ValueError(
+                    f"prices.toml: a tier of model {name!r} needs above_input_tokens (a whole number > 0)"
+                )
+            tiers.append((above, _override(name, tier, need_input=True)))
+        if len({a for a, _ in tiers}) != len(tiers):
+            raise ValueError(f"prices.toml: model {name!r} has two tiers with one above_input_tokens")
+        out[name.lower()] = Override(
+            base.input_mtok,
+            base.output_mtok,
+            base.cache_read_mtok,
+            base.cache_write_mtok,
+            base.cache_write_1h_mtok,
+            tuple(sorted(tiers, key=lambda x: x[0])),
+        )
+    return out
+
+
+def bands(base: Rates, tiers: tuple[tuple[int, Rates], ...]) -> list[Band]:
+    """The bands of a base price and its tiers (ascending thresholds): the base up to
+    the first threshold, each tier up to the next."""
+    out: list[Band] = []
+    lo, rates = -1, base
+    for above, r in tiers:
+        out.append((lo, above, rates))
+        lo, rates = above, r
+    out.append((lo, None, rates))
     return out
 
 
@@ -124,9 +227,6 @@ def _model_price(model: str, day: dt.date):
 
 
 _TOKEN_RATES = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
-
-
-Rates = tuple[float, float, float, float, float]
 
 
 @lru_cache(maxsize=8192)
@@ -163,25 +263,28 @@ class Pricer:
     overrides: dict[str, Override] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
 
-    def rates(self, model: str | None, day: dt.date) -> Rates | None | str:
-        """The flat rates (input, output, cache read, cache write, one-hour cache
-        write; USD per MTok) of
-        ``model`` on UTC ``day``: from ``prices.toml``, else genai-prices. ``"tiered"``
-        when the price depends on a request's size (price each response with
-        ``genai_tiered``); None (and remembered in ``unknown``) when the model is empty or
-        unknown."""
+    def rates(self, model: str | None, day: dt.date) -> list[Band] | None | str:
+        """The price bands (``Band``: input-token range, then input, output, cache
+        read, cache write, one-hour cache write rates, USD per MTok) of ``model`` on
+        UTC ``day``: from ``prices.toml``, else genai-prices with ``LONG_CONTEXT``'s
+        tiers; one band for a flat price. ``"tiered"`` when genai-prices tiers the price
+        itself (price each response with ``genai_tiered``); None (and remembered in
+        ``unknown``) when the model is empty or unknown."""
         if not model:
             return None
         o = self.overrides.get(model.lower())
-        if o is not None:
-            cr = o.input_mtok if o.cache_read_mtok is None else o.cache_read_mtok
-            cw = o.input_mtok if o.cache_write_mtok is None else o.cache_write_mtok
-            cw1h = cw if o.cache_write_1h_mtok is None else o.cache_write_1h_mtok
-            return (o.input_mtok, o.output_mtok, cr, cw, cw1h)
+        if o is not None and o.input_mtok is not None:
+            return bands(o.rates(), tuple((a, t.rates()) for a, t in o.tiers))
         r = genai_rates(model, day)
         if r is None:
             self.unknown.add(model)
-        return r
+            return None
+        if isinstance(r, str):
+            return "tiered"
+        if o is not None:  # tiers only: on genai-prices' base
+            return bands(r, tuple((a, t.rates()) for a, t in o.tiers))
+        m = _model(model)
+        return bands(r, LONG_CONTEXT.get(m.id, ()) if m is not None else ())
 
 
 def genai_rates(model: str, day: dt.date) -> Rates | None | str:
@@ -191,6 +294,25 @@ def genai_rates(model: str, day: dt.date) -> Rates | None | str:
         return None
     flat = _flat_rates(model, day)
     return "tiered" if flat is None else flat
+
+
+def response_cost(
+    pricer: Pricer, model: str | None, day: dt.date, inp: int, cr: int, cw: int, h: int, out: int
+) -> float | None:
+    """The calculated price in USD of one response not stored yet (the status line's
+    unread transcript tail): the SQL formula of ``sinks.duckdb._upsert_slice`` over the
+    band of the request's input, or ``genai_tiered``; None for an unknown model. Counts
+    as in ``genai_tiered``. Tests hold it equal to the sink's price of the same rows."""
+    r = pricer.rates(model, day)
+    if r is None or model is None:
+        return None
+    if isinstance(r, str):
+        return genai_tiered(model, day, inp, cr, cw, h, out)
+    n = inp + cr + cw
+    for lo, hi, (ri, ro, rcr, rcw, rcw1h) in r:
+        if n > lo and (hi is None or n <= hi):
+            return (inp * ri + cr * rcr + (cw - h) * rcw + h * rcw1h + out * ro) / 1e6
+    return None
 
 
 def genai_tiered(model: str, day: dt.date, inp: int, cr: int, cw: int, h: int, out: int) -> float:

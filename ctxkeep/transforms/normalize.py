@@ -110,7 +110,9 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     """Usage rows of an entry frame: entries with a ``usage_key``; within the batch the
     copy with the largest usage per key is kept (one Claude response is often logged
     as several lines with growing ``output_tokens``); rows whose usage is all zero
-    (e.g. Claude Code's ``<synthetic>`` error messages) count nothing and are dropped.
+    (e.g. Claude Code's ``<synthetic>`` error messages) count nothing and are dropped,
+    unless they carry a cost (an agent that bills in credits and logs no tokens:
+    Codebuff's ``creditsUsed``).
     Columns: usage_key, agent,
     session_id, project_dir, ts, model, input/output/cache_read/cache_creation/
     reasoning tokens (int64, tokens), cache_creation_5m/1h tokens (int64, the parts of
@@ -121,7 +123,7 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     u = (
         u.with_columns([pl.col(c).fill_null(0) for c in cols])
         .with_columns(pl.sum_horizontal(cols).alias("_total"))
-        .filter(pl.col("_total") > 0)
+        .filter((pl.col("_total") > 0) | (pl.col("cost_usd").fill_null(0) > 0))
     )
     return (
         u.sort("_total", descending=True, maintain_order=True)

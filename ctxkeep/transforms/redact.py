@@ -4,29 +4,35 @@ is hashed, indexed or stored (entry texts, quarantined lines).
 Two stages, so that the common case (a text holding no secret) costs a few passes of
 compiled multi-pattern automata:
 
-1. ``PREFILTER`` (context rules) and ``GITLEAKS_KEYWORDS`` (the table): every rule below with its look-arounds and named groups removed,
-   joined into two alternations and run by Polars' Rust ``regex`` engine (linear time,
-   a lazy DFA; the case-insensitive key/value rules are a second pass because in one
-   alternation they make the automaton ~100x slower). It over-approximates: a text it
-   does not match holds no secret any rule would redact.
-2. The texts it matches (typically < 5 % of a session's texts) go through the exact
-   rules in Python ``re``: each rule finds its spans, a per-rule check rejects
-   lookalikes (placeholders, code, hashes, low-entropy words), overlapping spans are
-   merged, and each kind is counted (``redact_counts``). Only the rules of the
-   alternation that matched run (most candidates match only the key/value anchor, and
-   the case-sensitive rules then cost nothing), and the case-insensitive rules start
-   only where the anchors are: Polars extracts the anchors (``str.extract_all``, the
-   Rust engine) and Python finds their offsets with ``str.find``, so no Python regex
-   scans a whole candidate text for them. Measured on the corpus's entry texts:
-   ~10x faster than running every rule over every candidate, same spans.
+1. Prefilters over the whole Series in Polars' Rust engines (linear time): ``PREFILTER``
+   (ctxkeep's case-sensitive context rules with look-arounds and named groups
+   removed, one alternation; the case-insensitive key/value rules' anchors, a second
+   pass because in one alternation they make the automaton ~100x slower), and for
+   the maintained table gitleaks' own keyword rule (``_gated``: one overlapping
+   Aho-Corasick pass finds each text's keywords, then each rule whose keywords
+   occur runs as a Rust regex, ``secret_rules.rust_gate``, over just those texts).
+   They over-approximate: a text none of them matches holds no secret any rule
+   would redact, and a text reaches a maintained rule in Python only when that
+   rule's regex matched it.
+2. The texts they match go through the exact rules in Python: each rule finds its
+   spans, a per-rule check rejects lookalikes (placeholders, code, hashes,
+   low-entropy words), overlapping spans are merged, and each kind is counted
+   (``redact_counts``). Only the context rules of the alternation that matched run
+   (most candidates match only the key/value anchor, and the case-sensitive rules
+   then cost nothing), and the case-insensitive rules start only where the anchors
+   are: Polars extracts the anchors (``str.extract_all``) and Python finds their
+   offsets with ``str.find``, so no Python regex scans a whole candidate text for
+   them. Of the maintained rules only those whose gate matched the text run.
+   Measured (``tests/bench/bench_redact.py``, CPU time): keywords alone sent 74 %
+   of the corpus's texts to Python; the gates send 1-2 %.
 
 Two rule sets, merged per text (overlapping spans become one marker named by the first
 rule's kind; ctxkeep's rules come first):
 
 - the maintained table (``transforms.secret_rules``): gitleaks' rule set, generated from
   a named upstream version (``secret_rules.json``; ``tools/gen_secret_rules.py``), run
-  on the texts holding one of its keywords (``str.contains_any``, Aho-Corasick in
-  Polars; per candidate, the rules of the keywords an RE2 Set finds), its regexes in RE2; a generic rule's
+  on the texts holding one of its keywords whose gate matched (``_gated``; one text
+  alone: the rules of the keywords an RE2 Set finds), its regexes in RE2; a generic rule's
   hex digest or uuid is kept (``_keep_maintained``);
 - ctxkeep's context rules below (``RULES``, and ``_PROSE_RULES`` in RE2).
 
@@ -67,6 +73,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.transforms import secret_rules
@@ -415,7 +422,6 @@ _PROSE_RULES: list[Rule] = [
     ),
 ]
 _PROSE_WORDS = ("aws", "amazon", "secret", "private", "signing", "wallet")
-_PROSE_SET = frozenset(_PROSE_WORDS)
 
 #: literals one of which a case-sensitive rule's match contains (``str.__contains__``
 #: is a memchr scan: rules whose literal is absent are not run); None: always run
@@ -448,9 +454,6 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
 _COMPILED = [(r, re.compile(r.pattern), None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
 #: every kind a marker can name: ctxkeep's context rules', then gitleaks' rule ids
 KINDS = tuple(dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + secret_rules.rule_ids()))
-#: the maintained rules' keywords and the prose rules' words (lower case), for
-#: ``str.contains_any``: a text with none of them runs neither
-GITLEAKS_KEYWORDS = sorted(set(secret_rules.keywords()) | set(_PROSE_WORDS))
 _PROSE_COMPILED = [
     (r.kind, rx, r.check, rx.groupindex["s"])
     for r, rx in ((r, secret_rules.compile_re2(r.pattern)) for r in _PROSE_RULES)
@@ -562,28 +565,27 @@ def _spans(
     text: str,
     cs: bool = True,
     anchors: list[str] | None = None,
-    gl: bool = True,
-    hits: list[str] | None = None,
+    rules: list[int] | None = None,
 ) -> list[tuple[int, int, str]]:
     """Merged ``(start, end, kind)`` spans of the secrets in ``text``, in order.
 
     ``cs`` False: the case-sensitive prefilter (``PREFILTER[0]``) did not match
     ``text``, so no case-sensitive rule can (it is a superset of them) and none runs.
-    ``anchors``: ``_ci_starts``'. ``gl`` False: no gitleaks keyword is in ``text``
-    (``str.contains_any`` said so), so the maintained rules are not run; ``hits``: the
-    table keywords (lower case) known to be in it (None: the table's keyword Set finds
-    them; the prose rules run only when one of their words is in ``hits``). Where spans
+    ``anchors``: ``_ci_starts``'. ``rules``: the maintained rules that may match it
+    (``_gated``: table indexes, ``len(table)`` standing for the prose rules), in
+    order; None: the table's keyword Set picks them and the prose rules run. Where spans
     overlap they are merged and the first rule's kind names them: ctxkeep's context
     rules come first, then gitleaks' in table order."""
     found: list[tuple[int, int, int, str]] = []
-    if gl:
-        base = len(_COMPILED)
+    if rules is None or rules:
+        base, n_table = len(_COMPILED), len(secret_rules.ruleset().rules)
+        prose = rules is None or rules[-1] >= n_table
         found = [
             (s, -e, base, k)
             for s, e, k in secret_rules.find(
                 text,
-                extra=_PROSE_COMPILED if hits is None or not _PROSE_SET.isdisjoint(hits) else (),
-                hits=hits,
+                extra=_PROSE_COMPILED if prose else (),
+                rules=None if rules is None else [i for i in rules if i < n_table],
             )
             if _keep_maintained(text, s, e, k)
         ]
@@ -643,12 +645,71 @@ def _apply(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, Counter]:
 def _candidates(s: pl.Series) -> pl.Series:
     """Boolean Series: the texts the prefilter matches (the only ones that can hold a
     secret)."""
+    import polars as pl
+
     cs, ci = PREFILTER
-    return (
-        s.str.contains(cs).fill_null(False)
-        | s.str.contains(ci).fill_null(False)
-        | s.str.contains_any(GITLEAKS_KEYWORDS, ascii_case_insensitive=True).fill_null(False)
+    gated = pl.Series([False] * s.len(), dtype=pl.Boolean).scatter(list(_gated(s)) or [], True)
+    return s.str.contains(cs).fill_null(False) | s.str.contains(ci).fill_null(False) | gated
+
+
+@cache
+def _gates() -> tuple[list[str], pl.DataFrame, list[str | None]]:
+    """The maintained rules' gates: ``(keywords, keyword → gate index frame, gates)``.
+    Gates ``0..n-1`` are the table's rules (``secret_rules.rust_gate`` of each regex),
+    gate ``n`` the prose rules (their patterns joined; their words as keywords)."""
+    import polars as pl
+
+    rs = secret_rules.ruleset()
+    n = len(rs.rules)
+    pairs = [(k, i) for k, idx in zip(rs.keywords, rs.by_keyword, strict=True) for i in idx]
+    pairs += [(w, n) for w in _PROSE_WORDS]
+    prose = "|".join(f"(?:{secret_rules.rust_gate(r.pattern)})" for r in _PROSE_RULES)
+    frame = pl.DataFrame(pairs, schema={"kw": pl.String, "gate": pl.Int64}, orient="row")
+    return sorted({k for k, _ in pairs}), frame, [*rs.gates, prose]
+
+
+def _gated(s: pl.Series) -> dict[int, list[int]]:
+    """Which maintained rules may match each text of ``s``: ``{position: [gate index,
+    ...]}`` (``_gates``) for the texts where one may. gitleaks' keyword rule (a rule
+    runs only where one of its keywords occurs: one overlapping Aho-Corasick pass,
+    ``str.extract_many``), then each rule's regex in Polars' Rust engine
+    (``secret_rules.rust_gate``: it matches wherever the RE2 regex does) over just the
+    texts holding its keywords, so only the texts a rule's regex matches reach Python
+    (on the corpus: 1 % of the texts, where the keywords alone took 74 %). A gate the
+    Rust engine refuses passes every text holding its keywords. Keyword-less rules pass
+    every text."""
+    import polars as pl
+
+    keywords, kw_gate, gates = _gates()
+    found = s.str.extract_many(keywords, ascii_case_insensitive=True, overlapping=True).list.unique()
+    pairs = (
+        pl.DataFrame({"i": pl.int_range(s.len(), eager=True), "kw": found})
+        .explode("kw")
+        .drop_nulls()
+        .with_columns(pl.col("kw").str.to_lowercase())
+        .unique()
+        .join(kw_gate, on="kw")
+        .select("i", "gate")
+        .unique()
     )
+    out: dict[int, list[int]] = {}
+    always = secret_rules.ruleset().always
+    if always:
+        for i in range(s.len()):
+            out[i] = list(always)
+    for (g,), part in pairs.group_by(["gate"]):
+        idx = part["i"]
+        pattern = gates[g]
+        if pattern is not None:
+            try:
+                idx = idx.filter(s.gather(idx).str.contains(pattern).fill_null(False))
+            except pl.exceptions.ComputeError:  # the Rust engine refuses it: no gate
+                pass
+        for i in idx.to_list():
+            out.setdefault(i, []).append(g)
+    for v in out.values():
+        v.sort()
+    return out
 
 
 def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
@@ -663,20 +724,17 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     anchors = s.str.extract_all(_CI_ANCHOR_ASCII)
     import polars as pl
 
-    gl = s.str.contains_any(GITLEAKS_KEYWORDS, ascii_case_insensitive=True).fill_null(False)
+    gated = _gated(s)
+    gl = pl.Series([False] * s.len(), dtype=pl.Boolean).scatter(list(gated) or [], True)
     idx = (cs | gl | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:
         return s
     values = s.gather(idx).to_list()
     cs_hit = cs.gather(idx).to_list()
     found = anchors.gather(idx).to_list()
-    gl_hit = gl.gather(idx).to_list()
-    always = secret_rules.has_keywordless()
     new: list[str] = []
-    # which keywords a candidate holds: the table's keyword Set, per text (Polars'
-    # overlapping ``extract_many`` took twice as long: it lists every occurrence)
-    for v, c, a, g in zip(values, cs_hit, found, gl_hit, strict=True):
-        text, n = _apply(v, _spans(v, c, a, g or always))
+    for i, v, c, a in zip(idx.to_list(), values, cs_hit, found, strict=True):
+        text, n = _apply(v, _spans(v, c, a, gated.get(i, [])))
         new.append(text)
         if counts is not None:
             counts.update(n)

@@ -5,8 +5,9 @@ upgrade with that script; never edit the JSON by hand.
 
 Matching follows gitleaks' ``detect/detect.go`` (v8.30): a rule runs on a text only
 when one of its ``keywords`` occurs in it (case-insensitive; gitleaks uses
-Aho-Corasick, here one ``re2.Set`` over the keywords, or Polars' ``str.contains_any``
-for a Series); its regex (Go RE2 syntax, compiled with ``google-re2``; the few RE2
+Aho-Corasick, here one ``re2.Set`` over the keywords, or Polars' ``str.extract_many``
+for a Series, where ``rust_gate`` then runs the rule's regex in Rust over the texts
+holding its keywords: ``transforms.redact._gated``); its regex (Go RE2 syntax, compiled with ``google-re2``; the few RE2
 refuses fall back to Python ``re``) finds the matches; the secret is the
 ``secretGroup``, else the first non-empty capture group, else the whole match; a
 secret whose Shannon entropy is ≤ the rule's ``entropy`` is dropped; then the global
@@ -46,12 +47,12 @@ class GitleaksRule(NamedTuple):
     """One compiled rule of the table (see the module doc for the fields' meaning)."""
 
     id: str
-    rx: object  # re2._Regexp or re.Pattern (over bytes)
+    rx: LazyRegex  # re2 or re, over bytes, compiled on first use
     group: int
     entropy: float
     keywords: tuple[str, ...]
     allow: tuple[_Allow, ...]
-    pre: object | None = None  # the regex without its lazy key prefix (see ``_SEMI_GENERIC``)
+    pre: LazyRegex | None = None  # the regex without its lazy key prefix (see ``_SEMI_GENERIC``)
 
 
 def compile_re2(pattern: str):
@@ -76,6 +77,31 @@ def _compile(pattern: str, engine: str):
     return re.compile(pattern.encode())
 
 
+class LazyRegex:
+    """A rule's regex, compiled (``_compile``) on its first ``search``/``finditer``:
+    a text runs only the rules whose keywords it holds (gitleaks' keyword prefilter),
+    so a few new lines (the hook path) compile the few rules they meet instead of the
+    table's ~450 regexes (~0.2 s of CPU on a quiet machine, ~0.8 s under load; 5 MB).
+    ``compiled()`` gives the compiled pattern (``re2._Regexp`` or ``re.Pattern``);
+    a pattern neither engine takes raises there (the generator checked them all)."""
+
+    __slots__ = ("_engine", "_pattern", "_rx")
+
+    def __init__(self, pattern: str, engine: str) -> None:
+        self._pattern, self._engine, self._rx = pattern, engine, None
+
+    def compiled(self):
+        if self._rx is None:
+            self._rx = _compile(self._pattern, self._engine)
+        return self._rx
+
+    def search(self, raw: bytes):
+        return self.compiled().search(raw)
+
+    def finditer(self, raw: bytes):
+        return self.compiled().finditer(raw)
+
+
 def _entropy(s: str) -> float:
     """Shannon entropy in bits per character (gitleaks' ``shannonEntropy``)."""
     if not s:
@@ -84,16 +110,41 @@ def _entropy(s: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
 
 
+class KeywordSet:
+    """An ``re2.Set`` over ``keywords`` (case-insensitive), compiled on the first
+    ``match``: only when a text holds a keyword (Polars' ``str.contains_any`` says
+    which texts do, ``transforms.redact.redact_series``); a few lines without one (the
+    hook path, often) never compile it."""
+
+    __slots__ = ("_keywords", "_set")
+
+    def __init__(self, keywords: tuple[str, ...]) -> None:
+        self._keywords, self._set = keywords, None
+
+    def match(self, raw: bytes) -> list[int] | None:
+        """The indexes (in ``keywords``) of the keywords ``raw`` holds."""
+        if self._set is None:
+            opts = re2.Options()
+            opts.case_sensitive = False
+            opts.max_mem = 64 << 20
+            kw_set = re2.Set.SearchSet(opts)
+            for k in self._keywords:
+                kw_set.Add(re2.escape(k))
+            kw_set.Compile()
+            self._set = kw_set
+        return self._set.Match(raw)
+
+
 class RuleSet(NamedTuple):
     source: dict  # schema, source, version, commit, license, rule_count, excluded
     rules: tuple[GitleaksRule, ...]
     keywords: tuple[str, ...]  # every keyword (lower case), the Set's pattern order
     by_keyword: tuple[tuple[int, ...], ...]  # keyword index → rule indexes
     always: tuple[int, ...]  # rules without keywords: run on every text
-    kw_set: object  # re2.Set over the keywords (case-insensitive)
+    kw_set: KeywordSet  # the keywords, case-insensitive (compiled on first use)
     global_regexes: tuple
     global_stopwords: tuple[str, ...]
-    kw_position: dict[str, int]  # keyword → its index in ``keywords``
+    gates: tuple[str | None, ...]  # rule index → ``rust_gate`` of its regex (None: none)
 
 
 @cache
@@ -114,9 +165,10 @@ def rule_ids() -> list[str]:
 
 @cache
 def ruleset(path: Path = TABLE_PATH) -> RuleSet:
-    """The table at ``path`` compiled (once per process, on first use: ~0.2 s).
-    Raises ValueError when the table's ``schema`` is not 1, ``re2.error``/``re.error``
-    on a regex neither engine takes (the generator checked them all)."""
+    """The table at ``path`` ready to match (once per process, on first use): the
+    keyword Set compiled; each rule's regexes are ``LazyRegex`` (compiled when a text
+    holding one of its keywords first runs it). Raises ValueError when the table's
+    ``schema`` is not 1."""
     table_ = table(path)
     rules, kw_index, always = [], {}, []
     for r in table_["rules"]:
@@ -124,7 +176,7 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
             _Allow(
                 a["condition"] == "AND",
                 a["target"],
-                tuple(_compile(x, "re2") for x in a["regexes"]),
+                tuple(LazyRegex(x, "re2") for x in a["regexes"]),
                 tuple(a["stopwords"]),
                 a["paths"],
             )
@@ -133,11 +185,11 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
         i = len(rules)
         pre = None
         if r["engine"] == "re2" and r["regex"].startswith(_SEMI_GENERIC):
-            pre = compile_re2("(?i)" + r["regex"][len(_SEMI_GENERIC) :])
+            pre = LazyRegex("(?i)" + r["regex"][len(_SEMI_GENERIC) :], "re2")
         rules.append(
             GitleaksRule(
                 r["id"],
-                _compile(r["regex"], r["engine"]),
+                LazyRegex(r["regex"], r["engine"]),
                 r["secret_group"],
                 r["entropy"],
                 tuple(r["keywords"]),
@@ -150,13 +202,7 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
         for k in r["keywords"]:
             kw_index.setdefault(k, []).append(i)
     keywords = tuple(kw_index)
-    opts = re2.Options()
-    opts.case_sensitive = False
-    opts.max_mem = 64 << 20
-    kw_set = re2.Set.SearchSet(opts)
-    for k in keywords:
-        kw_set.Add(re2.escape(k))
-    kw_set.Compile()
+    kw_set = KeywordSet(keywords)
     g = table_["global_allowlist"]
     meta = {k: v for k, v in table_.items() if k not in ("rules", "global_allowlist")}
     return RuleSet(
@@ -166,10 +212,59 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
         tuple(tuple(kw_index[k]) for k in keywords),
         tuple(always),
         kw_set,
-        tuple(_compile(x, "re2") for x in g["regexes"]),
+        tuple(LazyRegex(x, "re2") for x in g["regexes"]),
         tuple(g["stopwords"]),
-        {k: i for i, k in enumerate(keywords)},
+        tuple(rust_gate(r["regex"]) for r in table_["rules"]),
     )
+
+
+#: Go RE2's ASCII Perl classes (``\\w``, ``\\s``, ``\\d``; RE2 syntax, github.com/google/re2/wiki/Syntax)
+_ASCII_CLASSES = {"w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r ", "d": "0-9"}
+
+
+def rust_gate(pattern: str) -> str | None:
+    """``pattern`` (Go RE2 syntax, a table regex) as a pattern of Rust's ``regex`` crate
+    (Polars' ``str.contains``) that matches every text the RE2 regex matches: the lazy
+    key prefix of a semi-generic rule dropped (``_SEMI_GENERIC``: a match minus its
+    prefix), ``\\w``/``\\s``/``\\d`` and their negations written as Go's ASCII sets (Rust's
+    are Unicode: its ``\\W`` would miss ``é``), ``\\b``/``\\B`` as ASCII boundaries
+    (``(?-u:\\b)``). None when a negated class sits inside a bracket (``[^\\W]``: no
+    exact rewrite); the caller then runs the rule wherever its keywords are."""
+    if pattern.startswith(_SEMI_GENERIC):
+        pattern = "(?i)" + pattern[len(_SEMI_GENERIC) :]
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            n = pattern[i + 1]
+            if n in _ASCII_CLASSES:
+                out.append(_ASCII_CLASSES[n] if in_class else f"[{_ASCII_CLASSES[n]}]")
+            elif n in "WSD":
+                if in_class:
+                    return None
+                out.append(f"[^{_ASCII_CLASSES[n.lower()]}]")
+            elif n in "bB":
+                out.append(f"(?-u:\\{n})")
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            out.append(c)
+            i += 1
+            if pattern[i : i + 1] == "^":
+                out.append("^")
+                i += 1
+            if pattern[i : i + 1] == "]":  # a literal ] first in the class
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _line(raw: bytes, start: int, end: int) -> bytes:
@@ -195,16 +290,11 @@ def _allowed(a: _Allow, secret: bytes, match: bytes, line: bytes) -> bool:
     return all(checks) if a.and_ else any(checks)
 
 
-def rules_for(raw: bytes, rs: RuleSet | None = None, hits=None) -> list[int]:
-    """Indexes of the rules whose keywords occur in ``raw`` (plus the keyword-less
-    ones), in table order. ``hits``: the (lower-case) keywords already found in it
-    (Polars' ``str.extract_many``), else the keyword Set finds them."""
+def rules_for(raw: bytes, rs: RuleSet | None = None) -> list[int]:
+    """Indexes of the rules whose keywords occur in ``raw`` (the keyword Set finds
+    them; plus the keyword-less ones), in table order."""
     rs = rs or ruleset()
-    if hits is not None:
-        index = rs.kw_position
-        found = [index[k] for k in hits if k in index]
-    else:
-        found = rs.kw_set.Match(raw) or []
+    found = rs.kw_set.match(raw) or []
     if not found:
         return list(rs.always)
     out = set(rs.always)
@@ -213,12 +303,13 @@ def rules_for(raw: bytes, rs: RuleSet | None = None, hits=None) -> list[int]:
     return sorted(out)
 
 
-def find_bytes(raw: bytes, rs: RuleSet | None = None, hits=None) -> list[tuple[int, int, str]]:
+def find_bytes(raw: bytes, rs: RuleSet | None = None, rules=None) -> list[tuple[int, int, str]]:
     """``(start, end, rule_id)`` byte spans of the secrets in UTF-8 ``raw``, in rule
-    order (overlaps not merged). ``hits``: as ``rules_for``'."""
+    order (overlaps not merged). ``rules``: the rule indexes to run (in table order;
+    ``transforms.redact`` knows them for a Series), else ``rules_for``'."""
     rs = rs or ruleset()
     out = []
-    for i in rules_for(raw, rs, hits):
+    for i in rules_for(raw, rs) if rules is None else rules:
         r = rs.rules[i]
         if r.pre is not None and r.pre.search(raw) is None:
             continue
@@ -261,13 +352,13 @@ def _encode(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def find(text: str, rs: RuleSet | None = None, extra=(), hits=None) -> list[tuple[int, int, str]]:
+def find(text: str, rs: RuleSet | None = None, extra=(), rules=None) -> list[tuple[int, int, str]]:
     """``(start, end, rule_id)`` character spans of the secrets in ``text``: the
     table's rules', then those of ``extra``: ``(kind, compiled RE2 pattern with a
     group ``s`` at index g, check(value: str, match) -> bool, g)`` run on every text
-    given. ``hits``: as ``rules_for``'."""
+    given. ``rules``: as ``find_bytes``'."""
     raw = _encode(text)
-    spans = find_bytes(raw, rs, hits)
+    spans = find_bytes(raw, rs, rules)
     for kind, rx, check, g in extra:
         for m in rx.finditer(raw):
             v = m.group(g)
@@ -289,8 +380,3 @@ def keywords() -> tuple[str, ...]:
     """Every rule keyword (lower case): a text holding none of them (ASCII
     case-insensitively) is matched by no rule except the keyword-less ones."""
     return tuple(dict.fromkeys(k for r in table()["rules"] for k in r["keywords"]))
-
-
-def has_keywordless() -> bool:
-    """Whether a rule has no keyword (then every text runs it)."""
-    return any(not r["keywords"] for r in table()["rules"])

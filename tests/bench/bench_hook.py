@@ -9,12 +9,15 @@ Side by side in one run, with the load average at the start and the end:
   returns to the agent (target ≤ 0.1 s), and the seconds from its start until the
   new lines are stored (searchable: their entries and FTS rows commit in one
   transaction; polled every 5 ms on a read-only SQLite connection; target ≤ 1.5 s);
-- ``ctxkeep ingest --path FILE`` after 10 new lines were appended: wall seconds and
-  peak RSS (``wait4``'s ``ru_maxrss`` of the process; targets ≤ 0.4 s, ≤ 150 MB).
+- ``ctxkeep ingest --path FILE`` after 10 new lines were appended: wall seconds, CPU
+  seconds (user + system) and peak RSS (``wait4``'s ``ru_maxrss`` of the process;
+  targets ≤ 0.4 s, ≤ 150 MB). On a shared machine the wall time follows the load; the
+  CPU time and the RSS hardly do: compare those.
 
-Each checkout (this one, and with ``--baseline DIR`` another checkout with its own
-``.venv``, e.g. the session-start build: ``git worktree add /work/wt-base <sha> &&
-(cd /work/wt-base && uv sync --all-extras)``) gets its own store in a temp dir, first
+Each checkout (this one, and with ``--baseline DIR`` (repeatable) other checkouts with
+their own ``.venv``, each labelled by its folder's name, e.g. the session-start build:
+``git worktree add /work/wt-base <sha> && (cd /work/wt-base && uv sync --all-extras)``)
+gets its own store in a temp dir, first
 filled with the corpus (``$CTXKEEP_CORPUS`` or ``../shared/corpus``; its ``home`` as
 ``HOME``, read only), so the hook and ``--path`` ingest write into a store of the
 corpus's size, with its DuckDB file. The session files are handmade Claude Code
@@ -26,7 +29,7 @@ command runs as the agents run it: the checkout's ``.venv/bin/ctxkeep`` script.
 
 Usage::
 
-    .venv/bin/python tests/bench/bench_hook.py [--runs 10] [--baseline /work/wt-base]
+    .venv/bin/python tests/bench/bench_hook.py [--runs 10] [--baseline /work/wt-base ...]
 """
 
 from __future__ import annotations
@@ -65,9 +68,9 @@ def clean_env(**extra: str) -> dict:
     return env
 
 
-def run_measured(cmd: list[str], env: dict, stdin: str | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one whole process (``wait4``); raises SystemExit
-    when it fails."""
+def run_measured(cmd: list[str], env: dict, stdin: str | None = None) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MB, CPU seconds: user + system) of one whole process
+    (``wait4``); raises SystemExit when it fails."""
     t0 = time.perf_counter()
     p = subprocess.Popen(
         cmd,
@@ -86,7 +89,7 @@ def run_measured(cmd: list[str], env: dict, stdin: str | None = None) -> tuple[f
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {err[-1500:]}")
-    return secs, ru.ru_maxrss / 1024
+    return secs, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime
 
 
 def stored(store: Path, sid: str) -> int:
@@ -151,8 +154,9 @@ class Checkout:
         assert stored(self.store, sid) == NEW_LINES, f"{self.label}: the first lines were not stored"
         return sid, path, lines[NEW_LINES:]
 
-    def hook(self) -> tuple[float, float]:
-        """(seconds until the hook returned, seconds until the new lines were stored)."""
+    def hook(self) -> tuple[float, float, float]:
+        """(seconds until the hook returned, seconds until the new lines were stored,
+        the hook process's CPU seconds)."""
         sid, path, rest = self.session()
         with path.open("a") as f:
             f.write("\n".join(rest) + "\n")
@@ -165,7 +169,9 @@ class Checkout:
             }
         )
         t0 = time.perf_counter()
-        returned, _ = run_measured([self.exe, "hook", "claude-code", "precompact"], self.env, stdin=payload)
+        returned, _, cpu = run_measured(
+            [self.exe, "hook", "claude-code", "precompact"], self.env, stdin=payload
+        )
         while stored(self.store, sid) < 2 * NEW_LINES:
             if time.perf_counter() - t0 > 120:
                 raise SystemExit(
@@ -174,10 +180,11 @@ class Checkout:
             time.sleep(0.005)
         searchable = time.perf_counter() - t0
         wait_worker(self.root, self.store)
-        return returned, searchable
+        return returned, searchable, cpu
 
-    def ingest_path(self) -> tuple[float, float]:
-        """(wall seconds, peak RSS MB) of ``ingest --path FILE`` of ``NEW_LINES`` new lines."""
+    def ingest_path(self) -> tuple[float, float, float]:
+        """(wall seconds, peak RSS MB, CPU seconds) of ``ingest --path FILE`` of
+        ``NEW_LINES`` new lines."""
         sid, path, rest = self.session()
         with path.open("a") as f:
             f.write("\n".join(rest) + "\n")
@@ -189,18 +196,23 @@ class Checkout:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--baseline", type=Path, help="another checkout (with .venv) to run side by side")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout (with .venv) to run side by side (repeatable)",
+    )
     a = ap.parse_args()
     if not (CORPUS / "home").is_dir():
         raise SystemExit(f"no corpus at {CORPUS}/home: set CTXKEEP_CORPUS")
     roots = [("this", ROOT)]
-    if a.baseline:
-        base = a.baseline.resolve()
+    for base in (b.resolve() for b in a.baseline):
         if not (base / ".venv" / "bin" / "ctxkeep").exists():
             raise SystemExit(
                 f"no {base}/.venv/bin/ctxkeep: run `uv sync --all-extras` in the baseline checkout"
             )
-        roots.append(("baseline", base))
+        roots.append((base.name, base))
     load0 = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-hook-"))
     try:
@@ -219,17 +231,21 @@ def main() -> None:
                 got[c.label]["hook"].append(c.hook())
                 got[c.label]["ingest"].append(c.ingest_path())
 
+        width = 48 + max(len(c.label) for c in cos)
+
         def row(name: str, vals: list[float], unit: str, target: str) -> None:
             print(
-                f"{name:<52}{statistics.median(vals):>9.3f}{min(vals):>9.3f}{max(vals):>9.3f} {unit:<3} {target}"
+                f"{name:<{width}}{statistics.median(vals):>9.3f}{min(vals):>9.3f}{max(vals):>9.3f} {unit:<3} {target}"
             )
 
-        print(f"\n{'':<52}{'median':>9}{'best':>9}{'worst':>9}")
+        print(f"\n{'':<{width}}{'median':>9}{'best':>9}{'worst':>9}")
         row("python -c pass (wall)", [f[0] for f in floor], "s", "")
+        row("python -c pass (CPU)", [f[2] for f in floor], "s", "")
         row("python -c pass (peak RSS)", [f[1] for f in floor], "MB", "")
         for c in cos:
             g = got[c.label]
             row(f"[{c.label}] hook returns to the agent", [h[0] for h in g["hook"]], "s", "≤ 0.1 s")
+            row(f"[{c.label}] hook returns to the agent (CPU)", [h[2] for h in g["hook"]], "s", "")
             row(
                 f"[{c.label}] new lines searchable after the hook fired",
                 [h[1] for h in g["hook"]],
@@ -241,6 +257,12 @@ def main() -> None:
                 [i[0] for i in g["ingest"]],
                 "s",
                 "≤ 0.4 s",
+            )
+            row(
+                f"[{c.label}] ingest --path FILE, {NEW_LINES} new lines (CPU)",
+                [i[2] for i in g["ingest"]],
+                "s",
+                "",
             )
             row(
                 f"[{c.label}] ingest --path FILE, {NEW_LINES} new lines (peak RSS)",

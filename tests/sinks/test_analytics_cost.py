@@ -201,6 +201,20 @@ def test_the_flat_price_shortcut_equals_genai_prices(model, tmp_path):
             model,
             genai_request_timestamp=ts,
         ).total_price
+        if model == "claude-sonnet-4-20250514" and inp + cr + cw > 200_000:
+            # the long-context tier genai-prices lacks (cost.LONG_CONTEXT): 2x its rates
+            # but output 1.5x (here 5M cache read at $0.60, not $0.30)
+            want = (inp * 6 + out * 22.5 + cr * 0.6 + cw * 7.5) / 1e6
+            assert want == pytest.approx(
+                2
+                * float(
+                    calc_price(
+                        Usage(input_tokens=inp + cr + cw, cache_read_tokens=cr, cache_write_tokens=cw),
+                        model,
+                        genai_request_timestamp=ts,
+                    ).total_price
+                )
+            )
         assert g == pytest.approx(float(want), rel=1e-12)
 
 
@@ -214,3 +228,64 @@ def test_a_bad_prices_toml_is_one_error_naming_the_file(tmp_path):
             duckdb_store.sync_usage(sqlite3.connect(":memory:"), con, tmp_path)
     finally:
         con.close()
+
+
+def test_sonnet_4_above_200k_input_pays_the_long_context_tier(tmp_path):
+    # Anthropic's long-context pricing of Claude Sonnet 4 (absent from genai-prices
+    # 0.2.3): input + cache read + cache write above 200k -> the whole request at $6
+    # input, $22.50 output, $0.60 cache read, $7.50 cache write per MTok
+    ts = dt.datetime(2025, 9, 1, tzinfo=UTC)
+    long, edge = priced(
+        tmp_path,
+        [
+            ("claude-code", "claude-sonnet-4-20250514", ts, 1000, 2000, 180_000, 30_000),
+            ("claude-code", "claude-sonnet-4-20250514", ts, 1000, 2000, 169_000, 30_000),
+        ],
+    )
+    assert long == pytest.approx((1000 * 6 + 2000 * 22.5 + 180_000 * 0.6 + 30_000 * 7.5) / 1e6, abs=1e-12)
+    # exactly 200k input: still the base rates
+    assert edge == pytest.approx((1000 * 3 + 2000 * 15 + 169_000 * 0.3 + 30_000 * 3.75) / 1e6, abs=1e-12)
+
+
+def test_prices_toml_tier_tables(tmp_path):
+    toml = (
+        "[models.mine]\ninput_mtok = 1\noutput_mtok = 2\n"
+        "[[models.mine.tiers]]\nabove_input_tokens = 1000\ninput_mtok = 10\noutput_mtok = 20\n"
+        "[[models.mine.tiers]]\nabove_input_tokens = 100\ninput_mtok = 5\noutput_mtok = 7\ncache_read_mtok = 0.5\n"
+        # tiers only: on genai-prices' flat base (gpt-4.1: $2 input, $8 output per MTok)
+        '[models."gpt-4.1"]\n[[models."gpt-4.1".tiers]]\nabove_input_tokens = 500\ninput_mtok = 4\noutput_mtok = 16\n'
+        # a user tier table replaces the built-in one: Sonnet 4 at 300k stays at $3 here
+        '[models."claude-sonnet-4-20250514"]\ninput_mtok = 3\noutput_mtok = 15\n'
+    )
+    ts = dt.datetime(2025, 9, 1, tzinfo=UTC)
+    low, mid, high, gpt_low, gpt_high, sonnet = priced(
+        tmp_path,
+        [
+            ("aider", "mine", ts, 100, 10, 0, 0),
+            ("aider", "mine", ts, 50, 10, 60, 0),
+            ("aider", "mine", ts, 1001, 10, 0, 0),
+            ("codex", "gpt-4.1", ts, 500, 10, 0, 0),
+            ("codex", "gpt-4.1", ts, 501, 10, 0, 0),
+            ("claude-code", "claude-sonnet-4-20250514", ts, 300_000, 10, 0, 0),
+        ],
+        toml,
+    )
+    assert low == pytest.approx((100 * 1 + 10 * 2) / 1e6)
+    assert mid == pytest.approx((50 * 5 + 10 * 7 + 60 * 0.5) / 1e6)
+    assert high == pytest.approx((1001 * 10 + 10 * 20) / 1e6)
+    assert gpt_low == pytest.approx((500 * 2 + 10 * 8) / 1e6)
+    assert gpt_high == pytest.approx((501 * 4 + 10 * 16) / 1e6)
+    assert sonnet == pytest.approx((300_000 * 3 + 10 * 15) / 1e6)
+    with pytest.raises(ValueError, match="above_input_tokens"):
+        cost.parse_prices_toml("[models.bad]\ninput_mtok = 1\n[[models.bad.tiers]]\ninput_mtok = 2\n")
+    with pytest.raises(ValueError, match="two tiers"):
+        cost.parse_prices_toml(
+            "[models.bad]\ninput_mtok = 1\n[[models.bad.tiers]]\nabove_input_tokens = 5\ninput_mtok = 2\n"
+            "[[models.bad.tiers]]\nabove_input_tokens = 5\ninput_mtok = 3\n"
+        )
+
+
+def test_every_long_context_tier_is_one_genai_prices_lacks():
+    # a built-in tier is only for a model genai-prices prices flat (else it would be ignored)
+    for model_id in cost.LONG_CONTEXT:
+        assert cost.genai_rates(model_id, dt.date(2025, 9, 1)) not in (None, "tiered")

@@ -21,6 +21,7 @@ from ctxkeep.sources.contract import (
     ClaimsPaths,
     Discovery,
     DiscoveryContext,
+    ImportOnly,
     Mode,
     ModeByPath,
     RecordParser,
@@ -59,6 +60,7 @@ def test_every_registered_source_satisfies_the_protocol():
         "opencode-go": "sqlite",
         "crush": "sqlite",
         "goose": "sqlite",
+        "trae": "sqlite",
         "cursor": "sqlite",
         "gptme": "append",
         "mistral-vibe": "append",
@@ -75,6 +77,21 @@ def test_every_registered_source_satisfies_the_protocol():
         "grok": "append",
         "cortex": "rewrite",
         "qoder": "append",
+        "kiro": "append",
+        "kiro-ide": "rewrite",
+        "windsurf": "sqlite",
+        "forge": "sqlite",
+        "devin": "sqlite",
+        "codebuff": "rewrite",
+        "hermes": "append",
+        "warp": "sqlite",
+        "antigravity-cli": "sqlite",
+        "antigravity": "sqlite",
+        "vscode-copilot": "rewrite",
+        "visualstudio-copilot": "append",
+        "cowork": "append",
+        "chatgpt": "rewrite",
+        "claude-ai": "rewrite",
     }
 
 
@@ -82,26 +99,34 @@ def test_capabilities_are_the_protocols():
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ModeByPath)) == [
         "cortex",
         "cursor",
+        "devin",
         "gemini-cli",
         "goose",
+        "hermes",
+        "kiro",
         "opencode",
         "qwen-code",
     ]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, ChangeTest)) == ["opencode", "openhands"]
+    assert sorted(n for n, s in SOURCES.items() if isinstance(s, ImportOnly)) == ["chatgpt", "claude-ai"]
     assert sorted(n for n, s in SOURCES.items() if isinstance(s, RecordParser)) == [
         "claude-code",
         "codex",
         "copilot-cli",
+        "cowork",
         "gptme",
         "grok",
+        "hermes",
         "iflow",
         "kimi",
+        "kiro",
         "mistral-vibe",
         "openclaude",
         "openclaw",
         "pi",
         "qoder",
         "traex",
+        "visualstudio-copilot",
         "zencoder",
     ]
     m = SOURCES

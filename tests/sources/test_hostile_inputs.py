@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import CORPUS_HOME
 from hostile_sources import (
+    JSON_SUFFIXES,
     check_accounted,
     dumps_like,
     json_paths,
@@ -28,7 +29,7 @@ from hostile_sources import (
 
 SAMPLES = samples(CORPUS_HOME) if CORPUS_HOME.is_dir() else []
 FILES = [s for s in SAMPLES if s.mode != "sqlite"]
-JSON_FILES = [s for s in FILES if s.path.suffix in (".json", ".jsonl")]
+JSON_FILES = [s for s in FILES if s.path.suffix in JSON_SUFFIXES]
 
 SETTINGS = settings(
     max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None

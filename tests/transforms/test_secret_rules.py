@@ -53,7 +53,7 @@ def test_table_names_its_upstream_version_and_every_rule_compiles_in_re2():
         "kubernetes-secret-yaml",
         "nuget-config-password",
     }
-    assert all(type(r.rx).__module__.startswith("re2") for r in rs.rules)
+    assert all(type(r.rx.compiled()).__module__.startswith("re2") for r in rs.rules)
     assert set(R.KINDS) >= {r.id for r in rs.rules}
     # upstream samples for all but the rules the generator lists
     assert SAMPLES["rules_with_regex_samples"] == sorted(
@@ -126,3 +126,51 @@ def test_hashes_uuids_and_shas_after_key_words_are_kept():
     ]
     for t in texts:
         assert R.redact(t) == t
+
+
+def _all_samples() -> list[str]:
+    out = [_d(tp["b64"]) for v in RULES.values() for tp in v["tp"]]
+    out += [_d(fp) for v in RULES.values() for fp in v["fp_b64"]]
+    return out + [c.text for c in issue_cases()] + [c.text for c in positives()]
+
+
+def test_each_rules_rust_gate_matches_wherever_its_regex_does():
+    """``secret_rules.rust_gate`` (the rule's regex for Polars' Rust engine, the gate
+    of ``redact_series``) over every sample: wherever the RE2 regex matches, the gate
+    does (a gate that missed would let the Series path skip a secret)."""
+    import polars as pl
+
+    rs = sr.ruleset()
+    texts = _all_samples()
+    series = pl.Series(texts)
+    gated = 0
+    for rule, gate in zip(rs.rules, rs.gates, strict=True):
+        if gate is None:
+            continue
+        gated += 1
+        hits = series.str.contains(gate).to_list()
+        for text, hit in zip(texts, hits, strict=True):
+            if rule.rx.search(sr._encode(text)) is not None:
+                assert hit, (rule.id, gate, text)
+    assert gated >= 210  # all but the rules with a negated class inside brackets
+
+
+def test_rust_gate_keeps_go_semantics():
+    """Go's ``\\w``, ``\\s``, ``\\d`` are ASCII; Rust's are Unicode: written out, so a
+    negation does not drop a non-ASCII letter and ``\\b`` stays an ASCII boundary."""
+    import polars as pl
+
+    g = sr.rust_gate(r"\bab\W[\w.]{2}\s\d\b")
+    assert g == r"(?-u:\b)ab[^0-9A-Za-z_][0-9A-Za-z_.]{2}[\t\n\f\r ][0-9](?-u:\b)"
+    assert pl.Series(["ab\u00e9xy 1", "éab-xy 1"]).str.contains(g).to_list() == [True, True]
+    assert sr.rust_gate(r"[^\W]") is None
+    assert sr.rust_gate(r"(?i)[\w.-]{0,50}?(?:jfrog)x") == "(?i)(?:jfrog)x"
+
+
+def test_series_redaction_equals_one_text_at_a_time():
+    """``redact_series`` (keyword and gate prefilters, the rules each text's gates
+    passed) gives every sample the same text as ``redact`` (every rule, no prefilter)."""
+    import polars as pl
+
+    texts = _all_samples()
+    assert R.redact_series(pl.Series(texts)).to_list() == [R.redact(t) for t in texts]

@@ -12,6 +12,9 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from conftest import corpus
 from ctxkeep.transforms import tokens
@@ -105,3 +108,37 @@ def test_bindings_load_without_the_package_init():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _bindings_rss_kib() -> tuple[int, int]:
+    """(KiB resident, KiB mapped) of bpe-openai's extension's read-only mappings whose
+    pages were only read (this process)."""
+    import re
+
+    rss = size = 0
+    for block in re.split(r"(?m)^(?=[0-9a-f]+-[0-9a-f]+ )", Path("/proc/self/smaps").read_text()):
+        head = block.split("\n", 1)[0].split()
+        if len(head) < 6 or head[1] != "r--p" or "bpe_openai/_bindings" not in head[5]:
+            continue
+        kb = dict(re.findall(r"(?m)^(\w+):\s+(\d+) kB", block))
+        if int(kb["Private_Dirty"]) == 0:
+            rss += int(kb["Rss"])
+            size += int(kb["Size"])
+    return rss, size
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/self/smaps and madvise: Linux")
+def test_the_counters_build_pages_are_given_back_and_counts_stay_exact():
+    """The counter's build reads ~33 MB of its extension's read-only pages; they are
+    given back after it (``release_clean_pages``), and counting afterwards still gives
+    o200k_base's counts (the pages read again come from the file)."""
+    count = tokens.bpe_count()
+    assert count is not None
+    rss, size = _bindings_rss_kib()
+    assert size > 30_000 and rss < 8_000, (rss, size)
+    assert count("hello world") == 2
+    assert tokens.estimate_tokens(["日本語のテキスト" * 100, "x" * 9000]) == (
+        [600, 1125],
+        ["o200k_base", "o200k_base-sampled"],
+    )
+    assert _bindings_rss_kib()[0] < 8_000

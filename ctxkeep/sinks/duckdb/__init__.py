@@ -272,7 +272,7 @@ def _prices(home: Path) -> tuple[dict, int]:
         overrides = cost.parse_prices_toml(text) if text else {}
     except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
         raise ValueError(f"{p}: {e}") from None
-    return overrides, zlib.crc32(f"{version('genai-prices')}\0{text}".encode())
+    return overrides, zlib.crc32(f"{version('genai-prices')}\0{cost.LONG_CONTEXT!r}\0{text}".encode())
 
 
 def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dict[str, str]:
@@ -483,7 +483,8 @@ def _upsert_slice(
         )
         con.unregister("_assumed")
         con.execute("DROP TABLE _changed")
-        rates, tiered = [], []
+        rates: list[tuple] = []
+        tiered: list[tuple] = []
         keys = con.execute(
             "SELECT DISTINCT priced_model, day FROM _attr WHERE priced_model IS NOT NULL"
         ).fetchall()
@@ -491,7 +492,7 @@ def _upsert_slice(
             if r == "tiered":
                 tiered.append((model, day))
             elif r is not None:
-                rates.append((model, day, *r))
+                rates.extend((model, day, lo, hi, *rr) for lo, hi, rr in r)
         tier_cost = {}
         if tiered:
             con.register(
@@ -511,8 +512,10 @@ def _upsert_slice(
                 {
                     "model": pa.array([r[0] for r in rates], pa.string()),
                     "day": pa.array([r[1] for r in rates], pa.date32()),
+                    "lo": pa.array([r[2] for r in rates], pa.int64()),
+                    "hi": pa.array([r[3] for r in rates], pa.int64()),
                     **{
-                        k: pa.array([r[2 + i] for r in rates], pa.float64())
+                        k: pa.array([r[4 + i] for r in rates], pa.float64())
                         for i, k in enumerate(("r_in", "r_out", "r_cr", "r_cw", "r_cw1h"))
                     },
                 }
@@ -527,14 +530,16 @@ def _upsert_slice(
                 }
             ),
         )
-        # the one cost formula of a flat price (USD per MTok rates); a tiered price is
-        # genai-prices' own (``cost.genai_tiered``) over the same billed counts
+        # the one cost formula of a flat price (USD per MTok rates; the band of the
+        # request's input: long-context tiers); genai-prices' tiered price is its own
+        # (``cost.genai_tiered``) over the same billed counts
         con.execute(
             "INSERT OR REPLACE INTO usage BY NAME "
             "WITH p AS (SELECT a.*, coalesce(t.c, "
             "  (b_in * r.r_in + b_cr * r.r_cr + (b_cw - b_cw1h) * r.r_cw + b_cw1h * r.r_cw1h + b_out * r.r_out"
             "  ) / 1e6) AS calc "
             "  FROM _attr a LEFT JOIN _rates r ON r.model = a.priced_model AND r.day IS NOT DISTINCT FROM a.day "
+            "  AND b_in + b_cr + b_cw > r.lo AND (r.hi IS NULL OR b_in + b_cr + b_cw <= r.hi) "
             "  LEFT JOIN _tier_cost t USING (usage_key)) "
             f"SELECT {', '.join(c for c in _UCOLS if c != 'model')}, priced_model AS model, "
             "msrc AS model_source, logged_cost_usd, calc AS calculated_cost_usd, "

@@ -218,3 +218,65 @@ def coverage_rows(db: Path, *, immutable: bool = False) -> list[dict]:
         return coverage_ledger(conn)
     finally:
         conn.close()
+
+
+def wal_view_problem(db: Path) -> str | None:
+    """Why the WAL beside ``db`` (one of this store by ``store_safety.wal_verdict``) is
+    of another generation of the file, by what SQLite reads: the database with its WAL
+    fails ``PRAGMA quick_check`` while the file alone passes (b-tree pages of the WAL
+    pointing at pages of another file: a WAL of an older copy beside a newer
+    ``store.db``), or runs the file alone records (``runs``: never deleted) are not
+    there, or differ, with the WAL. Returns one line, or None when the WAL applies
+    cleanly. Opens the file read-only twice (``mode=ro`` does not checkpoint the WAL;
+    ``immutable`` reads the file alone); costs two quick_checks. None too when the
+    store with its WAL cannot be opened for a reason other than damage (a read-only
+    file system without the ``-shm``)."""
+
+    from ctxkeep.sinks.sqlite.store_safety import is_corruption
+
+    def look(immutable: bool) -> tuple[str | None, set]:
+        try:
+            conn = _ro(db, immutable)
+            try:
+                rows = [r[0] for r in conn.execute("PRAGMA quick_check(3)").fetchall()]
+                runs = (
+                    set(conn.execute("SELECT run_id, started_at FROM runs").fetchall())
+                    if _has(conn, "runs")
+                    else set()
+                )
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as e:
+            # damage is an answer; anything else (no -shm on a read-only file system,
+            # a lock) is not: None
+            return (str(e) if is_corruption(e) else None), set()
+        return ("ok" if rows == ["ok"] else " ".join(" ".join(rows).split())[:160]), runs
+
+    alone, alone_runs = look(True)
+    if alone != "ok":  # the file itself is damaged: the integrity check says so
+        return None
+    merged, merged_runs = look(False)
+    if merged is None:  # cannot be told
+        return None
+    if merged != "ok":
+        return f"with this WAL the store fails quick_check ({merged}) while the file alone passes"
+    gone = alone_runs - merged_runs
+    if gone:
+        return f"with this WAL {len(gone)} of the {len(alone_runs)} runs the file records are gone or changed"
+    return None
+
+
+def known_entry_ids(db: Path, *, immutable: bool = False) -> set[str]:
+    """The entry ids ``db`` holds: its entries and the ids retention moved to the
+    Parquet archive (``archived``). Raises sqlite3.Error for a store that cannot be read."""
+    conn = _ro(db, immutable)
+    try:
+        ids = {r[0] for r in conn.execute("SELECT entry_id FROM entry_rows")}
+        return ids | {r[0] for r in conn.execute("SELECT entry_id FROM archived")}
+    finally:
+        conn.close()
+
+
+def archived_times(conn: sqlite3.Connection) -> dict[str, str]:
+    """The ``archived`` table: entry_id → archive time (ISO-8601 UTC)."""
+    return {e: str(t or "") for e, t in conn.execute("SELECT entry_id, archived_at FROM archived")}

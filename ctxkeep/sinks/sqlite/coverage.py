@@ -73,7 +73,8 @@ def store(conn: sqlite3.Connection, items: Iterable[tuple[str, str, int, Tally]]
 
 def coverage_ledger(conn: sqlite3.Connection, agents: Iterable[str] | None = None) -> list[dict]:
     """The ledger summed per (agent, agent version, parser version), sorted by agent
-    then version: dicts ``{"agent", "agent_version", "parser_version", "files",
+    then version: dicts ``{"agent", "agent_version", "parser_version", "files" (the
+    files whose newest records are of this version: each file counted once),
     "records", "parsed", "entries", "quarantined", "parse_rate" (parsed / records,
     None for no records), "unknown": {type: {"count", "sample"}}, "updated_at"}``.
     An empty list for a store without the table (older than schema v12)."""
@@ -85,8 +86,19 @@ def coverage_ledger(conn: sqlite3.Connection, agents: Iterable[str] | None = Non
         ).fetchall()
     except sqlite3.OperationalError:
         return []
+
+    # a file is counted once, in the row of the newest version it holds (a file holding
+    # records of two versions, e.g. a session resumed after an upgrade, is not two
+    # files); records that name no version ("") count only where nothing else does
+    def newer(v: str) -> tuple:
+        return (v != "", version_key(v))
+
+    newest: dict[str, str] = {}
+    for agent, version, _pv, path, *_ in rows:
+        if (want is None or agent in want) and (path not in newest or newer(version) > newer(newest[path])):
+            newest[path] = version
     out: dict[tuple, dict] = {}
-    for agent, version, pv, _path, rec, parsed, ent, quar, unk, at in rows:
+    for agent, version, pv, path, rec, parsed, ent, quar, unk, at in rows:
         if want is not None and agent not in want:
             continue
         r = out.get((agent, version, pv))
@@ -104,7 +116,7 @@ def coverage_ledger(conn: sqlite3.Connection, agents: Iterable[str] | None = Non
                 "unknown": {},
                 "updated_at": at,
             }
-        r["files"] += 1
+        r["files"] += newest[path] == version
         r["records"] += rec or 0
         r["parsed"] += parsed or 0
         r["entries"] += ent or 0

@@ -241,6 +241,17 @@ def purged_files(conn: sqlite3.Connection) -> set[str]:
         return set()
 
 
+def purges_of_files(conn: sqlite3.Connection) -> dict[str, str]:
+    """Source path → the purge that removed it wholly, in words (``session <id>``,
+    ``project <dir>``; ``purge_files`` kind ``file``, its tombstone still standing).
+    Empty for a store without the table."""
+    try:
+        rows = conn.execute("SELECT item, scope, value FROM purge_files WHERE kind='file'").fetchall()
+    except sqlite3.OperationalError:
+        return {}
+    return {path: f"{scope} {value}" for path, scope, value in rows}
+
+
 def selected_sessions(conn: sqlite3.Connection) -> set[str]:
     """The sessions chosen as a whole (``select_session``, ``select_project``)."""
     return {r[0] for r in conn.execute("SELECT session_id FROM _p_sessions")}

@@ -24,6 +24,16 @@ Frame checksums are not recomputed: the salt test takes a superset of the frames
 SQLite would apply, which only makes the page-1 test stricter. A WAL with no committed
 frame is left to SQLite (it ignores it).
 
+A WAL of this store is *stale* (``wal_verdict``) when it was written on top of another
+generation of ``store.db``: its last commit frame counts more pages than the file holds
+and some page between the file's end and that count is in no frame of the WAL (a WAL
+only ever adds the pages it allocates; the others were in the file it was written
+on). That is a WAL of a later generation beside an older ``store.db`` restored by hand
+(a copy of the store kept on ingesting): SQLite would read the missing pages as
+absent, so b-tree pages of the WAL point at nothing and the WAL's ``watermarks`` claim
+files whose entries are gone (1,549 entries lost until a backfill, issue 24). The file
+alone is a consistent older state; the WAL is moved aside like a foreign one.
+
 A WAL is only examined when no live process has the database open: SQLite's readers and
 writers hold a shared lock on the ``-shm`` file's "DMS" byte (offset 128, os_unix.c
 ``UNIX_SHM_DMS``), so an exclusive open-file-description lock on it that fails means a
@@ -34,7 +44,9 @@ descriptor would drop this process's POSIX locks on the file, SQLite's own).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import json
 import os
 import sqlite3
 import struct
@@ -46,6 +58,7 @@ from ctxkeep.sinks.files import (
     ANALYTICS_DB,
     ARCHIVE_DIR,
     BACKUPS_DIR,
+    INTEGRITY_STAMP,
     STORE_DB,
     STORE_ID_FILE,
 )
@@ -182,19 +195,74 @@ def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
     damaged b-tree. Reads every page: ~0.27 s per 170 MB, through a page cache cut to
     ``CHECK_CACHE_KIB`` meanwhile (then restored): read through the writer's 64 MiB
     cache, a check filled it with the whole store, up to 64 MB of RSS for an ingest of
-    a few lines (the hook path's budget, docs/design.md)."""
+    a few lines (the hook path's budget, docs/design.md). Damage found also removes the
+    ``INTEGRITY_STAMP`` (``forget_good``): no later run trusts the store unchecked."""
     cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute(f"PRAGMA cache_size=-{CHECK_CACHE_KIB}")
     try:
         problems = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
     except sqlite3.DatabaseError as e:
         if is_corruption(e):
+            forget_good(Path(path).parent)
             raise damaged(path, e) from None
         raise
     finally:
         conn.execute(f"PRAGMA cache_size={int(cache)}")
     if problems != ["ok"]:
+        forget_good(Path(path).parent)
         raise damaged(path, "; ".join(problems))
+
+
+def _files_state(home: Path) -> list:
+    """``[inode, size, mtime_ns]`` of ``store.db`` and ``[size, mtime_ns]`` of its WAL
+    (None when absent or empty: a read-only open creates an empty one, which holds no
+    frame): what changes when any process writes or checkpoints the store."""
+    db = os.stat(Path(home) / STORE_DB)
+    try:
+        w = os.stat(Path(home) / (STORE_DB + "-wal"))
+        wal = [w.st_size, w.st_mtime_ns] if w.st_size else None
+    except FileNotFoundError:
+        wal = None
+    return [db.st_ino, db.st_size, db.st_mtime_ns, wal]
+
+
+def known_good(home: Path) -> bool:
+    """True when ``INTEGRITY_STAMP`` names the store's files as they are now: since
+    ctxkeep last knew the store undamaged (a ``check_integrity`` passed, or a run that
+    began on a known-good store committed, ``mark_good``) no process wrote
+    ``store.db`` or its WAL. What lets a few new lines (the hook path) skip the
+    whole-store read of ``check_integrity`` (~3 s at 2 GB); a file changed any other way
+    (another program, a restore, a torn copy) no longer matches, and the next ingest
+    reads every page. Damage that leaves size and mtime alone (a failing disk) is found
+    by the full check of every bigger ingest, of the maintenance commands and of
+    ``doctor``. Two stats and a small read; False on any error."""
+    try:
+        stamp = json.loads((Path(home) / INTEGRITY_STAMP).read_text())
+        return stamp == _files_state(home)
+    except (OSError, ValueError):
+        return False
+
+
+def mark_good(home: Path) -> None:
+    """Write ``INTEGRITY_STAMP`` for the store's files as they are now (the caller
+    knows the store undamaged: its check passed, or it began on a ``known_good`` store
+    and only SQLite wrote since; its connections are closed). Written whole (a
+    temporary file renamed over it); a failure to write only costs the next small
+    ingest a full check."""
+    p = Path(home) / INTEGRITY_STAMP
+    tmp = p.with_name(p.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(_files_state(home)))
+        os.replace(tmp, p)
+    except OSError:
+        forget_good(home)
+
+
+def forget_good(home: Path) -> None:
+    """Remove ``INTEGRITY_STAMP``: the next ingest checks every page."""
+    for name in (INTEGRITY_STAMP, INTEGRITY_STAMP + ".tmp"):
+        with contextlib.suppress(OSError):
+            (Path(home) / name).unlink()
 
 
 def header_id(store_id: str) -> int:
@@ -256,7 +324,7 @@ def live(home: Path) -> bool:
 
 
 def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
-    """Whether ``wal`` belongs to ``db``: ``("own" | "foreign" | "empty", why)``; see the
+    """Whether ``wal`` belongs to ``db``: ``("own" | "foreign" | "stale" | "empty", why)``; see the
     module doc for the rules. Reads the WAL's frame headers (24 bytes per frame) and
     the page-1 images' 100-byte headers, and the database's first 100 bytes."""
     with open(db, "rb") as f:
@@ -277,6 +345,9 @@ def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
         committed_p1: bytes | None = None
         p1: bytes | None = None
         commits = 0
+        pages: set[int] = set()  # the pages the frames up to the last commit write
+        seen: set[int] = set()
+        last_size = 0  # the database's size in pages after the last commit
         off = 32
         while off + 24 + ps <= size:
             f.seek(off)
@@ -284,11 +355,14 @@ def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
             pgno, commit, fs1, fs2 = struct.unpack(">4I", fh[:16])
             if (fs1, fs2) != (s1, s2):
                 break
+            seen.add(pgno)
             if pgno == 1:
                 p1 = f.read(100)
             if commit:
                 commits += 1
                 committed_p1 = p1 if p1 is not None else committed_p1
+                pages |= seen
+                last_size = commit
             off += 24 + ps
     if not commits:
         return "empty", "no committed frame (SQLite ignores it)"
@@ -305,6 +379,14 @@ def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
         return "own", f"{commits} committed transactions that give this new store its identity"
     if wal_ident != db_ident:
         return "foreign", "its page 1 names another database (application_id/user_version)"
+    file_pages = db.stat().st_size // db_ps if db_ps else 0
+    absent = [p for p in range(file_pages + 1, last_size + 1) if p not in pages] if db_ps else []
+    if absent:
+        return "stale", (
+            f"a WAL of another generation of this store: written on a store.db of {last_size:,} pages, "
+            f"this one holds {file_pages:,} and {len(absent):,} of the pages between are in no frame "
+            "(an older store.db restored beside a newer WAL)"
+        )
     return "own", f"{commits} committed transactions of this store"
 
 
@@ -314,29 +396,37 @@ UNMOVABLE = "unmovable"
 
 def check_wal(home: Path) -> str | None:
     """Before an open (writable or read-only): when ``<home>/store.db-wal`` exists, no live process has
-    the store open (``live``) and the WAL is foreign (``wal_verdict``), move it and its
-    ``-shm`` aside as ``store.db-wal.foreign-<UTC>`` (``…-shm.foreign-<UTC>``) and print
+    the store open (``live``) and the WAL is foreign or stale (``wal_verdict``), move it and its
+    ``-shm`` aside as ``store.db-wal.foreign-<UTC>`` (``.stale-<UTC>``; ``set_wal_aside``) and print
     one warning line on stderr. Returns the new WAL path, ``UNMOVABLE`` when the
     directory does not allow the move (the caller then opens the database immutable,
     without the WAL), or None when nothing was moved. An own WAL is left for SQLite to
     apply (it holds committed transactions)."""
     home = Path(home)
-    db, wal, shm = home / STORE_DB, home / (STORE_DB + "-wal"), home / (STORE_DB + "-shm")
+    db, wal = home / STORE_DB, home / (STORE_DB + "-wal")
     if not wal.exists() or not db.exists() or db.stat().st_size == 0 or live(home):
         return None
     verdict, why = wal_verdict(db, wal)
-    if verdict != "foreign":
+    if verdict not in ("foreign", "stale"):
         return None
+    return set_wal_aside(home, verdict, why)
+
+
+def set_wal_aside(home: Path, verdict: str, why: str) -> str:
+    """Move ``<home>/store.db-wal`` and its ``-shm`` aside as ``store.db-wal.<verdict>-<UTC>``
+    (never deleted) with one warning line on stderr. Returns the new WAL path, or
+    ``UNMOVABLE`` when the directory does not allow the move."""
+    home = Path(home)
+    wal, shm = home / (STORE_DB + "-wal"), home / (STORE_DB + "-shm")
+    whose = "belongs to another database" if verdict == "foreign" else "is not of this store.db's generation"
     stamp = now_iso().replace(":", "").replace("-", "")
-    dest = wal.with_name(f"{wal.name}.foreign-{stamp}")
+    dest = wal.with_name(f"{wal.name}.{verdict}-{stamp}")
     try:
         os.replace(wal, dest)
     except OSError:  # a read-only dir: the caller opens the database without its WAL
-        sys.stderr.write(f"warning: {wal.name} belongs to another database ({why}); not applied\n")
+        sys.stderr.write(f"warning: {wal.name} {whose} ({why}); not applied\n")
         return UNMOVABLE
     if shm.exists():
-        os.replace(shm, shm.with_name(f"{shm.name}.foreign-{stamp}"))
-    sys.stderr.write(
-        f"warning: {wal.name} belongs to another database ({why}); moved aside, not applied ({dest})\n"
-    )
+        os.replace(shm, shm.with_name(f"{shm.name}.{verdict}-{stamp}"))
+    sys.stderr.write(f"warning: {wal.name} {whose} ({why}); moved aside, not applied ({dest})\n")
     return str(dest)

@@ -23,6 +23,7 @@ from ctxkeep.sources.contract import (
     max_line_bytes,
     quarantine_row,
 )
+from ctxkeep.sources.coverage import Tally, from_entries
 from ctxkeep.sources.readers.jsonl import HEAD_BYTES, open_file, parse_line
 
 #: a document whose mtime is older than this is complete (the agent is not writing it);
@@ -120,6 +121,12 @@ def read_document(
     (``contract.max_line_bytes``) is never held whole: it is hashed in pieces and
     quarantined as its SHA-256, size and head. Yields batches of at most ``DOC_BATCH_ENTRIES``
     entries; only the last carries the watermark.
+
+    Each batch carries its coverage tally (``coverage.from_entries``): the agent version
+    the parser noted (``coverage.set_version``: ``state["_v"]``) or the one an entry
+    names (``coverage.ENTRY_VERSION_KEY``, a document of several versions); an
+    unchanged document (or one caught mid-write) adds nothing and keeps the file's
+    ledger rows.
     """
     path = file.path
     opened = open_file(path)
@@ -158,7 +165,8 @@ def read_document(
 
     old = wm.state if (wm is not None and wm.parser_version == parser_version) else {}
     if old.get("sha256") == digest and old.get("complete", True):
-        yield Batch([], [], _wm(dict(old), True))
+        # the same bytes (touched, or copied back): nothing read, the ledger's rows stand
+        yield Batch([], [], _wm(dict(old), True), coverage=Tally())
         return
     raw = RawCapture.of(file, "document", 0, data, st)  # this version, for the vault
     state: dict = {"sha256": digest}
@@ -174,7 +182,7 @@ def read_document(
         if doc is None:
             if not idle:
                 # most likely caught mid-write: look again next run, report nothing yet
-                yield Batch([], [], _wm(dict(kept, complete=False), False))
+                yield Batch([], [], _wm(dict(kept, complete=False), False), coverage=Tally())
                 return
             yield Batch(
                 [],
@@ -203,14 +211,19 @@ def read_document(
         return
     changes = state.pop("_status_changes", [])
     complete = state.get("complete", True)
+    version = state.get("_v")
     for i in range(0, max(len(entries), 1), DOC_BATCH_ENTRIES):
         last = i + DOC_BATCH_ENTRIES >= len(entries)
+        chunk = entries[i : i + DOC_BATCH_ENTRIES]
+        nq = sum(q.get("action") != "repaired" for q in quarantine) if last else 0
         yield Batch(
-            entries[i : i + DOC_BATCH_ENTRIES],
+            chunk,
             quarantine if last else [],
             _wm(state, complete) if last else None,
             bytes_read=len(data) if last else 0,
             lines=1 if last else 0,
             status_changes=changes if last else [],
             raw=raw if last else None,
+            # the agent version the parser read (``coverage.set_version``) or each entry names
+            coverage=from_entries(chunk, nq, reset=i == 0, version=version),
         )

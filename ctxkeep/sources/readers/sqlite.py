@@ -27,7 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.coverage import Tally
 
 #: rows per read transaction (each page opens, reads and closes the database)
 PAGE_ROWS = 500
@@ -364,6 +367,67 @@ def database_reader(
         yield from rows(rd, probed)
 
     return read
+
+
+def resume_mark(state: dict, top: int, key: str = "mark") -> dict:
+    """The ``changed_rows`` mark kept in ``state[key]``, or ``{}`` (read everything
+    again) when the table's largest rowid ``top`` is below it: the table was emptied or
+    replaced."""
+    mark = dict(state.get(key) or {})
+    return {} if top < (mark.get("rowid") or 0) else mark
+
+
+class RowCollector:
+    """What one read of a database's rows gathers, for sources whose rows each hold a
+    JSON value (a conversation, a message): entries, quarantined rows, the coverage
+    tally and the counts of rows and bytes. ``add`` parses one row; ``batch`` makes the
+    read's batch. ``reset`` as in ``coverage.Tally`` (the read started from scratch)."""
+
+    def __init__(self, path: Path, reset: bool) -> None:
+        self.path = path
+        self.entries: list[dict] = []
+        self.quarantine: list[dict] = []
+        self.tally = Tally(reset=reset)
+        self.rows = 0
+        self.bytes = 0
+
+    def add(
+        self, rowid: int, raw: bytes, what: str, parse: Callable[[list[str]], list[dict]]
+    ) -> list[dict] | None:
+        """Count row ``rowid`` (its value ``raw``) and keep ``parse(unknown_types)``'s
+        entries (the list it is given collects the record types it did not
+        understand, for the coverage ledger). When ``parse`` raises (damaged JSON, a
+        shape the parser does not know), the row is quarantined (``"<what> row
+        <rowid>: <error>"``, with ``raw``) and None is returned: the read goes on."""
+        self.rows += 1
+        self.bytes += len(raw)
+        unknown_types: list[str] = []
+        try:
+            got = parse(unknown_types)
+        except Exception as e:
+            self.quarantine.append(
+                quarantine_row(self.path, rowid, raw, f"{what} row {rowid}: {type(e).__name__}: {e}")
+            )
+            self.tally.quarantined(None)
+            return None
+        self.entries += got
+        self.tally.record(None, len(got), unknown_types, raw[:2000])
+        return got
+
+    def batch(self, wm: Watermark) -> Batch:
+        """The read's one batch, with watermark ``wm``."""
+        return Batch(
+            self.entries, self.quarantine, wm, lines=self.rows, bytes_read=self.bytes, coverage=self.tally
+        )
+
+
+def json_object_of(raw: bytes, what: str) -> dict:
+    """The JSON object a row's value holds. Raises ValueError (orjson's
+    ``JSONDecodeError`` included) when it is not one."""
+    doc = orjson.loads(raw)
+    if not isinstance(doc, dict):
+        raise ValueError(f"{what} is not a JSON object")
+    return doc
 
 
 def _failed(rd: DbRead, failure: str, e: Exception) -> Batch:

@@ -1,0 +1,232 @@
+"""Ingest: ``ingest(home, IngestRequest, IngestProgress) -> IngestOutcome`` and
+``dry_run(home, IngestRequest) -> IngestOutcome`` (``ctxkeep ingest``, the hooks'
+detached worker).
+
+What is decided here, once for every front end:
+
+- what to read: ``pipeline.plan.plan`` of the request's agents and paths (a path is
+  claimed by the agent whose layout it matches, ``sources.files_for_paths``; a file
+  changed within the idle window, ``CTXKEEP_IDLE_SECONDS``, keeps its last turn for a
+  later run, reported as ``held_back``), planned on a read-only connection when the
+  store exists at this version's schema (a run with nothing new writes nothing);
+- what runs: nothing new and DuckDB current → no engine (no Polars, no DuckDB); nothing
+  new but DuckDB behind or gone → the engine catches it up in-process; new bytes → the
+  engine in-process (DuckDB deferred to its readers for a few new bytes, the hook
+  path), as a Prefect flow run (``flows.prefect_env.run_as_flow``), or with a Dask task
+  runner (``pipeline.cluster``);
+- the plan's problems (unreadable paths, a reparse due: ``pipeline.plan.reparse_due``)
+  as warnings, and the summary's shape: ``shapes.IngestResult`` documents every key.
+
+The request and outcome are dataclasses, not pydantic models as in the other
+questions: ``ingest --path FILE`` is the hook path, whose budget (docs/design.md,
+"Latency budget") cannot pay pydantic's import (~0.05-0.19 s and 17 MB RSS measured on
+this machine kind, 2026-12-05); ``shapes.IngestResult`` (pydantic) validates the
+``--json`` output in tests and generates its documentation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxkeep.errors import CtxkeepError
+
+#: a run of at most this many new bytes (the hook path's few lines; the engine's
+#: ``DEFER_ANALYTICS_BYTES``) builds the token counter before the engine loads Polars:
+#: the counter's build reads ~33 MB of its extension's pages, which it then gives back
+#: (``transforms.tokens.release_clean_pages``), so the process's peak is lower when the
+#: build comes first (docs/design.md, "Latency budget")
+EARLY_COUNTER_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """What to ingest: ``agents`` (names from ``schema.AGENTS``; empty: every agent),
+    ``paths`` (files or folders instead of discovery; empty: discover), ``prefect``
+    (``--prefect/--no-prefect``; None: a flow run when a Prefect server is found),
+    ``task_runner`` (``pipeline.cluster.parse_task_runner``'s syntax; None: threads).
+    ``check()`` raises UsageError for a bad task runner."""
+
+    agents: tuple[str, ...] = ()
+    paths: tuple[Path, ...] = ()
+    prefect: bool | None = None
+    task_runner: str | None = None
+
+    def check(self):
+        """The parsed task runner (None for the engine's own threads). Raises
+        UsageError (exit 2) for an unknown runner, CtxkeepError when Dask is missing."""
+        from ctxkeep.pipeline import cluster  # no Polars import: the engine loads when used
+
+        runner = cluster.parse_task_runner(self.task_runner)
+        if runner:
+            cluster.require_dask()
+        return runner
+
+
+@dataclass
+class IngestProgress:
+    """What a front end shows while an ingest runs (each None: nothing):
+    ``on_plan(total_bytes)`` once the plan is known, ``on_bytes(n)`` as raw bytes are
+    read, ``on_wait(where)`` while another run holds the store's lock, and
+    ``on_server()`` before a Prefect flow run starts a temporary local server
+    (``PREFECT_API_URL`` unset: 15-50 s), ``on_problem(line)`` for each of the plan's
+    problems (before the run: a run that fails has said them)."""
+
+    on_plan: Callable[[int], None] | None = None
+    on_bytes: Callable[[int], None] | None = None
+    on_wait: Callable[[str], None] | None = None
+    on_server: Callable[[], None] | None = None
+    on_problem: Callable[[str], None] | None = None
+
+
+@dataclass
+class IngestOutcome:
+    """An ingest's result: ``summary`` (the keys of ``shapes.IngestResult``, without
+    ``"schema"``; its ``problems`` are the plan's) and ``held_note`` (one line on what
+    the store holds back for a later run, or None)."""
+
+    summary: dict
+    held_note: str | None = None
+
+    def as_json(self) -> dict:
+        """The ``--json`` object: ``"schema": 1`` first, then the summary."""
+        return {"schema": 1, **self.summary}
+
+
+def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = None) -> IngestOutcome:
+    """Ingest what ``req`` selects into the store at ``home`` (created when missing).
+    Raises UsageError for a bad request, CtxkeepError (StoreDamaged, StoreBusy, a
+    config error…) when the run cannot go on."""
+    from ctxkeep import config as cfgmod
+    from ctxkeep.pipeline.plan import plan
+    from ctxkeep.pipeline.summary import Summary
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    progress = progress or IngestProgress()
+    home = Path(home)
+    runner = req.check()
+    agents, paths = list(req.agents) or None, list(req.paths) or None
+    cfgmod.ensure_home(home)
+    conn = _plan_connection(home)
+    try:
+        p = plan(home, conn, agents=agents, paths=paths)
+        # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
+        behind = not p.todo and sqlite_store.analytics_behind(conn, home)
+        held = None if p.todo or behind else _held_back(home, conn)  # nothing will change it
+    finally:
+        conn.close()
+    if progress.on_problem is not None:
+        for prob in p.problems:
+            progress.on_problem(prob)
+    if behind:  # catch DuckDB up, no Prefect
+        from ctxkeep.pipeline import engine
+
+        summary = engine.run_ingest(home, agents=agents, paths=paths).as_dict()
+    elif not p.todo:  # nothing new: neither the engine (Polars) nor DuckDB nor Prefect
+        summary = Summary(files=p.unchanged, problems=p.problems).as_dict()
+    else:
+        from ctxkeep.flows.prefect_env import run_as_flow
+
+        as_flow = run_as_flow(home, req.prefect)
+        if not as_flow and not runner and p.pending_bytes <= EARLY_COUNTER_BYTES:
+            from ctxkeep.transforms.tokens import bpe_count
+
+            bpe_count()
+        summary = _run(home, agents, paths, as_flow, runner, progress)
+    summary["held_back"] = held if held is not None else _held_back(home)
+    from ctxkeep.pipeline.summary import held_back_line
+
+    return IngestOutcome(summary, held_back_line(summary["held_back"]))
+
+
+def _run(home: Path, agents, paths, as_flow: bool, runner, progress: IngestProgress) -> dict:
+    """The engine's run of the plan's work: in-process (``runner``: on Dask) or as a
+    Prefect flow run; returns the summary dict."""
+    from ctxkeep.pipeline import engine
+
+    if progress.on_plan is not None:
+        on_plan = progress.on_plan
+        engine.hooks.on_plan = lambda p: on_plan(p.pending_bytes or 1)
+    engine.hooks.on_bytes = progress.on_bytes
+    engine.hooks.on_wait = progress.on_wait
+    try:
+        if not as_flow and runner:
+            from ctxkeep.pipeline import cluster
+
+            return cluster.run_ingest(home, runner, agents=agents, paths=paths).as_dict()
+        if not as_flow:
+            # a few new lines (the hook path): DuckDB is left to its readers
+            # (``pipeline.engine.DEFER_ANALYTICS_BYTES``)
+            return engine.run_ingest(home, agents=agents, paths=paths, defer_analytics=None).as_dict()
+        from ctxkeep.flows.prefect_env import configure_prefect
+
+        configure_prefect(home)
+        if progress.on_server is not None and not os.environ.get("PREFECT_API_URL"):
+            progress.on_server()
+        str_paths = [str(x) for x in paths or []]
+        if runner:
+            from ctxkeep.flows.ingest import ingest_on_dask
+
+            return ingest_on_dask(str(home), runner, agents=agents, paths=str_paths)
+        from ctxkeep.flows.ingest import ingest_flow
+
+        return ingest_flow(str(home), agents=agents, paths=str_paths)
+    finally:  # run_ingest falls back to the hooks: none outlives this call
+        engine.hooks.on_plan = engine.hooks.on_bytes = engine.hooks.on_wait = None
+
+
+def dry_run(home: Path, req: IngestRequest) -> IngestOutcome:
+    """What ``ingest`` would read, per agent (files, new bytes; ``pipeline.plan.
+    dry_run_report``), plus ``store`` (the store's path, None when there is none yet).
+    Opens an existing store read-only and never creates one; reads only file sizes."""
+    from ctxkeep.pipeline.plan import dry_run_report, plan
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+
+    home = Path(home)
+    conn = sqlite_store.connect(home, readonly=True) if (home / STORE_DB).exists() else None
+    try:
+        rep = dry_run_report(plan(home, conn, agents=list(req.agents) or None, paths=list(req.paths) or None))
+    finally:
+        if conn is not None:
+            conn.close()
+    rep["store"] = str(home / STORE_DB) if (home / STORE_DB).exists() else None
+    return IngestOutcome(rep)
+
+
+def _plan_connection(home: Path):
+    """The connection ``ingest`` plans with: read-only when the store exists at this
+    version's schema (an ingest with nothing new then writes nothing: a writable open
+    commits its schema check, a WAL write, a checkpoint and three fsyncs, ~25 ms),
+    else writable (it creates or migrates the store, or reports it damaged). The
+    engine opens its own connections for what it writes."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+
+    if (home / STORE_DB).exists():
+        try:
+            conn = sqlite_store.connect(home, readonly=True)
+        except CtxkeepError:  # the writable open says what is wrong, or repairs it
+            conn = None
+        if conn is not None:
+            if sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION:
+                return conn
+            conn.close()
+    return sqlite_store.connect(home)
+
+
+def _held_back(home: Path, conn=None) -> list[dict]:
+    """``pipeline.summary.held_back`` of the store at ``home`` (what a later ingest
+    reads), through ``conn`` when given."""
+    from ctxkeep.pipeline.summary import held_back
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    if conn is not None:
+        return held_back(conn)
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        return held_back(conn)
+    finally:
+        conn.close()

@@ -1,0 +1,316 @@
+"""The store's maintenance questions (``ctxkeep retention | reindex | backfill |
+serve``): a request and a result model and one function each, over
+``maintenance.retention``, ``maintenance.reindex``, ``maintenance.backfill`` and
+``flows.serve``.
+
+``retention``, ``reindex`` and ``backfill`` run like ``ingest`` does: as their Prefect
+flow when a Prefect server is there to record it (``PREFECT_API_URL``, a running
+``ctxkeep serve``) or with ``prefect=True``, in-process otherwise
+(``flows.prefect_env.run_as_flow``); a dry run never imports Prefect. Each raises
+StoreError (no store, or a damaged one: checked before a flow's server starts),
+StoreBusy (the store lock stayed taken) and UsageError (a bad value, ``where`` the
+field).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from ctxkeep.errors import UsageError
+from ctxkeep.service.model import Names, Request, Shape, When
+from ctxkeep.service.shapes import PROBLEMS
+
+#: called with one line before a flow run starts Prefect's temporary server (15-50 s)
+Notify = Callable[[str], None] | None
+
+
+def _as_flow(home: Path, prefect: bool | None) -> bool:
+    """``flows.prefect_env.run_as_flow`` (imports no Prefect)."""
+    from ctxkeep.flows.prefect_env import run_as_flow
+
+    return run_as_flow(home, prefect)
+
+
+def _run_flow(home: Path, name: str, notify: Notify, **params: Any) -> dict:
+    """Run the ``<name>_flow`` of ``flows.maintenance`` on the store at ``home``: a
+    damaged store fails first (StoreDamaged), before Prefect's server starts."""
+    from ctxkeep.flows.prefect_env import configure_prefect
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.files import STORE_DB
+
+    if (home / STORE_DB).exists():
+        conn = sqlite_store.connect(home, readonly=True)
+        try:
+            if name == "reindex":  # it reads every page anyway: check them all first
+                from ctxkeep.sinks.sqlite.store_safety import check_integrity
+
+                check_integrity(conn, home / STORE_DB)
+        finally:
+            conn.close()
+    configure_prefect(home)
+    from ctxkeep.flows import maintenance as maintenance_flows
+
+    if not os.environ.get("PREFECT_API_URL") and notify:
+        notify(
+            f"{name}: starting Prefect's temporary local server for the flow run "
+            "(15-50 s; without --prefect it runs in-process)"
+        )
+    return getattr(maintenance_flows, f"{name}_flow")(str(home), **params)
+
+
+Prefect = Field(
+    None,
+    description="true: run as a Prefect flow (a temporary server when none is found); false: in-process; "
+    "null: a flow when a server is there (PREFECT_API_URL, a running serve)",
+)
+
+
+class RetentionResult(Shape):
+    """What retention archives and removes (`ctxkeep retention --json`)."""
+
+    dry_run: bool = Field(description="true for --dry-run")
+    cutoff: str | None = Field(None, description="entries archived before this, ISO-8601 UTC")
+    archive: list[dict[str, Any]] | None = Field(
+        None, description="per agent and month: agent, month, entries"
+    )
+    entries_to_archive: int | None = Field(None, description="entries that qualify")
+    archive_cutoff: str | None = Field(None, description="archive files older than this are removed")
+    old_archives: list[str] | None = Field(None, description="those files")
+    old_archives_bytes: int | None = Field(None, description="their bytes")
+    backup_cutoff: str | None = Field(None, description="compress backups older than this are removed")
+    old_backups: list[str] | None = Field(None, description="those files")
+    old_backups_bytes: int | None = Field(None, description="their bytes")
+    backup_dirs_scanned: int | None = Field(None, description="how many folders were searched for backups")
+    archived: Any = Field(None, description="(not with --dry-run) entries and rows written to Parquet")
+    archives_removed: Any = Field(None, description="(not with --dry-run) archive files removed")
+    backups_removed: Any = Field(None, description="(not with --dry-run) backups removed")
+    bytes_freed: int | None = Field(None, description="(not with --dry-run) bytes freed")
+    seconds: float | None = Field(None, description="(not with --dry-run) wall time")
+
+
+class ReindexResult(Shape):
+    """What a reindex rebuilt (`ctxkeep reindex --json`)."""
+
+    chunks: int = Field(description="FTS chunks rebuilt")
+    grams_rows: int | None = Field(None, description="chunks with substring terms")
+    facets_changed: int | None = Field(None, description="chunks whose filter facets changed")
+    analytics: str | None = Field(None, description="what the DuckDB rebuild did")
+    seconds: float | None = Field(None, description="wall time")
+
+
+class BackfillResult(Shape):
+    """The files a backfill reads again (`ctxkeep backfill --json`)."""
+
+    dry_run: bool = Field(description="true for --dry-run")
+    files: list[str] = Field(description="the files selected (paths)")
+    problems: list[str] = Field(description=PROBLEMS)
+    bytes: int = Field(description="their size in bytes")
+    ingest: dict[str, Any] | None = Field(
+        None, description="(not with --dry-run) the ingest summary, as `ingest --json`"
+    )
+    from_vault: list[str] | None = Field(
+        None, description="the files gone from disk that the vault holds: derived from it (paths)"
+    )
+    reparse: dict[str, Any] | None = Field(
+        None,
+        description="(when from_vault is not empty, not with --dry-run) files and diff, as `reparse --json`",
+    )
+
+
+class RetentionRequest(Request):
+    """``ctxkeep retention``: the thresholds default to config.toml's ``[retention]``."""
+
+    dry_run: bool = Field(False, description="only say what would be archived or removed")
+    archive_after_days: int | None = Field(
+        None, ge=0, description="archive consumed/archived entries older than this (default: config, 7)"
+    )
+    delete_archives_after_days: int | None = Field(
+        None, ge=0, description="remove archives and compress backups older than this (default: config, 30)"
+    )
+    prefect: bool | None = Prefect
+
+
+def retention(home: Path, req: RetentionRequest, *, notify: Notify = None) -> RetentionResult:
+    """``maintenance.retention.run_retention`` (in-process with a dry run or a
+    threshold given: the flow takes config's), or its flow."""
+    from ctxkeep.maintenance.retention import run_retention
+
+    days = {
+        k: v
+        for k, v in (
+            ("archive_after_days", req.archive_after_days),
+            ("delete_archives_after_days", req.delete_archives_after_days),
+        )
+        if v is not None
+    }
+    if req.dry_run or days or not _as_flow(home, req.prefect):
+        rep = run_retention(home, dry_run=req.dry_run, **days)  # type: ignore[arg-type]
+    else:
+        rep = _run_flow(home, "retention", notify)
+    return RetentionResult(**rep)
+
+
+class ReindexRequest(Request):
+    """``ctxkeep reindex``."""
+
+    analytics: bool = Field(True, description="also rebuild DuckDB (false: only the FTS indexes)")
+    prefect: bool | None = Prefect
+
+
+def reindex(home: Path, req: ReindexRequest, *, notify: Notify = None) -> ReindexResult:
+    """``maintenance.reindex.run_reindex``, or its flow."""
+    if _as_flow(home, req.prefect):
+        return ReindexResult(**_run_flow(home, "reindex", notify, analytics=req.analytics))
+    from ctxkeep.maintenance.reindex import run_reindex
+
+    return ReindexResult(**run_reindex(home, analytics=req.analytics))
+
+
+class BackfillRequest(Request):
+    """``ctxkeep backfill``: the files of ``paths`` (or every agent's), those with
+    records in ``since``…``until`` (record times read from the file; agent databases
+    always), re-read from scratch."""
+
+    paths: list[Path] = Field(default_factory=list, description="re-read these files or directories")
+    since: When = None
+    until: When = None
+    agents: Names() = None  # type: ignore[valid-type]
+    dry_run: bool = Field(False, description="only list the files that would be read")
+    prefect: bool | None = Prefect
+
+
+def backfill(
+    home: Path,
+    req: BackfillRequest,
+    *,
+    notify: Notify = None,
+    on_total: Callable[[int], None] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> BackfillResult:
+    """``maintenance.backfill.run_backfill`` (the home created if needed), or its flow;
+    in-process, ``on_total`` gets the bytes to read and ``on_bytes`` each part read."""
+    from ctxkeep.config import ensure_home
+    from ctxkeep.maintenance import backfill as engine
+
+    ensure_home(home)
+    sel: dict[str, Any] = {
+        "paths": req.paths or None,
+        "since": req.since,
+        "until": req.until,
+        "agents": req.agents or None,
+    }
+    if not req.dry_run and _as_flow(home, req.prefect):
+        params = {**sel, "paths": [str(p) for p in req.paths] or None}
+        return BackfillResult(**_run_flow(home, "backfill", notify, **params))
+    if req.dry_run:
+        return BackfillResult(**engine.run_backfill(home, dry_run=True, **sel))
+    from ctxkeep.pipeline import engine as pipeline
+
+    if on_total:
+        files, _ = engine.select_backfill(home, **sel)
+        on_total(engine.total_bytes(files))
+    pipeline.hooks.on_bytes = on_bytes
+    try:
+        return BackfillResult(**engine.run_backfill(home, **sel))
+    finally:
+        pipeline.hooks.on_bytes = None
+
+
+def vaulted_gone(home: Path, paths: list[Path]) -> list[str]:
+    """The files under ``paths`` that are gone from disk but held by the vault
+    (``maintenance.backfill.vaulted_gone``): a backfill derives them from it, so
+    their paths need not exist."""
+    from ctxkeep.maintenance.backfill import vaulted_gone as gone
+
+    return gone(home, paths=paths)
+
+
+def is_loopback(host: str) -> bool:
+    """True for a loopback interface: ``localhost`` or a literal loopback address
+    (``127.0.0.0/8``, ``::1``). Any other name counts as remote (it is not resolved:
+    no lookup leaves the machine)."""
+    import ipaddress
+
+    h = host.strip().strip("[]").lower()
+    if h == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
+
+
+class ServeRequest(Request):
+    """``ctxkeep serve``: the schedules, the Prefect server's interface and team mode."""
+
+    port: int = Field(4200, ge=1, le=65535, description="port of the Prefect server ctxkeep starts")
+    host: str = Field("127.0.0.1", description="its interface: loopback unless allow_remote")
+    allow_remote: bool = Field(False, description="allow a host that is not loopback (unauthenticated API)")
+    ingest_minutes: int = Field(15, ge=1, description="ingest every N minutes")
+    compress_minutes: int = Field(60, ge=1, description="compress every N minutes")
+    retention_hours: int = Field(24, ge=1, description="retention every N hours")
+    work_pool: str | None = Field(None, description="team mode: this process work pool (docs/team.md)")
+    lake: str | None = Field(None, description="also export the store to this Parquet lake on a schedule")
+    export_minutes: int = Field(60, ge=1, description="with lake: export every N minutes")
+    deploy_only: bool = Field(False, description="with work_pool: register the deployments and exit")
+
+    @model_validator(mode="after")
+    def _safe(self) -> ServeRequest:
+        if not self.allow_remote and not is_loopback(self.host):
+            raise UsageError(
+                f"--host {self.host} is not a loopback address: the Prefect API would be reachable from "
+                "the network, unauthenticated",
+                where="serve",
+                hint="keep the default 127.0.0.1, or pass --allow-remote if that is what you want",
+            )
+        return self
+
+    def every(self) -> str:
+        """The schedules in words (``ingest every 15 min, …``)."""
+        s = f"ingest every {self.ingest_minutes} min, compress every {self.compress_minutes} min, "
+        s += f"retention every {self.retention_hours} h"
+        return s + (f", export to {self.lake} every {self.export_minutes} min" if self.lake else "")
+
+
+def serve(home: Path, req: ServeRequest, *, on_ready: Callable[[str, list[str] | None], None]) -> None:
+    """Run the schedules until interrupted (``flows.serve.serve``; with ``work_pool``
+    ``flows.team.work``). Everything that can fail is checked before a server starts:
+    the home, ``deploy_only`` without the team server (UsageError), a lake this machine
+    cannot write, a bad machine name. ``on_ready(api_url, deployments or None)`` once
+    the schedules run."""
+    from ctxkeep.config import ensure_home
+    from ctxkeep.flows import serve as serve_mod
+
+    h = ensure_home(home)
+    if req.deploy_only and not (req.work_pool and os.environ.get("PREFECT_API_URL")):
+        raise UsageError("--deploy-only needs --work-pool and PREFECT_API_URL (the team server)")
+    if req.lake:
+        from ctxkeep.sinks import lake as lakes
+
+        lakes.check_writable(lakes.open_lake(req.lake))
+    if req.work_pool:
+        from ctxkeep.sinks.machine import machine_name
+
+        machine_name(h)
+    scheds = serve_mod.schedules(req.ingest_minutes, req.compress_minutes, req.retention_hours)
+    if req.lake:
+        from ctxkeep.flows.team import export_schedule
+
+        scheds.append(export_schedule(req.lake, req.export_minutes))
+    run = None
+    if req.work_pool:
+        from ctxkeep.flows import team
+
+        pool = req.work_pool
+
+        def run(api: str) -> None:
+            team.work(h, pool, scheds, deploy_only=req.deploy_only, on_ready=lambda n: on_ready(api, n))
+
+    serve_mod.serve(
+        h, host=req.host, port=req.port, on_ready=lambda api: on_ready(api, None), scheds=scheds, run=run
+    )

@@ -1,0 +1,358 @@
+"""Kiro IDE (the agentic IDE's chat panel, extension ``kiro.kiroagent``) sessions.
+
+Where: ``$KIRO_IDE_DIR`` else the extension's global storage,
+``User/globalStorage/kiro.kiroagent`` under ``~/.config/Kiro`` (Linux),
+``~/Library/Application Support/Kiro`` (macOS) and ``~/AppData/Roaming/Kiro`` (Windows)
+(agentsview 0.46 ``internal/parser/types.go`` AgentKiroIDE, env ``KIRO_IDE_DIR``;
+``kiro_ide.go`` kiroIDEDefaultDirs). Two generations, both JSON documents rewritten as
+the session grows (mode ``rewrite``, ``readers.document``), read as agentsview 0.46
+``kiro_ide.go`` and ``kiro_ide_provider.go`` read them:
+
+- **workspace sessions** (current): ``<root>/workspace-sessions/<base64 of the
+  workspace path>/<session uuid>.json`` ``{sessionId, title, workspaceDirectory,
+  history [{message {role (user|assistant|tool), content (a string or ``[{type: text,
+  text}]``), id}, promptLogs [{completion}], executionId}]}``, beside a
+  ``sessions.json`` index ``[{sessionId, title, dateCreated, workspaceDirectory}]``.
+  An assistant turn's output lives in an execution log
+  ``<root>/<first 32 hex of SHA-256(workspace path)>/414d1636299d2b9e4ce7e17fb11f63e9/
+  <file>`` ``{executionId, actions [{actionId, actionType (say | replace | create |
+  readCode | …), input {file, originalContent, modifiedContent, …}, output
+  {message}}]}``: ``say`` is the model's text, the others are tool actions;
+  without a log the turn's text is its ``content``, else its ``promptLogs``
+  completions.
+- **chat files** (older): ``<root>/<workspace hash>/<file hash>.chat`` ``{executionId,
+  actionId, chat [{role (human | bot | tool), content}], metadata {modelId, workflow,
+  workflowId, startTime, endTime (Unix ms)}}``; human turns that open with ``# System
+  Prompt``, ``# Identity``, ``<identity>``, ``## Included Rules`` or ``You are operating
+  in a workspace`` are the IDE's context, a user's prompt may be wrapped in
+  ``<kiro-ide-message>``, and the bot's ``I will follow these instructions.`` is a
+  reply to that context. The project is the workspace whose hash names the folder
+  (looked up in the ``sessions.json`` indexes).
+
+No token usage is logged; the model only in ``.chat`` metadata. Entries: a message's
+``record_id`` is ``<session>:<message id or index>`` (chat files: ``<session>:<index>:
+<hash of the turn>``, ids ``<workspace hash>:<file hash>``), an execution's actions
+are parts of its assistant turn (tool calls named by ``actionType``, ``native_id`` the
+``actionId``); context turns are ``meta`` (``tool_name`` ``context``). Times: the
+index's ``dateCreated`` (workspace sessions), ``metadata.startTime`` (chat files), else
+the file's mtime. A live session whose execution log has not been written yet is read
+again on the next run (``state["complete"] = False``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxkeep.sources._util import compact_json, dict_at, json_object, title_entry
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    Mode,
+    SourceFile,
+    Watermark,
+    sorted_paths,
+)
+from ctxkeep.sources.readers.document import read_document
+from ctxkeep.sources.readers.jsonl import file_head
+
+AGENT = "kiro-ide"
+PARSER_VERSION = 1
+MODE: Mode = "rewrite"
+
+_STORAGE = ("User", "globalStorage", "kiro.kiroagent")
+EXEC_SUBDIR = "414d1636299d2b9e4ce7e17fb11f63e9"
+_CONTEXT_PREFIXES = (
+    "# System Prompt",
+    "# Identity",
+    "<identity>",
+    "## Included Rules",
+    "You are operating in a workspace",
+)
+_WRAP = ("<kiro-ide-message>", "</kiro-ide-message>")
+
+
+def roots(ctx: DiscoveryContext) -> list[Path]:
+    """``$KIRO_IDE_DIR`` when set, else the Linux, macOS and Windows storage dirs."""
+    env = ctx.env.get("KIRO_IDE_DIR")
+    if env:
+        return [Path(env).expanduser()]
+    h = ctx.home
+    return [
+        h.joinpath(".config", "Kiro", *_STORAGE),
+        h.joinpath("Library", "Application Support", "Kiro", *_STORAGE),
+        h.joinpath("AppData", "Roaming", "Kiro", *_STORAGE),
+    ]
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Find ``workspace-sessions/*/<uuid>.json`` and ``<hash>/<hash>.chat`` files."""
+    d = Discovery(AGENT)
+    for root in [*roots(ctx), *ctx.extra_dirs]:
+        d.searched.append(root)
+        if not root.is_dir():
+            continue
+        for p in sorted_paths(root.glob("workspace-sessions/*/*.json")):
+            if p.name != "sessions.json":
+                d.add(p, MODE)
+        d.add_glob(root, ["*/*.chat"], MODE)
+    d.explain_empty(roots(ctx)[0], "no Kiro IDE workspace-sessions/*/<id>.json or <hash>/*.chat found")
+    return d
+
+
+def matches(path: Path) -> bool:
+    """A Kiro IDE ``.chat`` file or workspace-session JSON given with ``--path``."""
+    if path.suffix == ".chat":
+        return b'"chat"' in file_head(path, (".chat",), 4096)
+    head = file_head(path, (".json",), 4096)
+    return path.parent.parent.name == "workspace-sessions" and b'"sessionId"' in head and b'"history"' in head
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _iso_ms(v: Any) -> str | None:
+    if isinstance(v, str) and v.isdigit():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e14:
+        return v if isinstance(v, str) and v else None
+    return datetime.fromtimestamp(v / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _mtime(path: Path) -> str | None:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
+    except OSError:
+        return None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text") or "").strip()
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return "" if content is None else compact_json(content, 4000)
+
+
+def _index(ws_dir: Path) -> list[dict]:
+    """The objects of a workspace's ``sessions.json`` index (a list; ``[]`` when unreadable)."""
+    try:
+        entries = orjson.loads((ws_dir / "sessions.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return []
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def ws_hash(workspace: str) -> str:
+    """The folder name Kiro gives a workspace's logs: SHA-256 of its path, 32 hex."""
+    return hashlib.sha256(workspace.encode("utf-8")).hexdigest()[:32]
+
+
+def _exec_logs(root: Path, workspace: str | None) -> dict[str, dict]:
+    """executionId → execution log of a workspace (``{}`` without one)."""
+    if not workspace:
+        return {}
+    folder = root / ws_hash(workspace) / EXEC_SUBDIR
+    out: dict[str, dict] = {}
+    try:
+        files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    except OSError:
+        return {}
+    for p in files:
+        log = json_object(p)
+        eid = _str(log.get("executionId"))
+        if eid:
+            out[eid] = log
+    return out
+
+
+def _actions(log: dict, e: dict) -> list[dict]:
+    out: list[dict] = []
+    for a in log.get("actions") or []:
+        if not isinstance(a, dict):
+            continue
+        kind = _str(a.get("actionType")) or "unknown"
+        if kind == "say":
+            msg = _str(dict_at(a, "output").get("message"))
+            if msg:
+                out.append(dict(e, part=len(out), role="assistant", kind="message", text=msg))
+            continue
+        inp = a.get("input")
+        out.append(
+            dict(
+                e,
+                part=len(out),
+                role="assistant",
+                kind="tool_call",
+                native_id=_str(a.get("actionId")),
+                tool_name=kind,
+                text=compact_json(inp) if inp is not None else "",
+            )
+        )
+        result = _str(dict_at(a, "output").get("message"))
+        if result:
+            out.append(
+                dict(
+                    e,
+                    part=len(out),
+                    role="tool",
+                    kind="tool_result",
+                    native_id=_str(a.get("actionId")),
+                    tool_name=kind,
+                    text=result,
+                )
+            )
+    return out
+
+
+def _user_entry(text: str, e: dict) -> dict:
+    if text.startswith(_CONTEXT_PREFIXES):
+        return dict(e, role="system", kind="meta", tool_name="context", text=text)
+    if text.startswith(_WRAP[0]):
+        text = text.removeprefix(_WRAP[0]).removesuffix(_WRAP[1]).strip()
+    return dict(e, role="user", kind="message", text=text)
+
+
+def parse_workspace_session(doc: Any, path: Path, state: dict, idle: bool) -> list[dict]:
+    """Entry dicts of one workspace-session document (module doc). Raises ValueError
+    for a document without a ``history`` list."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        raise ValueError("not a Kiro IDE session (no history list)")
+    sid = _str(doc.get("sessionId")) or path.stem
+    index = next((x for x in _index(path.parent) if x.get("sessionId") == sid), {})
+    workspace = _str(doc.get("workspaceDirectory")) or _str(index.get("workspaceDirectory"))
+    ts = _iso_ms(index.get("dateCreated")) or _mtime(path)
+    logs = _exec_logs(path.parent.parent.parent, workspace)
+    src = str(path)
+    out: list[dict] = []
+    waiting = False
+    for i, h in enumerate(doc["history"]):
+        if not isinstance(h, dict):
+            continue
+        msg = dict_at(h, "message")
+        role = str(msg.get("role") or "")
+        mid = _str(msg.get("id"))
+        e = {
+            "agent": AGENT,
+            "session_id": sid,
+            "native_id": mid,
+            "project_dir": workspace,
+            "ts": ts,
+            "part": 0,
+            "source_path": src,
+            "source_offset": i,
+            "record_id": f"{sid}:{mid or i}",
+        }
+        text = _text(msg.get("content"))
+        if role == "user":
+            out.append(_user_entry(text, e))
+        elif role == "assistant":
+            eid = _str(h.get("executionId"))
+            got = _actions(logs[eid], e) if eid in logs else []
+            waiting = waiting or bool(eid and eid not in logs)
+            if not any(x["kind"] == "message" for x in got):
+                completions = [
+                    str(p.get("completion")).strip()
+                    for p in h.get("promptLogs") or []
+                    if isinstance(p, dict) and _str(p.get("completion"))
+                ]
+                fallback = text or "\n\n".join(completions)
+                if fallback:
+                    got.insert(0, dict(e, role="assistant", kind="message", text=fallback))
+                    for j, x in enumerate(got):
+                        x["part"] = j
+            out += got
+        elif role == "tool":
+            out.append(dict(e, role="tool", kind="tool_result", text=text))
+        else:
+            out.append(dict(e, role="system", kind="meta", tool_name=role or "unknown", text=text))
+    title = _str(doc.get("title")) or _str(index.get("title"))
+    if title:
+        out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=workspace))
+    if waiting and not idle:
+        state["complete"] = False  # an execution log still to come: look again next run
+    return out
+
+
+def _workspace_of(root: Path, hash_: str) -> str | None:
+    """The workspace whose hash names a ``.chat`` file's folder (from the indexes)."""
+    try:
+        dirs = sorted((root / "workspace-sessions").iterdir())
+    except OSError:
+        return None
+    for ws in dirs:
+        for x in _index(ws):
+            w = _str(x.get("workspaceDirectory"))
+            if w and ws_hash(w) == hash_:
+                return w
+    return None
+
+
+def parse_chat(doc: Any, path: Path) -> list[dict]:
+    """Entry dicts of one ``.chat`` document (module doc). Raises ValueError for a
+    document without a ``chat`` list."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("chat"), list):
+        raise ValueError("not a Kiro IDE chat file (no chat list)")
+    sid = f"{path.parent.name}:{path.stem}"
+    meta = dict_at(doc, "metadata")
+    model = _str(meta.get("modelId"))
+    ts = _iso_ms(meta.get("startTime")) or _mtime(path)
+    project = _workspace_of(path.parent.parent, path.parent.name)
+    src = str(path)
+    out: list[dict] = []
+    for i, m in enumerate(doc["chat"]):
+        if not isinstance(m, dict):
+            continue
+        role = str(m.get("role") or "")
+        text = _text(m.get("content"))
+        h = hashlib.sha256(orjson.dumps([role, m.get("content")])).hexdigest()[:12]
+        e = {
+            "agent": AGENT,
+            "session_id": sid,
+            "project_dir": project,
+            "ts": ts,
+            "part": 0,
+            "source_path": src,
+            "source_offset": i,
+            "record_id": f"{sid}:{i}:{h}",
+        }
+        if role == "human":
+            out.append(_user_entry(text, e))
+        elif role == "bot":
+            if text == "I will follow these instructions.":
+                out.append(dict(e, role="system", kind="meta", tool_name="context", text=text))
+            else:
+                out.append(dict(e, role="assistant", kind="message", model=model, text=text))
+        elif role == "tool":
+            out.append(dict(e, role="tool", kind="tool_result", text=text))
+        else:
+            out.append(dict(e, role="system", kind="meta", tool_name=role or "unknown", text=text))
+    return out
+
+
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """Read one session document whole when it changed."""
+    path = file.path
+    if path.suffix == ".chat":
+        return read_document(
+            file, wm, PARSER_VERSION, lambda raw, doc, state, idle: parse_chat(doc, path), batch_bytes
+        )
+    return read_document(
+        file,
+        wm,
+        PARSER_VERSION,
+        lambda raw, doc, state, idle: parse_workspace_session(doc, path, state, idle),
+        batch_bytes,
+    )

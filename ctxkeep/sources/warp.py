@@ -1,0 +1,227 @@
+"""Warp (the agentic terminal) Agent Mode conversations.
+
+Where: ``$WARP_DIR`` else Warp's data dir holding ``warp.sqlite``:
+``~/.local/state/warp-terminal`` (Linux), ``~/Library/Group Containers/
+2BBY89MBSN.dev.warp/Library/Application Support/dev.warp.Warp-Stable`` (macOS),
+``~/AppData/Local/warp/Warp/data`` (Windows) (agentsview 0.46 ``internal/parser/
+warp_paths.go`` warpDefaultDirs, ``types.go`` AgentWarp, env ``WARP_DIR``).
+
+Format facts (agentsview 0.46 ``internal/parser/warp.go`` and ``warp_test.go``, whose
+schema is Warp's): ``ai_queries(id INTEGER PRIMARY KEY, exchange_id TEXT UNIQUE,
+conversation_id, start_ts DATETIME (``YYYY-MM-DD HH:MM:SS[.ffffff]``, UTC), input TEXT
+(JSON ``[{"Query": {text, context}}]``), working_directory, output_status, model_id,
+planning_model_id, coding_model_id)``: one row per exchange, appended; and
+``agent_conversations(id INTEGER PRIMARY KEY, conversation_id UNIQUE,
+conversation_data TEXT (JSON), last_modified_at TIMESTAMP)``, a row rewritten as the
+conversation goes: ``conversation_data.conversation_usage_metadata {token_usage
+[{model_id, warp_tokens, byok_tokens}], tool_usage_metadata {run_command_stats {count,
+…}, read_files_stats, grep_stats, apply_file_diff_stats {count, lines_added,
+lines_removed, files_changed}, …}}``.
+
+What Warp keeps locally is the user's side: each exchange's query (a ``user``
+``message``, ``record_id`` ``<conversation>:<exchange id>``, time ``start_ts``, project
+``working_directory``, the exchange's ``model_id`` as model and its
+``output_status`` ``meta`` beside it when it is not a success). The agent's replies
+and individual tool calls are not stored; the conversation's tool counts and token
+totals are (a ``meta`` entry ``tool_usage`` with the counts per tool, updated when
+the row changes). Token usage is a single total per model (Warp credits, no
+input/output split), so no usage row is written; the totals are in the ``meta``
+entry's text. Both tables are read by ``rowid`` + their time column
+(``readers.sqlite.changed_rows``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
+from ctxkeep.sources.readers.sqlite import (
+    DbRead,
+    RowCollector,
+    advance_mark,
+    changed_rows,
+    database_reader,
+    json_object_of,
+    resume_mark,
+)
+
+AGENT = "warp"
+PARSER_VERSION = 1
+MODE: Mode = "sqlite"
+
+DB_NAME = "warp.sqlite"
+
+
+def roots(ctx: DiscoveryContext) -> list[Path]:
+    """``$WARP_DIR`` when set, else the Linux, macOS and Windows data dirs."""
+    env = ctx.env.get("WARP_DIR")
+    if env:
+        return [Path(env).expanduser()]
+    h = ctx.home
+    return [
+        h / ".local" / "state" / "warp-terminal",
+        h.joinpath(
+            "Library",
+            "Group Containers",
+            "2BBY89MBSN.dev.warp",
+            "Library",
+            "Application Support",
+            "dev.warp.Warp-Stable",
+        ),
+        h.joinpath("AppData", "Local", "warp", "Warp", "data"),
+    ]
+
+
+def discover(ctx: DiscoveryContext) -> Discovery:
+    """Find ``warp.sqlite`` in each data dir and configured dir."""
+    d = Discovery(AGENT)
+    for root in [*roots(ctx), *ctx.extra_dirs]:
+        d.searched.append(root / DB_NAME)
+        d.add(root / DB_NAME, MODE)
+    d.explain_empty(roots(ctx)[0], f"no {DB_NAME} in Warp's data dirs")
+    return d
+
+
+def matches(path: Path) -> bool:
+    """Warp's ``warp.sqlite`` given with ``--path``."""
+    return path.name == DB_NAME
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _iso(v: Any) -> str | None:
+    s = _str(v)
+    if not s:
+        return None
+    s = s.replace(" ", "T", 1)
+    return s if s.endswith("Z") or "+" in s[10:] else s + "Z"
+
+
+def _probe(conn) -> tuple[int, int]:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "ai_queries" not in tables:
+        raise ValueError("no ai_queries table of Warp's shape")
+    top_q = conn.execute("SELECT coalesce(max(rowid), 0) FROM ai_queries").fetchone()[0]
+    top_c = (
+        conn.execute("SELECT coalesce(max(rowid), 0) FROM agent_conversations").fetchone()[0]
+        if "agent_conversations" in tables
+        else -1
+    )
+    return top_q, top_c
+
+
+def query_text(raw: Any) -> str:
+    """The user's text of an exchange's ``input`` (``[{"Query": {text}}]``); the JSON
+    as it is for any other shape. Raises ValueError for input that is not JSON."""
+    items = orjson.loads(raw) if isinstance(raw, str | bytes) else raw
+    texts = (
+        [dict_at(x, "Query").get("text") for x in items if isinstance(x, dict)]
+        if isinstance(items, list)
+        else []
+    )
+    found = [t for t in texts if isinstance(t, str) and t.strip()]
+    return "\n".join(t.strip() for t in found) if found else compact_json(items, 4000)
+
+
+def usage_summary(data: dict) -> str:
+    """``tool_usage`` text of a conversation: tool counts and token totals."""
+    meta = dict_at(data, "conversation_usage_metadata")
+    tools = {
+        k.removesuffix("_stats"): as_int(v.get("count"))
+        for k, v in dict_at(meta, "tool_usage_metadata").items()
+        if isinstance(v, dict)
+    }
+    tools = {k: n for k, n in tools.items() if n}
+    tokens = [
+        {
+            "model": _str(t.get("model_id")),
+            "warp_tokens": as_int(t.get("warp_tokens")) or 0,
+            "byok_tokens": as_int(t.get("byok_tokens")) or 0,
+        }
+        for t in meta.get("token_usage") or []
+        if isinstance(t, dict)
+    ]
+    return compact_json({"tools": tools, "tokens": tokens})
+
+
+def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
+    path, state = rd.path, rd.state
+    top_q, top_c = tops
+    mark, mark_conv = resume_mark(state, top_q), resume_mark(state, top_c, "mark_conv")
+    rows_read = RowCollector(path, reset=not state.get("mark"))
+    src = str(path)
+    project: dict[str, str] = {}
+    select = (
+        "SELECT rowid, exchange_id, conversation_id, start_ts, input, working_directory, output_status, model_id "
+        "FROM ai_queries"
+    )
+    for rows in changed_rows(path, select, "rowid", "start_ts", mark):
+        for rowid, xid, cid, ts, raw_input, cwd, status, model in rows:
+            mark = advance_mark(mark, rowid, ts)
+            cid = str(cid)
+            if _str(cwd):
+                project[cid] = cwd
+            base = {
+                "agent": AGENT,
+                "session_id": cid,
+                "native_id": _str(xid),
+                "project_dir": _str(cwd),
+                "ts": _iso(ts),
+                "model": _str(model),
+                "source_path": src,
+                "source_offset": rowid,
+                "record_id": f"{cid}:{xid or rowid}",
+            }
+            raw = str(raw_input or "").encode("utf-8", "replace")
+            rows_read.add(
+                rowid,
+                raw,
+                "ai_queries",
+                lambda _u, raw=raw, base=base, status=status: _exchange(raw, base, status),
+            )
+    if top_c >= 0:
+        select = "SELECT rowid, conversation_id, conversation_data, last_modified_at FROM agent_conversations"
+        for rows in changed_rows(path, select, "rowid", "last_modified_at", mark_conv):
+            for rowid, cid, data, modified in rows:
+                mark_conv = advance_mark(mark_conv, rowid, modified)
+                raw = data if isinstance(data, bytes) else str(data or "{}").encode("utf-8", "replace")
+                e = {
+                    "agent": AGENT,
+                    "session_id": str(cid),
+                    "project_dir": project.get(str(cid)),
+                    "ts": _iso(modified),
+                    "role": "system",
+                    "kind": "meta",
+                    "tool_name": "tool_usage",
+                    "part": 0,
+                    "source_path": src,
+                    "source_offset": rowid,
+                }
+                rows_read.add(
+                    rowid, raw, "agent_conversations", lambda _u, raw=raw, e=e: _usage_entry(raw, e)
+                )
+    wm = rd.watermark(dict(state, mark=mark, mark_conv=mark_conv), rd.settled())
+    yield rows_read.batch(wm)
+
+
+def _exchange(raw: bytes, base: dict, status: Any) -> list[dict]:
+    got = [dict(base, part=0, role="user", kind="message", text=query_text(raw))]
+    if _str(status) and status.lower() not in ("success", "succeeded", "completed"):
+        got.append(dict(base, part=1, role="system", kind="meta", tool_name="output_status", text=status))
+    return got
+
+
+def _usage_entry(raw: bytes, e: dict) -> list[dict]:
+    text = usage_summary(json_object_of(raw, "conversation_data"))
+    return [dict(e, text=text, record_id=f"{e['session_id']}:tool_usage:{text}")]
+
+
+#: new exchanges and changed conversations of ``warp.sqlite``
+read = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")

@@ -1,0 +1,64 @@
+"""`report daily` in an 80-column terminal (new-user trial: it printed a 120-column
+table and broke model names mid-word): the table fits 80 columns by stacking the token
+pairs and wrapping model names at their separators, and no figure is cut. Run as a
+whole process (the console reads COLUMNS once per process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def home(corpus_store):
+    return str(corpus_store[0])
+
+
+def _report(home: str, *args: str, columns: int) -> str:
+    env = dict(os.environ, COLUMNS=str(columns), CTXKEEP_IDLE_SECONDS="0", TZ="UTC")
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "report", "daily", "--home", home, "-z", "UTC", *args],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )  # fmt: skip
+    return r.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_daily_fits_the_terminal_and_cuts_no_figure_or_name(home, columns):
+    rep = json.loads(_report(home, "--json", columns=columns))
+    assert rep["rows"], "the corpus has usage"
+    text = _report(home, columns=columns)
+    lines = text.splitlines()
+    assert max(len(x) for x in lines) <= columns
+    assert len(text.split("─")) > 1 and "…" not in text
+    words = re.findall(r"\S+", text)
+    for r in rep["rows"]:
+        for k in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_creation_tokens",
+            "total_tokens",
+        ):
+            assert f"{r[k]:,}" in words
+        assert f"${r['cost_usd']:,.2f}" in words
+        for m in r["models"]:  # each part of a name whole: breaks only after a separator
+            for part in re.findall(r"[^-./_:@ ]+", m):
+                assert re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text), (m, part)
+    assert f"${rep['totals']['cost_usd']:,.2f}" in words and f"{rep['totals']['total_tokens']:,}" in words
+
+
+def test_a_wide_terminal_keeps_one_line_per_row(home):
+    rep = json.loads(_report(home, "--json", columns=200))
+    text = _report(home, columns=200)
+    one_model = [r for r in rep["rows"] if len(r["models"]) == 1]
+    for r in one_model:
+        assert any(
+            r["period"] in x and r["models"][0] in x and f"{r['total_tokens']:,}" in x
+            for x in text.splitlines()
+        )

@@ -1,0 +1,184 @@
+"""The hook path (issue 26 target 1): ``ingest --path FILE`` of a few new lines.
+
+- the whole-store integrity check (``store_safety.check_integrity``, every page) is
+  skipped only when the store is known undamaged and untouched since
+  (``store_safety.known_good``); a store changed behind ctxkeep's back is read whole
+  again and its damage found; a bigger ingest always reads every page;
+- a report right after a hook-path ingest (DuckDB deferred) counts the new usage, and
+  its catch-up keeps the store known good;
+- what the hook path stores equals what a full ingest of the same file stores (entries,
+  token estimates, redaction).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxkeep.cli import app
+from ctxkeep.pipeline import engine
+from ctxkeep.sinks.files import INTEGRITY_STAMP
+from ctxkeep.sinks.sqlite import store_safety
+from ctxkeep.sinks.sqlite.store_safety import StoreDamaged
+from session_lines import USAGE, claude_lines
+
+START = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def checks(monkeypatch) -> list[Path]:
+    """The stores ``check_integrity`` read whole, in order."""
+    seen: list[Path] = []
+    real = store_safety.check_integrity
+
+    def counting(conn, path):
+        seen.append(Path(path))
+        return real(conn, path)
+
+    monkeypatch.setattr(store_safety, "check_integrity", counting)
+    return seen
+
+
+def _session(tmp_path: Path, n: int, word: str = "quokka") -> tuple[Path, list[str]]:
+    """A Claude Code session file holding the first ``n`` of 2n lines; returns the
+    file and the lines still to append."""
+    sid = str(uuid.uuid4())
+    lines = claude_lines(sid, 2 * n, START, word=word)
+    path = tmp_path / "user" / ".claude" / "projects" / "-tmp-hook-bench" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines[:n]) + "\n")
+    return path, lines[n:]
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    with path.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _entries(home: Path) -> int:
+    with sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True) as c:
+        return c.execute("SELECT count(*) FROM entries").fetchone()[0]
+
+
+def test_a_few_new_lines_into_a_known_good_store_skip_the_whole_store_check(tmp_path, checks):
+    home = tmp_path / "home"
+    path, rest = _session(tmp_path, 10)
+    engine.run_ingest(home, paths=[path])
+    assert checks == [home / "store.db"]  # a store never checked: every page read
+    assert store_safety.known_good(home)
+    _append(path, rest)
+    s = engine.run_ingest(home, paths=[path], defer_analytics=None)
+    assert s.entries_new == 10 and _entries(home) == 20
+    assert checks == [home / "store.db"]  # not read again
+    assert store_safety.known_good(home)  # this run's own writes keep it known good
+
+
+def test_a_bigger_ingest_reads_every_page_even_of_a_known_good_store(tmp_path, checks, monkeypatch):
+    home = tmp_path / "home"
+    path, rest = _session(tmp_path, 10)
+    engine.run_ingest(home, paths=[path])
+    monkeypatch.setattr(engine, "INCREMENTAL_CHECK_BYTES", 100)  # the new lines are "big"
+    _append(path, rest)
+    engine.run_ingest(home, paths=[path])
+    assert len(checks) == 2
+
+
+def test_a_store_changed_behind_ctxkeeps_back_is_read_whole_and_its_damage_found(tmp_path, checks):
+    home = tmp_path / "home"
+    path, rest = _session(tmp_path, 200)  # entry rows on several leaf pages
+    engine.run_ingest(home, paths=[path])
+    assert store_safety.known_good(home)
+    c = sqlite3.connect(home / "store.db")
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    ps = c.execute("PRAGMA page_size").fetchone()[0]
+    pages = [r[0] for r in c.execute("SELECT pageno FROM dbstat WHERE name='entry_rows' AND pagetype='leaf'")]
+    c.close()
+    assert len(pages) > 1
+    with open(home / "store.db", "r+b") as f:  # garbage over a leaf page of the entries
+        f.seek((pages[len(pages) // 2] - 1) * ps)
+        f.write(os.urandom(ps))
+    assert not store_safety.known_good(home)
+    _append(path, rest[:10])
+    with pytest.raises(StoreDamaged):
+        engine.run_ingest(home, paths=[path], defer_analytics=None)
+    assert len(checks) == 2
+    assert not (home / INTEGRITY_STAMP).exists()  # no later run trusts it unchecked
+
+
+def test_a_report_right_after_a_hook_path_ingest_counts_the_new_usage(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    path, rest = _session(tmp_path, 10)
+    engine.run_ingest(home, paths=[path])  # a store with its DuckDB file
+
+    def output_tokens() -> int:
+        r = CliRunner().invoke(app, ["report", "daily", "--home", str(home), "--json", "-z", "UTC"])
+        assert r.exit_code == 0, r.output
+        return sum(row["output_tokens"] for row in json.loads(r.stdout)["rows"])
+
+    assert output_tokens() == 5 * USAGE["output_tokens"]  # 5 assistant lines of the first 10
+    _append(path, rest)
+    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--path", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["analytics"].startswith("analytics: deferred")  # the hook path
+    assert output_tokens() == 10 * USAGE["output_tokens"]
+    assert store_safety.known_good(home)  # the report's catch-up kept it so
+
+
+def _hostile(lines: list[str]) -> list[str]:
+    """``lines`` with texts a hook path must treat as a full ingest does: secrets (a
+    GitHub token, a password, an AWS key id), CJK, and texts longer than
+    ``tokens.BPE_FULL_CHARS`` (token estimates sampled)."""
+    texts = [
+        "token ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5 and password=Tr0ub4dor&3xQ9!",
+        "AKIAIOSFODNN7REALKEY in the log; 日本語のテキストと한국어 텍스트 " * 3,
+        "a long tool output line of a build log, 12345 files compiled\n" * 120,
+        "export OPENAI_API_KEY=sk-proj-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz9Xc8Vb7Nm6" + " " + "詳細" * 2500,
+    ]
+    out = []
+    for i, line in enumerate(lines):
+        rec = json.loads(line)
+        t = texts[i % len(texts)]
+        if rec["type"] == "user":
+            rec["message"]["content"] = t
+        else:
+            rec["message"]["content"] = [{"type": "text", "text": t}]
+        out.append(json.dumps(rec, ensure_ascii=False))
+    return out
+
+
+def test_the_hook_path_stores_what_a_full_ingest_stores(tmp_path, monkeypatch):
+    """Entries, contents (token estimates and methods), FTS chunks and usage of a file
+    ingested by ``ingest --path`` in two steps equal those of one full ingest of the
+    same file into another store: nothing of redaction or token counting is traded
+    for the hook path's speed."""
+    from ctxkeep.sources.contract import DiscoveryContext
+    from store_digest import store_digest
+
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    path, rest = _session(tmp_path, 10)
+    path.write_text("\n".join(_hostile(path.read_text().splitlines())) + "\n")
+    hook, full = tmp_path / "hook", tmp_path / "full"
+    engine.run_ingest(hook, paths=[path])
+    _append(path, _hostile(rest))
+    r = CliRunner().invoke(app, ["ingest", "--home", str(hook), "--path", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["entries_new"] == 10
+    engine.run_ingest(full, ctx=DiscoveryContext(home=tmp_path / "user", env={}))
+    a, b = store_digest(hook), store_digest(full)
+    for table in ("entries", "contents", "chunks", "usage", "quarantine", "watermarks"):
+        assert a[table] == b[table], table
+    with sqlite3.connect(f"file:{hook / 'store.db'}?mode=ro", uri=True) as c:
+        methods = {m for (m,) in c.execute("SELECT DISTINCT token_method FROM contents")}
+        stored = "\n".join(t for (t,) in c.execute("SELECT text FROM chunks"))
+    assert methods == {"o200k_base", "o200k_base-sampled"}
+    for secret in ("ghp_aB3dE5", "Tr0ub4dor", "sk-proj-Zx9Q"):
+        assert secret not in stored
+    assert "[REDACTED:" in stored

@@ -1,0 +1,124 @@
+"""``ctxkeep statusline`` fresh without ``serve``: Claude Code's stdin payload (a
+handmade one, fields as https://code.claude.com/docs/en/statusline lists them) and
+the transcript's unread tail (lines after the store's watermark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ingest
+from ctxkeep.query import statusline as sl
+from fixtures.bad_input import SESSION, line, rec
+
+UTC = dt.UTC
+#: the DuckDB figures are of the real clock's last days: the session is 40 minutes old
+NOW = dt.datetime.now(UTC).replace(microsecond=0)
+T0 = NOW - dt.timedelta(minutes=40)
+
+
+def _reply(i: int, mid: str, minute: int, inp: int, out: int, cr: int, cw: int) -> dict:
+    """An assistant line with a Sonnet 4 response's usage (Claude Code 1.0.x shape)."""
+    return rec(
+        i,
+        rtype="assistant",
+        parent=i - 1,
+        requestId=f"req_{mid}",
+        timestamp=(T0 + dt.timedelta(minutes=minute)).isoformat().replace("+00:00", "Z"),
+        message={
+            "id": mid,
+            "role": "assistant",
+            "model": "claude-sonnet-4-20250514",
+            "content": [{"type": "text", "text": f"answer {i}"}],
+            "usage": {
+                "input_tokens": inp,
+                "output_tokens": out,
+                "cache_read_input_tokens": cr,
+                "cache_creation_input_tokens": cw,
+            },
+        },
+    )
+
+
+def _usd(inp, out, cr, cw, *, long=False) -> float:
+    # Sonnet 4 per MTok: $3 in, $15 out, $0.30 read, $3.75 write; above 200k input $6/$22.50/$0.60/$7.50
+    if long:
+        return (inp * 6 + out * 22.5 + cr * 0.6 + cw * 7.5) / 1e6
+    return (inp * 3 + out * 15 + cr * 0.3 + cw * 3.75) / 1e6
+
+
+def _line(store: Path, payload: dict) -> str:
+    import io
+
+    return sl.line(store, io.StringIO(json.dumps(payload)), "UTC", now=NOW)
+
+
+@pytest.fixture
+def claude(tmp_path):
+    home = tmp_path / "home"
+    proj = home / ".claude" / "projects" / "-tmp-bad-input"
+    proj.mkdir(parents=True)
+    path = proj / f"{SESSION}.jsonl"
+    path.write_bytes(line(rec(1, "hello")) + line(_reply(2, "msg_a", 10, 1000, 2000, 30_000, 4000)))
+    store = tmp_path / "store"
+    ingest(home, store, "claude-code")
+    return home, store, path
+
+
+def test_statusline_adds_the_unread_tail_and_the_next_ingest_agrees(claude):
+    home, store, path = claude
+    payload = {
+        "session_id": SESSION,
+        "transcript_path": str(path),
+        "model": {"id": "claude-sonnet-4-20250514", "display_name": "Sonnet 4"},
+        "workspace": {"current_dir": "/tmp/bad-input", "project_dir": "/tmp/bad-input"},
+        "cost": {"total_cost_usd": 99.0, "total_duration_ms": 1000},
+    }
+    stored = _usd(1000, 2000, 30_000, 4000)
+    first = _line(store, payload)
+    assert f"${stored:,.2f} session" in first and "$99.00" not in first  # ctxkeep's own figure
+    # Claude Code appends: one response streamed over two lines (one message id: counted once),
+    # a >200k-input one (the long-context tier), and a torn last line (not read yet)
+    big = _reply(5, "msg_c", 30, 500, 1000, 210_000, 0)
+    with open(path, "ab") as f:
+        f.write(line(rec(3, "more")) + line(_reply(4, "msg_b", 20, 10, 50, 40_000, 100)))
+        f.write(line(_reply(4, "msg_b", 20, 10, 50, 40_000, 100)) + line(big) + line(rec(6))[:20])
+    tail = sl.unread_tail(store, str(path))
+    assert [(t["inp"], t["cr"]) for t in tail] == [(10, 40_000), (500, 210_000)]
+    want = stored + _usd(10, 50, 40_000, 100) + _usd(500, 1000, 210_000, 0, long=True)
+    fresh = _line(store, payload)
+    assert f"${want:,.2f} session" in fresh
+    if (T0.date(), NOW.date()) == (NOW.date(), NOW.date()):  # every response today (UTC)
+        assert f"${want:,.2f} today" in fresh
+        assert f"block ${want:,.2f}," in fresh
+    assert "ctx 210,500 (" in fresh  # the tail's last response
+    # the tail priced as the store will price it: ingest, then the line is the same
+    with open(path, "ab") as f:
+        f.write(b"\n")  # the torn line ends (malformed: quarantined)
+    ingest(home, store, "claude-code")
+    assert sl.unread_tail(store, str(path)) == []
+    assert _line(store, payload) == fresh
+
+
+def test_statusline_uses_claudes_context_and_cost_when_ctxkeep_has_none(claude):
+    _home, store, _path = claude
+    payload = {
+        "session_id": "11111111-2222-4333-8444-555555555555",
+        "transcript_path": "/nonexistent/x.jsonl",
+        "model": {"id": "claude-opus-4-1", "display_name": "Opus"},
+        "cost": {"total_cost_usd": 1.25},
+        "context_window": {
+            "context_window_size": 200_000,
+            "current_usage": {
+                "input_tokens": 100,
+                "cache_creation_input_tokens": 900,
+                "cache_read_input_tokens": 49_000,
+            },
+        },
+    }
+    got = _line(store, payload)
+    assert got.startswith("Opus | $1.25 session | ")
+    assert got.endswith("ctx 50,000 (25%)")
