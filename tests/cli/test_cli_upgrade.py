@@ -21,12 +21,14 @@ from ctxkeep.sinks.sqlite import ddl
 from tests.sinks.v9_store import as_v9
 
 PHASES = [
-    "step 1/3: v10 project dirs and load stamps as ids, chunk titles as spans",
+    "step 1/5: v10 project dirs and load stamps as ids, chunk titles as spans",
     "copying entries",
     "indexing entries",
     "copying chunks",
-    "step 2/3: v11 the vault manifest",
-    "step 3/3: v12 the coverage ledger",
+    "step 2/5: v11 the vault manifest",
+    "step 3/5: v12 the coverage ledger",
+    "step 4/5: v13 the vault's media",
+    "step 5/5: v14 Claude Code usage keyed by message id",
     "committing the upgrade",
     "compacting the store (VACUUM)",
 ]
@@ -61,7 +63,7 @@ def test_an_upgrade_prints_its_phases_in_order_then_its_time(corpus_store, tmp_p
     assert lines == PHASES
     assert re.search(r"^store upgraded in \d+ s$", r.stderr, re.M)
     conn = sqlite_store.connect(home, readonly=True)
-    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 12
+    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 14
     conn.close()
     again = _ingest(home, tmp_path, monkeypatch)  # current: nothing to show
     assert again.exit_code == 0 and "upgrad" not in again.stderr
