@@ -38,6 +38,14 @@ ALLOWED_READS = {
     "sources/opencode.py": "reads an agent's database",
     "sources/opencode_go.py": "reads an agent's database",
     "sources/zed.py": "reads an agent's database",
+    "sources/antigravity.py": "reads an agent's database",
+    "sources/devin.py": "reads an agent's database",
+    "sources/forge.py": "reads an agent's database",
+    "sources/hermes.py": "reads an agent's database",
+    "sources/kiro.py": "reads an agent's database",
+    "sources/trae.py": "reads an agent's database",
+    "sources/warp.py": "reads an agent's database",
+    "sources/windsurf.py": "reads an agent's database",
     "sources/readers/sqlite.py": "opens an agent's database read-only",
     # the query layer: its SELECTs over the store are its job
     "query/fetch.py": "the query layer's reads",
@@ -47,6 +55,7 @@ ALLOWED_READS = {
     "query/search/retrieve.py": "the query layer's reads (FTS5 MATCH)",
     "query/sessions.py": "the query layer's reads",
     "query/stats.py": "the query layer's reads",
+    "query/statusline.py": "the query layer's reads (the session's watermark, its usage)",
     "query/reports.py": "the report SQL over a connection sinks.analytics_read opened",
     "query/lake.py": "an in-memory DuckDB of views over a Parquet lake (no store)",
     # the export's DuckDB reads (the digests and rows it exports) on the analytics
@@ -58,6 +67,7 @@ ALLOWED_READS = {
     "service/analytics.py": "the notebooks' read-only SQLite connection (to move into sinks/)",
     "service/sources.py": "the watermarks' notes per agent (to move into sinks/)",
     "notebooks/store.py": "a notebook's reads over the read-only connection it is given",
+    "notebooks/app.py": "the app's Store tab: quarantine counts over the read-only connection (to move into service/)",
     "hooks/worker.py": "the hook worker's read-only watermark lookup (latency budget)",
     # reads on a connection the pipeline holds
     "pipeline/plan.py": "reads the vault's file list on the plan's connection",

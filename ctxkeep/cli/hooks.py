@@ -1,5 +1,5 @@
 """``ctxkeep hooks install | uninstall | status``: ctxkeep's hooks in the agents' settings
-(``ctxkeep.hooks.install``). Each change is shown (``--dry-run``: as a diff, nothing
+(``service.hooks`` over ``hooks.install``). Each change is shown (``--dry-run``: as a diff, nothing
 written), backed up and written atomically; a settings file that does not parse is left
 untouched with one error line (exit 1)."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import JsonOpt, _given_home, _print_json, app, err
+from ctxkeep.cli import JsonOpt, _fail, _given_home, _print_json, app, err
 from ctxkeep.cli.options import agent_option
-from ctxkeep.errors import ConfigError, UsageError
+from ctxkeep.errors import CtxkeepError
 
 hooks_app = typer.Typer(
     no_args_is_help=True,
@@ -23,10 +23,10 @@ app.add_typer(hooks_app, name="hooks")
 
 
 def hook_agents() -> tuple[str, ...]:
-    """The agents ctxkeep installs hooks for (``hooks.install.HOOK_AGENTS``)."""
-    from ctxkeep.hooks.install import HOOK_AGENTS
+    """The agents ctxkeep installs hooks for (``service.hooks.hook_agents``)."""
+    from ctxkeep.service.hooks import hook_agents as agents
 
-    return tuple(HOOK_AGENTS)
+    return agents()
 
 
 AgentOpt = agent_option(
@@ -38,67 +38,46 @@ ProjectOpt = typer.Option(None, "--project", help="The project directory for --s
 DryRunOpt = typer.Option(False, "--dry-run", "-n", help="Show the change as a diff; write nothing.")
 
 
-def _where(project: Path | None):
-    from ctxkeep.hooks.install import Where
+def settings_request(agent, scope: str, project: Path | None, dry_run: bool = False, **kw):
+    """The ``service.hooks.SettingsRequest`` of a command's options (exit 2 for an
+    unknown scope)."""
+    from ctxkeep.service.hooks import SettingsRequest
 
-    return Where.current(project)
-
-
-def _agents(agents: list[str] | None, w, allowed: tuple[str, ...], detect: bool) -> list[str]:
-    from ctxkeep.hooks.install import detected_agents
-
-    if agents:  # checked against ``allowed`` by the option (``agent_option``)
-        return list(dict.fromkeys(agents))
-    if not detect:
-        return list(allowed)
-    found = detected_agents(w, allowed)
-    if not found:
-        typer.echo(
-            f"error: no agent found in your home (looked for {', '.join(allowed)}) - pass --agent",
-            err=True,
+    _scope(scope)
+    try:
+        return SettingsRequest.parse(
+            agents=agent or None, scope=scope, project=project, dry_run=dry_run, **kw
         )
-        raise typer.Exit(1)
-    return found
+    except CtxkeepError as e:
+        _fail(e)
 
 
-def run_changes(plan, agents: list[str], dry_run: bool, as_json: bool, w, extra=None) -> None:
-    """Plan (``plan(agent) -> Change``), show and apply one change per agent; print a
+def run_changes(ask, req, as_json: bool) -> None:
+    """Ask ``ask(req)`` (a ``service.hooks`` question: one change per agent), print a
     line (or ``--json`` a list) per agent; exit 1 when any agent's file could not be
     planned or written (the others are still done)."""
-    from ctxkeep.hooks.install import apply, display_path
-
-    failed = False
-    rows = []
-    for agent in agents:
-        try:
-            change = plan(agent)
-            if not dry_run:
-                apply(change)
-        except (ConfigError, UsageError, OSError) as e:
-            failed = True
-            typer.echo(f"error: {agent}: {e}", err=True)
-            rows.append({"agent": agent, "action": "error", "error": str(e)})
+    try:
+        done = ask(req)
+    except CtxkeepError as e:
+        _fail(e)
+    for o in done:
+        if o.error is not None:
+            typer.echo(f"error: {o.agent}: {o.error}", err=True)
             continue
-        row = change.as_dict()
-        if extra:
-            row.update(extra(agent, change))
-        hints = row.pop("hint_lines", [])
-        row["dry_run"] = dry_run
-        rows.append(row)
         if as_json:
             continue
-        verb = _verb(change.action, dry_run)
-        line = f"{agent}: {verb} {display_path(change.path, w)}"
-        if change.backup and not dry_run:
-            line += f" ({'from' if change.action == 'restored' else 'backup'} {change.backup.name})"
+        row = o.row
+        line = f"{o.agent}: {_verb(row['action'], req.dry_run)} {o.shown}"
+        if row.get("backup") and not req.dry_run:
+            line += f" ({'from' if row['action'] == 'restored' else 'backup'} {Path(row['backup']).name})"
         typer.echo(line)
-        if dry_run and change.changes:
-            typer.echo(change.diff(), nl=False)
-        for note in change.notes + hints:
+        if o.diff:
+            typer.echo(o.diff, nl=False)
+        for note in [*(row.get("notes") or []), *o.hints]:
             typer.echo(f"  {note}")
     if as_json:
-        _print_json(rows)
-    if failed:
+        _print_json([o.row for o in done])
+    if any(o.error is not None for o in done):
         raise typer.Exit(1)
 
 
@@ -143,16 +122,10 @@ def install(
     as_json: bool = JsonOpt,
 ):
     """Install ctxkeep's hooks (merged into the existing settings; a second install changes nothing)."""
-    from ctxkeep.hooks.install import HOOK_AGENTS, ctxkeep_argv, plan_hooks_install
+    from ctxkeep.service.hooks import hooks_install
 
-    _scope(scope)
-    w = _where(project)
-    exe = ctxkeep_argv()
-    home = _hook_home()
-    agents = _agents(agent, w, HOOK_AGENTS, detect=True)
-    run_changes(
-        lambda a: plan_hooks_install(a, scope, w, exe, timeout, force, home), agents, dry_run, as_json, w
-    )
+    req = settings_request(agent, scope, project, dry_run, force=force, timeout=timeout, home=_hook_home())
+    run_changes(hooks_install, req, as_json)
 
 
 @hooks_app.command("uninstall")
@@ -164,12 +137,9 @@ def uninstall(
     as_json: bool = JsonOpt,
 ):
     """Remove ctxkeep's hooks, and only them (the file comes back byte for byte when nothing else changed)."""
-    from ctxkeep.hooks.install import HOOK_AGENTS, plan_hooks_uninstall
+    from ctxkeep.service.hooks import hooks_uninstall
 
-    _scope(scope)
-    w = _where(project)
-    agents = _agents(agent, w, HOOK_AGENTS, detect=False)
-    run_changes(lambda a: plan_hooks_uninstall(a, scope, w), agents, dry_run, as_json, w)
+    run_changes(hooks_uninstall, settings_request(agent, scope, project, dry_run), as_json)
 
 
 _STATE = {"installed": "ok", "outdated": "outdated", "missing": "missing", "foreign": "other program"}
@@ -183,18 +153,18 @@ def status(
     as_json: bool = JsonOpt,
 ):
     """Show, per agent, which of ctxkeep's hooks are installed and where the agent adds the snapshot."""
-    from ctxkeep.hooks.install import HOOK_AGENTS, ctxkeep_argv, display_path, hooks_status
+    from ctxkeep.service.hooks import hooks_status
 
-    _scope(scope)
-    w = _where(project)
-    exe = ctxkeep_argv()
-    home = _hook_home()
-    rows = [hooks_status(a, scope, w, exe, home) for a in _agents(agent, w, HOOK_AGENTS, detect=False)]
+    try:
+        shown = hooks_status(settings_request(agent, scope, project, home=_hook_home()))
+    except CtxkeepError as e:
+        _fail(e)
+    rows = [r for r, _ in shown]
     if as_json:
         _print_json(rows)
     else:
-        for r in rows:
-            path = display_path(Path(r["path"]), w) + ("" if r["exists"] else " (no file)")
+        for r, where in shown:
+            path = where + ("" if r["exists"] else " (no file)")
             typer.echo(f"{r['agent']}: {path}")
             if r["error"]:
                 typer.echo(f"  error: {r['error']}")

@@ -1,6 +1,6 @@
 """``ctxkeep mcp``: the stdio MCP server for agents (``ctxkeep.mcp.server``), and
 ``ctxkeep mcp install | uninstall``, which register it in an agent's MCP config
-(``ctxkeep.hooks.install``) the same safe way as ``ctxkeep hooks``."""
+(``service.hooks``) the same safe way as ``ctxkeep hooks``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, JsonOpt, _given_home, _home, app
-from ctxkeep.cli.hooks import DryRunOpt, ProjectOpt, ScopeOpt, _agents, _scope, _where, run_changes
+from ctxkeep.cli.hooks import DryRunOpt, ProjectOpt, ScopeOpt, run_changes, settings_request
 from ctxkeep.cli.options import agent_option
 
 mcp_app = typer.Typer(
@@ -22,10 +22,10 @@ app.add_typer(mcp_app, name="mcp")
 
 def mcp_agents() -> tuple[str, ...]:
     """The agents whose MCP config ctxkeep can register its server in
-    (``hooks.install.MCP_AGENTS``)."""
-    from ctxkeep.hooks.install import MCP_AGENTS
+    (``service.hooks.mcp_agents``)."""
+    from ctxkeep.service.hooks import mcp_agents as agents
 
-    return tuple(MCP_AGENTS)
+    return agents()
 
 
 McpAgentOpt = agent_option(
@@ -64,23 +64,14 @@ def install(
     as_json: bool = JsonOpt,
 ):
     """Register ctxkeep's MCP server in the agent's config (also prints the agent's own command for it)."""
-    from ctxkeep.hooks.install import MCP_AGENTS, agent_mcp_command, ctxkeep_argv, plan_mcp_install
+    from ctxkeep.service.hooks import mcp_install
 
-    _scope(scope)
-    w = _where(project)
-    exe = ctxkeep_argv()
     store = _given_home(store)  # `ctxkeep --home DIR mcp install`: that store
     if store is None and os.environ.get("CTXKEEP_HOME"):
         store = Path(os.environ["CTXKEEP_HOME"])  # the agent starts the server without it
     store = store.expanduser().absolute() if store else None
-    agents = _agents(agent, w, MCP_AGENTS, detect=True)
-
-    def extra(a, change):
-        cmd = agent_mcp_command(a, scope, exe, store)
-        return {"agent_command": cmd, "hint_lines": [f"or with {a}'s own command: {cmd}"] if cmd else []}
-
     run_changes(
-        lambda a: plan_mcp_install(a, scope, w, exe, store, force), agents, dry_run, as_json, w, extra
+        mcp_install, settings_request(agent, scope, project, dry_run, force=force, home=store), as_json
     )
 
 
@@ -93,9 +84,6 @@ def uninstall(
     as_json: bool = JsonOpt,
 ):
     """Remove ctxkeep's MCP server entry (and only it) from the agent's config."""
-    from ctxkeep.hooks.install import MCP_AGENTS, plan_mcp_uninstall
+    from ctxkeep.service.hooks import mcp_uninstall
 
-    _scope(scope)
-    w = _where(project)
-    agents = _agents(agent, w, MCP_AGENTS, detect=False)
-    run_changes(lambda a: plan_mcp_uninstall(a, scope, w), agents, dry_run, as_json, w)
+    run_changes(mcp_uninstall, settings_request(agent, scope, project, dry_run), as_json)

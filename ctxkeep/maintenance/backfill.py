@@ -84,12 +84,6 @@ def record_span(path: Path, span_bytes: int = SPAN_BYTES) -> tuple[dt.datetime |
     return (min(times), max(times)) if times else (None, None)
 
 
-def first_timestamp(path: Path, head_bytes: int = SPAN_BYTES) -> dt.datetime | None:
-    """The earliest record time in the first ``head_bytes`` of a session file
-    (``record_span``'s first), or None."""
-    return record_span(path, head_bytes)[0]
-
-
 def select_backfill(
     home: Path,
     *,

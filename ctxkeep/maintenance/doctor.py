@@ -280,9 +280,10 @@ def lost_entries(home: Path, *, immutable: bool = False) -> list[tuple[str, str,
     """The entries ``analytics.duckdb`` holds that SQLite lost, as ``(entry_id, agent,
     session_id, source_path)``: DuckDB's rowid sync never removes a row and every
     removal (purge, retention) rebuilds it, so an id there that neither SQLite's
-    entries nor its ``archived`` ids hold is an entry SQLite lost (a WAL or a
-    ``store.db`` of another generation put back by hand). ``[]`` when DuckDB is
-    missing or unreadable (its own check says so). ``immutable``: read ``store.db``
+    entries nor its ``archived`` ids hold, of no purged session, project or file, is
+    an entry SQLite lost (a WAL or a ``store.db`` of another generation put back by
+    hand). ``[]`` when DuckDB is missing or unreadable (its own check says so) or an
+    operation's intent is open (its completion rebuilds DuckDB). ``immutable``: read ``store.db``
     without its WAL."""
     from ctxkeep.sinks.analytics_read import entry_sources
 
@@ -295,8 +296,14 @@ def lost_entries(home: Path, *, immutable: bool = False) -> list[tuple[str, str,
         return []
     if not rows:
         return []
-    known = checks.known_entry_ids(home / STORE_DB, immutable=immutable)
-    return [r for r in rows if r[0] not in known]
+    k = checks.known_entries(home / STORE_DB, immutable=immutable)
+    if k.pending:  # an operation's DuckDB part is still to complete (a purge's rebuild)
+        return []
+    return [
+        (e, a, sid, src)
+        for e, a, sid, src, proj in rows
+        if e not in k.ids and sid not in k.sessions and proj not in k.projects and src not in k.files
+    ]
 
 
 def _lost_check(home: Path, immutable: bool) -> list[Finding]:

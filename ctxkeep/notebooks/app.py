@@ -362,7 +362,15 @@ def _(mo, nav, qp, session_table, st, svc_resume, svc_tr, tr, tz, urllib):
                 )
         elif _picked:
             try:
-                _t = next(svc_tr.transcripts(svc_tr.TranscriptRequest(home=st.home, sessions=[_picked])))
+                _index = st.cached(
+                    "session_index",
+                    lambda: svc_tr.session_index(svc_tr.SessionIndexRequest(home=st.home)).sessions,
+                )
+                _t = next(
+                    svc_tr.transcripts(
+                        svc_tr.TranscriptRequest(home=st.home, sessions=[_picked], index=_index)
+                    )
+                )
                 _resume = "?" + urllib.parse.urlencode(
                     {"tab": "Sessions", "session": _t.session.session_id, "resume": "1"}
                 )

@@ -11,6 +11,7 @@ transform) and backfill all run ``run_ingest``. The stages live beside this modu
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import os
 import time
@@ -31,7 +32,7 @@ from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.pipeline.summary import Summary
 from ctxkeep.pipeline.transform import InFlight, Precomputed, drop_written
 from ctxkeep.pipeline.writer import Group, Writer, empty_totals
-from ctxkeep.sinks import recovery
+from ctxkeep.sinks import recovery, vault
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
@@ -154,7 +155,11 @@ def extract_transform(
         return g
 
     if readahead.READ_AHEAD > 0 and pending_bytes(todo) >= PROCESS_READ_BYTES:
-        items = readahead.read_ahead(todo, source=reader_process.read_in_process)
+        # the vault's work on the bytes read (redaction, zstd) done there too
+        seal = vault.enabled() and vault.home_of(conn) is not None
+        items = readahead.read_ahead(
+            todo, source=functools.partial(reader_process.read_in_process, seal=seal)
+        )
     else:
         items = readahead.read_ahead(todo) if readahead.READ_AHEAD > 0 else readahead.read_files(todo)
     with closing(items):

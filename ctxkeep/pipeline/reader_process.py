@@ -22,8 +22,10 @@ is the ingest's stderr: whatever a library or a profiler prints there (``py-spy
 '['`` when the protocol was on stdout) cannot corrupt the protocol or the ingest's
 ``--json``. It
 imports ``sources``, ``transforms`` and ``pipeline.readahead`` (no DuckDB, no Prefect,
-no SQLite store) and only reads session
-files, so stopping it early leaves nothing behind. ~230 MB RSS on that tree.
+no SQLite store; with ``--seal``, the vault's ``capture``, which writes nothing) and
+only reads session files, so stopping it early leaves nothing behind. With ``--seal``
+it also does the vault's work on the bytes it read (redaction, SHA-256, zstd:
+``capture.seal``) and sends their compressed objects instead of the raw bytes. ~230 MB RSS on that tree.
 """
 
 from __future__ import annotations
@@ -35,14 +37,14 @@ import pickle
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import polars as pl
 
 from ctxkeep.pipeline.readahead import ReadItem, read_files
-from ctxkeep.sources.contract import SourceFile, Watermark
+from ctxkeep.sources.contract import RawCapture, SourceFile, Watermark
 
 _ITEM, _DONE, _FAIL = 0, 1, 2
 
@@ -87,7 +89,9 @@ def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
     return proc, os.fdopen(rfd, "rb")
 
 
-def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:
+def read_in_process(
+    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False
+) -> Iterator[ReadItem]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
     n_entries, ahead)`` where ``batch.entries`` is empty and ``rows`` is
@@ -97,7 +101,9 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
     contents the process met first in that chunk: a frame (content_hash,
     token_estimate, token_method) and their ``chunks_frame`` rows, computed there
     (``transform.Precomputed`` keeps them). The closing item of a file is
-    ``ReadItem(file, None, read)``.
+    ``ReadItem(file, None, read)``. ``seal``: each batch's bytes for the vault come
+    sealed (``sinks.vault.capture.seal``: redacted and compressed there, on the other
+    core; the raw bytes do not cross the pipe).
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -108,7 +114,7 @@ def read_in_process(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator
     in ``readahead.read_ahead``'s thread to let it work ahead).
     """
 
-    proc, results = start_child("ctxkeep.pipeline.reader_process")
+    proc, results = start_child("ctxkeep.pipeline.reader_process", *(["--seal"] if seal else []))
     ended = received = False
     try:
         try:
@@ -202,6 +208,10 @@ def _main() -> None:
     todo = pickle.load(sys.stdin.buffer)
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
 
+    seal: Callable[[RawCapture], RawCapture] | None = None
+    if "--seal" in sys.argv[2:]:
+        from ctxkeep.sinks.vault.capture import seal
+
     items: list = []
     entries: list = []
     size = 0
@@ -222,6 +232,8 @@ def _main() -> None:
     try:
         for item in read_files(todo):
             batch = item.batch
+            if seal is not None and batch is not None and batch.raw is not None:
+                batch = dataclasses.replace(batch, raw=seal(batch.raw))
             if batch is None:
                 items.append(item)
             else:

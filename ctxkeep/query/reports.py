@@ -640,7 +640,7 @@ def statusline_figures(con, tz: str, session_id: str | None, *, now: dt.datetime
         if got:
             spent = con.execute(
                 "SELECT sum(cost_usd) FROM usage WHERE session_id = ? OR session_id IN "
-                "(SELECT session_id FROM sessions WHERE parent_session_id = ?)",
+                "(SELECT DISTINCT session_id FROM history WHERE parent_session_id = ?)",  # not the sessions view: it aggregates every entry
                 [session_id, session_id],
             ).fetchall()[0][0]
             session = {

@@ -210,7 +210,9 @@ def _watermark(home: Path, path: Path) -> int:
     """The byte offset up to which the store holds ``path`` (0: never read)."""
     import sqlite3
 
-    db = home / "store.db"
+    from ctxkeep.sinks.files import STORE_DB
+
+    db = home / STORE_DB
     if not db.is_file():
         return 0
     try:

@@ -139,8 +139,10 @@ def store_signature(home: Path) -> tuple:
     """Size and mtime of the store's system of record (``store.db`` and its WAL: every
     ingest, purge or retention writes them; DuckDB is derived from them) and of
     ``prices.toml`` (the costs): equal signatures, equal analytics."""
+    from ctxkeep.sinks.files import STORE_DB, STORE_DB_SIDECARS
+
     out = []
-    for name in ("store.db", "store.db-wal", "prices.toml"):
+    for name in (STORE_DB, STORE_DB_SIDECARS[0], "prices.toml"):
         try:
             st = os.stat(Path(home) / name)
             out.append((name, st.st_size, st.st_mtime_ns))

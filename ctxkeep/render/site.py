@@ -129,7 +129,7 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
     before = _check_dest(dest, req.force)
     index = session_index(SessionIndexRequest(home=req.home)).sessions
     selected: list[str] | None = None
-    ts = transcripts(TranscriptRequest(home=req.home, sessions=req.sessions))
+    ts = transcripts(TranscriptRequest(home=req.home, sessions=req.sessions, index=index))
     # named sessions: read them first (a bad reference fails before anything is written)
     first = list(ts) if req.sessions is not None else None
     dest.mkdir(parents=True, exist_ok=True)
@@ -146,7 +146,10 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
     todo = len(exported)
     if first is not None:
         extra = [s for s in selected if s not in {t.session.session_id for t in first}]
-        stream = [*first, *(transcripts(TranscriptRequest(home=req.home, sessions=extra)) if extra else [])]
+        stream = [
+            *first,
+            *(transcripts(TranscriptRequest(home=req.home, sessions=extra, index=index)) if extra else []),
+        ]
     else:
         stream = ts
     index_href = f"index{ext}" if req.sessions is None else None

@@ -48,16 +48,16 @@ class CompressResult(Shape):
         description="per file: path, agent, status, reason, bytes/tokens/messages before and after, backup, "
         "savings per strategy, notes"
     )
-    compressed: int = Field(None, description="files compressed")
-    would_compress: int = Field(None, description="files --dry-run would compress")
-    refused: int = Field(None, description="files refused (the store does not hold every line)")
-    failed: int = Field(None, description="files that failed (exit 1)")
-    bytes_before: int = Field(None, description="bytes before")
-    bytes_after: int = Field(None, description="bytes after")
-    tokens_before: int = Field(None, description="estimated tokens before")
-    tokens_after: int = Field(None, description="estimated tokens after")
-    seconds: float = Field(None, description="wall time")
-    problems: list[str] = Field(None, description=PROBLEMS)
+    compressed: int | None = Field(None, description="files compressed")
+    would_compress: int | None = Field(None, description="files --dry-run would compress")
+    refused: int | None = Field(None, description="files refused (the store does not hold every line)")
+    failed: int | None = Field(None, description="files that failed (exit 1)")
+    bytes_before: int | None = Field(None, description="bytes before")
+    bytes_after: int | None = Field(None, description="bytes after")
+    tokens_before: int | None = Field(None, description="estimated tokens before")
+    tokens_after: int | None = Field(None, description="estimated tokens after")
+    seconds: float | None = Field(None, description="wall time")
+    problems: list[str] | None = Field(None, description=PROBLEMS)
     analytics: str | None = Field(None, description="what the DuckDB sync did")
 
 
@@ -114,7 +114,7 @@ def compress(
         ops.hooks.on_files = on_files
     if on_file is not None:
         ops.hooks.on_file = on_file
-    kw = {"paths": files, "keep_messages": req.keep_messages, "force": req.force}
+    kw: dict[str, Any] = {"paths": files, "keep_messages": req.keep_messages, "force": req.force}
     if req.dry_run or req.prefect is False:
         return CompressResult(**ops.run_compress(h, dry_run=req.dry_run, **kw))
     todo, _ = ops.files_to_compress(h, paths=files)

@@ -11,14 +11,13 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ctxkeep import schema
-from ctxkeep.service.model import Item, Names, Request, Result
+from ctxkeep.service.model import AgentNames, Item, Request, Result
 
 
 class CoverageRequest(Request):
     """Which agents (none: all)."""
 
-    agent: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
+    agent: AgentNames | None = Field(None, description="only these agents")
 
 
 class UnknownType(Item):

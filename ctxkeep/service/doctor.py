@@ -34,8 +34,8 @@ class DoctorResult(Shape):
     home: str = Field(description="the store")
     findings: list[Finding] = Field(description="per check")
     damaged: list[str] = Field(description="the damaged files (exit 1 when not empty)")
-    repair: dict[str, Any] = Field(None, description="(--repair) actions and not_recovered")
-    after: list[Finding] = Field(None, description="(--repair) the findings after the repair")
+    repair: dict[str, Any] | None = Field(None, description="(--repair) actions and not_recovered")
+    after: list[Finding] | None = Field(None, description="(--repair) the findings after the repair")
 
 
 def doctor(home: Path, req: DoctorRequest) -> DoctorResult:
@@ -67,8 +67,8 @@ class BackupResult(Shape):
 
     path: str = Field(description="the backup written")
     bytes: int = Field(description="its bytes")
-    seconds: float = Field(None, description="wall time")
-    removed: list[str] = Field(None, description="older backups removed")
+    seconds: float | None = Field(None, description="wall time")
+    removed: list[str] | None = Field(None, description="older backups removed")
 
 
 def backup(home: Path, req: BackupRequest) -> BackupResult:
@@ -86,9 +86,9 @@ class RestoreResult(Shape):
     """The backup installed."""
 
     restored: str = Field(description="the backup installed")
-    moved_aside: list[str] = Field(None, description="the store files moved aside")
+    moved_aside: list[str] | None = Field(None, description="the store files moved aside")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did")
-    vault: list[str] = Field(
+    vault: list[str] | None = Field(
         None, description="what the rebuild from the vault did (manifest replayed, files derived)"
     )
 

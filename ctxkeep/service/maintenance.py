@@ -179,7 +179,7 @@ class BackfillRequest(Request):
     paths: list[Path] = Field(default_factory=list, description="re-read these files or directories")
     since: When = None
     until: When = None
-    agents: Names() = None  # type: ignore[valid-type]
+    agents: Names = None
     dry_run: bool = Field(False, description="only list the files that would be read")
     prefect: bool | None = Prefect
 

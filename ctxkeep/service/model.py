@@ -6,7 +6,7 @@ command and tool:
 - ``Limit``: 1 … ``MAX_LIMIT`` (default ``DEFAULT_LIMIT``); above the maximum it is
   clamped with a note (``Request.notes``), below 1 a usage error;
 - ``Budget``: tokens, 1 … ``MAX_BUDGET``, clamped the same way;
-- ``Names(choices)``: repeatable and comma-separated (``["codex,crush", "aider"]`` →
+- ``Names``, ``AgentNames`` (``names_check``): repeatable and comma-separated (``["codex,crush", "aider"]`` →
   ``["codex", "crush", "aider"]``), lower-cased, each checked against ``choices``;
 - ``Texts``: a list of strings, also given as one string or as a JSON array in a
   string (what models send MCP tools);
@@ -127,10 +127,11 @@ def unknown_value(what: str, name: str, choices: Sequence[str]) -> str:
     )
 
 
-def Names(choices: Callable[[], Sequence[str]] | None = None, *, lower: bool = True):
-    """A repeatable, comma-separated list of names (``--agent``, ``--kind``, ``--tool``);
-    with ``choices`` (a function giving the valid names) each is checked: an unknown
-    one is a usage error naming the closest valid one. None when none is given."""
+def names_check(choices: Callable[[], Sequence[str]] | None = None, *, lower: bool = True) -> BeforeValidator:
+    """The validator of a repeatable, comma-separated list of names (``--agent``,
+    ``--kind``, ``--tool``): split (``split_values``), lower-cased unless ``lower`` is
+    false, and with ``choices`` (a function giving the valid names) each checked: an
+    unknown one is a usage error naming the closest valid one. None when none is given."""
 
     def check(v: Any, info: _Info) -> list[str] | None:
         vals = split_values(v)
@@ -145,7 +146,19 @@ def Names(choices: Callable[[], Sequence[str]] | None = None, *, lower: bool = T
                     )
         return vals or None
 
-    return Annotated[list[str] | None, BeforeValidator(check)]
+    return BeforeValidator(check)
+
+
+def _agents() -> tuple[str, ...]:
+    from ctxkeep import schema
+
+    return schema.AGENTS
+
+
+#: names of any kind, unchecked (lower-cased)
+Names = Annotated[list[str] | None, names_check()]
+#: agent names, each one of ``schema.AGENTS``
+AgentNames = Annotated[list[str] | None, names_check(_agents)]
 
 
 def _project_dir(v: str | None, info: _Info) -> str | None:

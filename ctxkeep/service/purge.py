@@ -44,26 +44,26 @@ class PurgeResult(Shape):
 
     cancelled: bool = Field(False, description="(ctx_purge) true: confirm was not true, nothing changed")
     message: str | None = Field(None, description="(ctx_purge) why it was cancelled")
-    scope: str = Field(None, description="session, project or all")
+    scope: str | None = Field(None, description="session, project or all")
     session_id: str | None = Field(None, description="the session given (null: none)")
     project_dir: str | None = Field(None, description="the project given (null: none)")
     resolved: str | None = Field(None, description="what was purged, in words")
-    home: str = Field(None, description="the store")
-    dry_run: bool = Field(None, description="true for a dry run")
+    home: str | None = Field(None, description="the store")
+    dry_run: bool | None = Field(None, description="true for a dry run")
     removed: dict[str, int] = Field(
         default_factory=dict,
         description="category → count (entries, sessions, contents, chunks, usage, quarantine, source_files, "
         "token_estimate, archived, text_bytes)",
     )
-    files: list[str] = Field(None, description="the session files the data came from")
+    files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
         None, description="what keeps the data from being ingested again (none, lifted, …)"
     )
     tombstones: Any = Field(None, description="tombstones written (not with a dry run)")
-    watermarks_dropped: int = Field(None, description="watermarks removed (not with a dry run)")
+    watermarks_dropped: int | None = Field(None, description="watermarks removed (not with a dry run)")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did (not with a dry run)")
-    files_removed: list[str] = Field(None, description="--all: the store files removed")
-    bytes_removed: int = Field(None, description="--all: their bytes")
+    files_removed: list[str] | None = Field(None, description="--all: the store files removed")
+    bytes_removed: int | None = Field(None, description="--all: their bytes")
     backups: list[Any] = Field(
         default_factory=list,
         description="the store backups that still hold the data (a purge never changes one): "

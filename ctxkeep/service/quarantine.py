@@ -11,8 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ctxkeep import schema
-from ctxkeep.service.model import Names, Request, Row, Shape
+from ctxkeep.service.model import AgentNames, Request, Row, Shape
 
 #: lines listed when no limit is given
 DEFAULT_QUARANTINE_LIMIT = 100
@@ -21,7 +20,7 @@ DEFAULT_QUARANTINE_LIMIT = 100
 class QuarantineRequest(Request):
     """Which lines, newest first."""
 
-    agent: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
+    agent: AgentNames | None = Field(None, description="only these agents")
     action: Literal["skipped", "repaired"] | None = Field(
         None, description="skipped (nothing read) or repaired (read leniently)"
     )

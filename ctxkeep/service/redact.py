@@ -49,10 +49,10 @@ class RescanResult(Shape):
     areas: dict[str, Any] = Field(
         description="area (contents, quarantine, media, archive) → changed rows and kinds"
     )
-    merged: int = Field(None, description="texts that became identical and were merged")
-    chunks: dict[str, Any] = Field(None, description="FTS chunks deleted and added")
+    merged: int | None = Field(None, description="texts that became identical and were merged")
+    chunks: dict[str, Any] | None = Field(None, description="FTS chunks deleted and added")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did")
-    seconds: float = Field(None, description="wall time")
+    seconds: float | None = Field(None, description="wall time")
 
 
 def rescan(
@@ -62,5 +62,5 @@ def rescan(
     Raises StoreError, StoreBusy."""
     from ctxkeep.maintenance.redact_rescan import run_rescan
 
-    kw = {} if progress is None else {"progress": progress}
+    kw: dict[str, Any] = {} if progress is None else {"progress": progress}
     return RescanResult(**run_rescan(Path(home), dry_run=req.dry_run, **kw))

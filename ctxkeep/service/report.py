@@ -31,7 +31,7 @@ class ReportRequest(Request):
     since: str | None = Field(None, description="first local day, inclusive")
     until: str | None = Field(None, description="last local day, inclusive")
     timezone: str | None = Field(None, description="IANA zone of the days (default: the local zone)")
-    agents: Names() = None  # type: ignore[valid-type]
+    agents: Names = None
     project: ProjectDir = None
     mode: str = Field("auto", description="cost: auto (logged, else calculated), calculate, display")
     breakdown: bool = Field(False, description="one row per model")

@@ -20,27 +20,27 @@ from ctxkeep import schema
 from ctxkeep.errors import UsageError
 from ctxkeep.service.model import (
     DEFAULT_LIMIT,
+    AgentNames,
     Budget,
     EntryHead,
     Limit,
-    Names,
     ProjectDir,
     Request,
     Result,
     Texts,
     When,
+    names_check,
 )
 
 #: the most queries one call runs (more are dropped, with a note)
 MAX_QUERIES = 10
 
 
-AgentNames = Names(lambda: schema.AGENTS)
-KindNames = Names(lambda: schema.KINDS)
-RoleNames = Names(lambda: schema.ROLES)
-StatusNames = Names(lambda: schema.STATUSES)
+KindNames = Annotated[list[str] | None, names_check(lambda: schema.KINDS)]
+RoleNames = Annotated[list[str] | None, names_check(lambda: schema.ROLES)]
+StatusNames = Annotated[list[str] | None, names_check(lambda: schema.STATUSES)]
 #: session ids and tool names: as written (tools match case-insensitively)
-Ids = Names(lower=False)
+Ids = Annotated[list[str] | None, names_check(lower=False)]
 
 
 def _object(v: Any) -> Any:
@@ -56,19 +56,21 @@ def _object(v: Any) -> Any:
 class SearchFilters(Request):
     """Combinable filters (AND; several values of one filter: OR)."""
 
-    agent: AgentNames = Field(None, description="claude-code, codex, note, … (a,b for several)")
+    agent: AgentNames | None = Field(None, description="claude-code, codex, note, … (a,b for several)")
     project: ProjectDir = None
-    session: Ids = Field(
+    session: Ids | None = Field(
         None, description="a session id or its first characters, as hits show it (sub-agents included)"
     )
-    kind: KindNames = Field(None, description="message, tool_call, tool_result, thinking, summary, meta")
-    role: RoleNames = Field(None, description="user, assistant, system, tool")
-    tool: Ids = Field(None, description="tool name, e.g. Bash, shell, apply_patch")
-    since: When = Field(
+    kind: KindNames | None = Field(
+        None, description="message, tool_call, tool_result, thinking, summary, meta"
+    )
+    role: RoleNames | None = Field(None, description="user, assistant, system, tool")
+    tool: Ids | None = Field(None, description="tool name, e.g. Bash, shell, apply_patch")
+    since: When | None = Field(
         None, description="from this UTC time on, inclusive: 2025-06-01, 2025-06-01T12:00Z, 7d"
     )
-    until: When = Field(None, description="up to this UTC time, inclusive (a date: that whole day)")
-    status: StatusNames = Field(None, description="active, archived, consumed, rewound")
+    until: When | None = Field(None, description="up to this UTC time, inclusive (a date: that whole day)")
+    status: StatusNames | None = Field(None, description="active, archived, consumed, rewound")
 
     @model_validator(mode="after")
     def _window(self):

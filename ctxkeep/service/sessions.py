@@ -8,17 +8,16 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from ctxkeep import schema
-from ctxkeep.service.model import Item, Names, ProjectDir, Request, Result, When
+from ctxkeep.service.model import AgentNames, Item, ProjectDir, Request, Result, When
 
 
 class SessionsRequest(Request):
     """Which sessions (all filters combine)."""
 
-    agent: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
+    agent: AgentNames | None = Field(None, description="only these agents")
     project: ProjectDir = None
-    since: When = Field(None, description="sessions active from this UTC time on, inclusive")
-    until: When = Field(None, description="sessions started up to this UTC time, inclusive")
+    since: When | None = Field(None, description="sessions active from this UTC time on, inclusive")
+    until: When | None = Field(None, description="sessions started up to this UTC time, inclusive")
 
     @model_validator(mode="after")
     def _window(self):

@@ -20,30 +20,34 @@ class IngestResult(Shape):
     files, bytes, unchanged, agents (agent, files, bytes, paths), problems, store."""
 
     files: int = Field(description="session files considered")
-    files_read: int = Field(None, description="files with new bytes read")
-    files_vanished: int = Field(None, description="files gone before they could be read")
+    files_read: int | None = Field(None, description="files with new bytes read")
+    files_vanished: int | None = Field(None, description="files gone before they could be read")
     bytes: int = Field(description="bytes read")
-    lines: int = Field(None, description="lines (or records) read")
-    entries_new: int = Field(None, description="entries added")
-    quarantined: int = Field(None, description="lines kept aside in the quarantine (bad JSON, unknown shape)")
-    status_changed: int = Field(None, description="entries whose status changed (rewound, consumed)")
-    seconds: float = Field(None, description="wall time")
-    per_agent: dict[str, int] = Field(None, description="agent → entries added")
+    lines: int | None = Field(None, description="lines (or records) read")
+    entries_new: int | None = Field(None, description="entries added")
+    quarantined: int | None = Field(
+        None, description="lines kept aside in the quarantine (bad JSON, unknown shape)"
+    )
+    status_changed: int | None = Field(None, description="entries whose status changed (rewound, consumed)")
+    seconds: float | None = Field(None, description="wall time")
+    per_agent: dict[str, int] | None = Field(None, description="agent → entries added")
     analytics: str | None = Field(None, description="what the DuckDB sync did (a sentence)")
     problems: list[str] = Field(description=PROBLEMS)
-    held_back: list[dict[str, Any]] = Field(
+    held_back: list[dict[str, Any]] | None = Field(
         None,
         description="files whose last part waits for a later ingest: agent, path, reason, bytes, changed, "
         "ready_at (ISO-8601 UTC)",
     )
-    coverage_alerts: list[dict[str, Any]] = Field(
+    coverage_alerts: list[dict[str, Any]] | None = Field(
         None,
         description="format drift met: agent, agent_version, kind (new_version_unknown_types, new_unknown_types, "
         "parse_rate_dropped), message, parse_rate, previous_rate (fractions), unknown (types)",
     )
-    dry_run: bool = Field(None, description="--dry-run: nothing was read or written")
-    unchanged: int = Field(None, description="--dry-run: files unchanged since the last ingest")
-    agents: list[dict[str, Any]] = Field(None, description="--dry-run: per agent: agent, files, bytes, paths")
+    dry_run: bool | None = Field(None, description="--dry-run: nothing was read or written")
+    unchanged: int | None = Field(None, description="--dry-run: files unchanged since the last ingest")
+    agents: list[dict[str, Any]] | None = Field(
+        None, description="--dry-run: per agent: agent, files, bytes, paths"
+    )
     store: str | None = Field(None, description="--dry-run: the store (null: none yet)")
 
 
@@ -53,12 +57,12 @@ class SettingsChange(Row):
 
     agent: str = Field(description="agent name")
     path: str | None = Field(None, description="the settings file")
-    action: str = Field(
+    action: str | None = Field(
         None, description="created, updated, removed, restored, deleted, unchanged, absent, error"
     )
     backup: str | None = Field(None, description="the backup written (null: none)")
-    notes: list[str] = Field(None, description="one line each")
-    dry_run: bool = Field(None, description="true for --dry-run")
+    notes: list[str] | None = Field(None, description="one line each")
+    dry_run: bool | None = Field(None, description="true for --dry-run")
     error: str | None = Field(None, description="(action error) what went wrong")
     agent_command: Any = Field(None, description="(mcp install) the agent's own command for it")
 
@@ -67,16 +71,16 @@ class HookStatus(Row):
     """One agent's hooks (an array from before versioning: kept for existing scripts)."""
 
     agent: str = Field(description="agent name")
-    scope: str = Field(None, description="user or project")
+    scope: str | None = Field(None, description="user or project")
     path: str | None = Field(None, description="the settings file")
-    exists: bool = Field(None, description="whether it exists")
+    exists: bool | None = Field(None, description="whether it exists")
     error: str | None = Field(None, description="why it could not be read (null: none)")
-    hooks: list[dict[str, Any]] = Field(
+    hooks: list[dict[str, Any]] | None = Field(
         None,
         description="per hook: event, matcher, state (installed, outdated, missing, foreign), does, found",
     )
     injection: Any = Field(None, description="where the agent takes the snapshot")
-    notes: list[str] = Field(None, description="one line each")
+    notes: list[str] | None = Field(None, description="one line each")
 
 
 class ReportHtml(Shape):

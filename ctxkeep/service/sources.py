@@ -22,28 +22,28 @@ class SourceRow(Row):
     """One agent (an array from before versioning: kept for existing scripts)."""
 
     agent: str = Field(description="agent name")
-    enabled: bool = Field(None, description="false when turned off in config.toml or CTXKEEP_DISABLE")
-    searched: list[str] = Field(None, description="the folders looked at")
-    files: int = Field(None, description="session files found")
-    bytes: int = Field(None, description="their bytes (a database with its -wal)")
-    sessions: int = Field(None, description="sessions in the store")
-    entries: int = Field(None, description="entries in the store")
-    kinds: dict[str, int] = Field(None, description="kind → entries")
-    quarantined: int = Field(None, description="quarantined lines")
+    enabled: bool | None = Field(None, description="false when turned off in config.toml or CTXKEEP_DISABLE")
+    searched: list[str] | None = Field(None, description="the folders looked at")
+    files: int | None = Field(None, description="session files found")
+    bytes: int | None = Field(None, description="their bytes (a database with its -wal)")
+    sessions: int | None = Field(None, description="sessions in the store")
+    entries: int | None = Field(None, description="entries in the store")
+    kinds: dict[str, int] | None = Field(None, description="kind → entries")
+    quarantined: int | None = Field(None, description="quarantined lines")
     last_ingest: str | None = Field(
         None, description="when new data of this agent was last read (null: never)"
     )
     reason: str | None = Field(None, description="why nothing was found, or a note")
     where: str | None = Field(None, description="the folder holding the files found")
-    held_back: list[dict[str, Any]] = Field(
+    held_back: list[dict[str, Any]] | None = Field(
         None, description="files whose last part waits for a later ingest (as ingest's held_back)"
     )
-    skipped: dict[str, int] = Field(
+    skipped: dict[str, int] | None = Field(
         None,
         description="reason → files discovery refused (symlinks out of the agent's folder, symlink loops, "
         "FIFOs and devices, hard links with a name outside)",
     )
-    skipped_examples: list[dict[str, Any]] = Field(
+    skipped_examples: list[dict[str, Any]] | None = Field(
         None, description="the first 20 refused files: path, reason"
     )
 

@@ -101,6 +101,9 @@ class TranscriptRequest(BaseModel):
 
     home: Path
     sessions: list[str] | None = None
+    #: the store's session index when the caller holds it already (the app shares one
+    #: per store change): not asked again
+    index: list[SessionRow] | None = None
 
 
 class TranscriptResult(Result):
@@ -125,7 +128,7 @@ def transcripts(req: TranscriptRequest) -> Iterator[TranscriptResult]:
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import resolve_session
 
-    index = session_index(SessionIndexRequest(home=req.home)).sessions
+    index = req.index if req.index is not None else session_index(SessionIndexRequest(home=req.home)).sessions
     by_id = {s.session_id: s for s in index}
     with closing(sqlite_store.connect(req.home, readonly=True)) as conn:
         if req.sessions is None:

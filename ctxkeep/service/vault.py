@@ -15,8 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ctxkeep import schema
-from ctxkeep.service.model import Names, Request, Result, When
+from ctxkeep.service.model import AgentNames, Request, Result, When
 
 
 class AtRisk(BaseModel):
@@ -170,7 +169,7 @@ class ReparseRequest(Request):
     last changed then or later), ``dry_run``."""
 
     home: Path
-    agents: Names(lambda: schema.AGENTS) = Field(None, description="only these agents")
+    agents: AgentNames | None = Field(None, description="only these agents")
     since: When = None
     dry_run: bool = False
 
@@ -206,7 +205,8 @@ def reparse(req: ReparseRequest) -> ReparseResult:
     if req.since:
         from ctxkeep.timeutil import when_bound
 
-        since_ns = int(when_bound(req.since, where="--since").timestamp() * 1e9)
+        bound = when_bound(req.since, where="--since")
+        since_ns = None if bound is None else int(bound.timestamp() * 1e9)
     return ReparseResult.model_validate(
         run(req.home, agents=req.agents, since_ns=since_ns, dry_run=req.dry_run)
     )

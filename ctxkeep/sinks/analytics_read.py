@@ -144,17 +144,17 @@ def inspect(path: Path) -> dict:
         con.close()
 
 
-def entry_sources(path: Path) -> list[tuple[str, str, str, str]]:
+def entry_sources(path: Path) -> list[tuple[str, str, str, str, str]]:
     """Every entry of the analytics file at ``path`` as ``(entry_id, agent, session_id,
-    source_path)`` (for ``doctor``'s comparison with SQLite: DuckDB's rowid sync never
-    removes rows, so an entry it holds that SQLite lacks was lost by SQLite). Raises
-    duckdb.Error or OSError as ``inspect``."""
+    source_path, project_dir)`` (for ``doctor``'s comparison with SQLite: DuckDB's
+    rowid sync never removes rows, so an entry it holds that SQLite lacks was lost by
+    SQLite). Raises duckdb.Error or OSError as ``inspect``."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         return [
-            (str(e), str(a), str(s or ""), str(p or ""))
-            for e, a, s, p in con.execute(
-                "SELECT entry_id, agent, session_id, source_path FROM entries"
+            (str(e), str(a), str(s or ""), str(p or ""), str(d or ""))
+            for e, a, s, p, d in con.execute(
+                "SELECT entry_id, agent, session_id, source_path, project_dir FROM entries"
             ).fetchall()
         ]
     finally:

@@ -289,3 +289,14 @@ def epoch_iso(v: Any, unit: float = 1.0) -> str | None:
         return format_epoch(x * unit)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def sqlite_time_iso(v: Any) -> str | None:
+    """A SQLite ``TIMESTAMP`` text (``YYYY-MM-DD HH:MM:SS[.f]``, UTC, as
+    ``CURRENT_TIMESTAMP`` writes it; an ISO-8601 text passes through) as ISO-8601 text
+    with ``Z`` when it names no offset; None for anything else."""
+    s = _nonempty(v)
+    if not s:
+        return None
+    s = s.replace(" ", "T", 1)
+    return s if s.endswith("Z") or "+" in s[10:] else s + "Z"

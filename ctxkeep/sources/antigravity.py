@@ -9,7 +9,8 @@ Linux, macOS and Windows. Under the root:
 - ``conversations/<uuid>.db``: SQLite, one per conversation (the session file read
   here); the agent updates its rows as the conversation runs (mode ``sqlite``);
 - ``conversations/<uuid>.pb`` and ``implicit/<uuid>.pb``: AES-encrypted conversation
-  streams of older CLI releases: not readable without the agent's key, not read;
+  streams of older CLI releases: not readable without the agent's key, not read
+  (discovery counts them as skipped, and says so when they are all there is);
 - ``brain/<uuid>/*.md`` (+ ``<name>.md.metadata.json {artifactType, summary,
   updatedAt}``): the plain-text task, plan and walkthrough artifacts of the
   conversation;
@@ -116,6 +117,9 @@ TOOL_NAMES = frozenset(
 )
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _MAX_DEPTH = 24
+#: the key before the first row of a keyset page (``readers.sqlite.read_pages``)
+_FIRST: Any = -1
+REASON_ENCRYPTED = "encrypted conversation stream (.pb): not readable without the agent's key"
 _MAX_FIELDS = 200_000
 
 # ---------------------------------------------------------------- protobuf wire format
@@ -402,7 +406,7 @@ def _parent(db: Path) -> str | None:
 
 
 def _artifacts(agent: str, root: Path, sid: str, base: dict) -> list[dict]:
-    out = []
+    out: list[dict] = []
     folder = root / "brain" / sid
     try:
         names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".md"))
@@ -501,10 +505,15 @@ class AntigravitySource:
                 for p in sorted_paths(base.glob("*.db")):
                     if _UUID.match(p.stem):
                         d.add(p, "sqlite")
+            for sub in ("conversations", "implicit"):
+                if (root / sub).is_dir():
+                    for p in (root / sub).glob("*.pb"):
+                        if _UUID.match(p.stem):
+                            d.skip(p, REASON_ENCRYPTED)
         root = self.roots(ctx)[0]
-        d.explain_empty(
-            root, f"no conversations/<uuid>.db under {root} (encrypted .pb files are not readable)"
-        )
+        d.explain_empty(root, f"no conversations/<uuid>.db under {root}")
+        if not d.files and d.skipped.get(REASON_ENCRYPTED):
+            d.reason = f"only encrypted conversation streams (.pb) under {root}: not readable without the agent's key"
         return d
 
     def matches(self, path: Path) -> bool:
@@ -526,7 +535,7 @@ class AntigravitySource:
             mtime = path.stat().st_mtime
         except OSError:
             mtime = None
-        base = {
+        base: dict[str, Any] = {
             "agent": self.AGENT,
             "session_id": sid,
             "parent_session_id": _parent(path),
@@ -543,7 +552,7 @@ class AntigravitySource:
         stype = "step_type" if has_type else "0"
         sql = f"SELECT idx, {stype}, step_payload FROM steps WHERE idx > ? ORDER BY idx LIMIT ?"
         nbytes = 0
-        for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], -1):
+        for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[0], _FIRST):
             for idx, st, payload in rows:
                 raw = bytes(payload) if isinstance(payload, bytes | memoryview) else b""
                 nbytes += len(raw)
@@ -573,7 +582,7 @@ class AntigravitySource:
                 entries += got
         if has_gen:
             gsql = "SELECT idx, data FROM gen_metadata WHERE idx > ? ORDER BY idx LIMIT ?"
-            for rows, _, _ in read_pages(path, gsql, lambda k: (k,), lambda r: r[0], -1):
+            for rows, _, _ in read_pages(path, gsql, lambda k: (k,), lambda r: r[0], _FIRST):
                 for idx, data in rows:
                     raw = bytes(data) if isinstance(data, bytes | memoryview) else b""
                     nbytes += len(raw)

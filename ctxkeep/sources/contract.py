@@ -261,6 +261,9 @@ class RawCapture:
     #: file ``compress`` rewrote, ``{"archived": [entry ids it removed], "moves": [[entry
     #: id, new byte offset], …]}`` (``maintenance.reparse`` applies them again)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the vault's work done where the bytes were read (``sinks.vault.capture.seal``, in
+    #: a reader process: redacted, hashed, compressed); ``data`` is then empty
+    sealed: Any = None
     #: ``(redacted bytes, values redacted per kind)`` when the pipeline redacted ``data``
     #: already (``pipeline.stable_ids.rekey``): the vault's capture takes it as it is
     redacted: tuple[bytes, dict[str, int]] | None = None

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at, title_entry
+from ctxkeep.sources._util import as_int, compact_json, dict_at, sqlite_time_iso, title_entry
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
 from ctxkeep.sources.readers.sqlite import (
     DbRead,
@@ -80,15 +80,6 @@ def matches(path: Path) -> bool:
 
 def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
-
-
-def _iso(v: Any) -> str | None:
-    """A ``YYYY-MM-DD HH:MM:SS[.f]`` SQLite timestamp (UTC) as ISO-8601 text."""
-    s = _str(v)
-    if not s:
-        return None
-    s = s.replace(" ", "T", 1)
-    return s if s.endswith("Z") or "+" in s[10:] else s + "Z"
 
 
 def _probe(conn) -> int:
@@ -248,7 +239,9 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
     subagents: dict[str, str] = {}
 
     def parse(raw: bytes, sid: str, title, created, rowid: int) -> list[dict]:
-        got = conversation_entries(json_object_of(raw, "context"), sid, _iso(created), src, rowid, subagents)
+        got = conversation_entries(
+            json_object_of(raw, "context"), sid, sqlite_time_iso(created), src, rowid, subagents
+        )
         if _str(title):
             project = got[0]["project_dir"] if got else None
             got.append(
@@ -257,7 +250,7 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
                     sid,
                     title,
                     src,
-                    ts=_iso(created),
+                    ts=sqlite_time_iso(created),
                     project_dir=project,
                     offset=rowid,
                     record_id=f"{sid}:title",

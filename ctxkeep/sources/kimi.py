@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources._util import as_int, compact_json, dict_at, openai_tool_calls
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
@@ -183,19 +183,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             if p.get("type") == "think":
                 return [dict(base, role="assistant", kind="thinking", text=str(p.get("think") or ""))]
             return [dict(base, role="assistant", kind="message", text=str(p.get("text") or ""))]
-        if mtype == "ToolCall":
-            fn = dict_at(p, "function")
-            args = fn.get("arguments")
-            return [
-                dict(
-                    base,
-                    role="assistant",
-                    kind="tool_call",
-                    tool_name=fn.get("name"),
-                    native_id=p.get("id"),
-                    text=args if isinstance(args, str) else compact_json(args),
-                )
-            ]
+        if mtype == "ToolCall":  # one OpenAI tool_calls item: {id, function {name, arguments}}
+            return openai_tool_calls([p], base)
         if mtype == "ToolResult":
             rv = dict_at(p, "return_value")
             text = _output(rv.get("output"))

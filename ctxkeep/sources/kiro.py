@@ -233,23 +233,20 @@ def _probe(conn) -> int:
     return conn.execute("SELECT coalesce(max(rowid), 0) FROM conversations_v2").fetchone()[0]
 
 
+def _unknown_variant(base: dict, part: int, name: str, body: dict, tally_unknown: list) -> dict:
+    """A ``meta`` entry for a message variant this parser does not know (counted for
+    the coverage ledger)."""
+    tally_unknown.append(name)
+    return dict(base, part=part, role="system", kind="meta", tool_name=name, text=compact_json(body, 2000))
+
+
 def _user_entries(user: dict, base: dict, tally_unknown: list) -> list[dict]:
     content = dict_at(user, "content")
     out: list[dict] = []
     for variant, body in content.items():
         body = body if isinstance(body, dict) else {}
         if variant not in ("Prompt", "ToolUseResults", "CancelledToolUses"):
-            tally_unknown.append(f"user:{variant}")
-            out.append(
-                dict(
-                    base,
-                    part=len(out),
-                    role="system",
-                    kind="meta",
-                    tool_name=str(variant),
-                    text=compact_json(body, 2000),
-                )
-            )
+            out.append(_unknown_variant(base, len(out), f"user:{variant}", body, tally_unknown))
             continue
         prompt = _str(body.get("prompt"))
         if prompt:
@@ -272,17 +269,7 @@ def _assistant_entries(assistant: dict, base: dict, tally_unknown: list) -> list
     for variant, body in assistant.items():
         body = body if isinstance(body, dict) else {}
         if variant not in ("Response", "ToolUse"):
-            tally_unknown.append(f"assistant:{variant}")
-            out.append(
-                dict(
-                    base,
-                    part=len(out),
-                    role="system",
-                    kind="meta",
-                    tool_name=str(variant),
-                    text=compact_json(body, 2000),
-                )
-            )
+            out.append(_unknown_variant(base, len(out), f"assistant:{variant}", body, tally_unknown))
             continue
         e = dict(base, native_id=_str(body.get("message_id")))
         text = _str(body.get("content"))

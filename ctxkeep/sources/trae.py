@@ -51,7 +51,7 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.coverage import Tally
 from ctxkeep.sources.readers.document import track_ids
 from ctxkeep.sources.readers.sqlite import DbRead, database_reader
-from ctxkeep.sources.vscode_copilot import _folder
+from ctxkeep.sources.vscode_copilot import workspace_folder
 
 AGENT = "trae"
 PARSER_VERSION = 1
@@ -96,7 +96,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         d.searched.append(ws)
         if ws.is_dir():
             for db in sorted_paths(ws.glob("*/state.vscdb")):
-                project = _folder(db.parent)
+                project = workspace_folder(db.parent)
                 d.add(db, MODE, {"project": project} if project else {})
         d.searched.append(user / "globalStorage")
         d.add(user / "globalStorage" / "state.vscdb", MODE)
@@ -160,7 +160,7 @@ def session_entries(s: dict, base: dict, old_ids: list[str], state: dict) -> lis
         if not isinstance(m, dict):
             continue
         role = str(m.get("role") or "").strip().lower()
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
+        content = m["content"] if isinstance(m.get("content"), str) else ""
         if not content.strip() and role == "assistant":
             content = _task_text(m.get("agentTaskContent"))
         digest = hashlib.sha256(orjson.dumps(m, option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]

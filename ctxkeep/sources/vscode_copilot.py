@@ -114,7 +114,7 @@ def user_dirs(ctx: DiscoveryContext) -> list[Path]:
     return [b / app / "User" for b in bases for app in APPS]
 
 
-def _folder(ws_dir: Path) -> str | None:
+def workspace_folder(ws_dir: Path) -> str | None:
     """The folder a ``workspaceStorage/<hash>/workspace.json`` names, as a path."""
     try:
         doc = orjson.loads((ws_dir / "workspace.json").read_bytes())
@@ -137,7 +137,7 @@ def discover(ctx: DiscoveryContext) -> Discovery:
         d.searched.append(ws)
         if ws.is_dir():
             for chats in sorted_paths(ws.glob("*/chatSessions")):
-                project = _folder(chats.parent)
+                project = workspace_folder(chats.parent)
                 for p in sorted_paths(chats.glob("*.json*")):
                     if p.suffix in (".json", ".jsonl"):
                         d.add(p, MODE, {"project": project} if project else {})
@@ -174,19 +174,27 @@ def _parent(state: Any, keys: list) -> Any:
     return node
 
 
-def replay(text: str) -> tuple[Any, int, int]:
+def replay(text: str | bytes, bad: list | None = None) -> tuple[Any, int, int]:
     """The state a mutation log describes, the number of entries applied and of lines
     skipped (not JSON, not an entry, a path that does not exist: VS Code's readers skip
-    them too). Raises ValueError when no Initial entry comes first."""
+    them too). A line that is not JSON is also appended to ``bad`` as ``(byte offset,
+    raw bytes, reason)`` (the reader quarantines it). Raises ValueError when no Initial
+    entry comes first."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     state: Any = None
     applied = skipped = 0
-    for line in text.splitlines():
+    pos = 0
+    for line in data.split(b"\n"):
+        start = pos
+        pos += len(line) + 1
         if not line.strip():
             continue
         try:
             op = orjson.loads(line)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as e:
             skipped += 1
+            if bad is not None:
+                bad.append((start, line, f"mutation log line is not JSON (skipped by the replay): {e}"))
             continue
         kind = op.get("kind") if isinstance(op, dict) else None
         if kind == 0:
@@ -257,7 +265,7 @@ def _result_text(item: dict) -> str:
     details = item.get("resultDetails")
     outs = details.get("output") if isinstance(details, dict) else None
     if isinstance(outs, list):
-        texts = [o.get("value") for o in outs if isinstance(o, dict) and isinstance(o.get("value"), str)]
+        texts = [o["value"] for o in outs if isinstance(o, dict) and isinstance(o.get("value"), str)]
         if texts:
             return "\n".join(texts)
     return _inv_text(item.get("pastTenseMessage"))
@@ -286,7 +294,7 @@ def request_entries(req: dict, sid: str, base: dict) -> list[dict]:
                 text=prompt.strip(),
             )
         )
-    resp = req.get("response") if isinstance(req.get("response"), list) else []
+    resp: list = req["response"] if isinstance(req.get("response"), list) else []
     meta = dict_at(dict_at(req, "result"), "metadata")
     digest = hashlib.sha256(
         orjson.dumps([resp, req.get("result"), req.get("completionTokens")], option=orjson.OPT_SORT_KEYS)
@@ -424,7 +432,7 @@ def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATC
         if project:
             state["project"] = project
         if is_log:
-            doc, _, _ = replay(doc)
+            doc, _, _ = replay(raw, state.setdefault("_set_aside", []))
         out = parse_session(doc, src, state, old_ids, idle)
         state.pop("project", None)
         return out

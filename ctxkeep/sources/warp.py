@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at
+from ctxkeep.sources._util import as_int, compact_json, dict_at, sqlite_time_iso
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
 from ctxkeep.sources.readers.sqlite import (
     DbRead,
@@ -94,14 +94,6 @@ def matches(path: Path) -> bool:
 
 def _str(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
-
-
-def _iso(v: Any) -> str | None:
-    s = _str(v)
-    if not s:
-        return None
-    s = s.replace(" ", "T", 1)
-    return s if s.endswith("Z") or "+" in s[10:] else s + "Z"
 
 
 def _probe(conn) -> tuple[int, int]:
@@ -173,7 +165,7 @@ def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
                 "session_id": cid,
                 "native_id": _str(xid),
                 "project_dir": _str(cwd),
-                "ts": _iso(ts),
+                "ts": sqlite_time_iso(ts),
                 "model": _str(model),
                 "source_path": src,
                 "source_offset": rowid,
@@ -196,7 +188,7 @@ def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
                     "agent": AGENT,
                     "session_id": str(cid),
                     "project_dir": project.get(str(cid)),
-                    "ts": _iso(modified),
+                    "ts": sqlite_time_iso(modified),
                     "role": "system",
                     "kind": "meta",
                     "tool_name": "tool_usage",

@@ -228,7 +228,8 @@ def rust_gate(pattern: str) -> str | None:
     key prefix of a semi-generic rule dropped (``_SEMI_GENERIC``: a match minus its
     prefix), ``\\w``/``\\s``/``\\d`` and their negations written as Go's ASCII sets (Rust's
     are Unicode: its ``\\W`` would miss ``é``), ``\\b``/``\\B`` as ASCII boundaries
-    (``(?-u:\\b)``). None when a negated class sits inside a bracket (``[^\\W]``: no
+    (``(?-u:\\b)``), named groups made plain (gates are joined: names would repeat).
+    None when a negated class sits inside a bracket (``[^\\W]``: no
     exact rewrite); the caller then runs the rule wherever its keywords are."""
     if pattern.startswith(_SEMI_GENERIC):
         pattern = "(?i)" + pattern[len(_SEMI_GENERIC) :]
@@ -262,6 +263,10 @@ def rust_gate(pattern: str) -> str | None:
             continue
         if c == "]" and in_class:
             in_class = False
+        if c == "(" and not in_class and pattern.startswith("(?P<", i):  # a gate captures nothing
+            out.append("(?:")
+            i = pattern.index(">", i) + 1
+            continue
         out.append(c)
         i += 1
     return "".join(out)

@@ -139,6 +139,22 @@ def store_sizes(home: Path) -> dict:
     return {p.name: p.stat().st_size for p in sorted(home.iterdir()) if p.is_file()}
 
 
+class Cpu(float):
+    """CPU seconds (user + system, a float) keeping the split: ``user``, ``sys``
+    (issue 26 asks for the profile of user against system time)."""
+
+    user: float
+    sys: float
+
+    def __new__(cls, user: float, sys_: float) -> Cpu:
+        c = super().__new__(cls, user + sys_)
+        c.user, c.sys = user, sys_
+        return c
+
+    def split(self) -> str:
+        return f"user {self.user:.2f} + sys {self.sys:.2f}"
+
+
 def cpu_seconds(who=resource.RUSAGE_SELF) -> float:
     """User + system CPU seconds used so far by this process (or its waited children)."""
     r = resource.getrusage(who)
@@ -166,13 +182,15 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def wait_with_peak(p: subprocess.Popen) -> tuple[int, int, float]:
-    """Wait for ``p``: (exit code, peak RSS in KiB, CPU seconds). The peak is the
+def wait_with_peak(p: subprocess.Popen) -> tuple[int, int, Cpu]:
+    """Wait for ``p``: (exit code, peak RSS in KiB, its CPU seconds: those of the
+    children reaped while waiting, ``p`` and what it waited for). The peak is the
     largest ``VmHWM`` (the high-water mark of a process's own memory since its exec)
     of ``p`` and its descendants, polled every 10 ms. ``ru_maxrss`` from ``wait4``
     cannot serve: on Linux a child's counts the memory of the parent it was forked from
     (this bench holds an in-process ingest's 300+ MB), so every child looked as big."""
     peak = 0
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     while p.poll() is None:
         for q in _descendants(p.pid):
             try:
@@ -183,10 +201,10 @@ def wait_with_peak(p: subprocess.Popen) -> tuple[int, int, float]:
                 pass
         time.sleep(0.01)
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return p.returncode, peak, ru.ru_utime + ru.ru_stime
+    return p.returncode, peak, Cpu(ru.ru_utime - r0.ru_utime, ru.ru_stime - r0.ru_stime)
 
 
-def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict, int, float]:
+def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict, int, Cpu]:
     """``ctxkeep ingest --no-prefect --json`` as a whole process (of ``checkout``'s
     ctxkeep and virtualenv): (seconds, summary, child peak RSS in KiB, child CPU
     seconds)."""
@@ -205,15 +223,14 @@ def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict,
             stderr=err,
             cwd=checkout,
         )
-        c0 = cpu_seconds(resource.RUSAGE_CHILDREN)
-        _, peak, c1 = wait_with_peak(p)
+        _, peak, cpu = wait_with_peak(p)
         secs = time.perf_counter() - t0
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode(errors="replace")
     if p.returncode != 0:
         raise SystemExit(f"ctxkeep ingest failed ({p.returncode}): {stderr[-2000:]}")
-    return secs, json.loads(stdout), peak, c1 - c0
+    return secs, json.loads(stdout), peak, cpu
 
 
 def space(db: Path) -> list[tuple[str, int]]:
@@ -259,7 +276,7 @@ def tree_at(path: Path, mb: int) -> Path:
 AGENTSVIEW = Path(os.environ.get("AGENTSVIEW", "/tmp/peers/venv/bin/agentsview"))
 
 
-def run_agentsview(tree: Path, data: Path) -> tuple[float, int, float]:
+def run_agentsview(tree: Path, data: Path) -> tuple[float, int, Cpu]:
     """``agentsview sync`` of ``tree`` (its HOME) into the fresh data dir ``data``, as a
     whole process: (seconds, peak RSS in KiB, CPU seconds). Telemetry and the update
     check are off, its host is loopback and no daemon starts (``AGENTSVIEW_NO_DAEMON``)."""
@@ -279,32 +296,34 @@ def run_agentsview(tree: Path, data: Path) -> tuple[float, int, float]:
     )
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as err:
-        c0 = cpu_seconds(resource.RUSAGE_CHILDREN)
         p = subprocess.Popen([str(AGENTSVIEW), "sync"], env=env, stdout=subprocess.DEVNULL, stderr=err)
-        code, peak, c1 = wait_with_peak(p)
+        code, peak, cpu = wait_with_peak(p)
         secs = time.perf_counter() - t0
         if code != 0:
             err.seek(0)
             raise SystemExit(f"agentsview sync failed: {err.read().decode(errors='replace')[-2000:]}")
-    return secs, peak, c1 - c0
+    return secs, peak, cpu
 
 
-def peer_row(tree: Path, work: Path, raw: int, t_ctx: float, rss_ctx: int) -> None:
+def peer_row(tree: Path, work: Path, raw: int, t_ctx: float, rss_ctx: int, c_ctx: Cpu) -> None:
     """agentsview's sync of the same tree, side by side with ctxkeep's whole-process
-    ingest (``t_ctx`` seconds, ``rss_ctx`` KiB) taken in this run."""
+    ingest (``t_ctx`` seconds, ``rss_ctx`` KiB, ``c_ctx`` CPU) taken in this run: wall,
+    CPU split into user and system time, peak RSS."""
     if not AGENTSVIEW.exists():
         print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its row is left out")
         return
     t_a, rss_a, c_a = run_agentsview(tree, work / "av-data")
     need = 1.5 if raw < 1e9 else 3.0
     print(
-        f"agentsview sync, same tree: {t_a:.2f} s, CPU {c_a:.2f} s, {raw / 1e6 / t_a:.1f} MB/s, "
-        f"peak RSS {rss_a / 1024:.0f} MB; load {_load()}"
+        f"agentsview sync, same tree: {t_a:.2f} s, CPU {c_a:.2f} s ({c_a.split()}), "
+        f"{raw / 1e6 / t_a:.1f} MB/s, peak RSS {rss_a / 1024:.0f} MB; load {_load()}"
     )
+    print(f"  {'':12} {'wall s':>8} {'CPU s':>8} {'user s':>8} {'sys s':>8} {'peak RSS MB':>12}")
+    for who, t, c, r in (("ctxkeep", t_ctx, c_ctx, rss_ctx), ("agentsview", t_a, c_a, rss_a)):
+        print(f"  {who:12} {t:8.2f} {c:8.2f} {c.user:8.2f} {c.sys:8.2f} {r / 1024:12.0f}")
     print(
-        f"  side by side: ctxkeep {t_ctx:.2f} s / agentsview {t_a:.2f} s = ctxkeep {t_a / t_ctx:.2f}x faster "
-        f"(target ≥ {need}x: {'OK' if t_a / t_ctx >= need else 'MISSED'}); peak RSS "
-        f"{rss_ctx / 1024:.0f} MB vs {rss_a / 1024:.0f} MB"
+        f"  side by side: ctxkeep {t_a / t_ctx:.2f}x faster in wall (target ≥ {need}x: "
+        f"{'OK' if t_a / t_ctx >= need else 'MISSED'}), {c_a / c_ctx:.2f}x less CPU"
     )
 
 
@@ -339,7 +358,7 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
         f"peak RSS {rss_b / 1024:.0f} MB (the largest of the ingest process and its children); load {_load()}"
     )
     if a.peer:
-        peer_row(tree, work, raw, t_b, rss_b)
+        peer_row(tree, work, raw, t_b, rss_b, c_b)
     if a.baseline and not a.no_baseline_ingest:
         t_o, s_o, rss_o, c_o = run_cli(work / "store-baseline", tree, a.baseline)
         print(
@@ -465,13 +484,13 @@ def main() -> None:
         store2 = work / "store-proc"
         t_p, s_p, rss_p, c_p = run_cli(store2, tree)
         print(
-            f"ctxkeep whole process: {t_p:.2f} s, CPU {c_p:.2f} s ({c_p / t_p:.0%} of wall), "
+            f"ctxkeep whole process: {t_p:.2f} s, CPU {c_p:.2f} s ({c_p.split()}; {c_p / t_p:.0%} of wall), "
             f"{mb / t_p:.1f} MB/s, "
             f"{t_p / b['seconds']:.2f}x baseline, {s_p['entries_new']:,} entries; "
             f"peak RSS (children) {rss_p / 1024:.0f} MB"
         )
         if a.peer:
-            peer_row(tree, work, raw, t_p, rss_p)
+            peer_row(tree, work, raw, t_p, rss_p, c_p)
         t_n, s_n, _, _ = run_cli(store2, tree)
         print(
             f"no-op re-ingest, whole process: {t_n:.2f} s, {s_n['entries_new']} new entries, "

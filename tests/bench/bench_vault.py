@@ -1,9 +1,10 @@
 """Benchmark (prints figures side by side, not a test): the vault (issue 27).
 
 1. ingest of a scaled tree (``/work/shared/tools/scale_corpus.py --unique-text``) with
-   the vault off (``CTXKEEP_VAULT=0``) and on, in one run, each a whole ``ctxkeep
-   ingest`` process into a fresh store: wall, peak RSS (the child's ``ru_maxrss``),
-   vault bytes; target: on ≤ 1.15× off, peak RSS ≤ 700 MB;
+   the vault off (``CTXKEEP_VAULT=0``) and on, alternating (``--runs``, medians), each a
+   whole ``ctxkeep ingest`` process into a fresh store: wall, CPU (user + sys of the
+   process and its reader process), peak RSS (the child's ``ru_maxrss``), vault bytes,
+   the load average; target: on ≤ 1.15× off, peak RSS ≤ 700 MB;
 2. vault bytes / raw bytes on the corpus (target ≤ 0.25×), with plain zstd-3 and
    zstd-19 of each whole file beside it (what compression alone reaches);
 3. a Gemini CLI document (the corpus's real session, its messages cycled) rewritten
@@ -36,14 +37,10 @@ SCALE = ROOT.parent / "shared" / "tools" / "scale_corpus.py"
 GEMINI = next(iter(sorted((CORPUS_HOME / ".gemini").rglob("session-2025-12-03T08-28-*.json"))), None)
 
 
-#: CPU seconds (user + system) of the last ``_child`` and the children it waited for: the
-#: figure to compare on a shared machine, where wall time is mostly waiting
-LAST_CPU = [0.0]
-
-
-def _child(args: list[str], env: dict) -> tuple[float, float, str]:
-    """Run ``python -m ctxkeep ARGS``: (wall s, peak RSS MB, stdout); its CPU seconds in
-    ``LAST_CPU[0]``."""
+def _child(args: list[str], env: dict, cpu: list | None = None) -> tuple[float, float, str]:
+    """Run ``python -m ctxkeep ARGS``: (wall s, peak RSS MB, stdout). ``cpu``: gets
+    the process's user and system CPU seconds appended (``wait4``: with its reader
+    process, which it waits for)."""
     t0 = time.perf_counter()
     p = subprocess.Popen(
         [sys.executable, "-P", "-m", "ctxkeep", *args],
@@ -55,9 +52,10 @@ def _child(args: list[str], env: dict) -> tuple[float, float, str]:
     out = p.stdout.read().decode()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
-    LAST_CPU[0] = ru.ru_utime + ru.ru_stime
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"ctxkeep {' '.join(args)} failed: {out[-500:]}")
+    if cpu is not None:
+        cpu += [ru.ru_utime, ru.ru_stime]
     return wall, ru.ru_maxrss / 1024, out
 
 
@@ -75,24 +73,50 @@ def _tree_bytes(home: Path) -> int:
     return sum(f.stat().st_size for f in home.rglob("*") if f.is_file())
 
 
-def ingest_on_off(tmp: Path, tree: Path) -> dict:
-    rows = {}
-    cpu: dict[str, float] = {}
-    for name, flag in (("vault off", "0"), ("vault on", "1")):
-        store = tmp / f"store-{flag}"
-        wall, rss, _ = _child(["ingest", "--home", str(store)], _env(tree, CTXKEEP_VAULT=flag))
-        rows[name] = (wall, rss, _du(store / "vault"))
-        cpu[name] = LAST_CPU[0]
-    off, on = rows["vault off"], rows["vault on"]
-    print(f"\n1. ingest of {_tree_bytes(tree) / 1e6:,.1f} MB ({tree})")
-    print(f"   {'':10} {'wall s':>8} {'peak RSS MB':>12} {'vault MB':>9}")
-    for k, (w, r, v) in rows.items():
-        print(f"   {k:10} {w:8.2f} {r:12.0f} {v / 1e6:9.2f}")
+def _load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def ingest_on_off(tmp: Path, tree: Path, runs: int = 1) -> dict:
+    """Ingest ``tree`` with the vault off and on, alternating, ``runs`` times each, each
+    a whole process into a fresh store; prints wall, CPU (user + sys: the machine is
+    shared, CPU time is the steadier figure), peak RSS and vault bytes of each run with
+    the load average, then the medians' ratios."""
+    rows: dict[str, list] = {"vault off": [], "vault on": []}
+    print(f"\n1. ingest of {_tree_bytes(tree) / 1e6:,.1f} MB ({tree}), vault off / on alternating")
     print(
-        f"   on / off: {on[0] / off[0]:.3f}x wall (target <= 1.15), peak RSS {on[1]:.0f} MB (target <= 700)"
+        f"   {'':10} {'wall s':>8} {'CPU s':>7} {'user s':>7} {'sys s':>6} {'RSS MB':>7} {'vault MB':>9}  load"
     )
-    print(f"   CPU s: off {cpu['vault off']:.2f}, on {cpu['vault on']:.2f}")
-    return {"fresh_ingest_s": on[0], "fresh_ingest_cpu": cpu["vault on"], "store": tmp / "store-1"}
+    for i in range(runs):
+        for name, flag in (("vault off", "0"), ("vault on", "1")):
+            store = tmp / f"store-{flag}-{i}"
+            cpu: list = []
+            wall, rss, _ = _child(["ingest", "--home", str(store)], _env(tree, CTXKEEP_VAULT=flag), cpu)
+            v = _du(store / "vault")
+            rows[name].append((wall, cpu[0] + cpu[1], cpu[0], cpu[1], rss, v))
+            print(
+                f"   {name:10} {wall:8.2f} {cpu[0] + cpu[1]:7.2f} {cpu[0]:7.2f} {cpu[1]:6.2f} {rss:7.0f} "
+                f"{v / 1e6:9.2f}  {_load()}"
+            )
+            if flag == "0" or i < runs - 1:
+                shutil.rmtree(store)
+
+    def med(name: str, k: int) -> float:
+        xs = sorted(r[k] for r in rows[name])
+        return xs[len(xs) // 2]
+
+    on_off = [med("vault on", k) / med("vault off", k) for k in (0, 1)]
+    rss = max(r[4] for r in rows["vault on"])
+    raw = _tree_bytes(tree)
+    print(
+        f"   on / off (medians of {runs}): {on_off[1]:.3f}x CPU, {on_off[0]:.3f}x wall (target <= 1.15); "
+        f"peak RSS {rss:.0f} MB (target <= 700); vault {rows['vault on'][-1][5] / raw:.3f}x the tree"
+    )
+    return {
+        "fresh_ingest_s": med("vault on", 0),
+        "fresh_ingest_cpu": med("vault on", 1),
+        "store": tmp / f"store-1-{runs - 1}",
+    }
 
 
 def corpus_ratio(tmp: Path) -> None:
@@ -182,21 +206,22 @@ def restore_and_reparse(tmp: Path, tree: Path, fresh_s: float, store: Path, fres
     print(
         f"   in-process {t_api:.3f} s; whole `ctxkeep vault restore` process {wall:.3f} s (target <= 0.5 s)"
     )
-    wall, rss, _ = _child(["reparse", "--home", str(store)], _env(tree))
-    cpu = LAST_CPU[0]
+    cpu: list = []
+    wall, rss, _ = _child(["reparse", "--home", str(store)], _env(tree), cpu)
     print("\n5. reparse of the scaled tree from the vault against its fresh ingest (vault on)")
     print(
         f"   fresh ingest {fresh_s:.2f} s; reparse {wall:.2f} s = {wall / fresh_s:.2f}x (target <= 1.2x); peak RSS {rss:.0f} MB"
     )
     if fresh_cpu:
-        print(f"   CPU s: fresh ingest {fresh_cpu:.2f}; reparse {cpu:.2f} = {cpu / fresh_cpu:.2f}x")
+        print(f"   CPU s: fresh ingest {fresh_cpu:.2f}; reparse {sum(cpu):.2f} = {sum(cpu) / fresh_cpu:.2f}x")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=float, default=200, help="size of the scaled tree (MB)")
+    ap.add_argument("--runs", type=int, default=3, help="vault off / on ingests of the tree, alternating")
     args = ap.parse_args()
-    print(f"bench_vault: load average {os.getloadavg()[0]:.2f} at start")
+    print(f"bench_vault: load average {_load()} at start (1/5/15 min; 2 cores)")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         tree = tmp / "tree"
@@ -205,11 +230,11 @@ def main() -> None:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        r = ingest_on_off(tmp, tree)
+        r = ingest_on_off(tmp, tree, args.runs)
         corpus_ratio(tmp)
         rewrites(tmp)
         restore_and_reparse(tmp, tree, r["fresh_ingest_s"], r["store"], r["fresh_ingest_cpu"])
-    print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
+    print(f"\nload average {_load()} at the end")
 
 
 if __name__ == "__main__":

@@ -167,3 +167,26 @@ def test_every_open_sets_a_stale_wal_aside(generations, capfd):
     (aside,) = home.glob("store.db-wal.stale-*")
     assert aside.read_bytes() == wal
     assert "is not of this store.db's generation" in capfd.readouterr().err
+
+
+def test_a_purged_session_is_not_called_lost(generations):
+    """DuckDB from before a purge (an older analytics.duckdb put back): the purged
+    session's rows are not "lost" (its tombstone says why they are gone) and --repair
+    does not bring it back."""
+    from ctxkeep.maintenance.purge import run_purge
+    from ctxkeep.maintenance.purge_request import PurgeRequest
+
+    home, _older, _wal, _before = generations
+    duck = (home / "analytics.duckdb").read_bytes()
+    c = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    sid = c.execute("SELECT session_id FROM entries WHERE agent = 'codex' LIMIT 1").fetchone()[0]
+    c.close()
+    run_purge(home, PurgeRequest("session", session_id=sid))
+    (home / "analytics.duckdb").write_bytes(duck)
+    found = bad(doctor.check(home))
+    assert "entries" not in found and "SQLite holds" in found["duckdb"]
+    doctor.repair(home, doctor.check(home))
+    c = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    assert c.execute("SELECT count(*) FROM entries WHERE session_id = ?", (sid,)).fetchone()[0] == 0
+    c.close()
+    assert bad(doctor.check(home)) == {}

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from conftest import CORPUS_HOME, chunk_fts_index, corpus, fts_entries, scalar
-from ctxkeep.maintenance.backfill import first_timestamp, run_backfill, select_backfill
+from ctxkeep.maintenance.backfill import record_span, run_backfill, select_backfill
 from ctxkeep.maintenance.reindex import run_reindex
 from ctxkeep.maintenance.retention import old_backups, run_retention
 from ctxkeep.sinks import parquet as archive
@@ -282,6 +282,9 @@ def test_backfill_date_range_selects_files(ctx, store_home):
 
 
 def test_first_timestamp_reads_claude_and_codex_heads():
+    def first_timestamp(path):
+        return record_span(path)[0]
+
     assert first_timestamp(
         corpus(".claude/projects/-Users-dain-workspace-claude-code-log-sample/" + SID + ".jsonl")
     ) == dt.datetime(2025, 7, 5, 19, 36, 37, 219000, tzinfo=dt.UTC)  # its earliest line (a snapshot)

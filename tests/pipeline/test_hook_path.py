@@ -125,7 +125,9 @@ def test_a_report_right_after_a_hook_path_ingest_counts_the_new_usage(tmp_path, 
 
     assert output_tokens() == 5 * USAGE["output_tokens"]  # 5 assistant lines of the first 10
     _append(path, rest)
-    r = CliRunner().invoke(app, ["ingest", "--home", str(home), "--path", str(path), "--json"])
+    r = CliRunner().invoke(
+        app, ["ingest", "--no-prefect", "--home", str(home), "--path", str(path), "--json"]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["analytics"].startswith("analytics: deferred")  # the hook path
     assert output_tokens() == 10 * USAGE["output_tokens"]
@@ -168,7 +170,9 @@ def test_the_hook_path_stores_what_a_full_ingest_stores(tmp_path, monkeypatch):
     hook, full = tmp_path / "hook", tmp_path / "full"
     engine.run_ingest(hook, paths=[path])
     _append(path, _hostile(rest))
-    r = CliRunner().invoke(app, ["ingest", "--home", str(hook), "--path", str(path), "--json"])
+    r = CliRunner().invoke(
+        app, ["ingest", "--no-prefect", "--home", str(hook), "--path", str(path), "--json"]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["entries_new"] == 10
     engine.run_ingest(full, ctx=DiscoveryContext(home=tmp_path / "user", env={}))

@@ -384,9 +384,9 @@ def test_a_reader_process_yields_what_the_reader_thread_yields(tmp_path, monkeyp
     started = []
     real = read_worker.read_in_process
 
-    def spy(todo):
+    def spy(todo, **kw):
         started.append(len(todo))
-        return real(todo)
+        return real(todo, **kw)
 
     monkeypatch.setattr(read_worker, "read_in_process", spy)
     par = _ingest(tmp_path / "par", ctx, writer=True)

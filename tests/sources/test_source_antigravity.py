@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from conftest import ingest, q
-from ctxkeep.sources import SOURCES, files_for_paths
+from ctxkeep.sources import SOURCES, antigravity, files_for_paths
 from ctxkeep.sources.antigravity import pb_parse, usage_of
 from ctxkeep.sources.contract import DiscoveryContext
 from helpers_sources import ENTRY_TEXT, kinds
@@ -94,6 +94,15 @@ def test_path_claims_and_empty_home(tmp_path):
     db = next((CLI_HOME / ".gemini/antigravity-cli/conversations").glob("*.db"))
     files, problems = files_for_paths([db])
     assert problems == [] and [(f.agent, f.mode) for f in files] == [("antigravity-cli", "sqlite")]
+    found = SOURCES["antigravity-cli"].discover(DiscoveryContext(home=CLI_HOME, env={}))
+    assert len(found.files) == 1 and found.skipped == {antigravity.REASON_ENCRYPTED: 1}
+    enc = tmp_path / "enc" / "conversations"
+    enc.mkdir(parents=True)
+    (enc / "5e4d3c2b-1a09-4f8e-9d7c-6b5a49382716.pb").write_bytes(b"\x07" * 64)
+    only = SOURCES["antigravity-cli"].discover(
+        DiscoveryContext(home=tmp_path, env={"ANTIGRAVITY_CLI_DIR": str(tmp_path / "enc")})
+    )
+    assert only.files == [] and "only encrypted" in (only.reason or "")
     d = SOURCES["antigravity-cli"].discover(DiscoveryContext(home=tmp_path, env={}))
     assert d.files == [] and d.searched == [tmp_path / ".gemini/antigravity-cli/conversations"]
     assert "does not exist" in (d.reason or "")

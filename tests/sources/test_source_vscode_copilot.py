@@ -138,5 +138,20 @@ def test_path_claims_and_bad_log(tmp_path):
         '{"kind":0,"v":{"a":[1,2,3]}}\nnot json\n{"kind":2,"k":["a"],"i":1,"v":[9]}\n'
     )
     assert (state, applied, skipped) == ({"a": [1, 9]}, 2, 1)
+    # a torn line in a log: the rest is read, the line quarantined at its byte offset
+    log = tmp_path / "User" / "workspaceStorage" / "h" / "chatSessions" / f"{SID}.jsonl"
+    log.parent.mkdir(parents=True)
+    good = LOG.read_bytes()
+    log.write_bytes(good + b'{"kind":1,"k":["requests",0,"resu\n')
+    store = tmp_path / "store"
+    s = ingest(
+        tmp_path / "nohome",
+        store,
+        agents="vscode-copilot",
+        env={"VSCODE_COPILOT_DIR": str(tmp_path / "User")},
+    )
+    assert s.entries_new == 9 and s.quarantined == 1
+    assert q(store, "SELECT offset, reason FROM quarantine")[0][0] == len(good)
+    assert "mutation log line is not JSON" in q(store, "SELECT reason FROM quarantine")[0][0]
     d = vscode_copilot.discover(DiscoveryContext(home=tmp_path, env={}))
     assert d.files == [] and d.searched[0] == tmp_path / ".config/Code/User/workspaceStorage"

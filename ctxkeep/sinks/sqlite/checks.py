@@ -56,7 +56,7 @@ def fts_integrity(db: Path, *, immutable: bool = False, readonly: bool = False) 
                 elif readonly:
                     out.append((t, "skipped", "the store is read-only: FTS5 runs this check as a write"))
                 elif immutable:
-                    out.append((t, "skipped", "checked once the foreign WAL is moved aside"))
+                    out.append((t, "skipped", "checked once the WAL that does not belong is moved aside"))
                 else:
                     rw = sqlite3.connect(db)
                     try:
@@ -266,13 +266,37 @@ def wal_view_problem(db: Path) -> str | None:
     return None
 
 
-def known_entry_ids(db: Path, *, immutable: bool = False) -> set[str]:
-    """The entry ids ``db`` holds: its entries and the ids retention moved to the
-    Parquet archive (``archived``). Raises sqlite3.Error for a store that cannot be read."""
+@dataclass(frozen=True)
+class Known:
+    """What ``db`` holds or let go on purpose, for doctor's lost-entry check: ``ids``
+    (its entries and the ids retention moved to the Parquet archive), the purged
+    ``sessions``, ``projects`` and wholly removed ``files`` (tombstones,
+    ``purge_files`` kind ``file``), and ``pending`` (open intents: an operation whose
+    DuckDB part the next command completes)."""
+
+    ids: set[str]
+    sessions: set[str]
+    projects: set[str]
+    files: set[str]
+    pending: int
+
+
+def known_entries(db: Path, *, immutable: bool = False) -> Known:
+    """``Known`` of ``db``. Raises sqlite3.Error for a store that cannot be read."""
     conn = _ro(db, immutable)
     try:
         ids = {r[0] for r in conn.execute("SELECT entry_id FROM entry_rows")}
-        return ids | {r[0] for r in conn.execute("SELECT entry_id FROM archived")}
+        ids |= {r[0] for r in conn.execute("SELECT entry_id FROM archived")}
+        tomb = conn.execute("SELECT scope, value FROM tombstones").fetchall()
+        files = {r[0] for r in conn.execute("SELECT item FROM purge_files WHERE kind = 'file'")}
+        pending = conn.execute("SELECT count(*) FROM intents").fetchone()[0] if _has(conn, "intents") else 0
+        return Known(
+            ids,
+            {v for k, v in tomb if k == "session"},
+            {v for k, v in tomb if k == "project"},
+            files,
+            pending,
+        )
     finally:
         conn.close()
 

@@ -28,22 +28,130 @@ and a replay make the same rows.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctxkeep.sinks.vault import recipe
-from ctxkeep.sinks.vault.packs import PackBuilder, write_pack
+from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: FastCDC sizes for documents (bytes): small chunks, so that a document rewritten
 #: after every message stores about its changed bytes per version
 CDC_MIN, CDC_AVG, CDC_MAX = 512, 2048, 8192
+
+
+#: an opaque payload: a JSON string value (after ``:``, ``[`` or ``,``) of at least
+#: ``OPAQUE_MIN`` base64/base64url characters and nothing else: an image's ``data``
+#: (Claude Code, Gemini CLI ``inlineData``), Codex's ``encrypted_content``, a thinking
+#: block's ``signature``. Its interior is not scanned for secrets (``redact_raw``).
+OPAQUE_MIN = 1024
+#: characters kept at each end of an opaque value for the scan: a key naming a secret
+#: before it still sees a value (and then redacts all of it, as before)
+OPAQUE_KEEP = 128
+_B64 = r"[A-Za-z0-9+/=_\-]"
+_OPAQUE = rf'[:\[,][ \t]*"{_B64}{{{OPAQUE_MIN},}}"'
+_OPAQUE_RX = re.compile(rf'[:\[,][ \t]*"({_B64}{{{OPAQUE_MIN},}})"')
+
+
+def _narrowed(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with the middle of each opaque value (``OPAQUE_MIN``) cut out (its first
+    and last ``OPAQUE_KEEP`` characters kept), and the cuts as ``(offset in the
+    narrowed text, characters removed)``, in order."""
+    parts, cuts, last, shift = [], [], 0, 0
+    for m in _OPAQUE_RX.finditer(text):
+        a, b = m.span(1)
+        head = a + OPAQUE_KEEP
+        parts.append(text[last:head])
+        cuts.append((head - shift, b - OPAQUE_KEEP - head))
+        shift += b - OPAQUE_KEEP - head
+        last = b - OPAQUE_KEEP
+    parts.append(text[last:])
+    return "".join(parts), cuts
+
+
+#: the JSON escapes the scan decodes, and what they stand for
+_ESCAPES = ("\\\\", '\\"', "\\n", "\\t", "\\r")
+_UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def _decoded(s: pl.Series) -> pl.Series:
+    """The texts of ``s`` with JSON's ``\\n``, ``\\t``, ``\\r``, ``\\"`` and ``\\\\``
+    escapes decoded (``\\/``, ``\\b``, ``\\f``, ``\\uXXXX`` stay): one Aho-Corasick pass
+    (``str.replace_many``, leftmost first, so an escaped backslash is one escape), as
+    ``_view`` decodes them."""
+    return s.str.replace_many(list(_ESCAPES), [_UNESCAPE[e[1]] for e in _ESCAPES])
+
+
+def _view(text: str, decode: bool) -> tuple[str, list[int], list[int]]:
+    """What the rules scan of ``text``: each opaque value narrowed (``_narrowed``) and,
+    with ``decode``, the escapes ``_decoded`` decodes decoded as it does; with where
+    each of its characters comes from:
+    ``starts[i]``, ``ends[i]`` (the raw characters of view character ``i``)."""
+    _, cuts = _narrowed(text)
+    keep, last, at = [], 0, 0
+    for pos, n in cuts:  # ``pos`` in narrowed offsets: the kept head ends there
+        raw_pos = pos + at
+        keep.append((last, raw_pos))
+        last, at = raw_pos + n, at + n
+    keep.append((last, len(text)))
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for a, b in keep:
+        j = a
+        while j < b:
+            ch = text[j]
+            if ch == "\\" and decode and j + 1 < b:
+                nx = text[j + 1]
+                if nx in _UNESCAPE:
+                    out.append(_UNESCAPE[nx])
+                    starts.append(j)
+                    ends.append(j + 2)
+                else:  # another escape: both characters as they are
+                    out += [ch, nx]
+                    starts += [j, j + 1]
+                    ends += [j + 1, j + 2]
+                j += 2
+                continue
+            out.append(ch)
+            starts.append(j)
+            ends.append(j + 1)
+            j += 1
+    return "".join(out), starts, ends
+
+
+def _json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
+
+
+def _before_quote(line: str, span: tuple[int, int, str]) -> tuple[int, int, str]:
+    """``span`` ended before the first unescaped ``"`` inside it (unchanged when it
+    holds none, or starts with one)."""
+    s, e, k = span
+    m = _QUOTE.search(line, s, e)
+    if m is None:
+        return span
+    q = m.end() - 1
+    return (s, q, k) if q > s else span
 
 
 def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
@@ -51,10 +159,30 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
     replaced per kind. JSONL is redacted line by line (no JSON string holds a raw
     newline); ``whole`` documents as one text (a PEM block in Markdown spans lines).
     Bytes that are not UTF-8 pass unchanged around the markers (``surrogateescape``).
-    Clean bytes come back as the same object."""
+    Clean bytes come back as the same object.
+
+    The rules scan a view of each line (``_view``), and the spans they find there are
+    moved back onto the line's own characters:
+
+    - JSON's ``\\n``, ``\\t``, ``\\r``, ``\\"`` and ``\\\\`` escapes decoded (JSONL,
+      and a document that starts with ``{`` or ``[``), as the entries' texts are: in
+      the escaped line a rule that allows whitespace between a key and its value did
+      not match across ``\\n``, nor a ``curl -u "user:pass"`` rule across ``\\"``
+      (111 of gitleaks' 6,059 true-positive samples written in a JSON string, e.g. its
+      XML forms ``<xToken>\\n    value``, were redacted in entries, kept in the vault);
+    - the interior of an opaque value (``OPAQUE_MIN``: an image, encrypted reasoning)
+      left out: it is scanned narrowed to its two ends (``OPAQUE_KEEP``), and a span
+      across a cut covers the whole value. The payload then restores intact: a rule
+      matching by chance inside base64 changed an image or Codex's encrypted
+      reasoning, which the agent can then no longer resume; and it was ~30 % of the
+      bytes the vault scanned (``docs/design.md``, "Throughput").
+
+    A span never splits an escape (a decoded one is replaced whole), so JSON stays
+    valid; a span that would take a JSON line's closing quote (a rule whose class
+    takes ``"``: gitleaks' ``sentry-org-token``) ends before it."""
     import polars as pl
 
-    from ctxkeep.transforms.redact import redact_counts, redact_series
+    from ctxkeep.transforms.redact import redact_counts, redact_series, replace_spans, secret_spans
 
     counts: Counter = Counter()
     try:
@@ -70,12 +198,35 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
             out.append(t.encode("utf-8", "surrogateescape"))
         new = b"".join(out)
         return (data if new == data else new), counts
+    decode = not whole or text.lstrip()[:1] in ("{", "[")
     lines = [text] if whole else text.splitlines(keepends=True)
     s = pl.Series(lines, dtype=pl.String)
-    r = redact_series(s, counts)
-    if r is s or not counts:
+    opaque = s.str.contains(_OPAQUE).fill_null(False)
+    if opaque.any():
+        scan = list(lines)
+        for i in opaque.arg_true().to_list():
+            scan[i] = _narrowed(lines[i])[0]
+        s = pl.Series(scan, dtype=pl.String)
+    if decode:
+        s = _decoded(s)
+    r = redact_series(s)
+    if r is s:
         return data, counts
-    return "".join(r.to_list()).encode("utf-8"), counts
+    red: list[str] = list(lines)
+    for i in (r != s).fill_null(False).arg_true().to_list():  # the lines with a secret
+        view, starts, ends = _view(lines[i], decode)
+        spans = [(starts[a], ends[b - 1], k) for a, b, k in secret_spans(view)]
+        red[i], n = replace_spans(lines[i], spans)
+        if decode and not whole and not _json(red[i]) and _json(lines[i]):
+            # a rule whose class takes '"' ate a string's closing quote: cut such a span
+            # at that quote, if the line is JSON then (else the whole span goes)
+            cut, m = replace_spans(lines[i], [_before_quote(lines[i], sp) for sp in spans])
+            if _json(cut):
+                red[i], n = cut, m
+        counts.update(n)
+    if not counts:
+        return data, counts
+    return "".join(red).encode("utf-8"), counts
 
 
 def chunks_of(data: bytes) -> list[bytes]:
@@ -142,6 +293,56 @@ class PreparedGroup:
     objects: list[tuple[bytes, int, int, int]] = field(default_factory=list)
 
 
+@dataclass
+class Sealed:
+    """A capture's bytes made ready for a pack where they were read (``seal``): the
+    size of the original bytes (``length``), the SHA-256 (``sha``) and size
+    (``stored``) of the redacted bytes, a document's chunk hashes, the values redacted
+    per kind, and ``objects``: ``(sha, zstd frame, raw size)`` of the segment's object
+    or of each chunk, compressed (``packs.compress``). Picklable: a reader process
+    sends it instead of the raw bytes (about a third of their size)."""
+
+    length: int
+    sha: bytes
+    stored: int
+    chunks: list[bytes]
+    redactions: dict[str, int]
+    objects: list[tuple[bytes, bytes, int]]
+
+
+def _seal(raw: RawCapture, held: Callable[[bytes], bool] = lambda h: False) -> tuple[Sealed, bytes]:
+    """``raw`` redacted (``redact_raw``), hashed, a document cut into chunks, and the
+    objects ``held`` does not name compressed; with the redacted bytes."""
+    if raw.redacted is not None:  # redacted by the pipeline (``stable_ids.rekey``)
+        red, counts = raw.redacted[0], Counter(raw.redacted[1])
+    else:
+        red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+    sha = hashlib.sha256(red).digest()
+    chunks: list[bytes] = []
+    objects: list[tuple[bytes, bytes, int]] = []
+    if raw.mode == "document":
+        parts = chunks_of(red)
+        chunks = [hashlib.sha256(c).digest() for c in parts]
+        done: set[bytes] = set()
+        for h, c in zip(chunks, parts, strict=True):
+            if h not in done and not held(h):
+                done.add(h)
+                objects.append((h, compress(c), len(c)))
+    elif not held(sha):
+        objects.append((sha, compress(red), len(red)))
+    return Sealed(len(raw.data), sha, len(red), chunks, dict(counts), objects), red
+
+
+def seal(raw: RawCapture) -> RawCapture:
+    """``raw`` with its vault work done (``RawCapture.sealed``: redaction, hashes,
+    chunks, compression) and its bytes dropped: what a reader process sends to the
+    ingest process, whose ``Capturer.prepare`` then only writes the pack. The same
+    pack and manifest rows as when the ingest process prepares ``raw`` itself (an
+    object the vault holds is compressed here all the same, then left out)."""
+    sealed, _ = _seal(raw)
+    return dataclasses.replace(raw, data=b"", redacted=None, sealed=sealed)
+
+
 class Capturer:
     """Prepares captures for the vault of ``home`` (``conn``: a connection to its
     store, read to skip objects the vault holds)."""
@@ -179,36 +380,29 @@ class Capturer:
             if not self._held(sha):
                 b.add(sha, data)
         for raw in raws:
-            if raw.redacted is not None:  # redacted by the pipeline (``stable_ids.rekey``)
-                red, counts = raw.redacted[0], Counter(raw.redacted[1])
-            else:
-                red, counts = redact_raw(raw.data, whole=raw.mode == "document")
-            chunks: list[bytes] = []
-            sha = hashlib.sha256(red).digest()
-            if raw.mode == "document":
-                parts = chunks_of(red)
-                chunks = [hashlib.sha256(c).digest() for c in parts]
-                for h, c in zip(chunks, parts, strict=True):
-                    if not self._held(h):
-                        b.add(h, c)
-            elif not self._held(sha):
-                b.add(sha, red)
+            red = None
+            sealed = raw.sealed
+            if sealed is None:  # read in this process: sealed here, objects held skipped
+                sealed, red = _seal(raw, self._held)
+            for h, z, n in sealed.objects:
+                if not self._held(h):
+                    b.add_frame(h, z, n)
             out.items.append(
                 Prepared(
                     raw.path,
                     raw.agent,
                     raw.mode,
                     raw.offset,
-                    len(raw.data),
+                    sealed.length,
                     raw.dev,
                     raw.ino,
                     raw.size,
                     raw.mtime_ns,
                     dict(raw.meta),
-                    sha,
-                    len(red),
-                    chunks,
-                    dict(counts),
+                    sealed.sha,
+                    sealed.stored,
+                    sealed.chunks,
+                    dict(sealed.redactions),
                     red,
                     dict(raw.extra),
                 )
@@ -461,8 +655,10 @@ __all__ = [
     "Capturer",
     "Prepared",
     "PreparedGroup",
+    "Sealed",
     "chunks_of",
     "record",
     "redact_raw",
     "replay",
+    "seal",
 ]

@@ -75,11 +75,22 @@ class PackBuilder:
         """Add object ``data`` (its SHA-256 ``sha``) when not added before."""
         if sha in self._have:
             return
+        self.add_frame(sha, compress(data), len(data))
+
+    def add_frame(self, sha: bytes, z: bytes, raw: int) -> None:
+        """Add an object compressed already (``compress``): its zstd frame ``z`` and its
+        size ``raw`` uncompressed (when not added before)."""
+        if sha in self._have:
+            return
         self._have.add(sha)
-        z = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
-        self.objects.append((sha, self.size, len(z), len(data)))
+        self.objects.append((sha, self.size, len(z), raw))
         self.parts.append(z)
         self.size += len(z)
+
+
+def compress(data: bytes) -> bytes:
+    """One object's zstd frame (level ``ZSTD_LEVEL``)."""
+    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
 
 
 def write_pack(home: Path, b: PackBuilder) -> tuple[str, int] | None:
@@ -201,6 +212,7 @@ __all__ = [
     "VaultDamaged",
     "ZSTD_LEVEL",
     "check_pack",
+    "compress",
     "pack_names",
     "pack_path",
     "read_object",

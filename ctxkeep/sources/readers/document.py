@@ -210,14 +210,17 @@ def read_document(
         )
         return
     changes = state.pop("_status_changes", [])
+    # parts of the document the parser set aside (``(offset, raw bytes, reason)``: a
+    # mutation log's line that is not JSON), quarantined with the document's batch
+    quarantine += [quarantine_row(path, o, r, why) for o, r, why in state.pop("_set_aside", [])]
     complete = state.get("complete", True)
     version = state.get("_v")
     for i in range(0, max(len(entries), 1), DOC_BATCH_ENTRIES):
         last = i + DOC_BATCH_ENTRIES >= len(entries)
-        chunk = entries[i : i + DOC_BATCH_ENTRIES]
+        part = entries[i : i + DOC_BATCH_ENTRIES]
         nq = sum(q.get("action") != "repaired" for q in quarantine) if last else 0
         yield Batch(
-            chunk,
+            part,
             quarantine if last else [],
             _wm(state, complete) if last else None,
             bytes_read=len(data) if last else 0,
@@ -225,5 +228,5 @@ def read_document(
             status_changes=changes if last else [],
             raw=raw if last else None,
             # the agent version the parser read (``coverage.set_version``) or each entry names
-            coverage=from_entries(chunk, nq, reset=i == 0, version=version),
+            coverage=from_entries(part, nq, reset=i == 0, version=version),
         )

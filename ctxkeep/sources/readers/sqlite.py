@@ -110,7 +110,7 @@ def read_only_by_mode(path: Path) -> bool:
 
 
 def read_pages(
-    path: Path, sql: str, params_fn, key_fn, start: tuple, page_rows: int = PAGE_ROWS
+    path: Path, sql: str, params_fn, key_fn, start: Any, page_rows: int = PAGE_ROWS
 ) -> Iterator[tuple[list[tuple], tuple, RoConn | None]]:
     """Keyset-paginate a query, one short read transaction (and connection) per page.
 
@@ -391,9 +391,7 @@ class RowCollector:
         self.rows = 0
         self.bytes = 0
 
-    def add(
-        self, rowid: int, raw: bytes, what: str, parse: Callable[[list[str]], list[dict]]
-    ) -> list[dict] | None:
+    def add(self, rowid: int, raw: bytes, what: str, parse: Callable[..., list[dict]]) -> list[dict] | None:
         """Count row ``rowid`` (its value ``raw``) and keep ``parse(unknown_types)``'s
         entries (the list it is given collects the record types it did not
         understand, for the coverage ledger). When ``parse`` raises (damaged JSON, a

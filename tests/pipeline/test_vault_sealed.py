@@ -1,0 +1,105 @@
+"""A reader process seals the vault's bytes (``sinks.vault.capture.seal``: redacted,
+hashed, compressed on its core) and sends no raw byte: the vault it fills is the one
+the ingest process fills when it reads the files itself (same objects, files,
+generations, segments and bytes), and the rest of the store is the same too."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+from ctxkeep.pipeline import engine as pipeline
+from ctxkeep.pipeline import reader_process as read_worker
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.vault import manifest
+from fixtures.secrets import planted_session, positives
+from store_digest import store_digest
+from tests.conftest import ingest
+
+VAULT = {
+    "objects": "SELECT sha, stored, raw FROM vault_objects ORDER BY sha",
+    "files": "SELECT path, agent, mode, meta FROM vault_files ORDER BY path",
+    "generations": "SELECT f.path, g.gen, g.start, g.length, g.stored, g.size, g.redactions, g.doc_sha, "
+    "g.chunks FROM vault_generations g JOIN vault_files f USING(vfile_id) ORDER BY f.path, g.gen",
+    "segments": "SELECT f.path, g.gen, s.seq, s.offset, s.length, s.sha, s.skip FROM vault_segments s "
+    "JOIN vault_generations g USING(gen_id) JOIN vault_files f USING(vfile_id) ORDER BY 1, 2, 3",
+}
+
+
+def _vault(store: Path) -> dict:
+    conn = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+    try:
+        out = {k: conn.execute(q).fetchall() for k, q in VAULT.items()}
+    finally:
+        conn.close()
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        out["bytes"] = {
+            (g.path, g.gen): hashlib.sha256(manifest.gen_bytes(conn, store, g)).hexdigest()
+            for g in manifest.generations(conn)
+        }
+    finally:
+        conn.close()
+    return out
+
+
+def test_a_reader_process_seals_the_same_vault_and_sends_no_raw_byte(home_copy, tmp_path, monkeypatch):
+    cases = positives(11)
+    planted = (
+        home_copy / ".claude" / "projects" / "-tmp-sealed" / "5e551011-0000-4000-8000-000000000003.jsonl"
+    )
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(planted_session(cases))
+
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 1 << 40)  # read in this process
+    ingest(home_copy, tmp_path / "here")
+
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
+    real = read_worker.read_in_process
+    seen = {"seal": [], "raws": 0, "unsealed": 0}
+
+    def spy(todo, **kw):
+        seen["seal"].append(kw.get("seal"))
+        for item in real(todo, **kw):
+            raw = item.batch.raw if item.batch is not None else None
+            if raw is not None:
+                seen["raws"] += 1
+                seen["unsealed"] += raw.sealed is None or raw.data != b""
+            yield item
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    ingest(home_copy, tmp_path / "there")
+
+    assert seen["seal"] == [True] and seen["raws"] > 20 and seen["unsealed"] == 0
+    here, there = _vault(tmp_path / "here"), _vault(tmp_path / "there")
+    assert len(here["files"]) > 20 and any(g[6] != "{}" for g in here["generations"])
+    assert here == there
+    assert store_digest(tmp_path / "here") == store_digest(tmp_path / "there")
+    # what the reader process sealed holds no planted value either
+    conn = sqlite_store.connect(tmp_path / "there", readonly=True)
+    try:
+        data = b"".join(
+            manifest.gen_bytes(conn, tmp_path / "there", g)
+            for g in manifest.generations(conn)
+            if g.path == str(planted)
+        )
+    finally:
+        conn.close()
+    values = {s for c in cases for s in c.secrets if s}
+    assert data and b"[REDACTED:" in data and [v for v in values if v.encode() in data] == []
+
+
+def test_with_the_vault_off_the_reader_process_seals_nothing(home_copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXKEEP_VAULT", "0")
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)
+    real = read_worker.read_in_process
+    seals = []
+
+    def spy(todo, **kw):
+        seals.append(kw.get("seal"))
+        return real(todo, **kw)
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    ingest(home_copy, tmp_path / "off", agents="codex")
+    assert seals == [False]
