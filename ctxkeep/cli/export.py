@@ -23,7 +23,10 @@ def parquet(
         ..., metavar="DEST", help="The lake: a directory or an fsspec URL (s3://, gs://, abfs://)."
     ),
     tables: str = typer.Option(
-        "usage,sessions,entries", "--tables", help="Comma-separated subset of usage,sessions,entries."
+        "usage,sessions,entries",
+        "--tables",
+        help="Comma-separated subset of usage,sessions,entries,raw (raw: the vault's generations, "
+        "redacted, for a central reparse; only when named).",
     ),
     with_text: bool = typer.Option(
         False, "--with-text", help="Also export texts (entries, session titles; redacted as stored)."

@@ -9,7 +9,9 @@ Tables (the columns of the local DuckDB ones, docs/analytics.md, plus ``machine`
   prompt) only with ``with_text``;
 - ``entries``: DuckDB view ``all_entries`` (the store and the retention archive, as
   analytics sees them; ``archived``, ``is_error``), without text; with ``with_text`` a
-  ``text`` column (the store's text, redacted at ingest); month of ``ts``.
+  ``text`` column (the store's text, redacted at ingest); month of ``ts``;
+- ``raw`` (only when asked for): the vault's generations with their bytes, redacted as
+  the vault keeps them (``_vault_raw``); month of the file's mtime.
 
 Layout and atomic writes: ``sinks.lake``. The month is the UTC month (``unknown``
 without a time).
@@ -50,7 +52,9 @@ from ctxkeep.sinks.machine import Machine, identify
 from ctxkeep.sinks.sqlite import lake_marks
 from ctxkeep.timeutil import now_iso
 
-TABLES = ("usage", "sessions", "entries")
+TABLES = ("usage", "sessions", "entries", "raw")
+#: what an export writes without ``--tables`` (``raw``, the vault's generations, is asked for)
+DEFAULT_TABLES = ("usage", "sessions", "entries")
 #: rows fetched and written per batch of partitions (a bigger partition is one batch)
 BATCH_ROWS = 250_000
 
@@ -61,13 +65,57 @@ _SOURCES = {
     "usage": ("usage", "ts", ()),
     "sessions": ("sessions", "started", ("title",)),
     "entries": ("all_entries", "ts", ()),
+    "raw": ("_vault_raw", "ts", ()),
 }
 
 
+def _vault_raw(conn: sqlite3.Connection, home: Path) -> pa.Table:
+    """Every generation the vault holds, one row each: ``agent``, ``path``, ``gen``,
+    ``mode`` (``append``/``document``), ``start`` and ``length`` (bytes of the agent's
+    file), ``ts`` (the file's mtime when last captured, UTC), ``redactions`` (JSON:
+    values redacted per kind), ``sha256`` (hex, of ``data``) and ``data``: the
+    generation's bytes as the vault keeps them, redacted (``sinks.vault``), so a team
+    can reparse centrally. Held in memory whole while the export runs. Raises
+    ``VaultDamaged``."""
+    import datetime as dt
+    import hashlib
+    import json
+
+    from ctxkeep.sinks.vault import manifest
+
+    cols: dict[str, list] = {
+        k: []
+        for k in ("agent", "path", "gen", "mode", "start", "length", "ts", "redactions", "sha256", "data")
+    }
+    for g in manifest.generations(conn):
+        data = manifest.gen_bytes(conn, home, g)
+        for k, v in (
+            ("agent", g.agent),
+            ("path", g.path),
+            ("gen", g.gen),
+            ("mode", g.mode),
+            ("start", g.start),
+            ("length", g.length),
+            ("ts", dt.datetime.fromtimestamp(g.mtime_ns / 1e9, dt.UTC) if g.mtime_ns else None),
+            ("redactions", json.dumps(g.redactions, sort_keys=True)),
+            ("sha256", hashlib.sha256(data).hexdigest()),
+            ("data", data),
+        ):
+            cols[k].append(v)
+    types = {
+        "gen": pa.int64(),
+        "start": pa.int64(),
+        "length": pa.int64(),
+        "ts": pa.timestamp("us", tz="UTC"),
+        "data": pa.binary(),
+    }
+    return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in cols.items()})
+
+
 def parse_tables(text: str | None) -> tuple[str, ...]:
-    """``usage,sessions,entries`` (any order, any subset; None: all) → names in
-    ``TABLES`` order; UsageError for an unknown or empty list."""
-    names = [t.strip() for t in (",".join(TABLES) if text is None else text).split(",") if t.strip()]
+    """``usage,sessions,entries,raw`` (any order, any subset; None: ``DEFAULT_TABLES``)
+    → names in ``TABLES`` order; UsageError for an unknown or empty list."""
+    names = [t.strip() for t in (",".join(DEFAULT_TABLES) if text is None else text).split(",") if t.strip()]
     bad = [t for t in names if t not in TABLES]
     if bad or not names:
         raise UsageError(
@@ -181,7 +229,7 @@ def export_parquet(
     home: Path,
     dest: str,
     *,
-    tables: tuple[str, ...] = TABLES,
+    tables: tuple[str, ...] = DEFAULT_TABLES,
     with_text: bool = False,
     dry_run: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
@@ -237,6 +285,8 @@ def export_parquet(
                 )
                 con = _open_analytics(conn, home)
                 try:
+                    if "raw" in tables:
+                        con.register("_vault_raw", _vault_raw(conn, home))
                     for table in tables:
                         out["tables"][table] = _export_table(
                             con, conn, lake, table, m, with_text, dry_run, progress, on_file
@@ -344,4 +394,4 @@ def _export_table(con, conn, lake, table, m: Machine, with_text, dry_run, progre
     return te
 
 
-__all__ = ["BATCH_ROWS", "TABLES", "export_parquet", "parse_tables"]
+__all__ = ["BATCH_ROWS", "DEFAULT_TABLES", "TABLES", "export_parquet", "parse_tables"]

@@ -711,3 +711,36 @@ def test_an_opencode_json_tree_is_kept_restored_and_reparsed_without_its_files(h
     for p, (data, mtime) in files.items():
         assert p.read_bytes() == data and p.stat().st_mtime_ns == mtime, p
     assert ingest(home_copy, store, agents=["opencode"]).entries_new == 0
+
+
+def test_export_parquet_tables_raw_puts_the_vault_generations_in_the_lake_redacted(tmp_path):
+    """``export parquet --tables raw``: one row per vault generation with its bytes as
+    the vault keeps them (redacted: no planted secret in any byte of the lake), the
+    bytes equal to what the vault restores; a second export writes nothing; the default
+    export has no ``raw``."""
+    import pyarrow.dataset as ds
+
+    from ctxkeep.maintenance.export import export_parquet
+    from tests.fixtures.secrets.planted_home import plant
+
+    home, store, lake = tmp_path / "home", tmp_path / "store", tmp_path / "lake"
+    _c, codex, _g, values = plant(home)
+    ingest(home, store, agents=["claude-code", "codex", "gemini-cli"])
+    r = export_parquet(store, str(lake), tables=("raw",))
+    assert r["tables"]["raw"]["rows_written"] == len(_vaulted(store)) == 3
+    t = ds.dataset(lake / "raw", format="parquet", partitioning="hive").to_table().to_pylist()
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        want = {g.path: manifest.gen_bytes(conn, store, g) for g in manifest.generations(conn)}
+    finally:
+        conn.close()
+    assert {x["path"]: x["data"] for x in t} == want
+    assert {x["agent"] for x in t} == {"claude-code", "codex", "gemini-cli"}
+    raw = {x["path"]: x for x in t}[str(codex)]
+    assert json.loads(raw["redactions"]) and b"[REDACTED:" in raw["data"]
+    # (the Parquet files are zstd-compressed: the decoded values are searched too)
+    every_byte = b"".join(p.read_bytes() for p in lake.rglob("*") if p.is_file())
+    decoded = b"".join(x["data"] + x["path"].encode() + x["redactions"].encode() for x in t)
+    assert not [v for v in values if v.encode() in every_byte or v.encode() in decoded]
+    assert export_parquet(store, str(lake), tables=("raw",))["tables"]["raw"]["rows_written"] == 0
+    assert "raw" not in export_parquet(store, str(lake))["tables"]
