@@ -114,3 +114,37 @@ def test_gitleaks_samples_inside_json_strings_lose_what_their_texts_lose():
                 (ends if t.rstrip().endswith(v) else leaks).append((t[:60], v))
     assert len(texts) > 6000 and sum(counts.values()) >= len(texts)
     assert leaks == [] and len(ends) <= 2, (leaks, ends)
+
+
+def test_a_private_key_begun_in_one_string_and_ended_in_another_leaves_nothing_between():
+    """A private-key rule matches from a ``BEGIN`` in one JSON string (a thinking
+    block) to an ``END`` in another (a tool input): its span crosses the strings'
+    quotes. The line stays JSON, and every value inside the span is still redacted
+    (cutting the span at the first quote kept 16 planted values of the planted home's
+    Claude session in the vault)."""
+    body = "\\n".join("MIIEowIBAAKCAQEA" + "x" * 48 for _ in range(4))
+    rec = {
+        "type": "assistant",
+        "message": {
+            "content": [
+                {"type": "thinking", "thinking": "a key: -----BEGIN RSA PRIVATE KEY-----\n" + body},
+                {
+                    "type": "tool_use",
+                    "name": "Write",
+                    "input": {
+                        "content": "aws_access_key_id = AKIAQWB5PDKHX6PYGPAN\n"
+                        + body
+                        + "\n-----END RSA PRIVATE KEY-----"
+                    },
+                },
+            ]
+        },
+    }
+    line = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
+    out, counts = redact_raw(line)
+    assert json.loads(out)["type"] == "assistant"
+    assert b"AKIAQWB5PDKHX6PYGPAN" not in out and b"MIIEowIBAAKCAQEA" not in out
+    # the keys between the strings are kept (the record's shape); the values the span
+    # covered go with it
+    assert b'"name":"[REDACTED:private-key]","input":{"content":"[REDACTED:private-key]"}' in out
+    assert counts["private-key"] >= 1

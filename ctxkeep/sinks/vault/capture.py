@@ -143,15 +143,26 @@ def _json(line: str) -> bool:
 _QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
 
 
-def _before_quote(line: str, span: tuple[int, int, str]) -> tuple[int, int, str]:
-    """``span`` ended before the first unescaped ``"`` inside it (unchanged when it
-    holds none, or starts with one)."""
+def _in_strings(line: str, span: tuple[int, int, str]) -> list[tuple[int, int, str]]:
+    """``span`` cut to its parts inside JSON strings: a span that runs across a
+    string's closing quote (a PEM rule matching ``BEGIN`` in one string and ``END`` in
+    another, a rule whose class takes ``"``) becomes one span per string value it
+    touches, the quotes, object keys and what lies between strings kept, so the line stays JSON and every
+    byte the rule matched inside a string is still redacted. Whether ``span`` starts
+    inside a string is told by the parity of the unescaped quotes before it. Unchanged
+    when it holds no unescaped quote."""
     s, e, k = span
-    m = _QUOTE.search(line, s, e)
-    if m is None:
-        return span
-    q = m.end() - 1
-    return (s, q, k) if q > s else span
+    quotes = [m.end() - 1 for m in _QUOTE.finditer(line, s, e)]
+    if not quotes:
+        return [span]
+    inside = sum(1 for _ in _QUOTE.finditer(line, 0, s)) % 2 == 1
+    out, start = [], s
+    for q in [*quotes, e]:
+        key = q < e and line[q + 1 : q + 16].lstrip()[:1] == ":"
+        if inside and q > start and not key:  # object keys kept: the record's shape stays
+            out.append((start, q, k))
+        inside, start = not inside, q + 1
+    return out
 
 
 def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
@@ -179,7 +190,9 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
 
     A span never splits an escape (a decoded one is replaced whole), so JSON stays
     valid; a span that would take a JSON line's closing quote (a rule whose class
-    takes ``"``: gitleaks' ``sentry-org-token``) ends before it."""
+    takes ``"``: gitleaks' ``sentry-org-token``; a private key whose ``BEGIN`` is in
+    one string and ``END`` in another) is cut to its parts inside strings
+    (``_in_strings``): every value it covered stays redacted."""
     import polars as pl
 
     from ctxkeep.transforms.redact import redact_counts, redact_series, replace_spans, secret_spans
@@ -218,11 +231,11 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
         spans = [(starts[a], ends[b - 1], k) for a, b, k in secret_spans(view)]
         red[i], n = replace_spans(lines[i], spans)
         if decode and not whole and not _json(red[i]) and _json(lines[i]):
-            # a rule whose class takes '"' ate a string's closing quote: cut such a span
-            # at that quote, if the line is JSON then (else the whole span goes)
-            cut, m = replace_spans(lines[i], [_before_quote(lines[i], sp) for sp in spans])
+            # a span ran across a string's closing quote: keep its parts inside strings
+            # (counted once per value found), if the line is JSON then (else it all goes)
+            cut, _ = replace_spans(lines[i], [part for sp in spans for part in _in_strings(lines[i], sp)])
             if _json(cut):
-                red[i], n = cut, m
+                red[i] = cut
         counts.update(n)
     if not counts:
         return data, counts
