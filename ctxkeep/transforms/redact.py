@@ -56,7 +56,9 @@ password of ``scheme://user:password@``), and values after a key that names a se
 (``password``, ``DB_PASSWORD``, ``client_secret``, ``AWS_SECRET_ACCESS_KEY``,
 ``api_key``, ``x-api-key``, ``GITHUB_TOKEN``, ``token`` …) in ``=``, ``:``, ``=>``,
 shell, YAML, JSON and JSON-escaped (``\\"password\\": \\"…\\"``, ``.env`` text inside a
-JSON string with ``\\n``) forms, whatever the value's length; plus high-entropy values
+JSON string with ``\\n``) forms, whatever the value's length (after a password,
+secret or token key, a value of punctuation such as ``a!b@c$d()e*_,/:;=?@ff[]22`` runs
+to whitespace or its closing quote); plus high-entropy values
 after a key naming a key or credential (gitleaks' ``generic-api-key`` idea).
 
 Kept: ``${VAR}``, ``$VAR``, ``{{ … }}``, ``<placeholder>``, ``****``, calls, indexes and
@@ -321,6 +323,31 @@ _VALUE = (
     r"(?:\\*[\"'](?P<q>(?:[^\"'\\\n]|\\[^\"n\\])+)\\*[\"']"
     r"|(?P<s>(?:[^\s\"'\\,;<>{}()\[\]`]|\\[^\"nrt\\])+))"
 )
+#: a key that names a password, a secret or a token (``_punct_password_check``'s rule)
+_PW_KEY = (
+    r"(?<![A-Za-z0-9])(?P<key>(?i:[A-Za-z0-9_.\-]{0,40}?(?:password|passwd|passphrase|secret|token)"
+    r"(?:[_\-](?:key|value))?))"
+)
+_PUNCT = frozenset(",;<>{}()[]")
+#: code, not a value: a call, an index, a generic type (``get(``, ``kw["``, ``Vec<u8>``,
+#: ``String::from(``), or a value that opens with a bracket (``(optional)``, ``[]``)
+_CODE_START = re.compile(r"[A-Za-z0-9_.$:&]*[(\[{<]")
+
+
+def _punct_password_check(v: str, m: re.Match) -> bool:
+    """A value with punctuation the key/value rule's class stops at (``,;<>{}()[]``),
+    after a password/secret/token key: a secret unless it is code (``_CODE_START``),
+    a placeholder, shorter than 6 characters, without a letter or digit, or after a
+    ``token`` key a value without a letter (``_key_value_check``'s count rule). A value
+    without such punctuation is left to the key/value rule."""
+    if not _PUNCT.intersection(v) or len(v) < 6 or _placeholder(v) or _CODE_START.match(v):
+        return False
+    if not any(c.isalnum() for c in v):
+        return False
+    key = (m.group("key") or "").lower()
+    return not key.endswith("token") or any(c.isalpha() for c in v)
+
+
 _PEM = r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----"
 
 RULES: list[Rule] = [
@@ -382,6 +409,17 @@ RULES: list[Rule] = [
         ci=True,
     ),
     Rule("password", _KEY + _SEP + _VALUE, _key_value_check, ci=True),
+    # a password made of punctuation (``POSTGRES_PASSWORD: a!b@c$d()e*_,/:;=?@ff[]22``,
+    # a Crush session's docker-compose file): the rule above stops at the first ``(``,
+    # ``[``, ``,`` or ``;`` and keeps a value followed by ``(`` as a call; here the
+    # value runs to whitespace, a quote or a backslash (a closing ``)``/``]``/``}``,
+    # ``,`` or ``;`` at its end left out: code's ``f(password=pw)``)
+    Rule(
+        "password",
+        _PW_KEY + _SEP + r"(?P<s>[^\s\"'\\`]*[^\s\"'\\`,;)\]}])",
+        _punct_password_check,
+        ci=True,
+    ),
     # command-line flags: --password hunter2, --token=…
     Rule(
         "password",

@@ -148,3 +148,15 @@ def test_a_private_key_begun_in_one_string_and_ended_in_another_leaves_nothing_b
     # covered go with it
     assert b'"name":"[REDACTED:private-key]","input":{"content":"[REDACTED:private-key]"}' in out
     assert counts["private-key"] >= 1
+
+
+def test_punctuation_password_in_a_jsonl_line_is_redacted():
+    pw = "a!b@c$d()e*_,/:;=?@ff[]22"
+    text = f"services:\n  db:\n    environment:\n      - POSTGRES_PASSWORD={pw}\n      PGPASSWORD: {pw}\n"
+    line = json.dumps({"type": "tool_result", "content": text}).encode() + b"\n"
+    out, counts = redact_raw(line)
+    assert b"a!b@c" not in out and b"ff[]22" not in out
+    assert counts["password"] == 2
+    back = json.loads(out)["content"]
+    assert "POSTGRES_PASSWORD=[REDACTED:password]" in back
+    assert "PGPASSWORD: [REDACTED:password]" in back

@@ -58,3 +58,46 @@ KEPT = [
 @pytest.mark.parametrize("text", KEPT)
 def test_lookalikes_are_kept(text):
     assert redact(text) == text
+
+
+#: a password made of punctuation (a Crush session's docker-compose file held one of
+#: this shape as POSTGRES_PASSWORD): the key/value rule stopped at its ``(`` and kept it
+#: as a call. Value runs to whitespace, the line's end or the closing quote.
+PUNCT_PW = "a!b@c$d()e*_,/:;=?@ff[]22"
+PUNCT_FORMS = [
+    f"PGPASSWORD: {PUNCT_PW}",  # YAML
+    f"POSTGRES_PASSWORD: {PUNCT_PW}\nnext: line",
+    f"PGPASSWORD={PUNCT_PW}",  # env
+    f"export POSTGRES_PASSWORD={PUNCT_PW} && psql",
+    f'{{"POSTGRES_PASSWORD": "{PUNCT_PW}"}}',  # JSON
+    f'"env: {{\\"POSTGRES_PASSWORD\\": \\"{PUNCT_PW}\\"}}\\nPGPASSWORD: {PUNCT_PW}\\n"',  # JSON-escaped
+    f"services:\n  db:\n    environment:\n      - POSTGRES_PASSWORD={PUNCT_PW}\n",  # docker-compose
+    f'    environment:\n      - "POSTGRES_PASSWORD={PUNCT_PW}"\n      APP_SECRET: "{PUNCT_PW}"\n',
+    f"API_TOKEN: {PUNCT_PW}",
+]
+
+
+@pytest.mark.parametrize("text", PUNCT_FORMS)
+def test_punctuation_password_is_redacted_and_its_key_kept(text):
+    out = redact(text)
+    for part in ("a!b@c", "e*_,/", "ff[]22", "@ff"):
+        assert part not in out, out
+    assert "[REDACTED:password]" in out
+    assert ("PASSWORD" in out) or ("TOKEN" in out)
+    for key in ("PGPASSWORD", "POSTGRES_PASSWORD", "APP_SECRET", "API_TOKEN"):
+        assert text.count(key) == out.count(key)
+
+
+PUNCT_KEPT = [
+    "password: String::from(user_input),",  # a call
+    "token: Optional[str] = None",  # a type
+    "password: getpass.getpass(prompt),",
+    "token: (optional) the token to use",  # prose
+    "password: [];",
+    "max_token=len(x),",
+]
+
+
+@pytest.mark.parametrize("text", PUNCT_KEPT)
+def test_punctuation_after_a_password_key_in_code_is_kept(text):
+    assert redact(text) == text
