@@ -22,7 +22,7 @@ def doctor(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Check the store (SQLite, FTS5, DuckDB, Parquet archive, watermarks); exit 1 on damage."""
+    """Check the store (SQLite, FTS5, DuckDB, Parquet archive, watermarks); exit 1 on damage or no store."""
     from ctxkeep.service.doctor import DoctorRequest
     from ctxkeep.service.doctor import doctor as ask
 

@@ -40,10 +40,18 @@ class DoctorResult(Shape):
 
 def doctor(home: Path, req: DoctorRequest) -> DoctorResult:
     """Check the store at ``home``; with ``req.repair`` and damage found, repair and
-    check again (``damaged`` then lists what is still damaged). Raises StoreBusy when a
-    repair cannot take the store lock."""
+    check again (``damaged`` then lists what is still damaged). Raises CtxkeepError
+    ``no store yet`` when ``home`` holds no ``store.db`` (a home that does not exist, or
+    one never ingested into: nothing was checked, so the store is not called sound;
+    the command exits 1), StoreBusy when a repair cannot take the store lock."""
+    from ctxkeep.errors import CtxkeepError
     from ctxkeep.maintenance import doctor as doc
+    from ctxkeep.sinks.files import STORE_DB
 
+    if not (Path(home) / STORE_DB).exists():
+        raise CtxkeepError(
+            "no store yet", where=str(Path(home) / STORE_DB), hint="run `ctxkeep ingest` first"
+        )
     findings = doc.check(Path(home), full=req.full)
     out: dict[str, Any] = {
         "home": str(home),

@@ -175,6 +175,9 @@ CASES = [
     (["reindex", "--home", "{EMPTY_STORE}"], 1, "no store to reindex"),
     (["restore", "/nonexistent.db"], 1, "/nonexistent.db"),
     (["sources", "--home", "{BAD_CONFIG}"], 1, "config.toml"),
+    # nothing to check is not a sound store
+    (["doctor", "--home", "{EMPTY_STORE}"], 1, "no store yet ("),
+    (["doctor", "--json", "--home", "{EMPTY_STORE}"], 1, "- run `ctxkeep ingest` first"),
 ]
 
 
@@ -267,3 +270,18 @@ def test_help_of_an_unknown_command_lists_only_the_visible_ones():
     listed = r.stderr.strip().split("use one of: ", 1)[1].split(", ")
     assert "hook" not in listed and "hooks" in listed and "search" in listed
     assert set(listed) == set(COMMANDS) - {"hook"}
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--repair"]])
+def test_doctor_on_a_home_that_does_not_exist_says_there_is_no_store(tmp_path, extra):
+    """``doctor --home /tmp/nosuch`` printed "skipped sqlite-header … no store yet" and
+    "the store is sound" with exit 0: nothing was checked. Now one error line naming the
+    missing store.db and what to run, exit 1, nothing on stdout, the home not made."""
+    home = tmp_path / "nosuch"
+    r = runner.invoke(app, ["doctor", "--home", str(home), *extra], env={"COLUMNS": "80"})
+    assert r.exit_code == 1, r.output
+    assert r.stdout == ""
+    assert r.stderr.splitlines() == [
+        f"error: no store yet ({home / 'store.db'}) - run `ctxkeep ingest` first"
+    ]
+    assert not home.exists()
