@@ -366,13 +366,17 @@ def read_info(stream) -> dict:
 
 def line(home: Path, stream, tz: str | None = None, now: dt.datetime | None = None) -> str:
     """The whole status line for ``home`` (never raises: a problem becomes the line,
-    e.g. ``ctxkeep: no analytics store - run ctxkeep ingest``; a status line must not
-    print a traceback into Claude Code)."""
+    e.g. ``ctxkeep: no analytics store - run ctxkeep ingest``, or for an option given
+    wrong ``ctxkeep: unknown time zone 'Mars/Base' (--timezone) - give an IANA name …``;
+    a status line must not print a traceback into Claude Code, and the command exits 0
+    so that Claude Code shows the line)."""
+    from ctxkeep.errors import UsageError
+
     info = read_info(stream)
     try:
-        from ctxkeep.timeutil import local_timezone
+        from ctxkeep.timeutil import check_timezone, local_timezone
 
-        tz = tz or local_timezone()
+        tz = check_timezone(tz or local_timezone())
         now = now or _tz_now(tz)
         home = Path(home)
         rec = figures(home, tz, info.get("session_id"))
@@ -383,7 +387,8 @@ def line(home: Path, stream, tz: str | None = None, now: dt.datetime | None = No
     except Exception as e:  # the line is all a status line can show
         msg = getattr(e, "message", None) or (str(e).splitlines()[0] if str(e) else type(e).__name__)
         hint = getattr(e, "hint", None)
-        return f"ctxkeep: {msg}" + (f" - {hint}" if hint else "")
+        where = e.where if isinstance(e, UsageError) else None  # the option given wrong
+        return f"ctxkeep: {msg}" + (f" ({where})" if where else "") + (f" - {hint}" if hint else "")
 
 
 def main() -> None:

@@ -187,6 +187,19 @@ def test_statusline_without_store_is_one_line(tmp_path):
     assert r.stdout.strip().startswith("ctxkeep: no analytics store")
 
 
+def test_statusline_with_an_unknown_time_zone_names_it_and_the_option(tmp_path):
+    """``-z Mars/Base`` printed ``ctxkeep: 'No time zone found with key Mars/Base'``
+    (zoneinfo's KeyError text). Claude Code runs the statusline and shows its stdout,
+    so it stays one line, exit 0, but says what is wrong and where, as other commands'
+    ``error:`` lines do; nothing is written to the home."""
+    r = runner.invoke(app, ["statusline", "--home", str(tmp_path), "-z", "Mars/Base"], input="{}")
+    assert r.exit_code == 0
+    assert r.stdout.splitlines() == [
+        "ctxkeep: unknown time zone 'Mars/Base' (--timezone) - give an IANA name such as Europe/Berlin or UTC"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
 def _last_claude_input(session_id: str) -> int:
     from conftest import CORPUS_HOME
 
