@@ -238,6 +238,7 @@ def test_report_html_pages_are_self_contained_tables_and_charts(pages, corpus_st
         f"running {n}.py …" for n in NAMES
     ]
     assert sorted(p.name for p in out.iterdir()) == [
+        report.MARKER,
         "index.html",
         "sessions.html",
         "store.html",
@@ -267,3 +268,42 @@ def test_report_html_empty_tables_say_so(pages):
     out, _ = pages
     store = (out / "store.html").read_text()
     assert "No compress runs in this period" in store  # the corpus store was never compressed
+
+
+# ---------------------------------------------------------------- DIR safety
+
+
+def test_report_html_into_a_file_is_one_error_line(tmp_path, corpus_store):
+    home, _ = corpus_store
+    f = tmp_path / "notes.txt"
+    f.write_text("mine")
+    r = _cli("report", "html", str(f), "--home", str(home))
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.strip().splitlines() == [f"error: DIR is a file ({f}) - give a folder (it is created)"]
+    assert f.read_text() == "mine"
+
+
+def test_report_html_refuses_a_foreign_folder_unless_forced(tmp_path, corpus_store, monkeypatch):
+    """A non-empty DIR without a previous report is refused before any notebook runs
+    (its index.html stays); --force writes into it and leaves the marker, after which
+    a new report writes over it without --force."""
+    home, _ = corpus_store
+    ran = []
+    monkeypatch.setattr(report, "run_notebook", lambda path, params: ran.append(path.stem) or ([], {}))
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "index.html").write_text("my own page")
+    r = _cli("report", "html", str(out), "--home", str(home))
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    assert r.output.startswith("error: DIR is not empty and holds no previous ctxkeep report")
+    assert "--force" in r.output and ran == []
+    assert (out / "index.html").read_text() == "my own page"
+    r = _cli("report", "html", str(out), "--home", str(home), "--force")
+    assert r.exit_code == 0, r.output
+    assert ran == NAMES and "ctxkeep reports" in (out / "index.html").read_text()
+    marker = json.loads((out / report.MARKER).read_text())
+    assert marker == {"schema": 1, "pages": [*(f"{n}.html" for n in NAMES), "index.html"]}
+    (out / "extra.txt").write_text("kept")
+    r = _cli("report", "html", str(out), "--home", str(home))
+    assert r.exit_code == 0, r.output
+    assert ran == NAMES * 2 and (out / "extra.txt").read_text() == "kept"

@@ -24,6 +24,9 @@ def html(
     timezone: str = typer.Option(
         None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone)."
     ),
+    force: bool = typer.Option(
+        False, "--force", help="Write into a non-empty DIR that holds no previous report (default: refuse)."
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -61,7 +64,7 @@ def html(
         "until": w.until.isoformat() if w.until else "",
     }
     try:
-        paths = report.write_reports(h, out_dir, params, progress=progress)
+        paths = report.write_reports(h, out_dir, params, progress=progress, force=force)
     except CtxkeepError as e:
         _fail(e)
     if as_json:

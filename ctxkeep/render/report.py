@@ -17,11 +17,12 @@ from __future__ import annotations
 import datetime as dt
 import html
 import importlib.util
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.errors import CtxkeepError, UsageError, from_os_error
 
 #: the notebooks ``report html`` runs, in order: (name, title)
 NOTEBOOKS: tuple[tuple[str, str], ...] = (
@@ -29,6 +30,11 @@ NOTEBOOKS: tuple[tuple[str, str], ...] = (
     ("sessions", "Sessions: context growth and tool calls"),
     ("store", "Store: what is kept, dedup, compression, quarantine"),
 )
+#: the file a report writes into its DIR (``{"schema": 1, "pages": [names]}``): a DIR
+#: holding it is a previous report, written over; any other non-empty DIR (a report
+#: from before the marker included: its index.html cannot be told from the user's) is
+#: refused unless ``force``, as ``export html`` does with ``render.site.MARKER``
+MARKER = ".ctxkeep-report.json"
 #: the import names the pages need (the ``notebooks`` extra)
 REQUIRED_MODULES = ("marimo", "altair", "vl_convert")
 INSTALL_HINT = "add them with `uv sync --extra notebooks` or `pip install 'ctxkeep[notebooks]'`"
@@ -122,30 +128,55 @@ code{background:#f3f3f3;padding:0 .2em}
 """
 
 
+def check_out_dir(out_dir: Path, force: bool = False) -> None:
+    """Refuse a DIR that is a file, or a non-empty folder that holds no previous report
+    (no ``MARKER``) unless ``force``: a report
+    never writes over files it did not make. Raises UsageError."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError("DIR is a file", where=str(out_dir), hint="give a folder (it is created)")
+    if force or not out_dir.is_dir():
+        return
+    if not (out_dir / MARKER).is_file() and any(out_dir.iterdir()):
+        raise UsageError(
+            "DIR is not empty and holds no previous ctxkeep report",
+            where=str(out_dir),
+            hint="give a new or empty folder, or add --force to write into it anyway",
+        )
+
+
 def write_reports(
     home: Path,
     out_dir: Path,
     params: dict[str, str],
     *,
     progress: Callable[[str, str], None] | None = None,
+    force: bool = False,
 ) -> list[Path]:
     """Run every notebook of ``NOTEBOOKS`` against ``home`` and write
     ``out_dir/<name>.html`` and ``out_dir/index.html``. ``params``: ``timezone``,
     ``since``, ``until`` (text; "" = open). ``progress(name, "running"|"done")``.
     Returns the written paths (index last). Raises CtxkeepError when the extra is
     missing, the store cannot be opened (checked first, one line) or a notebook fails
-    (its name and the error)."""
+    (its name and the error); UsageError for a DIR that is a file or a non-empty folder
+    that holds no previous report without ``force`` (``check_out_dir``, before any
+    notebook runs); FileSystemError when DIR cannot be made."""
     missing = missing_modules()
     if missing:
         raise CtxkeepError(f"`report html` needs {', '.join(missing)}", hint=INSTALL_HINT)
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir, force)
     from ctxkeep.service.analytics import open_store
 
     _home, duck, lite = open_store(home)  # fail early, with one line
     duck.close()
     lite.close()
     src = notebooks_dir()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise (
+            from_os_error(e, str(out_dir)) or CtxkeepError(f"cannot make DIR: {e}", where=str(out_dir))
+        ) from None
     nav = (
         "<nav>"
         + "".join(f'<a href="{n}.html">{n}</a>' for n, _ in NOTEBOOKS)
@@ -182,4 +213,7 @@ def write_reports(
         encoding="utf-8",
     )
     written.append(index)
+    (out_dir / MARKER).write_text(
+        json.dumps({"schema": 1, "pages": [p.name for p in written]}), encoding="utf-8"
+    )
     return written

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import time
 from pathlib import Path
 
@@ -14,8 +15,12 @@ from typer.testing import CliRunner
 
 from conftest import CORPUS_HOME
 from ctxkeep.cli import app
+from ctxkeep.sinks.files import STORE_DB
 
 ROLLOUT = ".codex/sessions/2025/11/13/rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2.jsonl"
+BIG_ROLLOUT = (
+    ".codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-c61729d4-da6d-46a4-9a29-ec2c614e5e23.jsonl"
+)
 runner = CliRunner()
 
 
@@ -75,6 +80,36 @@ def test_dry_run_then_compress_then_restore(env):
     res = json.loads(r.stdout)
     assert res["bytes"] == len(orig) and res["reactivated"] > 200
     assert f.read_bytes() == orig
+
+
+def test_rollout_with_a_secret_compresses_and_restores(env):
+    """The user's sequence on the corpus rollout whose line 1591 holds a secret: with the
+    vault on, its ingest names that line's entries by the redacted line's hash, which
+    the dry run's check and the restore's check once missed (the dry run said "the
+    store holds 1611 of 1612 lines", the restore refused even after ingest and with
+    --force, and its entries would have stayed archived)."""
+    e, home, store = env
+    f = home / BIG_ROLLOUT
+    orig = f.read_bytes()
+    assert _invoke(["ingest", "--no-progress"], e).exit_code == 0
+    r = _invoke(["compress", str(f), "--dry-run", "--json"], e)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)["files"][0]
+    assert d["verified"]["missing"] == 0 and d["verified"]["lines"] == 1612
+    assert not [n for n in d["notes"] if "store holds" in n]
+    r = _invoke(["compress", str(f), "--no-prefect", "--no-progress"], e)
+    assert r.exit_code == 0, r.output
+    assert "1,919,704 → 192,239 bytes" in " ".join(r.stdout.split())
+    assert _invoke(["ingest", "--no-progress"], e).exit_code == 0
+    r = _invoke(["compress", "--restore", str(f), "--json"], e)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["bytes"] == len(orig)
+    assert f.read_bytes() == orig == Path(str(f) + ".backup").read_bytes()
+    with sqlite3.connect(store / STORE_DB) as db:
+        rows = db.execute(
+            "SELECT status, count(*) FROM entries WHERE source_path = ? GROUP BY 1", (str(f),)
+        ).fetchall()
+    assert dict(rows).get("archived", 0) == 0 and dict(rows)["active"] > 1000
 
 
 def test_errors_are_one_line(env):

@@ -427,6 +427,38 @@ def test_restore_refuses_when_newer_entries_would_vanish(tmp_path):
     assert marker == [("archived",)]
 
 
+def test_restore_refuses_only_to_lose_lines_the_store_lacks(tmp_path, monkeypatch):
+    """A line of the current file that neither the store nor the backup holds would be
+    lost by restoring: refused, named by its line number; --force restores anyway. The
+    lines the backup holds never block (test_cli_compress: the rollout with a secret)."""
+    from ctxkeep.pipeline import engine
+
+    p, store, orig, r = _compressed_one(tmp_path, SUBAGENT)
+    n = len(p.read_bytes().splitlines())
+    line = json.loads(p.read_bytes().splitlines()[-1])
+    line.update(
+        uuid="00000000-0000-4000-8000-000000000002",
+        parentUuid=line["uuid"],
+        type="user",
+        message={"role": "user", "content": "a line no ingest reads"},
+    )
+    with open(p, "ab") as f:
+        f.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+    real, calls = engine.ingest_file, []
+
+    def first_skipped(*a, **k):  # the restore's ingest before its check stores nothing
+        calls.append(1)
+        return None if len(calls) == 1 else real(*a, **k)
+
+    monkeypatch.setattr(engine, "ingest_file", first_skipped)
+    with pytest.raises(ops.UsageError, match=f"does not hold 1 lines .* \\(first: line {n + 1}\\)"):
+        ops.restore_file(store, p)
+    assert p.read_bytes() != orig
+    calls.clear()
+    res = ops.restore_file(store, p, force=True)
+    assert p.read_bytes() == orig and res["reactivated"] == r["archived"]
+
+
 def test_restore_without_backup_is_a_usage_error(tmp_path):
     p, store = _one(tmp_path)
     with pytest.raises(ops.UsageError, match="no backup to restore"):

@@ -413,6 +413,38 @@ def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[st
     }
 
 
+def _parse_verified(
+    conn, file: SourceFile, lines: list[cp.Line], hashes: dict[bytes, str]
+) -> tuple[list[list[dict]], list[list[str]], dict]:
+    """Parse ``lines`` (``cp.line_entries`` with the ``hashes`` memo, which it fills) and
+    check the store holds them (``verify_store``). Returns (entries per line, their ids,
+    the check).
+
+    With the vault on, an ingest names the entries of a line that held a secret by the
+    hash of the redacted line (``pipeline.stable_ids``); a parse of the raw line names
+    them otherwise, so the check would call that line missing (a Codex rollout's line
+    with a token: "the store holds 1611 of 1612 lines"). So when parsed lines are
+    missing and ``hashes`` does not give their redacted hash yet, those lines alone are
+    redacted (``redacted_hashes``: ``{}`` with the vault off or no secret) and the file
+    is parsed and checked again."""
+    per_line = cp.line_entries(file, lines, hashes)
+    ids = cp.line_entry_ids(file.agent, per_line)
+    v = verify_store(conn, file, lines, ids)
+    bodies = [lines[i].body for i in v["missing_lines"] if lines[i].rec is not None]
+    bodies = [b for b in bodies if hashes.get(b) == hashlib.sha256(b).hexdigest()]
+    if conn is None or not bodies:
+        return per_line, ids, v
+    from ctxkeep.pipeline.stable_ids import redacted_hashes
+
+    red = redacted_hashes(bodies)
+    if not red:
+        return per_line, ids, v
+    hashes.update(red)
+    per_line = cp.line_entries(file, lines, hashes)
+    ids = cp.line_entry_ids(file.agent, per_line)
+    return per_line, ids, verify_store(conn, file, lines, ids)
+
+
 def compress_file(
     conn,
     home: Path,
@@ -467,15 +499,13 @@ def compress_file(
         return r
     # line body → SHA-256: the kept lines are parsed again below; in a real run a line
     # that held a secret is hashed redacted, as its ingest did (``pipeline.stable_ids``;
-    # a check imports no redaction and names such a line's entries by the raw line)
+    # a check redacts only the lines the store seems to lack: ``_parse_verified``)
     hashes: dict[bytes, str] = {}
     if not dry_run:
         from ctxkeep.pipeline.stable_ids import redacted_hashes
 
         hashes = redacted_hashes([ln.body for ln in lines if ln.rec is not None])
-    per_line = cp.line_entries(file, lines, hashes)
-    ids = cp.line_entry_ids(file.agent, per_line)
-    v = verify_store(conn, file, lines, ids)
+    per_line, ids, v = _parse_verified(conn, file, lines, hashes)
     r.verified = {k: v[k] for k in ("lines", "entries", "quarantined")}
     r.verified["missing"] = len(v["missing_lines"])
     if v["missing_lines"]:
@@ -1017,13 +1047,16 @@ def _complete_run(home: Path) -> str:
 def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = True) -> dict:
     """Put ``<path>.backup`` back in place of ``path`` (``compress --restore``).
 
-    First makes sure the store holds the current file (ingest + verify); refuses when
+    First makes sure the store holds the current file (ingest + verify): refuses, unless
+    ``force``, when a line of it that the backup lacks is not in the store (restoring
+    would lose it); refuses when
     the current file holds entries that the backup lacks (written after the
     compression) unless ``force`` (they stay in the store either way). Then restores
     atomically, re-reads the file into the store (ids are stable: nothing doubles),
     marks the backup's entries ``active`` again and the compress marker ``archived``. Returns ``{"path", "backup",
     "reactivated", "newer_entries", "bytes"}``. Raises UsageError (no backup, the file gone, an
-    unknown format, lines the store lacks, newer entries without force), StoreBusy, RewriteError."""
+    unknown format, without force: lines of the current file that neither the store nor
+    the backup holds, newer entries), StoreBusy, RewriteError."""
     home = cfgmod.ensure_home(Path(home))
     path = Path(path).expanduser().resolve()
     backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
@@ -1059,18 +1092,25 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     tombs = sqlite_store.tombstoned(conn)
     bdata = backup.read_bytes()
     blines, _ = cp.split_lines(bdata)
-    b_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, blines))
     rewrite.cleanup_temps(path)
     wm = sqlite_store.load_watermarks(conn).get(str(path))
     _engine().ingest_file(conn, file, wm, tombs)
     cur, _ = cp.split_lines(path.read_bytes())
-    c_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, cur))
-    v = verify_store(conn, file, cur, c_ids)
-    if v["missing_lines"]:
+    # one memo of line hashes: a line that held a secret gets its redacted hash (the id
+    # its ingest gave it) in both files, so the backup's entries are found again below
+    hashes: dict[bytes, str] = {}
+    _, c_ids, v = _parse_verified(conn, file, cur, hashes)
+    _, b_ids, _ = _parse_verified(conn, file, blines, hashes)
+    # only a line of the current file that neither the store nor the backup holds is
+    # lost by restoring (the backup's own lines come back with it)
+    in_backup = {ln.body for ln in blines}
+    lost = [i for i in v["missing_lines"] if cur[i].body not in in_backup]
+    if lost and not force:
         raise NotFound(
-            f"the store does not hold {len(v['missing_lines'])} lines of the current file; not restored",
+            f"the store does not hold {len(lost)} lines of the current file that the backup lacks "
+            f"(first: line {lost[0] + 1}); restoring would lose them; not restored",
             where=str(path),
-            hint="run `ctxkeep ingest` and retry",
+            hint="run `ctxkeep ingest` and retry, or pass --force to restore anyway",
         )
     markers = {ln.index for ln in cur if ln.rec and isinstance(ln.rec.get("ctxkeep"), dict)}
     newer = {x for i, ls in enumerate(c_ids) if i not in markers for x in ls} - {
