@@ -54,7 +54,8 @@ from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "grok"
-PARSER_VERSION = 1
+# parser 2: read through _util.openai_message_entries/openai_tool_calls (a tool call without arguments is "", not "null"; tool results carry their name)
+PARSER_VERSION = 2
 MODE: Mode = "append"
 
 _FILES = ("chat_history.jsonl", "updates.jsonl")

@@ -40,7 +40,8 @@ from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "kimi"
-PARSER_VERSION = 1
+# parser 2: tool calls through _util.openai_tool_calls (a call without arguments is "", not "null")
+PARSER_VERSION = 2
 MODE: Mode = "append"
 
 _LEGACY = frozenset(

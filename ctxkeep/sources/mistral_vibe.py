@@ -32,7 +32,8 @@ from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFi
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "mistral-vibe"
-PARSER_VERSION = 1
+# parser 2: tool calls through _util.openai_tool_calls (a call without arguments is "", not "null")
+PARSER_VERSION = 2
 MODE: Mode = "append"
 
 
