@@ -51,7 +51,7 @@ from ctxkeep.sources.contract import (
     Mode,
     SourceFile,
     Watermark,
-    sorted_paths,
+    import_only_discovery,
 )
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.json_array import read_json_array
@@ -83,16 +83,7 @@ KNOWN_CONTENT = frozenset(
 def discover(ctx: DiscoveryContext) -> Discovery:
     """Import-only: nothing is looked for in the home; dirs configured for ``chatgpt``
     are searched for export files."""
-    d = Discovery(AGENT)
-    for base in ctx.extra_dirs:
-        d.searched.append(base)
-        if base.is_dir():
-            for p in sorted_paths(base.glob("conversations*.json")):
-                if matches(p):
-                    d.add(p, MODE)
-    if not d.files:
-        d.reason = "import-only: name your ChatGPT export with `ctxkeep ingest --path conversations.json`"
-    return d
+    return import_only_discovery(ctx, AGENT, MODE, matches, "ChatGPT export")
 
 
 def matches(path: Path) -> bool:

@@ -45,7 +45,7 @@ from ctxkeep.sources.contract import (
     Mode,
     SourceFile,
     Watermark,
-    sorted_paths,
+    import_only_discovery,
 )
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.json_array import read_json_array
@@ -63,16 +63,7 @@ KNOWN_BLOCKS = frozenset({"text", "thinking", "tool_use", "tool_result", "voice_
 def discover(ctx: DiscoveryContext) -> Discovery:
     """Import-only: nothing is looked for in the home; dirs configured for
     ``claude-ai`` are searched for ``conversations.json``."""
-    d = Discovery(AGENT)
-    for base in ctx.extra_dirs:
-        d.searched.append(base)
-        if base.is_dir():
-            for p in sorted_paths(base.glob("conversations*.json")):
-                if matches(p):
-                    d.add(p, MODE)
-    if not d.files:
-        d.reason = "import-only: name your Claude.ai export with `ctxkeep ingest --path conversations.json`"
-    return d
+    return import_only_discovery(ctx, AGENT, MODE, matches, "Claude.ai export")
 
 
 def matches(path: Path) -> bool:

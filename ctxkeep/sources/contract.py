@@ -140,6 +140,25 @@ def sorted_paths(paths: Iterable[Path]) -> list[Path]:
     return sorted(paths, key=_order_key)
 
 
+def import_only_discovery(
+    ctx: DiscoveryContext, agent: str, mode: FileMode, matches: Callable[[Path], bool], export: str
+) -> Discovery:
+    """Discovery of an import-only source (``ImportOnly``): nothing is looked for in the
+    home; the dirs configured for ``agent`` are searched for ``conversations*.json``
+    files that ``matches`` claims. Without one, ``reason`` tells how to import
+    ``export`` (the export's name, e.g. "ChatGPT export")."""
+    d = Discovery(agent)
+    for base in ctx.extra_dirs:
+        d.searched.append(base)
+        if base.is_dir():
+            for p in sorted_paths(base.glob("conversations*.json")):
+                if matches(p):
+                    d.add(p, mode)
+    if not d.files:
+        d.reason = f"import-only: name your {export} with `ctxkeep ingest --path conversations.json`"
+    return d
+
+
 @dataclass
 class Discovery:
     """What a source found: files, the places it looked, and why nothing was found."""
