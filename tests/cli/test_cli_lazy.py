@@ -215,3 +215,50 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     assert check("--json") == [sources, False, 1]
     assert check("--json") == [sources, False, 1]
     assert check() == [sources, True, 1]
+
+
+def _plugin_home(tmp_path):
+    """A folder with an installed-looking distribution whose ``pydantic`` entry point
+    writes ``loaded`` into ``tmp_path`` when pydantic loads it."""
+    site = tmp_path / "site"
+    dist = site / "spyplugin-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spyplugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nspy = spyplugin:plugin\n")
+    (site / "spyplugin.py").write_text(
+        "import pathlib, sys\n"
+        f"pathlib.Path({str(tmp_path / 'loaded')!r}).write_text('yes')\n"
+        "class _P:\n    def new_schema_validator(self, *a, **k):\n        return None, None, None\n"
+        "plugin = _P()\n"
+    )
+    return site
+
+
+def test_pydantic_plugins_are_not_looked_up(tmp_path):
+    """A command that validates a pydantic request (``search``) does not load the
+    installed pydantic plugins (nor read every package's entry points to find them);
+    an explicit ``PYDANTIC_DISABLE_PLUGINS=`` (empty) turns them back on."""
+    site = _plugin_home(tmp_path)
+    (tmp_path / "user").mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "PYDANTIC_"))}
+    env = {
+        **base,
+        "PYTHONPATH": str(site),
+        "HOME": str(tmp_path / "user"),
+        "CTXKEEP_HOME": str(tmp_path / "s"),
+    }
+    code = "import sys; sys.argv = ['ctxkeep', *sys.argv[1:]]; from ctxkeep.cli import main; main()"
+    args = [sys.executable, "-c", code, "search", "anything", "--json"]
+    r = subprocess.run(args, env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1 and "store" in r.stderr  # validated the request, then no store
+    assert not (tmp_path / "loaded").exists()
+    subprocess.run(
+        args,
+        env={**env, "PYDANTIC_DISABLE_PLUGINS": ""},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert (tmp_path / "loaded").read_text() == "yes"
