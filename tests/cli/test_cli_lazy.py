@@ -148,7 +148,8 @@ def test_help_and_usage_errors_as_whole_processes(tmp_path):
 
 
 #: ``ctxkeep compress --check [--json]`` in a fresh interpreter, then what it imported,
-#: whether the BPE rank dict was loaded and whether pydantic was imported
+#: whether the BPE rank dict was loaded and which of pydantic and the store lock
+#: (``filelock``, with ``sinks.analytics_current``) were imported
 _CHECK = """
 import json, sys
 sys.argv = ["ctxkeep", "compress", "--check", *sys.argv[1:]]
@@ -161,7 +162,8 @@ from ctxkeep.transforms import tokens
 heavy = ("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken")
 mods = sorted(m for m in sys.modules if m.startswith(heavy))
 print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.modules,
-                  tokens.bpe_count.cache_info().currsize, "pydantic.main" in sys.modules]))
+                  tokens.bpe_count.cache_info().currsize,
+                  [m for m in ("pydantic.main", "filelock") if m in sys.modules]]))
 """
 
 
@@ -171,7 +173,7 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     write side is imported at module top since the latency budget: compress is not an
     interactive path);
     ``--json`` no Rich; no pydantic (its request and report are dataclasses: the
-    interactive path's budget, issue 26)."""
+    interactive path's budget, issue 26), no store lock (it only reads)."""
     from conftest import CORPUS_HOME, child_env
 
     if not CORPUS_HOME.is_dir():
@@ -213,9 +215,9 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     ]
     # the BPE encoder (bpe-openai, one engine since the latency budget) is built in each
     # check that counts a text its plans rewrite; no other engine is imported
-    assert check("--json") == [sources, False, 1, False]
-    assert check("--json") == [sources, False, 1, False]
-    assert check() == [sources, True, 1, False]
+    assert check("--json") == [sources, False, 1, []]
+    assert check("--json") == [sources, False, 1, []]
+    assert check() == [sources, True, 1, []]
 
 
 def _plugin_home(tmp_path):
