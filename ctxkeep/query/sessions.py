@@ -11,7 +11,7 @@ Session ids are shown as their shortest unique prefix among every session id of 
 store (``sinks.sqlite.lookup.short_ids``), and any unique prefix is accepted back
 (``lookup.resolve_session``, the one resolver).
 Times are ISO-8601 UTC text; tokens are tokens; sizes are UTF-8 bytes. Nothing here
-imports Polars or Prefect.
+imports Polars or Prefect; ``sinks.analytics_current`` only when the list is asked.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite import content_text
@@ -140,7 +139,12 @@ def list_sessions(
     raw, source = None, "sqlite"
 
     # DuckDB brought current first (a hook's ingest leaves it behind); when it still
-    # lags (the store is busy), SQLite lists every session (without cost)
+    # lags (the store is busy), SQLite lists every session (without cost). Imported here:
+    # ``compress --check`` (≤ 0.5 s) and ``show --session`` load this module without
+    # listing sessions, and ``analytics_current`` brings the store lock (``filelock``),
+    # recovery and intents (~0.015-0.03 s of CPU)
+    from ctxkeep.sinks import analytics_current
+
     if (
         home is not None
         and (Path(home) / ANALYTICS_DB).exists()

@@ -594,3 +594,24 @@ def test_the_writer_ingest_holds_only_the_groups_not_yet_committed(tmp_path, mon
     # at most the groups in flight (WRITE_AHEAD + the one loading): far below the 3,890
     # entries of the run (an InFlight that kept every entry ends near 3,890)
     assert max(sizes) < par["entries_new"] / 2
+
+
+def test_the_sync_thread_loads_the_prices_before_the_closing_sync(tmp_path):
+    """The analytics thread loads genai-prices' tables once its first group is in
+    DuckDB, while the ingest goes on: the closing sync (the critical path's last step)
+    finds them loaded (issue 26). Without a first group nothing is loaded."""
+    import time
+
+    from ctxkeep.transforms import cost
+
+    home = tmp_path / "store"
+    sqlite_store.connect(home).close()
+    cost._load_genai.cache_clear()
+    syncer = AnalyticsSyncer(home)
+    assert syncer.finish() == "" and cost._load_genai.cache_info().currsize == 0
+    syncer.on_commit(0)  # a group with nothing new: synced from SQLite
+    deadline = time.monotonic() + 60
+    while cost._load_genai.cache_info().currsize == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cost._load_genai.cache_info().currsize == 1  # before finish() was asked
+    assert syncer.finish() == "analytics: 0 entries synced"
