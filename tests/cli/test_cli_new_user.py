@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import socket
 
+import pytest
 from typer.testing import CliRunner
 
+from conftest import CORPUS_HOME
 from ctxkeep.cli import app
+
+CODEX_FILE = (
+    CORPUS_HOME
+    / ".codex/sessions/2025/10/31/rollout-2025-10-31T18-36-16-fa1ac8bf-348e-4b9a-a06d-767050fa1e10.jsonl"
+)
 
 runner = CliRunner()
 
@@ -54,3 +61,49 @@ def test_ui_default_port_taken_picks_a_free_one_and_says_so(tmp_path, monkeypatc
         f"port {busy} is in use; using port {port}",
         f"ctxkeep app at http://localhost:{port} (Ctrl+C stops it)",
     ]
+
+
+def test_ingest_path_of_no_agent_is_one_error_line(tmp_path):
+    """`ingest --path README.md`: one line saying the file is no agent's and was
+    skipped, rc 1 (before: "ingested 0 new entries from 0 of 0 files", "no session files
+    found: ... --path FILE reads one file" and a warning, rc 0)."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# a project\n")
+    store = tmp_path / "store"
+    r = runner.invoke(app, ["ingest", "--home", str(store), "--no-progress", "--path", str(readme)])
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        f"error: not a session file of any agent; skipped ({readme}) - give a session file or a "
+        "folder that holds them (`ctxkeep sources` shows where each agent keeps them)"
+    ]
+    r = runner.invoke(app, ["ingest", "--home", str(store), "--json", "--path", str(readme)])
+    assert r.exit_code == 1 and '"problems": [' in r.stdout
+    assert len(r.stderr.splitlines()) == 1
+    # a folder of no agent's files, then one of two paths skipped: a warning, the run goes on
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("x")
+    r = runner.invoke(app, ["ingest", "--home", str(store), "--path", str(tmp_path / "docs")])
+    assert r.exit_code == 1 and "holds no session file of any agent; skipped" in r.stderr
+
+
+def test_ingest_path_skipped_beside_a_session_file_is_a_warning(tmp_path):
+    if not CODEX_FILE.is_file():
+        pytest.skip("shared/corpus not present")
+    readme = tmp_path / "README.md"
+    readme.write_text("# a project\n")
+    r = runner.invoke(
+        app,
+        [
+            "ingest",
+            "--home",
+            str(tmp_path / "s"),
+            "--no-progress",
+            "--path",
+            str(readme),
+            "--path",
+            str(CODEX_FILE),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines() == [f"warning: {readme}: not a session file of any agent; skipped"]
+    assert r.stdout.startswith("ingested 2 new entries from 1 of 1 file")
