@@ -236,8 +236,11 @@ def _print_summary(s: dict, held: str | None) -> None:
 
 @app.command()
 def search(
-    query: str = typer.Argument(
-        ..., metavar="QUERY", help='Words, "phrases", identifiers, paths, error messages; CJK works.'
+    query: list[str] = typer.Argument(
+        ...,
+        metavar="QUERY...",
+        help='Words, "phrases", identifiers, paths, error messages; CJK works. '
+        "Unquoted words are one query (joined by spaces).",
     ),
     agent: list[str] = agent_option(store_agents),
     project: str | None = typer.Option(
@@ -277,7 +280,7 @@ def search(
 
     try:
         req = SearchRequest.parse(
-            queries=[query],
+            queries=[" ".join(query)],
             limit=limit,
             budget=budget,
             raw=raw,
