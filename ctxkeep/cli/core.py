@@ -238,7 +238,7 @@ def _print_summary(s: dict, held: str | None) -> None:
 def search(
     query: list[str] = typer.Argument(
         ...,
-        metavar="QUERY...",
+        metavar="QUERY",
         help='Words, "phrases", identifiers, paths, error messages; CJK works. '
         "Unquoted words are one query (joined by spaces).",
     ),
