@@ -122,3 +122,5 @@ pack_bytes
 redirect_request
 # sources.antigravity: the IDE source object, looked up by name through sources._REGISTRY
 IDE
+# service.compress.CompressRestore: a field of the --json shape (read by key in cli.compress)
+saved_aside

@@ -95,6 +95,11 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
                     f"{res['reactivated']:,} archived entries active again",
                     highlight=False,
                 )
+                if res.get("saved_aside"):
+                    out.print(
+                        f"the file as it was (lines the backup lacks) is kept in {res['saved_aside']}",
+                        highlight=False,
+                    )
             return
         summary = _run(h, files, keep_messages, dry_run, force, prefect, progress and not as_json)
     except CtxkeepError as e:

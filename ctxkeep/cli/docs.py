@@ -244,6 +244,15 @@ _PREAMBLE = """
 | 1 | failure: a store error, a damaged file, no such session / entry / file / backup, a refused change |
 | 2 | wrong usage: an unknown option, command, agent or value, a value out of range, options that exclude each other |
 
+An empty result is a success: a read command (`sessions`, `search`, `stats`, `report
+daily|weekly|monthly|session|models|projects|blocks|tools`, `quarantine`, `secrets`) over a
+store that holds nothing (or nothing in the selection) prints one line saying so (`no
+sessions`, `no matches`, `no usage stored yet ...`) and exits 0; with `--json` the object
+has empty `rows`/`hits` and the line as a note. No store at all (`ctxkeep ingest` never
+ran for this home) is a failure, exit 1, for every command that reads one (`error: no
+store yet ...`: run `ctxkeep ingest` first). A command that must write something from
+the store (`report html`) fails on an empty one.
+
 Every error is ONE line on stderr: `error: what (where) - what to do`; never a traceback.
 
 ## The option vocabulary (the same in every command)

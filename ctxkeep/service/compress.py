@@ -76,6 +76,10 @@ class CompressRestore(Shape):
     backup: str = Field(description="the backup put back")
     bytes: int = Field(description="its bytes")
     reactivated: int = Field(description="archived entries active again")
+    saved_aside: str | None = Field(
+        default=None,
+        description="with --force: where the file as it was (lines the backup lacks) was kept, else null",
+    )
 
 
 def compress_restore(home: Path, req: RestoreFileRequest) -> CompressRestore:

@@ -245,6 +245,38 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def port_free(host: str, port: int) -> bool:
+    """True when a server could listen on ``host:port`` now: a test bind with
+    ``SO_REUSEADDR`` (as uvicorn binds, so a closed connection's TIME_WAIT does not
+    count as taken); False when something listens there (EADDRINUSE) or the address
+    cannot be bound here. ``port`` 0 is never asked."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    fam, _, _, _, addr = infos[0]
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(addr)
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str) -> int:
+    """A TCP port free on ``host`` right now (the kernel's pick). Raises OSError when
+    ``host`` cannot be bound."""
+    import socket
+
+    fam, _, _, _, addr = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.bind(addr)
+        return int(s.getsockname()[1])
+
+
 class ServeRequest(Request):
     """``ctxkeep serve``: the schedules, the Prefect server's interface and team mode."""
 

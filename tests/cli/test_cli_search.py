@@ -228,3 +228,14 @@ def test_project_dot_is_the_working_directory(home, monkeypatch, tmp_path):
 def test_no_arguments_prints_help_without_an_empty_error():
     r = runner.invoke(app, [])
     assert "Usage" in r.output and "error:" not in r.output
+
+
+def test_unquoted_words_are_one_query(home):
+    """`ctxkeep search python: command not found` (no quotes) is the query of the words
+    joined by spaces, the same hits as the quoted query (before: a usage error, rc 2)."""
+    quoted = runner.invoke(app, ["search", "python: command not found", "--home", home, "--json"])
+    words = runner.invoke(app, ["search", "python:", "command", "not", "found", "--home", home, "--json"])
+    assert words.exit_code == 0, words.output
+    hits = json.loads(words.stdout)["hits"]
+    assert hits and hits == json.loads(quoted.stdout)["hits"]
+    assert hits[0]["session_id"].startswith("019a802a")
