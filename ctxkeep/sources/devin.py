@@ -64,14 +64,12 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
+    as_bytes,
     by_mode,
-    changed_rows,
     database_reader,
     json_object_of,
-    resume_mark,
 )
 
 AGENT = "devin"
@@ -204,42 +202,31 @@ def node_entries(msg: dict, base: dict, unknown_types: list[str]) -> list[dict]:
 
 
 def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
     sessions, top = probed
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    src = str(path)
+    got, src = ChangedRows(rd), str(rd.path)
     for sid, (title, cwd, _model, created) in sessions.items():
         if _str(title):
-            rows_read.entries.append(
-                title_entry(AGENT, sid, title, src, ts=_sec(created), project_dir=_str(cwd))
-            )
-    select = "SELECT row_id, session_id, node_id, chat_message, created_at FROM message_nodes"
-    for rows in changed_rows(path, select, "row_id", "created_at", mark):
-        for rowid, sid, node, chat, created in rows:
-            mark = advance_mark(mark, rowid, created)
-            raw = chat if isinstance(chat, bytes) else str(chat or "").encode("utf-8", "replace")
-            sid = str(sid)
-            _title, cwd, model, _created = sessions.get(sid, (None, None, None, None))
-            base = {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": _str(cwd),
-                "ts": _sec(created),
-                "model": _str(model),
-                "source_path": src,
-                "source_offset": rowid,
-                "record_id": f"{sid}:{node if node is not None else f'row{rowid}'}",
-            }
-            rows_read.add(
-                rowid,
-                raw,
-                "message_nodes",
-                lambda unknown_types, raw=raw, base=base: node_entries(
-                    json_object_of(raw, "chat_message"), base, unknown_types
-                ),
-            )
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+            got.entries.append(title_entry(AGENT, sid, title, src, ts=_sec(created), project_dir=_str(cwd)))
+
+    def node(rowid: int, sid: Any, node: Any, chat: Any, created: Any):
+        raw, sid = as_bytes(chat), str(sid)
+        _title, cwd, model, _created = sessions.get(sid, (None, None, None, None))
+        base = {
+            "agent": AGENT,
+            "session_id": sid,
+            "project_dir": _str(cwd),
+            "ts": _sec(created),
+            "model": _str(model),
+            "source_path": src,
+            "source_offset": rowid,
+            "record_id": f"{sid}:{node if node is not None else f'row{rowid}'}",
+        }
+        return raw, lambda unknown: node_entries(json_object_of(raw, "chat_message"), base, unknown)
+
+    got.read(
+        "message_nodes", "session_id, node_id, chat_message", node, top=top, rowid="row_id", ts="created_at"
+    )
+    yield got.batch_now()
 
 
 # ------------------------------------------------------------------ transcripts (usage)

@@ -41,13 +41,11 @@ from typing import Any
 from ctxkeep.sources._util import as_int, compact_json, dict_at, sqlite_time_iso, title_entry
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
-    changed_rows,
+    as_bytes,
     database_reader,
     json_object_of,
-    resume_mark,
 )
 
 AGENT = "forge"
@@ -230,51 +228,45 @@ def conversation_entries(
 
 
 def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    ts = "COALESCE(updated_at, created_at)"
-    select = f"SELECT rowid, conversation_id, title, context, created_at, {ts} FROM conversations"
-    src = str(path)
+    got, src = ChangedRows(rd), str(rd.path)
     subagents: dict[str, str] = {}
 
-    def parse(raw: bytes, sid: str, title, created, rowid: int) -> list[dict]:
-        got = conversation_entries(
-            json_object_of(raw, "context"), sid, sqlite_time_iso(created), src, rowid, subagents
-        )
-        if _str(title):
-            project = got[0]["project_dir"] if got else None
-            got.append(
-                title_entry(
-                    AGENT,
-                    sid,
-                    title,
-                    src,
-                    ts=sqlite_time_iso(created),
-                    project_dir=project,
-                    offset=rowid,
-                    record_id=f"{sid}:title",
-                )
-            )
-        return got
+    def conversation(rowid: int, cid: Any, title: Any, context: Any, created: Any, _updated: Any):
+        if context is None:  # a conversation with no turns yet
+            return None
+        raw, sid = as_bytes(context), _str(cid) or str(rowid)
 
-    for rows in changed_rows(path, select, "rowid", ts, mark):
-        for rowid, cid, title, context, created, updated in rows:
-            mark = advance_mark(mark, rowid, updated)
-            if context is None:  # a conversation with no turns yet
-                rows_read.rows += 1
-                continue
-            raw = context if isinstance(context, bytes) else str(context).encode("utf-8", "replace")
-            sid = _str(cid) or str(rowid)
-            rows_read.add(
-                rowid, raw, "conversations", lambda _u, a=(raw, sid, title, created, rowid): parse(*a)
+        def parse(_unknown: list[str]) -> list[dict]:
+            out = conversation_entries(
+                json_object_of(raw, "context"), sid, sqlite_time_iso(created), src, rowid, subagents
             )
-    for e in rows_read.entries:
+            if _str(title):
+                project = out[0]["project_dir"] if out else None
+                ts = sqlite_time_iso(created)
+                out.append(
+                    title_entry(
+                        AGENT,
+                        sid,
+                        title,
+                        src,
+                        ts=ts,
+                        project_dir=project,
+                        offset=rowid,
+                        record_id=f"{sid}:title",
+                    )
+                )
+            return out
+
+        return raw, parse
+
+    ts = "COALESCE(updated_at, created_at)"
+    got.read("conversations", "conversation_id, title, context, created_at", conversation, top=top, ts=ts)
+    for e in got.entries:
         parent = subagents.get(e["session_id"])
         if parent:
             e["parent_session_id"] = parent
             e["is_sidechain"] = True
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+    yield got.batch_now()
 
 
 #: changed conversations of ``.forge.db``

@@ -65,13 +65,10 @@ from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
-    changed_rows,
     database_reader,
     open_ro,
-    resume_mark,
 )
 
 AGENT = "hermes"
@@ -338,48 +335,39 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
 
 
 def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
     sessions, top = probed
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    src = str(path)
-    rows_read.entries += [e for sid, s in sessions.items() for e in _session_entries(sid, s, src)]
-    select = (
-        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, "
-        "reasoning_content FROM messages"
-    )
-    for rows in changed_rows(path, select, "id", "timestamp", mark):
-        for rowid, sid, role, content, call_id, calls, tool_name, ts, reasoning, reasoning_content in rows:
-            mark = advance_mark(mark, rowid, ts)
-            sid = str(sid)
-            s = sessions.get(sid, {})
-            msg = {
-                "role": role,
-                "content": content,
-                "tool_call_id": call_id,
-                "name": tool_name,
-                "reasoning": reasoning,
-                "reasoning_content": reasoning_content,
-            }
-            base = {
-                "agent": AGENT,
-                "session_id": sid,
-                "parent_session_id": _str(s.get("parent_session_id")),
-                "ts": iso(ts),
-                "model": _str(s.get("model")) if role == "assistant" else None,
-                "source_path": src,
-                "source_offset": rowid,
-                "record_id": f"{sid}:m{rowid}",
-            }
-            rows_read.add(
-                rowid,
-                orjson.dumps([role, content, calls], default=str),
-                "messages",
-                lambda unknown_types, msg=msg, calls=calls, base=base: _row_entries(
-                    msg, calls, base, unknown_types
-                ),
-            )
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+    got, src = ChangedRows(rd), str(rd.path)
+    got.entries += [e for sid, s in sessions.items() for e in _session_entries(sid, s, src)]
+
+    def message(
+        rowid: int, sid: Any, role, content, call_id, calls, tool_name, reasoning, reasoning_content, ts
+    ):
+        sid = str(sid)
+        s = sessions.get(sid, {})
+        msg = {
+            "role": role,
+            "content": content,
+            "tool_call_id": call_id,
+            "name": tool_name,
+            "reasoning": reasoning,
+            "reasoning_content": reasoning_content,
+        }
+        base = {
+            "agent": AGENT,
+            "session_id": sid,
+            "parent_session_id": _str(s.get("parent_session_id")),
+            "ts": iso(ts),
+            "model": _str(s.get("model")) if role == "assistant" else None,
+            "source_path": src,
+            "source_offset": rowid,
+            "record_id": f"{sid}:m{rowid}",
+        }
+        raw = orjson.dumps([role, content, calls], default=str)
+        return raw, lambda unknown: _row_entries(msg, calls, base, unknown)
+
+    cols = "session_id, role, content, tool_call_id, tool_calls, tool_name, reasoning, reasoning_content"
+    got.read("messages", cols, message, top=top, rowid="id", ts="timestamp")
+    yield got.batch_now()
 
 
 def _row_entries(msg: dict, calls: Any, base: dict, unknown_types: list[str]) -> list[dict]:

@@ -59,14 +59,12 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
+    as_bytes,
     by_mode,
-    changed_rows,
     database_reader,
     json_object_of,
-    resume_mark,
 )
 
 AGENT = "kiro"
@@ -318,32 +316,16 @@ def conversation_entries(
 
 
 def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    select = "SELECT rowid, key, conversation_id, value, created_at, updated_at FROM conversations_v2"
-    for rows in changed_rows(path, select, "rowid", "updated_at", mark):
-        for rowid, key, cid, value, created, updated in rows:
-            mark = advance_mark(mark, rowid, updated)
-            raw = value if isinstance(value, bytes) else str(value or "").encode("utf-8", "replace")
-            sid = _str(cid) or str(rowid)
-            rows_read.add(
-                rowid,
-                raw,
-                "conversations_v2",
-                lambda unknown_types, raw=raw, sid=sid, key=key, created=created, rowid=rowid: (
-                    conversation_entries(
-                        json_object_of(raw, "conversation value"),
-                        sid,
-                        key,
-                        created,
-                        str(path),
-                        rowid,
-                        unknown_types,
-                    )
-                ),
-            )
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+    got, src = ChangedRows(rd), str(rd.path)
+
+    def conversation(rowid: int, key: Any, cid: Any, value: Any, created: Any, _updated: Any):
+        raw, sid = as_bytes(value), _str(cid) or str(rowid)
+        return raw, lambda unknown: conversation_entries(
+            json_object_of(raw, "conversation value"), sid, key, created, src, rowid, unknown
+        )
+
+    got.read("conversations_v2", "key, conversation_id, value, created_at", conversation, top=top)
+    yield got.batch_now()
 
 
 _read_jsonl = record_reader(PARSER_VERSION, parse_record, init_state)

@@ -51,7 +51,7 @@ import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, sorted_paths
-from ctxkeep.sources.readers.sqlite import DbRead, RowCollector, database_reader
+from ctxkeep.sources.readers.sqlite import DbRead, RowCollector, as_bytes, database_reader
 
 AGENT = "windsurf"
 PARSER_VERSION = 1
@@ -294,7 +294,7 @@ def _read(rd: DbRead, rows: list[tuple[str, Any]]) -> Iterator[Batch]:
     base = {"agent": AGENT, "project_dir": project_of(path), "ts": mtime, "source_path": str(path)}
     rows_read = RowCollector(path, reset=True)
     for i, (key, value) in enumerate(rows):
-        raw = value if isinstance(value, bytes) else str(value or "").encode("utf-8", "replace")
+        raw = as_bytes(value)
         rows_read.add(
             i,
             raw,
