@@ -19,7 +19,7 @@ class SourcesRequest(Request):
 
 
 class SourceRow(Row):
-    """One agent (an array from before versioning: kept for existing scripts)."""
+    """One agent."""
 
     agent: str = Field(description="agent name")
     enabled: bool | None = Field(None, description="false when turned off in config.toml or CTXKEEP_DISABLE")
@@ -49,7 +49,7 @@ class SourceRow(Row):
 
 
 class SourcesResult(Shape):
-    """One row per agent, and config.toml's warnings."""
+    """What was found per agent, and config.toml's warnings (`ctxkeep sources --json`)."""
 
     rows: list[SourceRow] = Field(description="one per agent")
     warnings: list[str] = Field(description="config.toml's unknown keys, each with the closest valid one")
