@@ -46,6 +46,7 @@ from ctxkeep.sources._util import (
     block_text,
     compact_json,
     dict_at,
+    nonempty,
     openai_message_entries,
     title_entry,
     tool_call_entry,
@@ -118,10 +119,6 @@ def matches(path: Path) -> bool:
     return path.parent.name == "transcripts" and b'"steps"' in file_head(path, (".json",), 4096)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _sec(v: Any) -> str | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e11:
         return None
@@ -166,7 +163,7 @@ def _blocks(content: Any, e: dict) -> tuple[str, list[dict]]:
                     e,
                     role="tool",
                     kind="tool_result",
-                    native_id=_str(b.get("tool_use_id")),
+                    native_id=nonempty(b.get("tool_use_id")),
                     text=_result_text(b.get("content")),
                 )
             )
@@ -205,8 +202,10 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     sessions, top = probed
     got, src = ChangedRows(rd), str(rd.path)
     for sid, (title, cwd, _model, created) in sessions.items():
-        if _str(title):
-            got.entries.append(title_entry(AGENT, sid, title, src, ts=_sec(created), project_dir=_str(cwd)))
+        if nonempty(title):
+            got.entries.append(
+                title_entry(AGENT, sid, title, src, ts=_sec(created), project_dir=nonempty(cwd))
+            )
 
     def node(rowid: int, sid: Any, node: Any, chat: Any, created: Any):
         raw, sid = as_bytes(chat), str(sid)
@@ -214,9 +213,9 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
         base = {
             "agent": AGENT,
             "session_id": sid,
-            "project_dir": _str(cwd),
+            "project_dir": nonempty(cwd),
             "ts": _sec(created),
-            "model": _str(model),
+            "model": nonempty(model),
             "source_path": src,
             "source_offset": rowid,
             "record_id": f"{sid}:{node if node is not None else f'row{rowid}'}",
@@ -238,7 +237,7 @@ def transcript_usage(doc: Any, path: Path) -> list[dict]:
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         raise ValueError("not a Devin transcript (no steps list)")
     sid = path.stem
-    default_model = _str(dict_at(doc, "agent").get("model_name"))
+    default_model = nonempty(dict_at(doc, "agent").get("model_name"))
     out: list[dict] = []
     for i, step in enumerate(doc["steps"]):
         if not isinstance(step, dict):
@@ -260,12 +259,12 @@ def transcript_usage(doc: Any, path: Path) -> list[dict]:
             else str(i)
         )
         model = (
-            _str(dict_at(step, "extra").get("generation_model"))
-            or _str(step.get("model_name"))
+            nonempty(dict_at(step, "extra").get("generation_model"))
+            or nonempty(step.get("model_name"))
             or default_model
             or "devin-unknown"
         )
-        ts = next((step[k] for k in ("timestamp", "created_at", "createdAt") if _str(step.get(k))), None)
+        ts = next((step[k] for k in ("timestamp", "created_at", "createdAt") if nonempty(step.get(k))), None)
         out.append(
             {
                 "agent": AGENT,

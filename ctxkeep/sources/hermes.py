@@ -49,7 +49,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_float, as_int, compact_json, openai_message_entries
+from ctxkeep.sources._util import as_float, as_int, compact_json, nonempty, openai_message_entries
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -153,10 +153,6 @@ def matches(path: Path) -> bool:
     return path.name.startswith("session_") and b'"messages"' in file_head(path, (".json",), 4096)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def iso(v: Any) -> str | None:
     """A Hermes time (ISO text, local when it has no offset; or Unix seconds) as UTC
     ISO-8601 text."""
@@ -209,7 +205,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "record_id": f"{sid}:{offset}",
     }
     if role == "session_meta":
-        state["model"] = _str(rec.get("model"))
+        state["model"] = nonempty(rec.get("model"))
         return [
             dict(
                 base,
@@ -223,7 +219,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     if role not in KNOWN_ROLES:
         unknown(state, f"role:{role}")
     if role == "assistant":
-        base["model"] = _str(rec.get("model")) or state.get("model")
+        base["model"] = nonempty(rec.get("model")) or state.get("model")
     return message_entries(rec, base)
 
 
@@ -289,7 +285,7 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
     base = {
         "agent": AGENT,
         "session_id": sid,
-        "parent_session_id": _str(s.get("parent_session_id")),
+        "parent_session_id": nonempty(s.get("parent_session_id")),
         "ts": iso(s.get("started_at")),
         "role": "system",
         "kind": "meta",
@@ -298,7 +294,7 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
         "source_offset": 0,
     }
     out = []
-    if _str(s.get("title")):
+    if nonempty(s.get("title")):
         out.append(dict(base, tool_name="title", text=s["title"], record_id=f"{sid}:title:{s['title']}"))
     tokens = [
         max(as_int(s.get(k)) or 0, 0)
@@ -312,7 +308,7 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
     ]
     cost = as_float(s.get("actual_cost_usd"))
     cost = cost if cost is not None else as_float(s.get("estimated_cost_usd"))
-    model = _str(s.get("model")) or "hermes-unknown"
+    model = nonempty(s.get("model")) or "hermes-unknown"
     if any(tokens) or cost:
         out.append(
             dict(
@@ -355,9 +351,9 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
         base = {
             "agent": AGENT,
             "session_id": sid,
-            "parent_session_id": _str(s.get("parent_session_id")),
+            "parent_session_id": nonempty(s.get("parent_session_id")),
             "ts": iso(ts),
-            "model": _str(s.get("model")) if role == "assistant" else None,
+            "model": nonempty(s.get("model")) if role == "assistant" else None,
             "source_path": src,
             "source_offset": rowid,
             "record_id": f"{sid}:m{rowid}",

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at, sqlite_time_iso
+from ctxkeep.sources._util import as_int, compact_json, dict_at, nonempty, sqlite_time_iso
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
 from ctxkeep.sources.readers.sqlite import (
     ChangedRows,
@@ -90,10 +90,6 @@ def matches(path: Path) -> bool:
     return path.name == DB_NAME
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _probe(conn) -> tuple[int, int]:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "ai_queries" not in tables:
@@ -131,7 +127,7 @@ def usage_summary(data: dict) -> str:
     tools = {k: n for k, n in tools.items() if n}
     tokens = [
         {
-            "model": _str(t.get("model_id")),
+            "model": nonempty(t.get("model_id")),
             "warp_tokens": as_int(t.get("warp_tokens")) or 0,
             "byok_tokens": as_int(t.get("byok_tokens")) or 0,
         }
@@ -148,15 +144,15 @@ def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
 
     def query(rowid: int, xid: Any, cid: Any, raw_input: Any, cwd: Any, status: Any, model: Any, ts: Any):
         cid = str(cid)
-        if _str(cwd):
+        if nonempty(cwd):
             project[cid] = cwd
         base = {
             "agent": AGENT,
             "session_id": cid,
-            "native_id": _str(xid),
-            "project_dir": _str(cwd),
+            "native_id": nonempty(xid),
+            "project_dir": nonempty(cwd),
             "ts": sqlite_time_iso(ts),
-            "model": _str(model),
+            "model": nonempty(model),
             "source_path": src,
             "source_offset": rowid,
             "record_id": f"{cid}:{xid or rowid}",
@@ -190,7 +186,7 @@ def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
 
 def _exchange(raw: bytes, base: dict, status: Any) -> list[dict]:
     got = [dict(base, part=0, role="user", kind="message", text=query_text(raw))]
-    if _str(status) and status.lower() not in ("success", "succeeded", "completed"):
+    if nonempty(status) and status.lower() not in ("success", "succeeded", "completed"):
         got.append(dict(base, part=1, role="system", kind="meta", tool_name="output_status", text=status))
     return got
 
