@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError
+from ctxkeep.service.store import reading
 
 #: a run of at most this many new bytes (the hook path's few lines; the engine's
 #: ``DEFER_ANALYTICS_BYTES``) builds the token counter before the engine loads Polars:
@@ -224,12 +225,8 @@ def _held_back(home: Path, conn=None) -> list[dict]:
     """``pipeline.summary.held_back`` of the store at ``home`` (what a later ingest
     reads), through ``conn`` when given."""
     from ctxkeep.pipeline.summary import held_back
-    from ctxkeep.sinks import sqlite as sqlite_store
 
     if conn is not None:
         return held_back(conn)
-    conn = sqlite_store.connect(home, readonly=True)
-    try:
+    with reading(home) as conn:
         return held_back(conn)
-    finally:
-        conn.close()
