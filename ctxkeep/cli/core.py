@@ -392,7 +392,7 @@ def show(
     for p in res.notes:
         warn(p)
     if as_json:
-        _print_json([d.model_dump(mode="json") for d in res.entries])
+        _print_json(res.as_json())
         return
     for d in res.entries:
         head, _, rest = d.header().partition(" ")

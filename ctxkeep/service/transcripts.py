@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from ctxkeep.service.model import Result
 from ctxkeep.service.sessions import SessionRow, SessionsRequest, sessions
+from ctxkeep.service.store import reading
 
 #: a tool result longer than this (UTF-8 bytes) is shown as its head and tail
 RESULT_BYTES = 32_000
@@ -125,12 +125,11 @@ def transcripts(req: TranscriptRequest) -> Iterator[TranscriptResult]:
     session named twice comes once), one at a time (a store's whole history never
     sits in memory). Raises StoreError (no store), SessionNotFound /
     AmbiguousSession (a bad reference; raised before the first result)."""
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import resolve_session
 
     index = req.index if req.index is not None else session_index(SessionIndexRequest(home=req.home)).sessions
     by_id = {s.session_id: s for s in index}
-    with closing(sqlite_store.connect(req.home, readonly=True)) as conn:
+    with reading(req.home) as conn:
         if req.sessions is None:
             wanted = [s.session_id for s in index]
         else:
