@@ -19,6 +19,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -242,7 +243,7 @@ def exit_code(e: Exception) -> int:
     return getattr(e, "exit_code", 1)
 
 
-def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | None = None):
+def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | None = None) -> NoReturn:
     """Print ``error: <what> (<where>) - <what to do>`` as ONE line on stderr (never
     wrapped, whatever the terminal width; in the CLI's words, ``cli_words``, with this
     command's ``words``) and exit with ``code`` (default ``exit_code(e)``: 2 wrong
@@ -357,7 +358,7 @@ def run_command(call) -> int:
     try:  # Typer ≥ 0.2x vendors Click as typer._click
         from typer._click import exceptions as cexc
     except ImportError:  # pragma: no cover - older Typer on plain Click
-        from click import exceptions as cexc
+        from click import exceptions as cexc  # type: ignore[no-redef]  # the same module, Click's own
 
     try:
         rv = call()
@@ -454,7 +455,7 @@ def _registered(name: str):
     from typer.main import get_command_name
 
     for c in app.registered_commands:
-        if (c.name or get_command_name(c.callback.__name__)) == name:
+        if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name:
             return c
     for g in app.registered_groups:
         if g.name == name:
@@ -490,10 +491,11 @@ class _LazyCommands(Mapping):
         if info is None:  # the table names a command no module registers: a bug
             raise KeyError(name)
         info.rich_help_panel = panel
-        kw = {
+        kw: dict[str, Any] = {
             "pretty_exceptions_short": app.pretty_exceptions_short,
             "rich_markup_mode": app.rich_markup_mode,
         }
+        cmd: Any  # a Click group or command, as Typer builds them
         if hasattr(info, "typer_instance"):
             cmd = get_group_from_info(info, suggest_commands=app.suggest_commands, **kw)
         else:
@@ -535,7 +537,8 @@ class _Group(TyperGroup):
         super().__init__(*args, **kwargs)
         # Typer built what was registered already (modules imported before): rebuilt
         # on use instead, with its help panel
-        self.commands = _LazyCommands()
+        # Click types ``commands`` as mutable; this group only reads it (no add_command)
+        self.commands = _LazyCommands()  # type: ignore[assignment]
 
     def resolve_command(self, ctx, args):
         """Click's ``resolve_command``, noting the command's path for ``run_command``."""

@@ -70,7 +70,7 @@ def list_(
             r.agent,
             f"{r.path} @ {r.offset:,}",
             r.reason + ("" if r.action == "skipped" else f" ({r.action})"),
-            r.first_seen[:19].replace("T", " "),
+            (r.first_seen or "")[:19].replace("T", " "),
             f"{r.length:,} B",
             (r.raw_sha256 or "-")[:16],
         )

@@ -35,6 +35,7 @@ def secrets(
             UsageError("--dry-run and FILE need --scrub", hint="run `ctxkeep secrets --scrub --dry-run`"), 2
         )
     h = _home(home)
+    res: svc.ScrubResult | svc.SecretsResult
     try:
         if scrub:
             show = not as_json and err.get().is_terminal
