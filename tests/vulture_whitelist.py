@@ -122,3 +122,10 @@ pack_bytes
 redirect_request
 # sources.antigravity: the IDE source object, looked up by name through sources._REGISTRY
 IDE
+# cli.table's FiguresTable: Rich Table attributes set to narrow a table before Rich renders it
+pad_edge
+show_edge
+collapse_padding
+padding
+caption_justify
+caption_style

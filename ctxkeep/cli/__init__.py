@@ -119,21 +119,83 @@ def say(line: str) -> None:
 def table(**kwargs):
     """A Rich ``Table`` (imported on first use, as the consoles) that never cuts a
     figure: a right-justified column (a number, a size, a cost) never wraps or shrinks,
-    text columns wrap (long words fold), and when the figures and the longest words do
-    not fit the terminal the table is printed wider than it (the terminal wraps the
-    lines) rather than cut with "…"."""
+    text columns wrap (long words fold). When the figures and the longest words do not
+    fit the terminal, the table first takes narrower borders (no outer edge, one space
+    between columns), then leaves out the columns added with a ``drop`` rank (the lowest
+    rank first; low-value columns, each still in ``--json``) until it fits, naming them
+    under the table; only then is it printed wider than the terminal (the terminal
+    wraps the lines) rather than cut with "…"."""
+    from rich import box
     from rich.table import Table
 
     class FiguresTable(Table):
-        def add_column(self, header="", *args, **kw):
-            if kw.get("justify") == "right":
-                kw.setdefault("no_wrap", True)
+        def __init__(self, *args, **kw) -> None:
+            super().__init__(*args, **kw)
+            self._drops: list = []  # (rank, column)
+
+        def add_column(self, header="", *args, drop: int | None = None, **kw):
+            if kw.get("no_wrap") is None:  # a figure (right-justified) is never wrapped
+                kw["no_wrap"] = kw.get("justify") == "right"
             kw.setdefault("overflow", "fold")
-            return super().add_column(header, *args, **kw)
+            super().add_column(header, *args, **kw)
+            if drop is not None:
+                self._drops.append((drop, self.columns[-1]))
+
+        def _need(self, console, options) -> int:
+            """A first guess of the narrowest width that cuts nothing: a ``no_wrap``
+            column (a figure) its widest line, a column that folds its ``min_width`` or
+            10, any other its longest word."""
+            wide, total = options.update_width(10_000), self._extra_width
+            for col in self.columns:
+                m = self._measure_column(console, wide, col)
+                if col.no_wrap:
+                    total += m.maximum
+                elif col.overflow == "fold":
+                    total += min(m.minimum, max(col.min_width or 0, 10) + self._get_padding_width(col._index))
+                else:
+                    total += m.minimum
+            return total
+
+        def _fits(self, console, options, width: int) -> bool:
+            """Whether Rich lays the table out in ``width`` with every ``no_wrap``
+            column (a figure, a name) whole and every other column at least its
+            longest word or ``min_width`` or 10 wide (narrower, its words fold)."""
+            extra = self._extra_width
+            widths = self._calculate_column_widths(console, options.update_width(width - extra))
+            if sum(widths) + extra > width:
+                return False
+            wide = options.update_width(10_000)
+            for w, col in zip(widths, self.columns, strict=True):
+                m = self._measure_column(console, wide, col)
+                floor = max(col.min_width or 0, 10) + self._get_padding_width(col._index)
+                if w < (m.maximum if col.no_wrap else min(m.minimum, floor)):
+                    return False
+            return True
 
         def __rich_console__(self, console, options):
-            need = self.__rich_measure__(console, options.update_width(10_000)).minimum
-            if need > options.max_width:
+            width = options.max_width
+            if not self._fits(console, options, width) and self.box is not None:
+                self.box, self.show_edge, self.pad_edge = box.SIMPLE_HEAD, False, False
+                self.collapse_padding = True
+            if not self._fits(console, options, width):  # columns one space apart
+                self.padding = (0, 0)
+            hidden = []
+            for _, col in sorted(self._drops, key=lambda d: d[0]):
+                if self._fits(console, options, width):
+                    break
+                self.columns.remove(col)
+                for i, c in enumerate(self.columns):
+                    c._index = i
+                hidden.append(" ".join(str(col.header).split()))
+            if hidden:
+                note = f"not shown at {width} columns: {', '.join(hidden)} (see --json or a wider terminal)"
+                self.caption = f"{self.caption}\n{note}" if self.caption else note
+                self.caption_justify = "left"
+                self.caption_style = "dim"
+            if not self._fits(console, options, width):
+                need = max(width + 1, self._need(console, options))
+                while not self._fits(console, options, need) and need < width + 1_000:
+                    need += 2
                 options = options.update_width(need)
             yield from super().__rich_console__(console, options)
 
