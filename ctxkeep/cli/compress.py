@@ -182,7 +182,7 @@ def _emit_check(rep: dict, as_json: bool) -> None:
                 + "; "
                 + _savings_text(f["savings"]),
                 highlight=False,
-                soft_wrap=True,
+                soft_wrap=False,  # wrapped at the terminal's width
             )
     out.print(
         f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold (full paths: --json)",

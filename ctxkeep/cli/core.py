@@ -105,8 +105,12 @@ def ingest(
                 prog.update(task_id, total=total)
                 bar.append((prog, task_id))
 
+        def on_bytes(n: int) -> None:
+            if bar:
+                bar[0][0].advance(bar[0][1], n)
+
         shows.on_plan = on_plan
-        shows.on_bytes = lambda n: bar and bar[0][0].advance(bar[0][1], n)
+        shows.on_bytes = on_bytes
     try:
         require_paths(path or [])
         res = svc.ingest(h, req, shows)
@@ -502,9 +506,9 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     for r in rows:
         t.add_row(*r)
     out.print(t)
-    c, q = res.contents, res.quarantine
+    cs, q = res.contents, res.quarantine
     out.print(
-        f"distinct contents {c.distinct:,} ({_size(c.bytes)}, {c.token_estimate:,} tokens); "
+        f"distinct contents {cs.distinct:,} ({_size(cs.bytes)}, {cs.token_estimate:,} tokens); "
         f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
         highlight=False,
     )

@@ -11,9 +11,14 @@ with the model.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from ctxkeep.cli import app
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 @app.command("help")
@@ -37,7 +42,7 @@ def help_(
     group = get_command(app)
     _plain_metavars(group)  # QUERY, not {QUERY}, as `ctxkeep search --help` shows
     ctx = typer.Context(group, info_name="ctxkeep")
-    cmd = group
+    cmd: Any = group  # a Click group, or the command a name leads to
     for name in command or []:
         sub = cmd.get_command(ctx, name) if hasattr(cmd, "get_command") else None
         if sub is None:
@@ -124,7 +129,7 @@ def outputs() -> dict[str, type]:
     return out
 
 
-def json_keys(model: type) -> dict[str, str]:
+def json_keys(model: type[BaseModel]) -> dict[str, str]:
     """The keys ``model`` prints (aliases, in order, without ``schema``) → one line on
     each: its description, and for a list or map of a model the keys of its items."""
     keys = {}

@@ -95,6 +95,7 @@ class AnalyticsSyncer:
                 if con is None:
                     con = duckdb_store.connect(self.home)
                     appends = duckdb_store.EntryAppends(con)
+                assert appends is not None  # opened with con
                 got = None
                 if not final and item[1] is not None:
                     got = appends.append(item[0], item[1].to_arrow())

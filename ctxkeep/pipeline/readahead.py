@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.pipeline.stable_ids import rekey
@@ -50,7 +50,7 @@ class ReadItem(NamedTuple):
 PREREAD: dict[str, list[Batch]] = {}
 
 
-def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:
+def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Generator[ReadItem, None, None]:
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
     ``ReadItem(file, None, read)`` per file. A batch whose source left
     ``Batch.coverage`` unset gets the tally of its entries (``coverage.from_entries``;
@@ -100,8 +100,8 @@ class _End(NamedTuple):
 def read_ahead(
     todo: list[tuple[SourceFile, Watermark | None]],
     depth: int = READ_AHEAD,
-    source: Callable[..., Iterator[ReadItem]] | None = None,
-) -> Iterator[ReadItem]:
+    source: Callable[..., Generator[ReadItem, None, None]] | None = None,
+) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` (or ``source(todo)``: ``reader_process.read_in_process``)
     run in a reader thread, at most ``depth`` chunks ahead (``READ_CHUNK_BYTES``).
 

@@ -37,7 +37,7 @@ import pickle
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -91,7 +91,7 @@ def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
 
 def read_in_process(
     todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False
-) -> Iterator[ReadItem]:
+) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
     n_entries, ahead)`` where ``batch.entries`` is empty and ``rows`` is
@@ -117,6 +117,7 @@ def read_in_process(
     proc, results = start_child("ctxkeep.pipeline.reader_process", *(["--seal"] if seal else []))
     ended = received = False
     try:
+        assert proc.stdin is not None  # start_child opens it as a pipe
         try:
             pickle.dump(todo, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.close()
@@ -142,6 +143,7 @@ def read_in_process(
                 at = 0
                 for item in items:
                     if item.batch is not None:
+                        assert rows is not None  # a chunk with batches carries their rows
                         n = item.n_entries
                         yield item._replace(rows=rows.slice(at, n), ahead=pre)
                         pre = None  # with the chunk's first batch: before any group needs it

@@ -185,9 +185,10 @@ def edit_diff(turn: Turn) -> str | None:
     a = _args(text)
     if not a:
         return None
-    edits = a.get("edits") if isinstance(a.get("edits"), list) else [a]
+    edits_v = a.get("edits")
+    edits = edits_v if isinstance(edits_v, list) else [a]
     path = str(a.get("file_path") or a.get("path") or "file")
-    out = []
+    out: list[str] = []
     for e in edits:
         if not isinstance(e, dict) or not isinstance(e.get("old_string"), str) or "new_string" not in e:
             return None

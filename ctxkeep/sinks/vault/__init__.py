@@ -50,6 +50,18 @@ def home_of(conn) -> Path | None:
     return Path(row[2]).parent
 
 
+def record_in(conn, g: PreparedGroup | None) -> None:
+    """``record(conn, home_of(conn), g)``: the manifest rows of ``g`` in the store of
+    ``conn``, which is a file (a prepared group comes from a ``capturer_for`` it).
+    Raises ValueError for an in-memory store with a group to record."""
+    if g is None:
+        return
+    home = home_of(conn)
+    if home is None:
+        raise ValueError("a vault group cannot be recorded in an in-memory store")
+    record(conn, home, g)
+
+
 def configured(home: Path) -> bool:
     """Whether ``<home>/config.toml`` leaves the vault on (``[vault] enabled``, default
     true; a config that does not load leaves it on: the vault loses nothing)."""
@@ -81,6 +93,7 @@ __all__ = [
     "enabled",
     "home_of",
     "record",
+    "record_in",
     "redact_raw",
     "suspended",
     "vault_dir",

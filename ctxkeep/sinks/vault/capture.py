@@ -643,9 +643,9 @@ def replay(conn, home: Path, progress=None) -> int:
     for name, path in pack_names(home):
         if name in known:
             continue
-        rec = read_record(path)
-        if rec is not None:
-            recs.append((rec[0].get("t", 0), name, path.stat().st_size, rec))
+        got = read_record(path)
+        if got is not None:
+            recs.append((got[0].get("t", 0), name, path.stat().st_size, got))
     recs.sort(key=lambda r: (r[0], r[1]))
     for i, (_, name, size, (rec, objects)) in enumerate(recs, 1):
         caps = [Prepared.from_record(c) for c in rec.get("captures", []) if path_hash(c["path"]) not in gone]
