@@ -134,6 +134,15 @@ def _(f_agents, f_days, f_project, f_tz, facts, pl):
 
 
 @app.cell
+def _():
+    # the Sessions table holds at most TABLE_ROWS sessions (the newest that match);
+    # a transcript is drawn TURNS_PER_PAGE turns at a time
+    TABLE_ROWS = 1000
+    TURNS_PER_PAGE = 300
+    return TABLE_ROWS, TURNS_PER_PAGE
+
+
+@app.cell
 def _(mo, qp):
     # the views: a tab bar whose choice gates the cells below (a hidden view computes nothing)
     TABS = ("Overview", "Sessions", "Search", "Store")
@@ -274,9 +283,8 @@ def _(alt, dt, fparams, grain, keep, kept_sessions, mo, nav, pl, st, tz):
 
 
 @app.cell
-def _(kept_sessions, mo, nav, st, svc_tr, tr, tz, urllib):
+def _(TABLE_ROWS, kept_sessions, mo, nav, st, svc_tr, tr, tz, urllib):
     # the Sessions table: the sessions the filters keep, at most TABLE_ROWS (newest first)
-    TABLE_ROWS = 1000
     session_table = None
     session_rows = None
     if nav.value == "Sessions":
@@ -332,7 +340,7 @@ def _(kept_sessions, mo, nav, st, svc_tr, tr, tz, urllib):
 
 
 @app.cell
-def _(mo, nav, qp, session_table, st, svc_resume, svc_tr, tr, tz, urllib):
+def _(TURNS_PER_PAGE, mo, nav, qp, session_table, st, svc_resume, svc_tr, tr, tz, urllib):
     transcript_view = None
     if nav.value == "Sessions":
         _picked = None
@@ -366,14 +374,54 @@ def _(mo, nav, qp, session_table, st, svc_resume, svc_tr, tr, tz, urllib):
                     "session_index",
                     lambda: svc_tr.session_index(svc_tr.SessionIndexRequest(home=st.home)).sessions,
                 )
+                # a long session is read a page of TURNS_PER_PAGE turns at a time (the
+                # page holding a search hit first): whole, the largest session of a 2 GB
+                # store took 4.5 s to render and sent 28 MB to the browser
+                try:
+                    _page = int(qp.get("page") or 1) - 1
+                except ValueError:
+                    _page = 0
                 _t = next(
                     svc_tr.transcripts(
-                        svc_tr.TranscriptRequest(home=st.home, sessions=[_picked], index=_index)
+                        svc_tr.TranscriptRequest(
+                            home=st.home,
+                            sessions=[_picked],
+                            index=_index,
+                            page_turns=TURNS_PER_PAGE,
+                            page=max(_page, 0),
+                            focus=_focus,
+                        )
                     )
                 )
                 _resume = "?" + urllib.parse.urlencode(
                     {"tab": "Sessions", "session": _t.session.session_id, "resume": "1"}
                 )
+                _lo, _hi = _t.window or (0, len(_t.turns))
+                _pages = max(1, -(-len(_t.turns) // TURNS_PER_PAGE))
+                _pager = ""
+                if _pages > 1:
+                    _here = _lo // TURNS_PER_PAGE
+
+                    def _to(_k: int, _label: str) -> str:
+                        _href = "?" + urllib.parse.urlencode(
+                            {"tab": "Sessions", "session": _t.session.session_id, "page": _k + 1}
+                        )
+                        return f'<a class="page" href="{tr.html.escape(_href)}" target="_top">{_label}</a>'
+
+                    _pager = (
+                        f"<p>Turns {_lo + 1:,}–{_hi:,} of {len(_t.turns):,} (page {_here + 1} of {_pages}) · "
+                        + " · ".join(
+                            _x
+                            for _x in (
+                                _to(0, "« first") if _here > 0 else "",
+                                _to(_here - 1, "‹ previous") if _here > 0 else "",
+                                _to(_here + 1, "next ›") if _here < _pages - 1 else "",
+                                _to(_pages - 1, "last »") if _here < _pages - 1 else "",
+                            )
+                            if _x
+                        )
+                        + "</p>"
+                    )
                 transcript_view = mo.vstack(
                     [
                         mo.Html(
@@ -381,9 +429,16 @@ def _(mo, nav, qp, session_table, st, svc_resume, svc_tr, tr, tz, urllib):
                             f"<code>{tr.html.escape(_t.session.session_id)}</code></h3>"
                             f'<p><a class="resume" href="{tr.html.escape(_resume)}" target="_top">Resume snapshot</a> '
                             "(what <code>ctxkeep resume</code> gives an agent to pick this session up)</p>"
+                            + _pager
                         ),
                         mo.iframe(
-                            tr.page_html(_t, tz=tz, link=lambda _sid: None, index_href=None, focus=_focus),
+                            tr.page_html(
+                                _t,
+                                tz=tz,
+                                link=lambda _sid: None,
+                                index_href=None,
+                                focus=_focus,
+                            ),
                             height="900px",
                         ),
                     ]
