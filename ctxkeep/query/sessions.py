@@ -277,6 +277,7 @@ def _first_prompts(conn: sqlite3.Connection, sessions: list[str] | None = None) 
         "JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 "
         "WHERE e.kind = 'message' AND e.role = 'user' "
     )
+    queries: list[tuple[str, tuple[str, ...]]]
     if sessions is None:
         queries = [(head + "ORDER BY e.ts, e.rowid", ())]
     else:
