@@ -61,7 +61,7 @@ import pyarrow.parquet as pq
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.maintenance import backup
 from ctxkeep.maintenance.compress import rewrite
-from ctxkeep.sinks import analytics_current, parquet
+from ctxkeep.sinks import analytics_current, analytics_file, parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety
@@ -248,7 +248,7 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> li
         n_duck = seen["entries"]
     except Exception as e:  # duckdb.Error subclasses, OSError
         msg = (str(e).splitlines() or [""])[0]
-        if "lock" in msg.lower():
+        if analytics_file.analytics_held(e):
             return [Finding("duckdb", str(p), "skipped", f"held by another process: {msg[:160]}")]
         return [Finding("duckdb", str(p), "damaged", f"{type(e).__name__}: {msg[:200]}")]
     if n_duck < n_sqlite and behind:  # the store was busy: a lag

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.sqlite import store_safety
 
 _END = object()
@@ -121,6 +122,8 @@ class AnalyticsSyncer:
                 if con is not None:
                     _close_quietly(con)
                     con = None
+                if isinstance(e, Exception) and set_aside_if_damaged(self.home, e):
+                    appends = None  # the next step opens a new file and syncs it from SQLite
                 if not isinstance(e, Exception):
                     final = True
             if final:

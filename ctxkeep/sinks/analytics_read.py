@@ -18,6 +18,7 @@ import duckdb
 from ctxkeep.errors import CtxkeepError, StoreError
 from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.analytics_file import analytics_held
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 
 
@@ -81,7 +82,7 @@ def open_readonly(
     try:
         return duckdb.connect(str(path), read_only=True), lag
     except duckdb.IOException as e:
-        if "lock" not in str(e).lower():
+        if not analytics_held(e):
             raise _damaged(path, e) from e
     except duckdb.Error as e:
         raise _damaged(path, e) from e
