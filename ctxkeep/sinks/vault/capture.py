@@ -329,7 +329,9 @@ def _seal(raw: RawCapture, held: Callable[[bytes], bool] = lambda h: False) -> t
     if raw.redacted is not None:  # redacted by the pipeline (``stable_ids.rekey``)
         red, counts = raw.redacted[0], Counter(raw.redacted[1])
     else:
-        red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+        # a database's rows document (``sources.readers.rows``) is JSONL: line by line
+        whole = raw.mode == "document" and not raw.meta.get("vault_rows")
+        red, counts = redact_raw(raw.data, whole=whole)
     sha = hashlib.sha256(red).digest()
     chunks: list[bytes] = []
     objects: list[tuple[bytes, bytes, int]] = []
