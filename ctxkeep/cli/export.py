@@ -69,7 +69,7 @@ def parquet(
 
 
 def _with_progress(h: Path, req) -> dict:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
     from ctxkeep.service.export import export_parquet
 
@@ -77,7 +77,7 @@ def _with_progress(h: Path, req) -> dict:
         TextColumn("export {task.description}"), BarColumn(), MofNCompleteColumn(),
         console=err.get(), transient=True,
     ) as bar:  # fmt: skip
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def progress(table: str, done: int, total: int) -> None:
             if table not in tasks:

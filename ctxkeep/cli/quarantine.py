@@ -62,15 +62,22 @@ def list_(
         title=f"ctxkeep quarantine: {_count(total, 'line')}"
         + (f", newest {len(rows)}" if total > len(rows) else "")
     )
-    for col in ("id", "agent", "file @ offset", "reason", "when", "size", "raw sha256"):
-        t.add_column(col, overflow="fold")
+    # ids, agents, times and sizes whole; paths and reasons fold; in a narrow terminal
+    # the hash goes first (`quarantine show ID` and --json have it)
+    t.add_column("id", justify="right")
+    t.add_column("agent", no_wrap=True)
+    t.add_column("file @ offset")
+    t.add_column("reason")
+    t.add_column("when", no_wrap=True)
+    t.add_column("size", justify="right")
+    t.add_column("raw sha256", drop=1)
     for r in rows:
         t.add_row(
             str(r.id),
             r.agent,
             f"{r.path} @ {r.offset:,}",
             r.reason + ("" if r.action == "skipped" else f" ({r.action})"),
-            r.first_seen[:19].replace("T", " "),
+            (r.first_seen or "")[:16].replace("T", " "),
             f"{r.length:,} B",
             (r.raw_sha256 or "-")[:16],
         )

@@ -39,7 +39,8 @@ def redact(
             )
         _redact_stdin(home, as_json)
         return
-    from ctxkeep.service.redact import RescanRequest, rescan
+    from ctxkeep.service.redact import RescanRequest
+    from ctxkeep.service.redact import rescan as run_rescan
 
     h = _home(home)
     req = RescanRequest.parse(dry_run=dry_run)
@@ -58,9 +59,11 @@ def redact(
                 transient=True,
             ) as prog:
                 task = prog.add_task("rescan", total=None)
-                rep = rescan(h, req, progress=lambda d, t: prog.update(task, completed=d, total=t)).as_json()
+                rep = run_rescan(
+                    h, req, progress=lambda d, t: prog.update(task, completed=d, total=t)
+                ).as_json()
         else:
-            rep = rescan(h, req).as_json()
+            rep = run_rescan(h, req).as_json()
     except CtxkeepError as e:
         _fail(e)
     if as_json:

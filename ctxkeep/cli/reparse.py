@@ -42,8 +42,10 @@ def reparse(
     )
     for col in ("agent", "kind", "added", "removed", "changed", "same"):
         t.add_column(col, justify="left" if col in ("agent", "kind") else "right")
-    for e in d["entries"]:
-        t.add_row(e["agent"], e["kind"], *(f"{e[k]:,}" for k in ("added", "removed", "changed", "same")))
+    for row in d["entries"]:
+        t.add_row(
+            row["agent"], row["kind"], *(f"{row[k]:,}" for k in ("added", "removed", "changed", "same"))
+        )
     out.print(t)
     for a, u in d["usage"].items():
         delta = u["delta"]

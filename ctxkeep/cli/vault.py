@@ -30,7 +30,8 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     if as_json:
         _print_json(r)
         return
-    t = table(title=f"ctxkeep vault ({r['vault_dir']}, {_size(r['pack_bytes'])} on disk)")
+    # the folder on a line of its own: a title line is not wrapped in a pipe
+    t = table(title=f"ctxkeep vault, {_size(r['pack_bytes'])} on disk:\n{r['vault_dir']}")
     for col in (
         "agent",
         "files",
@@ -43,7 +44,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         "next",
     ):
         t.add_column(
-            col, justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left"
+            col,
+            justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left",
+            # in a narrow terminal: generations (≈ files) and the next deletion go first
+            drop={"generations": 1, "next": 2}.get(col),
+            no_wrap=True if col == "agent" else None,
         )
     for a in r["agents"]:
         t.add_row(

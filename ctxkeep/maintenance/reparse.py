@@ -90,7 +90,9 @@ def diff(old_conn, new_conn, agents: list[str]) -> dict:
     per: dict[tuple[str, str], Counter] = {}
     for eid in old.keys() | new.keys():
         o, n = old.get(eid), new.get(eid)
-        key = (n or o)[0], (n or o)[1]
+        row = n or o
+        assert row is not None  # eid is a key of old or new
+        key = row[0], row[1]
         c = per.setdefault(key, Counter())
         if o is None:
             c["added"] += 1
@@ -365,7 +367,7 @@ def reparse(
                     with vault.suspended():
                         for n in sorted(passes):
                             say(f"parsing generation {n}")
-                            todo = []
+                            todo: list[tuple[SourceFile, Watermark | None]] = []
                             for g in passes[n]:
                                 if g.meta.get("vault_tree"):  # sst/opencode's JSON tree
                                     sf = _tree_read(g, files[g.gen_id], work / "trees")

@@ -83,7 +83,7 @@ def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
     part_bytes = PART_BYTES if part_bytes is None else part_bytes
     out: list[Part] = []
     cur: Todo = []
-    agent: str | None = None
+    agent = ""  # the agent of ``cur`` (read only while ``cur`` holds files)
     size = 0
     index: dict = {}
     for f, wm in todo:

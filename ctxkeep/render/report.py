@@ -64,6 +64,8 @@ def load_app(path: Path):
     """The ``marimo.App`` of the notebook file ``path`` (imported under a private
     module name; its ``if __name__ == "__main__"`` block does not run)."""
     spec = importlib.util.spec_from_file_location(f"ctxkeep_notebook_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the notebook {path}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.app

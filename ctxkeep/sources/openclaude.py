@@ -18,12 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxkeep.sources import claude_code
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
 AGENT = "openclaude"
 PARSER_VERSION = claude_code.PARSER_VERSION
-MODE = "append"
+MODE: Mode = "append"
 
 
 def roots(ctx: DiscoveryContext) -> list[Path]:

@@ -393,7 +393,8 @@ def part_entries(
         return out, False
     if ptype == "file":
         label = " ".join(str(x) for x in (part.get("mime"), part.get("filename")) if x)
-        url = part.get("url") if isinstance(part.get("url"), str) else ""
+        url_v = part.get("url")
+        url = url_v if isinstance(url_v, str) else ""
         where = "" if url.startswith("data:") else f" {url[:300]}"
         return [dict(b, part=0, kind="message", text=f"[file {label}]{where}")], False
     text = {k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID", "type")}

@@ -59,8 +59,9 @@ _GEN_SQL = (
 
 
 def _gen(row) -> Generation:
-    *head, red, meta, created, chunks, dev, ino = row
-    return Generation(*head, json.loads(red or "{}"), json.loads(meta or "{}"), created, chunks, dev, ino)
+    r = list(row)  # the 17 columns of _GEN_SQL: redactions and meta are JSON text
+    r[11], r[12] = json.loads(r[11] or "{}"), json.loads(r[12] or "{}")
+    return Generation(*r)
 
 
 def generations(conn, *, latest: bool = False, agents: list[str] | None = None) -> list[Generation]:
