@@ -193,6 +193,40 @@ def test_no_secret_of_a_database_row_reaches_a_vault_byte(tmp_path):
     assert not [v for v in values if v.encode() in data or json.dumps(v)[1:-1].encode() in data]
     assert sum(g.redactions.values()) >= len(cases) and b"[REDACTED:" in data
     assert all(orjson.loads(ln) is not None for ln in data.splitlines())  # each row still JSON
+    # the session grows: its next version scans only its new lines and its marked ones
+    # (``Capturer._rows_redacted``): still no secret, every value counted again
+    con = sqlite3.connect(db)
+    try:
+        for i, text in enumerate(("a clean new line", f"and a new secret: {cases[0].text}")):
+            con.execute(
+                "INSERT INTO part(id, message_id, session_id, time_created, time_updated, data) "
+                "VALUES(?,?,?,?,?,?)",
+                (
+                    f"prt_more{i}",
+                    "msg_a1",
+                    "ses_01JZfixtureMain",
+                    1751533400000 + i,
+                    1751533400000 + i,
+                    json.dumps({"type": "text", "text": text}),
+                ),
+            )
+        con.commit()
+    finally:
+        con.close()
+    ingest(home, store, "opencode")
+    g2 = next(g for g in _rows_gens(store) if g.meta["session"] == "ses_01JZfixtureMain")
+    assert g2.gen == 2
+    data2 = _gen_bytes(store, g2)
+    assert b"a clean new line" in data2
+    assert not [v for v in values if v.encode() in data2 or json.dumps(v)[1:-1].encode() in data2]
+    assert sum(g2.redactions.values()) > sum(g.redactions.values())
+    # the same bytes as a scan of the whole version
+    from ctxkeep.sinks.vault.capture import redact_raw
+    from ctxkeep.sources.opencode import VAULT_TABLES
+    from ctxkeep.sources.readers.sqlite import _documents
+
+    whole = _documents(db, "opencode", VAULT_TABLES, {"ses_01JZfixtureMain"})["ses_01JZfixtureMain"]
+    assert redact_raw(whole)[0] == data2
 
 
 @pytest.mark.parametrize(
