@@ -321,8 +321,9 @@ def reindex(
 ):
     """Rebuild the FTS indexes and DuckDB from the SQLite entries.
 
-    The entries themselves are derived again from the vault by `ctxkeep reparse`
-    (reindex works on the stored rows)."""
+    Sessions whose files the agent deleted are derived again from the vault first
+    when the store lacks them or an older parser made them (`ctxkeep reparse` does it
+    for every file)."""
     from ctxkeep.service.maintenance import ReindexRequest
     from ctxkeep.service.maintenance import reindex as ask
 
@@ -336,6 +337,13 @@ def reindex(
     if as_json:
         _print_json(rep)
         return
+    fv = rep.get("from_vault")
+    if fv:
+        added = sum(e["added"] for e in fv["diff"]["entries"])
+        out.print(
+            f"derived {fv['files']:,} file(s) the agents deleted from the vault ({added:,} entries added)",
+            highlight=False,
+        )
     out.print(
         f"reindexed {rep['chunks']:,} chunks ({rep['grams_rows']:,} with substring terms) in "
         f"{rep['seconds']:.1f} s; {rep['analytics']}",

@@ -113,7 +113,8 @@ def restore(
     to: Path | None = typer.Option(
         None,
         "--to",
-        help="Write under DIR (same layout relative to your home) instead of the original paths.",
+        help="Write under DIR (same layout relative to your home) instead of the original paths; "
+        "a database agent's session as its rows, JSONL.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
     all_missing: bool = typer.Option(
@@ -138,5 +139,7 @@ def restore(
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say(f"restored {f['to']} ({_size(f['bytes'])}" + (f", {red} secret(s) redacted" if red else "") + ")")
+    for db in r.get("skipped_rows") or []:
+        say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
     if not r["files"]:
         say("nothing to restore")

@@ -139,6 +139,10 @@ class VaultRestoreResult(Result):
 
     session: str | None = Field(description="the session id (null with --all-missing)")
     files: list[RestoredFile] = Field(description="one per file written")
+    skipped_rows: list[str] = Field(
+        default_factory=list,
+        description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
+    )
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
