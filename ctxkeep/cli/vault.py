@@ -7,7 +7,21 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, say, table, warn
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    _size,
+    app,
+    failing,
+    out,
+    say,
+    table,
+    warn,
+)
 from ctxkeep.errors import CtxkeepError
 
 vault_app = typer.Typer(
@@ -23,10 +37,8 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Per agent: files, sessions, generations, bytes raw and stored; when the agent deletes sessions and which are not in the vault yet."""
     from ctxkeep.service.vault import VaultStatusRequest, vault_status
 
-    try:
+    with failing():
         r = vault_status(VaultStatusRequest.parse(home=_home(home))).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
         return
@@ -88,10 +100,8 @@ def verify(
     """Check every generation against its objects (sequence, sizes, SHA-256); exit 1 naming what is damaged."""
     from ctxkeep.service.vault import VaultVerifyRequest, vault_verify
 
-    try:
+    with failing():
         r = vault_verify(VaultVerifyRequest.parse(home=_home(home), full=full)).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
     elif r["ok"]:
