@@ -62,6 +62,12 @@ class StoreError(CtxkeepError):
     """The store is unreadable, of an unknown schema version, or not writable."""
 
 
+class NothingStored(StoreError):
+    """The store exists but holds no usage yet (an ingest found no session file with
+    any): a read command answers it as an empty result, rc 0, with this line as its
+    note (docs/cli.md "Exit codes"); a command that must write something from it fails."""
+
+
 class ConfigError(CtxkeepError):
     """``config.toml`` or an environment override is invalid. ``problems``: one line
     per wrong value (file, key, value, what is wrong) when the file was validated."""

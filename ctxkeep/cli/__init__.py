@@ -630,7 +630,14 @@ def main() -> None:
     The process ends when ``app`` returns: its objects are frozen first
     (``gc.freeze``), so the interpreter's exit does not walk them for garbage cycles
     (after an ingest, with Polars and DuckDB loaded, that walk took ~0.17-0.25 s of a
-    first ingest's wall time; atexit handlers still run)."""
+    first ingest's wall time; atexit handlers still run).
+
+    pydantic plugins are off (``PYDANTIC_DISABLE_PLUGINS=__all__`` unless the
+    environment sets it: an empty value turns them back on): ctxkeep's request and
+    result models use none, and finding none read every installed package's entry
+    points at the first validation (pydantic 2.x ``plugin._loader.get_plugins``,
+    ~6-9 ms of CPU of each command with a pydantic model, issue 26)."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         app()
     finally:

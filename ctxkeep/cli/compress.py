@@ -65,8 +65,6 @@ def compress(
 
 
 def _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json) -> None:
-    from ctxkeep.service import compress as svc
-
     h = _home(home)
     config_warnings(h)
     clash = None
@@ -81,9 +79,12 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
     try:
         require_paths(files or [], where="FILE")
         if check:  # changes nothing: --dry-run adds nothing to it
-            rep = svc.compress_check(h, svc.CheckRequest.parse(files=files or None)).as_json()
-            _emit_check(rep, as_json)
+            from ctxkeep.service.compress_check import CheckRequest, compress_check
+
+            _emit_check(compress_check(h, CheckRequest(tuple(files or ()))).as_json(), as_json)
             return
+        from ctxkeep.service import compress as svc
+
         if restore is not None:
             res = svc.compress_restore(h, svc.RestoreFileRequest.parse(file=restore, force=force)).as_json()
             if as_json:
@@ -94,6 +95,11 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
                     f"{res['reactivated']:,} archived entries active again",
                     highlight=False,
                 )
+                if res.get("saved_aside"):
+                    out.print(
+                        f"the file as it was (lines the backup lacks) is kept in {res['saved_aside']}",
+                        highlight=False,
+                    )
             return
         summary = _run(h, files, keep_messages, dry_run, force, prefect, progress and not as_json)
     except CtxkeepError as e:

@@ -31,7 +31,7 @@ from ctxkeep.cli.options import (
     until_option,
 )
 from ctxkeep.cli.sources import fail_config
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import CtxkeepError, NotFound, UsageError
 
 
 @app.command()
@@ -75,8 +75,11 @@ def ingest(
     except CtxkeepError as e:
         fail_config(e)
     bar: list = []  # the progress bar, drawn once the run has work (no Rich otherwise)
+    # with --path, the plan's problems (a path of no agent) are said after the run:
+    # as the one error line when no path held a session file, else as warnings
+    held_problems: list[str] = []
     shows = svc.IngestProgress(
-        on_problem=warn,
+        on_problem=held_problems.append if path else warn,
         on_wait=lambda where: err.print(
             f"waiting for another ctxkeep run on this store to finish ({where})…",
             highlight=False,
@@ -112,14 +115,31 @@ def ingest(
         require_paths(path or [])
         res = svc.ingest(h, req, shows)
     except CtxkeepError as e:
+        for prob in held_problems:
+            warn(prob)
         fail_config(e)
     finally:
         for prog, _ in bar:
             prog.stop()
+    nothing = bool(path) and not res.summary["files"] and bool(held_problems)
     if as_json:
         _print_json(res.as_json())
-        return
-    _print_summary(res.summary, res.held_note)
+    for prob in held_problems[:-1] if nothing else held_problems:
+        warn(prob)
+    if nothing:  # every --path was skipped: one error line, not an empty summary
+        last = held_problems[-1]
+        where, _, what = last.rpartition(": ")
+        many = len(held_problems) > 1
+        _fail(
+            NotFound(
+                ("no --path held a session file; " if many else "") + what,
+                where=where,
+                hint="give a session file or a folder that holds them "
+                "(`ctxkeep sources` shows where each agent keeps them)",
+            )
+        )
+    if not as_json:
+        _print_summary(res.summary, res.held_note)
 
 
 def _ingest_dry_run(h: Path, req, as_json: bool) -> None:
@@ -220,8 +240,11 @@ def _print_summary(s: dict, held: str | None) -> None:
 
 @app.command()
 def search(
-    query: str = typer.Argument(
-        ..., metavar="QUERY", help='Words, "phrases", identifiers, paths, error messages; CJK works.'
+    query: list[str] = typer.Argument(
+        ...,
+        metavar="QUERY",
+        help='Words, "phrases", identifiers, paths, error messages; CJK works. '
+        "Unquoted words are one query (joined by spaces).",
     ),
     agent: list[str] = agent_option(store_agents),
     project: str | None = typer.Option(
@@ -261,7 +284,7 @@ def search(
 
     try:
         req = SearchRequest.parse(
-            queries=[query],
+            queries=[" ".join(query)],
             limit=limit,
             budget=budget,
             raw=raw,
@@ -373,7 +396,7 @@ def show(
     for p in res.notes:
         warn(p)
     if as_json:
-        _print_json([d.model_dump(mode="json") for d in res.entries])
+        _print_json(res.as_json())
         return
     for d in res.entries:
         head, _, rest = d.header().partition(" ")

@@ -66,16 +66,23 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         rep = report(h, req).as_json()
     except CtxkeepError as e:
         _fail(e)
+    notes = rep["notes"]
     if as_json:
         _print_json(rep)
     elif as_csv:
         _csv(rep["rows"])
+    elif not rep["rows"]:  # an empty result: one line on stdout, rc 0 (as `sessions`)
+        empty = next(
+            (n for n in notes if n.startswith("no usage")), "no usage in the store for this selection"
+        )
+        out.print(empty, highlight=False, soft_wrap=True)
+        notes = [n for n in notes if n != empty]
     elif req.by:
         for m in dict.fromkeys(r["machine"] for r in rep["rows"]):
             _table(rep, [r for r in rep["rows"] if r["machine"] == m], breakdown, h, m)
     else:
         _table(rep, rep["rows"], breakdown, h)
-    for n in rep["notes"]:
+    for n in notes:
         if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
             sys.stderr.write(f"note: {n}\n")
         else:

@@ -130,7 +130,7 @@ def sources(
     for w in res.warnings:
         typer.echo(f"warning: {res.config_file}: {w}", err=True)
     if as_json:
-        _print_json([r.model_dump(mode="json", exclude_unset=True) for r in res.rows])
+        _print_json(res.as_json())
         return
     rows = [r.model_dump(mode="json") for r in res.rows]
     if out.width < 110:  # too narrow for the table: two lines per agent

@@ -114,7 +114,13 @@ def read_in_process(
     in ``readahead.read_ahead``'s thread to let it work ahead).
     """
 
-    proc, results = start_child("ctxkeep.pipeline.reader_process", *(["--seal"] if seal else []))
+    from ctxkeep.sinks import vault
+
+    # the vault off here (``CTXKEEP_VAULT=0``, or ``vault.suspended``: a reparse reads the
+    # vault's own redacted bytes) is off there too: no redaction of the raw lines
+    # (``stable_ids.rekey``), which cost a reparse ~20 % of the reader's CPU
+    flags = (["--seal"] if seal else []) + ([] if vault.enabled() else ["--no-vault"])
+    proc, results = start_child("ctxkeep.pipeline.reader_process", *flags)
     ended = received = False
     try:
         assert proc.stdin is not None  # start_child opens it as a pipe
@@ -208,6 +214,8 @@ def _main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(int(sys.argv[1]), "wb")  # the protocol's own pipe, not stdout
     todo = pickle.load(sys.stdin.buffer)
+    if "--no-vault" in sys.argv[2:]:  # the ingest's vault is off or suspended
+        os.environ["CTXKEEP_VAULT"] = "0"
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
 
     seal: Callable[[RawCapture], RawCapture] | None = None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from ctxkeep.errors import CtxkeepError, StoreError
+from ctxkeep.errors import CtxkeepError, NothingStored, StoreError
 from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.analytics_file import analytics_held
@@ -73,7 +73,7 @@ def open_readonly(
                 hint="run `ctxkeep ingest`: it rebuilds it from store.db",
             )
         if (Path(home) / STORE_DB).exists():  # ingested, but no session file held any usage yet
-            raise StoreError(
+            raise NothingStored(
                 "no usage stored yet",
                 where=str(path),
                 hint="`ctxkeep sources` shows where ctxkeep looks for session files",

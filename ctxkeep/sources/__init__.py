@@ -241,5 +241,7 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
                     found += 1
                     break
         if not found:
-            problems.append(f"{p}: no session file of a known agent found")
+            whose = "any agent" if not agents else "the agents asked (--agent)"
+            what = f"not a session file of {whose}" if p.is_file() else f"holds no session file of {whose}"
+            problems.append(f"{p}: {what}; skipped")
     return files, problems

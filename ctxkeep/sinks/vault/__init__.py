@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxkeep.sinks.vault.capture import Capturer, PreparedGroup, record, redact_raw
+from ctxkeep.sinks.vault.capture import Capturer, PreparedGroup, record, redact_raw, redact_raw_many
 from ctxkeep.sinks.vault.packs import VaultDamaged, vault_dir
 
 _suspended = [0]
@@ -95,6 +95,7 @@ __all__ = [
     "record",
     "record_in",
     "redact_raw",
+    "redact_raw_many",
     "suspended",
     "vault_dir",
 ]

@@ -420,6 +420,62 @@ class RowCollector:
         )
 
 
+def as_bytes(value: Any, empty: str = "") -> bytes:
+    """A row's value as bytes: a BLOB as it is, text UTF-8 encoded (unpaired surrogates
+    replaced), NULL as ``empty``."""
+    if isinstance(value, bytes):
+        return value
+    return (empty if value is None else str(value)).encode("utf-8", "replace")
+
+
+#: ``each(*row)`` of ``ChangedRows.read``: ``(raw, parse)`` for a row to parse
+#: (``RowCollector.add``), or None for a row only counted
+EachFn = Callable[..., "tuple[bytes, Callable[[list[str]], list[dict]]] | None"]
+
+
+class ChangedRows(RowCollector):
+    """The rows of a database read by ``changed_rows`` (new and updated since the marks
+    kept in the watermark state), gathered as ``RowCollector`` does: ``read`` pages one
+    table, ``batch_now`` makes the read's batch with the marks moved on. The read starts
+    from scratch (``reset``) when the state has no ``"mark"``."""
+
+    def __init__(self, rd: DbRead) -> None:
+        super().__init__(rd.path, reset=not rd.state.get("mark"))
+        self.rd = rd
+        self.marks: dict[str, dict] = {}
+
+    def read(
+        self,
+        table: str,
+        cols: str,
+        each: EachFn,
+        *,
+        top: int,
+        rowid: str = "rowid",
+        ts: str = "updated_at",
+        key: str = "mark",
+    ) -> None:
+        """Page ``SELECT <rowid>, <cols>, <ts> FROM <table>`` by ``changed_rows`` from the
+        mark ``state[key]`` (``resume_mark`` against the table's largest rowid ``top``)
+        and hand each row to ``each(rowid, *cols, ts)``; a row ``each`` parses is
+        quarantined as a ``<table>`` row when its parse raises."""
+        mark = resume_mark(self.rd.state, top, key)
+        select = f"SELECT {rowid}, {cols}, {ts} FROM {table}"
+        for rows in changed_rows(self.path, select, rowid, ts, mark):
+            for row in rows:
+                mark = advance_mark(mark, row[0], row[-1])
+                got = each(*row)
+                if got is None:
+                    self.rows += 1
+                else:
+                    self.add(row[0], got[0], table, got[1])
+        self.marks[key] = mark
+
+    def batch_now(self) -> Batch:
+        """The read's one batch, its watermark holding the marks moved on."""
+        return self.batch(self.rd.watermark(dict(self.rd.state, **self.marks), self.rd.settled()))
+
+
 def json_object_of(raw: bytes, what: str) -> dict:
     """The JSON object a row's value holds. Raises ValueError (orjson's
     ``JSONDecodeError`` included) when it is not one."""
