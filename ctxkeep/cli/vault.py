@@ -22,6 +22,7 @@ from ctxkeep.cli import (
     table,
     warn,
 )
+from ctxkeep.cli.options import _when_callback
 from ctxkeep.errors import CtxkeepError
 
 vault_app = typer.Typer(
@@ -130,6 +131,22 @@ def restore(
     all_missing: bool = typer.Option(
         False, "--all-missing", help="Every file the vault holds that is missing on disk."
     ),
+    generation: int | None = typer.Option(
+        None,
+        "--generation",
+        "-g",
+        min=1,
+        metavar="N",
+        help="Generation N of each file (1: the first kept; default the newest). A wrong N lists them.",
+    ),
+    at: str | None = typer.Option(
+        None,
+        "--at",
+        metavar="WHEN",
+        help="The newest generation of each file captured by then (UTC; a date: that whole day; "
+        "the forms of --since).",
+        callback=_when_callback("--at"),
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -138,7 +155,13 @@ def restore(
 
     try:
         req = VaultRestoreRequest.parse(
-            home=_home(home), session=session, to=to, force=force, all_missing=all_missing
+            home=_home(home),
+            session=session,
+            to=to,
+            force=force,
+            all_missing=all_missing,
+            generation=generation,
+            at=at,
         )
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
