@@ -307,3 +307,22 @@ def test_report_html_refuses_a_foreign_folder_unless_forced(tmp_path, corpus_sto
     r = _cli("report", "html", str(out), "--home", str(home))
     assert r.exit_code == 0, r.output
     assert ran == NAMES * 2 and (out / "extra.txt").read_text() == "kept"
+
+
+def test_report_html_draws_a_chart_of_more_than_5000_rows():
+    """A static page inlines every row: Altair refuses more than 5,000 by default, and
+    `report html` of a 200 MB store stopped with a traceback (sessions.py: the context
+    growth of the largest sessions, 6,000+ entries)."""
+    import altair as alt
+    import polars as pl
+
+    rows = 6_000
+    df = pl.DataFrame({"n": list(range(rows)), "context": [i % 977 for i in range(rows)]})
+    chart = alt.Chart(df).mark_line().encode(alt.X("n:Q"), alt.Y("context:Q"))
+    with pytest.raises(alt.MaxRowsError):  # Altair's own default, still in force elsewhere
+        chart.to_json()
+    out = report.part_html(chart)
+    assert out.startswith('<figure class="chart"><svg') and "<path" in out
+    assert ">5,000<" in out or ">6,000<" in out  # the x axis reaches the last rows
+    with pytest.raises(alt.MaxRowsError):  # the limit is lifted for the page only
+        chart.to_json()
