@@ -47,6 +47,7 @@ ALLOWED_READS = {
     "sources/warp.py": "reads an agent's database",
     "sources/windsurf.py": "reads an agent's database",
     "sources/readers/sqlite.py": "opens an agent's database read-only",
+    "sources/readers/rows.py": "rebuilds an agent's database from the vault's rows (a scratch file)",
     # the query layer: its SELECTs over the store are its job
     "query/fetch.py": "the query layer's reads",
     "query/quarantine.py": "the query layer's reads",

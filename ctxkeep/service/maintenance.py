@@ -97,6 +97,11 @@ class ReindexResult(Shape):
     grams_rows: int | None = Field(None, description="chunks with substring terms")
     facets_changed: int | None = Field(None, description="chunks whose filter facets changed")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did")
+    from_vault: dict[str, Any] | None = Field(
+        None,
+        description="files the agents deleted, derived again from the vault first (missing or an older "
+        "parser's): files and diff, as `reparse --json`",
+    )
     seconds: float | None = Field(None, description="wall time")
 
 

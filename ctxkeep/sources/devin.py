@@ -298,6 +298,10 @@ def _read_transcript(
     )
 
 
-_read_db = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("sessions", "id"), ("message_nodes", "session_id"))
+_read_db = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)
 #: ``sessions.db`` by new message nodes, a transcript (usage) by content hash
 read = by_mode(mode_for, _read_db, _read_transcript)

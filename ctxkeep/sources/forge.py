@@ -265,5 +265,10 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
     yield got.batch_now()
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("conversations", "conversation_id"),)
+
 #: changed conversations of ``.forge.db``
-read = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+read = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)

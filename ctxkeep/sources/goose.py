@@ -321,5 +321,10 @@ def _read_legacy(
     return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("sessions", "id"), ("messages", "session_id"))
+
 #: new rows of ``sessions.db`` or new lines of a legacy JSONL file
-read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows), _read_legacy)
+read = by_mode(
+    mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, vault=VAULT_TABLES), _read_legacy
+)

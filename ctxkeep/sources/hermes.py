@@ -385,7 +385,11 @@ def _read_json(
     )
 
 
-_read_db = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("sessions", "id"), ("messages", "session_id"))
+_read_db = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)
 _read_jsonl = record_reader(PARSER_VERSION, parse_record, init_state)
 
 

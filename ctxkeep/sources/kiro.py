@@ -327,6 +327,10 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
 
 
 _read_jsonl = record_reader(PARSER_VERSION, parse_record, init_state)
-_read_db = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("conversations_v2", "conversation_id"),)
+_read_db = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)
 #: ``data.sqlite3`` by changed rows, a legacy ``.jsonl`` by byte offset
 read = by_mode(mode_for, _read_db, _read_jsonl)

@@ -574,5 +574,10 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     yield Batch(entries, quarantine, rd.watermark(state, fp), lines=len(entries), bytes_read=nbytes)
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("session", "id"), ("message", "session_id"), ("part", "session_id"))
+
 #: one tree session (whole) or the new rows of ``opencode.db``
-read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows), _read_tree)
+read = by_mode(
+    mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, vault=VAULT_TABLES), _read_tree
+)

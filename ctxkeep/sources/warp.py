@@ -196,5 +196,10 @@ def _usage_entry(raw: bytes, e: dict) -> list[dict]:
     return [dict(e, text=text, record_id=f"{e['session_id']}:tool_usage:{text}")]
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("ai_queries", "conversation_id"), ("agent_conversations", "conversation_id"))
+
 #: new exchanges and changed conversations of ``warp.sqlite``
-read = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+read = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)

@@ -359,7 +359,9 @@ def _seal(raw: RawCapture, held: Callable[[bytes], bool] = lambda h: False) -> t
     if raw.redacted is not None:  # redacted by the pipeline (``stable_ids.rekey``)
         red, counts = raw.redacted[0], Counter(raw.redacted[1])
     else:
-        red, counts = redact_raw(raw.data, whole=raw.mode == "document")
+        # a database's rows document (``sources.readers.rows``) is JSONL: line by line
+        whole = raw.mode == "document" and not raw.meta.get("vault_rows")
+        red, counts = redact_raw(raw.data, whole=whole)
     sha = hashlib.sha256(red).digest()
     chunks: list[bytes] = []
     objects: list[tuple[bytes, bytes, int]] = []
@@ -381,7 +383,11 @@ def seal(raw: RawCapture) -> RawCapture:
     chunks, compression) and its bytes dropped: what a reader process sends to the
     ingest process, whose ``Capturer.prepare`` then only writes the pack. The same
     pack and manifest rows as when the ingest process prepares ``raw`` itself (an
-    object the vault holds is compressed here all the same, then left out)."""
+    object the vault holds is compressed here all the same, then left out). A
+    database's rows document is left to the ingest process (``Capturer._rows_redacted``
+    reads the version the vault holds there and scans only its new lines)."""
+    if raw.meta.get("vault_rows"):
+        return raw
     sealed, _ = _seal(raw)
     return dataclasses.replace(raw, data=b"", redacted=None, sealed=sealed)
 
@@ -407,6 +413,32 @@ class Capturer:
         except Exception:  # a store before v11 (read-only plan) or busy: write it again
             return False
 
+    def _rows_redacted(self, raw: RawCapture) -> tuple[bytes, dict[str, int]]:
+        """A database session's rows document (``sources.readers.rows``, JSONL)
+        redacted, its lines the version the vault holds had clean (no marker) taken as
+        they are: redaction is line by line and a line without a secret comes back
+        unchanged, so only new, changed and marked lines are scanned (a session that
+        grows is not scanned whole again at every change). Falls back to the whole
+        document when the held version does not read back."""
+        from ctxkeep.sinks.vault import manifest
+
+        lines = raw.data.splitlines(keepends=True)
+        clean: set[bytes] = set()
+        try:
+            g = manifest.latest_of(self.conn, raw.path) if self.conn is not None else None
+            if g is not None:
+                held = manifest.gen_bytes(self.conn, self.home, g)
+                clean = {ln for ln in held.splitlines(keepends=True) if b"[REDACTED:" not in ln}
+        except Exception:  # a damaged or missing object: the whole document is scanned
+            clean = set()
+        todo = [ln for ln in lines if ln not in clean]
+        if not todo:
+            return raw.data, {}
+        red, counts = redact_raw(b"".join(todo))
+        got = iter(red.splitlines(keepends=True))
+        out = [ln if ln in clean else next(got) for ln in lines]
+        return b"".join(out), dict(counts)
+
     def prepare(
         self, raws: list[RawCapture], blobs: dict[bytes, bytes] | None = None
     ) -> PreparedGroup | None:
@@ -426,6 +458,8 @@ class Capturer:
             red = None
             sealed = raw.sealed
             if sealed is None:  # read in this process: sealed here, objects held skipped
+                if raw.redacted is None and raw.meta.get("vault_rows"):
+                    raw = dataclasses.replace(raw, redacted=self._rows_redacted(raw))
                 sealed, red = _seal(raw, self._held)
             for h, z, n in sealed.objects:
                 if not self._held(h):
