@@ -4,8 +4,9 @@ onto the raw bytes whole (``view``; used by the vault's raw-line redaction,
 ``sinks.vault.capture.redact_raw``, and by a quarantined line's, ``redact.redact_bytes``).
 
 JSON lets a writer spell any character as ``\\uXXXX`` (RFC 8259, section 7), and
-writers do: Go's ``encoding/json`` escapes ``<``, ``>`` and ``&`` by default
-(``HTMLEscape``, Go's ``json.Marshal`` docs; Crush's and opencode-go's SQLite databases
+writers do: Go's ``encoding/json`` escapes ``<``, ``>``, ``&``, U+2028 and U+2029 by
+default (``json.Marshal``'s doc comment in ``src/encoding/json/encode.go``, go commit
+d92bc7a; ``Encoder.SetEscapeHTML(false)`` turns it off; Crush's and opencode-go's SQLite databases
 in ``/work/shared/corpus/home/code/`` hold ``\\u003c``, ``\\u003e``, ``\\u0026``),
 Python's ``json.dumps`` every non-ASCII character (``ensure_ascii=True``, surrogate pairs
 past U+FFFF), Node's ``JSON.stringify`` (Claude Code, Gemini CLI, OpenCode) and
