@@ -257,3 +257,16 @@ def test_project_dot_and_home_mean_this_dir_or_below(tmp_path, monkeypatch):
     assert total("api") == 10
     assert total("~") == 1 + 10 + 100
     assert total("/") == 1111
+
+
+def test_blocks_gap_rows_name_their_provider(home):
+    """Blocks are per provider: a gap row says whose window was idle (before: an empty
+    agents cell, so two providers' gaps at one time could not be told apart)."""
+    d = json.loads(run("report", "blocks", "--home", home, "--json").stdout)
+    gaps = [b for b in d["rows"] if b["is_gap"]]
+    assert gaps and all(g["provider"] for g in gaps)
+    r = CliRunner().invoke(app, ["report", "blocks", "--home", home], env={"COLUMNS": "250"})
+    lines = [" ".join(x.split()) for x in r.stdout.splitlines() if " gap " in x]
+    assert len(lines) == len(gaps)
+    for line, g in zip(lines, gaps, strict=True):
+        assert f" h {g['provider']}" in line, line
