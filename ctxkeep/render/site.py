@@ -13,7 +13,8 @@ ingest.
 DEST safety: an export writes ``.ctxkeep-export.json`` (``MARKER``: ``{"schema": 1,
 "pages": [file names]}``, every page and index ctxkeep wrote there, both formats). A
 non-empty DEST without it is refused (UsageError) unless ``force``: ctxkeep never
-overwrites an ``index.html`` it did not write. A whole export (no sessions named) into
+overwrites an ``index.html`` it did not write. A DEST marked by an export of the other
+format (an html site, markdown files) is refused too unless ``force``. A whole export (no sessions named) into
 a marked DEST removes the pages of its format the marker lists that this export did
 not write (sessions purged since: stale pages); files the marker does not list are
 left alone.
