@@ -375,6 +375,21 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
         notes.append(
             f"{agent}: {n:,} responses name no model; counted as {model}, that version's default (assumed)"
         )
+    if f.mode == "auto":  # a logged cost wins over list prices (``cost_in_mode``): say whose
+        logged = con.execute(
+            (
+                f"SELECT agent, sum(n_logged) AS n FROM {_BUCKETS} WHERE {where} GROUP BY ALL HAVING n > 0 ORDER BY 1"
+                if bucketed
+                else f"SELECT agent, count(*) FROM usage WHERE {where} AND logged_cost_usd IS NOT NULL "
+                "GROUP BY ALL ORDER BY 1"
+            ),
+            params,
+        ).fetchall()
+        for agent, n in logged:
+            notes.append(
+                f"{agent}: the cost of {int(n):,} responses is the agent's own logged figure, not list "
+                "prices (--mode calculate prices them)"
+            )
     return notes
 
 

@@ -270,3 +270,20 @@ def test_blocks_gap_rows_name_their_provider(home):
     assert len(lines) == len(gaps)
     for line, g in zip(lines, gaps, strict=True):
         assert f" h {g['provider']}" in line, line
+
+
+def test_a_logged_cost_is_said_to_be_the_agents_own(home):
+    """In the default mode (auto) an agent's logged cost wins over list prices: Crush's
+    own figure (~20x list price in the corpus) was shown as if ctxkeep had priced it.
+    A note names each agent whose cost is its own logged figure; --mode calculate, the
+    list-price cost, has no such note."""
+    d = json.loads(run("report", "daily", "--home", home, "--json", "--agent", "crush").stdout)
+    assert d["rows"] and any(
+        n.startswith("crush: the cost of ") and "the agent's own logged figure" in n for n in d["notes"]
+    ), d["notes"]
+    calc = json.loads(
+        run("report", "daily", "--home", home, "--json", "--agent", "crush", "--mode", "calculate").stdout
+    )
+    assert not any("logged figure" in n for n in calc["notes"])
+    sess = json.loads(run("report", "session", "--home", home, "--json", "--agent", "crush").stdout)
+    assert any("crush: the cost of " in n for n in sess["notes"])
