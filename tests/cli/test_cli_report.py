@@ -287,3 +287,14 @@ def test_a_logged_cost_is_said_to_be_the_agents_own(home):
     assert not any("logged figure" in n for n in calc["notes"])
     sess = json.loads(run("report", "session", "--home", home, "--json", "--agent", "crush").stdout)
     assert any("crush: the cost of " in n for n in sess["notes"])
+
+
+def test_session_project_is_the_parents_not_a_sub_agents_worktree(home):
+    """`report session` rolls sub-agents into their root session; its project was the
+    most frequent over every rolled row, so a sub-agent in a git worktree with more
+    responses than its parent named the worktree. It is the root session's own."""
+    d = json.loads(run("report", "session", "--home", home, "--json", "--agent", "claude-code").stdout)
+    by = {r["period"]: r for r in d["rows"]}
+    row = by["ef958aa1-0e93-49f0-bb71-150f63befcd1"]
+    assert row["subagent_sessions"] and row["project"] == "-experiments/worktrees"
+    assert by["fe5e1c67-53e7-4862-81ae-d0e013e3270b"]["project"] == "/path/to/Demo"
