@@ -241,7 +241,7 @@ def _errno_name(e: BaseException) -> tuple[str, str | None] | None:
     """``(errno name, file)`` of one exception that reports a file-system failure."""
     import errno as errno_mod
 
-    if isinstance(e, OSError) and e.errno in errno_mod.errorcode:
+    if isinstance(e, OSError) and e.errno is not None and e.errno in errno_mod.errorcode:
         name = errno_mod.errorcode[e.errno]
         if name in _OS_ERRORS:
             return name, e.filename if isinstance(e.filename, str) else None
@@ -286,7 +286,7 @@ def _disk_state(path: str | None) -> str | None:
 def _chain(e: BaseException) -> list[BaseException]:
     """``e`` and its causes and contexts (each once, at most 32)."""
     out: list[BaseException] = []
-    todo = [e]
+    todo: list[BaseException | None] = [e]
     while todo and len(out) < 32:
         x = todo.pop(0)
         if x is None or any(x is y for y in out):

@@ -16,6 +16,7 @@ from ctxkeep.cli import (
     _size,
     app,
     err,
+    failing,
     out,
     say,
     table,
@@ -105,8 +106,12 @@ def ingest(
                 prog.update(task_id, total=total)
                 bar.append((prog, task_id))
 
+        def on_bytes(n: int) -> None:
+            if bar:
+                bar[0][0].advance(bar[0][1], n)
+
         shows.on_plan = on_plan
-        shows.on_bytes = lambda n: bar and bar[0][0].advance(bar[0][1], n)
+        shows.on_bytes = on_bytes
     try:
         require_paths(path or [])
         res = svc.ingest(h, req, shows)
@@ -278,7 +283,7 @@ def search(
     from ctxkeep.service.search import SearchRequest
     from ctxkeep.service.search import search as ask
 
-    try:
+    with failing():
         req = SearchRequest.parse(
             queries=[" ".join(query)],
             limit=limit,
@@ -297,8 +302,6 @@ def search(
             },
         )
         res = ask(_home(home), req)
-    except CtxkeepError as e:
-        _fail(e)
     hits = res.results[0]
     if as_json:
         _print_json(hits.as_json())
@@ -382,17 +385,15 @@ def show(
             )
         _show_session(session, budget, home, as_json)
         return
-    try:
+    with failing():
         req = ShowRequest.parse(
             ids=entry_ids, budget=budget, max_bytes=max_bytes, offset=offset, media=True, media_dir=media_dir
         )
         res = ask(_home(home), req)
-    except CtxkeepError as e:
-        _fail(e)
     for p in res.notes:
         warn(p)
     if as_json:
-        _print_json([d.model_dump(mode="json") for d in res.entries])
+        _print_json(res.as_json())
         return
     for d in res.entries:
         head, _, rest = d.header().partition(" ")
@@ -419,10 +420,8 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
 
     from ctxkeep.service.conversation import ConversationRequest, conversation
 
-    try:
+    with failing():
         conv = conversation(_home(home), ConversationRequest.parse(session=session, budget=budget))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(conv.as_json())
         return
@@ -465,11 +464,9 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     from ctxkeep.service.stats import StatsRequest
     from ctxkeep.service.stats import stats as ask
 
-    try:
+    with failing():
         h = _home(home)
         res = ask(h, StatsRequest.parse())
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return
@@ -502,9 +499,9 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     for r in rows:
         t.add_row(*r)
     out.print(t)
-    c, q = res.contents, res.quarantine
+    cs, q = res.contents, res.quarantine
     out.print(
-        f"distinct contents {c.distinct:,} ({_size(c.bytes)}, {c.token_estimate:,} tokens); "
+        f"distinct contents {cs.distinct:,} ({_size(cs.bytes)}, {cs.token_estimate:,} tokens); "
         f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
         highlight=False,
     )

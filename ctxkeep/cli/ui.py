@@ -123,7 +123,7 @@ def run_server(cmd: list[str], env: dict, *, secret: str | None = None) -> int:
     import signal
 
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE if secret else None)
-    if secret:
+    if secret and proc.stdin is not None:  # a pipe with a secret
         proc.stdin.write(secret.encode() + b"\n")
         proc.stdin.close()
 

@@ -7,7 +7,21 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, say, table, warn
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    _size,
+    app,
+    failing,
+    out,
+    say,
+    table,
+    warn,
+)
 from ctxkeep.cli.options import _when_callback
 from ctxkeep.errors import CtxkeepError
 
@@ -24,14 +38,13 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Per agent: files, sessions, generations, bytes raw and stored; when the agent deletes sessions and which are not in the vault yet."""
     from ctxkeep.service.vault import VaultStatusRequest, vault_status
 
-    try:
+    with failing():
         r = vault_status(VaultStatusRequest.parse(home=_home(home))).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
         return
-    t = table(title=f"ctxkeep vault ({r['vault_dir']}, {_size(r['pack_bytes'])} on disk)")
+    # the folder on a line of its own: a title line is not wrapped in a pipe
+    t = table(title=f"ctxkeep vault, {_size(r['pack_bytes'])} on disk:\n{r['vault_dir']}")
     for col in (
         "agent",
         "files",
@@ -44,7 +57,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         "next",
     ):
         t.add_column(
-            col, justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left"
+            col,
+            justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left",
+            # in a narrow terminal: generations (≈ files) and the next deletion go first
+            drop={"generations": 1, "next": 2}.get(col),
+            no_wrap=True if col == "agent" else None,
         )
     for a in r["agents"]:
         t.add_row(
@@ -84,10 +101,8 @@ def verify(
     """Check every generation against its objects (sequence, sizes, SHA-256); exit 1 naming what is damaged."""
     from ctxkeep.service.vault import VaultVerifyRequest, vault_verify
 
-    try:
+    with failing():
         r = vault_verify(VaultVerifyRequest.parse(home=_home(home), full=full)).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
     elif r["ok"]:
@@ -109,7 +124,8 @@ def restore(
     to: Path | None = typer.Option(
         None,
         "--to",
-        help="Write under DIR (same layout relative to your home) instead of the original paths.",
+        help="Write under DIR (same layout relative to your home) instead of the original paths; "
+        "a database agent's session as its rows, JSONL.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
     all_missing: bool = typer.Option(
@@ -156,5 +172,7 @@ def restore(
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say(f"restored {f['to']} ({_size(f['bytes'])}" + (f", {red} secret(s) redacted" if red else "") + ")")
+    for db in r.get("skipped_rows") or []:
+        say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
     if not r["files"]:
         say("nothing to restore")

@@ -380,7 +380,7 @@ def other_copies(home: Path, archive_file: Path) -> dict[str, list[str]]:
 
     agent = _partition(archive_file, "agent")
     out: dict[str, list[str]] = {"session files": [], "compress backups": [], "vault files": []}
-    if agent not in SOURCES:
+    if agent is None or agent not in SOURCES:
         return out
     try:
         cfg = cfgmod.load_config(home)
@@ -682,7 +682,9 @@ def _rearchive(home: Path, damaged: list[Path]) -> tuple[list[str], list[str]]:
                     got["the vault"] += fr.height
             copies = other_copies(home, Path(home) / ARCHIVE_DIR / f"agent={agent}" / "x.parquet")
             for kind in ("session files", "compress backups"):
-                files = [(SourceFile(agent, Path(p), "append", {}), None) for p in copies[kind]]
+                files: list[tuple[SourceFile, Path | None]] = [
+                    (SourceFile(agent, Path(p), "append", {}), None) for p in copies[kind]
+                ]
                 for fr in _entries_of(agent, files, want):
                     frames.append(fr)
                     got[kind] += fr.height

@@ -519,6 +519,7 @@ def _blocks_of(rows: list, now: dt.datetime, span: dt.timedelta) -> list[Block]:
             start = ts.replace(minute=0, second=0, microsecond=0)
         cur.append(r)
     if cur:
+        assert start is not None  # set with cur's first row
         blocks.append(_block(start, cur, now, span))
     return blocks
 

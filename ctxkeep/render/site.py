@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -145,7 +145,9 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
 
     pages, counts, total_bytes = [], {}, 0
     todo = len(exported)
+    stream: Iterable
     if first is not None:
+        assert selected is not None  # set with first
         extra = [s for s in selected if s not in {t.session.session_id for t in first}]
         stream = [
             *first,

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ctxkeep.service.model import AgentNames, Request, Result, When
+from ctxkeep.service.store import reading
 
 
 class AtRisk(BaseModel):
@@ -78,14 +79,10 @@ def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
     res = VaultStatusResult.model_validate(run(req.home, ctx))
     risky = [x for a in res.agents for x in a.at_risk]
     if risky:  # a purged file is at risk by choice: ingest skips it (its tombstone)
-        from ctxkeep.sinks import sqlite as sqlite_store
         from ctxkeep.sinks.sqlite.delete import purges_of_files
 
-        conn = sqlite_store.connect(Path(req.home), readonly=True)
-        try:
+        with reading(req.home) as conn:
             purged = purges_of_files(conn)
-        finally:
-            conn.close()
         for x in risky:
             x.purged = purged.get(x.path)
     return res
@@ -144,6 +141,10 @@ class VaultRestoreResult(Result):
 
     session: str | None = Field(description="the session id (null with --all-missing)")
     files: list[RestoredFile] = Field(description="one per file written")
+    skipped_rows: list[str] = Field(
+        default_factory=list,
+        description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
+    )
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:

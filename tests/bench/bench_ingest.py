@@ -31,6 +31,21 @@ Usage::
     uv run python tests/bench/bench_ingest.py [--mb 200] [--tree DIR] [--keep]
     uv run python tests/bench/bench_ingest.py --mb 2000 --tree DIR [--ref-tree DIR200]
 
+Issue 26, target 2 (``--mb 5000`` and more, or ``--target2``): a heavy user's tree.
+One Claude Code session file of ``--single-mb`` (2000) MB is added to the tree (built if
+missing from the corpus's Claude Code lines, with fresh ids per copy: ``single_session_at``;
+single sessions of several GB exist, anthropics/claude-code#88983), then target 3's run
+(the 200 MB reference tree's MB/s side by side, peak RSS, no-op re-ingest), the store's
+files *including the vault* against the bytes the ingest read (target ≤ 1.0×), and
+``ctxkeep report daily`` (≤ 1 s) and ``ctxkeep sessions`` (≤ 0.5 s) as whole processes;
+it closes with the ``bench_search.py`` command for the store (search p95 ≤ 25 ms,
+whole process ≤ 0.3 s). ``--store DIR`` keeps the big store there. Trees must be real
+copies: ingest skips hard-linked files (``sources.confine``)::
+
+    python3 shared/tools/scale_corpus.py /tmp/tree10000 --mb 10000 --unique-text
+    uv run python tests/bench/bench_ingest.py --mb 10000 --tree /tmp/tree10000 \
+        --ref-tree /tmp/tree200 --store /tmp/big-store
+
 ``--peer agentsview`` (issue 26, target 3) runs ``AGENTSVIEW_NO_DAEMON=1 agentsview sync``
 (PyPI ``agentsview``; ``$AGENTSVIEW`` or ``/tmp/peers/venv/bin/agentsview``) over the same
 tree into a fresh data dir right after ctxkeep's whole-process ingest, and prints both
@@ -273,6 +288,94 @@ def tree_at(path: Path, mb: int) -> Path:
     return path
 
 
+#: the project folder of target 2's single big session (a heavy user's monorepo)
+SINGLE_PROJECT = "-Users-heavy-user-monorepo"
+
+
+def _scale_module():
+    """``scale_corpus.py`` as a module (its id remapping and timestamp shift)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("scale_corpus", SCALE)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def single_session_at(tree: Path, mb: int, corpus: Path | None = None) -> Path:
+    """One Claude Code session file of ``mb`` megabytes in ``tree`` (issue 26, target 2:
+    a heavy user's single session of several GB exists, anthropics/claude-code#88983),
+    built when missing from the corpus's Claude Code lines as ``scale_corpus.py`` builds
+    its copies: copy ``k`` of every line gets fresh ids (every UUID remapped with the
+    copy tag ``single{k}``, so no id repeats the tree's copies), timestamps shifted by
+    ``k`` hours (the session runs on for weeks, in order), a ``[single k]`` tag on every
+    text (so dedup cannot collapse the copies), and every ``sessionId`` set to the one
+    session's id (the file's name, as Claude Code names it). Unparseable lines are left
+    out. Built to ``NAME.partial`` and renamed, so a killed build is not taken for a
+    whole file."""
+    sc = _scale_module()
+    sid = str(sc.uuid.uuid5(sc.uuid.NAMESPACE_URL, f"ctxkeep-bench-single-{mb}"))
+    out = tree / ".claude" / "projects" / SINGLE_PROJECT / f"{sid}.jsonl"
+    if out.exists():
+        return out
+    src = sorted(((corpus or SCALE.parents[1] / "corpus" / "home") / ".claude" / "projects").rglob("*.jsonl"))
+    lines = []
+    for p in src:
+        for raw in p.read_bytes().splitlines():
+            try:
+                rec = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                lines.append(rec)
+
+    def walk(obj, k: int, key: str = ""):
+        if isinstance(obj, dict):
+            return {kk: walk(v, k, kk) for kk, v in obj.items()}
+        if isinstance(obj, list):
+            return [walk(v, k, key) for v in obj]
+        if isinstance(obj, str):
+            if key == "sessionId":
+                return sid
+            if key in sc.TS_KEYS:
+                return _shift_hours(obj, k)
+            s = sc.UUID_RE.sub(lambda m: sc.remap_uuid(m.group(0), f"single{k}"), obj)
+            if key in sc.TEXT_KEYS and s:
+                s = f"{s} [single {k}]"
+            return s
+        return obj
+
+    t0 = time.perf_counter()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(out.name + ".partial")
+    target, written, k = mb * 1_000_000, 0, 0
+    with part.open("wb") as f:
+        while written < target:
+            k += 1
+            for rec in lines:
+                b = orjson.dumps(walk(rec, k)) + b"\n"
+                f.write(b)
+                written += len(b)
+    part.rename(out)
+    print(
+        f"built single session {out} ({written / 1e6:.0f} MB, {k} copies) in {time.perf_counter() - t0:.1f} s"
+    )
+    return out
+
+
+def _shift_hours(value: str, hours: int) -> str:
+    """``value`` (ISO 8601) ``hours`` later, in the same form; unparsable as is."""
+    import datetime as dt
+
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    s = (t + dt.timedelta(hours=hours)).isoformat()
+    return s.replace("+00:00", "Z") if value.endswith("Z") else s
+
+
 AGENTSVIEW = Path(os.environ.get("AGENTSVIEW", "/tmp/peers/venv/bin/agentsview"))
 
 
@@ -333,22 +436,34 @@ def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
+def warm(files: list[Path]) -> None:
+    """Read ``files`` once (into the page cache as far as it holds them), 16 MiB at a
+    time: a 2 GB session file is never held whole by this process."""
+    for p in files:
+        with open(p, "rb", buffering=0) as f:
+            while f.read(16 << 20):
+                pass
+
+
+def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> dict:
     """Target 3: the big tree and a 200 MB reference tree ingested as whole processes in
-    this run, MB/s side by side, peak RSS, store / raw, the no-op re-ingest."""
+    this run, MB/s side by side, peak RSS, store / raw, the no-op re-ingest. The big
+    store goes to ``a.store`` when given (kept; it must not exist), else into ``work``.
+    Returns the figures: ``store``, ``mbs``, ``mbs_ref``, ``rss_kib``, ``cpu``,
+    ``cpu_ref``, ``noop_s``, ``summary`` (the ingest's ``--json``)."""
     ref = tree_at(a.ref_tree or work / "ref200", 200)
     ref_raw = sum(p.stat().st_size for p in jsonl_files(ref))
-    for p in jsonl_files(ref):
-        p.read_bytes()
+    warm(jsonl_files(ref))
     t_r, _, rss_r, c_r = run_cli(work / "store-ref", ref)
     mbs_r = ref_raw / 1e6 / t_r
     print(
         f"reference {ref_raw / 1e6:.0f} MB tree, whole process: {t_r:.2f} s, CPU {c_r:.2f} s, "
         f"{mbs_r:.1f} MB/s, peak RSS {rss_r / 1024:.0f} MB; load {_load()}"
     )
-    for p in files:  # as much of the big tree in the page cache as fits
-        p.read_bytes()
-    store = work / "store-big"
+    warm(files)  # as much of the big tree in the page cache as fits
+    store = a.store or work / "store-big"
+    if a.store and a.store.exists():
+        raise SystemExit(f"error: the store {a.store} exists - remove it or name a new one")
     t_b, s_b, rss_b, c_b = run_cli(store, tree)
     mbs_b = raw / 1e6 / t_b
     print(
@@ -375,6 +490,101 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
         f"{'OK' if ok[0] else 'MISSED'}; peak RSS ≤ 1 GB {'OK' if ok[1] else 'MISSED'}; "
         f"store.db ≤ 0.7x raw ({ratio:.2f}x) {'OK' if ok[2] else 'MISSED'}; "
         f"no-op ≤ 1 s {'OK' if ok[3] else 'MISSED'}"
+    )
+    return {
+        "store": store,
+        "mbs": mbs_b,
+        "mbs_ref": mbs_r,
+        "rss_kib": rss_b,
+        "cpu": c_b,
+        "cpu_ref": c_r,
+        "noop_s": t_n,
+        "summary": s_b,
+    }
+
+
+def du(path: Path) -> int:
+    """Bytes of every file under ``path`` (symlinks not followed)."""
+    return sum(
+        (Path(d) / f).lstat().st_size
+        for d, _, fs in os.walk(path)
+        for f in fs
+        if not (Path(d) / f).is_symlink()
+    )
+
+
+def timed_cli(
+    home: Path, tree: Path, args: list[str], runs: int = 3
+) -> tuple[list[float], list[int], list[Cpu]]:
+    """``ctxkeep ARGS`` on the store ``home`` as a whole process, ``runs`` times (compiled
+    bytecode, as ``run_cli``): (wall seconds, peak RSS KiB, CPU seconds) per run. A failing run
+    stops the bench with its error."""
+    env = dict(os.environ, HOME=str(tree), CTXKEEP_HOME=str(home), COLUMNS="100")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE / ROOT.name)
+    walls, peaks, cpus = [], [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        with tempfile.TemporaryFile() as err:
+            p = subprocess.Popen(
+                [sys.executable, "-m", "ctxkeep", *args],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                cwd=ROOT,
+            )
+            code, peak, cpu = wait_with_peak(p)
+            walls.append(time.perf_counter() - t0)
+            peaks.append(peak)
+            cpus.append(cpu)
+            if code != 0:
+                err.seek(0)
+                raise SystemExit(f"ctxkeep {' '.join(args)} failed ({code}): {err.read().decode()[-2000:]}")
+    return walls, peaks, cpus
+
+
+def target2(a, work: Path, tree: Path, files: list[Path], raw: int) -> None:
+    """Issue 26, target 2 (a heavy user's 10 GB, one ~2 GB session file in it): target
+    3's run (``target3``: the 200 MB reference tree's MB/s side by side, peak RSS, the
+    no-op re-ingest), then the store's files including the vault against the raw bytes
+    the ingest read, and ``report daily`` and ``sessions`` as whole processes; the
+    command for ``bench_search.py`` on the store closes it."""
+    single = [p for p in files if p.parent.name == SINGLE_PROJECT]
+    if single:
+        print(f"single session file: {single[0].name}, {single[0].stat().st_size / 1e6:.0f} MB")
+    r = target3(a, work, tree, files, raw)
+    store, read = r["store"], r["summary"]["bytes"]
+    total = du(store)
+    vault = du(store / "vault") if (store / "vault").exists() else 0
+    print(
+        f"store files (all, vault included): {total / 1e6:.0f} MB = {total / read:.2f}x the {read / 1e6:.0f} MB "
+        f"the ingest read ({total / raw:.2f}x the Claude Code + Codex JSONL); vault {vault / 1e6:.0f} MB; load {_load()}"
+    )
+    figures = {}
+    for name, args, limit in (
+        ("report daily", ["report", "daily"], 1.0),
+        ("sessions", ["sessions"], 0.5),
+    ):
+        walls, peaks, cpus = timed_cli(store, tree, args)
+        med = sorted(walls)[len(walls) // 2]
+        figures[name] = (med, limit)
+        print(
+            f"ctxkeep {name}, whole process: {med:.2f} s median of {len(walls)} "
+            f"({', '.join(f'{w:.2f}' for w in walls)} s; the first may bring DuckDB current), "
+            f"CPU {', '.join(f'{c:.2f}' for c in cpus)} s, peak RSS {max(peaks) / 1024:.0f} MB; load {_load()}"
+        )
+    ok = {
+        "MB/s within 20 % of the 200 MB figure": r["mbs"] >= 0.8 * r["mbs_ref"],
+        "peak RSS ≤ 1 GB": r["rss_kib"] <= 1024 * 1024,
+        f"store files incl. the vault ≤ 1.0x raw ({total / read:.2f}x)": total <= read,
+        f"nothing new ≤ 1 s ({r['noop_s']:.2f} s)": r["noop_s"] <= 1.0,
+        **{f"{n} ≤ {lim:g} s ({t:.2f} s)": t <= lim for n, (t, lim) in figures.items()},
+    }
+    print(
+        "targets (issue 26, target 2): " + "; ".join(f"{k} {'OK' if v else 'MISSED'}" for k, v in ok.items())
+    )
+    print(
+        f"search (target 2's p95 ≤ 25 ms, whole process ≤ 0.3 s): uv run python tests/bench/bench_search.py {store}"
     )
 
 
@@ -419,6 +629,21 @@ def main() -> None:
     )
     ap.add_argument("--ref-tree", type=Path, help="the 200 MB reference tree of target 3 (built if missing)")
     ap.add_argument(
+        "--target2",
+        action="store_true",
+        help="issue 26's target 2 (the default from --mb 5000 on): one big session file in the tree, "
+        "the store with its vault against raw, report daily, sessions",
+    )
+    ap.add_argument(
+        "--single-mb",
+        type=int,
+        default=2000,
+        help="target 2: the single session file's size (built if missing)",
+    )
+    ap.add_argument(
+        "--store", type=Path, help="targets 2 and 3: put (and keep) the big store here (must not exist)"
+    )
+    ap.add_argument(
         "--baseline",
         type=Path,
         help="target 3: a checkout of ctxkeep (with its .venv) whose ingest of the big tree "
@@ -440,10 +665,16 @@ def main() -> None:
     tree = a.tree or work / "home"
     try:
         tree_at(tree, a.mb)
+        t2 = a.target2 or a.mb >= 5000
+        if t2 and a.single_mb > 0:
+            single_session_at(tree, a.single_mb)
         files = jsonl_files(tree)
         raw = sum(p.stat().st_size for p in files)
         mb = raw / 1e6
         print(f"tree: {len(files)} Claude Code + Codex JSONL files, {mb:.1f} MB raw")
+        if t2:
+            target2(a, work, tree, files, raw)
+            return
         if a.target3 or a.mb >= 1000:
             target3(a, work, tree, files, raw)
             return

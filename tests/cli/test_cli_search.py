@@ -81,15 +81,15 @@ def test_show_full_and_budgeted(home):
     eid, n = c.execute("SELECT entry_id, text_bytes FROM entries ORDER BY text_bytes DESC LIMIT 1").fetchone()
     c.close()
     r = runner.invoke(app, ["show", eid[:10], "--home", home, "--json"])
-    d = json.loads(r.stdout)[0]
+    d = json.loads(r.stdout)["entries"][0]
     assert d["entry_id"] == eid and len(d["text"].encode()) == n and not d["truncated"]
     r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--budget", "500"])
-    d = json.loads(r.stdout)[0]
+    d = json.loads(r.stdout)["entries"][0]
     assert d["truncated"] and f"ctxkeep show {eid} --offset {d['elided_from']}" in d["text"]
     r = runner.invoke(
         app, ["show", eid, "--home", home, "--json", "--offset", str(d["elided_from"]), "--max-bytes", "1000"]
     )
-    d2 = json.loads(r.stdout)[0]
+    d2 = json.loads(r.stdout)["entries"][0]
     assert d2["offset"] == d["elided_from"] and d2["next_offset"] is not None
 
 

@@ -137,7 +137,7 @@ def test_show_max_bytes_prints_text_not_only_the_marker(home):
         "WHERE c.bytes > 2000 ORDER BY e.entry_id LIMIT 50",
     )
     eid, text, n = next((e, text_of(home, h), n) for e, h, n in candidates if text_of(home, h).isascii())
-    (d,) = ok_json("show", eid, "--max-bytes", "100", "--home", home, "--json")
+    (d,) = ok_json("show", eid, "--max-bytes", "100", "--home", home, "--json")["entries"]
     assert d["truncated"] and d["elided_bytes"] == n - 100
     head, tail = d["text"].split("\n[… ctxkeep:")[0], d["text"].rsplit("…]\n", 1)[1]
     assert text.startswith(head) and text.endswith(tail) and len(head) + len(tail) == 100 and head

@@ -696,7 +696,7 @@ def compress_file(
             conn,
             quarantine=[],
             watermarks=[wm],
-            before_watermarks=None if vg is None else (lambda c: vault.record(c, vault.home_of(c), vg)),
+            before_watermarks=None if vg is None else (lambda c: vault.record_in(c, vg)),
             **frames,
         )
         kill_point("compress", "watermark")
@@ -1159,7 +1159,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 
 def _vault_capture(
     conn, file: SourceFile, data: bytes, st, archived: list[str], moves, media: list | None = None
-) -> object | None:
+) -> vault.PreparedGroup | None:
     """The vault's prepared capture of a file compress just wrote (``vault.Capturer``;
     its pack is durable on return) with the ``media`` rows it moved out of the file
     (``shrink.MediaRow``; ``sinks.vault.media``), or None when the vault is off."""

@@ -192,7 +192,7 @@ def _hwm(con) -> int:
 
 def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
     rows = cur.fetchall()
-    cols = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
+    cols: list = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
     return pa.table(
         {n: pa.array(c) if rows else pa.array([], pa.string()) for n, c in zip(names, cols, strict=False)}
     )
