@@ -82,9 +82,7 @@ def restore(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Install a store backup; the current store is moved aside, then every session the
-    vault holds is derived from it again (what was ingested after the backup comes
-    back), DuckDB rebuilt."""
+    """Install a store backup; the current store is moved aside, then every session the vault holds is derived from it again (what was ingested after the backup comes back), DuckDB rebuilt."""
     from ctxkeep.service.doctor import RestoreRequest
     from ctxkeep.service.doctor import restore as ask
 

@@ -41,7 +41,7 @@ _COUNT_LABELS = [
     ("chunks", "FTS chunks"),
     ("usage", "usage rows"),
     ("quarantine", "quarantined lines"),
-    ("source_files", "source files"),
+    ("source_files", "agent files it came from (left on disk)"),
     ("token_estimate", "tokens (estimated)"),
     ("archived", "archived rows (Parquet)"),
 ]

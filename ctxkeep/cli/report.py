@@ -263,7 +263,7 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
                 t.add_row(
                     _local(r["start"], tz),
                     f"gap {_hours(r['start'], r['end']):,.1f} h",
-                    "",
+                    r["provider"] or "",  # whose quota window was idle (blocks are per provider)
                     "",
                     *gap,
                     style="dim",

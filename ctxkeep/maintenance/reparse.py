@@ -172,7 +172,16 @@ def _tree_read(g: manifest.Generation, doc: Path, work: Path) -> SourceFile:
                 row["path"] = there + row["path"][len(here) :]
         wm = b.watermark
         if wm is not None:
-            wm = dataclasses.replace(wm, path=g.path, dev=g.dev, ino=g.ino, size=g.size, mtime_ns=g.mtime_ns)
+            # a generation captured without stat facts keeps them NULL in the store, as
+            # before (the watermarks columns are nullable; Watermark types the common case)
+            wm = dataclasses.replace(
+                wm,
+                path=g.path,
+                dev=g.dev,  # type: ignore[arg-type]
+                ino=g.ino,  # type: ignore[arg-type]
+                size=g.size,  # type: ignore[arg-type]
+                mtime_ns=g.mtime_ns,  # type: ignore[arg-type]
+            )
         batches.append(dataclasses.replace(b, watermark=wm, raw=None))
     readahead.PREREAD[g.path] = batches
     return SourceFile(g.agent, Path(g.path), "tree", meta)
@@ -221,8 +230,13 @@ def _rows_read(conn, home: Path, db: str, gens: list[manifest.Generation], work:
         quarantine = [_set_back(r, here) for r in b.quarantine]
         wm = b.watermark
         if wm is not None:
-            wm = dataclasses.replace(
-                wm, path=db, dev=last.dev, ino=last.ino, size=last.size, mtime_ns=last.mtime_ns
+            wm = dataclasses.replace(  # (stat facts NULL as above when the vault has none)
+                wm,
+                path=db,
+                dev=last.dev,  # type: ignore[arg-type]
+                ino=last.ino,  # type: ignore[arg-type]
+                size=last.size,  # type: ignore[arg-type]
+                mtime_ns=last.mtime_ns,  # type: ignore[arg-type]
             )
         batches.append(dataclasses.replace(b, entries=entries, quarantine=quarantine, watermark=wm, raw=None))
     readahead.PREREAD[db] = batches
