@@ -17,7 +17,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -312,6 +313,18 @@ def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | 
     usage, 1 failure)."""
     typer.echo(f"error: {cli_words(e, words)}", err=True)
     raise typer.Exit(exit_code(e) if code is None else code)
+
+
+@contextmanager
+def failing(words: dict[str, str | None] | None = None) -> Iterator[None]:
+    """Run the block; a ``CtxkeepError`` raised in it ends the command as ``_fail`` does
+    (its one line on stderr, its exit code; ``words`` as there)."""
+    from ctxkeep.errors import CtxkeepError
+
+    try:
+        yield
+    except CtxkeepError as e:
+        _fail(e, words=words)
 
 
 def _given_home(home: Path | None = None) -> Path | None:

@@ -19,12 +19,13 @@ from ctxkeep.cli import (
     app,
     config_warnings,
     err,
+    failing,
     out,
     table,
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, require_paths
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import UsageError
 
 
 @app.command()
@@ -76,7 +77,7 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
         clash = "--restore has no --dry-run (it puts FILE.backup back; `compress --check` shows the backups)"
     if clash:
         _fail(UsageError(clash, where="compress", hint="run them separately"))
-    try:
+    with failing():
         require_paths(files or [], where="FILE")
         if check:  # changes nothing: --dry-run adds nothing to it
             from ctxkeep.service.compress_check import CheckRequest, compress_check
@@ -102,8 +103,6 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
                     )
             return
         summary = _run(h, files, keep_messages, dry_run, force, prefect, progress and not as_json)
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(summary)
     else:

@@ -16,6 +16,7 @@ from ctxkeep.cli import (
     _size,
     app,
     err,
+    failing,
     out,
     say,
     table,
@@ -282,7 +283,7 @@ def search(
     from ctxkeep.service.search import SearchRequest
     from ctxkeep.service.search import search as ask
 
-    try:
+    with failing():
         req = SearchRequest.parse(
             queries=[" ".join(query)],
             limit=limit,
@@ -301,8 +302,6 @@ def search(
             },
         )
         res = ask(_home(home), req)
-    except CtxkeepError as e:
-        _fail(e)
     hits = res.results[0]
     if as_json:
         _print_json(hits.as_json())
@@ -386,13 +385,11 @@ def show(
             )
         _show_session(session, budget, home, as_json)
         return
-    try:
+    with failing():
         req = ShowRequest.parse(
             ids=entry_ids, budget=budget, max_bytes=max_bytes, offset=offset, media=True, media_dir=media_dir
         )
         res = ask(_home(home), req)
-    except CtxkeepError as e:
-        _fail(e)
     for p in res.notes:
         warn(p)
     if as_json:
@@ -423,10 +420,8 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
 
     from ctxkeep.service.conversation import ConversationRequest, conversation
 
-    try:
+    with failing():
         conv = conversation(_home(home), ConversationRequest.parse(session=session, budget=budget))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(conv.as_json())
         return
@@ -469,11 +464,9 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     from ctxkeep.service.stats import StatsRequest
     from ctxkeep.service.stats import stats as ask
 
-    try:
+    with failing():
         h = _home(home)
         res = ask(h, StatsRequest.parse())
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import JsonOpt, _fail, _given_home, _print_json, app, err
+from ctxkeep.cli import JsonOpt, _given_home, _print_json, app, err, failing
 from ctxkeep.cli.options import agent_option
-from ctxkeep.errors import CtxkeepError
 
 hooks_app = typer.Typer(
     no_args_is_help=True,
@@ -44,22 +43,18 @@ def settings_request(agent, scope: str, project: Path | None, dry_run: bool = Fa
     from ctxkeep.service.hooks import SettingsRequest
 
     _scope(scope)
-    try:
+    with failing():
         return SettingsRequest.parse(
             agents=agent or None, scope=scope, project=project, dry_run=dry_run, **kw
         )
-    except CtxkeepError as e:
-        _fail(e)
 
 
 def run_changes(ask, req, as_json: bool) -> None:
     """Ask ``ask(req)`` (a ``service.hooks`` question: one change per agent), print a
     line per agent (or ``--json`` one object); exit 1 when any agent's file could not be
     planned or written (the others are still done)."""
-    try:
+    with failing():
         done = ask(req)
-    except CtxkeepError as e:
-        _fail(e)
     for o in done:
         if o.error is not None:
             typer.echo(f"error: {o.agent}: {o.error}", err=True)
@@ -158,10 +153,8 @@ def status(
     from ctxkeep.service.hooks import hooks_status
     from ctxkeep.service.shapes import HooksStatus
 
-    try:
+    with failing():
         shown = hooks_status(settings_request(agent, scope, project, home=_hook_home()))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(HooksStatus(agents=[r for r, _ in shown]).as_json())
     else:

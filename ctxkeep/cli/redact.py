@@ -9,8 +9,8 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, out, table
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, failing, out, table
+from ctxkeep.errors import UsageError
 
 
 @app.command()
@@ -45,7 +45,7 @@ def redact(
     h = _home(home)
     req = RescanRequest.parse(dry_run=dry_run)
     show = not as_json and err.get().is_terminal
-    try:
+    with failing():
         if show:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -64,8 +64,6 @@ def redact(
                 ).as_json()
         else:
             rep = run_rescan(h, req).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(rep)
         return

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, say, table
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _home, _print_json, app, failing, out, say, table
 
 
 @app.command()
@@ -25,13 +24,11 @@ def reparse(
     from ctxkeep.service.vault import ReparseRequest
     from ctxkeep.service.vault import reparse as run
 
-    try:
+    with failing():
         req = ReparseRequest.parse(
             home=_home(home), agents=list(agent) if agent else None, since=since, dry_run=dry_run
         )
         r = run(req).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
         return

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, out, table
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import UsageError
 
 report_app = typer.Typer(
     no_args_is_help=True,
@@ -56,7 +56,7 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
     if as_json and as_csv:
         _fail(UsageError("--json and --csv exclude each other", where="ctxkeep report", hint="give one"), 2)
     breakdown = kw.get("breakdown", False)
-    try:
+    with failing():
         req = ReportRequest.parse(
             report=name, since=since, until=until, timezone=timezone, agents=agent or None,
             project=project, mode=mode, breakdown=breakdown, token_limit=kw.get("token_limit"),
@@ -64,8 +64,6 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         )  # fmt: skip
         h = _home(home)
         rep = report(h, req).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     notes = rep["notes"]
     if as_json:
         _print_json(rep)
@@ -265,7 +263,7 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
                 t.add_row(
                     _local(r["start"], tz),
                     f"gap {_hours(r['start'], r['end']):,.1f} h",
-                    "",
+                    r["provider"] or "",  # whose quota window was idle (blocks are per provider)
                     "",
                     *gap,
                     style="dim",

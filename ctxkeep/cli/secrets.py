@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, out, table
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, failing, out, table
+from ctxkeep.errors import UsageError
 
 
 @app.command()
@@ -36,7 +36,7 @@ def secrets(
         )
     h = _home(home)
     res: svc.ScrubResult | svc.SecretsResult
-    try:
+    with failing():
         if scrub:
             show = not as_json and err.get().is_terminal
             res = svc.scrub(
@@ -46,8 +46,6 @@ def secrets(
             )
         else:
             res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, safe_text
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, out, safe_text
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -32,10 +32,8 @@ def sessions(
     from ctxkeep.service.sessions import SessionsRequest
     from ctxkeep.service.sessions import sessions as ask
 
-    try:
+    with failing():
         res = ask(_home(home), SessionsRequest.parse(agent=agent, project=project, since=since, until=until))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, failing, out, table
 from ctxkeep.errors import CtxkeepError
 
 
@@ -35,10 +35,8 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
     """``sources --coverage``: the coverage ledger (``service.coverage``), rendered."""
     from ctxkeep.service.coverage import CoverageRequest, coverage
 
-    try:
+    with failing():
         res = coverage(h, CoverageRequest.parse(agent=agents or None))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return

@@ -7,7 +7,22 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, say, table, warn
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    _size,
+    app,
+    failing,
+    out,
+    say,
+    table,
+    warn,
+)
+from ctxkeep.cli.options import _when_callback
 from ctxkeep.errors import CtxkeepError
 
 vault_app = typer.Typer(
@@ -23,10 +38,8 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Per agent: files, sessions, generations, bytes raw and stored; when the agent deletes sessions and which are not in the vault yet."""
     from ctxkeep.service.vault import VaultStatusRequest, vault_status
 
-    try:
+    with failing():
         r = vault_status(VaultStatusRequest.parse(home=_home(home))).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
         return
@@ -88,10 +101,8 @@ def verify(
     """Check every generation against its objects (sequence, sizes, SHA-256); exit 1 naming what is damaged."""
     from ctxkeep.service.vault import VaultVerifyRequest, vault_verify
 
-    try:
+    with failing():
         r = vault_verify(VaultVerifyRequest.parse(home=_home(home), full=full)).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
     elif r["ok"]:
@@ -120,6 +131,22 @@ def restore(
     all_missing: bool = typer.Option(
         False, "--all-missing", help="Every file the vault holds that is missing on disk."
     ),
+    generation: int | None = typer.Option(
+        None,
+        "--generation",
+        "-g",
+        min=1,
+        metavar="N",
+        help="Generation N of each file (1: the first kept; default the newest). A wrong N lists them.",
+    ),
+    at: str | None = typer.Option(
+        None,
+        "--at",
+        metavar="WHEN",
+        help="The newest generation of each file captured by then (UTC; a date: that whole day; "
+        "the forms of --since).",
+        callback=_when_callback("--at"),
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -128,7 +155,13 @@ def restore(
 
     try:
         req = VaultRestoreRequest.parse(
-            home=_home(home), session=session, to=to, force=force, all_missing=all_missing
+            home=_home(home),
+            session=session,
+            to=to,
+            force=force,
+            all_missing=all_missing,
+            generation=generation,
+            at=at,
         )
         r = vault_restore(req).as_json()
     except CtxkeepError as e:

@@ -67,7 +67,7 @@ def stale_in_vault(conn) -> list[str]:
         latest = manifest.generations(conn, latest=True)
     except sqlite3.Error:
         return []
-    versions = dict(conn.execute("SELECT path, parser_version FROM watermarks").fetchall())
+    versions = {p: w.parser_version for p, w in sqlite_store.load_watermarks(conn, state=False).items()}
     out = []
     for g in latest:
         disk = g.disk_path

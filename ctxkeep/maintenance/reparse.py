@@ -11,7 +11,9 @@ the ingest engine (``pipeline.engine.ingest_files``: the same transform and load
 Statuses maintenance set (``archived`` by compress, ``consumed``) are given back to
 the entries that had them. The diff of the copy against the store is the answer; with
 ``dry_run`` the copy is dropped, else it replaces ``store.db`` in one rename (the store
-checkpointed first, its WAL removed before the rename) and DuckDB is rebuilt. A kill at
+checkpointed first, its WAL removed before the rename) and DuckDB is rebuilt. A dry
+run on a store it may not write (a read-only mount) takes no lock, repairs nothing and
+copies into a temp folder outside the store. A kill at
 any point leaves the old store or the new one, never a mix; the copy left behind by a
 kill is removed by the next reparse.
 
@@ -31,10 +33,12 @@ bytes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sqlite3
+import tempfile
 import time
 from collections import Counter
 from contextlib import closing
@@ -168,7 +172,16 @@ def _tree_read(g: manifest.Generation, doc: Path, work: Path) -> SourceFile:
                 row["path"] = there + row["path"][len(here) :]
         wm = b.watermark
         if wm is not None:
-            wm = dataclasses.replace(wm, path=g.path, dev=g.dev, ino=g.ino, size=g.size, mtime_ns=g.mtime_ns)
+            # a generation captured without stat facts keeps them NULL in the store, as
+            # before (the watermarks columns are nullable; Watermark types the common case)
+            wm = dataclasses.replace(
+                wm,
+                path=g.path,
+                dev=g.dev,  # type: ignore[arg-type]
+                ino=g.ino,  # type: ignore[arg-type]
+                size=g.size,  # type: ignore[arg-type]
+                mtime_ns=g.mtime_ns,  # type: ignore[arg-type]
+            )
         batches.append(dataclasses.replace(b, watermark=wm, raw=None))
     readahead.PREREAD[g.path] = batches
     return SourceFile(g.agent, Path(g.path), "tree", meta)
@@ -217,8 +230,13 @@ def _rows_read(conn, home: Path, db: str, gens: list[manifest.Generation], work:
         quarantine = [_set_back(r, here) for r in b.quarantine]
         wm = b.watermark
         if wm is not None:
-            wm = dataclasses.replace(
-                wm, path=db, dev=last.dev, ino=last.ino, size=last.size, mtime_ns=last.mtime_ns
+            wm = dataclasses.replace(  # (stat facts NULL as above when the vault has none)
+                wm,
+                path=db,
+                dev=last.dev,  # type: ignore[arg-type]
+                ino=last.ino,  # type: ignore[arg-type]
+                size=last.size,  # type: ignore[arg-type]
+                mtime_ns=last.mtime_ns,  # type: ignore[arg-type]
             )
         batches.append(dataclasses.replace(b, entries=entries, quarantine=quarantine, watermark=wm, raw=None))
     readahead.PREREAD[db] = batches
@@ -295,10 +313,15 @@ def reparse(
     home = Path(home)
     say = progress or (lambda _p: None)
     sqlite_store.connect(home, readonly=True).close()  # StoreError "no store yet": never made here
-    with hold(home, what="reparse"):
-        live = sqlite_store.connect(home)
+    # a dry run writes nothing to the store: on a read-only store (a read-only mount, a
+    # folder not writable) it takes no lock, repairs nothing and works in a temp folder
+    # outside it (before: refused, the lock file could not be made)
+    ro = dry_run and not os.access(home, os.W_OK)
+    with contextlib.nullcontext() if ro else hold(home, what="reparse"):
+        live = sqlite_store.connect(home, readonly=ro)
         try:
-            recovery.recover(live, home)
+            if not ro:
+                recovery.recover(live, home)
             gens = manifest.generations(live, agents=agents)
         finally:
             live.close()
@@ -324,10 +347,13 @@ def reparse(
             by_db.setdefault(g.disk_path, []).append(g)
         gens = [g for g in gens if not g.meta.get("vault_rows")]
         chosen = sorted({g.agent for g in gens} | {gs[0].agent for gs in by_db.values()})
-        tmp = vault.vault_dir(home) / "tmp"
-        for old in tmp.glob("reparse-*"):  # a copy a killed reparse left
-            shutil.rmtree(old, ignore_errors=True)
-        work = tmp / f"reparse-{os.getpid()}"
+        if ro:
+            work = Path(tempfile.mkdtemp(prefix="ctxkeep-reparse-"))
+        else:
+            tmp = vault.vault_dir(home) / "tmp"
+            for old in tmp.glob("reparse-*"):  # a copy a killed reparse left
+                shutil.rmtree(old, ignore_errors=True)
+            work = tmp / f"reparse-{os.getpid()}"
         (work / "gens").mkdir(parents=True)
         (work / "store").mkdir()
         try:

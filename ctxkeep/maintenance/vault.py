@@ -14,9 +14,11 @@ The agents' own deletion schedules read here (``cleanup_schedules``):
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from ctxkeep.sinks.sqlite.lookup import resolve_session
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sinks.vault.packs import vault_dir
 from ctxkeep.sources.contract import DiscoveryContext
+from ctxkeep.timeutil import parse_utc
 
 DAY_NS = 86_400 * 10**9
 CLAUDE_DEFAULT_DAYS = 30
@@ -294,11 +297,27 @@ def _relative(path: str, user_home: Path) -> Path:
         return p.relative_to(p.anchor)
 
 
+def _file_mode(target: Path) -> int:
+    """The permission bits a restored file gets: the file's own when it exists (a
+    ``--force`` overwrite keeps them), else the user's default for a new file (0666
+    less the umask: 0644 under the usual 022), as the agent would have made it. The
+    vault does not record a file's mode."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def _write_restored(target: Path, data: bytes, mtime_ns: int | None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.ctxkeep-restore.tmp")
+    mode = _file_mode(target)
+    # written 0600 while the bytes go in, then given the mode (before, it stayed 0600)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
+        os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -310,6 +329,32 @@ def _write_restored(target: Path, data: bytes, mtime_ns: int | None) -> None:
     os.replace(tmp, target)
 
 
+def _pick(conn, path: str, generation: int | None, at: dt.datetime | None) -> manifest.Generation | None:
+    """The generation of ``path`` to restore: the newest, generation ``generation``, or
+    the newest captured before ``at`` (an aware UTC instant, exclusive: ``--at``'s
+    ``timeutil.when_bound(upper=True)``). None when the vault holds no generation of
+    it; NotFound (naming the generations it holds) when none fits."""
+    if generation is None and at is None:
+        return manifest.latest_of(conn, path)
+    gens = manifest.generations_of(conn, path)
+    if not gens:
+        return None
+    if generation is not None:
+        fit = [g for g in gens if g.gen == generation]
+    else:
+        assert at is not None
+        fit = [g for g in gens if g.created_at and parse_utc(g.created_at) < at]
+    if not fit:
+        held = ", ".join(f"{g.gen} ({(g.created_at or '?')[:19]})" for g in gens)
+        asked = f"generation {generation}" if generation is not None else "generation captured by then"
+        raise NotFound(
+            f"the vault holds no {asked} of {path}",
+            where="vault restore",
+            hint=f"its generations (captured, UTC): {held}",
+        )
+    return fit[-1]
+
+
 def vault_restore(
     home: Path,
     session: str | None,
@@ -318,9 +363,12 @@ def vault_restore(
     force: bool = False,
     all_missing: bool = False,
     user_home: Path | None = None,
+    generation: int | None = None,
+    at: dt.datetime | None = None,
 ) -> dict:
     """Write the native files of ``session`` (an id or its first characters) back from
-    the vault's newest generation of each: at their original paths, or under ``to``
+    the vault's newest generation of each (``generation``: generation N of each file;
+    ``at``: the newest generation of each captured before that aware instant, exclusive): at their original paths, or under ``to``
     with the same layout relative to the user's home (``user_home``, default
     ``$HOME``; a path outside it under its full path), each with its original mtime.
     ``all_missing``: every file the vault holds that is missing on disk (no session).
@@ -357,7 +405,7 @@ def vault_restore(
         plans = []
         rows_only: list[str] = []  # database sessions, written only under ``to``
         for path in paths:
-            g = manifest.latest_of(conn, path)
+            g = _pick(conn, path, generation, at)
             if g is None:
                 continue
             if g.start != 0:

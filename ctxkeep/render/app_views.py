@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import math
 import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -150,17 +151,19 @@ def overview(
         "largest_context_tokens",
         minutes=(pl.col("ended") - pl.col("started")).dt.total_seconds() / 60,
     )
+    # the distributions binned here: a chart's rows stay ~30 per agent whatever the
+    # store holds (marimo draws at most 20,000 rows a chart; a 2 GB store has 7,000 sessions)
     len_chart = (
-        alt.Chart(sessions.filter(pl.col("minutes").is_not_null()).select("agent", "minutes"),
-                  title="Session length (minutes)").mark_bar()
-        .encode(alt.X("minutes:Q", bin=alt.Bin(maxbins=30)), alt.Y("count():Q", title="sessions"), colour)
+        alt.Chart(histogram(sessions, "minutes"), title="Session length (minutes)").mark_bar()
+        .encode(alt.X("lo:Q", bin="binned", title="minutes"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
+                colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
         .properties(width=520, height=200)
     )  # fmt: skip
     ctx_chart = (
-        alt.Chart(sessions.filter(pl.col("largest_context_tokens").is_not_null()).select("agent", "largest_context_tokens"),
-                  title="Largest context per session (tokens, logged)")
+        alt.Chart(histogram(sessions, "largest_context_tokens"), title="Largest context per session (tokens, logged)")
         .mark_bar()
-        .encode(alt.X("largest_context_tokens:Q", bin=alt.Bin(maxbins=30), title="tokens"), alt.Y("count():Q", title="sessions"), colour)
+        .encode(alt.X("lo:Q", bin="binned", title="tokens"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
+                colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
         .properties(width=520, height=200)
     )  # fmt: skip
     totals["sessions"] = sessions.height
@@ -177,6 +180,36 @@ def overview(
         ]
     )
     return view, totals
+
+
+def histogram(df: pl.DataFrame, col: str, maxbins: int = 30) -> pl.DataFrame:
+    """The sessions of ``df`` (``agent`` and the number column ``col``; nulls left out)
+    counted per agent in equal bins of a round width (1, 2 or 5 times a power of ten,
+    at most ``maxbins`` bins over the values' range): ``agent``, ``lo``, ``hi`` (the
+    bin's bounds, ``lo`` <= value < ``hi``; the largest value falls in the last bin),
+    ``sessions``."""
+    v = df.select("agent", x=pl.col(col).cast(pl.Float64)).drop_nulls("x")
+    if v.height == 0:
+        return pl.DataFrame(
+            schema={"agent": pl.String, "lo": pl.Float64, "hi": pl.Float64, "sessions": pl.UInt32}
+        )
+    lo, hi = float(v["x"].min()), float(v["x"].max())  # type: ignore[arg-type]
+    span = hi - lo
+    step = 1.0
+    if span > 0:
+        raw = span / maxbins
+        mag = 10 ** math.floor(math.log10(raw))
+        step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    last = max(math.floor((hi - start) / step), 0)
+    return (
+        v.with_columns(b=((pl.col("x") - start) / step).floor().clip(0, last).cast(pl.Int64))
+        .group_by("agent", "b")
+        .agg(sessions=pl.len())
+        .with_columns(lo=start + pl.col("b") * step, hi=start + (pl.col("b") + 1) * step)
+        .select("agent", "lo", "hi", "sessions")
+        .sort("agent", "lo")
+    )
 
 
 def _blocks(buckets: pl.DataFrame) -> pl.DataFrame:

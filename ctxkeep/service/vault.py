@@ -122,6 +122,8 @@ class VaultRestoreRequest(Request):
     force: bool = False
     all_missing: bool = False
     user_home: Path | None = None
+    generation: int | None = Field(None, ge=1, description="generation N of each file (1: the first kept)")
+    at: When = None
 
 
 class RestoredFile(BaseModel):
@@ -153,6 +155,11 @@ def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
 
     if (req.session is None) == (not req.all_missing):
         raise UsageError("give a SESSION or --all-missing (not both)", where="vault restore")
+    if req.generation is not None and req.at is not None:
+        raise UsageError("--generation and --at exclude each other", where="vault restore", hint="give one")
+    from ctxkeep.timeutil import when_bound
+
+    at = when_bound(req.at, upper=True, where="--at")
     return VaultRestoreResult.model_validate(
         run(
             req.home,
@@ -161,6 +168,8 @@ def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
             force=req.force,
             all_missing=req.all_missing,
             user_home=req.user_home,
+            generation=req.generation,
+            at=at,
         )
     )
 

@@ -135,6 +135,18 @@ def nonempty(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+def relabel(entries: list[dict], agent: str, drop: str = "") -> list[dict]:
+    """``entries`` parsed by the parser a fork shares (Claude Code's, Codex's, Pi's) made
+    ``agent``'s: its name, and each usage key ``<agent>:<key>`` (``drop``, the shared
+    parser's own prefix, taken off first) so the fork's usage is counted as its own.
+    Returns ``entries``, changed in place."""
+    for e in entries:
+        e["agent"] = agent
+        if e.get("usage_key"):
+            e["usage_key"] = f"{agent}:{e['usage_key'].removeprefix(drop)}"
+    return entries
+
+
 def tool_call_entry(base: dict, call_id: Any, name: Any, args: Any) -> dict:
     """A ``tool_call`` entry of the assistant: ``native_id`` the call's id (a tool
     result names it), ``tool_name`` its name (non-empty strings, else None), ``text``

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from ctxkeep.sources import claude_code
-from ctxkeep.sources._util import json_object, nonempty, title_entry
+from ctxkeep.sources._util import json_object, nonempty, relabel, title_entry
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
@@ -94,14 +94,11 @@ def init_state(file: SourceFile) -> dict:
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """Claude Code's parse of the line, relabelled ``qoder`` and completed from the
     session's ``-session.json``."""
-    out = claude_code.parse_record(rec, offset, line_hash, state, src)
+    out = relabel(claude_code.parse_record(rec, offset, line_hash, state, src), AGENT)
     path = Path(src)
     meta = {} if path.parent.name == "subagents" else session_meta(path)
     parent = nonempty(meta.get("fork_from")) or nonempty(meta.get("parent_session_id"))
     for e in out:
-        e["agent"] = AGENT
-        if e.get("usage_key"):
-            e["usage_key"] = f"qoder:{e['usage_key']}"
         if parent and not e.get("parent_session_id") and e.get("session_id") == path.stem:
             e["parent_session_id"] = parent
         if not e.get("project_dir"):

@@ -307,7 +307,10 @@ def test_ingest_finds_a_running_serve(store_home, monkeypatch):
 
     from ctxkeep.flows import prefect_env
 
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    # set, then deleted: monkeypatch restores "unset" after the test (ingest sets it in
+    # os.environ itself; left set, the next test's ingest warns of a dead server)
+    monkeypatch.setenv("PREFECT_API_URL", "")
+    monkeypatch.delenv("PREFECT_API_URL")
     url = "http://127.0.0.1:4299/api"
     prefect_env.write_serve_file(store_home, url)  # pid: this process, alive
     probed: list = []

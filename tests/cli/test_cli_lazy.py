@@ -265,3 +265,15 @@ def test_pydantic_plugins_are_not_looked_up(tmp_path):
         timeout=120,
     )
     assert (tmp_path / "loaded").read_text() == "yes"
+
+
+def test_the_export_sources_load_ijson_only_to_read():
+    """Every ingest's discovery imports the ChatGPT and Claude.ai sources (import-only:
+    they find nothing); ijson loads when an export is read, not with them."""
+    r = _python(
+        "import sys\nfrom ctxkeep.sources import SOURCES\n"
+        "SOURCES['chatgpt'], SOURCES['claude-ai']\n"
+        "print('ijson' in sys.modules)"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

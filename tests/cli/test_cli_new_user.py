@@ -107,3 +107,23 @@ def test_ingest_path_skipped_beside_a_session_file_is_a_warning(tmp_path):
     assert r.exit_code == 0, r.output
     assert r.stderr.splitlines() == [f"warning: {readme}: not a session file of any agent; skipped"]
     assert r.stdout.startswith("ingested 2 new entries from 1 of 1 file")
+
+
+def test_no_command_help_breaks_a_line_mid_sentence():
+    """Rich help keeps a docstring's newlines: a command whose help spanned lines was
+    shown broken mid-sentence in `ctxkeep --help` (`restore`). Every command's help, and
+    every group's command's, is one paragraph on one line."""
+    import typer.main
+
+    group = typer.main.get_group(app)
+
+    def walk(g, path):
+        for name, cmd in g.commands.items():
+            yield f"{path} {name}", cmd
+            if hasattr(cmd, "commands"):
+                yield from walk(cmd, f"{path} {name}")
+
+    broken = [
+        name for name, cmd in walk(group, "ctxkeep") if "\n" in (cmd.help or "").strip().split("\n\n")[0]
+    ]
+    assert broken == []

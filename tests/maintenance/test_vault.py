@@ -752,3 +752,56 @@ def test_export_parquet_tables_raw_puts_the_vault_generations_in_the_lake_redact
     assert not [v for v in values if v.encode() in every_byte or v.encode() in decoded]
     assert export_parquet(store, str(lake), tables=("raw",))["tables"]["raw"]["rows_written"] == 0
     assert "raw" not in export_parquet(store, str(lake))["tables"]
+
+
+def test_restore_picks_an_earlier_generation_and_gives_the_users_mode(home_copy, tmp_path):
+    """`vault restore --generation N` / `--at WHEN` write back an earlier generation
+    (before: only the newest); files come back with the user's default mode (0644
+    under umask 022; an overwritten file keeps its own), not 0600."""
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents="codex")
+    sid, path = q(
+        store,
+        "SELECT e.session_id, f.path FROM entry_rows e JOIN files f ON f.file_id = e.file_id JOIN vault_files v "
+        "ON v.path = f.path JOIN vault_generations g ON g.vfile_id = v.vfile_id WHERE g.redactions = '{}' "
+        "GROUP BY 1, 2 ORDER BY count(*) DESC",
+    )[0]
+    p = Path(path)
+    first = p.read_bytes()
+    lines = first.splitlines(keepends=True)
+    p.write_bytes(b"".join(lines[: len(lines) // 2]))  # rewritten shorter: generation 2
+    ingest(home_copy, store, agents="codex")
+    conn = sqlite_store.connect(store, readonly=True)
+    gens = manifest.generations_of(conn, path)
+    conn.close()
+    assert [g.gen for g in gens] == [1, 2]
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "out"
+        r = vault_restore(store, sid, to=out, user_home=home_copy, generation=1)
+        (f,) = r["files"]
+        assert Path(f["to"]).read_bytes() == first
+        assert Path(f["to"]).stat().st_mode & 0o777 == 0o644
+        out2 = tmp_path / "out2"
+        (f,) = vault_restore(store, sid, to=out2, user_home=home_copy)["files"]
+        assert Path(f["to"]).read_bytes() == b"".join(lines[: len(lines) // 2])
+        # --at: the newest generation captured by then (generation 1's time, to the second)
+        c = sqlite_store.connect(store)
+        c.execute("UPDATE vault_generations SET created_at='2026-01-01T00:00:00.000000Z' WHERE gen=1")
+        c.execute("UPDATE vault_generations SET created_at='2026-02-01T00:00:00.000000Z' WHERE gen=2")
+        c.commit()
+        c.close()
+        env = {"HOME": str(home_copy)}
+        args = ["vault", "restore", sid[:8], "--to", str(out2), "--force", "--home", str(store)]
+        os.chmod(f["to"], 0o640)
+        r = runner.invoke(app, [*args, "--at", "2026-01-15"], env=env)
+        assert r.exit_code == 0, r.output
+        assert Path(f["to"]).read_bytes() == first and Path(f["to"]).stat().st_mode & 0o777 == 0o640
+        r = runner.invoke(app, [*args, "--generation", "3"], env=env)
+        assert r.exit_code == 1 and len(r.stderr.splitlines()) == 1
+        assert "the vault holds no generation 3 of" in r.stderr
+        assert "its generations (captured, UTC): 1 (2026-01-01T00:00:00), 2 (2026-02-01T00:00:00)" in r.stderr
+        r = runner.invoke(app, [*args, "--at", "2025-12-31"], env=env)
+        assert r.exit_code == 1 and "no generation captured by then" in r.stderr
+    finally:
+        os.umask(old)

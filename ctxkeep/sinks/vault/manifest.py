@@ -82,6 +82,12 @@ def latest_of(conn, path: str) -> Generation | None:
     return _gen(row) if row else None
 
 
+def generations_of(conn, path: str) -> list[Generation]:
+    """Every generation of the file at ``path``, oldest first (``gen`` 1, 2, …)."""
+    rows = conn.execute(_GEN_SQL + " WHERE f.path = ? ORDER BY g.gen", (path,)).fetchall()
+    return [_gen(r) for r in rows]
+
+
 def _objects(conn, shas: list[bytes]) -> dict[bytes, tuple[str, int, int, int]]:
     out = {}
     for sha in set(shas):
