@@ -333,7 +333,8 @@ def test_an_ingest_with_nothing_new_catches_up_a_failed_sync(tmp_path, monkeypat
     with sqlite_store.connect(home) as c:
         c.execute("UPDATE meta SET value='0' WHERE key='analytics_entries_rowid'")
     r = CliRunner().invoke(
-        app, ["ingest", "--home", str(home), "--json", "--agent", "codex", "--path", str(tmp_path)]
+        app,
+        ["ingest", "--home", str(home), "--json", "--agent", "codex", "--path", str(CORPUS_HOME / ".codex")],
     )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["analytics"] == "analytics: 3890 entries synced"
@@ -368,7 +369,17 @@ def test_a_deleted_analytics_store_is_rebuilt_by_the_next_ingest_and_by_doctor(t
             assert "analytics rebuilt: 3890 entries" in rep["repair"]["actions"]
         else:
             r = runner.invoke(
-                app, ["ingest", "--home", str(home), "--json", "--agent", "codex", "--path", str(tmp_path)]
+                app,
+                [
+                    "ingest",
+                    "--home",
+                    str(home),
+                    "--json",
+                    "--agent",
+                    "codex",
+                    "--path",
+                    str(CORPUS_HOME / ".codex"),
+                ],
             )
             assert r.exit_code == 0, r.output
             assert json.loads(r.stdout)["analytics"] == "analytics: 3890 entries synced"
