@@ -62,6 +62,12 @@ class StoreError(CtxkeepError):
     """The store is unreadable, of an unknown schema version, or not writable."""
 
 
+class NothingStored(StoreError):
+    """The store exists but holds no usage yet (an ingest found no session file with
+    any): a read command answers it as an empty result, rc 0, with this line as its
+    note (docs/cli.md "Exit codes"); a command that must write something from it fails."""
+
+
 class ConfigError(CtxkeepError):
     """``config.toml`` or an environment override is invalid. ``problems``: one line
     per wrong value (file, key, value, what is wrong) when the file was validated."""
@@ -235,7 +241,7 @@ def _errno_name(e: BaseException) -> tuple[str, str | None] | None:
     """``(errno name, file)`` of one exception that reports a file-system failure."""
     import errno as errno_mod
 
-    if isinstance(e, OSError) and e.errno in errno_mod.errorcode:
+    if isinstance(e, OSError) and e.errno is not None and e.errno in errno_mod.errorcode:
         name = errno_mod.errorcode[e.errno]
         if name in _OS_ERRORS:
             return name, e.filename if isinstance(e.filename, str) else None
@@ -280,7 +286,7 @@ def _disk_state(path: str | None) -> str | None:
 def _chain(e: BaseException) -> list[BaseException]:
     """``e`` and its causes and contexts (each once, at most 32)."""
     out: list[BaseException] = []
-    todo = [e]
+    todo: list[BaseException | None] = [e]
     while todo and len(out) < 32:
         x = todo.pop(0)
         if x is None or any(x is y for y in out):

@@ -155,6 +155,33 @@ def test_context_curve_restarts_at_each_compaction(runs, corpus_store):
     assert s["context"].max() < est  # never the whole session's total
 
 
+def test_the_context_curve_is_drawn_from_a_bounded_sample(runs, corpus_store):
+    """Each session's curve is drawn from at most GROWTH_POINTS entries (every k-th, its
+    first and last, each compaction): the whole curve when a session is shorter."""
+    import polars as pl
+
+    home, _ = corpus_store
+    growth, drawn = runs["sessions"][1]["growth"], runs["sessions"][1]["growth_drawn"]
+    assert runs["sessions"][1]["GROWTH_POINTS"] == 1500 and growth.height < 1500 * 6
+    assert drawn.sort("agent", "session_id", "n").equals(growth.sort("agent", "session_id", "n"))
+    params = {"store": str(home), "timezone": "UTC", "since": "", "until": "", "GROWTH_POINTS": 40}
+    _o, defs = report.run_notebook(NOTEBOOKS / "sessions.py", params)
+    small = defs["growth_drawn"]
+    key = ["agent", "session_id"]
+    sampled = 0
+    for (agent, sid), whole in growth.group_by(key):
+        got = small.filter((pl.col("agent") == agent) & (pl.col("session_id") == sid))
+        summaries = whole.filter(pl.col("kind") == "summary").height
+        assert got.height <= 40 + 2 + summaries
+        assert set(got["n"]) >= {1, whole["n"].max()} | set(whole.filter(pl.col("kind") == "summary")["n"])
+        if whole.height > 40:
+            assert got.height < whole.height  # a sample of it
+            sampled += 1
+        else:
+            assert got.height == whole.height
+    assert sampled > 0
+
+
 def test_store_entries_and_dedup_equal_sqlite(runs, corpus_store):
     home, _ = corpus_store
     defs = runs["store"][1]
@@ -307,3 +334,22 @@ def test_report_html_refuses_a_foreign_folder_unless_forced(tmp_path, corpus_sto
     r = _cli("report", "html", str(out), "--home", str(home))
     assert r.exit_code == 0, r.output
     assert ran == NAMES * 2 and (out / "extra.txt").read_text() == "kept"
+
+
+def test_report_html_draws_a_chart_of_more_than_5000_rows():
+    """A static page inlines every row: Altair refuses more than 5,000 by default, and
+    `report html` of a 200 MB store stopped with a traceback (sessions.py: the context
+    growth of the largest sessions, 6,000+ entries)."""
+    import altair as alt
+    import polars as pl
+
+    rows = 6_000
+    df = pl.DataFrame({"n": list(range(rows)), "context": [i % 977 for i in range(rows)]})
+    chart = alt.Chart(df).mark_line().encode(alt.X("n:Q"), alt.Y("context:Q"))
+    with pytest.raises(alt.MaxRowsError):  # Altair's own default, still in force elsewhere
+        chart.to_json()
+    out = report.part_html(chart)
+    assert out.startswith('<figure class="chart"><svg') and "<path" in out
+    assert ">5,000<" in out or ">6,000<" in out  # the x axis reaches the last rows
+    with pytest.raises(alt.MaxRowsError):  # the limit is lifted for the page only
+        chart.to_json()

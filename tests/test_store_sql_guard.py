@@ -47,6 +47,7 @@ ALLOWED_READS = {
     "sources/warp.py": "reads an agent's database",
     "sources/windsurf.py": "reads an agent's database",
     "sources/readers/sqlite.py": "opens an agent's database read-only",
+    "sources/readers/rows.py": "rebuilds an agent's database from the vault's rows (a scratch file)",
     # the query layer: its SELECTs over the store are its job
     "query/fetch.py": "the query layer's reads",
     "query/quarantine.py": "the query layer's reads",
@@ -67,7 +68,7 @@ ALLOWED_READS = {
     "service/analytics.py": "the notebooks' read-only SQLite connection (to move into sinks/)",
     "service/sources.py": "the watermarks' notes per agent (to move into sinks/)",
     "notebooks/store.py": "a notebook's reads over the read-only connection it is given",
-    "notebooks/app.py": "the app's Store tab: quarantine counts over the read-only connection (to move into service/)",
+    "render/app_views.py": "the app's Store tab: quarantine counts over the read-only connection (to move into service/)",
     "hooks/worker.py": "the hook worker's read-only watermark lookup (latency budget)",
     # reads on a connection the pipeline holds
     "pipeline/plan.py": "reads the vault's file list on the plan's connection",

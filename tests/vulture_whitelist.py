@@ -122,3 +122,12 @@ pack_bytes
 redirect_request
 # sources.antigravity: the IDE source object, looked up by name through sources._REGISTRY
 IDE
+# service.compress.CompressRestore: a field of the --json shape (read by key in cli.compress)
+saved_aside
+# cli.table's FiguresTable: Rich Table attributes set to narrow a table before Rich renders it
+pad_edge
+show_edge
+collapse_padding
+padding
+caption_justify
+caption_style

@@ -17,8 +17,10 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -118,21 +120,83 @@ def say(line: str) -> None:
 def table(**kwargs):
     """A Rich ``Table`` (imported on first use, as the consoles) that never cuts a
     figure: a right-justified column (a number, a size, a cost) never wraps or shrinks,
-    text columns wrap (long words fold), and when the figures and the longest words do
-    not fit the terminal the table is printed wider than it (the terminal wraps the
-    lines) rather than cut with "…"."""
+    text columns wrap (long words fold). When the figures and the longest words do not
+    fit the terminal, the table first takes narrower borders (no outer edge, one space
+    between columns), then leaves out the columns added with a ``drop`` rank (the lowest
+    rank first; low-value columns, each still in ``--json``) until it fits, naming them
+    under the table; only then is it printed wider than the terminal (the terminal
+    wraps the lines) rather than cut with "…"."""
+    from rich import box
     from rich.table import Table
 
     class FiguresTable(Table):
-        def add_column(self, header="", *args, **kw):
-            if kw.get("justify") == "right":
-                kw.setdefault("no_wrap", True)
+        def __init__(self, *args, **kw) -> None:
+            super().__init__(*args, **kw)
+            self._drops: list = []  # (rank, column)
+
+        def add_column(self, header="", *args, drop: int | None = None, **kw):
+            if kw.get("no_wrap") is None:  # a figure (right-justified) is never wrapped
+                kw["no_wrap"] = kw.get("justify") == "right"
             kw.setdefault("overflow", "fold")
-            return super().add_column(header, *args, **kw)
+            super().add_column(header, *args, **kw)
+            if drop is not None:
+                self._drops.append((drop, self.columns[-1]))
+
+        def _need(self, console, options) -> int:
+            """A first guess of the narrowest width that cuts nothing: a ``no_wrap``
+            column (a figure) its widest line, a column that folds its ``min_width`` or
+            10, any other its longest word."""
+            wide, total = options.update_width(10_000), self._extra_width
+            for col in self.columns:
+                m = self._measure_column(console, wide, col)
+                if col.no_wrap:
+                    total += m.maximum
+                elif col.overflow == "fold":
+                    total += min(m.minimum, max(col.min_width or 0, 10) + self._get_padding_width(col._index))
+                else:
+                    total += m.minimum
+            return total
+
+        def _fits(self, console, options, width: int) -> bool:
+            """Whether Rich lays the table out in ``width`` with every ``no_wrap``
+            column (a figure, a name) whole and every other column at least its
+            longest word or ``min_width`` or 10 wide (narrower, its words fold)."""
+            extra = self._extra_width
+            widths = self._calculate_column_widths(console, options.update_width(width - extra))
+            if sum(widths) + extra > width:
+                return False
+            wide = options.update_width(10_000)
+            for w, col in zip(widths, self.columns, strict=True):
+                m = self._measure_column(console, wide, col)
+                floor = max(col.min_width or 0, 10) + self._get_padding_width(col._index)
+                if w < (m.maximum if col.no_wrap else min(m.minimum, floor)):
+                    return False
+            return True
 
         def __rich_console__(self, console, options):
-            need = self.__rich_measure__(console, options.update_width(10_000)).minimum
-            if need > options.max_width:
+            width = options.max_width
+            if not self._fits(console, options, width) and self.box is not None:
+                self.box, self.show_edge, self.pad_edge = box.SIMPLE_HEAD, False, False
+                self.collapse_padding = True
+            if not self._fits(console, options, width):  # columns one space apart
+                self.padding = (0, 0)
+            hidden = []
+            for _, col in sorted(self._drops, key=lambda d: d[0]):
+                if self._fits(console, options, width):
+                    break
+                self.columns.remove(col)
+                for i, c in enumerate(self.columns):
+                    c._index = i
+                hidden.append(" ".join(str(col.header).split()))
+            if hidden:
+                note = f"not shown at {width} columns: {', '.join(hidden)} (see --json or a wider terminal)"
+                self.caption = f"{self.caption}\n{note}" if self.caption else note
+                self.caption_justify = "left"
+                self.caption_style = "dim"
+            if not self._fits(console, options, width):
+                need = max(width + 1, self._need(console, options))
+                while not self._fits(console, options, need) and need < width + 1_000:
+                    need += 2
                 options = options.update_width(need)
             yield from super().__rich_console__(console, options)
 
@@ -242,13 +306,25 @@ def exit_code(e: Exception) -> int:
     return getattr(e, "exit_code", 1)
 
 
-def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | None = None):
+def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | None = None) -> NoReturn:
     """Print ``error: <what> (<where>) - <what to do>`` as ONE line on stderr (never
     wrapped, whatever the terminal width; in the CLI's words, ``cli_words``, with this
     command's ``words``) and exit with ``code`` (default ``exit_code(e)``: 2 wrong
     usage, 1 failure)."""
     typer.echo(f"error: {cli_words(e, words)}", err=True)
     raise typer.Exit(exit_code(e) if code is None else code)
+
+
+@contextmanager
+def failing(words: dict[str, str | None] | None = None) -> Iterator[None]:
+    """Run the block; a ``CtxkeepError`` raised in it ends the command as ``_fail`` does
+    (its one line on stderr, its exit code; ``words`` as there)."""
+    from ctxkeep.errors import CtxkeepError
+
+    try:
+        yield
+    except CtxkeepError as e:
+        _fail(e, words=words)
 
 
 def _given_home(home: Path | None = None) -> Path | None:
@@ -357,7 +433,7 @@ def run_command(call) -> int:
     try:  # Typer ≥ 0.2x vendors Click as typer._click
         from typer._click import exceptions as cexc
     except ImportError:  # pragma: no cover - older Typer on plain Click
-        from click import exceptions as cexc
+        from click import exceptions as cexc  # type: ignore[no-redef]  # the same module, Click's own
 
     try:
         rv = call()
@@ -454,7 +530,7 @@ def _registered(name: str):
     from typer.main import get_command_name
 
     for c in app.registered_commands:
-        if (c.name or get_command_name(c.callback.__name__)) == name:
+        if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name:
             return c
     for g in app.registered_groups:
         if g.name == name:
@@ -490,10 +566,11 @@ class _LazyCommands(Mapping):
         if info is None:  # the table names a command no module registers: a bug
             raise KeyError(name)
         info.rich_help_panel = panel
-        kw = {
+        kw: dict[str, Any] = {
             "pretty_exceptions_short": app.pretty_exceptions_short,
             "rich_markup_mode": app.rich_markup_mode,
         }
+        cmd: Any  # a Click group or command, as Typer builds them
         if hasattr(info, "typer_instance"):
             cmd = get_group_from_info(info, suggest_commands=app.suggest_commands, **kw)
         else:
@@ -535,7 +612,8 @@ class _Group(TyperGroup):
         super().__init__(*args, **kwargs)
         # Typer built what was registered already (modules imported before): rebuilt
         # on use instead, with its help panel
-        self.commands = _LazyCommands()
+        # Click types ``commands`` as mutable; this group only reads it (no add_command)
+        self.commands = _LazyCommands()  # type: ignore[assignment]
 
     def resolve_command(self, ctx, args):
         """Click's ``resolve_command``, noting the command's path for ``run_command``."""
@@ -565,7 +643,14 @@ def main() -> None:
     The process ends when ``app`` returns: its objects are frozen first
     (``gc.freeze``), so the interpreter's exit does not walk them for garbage cycles
     (after an ingest, with Polars and DuckDB loaded, that walk took ~0.17-0.25 s of a
-    first ingest's wall time; atexit handlers still run)."""
+    first ingest's wall time; atexit handlers still run).
+
+    pydantic plugins are off (``PYDANTIC_DISABLE_PLUGINS=__all__`` unless the
+    environment sets it: an empty value turns them back on): ctxkeep's request and
+    result models use none, and finding none read every installed package's entry
+    points at the first validation (pydantic 2.x ``plugin._loader.get_plugins``,
+    ~6-9 ms of CPU of each command with a pydantic model, issue 26)."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         app()
     finally:

@@ -19,12 +19,13 @@ from ctxkeep.cli import (
     app,
     config_warnings,
     err,
+    failing,
     out,
     table,
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, require_paths
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import UsageError
 
 
 @app.command()
@@ -65,8 +66,6 @@ def compress(
 
 
 def _compress(files, check, keep_messages, dry_run, force, restore, prefect, progress, home, as_json) -> None:
-    from ctxkeep.service import compress as svc
-
     h = _home(home)
     config_warnings(h)
     clash = None
@@ -78,12 +77,15 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
         clash = "--restore has no --dry-run (it puts FILE.backup back; `compress --check` shows the backups)"
     if clash:
         _fail(UsageError(clash, where="compress", hint="run them separately"))
-    try:
+    with failing():
         require_paths(files or [], where="FILE")
         if check:  # changes nothing: --dry-run adds nothing to it
-            rep = svc.compress_check(h, svc.CheckRequest.parse(files=files or None)).as_json()
-            _emit_check(rep, as_json)
+            from ctxkeep.service.compress_check import CheckRequest, compress_check
+
+            _emit_check(compress_check(h, CheckRequest(tuple(files or ()))).as_json(), as_json)
             return
+        from ctxkeep.service import compress as svc
+
         if restore is not None:
             res = svc.compress_restore(h, svc.RestoreFileRequest.parse(file=restore, force=force)).as_json()
             if as_json:
@@ -94,10 +96,13 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
                     f"{res['reactivated']:,} archived entries active again",
                     highlight=False,
                 )
+                if res.get("saved_aside"):
+                    out.print(
+                        f"the file as it was (lines the backup lacks) is kept in {res['saved_aside']}",
+                        highlight=False,
+                    )
             return
         summary = _run(h, files, keep_messages, dry_run, force, prefect, progress and not as_json)
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(summary)
     else:
@@ -176,7 +181,7 @@ def _emit_check(rep: dict, as_json: bool) -> None:
                 + "; "
                 + _savings_text(f["savings"]),
                 highlight=False,
-                soft_wrap=True,
+                soft_wrap=False,  # wrapped at the terminal's width
             )
     out.print(
         f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold (full paths: --json)",

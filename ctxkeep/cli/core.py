@@ -16,6 +16,7 @@ from ctxkeep.cli import (
     _size,
     app,
     err,
+    failing,
     out,
     say,
     table,
@@ -31,7 +32,7 @@ from ctxkeep.cli.options import (
     until_option,
 )
 from ctxkeep.cli.sources import fail_config
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import CtxkeepError, NotFound, UsageError
 
 
 @app.command()
@@ -75,8 +76,11 @@ def ingest(
     except CtxkeepError as e:
         fail_config(e)
     bar: list = []  # the progress bar, drawn once the run has work (no Rich otherwise)
+    # with --path, the plan's problems (a path of no agent) are said after the run:
+    # as the one error line when no path held a session file, else as warnings
+    held_problems: list[str] = []
     shows = svc.IngestProgress(
-        on_problem=warn,
+        on_problem=held_problems.append if path else warn,
         on_wait=lambda where: err.print(
             f"waiting for another ctxkeep run on this store to finish ({where})…",
             highlight=False,
@@ -102,20 +106,41 @@ def ingest(
                 prog.update(task_id, total=total)
                 bar.append((prog, task_id))
 
+        def on_bytes(n: int) -> None:
+            if bar:
+                bar[0][0].advance(bar[0][1], n)
+
         shows.on_plan = on_plan
-        shows.on_bytes = lambda n: bar and bar[0][0].advance(bar[0][1], n)
+        shows.on_bytes = on_bytes
     try:
         require_paths(path or [])
         res = svc.ingest(h, req, shows)
     except CtxkeepError as e:
+        for prob in held_problems:
+            warn(prob)
         fail_config(e)
     finally:
         for prog, _ in bar:
             prog.stop()
+    nothing = bool(path) and not res.summary["files"] and bool(held_problems)
     if as_json:
         _print_json(res.as_json())
-        return
-    _print_summary(res.summary, res.held_note)
+    for prob in held_problems[:-1] if nothing else held_problems:
+        warn(prob)
+    if nothing:  # every --path was skipped: one error line, not an empty summary
+        last = held_problems[-1]
+        where, _, what = last.rpartition(": ")
+        many = len(held_problems) > 1
+        _fail(
+            NotFound(
+                ("no --path held a session file; " if many else "") + what,
+                where=where,
+                hint="give a session file or a folder that holds them "
+                "(`ctxkeep sources` shows where each agent keeps them)",
+            )
+        )
+    if not as_json:
+        _print_summary(res.summary, res.held_note)
 
 
 def _ingest_dry_run(h: Path, req, as_json: bool) -> None:
@@ -216,8 +241,11 @@ def _print_summary(s: dict, held: str | None) -> None:
 
 @app.command()
 def search(
-    query: str = typer.Argument(
-        ..., metavar="QUERY", help='Words, "phrases", identifiers, paths, error messages; CJK works.'
+    query: list[str] = typer.Argument(
+        ...,
+        metavar="QUERY",
+        help='Words, "phrases", identifiers, paths, error messages; CJK works. '
+        "Unquoted words are one query (joined by spaces).",
     ),
     agent: list[str] = agent_option(store_agents),
     project: str | None = typer.Option(
@@ -255,9 +283,9 @@ def search(
     from ctxkeep.service.search import SearchRequest
     from ctxkeep.service.search import search as ask
 
-    try:
+    with failing():
         req = SearchRequest.parse(
-            queries=[query],
+            queries=[" ".join(query)],
             limit=limit,
             budget=budget,
             raw=raw,
@@ -274,8 +302,6 @@ def search(
             },
         )
         res = ask(_home(home), req)
-    except CtxkeepError as e:
-        _fail(e)
     hits = res.results[0]
     if as_json:
         _print_json(hits.as_json())
@@ -359,17 +385,15 @@ def show(
             )
         _show_session(session, budget, home, as_json)
         return
-    try:
+    with failing():
         req = ShowRequest.parse(
             ids=entry_ids, budget=budget, max_bytes=max_bytes, offset=offset, media=True, media_dir=media_dir
         )
         res = ask(_home(home), req)
-    except CtxkeepError as e:
-        _fail(e)
     for p in res.notes:
         warn(p)
     if as_json:
-        _print_json([d.model_dump(mode="json") for d in res.entries])
+        _print_json(res.as_json())
         return
     for d in res.entries:
         head, _, rest = d.header().partition(" ")
@@ -396,10 +420,8 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
 
     from ctxkeep.service.conversation import ConversationRequest, conversation
 
-    try:
+    with failing():
         conv = conversation(_home(home), ConversationRequest.parse(session=session, budget=budget))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(conv.as_json())
         return
@@ -442,11 +464,9 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     from ctxkeep.service.stats import StatsRequest
     from ctxkeep.service.stats import stats as ask
 
-    try:
+    with failing():
         h = _home(home)
         res = ask(h, StatsRequest.parse())
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return
@@ -479,9 +499,9 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     for r in rows:
         t.add_row(*r)
     out.print(t)
-    c, q = res.contents, res.quarantine
+    cs, q = res.contents, res.quarantine
     out.print(
-        f"distinct contents {c.distinct:,} ({_size(c.bytes)}, {c.token_estimate:,} tokens); "
+        f"distinct contents {cs.distinct:,} ({_size(cs.bytes)}, {cs.token_estimate:,} tokens); "
         f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
         highlight=False,
     )

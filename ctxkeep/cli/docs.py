@@ -11,9 +11,14 @@ with the model.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from ctxkeep.cli import app
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 @app.command("help")
@@ -37,7 +42,7 @@ def help_(
     group = get_command(app)
     _plain_metavars(group)  # QUERY, not {QUERY}, as `ctxkeep search --help` shows
     ctx = typer.Context(group, info_name="ctxkeep")
-    cmd = group
+    cmd: Any = group  # a Click group, or the command a name leads to
     for name in command or []:
         sub = cmd.get_command(ctx, name) if hasattr(cmd, "get_command") else None
         if sub is None:
@@ -53,10 +58,10 @@ def help_(
     typer.echo(cmd.get_help(ctx), nl=False)
 
 
-def outputs() -> dict[str, tuple[type, bool]]:
+def outputs() -> dict[str, type]:
     """Every command's ``--json`` output, keyed by command path (as typed after
-    ``ctxkeep``; ``path --option`` for an option's own shape): ``(result model, is an
-    array of it)``."""
+    ``ctxkeep``; ``path --option`` for an option's own shape): its result model (an
+    object with ``"schema"``)."""
     from ctxkeep.render.site import ExportResult
     from ctxkeep.service import shapes as s
     from ctxkeep.service.compress import CompressCheck, CompressRestore, CompressResult
@@ -64,7 +69,7 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.coverage import CoverageResult
     from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
     from ctxkeep.service.export import ExportParquetResult
-    from ctxkeep.service.fetch import FetchedEntry
+    from ctxkeep.service.fetch import FetchResult
     from ctxkeep.service.maintenance import BackfillResult, ReindexResult, RetentionResult
     from ctxkeep.service.purge import PurgeResult
     from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
@@ -74,57 +79,57 @@ def outputs() -> dict[str, tuple[type, bool]]:
     from ctxkeep.service.search import QueryHits
     from ctxkeep.service.secrets import ScrubResult, SecretsResult
     from ctxkeep.service.sessions import SessionsResult
-    from ctxkeep.service.sources import SourceRow
+    from ctxkeep.service.sources import SourcesResult
     from ctxkeep.service.stats import StatsResult
     from ctxkeep.service.vault import ReparseResult, VaultRestoreResult, VaultStatusResult, VaultVerifyResult
 
-    out: dict[str, tuple[type, bool]] = {
-        "ingest": (s.IngestResult, False),
-        "quarantine": (QuarantineList, False),
-        "quarantine list": (QuarantineList, False),
-        "quarantine show": (QuarantineShow, False),
-        "search": (QueryHits, False),
-        "show": (FetchedEntry, True),
-        "show --session": (ConversationResult, False),
-        "stats": (StatsResult, False),
-        "sessions": (SessionsResult, False),
-        "resume": (ResumeResult, False),
-        "purge": (PurgeResult, False),
-        "retention": (RetentionResult, False),
-        "reindex": (ReindexResult, False),
-        "backfill": (BackfillResult, False),
-        "compress": (CompressResult, False),
-        "compress --check": (CompressCheck, False),
-        "compress --restore": (CompressRestore, False),
-        "doctor": (DoctorResult, False),
-        "backup": (BackupResult, False),
-        "restore": (RestoreResult, False),
-        "sources": (SourceRow, True),
-        "sources --coverage": (CoverageResult, False),
-        "hooks install": (s.SettingsChange, True),
-        "hooks uninstall": (s.SettingsChange, True),
-        "hooks status": (s.HookStatus, True),
-        "mcp install": (s.SettingsChange, True),
-        "mcp uninstall": (s.SettingsChange, True),
-        "redact": (RedactTextResult, False),
-        "redact --rescan": (RescanResult, False),
-        "export parquet": (ExportParquetResult, False),
-        "export markdown": (ExportResult, False),
-        "export html": (ExportResult, False),
-        "report html": (s.ReportHtml, False),
-        "vault status": (VaultStatusResult, False),
-        "vault verify": (VaultVerifyResult, False),
-        "vault restore": (VaultRestoreResult, False),
-        "reparse": (ReparseResult, False),
-        "secrets": (SecretsResult, False),
-        "secrets --scrub": (ScrubResult, False),
+    out: dict[str, type] = {
+        "ingest": s.IngestResult,
+        "quarantine": QuarantineList,
+        "quarantine list": QuarantineList,
+        "quarantine show": QuarantineShow,
+        "search": QueryHits,
+        "show": FetchResult,
+        "show --session": ConversationResult,
+        "stats": StatsResult,
+        "sessions": SessionsResult,
+        "resume": ResumeResult,
+        "purge": PurgeResult,
+        "retention": RetentionResult,
+        "reindex": ReindexResult,
+        "backfill": BackfillResult,
+        "compress": CompressResult,
+        "compress --check": CompressCheck,
+        "compress --restore": CompressRestore,
+        "doctor": DoctorResult,
+        "backup": BackupResult,
+        "restore": RestoreResult,
+        "sources": SourcesResult,
+        "sources --coverage": CoverageResult,
+        "hooks install": s.SettingsChange,
+        "hooks uninstall": s.SettingsChange,
+        "hooks status": s.HooksStatus,
+        "mcp install": s.SettingsChange,
+        "mcp uninstall": s.SettingsChange,
+        "redact": RedactTextResult,
+        "redact --rescan": RescanResult,
+        "export parquet": ExportParquetResult,
+        "export markdown": ExportResult,
+        "export html": ExportResult,
+        "report html": s.ReportHtml,
+        "vault status": VaultStatusResult,
+        "vault verify": VaultVerifyResult,
+        "vault restore": VaultRestoreResult,
+        "reparse": ReparseResult,
+        "secrets": SecretsResult,
+        "secrets --scrub": ScrubResult,
     }
     for name in ("daily", "weekly", "monthly", "session", "models", "projects", "blocks", "tools"):
-        out[f"report {name}"] = (ReportResult, False)
+        out[f"report {name}"] = ReportResult
     return out
 
 
-def json_keys(model: type) -> dict[str, str]:
+def json_keys(model: type[BaseModel]) -> dict[str, str]:
     """The keys ``model`` prints (aliases, in order, without ``schema``) → one line on
     each: its description, and for a list or map of a model the keys of its items."""
     keys = {}
@@ -155,12 +160,11 @@ def _item_model(annotation) -> type | None:
     return None
 
 
-def _shape(path: str, key: str, model: type, array: bool) -> list[str]:
+def _shape(path: str, key: str, model: type) -> list[str]:
     """The Markdown of one ``--json`` output (generated from ``model``)."""
-    what = "an array (no `schema` key), each item" if array else 'an object, `"schema": 1`'
     label = "`--json`" if key == path else f"`{key[len(path) + 1 :]} --json`"
     doc = " ".join((model.__doc__ or "").strip().split("\n\n")[0].split()).replace("``", "`")
-    lines = [f"{label}: {what}." + (f" {doc}" if doc else ""), ""]
+    lines = [f'{label}: an object, `"schema": 1`.' + (f" {doc}" if doc else ""), ""]
     return lines + [f"- `{k}`" + (f": {v}" if v else "") for k, v in json_keys(model).items()] + [""]
 
 
@@ -229,9 +233,9 @@ def render_reference() -> str:
             lines.append("")
         if opts:
             lines += ["Options:", ""] + [_option_line(p) for p in opts] + [""]
-        for key, (model, array) in shapes.items():
+        for key, model in shapes.items():
             if key == path or key.startswith(path + " --"):
-                lines += _shape(path, key, model, array)
+                lines += _shape(path, key, model)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -243,6 +247,15 @@ _PREAMBLE = """
 | 0 | success (also: nothing to do, no matches) |
 | 1 | failure: a store error, a damaged file, no such session / entry / file / backup, a refused change |
 | 2 | wrong usage: an unknown option, command, agent or value, a value out of range, options that exclude each other |
+
+An empty result is a success: a read command (`sessions`, `search`, `stats`, `report
+daily|weekly|monthly|session|models|projects|blocks|tools`, `quarantine`, `secrets`) over a
+store that holds nothing (or nothing in the selection) prints one line saying so (`no
+sessions`, `no matches`, `no usage stored yet ...`) and exits 0; with `--json` the object
+has empty `rows`/`hits` and the line as a note. No store at all (`ctxkeep ingest` never
+ran for this home) is a failure, exit 1, for every command that reads one (`error: no
+store yet ...`: run `ctxkeep ingest` first). A command that must write something from
+the store (`report html`) fails on an empty one.
 
 Every error is ONE line on stderr: `error: what (where) - what to do`; never a traceback.
 
@@ -259,9 +272,9 @@ Every error is ONE line on stderr: `error: what (where) - what to do`; never a t
   `$CTXKEEP_HOME`, else the platform data dir.
 - `--json`: for scripts; every command that reports has it. An object carries `"schema": N`
   (raised when a key is removed or renamed or a value changes meaning; new keys may appear
-  without it). Outputs that were JSON arrays before versioning (`show`, `sources`, `hooks …`,
-  `mcp install|uninstall`) stay arrays, unversioned, so that existing scripts keep working: a
-  future change of their items will wrap them in an object with `"schema": 2`.
+  without it). Every output is an object (`show`, `sources`, `hooks …` and `mcp
+  install|uninstall` printed bare arrays before session 12; their items are now under
+  `entries`, `rows` and `agents`).
 - `--dry-run`: every command that changes or deletes something can say first what it would do.
 - `--prefect/--no-prefect`: the commands that may run as a Prefect flow run (default: a flow
   run when a Prefect server is there to record it).

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, out
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.cli import HomeOpt, JsonOpt, _home, _print_json, _size, app, failing, out
 
 _MARK = {"ok": "ok", "damaged": "DAMAGED", "warning": "warning", "skipped": "skipped"}
 
@@ -26,10 +25,8 @@ def doctor(
     from ctxkeep.service.doctor import DoctorRequest
     from ctxkeep.service.doctor import doctor as ask
 
-    try:
+    with failing():
         res = ask(_home(home), DoctorRequest.parse(repair=repair, full=full))
-    except CtxkeepError as e:
-        _fail(e)
     rep = res.as_json()
     if as_json:
         _print_json(rep)
@@ -66,10 +63,8 @@ def backup(
     from ctxkeep.service.doctor import BackupRequest
     from ctxkeep.service.doctor import backup as ask
 
-    try:
+    with failing():
         rep = ask(_home(home), BackupRequest.parse(keep=keep)).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(rep)
         return
@@ -87,16 +82,12 @@ def restore(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Install a store backup; the current store is moved aside, then every session the
-    vault holds is derived from it again (what was ingested after the backup comes
-    back), DuckDB rebuilt."""
+    """Install a store backup; the current store is moved aside, then every session the vault holds is derived from it again (what was ingested after the backup comes back), DuckDB rebuilt."""
     from ctxkeep.service.doctor import RestoreRequest
     from ctxkeep.service.doctor import restore as ask
 
-    try:
+    with failing():
         rep = ask(_home(home), RestoreRequest.parse(file=file)).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(rep)
         return

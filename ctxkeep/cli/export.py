@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, err, out
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, err, failing, out
 from ctxkeep.errors import CtxkeepError, UsageError
 
 export_app = typer.Typer(
@@ -38,7 +38,7 @@ def parquet(
     """Write this machine's partitions of DEST/<table>/machine=/agent=/month= (only what changed)."""
     from ctxkeep.service.export import ExportParquetRequest
 
-    try:
+    with failing():
         req = ExportParquetRequest.parse(dest=dest, tables=tables, with_text=with_text, dry_run=dry_run)
         h = _home(home)
         if as_json or not err.get().is_terminal:  # no bar (and no blank line) when piped
@@ -47,8 +47,6 @@ def parquet(
             rep = export_parquet(h, req).as_json()
         else:
             rep = _with_progress(h, req)
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(rep)
         return
@@ -69,7 +67,7 @@ def parquet(
 
 
 def _with_progress(h: Path, req) -> dict:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
     from ctxkeep.service.export import export_parquet
 
@@ -77,7 +75,7 @@ def _with_progress(h: Path, req) -> dict:
         TextColumn("export {task.description}"), BarColumn(), MofNCompleteColumn(),
         console=err.get(), transient=True,
     ) as bar:  # fmt: skip
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def progress(table: str, done: int, total: int) -> None:
             if table not in tasks:

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import JsonOpt, _fail, _given_home, _print_json, app, err
+from ctxkeep.cli import JsonOpt, _given_home, _print_json, app, err, failing
 from ctxkeep.cli.options import agent_option
-from ctxkeep.errors import CtxkeepError
 
 hooks_app = typer.Typer(
     no_args_is_help=True,
@@ -44,22 +43,18 @@ def settings_request(agent, scope: str, project: Path | None, dry_run: bool = Fa
     from ctxkeep.service.hooks import SettingsRequest
 
     _scope(scope)
-    try:
+    with failing():
         return SettingsRequest.parse(
             agents=agent or None, scope=scope, project=project, dry_run=dry_run, **kw
         )
-    except CtxkeepError as e:
-        _fail(e)
 
 
 def run_changes(ask, req, as_json: bool) -> None:
     """Ask ``ask(req)`` (a ``service.hooks`` question: one change per agent), print a
-    line (or ``--json`` a list) per agent; exit 1 when any agent's file could not be
+    line per agent (or ``--json`` one object); exit 1 when any agent's file could not be
     planned or written (the others are still done)."""
-    try:
+    with failing():
         done = ask(req)
-    except CtxkeepError as e:
-        _fail(e)
     for o in done:
         if o.error is not None:
             typer.echo(f"error: {o.agent}: {o.error}", err=True)
@@ -76,7 +71,9 @@ def run_changes(ask, req, as_json: bool) -> None:
         for note in [*(row.get("notes") or []), *o.hints]:
             typer.echo(f"  {note}")
     if as_json:
-        _print_json([o.row for o in done])
+        from ctxkeep.service.shapes import SettingsChanges
+
+        _print_json(SettingsChanges(agents=[o.row for o in done]).as_json())
     if any(o.error is not None for o in done):
         raise typer.Exit(1)
 
@@ -154,14 +151,12 @@ def status(
 ):
     """Show, per agent, which of ctxkeep's hooks are installed and where the agent adds the snapshot."""
     from ctxkeep.service.hooks import hooks_status
+    from ctxkeep.service.shapes import HooksStatus
 
-    try:
+    with failing():
         shown = hooks_status(settings_request(agent, scope, project, home=_hook_home()))
-    except CtxkeepError as e:
-        _fail(e)
-    rows = [r for r, _ in shown]
     if as_json:
-        _print_json(rows)
+        _print_json(HooksStatus(agents=[r for r, _ in shown]).as_json())
     else:
         for r, where in shown:
             path = where + ("" if r["exists"] else " (no file)")
@@ -176,13 +171,15 @@ def status(
             typer.echo(f"  snapshot injection: {r['injection']}")
             for note in r["notes"]:
                 typer.echo(f"  note: {note}")
-        todo = [r["agent"] for r in rows if any(h["state"] in ("missing", "outdated") for h in r["hooks"])]
+        todo = [
+            r["agent"] for r, _ in shown if any(h["state"] in ("missing", "outdated") for h in r["hooks"])
+        ]
         if todo:
             err.print(
                 f"[dim]install: ctxkeep hooks install {' '.join('--agent ' + a for a in todo)}"
                 f"{'' if scope == 'user' else ' --scope ' + scope}[/dim]"
             )
-    if any(r["error"] for r in rows):
+    if any(r["error"] for r, _ in shown):
         raise typer.Exit(1)
 
 

@@ -26,6 +26,7 @@ from ctxkeep.cli import (
     app,
     config_warnings,
     err,
+    failing,
     out,
     table,
     warn,
@@ -40,7 +41,7 @@ _COUNT_LABELS = [
     ("chunks", "FTS chunks"),
     ("usage", "usage rows"),
     ("quarantine", "quarantined lines"),
-    ("source_files", "source files"),
+    ("source_files", "agent files it came from (left on disk)"),
     ("token_estimate", "tokens (estimated)"),
     ("archived", "archived rows (Parquet)"),
 ]
@@ -125,11 +126,8 @@ def purge(
         ):
             err.print("purge cancelled; nothing was changed")
             raise typer.Exit(1)
-    try:
-        with err.status(f"purging {plan.describe}…"):
-            rep = apply_purge(h, plan, reingest=reingest).as_json()
-    except CtxkeepError as e:
-        _fail(e)
+    with failing(), err.status(f"purging {plan.describe}…"):
+        rep = apply_purge(h, plan, reingest=reingest).as_json()
     if as_json:
         _print_json(rep)
         return
@@ -180,10 +178,8 @@ def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
     ``--dry-run``) purge it after the same confirmation as other purges."""
     from ctxkeep.service import purge as ask
 
-    try:
+    with failing():
         plan = ask.plan_policy(h)
-    except CtxkeepError as e:
-        _fail(e)
     if dry_run or not plan["scopes"]:
         if as_json:
             _print_json(ask.policy_json(plan))
@@ -203,11 +199,8 @@ def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
         if not typer.confirm("Apply the [purge] rules? This cannot be undone", default=False):
             err.print("purge cancelled; nothing was changed")
             raise typer.Exit(1)
-    try:
-        with err.status("applying the [purge] rules…"):
-            rep = ask.run_policy(h)
-    except CtxkeepError as e:
-        _fail(e)
+    with failing(), err.status("applying the [purge] rules…"):
+        rep = ask.run_policy(h)
     if as_json:
         _print_json(rep)
     else:
@@ -284,7 +277,7 @@ def retention(
 
     h = _home(home)
     config_warnings(h)
-    try:
+    with failing():
         req = RetentionRequest.parse(
             dry_run=dry_run,
             archive_after_days=archive_after_days,
@@ -293,8 +286,6 @@ def retention(
         )
         with err.status("retention…"):
             rep = ask(h, req, notify=_notify).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(rep)
         return
@@ -321,21 +312,27 @@ def reindex(
 ):
     """Rebuild the FTS indexes and DuckDB from the SQLite entries.
 
-    The entries themselves are derived again from the vault by `ctxkeep reparse`
-    (reindex works on the stored rows)."""
+    Sessions whose files the agent deleted are derived again from the vault first
+    when the store lacks them or an older parser made them (`ctxkeep reparse` does it
+    for every file)."""
     from ctxkeep.service.maintenance import ReindexRequest
     from ctxkeep.service.maintenance import reindex as ask
 
     h = _home(home)
-    try:
+    with failing():
         req = ReindexRequest.parse(analytics=not no_analytics, prefect=prefect)
         with err.status("reindex…"):
             rep = ask(h, req, notify=_notify).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(rep)
         return
+    fv = rep.get("from_vault")
+    if fv:
+        added = sum(e["added"] for e in fv["diff"]["entries"])
+        out.print(
+            f"derived {fv['files']:,} file(s) the agents deleted from the vault ({added:,} entries added)",
+            highlight=False,
+        )
     out.print(
         f"reindexed {rep['chunks']:,} chunks ({rep['grams_rows']:,} with substring terms) in "
         f"{rep['seconds']:.1f} s; {rep['analytics']}",
@@ -367,15 +364,13 @@ def backfill(
     from ctxkeep.service.maintenance import BackfillRequest, vaulted_gone
 
     h = _home(home)
-    try:
+    with failing():
         if not (path and vaulted_gone(h, path)):
             require_paths(path or [])
         req = BackfillRequest.parse(
             paths=path or [], since=since, until=until, agents=agent or None, dry_run=dry_run, prefect=prefect
         )
         rep = _backfill_with_progress(h, req, show=not as_json)
-    except CtxkeepError as e:
-        _fail(e)
     for prob in rep.get("problems", []):
         warn(prob)
     if as_json:
@@ -490,7 +485,7 @@ def serve(
     from ctxkeep.service.maintenance import ServeRequest
     from ctxkeep.service.maintenance import serve as ask
 
-    try:
+    with failing():
         req = ServeRequest.parse(
             port=port,
             host=host,
@@ -503,8 +498,6 @@ def serve(
             export_minutes=export_minutes,
             deploy_only=deploy_only,
         )
-    except CtxkeepError as e:
-        _fail(e)
 
     def ready(api: str, names: list[str] | None = None) -> None:
         where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else req.every()
@@ -514,8 +507,6 @@ def serve(
             highlight=False,
         )
 
-    try:
+    with failing():
         h = _home(home)
         ask(h, req, on_ready=ready)
-    except CtxkeepError as e:
-        _fail(e)

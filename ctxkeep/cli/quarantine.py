@@ -8,9 +8,19 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, safe_bytes, table
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _home,
+    _print_json,
+    app,
+    failing,
+    out,
+    safe_bytes,
+    table,
+)
 from ctxkeep.cli.options import agent_option, store_agents
-from ctxkeep.errors import CtxkeepError
 
 quarantine_app = typer.Typer(
     invoke_without_command=True,
@@ -47,10 +57,8 @@ def list_(
     """Quarantined lines, newest first: id, agent, file, offset, reason, when, size, SHA-256 of the raw line."""
     from ctxkeep.service.quarantine import QuarantineRequest, quarantine
 
-    try:
+    with failing():
         res = quarantine(_home(home), QuarantineRequest.parse(agent=agent, action=action, limit=limit))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return
@@ -62,15 +70,22 @@ def list_(
         title=f"ctxkeep quarantine: {_count(total, 'line')}"
         + (f", newest {len(rows)}" if total > len(rows) else "")
     )
-    for col in ("id", "agent", "file @ offset", "reason", "when", "size", "raw sha256"):
-        t.add_column(col, overflow="fold")
+    # ids, agents, times and sizes whole; paths and reasons fold; in a narrow terminal
+    # the hash goes first (`quarantine show ID` and --json have it)
+    t.add_column("id", justify="right")
+    t.add_column("agent", no_wrap=True)
+    t.add_column("file @ offset")
+    t.add_column("reason")
+    t.add_column("when", no_wrap=True)
+    t.add_column("size", justify="right")
+    t.add_column("raw sha256", drop=1)
     for r in rows:
         t.add_row(
             str(r.id),
             r.agent,
             f"{r.path} @ {r.offset:,}",
             r.reason + ("" if r.action == "skipped" else f" ({r.action})"),
-            r.first_seen[:19].replace("T", " "),
+            (r.first_seen or "")[:16].replace("T", " "),
             f"{r.length:,} B",
             (r.raw_sha256 or "-")[:16],
         )
@@ -93,10 +108,8 @@ def show(
     """One quarantined line: where it was, why, and its bytes as stored (secrets redacted)."""
     from ctxkeep.service.quarantine import LineRequest, quarantined_line
 
-    try:
+    with failing():
         line, raw = quarantined_line(_home(home), LineRequest.parse(id=line_id))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(line.as_json())
         return

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, out, table
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, failing, out, table
+from ctxkeep.errors import UsageError
 
 
 @app.command()
@@ -39,12 +39,13 @@ def redact(
             )
         _redact_stdin(home, as_json)
         return
-    from ctxkeep.service.redact import RescanRequest, rescan
+    from ctxkeep.service.redact import RescanRequest
+    from ctxkeep.service.redact import rescan as run_rescan
 
     h = _home(home)
     req = RescanRequest.parse(dry_run=dry_run)
     show = not as_json and err.get().is_terminal
-    try:
+    with failing():
         if show:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -58,11 +59,11 @@ def redact(
                 transient=True,
             ) as prog:
                 task = prog.add_task("rescan", total=None)
-                rep = rescan(h, req, progress=lambda d, t: prog.update(task, completed=d, total=t)).as_json()
+                rep = run_rescan(
+                    h, req, progress=lambda d, t: prog.update(task, completed=d, total=t)
+                ).as_json()
         else:
-            rep = rescan(h, req).as_json()
-    except CtxkeepError as e:
-        _fail(e)
+            rep = run_rescan(h, req).as_json()
     if as_json:
         _print_json(rep)
         return

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, out, say, table
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _home, _print_json, app, failing, out, say, table
 
 
 @app.command()
@@ -25,13 +24,11 @@ def reparse(
     from ctxkeep.service.vault import ReparseRequest
     from ctxkeep.service.vault import reparse as run
 
-    try:
+    with failing():
         req = ReparseRequest.parse(
             home=_home(home), agents=list(agent) if agent else None, since=since, dry_run=dry_run
         )
         r = run(req).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
         return
@@ -42,8 +39,10 @@ def reparse(
     )
     for col in ("agent", "kind", "added", "removed", "changed", "same"):
         t.add_column(col, justify="left" if col in ("agent", "kind") else "right")
-    for e in d["entries"]:
-        t.add_row(e["agent"], e["kind"], *(f"{e[k]:,}" for k in ("added", "removed", "changed", "same")))
+    for row in d["entries"]:
+        t.add_row(
+            row["agent"], row["kind"], *(f"{row[k]:,}" for k in ("added", "removed", "changed", "same"))
+        )
     out.print(t)
     for a, u in d["usage"].items():
         delta = u["delta"]

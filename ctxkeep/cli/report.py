@@ -16,9 +16,9 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, out, table
+from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, out, table
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.errors import UsageError
 
 report_app = typer.Typer(
     no_args_is_help=True,
@@ -56,7 +56,7 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
     if as_json and as_csv:
         _fail(UsageError("--json and --csv exclude each other", where="ctxkeep report", hint="give one"), 2)
     breakdown = kw.get("breakdown", False)
-    try:
+    with failing():
         req = ReportRequest.parse(
             report=name, since=since, until=until, timezone=timezone, agents=agent or None,
             project=project, mode=mode, breakdown=breakdown, token_limit=kw.get("token_limit"),
@@ -64,18 +64,23 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         )  # fmt: skip
         h = _home(home)
         rep = report(h, req).as_json()
-    except CtxkeepError as e:
-        _fail(e)
+    notes = rep["notes"]
     if as_json:
         _print_json(rep)
     elif as_csv:
         _csv(rep["rows"])
+    elif not rep["rows"]:  # an empty result: one line on stdout, rc 0 (as `sessions`)
+        empty = next(
+            (n for n in notes if n.startswith("no usage")), "no usage in the store for this selection"
+        )
+        out.print(empty, highlight=False, soft_wrap=True)
+        notes = [n for n in notes if n != empty]
     elif req.by:
         for m in dict.fromkeys(r["machine"] for r in rep["rows"]):
             _table(rep, [r for r in rep["rows"] if r["machine"] == m], breakdown, h, m)
     else:
         _table(rep, rep["rows"], breakdown, h)
-    for n in rep["notes"]:
+    for n in notes:
         if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
             sys.stderr.write(f"note: {n}\n")
         else:
@@ -123,16 +128,21 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
     t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rows), pad_edge=False)
     if name == "tools":
         tot = {k: sum(r[k] for r in rows) for k in ("calls", "results", "errors", "output_tokens")}
-        for c, foot in (("agent", "Total"), ("tool", ""), ("calls", f"{tot['calls']:,}"), ("sessions", "")):
-            t.add_column(c, footer=foot, justify="left" if c in ("agent", "tool") else "right")
-        t.add_column("results", footer=f"{tot['results']:,}", justify="right")
+        t.add_column("agent", footer="Total", no_wrap=True)
+        t.add_column("tool", no_wrap=True)
+        t.add_column("calls", footer=f"{tot['calls']:,}", justify="right")
+        # below 80 columns: results (≈ calls) and sessions go first (--json has them)
+        t.add_column("sessions", justify="right", drop=2)
+        t.add_column("results", footer=f"{tot['results']:,}", justify="right", drop=1)
         t.add_column("errors", footer=f"{tot['errors']:,}", justify="right")
-        t.add_column("error rate", justify="right")
-        t.add_column("output tokens", footer=f"{tot['output_tokens']:,}", justify="right")
+        t.add_column("error\nrate", justify="right")
+        t.add_column("output\ntokens", footer=f"{tot['output_tokens']:,}", justify="right")
+        from rich.markup import escape  # a tool name is text, not markup ("[trimmed]")
+
         for r in rows:
             rate = "" if r["error_rate"] is None else f"{r['error_rate']:.1%}"
             t.add_row(
-                r["agent"], r["tool"] or "(none)", f"{r['calls']:,}", f"{r['sessions']:,}", f"{r['results']:,}",
+                r["agent"], escape(r["tool"] or "(none)"), f"{r['calls']:,}", f"{r['sessions']:,}", f"{r['results']:,}",
                 f"{r['errors']:,}", rate, f"{r['output_tokens']:,}",
             )  # fmt: skip
         out.print(t)
@@ -154,15 +164,9 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
         need = _natural_width(t)
         if need <= width:
             break
-    console = out.get()
-    if need <= width:
-        console.print(t)
-        return
-    console.width = need  # still too wide: as wide as it needs (the terminal wraps), no figure cut
-    try:
-        console.print(t)
-    finally:
-        console.width = width
+    # still too wide: the table leaves out the total column (the sum of the four token
+    # columns), then prints as wide as it needs (the terminal wraps); no figure is cut
+    out.get().print(t)
 
 
 def _natural_width(t) -> int:
@@ -244,7 +248,7 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
         labels = ["input\noutput", "cache read\ncache write", "total"]
         foots = _nums(foots, True)
     for label, foot in zip(labels, foots, strict=True):
-        t.add_column(label, footer=foot, justify="right")
+        t.add_column(label, footer=foot, justify="right", drop=1 if label == "total" else None)
     t.add_column("cost", footer=_usd(cost), justify="right")
     gap = [""] * (len(labels) + 1)
     if name == "session":  # ids as hits show them: the shortest unique prefix
@@ -259,7 +263,7 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
                 t.add_row(
                     _local(r["start"], tz),
                     f"gap {_hours(r['start'], r['end']):,.1f} h",
-                    "",
+                    r["provider"] or "",  # whose quota window was idle (blocks are per provider)
                     "",
                     *gap,
                     style="dim",
@@ -282,12 +286,15 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
             t.add_row(r["agent"], model, *nums)
             continue
         period = r["period"] or ""
+        if name == "projects" and folded:  # a narrow terminal: the path broken after a "/"
+            period = _wrap_name(period, 24)
         if name == "session":
             period = shown.get(period, period)
             if r["last_activity"] is not None:
                 period = f"{period}\n{_local(r['last_activity'], tz)}"
             if r["subagent_sessions"]:
-                period = f"{period}\n+{len(r['subagent_sessions'])} sub-agent session(s)"
+                n = len(r["subagent_sessions"])
+                period = f"{period}\n+{n} sub-agent{'s' if n > 1 else ''}"
         t.add_row(period, r["agent"], model, *nums)
     return t
 

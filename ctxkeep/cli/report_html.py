@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, err
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, err, failing
 from ctxkeep.cli.options import since_option, until_option
 from ctxkeep.cli.report import report_app
 from ctxkeep.errors import CtxkeepError
@@ -63,10 +63,8 @@ def html(
         "since": w.since.isoformat() if w.since else "",
         "until": w.until.isoformat() if w.until else "",
     }
-    try:
+    with failing():
         paths = report.write_reports(h, out_dir, params, progress=progress, force=force)
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json({"timezone": w.tz, "since": w.since, "until": w.until, "pages": [str(p) for p in paths]})
         return

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, out, table
-from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, failing, out, table
+from ctxkeep.errors import UsageError
 
 
 @app.command()
@@ -35,7 +35,8 @@ def secrets(
             UsageError("--dry-run and FILE need --scrub", hint="run `ctxkeep secrets --scrub --dry-run`"), 2
         )
     h = _home(home)
-    try:
+    res: svc.ScrubResult | svc.SecretsResult
+    with failing():
         if scrub:
             show = not as_json and err.get().is_terminal
             res = svc.scrub(
@@ -45,8 +46,6 @@ def secrets(
             )
         else:
             res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return
@@ -68,18 +67,27 @@ def _print_report(r) -> None:
     )
     t = table(title="per kind")
     for c in ("kind", "values", "entries", "sessions", "first seen", "last seen"):
-        t.add_column(c, justify="right" if c in ("values", "entries", "sessions") else "left")
+        t.add_column(
+            c, justify="right" if c in ("values", "entries", "sessions") else "left", no_wrap=c != "kind"
+        )
     for k, v in r.kinds.items():
         t.add_row(
-            k, f"{v.values:,}", f"{v.entries:,}", f"{v.sessions:,}", v.first_seen or "", v.last_seen or ""
+            k,
+            f"{v.values:,}",
+            f"{v.entries:,}",
+            f"{v.sessions:,}",
+            _minute(v.first_seen),
+            _minute(v.last_seen),
         )
     out.print(t)
     t = table(title="per agent")
     for c in ("agent", "values", "sessions", "first seen", "last seen", "kinds"):
-        t.add_column(c, justify="right" if c in ("values", "sessions") else "left")
+        t.add_column(
+            c, justify="right" if c in ("values", "sessions") else "left", no_wrap=c.endswith("seen")
+        )
     for a, v in r.agents.items():
         kinds = ", ".join(f"{k} {n}" for k, n in list(v.kinds.items())[:4])
-        t.add_row(a, f"{v.values:,}", f"{v.sessions:,}", v.first_seen or "", v.last_seen or "", kinds)
+        t.add_row(a, f"{v.values:,}", f"{v.sessions:,}", _minute(v.first_seen), _minute(v.last_seen), kinds)
     out.print(t)
     t = table(title="per date (UTC)")
     t.add_column("date")
@@ -95,11 +103,11 @@ def _print_report(r) -> None:
     for s in r.sessions:
         kinds = ", ".join(f"{k} {n}" for k, n in list(s.kinds.items())[:3])
         t.add_row(
-            s.agent, s.session_id, f"{s.values:,}", s.last_seen or "", kinds, s.files[0] if s.files else ""
+            s.agent, s.session_id, f"{s.values:,}", _minute(s.last_seen), kinds, s.files[0] if s.files else ""
         )
     out.print(t)
     if r.note:
-        out.print(r.note, highlight=False, style="bold")
+        out.print(r.note, highlight=False, style="bold", soft_wrap=False)  # wrapped at the width
 
 
 def _print_scrub(r) -> None:
@@ -114,6 +122,11 @@ def _print_scrub(r) -> None:
         if f.status in ("skipped", "failed"):
             out.print(f"{f.status}: {f.path} ({f.reason})", highlight=False)
     if r.note:
-        out.print(r.note, highlight=False, style="bold")
+        out.print(r.note, highlight=False, style="bold", soft_wrap=False)  # wrapped at the width
         for b in r.backups:
             out.print(f"  {b}", highlight=False)
+
+
+def _minute(ts: str | None) -> str:
+    """``2025-08-09 03:17`` of a stored UTC time (``--json`` has it whole)."""
+    return (ts or "")[:16].replace("T", " ")

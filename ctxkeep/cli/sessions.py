@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, out, safe_text
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, out, safe_text
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -32,10 +32,8 @@ def sessions(
     from ctxkeep.service.sessions import SessionsRequest
     from ctxkeep.service.sessions import sessions as ask
 
-    try:
+    with failing():
         res = ask(_home(home), SessionsRequest.parse(agent=agent, project=project, since=since, until=until))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return
@@ -60,20 +58,42 @@ def sessions(
         for r in rows
     ]
     # plain aligned columns: every cell but the title whole (ids must stay usable); the
-    # title takes what is left of the line (at least 20 characters)
+    # title takes what is left of the line (at least 20 characters). A narrow terminal
+    # leaves out ended, tools, msgs and project, in that order, until the line fits
+    # (at least 12 characters of title); a note names them
     widths = [max([len(x[i]) for x in cells] + [len(c)]) for i, c in enumerate(heads[:-1])]
-    room = max(20, out.width - sum(widths) - 2 * len(widths) - 1)
+    shown = list(range(len(heads) - 1))
+    for i in _NARROW_DROPS:
+        if sum(widths[j] + 2 for j in shown) + 20 <= out.width:
+            break
+        shown.remove(i)
+    if sum(widths[j] + 2 for j in shown) + 12 > out.width:  # still too wide: the start's date only
+        cells = [(*x[:3], x[3][:10], *x[4:]) for x in cells]
+        widths[3] = max(len(heads[3]), *(len(x[3]) for x in cells))
+    room = max(20 if len(shown) == len(heads) - 1 else 12, out.width - sum(widths[j] + 2 for j in shown) - 1)
 
     def line(x) -> str:
-        cols = [v.rjust(w) if i >= 5 else v.ljust(w) for i, (v, w) in enumerate(zip(x, widths, strict=False))]
+        cols = [x[i].rjust(widths[i]) if i >= 5 else x[i].ljust(widths[i]) for i in shown]
         title = x[-1] if len(x[-1]) <= room else x[-1][: room - 1] + "…"
         return "  ".join(cols + [title]).rstrip()
 
     out.print(line(heads), highlight=False, markup=False, style="bold", soft_wrap=True)
     for r, x in zip(rows, cells, strict=True):
         out.print(line(x), highlight=False, markup=False, style="dim" if r.depth else None, soft_wrap=True)
+    if len(shown) < len(heads) - 1:
+        hidden = ", ".join(heads[i] for i in _NARROW_DROPS if i not in shown)
+        out.print(
+            f"not shown at {out.width} columns: {hidden} (see --json or a wider terminal)",
+            style="dim",
+            soft_wrap=False,
+        )
     if source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
+
+
+#: the columns (indexes of ``heads``) a narrow terminal leaves out, first to last:
+#: ended, tools, msgs, project
+_NARROW_DROPS = (4, 6, 5, 2)
 
 
 def _when(ts: str | None, same_day_as: str | None = None) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, table
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, failing, out, table
 from ctxkeep.errors import CtxkeepError
 
 
@@ -35,10 +35,8 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
     """``sources --coverage``: the coverage ledger (``service.coverage``), rendered."""
     from ctxkeep.service.coverage import CoverageRequest, coverage
 
-    try:
+    with failing():
         res = coverage(h, CoverageRequest.parse(agent=agents or None))
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(res.as_json())
         return
@@ -53,10 +51,11 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
     t = table(title="ctxkeep coverage ledger", title_justify="left")
     t.add_column("agent", no_wrap=True)
     t.add_column("version", no_wrap=True)
-    t.add_column("parser", justify="right", no_wrap=True)
+    t.add_column("parser", justify="right", no_wrap=True, drop=2)
+    # in a narrow terminal: parsed (records × rate) and the parser version go first
     for col in ("files", "records", "parsed", "rate", "entries", "quarant."):
-        t.add_column(col, justify="right", no_wrap=True)
-    t.add_column("not understood (records)", overflow="fold", min_width=20, ratio=1)
+        t.add_column(col, justify="right", no_wrap=True, drop={"parsed": 1, "files": 3}.get(col))
+    t.add_column("not understood (records)", overflow="fold", min_width=14, ratio=1)
     from rich.markup import escape
 
     for r in res.rows:
@@ -74,12 +73,13 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
         )
     out.print(t)
     for a in res.alerts:
-        out.print(f"drift: {a.message}", highlight=False, markup=False, soft_wrap=True)
+        out.print(f"drift: {a.message}", highlight=False, markup=False, soft_wrap=False)  # at the width
     if any(r.unknown for r in res.rows):
         out.print(
             "a sample line of each type not understood (redacted): `ctxkeep sources --coverage --json`",
             highlight=False,
             markup=False,
+            soft_wrap=False,
         )
 
 
@@ -128,7 +128,7 @@ def sources(
     for w in res.warnings:
         typer.echo(f"warning: {res.config_file}: {w}", err=True)
     if as_json:
-        _print_json([r.model_dump(mode="json", exclude_unset=True) for r in res.rows])
+        _print_json(res.as_json())
         return
     rows = [r.model_dump(mode="json") for r in res.rows]
     if out.width < 110:  # too narrow for the table: two lines per agent

@@ -30,9 +30,20 @@ def marimo_command(
     return [*cmd, "--", "--store", str(home)]
 
 
+#: the app's port when ``--port`` is not given (marimo's own default)
+UI_PORT = 2718
+
+
 @app.command()
 def ui(
-    port: int = typer.Option(2718, "--port", "-p", min=1, max=65535, help="TCP port."),
+    port: int | None = typer.Option(
+        None,
+        "--port",
+        "-p",
+        min=1,
+        max=65535,
+        help=f"TCP port (default {UI_PORT}; when that one is taken, a free one).",
+    ),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to listen on (loopback unless --allow-remote)."
     ),
@@ -52,7 +63,7 @@ def ui(
 ):
     """Browse the store in the browser: Overview, Sessions and transcripts, Search, Store (the marimo app)."""
     from ctxkeep.render import report
-    from ctxkeep.service.maintenance import is_loopback
+    from ctxkeep.service.maintenance import free_port, is_loopback, port_free
 
     if not is_loopback(host) and not allow_remote:
         _fail(
@@ -76,6 +87,24 @@ def ui(
     if missing:
         _fail(CtxkeepError(f"`ui` needs {', '.join(missing)}", hint=report.INSTALL_HINT))
     h = _home(home)
+    # checked before the URL is announced: a taken port was "app at URL" then uvicorn's
+    # "address already in use" error
+    if port is not None and not port_free(host, port):
+        _fail(
+            CtxkeepError(
+                f"port {port} is already in use",
+                where=f"{host}:{port}",
+                hint="stop what listens there, or pass another --port (or none: a free one is picked)",
+            )
+        )
+    if port is None:
+        port = UI_PORT
+        if not port_free(host, port):
+            try:
+                port = free_port(host)
+            except OSError as e:
+                _fail(CtxkeepError(f"cannot listen on {host}: {e.strerror}", where="--host"))
+            err.print(f"port {UI_PORT} is in use; using port {port}", highlight=False)
     app_path = Path(str(report.notebooks_dir() / "app.py"))
     cmd = marimo_command(
         app_path, h, host, port, browser=not no_browser, token=token if allow_remote else None
@@ -94,7 +123,7 @@ def run_server(cmd: list[str], env: dict, *, secret: str | None = None) -> int:
     import signal
 
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE if secret else None)
-    if secret:
+    if secret and proc.stdin is not None:  # a pipe with a secret
         proc.stdin.write(secret.encode() + b"\n")
         proc.stdin.close()
 

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 
 class UpgradeStatus(logging.Handler):
@@ -23,8 +27,8 @@ class UpgradeStatus(logging.Handler):
     def __init__(self, console) -> None:
         super().__init__(logging.INFO)
         self._console = console
-        self._status = None
-        self._task = None
+        self._status: Progress | None = None
+        self._task: TaskID | None = None
         self._started = 0.0
         self._last = ""
 
@@ -55,15 +59,16 @@ class UpgradeStatus(logging.Handler):
         if self._status is None:
             from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-            counts = TextColumn("{task.fields[counts]}")
+            counts_col = TextColumn("{task.fields[counts]}")
             self._status = Progress(
                 SpinnerColumn(), TextColumn("upgrading the store: {task.description}"), BarColumn(),
-                counts, TimeElapsedColumn(),
+                counts_col, TimeElapsedColumn(),
                 console=con, transient=True,
             )  # fmt: skip
             self._status.start()
             self._task = self._status.add_task(text, total=None, counts="")
         counts = f"{done:,}/{total:,}" if total is not None else ""
+        assert self._task is not None  # added with the status line
         self._status.update(self._task, description=text, completed=done, total=total, counts=counts)
 
     def close_status(self) -> None:

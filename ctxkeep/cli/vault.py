@@ -7,7 +7,22 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, out, say, table, warn
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    _size,
+    app,
+    failing,
+    out,
+    say,
+    table,
+    warn,
+)
+from ctxkeep.cli.options import _when_callback
 from ctxkeep.errors import CtxkeepError
 
 vault_app = typer.Typer(
@@ -23,14 +38,13 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Per agent: files, sessions, generations, bytes raw and stored; when the agent deletes sessions and which are not in the vault yet."""
     from ctxkeep.service.vault import VaultStatusRequest, vault_status
 
-    try:
+    with failing():
         r = vault_status(VaultStatusRequest.parse(home=_home(home))).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
         return
-    t = table(title=f"ctxkeep vault ({r['vault_dir']}, {_size(r['pack_bytes'])} on disk)")
+    # the folder on a line of its own: a title line is not wrapped in a pipe
+    t = table(title=f"ctxkeep vault, {_size(r['pack_bytes'])} on disk:\n{r['vault_dir']}")
     for col in (
         "agent",
         "files",
@@ -43,7 +57,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         "next",
     ):
         t.add_column(
-            col, justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left"
+            col,
+            justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left",
+            # in a narrow terminal: generations (≈ files) and the next deletion go first
+            drop={"generations": 1, "next": 2}.get(col),
+            no_wrap=True if col == "agent" else None,
         )
     for a in r["agents"]:
         t.add_row(
@@ -83,10 +101,8 @@ def verify(
     """Check every generation against its objects (sequence, sizes, SHA-256); exit 1 naming what is damaged."""
     from ctxkeep.service.vault import VaultVerifyRequest, vault_verify
 
-    try:
+    with failing():
         r = vault_verify(VaultVerifyRequest.parse(home=_home(home), full=full)).as_json()
-    except CtxkeepError as e:
-        _fail(e)
     if as_json:
         _print_json(r)
     elif r["ok"]:
@@ -108,11 +124,28 @@ def restore(
     to: Path | None = typer.Option(
         None,
         "--to",
-        help="Write under DIR (same layout relative to your home) instead of the original paths.",
+        help="Write under DIR (same layout relative to your home) instead of the original paths; "
+        "a database agent's session as its rows, JSONL.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
     all_missing: bool = typer.Option(
         False, "--all-missing", help="Every file the vault holds that is missing on disk."
+    ),
+    generation: int | None = typer.Option(
+        None,
+        "--generation",
+        "-g",
+        min=1,
+        metavar="N",
+        help="Generation N of each file (1: the first kept; default the newest). A wrong N lists them.",
+    ),
+    at: str | None = typer.Option(
+        None,
+        "--at",
+        metavar="WHEN",
+        help="The newest generation of each file captured by then (UTC; a date: that whole day; "
+        "the forms of --since).",
+        callback=_when_callback("--at"),
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -122,7 +155,13 @@ def restore(
 
     try:
         req = VaultRestoreRequest.parse(
-            home=_home(home), session=session, to=to, force=force, all_missing=all_missing
+            home=_home(home),
+            session=session,
+            to=to,
+            force=force,
+            all_missing=all_missing,
+            generation=generation,
+            at=at,
         )
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
@@ -133,5 +172,7 @@ def restore(
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say(f"restored {f['to']} ({_size(f['bytes'])}" + (f", {red} secret(s) redacted" if red else "") + ")")
+    for db in r.get("skipped_rows") or []:
+        say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
     if not r["files"]:
         say("nothing to restore")

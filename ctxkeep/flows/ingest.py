@@ -143,5 +143,7 @@ def ingest_on_dask(
         ) from None
 
     with cluster.cluster(runner) as (address, threads):
-        fl = ingest_flow.with_options(task_runner=DaskTaskRunner(address=address))
+        # prefect-dask's runner is a TaskRunner[PrefectDaskFuture]; with_options is typed
+        # for TaskRunner[PrefectFuture] (invariant), though Prefect accepts any runner
+        fl = ingest_flow.with_options(task_runner=DaskTaskRunner(address=address))  # type: ignore[arg-type]
         return fl(home, agents=agents, paths=paths, force=force, parts_ahead=max(engine.PARTS_AHEAD, threads))

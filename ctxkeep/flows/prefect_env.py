@@ -26,16 +26,22 @@ record it - ``PREFECT_API_URL`` is set, or a ``ctxkeep serve`` of the same home 
 running (it writes its API URL to ``<home>/prefect/serve.json``, ``SERVE_FILE``, and
 answers a ``/health`` request on loopback within ``PROBE_SECONDS``) - or when the user
 asks with ``--prefect``. Otherwise they run in-process: Prefect's temporary server
-(15-50 s to start) is never started for an interactive run unless asked for.
+(15-50 s to start) is never started for an interactive run unless asked for. A
+``PREFECT_API_URL`` where no server answers (``probe_api``: a stale setting, the server
+stopped) is not used: the command runs in-process with one warning line, or, with
+``--prefect``, fails with one error line (before, Prefect's client raised a
+``RuntimeError: Failed to reach API`` traceback after ~20 s of retries).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ctxkeep.errors import ConfigError
 from ctxkeep.sinks.files import PREFECT_DIR
 
 #: where ``ctxkeep serve`` records its Prefect API, relative to the ctxkeep home:
@@ -43,6 +49,8 @@ from ctxkeep.sinks.files import PREFECT_DIR
 SERVE_FILE = f"{PREFECT_DIR}/serve.json"
 #: how long an interactive command waits for serve's ``/health`` answer (seconds)
 PROBE_SECONDS = 0.05
+#: how long a command waits for an answer from ``PREFECT_API_URL`` (seconds)
+API_PROBE_SECONDS = 2.0
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -115,6 +123,29 @@ def probe_health(api_url: str, timeout: float = PROBE_SECONDS) -> bool:
         conn.close()
 
 
+def probe_api(api_url: str, timeout: float = API_PROBE_SECONDS) -> bool:
+    """True when a server answers ``GET <api_url>/health`` within ``timeout`` seconds
+    (connect and read each) with any HTTP status (Prefect Cloud may ask for a key:
+    a 401 still proves a server is there); False when the connection is refused,
+    times out or the URL is not http(s). The user named this host in
+    ``PREFECT_API_URL``, so any host is asked (Prefect's client would ask it too)."""
+    import http.client
+
+    u = urlsplit(api_url)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return False
+    cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+    conn = cls(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.request("GET", u.path.rstrip("/") + "/health")
+        conn.getresponse()
+        return True
+    except (OSError, http.client.HTTPException, ValueError):
+        return False
+    finally:
+        conn.close()
+
+
 def serve_api_url(home: Path, probe=None) -> str | None:
     """The Prefect API URL of a ``ctxkeep serve`` running for ``home``: read from
     ``SERVE_FILE``, its process alive, and ``probe(url)`` true (default: a loopback
@@ -129,7 +160,7 @@ def serve_api_url(home: Path, probe=None) -> str | None:
     return url if (probe or probe_health)(url) else None
 
 
-def run_as_flow(home: Path, prefect: bool | None, probe=None) -> bool:
+def run_as_flow(home: Path, prefect: bool | None, probe=None, api_probe=None) -> bool:
     """Whether an interactive command runs as a Prefect flow run (True) or in-process.
 
     ``prefect`` is the command's ``--prefect/--no-prefect`` (None: neither given):
@@ -137,11 +168,27 @@ def run_as_flow(home: Path, prefect: bool | None, probe=None) -> bool:
     server is found); None a flow run when ``PREFECT_API_URL`` is set or
     ``serve_api_url(home, probe)`` finds a ``ctxkeep serve``, in-process otherwise.
     A serve's URL found here is set as ``PREFECT_API_URL`` for this process, so the
-    flow run is recorded there.
+    flow run is recorded there. A set ``PREFECT_API_URL`` that ``api_probe(url)``
+    (default ``probe_api``) finds dead is dropped for this process with a warning on
+    stderr (``prefect`` None), or raises ConfigError (``prefect`` True).
     """
     if prefect is False:
         return False
-    url = os.environ.get("PREFECT_API_URL") or serve_api_url(home, probe)
+    url = os.environ.get("PREFECT_API_URL")
+    if url and not (api_probe or probe_api)(url):
+        if prefect:
+            raise ConfigError(
+                "no Prefect server answers at PREFECT_API_URL",
+                where=url,
+                hint="start that server, unset PREFECT_API_URL, or drop --prefect",
+            )
+        sys.stderr.write(
+            f"warning: no Prefect server answers at PREFECT_API_URL ({url}); running without it "
+            "- start that server or unset PREFECT_API_URL\n"
+        )
+        del os.environ["PREFECT_API_URL"]  # nothing of this process asks it
+        url = None
+    url = url or serve_api_url(home, probe)
     if url:
         os.environ["PREFECT_API_URL"] = url
         return True

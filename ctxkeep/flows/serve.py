@@ -193,8 +193,9 @@ def start_server(
     kwargs = (
         {"start_new_session": True}
         if os.name == "posix"
-        else {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-    )  # type: ignore[attr-defined]
+        # Windows only: typeshed defines the constant under sys.platform == "win32"
+        else {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}  # type: ignore[attr-defined]
+    )
     proc = subprocess.Popen(
         [*prefect_cli(), "server", "start", "--host", host, "--port", str(port)],
         env=env,

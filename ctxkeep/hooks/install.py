@@ -237,7 +237,7 @@ def hook_args(spec: HookSpec, home: Path | None = None) -> list[str]:
     return [*spec.args, *(["--home", str(home)] if home else [])]
 
 
-def identify_hook(agent: str) -> Callable[[str], tuple[str, ...] | None]:
+def identify_hook(agent: str) -> Callable[[str | list[str]], tuple[str, ...] | None]:
     """``command -> ("hook", agent, event, …)`` for ctxkeep's hook commands of
     ``agent``, None for any other command."""
 

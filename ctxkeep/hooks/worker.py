@@ -9,8 +9,8 @@ no descriptor of it) unless a worker of that store runs already. A worker holds
 ``<home>/hook-worker.lock`` (``WORKER_LOCK``, ``flock``, released by the OS when the
 process dies) while it works: it takes every queued request at once (read and
 truncate under the queue's lock), ingests each file once however many hooks asked
-for it (``ingest_file``: ``engine.run_ingest`` on that path, DuckDB left to its
-readers), then looks again. A hook that fires meanwhile only appends its request:
+for it (``ingest_file``: ``service.ingest`` of that path, as ``ingest --path`` does,
+DuckDB left to its readers), then looks again. A hook that fires meanwhile only appends its request:
 that is the "run again" mark, and the running worker takes it, so there are never
 two hook ingests of one store and triggers never stack up. A worker that finds the
 lock held exits at once (two hooks may start one each; one runs). After releasing
@@ -170,17 +170,19 @@ def wait_idle(home: Path, timeout: float) -> bool:
 
 
 def ingest_file(home: Path, agent: str, path: Path) -> str:
-    """Ingest ``path``'s new bytes as ``agent``'s into the store at ``home`` (DuckDB left
-    to its readers: ``engine.run_ingest(defer_analytics=None)``); returns the log
-    line's detail. Skipped, without importing the engine, when the store's watermark
-    of ``path`` has its current size and mtime (an earlier hook ingested it). Raises
-    what the ingest raised."""
+    """Ingest ``path``'s new bytes as ``agent``'s into the store at ``home`` as ``ctxkeep
+    ingest --path`` does (``service.ingest``: in-process, never a Prefect flow run; DuckDB
+    left to its readers, not caught up when nothing is new); returns the log line's
+    detail. Skipped, without importing the service, when the store's watermark of
+    ``path`` has its current size and mtime (an earlier hook ingested it). Raises what
+    the ingest raised."""
     if unchanged(home, path):
         return f"{path} unchanged since the last ingest"
-    from ctxkeep.pipeline.engine import run_ingest  # the engine: only when there is work
+    from ctxkeep.service.ingest import IngestRequest, ingest  # only when there is work
 
-    s = run_ingest(home, agents=[agent], paths=[path], defer_analytics=None)
-    return f"ingested {s.entries_new} new entries from {path}"
+    req = IngestRequest(agents=(agent,), paths=(path,), prefect=False, catch_up_analytics=False)
+    s = ingest(home, req).summary
+    return f"ingested {s.get('entries_new') or 0} new entries from {path}"
 
 
 def unchanged(home: Path, path: Path) -> bool:

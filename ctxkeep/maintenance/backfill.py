@@ -239,7 +239,7 @@ def vaulted_gone(
     roots = [Path(p).expanduser().absolute() for p in paths or []]
     out = []
     for g in latest:
-        p = Path(g.path)
+        p = Path(g.disk_path)  # (a database's rows: the database)
         if p.exists():
             continue
         if roots and not any(p == r or r in p.parents for r in roots):

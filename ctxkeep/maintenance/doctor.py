@@ -61,7 +61,7 @@ import pyarrow.parquet as pq
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.maintenance import backup
 from ctxkeep.maintenance.compress import rewrite
-from ctxkeep.sinks import analytics_current, parquet
+from ctxkeep.sinks import analytics_current, analytics_file, parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety
@@ -248,7 +248,7 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> li
         n_duck = seen["entries"]
     except Exception as e:  # duckdb.Error subclasses, OSError
         msg = (str(e).splitlines() or [""])[0]
-        if "lock" in msg.lower():
+        if analytics_file.analytics_held(e):
             return [Finding("duckdb", str(p), "skipped", f"held by another process: {msg[:160]}")]
         return [Finding("duckdb", str(p), "damaged", f"{type(e).__name__}: {msg[:200]}")]
     if n_duck < n_sqlite and behind:  # the store was busy: a lag
@@ -380,7 +380,7 @@ def other_copies(home: Path, archive_file: Path) -> dict[str, list[str]]:
 
     agent = _partition(archive_file, "agent")
     out: dict[str, list[str]] = {"session files": [], "compress backups": [], "vault files": []}
-    if agent not in SOURCES:
+    if agent is None or agent not in SOURCES:
         return out
     try:
         cfg = cfgmod.load_config(home)
@@ -682,7 +682,9 @@ def _rearchive(home: Path, damaged: list[Path]) -> tuple[list[str], list[str]]:
                     got["the vault"] += fr.height
             copies = other_copies(home, Path(home) / ARCHIVE_DIR / f"agent={agent}" / "x.parquet")
             for kind in ("session files", "compress backups"):
-                files = [(SourceFile(agent, Path(p), "append", {}), None) for p in copies[kind]]
+                files: list[tuple[SourceFile, Path | None]] = [
+                    (SourceFile(agent, Path(p), "append", {}), None) for p in copies[kind]
+                ]
                 for fr in _entries_of(agent, files, want):
                     frames.append(fr)
                     got[kind] += fr.height

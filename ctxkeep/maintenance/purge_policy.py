@@ -27,6 +27,7 @@ import datetime as dt
 import os
 import time
 from pathlib import Path
+from typing import TypeGuard
 
 from ctxkeep import config as cfgmod
 from ctxkeep.maintenance import purge
@@ -40,7 +41,7 @@ from ctxkeep.timeutil import format_utc, utc_now
 COUNTS = ("entries", "sessions", "contents", "usage", "quarantine", "text_bytes", "token_estimate")
 
 
-def has_rules(pc: cfgmod.PurgeConfig | None) -> bool:
+def has_rules(pc: cfgmod.PurgeConfig | None) -> TypeGuard[cfgmod.PurgeConfig]:
     """True when ``[purge]`` names at least one rule (a project, an agent or an age)."""
     return bool(pc and (pc.projects or pc.agents or pc.older_than_days))
 

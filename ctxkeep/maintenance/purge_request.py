@@ -186,7 +186,7 @@ def resolve_session_request(conn, req: PurgeRequest) -> PurgeRequest:
     sessions."""
     from ctxkeep.sinks.sqlite.lookup import resolve_session
 
-    if req.scope != "session":
+    if req.scope != "session" or req.session_id is None:
         return req
     try:
         return PurgeRequest("session", session_id=resolve_session(conn, req.session_id, where="sessionId"))

@@ -11,7 +11,9 @@ the ingest engine (``pipeline.engine.ingest_files``: the same transform and load
 Statuses maintenance set (``archived`` by compress, ``consumed``) are given back to
 the entries that had them. The diff of the copy against the store is the answer; with
 ``dry_run`` the copy is dropped, else it replaces ``store.db`` in one rename (the store
-checkpointed first, its WAL removed before the rename) and DuckDB is rebuilt. A kill at
+checkpointed first, its WAL removed before the rename) and DuckDB is rebuilt. A dry
+run on a store it may not write (a read-only mount) takes no lock, repairs nothing and
+copies into a temp folder outside the store. A kill at
 any point leaves the old store or the new one, never a mix; the copy left behind by a
 kill is removed by the next reparse.
 
@@ -19,17 +21,24 @@ sst/opencode's JSON tree is one document per session (``sources.readers.tree``):
 unpacked under the work folder and read there by its source, its paths set back
 (``_tree_read``).
 
-Limits (said by the result's ``notes``): database agents (OpenCode, Crush, Goose,
-Cursor) are not in the vault, their entries stay as they are; in a file whose secrets
-were redacted, ``source_offset`` counts the redacted bytes.
+An agent database's sessions are rows documents (``sources.readers.rows``): every
+generation of every session of one database is rebuilt into one SQLite database (its
+tables' own statements (``sqlite_master.sql``), the same rowids and values; a row held again later
+replaces the earlier) at the database's path under the work folder, and read there by
+its source, the paths set back (``_rows_read``). A database is always derived whole.
+
+Limits: in a file whose secrets were redacted, ``source_offset`` counts the redacted
+bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sqlite3
+import tempfile
 import time
 from collections import Counter
 from contextlib import closing
@@ -43,7 +52,7 @@ from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.vault import manifest
-from ctxkeep.sources.contract import SourceFile
+from ctxkeep.sources.contract import SourceFile, Watermark
 from ctxkeep.sources.readers import jsonl as jsonl_reader
 
 #: statuses that maintenance (not a parser) gives entries, kept through a reparse
@@ -85,7 +94,9 @@ def diff(old_conn, new_conn, agents: list[str]) -> dict:
     per: dict[tuple[str, str], Counter] = {}
     for eid in old.keys() | new.keys():
         o, n = old.get(eid), new.get(eid)
-        key = (n or o)[0], (n or o)[1]
+        row = n or o
+        assert row is not None  # eid is a key of old or new
+        key = row[0], row[1]
         c = per.setdefault(key, Counter())
         if o is None:
             c["added"] += 1
@@ -161,10 +172,75 @@ def _tree_read(g: manifest.Generation, doc: Path, work: Path) -> SourceFile:
                 row["path"] = there + row["path"][len(here) :]
         wm = b.watermark
         if wm is not None:
-            wm = dataclasses.replace(wm, path=g.path, dev=g.dev, ino=g.ino, size=g.size, mtime_ns=g.mtime_ns)
+            # a generation captured without stat facts keeps them NULL in the store, as
+            # before (the watermarks columns are nullable; Watermark types the common case)
+            wm = dataclasses.replace(
+                wm,
+                path=g.path,
+                dev=g.dev,  # type: ignore[arg-type]
+                ino=g.ino,  # type: ignore[arg-type]
+                size=g.size,  # type: ignore[arg-type]
+                mtime_ns=g.mtime_ns,  # type: ignore[arg-type]
+            )
         batches.append(dataclasses.replace(b, watermark=wm, raw=None))
     readahead.PREREAD[g.path] = batches
     return SourceFile(g.agent, Path(g.path), "tree", meta)
+
+
+def _set_back(v, here: str):
+    """``v`` (an entry's value, nested) with every string naming a path under ``here``
+    named under ``/`` again."""
+    if isinstance(v, str):
+        return v[len(here) :] if v.startswith(here + "/") else v
+    if isinstance(v, dict):
+        return {k: _set_back(x, here) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_set_back(x, here) for x in v]
+    return v
+
+
+def _rows_read(conn, home: Path, db: str, gens: list[manifest.Generation], work: Path) -> SourceFile:
+    """An agent database's sessions (rows documents, ``sources.readers.rows``; ``gens``
+    every generation of them, oldest first) rebuilt into one database at its original
+    path under ``work`` (``rows.rebuild``: a row held again later replaces the earlier)
+    and read there by its source; every path under ``work`` in the entries (their
+    ``source_path``, a project derived from the database's folder) is set back, and the
+    watermark names the database as the vault last met it, its state kept (rowid marks,
+    digests), so a later ingest of the database still on disk reads only what changed.
+    The batches wait in ``readahead.PREREAD``. Returns the ``SourceFile`` to ingest.
+    Raises ValueError (a document that is not one), ``VaultDamaged``."""
+    import dataclasses
+
+    from ctxkeep.sources import SOURCES
+    from ctxkeep.sources.readers import rows
+
+    root = work / str(gens[0].gen_id)
+    local = root / Path(db).relative_to(Path(db).anchor)
+    local.parent.mkdir(parents=True, exist_ok=True)
+    rows.rebuild([manifest.gen_bytes(conn, home, g) for g in gens], local)
+    last = max(gens, key=lambda g: g.mtime_ns or 0)
+    agent = last.agent
+    meta = dict(last.meta.get("file_meta") or {})
+    here = str(root)
+    batches = []
+    for b in SOURCES[agent].read(SourceFile(agent, local, "sqlite", meta), None):
+        if b.raw is not None and not (b.entries or b.quarantine or b.watermark or b.status_changes):
+            continue  # (the vault's capture of the rebuilt rows: held already)
+        entries = [_set_back(e, here) for e in b.entries]
+        quarantine = [_set_back(r, here) for r in b.quarantine]
+        wm = b.watermark
+        if wm is not None:
+            wm = dataclasses.replace(  # (stat facts NULL as above when the vault has none)
+                wm,
+                path=db,
+                dev=last.dev,  # type: ignore[arg-type]
+                ino=last.ino,  # type: ignore[arg-type]
+                size=last.size,  # type: ignore[arg-type]
+                mtime_ns=last.mtime_ns,  # type: ignore[arg-type]
+            )
+        batches.append(dataclasses.replace(b, entries=entries, quarantine=quarantine, watermark=wm, raw=None))
+    readahead.PREREAD[db] = batches
+    return SourceFile(agent, Path(db), "sqlite", meta)
 
 
 def _copy_store(home: Path, dest: Path) -> None:
@@ -182,7 +258,7 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
     inode, size, end offset), not the temporary files read, so a later ingest of an
     unchanged file reads nothing again."""
     for g in latest:
-        if g.meta.get("vault_tree"):  # (``_tree_read`` set its watermark)
+        if g.meta.get("vault_tree") or g.meta.get("vault_rows"):  # (``_tree_read``, ``_rows_read``)
             continue
         conn.execute(
             "UPDATE watermarks SET dev = ?, ino = ?, size = ?, offset = CASE WHEN ? = 'document' THEN ? ELSE ? END "
@@ -237,10 +313,15 @@ def reparse(
     home = Path(home)
     say = progress or (lambda _p: None)
     sqlite_store.connect(home, readonly=True).close()  # StoreError "no store yet": never made here
-    with hold(home, what="reparse"):
-        live = sqlite_store.connect(home)
+    # a dry run writes nothing to the store: on a read-only store (a read-only mount, a
+    # folder not writable) it takes no lock, repairs nothing and works in a temp folder
+    # outside it (before: refused, the lock file could not be made)
+    ro = dry_run and not os.access(home, os.W_OK)
+    with contextlib.nullcontext() if ro else hold(home, what="reparse"):
+        live = sqlite_store.connect(home, readonly=ro)
         try:
-            recovery.recover(live, home)
+            if not ro:
+                recovery.recover(live, home)
             gens = manifest.generations(live, agents=agents)
         finally:
             live.close()
@@ -252,15 +333,27 @@ def reparse(
             keep = {
                 p
                 for p, g in latest.items()
-                if (since_ns is None or (g.mtime_ns or 0) >= since_ns) and (want is None or p in want)
+                if (since_ns is None or (g.mtime_ns or 0) >= since_ns)
+                and (want is None or p in want or g.disk_path in want)
             }
+            # a database is derived whole: every session of one kept
+            dbs = {g.disk_path for p, g in latest.items() if p in keep and g.meta.get("vault_rows")}
+            keep |= {p for p, g in latest.items() if g.meta.get("vault_rows") and g.disk_path in dbs}
             gens = [g for g in gens if g.path in keep]
             latest = {p: g for p, g in latest.items() if p in keep}
-        chosen = sorted({g.agent for g in gens})
-        tmp = vault.vault_dir(home) / "tmp"
-        for old in tmp.glob("reparse-*"):  # a copy a killed reparse left
-            shutil.rmtree(old, ignore_errors=True)
-        work = tmp / f"reparse-{os.getpid()}"
+        # a database's sessions (rows documents) are read together, once, after the files
+        by_db: dict[str, list[manifest.Generation]] = {}
+        for g in sorted((g for g in gens if g.meta.get("vault_rows")), key=lambda g: g.gen_id):
+            by_db.setdefault(g.disk_path, []).append(g)
+        gens = [g for g in gens if not g.meta.get("vault_rows")]
+        chosen = sorted({g.agent for g in gens} | {gs[0].agent for gs in by_db.values()})
+        if ro:
+            work = Path(tempfile.mkdtemp(prefix="ctxkeep-reparse-"))
+        else:
+            tmp = vault.vault_dir(home) / "tmp"
+            for old in tmp.glob("reparse-*"):  # a copy a killed reparse left
+                shutil.rmtree(old, ignore_errors=True)
+            work = tmp / f"reparse-{os.getpid()}"
         (work / "gens").mkdir(parents=True)
         (work / "store").mkdir()
         try:
@@ -268,7 +361,7 @@ def reparse(
             _copy_store(home, work / "store" / STORE_DB)
             new = sqlite_store.connect(work / "store")
             try:
-                paths = sorted(latest)
+                paths = sorted({g.disk_path for g in latest.values()})
                 if paths:
                     say("removing the old derivation")
                     statuses = dict(
@@ -300,7 +393,7 @@ def reparse(
                     with vault.suspended():
                         for n in sorted(passes):
                             say(f"parsing generation {n}")
-                            todo = []
+                            todo: list[tuple[SourceFile, Watermark | None]] = []
                             for g in passes[n]:
                                 if g.meta.get("vault_tree"):  # sst/opencode's JSON tree
                                     sf = _tree_read(g, files[g.gen_id], work / "trees")
@@ -315,6 +408,17 @@ def reparse(
                                 for g in passes[n]:
                                     jsonl_reader.VIEW.pop(g.path, None)
                                     readahead.PREREAD.pop(g.path, None)
+                        if by_db:
+                            say("parsing the databases' rows")
+                            db_files: list[tuple[SourceFile, Watermark | None]] = [
+                                (_rows_read(new, home, db, gs, work / "rows"), None)
+                                for db, gs in sorted(by_db.items())
+                            ]
+                            try:
+                                ingest_files(new, db_files, tombs, writer=False)
+                            finally:
+                                for db in by_db:
+                                    readahead.PREREAD.pop(db, None)
                     say("applying compress's changes")
                     _compress_changes(new, home, gens)
                     with sqlite_store.write(new):
@@ -346,9 +450,13 @@ def reparse(
         "dry_run": dry_run,
         "agents": chosen,
         "files": len(latest),
-        "generations": len(gens),
+        "generations": len(gens) + sum(len(gs) for gs in by_db.values()),
         "diff": d,
-        "notes": ["database agents are not in the vault: their entries are kept as they are"],
+        "notes": (
+            ["a database's sessions are derived from the rows the vault holds (a database rebuilt from them)"]
+            if by_db
+            else []
+        ),
         "seconds": round(time.perf_counter() - t0, 3),
     }
 

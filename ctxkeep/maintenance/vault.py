@@ -14,9 +14,11 @@ The agents' own deletion schedules read here (``cleanup_schedules``):
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from ctxkeep.sinks.sqlite.lookup import resolve_session
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sinks.vault.packs import vault_dir
 from ctxkeep.sources.contract import DiscoveryContext
+from ctxkeep.timeutil import parse_utc
 
 DAY_NS = 86_400 * 10**9
 CLAUDE_DEFAULT_DAYS = 30
@@ -146,7 +149,8 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
         sessions = dict(
             conn.execute(
                 "SELECT vf.agent, count(DISTINCT e.session_id) FROM vault_files vf JOIN files fi "
-                "ON fi.path = vf.path JOIN entry_rows e ON e.file_id = fi.file_id GROUP BY vf.agent"
+                "ON fi.path = coalesce(json_extract(vf.meta, '$.db'), vf.path) "  # (a database's rows)
+                "JOIN entry_rows e ON e.file_id = fi.file_id GROUP BY vf.agent"
             ).fetchall()
         )
         agents: dict[str, AgentStatus] = {
@@ -229,6 +233,23 @@ def session_files(conn, session_id: str) -> list[str]:
     # and part files
     trees = conn.execute("SELECT path, meta FROM vault_files WHERE meta LIKE '%\"vault_tree\"%'").fetchall()
     out = {r[0] for r in rows}
+    # an agent database's session is held as its rows (``sources.readers.rows``):
+    # the documents of the databases its entries came from, named by the session's
+    # id (or a database kept as one document, session "")
+    dbs = conn.execute(
+        "SELECT DISTINCT vf.path, vf.meta FROM vault_files vf WHERE vf.meta LIKE '%\"vault_rows\"%' AND "
+        "json_extract(vf.meta, '$.db') IN (SELECT DISTINCT fi.path FROM entry_rows e JOIN files fi "
+        "ON fi.file_id = e.file_id WHERE e.session_id = ?1 OR e.parent_session_id = ?1)",
+        (session_id,),
+    ).fetchall()
+    if dbs:
+        native = {session_id, ""} | {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT session_id FROM entry_rows WHERE parent_session_id = ?1", (session_id,)
+            )
+        }
+        out |= {path for path, meta in dbs if json.loads(meta or "{}").get("session") in native}
     if trees:
         srcs = [
             r[0]
@@ -255,6 +276,11 @@ def _targets(
     storage folder the vault met it in."""
     from ctxkeep.sources.readers import tree
 
+    if g.meta.get("vault_rows"):  # an agent database's session: its rows as JSONL, only under ``to``
+        if to is None:
+            return []
+        name = f"{g.meta.get('session') or 'rows'}.jsonl".replace("/", "_")
+        return [(Path(to) / _relative(g.disk_path + ".rows", user_home) / name, data, g.mtime_ns)]
     if not g.meta.get("vault_tree"):
         files = [(Path(g.path), data, g.mtime_ns)]
     else:
@@ -271,11 +297,27 @@ def _relative(path: str, user_home: Path) -> Path:
         return p.relative_to(p.anchor)
 
 
+def _file_mode(target: Path) -> int:
+    """The permission bits a restored file gets: the file's own when it exists (a
+    ``--force`` overwrite keeps them), else the user's default for a new file (0666
+    less the umask: 0644 under the usual 022), as the agent would have made it. The
+    vault does not record a file's mode."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def _write_restored(target: Path, data: bytes, mtime_ns: int | None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.ctxkeep-restore.tmp")
+    mode = _file_mode(target)
+    # written 0600 while the bytes go in, then given the mode (before, it stayed 0600)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
+        os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -287,6 +329,32 @@ def _write_restored(target: Path, data: bytes, mtime_ns: int | None) -> None:
     os.replace(tmp, target)
 
 
+def _pick(conn, path: str, generation: int | None, at: dt.datetime | None) -> manifest.Generation | None:
+    """The generation of ``path`` to restore: the newest, generation ``generation``, or
+    the newest captured before ``at`` (an aware UTC instant, exclusive: ``--at``'s
+    ``timeutil.when_bound(upper=True)``). None when the vault holds no generation of
+    it; NotFound (naming the generations it holds) when none fits."""
+    if generation is None and at is None:
+        return manifest.latest_of(conn, path)
+    gens = manifest.generations_of(conn, path)
+    if not gens:
+        return None
+    if generation is not None:
+        fit = [g for g in gens if g.gen == generation]
+    else:
+        assert at is not None
+        fit = [g for g in gens if g.created_at and parse_utc(g.created_at) < at]
+    if not fit:
+        held = ", ".join(f"{g.gen} ({(g.created_at or '?')[:19]})" for g in gens)
+        asked = f"generation {generation}" if generation is not None else "generation captured by then"
+        raise NotFound(
+            f"the vault holds no {asked} of {path}",
+            where="vault restore",
+            hint=f"its generations (captured, UTC): {held}",
+        )
+    return fit[-1]
+
+
 def vault_restore(
     home: Path,
     session: str | None,
@@ -295,16 +363,26 @@ def vault_restore(
     force: bool = False,
     all_missing: bool = False,
     user_home: Path | None = None,
+    generation: int | None = None,
+    at: dt.datetime | None = None,
 ) -> dict:
     """Write the native files of ``session`` (an id or its first characters) back from
-    the vault's newest generation of each: at their original paths, or under ``to``
+    the vault's newest generation of each (``generation``: generation N of each file;
+    ``at``: the newest generation of each captured before that aware instant, exclusive): at their original paths, or under ``to``
     with the same layout relative to the user's home (``user_home``, default
     ``$HOME``; a path outside it under its full path), each with its original mtime.
     ``all_missing``: every file the vault holds that is missing on disk (no session).
-    An sst/opencode JSON tree comes back as its files (session, messages, parts).
+    An sst/opencode JSON tree comes back as its files (session, messages, parts). An
+    agent database's session (held as its rows, ``sources.readers.rows``) cannot be
+    written back into the agent's database: under ``to`` it comes back as its rows
+    document, JSONL (``<to>/<database path>.rows/<session id>.jsonl``: a header line
+    naming the database, session and tables' statements, then one line per row,
+    redacted as the vault keeps it); without ``to`` it is named in ``skipped_rows``
+    (and restoring only such a session is an error saying to pass ``--to``).
 
     Nothing is written when one target exists and ``force`` is not given. Returns
-    ``{"session", "files": [{"path", "to", "bytes", "redactions"}]}``. Raises
+    ``{"session", "files": [{"path", "to", "bytes", "redactions"}], "skipped_rows":
+    [databases]}``. Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -312,7 +390,9 @@ def vault_restore(
     try:
         if all_missing:
             sid = None
-            paths = [g.path for g in manifest.generations(conn, latest=True) if not Path(g.path).exists()]
+            paths = [
+                g.path for g in manifest.generations(conn, latest=True) if not Path(g.disk_path).exists()
+            ]
         else:
             sid = resolve_session(conn, session or "")
             paths = session_files(conn, sid)
@@ -323,8 +403,9 @@ def vault_restore(
                     hint="its agent keeps it in a database, or it was ingested before the vault: run `ctxkeep ingest` while its files exist",
                 )
         plans = []
+        rows_only: list[str] = []  # database sessions, written only under ``to``
         for path in paths:
-            g = manifest.latest_of(conn, path)
+            g = _pick(conn, path, generation, at)
             if g is None:
                 continue
             if g.start != 0:
@@ -333,7 +414,17 @@ def vault_restore(
                     where=str(vault_dir(home)),
                     hint="restore needs a generation kept from its first byte",
                 )
+            if g.meta.get("vault_rows") and to is None:
+                rows_only.append(g.disk_path)
+                continue
             plans.append((g, _targets(g, manifest.gen_bytes(conn, Path(home), g), to, user_home)))
+        if rows_only and not plans and not all_missing:
+            raise CtxkeepError(
+                f"session {sid} is held as the rows of {rows_only[0]}, which cannot be written back into "
+                "the agent's database",
+                where="vault restore",
+                hint="pass --to DIR to write its rows there as JSONL",
+            )
         if all_missing:  # (a tree's files that are on disk stay as they are)
             plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
         exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
@@ -352,7 +443,7 @@ def vault_restore(
                 )
     finally:
         conn.close()
-    return {"session": sid, "files": done}
+    return {"session": sid, "files": done, "skipped_rows": sorted(set(rows_only))}
 
 
 __all__ = [

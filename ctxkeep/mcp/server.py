@@ -21,7 +21,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxkeep.errors import CtxkeepError
 from ctxkeep.service.fetch import AgentFetchRequest, fetch
@@ -32,6 +32,9 @@ from ctxkeep.service.resume import ResumeRequest, resume
 from ctxkeep.service.search import AgentSearchRequest, QueryHits, search
 from ctxkeep.service.stats import StatsRequest, stats
 from ctxkeep.service.store import store_error
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +184,7 @@ class Handlers:
 
 
 #: each tool's request model: its field names and aliases are the tool's arguments
-REQUESTS = {
+REQUESTS: dict[str, type[BaseModel]] = {
     "ctx_search": AgentSearchRequest,
     "ctx_fetch": AgentFetchRequest,
     "ctx_stats": StatsRequest,
@@ -191,7 +194,7 @@ REQUESTS = {
 }
 
 
-def _line(e: CtxkeepError, request: type | None) -> str:
+def _line(e: CtxkeepError, request: type[BaseModel] | None) -> str:
     """``what (where) - what to do``, a request field in ``where`` named as the tool's
     argument (``session`` → ``sessionId`` where the tool calls it so)."""
     where = e.where

@@ -276,11 +276,14 @@ class _FilteredLines:
 
         await self._ready.wait()
         for r in replies:
+            err: types.JSONRPCError | _RawMessage
             if r["id"] is None or _valid_id(r["id"]):
                 err = types.JSONRPCError(jsonrpc="2.0", id=r["id"], error=types.ErrorData(**r["error"]))
             else:  # an id MCP's models refuse (1.5): written as the request sent it
                 err = _RawMessage(r)
-            await self._send.send(SessionMessage(err))
+            # a _RawMessage stands in for the SDK's models: its stdio writer calls only
+            # model_dump_json, which SessionMessage's type does not express
+            await self._send.send(SessionMessage(err))  # type: ignore[arg-type]
 
     async def __aiter__(self) -> AsyncIterator[str]:
         import anyio

@@ -62,7 +62,14 @@ def _(mo, show, st, table):
 
 
 @app.cell
-def _(alt, largest, mo, pl, show, st):
+def _():
+    # the context curve of a session is drawn from at most GROWTH_POINTS of its entries
+    GROWTH_POINTS = 1500
+    return (GROWTH_POINTS,)
+
+
+@app.cell
+def _(GROWTH_POINTS, alt, largest, mo, pl, show, st):
     _g = st.q(
         """
         SELECT g.agent, g.session_id, g.kind, g.ts, coalesce(g.token_estimate, 0) AS tokens,
@@ -87,8 +94,19 @@ def _(alt, largest, mo, pl, show, st):
         FROM usage u JOIN growth_keys k USING (agent, session_id) WHERE u.ts IS NOT NULL""",
         growth_keys=largest.select("agent", "session_id"),
     ).with_columns(session=pl.col("agent") + " " + pl.col("session_id").str.slice(0, 12))
+    # drawn: every k-th entry of a session (k keeps it within GROWTH_POINTS), its first and
+    # last, and each compaction: marimo draws at most 20,000 rows a chart, and the six
+    # largest sessions of a 2 GB store hold ~100,000 entries
+    _key = ["agent", "session_id"]
+    _k = (pl.len().over(_key) / GROWTH_POINTS).ceil().cast(pl.Int64).clip(1)
+    growth_drawn = growth.filter(
+        (pl.col("n") % _k == 0)
+        | (pl.col("n") == 1)
+        | (pl.col("n") == pl.col("n").max().over(_key))
+        | (pl.col("kind") == "summary")
+    )
     _est = (
-        alt.Chart(growth, title="Context carried, entry by entry (estimate; resets at each compaction)")
+        alt.Chart(growth_drawn, title="Context carried, entry by entry (estimate; resets at each compaction)")
         .mark_line()
         .encode(
             alt.X("n:Q", title="entry"),
@@ -122,7 +140,7 @@ def _(alt, largest, mo, pl, show, st):
         (_est + _marks) if growth.height else mo.md("*No session started in this period.*"),
         _log if _logged.height else mo.md("*These sessions logged no API usage.*"),
     )
-    return (growth,)
+    return growth, growth_drawn
 
 
 @app.cell

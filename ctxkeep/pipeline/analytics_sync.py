@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.sqlite import store_safety
 
 _END = object()
@@ -86,6 +87,7 @@ class AnalyticsSyncer:
         from ctxkeep.sinks import duckdb as duckdb_store  # imported here: a no-op ingest never needs DuckDB
 
         con = sq = appends = None
+        preloaded = False
         while True:
             item = self._q.get()
             final = item is _END
@@ -93,6 +95,7 @@ class AnalyticsSyncer:
                 if con is None:
                     con = duckdb_store.connect(self.home)
                     appends = duckdb_store.EntryAppends(con)
+                assert appends is not None  # opened with con
                 got = None
                 if not final and item[1] is not None:
                     got = appends.append(item[0], item[1].to_arrow())
@@ -112,6 +115,9 @@ class AnalyticsSyncer:
                 self.synced += got
                 if final:
                     self.note = f"analytics: {self.synced} entries synced"
+                elif not preloaded:
+                    preloaded = True
+                    preload_prices()
             except BaseException as e:  # a notebook holding the file must not fail the ingest;
                 # nothing escapes the thread (an interrupted process must not print a traceback)
                 self.note = (
@@ -121,6 +127,8 @@ class AnalyticsSyncer:
                 if con is not None:
                     _close_quietly(con)
                     con = None
+                if isinstance(e, Exception) and set_aside_if_damaged(self.home, e):
+                    appends = None  # the next step opens a new file and syncs it from SQLite
                 if not isinstance(e, Exception):
                     final = True
             if final:
@@ -128,6 +136,21 @@ class AnalyticsSyncer:
         for c in (con, sq):
             if c is not None:
                 _close_quietly(c)
+
+
+def preload_prices() -> None:
+    """Load genai-prices' tables (``transforms.cost.genai``) while the ingest still
+    reads and transforms: the closing sync prices the usage rows with them, and loading
+    them there (~0.1 s of CPU: pydantic and the price data, issue 26) was on the
+    ingest's critical path, after the main thread's last group. The analytics thread
+    calls it once its first group is in DuckDB. Nothing when they cannot load (the
+    closing sync then says why)."""
+    from ctxkeep.transforms import cost
+
+    try:
+        cost.genai()
+    except ImportError:
+        pass
 
 
 def _close_quietly(c) -> None:

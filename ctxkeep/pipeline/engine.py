@@ -15,7 +15,7 @@ import functools
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +82,7 @@ INCREMENTAL_CHECK_BYTES = DEFER_ANALYTICS_BYTES
 
 def extract_transform(
     conn, parts: list[Part], tombs: dict, *, seen: InFlight | None = None, group_bytes: int = GROUP_BYTES
-) -> Iterator[Group]:
+) -> Generator[Group, None, None]:
     """Read the new bytes of the ``parts``' files (in order) and transform them into
     ``Group`` s for the writer, in order.
 
@@ -104,7 +104,7 @@ def extract_transform(
     todo = [t for p in parts for t in p.todo]
     ends = set(itertools.accumulate(len(p.todo) for p in parts))
     ahead = Precomputed()
-    group: list[ReadItem] = []
+    group: list[tuple[ReadItem, Batch]] = []  # items with a batch, and the batch
     size = count = closed = files_read = vanished = 0
 
     def flush() -> Group:
@@ -112,28 +112,23 @@ def extract_transform(
         frames = None
         quarantine, wms, changes, coverage = [], {}, [], []
         if group:
-            entries = [e for it in group for e in it.batch.entries]
-            quarantine = [dict(q, agent=it.file.agent) for it in group for q in it.batch.quarantine]
+            entries = [e for it, b in group for e in b.entries]
+            quarantine = [dict(q, agent=it.file.agent) for it, b in group for q in b.quarantine]
             # last batch per file wins; a document read in several batches has its
             # watermark on the last one only
-            wms = {
-                it.batch.watermark.path: it.batch.watermark for it in group if it.batch.watermark is not None
-            }
-            changes = [c for it in group for c in it.batch.status_changes]
+            wms = {b.watermark.path: b.watermark for it, b in group if b.watermark is not None}
+            changes = [c for it, b in group for c in b.status_changes]
             coverage = [
-                (it.file.agent, str(it.file.path), SOURCES[it.file.agent].PARSER_VERSION, it.batch.coverage)
-                for it in group
-                if it.batch.coverage is not None
+                (it.file.agent, str(it.file.path), SOURCES[it.file.agent].PARSER_VERSION, b.coverage)
+                for it, b in group
+                if b.coverage is not None
             ]
             merged = Batch(entries, [], None)
             pre = None
-            if any(it.rows is not None for it in group):  # normalized by a reader process
+            if any(it.rows is not None for it, b in group):  # normalized by a reader process
                 pre = unique_entries(
                     pl.concat(
-                        [
-                            it.rows if it.rows is not None else normalized_rows(it.batch.entries)
-                            for it in group
-                        ],
+                        [it.rows if it.rows is not None else normalized_rows(b.entries) for it, b in group],
                         how="vertical",
                     )
                 )
@@ -144,11 +139,11 @@ def extract_transform(
             list(wms.values()),
             changes,
             size,
-            sum(it.batch.bytes_read for it in group),
-            sum(it.batch.lines for it in group),
+            sum(b.bytes_read for it, b in group),
+            sum(b.lines for it, b in group),
             files_read,
             vanished,
-            raws=[it.batch.raw for it in group if it.batch.raw is not None],
+            raws=[b.raw for it, b in group if b.raw is not None],
             coverage=coverage,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
@@ -165,7 +160,7 @@ def extract_transform(
     with closing(items):
         for item in items:
             if item.batch is not None:
-                group.append(item)
+                group.append((item, item.batch))
                 if item.ahead is not None:
                     ahead.add(*item.ahead)
                 size += item.batch.bytes_read
@@ -226,7 +221,7 @@ def _submitted(
     ahead: int = PARTS_AHEAD,
     committed: Callable[[], int] | None = None,
     stream: Callable[[Part, InFlight], Iterator[Group]] | None = None,
-) -> Iterator[Group]:
+) -> Generator[Group, None, None]:
     """The groups of ``parts`` extracted and transformed by ``submit`` (at most
     ``ahead`` + 1 parts at a time), in part order, without what earlier parts hold
     (``drop_written``). A part of more than ``STREAM_PART_BYTES`` new bytes is not
@@ -255,8 +250,11 @@ def _submitted(
         floor[0], fut = pending.popleft()
         if isinstance(fut, Part):
             assert stream is not None
-            # the stream's groups are the writer's from ``yielded`` on
-            seen = InFlight((lambda first=yielded: max(0, done() - first)) if committed is not None else None)
+
+            def own(first: int = yielded) -> int:  # the stream's groups are the writer's from here on
+                return max(0, done() - first)
+
+            seen = InFlight(own if committed is not None else None)
             groups: Iterator[Group] = stream(fut, seen)
         else:
             groups = iter(fut.result())

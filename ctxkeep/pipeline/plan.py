@@ -12,6 +12,7 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths, needs_state
 from ctxkeep.sources.contract import MAX_LINE_ENV, Discovery, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.rows import SEP as ROWS_SEP
 
 #: the line cap was set in the environment this process started with (it then wins
 #: over ``config.toml``'s ``[ingest] max_line_mb``, which ``plan`` exports otherwise)
@@ -82,7 +83,7 @@ def split_parts(todo: Todo, part_bytes: int | None = None) -> list[Part]:
     part_bytes = PART_BYTES if part_bytes is None else part_bytes
     out: list[Part] = []
     cur: Todo = []
-    agent: str | None = None
+    agent = ""  # the agent of ``cur`` (read only while ``cur`` holds files)
     size = 0
     index: dict = {}
     for f, wm in todo:
@@ -208,11 +209,24 @@ def _unvaulted(conn, files: list[SourceFile], wms: dict) -> set[str]:
         held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}
     except Exception:  # a read-only plan of a store before v11
         return set()
+    # a database is held as its sessions' rows (``sources.readers.rows``: ``<db>#session=<id>``)
+    dbs = {p.partition(ROWS_SEP)[0] for p in held if ROWS_SEP in p}
     return {
         str(f.path)
         for f in files
-        if f.mode in VAULTED_MODES and str(f.path) in wms and str(f.path) not in held
+        if str(f.path) in wms
+        and (
+            (f.mode in VAULTED_MODES and str(f.path) not in held)
+            or (f.mode == "sqlite" and _rows_vaulted(f.agent) and str(f.path) not in dbs)
+        )
     }
+
+
+def _rows_vaulted(agent: str) -> bool:
+    """Whether ``agent``'s database reader hands its sessions' rows to the vault
+    (``readers.sqlite.database_reader(vault=…)``)."""
+    src = SOURCES.get(agent)
+    return bool(getattr(getattr(src, "read", None), "vault_tables", ()))
 
 
 def _watermarks(conn, files: list[SourceFile]) -> dict[str, Watermark]:

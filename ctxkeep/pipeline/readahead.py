@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.pipeline.stable_ids import rekey
@@ -50,33 +50,62 @@ class ReadItem(NamedTuple):
 PREREAD: dict[str, list[Batch]] = {}
 
 
-def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Iterator[ReadItem]:
+#: ``read_files`` redacts the raw bytes of consecutive batches together
+#: (``stable_ids.rekey``) up to this many bytes (or ``REKEY_ITEMS`` batches): the
+#: redaction's cost per call is fixed (~6 ms), and a scaled tree has hundreds of small files
+REKEY_BYTES = 4 * 1024 * 1024
+REKEY_ITEMS = 64
+
+
+def read_files(todo: list[tuple[SourceFile, Watermark | None]]) -> Generator[ReadItem, None, None]:
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
     ``ReadItem(file, None, read)`` per file. A batch whose source left
     ``Batch.coverage`` unset gets the tally of its entries (``coverage.from_entries``;
     a read from the start, which replaces the file's ledger rows: the first batch of a
-    rewritten document or JSON tree, of a file never read, or of a changed parser)."""
-    for f, wm in todo:
-        pre = PREREAD.pop(str(f.path), None)
-        if pre is None and not readable(f.path):
-            yield ReadItem(f, None, False)
-            continue
-        got = False
-        src = SOURCES[f.agent]
-        for batch in pre if pre is not None else src.read(f, wm):
-            rekey(batch)  # ids of lines that held a secret: the redacted line's hash
-            if batch.coverage is None:  # a source that reports nothing: tallied from its entries
-                batch.coverage = from_entries(
-                    batch.entries,
-                    sum(q.get("action") != "repaired" for q in batch.quarantine),
-                    reset=not got
-                    and (
-                        f.mode in ("rewrite", "tree") or wm is None or wm.parser_version != src.PARSER_VERSION
-                    ),
+    rewritten document or JSON tree, of a file never read, or of a changed parser).
+
+    Items are held back until ``REKEY_BYTES`` of batches (or ``REKEY_ITEMS``) are read,
+    so their lines that held a secret are rekeyed in one redaction
+    (``stable_ids.rekey``); an error a source raises comes after the items read
+    before it."""
+    pending: list[tuple[ReadItem, bool]] = []  # (item, whether a coverage tally resets the ledger)
+    size = 0
+
+    def flush() -> Iterator[ReadItem]:
+        nonlocal size
+        rekey([it.batch for it, _ in pending if it.batch is not None])
+        for it, reset in pending:
+            b = it.batch
+            if b is not None and b.coverage is None:  # a source that reports nothing: tallied
+                b.coverage = from_entries(
+                    b.entries, sum(q.get("action") != "repaired" for q in b.quarantine), reset=reset
                 )
-            got = True
-            yield ReadItem(f, batch)
-        yield ReadItem(f, None, got or pre is not None or readable(f.path))
+            yield it
+        pending.clear()
+        size = 0
+
+    try:
+        for f, wm in todo:
+            pre = PREREAD.pop(str(f.path), None)
+            if pre is None and not readable(f.path):
+                pending.append((ReadItem(f, None, False), False))
+                continue
+            got = False
+            src = SOURCES[f.agent]
+            for batch in pre if pre is not None else src.read(f, wm):
+                reset = not got and (
+                    f.mode in ("rewrite", "tree") or wm is None or wm.parser_version != src.PARSER_VERSION
+                )
+                got = True
+                pending.append((ReadItem(f, batch), reset))
+                size += len(batch.raw.data) if batch.raw is not None else 0
+                if size >= REKEY_BYTES or len(pending) >= REKEY_ITEMS:
+                    yield from flush()
+            pending.append((ReadItem(f, None, got or pre is not None or readable(f.path)), False))
+    except Exception:
+        yield from flush()
+        raise
+    yield from flush()
 
 
 #: source batches the reader thread may hold ahead of the transform + load (0: read
@@ -100,8 +129,8 @@ class _End(NamedTuple):
 def read_ahead(
     todo: list[tuple[SourceFile, Watermark | None]],
     depth: int = READ_AHEAD,
-    source: Callable[..., Iterator[ReadItem]] | None = None,
-) -> Iterator[ReadItem]:
+    source: Callable[..., Generator[ReadItem, None, None]] | None = None,
+) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` (or ``source(todo)``: ``reader_process.read_in_process``)
     run in a reader thread, at most ``depth`` chunks ahead (``READ_CHUNK_BYTES``).
 

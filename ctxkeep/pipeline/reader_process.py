@@ -37,7 +37,7 @@ import pickle
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -91,7 +91,7 @@ def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
 
 def read_in_process(
     todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False
-) -> Iterator[ReadItem]:
+) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
     n_entries, ahead)`` where ``batch.entries`` is empty and ``rows`` is
@@ -114,9 +114,16 @@ def read_in_process(
     in ``readahead.read_ahead``'s thread to let it work ahead).
     """
 
-    proc, results = start_child("ctxkeep.pipeline.reader_process", *(["--seal"] if seal else []))
+    from ctxkeep.sinks import vault
+
+    # the vault off here (``CTXKEEP_VAULT=0``, or ``vault.suspended``: a reparse reads the
+    # vault's own redacted bytes) is off there too: no redaction of the raw lines
+    # (``stable_ids.rekey``), which cost a reparse ~20 % of the reader's CPU
+    flags = (["--seal"] if seal else []) + ([] if vault.enabled() else ["--no-vault"])
+    proc, results = start_child("ctxkeep.pipeline.reader_process", *flags)
     ended = received = False
     try:
+        assert proc.stdin is not None  # start_child opens it as a pipe
         try:
             pickle.dump(todo, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.close()
@@ -142,6 +149,7 @@ def read_in_process(
                 at = 0
                 for item in items:
                     if item.batch is not None:
+                        assert rows is not None  # a chunk with batches carries their rows
                         n = item.n_entries
                         yield item._replace(rows=rows.slice(at, n), ahead=pre)
                         pre = None  # with the chunk's first batch: before any group needs it
@@ -206,6 +214,8 @@ def _main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(int(sys.argv[1]), "wb")  # the protocol's own pipe, not stdout
     todo = pickle.load(sys.stdin.buffer)
+    if "--no-vault" in sys.argv[2:]:  # the ingest's vault is off or suspended
+        os.environ["CTXKEEP_VAULT"] = "0"
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
 
     seal: Callable[[RawCapture], RawCapture] | None = None

@@ -8,7 +8,7 @@ the redacted line: before this module, every entry of a line that held a secret 
 another id on reparse than on ingest (issue 27: "the same store but two Codex lines").
 
 So, with the vault on, an ingest hashes what the vault keeps: ``rekey`` redacts a
-batch's raw bytes once (``redact_raw``, the capture's own call: the result rides on
+batch's raw bytes once (``redact_raw_many``, the capture's own redaction: the result rides on
 ``RawCapture.redacted`` and the capture does not redact again) and, for each line the
 redaction changed, gives the batch's entries the redacted line's hash in place of the
 raw line's. A reparse reads redacted lines, which redaction leaves as they are, so
@@ -49,25 +49,30 @@ def _remap(data: bytes, red: bytes) -> dict[str, str]:
     return out
 
 
-def rekey(batch: Batch) -> None:
-    """Give ``batch``'s entries of lines that held a secret the redacted line's hash in
-    their ``record_id`` (a ``record_id`` that ends with the raw line's SHA-256 hex), and
-    keep the redaction on ``batch.raw.redacted`` for the vault's capture. Nothing when
-    the vault is off or the batch is not an append segment."""
-    raw = batch.raw
-    if raw is None or raw.mode != "append" or raw.redacted is not None or not vault.enabled():
+def rekey(batches: list[Batch]) -> None:
+    """Give the entries of ``batches`` of lines that held a secret the redacted line's
+    hash in their ``record_id`` (a ``record_id`` that ends with the raw line's SHA-256
+    hex), and keep the redaction on each ``batch.raw.redacted`` for the vault's
+    capture. The batches' raw bytes are redacted in one call
+    (``vault.redact_raw_many``: one pass of the automata over all their lines).
+    Nothing when the vault is off; only append segments."""
+    if not vault.enabled():
         return
-    red, counts = vault.redact_raw(raw.data)
-    raw.redacted = (red, dict(counts))
-    remap = _remap(raw.data, red)
-    if not remap:
-        return
-    for e in batch.entries:
-        rid = e.get("record_id")
-        if isinstance(rid, str) and len(rid) >= _HEX:
-            new = remap.get(rid[-_HEX:])
-            if new is not None:
-                e["record_id"] = rid[:-_HEX] + new
+    todo = [
+        (b, b.raw) for b in batches if b.raw is not None and b.raw.mode == "append" and b.raw.redacted is None
+    ]
+    reds = vault.redact_raw_many([raw.data for _, raw in todo])
+    for (batch, raw), (red, counts) in zip(todo, reds, strict=True):
+        raw.redacted = (red, dict(counts))
+        remap = _remap(raw.data, red)
+        if not remap:
+            continue
+        for e in batch.entries:
+            rid = e.get("record_id")
+            if isinstance(rid, str) and len(rid) >= _HEX:
+                new = remap.get(rid[-_HEX:])
+                if new is not None:
+                    e["record_id"] = rid[:-_HEX] + new
 
 
 def redacted_hashes(bodies: list[bytes]) -> dict[bytes, str]:

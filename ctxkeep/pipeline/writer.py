@@ -79,7 +79,7 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
         watermarks=g.watermarks,
         status_changes=g.changes,
         # the vault's manifest rows commit with the watermarks (its packs are durable)
-        before_watermarks=None if vg is None else (lambda c: vault.record(c, vault.home_of(c), vg)),
+        before_watermarks=None if vg is None else (lambda c: vault.record_in(c, vg)),
         coverage=g.coverage,
         **g.frames,
     )
@@ -221,6 +221,7 @@ class Writer:
             return
         self.q.put(_END)
         self.t.join()
-        self.conn.close()
+        if self.conn is not None:  # set when threaded
+            self.conn.close()
         if raise_error and self.error is not None:
             raise self.error

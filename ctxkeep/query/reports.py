@@ -249,6 +249,18 @@ _ROLLED = (
 )
 
 
+def _session_project(source: str) -> str:
+    """The project of a ``session`` report row: the root session's own (the most
+    frequent ``project_dir`` of its own responses), else, when it logged none, its
+    sub-agents'. Before, the mode over every rolled-up row: a sub-agent working in a git
+    worktree with more responses than its parent named the worktree."""
+    known = "coalesce(project_dir, '') <> ''"
+    anyone = f"mode(project_dir ORDER BY ts) FILTER (WHERE {known})"
+    if source != _ROLLED:
+        return anyone
+    return f"coalesce(mode(project_dir ORDER BY ts) FILTER (WHERE {known} AND own_session = session_id), {anyone})"
+
+
 def _buckets_fresh(con) -> bool:
     """``buckets_fresh()`` of the model (``sinks.duckdb.buckets_fresh``, not imported:
     that module imports pyarrow, ~0.2 s a report); False on an older analytics file."""
@@ -313,7 +325,7 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
                {agg},
                list(DISTINCT model ORDER BY model) FILTER (WHERE model IS NOT NULL),
                list(DISTINCT model ORDER BY model) FILTER (WHERE model_source = 'assumed'),
-               {"mode(project_dir ORDER BY ts) FILTER (WHERE coalesce(project_dir, '') <> '')" if name == "session" else "NULL"},
+               {_session_project(source) if name == "session" else "NULL"},
                max(ts),
                {"list(DISTINCT own_session ORDER BY own_session) FILTER (WHERE own_session <> session_id)" if name == "session" else "NULL"}
         FROM {source} WHERE {where}
@@ -375,6 +387,21 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
         notes.append(
             f"{agent}: {n:,} responses name no model; counted as {model}, that version's default (assumed)"
         )
+    if f.mode == "auto":  # a logged cost wins over list prices (``cost_in_mode``): say whose
+        logged = con.execute(
+            (
+                f"SELECT agent, sum(n_logged) AS n FROM {_BUCKETS} WHERE {where} GROUP BY ALL HAVING n > 0 ORDER BY 1"
+                if bucketed
+                else f"SELECT agent, count(*) FROM usage WHERE {where} AND logged_cost_usd IS NOT NULL "
+                "GROUP BY ALL ORDER BY 1"
+            ),
+            params,
+        ).fetchall()
+        for agent, n in logged:
+            notes.append(
+                f"{agent}: the cost of {int(n):,} responses is the agent's own logged figure, not list "
+                "prices (--mode calculate prices them)"
+            )
     return notes
 
 
@@ -492,6 +519,7 @@ def _blocks_of(rows: list, now: dt.datetime, span: dt.timedelta) -> list[Block]:
             start = ts.replace(minute=0, second=0, microsecond=0)
         cur.append(r)
     if cur:
+        assert start is not None  # set with cur's first row
         blocks.append(_block(start, cur, now, span))
     return blocks
 

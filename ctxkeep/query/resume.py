@@ -322,6 +322,7 @@ def _tasks(rows, texts) -> list[Item]:
         src, eid = tool, r[0]
     if not state:
         return []
+    assert eid is not None  # set with state
     open_ = [(s, st) for s, st in state if st.lower() in _OPEN]
     done = [(s, st) for s, st in state if st.lower() not in _OPEN]
     mark = {"in_progress": "[~]", "in-progress": "[~]", "completed": "[x]", "done": "[x]"}

@@ -11,7 +11,7 @@ Session ids are shown as their shortest unique prefix among every session id of 
 store (``sinks.sqlite.lookup.short_ids``), and any unique prefix is accepted back
 (``lookup.resolve_session``, the one resolver).
 Times are ISO-8601 UTC text; tokens are tokens; sizes are UTF-8 bytes. Nothing here
-imports Polars or Prefect.
+imports Polars or Prefect; ``sinks.analytics_current`` only when the list is asked.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite import content_text
@@ -140,7 +139,12 @@ def list_sessions(
     raw, source = None, "sqlite"
 
     # DuckDB brought current first (a hook's ingest leaves it behind); when it still
-    # lags (the store is busy), SQLite lists every session (without cost)
+    # lags (the store is busy), SQLite lists every session (without cost). Imported here:
+    # ``compress --check`` (≤ 0.5 s) and ``show --session`` load this module without
+    # listing sessions, and ``analytics_current`` brings the store lock (``filelock``),
+    # recovery and intents (~0.015-0.03 s of CPU)
+    from ctxkeep.sinks import analytics_current
+
     if (
         home is not None
         and (Path(home) / ANALYTICS_DB).exists()
@@ -153,7 +157,10 @@ def list_sessions(
             raw = None
     if raw is None:
         raw = _from_sqlite(conn)
-    titles = _first_prompts(conn)
+    # SQLite's first prompts only for the sessions DuckDB gave no usable title (all of
+    # them on the SQLite path): reading every session's was ~0.5 CPU s on a 2 GB store
+    untitled = [r["session_id"] for r in raw if source != "duckdb" or prompt_text(r.get("title")) is None]
+    titles = _first_prompts(conn, None if source != "duckdb" else untitled)
     ids = short_ids([r["session_id"] for r in raw], {r["session_id"]: r["parent_session_id"] for r in raw})
     rows = []
     for r in raw:
@@ -265,16 +272,28 @@ def _from_sqlite(conn: sqlite3.Connection) -> list[dict]:
     return out
 
 
-def _first_prompts(conn: sqlite3.Connection) -> dict[tuple[str, str], str]:
-    """The first user prompt (first 400 characters) of every session."""
+def _first_prompts(conn: sqlite3.Connection, sessions: list[str] | None = None) -> dict[tuple[str, str], str]:
+    """The first user prompt (first 400 characters) of every session, or of the
+    session ids ``sessions`` only (read by the session index, 500 ids a query)."""
     out: dict[tuple[str, str], str] = {}
-    for agent, sid, text in conn.execute(
+    head = (
         "SELECT e.agent, e.session_id, substr(ch.text, 1, 400) FROM entry_rows e "
         "JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 "
-        "WHERE e.kind = 'message' AND e.role = 'user' ORDER BY e.ts, e.rowid"
-    ):
-        if (agent, sid) not in out and (typed := prompt_text(text)):
-            out[(agent, sid)] = typed
+        "WHERE e.kind = 'message' AND e.role = 'user' "
+    )
+    queries: list[tuple[str, tuple[str, ...]]]
+    if sessions is None:
+        queries = [(head + "ORDER BY e.ts, e.rowid", ())]
+    else:
+        ids = sorted(set(sessions))
+        queries = [
+            (head + f"AND e.session_id IN ({','.join('?' * len(part))}) ORDER BY e.ts, e.rowid", tuple(part))
+            for part in (ids[i : i + 500] for i in range(0, len(ids), 500))
+        ]
+    for sql, args in queries:
+        for agent, sid, text in conn.execute(sql, args):
+            if (agent, sid) not in out and (typed := prompt_text(text)):
+                out[(agent, sid)] = typed
     return out
 
 

@@ -20,6 +20,7 @@ import html
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 import marimo as mo
@@ -89,7 +90,7 @@ def table(
     if df.height == 0:
         return mo.md(f"*{empty}*")
     if interactive():
-        fmt = {
+        fmt: dict[str, str | Callable[..., Any]] = {
             c: (lambda v, f=f: "" if v is None else f.format(v))
             for c, f in formats.items()
             if c in df.columns
@@ -141,7 +142,7 @@ def store_signature(home: Path) -> tuple:
     ``prices.toml`` (the costs): equal signatures, equal analytics."""
     from ctxkeep.sinks.files import STORE_DB, STORE_DB_SIDECARS
 
-    out = []
+    out: list[tuple[str, int | None, int | None]] = []
     for name in (STORE_DB, STORE_DB_SIDECARS[0], "prices.toml"):
         try:
             st = os.stat(Path(home) / name)

@@ -64,6 +64,8 @@ def load_app(path: Path):
     """The ``marimo.App`` of the notebook file ``path`` (imported under a private
     module name; its ``if __name__ == "__main__"`` block does not run)."""
     spec = importlib.util.spec_from_file_location(f"ctxkeep_notebook_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the notebook {path}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.app
@@ -78,9 +80,15 @@ def run_notebook(path: Path, params: dict[str, str]):
 
 
 def _svg(chart) -> str:
+    import altair as alt
     import vl_convert as vlc
 
-    svg = vlc.vegalite_to_svg(chart.to_json())
+    # every row drawn: Altair refuses a chart of more than 5,000 rows by default (the
+    # context growth of a big store's largest sessions: 6,000+ entries on a 200 MB
+    # store), and the page is static, so the rows are inlined whatever their number
+    with alt.data_transformers.enable("default", max_rows=None):
+        spec = chart.to_json()
+    svg = vlc.vegalite_to_svg(spec)
     # inline SVG in HTML needs no namespace declarations (and then names no URL)
     return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg, count=0)
 

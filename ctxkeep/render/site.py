@@ -13,7 +13,8 @@ ingest.
 DEST safety: an export writes ``.ctxkeep-export.json`` (``MARKER``: ``{"schema": 1,
 "pages": [file names]}``, every page and index ctxkeep wrote there, both formats). A
 non-empty DEST without it is refused (UsageError) unless ``force``: ctxkeep never
-overwrites an ``index.html`` it did not write. A whole export (no sessions named) into
+overwrites an ``index.html`` it did not write. A DEST marked by an export of the other
+format (an html site, markdown files) is refused too unless ``force``. A whole export (no sessions named) into
 a marked DEST removes the pages of its format the marker lists that this export did
 not write (sessions purged since: stale pages); files the marker does not list are
 left alone.
@@ -25,7 +26,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -89,10 +90,11 @@ def _marked(dest: Path) -> set[str] | None:
         return None
 
 
-def _check_dest(dest: Path, force: bool) -> set[str]:
+def _check_dest(dest: Path, force: bool, fmt: str | None = None) -> set[str]:
     """The names a previous export wrote into ``dest`` (empty: none, or a new or empty
-    folder). Raises UsageError for a file, or a non-empty folder without the marker
-    (unless ``force``)."""
+    folder). Raises UsageError for a file, a non-empty folder without the marker, or
+    (``fmt`` given) a folder whose marked pages are of the other format: an html site
+    and markdown files mixed in one folder, two ``index`` pages (unless ``force``)."""
     if dest.exists() and not dest.is_dir():
         raise UsageError("DEST is a file", where=str(dest), hint="give a folder (it is created)")
     if not dest.is_dir():
@@ -104,6 +106,14 @@ def _check_dest(dest: Path, force: bool) -> set[str]:
             where=str(dest),
             hint="give a new or empty folder, or add --force to write into it anyway",
         )
+    if fmt is not None and marked and not force:
+        other = {f for f, ext in FORMATS.items() if f != fmt and any(n.endswith(ext) for n in marked)}
+        if other:
+            raise UsageError(
+                f"DEST holds a ctxkeep {' and '.join(sorted(other))} export",
+                where=str(dest),
+                hint=f"give another folder for the {fmt} export, or add --force to put both in it",
+            )
     return marked or set()
 
 
@@ -120,13 +130,14 @@ def _write(path: Path, text: str) -> int:
 
 def export(req: ExportRequest, progress: Callable[[int, int], None] | None = None) -> ExportResult:
     """Write the site (see the module docstring). ``progress(done, total)`` after each
-    page. Raises UsageError for an unknown format or a DEST that is a file,
+    page. Raises UsageError for an unknown format, a DEST that is a file or holds the
+    other format's export,
     StoreError without a store, SessionNotFound/AmbiguousSession for a bad session."""
     if req.fmt not in FORMATS:
         raise UsageError(f"unknown export format {req.fmt!r}", hint="use html or markdown")
     ext = FORMATS[req.fmt]
     dest = Path(req.dest)
-    before = _check_dest(dest, req.force)
+    before = _check_dest(dest, req.force, req.fmt)
     index = session_index(SessionIndexRequest(home=req.home)).sessions
     selected: list[str] | None = None
     ts = transcripts(TranscriptRequest(home=req.home, sessions=req.sessions, index=index))
@@ -144,7 +155,9 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
 
     pages, counts, total_bytes = [], {}, 0
     todo = len(exported)
+    stream: Iterable
     if first is not None:
+        assert selected is not None  # set with first
         extra = [s for s in selected if s not in {t.session.session_id for t in first}]
         stream = [
             *first,

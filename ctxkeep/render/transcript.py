@@ -185,9 +185,10 @@ def edit_diff(turn: Turn) -> str | None:
     a = _args(text)
     if not a:
         return None
-    edits = a.get("edits") if isinstance(a.get("edits"), list) else [a]
+    edits_v = a.get("edits")
+    edits = edits_v if isinstance(edits_v, list) else [a]
     path = str(a.get("file_path") or a.get("path") or "file")
-    out = []
+    out: list[str] = []
     for e in edits:
         if not isinstance(e, dict) or not isinstance(e.get("old_string"), str) or "new_string" not in e:
             return None
@@ -328,9 +329,15 @@ def page_html(
     link: Callable[[str], str | None],
     index_href: str | None,
     focus: str | None = None,
+    window: tuple[int, int] | None = None,
 ) -> str:
     """The whole HTML page of transcript ``t`` (see the module docstring). ``focus``:
-    an entry id to open at (a search hit; a tool result opens its call's fold)."""
+    an entry id to open at (a search hit; a tool result opens its call's fold).
+    ``window``: ``(start, stop)``, only ``t.turns[start:stop]`` are drawn, under a line
+    saying which of how many (the app's pages of a long session: its largest on a 2 GB
+    store has ~17,000 turns, 28 MB of HTML whole); the facts stay the session's.
+    Default: ``t.window`` (the turns whose texts were read), else every turn."""
+    window = window if window is not None else t.window
     s = t.session
     title = s.title or s.session_id
     head = [
@@ -364,14 +371,21 @@ def page_html(
             name = html.escape(k.title or k.session_id)
             items.append(f'<li><a href="{html.escape(href)}">{name}</a></li>' if href else f"<li>{name}</li>")
         head.append(f"<h2>Sub-agents</h2><ul>{''.join(items)}</ul>")
+    shown = t.turns if window is None else t.turns[window[0] : window[1]]
     if not t.turns:
         body = '<p class="empty">This session holds no messages or tool calls.</p>'
     else:
-        body = "\n".join(turn_html(x, tz, link) for x in t.turns)
+        body = "\n".join(turn_html(x, tz, link) for x in shown)
+        if len(shown) < len(t.turns):
+            first = (window or (0, 0))[0]
+            body = (
+                f'<p class="window">Turns {first + 1:,}–{first + len(shown):,} of {len(t.turns):,}.</p>\n'
+                + body
+            )
     script = ""
     if focus:
         owner = next(
-            (x.entry_id for x in t.turns if focus in (x.entry_id, x.result_entry_id) and x.entry_id), None
+            (x.entry_id for x in shown if focus in (x.entry_id, x.result_entry_id) and x.entry_id), None
         )
         if owner:
             script = (

@@ -1,10 +1,10 @@
-"""Compression of oversized session files: ``compress_check(home, CheckRequest) ->
-CompressCheck`` (the health report: changes nothing), ``compress(home,
+"""Compression of oversized session files: ``compress(home,
 CompressRequest) -> CompressResult`` (a Prefect flow run when a Prefect server is there
 to record it or ``prefect`` asks, in-process otherwise: decided here), and
 ``compress_restore(home, RestoreFileRequest) -> CompressRestore``. What to cut and the
-safe rewrite: ``maintenance.compress``. The check, a dry run and a restore never import
-Prefect."""
+safe rewrite: ``maintenance.compress``. The health report (``compress --check``) is
+``service.compress_check`` (without pydantic); ``CompressCheck`` here documents its
+``--json`` keys. The check, a dry run and a restore never import Prefect."""
 
 from __future__ import annotations
 
@@ -17,10 +17,6 @@ from pydantic import Field
 from ctxkeep.service.model import Request, Shape
 
 PROBLEMS = "one line per problem (warnings; also printed on stderr without --json)"
-
-
-class CheckRequest(Request):
-    files: list[Path] | None = Field(None, description="these session files (default: every enabled agent's)")
 
 
 class CompressRequest(Request):
@@ -61,6 +57,7 @@ class CompressResult(Shape):
     analytics: str | None = Field(None, description="what the DuckDB sync did")
 
 
+# made by ``service.compress_check`` (no pydantic there): this model documents its keys
 class CompressCheck(Shape):
     """Which files are over a threshold (`ctxkeep compress --check --json`)."""
 
@@ -79,13 +76,10 @@ class CompressRestore(Shape):
     backup: str = Field(description="the backup put back")
     bytes: int = Field(description="its bytes")
     reactivated: int = Field(description="archived entries active again")
-
-
-def compress_check(home: Path, req: CheckRequest) -> CompressCheck:
-    """Size, lines, OK or EXCEEDS per file, and what compression would save."""
-    from ctxkeep.maintenance import compress as ops
-
-    return CompressCheck(**ops.check_files(Path(home), paths=req.files or None))
+    saved_aside: str | None = Field(
+        default=None,
+        description="with --force: where the file as it was (lines the backup lacks) was kept, else null",
+    )
 
 
 def compress_restore(home: Path, req: RestoreFileRequest) -> CompressRestore:

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ctxkeep.service.model import Budget, Item, Request, Result
+from ctxkeep.service.store import reading
 
 
 class ConversationRequest(Request):
@@ -57,13 +58,9 @@ def conversation(home: Path, req: ConversationRequest) -> ConversationResult:
     """The conversation of ``req.session``. Raises ``SessionNotFound``,
     ``AmbiguousSession``, ``StoreError``."""
     from ctxkeep.query.sessions import conversation as run
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
-    conn = sqlite_store.connect(Path(home), readonly=True, mmap=True)
-    try:
+    with reading(home, mmap=True) as conn:
         conv = run(conn, req.session, budget=req.budget)
         short = short_session_ids(conn, [conv.session_id])[conv.session_id]
-    finally:
-        conn.close()
     return ConversationResult(**conv.as_dict(), session_short_id=short)

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ctxkeep.service.model import AgentNames, Item, Request, Result
+from ctxkeep.service.store import reading
 
 
 class CoverageRequest(Request):
@@ -75,11 +76,8 @@ def coverage(home: Path, req: CoverageRequest) -> CoverageResult:
 
     if not (Path(home) / STORE_DB).exists():
         return CoverageResult(store=False, rows=[], alerts=[])
-    conn = sqlite_store.connect(Path(home), readonly=True)
-    try:
+    with reading(home) as conn:
         rows = sqlite_store.coverage_ledger(conn, req.agent or None)
-    finally:
-        conn.close()
     return CoverageResult(
         store=True,
         rows=[CoverageRow(**r) for r in rows],

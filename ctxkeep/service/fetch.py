@@ -15,6 +15,7 @@ from pydantic import Field
 
 from ctxkeep.errors import NotFound, UsageError
 from ctxkeep.service.model import Budget, EntryHead, Item, Request, Result, Texts
+from ctxkeep.service.store import reading
 
 #: ``ctx_fetch``'s token budget for all texts when none is given (an agent's context)
 AGENT_FETCH_BUDGET = 8000
@@ -117,11 +118,9 @@ def fetch(home: Path, req: FetchRequest) -> FetchResult:
     media directory that cannot be made, ``StoreError`` for a missing or damaged
     store."""
     from ctxkeep.query.fetch import fetch as run
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import short_session_ids
 
-    conn = sqlite_store.connect(Path(home), readonly=True, mmap=True)
-    try:
+    with reading(home, mmap=True) as conn:
         rows, problems = run(
             conn,
             req.ids,
@@ -131,8 +130,6 @@ def fetch(home: Path, req: FetchRequest) -> FetchResult:
             media=isinstance(req, ShowRequest) and (req.media or req.media_dir is not None),
         )
         short = short_session_ids(conn, [r.session_id for r in rows])
-    finally:
-        conn.close()
     if not rows:
         raise NotFound(
             "; ".join(problems) or "nothing to show", where="ids", hint="search hits give entry ids"

@@ -1,6 +1,6 @@
 """Ingest: ``ingest(home, IngestRequest, IngestProgress) -> IngestOutcome`` and
 ``dry_run(home, IngestRequest) -> IngestOutcome`` (``ctxkeep ingest``, the hooks'
-detached worker).
+detached worker: ``hooks.worker.ingest_file``).
 
 What is decided here, once for every front end:
 
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError
+from ctxkeep.service.store import reading
 
 #: a run of at most this many new bytes (the hook path's few lines; the engine's
 #: ``DEFER_ANALYTICS_BYTES``) builds the token counter before the engine loads Polars:
@@ -46,13 +47,16 @@ class IngestRequest:
     """What to ingest: ``agents`` (names from ``schema.AGENTS``; empty: every agent),
     ``paths`` (files or folders instead of discovery; empty: discover), ``prefect``
     (``--prefect/--no-prefect``; None: a flow run when a Prefect server is found),
-    ``task_runner`` (``pipeline.cluster.parse_task_runner``'s syntax; None: threads).
+    ``task_runner`` (``pipeline.cluster.parse_task_runner``'s syntax; None: threads),
+    ``catch_up_analytics`` (False: a run with nothing new leaves a DuckDB that is behind
+    to its readers, as the hooks' worker wants; True: it syncs it).
     ``check()`` raises UsageError for a bad task runner."""
 
     agents: tuple[str, ...] = ()
     paths: tuple[Path, ...] = ()
     prefect: bool | None = None
     task_runner: str | None = None
+    catch_up_analytics: bool = True
 
     def check(self):
         """The parsed task runner (None for the engine's own threads). Raises
@@ -113,7 +117,7 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
     try:
         p = plan(home, conn, agents=agents, paths=paths)
         # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
-        behind = not p.todo and sqlite_store.analytics_behind(conn, home)
+        behind = req.catch_up_analytics and not p.todo and sqlite_store.analytics_behind(conn, home)
         held = None if p.todo or behind else _held_back(home, conn)  # nothing will change it
     finally:
         conn.close()
@@ -221,12 +225,8 @@ def _held_back(home: Path, conn=None) -> list[dict]:
     """``pipeline.summary.held_back`` of the store at ``home`` (what a later ingest
     reads), through ``conn`` when given."""
     from ctxkeep.pipeline.summary import held_back
-    from ctxkeep.sinks import sqlite as sqlite_store
 
     if conn is not None:
         return held_back(conn)
-    conn = sqlite_store.connect(home, readonly=True)
-    try:
+    with reading(home) as conn:
         return held_back(conn)
-    finally:
-        conn.close()

@@ -24,6 +24,7 @@ from pydantic import Field, model_validator
 from ctxkeep.errors import UsageError
 from ctxkeep.service.model import Names, Request, Shape, When
 from ctxkeep.service.shapes import PROBLEMS
+from ctxkeep.service.store import reading
 
 #: called with one line before a flow run starts Prefect's temporary server (15-50 s)
 Notify = Callable[[str], None] | None
@@ -40,18 +41,14 @@ def _run_flow(home: Path, name: str, notify: Notify, **params: Any) -> dict:
     """Run the ``<name>_flow`` of ``flows.maintenance`` on the store at ``home``: a
     damaged store fails first (StoreDamaged), before Prefect's server starts."""
     from ctxkeep.flows.prefect_env import configure_prefect
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.files import STORE_DB
 
     if (home / STORE_DB).exists():
-        conn = sqlite_store.connect(home, readonly=True)
-        try:
+        with reading(home) as conn:
             if name == "reindex":  # it reads every page anyway: check them all first
                 from ctxkeep.sinks.sqlite.store_safety import check_integrity
 
                 check_integrity(conn, home / STORE_DB)
-        finally:
-            conn.close()
     configure_prefect(home)
     from ctxkeep.flows import maintenance as maintenance_flows
 
@@ -100,6 +97,11 @@ class ReindexResult(Shape):
     grams_rows: int | None = Field(None, description="chunks with substring terms")
     facets_changed: int | None = Field(None, description="chunks whose filter facets changed")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did")
+    from_vault: dict[str, Any] | None = Field(
+        None,
+        description="files the agents deleted, derived again from the vault first (missing or an older "
+        "parser's): files and diff, as `reparse --json`",
+    )
     seconds: float | None = Field(None, description="wall time")
 
 
@@ -243,6 +245,38 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(h).is_loopback
     except ValueError:
         return False
+
+
+def port_free(host: str, port: int) -> bool:
+    """True when a server could listen on ``host:port`` now: a test bind with
+    ``SO_REUSEADDR`` (as uvicorn binds, so a closed connection's TIME_WAIT does not
+    count as taken); False when something listens there (EADDRINUSE) or the address
+    cannot be bound here. ``port`` 0 is never asked."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    fam, _, _, _, addr = infos[0]
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(addr)
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str) -> int:
+    """A TCP port free on ``host`` right now (the kernel's pick). Raises OSError when
+    ``host`` cannot be bound."""
+    import socket
+
+    fam, _, _, _, addr = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.bind(addr)
+        return int(s.getsockname()[1])
 
 
 class ServeRequest(Request):

@@ -35,6 +35,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    model_validator,
 )
 from pydantic import ValidationInfo as _Info
 
@@ -191,6 +192,20 @@ When = Annotated[
     AfterValidator(_when),
     Field(description="a date (a whole day), a datetime (UTC unless it names an offset) or an age: 7d, 12h"),
 ]
+
+
+def _in_order(req: Any) -> Any:
+    """Raise UsageError when the request's ``since`` is after its ``until``
+    (``timeutil.check_window``)."""
+    from ctxkeep.timeutil import check_window
+
+    check_window(req.since, req.until)
+    return req
+
+
+#: the validator of a request with ``since`` and ``until`` (``When`` fields):
+#: ``_window = window_in_order``
+window_in_order = model_validator(mode="after")(_in_order)
 
 
 class Request(BaseModel):

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from ctxkeep.service.model import AgentNames, Request, Row, Shape
+from ctxkeep.service.store import reading
 
 #: lines listed when no limit is given
 DEFAULT_QUARANTINE_LIMIT = 100
@@ -64,26 +65,18 @@ class QuarantineShow(QuarantineLine, Shape):
 def quarantine(home: Path, req: QuarantineRequest) -> QuarantineList:
     """The quarantined lines of ``req``, newest first. Raises StoreError."""
     from ctxkeep.query.quarantine import list_quarantine
-    from ctxkeep.sinks import sqlite as sqlite_store
 
-    conn = sqlite_store.connect(Path(home), readonly=True)
-    try:
+    with reading(home) as conn:
         rows, total = list_quarantine(conn, agents=req.agent, action=req.action, limit=req.limit)
-    finally:
-        conn.close()
     return QuarantineList(total=total, lines=[r.as_dict() for r in rows])
 
 
 def quarantined_line(home: Path, req: LineRequest) -> tuple[QuarantineShow, bytes]:
     """One line and its bytes as stored (redacted). Raises NotFound, StoreError."""
     from ctxkeep.query.quarantine import get_quarantined
-    from ctxkeep.sinks import sqlite as sqlite_store
 
-    conn = sqlite_store.connect(Path(home), readonly=True)
-    try:
+    with reading(home) as conn:
         line, raw = get_quarantined(conn, req.id)
-    finally:
-        conn.close()
     d = line.as_dict()
     d.pop("preview")
     shown = QuarantineShow(

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ctxkeep.errors import CtxkeepError, StoreError, UsageError
+from ctxkeep.errors import CtxkeepError, NothingStored, StoreError, UsageError
 from ctxkeep.service.model import Names, ProjectDir, Request, Shape
 
 REPORTS = ("daily", "weekly", "monthly", "session", "projects", "models", "blocks", "tools")
@@ -105,7 +105,10 @@ def report(home: Path, req: ReportRequest) -> ReportResult:
 
             con = lakeq.open_lake(req.lake)
         else:
-            con, stale = R.open_store(home)
+            try:
+                con, stale = R.open_store(home)
+            except NothingStored as e:  # an empty store: an empty report, rc 0
+                return ReportResult(**_json(R.Report(req.report, f, []), req.breakdown, [str(e)]))
         try:
             rep = _by_machine(con, req.report, f, one) if req.by else one(con)
         finally:
@@ -214,7 +217,7 @@ def _row_json_local(name: str, r, breakdown: bool) -> dict:
     return d
 
 
-def _json(rep, breakdown: bool) -> dict:
+def _json(rep, breakdown: bool, notes: list[str] | None = None) -> dict:
     from ctxkeep.query.reports import SCHEMA, ToolRow, totals
 
     f = rep.filters
@@ -237,7 +240,7 @@ def _json(rep, breakdown: bool) -> dict:
         "project": f.project,
         "rows": rows,
         "totals": tot,
-        "notes": rep.notes,
+        "notes": rep.notes if notes is None else notes,
     }
 
 

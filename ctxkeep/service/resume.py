@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ctxkeep.service.model import Budget, Item, ProjectDir, Request, Result
+from ctxkeep.service.store import reading
 
 DEFAULT_RESUME_BUDGET = 1500
 
@@ -55,13 +56,9 @@ def resume(home: Path, req: ResumeRequest) -> ResumeResult:
     Raises SessionNotFound, AmbiguousSession, NotFound (no session in the project),
     UsageError (a budget too small), StoreError."""
     from ctxkeep.query.resume import build_snapshot
-    from ctxkeep.sinks import sqlite as sqlite_store
 
     sid = (req.session or "").strip() or None
     project = None if sid else req.project
-    conn = sqlite_store.connect(Path(home), readonly=True)
-    try:
+    with reading(home) as conn:
         snap = build_snapshot(conn, sid, project_dir=project, budget=req.budget)
-    finally:
-        conn.close()
     return ResumeResult(**snap.as_dict())

@@ -30,7 +30,9 @@ from ctxkeep.service.model import (
     Texts,
     When,
     names_check,
+    window_in_order,
 )
+from ctxkeep.service.store import reading
 
 #: the most queries one call runs (more are dropped, with a note)
 MAX_QUERIES = 10
@@ -72,12 +74,7 @@ class SearchFilters(Request):
     until: When | None = Field(None, description="up to this UTC time, inclusive (a date: that whole day)")
     status: StatusNames | None = Field(None, description="active, archived, consumed, rewound")
 
-    @model_validator(mode="after")
-    def _window(self):
-        from ctxkeep.timeutil import check_window
-
-        check_window(self.since, self.until)
-        return self
+    _window = window_in_order
 
 
 class SearchRequest(Request):
@@ -196,7 +193,6 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
     ``AmbiguousSession`` for a session filter, ``UsageError`` for a bad filter value."""
     from ctxkeep.query.search import Filters
     from ctxkeep.query.search import search as run
-    from ctxkeep.sinks import sqlite as sqlite_store
 
     notes = list(req.notes)
     queries = [q for q in req.queries if q.strip()]
@@ -206,14 +202,11 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
     f = req.filters
     filters = Filters(**{k: getattr(f, k) for k in SearchFilters.model_fields})
     per_query = None if req.budget is None else max(1, req.budget // len(queries))
-    conn = sqlite_store.connect(Path(home), readonly=True, mmap=True)
-    try:
+    with reading(home, mmap=True) as conn:
         results = [
             run(conn, q, filters=filters, limit=req.limit, budget_tokens=per_query, raw=req.raw)
             for q in queries
         ]
-    finally:
-        conn.close()
     return SearchResult(
         results=[
             QueryHits(

@@ -10,12 +10,12 @@ when the home holds no store.
 
 from __future__ import annotations
 
-from contextlib import closing
 from pathlib import Path
 
 from pydantic import Field
 
 from ctxkeep.service.model import Item, Request, Result
+from ctxkeep.service.store import reading
 
 
 class SecretsRequest(Request):
@@ -79,9 +79,8 @@ class SecretsResult(Result):
 
 def secrets_report(home: Path, req: SecretsRequest) -> SecretsResult:
     from ctxkeep.query.secrets import secrets_report as run
-    from ctxkeep.sinks import sqlite as sqlite_store
 
-    with closing(sqlite_store.connect(Path(home), readonly=True)) as conn:
+    with reading(home) as conn:
         return SecretsResult.model_validate(run(conn, top_sessions=req.top))
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from ctxkeep.service.model import AgentNames, Item, ProjectDir, Request, Result, When
+from ctxkeep.service.model import AgentNames, Item, ProjectDir, Request, Result, When, window_in_order
+from ctxkeep.service.store import reading
 
 
 class SessionsRequest(Request):
@@ -19,12 +20,7 @@ class SessionsRequest(Request):
     since: When | None = Field(None, description="sessions active from this UTC time on, inclusive")
     until: When | None = Field(None, description="sessions started up to this UTC time, inclusive")
 
-    @model_validator(mode="after")
-    def _window(self):
-        from ctxkeep.timeutil import check_window
-
-        check_window(self.since, self.until)
-        return self
+    _window = window_in_order
 
 
 class SessionRow(Item):
@@ -55,10 +51,8 @@ def sessions(home: Path, req: SessionsRequest) -> SessionsResult:
     """The sessions of the store at ``home`` that match ``req``. Raises StoreError."""
     from ctxkeep.query.search.parse import parse_when
     from ctxkeep.query.sessions import list_sessions
-    from ctxkeep.sinks import sqlite as sqlite_store
 
-    conn = sqlite_store.connect(Path(home), readonly=True)
-    try:
+    with reading(home) as conn:
         rows, source = list_sessions(
             conn,
             Path(home),
@@ -67,6 +61,4 @@ def sessions(home: Path, req: SessionsRequest) -> SessionsResult:
             since=parse_when(req.since),
             until=parse_when(req.until, upper=True),
         )
-    finally:
-        conn.close()
     return SessionsResult(source=source, sessions=[r.as_dict() for r in rows])

@@ -52,8 +52,7 @@ class IngestResult(Shape):
 
 
 class SettingsChange(Row):
-    """One agent's settings file changed (an array from before versioning: kept for
-    existing scripts)."""
+    """One agent's settings file changed."""
 
     agent: str = Field(description="agent name")
     path: str | None = Field(None, description="the settings file")
@@ -67,8 +66,15 @@ class SettingsChange(Row):
     agent_command: Any = Field(None, description="(mcp install) the agent's own command for it")
 
 
+class SettingsChanges(Shape):
+    """What changed in each agent's settings (`ctxkeep hooks install|uninstall --json`,
+    `ctxkeep mcp install|uninstall --json`)."""
+
+    agents: list[SettingsChange] = Field(description="one per agent")
+
+
 class HookStatus(Row):
-    """One agent's hooks (an array from before versioning: kept for existing scripts)."""
+    """One agent's hooks."""
 
     agent: str = Field(description="agent name")
     scope: str | None = Field(None, description="user or project")
@@ -81,6 +87,12 @@ class HookStatus(Row):
     )
     injection: Any = Field(None, description="where the agent takes the snapshot")
     notes: list[str] | None = Field(None, description="one line each")
+
+
+class HooksStatus(Shape):
+    """Which of ctxkeep's hooks each agent has (`ctxkeep hooks status --json`)."""
+
+    agents: list[HookStatus] = Field(description="one per agent")
 
 
 class ReportHtml(Shape):

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from ctxkeep.service.model import Request, Row, Shape
+from ctxkeep.service.store import reading
 
 
 class SourcesRequest(Request):
@@ -19,7 +20,7 @@ class SourcesRequest(Request):
 
 
 class SourceRow(Row):
-    """One agent (an array from before versioning: kept for existing scripts)."""
+    """One agent."""
 
     agent: str = Field(description="agent name")
     enabled: bool | None = Field(None, description="false when turned off in config.toml or CTXKEEP_DISABLE")
@@ -49,7 +50,7 @@ class SourceRow(Row):
 
 
 class SourcesResult(Shape):
-    """One row per agent, and config.toml's warnings."""
+    """What was found per agent, and config.toml's warnings (`ctxkeep sources --json`)."""
 
     rows: list[SourceRow] = Field(description="one per agent")
     warnings: list[str] = Field(description="config.toml's unknown keys, each with the closest valid one")
@@ -105,7 +106,6 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
     """
     from ctxkeep import config as cfgmod
     from ctxkeep.query.stats import agent_counts
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.files import STORE_DB
     from ctxkeep.sources import SOURCES, discover_all
     from ctxkeep.sources.contract import DiscoveryContext
@@ -124,8 +124,7 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
     from ctxkeep.pipeline.summary import held_back, held_back_line
 
     if (home / STORE_DB).exists():
-        conn = sqlite_store.connect(home, readonly=True)
-        try:
+        with reading(home) as conn:
             counts = agent_counts(conn)
             for r in held_back(conn):
                 held.setdefault(r["agent"], []).append(r)
@@ -135,8 +134,6 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
                 note = json.loads(state or "{}").get("note")
                 if note and note not in notes.setdefault(agent, []):
                     notes[agent].append(note)
-        finally:
-            conn.close()
     rows = []
     for d in discoveries:
         c = counts.get(d.agent, {})

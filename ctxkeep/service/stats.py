@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ctxkeep.service.model import Item, Request, Result
+from ctxkeep.service.store import reading
 
 
 class StatsRequest(Request):
@@ -80,10 +81,6 @@ def stats(home: Path, req: StatsRequest) -> StatsResult:
     """The figures of the store at ``home``. Raises ``StoreError`` when there is no
     readable store."""
     from ctxkeep.query.stats import store_stats
-    from ctxkeep.sinks import sqlite as sqlite_store
 
-    conn = sqlite_store.connect(Path(home), readonly=True)
-    try:
+    with reading(home) as conn:
         return StatsResult(**store_stats(conn, Path(home)))
-    finally:
-        conn.close()

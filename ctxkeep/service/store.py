@@ -6,9 +6,26 @@ an error is being turned into its line)."""
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError, FileSystemError, StoreError, from_os_error
+
+
+@contextmanager
+def reading(home: str | os.PathLike, *, mmap: bool = False) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the store at ``home`` (``sinks.sqlite.connect``;
+    ``mmap``: memory-mapped reads, for searches and fetches), closed on leaving. Raises
+    StoreError when there is no readable store."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(Path(home), readonly=True, mmap=mmap)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def resolve_home(given: str | os.PathLike | None = None) -> Path:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from ctxkeep.service.model import Result
 from ctxkeep.service.sessions import SessionRow, SessionsRequest, sessions
+from ctxkeep.service.store import reading
 
 #: a tool result longer than this (UTF-8 bytes) is shown as its head and tail
 RESULT_BYTES = 32_000
@@ -104,6 +104,13 @@ class TranscriptRequest(BaseModel):
     #: the store's session index when the caller holds it already (the app shares one
     #: per store change): not asked again
     index: list[SessionRow] | None = None
+    #: read the texts (and media) of one page of this many turns only (None: every
+    #: turn's): page ``page`` (0-based, clamped), or the page holding the entry ``focus``
+    #: (an entry id, or a tool result's: its call's page); the other turns carry their
+    #: ids, kinds, roles, tools and times, no text (``TranscriptResult.window``)
+    page_turns: int | None = Field(None, ge=1)
+    page: int = 0
+    focus: str | None = None
 
 
 class TranscriptResult(Result):
@@ -114,6 +121,9 @@ class TranscriptResult(Result):
     session: SessionSummary
     subagents: list[SessionSummary] = Field(default_factory=list)
     turns: list[Turn] = Field(default_factory=list)
+    #: ``(start, stop)``: only ``turns[start:stop]`` carry their texts, results and
+    #: media (a ``page_turns`` request); None: every turn does
+    window: tuple[int, int] | None = None
 
     @property
     def messages(self) -> int:
@@ -125,12 +135,11 @@ def transcripts(req: TranscriptRequest) -> Iterator[TranscriptResult]:
     session named twice comes once), one at a time (a store's whole history never
     sits in memory). Raises StoreError (no store), SessionNotFound /
     AmbiguousSession (a bad reference; raised before the first result)."""
-    from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.sqlite.lookup import resolve_session
 
     index = req.index if req.index is not None else session_index(SessionIndexRequest(home=req.home)).sessions
     by_id = {s.session_id: s for s in index}
-    with closing(sqlite_store.connect(req.home, readonly=True)) as conn:
+    with reading(req.home) as conn:
         if req.sessions is None:
             wanted = [s.session_id for s in index]
         else:
@@ -143,11 +152,31 @@ def transcripts(req: TranscriptRequest) -> Iterator[TranscriptResult]:
                     ended=None, messages=0, tool_calls=0, tokens=0, token_estimate=0, cost_usd=None, title="", depth=0,
                 )  # fmt: skip
             kids = [s for s in index if s.parent_session_id == sid]
-            yield _transcript(conn, summary, kids)
+            yield _transcript(conn, summary, kids, req)
+
+
+def turn_window(
+    turns: list[Turn], size: int, page: int = 0, focus: str | None = None
+) -> tuple[int, int, int]:
+    """The page of ``size`` turns of ``turns``: ``(start, stop, pages)`` for page
+    ``page`` (0-based, clamped), or for the page holding ``focus`` (an entry id, or a
+    tool result's id: its call's page) when a turn has it."""
+    pages = max(1, -(-len(turns) // size))
+    if focus:
+        at = next(
+            (i for i, x in enumerate(turns) if x.entry_id and focus in (x.entry_id, x.result_entry_id)), None
+        )
+        if at is not None:
+            page = at // size
+    page = min(max(page, 0), pages - 1)
+    return page * size, min((page + 1) * size, len(turns)), pages
 
 
 def _transcript(
-    conn: sqlite3.Connection, summary: SessionSummary, kids: list[SessionSummary]
+    conn: sqlite3.Connection,
+    summary: SessionSummary,
+    kids: list[SessionSummary],
+    req: TranscriptRequest | None = None,
 ) -> TranscriptResult:
     from ctxkeep.query.fetch import cut_text
     from ctxkeep.query.sessions import error_flag, is_compaction, session_rows
@@ -162,39 +191,32 @@ def _transcript(
     def text_of(chash: str | None) -> str:
         return (content_text(conn, chash) if chash else "") or ""
 
+    # the turns in order first, their texts after (only those of the window are read):
+    # turn id -> (its content hash, its result's content hash, is a result alone)
+    texts: dict[int, tuple[str | None, str | None, bool]] = {}
     turns: list[Turn] = []
     for eid, agent, sid, _proj, ts, role, kind, tool, chash, _nbytes, _tok, native in rows:
         if is_compaction(agent, role, kind, tool):
-            turns.append(
-                Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind="compaction", text=text_of(chash))
-            )
-        elif kind == "message":
-            turns.append(Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind, text=text_of(chash)))
+            turns.append(Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind="compaction"))
+        elif kind in ("message", "thinking", "summary"):
+            turns.append(Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind))
         elif kind == "tool_call":
-            t = Turn(
-                entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind, tool_name=tool, text=text_of(chash)
-            )
+            t = Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind, tool_name=tool)
             res = results.get((sid, native)) if native else None
             if res is not None:
                 used.add(res[0])
-                whole = text_of(res[8])
                 t.result_entry_id = res[0]
-                t.result_bytes = len(whole.encode("utf-8", "surrogatepass"))
-                t.result_error = error_flag(whole[:400])
-                t.result_text = cut_text(whole, res[0], RESULT_BYTES).text
+            texts[id(t)] = (chash, res[8] if res is not None else None, False)
             turns.append(t)
-        elif kind in ("thinking", "summary"):
-            turns.append(Turn(entry_id=eid, session_id=sid, ts=ts, role=role, kind=kind, text=text_of(chash)))
+            continue
+        else:
+            continue
+        texts[id(turns[-1])] = (chash, None, False)
     for r in rows:  # results whose call is not stored (a cut transcript)
         if r[6] == "tool_result" and r[0] not in used:
-            whole = text_of(r[8])
-            turns.append(
-                Turn(
-                    entry_id=r[0], session_id=r[2], ts=r[4], role=r[5], kind="tool_result", tool_name=r[7],
-                    text=cut_text(whole, r[0], RESULT_BYTES).text,
-                    result_bytes=len(whole.encode("utf-8", "surrogatepass")), result_error=error_flag(whole[:400]),
-                )
-            )  # fmt: skip
+            t = Turn(entry_id=r[0], session_id=r[2], ts=r[4], role=r[5], kind="tool_result", tool_name=r[7])
+            texts[id(t)] = (r[8], None, True)
+            turns.append(t)
     for k in kids:  # where each sub-agent started
         turns.append(
             Turn(
@@ -207,8 +229,30 @@ def _transcript(
             )
         )
     turns.sort(key=lambda t: t.ts or "")  # stable: the store's order within one time
-    stored = media_for(conn, [t.entry_id for t in turns if t.entry_id])
-    for t in turns:
+    window = None
+    lo, hi = 0, len(turns)
+    if req is not None and req.page_turns is not None:
+        lo, hi, _pages = turn_window(turns, req.page_turns, req.page, req.focus)
+        window = (lo, hi)
+    shown = turns[lo:hi]
+    for t in shown:
+        if id(t) not in texts:
+            continue
+        chash, result_hash, alone = texts[id(t)]
+        whole = text_of(chash)
+        if alone:  # a tool result without its call
+            t.text = cut_text(whole, t.entry_id, RESULT_BYTES).text
+            t.result_bytes = len(whole.encode("utf-8", "surrogatepass"))
+            t.result_error = error_flag(whole[:400])
+            continue
+        t.text = whole
+        if t.result_entry_id is not None:
+            result = text_of(result_hash)
+            t.result_bytes = len(result.encode("utf-8", "surrogatepass"))
+            t.result_error = error_flag(result[:400])
+            t.result_text = cut_text(result, t.result_entry_id, RESULT_BYTES).text
+    stored = media_for(conn, [t.entry_id for t in shown if t.entry_id])
+    for t in shown:
         for m in stored.get(t.entry_id, []):
             t.media.append(
                 Media(
@@ -217,4 +261,4 @@ def _transcript(
                     data_base64=base64.b64encode(m.data).decode("ascii"),
                 )
             )
-    return TranscriptResult(session=summary, subagents=kids, turns=turns)
+    return TranscriptResult(session=summary, subagents=kids, turns=turns, window=window)

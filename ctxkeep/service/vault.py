@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ctxkeep.service.model import AgentNames, Request, Result, When
+from ctxkeep.service.store import reading
 
 
 class AtRisk(BaseModel):
@@ -78,14 +79,10 @@ def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
     res = VaultStatusResult.model_validate(run(req.home, ctx))
     risky = [x for a in res.agents for x in a.at_risk]
     if risky:  # a purged file is at risk by choice: ingest skips it (its tombstone)
-        from ctxkeep.sinks import sqlite as sqlite_store
         from ctxkeep.sinks.sqlite.delete import purges_of_files
 
-        conn = sqlite_store.connect(Path(req.home), readonly=True)
-        try:
+        with reading(req.home) as conn:
             purged = purges_of_files(conn)
-        finally:
-            conn.close()
         for x in risky:
             x.purged = purged.get(x.path)
     return res
@@ -125,6 +122,8 @@ class VaultRestoreRequest(Request):
     force: bool = False
     all_missing: bool = False
     user_home: Path | None = None
+    generation: int | None = Field(None, ge=1, description="generation N of each file (1: the first kept)")
+    at: When = None
 
 
 class RestoredFile(BaseModel):
@@ -142,6 +141,10 @@ class VaultRestoreResult(Result):
 
     session: str | None = Field(description="the session id (null with --all-missing)")
     files: list[RestoredFile] = Field(description="one per file written")
+    skipped_rows: list[str] = Field(
+        default_factory=list,
+        description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
+    )
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
@@ -152,6 +155,11 @@ def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
 
     if (req.session is None) == (not req.all_missing):
         raise UsageError("give a SESSION or --all-missing (not both)", where="vault restore")
+    if req.generation is not None and req.at is not None:
+        raise UsageError("--generation and --at exclude each other", where="vault restore", hint="give one")
+    from ctxkeep.timeutil import when_bound
+
+    at = when_bound(req.at, upper=True, where="--at")
     return VaultRestoreResult.model_validate(
         run(
             req.home,
@@ -160,6 +168,8 @@ def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
             force=req.force,
             all_missing=req.all_missing,
             user_home=req.user_home,
+            generation=req.generation,
+            at=at,
         )
     )
 

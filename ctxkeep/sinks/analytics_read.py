@@ -15,9 +15,10 @@ from pathlib import Path
 
 import duckdb
 
-from ctxkeep.errors import CtxkeepError, StoreError
+from ctxkeep.errors import CtxkeepError, NothingStored, StoreError
 from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.analytics_file import analytics_held
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 
 
@@ -72,7 +73,7 @@ def open_readonly(
                 hint="run `ctxkeep ingest`: it rebuilds it from store.db",
             )
         if (Path(home) / STORE_DB).exists():  # ingested, but no session file held any usage yet
-            raise StoreError(
+            raise NothingStored(
                 "no usage stored yet",
                 where=str(path),
                 hint="`ctxkeep sources` shows where ctxkeep looks for session files",
@@ -81,7 +82,7 @@ def open_readonly(
     try:
         return duckdb.connect(str(path), read_only=True), lag
     except duckdb.IOException as e:
-        if "lock" not in str(e).lower():
+        if not analytics_held(e):
             raise _damaged(path, e) from e
     except duckdb.Error as e:
         raise _damaged(path, e) from e

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -36,6 +37,9 @@ import pyarrow.fs as pafs
 
 from ctxkeep import timeutil
 from ctxkeep.errors import StoreError, UsageError
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 #: the Hive partition columns, outermost first
 PARTITIONS = ("machine", "agent", "month")
@@ -68,7 +72,7 @@ class Lake:
     url: str
     root: str
     local: bool
-    fsspec: object | None = None
+    fsspec: AbstractFileSystem | None = None
     protocol: str | None = None
 
     @cached_property
@@ -189,7 +193,9 @@ def has_parts(lake: Lake, table: str) -> bool:
     try:
         if lake.local:
             return next(Path(lake.root).glob(pattern), None) is not None
-        return bool(lake.fsspec.glob(lake.path(pattern)))
+        fs = lake.fsspec
+        assert fs is not None  # a lake that is not local is an fsspec URL
+        return bool(fs.glob(lake.path(pattern)))
     except OSError as e:
         raise StoreError(
             f"cannot read the lake: {_first_line(e)}", where=lake.url, hint="check the URL"
@@ -227,9 +233,9 @@ def list_machine_files(lake: Lake, table: str, machine: str) -> dict[tuple[str, 
     return out
 
 
-def remove_staging(lake: Lake, table: str, owner: str) -> int:
+def remove_staging(lake: Lake, table: str, owner: str | None) -> int:
     """Delete staging directories ``<table>/_staging-<owner>-*`` (left by a killed
-    export of this store). Returns how many."""
+    export of this store; ``owner`` None: a store without a machine id). Returns how many."""
 
     base = lake.path(table)
     try:
@@ -248,14 +254,15 @@ def write_partitions(
     lake: Lake,
     table: str,
     data,
-    owner: str,
+    owner: str | None,
     *,
     on_file: Callable[[str], None] | None = None,
 ) -> dict[tuple[str, str], list[tuple[str, int]]]:
     """Write ``data`` (a ``pyarrow.Table`` holding the ``PARTITIONS`` columns, one machine)
     under ``<table>/`` as Hive partitions, ZSTD-compressed, through
     ``pyarrow.dataset.write_dataset``: into a staging directory first, then each file
-    renamed into its partition, named ``part-<owner>-<UTC stamp>-<token>-<n>.parquet``.
+    renamed into its partition, named ``part-<owner>-<UTC stamp>-<token>-<n>.parquet``
+    (``owner`` None, a store without a machine id: ``part-None-…``).
     ``on_file(final_path)`` is called after each rename (a test kills the run there).
     Returns ``{(agent, month): [(final path, bytes)]}``. On failure the staging
     directory is removed and the exception re-raised; files already renamed stay

@@ -44,6 +44,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxkeep.sinks.analytics_file import set_aside_damaged_analytics
 from ctxkeep.sinks.files import ANALYTICS_DB, ANALYTICS_WAL, STORE_DB
 from ctxkeep.sinks.sqlite import intents, store_safety
 from ctxkeep.sinks.sqlite.connection import write
@@ -51,10 +52,6 @@ from ctxkeep.sinks.sqlite.intents import Intent, kill_point
 from ctxkeep.sinks.sqlite.status import EntryChanges, Relocation, StatusChange, apply_changes
 from ctxkeep.sinks.sqlite.sync_marks import mark_analytics_synced
 from ctxkeep.timeutil import now_iso
-
-#: a DuckDB database file: 8 bytes of checksum, then the magic (DuckDB storage format,
-#: ``MainHeader::MAGIC_BYTES``, duckdb/src/storage/storage_info.cpp)
-DUCKDB_MAGIC = b"DUCK"
 
 
 @dataclass
@@ -80,8 +77,9 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
     """Delete ``analytics.duckdb`` (and its WAL) and rebuild it from SQLite
     (``sinks.duckdb.sync(rebuild=True)``, then ``mark_analytics_synced``), so no
     deleted row survives in DuckDB's free blocks. Returns ``(ok, one-line note)``;
-    never raises."""
-    for name in (ANALYTICS_DB, ANALYTICS_WAL):
+    never raises. The WAL is deleted first: a process killed between the two deletes
+    must not leave a WAL that the next open replays onto a new file."""
+    for name in (ANALYTICS_WAL, ANALYTICS_DB):
         try:
             (Path(home) / name).unlink()
         except FileNotFoundError:
@@ -117,44 +115,6 @@ def sync_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
             f"analytics store not updated ({type(e).__name__}: {(str(e).splitlines() or [''])[0]}); "
             "the next ingest catches up"
         )
-
-
-def analytics_file_problem(home: Path) -> str | None:
-    """Why ``<home>/analytics.duckdb`` is not a DuckDB database by its first 12 bytes
-    (shorter, or no ``DUCK`` magic at offset 8), or None (missing, empty or sound).
-    Reads 12 bytes; imports no DuckDB."""
-    p = Path(home) / ANALYTICS_DB
-    try:
-        with open(p, "rb") as f:
-            head = f.read(12)
-    except FileNotFoundError:
-        return None
-    if not head:
-        return None
-    if len(head) < 12 or head[8:12] != DUCKDB_MAGIC:
-        return "not a DuckDB database file (no DUCK magic at offset 8)"
-    return None
-
-
-def set_aside_damaged_analytics(home: Path) -> str | None:
-    """When ``analytics_file_problem`` finds ``analytics.duckdb`` damaged, move it (and
-    its WAL) aside as ``analytics.duckdb.damaged-<UTC>`` with one warning line on
-    stderr, so the next sync rebuilds it from SQLite (it is derived: nothing is lost).
-    Returns the new path, or None."""
-    why = analytics_file_problem(home)
-    if why is None:
-        return None
-    home = Path(home)
-    stamp = now_iso().replace(":", "").replace("-", "")
-    dest = home / f"{ANALYTICS_DB}.damaged-{stamp}"
-    (home / ANALYTICS_DB).replace(dest)
-    wal = home / ANALYTICS_WAL
-    if wal.exists():
-        wal.replace(home / f"{ANALYTICS_WAL}.damaged-{stamp}")
-    sys.stderr.write(
-        f"warning: {ANALYTICS_DB} is damaged ({why}); moved aside ({dest}), rebuilt from store.db\n"
-    )
-    return str(dest)
 
 
 # ---------------------------------------------------------------- runs

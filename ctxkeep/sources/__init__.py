@@ -8,7 +8,6 @@ when its agent is first looked up. Adding an agent is one new module registered 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from importlib import import_module
 from pathlib import Path
@@ -135,18 +134,25 @@ def file_mode(agent: str, path: str | Path) -> str | None:
     return src.mode_for(Path(path)) if isinstance(src, ModeByPath) else src.MODE
 
 
-@functools.lru_cache(maxsize=64)
-def _has_change_test(src) -> bool:
-    """``isinstance(src, ChangeTest)``, once per source (module or object): a runtime-checkable
-    Protocol's ``isinstance`` costs ~80 µs (its members are looked up each time), which
-    was ~15 % of a no-op ingest's plan over 5,000 files."""
-    return isinstance(src, ChangeTest)
+_CHANGE_TESTS: dict[object, ChangeTest | None] = {}
+
+
+def _change_test(src: Source) -> ChangeTest | None:
+    """``src`` when ``isinstance(src, ChangeTest)``, else None; once per source (module or
+    object): a runtime-checkable Protocol's ``isinstance`` costs ~80 µs (its members are
+    looked up each time), which was ~15 % of a no-op ingest's plan over 5,000 files."""
+    try:
+        return _CHANGE_TESTS[src]
+    except KeyError:
+        test = src if isinstance(src, ChangeTest) else None
+        _CHANGE_TESTS[src] = test
+        return test
 
 
 def needs_state(f: SourceFile) -> bool:
     """True when ``file_unchanged(f, wm)`` reads ``wm.state`` (a ``sqlite`` file's or a
     ``ChangeTest`` source's fingerprint); the default test reads the stat facts only."""
-    return f.mode == "sqlite" or _has_change_test(SOURCES[f.agent])
+    return f.mode == "sqlite" or _change_test(SOURCES[f.agent]) is not None
 
 
 def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
@@ -158,8 +164,9 @@ def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
     src = SOURCES[f.agent]
     if f.mode == "sqlite":
         return db_unchanged(f.path, wm, src.PARSER_VERSION)
-    if _has_change_test(src):
-        return src.unchanged(f, wm)
+    test = _change_test(src)
+    if test is not None:
+        return test.unchanged(f, wm)
     try:
         return is_unchanged(f.path.stat(), wm, src.PARSER_VERSION)
     except OSError:
@@ -234,5 +241,7 @@ def files_for_paths(paths: list[Path], agents: list[str] | None = None) -> tuple
                     found += 1
                     break
         if not found:
-            problems.append(f"{p}: no session file of a known agent found")
+            whose = "any agent" if not agents else "the agents asked (--agent)"
+            what = f"not a session file of {whose}" if p.is_file() else f"holds no session file of {whose}"
+            problems.append(f"{p}: {what}; skipped")
     return files, problems

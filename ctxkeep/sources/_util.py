@@ -129,8 +129,22 @@ def dict_at(obj: dict, key: Any) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def _nonempty(v: Any) -> str | None:
+def nonempty(v: Any) -> str | None:
+    """``v`` when it is a non-empty string, else None (a value read from an agent's JSON
+    or database column of any type)."""
     return v if isinstance(v, str) and v else None
+
+
+def relabel(entries: list[dict], agent: str, drop: str = "") -> list[dict]:
+    """``entries`` parsed by the parser a fork shares (Claude Code's, Codex's, Pi's) made
+    ``agent``'s: its name, and each usage key ``<agent>:<key>`` (``drop``, the shared
+    parser's own prefix, taken off first) so the fork's usage is counted as its own.
+    Returns ``entries``, changed in place."""
+    for e in entries:
+        e["agent"] = agent
+        if e.get("usage_key"):
+            e["usage_key"] = f"{agent}:{e['usage_key'].removeprefix(drop)}"
+    return entries
 
 
 def tool_call_entry(base: dict, call_id: Any, name: Any, args: Any) -> dict:
@@ -141,8 +155,8 @@ def tool_call_entry(base: dict, call_id: Any, name: Any, args: Any) -> dict:
         base,
         role="assistant",
         kind="tool_call",
-        native_id=_nonempty(call_id),
-        tool_name=_nonempty(name),
+        native_id=nonempty(call_id),
+        tool_name=nonempty(name),
         text="" if args is None else compact_json(args),
     )
 
@@ -169,8 +183,8 @@ def openai_tool_calls(calls: Any, base: dict, start: int = 0) -> list[dict]:
                 part=start + len(out),
                 role="assistant",
                 kind="tool_call",
-                native_id=_nonempty(call.get("id")),
-                tool_name=_nonempty(fn.get("name")) or _nonempty(call.get("name")),
+                native_id=nonempty(call.get("id")),
+                tool_name=nonempty(fn.get("name")) or nonempty(call.get("name")),
                 text=args if isinstance(args, str) else "" if args is None else compact_json(args),
             )
         )
@@ -202,7 +216,7 @@ def openai_message_entries(
     text = text_of(msg.get("content"))
     if role == "assistant":
         out: list[dict] = []
-        reasoning = next((msg[k] for k in reasoning_keys if _nonempty(msg.get(k))), None)
+        reasoning = next((msg[k] for k in reasoning_keys if nonempty(msg.get(k))), None)
         if reasoning:
             out.append(dict(base, part=0, role="assistant", kind="thinking", text=reasoning))
         if text:
@@ -215,8 +229,8 @@ def openai_message_entries(
                 part=0,
                 role="tool",
                 kind="tool_result",
-                native_id=_nonempty(msg.get("tool_call_id")),
-                tool_name=_nonempty(msg.get("name")),
+                native_id=nonempty(msg.get("tool_call_id")),
+                tool_name=nonempty(msg.get("name")),
                 text=text,
             )
         ]
@@ -295,7 +309,7 @@ def sqlite_time_iso(v: Any) -> str | None:
     """A SQLite ``TIMESTAMP`` text (``YYYY-MM-DD HH:MM:SS[.f]``, UTC, as
     ``CURRENT_TIMESTAMP`` writes it; an ISO-8601 text passes through) as ISO-8601 text
     with ``Z`` when it names no offset; None for anything else."""
-    s = _nonempty(v)
+    s = nonempty(v)
     if not s:
         return None
     s = s.replace(" ", "T", 1)

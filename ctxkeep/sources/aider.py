@@ -41,6 +41,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ctxkeep.sources import _homescan
 from ctxkeep.sources.contract import (
@@ -158,7 +159,7 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
     unless ``idle`` (then ``state["complete"] = False``)."""
     fid = hashlib.sha256(src.encode()).hexdigest()[:8]
     blocks: list[dict] = []  # {type, start, lines, session, ts, model}
-    cur = None
+    cur: dict[str, Any] | None = None
     sess = {"id": f"aider-{fid}-preamble", "ts": None, "model": None}
     pos = 0
     for line_b in raw.splitlines(keepends=True):
@@ -279,7 +280,7 @@ def _input_times(path: Path) -> list[tuple[str | None, str]]:
 def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:
     """Entries of ``.aider.input.history``: one ``meta`` entry per input."""
     out: list[dict] = []
-    cur = None
+    cur: dict[str, Any] | None = None
     pos = 0
     sid = f"aider-input:{project or src}"
     for line_b in raw.splitlines(keepends=True):

@@ -255,6 +255,10 @@ def session_models(conn) -> dict[str, str]:
     return out
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("sessions", "id"), ("messages", "session_id"))
+
+
 def reader(agent: str, parser_version: int):
     """The ``read(file, wm, batch_bytes)`` of a Go-opencode/Crush source.
 
@@ -271,7 +275,13 @@ def reader(agent: str, parser_version: int):
     watermark (``database read failed: …``, ``readers.sqlite.guarded``).
     """
     return database_reader(
-        agent, parser_version, _probe, _read_rows, "cannot open database", probe_errors=False
+        agent,
+        parser_version,
+        _probe,
+        _read_rows,
+        "cannot open database",
+        probe_errors=False,
+        vault=VAULT_TABLES,
     )
 
 

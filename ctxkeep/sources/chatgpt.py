@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import compact_json, dict_at, drop_media, epoch_iso
+from ctxkeep.sources._util import compact_json, dict_at, drop_media, epoch_iso, nonempty
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -92,10 +92,6 @@ def matches(path: Path) -> bool:
     return bool(_NAME.match(path.name)) and b'"mapping"' in file_head(path, (".json",), 65536)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _part_text(p: Any) -> str:
     if isinstance(p, str):
         return p
@@ -122,15 +118,21 @@ def content_text(c: dict) -> str:
         th = c.get("thoughts")
         items = [t for t in th if isinstance(t, dict)] if isinstance(th, list) else []
         return "\n\n".join(
-            "\n".join(x for x in (_str(t.get("summary")), _str(t.get("content"))) if x) for t in items
+            "\n".join(x for x in (nonempty(t.get("summary")), nonempty(t.get("content"))) if x) for t in items
         )
     if ct == "reasoning_recap":
         return str(c.get("content") or "")
     if ct in ("tether_quote", "tether_browsing_display"):
-        bits = [_str(c.get("title")), _str(c.get("url")), _str(c.get("text")) or _str(c.get("result"))]
+        bits = [
+            nonempty(c.get("title")),
+            nonempty(c.get("url")),
+            nonempty(c.get("text")) or nonempty(c.get("result")),
+        ]
         return "\n".join(b for b in bits if b)
     if ct == "user_editable_context":
-        return "\n\n".join(b for b in (_str(c.get("user_profile")), _str(c.get("user_instructions"))) if b)
+        return "\n\n".join(
+            b for b in (nonempty(c.get("user_profile")), nonempty(c.get("user_instructions"))) if b
+        )
     return compact_json(drop_media(c), 2000)
 
 
@@ -149,11 +151,11 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
     item that is not a conversation."""
     if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
         raise ValueError("not a ChatGPT conversation (no mapping)")
-    cid = _str(conv.get("conversation_id")) or _str(conv.get("id"))
+    cid = nonempty(conv.get("conversation_id")) or nonempty(conv.get("id"))
     if cid is None:
         raise ValueError("conversation without an id")
     mapping: dict = conv["mapping"]
-    active = _active_path(mapping, _str(conv.get("current_node")))
+    active = _active_path(mapping, nonempty(conv.get("current_node")))
     start = epoch_iso(conv.get("create_time"))
     base = {"agent": AGENT, "session_id": cid, "source_path": src, "source_offset": index, "part": 0}
     out: list[dict] = []
@@ -174,14 +176,14 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
             message_id=str(nid),
             parent_id=parent,
             ts=epoch_iso(msg.get("create_time")) or start,
-            native_id=_str(msg.get("id")) or str(nid),
+            native_id=nonempty(msg.get("id")) or str(nid),
             text=content_text(content),
         )
         if ct not in KNOWN_CONTENT:
             unknown(state, f"content:{ct}")
         hidden = bool(meta.get("is_visually_hidden_from_conversation"))
-        recipient = _str(msg.get("recipient")) or "all"
-        model = _str(meta.get("model_slug"))
+        recipient = nonempty(msg.get("recipient")) or "all"
+        model = nonempty(meta.get("model_slug"))
         if ct == "user_editable_context" or (role == "system" and hidden) or (hidden and not e["text"]):
             e.update(role="system", kind="meta", tool_name=ct or role)
         elif role == "user":
@@ -192,7 +194,9 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
             kind = "thinking" if ct in ("thoughts", "reasoning_recap") else "message"
             e.update(role="assistant", kind=kind, model=model)
         elif role == "tool":
-            e.update(role="tool", kind="tool_result", tool_name=_str(author.get("name")), native_id=parent)
+            e.update(
+                role="tool", kind="tool_result", tool_name=nonempty(author.get("name")), native_id=parent
+            )
         else:
             e.update(role="system", kind="meta", tool_name=role or "unknown")
         if not e["text"] and e["kind"] in ("message", "meta"):
@@ -200,7 +204,7 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
         out.append(e)
         if str(nid) not in active:
             rewound.append(str(nid))
-    title = _str(conv.get("title"))
+    title = nonempty(conv.get("title"))
     if title:
         out.append(
             dict(

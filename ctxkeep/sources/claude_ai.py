@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import compact_json, drop_media
+from ctxkeep.sources._util import compact_json, drop_media, nonempty
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -71,10 +71,6 @@ def matches(path: Path) -> bool:
     return path.name.startswith("conversations") and b'"chat_messages"' in file_head(path, (".json",), 65536)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _result_text(c: Any) -> str:
     if isinstance(c, str):
         return c
@@ -95,24 +91,24 @@ def _block(b: dict, e: dict, role: str, mid: str, state: dict) -> dict | None:
     if t == "thinking":
         return dict(e, role="assistant", kind="thinking", text=str(b.get("thinking") or b.get("text") or ""))
     if t == "tool_use":
-        name = _str(b.get("name"))
+        name = nonempty(b.get("name"))
         return dict(
             e,
             role="assistant",
             kind="tool_call",
             tool_name=name,
-            native_id=_str(b.get("id")) or f"{mid}:{name}",
+            native_id=nonempty(b.get("id")) or f"{mid}:{name}",
             text=compact_json(b.get("input")) if b.get("input") is not None else "",
         )
     if t == "tool_result":
-        name = _str(b.get("name"))
+        name = nonempty(b.get("name"))
         text = _result_text(b.get("content"))
         return dict(
             e,
             role="tool",
             kind="tool_result",
             tool_name=name,
-            native_id=_str(b.get("tool_use_id")) or f"{mid}:{name}",
+            native_id=nonempty(b.get("tool_use_id")) or f"{mid}:{name}",
             text=("[error] " + text) if b.get("is_error") else text,
         )
     if t == "voice_note":
@@ -132,26 +128,26 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
     item that is not a conversation."""
     if not isinstance(conv, dict) or not isinstance(conv.get("chat_messages"), list):
         raise ValueError("not a Claude.ai conversation (no chat_messages)")
-    cid = _str(conv.get("uuid"))
+    cid = nonempty(conv.get("uuid"))
     if cid is None:
         raise ValueError("conversation without a uuid")
     if not conv["chat_messages"]:
         return []  # a conversation started and never used: no session
-    start = _str(conv.get("created_at"))
+    start = nonempty(conv.get("created_at"))
     base = {"agent": AGENT, "session_id": cid, "source_path": src, "source_offset": index}
     out: list[dict] = []
     for i, m in enumerate(conv["chat_messages"]):
         if not isinstance(m, dict):
             continue
-        mid = _str(m.get("uuid")) or f"{cid}:{i}"
+        mid = nonempty(m.get("uuid")) or f"{cid}:{i}"
         sender = m.get("sender")
         role = "user" if sender == "human" else "assistant" if sender == "assistant" else "system"
         e = dict(
             base,
             record_id=mid,
             message_id=mid,
-            parent_id=_str(m.get("parent_message_uuid")),
-            ts=_str(m.get("created_at")) or start,
+            parent_id=nonempty(m.get("parent_message_uuid")),
+            ts=nonempty(m.get("created_at")) or start,
             native_id=mid,
         )
         got: list[dict] = []
@@ -160,7 +156,7 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
             for b in blocks:
                 if isinstance(b, dict) and (x := _block(b, e, role, mid, state)) is not None:
                     got.append(x)
-        elif _str(m.get("text")):
+        elif nonempty(m.get("text")):
             got.append(dict(e, role=role, kind="message" if role != "system" else "meta", text=m["text"]))
         for a in m.get("attachments") or []:
             if isinstance(a, dict):
@@ -175,7 +171,7 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
                     )
                 )
         for f in m.get("files") or []:
-            if isinstance(f, dict) and _str(f.get("file_name")):
+            if isinstance(f, dict) and nonempty(f.get("file_name")):
                 got.append(
                     dict(e, role="system", kind="meta", tool_name="file", text=f"[file {f['file_name']}]")
                 )
@@ -183,7 +179,7 @@ def conversation_entries(conv: Any, index: int, state: dict, src: str) -> list[d
             x["part"] = j
         out += got
     for key in ("name", "summary"):
-        v = _str(conv.get(key))
+        v = nonempty(conv.get(key))
         if v:
             digest = hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:12]
             out.append(

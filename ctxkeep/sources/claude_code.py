@@ -180,7 +180,7 @@ def init_state(file: SourceFile) -> dict:
     }
 
 
-def _session(rec: dict, state: dict) -> tuple[str, str | None]:
+def _session(rec: dict, state: dict) -> tuple[str | None, str | None]:
     """(session_id, parent_session_id) of a record: sub-agents and inline sidechains
     are sessions of their own, linked to the session that spawned them."""
     sid = rec.get("sessionId") or state.get("sid") or state.get("file_session")
@@ -260,7 +260,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             )
         ]
     if rtype == "system":
-        text = rec.get("content") if isinstance(rec.get("content"), str) else ""
+        content = rec.get("content")
+        text = content if isinstance(content, str) else ""
         sub = rec.get("subtype")
         kind = "summary" if sub == "away_summary" else "meta"
         return [

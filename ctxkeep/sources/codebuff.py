@@ -40,7 +40,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import as_float, compact_json, dict_at, json_object, tool_call_entry
+from ctxkeep.sources._util import as_float, compact_json, dict_at, json_object, nonempty, tool_call_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -81,10 +81,6 @@ def matches(path: Path) -> bool:
     return path.name == "chat-messages.json" and path.parent.parent.name == "chats"
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
@@ -110,7 +106,7 @@ class _Clock:
         self.hour = start.astimezone().hour if start else -1
 
     def at(self, raw: Any) -> str | None:
-        s = _str(raw)
+        s = nonempty(raw)
         if not s:
             return None
         m = _CLOCK.fullmatch(s)
@@ -142,12 +138,12 @@ def _ai_entries(blocks: list, e: dict) -> list[dict]:
             continue
         t = b.get("type")
         if t == "text":
-            text = _str(b.get("content"))
+            text = nonempty(b.get("content"))
             if text:
                 kind = "thinking" if b.get("textType") == "reasoning" else "message"
                 out.append(dict(e, role="assistant", kind=kind, text=text))
         elif t == "tool":
-            cid, name, inp = _str(b.get("toolCallId")), _str(b.get("toolName")), b.get("input")
+            cid, name, inp = nonempty(b.get("toolCallId")), nonempty(b.get("toolName")), b.get("input")
             out.append(tool_call_entry(e, cid, name, inp))
             if "output" in b:
                 o = b["output"]
@@ -162,9 +158,9 @@ def _ai_entries(blocks: list, e: dict) -> list[dict]:
                     )
                 )
         elif t == "agent":
-            aid, name = _str(b.get("agentId")), _str(b.get("agentType"))
+            aid, name = nonempty(b.get("agentId")), nonempty(b.get("agentType"))
             spec = {k: b[k] for k in ("agentName", "params", "initialPrompt") if b.get(k) is not None}
-            spec["status"] = _str(b.get("status")) or "spawned"
+            spec["status"] = nonempty(b.get("status")) or "spawned"
             out.append(
                 dict(
                     e,
@@ -175,7 +171,7 @@ def _ai_entries(blocks: list, e: dict) -> list[dict]:
                     text=compact_json(spec),
                 )
             )
-            if _str(b.get("content")):
+            if nonempty(b.get("content")):
                 out.append(
                     dict(
                         e,
@@ -222,8 +218,8 @@ def parse_chat(doc: Any, path: Path) -> list[dict]:
     sid = f"{folder.parent.parent.name}:{folder.name}"
     run = dict_at(json_object(folder / "run-state.json"), "sessionState")
     main = dict_at(run, "mainAgentState")
-    cwd = _str(dict_at(run, "fileContext").get("cwd"))
-    agent_type = _str(main.get("agentType"))
+    cwd = nonempty(dict_at(run, "fileContext").get("cwd"))
+    agent_type = nonempty(main.get("agentType"))
     start = session_start(folder.name)
     clock = _Clock(start)
     started = _iso(start) if start else None
@@ -234,7 +230,7 @@ def parse_chat(doc: Any, path: Path) -> list[dict]:
         if not isinstance(m, dict):
             continue
         last = clock.at(m.get("timestamp")) or last
-        mid = _str(m.get("id"))
+        mid = nonempty(m.get("id"))
         e = {
             "agent": AGENT,
             "session_id": sid,

@@ -98,7 +98,11 @@ def discover(ctx: DiscoveryContext) -> Discovery:
     root = ctx.env_dir("CODEX_HOME", ctx.home / ".codex")
     for base in [root / "sessions", root / "archived_sessions"] + list(ctx.extra_dirs):
         archived = {"archived": base.name == "archived_sessions"}
-        d.add_glob(base, ["**/rollout-*.jsonl"], MODE, lambda p, a=archived: dict(a))
+
+        def meta(p: Path, a: dict = archived) -> dict:
+            return dict(a)
+
+        d.add_glob(base, ["**/rollout-*.jsonl"], MODE, meta)
     d.explain_empty(root, f"no rollout-*.jsonl under {root}/sessions")
     return d
 
@@ -281,7 +285,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             return []
         if et == "token_count":
             return [_token_count(p, base, state, origin)]
-        text = p.get("message") if isinstance(p.get("message"), str) else ""
+        text_v = p.get("message")
+        text = text_v if isinstance(text_v, str) else ""
         return [dict(base, role="system", kind="meta", tool_name=et, text=text)]
     if rtype == "compacted":
         return [dict(base, role="system", kind="summary", text=str(p.get("message") or ""))]
@@ -359,7 +364,7 @@ _TOTAL_KEYS = (
 )
 
 
-def _token_count(p: dict, base: dict, state: dict, origin: str) -> dict:
+def _token_count(p: dict, base: dict, state: dict, origin: str | None) -> dict:
     e = dict(base, role="system", kind="meta", tool_name="token_count", text="")
     info = p.get("info")
     if isinstance(info, dict) and isinstance(info.get("model"), str) and info["model"]:

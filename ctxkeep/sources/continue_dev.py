@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,7 @@ def _item_hash(m: dict) -> str:
 
 
 def parse_session(
-    doc: Any, src: str, mtime_iso: str, state: dict | None = None, old_ids: list[str] = ()
+    doc: Any, src: str, mtime_iso: str, state: dict | None = None, old_ids: Sequence[str] = ()
 ) -> list[dict]:
     """Entry dicts of one Continue session document (see module doc). Turns whose id
     was in ``old_ids`` (the previous read) but is gone now (an edited or truncated

@@ -249,6 +249,39 @@ class Discovery:
             for p in sorted_paths(base.glob(pat)):
                 if p.name not in skip:
                     self.add(p, mode(p) if callable(mode) else mode, meta(p))
+        if any("**" in pat for pat in patterns):
+            self._count_dir_links(base, [pat.rsplit("/", 1)[-1] for pat in patterns])
+
+    def _count_dir_links(self, base: Path, names: list[str]) -> None:
+        """Count in ``skipped`` the directory symlinks a ``**`` search of ``base`` does
+        not follow (Python 3.11's ``Path.glob`` never descends into one): a loop (its
+        target is ``base``, a folder above the link, or no folder: ``ELOOP``) as
+        ``REASON_LOOP``, a link to a folder outside ``base`` as ``REASON_OUTSIDE`` (the
+        files there are not read). A link to a folder inside ``base`` is not counted:
+        its files are found at their own path. A looping link whose name a pattern
+        matches is counted by ``add`` already. One ``os.walk`` (no link followed)."""
+        import fnmatch
+
+        root = os.path.realpath(base)
+        for folder, dirs, files in os.walk(base):
+            for name in dirs + files:
+                link = os.path.join(folder, name)
+                if not os.path.islink(link):
+                    continue
+                try:
+                    os.stat(link)
+                except OSError as e:
+                    if e.errno == errno.ELOOP and not any(fnmatch.fnmatch(name, n) for n in names):
+                        self.skip(link, REASON_LOOP)
+                    continue
+                if name in files:  # a link to a file: ``add`` judges it when a pattern names it
+                    continue
+                real = os.path.realpath(link)
+                here = os.path.realpath(folder)
+                if here == real or here.startswith(real.rstrip(os.sep) + os.sep):
+                    self.skip(link, REASON_LOOP)
+                elif real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+                    self.skip(link, REASON_OUTSIDE)
 
     def explain_empty(self, root: Path, what: str) -> None:
         """When nothing was found, set ``reason``: ``"<root> does not exist"``, else

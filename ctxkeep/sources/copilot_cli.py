@@ -142,7 +142,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         ]
     if rtype == "tool.execution_complete":
         res = dict_at(data, "result")
-        text = res.get("content") if isinstance(res.get("content"), str) else compact_json(res) if res else ""
+        content = res.get("content")
+        text = content if isinstance(content, str) else compact_json(res) if res else ""
         if data.get("success") is False:
             text = "[error] " + text
         return [

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import compact_json, dict_at, json_object, title_entry
+from ctxkeep.sources._util import compact_json, dict_at, json_object, nonempty, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -90,10 +90,6 @@ def matches(path: Path) -> bool:
     return bool(_ID.fullmatch(path.stem)) and b'"session_id"' in head and b'"working_directory"' in head
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _blocks_text(blocks: Any) -> str:
     if isinstance(blocks, str):
         return blocks
@@ -105,13 +101,13 @@ def _blocks_text(blocks: Any) -> str:
 def message_entries(m: dict, sid: str, meta: dict, src: str, offset: int, state: dict) -> list[dict]:
     """One Cortex message → its entries (one per block)."""
     role = str(m.get("role") or "")
-    mid = _str(m.get("id"))
+    mid = nonempty(m.get("id"))
     base = {
         "agent": AGENT,
         "session_id": sid,
         "native_id": mid,
-        "project_dir": _str(meta.get("working_directory")) or _str(meta.get("git_root")),
-        "ts": _str(m.get("user_sent_time")) or _str(meta.get("created_at")),
+        "project_dir": nonempty(meta.get("working_directory")) or nonempty(meta.get("git_root")),
+        "ts": nonempty(m.get("user_sent_time")) or nonempty(meta.get("created_at")),
         "source_path": src,
         "source_offset": offset,
         "record_id": f"{sid}:{mid}" if mid else f"{sid}:{offset}:{role}",
@@ -149,15 +145,15 @@ def message_entries(m: dict, sid: str, meta: dict, src: str, offset: int, state:
                     e,
                     role="assistant",
                     kind="tool_call",
-                    native_id=_str(tu.get("tool_use_id")),
-                    tool_name=_str(tu.get("name")),
+                    native_id=nonempty(tu.get("tool_use_id")),
+                    tool_name=nonempty(tu.get("name")),
                     text=compact_json(tu.get("input")) if tu.get("input") is not None else "",
                 )
             )
         elif t == "tool_result":
             tr = dict_at(b, "tool_result")
             text = _blocks_text(tr.get("content"))
-            status = _str(tr.get("status"))
+            status = nonempty(tr.get("status"))
             if status and status != "success":
                 text = f"[{status}] {text}"
             out.append(
@@ -165,8 +161,8 @@ def message_entries(m: dict, sid: str, meta: dict, src: str, offset: int, state:
                     e,
                     role="tool",
                     kind="tool_result",
-                    native_id=_str(tr.get("tool_use_id")),
-                    tool_name=_str(tr.get("name")),
+                    native_id=nonempty(tr.get("tool_use_id")),
+                    tool_name=nonempty(tr.get("name")),
                     text=text,
                 )
             )
@@ -183,17 +179,19 @@ def parse_document(doc: Any, src: str) -> list[dict]:
     title). Raises ValueError for a document that is not a Cortex conversation."""
     if not isinstance(doc, dict) or not ("session_id" in doc or "history" in doc):
         raise ValueError("not a Cortex conversation (no session_id or history)")
-    sid = _str(doc.get("session_id")) or Path(src).stem
+    sid = nonempty(doc.get("session_id")) or Path(src).stem
     history = doc.get("history")
     out: list[dict] = []
     scratch: dict = {}
     for i, m in enumerate(history if isinstance(history, list) else []):
         if isinstance(m, dict):
             out += message_entries(m, sid, doc, src, i, scratch)
-    title = _str(doc.get("title"))
+    title = nonempty(doc.get("title"))
     if title:
-        ts = _str(doc.get("last_updated")) or _str(doc.get("created_at"))
-        out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=_str(doc.get("working_directory"))))
+        ts = nonempty(doc.get("last_updated")) or nonempty(doc.get("created_at"))
+        out.append(
+            title_entry(AGENT, sid, title, src, ts=ts, project_dir=nonempty(doc.get("working_directory")))
+        )
     return out
 
 
@@ -211,7 +209,7 @@ def _init_line_state(file: SourceFile) -> dict:
 def _parse_line(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     path = Path(src)
     meta = _meta(path)
-    sid = _str(meta.get("session_id")) or path.name[: -len(_HISTORY)]
+    sid = nonempty(meta.get("session_id")) or path.name[: -len(_HISTORY)]
     return message_entries(rec, sid, meta, src, offset, state)
 
 

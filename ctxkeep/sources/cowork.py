@@ -41,6 +41,7 @@ from pathlib import Path
 import orjson
 
 from ctxkeep.sources import claude_code
+from ctxkeep.sources._util import relabel
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
@@ -147,14 +148,11 @@ def init_state(file: SourceFile) -> dict:
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """Claude Code's parse of the line, relabelled ``cowork`` (and, at the first
     line, the metadata's title)."""
-    out = claude_code.parse_record(rec, offset, line_hash, state, src)
+    out = relabel(claude_code.parse_record(rec, offset, line_hash, state, src), AGENT)
     project = state.get("cowork_project")
     for e in out:
-        e["agent"] = AGENT
         if project:
             e["project_dir"] = project
-        if e.get("usage_key"):
-            e["usage_key"] = f"cowork:{e['usage_key']}"
     title = state.get("cowork_title")
     if offset == 0 and title and out:
         first = out[0]

@@ -438,9 +438,21 @@ def tool_call_entries(obj: dict, base: dict, part: int) -> list[dict]:
     return out
 
 
+#: the rows of a session, for the vault (``readers.rows``): a composer's
+#: ``composerData:<id>`` and its ``bubbleId:<id>:<bubble>`` keys
+VAULT_TABLES = (
+    (
+        "cursorDiskKV",
+        "CASE WHEN key LIKE 'composerData:%' THEN substr(key, 14) WHEN key LIKE 'bubbleId:%:%' "
+        "THEN substr(key, 10, instr(substr(key, 10), ':') - 1) END",
+    ),
+)
+
 #: changed chats of ``state.vscdb`` or new lines of a transcript
 read = by_mode(
     mode_for,
-    database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, "cannot read cursorDiskKV"),
+    database_reader(
+        AGENT, PARSER_VERSION, _probe, _read_rows, "cannot read cursorDiskKV", vault=VAULT_TABLES
+    ),
     _read_transcript,
 )

@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import block_text, compact_json, dict_at, title_entry
+from ctxkeep.sources._util import block_text, compact_json, dict_at, nonempty, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -96,10 +96,6 @@ def matches(path: Path) -> bool:
     return _is_session(path) and b'"metadata"' in head and b'"messages"' in head
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -127,16 +123,18 @@ def _block_entry(b: dict, role: str, e: dict) -> dict:
             e,
             role="assistant",
             kind="tool_call",
-            native_id=_str(b.get("id")),
-            tool_name=_str(b.get("name")) or _str(b.get("tool_name")),
+            native_id=nonempty(b.get("id")),
+            tool_name=nonempty(b.get("name")) or nonempty(b.get("tool_name")),
             text=compact_json(args) if args is not None else "",
         )
     if t in _RESULTS:
         content = next((b[k] for k in ("content", "result", "output") if k in b), None)
-        tid = _str(b.get("tool_use_id")) or _str(b.get("toolUseID")) or _str(b.get("id"))
+        tid = nonempty(b.get("tool_use_id")) or nonempty(b.get("toolUseID")) or nonempty(b.get("id"))
         return dict(e, role="tool", kind="tool_result", native_id=tid, text=_result_text(content))
     if t == "thinking":
-        return dict(e, role=role, kind="thinking", text=_str(b.get("thinking")) or _str(b.get("text")) or "")
+        return dict(
+            e, role=role, kind="thinking", text=nonempty(b.get("thinking")) or nonempty(b.get("text")) or ""
+        )
     return dict(e, role=role, kind="message", text=block_text(b))
 
 
@@ -148,11 +146,11 @@ def parse_session(
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise ValueError("not a DeepSeek TUI session (no messages list)")
     meta = dict_at(doc, "metadata")
-    mid = _str(meta.get("id"))
+    mid = nonempty(meta.get("id"))
     sid = mid if mid and _ID.fullmatch(mid) else Path(src).stem
-    project = _str(meta.get("workspace"))
-    session_model = _str(meta.get("model"))
-    start = _str(meta.get("created_at"))
+    project = nonempty(meta.get("workspace"))
+    session_model = nonempty(meta.get("model"))
+    start = nonempty(meta.get("created_at"))
     out: list[dict] = []
     ids: list[str] = []
     for i, m in enumerate(doc["messages"]):
@@ -166,8 +164,8 @@ def parse_session(
             "session_id": sid,
             "native_id": None,
             "project_dir": project,
-            "ts": _str(m.get("timestamp")) or start,
-            "model": (_str(m.get("model")) or session_model) if role == "assistant" else None,
+            "ts": nonempty(m.get("timestamp")) or start,
+            "model": (nonempty(m.get("model")) or session_model) if role == "assistant" else None,
             "source_path": src,
             "source_offset": i,
             "record_id": rid,
@@ -182,9 +180,9 @@ def parse_session(
         for j, b in enumerate(blocks):
             if isinstance(b, dict):
                 out.append(_block_entry(b, role, dict(base, part=j)))
-    title = _str(meta.get("title"))
+    title = nonempty(meta.get("title"))
     if title:
-        ts = _str(meta.get("updated_at")) or start
+        ts = nonempty(meta.get("updated_at")) or start
         out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=project))
     if state is not None:
         track_ids(state, AGENT, sid, list(old_ids), ids)

@@ -46,6 +46,7 @@ from ctxkeep.sources._util import (
     block_text,
     compact_json,
     dict_at,
+    nonempty,
     openai_message_entries,
     title_entry,
     tool_call_entry,
@@ -64,14 +65,12 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
+    as_bytes,
     by_mode,
-    changed_rows,
     database_reader,
     json_object_of,
-    resume_mark,
 )
 
 AGENT = "devin"
@@ -120,10 +119,6 @@ def matches(path: Path) -> bool:
     return path.parent.name == "transcripts" and b'"steps"' in file_head(path, (".json",), 4096)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _sec(v: Any) -> str | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e11:
         return None
@@ -168,7 +163,7 @@ def _blocks(content: Any, e: dict) -> tuple[str, list[dict]]:
                     e,
                     role="tool",
                     kind="tool_result",
-                    native_id=_str(b.get("tool_use_id")),
+                    native_id=nonempty(b.get("tool_use_id")),
                     text=_result_text(b.get("content")),
                 )
             )
@@ -204,42 +199,33 @@ def node_entries(msg: dict, base: dict, unknown_types: list[str]) -> list[dict]:
 
 
 def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
     sessions, top = probed
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    src = str(path)
+    got, src = ChangedRows(rd), str(rd.path)
     for sid, (title, cwd, _model, created) in sessions.items():
-        if _str(title):
-            rows_read.entries.append(
-                title_entry(AGENT, sid, title, src, ts=_sec(created), project_dir=_str(cwd))
+        if nonempty(title):
+            got.entries.append(
+                title_entry(AGENT, sid, title, src, ts=_sec(created), project_dir=nonempty(cwd))
             )
-    select = "SELECT row_id, session_id, node_id, chat_message, created_at FROM message_nodes"
-    for rows in changed_rows(path, select, "row_id", "created_at", mark):
-        for rowid, sid, node, chat, created in rows:
-            mark = advance_mark(mark, rowid, created)
-            raw = chat if isinstance(chat, bytes) else str(chat or "").encode("utf-8", "replace")
-            sid = str(sid)
-            _title, cwd, model, _created = sessions.get(sid, (None, None, None, None))
-            base = {
-                "agent": AGENT,
-                "session_id": sid,
-                "project_dir": _str(cwd),
-                "ts": _sec(created),
-                "model": _str(model),
-                "source_path": src,
-                "source_offset": rowid,
-                "record_id": f"{sid}:{node if node is not None else f'row{rowid}'}",
-            }
-            rows_read.add(
-                rowid,
-                raw,
-                "message_nodes",
-                lambda unknown_types, raw=raw, base=base: node_entries(
-                    json_object_of(raw, "chat_message"), base, unknown_types
-                ),
-            )
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+
+    def node(rowid: int, sid: Any, node: Any, chat: Any, created: Any):
+        raw, sid = as_bytes(chat), str(sid)
+        _title, cwd, model, _created = sessions.get(sid, (None, None, None, None))
+        base = {
+            "agent": AGENT,
+            "session_id": sid,
+            "project_dir": nonempty(cwd),
+            "ts": _sec(created),
+            "model": nonempty(model),
+            "source_path": src,
+            "source_offset": rowid,
+            "record_id": f"{sid}:{node if node is not None else f'row{rowid}'}",
+        }
+        return raw, lambda unknown: node_entries(json_object_of(raw, "chat_message"), base, unknown)
+
+    got.read(
+        "message_nodes", "session_id, node_id, chat_message", node, top=top, rowid="row_id", ts="created_at"
+    )
+    yield got.batch_now()
 
 
 # ------------------------------------------------------------------ transcripts (usage)
@@ -251,7 +237,7 @@ def transcript_usage(doc: Any, path: Path) -> list[dict]:
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         raise ValueError("not a Devin transcript (no steps list)")
     sid = path.stem
-    default_model = _str(dict_at(doc, "agent").get("model_name"))
+    default_model = nonempty(dict_at(doc, "agent").get("model_name"))
     out: list[dict] = []
     for i, step in enumerate(doc["steps"]):
         if not isinstance(step, dict):
@@ -273,12 +259,12 @@ def transcript_usage(doc: Any, path: Path) -> list[dict]:
             else str(i)
         )
         model = (
-            _str(dict_at(step, "extra").get("generation_model"))
-            or _str(step.get("model_name"))
+            nonempty(dict_at(step, "extra").get("generation_model"))
+            or nonempty(step.get("model_name"))
             or default_model
             or "devin-unknown"
         )
-        ts = next((step[k] for k in ("timestamp", "created_at", "createdAt") if _str(step.get(k))), None)
+        ts = next((step[k] for k in ("timestamp", "created_at", "createdAt") if nonempty(step.get(k))), None)
         out.append(
             {
                 "agent": AGENT,
@@ -312,6 +298,10 @@ def _read_transcript(
     )
 
 
-_read_db = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("sessions", "id"), ("message_nodes", "session_id"))
+_read_db = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)
 #: ``sessions.db`` by new message nodes, a transcript (usage) by content hash
 read = by_mode(mode_for, _read_db, _read_transcript)

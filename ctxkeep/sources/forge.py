@@ -38,16 +38,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at, sqlite_time_iso, title_entry
+from ctxkeep.sources._util import as_int, compact_json, dict_at, nonempty, sqlite_time_iso, title_entry
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
-    changed_rows,
+    as_bytes,
     database_reader,
     json_object_of,
-    resume_mark,
 )
 
 AGENT = "forge"
@@ -78,10 +76,6 @@ def matches(path: Path) -> bool:
     return path.name == DB_NAME
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _probe(conn) -> int:
     cols = {r[1] for r in conn.execute("PRAGMA table_info(conversations)")}
     if not {"conversation_id", "context", "created_at"} <= cols:
@@ -95,7 +89,7 @@ def _tool_output(output: Any) -> str:
     values = [v.get("text") for v in output.get("values") or [] if isinstance(v, dict)]
     text = "".join(t for t in values if isinstance(t, str))
     if not text:
-        text = _str(output.get("text")) or compact_json(output, 4000)
+        text = nonempty(output.get("text")) or compact_json(output, 4000)
     return f"[error] {text}" if output.get("is_error") is True else text
 
 
@@ -167,8 +161,8 @@ def conversation_entries(
                     part=0,
                     role="tool",
                     kind="tool_result",
-                    native_id=_str(tool.get("call_id")),
-                    tool_name=_str(tool.get("name")),
+                    native_id=nonempty(tool.get("call_id")),
+                    tool_name=nonempty(tool.get("name")),
                     text=_tool_output(tool.get("output")),
                 )
             )
@@ -182,9 +176,9 @@ def conversation_entries(
             )
             continue
         role = str(text.get("role") or "").lower()
-        model = _str(text.get("model"))
-        e["ts"] = last = _str(text.get("timestamp")) or last
-        body = _str(text.get("content")) or _str(dict_at(text, "raw_content").get("Text")) or ""
+        model = nonempty(text.get("model"))
+        e["ts"] = last = nonempty(text.get("timestamp")) or last
+        body = nonempty(text.get("content")) or nonempty(dict_at(text, "raw_content").get("Text")) or ""
         got: list[dict] = []
         if role == "user":
             got.append(dict(e, role="user", kind="message", text=body))
@@ -193,7 +187,7 @@ def conversation_entries(
             thinking = "\n\n".join(
                 d["text"].strip()
                 for d in text.get("reasoning_details") or []
-                if isinstance(d, dict) and _str(d.get("text"))
+                if isinstance(d, dict) and nonempty(d.get("text"))
             )
             if thinking:
                 got.append(dict(e, role="assistant", kind="thinking", text=thinking))
@@ -203,13 +197,13 @@ def conversation_entries(
                 if not isinstance(call, dict):
                     continue
                 args = call.get("arguments")
-                name = _str(call.get("name"))
+                name = nonempty(call.get("name"))
                 got.append(
                     dict(
                         e,
                         role="assistant",
                         kind="tool_call",
-                        native_id=_str(call.get("call_id")),
+                        native_id=nonempty(call.get("call_id")),
                         tool_name=name,
                         text=args
                         if isinstance(args, str)
@@ -218,7 +212,7 @@ def conversation_entries(
                         else "",
                     )
                 )
-                child = _str(dict_at(call, "arguments").get("session_id")) if name == "task" else None
+                child = nonempty(dict_at(call, "arguments").get("session_id")) if name == "task" else None
                 if child:
                     subagents[child] = cid
         else:
@@ -230,52 +224,51 @@ def conversation_entries(
 
 
 def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    ts = "COALESCE(updated_at, created_at)"
-    select = f"SELECT rowid, conversation_id, title, context, created_at, {ts} FROM conversations"
-    src = str(path)
+    got, src = ChangedRows(rd), str(rd.path)
     subagents: dict[str, str] = {}
 
-    def parse(raw: bytes, sid: str, title, created, rowid: int) -> list[dict]:
-        got = conversation_entries(
-            json_object_of(raw, "context"), sid, sqlite_time_iso(created), src, rowid, subagents
-        )
-        if _str(title):
-            project = got[0]["project_dir"] if got else None
-            got.append(
-                title_entry(
-                    AGENT,
-                    sid,
-                    title,
-                    src,
-                    ts=sqlite_time_iso(created),
-                    project_dir=project,
-                    offset=rowid,
-                    record_id=f"{sid}:title",
-                )
-            )
-        return got
+    def conversation(rowid: int, cid: Any, title: Any, context: Any, created: Any, _updated: Any):
+        if context is None:  # a conversation with no turns yet
+            return None
+        raw, sid = as_bytes(context), nonempty(cid) or str(rowid)
 
-    for rows in changed_rows(path, select, "rowid", ts, mark):
-        for rowid, cid, title, context, created, updated in rows:
-            mark = advance_mark(mark, rowid, updated)
-            if context is None:  # a conversation with no turns yet
-                rows_read.rows += 1
-                continue
-            raw = context if isinstance(context, bytes) else str(context).encode("utf-8", "replace")
-            sid = _str(cid) or str(rowid)
-            rows_read.add(
-                rowid, raw, "conversations", lambda _u, a=(raw, sid, title, created, rowid): parse(*a)
+        def parse(_unknown: list[str]) -> list[dict]:
+            out = conversation_entries(
+                json_object_of(raw, "context"), sid, sqlite_time_iso(created), src, rowid, subagents
             )
-    for e in rows_read.entries:
+            if nonempty(title):
+                project = out[0]["project_dir"] if out else None
+                ts = sqlite_time_iso(created)
+                out.append(
+                    title_entry(
+                        AGENT,
+                        sid,
+                        title,
+                        src,
+                        ts=ts,
+                        project_dir=project,
+                        offset=rowid,
+                        record_id=f"{sid}:title",
+                    )
+                )
+            return out
+
+        return raw, parse
+
+    ts = "COALESCE(updated_at, created_at)"
+    got.read("conversations", "conversation_id, title, context, created_at", conversation, top=top, ts=ts)
+    for e in got.entries:
         parent = subagents.get(e["session_id"])
         if parent:
             e["parent_session_id"] = parent
             e["is_sidechain"] = True
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+    yield got.batch_now()
 
+
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("conversations", "conversation_id"),)
 
 #: changed conversations of ``.forge.db``
-read = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+read = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)

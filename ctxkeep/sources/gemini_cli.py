@@ -62,6 +62,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    FileMode,
     Mode,
     SourceFile,
     Watermark,
@@ -76,7 +77,7 @@ MODE: Mode = "rewrite"  # .json documents; .jsonl files are append-only (see mod
 _MAX_IDS = 200_000  # bound on message ids kept in a watermark's state
 
 
-def mode_for(path: Path) -> str:
+def mode_for(path: Path) -> FileMode:
     """``append`` for the JSONL format, ``rewrite`` for the JSON document."""
     return "append" if path.suffix == ".jsonl" else "rewrite"
 

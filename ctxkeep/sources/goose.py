@@ -133,13 +133,14 @@ def content_entries(content: list, base: dict) -> list[dict]:
             )
         elif t in ("toolRequest", "frontendToolRequest"):
             call = dict_at(c, "toolCall")
-            val = call.get("value") if isinstance(call.get("value"), dict) else call
-            args = val.get("arguments")
+            val_v = call.get("value")
+            tc = val_v if isinstance(val_v, dict) else call
+            args = tc.get("arguments")
             e.update(
                 role="assistant",
                 kind="tool_call",
                 native_id=c.get("id"),
-                tool_name=val.get("name"),
+                tool_name=tc.get("name"),
                 text=compact_json(args) if args is not None else str(call.get("error") or ""),
             )
         elif t == "toolResponse":
@@ -299,8 +300,10 @@ def _read_legacy(
                     usage_key=f"goose:{sid}",
                 )
             return [e]
-        role = rec.get("role") if rec.get("role") in ("user", "assistant") else "system"
-        content = rec.get("content") if isinstance(rec.get("content"), list) else []
+        role_v = rec.get("role")
+        role = role_v if role_v in ("user", "assistant") else "system"
+        content_v = rec.get("content")
+        content = content_v if isinstance(content_v, list) else []
         base = {
             "agent": AGENT,
             "session_id": sid,
@@ -318,5 +321,10 @@ def _read_legacy(
     return read_jsonl(file, wm, PARSER_VERSION, parse, batch_bytes)
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("sessions", "id"), ("messages", "session_id"))
+
 #: new rows of ``sessions.db`` or new lines of a legacy JSONL file
-read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows), _read_legacy)
+read = by_mode(
+    mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, vault=VAULT_TABLES), _read_legacy
+)

@@ -47,6 +47,7 @@ from ctxkeep.sources._util import (
     compact_json,
     dict_at,
     json_object,
+    nonempty,
     openai_message_entries,
 )
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
@@ -94,10 +95,6 @@ def init_state(file: SourceFile) -> dict:
     return {}
 
 
-def _str(v) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _text(content) -> str:
     if isinstance(content, str):
         return content
@@ -115,16 +112,16 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     base = {
         "agent": AGENT,
         "session_id": sid,
-        "parent_session_id": _str(summary.get("parent_session_id")),
-        "project_dir": _str(dict_at(summary, "info").get("cwd")),
-        "ts": _str(summary.get("created_at")),
+        "parent_session_id": nonempty(summary.get("parent_session_id")),
+        "project_dir": nonempty(dict_at(summary, "info").get("cwd")),
+        "ts": nonempty(summary.get("created_at")),
         "part": 0,
         "source_path": src,
         "source_offset": offset,
         "record_id": f"{sid}:{line_hash}",
     }
     if Path(src).name == "updates.jsonl":
-        return _usage(rec, base, sid, line_hash, _str(summary.get("current_model_id")))
+        return _usage(rec, base, sid, line_hash, nonempty(summary.get("current_model_id")))
     if "type" in rec:
         return _current(rec, base, state)
     if "role" in rec:
@@ -135,7 +132,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
 
 def _assistant(rec: dict, base: dict) -> list[dict]:
     """A current-format assistant record: its text, then its ``tool_calls``."""
-    e = dict(base, model=_str(rec.get("model_id")))
+    e = dict(base, model=nonempty(rec.get("model_id")))
     return openai_message_entries(dict(rec, role="assistant"), e, _text, reasoning_keys=())
 
 
@@ -144,7 +141,7 @@ def _current(rec: dict, base: dict, state: dict) -> list[dict]:
     if t == "system":
         return [dict(base, role="system", kind="meta", tool_name="system", text=_text(rec.get("content")))]
     if t == "user":
-        reason = _str(rec.get("synthetic_reason"))
+        reason = nonempty(rec.get("synthetic_reason"))
         if reason:
             return [dict(base, role="system", kind="meta", tool_name=reason, text=_text(rec.get("content")))]
         return [dict(base, role="user", kind="message", text=_text(rec.get("content")))]
@@ -153,14 +150,14 @@ def _current(rec: dict, base: dict, state: dict) -> list[dict]:
     if t == "reasoning":
         parts = rec.get("summary")
         text = _text(parts) if isinstance(parts, list) else _text(rec.get("content"))
-        return [dict(base, role="assistant", kind="thinking", native_id=_str(rec.get("id")), text=text)]
+        return [dict(base, role="assistant", kind="thinking", native_id=nonempty(rec.get("id")), text=text)]
     if t == "tool_result":
         return [
             dict(
                 base,
                 role="tool",
                 kind="tool_result",
-                native_id=_str(rec.get("tool_call_id")),
+                native_id=nonempty(rec.get("tool_call_id")),
                 text=_text(rec.get("content")),
             )
         ]
@@ -171,8 +168,8 @@ def _current(rec: dict, base: dict, state: dict) -> list[dict]:
                 base,
                 role="assistant",
                 kind="tool_call",
-                native_id=_str(kind.get("id")),
-                tool_name=_str(kind.get("tool_type")) or "backend_tool",
+                native_id=nonempty(kind.get("id")),
+                tool_name=nonempty(kind.get("tool_type")) or "backend_tool",
                 text=compact_json(kind.get("action")) if kind.get("action") is not None else "",
             )
         ]
@@ -184,7 +181,7 @@ def _legacy(rec: dict, base: dict, state: dict) -> list[dict]:
     role = str(rec.get("role") or "")
     if role not in ("assistant", "user", "tool", "system"):
         unknown(state, f"role:{role}")
-    e = dict(base, model=_str(rec.get("model_id"))) if role == "assistant" else base
+    e = dict(base, model=nonempty(rec.get("model_id"))) if role == "assistant" else base
     return openai_message_entries(rec, e, _text, reasoning_keys=("reasoning_content",))
 
 
@@ -193,7 +190,7 @@ def _usage(rec: dict, base: dict, sid: str, line_hash: str, model: str | None) -
     usage = update.get("usage")
     if not isinstance(usage, dict):
         return []
-    turn = _str(update.get("prompt_id")) or line_hash
+    turn = nonempty(update.get("prompt_id")) or line_hash
     ts = rec.get("timestamp")
     when = (
         datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")

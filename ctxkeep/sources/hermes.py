@@ -49,7 +49,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_float, as_int, compact_json, openai_message_entries
+from ctxkeep.sources._util import as_float, as_int, compact_json, nonempty, openai_message_entries
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -65,13 +65,10 @@ from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.document import read_document
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
-    changed_rows,
     database_reader,
     open_ro,
-    resume_mark,
 )
 
 AGENT = "hermes"
@@ -156,10 +153,6 @@ def matches(path: Path) -> bool:
     return path.name.startswith("session_") and b'"messages"' in file_head(path, (".json",), 4096)
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def iso(v: Any) -> str | None:
     """A Hermes time (ISO text, local when it has no offset; or Unix seconds) as UTC
     ISO-8601 text."""
@@ -212,7 +205,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "record_id": f"{sid}:{offset}",
     }
     if role == "session_meta":
-        state["model"] = _str(rec.get("model"))
+        state["model"] = nonempty(rec.get("model"))
         return [
             dict(
                 base,
@@ -226,7 +219,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     if role not in KNOWN_ROLES:
         unknown(state, f"role:{role}")
     if role == "assistant":
-        base["model"] = _str(rec.get("model")) or state.get("model")
+        base["model"] = nonempty(rec.get("model")) or state.get("model")
     return message_entries(rec, base)
 
 
@@ -292,7 +285,7 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
     base = {
         "agent": AGENT,
         "session_id": sid,
-        "parent_session_id": _str(s.get("parent_session_id")),
+        "parent_session_id": nonempty(s.get("parent_session_id")),
         "ts": iso(s.get("started_at")),
         "role": "system",
         "kind": "meta",
@@ -301,7 +294,7 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
         "source_offset": 0,
     }
     out = []
-    if _str(s.get("title")):
+    if nonempty(s.get("title")):
         out.append(dict(base, tool_name="title", text=s["title"], record_id=f"{sid}:title:{s['title']}"))
     tokens = [
         max(as_int(s.get(k)) or 0, 0)
@@ -315,7 +308,7 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
     ]
     cost = as_float(s.get("actual_cost_usd"))
     cost = cost if cost is not None else as_float(s.get("estimated_cost_usd"))
-    model = _str(s.get("model")) or "hermes-unknown"
+    model = nonempty(s.get("model")) or "hermes-unknown"
     if any(tokens) or cost:
         out.append(
             dict(
@@ -338,48 +331,39 @@ def _session_entries(sid: str, s: dict, src: str) -> list[dict]:
 
 
 def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
     sessions, top = probed
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    src = str(path)
-    rows_read.entries += [e for sid, s in sessions.items() for e in _session_entries(sid, s, src)]
-    select = (
-        "SELECT id, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, reasoning, "
-        "reasoning_content FROM messages"
-    )
-    for rows in changed_rows(path, select, "id", "timestamp", mark):
-        for rowid, sid, role, content, call_id, calls, tool_name, ts, reasoning, reasoning_content in rows:
-            mark = advance_mark(mark, rowid, ts)
-            sid = str(sid)
-            s = sessions.get(sid, {})
-            msg = {
-                "role": role,
-                "content": content,
-                "tool_call_id": call_id,
-                "name": tool_name,
-                "reasoning": reasoning,
-                "reasoning_content": reasoning_content,
-            }
-            base = {
-                "agent": AGENT,
-                "session_id": sid,
-                "parent_session_id": _str(s.get("parent_session_id")),
-                "ts": iso(ts),
-                "model": _str(s.get("model")) if role == "assistant" else None,
-                "source_path": src,
-                "source_offset": rowid,
-                "record_id": f"{sid}:m{rowid}",
-            }
-            rows_read.add(
-                rowid,
-                orjson.dumps([role, content, calls], default=str),
-                "messages",
-                lambda unknown_types, msg=msg, calls=calls, base=base: _row_entries(
-                    msg, calls, base, unknown_types
-                ),
-            )
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+    got, src = ChangedRows(rd), str(rd.path)
+    got.entries += [e for sid, s in sessions.items() for e in _session_entries(sid, s, src)]
+
+    def message(
+        rowid: int, sid: Any, role, content, call_id, calls, tool_name, reasoning, reasoning_content, ts
+    ):
+        sid = str(sid)
+        s = sessions.get(sid, {})
+        msg = {
+            "role": role,
+            "content": content,
+            "tool_call_id": call_id,
+            "name": tool_name,
+            "reasoning": reasoning,
+            "reasoning_content": reasoning_content,
+        }
+        base = {
+            "agent": AGENT,
+            "session_id": sid,
+            "parent_session_id": nonempty(s.get("parent_session_id")),
+            "ts": iso(ts),
+            "model": nonempty(s.get("model")) if role == "assistant" else None,
+            "source_path": src,
+            "source_offset": rowid,
+            "record_id": f"{sid}:m{rowid}",
+        }
+        raw = orjson.dumps([role, content, calls], default=str)
+        return raw, lambda unknown: _row_entries(msg, calls, base, unknown)
+
+    cols = "session_id, role, content, tool_call_id, tool_calls, tool_name, reasoning, reasoning_content"
+    got.read("messages", cols, message, top=top, rowid="id", ts="timestamp")
+    yield got.batch_now()
 
 
 def _row_entries(msg: dict, calls: Any, base: dict, unknown_types: list[str]) -> list[dict]:
@@ -401,7 +385,11 @@ def _read_json(
     )
 
 
-_read_db = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("sessions", "id"), ("messages", "session_id"))
+_read_db = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)
 _read_jsonl = record_reader(PARSER_VERSION, parse_record, init_state)
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources._util import as_int, block_text, compact_json, dict_at
+from ctxkeep.sources._util import as_int, block_text, compact_json, dict_at, nonempty
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
@@ -82,10 +82,6 @@ def init_state(file: SourceFile) -> dict:
     return {"sid": _sid(file.path.name)}
 
 
-def _str(v) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _result_text(content) -> str:
     """A tool_result's content: a string, text blocks, or iFlow's functionResponse
     object (its ``response.output``, else ``resultDisplay``, else the object)."""
@@ -98,13 +94,13 @@ def _result_text(content) -> str:
         out = resp.get("output")
         if isinstance(out, str):
             return out
-        return _str(content.get("resultDisplay")) or compact_json(content, 4000)
+        return nonempty(content.get("resultDisplay")) or compact_json(content, 4000)
     return ""
 
 
 def _result_name(content) -> str | None:
     if isinstance(content, dict):
-        return _str(dict_at(dict_at(content, "responseParts"), "functionResponse").get("name"))
+        return nonempty(dict_at(dict_at(content, "responseParts"), "functionResponse").get("name"))
     return None
 
 
@@ -112,22 +108,22 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     """One iFlow line → its entries (one per content block; see the module doc)."""
     sid = state["sid"]
     kind_of = str(rec.get("type") or "")
-    uuid = _str(rec.get("uuid"))
-    line_sid = _str(rec.get("sessionId"))
+    uuid = nonempty(rec.get("uuid"))
+    line_sid = nonempty(rec.get("sessionId"))
     parent = line_sid.removeprefix("session-") if line_sid else None
     msg = dict_at(rec, "message")
-    if _str(rec.get("cwd")):
+    if nonempty(rec.get("cwd")):
         state["cwd"] = rec["cwd"]
-    if _str(rec.get("version")):
+    if nonempty(rec.get("version")):
         state["_v"] = rec["version"]
     base = {
         "agent": AGENT,
         "session_id": sid,
         "parent_session_id": parent if parent and parent != sid else None,
         "native_id": uuid,
-        "parent_id": _str(rec.get("parentUuid")),
-        "project_dir": _str(rec.get("cwd")) or state.get("cwd"),
-        "ts": _str(rec.get("timestamp")),
+        "parent_id": nonempty(rec.get("parentUuid")),
+        "project_dir": nonempty(rec.get("cwd")) or state.get("cwd"),
+        "ts": nonempty(rec.get("timestamp")),
         "is_sidechain": bool(rec.get("isSidechain")),
         "part": 0,
         "source_path": src,
@@ -165,7 +161,7 @@ def _user_entries(rec: dict, blocks: list, base: dict) -> list[dict]:
                     e,
                     role="tool",
                     kind="tool_result",
-                    native_id=_str(b.get("tool_use_id")),
+                    native_id=nonempty(b.get("tool_use_id")),
                     tool_name=_result_name(c),
                     text=_result_text(c),
                 )
@@ -182,7 +178,7 @@ def _user_entries(rec: dict, blocks: list, base: dict) -> list[dict]:
 
 def _assistant_entries(msg: dict, blocks: list, base: dict, state: dict) -> list[dict]:
     sid = state["sid"]
-    model = _str(msg.get("model"))
+    model = nonempty(msg.get("model"))
     out: list[dict] = []
     for i, b in enumerate(blocks):
         if not isinstance(b, dict):
@@ -191,17 +187,17 @@ def _assistant_entries(msg: dict, blocks: list, base: dict, state: dict) -> list
         e["record_id"] = f"{base['record_id']}:{i}" if i else base["record_id"]
         t = b.get("type")
         if t == "tool_use":
-            tid = _str(b.get("id"))
+            tid = nonempty(b.get("id"))
             e.update(
                 kind="tool_call",
                 native_id=tid,
-                tool_name=_str(b.get("name")),
+                tool_name=nonempty(b.get("name")),
                 text=compact_json(b.get("input")),
             )
             if tid:  # the snapshots repeat a call: one entry per call id
                 e.update(part=0, record_id=f"{sid}:tool:{tid}")
         elif t in ("thinking", "redacted_thinking"):
-            e.update(kind="thinking", text=_str(b.get("thinking")) or "")
+            e.update(kind="thinking", text=nonempty(b.get("thinking")) or "")
         else:
             if t != "text":
                 unknown(state, f"block:{t}")
@@ -215,10 +211,10 @@ def _assistant_entries(msg: dict, blocks: list, base: dict, state: dict) -> list
         "cache_creation_tokens": as_int(usage.get("cache_creation_input_tokens")) or 0,
     }
     if any(tokens.values()):
-        mid = _str(msg.get("id")) or base["record_id"]
+        mid = nonempty(msg.get("id")) or base["record_id"]
         if not out:
             out.append(dict(base, role="assistant", kind="meta", tool_name="usage", model=model, text=""))
-        out[0].update(tokens, usage_key=f"iflow:{mid}", message_id=_str(msg.get("id")))
+        out[0].update(tokens, usage_key=f"iflow:{mid}", message_id=nonempty(msg.get("id")))
     return out
 
 

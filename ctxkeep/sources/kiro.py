@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ctxkeep.sources._util import compact_json, dict_at, json_object, tool_call_entry
+from ctxkeep.sources._util import compact_json, dict_at, json_object, nonempty, tool_call_entry
 from ctxkeep.sources.contract import (
     Batch,
     Discovery,
@@ -59,14 +59,12 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
+    as_bytes,
     by_mode,
-    changed_rows,
     database_reader,
     json_object_of,
-    resume_mark,
 )
 
 AGENT = "kiro"
@@ -116,10 +114,6 @@ def matches(path: Path) -> bool:
     return head.startswith(b'{"kind":"') and b'"data":' in head
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _ms(v: Any) -> str | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e14:
         return None
@@ -150,15 +144,15 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     """One legacy JSONL line → its entries (one per content block)."""
     path = Path(src)
     meta = session_meta(path)
-    sid = _str(meta.get("session_id")) or path.stem
+    sid = nonempty(meta.get("session_id")) or path.stem
     kind = rec.get("kind")
     data = dict_at(rec, "data")
     base = {
         "agent": AGENT,
         "session_id": sid,
-        "native_id": _str(data.get("message_id")),
-        "project_dir": _str(meta.get("cwd")),
-        "ts": _str(meta.get("created_at")),
+        "native_id": nonempty(data.get("message_id")),
+        "project_dir": nonempty(meta.get("cwd")),
+        "ts": nonempty(meta.get("created_at")),
         "source_path": src,
         "source_offset": offset,
         "record_id": f"{sid}:{offset}",
@@ -180,13 +174,13 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         elif bk == "toolUse":
             out.append(tool_call_entry(e, bd.get("toolUseId"), bd.get("name"), bd.get("input")))
         elif bk == "toolResult":
-            out.append(_result(e, _str(bd.get("toolUseId")), bd.get("content"), bd.get("status")))
+            out.append(_result(e, nonempty(bd.get("toolUseId")), bd.get("content"), bd.get("status")))
         else:
             unknown(state, f"block:{bk}")
             out.append(dict(e, role="system", kind="meta", tool_name=str(bk), text=compact_json(b, 2000)))
     if not out:
         out.append(dict(base, part=0, role=role if role != "tool" else "user", kind="message", text=""))
-    title = _str(meta.get("title"))
+    title = nonempty(meta.get("title"))
     if offset == 0 and title:
         out.append(
             dict(
@@ -248,7 +242,7 @@ def _user_entries(user: dict, base: dict, tally_unknown: list) -> list[dict]:
         if variant not in ("Prompt", "ToolUseResults", "CancelledToolUses"):
             out.append(_unknown_variant(base, len(out), f"user:{variant}", body, tally_unknown))
             continue
-        prompt = _str(body.get("prompt"))
+        prompt = nonempty(body.get("prompt"))
         if prompt:
             out.append(dict(base, part=len(out), role="user", kind="message", text=prompt))
         for r in body.get("tool_use_results") or []:
@@ -256,7 +250,7 @@ def _user_entries(user: dict, base: dict, tally_unknown: list) -> list[dict]:
                 out.append(
                     _result(
                         dict(base, part=len(out)),
-                        _str(r.get("tool_use_id")),
+                        nonempty(r.get("tool_use_id")),
                         r.get("content"),
                         r.get("status"),
                     )
@@ -271,8 +265,8 @@ def _assistant_entries(assistant: dict, base: dict, tally_unknown: list) -> list
         if variant not in ("Response", "ToolUse"):
             out.append(_unknown_variant(base, len(out), f"assistant:{variant}", body, tally_unknown))
             continue
-        e = dict(base, native_id=_str(body.get("message_id")))
-        text = _str(body.get("content"))
+        e = dict(base, native_id=nonempty(body.get("message_id")))
+        text = nonempty(body.get("content"))
         if text:
             out.append(dict(e, part=len(out), role="assistant", kind="message", text=text))
         for u in body.get("tool_uses") or []:
@@ -295,58 +289,48 @@ def conversation_entries(
         if not isinstance(turn, dict):
             continue
         user, assistant = dict_at(turn, "user"), dict_at(turn, "assistant")
-        cwd = _str(dict_at(dict_at(dict_at(user, "env_context"), "env_state"), "current_working_directory"))
+        cwd = nonempty(
+            dict_at(dict_at(dict_at(user, "env_context"), "env_state"), "current_working_directory")
+        )
         base = {
             "agent": AGENT,
             "session_id": cid,
-            "project_dir": _str(key) or cwd,
+            "project_dir": nonempty(key) or cwd,
             "source_path": src,
             "source_offset": rowid,
         }
         out += _user_entries(
             user,
-            dict(base, record_id=f"{cid}:{i}:user", ts=_str(user.get("timestamp")) or start),
+            dict(base, record_id=f"{cid}:{i}:user", ts=nonempty(user.get("timestamp")) or start),
             tally_unknown,
         )
         end = _ms(dict_at(turn, "request_metadata").get("stream_end_timestamp_ms"))
         out += _assistant_entries(
             assistant,
-            dict(base, record_id=f"{cid}:{i}:assistant", ts=end or _str(user.get("timestamp")) or start),
+            dict(base, record_id=f"{cid}:{i}:assistant", ts=end or nonempty(user.get("timestamp")) or start),
             tally_unknown,
         )
     return out
 
 
 def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
-    mark = resume_mark(state, top)
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    select = "SELECT rowid, key, conversation_id, value, created_at, updated_at FROM conversations_v2"
-    for rows in changed_rows(path, select, "rowid", "updated_at", mark):
-        for rowid, key, cid, value, created, updated in rows:
-            mark = advance_mark(mark, rowid, updated)
-            raw = value if isinstance(value, bytes) else str(value or "").encode("utf-8", "replace")
-            sid = _str(cid) or str(rowid)
-            rows_read.add(
-                rowid,
-                raw,
-                "conversations_v2",
-                lambda unknown_types, raw=raw, sid=sid, key=key, created=created, rowid=rowid: (
-                    conversation_entries(
-                        json_object_of(raw, "conversation value"),
-                        sid,
-                        key,
-                        created,
-                        str(path),
-                        rowid,
-                        unknown_types,
-                    )
-                ),
-            )
-    yield rows_read.batch(rd.watermark(dict(state, mark=mark), rd.settled()))
+    got, src = ChangedRows(rd), str(rd.path)
+
+    def conversation(rowid: int, key: Any, cid: Any, value: Any, created: Any, _updated: Any):
+        raw, sid = as_bytes(value), nonempty(cid) or str(rowid)
+        return raw, lambda unknown: conversation_entries(
+            json_object_of(raw, "conversation value"), sid, key, created, src, rowid, unknown
+        )
+
+    got.read("conversations_v2", "key, conversation_id, value, created_at", conversation, top=top)
+    yield got.batch_now()
 
 
 _read_jsonl = record_reader(PARSER_VERSION, parse_record, init_state)
-_read_db = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("conversations_v2", "conversation_id"),)
+_read_db = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)
 #: ``data.sqlite3`` by changed rows, a legacy ``.jsonl`` by byte offset
 read = by_mode(mode_for, _read_db, _read_jsonl)

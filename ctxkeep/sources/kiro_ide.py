@@ -49,7 +49,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import compact_json, dict_at, json_object, title_entry
+from ctxkeep.sources._util import compact_json, dict_at, json_object, nonempty, title_entry
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -115,10 +115,6 @@ def matches(path: Path) -> bool:
     return path.parent.parent.name == "workspace-sessions" and b'"sessionId"' in head and b'"history"' in head
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _iso_ms(v: Any) -> str | None:
     if isinstance(v, str) and v.isdigit():
         v = int(v)
@@ -172,7 +168,7 @@ def _exec_logs(root: Path, workspace: str | None) -> dict[str, dict]:
         return {}
     for p in files:
         log = json_object(p)
-        eid = _str(log.get("executionId"))
+        eid = nonempty(log.get("executionId"))
         if eid:
             out[eid] = log
     return out
@@ -183,9 +179,9 @@ def _actions(log: dict, e: dict) -> list[dict]:
     for a in log.get("actions") or []:
         if not isinstance(a, dict):
             continue
-        kind = _str(a.get("actionType")) or "unknown"
+        kind = nonempty(a.get("actionType")) or "unknown"
         if kind == "say":
-            msg = _str(dict_at(a, "output").get("message"))
+            msg = nonempty(dict_at(a, "output").get("message"))
             if msg:
                 out.append(dict(e, part=len(out), role="assistant", kind="message", text=msg))
             continue
@@ -196,12 +192,12 @@ def _actions(log: dict, e: dict) -> list[dict]:
                 part=len(out),
                 role="assistant",
                 kind="tool_call",
-                native_id=_str(a.get("actionId")),
+                native_id=nonempty(a.get("actionId")),
                 tool_name=kind,
                 text=compact_json(inp) if inp is not None else "",
             )
         )
-        result = _str(dict_at(a, "output").get("message"))
+        result = nonempty(dict_at(a, "output").get("message"))
         if result:
             out.append(
                 dict(
@@ -209,7 +205,7 @@ def _actions(log: dict, e: dict) -> list[dict]:
                     part=len(out),
                     role="tool",
                     kind="tool_result",
-                    native_id=_str(a.get("actionId")),
+                    native_id=nonempty(a.get("actionId")),
                     tool_name=kind,
                     text=result,
                 )
@@ -230,9 +226,9 @@ def parse_workspace_session(doc: Any, path: Path, state: dict, idle: bool) -> li
     for a document without a ``history`` list."""
     if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
         raise ValueError("not a Kiro IDE session (no history list)")
-    sid = _str(doc.get("sessionId")) or path.stem
+    sid = nonempty(doc.get("sessionId")) or path.stem
     index = next((x for x in _index(path.parent) if x.get("sessionId") == sid), {})
-    workspace = _str(doc.get("workspaceDirectory")) or _str(index.get("workspaceDirectory"))
+    workspace = nonempty(doc.get("workspaceDirectory")) or nonempty(index.get("workspaceDirectory"))
     ts = _iso_ms(index.get("dateCreated")) or _mtime(path)
     logs = _exec_logs(path.parent.parent.parent, workspace)
     src = str(path)
@@ -243,7 +239,7 @@ def parse_workspace_session(doc: Any, path: Path, state: dict, idle: bool) -> li
             continue
         msg = dict_at(h, "message")
         role = str(msg.get("role") or "")
-        mid = _str(msg.get("id"))
+        mid = nonempty(msg.get("id"))
         e = {
             "agent": AGENT,
             "session_id": sid,
@@ -259,14 +255,14 @@ def parse_workspace_session(doc: Any, path: Path, state: dict, idle: bool) -> li
         if role == "user":
             out.append(_user_entry(text, e))
         elif role == "assistant":
-            eid = _str(h.get("executionId"))
+            eid = nonempty(h.get("executionId"))
             got = _actions(logs[eid], e) if eid in logs else []
             waiting = waiting or bool(eid and eid not in logs)
             if not any(x["kind"] == "message" for x in got):
                 completions = [
                     str(p.get("completion")).strip()
                     for p in h.get("promptLogs") or []
-                    if isinstance(p, dict) and _str(p.get("completion"))
+                    if isinstance(p, dict) and nonempty(p.get("completion"))
                 ]
                 fallback = text or "\n\n".join(completions)
                 if fallback:
@@ -278,7 +274,7 @@ def parse_workspace_session(doc: Any, path: Path, state: dict, idle: bool) -> li
             out.append(dict(e, role="tool", kind="tool_result", text=text))
         else:
             out.append(dict(e, role="system", kind="meta", tool_name=role or "unknown", text=text))
-    title = _str(doc.get("title")) or _str(index.get("title"))
+    title = nonempty(doc.get("title")) or nonempty(index.get("title"))
     if title:
         out.append(title_entry(AGENT, sid, title, src, ts=ts, project_dir=workspace))
     if waiting and not idle:
@@ -294,7 +290,7 @@ def _workspace_of(root: Path, hash_: str) -> str | None:
         return None
     for ws in dirs:
         for x in _index(ws):
-            w = _str(x.get("workspaceDirectory"))
+            w = nonempty(x.get("workspaceDirectory"))
             if w and ws_hash(w) == hash_:
                 return w
     return None
@@ -307,7 +303,7 @@ def parse_chat(doc: Any, path: Path) -> list[dict]:
         raise ValueError("not a Kiro IDE chat file (no chat list)")
     sid = f"{path.parent.name}:{path.stem}"
     meta = dict_at(doc, "metadata")
-    model = _str(meta.get("modelId"))
+    model = nonempty(meta.get("modelId"))
     ts = _iso_ms(meta.get("startTime")) or _mtime(path)
     project = _workspace_of(path.parent.parent, path.parent.name)
     src = str(path)

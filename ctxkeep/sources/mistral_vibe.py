@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object, openai_tool_calls
+from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object, nonempty, openai_tool_calls
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
@@ -77,10 +77,6 @@ def _session(src: str) -> tuple[str, dict]:
     return sid or folder.name, meta
 
 
-def _str(v) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """One Vibe chat message → its entries: the message, its reasoning, one tool call
     per ``tool_calls`` item; a ``tool`` message → a tool result; and, on assistant
@@ -88,20 +84,20 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     sid, meta = _session(src)
     env = dict_at(meta, "environment")
     cfg = dict_at(meta, "config")
-    session_model = _str(meta.get("model")) or _str(cfg.get("active_model"))
+    session_model = nonempty(meta.get("model")) or nonempty(cfg.get("active_model"))
     role = str(rec.get("role") or "")
     base = {
         "agent": AGENT,
         "session_id": sid,
-        "parent_session_id": _str(meta.get("parent_session_id")),
-        "native_id": _str(rec.get("message_id")),
-        "project_dir": _str(meta.get("working_dir")) or _str(env.get("working_directory")),
+        "parent_session_id": nonempty(meta.get("parent_session_id")),
+        "native_id": nonempty(rec.get("message_id")),
+        "project_dir": nonempty(meta.get("working_dir")) or nonempty(env.get("working_directory")),
         "part": 0,
-        "ts": _str(meta.get("start_time")),
-        "model": (_str(rec.get("model")) or session_model) if role == "assistant" else None,
+        "ts": nonempty(meta.get("start_time")),
+        "model": (nonempty(rec.get("model")) or session_model) if role == "assistant" else None,
         "source_path": src,
         "source_offset": offset,
-        "record_id": f"{sid}:{_str(rec.get('message_id')) or line_hash}",
+        "record_id": f"{sid}:{nonempty(rec.get('message_id')) or line_hash}",
     }
     content = rec.get("content")
     text = content if isinstance(content, str) else compact_json(content, 2000) if content else ""
@@ -111,8 +107,8 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
                 base,
                 role="tool",
                 kind="tool_result",
-                native_id=_str(rec.get("tool_call_id")),
-                tool_name=_str(rec.get("name")),
+                native_id=nonempty(rec.get("tool_call_id")),
+                tool_name=nonempty(rec.get("name")),
                 text=text,
             )
         ]
@@ -127,7 +123,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     if role != "assistant":
         return [dict(base, role="system", kind="meta", tool_name=role or "unknown", text=text)]
     out = [dict(base, role="assistant", kind="message", text=text)]
-    if _str(rec.get("reasoning_content")):
+    if nonempty(rec.get("reasoning_content")):
         out.append(
             dict(base, role="assistant", kind="thinking", part=len(out), text=rec["reasoning_content"])
         )
@@ -154,7 +150,7 @@ def _usage(meta: dict, base: dict, sid: str, model: str | None) -> list[dict]:
             tool_name="usage",
             part=0,
             native_id=None,
-            ts=_str(meta.get("end_time")) or base["ts"],
+            ts=nonempty(meta.get("end_time")) or base["ts"],
             model=model,
             text=f"usage {model}",
             input_tokens=max(prompt - cached, 0),

@@ -18,12 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxkeep.sources import claude_code
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, SourceFile, sorted_paths
+from ctxkeep.sources._util import relabel
+from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
 AGENT = "openclaude"
 PARSER_VERSION = claude_code.PARSER_VERSION
-MODE = "append"
+MODE: Mode = "append"
 
 
 def roots(ctx: DiscoveryContext) -> list[Path]:
@@ -65,12 +66,7 @@ def init_state(file: SourceFile) -> dict:
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """Claude Code's parse of the line, relabelled ``openclaude``."""
-    out = claude_code.parse_record(rec, offset, line_hash, state, src)
-    for e in out:
-        e["agent"] = AGENT
-        if e.get("usage_key"):
-            e["usage_key"] = f"openclaude:{e['usage_key']}"
-    return out
+    return relabel(claude_code.parse_record(rec, offset, line_hash, state, src), AGENT)
 
 
 #: new lines of one transcript into entry dicts (``parse_record``)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxkeep.sources import pi
+from ctxkeep.sources._util import relabel
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
@@ -81,12 +82,7 @@ def init_state(file: SourceFile) -> dict:
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """Pi's parse of the line, relabelled ``openclaw``."""
-    out = pi.parse_record(rec, offset, line_hash, state, src)
-    for e in out:
-        e["agent"] = AGENT
-        if e.get("usage_key"):
-            e["usage_key"] = "openclaw:" + e["usage_key"].removeprefix("pi:")
-    return out
+    return relabel(pi.parse_record(rec, offset, line_hash, state, src), AGENT, "pi:")
 
 
 #: new lines of one session file into entry dicts (``parse_record``)

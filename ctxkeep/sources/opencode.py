@@ -393,7 +393,8 @@ def part_entries(
         return out, False
     if ptype == "file":
         label = " ".join(str(x) for x in (part.get("mime"), part.get("filename")) if x)
-        url = part.get("url") if isinstance(part.get("url"), str) else ""
+        url_v = part.get("url")
+        url = url_v if isinstance(url_v, str) else ""
         where = "" if url.startswith("data:") else f" {url[:300]}"
         return [dict(b, part=0, kind="message", text=f"[file {label}]{where}")], False
     text = {k: v for k, v in part.items() if k not in ("id", "sessionID", "messageID", "type")}
@@ -573,5 +574,10 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     yield Batch(entries, quarantine, rd.watermark(state, fp), lines=len(entries), bytes_read=nbytes)
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("session", "id"), ("message", "session_id"), ("part", "session_id"))
+
 #: one tree session (whole) or the new rows of ``opencode.db``
-read = by_mode(mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows), _read_tree)
+read = by_mode(
+    mode_for, database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, vault=VAULT_TABLES), _read_tree
+)

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from ctxkeep.sources import claude_code
-from ctxkeep.sources._util import json_object, title_entry
+from ctxkeep.sources._util import json_object, nonempty, relabel, title_entry
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
 from ctxkeep.sources.readers.jsonl import record_reader
 
@@ -91,26 +91,19 @@ def init_state(file: SourceFile) -> dict:
     return claude_code.init_state(file)
 
 
-def _str(v) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """Claude Code's parse of the line, relabelled ``qoder`` and completed from the
     session's ``-session.json``."""
-    out = claude_code.parse_record(rec, offset, line_hash, state, src)
+    out = relabel(claude_code.parse_record(rec, offset, line_hash, state, src), AGENT)
     path = Path(src)
     meta = {} if path.parent.name == "subagents" else session_meta(path)
-    parent = _str(meta.get("fork_from")) or _str(meta.get("parent_session_id"))
+    parent = nonempty(meta.get("fork_from")) or nonempty(meta.get("parent_session_id"))
     for e in out:
-        e["agent"] = AGENT
-        if e.get("usage_key"):
-            e["usage_key"] = f"qoder:{e['usage_key']}"
         if parent and not e.get("parent_session_id") and e.get("session_id") == path.stem:
             e["parent_session_id"] = parent
         if not e.get("project_dir"):
-            e["project_dir"] = _str(meta.get("working_dir"))
-    title = _str(meta.get("title"))
+            e["project_dir"] = nonempty(meta.get("working_dir"))
+    title = nonempty(meta.get("title"))
     if offset == 0 and title:
         ts = out[0].get("ts") if out else None
         out.append(
@@ -121,7 +114,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
                     title,
                     src,
                     ts=ts,
-                    project_dir=_str(meta.get("working_dir")),
+                    project_dir=nonempty(meta.get("working_dir")),
                     offset=offset,
                 ),
                 parent_session_id=parent,

@@ -52,6 +52,7 @@ from ctxkeep.sources.contract import (
     Batch,
     Discovery,
     DiscoveryContext,
+    FileMode,
     Mode,
     SourceFile,
     Watermark,
@@ -124,7 +125,7 @@ def is_hook_context(text: str) -> bool:
     return _HOOK_OPEN not in body and _HOOK_CLOSE not in body
 
 
-def mode_for(path: Path) -> str:
+def mode_for(path: Path) -> FileMode:
     """``append`` for JSONL, ``rewrite`` for the old JSON documents."""
     return "append" if path.suffix == ".jsonl" else "rewrite"
 
@@ -211,8 +212,10 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "message_id": uuid,
     }
     out: list[dict] = []
-    msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
-    payload = rec.get("systemPayload") if isinstance(rec.get("systemPayload"), dict) else {}
+    msg_v = rec.get("message")
+    msg = msg_v if isinstance(msg_v, dict) else None
+    payload_v = rec.get("systemPayload")
+    payload = payload_v if isinstance(payload_v, dict) else {}
     if rtype == "user" and sub in _NOT_TYPED:
         shown = payload.get("displayText")
         text = shown if isinstance(shown, str) else gemini_cli._parts_text((msg or {}).get("parts"))

@@ -40,6 +40,7 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ctxkeep.sources import _homescan
 from ctxkeep.sources.contract import (
@@ -147,9 +148,9 @@ def parse_export(text: str, src: str, project: str | None, idle: bool, state: di
         origin_slug = _ORIGINS.get(name.lower(), re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"))
     start_ts = _ts(origin.group(3) if origin else None, False) or _ts(title_ts, True) or _ts(title, True)
     turns: list[dict] = []
-    cur = None
+    cur: dict[str, Any] | None = None
     offset = 0
-    line_offsets = []
+    line_offsets: list[int] = []
     for line in lines:
         line_offsets.append(offset)
         offset += len(line.encode("utf-8")) + 1

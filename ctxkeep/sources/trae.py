@@ -242,7 +242,9 @@ def _rows(rd: DbRead, value: str | None) -> Iterator[Batch]:
     )
 
 
-_read = database_reader(AGENT, PARSER_VERSION, _probe, _rows, "cannot read state.vscdb")
+#: the rows read, for the vault (``readers.rows``): the agent's key, one document
+VAULT_TABLES = (("ItemTable", f"CASE WHEN key = '{KEY}' THEN '' END"),)
+_read = database_reader(AGENT, PARSER_VERSION, _probe, _rows, "cannot read state.vscdb", vault=VAULT_TABLES)
 
 
 def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxkeep.sources import codex
+from ctxkeep.sources._util import relabel
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.readers.jsonl import record_reader
 
@@ -62,12 +63,7 @@ def init_state(file: SourceFile) -> dict:
 
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """Codex's parse of the line, relabelled ``traex``."""
-    out = codex.parse_record(rec, offset, line_hash, state, src)
-    for e in out:
-        e["agent"] = AGENT
-        if e.get("usage_key"):
-            e["usage_key"] = "traex:" + e["usage_key"].removeprefix("codex:")
-    return out
+    return relabel(codex.parse_record(rec, offset, line_hash, state, src), AGENT, "codex:")
 
 
 #: new lines of one rollout into entry dicts (``parse_record``)

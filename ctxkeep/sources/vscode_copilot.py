@@ -68,7 +68,7 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at, epoch_iso
+from ctxkeep.sources._util import as_int, compact_json, dict_at, epoch_iso, nonempty
 from ctxkeep.sources.contract import (
     DEFAULT_BATCH_BYTES,
     Batch,
@@ -271,17 +271,13 @@ def _result_text(item: dict) -> str:
     return _inv_text(item.get("pastTenseMessage"))
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def request_entries(req: dict, sid: str, base: dict) -> list[dict]:
     """Entry dicts of one request (see the module doc)."""
-    rid = _str(req.get("requestId")) or f"req{base['source_offset']}"
+    rid = nonempty(req.get("requestId")) or f"req{base['source_offset']}"
     ts = epoch_iso(req.get("timestamp"), 0.001) or base["ts"]
     b = dict(base, ts=ts)
     out: list[dict] = []
-    prompt = _str(dict_at(req, "message").get("text"))
+    prompt = nonempty(dict_at(req, "message").get("text"))
     if prompt:
         out.append(
             dict(
@@ -301,7 +297,9 @@ def request_entries(req: dict, sid: str, base: dict) -> list[dict]:
     ).hexdigest()[:12]
     arid = f"{sid}:{rid}:{digest}"
     model = (
-        _str(meta.get("resolvedModel")) or (_str(req.get("modelId")) or "").removeprefix("copilot/") or None
+        nonempty(meta.get("resolvedModel"))
+        or (nonempty(req.get("modelId")) or "").removeprefix("copilot/")
+        or None
     )
     a = dict(b, record_id=arid, message_id=arid, model=model)
     texts: list[str] = []
@@ -337,7 +335,7 @@ def request_entries(req: dict, sid: str, base: dict) -> list[dict]:
                 tools.append(dict(a, role="assistant", kind="thinking", text=value))
         elif kind == "toolInvocationSerialized":
             flush()
-            name, cid = _str(item.get("toolId")), _str(item.get("toolCallId"))
+            name, cid = nonempty(item.get("toolId")), nonempty(item.get("toolCallId"))
             tools.append(
                 dict(
                     a,
@@ -384,7 +382,7 @@ def parse_session(doc: Any, src: str, state: dict, old_ids: list[str], idle: boo
     if not isinstance(doc, dict) or not isinstance(doc.get("requests"), list):
         raise ValueError("not a VS Code chat session (no requests list)")
     set_version(state, str(doc["version"]) if as_int(doc.get("version")) is not None else None)
-    sid = _str(doc.get("sessionId")) or Path(src).stem
+    sid = nonempty(doc.get("sessionId")) or Path(src).stem
     base = {
         "agent": AGENT,
         "session_id": sid,
@@ -400,7 +398,7 @@ def parse_session(doc: Any, src: str, state: dict, old_ids: list[str], idle: boo
             state["complete"] = False  # still streaming: read again when it settles
             continue
         out += request_entries(req, sid, dict(base, source_offset=i))
-    title = _str(doc.get("customTitle"))
+    title = nonempty(doc.get("customTitle"))
     if title:
         out.append(
             dict(

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,7 +85,7 @@ def user_dirs(ctx: DiscoveryContext) -> list[Path]:
 
 
 def discover_tasks(
-    agent: str, ext_ids: tuple[str, ...], ctx: DiscoveryContext, extra_roots: list[Path] = ()
+    agent: str, ext_ids: tuple[str, ...], ctx: DiscoveryContext, extra_roots: Sequence[Path] = ()
 ) -> Discovery:
     """Find ``tasks/*/api_conversation_history.json`` (and ``ui_messages.json``) of the
     extension ids under every user dir, configured dirs (a ``tasks`` dir or an
@@ -167,7 +167,8 @@ def parse_history(agent: str, doc: Any, task: str, src: str, state: dict, old_id
         parts: list[dict] = []
         if m.get("type") == "reasoning" and "role" not in m:
             # Roo/Kilo keep reasoning items (OpenAI Responses style) in the history
-            summ = m.get("summary") if isinstance(m.get("summary"), list) else []
+            summ_v = m.get("summary")
+            summ = summ_v if isinstance(summ_v, list) else []
             txt = "\n".join(str(x.get("text") or "") for x in summ if isinstance(x, dict)) or str(
                 m.get("text") or ""
             )

@@ -38,16 +38,14 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at, sqlite_time_iso
+from ctxkeep.sources._util import as_int, compact_json, dict_at, nonempty, sqlite_time_iso
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode
 from ctxkeep.sources.readers.sqlite import (
+    ChangedRows,
     DbRead,
-    RowCollector,
-    advance_mark,
-    changed_rows,
+    as_bytes,
     database_reader,
     json_object_of,
-    resume_mark,
 )
 
 AGENT = "warp"
@@ -92,10 +90,6 @@ def matches(path: Path) -> bool:
     return path.name == DB_NAME
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _probe(conn) -> tuple[int, int]:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "ai_queries" not in tables:
@@ -133,7 +127,7 @@ def usage_summary(data: dict) -> str:
     tools = {k: n for k, n in tools.items() if n}
     tokens = [
         {
-            "model": _str(t.get("model_id")),
+            "model": nonempty(t.get("model_id")),
             "warp_tokens": as_int(t.get("warp_tokens")) or 0,
             "byok_tokens": as_int(t.get("byok_tokens")) or 0,
         }
@@ -144,68 +138,55 @@ def usage_summary(data: dict) -> str:
 
 
 def _read_rows(rd: DbRead, tops: tuple[int, int]) -> Iterator[Batch]:
-    path, state = rd.path, rd.state
     top_q, top_c = tops
-    mark, mark_conv = resume_mark(state, top_q), resume_mark(state, top_c, "mark_conv")
-    rows_read = RowCollector(path, reset=not state.get("mark"))
-    src = str(path)
+    got, src = ChangedRows(rd), str(rd.path)
     project: dict[str, str] = {}
-    select = (
-        "SELECT rowid, exchange_id, conversation_id, start_ts, input, working_directory, output_status, model_id "
-        "FROM ai_queries"
-    )
-    for rows in changed_rows(path, select, "rowid", "start_ts", mark):
-        for rowid, xid, cid, ts, raw_input, cwd, status, model in rows:
-            mark = advance_mark(mark, rowid, ts)
-            cid = str(cid)
-            if _str(cwd):
-                project[cid] = cwd
-            base = {
-                "agent": AGENT,
-                "session_id": cid,
-                "native_id": _str(xid),
-                "project_dir": _str(cwd),
-                "ts": sqlite_time_iso(ts),
-                "model": _str(model),
-                "source_path": src,
-                "source_offset": rowid,
-                "record_id": f"{cid}:{xid or rowid}",
-            }
-            raw = str(raw_input or "").encode("utf-8", "replace")
-            rows_read.add(
-                rowid,
-                raw,
-                "ai_queries",
-                lambda _u, raw=raw, base=base, status=status: _exchange(raw, base, status),
-            )
+
+    def query(rowid: int, xid: Any, cid: Any, raw_input: Any, cwd: Any, status: Any, model: Any, ts: Any):
+        cid = str(cid)
+        if nonempty(cwd):
+            project[cid] = cwd
+        base = {
+            "agent": AGENT,
+            "session_id": cid,
+            "native_id": nonempty(xid),
+            "project_dir": nonempty(cwd),
+            "ts": sqlite_time_iso(ts),
+            "model": nonempty(model),
+            "source_path": src,
+            "source_offset": rowid,
+            "record_id": f"{cid}:{xid or rowid}",
+        }
+        raw = as_bytes(raw_input)
+        return raw, lambda _u: _exchange(raw, base, status)
+
+    def conversation(rowid: int, cid: Any, data: Any, modified: Any):
+        e = {
+            "agent": AGENT,
+            "session_id": str(cid),
+            "project_dir": project.get(str(cid)),
+            "ts": sqlite_time_iso(modified),
+            "role": "system",
+            "kind": "meta",
+            "tool_name": "tool_usage",
+            "part": 0,
+            "source_path": src,
+            "source_offset": rowid,
+        }
+        raw = as_bytes(data, "{}")
+        return raw, lambda _u: _usage_entry(raw, e)
+
+    cols = "exchange_id, conversation_id, input, working_directory, output_status, model_id"
+    got.read("ai_queries", cols, query, top=top_q, ts="start_ts")
     if top_c >= 0:
-        select = "SELECT rowid, conversation_id, conversation_data, last_modified_at FROM agent_conversations"
-        for rows in changed_rows(path, select, "rowid", "last_modified_at", mark_conv):
-            for rowid, cid, data, modified in rows:
-                mark_conv = advance_mark(mark_conv, rowid, modified)
-                raw = data if isinstance(data, bytes) else str(data or "{}").encode("utf-8", "replace")
-                e = {
-                    "agent": AGENT,
-                    "session_id": str(cid),
-                    "project_dir": project.get(str(cid)),
-                    "ts": sqlite_time_iso(modified),
-                    "role": "system",
-                    "kind": "meta",
-                    "tool_name": "tool_usage",
-                    "part": 0,
-                    "source_path": src,
-                    "source_offset": rowid,
-                }
-                rows_read.add(
-                    rowid, raw, "agent_conversations", lambda _u, raw=raw, e=e: _usage_entry(raw, e)
-                )
-    wm = rd.watermark(dict(state, mark=mark, mark_conv=mark_conv), rd.settled())
-    yield rows_read.batch(wm)
+        cols, ts = "conversation_id, conversation_data", "last_modified_at"
+        got.read("agent_conversations", cols, conversation, top=top_c, ts=ts, key="mark_conv")
+    yield got.batch_now()
 
 
 def _exchange(raw: bytes, base: dict, status: Any) -> list[dict]:
     got = [dict(base, part=0, role="user", kind="message", text=query_text(raw))]
-    if _str(status) and status.lower() not in ("success", "succeeded", "completed"):
+    if nonempty(status) and status.lower() not in ("success", "succeeded", "completed"):
         got.append(dict(base, part=1, role="system", kind="meta", tool_name="output_status", text=status))
     return got
 
@@ -215,5 +196,10 @@ def _usage_entry(raw: bytes, e: dict) -> list[dict]:
     return [dict(e, text=text, record_id=f"{e['session_id']}:tool_usage:{text}")]
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("ai_queries", "conversation_id"), ("agent_conversations", "conversation_id"))
+
 #: new exchanges and changed conversations of ``warp.sqlite``
-read = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}")
+read = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
+)

@@ -49,9 +49,9 @@ from typing import Any
 
 import orjson
 
-from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object
+from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object, nonempty
 from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, sorted_paths
-from ctxkeep.sources.readers.sqlite import DbRead, RowCollector, database_reader
+from ctxkeep.sources.readers.sqlite import DbRead, RowCollector, as_bytes, database_reader
 
 AGENT = "windsurf"
 PARSER_VERSION = 1
@@ -95,10 +95,6 @@ def matches(path: Path) -> bool:
     )
 
 
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def _ms(v: Any) -> str | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e14:
         return None
@@ -109,7 +105,7 @@ def project_of(db: Path) -> str | None:
     """The folder ``workspace.json`` beside the database names (a ``file://`` URI made
     a path), else None."""
     w = json_object(db.parent / "workspace.json")
-    uri = _str(w.get("folder")) or _str(w.get("workspace"))
+    uri = nonempty(w.get("folder")) or nonempty(w.get("workspace"))
     if not uri:
         return None
     return urllib.parse.unquote(urllib.parse.urlparse(uri).path) if uri.startswith("file:") else uri
@@ -126,11 +122,11 @@ def _probe(conn) -> list[tuple[str, Any]]:
 
 
 def _tab_entries(tab: dict, base: dict) -> list[dict]:
-    tid = _str(tab.get("tabId"))
+    tid = nonempty(tab.get("tabId"))
     if not tid:
         return []
     out: list[dict] = []
-    title = _str(tab.get("chatTitle"))
+    title = nonempty(tab.get("chatTitle"))
     if title:
         out.append(
             dict(
@@ -183,12 +179,12 @@ def _invocation_text(v: Any) -> str:
 def _request_entries(
     req: dict, sid: str, base: dict, start: str | None, unknown_types: list[str]
 ) -> list[dict]:
-    rid = _str(req.get("requestId")) or hashlib.sha256(orjson.dumps(req.get("message"))).hexdigest()[:16]
+    rid = nonempty(req.get("requestId")) or hashlib.sha256(orjson.dumps(req.get("message"))).hexdigest()[:16]
     e = dict(base, session_id=sid, record_id=f"{sid}:{rid}", ts=_ms(req.get("timestamp")) or start)
     meta = dict_at(dict_at(req, "result"), "metadata")
-    model = _str(meta.get("resolvedModel")) or _str(req.get("modelId"))
+    model = nonempty(meta.get("resolvedModel")) or nonempty(req.get("modelId"))
     out: list[dict] = []
-    prompt = _str(dict_at(req, "message").get("text"))
+    prompt = nonempty(dict_at(req, "message").get("text"))
     if prompt:
         out.append(dict(e, part=0, role="user", kind="message", text=prompt))
     text: list[str] = []
@@ -198,8 +194,8 @@ def _request_entries(
             continue
         kind = item.get("kind") or ""
         if kind == "toolInvocationSerialized":
-            tool = _str(item.get("toolId"))
-            cid = _str(item.get("toolCallId"))
+            tool = nonempty(item.get("toolId"))
+            cid = nonempty(item.get("toolCallId"))
             args = item.get("invocationMessage")
             spec = item.get("toolSpecificData")
             calls.append(
@@ -258,10 +254,10 @@ def chat_entries(doc: Any, db: Path, base: dict, unknown_types: list[str]) -> li
     if not isinstance(doc, dict):
         raise ValueError("chat data is not a JSON object")
     if isinstance(doc.get("requests"), list):
-        sid = _str(doc.get("sessionId")) or f"workspace-{db.parent.name}"
+        sid = nonempty(doc.get("sessionId")) or f"workspace-{db.parent.name}"
         start = _ms(doc.get("creationDate"))
         out: list[dict] = []
-        title = _str(doc.get("customTitle"))
+        title = nonempty(doc.get("customTitle"))
         if title:
             out.append(
                 dict(
@@ -294,7 +290,7 @@ def _read(rd: DbRead, rows: list[tuple[str, Any]]) -> Iterator[Batch]:
     base = {"agent": AGENT, "project_dir": project_of(path), "ts": mtime, "source_path": str(path)}
     rows_read = RowCollector(path, reset=True)
     for i, (key, value) in enumerate(rows):
-        raw = value if isinstance(value, bytes) else str(value or "").encode("utf-8", "replace")
+        raw = as_bytes(value)
         rows_read.add(
             i,
             raw,

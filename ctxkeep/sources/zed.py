@@ -336,5 +336,10 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
     )
 
 
+#: the rows of a session, for the vault (``readers.rows``)
+VAULT_TABLES = (("threads", "id"),)
+
 #: changed threads of ``threads.db``
-read = database_reader(AGENT, PARSER_VERSION, _probe, _read_rows, "cannot read threads.db")
+read = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read_rows, "cannot read threads.db", vault=VAULT_TABLES
+)

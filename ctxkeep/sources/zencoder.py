@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ctxkeep.sources._util import compact_json
+from ctxkeep.sources._util import compact_json, nonempty
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 from ctxkeep.sources.coverage import unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
@@ -76,10 +76,6 @@ def init_state(file: SourceFile) -> dict:
     return {"sid": file.path.stem}
 
 
-def _str(v) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
 def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
     """One Zencoder line → its entries (the header → one ``meta`` entry)."""
     role = rec.get("role")
@@ -93,7 +89,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "parent_session_id": state.get("parent"),
         "native_id": None,
         "project_dir": state.get("cwd"),
-        "ts": _str(rec.get("createdAt")) or state.get("ts"),
+        "ts": nonempty(rec.get("createdAt")) or state.get("ts"),
         "part": 0,
         "source_path": src,
         "source_offset": offset,
@@ -107,7 +103,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
             state["cwd"] = base["project_dir"] = m.group(1).strip()
         return [dict(base, role="system", kind="meta", tool_name="system", text=text)]
     if role == "finish":
-        reason = _str(rec.get("reason")) or "unknown"
+        reason = nonempty(rec.get("reason")) or "unknown"
         return [dict(base, role="system", kind="meta", tool_name="finish", text=f"turn finished: {reason}")]
     blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     if role == "user":
@@ -124,12 +120,12 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
 
 
 def _header(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> list[dict]:
-    sid = _str(rec.get("id")) or state["sid"]
-    state.update(sid=sid, parent=_str(rec.get("parentId")), ts=_str(rec.get("createdAt")))
-    state["model"] = _str(rec.get("modelId"))
-    if _str(rec.get("version")):
+    sid = nonempty(rec.get("id")) or state["sid"]
+    state.update(sid=sid, parent=nonempty(rec.get("parentId")), ts=nonempty(rec.get("createdAt")))
+    state["model"] = nonempty(rec.get("modelId"))
+    if nonempty(rec.get("version")):
         state["_v"] = rec["version"]
-    reason = _str(rec.get("creationReason")) or ""
+    reason = nonempty(rec.get("creationReason")) or ""
     return [
         {
             "agent": AGENT,
@@ -151,12 +147,12 @@ def _header(rec: dict, offset: int, line_hash: str, state: dict, src: str) -> li
 def _user_block(b: dict, e: dict, state: dict) -> dict:
     t = b.get("type")
     if t == "text":
-        tag = _str(b.get("tag"))
+        tag = nonempty(b.get("tag"))
         if tag in (None, "user-input"):
-            return dict(e, role="user", kind="message", text=_str(b.get("text")) or "")
-        return dict(e, role="system", kind="meta", tool_name=tag, text=_str(b.get("text")) or "")
+            return dict(e, role="user", kind="message", text=nonempty(b.get("text")) or "")
+        return dict(e, role="system", kind="meta", tool_name=tag, text=nonempty(b.get("text")) or "")
     if t == "skill":
-        body = _str(b.get("content")) or ""
+        body = nonempty(b.get("content")) or ""
         return dict(e, role="system", kind="meta", tool_name="skill", text=f"[skill {b.get('name')}]\n{body}")
     unknown(state, f"block:{t}")
     return dict(e, role="system", kind="meta", tool_name=str(t or "unknown"), text=compact_json(b, 2000))
@@ -166,15 +162,15 @@ def _assistant_block(b: dict, e: dict, state: dict) -> dict:
     e = dict(e, role="assistant", model=state.get("model"))
     t = b.get("type")
     if t == "text":
-        return dict(e, kind="message", text=_str(b.get("text")) or "")
+        return dict(e, kind="message", text=nonempty(b.get("text")) or "")
     if t == "reasoning":
-        return dict(e, kind="thinking", text=_str(b.get("text")) or "")
+        return dict(e, kind="thinking", text=nonempty(b.get("text")) or "")
     if t == "tool-call":
         return dict(
             e,
             kind="tool_call",
-            native_id=_str(b.get("toolCallId")),
-            tool_name=_str(b.get("toolName")),
+            native_id=nonempty(b.get("toolCallId")),
+            tool_name=nonempty(b.get("toolName")),
             text=compact_json(b.get("input")) if b.get("input") is not None else "",
         )
     unknown(state, f"block:{t}")
@@ -187,7 +183,7 @@ def _tool_block(b: dict, base: dict, part: int, state: dict) -> list[dict]:
         return [
             dict(base, part=part, role="system", kind="meta", tool_name="unknown", text=compact_json(b, 2000))
         ]
-    call = _str(b.get("toolCallId"))
+    call = nonempty(b.get("toolCallId"))
     parts = b.get("content")
     items = [c for c in parts if isinstance(c, dict)] if isinstance(parts, list) else []
     plain = [str(c.get("text") or "") for c in items if not c.get("tag")]
@@ -200,7 +196,7 @@ def _tool_block(b: dict, base: dict, part: int, state: dict) -> list[dict]:
             role="tool",
             kind="tool_result",
             native_id=call,
-            tool_name=_str(b.get("toolName")),
+            tool_name=nonempty(b.get("toolName")),
             text=text,
         )
     ]

@@ -6,6 +6,15 @@ Pure: no file or network access here (``genai-prices`` is used from its bundled
 snapshot; its auto-update is never started). The DuckDB sink reads ``prices.toml`` and
 hands its text to ``parse_prices_toml``.
 
+genai-prices is loaded on first use (``genai``), not when this module is imported, and
+without its package ``__init__``: that imports its auto-updater (``update_prices``:
+the ``httpx2`` HTTP client and ``asyncio``) and reads its own version from the installed
+metadata, none of which pricing from the bundled data uses (genai-prices 0.2.3:
+``__init__.py`` imports ``update_prices``, which imports ``httpx2`` at its top). Its
+``types``, ``data`` and ``data_snapshot`` modules are loaded as they are, under their
+own names, so a later ``import genai_prices`` (a test) runs its ``__init__`` over the
+same modules and classes.
+
 Token conventions (``schema``): ``input_tokens`` is the *non-cached* input,
 ``cache_read_tokens`` / ``cache_creation_tokens`` the cached input read / written,
 ``output_tokens`` the output. ``genai-prices`` wants the total input with the cached
@@ -42,12 +51,15 @@ not multiply them.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import importlib.util
+import sys
+import threading
 import tomllib
+import types
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
-
-from genai_prices import Usage, data_snapshot
 
 REASONING_OUTSIDE_OUTPUT = frozenset({"gemini-cli", "qwen-code", "opencode"})
 
@@ -208,11 +220,55 @@ def bands(base: Rates, tiers: tuple[tuple[int, Rates], ...]) -> list[Band]:
     return out
 
 
+#: genai-prices' submodules its ``types`` imports inside functions (``from
+#: genai_prices.decompose import …`` while pricing): loaded with the others, so such an
+#: import finds them in ``sys.modules`` and never loads the package's ``__init__``
+_CALL_TIME_MODULES = ("units", "decompose", "validation")
+_genai_lock = threading.Lock()
+
+
+def genai() -> types.SimpleNamespace:
+    """genai-prices' ``data_snapshot`` module, its bundled snapshot loaded, and its
+    ``Usage`` class, as ``.data_snapshot`` and ``.Usage``: loaded once per process
+    without the package's ``__init__`` (the module doc; ~0.04 s of CPU and the HTTP
+    client's modules saved, of ~0.15 s for genai-prices and pydantic). Raises
+    ImportError when genai-prices is missing."""
+    with _genai_lock:  # the analytics thread may load it while the main thread prices
+        return _load_genai()
+
+
+@lru_cache(maxsize=1)
+def _load_genai() -> types.SimpleNamespace:
+    name = "genai_prices"
+    if name in sys.modules:  # imported whole already (its __init__ ran)
+        import genai_prices
+
+        return types.SimpleNamespace(data_snapshot=genai_prices.data_snapshot, Usage=genai_prices.Usage)
+    else:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(name)
+        # the package, its ``__init__`` not run, as the parent of its submodules while they
+        # load; removed after, so a later ``import genai_prices`` runs the real one over them
+        shell = importlib.util.module_from_spec(spec)
+        sys.modules[name] = shell
+        try:
+            snapshot = importlib.import_module(f"{name}.data_snapshot")
+            usage = importlib.import_module(f"{name}.types").Usage
+            snapshot.get_snapshot()  # imports genai_prices.data: under the shell too
+            for sub in _CALL_TIME_MODULES:  # found in sys.modules when a price is computed
+                importlib.import_module(f"{name}.{sub}")
+        finally:
+            if sys.modules.get(name) is shell:
+                del sys.modules[name]
+    return types.SimpleNamespace(data_snapshot=snapshot, Usage=usage)
+
+
 @lru_cache(maxsize=1024)
 def _model(model: str):
 
     try:
-        return data_snapshot.get_snapshot().find_provider_model(model, None, None, None)[1]
+        return genai().data_snapshot.get_snapshot().find_provider_model(model, None, None, None)[1]
     except LookupError:
         return None
 
@@ -244,7 +300,7 @@ def _flat_rates(model: str, day: dt.date) -> Rates | None:
         return None
     inp = float(vals[0])
     one_hour = mp.calc_price(
-        Usage(input_tokens=1_000_000, cache_write_tokens=1_000_000, cache_write_1h_tokens=1_000_000)
+        genai().Usage(input_tokens=1_000_000, cache_write_tokens=1_000_000, cache_write_1h_tokens=1_000_000)
     )["total_price"]
     return (
         inp,
@@ -320,7 +376,7 @@ def genai_tiered(model: str, day: dt.date, inp: int, cr: int, cw: int, h: int, o
     ``inp`` non-cached input, ``cr`` cache read, ``cw`` cache write of which ``h``
     one-hour, ``out`` output tokens (the module doc's conventions)."""
 
-    usage = Usage(
+    usage = genai().Usage(
         input_tokens=inp + cr + cw,
         cache_read_tokens=cr,
         cache_write_tokens=cw,

@@ -74,7 +74,7 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -628,6 +628,7 @@ def _spans(
             if _keep_maintained(text, s, e, k)
         ]
     starts = None
+    matches: Iterator[re.Match[str]]
     for order, (rule, rx, lits) in enumerate(_COMPILED):
         if rule.ci:
             if starts is None:
@@ -640,7 +641,7 @@ def _spans(
         else:
             matches = rx.finditer(text)
         for m in matches:
-            g = "q" if rx.groupindex.get("q") and m.group("q") is not None else None
+            g: str | int | None = "q" if rx.groupindex.get("q") and m.group("q") is not None else None
             if g is None:
                 g = "s" if rx.groupindex.get("s") and m.group("s") is not None else 0
             v = m.group(g)
@@ -683,7 +684,8 @@ def _apply(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, Counter]:
     """``text`` with ``spans`` (``_spans``') replaced by their markers, and the Counter."""
     if not spans:
         return text, Counter()
-    out, last, counts = [], 0, Counter()
+    out, last = [], 0
+    counts: Counter[str] = Counter()
     for s, e, k in spans:
         out.append(text[last:s])
         out.append(MARKER.format(kind=k))

@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import re2
 
@@ -119,7 +119,8 @@ class KeywordSet:
     __slots__ = ("_keywords", "_set")
 
     def __init__(self, keywords: tuple[str, ...]) -> None:
-        self._keywords, self._set = keywords, None
+        self._keywords = keywords
+        self._set: Any = None  # a re2.Set (google-re2 ships no type information)
 
     def match(self, raw: bytes) -> list[int] | None:
         """The indexes (in ``keywords``) of the keywords ``raw`` holds."""
@@ -170,7 +171,9 @@ def ruleset(path: Path = TABLE_PATH) -> RuleSet:
     holding one of its keywords first runs it). Raises ValueError when the table's
     ``schema`` is not 1."""
     table_ = table(path)
-    rules, kw_index, always = [], {}, []
+    rules: list[GitleaksRule] = []
+    kw_index: dict[str, list[int]] = {}
+    always: list[int] = []
     for r in table_["rules"]:
         allow = tuple(
             _Allow(

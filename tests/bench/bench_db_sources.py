@@ -3,12 +3,15 @@
 Builds a copy of the corpus Crush database in a temp dir, multiplies its 82 messages
 to ``N`` rows (new ids, same parts), then measures: a first full ingest, an unchanged
 re-plan (``sources.file_unchanged``: two stats), and an incremental ingest after 1,000 new
-rows. Prints figures; asserts nothing about speed. Run:
+rows. Each run twice, side by side: with the vault off (``CTXKEEP_VAULT=0``, the
+baseline) and on (each changed session's rows document taken: ``readers.rows``).
+Prints figures; asserts nothing about speed. Run:
 ``uv run python tests/bench/bench_db_sources.py [N]``.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import sys
@@ -47,6 +50,13 @@ def grow(db: Path, n: int) -> None:
 
 
 def main(n: int = 20000) -> None:
+    for flag, name in (("0", "vault off"), ("1", "vault on")):
+        os.environ["CTXKEEP_VAULT"] = flag
+        print(f"-- {name}")
+        run(n)
+
+
+def run(n: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))
     try:
         home = tmp / "home"
@@ -75,6 +85,8 @@ def main(n: int = 20000) -> None:
         )
         print(f"unchanged plan {replan * 1000:.1f} ms (todo {len(p.todo)}, unchanged {p.unchanged})")
         print(f"+1,000 rows: incremental ingest {incr:.2f} s ({s2.entries_new:,} new entries)")
+        vault = sum(f.stat().st_size for f in (store / "vault").rglob("*") if f.is_file())
+        print(f"vault {vault / 1e6:.2f} MB")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -144,6 +144,24 @@ def test_transcript_shows_its_first_prompt_and_a_folded_tool_call(page, app_url,
     _shot(page, tmp_path, "app-transcript")
 
 
+def test_a_long_transcript_opens_a_page_at_a_time(page, app_url, tmp_path):
+    """The corpus's longest session (Codex rollout c61729d4, 1,487 entries) is drawn
+    300 turns at a time; "next ›" opens the next page."""
+    page.goto(f"{app_url}?tab=Sessions&session=c61729d4-da6d-46a4-9a29-ec2c614e5e23")
+    _visible(page, "Turns 1–300 of")
+    frame = page.frame_locator("iframe >> visible=true").first
+    frame.locator("main.transcript").wait_for(state="attached", timeout=60_000)
+    first = frame.locator("main.transcript > [id^=e-]").first.get_attribute("id")
+    page.locator("a.page >> text=next ›").first.click()
+    _visible(page, "Turns 301–")
+    frame = page.frame_locator("iframe >> visible=true").first
+    frame.locator("main.transcript").wait_for(state="attached", timeout=60_000)
+    assert "page=2" in page.url
+    assert frame.locator(f"[id='{first}']").count() == 0  # another page's turns
+    page.locator("a.page >> visible=true").first.scroll_into_view_if_needed()
+    _shot(page, tmp_path, "app-transcript-pages")
+
+
 def test_search_finds_a_corpus_phrase_and_opens_its_transcript(page, app_url, corpus_store, tmp_path):
     home, _ = corpus_store
     page.goto(f"{app_url}?tab=Search")

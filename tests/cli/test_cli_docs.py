@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 from conftest import ROOT
 from ctxkeep.cli import app
 from ctxkeep.cli.docs import iter_commands, json_keys, outputs, render_reference
+from ctxkeep.service.fetch import FetchedEntry
+from ctxkeep.service.sources import SourceRow
 
 DOC = ROOT / "docs" / "cli.md"
 runner = CliRunner()
@@ -58,7 +60,7 @@ def test_every_json_option_has_a_documented_shape():
     ]
     assert undocumented == []
     # every key is described in the model (docs/cli.md shows the description)
-    for key, (model, _) in outputs().items():
+    for key, model in outputs().items():
         assert all(json_keys(model).values()), (key, [k for k, v in json_keys(model).items() if not v])
 
 
@@ -92,24 +94,28 @@ def _json(*args) -> object:
 )
 def test_documented_object_shapes_are_what_commands_print(home, key, args):
     out = _json(*args, "--home", home, "--json")
-    model, array = outputs()[key]
-    assert not array and isinstance(out, dict) and out["schema"] == 1
+    model = outputs()[key]
+    assert isinstance(out, dict) and out["schema"] == 1
     assert list(out)[0] == "schema"
     assert set(out) - {"schema"} <= set(json_keys(model)), set(out) - set(json_keys(model))
 
 
-def test_documented_array_shapes_are_what_commands_print(home, corpus_store):
+def test_show_sources_and_hooks_status_print_objects_with_schema(home, corpus_store):
+    """``show ID`` and ``sources`` print objects with ``"schema": 1`` whose keys (and
+    their items' keys) are the documented ones; ``hooks status``: test_cli_hooks."""
     import sqlite3
 
     conn = sqlite3.connect(f"file:{corpus_store[0] / 'store.db'}?mode=ro", uri=True)
     eid = conn.execute("SELECT entry_id FROM entries WHERE kind='message' LIMIT 1").fetchone()[0]
     conn.close()
-    (item,) = _json("show", eid, "--home", home, "--json")
-    model, array = outputs()["show"]
-    assert array and set(item) == set(json_keys(model))
-    model, array = outputs()["sources"]
-    rows = _json("sources", "--home", home, "--json")
-    assert array and isinstance(rows, list) and set(rows[0]) <= set(json_keys(model))
+    shown = _json("show", eid, "--home", home, "--json")
+    assert shown["schema"] == 1 and set(shown) - {"schema"} == set(json_keys(outputs()["show"]))
+    (item,) = shown["entries"]
+    assert item["entry_id"] == eid and set(item) == set(json_keys(FetchedEntry))
+    found = _json("sources", "--home", home, "--json")
+    assert found["schema"] == 1 and set(found) - {"schema"} == set(json_keys(outputs()["sources"]))
+    assert {r["agent"] for r in found["rows"]} >= {"claude-code", "codex"}
+    assert set(found["rows"][0]) <= set(json_keys(SourceRow))
 
 
 def test_search_and_show_notes_are_documented_as_they_are_printed(store):

@@ -87,8 +87,9 @@ def test_install_status_uninstall(env):
     assert any(line.startswith("  snapshot injection: none: Codex runs its notify program") for line in lines)
 
     r = ck("hooks", "status", "--json", "--agent", "codex")
-    (row,) = json.loads(r.stdout)
-    assert (
+    shown = json.loads(r.stdout)
+    (row,) = shown["agents"]
+    assert shown["schema"] == 1 and (
         row["hooks"][0]["state"] == "installed" and row["hooks"][0]["command"] == f"{exe} hook codex notify"
     )
 
@@ -138,7 +139,7 @@ def test_codex_foreign_notify_refused_then_forced(env):
     r = ck("hooks", "status", "--agent", "codex")
     assert "  other program notify: " in r.stdout and "found: ['notify-send', 'codex']" in r.stdout
     r = ck("hooks", "install", "--agent", "codex", "--force", "--json")
-    (row,) = json.loads(r.stdout)
+    (row,) = json.loads(r.stdout)["agents"]
     assert row["action"] == "updated" and row["notes"] == [
         'replaced notify ["notify-send", "codex"] (kept in the backup)'
     ]
@@ -153,7 +154,7 @@ def test_unknown_agent_is_a_usage_error(env):
     ]
     # comma-separated as everywhere: both are taken
     r = ck("hooks", "status", "--agent", "claude-code,codex", "--json")
-    assert [row["agent"] for row in json.loads(r.stdout)] == ["claude-code", "codex"]
+    assert [row["agent"] for row in json.loads(r.stdout)["agents"]] == ["claude-code", "codex"]
 
 
 def test_no_agent_found(env, tmp_path, monkeypatch):
@@ -175,8 +176,9 @@ def test_mcp_install_and_uninstall(env):
         "mcpServers": {"ctxkeep": {"command": exe, "args": ["mcp"]}}
     }
     r = ck("mcp", "install", "--agent", "codex", "--scope", "project", "--json")
-    (row,) = json.loads(r.stdout)
-    assert (
+    shown = json.loads(r.stdout)
+    (row,) = shown["agents"]
+    assert shown["schema"] == 1 and (
         row["path"].endswith("/.codex/config.toml")
         and row["agent_command"] == f"codex mcp add ctxkeep -- {exe} mcp"
     )

@@ -147,7 +147,8 @@ def test_an_unknown_agent_in_config_is_warned_about(tmp_path):
     r = CliRunner().invoke(
         app, ["ingest", "--home", str(home), "--path", str(tmp_path / "empty"), "--no-prefect"]
     )
-    assert r.exit_code == 0
+    # an empty folder holds no session file: one error line, rc 1 (test_cli_new_user)
+    assert r.exit_code == 1
     assert "config.toml names agent 'codx', which ctxkeep has no source for" in r.stderr
 
 
@@ -196,7 +197,10 @@ def test_ingest_runs_in_process_without_a_server(store_home, monkeypatch):
 def test_ingest_is_a_flow_run_with_prefect_api_url(store_home, monkeypatch):
     import os
 
+    from ctxkeep.flows import prefect_env
+
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setattr(prefect_env, "probe_api", lambda u: True)  # a server answers there
     monkeypatch.delenv("PREFECT_LOGGING_ROOT_LEVEL", raising=False)
     calls: list = []
     _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
@@ -214,6 +218,67 @@ def test_ingest_is_a_flow_run_with_prefect_api_url(store_home, monkeypatch):
     )
     assert r.exit_code == 0, r.output
     assert calls == [] and json.loads(r.stdout)["entries_new"] == 2
+
+
+def test_a_dead_prefect_api_url_runs_in_process_with_one_warning(store_home, monkeypatch):
+    """A stale PREFECT_API_URL (nothing listens there; the real probe): ingest runs
+    in-process with one warning line, rc 0; with --prefect one error line, rc 1. Before,
+    Prefect's client printed a RuntimeError traceback after ~20 s of retries."""
+    import os
+    import socket
+
+    with socket.socket() as s:  # a free loopback port, closed again: nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/api"
+    monkeypatch.setenv("PREFECT_API_URL", url)
+    calls: list = []
+    _fake_flow_module(monkeypatch, "ctxkeep.flows.ingest", "ingest_flow", calls)
+    r = _run(["ingest", "--home", str(store_home), "--json", "--path", str(CODEX_FILE)], monkeypatch)
+    assert r.exit_code == 0, r.output
+    assert calls == [] and json.loads(r.stdout)["entries_new"] == 2  # in-process
+    assert r.stderr.splitlines() == [
+        f"warning: no Prefect server answers at PREFECT_API_URL ({url}); running without it "
+        "- start that server or unset PREFECT_API_URL"
+    ]
+    assert "PREFECT_API_URL" not in os.environ
+    monkeypatch.setenv("PREFECT_API_URL", url)
+    fresh = store_home.parent / "fresh-store"  # the file is new there: a run to do
+    r = _run(["ingest", "--home", str(fresh), "--prefect", "--path", str(CODEX_FILE)], monkeypatch)
+    assert r.exit_code == 1 and calls == []
+    assert r.stderr.splitlines() == [
+        f"error: no Prefect server answers at PREFECT_API_URL ({url}) "
+        "- start that server, unset PREFECT_API_URL, or drop --prefect"
+    ]
+
+
+def test_probe_api_takes_any_answer_as_a_server(tmp_path):
+    """``probe_api``: any HTTP status proves a server (a 404 here, as a 401 of Prefect
+    Cloud would); a closed port or a non-HTTP URL is no server."""
+    import http.server
+    import threading
+
+    from ctxkeep.flows.prefect_env import probe_api
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    port = srv.server_address[1]
+    try:
+        assert probe_api(f"http://127.0.0.1:{port}/api")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert not probe_api(f"http://127.0.0.1:{port}/api", timeout=0.5)
+    assert not probe_api("ftp://127.0.0.1/api") and not probe_api("not a url")
 
 
 def test_ingest_with_prefect_flag_is_a_flow_run_without_a_server(store_home, monkeypatch):
@@ -242,7 +307,10 @@ def test_ingest_finds_a_running_serve(store_home, monkeypatch):
 
     from ctxkeep.flows import prefect_env
 
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    # set, then deleted: monkeypatch restores "unset" after the test (ingest sets it in
+    # os.environ itself; left set, the next test's ingest warns of a dead server)
+    monkeypatch.setenv("PREFECT_API_URL", "")
+    monkeypatch.delenv("PREFECT_API_URL")
     url = "http://127.0.0.1:4299/api"
     prefect_env.write_serve_file(store_home, url)  # pid: this process, alive
     probed: list = []
@@ -323,7 +391,10 @@ def test_reindex_chooses_like_ingest(store_home, monkeypatch):
     r = CliRunner().invoke(app, ["reindex", "--home", str(store_home), "--json", "--no-analytics"])
     assert r.exit_code == 0, r.output
     assert calls == [] and json.loads(r.stdout)["chunks"] > 0  # reindexed in-process
+    from ctxkeep.flows import prefect_env
+
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setattr(prefect_env, "probe_api", lambda u: True)
     calls_r: list = []
     _fake_flow_module(monkeypatch, "ctxkeep.flows.maintenance", "reindex_flow", calls_r)
     r = CliRunner().invoke(app, ["reindex", "--home", str(store_home), "--json", "--no-analytics"])

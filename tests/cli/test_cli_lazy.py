@@ -147,8 +147,9 @@ def test_help_and_usage_errors_as_whole_processes(tmp_path):
     )
 
 
-#: ``ctxkeep compress --check [--json]`` in a fresh interpreter, then what it imported
-#: and whether the BPE rank dict was loaded
+#: ``ctxkeep compress --check [--json]`` in a fresh interpreter, then what it imported,
+#: whether the BPE rank dict was loaded and which of pydantic and the store lock
+#: (``filelock``, with ``sinks.analytics_current``) were imported
 _CHECK = """
 import json, sys
 sys.argv = ["ctxkeep", "compress", "--check", *sys.argv[1:]]
@@ -161,7 +162,8 @@ from ctxkeep.transforms import tokens
 heavy = ("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken")
 mods = sorted(m for m in sys.modules if m.startswith(heavy))
 print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.modules,
-                  tokens.bpe_count.cache_info().currsize]))
+                  tokens.bpe_count.cache_info().currsize,
+                  [m for m in ("pydantic.main", "filelock") if m in sys.modules]]))
 """
 
 
@@ -170,7 +172,8 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     registry imports a source on first use), no pipeline module but ``stable_ids``, no tiktoken (the store's
     write side is imported at module top since the latency budget: compress is not an
     interactive path);
-    ``--json`` no Rich."""
+    ``--json`` no Rich; no pydantic (its request and report are dataclasses: the
+    interactive path's budget, issue 26), no store lock (it only reads)."""
     from conftest import CORPUS_HOME, child_env
 
     if not CORPUS_HOME.is_dir():
@@ -212,6 +215,65 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     ]
     # the BPE encoder (bpe-openai, one engine since the latency budget) is built in each
     # check that counts a text its plans rewrite; no other engine is imported
-    assert check("--json") == [sources, False, 1]
-    assert check("--json") == [sources, False, 1]
-    assert check() == [sources, True, 1]
+    assert check("--json") == [sources, False, 1, []]
+    assert check("--json") == [sources, False, 1, []]
+    assert check() == [sources, True, 1, []]
+
+
+def _plugin_home(tmp_path):
+    """A folder with an installed-looking distribution whose ``pydantic`` entry point
+    writes ``loaded`` into ``tmp_path`` when pydantic loads it."""
+    site = tmp_path / "site"
+    dist = site / "spyplugin-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spyplugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nspy = spyplugin:plugin\n")
+    (site / "spyplugin.py").write_text(
+        "import pathlib, sys\n"
+        f"pathlib.Path({str(tmp_path / 'loaded')!r}).write_text('yes')\n"
+        "class _P:\n    def new_schema_validator(self, *a, **k):\n        return None, None, None\n"
+        "plugin = _P()\n"
+    )
+    return site
+
+
+def test_pydantic_plugins_are_not_looked_up(tmp_path):
+    """A command that validates a pydantic request (``search``) does not load the
+    installed pydantic plugins (nor read every package's entry points to find them);
+    an explicit ``PYDANTIC_DISABLE_PLUGINS=`` (empty) turns them back on."""
+    site = _plugin_home(tmp_path)
+    (tmp_path / "user").mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "PYDANTIC_"))}
+    env = {
+        **base,
+        "PYTHONPATH": str(site),
+        "HOME": str(tmp_path / "user"),
+        "CTXKEEP_HOME": str(tmp_path / "s"),
+    }
+    code = "import sys; sys.argv = ['ctxkeep', *sys.argv[1:]]; from ctxkeep.cli import main; main()"
+    args = [sys.executable, "-c", code, "search", "anything", "--json"]
+    r = subprocess.run(args, env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1 and "store" in r.stderr  # validated the request, then no store
+    assert not (tmp_path / "loaded").exists()
+    subprocess.run(
+        args,
+        env={**env, "PYDANTIC_DISABLE_PLUGINS": ""},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert (tmp_path / "loaded").read_text() == "yes"
+
+
+def test_the_export_sources_load_ijson_only_to_read():
+    """Every ingest's discovery imports the ChatGPT and Claude.ai sources (import-only:
+    they find nothing); ijson loads when an export is read, not with them."""
+    r = _python(
+        "import sys\nfrom ctxkeep.sources import SOURCES\n"
+        "SOURCES['chatgpt'], SOURCES['claude-ai']\n"
+        "print('ijson' in sys.modules)"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

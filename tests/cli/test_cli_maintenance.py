@@ -55,6 +55,19 @@ def test_purge_dry_run_json_changes_nothing(store):
     assert n_entries(store) == before
 
 
+def test_purge_dry_run_says_the_agents_files_stay(store):
+    """`source_files` counts the agent files the purged entries came from; purge
+    removes ctxkeep's rows of them, never the files: the table says so (before: "source
+    files 1", read as a file to be deleted)."""
+    r = runner.invoke(
+        app, ["purge", "--home", str(store), "--session", SID, "--dry-run"], env={"COLUMNS": "200"}
+    )
+    assert r.exit_code == 0, r.output
+    rows = {" ".join(x.strip("│┃ ").split()) for x in r.output.splitlines()}
+    assert any(x.startswith("agent files it came from (left on disk) │ 1") for x in rows), r.output
+    assert "source files" not in r.output
+
+
 def test_purge_without_yes_is_refused_when_not_interactive(store):
     r = run("purge", "--home", store, "--session", SID)
     assert r.exit_code == 2  # wrong usage: a script must pass --yes

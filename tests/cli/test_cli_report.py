@@ -257,3 +257,44 @@ def test_project_dot_and_home_mean_this_dir_or_below(tmp_path, monkeypatch):
     assert total("api") == 10
     assert total("~") == 1 + 10 + 100
     assert total("/") == 1111
+
+
+def test_blocks_gap_rows_name_their_provider(home):
+    """Blocks are per provider: a gap row says whose window was idle (before: an empty
+    agents cell, so two providers' gaps at one time could not be told apart)."""
+    d = json.loads(run("report", "blocks", "--home", home, "--json").stdout)
+    gaps = [b for b in d["rows"] if b["is_gap"]]
+    assert gaps and all(g["provider"] for g in gaps)
+    r = CliRunner().invoke(app, ["report", "blocks", "--home", home], env={"COLUMNS": "250"})
+    lines = [" ".join(x.split()) for x in r.stdout.splitlines() if " gap " in x]
+    assert len(lines) == len(gaps)
+    for line, g in zip(lines, gaps, strict=True):
+        assert f" h {g['provider']}" in line, line
+
+
+def test_a_logged_cost_is_said_to_be_the_agents_own(home):
+    """In the default mode (auto) an agent's logged cost wins over list prices: Crush's
+    own figure (~20x list price in the corpus) was shown as if ctxkeep had priced it.
+    A note names each agent whose cost is its own logged figure; --mode calculate, the
+    list-price cost, has no such note."""
+    d = json.loads(run("report", "daily", "--home", home, "--json", "--agent", "crush").stdout)
+    assert d["rows"] and any(
+        n.startswith("crush: the cost of ") and "the agent's own logged figure" in n for n in d["notes"]
+    ), d["notes"]
+    calc = json.loads(
+        run("report", "daily", "--home", home, "--json", "--agent", "crush", "--mode", "calculate").stdout
+    )
+    assert not any("logged figure" in n for n in calc["notes"])
+    sess = json.loads(run("report", "session", "--home", home, "--json", "--agent", "crush").stdout)
+    assert any("crush: the cost of " in n for n in sess["notes"])
+
+
+def test_session_project_is_the_parents_not_a_sub_agents_worktree(home):
+    """`report session` rolls sub-agents into their root session; its project was the
+    most frequent over every rolled row, so a sub-agent in a git worktree with more
+    responses than its parent named the worktree. It is the root session's own."""
+    d = json.loads(run("report", "session", "--home", home, "--json", "--agent", "claude-code").stdout)
+    by = {r["period"]: r for r in d["rows"]}
+    row = by["ef958aa1-0e93-49f0-bb71-150f63befcd1"]
+    assert row["subagent_sessions"] and row["project"] == "-experiments/worktrees"
+    assert by["fe5e1c67-53e7-4862-81ae-d0e013e3270b"]["project"] == "/path/to/Demo"

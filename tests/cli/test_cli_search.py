@@ -81,15 +81,15 @@ def test_show_full_and_budgeted(home):
     eid, n = c.execute("SELECT entry_id, text_bytes FROM entries ORDER BY text_bytes DESC LIMIT 1").fetchone()
     c.close()
     r = runner.invoke(app, ["show", eid[:10], "--home", home, "--json"])
-    d = json.loads(r.stdout)[0]
+    d = json.loads(r.stdout)["entries"][0]
     assert d["entry_id"] == eid and len(d["text"].encode()) == n and not d["truncated"]
     r = runner.invoke(app, ["show", eid, "--home", home, "--json", "--budget", "500"])
-    d = json.loads(r.stdout)[0]
+    d = json.loads(r.stdout)["entries"][0]
     assert d["truncated"] and f"ctxkeep show {eid} --offset {d['elided_from']}" in d["text"]
     r = runner.invoke(
         app, ["show", eid, "--home", home, "--json", "--offset", str(d["elided_from"]), "--max-bytes", "1000"]
     )
-    d2 = json.loads(r.stdout)[0]
+    d2 = json.loads(r.stdout)["entries"][0]
     assert d2["offset"] == d["elided_from"] and d2["next_offset"] is not None
 
 
@@ -228,3 +228,14 @@ def test_project_dot_is_the_working_directory(home, monkeypatch, tmp_path):
 def test_no_arguments_prints_help_without_an_empty_error():
     r = runner.invoke(app, [])
     assert "Usage" in r.output and "error:" not in r.output
+
+
+def test_unquoted_words_are_one_query(home):
+    """`ctxkeep search python: command not found` (no quotes) is the query of the words
+    joined by spaces, the same hits as the quoted query (before: a usage error, rc 2)."""
+    quoted = runner.invoke(app, ["search", "python: command not found", "--home", home, "--json"])
+    words = runner.invoke(app, ["search", "python:", "command", "not", "found", "--home", home, "--json"])
+    assert words.exit_code == 0, words.output
+    hits = json.loads(words.stdout)["hits"]
+    assert hits and hits == json.loads(quoted.stdout)["hits"]
+    assert hits[0]["session_id"].startswith("019a802a")

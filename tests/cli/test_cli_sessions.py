@@ -66,7 +66,10 @@ def test_show_entry_ids_still_work(home):
     first = json.loads(runner.invoke(app, ["show", "--session", "c61729d4", "--home", home, "--json"]).stdout)
     eid = first["turns"][0]["entry_id"]
     r = runner.invoke(app, ["show", eid[:10], "--home", home, "--json"])
-    assert r.exit_code == 0 and json.loads(r.stdout)[0]["text"] == "Can we continue from where we left off?"
+    assert (
+        r.exit_code == 0
+        and json.loads(r.stdout)["entries"][0]["text"] == "Can we continue from where we left off?"
+    )
 
 
 def test_resume(home):

@@ -116,14 +116,14 @@ def test_sources_before_and_after_ingest(mixed_home, tmp_path):
     write_cfg(store, f'[agents.crush]\nsession_dirs = ["{tmp_path}/gone"]\n[agents.codex]\nenabled = false\n')
     r = run_cli(["sources", "--json"], mixed_home, store)
     assert r.exit_code == 0, r.output
-    rows = {x["agent"]: x for x in json.loads(r.output)}
+    rows = {x["agent"]: x for x in json.loads(r.output)["rows"]}
     assert rows["crush"]["files"] == 1 and rows["crush"]["entries"] == 0
     assert "found but not ingested yet" in rows["crush"]["reason"]
     assert f"configured dir missing: {tmp_path}/gone" in rows["crush"]["reason"]
     assert rows["codex"]["enabled"] is False and rows["codex"]["reason"] == "disabled in config"
     run_ingest(store, ctx=DiscoveryContext(home=mixed_home, env={}))
     r = run_cli(["sources", "--json"], mixed_home, store)
-    rows = {x["agent"]: x for x in json.loads(r.output)}
+    rows = {x["agent"]: x for x in json.loads(r.output)["rows"]}
     got = {
         a: (rows[a]["files"], rows[a]["sessions"], rows[a]["entries"])
         for a in ("opencode", "opencode-go", "crush", "goose", "cursor")
@@ -211,7 +211,7 @@ def test_unknown_keys_are_reported_with_the_closest_valid_one(tmp_path):
     ]
     r = CliRunner().invoke(app, ["sources", "--home", str(h), "--json"], env={"HOME": str(tmp_path)})
     assert r.exit_code == 0 and "did you mean max_size_kb?" in r.stderr
-    assert next(x for x in json.loads(r.stdout) if x["agent"] == "codx")["reason"].endswith(
+    assert next(x for x in json.loads(r.stdout)["rows"] if x["agent"] == "codx")["reason"].endswith(
         "did you mean codex?"
     )
 

@@ -225,3 +225,41 @@ def test_permission_denied_is_one_line_exit_1(store, tmp_path):
         ("purge", "--session", "abc", "--yes"),
     ]:
         assert_one_line(*run(*args, home=store, prefix=drop), "permission denied")
+
+
+@pytest.mark.slow
+def test_reparse_dry_run_reads_a_read_only_store(tmpfs, tmp_path):
+    """A dry run writes nothing, so a read-only store does not stop it (before: "the
+    file system is read-only (ingest.lock)", rc 1): the diff, rc 0, nothing under the
+    mount changed and no work folder left in the temp dir."""
+    from typer.testing import CliRunner
+
+    from conftest import ingest
+    from ctxkeep.cli import app
+
+    home = tmp_path / "home"
+    shutil.copytree(CORPUS_HOME / ".codex", home / ".codex")
+    ingest(home, tmp_path / "s", agents="codex")
+    m = tmpfs(_store_mb(tmp_path / "s"))
+    # copied while a reader has it open, as a store in use is (its WAL index, -shm,
+    # there: SQLite cannot make one on a read-only mount, so no reader opens a store
+    # without it; the READERS above meet the same)
+    with sqlite3.connect(tmp_path / "s" / "store.db") as c:
+        c.execute("SELECT count(*) FROM meta").fetchall()
+        shutil.copytree(tmp_path / "s", m / "s")
+    c.close()
+    subprocess.run(["mount", "-o", "remount,ro", str(m)], check=True)
+    before = {p: p.stat().st_mtime_ns for p in (m / "s").rglob("*")}
+    import tempfile
+
+    left = set(Path(tempfile.gettempdir()).glob("ctxkeep-reparse-*"))
+    r = CliRunner().invoke(app, ["reparse", "--dry-run", "--json", "--home", str(m / "s")])
+    assert r.exit_code == 0, r.output
+    import json
+
+    d = json.loads(r.stdout)
+    assert d["dry_run"] and d["agents"] == ["codex"] and d["files"] == 6
+    assert before == {p: p.stat().st_mtime_ns for p in (m / "s").rglob("*")}
+    assert set(Path(tempfile.gettempdir()).glob("ctxkeep-reparse-*")) == left
+    # without --dry-run it stays one line: a reparse writes the store
+    assert_one_line(*run("reparse", home=m / "s"), "the file system is read-only")

@@ -22,7 +22,7 @@ def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, m
     env = {"HOME": str(home), "COLUMNS": "200"}
     r = CliRunner().invoke(app, ["sources", "--json", "--home", str(tmp_path / "ck")], env=env)
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["rows"]
     assert [x["agent"] for x in rows] == list(SOURCES)
     assert set(SOURCES) <= set(schema.AGENTS)
     # import-only sources (contract.ImportOnly: the ChatGPT and Claude.ai data exports)

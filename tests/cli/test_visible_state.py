@@ -71,7 +71,7 @@ def test_held_back_last_turn_is_reported_and_read_later(tmp_path, monkeypatch):
     src = json.loads(
         runner.invoke(app, ["sources", "--home", str(store), "--json"], env={"HOME": str(home)}).stdout
     )
-    row = next(x for x in src if x["agent"] == "aider")
+    row = next(x for x in src["rows"] if x["agent"] == "aider")
     assert [h["path"] for h in row["held_back"]] == [str(f)] and "held back" in row["reason"]
     # once the file is idle, the next ingest reads the rest, and nothing is held back
     old = time.time() - 3600

@@ -561,7 +561,7 @@ def test_home_before_the_command_is_the_store_the_hooks_run_against(tmp_path, mo
 
     def states(*before: str) -> set[str]:
         r = runner.invoke(app, [*before, "hooks", "status", *agents, "--json"])
-        return {h["state"] for row in json.loads(r.stdout) for h in row["hooks"]}
+        return {h["state"] for row in json.loads(r.stdout)["agents"] for h in row["hooks"]}
 
     assert states("--home", str(store)) == {"installed"}
     assert states() == {"outdated"}  # the default store's hooks would differ

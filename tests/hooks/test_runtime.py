@@ -292,6 +292,35 @@ def test_a_report_right_after_a_hook_ingest_counts_the_new_usage(store, tmp_path
     assert not analytics_current.behind(store)
 
 
+def test_the_worker_ingests_through_the_service_and_leaves_duckdb_to_its_readers(
+    store, tmp_path, monkeypatch
+):
+    """``worker.ingest_file`` is ``service.ingest`` of the one path (as ``ingest --path``),
+    never a Prefect flow run, and never catches DuckDB up: a second request for the
+    file (a torn last line, nothing new) leaves DuckDB behind, where ``ctxkeep ingest``
+    would sync it in the run."""
+    from ctxkeep.hooks import worker
+    from ctxkeep.service import ingest as service_ingest
+    from ctxkeep.sinks import analytics_current
+
+    asked = []
+    real = service_ingest.ingest
+    monkeypatch.setattr(service_ingest, "ingest", lambda home, req: asked.append(req) or real(home, req))
+    sid, path, lines = _new_session(tmp_path, 20)
+    _append(path, lines)
+    with path.open("a") as f:
+        f.write('{"type": "user", "message": {"role": "us')  # torn: the watermark stops before it
+    assert worker.ingest_file(store, "claude-code", path) == f"ingested 20 new entries from {path}"
+    assert _stored(store, sid) == 20 and analytics_current.behind(store)
+    (req,) = asked
+    assert req.paths == (path,) and req.agents == ("claude-code",)
+    assert req.prefect is False and req.catch_up_analytics is False
+    # not "unchanged" (the torn line is past the watermark), but nothing new to plan
+    assert not worker.unchanged(store, path)
+    assert worker.ingest_file(store, "claude-code", path) == f"ingested 0 new entries from {path}"
+    assert len(asked) == 2 and _stored(store, sid) == 20 and analytics_current.behind(store)
+
+
 def test_the_hook_process_imports_neither_typer_nor_polars_nor_duckdb(store, tmp_path):
     sid, path, lines = _new_session(tmp_path, 2)
     _append(path, lines)

@@ -414,8 +414,10 @@ def test_restore_refuses_when_newer_entries_would_vanish(tmp_path):
     conn = sqlite_store.connect(store, readonly=True)
     assert [h.kind for h in search(conn, "zebra-unique-followup")] == ["message"]  # ingested first
     conn.close()
+    before = p.read_bytes()
     res = ops.restore_file(store, p, force=True)
     assert res["newer_entries"] == 1 and p.read_bytes() == orig
+    assert Path(res["saved_aside"]).read_bytes() == before
     conn = sqlite_store.connect(store, readonly=True)
     marker = conn.execute(
         "SELECT status FROM entries WHERE kind='meta' AND source_path=? AND "
@@ -455,8 +457,30 @@ def test_restore_refuses_only_to_lose_lines_the_store_lacks(tmp_path, monkeypatc
         ops.restore_file(store, p)
     assert p.read_bytes() != orig
     calls.clear()
+    before = p.read_bytes()
+    os.chmod(p, 0o640)
     res = ops.restore_file(store, p, force=True)
     assert p.read_bytes() == orig and res["reactivated"] == r["archived"]
+    # the line no store holds is not lost: the file as it was is kept beside it
+    aside = Path(res["saved_aside"])
+    assert aside.parent == p.parent and aside.name.startswith(p.name + ".before-restore.")
+    assert aside.read_bytes() == before and b"a line no ingest reads" in aside.read_bytes()
+    assert aside.stat().st_mode & 0o777 == 0o640
+    assert not [x for x in p.parent.iterdir() if ".ctxkeep-tmp." in x.name]
+
+
+def test_restore_force_keeps_an_unterminated_tail(tmp_path):
+    """A line the agent is still writing (no newline yet) is in neither the store nor
+    the backup: --force keeps the file as it was beside it; a plain restore keeps nothing."""
+    p, store, orig, r = _compressed_one(tmp_path, SUBAGENT)
+    with open(p, "ab") as f:
+        f.write(b'{"type":"user","partial')
+    before = p.read_bytes()
+    res = ops.restore_file(store, p, force=True)
+    assert p.read_bytes() == orig and Path(res["saved_aside"]).read_bytes() == before
+    res = ops.restore_file(store, p)  # the backup already in place: nothing to keep
+    assert res["saved_aside"] is None
+    assert len(list(p.parent.glob(p.name + ".before-restore.*"))) == 1
 
 
 def test_restore_without_backup_is_a_usage_error(tmp_path):

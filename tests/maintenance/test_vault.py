@@ -27,27 +27,35 @@ GEMINI_DOC = ".gemini/tmp/3f1c0a6c9e5b4d2f8a7e6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f
 
 runner = CliRunner()
 
-#: the file agents of the corpus whose files the vault holds (the database agents and
-#: sst/opencode's JSON tree are not captured yet)
+#: the file agents of the corpus whose files the vault holds
 FILE_AGENTS = {"aider", "claude-code", "codex", "copilot-cli", "gemini-cli", "opencode", "specstory"}
+#: the database agents of the corpus, held as their sessions' rows (``sources.readers.rows``)
+DB_AGENTS = {"crush", "opencode-go"}
 
 
-def _vaulted(store: Path) -> dict[str, dict]:
-    """path → {agent, redactions} of each file's newest generation."""
+def _vaulted(store: Path, rows: bool = True) -> dict[str, dict]:
+    """vault path → {agent, redactions, start, disk: the agent's file} of each file's
+    newest generation (``rows``: with the databases' sessions)."""
     conn = sqlite_store.connect(store, readonly=True)
     try:
         return {
-            g.path: {"agent": g.agent, "redactions": g.redactions, "start": g.start}
+            g.path: {"agent": g.agent, "redactions": g.redactions, "start": g.start, "disk": g.disk_path}
             for g in manifest.generations(conn, latest=True)
+            if rows or not g.meta.get("vault_rows")
         }
     finally:
         conn.close()
 
 
+def _disk(held: dict[str, dict]) -> list[str]:
+    """The agents' files (a database once) of ``_vaulted``'s answer."""
+    return sorted({v["disk"] for v in held.values()})
+
+
 def test_every_corpus_file_agent_restores_byte_identical_after_its_files_are_deleted(home_copy, tmp_path):
     store = tmp_path / "store"
     ingest(home_copy, store)
-    held = _vaulted(store)
+    held = _vaulted(store, rows=False)  # (databases: tests/maintenance/test_vault_rows.py)
     assert {v["agent"] for v in held.values()} == FILE_AGENTS
     before = {p: (Path(p).read_bytes(), Path(p).stat().st_mtime_ns) for p in held}
     sessions = sorted(
@@ -220,7 +228,7 @@ def test_a_store_from_before_the_vault_fills_it_on_the_next_ingest(home_copy, tm
     assert (
         q(store, "SELECT sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage") == usage
     )
-    assert {v["agent"] for v in _vaulted(store).values()} == FILE_AGENTS
+    assert {v["agent"] for v in _vaulted(store).values()} == FILE_AGENTS | DB_AGENTS
     assert ingest(home_copy, store).files_read == 0  # and then nothing is read again
     # a reparse derives the store from the vault again: the copies under the raw line's
     # hash go
@@ -307,7 +315,7 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
     ingest(home_copy, store)
     before = store_digest(store)
     held = _vaulted(store)
-    redacted = sorted(p for p, v in held.items() if v["redactions"])
+    redacted = sorted({v["disk"] for v in held.values() if v["redactions"]})
     cols = ", ".join(STORED_COLUMNS)
     clean_sql = (
         f"SELECT {cols} FROM entries WHERE source_path NOT IN ({','.join('?' * len(redacted))}) "
@@ -321,12 +329,12 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
         f"({','.join('?' * len(redacted))}) ORDER BY entry_id",
         *redacted,
     )
-    for p in held:
+    for p in _disk(held):  # every agent file, the databases too
         os.remove(p)
     dry = reparse(store, dry_run=True)
     assert dry["files"] == len(held) and store_digest(store) == before  # a dry run changes nothing
     r = reparse(store)
-    assert set(r["agents"]) == FILE_AGENTS
+    assert set(r["agents"]) == FILE_AGENTS | DB_AGENTS
     after = store_digest(store)
     # every table the same; entries the same but for the offsets of files with
     # redactions (they count redacted bytes)
@@ -338,7 +346,7 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
     assert q(store, "SELECT * FROM usage ORDER BY usage_key") == usage
     # the ids and every column but the offset the same in the files with a secret, the
     # Codex rollout whose ids hash its lines (one held a password) among them
-    assert "codex" in {held[p]["agent"] for p in redacted}
+    assert "codex" in {v["agent"] for v in held.values() if v["disk"] in redacted}
     no_off = cols.replace(", source_offset", "")
     sec_sql = f"SELECT {no_off} FROM entries WHERE source_path IN ({','.join('?' * len(redacted))}) ORDER BY entry_id"
     assert q(store, sec_sql, *redacted) == secret_rows
@@ -370,7 +378,7 @@ def test_a_lost_store_is_rebuilt_from_the_vault_by_doctor_repair(home_copy, tmp_
         "SELECT agent, sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage "
         "WHERE agent IN (SELECT agent FROM vault_files) GROUP BY agent ORDER BY agent",
     )
-    for p in held:
+    for p in _disk(held):
         os.remove(p)
     for name in ("store.db", "store.db-wal", "store.db-shm"):
         (store / name).unlink(missing_ok=True)
@@ -744,3 +752,56 @@ def test_export_parquet_tables_raw_puts_the_vault_generations_in_the_lake_redact
     assert not [v for v in values if v.encode() in every_byte or v.encode() in decoded]
     assert export_parquet(store, str(lake), tables=("raw",))["tables"]["raw"]["rows_written"] == 0
     assert "raw" not in export_parquet(store, str(lake))["tables"]
+
+
+def test_restore_picks_an_earlier_generation_and_gives_the_users_mode(home_copy, tmp_path):
+    """`vault restore --generation N` / `--at WHEN` write back an earlier generation
+    (before: only the newest); files come back with the user's default mode (0644
+    under umask 022; an overwritten file keeps its own), not 0600."""
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents="codex")
+    sid, path = q(
+        store,
+        "SELECT e.session_id, f.path FROM entry_rows e JOIN files f ON f.file_id = e.file_id JOIN vault_files v "
+        "ON v.path = f.path JOIN vault_generations g ON g.vfile_id = v.vfile_id WHERE g.redactions = '{}' "
+        "GROUP BY 1, 2 ORDER BY count(*) DESC",
+    )[0]
+    p = Path(path)
+    first = p.read_bytes()
+    lines = first.splitlines(keepends=True)
+    p.write_bytes(b"".join(lines[: len(lines) // 2]))  # rewritten shorter: generation 2
+    ingest(home_copy, store, agents="codex")
+    conn = sqlite_store.connect(store, readonly=True)
+    gens = manifest.generations_of(conn, path)
+    conn.close()
+    assert [g.gen for g in gens] == [1, 2]
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "out"
+        r = vault_restore(store, sid, to=out, user_home=home_copy, generation=1)
+        (f,) = r["files"]
+        assert Path(f["to"]).read_bytes() == first
+        assert Path(f["to"]).stat().st_mode & 0o777 == 0o644
+        out2 = tmp_path / "out2"
+        (f,) = vault_restore(store, sid, to=out2, user_home=home_copy)["files"]
+        assert Path(f["to"]).read_bytes() == b"".join(lines[: len(lines) // 2])
+        # --at: the newest generation captured by then (generation 1's time, to the second)
+        c = sqlite_store.connect(store)
+        c.execute("UPDATE vault_generations SET created_at='2026-01-01T00:00:00.000000Z' WHERE gen=1")
+        c.execute("UPDATE vault_generations SET created_at='2026-02-01T00:00:00.000000Z' WHERE gen=2")
+        c.commit()
+        c.close()
+        env = {"HOME": str(home_copy)}
+        args = ["vault", "restore", sid[:8], "--to", str(out2), "--force", "--home", str(store)]
+        os.chmod(f["to"], 0o640)
+        r = runner.invoke(app, [*args, "--at", "2026-01-15"], env=env)
+        assert r.exit_code == 0, r.output
+        assert Path(f["to"]).read_bytes() == first and Path(f["to"]).stat().st_mode & 0o777 == 0o640
+        r = runner.invoke(app, [*args, "--generation", "3"], env=env)
+        assert r.exit_code == 1 and len(r.stderr.splitlines()) == 1
+        assert "the vault holds no generation 3 of" in r.stderr
+        assert "its generations (captured, UTC): 1 (2026-01-01T00:00:00), 2 (2026-02-01T00:00:00)" in r.stderr
+        r = runner.invoke(app, [*args, "--at", "2025-12-31"], env=env)
+        assert r.exit_code == 1 and "no generation captured by then" in r.stderr
+    finally:
+        os.umask(old)

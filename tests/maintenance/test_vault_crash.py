@@ -168,3 +168,121 @@ def test_a_sigkilled_reparse_leaves_the_old_store_or_the_new_one(tmp_path):
         assert not list((store / "vault" / "tmp").glob("reparse-*"))
         shutil.rmtree(store)
     assert killed >= trials // 3, killed
+
+
+def _big_opencode_db(home: Path, sessions: int = 400, parts: int = 12) -> Path:
+    """The OpenCode fixture's database grown to ``sessions`` sessions of 2 messages and
+    ``parts`` text parts each (distinct texts), so an ingest lasts long enough to be
+    killed in its capture and load."""
+    import json
+    import sqlite3
+
+    from tests.dbhelpers import fixture_home
+
+    fixture_home("opencode", home)
+    db = home / ".local/share/opencode/opencode.db"
+    con = sqlite3.connect(db)
+    try:
+        t = 1751446800000
+        for s in range(sessions):
+            sid = f"ses_kill{s:04d}"
+            con.execute(
+                "INSERT INTO session VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    sid,
+                    "4f3a2b1c",
+                    None,
+                    f"s{s}",
+                    "/home/user/src/api",
+                    f"t{s}",
+                    "1.0.150",
+                    None,
+                    t,
+                    t,
+                    None,
+                    None,
+                ),
+            )
+            for m, role in enumerate(("user", "assistant")):
+                mid = f"msg_k{s:04d}{m}"
+                data = {"role": role, "time": {"created": t + m}}
+                if role == "assistant":
+                    data |= {
+                        "modelID": "claude-sonnet-4-20250514",
+                        "providerID": "anthropic",
+                        "tokens": {
+                            "input": 10 + s,
+                            "output": 5,
+                            "reasoning": 0,
+                            "cache": {"read": 0, "write": 0},
+                        },
+                    }
+                con.execute(
+                    "INSERT INTO message VALUES(?,?,?,?,?)", (mid, sid, t + m, t + m, json.dumps(data))
+                )
+                for p in range(parts // 2):
+                    text = f"session {s} message {m} part {p}: " + " ".join(
+                        f"w{s * 31 + p * 7 + i}" for i in range(60)
+                    )
+                    con.execute(
+                        "INSERT INTO part VALUES(?,?,?,?,?,?)",
+                        (
+                            f"prt_k{s:04d}{m}{p}",
+                            mid,
+                            sid,
+                            t + m,
+                            t + m,
+                            json.dumps({"type": "text", "text": text}),
+                        ),
+                    )
+        con.commit()
+    finally:
+        con.close()
+    return db
+
+
+def _rows_agree(store: Path) -> None:
+    """Every session a database's watermark says the vault holds (``state["vault"]``)
+    has its rows document in the vault."""
+    import json
+
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}
+        for path, state in conn.execute("SELECT path, state FROM watermarks WHERE agent = 'opencode'"):
+            for sid in json.loads(state or "{}").get("vault") or {}:
+                assert f"{path}#session={sid}" in held, (path, sid)
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_sigkilled_ingests_of_a_database_leave_its_rows_in_the_vault_or_read_again(tmp_path):
+    """An ingest of an agent database killed at a random time: the vault reads back,
+    every session the watermark names as held is in the vault, and the next ingest ends
+    with the same store and the same rows documents as a run never killed."""
+    home = tmp_path / "home"
+    _big_opencode_db(home)
+    ref = tmp_path / "ref"
+    t0 = time.perf_counter()
+    assert _ingest(home, ref)
+    wall = time.perf_counter() - t0
+    want_store, want_vault = store_digest(ref), _vault_state(ref)
+    assert len(want_vault) == 402  # every session's rows (the fixture's 2 and 400 more)
+    rng = random.Random(2712)
+    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    killed = 0
+    for i in range(trials):
+        store = tmp_path / f"d{i}"
+        if not _ingest(home, store, kill_after=rng.uniform(0.3, wall)):
+            killed += 1
+            if (store / "store.db").exists():
+                v = vault_verify(store)
+                assert v["ok"], v["problems"]
+                _rows_agree(store)
+        assert _ingest(home, store)
+        assert store_digest(store) == want_store
+        assert _vault_state(store) == want_vault
+        assert vault_verify(store, full=True)["ok"]
+        shutil.rmtree(store)
+    assert killed >= trials // 3, killed

@@ -594,3 +594,44 @@ def test_the_writer_ingest_holds_only_the_groups_not_yet_committed(tmp_path, mon
     # at most the groups in flight (WRITE_AHEAD + the one loading): far below the 3,890
     # entries of the run (an InFlight that kept every entry ends near 3,890)
     assert max(sizes) < par["entries_new"] / 2
+
+
+def test_the_sync_thread_loads_the_prices_before_the_closing_sync(tmp_path):
+    """The analytics thread loads genai-prices' tables once its first group is in
+    DuckDB, while the ingest goes on: the closing sync (the critical path's last step)
+    finds them loaded (issue 26). Without a first group nothing is loaded."""
+    import time
+
+    from ctxkeep.transforms import cost
+
+    home = tmp_path / "store"
+    sqlite_store.connect(home).close()
+    cost._load_genai.cache_clear()
+    syncer = AnalyticsSyncer(home)
+    assert syncer.finish() == "" and cost._load_genai.cache_info().currsize == 0
+    syncer.on_commit(0)  # a group with nothing new: synced from SQLite
+    deadline = time.monotonic() + 60
+    while cost._load_genai.cache_info().currsize == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cost._load_genai.cache_info().currsize == 1  # before finish() was asked
+    assert syncer.finish() == "analytics: 0 entries synced"
+
+
+def test_a_reader_process_redacts_no_raw_line_while_the_vault_is_suspended(tmp_path):
+    """A reparse suspends the vault (it reads the vault's own redacted bytes): its
+    reader process did not know and redacted every raw line again (``rekey``); now the
+    ingest's vault state goes with it."""
+    from ctxkeep.sinks import vault
+
+    ctx = _corpus_ctx()
+    conn = sqlite_store.connect(tmp_path)
+    try:
+        todo = [t for t in plan(tmp_path, conn, ctx=ctx).todo if t[0].mode == "append"][:3]
+    finally:
+        conn.close()
+    on = [i.batch.raw for i in read_worker.read_in_process(todo) if i.batch is not None]
+    with vault.suspended():
+        off = [i.batch.raw for i in read_worker.read_in_process(todo) if i.batch is not None]
+    assert on and all(r is not None and r.redacted is not None for r in on)
+    assert len(off) == len(on) and all(r is not None and r.redacted is None for r in off)
+    assert [r.data for r in off] == [r.data for r in on]

@@ -66,6 +66,30 @@ def test_list_sessions(conn, corpus_store, analytics):
     assert not list_sessions(conn, None, since="2030-01-01T00:00:00.000000Z")[0]
 
 
+def test_the_duckdb_index_reads_first_prompts_only_where_it_lacks_a_title(conn, corpus_store, monkeypatch):
+    """The DuckDB session index reads SQLite's first prompts only for the sessions
+    without a usable DuckDB title (``prompt_text`` of it is None): its titles are the
+    ones it gave reading every session's prompt."""
+    from ctxkeep.query import sessions as qs
+
+    narrow, source = list_sessions(conn, corpus_store[0])
+    assert source == "duckdb"
+    asked: list = []
+    full = qs._first_prompts
+
+    def every(c, sessions=None):
+        asked.append(sessions)
+        return full(c)
+
+    monkeypatch.setattr(qs, "_first_prompts", every)
+    wide, _ = list_sessions(conn, corpus_store[0])
+    assert [(r.session_id, r.title) for r in narrow] == [(r.session_id, r.title) for r in wide]
+    assert asked and 0 < len(asked[0]) < len(wide)  # some sessions, not all
+    some = sorted({sid for _agent, sid in full(conn)})[::2]
+    assert full(conn, some) == {k: v for k, v in full(conn).items() if k[1] in some}
+    assert full(conn, []) == {}
+
+
 def test_conversation_in_order_with_folded_tool_calls(conn):
     conv = conversation(conn, "ef958aa1", subagents=True)
     turns = conv.turns

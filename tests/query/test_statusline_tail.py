@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ingest
+from conftest import ingest, q
 from ctxkeep.query import statusline as sl
 from fixtures.bad_input import SESSION, line, rec
 
@@ -122,3 +122,39 @@ def test_statusline_uses_claudes_context_and_cost_when_ctxkeep_has_none(claude):
     got = _line(store, payload)
     assert got.startswith("Opus | $1.25 session | ")
     assert got.endswith("ctx 50,000 (25%)")
+
+
+def test_statusline_session_cost_counts_the_sub_agents_it_started(claude):
+    """Claude Code writes a Task sub-agent's turns to ``<session>/subagents/agent-<id>.jsonl``
+    (records with the parent's ``sessionId``, ``isSidechain`` and ``agentId``; ctxkeep
+    stores it as session ``agent-<id>`` whose parent is the session): the session's cost
+    on the line is its own responses' plus its sub-agents', and another session's
+    sub-agent adds nothing."""
+    home, store, path = claude
+    proj = path.parent
+
+    def sub_file(parent: str, agent_id: str, first: int, mid: str, usage: tuple[int, int, int, int]) -> None:
+        sub = proj / parent / "subagents" / f"agent-{agent_id}.jsonl"
+        sub.parent.mkdir(parents=True, exist_ok=True)
+        ask = rec(first, "look this up", sidechain=True, agentId=agent_id, sessionId=parent)
+        reply = _reply(first + 1, mid, 12, *usage)
+        reply.update(isSidechain=True, agentId=agent_id, sessionId=parent)
+        sub.write_bytes(line(ask) + line(reply))
+
+    sub_file(SESSION, "a1b2c3d4", 101, "msg_sub", (200, 3000, 50_000, 6000))
+    other = "5e551011-0000-4000-8000-000000000099"
+    sub_file(other, "e5f6a7b8", 201, "msg_other", (900, 9000, 90_000, 9000))
+    ingest(home, store, "claude-code")
+
+    parents = dict(
+        q(store, "SELECT DISTINCT session_id, parent_session_id FROM entries WHERE session_id LIKE 'agent-%'")
+    )
+    assert parents == {"agent-a1b2c3d4": SESSION, "agent-e5f6a7b8": other}  # the layout the test means
+    own = _usd(1000, 2000, 30_000, 4000)
+    sub = _usd(200, 3000, 50_000, 6000)
+    payload = {"session_id": SESSION, "transcript_path": str(path), "cost": {"total_cost_usd": 99.0}}
+    got = _line(store, payload)
+    assert f"${own + sub:,.2f} session" in got, got
+    assert f"${own:,.2f} session" not in got  # (the two differ at cents: the sub-agent counted)
+    # the sub-agent's own line: its cost alone
+    assert f"${sub:,.2f} session" in _line(store, {"session_id": "agent-a1b2c3d4"})

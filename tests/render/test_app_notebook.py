@@ -74,6 +74,82 @@ def test_the_transcript_view_links_to_the_sessions_resume_snapshot(corpus_store)
     assert len(words) > 20 and words <= plain, sorted(words - plain)[:10]
 
 
+def test_the_sessions_table_holds_the_newest_table_rows_and_counts_the_rest(corpus_store):
+    from ctxkeep.service import transcripts as svc_tr
+
+    home, _ = corpus_store
+    _o, defs = report.run_notebook(
+        APP, {"store": str(home), "qp": {"tab": "Sessions"}, "TABLE_ROWS": 3, "TURNS_PER_PAGE": 300}
+    )
+    kept = set(defs["kept_sessions"]["session_id"].to_list())
+    newest = [
+        s.session_id
+        for s in svc_tr.session_index(svc_tr.SessionIndexRequest(home=home)).sessions
+        if s.session_id in kept
+    ]
+    assert len(newest) > 3
+    table = defs["session_table"]
+    assert [r["id"] for r in table.data] == newest[:3]  # the first 3 of the index's order
+    assert defs["session_rows"] == len(newest)  # the count says how many match
+    assert f"the newest 3 of {len(newest):,}" in table.text
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions"}})
+    assert defs["TABLE_ROWS"] == 1000 and len(defs["session_table"].data) == len(newest)
+    assert "the newest" not in defs["session_table"].text  # under the cap: no note
+
+
+def _longest_session(home) -> tuple[str, int]:
+    from ctxkeep.service import transcripts as svc_tr
+
+    best = max(svc_tr.transcripts(svc_tr.TranscriptRequest(home=home)), key=lambda t: len(t.turns))
+    return best.session.session_id, len(best.turns)
+
+
+def test_a_long_transcript_is_read_and_drawn_a_page_at_a_time(corpus_store):
+    """The service reads the texts of the page's turns only; the app draws that page,
+    says which turns of how many, and links the other pages; a hit opens its page."""
+    import html as h
+    import re
+
+    from ctxkeep.service import transcripts as svc_tr
+
+    home, _ = corpus_store
+    sid, n = _longest_session(home)
+    assert n > 15
+    whole = next(svc_tr.transcripts(svc_tr.TranscriptRequest(home=home, sessions=[sid])))
+    paged = next(
+        svc_tr.transcripts(svc_tr.TranscriptRequest(home=home, sessions=[sid], page_turns=5, page=1))
+    )
+    assert paged.window == (5, 10) and whole.window is None
+    assert [t.entry_id for t in paged.turns] == [t.entry_id for t in whole.turns]
+    assert paged.turns[5:10] == whole.turns[5:10]  # the page: texts, results, media whole
+    outside = [t for i, t in enumerate(whole.turns) if not 5 <= i < 10 and t.kind != "subagent" and t.text]
+    assert outside and all(paged.turns[whole.turns.index(t)].text == "" for t in outside)
+    # a search hit (a tool result's id: its call's page) opens the page holding it
+    at = next(i for i, t in enumerate(whole.turns) if i >= 10 and (t.result_entry_id or t.entry_id))
+    hit = whole.turns[at].result_entry_id or whole.turns[at].entry_id
+    focused = next(
+        svc_tr.transcripts(svc_tr.TranscriptRequest(home=home, sessions=[sid], page_turns=5, focus=hit))
+    )
+    assert focused.window == (at // 5 * 5, min(at // 5 * 5 + 5, n))
+
+    pages = -(-n // 5)
+    _o, defs = report.run_notebook(
+        APP,
+        {
+            "store": str(home),
+            "qp": {"tab": "Sessions", "session": sid, "page": "2"},
+            "TABLE_ROWS": 1000,
+            "TURNS_PER_PAGE": 5,
+        },
+    )
+    text = defs["transcript_view"].text
+    assert f"Turns 6–10 of {n:,} (page 2 of {pages})" in text
+    for k in (1, 3, pages):
+        assert f"session={sid}&amp;page={k}" in text
+    drawn = set(re.findall(r'id="e-([^"]+)"', h.unescape(text)))
+    assert drawn == {t.entry_id for t in whole.turns[5:10] if t.entry_id}
+
+
 @pytest.mark.parametrize(
     "args,words",
     [

@@ -281,3 +281,25 @@ def test_export_after_a_purge_removes_the_purged_sessions_stale_pages(store, tmp
     assert {p.name for p in dest.glob("*.html")} == expected
     assert (dest / "notes.txt").read_text() == "mine"
     assert gone not in (dest / "index.html").read_text()
+
+
+def test_export_markdown_refuses_an_html_export_folder(corpus_store, tmp_path):
+    """`export markdown` into the folder of an `export html` (and the reverse) mixed two
+    sites, two index pages, in one folder: refused with one line, nothing written; with
+    --force both live there."""
+    home, _ = corpus_store
+    dest = tmp_path / "site"
+    assert run_cli(["export", "html", str(dest), "--home", str(home)]).exit_code == 0
+    before = sorted(p.name for p in dest.iterdir())
+    r = run_cli(["export", "markdown", str(dest), "--home", str(home)])
+    one_error_line(r, 2, "DEST holds a ctxkeep html export")
+    assert "give another folder for the markdown export" in r.stderr
+    assert sorted(p.name for p in dest.iterdir()) == before
+    r = run_cli(["export", "markdown", str(dest), "--home", str(home), "--force"])
+    assert r.exit_code == 0, r.output
+    assert (dest / "index.md").exists() and (dest / "index.html").exists()
+    md = tmp_path / "md"
+    assert run_cli(["export", "markdown", str(md), "--home", str(home)]).exit_code == 0
+    one_error_line(
+        run_cli(["export", "html", str(md), "--home", str(home)]), 2, "holds a ctxkeep markdown export"
+    )

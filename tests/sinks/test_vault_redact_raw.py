@@ -160,3 +160,29 @@ def test_punctuation_password_in_a_jsonl_line_is_redacted():
     back = json.loads(out)["content"]
     assert "POSTGRES_PASSWORD=[REDACTED:password]" in back
     assert "PGPASSWORD: [REDACTED:password]" in back
+
+
+def test_many_captures_redacted_together_equal_each_redacted_alone():
+    """``redact_raw_many`` (the pipeline's one call over a chunk of batches) gives each
+    capture what ``redact_raw`` gives it alone: a capture without a final newline does
+    not join the next one's first line, a clean capture comes back as the same object,
+    a capture that is not UTF-8 takes the exact rules in Python, and the counts stay
+    per capture."""
+    from ctxkeep.sinks.vault.capture import redact_raw_many
+
+    secret = planted_session(positives(7))
+    clean = b'{"type":"user","message":{"content":"hello","usage":{"input_tokens":12}}}\n'
+    # a line cut before its newline, then a capture whose first line holds the secret's key
+    torn = b'{"type":"user","message":{"content":"the password'
+    tail = b'": "hunter2-Xq9"}}\n' + secret
+    latin = b'{"type":"user","message":{"content":"caf\xe9 password=Zx81-qpLm-77"}}\n'
+    datas = [secret, clean, torn, tail, latin, b"", clean + secret]
+    got = redact_raw_many(datas)
+    want = [redact_raw(d) for d in datas]
+    assert got == want
+    assert got[1][0] is clean and not got[1][1]
+    assert got[2][0] == torn  # alone, "the password" has no value: nothing to redact
+    # redacted alone, as ingest reads it: joined to the torn line before it, the value
+    # would have been redacted under the other capture's key
+    assert got[3][0].startswith(b'": "hunter2-Xq9"}}') and b"Zx81-qpLm-77" not in got[4][0]
+    assert sum(got[0][1].values()) > 6 and got[6][1] == got[0][1]

@@ -191,3 +191,28 @@ def test_reader_never_opens_a_fifo(tmp_path):
     os.mkfifo(tmp_path / "f.jsonl")
     assert stat.S_ISFIFO(os.lstat(tmp_path / "f.jsonl").st_mode)
     assert open_file(tmp_path / "f.jsonl") is None
+
+
+def test_directory_links_and_loops_in_a_recursive_search_are_counted(tmp_path):
+    """Codex's ``sessions/**/rollout-*.jsonl``: ``Path.glob`` follows no directory
+    symlink, so a day folder linked to a folder outside and a link back up the tree
+    (a loop) were passed over silently; each is now counted in ``skipped`` (the
+    files behind them are still not read). A link to a folder inside is not counted
+    (its rollouts are found at their own path), nor is an ordinary rollout."""
+    home = tmp_path / "home"
+    day = home / ".codex" / "sessions" / "2025" / "01" / "01"
+    day.mkdir(parents=True)
+    sid = "019a0000-0000-7000-8000-000000000001"
+    rec = {"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": sid}}
+    (day / f"rollout-2025-01-01T00-00-00-{sid}.jsonl").write_text(json.dumps(rec) + "\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / f"rollout-2025-01-02T00-00-00-{sid}.jsonl").write_text(json.dumps(rec) + "\n")
+    (day.parent / "02").symlink_to(outside)  # a day folder linked out
+    (day / "back").symlink_to(home / ".codex" / "sessions")  # a loop up the tree
+    (day.parent / "03").symlink_to(day)  # inside: not counted
+    (day / "self").symlink_to(day / "self")  # a link to itself: ELOOP
+    (d,) = discover_all(DiscoveryContext(home=home, env={}), agents=["codex"])
+    assert [p.path.name for p in d.files] == [f"rollout-2025-01-01T00-00-00-{sid}.jsonl"]
+    assert d.skipped == {REASON_OUTSIDE: 1, REASON_LOOP: 2}
+    assert sorted(Path(p).name for p, _ in d.skipped_examples) == ["02", "back", "self"]

@@ -57,7 +57,7 @@ import orjson
 from ctxkeep.schema import entry_id
 from ctxkeep.sources import SOURCES
 from ctxkeep.sources._util import dict_at
-from ctxkeep.sources.contract import SourceFile
+from ctxkeep.sources.contract import RecordParser, SourceFile
 from ctxkeep.sources.readers.jsonl import parse_line
 
 SUPPORTED = ("claude-code", "codex")
@@ -205,9 +205,12 @@ def line_entries(
 
     ``hashes`` (line body → its SHA-256, hex), when given, memoizes the line hashes the
     parser gets: a compress parses the lines it keeps twice (before and after the
-    rewrite). Raises KeyError for an agent without a source module. A parser error on
+    rewrite). Raises KeyError for an agent without a source module, TypeError for a
+    source without a line parser. A parser error on
     one line gives ``[]`` for that line (ingest quarantines such lines)."""
     mod = SOURCES[file.agent]
+    if not isinstance(mod, RecordParser):
+        raise TypeError(f"{file.agent}: its source has no line parser (contract.RecordParser)")
     state = mod.init_state(file)
     src = str(file.path)
     out: list[list[dict]] = []

@@ -319,6 +319,37 @@ def restore_backup(path: Path, backup: Path | None = None) -> tuple[Path, os.sta
     return backup, os.stat(path)
 
 
+ASIDE_SUFFIX = ".before-restore"
+
+
+def save_aside(path: Path, data: bytes, mode: int) -> Path:
+    """Keep ``data`` (the file's bytes just before a forced restore replaces it) as
+    ``<path>.before-restore.<UTC time>`` beside it (``YYYYmmddTHHMMSSffffffZ``, a
+    ``-N`` tail when taken), mode ``mode``, fsynced and verified by SHA-256: no line
+    the agent wrote is lost by ``compress --restore --force``. Never overwrites a
+    file; never read as a session file (the name does not end in ``.jsonl``).
+    Returns the path written. Raises RewriteError when the copy does not verify,
+    OSError (a full disk) with nothing left behind."""
+    now = time.time_ns()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 1_000_000_000))
+    stamp += f"{now // 1000 % 1_000_000:06d}Z"
+    dst = Path(f"{path}{ASIDE_SUFFIX}.{stamp}")
+    n = 0
+    while dst.exists():
+        n += 1
+        dst = Path(f"{path}{ASIDE_SUFFIX}.{stamp}-{n}")
+    tmp = _tmp_path(path, "aside")
+    tmp.unlink(missing_ok=True)
+    _write_durable(tmp, data, mode)
+    if sha256_file(tmp) != hashlib.sha256(data).hexdigest():
+        tmp.unlink(missing_ok=True)
+        raise RewriteError("the copy of the current file did not verify", where=str(tmp))
+    os.link(tmp, dst)  # never replaces a file of that name
+    tmp.unlink()
+    fsync_dir(path.parent)
+    return dst
+
+
 def prune_backups(
     path: Path, keep: int, max_age_days: float, *, now: float | None = None, dry_run: bool = False
 ) -> list[Path]:

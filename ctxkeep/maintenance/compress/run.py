@@ -37,6 +37,8 @@ the end of this module (``sinks.sqlite.status``).
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -694,7 +696,7 @@ def compress_file(
             conn,
             quarantine=[],
             watermarks=[wm],
-            before_watermarks=None if vg is None else (lambda c: vault.record(c, vault.home_of(c), vg)),
+            before_watermarks=None if vg is None else (lambda c: vault.record_in(c, vg)),
             **frames,
         )
         kill_point("compress", "watermark")
@@ -1095,7 +1097,8 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     rewrite.cleanup_temps(path)
     wm = sqlite_store.load_watermarks(conn).get(str(path))
     _engine().ingest_file(conn, file, wm, tombs)
-    cur, _ = cp.split_lines(path.read_bytes())
+    data = path.read_bytes()
+    cur, tail = cp.split_lines(data)
     # one memo of line hashes: a line that held a secret gets its redacted hash (the id
     # its ingest gave it) in both files, so the backup's entries are found again below
     hashes: dict[bytes, str] = {}
@@ -1123,6 +1126,13 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
             where=str(path),
             hint="they stay in the store; pass --force to restore anyway",
         )
+    # --force: the current file's bytes (lines the backup lacks, held by the store or
+    # not; an unterminated last line) are kept beside it before the backup replaces
+    # it; read again here, so a line the agent appended since the check is kept too
+    now = path.read_bytes()
+    aside = None
+    if lost or newer or tail or now != data:
+        aside = rewrite.save_aside(path, now, stat.S_IMODE(os.stat(path).st_mode))
     used, _st = rewrite.restore_backup(path, backup)
     _engine().ingest_file(conn, file, None, tombs)  # re-read from offset 0: ids are stable
     moves = [(x, ln.offset) for ln, ls in zip(blines, b_ids, strict=False) for x in ls]
@@ -1137,6 +1147,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
         "reactivated": reactivated,
         "newer_entries": len(newer),
         "bytes": len(bdata),
+        "saved_aside": str(aside) if aside else None,
     }
 
 
@@ -1148,7 +1159,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 
 def _vault_capture(
     conn, file: SourceFile, data: bytes, st, archived: list[str], moves, media: list | None = None
-) -> object | None:
+) -> vault.PreparedGroup | None:
     """The vault's prepared capture of a file compress just wrote (``vault.Capturer``;
     its pack is durable on return) with the ``media`` rows it moved out of the file
     (``shrink.MediaRow``; ``sinks.vault.media``), or None when the vault is off."""

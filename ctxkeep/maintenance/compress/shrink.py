@@ -205,7 +205,7 @@ def shrink_claude(
             continue
         p = ln.rec.get("parentUuid") if ln.rec is not None else None
         if isinstance(p, str) and p in gone:
-            seen = set()
+            seen: set[str | None] = set()
             while p in gone and p not in seen:
                 seen.add(p)
                 p = gone[p]
@@ -250,7 +250,8 @@ def _inline(
         data = _b64(src["data"])
         if data is None:
             return None
-        mt = src.get("media_type") if isinstance(src.get("media_type"), str) else "application/octet-stream"
+        mt_v = src.get("media_type")
+        mt = mt_v if isinstance(mt_v, str) else "application/octet-stream"
         tok = image_tokens(data, mt)
         res.image_tokens += tok
         move(eid, mt, data, tok)
@@ -349,7 +350,8 @@ def _shrink_value(
             if isinstance(x, str) and len(x.encode("utf-8", "surrogatepass")) > limit:
                 data = _b64(x) if k in ("base64", "data") else None
                 if data is not None:
-                    mt = v.get("type") if isinstance(v.get("type"), str) and "/" in v.get("type") else None
+                    t = v.get("type")
+                    mt = t if isinstance(t, str) and "/" in t else None
                     mt = mt or v.get("media_type") or v.get("mediaType") or "application/octet-stream"
                     tok = image_tokens(data, str(mt))
                     move(str(mt), data, tok)

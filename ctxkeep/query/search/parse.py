@@ -108,7 +108,7 @@ class Filters:
         parts = []
         for name, (prefix, _) in fx.FIELDS.items():
             vals = _values(getattr(self, name))
-            if name == "project" and vals:
+            if name == "project" and vals and self.project is not None:
                 vals = [self.project.rstrip("/") or "/"]
             if vals:
                 parts.append(fx.filter_expr(prefix, vals))
@@ -121,7 +121,8 @@ class Filters:
 
     def sql(self, alias: str = "e") -> tuple[str, list]:
         """A WHERE fragment over ``entry_rows AS alias`` and its parameters."""
-        conds, params = [], []
+        conds: list[str] = []
+        params: list = []
         for col, val in (
             ("agent", self.agent),
             ("session_id", self.session),

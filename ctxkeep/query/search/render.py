@@ -85,7 +85,7 @@ class SearchResult:
             return self.as_dict() == other.as_dict()
         return NotImplemented
 
-    __hash__ = None  # mutable, like a list
+    # unhashable (mutable, like a list): @dataclass sets __hash__ to None (eq, not frozen)
 
     def as_dict(self) -> dict:
         return {

@@ -488,7 +488,10 @@ def load_candidates(
     for r in rows:
         es = holders[r[4]]
         if es:
-            cache[r[0]] = Candidate(*r, entries=es, total=totals[r[4]])
+            # the 8 columns of chunks_sql, then the holders
+            cache[r[0]] = Candidate(
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], entries=es, total=totals[r[4]]
+            )
     for i in need:  # chunks whose entries all fail the filters
         cache.setdefault(i, None)
 

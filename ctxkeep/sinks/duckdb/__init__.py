@@ -35,6 +35,7 @@ from ctxkeep.schema import (
     USAGE_COLUMNS,
     USAGE_ROW_COLUMNS,
 )
+from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
 
 SYNC_ROWS = 200_000
@@ -128,6 +129,15 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
     path = Path(home) / DB_NAME
     if readonly:
         return duckdb.connect(str(path), read_only=True)
+    try:
+        return _open_writable(home, path)
+    except duckdb.Error as e:
+        if not set_aside_if_damaged(home, e):
+            raise
+    return _open_writable(home, path)  # a new file: the caller's sync fills it from SQLite
+
+
+def _open_writable(home: Path, path: Path) -> duckdb.DuckDBPyConnection:
     new = not path.exists()
     old = os.umask(0o077)
     try:
@@ -136,6 +146,16 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
         os.umask(old)
     if new:
         os.chmod(path, 0o600)
+    try:
+        _prepare(con, home)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _prepare(con: duckdb.DuckDBPyConnection, home: Path) -> None:
+    """Settings, tables, views and macros of a writable connection (``connect``)."""
     # DuckDB's allocator hands freed memory back after each task from 16 MB on (default
     # 128 MB) and purges in background threads: an ingest appends to DuckDB for minutes,
     # and the memory of its appends and closing sync stayed in the process (1 GB
@@ -156,7 +176,6 @@ def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
         for stmt in stmts:
             con.execute(stmt)
         con.execute("INSERT OR REPLACE INTO meta VALUES('model_sql', ?)", [digest])
-    return con
 
 
 def _meta(con, key: str) -> int:
@@ -173,7 +192,7 @@ def _hwm(con) -> int:
 
 def _arrow(cur: sqlite3.Cursor, names: list[str]) -> pa.Table:
     rows = cur.fetchall()
-    cols = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
+    cols: list = list(zip(*rows, strict=False)) if rows else [[] for _ in names]
     return pa.table(
         {n: pa.array(c) if rows else pa.array([], pa.string()) for n, c in zip(names, cols, strict=False)}
     )
@@ -195,7 +214,9 @@ def sync(
     closing one) upserts ``usage`` (``sync_usage``), the session titles and tool error
     flags of the entries above their own mark, and the compress runs. ``con``: an open
     connection from ``connect(home)`` to reuse (left open; repeated syncs then skip
-    the open and DDL), else one is opened and closed here. Returns
+    the open and DDL), else one is opened and closed here (a file found damaged, at
+    the open or during the sync, is moved aside and this sync fills a new one:
+    ``analytics_file.set_aside_if_damaged``). Returns
     ``{"entries_synced": int, "usage_rows": int, "usage_changed": int,
     "unpriced_models": [str], "entries_rowid": int, "status_seq": int}`` (usage figures
     0/[] when ``usage`` is False; the last two: the SQLite entries rowid and status_log
@@ -203,61 +224,77 @@ def sync(
     duckdb.IOException when another process holds the file (the caller reports it; the
     next sync catches up); ValueError for a bad ``<home>/prices.toml``.
     """
-    own = con is None
-    if con is None:
-        con = connect(home)
+    if con is not None:
+        return _sync(sqlite_conn, home, con, rebuild=rebuild, usage=usage)
+    con = connect(home)
     try:
-        if rebuild:
-            con.execute("DELETE FROM entries")
-            con.execute("DELETE FROM meta WHERE key IN ('entries_rowid', 'status_seq', 'text_rowid')")
-            for t in ("session_text", "tool_errors"):
-                con.execute(f"DELETE FROM {t}")
-        hwm = _hwm(con)
-        names = ["sqlite_rowid"] + STORED_COLUMNS
-        synced = 0
-        while True:
-            cur = sqlite_conn.execute(
-                f"SELECT rowid, {', '.join(STORED_COLUMNS)} FROM entries WHERE rowid > ? "
-                f"ORDER BY rowid LIMIT ?",
-                (hwm, SYNC_ROWS),
-            )
-            tbl = _arrow(cur, names)
-            if tbl.num_rows == 0:
-                break
-            con.register("_batch", tbl)
-            con.execute("BEGIN")
-            con.execute(
-                "INSERT INTO entries SELECT sqlite_rowid, "
-                + ", ".join(
-                    f"CAST({c} AS TIMESTAMPTZ)"
-                    if c == "ts"
-                    else (f"CAST({c} AS BOOLEAN)" if c == "is_sidechain" else c)
-                    for c in STORED_COLUMNS
-                )
-                + " FROM _batch"
-            )
-            hwm = max(tbl.column("sqlite_rowid").to_pylist())
-            con.execute("INSERT OR REPLACE INTO meta VALUES('entries_rowid', ?)", [hwm])
-            con.execute("COMMIT")
-            con.unregister("_batch")
-            synced += tbl.num_rows
-        _replay_status(sqlite_conn, con)
-        marks = {"entries_rowid": _hwm(con), "status_seq": _status_seq(con)}
-        if not usage:
-            return {
-                "entries_synced": synced,
-                "usage_rows": 0,
-                "usage_changed": 0,
-                "unpriced_models": [],
-                **marks,
-            }
-        u = sync_usage(sqlite_conn, con, home)
-        _sync_texts(sqlite_conn, con)
-        _sync_compress(sqlite_conn, con)
-        return {"entries_synced": synced, **u, **marks}
+        return _sync(sqlite_conn, home, con, rebuild=rebuild, usage=usage)
+    except duckdb.Error as e:
+        con.close()
+        if not set_aside_if_damaged(home, e):  # damaged past the blocks connect reads
+            raise
+        con = connect(home)  # a new file
+        return _sync(sqlite_conn, home, con, rebuild=True, usage=usage)
     finally:
-        if own:
-            con.close()
+        con.close()
+
+
+def _sync(
+    sqlite_conn: sqlite3.Connection,
+    home: Path,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    rebuild: bool,
+    usage: bool,
+) -> dict:
+    """``sync`` on an open connection (left open)."""
+    if rebuild:
+        con.execute("DELETE FROM entries")
+        con.execute("DELETE FROM meta WHERE key IN ('entries_rowid', 'status_seq', 'text_rowid')")
+        for t in ("session_text", "tool_errors"):
+            con.execute(f"DELETE FROM {t}")
+    hwm = _hwm(con)
+    names = ["sqlite_rowid"] + STORED_COLUMNS
+    synced = 0
+    while True:
+        cur = sqlite_conn.execute(
+            f"SELECT rowid, {', '.join(STORED_COLUMNS)} FROM entries WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (hwm, SYNC_ROWS),
+        )
+        tbl = _arrow(cur, names)
+        if tbl.num_rows == 0:
+            break
+        con.register("_batch", tbl)
+        con.execute("BEGIN")
+        con.execute(
+            "INSERT INTO entries SELECT sqlite_rowid, "
+            + ", ".join(
+                f"CAST({c} AS TIMESTAMPTZ)"
+                if c == "ts"
+                else (f"CAST({c} AS BOOLEAN)" if c == "is_sidechain" else c)
+                for c in STORED_COLUMNS
+            )
+            + " FROM _batch"
+        )
+        hwm = max(tbl.column("sqlite_rowid").to_pylist())
+        con.execute("INSERT OR REPLACE INTO meta VALUES('entries_rowid', ?)", [hwm])
+        con.execute("COMMIT")
+        con.unregister("_batch")
+        synced += tbl.num_rows
+    _replay_status(sqlite_conn, con)
+    marks = {"entries_rowid": _hwm(con), "status_seq": _status_seq(con)}
+    if not usage:
+        return {
+            "entries_synced": synced,
+            "usage_rows": 0,
+            "usage_changed": 0,
+            "unpriced_models": [],
+            **marks,
+        }
+    u = sync_usage(sqlite_conn, con, home)
+    _sync_texts(sqlite_conn, con)
+    _sync_compress(sqlite_conn, con)
+    return {"entries_synced": synced, **u, **marks}
 
 
 def _prices(home: Path) -> tuple[dict, int]:

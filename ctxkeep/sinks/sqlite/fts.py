@@ -11,7 +11,8 @@ every entry holding its text, so that search filters inside the MATCH.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 
 from ctxkeep.sinks.sqlite.ddl import CHUNK_FTS_TABLES, FTS_TABLES, set_ranks
 from ctxkeep.sinks.sqlite.params import in_parts
@@ -178,7 +179,7 @@ def refresh_facets(conn: sqlite3.Connection, table: str = "chunk_rows") -> int:
     return len(changed)
 
 
-def add_facets(conn: sqlite3.Connection, facets: dict[str, set[str]]) -> int:
+def add_facets(conn: sqlite3.Connection, facets: Mapping[str, AbstractSet[str]]) -> int:
     """Merge ``content_hash → tokens`` into the stored chunks of those contents and
     re-index the chunks whose ``facets`` changed (FTS5 ``'delete'`` with the old
     values, then insert, in every FTS table), in the caller's transaction. Returns the number of chunks

@@ -71,11 +71,12 @@ def recorded_run(
     finally:
         if t0 is not None:
             run.seconds = round(time.perf_counter() - t0, 3)
-        if run.run_id is not None:
+        run_id = run.run_id
+        if store is not None and run_id is not None:  # run_id is set only with a store
             summary = run.summary() if callable(run.summary) else dict(run.summary)
             if run.seconds is not None:
                 summary["seconds"] = run.seconds
-            _with_conn(store, lambda c: _finish(c, run.run_id, run.status, summary))
+            _with_conn(store, lambda c: _finish(c, run_id, run.status, summary))
 
 
 def _with_conn(store: sqlite3.Connection | Path, fn: Callable[[sqlite3.Connection], Any]) -> Any:
@@ -88,7 +89,7 @@ def _with_conn(store: sqlite3.Connection | Path, fn: Callable[[sqlite3.Connectio
         conn.close()
 
 
-def _start(conn: sqlite3.Connection, flow: str) -> int:
+def _start(conn: sqlite3.Connection, flow: str) -> int | None:
     with write(conn):
         return conn.execute(
             "INSERT INTO runs(flow, started_at, status) VALUES(?,?,'running')", (flow, now_iso())

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxkeep.sinks.vault.capture import Capturer, PreparedGroup, record, redact_raw
+from ctxkeep.sinks.vault.capture import Capturer, PreparedGroup, record, redact_raw, redact_raw_many
 from ctxkeep.sinks.vault.packs import VaultDamaged, vault_dir
 
 _suspended = [0]
@@ -48,6 +48,18 @@ def home_of(conn) -> Path | None:
     if not row or not row[2]:
         return None
     return Path(row[2]).parent
+
+
+def record_in(conn, g: PreparedGroup | None) -> None:
+    """``record(conn, home_of(conn), g)``: the manifest rows of ``g`` in the store of
+    ``conn``, which is a file (a prepared group comes from a ``capturer_for`` it).
+    Raises ValueError for an in-memory store with a group to record."""
+    if g is None:
+        return
+    home = home_of(conn)
+    if home is None:
+        raise ValueError("a vault group cannot be recorded in an in-memory store")
+    record(conn, home, g)
 
 
 def configured(home: Path) -> bool:
@@ -81,7 +93,9 @@ __all__ = [
     "enabled",
     "home_of",
     "record",
+    "record_in",
     "redact_raw",
+    "redact_raw_many",
     "suspended",
     "vault_dir",
 ]

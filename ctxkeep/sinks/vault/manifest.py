@@ -44,6 +44,12 @@ class Generation:
     dev: int | None = None
     ino: int | None = None
 
+    @property
+    def disk_path(self) -> str:
+        """The agent's file this generation came from: ``path``, or for a database's
+        rows document (``sources.readers.rows``, ``meta["vault_rows"]``) the database."""
+        return str(self.meta.get("db") or self.path) if self.meta.get("vault_rows") else self.path
+
 
 _GEN_SQL = (
     "SELECT g.gen_id, g.vfile_id, f.path, f.agent, f.mode, g.gen, g.start, g.length, g.stored, g.size, "
@@ -53,8 +59,9 @@ _GEN_SQL = (
 
 
 def _gen(row) -> Generation:
-    *head, red, meta, created, chunks, dev, ino = row
-    return Generation(*head, json.loads(red or "{}"), json.loads(meta or "{}"), created, chunks, dev, ino)
+    r = list(row)  # the 17 columns of _GEN_SQL: redactions and meta are JSON text
+    r[11], r[12] = json.loads(r[11] or "{}"), json.loads(r[12] or "{}")
+    return Generation(*r)
 
 
 def generations(conn, *, latest: bool = False, agents: list[str] | None = None) -> list[Generation]:
@@ -73,6 +80,12 @@ def latest_of(conn, path: str) -> Generation | None:
     """The newest generation of the file at ``path``, or None."""
     row = conn.execute(_GEN_SQL + " WHERE f.path = ? ORDER BY g.gen DESC LIMIT 1", (path,)).fetchone()
     return _gen(row) if row else None
+
+
+def generations_of(conn, path: str) -> list[Generation]:
+    """Every generation of the file at ``path``, oldest first (``gen`` 1, 2, …)."""
+    rows = conn.execute(_GEN_SQL + " WHERE f.path = ? ORDER BY g.gen", (path,)).fetchall()
+    return [_gen(r) for r in rows]
 
 
 def _objects(conn, shas: list[bytes]) -> dict[bytes, tuple[str, int, int, int]]:
@@ -289,13 +302,15 @@ def orphan_packs(conn, home: Path) -> list[Path]:
 
 
 def figures(conn) -> dict[str, dict]:
-    """Per agent: ``files``, ``generations``, ``raw`` (original bytes of every
-    generation), ``stored_raw`` (redacted bytes), ``redactions`` per kind. The
-    vault's size on disk is ``packs`` bytes (all agents: objects are shared)."""
+    """Per agent: ``files`` (the agents' files: a database whose sessions' rows are
+    held counts once), ``generations``, ``raw`` (original bytes of every
+    generation; a database's: its rows documents'), ``stored_raw`` (redacted bytes),
+    ``redactions`` per kind. The vault's size on disk is ``packs`` bytes (all agents:
+    objects are shared)."""
     out: dict[str, dict] = {}
     for agent, path, length, stored, red in conn.execute(
-        "SELECT f.agent, f.path, g.length, g.stored, g.redactions FROM vault_generations g "
-        "JOIN vault_files f ON f.vfile_id = g.vfile_id"
+        "SELECT f.agent, coalesce(json_extract(f.meta, '$.db'), f.path), g.length, g.stored, g.redactions "
+        "FROM vault_generations g JOIN vault_files f ON f.vfile_id = g.vfile_id"
     ):
         a = out.setdefault(
             agent, {"files": set(), "generations": 0, "raw": 0, "stored_raw": 0, "redactions": {}}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ctxkeep.sources.contract import (
@@ -41,7 +41,7 @@ def idle_seconds() -> float:
         return IDLE_SECONDS
 
 
-def track_ids(state: dict, agent: str, session_id: str, old_ids: list[str], ids: list[str]) -> None:
+def track_ids(state: dict, agent: str, session_id: str, old_ids: Sequence[str], ids: list[str]) -> None:
     """Keep the message ids a document holds now in ``state["ids"]`` and ask for those
     of ``old_ids`` it no longer holds (a truncated or edited history) to be marked
     ``rewound`` (``state["_status_changes"]``, which ``read_document`` puts on the

@@ -20,17 +20,30 @@ main file's size and mtime did not move.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import os
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ctxkeep.sources.contract import DEFAULT_BATCH_BYTES, Batch, SourceFile, Watermark, quarantine_row
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    RawCapture,
+    SourceFile,
+    Watermark,
+    quarantine_row,
+)
 from ctxkeep.sources.coverage import Tally
+
+if TYPE_CHECKING:
+    from ctxkeep.sources.readers.rows import VaultTables
 
 #: rows per read transaction (each page opens, reads and closes the database)
 PAGE_ROWS = 500
@@ -61,7 +74,7 @@ def open_ro(path: Path) -> RoConn:
     (the caller counts it and goes on).
     """
     last: Exception | None = None
-    modes = (False, True)
+    modes: tuple[bool, ...] = (False, True)
     if read_only_by_mode(path):
         # nobody can be writing it; and even root must not create a -shm there
         modes = (True,)
@@ -96,7 +109,8 @@ def open_ro(path: Path) -> RoConn:
                 "which does not see a -wal the agent has not checkpointed"
             )
         return RoConn(conn, immutable, note)
-    raise last  # pragma: no cover (the loop always returns or raises)
+    assert last is not None  # the loop always returns or raises
+    raise last  # pragma: no cover
 
 
 def read_only_by_mode(path: Path) -> bool:
@@ -315,6 +329,7 @@ def database_reader(
     failure: str = "cannot read database",
     *,
     probe_errors: bool = True,
+    vault: VaultTables = (),
 ) -> ReadFn:
     """The ``read(file, wm, batch_bytes)`` of a database source (``batch_bytes`` is not
     used: rows are paged by count).
@@ -326,6 +341,15 @@ def database_reader(
     offset 0 (reason ``"<failure>: <error type>: <message>"``) with a watermark, so the
     same file is not reported again until it changes. Everything runs under
     ``guarded``: a database error later on quarantines without a watermark.
+
+    ``vault`` (the tables that hold the sessions' rows, ``readers.rows``): before the
+    rows' batches, one batch without entries nor watermark per session whose rows
+    changed since the last read, carrying its rows document for the vault
+    (``Batch.raw``, mode ``document``, at ``rows.vault_path``); the sessions' digests
+    ride in the watermark's ``state["vault"]``, so an unchanged session is not taken
+    again. A capture is taken first and committed before the watermark: a kill leaves
+    it taken again at worst (the vault skips a version it holds). Off with
+    ``CTXKEEP_VAULT=0``.
     """
 
     def read(
@@ -364,9 +388,129 @@ def database_reader(
             return
         if ro.note:
             state["note"] = ro.note
-        yield from rows(rd, probed)
+        digests = None
+        if vault and os.environ.get("CTXKEEP_VAULT", "1") != "0":
+            try:
+                caps, digests = _vault_captures(file, rd, vault)
+            except sqlite3.Error:  # taken again at the next read (no digests stored)
+                caps = []
+            for cap in caps:
+                yield Batch([], [], None, raw=cap)
+        for b in rows(rd, probed):
+            if digests is not None and b.watermark is not None:
+                wm = dataclasses.replace(b.watermark, state=dict(b.watermark.state, vault=digests))
+                b = dataclasses.replace(b, watermark=wm)
+            yield b
 
+    read.vault_tables = vault  # type: ignore[attr-defined]  # (``pipeline.plan``: a database the vault should hold)
     return read
+
+
+#: rows per read transaction of the vault's scan (each page opens and closes the database)
+VAULT_PAGE_ROWS = 2000
+
+
+def _schema(path: Path, tables: VaultTables) -> dict[str, str]:
+    """``table → its statement (``sqlite_master.sql``)`` of the declared tables the database has."""
+    ro = open_ro(path)
+    try:
+        rows = dict(ro.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+    finally:
+        ro.conn.close()
+    return {t: rows[t] for t, _ in tables if t in rows and rows[t]}
+
+
+def _scan(
+    path: Path, tables: VaultTables, schema: dict[str, str], want: set[str] | None
+) -> Iterator[tuple[str, bytes]]:
+    """``(session id, row line)`` of every row of the declared tables (only sessions in
+    ``want`` when given), table by table, by rowid; one short read transaction per
+    page (``readers.sqlite.read_pages``)."""
+    from ctxkeep.sources.readers import rows as rows_doc
+
+    for table, expr in tables:
+        if table not in schema:
+            continue
+        sid = f"CAST(({expr}) AS TEXT)"
+        q = f'"{table}"'
+        if "WITHOUT ROWID" in schema[table].upper():
+            ro = open_ro(path)
+            try:
+                cur = ro.conn.execute(f"SELECT {sid}, NULL, * FROM {q} WHERE ({expr}) IS NOT NULL ORDER BY 1")
+                cols = [d[0] for d in cur.description][2:]
+                pages: Iterator[list[tuple]] = iter([cur.fetchall()])
+            finally:
+                ro.conn.close()
+        else:
+            ro = open_ro(path)
+            try:
+                cols = [d[0] for d in ro.conn.execute(f"SELECT * FROM {q} LIMIT 0").description]
+            finally:
+                ro.conn.close()
+            sql = f"SELECT {sid}, rowid, * FROM {q} WHERE rowid > ? AND ({expr}) IS NOT NULL ORDER BY rowid LIMIT ?"
+            pages = (
+                rows
+                for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[1], 0, VAULT_PAGE_ROWS)
+            )
+        for rows in pages:
+            for r in rows:
+                if want is None or r[0] in want:
+                    yield r[0], rows_doc.row_line(table, r[1], cols, r[2:])
+
+
+def _digests(path: Path, tables: VaultTables) -> dict[str, str]:
+    """Session id → SHA-256 hex (32 digits) of its rows' lines (and of its tables' statements): what
+    changes when any of its rows does. Reads every declared row once (nothing kept).
+    Raises ``sqlite3.Error``."""
+    schema = _schema(path, tables)
+    hs: dict[str, Any] = {}
+    for sid, line in _scan(path, tables, schema, None):
+        h = hs.get(sid)
+        if h is None:
+            h = hs[sid] = hashlib.sha256(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+        h.update(line + b"\n")
+    return {s: h.hexdigest()[:32] for s, h in hs.items()}
+
+
+def _documents(path: Path, agent: str, tables: VaultTables, sessions: set[str]) -> dict[str, bytes]:
+    """The rows document (``readers.rows``) of each of ``sessions`` (those with no row
+    left are absent). Raises ``sqlite3.Error``."""
+    from ctxkeep.sources.readers import rows as rows_doc
+
+    schema = _schema(path, tables)
+    lines: dict[str, list[bytes]] = {}
+    for sid, line in _scan(path, tables, schema, sessions):
+        lines.setdefault(sid, []).append(line)
+    return {sid: rows_doc.document(agent, str(path), sid, schema, body) for sid, body in lines.items()}
+
+
+def _vault_captures(file: SourceFile, rd: DbRead, tables: VaultTables) -> tuple[list[RawCapture], dict]:
+    """The rows documents of the sessions of ``file`` whose digest changed since
+    ``rd.state["vault"]`` (``readers.rows``), as document captures, and the digests to
+    store. Raises ``sqlite3.Error``."""
+    from ctxkeep.sources.readers import rows as rows_doc
+
+    new = _digests(rd.path, tables)
+    old = rd.state.get("vault") or {}
+    changed = {s for s, h in new.items() if old.get(s) != h}
+    docs = _documents(rd.path, rd.agent, tables, changed) if changed else {}
+    dev, ino, size, mtime_ns = rd.before["main"]
+    caps = [
+        RawCapture(
+            rows_doc.vault_path(str(rd.path), sid),
+            rd.agent,
+            "document",
+            0,
+            doc,
+            dev,
+            ino,
+            size,
+            mtime_ns,
+            {"vault_rows": 1, "db": str(rd.path), "session": sid, "file_meta": dict(file.meta)},
+        )
+        for sid, doc in sorted(docs.items())
+    ]
+    return caps, {s: h for s, h in new.items() if s not in changed or s in docs}
 
 
 def resume_mark(state: dict, top: int, key: str = "mark") -> dict:
@@ -419,6 +563,62 @@ class RowCollector:
         )
 
 
+def as_bytes(value: Any, empty: str = "") -> bytes:
+    """A row's value as bytes: a BLOB as it is, text UTF-8 encoded (unpaired surrogates
+    replaced), NULL as ``empty``."""
+    if isinstance(value, bytes):
+        return value
+    return (empty if value is None else str(value)).encode("utf-8", "replace")
+
+
+#: ``each(*row)`` of ``ChangedRows.read``: ``(raw, parse)`` for a row to parse
+#: (``RowCollector.add``), or None for a row only counted
+EachFn = Callable[..., "tuple[bytes, Callable[[list[str]], list[dict]]] | None"]
+
+
+class ChangedRows(RowCollector):
+    """The rows of a database read by ``changed_rows`` (new and updated since the marks
+    kept in the watermark state), gathered as ``RowCollector`` does: ``read`` pages one
+    table, ``batch_now`` makes the read's batch with the marks moved on. The read starts
+    from scratch (``reset``) when the state has no ``"mark"``."""
+
+    def __init__(self, rd: DbRead) -> None:
+        super().__init__(rd.path, reset=not rd.state.get("mark"))
+        self.rd = rd
+        self.marks: dict[str, dict] = {}
+
+    def read(
+        self,
+        table: str,
+        cols: str,
+        each: EachFn,
+        *,
+        top: int,
+        rowid: str = "rowid",
+        ts: str = "updated_at",
+        key: str = "mark",
+    ) -> None:
+        """Page ``SELECT <rowid>, <cols>, <ts> FROM <table>`` by ``changed_rows`` from the
+        mark ``state[key]`` (``resume_mark`` against the table's largest rowid ``top``)
+        and hand each row to ``each(rowid, *cols, ts)``; a row ``each`` parses is
+        quarantined as a ``<table>`` row when its parse raises."""
+        mark = resume_mark(self.rd.state, top, key)
+        select = f"SELECT {rowid}, {cols}, {ts} FROM {table}"
+        for rows in changed_rows(self.path, select, rowid, ts, mark):
+            for row in rows:
+                mark = advance_mark(mark, row[0], row[-1])
+                got = each(*row)
+                if got is None:
+                    self.rows += 1
+                else:
+                    self.add(row[0], got[0], table, got[1])
+        self.marks[key] = mark
+
+    def batch_now(self) -> Batch:
+        """The read's one batch, its watermark holding the marks moved on."""
+        return self.batch(self.rd.watermark(dict(self.rd.state, **self.marks), self.rd.settled()))
+
+
 def json_object_of(raw: bytes, what: str) -> dict:
     """The JSON object a row's value holds. Raises ValueError (orjson's
     ``JSONDecodeError`` included) when it is not one."""
@@ -445,4 +645,5 @@ def by_mode(mode_for: Callable[[Path], str], read_db: ReadFn, read_other: ReadFn
         fn = read_db if mode_for(file.path) == "sqlite" else read_other
         return fn(file, wm, batch_bytes)
 
+    read.vault_tables = getattr(read_db, "vault_tables", ())  # type: ignore[attr-defined]
     return read

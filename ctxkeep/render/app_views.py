@@ -1,0 +1,424 @@
+"""The views of the ctxkeep app (``ctxkeep/notebooks/app.py``): each builds one tab's
+content from the page's ``nbkit.Store`` and the filters' values, so the notebook's
+cells only wire the UI elements to them.
+
+Why a module: ``marimo run`` parses the notebook file again for every page a browser
+opens (marimo 0.25: the page route and the session's start each load it; tokenizing
+every cell's source, ~0.09 CPU s for the 555-line app), so the code kept in the
+notebook is paid on every page; a module is compiled once per server.
+
+Filters (``fparams``): ``tz`` (IANA zone), ``agents`` (empty: all), ``project`` (None:
+all), ``lo``/``hi`` (local dates, inclusive); ``keep(when)`` is their SQL filter of a
+row with ``agent``, ``project_dir`` and the time column ``when``. Costs are USD,
+tokens tokens, times shown in ``tz``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import math
+import urllib.parse
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import altair as alt
+import marimo as mo
+import polars as pl
+
+from ctxkeep.render import transcript as tr
+from ctxkeep.render.nbkit import Store, grain
+
+#: the shortest tail of a project path shown on the charts (path components)
+TAIL_PARTS = 2
+
+
+def project_labels(paths: Iterable[str | None]) -> dict[str | None, str]:
+    """A readable label per project directory: its last ``TAIL_PARTS`` components
+    (``…/owner/repo``), more where two projects would share one; the whole path when it
+    is that short already; ``(none)`` for no project. Labels are unique per path."""
+    uniq = sorted({p for p in paths if p})
+    parts = {p: [x for x in p.replace("\\", "/").split("/") if x] for p in uniq}
+    n = dict.fromkeys(uniq, TAIL_PARTS)
+    while True:
+        seen: dict[str, list[str]] = {}
+        for p in uniq:
+            seen.setdefault("/".join(parts[p][-n[p] :]), []).append(p)
+        clash = [p for group in seen.values() if len(group) > 1 for p in group if n[p] < len(parts[p])]
+        if not clash:
+            break
+        for p in clash:
+            n[p] += 1
+    out: dict[str | None, str] = {None: "(none)"}
+    for p in uniq:
+        tail = "/".join(parts[p][-n[p] :])
+        out[p] = p if n[p] >= len(parts[p]) else "…/" + tail
+    return out
+
+
+def overview(
+    st: Store, fparams: dict, keep: Callable[[str], str], kept_sessions: pl.DataFrame
+) -> tuple[Any, dict]:
+    """The Overview tab and its totals (``responses``, ``tokens``, ``cost_usd``, local
+    ``first``/``last`` day, ``sessions``): from the 15-minute ``usage_buckets``
+    (pre-aggregated at sync; every zone's offset is a multiple of 15 minutes), or
+    ``usage`` itself while they are not fresh."""
+    tz = fparams["tz"]
+    src = f"""WITH b AS (
+        SELECT bucket AS ts, agent, project_dir, responses,
+               coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
+                 + coalesce(cache_creation_tokens, 0) AS total_tokens, auto_usd AS cost_usd
+        FROM usage_buckets WHERE buckets_fresh()
+        UNION ALL
+        SELECT ts, agent, project_dir, 1,
+               coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
+                 + coalesce(cache_creation_tokens, 0), cost_usd
+        FROM usage WHERE ts IS NOT NULL AND NOT buckets_fresh()),
+      u AS (SELECT *, timezone($tz, ts) AS local FROM b WHERE {keep("ts")})"""
+    r = st.qs(
+        {
+            "totals": src
+            + """ SELECT coalesce(sum(responses), 0) AS responses,
+                coalesce(sum(total_tokens), 0) AS tokens, coalesce(sum(cost_usd), 0) AS cost_usd,
+                CAST(min(local) AS DATE) AS first, CAST(max(local) AS DATE) AS last FROM u""",
+            "days": src
+            + """ SELECT CAST(local AS DATE) AS day, agent, sum(total_tokens) AS total_tokens,
+                sum(cost_usd) AS cost_usd FROM u GROUP BY ALL""",
+            "proj": src + """ SELECT project_dir, agent, sum(cost_usd) AS cost_usd FROM u GROUP BY ALL""",
+            "heat": src
+            + """ SELECT strftime(local, '%a') AS weekday, hour(local) AS hour,
+                sum(responses) AS responses FROM u GROUP BY ALL""",
+            "buckets": src + " SELECT agent, local, total_tokens FROM u ORDER BY agent, local",
+        },
+        fparams,
+    )
+    totals = r["totals"].row(0, named=True)
+    colour = alt.Color("agent:N", scale=st.colour)
+    if not totals["responses"]:
+        view = mo.md(
+            "*No API usage matches these filters.*"
+            if st.agents
+            else "*No sessions yet: run `ctxkeep ingest`, then reload.*"
+        )
+        return view, totals
+    every, unit = grain(totals["first"], totals["last"])
+    tu = {"day": "yearmonthdate", "week": "yearweek", "month": "yearmonth"}[unit]
+    days = (
+        r["days"].with_columns(day=pl.col("day").dt.truncate(every))
+        .group_by("day", "agent").agg(pl.col("total_tokens").sum(), pl.col("cost_usd").sum())
+    )  # fmt: skip
+    tokens = (
+        alt.Chart(days, title=f"Tokens per {unit} ({tz})").mark_bar()
+        .encode(alt.X(f"{tu}(day):T", title=unit), alt.Y("sum(total_tokens):Q", title="tokens"), colour,
+                tooltip=["agent", "day:T", "total_tokens"])
+        .properties(width=520, height=220)
+    )  # fmt: skip
+    cost = (
+        alt.Chart(days, title=f"Cost per {unit} (USD)").mark_bar()
+        .encode(alt.X(f"{tu}(day):T", title=unit), alt.Y("sum(cost_usd):Q", title="USD"), colour,
+                tooltip=["agent", "day:T", alt.Tooltip("cost_usd:Q", format="$,.2f")])
+        .properties(width=520, height=220)
+    )  # fmt: skip
+    # a project by the readable end of its path (…/owner/repo); the whole path on hover
+    labels = project_labels(r["proj"]["project_dir"].to_list())
+    proj = r["proj"].with_columns(
+        project=pl.col("project_dir").replace_strict(labels, default="(none)", return_dtype=pl.String),
+        path=pl.col("project_dir").fill_null("(none)"),
+    )
+    per_project = (
+        alt.Chart(proj, title="Cost per project (USD)").mark_bar()
+        .encode(alt.X("sum(cost_usd):Q", title="USD"), alt.Y("project:N", sort="-x", title=None), colour,
+                tooltip=[alt.Tooltip("path:N", title="project"), "agent",
+                         alt.Tooltip("sum(cost_usd):Q", title="USD", format="$,.2f")])
+        .properties(width=520, height=alt.Step(16))
+    )  # fmt: skip
+    heat = (
+        alt.Chart(r["heat"], title=f"Activity: responses per weekday and hour ({tz})")
+        .mark_rect()
+        .encode(alt.X("hour:O"), alt.Y("weekday:N", sort=["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]),
+                alt.Color("sum(responses):Q", title="responses", scale=alt.Scale(scheme="blues")),
+                tooltip=["weekday", "hour", alt.Tooltip("sum(responses):Q", title="responses")])
+        .properties(width=520, height=180)
+    )  # fmt: skip
+    timeline = (
+        alt.Chart(_blocks(r["buckets"]), title="5-hour blocks per agent").mark_bar(height=12)
+        .encode(alt.X("start:T", title=f"time ({tz})"), alt.X2("last:T"), alt.Y("agent:N", title=None), colour,
+                tooltip=["agent", "start:T", "last:T", "tokens"])
+        .properties(width=1080, height=alt.Step(20))
+    )  # fmt: skip
+    sessions = kept_sessions.select(
+        "agent",
+        "largest_context_tokens",
+        minutes=(pl.col("ended") - pl.col("started")).dt.total_seconds() / 60,
+    )
+    # the distributions binned here: a chart's rows stay ~30 per agent whatever the
+    # store holds (marimo draws at most 20,000 rows a chart; a 2 GB store has 7,000 sessions)
+    len_chart = (
+        alt.Chart(histogram(sessions, "minutes"), title="Session length (minutes)").mark_bar()
+        .encode(alt.X("lo:Q", bin="binned", title="minutes"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
+                colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
+        .properties(width=520, height=200)
+    )  # fmt: skip
+    ctx_chart = (
+        alt.Chart(histogram(sessions, "largest_context_tokens"), title="Largest context per session (tokens, logged)")
+        .mark_bar()
+        .encode(alt.X("lo:Q", bin="binned", title="tokens"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
+                colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
+        .properties(width=520, height=200)
+    )  # fmt: skip
+    totals["sessions"] = sessions.height
+    view = mo.vstack(
+        [
+            mo.md(
+                f"**{totals['responses']:,} API responses · {totals['tokens']:,} tokens · "
+                f"${totals['cost_usd'] or 0:,.2f} · {sessions.height:,} sessions**"
+            ),
+            mo.hstack([tokens, cost], wrap=True),
+            mo.hstack([per_project, heat], wrap=True),
+            timeline,
+            mo.hstack([len_chart, ctx_chart], wrap=True),
+        ]
+    )
+    return view, totals
+
+
+def histogram(df: pl.DataFrame, col: str, maxbins: int = 30) -> pl.DataFrame:
+    """The sessions of ``df`` (``agent`` and the number column ``col``; nulls left out)
+    counted per agent in equal bins of a round width (1, 2 or 5 times a power of ten,
+    at most ``maxbins`` bins over the values' range): ``agent``, ``lo``, ``hi`` (the
+    bin's bounds, ``lo`` <= value < ``hi``; the largest value falls in the last bin),
+    ``sessions``."""
+    v = df.select("agent", x=pl.col(col).cast(pl.Float64)).drop_nulls("x")
+    if v.height == 0:
+        return pl.DataFrame(
+            schema={"agent": pl.String, "lo": pl.Float64, "hi": pl.Float64, "sessions": pl.UInt32}
+        )
+    lo, hi = float(v["x"].min()), float(v["x"].max())  # type: ignore[arg-type]
+    span = hi - lo
+    step = 1.0
+    if span > 0:
+        raw = span / maxbins
+        mag = 10 ** math.floor(math.log10(raw))
+        step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    last = max(math.floor((hi - start) / step), 0)
+    return (
+        v.with_columns(b=((pl.col("x") - start) / step).floor().clip(0, last).cast(pl.Int64))
+        .group_by("agent", "b")
+        .agg(sessions=pl.len())
+        .with_columns(lo=start + pl.col("b") * step, hi=start + (pl.col("b") + 1) * step)
+        .select("agent", "lo", "hi", "sessions")
+        .sort("agent", "lo")
+    )
+
+
+def _blocks(buckets: pl.DataFrame) -> pl.DataFrame:
+    """5-hour blocks per agent from its buckets (``agent``, ``local``, ``total_tokens``,
+    in order): a block starts at the hour of its first response and ends on an hour, so
+    a 15-minute bucket falls wholly inside one block."""
+    rows = []
+    for (agent,), g in buckets.group_by(["agent"], maintain_order=True):
+        start = end = None
+        tok = 0
+        for t, n in g.select("local", "total_tokens").iter_rows():
+            if start is None or t >= start + dt.timedelta(hours=5):
+                if start is not None:
+                    rows.append((agent, start, end, tok))
+                start, tok = t.replace(minute=0, second=0, microsecond=0), 0
+            end, tok = t, tok + (n or 0)
+        rows.append((agent, start, end, tok))
+    return pl.DataFrame(rows, schema=["agent", "start", "last", "tokens"], orient="row")
+
+
+def session_table(index: list, kept_sessions: pl.DataFrame, tz: str, table_rows: int) -> tuple[Any, int]:
+    """The Sessions table: the sessions of ``index`` (the service's session index,
+    newest first, sub-agents under their parent) that the filters keep, at most
+    ``table_rows`` of them (the newest); returns ``(table or None, sessions matching)``."""
+    keep = set(kept_sessions["session_id"].to_list())
+    rows: list[dict[str, Any]] = []
+    matching = 0
+    for s in index:
+        if s.session_id not in keep:
+            continue
+        matching += 1
+        if len(rows) >= table_rows:  # the table holds the newest; the count says how many match
+            continue
+        href = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": s.session_id})
+        rows.append(
+            {
+                "session": mo.Html(
+                    f'<a href="{href}" target="_top">{"↳ " if s.depth else ""}{html.escape(s.short_id)}</a>'
+                ),
+                "agent": s.agent,
+                "title": s.title,
+                "project": s.project_dir or "",
+                "start": tr.local_time(s.started, tz, "%Y-%m-%d %H:%M"),
+                "duration": tr.duration(s.started, s.ended),
+                "messages": s.messages,
+                "tools": s.tool_calls,
+                "tokens": s.tokens,
+                "cost": round(s.cost_usd, 2) if s.cost_usd is not None else None,
+                "id": s.session_id,
+            }
+        )
+    if not rows:
+        return None, matching
+    more = (
+        f"the newest {len(rows):,} of {matching:,}: narrow them with the filters; "
+        if matching > len(rows)
+        else ""
+    )
+    table = mo.ui.table(
+        rows,
+        selection="single",
+        page_size=20,
+        hidden_columns=["id"],
+        show_data_types=False,
+        label=f"Sessions ({more}sub-agents under their parent, ↳): pick one to read it",
+    )
+    return table, matching
+
+
+def resume_view(home, sid: str):
+    """The resume snapshot of session ``sid``: what ``ctxkeep resume --session ID``
+    prints, under a link back to its transcript."""
+    from ctxkeep.service import resume as svc_resume
+
+    back = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": sid})
+    try:
+        snap = svc_resume.resume(home, svc_resume.ResumeRequest.parse({"sessionId": sid}))
+    except Exception as e:
+        return mo.md(f"**No resume snapshot of {sid}:** {e.args[0] if e.args else e}")
+    return mo.vstack(
+        [
+            mo.Html(
+                f'<p><a href="{html.escape(back)}" target="_top">← the transcript</a> · resume snapshot of '
+                f"{html.escape(snap.agent)} <code>{html.escape(snap.session_id)}</code> "
+                f"(~{snap.tokens:,} tokens; <code>ctxkeep resume --session {html.escape(snap.session_id)}</code>)</p>"
+            ),
+            mo.md(snap.markdown),
+        ]
+    )
+
+
+def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, page: int, per_page: int):
+    """Session ``sid``'s transcript, a page of ``per_page`` turns at a time (page
+    ``page``, 0-based, or the page holding the entry ``focus``: a search hit): read by
+    the service (only the page's texts), drawn in a frame, with links to the other
+    pages and to the resume snapshot. A long session is paged because drawn whole the
+    largest session of a 2 GB store took 4.5 s to render and sent 28 MB to the browser."""
+    from ctxkeep.service import transcripts as svc_tr
+
+    try:
+        t = next(
+            svc_tr.transcripts(
+                svc_tr.TranscriptRequest(
+                    home=home,
+                    sessions=[sid],
+                    index=index,
+                    page_turns=per_page,
+                    page=max(page, 0),
+                    focus=focus,
+                )
+            )
+        )
+    except Exception as e:
+        return mo.md(f"**Cannot open session {sid}:** {e.args[0] if e.args else e}")
+    own = t.session.session_id
+    resume = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": own, "resume": "1"})
+    lo, hi = t.window or (0, len(t.turns))
+    pages = max(1, -(-len(t.turns) // per_page))
+    pager = ""
+    if pages > 1:
+        here = lo // per_page
+
+        def to(k: int, label: str) -> str:
+            href = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": own, "page": k + 1})
+            return f'<a class="page" href="{html.escape(href)}" target="_top">{label}</a>'
+
+        links = [
+            to(0, "« first") if here > 0 else "",
+            to(here - 1, "‹ previous") if here > 0 else "",
+            to(here + 1, "next ›") if here < pages - 1 else "",
+            to(pages - 1, "last »") if here < pages - 1 else "",
+        ]
+        pager = (
+            f"<p>Turns {lo + 1:,}–{hi:,} of {len(t.turns):,} (page {here + 1} of {pages}) · "
+            + " · ".join(x for x in links if x)
+            + "</p>"
+        )
+    return mo.vstack(
+        [
+            mo.Html(
+                f"<h3>Transcript · {html.escape(t.session.agent)} <code>{html.escape(own)}</code></h3>"
+                f'<p><a class="resume" href="{html.escape(resume)}" target="_top">Resume snapshot</a> '
+                "(what <code>ctxkeep resume</code> gives an agent to pick this session up)</p>" + pager
+            ),
+            mo.iframe(
+                tr.page_html(t, tz=tz, link=lambda _sid: None, index_href=None, focus=focus), height="900px"
+            ),
+        ]
+    )
+
+
+def search_view(home, query: str, agents: list[str]):
+    """The hits of ``query`` (the same search as ``ctxkeep search``, 20 hits; ``agents``
+    empty: all), each linking into its transcript at the hit."""
+    from ctxkeep.service import search as svc_search
+
+    if not query.strip():
+        return mo.md("*Type words to search every stored session (the same search as `ctxkeep search`).*")
+    try:
+        req: dict[str, Any] = {"queries": [query], "limit": 20}
+        if agents:
+            req["filters"] = {"agent": list(agents)}
+        res = svc_search.search(home, svc_search.SearchRequest.parse(req)).results[0]
+    except Exception as e:
+        return mo.md(f"**Search failed:** {e.args[0] if e.args else e}")
+    items = []
+    for h in res.hits:
+        href = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": h.session_id, "entry": h.entry_id})
+        p = dict(h.render())  # the one rendering of a hit (SearchHit.render)
+        items.append(
+            f'<li class="hit"><a href="{href}" target="_top">{html.escape(p.get("title") or h.entry_id)}</a>'
+            f"<br><small>{html.escape(p['head'])}</small>"
+            + (f"<br>{html.escape(p['snippet'])}" if "snippet" in p else "")
+            + "</li>"
+        )
+    return mo.Html(
+        f"<p>{len(res.hits)} hits for <b>{html.escape(res.query)}</b></p><ol>{''.join(items)}</ol>"
+        if items
+        else f"<p>No hits for <b>{html.escape(res.query)}</b>.</p>"
+    )
+
+
+def store_view(st: Store):
+    """The Store tab: coverage per agent, the quarantine, the store's files."""
+    from ctxkeep.sinks.files import store_files
+
+    cover = st.q("""
+        SELECT agent, count(DISTINCT session_id) AS sessions, count(*) AS entries,
+               min(ts) AT TIME ZONE 'UTC' AS first, max(ts) AT TIME ZONE 'UTC' AS last,
+               count(*) FILTER (WHERE archived) AS archived
+        FROM all_entries GROUP BY agent ORDER BY entries DESC""")
+    q = pl.DataFrame(
+        st.lite.execute(
+            "SELECT agent, action, count(*) FROM quarantine GROUP BY agent, action ORDER BY agent"
+        ).fetchall(),
+        schema=["agent", "action", "lines"],
+        orient="row",
+    )
+    files = store_files(st.home)
+    return mo.vstack(
+        [
+            mo.md(f"### Sources and coverage\nStore `{st.home}` (read-only here; times UTC)."),
+            mo.ui.table(cover, selection=None, show_data_types=False)
+            if cover.height
+            else mo.md("*No entries yet: run `ctxkeep ingest`.*"),
+            mo.md("### Quarantine"),
+            mo.ui.table(q, selection=None, show_data_types=False)
+            if q.height
+            else mo.md("*The quarantine is empty: every line and row was read.*"),
+            mo.md("### Files\n" + "\n".join(f"- `{k}`: {v:,} bytes" for k, v in files.items())),
+        ]
+    )

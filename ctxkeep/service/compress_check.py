@@ -1,0 +1,56 @@
+"""The health report of oversized session files (``ctxkeep compress --check``):
+``compress_check(home, CheckRequest) -> CheckOutcome``. It changes nothing and needs no
+store; what each file is and what a compress would save: ``maintenance.compress.
+check_files``.
+
+The request and outcome are dataclasses, not pydantic models as in the other questions
+(as ``service.ingest``'s): ``compress --check`` is an interactive path (docs/design.md,
+"Latency budget": ≤ 0.5 s) and pydantic's import was ~0.05-0.08 s of CPU of its
+~0.3-0.45 s (issue 26). ``service.compress.CompressCheck`` documents the ``--json``
+keys (docs/cli.md); tests validate the output with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxkeep.errors import UsageError
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """The session files to check (``files``; empty: every enabled agent's).
+    Raises UsageError for a path holding a NUL character (no file has one), as every
+    other request does."""
+
+    files: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        for f in self.files:
+            if "\x00" in str(f):
+                raise UsageError(
+                    "a NUL character (\\x00) is not allowed",
+                    where="files",
+                    hint="remove it: no query, path or label contains one",
+                )
+
+
+@dataclass
+class CheckOutcome:
+    """The report (the keys of ``service.compress.CompressCheck`` without
+    ``"schema"``): thresholds, files, exceeding, problems."""
+
+    report: dict
+
+    def as_json(self) -> dict:
+        """The ``--json`` object: ``"schema"`` first (``service.model.JSON_SCHEMA``,
+        1), then the report."""
+        return {"schema": 1, **self.report}
+
+
+def compress_check(home: Path, req: CheckRequest) -> CheckOutcome:
+    """Size, lines, OK or EXCEEDS per file, and what compression would save."""
+    from ctxkeep.maintenance import compress as ops
+
+    return CheckOutcome(ops.check_files(Path(home), paths=list(req.files) or None))

@@ -1,0 +1,65 @@
+"""The app's view helpers (ctxkeep/render/app_views.py) on their own."""
+
+from __future__ import annotations
+
+from ctxkeep.render.app_views import project_labels
+
+
+def test_project_labels_show_the_readable_end_of_each_path_and_stay_unique():
+    paths = [
+        "/home/alice/work/acme/api",
+        "/home/alice/work/other/api",  # same last part: "…/acme/api" and "…/other/api"
+        "/srv/x/clients/acme/web/app",
+        "/srv/y/clients/acme/web/app",  # same last three parts: one more each
+        "/tmp",  # shorter than the tail: shown whole
+        "C:\\Users\\bob\\src\\tool",  # Windows separators
+        None,
+        "",
+    ]
+    got = project_labels(paths)
+    assert got["/home/alice/work/acme/api"] == "…/acme/api"
+    assert got["/home/alice/work/other/api"] == "…/other/api"
+    assert got["/srv/x/clients/acme/web/app"] == "…/x/clients/acme/web/app"
+    assert got["/srv/y/clients/acme/web/app"] == "…/y/clients/acme/web/app"
+    assert got["/tmp"] == "/tmp"
+    assert got["C:\\Users\\bob\\src\\tool"] == "…/src/tool"
+    assert got[None] == "(none)" and "" not in got
+    labels = [v for k, v in got.items() if k]
+    assert len(labels) == len(set(labels))  # one label, one project
+    # the start of a long path no longer decides what is shown (it was right(path, 48))
+    long = "/home/someone/" + "deep/" * 20 + "project-with-a-long-name"
+    assert project_labels([long])[long] == "…/deep/project-with-a-long-name"
+
+
+def test_histogram_counts_every_session_once_in_round_bins():
+    import polars as pl
+
+    from ctxkeep.render.app_views import histogram
+
+    minutes = [0.0, 0.5, 3.0, 59.9, 60.0, 61.0, 299.0, 300.0, None]
+    agents = ["a", "a", "b", "a", "b", "b", "a", "a", "b"]
+    df = pl.DataFrame({"agent": agents, "minutes": minutes})
+    h = histogram(df, "minutes", maxbins=30)
+    steps = (h["hi"] - h["lo"]).unique().to_list()
+    assert steps == [10.0]  # 300 / 30 = 10: a round width
+    assert h["sessions"].sum() == 8  # every timed session, once (the null left out)
+    got = {(a, lo): n for a, lo, n in h.select("agent", "lo", "sessions").iter_rows()}
+    assert got == {
+        ("a", 0.0): 2,
+        ("b", 0.0): 1,
+        ("a", 50.0): 1,
+        ("b", 60.0): 2,
+        ("a", 290.0): 1,
+        ("a", 300.0): 1,
+    }
+    # 7,000 sessions give at most ~30 rows per agent (what the chart carries)
+    many = pl.DataFrame({"agent": ["x"] * 7000, "t": [i * 37 for i in range(7000)]})
+    assert histogram(many, "t").height <= 31 and histogram(many, "t")["sessions"].sum() == 7000
+    one = histogram(pl.DataFrame({"agent": ["x", "x"], "t": [5, 5]}), "t")
+    assert one.rows() == [("x", 5.0, 6.0, 2)]
+    assert (
+        histogram(
+            pl.DataFrame({"agent": ["x"], "t": [None]}, schema={"agent": pl.String, "t": pl.Int64}), "t"
+        ).height
+        == 0
+    )
