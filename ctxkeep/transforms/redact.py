@@ -837,8 +837,17 @@ def redact(text: str) -> str:
 
 def redact_bytes(raw: bytes) -> bytes:
     """Redact raw bytes (a quarantined line, possibly not UTF-8): decoded with
-    ``surrogateescape`` so undecodable bytes come back unchanged around the markers."""
+    ``surrogateescape`` so undecodable bytes come back unchanged around the markers.
+    A line with a backslash is scanned with its JSON escapes decoded too
+    (``transforms.escapes.view``: a secret written ``ghp_\\u0041…`` or
+    ``password\\u003d…``), its spans covering the escaped characters."""
     text = raw.decode("utf-8", "surrogateescape")
+    if "\\" in text:  # JSON escapes: the rules see the decoded text, spans cover the escapes
+        from ctxkeep.transforms.escapes import view
+
+        seen, starts, ends = view(text)
+        spans = [(starts[a], ends[b - 1], k) for a, b, k in secret_spans(seen)]
+        text = replace_spans(text, spans)[0]
     return redact(text).encode("utf-8", "surrogateescape")
 
 

@@ -57,13 +57,17 @@ def test_a_reader_process_seals_the_same_vault_and_sends_no_raw_byte(home_copy, 
 
     monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
     real = read_worker.read_in_process
-    seen = {"seal": [], "raws": 0, "unsealed": 0}
+    seen = {"seal": [], "raws": 0, "unsealed": 0, "rows": 0}
 
     def spy(todo, **kw):
         seen["seal"].append(kw.get("seal"))
         for item in real(todo, **kw):
             raw = item.batch.raw if item.batch is not None else None
-            if raw is not None:
+            if raw is not None and raw.meta.get("vault_rows"):
+                # a database session's rows: sealed in the ingest process, which reads
+                # the version the vault holds (``Capturer._rows_redacted``)
+                seen["rows"] += raw.sealed is None and raw.data != b""
+            elif raw is not None:
                 seen["raws"] += 1
                 seen["unsealed"] += raw.sealed is None or raw.data != b""
             yield item
@@ -72,6 +76,7 @@ def test_a_reader_process_seals_the_same_vault_and_sends_no_raw_byte(home_copy, 
     ingest(home_copy, tmp_path / "there")
 
     assert seen["seal"] == [True] and seen["raws"] > 20 and seen["unsealed"] == 0
+    assert seen["rows"] == 3  # the corpus's Crush (2 sessions) and opencode-go databases
     here, there = _vault(tmp_path / "here"), _vault(tmp_path / "there")
     assert len(here["files"]) > 20 and any(g[6] != "{}" for g in here["generations"])
     assert here == there

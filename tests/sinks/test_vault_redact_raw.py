@@ -186,3 +186,42 @@ def test_many_captures_redacted_together_equal_each_redacted_alone():
     # would have been redacted under the other capture's key
     assert got[3][0].startswith(b'": "hunter2-Xq9"}}') and b"Zx81-qpLm-77" not in got[4][0]
     assert sum(got[0][1].values()) > 6 and got[6][1] == got[0][1]
+
+
+def test_secrets_written_with_unicode_escapes_are_redacted_over_the_escaped_bytes():
+    from fixtures.secrets.unicode_escapes import CLEAN_LINES, GHP, session, u_all
+
+    data, secrets = session()
+    out, counts = redact_raw(data)
+    lines, back = data.splitlines(keepends=True), out.splitlines(keepends=True)
+    assert len(back) == len(lines)
+    for ln, red in zip(lines[:-CLEAN_LINES], back[:-CLEAN_LINES], strict=True):
+        assert b"[REDACTED:" in red, ln
+        json.loads(red)  # still JSON: no escape split
+    # the clean lines (escapes, surrogate pairs, no secret) come back byte-identical
+    assert back[-CLEAN_LINES:] == lines[-CLEAN_LINES:]
+    text = out.decode()
+    assert not any(s in text or u_all(s) in text for s in secrets)
+    assert sum(counts.values()) >= len(lines) - CLEAN_LINES
+    # a line with only a lone surrogate escape and nothing to redact is the same object
+    clean = b'{"type":"user","text":"a \\ud800 b \\u0041"}\n'
+    assert redact_raw(clean)[0] is clean
+    assert GHP not in redact_raw(('{"t":"' + u_all(GHP) + '"}\n').encode())[0].decode()
+
+
+def test_a_quarantined_line_with_unicode_escaped_secrets_is_redacted():
+    from ctxkeep.transforms.redact import redact_bytes
+    from fixtures.secrets.unicode_escapes import GHP, PASSWORD, u_one
+
+    raw = ('{"x":"password\\u003d' + PASSWORD + " and " + u_one(GHP, 6) + '",,}').encode()
+    red = redact_bytes(raw).decode()
+    assert PASSWORD not in red and GHP[7:] not in red and red.count("[REDACTED:") == 2, red
+
+
+def test_a_line_that_is_not_utf8_with_unicode_escaped_secrets_is_redacted():
+    from fixtures.secrets.unicode_escapes import GHP, PASSWORD, u_one
+
+    data = b'{"x":"\xff password\\u003d' + PASSWORD.encode() + b" " + u_one(GHP, 6).encode() + b'"}\n'
+    out, counts = redact_raw(data)
+    assert out.startswith(b'{"x":"\xff ') and sum(counts.values()) == 2, out
+    assert PASSWORD.encode() not in out and GHP[7:].encode() not in out

@@ -43,6 +43,7 @@ from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
+from ctxkeep.transforms import escapes
 
 if TYPE_CHECKING:
     import polars as pl
@@ -83,22 +84,34 @@ def _narrowed(text: str) -> tuple[str, list[tuple[int, int]]]:
 
 #: the JSON escapes the scan decodes, and what they stand for
 _ESCAPES = ("\\\\", '\\"', "\\n", "\\t", "\\r")
-_UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+_UNESCAPE = escapes.UNESCAPE
+
+#: what tells a line that may hold a ``\uXXXX`` escape (``_decoded`` leaves those to ``_view``)
+_U_ESCAPE = "\\u"
 
 
-def _decoded(s: pl.Series) -> pl.Series:
-    """The texts of ``s`` with JSON's ``\\n``, ``\\t``, ``\\r``, ``\\"`` and ``\\\\``
-    escapes decoded (``\\/``, ``\\b``, ``\\f``, ``\\uXXXX`` stay): one Aho-Corasick pass
-    (``str.replace_many``, leftmost first, so an escaped backslash is one escape), as
-    ``_view`` decodes them."""
-    return s.str.replace_many(list(_ESCAPES), [_UNESCAPE[e[1]] for e in _ESCAPES])
+def _decoded(s: pl.Series, lines: list[str]) -> pl.Series:
+    """The texts of ``s`` (the scan texts of ``lines``) with JSON's ``\\n``, ``\\t``,
+    ``\\r``, ``\\"`` and ``\\\\`` escapes decoded (``\\/``, ``\\b``, ``\\f`` stay): one
+    Aho-Corasick pass (``str.replace_many``, leftmost first, so an escaped backslash is one
+    escape), as ``_view`` decodes them. A line holding ``\\u`` is ``_view``'s text instead
+    (its ``\\uXXXX`` escapes decoded too, in Python): a line without one pays one
+    ``memchr``-speed ``str.contains``."""
+    out = s.str.replace_many(list(_ESCAPES), [_UNESCAPE[e[1]] for e in _ESCAPES])
+    has_u = s.str.contains(_U_ESCAPE, literal=True).fill_null(False)  # narrowing keeps every backslash
+    if has_u.any():
+        idx = has_u.arg_true()
+        out = out.scatter(idx, [_view(lines[i], True, where=False)[0] for i in idx.to_list()])
+    return out
 
 
-def _view(text: str, decode: bool) -> tuple[str, list[int], list[int]]:
+def _view(text: str, decode: bool, where: bool = True) -> tuple[str, list[int], list[int]]:
     """What the rules scan of ``text``: each opaque value narrowed (``_narrowed``) and,
-    with ``decode``, the escapes ``_decoded`` decodes decoded as it does; with where
-    each of its characters comes from:
-    ``starts[i]``, ``ends[i]`` (the raw characters of view character ``i``)."""
+    with ``decode``, JSON's escapes decoded (``escapes.view``: ``\\n``, ``\\t``, ``\\r``,
+    ``\\"``, ``\\\\`` and ``\\uXXXX``, a surrogate pair as one character); with where
+    each of its characters comes from: ``starts[i]``, ``ends[i]`` (the raw characters of
+    view character ``i``: all of an escape's, so a span found in the view covers the
+    escaped bytes whole)."""
     _, cuts = _narrowed(text)
     keep, last, at = [], 0, 0
     for pos, n in cuts:  # ``pos`` in narrowed offsets: the kept head ends there
@@ -106,30 +119,7 @@ def _view(text: str, decode: bool) -> tuple[str, list[int], list[int]]:
         keep.append((last, raw_pos))
         last, at = raw_pos + n, at + n
     keep.append((last, len(text)))
-    out: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for a, b in keep:
-        j = a
-        while j < b:
-            ch = text[j]
-            if ch == "\\" and decode and j + 1 < b:
-                nx = text[j + 1]
-                if nx in _UNESCAPE:
-                    out.append(_UNESCAPE[nx])
-                    starts.append(j)
-                    ends.append(j + 2)
-                else:  # another escape: both characters as they are
-                    out += [ch, nx]
-                    starts += [j, j + 1]
-                    ends += [j + 1, j + 2]
-                j += 2
-                continue
-            out.append(ch)
-            starts.append(j)
-            ends.append(j + 1)
-            j += 1
-    return "".join(out), starts, ends
+    return escapes.view(text, keep, decode, where)
 
 
 def _json(line: str) -> bool:
@@ -175,7 +165,10 @@ def redact_raw(data: bytes, whole: bool = False) -> tuple[bytes, Counter]:
     The rules scan a view of each line (``_view``), and the spans they find there are
     moved back onto the line's own characters:
 
-    - JSON's ``\\n``, ``\\t``, ``\\r``, ``\\"`` and ``\\\\`` escapes decoded (JSONL,
+    - JSON's ``\\n``, ``\\t``, ``\\r``, ``\\"``, ``\\\\`` and ``\\uXXXX`` escapes
+      decoded (``transforms.escapes``; ``\\uXXXX`` at any depth of JSON text in a
+      string, a surrogate pair as one character: Go's ``encoding/json`` writes ``<`` as
+      ``\\u003c``, so a secret beside one, or written with one, was kept) (JSONL,
       and a document that starts with ``{`` or ``[``), as the entries' texts are: in
       the escaped line a rule that allows whitespace between a key and its value did
       not match across ``\\n``, nor a ``curl -u "user:pass"`` rule across ``\\"``
@@ -225,7 +218,12 @@ def _redact_many(datas: list[bytes], whole: bool = False) -> list[tuple[bytes, C
             parts = [data] if whole else data.splitlines(keepends=True)
             out = []
             for p in parts:
-                t, n = redact_counts(p.decode("utf-8", "surrogateescape"))
+                t = p.decode("utf-8", "surrogateescape")
+                if "\\" in t:  # the escapes decoded for the rules, as below
+                    view, starts, ends = _view(t, not whole or t.lstrip()[:1] in ("{", "["))
+                    t, n = replace_spans(t, [(starts[a], ends[b - 1], k) for a, b, k in secret_spans(view)])
+                    counts.update(n)
+                t, n = redact_counts(t)
                 counts.update(n)
                 out.append(t.encode("utf-8", "surrogateescape"))
             new = b"".join(out)
@@ -245,7 +243,7 @@ def _redact_many(datas: list[bytes], whole: bool = False) -> list[tuple[bytes, C
             scan[i] = _narrowed(lines[i])[0]
         s = pl.Series(scan, dtype=pl.String)
     if decode:
-        s = _decoded(s)
+        s = _decoded(s, lines)
     r = redact_series(s)
     red: list[str] = lines
     line_counts: dict[int, Counter] = {}

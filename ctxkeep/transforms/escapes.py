@@ -1,0 +1,80 @@
+"""A JSON line's text as the secret rules should see it: its string escapes decoded,
+with where each character came from, so a span found in the decoded text maps back
+onto the raw bytes whole (``view``; used by the vault's raw-line redaction,
+``sinks.vault.capture.redact_raw``, and by a quarantined line's, ``redact.redact_bytes``).
+
+JSON lets a writer spell any character as ``\\uXXXX`` (RFC 8259, section 7), and
+writers do: Go's ``encoding/json`` escapes ``<``, ``>``, ``&``, U+2028 and U+2029 by
+default (``json.Marshal``'s doc comment in ``src/encoding/json/encode.go``, go commit
+d92bc7a; ``Encoder.SetEscapeHTML(false)`` turns it off; Crush's and opencode-go's SQLite databases
+in ``/work/shared/corpus/home/code/`` hold ``\\u003c``, ``\\u003e``, ``\\u0026``),
+Python's ``json.dumps`` every non-ASCII character (``ensure_ascii=True``, surrogate pairs
+past U+FFFF), Node's ``JSON.stringify`` (Claude Code, Gemini CLI, OpenCode) and
+serde_json (Codex) control characters (the corpus' Claude Code files hold
+``\\u001b``). A secret so written is one string to a JSON parser (the entries) and
+not one to a rule run on the raw line.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: the one-character escapes decoded, and what they stand for
+UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+
+#: an escape in a JSON string: ``\\uXXXX`` (a surrogate pair as one; the backslash run
+#: before ``u`` of any length, so a ``\\uXXXX`` of JSON text inside a string, written
+#: ``\\\\uXXXX``, is decoded too; a lone surrogate is not decoded), or a backslash and
+#: the character after it
+ESCAPE_RX = re.compile(
+    r"\\+u(?:(d[89ab][0-9a-f]{2})\\+u(d[c-f][0-9a-f]{2})|([0-9a-c][0-9a-f]{3}|d[0-7][0-9a-f]{2}|[ef][0-9a-f]{3}))"
+    r"|\\.",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def view(
+    text: str, keep: list[tuple[int, int]] | None = None, decode: bool = True, where: bool = True
+) -> tuple[str, list[int], list[int]]:
+    """The characters of ``text`` in the ranges ``keep`` (``[start, end)`` offsets, in
+    order; default all of it) joined, with ``decode`` JSON's escapes decoded
+    (``ESCAPE_RX``: ``\\n``, ``\\t``, ``\\r``, ``\\"``, ``\\\\`` and ``\\uXXXX``, a
+    surrogate pair as one character; ``\\/``, ``\\b``, ``\\f`` and a lone surrogate's
+    escape stay as written). Returns ``(view, starts, ends)``: view character ``i``
+    comes from ``text[starts[i]:ends[i]]`` (all of an escape's characters); without
+    ``where`` both lists are empty (the text alone, cheaper)."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+
+    def plain(a: int, b: int) -> None:
+        out.append(text[a:b])
+        if where:
+            starts.extend(range(a, b))
+            ends.extend(range(a + 1, b + 1))
+
+    for a, b in [(0, len(text))] if keep is None else keep:
+        if not decode or "\\" not in text[a:b]:
+            plain(a, b)
+            continue
+        j = a
+        for m in ESCAPE_RX.finditer(text, a, b):
+            s, e = m.span()
+            plain(j, s)
+            j = e
+            hi, lo, one = m.groups()
+            if hi:
+                ch = chr(0x10000 + ((int(hi, 16) - 0xD800) << 10) + int(lo, 16) - 0xDC00)
+            elif one:
+                ch = chr(int(one, 16))
+            elif text[s + 1] in UNESCAPE:
+                ch = UNESCAPE[text[s + 1]]
+            else:  # another escape: both characters as they are
+                plain(s, e)
+                continue
+            out.append(ch)
+            if where:
+                starts.append(s)
+                ends.append(e)
+        plain(j, b)
+    return "".join(out), starts, ends
