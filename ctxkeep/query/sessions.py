@@ -222,11 +222,15 @@ def _nest(rows: list[SessionRow]) -> list[SessionRow]:
             kids.setdefault((r.agent, r.parent_session_id), []).append(r)
         else:
             top.append(r)
-    top.sort(key=lambda r: r.started or "", reverse=True)
+    # ties (sessions started in the same microsecond, sub-agents of one turn) by agent
+    # and id: the same order whichever way the rows came (DuckDB returns them unordered)
+    top.sort(key=lambda r: (r.started or "", r.agent, r.session_id), reverse=True)
     out = []
     for r in top:
         out.append(r)
-        out.extend(sorted(kids.get((r.agent, r.session_id), []), key=lambda k: k.started or ""))
+        out.extend(
+            sorted(kids.get((r.agent, r.session_id), []), key=lambda k: (k.started or "", k.session_id))
+        )
     return out
 
 
