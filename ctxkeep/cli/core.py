@@ -451,6 +451,12 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
             out.print(f"{when} [yellow]{escape(t.text)}[/yellow]", highlight=False)
         elif t.kind in ("thinking", "summary", "tool_result"):
             out.print(f"{when} [dim]{t.kind}: {escape(t.text)}[/dim]", highlight=False, soft_wrap=True)
+        elif t.kind == "meta":
+            out.print(
+                f"{when} [dim]{escape(t.tool_name or 'meta')}:[/dim] {escape(t.text)}  [dim]{t.entry_id[:12]}[/dim]",
+                highlight=False,
+                soft_wrap=True,
+            )
         else:
             out.print(f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False)
             out.print(t.text, highlight=False, markup=False, soft_wrap=True)

@@ -97,7 +97,7 @@ def _(dt, first_day, last_day, local_tz, mo, projects, st):
 
 
 @app.cell
-def _(f_agents, f_days, f_project, f_tz, facts, pl):
+def _(f_agents, f_days, f_project, f_tz, facts, views):
     # every view's filter, as DuckDB parameters: $agents (empty: all), $project (NULL:
     # all), the local days $lo..$hi in $tz
     tz = f_tz.value
@@ -117,17 +117,8 @@ def _(f_agents, f_days, f_project, f_tz, facts, pl):
             f"AND CAST(timezone($tz, {when}) AS DATE) BETWEEN $lo::DATE AND $hi::DATE"
         )
 
-    def _kept_sessions():
-        df = facts.with_columns(
-            local=pl.col("started").dt.replace_time_zone("UTC").dt.convert_time_zone(tz).dt.date()
-        ).filter(pl.col("local").is_between(fparams["lo"], fparams["hi"]))
-        if fparams["agents"]:
-            df = df.filter(pl.col("agent").is_in(fparams["agents"]))
-        if fparams["project"] is not None:
-            df = df.filter(pl.col("project_dir") == fparams["project"])
-        return df
-
-    kept_sessions = _kept_sessions()  # the sessions the filters keep (by their start)
+    # the sessions the filters keep (by their start; those without one always)
+    kept_sessions = views.kept_sessions(facts, fparams)
     return fparams, keep, kept_sessions, tz
 
 

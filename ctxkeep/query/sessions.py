@@ -401,12 +401,22 @@ def _head(conn: sqlite3.Connection, content_hash: str | None, n: int = 400) -> s
     return r[0] if r else ""
 
 
+#: ``Conversation.note`` of a session holding only meta records
+META_ONLY_NOTE = (
+    "this session holds only records, no conversation (for Aider's aider-input:<project>, the "
+    "prompts typed, kept by its .aider.input.history; each is also in the chat session of that time)"
+)
+
+
 def conversation(
     conn: sqlite3.Connection, session_ref: str, *, budget: int | None = None, subagents: bool = False
 ) -> Conversation:
     """One session's conversation in order: user and assistant messages whole, each
     tool call folded to one line with its result's size and error flag, thinking as
-    one line, compaction boundaries marked; meta records left out.
+    one line, compaction boundaries marked; meta records left out, except in a session
+    holding nothing else (Aider's input history ``aider-input:<project>``,
+    ``sources.aider``; a Claude Code session of ``file-history-snapshot`` records
+    only): then its records, one line each (kind ``meta``), and ``META_ONLY_NOTE``.
 
     ``session_ref`` is a session id or a unique prefix (``resolve_session``).
     ``budget`` (tokens, None: all) keeps the first prompt and then the newest turns that
@@ -456,6 +466,12 @@ def conversation(
         elif kind == "summary":
             text = _one_line(_head(conn, chash), 200)
             turns.append(Turn(eid, s, ts, role, kind, tool, text, heuristic_tokens(text)))
+    meta_only = not turns and any(r[6] == "meta" for r in rows)
+    if meta_only:  # a session of records only: list them (else ``show`` prints a bare header)
+        for r in rows:
+            if r[6] == "meta":
+                text = _one_line(_head(conn, r[8]), 200)
+                turns.append(Turn(r[0], r[2], r[4], r[5], "meta", r[7], text, heuristic_tokens(text)))
     for r in rows:  # results whose call is not stored (a cut transcript)
         if r[6] == "tool_result" and r[0] not in used_results:
             text = _one_line(_head(conn, r[8]), 120)
@@ -468,6 +484,8 @@ def conversation(
         (r[3] for r in rows if r[3]), None
     )
     conv = Conversation(first[1] if first else "", sid, project, turns)
+    if meta_only:
+        conv.note = META_ONLY_NOTE
     if budget is not None:
         _fit(conv, budget, cut_text)
     return conv

@@ -56,6 +56,23 @@ def project_labels(paths: Iterable[str | None]) -> dict[str | None, str]:
     return out
 
 
+def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:
+    """The rows of ``facts`` (one per session: ``agent``, ``session_id``,
+    ``project_dir``, ``started``/``ended`` as naive UTC datetimes or null, ...) that the
+    filters ``fparams`` keep: agent and project as chosen, and a start on a local day
+    (in ``tz``) within ``lo``..``hi``. A session without a start (a Claude Code session
+    of ``summary`` or ``file-history-snapshot`` records only) is kept whatever the
+    days, which cannot place it: every session ``ctxkeep sessions`` lists stays
+    reachable (the Sessions table shows it last, its start empty)."""
+    local = pl.col("started").dt.replace_time_zone("UTC").dt.convert_time_zone(fparams["tz"]).dt.date()
+    df = facts.filter(pl.col("started").is_null() | local.is_between(fparams["lo"], fparams["hi"]))
+    if fparams["agents"]:
+        df = df.filter(pl.col("agent").is_in(fparams["agents"]))
+    if fparams["project"] is not None:
+        df = df.filter(pl.col("project_dir") == fparams["project"])
+    return df
+
+
 def overview(
     st: Store, fparams: dict, keep: Callable[[str], str], kept_sessions: pl.DataFrame
 ) -> tuple[Any, dict]:

@@ -28,7 +28,9 @@ class Turn(Item):
     session_id: str = Field(description="the turn's session (a sub-agent's turns carry their own)")
     ts: str | None = Field(description="ISO-8601 UTC")
     role: str
-    kind: str = Field(description="message, tool_call, thinking, summary, compaction, tool_result")
+    kind: str = Field(
+        description="message, tool_call, thinking, summary, compaction, tool_result; meta (a record, in a session holding only records)"
+    )
     tool_name: str | None
     text: str = Field(description="the message; a tool call's arguments on one line")
     tokens: int = Field(description="estimated tokens of text")

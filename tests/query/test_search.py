@@ -647,7 +647,7 @@ def test_a_search_process_imports_no_writer_module():
 @pytest.mark.parametrize("filters", [Filters(), Filters(kind="tool_result"), Filters(since="2025-10-01")])
 def test_candidates_load_the_newest_passing_holders_of_each_text_in_one_statement(corpus_conn, filters):
     """A batch of candidates loads, per text, the newest ``ENTRIES_PER_HIT`` entries
-    holding it that pass the filters and the count of all its entries: the same as
+    holding it that pass the filters (meta records after the others) and the count of all its entries: the same as
     asking the ``entries`` view for each text on its own, in one statement for the
     batch (and one for the counts), not one or two per text."""
     from ctxkeep.query.search import retrieve
@@ -679,10 +679,11 @@ def test_candidates_load_the_newest_passing_holders_of_each_text_in_one_statemen
     shown = 0
     for h, chunk_id in zip(hashes, chunk_ids, strict=True):
         want = corpus_conn.execute(
-            f"SELECT entry_id FROM entries x WHERE content_hash = ? AND {cond} "
+            f"SELECT entry_id, kind FROM entries x WHERE content_hash = ? AND {cond} "
             f"ORDER BY ts DESC, rowid DESC LIMIT ?",
             (h, *params, retrieve.ENTRIES_PER_HIT),
         ).fetchall()
+        want.sort(key=lambda w: w[1] == "meta")  # the newest, meta records after the others
         total = corpus_conn.execute("SELECT count(*) FROM entries WHERE content_hash = ?", (h,)).fetchone()[0]
         got = cache[chunk_id]
         if not want:
@@ -734,3 +735,16 @@ def test_the_substring_list_is_skipped_only_when_it_cannot_change_the_hits(
         assert not [s for s in skipped if "fts_vocab" in s]
     else:
         assert [s for s in skipped if "fts_vocab" in s]
+
+
+def test_a_text_held_by_a_message_and_a_history_record_shows_the_message(corpus_conn):
+    # Aider's .aider.input.history repeats each chat input (meta entries of the
+    # pseudo-session aider-input:<project>, newer timestamps than the chat's "####"
+    # lines): the hit must lead to the conversation's message, the record counted
+    hits = search(corpus_conn, "请你分析", limit=2).hits
+    assert len(hits) == 2
+    for h in hits:
+        assert h.agent == "aider"
+        assert h.kind == "message" and h.tool_name is None
+        assert not h.session_id.startswith("aider-input:")
+        assert h.duplicates == 1  # the input-history record of the same text

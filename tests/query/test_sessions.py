@@ -138,3 +138,22 @@ def test_conversation_project_from_a_row_that_names_one(conn):
     (``show --session``'s header and ``--json``) is that, not None."""
     conv = conversation(conn, "fe5e")
     assert conv.turns[0].kind == "summary" and conv.project_dir == "/path/to/Demo"
+
+
+def test_a_session_of_records_only_lists_them(conn):
+    """Aider's .aider.input.history is stored as meta entries of the pseudo-session
+    aider-input:<project> (sources.aider): its conversation lists those records (8 in
+    the corpus: the prompts typed, in order) and says what the session is, instead
+    of a bare header."""
+    from ctxkeep.query.sessions import META_ONLY_NOTE
+
+    sid = resolve_session(conn, "aider-i")
+    assert sid.startswith("aider-input:")
+    conv = conversation(conn, "aider-i")
+    assert len(conv.turns) == 8
+    assert {(t.kind, t.tool_name, t.role) for t in conv.turns} == {("meta", "input_history", "user")}
+    assert [t.text for t in conv.turns[:2]] == ["N", "/add **"]
+    assert conv.turns[4].text.startswith("/copy-context 请你分析一下我这列的处理")
+    assert conv.note == META_ONLY_NOTE
+    # a conversation with messages still leaves its meta records out
+    assert all(t.kind != "meta" for t in conversation(conn, "ef958aa1").turns)

@@ -42,14 +42,20 @@ def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpu
             " + coalesce(cache_creation_tokens,0)) FROM usage WHERE ts IS NOT NULL",
         )[0][0]
     )
-    # every session with a time (filters at their defaults)
+    # every session (filters at their defaults), those without a time too (they were
+    # dropped: 34 of 38)
     timed = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries WHERE ts IS NOT NULL")[0][0]
-    assert totals["sessions"] == timed
+    every = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries")[0][0]
+    assert totals["sessions"] == every > timed
     # the other tabs' cells ran but computed nothing
     assert defs["session_table"] is None and defs["store_view"] is None and defs["search_view"] is None
     _outputs, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions"}})
     assert defs["overview"] is None and defs["totals"] is None
-    assert len(defs["session_table"].data) == defs["session_rows"] == timed <= defs["TABLE_ROWS"]
+    table = defs["session_table"].data
+    assert len(table) == defs["session_rows"] == every <= defs["TABLE_ROWS"]
+    # the sessions without a start come last, their start empty
+    assert [r["start"] for r in table[timed:]] == [""] * (every - timed)
+    assert all(r["start"] for r in table[:timed])
 
 
 def test_the_transcript_view_links_to_the_sessions_resume_snapshot(corpus_store):

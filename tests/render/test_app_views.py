@@ -63,3 +63,54 @@ def test_histogram_counts_every_session_once_in_round_bins():
         ).height
         == 0
     )
+
+
+def test_kept_sessions_keep_the_sessions_without_a_start():
+    """A session without a start (a Claude Code session of summary or
+    file-history-snapshot records only) was dropped by the days filter: the app
+    counted 34 of the store's 38 sessions and could not open the others."""
+    import datetime as dt
+
+    import polars as pl
+
+    from ctxkeep.render.app_views import kept_sessions
+
+    facts = pl.DataFrame(
+        {
+            "agent": ["claude-code", "claude-code", "codex", "claude-code", "codex"],
+            "session_id": ["early", "late", "cx", "summary-only", "cx-undated"],
+            "project_dir": ["/p", "/p", "/q", None, "/q"],
+            # naive UTC, as the app's query gives them; 23:30 UTC is the next day in Tokyo
+            "started": [
+                dt.datetime(2025, 1, 1, 10),
+                dt.datetime(2025, 1, 5, 23, 30),
+                dt.datetime(2025, 1, 3),
+                None,
+                None,
+            ],
+            "ended": [
+                dt.datetime(2025, 1, 1, 11),
+                dt.datetime(2025, 1, 6),
+                dt.datetime(2025, 1, 3, 1),
+                None,
+                None,
+            ],
+            "largest_context_tokens": [10, 20, 30, None, None],
+        }
+    )
+
+    def ids(tz="UTC", lo=dt.date(2025, 1, 1), hi=dt.date(2025, 1, 31), agents=(), project=None):
+        f = {"tz": tz, "lo": lo, "hi": hi, "agents": list(agents), "project": project}
+        return sorted(kept_sessions(facts, f)["session_id"].to_list())
+
+    assert ids() == ["cx", "cx-undated", "early", "late", "summary-only"]  # all 5, not 3
+    # the days still filter the dated ones, in the chosen zone; undated ones stay
+    assert ids(lo=dt.date(2025, 1, 2), hi=dt.date(2025, 1, 5)) == ["cx", "cx-undated", "late", "summary-only"]
+    assert ids(tz="Asia/Tokyo", lo=dt.date(2025, 1, 2), hi=dt.date(2025, 1, 5)) == [
+        "cx",
+        "cx-undated",
+        "summary-only",
+    ]
+    # agent and project filters apply to undated sessions too
+    assert ids(agents=["codex"]) == ["cx", "cx-undated"]
+    assert ids(project="/p") == ["early", "late"]

@@ -32,7 +32,8 @@ How a query is answered:
    a prior per kind (``KIND_WEIGHT``); ties, within a list and after fusion, go to the
    more recent entry.
 4. One hit per distinct content (the most recent entry holding it that passes the
-   filters; ``duplicates`` counts the others), then hits are taken in rank order
+   filters, a conversation's entry before a ``meta`` record such as Aider's input
+   history; ``duplicates`` counts the others), then hits are taken in rank order
    until the token budget is spent.
 
 Cost bounds for large stores (rank windows, filter scans): ``retrieve``.

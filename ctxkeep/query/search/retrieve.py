@@ -73,7 +73,8 @@ class Candidate:
 
     ``seq`` is the chunk's 0-based position in the text, ``token_estimate`` (tokens)
     and ``bytes`` (UTF-8 bytes) are the whole content's, ``entries`` the newest
-    ``ENTRIES_PER_HIT`` entries holding the text that pass the filters (newest first),
+    ``ENTRIES_PER_HIT`` entries holding the text that pass the filters (newest first,
+    ``meta`` entries after the others: ``entries[0]`` is the hit's representative),
     ``total`` the number of entries holding the text, filters aside."""
 
     chunk_id: int
@@ -462,12 +463,21 @@ def fts_ids(
     return rows[:n]
 
 
+def _representative_rank(e: EntryRef) -> bool:
+    """Sort key of the entries holding one text: ``meta`` entries (an Aider
+    ``.aider.input.history`` record, ``sources.aider``) after the others, so a hit
+    shared by a conversation's message and a history record shows the message (the
+    hit then leads into the conversation). Chosen among the ``ENTRIES_PER_HIT``
+    newest that pass the filters."""
+    return e.kind == "meta"
+
+
 def load_candidates(
     conn: sqlite3.Connection, ids: list[int], filters: Filters, cache: dict[int, Candidate | None]
 ) -> None:
     """Load candidates ``ids`` (chunk ids) into ``cache``: the chunk, its content and
     the newest ``ENTRIES_PER_HIT`` entries holding the text that pass ``filters``
-    (``None`` when none passes). ``total`` is the number of entries holding the text,
+    (``None`` when none passes), non-``meta`` first (``_representative_rank``). ``total`` is the number of entries holding the text,
     filters aside (an index-only count)."""
     need = [i for i in ids if i not in cache]
     if not need:
@@ -488,6 +498,7 @@ def load_candidates(
     for r in rows:
         es = holders[r[4]]
         if es:
+            es.sort(key=_representative_rank)  # stable: newest first within a rank
             # the 8 columns of chunks_sql, then the holders
             cache[r[0]] = Candidate(
                 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], entries=es, total=totals[r[4]]
