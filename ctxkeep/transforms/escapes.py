@@ -32,6 +32,44 @@ ESCAPE_RX = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+#: ``ESCAPE_RX``'s ``\\uXXXX`` branch alone (``_decoded_text``)
+U_ESCAPE_RX = re.compile(ESCAPE_RX.pattern.rsplit("|", 1)[0], re.IGNORECASE)
+
+
+def _simple(seg: str) -> str:
+    """``seg`` (no ``\\uXXXX`` escape that ``ESCAPE_RX`` decodes) with its one-character
+    escapes decoded, at C speed: split at each escaped backslash (leftmost pairs, as the
+    scan takes them), then the pieces' ``\\"``, ``\\n``, ``\\t``, ``\\r`` (each of a
+    piece's backslashes is followed by another character, so these do not overlap and
+    none makes a new escape)."""
+    if "\\" not in seg:
+        return seg
+    return "\\".join(
+        p.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
+        for p in seg.split("\\\\")
+    )
+
+
+def _decoded_text(text: str, a: int, b: int) -> str:
+    """``view``'s text of ``text[a:b]`` decoded, without where its characters come from:
+    a Python step only per ``\\uXXXX`` escape (``U_ESCAPE_RX``), the other escapes by
+    ``_simple``. The same text as the scan of ``ESCAPE_RX``: a ``\\uXXXX`` match starts
+    at the first backslash of its run (the scan enters a run at its start, and a run
+    before a valid ``uXXXX`` is taken whole by either), so the text between two of them
+    is decoded alone, and a decoded character (``\\u005c`` is a backslash) is never read
+    again."""
+    out: list[str] = []
+    j = a
+    for m in U_ESCAPE_RX.finditer(text, a, b):
+        out.append(_simple(text[j : m.start()]))
+        hi, lo, one = m.groups()
+        out.append(
+            chr(0x10000 + ((int(hi, 16) - 0xD800) << 10) + int(lo, 16) - 0xDC00) if hi else chr(int(one, 16))
+        )
+        j = m.end()
+    out.append(_simple(text[j:b]))
+    return "".join(out)
+
 
 def view(
     text: str, keep: list[tuple[int, int]] | None = None, decode: bool = True, where: bool = True
@@ -42,7 +80,14 @@ def view(
     surrogate pair as one character; ``\\/``, ``\\b``, ``\\f`` and a lone surrogate's
     escape stay as written). Returns ``(view, starts, ends)``: view character ``i``
     comes from ``text[starts[i]:ends[i]]`` (all of an escape's characters); without
-    ``where`` both lists are empty (the text alone, cheaper)."""
+    ``where`` both lists are empty (the text alone, decoded by ``_decoded_text``: ~50×
+    cheaper on a line dense with escapes, e.g. a rows document's JSON within JSON)."""
+    if decode and not where:
+        return (
+            "".join(_decoded_text(text, a, b) for a, b in ([(0, len(text))] if keep is None else keep)),
+            [],
+            [],
+        )
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []

@@ -1,0 +1,78 @@
+"""``escapes.view`` without ``where`` (``_decoded_text``: the fast decode the vault's
+raw-line scan uses) gives the text of the escape-by-escape scan (``view`` with
+``where``), on random JSON-ish texts dense with backslash runs, ``\\uXXXX`` escapes
+(surrogate pairs, lone surrogates, ``\\u005c`` decoding to a backslash), quotes and keep
+ranges."""
+
+from __future__ import annotations
+
+import random
+
+from ctxkeep.transforms import escapes
+
+ALPHABET = [
+    "\\",
+    "\\",
+    "\\",
+    "u",
+    "n",
+    "t",
+    "r",
+    '"',
+    "/",
+    "a",
+    "\n",
+    "0",
+    "0",
+    "5",
+    "c",
+    "d",
+    "8",
+    "3",
+    "e",
+    "f",
+    "b",
+]
+PIECES = [
+    "\\u003c",
+    "\\u005c",
+    "\\\\u0026",
+    "\\ud83d\\ude00",
+    "\\ud83d",
+    "\\ude00",
+    "\\\\\\u00e9",
+    "\\u2028",
+    "\\uD83D\\\\uDE00",
+]
+
+
+def _texts(n: int, seed: int = 7):
+    rnd = random.Random(seed)
+    for _ in range(n):
+        parts = [
+            rnd.choice(PIECES) if rnd.random() < 0.3 else rnd.choice(ALPHABET)
+            for _ in range(rnd.randint(0, 40))
+        ]
+        yield "".join(parts)
+
+
+def test_decoded_text_is_the_scans_text() -> None:
+    for text in _texts(20000):
+        assert escapes.view(text, where=False)[0] == escapes.view(text, where=True)[0], repr(text)
+
+
+def test_decoded_text_with_keep_ranges() -> None:
+    rnd = random.Random(3)
+    for text in _texts(5000, seed=11):
+        cuts = sorted(rnd.sample(range(len(text) + 1), min(4, len(text) + 1)))
+        keep = list(zip(cuts[::2], cuts[1::2], strict=False))
+        assert escapes.view(text, keep, where=False)[0] == escapes.view(text, keep, where=True)[0], (
+            text,
+            keep,
+        )
+
+
+def test_decoded_text_values() -> None:
+    assert escapes.view('a\\"b\\\\nc\\n\\u003c\\u005cn\\ud83d\\ude00\\ud800', where=False)[0] == (
+        'a"b\\nc\n<\\n\U0001f600\\ud800'
+    )
