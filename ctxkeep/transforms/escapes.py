@@ -54,14 +54,49 @@ def _one_char(p: str) -> str:
     return p.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t").replace("\\r", "\r")
 
 
+#: ``\\uXXXX`` escape (as written) → what ``_decoded_text`` puts in its place
+_U_CHARS: dict[str, str] = {}
+
+
+#: decoded characters ``_decoded_text`` cannot hold as they are
+_HELD = frozenset("\x01\x02")
+
+
+class _Held(Exception):
+    """A ``\\uXXXX`` escape of U+0001 or U+0002 (``_decoded_text`` then decodes between escapes)."""
+
+
+def _u_char(m: re.Match) -> str:
+    got = _U_CHARS.get(m.group())
+    if got is None:
+        hi, lo, one = m.groups()
+        ch = chr(0x10000 + ((int(hi, 16) - 0xD800) << 10) + int(lo, 16) - 0xDC00) if hi else chr(int(one, 16))
+        if ch in _HELD:
+            raise _Held
+        got = {"\\": "\x02", "\0": "\x01"}.get(ch, ch)
+        if len(_U_CHARS) < 65536:
+            _U_CHARS[m.group()] = got
+    return got
+
+
 def _decoded_text(text: str, a: int, b: int) -> str:
-    """``view``'s text of ``text[a:b]`` decoded, without where its characters come from:
-    a Python step only per ``\\uXXXX`` escape (``U_ESCAPE_RX``), the other escapes by
-    ``_simple``. The same text as the scan of ``ESCAPE_RX``: a ``\\uXXXX`` match starts
-    at the first backslash of its run (the scan enters a run at its start, and a run
-    before a valid ``uXXXX`` is taken whole by either), so the text between two of them
-    is decoded alone, and a decoded character (``\\u005c`` is a backslash) is never read
-    again."""
+    """``view``'s text of ``text[a:b]`` decoded, without where its characters come from,
+    at C speed but for a dict look-up per ``\\uXXXX`` escape: those first
+    (``U_ESCAPE_RX``), then the others (``_simple``). The same text as the scan of
+    ``ESCAPE_RX``: a ``\\uXXXX`` match starts at the first backslash of its run (the scan
+    enters a run at its start, and a run before a valid ``uXXXX`` is taken whole by
+    either), so the character before it is not a backslash; a decoded backslash or NUL
+    (``\\u005c``, ``\\u0000``) is held as U+0002 / U+0001 while ``_simple`` runs, so no
+    decoded character is read again (a text holding those raw, which JSON text never
+    does, is decoded between its escapes instead)."""
+    seg = text[a:b]
+    if "\\" not in seg:
+        return seg
+    if "\x01" not in seg and "\x02" not in seg:
+        try:
+            return _simple(U_ESCAPE_RX.sub(_u_char, seg)).replace("\x02", "\\").replace("\x01", "\0")
+        except _Held:
+            pass
     out: list[str] = []
     j = a
     for m in U_ESCAPE_RX.finditer(text, a, b):

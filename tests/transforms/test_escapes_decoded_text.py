@@ -32,6 +32,9 @@ ALPHABET = [
     "e",
     "f",
     "b",
+    "\0",
+    "\x01",
+    "\x02",
 ]
 PIECES = [
     "\\u003c",
@@ -43,14 +46,20 @@ PIECES = [
     "\\\\\\u00e9",
     "\\u2028",
     "\\uD83D\\\\uDE00",
+    "\\u0000",
+    "\\u0001",
+    "\\u005C",
 ]
 
 
 def _texts(n: int, seed: int = 7):
     rnd = random.Random(seed)
-    for _ in range(n):
+    for i in range(n):
+        # (every other text without raw control characters or escapes of U+0001/U+0002: the fast path)
+        alphabet = ALPHABET if i % 2 else ALPHABET[:-3]
+        pieces = PIECES if i % 2 else [p for p in PIECES if p != "\\u0001"]
         parts = [
-            rnd.choice(PIECES) if rnd.random() < 0.3 else rnd.choice(ALPHABET)
+            rnd.choice(pieces) if rnd.random() < 0.3 else rnd.choice(alphabet)
             for _ in range(rnd.randint(0, 40))
         ]
         yield "".join(parts)
