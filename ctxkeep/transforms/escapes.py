@@ -18,6 +18,7 @@ not one to a rule run on the raw line.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 #: the one-character escapes decoded, and what they stand for
 UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
@@ -162,3 +163,62 @@ def view(
                 ends.append(e)
         plain(j, b)
     return "".join(out), starts, ends
+
+
+#: raw characters per block of a ``Located`` view (at least; a block ends where seven
+#: characters hold no backslash, so that no escape spans the cut)
+BLOCK = 512
+_PLAIN7 = re.compile(r"[^\\]{7}")
+
+
+class Located:
+    """``view(text, keep, decode)`` with where its characters come from worked out only
+    for the blocks asked about (``start``, ``end``): the text decoded block by block at
+    ``_decoded_text``'s speed, then the escape-by-escape scan run on the block of each
+    position asked (a line with a secret asks for its spans' ends only). Each block is
+    cut where the seven raw characters before the cut and the one after hold no backslash:
+    an escape is a backslash run and at most five more characters (``uXXXX``), so none
+    spans a cut, and the scan reads each block as it reads the whole."""
+
+    def __init__(self, text: str, keep: list[tuple[int, int]] | None = None, decode: bool = True) -> None:
+        self.text, self.decode = text, decode
+        self.blocks: list[tuple[int, int, int]] = []  # (raw start, raw end, view offset)
+        parts: list[str] = []
+        off = 0
+        for a, b in [(0, len(text))] if keep is None else keep:
+            i = a
+            while i < b:
+                j = b
+                if b - i > BLOCK:
+                    m = _PLAIN7.search(text, i + BLOCK, b)
+                    if m is not None and m.end() < b:
+                        j = m.end() - 1
+                seg = _decoded_text(text, i, j) if decode else text[i:j]
+                if seg:
+                    self.blocks.append((i, j, off))
+                    parts.append(seg)
+                    off += len(seg)
+                i = j
+        #: the view (``view(…)[0]``)
+        self.view = "".join(parts)
+        self._offs = [blk[2] for blk in self.blocks]
+        self._where: dict[int, tuple[list[int], list[int]]] = {}
+
+    def _at(self, p: int) -> tuple[int, list[int], list[int]]:
+        k = bisect_right(self._offs, p) - 1
+        w = self._where.get(k)
+        if w is None:
+            a, b, _ = self.blocks[k]
+            _, s, e = view(self.text, [(a, b)], self.decode)
+            w = self._where[k] = (s, e)
+        return p - self.blocks[k][2], w[0], w[1]
+
+    def start(self, p: int) -> int:
+        """``view(…)[1][p]``: the raw offset where view character ``p`` starts."""
+        i, s, _ = self._at(p)
+        return s[i]
+
+    def end(self, p: int) -> int:
+        """``view(…)[2][p]``: the raw offset where view character ``p`` ends."""
+        i, _, e = self._at(p)
+        return e[i]

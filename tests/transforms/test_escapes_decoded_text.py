@@ -85,3 +85,24 @@ def test_decoded_text_values() -> None:
     assert escapes.view('a\\"b\\\\nc\\n\\u003c\\u005cn\\ud83d\\ude00\\ud800', where=False)[0] == (
         'a"b\\nc\n<\\n\U0001f600\\ud800'
     )
+
+
+def test_located_is_the_scans_view_and_where(monkeypatch) -> None:
+    """``Located`` (blocks of ``BLOCK`` characters, made 8 here so texts cut often) gives
+    the view and, for every view character, the raw start and end of ``view``."""
+    monkeypatch.setattr(escapes, "BLOCK", 8)
+    rnd = random.Random(5)
+    texts = list(_texts(3000, seed=13))
+    for n, _ in enumerate(range(1500)):
+        text = "".join(rnd.choice(texts) + rnd.choice(["abcdefghij", "", "xy"]) for _ in range(6))
+        keep = None
+        if n % 3 == 0:
+            cuts = sorted(rnd.sample(range(len(text) + 1), min(4, len(text) + 1)))
+            keep = list(zip(cuts[::2], cuts[1::2], strict=False))
+        for decode in (True, False):
+            v, starts, ends = escapes.view(text, keep, decode)
+            got = escapes.Located(text, keep, decode)
+            assert got.view == v, (text, keep)
+            assert [got.start(i) for i in range(len(v))] == starts, (text, keep)
+            assert [got.end(i) for i in range(len(v))] == ends, (text, keep)
+    assert len(escapes.Located("abcdefgh" * 40 + "\\n", None).blocks) > 1

@@ -112,6 +112,12 @@ def _view(text: str, decode: bool, where: bool = True) -> tuple[str, list[int], 
     each of its characters comes from: ``starts[i]``, ``ends[i]`` (the raw characters of
     view character ``i``: all of an escape's, so a span found in the view covers the
     escaped bytes whole)."""
+    return escapes.view(text, _keep(text), decode, where)
+
+
+def _keep(text: str) -> list[tuple[int, int]]:
+    """The ranges of ``text`` the rules scan: all but the middle of each opaque value
+    (``_narrowed``)."""
     _, cuts = _narrowed(text)
     keep, last, at = [], 0, 0
     for pos, n in cuts:  # ``pos`` in narrowed offsets: the kept head ends there
@@ -119,7 +125,7 @@ def _view(text: str, decode: bool, where: bool = True) -> tuple[str, list[int], 
         keep.append((last, raw_pos))
         last, at = raw_pos + n, at + n
     keep.append((last, len(text)))
-    return escapes.view(text, keep, decode, where)
+    return keep
 
 
 def _json(line: str) -> bool:
@@ -250,8 +256,9 @@ def _redact_many(datas: list[bytes], whole: bool = False) -> list[tuple[bytes, C
     if r is not s:
         red = list(lines)
         for i in (r != s).fill_null(False).arg_true().to_list():  # the lines with a secret
-            view, starts, ends = _view(lines[i], decode)
-            spans = [(starts[a], ends[b - 1], k) for a, b, k in secret_spans(view)]
+            # (where each view character comes from, worked out only around the spans found)
+            loc = escapes.Located(lines[i], _keep(lines[i]), decode)
+            spans = [(loc.start(a), loc.end(b - 1), k) for a, b, k in secret_spans(loc.view)]
             red[i], n = replace_spans(lines[i], spans)
             if decode and not whole and not _json(red[i]) and _json(lines[i]):
                 # a span ran across a string's closing quote: keep its parts inside strings
