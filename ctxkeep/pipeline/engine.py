@@ -15,7 +15,7 @@ import functools
 import itertools
 import os
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,6 +206,12 @@ Submit = Callable[[Part, dict], PartFuture]
 
 #: parts submitted ahead of the one the writer stores (their groups wait in memory)
 PARTS_AHEAD = 2
+#: new bytes from which a part (then one file: ``split_parts`` cuts before a file that
+#: would pass ``PART_BYTES``) is not submitted but streamed in the writer's process
+#: (``extract_transform``, bounded by the read-ahead): a submitted part's groups are
+#: held whole until the writer takes them, and one Claude Code session can hold
+#: several GB (anthropics/claude-code#88983: 8.15 GB; issue 26's 2 GB file)
+STREAM_PART_BYTES = 128 * 1024 * 1024
 
 
 def _submitted(
@@ -214,10 +220,14 @@ def _submitted(
     submit: Submit,
     ahead: int = PARTS_AHEAD,
     committed: Callable[[], int] | None = None,
+    stream: Callable[[Part, InFlight], Iterator[Group]] | None = None,
 ) -> Generator[Group, None, None]:
     """The groups of ``parts`` extracted and transformed by ``submit`` (at most
     ``ahead`` + 1 parts at a time), in part order, without what earlier parts hold
-    (``drop_written``).
+    (``drop_written``). A part of more than ``STREAM_PART_BYTES`` new bytes is not
+    submitted: ``stream(part, seen)`` (``extract_transform`` here, ``seen`` its
+    record of its own groups in flight) yields its groups one at a time, so memory
+    stays bounded however big one session file is.
 
     ``committed()``: the groups yielded here that the writer has committed
     (``Writer.stored``). A part is transformed after its submission, so it saw in the
@@ -225,23 +235,44 @@ def _submitted(
     still drop for it are the groups from that count on, and the older generations
     are forgotten (without ``committed`` every entry id of the run is kept)."""
     floor = [0]
+    done = committed if committed is not None else (lambda: 0)
     written = InFlight((lambda: floor[0]) if committed is not None else None)
+    yielded = 0
 
     def start(p: Part):
-        return (committed() if committed is not None else 0), submit(p, tombs)
+        if stream is not None and pending_bytes(p.todo) > STREAM_PART_BYTES:
+            return done(), p  # streamed when its turn comes
+        return done(), submit(p, tombs)
 
     rest = iter(parts)
     pending = collections.deque(start(p) for p in itertools.islice(rest, ahead + 1))
     while pending:
         floor[0], fut = pending.popleft()
-        groups = fut.result()
+        if isinstance(fut, Part):
+            assert stream is not None
+
+            def own(first: int = yielded) -> int:  # the stream's groups are the writer's from here on
+                return max(0, done() - first)
+
+            seen = InFlight(own if committed is not None else None)
+            groups: Iterator[Group] = stream(fut, seen)
+        else:
+            groups = iter(fut.result())
         nxt = next(rest, None)
         if nxt is not None:
             pending.append(start(nxt))
         written.prune()
-        for g in groups:
+        while True:
+            now = done()  # every store read of the next group starts after these commits
+            g = next(groups, None)
+            if g is None:
+                break
+            if isinstance(fut, Part):
+                floor[0] = now
+                written.prune()
             if g.frames is not None:
                 g.frames = drop_written(g.frames, written)
+            yielded += 1
             yield g
 
 
@@ -293,7 +324,14 @@ def ingest_files(
         seen = InFlight(lambda: w.stored) if w.threaded else None
         groups = extract_transform(conn, parts, tombs, seen=seen, group_bytes=group_bytes)
     else:
-        groups = _submitted(parts, tombs, submit, parts_ahead, committed=lambda: w.stored)
+        groups = _submitted(
+            parts,
+            tombs,
+            submit,
+            parts_ahead,
+            committed=lambda: w.stored,
+            stream=lambda p, seen: extract_transform(conn, [p], tombs, seen=seen, group_bytes=group_bytes),
+        )
     try:
         with closing(groups):
             for g in groups:

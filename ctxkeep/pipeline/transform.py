@@ -82,6 +82,20 @@ class Precomputed:
         )
         self.chunks.append(chunks)
 
+    def forget(self, hashes: list[str]) -> None:
+        """Drop what is held for ``hashes``: the contents of a group's entries, stored or
+        known from that group on, so never taken later. Without it what a reader process
+        counted for contents the store already held (a repeated tool input, a re-read
+        file) stayed for the whole run, and each ``take`` joined all of it (issue 26:
+        the ingest process of a 2.5 GB tree grew from 330 to 760 MB over the run)."""
+        gone = {h for h in hashes if h in self.tokens}
+        if not gone:
+            return
+        for h in gone:
+            del self.tokens[h]
+        allc = pl.concat(self.chunks, how="vertical") if len(self.chunks) > 1 else self.chunks[0]
+        self.chunks = [allc.filter(~pl.col("content_hash").is_in(list(gone)))]
+
     def take(self, hashes: list[str]) -> tuple[list[int], list[str], pl.DataFrame] | None:
         """``(counts, methods, chunk rows)`` for ``hashes``, exactly as
         ``estimate_tokens`` and ``chunks_frame`` make them for these contents in this
@@ -138,6 +152,7 @@ def transform_batch(
     if seen is not None:  # before the store reads below: they see what it forgets
         seen.prune()
     frame = entries_frame(batch.entries) if frame is None else frame
+    met = frame["content_hash"].drop_nulls()  # all known after this group (``pre.forget``)
     if tombs.get("session"):
         frame = frame.filter(
             ~pl.col("session_id").is_in(list(tombs["session"]))
@@ -151,7 +166,10 @@ def transform_batch(
     if seen is not None and seen.entries and frame.height:
         existing |= seen.entries.intersection(frame["entry_id"].to_list())
     new = frame.filter(~pl.col("entry_id").is_in(list(existing))) if existing else frame
-    return transform_entries(conn, frame, new, seen, pre)
+    out = transform_entries(conn, frame, new, seen, pre)
+    if pre is not None and pre.tokens and met.len():
+        pre.forget(met.to_list())
+    return out
 
 
 def transform_entries(

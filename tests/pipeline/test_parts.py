@@ -199,3 +199,75 @@ def test_parts_keep_only_what_the_parts_in_flight_may_not_have_seen(tmp_path, mo
     # groups of the parts submitted before those earlier groups were committed
     assert len(taken) == len(split_parts(_plan_todo(tmp_path / "fresh", ctx))) > 10
     assert max(taken) < par["entries_new"] * 0.6 and taken[-1] < par["entries_new"] / 4
+
+
+def test_a_part_over_the_stream_cap_is_streamed_one_group_at_a_time(tmp_path, monkeypatch):
+    """Issue 26, target 2: a submitted part's groups are held whole until the writer
+    takes them, so one big session file (2 GB in the bench) would be held whole.
+    A part over ``STREAM_PART_BYTES`` is streamed instead: here a Claude Code file read
+    in 8 KiB batches, one group each, is never more than a few groups ahead of the
+    writer, is not submitted, and the store is the in-process stream's."""
+    import functools
+    import shutil
+
+    from ctxkeep.pipeline import writer as writer_mod
+    from ctxkeep.sources import claude_code
+
+    src = max(
+        (CORPUS_HOME / ".claude" / "projects").rglob("*.jsonl") if CORPUS_HOME.is_dir() else [],
+        key=lambda p: p.stat().st_size,
+        default=None,
+    )
+    if src is None:
+        pytest.skip("shared/corpus not present")
+    home = tmp_path / "home"
+    big = home / ".claude" / "projects" / "-big" / src.name
+    big.parent.mkdir(parents=True)
+    shutil.copyfile(src, big)
+    small = sorted((CORPUS_HOME / ".codex").rglob("rollout-*.jsonl"), key=lambda p: (p.stat().st_size, p))
+    for p in [p for p in small if p.stat().st_size > 1000][:3]:  # small parts, submitted
+        d = home / p.relative_to(CORPUS_HOME)
+        d.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, d)
+    ctx = DiscoveryContext(home=home, env={})
+    monkeypatch.setattr(claude_code, "read", functools.partial(claude_code.read, batch_bytes=8 * 1024))
+    monkeypatch.setattr(plan_mod, "PART_BYTES", 1)  # a part per file
+    monkeypatch.setattr(engine, "STREAM_PART_BYTES", big.stat().st_size - 1)  # the big file's part only
+    stored, lag, streamed = [0], [], [0]
+    real = engine.extract_transform
+
+    def spy(conn, parts, *a, **kw):
+        for g in real(conn, parts, *a, **kw):
+            if parts[0].todo[0][0].path == big:
+                streamed[0] += 1
+                lag.append(streamed[0] - stored[0])
+            yield g
+
+    monkeypatch.setattr(engine, "extract_transform", spy)
+    calls = []
+    with ThreadPoolExecutor(2) as pool:
+
+        def submit(part: Part, tombs: dict):
+            calls.append(part.todo[0][0].path)
+            return pool.submit(engine.extract_transform_part, tmp_path / "par", part, tombs)
+
+        conn = sqlite_store.connect(tmp_path / "par")
+        try:
+            todo = plan(tmp_path / "par", conn, ctx=ctx).todo
+            par = engine.ingest_files(
+                conn,
+                todo,
+                sqlite_store.tombstoned(conn),
+                group_bytes=1,
+                submit=submit,
+                on_bytes=lambda n: stored.__setitem__(0, stored[0] + 1),
+            )
+        finally:
+            conn.close()
+    assert big not in calls and len(calls) == 3
+    assert streamed[0] >= 6  # the file came as many groups ...
+    assert max(lag) <= writer_mod.WRITE_AHEAD + 3  # ... each a few groups ahead of the writer at most
+    monkeypatch.setattr(engine, "extract_transform", real)
+    seq = _ingest(tmp_path / "seq", ctx)
+    assert par == seq and par["files_read"] == 4
+    assert store_digest(tmp_path / "par") == store_digest(tmp_path / "seq")
