@@ -112,6 +112,12 @@ def _view(text: str, decode: bool, where: bool = True) -> tuple[str, list[int], 
     each of its characters comes from: ``starts[i]``, ``ends[i]`` (the raw characters of
     view character ``i``: all of an escape's, so a span found in the view covers the
     escaped bytes whole)."""
+    return escapes.view(text, _keep(text), decode, where)
+
+
+def _keep(text: str) -> list[tuple[int, int]]:
+    """The ranges of ``text`` the rules scan: all but the middle of each opaque value
+    (``_narrowed``)."""
     _, cuts = _narrowed(text)
     keep, last, at = [], 0, 0
     for pos, n in cuts:  # ``pos`` in narrowed offsets: the kept head ends there
@@ -119,7 +125,7 @@ def _view(text: str, decode: bool, where: bool = True) -> tuple[str, list[int], 
         keep.append((last, raw_pos))
         last, at = raw_pos + n, at + n
     keep.append((last, len(text)))
-    return escapes.view(text, keep, decode, where)
+    return keep
 
 
 def _json(line: str) -> bool:
@@ -250,8 +256,9 @@ def _redact_many(datas: list[bytes], whole: bool = False) -> list[tuple[bytes, C
     if r is not s:
         red = list(lines)
         for i in (r != s).fill_null(False).arg_true().to_list():  # the lines with a secret
-            view, starts, ends = _view(lines[i], decode)
-            spans = [(starts[a], ends[b - 1], k) for a, b, k in secret_spans(view)]
+            # (where each view character comes from, worked out only around the spans found)
+            loc = escapes.Located(lines[i], _keep(lines[i]), decode)
+            spans = [(loc.start(a), loc.end(b - 1), k) for a, b, k in secret_spans(loc.view)]
             red[i], n = replace_spans(lines[i], spans)
             if decode and not whole and not _json(red[i]) and _json(lines[i]):
                 # a span ran across a string's closing quote: keep its parts inside strings
@@ -351,9 +358,14 @@ class Sealed:
     objects: list[tuple[bytes, bytes, int]]
 
 
-def _seal(raw: RawCapture, held: Callable[[bytes], bool] = lambda h: False) -> tuple[Sealed, bytes]:
+def _seal(
+    raw: RawCapture,
+    held: Callable[[bytes], bool] = lambda h: False,
+    held_of: Callable[[list[bytes]], set[bytes]] | None = None,
+) -> tuple[Sealed, bytes]:
     """``raw`` redacted (``redact_raw``), hashed, a document cut into chunks, and the
-    objects ``held`` does not name compressed; with the redacted bytes."""
+    objects ``held`` does not name compressed (``held_of``: the held ones of a list of
+    SHA-256s at once, asked first for a document's chunks); with the redacted bytes."""
     if raw.redacted is not None:  # redacted by the pipeline (``stable_ids.rekey``)
         red, counts = raw.redacted[0], Counter(raw.redacted[1])
     else:
@@ -366,7 +378,7 @@ def _seal(raw: RawCapture, held: Callable[[bytes], bool] = lambda h: False) -> t
     if raw.mode == "document":
         parts = chunks_of(red)
         chunks = [hashlib.sha256(c).digest() for c in parts]
-        done: set[bytes] = set()
+        done: set[bytes] = set(held_of(chunks)) if held_of is not None else set()
         for h, c in zip(chunks, parts, strict=True):
             if h not in done and not held(h):
                 done.add(h)
@@ -410,6 +422,26 @@ class Capturer:
             )
         except Exception:  # a store before v11 (read-only plan) or busy: write it again
             return False
+
+    def _held_of(self, shas: list[bytes]) -> set[bytes]:
+        """The SHA-256s of ``shas`` the vault holds (``_held`` of each, in one query per
+        500): a version of a large document is a hundred thousand chunks."""
+        got = {h for h in shas if h in self.written}
+        if self.conn is None:
+            return got
+        todo = list({h for h in shas if h not in got})
+        try:
+            for i in range(0, len(todo), 500):
+                part = todo[i : i + 500]
+                got.update(
+                    r[0]
+                    for r in self.conn.execute(
+                        f"SELECT sha FROM vault_objects WHERE sha IN ({','.join('?' * len(part))})", part
+                    )
+                )
+        except Exception:  # a store before v11 (read-only plan) or busy: as ``_held``
+            pass
+        return got
 
     def _rows_redacted(self, raw: RawCapture) -> tuple[bytes, dict[str, int]]:
         """A database session's rows document (``sources.readers.rows``, JSONL)
@@ -458,9 +490,10 @@ class Capturer:
             if sealed is None:  # read in this process: sealed here, objects held skipped
                 if raw.redacted is None and raw.meta.get("vault_rows"):
                     raw = dataclasses.replace(raw, redacted=self._rows_redacted(raw))
-                sealed, red = _seal(raw, self._held)
+                sealed, red = _seal(raw, self._held, self._held_of)
+            held = self._held_of([h for h, _, _ in sealed.objects])
             for h, z, n in sealed.objects:
-                if not self._held(h):
+                if h not in held:
                     b.add_frame(h, z, n)
             out.items.append(
                 Prepared(

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.vault import recipe
-from ctxkeep.sinks.vault.packs import VaultDamaged, check_pack, pack_names, pack_path, read_object
+from ctxkeep.sinks.vault.packs import (
+    ObjectReader,
+    VaultDamaged,
+    check_pack,
+    pack_names,
+    pack_path,
+    read_object,
+)
 
 
 @dataclass
@@ -192,6 +199,11 @@ def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
     """``gen_bytes`` object by object."""
     ps = pieces(conn, g)
     objs = _objects(conn, [sha for sha, _ in ps])
+    with ObjectReader(home) as rd:
+        yield from _pieces_bytes(g, ps, objs, rd)
+
+
+def _pieces_bytes(g: Generation, ps, objs: dict, rd: ObjectReader) -> Iterator[bytes]:
     for sha, skip in ps:
         o = objs.get(sha)
         if o is None:
@@ -200,7 +212,7 @@ def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
                 where=f"{STORE_DB} vault_objects",
                 hint="run 'ctxkeep vault verify'",
             )
-        data = read_object(home, o[0], o[1], o[2], o[3], sha)
+        data = rd.read(o[0], o[1], o[2], o[3], sha)
         yield data[skip:] if skip else data
 
 

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import zstandard
 
@@ -143,22 +144,47 @@ def read_object(home: Path, pack: str, offset: int, stored: int, raw: int, sha: 
     """The bytes of one object, checked: read ``stored`` bytes at ``offset`` of pack
     ``pack``, decompress, compare size ``raw`` and SHA-256 ``sha``. Raises
     ``VaultDamaged`` naming the pack file on any difference."""
-    p = pack_path(home, pack)
-    try:
-        with open(p, "rb") as f:
+    with ObjectReader(home) as r:
+        return r.read(pack, offset, stored, raw, sha)
+
+
+class ObjectReader:
+    """``read_object`` for many objects (a version's chunks): each pack opened once and
+    one decompressor, every object checked all the same. A context manager (closes
+    the packs it opened)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.files: dict[str, BinaryIO] = {}
+        self.dctx = zstandard.ZstdDecompressor()
+
+    def __enter__(self) -> ObjectReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
+
+    def read(self, pack: str, offset: int, stored: int, raw: int, sha: bytes) -> bytes:
+        """``read_object(home, pack, …)``. Raises ``VaultDamaged``."""
+        f = self.files.get(pack)
+        try:
+            if f is None:
+                f = self.files[pack] = open(pack_path(self.home, pack), "rb")  # noqa: SIM115  # (closed by ``__exit__``)
             f.seek(offset)
             z = f.read(stored)
-    except OSError as e:
-        raise _damaged(f"pack unreadable: {type(e).__name__}", p) from None
-    if len(z) != stored:
-        raise _damaged(f"pack shorter than the manifest says (object at {offset})", p)
-    try:
-        data = zstandard.ZstdDecompressor().decompress(z, max_output_size=max(raw, 1))
-    except zstandard.ZstdError as e:
-        raise _damaged(f"object at {offset} does not decompress ({e})", p) from None
-    if len(data) != raw or hashlib.sha256(data).digest() != sha:
-        raise _damaged(f"object at {offset} does not match its SHA-256", p)
-    return data
+        except OSError as e:
+            raise _damaged(f"pack unreadable: {type(e).__name__}", pack_path(self.home, pack)) from None
+        if len(z) != stored:
+            raise _damaged(f"pack shorter than the manifest says (object at {offset})", Path(f.name))
+        try:
+            data = self.dctx.decompress(z, max_output_size=max(raw, 1))
+        except zstandard.ZstdError as e:
+            raise _damaged(f"object at {offset} does not decompress ({e})", Path(f.name)) from None
+        if len(data) != raw or hashlib.sha256(data).digest() != sha:
+            raise _damaged(f"object at {offset} does not match its SHA-256", Path(f.name))
+        return data
 
 
 def read_record(path: Path) -> tuple[dict, list[tuple[bytes, int, int, int]]] | None:
@@ -208,6 +234,7 @@ def check_pack(path: Path, name: str) -> bool:
 
 
 __all__ = [
+    "ObjectReader",
     "PackBuilder",
     "VaultDamaged",
     "ZSTD_LEVEL",
