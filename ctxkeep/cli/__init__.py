@@ -153,7 +153,14 @@ def table(**kwargs):
                 return super()._measure_column(console, options, column)
             if options.max_width < 1:
                 return super()._measure_column(console, options, column)
-            key = (id(column), column._index, self.padding, self.collapse_padding, self.pad_edge, self.show_edge)
+            key = (
+                id(column),
+                column._index,
+                self.padding,
+                self.collapse_padding,
+                self.pad_edge,
+                self.show_edge,
+            )
             full = self._measures.get(key)
             if full is None:
                 full = self._measures[key] = super()._measure_column(
