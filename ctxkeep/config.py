@@ -318,6 +318,7 @@ def _validate(data: dict, path: Path) -> list[str]:
             "\n".join(f"{path}: {p}" for p in problems),
             hint="fix config.toml",
             problems=[f"{path}: {p}" for p in problems],
+            warnings=[f"{path}: {w}" for w in warnings],
         )
     return warnings
 

@@ -70,18 +70,29 @@ class NothingStored(StoreError):
 
 class ConfigError(CtxkeepError):
     """``config.toml`` or an environment override is invalid. ``problems``: one line
-    per wrong value (file, key, value, what is wrong) when the file was validated."""
+    per wrong value (file, key, value, what is wrong) when the file was validated;
+    ``warnings``: the file's unknown keys found in the same check (``<file>: unknown key
+    …``), said before the error."""
 
-    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None, problems=()):
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        hint: str | None = None,
+        problems=(),
+        warnings=(),
+    ):
         super().__init__(message, where=where, hint=hint)
         self.problems = list(problems)
+        self.warnings = list(warnings)
 
     def __reduce__(self):
-        return (_rebuild_config, (self.message, self.where, self.hint, self.problems))
+        return (_rebuild_config, (self.message, self.where, self.hint, self.problems, self.warnings))
 
 
-def _rebuild_config(message, where, hint, problems):
-    return ConfigError(message, where=where, hint=hint, problems=problems)
+def _rebuild_config(message, where, hint, problems, warnings=()):
+    return ConfigError(message, where=where, hint=hint, problems=problems, warnings=warnings)
 
 
 class UsageError(CtxkeepError):

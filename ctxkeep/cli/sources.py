@@ -10,16 +10,33 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, failing, out, table
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    _size,
+    app,
+    failing,
+    out,
+    table,
+    warn,
+)
 from ctxkeep.errors import CtxkeepError
 
 
 def fail_config(e: Exception):
     """``_fail`` for a command that reads ``config.toml``: a ConfigError with several
     ``problems`` prints one ``error:`` line per problem (file, key, value, what is
-    wrong); exit 1."""
+    wrong); exit 1. The file's unknown keys found in the same check come first, as
+    ``warning:`` lines."""
     from ctxkeep.errors import ConfigError
 
+    if isinstance(e, ConfigError):
+        for w in e.warnings:
+            warn(w)
     if isinstance(e, ConfigError) and len(e.problems) > 1:
         for p in e.problems:
             typer.echo(f"error: {p} - fix config.toml", err=True)

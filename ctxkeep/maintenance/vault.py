@@ -132,6 +132,30 @@ def _held(conn, path: str) -> int | None:
     return g.length if g.start == 0 else 0
 
 
+def _tree_sessions(conn) -> dict[str, int]:
+    """Per agent, the sessions held by JSON-tree documents (``meta.vault_tree``:
+    sst/opencode's ``storage/session/<project>/<id>.json`` captured with its message and
+    part files, ``sources.opencode``): the entries are on the message and part files,
+    not on the session file the vault row names, so a session counts when entries of
+    session ``<id>`` (the file's stem, the session id opencode names it by) come from a
+    file under its ``storage`` folder."""
+    out: dict[str, int] = {}
+    rows = conn.execute(
+        "SELECT agent, path, json_extract(meta, '$.storage') FROM vault_files "
+        "WHERE json_extract(meta, '$.vault_tree') AND json_extract(meta, '$.storage') IS NOT NULL"
+    ).fetchall()
+    for agent, path, storage in rows:
+        lo = storage.rstrip("/") + "/"
+        hit = conn.execute(
+            "SELECT 1 FROM entry_rows e JOIN files fi ON fi.file_id = e.file_id "
+            "WHERE e.session_id = ? AND fi.path >= ? AND fi.path < ? LIMIT 1",
+            (Path(path).stem, lo, lo[:-1] + "0"),
+        ).fetchone()
+        if hit:
+            out[agent] = out.get(agent, 0) + 1
+    return out
+
+
 def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | None = None) -> dict:
     """Per agent: files, sessions, generations, bytes raw (original) and stored
     (compressed), values redacted per kind; the agents' deletion schedules with the next
@@ -153,6 +177,8 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
                 "JOIN entry_rows e ON e.file_id = fi.file_id GROUP BY vf.agent"
             ).fetchall()
         )
+        for tree_agent, n in _tree_sessions(conn).items():
+            sessions[tree_agent] = sessions.get(tree_agent, 0) + n
         agents: dict[str, AgentStatus] = {
             a: AgentStatus(
                 a, f["files"], sessions.get(a, 0), f["generations"], f["raw"], per.get(a, 0), f["redactions"]

@@ -348,6 +348,12 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
     return Report(name, f, rows, _notes(con, f, bucketed=bucketed))
 
 
+def _responses(n) -> str:
+    """``1 response``, ``2,000 responses`` (``n`` a count, int or DuckDB's HUGEINT sum)."""
+    n = int(n)
+    return f"{n:,} response{'' if n == 1 else 's'}"
+
+
 def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
     where, params = _where(f)
     notes = []
@@ -378,14 +384,15 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
     if unpriced and f.mode != "display":
         notes.append(
             "no price for "
-            + ", ".join(f"{m} ({n:,} responses)" for m, n in unpriced)
+            + ", ".join(f"{m} ({_responses(n)})" for m, n in unpriced)
             + ": their tokens are counted, their cost is null (add them to prices.toml)"
         )
     elif unpriced:
-        notes.append(f"--mode display: {sum(n for _, n in unpriced):,} responses logged no cost")
+        notes.append(f"--mode display: {_responses(sum(n for _, n in unpriced))} logged no cost")
     for agent, model, n in assumed:
         notes.append(
-            f"{agent}: {n:,} responses name no model; counted as {model}, that version's default (assumed)"
+            f"{agent}: {_responses(n)} name{'s' if n == 1 else ''} no model; counted as {model}, "
+            "that version's default (assumed)"
         )
     if f.mode == "auto":  # a logged cost wins over list prices (``cost_in_mode``): say whose
         logged = con.execute(
@@ -399,7 +406,7 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
         ).fetchall()
         for agent, n in logged:
             notes.append(
-                f"{agent}: the cost of {int(n):,} responses is the agent's own logged figure, not list "
+                f"{agent}: the cost of {_responses(n)} is the agent's own logged figure, not list "
                 "prices (--mode calculate prices them)"
             )
     return notes

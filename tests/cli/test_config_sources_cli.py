@@ -252,3 +252,18 @@ def test_validation_runs_only_when_the_file_changed(tmp_path):
     write_cfg(h, "[compress]\nmax_size_kb = -5\n")  # changed: validated again, and refused
     with pytest.raises(ConfigError, match="compress.max_size_kb = -5"):
         cfgmod.load_config(h, env={})
+
+
+def test_unknown_key_warnings_come_before_an_invalid_value_error(tmp_path):
+    """An unknown key next to a wrong value: the warning is said (once, before the
+    error line), not lost behind the error."""
+    h = tmp_path / "ck"
+    write_cfg(h, "[compress]\nmax_sizekb = 3\nmax_size_kb = -5\n")
+    path = h / "config.toml"
+    r = CliRunner().invoke(app, ["ingest", "--home", str(h)], env={"HOME": str(tmp_path)})
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [
+        f"warning: {path}: unknown key compress.max_sizekb - did you mean max_size_kb?",
+        f"error: {path}: compress.max_size_kb = -5: Input should be greater than or equal to 1"
+        " - fix config.toml",
+    ]

@@ -805,3 +805,16 @@ def test_restore_picks_an_earlier_generation_and_gives_the_users_mode(home_copy,
         assert r.exit_code == 1 and "no generation captured by then" in r.stderr
     finally:
         os.umask(old)
+
+
+def test_status_counts_the_sessions_of_an_opencode_json_tree(home_copy, tmp_path):
+    """sst/opencode's JSON tree is one vault document per session whose entries are on
+    the message and part files: ``vault status`` said "files 1, sessions 0" while
+    ``sources``/``stats`` said 1 session."""
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["opencode"])
+    want = q(store, "SELECT count(DISTINCT session_id) FROM entries WHERE agent = 'opencode'")[0][0]
+    assert want == 1
+    r = vault_status(store, DiscoveryContext(home=home_copy, env={}))
+    by = {a["agent"]: a for a in r["agents"]}
+    assert (by["opencode"]["files"], by["opencode"]["sessions"]) == (1, want)

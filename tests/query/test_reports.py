@@ -269,3 +269,32 @@ def test_session_report_rolls_sub_agents_into_the_root_session(store_home):
         assert R.totals(R.usage_report(con, "daily", R.Filters("UTC")).rows)["input_tokens"] == 11111
     finally:
         con.close()
+
+
+class _CannedCon:
+    """A connection whose queries answer canned rows by what they select: the notes'
+    wording only (the SQL is covered by the corpus tests)."""
+
+    def __init__(self, unpriced, assumed, logged):
+        self.rows = {"IS NULL": unpriced, "assumed": assumed, "logged_cost_usd IS NOT NULL": logged}
+
+    def execute(self, sql, params=None):
+        rows = next(v for k, v in self.rows.items() if k in sql)
+        return type("Cur", (), {"fetchall": lambda _self: rows})()
+
+
+def test_notes_count_one_response_in_the_singular():
+    """The report notes said "the cost of 1 responses": a count of 1 is singular."""
+    one = _CannedCon([("m-x", 1)], [("codex", "gpt-5", 1)], [("crush", 1)])
+    notes = R._notes(one, R.Filters())
+    assert notes == [
+        "no price for m-x (1 response): their tokens are counted, their cost is null (add them to prices.toml)",
+        "codex: 1 response names no model; counted as gpt-5, that version's default (assumed)",
+        "crush: the cost of 1 response is the agent's own logged figure, not list prices "
+        "(--mode calculate prices them)",
+    ]
+    two = _CannedCon([("m-x", 2)], [("codex", "gpt-5", 1200)], [("crush", 2)])
+    notes = R._notes(two, R.Filters())
+    assert notes[0].startswith("no price for m-x (2 responses):")
+    assert notes[1].startswith("codex: 1,200 responses name no model;")
+    assert notes[2].startswith("crush: the cost of 2 responses is")

@@ -188,3 +188,15 @@ def test_real_corpus_has_no_quarantined_lines(corpus_store):
         ".claude/projects/-Users-dain-workspace-claude-code-log-sample/"
         "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl"
     )  # the 1 MB image line is fine
+
+
+def test_malformed_json_reason_says_at_once():
+    """json's "Unterminated string starting at" / "Invalid control character at" end in
+    "at": the quarantine reason must not read "starting at at char 67"."""
+    from ctxkeep.sources.readers.jsonl import parse_line
+
+    rec, reason = parse_line(b'{"type": "user", "text": "cut here')
+    assert rec is None
+    assert reason == "malformed JSON: Unterminated string starting at char 25"
+    rec, reason = parse_line(b'{"a": 1,}')
+    assert reason == "malformed JSON: Expecting property name enclosed in double quotes at char 8"

@@ -155,7 +155,9 @@ def parse_line(raw: bytes) -> tuple[Any, str | None]:
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":
             return None, f"two JSON values glued on one line (second at char {e.pos})"
-        return None, f"malformed JSON: {e.msg} at char {e.pos}"
+        # json's messages for a position already end in "at" ("Unterminated string
+        # starting at", "Invalid control character at"): one "at" before the char.
+        return None, f"malformed JSON: {e.msg.removesuffix(' at')} at char {e.pos}"
     reasons = []
     if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
         reasons.append("invalid UTF-8 replaced")
