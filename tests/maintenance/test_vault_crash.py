@@ -92,6 +92,37 @@ def _agrees(store: Path) -> None:
         conn.close()
 
 
+def _kill_trials(home: Path, tmp_path: Path, *, seed: int, agrees) -> dict[str, bytes]:
+    """Ingest ``home`` once unkilled (the reference), then ``VAULT_KILL_TRIALS`` times
+    (default 30) killed at a random time: each killed store's vault reads back and
+    ``agrees(store)`` holds, and the next ingest ends with the reference's store and
+    vault. At least a third of the trials must really be killed. Returns the
+    reference's vault state."""
+    ref = tmp_path / "ref"
+    t0 = time.perf_counter()
+    assert _ingest(home, ref)
+    wall = time.perf_counter() - t0
+    want_store, want_vault = store_digest(ref), _vault_state(ref)
+    rng = random.Random(seed)
+    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    killed = 0
+    for i in range(trials):
+        store = tmp_path / f"s{i}"
+        if not _ingest(home, store, kill_after=rng.uniform(0.3, wall)):
+            killed += 1
+            if (store / "store.db").exists():
+                v = vault_verify(store)
+                assert v["ok"], v["problems"]
+                agrees(store)
+        assert _ingest(home, store)
+        assert store_digest(store) == want_store
+        assert _vault_state(store) == want_vault
+        assert vault_verify(store, full=True)["ok"]
+        shutil.rmtree(store)
+    assert killed >= trials // 3, killed
+    return want_vault
+
+
 @pytest.mark.slow
 def test_sigkilled_ingests_leave_a_vault_that_agrees_with_the_store(tmp_path):
     if not SCALE.exists() or not CORPUS_HOME.is_dir():
@@ -102,28 +133,7 @@ def test_sigkilled_ingests_leave_a_vault_that_agrees_with_the_store(tmp_path):
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    ref = tmp_path / "ref"
-    t0 = time.perf_counter()
-    assert _ingest(home, ref)
-    wall = time.perf_counter() - t0
-    want_store, want_vault = store_digest(ref), _vault_state(ref)
-    rng = random.Random(27)
-    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
-    killed = 0
-    for i in range(trials):
-        store = tmp_path / f"s{i}"
-        if not _ingest(home, store, kill_after=rng.uniform(0.3, wall)):
-            killed += 1
-            if (store / "store.db").exists():
-                v = vault_verify(store)
-                assert v["ok"], v["problems"]
-                _agrees(store)
-        assert _ingest(home, store)
-        assert store_digest(store) == want_store
-        assert _vault_state(store) == want_vault
-        assert vault_verify(store, full=True)["ok"]
-        shutil.rmtree(store)
-    assert killed >= trials // 3, killed
+    _kill_trials(home, tmp_path, seed=27, agrees=_agrees)
 
 
 def _reparse(store: Path, home: Path, kill_after: float | None = None) -> bool:
@@ -263,26 +273,5 @@ def test_sigkilled_ingests_of_a_database_leave_its_rows_in_the_vault_or_read_aga
     with the same store and the same rows documents as a run never killed."""
     home = tmp_path / "home"
     _big_opencode_db(home)
-    ref = tmp_path / "ref"
-    t0 = time.perf_counter()
-    assert _ingest(home, ref)
-    wall = time.perf_counter() - t0
-    want_store, want_vault = store_digest(ref), _vault_state(ref)
+    want_vault = _kill_trials(home, tmp_path, seed=2712, agrees=_rows_agree)
     assert len(want_vault) == 402  # every session's rows (the fixture's 2 and 400 more)
-    rng = random.Random(2712)
-    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
-    killed = 0
-    for i in range(trials):
-        store = tmp_path / f"d{i}"
-        if not _ingest(home, store, kill_after=rng.uniform(0.3, wall)):
-            killed += 1
-            if (store / "store.db").exists():
-                v = vault_verify(store)
-                assert v["ok"], v["problems"]
-                _rows_agree(store)
-        assert _ingest(home, store)
-        assert store_digest(store) == want_store
-        assert _vault_state(store) == want_vault
-        assert vault_verify(store, full=True)["ok"]
-        shutil.rmtree(store)
-    assert killed >= trials // 3, killed
