@@ -129,8 +129,11 @@ def sources(
         help="The coverage ledger: per agent version, records read, parsed, quarantined, types not understood.",
     ),
     agent: list[str] = typer.Option(None, "--agent", help="With --coverage: only this agent (repeatable)."),
+    every: bool = typer.Option(
+        False, "--all", help="List every supported agent, also those with nothing found here."
+    ),
 ):
-    """What was found per agent (where it looked, files, store counts), and why not."""
+    """What was found per agent (where it looked, files, store counts), and why not: the agents found, most sessions first; --all lists every supported agent."""
     from ctxkeep.service.sources import SourcesRequest
     from ctxkeep.service.sources import sources as ask
 
@@ -147,7 +150,14 @@ def sources(
     if as_json:
         _print_json(res.as_json())
         return
-    rows = [r.model_dump(mode="json") for r in res.rows]
+    rows = [r.model_dump(mode="json") for r in res.rows if every or r.listed]
+    hidden = len(res.rows) - len(rows)
+    if not rows:
+        out.print(
+            f"none of the {hidden:,} supported agents found here (--all lists where each looked)",
+            highlight=False,
+        )
+        return
     if out.width < 110:  # too narrow for the table: two lines per agent
         for r in rows:
             where = _where(r)
@@ -160,7 +170,18 @@ def sources(
                 highlight=False,
             )
             out.print(f"  {where}", highlight=False, markup=False)
-        return
+    else:
+        _table(rows)
+    if hidden:
+        out.print(
+            f"{hidden:,} more agent{'' if hidden == 1 else 's'} supported, none found here (--all lists "
+            + ("it)" if hidden == 1 else "them)"),
+            highlight=False,
+        )
+
+
+def _table(rows: list[dict]) -> None:
+    """The rows of ``sources`` as one table (a terminal of 110+ columns)."""
     t = table(title="ctxkeep sources", title_justify="left")
     t.add_column("agent", no_wrap=True)
     for col in ("files", "size", "sessions", "entries", "quarant."):

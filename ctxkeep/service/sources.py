@@ -23,6 +23,14 @@ class SourceRow(Row):
     """One agent."""
 
     agent: str = Field(description="agent name")
+    found: bool = Field(
+        False,
+        description="session files found here, or data of this agent in the store (sessions, quarantine)",
+    )
+    listed: bool = Field(
+        False,
+        description="shown by `ctxkeep sources` without --all: found, named in config.toml, or files refused",
+    )
     enabled: bool | None = Field(None, description="false when turned off in config.toml or CTXKEEP_DISABLE")
     searched: list[str] | None = Field(None, description="the folders looked at")
     files: int | None = Field(None, description="session files found")
@@ -41,8 +49,8 @@ class SourceRow(Row):
     )
     skipped: dict[str, int] | None = Field(
         None,
-        description="reason → files discovery refused (symlinks out of the agent's folder, symlink loops, "
-        "FIFOs and devices, hard links with a name outside)",
+        description="reason → paths discovery refused (files, and directory symlinks out of the agent's "
+        "folder or looping, each once; FIFOs and devices, hard links with a name outside)",
     )
     skipped_examples: list[dict[str, Any]] | None = Field(
         None, description="the first 20 refused files: path, reason"
@@ -52,13 +60,16 @@ class SourceRow(Row):
 class SourcesResult(Shape):
     """What was found per agent, and config.toml's warnings (`ctxkeep sources --json`)."""
 
-    rows: list[SourceRow] = Field(description="one per agent")
+    rows: list[SourceRow] = Field(
+        description="one per agent: the agents found first (most sessions, then most files, then the "
+        "newest ingest), then the others in the registry's order"
+    )
     warnings: list[str] = Field(description="config.toml's unknown keys, each with the closest valid one")
     config_file: str = Field(description="the config.toml read")
 
 
-def _files(n: int) -> str:
-    return f"{n:,} file" + ("" if n == 1 else "s")
+def _paths(n: int) -> str:
+    return f"{n:,} path" + ("" if n == 1 else "s")
 
 
 def _file_bytes(p: Path) -> int:
@@ -84,9 +95,11 @@ def _common_dir(paths: list[Path]) -> str | None:
 
 def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> SourcesResult:
     """One row per registered agent (and per agent configured that ctxkeep has no
-    source for).
+    source for): the agents found first (``_found_first``), then the others.
 
-    Returns dicts: ``agent``, ``enabled`` (bool), ``searched`` (paths looked at),
+    Returns rows: ``agent``, ``found`` (files here or data in the store), ``listed``
+    (found, named in ``config.toml``, or with files refused: what ``ctxkeep sources``
+    shows without ``--all``), ``enabled`` (bool), ``searched`` (paths looked at),
     ``files`` (found), ``bytes`` (their size in bytes, ``-wal`` included),
     ``sessions``/``entries`` (in the store), ``kinds`` ({kind: n}), ``quarantined``
     (skipped lines/rows), ``last_ingest`` (ISO UTC: when ctxkeep last read new data
@@ -97,7 +110,8 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
     (``pipeline.summary.held_back`` rows of the agent: files changed in the last
     ``CTXKEEP_IDLE_SECONDS`` whose last turn waits, unfinished last lines), ``skipped``
     ({reason: files} that discovery refused: symlinks out of the agent's folder, symlink
-    loops, FIFOs and devices, hard links; ``sources.confine``) and ``skipped_examples``
+    loops (each directory symlink counted once even with no session file behind it:
+    ``confine.count_dir_links``), FIFOs and devices, hard links; ``sources.confine``) and ``skipped_examples``
     (the first 20 of them: ``{"path", "reason"}``).
 
     ``env``: the environment to discover with (default: this process's). Returns the
@@ -108,6 +122,7 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
     from ctxkeep.query.stats import agent_counts
     from ctxkeep.sinks.files import STORE_DB
     from ctxkeep.sources import SOURCES, discover_all
+    from ctxkeep.sources.confine import count_dir_links
     from ctxkeep.sources.contract import DiscoveryContext
 
     env = dict(os.environ if env is None else env)
@@ -118,6 +133,8 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
         enabled={a: cfg.agent(a).enabled for a in SOURCES},
         extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
     )
+    for d in discoveries:  # the directory links no session file was refused through
+        count_dir_links(d, ctx.home)
     counts: dict = {}
     notes: dict[str, list[str]] = {}
     held: dict[str, list[dict]] = {}
@@ -143,7 +160,7 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
         parts += notes.get(d.agent, [])
         if d.skipped:
             parts.append(
-                f"skipped {_files(sum(d.skipped.values()))}: "
+                f"skipped {_paths(sum(d.skipped.values()))}: "
                 + ", ".join(f"{why} {n:,}" for why, n in sorted(d.skipped.items()))
             )
         line = held_back_line(held.get(d.agent, []))
@@ -191,4 +208,20 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
                 "skipped_examples": [],
             }
         )
-    return SourcesResult(rows=rows, warnings=cfg.warnings, config_file=str(home / cfgmod.CONFIG_FILE))
+    for r in rows:
+        r["found"] = bool(r["files"] or r["sessions"] or r["entries"] or r["quarantined"])
+        r["listed"] = r["found"] or r["agent"] in cfg.agents or bool(r["skipped"])
+    return SourcesResult(
+        rows=_found_first(rows), warnings=cfg.warnings, config_file=str(home / cfgmod.CONFIG_FILE)
+    )
+
+
+def _found_first(rows: list[dict]) -> list[dict]:
+    """``rows`` with the found agents first, most sessions first (then most files, then
+    the newest ``last_ingest``, then by name), the others after them in their given
+    order (the registry's, then the configured agents without a source)."""
+    found = [r for r in rows if r["found"]]
+    found.sort(key=lambda r: r["agent"])
+    found.sort(key=lambda r: r["last_ingest"] or "", reverse=True)
+    found.sort(key=lambda r: (-r["sessions"], -r["files"]))
+    return found + [r for r in rows if not r["found"]]

@@ -26,6 +26,12 @@ counted per reason on the ``Discovery`` (``Discovery.skipped``, shown by
   real; a user who hard-links a session in on purpose can copy it instead. Two names
   of one file inside the folder are read once (the first in discovery order).
 
+``ctxkeep sources`` also counts the directory symlinks of an agent's folders that lead
+out of it or loop (``count_dir_links``), including those behind which no session file
+lies: every refused symlink is counted once (a link whose files were refused is counted
+by its files). Discovery for an ingest does not walk the folders for them (no file is
+read through such a link either way).
+
 Files given explicitly (``ingest --path``) are the user's choice and are not confined
 (FIFOs and devices are still never opened: ``readers.jsonl.open_file``).
 
@@ -55,6 +61,7 @@ __all__ = [
     "REASON_SPECIAL",
     "agent_folders",
     "confine",
+    "count_dir_links",
 ]
 
 _GLOB_CHARS = frozenset("*?[")
@@ -147,4 +154,52 @@ def confine(d: Discovery, home: Path | None = None) -> Discovery:
         taken.add(key)
         kept.append(f)
     d.files = kept
+    return d
+
+
+#: directory entries ``count_dir_links`` looks at per agent at most (a bound on the
+#: walk of a huge folder; the corpus's largest agent folder holds ~40)
+WALK_MAX_ENTRIES = 200_000
+
+
+def count_dir_links(d: Discovery, home: Path | None = None) -> Discovery:
+    """Count in ``d.skipped`` every directory symlink in the agent's folders
+    (``agent_folders``; ``home``: the user's home, no agent's folder) that discovery
+    refused without counting it: a link to a folder outside the agent's folder
+    (``REASON_OUTSIDE``) or up into the tree holding it, or to itself (``REASON_LOOP``),
+    unless the link or a file under it was counted already (``Discovery.refused``:
+    files found through it refused by ``confine``, a recursive search's own count,
+    ``Discovery._count_dir_links``). A link to a folder inside is not counted (its
+    files are found at their own path). One ``os.walk`` per folder, following no link,
+    bounded by ``WALK_MAX_ENTRIES``. Returns ``d`` (changed in place); never raises
+    for a folder that is missing or unreadable (``os.walk`` passes over it)."""
+    refused = d.refused()
+    budget = WALK_MAX_ENTRIES
+    seen: set[str] = set()
+    for lex, root in agent_folders(d, home):
+        for folder, dirs, files in os.walk(lex):
+            budget -= len(dirs) + len(files)
+            if budget < 0:
+                return d
+            here = None
+            for name in dirs + files:
+                link = os.path.join(folder, name)
+                if link in seen or not os.path.islink(link):
+                    continue
+                seen.add(link)
+                if link in refused or any(p.startswith(link + os.sep) for p in refused):
+                    continue
+                try:
+                    if not stat.S_ISDIR(os.stat(link).st_mode):
+                        continue  # a link to a file: ``confine`` judges it when a source names it
+                except OSError as e:
+                    if e.errno == errno.ELOOP:
+                        d.skip(link, REASON_LOOP)
+                    continue  # broken: no folder behind it
+                real = os.path.realpath(link)
+                here = here or os.path.realpath(folder)
+                if _inside(here, real):
+                    d.skip(link, REASON_LOOP)
+                elif not _inside(real, root):
+                    d.skip(link, REASON_OUTSIDE)
     return d

@@ -172,6 +172,8 @@ class Discovery:
     #: the first ``SKIPPED_EXAMPLES`` refused paths with their reasons
     skipped_examples: list[tuple[str, str]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    #: every refused path (``skip``), absolute, for ``sources.confine.count_dir_links``
+    _refused: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     #: resolved path of each parent directory met (``add``: one ``realpath`` per directory)
     _dirs: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
     #: path → (real path, ``stat`` of the file it names) of each file ``add`` kept
@@ -182,8 +184,13 @@ class Discovery:
     def skip(self, path: Path | str, reason: str) -> None:
         """Count ``path`` as refused for ``reason`` (``skipped``, ``skipped_examples``)."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        self._refused.add(os.path.abspath(path))
         if len(self.skipped_examples) < SKIPPED_EXAMPLES:
             self.skipped_examples.append((str(path), reason))
+
+    def refused(self) -> set[str]:
+        """The absolute paths ``skip`` counted so far (all of them, not only the examples)."""
+        return self._refused
 
     def facts(self, path: Path | str) -> tuple[str, os.stat_result] | None:
         """``(real path, stat)`` that ``add`` found for ``path`` (None: not added by ``add``)."""

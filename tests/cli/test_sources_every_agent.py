@@ -1,5 +1,6 @@
-"""``ctxkeep sources`` lists every known agent with where it looked, also on a home
-that holds none of them (issue 25, item 4)."""
+"""``ctxkeep sources --all`` lists every known agent with where it looked, also on a
+home that holds none of them (issue 25, item 4; without ``--all`` the agents found
+only: ``test_sources_found_first``)."""
 
 from __future__ import annotations
 
@@ -39,12 +40,14 @@ def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, m
         assert x["searched"] and x["files"] == 0, x
         assert all(p.startswith(str(home)) for p in x["searched"]), x
         assert x["reason"], x
-    # the text (two lines per agent at this width) names every place each agent looked; the
+    # the text with --all (two lines per agent at this width) names every place each agent looked; the
     # console is made afresh, at this width (an earlier command may have made it wider)
     from ctxkeep.cli import out
 
     monkeypatch.setattr(out, "_console", None)
-    text = CliRunner().invoke(app, ["sources", "--home", str(tmp_path / "ck")], env=dict(env, COLUMNS="100"))
+    text = CliRunner().invoke(
+        app, ["sources", "--all", "--home", str(tmp_path / "ck")], env=dict(env, COLUMNS="100")
+    )
     assert text.exit_code == 0, text.output
     flat = " ".join(text.stdout.split())
     assert flat.count("looked in") == len(rows) - len(import_only)

@@ -170,7 +170,7 @@ def test_sources_reports_the_skipped(tmp_path):
     (row,) = [r for r in rows if r["agent"] == "claude-code"]
     assert row["files"] == 1
     assert row["skipped"] == {REASON_OUTSIDE: 3, REASON_LOOP: 2, REASON_SPECIAL: 1, REASON_HARDLINK: 1}
-    assert "skipped 7 files: " in row["reason"] and "symlink loop 2" in row["reason"]
+    assert "skipped 7 paths: " in row["reason"] and "symlink loop 2" in row["reason"]
 
 
 def test_add_records_a_loop_and_a_fifo(tmp_path):
@@ -216,3 +216,32 @@ def test_directory_links_and_loops_in_a_recursive_search_are_counted(tmp_path):
     assert [p.path.name for p in d.files] == [f"rollout-2025-01-01T00-00-00-{sid}.jsonl"]
     assert d.skipped == {REASON_OUTSIDE: 1, REASON_LOOP: 2}
     assert sorted(Path(p).name for p, _ in d.skipped_examples) == ["02", "back", "self"]
+
+
+def test_sources_counts_every_refused_directory_link(tmp_path):
+    """A project folder linked to a folder outside that holds no session file, and a
+    folder linked back up the tree, were not counted by ``ctxkeep sources`` (only files
+    refused were): each refused directory link now counts once; a link whose files
+    were refused is still counted by its files, not twice; a link to a folder inside
+    is not refused."""
+    from ctxkeep.service.sources import SourcesRequest, sources
+
+    home = _hostile_home(tmp_path)  # its "-linked" folder leads out to a session: counted by it
+    projects = home / ".claude" / "projects"
+    empty = tmp_path / "notes"
+    empty.mkdir()
+    (empty / "todo.txt").write_text("not a session\n")
+    (projects / "-empty-link").symlink_to(empty)  # out, and nothing to find behind it
+    (projects / "-proj" / "up").symlink_to(projects)  # a loop up the tree
+    (projects / "-clean").mkdir()
+    (projects / "-alias").symlink_to(projects / "-clean")  # inside: fine
+    (row,) = [
+        r
+        for r in sources(tmp_path / "store", SourcesRequest.parse(), env={"HOME": str(home)}).rows
+        if r.agent == "claude-code"
+    ]
+    assert row.skipped == {REASON_OUTSIDE: 4, REASON_LOOP: 3, REASON_SPECIAL: 1, REASON_HARDLINK: 1}
+    why = {Path(x["path"]).name: x["reason"] for x in row.skipped_examples}
+    assert why["-empty-link"] == REASON_OUTSIDE and why["up"] == REASON_LOOP
+    assert "-linked" not in why and "-alias" not in why
+    assert "skipped 9 paths: " in row.reason
