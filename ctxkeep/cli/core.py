@@ -310,6 +310,8 @@ def search(
         err.print(f"[yellow]note:[/yellow] {n}", highlight=False)
     if not hits.hits:
         out.print("no matches" if not hits.omitted else hits.note, highlight=False)
+        if hits.suggestions:
+            out.print(hits.did_you_mean(), highlight=False, markup=False, soft_wrap=True)
         return
     style = {"head": "bold", "title": "", "snippet": "dim"}
     for h in hits.hits:
@@ -323,6 +325,8 @@ def search(
             )
     if hits.note:
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
+    if hits.suggestions:
+        out.print(hits.did_you_mean(), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()

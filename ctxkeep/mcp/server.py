@@ -128,6 +128,8 @@ def _render_hits(res: QueryHits) -> str:
         lines += [("- " if part == "head" else "  ") + line for part, line in h.render()]
     if res.note:
         lines.append(f"note: {res.note}")
+    if res.suggestions:
+        lines.append(res.did_you_mean())
     return "\n".join(lines)
 
 

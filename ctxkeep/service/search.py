@@ -161,9 +161,43 @@ class SearchHit(EntryHead):
         lines = [("head", head)]
         if self.title:
             lines.append(("title", self.title))
-        if self.snippet.rstrip("…") != self.title.rstrip("…"):  # a short text: its title says it all
-            lines.append(("snippet", self.snippet))
+        rest = _after_title(self.snippet, self.title, self.tool_name)
+        if rest:
+            lines.append(("snippet", rest))
         return lines
+
+
+def _after_title(snippet: str, title: str, tool: str | None = None) -> str:
+    """What ``snippet`` adds to ``title``: the snippet, or when it starts inside the
+    title's words (whitespace collapsed, as ``query.search.render.snippet`` collapses
+    them; at the text's start, or after a leading ``…`` at a point of the title's line;
+    a tool's title leads with the ``tool`` name, its text does not) and goes on past
+    them, only what follows them, led by ``…`` (from the start of the word a cut title
+    ends in; "" when nothing follows: a short text, its title says it all). The title
+    is the text's first line, so a snippet near the text's start repeated it."""
+    head = " ".join(title.rstrip("…").split())
+    heads = [head] + ([head[len(tool) + 1 :]] if tool and head.startswith(tool + " ") else [])
+    inner = snippet.startswith("…")
+    body = snippet[1:] if inner else snippet
+    for h in heads:
+        if not h:
+            continue
+        pos = h.find(body[:_OVERLAP_PROBE]) if inner and body else 0
+        if pos < 0 or not body.startswith(h[pos:]):
+            continue
+        cut = len(h) - pos
+        if title.endswith("…"):  # cut inside a word: from its start
+            cut -= len(h) - len(h.rstrip(_WORD_CHARS))
+            cut = cut if cut > 0 else len(h) - pos
+        rest = body[cut:].strip()
+        return "" if not rest.rstrip("…") else "…" + rest.lstrip("…")
+    return snippet
+
+
+#: characters of a snippet's start looked for in its title (``_after_title``)
+_OVERLAP_PROBE = 16
+#: the characters of a word, for a title cut inside one (``_after_title``)
+_WORD_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 
 
 class QueryHits(Result):
@@ -176,6 +210,18 @@ class QueryHits(Result):
     used_tokens: int = Field(description="estimated tokens of the listed hits")
     omitted: int = Field(description="hits left out by the budget")
     note: str = Field(description='why hits were cut or only some terms matched ("": none)')
+    suggestions: list[str] = Field(
+        default_factory=list,
+        description="did you mean: the query with the words the store does not hold replaced by near "
+        "words of its vocabulary, best first (given when no entry holds all the terms; [] otherwise)",
+    )
+
+    def did_you_mean(self) -> str:
+        """The suggestions as one line (``did you mean "a" or "b"?``; "" for none), the
+        one rendering every front end shows."""
+        if not self.suggestions:
+            return ""
+        return "did you mean " + " or ".join(f'"{q}"' for q in self.suggestions) + "?"
 
 
 class SearchResult(Result):
@@ -216,6 +262,7 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
                 used_tokens=r.used_tokens,
                 omitted=r.omitted,
                 note=r.note,
+                suggestions=r.suggestions,
             )
             for r in results
         ],

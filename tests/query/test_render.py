@@ -57,7 +57,8 @@ def test_hit_takes_its_newest_entry_and_counts_duplicates_and_folded_hits():
         "tool_result",
         "Read",
     )
-    assert (h.title, h.token_estimate, h.bytes, h.chunk, h.score) == ("T", 123, 456, 2, 0.012346)
+    # the content's title (``retrieve.titles``: without a tool name) led by the shown entry's tool
+    assert (h.title, h.token_estimate, h.bytes, h.chunk, h.score) == ("Read T", 123, 456, 2, 0.012346)
     assert h.duplicates == 5 - 1 + 2 and h.matched == ["words", "exact"]
     assert h.snippet == "alpha beta gamma delta"
     # the loaded entries count when the index-only total is smaller (never below)

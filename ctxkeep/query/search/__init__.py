@@ -35,6 +35,8 @@ How a query is answered:
    filters, a conversation's entry before a ``meta`` record such as Aider's input
    history; ``duplicates`` counts the others), then hits are taken in rank order
    until the token budget is spent.
+5. When no entry holds all the terms (or none matched), the query words the store
+   does not hold get near words of its vocabulary (``suggest``: "did you mean").
 
 Cost bounds for large stores (rank windows, filter scans): ``retrieve``.
 
@@ -43,7 +45,7 @@ Timestamps are ISO-8601 UTC text as stored in ``entries.ts``.
 The modules, in the order a query goes through them: ``parse`` (terms, FTS5 MATCH
 expressions, ``Filters``, ``parse_when``), ``retrieve`` (the SQL of the candidate
 lists and its execution), ``rank`` (fusion, priors, ties, folding), ``render``
-(``Hit``, snippets, titles, budget); ``search`` below runs them. Their tunables
+(``Hit``, snippets, titles, budget), ``suggest`` ("did you mean"); ``search`` below runs them. Their tunables
 (``retrieve.RANK_WINDOW``, ``rank.KIND_WEIGHT`` …) are read from those modules.
 """
 
@@ -52,9 +54,10 @@ from __future__ import annotations
 import sqlite3
 
 from ctxkeep.errors import SearchSyntaxError
-from ctxkeep.query.search import rank, render, retrieve
+from ctxkeep.query.search import rank, render, retrieve, suggest
 from ctxkeep.query.search.parse import (
     _WORD_RE,
+    _WORD_TOKEN_RE,
     MAX_TERMS,
     Filters,
     _prefix_star,
@@ -211,6 +214,10 @@ def search(
     ):
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)
+    if not raw and not any(m in h.matched for h in hits for m in ("words", "grams_all", "symbols", "exact")):
+        # found nothing, or only entries holding some of the terms: "did you mean"
+        words = [w for t in ts if _word_term(t) for w in _WORD_TOKEN_RE.findall(t)]
+        res.suggestions = suggest.suggestions(conn, query, words)
     return res
 
 

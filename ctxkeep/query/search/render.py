@@ -57,7 +57,9 @@ class SearchResult:
 
     ``budget_tokens`` None means no budget; ``used_tokens`` is the estimated size of
     the returned tier-1 entries; ``omitted`` hits were ranked but cut by the budget;
-    ``note`` says so in one line ('' when nothing was cut).
+    ``note`` says so in one line ('' when nothing was cut); ``suggestions`` are the
+    query with its words the store does not hold replaced by near ones, best first
+    ("did you mean"; ``suggest.suggestions``; [] when the search found enough).
     """
 
     query: str
@@ -66,6 +68,7 @@ class SearchResult:
     used_tokens: int = 0
     omitted: int = 0
     note: str = ""
+    suggestions: list[str] = field(default_factory=list)
 
     # a result reads as its list of hits (``for h in search(...)``, ``[0]``, ``len``),
     # as ``search`` returned before budgets existed
@@ -95,6 +98,7 @@ class SearchResult:
             "used_tokens": self.used_tokens,
             "omitted": self.omitted,
             "note": self.note,
+            "suggestions": list(self.suggestions),
         }
 
 
@@ -133,11 +137,15 @@ def to_hit(
     c: Candidate, *, title: str | None, ts: list[str], score: float, matched: list[str], folded: int
 ) -> Hit:
     """The hit of candidate ``c`` (shown as its newest passing entry): ``title`` is the
-    content's first-chunk title (``title_of``), the snippet is around the terms ``ts``
+    content's first-chunk title (``retrieve.titles``: without a tool name) led by the
+    shown entry's tool name, if any (``title_of``), the snippet is around the terms ``ts``
     (the whole query first), ``score`` is rounded to 6 decimals, ``duplicates`` counts
     the other entries holding the text plus the ``folded`` near-duplicate hits."""
+    shown = c.entries[0]
+    if title and shown.tool_name:  # a tool's text: titled by the tool, as the word index weighs it
+        title = f"{shown.tool_name} {title}"
     return Hit(
-        **vars(c.entries[0]),
+        **vars(shown),
         title=title_of(title),
         token_estimate=c.token_estimate,
         bytes=c.bytes,

@@ -252,10 +252,16 @@ def holders_count_sql(content_ids: list[int]) -> Sql:
     )
 
 
+#: characters of a content's start read with its title (``titles``): its first line
+TITLE_HEAD_CHARS = 1000
+
+
 def titles_sql(content_ids: list[int]) -> Sql:
-    """Rows ``(content_id, title)``: the first chunk's title of each content."""
+    """Rows ``(content_id, title, head)``: the first chunk's title of each content and
+    the first ``TITLE_HEAD_CHARS`` characters of its text."""
     return Sql(
-        f"SELECT content_id, title FROM chunks WHERE seq = 0 AND content_id IN ({_marks(len(content_ids))})",
+        f"SELECT content_id, title, substr(text, 1, {TITLE_HEAD_CHARS}) FROM chunks "
+        f"WHERE seq = 0 AND content_id IN ({_marks(len(content_ids))})",
         content_ids,
     )
 
@@ -508,7 +514,18 @@ def load_candidates(
 
 
 def titles(conn: sqlite3.Connection, content_ids: list[int]) -> dict[int, str]:
-    """content_id → the title of its first chunk ('' or absent when it has none)."""
+    """content_id → the title of its first chunk without the tool name stored before it
+    ('' or absent when it has none). The stored title of a text's first chunk leads
+    with the tool name of the entry that stored the text first (``sinks.sqlite.load``:
+    tool names weigh like titles), which another entry holding the same text does not
+    have: an Aider chat message shared with its ``.aider.input.history`` record showed
+    ``input_history /copy-context …``. The hit adds its own entry's tool name
+    (``render.to_hit``)."""
     if not content_ids:
         return {}
-    return dict(conn.execute(*titles_sql(content_ids)).fetchall())
+    out = {}
+    for cid, title, head in conn.execute(*titles_sql(content_ids)).fetchall():
+        start = (head or "").lstrip()  # the title is the first non-blank line, stripped
+        rest = title.split(" ", 1)[1] if " " in title else ""
+        out[cid] = rest if rest and not start.startswith(title) and start.startswith(rest) else title
+    return out

@@ -220,11 +220,14 @@ TABLES: dict[str, str] = {
   sha BLOB NOT NULL, text INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(gen_id, entry_id, seq)) WITHOUT ROWID""",
 }
 
+#: the tokenizer of the word index ``fts_words`` (``vocab.index_terms`` stems words with it)
+WORDS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
 FTS_TABLES: dict[str, str] = {
     # FTS5 over chunks (external content: the text is stored once); facets never rank
-    "fts_words": """CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
+    "fts_words": f"""CREATE VIRTUAL TABLE IF NOT EXISTS fts_words USING fts5(
   title, text, facets, content='chunks', content_rowid='chunk_id',
-  tokenize='porter unicode61 remove_diacritics 2')""",
+  tokenize='{WORDS_TOKENIZE}')""",
     # CJK bigrams and identifier parts of chunks (rowid = chunk_id). Contentless (v8):
     # the terms are never read back, only matched and ranked; a row is deleted with
     # the values it was inserted with, recomputed from the chunk (``fts.delete_chunk_rows``)

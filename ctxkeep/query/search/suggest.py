@@ -1,0 +1,98 @@
+"""Did you mean: near words of the store for the query words it does not hold.
+
+A query word is unknown when the word index holds its term in no chunk (the index's
+``fts5vocab`` document count, ``sinks.sqlite.vocab.term_docs``, is 0). For each
+unknown word of ``MIN_CHARS`` or more ASCII letters and digits, the store's vocabulary
+(``sinks.sqlite.vocab.near_words``: its words of about the same length that start with
+the same letter) is compared with ``difflib.SequenceMatcher`` (Ratcliff/Obershelp
+similarity, Python's standard library); the words at least ``CUTOFF`` alike whose term
+the index holds are kept, the most alike first, then the most common (chunks holding
+the term). The suggestions are the query with each unknown word replaced: its best
+near word, then its second and third (``MAX_SUGGESTIONS``).
+
+Runs only when a search found little (``search``: no entry holding all the terms); its
+SQL is in ``sinks.sqlite.vocab``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sqlite3
+
+from ctxkeep.sinks.sqlite import vocab
+
+#: the shortest query word a suggestion is looked for (the vocabulary keeps words of 4+)
+MIN_CHARS = 4
+#: how alike a suggested word must be (``difflib.SequenceMatcher.ratio``, 0-1): 0.75
+#: takes one wrong, missing, extra or swapped letter in a word of 4+ letters
+#: (``databse`` → ``database`` 0.93, ``serach`` → ``search`` 0.83, ``conifg`` →
+#: ``config`` 0.83) and leaves out unrelated words of one shared stem
+CUTOFF = 0.75
+#: how much longer or shorter than the query word a suggested word may be
+LENGTH_SLACK = 2
+#: near words kept per unknown word, and whole-query suggestions given at most
+MAX_SUGGESTIONS = 3
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def unknown_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
+    """The ``words`` (lower-cased, each once) of ``MIN_CHARS``+ ASCII letters and
+    digits, with a letter, whose term no chunk of the word index holds."""
+    cand = [w.lower() for w in dict.fromkeys(words)]
+    cand = [w for w in cand if len(w) >= MIN_CHARS and _WORD.fullmatch(w) and not w.isdigit()]
+    if not cand:
+        return []
+    terms = vocab.index_terms(conn, cand)
+    docs = vocab.term_docs(conn, list(terms.values()))
+    return [w for w in cand if w in terms and not docs[terms[w]]]
+
+
+def near(conn: sqlite3.Connection, word: str) -> list[str]:
+    """Up to ``MAX_SUGGESTIONS`` words of the store near ``word`` (lower-case), best
+    first: similarity ≥ ``CUTOFF``, then the chunks holding the word's term; only words
+    the word index holds, one per index term (the most alike of ``database`` and
+    ``databases``)."""
+    pool = vocab.near_words(conn, word[0], max(MIN_CHARS, len(word) - LENGTH_SLACK), len(word) + LENGTH_SLACK)
+    alike = difflib.get_close_matches(word, pool, n=MAX_SUGGESTIONS * 4, cutoff=CUTOFF)
+    if not alike:
+        return []
+    terms = vocab.index_terms(conn, alike)
+    docs = vocab.term_docs(conn, list(terms.values()))
+    sm = difflib.SequenceMatcher(b=word)
+    scored = []
+    for w in alike:
+        n = docs.get(terms.get(w, ""), 0)
+        if n:
+            sm.set_seq1(w)
+            scored.append((-round(sm.ratio(), 2), -n, w))
+    out, stems = [], set()
+    for *_, w in sorted(scored):
+        if terms[w] not in stems:  # one word per term (not both database and databases)
+            stems.add(terms[w])
+            out.append(w)
+    return out[:MAX_SUGGESTIONS]
+
+
+def suggestions(conn: sqlite3.Connection, query: str, words: list[str]) -> list[str]:
+    """``query`` with its unknown ``words`` (``unknown_words``) replaced by near words
+    of the store (``near``): up to ``MAX_SUGGESTIONS`` whole queries, best first ([]
+    when every word is known or none has a near word). A word is replaced where it
+    stands as a whole word (case-insensitively); the rest of the query is kept."""
+    choices = {}
+    for w in unknown_words(conn, words):
+        got = near(conn, w)
+        if got:
+            choices[w] = got
+    if not choices:
+        return []
+    out: list[str] = []
+    for i in range(MAX_SUGGESTIONS):
+        q = query
+        for w, got in choices.items():
+            pick = got[min(i, len(got) - 1)]
+            q = re.sub(rf"(?<![A-Za-z0-9]){re.escape(w)}(?![A-Za-z0-9])", pick, q, flags=re.IGNORECASE)
+        if q not in out and q != query:
+            out.append(q)
+    return out
