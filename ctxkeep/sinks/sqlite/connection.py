@@ -7,8 +7,9 @@ created 0600. A writable open creates and migrates the schema (``ensure_schema``
 Every open goes through ``connect``, which first checks the file (``store_safety``):
 a damaged header raises StoreDamaged; before any open (a reader's too) a
 ``store.db-wal`` left by no live process is checked against this database's identity
-and moved aside when it belongs to another one (``store_safety.check_wal``; in a
-read-only directory a reader opens the database immutable instead, without the WAL). The identity (``meta.store_id``,
+and moved aside when it belongs to another one (``store_safety.check_wal``). A reader
+opens a store it cannot open ``mode=ro`` (a read-only mount or folder without
+``store.db-shm``) immutable instead, without the WAL (``_open_readonly``). The identity (``meta.store_id``,
 ``meta.created_at`` and, in the SQLite header, ``application_id`` = ``APPLICATION_ID``
 and ``user_version`` = the id's first 32 bits) is written by the first writable open;
 every ``write`` transaction rewrites ``user_version``, so each transaction in the WAL
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,6 +73,34 @@ def _create_private(path: Path) -> None:
         os.close(fd)
 
 
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """``path`` opened read-only (``mode=ro``), or, when SQLite cannot open it so
+    (SQLITE_CANTOPEN: a WAL-mode store on a read-only mount or in a read-only folder
+    without its ``store.db-shm``, which a reader must create; SQLite's "WAL mode on
+    read-only media", https://sqlite.org/wal.html#readonly), opened ``immutable``: the
+    database file alone, without locks or the WAL. A WAL left beside it then holds
+    commits this reader cannot see: one warning says so (the store is read as of its
+    last checkpoint). Raises sqlite3.DatabaseError for any other failure."""
+    uri = Path(os.path.abspath(path)).as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # opens the file and its WAL
+        return conn
+    except sqlite3.OperationalError as e:
+        conn.close()
+        if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_CANTOPEN or not path.is_file():
+            raise
+    wal = Path(f"{path}-wal")
+    if wal.is_file() and wal.stat().st_size:
+        sys.stderr.write(
+            f"warning: {path} is read-only and its {wal.name} ({wal.stat().st_size:,} bytes) cannot be "
+            "applied: read as of its last checkpoint - open it once where it is writable to fold it in\n"
+        )
+    return sqlite3.connect(
+        f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+    )
+
+
 def connect(home: Path, *, readonly: bool = False, mmap: bool = False) -> sqlite3.Connection:
     """Open (creating if needed, unless ``readonly``) ``<home>/store.db``.
 
@@ -88,20 +118,16 @@ def connect(home: Path, *, readonly: bool = False, mmap: bool = False) -> sqlite
     if readonly and not path.exists():
         raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
     store_safety.check_file(Path(home))  # StoreDamaged: header, size, a 0-byte store that held data
-    wal = None
     if not readonly:
         ensure_home(Path(home))
         # a foreign WAL is moved aside, never applied. Readers do not check: on a fresh
         # store a killed writer's own WAL was judged foreign by a read-only open (test
         # test_own_wal_of_a_killed_writer_is_applied), and moving it would lose commits.
-        wal = store_safety.check_wal(Path(home))
+        store_safety.check_wal(Path(home))
         _create_private(path)
     try:
         if readonly:
-            immutable = "&immutable=1" if wal == store_safety.UNMOVABLE else ""
-            conn = sqlite3.connect(
-                f"file:{path}?mode=ro{immutable}", uri=True, isolation_level=None, check_same_thread=False
-            )
+            conn = _open_readonly(path)
         else:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:

@@ -1,0 +1,110 @@
+"""Read commands on a read-only store (a new user's defect): a store copied to a
+read-only mount without its ``store.db-shm`` (as a backup or a shared folder holds it)
+failed every read command with "unable to open database file": a ``mode=ro`` open of
+a WAL-mode database must create the WAL index beside it. Readers now fall back to an
+``immutable`` open (``sinks.sqlite.connection._open_readonly``).
+
+Root writes through permission bits, so as root the store is put on a read-only bind
+mount; otherwise its folder and files are made read-only with chmod. Skipped (with the
+reason) when neither can be made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import CORPUS_HOME, cannot_mount
+from ctxkeep.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def read_only_store(corpus_store, tmp_path):
+    """A copy of the corpus store (no ``-shm``, no ``-wal``, no lock) in a folder that
+    cannot be written: a read-only bind mount as root, chmod otherwise."""
+    src = tmp_path / "src"
+    shutil.copytree(corpus_store[0], src, ignore=shutil.ignore_patterns("*-shm", "*-wal", "*.lock"))
+    assert not list(src.glob("store.db-*"))
+    if os.geteuid() == 0:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        r = subprocess.run(["mount", "--bind", str(src), str(ro)], capture_output=True)
+        if r.returncode:
+            cannot_mount(f"cannot bind-mount here: {r.stderr.decode().strip()}")
+        r = subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], capture_output=True)
+        if r.returncode:
+            subprocess.run(["umount", "-l", str(ro)], check=False)
+            cannot_mount(f"cannot remount a bind mount read-only here: {r.stderr.decode().strip()}")
+        try:
+            yield ro
+        finally:
+            subprocess.run(["umount", "-l", str(ro)], check=False)
+        return
+    for p in [*src.rglob("*"), src]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        yield src
+    finally:
+        for p in [src, *src.rglob("*")]:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+def _cannot_write(d: Path) -> None:
+    with pytest.raises(OSError):
+        (d / "probe").write_text("x")
+
+
+def test_mode_ro_alone_cannot_open_it(read_only_store):
+    """The condition itself (so the test below tests something): SQLite's ``mode=ro``
+    open fails here for want of the WAL index."""
+    _cannot_write(read_only_store)
+    c = sqlite3.connect(f"file:{read_only_store / 'store.db'}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.OperationalError, match="unable to open database file"):
+        c.execute("SELECT count(*) FROM meta").fetchall()
+    c.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "python: command not found", "--json"),
+        ("search", "python: command not found"),
+        ("sessions", "--json"),
+        ("stats", "--json"),
+        ("sources", "--json"),
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_read_commands_work_on_a_read_only_store(read_only_store, args):
+    before = {p.name: p.stat().st_mtime_ns for p in read_only_store.iterdir()}
+    r = runner.invoke(app, [*args, "--home", str(read_only_store)], env={"HOME": str(CORPUS_HOME)})
+    assert r.exit_code == 0, r.output
+    if "--json" in args:
+        d = json.loads(r.stdout)
+        assert d["schema"] == 1
+    if args[0] == "search":
+        assert "codex  019a" in r.stdout or "019a802a" in r.stdout  # the Codex session holding the error
+    elif args[0] == "sessions":
+        assert len(d["sessions"]) >= 10
+    elif args[0] == "stats":
+        assert d["entries"] > 1000
+    assert {p.name: p.stat().st_mtime_ns for p in read_only_store.iterdir()} == before
+
+
+def test_show_reads_an_entry_on_a_read_only_store(read_only_store):
+    r = runner.invoke(app, ["search", "python: command not found", "--json", "--home", str(read_only_store)])
+    assert r.exit_code == 0, r.output
+    eid = json.loads(r.stdout)["hits"][0]["entry_id"]
+    r = runner.invoke(app, ["show", eid, "--home", str(read_only_store)])
+    assert r.exit_code == 0, r.output
+    assert "command not found" in r.stdout
