@@ -17,6 +17,8 @@ import shutil
 import sqlite3
 import stat
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,13 +30,10 @@ from ctxkeep.cli import app
 runner = CliRunner()
 
 
-@pytest.fixture
-def read_only_store(corpus_store, tmp_path):
-    """A copy of the corpus store (no ``-shm``, no ``-wal``, no lock) in a folder that
-    cannot be written: a read-only bind mount as root, chmod otherwise."""
-    src = tmp_path / "src"
-    shutil.copytree(corpus_store[0], src, ignore=shutil.ignore_patterns("*-shm", "*-wal", "*.lock"))
-    assert not list(src.glob("store.db-*"))
+@contextmanager
+def _made_read_only(src: Path, tmp_path: Path) -> Iterator[Path]:
+    """``src`` where it cannot be written: a read-only bind mount of it as root (root
+    writes through permission bits), else ``src`` itself chmod'ed read-only."""
     if os.geteuid() == 0:
         ro = tmp_path / "ro"
         ro.mkdir()
@@ -57,6 +56,17 @@ def read_only_store(corpus_store, tmp_path):
     finally:
         for p in [src, *src.rglob("*")]:
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+@pytest.fixture
+def read_only_store(corpus_store, tmp_path):
+    """A copy of the corpus store (no ``-shm``, no ``-wal``, no lock) in a folder that
+    cannot be written."""
+    src = tmp_path / "src"
+    shutil.copytree(corpus_store[0], src, ignore=shutil.ignore_patterns("*-shm", "*-wal", "*.lock"))
+    assert not list(src.glob("store.db-*"))
+    with _made_read_only(src, tmp_path) as ro:
+        yield ro
 
 
 def _cannot_write(d: Path) -> None:
@@ -108,3 +118,35 @@ def test_show_reads_an_entry_on_a_read_only_store(read_only_store):
     r = runner.invoke(app, ["show", eid, "--home", str(read_only_store)])
     assert r.exit_code == 0, r.output
     assert "command not found" in r.stdout
+
+
+def test_a_wal_it_cannot_apply_is_said_once(corpus_store, tmp_path, capsys):
+    """A WAL copied beside the store (commits not yet checkpointed) but no WAL index:
+    the store is read as of its last checkpoint, and one warning line says so."""
+    from ctxkeep.sinks.sqlite import connect
+
+    live = tmp_path / "live"
+    shutil.copytree(corpus_store[0], live, ignore=shutil.ignore_patterns("*-shm", "*-wal", "*.lock"))
+    w = sqlite3.connect(live / "store.db", isolation_level=None)
+    w.execute("PRAGMA wal_autocheckpoint=0")
+    w.execute("INSERT INTO meta VALUES('nub-probe', 'in the WAL only')")
+    assert (live / "store.db-wal").stat().st_size > 0
+    # copied while the writer has it open, as a backup of a store in use is: the WAL
+    # beside the database, without the WAL index
+    src = tmp_path / "src"
+    shutil.copytree(live, src, ignore=shutil.ignore_patterns("*-shm", "*.lock"))
+    w.close()
+    assert (src / "store.db-wal").stat().st_size > 0 and not (src / "store.db-shm").exists()
+    with _made_read_only(src, tmp_path) as ro:
+        capsys.readouterr()
+        conn = connect(ro, readonly=True)
+        try:
+            n = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+            probe = conn.execute("SELECT value FROM meta WHERE key = 'nub-probe'").fetchone()
+        finally:
+            conn.close()
+        err = capsys.readouterr().err.splitlines()
+    assert n > 1000
+    assert probe is None  # the WAL's commit: not applied
+    assert len(err) == 1 and err[0].startswith("warning: ") and "store.db-wal" in err[0], err
+    assert "last checkpoint" in err[0]
