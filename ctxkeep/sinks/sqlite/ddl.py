@@ -222,6 +222,15 @@ TABLES: dict[str, str] = {
 
 #: the tokenizer of the word index ``fts_words`` (``vocab.index_terms`` stems words with it)
 WORDS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+#: the ``temp`` tables of "did you mean" (``vocab``; per connection, in memory, so a
+#: read-only connection makes them too): the word index's terms with the chunks holding
+#: each (``fts5vocab`` of type ``row``), and a probe table with the word index's
+#: tokenizer and its tokens (``fts5vocab`` of type ``instance``), which stems words
+TEMP_VOCAB_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words_terms USING fts5vocab(main, fts_words, row)",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.term_probe USING fts5(w, tokenize='{WORDS_TOKENIZE}')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.term_probe_terms USING fts5vocab(temp, term_probe, instance)",
+)
 
 FTS_TABLES: dict[str, str] = {
     # FTS5 over chunks (external content: the text is stored once); facets never rank
@@ -378,9 +387,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "STORED_AS_ID",
     "TABLES",
+    "TEMP_VOCAB_TABLES",
     "TITLE_OF_ROW",
     "TITLE_WEIGHT",
     "VIEW_COLUMNS",
+    "WORDS_TOKENIZE",
     "create_all",
     "set_ranks",
     "title_stored",

@@ -20,23 +20,16 @@ from __future__ import annotations
 
 import sqlite3
 
-from ctxkeep.sinks.sqlite.ddl import WORDS_TOKENIZE
+from ctxkeep.sinks.sqlite.ddl import TEMP_VOCAB_TABLES
 
 #: the candidates ``near_words`` returns at most (the words of one range, shortest first)
 NEAR_MAX = 50_000
 
 
 def _temp_tables(conn: sqlite3.Connection) -> None:
-    """The ``temp`` tables of this module, made once per connection."""
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words_terms USING fts5vocab(main, fts_words, row)"
-    )
-    conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.term_probe USING fts5(w, tokenize='{WORDS_TOKENIZE}')"
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.term_probe_terms USING fts5vocab(temp, term_probe, instance)"
-    )
+    """The ``temp`` tables of this module (``ddl.TEMP_VOCAB_TABLES``), made once per connection."""
+    for sql in TEMP_VOCAB_TABLES:
+        conn.execute(sql)
 
 
 def index_terms(conn: sqlite3.Connection, words: list[str]) -> dict[str, str]:
