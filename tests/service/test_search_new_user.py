@@ -143,9 +143,13 @@ def test_a_misspelled_query_gets_did_you_mean(corpus_store, query, first):
 
 
 def test_no_suggestion_when_the_words_are_found_or_nothing_is_near(corpus_store):
-    for query in ("orchestrator", "timeline filtering", "qzxvkjwplorbfemtu"):
+    # found as words; as prefixes of stored words (found by the prefix list); nothing near
+    for query in ("orchestrator", "timeline filtering", "orchestrat timelin", "qzxvkjwplorbfemtu"):
         (q,) = search(corpus_store[0], SearchRequest.parse(queries=[query])).results
         assert q.suggestions == [], query
+    # a prefix is kept as typed, the misspelled word beside it replaced
+    (q,) = search(corpus_store[0], SearchRequest.parse(queries=["orchestrat timelime"])).results
+    assert q.hits and q.suggestions == ["orchestrat timeline"]
 
 
 def test_cli_json_and_mcp_show_did_you_mean(corpus_store, tmp_path):

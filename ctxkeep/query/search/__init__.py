@@ -214,7 +214,9 @@ def search(
     ):
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)
-    if not raw and not any(m in h.matched for h in hits for m in ("words", "grams_all", "symbols", "exact")):
+    if not raw and not any(
+        m in h.matched for h in hits for m in ("words", "grams_all", "symbols", "exact", "subs")
+    ):
         # found nothing, or only entries holding some of the terms: "did you mean"
         words = [w for t in ts if _word_term(t) for w in _WORD_TOKEN_RE.findall(t)]
         res.suggestions = suggest.suggestions(conn, query, words)

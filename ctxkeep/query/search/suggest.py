@@ -1,7 +1,8 @@
 """Did you mean: near words of the store for the query words it does not hold.
 
-A query word is unknown when the word index holds its term in no chunk (the index's
-``fts5vocab`` document count, ``sinks.sqlite.vocab.term_docs``, is 0). For each
+A query word is unknown when no term of the word index is its term or starts with it
+(the index's ``fts5vocab`` table, ``sinks.sqlite.vocab.prefixes_held``: a prefix the
+search's prefix list found is not a misspelling). For each
 unknown word of ``MIN_CHARS`` or more ASCII letters and digits, the store's vocabulary
 (``sinks.sqlite.vocab.near_words``: its words of about the same length that start with
 the same letter) is compared with ``difflib.SequenceMatcher`` (Ratcliff/Obershelp
@@ -10,8 +11,8 @@ the index holds are kept, the most alike first, then the most common (chunks hol
 the term). The suggestions are the query with each unknown word replaced: its best
 near word, then its second and third (``MAX_SUGGESTIONS``).
 
-Runs only when a search found little (``search``: no entry holding all the terms); its
-SQL is in ``sinks.sqlite.vocab``.
+Runs only when a search found little (``search``: no entry holding all the terms, as
+words, substrings, symbols or verbatim); its SQL is in ``sinks.sqlite.vocab``.
 """
 
 from __future__ import annotations
@@ -39,14 +40,15 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 
 def unknown_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
     """The ``words`` (lower-cased, each once) of ``MIN_CHARS``+ ASCII letters and
-    digits, with a letter, whose term no chunk of the word index holds."""
+    digits, with a letter, whose term no term of the word index holds or starts with
+    (a prefix the search found, ``validateUs``, is not misspelled)."""
     cand = [w.lower() for w in dict.fromkeys(words)]
     cand = [w for w in cand if len(w) >= MIN_CHARS and _WORD.fullmatch(w) and not w.isdigit()]
     if not cand:
         return []
     terms = vocab.index_terms(conn, cand)
-    docs = vocab.term_docs(conn, list(terms.values()))
-    return [w for w in cand if w in terms and not docs[terms[w]]]
+    held = vocab.prefixes_held(conn, list(terms.values()))
+    return [w for w in cand if w in terms and terms[w] not in held]
 
 
 def near(conn: sqlite3.Connection, word: str) -> list[str]:

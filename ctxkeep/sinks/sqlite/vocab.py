@@ -58,6 +58,22 @@ def term_docs(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     return out
 
 
+def prefixes_held(conn: sqlite3.Connection, terms: list[str]) -> set[str]:
+    """The index ``terms`` that some term of the word index starts with (itself
+    included): what a prefix query finds (one range of the ``fts5vocab`` table each)."""
+    _temp_tables(conn)
+    out = set()
+    for t in dict.fromkeys(terms):
+        if not t:
+            continue
+        hi = t[:-1] + chr(ord(t[-1]) + 1)
+        if conn.execute(
+            "SELECT 1 FROM temp.fts_words_terms WHERE term >= ? AND term < ? LIMIT 1", (t, hi)
+        ).fetchone():
+            out.add(t)
+    return out
+
+
 def near_words(conn: sqlite3.Connection, first: str, shortest: int, longest: int) -> list[str]:
     """The ``vocab`` words starting with ``first`` (one or more characters, lower-case)
     of ``shortest`` to ``longest`` characters, shortest first, at most ``NEAR_MAX``
