@@ -27,7 +27,7 @@ import marimo as mo
 import polars as pl
 
 from ctxkeep.render import transcript as tr
-from ctxkeep.render.nbkit import Store, grain
+from ctxkeep.render.nbkit import Store, grain, store_problem
 
 #: the shortest tail of a project path shown on the charts (path components)
 TAIL_PARTS = 2
@@ -54,6 +54,26 @@ def project_labels(paths: Iterable[str | None]) -> dict[str | None, str]:
         tail = "/".join(parts[p][-n[p] :])
         out[p] = p if n[p] >= len(parts[p]) else "…/" + tail
     return out
+
+
+def store_unavailable(store: str, e: BaseException):
+    """The app's page when the store ``store`` cannot be opened (``e``): with none yet
+    (or no usage in it), what to run; else what failed, where and what to do
+    (``nbkit.store_problem``: a damaged store.db says doctor, a damaged
+    analytics.duckdb reindex)."""
+    from ctxkeep.errors import NothingStored
+
+    err = store_problem(store, e)
+    if isinstance(err, NothingStored) or err.what == "no store yet":
+        return mo.md(
+            f"# ctxkeep\n\n**Nothing to show yet:** {err.what}.\n\n"
+            "Run `ctxkeep ingest` (it finds the agents' session files on this machine), then reload this page."
+        )
+    where = f" (`{err.where}`)" if err.where else ""
+    return mo.md(
+        f"# ctxkeep\n\n**Cannot read the store:** {err.what}{where}.\n\n"
+        f"What to do: {err.todo or 'run `ctxkeep doctor`'}, then reload this page."
+    )
 
 
 def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:

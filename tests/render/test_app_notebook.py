@@ -29,6 +29,23 @@ def test_app_on_an_empty_home_says_what_to_run(tmp_path):
     assert "overview" not in defs  # it stopped there: no half-drawn views
 
 
+def test_app_on_a_damaged_store_says_what_failed_and_what_to_do(store):
+    """analytics.duckdb cut to half its size: the app said "Nothing to show yet: IO
+    Error … Run `ctxkeep ingest`", which cannot help; now it names the file and reindex."""
+    import os
+
+    duck = store / "analytics.duckdb"
+    os.truncate(duck, duck.stat().st_size // 2)
+    outputs, defs = report.run_notebook(APP, {"store": str(store)})
+    import re
+
+    text = re.sub(r"<[^>]+>", "", _texts(outputs))  # the markdown as rendered, tags removed
+    assert "Cannot read the store: analytics store is unreadable: IO Error" in text
+    assert f"({duck})" in text and "rebuild it from store.db with ctxkeep reindex" in text
+    assert "Nothing to show yet" not in text
+    assert "overview" not in defs
+
+
 def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpus_store):
     home, _ = corpus_store
     _outputs, defs = report.run_notebook(APP, {"store": str(home)})
