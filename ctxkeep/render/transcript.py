@@ -10,7 +10,8 @@ size and its error flag; edits (Claude Code ``Edit``/``MultiEdit`` arguments
 images the store keeps (``media``) inline as ``data:`` URIs. Nothing is loaded from
 elsewhere: no remote ``src``/``href`` (a link in a message becomes its text and its
 address, unless it points within the page; an image link its alt text and address), CSS in a ``<style>``,
-one inline script that opens every fold before printing.
+one inline script that opens every fold before printing (and, on a page opened at an
+entry, one that marks it and scrolls it into view: ``_FOCUS_JS``).
 
 Times are shown in the zone ``tz`` (IANA name).
 """
@@ -388,15 +389,34 @@ def page_html(
             (x.entry_id for x in shown if focus in (x.entry_id, x.result_entry_id) and x.entry_id), None
         )
         if owner:
-            script = (
-                f"<script>(()=>{{const e=document.getElementById({json.dumps('e-' + owner)});"
-                "if(!e)return;if(e.tagName==='DETAILS')e.open=true;e.classList.add('focus');"
-                "e.scrollIntoView({block:'center'})})()</script>"
-            )
+            script = "<script>" + _FOCUS_JS.replace("ENTRY_ID", json.dumps("e-" + owner)) + "</script>"
     return _document(
         f"{title[:80]} · ctxkeep",
         "\n".join(head) + '\n<main class="transcript">\n' + body + "\n</main>" + script,
     )
+
+
+#: the script of a page opened at an entry (a search hit): the entry marked (``.focus``),
+#: its fold opened, and scrolled into view. In the app (``ctxkeep ui``) the page is the
+#: ``srcdoc`` of a same-origin iframe that marimo (0.25, ``__resizeIframe`` in its
+#: index.html) grows to its content's height after the page's ``load``: the frame itself
+#: never scrolls, so scrolling there (what this script did first) moved nothing once
+#: marimo had sized it, and the hit stayed thousands of pixels below the app's fold.
+#: Here the script waits until the frame is sized (its viewport as tall as its
+#: document), then ``scrollIntoView`` scrolls the app's page (Chromium scrolls every
+#: scrolling ancestor, across a same-origin frame); for 10 s it scrolls again whenever
+#: the app's own layout (its table, charts) moves the entry out of view, until the user
+#: scrolls, types or clicks. A standalone page (no frame) scrolls at once.
+_FOCUS_JS = """(()=>{const e=document.getElementById(ENTRY_ID);if(!e)return;
+if(e.tagName==='DETAILS')e.open=true;e.classList.add('focus');
+let f=null;try{f=window.frameElement}catch(_){}
+const top=f?window.parent:window,t0=Date.now();let done=false;
+for(const w of new Set([window,top]))for(const k of ['wheel','touchmove','keydown','mousedown'])
+w.addEventListener(k,()=>{done=true},{once:true,passive:true});
+const tick=()=>{if(done)return;const sized=!f||innerHeight>=document.documentElement.scrollHeight-2;
+if(sized){const r=e.getBoundingClientRect(),y=r.top+(f?f.getBoundingClientRect().top:0),h=top.innerHeight;
+if(y<0||y+Math.min(r.height,h/2)>h)e.scrollIntoView({block:r.height>h*0.8?'start':'center'});}
+if(Date.now()-t0<10000)setTimeout(tick,100)};tick()})()"""
 
 
 def index_html(
