@@ -342,7 +342,8 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
     """Session ``sid``'s transcript, a page of ``per_page`` turns at a time (page
     ``page``, 0-based, or the page holding the entry ``focus``: a search hit): read by
     the service (only the page's texts), drawn in a frame, with links to the other
-    pages and to the resume snapshot. A long session is paged because drawn whole the
+    pages, to the resume snapshot and to its parent and sub-agents (those ``index``
+    holds). A long session is paged because drawn whole the
     largest session of a 2 GB store took 4.5 s to render and sent 28 MB to the browser."""
     from ctxkeep.service import transcripts as svc_tr
 
@@ -362,6 +363,13 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
     except Exception as e:
         return mo.md(f"**Cannot open session {sid}:** {e.args[0] if e.args else e}")
     own = t.session.session_id
+    known = {s.session_id for s in index or ()}
+
+    def session_link(other: str) -> str | None:
+        """The app's page of session ``other`` (its parent, a sub-agent), None when the
+        store does not hold it (an orphan sub-agent's parent)."""
+        return "?" + urllib.parse.urlencode({"tab": "Sessions", "session": other}) if other in known else None
+
     resume = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": own, "resume": "1"})
     lo, hi = t.window or (0, len(t.turns))
     pages = max(1, -(-len(t.turns) // per_page))
@@ -392,7 +400,8 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
                 "(what <code>ctxkeep resume</code> gives an agent to pick this session up)</p>" + pager
             ),
             mo.iframe(
-                tr.page_html(t, tz=tz, link=lambda _sid: None, index_href=None, focus=focus), height="900px"
+                tr.page_html(t, tz=tz, link=session_link, index_href=None, focus=focus, target="_top"),
+                height="900px",
             ),
         ]
     )

@@ -272,7 +272,14 @@ def _media_html(turn: Turn) -> str:
 # ---------------------------------------------------------------- one page
 
 
-def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str:
+def _session_a(href: str, text_html: str, target: str | None) -> str:
+    """A link to a session's page: ``text_html`` (escaped already) under ``href``,
+    opened in the browsing context ``target`` (None: this one)."""
+    t = f' target="{html.escape(target)}"' if target else ""
+    return f'<a href="{html.escape(href)}"{t}>{text_html}</a>'
+
+
+def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None], target: str | None = None) -> str:
     """One turn as an HTML block (``<section>`` for a message, ``<details>`` for a
     folded one). ``link(session_id)`` gives the href of a session's page (None: not
     exported)."""
@@ -318,8 +325,8 @@ def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str:
     if turn.kind == "subagent":
         href = link(turn.ref or "")
         title = html.escape(turn.text or turn.ref or "")
-        target = f'<a href="{html.escape(href)}">{title}</a>' if href else title
-        return f'<div class="subagent"><span class="tag">sub-agent</span> started · {when}: {target}</div>'
+        shown = _session_a(href, title, target) if href else title
+        return f'<div class="subagent"><span class="tag">sub-agent</span> started · {when}: {shown}</div>'
     return ""
 
 
@@ -331,13 +338,17 @@ def page_html(
     index_href: str | None,
     focus: str | None = None,
     window: tuple[int, int] | None = None,
+    target: str | None = None,
 ) -> str:
     """The whole HTML page of transcript ``t`` (see the module docstring). ``focus``:
     an entry id to open at (a search hit; a tool result opens its call's fold).
     ``window``: ``(start, stop)``, only ``t.turns[start:stop]`` are drawn, under a line
     saying which of how many (the app's pages of a long session: its largest on a 2 GB
     store has ~17,000 turns, 28 MB of HTML whole); the facts stay the session's.
-    Default: ``t.window`` (the turns whose texts were read), else every turn."""
+    Default: ``t.window`` (the turns whose texts were read), else every turn.
+    ``target``: where links to other sessions (``link``: parent, sub-agents) open
+    (the app: ``_top``, as its frame would load the whole app inside itself; they are
+    then resolved against the top window's address, ``_TOP_LINKS_JS``)."""
     window = window if window is not None else t.window
     s = t.session
     title = s.title or s.session_id
@@ -361,22 +372,20 @@ def page_html(
     if s.parent_session_id:
         href = link(s.parent_session_id)
         p = html.escape(s.parent_session_id)
-        head.append(
-            f"<tr><th>parent</th><td>{f'<a href={chr(34)}{html.escape(href)}{chr(34)}>{p}</a>' if href else p}</td></tr>"
-        )
+        head.append(f"<tr><th>parent</th><td>{_session_a(href, p, target) if href else p}</td></tr>")
     head.append("</table>")
     if t.subagents:
         items = []
         for k in t.subagents:
             href = link(k.session_id)
             name = html.escape(k.title or k.session_id)
-            items.append(f'<li><a href="{html.escape(href)}">{name}</a></li>' if href else f"<li>{name}</li>")
+            items.append(f"<li>{_session_a(href, name, target) if href else name}</li>")
         head.append(f"<h2>Sub-agents</h2><ul>{''.join(items)}</ul>")
     shown = t.turns if window is None else t.turns[window[0] : window[1]]
     if not t.turns:
         body = '<p class="empty">This session holds no messages or tool calls.</p>'
     else:
-        body = "\n".join(turn_html(x, tz, link) for x in shown)
+        body = "\n".join(turn_html(x, tz, link, target) for x in shown)
         if len(shown) < len(t.turns):
             first = (window or (0, 0))[0]
             body = (
@@ -390,6 +399,8 @@ def page_html(
         )
         if owner:
             script = "<script>" + _FOCUS_JS.replace("ENTRY_ID", json.dumps("e-" + owner)) + "</script>"
+    if target == "_top":
+        script += f"<script>{_TOP_LINKS_JS}</script>"
     return _document(
         f"{title[:80]} · ctxkeep",
         "\n".join(head) + '\n<main class="transcript">\n' + body + "\n</main>" + script,
@@ -417,6 +428,15 @@ const tick=()=>{if(done)return;const sized=!f||innerHeight>=document.documentEle
 if(sized){const r=e.getBoundingClientRect(),y=r.top+(f?f.getBoundingClientRect().top:0),h=top.innerHeight;
 if(y<0||y+Math.min(r.height,h/2)>h)e.scrollIntoView({block:r.height>h*0.8?'start':'center'});}
 if(Date.now()-t0<10000)setTimeout(tick,100)};tick()})()"""
+
+
+#: links that open in the top window (``target="_top"``: the app's links to other
+#: sessions) resolved against the top window's address: marimo serves a large frame
+#: from a file of its own (``/@file/….html``), against which ``?tab=…`` would name
+#: that file, not the app
+_TOP_LINKS_JS = """(()=>{try{const base=window.top.location.href;
+for(const a of document.querySelectorAll('a[target=_top]'))a.href=new URL(a.getAttribute('href'),base).href}
+catch(_){}})()"""
 
 
 def index_html(

@@ -143,6 +143,14 @@ def test_transcript_shows_its_first_prompt_and_a_folded_tool_call(page, app_url,
     tool.locator("summary").click()
     assert tool.evaluate("d => d.open") is True
     _shot(page, tmp_path, "app-transcript")
+    # its sub-agent's link opens the sub-agent's transcript in the app's window
+    kid = frame.locator("div.subagent a").first
+    kid.click()
+    page.wait_for_url("**session=agent-*", timeout=60_000)
+    sub = urllib.parse.parse_qs(page.url.split("?", 1)[1])["session"][0]
+    heading = _visible(page, "Transcript ·")
+    assert sub in heading.inner_text(), heading.inner_text()
+    assert len(page.frames) == 2  # the app and one transcript frame: not the app inside the frame
 
 
 def test_a_long_transcript_opens_a_page_at_a_time(page, app_url, tmp_path):

@@ -97,6 +97,37 @@ def test_the_transcript_view_links_to_the_sessions_resume_snapshot(corpus_store)
     assert len(words) > 20 and words <= plain, sorted(words - plain)[:10]
 
 
+def test_the_transcript_view_links_to_its_sub_agents_and_parent(corpus_store):
+    """ef95 started a sub-agent: its transcript links it (in the Sub-agents list and at
+    the turn it started), opening in the app's window (``target="_top"``: a link in the
+    frame would load the app inside the frame); the sub-agent links back to its parent.
+    The links were drawn as plain text in the app."""
+    import html as h
+    import urllib.parse
+
+    from ctxkeep.service import transcripts as svc_tr
+
+    home, _ = corpus_store
+    sid = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    kids = [
+        k.session_id
+        for k in next(svc_tr.transcripts(svc_tr.TranscriptRequest(home=home, sessions=[sid]))).subagents
+    ]
+    assert kids
+
+    def a(session: str) -> str:
+        href = h.escape("?" + urllib.parse.urlencode({"tab": "Sessions", "session": session}))
+        return f'<a href="{href}" target="_top">'
+
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid}})
+    page = h.unescape(defs["transcript_view"].text)  # the frame's srcdoc, unescaped once
+    for kid in kids:
+        assert page.count(a(kid)) >= 2, kid  # in the Sub-agents list and where it started
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions", "session": kids[0]}})
+    page = h.unescape(defs["transcript_view"].text)
+    assert f"<th>parent</th><td>{a(sid)}{sid}</a>" in page
+
+
 def test_the_sessions_table_holds_the_newest_table_rows_and_counts_the_rest(corpus_store):
     from ctxkeep.service import transcripts as svc_tr
 
