@@ -215,13 +215,14 @@ def write_reports(
     check_out_dir(out_dir, force)
     from ctxkeep.service.analytics import open_store
 
+    from ctxkeep.service.store import reading
+
     try:  # fail early, with one line: no store, a damaged analytics file or store.db header
         _home, duck, lite = open_store(home)
         duck.close()
-        try:
-            lite.execute("PRAGMA schema_version").fetchone()
-        finally:
-            lite.close()
+        lite.close()
+        with reading(home):  # opening store.db checks it (a damaged one: StoreDamaged)
+            pass
     except Exception as e:
         raise failure(home, e, "opening the store") from None
     src = notebooks_dir()
