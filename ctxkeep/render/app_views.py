@@ -438,8 +438,65 @@ def search_view(home, query: str, agents: list[str]):
     )
 
 
+def vault_runs(st: Store) -> tuple[list, Any]:
+    """The Store tab's vault and runs parts: the vault per agent (``ctxkeep vault
+    status``: files, sessions, generations, bytes as found and stored, files an agent
+    will delete that it does not hold whole) and the last 20 runs (ingest, compress,
+    purge, retention, backfill; by hand or on ``serve``'s schedules): ``(vault parts
+    (a line and a table), runs table)``, or sentences saying why there is none."""
+    from ctxkeep.service import runs as svc_runs
+    from ctxkeep.service import vault as svc_vault
+
+    try:
+        v = svc_vault.vault_status(svc_vault.VaultStatusRequest(home=st.home))
+        rows = [
+            {
+                "agent": a.agent,
+                "files": a.files,
+                "sessions": a.sessions,
+                "generations": a.generations,
+                "found (bytes)": a.raw_bytes,
+                "stored (bytes)": a.stored_bytes,
+                "deletes": a.deletes or "",
+                "at risk": len(a.at_risk),
+            }
+            for a in v.agents
+        ]
+        vault = (
+            [
+                mo.md(
+                    f"`{v.vault_dir}`: {v.pack_bytes:,} bytes of packs; "
+                    + (
+                        f"**{v.at_risk:,} files at risk** (an agent will delete them and the vault "
+                        "does not hold them whole: `ctxkeep vault status`)"
+                        if v.at_risk
+                        else "no file at risk"
+                    )
+                ),
+                mo.ui.table(rows, selection=None, show_data_types=False),
+            ]
+            if rows
+            else [
+                mo.md("*The vault holds nothing yet: `ctxkeep ingest` captures the session files into it.*")
+            ]
+        )
+    except Exception as e:
+        vault = [mo.md(f"*Vault status unavailable: {e.args[0] if e.args else e}.*")]
+    try:
+        got = svc_runs.recent_runs(svc_runs.RunsRequest(home=st.home)).runs
+        runs = (
+            mo.ui.table([r.model_dump() for r in got], selection=None, show_data_types=False, page_size=20)
+            if got
+            else mo.md("*No runs recorded yet.*")
+        )
+    except Exception as e:
+        runs = mo.md(f"*Runs unavailable: {e.args[0] if e.args else e}.*")
+    return vault, runs
+
+
 def store_view(st: Store):
-    """The Store tab: coverage per agent, the quarantine, the store's files."""
+    """The Store tab: coverage per agent, the quarantine, the vault, the last runs,
+    the store's files."""
     from ctxkeep.sinks.files import store_files
 
     cover = st.q("""
@@ -455,6 +512,7 @@ def store_view(st: Store):
         orient="row",
     )
     files = store_files(st.home)
+    vault, runs = vault_runs(st)
     return mo.vstack(
         [
             mo.md(f"### Sources and coverage\nStore `{st.home}` (read-only here; times UTC)."),
@@ -465,6 +523,10 @@ def store_view(st: Store):
             mo.ui.table(q, selection=None, show_data_types=False)
             if q.height
             else mo.md("*The quarantine is empty: every line and row was read.*"),
+            mo.md("### Vault"),
+            *vault,
+            mo.md("### Runs (the last 20; times UTC)"),
+            runs,
             mo.md("### Files\n" + "\n".join(f"- `{k}`: {v:,} bytes" for k, v in files.items())),
         ]
     )

@@ -128,6 +128,27 @@ def test_the_transcript_view_links_to_its_sub_agents_and_parent(corpus_store):
     assert f"<th>parent</th><td>{a(sid)}{sid}</a>" in page
 
 
+def test_the_store_tab_shows_the_vault_and_the_runs(corpus_store):
+    """Issue 23's Store tab: "sources, coverage, quarantine, vault status, schedule
+    runs" (vault and runs were missing). The corpus store was made by one ingest: its
+    run is listed with the entries it added; the vault lists the agents it captured."""
+    from ctxkeep.render import app_views
+    from ctxkeep.render.nbkit import Store
+
+    home, _ = corpus_store
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Store"}})
+    text = defs["store_view"].text
+    assert "Vault" in text and "Runs (the last 20; times UTC)" in text
+    vault, runs = app_views.vault_runs(Store(str(home), "UTC", "", ""))
+    (run,) = runs.data
+    entries = q(home, "SELECT count(*) FROM entries")[0][0]
+    assert run["flow"] == "ingest" and run["status"] == "ok" and run["entries_new"] == entries > 0
+    agents = {r["agent"]: r for r in vault[1].data}
+    assert {"claude-code", "codex"} <= set(agents)
+    assert all(r["files"] > 0 and r["stored (bytes)"] > 0 for r in agents.values())
+    assert agents["claude-code"]["found (bytes)"] > agents["claude-code"]["stored (bytes)"]
+
+
 def test_the_sessions_table_holds_the_newest_table_rows_and_counts_the_rest(corpus_store):
     from ctxkeep.service import transcripts as svc_tr
 
