@@ -214,7 +214,6 @@ def write_reports(
     out_dir = Path(out_dir)
     check_out_dir(out_dir, force)
     from ctxkeep.service.analytics import open_store
-
     from ctxkeep.service.store import reading
 
     try:  # fail early, with one line: no store, a damaged analytics file or store.db header
