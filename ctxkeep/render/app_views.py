@@ -501,7 +501,8 @@ def store_view(st: Store):
 
     cover = st.q("""
         SELECT agent, count(DISTINCT session_id) AS sessions, count(*) AS entries,
-               min(ts) AT TIME ZONE 'UTC' AS first, max(ts) AT TIME ZONE 'UTC' AS last,
+               strftime(min(ts) AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M') AS first,
+               strftime(max(ts) AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M') AS last,
                count(*) FILTER (WHERE archived) AS archived
         FROM all_entries GROUP BY agent ORDER BY entries DESC""")
     q = pl.DataFrame(
