@@ -18,9 +18,10 @@ Pages (seconds from navigation until the view's content is visible): Overview (i
 summary line and every chart drawn), Sessions (the table), a transcript (the largest
 session's page in its frame), Search (the hits of a word), a hit (the largest
 session opened at its middle message, as a search hit's link does, until the marked
-entry is scrolled inside the viewport). Peers: ``ctxkeep report daily --json``,
-``ctxkeep sessions --json``, ``ctxkeep show --session ID``, ``ctxkeep search WORD``,
-``ctxkeep show ENTRY`` (whole process). Needs Debian's chromium and Playwright (dev group).
+entry is scrolled inside the viewport), Store (coverage, quarantine, vault, runs).
+Peers: ``ctxkeep report daily --json``, ``ctxkeep sessions --json``, ``ctxkeep show
+--session ID``, ``ctxkeep search WORD``, ``ctxkeep show ENTRY``, ``ctxkeep vault
+status`` (whole process). Needs Debian's chromium and Playwright (dev group).
 Prints figures (median of ``RUNS``, default 3); asserts nothing (target: every page
 under 2 s on a 2 GB store).
 """
@@ -188,6 +189,7 @@ def main(store: Path) -> None:
         "transcript": (url + f"?tab=Sessions&session={sid}", lambda pg: expect(pg.frame_locator("iframe >> visible=true").first.locator("main.transcript")).to_be_attached(timeout=600_000)),
         "search": (url + f"?tab=Search&q={word}", lambda pg: expect(pg.locator("text=hits for >> visible=true").first).to_be_visible(timeout=600_000)),
         "hit": (url + f"?{hit}", _hit_in_view),
+        "store": (url + "?tab=Store", lambda pg: expect(pg.locator("text=Runs (the last 20 >> visible=true").first).to_be_visible(timeout=600_000)),
     }  # fmt: skip
     peers = {
         "overview": ("report", "daily", "--json", "--home", str(store)),
@@ -195,6 +197,7 @@ def main(store: Path) -> None:
         "transcript": ("show", "--session", sid, "--home", str(store)),
         "search": ("search", word, "--home", str(store)),
         "hit": ("show", urllib.parse.parse_qs(hit)["entry"][0], "--home", str(store)),
+        "store": ("vault", "status", "--home", str(store)),
     }
     times: dict[str, list[float]] = {k: [] for k in pages}
     cpus: dict[str, list[float]] = {k: [] for k in pages}
