@@ -425,10 +425,15 @@ def search_view(home, query: str, agents: list[str]):
     for h in res.hits:
         href = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": h.session_id, "entry": h.entry_id})
         p = dict(h.render())  # the one rendering of a hit (SearchHit.render)
+        title, snippet = p.get("title") or "", p.get("snippet")
+        if snippet and title and snippet.startswith(title.rstrip("…")):
+            # the title is the snippet's first line cut short: the snippet alone, linked
+            # (the page showed the same words twice)
+            title, snippet = snippet, None
         items.append(
-            f'<li class="hit"><a href="{href}" target="_top">{html.escape(p.get("title") or h.entry_id)}</a>'
+            f'<li class="hit"><a href="{href}" target="_top">{html.escape(title or h.entry_id)}</a>'
             f"<br><small>{html.escape(p['head'])}</small>"
-            + (f"<br>{html.escape(p['snippet'])}" if "snippet" in p else "")
+            + (f"<br>{html.escape(snippet)}" if snippet else "")
             + "</li>"
         )
     return mo.Html(
