@@ -353,3 +353,82 @@ def test_report_html_draws_a_chart_of_more_than_5000_rows():
     assert ">5,000<" in out or ">6,000<" in out  # the x axis reaches the last rows
     with pytest.raises(alt.MaxRowsError):  # the limit is lifted for the page only
         chart.to_json()
+
+
+# ---------------------------------------------------------------- any failure: one line
+
+
+def _one_error(r, code: int) -> str:
+    """The one ``error:`` line of a failed `report html` (its other stderr lines are
+    progress: ``running NAME.py …``, ``  wrote PATH (S s)``); no traceback, exit ``code``."""
+    assert r.exit_code == code, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert "Traceback" not in r.output
+    progress = ("running ", "  wrote ")
+    errors = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith(progress)]
+    assert len(errors) == 1 and errors[0].startswith("error: "), r.stderr
+    return errors[0]
+
+
+def test_report_html_of_a_damaged_store_db_is_one_line(store, tmp_path):
+    """store.db with a garbage header: `report html` wrote two pages, then blamed its
+    store notebook ("notebook store failed: DatabaseError: file is not a database …
+    open it with `marimo edit`"); now the store's own line before any page."""
+    db = store / "store.db"
+    db.write_bytes(b"this is not a SQLite database" * 4096)
+    r = _cli("report", "html", str(tmp_path / "out"), "--home", str(store))
+    assert _one_error(r, 1) == f"error: store.db is damaged ({db}) - run 'ctxkeep doctor'"
+    assert not (tmp_path / "out" / "usage.html").exists()
+
+
+@pytest.mark.parametrize("damage", ["checksum", "truncated"])
+def test_report_html_of_a_damaged_analytics_file_is_one_line(store, tmp_path, damage):
+    """analytics.duckdb with a block whose checksum does not match (what a SIGKILL
+    mid-checkpoint left in CI's crash trials: found on opening), or cut to half its
+    size (found by the first notebook's first query). Truncated, `report html` wrote
+    its three pages saying "No data to show: IO Error … run `ctxkeep ingest` first"
+    and exited 0; now one line naming the file and `reindex`, exit 1, no page."""
+    import os
+
+    duck = store / "analytics.duckdb"
+    if damage == "checksum":
+        with open(duck, "r+b") as f:  # the first data block after DuckDB's three 4 KiB headers
+            f.seek(3 * 4096 + 200)
+            b = f.read(1)
+            f.seek(3 * 4096 + 200)
+            f.write(bytes([b[0] ^ 0xFF]))
+    else:
+        os.truncate(duck, duck.stat().st_size // 2)
+    out = tmp_path / "out"
+    r = _cli("report", "html", str(out), "--home", str(store))
+    line = _one_error(r, 1)
+    assert line.startswith("error: analytics store is unreadable: ") and f"({duck})" in line
+    assert line.endswith("- rebuild it from store.db with `ctxkeep reindex`")
+    assert not list(out.glob("*.html"))
+
+
+def test_report_html_a_failing_cell_and_a_full_disk_are_one_line(corpus_store, tmp_path, monkeypatch):
+    import errno
+
+    home, _ = corpus_store
+
+    def boom(path, params):
+        raise ValueError("cell 3 raised\nKeyError: 'cost_usd'")
+
+    monkeypatch.setattr(report, "run_notebook", boom)
+    r = _cli("report", "html", str(tmp_path / "a"), "--home", str(home))
+    nb = report.notebooks_dir() / "usage.py"
+    assert _one_error(r, 1) == (
+        f"error: notebook usage failed: ValueError: KeyError: 'cost_usd' ({nb}) - "
+        f"open it with `marimo edit {nb}` to see the cell"
+    )
+    monkeypatch.setattr(report, "run_notebook", lambda path, params: ([], {}))
+
+    def full(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    r = _cli("report", "html", str(tmp_path / "b"), "--home", str(home))
+    assert _one_error(r, 1).startswith(
+        f"error: no space left on the device ({tmp_path / 'b' / 'usage.html'}) - "
+    )

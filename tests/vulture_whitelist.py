@@ -111,6 +111,7 @@ tombstones
 watermarks_dropped
 would_compress
 raw_base64
+started_at  # service.runs.Run: shown in the app's Store tab by model_dump
 # maintenance.scrub.ScrubFile / service.secrets.ScrubFileResult field, written out by asdict (--json)
 lines_changed
 # marimo notebooks' file-format marker (ctxkeep/notebooks/*.py), read by marimo

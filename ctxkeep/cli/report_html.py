@@ -1,5 +1,7 @@
 """``ctxkeep report html DIR``: the analytics notebooks (marimo) run against the store
-as scripts and written as self-contained HTML pages (``render.report``)."""
+as scripts and written as self-contained HTML pages (``render.report``). Any failure
+(a damaged store, a full disk, a cell's error) ends it with one ``error:`` line and
+its exit code (``render.report.failure``), never a traceback."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, err, failing
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, err
 from ctxkeep.cli.options import since_option, until_option
 from ctxkeep.cli.report import report_app
 from ctxkeep.errors import CtxkeepError
@@ -43,7 +45,10 @@ def html(
         w = window(zone(timezone), since or "", until or "")
     except CtxkeepError as e:
         _fail(e, 2)
-    h = _home(home)
+    try:
+        h = _home(home)
+    except CtxkeepError as e:  # --home names a file
+        _fail(e)
     started = {}
 
     def progress(name: str, state: str) -> None:
@@ -63,8 +68,10 @@ def html(
         "since": w.since.isoformat() if w.since else "",
         "until": w.until.isoformat() if w.until else "",
     }
-    with failing():
+    try:
         paths = report.write_reports(h, out_dir, params, progress=progress, force=force)
+    except Exception as e:  # any failure: one line and its exit code, never a traceback
+        _fail(report.failure(h, e, "report html", str(out_dir)))
     if as_json:
         _print_json({"timezone": w.tz, "since": w.since, "until": w.until, "pages": [str(p) for p in paths]})
         return

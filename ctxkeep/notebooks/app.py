@@ -43,17 +43,11 @@ def _(mo):
 
 
 @app.cell
-def _(Store, local_timezone, mo, store):
+def _(Store, local_timezone, mo, store, views):
     try:
         st = Store(store, "UTC", "", "")
     except Exception as _e:
-        mo.stop(
-            True,
-            mo.md(
-                f"# ctxkeep\n\n**Nothing to show yet:** {_e.args[0] if _e.args else _e}.\n\n"
-                "Run `ctxkeep ingest` (it finds the agents' session files on this machine), then reload this page."
-            ),
-        )
+        mo.stop(True, views.store_unavailable(store, _e))
     local_tz = local_timezone()
     return local_tz, st
 

@@ -27,7 +27,7 @@ import marimo as mo
 import polars as pl
 
 from ctxkeep.render import transcript as tr
-from ctxkeep.render.nbkit import Store, grain
+from ctxkeep.render.nbkit import Store, grain, store_problem
 
 #: the shortest tail of a project path shown on the charts (path components)
 TAIL_PARTS = 2
@@ -54,6 +54,26 @@ def project_labels(paths: Iterable[str | None]) -> dict[str | None, str]:
         tail = "/".join(parts[p][-n[p] :])
         out[p] = p if n[p] >= len(parts[p]) else "…/" + tail
     return out
+
+
+def store_unavailable(store: str, e: BaseException):
+    """The app's page when the store ``store`` cannot be opened (``e``): with none yet
+    (or no usage in it), what to run; else what failed, where and what to do
+    (``nbkit.store_problem``: a damaged store.db says doctor, a damaged
+    analytics.duckdb reindex)."""
+    from ctxkeep.errors import NothingStored
+
+    err = store_problem(store, e)
+    if isinstance(err, NothingStored) or err.what == "no store yet":
+        return mo.md(
+            f"# ctxkeep\n\n**Nothing to show yet:** {err.what}.\n\n"
+            "Run `ctxkeep ingest` (it finds the agents' session files on this machine), then reload this page."
+        )
+    where = f" (`{err.where}`)" if err.where else ""
+    return mo.md(
+        f"# ctxkeep\n\n**Cannot read the store:** {err.what}{where}.\n\n"
+        f"What to do: {err.todo or 'run `ctxkeep doctor`'}, then reload this page."
+    )
 
 
 def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:
@@ -322,7 +342,8 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
     """Session ``sid``'s transcript, a page of ``per_page`` turns at a time (page
     ``page``, 0-based, or the page holding the entry ``focus``: a search hit): read by
     the service (only the page's texts), drawn in a frame, with links to the other
-    pages and to the resume snapshot. A long session is paged because drawn whole the
+    pages, to the resume snapshot and to its parent and sub-agents (those ``index``
+    holds). A long session is paged because drawn whole the
     largest session of a 2 GB store took 4.5 s to render and sent 28 MB to the browser."""
     from ctxkeep.service import transcripts as svc_tr
 
@@ -342,6 +363,13 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
     except Exception as e:
         return mo.md(f"**Cannot open session {sid}:** {e.args[0] if e.args else e}")
     own = t.session.session_id
+    known = {s.session_id for s in index or ()}
+
+    def session_link(other: str) -> str | None:
+        """The app's page of session ``other`` (its parent, a sub-agent), None when the
+        store does not hold it (an orphan sub-agent's parent)."""
+        return "?" + urllib.parse.urlencode({"tab": "Sessions", "session": other}) if other in known else None
+
     resume = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": own, "resume": "1"})
     lo, hi = t.window or (0, len(t.turns))
     pages = max(1, -(-len(t.turns) // per_page))
@@ -372,7 +400,8 @@ def transcript_view(home, index: list, sid: str, *, tz: str, focus: str | None, 
                 "(what <code>ctxkeep resume</code> gives an agent to pick this session up)</p>" + pager
             ),
             mo.iframe(
-                tr.page_html(t, tz=tz, link=lambda _sid: None, index_href=None, focus=focus), height="900px"
+                tr.page_html(t, tz=tz, link=session_link, index_href=None, focus=focus, target="_top"),
+                height="900px",
             ),
         ]
     )
@@ -396,10 +425,15 @@ def search_view(home, query: str, agents: list[str]):
     for h in res.hits:
         href = "?" + urllib.parse.urlencode({"tab": "Sessions", "session": h.session_id, "entry": h.entry_id})
         p = dict(h.render())  # the one rendering of a hit (SearchHit.render)
+        title, snippet = p.get("title") or "", p.get("snippet")
+        if snippet and title and snippet.startswith(title.rstrip("…")):
+            # the title is the snippet's first line cut short: the snippet alone, linked
+            # (the page showed the same words twice)
+            title, snippet = snippet, None
         items.append(
-            f'<li class="hit"><a href="{href}" target="_top">{html.escape(p.get("title") or h.entry_id)}</a>'
+            f'<li class="hit"><a href="{href}" target="_top">{html.escape(title or h.entry_id)}</a>'
             f"<br><small>{html.escape(p['head'])}</small>"
-            + (f"<br>{html.escape(p['snippet'])}" if "snippet" in p else "")
+            + (f"<br>{html.escape(snippet)}" if snippet else "")
             + "</li>"
         )
     return mo.Html(
@@ -409,13 +443,75 @@ def search_view(home, query: str, agents: list[str]):
     )
 
 
+def vault_runs(st: Store) -> tuple[list, Any]:
+    """The Store tab's vault and runs parts: the vault per agent (``ctxkeep vault
+    status``: files, sessions, generations, bytes as found and stored, files an agent
+    will delete that it does not hold whole) and the last 20 runs (ingest, compress,
+    purge, retention, backfill; by hand or on ``serve``'s schedules): ``(vault parts
+    (a line and a table), runs table)``, or sentences saying why there is none."""
+    from ctxkeep.service import runs as svc_runs
+    from ctxkeep.service import vault as svc_vault
+
+    try:
+        # 0.6-1.0 CPU s on a 2 GB store (its entries joined to the vault's files): asked
+        # once per store change, shared by the pages (files coming due are seen then)
+        v = st.cached(
+            "vault_status", lambda: svc_vault.vault_status(svc_vault.VaultStatusRequest(home=st.home))
+        )
+        rows = [
+            {
+                "agent": a.agent,
+                "files": a.files,
+                "sessions": a.sessions,
+                "generations": a.generations,
+                "found (bytes)": a.raw_bytes,
+                "stored (bytes)": a.stored_bytes,
+                "deletes": a.deletes or "",
+                "at risk": len(a.at_risk),
+            }
+            for a in v.agents
+        ]
+        vault = (
+            [
+                mo.md(
+                    f"`{v.vault_dir}`: {v.pack_bytes:,} bytes of packs; "
+                    + (
+                        f"**{v.at_risk:,} files at risk** (an agent will delete them and the vault "
+                        "does not hold them whole: `ctxkeep vault status`)"
+                        if v.at_risk
+                        else "no file at risk"
+                    )
+                ),
+                mo.ui.table(rows, selection=None, show_data_types=False),
+            ]
+            if rows
+            else [
+                mo.md("*The vault holds nothing yet: `ctxkeep ingest` captures the session files into it.*")
+            ]
+        )
+    except Exception as e:
+        vault = [mo.md(f"*Vault status unavailable: {e.args[0] if e.args else e}.*")]
+    try:
+        got = svc_runs.recent_runs(svc_runs.RunsRequest(home=st.home)).runs
+        runs = (
+            mo.ui.table([r.model_dump() for r in got], selection=None, show_data_types=False, page_size=20)
+            if got
+            else mo.md("*No runs recorded yet.*")
+        )
+    except Exception as e:
+        runs = mo.md(f"*Runs unavailable: {e.args[0] if e.args else e}.*")
+    return vault, runs
+
+
 def store_view(st: Store):
-    """The Store tab: coverage per agent, the quarantine, the store's files."""
+    """The Store tab: coverage per agent, the quarantine, the vault, the last runs,
+    the store's files."""
     from ctxkeep.sinks.files import store_files
 
     cover = st.q("""
         SELECT agent, count(DISTINCT session_id) AS sessions, count(*) AS entries,
-               min(ts) AT TIME ZONE 'UTC' AS first, max(ts) AT TIME ZONE 'UTC' AS last,
+               strftime(min(ts) AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M') AS first,
+               strftime(max(ts) AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M') AS last,
                count(*) FILTER (WHERE archived) AS archived
         FROM all_entries GROUP BY agent ORDER BY entries DESC""")
     q = pl.DataFrame(
@@ -426,6 +522,7 @@ def store_view(st: Store):
         orient="row",
     )
     files = store_files(st.home)
+    vault, runs = vault_runs(st)
     return mo.vstack(
         [
             mo.md(f"### Sources and coverage\nStore `{st.home}` (read-only here; times UTC)."),
@@ -436,6 +533,10 @@ def store_view(st: Store):
             mo.ui.table(q, selection=None, show_data_types=False)
             if q.height
             else mo.md("*The quarantine is empty: every line and row was read.*"),
+            mo.md("### Vault"),
+            *vault,
+            mo.md("### Runs (the last 20; times UTC)"),
+            runs,
             mo.md("### Files\n" + "\n".join(f"- `{k}`: {v:,} bytes" for k, v in files.items())),
         ]
     )

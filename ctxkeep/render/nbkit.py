@@ -256,18 +256,40 @@ def page_params() -> tuple[str, str, str, str]:
 
 
 def open_page(store: str, timezone: str, since: str, until: str) -> Store:
-    """The page's ``Store`` for the period; without one (no store yet, or an ingest
-    holds it) the cell stops here showing ``no_store`` (``mo.stop``), so no later cell
-    draws half a page."""
+    """The page's ``Store`` for the period. Without one (no store yet, an ingest holds
+    it, a damaged file) the cell stops here showing ``no_store`` (``mo.stop``), so no
+    later cell draws half a page; run as a script (``report html``) the error is
+    raised instead: a static page saying "no data" would be written as if it were a
+    report (the caller says what failed, in one line: ``render.report.failure``)."""
     try:
         return Store(store, timezone, since, until)
     except Exception as e:
-        mo.stop(True, no_store(e))
+        if not interactive():
+            raise
+        mo.stop(True, no_store(store, e))
         raise  # not reached: mo.stop raises
 
 
-def no_store(e: Exception):
-    """What a notebook shows when it cannot open the store (no store yet, or a running
-    ingest holds it): the error and what to run."""
-    hint = getattr(e, "hint", None) or "run `ctxkeep ingest` first"
-    return mo.md(f"**No data to show:** {e.args[0] if e.args else e}.\n\nWhat to do: {hint}.")
+def store_problem(store: str, e: BaseException):
+    """``e``, raised opening or reading the store ``store`` ("": the default home), as
+    the one error a user acts on (``render.report.failure``: no store yet, a damaged
+    store.db or analytics.duckdb, a full disk, ...): a ``CtxkeepError``."""
+    from ctxkeep.render.report import failure
+    from ctxkeep.service.store import resolve_home
+
+    try:
+        home = resolve_home(store or None)
+    except Exception:  # the home itself is the problem: ``e`` says so
+        home = Path(store or ".")
+    return failure(home, e, "opening the store")
+
+
+def no_store(store: str, e: BaseException):
+    """What a notebook shows when it cannot open the store ``store``: what failed,
+    where, and what to do (``store_problem``; a damaged file says to run doctor or
+    reindex, not ingest)."""
+    err = store_problem(store, e)
+    where = f" (`{err.where}`)" if err.where else ""
+    return mo.md(
+        f"**No data to show:** {err.what}{where}.\n\nWhat to do: {err.todo or 'run `ctxkeep ingest` first'}."
+    )

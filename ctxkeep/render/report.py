@@ -136,6 +136,45 @@ code{background:#f3f3f3;padding:0 .2em}
 """
 
 
+def failure(
+    home: Path, e: BaseException, doing: str, where: str | None = None, hint: str | None = None
+) -> CtxkeepError:
+    """The one-line error of a failure ``e`` while ``doing`` (e.g. ``notebook usage``):
+    a file-system failure anywhere in its causes (full disk, read-only, permission:
+    ``errors.from_os_error``, naming its file or the store), itself when it is a
+    ``CtxkeepError``, ``store.db is damaged (…) - run 'ctxkeep doctor'`` for SQLite's
+    SQLITE_CORRUPT/SQLITE_NOTADB and ``analytics store is unreadable: … - … reindex``
+    for DuckDB's damage texts, each found in ``e`` or its causes (a cell's error reaches
+    here as marimo raised it); anything else (a bug) as ``<doing> failed: <type>: <its
+    last line>`` naming ``where``, with ``hint`` (default: check the store, else report
+    the bug). Never raises."""
+    from ctxkeep.service.store import store_error
+    from ctxkeep.sinks.analytics_file import analytics_damage
+    from ctxkeep.sinks.analytics_read import unreadable
+
+    fs = from_os_error(e, where=str(home))
+    if fs is not None:
+        return fs
+    seen: list[BaseException] = []
+    x: BaseException | None = e
+    while x is not None and len(seen) < 32 and not any(x is y for y in seen):
+        seen.append(x)
+        known = store_error(home, x)
+        if known is not None:
+            return known
+        if type(x).__module__.startswith(("duckdb", "_duckdb")) and analytics_damage(x):
+            return unreadable(home, x)  # type: ignore[arg-type]  # a DuckDB error is an Exception
+        x = x.__cause__ or x.__context__
+    text = str(e).strip()
+    last = text.splitlines()[-1] if text else ""
+    return CtxkeepError(
+        f"{doing} failed: {type(e).__name__}{': ' + last if last else ''}",
+        where=where,
+        hint=hint
+        or "run `ctxkeep doctor` to check the store; if it is sound, this is a ctxkeep bug: report it",
+    )
+
+
 def check_out_dir(out_dir: Path, force: bool = False) -> None:
     """Refuse a DIR that is a file, or a non-empty folder that holds no previous report
     (no ``MARKER``) unless ``force``: a report
@@ -165,7 +204,8 @@ def write_reports(
     ``since``, ``until`` (text; "" = open). ``progress(name, "running"|"done")``.
     Returns the written paths (index last). Raises CtxkeepError when the extra is
     missing, the store cannot be opened (checked first, one line) or a notebook fails
-    (its name and the error); UsageError for a DIR that is a file or a non-empty folder
+    (its name and the error; a damaged store, a full disk: ``failure``'s one line);
+    UsageError for a DIR that is a file or a non-empty folder
     that holds no previous report without ``force`` (``check_out_dir``, before any
     notebook runs); FileSystemError when DIR cannot be made."""
     missing = missing_modules()
@@ -174,10 +214,16 @@ def write_reports(
     out_dir = Path(out_dir)
     check_out_dir(out_dir, force)
     from ctxkeep.service.analytics import open_store
+    from ctxkeep.service.store import reading
 
-    _home, duck, lite = open_store(home)  # fail early, with one line
-    duck.close()
-    lite.close()
+    try:  # fail early, with one line: no store, a damaged analytics file or store.db header
+        _home, duck, lite = open_store(home)
+        duck.close()
+        lite.close()
+        with reading(home):  # opening store.db checks it (a damaged one: StoreDamaged)
+            pass
+    except Exception as e:
+        raise failure(home, e, "opening the store") from None
     src = notebooks_dir()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -194,16 +240,16 @@ def write_reports(
     for name, title in NOTEBOOKS:
         if progress:
             progress(name, "running")
+        path = out_dir / f"{name}.html"
         try:
             outputs, _defs = run_notebook(src / f"{name}.py", {"store": str(home), **params})
-        except Exception as e:  # a cell failed: its error, in one line
-            raise CtxkeepError(
-                f"notebook {name} failed: {type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
-                where=str(src / f"{name}.py"),
-                hint=f"open it with `marimo edit {src / f'{name}.py'}` to see the cell",
+            text = page(title, outputs, nav)
+        except Exception as e:  # a cell failed: the store's error, or the cell's, in one line
+            nb = src / f"{name}.py"
+            raise failure(
+                home, e, f"notebook {name}", str(nb), f"open it with `marimo edit {nb}` to see the cell"
             ) from None
-        path = out_dir / f"{name}.html"
-        path.write_text(page(title, outputs, nav), encoding="utf-8")
+        _write(path, text)
         written.append(path)
         if progress:
             progress(name, "done")
@@ -211,17 +257,27 @@ def write_reports(
     made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     items = "".join(f'<li><a href="{n}.html">{html.escape(t)}</a></li>' for n, t in NOTEBOOKS)
     period = f"{params.get('since') or 'start'} … {params.get('until') or 'today'} ({params.get('timezone')})"
-    index.write_text(
+    _write(
+        index,
         page(
             "ctxkeep reports",
             [],
             f"<h1>ctxkeep reports</h1><p>Store <code>{html.escape(str(home))}</code>, period "
             f"{html.escape(period)}, made {made}.</p><ul>{items}</ul>",
         ),
-        encoding="utf-8",
     )
     written.append(index)
-    (out_dir / MARKER).write_text(
-        json.dumps({"schema": 1, "pages": [p.name for p in written]}), encoding="utf-8"
-    )
+    _write(out_dir / MARKER, json.dumps({"schema": 1, "pages": [p.name for p in written]}))
     return written
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path``; a file-system failure (full disk, read-only,
+    permission) as its one-line FileSystemError naming the file."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise (
+            from_os_error(e, str(path))
+            or CtxkeepError(f"cannot write the page: {e.strerror or e}", where=str(path))
+        ) from None

@@ -10,7 +10,8 @@ size and its error flag; edits (Claude Code ``Edit``/``MultiEdit`` arguments
 images the store keeps (``media``) inline as ``data:`` URIs. Nothing is loaded from
 elsewhere: no remote ``src``/``href`` (a link in a message becomes its text and its
 address, unless it points within the page; an image link its alt text and address), CSS in a ``<style>``,
-one inline script that opens every fold before printing.
+one inline script that opens every fold before printing (and, on a page opened at an
+entry, one that marks it and scrolls it into view: ``_FOCUS_JS``).
 
 Times are shown in the zone ``tz`` (IANA name).
 """
@@ -271,7 +272,14 @@ def _media_html(turn: Turn) -> str:
 # ---------------------------------------------------------------- one page
 
 
-def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str:
+def _session_a(href: str, text_html: str, target: str | None) -> str:
+    """A link to a session's page: ``text_html`` (escaped already) under ``href``,
+    opened in the browsing context ``target`` (None: this one)."""
+    t = f' target="{html.escape(target)}"' if target else ""
+    return f'<a href="{html.escape(href)}"{t}>{text_html}</a>'
+
+
+def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None], target: str | None = None) -> str:
     """One turn as an HTML block (``<section>`` for a message, ``<details>`` for a
     folded one). ``link(session_id)`` gives the href of a session's page (None: not
     exported)."""
@@ -317,8 +325,8 @@ def turn_html(turn: Turn, tz: str, link: Callable[[str], str | None]) -> str:
     if turn.kind == "subagent":
         href = link(turn.ref or "")
         title = html.escape(turn.text or turn.ref or "")
-        target = f'<a href="{html.escape(href)}">{title}</a>' if href else title
-        return f'<div class="subagent"><span class="tag">sub-agent</span> started · {when}: {target}</div>'
+        shown = _session_a(href, title, target) if href else title
+        return f'<div class="subagent"><span class="tag">sub-agent</span> started · {when}: {shown}</div>'
     return ""
 
 
@@ -330,13 +338,17 @@ def page_html(
     index_href: str | None,
     focus: str | None = None,
     window: tuple[int, int] | None = None,
+    target: str | None = None,
 ) -> str:
     """The whole HTML page of transcript ``t`` (see the module docstring). ``focus``:
     an entry id to open at (a search hit; a tool result opens its call's fold).
     ``window``: ``(start, stop)``, only ``t.turns[start:stop]`` are drawn, under a line
     saying which of how many (the app's pages of a long session: its largest on a 2 GB
     store has ~17,000 turns, 28 MB of HTML whole); the facts stay the session's.
-    Default: ``t.window`` (the turns whose texts were read), else every turn."""
+    Default: ``t.window`` (the turns whose texts were read), else every turn.
+    ``target``: where links to other sessions (``link``: parent, sub-agents) open
+    (the app: ``_top``, as its frame would load the whole app inside itself; they are
+    then resolved against the top window's address, ``_TOP_LINKS_JS``)."""
     window = window if window is not None else t.window
     s = t.session
     title = s.title or s.session_id
@@ -360,22 +372,20 @@ def page_html(
     if s.parent_session_id:
         href = link(s.parent_session_id)
         p = html.escape(s.parent_session_id)
-        head.append(
-            f"<tr><th>parent</th><td>{f'<a href={chr(34)}{html.escape(href)}{chr(34)}>{p}</a>' if href else p}</td></tr>"
-        )
+        head.append(f"<tr><th>parent</th><td>{_session_a(href, p, target) if href else p}</td></tr>")
     head.append("</table>")
     if t.subagents:
         items = []
         for k in t.subagents:
             href = link(k.session_id)
             name = html.escape(k.title or k.session_id)
-            items.append(f'<li><a href="{html.escape(href)}">{name}</a></li>' if href else f"<li>{name}</li>")
+            items.append(f"<li>{_session_a(href, name, target) if href else name}</li>")
         head.append(f"<h2>Sub-agents</h2><ul>{''.join(items)}</ul>")
     shown = t.turns if window is None else t.turns[window[0] : window[1]]
     if not t.turns:
         body = '<p class="empty">This session holds no messages or tool calls.</p>'
     else:
-        body = "\n".join(turn_html(x, tz, link) for x in shown)
+        body = "\n".join(turn_html(x, tz, link, target) for x in shown)
         if len(shown) < len(t.turns):
             first = (window or (0, 0))[0]
             body = (
@@ -388,15 +398,45 @@ def page_html(
             (x.entry_id for x in shown if focus in (x.entry_id, x.result_entry_id) and x.entry_id), None
         )
         if owner:
-            script = (
-                f"<script>(()=>{{const e=document.getElementById({json.dumps('e-' + owner)});"
-                "if(!e)return;if(e.tagName==='DETAILS')e.open=true;e.classList.add('focus');"
-                "e.scrollIntoView({block:'center'})})()</script>"
-            )
+            script = "<script>" + _FOCUS_JS.replace("ENTRY_ID", json.dumps("e-" + owner)) + "</script>"
+    if target == "_top":
+        script += f"<script>{_TOP_LINKS_JS}</script>"
     return _document(
         f"{title[:80]} · ctxkeep",
         "\n".join(head) + '\n<main class="transcript">\n' + body + "\n</main>" + script,
     )
+
+
+#: the script of a page opened at an entry (a search hit): the entry marked (``.focus``),
+#: its fold opened, and scrolled into view. In the app (``ctxkeep ui``) the page is the
+#: ``srcdoc`` of a same-origin iframe that marimo (0.25, ``__resizeIframe`` in its
+#: index.html) grows to its content's height after the page's ``load``: the frame itself
+#: never scrolls, so scrolling there (what this script did first) moved nothing once
+#: marimo had sized it, and the hit stayed thousands of pixels below the app's fold.
+#: Here the script waits until the frame is sized (its viewport as tall as its
+#: document), then ``scrollIntoView`` scrolls the app's page (Chromium scrolls every
+#: scrolling ancestor, across a same-origin frame); for 10 s it scrolls again whenever
+#: the app's own layout (its table, charts) moves the entry out of view, until the user
+#: scrolls, types or clicks. A standalone page (no frame) scrolls at once.
+_FOCUS_JS = """(()=>{const e=document.getElementById(ENTRY_ID);if(!e)return;
+if(e.tagName==='DETAILS')e.open=true;e.classList.add('focus');
+let f=null;try{f=window.frameElement}catch(_){}
+const top=f?window.parent:window,t0=Date.now();let done=false;
+for(const w of new Set([window,top]))for(const k of ['wheel','touchmove','keydown','mousedown'])
+w.addEventListener(k,()=>{done=true},{once:true,passive:true});
+const tick=()=>{if(done)return;const sized=!f||innerHeight>=document.documentElement.scrollHeight-2;
+if(sized){const r=e.getBoundingClientRect(),y=r.top+(f?f.getBoundingClientRect().top:0),h=top.innerHeight;
+if(y<0||y+Math.min(r.height,h/2)>h)e.scrollIntoView({block:r.height>h*0.8?'start':'center'});}
+if(Date.now()-t0<10000)setTimeout(tick,100)};tick()})()"""
+
+
+#: links that open in the top window (``target="_top"``: the app's links to other
+#: sessions) resolved against the top window's address: marimo serves a large frame
+#: from a file of its own (``/@file/….html``), against which ``?tab=…`` would name
+#: that file, not the app
+_TOP_LINKS_JS = """(()=>{try{const base=window.top.location.href;
+for(const a of document.querySelectorAll('a[target=_top]'))a.href=new URL(a.getAttribute('href'),base).href}
+catch(_){}})()"""
 
 
 def index_html(

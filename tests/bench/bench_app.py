@@ -16,9 +16,12 @@ what a page costs without the browser and the server.
 
 Pages (seconds from navigation until the view's content is visible): Overview (its
 summary line and every chart drawn), Sessions (the table), a transcript (the largest
-session's page in its frame), Search (the hits of a word). Peers: ``ctxkeep report
-daily --json``, ``ctxkeep sessions --json``, ``ctxkeep show --session ID``, ``ctxkeep
-search WORD`` (whole process). Needs Debian's chromium and Playwright (dev group).
+session's page in its frame), Search (the hits of a word), a hit (the largest
+session opened at its middle message, as a search hit's link does, until the marked
+entry is scrolled inside the viewport), Store (coverage, quarantine, vault, runs).
+Peers: ``ctxkeep report daily --json``, ``ctxkeep sessions --json``, ``ctxkeep show
+--session ID``, ``ctxkeep search WORD``, ``ctxkeep show ENTRY``, ``ctxkeep vault
+status`` (whole process). Needs Debian's chromium and Playwright (dev group).
 Prints figures (median of ``RUNS``, default 3); asserts nothing (target: every page
 under 2 s on a 2 GB store).
 """
@@ -32,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -134,11 +138,35 @@ def _largest_session(store: Path) -> str:
         conn.close()
 
 
+def _middle_message(store: Path, sid: str) -> str:
+    """The entry id of the middle message of session ``sid``'s transcript (a search
+    hit far down its page: the app opens the page holding it and scrolls to it)."""
+    from ctxkeep.service import transcripts as svc_tr
+
+    t = next(svc_tr.transcripts(svc_tr.TranscriptRequest(home=store, sessions=[sid], page_turns=300)))
+    ids = [x.entry_id for x in t.turns if x.kind == "message" and x.entry_id]
+    return ids[len(ids) // 2]
+
+
+def _hit_in_view(pg, timeout: float = 600) -> None:
+    """Wait until the transcript's marked entry (``.focus``, in its frame) is inside the
+    browser's viewport (its top between 0 and the viewport's height)."""
+    focus = pg.frame_locator("iframe >> visible=true").first.locator(".focus").first
+    focus.wait_for(timeout=timeout * 1000)
+    deadline = time.monotonic() + timeout
+    js = "e => window.frameElement.getBoundingClientRect().top + e.getBoundingClientRect().top"
+    while not 0 <= focus.evaluate(js) < pg.viewport_size["height"]:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the search hit was never scrolled into view")
+        pg.wait_for_timeout(50)
+
+
 def main(store: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     word = os.environ.get("WORD", "error")
     sid = _largest_session(store)
+    hit = urllib.parse.urlencode({"tab": "Sessions", "session": sid, "entry": _middle_message(store, sid)})
     port = _port()
     url = f"http://127.0.0.1:{port}/"
     proc = subprocess.Popen(
@@ -160,12 +188,16 @@ def main(store: Path) -> None:
         "sessions": (url + "?tab=Sessions", lambda pg: expect(pg.locator("text=pick one to read it >> visible=true").first).to_be_visible(timeout=600_000)),
         "transcript": (url + f"?tab=Sessions&session={sid}", lambda pg: expect(pg.frame_locator("iframe >> visible=true").first.locator("main.transcript")).to_be_attached(timeout=600_000)),
         "search": (url + f"?tab=Search&q={word}", lambda pg: expect(pg.locator("text=hits for >> visible=true").first).to_be_visible(timeout=600_000)),
+        "hit": (url + f"?{hit}", _hit_in_view),
+        "store": (url + "?tab=Store", lambda pg: expect(pg.locator("text=Runs (the last 20 >> visible=true").first).to_be_visible(timeout=600_000)),
     }  # fmt: skip
     peers = {
         "overview": ("report", "daily", "--json", "--home", str(store)),
         "sessions": ("sessions", "--json", "--home", str(store)),
         "transcript": ("show", "--session", sid, "--home", str(store)),
         "search": ("search", word, "--home", str(store)),
+        "hit": ("show", urllib.parse.parse_qs(hit)["entry"][0], "--home", str(store)),
+        "store": ("vault", "status", "--home", str(store)),
     }
     times: dict[str, list[float]] = {k: [] for k in pages}
     cpus: dict[str, list[float]] = {k: [] for k in pages}

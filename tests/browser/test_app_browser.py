@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -142,6 +143,14 @@ def test_transcript_shows_its_first_prompt_and_a_folded_tool_call(page, app_url,
     tool.locator("summary").click()
     assert tool.evaluate("d => d.open") is True
     _shot(page, tmp_path, "app-transcript")
+    # its sub-agent's link opens the sub-agent's transcript in the app's window
+    kid = frame.locator("div.subagent a").first
+    kid.click()
+    page.wait_for_url("**session=agent-*", timeout=60_000)
+    sub = urllib.parse.parse_qs(page.url.split("?", 1)[1])["session"][0]
+    heading = _visible(page, "Transcript ·")
+    assert sub in heading.inner_text(), heading.inner_text()
+    assert len(page.frames) == 2  # the app and one transcript frame: not the app inside the frame
 
 
 def test_a_long_transcript_opens_a_page_at_a_time(page, app_url, tmp_path):
@@ -183,11 +192,74 @@ def test_search_finds_a_corpus_phrase_and_opens_its_transcript(page, app_url, co
     _shot(page, tmp_path, "app-search-hit")
 
 
+def _hit_place(focus) -> dict:
+    """Where the marked entry ``focus`` (a locator inside the transcript's frame) is, in
+    the app's page: ``top``/``bottom`` in the browser's viewport (its
+    getBoundingClientRect plus the frame's), ``depth`` its top below the top of the
+    app's page (the scroll offsets of the frame's ancestors added back), ``viewport``
+    the browser viewport's height, ``cls`` its classes, ``id`` its id."""
+    return focus.evaluate(
+        """e => {
+        const f = window.frameElement, fr = f.getBoundingClientRect(), r = e.getBoundingClientRect();
+        let scrolled = 0;
+        for (let n = f.parentElement; n; n = n.parentElement) scrolled += n.scrollTop;
+        return {top: fr.top + r.top, bottom: fr.top + r.bottom, depth: fr.top + r.top + scrolled,
+                viewport: window.parent.innerHeight, cls: e.className, id: e.id};
+    }"""
+    )
+
+
+def test_a_search_hit_far_down_its_transcript_is_scrolled_into_view(page, app_url, corpus_store, tmp_path):
+    """The hit's link opens the transcript's page, marks the entry and scrolls the app's
+    page to it. The hit is the 16th of the ai-music session's 19 messages (after ~50
+    folded tool calls), drawn far below the fold: before, the transcript's script
+    scrolled inside its frame, which marimo grows to its content (nothing to scroll),
+    and the hit stayed ~6,000 px below the top."""
+    home, _ = corpus_store
+    page.goto(f"{app_url}?tab=Search")
+    box = page.locator("input[type=text] >> visible=true").first
+    box.wait_for(timeout=90_000)
+    box.fill('"church-like sound"')
+    box.press("Enter")
+    _visible(page, "hits for")
+    hit = page.locator("li.hit a >> visible=true").first
+    href = hit.get_attribute("href") or ""
+    assert "session=d3ad4cdc-5657-435d-98fa-0035d53e383d" in href
+    entry = urllib.parse.parse_qs(href.lstrip("?"))["entry"][0]
+    hit.click()
+    _visible(page, "Transcript ·")
+    frame = page.frame_locator("iframe >> visible=true").first
+    focus = frame.locator(".focus").first
+    focus.wait_for(timeout=60_000)
+    assert "church-like sound" in focus.inner_text()
+    deadline = time.monotonic() + 20
+    while True:  # the app lays its page out after the frame loads: the script follows
+        at = _hit_place(focus)
+        inside = 0 <= at["top"] < at["viewport"]
+        if inside or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(200)
+    assert at["id"] == f"e-{entry}" and "focus" in at["cls"].split()  # the hit's own entry, marked
+    assert at["depth"] > 2 * at["viewport"], at  # drawn far below the fold: the page had to scroll
+    assert inside, at  # and it did: the hit is inside the viewport
+    _shot(page, tmp_path, "app-search-hit-scrolled")
+
+
 def test_a_filter_changes_the_overview(page, app_url, corpus_store):
+    """Choosing a project changes the summary line and the charts (the cost per
+    project keeps one bar: its chart shrinks by the other projects' bands)."""
     home, _ = corpus_store
     page.goto(app_url)
     total = q(home, "SELECT count(*) FROM usage WHERE ts IS NOT NULL")[0][0]
     _visible(page, f"{total:,} API responses")
+    _charts_drawn(page)
+    projects = q(home, "SELECT count(DISTINCT coalesce(project_dir, '')) FROM usage WHERE ts IS NOT NULL")[0][
+        0
+    ]
+    assert projects > 5
+    project_chart = page.locator("canvas, svg.marks").nth(2)
+    before = project_chart.bounding_box()["height"]
+    assert before >= 16 * projects
     project = "/Users/chip/dev/ai-music"
     page.locator("select >> visible=true").first.select_option(project)
     n = q(
@@ -198,6 +270,12 @@ def test_a_filter_changes_the_overview(page, app_url, corpus_store):
     )[0][0]
     assert 0 < n < total
     _visible(page, f"{n:,} API responses")
+    # the charts follow: "Cost per project" (the 3rd chart, a band of 16 px per project)
+    # is drawn again with the one project left
+    deadline = time.monotonic() + 60
+    while (after := project_chart.bounding_box()["height"]) == before and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+    assert before - after >= 16 * (projects - 1) / 2, (before, after, projects)
 
 
 def test_a_token_guards_the_app(corpus_store):

@@ -29,6 +29,23 @@ def test_app_on_an_empty_home_says_what_to_run(tmp_path):
     assert "overview" not in defs  # it stopped there: no half-drawn views
 
 
+def test_app_on_a_damaged_store_says_what_failed_and_what_to_do(store):
+    """analytics.duckdb cut to half its size: the app said "Nothing to show yet: IO
+    Error … Run `ctxkeep ingest`", which cannot help; now it names the file and reindex."""
+    import os
+
+    duck = store / "analytics.duckdb"
+    os.truncate(duck, duck.stat().st_size // 2)
+    outputs, defs = report.run_notebook(APP, {"store": str(store)})
+    import re
+
+    text = re.sub(r"<[^>]+>", "", _texts(outputs))  # the markdown as rendered, tags removed
+    assert "Cannot read the store: analytics store is unreadable: IO Error" in text
+    assert f"({duck})" in text and "rebuild it from store.db with ctxkeep reindex" in text
+    assert "Nothing to show yet" not in text
+    assert "overview" not in defs
+
+
 def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpus_store):
     home, _ = corpus_store
     _outputs, defs = report.run_notebook(APP, {"store": str(home)})
@@ -78,6 +95,91 @@ def test_the_transcript_view_links_to_the_sessions_resume_snapshot(corpus_store)
     plain = set(re.findall(r"[A-Za-z0-9]{3,}", re.sub(r"<[^>]+>", " ", text)))
     words = set(re.findall(r"[A-Za-z0-9]{3,}", snap.markdown))
     assert len(words) > 20 and words <= plain, sorted(words - plain)[:10]
+
+
+def test_the_transcript_view_links_to_its_sub_agents_and_parent(corpus_store):
+    """ef95 started a sub-agent: its transcript links it (in the Sub-agents list and at
+    the turn it started), opening in the app's window (``target="_top"``: a link in the
+    frame would load the app inside the frame); the sub-agent links back to its parent.
+    The links were drawn as plain text in the app."""
+    import html as h
+    import urllib.parse
+
+    from ctxkeep.service import transcripts as svc_tr
+
+    home, _ = corpus_store
+    sid = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    kids = [
+        k.session_id
+        for k in next(svc_tr.transcripts(svc_tr.TranscriptRequest(home=home, sessions=[sid]))).subagents
+    ]
+    assert kids
+
+    def a(session: str) -> str:
+        href = h.escape("?" + urllib.parse.urlencode({"tab": "Sessions", "session": session}))
+        return f'<a href="{href}" target="_top">'
+
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions", "session": sid}})
+    page = h.unescape(defs["transcript_view"].text)  # the frame's srcdoc, unescaped once
+    for kid in kids:
+        assert page.count(a(kid)) >= 2, kid  # in the Sub-agents list and where it started
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Sessions", "session": kids[0]}})
+    page = h.unescape(defs["transcript_view"].text)
+    assert f"<th>parent</th><td>{a(sid)}{sid}</a>" in page
+
+
+def test_the_store_tab_shows_the_vault_and_the_runs(corpus_store):
+    """Issue 23's Store tab: "sources, coverage, quarantine, vault status, schedule
+    runs" (vault and runs were missing). The corpus store was made by one ingest: its
+    run is listed with the entries it added; the vault lists the agents it captured."""
+    from ctxkeep.render import app_views
+    from ctxkeep.render.nbkit import Store
+
+    home, _ = corpus_store
+    _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Store"}})
+    text = defs["store_view"].text
+    assert "Vault" in text and "Runs (the last 20; times UTC)" in text
+    vault, runs = app_views.vault_runs(Store(str(home), "UTC", "", ""))
+    (run,) = runs.data
+    entries = q(home, "SELECT count(*) FROM entries")[0][0]
+    assert run["flow"] == "ingest" and run["status"] == "ok" and run["entries_new"] == entries > 0
+    agents = {r["agent"]: r for r in vault[1].data}
+    assert {"claude-code", "codex"} <= set(agents)
+    assert all(r["files"] > 0 and r["stored (bytes)"] > 0 for r in agents.values())
+    assert agents["claude-code"]["found (bytes)"] > agents["claude-code"]["stored (bytes)"]
+
+
+def test_a_search_hit_shows_its_words_once(corpus_store):
+    """A hit whose title is its snippet's first line cut short showed the same words
+    twice (title, then snippet); now the snippet alone is the link. A snippet from
+    further in the text (it starts with …) stays under its title."""
+    import html as h
+    import re
+
+    from ctxkeep.render import app_views
+    from ctxkeep.service import search as svc_search
+
+    home, _ = corpus_store
+    query = "jupyter notebook"
+    hits = (
+        svc_search.search(home, svc_search.SearchRequest.parse({"queries": [query], "limit": 20}))
+        .results[0]
+        .hits
+    )
+    shown = re.findall(r'<li class="hit">(.*?)</li>', app_views.search_view(home, query, []).text, re.S)
+    assert len(shown) == len(hits) > 3
+    prefixed = 0
+    for hit, li in zip(hits, shown, strict=True):
+        p = dict(hit.render())
+        link = h.unescape(re.search(r"<a [^>]*>(.*?)</a>", li, re.S).group(1))
+        body = h.unescape(li.split("</small>", 1)[1])
+        if "snippet" in p and p.get("title") and p["snippet"].startswith(p["title"].rstrip("…")):
+            prefixed += 1
+            assert link == p["snippet"] and p["snippet"] not in body  # once, as the link
+        else:
+            assert link == (p.get("title") or hit.entry_id)
+            assert body.count(p["snippet"]) == 1 if "snippet" in p else body == ""
+    assert prefixed >= 2  # the corpus has such hits (they showed their words twice)
 
 
 def test_the_sessions_table_holds_the_newest_table_rows_and_counts_the_rest(corpus_store):

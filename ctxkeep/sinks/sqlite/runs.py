@@ -113,3 +113,20 @@ def _finish(conn: sqlite3.Connection, run_id: int, status: str, summary: dict) -
                 run_id,
             ),
         )
+
+
+#: the columns of ``recent_runs``' rows, in order
+RUN_COLUMNS = (
+    "run_id", "flow", "started_at", "finished_at", "status", "seconds",
+    "files", "bytes", "entries_new", "quarantined",
+)  # fmt: skip
+
+
+def recent_runs(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
+    """The last ``limit`` recorded runs, newest first (by ``run_id``): dicts of
+    ``RUN_COLUMNS`` (times ISO-8601 UTC as recorded, ``seconds`` wall seconds,
+    ``bytes`` bytes; a figure the run did not record is None)."""
+    rows = conn.execute(
+        f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY run_id DESC LIMIT ?", (int(limit),)
+    ).fetchall()
+    return [dict(zip(RUN_COLUMNS, r, strict=True)) for r in rows]
