@@ -96,3 +96,22 @@ def test_token_figures_of_a_plan_add_up_and_images_are_counted_apart(home_copy, 
     assert f"inline {inline['bytes']:,} B / {inline['tokens']:,} text tok + {img:,} image tok" in text
     # no token figure without saying what it counts
     assert {m.group(1) for m in re.finditer(r"\d (\w+ )?tok\b", text)} == {"text ", "image "}
+
+
+# ---------------------------------------------------------------- (3) a garbage file is no drift
+
+
+def test_a_garbage_file_in_an_agent_folder_is_unreadable_not_format_drift(home_copy, tmp_path):
+    e = _env(home_copy, tmp_path / "store")
+    _ok(["ingest"], e)
+    junk = home_copy / ".claude" / "projects" / "-Users-chip-dev-ai-music" / "notes.jsonl"
+    junk.write_bytes(b"".join(b"\x00\xff garbage line %d \x1b[0m not json\n" % i for i in range(12)))
+    r = _ok(["ingest", "--json"], e)
+    s = json.loads(r.stdout)
+    assert s["quarantined"] == 12
+    assert s["coverage_alerts"] == []  # the agent's format did not change
+    assert (s["files_unreadable"], s["unreadable"]) == (1, [str(junk)])
+    junk.write_bytes(junk.read_bytes() + b"more garbage\n")
+    text = _ok(["ingest"], e).output
+    assert "format drift" not in text and "parsed" not in text
+    assert "1 file unreadable (quarantined): not in its agent's format" in text and str(junk) in text
