@@ -115,3 +115,97 @@ def test_a_garbage_file_in_an_agent_folder_is_unreadable_not_format_drift(home_c
     text = _ok(["ingest"], e).output
     assert "format drift" not in text and "parsed" not in text
     assert "1 file unreadable (quarantined): not in its agent's format" in text and str(junk) in text
+
+
+# ---------------------------------------------------------------- (4) an unended last line
+
+
+def test_vault_status_says_an_unended_last_line_is_held_back_not_to_ingest(home_copy, tmp_path):
+    (home_copy / ".claude" / "settings.json").write_text(json.dumps({"cleanupPeriodDays": 7}))
+    proj = home_copy / ".claude" / "projects" / "-experiments-worktrees"
+    src = (proj / "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl").read_bytes().splitlines(keepends=True)
+    torn = proj / "0b0b0b0b-0000-4000-8000-000000000001.jsonl"
+    tail = src[12].rstrip(b"\n")[:-40]  # the agent stopped mid-line and never went on
+    torn.write_bytes(b"".join(src[:12]) + tail)
+    gap = (
+        home_copy
+        / ".claude"
+        / "projects"
+        / "-experiments-ideas"
+        / "a95fea4a-b88a-4e49-ac07-4cc323d8700c.jsonl"
+    )
+    _age(home_copy, 10 * 86_400)  # older than the 7 days: Claude Code deletes them
+    e = _env(home_copy, tmp_path / "store")
+    _ok(["ingest"], e)
+    with gap.open("ab") as fh:  # a whole line the store has not read yet: an ingest helps here
+        fh.write(src[12])
+    _age(home_copy, 10 * 86_400)
+    rep = json.loads(_ok(["vault", "status", "--json"], e).stdout)
+    risk = {x["path"]: x for a in rep["agents"] for x in a["at_risk"]}
+    assert set(risk) == {str(torn), str(gap)}
+    assert risk[str(torn)]["unfinished_bytes"] == len(tail)
+    assert risk[str(torn)]["vaulted_bytes"] + len(tail) == torn.stat().st_size
+    assert risk[str(gap)]["unfinished_bytes"] == 0
+    r = runner.invoke(app, ["vault", "status"], env=e)
+    assert r.exit_code == 0, r.output
+    lines = " ".join(r.output.split()).split("warning: ")
+    (t,) = [x for x in lines if torn.name in x]
+    assert f"the missing {len(tail):,} bytes are a last line claude-code has not ended" in t
+    assert "holds it back until the line ends" in t and "run `ctxkeep ingest`" not in t
+    (g,) = [x for x in lines if gap.name in x]
+    assert "run `ctxkeep ingest` before then" in g
+
+
+# ---------------------------------------------------------------- (2) redacted-value counts
+
+GEMINI = ".gemini/tmp/3f1c0a6c9e5b4d2f8a7e6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e/chats/session-2025-12-24T06-27-36e8d28f.json"
+
+
+def test_redacted_counts_of_secrets_vault_status_and_restore_say_what_they_count(store, tmp_path):
+    e = {"CTXKEEP_HOME": str(store), "CTXKEEP_IDLE_SECONDS": "0", "COLUMNS": "200"}
+    sec = json.loads(_ok(["secrets", "--json"], e).stdout)
+    status = json.loads(_ok(["vault", "status", "--json"], e).stdout)
+    raw = {a["agent"]: sum(a["redactions"].values()) for a in status["agents"] if a["redactions"]}
+    # the corpus: Crush keeps each tool result's text in its metadata too, so its rows
+    # hold every value twice where its entries hold it once
+    assert sec["total"] == 7 and raw == {"codex": 2, "crush": 10}
+    assert sec["vault"] == {"values": 12, "agents": raw}
+    restored = 0
+    for s in sec["sessions"]:
+        r = json.loads(
+            _ok(["vault", "restore", s["session_id"], "--to", str(tmp_path / "to"), "--json"], e).stdout
+        )
+        restored += sum(sum(f["redactions"].values()) for f in r["files"])
+    assert restored == sec["vault"]["values"]  # a restore's counts add up to the status's
+    text = " ".join(_ok(["secrets"], e).output.split())
+    assert "7 redacted values in 6 entries of 4 sessions (each value an entry's text held)" in text
+    assert "the vault counts 12 in the raw bytes it keeps (`vault status`, `vault restore`)" in text
+    text = " ".join(_ok(["vault", "status"], e).output.split())
+    assert "redacted: values replaced in the raw bytes `vault restore` writes" in text
+    crush = next(s for s in sec["sessions"] if s["agent"] == "crush" and s["values"] == 4)
+    out = _ok(["vault", "restore", crush["session_id"], "--to", str(tmp_path / "again")], e).output
+    assert "(1.2 MB, 8 values redacted in its bytes)" in " ".join(out.split())
+
+
+def test_vault_status_counts_a_rewritten_documents_values_once(home_copy, tmp_path):
+    e = _env(home_copy, tmp_path / "store")
+    doc = home_copy / GEMINI
+    d = json.loads(doc.read_text())
+    for turn in range(2):  # the agent rewrites its document after each turn
+        d["messages"].append(
+            {
+                "id": f"0000000{turn}-aaaa-4bbb-8ccc-dddddddddddd",
+                "timestamp": f"2025-12-24T07:0{turn}:00.000Z",
+                "type": "user",
+                "content": f"turn {turn}: export PGPASSWORD: Xk9v2mQp7rTzLw4q and go on",
+            }
+        )
+        doc.write_text(json.dumps(d, indent=2))
+        _ok(["ingest"], e)
+    status = json.loads(_ok(["vault", "status", "--json"], e).stdout)
+    gem = next(a for a in status["agents"] if a["agent"] == "gemini-cli")
+    sid = d["sessionId"]
+    r = json.loads(_ok(["vault", "restore", sid, "--to", str(tmp_path / "to"), "--json"], e).stdout)
+    (f,) = r["files"]
+    assert f["redactions"] == {"password": 2}  # the newest document holds both turns
+    assert gem["generations"] == 5 and gem["redactions"] == {"password": 2}  # not 1 + 2
