@@ -28,8 +28,9 @@ def empty_totals() -> dict:
     (raw bytes), "lines", "files_read", "vanished", "status_changed": int,
     "per_agent": {agent: new entries}, "coverage": {(agent, agent version):
     sources.coverage.VersionTally}`` (the run's own tallies, summed), "file_tallies":
-    {(agent, path): [records, parsed, known version]}}`` (per file: records read, records
-    parsed, whether a record named an agent version; ``unreadable_files`` reads it)."""
+    {(agent, path): [records, quarantined, known version]}}`` (per file: records read,
+    records quarantined, whether a record named an agent version; ``unreadable_files``
+    reads it)."""
     return {
         "entries_new": 0,
         "quarantined": 0,
@@ -107,7 +108,7 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
 def add_tallies(into: dict, items: list, per_file: dict | None = None) -> None:
     """Sum the ``(agent, path, parser_version, Tally)`` items' figures into ``into``
     (``{(agent, agent version): VersionTally}``) and, with ``per_file``, each file's
-    ``[records, parsed, known version]`` into ``per_file[(agent, path)]``."""
+    ``[records, quarantined, known version]`` into ``per_file[(agent, path)]``."""
     from ctxkeep.sources.coverage import UNKNOWN_TYPES_MAX, VersionTally
 
     for agent, path, _pv, tally in items:
@@ -117,7 +118,7 @@ def add_tallies(into: dict, items: list, per_file: dict | None = None) -> None:
             f = per_file.setdefault((agent, path), [0, 0, False])
             for v, t in tally.versions.items():
                 f[0] += t.records
-                f[1] += t.parsed
+                f[1] += t.quarantined
                 f[2] = f[2] or (bool(v) and bool(t.records))
         for v, t in tally.versions.items():
             acc = into.setdefault((agent, v), VersionTally())
@@ -238,15 +239,17 @@ class Writer:
 
 
 def unreadable_files(tot: dict) -> list[tuple[str, str]]:
-    """The ``(agent, path)`` of the files this run read records of without parsing one
-    and without meeting an agent version (``file_tallies``): a file in an agent's folder
-    that is not in its format at all (garbage, another program's file). Its lines are
-    quarantined like any bad line; it says nothing of the agent's format, so
-    ``drop_unreadable`` takes it out of the run's tallies before drift is judged."""
+    """The ``(agent, path)`` of the files whose every record this run read went to the
+    quarantine (none parsed as JSON of the agent's shape) and none named an agent
+    version (``file_tallies``): a file in an agent's folder that is not in its format at
+    all (garbage, another program's file). It says nothing of the agent's format, so
+    ``drop_unreadable`` takes it out of the run's tallies before drift is judged. (A
+    file of JSON records whose types the parser does not know is not one: those are
+    tallied as types not understood, which drift reports.)"""
     return sorted(
         k
-        for k, (records, parsed, known) in tot["file_tallies"].items()
-        if records and not parsed and not known
+        for k, (records, quarantined, known) in tot["file_tallies"].items()
+        if records and quarantined >= records and not known
     )
 
 
@@ -260,5 +263,5 @@ def drop_unreadable(tot: dict, files: list[tuple[str, str]]) -> None:
             continue
         t.records -= records
         t.quarantined -= min(records, t.quarantined)
-        if t.records <= 0 and not t.unknown:
+        if t.records <= 0:
             del tot["coverage"][(agent, "")]

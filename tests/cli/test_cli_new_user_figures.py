@@ -115,6 +115,12 @@ def test_a_garbage_file_in_an_agent_folder_is_unreadable_not_format_drift(home_c
     text = _ok(["ingest"], e).output
     assert "format drift" not in text and "parsed" not in text
     assert "1 file unreadable (quarantined): not in its agent's format" in text and str(junk) in text
+    # JSON records of a type the parser does not know are no garbage: that is drift
+    odd = junk.with_name("odd.jsonl")
+    odd.write_text("".join(json.dumps({"type": "hologram", "n": i}) + "\n" for i in range(6)))
+    s = json.loads(_ok(["ingest", "--json"], e).stdout)
+    assert s["files_unreadable"] == 0 and s["quarantined"] == 0
+    assert [(a["kind"], a["unknown"]) for a in s["coverage_alerts"]] == [("new_unknown_types", ["hologram"])]
 
 
 # ---------------------------------------------------------------- (4) an unended last line
