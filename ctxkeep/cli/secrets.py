@@ -73,8 +73,8 @@ def _print_report(r) -> None:
         out.print("no redacted values in the store", highlight=False)
         return
     out.print(
-        f"{_count(r.total, 'redacted value')} in {_count(r.entries, 'entry', 'entries')} of "
-        f"{_count(r.sessions_total, 'session')} (each value an entry's text held); "
+        f"{_count(r.total, 'redacted value')} in the texts of {_count(r.entries, 'entry', 'entries')} of "
+        f"{_count(r.sessions_total, 'session')}; "
         f"{_count(r.quarantine.values, 'value')} in {_count(r.quarantine.lines, 'quarantined line')}",
         highlight=False,
         soft_wrap=False,  # wrapped at the width

@@ -184,7 +184,7 @@ def test_redacted_counts_of_secrets_vault_status_and_restore_say_what_they_count
         restored += sum(sum(f["redactions"].values()) for f in r["files"])
     assert restored == sec["vault"]["values"]  # a restore's counts add up to the status's
     text = " ".join(_ok(["secrets"], e).output.split())
-    assert "7 redacted values in 6 entries of 4 sessions (each value an entry's text held)" in text
+    assert "7 redacted values in the texts of 6 entries of 4 sessions;" in text
     assert "the vault counts 12 in the raw bytes it keeps (`vault status`, `vault restore`)" in text
     text = " ".join(_ok(["vault", "status"], e).output.split())
     assert "redacted: values replaced in the raw bytes `vault restore` writes" in text
