@@ -16,6 +16,10 @@ lines_before  # maintenance.compress.run.FileResult (compress --json)
 lines_after  # maintenance.compress.run.FileResult
 dropped_bad_lines  # maintenance.compress.run.FileResult
 backups_pruned  # maintenance.compress.run.FileResult
+still_exceeding  # service.compress.CompressResult (compress --json)
+still_over  # maintenance.compress.run.FileResult (compress --json; the CLI reads the dict)
+files_unreadable  # pipeline.summary.Summary, service.shapes.IngestResult (ingest --json)
+unfinished_bytes  # service.vault.AtRisk (vault status --json; the CLI reads it from the dict)
 elided_from  # query.fetch.Fetched (ctx_fetch structured content, show --json)
 score  # query.search.Hit (search --json, ctx_search structured content)
 

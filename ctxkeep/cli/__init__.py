@@ -199,13 +199,29 @@ def table(**kwargs):
                     return False
             return True
 
-        def __rich_console__(self, console, options):
-            width = options.max_width
+        def narrow(self, console, options, width: int) -> int:
+            """Take the narrower styles (1: borders, 2: columns one space apart)
+            until the table fits ``width``; returns how many it took (0: none)."""
+            took = 0
             if not self._fits(console, options, width) and self.box is not None:
+                self.narrow_to(1)
+                took = 1
+            if not self._fits(console, options, width):
+                self.narrow_to(2)
+                took = 2
+            return took
+
+        def narrow_to(self, level: int) -> None:
+            """The style of ``narrow`` level ``level`` (0: as made)."""
+            if level >= 1 and self.box is not None:
                 self.box, self.show_edge, self.pad_edge = box.SIMPLE_HEAD, False, False
                 self.collapse_padding = True
-            if not self._fits(console, options, width):  # columns one space apart
+            if level >= 2:  # columns one space apart
                 self.padding = (0, 0)
+
+        def __rich_console__(self, console, options):
+            width = options.max_width
+            self.narrow(console, options, width)
             hidden = []
             for _, col in sorted(self._drops, key=lambda d: d[0]):
                 if self._fits(console, options, width):
@@ -227,6 +243,18 @@ def table(**kwargs):
             yield from super().__rich_console__(console, options)
 
     return FiguresTable(**kwargs)
+
+
+def tables_alike(*tables) -> None:
+    """Give ``tables`` (of ``table()``, printed one after the other on ``out``) one
+    style: the narrowest any of them needs to fit the terminal (a report whose first
+    tables kept their borders and whose last lost them read as two styles at 80
+    columns: ``secrets``). Each still leaves out its own low-rank columns if needed."""
+    console = out.get()
+    options = console.options
+    level = max((t.narrow(console, options, options.max_width) for t in tables), default=0)
+    for t in tables:
+        t.narrow_to(level)
 
 
 out = _LazyConsole()

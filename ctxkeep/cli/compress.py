@@ -183,6 +183,8 @@ def _emit_check(rep: dict, as_json: bool) -> None:
                 highlight=False,
                 soft_wrap=False,  # wrapped at the terminal's width
             )
+            if w.get("still_over"):
+                warn(f"{Path(f['path']).name}: {w['still_over']}")
     out.print(
         f"{rep['exceeding']} of {len(rep['files'])} files exceed a threshold (full paths: --json)",
         highlight=False,
@@ -196,10 +198,12 @@ def _emit_summary(s: dict) -> None:
     for f in s["files"]:
         name = f["path"]
         if f["status"] in ("compressed", "would-compress"):
+            img = (f.get("savings") or {}).get("inline", {}).get("image_tokens", 0)
             out.print(
                 f"{verb} {name}: {f['bytes_before']:,} → {f['bytes_after']:,} bytes, "
-                f"{f['tokens_before']:,} → {f['tokens_after']:,} tokens, "
-                f"{f['messages_before']:,} → {f['messages_after']:,} messages"
+                f"{f['tokens_before']:,} → {f['tokens_after']:,} text tokens"
+                + (f" (and images of {img:,} tokens moved to the store)" if img else "")
+                + f", {f['messages_before']:,} → {f['messages_after']:,} messages"
                 + (f"; backup {f['backup']}" if f.get("backup") else ""),
                 highlight=False,
             )
@@ -209,14 +213,23 @@ def _emit_summary(s: dict) -> None:
             out.print(f"skipped {name}: {f['reason']}", highlight=False)
         else:
             err.print(f"[yellow]{f['status']}[/yellow] {name}: {f['reason']}", highlight=False)
+        if f.get("still_over"):
+            warn(f"{Path(name).name}: {f['still_over']}")
         for n in f.get("notes") or []:
             if "not updated" in n or "store holds" in n:
                 err.print(f"  note: {n}", highlight=False)
     done = s["compressed"] + s["would_compress"]
     out.print(
         f"{verb} {done} of {len(s['files'])} files: {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
-        f"{s['tokens_before']:,} → {s['tokens_after']:,} tokens in {s['seconds']:.1f} s"
-        + (f"; {s['refused']} refused" if s["refused"] else ""),
+        f"{s['tokens_before']:,} → {s['tokens_after']:,} text tokens"
+        + (f" (and images of {s['image_tokens']:,} tokens moved)" if s.get("image_tokens") else "")
+        + f" in {s['seconds']:.1f} s"
+        + (f"; {s['refused']} refused" if s["refused"] else "")
+        + (
+            f"; {_count(s['still_exceeding'], 'file')} still over a threshold"
+            if s.get("still_exceeding")
+            else ""
+        ),
         highlight=False,
     )
     for p in s["problems"]:
@@ -224,9 +237,13 @@ def _emit_summary(s: dict) -> None:
 
 
 def _savings_text(sv: dict) -> str:
-    """``inline -1,046,292 B / -1,613 tok, duplicates …`` (strategies that saved something)."""
+    """``inline 1,046,292 B / -39 text tok + 1,652 image tok (1 line), duplicates …``
+    (strategies that saved something; the text tokens add up to the file's text tokens
+    before minus after, the image tokens are apart: an entry's text holds no image)."""
     parts = [
-        f"{k} {v['bytes']:,} B / {v['tokens']:,} tok ({_count(v['lines'], 'line')})"
+        f"{k} {v['bytes']:,} B / {v['tokens']:,} text tok"
+        + (f" + {v['image_tokens']:,} image tok" if v.get("image_tokens") else "")
+        + f" ({_count(v['lines'], 'line')})"
         for k, v in sv.items()
         if v.get("bytes") or v.get("lines")
     ]

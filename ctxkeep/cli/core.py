@@ -230,6 +230,18 @@ def _print_summary(s: dict, held: str | None) -> None:
         warn(s["analytics"])
     if held:
         say("  " + held)
+    if s.get("files_unreadable"):
+        n = s["files_unreadable"]
+        shown = s.get("unreadable") or []
+        say(
+            f"  {_count(n, 'file')} unreadable (quarantined): not in {'their' if n != 1 else 'its'} "
+            f"agent's format; `ctxkeep quarantine` shows the lines"
+            + (
+                f": {', '.join(shown)}" + (f", +{n - len(shown)} more" if n > len(shown) else "")
+                if shown
+                else ""
+            )
+        )
     alerts = s.get("coverage_alerts") or []
     for a in alerts:
         say(f"  format drift: {a['message']}")

@@ -8,7 +8,20 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, app, err, failing, out, table
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    app,
+    err,
+    failing,
+    out,
+    table,
+    tables_alike,
+)
 from ctxkeep.errors import UsageError
 
 
@@ -60,18 +73,27 @@ def _print_report(r) -> None:
         out.print("no redacted values in the store", highlight=False)
         return
     out.print(
-        f"{_count(r.total, 'redacted value')} in {_count(r.entries, 'entry', 'entries')} of "
-        f"{_count(r.sessions_total, 'session')}; {_count(r.quarantine.values, 'value')} in "
-        f"{_count(r.quarantine.lines, 'quarantined line')}",
+        f"{_count(r.total, 'redacted value')} in the texts of {_count(r.entries, 'entry', 'entries')} of "
+        f"{_count(r.sessions_total, 'session')}; "
+        f"{_count(r.quarantine.values, 'value')} in {_count(r.quarantine.lines, 'quarantined line')}",
         highlight=False,
+        soft_wrap=False,  # wrapped at the width
     )
-    t = table(title="per kind")
+    if r.vault.values:  # `vault status` and `vault restore` count the raw bytes
+        out.print(
+            f"the vault counts {r.vault.values:,} in the raw bytes it keeps (`vault status`, `vault restore`): "
+            "each occurrence, and a raw line can hold a value twice (a tool result and the agent's own copy "
+            "of it) or hold one no entry is made of",
+            highlight=False,
+            soft_wrap=False,
+        )
+    kinds = table(title="per kind")
     for c in ("kind", "values", "entries", "sessions", "first seen", "last seen"):
-        t.add_column(
+        kinds.add_column(
             c, justify="right" if c in ("values", "entries", "sessions") else "left", no_wrap=c != "kind"
         )
     for k, v in r.kinds.items():
-        t.add_row(
+        kinds.add_row(
             k,
             f"{v.values:,}",
             f"{v.entries:,}",
@@ -79,33 +101,39 @@ def _print_report(r) -> None:
             _minute(v.first_seen),
             _minute(v.last_seen),
         )
-    out.print(t)
-    t = table(title="per agent")
+    agents = table(title="per agent")
     for c in ("agent", "values", "sessions", "first seen", "last seen", "kinds"):
-        t.add_column(
+        agents.add_column(
             c, justify="right" if c in ("values", "sessions") else "left", no_wrap=c.endswith("seen")
         )
     for a, v in r.agents.items():
-        kinds = ", ".join(f"{k} {n}" for k, n in list(v.kinds.items())[:4])
-        t.add_row(a, f"{v.values:,}", f"{v.sessions:,}", _minute(v.first_seen), _minute(v.last_seen), kinds)
-    out.print(t)
-    t = table(title="per date (UTC)")
-    t.add_column("date")
-    t.add_column("values", justify="right")
-    t.add_column("kinds")
-    for d, kinds in r.dates.items():
-        t.add_row(d, f"{sum(kinds.values()):,}", ", ".join(f"{k} {n}" for k, n in list(kinds.items())[:4]))
-    out.print(t)
-    t = table(title="sessions to look at")
+        kinds_of = ", ".join(f"{k} {n}" for k, n in list(v.kinds.items())[:4])
+        agents.add_row(
+            a, f"{v.values:,}", f"{v.sessions:,}", _minute(v.first_seen), _minute(v.last_seen), kinds_of
+        )
+    dates = table(title="per date (UTC)")
+    dates.add_column("date")
+    dates.add_column("values", justify="right")
+    dates.add_column("kinds")
+    for d, per in r.dates.items():
+        dates.add_row(d, f"{sum(per.values()):,}", ", ".join(f"{k} {n}" for k, n in list(per.items())[:4]))
+    sessions = table(title="sessions to look at")
     for c in ("agent", "session", "values", "last seen", "kinds", "file"):
         # ids and paths whole (folded), so they can be copied
-        t.add_column(c, overflow="fold", justify="right" if c == "values" else "left")
-    for s in r.sessions:
-        kinds = ", ".join(f"{k} {n}" for k, n in list(s.kinds.items())[:3])
-        t.add_row(
-            s.agent, s.session_id, f"{s.values:,}", _minute(s.last_seen), kinds, s.files[0] if s.files else ""
+        sessions.add_column(c, overflow="fold", justify="right" if c == "values" else "left")
+    for x in r.sessions:
+        kinds_of = ", ".join(f"{k} {n}" for k, n in list(x.kinds.items())[:3])
+        sessions.add_row(
+            x.agent,
+            x.session_id,
+            f"{x.values:,}",
+            _minute(x.last_seen),
+            kinds_of,
+            x.files[0] if x.files else "",
         )
-    out.print(t)
+    tables_alike(kinds, agents, dates, sessions)  # one style, the one the widest needs
+    for t in (kinds, agents, dates, sessions):
+        out.print(t)
     if r.note:
         out.print(r.note, highlight=False, style="bold", soft_wrap=False)  # wrapped at the width
 

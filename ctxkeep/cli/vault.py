@@ -76,6 +76,13 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             a["next_deletion"] or "-",
         )
     out.print(t)
+    if any(a["redactions"] for a in r["agents"]):
+        out.print(
+            "redacted: values replaced in the raw bytes `vault restore` writes (each occurrence, newest "
+            "generation of each file); `ctxkeep secrets` counts the stored entries holding them",
+            highlight=False,
+            soft_wrap=False,  # wrapped at the width
+        )
     for a in r["agents"]:
         for x in a["at_risk"][:20]:
             what = f"{x['agent']} deletes {x['path']} at {x['due']}: the vault holds {x['vaulted_bytes']:,} of its {x['size']:,} bytes"
@@ -84,6 +91,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
                 what += (
                     f" (you purged {x['purged']}) - nothing to do if that was meant; to keep it, "
                     f"`ctxkeep purge --{scope} {value} --reingest`, then `ctxkeep ingest`"
+                )
+            elif x.get("unfinished_bytes") and x["vaulted_bytes"] + x["unfinished_bytes"] >= x["size"]:
+                what += (
+                    f"; the missing {x['unfinished_bytes']:,} bytes are a last line {x['agent']} has not ended: "
+                    "ingest holds it back until the line ends (an ingest now cannot read it)"
                 )
             else:
                 what += " - run `ctxkeep ingest` before then"
@@ -171,7 +183,11 @@ def restore(
         return
     for f in r["files"]:
         red = sum(f["redactions"].values())
-        say(f"restored {f['to']} ({_size(f['bytes'])}" + (f", {red} secret(s) redacted" if red else "") + ")")
+        say(
+            f"restored {f['to']} ({_size(f['bytes'])}"
+            + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
+            + ")"
+        )
     for db in r.get("skipped_rows") or []:
         say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
     if not r["files"]:

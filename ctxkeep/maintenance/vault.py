@@ -101,6 +101,39 @@ class AtRisk:
     due: str
     vaulted_bytes: int
     size: int
+    #: bytes past ``vaulted_bytes`` that are one line the agent has not ended (no
+    #: newline): an append-only file's unterminated tail, which ingest holds back until
+    #: the line ends (so no ingest now brings it into the vault); 0 otherwise
+    unfinished_bytes: int = 0
+
+
+#: bytes read at a time when looking for a newline in a file's unvaulted tail
+_TAIL_READ = 1 << 20
+
+
+def unfinished_tail(agent: str, path: str, held: int, size: int) -> int:
+    """``size - held`` when ``path`` is read append-only (``sources.file_mode``) and its
+    bytes from ``held`` to ``size`` hold no newline (one unterminated last line: the
+    JSONL readers read only whole lines, ``sources.readers.jsonl``); else 0. Reads
+    that tail in 1 MiB steps, stopping at the first newline."""
+    from ctxkeep.sources import file_mode
+
+    if size <= held or file_mode(agent, path) != "append":
+        return 0
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(held)
+            left = size - held
+            while left > 0:
+                chunk = fh.read(min(_TAIL_READ, left))
+                if not chunk:
+                    break
+                if b"\n" in chunk:
+                    return 0
+                left -= len(chunk)
+    except OSError:
+        return 0
+    return size - held
 
 
 @dataclass
@@ -160,7 +193,8 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     """Per agent: files, sessions, generations, bytes raw (original) and stored
     (compressed), values redacted per kind; the agents' deletion schedules with the next
     deletion of a session file on disk and the files at risk (due for deletion and not
-    whole in the vault). Returns ``{"vault_dir", "pack_bytes", "agents": [...],
+    whole in the vault; ``unfinished_bytes``: how much of what is missing is a last line
+    the agent never ended, which no ingest reads until it does). Returns ``{"vault_dir", "pack_bytes", "agents": [...],
     "schedules": [...], "at_risk": n}``. Raises StoreError without a store."""
     from ctxkeep.sources import discover_all
 
@@ -213,7 +247,8 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
                 dues.append(due)
                 held = _held(conn, path)
                 if held is None or held < size:
-                    a.at_risk.append(AtRisk(s.agent, path, _iso(due), held or 0, size))
+                    tail = unfinished_tail(s.agent, path, held or 0, size)
+                    a.at_risk.append(AtRisk(s.agent, path, _iso(due), held or 0, size, tail))
             if dues:
                 a.next_deletion = _iso(min(dues))
     finally:

@@ -31,7 +31,7 @@ from ctxkeep.pipeline.plan import Part, Plan, Todo, pending_bytes, plan, split_p
 from ctxkeep.pipeline.readahead import ReadItem
 from ctxkeep.pipeline.summary import Summary
 from ctxkeep.pipeline.transform import InFlight, Precomputed, drop_written
-from ctxkeep.pipeline.writer import Group, Writer, empty_totals
+from ctxkeep.pipeline.writer import Group, Writer, drop_unreadable, empty_totals, unreadable_files
 from ctxkeep.sinks import recovery, vault
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
@@ -78,6 +78,8 @@ DEFER_ANALYTICS_BYTES = 1024 * 1024
 #: an ingest of at most this many new bytes into a store ``store_safety.known_good``
 #: skips ``check_integrity``'s read of every page (~3 s at 2 GB): the hook path
 INCREMENTAL_CHECK_BYTES = DEFER_ANALYTICS_BYTES
+#: the unreadable files an ingest summary names (all are counted)
+UNREADABLE_LISTED = 10
 
 
 def extract_transform(
@@ -507,10 +509,16 @@ def _ingest_synced(
 def _fill(s: Summary, r: dict, before: list) -> None:
     """Copy ``ingest_files``' totals ``r`` into the summary ``s``, with the format
     drift its coverage tallies show against the ledger as it stood ``before`` the run
-    (``transforms.drift.run_alerts``)."""
+    (``transforms.drift.run_alerts``), the files not in their agent's format at all
+    taken out first (``writer.unreadable_files``: counted and named, not drift)."""
     s.files_read, s.files_vanished = r["files_read"], r["vanished"]
     s.bytes, s.lines = r["bytes"], r["lines"]
     s.entries_new, s.quarantined = r["entries_new"], r["quarantined"]
     s.status_changed = r["status_changed"]
     s.per_agent = r["per_agent"]
+    if "file_tallies" in r:  # a file not in its agent's format is no drift of the format
+        bad = unreadable_files(r)
+        drop_unreadable(r, bad)
+        s.files_unreadable = len(bad)
+        s.unreadable = [path for _agent, path in bad[:UNREADABLE_LISTED]]
     s.coverage_alerts = drift.run_alerts(before, r["coverage"])

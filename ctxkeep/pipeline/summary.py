@@ -18,8 +18,9 @@ from ctxkeep.sources import file_mode
 class Summary:
     """A run's figures: files seen/read, raw bytes read, lines, new entries, quarantined
     lines, seconds, per-agent new entries, a DuckDB sync note, problems,
-    ``held_back`` (``held_back``: what a later run will read) and
-    ``coverage_alerts`` (``transforms.drift.run_alerts``)."""
+    ``held_back`` (``held_back``: what a later run will read),
+    ``coverage_alerts`` (``transforms.drift.run_alerts``) and the files not in their
+    agent's format (``files_unreadable``, ``unreadable``)."""
 
     files: int = 0
     files_read: int = 0
@@ -37,6 +38,11 @@ class Summary:
     #: format drift this run met (``transforms.drift.run_alerts``: a version's parse rate
     #: dropped, a new version with record types not understood)
     coverage_alerts: list = field(default_factory=list)
+    #: files read without one record parsed or an agent version met (garbage in an
+    #: agent's folder: ``writer.unreadable_files``), their lines quarantined; the first
+    #: ``engine.UNREADABLE_LISTED`` paths
+    files_unreadable: int = 0
+    unreadable: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

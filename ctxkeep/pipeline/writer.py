@@ -27,7 +27,10 @@ def empty_totals() -> dict:
     """The figures ``store_group`` sums: ``{"entries_new", "quarantined", "bytes"
     (raw bytes), "lines", "files_read", "vanished", "status_changed": int,
     "per_agent": {agent: new entries}, "coverage": {(agent, agent version):
-    sources.coverage.VersionTally}}`` (the run's own tallies, summed)."""
+    sources.coverage.VersionTally}`` (the run's own tallies, summed), "file_tallies":
+    {(agent, path): [records, quarantined, known version]}}`` (per file: records read,
+    records quarantined, whether a record named an agent version; ``unreadable_files``
+    reads it)."""
     return {
         "entries_new": 0,
         "quarantined": 0,
@@ -38,6 +41,7 @@ def empty_totals() -> dict:
         "per_agent": {},
         "status_changed": 0,
         "coverage": {},
+        "file_tallies": {},
     }
 
 
@@ -83,7 +87,7 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
         coverage=g.coverage,
         **g.frames,
     )
-    add_tallies(tot["coverage"], g.coverage)
+    add_tallies(tot["coverage"], g.coverage, tot["file_tallies"])
     tot["status_changed"] += len(g.changes)
     tot["entries_new"] += n
     if n:
@@ -101,14 +105,21 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
         )
 
 
-def add_tallies(into: dict, items: list) -> None:
+def add_tallies(into: dict, items: list, per_file: dict | None = None) -> None:
     """Sum the ``(agent, path, parser_version, Tally)`` items' figures into ``into``
-    (``{(agent, agent version): VersionTally}``)."""
+    (``{(agent, agent version): VersionTally}``) and, with ``per_file``, each file's
+    ``[records, quarantined, known version]`` into ``per_file[(agent, path)]``."""
     from ctxkeep.sources.coverage import UNKNOWN_TYPES_MAX, VersionTally
 
-    for agent, _path, _pv, tally in items:
+    for agent, path, _pv, tally in items:
         if tally is None:
             continue
+        if per_file is not None:
+            f = per_file.setdefault((agent, path), [0, 0, False])
+            for v, t in tally.versions.items():
+                f[0] += t.records
+                f[1] += t.quarantined
+                f[2] = f[2] or (bool(v) and bool(t.records))
         for v, t in tally.versions.items():
             acc = into.setdefault((agent, v), VersionTally())
             acc.records += t.records
@@ -225,3 +236,32 @@ class Writer:
             self.conn.close()
         if raise_error and self.error is not None:
             raise self.error
+
+
+def unreadable_files(tot: dict) -> list[tuple[str, str]]:
+    """The ``(agent, path)`` of the files whose every record this run read went to the
+    quarantine (none parsed as JSON of the agent's shape) and none named an agent
+    version (``file_tallies``): a file in an agent's folder that is not in its format at
+    all (garbage, another program's file). It says nothing of the agent's format, so
+    ``drop_unreadable`` takes it out of the run's tallies before drift is judged. (A
+    file of JSON records whose types the parser does not know is not one: those are
+    tallied as types not understood, which drift reports.)"""
+    return sorted(
+        k
+        for k, (records, quarantined, known) in tot["file_tallies"].items()
+        if records and quarantined >= records and not known
+    )
+
+
+def drop_unreadable(tot: dict, files: list[tuple[str, str]]) -> None:
+    """Subtract the records of ``files`` (``unreadable_files``: all quarantined, under
+    the unknown version ``""``) from the run's ``coverage`` tallies."""
+    for agent, path in files:
+        records = tot["file_tallies"][(agent, path)][0]
+        t = tot["coverage"].get((agent, ""))
+        if t is None:
+            continue
+        t.records -= records
+        t.quarantined -= min(records, t.quarantined)
+        if t.records <= 0:
+            del tot["coverage"][(agent, "")]

@@ -86,7 +86,8 @@ def secrets_report(conn: sqlite3.Connection, *, top_sessions: int = 20) -> dict:
     "session_id", "project_dir", "values", "entries", "kinds": {kind: n}, "first_seen",
     "last_seen", "files": [agent session file paths]}] (most values first, at most
     ``top_sessions``), "sessions_total": n, "quarantine": {"values", "lines", "kinds",
-    "agents": {agent: n}, "files": [paths]}, "note": ``ROTATE_NOTE`` or ""}``.
+    "agents": {agent: n}, "files": [paths]}, "vault": ``_vault_counts``, "note":
+    ``ROTATE_NOTE`` or ""}``.
     Times are the entries' ISO-8601 UTC ``ts``; an entry without one counts but moves
     no first/last seen."""
     marked = _marked_contents(conn)
@@ -181,8 +182,26 @@ def secrets_report(conn: sqlite3.Connection, *, top_sessions: int = 20) -> dict:
             "agents": dict(q_agents),
             "files": sorted(q_files),
         },
+        "vault": _vault_counts(conn),
         "note": ROTATE_NOTE if total or q_lines else "",
     }
+
+
+def _vault_counts(conn: sqlite3.Connection) -> dict:
+    """``{"values": n, "agents": {agent: n}}``: the values the vault replaced in the raw
+    bytes it holds (``sinks.vault.manifest.figures``: each occurrence, in the newest
+    generation of each file, as ``vault status`` and ``vault restore`` count them). They
+    differ from the entries' count: a line can hold a value twice (Crush keeps a tool
+    result's text in its ``metadata`` too: one value in the entry, two in the row), and
+    lines and rows no entry is made of hold some."""
+    from ctxkeep.sinks.vault import manifest
+
+    try:
+        figs = manifest.figures(conn)
+    except sqlite3.OperationalError:  # a store from before the vault
+        figs = {}
+    agents = {a: sum(f["redactions"].values()) for a, f in sorted(figs.items()) if f["redactions"]}
+    return {"values": sum(agents.values()), "agents": agents}
 
 
 def secret_files(conn: sqlite3.Connection, paths: list[Path] | None = None) -> list[tuple[str, str]]:

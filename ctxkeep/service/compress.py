@@ -42,7 +42,7 @@ class CompressResult(Shape):
     dry_run: bool = Field(description="true for --dry-run")
     files: list[dict[str, Any]] = Field(
         description="per file: path, agent, status, reason, bytes/tokens/messages before and after, backup, "
-        "savings per strategy, notes"
+        "savings per strategy, notes, still_exceeds and still_over (thresholds still crossed afterwards)"
     )
     compressed: int | None = Field(None, description="files compressed")
     would_compress: int | None = Field(None, description="files --dry-run would compress")
@@ -50,8 +50,16 @@ class CompressResult(Shape):
     failed: int | None = Field(None, description="files that failed (exit 1)")
     bytes_before: int | None = Field(None, description="bytes before")
     bytes_after: int | None = Field(None, description="bytes after")
-    tokens_before: int | None = Field(None, description="estimated tokens before")
-    tokens_after: int | None = Field(None, description="estimated tokens after")
+    tokens_before: int | None = Field(
+        None, description="estimated tokens of the entries' texts before (images: image_tokens)"
+    )
+    tokens_after: int | None = Field(None, description="estimated tokens of the entries' texts after")
+    image_tokens: int | None = Field(
+        None, description="estimated tokens of the images and documents moved out to the store"
+    )
+    still_exceeding: int | None = Field(
+        None, description="files still over max_size_kb or max_lines afterwards (per file: still_over)"
+    )
     seconds: float | None = Field(None, description="wall time")
     problems: list[str] | None = Field(None, description=PROBLEMS)
     analytics: str | None = Field(None, description="what the DuckDB sync did")

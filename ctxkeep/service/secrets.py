@@ -61,11 +61,20 @@ class QuarantineCount(Item):
     files: list[str]
 
 
+class VaultCount(Item):
+    values: int = Field(
+        description="each occurrence in the raw bytes of the newest generation of each file: a line can "
+        "hold a value twice (a tool result and the agent's own copy), lines no entry is made of hold some"
+    )
+    agents: dict[str, int]
+
+
 class SecretsResult(Result):
     """``ctxkeep secrets --json``."""
 
     total: int = Field(
-        description="values redacted in stored entries (an entry counts each marker of its text)"
+        description="values redacted in stored entries (an entry counts each marker of its text; the vault's "
+        "count of the raw bytes is `vault`)"
     )
     entries: int = Field(description="stored entries holding a redacted value")
     kinds: dict[str, KindCount]
@@ -74,6 +83,9 @@ class SecretsResult(Result):
     sessions: list[SessionCount] = Field(description="the sessions to look at, most values first")
     sessions_total: int = Field(description="sessions holding a redacted value (all, not only those listed)")
     quarantine: QuarantineCount
+    vault: VaultCount = Field(
+        description="values the vault replaced in the raw bytes it holds (vault status, vault restore)"
+    )
     note: str = Field(description="what to do about keys that reached an agent ('' when none)")
 
 

@@ -43,6 +43,12 @@ class IngestResult(Shape):
         description="format drift met: agent, agent_version, kind (new_version_unknown_types, new_unknown_types, "
         "parse_rate_dropped), message, parse_rate, previous_rate (fractions), unknown (types)",
     )
+    files_unreadable: int | None = Field(
+        None,
+        description="files read without one record in their agent's format (garbage in its folder): "
+        "their lines quarantined, not counted as format drift",
+    )
+    unreadable: list[str] | None = Field(None, description="the first 10 of those files")
     dry_run: bool | None = Field(None, description="--dry-run: nothing was read or written")
     unchanged: int | None = Field(None, description="--dry-run: files unchanged since the last ingest")
     agents: list[dict[str, Any]] | None = Field(

@@ -27,6 +27,11 @@ class AtRisk(BaseModel):
     due: str
     vaulted_bytes: int
     size: int
+    unfinished_bytes: int = Field(
+        0,
+        description="bytes of it that are a last line the agent has not ended: ingest holds them back until "
+        "the line ends (an ingest now does not bring them into the vault)",
+    )
     purged: str | None = Field(
         None, description="the purge that removed it from the store (session ID, project DIR; null: none)"
     )
@@ -43,7 +48,11 @@ class AgentVault(BaseModel):
     generations: int
     raw_bytes: int
     stored_bytes: int
-    redactions: dict[str, int] = Field(default_factory=dict)
+    redactions: dict[str, int] = Field(
+        default_factory=dict,
+        description="kind -> values replaced in the raw bytes of the newest generation of each file (each "
+        "occurrence: what `vault restore` writes; `secrets` counts the stored entries holding them)",
+    )
     deletes: str | None = None
     next_deletion: str | None = None
     at_risk: list[AtRisk] = Field(default_factory=list)

@@ -10,9 +10,12 @@ An alert is a dict ``{"agent", "agent_version", "kind", "message", "parse_rate",
   run, whose records include types the parser does not understand;
 - ``new_unknown_types``: a known version whose records now include types not seen
   before (a format change within a version);
-- ``parse_rate_dropped``: the share of this run's records of a version that parsed is
-  ``DROP`` or more below the share stored before (at least ``MIN_RECORDS`` records
-  read), or, in the ledger, below the agent's previous version's.
+- ``parse_rate_dropped``: the share of this run's records of a known version (one
+  its records named) that parsed is ``DROP`` or more below the share stored before
+  (at least ``MIN_RECORDS`` records read), or, in the ledger, below the agent's
+  previous version's. Records of no known version failing is no drift of a format:
+  a file in an agent's folder that is not in its format at all (garbage) is counted
+  as unreadable by the ingest (``pipeline.writer.unreadable_files``), not here.
 
 Rates are fractions (0..1).
 """
@@ -91,7 +94,7 @@ def run_alerts(before: list[dict], run: dict) -> list[dict]:
                     message=f"{_label(agent, version)}: record types not met before: {_fmt_types(new)}",
                 )
             )
-        elif t.records >= MIN_RECORDS and rate < prev - DROP:
+        elif version and t.records >= MIN_RECORDS and rate < prev - DROP:
             out.append(
                 dict(
                     base,

@@ -136,7 +136,14 @@ def test_secrets(homes):
     rep = json.loads(_run(store, "secrets", "--json"))
     assert rep["total"], "the corpus holds redacted values"
     text = _run(store, "secrets")
-    _fits(text)
+    lines = _fits(text)
+    # one table style for the four tables (the sessions table needs the borderless one:
+    # the first three kept their borders beside it before, a new user's "mixed styles")
+    titles = ["per kind", "per agent", "per date (UTC)", "sessions to look at"]
+    assert [x for x in lines if x.strip() in titles] == titles
+    rules = [x for x in lines if x.strip() and set(x.strip()) == {"─"}]
+    assert len(rules) == 4 and not set("┏┃┡│└┗") & set(text), text
+    assert str(rep["vault"]["values"]) in _words(text)  # and why the vault counts another figure
     words = _words(text)
     for kind, v in rep["kinds"].items():
         assert kind in words and f"{v['values']:,}" in words

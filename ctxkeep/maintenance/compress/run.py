@@ -141,8 +141,10 @@ class FileResult:
     removed_messages: int = 0
     conversation_before: int = 0
     conversation_after: int = 0
-    #: what each strategy saves (``shrink.STRATEGIES``): ``{"lines", "bytes", "tokens"}``;
-    #: ``inline`` also has ``image_tokens`` (in ``tokens``) and ``media`` (values moved)
+    #: what each strategy saves (``shrink.STRATEGIES``): ``{"lines", "bytes", "tokens"}``
+    #: (tokens of entry texts: they add up to ``tokens_before - tokens_after``);
+    #: ``inline`` also has ``image_tokens`` (of the images and documents it moved out:
+    #: not in ``tokens``, which count texts) and ``media`` (values moved)
     savings: dict = field(default_factory=dict)
     cut_kind: str | None = None
     relinked: int = 0
@@ -152,6 +154,10 @@ class FileResult:
     backup: str | None = None
     backups_pruned: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    #: the thresholds (``size``, ``lines``) the file is still over afterwards (a
+    #: skipped file: as it stays), and the sentence saying so ("" when none)
+    still_exceeds: list = field(default_factory=list)
+    still_over: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -229,7 +235,8 @@ def check_files(
     Returns ``{"thresholds": {...}, "files": [FileCheck dicts], "exceeding": n,
     "problems": [str]}``; with ``savings``, each exceeding file's dict also has what a
     compress would do (``would``: status, reason, bytes_after, tokens_before/after) and
-    save per strategy (``savings``, as ``FileResult.savings``), planned like
+    save per strategy (``savings``, as ``FileResult.savings``; ``still_exceeds`` and
+    ``still_over``: the thresholds it would still cross), planned like
     ``--dry-run`` (store opened read-only when there is one)."""
     cc = cfgmod.load_config(home).compress
     files, problems = discovered_files(home, ctx, paths)
@@ -257,7 +264,16 @@ def check_files(
     _resolve_tokens([r for _, r in planned])
     for c, r in planned:
         c["would"] = {
-            k: getattr(r, k) for k in ("status", "reason", "bytes_after", "tokens_before", "tokens_after")
+            k: getattr(r, k)
+            for k in (
+                "status",
+                "reason",
+                "bytes_after",
+                "tokens_before",
+                "tokens_after",
+                "still_exceeds",
+                "still_over",
+            )
         }
         c["savings"] = r.savings
     return {
@@ -465,13 +481,70 @@ def compress_file(
     dry run without a store. Never raises for a bad or unsafe file: the result says
     ``refused``/``skipped`` and why. Raises StoreBusy if SQLite stays locked.
     ``defer_tokens`` (a dry run only): the token figures may wait for counts
-    (``_Pending``) until ``_resolve_tokens`` of the results."""
+    (``_Pending``) until ``_resolve_tokens`` of the results. A file compressed (or
+    that would be, or skipped) and still over a threshold afterwards says so in
+    ``still_exceeds`` and ``still_over`` (``_still_over``)."""
+    keep = keep_messages if keep_messages is not None else cc.keep_messages
+    r = _compress_file(
+        conn,
+        home,
+        file,
+        cc,
+        keep_messages=keep,
+        dry_run=dry_run,
+        force=force,
+        tombs=tombs,
+        now=now,
+        defer_tokens=defer_tokens,
+    )
+    if r.status in ("compressed", "would-compress", "skipped") and r.lines_after:
+        _still_over(r, cc, keep)
+    return r
+
+
+def _still_over(r: FileResult, cc: CompressConfig, keep: int) -> None:
+    """Set ``r.still_exceeds`` (``size``, ``lines``: the thresholds the file is still
+    over once compressed, or as it stays when skipped) and ``r.still_over`` (one
+    sentence: the figures against the thresholds, and what would cut more). The cut
+    keeps the newest ``keep`` conversational messages with every tool call and record
+    between them, so a file with long turns can stay over a threshold."""
+    over = []
+    if r.bytes_after > cc.max_size_kb * 1024:
+        over.append(f"max_size_kb {cc.max_size_kb:,} ({r.bytes_after / 1024:,.0f} KiB)")
+        r.still_exceeds.append("size")
+    if r.lines_after > cc.max_lines:
+        over.append(f"max_lines {cc.max_lines:,} ({r.lines_after:,} lines)")
+        r.still_exceeds.append("lines")
+    if not over:
+        return
+    after = "after compression" if r.status != "skipped" else "as it stays"
+    r.still_over = (
+        f"still over {' and '.join(over)} {after}: the newest {keep:,} messages "
+        f"(--keep-messages, compress.keep_messages) and what lies between them are kept; "
+        f"a smaller --keep-messages cuts more"
+    )
+
+
+def _compress_file(
+    conn,
+    home: Path,
+    file: SourceFile,
+    cc: CompressConfig,
+    *,
+    keep_messages: int,
+    dry_run: bool,
+    force: bool,
+    tombs: dict | None,
+    now: float | None,
+    defer_tokens: bool,
+) -> FileResult:
+    """``compress_file`` but for the thresholds still crossed."""
     if defer_tokens and not dry_run:
         raise ValueError("defer_tokens is for dry runs")
     now = time.time() if now is None else now
     path = file.path
     r = FileResult(str(path), file.agent)
-    keep = keep_messages if keep_messages is not None else cc.keep_messages
+    keep = keep_messages
     if file.agent not in cp.SUPPORTED:
         r.status, r.reason = "refused", f"{file.agent} files are not compressed (only Claude Code and Codex)"
         return r
@@ -835,7 +908,11 @@ def _savings(
 ) -> dict:
     """Bytes, tokens and lines each strategy saves (``FileResult.savings``). Bytes add
     up to ``bytes_before - bytes_after``; tokens (entry texts, o200k_base) to
-    ``tokens_before - tokens_after`` plus ``inline``'s image tokens."""
+    ``tokens_before - tokens_after`` (``inline``'s may be negative: its placeholders
+    are text). The images and documents ``inline`` moves out are counted apart, in
+    ``image_tokens`` (``shrink.image_tokens``): an entry's text holds no image, so
+    adding them to ``tokens`` made a plan say "9,310 → 9,349 tokens" beside "saved
+    1,613 tok"."""
     out = {k: {"lines": 0, "bytes": 0, "tokens": 0} for k in shrink.STRATEGIES}
     if shr is not None:
         shr_tokens = sum(_counts(_shrunk_texts(file, per_line, shr), memo))
@@ -855,11 +932,7 @@ def _savings(
             bytes_before - after_shrink - out["duplicates"]["bytes"] - out["progress"]["bytes"]
         )
         out["inline"]["tokens"] = (
-            r.tokens_before
-            - shr_tokens
-            - out["duplicates"]["tokens"]
-            - out["progress"]["tokens"]
-            + shr.image_tokens
+            r.tokens_before - shr_tokens - out["duplicates"]["tokens"] - out["progress"]["tokens"]
         )
         out["inline"]["image_tokens"] = shr.image_tokens
         out["inline"]["media"] = len(shr.media)
@@ -904,8 +977,10 @@ def run_compress(
     ``runner(home, file, keep_messages, dry_run, force)`` replaces the per-file call
     (the Prefect flow passes a task). Returns ``{"dry_run", "files": [FileResult
     dicts], "compressed", "refused", "bytes_before", "bytes_after", "tokens_before",
-    "tokens_after", "seconds", "problems"}`` (bytes and tokens summed over compressed
-    or would-compress files). Raises StoreBusy when ``wait`` is False and the lock is
+    "tokens_after", "image_tokens", "still_exceeding", "seconds", "problems"}`` (bytes,
+    tokens of entry texts and ``image_tokens`` of the images moved out summed over
+    compressed or would-compress files; ``still_exceeding``: files still over a
+    threshold afterwards). Raises StoreBusy when ``wait`` is False and the lock is
     held; UsageError for ``keep_messages`` < 1."""
     if keep_messages is not None and keep_messages < 1:
         raise UsageError("--keep-messages must be at least 1", hint="pass a positive number")
@@ -979,6 +1054,8 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                     "bytes_after": sum(x.bytes_after for x in done),
                     "tokens_before": sum(x.tokens_before for x in done),
                     "tokens_after": sum(x.tokens_after for x in done),
+                    "image_tokens": sum((x.savings.get("inline") or {}).get("image_tokens", 0) for x in done),
+                    "still_exceeding": sum(bool(x.still_exceeds) for x in results),
                     "seconds": 0.0,
                     "problems": problems,
                 }

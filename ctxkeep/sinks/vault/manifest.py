@@ -317,12 +317,16 @@ def figures(conn) -> dict[str, dict]:
     """Per agent: ``files`` (the agents' files: a database whose sessions' rows are
     held counts once), ``generations``, ``raw`` (original bytes of every
     generation; a database's: its rows documents'), ``stored_raw`` (redacted bytes),
-    ``redactions`` per kind. The vault's size on disk is ``packs`` bytes (all agents:
-    objects are shared)."""
+    ``redactions`` per kind: the values replaced in the newest generation of each
+    file (a database: of each session's rows document), each occurrence in its bytes
+    — what ``vault restore`` writes back, so a restore's counts add up to them (a
+    document rewritten ten times holding one value counted it ten times before). The
+    vault's size on disk is ``packs`` bytes (all agents: objects are shared)."""
     out: dict[str, dict] = {}
-    for agent, path, length, stored, red in conn.execute(
-        "SELECT f.agent, coalesce(json_extract(f.meta, '$.db'), f.path), g.length, g.stored, g.redactions "
-        "FROM vault_generations g JOIN vault_files f ON f.vfile_id = g.vfile_id"
+    newest: dict[int, tuple[str, int, str | None]] = {}  # vfile → (agent, gen, redactions)
+    for agent, path, length, stored, red, vfile, gen in conn.execute(
+        "SELECT f.agent, coalesce(json_extract(f.meta, '$.db'), f.path), g.length, g.stored, g.redactions, "
+        "g.vfile_id, g.gen FROM vault_generations g JOIN vault_files f ON f.vfile_id = g.vfile_id"
     ):
         a = out.setdefault(
             agent, {"files": set(), "generations": 0, "raw": 0, "stored_raw": 0, "redactions": {}}
@@ -331,10 +335,15 @@ def figures(conn) -> dict[str, dict]:
         a["generations"] += 1
         a["raw"] += length
         a["stored_raw"] += stored
+        if vfile not in newest or gen > newest[vfile][1]:
+            newest[vfile] = (agent, gen, red)
+    for agent, _gen, red in newest.values():
+        reds = out[agent]["redactions"]
         for k, n in json.loads(red or "{}").items():
-            a["redactions"][k] = a["redactions"].get(k, 0) + n
+            reds[k] = reds.get(k, 0) + n
     for a in out.values():
         a["files"] = len(a["files"])
+        a["redactions"] = dict(sorted(a["redactions"].items()))
     return out
 
 
