@@ -1,9 +1,11 @@
 """Search the store (tier 1): ``search(home, SearchRequest) -> SearchResult``.
 
-One request for every front end: ``ctxkeep search`` asks one query, MCP ``ctx_search``
-one or more (``AgentSearchRequest``: the same fields and defaults, and the lenient
-forms models send). Ranking, filters and the
-budget: ``query.search``. The one rendering of a hit as text: ``SearchHit.render``.
+One request for every front end: MCP ``ctx_search`` asks one or more queries
+(``AgentSearchRequest``: the same fields and defaults, and the lenient forms models
+send), the app one; ``ctxkeep search`` asks the same question without pydantic
+(``service.search_core``: ``SearchArgs`` read by the same rules, ``service.args``),
+which ``search`` runs too. Ranking, filters and the budget: ``query.search``. The one
+rendering of a hit as text: ``search_core.render_hit`` (``SearchHit.render``).
 
 Never imports Prefect, Polars or DuckDB (the interactive path).
 """
@@ -19,7 +21,6 @@ from pydantic import BeforeValidator, Field, model_validator
 from ctxkeep import schema
 from ctxkeep.errors import UsageError
 from ctxkeep.service.model import (
-    DEFAULT_LIMIT,
     AgentNames,
     Budget,
     EntryHead,
@@ -32,11 +33,7 @@ from ctxkeep.service.model import (
     names_check,
     window_in_order,
 )
-from ctxkeep.service.store import reading
-
-#: the most queries one call runs (more are dropped, with a note)
-MAX_QUERIES = 10
-
+from ctxkeep.service.search_core import DEFAULT_LIMIT, render_hit, run
 
 KindNames = Annotated[list[str] | None, names_check(lambda: schema.KINDS)]
 RoleNames = Annotated[list[str] | None, names_check(lambda: schema.ROLES)]
@@ -148,22 +145,11 @@ class SearchHit(EntryHead):
     chunk: int = Field(description="0-based position of the matching chunk within the text")
 
     def render(self) -> list[tuple[str, str]]:
-        """The hit as text, the one rendering every front end shows: ``(part, line)``
-        pairs, part ``"head"`` (id, agent, session, time, kind, size), ``"title"`` and
-        ``"snippet"`` (left out when the title says it all)."""
-        when = (self.ts or "")[:16].replace("T", " ")
-        head = (
-            f"{self.entry_id}  {self.agent}  {self.session_short_id or self.session_id}  {when}  {self.kind}"
-            + (f" {self.tool_name}" if self.tool_name else "")
-            + f"  ~{self.token_estimate:,} tok"
-            + (f"  (+{self.duplicates:,} like it)" if self.duplicates else "")
-        )
-        lines = [("head", head)]
-        if self.title:
-            lines.append(("title", self.title))
-        if self.snippet.rstrip("…") != self.title.rstrip("…"):  # a short text: its title says it all
-            lines.append(("snippet", self.snippet))
-        return lines
+        """The hit as text, the one rendering every front end shows
+        (``search_core.render_hit``): ``(part, line)`` pairs, part ``"head"`` (id,
+        agent, session, time, kind, size), ``"title"`` and ``"snippet"`` (left out when
+        the title says it all)."""
+        return render_hit(self)
 
 
 class QueryHits(Result):
@@ -191,22 +177,16 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
     shared equally). Raises ``StoreError`` for a missing or damaged store,
     ``SearchSyntaxError`` for a raw query FTS5 cannot parse, ``SessionNotFound``/
     ``AmbiguousSession`` for a session filter, ``UsageError`` for a bad filter value."""
-    from ctxkeep.query.search import Filters
-    from ctxkeep.query.search import search as run
-
-    notes = list(req.notes)
-    queries = [q for q in req.queries if q.strip()]
-    if len(queries) > MAX_QUERIES:
-        notes.append(f"only the first {MAX_QUERIES} of {len(queries)} queries were run")
-        queries = queries[:MAX_QUERIES]
     f = req.filters
-    filters = Filters(**{k: getattr(f, k) for k in SearchFilters.model_fields})
-    per_query = None if req.budget is None else max(1, req.budget // len(queries))
-    with reading(home, mmap=True) as conn:
-        results = [
-            run(conn, q, filters=filters, limit=req.limit, budget_tokens=per_query, raw=req.raw)
-            for q in queries
-        ]
+    out = run(
+        home,
+        req.queries,
+        {k: getattr(f, k) for k in SearchFilters.model_fields},
+        req.limit,
+        req.budget,
+        req.raw,
+        req.notes,
+    )
     return SearchResult(
         results=[
             QueryHits(
@@ -217,8 +197,8 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
                 omitted=r.omitted,
                 note=r.note,
             )
-            for r in results
+            for r in out.results
         ],
-        notes=notes,
-        budget_tokens=req.budget,
+        notes=out.notes,
+        budget_tokens=out.budget_tokens,
     )
