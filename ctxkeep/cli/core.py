@@ -292,12 +292,11 @@ def search(
     as_json: bool = JsonOpt,
 ):
     """Search the store: ranked hits (tier 1: id, agent, session, time, kind, title, snippet); `ctxkeep show ID` prints one in full."""
-    from ctxkeep.service.search import SearchRequest
-    from ctxkeep.service.search import search as ask
+    from ctxkeep.service.search_core import SearchArgs, did_you_mean, hits_json, render_hit, search_args
 
     with failing():
-        req = SearchRequest.parse(
-            queries=[" ".join(query)],
+        req = SearchArgs.parse(
+            [" ".join(query)],
             limit=limit,
             budget=budget,
             raw=raw,
@@ -313,21 +312,21 @@ def search(
                 "status": status,
             },
         )
-        res = ask(_home(home), req)
+        res = search_args(_home(home), req)
     hits = res.results[0]
     if as_json:
-        _print_json(hits.as_json())
+        _print_json(hits_json(hits))
         return
     for n in res.notes:
         err.print(f"[yellow]note:[/yellow] {n}", highlight=False)
     if not hits.hits:
         out.print("no matches" if not hits.omitted else hits.note, highlight=False)
         if hits.suggestions:
-            out.print(hits.did_you_mean(), highlight=False, markup=False, soft_wrap=True)
+            out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
         return
     style = {"head": "bold", "title": "", "snippet": "dim"}
     for h in hits.hits:
-        for part, line in h.render():
+        for part, line in render_hit(h):
             out.print(
                 ("" if part == "head" else "   ") + line,
                 highlight=False,
@@ -338,7 +337,7 @@ def search(
     if hits.note:
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
     if hits.suggestions:
-        out.print(hits.did_you_mean(), highlight=False, markup=False, soft_wrap=True)
+        out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -386,11 +385,6 @@ def show(
     Within a budget (cut texts keep head and tail around a marker that says how to
     fetch the rest); with --json also the images and outputs compress moved to the
     store (base64)."""
-    from rich.markup import escape
-
-    from ctxkeep.service.fetch import ShowRequest
-    from ctxkeep.service.fetch import fetch as ask
-
     if session is not None or not entry_ids:
         if entry_ids or session is None:
             _fail(
@@ -401,6 +395,11 @@ def show(
             )
         _show_session(session, budget, home, as_json)
         return
+    from rich.markup import escape
+
+    from ctxkeep.service.fetch import ShowRequest
+    from ctxkeep.service.fetch import fetch as ask
+
     with failing():
         req = ShowRequest.parse(
             ids=entry_ids, budget=budget, max_bytes=max_bytes, offset=offset, media=True, media_dir=media_dir
@@ -434,14 +433,13 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     """``show --session``: the conversation of ``session`` in order."""
     from rich.markup import escape
 
-    from ctxkeep.service.conversation import ConversationRequest, conversation
+    from ctxkeep.service.conversation_core import conversation_json, conversation_of, spans_days
 
     with failing():
-        conv = conversation(_home(home), ConversationRequest.parse(session=session, budget=budget))
+        conv, short = conversation_of(_home(home), session, budget)
     if as_json:
-        _print_json(conv.as_json())
+        _print_json(conversation_json(conv, short))
         return
-    short = conv.session_short_id
     out.print(
         f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup
         + (f" [dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
@@ -449,7 +447,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
         highlight=False,
     )
     # a session over several days: each turn's date too, not only its time of day
-    cut = slice(0, 19) if conv.spans_days() else slice(11, 19)
+    cut = slice(0, 19) if spans_days(conv.turns) else slice(11, 19)
     for t in conv.turns:
         when = (t.ts or "")[cut].replace("T", " ")
         if t.kind == "tool_call":
@@ -483,29 +481,28 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
 @app.command()
 def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
-    from ctxkeep.service.stats import StatsRequest
-    from ctxkeep.service.stats import stats as ask
+    from ctxkeep.service.stats_core import figures, redactions_line, stats_json
 
     with failing():
         h = _home(home)
-        res = ask(h, StatsRequest.parse())
+        res = figures(h)
     if as_json:
-        _print_json(res.as_json())
+        _print_json(stats_json(res))
         return
     from rich import box
 
     rows = [
         (
             a,
-            f"{d.sessions:,}",
-            f"{d.entries:,}",
-            f"{d.kinds.get('message', 0):,}",
-            f"{d.kinds.get('tool_call', 0):,}",
-            f"{d.kinds.get('tool_result', 0):,}",
-            _size(d.text_bytes),
-            f"{d.token_estimate:,}",
+            f"{d['sessions']:,}",
+            f"{d['entries']:,}",
+            f"{d['kinds'].get('message', 0):,}",
+            f"{d['kinds'].get('tool_call', 0):,}",
+            f"{d['kinds'].get('tool_result', 0):,}",
+            _size(d["text_bytes"]),
+            f"{d['token_estimate']:,}",
         )
-        for a, d in res.agents.items()
+        for a, d in res["agents"].items()
     ]
     # fits 80 columns: headers on two lines, one space between columns, cells never cut
     t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -521,22 +518,22 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     for r in rows:
         t.add_row(*r)
     out.print(t)
-    cs, q = res.contents, res.quarantine
+    cs, q = res["contents"], res["quarantine"]
     out.print(
-        f"distinct contents {cs.distinct:,} ({_size(cs.bytes)}, {cs.token_estimate:,} tokens); "
+        f"distinct contents {cs['distinct']:,} ({_size(cs['bytes'])}, {cs['token_estimate']:,} tokens); "
         f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
         highlight=False,
     )
-    u = res.usage
+    u = res["usage"]
     out.print(
-        f"usage: {u.responses:,} responses, input {u.input_tokens:,}, output {u.output_tokens:,}, "
-        f"cache read {u.cache_read_tokens:,}, cache write {u.cache_creation_tokens:,} tokens",
+        f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
+        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} tokens",
         highlight=False,
     )
     out.print(
         "files: "
-        + ", ".join(f"{k} {_size(v)}" for k, v in res.files.items())
-        + f"; last ingest {res.last_ingest or 'never'}",
+        + ", ".join(f"{k} {_size(v)}" for k, v in res["files"].items())
+        + f"; last ingest {res['last_ingest'] or 'never'}",
         highlight=False,
     )
-    out.print(res.redactions.line(), highlight=False)
+    out.print(redactions_line(res["redactions"]), highlight=False)

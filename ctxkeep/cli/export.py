@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, err, failing, out
+from ctxkeep.cli.options import timezone_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
 export_app = typer.Typer(
@@ -143,6 +144,7 @@ def _transcripts(
             out.print(f"open {Path(first).resolve().as_uri()}", highlight=False)
 
 
+TzOpt = timezone_option("times shown")
 _FORCE_HELP = "Write into a non-empty DEST that holds no previous ctxkeep export (default: refuse)."
 _SESSION_HELP = "Only this session and the sub-agents it started (an id or unique prefix; repeatable). Default: every session, plus an index."
 
@@ -151,9 +153,7 @@ _SESSION_HELP = "Only this session and the sub-agents it started (an id or uniqu
 def export_html(
     dest: Path = typer.Argument(..., metavar="DEST", help="Folder for the pages (created)."),
     session: list[str] = typer.Option([], "--session", "-s", metavar="ID", help=_SESSION_HELP),
-    timezone: str = typer.Option(
-        None, "--timezone", "-z", help="IANA time zone of the times shown (default: the local zone)."
-    ),
+    timezone: str | None = TzOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
     force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
@@ -166,9 +166,7 @@ def export_html(
 def export_markdown(
     dest: Path = typer.Argument(..., metavar="DEST", help="Folder for the files (created)."),
     session: list[str] = typer.Option([], "--session", "-s", metavar="ID", help=_SESSION_HELP),
-    timezone: str = typer.Option(
-        None, "--timezone", "-z", help="IANA time zone of the times shown (default: the local zone)."
-    ),
+    timezone: str | None = TzOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
     force: bool = typer.Option(False, "--force", help=_FORCE_HELP),

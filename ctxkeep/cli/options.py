@@ -7,6 +7,9 @@ option means the same thing in every command (docs/cli.md "Options").
 - ``--since`` / ``--until`` (``since_option``/``until_option``): both ends inclusive, a
   date (a whole day), a datetime or an age (``7d``, ``12h``); read by the one parser,
   ``timeutil.read_when``, at parse time (a bad value exits 2 before any work).
+- ``--timezone ZONE`` / ``-z`` (``timezone_option``): the IANA zone of the local days
+  and times a command shows (reports, ``report html``, exports, the statusline);
+  default the local zone (``service.when.zone``); checked at parse time (exit 2).
 - ``--home DIR``: accepted before the command (``ctxkeep --home DIR stats``) and after it.
 - ``--json``: every command that reports; objects carry ``"schema": N``.
 - ``--prefect/--no-prefect`` of the commands that may run as a Prefect flow.
@@ -181,6 +184,34 @@ def since_option(help: str = "From this time on, inclusive", *short: str):
 def until_option(help: str = "Up to this time, inclusive (a date: that whole day)", *short: str):
     """``--until WHEN``: inclusive (a date includes that whole day); forms as ``--since``."""
     return _when_option("--until", f"{help}; the forms of --since.", short)
+
+
+def _timezone_callback(ctx: typer.Context, param: typer.CallbackParam, value):
+    if value in (None, ""):
+        return None
+    from ctxkeep.errors import UsageError
+    from ctxkeep.service.when import zone
+
+    try:
+        zone(value)
+    except UsageError as e:
+        raise OptionError(str(e), ctx=ctx, param=param) from None
+    return value
+
+
+def timezone_option(of: str = "days", *, check: bool = True):
+    """``--timezone ZONE`` / ``-z``: the IANA zone of the local ``of`` a command shows
+    (``"days"`` of a report, ``"times shown"`` of a transcript); None (not given) is the
+    local zone, resolved by the command's service (``service.when.zone``). ``check``
+    (default): an unknown zone is a usage error at parse time (exit 2); the statusline
+    passes False, as it says a bad zone in its one output line instead."""
+    return typer.Option(
+        None,
+        "--timezone",
+        "-z",
+        help=f"IANA time zone of the {of} (default: the local zone).",
+        callback=_timezone_callback if check else None,
+    )
 
 
 def require_paths(paths: Sequence, where: str = "--path") -> None:

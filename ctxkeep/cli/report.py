@@ -17,7 +17,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, out, table
-from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
+from ctxkeep.cli.options import agent_option, since_option, store_agents, timezone_option, until_option
 from ctxkeep.errors import UsageError
 
 report_app = typer.Typer(
@@ -28,7 +28,7 @@ app.add_typer(report_app, name="report")
 
 SinceOpt = since_option("First local day, inclusive (a datetime or an age: the day it falls on)", "-s")
 UntilOpt = until_option("Last local day, inclusive", "-u")
-TzOpt = typer.Option(None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone).")
+TzOpt = timezone_option()
 AgentOpt = agent_option(store_agents)
 ProjectOpt = typer.Option(
     None, "--project", "-p", help="Only this project directory and those below it (. is the current one)."
@@ -384,7 +384,7 @@ def tools(
 @app.command()
 def statusline(
     home: Path | None = HomeOpt,
-    timezone: str | None = TzOpt,
+    timezone: str | None = timezone_option(check=False),
 ):
     """One line for Claude Code's statusLine: today's cost, the active block, the session's context.
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, err
-from ctxkeep.cli.options import since_option, until_option
+from ctxkeep.cli.options import since_option, timezone_option, until_option
 from ctxkeep.cli.report import report_app
 from ctxkeep.errors import CtxkeepError
 
@@ -23,9 +23,7 @@ def html(
     ),
     since: str | None = since_option("First local day, inclusive (default: the first record)"),
     until: str | None = until_option("Last local day, inclusive (default: the last record)"),
-    timezone: str = typer.Option(
-        None, "--timezone", "-z", help="IANA time zone of the days (default: the local zone)."
-    ),
+    timezone: str | None = timezone_option(),
     force: bool = typer.Option(
         False, "--force", help="Write into a non-empty DIR that holds no previous report (default: refuse)."
     ),

@@ -18,6 +18,13 @@ One module per question (``search``, ``fetch``, ``conversation``, ``stats``,
 Front ends import only ``ctxkeep.service``, ``ctxkeep.errors`` and ``ctxkeep.schema``
 (an import-linter contract): they render; they decide nothing.
 
+The interactive paths (docs/design.md, "Latency budget") ask without pydantic: ingest
+and ``compress --check`` have dataclass requests; ``ctxkeep search``, ``show
+--session`` and ``stats`` ask ``search_core``, ``conversation_core`` and
+``stats_core`` (what ``search``, ``conversation`` and ``stats`` wrap in their models),
+their typed options read by the rules of ``args`` (the pydantic-free home of the
+defaults and ranges the models use too).
+
 Importing this package imports nothing (``service.store``, which every command's
 ``--home`` goes through, stays free of pydantic: a no-op ingest never loads it); a
 question's module imports pydantic (``service.model``) and what it needs

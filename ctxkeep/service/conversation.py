@@ -1,7 +1,8 @@
 """One session's conversation in order: ``conversation(home, ConversationRequest) ->
 ConversationResult`` (``ctxkeep show --session``). Turns, folding of tool calls,
-compaction marks and the budget: ``query.sessions.conversation``. Never imports
-Prefect, Polars or DuckDB.
+compaction marks and the budget: ``query.sessions.conversation``; the question itself
+(``service.conversation_core``, which ``show --session`` asks without pydantic and
+prints what these models print). Never imports Prefect, Polars or DuckDB.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ctxkeep.service.conversation_core import conversation_of, spans_days
 from ctxkeep.service.model import Budget, Item, Request, Result
-from ctxkeep.service.store import reading
 
 
 class ConversationRequest(Request):
@@ -53,16 +54,11 @@ class ConversationResult(Result):
 
     def spans_days(self) -> bool:
         """True when the turns fall on more than one UTC day (times then show dates)."""
-        return len({t.ts[:10] for t in self.turns if t.ts}) > 1
+        return spans_days(self.turns)
 
 
 def conversation(home: Path, req: ConversationRequest) -> ConversationResult:
     """The conversation of ``req.session``. Raises ``SessionNotFound``,
     ``AmbiguousSession``, ``StoreError``."""
-    from ctxkeep.query.sessions import conversation as run
-    from ctxkeep.sinks.sqlite.lookup import short_session_ids
-
-    with reading(home, mmap=True) as conn:
-        conv = run(conn, req.session, budget=req.budget)
-        short = short_session_ids(conn, [conv.session_id])[conv.session_id]
+    conv, short = conversation_of(home, req.session, req.budget)
     return ConversationResult(**conv.as_dict(), session_short_id=short)

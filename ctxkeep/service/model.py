@@ -21,7 +21,6 @@ Lenient scalars, as MCP clients send them: numbers also as strings, booleans als
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -40,13 +39,21 @@ from pydantic import (
 from pydantic import ValidationInfo as _Info
 
 from ctxkeep.errors import UsageError
+from ctxkeep.service.args import (
+    DEFAULT_LIMIT,
+    JSON_SCHEMA,
+    MAX_BUDGET,
+    MAX_LIMIT,
+    in_order,
+    names,
+    out_of_range,
+    project_dir,
+    refuse_nul,
+    when,
+)
 
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 200
-MAX_BUDGET = 200_000
-#: the version of every ``--json`` object and MCP ``structuredContent`` (docs/cli.md):
-#: a change that removes or renames a key, or changes a value's meaning, raises it
-JSON_SCHEMA = 1
+#: the defaults and ranges live in ``service.args`` (pydantic-free); the models use them
+__all__ = ["DEFAULT_LIMIT", "JSON_SCHEMA", "MAX_BUDGET", "MAX_LIMIT"]
 
 
 class Clamp:
@@ -92,42 +99,6 @@ def _texts(v: Any, info: _Info) -> list[str]:
 Texts = Annotated[list[str], BeforeValidator(_texts)]
 
 
-def split_values(values: Any) -> list[str]:
-    """The values of a repeatable, comma-separated option as one list, in order,
-    without blanks or repeats: ``["codex,crush", "aider"]`` → ``["codex", "crush",
-    "aider"]``; a JSON array in a string is read as one."""
-    if values is None:
-        return []
-    if isinstance(values, str):
-        s = values.strip()
-        if s.startswith("["):
-            try:
-                values = json.loads(s)
-            except json.JSONDecodeError:
-                pass
-    if isinstance(values, str) or not isinstance(values, (list, tuple)):
-        values = [values]
-    out: list[str] = []
-    for v in values:
-        for x in str(v).split(","):
-            x = x.strip()
-            if x and x not in out:
-                out.append(x)
-    return out
-
-
-def unknown_value(what: str, name: str, choices: Sequence[str]) -> str:
-    """``unknown agent 'codx' - did you mean 'codex'? (one of: …)``."""
-    starts = sorted((c for c in choices if c.startswith(name.lower())), key=len)  # claude → claude-code
-    near = starts[:1] or difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
-    return (
-        f"unknown {what} {name!r}"
-        + (f" - did you mean {near[0]!r}? (one of: " if near else " - use one of: ")
-        + ", ".join(choices)
-        + (")" if near else "")
-    )
-
-
 def names_check(choices: Callable[[], Sequence[str]] | None = None, *, lower: bool = True) -> BeforeValidator:
     """The validator of a repeatable, comma-separated list of names (``--agent``,
     ``--kind``, ``--tool``): split (``split_values``), lower-cased unless ``lower`` is
@@ -135,17 +106,7 @@ def names_check(choices: Callable[[], Sequence[str]] | None = None, *, lower: bo
     unknown one is a usage error naming the closest valid one. None when none is given."""
 
     def check(v: Any, info: _Info) -> list[str] | None:
-        vals = split_values(v)
-        if lower:
-            vals = [x.lower() for x in vals]
-        if choices is not None:
-            allowed = tuple(choices())
-            for x in vals:
-                if x not in allowed:
-                    raise UsageError(
-                        unknown_value(info.field_name or "value", x, allowed), where=info.field_name
-                    )
-        return vals or None
+        return names(info.field_name or "value", v, None if choices is None else choices(), lower=lower)
 
     return BeforeValidator(check)
 
@@ -163,12 +124,7 @@ AgentNames = Annotated[list[str] | None, names_check(_agents)]
 
 
 def _project_dir(v: str | None, info: _Info) -> str | None:
-    if v is None or not str(v).strip():
-        return None
-    cwd = (info.context or {}).get("cwd") or os.getcwd()
-    from ctxkeep.paths import normalize_dir
-
-    return normalize_dir(str(v), str(cwd))
+    return project_dir(v, (info.context or {}).get("cwd"))
 
 
 ProjectDir = Annotated[
@@ -179,12 +135,7 @@ ProjectDir = Annotated[
 
 
 def _when(v: str | None, info: _Info) -> str | None:
-    if v is None or not str(v).strip():
-        return None
-    from ctxkeep.timeutil import read_when
-
-    read_when(str(v), where=info.field_name or "since/until")
-    return str(v).strip()
+    return when(v, info.field_name or "since/until")
 
 
 When = Annotated[
@@ -197,9 +148,7 @@ When = Annotated[
 def _in_order(req: Any) -> Any:
     """Raise UsageError when the request's ``since`` is after its ``until``
     (``timeutil.check_window``)."""
-    from ctxkeep.timeutil import check_window
-
-    check_window(req.since, req.until)
+    in_order(req.since, req.until)
     return req
 
 
@@ -230,7 +179,7 @@ class Request(BaseModel):
         directory). Raises UsageError naming the field (``where``) for a bad value."""
         values = {k: v for k, v in {**(data or {}), **kw}.items() if v is not None}
         if not cls.nul_allowed:
-            _refuse_nul(values)
+            refuse_nul(values)
         notes = cls.prepare(values) + _clamp(cls, values)
         try:
             req = cls.model_validate(values, context={"cwd": str(cwd or os.getcwd())})
@@ -244,26 +193,6 @@ class Request(BaseModel):
         """Rewrite ``values`` (the arguments as given) before validation, returning a
         note per change; a request that reads lenient forms overrides it."""
         return []
-
-
-def _refuse_nul(values: Any, where: str = "") -> None:
-    """Raise UsageError for a NUL character in any string of ``values`` (a key or a
-    value, nested too): no path, query or label holds one, and SQLite, the file system
-    and FTS5 each fail on it their own way."""
-    if isinstance(values, str):
-        if "\x00" in values:
-            raise UsageError(
-                "a NUL character (\\x00) is not allowed",
-                where=where or None,
-                hint="remove it: no query, path or label contains one",
-            )
-    elif isinstance(values, dict):
-        for k, v in values.items():
-            _refuse_nul(str(k), str(k))
-            _refuse_nul(v, str(k))
-    elif isinstance(values, (list, tuple)):
-        for v in values:
-            _refuse_nul(v, where)
 
 
 def _clamp_of(f) -> int | None:
@@ -300,9 +229,7 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
     kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         hi = _clamp_of(cls.model_fields.get(field)) or ctx.get("le")
-        lo = ctx.get("ge", ctx.get("gt"))
-        rng = f"use {lo} to {hi}" if lo is not None and hi is not None else f"use at least {lo}"
-        return UsageError(f"{field.replace('_', ' ')} {value} is out of range", where=field, hint=rng)
+        return out_of_range(field, value, ctx.get("ge", ctx.get("gt")), hi)
     if kind == "literal_error":
         return UsageError(f"unknown {field} {value!r}", where=field, hint=f"use {ctx.get('expected', '')}")
     if kind == "missing":

@@ -1,9 +1,11 @@
 """Search the store (tier 1): ``search(home, SearchRequest) -> SearchResult``.
 
-One request for every front end: ``ctxkeep search`` asks one query, MCP ``ctx_search``
-one or more (``AgentSearchRequest``: the same fields and defaults, and the lenient
-forms models send). Ranking, filters and the
-budget: ``query.search``. The one rendering of a hit as text: ``SearchHit.render``.
+One request for every front end: MCP ``ctx_search`` asks one or more queries
+(``AgentSearchRequest``: the same fields and defaults, and the lenient forms models
+send), the app one; ``ctxkeep search`` asks the same question without pydantic
+(``service.search_core``: ``SearchArgs`` read by the same rules, ``service.args``),
+which ``search`` runs too. Ranking, filters and the budget: ``query.search``. The one
+rendering of a hit as text: ``search_core.render_hit`` (``SearchHit.render``).
 
 Never imports Prefect, Polars or DuckDB (the interactive path).
 """
@@ -19,7 +21,6 @@ from pydantic import BeforeValidator, Field, model_validator
 from ctxkeep import schema
 from ctxkeep.errors import UsageError
 from ctxkeep.service.model import (
-    DEFAULT_LIMIT,
     AgentNames,
     Budget,
     EntryHead,
@@ -32,11 +33,7 @@ from ctxkeep.service.model import (
     names_check,
     window_in_order,
 )
-from ctxkeep.service.store import reading
-
-#: the most queries one call runs (more are dropped, with a note)
-MAX_QUERIES = 10
-
+from ctxkeep.service.search_core import DEFAULT_LIMIT, did_you_mean, render_hit, run
 
 KindNames = Annotated[list[str] | None, names_check(lambda: schema.KINDS)]
 RoleNames = Annotated[list[str] | None, names_check(lambda: schema.ROLES)]
@@ -148,56 +145,11 @@ class SearchHit(EntryHead):
     chunk: int = Field(description="0-based position of the matching chunk within the text")
 
     def render(self) -> list[tuple[str, str]]:
-        """The hit as text, the one rendering every front end shows: ``(part, line)``
-        pairs, part ``"head"`` (id, agent, session, time, kind, size), ``"title"`` and
-        ``"snippet"`` (left out when the title says it all)."""
-        when = (self.ts or "")[:16].replace("T", " ")
-        head = (
-            f"{self.entry_id}  {self.agent}  {self.session_short_id or self.session_id}  {when}  {self.kind}"
-            + (f" {self.tool_name}" if self.tool_name else "")
-            + f"  ~{self.token_estimate:,} tok"
-            + (f"  (+{self.duplicates:,} like it)" if self.duplicates else "")
-        )
-        lines = [("head", head)]
-        if self.title:
-            lines.append(("title", self.title))
-        rest = _after_title(self.snippet, self.title, self.tool_name)
-        if rest:
-            lines.append(("snippet", rest))
-        return lines
-
-
-def _after_title(snippet: str, title: str, tool: str | None = None) -> str:
-    """What ``snippet`` adds to ``title``: the snippet, or when it starts inside the
-    title's words (whitespace collapsed, as ``query.search.render.snippet`` collapses
-    them; at the text's start, or after a leading ``…`` at a point of the title's line;
-    a tool's title leads with the ``tool`` name, its text does not) and goes on past
-    them, only what follows them, led by ``…`` (from the start of the word a cut title
-    ends in; "" when nothing follows: a short text, its title says it all). The title
-    is the text's first line, so a snippet near the text's start repeated it."""
-    head = " ".join(title.rstrip("…").split())
-    heads = [head] + ([head[len(tool) + 1 :]] if tool and head.startswith(tool + " ") else [])
-    inner = snippet.startswith("…")
-    body = snippet[1:] if inner else snippet
-    for h in heads:
-        if not h:
-            continue
-        pos = h.find(body[:_OVERLAP_PROBE]) if inner and body else 0
-        if pos < 0 or not body.startswith(h[pos:]):
-            continue
-        cut = len(h) - pos
-        if title.endswith("…"):  # cut inside a word: from its start
-            cut -= len(h) - len(h.rstrip(_WORD_CHARS))
-            cut = cut if cut > 0 else len(h) - pos
-        rest = body[cut:].strip()
-        return "" if not rest.rstrip("…") else "…" + rest.lstrip("…")
-    return snippet
-
-
-#: characters of a snippet's start looked for in its title (``_after_title``)
-_OVERLAP_PROBE = 16
-#: the characters of a word, for a title cut inside one (``_after_title``)
-_WORD_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+        """The hit as text, the one rendering every front end shows
+        (``search_core.render_hit``): ``(part, line)`` pairs, part ``"head"`` (id,
+        agent, session, time, kind, size), ``"title"`` and ``"snippet"`` (left out when
+        the title says it all)."""
+        return render_hit(self)
 
 
 class QueryHits(Result):
@@ -219,9 +171,7 @@ class QueryHits(Result):
     def did_you_mean(self) -> str:
         """The suggestions as one line (``did you mean "a" or "b"?``; "" for none), the
         one rendering every front end shows."""
-        if not self.suggestions:
-            return ""
-        return "did you mean " + " or ".join(f'"{q}"' for q in self.suggestions) + "?"
+        return did_you_mean(self.suggestions)
 
 
 class SearchResult(Result):
@@ -237,22 +187,16 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
     shared equally). Raises ``StoreError`` for a missing or damaged store,
     ``SearchSyntaxError`` for a raw query FTS5 cannot parse, ``SessionNotFound``/
     ``AmbiguousSession`` for a session filter, ``UsageError`` for a bad filter value."""
-    from ctxkeep.query.search import Filters
-    from ctxkeep.query.search import search as run
-
-    notes = list(req.notes)
-    queries = [q for q in req.queries if q.strip()]
-    if len(queries) > MAX_QUERIES:
-        notes.append(f"only the first {MAX_QUERIES} of {len(queries)} queries were run")
-        queries = queries[:MAX_QUERIES]
     f = req.filters
-    filters = Filters(**{k: getattr(f, k) for k in SearchFilters.model_fields})
-    per_query = None if req.budget is None else max(1, req.budget // len(queries))
-    with reading(home, mmap=True) as conn:
-        results = [
-            run(conn, q, filters=filters, limit=req.limit, budget_tokens=per_query, raw=req.raw)
-            for q in queries
-        ]
+    out = run(
+        home,
+        req.queries,
+        {k: getattr(f, k) for k in SearchFilters.model_fields},
+        req.limit,
+        req.budget,
+        req.raw,
+        req.notes,
+    )
     return SearchResult(
         results=[
             QueryHits(
@@ -264,8 +208,8 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
                 note=r.note,
                 suggestions=r.suggestions,
             )
-            for r in results
+            for r in out.results
         ],
-        notes=notes,
-        budget_tokens=req.budget,
+        notes=out.notes,
+        budget_tokens=out.budget_tokens,
     )

@@ -1,16 +1,16 @@
 """Counts and sizes of the store: ``stats(home, StatsRequest) -> StatsResult``
-(``ctxkeep stats``, MCP ``ctx_stats``). The figures: ``query.stats.store_stats``.
-Read-only; never imports Prefect, Polars or DuckDB."""
+(MCP ``ctx_stats``; ``ctxkeep stats`` asks ``service.stats_core`` for the same
+figures without pydantic, and prints what these models print). The figures:
+``query.stats.store_stats``. Read-only; never imports Prefect, Polars or DuckDB."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from pydantic import Field
 
 from ctxkeep.service.model import Item, Request, Result
-from ctxkeep.service.store import reading
+from ctxkeep.service.stats_core import figures, redactions_line
 
 
 class StatsRequest(Request):
@@ -48,15 +48,14 @@ class Redactions(Item):
     def line(self) -> str:
         """``redacted values: 12 (password 5, …); 10 in 9 texts, 2 in quarantined lines``
         (``redacted values: none``); counts only, never values."""
-        if not self.total:
-            return "redacted values: none"
-        kinds = Counter(self.texts) + Counter(self.quarantine)
-        per = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
-        n_texts = sum(self.texts.values())
-        line = f"redacted values: {self.total:,} ({per}); {n_texts:,} in {self.texts_with_redactions:,} texts"
-        if self.quarantine:
-            line += f", {sum(self.quarantine.values()):,} in quarantined lines"
-        return line
+        return redactions_line(
+            {
+                "texts": self.texts,
+                "quarantine": self.quarantine,
+                "texts_with_redactions": self.texts_with_redactions,
+                "total": self.total,
+            }
+        )
 
 
 class StatsResult(Result):
@@ -80,7 +79,4 @@ class StatsResult(Result):
 def stats(home: Path, req: StatsRequest) -> StatsResult:
     """The figures of the store at ``home``. Raises ``StoreError`` when there is no
     readable store."""
-    from ctxkeep.query.stats import store_stats
-
-    with reading(home) as conn:
-        return StatsResult(**store_stats(conn, Path(home)))
+    return StatsResult(**figures(Path(home)))

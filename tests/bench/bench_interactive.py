@@ -13,7 +13,9 @@ command run ``--runs`` times (median and best printed), side by side in one run:
   with nothing new (target ≤ 0.3 s), and ``ctxkeep compress --check`` (target
   ≤ 0.5 s);
 - the read paths on that store: ``ctxkeep search`` (``--json`` and text), ``show
-  --session`` and ``stats`` (the service layer's pydantic models are on these paths);
+  --session`` and ``stats`` (no pydantic on these paths since the plain read path,
+  ``service/args.py`` and ``service/*_core.py``: its import and first model builds were
+  ~0.06-0.08 s of CPU of each);
 - agentsview (``/tmp/peers/venv/bin/agentsview`` or ``$AGENTSVIEW``):
   ``AGENTSVIEW_NO_DAEMON=1 agentsview sync`` of a copy of the same tree into a fresh
   data dir, then again with nothing new. Its HOME is a temp dir holding the copy;
@@ -41,7 +43,7 @@ machine the CPU figures are the steadier ones.
 
 Then the imports of a no-op ingest and of a first ingest's own process (``python -X
 importtime``): the biggest top-level modules, and whether Polars, DuckDB, Prefect, Rich,
-tiktoken or pyarrow were imported.
+tiktoken, pyarrow or pydantic were imported.
 
 Usage::
 
@@ -68,7 +70,7 @@ CTXKEEP = ROOT / ".venv" / "bin" / "ctxkeep"
 AGENTSVIEW = Path(os.environ.get("AGENTSVIEW", "/tmp/peers/venv/bin/agentsview"))
 #: the derived-cache dir of every ctxkeep run here (set in main: a temp dir)
 CACHE = Path(tempfile.gettempdir()) / "ctxkeep-bench-cache"
-HEAVY = ("polars", "duckdb", "prefect", "rich", "tiktoken", "pyarrow")
+HEAVY = ("polars", "duckdb", "prefect", "rich", "tiktoken", "pyarrow", "pydantic")
 
 
 def clean_env(**extra: str) -> dict:

@@ -270,3 +270,46 @@ def test_commands_reading_the_settings_name_an_unknown_key(tmp_path):
         r = CliRunner().invoke(app, [*args, "--home", str(tmp_path)], env={"HOME": str(tmp_path / "nobody")})
         assert r.exit_code == 0, r.output
         assert "unknown key compress.max_sizekb - did you mean max_size_kb?" in r.output
+
+
+def _timezone_commands() -> list[tuple[str, ...]]:
+    """Every command path that takes ``--timezone`` (the whole CLI, walked)."""
+    import typer.main
+
+    found: list[tuple[str, ...]] = []
+
+    def walk(cmd, path: tuple[str, ...]) -> None:
+        if any("--timezone" in getattr(p, "opts", ()) for p in cmd.params):
+            found.append(path)
+        for name in getattr(cmd, "commands", {}):
+            walk(cmd.commands[name], (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def test_timezone_is_one_option_everywhere(home, tmp_path):
+    """``--timezone`` was declared in four places of cli/ (reports, ``report html``, the
+    two exports), each with its own help: now ``options.timezone_option``. Every command
+    that takes it takes ``-z`` too, and rejects an unknown zone at parse time (exit 2,
+    one line naming the zone and the option, nothing written), but the statusline,
+    which says it in its one output line (exit 0)."""
+    cmds = _timezone_commands()
+    assert {c[0] for c in cmds} >= {"report", "export", "statusline"}
+    assert ("report", "html") in cmds and ("export", "markdown") in cmds and ("export", "html") in cmds
+    for path in cmds:
+        dest = tmp_path / "-".join(path)
+        args = [*path, *(["DEST-ARG"] if path[-1] in ("html", "markdown") else []), "-z", "Mars/Olympus"]
+        args = [str(dest) if a == "DEST-ARG" else a for a in args]
+        r = runner.invoke(app, [*args, "--home", str(tmp_path / "home")], input="{}")
+        if path == ("statusline",):
+            assert r.exit_code == 0 and "unknown time zone 'Mars/Olympus' (--timezone)" in r.stdout
+            continue
+        assert r.exit_code == 2, (path, r.output)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and "Mars/Olympus" in lines[0] and "--timezone" in lines[0], (path, lines)
+        assert not dest.exists() and not (tmp_path / "home").exists(), path
+    # a known zone passes the check and reaches the question
+    assert (
+        ok_json("report", "daily", "-z", "Asia/Tokyo", "--home", home, "--json")["timezone"] == "Asia/Tokyo"
+    )

@@ -1,0 +1,158 @@
+"""The rules of the arguments every question shares, in one place and without pydantic:
+the defaults and ranges (``DEFAULT_LIMIT``, ``MAX_LIMIT``, ``MAX_BUDGET``), how a
+number out of range is read (``in_range``: clamped above with a note, a usage error
+below), the NUL rule (``refuse_nul``), repeatable comma-separated names
+(``split_values``, ``unknown_value``), a project directory (``project_dir``) and a
+``--since``/``--until`` value (``when``, ``in_order``).
+
+``service.model``'s pydantic types (``Limit``, ``Budget``, ``ProjectDir``, ``When`` …)
+apply these same functions to untyped input (MCP tools, the app); the CLI, whose
+options Typer has typed already, applies them directly to build the plain requests of
+the interactive read paths (``service.search.SearchArgs``, ``service.stats``,
+``service.conversation.ConversationArgs``), which import no pydantic (docs/design.md,
+"Latency budget": pydantic's import and first model builds were ~0.06-0.08 s of CPU
+of each ~0.1 s read command, issue 22). Errors are ``errors.UsageError`` whose
+``where`` is the field's name, as the models raise them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ctxkeep.errors import UsageError
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 200
+MAX_BUDGET = 200_000
+#: the version of every ``--json`` object and MCP ``structuredContent`` (docs/cli.md):
+#: a change that removes or renames a key, or changes a value's meaning, raises it
+JSON_SCHEMA = 1
+
+
+def out_of_range(field: str, value: Any, lo: Any, hi: Any) -> UsageError:
+    """The usage error of a number out of its range: ``limit 0 is out of range (limit)
+    - use 1 to 200`` (``hi`` None: ``use at least 1``)."""
+    rng = f"use {lo} to {hi}" if lo is not None and hi is not None else f"use at least {lo}"
+    return UsageError(f"{field.replace('_', ' ')} {value} is out of range", where=field, hint=rng)
+
+
+def in_range(field: str, value: int | None, hi: int, notes: list[str], lo: int = 1) -> int | None:
+    """``value`` of a clamped whole-number argument (a limit, a budget; None stays
+    None): above ``hi`` it is taken as ``hi`` and ``notes`` gets ``limit 500 clamped to
+    200``; below ``lo`` it is a usage error (``out_of_range``)."""
+    if value is None:
+        return None
+    if value > hi:
+        notes.append(f"{field} {value} clamped to {hi}")
+        return hi
+    if value < lo:
+        raise out_of_range(field, value, lo, hi)
+    return value
+
+
+def refuse_nul(values: Any, where: str = "") -> None:
+    """Raise UsageError for a NUL character in any string of ``values`` (a key or a
+    value, nested too): no path, query or label holds one, and SQLite, the file system
+    and FTS5 each fail on it their own way."""
+    if isinstance(values, str):
+        if "\x00" in values:
+            raise UsageError(
+                "a NUL character (\\x00) is not allowed",
+                where=where or None,
+                hint="remove it: no query, path or label contains one",
+            )
+    elif isinstance(values, dict):
+        for k, v in values.items():
+            refuse_nul(str(k), str(k))
+            refuse_nul(v, str(k))
+    elif isinstance(values, (list, tuple)):
+        for v in values:
+            refuse_nul(v, where)
+
+
+def split_values(values: Any) -> list[str]:
+    """The values of a repeatable, comma-separated option as one list, in order,
+    without blanks or repeats: ``["codex,crush", "aider"]`` → ``["codex", "crush",
+    "aider"]``; a JSON array in a string is read as one."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        s = values.strip()
+        if s.startswith("["):
+            try:
+                values = json.loads(s)
+            except json.JSONDecodeError:
+                pass
+    if isinstance(values, str) or not isinstance(values, (list, tuple)):
+        values = [values]
+    out: list[str] = []
+    for v in values:
+        for x in str(v).split(","):
+            x = x.strip()
+            if x and x not in out:
+                out.append(x)
+    return out
+
+
+def unknown_value(what: str, name: str, choices: Sequence[str]) -> str:
+    """``unknown agent 'codx' - did you mean 'codex'? (one of: …)``."""
+    starts = sorted((c for c in choices if c.startswith(name.lower())), key=len)  # claude → claude-code
+    near = starts[:1] or difflib.get_close_matches(name.lower(), list(choices), n=1, cutoff=0.6)
+    return (
+        f"unknown {what} {name!r}"
+        + (f" - did you mean {near[0]!r}? (one of: " if near else " - use one of: ")
+        + ", ".join(choices)
+        + (")" if near else "")
+    )
+
+
+def names(
+    field: str, v: Any, choices: Sequence[str] | None = None, *, lower: bool = True
+) -> list[str] | None:
+    """A repeatable, comma-separated list of names (``--agent``, ``--kind``,
+    ``--tool``): split (``split_values``), lower-cased unless ``lower`` is false, each
+    checked against ``choices`` when given (an unknown one is a usage error naming the
+    closest valid one). None when none is given."""
+    vals = split_values(v)
+    if lower:
+        vals = [x.lower() for x in vals]
+    if choices is not None:
+        allowed = tuple(choices)
+        for x in vals:
+            if x not in allowed:
+                raise UsageError(unknown_value(field, x, allowed), where=field)
+    return vals or None
+
+
+def project_dir(v: str | None, cwd: str | os.PathLike | None = None) -> str | None:
+    """A ``--project`` value as "this directory or below": ``paths.normalize_dir``
+    against ``cwd`` (default this process's directory; ``.``, ``~`` and relative paths
+    work); None for none."""
+    if v is None or not str(v).strip():
+        return None
+    from ctxkeep.paths import normalize_dir
+
+    return normalize_dir(str(v), str(cwd or os.getcwd()))
+
+
+def when(v: str | None, field: str) -> str | None:
+    """A ``--since``/``--until`` value checked by the one parser
+    (``timeutil.read_when``: UsageError naming ``field``), kept as written; None for
+    none."""
+    if v is None or not str(v).strip():
+        return None
+    from ctxkeep.timeutil import read_when
+
+    read_when(str(v), where=field)
+    return str(v).strip()
+
+
+def in_order(since: str | None, until: str | None) -> None:
+    """Raise UsageError when ``since`` is after ``until`` (``timeutil.check_window``)."""
+    from ctxkeep.timeutil import check_window
+
+    check_window(since, until)

@@ -1,0 +1,249 @@
+"""The search question without pydantic: ``run(home, SearchArgs) -> SearchOutcome``,
+the one rendering of a hit (``render_hit``) and the ``--json`` shape of a query's hits
+(``hits_json``). ``ctxkeep search`` asks it directly (an interactive path,
+docs/design.md "Latency budget": no pydantic import); ``service.search.search`` (MCP
+``ctx_search``, the app) asks it through ``SearchRequest``, the pydantic model that
+reads untyped input and documents the fields, and wraps its outcome in the result
+models (``QueryHits``, ``SearchHit``), which document the ``--json`` keys that
+``hits_json`` prints (tests hold the two equal, key for key and in order).
+
+Never imports Prefect, Polars, DuckDB or pydantic.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxkeep import schema
+from ctxkeep.errors import UsageError
+from ctxkeep.service.args import (
+    DEFAULT_LIMIT,
+    JSON_SCHEMA,
+    MAX_BUDGET,
+    MAX_LIMIT,
+    in_order,
+    in_range,
+    names,
+    project_dir,
+    refuse_nul,
+    when,
+)
+from ctxkeep.service.store import reading
+
+#: the most queries one call runs (more are dropped, with a note)
+MAX_QUERIES = 10
+
+#: the filters, in ``SearchFilters``' order (a test holds them equal)
+FILTER_KEYS = ("agent", "project", "session", "kind", "role", "tool", "since", "until", "status")
+#: a hit's ``--json`` keys, in ``SearchHit``'s order (a test holds them equal)
+HIT_KEYS = (
+    "entry_id",
+    "agent",
+    "session_id",
+    "session_short_id",
+    "project_dir",
+    "ts",
+    "role",
+    "kind",
+    "tool_name",
+    "title",
+    "snippet",
+    "token_estimate",
+    "bytes",
+    "score",
+    "matched",
+    "duplicates",
+    "chunk",
+)
+#: a query's ``--json`` keys after ``"schema"``, in ``QueryHits``' order
+QUERY_KEYS = ("query", "hits", "budget_tokens", "used_tokens", "omitted", "note", "suggestions")
+
+
+@dataclass(frozen=True)
+class SearchArgs:
+    """A search asked by a front end whose options are typed already (the CLI):
+    ``queries``, ``limit`` (1-``MAX_LIMIT``), ``budget`` (tokens or None), ``filters``
+    (``FILTER_KEYS`` → value or None, read as ``SearchFilters`` reads them), ``raw``,
+    and ``notes`` on how the arguments were read. Made by ``parse``."""
+
+    queries: tuple[str, ...]
+    limit: int = DEFAULT_LIMIT
+    budget: int | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+    raw: bool = False
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(
+        cls,
+        queries: list[str],
+        *,
+        limit: int | None = None,
+        budget: int | None = None,
+        raw: bool = False,
+        filters: dict[str, Any] | None = None,
+        cwd: str | os.PathLike | None = None,
+    ) -> SearchArgs:
+        """The arguments read by the rules ``SearchRequest.parse`` applies
+        (``service.args``): NUL refused, limit and budget clamped above with a note and
+        refused below 1, agents/kinds/roles/statuses checked, session and tool names
+        split, ``project`` as "this directory or below" from ``cwd``, ``since`` not after
+        ``until``, a query required. Raises UsageError naming the field. (A filter
+        key outside ``FILTER_KEYS`` is a KeyError: typed callers pass only those.)"""
+        given = {k: v for k, v in (filters or {}).items() if v is not None}
+        if not set(given) <= set(FILTER_KEYS):
+            raise KeyError(sorted(set(given) - set(FILTER_KEYS)))
+        refuse_nul({"queries": queries, "filters": given})
+        notes: list[str] = []
+        problem: UsageError | None = None  # a range error: said after the fields' own checks
+        try:
+            lim = in_range("limit", DEFAULT_LIMIT if limit is None else limit, MAX_LIMIT, notes)
+        except UsageError as e:
+            lim, problem = DEFAULT_LIMIT, e
+        try:
+            bud = in_range("budget", budget, MAX_BUDGET, notes)
+        except UsageError as e:
+            bud, problem = None, problem or e
+        f = {
+            "agent": names("agent", given.get("agent"), schema.AGENTS),
+            "project": project_dir(given.get("project"), cwd),
+            "session": names("session", given.get("session"), lower=False),
+            "kind": names("kind", given.get("kind"), schema.KINDS),
+            "role": names("role", given.get("role"), schema.ROLES),
+            "tool": names("tool", given.get("tool"), lower=False),
+            "since": (since := when(given.get("since"), "since")),
+            "until": (until := when(given.get("until"), "until")),
+            "status": names("status", given.get("status"), schema.STATUSES),
+        }
+        in_order(since, until)
+        if problem is not None:
+            raise problem
+        qs = tuple(str(q) for q in queries if str(q).strip())
+        if not qs:
+            raise UsageError("the query is empty", where="queries", hint="give words to search for")
+        return cls(qs, lim if lim is not None else DEFAULT_LIMIT, bud, f, bool(raw), tuple(notes))
+
+
+@dataclass
+class SearchOutcome:
+    """Every query's hits (``query.search.SearchResult``, in the order given), notes on
+    how the arguments were read, and the budget of the whole answer."""
+
+    results: list
+    notes: list[str]
+    budget_tokens: int | None
+
+
+def run(
+    home: Path, queries, filters: dict[str, Any], limit: int, budget: int | None, raw: bool, notes
+) -> SearchOutcome:
+    """Ranked hits for each of ``queries`` (at most ``MAX_QUERIES``; the budget is
+    shared equally), filtered by ``filters`` (``FILTER_KEYS``). Raises ``StoreError``
+    for a missing or damaged store, ``SearchSyntaxError`` for a raw query FTS5 cannot
+    parse, ``SessionNotFound``/``AmbiguousSession`` for a session filter, ``UsageError``
+    for a bad filter value."""
+    from ctxkeep.query.search import Filters
+    from ctxkeep.query.search import search as ask
+
+    notes = list(notes)
+    qs = [q for q in queries if q.strip()]
+    if len(qs) > MAX_QUERIES:
+        notes.append(f"only the first {MAX_QUERIES} of {len(qs)} queries were run")
+        qs = qs[:MAX_QUERIES]
+    f = Filters(**{k: filters.get(k) for k in FILTER_KEYS})
+    per_query = None if budget is None else max(1, budget // len(qs))
+    with reading(home, mmap=True) as conn:
+        results = [ask(conn, q, filters=f, limit=limit, budget_tokens=per_query, raw=raw) for q in qs]
+    return SearchOutcome(results, notes, budget)
+
+
+def search_args(home: Path, args: SearchArgs) -> SearchOutcome:
+    """``run`` of a ``SearchArgs``."""
+    return run(home, args.queries, args.filters, args.limit, args.budget, args.raw, args.notes)
+
+
+def hit_json(h) -> dict:
+    """One hit's ``--json`` object (``HIT_KEYS``)."""
+    d = {k: getattr(h, k) for k in HIT_KEYS}
+    d["matched"] = list(d["matched"])
+    return d
+
+
+def hits_json(r) -> dict:
+    """``ctxkeep search --json``: one query's hits (``query.search.SearchResult``) as
+    ``QueryHits`` prints them: ``"schema"``, then ``QUERY_KEYS``."""
+    return {
+        "schema": JSON_SCHEMA,
+        "query": r.query,
+        "hits": [hit_json(h) for h in r.hits],
+        "budget_tokens": r.budget_tokens,
+        "used_tokens": r.used_tokens,
+        "omitted": r.omitted,
+        "note": r.note,
+        "suggestions": list(r.suggestions),
+    }
+
+
+def did_you_mean(suggestions) -> str:
+    """``suggestions`` (``query.search``'s "did you mean" queries) as one line (``did
+    you mean "a" or "b"?``; "" for none), the one rendering every front end shows."""
+    if not suggestions:
+        return ""
+    return "did you mean " + " or ".join(f'"{q}"' for q in suggestions) + "?"
+
+
+def render_hit(h) -> list[tuple[str, str]]:
+    """A hit (anything with ``HIT_KEYS``' attributes) as text, the one rendering every
+    front end shows: ``(part, line)`` pairs, part ``"head"`` (id, agent, session,
+    time, kind, size), ``"title"`` and ``"snippet"`` (left out when the title says it
+    all)."""
+    when_ = (h.ts or "")[:16].replace("T", " ")
+    head = (
+        f"{h.entry_id}  {h.agent}  {h.session_short_id or h.session_id}  {when_}  {h.kind}"
+        + (f" {h.tool_name}" if h.tool_name else "")
+        + f"  ~{h.token_estimate:,} tok"
+        + (f"  (+{h.duplicates:,} like it)" if h.duplicates else "")
+    )
+    lines = [("head", head)]
+    if h.title:
+        lines.append(("title", h.title))
+    rest = _after_title(h.snippet, h.title, h.tool_name)
+    if rest:
+        lines.append(("snippet", rest))
+    return lines
+
+
+def _after_title(snippet: str, title: str, tool: str | None = None) -> str:
+    """What ``snippet`` adds to ``title``: the snippet, or when it starts inside the
+    title's words (whitespace collapsed, as ``query.search.render.snippet`` collapses
+    them; at the text's start, or after a leading ``…`` at a point of the title's line;
+    a tool's title leads with the ``tool`` name, its text does not) and goes on past
+    them, only what follows them, led by ``…`` (from the start of the word a cut title
+    ends in; "" when nothing follows: a short text, its title says it all). The title
+    is the text's first line, so a snippet near the text's start repeated it."""
+    head = " ".join(title.rstrip("…").split())
+    heads = [head] + ([head[len(tool) + 1 :]] if tool and head.startswith(tool + " ") else [])
+    inner = snippet.startswith("…")
+    body = snippet[1:] if inner else snippet
+    for h in heads:
+        if not h:
+            continue
+        pos = h.find(body[:_OVERLAP_PROBE]) if inner and body else 0
+        if pos < 0 or not body.startswith(h[pos:]):
+            continue
+        cut = len(h) - pos
+        if title.endswith("…"):  # cut inside a word: from its start
+            cut -= len(h) - len(h.rstrip(_WORD_CHARS))
+            cut = cut if cut > 0 else len(h) - pos
+        rest = body[cut:].strip()
+        return "" if not rest.rstrip("…") else "…" + rest.lstrip("…")
+    return snippet
+
+
+#: characters of a snippet's start looked for in its title (``_after_title``)
+_OVERLAP_PROBE = 16
+#: the characters of a word, for a title cut inside one (``_after_title``)
+_WORD_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
