@@ -55,3 +55,43 @@ def test_a_reparse_after_the_agents_file_is_deleted_keeps_its_entries(tmp_path, 
     assert q(store, USAGE, agent) == usage
     assert all(e["removed"] == 0 and e["changed"] == 0 for e in r["diff"]["entries"])
 
+
+def test_windsurf_is_kept_and_reparsed_with_its_project_after_its_workspace_folders_are_gone(tmp_path):
+    """Windsurf's chat rows are a rows document per workspace database (session ""),
+    and the project ``workspace.json`` named rides in the vault's meta: with the whole
+    ``workspaceStorage`` gone (databases and ``workspace.json``) a reparse gives the
+    same entries (project and the tab bubbles' database mtime included) and usage."""
+    from ctxkeep.maintenance.vault import vault_restore
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.vault import manifest
+    from ctxkeep.sources.readers import rows
+
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "windsurf" / "home", home)
+    store = tmp_path / "store"
+    ingest(home, store, "windsurf")
+    before, usage = q(store, ALL, "windsurf"), q(store, USAGE, "windsurf")
+    projects = {r[0] for r in q(store, "SELECT DISTINCT project_dir FROM entries WHERE agent = 'windsurf'")}
+    assert before and projects - {None}, "the fixture names its projects"
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        gens = [g for g in manifest.generations(conn) if g.agent == "windsurf"]
+    finally:
+        conn.close()
+    assert len(gens) == 2 and all(g.meta.get("vault_rows") and g.meta["session"] == "" for g in gens)
+    assert all("project" in g.meta["file_meta"] for g in gens)
+    ws = home / ".config" / "Windsurf" / "User" / "workspaceStorage"
+    shutil.rmtree(ws)
+    r = reparse(store, agents=["windsurf"])
+    assert r["agents"] == ["windsurf"]
+    assert q(store, ALL, "windsurf") == before
+    assert q(store, USAGE, "windsurf") == usage
+    sid = before[0][STORED_COLUMNS.index("session_id")]
+    out = vault_restore(store, sid, to=tmp_path / "out", user_home=home)
+    (f,) = out["files"]
+    head, got = rows.parse(Path(f["to"]).read_bytes())
+    assert head["agent"] == "windsurf" and {t for t, _, _ in got} == {"ItemTable"}
+    assert {row["key"] for _, _, row in got} <= {
+        "workbench.panel.aichat.view.aichat.chatdata",
+        "aiChat.chatdata",
+    }
