@@ -342,3 +342,24 @@ def test_prunes_killed_at_random_times(prune_base):
         _trial(prune_base, 100 + i, None, rng.uniform(0.2, run_s * 1.1)) for i in range(RANDOM_TRIALS)
     ]
     print("\n".join(outcomes))
+
+
+def test_pruned_generations_leave_the_lakes_raw_table_at_the_next_export(tmp_path):
+    """``export parquet --tables raw`` puts every generation in the lake; after a prune
+    the next export rewrites the partition without the pruned ones."""
+    import pyarrow.dataset as ds
+
+    from ctxkeep.maintenance.export import export_parquet
+
+    _home, store, doc, vs = _gemini_store(tmp_path, 3)
+    lake = tmp_path / "lake"
+
+    def lake_gens() -> list[tuple[int, bytes]]:
+        t = ds.dataset(lake / "raw", format="parquet", partitioning="hive").to_table().to_pylist()
+        return sorted((x["gen"], x["data"]) for x in t if x["path"] == str(doc))
+
+    export_parquet(store, str(lake), tables=("raw",))
+    assert lake_gens() == list(enumerate(vs, 1))
+    assert run_retention(store, keep_generations=1)["vault"]["pruned"]["generations"] == 2
+    export_parquet(store, str(lake), tables=("raw",))
+    assert lake_gens() == [(3, vs[2])]
