@@ -332,7 +332,12 @@ def _print_vault_retention(v: dict, dry_run: bool) -> None:
     verb = "would prune" if dry_run else "pruned"
     freed = v.get("bytes_freed", 0)
     out.print(
-        f"vault: {verb} {len(gens):,} generations ({rule}), {_size(freed)} of packs freed"
+        f"vault: {verb} {len(gens):,} generations ({rule}), "
+        + (
+            f"{_size(freed)} of objects freed (and their records' lines)"
+            if dry_run
+            else f"{_size(freed)} of packs freed"
+        )
         + (f"; {len(held):,} held back" if held else ""),
         highlight=False,
     )
