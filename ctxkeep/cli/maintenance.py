@@ -333,11 +333,7 @@ def _print_vault_retention(v: dict, dry_run: bool) -> None:
     freed = v.get("bytes_freed", 0)
     out.print(
         f"vault: {verb} {len(gens):,} generations ({rule}), "
-        + (
-            f"{_size(freed)} of objects freed (and their records' lines)"
-            if dry_run
-            else f"{_size(freed)} of packs freed"
-        )
+        + (f"about {_size(freed)} of packs freed" if dry_run else f"{_size(freed)} of packs freed")
         + (f"; {len(held):,} held back" if held else ""),
         highlight=False,
     )

@@ -130,6 +130,7 @@ _NO_VAULT: dict = {
     "generations": [],
     "held": [],
     "objects_freed": 0,
+    "objects_bytes": 0,
     "bytes_freed": 0,
     "gen_ids": [],
 }
@@ -140,8 +141,10 @@ def vault_plan(
 ) -> dict:
     """The vault's part of retention, changing nothing: ``generations`` that go
     (``path``, ``agent``, ``gen``, ``bytes`` (original), ``created_at``, ``reason``),
-    ``held`` (the same, ``reason`` why kept), ``objects_freed`` and ``bytes_freed``
-    (compressed bytes of the objects only they use), ``gen_ids`` (internal). ``check``
+    ``held`` (the same, ``reason`` why kept), ``objects_freed`` and ``objects_bytes``
+    (the objects only they use, their compressed bytes), ``bytes_freed`` (about what
+    the packs shed: those objects and the captures' lines of their records,
+    ``prune.packs_freed``), ``gen_ids`` (internal). ``check``
     runs the reparse dry run of the affected files (module doc); it takes the store
     lock. Raises what ``reparse`` raises."""
     from ctxkeep.maintenance.reparse import reparse
@@ -209,10 +212,18 @@ def vault_plan(
     ids = [d.gen.gen_id for d, _ in go]
     conn = sqlite_store.connect(home, readonly=True)
     try:
-        n, freed = prune.freed(conn, ids)
+        n, objects_bytes = prune.freed(conn, ids)
+        packs_freed = prune.packs_freed(conn, home, [d.gen for d, _ in go])
     finally:
         conn.close()
-    out.update(generations=[r for _, r in go], held=held, objects_freed=n, bytes_freed=freed, gen_ids=ids)
+    out.update(
+        generations=[r for _, r in go],
+        held=held,
+        objects_freed=n,
+        objects_bytes=objects_bytes,
+        bytes_freed=packs_freed,
+        gen_ids=ids,
+    )
     return out
 
 

@@ -91,9 +91,9 @@ class RetentionResult(Shape):
         None,
         description="the vault's generations: keep_generations and generation_max_age_days (the policy, "
         "null: keep), generations (path, agent, gen, bytes, created_at, reason) that go, held (the same, "
-        "reason why kept), objects_freed and bytes_freed (compressed bytes of the objects only they use; the "
-        "packs also shed the captures' lines of their records); not with --dry-run: pruned (generations, files, "
-        "objects), packs_rewritten, bytes_freed (the packs' bytes before less after)",
+        "reason why kept), objects_freed and objects_bytes (the objects only they use, compressed bytes), "
+        "bytes_freed (about what the packs shed: those objects and their captures' record lines); not with --dry-run: "
+        "pruned (generations, files, objects), packs_rewritten, bytes_freed (the packs' bytes before less after)",
     )
     seconds: float | None = Field(None, description="(not with --dry-run) wall time")
 

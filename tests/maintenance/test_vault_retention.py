@@ -149,7 +149,7 @@ def test_keep_newest_prunes_older_versions_and_keeps_what_the_kept_ones_need(tmp
         (str(doc), 2, "beyond the newest 2"),
     ]
     assert [g["bytes"] for g in v["generations"]] == [len(vs[0]), len(vs[1])]
-    assert v["held"] == [] and v["objects_freed"] > 0 and v["bytes_freed"] > 0
+    assert v["held"] == [] and v["objects_freed"] > 0 and v["objects_bytes"] > 0
     assert [g.gen for g in _gens(store)] == [1, 2, 3, 4] and _packs(store) == sizes
 
     # the CLI says the same
@@ -167,7 +167,9 @@ def test_keep_newest_prunes_older_versions_and_keeps_what_the_kept_ones_need(tmp
     assert [g.gen for g in kept] == [3, 4]
     assert [_gen_bytes(store, g) for g in kept] == vs[2:]
     assert sizes - _packs(store) == rep["vault"]["bytes_freed"] > 0
-    assert rep["vault"]["bytes_freed"] >= v["bytes_freed"]  # the frames, plus their records' lines
+    # the dry run's figure is what the packs shed (objects and records' lines), to 1 %
+    assert abs(rep["vault"]["bytes_freed"] - v["bytes_freed"]) <= rep["vault"]["bytes_freed"] // 100
+    assert v["objects_bytes"] < v["bytes_freed"]
 
     # verify finds nothing (no orphan pack either); the CLI exits 0
     assert vault_verify(store, full=True)["problems"] == []

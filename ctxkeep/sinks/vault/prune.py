@@ -110,6 +110,74 @@ def freed(conn, gen_ids: Collection[int]) -> tuple[int, int]:
     return len(gone), sum(_stored(conn, gone))
 
 
+def packs_freed(conn, home: Path, gens: list[manifest.Generation]) -> int:
+    """About how many bytes of packs a prune of ``gens`` and its sweep free: per pack
+    holding an object only they use or a capture their cuts take out, its size less
+    the pack written without them (the kept objects' frames, its record without those
+    captures, zstd-compressed as ``packs.write_pack`` writes it, and the trailer).
+    Changes nothing."""
+    import zstandard
+
+    from ctxkeep.sinks.vault.forget import forgotten, ordered_packs, path_hash, used_objects
+
+    if not gens:
+        return 0
+    ids = {g.gen_id for g in gens}
+    gone = used_objects(conn) - used_objects(conn, exclude=ids)
+    newest: dict[int, manifest.Generation] = {}
+    for g in gens:
+        if g.vfile_id not in newest or g.gen > newest[g.vfile_id].gen:
+            newest[g.vfile_id] = g
+    held = live(conn)
+    all_cuts = {h: [c for c in cs if (h, c.get("gen")) not in held] for h, cs in cuts(home).items()}
+    for g in newest.values():
+        c = cut_of(conn, g)
+        all_cuts.setdefault(c["p"], []).append(c)
+    order = ordered_packs(conn, home)
+    recs = {name: packs.read_record(path) for _pid, name, path in order}
+    caps = [
+        ((name, i), {k: v for k, v in c.items() if k != "chunks"})
+        for _pid, name, _path in order
+        for i, c in enumerate((recs[name] or ({}, []))[0].get("captures", []))
+        if path_hash(c.get("path", "")) in all_cuts
+    ]
+    drop = dropped(caps, all_cuts)[0]
+    forgot = forgotten(home)
+    freed = 0
+    zc = zstandard.ZstdCompressor(level=packs.ZSTD_LEVEL)
+    for pack_id, name, path in order:
+        rec = recs[name]
+        if rec is None:
+            continue
+        record, objects = rec
+        rows = conn.execute(
+            "SELECT sha, stored, raw FROM vault_objects WHERE pack_id = ? ORDER BY offset", (pack_id,)
+        ).fetchall()
+        keep = [(sha, st, raw) for sha, st, raw in rows if sha not in gone]
+        kept_caps = [
+            c
+            for i, c in enumerate(record.get("captures", []))
+            if (name, i) not in drop and path_hash(c["path"]) not in forgot
+        ]
+        if len(keep) == len(objects) and len(kept_caps) == len(record.get("captures", [])):
+            continue
+        size = path.stat().st_size if path.exists() else 0
+        if not keep and not kept_caps:
+            freed += size
+            continue
+        new_objects, off = [], 0
+        for sha, st, raw in keep:
+            new_objects.append([sha.hex(), off, st, raw])
+            off += st
+        new_rec = {k: v for k, v in record.items() if k != "objects"} | {
+            "captures": kept_caps,
+            "objects": new_objects,
+        }
+        frame = zc.compress(json.dumps(new_rec, sort_keys=True).encode())
+        freed += max(size - (off + len(frame) + len(packs.TRAILER_MAGIC) + 8), 0)
+    return freed
+
+
 def with_media(conn) -> set[int]:
     """The gen ids holding media compress moved out of their file (``vault_media``)."""
     return {r[0] for r in conn.execute("SELECT DISTINCT gen_id FROM vault_media")}
@@ -316,6 +384,7 @@ __all__ = [
     "live",
     "matches",
     "packs_bytes",
+    "packs_freed",
     "prune",
     "pruned_captures",
     "with_media",
