@@ -277,11 +277,11 @@ def retention(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Archive old consumed/archived entries to Parquet; drop old archives and backups;
-    prune the vault's older generations by its policy (config [vault]; default: keep).
+    """Archive old consumed/archived entries to Parquet; drop old archives, backups and (config [vault]) older vault generations.
 
-    A generation goes only when the kept ones give the same entries (checked by a
-    reparse dry run of its file) and it holds no media compress moved out."""
+    A vault generation goes only when the kept ones give the same entries (checked by
+    a reparse dry run of its file) and it holds no media compress moved out; by
+    default every generation is kept."""
     from ctxkeep.service.maintenance import RetentionRequest
     from ctxkeep.service.maintenance import retention as ask
 
