@@ -148,9 +148,18 @@ class VaultConfig:
     """``[vault]``: ``enabled`` (default true): whether ingest and compress keep what
     they read in the vault (``sinks.vault``; ``CTXKEEP_VAULT=0`` turns it off too).
     Off, nothing is captured: ``reparse`` and the rebuilds from the vault cover only
-    what was captured while it was on."""
+    what was captured while it was on.
+
+    Generation retention (``ctxkeep retention``, ``sinks.vault.prune``; default: keep
+    every generation): ``keep_generations`` keeps each file's newest K generations,
+    ``generation_max_age_days`` drops a generation superseded (its next generation
+    started) more than N days ago; a generation goes when either says so (a file's
+    newest is always kept), and never one the kept generations cannot stand in for
+    (``maintenance.retention``)."""
 
     enabled: bool = True
+    keep_generations: int | None = _ge(1, None)
+    generation_max_age_days: int | None = _ge(1, None)
 
 
 @dataclass

@@ -267,11 +267,21 @@ def retention(
     delete_archives_after_days: int | None = typer.Option(
         None, min=0, help="Override config retention.delete_archives_after_days (30)."
     ),
+    keep_generations: int | None = typer.Option(
+        None, min=1, help="Override config vault.keep_generations (none: keep every generation)."
+    ),
+    generation_max_age_days: int | None = typer.Option(
+        None, min=1, help="Override config vault.generation_max_age_days (none: never by age)."
+    ),
     prefect: bool | None = PrefectOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Archive old consumed/archived entries to Parquet; drop old archives and backups."""
+    """Archive old consumed/archived entries to Parquet; drop old archives, backups and (config [vault]) older vault generations.
+
+    A vault generation goes only when the kept ones give the same entries (checked by
+    a reparse dry run of its file) and it holds no media compress moved out; by
+    default every generation is kept."""
     from ctxkeep.service.maintenance import RetentionRequest
     from ctxkeep.service.maintenance import retention as ask
 
@@ -282,6 +292,8 @@ def retention(
             dry_run=dry_run,
             archive_after_days=archive_after_days,
             delete_archives_after_days=delete_archives_after_days,
+            keep_generations=keep_generations,
+            generation_max_age_days=generation_max_age_days,
             prefect=prefect,
         )
         with err.status("retention…"):
@@ -301,6 +313,34 @@ def retention(
         f"({_size(rep['old_archives_bytes'] + rep['old_backups_bytes'])})",
         highlight=False,
     )
+    _print_vault_retention(rep.get("vault") or {}, dry_run)
+
+
+def _print_vault_retention(v: dict, dry_run: bool) -> None:
+    """The vault's lines of ``retention``: the policy, each generation that goes (or
+    would), those held back and why, the bytes freed."""
+    keep, days = v.get("keep_generations"), v.get("generation_max_age_days")
+    if keep is None and days is None:
+        out.print("vault: every generation kept (no [vault] keep_generations / generation_max_age_days)")
+        return
+    rule = " or ".join(
+        x
+        for x in (f"beyond the newest {keep}" if keep else "", f"superseded over {days} days" if days else "")
+        if x
+    )
+    gens, held = v.get("generations") or [], v.get("held") or []
+    verb = "would prune" if dry_run else "pruned"
+    freed = v.get("bytes_freed", 0)
+    out.print(
+        f"vault: {verb} {len(gens):,} generations ({rule}), "
+        + (f"about {_size(freed)} of packs freed" if dry_run else f"{_size(freed)} of packs freed")
+        + (f"; {len(held):,} held back" if held else ""),
+        highlight=False,
+    )
+    for g in gens:
+        out.print(f"  {g['agent']} {g['path']} generation {g['gen']}: {g['reason']}", highlight=False)
+    for g in held:
+        out.print(f"  kept {g['agent']} {g['path']} generation {g['gen']}: {g['reason']}", highlight=False)
 
 
 @app.command()

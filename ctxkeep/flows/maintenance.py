@@ -58,14 +58,20 @@ def purge_flow(
 @flow(name="retention", persist_result=False)
 def retention_flow(home: str, dry_run: bool = False) -> dict:
     """Archive old consumed/archived entries to Parquet, drop old archives and compress
-    backups (``maintenance.retention.run_retention``; thresholds from config)."""
+    backups, prune the vault's older generations by its ``[vault]`` policy
+    (``maintenance.retention.run_retention``; thresholds and policy from config)."""
     log = get_run_logger()
     rep = retention.run_retention(Path(home), dry_run=dry_run)
+    v = rep.get("vault") or {}
     log.info(
-        "retention: %s entries archived, %s archives and %s backups removed",
+        "retention: %s entries archived, %s archives and %s backups removed, %s vault generations "
+        "pruned (%s held back, %s bytes of packs freed)",
         (rep.get("archived") or {}).get("entries", 0),
         rep.get("archives_removed", 0),
         rep.get("backups_removed", 0),
+        (v.get("pruned") or {}).get("generations", len(v.get("generations") or [])),
+        len(v.get("held") or []),
+        v.get("bytes_freed", 0),
     )
     return rep
 

@@ -41,6 +41,7 @@ import sqlite3
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Collection
 from contextlib import closing
 from pathlib import Path
 
@@ -118,6 +119,25 @@ def diff(old_conn, new_conn, agents: list[str]) -> dict:
         ],
         "usage": usage,
     }
+
+
+def differing(old_conn, new_conn, paths: list[str]) -> list[str]:
+    """The files of ``paths`` (as entries name their ``source_path``) with an entry of
+    ``old_conn`` that ``new_conn`` lacks or holds with another text, status or time."""
+    sql = (
+        "SELECT f.path, e.entry_id, c.content_hash, e.status, e.ts FROM entry_rows e "
+        "JOIN files f ON f.file_id = e.file_id LEFT JOIN contents c ON c.content_id = e.content_id "
+        "WHERE f.path IN (SELECT value FROM json_each(?))"
+    )
+
+    def rows(conn) -> dict[str, dict[str, tuple]]:
+        out: dict[str, dict[str, tuple]] = {}
+        for path, eid, *v in conn.execute(sql, (_json(paths),)):
+            out.setdefault(path, {})[eid] = tuple(v)
+        return out
+
+    old, new = rows(old_conn), rows(new_conn)
+    return sorted(p for p, es in old.items() if any(new.get(p, {}).get(e) != v for e, v in es.items()))
 
 
 def _materialize(conn, home: Path, gens: list[manifest.Generation], work: Path) -> dict[int, Path]:
@@ -219,6 +239,8 @@ def _rows_read(conn, home: Path, db: str, gens: list[manifest.Generation], work:
     local.parent.mkdir(parents=True, exist_ok=True)
     rows.rebuild([manifest.gen_bytes(conn, home, g) for g in gens], local)
     last = max(gens, key=lambda g: g.mtime_ns or 0)
+    if last.mtime_ns:  # the database's mtime as the vault met it (Windsurf's tab bubbles take it)
+        os.utime(local, ns=(last.mtime_ns, last.mtime_ns))
     agent = last.agent
     meta = dict(last.meta.get("file_meta") or {})
     here = str(root)
@@ -300,11 +322,16 @@ def reparse(
     paths: list[str] | None = None,
     dry_run: bool = False,
     progress=None,
+    exclude: Collection[int] = (),
 ) -> dict:
     """Rebuild the selected agents' derivation from the vault (see the module doc).
     ``agents``: None for every agent the vault holds; ``since_ns``: only files whose
     newest generation's mtime is at or after it; ``paths``: only these files (as the
     manifest names them; ``backfill`` of files gone from disk). ``progress(phase)`` names each phase.
+    ``exclude``: generations (gen ids) left out, as if pruned (retention asks, with
+    ``dry_run``, whether the kept generations stand in for them); the answer then
+    also has ``differing``: the files whose entries the derivation would remove or
+    change (``differing``).
 
     Returns ``{"dry_run", "agents", "files", "generations", "diff": diff(), "notes",
     "seconds"}``. Raises StoreError (no store), StoreBusy, VaultDamaged (an object does
@@ -325,6 +352,9 @@ def reparse(
             gens = manifest.generations(live, agents=agents)
         finally:
             live.close()
+        if exclude:
+            out_ids = set(exclude)
+            gens = [g for g in gens if g.gen_id not in out_ids]
         latest: dict[str, manifest.Generation] = {}
         for g in gens:
             latest[g.path] = g
@@ -431,6 +461,8 @@ def reparse(
                 old = sqlite_store.connect(home, readonly=True)
                 try:
                     d = diff(old, new, chosen) if chosen else {"entries": [], "usage": {}}
+                    if exclude:
+                        d["differing"] = differing(old, new, paths)
                 finally:
                     old.close()
                 new.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -451,7 +483,8 @@ def reparse(
         "agents": chosen,
         "files": len(latest),
         "generations": len(gens) + sum(len(gs) for gs in by_db.values()),
-        "diff": d,
+        "diff": {k: v for k, v in d.items() if k != "differing"},
+        **({"differing": d.get("differing", [])} if exclude else {}),
         "notes": (
             ["a database's sessions are derived from the rows the vault holds (a database rebuilt from them)"]
             if by_db
@@ -527,4 +560,4 @@ def _swap(home: Path, new_db: Path) -> None:
     os.replace(new_db, db)
 
 
-__all__ = ["KEPT_STATUSES", "MANIFEST_TABLES", "diff", "from_vault", "reparse"]
+__all__ = ["KEPT_STATUSES", "MANIFEST_TABLES", "diff", "differing", "from_vault", "reparse"]

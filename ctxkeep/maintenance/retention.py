@@ -1,6 +1,17 @@
 """Retention: archive old consumed/archived entries to Parquet and drop them from the
-hot store, delete old Parquet archives and old compress backups (plain functions, no
+hot store, delete old Parquet archives and old compress backups, prune the vault's
+older generations by the ``[vault]`` policy (default: keep) (plain functions, no
 Prefect).
+
+The vault's part (``vault_plan``, ``sinks.vault.prune``): the generations the policy
+drops (``prune.due``), less those the store still needs from them: a generation goes
+only when the kept generations give the same entries (a ``reparse`` dry run of the
+affected files without them: a file with an entry removed or changed keeps all its
+due generations, e.g. the lines compress moved out of an append file, a document
+version whose messages the agent later dropped) and holds no media compress moved out
+(``vault_media``: the only copy of them beside the store). Its bytes then leave the
+packs (``forget.sweep``). A dry run lists every generation that would go, those held
+back and why, and the compressed bytes freed.
 
 ``flows.maintenance.retention_flow`` wraps ``run_retention`` in a Prefect flow (daily
 under ``ctxkeep serve``); ``ctxkeep retention --dry-run``/``--no-prefect`` and the tests
@@ -53,6 +64,8 @@ class RetentionPlan:
     backup_cutoff: dt.datetime
     old_backups: list[Path]
     backup_dirs: int = 0
+    #: the vault's part (``vault_plan``)
+    vault: dict | None = None
 
     def as_dict(self) -> dict:
         def size(p: Path) -> int:
@@ -72,6 +85,7 @@ class RetentionPlan:
             "old_backups": [str(p) for p in self.old_backups],
             "old_backups_bytes": sum(size(p) for p in self.old_backups),
             "backup_dirs_scanned": self.backup_dirs,
+            "vault": {k: v for k, v in (self.vault or _NO_VAULT).items() if k != "gen_ids"},
         }
 
 
@@ -109,6 +123,110 @@ def old_backups(dirs: list[Path], older_than: dt.datetime) -> list[Path]:
     return sorted(out)
 
 
+#: the vault's part when the policy keeps every generation (or there is no store)
+_NO_VAULT: dict = {
+    "keep_generations": None,
+    "generation_max_age_days": None,
+    "generations": [],
+    "held": [],
+    "objects_freed": 0,
+    "objects_bytes": 0,
+    "bytes_freed": 0,
+    "gen_ids": [],
+}
+
+
+def vault_plan(
+    home: Path, *, keep: int | None, max_age_days: int | None, now: dt.datetime, check: bool = True
+) -> dict:
+    """The vault's part of retention, changing nothing: ``generations`` that go
+    (``path``, ``agent``, ``gen``, ``bytes`` (original), ``created_at``, ``reason``),
+    ``held`` (the same, ``reason`` why kept), ``objects_freed`` and ``objects_bytes``
+    (the objects only they use, their compressed bytes), ``bytes_freed`` (about what
+    the packs shed: those objects and the captures' lines of their records,
+    ``prune.packs_freed``), ``gen_ids`` (internal). ``check``
+    runs the reparse dry run of the affected files (module doc); it takes the store
+    lock. Raises what ``reparse`` raises."""
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.sinks.vault import prune
+
+    out = dict(_NO_VAULT, keep_generations=keep, generation_max_age_days=max_age_days)
+    if (keep is None and max_age_days is None) or not (home / STORE_DB).exists():
+        return out
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        due = prune.due(conn, keep=keep, max_age_days=max_age_days, now=now)
+        with_media = prune.with_media(conn)
+    finally:
+        conn.close()
+    if not due:
+        return out
+    why: dict[int, str] = {}
+    if check:
+        r = reparse(
+            home,
+            paths=sorted({d.gen.disk_path for d in due}),
+            dry_run=True,
+            exclude={d.gen.gen_id for d in due},
+        )
+        # a file whose entries name other paths (sst/opencode's tree: its message and
+        # part files) is not in ``differing``: an agent with an entry removed or changed
+        # that no differing file explains keeps every due generation
+        differ = set(r["differing"])
+        worse = {e["agent"] for e in r["diff"]["entries"] if e["removed"] or e["changed"]}
+        explained = {d.gen.agent for d in due if d.gen.disk_path in differ}
+        for d in due:
+            unexplained = d.gen.agent in worse and (
+                d.gen.agent not in explained or d.gen.meta.get("vault_tree")
+            )
+            if d.gen.disk_path in differ or unexplained:
+                why[d.gen.gen_id] = "the kept generations do not give the same entries"
+    for d in due:
+        if d.gen.gen_id in with_media:
+            why.setdefault(d.gen.gen_id, "holds media compress moved out of the file")
+    # a file's pruned generations are its oldest: none after a held one
+    first_held: dict[int, int] = {}
+    for d in due:
+        if d.gen.gen_id in why:
+            first_held[d.gen.vfile_id] = min(first_held.get(d.gen.vfile_id, d.gen.gen), d.gen.gen)
+    go, held = [], []
+    for d in due:
+        row = {
+            "path": d.gen.path,
+            "agent": d.gen.agent,
+            "gen": d.gen.gen,
+            "bytes": d.gen.length,
+            "created_at": d.gen.created_at,
+        }
+        if d.gen.gen >= first_held.get(d.gen.vfile_id, d.gen.gen + 1):
+            held.append(
+                dict(
+                    row,
+                    reason=why.get(
+                        d.gen.gen_id, "an older generation of the file is held (a file prunes its oldest)"
+                    ),
+                )
+            )
+        else:
+            go.append((d, dict(row, reason=d.reason)))
+    ids = [d.gen.gen_id for d, _ in go]
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        n, objects_bytes = prune.freed(conn, ids)
+        packs_freed = prune.packs_freed(conn, home, [d.gen for d, _ in go])
+    finally:
+        conn.close()
+    out.update(
+        generations=[r for _, r in go],
+        held=held,
+        objects_freed=n,
+        objects_bytes=objects_bytes,
+        bytes_freed=packs_freed,
+        gen_ids=ids,
+    )
+    return out
+
+
 def plan_retention(
     home: Path,
     *,
@@ -117,11 +235,15 @@ def plan_retention(
     archive_after_days: int | None = None,
     delete_archives_after_days: int | None = None,
     backup_max_age_days: int | None = None,
+    keep_generations: int | None = None,
+    generation_max_age_days: int | None = None,
 ) -> RetentionPlan:
     """Work out what retention would do, changing nothing. Thresholds default to
     ``config.RetentionConfig`` (``archive_after_days`` 7, ``delete_archives_after_days``
     30) and ``CompressConfig.backup_max_age_days`` (30); days are 24 h periods before
-    ``now`` (UTC)."""
+    ``now`` (UTC). The vault's policy defaults to ``[vault]`` ``keep_generations`` and
+    ``generation_max_age_days`` (None: keep); its check takes the store lock
+    (``vault_plan``)."""
     home = Path(home)
     cfg = cfgmod.load_config(home)
     now = now or utc_now()
@@ -143,8 +265,16 @@ def plan_retention(
     a_cut = now - dt.timedelta(days=d_days)
     b_cut = now - dt.timedelta(days=b_days)
     dirs = backup_dirs(home, ctx)
+    v = vault_plan(
+        home,
+        keep=cfg.vault.keep_generations if keep_generations is None else keep_generations,
+        max_age_days=cfg.vault.generation_max_age_days
+        if generation_max_age_days is None
+        else generation_max_age_days,
+        now=now,
+    )
     return RetentionPlan(
-        cutoff, rows, a_cut, archive.old_archives(home, a_cut), b_cut, old_backups(dirs, b_cut), len(dirs)
+        cutoff, rows, a_cut, archive.old_archives(home, a_cut), b_cut, old_backups(dirs, b_cut), len(dirs), v
     )
 
 
@@ -163,9 +293,14 @@ def run_retention(
     and compress backups older than ``backup_max_age_days``.
 
     ``days`` may override the three thresholds (keyword names as in config).
+    Prunes the vault's generations the plan lets go (``vault_plan``; ``days`` may also
+    set ``keep_generations`` and ``generation_max_age_days``), then repacks
+    (``forget.sweep``, also after a prune a kill stopped).
     Returns the plan (``RetentionPlan.as_dict``) plus, unless ``dry_run``: ``archived``
     (``archive.archive_entries`` report), ``archives_removed``/``backups_removed``
-    (counts) and ``bytes_freed``. Raises StoreBusy when the lock stays taken past
+    (counts), ``bytes_freed`` (files and the vault's packs) and in ``vault``:
+    ``pruned`` (``prune.prune``'s figures), ``packs_rewritten``, ``bytes_freed``
+    (the packs' bytes before less after). Raises StoreBusy when the lock stays taken past
     ``timeout`` seconds.
     """
     t0 = time.perf_counter()
@@ -187,6 +322,7 @@ def run_retention(
                 "archived_entries": archived["entries"],
                 "archives_removed": out.get("archives_removed", 0),
                 "backups_removed": out.get("backups_removed", 0),
+                "vault_generations_pruned": (out.get("vault") or {}).get("pruned", {}).get("generations", 0),
             }
             if conn:
                 recovery.recover(conn, home, check=True)
@@ -211,6 +347,9 @@ def run_retention(
             # a backup goes only if it is still old (it may have been rewritten since the plan)
             backups = old_backups(sorted({b.parent for b in p.old_backups}), p.backup_cutoff)
             freed += archive.remove_files(backups)
+            if conn:
+                vfreed = _prune_vault(conn, home, p.vault or _NO_VAULT, out["vault"])
+                freed += vfreed
             out.update(
                 archived=archived,
                 archives_removed=len(p.old_archives),
@@ -219,3 +358,29 @@ def run_retention(
             )
         out["seconds"] = run.seconds
     return out
+
+
+def _prune_vault(conn, home: Path, plan: dict, out: dict) -> int:
+    """Prune the generations of ``plan`` (``vault_plan``) still held and not their
+    file's newest, then repack when anything was ever pruned (a kill may have left
+    bytes to sweep). Fills ``out`` (``pruned``, ``packs_rewritten``, ``bytes_freed``);
+    returns the bytes freed. The caller holds the store lock."""
+    from ctxkeep.sinks.vault import forget, manifest, prune
+
+    ids = set(plan.get("gen_ids") or ())
+    gens = [g for g in manifest.generations(conn) if g.gen_id in ids]
+    newest = {g.vfile_id: g.gen for g in manifest.generations(conn, latest=True)}
+    gens = [g for g in gens if g.gen < newest.get(g.vfile_id, 0)]
+    size = prune.packs_bytes(conn)
+    with sqlite_store.write(conn):
+        out["pruned"] = prune.prune(conn, home, gens)
+    kill_point("vault-prune", "manifest")
+    if gens or prune.cuts(home):
+        out["packs_rewritten"] = forget.sweep(
+            conn,
+            home,
+            after_pack=lambda: kill_point("vault-prune", "pack"),
+            drop=prune.pruned_captures(conn, home),
+        )
+    out["bytes_freed"] = max(size - prune.packs_bytes(conn), 0)
+    return out["bytes_freed"]

@@ -87,6 +87,14 @@ class RetentionResult(Shape):
     archives_removed: Any = Field(None, description="(not with --dry-run) archive files removed")
     backups_removed: Any = Field(None, description="(not with --dry-run) backups removed")
     bytes_freed: int | None = Field(None, description="(not with --dry-run) bytes freed")
+    vault: dict[str, Any] | None = Field(
+        None,
+        description="the vault's generations: keep_generations and generation_max_age_days (the policy, "
+        "null: keep), generations (path, agent, gen, bytes, created_at, reason) that go, held (the same, "
+        "reason why kept), objects_freed and objects_bytes (the objects only they use, compressed bytes), "
+        "bytes_freed (about what the packs shed: those objects and their captures' record lines); not with --dry-run: "
+        "pruned (generations, files, objects), packs_rewritten, bytes_freed (the packs' bytes before less after)",
+    )
     seconds: float | None = Field(None, description="(not with --dry-run) wall time")
 
 
@@ -134,6 +142,16 @@ class RetentionRequest(Request):
     delete_archives_after_days: int | None = Field(
         None, ge=0, description="remove archives and compress backups older than this (default: config, 30)"
     )
+    keep_generations: int | None = Field(
+        None,
+        ge=1,
+        description="keep each vault file's newest N generations (default: config [vault], keep all)",
+    )
+    generation_max_age_days: int | None = Field(
+        None,
+        ge=1,
+        description="prune vault generations superseded more than N days ago (default: config [vault], never)",
+    )
     prefect: bool | None = Prefect
 
 
@@ -147,6 +165,8 @@ def retention(home: Path, req: RetentionRequest, *, notify: Notify = None) -> Re
         for k, v in (
             ("archive_after_days", req.archive_after_days),
             ("delete_archives_after_days", req.delete_archives_after_days),
+            ("keep_generations", req.keep_generations),
+            ("generation_max_age_days", req.generation_max_age_days),
         )
         if v is not None
     }

@@ -31,7 +31,6 @@ The corpus has no Continue file; tests use tests/fixtures/continue/.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ from ctxkeep.sources.contract import (
     Watermark,
 )
 from ctxkeep.sources.readers.document import read_document, track_ids
-from ctxkeep.sources.readers.jsonl import file_head
+from ctxkeep.sources.readers.jsonl import file_head, stat_of
 from ctxkeep.timeutil import format_epoch
 
 AGENT = "continue"
@@ -238,7 +237,7 @@ def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATC
 
     def parse_doc(raw, doc, state, idle):
         try:
-            mt = os.stat(file.path).st_mtime
+            mt = stat_of(file.path).st_mtime
         except OSError:
             mt = 0
         iso = format_epoch(mt)

@@ -60,7 +60,7 @@ from ctxkeep.sources.contract import (
     Watermark,
     quarantine_row,
 )
-from ctxkeep.sources.readers.jsonl import read_jsonl
+from ctxkeep.sources.readers.jsonl import read_jsonl, stat_of
 from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, open_ro, parse_row, read_pages
 from ctxkeep.timeutil import format_epoch
 
@@ -315,7 +315,7 @@ def _read_transcript(
     src = str(file.path)
     sid = file.path.stem
     try:
-        seen_at = _iso(file.path.stat().st_mtime)
+        seen_at = _iso(stat_of(file.path).st_mtime)
     except OSError:
         return iter(())
 

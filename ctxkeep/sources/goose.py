@@ -54,7 +54,7 @@ from ctxkeep.sources.contract import (
     Watermark,
     quarantine_row,
 )
-from ctxkeep.sources.readers.jsonl import read_jsonl
+from ctxkeep.sources.readers.jsonl import read_jsonl, stat_of
 from ctxkeep.sources.readers.sqlite import DbRead, by_mode, database_reader, parse_row, read_pages
 from ctxkeep.timeutil import format_epoch
 
@@ -284,7 +284,7 @@ def _read_legacy(
                 "kind": "meta",
                 "tool_name": "session",
                 "project_dir": rec.get("working_dir"),
-                "ts": sec_iso(file.path.stat().st_mtime),
+                "ts": sec_iso(stat_of(file.path).st_mtime),
                 "text": str(rec.get("description") or ""),
                 "source_path": src,
                 "source_offset": offset,

@@ -36,10 +36,18 @@ Usage: Windsurf bills in credits and logs no per-message tokens (``types.go``
 ``windsurf:<session>:<requestId>``, prompt tokens as input). The value is rewritten
 whole: the database is read again when it or its ``-wal`` changed, and the stable ids
 keep entries from doubling.
+
+The vault (issue 27) keeps the chat rows of each database as one rows document
+(``VAULT_TABLES``: the ``ItemTable`` rows of ``CHAT_KEYS``, session ``""``; no other key
+of the editor's state is kept), and the project ``workspace.json`` named when it was
+read (``read`` puts it in the file's meta, which the vault records): a reparse reads a
+database rebuilt from the rows, beside which there is no ``workspace.json``, with the
+project from the meta and the database's mtime set back (tab bubbles take it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import urllib.parse
 from collections.abc import Iterator
@@ -50,7 +58,16 @@ from typing import Any
 import orjson
 
 from ctxkeep.sources._util import as_int, compact_json, dict_at, json_object, nonempty
-from ctxkeep.sources.contract import Batch, Discovery, DiscoveryContext, Mode, sorted_paths
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    Mode,
+    SourceFile,
+    Watermark,
+    sorted_paths,
+)
 from ctxkeep.sources.readers.sqlite import DbRead, RowCollector, as_bytes, database_reader
 
 AGENT = "windsurf"
@@ -287,7 +304,8 @@ def _read(rd: DbRead, rows: list[tuple[str, Any]]) -> Iterator[Batch]:
         mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat().replace("+00:00", "Z")
     except OSError:
         mtime = None
-    base = {"agent": AGENT, "project_dir": project_of(path), "ts": mtime, "source_path": str(path)}
+    project = rd.meta["project"] if "project" in rd.meta else project_of(path)
+    base = {"agent": AGENT, "project_dir": project, "ts": mtime, "source_path": str(path)}
     rows_read = RowCollector(path, reset=True)
     for i, (key, value) in enumerate(rows):
         raw = as_bytes(value)
@@ -302,5 +320,22 @@ def _read(rd: DbRead, rows: list[tuple[str, Any]]) -> Iterator[Batch]:
     yield rows_read.batch(rd.watermark(dict(rd.state), rd.settled()))
 
 
-#: the chat data of one workspace's ``state.vscdb``, read whole when the database changed
-read = database_reader(AGENT, PARSER_VERSION, _probe, _read, "cannot read state.vscdb")
+#: the rows the vault keeps of a database (``readers.rows``): the chat data, as one
+#: document (session ``""``)
+VAULT_TABLES = (("ItemTable", f"CASE WHEN key IN ({', '.join(repr(k) for k in CHAT_KEYS)}) THEN '' END"),)
+
+_read_db = database_reader(
+    AGENT, PARSER_VERSION, _probe, _read, "cannot read state.vscdb", vault=VAULT_TABLES
+)
+
+
+def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
+    """The chat data of one workspace's ``state.vscdb``, read whole when the database
+    changed; the project of ``workspace.json`` beside it goes in the file's meta (a
+    meta that names one already, a reparse's from the vault, is kept)."""
+    if "project" not in file.meta:
+        file = dataclasses.replace(file, meta=dict(file.meta, project=project_of(file.path)))
+    return _read_db(file, wm, batch_bytes)
+
+
+read.vault_tables = VAULT_TABLES  # type: ignore[attr-defined]  # (``pipeline.plan``: a database the vault should hold)

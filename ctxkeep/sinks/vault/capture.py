@@ -568,9 +568,12 @@ def _stored_list(conn, gen_id: int) -> bytes | None:
     return row[0] if row else None
 
 
-def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str) -> int:
+def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str, floor: int = 0) -> int:
+    """A new generation of ``p``'s file, numbered after its newest (and after ``floor``:
+    the generations a retention pruned, ``prune.dropped``, in a replay)."""
     gen = conn.execute(
-        "SELECT coalesce(max(gen), 0) + 1 FROM vault_generations WHERE vfile_id = ?", (vfile_id,)
+        "SELECT max(coalesce(max(gen), 0), ?) + 1 FROM vault_generations WHERE vfile_id = ?",
+        (floor, vfile_id),
     ).fetchone()[0]
     doc = p.mode == "document"
     return conn.execute(
@@ -657,11 +660,15 @@ def _held_prefix(conn, gen_id: int, p: Prepared, red: bytes, load: Load) -> tupl
     return held, held_red
 
 
-def record(conn, home: Path, g: PreparedGroup | None, load: Load | None = None) -> None:
+def record(
+    conn, home: Path, g: PreparedGroup | None, load: Load | None = None, floors: dict[str, int] | None = None
+) -> None:
     """The manifest rows of a prepared (or replayed) group, in the caller's
     transaction (the one that stores the group's watermarks): the pack and its
     objects, files, generations, segments (see the module doc for when a generation
-    starts). ``load`` reads an object (default: from the vault of ``home``)."""
+    starts). ``load`` reads an object (default: from the vault of ``home``);
+    ``floors`` (a replay): per path hash, the generations a retention pruned, which a
+    new generation of the file is numbered after."""
     if g is None:
         return
     from ctxkeep.sinks.vault.manifest import read_sha
@@ -670,7 +677,12 @@ def record(conn, home: Path, g: PreparedGroup | None, load: Load | None = None) 
     stamp = now_iso()
     _insert_objects(conn, g)
     for p in g.items:
-        _record_one(conn, p, stamp, load)
+        floor = 0
+        if floors:
+            from ctxkeep.sinks.vault.forget import path_hash
+
+            floor = floors.get(path_hash(p.path), 0)
+        _record_one(conn, p, stamp, load, floor)
         if p.extra.get("media"):
             _record_media(conn, p)
 
@@ -690,7 +702,7 @@ def _record_media(conn, p: Prepared) -> None:
     )
 
 
-def _record_one(conn, p: Prepared, stamp: str, load: Load) -> None:
+def _record_one(conn, p: Prepared, stamp: str, load: Load, floor: int = 0) -> None:
     """The manifest rows of one capture (``record``)."""
     vfile_id = _file_id(conn, p)
     cur = conn.execute(
@@ -701,10 +713,10 @@ def _record_one(conn, p: Prepared, stamp: str, load: Load) -> None:
     if p.mode == "document":
         if cur is not None and cur[3] == p.sha:
             return  # the version held (a re-read after a parser change)
-        _new_generation(conn, vfile_id, p, stamp)
+        _new_generation(conn, vfile_id, p, stamp, floor)
         return
     if cur is None:
-        _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
+        _append_segment(conn, _new_generation(conn, vfile_id, p, stamp, floor), p, stamp)
         return
     gen_id, start, length, _ = cur
     end = start + length
@@ -716,7 +728,7 @@ def _record_one(conn, p: Prepared, stamp: str, load: Load) -> None:
         red = p.red if p.red is not None else load(p.sha)
         held = _held_prefix(conn, gen_id, p, red, load)
     if held is None:  # shrank, replaced, or bytes that differ: a new generation
-        _append_segment(conn, _new_generation(conn, vfile_id, p, stamp), p, stamp)
+        _append_segment(conn, _new_generation(conn, vfile_id, p, stamp, floor), p, stamp)
         return
     if held[0] >= p.length:
         return  # every byte held already
@@ -729,6 +741,7 @@ def replay(conn, home: Path, progress=None) -> int:
     manifest does not name, in the order they were written, its objects and captures
     recorded as at ingest. Returns the packs replayed. Packs without a
     record are skipped (named by ``vault verify --full``)."""
+    from ctxkeep.sinks.vault import prune
     from ctxkeep.sinks.vault.forget import forgotten, path_hash, used_objects
     from ctxkeep.sinks.vault.packs import pack_names, read_record
 
@@ -742,12 +755,30 @@ def replay(conn, home: Path, progress=None) -> int:
         if got is not None:
             recs.append((got[0].get("t", 0), name, path.stat().st_size, got))
     recs.sort(key=lambda r: (r[0], r[1]))
+    # captures of generations a retention pruned (``prune``: every capture of the file
+    # up to its cut) stay out, and the kept generations keep their numbers
+    cuts = prune.cuts(home)
+    drop, floors = prune.dropped(
+        [
+            ((name, j), {k: v for k, v in c.items() if k != "chunks"})
+            for _, name, _, (rec, _) in recs
+            for j, c in enumerate(rec.get("captures", []))
+            if path_hash(c.get("path", "")) in cuts
+        ],
+        cuts,
+    )
     for i, (_, name, size, (rec, objects)) in enumerate(recs, 1):
-        caps = [Prepared.from_record(c) for c in rec.get("captures", []) if path_hash(c["path"]) not in gone]
-        record(conn, home, PreparedGroup(caps, (name, size), objects))
+        caps = [
+            Prepared.from_record(c)
+            for j, c in enumerate(rec.get("captures", []))
+            if path_hash(c["path"]) not in gone and (name, j) not in drop
+        ]
+        record(conn, home, PreparedGroup(caps, (name, size), objects), floors=floors)
         if progress:
             progress(i, len(recs))
-    if gone and recs:  # objects only forgotten files used: their rows go (``forget.sweep`` the bytes)
+    if (
+        gone or drop
+    ) and recs:  # objects only forgotten or pruned captures used: their rows go (``forget.sweep`` the bytes)
         used = used_objects(conn)
         conn.executemany(
             "DELETE FROM vault_objects WHERE sha = ?",

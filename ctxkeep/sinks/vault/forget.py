@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ctxkeep.sinks.vault import manifest, packs
@@ -72,26 +73,50 @@ def forget(conn, home: Path, paths: list[str]) -> int:
     return len(ids)
 
 
-def used_objects(conn) -> set[bytes]:
-    used = {r[0] for r in conn.execute("SELECT sha FROM vault_segments")}
-    used.update(r[0] for r in conn.execute("SELECT sha FROM vault_media"))
+def used_objects(conn, exclude: Collection[int] = ()) -> set[bytes]:
+    """The SHA-256s of the objects the manifest's generations name (segments, media,
+    a version's chunks), those of the generations ``exclude`` (gen ids) left out."""
+    ex = set(exclude)
+    used = {r[1] for r in conn.execute("SELECT gen_id, sha FROM vault_segments") if r[0] not in ex}
+    used.update(r[1] for r in conn.execute("SELECT gen_id, sha FROM vault_media") if r[0] not in ex)
     for g in manifest.generations(conn):
-        if g.mode == "document":
+        if g.mode == "document" and g.gen_id not in ex:
             used.update(manifest.object_list(conn, g))
     return used
 
 
-def sweep(conn, home: Path) -> int:
+def ordered_packs(conn, home: Path) -> list[tuple[int, str, Path]]:
+    """``(pack_id, name, path)`` of the manifest's packs in replay order (their record's
+    ``t``, then name; packs without a record last)."""
+    out = []
+    for pack_id, name in conn.execute("SELECT pack_id, name FROM vault_packs").fetchall():
+        path = packs.pack_path(home, name)
+        rec = packs.read_record(path)
+        out.append(((rec[0].get("t", 0) if rec else float("inf")), name, pack_id, path))
+    out.sort(key=lambda r: (r[0], r[1]))
+    return [(pack_id, name, path) for _t, name, pack_id, path in out]
+
+
+def sweep(
+    conn,
+    home: Path,
+    after_pack: Callable[[], None] | None = None,
+    drop: Collection[tuple[str, int]] = (),
+) -> int:
     """Write again every pack holding objects no manifest row names or captures of
-    forgotten files, without them, then delete the old pack. Returns the packs
-    rewritten. Each pack: new pack durable → its rows (one transaction) → old file
-    removed."""
+    forgotten files (or ``drop``: ``(pack name, capture index)`` of captures to leave
+    out, retention's pruned generations, ``prune.pruned_captures``), without them,
+    then delete the old pack. Returns the packs rewritten. Each pack: new pack durable
+    → its rows (one transaction) → old file removed; packs in replay order
+    (``ordered_packs``: a pruned file's cut is in its last pack rewritten);
+    ``after_pack()`` after each one rewritten."""
     from ctxkeep.sinks import sqlite as sqlite_store
 
     gone = forgotten(home)
+    order = ordered_packs(conn, home)
+    pruned = set(drop)
     n = 0
-    for pack_id, name in conn.execute("SELECT pack_id, name FROM vault_packs").fetchall():
-        path = packs.pack_path(home, name)
+    for pack_id, name, path in order:
         rec = packs.read_record(path)
         if rec is None:
             continue
@@ -102,7 +127,11 @@ def sweep(conn, home: Path) -> int:
                 "SELECT sha, offset, stored, raw FROM vault_objects WHERE pack_id = ?", (pack_id,)
             )
         }
-        caps = [c for c in record.get("captures", []) if path_hash(c["path"]) not in gone]
+        caps = [
+            c
+            for i, c in enumerate(record.get("captures", []))
+            if path_hash(c["path"]) not in gone and (name, i) not in pruned
+        ]
         if len(keep) == len(objects) and len(caps) == len(record.get("captures", [])):
             continue
         b = packs.PackBuilder()
@@ -130,7 +159,9 @@ def sweep(conn, home: Path) -> int:
         if new is None or new[0] != name:
             path.unlink(missing_ok=True)
         n += 1
+        if after_pack:
+            after_pack()
     return n
 
 
-__all__ = ["FORGOTTEN", "forget", "forgotten", "path_hash", "sweep", "used_objects"]
+__all__ = ["FORGOTTEN", "forget", "forgotten", "ordered_packs", "path_hash", "sweep", "used_objects"]

@@ -50,6 +50,13 @@ def depth(blob: bytes | None) -> int:
     return struct.unpack(">QH", blob[1:11])[1]
 
 
+def base_of(blob: bytes | None) -> int | None:
+    """The ``gen_id`` a stored list is a delta against (None: a whole list)."""
+    if not blob or blob[:1] != b"D":
+        return None
+    return struct.unpack(">QH", blob[1:11])[0]
+
+
 def decode(blob: bytes | None, fetch: Callable[[int], bytes | None]) -> list[bytes]:
     """The list of hashes of a stored list; ``fetch(gen_id)`` gives the stored list of
     a base generation. Raises ValueError on a malformed list or a missing base."""
@@ -89,4 +96,4 @@ def decode(blob: bytes | None, fetch: Callable[[int], bytes | None]) -> list[byt
     return out
 
 
-__all__ = ["MAX_DEPTH", "decode", "depth", "encode"]
+__all__ = ["MAX_DEPTH", "base_of", "decode", "depth", "encode"]

@@ -46,6 +46,14 @@ def readable(path: Path) -> bool:
     return str(path) in VIEW or path.exists()
 
 
+def stat_of(path: Path) -> os.stat_result:
+    """``os.stat`` of ``path``, or of the file ``VIEW`` maps it to (a reparse from the
+    vault: that file carries the generation's mtime, the agent's file may be gone).
+    Raises OSError. A source that dates entries by its file's mtime uses this, not
+    ``path.stat()``: a reparse of a deleted file otherwise lost those entries."""
+    return os.stat(VIEW.get(str(path), path))
+
+
 def open_file(path: Path) -> tuple[BinaryIO, os.stat_result] | None:
     """``path`` opened for binary reading with its ``fstat``, or None when it vanished,
     is a directory or may not be read, or is no regular file (a FIFO swapped in after

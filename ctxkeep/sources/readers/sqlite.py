@@ -26,7 +26,7 @@ import os
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -296,13 +296,16 @@ class DbRead:
     """A read of one agent database under way: ``before`` is its fingerprint when the
     read started (``db_fingerprint``); ``state`` the watermark state carried over (empty
     when the parser version changed or the file was replaced: another dev/inode),
-    with ``note`` set when the database had to be opened ``immutable``."""
+    with ``note`` set when the database had to be opened ``immutable``; ``meta`` the
+    file's ``SourceFile.meta`` (what its discovery, or the vault for a reparse, knows
+    beside the database: Windsurf's project)."""
 
     path: Path
     agent: str
     parser_version: int
     before: dict
     state: dict
+    meta: dict = field(default_factory=dict)
 
     def watermark(self, state: dict, fp: dict) -> Watermark:
         """``db_watermark`` of this database with ``state`` and fingerprint ``fp``."""
@@ -368,7 +371,7 @@ def database_reader(
             if wm and wm.parser_version == parser_version and [wm.dev, wm.ino] == before["main"][:2]
             else {}
         )
-        rd = DbRead(path, agent, parser_version, before, state)
+        rd = DbRead(path, agent, parser_version, before, state, dict(file.meta))
         try:
             ro = open_ro(path)
         except Exception as e:  # not a database, encrypted, unreadable
