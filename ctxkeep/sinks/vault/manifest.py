@@ -203,6 +203,39 @@ def iter_bytes(conn, home: Path, g: Generation) -> Iterator[bytes]:
         yield from _pieces_bytes(g, ps, objs, rd)
 
 
+def objects_bytes(conn, home: Path, shas: list[bytes]) -> bytes:
+    """The bytes of the objects ``shas`` in order, each checked (a section of a rows
+    document's version: ``rows_capture``). Raises ``VaultDamaged``."""
+    objs = _objects_many(conn, shas)
+    out = []
+    with ObjectReader(home) as rd:
+        for sha in shas:
+            o = objs.get(sha)
+            if o is None:
+                raise VaultDamaged(
+                    f"vault damaged: object {sha.hex()[:16]} is not in the manifest",
+                    where=f"{STORE_DB} vault_objects",
+                    hint="run 'ctxkeep vault verify'",
+                )
+            out.append(rd.read(o[0], o[1], o[2], o[3], sha))
+    return b"".join(out)
+
+
+def _objects_many(conn, shas: list[bytes]) -> dict[bytes, tuple[str, int, int, int]]:
+    """``_objects`` of many SHA-256s, 500 to a query."""
+    out = {}
+    todo = list(set(shas))
+    for i in range(0, len(todo), 500):
+        part = todo[i : i + 500]
+        for sha, *o in conn.execute(
+            "SELECT o.sha, p.name, o.offset, o.stored, o.raw FROM vault_objects o JOIN vault_packs p "
+            f"ON p.pack_id = o.pack_id WHERE o.sha IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            out[sha] = tuple(o)
+    return out
+
+
 def _pieces_bytes(g: Generation, ps, objs: dict, rd: ObjectReader) -> Iterator[bytes]:
     for sha, skip in ps:
         o = objs.get(sha)
@@ -382,6 +415,7 @@ __all__ = [
     "iter_bytes",
     "latest_of",
     "object_list",
+    "objects_bytes",
     "pieces",
     "read_sha",
     "orphan_packs",
