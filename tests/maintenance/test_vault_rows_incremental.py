@@ -26,7 +26,7 @@ from ctxkeep.sinks.vault.recipe import list_sha
 from ctxkeep.sources.charm_db import VAULT_TABLES
 from ctxkeep.sources.readers.rows import TAIL_LINES
 from ctxkeep.sources.readers.sqlite import whole_document
-from tests.conftest import CORPUS_HOME, ingest
+from tests.conftest import CORPUS_HOME, ingest, q
 from tests.dbhelpers import corpus_part
 
 CRUSH = "code/dbos-transact-golang/.crush/crush.db"
@@ -241,3 +241,34 @@ def test_verify_names_a_version_whose_chunk_list_does_not_hash_to_its_doc_sha(cr
     c.close()
     problems = vault_verify(store)["problems"]
     assert len(problems) == 1 and "doc_sha" in problems[0]
+
+
+def test_a_lost_manifest_is_replayed_from_the_packs_with_every_version_built_on_the_one_before(crush):
+    from ctxkeep.sinks.vault.capture import replay
+
+    home, db, store = crush
+    _grow(db, 200)
+    ingest(home, store, "crush")
+    _grow(db, 30)
+    ingest(home, store, "crush")
+    _edit(db, 5, "edited")
+    ingest(home, store, "crush")
+    want = {sid: (v[1], v[2], v[3], v[4]) for sid, v in _latest(store).items()}
+    n = q(store, "SELECT count(*) FROM vault_generations")[0][0]
+    assert n >= 4  # 2 sessions, then an append and an edit
+    # the packs' records keep a version's chunk list as a delta against its base
+    caps = [c for sid in want for c in _captures(store, sid)]
+    assert [c for c in caps if c["meta"]["rows_base"] and c["chunks"] == [] and c["rows_delta"]]
+    conn = sqlite_store.connect(store)
+    try:
+        with conn:
+            for t in ("vault_segments", "vault_generations", "vault_files", "vault_objects", "vault_packs"):
+                conn.execute(f"DELETE FROM {t}")
+        with conn:
+            replay(conn, store)
+    finally:
+        conn.close()
+    assert q(store, "SELECT count(*) FROM vault_generations")[0][0] == n
+    got = {sid: (v[1], v[2], v[3], v[4]) for sid, v in _latest(store).items()}
+    assert got == want
+    assert vault_verify(store)["problems"] == []

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
-from ctxkeep.sinks.vault.rows_capture import BaseMissing, seal_rows
+from ctxkeep.sinks.vault.rows_capture import BaseMissing, resolve_delta, seal_rows
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
 from ctxkeep.transforms import escapes
@@ -323,11 +323,15 @@ class Prepared:
     extra: dict = field(default_factory=dict)
     #: a rows document's running state (``rows_capture``; None for other captures)
     rows_state: dict | None = None
+    #: a rows document's chunk list as a delta against the version it was built on
+    #: (``rows_capture.SealedRows.delta``): the record keeps it instead of ``chunks``
+    rows_delta: dict | None = None
 
     def as_record(self) -> dict:
         """The pack's record of this capture (JSON-ready; no bytes, no secret)."""
         d = {k: v for k, v in self.__dict__.items() if k not in ("red", "sha", "chunks")}
-        return d | {"sha": self.sha.hex(), "chunks": [c.hex() for c in self.chunks]}
+        chunks = [] if self.rows_delta else [c.hex() for c in self.chunks]
+        return d | {"sha": self.sha.hex(), "chunks": chunks}
 
     @classmethod
     def from_record(cls, d: dict) -> Prepared:
@@ -469,7 +473,7 @@ class Capturer:
         for raw in raws:
             red = None
             sealed = raw.sealed
-            rows_state = None
+            rows_state = rows_delta = None
             if sealed is None and raw.redacted is None and raw.meta.get("vault_rows"):
                 try:  # a database session's rows: built on the version held (``rows_capture``)
                     got = seal_rows(
@@ -479,7 +483,7 @@ class Capturer:
                     log.warning("vault: %s not captured (%s)", raw.path, e)
                     continue
                 sealed = Sealed(got.length, got.sha, got.stored, got.chunks, got.redactions, got.objects)
-                rows_state = got.state
+                rows_state, rows_delta = got.state, got.delta
             elif sealed is None:  # read in this process: sealed here, objects held skipped
                 sealed, red = _seal(raw, self._held, self._held_of)
             held = self._held_of([h for h, _, _ in sealed.objects])
@@ -505,6 +509,7 @@ class Capturer:
                     red,
                     dict(raw.extra),
                     rows_state,
+                    rows_delta,
                 )
             )
         if not out.items and not b.objects:
@@ -694,6 +699,12 @@ def _record_one(conn, p: Prepared, stamp: str, load: Load) -> None:
         (vfile_id,),
     ).fetchone()
     if p.mode == "document":
+        if p.rows_delta and not p.chunks:  # a replayed record: its list from its base's
+            got = resolve_delta(conn, p.path, p.rows_delta)
+            if got is None:
+                log.warning("vault: %s: the version a replayed capture was built on is gone", p.path)
+                return
+            p.chunks = got
         if cur is not None and cur[3] == p.sha:
             if p.rows_state is not None:  # the reader's token of it now (``rows_capture``)
                 conn.execute(

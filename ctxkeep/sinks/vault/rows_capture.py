@@ -43,6 +43,7 @@ such a session is a whole document (no state to build on).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections import Counter
@@ -51,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.recipe import list_sha
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.sources.readers.rows import TAIL_LINES
@@ -191,6 +193,41 @@ class SealedRows:
     redactions: dict[str, int]
     objects: list[tuple[bytes, bytes, int]]
     state: dict
+    #: the chunk list as the pack's record keeps it when built on a version held:
+    #: ``{"base": <its doc_sha, hex>, "ops": <recipe delta against its list, base64>}``
+    #: (a whole list of hex hashes per version grew as the square of the versions)
+    delta: dict | None = None
+
+
+def record_delta(chunks: list[bytes], base: list[bytes], base_sha: bytes) -> dict | None:
+    """``SealedRows.delta`` of ``chunks`` against the list ``base`` of the version
+    ``base_sha``; None when a delta is not smaller."""
+    blob = recipe.encode(chunks, base, 0, 0)
+    if blob[:1] != b"D":
+        return None
+    return {"base": base_sha.hex(), "ops": base64.b64encode(blob).decode("ascii")}
+
+
+def resolve_delta(conn, path: str, delta: dict) -> list[bytes] | None:
+    """The chunk list a record's ``delta`` names (``SealedRows.delta``), from the
+    generation of ``path`` whose ``doc_sha`` is its base (a replay records the packs in
+    the order written, so the base is there); None when it is not (pruned)."""
+    from ctxkeep.sinks.vault import manifest
+
+    base = bytes.fromhex(delta["base"])
+    for g in reversed(manifest.generations_of(conn, path)):
+        row = conn.execute("SELECT doc_sha FROM vault_generations WHERE gen_id = ?", (g.gen_id,)).fetchone()
+        if row and row[0] == base:
+            return _decoded_delta(delta["ops"], b"F" + b"".join(manifest.object_list(conn, g)))
+    return None
+
+
+def _decoded_delta(ops: str, whole: bytes) -> list[bytes] | None:
+    """The list of a record's delta ``ops`` against the stored list ``whole``."""
+    try:
+        return recipe.decode(base64.b64decode(ops), lambda _: whole)
+    except ValueError:
+        return None
 
 
 def seal_rows(
@@ -216,6 +253,7 @@ def seal_rows(
     layout = raw.meta.get("rows_layout") or _layout_of(lines[1:])
     token = raw.meta.get("rows_base")
     base_secs: dict[str, tuple[list, list[bytes]]] = {}
+    base_list: tuple[list[bytes], bytes] | None = None
     if token is not None:
         if conn is None:
             raise BaseMissing("no manifest to build on")
@@ -224,6 +262,10 @@ def seal_rows(
             raise BaseMissing(f"the base version {token} is not held")
         g, st = found
         blist = manifest.object_list(conn, g)
+        base_list = (
+            blist,
+            conn.execute("SELECT doc_sha FROM vault_generations WHERE gen_id = ?", (g.gen_id,)).fetchone()[0],
+        )
         at = 0
         for sec in st["sections"]:
             base_secs[sec[0]] = (sec, blist[at : at + sec[4]])
@@ -318,7 +360,8 @@ def seal_rows(
         dict(+total),
         objects,
         state,
+        record_delta(chunks, *base_list) if base_list is not None else None,
     )
 
 
-__all__ = ["BaseMissing", "SealedRows", "held_marks", "seal_rows"]
+__all__ = ["BaseMissing", "SealedRows", "held_marks", "record_delta", "resolve_delta", "seal_rows"]
