@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 import uuid
 from pathlib import Path
@@ -272,3 +273,62 @@ def test_a_lost_manifest_is_replayed_from_the_packs_with_every_version_built_on_
     got = {sid: (v[1], v[2], v[3], v[4]) for sid, v in _latest(store).items()}
     assert got == want
     assert vault_verify(store)["problems"] == []
+
+
+def test_the_change_test_reads_no_row_of_a_table_with_an_update_time(crush, monkeypatch):
+    """Crush's tables have an update time: a new ingest tells the sessions that changed
+    from aggregates and reads only their changed rows, never every row (``_scan``)."""
+    from ctxkeep.sources.readers import sqlite as readers_sqlite
+
+    home, db, store = crush
+    ingest(home, store, "crush")
+    scans = []
+    real = readers_sqlite._scan
+    monkeypatch.setattr(readers_sqlite, "_scan", lambda *a, **k: scans.append(a[1]) or real(*a, **k))
+    _grow(db, 5)
+    ingest(home, store, "crush")
+    assert scans == []
+    _assert_whole(db, store)
+
+
+def test_a_table_without_an_update_time_builds_on_the_held_version_when_its_rows_held_are_unchanged(tmp_path):
+    """Hermes' ``messages`` has no update time: its rows are hashed (as before), and a
+    session whose rows held hash the same up to the largest rowid held sends only its
+    new rows; an old row rewritten sends the section whole. Each version is the whole
+    read's."""
+    from ctxkeep.sources.hermes import VAULT_TABLES as HERMES_TABLES
+
+    home = tmp_path / "home"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "hermes" / "db-home", home)
+    db = home / ".hermes" / "state.db"
+    store = tmp_path / "store"
+    ingest(home, store, "hermes")
+
+    def whole(sid: str) -> bytes:
+        return redact_raw(whole_document(db, "hermes", HERMES_TABLES, sid))[0]
+
+    c = sqlite3.connect(db)
+    cols = [r[1] for r in c.execute("PRAGMA table_info(messages)") if r[1] != "id"]
+    sid = c.execute("SELECT session_id FROM messages ORDER BY id DESC LIMIT 1").fetchone()[0]
+    names = ", ".join(cols)
+    c.execute(
+        f"INSERT INTO messages({names}) SELECT {names} FROM messages WHERE session_id = ? ORDER BY id", (sid,)
+    )
+    c.commit()
+    ingest(home, store, "hermes")
+    got = _latest(store)[sid]
+    assert got[1] == whole(sid)
+    cap = _captures(store, sid)[-1]
+    assert cap["meta"]["rows_base"] is not None
+    assert {t: k for t, k, _ in cap["meta"]["rows_layout"]}["messages"] > 0
+    c.execute(
+        "UPDATE messages SET content = 'rewritten' WHERE id = (SELECT min(id) FROM messages WHERE session_id = ?)",
+        (sid,),
+    )
+    c.commit()
+    c.close()
+    ingest(home, store, "hermes")
+    got = _latest(store)[sid]
+    assert got[1] == whole(sid) and b"rewritten" in got[1]
+    cap = _captures(store, sid)[-1]
+    assert {t: k for t, k, _ in cap["meta"]["rows_layout"]}["messages"] == 0
