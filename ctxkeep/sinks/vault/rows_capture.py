@@ -153,21 +153,30 @@ REUSE_MIN_LINES = 32
 
 
 def _redacted(
-    lines: list[bytes], layout: list, base_secs: dict, conn, home: Path, redact_lines: RedactLines
+    lines: list[bytes], layout: list, base_secs: dict, conn, home: Path, path: str, redact_lines: RedactLines
 ) -> list[tuple[bytes, Counter]]:
     """Each of ``lines`` redacted alone (``redact_lines``: the header and the lines sent).
     A section sent whole though the version held has it (a row rewritten more than
     ``TAIL_LINES`` lines back, a row deleted) is mostly the held lines again: the held
     section is read back (its chunks, each checked) and a line equal to one of its
     lines without a marker is taken as it is (redaction is per line and leaves a clean
-    line unchanged), so only the changed lines are scanned."""
+    line unchanged), so only the changed lines are scanned. A whole document (no base:
+    the first capture after the v15 upgrade, a base the vault lost) does the same with
+    the newest version of ``path`` the vault holds, if any."""
     from ctxkeep.sinks.vault import manifest
 
     clean: set[bytes] = set()
+    held: bytes = b""
+    if not base_secs and conn is not None and len(lines) > REUSE_MIN_LINES:
+        try:
+            g = manifest.latest_of(conn, path)
+            held = manifest.gen_bytes(conn, home, g) if g is not None else b""
+        except manifest.VaultDamaged:  # every line is scanned
+            held = b""
     for table, keep, n in layout:
         if keep == 0 and n >= REUSE_MIN_LINES and table in base_secs:
-            held = manifest.objects_bytes(conn, home, base_secs[table][1])
-            clean.update(ln for ln in held.splitlines(keepends=True) if b"[REDACTED:" not in ln)
+            held += manifest.objects_bytes(conn, home, base_secs[table][1])
+    clean.update(ln for ln in held.splitlines(keepends=True) if b"[REDACTED:" not in ln)
     todo = [i for i, ln in enumerate(lines) if ln not in clean]
     got = redact_lines([lines[i] for i in todo])
     out: list[tuple[bytes, Counter]] = [(ln, Counter()) for ln in lines]
@@ -272,7 +281,7 @@ def seal_rows(
             at += sec[4]
     if sum(n for _, _, n in layout) != len(lines) - 1:
         raise BaseMissing("the layout does not match the document's lines")
-    red = _redacted(lines, layout, base_secs, conn, home, redact_lines)
+    red = _redacted(lines, layout, base_secs, conn, home, raw.path, redact_lines)
     sections: list[list] = []
     chunks: list[bytes] = []
     fresh: list[tuple[bytes, bytes]] = []  # (hash, bytes) of chunks made now
