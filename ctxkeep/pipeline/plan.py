@@ -3,6 +3,7 @@ and the parts an ingest splits them into (one agent's files, in plan order)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,7 +162,29 @@ def plan(
     if conn is not None and todo and not force:  # the states of the files read
         full = sqlite_store.load_watermarks(conn, [str(f.path) for f, wm in todo if wm is not None])
         todo = [(f, full.get(str(f.path)) if wm is not None else None) for f, wm in todo]
+        todo = [(f, _rows_held(conn, f, wm)) for f, wm in todo]
     return Plan(todo, unchanged, discoveries, problems)
+
+
+def _rows_held(conn, f: SourceFile, wm: Watermark | None) -> Watermark | None:
+    """``wm`` of a database whose sessions' rows the vault keeps, without the sessions of
+    its ``state["vault"]`` whose version the vault does not hold (a generation pruned, a
+    store restored from an older backup): the reader sends those whole instead of
+    building on a version that is not there (``sinks.vault.rows_capture``)."""
+    if wm is None or f.mode != "sqlite" or not isinstance(wm.state.get("vault"), dict):
+        return wm
+    from ctxkeep.sinks import vault
+    from ctxkeep.sinks.vault.rows_capture import held_marks
+
+    v = wm.state["vault"]
+    home = vault.home_of(conn)
+    if not vault.enabled() or home is None or not vault.configured(home) or not isinstance(v.get("s"), dict):
+        return wm
+    held = held_marks(conn, str(f.path))
+    keep = {sid: e for sid, e in v["s"].items() if isinstance(e, dict) and e.get("k") in held.get(sid, ())}
+    if len(keep) == len(v["s"]):
+        return wm
+    return dataclasses.replace(wm, state=dict(wm.state, vault=dict(v, s=keep)))
 
 
 #: the file modes the vault captures (``sources.readers.jsonl`` and ``document``)

@@ -256,7 +256,7 @@ def session_models(conn) -> dict[str, str]:
 
 
 #: the rows of a session, for the vault (``readers.rows``)
-VAULT_TABLES = (("sessions", "id"), ("messages", "session_id"))
+VAULT_TABLES = (("sessions", "id", "updated_at"), ("messages", "session_id", "updated_at"))
 
 
 def reader(agent: str, parser_version: int):

@@ -266,7 +266,7 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
 
 
 #: the rows of a session, for the vault (``readers.rows``)
-VAULT_TABLES = (("conversations", "conversation_id"),)
+VAULT_TABLES = (("conversations", "conversation_id", "COALESCE(updated_at, created_at)"),)
 
 #: changed conversations of ``.forge.db``
 read = database_reader(

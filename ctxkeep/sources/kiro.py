@@ -328,7 +328,7 @@ def _read_rows(rd: DbRead, top: int) -> Iterator[Batch]:
 
 _read_jsonl = record_reader(PARSER_VERSION, parse_record, init_state)
 #: the rows of a session, for the vault (``readers.rows``)
-VAULT_TABLES = (("conversations_v2", "conversation_id"),)
+VAULT_TABLES = (("conversations_v2", "conversation_id", "updated_at"),)
 _read_db = database_reader(
     AGENT, PARSER_VERSION, _probe, _read_rows, f"cannot read {DB_NAME}", vault=VAULT_TABLES
 )

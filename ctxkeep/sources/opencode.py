@@ -575,7 +575,11 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
 
 
 #: the rows of a session, for the vault (``readers.rows``)
-VAULT_TABLES = (("session", "id"), ("message", "session_id"), ("part", "session_id"))
+VAULT_TABLES = (
+    ("session", "id", "time_updated"),
+    ("message", "session_id", "time_updated"),
+    ("part", "session_id", "time_updated"),
+)
 
 #: one tree session (whole) or the new rows of ``opencode.db``
 read = by_mode(

@@ -337,7 +337,7 @@ def _read_rows(rd: DbRead, probed: tuple) -> Iterator[Batch]:
 
 
 #: the rows of a session, for the vault (``readers.rows``)
-VAULT_TABLES = (("threads", "id"),)
+VAULT_TABLES = (("threads", "id", "updated_at"),)
 
 #: changed threads of ``threads.db``
 read = database_reader(

@@ -21,14 +21,15 @@ from ctxkeep.sinks.sqlite import ddl
 from tests.sinks.v9_store import as_v9
 
 PHASES = [
-    "step 1/5: v10 project dirs and load stamps as ids, chunk titles as spans",
+    "step 1/6: v10 project dirs and load stamps as ids, chunk titles as spans",
     "copying entries",
     "indexing entries",
     "copying chunks",
-    "step 2/5: v11 the vault manifest",
-    "step 3/5: v12 the coverage ledger",
-    "step 4/5: v13 the vault's media",
-    "step 5/5: v14 Claude Code usage keyed by message id",
+    "step 2/6: v11 the vault manifest",
+    "step 3/6: v12 the coverage ledger",
+    "step 4/6: v13 the vault's media",
+    "step 5/6: v14 Claude Code usage keyed by message id",
+    "step 6/6: v15 the rows documents' running state",
     "committing the upgrade",
     "compacting the store (VACUUM)",
 ]
@@ -63,7 +64,7 @@ def test_an_upgrade_prints_its_phases_in_order_then_its_time(corpus_store, tmp_p
     assert lines == PHASES
     assert re.search(r"^store upgraded in \d+ s$", r.stderr, re.M)
     conn = sqlite_store.connect(home, readonly=True)
-    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 14
+    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 15
     conn.close()
     again = _ingest(home, tmp_path, monkeypatch)  # current: nothing to show
     assert again.exit_code == 0 and "upgrad" not in again.stderr

@@ -252,16 +252,19 @@ def _big_opencode_db(home: Path, sessions: int = 400, parts: int = 12) -> Path:
 
 
 def _rows_agree(store: Path) -> None:
-    """Every session a database's watermark says the vault holds (``state["vault"]``)
-    has its rows document in the vault."""
+    """Every session a database's watermark says the vault holds (``state["vault"]["s"]``)
+    has its rows document in the vault, the version the watermark names among its
+    generations (``rows_capture``: the next capture is built on it)."""
     import json
+
+    from ctxkeep.sinks.vault.rows_capture import held_marks
 
     conn = sqlite_store.connect(store, readonly=True)
     try:
-        held = {r[0] for r in conn.execute("SELECT path FROM vault_files")}
         for path, state in conn.execute("SELECT path, state FROM watermarks WHERE agent = 'opencode'"):
-            for sid in json.loads(state or "{}").get("vault") or {}:
-                assert f"{path}#session={sid}" in held, (path, sid)
+            held = held_marks(conn, path)
+            for sid, e in ((json.loads(state or "{}").get("vault") or {}).get("s") or {}).items():
+                assert e["k"] in held.get(sid, ()), (path, sid)
     finally:
         conn.close()
 

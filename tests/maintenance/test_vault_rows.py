@@ -193,8 +193,8 @@ def test_no_secret_of_a_database_row_reaches_a_vault_byte(tmp_path):
     assert not [v for v in values if v.encode() in data or json.dumps(v)[1:-1].encode() in data]
     assert sum(g.redactions.values()) >= len(cases) and b"[REDACTED:" in data
     assert all(orjson.loads(ln) is not None for ln in data.splitlines())  # each row still JSON
-    # the session grows: its next version scans only its new lines and its marked ones
-    # (``Capturer._rows_redacted``): still no secret, every value counted again
+    # the session grows: its next version redacts only its new lines and is built on the
+    # version held (``rows_capture``): still no secret, every value counted
     con = sqlite3.connect(db)
     try:
         for i, text in enumerate(("a clean new line", f"and a new secret: {cases[0].text}")):
@@ -223,9 +223,9 @@ def test_no_secret_of_a_database_row_reaches_a_vault_byte(tmp_path):
     # the same bytes as a scan of the whole version
     from ctxkeep.sinks.vault.capture import redact_raw
     from ctxkeep.sources.opencode import VAULT_TABLES
-    from ctxkeep.sources.readers.sqlite import _documents
+    from ctxkeep.sources.readers.sqlite import whole_document
 
-    whole = _documents(db, "opencode", VAULT_TABLES, {"ses_01JZfixtureMain"})["ses_01JZfixtureMain"]
+    whole = whole_document(db, "opencode", VAULT_TABLES, "ses_01JZfixtureMain")
     assert redact_raw(whole)[0] == data2
 
 

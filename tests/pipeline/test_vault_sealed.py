@@ -65,7 +65,7 @@ def test_a_reader_process_seals_the_same_vault_and_sends_no_raw_byte(home_copy, 
             raw = item.batch.raw if item.batch is not None else None
             if raw is not None and raw.meta.get("vault_rows"):
                 # a database session's rows: sealed in the ingest process, which reads
-                # the version the vault holds (``Capturer._rows_redacted``)
+                # on the version the vault holds (``rows_capture.seal_rows``)
                 seen["rows"] += raw.sealed is None and raw.data != b""
             elif raw is not None:
                 seen["raws"] += 1

@@ -103,6 +103,7 @@ def test_migrations_are_named_and_ordered():
         (12, "the coverage ledger"),
         (13, "the vault's media"),
         (14, "Claude Code usage keyed by message id"),
+        (15, "the rows documents' running state"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

@@ -35,9 +35,11 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: v11: the vault's manifest (``sinks.vault``); v12: the coverage ledger ``coverage``
 #: (``sinks.sqlite.coverage``); v13: ``vault_media``, the media compress moved out of
 #: a file, kept in the vault with the generation compress wrote; v14: Claude Code's usage
-#: keys of lines without ``requestId`` (``migrations._claude_usage_keys``).
+#: keys of lines without ``requestId`` (``migrations._claude_usage_keys``); v15:
+#: ``vault_generations.rows_state``, the running state of a database session's rows
+#: document (``sinks.vault.rows_capture``).
 #: Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -208,7 +210,7 @@ TABLES: dict[str, str] = {
   gen_id INTEGER PRIMARY KEY, vfile_id INTEGER NOT NULL, gen INTEGER NOT NULL, start INTEGER NOT NULL,
   length INTEGER NOT NULL, stored INTEGER NOT NULL, dev INTEGER, ino INTEGER, size INTEGER,
   mtime_ns INTEGER, created_at TEXT, updated_at TEXT, redactions TEXT, doc_sha BLOB, chunks BLOB,
-  UNIQUE(vfile_id, gen))""",
+  rows_state TEXT, UNIQUE(vfile_id, gen))""",
     "vault_segments": """CREATE TABLE IF NOT EXISTS vault_segments(
   gen_id INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
   sha BLOB NOT NULL, skip INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(gen_id, seq)) WITHOUT ROWID""",

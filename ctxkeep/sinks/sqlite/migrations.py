@@ -318,6 +318,16 @@ def _claude_usage_keys(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE _v14")
 
 
+def _rows_state(conn: sqlite3.Connection) -> None:
+    """v15: ``vault_generations.rows_state`` (``sinks.vault.rows_capture``), NULL for
+    every generation held: their ``doc_sha`` stays the SHA-256 of their bytes and they
+    read as before; a database session's next version is then captured whole, and the
+    ones after it are built on it."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(vault_generations)")}
+    if "rows_state" not in cols:
+        conn.execute("ALTER TABLE vault_generations ADD COLUMN rows_state TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -338,6 +348,7 @@ MIGRATIONS: list[Migration] = [
     Migration(12, "the coverage ledger", _coverage, rebuilds_fts=False),
     Migration(13, "the vault's media", _vault_media, rebuilds_fts=False),
     Migration(14, "Claude Code usage keyed by message id", _claude_usage_keys, rebuilds_fts=False),
+    Migration(15, "the rows documents' running state", _rows_state, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 

@@ -18,7 +18,9 @@ capture from inside the generation whose redacted bytes still match it (a re-rea
 its end, as a segment of the same object (``skip``); a file that shrank or whose bytes
 differ starts a new generation. A document is one generation per version (its chunks'
 SHA-256s in ``chunks``, ``recipe``), skipped when the version is the one held
-(``doc_sha``: SHA-256 of the redacted version).
+(``doc_sha``: SHA-256 of the redacted version; a database session's rows document is
+built on the version held, its ``doc_sha`` the SHA-256 of its chunk list:
+``rows_capture``).
 
 Every pack also carries the manifest record of its captures (``packs.PackBuilder.record``),
 so the manifest can be rebuilt from the packs alone (``replay``: a lost ``store.db``);
@@ -31,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import re
 import time
 from collections import Counter
@@ -41,12 +44,15 @@ from typing import TYPE_CHECKING
 
 from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
+from ctxkeep.sinks.vault.rows_capture import BaseMissing, resolve_delta, seal_rows
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import now_iso
 from ctxkeep.transforms import escapes
 
 if TYPE_CHECKING:
     import polars as pl
+
+log = logging.getLogger(__name__)
 
 #: FastCDC sizes for documents (bytes): small chunks, so that a document rewritten
 #: after every message stores about its changed bytes per version
@@ -315,11 +321,17 @@ class Prepared:
     red: bytes | None = field(default=None, repr=False)
     #: ``RawCapture.extra`` (compress's archived ids and moves)
     extra: dict = field(default_factory=dict)
+    #: a rows document's running state (``rows_capture``; None for other captures)
+    rows_state: dict | None = None
+    #: a rows document's chunk list as a delta against the version it was built on
+    #: (``rows_capture.SealedRows.delta``): the record keeps it instead of ``chunks``
+    rows_delta: dict | None = None
 
     def as_record(self) -> dict:
         """The pack's record of this capture (JSON-ready; no bytes, no secret)."""
         d = {k: v for k, v in self.__dict__.items() if k not in ("red", "sha", "chunks")}
-        return d | {"sha": self.sha.hex(), "chunks": [c.hex() for c in self.chunks]}
+        chunks = [] if self.rows_delta else [c.hex() for c in self.chunks]
+        return d | {"sha": self.sha.hex(), "chunks": chunks}
 
     @classmethod
     def from_record(cls, d: dict) -> Prepared:
@@ -394,8 +406,8 @@ def seal(raw: RawCapture) -> RawCapture:
     ingest process, whose ``Capturer.prepare`` then only writes the pack. The same
     pack and manifest rows as when the ingest process prepares ``raw`` itself (an
     object the vault holds is compressed here all the same, then left out). A
-    database's rows document is left to the ingest process (``Capturer._rows_redacted``
-    reads the version the vault holds there and scans only its new lines)."""
+    database's rows document is left to the ingest process (``rows_capture.seal_rows``
+    builds it on the version the vault holds there, scanning only its new lines)."""
     if raw.meta.get("vault_rows"):
         return raw
     sealed, _ = _seal(raw)
@@ -443,32 +455,6 @@ class Capturer:
             pass
         return got
 
-    def _rows_redacted(self, raw: RawCapture) -> tuple[bytes, dict[str, int]]:
-        """A database session's rows document (``sources.readers.rows``, JSONL)
-        redacted, its lines the version the vault holds had clean (no marker) taken as
-        they are: redaction is line by line and a line without a secret comes back
-        unchanged, so only new, changed and marked lines are scanned (a session that
-        grows is not scanned whole again at every change). Falls back to the whole
-        document when the held version does not read back."""
-        from ctxkeep.sinks.vault import manifest
-
-        lines = raw.data.splitlines(keepends=True)
-        clean: set[bytes] = set()
-        try:
-            g = manifest.latest_of(self.conn, raw.path) if self.conn is not None else None
-            if g is not None:
-                held = manifest.gen_bytes(self.conn, self.home, g)
-                clean = {ln for ln in held.splitlines(keepends=True) if b"[REDACTED:" not in ln}
-        except Exception:  # a damaged or missing object: the whole document is scanned
-            clean = set()
-        todo = [ln for ln in lines if ln not in clean]
-        if not todo:
-            return raw.data, {}
-        red, counts = redact_raw(b"".join(todo))
-        got = iter(red.splitlines(keepends=True))
-        out = [ln if ln in clean else next(got) for ln in lines]
-        return b"".join(out), dict(counts)
-
     def prepare(
         self, raws: list[RawCapture], blobs: dict[bytes, bytes] | None = None
     ) -> PreparedGroup | None:
@@ -487,9 +473,18 @@ class Capturer:
         for raw in raws:
             red = None
             sealed = raw.sealed
-            if sealed is None:  # read in this process: sealed here, objects held skipped
-                if raw.redacted is None and raw.meta.get("vault_rows"):
-                    raw = dataclasses.replace(raw, redacted=self._rows_redacted(raw))
+            rows_state = rows_delta = None
+            if sealed is None and raw.redacted is None and raw.meta.get("vault_rows"):
+                try:  # a database session's rows: built on the version held (``rows_capture``)
+                    got = seal_rows(
+                        raw, self.conn, self.home, self._held, self._held_of, redact_raw_many, chunks_of
+                    )
+                except BaseMissing as e:  # not taken now: the plan has the reader send it whole
+                    log.warning("vault: %s not captured (%s)", raw.path, e)
+                    continue
+                sealed = Sealed(got.length, got.sha, got.stored, got.chunks, got.redactions, got.objects)
+                rows_state, rows_delta = got.state, got.delta
+            elif sealed is None:  # read in this process: sealed here, objects held skipped
                 sealed, red = _seal(raw, self._held, self._held_of)
             held = self._held_of([h for h, _, _ in sealed.objects])
             for h, z, n in sealed.objects:
@@ -513,8 +508,12 @@ class Capturer:
                     dict(sealed.redactions),
                     red,
                     dict(raw.extra),
+                    rows_state,
+                    rows_delta,
                 )
             )
+        if not out.items and not b.objects:
+            return None
         b.record = {"v": 1, "t": time.time_ns(), "captures": [p.as_record() for p in out.items]}
         out.pack = write_pack(self.home, b)
         out.objects = b.objects
@@ -578,7 +577,7 @@ def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str, floor: int = 0
     doc = p.mode == "document"
     return conn.execute(
         "INSERT INTO vault_generations(vfile_id, gen, start, length, stored, dev, ino, size, mtime_ns, "
-        "created_at, updated_at, redactions, doc_sha, chunks) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "created_at, updated_at, redactions, doc_sha, chunks, rows_state) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             vfile_id,
             gen,
@@ -594,6 +593,7 @@ def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str, floor: int = 0
             json.dumps(p.redactions, sort_keys=True) if doc else "{}",
             p.sha if doc else None,
             _chunk_list(conn, vfile_id, p) if doc else None,
+            json.dumps(p.rows_state, sort_keys=True) if p.rows_state is not None else None,
         ),
     ).lastrowid
 
@@ -711,7 +711,18 @@ def _record_one(conn, p: Prepared, stamp: str, load: Load, floor: int = 0) -> No
         (vfile_id,),
     ).fetchone()
     if p.mode == "document":
+        if p.rows_delta and not p.chunks:  # a replayed record: its list from its base's
+            got = resolve_delta(conn, p.path, p.rows_delta)
+            if got is None:
+                log.warning("vault: %s: the version a replayed capture was built on is gone", p.path)
+                return
+            p.chunks = got
         if cur is not None and cur[3] == p.sha:
+            if p.rows_state is not None:  # the reader's token of it now (``rows_capture``)
+                conn.execute(
+                    "UPDATE vault_generations SET rows_state = ? WHERE gen_id = ?",
+                    (json.dumps(p.rows_state, sort_keys=True), cur[0]),
+                )
             return  # the version held (a re-read after a parser change)
         _new_generation(conn, vfile_id, p, stamp, floor)
         return

@@ -9,6 +9,7 @@ list whole grew as the square of the versions (100 versions of a 143 KB document
 
 from __future__ import annotations
 
+import hashlib
 import struct
 from collections.abc import Callable
 
@@ -41,6 +42,12 @@ def encode(new: list[bytes], base: list[bytes] | None, base_gen_id: int | None, 
         i += n
     delta = b"".join(ops)
     return delta if len(delta) < len(whole) else whole
+
+
+def list_sha(chunks: list[bytes]) -> bytes:
+    """The SHA-256 of a chunk list (its 32-byte hashes concatenated): the ``doc_sha`` of a
+    rows document version built on the one before (``rows_capture``)."""
+    return hashlib.sha256(b"".join(chunks)).digest()
 
 
 def depth(blob: bytes | None) -> int:
@@ -96,4 +103,4 @@ def decode(blob: bytes | None, fetch: Callable[[int], bytes | None]) -> list[byt
     return out
 
 
-__all__ = ["MAX_DEPTH", "base_of", "decode", "depth", "encode"]
+__all__ = ["MAX_DEPTH", "base_of", "decode", "depth", "encode", "list_sha"]

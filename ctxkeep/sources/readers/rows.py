@@ -33,9 +33,17 @@ from typing import Any
 
 import orjson
 
-#: ``((table, SQL expression of a row's session id), …)``: what a database source's
-#: rows are, per session, for the vault
-VaultTables = tuple[tuple[str, str], ...]
+#: ``((table, SQL expression of a row's session id[, SQL expression of its update
+#: time]), …)``: what a database source's rows are, per session, for the vault. With an
+#: update time (a column the agent sets on every write of the row, e.g. Crush's
+#: ``updated_at`` trigger) a session's change is told from aggregates (rows, largest
+#: rowid, newest update: ``readers.sqlite``), without reading its rows
+VaultTables = tuple[tuple[str, ...], ...]
+
+#: lines at the end of each section of a version whose lengths the vault keeps
+#: (``sinks.vault.rows_capture``): a next version may rewrite at most these of the lines
+#: held, else its reader sends the section whole
+TAIL_LINES = 256
 
 #: the first bytes of every rows document
 MARK = b'{"agent":'
@@ -130,4 +138,14 @@ def rebuild(docs: list[bytes], dest: Path) -> int:
     return n
 
 
-__all__ = ["MARK", "SEP", "VaultTables", "document", "parse", "rebuild", "row_line", "vault_path"]
+__all__ = [
+    "MARK",
+    "SEP",
+    "TAIL_LINES",
+    "VaultTables",
+    "document",
+    "parse",
+    "rebuild",
+    "row_line",
+    "vault_path",
+]

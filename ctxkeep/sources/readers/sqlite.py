@@ -420,100 +420,255 @@ def _schema(path: Path, tables: VaultTables) -> dict[str, str]:
         rows = dict(ro.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
     finally:
         ro.conn.close()
-    return {t: rows[t] for t, _ in tables if t in rows and rows[t]}
+    return {t[0]: rows[t[0]] for t in tables if t[0] in rows and rows[t[0]]}
+
+
+def _rowid_table(sql: str) -> bool:
+    return "WITHOUT ROWID" not in sql.upper()
 
 
 def _scan(
-    path: Path, tables: VaultTables, schema: dict[str, str], want: set[str] | None
-) -> Iterator[tuple[str, bytes]]:
-    """``(session id, row line)`` of every row of the declared tables (only sessions in
-    ``want`` when given), table by table, by rowid; one short read transaction per
-    page (``readers.sqlite.read_pages``)."""
+    path: Path, table: str, expr: str, sql: str, want: set[str] | None
+) -> Iterator[tuple[str, int | None, bytes]]:
+    """``(session id, rowid, row line)`` of every row of ``table`` (only sessions in
+    ``want`` when given), by rowid; one short read transaction per page
+    (``readers.sqlite.read_pages``)."""
     from ctxkeep.sources.readers import rows as rows_doc
 
-    for table, expr in tables:
-        if table not in schema:
-            continue
-        sid = f"CAST(({expr}) AS TEXT)"
-        q = f'"{table}"'
-        if "WITHOUT ROWID" in schema[table].upper():
-            ro = open_ro(path)
-            try:
-                cur = ro.conn.execute(f"SELECT {sid}, NULL, * FROM {q} WHERE ({expr}) IS NOT NULL ORDER BY 1")
-                cols = [d[0] for d in cur.description][2:]
-                pages: Iterator[list[tuple]] = iter([cur.fetchall()])
-            finally:
-                ro.conn.close()
-        else:
-            ro = open_ro(path)
-            try:
-                cols = [d[0] for d in ro.conn.execute(f"SELECT * FROM {q} LIMIT 0").description]
-            finally:
-                ro.conn.close()
-            sql = f"SELECT {sid}, rowid, * FROM {q} WHERE rowid > ? AND ({expr}) IS NOT NULL ORDER BY rowid LIMIT ?"
-            pages = (
-                rows
-                for rows, _, _ in read_pages(path, sql, lambda k: (k,), lambda r: r[1], 0, VAULT_PAGE_ROWS)
-            )
-        for rows in pages:
-            for r in rows:
-                if want is None or r[0] in want:
-                    yield r[0], rows_doc.row_line(table, r[1], cols, r[2:])
+    sid = f"CAST(({expr}) AS TEXT)"
+    q = f'"{table}"'
+    if not _rowid_table(sql):
+        ro = open_ro(path)
+        try:
+            cur = ro.conn.execute(f"SELECT {sid}, NULL, * FROM {q} WHERE ({expr}) IS NOT NULL ORDER BY 1")
+            cols = [d[0] for d in cur.description][2:]
+            pages: Iterator[list[tuple]] = iter([cur.fetchall()])
+        finally:
+            ro.conn.close()
+    else:
+        ro = open_ro(path)
+        try:
+            cols = [d[0] for d in ro.conn.execute(f"SELECT * FROM {q} LIMIT 0").description]
+        finally:
+            ro.conn.close()
+        select = (
+            f"SELECT {sid}, rowid, * FROM {q} WHERE rowid > ? AND ({expr}) IS NOT NULL ORDER BY rowid LIMIT ?"
+        )
+        pages = (
+            rows
+            for rows, _, _ in read_pages(path, select, lambda k: (k,), lambda r: r[1], 0, VAULT_PAGE_ROWS)
+        )
+    for rows in pages:
+        for r in rows:
+            if want is None or r[0] in want:
+                yield r[0], r[1], rows_doc.row_line(table, r[1], cols, r[2:])
 
 
-def _digests(path: Path, tables: VaultTables) -> dict[str, str]:
-    """Session id → SHA-256 hex (32 digits) of its rows' lines (and of its tables' statements): what
-    changes when any of its rows does. Reads every declared row once (nothing kept).
-    Raises ``sqlite3.Error``."""
-    schema = _schema(path, tables)
+def _session_rows(path: Path, table: str, expr: str, sid: str, after: int, top: int) -> list[bytes]:
+    """The row lines of session ``sid`` in ``table`` with ``after < rowid <= top``, by
+    rowid (a page per short read transaction)."""
+    from ctxkeep.sources.readers import rows as rows_doc
+
+    q = f'"{table}"'
+    ro = open_ro(path)
+    try:
+        cols = [d[0] for d in ro.conn.execute(f"SELECT * FROM {q} LIMIT 0").description]
+    finally:
+        ro.conn.close()
+    select = (
+        f"SELECT rowid, * FROM {q} WHERE ({expr}) = ? AND rowid > ? AND rowid <= ? ORDER BY rowid LIMIT ?"
+    )
+    out = []
+    for rows, _, _ in read_pages(
+        path, select, lambda k: (sid, k, top), lambda r: r[0], after, VAULT_PAGE_ROWS
+    ):
+        out += [rows_doc.row_line(table, r[0], cols, r[1:]) for r in rows]
+    return out
+
+
+def _one(path: Path, sql: str, params: tuple) -> tuple:
+    ro = open_ro(path)
+    try:
+        return ro.conn.execute(sql, params).fetchone()
+    finally:
+        ro.conn.close()
+
+
+#: ``state["vault"]`` version: ``{"v": 2, "schema": <token of the tables' statements>,
+#: "s": {session: {"m": {table: marks}, "k": <token of the version held>}}}``
+VAULT_STATE_V = 2
+
+
+def _token(obj: Any) -> str:
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+
+
+@dataclass
+class _Table:
+    """One declared table of a database read for the vault: its marks per session (``rows,
+    largest rowid, newest update`` from aggregates when it has an update time; else
+    ``rows, largest rowid, digest of its lines``, and ``prefix``: the rows and digest of
+    each session's rows up to the largest rowid held, taken in the same pass)."""
+
+    name: str
+    expr: str
+    ts: str | None
+    sql: str
+    marks: dict[str, list]
+    prefix: dict[str, tuple[int, str]]
+
+
+def _marks(path: Path, spec: tuple[str, ...], sql: str, old: dict[str, dict]) -> _Table:
+    """The marks of one declared table (``_Table``): with an update time one aggregate
+    query (``count``, ``max(rowid)``, ``max(ts)`` per session; an index on the session
+    column serves it); else every row's line hashed (``_scan``), as before. Raises
+    ``sqlite3.Error``."""
+    table, expr = spec[0], spec[1]
+    ts = spec[2] if len(spec) > 2 and _rowid_table(sql) else None
+    if ts is not None:
+        ro = open_ro(path)
+        try:
+            rows = ro.conn.execute(
+                f'SELECT CAST(({expr}) AS TEXT), count(*), max(rowid), max({ts}) FROM "{table}" '
+                f"WHERE ({expr}) IS NOT NULL GROUP BY 1"
+            ).fetchall()
+        finally:
+            ro.conn.close()
+        return _Table(table, expr, ts, sql, {r[0]: [r[1], r[2], r[3]] for r in rows}, {})
     hs: dict[str, Any] = {}
-    for sid, line in _scan(path, tables, schema, None):
+    marks: dict[str, list] = {}
+    prefix: dict[str, tuple[int, str]] = {}
+    for sid, rowid, line in _scan(path, table, expr, sql, None):
         h = hs.get(sid)
         if h is None:
-            h = hs[sid] = hashlib.sha256(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+            h = hs[sid] = hashlib.sha256()
+            marks[sid] = [0, rowid, ""]
+        m = marks[sid]
+        held = ((old.get(sid) or {}).get("m") or {}).get(table)
+        if held and held[1] is not None and rowid is not None and rowid > held[1] and sid not in prefix:
+            prefix[sid] = (m[0], h.hexdigest()[:32])
         h.update(line + b"\n")
-    return {s: h.hexdigest()[:32] for s, h in hs.items()}
+        m[0] += 1
+        m[1] = rowid if rowid is None or m[1] is None else max(m[1], rowid)
+    for sid, h in hs.items():
+        marks[sid][2] = h.hexdigest()[:32]
+        prefix.setdefault(sid, (marks[sid][0], marks[sid][2]))
+    return _Table(table, expr, None, sql, marks, prefix)
 
 
-def _documents(path: Path, agent: str, tables: VaultTables, sessions: set[str]) -> dict[str, bytes]:
-    """The rows document (``readers.rows``) of each of ``sessions`` (those with no row
-    left are absent). Raises ``sqlite3.Error``."""
+def _section(path: Path, t: _Table, sid: str, held: list | None) -> tuple[int, list[bytes]]:
+    """``(keep, lines)`` of session ``sid``'s section of ``t``: the first ``keep`` lines
+    of the version held (marks ``held``) stay, then ``lines``. ``keep`` is 0 (the section
+    whole) when rows held were deleted, one was rewritten more than
+    ``rows.TAIL_LINES`` lines before the end, or the table cannot tell."""
+    from ctxkeep.sources.readers.rows import TAIL_LINES
+
+    now = t.marks.get(sid)
+    if now is None:
+        return 0, []
+    top = now[1]
+    keep, after = 0, None
+    if held and held[1] is not None and top is not None:
+        if t.ts is not None:
+            # rows held: none deleted (their count), the first rewritten (update time)
+            n, first = _one(
+                path,
+                f'SELECT count(*), min(CASE WHEN {t.ts} >= ? THEN rowid END) FROM "{t.name}" '
+                f"WHERE ({t.expr}) = ? AND rowid <= ?",
+                (held[2], sid, held[1]),
+            )
+            if n == held[0]:
+                start = held[1] + 1 if first is None else first
+                keep = _one(
+                    path, f'SELECT count(*) FROM "{t.name}" WHERE ({t.expr}) = ? AND rowid < ?', (sid, start)
+                )[0]
+                after = start - 1
+        elif t.prefix.get(sid) == (held[0], held[2]):  # the rows held are unchanged
+            keep, after = held[0], held[1]
+    if after is not None and held is not None and held[0] - keep <= TAIL_LINES:
+        return keep, _session_rows(path, t.name, t.expr, sid, after, top)
+    if top is not None and _rowid_table(t.sql):
+        return 0, _session_rows(path, t.name, t.expr, sid, -(1 << 63), top)
+    return 0, [line for _, _, line in _scan(path, t.name, t.expr, t.sql, {sid})]
+
+
+def whole_document(path: Path, agent: str, tables: VaultTables, sid: str) -> bytes:
+    """The whole rows document (``readers.rows``) of session ``sid`` of the database at
+    ``path`` as it is now, every row read: what a version built on the one held must
+    equal. Raises ``sqlite3.Error``."""
     from ctxkeep.sources.readers import rows as rows_doc
 
     schema = _schema(path, tables)
-    lines: dict[str, list[bytes]] = {}
-    for sid, line in _scan(path, tables, schema, sessions):
-        lines.setdefault(sid, []).append(line)
-    return {sid: rows_doc.document(agent, str(path), sid, schema, body) for sid, body in lines.items()}
+    lines = [
+        line
+        for spec in tables
+        if spec[0] in schema
+        for _, _, line in _scan(path, spec[0], spec[1], schema[spec[0]], {sid})
+    ]
+    return rows_doc.document(agent, str(path), sid, schema, lines)
 
 
 def _vault_captures(file: SourceFile, rd: DbRead, tables: VaultTables) -> tuple[list[RawCapture], dict]:
-    """The rows documents of the sessions of ``file`` whose digest changed since
-    ``rd.state["vault"]`` (``readers.rows``), as document captures, and the digests to
-    store. Raises ``sqlite3.Error``."""
+    """The rows documents (``readers.rows``) of the sessions of ``file`` that changed since
+    ``rd.state["vault"]`` (``VAULT_STATE_V``), as document captures, and the state to
+    store. A session whose version is held sends only what changed: per table, the
+    lines from the first row rewritten or added on (``rows_layout``, built on by
+    ``sinks.vault.rows_capture``); a session new to the state, or of a changed schema,
+    sends its whole document. Raises ``sqlite3.Error``."""
     from ctxkeep.sources.readers import rows as rows_doc
 
-    new = _digests(rd.path, tables)
-    old = rd.state.get("vault") or {}
-    changed = {s for s, h in new.items() if old.get(s) != h}
-    docs = _documents(rd.path, rd.agent, tables, changed) if changed else {}
+    schema = _schema(rd.path, tables)
+    schema_tok = _token([schema, [list(spec) for spec in tables]])
+    old = rd.state.get("vault")
+    if not isinstance(old, dict) or old.get("v") != VAULT_STATE_V or old.get("schema") != schema_tok:
+        old = {}
+    old_s: dict[str, dict] = old.get("s") or {}
+    specs = [spec for spec in tables if spec[0] in schema]
+    ts = [_marks(rd.path, spec, schema[spec[0]], old_s) for spec in specs]
+    sessions = sorted({sid for t in ts for sid in t.marks})
+    new_s: dict[str, dict] = {}
+    caps = []
     dev, ino, size, mtime_ns = rd.before["main"]
-    caps = [
-        RawCapture(
-            rows_doc.vault_path(str(rd.path), sid),
-            rd.agent,
-            "document",
-            0,
-            doc,
-            dev,
-            ino,
-            size,
-            mtime_ns,
-            {"vault_rows": 1, "db": str(rd.path), "session": sid, "file_meta": dict(file.meta)},
+    for sid in sessions:
+        m = {t.name: t.marks[sid] for t in ts if sid in t.marks}
+        entry = {"m": m, "k": _token([schema_tok, m])}
+        held = old_s.get(sid)
+        if held and held.get("m") == m and held.get("k"):
+            new_s[sid] = held
+            continue
+        base = held.get("k") if held else None
+        layout, lines = [], []
+        for t in ts:
+            keep, got = _section(rd.path, t, sid, (held or {}).get("m", {}).get(t.name) if base else None)
+            layout.append([t.name, keep, len(got)])
+            lines += got
+        if base is None:  # (a whole document: nothing kept)
+            layout = [[name, 0, n] for name, _, n in layout]
+        doc = rows_doc.document(rd.agent, str(rd.path), sid, schema, lines)
+        caps.append(
+            RawCapture(
+                rows_doc.vault_path(str(rd.path), sid),
+                rd.agent,
+                "document",
+                0,
+                doc,
+                dev,
+                ino,
+                size,
+                mtime_ns,
+                {
+                    "vault_rows": 1,
+                    "db": str(rd.path),
+                    "session": sid,
+                    "file_meta": dict(file.meta),
+                    "rows_layout": layout,
+                    "rows_base": base,
+                    "rows_marks": entry["k"],
+                },
+            )
         )
-        for sid, doc in sorted(docs.items())
-    ]
-    return caps, {s: h for s, h in new.items() if s not in changed or s in docs}
+        new_s[sid] = entry
+    return caps, {"v": VAULT_STATE_V, "schema": schema_tok, "s": new_s}
 
 
 def resume_mark(state: dict, top: int, key: str = "mark") -> dict:
