@@ -43,7 +43,7 @@ from typing import BinaryIO
 
 import polars as pl
 
-from ctxkeep.pipeline.readahead import ReadItem, read_files
+from ctxkeep.pipeline.readahead import PROCESS_REKEY, ReadItem, read_files
 from ctxkeep.sources.contract import RawCapture, SourceFile, Watermark
 
 _ITEM, _DONE, _FAIL = 0, 1, 2
@@ -240,7 +240,7 @@ def _main() -> None:
         items, entries, size = [], [], 0
 
     try:
-        for item in read_files(todo):
+        for item in read_files(todo, rekey_every=PROCESS_REKEY):
             batch = item.batch
             if seal is not None and batch is not None and batch.raw is not None:
                 batch = dataclasses.replace(batch, raw=seal(batch.raw))

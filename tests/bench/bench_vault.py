@@ -11,10 +11,13 @@
    after each of 100 messages and ingested each time: packs + manifest rows against
    the final document (target ≤ 2×);
 4. ``vault restore`` of the largest session of the scaled tree (target ≤ 0.5 s);
-5. ``reparse`` of the scaled tree against its fresh ingest (target ≤ 1.2×).
+5. ``reparse`` of the scaled tree against its fresh ingest (target ≤ 1.2×);
+6. a forked Claude Code session: what the fork adds to the vault, append captures kept
+   whole (as before) and cut into pieces (now).
 
     uv run python tests/bench/bench_vault.py --mb 200     # the lead's run
     uv run python tests/bench/bench_vault.py --mb 2       # a check that it works
+    uv run python tests/bench/bench_vault.py --tree /tmp/tree200 --runs 2 --only ingest,corpus
 """
 
 from __future__ import annotations
@@ -188,6 +191,73 @@ def rewrites(tmp: Path) -> None:
     )
 
 
+#: the corpus's Claude Code session a fork is made of (``forks``)
+FORKED = CORPUS_HOME / ".claude/projects/-Users-chip-dev-ai-music/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+
+
+def forks(tmp: Path) -> None:
+    """Identical bytes in two files: a Claude Code session and its fork (the first 80 %
+    of its lines, then 40 lines of its own), ingested into a store beside the session
+    alone; the fork's cost in vault bytes with append captures kept whole (as before
+    pieces: ``capture.SEG_MIN`` set past any capture) and cut into pieces (now), for a
+    fork that copies the history byte for byte and for one whose copied lines carry
+    its own ``sessionId`` (an agent that rewrites them)."""
+    from ctxkeep.pipeline.engine import run_ingest
+    from ctxkeep.sinks.vault import capture
+    from ctxkeep.sources.contract import DiscoveryContext
+
+    os.environ["CTXKEEP_IDLE_SECONDS"] = "0"
+    src = FORKED.read_bytes()
+    lines = src.splitlines(keepends=True)
+    sid = FORKED.stem
+    fork_id = "f0f0f0f0-1111-4222-8333-444455556666"
+    own = [
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": fork_id,
+                "uuid": f"00000000-0000-4000-8000-{i:012d}",
+                "timestamp": f"2026-01-01T00:00:{i % 60:02d}Z",
+                "message": {"role": "user", "content": f"the fork's own turn {i}: " + "lorem " * (20 + i)},
+            }
+        ).encode()
+        + b"\n"
+        for i in range(40)
+    ]
+    history = lines[: len(lines) * 4 // 5]
+    kinds = {
+        "byte for byte": b"".join(history + own),
+        "sessionId rewritten": b"".join(ln.replace(sid.encode(), fork_id.encode()) for ln in history)
+        + b"".join(own),
+    }
+    print(
+        f"\n6. a forked Claude Code session ({len(src) / 1e3:,.0f} KB; the fork: 80 % of it, then 40 lines)"
+    )
+    print(f"   {'fork':20} {'fork KB':>8} {'captures':>22} {'vault +KB':>10} {'x fork':>7}")
+    seg_min = capture.SEG_MIN
+    try:
+        for kind, fork in kinds.items():
+            for label, size in (("whole (before)", 1 << 62), ("pieces (now)", seg_min)):
+                capture.SEG_MIN = size
+                got = []
+                for with_fork in (False, True):
+                    home = tmp / f"fork-home-{len(got)}-{label[:5]}-{kind[:4]}"
+                    p = home / FORKED.relative_to(CORPUS_HOME)
+                    p.parent.mkdir(parents=True)
+                    p.write_bytes(src)
+                    if with_fork:
+                        p.with_name(f"{fork_id}.jsonl").write_bytes(fork)
+                    store = home.with_name(home.name + "-store")
+                    run_ingest(store, ctx=DiscoveryContext(home=home, env={}), agents=["claude-code"])
+                    got.append(_du(store / "vault"))
+                extra = got[1] - got[0]
+                print(
+                    f"   {kind:20} {len(fork) / 1e3:8,.0f} {label:>22} {extra / 1e3:10,.1f} {extra / len(fork):7.3f}"
+                )
+    finally:
+        capture.SEG_MIN = seg_min
+
+
 def restore_and_reparse(tmp: Path, tree: Path, fresh_s: float, store: Path, fresh_cpu: float = 0.0) -> None:
     conn = sqlite3.connect(store / "store.db")
     sid = conn.execute(
@@ -222,20 +292,38 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=float, default=200, help="size of the scaled tree (MB)")
     ap.add_argument("--runs", type=int, default=3, help="vault off / on ingests of the tree, alternating")
+    ap.add_argument(
+        "--tree",
+        type=Path,
+        help="an existing scaled tree to ingest (read only, e.g. /tmp/tree200) instead of --mb",
+    )
+    ap.add_argument(
+        "--only",
+        default="ingest,corpus,rewrites,restore,forks",
+        help="the sections to run (comma-separated: ingest, corpus, rewrites, restore, forks)",
+    )
     args = ap.parse_args()
+    only = set(args.only.split(","))
     print(f"bench_vault: load average {_load()} at start (1/5/15 min; 2 cores)")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        tree = tmp / "tree"
-        subprocess.run(
-            [sys.executable, str(SCALE), "--mb", str(args.mb), "--unique-text", str(tree)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        r = ingest_on_off(tmp, tree, args.runs)
-        corpus_ratio(tmp)
-        rewrites(tmp)
-        restore_and_reparse(tmp, tree, r["fresh_ingest_s"], r["store"], r["fresh_ingest_cpu"])
+        tree = args.tree
+        if tree is None and only & {"ingest", "restore"}:
+            tree = tmp / "tree"
+            subprocess.run(
+                [sys.executable, str(SCALE), "--mb", str(args.mb), "--unique-text", str(tree)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        r = ingest_on_off(tmp, tree, args.runs) if only & {"ingest", "restore"} else None
+        if "corpus" in only:
+            corpus_ratio(tmp)
+        if "rewrites" in only:
+            rewrites(tmp)
+        if "restore" in only and r is not None:
+            restore_and_reparse(tmp, tree, r["fresh_ingest_s"], r["store"], r["fresh_ingest_cpu"])
+        if "forks" in only:
+            forks(tmp)
     print(f"\nload average {_load()} at the end")
 
 

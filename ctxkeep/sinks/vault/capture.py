@@ -12,7 +12,10 @@
 Generations (``vault_generations``): an append file (JSONL) is one generation of
 segments in file order (``vault_segments``: file offset and length of the original
 bytes, the SHA-256 of the redacted object, and ``skip``: redacted bytes of the object
-before the segment's) as long as each capture continues where the last ended; a
+before the segment's) as long as each capture continues where the last ended. A
+capture is cut into pieces (``pieces_of``: FastCDC over its redacted bytes, ~256 KiB),
+one object and one segment each, so the bytes two files share are stored once (a
+Claude Code resume or fork writes the history before it into a new file); a
 capture from inside the generation whose redacted bytes still match it (a re-read from
 0 after a parser change, a replaced file with the same head) adds only what is past
 its end, as a segment of the same object (``skip``); a file that shrank or whose bytes
@@ -30,6 +33,7 @@ and a replay make the same rows.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import json
@@ -57,6 +61,11 @@ log = logging.getLogger(__name__)
 #: FastCDC sizes for documents (bytes): small chunks, so that a document rewritten
 #: after every message stores about its changed bytes per version
 CDC_MIN, CDC_AVG, CDC_MAX = 512, 2048, 8192
+#: FastCDC sizes for an append capture's pieces (bytes): each piece is an object of its
+#: own, so bytes two files share (a Claude Code resume or fork writes the history before
+#: it into a new file) are stored once; large, because each object is a zstd frame alone
+#: and small frames compress worse (``docs/design.md``, "The vault")
+SEG_MIN, SEG_AVG, SEG_MAX = 64 * 1024, 256 * 1024, 1024 * 1024
 
 
 #: an opaque payload: a JSON string value (after ``:``, ``[`` or ``,``) of at least
@@ -283,6 +292,51 @@ def _redact_many(datas: list[bytes], whole: bool = False) -> list[tuple[bytes, C
     return [r for r in results if r is not None]
 
 
+def pieces_of(data: bytes, red: bytes) -> list[tuple[int, int, int, int]]:
+    """An append capture cut into pieces: FastCDC (``SEG_*`` sizes) over ``red`` (``data``
+    redacted line by line), each cut moved back onto ``data``: ``(redacted start, end,
+    original start, end)`` in order, covering both whole. A cut inside a line redaction
+    changed moves to that line's end (where both agree again). One piece when ``red``
+    is not longer than ``SEG_MIN`` (or when redaction changed the count of newlines);
+    none when it is empty."""
+    if not red:
+        return []
+    if len(red) <= SEG_MIN:
+        return [(0, len(red), 0, len(data))]
+    from fastcdc import fastcdc
+
+    ends = [c.offset + c.length for c in fastcdc(red, min_size=SEG_MIN, avg_size=SEG_AVG, max_size=SEG_MAX)]
+    if red is data or red == data:
+        return [(a, b, a, b) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    # redaction keeps every newline: the n-th line of each holds the same record
+    rl, dl = red.split(b"\n"), data.split(b"\n")
+    if len(rl) != len(dl):  # (a rule that took a newline) one piece: offsets stay exact
+        return [(0, len(red), 0, len(data))]
+    r_end, d_end, same = [], [], []
+    rp = dp = 0
+    for x, y in zip(rl, dl, strict=True):
+        rp += len(x) + 1
+        dp += len(y) + 1
+        r_end.append(rp)
+        d_end.append(dp)
+        same.append(x == y)
+    r_end[-1], d_end[-1] = len(red), len(data)  # (no newline after the last line)
+    out: list[tuple[int, int, int, int]] = []
+    ra = da = 0
+    for c in ends:
+        i = bisect.bisect_left(r_end, c)  # the line holding byte c - 1
+        if c == r_end[i]:
+            d = d_end[i]
+        elif same[i]:
+            d = d_end[i] - (r_end[i] - c)
+        else:
+            c, d = r_end[i], d_end[i]
+        if c > ra:
+            out.append((ra, c, da, d))
+            ra, da = c, d
+    return out
+
+
 def chunks_of(data: bytes) -> list[bytes]:
     """``data`` cut into content-defined chunks (FastCDC, ``CDC_*`` sizes)."""
     if len(data) <= CDC_MIN:
@@ -326,20 +380,28 @@ class Prepared:
     #: a rows document's chunk list as a delta against the version it was built on
     #: (``rows_capture.SealedRows.delta``): the record keeps it instead of ``chunks``
     rows_delta: dict | None = None
+    #: an append capture cut into pieces (``pieces_of``): ``(object SHA-256, original
+    #: bytes, redacted bytes)`` each, one segment each; empty: one segment, object ``sha``
+    pieces: list[tuple[bytes, int, int]] = field(default_factory=list)
 
     def as_record(self) -> dict:
         """The pack's record of this capture (JSON-ready; no bytes, no secret)."""
-        d = {k: v for k, v in self.__dict__.items() if k not in ("red", "sha", "chunks")}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("red", "sha", "chunks", "pieces")}
         chunks = [] if self.rows_delta else [c.hex() for c in self.chunks]
-        return d | {"sha": self.sha.hex(), "chunks": chunks}
+        d |= {"sha": self.sha.hex(), "chunks": chunks}
+        if self.pieces:
+            d["pieces"] = [[h.hex(), n, r] for h, n, r in self.pieces]
+        return d
 
     @classmethod
     def from_record(cls, d: dict) -> Prepared:
-        """A capture from a pack's record (``as_record``)."""
+        """A capture from a pack's record (``as_record``; a record before pieces: one
+        segment)."""
         return cls(
-            **{k: v for k, v in d.items() if k not in ("sha", "chunks")},
+            **{k: v for k, v in d.items() if k not in ("sha", "chunks", "pieces")},
             sha=bytes.fromhex(d["sha"]),
             chunks=[bytes.fromhex(c) for c in d["chunks"]],
+            pieces=[(bytes.fromhex(h), n, r) for h, n, r in d.get("pieces", [])],
         )
 
 
@@ -357,10 +419,12 @@ class PreparedGroup:
 class Sealed:
     """A capture's bytes made ready for a pack where they were read (``seal``): the
     size of the original bytes (``length``), the SHA-256 (``sha``) and size
-    (``stored``) of the redacted bytes, a document's chunk hashes, the values redacted
-    per kind, and ``objects``: ``(sha, zstd frame, raw size)`` of the segment's object
-    or of each chunk, compressed (``packs.compress``). Picklable: a reader process
-    sends it instead of the raw bytes (about a third of their size)."""
+    (``stored``) of the redacted bytes (an append capture cut into pieces: the SHA-256
+    of its pieces' SHA-256s), a document's chunk hashes, the values redacted per kind,
+    ``objects``: ``(sha, zstd frame, raw size)`` of the segment's object or of each
+    chunk or piece, compressed (``packs.compress``), and an append capture's
+    ``pieces``. Picklable: a reader process sends it instead of the raw bytes (about a
+    third of their size)."""
 
     length: int
     sha: bytes
@@ -368,6 +432,8 @@ class Sealed:
     chunks: list[bytes]
     redactions: dict[str, int]
     objects: list[tuple[bytes, bytes, int]]
+    #: an append capture's pieces (``Prepared.pieces``)
+    pieces: list[tuple[bytes, int, int]] = field(default_factory=list)
 
 
 def _seal(
@@ -384,20 +450,37 @@ def _seal(
         # a database's rows document (``sources.readers.rows``) is JSONL: line by line
         whole = raw.mode == "document" and not raw.meta.get("vault_rows")
         red, counts = redact_raw(raw.data, whole=whole)
-    sha = hashlib.sha256(red).digest()
     chunks: list[bytes] = []
     objects: list[tuple[bytes, bytes, int]] = []
-    if raw.mode == "document":
-        parts = chunks_of(red)
-        chunks = [hashlib.sha256(c).digest() for c in parts]
-        done: set[bytes] = set(held_of(chunks)) if held_of is not None else set()
-        for h, c in zip(chunks, parts, strict=True):
-            if h not in done and not held(h):
-                done.add(h)
-                objects.append((h, compress(c), len(c)))
-    elif not held(sha):
-        objects.append((sha, compress(red), len(red)))
-    return Sealed(len(raw.data), sha, len(red), chunks, dict(counts), objects), red
+    pieces: list[tuple[bytes, int, int]] = []
+    parts: list = []
+    cuts = pieces_of(raw.data, red) if raw.mode == "append" else []
+    if len(cuts) > 1:  # pieces hashed once: the capture's SHA-256 is their list's
+        view = memoryview(red)
+        parts = [view[a:b] for a, b, _, _ in cuts]
+        pieces = [
+            (hashlib.sha256(c).digest(), de - da, b - a)
+            for c, (a, b, da, de) in zip(parts, cuts, strict=True)
+        ]
+        chunks = [h for h, _, _ in pieces]
+        sha = hashlib.sha256(b"".join(chunks)).digest()
+    else:
+        sha = hashlib.sha256(red).digest()
+        if raw.mode == "document":
+            parts = chunks_of(red)
+            chunks = [hashlib.sha256(c).digest() for c in parts]
+        else:
+            parts, chunks = [red], [sha]
+    if held_of is not None and len(chunks) > 1:  # one query for them all
+        known = held_of(chunks)
+        held = known.__contains__
+    done: set[bytes] = set()
+    for h, c in zip(chunks, parts, strict=True):
+        if h not in done and not held(h):
+            done.add(h)
+            objects.append((h, compress(c), len(c)))
+    doc = raw.mode == "document"
+    return Sealed(len(raw.data), sha, len(red), chunks if doc else [], dict(counts), objects, pieces), red
 
 
 def seal(raw: RawCapture) -> RawCapture:
@@ -510,6 +593,7 @@ class Capturer:
                     dict(raw.extra),
                     rows_state,
                     rows_delta,
+                    list(sealed.pieces),
                 )
             )
         if not out.items and not b.objects:
@@ -600,13 +684,21 @@ def _new_generation(conn, vfile_id: int, p: Prepared, stamp: str, floor: int = 0
 
 def _append_segment(conn, gen_id: int, p: Prepared, stamp: str, skip: int = 0, skip_orig: int = 0) -> None:
     """Add ``p`` (from ``skip`` redacted / ``skip_orig`` original bytes on) as the next
-    segment of generation ``gen_id``."""
+    segments of generation ``gen_id``: one per piece (``Prepared.pieces``; a piece
+    ``skip`` begins inside is skipped into), or one of object ``sha``."""
     seq = conn.execute(
         "SELECT coalesce(max(seq), -1) + 1 FROM vault_segments WHERE gen_id = ?", (gen_id,)
     ).fetchone()[0]
-    conn.execute(
-        "INSERT INTO vault_segments(gen_id, seq, offset, length, sha, skip) VALUES(?,?,?,?,?,?)",
-        (gen_id, seq, p.offset + skip_orig, p.length - skip_orig, p.sha, skip),
+    rows: list[tuple[int, int, int, int, bytes, int]] = []
+    at = at_red = 0  # where the piece starts in the capture (original, redacted bytes)
+    for sha, n, r in p.pieces or [(p.sha, p.length, p.stored)]:
+        if at + n > skip_orig:
+            cut, cut_red = max(0, skip_orig - at), max(0, skip - at_red)
+            rows.append((gen_id, seq + len(rows), p.offset + at + cut, n - cut, sha, cut_red))
+        at += n
+        at_red += r
+    conn.executemany(
+        "INSERT INTO vault_segments(gen_id, seq, offset, length, sha, skip) VALUES(?,?,?,?,?,?)", rows
     )
     old = json.loads(
         conn.execute("SELECT redactions FROM vault_generations WHERE gen_id = ?", (gen_id,)).fetchone()[0]
@@ -736,7 +828,7 @@ def _record_one(conn, p: Prepared, stamp: str, load: Load, floor: int = 0) -> No
         return
     held = None
     if start <= p.offset < end and p.size >= end:  # (a file now shorter: a new generation)
-        red = p.red if p.red is not None else load(p.sha)
+        red = p.red if p.red is not None else b"".join(load(h) for h, _, _ in p.pieces or [(p.sha, 0, 0)])
         held = _held_prefix(conn, gen_id, p, red, load)
     if held is None:  # shrank, replaced, or bytes that differ: a new generation
         _append_segment(conn, _new_generation(conn, vfile_id, p, stamp, floor), p, stamp)

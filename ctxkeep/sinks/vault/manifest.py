@@ -158,7 +158,7 @@ def capture_extra(conn, home: Path, g: Generation) -> dict:
             if (
                 c.get("path") == g.path
                 and c.get("offset") == g.start
-                and c.get("sha") == sha.hex()
+                and (c["pieces"][0][0] if c.get("pieces") else c.get("sha")) == sha.hex()
                 and c.get("extra")
             ):
                 return c["extra"]
