@@ -72,7 +72,15 @@ class Precomputed:
 
     def add(self, contents: pl.DataFrame, chunks: pl.DataFrame) -> None:
         """``contents``: content_hash, token_estimate, token_method; ``chunks``: their
-        ``chunks_frame`` rows."""
+        ``chunks_frame`` rows. A content already held is skipped (a reader process that
+        forgot what it sent, ``reader_process.KNOWN_MAX``, may send it again: held
+        twice, ``take`` would join its chunk rows twice)."""
+        if self.tokens:
+            held = [h in self.tokens for h in contents["content_hash"].to_list()]
+            if any(held):
+                dup = contents.filter(pl.Series(held, dtype=pl.Boolean))["content_hash"]
+                contents = contents.filter(~pl.Series(held, dtype=pl.Boolean))
+                chunks = chunks.filter(~pl.col("content_hash").is_in(dup.implode()))
         self.tokens.update(
             zip(
                 contents["content_hash"].to_list(),

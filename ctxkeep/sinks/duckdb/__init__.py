@@ -38,7 +38,17 @@ from ctxkeep.schema import (
 from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
 
-SYNC_ROWS = 200_000
+#: rows of SQLite ``entries`` copied to DuckDB per slice (``sync``): each slice is read
+#: as Python rows, then Arrow, so its size bounds the sync's transient memory. 10 GB
+#: tree, a full rebuild of 5.4 M entries: peak anonymous RSS 1.25 GB at 200,000 rows
+#: a slice (with ``WRITER_MEMORY_LIMIT``: 1.12 GB), 0.66 GB at 25,000 with it
+SYNC_ROWS = 25_000
+#: DuckDB's memory limit on a writable connection (``SET memory_limit``; DuckDB's
+#: default is 80 % of RAM): its buffer pool kept every block an ingest appended (+22 MB
+#: a 200,000-row slice, never released: an ingest of a 10 GB tree peaked at 1.88 GB
+#: RSS); capped, it writes blocks out and spills to ``analytics.duckdb.tmp/`` when an
+#: operation needs more (a full 10 GB rebuild, usage upsert and all, runs within it)
+WRITER_MEMORY_LIMIT = "256MB"
 
 _DUCK_TYPES = {"String": "VARCHAR", "Int64": "BIGINT", "Int32": "INTEGER", "Boolean": "BOOLEAN"}
 
@@ -162,6 +172,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, home: Path) -> None:
     # ingest's closing sync: 366 -> 229 MB left after it, same peak). Process-wide.
     con.execute("SET allocator_flush_threshold = '16MB'")
     con.execute("SET allocator_background_threads = true")
+    con.execute(f"SET memory_limit = '{WRITER_MEMORY_LIMIT}'")
     # one transaction: each statement on its own committed (and wrote the WAL) apart; a
     # new file's ~20 statements took 0.27-0.34 s of wall, 0.10-0.13 s in one (2026-12-05,
     # under load; the ingest's analytics thread opens it while the main thread works).
