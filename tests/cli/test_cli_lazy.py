@@ -211,6 +211,9 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
         "ctxkeep.sources.coverage",  # the readers' ledger tally (redaction imported only for a sample)
         "ctxkeep.sources.readers",
         "ctxkeep.sources.readers.jsonl",
+        # the rows document's format constants (orjson and base64 only, ~0.1 ms): the
+        # vault's capture imports its rows path (``sinks.vault.rows_capture``) at top
+        "ctxkeep.sources.readers.rows",
         "ctxkeep.sources.readers.sqlite",
     ]
     # the BPE encoder (bpe-openai, one engine since the latency budget) is built in each
