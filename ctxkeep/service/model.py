@@ -5,6 +5,8 @@ command and tool:
 
 - ``Limit``: 1 … ``MAX_LIMIT`` (default ``DEFAULT_LIMIT``); above the maximum it is
   clamped with a note (``Request.notes``), below 1 a usage error;
+- ``PageLimit``: rows of a list people read (``sessions``), at least 1, default
+  ``DEFAULT_PAGE``; no maximum (``all`` lists every row);
 - ``Budget``: tokens, 1 … ``MAX_BUDGET``, clamped the same way;
 - ``Names``, ``AgentNames`` (``names_check``): repeatable and comma-separated (``["codex,crush", "aider"]`` →
   ``["codex", "crush", "aider"]``), lower-cased, each checked against ``choices``;
@@ -43,6 +45,9 @@ from ctxkeep.errors import UsageError
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
+#: the default page of a list people read (``sessions``): ``--limit N`` or ``--all``
+#: for more
+DEFAULT_PAGE = 50
 MAX_BUDGET = 200_000
 #: the version of every ``--json`` object and MCP ``structuredContent`` (docs/cli.md):
 #: a change that removes or renames a key, or changes a value's meaning, raises it
@@ -61,6 +66,9 @@ Limit = Annotated[
     int,
     Clamp(MAX_LIMIT),
     Field(ge=1, description=f"at most this many hits, 1-{MAX_LIMIT} (more is taken as {MAX_LIMIT})"),
+]
+PageLimit = Annotated[
+    int, Field(ge=1, description=f"at most this many rows (default {DEFAULT_PAGE}; all: every row)")
 ]
 Budget = Annotated[
     int,
