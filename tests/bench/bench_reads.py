@@ -3,12 +3,12 @@ target 2: at 2.5 GB ``sessions`` <= 0.5 s, ``report daily`` <= 1 s, whole proces
 this checkout side by side with a baseline checkout, in one run, on the same store.
 
     uv run python tests/bench/bench_reads.py --store /tmp/big-store \\
-        --tree /tmp/tree-big2500 --baseline /work/wt-base
+        --tree /tmp/tree-big2500 --baseline /work/main
 
 The store is copied once into a scratch directory first (a read command brings DuckDB
 current and may write; ``--no-copy`` reads DIR itself). Each command runs ``--runs``
 times per checkout (alternating, after one warm-up run each), as
-``<checkout>/.venv/bin/python -m ctxkeep ... --home STORE`` with ``HOME=TREE`` and
+``<checkout>/.venv/bin/python -P -m ctxkeep ... --home STORE`` (in the checkout) with ``HOME=TREE`` and
 ``COLUMNS=120``; printed: median and best wall seconds, median CPU seconds (user +
 system of the process and its children), output lines, the ratio to the baseline, and
 the 1-minute load average at the start and end. Asserts nothing (figures only).
@@ -44,13 +44,21 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _run(python: Path, args: list[str], store: Path, env: dict) -> tuple[float, float, int, int]:
-    """``(wall s, CPU s, output lines, exit code)`` of one whole-process run."""
+def _run(python: Path, args: list[str], store: Path, env: dict) -> tuple[float, float, int, int, str]:
+    """``(wall s, CPU s, output lines, exit code, first line of stderr)`` of one
+    whole-process run."""
     c0, t0 = _cpu(), time.perf_counter()
+    # -P and the checkout as the working directory: ``-m`` would import ctxkeep from
+    # the caller's directory (a baseline run from this checkout ran this code)
     p = subprocess.run(
-        [str(python), "-m", "ctxkeep", *args, "--home", str(store)], env=env, capture_output=True, check=False
+        [str(python), "-P", "-m", "ctxkeep", *args, "--home", str(store)],
+        env=env,
+        capture_output=True,
+        check=False,
+        cwd=python.parents[2],
     )
-    return time.perf_counter() - t0, _cpu() - c0, p.stdout.count(b"\n"), p.returncode
+    first = (p.stderr.decode(errors="replace").strip().splitlines() or [""])[0]
+    return time.perf_counter() - t0, _cpu() - c0, p.stdout.count(b"\n"), p.returncode, first
 
 
 def _python(checkout: Path) -> Path:
@@ -64,7 +72,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", type=Path, required=True, help="the ctxkeep home (store.db, analytics.duckdb)")
     ap.add_argument("--tree", type=Path, help="HOME of the runs (the scaled tree the store was built from)")
-    ap.add_argument("--baseline", type=Path, default=Path("/work/wt-base"), help="the baseline checkout")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=Path("/work/main"),
+        help="the baseline checkout (c7b628a cannot open a store of the current schema: main)",
+    )
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-copy", action="store_true", help="read --store itself (it may be written)")
     ap.add_argument("--only", action="append", help="only the commands with this label (repeatable)")
@@ -97,7 +110,7 @@ def main() -> None:
             argv = {"this": args, "baseline": base_args or args}
             for name, py in sides:  # warm-up: page cache, DuckDB brought current
                 _run(py, argv[name], store, env)
-            got: dict[str, list[tuple[float, float, int, int]]] = {n: [] for n, _ in sides}
+            got: dict[str, list[tuple[float, float, int, int, str]]] = {n: [] for n, _ in sides}
             for _ in range(a.runs):
                 for name, py in sides:
                     got[name].append(_run(py, argv[name], store, env))
@@ -106,12 +119,12 @@ def main() -> None:
                 runs = got[name]
                 wall = statistics.median(w for w, *_ in runs)
                 cpu = statistics.median(c for _, c, *_ in runs)
-                lines, rc = runs[-1][2], runs[-1][3]
+                lines, rc, why = runs[-1][2], runs[-1][3], runs[-1][4]
                 mark = "-" if target is None else (f"{target:.1f}" + (" ok" if wall <= target else " !"))
                 ratio = f"{wall / base:.2f}" if name == "this" and base else ""
                 print(
                     f"{label:<22}{name:<10}{wall:>9.3f}{min(w for w, *_ in runs):>8.3f}{cpu:>9.3f}"
-                    f"{lines:>8,}{rc:>4}{mark:>8}{ratio:>8}",
+                    f"{lines:>8,}{rc:>4}{mark:>8}{ratio:>8}" + (f"  ({why})" if rc else ""),
                     flush=True,
                 )
     finally:
