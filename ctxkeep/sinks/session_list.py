@@ -107,7 +107,9 @@ ORDER BY listed.pos
 #: DuckDB: every session of the entries of ``history`` (store + archive, rewound left out:
 #: its rows as ``model.sql``'s ``all_entries`` takes them, without the ``is_error`` column,
 #: whose lookup in ``tool_errors`` was a third of the query's time), with the project and
-#: parent chosen as the ``sessions`` view of ``model.sql`` chooses them.
+#: parent chosen as the ``sessions`` view of ``model.sql`` chooses them (its window's
+#: order as an ``arg_min`` key: a hash aggregate, no sort; a NULL sorts last in a
+#: STRUCT as in its NULLS LAST).
 #: Times as microseconds since the epoch (``epoch_us``): DuckDB 2.0.1's ``min``/``max``
 #: of a TIMESTAMPTZ per session took 0.14 CPU s over 777,175 entries, of their
 #: ``epoch_us`` 0.026 s (the 2.5 GB test store)
@@ -127,19 +129,19 @@ g AS (  -- one pass over the entries: per session, project and parent
            count(*) FILTER (WHERE kind = 'message') AS messages,
            count(*) FILTER (WHERE kind = 'tool_call') AS tool_calls, sum(token_estimate) AS token_estimate
     FROM e GROUP BY ALL),
-proj AS (
-    SELECT agent, session_id, project_dir FROM (
+proj AS (  -- the most frequent project; ties: the earliest, then the first stored
+    SELECT agent, session_id, arg_min(project_dir, (-n, first_us, first_row, project_dir)) AS project_dir
+    FROM (
         SELECT agent, session_id, project_dir, sum(n) AS n, min(first_us) AS first_us,
                min(first_row) AS first_row
         FROM g WHERE coalesce(project_dir, '') <> '' GROUP BY ALL)
-    QUALIFY row_number() OVER (PARTITION BY agent, session_id
-                               ORDER BY n DESC, first_us NULLS LAST, first_row, project_dir) = 1),
-parent AS (
-    SELECT agent, session_id, parent_session_id FROM (
+    GROUP BY agent, session_id),
+parent AS (  -- the most frequent parent; ties: the earliest, then the smallest id
+    SELECT agent, session_id, arg_min(parent_session_id, (-n, first_us, parent_session_id)) AS parent_session_id
+    FROM (
         SELECT agent, session_id, parent_session_id, sum(n) AS n, min(first_us) AS first_us
         FROM g WHERE coalesce(parent_session_id, '') <> '' GROUP BY ALL)
-    QUALIFY row_number() OVER (PARTITION BY agent, session_id
-                               ORDER BY n DESC, first_us NULLS LAST, parent_session_id) = 1),
+    GROUP BY agent, session_id),
 agg AS (
     SELECT agent, session_id, min(first_us) AS started, max(last_us) AS ended,
            sum(messages) AS messages, sum(tool_calls) AS tool_calls,
