@@ -240,7 +240,7 @@ def _column_content(column) -> tuple | None:
     (the column is then measured per table)."""
     from rich.text import Text
 
-    cells = []
+    cells: list[str | tuple[str, str]] = []
     for c in column._cells:
         if isinstance(c, str):
             cells.append(c)
