@@ -97,9 +97,14 @@ def sessions(
         title = x[-1] if len(x[-1]) <= room else x[-1][: room - 1] + "…"
         return "  ".join(cols + [title]).rstrip()
 
-    out.print(line(heads), highlight=False, markup=False, style="bold", soft_wrap=True)
+    # one Text, one print: a print per line was half of `--all`'s CPU at 36,305 sessions
+    from rich.text import Text
+
+    text = Text(line(heads), style="bold", end="")
     for r, x in zip(rows, cells, strict=True):
-        out.print(line(x), highlight=False, markup=False, style="dim" if r.depth else None, soft_wrap=True)
+        text.append("\n")
+        text.append(line(x), style="dim" if r.depth else None)
+    out.print(text, highlight=False, soft_wrap=True)
     if len(shown) < len(heads) - 1:
         hidden = ", ".join(heads[i] for i in _NARROW_DROPS if i not in shown)
         out.print(
