@@ -133,7 +133,8 @@ def table(**kwargs):
         def __init__(self, *args, **kw) -> None:
             super().__init__(*args, **kw)
             self._drops: list = []  # (rank, column)
-            self._measures: dict = {}  # layout state -> a column's unbounded measure
+            self._measures: dict = {}  # a column of other cells than texts: per table
+            self._contents: dict = {}  # id(column) -> _column_content
 
         def add_column(self, header="", *args, drop: int | None = None, **kw):
             if kw.get("no_wrap") is None:  # a figure (right-justified) is never wrapped
@@ -144,28 +145,27 @@ def table(**kwargs):
                 self._drops.append((drop, self.columns[-1]))
 
         def _measure_column(self, console, options, column):
-            """Rich's measure of ``column``, measured once per layout state: its cells
-            are measured at an unbounded width and the result capped at
-            ``options.max_width`` (what Rich computes for text cells, whose measure
-            does not depend on the width). The fit checks below lay the table out
-            many times (a 1,294-day `report daily`: 28 layouts, 93 % of its CPU)."""
+            """Rich's measure of ``column``, measured once per layout state and
+            content: its cells are measured at an unbounded width and the result
+            capped at ``options.max_width`` (what Rich computes for text cells, whose
+            measure does not depend on the width). The fit checks below lay the table
+            out many times (a 1,294-day `report daily`: 28 layouts, 93 % of its CPU),
+            and a report tries up to four tables that share most columns (the same
+            cells: measured once, ``_MEASURES``)."""
             if column.width is not None or column.min_width is not None or column.max_width is not None:
                 return super()._measure_column(console, options, column)
             if options.max_width < 1:
                 return super()._measure_column(console, options, column)
-            key = (
-                id(column),
-                column._index,
-                self.padding,
-                self.collapse_padding,
-                self.pad_edge,
-                self.show_edge,
-            )
-            full = self._measures.get(key)
+            state = (column._index, len(self.columns), self.padding, self.collapse_padding, self.pad_edge)
+            if id(column) not in self._contents:  # cells are all added before the first layout
+                self._contents[id(column)] = _column_content(column)
+            content = self._contents[id(column)]
+            cache, key = (self._measures, (*state, self.show_edge, id(column)))
+            if content is not None:
+                cache, key = _MEASURES, (*state, self.show_edge, content)
+            full = cache.get(key)
             if full is None:
-                full = self._measures[key] = super()._measure_column(
-                    console, options.update_width(1_000_000), column
-                )
+                full = cache[key] = super()._measure_column(console, options.update_width(1_000_000), column)
             return full.with_maximum(options.max_width)
 
         def _need(self, console, options) -> int:
@@ -255,6 +255,31 @@ def tables_alike(*tables) -> None:
     level = max((t.narrow(console, options, options.max_width) for t in tables), default=0)
     for t in tables:
         t.narrow_to(level)
+#: a table column's unbounded measure by layout state and content (``table``): the
+#: tables a command lays out share it
+_MEASURES: dict = {}
+
+
+def _column_content(column) -> tuple | None:
+    """What a column's measure depends on besides the layout: its header, footer,
+    wrapping and its cells' texts; None when a cell is neither ``str`` nor ``Text``
+    (the column is then measured per table)."""
+    from rich.text import Text
+
+    cells: list[str | tuple[str, str]] = []
+    for c in column._cells:
+        if isinstance(c, str):
+            cells.append(c)
+        elif isinstance(c, Text):
+            cells.append(("text", c.plain))
+        else:
+            return None
+    head = []
+    for x in (column.header, column.footer):
+        if not isinstance(x, (str, Text)):
+            return None
+        head.append(x.plain if isinstance(x, Text) else x)
+    return (*head, column.justify, column.no_wrap, column.overflow, column.vertical, tuple(cells))
 
 
 out = _LazyConsole()

@@ -170,15 +170,22 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
 
 
 def _natural_width(t) -> int:
-    """The width ``t`` takes with all the room it wants (its widest line)."""
+    """The width ``t`` takes with all the room it wants (its widest line, trailing
+    blanks left out): Rich's measure of the table (its columns' widest cells, padding
+    and edges), less the blank right edge of a box like ``SIMPLE_HEAD``'s. Measured,
+    not rendered: rendering a 1,294-day ``report daily`` up to four times to take its
+    width was ~80 % of the command's CPU (2.5 GB store: 2.0 CPU s). The same figures
+    as the rendered lines' for every report table of the corpus and 2.5 GB stores,
+    folded or not (``tests/cli/test_report_width.py``)."""
     import io
 
     from rich.console import Console
+    from rich.measure import Measurement
 
     c = Console(width=10_000, file=io.StringIO(), color_system=None)
-    with c.capture() as cap:
-        c.print(t)
-    return max((len(x.rstrip()) for x in cap.get().splitlines()), default=0)
+    width = Measurement.get(c, c.options, t).maximum
+    blank_edge = t.show_edge and t.box is not None and not t.box.head_row_right.strip()
+    return width - 1 if blank_edge else width
 
 
 _SEPARATORS = re.compile(r"[^-./_:@ ]+[-./_:@ ]*|[-./_:@ ]+")
@@ -214,8 +221,11 @@ def _nums(values: list[str], folded: bool) -> list[str]:
 
 
 def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[list[str]]):
-    """The table of a usage report or blocks; ``models``: each row's model lines."""
+    """The table of a usage report or blocks; ``models``: each row's model lines. A
+    period row's cells are ``Text``: literal (a model name is no markup) and not parsed
+    as markup at each measure and render (~15 % of a 1,294-day ``report daily``)."""
     from rich import box
+    from rich.text import Text
 
     name, tz = rep["report"], rep["timezone"]
     # folded (a narrow terminal): no outer edge, one space of padding between columns
@@ -295,7 +305,7 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
             if r["subagent_sessions"]:
                 n = len(r["subagent_sessions"])
                 period = f"{period}\n+{n} sub-agent{'s' if n > 1 else ''}"
-        t.add_row(period, r["agent"], model, *nums)
+        t.add_row(*map(Text, (period, r["agent"], model, *nums)))
     return t
 
 

@@ -1,15 +1,17 @@
 """Sessions: the list of stored sessions (``ctxkeep sessions``) and one session's
 conversation in order (``ctxkeep show --session``).
 
-The list reads DuckDB's ``sessions`` view (``sinks/duckdb/model.sql``: counts, usage
-tokens, cost in USD) when ``<home>/analytics.duckdb`` exists and opens read-only; else
-(no analytics file, or another process holds it) it aggregates SQLite's ``entries``
-and ``usage`` tables, without cost. Either way a sub-agent session (one with a
-``parent_session_id``) is listed right under its parent.
+The list is built in SQL, one page at a time (``sinks.session_list``: filters, the
+order, ``LIMIT``/``OFFSET`` and the total in the database): from DuckDB's ``history``
+(counts, usage tokens, cost in USD, titles) when ``<home>/analytics.duckdb`` exists and
+opens read-only; else (no analytics file, or another process holds it) from SQLite's
+``entries`` and ``usage``, without cost. Either way a sub-agent session (one with a
+``parent_session_id``) is listed right under its parent. Only the page's sessions
+are read further here: first prompts for those without a title, their shown ids.
 
 Session ids are shown as their shortest unique prefix among every session id of the
-store (``sinks.sqlite.lookup.short_ids``), and any unique prefix is accepted back
-(``lookup.resolve_session``, the one resolver).
+store (``sinks.sqlite.lookup.short_session_ids``, looked up per id through the index),
+and any unique prefix is accepted back (``lookup.resolve_session``, the one resolver).
 Times are ISO-8601 UTC text; tokens are tokens; sizes are UTF-8 bytes. Nothing here
 imports Polars or Prefect; ``sinks.analytics_current`` only when the list is asked.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB
 from ctxkeep.sinks.sqlite import content_text
-from ctxkeep.sinks.sqlite.lookup import resolve_session, short_ids
+from ctxkeep.sinks.sqlite.lookup import resolve_session, short_ids, short_session_ids
 from ctxkeep.transforms.tokens import heuristic_tokens
 
 TITLE_CHARS = 120
@@ -87,7 +89,7 @@ class SessionRow:
     depth: int = 0
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return dict(self.__dict__)  # scalars only: ``asdict``'s deep copy cost 20 % of `sessions --all`
 
 
 def short_ids_of(home: Path, ids) -> dict[str, str]:
@@ -113,7 +115,21 @@ def _one_line(text: str | None, n: int = TITLE_CHARS) -> str:
     return t if len(t) <= n else t[: n - 1] + "…"
 
 
-def list_sessions(
+@dataclass
+class SessionPage:
+    """One page of ``session_page``: ``rows`` (``SessionRow``, in list order),
+    ``total`` (the sessions that match, sub-agents included: what ``limit`` and
+    ``offset`` count too), ``offset`` and ``limit`` (None: all) as asked, ``source``
+    (``"duckdb"`` with cost, or ``"sqlite"``)."""
+
+    rows: list[SessionRow]
+    total: int
+    offset: int
+    limit: int | None
+    source: str
+
+
+def session_page(
     conn: sqlite3.Connection,
     home: Path | None = None,
     *,
@@ -121,26 +137,31 @@ def list_sessions(
     project: str | None = None,
     since: str | None = None,
     until: str | None = None,
-) -> tuple[list[SessionRow], str]:
-    """Every session that matches, newest first, each sub-agent right under its parent.
+    limit: int | None = None,
+    offset: int = 0,
+) -> SessionPage:
+    """The sessions that match, newest first, each sub-agent right under its parent:
+    ``limit`` rows of that list (None: all) from row ``offset`` on, and the total that
+    match. The order, the filters and the page are SQL (``sinks.session_list``); only
+    the page's rows are read further (titles, shown ids).
 
     Args:
         conn: the SQLite store (read-only is enough).
         home: the ctxkeep home; with an ``analytics.duckdb`` in it the rows come from
-            DuckDB's ``sessions`` view (with cost), brought current first
-            (``analytics_current.bring_current``), else (or when it still lags behind
-            SQLite) from SQLite.
+            DuckDB (with cost), brought current first (``analytics_current.bring_current``),
+            else (or when it still lags behind SQLite, or cannot be read) from SQLite.
         agents: only these agents; project: only sessions whose project directory is
             this one or below it (a normalized path); since/until: only sessions active
             at or after ``since`` / that started before ``until`` (stored-``ts`` text,
             ``search.parse.parse_when``).
-    Returns ``(rows, source)``: the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``.
     """
-    raw, source = None, "sqlite"
+    from ctxkeep.sinks import session_list as sl
 
+    flt = sl.SessionFilter(tuple(agents or ()), project, since, until)
+    page = None
     # DuckDB brought current first (a hook's ingest leaves it behind); when it still
-    # lags (the store is busy), SQLite lists every session (without cost). Imported here:
-    # ``compress --check`` (≤ 0.5 s) and ``show --session`` load this module without
+    # lags (the store is busy), SQLite lists the sessions (without cost). Imported here:
+    # ``compress --check`` (<= 0.5 s) and ``show --session`` load this module without
     # listing sessions, and ``analytics_current`` brings the store lock (``filelock``),
     # recovery and intents (~0.015-0.03 s of CPU)
     from ctxkeep.sinks import analytics_current
@@ -151,41 +172,61 @@ def list_sessions(
         and analytics_current.bring_current(Path(home)) is None
     ):
         try:
-            raw = _from_duckdb(Path(home))
-            source = "duckdb"
+            page = sl.duckdb_page(Path(home), flt, limit=limit, offset=offset)
         except Exception:  # held by a running ingest, or older than the model: SQLite
-            raw = None
-    if raw is None:
-        raw = _from_sqlite(conn)
-    # SQLite's first prompts only for the sessions DuckDB gave no usable title (all of
-    # them on the SQLite path): reading every session's was ~0.5 CPU s on a 2 GB store
-    untitled = [r["session_id"] for r in raw if source != "duckdb" or prompt_text(r.get("title")) is None]
-    titles = _first_prompts(conn, None if source != "duckdb" else untitled)
-    ids = short_ids([r["session_id"] for r in raw], {r["session_id"]: r["parent_session_id"] for r in raw})
-    rows = []
-    for r in raw:
-        key = (r["agent"], r["session_id"])
-        title = r.get("title") if source == "duckdb" else None
-        title = prompt_text(title)  # DuckDB's first prompt may be a slash-command echo
-        rows.append(
-            SessionRow(
-                agent=r["agent"],
-                session_id=r["session_id"],
-                short_id=ids[r["session_id"]],
-                parent_session_id=r["parent_session_id"],
-                project_dir=r["project_dir"],
-                started=_iso(r["started"]),
-                ended=_iso(r["ended"]),
-                messages=int(r["messages"] or 0),
-                tool_calls=int(r["tool_calls"] or 0),
-                tokens=int(r["tokens"] or 0),
-                token_estimate=int(r["token_estimate"] or 0),
-                cost_usd=r.get("cost_usd"),
-                title=_one_line(title or titles.get(key)),
-            )
+            page = None
+    if page is None:
+        page = sl.sqlite_page(conn, flt, limit=limit, offset=offset)
+    raw = page.rows
+    duck = page.source == "duckdb"
+    # SQLite's first prompts only for the page's sessions DuckDB gave no usable title
+    # (all of them on the SQLite path)
+    untitled = [r["session_id"] for r in raw if not duck or prompt_text(r["title"]) is None]
+    titles = _first_prompts(conn, untitled) if untitled else {}
+    if limit is None and not offset and flt == sl.SessionFilter():
+        # every session of the store: compared with its sorted neighbours in Python
+        # (``short_ids``, O(n log n)) rather than looked up id by id
+        ids = short_ids(
+            [r["session_id"] for r in raw], {r["session_id"]: r["parent_session_id"] for r in raw}
         )
-    keep = [r for r in rows if _matches(r, agents, project, since, until)]
-    return _nest(keep), source
+    else:
+        ids = short_session_ids(conn, [r["session_id"] for r in raw])
+    rows = [
+        SessionRow(
+            agent=r["agent"],
+            session_id=r["session_id"],
+            short_id=ids.get(r["session_id"], r["session_id"]),
+            parent_session_id=r["parent_session_id"],
+            project_dir=r["project_dir"],
+            started=_iso(r["started"]),
+            ended=_iso(r["ended"]),
+            messages=int(r["messages"] or 0),
+            tool_calls=int(r["tool_calls"] or 0),
+            tokens=int(r["tokens"] or 0),
+            token_estimate=int(r["token_estimate"] or 0),
+            cost_usd=None if r["cost_usd"] is None else float(r["cost_usd"]),
+            # DuckDB's first prompt may be a slash-command echo: SQLite's then
+            title=_one_line(prompt_text(r["title"]) or titles.get((r["agent"], r["session_id"]))),
+            depth=int(r["depth"]),
+        )
+        for r in raw
+    ]
+    return SessionPage(rows, page.total, offset, limit, page.source)
+
+
+def list_sessions(
+    conn: sqlite3.Connection,
+    home: Path | None = None,
+    *,
+    agents: list[str] | None = None,
+    project: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> tuple[list[SessionRow], str]:
+    """Every session that matches (``session_page`` without a limit): ``(rows,
+    source)``, the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``."""
+    p = session_page(conn, home, agents=agents, project=project, since=since, until=until)
+    return p.rows, p.source
 
 
 def _iso(v) -> str | None:
@@ -196,84 +237,6 @@ def _iso(v) -> str | None:
     from ctxkeep.timeutil import format_utc
 
     return format_utc(v)
-
-
-def _matches(r: SessionRow, agents, project, since, until) -> bool:
-    from ctxkeep.paths import is_under
-
-    if agents and r.agent not in agents:
-        return False
-    if project and not is_under(r.project_dir, project):
-        return False
-    if since and (r.ended or "") < since:
-        return False
-    return not (until and (r.started or "") >= until)
-
-
-def _nest(rows: list[SessionRow]) -> list[SessionRow]:
-    """Parents newest first; each one's sub-agents (oldest first) right after it. A
-    sub-agent whose parent is not listed stands on its own."""
-    present = {(r.agent, r.session_id) for r in rows}
-    kids: dict[tuple[str, str], list[SessionRow]] = {}
-    top = []
-    for r in rows:
-        if r.parent_session_id and (r.agent, r.parent_session_id) in present:
-            r.depth = 1
-            kids.setdefault((r.agent, r.parent_session_id), []).append(r)
-        else:
-            top.append(r)
-    # ties (sessions started in the same microsecond, sub-agents of one turn) by agent
-    # and id: the same order whichever way the rows came (DuckDB returns them unordered)
-    top.sort(key=lambda r: (r.started or "", r.agent, r.session_id), reverse=True)
-    out = []
-    for r in top:
-        out.append(r)
-        out.extend(
-            sorted(kids.get((r.agent, r.session_id), []), key=lambda k: (k.started or "", k.session_id))
-        )
-    return out
-
-
-def _from_duckdb(home: Path) -> list[dict]:
-    from ctxkeep.sinks import duckdb as duck
-
-    con = duck.connect(home, readonly=True)
-    try:
-        cur = con.execute(
-            "SELECT agent, session_id, parent_session_id, project_dir, title, started, ended, messages, "
-            "tool_calls, total_tokens AS tokens, token_estimate, cost_usd FROM sessions"
-        )
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-    finally:
-        con.close()
-
-
-def _from_sqlite(conn: sqlite3.Connection) -> list[dict]:
-    usage = {
-        (a, s): t
-        for a, s, t in conn.execute(
-            "SELECT agent, session_id, sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + "
-            "coalesce(cache_read_tokens, 0) + coalesce(cache_creation_tokens, 0)) FROM usage GROUP BY 1, 2"
-        )
-    }
-    cur = conn.execute(
-        "SELECT agent, session_id, max(parent_session_id) AS parent_session_id, "
-        "(SELECT project_dir FROM entries p WHERE p.agent = e.agent AND p.session_id = e.session_id "
-        " AND coalesce(p.project_dir, '') <> '' GROUP BY project_dir ORDER BY count(*) DESC LIMIT 1) "
-        "AS project_dir, min(ts) AS started, max(ts) AS ended, "
-        "sum(kind = 'message') AS messages, sum(kind = 'tool_call') AS tool_calls, "
-        "sum(coalesce(token_estimate, 0)) AS token_estimate "
-        "FROM entries e WHERE status IS NOT 'rewound' GROUP BY agent, session_id"
-    )
-    names = [d[0] for d in cur.description]
-    out = []
-    for row in cur.fetchall():
-        d = dict(zip(names, row, strict=True))
-        d["tokens"] = usage.get((d["agent"], d["session_id"]), 0)
-        d["cost_usd"] = None
-        out.append(d)
-    return out
 
 
 def _first_prompts(conn: sqlite3.Connection, sessions: list[str] | None = None) -> dict[tuple[str, str], str]:

@@ -27,6 +27,9 @@ from ctxkeep.errors import UsageError
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
+#: the default page of a list people read (``sessions``): ``--limit N`` or ``--all``
+#: for more
+DEFAULT_PAGE = 50
 MAX_BUDGET = 200_000
 #: the version of every ``--json`` object and MCP ``structuredContent`` (docs/cli.md):
 #: a change that removes or renames a key, or changes a value's meaning, raises it

@@ -5,6 +5,8 @@ command and tool:
 
 - ``Limit``: 1 … ``MAX_LIMIT`` (default ``DEFAULT_LIMIT``); above the maximum it is
   clamped with a note (``Request.notes``), below 1 a usage error;
+- ``PageLimit``: rows of a list people read (``sessions``), at least 1, default
+  ``DEFAULT_PAGE``; no maximum (``all`` lists every row);
 - ``Budget``: tokens, 1 … ``MAX_BUDGET``, clamped the same way;
 - ``Names``, ``AgentNames`` (``names_check``): repeatable and comma-separated (``["codex,crush", "aider"]`` →
   ``["codex", "crush", "aider"]``), lower-cased, each checked against ``choices``;
@@ -41,6 +43,7 @@ from pydantic import ValidationInfo as _Info
 from ctxkeep.errors import UsageError
 from ctxkeep.service.args import (
     DEFAULT_LIMIT,
+    DEFAULT_PAGE,
     JSON_SCHEMA,
     MAX_BUDGET,
     MAX_LIMIT,
@@ -53,7 +56,7 @@ from ctxkeep.service.args import (
 )
 
 #: the defaults and ranges live in ``service.args`` (pydantic-free); the models use them
-__all__ = ["DEFAULT_LIMIT", "JSON_SCHEMA", "MAX_BUDGET", "MAX_LIMIT"]
+__all__ = ["DEFAULT_LIMIT", "DEFAULT_PAGE", "JSON_SCHEMA", "MAX_BUDGET", "MAX_LIMIT"]
 
 
 class Clamp:
@@ -68,6 +71,9 @@ Limit = Annotated[
     int,
     Clamp(MAX_LIMIT),
     Field(ge=1, description=f"at most this many hits, 1-{MAX_LIMIT} (more is taken as {MAX_LIMIT})"),
+]
+PageLimit = Annotated[
+    int, Field(ge=1, description=f"at most this many rows (default {DEFAULT_PAGE}; all: every row)")
 ]
 Budget = Annotated[
     int,

@@ -1,6 +1,10 @@
 """The stored sessions: ``sessions(home, SessionsRequest) -> SessionsResult``
-(``ctxkeep sessions``). Rows, sub-agents and cost: ``query.sessions.list_sessions``.
-Imports DuckDB only when ``analytics.duckdb`` exists (for the cost column)."""
+(``ctxkeep sessions``, the app's session index). A list people read: one page of
+``limit`` sessions (default ``model.DEFAULT_PAGE``; sub-agents count, listed under
+their parent) from ``offset`` on, or ``all``; the result says how many match and where the next page starts. Rows,
+sub-agents, cost and the page: ``query.sessions.session_page`` (SQL in
+``sinks.session_list``). Imports DuckDB only when ``analytics.duckdb`` exists (for
+the cost column)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,17 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ctxkeep.service.model import AgentNames, Item, ProjectDir, Request, Result, When, window_in_order
+from ctxkeep.service.model import (
+    DEFAULT_PAGE,
+    AgentNames,
+    Item,
+    PageLimit,
+    ProjectDir,
+    Request,
+    Result,
+    When,
+    window_in_order,
+)
 from ctxkeep.service.store import reading
 
 
@@ -19,6 +33,11 @@ class SessionsRequest(Request):
     project: ProjectDir = None
     since: When | None = Field(None, description="sessions active from this UTC time on, inclusive")
     until: When | None = Field(None, description="sessions started up to this UTC time, inclusive")
+    limit: PageLimit = DEFAULT_PAGE
+    offset: int = Field(
+        0, ge=0, description="skip this many top-level sessions (the next page's next_offset)"
+    )
+    all: bool = Field(False, description="every matching session (limit and offset are ignored)")
 
     _window = window_in_order
 
@@ -41,24 +60,47 @@ class SessionRow(Item):
 
 
 class SessionsResult(Result):
-    """Sessions newest first, each sub-agent right under its parent."""
+    """One page of sessions newest first, each sub-agent right under its parent."""
 
     source: str = Field(description='"duckdb" (with cost) or "sqlite"')
+    total: int = Field(description="sessions that match, sub-agents included")
+    offset: int = Field(description="sessions of the list before this page")
+    limit: int | None = Field(description="the page's size (null: all)")
+    next_offset: int | None = Field(
+        description="the offset of the next page (give it as --offset, the same --limit); null: none left"
+    )
     sessions: list[SessionRow] = Field(description="newest first, sub-agents after their parent")
 
 
 def sessions(home: Path, req: SessionsRequest) -> SessionsResult:
     """The sessions of the store at ``home`` that match ``req``. Raises StoreError."""
-    from ctxkeep.query.search.parse import parse_when
-    from ctxkeep.query.sessions import list_sessions
+    from ctxkeep.query.sessions import session_page
+    from ctxkeep.timeutil import format_utc, when_bound
 
+    def parse_when(value: str | None, upper: bool = False) -> str | None:
+        # stored-ts text, as ``query.search.parse.parse_when`` (importing that package
+        # loads the whole search stack: ~0.03 CPU s of a 0.5 s budget)
+        t = when_bound(value, upper=upper)
+        return None if t is None else format_utc(t)
+
+    limit, offset = (None, 0) if req.all else (req.limit, req.offset)
     with reading(home) as conn:
-        rows, source = list_sessions(
+        page = session_page(
             conn,
             Path(home),
             agents=req.agent,
             project=req.project,
             since=parse_when(req.since),
             until=parse_when(req.until, upper=True),
+            limit=limit,
+            offset=offset,
         )
-    return SessionsResult(source=source, sessions=[r.as_dict() for r in rows])
+    end = offset + len(page.rows)
+    return SessionsResult(
+        source=page.source,
+        total=page.total,
+        offset=offset,
+        limit=limit,
+        next_offset=end if end < page.total else None,
+        sessions=[r.as_dict() for r in page.rows],
+    )

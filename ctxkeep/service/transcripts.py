@@ -57,9 +57,9 @@ class SessionIndexResult(BaseModel):
 
 
 def session_index(req: SessionIndexRequest) -> SessionIndexResult:
-    """Every stored session (the service's ``sessions`` question). Raises StoreError
-    when the home holds no store."""
-    res = sessions(req.home, SessionsRequest.parse({"agent": req.agents} if req.agents else {}))
+    """Every stored session (the service's ``sessions`` question, ``all``). Raises
+    StoreError when the home holds no store."""
+    res = sessions(req.home, SessionsRequest.parse({"agent": req.agents} if req.agents else {}, all=True))
     return SessionIndexResult(source=res.source, sessions=res.sessions)
 
 

@@ -47,6 +47,42 @@ def test_sessions_json_and_table(home):
     )
 
 
+def test_sessions_pages(home):
+    """A page of --limit N sessions of the list (sub-agents under their parent count),
+    the last line saying how many match and how to see more; --json's total and
+    next_offset name the next page; --all lists every one."""
+    every = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json", "--all"]).stdout)
+    total = len(every["sessions"])
+    assert every["total"] == total > 6 and every["next_offset"] is None and every["limit"] is None
+    default = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json"]).stdout)
+    # the default page is 50 sessions: the corpus's 38 all on it, no page line
+    assert total < 50 and default["limit"] == 50 and default["sessions"] == every["sessions"]
+    assert default["next_offset"] is None
+    assert "showing" not in runner.invoke(app, ["sessions", "--home", home]).stdout
+    r = runner.invoke(app, ["sessions", "--home", home, "--limit", "10"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[-1] == f"showing 10 of {total} sessions, newest first - --limit N or --all for more"
+    assert len(lines) == 1 + 10 + 1  # header, rows, the page line
+    nxt = json.loads(
+        runner.invoke(app, ["sessions", "--home", home, "--json", "-n", "3", "--offset", "3"]).stdout
+    )
+    assert nxt["sessions"] == every["sessions"][3:6] and nxt["next_offset"] == 6
+    r = runner.invoke(app, ["sessions", "--home", home, "-n", "3", "--offset", "3"])
+    assert r.stdout.splitlines()[-1] == (
+        f"showing 4-6 of {total} sessions, newest first - --offset 6 for the next page, --all for every one"
+    )
+    last = runner.invoke(app, ["sessions", "--home", home, "-n", "3", "--offset", str(total - 2)])
+    assert last.stdout.splitlines()[-1] == f"showing {total - 1}-{total} of {total} sessions, newest first"
+    r = runner.invoke(app, ["sessions", "--home", home, "--all"])
+    assert r.exit_code == 0 and "showing" not in r.stdout
+    assert len(r.stdout.splitlines()) == 1 + total
+    r = runner.invoke(app, ["sessions", "--home", home, "--offset", "1000"])
+    assert r.exit_code == 0 and r.stdout == f"no sessions past --offset 1,000 ({total} match)\n"
+    r = runner.invoke(app, ["sessions", "--home", home, "--limit", "0"])
+    assert r.exit_code == 2 and r.stderr.startswith("error: limit 0 is out of range (--limit)")
+
+
 def test_show_session(home):
     r = runner.invoke(app, ["show", "--session", "ef958aa1", "--home", home, "--json"])
     assert r.exit_code == 0, r.output
