@@ -255,6 +255,8 @@ def tables_alike(*tables) -> None:
     level = max((t.narrow(console, options, options.max_width) for t in tables), default=0)
     for t in tables:
         t.narrow_to(level)
+
+
 #: a table column's unbounded measure by layout state and content (``table``): the
 #: tables a command lays out share it
 _MEASURES: dict = {}
