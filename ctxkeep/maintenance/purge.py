@@ -17,6 +17,11 @@ What a session/project purge removes, in one SQLite transaction (the cascade del
 - ``quarantine`` rows (raw bad lines) of source files none of whose entries remain;
 - then DuckDB: ``analytics.duckdb`` is derived, so it is deleted and rebuilt from SQLite
   (``reindex.rebuild_analytics``: no deleted row survives in its free blocks);
+- the vault's copies (``sinks.vault.forget``): the source files removed wholly and the
+  rows documents of the sessions removed whole (an agent database's session,
+  ``<db>#session=<id>``), their bytes swept from the packs by the completion;
+  ``removed["vault_files"]``, ``["vault_bytes"]`` (stored bytes that leave the packs),
+  ``["vault_raw_bytes"]`` (their original bytes), also in the dry run;
 - and the Parquet archive (``sinks.parquet``): files holding rows of the scope are
   rewritten without them (``removed["archived"]`` counts those rows).
 
