@@ -44,6 +44,7 @@ _COUNT_LABELS = [
     ("source_files", "agent files it came from (left on disk)"),
     ("token_estimate", "tokens (estimated)"),
     ("archived", "archived rows (Parquet)"),
+    ("vault_files", "vault files (redacted copies)"),
 ]
 
 
@@ -56,6 +57,8 @@ def _counts_table(title: str, removed: dict):
             t.add_row(label, f"{removed[key]:,}")
     if "text_bytes" in removed:
         t.add_row("text", _size(removed["text_bytes"]))
+    if "vault_bytes" in removed:
+        t.add_row("vault bytes (stored, compressed)", _size(removed["vault_bytes"]))
     return t
 
 
@@ -144,7 +147,8 @@ def purge(
         f"purged {rep['resolved']}: {_count(r['entries'], 'entry', 'entries')} of "
         f"{_count(r['sessions'], 'session')}, "
         f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines, "
-        f"{r.get('archived', 0):,} archived rows; "
+        f"{r.get('archived', 0):,} archived rows, "
+        f"{_count(r.get('vault_files', 0), 'vault file')} ({_size(r.get('vault_bytes', 0))} stored); "
         f"tombstone {rep['tombstone']}",
         highlight=False,
     )

@@ -17,6 +17,11 @@ What a session/project purge removes, in one SQLite transaction (the cascade del
 - ``quarantine`` rows (raw bad lines) of source files none of whose entries remain;
 - then DuckDB: ``analytics.duckdb`` is derived, so it is deleted and rebuilt from SQLite
   (``reindex.rebuild_analytics``: no deleted row survives in its free blocks);
+- the vault's copies (``sinks.vault.forget``): the source files removed wholly and the
+  rows documents of the sessions removed whole (an agent database's session,
+  ``<db>#session=<id>``), their bytes swept from the packs by the completion;
+  ``removed["vault_files"]``, ``["vault_bytes"]`` (stored bytes that leave the packs),
+  ``["vault_raw_bytes"]`` (their original bytes), also in the dry run;
 - and the Parquet archive (``sinks.parquet``): files holding rows of the scope are
   rewritten without them (``removed["archived"]`` counts those rows).
 
@@ -96,6 +101,9 @@ def preview_empty() -> dict:
             "source_files",
             "text_bytes",
             "token_estimate",
+            "vault_files",
+            "vault_bytes",
+            "vault_raw_bytes",
         ),
         0,
     )
@@ -229,6 +237,7 @@ def run_purge(
             counts = delete_store.counts(conn)
             files = delete_store.selected_files(conn)
             owned = delete_store.selected_sessions(conn)
+            counts.update(_vault_preview(conn, owned, delete_store.whole_files(conn)))
         finally:
             conn.close()
         counts["archived"] = parquet.purge_scope(home, request.scope, request.value, owned, dry_run=True)[
@@ -254,13 +263,31 @@ def run_purge(
     }
 
 
-def _forget_vault(conn: sqlite3.Connection, whole: list[str]) -> int:
-    """``sinks.vault.forget`` of the files a purge removed wholly; returns their number."""
+def _vault_paths(conn: sqlite3.Connection, owned: set[str], whole: list[str]) -> list[str]:
+    """The vault files a purge takes out: the source files it removed wholly, and the
+    rows documents of its whole sessions (an agent database's session, held as
+    ``<db>#session=<id>``, ``sinks.vault.forget.rows_documents``; the database itself
+    stays while other sessions live in it)."""
+    from ctxkeep.sinks.vault.forget import rows_documents
+
+    return sorted(set(whole) | set(rows_documents(conn, owned, whole)))
+
+
+def _vault_preview(conn: sqlite3.Connection, owned: set[str], whole: list[str]) -> dict:
+    """``{"vault_files", "vault_bytes", "vault_raw_bytes"}``: what the purge takes out
+    of the vault (``sinks.vault.forget.preview``)."""
+    from ctxkeep.sinks.vault.forget import preview as vault_preview
+
+    return vault_preview(conn, _vault_paths(conn, owned, whole))
+
+
+def _forget_vault(conn: sqlite3.Connection, paths: list[str]) -> int:
+    """``sinks.vault.forget`` of ``paths`` (``_vault_paths``); returns their number."""
     from ctxkeep.sinks import vault
     from ctxkeep.sinks.vault.forget import forget
 
     home = vault.home_of(conn)
-    return forget(conn, home, list(whole)) if home is not None and whole else 0
+    return forget(conn, home, list(paths)) if home is not None and paths else 0
 
 
 def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool = False) -> tuple:
@@ -282,8 +309,11 @@ def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool
         removed["watermarks"] = tombstones.forget_files(
             conn, request.scope, request.value, whole, remember=not reingest
         )
-        # the files removed wholly leave the vault too (their bytes: the completion)
-        removed["vault_files"] = _forget_vault(conn, whole)
+        # the files removed wholly and the whole sessions' rows documents leave the
+        # vault too (their bytes: the completion's sweep)
+        gone = _vault_paths(conn, owned, whole)
+        removed.update(_vault_preview(conn, owned, whole))
+        removed["vault_files"] = _forget_vault(conn, gone)
         removed["run_details"] = tombstones.scrub_run_details(conn, owned | {request.value}, whole)
         # the intent commits with the delete: the archive, the scrub and DuckDB follow
         # from it, now or (after a crash) in the next command

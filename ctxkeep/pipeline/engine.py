@@ -145,7 +145,15 @@ def extract_transform(
             sum(b.lines for it, b in group),
             files_read,
             vanished,
-            raws=[b.raw for it, b in group if b.raw is not None],
+            # a purged session's rows document stays out of the vault (its tombstone)
+            raws=[
+                b.raw
+                for it, b in group
+                if b.raw is not None
+                and not (
+                    b.raw.meta.get("vault_rows") and b.raw.meta.get("session") in tombs.get("session", ())
+                )
+            ],
             coverage=coverage,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0

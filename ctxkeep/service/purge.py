@@ -53,7 +53,8 @@ class PurgeResult(Shape):
     removed: dict[str, int] = Field(
         default_factory=dict,
         description="category → count (entries, sessions, contents, chunks, usage, quarantine, source_files, "
-        "token_estimate, archived, text_bytes)",
+        "token_estimate, archived, text_bytes, vault_files, vault_bytes: stored bytes the vault's packs lose, "
+        "vault_raw_bytes: their original bytes)",
     )
     files: list[str] | None = Field(None, description="the session files the data came from")
     tombstone: Any = Field(
@@ -80,7 +81,8 @@ class PurgeResult(Shape):
         text = (
             f"purged {self.resolved}: removed {r.get('entries', 0)} entries, "
             f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
-            f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines; "
+            f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines, "
+            f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored); "
             f"tombstone {self.tombstone or 'none'}"
         )
         return text + (f"; warning: {self.backups_note}" if self.backups_note else "")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 from collections.abc import Callable, Collection
 from pathlib import Path
 
@@ -71,6 +72,56 @@ def forget(conn, home: Path, paths: list[str]) -> int:
     gone = [r[0] for r in conn.execute("SELECT sha FROM vault_objects") if r[0] not in used]
     conn.executemany("DELETE FROM vault_objects WHERE sha = ?", [(s,) for s in gone])
     return len(ids)
+
+
+def rows_documents(conn, sessions: Collection[str], whole: Collection[str] = ()) -> list[str]:
+    """The vault paths of the rows documents (``sources.readers.rows``: ``meta``
+    ``vault_rows``, path ``<db>#session=<id>``) of ``sessions`` (a purge's whole
+    sessions, its sub-agents included), and those of a database kept as one document
+    (session ``""``) when the database is in ``whole`` (a purge removed it wholly).
+    Sorted; empty for a store without the vault's tables."""
+    want, dbs = set(sessions), set(whole)
+    try:
+        rows = conn.execute(
+            "SELECT path, json_extract(meta, '$.session'), json_extract(meta, '$.db') FROM vault_files "
+            "WHERE json_extract(meta, '$.vault_rows')"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return sorted(p for p, sid, db in rows if (sid in want and sid) or (not sid and db in dbs))
+
+
+def preview(conn, paths: Collection[str]) -> dict[str, int]:
+    """What ``forget`` of ``paths`` would take out of the vault, changing nothing:
+    ``{"vault_files": files the vault holds of them, "vault_bytes": stored (compressed)
+    bytes of the objects no other file uses, "vault_raw_bytes": their original bytes}``.
+    Zeros for a store without the vault's tables."""
+    out = {"vault_files": 0, "vault_bytes": 0, "vault_raw_bytes": 0}
+    try:
+        gens = {
+            r[0]: r[1]
+            for p in paths
+            for r in conn.execute(
+                "SELECT g.gen_id, f.path FROM vault_generations g JOIN vault_files f ON f.vfile_id = g.vfile_id "
+                "WHERE f.path = ?",
+                (p,),
+            )
+        }
+        out["vault_files"] = sum(
+            conn.execute("SELECT count(*) FROM vault_files WHERE path = ?", (p,)).fetchone()[0] for p in paths
+        )
+        if not gens:
+            return out
+        keep = used_objects(conn, exclude=gens)
+        mine = used_objects(conn) - keep
+        for sha in mine:
+            row = conn.execute("SELECT stored, raw FROM vault_objects WHERE sha = ?", (sha,)).fetchone()
+            if row:
+                out["vault_bytes"] += row[0]
+                out["vault_raw_bytes"] += row[1]
+    except sqlite3.OperationalError:
+        return dict.fromkeys(out, 0)
+    return out
 
 
 def used_objects(conn, exclude: Collection[int] = ()) -> set[bytes]:
@@ -164,4 +215,14 @@ def sweep(
     return n
 
 
-__all__ = ["FORGOTTEN", "forget", "forgotten", "ordered_packs", "path_hash", "sweep", "used_objects"]
+__all__ = [
+    "FORGOTTEN",
+    "forget",
+    "forgotten",
+    "ordered_packs",
+    "path_hash",
+    "preview",
+    "rows_documents",
+    "sweep",
+    "used_objects",
+]
