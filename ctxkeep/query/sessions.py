@@ -133,7 +133,8 @@ def list_sessions(
         agents: only these agents; project: only sessions whose project directory is
             this one or below it (a normalized path); since/until: only sessions active
             at or after ``since`` / that started before ``until`` (stored-``ts`` text,
-            ``search.parse.parse_when``).
+            ``search.parse.parse_when``); a session without a start or end time is
+            left out by either.
     Returns ``(rows, source)``: the ``SessionRow`` list and ``"duckdb"`` or ``"sqlite"``.
     """
     raw, source = None, "sqlite"
@@ -205,9 +206,11 @@ def _matches(r: SessionRow, agents, project, since, until) -> bool:
         return False
     if project and not is_under(r.project_dir, project):
         return False
-    if since and (r.ended or "") < since:
+    # a session without a time (no record carries one) cannot be placed in a period:
+    # a time filter leaves it out
+    if since and (r.ended or r.started or "") < since:
         return False
-    return not (until and (r.started or "") >= until)
+    return not (until and (r.started is None or r.started >= until))
 
 
 def _nest(rows: list[SessionRow]) -> list[SessionRow]:
