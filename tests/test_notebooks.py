@@ -297,6 +297,27 @@ def test_report_html_empty_tables_say_so(pages):
     assert "No compress runs in this period" in store  # the corpus store was never compressed
 
 
+@pytest.mark.parametrize("period", [["--since", "2099-01-01"], ["--until", "2000-01-01"]])
+def test_report_html_of_a_period_without_usage_says_so(corpus_store, tmp_path, period):
+    """A period the store holds no usage in gives the three pages (exit 0), each saying
+    it is empty, as `report daily` does (a sub-agent roll-up of no session once failed
+    the usage page: a join of a null column on a string one)."""
+    home, _ = corpus_store
+    daily = _cli("report", "daily", "--home", str(home), "-z", "UTC", *period)
+    assert daily.exit_code == 0 and daily.stdout.strip() == "no usage in the store for this selection"
+    out = tmp_path / "out"
+    r = _cli("report", "html", str(out), "--home", str(home), "--timezone", "UTC", *period)
+    assert r.exit_code == 0, r.output
+    usage = (out / "usage.html").read_text()
+    assert "<strong>No usage in this period</strong>" in usage
+    assert "No priced session started in this period" in usage
+    assert "Every response is priced" not in usage
+    sessions = (out / "sessions.html").read_text()
+    assert "No session started in this period" in sessions
+    assert "These sessions logged no API usage" not in sessions
+    assert "No entries in this period" in (out / "store.html").read_text()
+
+
 # ---------------------------------------------------------------- DIR safety
 
 

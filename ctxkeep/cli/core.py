@@ -507,7 +507,18 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     # fits 80 columns: headers on two lines, one space between columns, cells never cut
     t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for i, c in enumerate(
-        ("agent", "sessions", "entries", "messages", "tool\ncalls", "tool\nresults", "text", "tokens")
+        # tokens of the stored text, estimated from its bytes: not the API tokens of `usage`
+        # below (nor of `sessions` and the reports), which the agents logged per response
+        (
+            "agent",
+            "sessions",
+            "entries",
+            "messages",
+            "tool\ncalls",
+            "tool\nresults",
+            "text",
+            "text\ntokens\n(est.)",
+        )
     ):
         t.add_column(
             c,
@@ -520,14 +531,15 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     out.print(t)
     cs, q = res["contents"], res["quarantine"]
     out.print(
-        f"distinct contents {cs['distinct']:,} ({_size(cs['bytes'])}, {cs['token_estimate']:,} tokens); "
+        f"distinct contents {cs['distinct']:,} ({_size(cs['bytes'])}, {cs['token_estimate']:,} text tokens (est.)); "
         f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
         highlight=False,
     )
     u = res["usage"]
     out.print(
         f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
-        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} tokens",
+        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} API tokens "
+        "(as the agents logged them)",
         highlight=False,
     )
     out.print(

@@ -240,7 +240,7 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
         "daily": "date",
         "weekly": "week",
         "monthly": "month",
-        "session": "session",
+        "session": "session\nlast response",  # under the id: its last API response's local time
         "projects": "project",
         "models": "agent",  # then the model column: one row per agent and model
         "blocks": "block start",

@@ -101,6 +101,8 @@ def _(f_agents, f_days, f_project, f_tz, facts, views):
         "project": f_project.value if f_project.value and f_project.value != "(all)" else None,
         "lo": f_days.value[0],
         "hi": f_days.value[1],
+        # the days left at the store's whole span: no time filter (undated sessions kept)
+        "all_days": tuple(f_days.value) == (f_days.start, f_days.stop),
     }
 
     def keep(when: str) -> str:
@@ -111,7 +113,8 @@ def _(f_agents, f_days, f_project, f_tz, facts, views):
             f"AND CAST(timezone($tz, {when}) AS DATE) BETWEEN $lo::DATE AND $hi::DATE"
         )
 
-    # the sessions the filters keep (by their start; those without one always)
+    # the sessions the filters keep (by their start; those without one while the days
+    # are the whole span)
     kept_sessions = views.kept_sessions(facts, fparams)
     return fparams, keep, kept_sessions, tz
 

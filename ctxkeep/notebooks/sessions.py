@@ -138,7 +138,7 @@ def _(GROWTH_POINTS, alt, largest, mo, pl, show, st):
             "its summary). Bottom: what each API response logged as its input side, the real context fill."
         ),
         (_est + _marks) if growth.height else mo.md("*No session started in this period.*"),
-        _log if _logged.height else mo.md("*These sessions logged no API usage.*"),
+        _log if _logged.height else mo.md("*These sessions logged no API usage.*") if growth.height else None,
     )
     return growth, growth_drawn
 

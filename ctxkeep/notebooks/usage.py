@@ -66,7 +66,7 @@ def _(pl, st):
 
 
 @app.cell
-def _(mo, per_agent, show, table):
+def _(mo, per_agent, show, st, table):
     _lines = []
     for _r in per_agent.iter_rows(named=True):
         _cost = f"${_r['cost_usd']:,.2f}" if _r["responses"] > _r["unpriced"] else "cost unknown"
@@ -79,8 +79,13 @@ def _(mo, per_agent, show, table):
         if per_agent.height
         else ""
     )
+    _none = (
+        ""
+        if per_agent.height
+        else f"**No usage in this period** ({st.window.label()}): no API response was logged in it."
+    )
     show(
-        mo.md("## Totals per agent\n\n" + "\n".join(_lines) + ("\n\n" + _total if _total else "")),
+        mo.md("## Totals per agent\n\n" + "\n".join(_lines) + ("\n\n" + _total if _total else "") + _none),
         table(
             per_agent,
             empty="No API responses in this period.",
@@ -112,7 +117,7 @@ def _(mo, pl, usage):
             + ", ".join(_assumed)
             + "."
         )
-    mo.md("\n".join(f"- {n}" for n in _notes) or "Every response is priced.")
+    mo.md("\n".join(f"- {n}" for n in _notes) or ("Every response is priced." if usage.height else ""))
     return
 
 
@@ -244,7 +249,7 @@ def _(alt, mo, pl, show, st, table):
         for a, s, p in _s.select("agent", "session_id", "parent_session_id").iter_rows()
     ]
     _rolled = (
-        _s.with_columns(root=pl.Series(_root))
+        _s.with_columns(root=pl.Series("root", _root, dtype=pl.String))
         .group_by("agent", "root")
         .agg(
             pl.col("cost_usd").sum(),

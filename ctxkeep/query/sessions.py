@@ -153,7 +153,8 @@ def session_page(
         agents: only these agents; project: only sessions whose project directory is
             this one or below it (a normalized path); since/until: only sessions active
             at or after ``since`` / that started before ``until`` (stored-``ts`` text,
-            ``search.parse.parse_when``).
+            ``search.parse.parse_when``); a session without a time is left out by
+            either (it cannot be placed in a period).
     """
     from ctxkeep.sinks import session_list as sl
 

@@ -81,11 +81,14 @@ def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:
     ``project_dir``, ``started``/``ended`` as naive UTC datetimes or null, ...) that the
     filters ``fparams`` keep: agent and project as chosen, and a start on a local day
     (in ``tz``) within ``lo``..``hi``. A session without a start (a Claude Code session
-    of ``summary`` or ``file-history-snapshot`` records only) is kept whatever the
-    days, which cannot place it: every session ``ctxkeep sessions`` lists stays
-    reachable (the Sessions table shows it last, its start empty)."""
+    of ``summary`` or ``file-history-snapshot`` records only) cannot be placed in days:
+    while they are the store's whole span (``all_days``, the app's default: no time
+    filter) it is kept, so every session ``ctxkeep sessions`` lists stays reachable
+    (the Sessions table shows it last, its start empty); narrowed, the days are a time
+    filter and leave it out (as ``ctxkeep sessions --since/--until``)."""
     local = pl.col("started").dt.replace_time_zone("UTC").dt.convert_time_zone(fparams["tz"]).dt.date()
-    df = facts.filter(pl.col("started").is_null() | local.is_between(fparams["lo"], fparams["hi"]))
+    undated = pl.col("started").is_null() & pl.lit(bool(fparams.get("all_days", False)))
+    df = facts.filter(undated | local.is_between(fparams["lo"], fparams["hi"]))
     if fparams["agents"]:
         df = df.filter(pl.col("agent").is_in(fparams["agents"]))
     if fparams["project"] is not None:

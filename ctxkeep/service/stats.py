@@ -21,14 +21,16 @@ class AgentStats(Item):
     entries: int
     sessions: int
     text_bytes: int = Field(description="UTF-8 bytes of the agent's entries' texts")
-    token_estimate: int = Field(description="estimated tokens of those texts")
+    token_estimate: int = Field(
+        description="text tokens (est.): tokens of those texts estimated from their bytes, not API tokens"
+    )
     kinds: dict[str, int] = Field(description="kind → entries")
 
 
 class Contents(Item):
     distinct: int = Field(description="distinct texts (each stored once)")
     bytes: int
-    token_estimate: int
+    token_estimate: int = Field(description="text tokens (est.) of those texts, not API tokens")
 
 
 class UsageTotals(Item):
@@ -63,10 +65,14 @@ class StatsResult(Result):
 
     entries: int = Field(description="entries stored")
     sessions: int = Field(description="sessions stored ((agent, session) pairs)")
-    agents: dict[str, AgentStats] = Field(description="per agent")
+    agents: dict[str, AgentStats] = Field(
+        description="per agent (token_estimate: text tokens estimated from the stored text, not API tokens)"
+    )
     status: dict[str, int] = Field(description="status → entries")
-    contents: Contents = Field(description="distinct texts")
-    usage: UsageTotals = Field(description="responses and input/output/cache tokens")
+    contents: Contents = Field(description="distinct texts (token_estimate: text tokens, estimated)")
+    usage: UsageTotals = Field(
+        description="API tokens as the agents logged them: responses and input/output/cache tokens"
+    )
     quarantine: dict[str, int] = Field(description="skipped and repaired lines")
     files: dict[str, int] = Field(description="store file → bytes")
     last_ingest: str | None = Field(description="time of the last ingest, ISO-8601 UTC (null: never)")

@@ -44,8 +44,8 @@ from ctxkeep.sinks.files import ANALYTICS_DB
 class SessionFilter:
     """Which sessions: ``agents`` (empty: all); ``project``: this directory or below
     (``paths.under_sql``); ``since``: active at or after it (its last ``ts`` ≥);
-    ``until``: started before it (its first ``ts`` <; a session without a time is
-    kept); both stored-``ts`` text (ISO-8601 UTC, ``query.search.parse.parse_when``)."""
+    ``until``: started before it (its first ``ts`` <); a session without a time is
+    left out by either (it cannot be placed in a period); both stored-``ts`` text (ISO-8601 UTC, ``query.search.parse.parse_when``)."""
 
     agents: tuple[str, ...] = ()
     project: str | None = None
@@ -213,7 +213,7 @@ def _where(flt: SessionFilter, ts_param: str) -> tuple[str, list, str, list]:
         conds.append(f"ended >= {ts_param}")
         params.append(flt.since)
     if flt.until:
-        conds.append(f"(started IS NULL OR started < {ts_param})")
+        conds.append(f"started < {ts_param}")
         params.append(flt.until)
     return agents, aparams, " AND ".join(conds), params
 

@@ -298,3 +298,22 @@ def test_session_project_is_the_parents_not_a_sub_agents_worktree(home):
     row = by["ef958aa1-0e93-49f0-bb71-150f63befcd1"]
     assert row["subagent_sessions"] and row["project"] == "-experiments/worktrees"
     assert by["fe5e1c67-53e7-4862-81ae-d0e013e3270b"]["project"] == "/path/to/Demo"
+
+
+def test_session_table_labels_the_time_under_the_id_as_the_last_response(home):
+    """The time under a session's id is its last API response (``last_activity``), not
+    its start nor its last entry: unlabelled, codex c617 showed 17:21 while `sessions`
+    said started 01:02 ended 17:31. The header names it."""
+    d = json.loads(run("report", "session", "--home", home, "--json", "-z", "UTC", "--agent", "codex").stdout)
+    top = max(d["rows"], key=lambda r: r["total_tokens"])
+    r = run("report", "session", "--home", home, "-z", "UTC", "--agent", "codex")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:1] == ["session"])
+    assert lines[head + 1].split()[:2] == ["last", "response"]
+    row = next(
+        i
+        for i, ln in enumerate(lines)
+        if i > head + 2 and ln.split() and top["period"].startswith(ln.split()[0])
+    )
+    assert lines[row + 1].split() == [top["last_activity"][:10], top["last_activity"][11:16]]

@@ -313,3 +313,25 @@ def test_timezone_is_one_option_everywhere(home, tmp_path):
     assert (
         ok_json("report", "daily", "-z", "Asia/Tokyo", "--home", home, "--json")["timezone"] == "Asia/Tokyo"
     )
+
+
+def test_stats_names_its_token_figure_text_tokens_estimated(home):
+    """`stats` showed codex's 299,794 "tokens" (estimated from the stored text) while
+    `sessions` and the reports show the API tokens the agents logged (63,117,293 for one
+    codex session): its figure is headed "text tokens (est.)", the usage line says API
+    tokens, and the JSON keys stay."""
+    data = json.loads(runner.invoke(app, ["stats", "--home", home, "--json"]).stdout)
+    assert set(data["agents"]["codex"]) == {"entries", "sessions", "text_bytes", "token_estimate", "kinds"}
+    assert set(data["contents"]) == {"distinct", "bytes", "token_estimate"}
+    r = runner.invoke(app, ["stats", "--home", home], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:1] == ["agent"])
+    # the last column's header, read down its three lines: text / tokens / (est.)
+    assert [lines[i].split()[-1] for i in range(head - 2, head + 1)] == ["text", "tokens", "(est.)"]
+    codex = next(ln.split() for ln in lines if ln.split()[:1] == ["codex"])
+    assert codex[-1] == f"{data['agents']['codex']['token_estimate']:,}"
+    cs = data["contents"]
+    assert f"{cs['token_estimate']:,} text tokens (est.)" in r.stdout
+    u = data["usage"]
+    assert f"cache write {u['cache_creation_tokens']:,} API tokens" in r.stdout

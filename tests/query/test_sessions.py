@@ -157,3 +157,23 @@ def test_a_session_of_records_only_lists_them(conn):
     assert conv.note == META_ONLY_NOTE
     # a conversation with messages still leaves its meta records out
     assert all(t.kind != "meta" for t in conversation(conn, "ef958aa1").turns)
+
+
+@pytest.mark.parametrize("analytics", [True, False])
+def test_a_time_filter_leaves_out_sessions_without_a_time(conn, corpus_store, analytics):
+    """A session no record of which carries a time (a Claude Code file of summary or
+    snapshot records only) cannot be placed in a period: `sessions --until 2025-01-01`
+    listed the corpus' undated ones though they started in no such period."""
+    home = corpus_store[0] if analytics else None
+    every = list_sessions(conn, home)[0]
+    undated = {r.session_id for r in every if r.started is None and r.ended is None}
+    assert undated  # the corpus holds some
+    dated = [r for r in every if r.started is not None]
+    first, last = min(r.started for r in dated), max(r.ended or r.started for r in dated)
+    assert not list_sessions(conn, home, until="2000-01-01T00:00:00.000000Z")[0]
+    # a window holding every dated session: every one of them, none undated
+    wide = list_sessions(conn, home, since=first, until="2100-01-01T00:00:00.000000Z")[0]
+    assert {r.session_id for r in wide} == {r.session_id for r in dated}
+    assert {r.session_id for r in list_sessions(conn, home, until=last)[0]} & undated == set()
+    # without a time filter they are listed
+    assert undated <= {r.session_id for r in every}

@@ -99,18 +99,18 @@ def test_kept_sessions_keep_the_sessions_without_a_start():
         }
     )
 
-    def ids(tz="UTC", lo=dt.date(2025, 1, 1), hi=dt.date(2025, 1, 31), agents=(), project=None):
-        f = {"tz": tz, "lo": lo, "hi": hi, "agents": list(agents), "project": project}
+    def ids(
+        tz="UTC", lo=dt.date(2025, 1, 1), hi=dt.date(2025, 1, 31), agents=(), project=None, all_days=True
+    ):
+        f = {"tz": tz, "lo": lo, "hi": hi, "agents": list(agents), "project": project, "all_days": all_days}
         return sorted(kept_sessions(facts, f)["session_id"].to_list())
 
     assert ids() == ["cx", "cx-undated", "early", "late", "summary-only"]  # all 5, not 3
-    # the days still filter the dated ones, in the chosen zone; undated ones stay
-    assert ids(lo=dt.date(2025, 1, 2), hi=dt.date(2025, 1, 5)) == ["cx", "cx-undated", "late", "summary-only"]
-    assert ids(tz="Asia/Tokyo", lo=dt.date(2025, 1, 2), hi=dt.date(2025, 1, 5)) == [
-        "cx",
-        "cx-undated",
-        "summary-only",
-    ]
+    # narrowed days are a time filter: they filter the dated ones, in the chosen zone,
+    # and leave out the undated ones (as `ctxkeep sessions --since/--until`)
+    narrow = {"lo": dt.date(2025, 1, 2), "hi": dt.date(2025, 1, 5), "all_days": False}
+    assert ids(**narrow) == ["cx", "late"]
+    assert ids(tz="Asia/Tokyo", **narrow) == ["cx"]
     # agent and project filters apply to undated sessions too
     assert ids(agents=["codex"]) == ["cx", "cx-undated"]
     assert ids(project="/p") == ["early", "late"]
