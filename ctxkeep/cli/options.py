@@ -63,17 +63,11 @@ class OptionError(typer.BadParameter):
 def split_values(values: str | Iterable[str] | None) -> list[str]:
     """The values of a repeatable, comma-separated option as one list, in order, without
     blanks or repeats: ``["codex,crush", "aider"]`` → ``["codex", "crush", "aider"]``."""
+    from ctxkeep.service.args import split_commas
+
     if values is None:
         return []
-    if isinstance(values, str):
-        values = [values]
-    out: list[str] = []
-    for v in values:
-        for x in str(v).split(","):
-            x = x.strip()
-            if x and x not in out:
-                out.append(x)
-    return out
+    return split_commas([values] if isinstance(values, str) else list(values))
 
 
 def closest(name: str, choices: Sequence[str]) -> str | None:

@@ -92,6 +92,12 @@ def split_values(values: Any) -> list[str]:
                 pass
     if isinstance(values, str) or not isinstance(values, (list, tuple)):
         values = [values]
+    return split_commas(values)
+
+
+def split_commas(values: Sequence[Any]) -> list[str]:
+    """Each of ``values`` split at commas, stripped, blanks and repeats left out, in
+    order (``split_values``; the CLI's ``options.split_values``)."""
     out: list[str] = []
     for v in values:
         for x in str(v).split(","):
