@@ -258,6 +258,7 @@ def test_a_filter_changes_the_overview(page, app_url, corpus_store):
     ]
     assert projects > 5
     project_chart = page.locator("canvas, svg.marks").nth(2)
+    project_chart.wait_for(state="visible", timeout=60_000)
     before = project_chart.bounding_box()["height"]
     assert before >= 16 * projects
     project = "/Users/chip/dev/ai-music"
@@ -272,10 +273,17 @@ def test_a_filter_changes_the_overview(page, app_url, corpus_store):
     _visible(page, f"{n:,} API responses")
     # the charts follow: "Cost per project" (the 3rd chart, a band of 16 px per project)
     # is drawn again with the one project left
+    # while Vega redraws, the chart is replaced: for a moment nothing is laid out there
+    # (bounding_box() is None), so a missing box is "not yet", like an unchanged height
     deadline = time.monotonic() + 60
-    while (after := project_chart.bounding_box()["height"]) == before and time.monotonic() < deadline:
+    after = None
+    while time.monotonic() < deadline:
+        box = project_chart.bounding_box()
+        after = box["height"] if box else None
+        if after is not None and after != before:
+            break
         page.wait_for_timeout(200)
-    assert before - after >= 16 * (projects - 1) / 2, (before, after, projects)
+    assert after is not None and before - after >= 16 * (projects - 1) / 2, (before, after, projects)
 
 
 def test_a_token_guards_the_app(corpus_store):
