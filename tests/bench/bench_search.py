@@ -426,6 +426,13 @@ def main(argv: list[str] | None = None) -> None:
         s.close()
     print()
     runs: dict[str, list[tuple[float, float]]] = {s.name: [] for s in sides}
+    for s in sides:  # PYTHONDONTWRITEBYTECODE=1 and a fresh worktree: every process compiles
+        if not any((s.checkout / "ctxkeep" / "__pycache__").glob("*.pyc")):
+            print(
+                f"note: {s.checkout}/ctxkeep has no compiled bytecode: each `ctxkeep search` process "
+                f"compiles the modules it imports (~+0.05 CPU s); `python -m compileall -q ctxkeep` "
+                f"there first to compare processes"
+            )
     for rnd in range(a.process_rounds):  # the sides alternate, as the queries above
         for i, q in enumerate(PROCESS_QUERIES):
             for s in sides if (i + rnd) % 2 == 0 else sides[::-1]:
