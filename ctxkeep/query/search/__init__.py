@@ -8,6 +8,11 @@ How a query is answered:
    raise. ``raw=True`` passes FTS5 syntax through and turns a parse error into a
    one-line ``SearchSyntaxError``.
 2. Candidate lists, each ranked best first:
+   - ``phrase``: for a query of 2+ plain words (no quotes, ``*``, symbol or CJK
+     terms), the words side by side and in order (one FTS5 phrase, ``phrase_match``):
+     the shell drops the quotes of ``ctxkeep search "connection refused"``, so the
+     words a user typed together are searched together too; its hits rank above every
+     other hit (``rank.PHRASE_LISTS``);
    - ``words``: all terms (AND) on the word index ``fts_words``, BM25 with the
      ``title`` column weighted ``sqlite_store.TITLE_WEIGHT`` × the body;
    - ``any``: for several terms, when ``words`` is short of candidates, any of them
@@ -66,6 +71,7 @@ from ctxkeep.query.search.parse import (
     cap_terms,
     grams_match,
     parse_when,
+    phrase_match,
     prefix_match,
     subs_match,
     symbols_match,
@@ -89,6 +95,7 @@ __all__ = [
     "hit_tokens",
     "terms",
     "words_match",
+    "phrase_match",
     "any_match",
     "prefix_match",
     "grams_match",
@@ -100,6 +107,8 @@ __all__ = [
 ]
 
 MAX_LIMIT = 200
+#: the lists whose hits hold every term of the query (the others hold some of them)
+ALL_TERMS_LISTS = ("phrase", "words", "grams_all", "symbols", "exact", "subs")
 
 
 def search(
@@ -161,6 +170,9 @@ def search(
                 hint="fix the expression, or drop raw mode to search the words as typed",
             ) from None
     else:
+        # the words side by side, in order, first: a content is shown with its chunk
+        # holding the phrase, and ranks above those holding the words apart
+        run("phrase", "fts_words", phrase_match(query))
         run("words", "fts_words", words_match(query))
         mixed = any(has_cjk(t) for t in ts) and any(not has_cjk(t) for t in ts)
         run("grams_all" if mixed else "grams", "fts_grams", grams_match(query))
@@ -210,13 +222,11 @@ def search(
         not raw
         and hits
         and len([t for t in ts if _WORD_RE.search(t)]) > 1
-        and not any(m in h.matched for h in hits for m in ("words", "grams_all", "symbols", "exact", "subs"))
+        and not any(m in h.matched for h in hits for m in ALL_TERMS_LISTS)
     ):
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)
-    if not raw and not any(
-        m in h.matched for h in hits for m in ("words", "grams_all", "symbols", "exact", "subs")
-    ):
+    if not raw and not any(m in h.matched for h in hits for m in ALL_TERMS_LISTS):
         # found nothing, or only entries holding some of the terms: "did you mean"
         words = [w for t in ts if _word_term(t) for w in _WORD_TOKEN_RE.findall(t)]
         res.suggestions = suggest.suggestions(conn, query, words)
