@@ -813,3 +813,26 @@ def test_unquoted_words_find_the_exact_sentence_first_in_the_corpus(corpus_conn)
         )
     words = search(corpus_conn, "organization must be verified").hits
     assert "phrase" in words[0].matched and len(words) > 1 and "phrase" not in words[1].matched
+
+
+def test_phrase_found_when_the_words_list_is_full(notes_conn):
+    # 60 texts hold the words apart (the words list is full: the phrase is its own
+    # list, ranked by FTS5), one holds them side by side; and with few texts the phrase
+    # is looked for among the words list's chunks: the same answer both ways
+    from ctxkeep.query.search import phrase_match, retrieve
+
+    for i in range(60):
+        index_note(
+            notes_conn, f"apart{i:02d}", text=f"refused {i}: the connection was never refused, connection"
+        )
+    index_note(
+        notes_conn, "side", text="curl: (7) Failed to connect: Connection refused after a long wait here"
+    )
+    hits = search(notes_conn, "connection refused").hits
+    assert hits[0].session_id == "side" and "phrase" in hits[0].matched
+    assert all("phrase" not in h.matched for h in hits[1:])
+    rows = retrieve.fts_ids(notes_conn, "fts_words", '"connection" AND "refused"', Filters(), 500)
+    assert len(rows) == 61
+    among = retrieve.phrase_among(notes_conn, phrase_match("connection refused"), rows)
+    full = retrieve.fts_ids(notes_conn, "fts_words", phrase_match("connection refused"), Filters(), 500)
+    assert [r[0] for r in among] == [r[0] for r in full] and len(full) == 1
