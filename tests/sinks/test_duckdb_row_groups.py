@@ -61,7 +61,9 @@ def test_appends_fill_whole_row_groups(tmp_path):
         assert appends.append(1, _frame(1, 10).to_arrow()) == 0  # already there
         appends.close()
         assert con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0] == default
-        assert con.execute("SELECT current_setting('threads')").fetchall()[0][0] == threads  # the closing sync's
+        assert (
+            con.execute("SELECT current_setting('threads')").fetchall()[0][0] == threads
+        )  # the closing sync's
         con.execute("CHECKPOINT")
         total = 6 * APPEND
         rg = duckdb_store.ROW_GROUP_ROWS
