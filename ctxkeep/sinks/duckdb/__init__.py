@@ -842,11 +842,13 @@ class EntryAppends:
     While the appends run, DuckDB works in the calling thread alone (``threads`` 1,
     restored by ``close``): an append is a few thousand rows, and DuckDB's worker pool
     (one thread per core) woke and spun for each, on the cores the ingest's reader
-    process and writer need. 200 MB tree, vault off, fresh ingest (issue 26, under
-    load 20-30, ``tests/bench/profile_ingest.py``): the ingest process's CPU outside
-    its Python threads 0.92-1.17 s -> 0.60-0.64 s, its total 8.07-8.34 -> 7.52-7.92 s
-    (the analytics thread itself +0.15-0.3 s: the work the pool did). The closing sync
-    (after ``close``) has the pool back: it is the run's tail, with the cores free."""
+    process and writer need. 200 MB tree, vault off, fresh ingest (issue 26; 3 runs
+    each way under load 20-30, ``tests/bench/profile_ingest.py``): the ingest process's
+    CPU outside its Python threads 0.92-1.17 s -> 0.60-0.82 s, the analytics thread
+    +0.05-0.3 s (the work the pool did), the process's total 8.05-8.34 -> 7.52-7.92 s
+    (one pair: 7.65 -> 7.62, within the noise), minor faults 339-351k -> 267-304k. The
+    closing sync (after ``close``) has the pool back: it is the run's tail, with the
+    cores free."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
