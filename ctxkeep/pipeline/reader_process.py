@@ -9,7 +9,9 @@ batches at once (``transforms.normalize.normalized_rows``), counts the tokens of
 texts it has not met before and cuts them into FTS chunks, and sends all of it as
 Arrow IPC (the rest of the batches pickled), which the ingest process reads almost
 for free. It counts and chunks every new text of the run; the ingest process uses
-those of the contents the store does not hold yet. Measured on the 200 MB scaled
+those of the contents the store does not hold yet. It does so only while the ingest
+process is the slower side (``precompute_now``); else the ingest process counts and
+cuts what it is not sent. Measured on the 200 MB scaled
 tree (2 shared cores): the ingest process's CPU fell from ~22 s to ~11 s (the reader
 process ~12-15 s on the other core), wall from ~20 s to ~15-17 s; store identical.
 
@@ -215,6 +217,35 @@ def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
     return _ipc(contents), _ipc(chunks_frame(new))
 
 
+#: ``_main`` counts tokens and cuts chunks of the new contents (``_precompute``):
+#: "auto" only while the ingest process is the slower side (``precompute_now``),
+#: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``
+PRECOMPUTE = os.environ.get("CTXKEEP_READER_PRECOMPUTE", "auto")
+
+
+def precompute_now(out, mode: str = "auto") -> bool:
+    """Whether this chunk's contents get their tokens and chunks here (``_precompute``).
+
+    "auto": only when the ingest process has not read everything sent before (bytes
+    wait in the pipe ``out``: its read-ahead queue is full, so it is the slower side
+    and this process has time to spare); when the pipe is empty the ingest waits for
+    this process, and the work is left to it (``transform.Precomputed.fill`` computes
+    what is not sent, the same figures). The work (~2.4 of ~12-13 CPU s of a 200 MB
+    tree with the vault on, issue 26) was done here always: with the vault's
+    redaction here too, this process was the slower one by ~5 CPU s while the ingest
+    process's core idled (a quiet 200 MB ingest used 1.29 of the 2 cores)."""
+    if mode != "auto":
+        return mode == "always"
+    try:
+        import fcntl
+        import termios
+
+        waiting = int.from_bytes(fcntl.ioctl(out.fileno(), termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+    except (ImportError, OSError, ValueError):
+        return True  # cannot tell: as before
+    return waiting > 0
+
+
 def _main() -> None:
     """The reader process: todo from stdin, ``(kind, value)`` pickles to the pipe
     whose descriptor is ``sys.argv[1]``.
@@ -245,8 +276,12 @@ def _main() -> None:
             if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
-                pre = _precompute(rows, known)
+                if precompute_now(out, PRECOMPUTE):
+                    pre = _precompute(rows, known)
             pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)
+            # the message's last bytes out of the buffer: the ingest unpickles the chunk
+            # now, not once the next one is written
+            out.flush()
         items, entries, size = [], [], 0
 
     try:
