@@ -10,7 +10,7 @@ texts it has not met before and cuts them into FTS chunks, and sends all of it a
 Arrow IPC (the rest of the batches pickled), which the ingest process reads almost
 for free. It counts and chunks every new text of the run; the ingest process uses
 those of the contents the store does not hold yet. It does so only while the ingest
-process is the slower side (``precompute_now``); else the ingest process counts and
+process is the slower side (``precompute_now``: sending blocked); else the ingest process counts and
 cuts what it is not sent. Measured on the 200 MB scaled
 tree (2 shared cores): the ingest process's CPU fell from ~22 s to ~11 s (the reader
 process ~12-15 s on the other core), wall from ~20 s to ~15-17 s; store identical.
@@ -39,6 +39,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import BinaryIO
@@ -223,27 +224,27 @@ def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
 PRECOMPUTE = os.environ.get("CTXKEEP_READER_PRECOMPUTE", "auto")
 
 
-def precompute_now(out, mode: str = "auto") -> bool:
+#: ``precompute_now``: the ingest process is the slower side when sending the chunk
+#: before blocked this process for at least this share of the time it took to make
+BEHIND_SHARE = 0.25
+
+
+def precompute_now(waited: float, worked: float, mode: str = "auto") -> bool:
     """Whether this chunk's contents get their tokens and chunks here (``_precompute``).
 
-    "auto": only when the ingest process has not read everything sent before (bytes
-    wait in the pipe ``out``: its read-ahead queue is full, so it is the slower side
-    and this process has time to spare); when the pipe is empty the ingest waits for
-    this process, and the work is left to it (``transform.Precomputed.fill`` computes
-    what is not sent, the same figures). The work (~2.4 of ~12-13 CPU s of a 200 MB
-    tree with the vault on, issue 26) was done here always: with the vault's
-    redaction here too, this process was the slower one by ~5 CPU s while the ingest
-    process's core idled (a quiet 200 MB ingest used 1.29 of the 2 cores)."""
+    "auto": only when the ingest process is the slower side: sending the chunk before
+    (``pickle.dump`` to the pipe, flushed) blocked this process ``waited`` seconds, at
+    least ``BEHIND_SHARE`` of the ``worked`` seconds it took to make it (the pipe holds
+    64 KiB: a write waits for the ingest to read). When the ingest takes each chunk as
+    it comes, the work is left to it (``transform.Precomputed.fill`` computes what is
+    not sent: the same figures and chunk order). The work (~2.4 of ~12-13 CPU s of a
+    200 MB tree with the vault on, issue 26) was done here always: with the vault's
+    redaction here too, this process was the slower one by ~4.5 CPU s (reader 12.3-12.9 s,
+    ingest 7.9 s) while the ingest process's core idled (a quiet 200 MB ingest used 1.29
+    of the 2 cores). "always" / "never": regardless (``CTXKEEP_READER_PRECOMPUTE``)."""
     if mode != "auto":
         return mode == "always"
-    try:
-        import fcntl
-        import termios
-
-        waiting = int.from_bytes(fcntl.ioctl(out.fileno(), termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
-    except (ImportError, OSError, ValueError):
-        return True  # cannot tell: as before
-    return waiting > 0
+    return worked > 0 and waited >= BEHIND_SHARE * worked
 
 
 def _main() -> None:
@@ -268,6 +269,8 @@ def _main() -> None:
     size = 0
 
     known: set[str] = set()
+    # seconds the last send blocked, and the seconds its chunk took to make
+    pace = {"waited": 0.0, "worked": 0.0, "since": time.perf_counter()}
 
     def send() -> None:
         nonlocal items, entries, size
@@ -276,12 +279,15 @@ def _main() -> None:
             if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
-                if precompute_now(out, PRECOMPUTE):
+                if precompute_now(pace["waited"], pace["worked"], PRECOMPUTE):
                     pre = _precompute(rows, known)
+            t0 = time.perf_counter()
             pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)
             # the message's last bytes out of the buffer: the ingest unpickles the chunk
             # now, not once the next one is written
             out.flush()
+            t1 = time.perf_counter()
+            pace.update(waited=t1 - t0, worked=t0 - pace["since"], since=t1)
         items, entries, size = [], [], 0
 
     try:

@@ -558,22 +558,12 @@ def test_a_reader_process_that_leaves_tokens_and_chunks_to_the_ingest_stores_the
 
 
 def test_the_reader_process_counts_ahead_only_while_the_ingest_is_behind():
-    import os
-
-    r, w = os.pipe()
-    out = os.fdopen(w, "wb")
-    try:
-        assert not read_worker.precompute_now(out)  # all read: the ingest waits for the reader
-        out.write(b"x" * 100)
-        assert not read_worker.precompute_now(out)  # still in this process's buffer
-        out.flush()
-        assert read_worker.precompute_now(out)  # unread in the pipe: the ingest is the slower side
-        assert os.read(r, 100) == b"x" * 100
-        assert not read_worker.precompute_now(out)
-        assert read_worker.precompute_now(out, "always") and not read_worker.precompute_now(out, "never")
-    finally:
-        out.close()
-        os.close(r)
+    # the chunk before took 0.4 s to make; sending it blocked 0.02 s: the ingest keeps up
+    assert not read_worker.precompute_now(0.02, 0.4)
+    assert read_worker.precompute_now(0.2, 0.4)  # blocked half as long: the ingest is behind
+    assert not read_worker.precompute_now(0.0, 0.0)  # the first chunk: the ingest is idle
+    assert read_worker.precompute_now(0.0, 0.4, "always")
+    assert not read_worker.precompute_now(5.0, 0.4, "never")
 
 
 def test_a_reader_process_ingest_over_a_store_that_holds_some_contents(tmp_path, monkeypatch):
