@@ -9,7 +9,9 @@ batches at once (``transforms.normalize.normalized_rows``), counts the tokens of
 texts it has not met before and cuts them into FTS chunks, and sends all of it as
 Arrow IPC (the rest of the batches pickled), which the ingest process reads almost
 for free. It counts and chunks every new text of the run; the ingest process uses
-those of the contents the store does not hold yet. Measured on the 200 MB scaled
+those of the contents the store does not hold yet. It does so only while the ingest
+process is the slower side (``precompute_now``: sending blocked); else the ingest process counts and
+cuts what it is not sent. Measured on the 200 MB scaled
 tree (2 shared cores): the ingest process's CPU fell from ~22 s to ~11 s (the reader
 process ~12-15 s on the other core), wall from ~20 s to ~15-17 s; store identical.
 
@@ -37,6 +39,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import BinaryIO
@@ -228,6 +231,35 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
     return _ipc(contents), _ipc(chunks_frame(new))
 
 
+#: ``_main`` counts tokens and cuts chunks of the new contents (``_precompute``):
+#: "auto" only while the ingest process is the slower side (``precompute_now``),
+#: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``
+PRECOMPUTE = os.environ.get("CTXKEEP_READER_PRECOMPUTE", "auto")
+
+
+#: ``precompute_now``: the ingest process is the slower side when sending the chunk
+#: before blocked this process for at least this share of the time it took to make
+BEHIND_SHARE = 0.25
+
+
+def precompute_now(waited: float, worked: float, mode: str = "auto") -> bool:
+    """Whether this chunk's contents get their tokens and chunks here (``_precompute``).
+
+    "auto": only when the ingest process is the slower side: sending the chunk before
+    (``pickle.dump`` to the pipe, flushed) blocked this process ``waited`` seconds, at
+    least ``BEHIND_SHARE`` of the ``worked`` seconds it took to make it (the pipe holds
+    64 KiB: a write waits for the ingest to read). When the ingest takes each chunk as
+    it comes, the work is left to it (``transform.Precomputed.fill`` computes what is
+    not sent: the same figures and chunk order). The work (~2.4 of ~12-13 CPU s of a
+    200 MB tree with the vault on, issue 26) was done here always: with the vault's
+    redaction here too, this process was the slower one by ~4.5 CPU s (reader 12.3-12.9 s,
+    ingest 7.9 s) while the ingest process's core idled (a quiet 200 MB ingest used 1.29
+    of the 2 cores). "always" / "never": regardless (``CTXKEEP_READER_PRECOMPUTE``)."""
+    if mode != "auto":
+        return mode == "always"
+    return worked > 0 and waited >= BEHIND_SHARE * worked
+
+
 def _main() -> None:
     """The reader process: todo from stdin, ``(kind, value)`` pickles to the pipe
     whose descriptor is ``sys.argv[1]``.
@@ -250,6 +282,8 @@ def _main() -> None:
     size = 0
 
     known: set[int] = set()
+    # seconds the last send blocked, and the seconds its chunk took to make
+    pace = {"waited": 0.0, "worked": 0.0, "since": time.perf_counter()}
 
     def send() -> None:
         nonlocal items, entries, size
@@ -258,8 +292,15 @@ def _main() -> None:
             if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
-                pre = _precompute(rows, known)
+                if precompute_now(pace["waited"], pace["worked"], PRECOMPUTE):
+                    pre = _precompute(rows, known)
+            t0 = time.perf_counter()
             pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)
+            # the message's last bytes out of the buffer: the ingest unpickles the chunk
+            # now, not once the next one is written
+            out.flush()
+            t1 = time.perf_counter()
+            pace.update(waited=t1 - t0, worked=t0 - pace["since"], since=t1)
         items, entries, size = [], [], 0
 
     try:

@@ -127,6 +127,35 @@ class Precomputed:
             del self.tokens[h]
         return counts, methods, rows
 
+    def fill(self, fresh: pl.DataFrame) -> tuple[list[int], list[str], pl.DataFrame] | None:
+        """``(counts, methods, chunk rows)`` of the contents ``fresh`` (content_hash,
+        text; distinct hashes), exactly as ``estimate_tokens`` and ``chunks_frame`` make
+        them for these contents in this order: those held taken (``take``), the others
+        computed here (a reader process that was the slower side sent some chunks
+        without them: ``reader_process.precompute_now``). None when none is held."""
+        hashes = fresh["content_hash"].to_list()
+        if not hashes or not self.tokens:
+            return None
+        held = [h in self.tokens for h in hashes]
+        if not any(held):
+            return None
+        if all(held):
+            return self.take(hashes)
+        mask = pl.Series(held, dtype=pl.Boolean)
+        got = self.take([h for h, k in zip(hashes, held, strict=True) if k])
+        assert got is not None  # every one of them is held
+        rest = fresh.filter(~mask)
+        rc, rm = estimate_tokens(rest["text"].to_list())
+        it_got, it_rest = iter(zip(got[0], got[1], strict=True)), iter(zip(rc, rm, strict=True))
+        pairs = [next(it_got) if k else next(it_rest) for k in held]
+        pos = pl.DataFrame(
+            {"content_hash": hashes, "_i": list(range(len(hashes)))},
+            schema={"content_hash": pl.String, "_i": pl.Int64},
+        )
+        rows = pl.concat([got[2], chunks_frame(rest)], how="vertical")
+        rows = rows.join(pos, on="content_hash", how="left").sort("_i", "seq", maintain_order=True).drop("_i")
+        return [c for c, _ in pairs], [m for _, m in pairs], rows
+
 
 def transform_batch(
     conn,
@@ -202,7 +231,7 @@ def transform_entries(
         sc = seen.contents
         known.update((h, sc[h]) for h in contents["content_hash"].to_list() if h in sc)
     fresh = contents.filter(~pl.col("content_hash").is_in(list(known))) if known else contents
-    ahead = pre.take(fresh["content_hash"].to_list()) if pre is not None else None
+    ahead = pre.fill(fresh.select("content_hash", "text")) if pre is not None else None
     if ahead is not None:
         counts, methods, chunks = ahead
     elif fresh.height:  # (bpe-openai counts under the GIL: no thread beside the chunks)

@@ -415,6 +415,8 @@ def test_the_reader_process_raises_the_readers_error_and_stops_when_closed(tmp_p
         return procs[-1]
 
     monkeypatch.setattr(read_worker.subprocess, "Popen", popen)
+    # tokens and chunks counted ahead whether or not the ingest is behind (``precompute_now``)
+    monkeypatch.setenv("CTXKEEP_READER_PRECOMPUTE", "always")
     conn = sqlite_store.connect(tmp_path)
     try:
         todo = plan(tmp_path, conn, ctx=ctx).todo
@@ -497,6 +499,71 @@ def test_precomputed_gives_what_estimate_tokens_and_chunks_frame_give():
     assert pre.take([hashes[1]]) is None  # taken once
     c0, _, rows0 = pre.take([hashes[0]])
     assert c0 == [counts[0]] and rows0.equals(chunks_frame(contents[:1]))
+
+
+def test_precomputed_fill_takes_what_it_holds_and_computes_the_rest():
+    import polars as pl
+
+    from ctxkeep.transforms.chunk import chunks_frame
+    from ctxkeep.transforms.tokens import estimate_tokens
+
+    texts = [
+        "short text",
+        "## Heading\n" + "a line of a long tool output\n" * 400,
+        "第三个 text",
+        "validateUserInput " * 700,
+        "",
+    ]
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    contents = pl.DataFrame({"content_hash": hashes, "text": texts})
+    counts, methods = estimate_tokens(texts)
+    pre = transform.Precomputed()
+    assert pre.fill(contents) is None  # nothing held: all computed by the caller
+    sent = [1, 3]  # the reader process sent these two; the others come without
+    pre.add(
+        pl.DataFrame(
+            {
+                "content_hash": [hashes[i] for i in sent],
+                "token_estimate": [counts[i] for i in sent],
+                "token_method": [methods[i] for i in sent],
+            }
+        ),
+        chunks_frame(contents[sent]),
+    )
+    c, m, rows = pre.fill(contents)
+    assert c == counts and m == methods
+    want = chunks_frame(contents)
+    assert rows.height == want.height > len(texts)
+    assert rows.equals(want)  # the same rows in the same order: chunk ids as before
+    assert not pre.tokens and sum(x.height for x in pre.chunks) == 0  # taken
+    pre.add(
+        pl.DataFrame({"content_hash": hashes, "token_estimate": counts, "token_method": methods}),
+        want,
+    )
+    c, m, rows = pre.fill(contents)  # all held: as ``take``
+    assert c == counts and rows.equals(want)
+
+
+@pytest.mark.parametrize("mode", ["never", "always", "auto"])
+def test_a_reader_process_that_leaves_tokens_and_chunks_to_the_ingest_stores_the_same(
+    tmp_path, monkeypatch, mode
+):
+    ctx = _corpus_ctx()
+    seq = _ingest(tmp_path / "seq", ctx, writer=False)
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
+    monkeypatch.setenv("CTXKEEP_READER_PRECOMPUTE", mode)  # the process reads it at its start
+    par = _ingest(tmp_path / "par", ctx, writer=True)
+    assert par == seq
+    assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
+
+
+def test_the_reader_process_counts_ahead_only_while_the_ingest_is_behind():
+    # the chunk before took 0.4 s to make; sending it blocked 0.02 s: the ingest keeps up
+    assert not read_worker.precompute_now(0.02, 0.4)
+    assert read_worker.precompute_now(0.2, 0.4)  # blocked half as long: the ingest is behind
+    assert not read_worker.precompute_now(0.0, 0.0)  # the first chunk: the ingest is idle
+    assert read_worker.precompute_now(0.0, 0.4, "always")
+    assert not read_worker.precompute_now(5.0, 0.4, "never")
 
 
 def test_a_reader_process_ingest_over_a_store_that_holds_some_contents(tmp_path, monkeypatch):

@@ -46,7 +46,10 @@ def test_appends_fill_whole_row_groups(tmp_path):
     wal = tmp_path / (duckdb_store.DB_NAME + ".wal")
     try:
         default = con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0]
+        threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
         appends = duckdb_store.EntryAppends(con)
+        # the appends run in the calling thread alone (no worker pool spinning per append)
+        assert con.execute("SELECT current_setting('threads')").fetchall()[0][0] == 1
         first = 1
         for k in range(6):
             assert appends.append(first, _frame(first, APPEND).to_arrow()) == APPEND
@@ -58,6 +61,9 @@ def test_appends_fill_whole_row_groups(tmp_path):
         assert appends.append(1, _frame(1, 10).to_arrow()) == 0  # already there
         appends.close()
         assert con.execute("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0] == default
+        assert (
+            con.execute("SELECT current_setting('threads')").fetchall()[0][0] == threads
+        )  # the closing sync's
         con.execute("CHECKPOINT")
         total = 6 * APPEND
         rg = duckdb_store.ROW_GROUP_ROWS

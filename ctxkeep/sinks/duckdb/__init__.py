@@ -837,12 +837,24 @@ class EntryAppends:
     row group is written once, full, and nothing is left to merge. The rows not yet
     checkpointed (a row group at most, ~60 MB of WAL) stay in DuckDB's memory. A
     ``sync`` from SQLite between appends (``synced``) ends with a checkpoint and counts
-    from 0 again."""
+    from 0 again.
+
+    While the appends run, DuckDB works in the calling thread alone (``threads`` 1,
+    restored by ``close``): an append is a few thousand rows, and DuckDB's worker pool
+    (one thread per core) woke and spun for each, on the cores the ingest's reader
+    process and writer need. 200 MB tree, vault off, fresh ingest (issue 26; 3 runs
+    each way under load 20-30, ``tests/bench/profile_ingest.py``): the ingest process's
+    CPU outside its Python threads 0.92-1.17 s -> 0.60-0.82 s, the analytics thread
+    +0.05-0.3 s (the work the pool did), the process's total 8.05-8.34 -> 7.52-7.92 s
+    (one pair: 7.65 -> 7.62, within the noise), minor faults 339-351k -> 267-304k. The
+    closing sync (after ``close``) has the pool back: it is the run's tail, with the
+    cores free."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         con.execute("CHECKPOINT")  # the next row appended opens a new row group
         con.execute("SET checkpoint_threshold = '1GiB'")
+        con.execute("SET threads = 1")
         #: rows appended since the last checkpoint: those of the open row group
         self.open_rows = 0
 
@@ -867,8 +879,10 @@ class EntryAppends:
         self.open_rows = 0
 
     def close(self) -> None:
-        """The automatic checkpoint back to DuckDB's default (the connection stays open)."""
+        """The automatic checkpoint and the worker threads back to DuckDB's defaults (the
+        connection stays open)."""
         self.con.execute("RESET checkpoint_threshold")
+        self.con.execute("RESET threads")
 
 
 def _status_seq(con) -> int:

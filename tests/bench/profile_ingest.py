@@ -1,0 +1,272 @@
+"""CPU-second accounting of a fresh ingest, per process, thread and stage (issue 26,
+target 3: where the 200 MB ingest's time goes; a script that prints figures, not a
+test).
+
+A fresh ``run_ingest`` of a tree (``--tree``, e.g. the 200 MB scaled tree
+``/tmp/tree200``) into a new store in this process, with the vault off, on, or both
+(``--vault off,on``). Each stage function is wrapped and charged the CPU time of the
+thread that runs it (``time.thread_time`` around each call: one clock read per call,
+no profiler, so the figures hold under load, where wall time does not); the reader
+process (``pipeline.reader_process``) is this script started as its module, so its
+stages are charged the same way and sent back in a file. Printed:
+
+- both processes' user and system CPU seconds, minor page faults, the load average;
+- the ingest process's threads (main: plan, transform, index terms, the vault's
+  capture; ``ctxkeep-writer``: the SQLite load; ``ctxkeep-analytics``: DuckDB;
+  ``ctxkeep-read-ahead``: unpickling the reader's chunks) and what no Python thread
+  ran (Polars' and DuckDB's worker pools, their spinning included);
+- each stage's CPU seconds and calls (a stage nested in another is counted in both:
+  ``_insert_chunks`` within ``load_batch``).
+
+A stage that runs in a Polars expression (the entries' redaction in
+``normalized_rows``: ``transforms.redact.redact_expr``) runs mostly in Polars' pool,
+which ``thread_time`` does not see: it shows in the process's "pools and the rest".
+
+    uv run python tests/bench/profile_ingest.py --tree /tmp/tree200 --vault off,on
+    uv run python tests/bench/profile_ingest.py --mb 2          # a check that it works
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+SCALE = ROOT.parent / "shared" / "tools" / "scale_corpus.py"
+#: where the reader process writes its figures (set by the ingest side)
+_OUT_ENV = "CTXKEEP_PROFILE_READER_OUT"
+
+_cpu: collections.defaultdict[str, float] = collections.defaultdict(float)
+_calls: collections.Counter[str] = collections.Counter()
+
+
+def _charge(label: str, t0: float) -> None:
+    _cpu[label] += time.thread_time() - t0
+    _calls[label] += 1
+
+
+def _wrap(owner, name: str, label: str) -> None:
+    """Charge each call of ``owner.name`` to ``label`` (the calling thread's CPU)."""
+    f = getattr(owner, name)
+
+    def timed(*a, **k):
+        t0 = time.thread_time()
+        try:
+            return f(*a, **k)
+        finally:
+            _charge(label, t0)
+
+    setattr(owner, name, timed)
+
+
+def _wrap_gen(owner, name: str, label: str) -> None:
+    """Charge the work of each step of the generator ``owner.name`` to ``label``."""
+    f = getattr(owner, name)
+
+    def timed(*a, **k):
+        it = f(*a, **k)
+        while True:
+            t0 = time.thread_time()
+            try:
+                x = next(it)
+            except StopIteration:
+                _charge(label, t0)
+                return
+            _charge(label, t0)
+            yield x
+
+    setattr(owner, name, timed)
+
+
+_threads: dict[str, float] = {}
+
+
+def _count_threads() -> None:
+    """Record each Python thread's CPU seconds when it ends (by name, summed)."""
+    run = threading.Thread.run
+
+    def counted(self):
+        try:
+            run(self)
+        finally:
+            _threads[self.name] = _threads.get(self.name, 0.0) + time.thread_time()
+
+    threading.Thread.run = counted  # type: ignore[method-assign]
+
+
+def _usage(who) -> dict:
+    r = resource.getrusage(who)
+    return {"user": r.ru_utime, "sys": r.ru_stime, "minflt": r.ru_minflt}
+
+
+# ---------------------------------------------------------------- the reader process
+
+
+def _reader_main() -> None:
+    """``pipeline.reader_process`` with its stages charged; figures to ``$_OUT_ENV``."""
+    from ctxkeep.pipeline import readahead, reader_process, stable_ids
+    from ctxkeep.transforms import chunk, grams, normalize, tokens
+
+    _count_threads()
+    _wrap_gen(readahead, "read_files", "read + parse (+ raw-line redaction: rekey)")
+    reader_process.read_files = readahead.read_files
+    _wrap(stable_ids, "rekey", "  rekey (raw-line redaction for the vault)")
+    readahead.rekey = stable_ids.rekey
+    _wrap(normalize, "normalized_rows", "normalized_rows (calling thread; redaction runs in the pool)")
+    _wrap(reader_process, "_precompute", "precompute (tokens + chunks)")
+    _wrap(tokens, "estimate_tokens", "  estimate_tokens (BPE)")
+    _wrap(chunk, "chunks_frame", "  chunks_frame")
+    _wrap(grams, "grams_batch", "    grams_batch (substring index terms)")
+    _wrap(reader_process, "_ipc", "Arrow IPC out")
+    if "--seal" in sys.argv[2:]:
+        from ctxkeep.sinks.vault import capture
+
+        _wrap(capture, "seal", "vault seal (redaction, SHA-256, zstd)")
+    try:
+        reader_process._main()
+    finally:
+        _threads["main"] = time.thread_time()
+        Path(os.environ[_OUT_ENV]).write_text(
+            json.dumps({"usage": _usage(resource.RUSAGE_SELF), "threads": _threads, "stages": _stage_rows()})
+        )
+
+
+def _stage_rows() -> list:
+    return [[k, round(v, 3), _calls[k]] for k, v in _cpu.items()]
+
+
+# ---------------------------------------------------------------- the ingest process
+
+
+def _instrument_ingest() -> None:
+    from ctxkeep.pipeline import engine, reader_process, transform, writer
+    from ctxkeep.sinks import duckdb as duckdb_store
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite import load, store_safety
+    from ctxkeep.sinks.vault import capture
+
+    _count_threads()
+    _wrap(engine, "plan", "plan (walk, stat, watermarks)")
+    _wrap(store_safety, "check_integrity", "check_integrity")
+    _wrap(transform, "transform_batch", "transform_batch (dedup, contents, tokens taken)")
+    _wrap(engine, "unique_entries", "unique_entries")
+    _wrap(sqlite_store, "with_index_terms", "with_index_terms (symbols, vocabulary)")
+    _wrap(capture.Capturer, "prepare", "vault capture (packs)")
+    _wrap(sqlite_store, "load_batch", "load_batch (SQLite, one transaction a group)")
+    _wrap(load, "_insert_chunks", "  _insert_chunks (chunks, FTS5 words/grams/symbols, vocab)")
+    _wrap(load.fx, "facets_by_content", "  facets_by_content")
+    _wrap(duckdb_store.EntryAppends, "append", "DuckDB appends (per group)")
+    _wrap(duckdb_store, "sync", "DuckDB sync (closing: usage, status)")
+    _wrap_gen(reader_process, "read_in_process", "reader's chunks in (unpickle, Arrow IPC)")
+    assert writer.sqlite_store is sqlite_store
+    root = str(Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    start = reader_process.start_child
+
+    def child(module: str, *args: str):
+        if module == "ctxkeep.pipeline.reader_process":
+            module = Path(__file__).stem
+        return start(module, *args)
+
+    reader_process.start_child = child
+
+
+def _fmt_usage(u: dict) -> str:
+    return f"user {u['user']:6.2f}  sys {u['sys']:5.2f}  = {u['user'] + u['sys']:6.2f} s  ({u['minflt']:,} minor faults)"
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def profile(tree: Path, vault_on: bool) -> None:
+    work = Path(tempfile.mkdtemp(prefix="ctxkeep-profile-"))
+    out = work / "reader.json"
+    os.environ[_OUT_ENV] = str(out)
+    os.environ["CTXKEEP_VAULT"] = "1" if vault_on else "0"
+    try:
+        from ctxkeep.pipeline.engine import run_ingest
+        from ctxkeep.sources.contract import DiscoveryContext
+
+        _cpu.clear()
+        _calls.clear()
+        _threads.clear()
+        self0, main0 = _usage(resource.RUSAGE_SELF), time.thread_time()
+        load0 = _load()
+        t0 = time.perf_counter()
+        s = run_ingest(work / "store", ctx=DiscoveryContext(home=tree, env={}))
+        wall = time.perf_counter() - t0
+        _threads["main"] = time.thread_time() - main0
+        me = {k: v - self0[k] for k, v in _usage(resource.RUSAGE_SELF).items()}
+        reader = json.loads(out.read_text()) if out.exists() else None
+        print(
+            f"\n== vault {'on' if vault_on else 'off'}: {s.entries_new:,} entries, {s.bytes / 1e6:.1f} MB, "
+            f"wall {wall:.2f} s (load {load0} -> {_load()}; wall is noise under load, CPU is not)"
+        )
+        total = me["user"] + me["sys"]
+        if reader:
+            ru = reader["usage"]
+            total += ru["user"] + ru["sys"]
+        print(f"CPU total {total:.2f} s")
+        print(f"ingest process  {_fmt_usage(me)}")
+        named = sum(_threads.values())
+        for name, v in sorted(_threads.items(), key=lambda kv: -kv[1]):
+            print(f"  thread {name:<22} {v:6.2f} s")
+        print(f"  {'pools (Polars, DuckDB) and the rest':<29} {me['user'] + me['sys'] - named:6.2f} s")
+        for k, v in sorted(_cpu.items(), key=lambda kv: -kv[1]):
+            print(f"    {k:<62} {v:6.2f} s  {_calls[k]:>6} calls")
+        if reader:
+            print(f"reader process  {_fmt_usage(reader['usage'])}")
+            rn = sum(reader["threads"].values())
+            for name, v in sorted(reader["threads"].items(), key=lambda kv: -kv[1]):
+                print(f"  thread {name:<22} {v:6.2f} s")
+            rt = reader["usage"]["user"] + reader["usage"]["sys"]
+            print(f"  {'pools (Polars) and the rest':<29} {rt - rn:6.2f} s")
+            for k, v, n in sorted(reader["stages"], key=lambda r: -r[1]):
+                print(f"    {k:<62} {v:6.2f} s  {n:>6} calls")
+        else:
+            print("reader process: none (below the reader process's threshold: read in this process)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", type=Path, help="a HOME holding agents' session files (e.g. /tmp/tree200)")
+    ap.add_argument("--mb", type=int, default=200, help="without --tree: scale the corpus to this many MB")
+    ap.add_argument("--vault", default="off,on", help="off, on, or off,on")
+    a = ap.parse_args()
+    tree = a.tree
+    tmp = None
+    if tree is None:
+        tmp = Path(tempfile.mkdtemp(prefix="ctxkeep-profile-tree-"))
+        tree = tmp / "home"
+        subprocess.run(
+            [sys.executable, str(SCALE), str(tree), "--mb", str(a.mb), "--unique-text"], check=True
+        )
+    print(f"load average at the start {_load()} (2 cores); tree {tree}")
+    _instrument_ingest()
+    try:
+        for v in a.vault.split(","):
+            profile(tree, v.strip() == "on")
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].isdigit():  # started as the reader process (FD first)
+        _reader_main()
+    else:
+        main()
