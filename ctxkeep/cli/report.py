@@ -52,19 +52,21 @@ _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation
 
 
 def _run(name: str, home, since, until, timezone, agent, project, mode, as_json, as_csv, **kw) -> None:
-    from ctxkeep.service.report import ReportRequest, report
+    # no pydantic on this interactive path: the options read by the request model's
+    # rules (``service.report_core``; MCP, the app and notebooks ask ``service.report``)
+    from ctxkeep.service.report_core import ReportArgs, report_json
 
     if as_json and as_csv:
         _fail(UsageError("--json and --csv exclude each other", where="ctxkeep report", hint="give one"), 2)
     breakdown = kw.get("breakdown", False)
     with failing():
-        req = ReportRequest.parse(
+        req = ReportArgs.parse(
             report=name, since=since, until=until, timezone=timezone, agents=agent or None,
             project=project, mode=mode, breakdown=breakdown, token_limit=kw.get("token_limit"),
             lake=kw.get("lake"), by=kw.get("by"),
         )  # fmt: skip
         h = _home(home)
-        rep = report(h, req).as_json()
+        rep = report_json(h, req)
     notes = rep["notes"]
     if as_json:
         _print_json(rep)
@@ -330,7 +332,7 @@ def _usage_table(
 
 def _short_ids(home: Path, rows: list[dict]) -> dict[str, str]:
     """Session ids as hits show them: the shortest unique prefix in the store."""
-    from ctxkeep.service.report import short_ids
+    from ctxkeep.service.report_core import short_ids
 
     return short_ids(home, [r["period"] for r in rows])
 

@@ -206,10 +206,12 @@ print("PYDANTIC", "pydantic" in sys.modules)
         ["stats", "--json"],
         ["sessions"],
         ["sessions", "--json", "--limit", "5", "--agent", "codex"],
+        ["report", "daily"],
+        ["report", "weekly", "--json", "-b"],
     ],
 )
 def test_read_commands_import_no_pydantic(corpus_store, args):
-    """``search``, ``show --session``, ``stats`` and ``sessions`` (text and ``--json``) never load
+    """``search``, ``show --session``, ``stats``, ``sessions`` and ``report`` (text and ``--json``) never load
     pydantic (its import and first model builds: ~0.06-0.08 s of CPU of each)."""
     import subprocess
     import sys
@@ -283,4 +285,50 @@ def test_session_arguments_fail_as_the_model_fails(kw):
         SessionsArgs.parse(**kw)
     with pytest.raises(UsageError) as model:
         SessionsRequest.parse(**kw)
+    assert (str(plain.value), plain.value.where) == (str(model.value), model.value.where)
+
+
+@pytest.mark.parametrize(
+    "name", ["daily", "weekly", "monthly", "session", "projects", "models", "blocks", "tools"]
+)
+def test_reports_print_what_the_models_print(corpus_store, name):
+    """``report NAME --json`` (``report_core``, no pydantic) is the object the models
+    make (``service.report``: MCP, the app, notebooks), with and without
+    ``--breakdown``, a time window, an agent."""
+    from ctxkeep.service.report import ReportRequest, report
+    from ctxkeep.service.report_core import ReportArgs, report_json
+
+    home = corpus_store[0]
+    for kw in (
+        {},
+        {"breakdown": True},
+        {"since": "2025-01-01", "until": "2026-06-30"},
+        {"agents": ["codex"]},
+    ):
+        kw = {"timezone": "UTC", **kw}
+        plain = report_json(home, ReportArgs.parse(report=name, **kw))
+        model = report(home, ReportRequest.parse(report=name, **kw)).as_json()
+        assert json.dumps(plain) == json.dumps(model), (name, kw)
+        if len(kw) == 1:  # the whole store: the corpus has usage of every kind
+            assert plain["rows"], name
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"report": "daily", "mode": "cheap"},
+        {"report": "daily", "by": "machine"},
+        {"report": "dayly"},
+        {"report": "daily", "project": "a\x00b"},
+        {"report": "daily", "by": "host", "lake": "/tmp/x"},
+    ],
+)
+def test_report_arguments_fail_as_the_model_fails(kw):
+    from ctxkeep.service.report import ReportRequest
+    from ctxkeep.service.report_core import ReportArgs
+
+    with pytest.raises(UsageError) as plain:
+        ReportArgs.parse(**kw)
+    with pytest.raises(UsageError) as model:
+        ReportRequest.parse(**kw)
     assert (str(plain.value), plain.value.where) == (str(model.value), model.value.where)
