@@ -168,6 +168,12 @@ def table(**kwargs):
                 full = cache[key] = super()._measure_column(console, options.update_width(1_000_000), column)
             return full.with_maximum(options.max_width)
 
+        def _calculate_column_widths(self, console, options):
+            """Rich's column widths, kept as ``widths``: after a print, the printed
+            layout's (``cli.long_table`` formats rows to them)."""
+            self.widths = super()._calculate_column_widths(console, options)
+            return self.widths
+
         def _need(self, console, options) -> int:
             """A first guess of the narrowest width that cuts nothing: a ``no_wrap``
             column (a figure) its widest line, a column that folds its ``min_width`` or

@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, out, table
+from ctxkeep.cli.long_table import print_long, proxy_rows
 from ctxkeep.cli.options import agent_option, since_option, store_agents, timezone_option, until_option
 from ctxkeep.errors import UsageError
 
@@ -51,19 +52,21 @@ _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation
 
 
 def _run(name: str, home, since, until, timezone, agent, project, mode, as_json, as_csv, **kw) -> None:
-    from ctxkeep.service.report import ReportRequest, report
+    # no pydantic on this interactive path: the options read by the request model's
+    # rules (``service.report_core``; MCP, the app and notebooks ask ``service.report``)
+    from ctxkeep.service.report_core import ReportArgs, report_json
 
     if as_json and as_csv:
         _fail(UsageError("--json and --csv exclude each other", where="ctxkeep report", hint="give one"), 2)
     breakdown = kw.get("breakdown", False)
     with failing():
-        req = ReportRequest.parse(
+        req = ReportArgs.parse(
             report=name, since=since, until=until, timezone=timezone, agents=agent or None,
             project=project, mode=mode, breakdown=breakdown, token_limit=kw.get("token_limit"),
             lake=kw.get("lake"), by=kw.get("by"),
         )  # fmt: skip
         h = _home(home)
-        rep = report(h, req).as_json()
+        rep = report_json(h, req)
     notes = rep["notes"]
     if as_json:
         _print_json(rep)
@@ -149,24 +152,50 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
         return
     width = out.get().width
     names = [_model_cell(r, name, breakdown) for r in rows]
-    t, need = None, 0
+    ids = _short_ids(home, rows) if name == "session" else None
+
+    def layout(folded: bool, models: list[list[str]]):
+        """``(table, its rows' cells, the rows in the table)``: a usage table holds
+        only the rows that set its columns' widths (``long_table.proxy_rows``: Rich
+        lays out and measures ~20 rows, not ~7,000); blocks (styled rows) all rows."""
+        if name in ("blocks", "models"):  # styled rows; markup cells
+            return _usage_table(rep, rows, breakdown, home, title, folded, models), None, None
+        cells = _usage_cells(rep, rows, folded, models, ids)
+        picked = proxy_rows(cells)
+        return (
+            _usage_table(rep, rows, breakdown, home, title, folded, models, cells=cells, pick=picked),
+            cells,
+            picked,
+        )
+
+    t, cells, picked, need = None, None, None, 0
+    models = [[n] for n in names]
     for folded in (False, True):  # all columns if they fit, else the token pairs stacked
-        t = _usage_table(rep, rows, breakdown, home, title, folded, [[n] for n in names])
+        models = [[n] for n in names]
+        t, cells, picked = layout(folded, models)
         need = _natural_width(t)
         if need <= width:
             break
         # the models column gets what the others leave; names wrap at their separators
-        rest = _natural_width(_usage_table(rep, rows, breakdown, home, title, folded, [[""] for _ in names]))
+        rest = _natural_width(layout(folded, [[""] for _ in names])[0])
         header = "model" if (breakdown or name == "models") and name != "blocks" else "models"
         room = max(width - rest + len(header), 8)
-        wrapped = [[_wrap_name(x, room) for x in n.split("\n")] for n in names]
-        t = _usage_table(rep, rows, breakdown, home, title, folded, wrapped)
+        models = [[_wrap_name(x, room) for x in n.split("\n")] for n in names]
+        t, cells, picked = layout(folded, models)
         need = _natural_width(t)
         if need <= width:
             break
     # still too wide: the table leaves out the total column (the sum of the four token
     # columns), then prints as wide as it needs (the terminal wraps); no figure is cut
-    out.get().print(t)
+    if cells is None or picked is None:
+        out.get().print(t)
+        return
+    every = cells  # the fallback: Rich draws the table with every row
+    fold = folded
+    print_long(
+        out.get(), t, cells, picked,
+        lambda: _usage_table(rep, rows, breakdown, home, title, fold, models, cells=every),
+    )  # fmt: skip
 
 
 def _natural_width(t) -> int:
@@ -220,7 +249,9 @@ def _nums(values: list[str], folded: bool) -> list[str]:
     return [f"{i}\n{o}" if i or o else "", f"{cr}\n{cw}" if cr or cw else "", *rest]
 
 
-def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[list[str]]):
+def _usage_table(
+    rep, rows, breakdown, home, title, folded: bool, models: list[list[str]], *, cells=None, pick=None
+):
     """The table of a usage report or blocks; ``models``: each row's model lines. A
     period row's cells are ``Text``: literal (a model name is no markup) and not parsed
     as markup at each measure and render (~15 % of a 1,294-day ``report daily``)."""
@@ -260,53 +291,72 @@ def _usage_table(rep, rows, breakdown, home, title, folded: bool, models: list[l
     for label, foot in zip(labels, foots, strict=True):
         t.add_column(label, footer=foot, justify="right", drop=1 if label == "total" else None)
     t.add_column("cost", footer=_usd(cost), justify="right")
+    if name not in ("blocks", "models"):
+        if cells is None:
+            ids = _short_ids(home, rows) if name == "session" else None
+            cells = _usage_cells(rep, rows, folded, models, ids)
+        for i in range(len(cells)) if pick is None else pick:
+            t.add_row(*map(Text, cells[i]))
+        return t
     gap = [""] * (len(labels) + 1)
-    if name == "session":  # ids as hits show them: the shortest unique prefix
-        from ctxkeep.service.report import short_ids
-
-        shown = short_ids(home, [r["period"] for r in rows])
     for r, lines in zip(rows, models, strict=True):
         model = "\n".join(lines)
         nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded) + [_usd(r["cost_usd"])]
-        if blocks:
-            if r["is_gap"]:
-                t.add_row(
-                    _local(r["start"], tz),
-                    f"gap {_hours(r['start'], r['end']):,.1f} h",
-                    r["provider"] or "",  # whose quota window was idle (blocks are per provider)
-                    "",
-                    *gap,
-                    style="dim",
-                )
-                continue
-            status = "active" if r["is_active"] else f"{_hours(r['start'], r['actual_end']):.1f} h"
-            p, b, lim = r["projection"], r["burn_rate"], r.get("token_limit")
-            if r["is_active"] and p:
-                status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"
-            who = f"{r['provider']}: {', '.join(r['agents'])}" if r["provider"] else ", ".join(r["agents"])
-            t.add_row(_local(r["start"], tz), status, who, model, *nums)
-            if r["is_active"] and p:
-                lim = f" ({lim['percent']:.0f}% of {lim['limit']:,}: {lim['status']})" if lim else ""
-                t.add_row(
-                    "", "projected", f"{b['tokens_per_minute']:,.0f} tok/min", f"{_usd(b['cost_per_hour'])}/h",
-                    *gap[2:], f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
-                )  # fmt: skip
-            continue
         if name == "models":
             t.add_row(r["agent"], model, *nums)
             continue
+        if r["is_gap"]:
+            t.add_row(
+                _local(r["start"], tz),
+                f"gap {_hours(r['start'], r['end']):,.1f} h",
+                r["provider"] or "",  # whose quota window was idle (blocks are per provider)
+                "",
+                *gap,
+                style="dim",
+            )
+            continue
+        status = "active" if r["is_active"] else f"{_hours(r['start'], r['actual_end']):.1f} h"
+        p, b, lim = r["projection"], r["burn_rate"], r.get("token_limit")
+        if r["is_active"] and p:
+            status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"
+        who = f"{r['provider']}: {', '.join(r['agents'])}" if r["provider"] else ", ".join(r["agents"])
+        t.add_row(_local(r["start"], tz), status, who, model, *nums)
+        if r["is_active"] and p:
+            lim = f" ({lim['percent']:.0f}% of {lim['limit']:,}: {lim['status']})" if lim else ""
+            t.add_row(
+                "", "projected", f"{b['tokens_per_minute']:,.0f} tok/min", f"{_usd(b['cost_per_hour'])}/h",
+                *gap[2:], f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
+            )  # fmt: skip
+    return t
+
+
+def _short_ids(home: Path, rows: list[dict]) -> dict[str, str]:
+    """Session ids as hits show them: the shortest unique prefix in the store."""
+    from ctxkeep.service.report_core import short_ids
+
+    return short_ids(home, [r["period"] for r in rows])
+
+
+def _usage_cells(rep, rows, folded: bool, models: list[list[str]], ids: dict | None) -> list[tuple[str, ...]]:
+    """The cells of a period report's rows (daily, weekly, monthly, session,
+    projects), as printed: period, agent, models, the token columns (``folded``: in
+    pairs) and cost; ``ids``: a session id's shortest unique prefix (``session``)."""
+    name, tz = rep["report"], rep["timezone"]
+    cells = []
+    for r, lines in zip(rows, models, strict=True):
+        nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded)
         period = r["period"] or ""
         if name == "projects" and folded:  # a narrow terminal: the path broken after a "/"
             period = _wrap_name(period, 24)
         if name == "session":
-            period = shown.get(period, period)
+            period = (ids or {}).get(period, period)
             if r["last_activity"] is not None:
                 period = f"{period}\n{_local(r['last_activity'], tz)}"
             if r["subagent_sessions"]:
                 n = len(r["subagent_sessions"])
                 period = f"{period}\n+{n} sub-agent{'s' if n > 1 else ''}"
-        t.add_row(*map(Text, (period, r["agent"], model, *nums)))
-    return t
+        cells.append((period, r["agent"], "\n".join(lines), *nums, _usd(r["cost_usd"])))
+    return cells
 
 
 _doc = {

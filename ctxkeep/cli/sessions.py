@@ -39,8 +39,9 @@ def sessions(
     as_json: bool = JsonOpt,
 ):
     """List stored sessions, newest first, sub-agents under their parent (ids: the shortest unique prefix)."""
-    from ctxkeep.service.sessions import SessionsRequest
-    from ctxkeep.service.sessions import sessions as ask
+    # no pydantic on this interactive path: the options read by the request model's
+    # rules (``service.sessions_core``; MCP and the app ask ``service.sessions``)
+    from ctxkeep.service.sessions_core import SessionsArgs, session_list
 
     with failing():
         for name, value in (("--limit", limit), ("--offset", offset)):
@@ -48,7 +49,7 @@ def sessions(
                 raise UsageError(
                     f"--all and {name} exclude each other", where="ctxkeep sessions", hint="give one"
                 )
-        req = SessionsRequest.parse(
+        req = SessionsArgs.parse(
             agent=agent,
             project=project,
             since=since,
@@ -57,11 +58,11 @@ def sessions(
             offset=offset,
             all=every or None,
         )
-        res = ask(_home(home), req)
+        res = session_list(_home(home), req)
     if as_json:
         _print_json(res.as_json())
         return
-    rows, source = res.sessions, res.source
+    rows, source = res.rows, res.source
     if not rows:
         past = f" past --offset {res.offset:,} ({res.total:,} match)" if res.total else ""
         out.print(f"no sessions{past}", highlight=False)
@@ -126,7 +127,7 @@ def sessions(
 def _page_line(res) -> str:
     """``showing 50 of 36,305 sessions, newest first - --limit N or --all for more`` (a
     page's range when it does not start at the newest)."""
-    n = len(res.sessions)
+    n = len(res.rows)
     shown = f"{res.offset + 1:,}-{res.offset + n:,}" if res.offset else f"{n:,}"
     line = f"showing {shown} of {res.total:,} sessions, newest first"
     if res.next_offset is None:

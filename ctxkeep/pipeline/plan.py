@@ -11,7 +11,14 @@ from pathlib import Path
 from ctxkeep import config as cfgmod
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
-from ctxkeep.sources import SOURCES, discover_all, file_unchanged, files_for_paths, needs_state
+from ctxkeep.sources import (
+    SOURCES,
+    discover_all,
+    file_unchanged,
+    files_for_paths,
+    needs_state,
+    stat_unchanged,
+)
 from ctxkeep.sources.contract import MAX_LINE_ENV, Discovery, DiscoveryContext, SourceFile, Watermark
 from ctxkeep.sources.readers.rows import SEP as ROWS_SEP
 
@@ -140,28 +147,48 @@ def plan(
             extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
         )
         files = [f for d in discoveries for f in d.files]
-    wms = _watermarks(conn, files)
+    facts, stateful = _watermarks(conn, files)
     # wholly purged files: nothing of them may come back, so they are not read
     purged = delete_store.purged_files(conn) if conn is not None else set()
     # files the vault does not hold yet (a store from before the vault) are read once
     # from byte 0, so the vault takes in what the agent still keeps; dedup keeps the
     # store as it was
-    unvaulted = _unvaulted(conn, files, wms)
+    unvaulted = _unvaulted(conn, files, facts)
     problems += reparse_due(conn)
-    todo, unchanged = [], 0
+    # the stat discovery took of each file it found (moments ago): no second and
+    # third stat per file (``exists``, the test's own) over 25,727 files
+    found = {}
+    for d in discoveries:
+        for f in d.files:
+            got = d.facts(f.path)
+            if got is not None:
+                found[str(f.path)] = got[1]
+    read: list[tuple[SourceFile, bool]] = []  # (file, whether it has a watermark)
+    unchanged = 0
     for f in files:
-        wm = wms.get(str(f.path))
-        if not f.path.exists() or str(f.path) in purged:
+        key = str(f.path)
+        st = found.get(key)
+        if st is None:
+            try:
+                st = os.stat(key)
+            except OSError:
+                continue  # gone
+        if key in purged:
             continue
-        if wm is not None and str(f.path) in unvaulted:
-            wm = None
-        if not force and file_unchanged(f, wm):
-            unchanged += 1
-            continue
-        todo.append((f, None if force else wm))
-    if conn is not None and todo and not force:  # the states of the files read
-        full = sqlite_store.load_watermarks(conn, [str(f.path) for f, wm in todo if wm is not None])
-        todo = [(f, full.get(str(f.path)) if wm is not None else None) for f, wm in todo]
+        has = key in facts and key not in unvaulted and not force
+        if not force:
+            if needs_state(f):
+                same = file_unchanged(f, stateful.get(key) if has else None, st)
+            else:
+                same = stat_unchanged(f, facts.get(key) if has else None, st)
+            if same:
+                unchanged += 1
+                continue
+        read.append((f, has))
+    todo: Todo = [(f, None) for f, _ in read]
+    if conn is not None and read and not force:  # the states of the files read
+        full = sqlite_store.load_watermarks(conn, [str(f.path) for f, has in read if has])
+        todo = [(f, full.get(str(f.path)) if has else None) for f, has in read]
         todo = [(f, _rows_held(conn, f, wm)) for f, wm in todo]
     return Plan(todo, unchanged, discoveries, problems)
 
@@ -252,19 +279,19 @@ def _rows_vaulted(agent: str) -> bool:
     return bool(getattr(getattr(src, "read", None), "vault_tables", ()))
 
 
-def _watermarks(conn, files: list[SourceFile]) -> dict[str, Watermark]:
-    """The watermarks the plan tests ``files`` against: with their ``state`` for the
-    files whose test reads it (``sqlite`` mode, a source with its own ``ChangeTest``),
-    else the stat facts only; the files read get their whole watermark afterwards.
-    A Claude Code watermark's state is up to ~30 KB of JSON: parsing them all took
-    ~70 ms of a no-op ingest over 2,600 files."""
+def _watermarks(conn, files: list[SourceFile]) -> tuple[dict[str, tuple], dict[str, Watermark]]:
+    """What the plan tests ``files`` against: every watermark's stat facts
+    (``sinks.sqlite.watermark_facts``: rows, no objects) and the whole watermarks of
+    the files whose test reads their ``state`` (``sqlite`` mode, a source with its own
+    ``ChangeTest``); the files read get their whole watermark afterwards. A Claude
+    Code watermark's state is up to ~30 KB of JSON: parsing them all took ~70 ms of a
+    no-op ingest over 2,600 files."""
     if conn is None:
-        return {}
-    wms = sqlite_store.load_watermarks(conn, state=False)
+        return {}, {}
     stateful = [str(f.path) for f in files if needs_state(f)]
-    if stateful:
-        wms.update(sqlite_store.load_watermarks(conn, stateful))
-    return wms
+    return sqlite_store.watermark_facts(conn), sqlite_store.load_watermarks(
+        conn, stateful
+    ) if stateful else {}
 
 
 def dry_run_report(p: Plan) -> dict:

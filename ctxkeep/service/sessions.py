@@ -23,7 +23,6 @@ from ctxkeep.service.model import (
     When,
     window_in_order,
 )
-from ctxkeep.service.store import reading
 
 
 class SessionsRequest(Request):
@@ -73,34 +72,26 @@ class SessionsResult(Result):
 
 
 def sessions(home: Path, req: SessionsRequest) -> SessionsResult:
-    """The sessions of the store at ``home`` that match ``req``. Raises StoreError."""
-    from ctxkeep.query.sessions import session_page
-    from ctxkeep.timeutil import format_utc, when_bound
+    """The sessions of the store at ``home`` that match ``req`` (``sessions_core.
+    session_list``, which ``ctxkeep sessions`` asks without pydantic). Raises
+    StoreError."""
+    from ctxkeep.service.sessions_core import SessionsArgs, session_list
 
-    def parse_when(value: str | None, upper: bool = False) -> str | None:
-        # stored-ts text, as ``query.search.parse.parse_when`` (importing that package
-        # loads the whole search stack: ~0.03 CPU s of a 0.5 s budget)
-        t = when_bound(value, upper=upper)
-        return None if t is None else format_utc(t)
-
-    limit, offset = (None, 0) if req.all else (req.limit, req.offset)
-    with reading(home) as conn:
-        page = session_page(
-            conn,
-            Path(home),
-            agents=req.agent,
-            project=req.project,
-            since=parse_when(req.since),
-            until=parse_when(req.until, upper=True),
-            limit=limit,
-            offset=offset,
-        )
-    end = offset + len(page.rows)
+    args = SessionsArgs(
+        tuple(req.agent) if req.agent else None,
+        req.project,
+        req.since,
+        req.until,
+        req.limit,
+        req.offset,
+        req.all,
+    )
+    got = session_list(home, args)
     return SessionsResult(
-        source=page.source,
-        total=page.total,
-        offset=offset,
-        limit=limit,
-        next_offset=end if end < page.total else None,
-        sessions=[r.as_dict() for r in page.rows],
+        source=got.source,
+        total=got.total,
+        offset=got.offset,
+        limit=got.limit,
+        next_offset=got.next_offset,
+        sessions=[r.as_dict() for r in got.rows],
     )

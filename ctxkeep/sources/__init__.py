@@ -8,6 +8,7 @@ when its agent is first looked up. Adding an agent is one new module registered 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from importlib import import_module
 from pathlib import Path
@@ -24,7 +25,7 @@ from ctxkeep.sources.contract import (
     Watermark,
     check_source,
 )
-from ctxkeep.sources.readers.jsonl import is_unchanged
+from ctxkeep.sources.readers.jsonl import facts_unchanged, is_unchanged
 from ctxkeep.sources.readers.sqlite import db_unchanged
 
 #: the registry, in its order (``schema.AGENTS``): agent name → (module under
@@ -155,12 +156,13 @@ def needs_state(f: SourceFile) -> bool:
     return f.mode == "sqlite" or _change_test(SOURCES[f.agent]) is not None
 
 
-def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
+def file_unchanged(f: SourceFile, wm: Watermark | None, st: os.stat_result | None = None) -> bool:
     """True when ``f`` holds nothing new since ``wm`` (the ingest plan skips it): a
     ``sqlite`` file when neither the database nor its ``-wal`` changed
     (``readers.sqlite.db_unchanged``); else the source's own test when it has one
     (``contract.ChangeTest``: a JSON tree's fingerprint); else the default test (same
-    inode, size, mtime). A file that cannot be stat'ed is not unchanged."""
+    inode, size, mtime; ``st``: the file's ``stat`` when the caller has it). A file
+    that cannot be stat'ed is not unchanged."""
     src = SOURCES[f.agent]
     if f.mode == "sqlite":
         return db_unchanged(f.path, wm, src.PARSER_VERSION)
@@ -168,9 +170,16 @@ def file_unchanged(f: SourceFile, wm: Watermark | None) -> bool:
     if test is not None:
         return test.unchanged(f, wm)
     try:
-        return is_unchanged(f.path.stat(), wm, src.PARSER_VERSION)
+        return is_unchanged(f.path.stat() if st is None else st, wm, src.PARSER_VERSION)
     except OSError:
         return False
+
+
+def stat_unchanged(f: SourceFile, facts: tuple | None, st: os.stat_result) -> bool:
+    """``file_unchanged`` of a file whose test reads the stat facts only (not
+    ``needs_state(f)``): ``facts`` its watermark's (``sinks.sqlite.watermark_facts``'s
+    row; None: none), ``st`` the file's ``stat``."""
+    return facts_unchanged(st, facts, SOURCES[f.agent].PARSER_VERSION)
 
 
 def discover_all(

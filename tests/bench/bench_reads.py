@@ -1,9 +1,18 @@
 """Read commands at scale: ``ctxkeep sessions`` and ``ctxkeep report daily`` (issue 26,
-target 2: at 2.5 GB ``sessions`` <= 0.5 s, ``report daily`` <= 1 s, whole process),
-this checkout side by side with a baseline checkout, in one run, on the same store.
+target 2: at 2.5 GB and 10 GB ``sessions`` <= 0.5 s, ``report daily`` <= 1 s, whole
+process) and, with ``--tree``, an ingest with nothing new (<= 1 s at 10 GB), this
+checkout side by side with a baseline checkout, in one run, on the same store.
 
     uv run python tests/bench/bench_reads.py --store /tmp/big-store \\
         --tree /tmp/tree-big2500 --baseline /work/main
+    uv run python tests/bench/bench_reads.py --store /tmp/store10k2 --no-copy \\
+        --tree /tmp/tree10000 --baseline /work/main
+
+``--tree`` must be the tree the store was built from (the no-op ingest discovers the
+sessions under it: another tree would be ingested into the store). Bytecode is
+compiled once per checkout into a scratch cache (``PYTHONPYCACHEPREFIX``), as an
+installed ctxkeep has it (``PYTHONDONTWRITEBYTECODE`` would compile every module of
+every run: ~0.1-0.3 s of each).
 
 The store is copied once into a scratch directory first (a read command brings DuckDB
 current and may write; ``--no-copy`` reads DIR itself). Each command runs ``--runs``
@@ -28,6 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PYCACHE = Path(tempfile.gettempdir()) / "ctxkeep-bench-pycache"
 #: (label, arguments after ``ctxkeep``, the baseline's arguments (None: the same), target
 #: seconds or None: for information). A baseline without pages lists every session.
 COMMANDS = [
@@ -37,6 +47,8 @@ COMMANDS = [
     ("report daily --json", ["report", "daily", "--json"], None, 1.0),
     ("sessions --all", ["sessions", "--all"], ["sessions"], None),
 ]
+#: with ``--tree``: the no-op re-ingest of the tree the store was built from
+NOOP = ("ingest, nothing new", ["ingest", "--no-prefect", "--json", "--no-progress"], None, 1.0)
 
 
 def _cpu() -> float:
@@ -47,6 +59,7 @@ def _cpu() -> float:
 def _run(python: Path, args: list[str], store: Path, env: dict) -> tuple[float, float, int, int, str]:
     """``(wall s, CPU s, output lines, exit code, first line of stderr)`` of one
     whole-process run."""
+    env = {**env, "PYTHONPYCACHEPREFIX": str(PYCACHE / python.parents[2].name)}
     c0, t0 = _cpu(), time.perf_counter()
     # -P and the checkout as the working directory: ``-m`` would import ctxkeep from
     # the caller's directory (a baseline run from this checkout ran this code)
@@ -93,8 +106,13 @@ def main() -> None:
         print(f"store copied to {store} in {time.perf_counter() - t:.1f} s", flush=True)
     env = {**os.environ, "COLUMNS": "120", "CTXKEEP_IDLE_SECONDS": "0"}
     env.pop("PREFECT_API_URL", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    commands = list(COMMANDS)
     if a.tree:
         env["HOME"] = str(a.tree)
+        for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):  # the tree's own folders
+            env.pop(var, None)
+        commands.append(NOOP)
     size = sum(f.stat().st_size for f in store.rglob("*") if f.is_file()) / 1e9
     print(f"store {a.store} ({size:.2f} GB); this {ROOT}; baseline {a.baseline}; {a.runs} runs each")
     load0 = os.getloadavg()[0]
@@ -104,7 +122,7 @@ def main() -> None:
         f"{'rc':>4}{'target':>8}{'x base':>8}"
     )
     try:
-        for label, args, base_args, target in COMMANDS:
+        for label, args, base_args, target in commands:
             if a.only and label not in a.only:
                 continue
             argv = {"this": args, "baseline": base_args or args}

@@ -241,8 +241,9 @@ def _plugin_home(tmp_path):
 
 
 def test_pydantic_plugins_are_not_looked_up(tmp_path):
-    """A command that validates a pydantic request (``sessions``; ``search`` reads its
-    typed options without pydantic: tests/service/test_plain_read_path.py) does not load the
+    """A command that validates a pydantic request (``resume``; ``search``, ``sessions``
+    and ``report`` read their typed options without pydantic:
+    tests/service/test_plain_read_path.py) does not load the
     installed pydantic plugins (nor read every package's entry points to find them);
     an explicit ``PYDANTIC_DISABLE_PLUGINS=`` (empty) turns them back on."""
     site = _plugin_home(tmp_path)
@@ -255,7 +256,7 @@ def test_pydantic_plugins_are_not_looked_up(tmp_path):
         "CTXKEEP_HOME": str(tmp_path / "s"),
     }
     code = "import sys; sys.argv = ['ctxkeep', *sys.argv[1:]]; from ctxkeep.cli import main; main()"
-    args = [sys.executable, "-c", code, "sessions", "--json"]
+    args = [sys.executable, "-c", code, "resume"]
     r = subprocess.run(args, env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert "Traceback" not in r.stderr, r.stderr
     assert r.returncode == 1 and "store" in r.stderr  # validated the request, then no store

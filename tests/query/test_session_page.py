@@ -179,3 +179,19 @@ def test_every_session_once_whatever_its_parents():
     u = sl.sqlite_page(c, sl.SessionFilter(until="2026-01-01T10:05:00Z"), limit=2)
     assert [r["session_id"] for r in u.rows] == ["A", "G"] and u.total == 2
     assert [r["session_id"] for r in sl.sqlite_page(c, sl.SessionFilter(agents=("b",))).rows] == ["B2"]
+
+
+def test_the_sqlite_page_looks_sub_agents_up_through_an_index(conn):
+    """The SQLite fallback (DuckDB missing or behind) finds whether a session's parent
+    is itself a sub-agent through an index SQLite builds on the sessions with a parent
+    (``kp``), not a scan of them per session: an ``IN`` over the materialized list ran
+    as a nested loop, ~76 CPU s for the page of a 2.5 GB store (36,305 sessions); with
+    the search ~3.6 CPU s, the page the same as DuckDB's."""
+    from ctxkeep.sinks import session_list as sl
+
+    sql, params = sl.sqlite_page_sql(sl.SessionFilter(), limit=50)
+    plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+    assert any(
+        x.startswith("SEARCH kp USING AUTOMATIC COVERING INDEX (agent=? AND session_id=?)") for x in plan
+    ), plan
+    assert not any(x.startswith("SCAN kp") for x in plan), plan

@@ -204,10 +204,14 @@ print("PYDANTIC", "pydantic" in sys.modules)
         ["show", "--session", "c61729d4", "--json", "--budget", "300"],
         ["stats"],
         ["stats", "--json"],
+        ["sessions"],
+        ["sessions", "--json", "--limit", "5", "--agent", "codex"],
+        ["report", "daily"],
+        ["report", "weekly", "--json", "-b"],
     ],
 )
 def test_read_commands_import_no_pydantic(corpus_store, args):
-    """``search``, ``show --session`` and ``stats`` (text and ``--json``) never load
+    """``search``, ``show --session``, ``stats``, ``sessions`` and ``report`` (text and ``--json``) never load
     pydantic (its import and first model builds: ~0.06-0.08 s of CPU of each)."""
     import subprocess
     import sys
@@ -224,3 +228,107 @@ def test_read_commands_import_no_pydantic(corpus_store, args):
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "PYDANTIC False"
+
+
+def test_the_session_list_keys_are_the_models():
+    from ctxkeep.service import sessions_core
+    from ctxkeep.service.sessions import SessionRow, SessionsResult
+
+    assert ("schema", *sessions_core.RESULT_KEYS) == tuple(
+        f.alias or n for n, f in SessionsResult.model_fields.items()
+    )
+    assert tuple(SessionRow.model_fields) == sessions_core.ROW_KEYS
+
+
+_SESSION_ARGS = [
+    {},
+    {"limit": 3},
+    {"limit": 4, "offset": 2},
+    {"all": True},
+    {"agent": ["codex,claude-code"], "limit": 5},
+    {"since": "2025-01-01", "until": "2026-12-31"},
+    {"project": "/", "limit": 2},
+]
+
+
+@pytest.mark.parametrize("kw", _SESSION_ARGS)
+def test_sessions_prints_what_the_models_print(corpus_store, kw):
+    """``sessions --json`` (``sessions_core``, no pydantic) is the object the models
+    make (``service.sessions``: MCP, the app), row for row and key for key."""
+    from ctxkeep.service.sessions import SessionsRequest, sessions
+    from ctxkeep.service.sessions_core import SessionsArgs, session_list
+
+    home = corpus_store[0]
+    plain = session_list(home, SessionsArgs.parse(**kw)).as_json()
+    model = sessions(home, SessionsRequest.parse(**kw)).as_json()
+    assert plain["sessions"], kw
+    assert json.dumps(plain) == json.dumps(model)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"limit": 0},
+        {"offset": -1},
+        {"agent": ["codx"]},
+        {"since": "2026-01-02", "until": "2025-01-01"},
+        {"since": "not a time"},
+        {"project": "a\x00b"},
+        {"limit": 0, "agent": ["nosuch"]},
+    ],
+)
+def test_session_arguments_fail_as_the_model_fails(kw):
+    from ctxkeep.service.sessions import SessionsRequest
+    from ctxkeep.service.sessions_core import SessionsArgs
+
+    with pytest.raises(UsageError) as plain:
+        SessionsArgs.parse(**kw)
+    with pytest.raises(UsageError) as model:
+        SessionsRequest.parse(**kw)
+    assert (str(plain.value), plain.value.where) == (str(model.value), model.value.where)
+
+
+@pytest.mark.parametrize(
+    "name", ["daily", "weekly", "monthly", "session", "projects", "models", "blocks", "tools"]
+)
+def test_reports_print_what_the_models_print(corpus_store, name):
+    """``report NAME --json`` (``report_core``, no pydantic) is the object the models
+    make (``service.report``: MCP, the app, notebooks), with and without
+    ``--breakdown``, a time window, an agent."""
+    from ctxkeep.service.report import ReportRequest, report
+    from ctxkeep.service.report_core import ReportArgs, report_json
+
+    home = corpus_store[0]
+    for kw in (
+        {},
+        {"breakdown": True},
+        {"since": "2025-01-01", "until": "2026-06-30"},
+        {"agents": ["codex"]},
+    ):
+        kw = {"timezone": "UTC", **kw}
+        plain = report_json(home, ReportArgs.parse(report=name, **kw))
+        model = report(home, ReportRequest.parse(report=name, **kw)).as_json()
+        assert json.dumps(plain) == json.dumps(model), (name, kw)
+        if len(kw) == 1:  # the whole store: the corpus has usage of every kind
+            assert plain["rows"], name
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"report": "daily", "mode": "cheap"},
+        {"report": "daily", "by": "machine"},
+        {"report": "dayly"},
+        {"report": "daily", "project": "a\x00b"},
+        {"report": "daily", "by": "host", "lake": "/tmp/x"},
+    ],
+)
+def test_report_arguments_fail_as_the_model_fails(kw):
+    from ctxkeep.service.report import ReportRequest
+    from ctxkeep.service.report_core import ReportArgs
+
+    with pytest.raises(UsageError) as plain:
+        ReportArgs.parse(**kw)
+    with pytest.raises(UsageError) as model:
+        ReportRequest.parse(**kw)
+    assert (str(plain.value), plain.value.where) == (str(model.value), model.value.where)

@@ -245,3 +245,36 @@ def test_sources_counts_every_refused_directory_link(tmp_path):
     assert why["-empty-link"] == REASON_OUTSIDE and why["up"] == REASON_LOOP
     assert "-linked" not in why and "-alias" not in why
     assert "skipped 9 paths: " in row.reason
+
+
+def test_walk_links_finds_the_links_os_walk_and_islink_find(tmp_path):
+    """``contract.walk_links`` (one ``scandir`` per folder, no ``lstat`` per entry) lists
+    the same symlinks in the same order, sorted into dirs and others as ``os.walk``
+    sorts them, and descends into no linked folder: links to a folder inside and
+    outside, to a file, a broken one, a loop, nested folders."""
+    from ctxkeep.sources.contract import walk_links
+
+    root = tmp_path / "sessions"
+    outside = tmp_path / "elsewhere"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "rollout-x.jsonl").write_text("{}\n")
+    for d in ("2025/01/02", "2025/01/03", "2026/b", "a"):
+        (root / d).mkdir(parents=True)
+        (root / d / "rollout-1.jsonl").write_text("{}\n")
+    os.symlink(outside, root / "2025" / "out")
+    os.symlink(root / "2025" / "01", root / "2026" / "in")
+    os.symlink(root / "a" / "rollout-1.jsonl", root / "2026" / "b" / "file-link.jsonl")
+    os.symlink(tmp_path / "nothing", root / "a" / "broken")
+    os.symlink(root / "2025", root / "2025" / "01" / "up")
+    loop = root / "a" / "self"
+    os.symlink(loop, loop)
+
+    want = []
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            if os.path.islink(os.path.join(folder, name)):
+                want.append((folder, name, name in dirs))
+    got = list(walk_links(root))
+    assert got == want
+    assert len(got) == 6 and sum(is_dir for *_, is_dir in got) == 3
+    assert list(walk_links(tmp_path / "missing")) == []

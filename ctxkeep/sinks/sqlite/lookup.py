@@ -81,6 +81,16 @@ def load_watermarks(
     return out
 
 
+def watermark_facts(conn: sqlite3.Connection) -> dict[str, tuple]:
+    """Every watermark's stat facts in one query, as the rows come: ``path ->
+    (path, dev, ino, size, mtime_ns, parser_version)`` (``sources.readers.jsonl.
+    facts_unchanged`` compares them with a file's ``stat``). No ``Watermark`` per row:
+    a no-op ingest of 25,727 files built one each (~0.1 s of its CPU) to compare four
+    numbers."""
+    rows = conn.execute("SELECT path, dev, ino, size, mtime_ns, parser_version FROM watermarks")
+    return {r[0]: r for r in rows}
+
+
 def _state(text: str | None) -> dict:
     """A watermark's ``state`` JSON: orjson (a no-op ingest parses every file's state,
     Claude Code's up to ~30 KB each), ``json`` for what orjson refuses (NaN, integers

@@ -128,6 +128,17 @@ def is_unchanged(st: os.stat_result, wm: Watermark | None, parser_version: int) 
     )
 
 
+def facts_unchanged(st: os.stat_result, facts: tuple | None, parser_version: int) -> bool:
+    """``is_unchanged`` against a watermark's stat facts as ``sinks.sqlite.
+    watermark_facts`` reads them: ``(path, dev, ino, size, mtime_ns, parser_version)``
+    (None: no watermark)."""
+    return (
+        facts is not None
+        and facts[5] == parser_version
+        and (facts[1], facts[2], facts[3], facts[4]) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    )
+
+
 def _scrub(obj):
     """Replace lone surrogates in every string of ``obj`` by U+FFFD (recursively)."""
     if isinstance(obj, str):
