@@ -43,6 +43,11 @@ def sessions(
     from ctxkeep.service.sessions import sessions as ask
 
     with failing():
+        for name, value in (("--limit", limit), ("--offset", offset)):
+            if every and value is not None:  # (a page of "every session": the page was ignored)
+                raise UsageError(
+                    f"--all and {name} exclude each other", where="ctxkeep sessions", hint="give one"
+                )
         req = SessionsRequest.parse(
             agent=agent,
             project=project,

@@ -102,6 +102,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             warn(what)
     if not r["at_risk"]:
         say("no session at risk: the vault holds every file the agents will delete")
+    if r["missing"]:
+        say(
+            f"{_count(len(r['missing']), 'file')} gone from disk, kept by the vault: "
+            "ctxkeep vault restore --all-missing"
+        )
 
 
 @vault_app.command("verify")
@@ -140,6 +145,7 @@ def restore(
         "a database agent's session as its rows, JSONL.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List the files it would write; write nothing."),
     all_missing: bool = typer.Option(
         False, "--all-missing", help="Every file the vault holds that is missing on disk."
     ),
@@ -174,6 +180,7 @@ def restore(
             all_missing=all_missing,
             generation=generation,
             at=at,
+            dry_run=dry_run,
         )
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
@@ -184,7 +191,7 @@ def restore(
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say(
-            f"restored {f['to']} ({_size(f['bytes'])}"
+            f"{'would restore' if r['dry_run'] else 'restored'} {f['to']} ({_size(f['bytes'])}"
             + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
             + ")"
         )

@@ -194,8 +194,10 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     (compressed), values redacted per kind; the agents' deletion schedules with the next
     deletion of a session file on disk and the files at risk (due for deletion and not
     whole in the vault; ``unfinished_bytes``: how much of what is missing is a last line
-    the agent never ended, which no ingest reads until it does). Returns ``{"vault_dir", "pack_bytes", "agents": [...],
-    "schedules": [...], "at_risk": n}``. Raises StoreError without a store."""
+    the agent never ended, which no ingest reads until it does); the files the vault
+    holds that are gone from disk (``missing``: what ``vault restore --all-missing``
+    writes back; a database agent's file: the database). Returns ``{"vault_dir", "pack_bytes", "agents": [...],
+    "schedules": [...], "at_risk": n, "missing": [paths]}``. Raises StoreError without a store."""
     from ctxkeep.sources import discover_all
 
     ctx = ctx or DiscoveryContext.from_env()
@@ -219,6 +221,9 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
             )
             for a, f in sorted(figs.items())
         }
+        missing = sorted(
+            {g.disk_path for g in manifest.generations(conn, latest=True) if not _on_disk(g.disk_path)}
+        )
         scheds = cleanup_schedules(ctx.home)
         for s in scheds:
             a = agents.setdefault(s.agent, AgentStatus(s.agent, 0, 0, 0, 0, 0, {}))
@@ -260,7 +265,14 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
         "agents": [r.__dict__ | {"at_risk": [x.__dict__ for x in r.at_risk]} for r in rows],
         "schedules": [s.__dict__ for s in scheds],
         "at_risk": sum(len(r.at_risk) for r in rows),
+        "missing": missing,
     }
+
+
+def _on_disk(path: str) -> bool:
+    """Whether ``path`` exists (a dangling symlink counts: restore would not overwrite it)."""
+    p = Path(path)
+    return p.exists() or p.is_symlink()
 
 
 def vault_verify(home: Path, full: bool = False, progress=None) -> dict:
@@ -426,6 +438,7 @@ def vault_restore(
     user_home: Path | None = None,
     generation: int | None = None,
     at: dt.datetime | None = None,
+    dry_run: bool = False,
 ) -> dict:
     """Write the native files of ``session`` (an id or its first characters) back from
     the vault's newest generation of each (``generation``: generation N of each file;
@@ -441,9 +454,10 @@ def vault_restore(
     redacted as the vault keeps it); without ``to`` it is named in ``skipped_rows``
     (and restoring only such a session is an error saying to pass ``--to``).
 
-    Nothing is written when one target exists and ``force`` is not given. Returns
+    Nothing is written when one target exists and ``force`` is not given, nor with
+    ``dry_run`` (the files are listed as they would be written; the same refusals). Returns
     ``{"session", "files": [{"path", "to", "bytes", "redactions"}], "skipped_rows":
-    [databases]}``. Raises
+    [databases], "dry_run"}``. Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -498,13 +512,14 @@ def vault_restore(
         done = []
         for g, targets in plans:
             for target, data, mtime_ns in targets:
-                _write_restored(target, data, mtime_ns)
+                if not dry_run:
+                    _write_restored(target, data, mtime_ns)
                 done.append(
                     {"path": g.path, "to": str(target), "bytes": len(data), "redactions": g.redactions}
                 )
     finally:
         conn.close()
-    return {"session": sid, "files": done, "skipped_rows": sorted(set(rows_only))}
+    return {"session": sid, "files": done, "skipped_rows": sorted(set(rows_only)), "dry_run": dry_run}
 
 
 __all__ = [

@@ -75,6 +75,10 @@ class VaultStatusResult(Result):
         description="the agents' deletion rules: agent, days, setting (where read), max_count"
     )
     at_risk: int = Field(description="how many files an agent will delete that the vault does not hold whole")
+    missing: list[str] = Field(
+        default_factory=list,
+        description="files the vault holds that are gone from disk (`vault restore --all-missing` writes them back)",
+    )
 
 
 def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
@@ -133,6 +137,7 @@ class VaultRestoreRequest(Request):
     user_home: Path | None = None
     generation: int | None = Field(None, ge=1, description="generation N of each file (1: the first kept)")
     at: When = None
+    dry_run: bool = False
 
 
 class RestoredFile(BaseModel):
@@ -154,6 +159,7 @@ class VaultRestoreResult(Result):
         default_factory=list,
         description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
     )
+    dry_run: bool = Field(False, description="true: nothing written; files lists what would be")
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
@@ -179,6 +185,7 @@ def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
             user_home=req.user_home,
             generation=req.generation,
             at=at,
+            dry_run=req.dry_run,
         )
     )
 

@@ -50,7 +50,7 @@ from ctxkeep.sinks.vault import recipe
 from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
 from ctxkeep.sinks.vault.rows_capture import BaseMissing, resolve_delta, seal_rows
 from ctxkeep.sources.contract import RawCapture
-from ctxkeep.timeutil import now_iso
+from ctxkeep.timeutil import format_utc, now_iso
 from ctxkeep.transforms import escapes
 
 if TYPE_CHECKING:
@@ -472,6 +472,9 @@ class PreparedGroup:
     items: list[Prepared] = field(default_factory=list)
     pack: tuple[str, int] | None = None
     objects: list[tuple[bytes, int, int, int]] = field(default_factory=list)
+    #: when the captures were made: the pack record's ``"t"`` (ns since 1970, UTC);
+    #: 0 unknown (a record before it): the time it is recorded
+    t: int = 0
 
 
 @dataclass
@@ -657,19 +660,20 @@ class Capturer:
             )
         if not out.items and not b.objects:
             return None
-        b.record = {"v": 1, "t": time.time_ns(), "captures": [p.as_record() for p in out.items]}
+        out.t = time.time_ns()
+        b.record = {"v": 1, "t": out.t, "captures": [p.as_record() for p in out.items]}
         out.pack = write_pack(self.home, b)
         out.objects = b.objects
         self.written.update(o[0] for o in b.objects)
         return out
 
 
-def _insert_objects(conn, g: PreparedGroup) -> None:
+def _insert_objects(conn, g: PreparedGroup, stamp: str) -> None:
     if g.pack is None:
         return
     name, size = g.pack
     conn.execute(
-        "INSERT OR IGNORE INTO vault_packs(name, bytes, created_at) VALUES(?,?,?)", (name, size, now_iso())
+        "INSERT OR IGNORE INTO vault_packs(name, bytes, created_at) VALUES(?,?,?)", (name, size, stamp)
     )
     pack_id = conn.execute("SELECT pack_id FROM vault_packs WHERE name = ?", (name,)).fetchone()[0]
     conn.executemany(
@@ -819,14 +823,16 @@ def record(
     objects, files, generations, segments (see the module doc for when a generation
     starts). ``load`` reads an object (default: from the vault of ``home``);
     ``floors`` (a replay): per path hash, the generations a retention pruned, which a
-    new generation of the file is numbered after."""
+    new generation of the file is numbered after. The pack's and the generations'
+    times are the group's ``t`` (its pack record's: a replay gives each generation the
+    time it was captured, not the time of the rebuild)."""
     if g is None:
         return
     from ctxkeep.sinks.vault.manifest import read_sha
 
     load = load or (lambda sha: read_sha(conn, home, sha))
-    stamp = now_iso()
-    _insert_objects(conn, g)
+    stamp = _stamp_of(g.t) if g.t else now_iso()
+    _insert_objects(conn, g, stamp)
     for p in g.items:
         floor = 0
         if floors:
@@ -836,6 +842,14 @@ def record(
         _record_one(conn, p, stamp, load, floor)
         if p.extra.get("media"):
             _record_media(conn, p)
+
+
+def _stamp_of(t_ns: int) -> str:
+    """A pack record's time (ns since 1970, UTC) as stored-time text (``UTC_FORMAT``),
+    to the microsecond, exactly (no float)."""
+    import datetime as dt
+
+    return format_utc(dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=t_ns // 1000))
 
 
 def _record_media(conn, p: Prepared) -> None:
@@ -935,7 +949,8 @@ def replay(conn, home: Path, progress=None) -> int:
             for j, c in enumerate(rec.get("captures", []))
             if path_hash(c["path"]) not in gone and (name, j) not in drop
         ]
-        record(conn, home, PreparedGroup(caps, (name, size), objects), floors=floors)
+        # the generations and the pack get the time the record holds: when they were captured
+        record(conn, home, PreparedGroup(caps, (name, size), objects, rec.get("t", 0)), floors=floors)
         if progress:
             progress(i, len(recs))
     if (
