@@ -16,6 +16,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,16 @@ PROCESS_READ_BYTES = int(float(os.environ.get("CTXKEEP_READ_PROCESS_MB", "64")) 
 #: searchable without importing DuckDB and pyarrow (~0.15-0.25 s of CPU) and opening
 #: the file (docs/design.md, "Latency budget")
 DEFER_ANALYTICS_BYTES = 1024 * 1024
+#: ``run_ingest(defer_analytics=None)``: an ingest into a store for which DuckDB was never
+#: built (``sqlite_store.analytics_built``: a first ingest) leaves DuckDB's first build
+#: to its first reader (``sinks.analytics_current.bring_current``) when the store and
+#: the new bytes come to at most this many bytes: the first ingest of a new user's few
+#: MB paid ~0.45 s of CPU for DuckDB, pyarrow and genai-prices' imports and the sync
+#: (issue 26: first ingest of the corpus <= 1.0 s), which the first report pays instead
+#: (``ctxkeep report daily`` after a first ingest of the corpus: ``bench_interactive``).
+#: A bigger first ingest syncs as it commits (``AnalyticsSyncer``), so no reader ever
+#: waits for a large first build.
+FIRST_BUILD_DEFER_BYTES = 32 * 1024 * 1024
 #: an ingest of at most this many new bytes into a store ``store_safety.known_good``
 #: skips ``check_integrity``'s read of every page (~3 s at 2 GB): the hook path
 INCREMENTAL_CHECK_BYTES = DEFER_ANALYTICS_BYTES
@@ -83,7 +94,13 @@ UNREADABLE_LISTED = 10
 
 
 def extract_transform(
-    conn, parts: list[Part], tombs: dict, *, seen: InFlight | None = None, group_bytes: int = GROUP_BYTES
+    conn,
+    parts: list[Part],
+    tombs: dict,
+    *,
+    seen: InFlight | None = None,
+    group_bytes: int = GROUP_BYTES,
+    start_capture: Callable[[list], Future | None] | None = None,
 ) -> Generator[Group, None, None]:
     """Read the new bytes of the ``parts``' files (in order) and transform them into
     ``Group`` s for the writer, in order.
@@ -102,6 +119,10 @@ def extract_transform(
     (``transform.transform_batch``). ``tombs``: ``sqlite_store.tombstoned``. A file
     that vanished after the plan is counted in the next group, not an error. Raises
     what a reader or a transform raised (after the groups before it).
+
+    ``start_capture`` (``Writer.start_capture``): called with a group's bytes for the
+    vault before its transform, so the capture runs beside it; what it returns is the
+    group's ``vault_pending`` (None: the group keeps its ``raws`` for ``Writer.put``).
     """
     todo = [t for p in parts for t in p.todo]
     ends = set(itertools.accumulate(len(p.todo) for p in parts))
@@ -111,8 +132,8 @@ def extract_transform(
 
     def flush() -> Group:
         nonlocal group, size, count, files_read, vanished
-        frames = None
-        quarantine, wms, changes, coverage = [], {}, [], []
+        frames = pending = None
+        quarantine, wms, changes, coverage, raws = [], {}, [], [], []
         if group:
             entries = [e for it, b in group for e in b.entries]
             quarantine = [dict(q, agent=it.file.agent) for it, b in group for q in b.quarantine]
@@ -125,6 +146,18 @@ def extract_transform(
                 for it, b in group
                 if b.coverage is not None
             ]
+            # a purged session's rows document stays out of the vault (its tombstone)
+            raws = [
+                b.raw
+                for it, b in group
+                if b.raw is not None
+                and not (
+                    b.raw.meta.get("vault_rows") and b.raw.meta.get("session") in tombs.get("session", ())
+                )
+            ]
+            pending = start_capture(raws) if start_capture is not None else None
+            if pending is not None:
+                raws = []
             merged = Batch(entries, [], None)
             pre = None
             if any(it.rows is not None for it, b in group):  # normalized by a reader process
@@ -145,16 +178,9 @@ def extract_transform(
             sum(b.lines for it, b in group),
             files_read,
             vanished,
-            # a purged session's rows document stays out of the vault (its tombstone)
-            raws=[
-                b.raw
-                for it, b in group
-                if b.raw is not None
-                and not (
-                    b.raw.meta.get("vault_rows") and b.raw.meta.get("session") in tombs.get("session", ())
-                )
-            ],
+            raws=raws,
             coverage=coverage,
+            vault_pending=pending,
         )
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
@@ -332,7 +358,9 @@ def ingest_files(
     parts = split_parts(todo)
     if submit is None:
         seen = InFlight(lambda: w.stored) if w.threaded else None
-        groups = extract_transform(conn, parts, tombs, seen=seen, group_bytes=group_bytes)
+        groups = extract_transform(
+            conn, parts, tombs, seen=seen, group_bytes=group_bytes, start_capture=w.start_capture
+        )
     else:
         groups = _submitted(
             parts,
@@ -397,8 +425,9 @@ def run_ingest(
     ``pipeline.cluster`` Dask tasks), ``parts_ahead`` parts ahead of the writer.
     ``defer_analytics``: True leaves DuckDB to its readers
     (``sinks.analytics_current.bring_current``; the summary's ``analytics`` note says
-    so), None defers when the plan holds at most ``DEFER_ANALYTICS_BYTES`` new bytes
-    and DuckDB exists, False (the default) syncs DuckDB in the run.
+    so), None defers as ``_defers_analytics`` decides (at most ``DEFER_ANALYTICS_BYTES``
+    new bytes into a DuckDB that exists; a first ingest of at most
+    ``FIRST_BUILD_DEFER_BYTES``), False (the default) syncs DuckDB in the run.
     Returns the ``Summary``. Raises StoreBusy when ``wait`` is False and another
     maintenance run holds the lock; else what the run raised (recorded as failed)."""
     on_plan = on_plan or hooks.on_plan
@@ -471,7 +500,7 @@ def _run_locked(
         tombs = sqlite_store.tombstoned(conn)
         before = sqlite_store.coverage_ledger(conn) if p.todo else []  # the drift alerts' base
         if defer_analytics is None:
-            defer_analytics = p.pending_bytes <= DEFER_ANALYTICS_BYTES and (home / ANALYTICS_DB).exists()
+            defer_analytics = _defers_analytics(conn, Path(home), p)
         if defer_analytics:
             _fill(
                 s, ingest_files(conn, p.todo, tombs, on_bytes, submit=submit, parts_ahead=parts_ahead), before
@@ -482,6 +511,22 @@ def _run_locked(
             _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead, before)
     s.seconds = run.seconds
     return s
+
+
+def _defers_analytics(conn, home: Path, p: Plan) -> bool:
+    """``run_ingest(defer_analytics=None)``'s choice: leave DuckDB to its readers when
+    it exists and the plan holds at most ``DEFER_ANALYTICS_BYTES`` new bytes (the hook
+    path), or when it was never built and the store with the plan's new bytes comes to
+    at most ``FIRST_BUILD_DEFER_BYTES`` (a small first ingest)."""
+    if (home / ANALYTICS_DB).exists():
+        return p.pending_bytes <= DEFER_ANALYTICS_BYTES
+    if sqlite_store.analytics_built(conn):  # deleted since its first build: rebuilt here
+        return False
+    try:
+        held = (home / STORE_DB).stat().st_size
+    except OSError:
+        held = 0
+    return held + p.pending_bytes <= FIRST_BUILD_DEFER_BYTES
 
 
 def _ingest_synced(

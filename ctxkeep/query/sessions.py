@@ -167,10 +167,12 @@ def session_page(
     # recovery and intents (~0.015-0.03 s of CPU)
     from ctxkeep.sinks import analytics_current
 
+    # (brought current before the file is looked for: a small first ingest leaves
+    # DuckDB's first build to its first reader)
     if (
         home is not None
-        and (Path(home) / ANALYTICS_DB).exists()
         and analytics_current.bring_current(Path(home)) is None
+        and (Path(home) / ANALYTICS_DB).exists()
     ):
         try:
             page = sl.duckdb_page(Path(home), flt, limit=limit, offset=offset)

@@ -3,7 +3,9 @@
 DuckDB is derived from SQLite and may lag behind it: a small ingest (the agents'
 hooks, ``ingest --path FILE`` of a few new lines) stores its entries in SQLite only
 and leaves the DuckDB sync to the next reader (``pipeline.engine.DEFER_ANALYTICS_BYTES``),
-and a sync that found the file held by another process is caught up later too. Every
+a small first ingest (the corpus of a new user) leaves DuckDB's first build to it
+(``pipeline.engine.FIRST_BUILD_DEFER_BYTES``), and a sync that found the file held by
+another process is caught up later too. Every
 reader of DuckDB (``ctxkeep report``, the status line, notebooks and the app,
 ``doctor``, ``export``) calls ``bring_current`` before it opens the file.
 
@@ -38,19 +40,25 @@ WAIT_SECONDS = 2.0
 
 
 def behind(home: Path) -> bool:
-    """True when SQLite at ``home`` holds entries or status changes that DuckDB, which
-    exists, does not (``sqlite_store.analytics_behind``); False without a store, without
-    a DuckDB file (a deleted one is rebuilt by ``ingest`` or ``doctor --repair``, not
-    by a reader: the reports say it is missing) or when SQLite cannot be opened
-    read-only (the reader's own open says why)."""
+    """True when SQLite at ``home`` holds entries or status changes that DuckDB does not
+    (``sqlite_store.analytics_behind``): DuckDB exists and lags, or was never built (no
+    sync ever recorded, ``sqlite_store.analytics_built``: a small first ingest left its
+    first build to the first reader, ``pipeline.engine.FIRST_BUILD_DEFER_BYTES``).
+    False without a store, without a DuckDB file once one was built (a deleted one is
+    rebuilt by ``ingest`` or ``doctor --repair``, not by a reader: the reports say it is
+    missing) or when SQLite cannot be opened read-only (the reader's own open says
+    why)."""
     home = Path(home)
-    if not (home / STORE_DB).exists() or not (home / ANALYTICS_DB).exists():
+    if not (home / STORE_DB).exists():
         return False
+    exists = (home / ANALYTICS_DB).exists()
     try:
         conn = sqlite_store.connect(home, readonly=True)
     except CtxkeepError:
         return False
     try:
+        if not exists and sqlite_store.analytics_built(conn):
+            return False
         return sqlite_store.analytics_behind(conn)
     except sqlite3.Error:  # a damaged store: its own readers and doctor say so
         return False

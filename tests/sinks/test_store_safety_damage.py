@@ -33,6 +33,10 @@ def base(tmp_path_factory) -> Path:
     h = tmp_path_factory.mktemp("base") / "home"
     r = cli("ingest", "--no-prefect", "--no-progress", home=h)
     assert r.returncode == 0, r.stderr
+    # a small first ingest leaves DuckDB's first build to its first reader
+    r = cli("report", "daily", home=h)
+    assert r.returncode == 0, r.stderr
+    assert (h / "analytics.duckdb").exists()
     return h
 
 

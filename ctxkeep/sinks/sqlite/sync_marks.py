@@ -3,6 +3,8 @@
 Keys (text values): ``analytics_entries_rowid`` and ``analytics_status_seq``, the
 ``entries.rowid`` and ``status_log.seq`` high-water marks of the last complete DuckDB
 sync (``sinks.duckdb.sync``). (``schema_version`` is ``connection.schema_version``.)
+Neither key: DuckDB was never built for this store (a small first ingest leaves its
+first build to the first reader: ``pipeline.engine.FIRST_BUILD_DEFER_BYTES``).
 """
 
 from __future__ import annotations
@@ -43,3 +45,11 @@ def analytics_behind(conn: sqlite3.Connection, home: Path | None = None) -> bool
     return rowid > int(marks.get("analytics_entries_rowid", 0)) or seq > int(
         marks.get("analytics_status_seq", 0)
     )
+
+
+def analytics_built(conn: sqlite3.Connection) -> bool:
+    """Whether a complete DuckDB sync was ever recorded for this store
+    (``mark_analytics_synced``). False for a store whose first ingest left DuckDB to its
+    readers (``analytics_current.behind`` then has a missing file built, not reported
+    as deleted), or whose only syncs failed."""
+    return conn.execute("SELECT 1 FROM meta WHERE key = 'analytics_entries_rowid'").fetchone() is not None
