@@ -126,10 +126,10 @@ class AnalyticsSyncer:
                 assert appends is not None  # opened with con
                 got = None
                 if not final and item[1] is not None:
-                    limit = _memory_limit(con, limit, APPEND_MEMORY_LIMIT)
+                    limit = duckdb_store.set_memory_limit(con, limit, APPEND_MEMORY_LIMIT)
                     got = appends.append(item[0], item[1].to_arrow())
                 if got is None:
-                    limit = _memory_limit(con, limit, duckdb_store.WRITER_MEMORY_LIMIT)
+                    limit = duckdb_store.set_memory_limit(con, limit, duckdb_store.WRITER_MEMORY_LIMIT)
                     if sq is None:
                         sq = sqlite_store.connect(self.home, readonly=True)
                     if final:
@@ -166,20 +166,6 @@ class AnalyticsSyncer:
         for c in (con, sq):
             if c is not None:
                 _close_quietly(c)
-
-
-def _memory_limit(con, current: str, want: str) -> str:
-    """Set DuckDB's ``memory_limit`` on ``con`` to ``want`` unless ``current`` (the
-    limit set now) is it; returns the limit now set. Lowering it makes DuckDB drop or
-    write out the blocks above it; a limit it cannot take now (blocks pinned) is left
-    as it was."""
-    if current == want:
-        return current
-    try:
-        con.execute(f"SET memory_limit = '{want}'")
-    except Exception:  # duckdb.Error: cannot free enough now; the next group tries again
-        return current
-    return want
 
 
 def preload_prices() -> None:

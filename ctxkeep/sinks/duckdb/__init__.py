@@ -130,6 +130,20 @@ def _model_sql(home: Path) -> list[str]:
     return [s.strip() for s in body.split("\n;") if s.strip()]
 
 
+def set_memory_limit(con, current: str, want: str) -> str:
+    """Set DuckDB's ``memory_limit`` on ``con`` to ``want`` unless ``current`` (the
+    limit set now) is it; returns the limit now set. Lowering it makes DuckDB drop or
+    write out the blocks above it; a limit it cannot take now (blocks pinned) is left
+    as it was."""
+    if current == want:
+        return current
+    try:
+        con.execute(f"SET memory_limit = '{want}'")
+    except Exception:  # duckdb.Error: cannot free enough now; the next group tries again
+        return current
+    return want
+
+
 def connect(home: Path, *, readonly: bool = False) -> duckdb.DuckDBPyConnection:
     """Open ``<home>/analytics.duckdb`` (created 0600); a writable open creates the
     tables and (re)creates the views and macros of ``model.sql`` when their text changed
