@@ -19,7 +19,9 @@ from ctxkeep.cli import (
     failing,
     out,
     say,
+    say_folded,
     table,
+    tilde,
     warn,
 )
 from ctxkeep.cli.options import (
@@ -208,9 +210,12 @@ def _ingest_progress(show: bool):
 
 
 def _print_summary(s: dict, held: str | None) -> None:
+    # ``lines`` counts records: a JSONL line, a database row, a whole JSON or Markdown
+    # document (an Aider history file is one): "records", not "lines" (2 Aider files
+    # read as "2 lines")
     line = (
         f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
-        f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}) in "
+        f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'record')}) in "
         f"{s['seconds']:.1f} s; {_count(s['quarantined'], 'bad line')}"
         # the bad lines read in this run: a file read again (rewritten, shrunk and
         # regrown) holds lines quarantined before, stored once, so not "newly quarantined"
@@ -505,7 +510,7 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         for a, d in res["agents"].items()
     ]
     # fits 80 columns: headers on two lines, one space between columns, cells never cut
-    t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    t = table(title=f"ctxkeep store {tilde(h)}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for i, c in enumerate(
         # tokens of the stored text, estimated from its bytes: not the API tokens of `usage`
         # below (nor of `sessions` and the reports), which the agents logged per response
@@ -530,22 +535,20 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         t.add_row(*r)
     out.print(t)
     cs, q = res["contents"], res["quarantine"]
-    out.print(
-        f"distinct contents {cs['distinct']:,} ({_size(cs['bytes'])}, {cs['token_estimate']:,} text tokens (est.)); "
-        f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
-        highlight=False,
+    # plain lines folded at the terminal's width (after a comma), never inside a figure
+    say_folded(
+        f"distinct contents {cs['distinct']:,} ({_size(cs['bytes'])}, {cs['token_estimate']:,} text tokens "
+        f"(est.)); quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired"
     )
     u = res["usage"]
-    out.print(
+    say_folded(
         f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
         f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} API tokens "
-        "(as the agents logged them)",
-        highlight=False,
+        "(as the agents logged them)"
     )
-    out.print(
+    say_folded(
         "files: "
         + ", ".join(f"{k} {_size(v)}" for k, v in res["files"].items())
-        + f"; last ingest {res['last_ingest'] or 'never'}",
-        highlight=False,
+        + f"; last ingest {res['last_ingest'] or 'never'}"
     )
-    out.print(redactions_line(res["redactions"]), highlight=False)
+    say_folded(redactions_line(res["redactions"]))

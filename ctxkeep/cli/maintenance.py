@@ -441,7 +441,7 @@ def backfill(
         return
     s = rep["ingest"]
     out.print(
-        f"backfilled {_count(s['files_read'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}): "
+        f"backfilled {_count(s['files_read'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'record')}): "
         f"{_count(s['entries_new'], 'new entry', 'new entries')}, "
         f"{_count(s['quarantined'], 'quarantined line')}, "
         f"{s['seconds']:.1f} s",
