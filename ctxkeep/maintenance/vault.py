@@ -194,8 +194,9 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     (compressed), values redacted per kind; the agents' deletion schedules with the next
     deletion of a session file on disk and the files at risk (due for deletion and not
     whole in the vault; ``unfinished_bytes``: how much of what is missing is a last line
-    the agent never ended, which no ingest reads until it does). Returns ``{"vault_dir", "pack_bytes", "agents": [...],
-    "schedules": [...], "at_risk": n}``. Raises StoreError without a store."""
+    the agent never ended, which no ingest reads until it does). Returns ``{"vault_dir", "pack_bytes",
+    "stored_bytes", "shared_bytes", "per_reference_bytes" (``manifest.stored_figures``: each object
+    counted once), "agents": [...], "schedules": [...], "at_risk": n}``. Raises StoreError without a store."""
     from ctxkeep.sources import discover_all
 
     ctx = ctx or DiscoveryContext.from_env()
@@ -203,7 +204,8 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     conn = sqlite_store.connect(Path(home), readonly=True)
     try:
         figs = manifest.figures(conn)
-        total, per = manifest.packed_bytes(conn)
+        stored = manifest.stored_figures(conn)
+        total, per = stored["pack_bytes"], stored["agents"]
         sessions = dict(
             conn.execute(
                 "SELECT vf.agent, count(DISTINCT e.session_id) FROM vault_files vf JOIN files fi "
@@ -257,6 +259,9 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     return {
         "vault_dir": str(vault_dir(home)),
         "pack_bytes": total,
+        "stored_bytes": stored["stored_bytes"],
+        "shared_bytes": stored["shared_bytes"],
+        "per_reference_bytes": stored["per_reference_bytes"],
         "agents": [r.__dict__ | {"at_risk": [x.__dict__ for x in r.at_risk]} for r in rows],
         "schedules": [s.__dict__ for s in scheds],
         "at_risk": sum(len(r.at_risk) for r in rows),
