@@ -595,6 +595,17 @@ def _store_error(e: BaseException) -> bool:
     return True
 
 
+def _house_words(msg: str) -> str:
+    """Click's usage message in the house style of ``error:`` lines: lower-case, no
+    period before the dash (``No such command 'x'. Did you mean 'y'?`` → ``no such
+    command 'x' - did you mean 'y'?``; ``No such option: --x`` → ``no such option:
+    --x``)."""
+    if msg[:1].isupper() and msg[1:2].islower():
+        msg = msg[0].lower() + msg[1:]
+    msg = re.sub(r"\. Did you mean ", " - did you mean ", msg)
+    return msg[:-1] if msg.endswith(".") else msg
+
+
 def run_command(call) -> int:
     """Run ``call()`` (the Click group's non-standalone ``main``) under the one error
     contract and return the exit code: usage errors (unknown option, bad value, missing
@@ -614,10 +625,10 @@ def run_command(call) -> int:
         # the parser raises "Option '--x' requires an argument" without a context: the
         # command the group resolved last (``_Group.resolve_command``) is the one
         where = e.ctx.command_path if e.ctx else _resolved[-1] if _resolved else "ctxkeep"
-        msg = " ".join(e.format_message().split())
+        msg = _house_words(" ".join(e.format_message().split()))
         # a line that names a command to run or the agent meant already says what to do
         # (and stays within 80 columns: ``options.unknown_value``)
-        done = "`ctxkeep " in msg or msg.startswith("unknown agent ") and msg.endswith("?")
+        done = "`ctxkeep " in msg or " - did you mean " in msg and msg.endswith("?")
         see = "" if done else f" - see `{where} --help`"
         typer.echo(f"error: {msg}{see}", err=True)
         return 2

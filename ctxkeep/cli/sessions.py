@@ -42,6 +42,12 @@ def sessions(
     from ctxkeep.service.sessions import SessionsRequest
     from ctxkeep.service.sessions import sessions as ask
 
+    if every and (limit is not None or offset):  # `--all --limit 3` printed all, silently
+        from ctxkeep.cli import _fail
+        from ctxkeep.errors import UsageError
+
+        given = "--limit" if limit is not None else "--offset"
+        _fail(UsageError(f"--all and {given} exclude each other", hint="give one"), 2)
     with failing():
         req = SessionsRequest.parse(
             agent=agent,

@@ -168,10 +168,13 @@ def latest_session(
     ).fetchone()
     if not r:
         of = f" of {agent}" if agent else ""
+        # an ingest helps only an empty store: else no session's project is this folder
+        # (a new user ran `resume` in a folder of no session and was told to ingest)
+        empty = conn.execute("SELECT 1 FROM entry_rows WHERE agent <> 'note' LIMIT 1").fetchone() is None
         raise NotFound(
-            f"no stored session{of}{' in ' + project_dir if project_dir else ''}",
+            f"no {'stored ' if empty else ''}session{of}{' of project ' + project_dir if project_dir else ''}",
             where="project",
-            hint="run `ctxkeep ingest`, or name a session",
+            hint="run `ctxkeep ingest`" if empty else "name one (`ctxkeep sessions` lists them)",
         )
     return r[0]
 
