@@ -120,10 +120,18 @@ def say(line: str) -> None:
 def line_width() -> int | None:
     """The width plain lines are folded to (``fold``): the terminal's, or ``COLUMNS``
     when it is set; None when output is piped without ``COLUMNS`` (lines as written,
-    one record per line for grep)."""
-    c = out.get()
-    if c.is_terminal or os.environ.get("COLUMNS"):
-        return max(c.width, 20)
+    one record per line for grep). Without Rich when ``out``'s console is not made yet
+    (``ingest``'s summary of a no-op run imports no Rich)."""
+    c = out._console
+    if c is not None:
+        return max(c.width, 20) if c.is_terminal or os.environ.get("COLUMNS") else None
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit():
+        return max(int(cols), 20)
+    if sys.stdout.isatty():
+        import shutil
+
+        return max(shutil.get_terminal_size().columns, 20)
     return None
 
 

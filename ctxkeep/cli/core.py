@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import typer
@@ -17,6 +18,8 @@ from ctxkeep.cli import (
     app,
     err,
     failing,
+    fold,
+    line_width,
     out,
     say,
     say_folded,
@@ -221,9 +224,9 @@ def _print_summary(s: dict, held: str | None) -> None:
         # regrown) holds lines quarantined before, stored once, so not "newly quarantined"
         + (" (in quarantine, each stored once: `ctxkeep quarantine`)" if s["quarantined"] else "")
     )
-    say(line)
+    say_folded(line)  # at the terminal's width (without Rich: a no-op run imports none)
     if s.get("per_agent"):
-        say("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())))
+        say_folded("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), indent="    ")
     if not s["files"] and not s["entries_new"]:  # nothing found at all: say where to look
         say(
             "  no session files found: `ctxkeep sources` shows where each agent was looked for "
@@ -249,10 +252,11 @@ def _print_summary(s: dict, held: str | None) -> None:
         )
     alerts = s.get("coverage_alerts") or []
     for a in alerts:
-        say(f"  format drift: {a['message']}")
+        say_folded(f"  format drift: {a['message']}", indent="    ")
     if alerts:
-        say(
-            "  (`ctxkeep sources --coverage` shows the coverage ledger; the records are kept as meta entries)"
+        say_folded(
+            "  (`ctxkeep sources --coverage` shows the coverage ledger; the records are kept as meta entries)",
+            indent="    ",
         )
 
 
@@ -330,15 +334,21 @@ def search(
             out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
         return
     style = {"head": "bold", "title": "", "snippet": "dim"}
+    width = line_width()
     for h in hits.hits:
         for part, line in render_hit(h):
-            out.print(
-                ("" if part == "head" else "   ") + line,
-                highlight=False,
-                markup=False,
-                style=style[part],
-                soft_wrap=True,
-            )
+            # at the terminal's width: the head (its id whole) folded between its fields,
+            # a title's or snippet's text wrapped (a long word of text may be cut)
+            if part == "head":
+                lines = fold(line, indent="   ")
+            elif width is not None and len(line) + 3 > width:
+                lines = textwrap.wrap(
+                    line, width=width, initial_indent="   ", subsequent_indent="   ", break_on_hyphens=False
+                )
+            else:
+                lines = ["   " + line]
+            for x in lines:
+                out.print(x, highlight=False, markup=False, style=style[part], soft_wrap=True)
     if hits.note:
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
     if hits.suggestions:

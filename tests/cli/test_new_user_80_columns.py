@@ -180,3 +180,24 @@ def test_bare_ctxkeep_prints_short_help_and_exits_0(homes):
     assert r.stderr == "" and lines[0].startswith("ctxkeep keeps")
     assert "Usage: ctxkeep COMMAND" in r.stdout and "ctxkeep ingest" in r.stdout
     assert len(lines) <= 20
+
+
+def test_search_hits_fit_with_ids_whole(homes):
+    """A hit's snippet line was ~300 columns, its head ~100 (newuser14 F1)."""
+    store, home = homes
+    hits = json.loads(_run(store, "search", "connection refused", "--json", home=home).stdout)["hits"]
+    lines = _fits(_run(store, "search", "connection refused", home=home).stdout)
+    assert hits
+    heads = [x.split()[0] for x in lines if not x.startswith(" ")]
+    assert heads == [h["entry_id"] for h in hits]  # each id whole, first on its head line
+
+
+def test_ingest_summary_fits(homes, tmp_path):
+    """The per-agent line (~130 columns) and each format drift line (~150) (newuser14 F1)."""
+    _, home = homes
+    r = _run(str(tmp_path / "store"), "ingest", "--no-progress", home=home)
+    lines = _fits(r.stdout)
+    flat = " ".join(r.stdout.split())
+    assert flat.startswith("ingested 3,890 new entries from 27 of 27 files") and "records)" in flat
+    assert "aider: 32, claude-code: 986, codex: 2,229" in flat
+    assert sum(x.startswith("  format drift: ") for x in lines) == 3
