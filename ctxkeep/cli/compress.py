@@ -23,7 +23,9 @@ from ctxkeep.cli import (
     line_width,
     out,
     say,
+    say_folded,
     table,
+    tilde,
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, require_paths
@@ -228,16 +230,15 @@ def _emit_summary(s: dict) -> None:
         name = f["path"]
         if f["status"] in ("compressed", "would-compress"):
             img = (f.get("savings") or {}).get("inline", {}).get("image_tokens", 0)
-            out.print(
-                f"{verb} {name}: {f['bytes_before']:,} → {f['bytes_after']:,} bytes, "
+            say_folded(  # at the terminal's width, the file's path with ~
+                f"{verb} {tilde(name)}: {f['bytes_before']:,} → {f['bytes_after']:,} bytes, "
                 f"{f['tokens_before']:,} → {f['tokens_after']:,} text tokens"
                 + (f" (and images of {img:,} tokens moved to the store)" if img else "")
                 + f", {f['messages_before']:,} → {f['messages_after']:,} messages"
-                + (f"; backup {f['backup']}" if f.get("backup") else ""),
-                highlight=False,
+                + (f"; backup {tilde(f['backup'])}" if f.get("backup") else "")
             )
             if f.get("savings"):
-                out.print("  saved: " + _savings_text(f["savings"]), highlight=False, soft_wrap=True)
+                say_folded("  saved: " + _savings_text(f["savings"]), indent="    ")
         elif f["status"] == "skipped":
             out.print(f"skipped {name}: {f['reason']}", highlight=False)
         else:

@@ -192,8 +192,8 @@ def restore(
         return
     for f in r["files"]:
         red = sum(f["redactions"].values())
-        say(
-            f"restored {f['to']} ({_size(f['bytes'])}"
+        say_folded(
+            f"restored {tilde(f['to'])} ({_size(f['bytes'])}"
             + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
             + ")"
         )

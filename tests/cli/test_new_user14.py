@@ -26,3 +26,24 @@ def test_retention_names_the_vault_setting_it_reads(store):
     assert r.exit_code == 0, r.output
     assert "vault: every generation kept (no [vault] keep_generations / generation_max_age_days)" in r.stdout
     assert "  keep_generations" not in r.stdout
+
+
+def test_a_missing_file_is_named_as_missing(store, tmp_path, monkeypatch):
+    """`restore home/…db` from another folder said "not a usable store backup: missing or
+    empty", `compress --restore home/….jsonl` "no backup to restore" (F13)."""
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["restore", "home/store-x.db", "--home", str(store)])
+    assert r.exit_code == 1 and r.stderr.startswith(
+        f"error: no such file ({tmp_path / 'home/store-x.db'}) - give the backup's path"
+    ), r.stderr
+    r = runner.invoke(app, ["compress", "--restore", "home/x.jsonl", "--home", str(store)])
+    assert r.exit_code == 1 and r.stderr.startswith(
+        f"error: no such file ({tmp_path / 'home/x.jsonl'}) - give the session file's path"
+    ), r.stderr
+
+
+def test_doctor_counts_one_session_and_one_file_in_the_singular():
+    """ "SQLite lost 1,312 entries of 1 sessions (1 files)" (F9)."""
+    from ctxkeep.maintenance.doctor import _n
+
+    assert (_n(1, "session"), _n(2, "file"), _n(1, "entry", "entries")) == ("1 session", "2 files", "1 entry")
