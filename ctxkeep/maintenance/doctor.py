@@ -116,6 +116,11 @@ def _sqlite_checks(home: Path, full: bool, wal_finding: Finding | None = None) -
     db = home / STORE_DB
     out: list[Finding] = []
     if not db.exists():
+        held = store_safety.held_data(home)
+        if held:  # lost: an ingest would rebuild it from what the agents' files hold now
+            return [
+                Finding("sqlite-header", str(db), "damaged", "missing; the home holds " + ", ".join(held))
+            ]
         return [Finding("sqlite-header", str(db), "skipped", "no store yet")]
     size = db.stat().st_size
     if size == 0:
@@ -473,7 +478,8 @@ def repair(home: Path, findings: list[Finding]) -> dict:
     with hold(home, 0, what="doctor --repair"):
         if bad & {"sqlite-header", "sqlite-integrity", "orphans"}:
             moved = backup.move_aside(home, "damaged")
-            actions.append("moved aside: " + ", ".join(moved))
+            if moved:
+                actions.append("moved aside: " + ", ".join(moved))
             for b in backup.backups(home):
                 if backup.check_backup(b) is None:
                     backup.install(home, b)
@@ -494,6 +500,9 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             (home / (STORE_DB + "-shm")).unlink(missing_ok=True)
             if not (home / STORE_DB).exists():
                 (home / "store.id").unlink(missing_ok=True)  # a new store gets a new identity
+                # created here, on purpose: every other open refuses a home that held data
+                # and has no store.db (store_safety.check_file)
+                sqlite_store.connect(home, new_store=True).close()
             from ctxkeep.pipeline.engine import run_ingest
 
             n = _reload_archived_ids(home)
@@ -814,7 +823,13 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     from ctxkeep.pipeline.engine import run_ingest
 
     files, _problems = discovered_files(home)
-    backups = [SourceFile(f.agent, b, "append", f.meta) for f in files for b in rewrite.backup_paths(f.path)]
+    # a backup's records are the session file's: its name (``<id>.jsonl.backup``) must
+    # not name a session of its own (a Claude Code ``summary`` line has no sessionId)
+    backups = [
+        SourceFile(f.agent, b, "append", {**f.meta, "file_session": f.path.stem})
+        for f in files
+        for b in rewrite.backup_paths(f.path)
+    ]
     if not backups:
         return 0, 0
     s = run_ingest(home, files=backups, force=True)

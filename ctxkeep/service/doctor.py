@@ -41,14 +41,15 @@ class DoctorResult(Shape):
 def doctor(home: Path, req: DoctorRequest) -> DoctorResult:
     """Check the store at ``home``; with ``req.repair`` and damage found, repair and
     check again (``damaged`` then lists what is still damaged). Raises CtxkeepError
-    ``no store yet`` when ``home`` holds no ``store.db`` (a home that does not exist, or
-    one never ingested into: nothing was checked, so the store is not called sound;
+    ``no store yet`` when ``home`` holds no ``store.db`` and nothing showing that it held
+    one (a home that does not exist, or one never ingested into: nothing was checked, so the store is not called sound;
     the command exits 1), StoreBusy when a repair cannot take the store lock."""
     from ctxkeep.errors import CtxkeepError
     from ctxkeep.maintenance import doctor as doc
     from ctxkeep.sinks.files import STORE_DB
+    from ctxkeep.sinks.sqlite.store_safety import held_data
 
-    if not (Path(home) / STORE_DB).exists():
+    if not (Path(home) / STORE_DB).exists() and not held_data(Path(home)):
         raise CtxkeepError(
             "no store yet", where=str(Path(home) / STORE_DB), hint="run `ctxkeep ingest` first"
         )

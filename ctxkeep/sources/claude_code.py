@@ -171,10 +171,11 @@ def matches(path: Path) -> bool:
 
 
 def init_state(file: SourceFile) -> dict:
-    """The parser state at offset 0 of ``file``: the session id its name implies and,
+    """The parser state at offset 0 of ``file``: the session id its name implies (or,
+    for a copy such as compress's ``<id>.jsonl.backup``, its ``file_session`` meta) and,
     for sub-agent transcripts, the sub-agent and parent session ids."""
     return {
-        "file_session": file.path.stem,
+        "file_session": file.meta.get("file_session") or file.path.stem,
         "sub": file.meta.get("subagent"),
         "parent": file.meta.get("parent_session"),
     }

@@ -174,6 +174,15 @@ def pct(xs: list[float], q: float) -> float:
 # ---------------------------------------------------------------- worker (either checkout)
 
 
+#: VM instructions of the running query, in thousands (``_count_steps``)
+_STEPS = [0]
+
+
+def _count_steps() -> int:
+    _STEPS[0] += 1
+    return 0  # go on
+
+
 def _worker() -> None:
     """JSON lines on stdin → JSON lines on stdout, with whatever ``ctxkeep`` this
     interpreter imports: ``open`` a store (notes indexed first), ``q`` one timed query
@@ -189,27 +198,49 @@ def _worker() -> None:
             from ctxkeep.sinks import sqlite as sqlite_store
 
             home = Path(req["store"])
-            w = sqlite_store.connect(home)
-            for label, rel in NOTES.items():
-                if (CORPUS_HOME / rel).exists():
-                    index_note(w, label, path=CORPUS_HOME / rel)
+            # the store is written only when a note is missing (a store shared read-only
+            # by several benches is left as it is once its notes are in)
+            r = sqlite_store.connect(home, readonly=True)
+            missing = [
+                label
+                for label, rel in NOTES.items()
+                if (CORPUS_HOME / rel).exists()
+                and not r.execute(
+                    "SELECT 1 FROM entry_rows WHERE session_id = ? LIMIT 1", (label,)
+                ).fetchone()
+            ]
+            if missing:
+                w = sqlite_store.connect(home)
+                for label in missing:
+                    index_note(w, label, path=CORPUS_HOME / NOTES[label])
+                w.close()
             info = {
-                "schema": sqlite_store.schema_version(w),
-                "entries": w.execute("SELECT count(*) FROM entries").fetchone()[0],
-                "chunks": w.execute("SELECT count(*) FROM chunks").fetchone()[0],
+                "schema": sqlite_store.schema_version(r),
+                "entries": r.execute("SELECT max(rowid) FROM entry_rows").fetchone()[0],
+                "chunks": r.execute("SELECT max(rowid) FROM chunk_rows").fetchone()[0],
                 "mb": (home / "store.db").stat().st_size / 1e6,
+                "notes": "indexed " + ", ".join(missing) if missing else "in the store",
             }
-            w.close()
+            r.close()
             # as `ctxkeep search` opens it (a checkout from before mmap=True: without)
             kw = {"mmap": True} if "mmap" in inspect.signature(sqlite_store.connect).parameters else {}
             conn = sqlite_store.connect(home, readonly=True, **kw)
+            # SQLite VM instructions of each query, in thousands (the progress handler
+            # runs every 1,000): a measure of the plan that load does not change (the work
+            # FTS5 does inside one instruction, such as BM25's IDF walk, is not counted)
+            conn.set_progress_handler(_count_steps, 1000)
             res = info
         elif op == "q":
             from ctxkeep.query.search import Filters, search
 
+            _STEPS[0] = 0
             t0, c0 = time.perf_counter(), time.process_time()
             search(conn, req["q"], filters=Filters(**req["f"]), limit=10, budget_tokens=4000)
-            res = {"ms": (time.perf_counter() - t0) * 1000, "cpu_ms": (time.process_time() - c0) * 1000}
+            res = {
+                "ms": (time.perf_counter() - t0) * 1000,
+                "cpu_ms": (time.process_time() - c0) * 1000,
+                "ksteps": _STEPS[0],
+            }
         elif op == "relevance":
             res = _relevance()
         else:
@@ -304,7 +335,8 @@ def main(argv: list[str] | None = None) -> None:
         info = s.ask(op="open", store=str(s.store))
         print(
             f"{s.name:8s} {s.checkout} (git {_git_head(s.checkout)}): store {s.store}, schema v{info['schema']}, "
-            f"{info['mb']:.0f} MB store.db, {info['entries']:,} entries, {info['chunks']:,} chunks"
+            f"{info['mb']:.0f} MB store.db, ~{info['entries']:,} entries, ~{info['chunks']:,} chunks "
+            f"(highest ids), notes {info.get('notes', '?')}"
         )
     qs = queries()
     for q, f in qs[:20]:  # warm the page cache and the statements
@@ -312,6 +344,8 @@ def main(argv: list[str] | None = None) -> None:
             s.ask(op="q", q=q, f=f)
     times: dict[str, list[tuple[float, str, dict]]] = {s.name: [] for s in sides}
     cpu: dict[str, list[float]] = {s.name: [] for s in sides}
+    # per side and kind: CPU ms and thousands of VM instructions of each query
+    per_kind: dict[str, dict[str, list[tuple[float, int]]]] = {s.name: {} for s in sides}
     loads = [os.getloadavg()[0]]
     for rnd in range(a.rounds):
         for i, (q, f) in enumerate(qs):
@@ -319,6 +353,10 @@ def main(argv: list[str] | None = None) -> None:
             for s in order:
                 r = s.ask(op="q", q=q, f=f)
                 times[s.name].append((r["ms"], q, f))
+                cell = (r["cpu_ms"], r.get("ksteps", -1))
+                per_kind[s.name].setdefault(kind_of(q, f), []).append(cell)
+                if kind_of(q, f) != "misspelled":
+                    per_kind[s.name].setdefault("all", []).append(cell)
                 if kind_of(q, f) != "misspelled":  # "all" as it always was
                     cpu[s.name].append(r["cpu_ms"])
         loads.append(os.getloadavg()[0])
@@ -348,6 +386,20 @@ def main(argv: list[str] | None = None) -> None:
         + "  ".join(cells)
         + "  (the worker's CPU: less load-bound)"
     )
+    print(
+        f"\nby kind, CPU ms of the worker and thousands of SQLite VM instructions (p50 / p95; "
+        f"instructions do not vary with load)\n{'kind':16s} {'n':>4s}  "
+        + "  ".join(f"{n + ' CPU p50/p95  kVM p50/p95':>40s}" for n in names)
+    )
+    for k in kinds:
+        cells = []
+        for name in names:
+            xs = per_kind[name].get(k, [])
+            c, v = [x[0] for x in xs] or [0.0], [x[1] for x in xs] or [0]
+            cells.append(
+                f"{pct(c, 0.5):7.1f} {pct(c, 0.95):7.1f}   {pct(v, 0.5):6d} {pct(v, 0.95):6d}".rjust(40)
+            )
+        print(f"{k:16s} {len(per_kind[names[0]].get(k, [])):4d}  " + "  ".join(cells))
     for name in names:
         worst: dict[tuple, float] = {}
         for ms, q, f in times[name]:
@@ -374,6 +426,13 @@ def main(argv: list[str] | None = None) -> None:
         s.close()
     print()
     runs: dict[str, list[tuple[float, float]]] = {s.name: [] for s in sides}
+    for s in sides:  # PYTHONDONTWRITEBYTECODE=1 and a fresh worktree: every process compiles
+        if not any((s.checkout / "ctxkeep" / "__pycache__").glob("*.pyc")):
+            print(
+                f"note: {s.checkout}/ctxkeep has no compiled bytecode: each `ctxkeep search` process "
+                f"compiles the modules it imports (~+0.05 CPU s); `python -m compileall -q ctxkeep` "
+                f"there first to compare processes"
+            )
     for rnd in range(a.process_rounds):  # the sides alternate, as the queries above
         for i, q in enumerate(PROCESS_QUERIES):
             for s in sides if (i + rnd) % 2 == 0 else sides[::-1]:

@@ -502,7 +502,7 @@ def _state(store: Path, agents: tuple[str, ...] = ("claude-code", "codex")) -> t
     )
 
 
-def _compress_then_lose_the_store(home_copy, tmp_path) -> tuple[Path, tuple, list]:
+def _compress_then_lose_the_store(home_copy, tmp_path, *, deleted: bool = False) -> tuple[Path, tuple, list]:
     from ctxkeep.maintenance import compress
 
     store = tmp_path / "store"
@@ -518,8 +518,37 @@ def _compress_then_lose_the_store(home_copy, tmp_path) -> tuple[Path, tuple, lis
     assert q(store, "SELECT count(*) FROM entries WHERE status = 'archived'")[0][0] > 0
     for name in ("store.db", "store.db-wal", "store.db-shm"):
         (store / name).unlink(missing_ok=True)
-    (store / "store.db").write_bytes(b"")
+    if not deleted:
+        (store / "store.db").write_bytes(b"")
     return store, before, media
+
+
+def test_a_deleted_store_is_not_rebuilt_from_the_agents_files_but_from_the_vault(home_copy, tmp_path):
+    """store.db deleted (with its WAL) after a compress, the vault and store.id beside it
+    (found by a new user): ``ingest`` and ``stats`` refuse with one line naming the
+    repair, where ``ingest`` built a new store from the shortened files (entries 3,891
+    -> 2,519, the archived history gone); ``doctor --repair`` rebuilds it from the vault:
+    the same entry ids, statuses and usage as before."""
+    store, before, _media = _compress_then_lose_the_store(home_copy, tmp_path, deleted=True)
+    env = {"HOME": str(home_copy), "CTXKEEP_IDLE_SECONDS": "0"}
+    for cmd in (["ingest"], ["stats"], ["search", "error"], ["vault", "status"]):
+        r = runner.invoke(app, [*cmd, "--home", str(store)], env=env)
+        assert r.exit_code == 1, (cmd, r.output)
+        assert (
+            r.output.strip()
+            .splitlines()[-1]
+            .startswith(f"error: store.db is missing ({store / 'store.db'}) - run 'ctxkeep doctor --repair'")
+        ), (cmd, r.output)
+        assert not (store / "store.db").exists()  # nothing built behind the user's back
+    r = runner.invoke(app, ["doctor", "--home", str(store)], env=env)
+    assert r.exit_code == 1 and "missing" in r.output, r.output
+    r = runner.invoke(app, ["doctor", "--repair", "--home", str(store)], env=env)
+    assert r.exit_code == 0, r.output
+    after = _state(store)
+    # no phantom session named after a ``.backup`` file (its summary line is the session's)
+    assert not set(after[0]) - set(before[0]), r.output
+    assert after[0] == before[0]  # entry ids and statuses (archived included)
+    assert after[1] == before[1]  # usage totals
 
 
 def test_compress_then_a_lost_store_then_doctor_repair_gives_the_same_entries_and_usage(home_copy, tmp_path):

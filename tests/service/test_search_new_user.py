@@ -190,3 +190,39 @@ def test_did_you_mean_on_a_store_without_a_vocabulary(corpus_store, tmp_path):
     finally:
         c.close()
     assert res.hits == [] and res.suggestions == []
+
+
+def test_near_words_order_as_counted_every_term(corpus_store):
+    """``suggest.near`` counts a term's chunks only to order equally alike words; its
+    answer is the order of counting every candidate's term: similarity, then chunks
+    holding the term, then the word (``vocab.terms_held`` agrees with counts above 0)."""
+    import difflib
+
+    from ctxkeep.query.search import suggest
+    from ctxkeep.sinks.sqlite import connect, vocab
+
+    c = connect(corpus_store[0], readonly=True)
+    try:
+        tied = 0
+        for word in ("serach", "databse", "orchestartor", "sesion", "comit", "tset", "fiel", "confg"):
+            pool = vocab.near_words(c, word[0], max(4, len(word) - 2), len(word) + 2)
+            alike = difflib.get_close_matches(word, pool, n=12, cutoff=suggest.CUTOFF)
+            terms = vocab.index_terms(c, alike)
+            docs = vocab.term_docs(c, list(terms.values()))
+            assert vocab.terms_held(c, list(terms.values())) == {t for t, n in docs.items() if n}
+            sm = difflib.SequenceMatcher(b=word)
+            scored = []
+            for w in alike:
+                if docs.get(terms.get(w, ""), 0):
+                    sm.set_seq1(w)
+                    scored.append((-round(sm.ratio(), 2), -docs[terms[w]], w))
+            tied += len({s[0] for s in scored}) < len({terms[s[2]] for s in scored})
+            want, stems = [], set()
+            for *_, w in sorted(scored):
+                if terms[w] not in stems:
+                    stems.add(terms[w])
+                    want.append(w)
+            assert suggest.near(c, word) == want[:3], word
+        assert tied  # some word had equally alike candidates of different terms
+    finally:
+        c.close()

@@ -161,3 +161,24 @@ def test_corpus_aider_sessions_no_longer_collide(corpus_store):
         assert short_ids(every, parents) == short_session_ids(c, every)
     finally:
         c.close()
+
+
+def test_a_neighbour_steps_past_a_sessions_own_sidechains_up_to_max_scan(monkeypatch):
+    """``_neighbour`` (one recursive statement) skips the sidechains ``x/…`` whose parent
+    is ``x``, stops at one that is not (another session's id under ``x/``, a parent
+    elsewhere), and gives None after ``MAX_SCAN`` sidechains in a row, as the step-by-step
+    walk did."""
+    from ctxkeep.sinks.sqlite import lookup
+
+    side = {f"s1/side-{i}": "s1" for i in range(5)}
+    c = _mem_store({"s0": None, "s1": None, **side, "s1/zz": "other", "s2": None})
+    assert lookup._neighbour(c, "s1", below=False) == "s1/zz"  # a sub-path of another parent
+    assert lookup._neighbour(c, "s1", below=True) == "s0"
+    assert lookup._neighbour(c, "s1/side-2", below=False) == "s1/side-3"  # not its own sidechain
+    c.execute("DELETE FROM entry_rows WHERE session_id = 's1/zz'")
+    assert lookup._neighbour(c, "s1", below=False) == "s2"
+    monkeypatch.setattr(lookup, "MAX_SCAN", 5)  # five sidechains: the fifth step is still one
+    assert lookup._neighbour(c, "s1", below=False) is None
+    monkeypatch.setattr(lookup, "MAX_SCAN", 6)
+    assert lookup._neighbour(c, "s1", below=False) == "s2"
+    assert lookup._neighbour(c, "s2", below=False) is None  # nothing above

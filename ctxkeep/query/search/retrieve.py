@@ -40,6 +40,15 @@ FILTER_RANK = 200  # of those that pass, the newest ranked by BM25
 #: process, alternating: CPU sum / p95 0 (never) 6,962 ms / 30.6, 2,001 6,890 / 30.4,
 #: 16,000 6,679 / 27.9, 64,000 6,782 / 28.4, unbounded 6,926 / 28.2
 TERMS_SPAN = 16000
+#: ... per this many chunks of the store (at least once): the facet phrases' IDF walk,
+#: which ranking by the terms alone saves, grows with the store, the terms' walk within
+#: the window's span does not. 10 GB store (2.35 M chunks: 4 x 16,000), both rankings of
+#: 8 filtered windows of the bench, CPU ms facets / terms alone (terms in span):
+#: ``"step by step"`` messages 45.6 / 27.5 (18,479), ``constitution OR <path>`` for
+#: Claude Code tool calls 93.5 / 64.0 (37,982), ``005-orchestrator-architecture``
+#: messages 23.8 / 12.6 (19,644); ``exit code`` messages 60.7 / 66.0 (200,801) and
+#: ``embedding OR <path>`` for users 56.8 / 83.5 (151,927) stay ranked as they are
+TERMS_SPAN_CHUNKS = 576_000
 #: entries of one text loaded per candidate (the newest that pass the filters): a
 #: stock text held by thousands of entries must not load them all
 ENTRIES_PER_HIT = 8
@@ -168,13 +177,21 @@ def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
     )
 
 
-def span_count_sql(fts: str, match: str, lo: int, hi: int) -> Sql:
+def span_count_sql(fts: str, match: str, lo: int, hi: int, cap: int) -> Sql:
     """The number of matches of ``match`` with rowids ``lo`` … ``hi``, counted up to
-    ``TERMS_SPAN``."""
+    ``cap`` (``terms_span``)."""
     return Sql(
         f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?)",
-        (match, lo, hi, TERMS_SPAN),
+        (match, lo, hi, cap),
     )
+
+
+def terms_span(conn: sqlite3.Connection) -> int:
+    """The matches of a filtered window's terms within its span below which it is ranked
+    by its terms alone (``_ranked_by_terms``): ``TERMS_SPAN`` per ``TERMS_SPAN_CHUNKS``
+    chunks of the store (the highest chunk id: one index seek), at least once."""
+    top = conn.execute("SELECT max(rowid) FROM chunk_rows").fetchone()[0] or 0
+    return TERMS_SPAN * max(1, top // TERMS_SPAN_CHUNKS)
 
 
 def older_sql(fts: str, match: str, floor: int, n: int) -> Sql:
@@ -354,7 +371,7 @@ def _ranked_by_terms(
     the terms, so ranking the window's rows by ``terms`` gives the same values, bit for
     bit (each facet phrase adds 0.0; row sizes, average and the terms' IDF are the
     table's). That ranking walks the matches of ``terms`` between the window's oldest
-    and newest row, so it is used only when they are fewer than ``TERMS_SPAN`` (counted
+    and newest row, so it is used only when they are fewer than ``terms_span`` (counted
     first, up to that many); otherwise (terms more common than the filter: ``exit code``
     among messages, 60 ms instead of 34) ``match`` is ranked as it is. 2 GB store:
     ``"step by step"`` for codex 32 -> 12 ms, ``requirements`` for codex tool results
@@ -365,9 +382,10 @@ def _ranked_by_terms(
     floor = ids[-1] if len(ids) > RANK_WINDOW else 0
     window = ids[:RANK_WINDOW]
     window.reverse()  # ascending
-    # fewer rowids in the span than TERMS_SPAN: fewer matches too, no count needed
-    few = window[-1] - window[0] < TERMS_SPAN - 1
-    if few or conn.execute(*span_count_sql(fts, terms, window[0], window[-1])).fetchone()[0] < TERMS_SPAN:
+    # fewer rowids in the span than the cap: fewer matches too, no count needed
+    cap = terms_span(conn)
+    few = window[-1] - window[0] < cap - 1
+    if few or conn.execute(*span_count_sql(fts, terms, window[0], window[-1], cap)).fetchone()[0] < cap:
         return conn.execute(*ranked_ids_sql(fts, terms, window, n)).fetchall(), floor
     return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
 

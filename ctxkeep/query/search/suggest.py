@@ -61,19 +61,26 @@ def near(conn: sqlite3.Connection, word: str) -> list[str]:
     if not alike:
         return []
     terms = vocab.index_terms(conn, alike)
-    docs = vocab.term_docs(conn, list(terms.values()))
+    held = vocab.terms_held(conn, list(terms.values()))
     sm = difflib.SequenceMatcher(b=word)
-    scored = []
+    by_ratio: dict[float, list[str]] = {}
     for w in alike:
-        n = docs.get(terms.get(w, ""), 0)
-        if n:
+        if terms.get(w) in held:
             sm.set_seq1(w)
-            scored.append((-round(sm.ratio(), 2), -n, w))
+            by_ratio.setdefault(round(sm.ratio(), 2), []).append(w)
     out, stems = [], set()
-    for *_, w in sorted(scored):
-        if terms[w] not in stems:  # one word per term (not both database and databases)
-            stems.add(terms[w])
-            out.append(w)
+    for ratio in sorted(by_ratio, reverse=True):
+        group = sorted(by_ratio[ratio])
+        if len({terms[w] for w in group}) > 1:  # equally alike: the most common first
+            # (counted only here: a term's count walks its whole posting list)
+            docs = vocab.term_docs(conn, [terms[w] for w in group])
+            group.sort(key=lambda w: -docs[terms[w]])  # stable: alphabetical within a count
+        for w in group:
+            if terms[w] not in stems:  # one word per term (not both database and databases)
+                stems.add(terms[w])
+                out.append(w)
+        if len(out) >= MAX_SUGGESTIONS:
+            break
     return out[:MAX_SUGGESTIONS]
 
 

@@ -101,7 +101,9 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
     )
 
 
-def connect(home: Path, *, readonly: bool = False, mmap: bool = False) -> sqlite3.Connection:
+def connect(
+    home: Path, *, readonly: bool = False, mmap: bool = False, new_store: bool = False
+) -> sqlite3.Connection:
     """Open (creating if needed, unless ``readonly``) ``<home>/store.db``.
 
     ``mmap`` (read-only only): map the store (``READ_MMAP_BYTES``), for the interactive
@@ -110,14 +112,25 @@ def connect(home: Path, *, readonly: bool = False, mmap: bool = False) -> sqlite
     they scan would count in the process's RSS (a 2 GB ingest's closing sync peaked
     at 1.6 GB RSS with the store mapped, 0.78 GB without).
 
+    ``new_store``: ``doctor --repair`` creating the store it rebuilds in a home whose
+    ``store.db`` is gone (``store_safety.check_file``).
+
     Returns a connection in autocommit mode (use ``write()`` for transactions).
-    Raises StoreError when a read-only open finds no store, or the schema is newer
+    Raises StoreDamaged (``store.db is missing``) when the file is gone from a home that
+    held data (store.id, the vault's packs, backups, archive, DuckDB: a writable open
+    would build a new store from what the agents' files hold now), StoreError when a
+    read-only open finds no store in a new home, or the schema is newer
     than this version of ctxkeep (or, read-only, older than ``MIN_READ_VERSION``).
     """
     path = Path(home) / STORE_DB
     if readonly and not path.exists():
+        held = store_safety.held_data(Path(home))
+        if held:
+            raise store_safety.missing(path, held)
         raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
-    store_safety.check_file(Path(home))  # StoreDamaged: header, size, a 0-byte store that held data
+    store_safety.check_file(
+        Path(home), new_store=new_store
+    )  # StoreDamaged: header, size, a 0-byte store that held data
     if not readonly:
         ensure_home(Path(home))
         # a foreign WAL is moved aside, never applied. Readers do not check: on a fresh

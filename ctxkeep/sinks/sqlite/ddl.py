@@ -226,10 +226,14 @@ TABLES: dict[str, str] = {
 WORDS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: the ``temp`` tables of "did you mean" (``vocab``; per connection, in memory, so a
 #: read-only connection makes them too): the word index's terms with the chunks holding
-#: each (``fts5vocab`` of type ``row``), and a probe table with the word index's
-#: tokenizer and its tokens (``fts5vocab`` of type ``instance``), which stems words
+#: each (``fts5vocab`` of type ``row``: a row counts its term's whole posting list, ~40 ms
+#: for ``the`` on a 10 GB store), its term instances (type ``instance``: the first row of
+#: a term range answers whether the index holds a term, without counting: ~0.1 ms), and
+#: a probe table with the word index's tokenizer and its tokens (``fts5vocab`` of type
+#: ``instance``), which stems words
 TEMP_VOCAB_TABLES = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words_terms USING fts5vocab(main, fts_words, row)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words_instances USING fts5vocab(main, fts_words, instance)",
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.term_probe USING fts5(w, tokenize='{WORDS_TOKENIZE}')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.term_probe_terms USING fts5vocab(temp, term_probe, instance)",
 )

@@ -227,21 +227,34 @@ def _compact(parent_short: str, parent: str, x: str, p: str) -> str:
 
 def _neighbour(conn: sqlite3.Connection, x: str, below: bool) -> str | None:
     """The nearest stored session id below (or above) ``x`` that is not a sub-agent of
-    ``x``."""
+    ``x`` (one that starts ``x/`` and whose ``session_parent`` is ``x``), looking past at
+    most ``MAX_SCAN`` ids; None when there is none. The ids are stepped through in one
+    recursive statement (``_NEIGHBOUR_SQL``), two index seeks a step: a session with
+    hundreds of sidechains took two statements per sidechain from Python (~14 ms a hit on
+    a 10 GB store)."""
     op, order = ("<", "DESC") if below else (">", "ASC")
-    cur = x
-    for _ in range(MAX_SCAN):
-        r = conn.execute(
-            f"SELECT session_id FROM entry_rows INDEXED BY entries_session WHERE session_id {op} ? "
-            f"ORDER BY session_id {order} LIMIT 1",
-            (cur,),
-        ).fetchone()
-        if r is None:
-            return None
-        if not (r[0].startswith(x + "/") and session_parent(conn, r[0]) == x):
-            return r[0]
-        cur = r[0]
-    return None
+    r = conn.execute(_NEIGHBOUR_SQL.format(op=op, order=order), (x, x + "/", MAX_SCAN)).fetchone()
+    y = r[0] if r else None
+    if y is None or (y.startswith(x + "/") and session_parent(conn, y) == x):
+        return None  # none, or MAX_SCAN sub-agents in a row
+    return y
+
+
+#: rows ``(step, id)`` of ``_neighbour``'s walk from ``?1`` (a session id) through the
+#: stored ids ``{op}`` it in ``{order}`` order, while each is a sub-agent of ``?1`` (starts
+#: with ``?2``, ``?1/``, and its first ``parent_session_id`` is ``?1``, as
+#: ``session_parent`` reads it), at most ``?3`` steps: the last row is the answer
+_NEIGHBOUR_SQL = (
+    "WITH RECURSIVE walk(step, id) AS ("
+    "SELECT 1, (SELECT session_id FROM entry_rows INDEXED BY entries_session WHERE session_id {op} ?1 "
+    "ORDER BY session_id {order} LIMIT 1) "
+    "UNION ALL SELECT step + 1, (SELECT session_id FROM entry_rows INDEXED BY entries_session "
+    "WHERE session_id {op} walk.id ORDER BY session_id {order} LIMIT 1) FROM walk "
+    "WHERE step < ?3 AND walk.id IS NOT NULL AND substr(walk.id, 1, length(?2)) = ?2 "
+    "AND (SELECT parent_session_id FROM entry_rows INDEXED BY entries_session WHERE session_id = walk.id "
+    "AND parent_session_id IS NOT NULL LIMIT 1) = ?1) "
+    "SELECT id FROM walk ORDER BY step DESC LIMIT 1"
+)
 
 
 def short_session_ids(conn: sqlite3.Connection, ids) -> dict[str, str]:

@@ -61,6 +61,7 @@ from ctxkeep.sinks.files import (
     INTEGRITY_STAMP,
     STORE_DB,
     STORE_ID_FILE,
+    VAULT_DIR,
 )
 from ctxkeep.timeutil import now_iso
 
@@ -137,8 +138,8 @@ def header_problem(path: Path) -> str | None:
 
 def held_data(home: Path) -> list[str]:
     """What shows that the store at ``home`` held data: the identity file
-    (``store.id``), store backups, the Parquet archive, the DuckDB store. Names
-    relative to ``home``; empty for a new home."""
+    (``store.id``), store backups, the Parquet archive, the vault's packs, the DuckDB
+    store. Names relative to ``home``; empty for a new home."""
     home = Path(home)
     out = []
     if (home / STORE_ID_FILE).exists():
@@ -146,23 +147,44 @@ def held_data(home: Path) -> list[str]:
     for d in (BACKUPS_DIR, ARCHIVE_DIR):
         if (home / d).is_dir() and any((home / d).iterdir()):
             out.append(d + "/")
+    if next((home / VAULT_DIR).rglob("*.pack"), None) is not None:  # the first pack is enough
+        out.append(VAULT_DIR + "/")
     if (home / ANALYTICS_DB).exists() and (home / ANALYTICS_DB).stat().st_size:
         out.append(ANALYTICS_DB)
     return out
 
 
-def check_file(home: Path) -> None:
+def missing(path: Path, held: list[str]) -> StoreDamaged:
+    """The error of a ``store.db`` gone from a home that shows it held data (``held``:
+    ``held_data``): ``store.db is missing (<path>) - run 'ctxkeep doctor --repair' ...``.
+    An ingest into such a home would build a new store from the agents' files as they
+    are now, without what compress moved out of them or what only the vault holds."""
+    e = StoreDamaged(
+        f"{Path(path).name} is missing",
+        where=str(path),
+        hint=f"run 'ctxkeep doctor --repair': it rebuilds the store from {', '.join(held)}",
+    )
+    e.why = "missing, but the home holds " + ", ".join(held)
+    return e
+
+
+def check_file(home: Path, *, new_store: bool = False) -> None:
     """Raise StoreDamaged when ``<home>/store.db`` exists and its header is damaged
-    (``header_problem``), or it is 0 bytes while the home shows it held data
-    (``held_data``): such a store is never silently rebuilt empty. A missing file, or a
-    0-byte one in a new home, passes (a writable open creates the store)."""
+    (``header_problem``), or it is 0 bytes or missing while the home shows it held data
+    (``held_data``: ``missing``): such a store is never silently rebuilt from what the
+    agents' files hold now. A missing file, or a 0-byte one, in a new home passes (a
+    writable open creates the store); ``new_store`` lets ``doctor --repair`` create the
+    store it rebuilds."""
     path = Path(home) / STORE_DB
     try:
         size = path.stat().st_size
     except FileNotFoundError:
+        held = [] if new_store else held_data(home)
+        if held:
+            raise missing(path, held) from None
         return
     if size == 0:
-        held = held_data(home)
+        held = [] if new_store else held_data(home)
         if held:
             raise damaged(path, f"0 bytes, but the home holds {', '.join(held)}")
         return
