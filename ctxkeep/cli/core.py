@@ -330,6 +330,7 @@ def search(
         err.print(f"[yellow]note:[/yellow] {n}", highlight=False)
     if not hits.hits:
         out.print("no matches" if not hits.omitted else hits.note, highlight=False)
+        _no_such_project(_home(home), project)
         if hits.suggestions:
             out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
         return
@@ -353,6 +354,21 @@ def search(
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
     if hits.suggestions:
         out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
+
+
+def _no_such_project(h: Path, project: str | None) -> None:
+    """A note when ``--project`` names no stored project (a new user's bare project name
+    was read as a folder below the current one, and matched nothing, without a word)."""
+    from ctxkeep.service.args import project_dir
+    from ctxkeep.service.sessions import has_project
+
+    d = project_dir(project)
+    if d is not None and not has_project(h, d):
+        for x in fold(
+            f"note: no stored session's project is {d} or below it (--project is a folder; "
+            "a relative one is read from the current folder); `ctxkeep report projects` lists them"
+        ):
+            err.print(x, highlight=False, markup=False)
 
 
 @app.command()

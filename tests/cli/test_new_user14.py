@@ -3,6 +3,8 @@ each assertion failed before its fix."""
 
 from __future__ import annotations
 
+import json
+
 from typer.testing import CliRunner
 
 from ctxkeep.cli import app
@@ -47,3 +49,23 @@ def test_doctor_counts_one_session_and_one_file_in_the_singular():
     from ctxkeep.maintenance.doctor import _n
 
     assert (_n(1, "session"), _n(2, "file"), _n(1, "entry", "entries")) == ("1 session", "2 files", "1 entry")
+
+
+def test_search_says_when_project_names_no_stored_project(store, tmp_path, monkeypatch):
+    """`search error --project dbos-transact-golang` from a folder where that relative
+    path is no stored project: a bare "no matches", rc 0 (F3/F12)."""
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["search", "error", "--project", "dbos-transact-golang", "--home", str(store)])
+    assert r.exit_code == 0 and r.stdout.strip() == "no matches", r.output
+    flat = " ".join(r.stderr.split())
+    assert f"note: no stored session's project is {tmp_path / 'dbos-transact-golang'} or below it" in flat
+    # a stored project: its hits and no note
+    proj = json.loads(runner.invoke(app, ["search", "error", "--home", str(store), "--json"]).stdout)["hits"][
+        0
+    ]
+    r = runner.invoke(app, ["search", "error", "--project", proj["project_dir"], "--home", str(store)])
+    assert (
+        r.exit_code == 0
+        and "no stored session's project" not in r.stderr
+        and r.stdout.strip() != "no matches"
+    )
