@@ -149,6 +149,9 @@ def restore(
         "a database agent's session as its rows, JSONL.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say which files would be written (and which exist); write nothing."
+    ),
     all_missing: bool = typer.Option(
         False, "--all-missing", help="Every file the vault holds that is missing on disk."
     ),
@@ -183,6 +186,7 @@ def restore(
             all_missing=all_missing,
             generation=generation,
             at=at,
+            dry_run=dry_run,
         )
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
@@ -190,14 +194,22 @@ def restore(
     if as_json:
         _print_json(r)
         return
+    verb = "would restore" if r["dry_run"] else "restored"
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say_folded(
-            f"restored {tilde(f['to'])} ({_size(f['bytes'])}"
+            f"{verb} {tilde(f['to'])} ({_size(f['bytes'])}"
             + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
+            + (
+                ("; it exists: --force overwrites it" if r["dry_run"] else "; overwritten")
+                if f["exists"]
+                else ""
+            )
             + ")"
         )
     for db in r.get("skipped_rows") or []:
         say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
     if not r["files"]:
         say("nothing to restore")
+    elif r["dry_run"]:
+        say("dry run: nothing written")

@@ -431,6 +431,7 @@ def vault_restore(
     user_home: Path | None = None,
     generation: int | None = None,
     at: dt.datetime | None = None,
+    dry_run: bool = False,
 ) -> dict:
     """Write the native files of ``session`` (an id or its first characters) back from
     the vault's newest generation of each (``generation``: generation N of each file;
@@ -446,9 +447,10 @@ def vault_restore(
     redacted as the vault keeps it); without ``to`` it is named in ``skipped_rows``
     (and restoring only such a session is an error saying to pass ``--to``).
 
-    Nothing is written when one target exists and ``force`` is not given. Returns
-    ``{"session", "files": [{"path", "to", "bytes", "redactions"}], "skipped_rows":
-    [databases]}``. Raises
+    Nothing is written when one target exists and ``force`` is not given. ``dry_run``:
+    nothing is written, each file says whether it ``exists`` (what ``--force`` would
+    overwrite). Returns ``{"session", "dry_run", "files": [{"path", "to", "bytes",
+    "redactions", "exists"}], "skipped_rows": [databases]}``. Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -494,7 +496,7 @@ def vault_restore(
         if all_missing:  # (a tree's files that are on disk stay as they are)
             plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
         exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
-        if exists and not force:  # a failure (exit 1), not wrong usage: the command was right
+        if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
             raise CtxkeepError(
                 f"{len(exists)} file(s) exist, e.g. {exists[0]}",
                 where="vault restore",
@@ -503,13 +505,21 @@ def vault_restore(
         done = []
         for g, targets in plans:
             for target, data, mtime_ns in targets:
-                _write_restored(target, data, mtime_ns)
+                there = str(target) in exists
+                if not dry_run:
+                    _write_restored(target, data, mtime_ns)
                 done.append(
-                    {"path": g.path, "to": str(target), "bytes": len(data), "redactions": g.redactions}
+                    {
+                        "path": g.path,
+                        "to": str(target),
+                        "bytes": len(data),
+                        "redactions": g.redactions,
+                        "exists": there,
+                    }
                 )
     finally:
         conn.close()
-    return {"session": sid, "files": done, "skipped_rows": sorted(set(rows_only))}
+    return {"session": sid, "dry_run": dry_run, "files": done, "skipped_rows": sorted(set(rows_only))}
 
 
 __all__ = [

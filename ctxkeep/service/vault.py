@@ -147,23 +147,27 @@ class VaultRestoreRequest(Request):
     user_home: Path | None = None
     generation: int | None = Field(None, ge=1, description="generation N of each file (1: the first kept)")
     at: When = None
+    dry_run: bool = Field(False, description="say what would be written; write nothing")
 
 
 class RestoredFile(BaseModel):
     """A session file written back: ``path`` (original), ``to`` (written), ``bytes``,
-    ``redactions`` (kind → values)."""
+    ``redactions`` (kind → values), ``exists`` (the target was there: overwritten with
+    --force; in a dry run, what --force would overwrite)."""
 
     path: str
     to: str
     bytes: int
     redactions: dict[str, int] = Field(default_factory=dict)
+    exists: bool = False
 
 
 class VaultRestoreResult(Result):
     """Session files written back from the vault (`ctxkeep vault restore --json`)."""
 
     session: str | None = Field(description="the session id (null with --all-missing)")
-    files: list[RestoredFile] = Field(description="one per file written")
+    dry_run: bool = Field(False, description="true: nothing was written (files: what would be)")
+    files: list[RestoredFile] = Field(description="one per file written (in a dry run: that would be)")
     skipped_rows: list[str] = Field(
         default_factory=list,
         description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
@@ -193,6 +197,7 @@ def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
             user_home=req.user_home,
             generation=req.generation,
             at=at,
+            dry_run=req.dry_run,
         )
     )
 

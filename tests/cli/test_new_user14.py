@@ -69,3 +69,27 @@ def test_search_says_when_project_names_no_stored_project(store, tmp_path, monke
         and "no stored session's project" not in r.stderr
         and r.stdout.strip() != "no matches"
     )
+
+
+def test_vault_restore_all_missing_has_a_dry_run(home_copy, tmp_path):
+    """`vault restore --all-missing --dry-run` was "No such option" (F5): it names what
+    would be written and writes nothing."""
+    from tests.conftest import ingest
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, "claude-code")
+    gone = home_copy / ".claude/projects/-Users-dain-workspace-claude-code-log-sample"
+    gone = gone / "0d3a8e6f-290f-4105-a327-a2496e5e2a83.jsonl"
+    before = gone.read_bytes()
+    gone.unlink()
+    env = {"HOME": str(home_copy), "COLUMNS": "300"}
+    args = ["vault", "restore", "--all-missing", "--home", str(store)]
+    r = runner.invoke(app, [*args, "--dry-run", "--json"], env=env)
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["dry_run"] is True and [(f["to"], f["exists"]) for f in rep["files"]] == [(str(gone), False)]
+    assert not gone.exists()
+    r = runner.invoke(app, [*args, "--dry-run"], env=env)
+    assert r.stdout.splitlines()[-1] == "dry run: nothing written" and not gone.exists()
+    r = runner.invoke(app, args, env=env)
+    assert r.exit_code == 0 and gone.read_bytes() == before
