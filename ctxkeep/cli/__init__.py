@@ -337,6 +337,10 @@ def table(**kwargs):
                 options = options.update_width(need)
             yield from super().__rich_console__(console, options)
 
+    # one style for every table (a new user saw heavy boxes beside light rules): a rule
+    # under the header, no box, unless the command asks for another
+    if "box" not in kwargs:
+        kwargs.update(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     return FiguresTable(**kwargs)
 
 

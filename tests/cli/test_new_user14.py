@@ -93,3 +93,13 @@ def test_vault_restore_all_missing_has_a_dry_run(home_copy, tmp_path):
     assert r.stdout.splitlines()[-1] == "dry run: nothing written" and not gone.exists()
     r = runner.invoke(app, args, env=env)
     assert r.exit_code == 0 and gone.read_bytes() == before
+
+
+def test_tables_take_one_style(store):
+    """Heavy boxes (`reparse --dry-run`, `purge --dry-run`) beside light rules (`stats`,
+    `sessions`): one style now, a rule under the header (F14)."""
+    for args in (["reparse", "--dry-run"], ["purge", "--session", "0d3a8e6f", "--dry-run"], ["stats"]):
+        r = runner.invoke(app, [*args, "--home", str(store)], env={"COLUMNS": "200"})
+        assert r.exit_code == 0, r.output
+        assert not set("┏┃┡│└┗━") & set(r.stdout), (args, r.stdout[:400])
+        assert any(set(x.strip()) == {"─"} for x in r.stdout.splitlines()), args
