@@ -49,6 +49,11 @@ def sessions(
         given = "--limit" if limit is not None else "--offset"
         _fail(UsageError(f"--all and {given} exclude each other", hint="give one"), 2)
     with failing():
+        for name, value in (("--limit", limit), ("--offset", offset)):
+            if every and value is not None:  # (a page of "every session": the page was ignored)
+                raise UsageError(
+                    f"--all and {name} exclude each other", where="ctxkeep sessions", hint="give one"
+                )
         req = SessionsRequest.parse(
             agent=agent,
             project=project,

@@ -111,6 +111,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             warn(what)
     if not r["at_risk"]:
         say("no session at risk: the vault holds every file the agents will delete")
+    if r["missing"]:
+        say(
+            f"{_count(len(r['missing']), 'file')} gone from disk, kept by the vault: "
+            "ctxkeep vault restore --all-missing"
+        )
 
 
 @vault_app.command("verify")
@@ -198,7 +203,7 @@ def restore(
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say_folded(
-            f"{verb} {tilde(f['to'])} ({_size(f['bytes'])}"
+            f"{verb} {f['to']} ({_size(f['bytes'])}"
             + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
             + (
                 ("; it exists: --force overwrites it" if r["dry_run"] else "; overwritten")

@@ -437,7 +437,13 @@ def plan_hooks_uninstall(agent: str, scope: str, w: Where) -> Change:
     if sj.same(new, obj):
         return Change(agent, path, "unchanged", before, before)
     return _undo(
-        agent, path, before, sj.dumps(new, layout), lambda a, b: sj.same(sj.loads(a, where)[0], b), new, where
+        agent,
+        path,
+        before,
+        sj.dumps(new, layout),
+        lambda a, b: sj.same_but_emptied_hooks(sj.loads(a, where)[0], b),
+        new,
+        where,
     )
 
 
@@ -643,7 +649,13 @@ def plan_mcp_uninstall(agent: str, scope: str, w: Where) -> Change:
         return Change(agent, path, "unchanged", before, before)
     new = sj.remove_mcp_server(obj, SERVER_NAME)
     return _undo(
-        agent, path, before, sj.dumps(new, layout), lambda a, b: sj.same(sj.loads(a, where)[0], b), new, where
+        agent,
+        path,
+        before,
+        sj.dumps(new, layout),
+        lambda a, b: sj.same_but_emptied_hooks(sj.loads(a, where)[0], b),
+        new,
+        where,
     )
 
 

@@ -118,6 +118,21 @@ def same(a: dict, b: dict) -> bool:
     return json.dumps(a) == json.dumps(b)
 
 
+def same_but_emptied_hooks(before: dict, stripped: dict) -> bool:
+    """True when ``before`` (a file as it was before ctxkeep's install) holds what
+    ``stripped`` (``remove_hooks`` of the installed file) does, but for event lists or a
+    ``hooks`` object that were empty already: the removal drops what it left empty, so
+    a user's ``"hooks": {}`` or ``"SessionStart": []`` is not in ``stripped``."""
+    if same(before, stripped):
+        return True
+    hooks = before.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    kept = {e: g for e, g in hooks.items() if g != []}
+    pruned = {k: v for k, v in before.items() if k != "hooks"} if not kept else dict(before, hooks=kept)
+    return same(pruned, stripped)
+
+
 # -- hooks ---------------------------------------------------------------------------------
 
 

@@ -52,6 +52,8 @@ not be recovered.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -568,7 +570,11 @@ def _derive_lost(home: Path) -> tuple[list[str], list[str]]:
     agents), the others from the agents' files read again from byte 0 (a backfill:
     ``run_ingest`` with ``force``; entry ids are stable, so only the lost entries and
     their usage come back). The caller holds the store lock and rebuilds DuckDB and
-    FTS after. Returns ``(actions, not recovered)``."""
+    FTS after. What came back is counted in SQLite (the ids it holds again), not from
+    DuckDB, which the reparse rebuilds; when some stay lost, ``analytics.duckdb`` as it
+    was (their last copy) is put back over the reparse's rebuild (before, the count
+    read the rebuilt DuckDB, found nothing lost and said every entry came back).
+    Returns ``(actions, not recovered)``."""
     from ctxkeep.maintenance.reparse import reparse
     from ctxkeep.pipeline.engine import run_ingest
     from ctxkeep.sources import files_for_paths
@@ -580,6 +586,12 @@ def _derive_lost(home: Path) -> tuple[list[str], list[str]]:
     held = {p for a in {a for a, _ in files} for p in checks.vault_paths(home / STORE_DB, a)}
     actions = []
     from_vault = sorted({a for a, p in files if p in held})
+    duck = home / ANALYTICS_DB
+    kept = home / (ANALYTICS_DB + ".before-repair")
+    if from_vault and duck.exists():
+        shutil.copy2(duck, kept)
+        if Path(f"{duck}.wal").exists():  # (DuckDB checkpoints at close: seldom)
+            shutil.copy2(f"{duck}.wal", f"{kept}.wal")
     if from_vault:
         r = reparse(home, agents=from_vault)
         actions.append(f"derived again {r['files']:,} files of {', '.join(from_vault)} from the vault")
@@ -591,8 +603,18 @@ def _derive_lost(home: Path) -> tuple[list[str], list[str]]:
     if todo:
         s = run_ingest(home, files=todo, force=True)
         actions.append(f"read again {len(todo):,} session files from byte 0: {s.entries_new:,} entries back")
-    still = lost_entries(home)
+    known = checks.known_entries(home / STORE_DB)
+    still = [x for x in lost if x[0] not in known.ids]
     actions.insert(0, f"{len(lost) - len(still):,} of {len(lost):,} entries SQLite lost derived again")
+    if kept.exists():
+        if still:  # DuckDB's rows are the last copy of what stays lost: kept
+            Path(f"{duck}.wal").unlink(missing_ok=True)
+            if Path(f"{kept}.wal").exists():
+                os.replace(f"{kept}.wal", f"{duck}.wal")
+            os.replace(kept, duck)
+        else:
+            kept.unlink()
+            Path(f"{kept}.wal").unlink(missing_ok=True)
     if not still:
         return actions, []
     return actions, [

@@ -289,11 +289,48 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
         )
 
 
-def _compress_changes(conn, home: Path, gens: list[manifest.Generation]) -> None:
+def _starts_with(whole: Path, head: Path) -> bool:
+    """Whether the bytes of the file ``whole`` begin with all the bytes of ``head``."""
+    n = head.stat().st_size
+    if whole.stat().st_size < n:
+        return False
+    with open(whole, "rb") as a, open(head, "rb") as b:
+        while n > 0:
+            x, y = a.read(min(n, 1 << 20)), b.read(min(n, 1 << 20))
+            if x != y or not x:
+                return False
+            n -= len(x)
+    return True
+
+
+def _undone(g: manifest.Generation, gens: list[manifest.Generation], files: dict[int, Path]) -> bool:
+    """Whether a later generation of ``g``'s file undid the compress that wrote ``g``:
+    it holds again, from its start, every byte of the generation compress cut (``g``'s
+    predecessor): ``compress --restore`` put the backup back (the vault captured it as
+    the next generation), or the file came back whole some other way. Unknown (the
+    predecessor pruned, or not read here): not undone."""
+    prev = next((x for x in gens if x.path == g.path and x.gen == g.gen - 1), None)
+    if prev is None or prev.gen_id not in files:
+        return False
+    return any(
+        x.path == g.path
+        and x.gen > g.gen
+        and x.start == prev.start
+        and x.gen_id in files
+        and _starts_with(files[x.gen_id], files[prev.gen_id])
+        for x in gens
+    )
+
+
+def _compress_changes(
+    conn, home: Path, gens: list[manifest.Generation], files: dict[int, Path] | None = None
+) -> None:
     """What compress did to the store when it wrote a generation (the removed lines'
     entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
     pack's record; the media it moved out: ``vault_media``), done again, in generation
-    order."""
+    order; a cut a later generation undid (``_undone``: ``compress --restore``; the
+    generations' bytes in ``files``, ``gen_id → path``) is not done again, so the
+    entries stay active at their offsets in the restored file, as in the live store."""
     from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
     from ctxkeep.sinks.vault import media as vault_media
 
@@ -305,7 +342,7 @@ def _compress_changes(conn, home: Path, gens: list[manifest.Generation]) -> None
             with sqlite_store.write(conn):
                 sqlite_store.put_media(conn, rows)
         extra = manifest.capture_extra(conn, home, g)
-        if not extra:
+        if not extra or _undone(g, gens, files or {}):
             continue
         if extra.get("archived"):
             sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(extra["archived"]))])
@@ -451,7 +488,7 @@ def reparse(
                                 for db in by_db:
                                     readahead.PREREAD.pop(db, None)
                     say("applying compress's changes")
-                    _compress_changes(new, home, gens)
+                    _compress_changes(new, home, gens, files)
                     with sqlite_store.write(new):
                         _fix_watermarks(new, list(latest.values()))
                         for eid, st in statuses.items():

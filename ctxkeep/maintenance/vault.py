@@ -194,9 +194,12 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     (compressed), values redacted per kind; the agents' deletion schedules with the next
     deletion of a session file on disk and the files at risk (due for deletion and not
     whole in the vault; ``unfinished_bytes``: how much of what is missing is a last line
-    the agent never ended, which no ingest reads until it does). Returns ``{"vault_dir", "pack_bytes",
+    the agent never ended, which no ingest reads until it does); the files the vault
+    holds that are gone from disk (``missing``: what ``vault restore --all-missing``
+    writes back; a database agent's file: the database). Returns ``{"vault_dir", "pack_bytes",
     "stored_bytes", "shared_bytes", "per_reference_bytes" (``manifest.stored_figures``: each object
-    counted once), "agents": [...], "schedules": [...], "at_risk": n}``. Raises StoreError without a store."""
+    counted once), "agents": [...], "schedules": [...], "at_risk": n, "missing": [paths]}``. Raises
+    StoreError without a store."""
     from ctxkeep.sources import discover_all
 
     ctx = ctx or DiscoveryContext.from_env()
@@ -221,6 +224,9 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
             )
             for a, f in sorted(figs.items())
         }
+        missing = sorted(
+            {g.disk_path for g in manifest.generations(conn, latest=True) if not _on_disk(g.disk_path)}
+        )
         scheds = cleanup_schedules(ctx.home)
         for s in scheds:
             a = agents.setdefault(s.agent, AgentStatus(s.agent, 0, 0, 0, 0, 0, {}))
@@ -265,7 +271,14 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
         "agents": [r.__dict__ | {"at_risk": [x.__dict__ for x in r.at_risk]} for r in rows],
         "schedules": [s.__dict__ for s in scheds],
         "at_risk": sum(len(r.at_risk) for r in rows),
+        "missing": missing,
     }
+
+
+def _on_disk(path: str) -> bool:
+    """Whether ``path`` exists (a dangling symlink counts: restore would not overwrite it)."""
+    p = Path(path)
+    return p.exists() or p.is_symlink()
 
 
 def vault_verify(home: Path, full: bool = False, progress=None) -> dict:

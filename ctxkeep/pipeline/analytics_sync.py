@@ -14,6 +14,19 @@ from ctxkeep.sinks.sqlite import store_safety
 
 _END = object()
 
+#: committed groups the analytics thread may have waiting at most: ``on_commit`` (the
+#: writer thread) waits beyond it. Unbounded, a DuckDB that fell behind (a checkpoint,
+#: a closing row group) let every committed group's entries frame wait in memory
+#: (~20 MB per 50,000 entries)
+SYNC_AHEAD = 2
+#: DuckDB's ``memory_limit`` while the thread only appends committed groups
+#: (``duckdb_store.EntryAppends``): what it needs is the open row group (~60 MB before
+#: its checkpoint); above it, DuckDB's buffer pool kept every block appended and
+#: checkpointed, up to the writer's ``WRITER_MEMORY_LIMIT`` (256 MB) at 10 GB. A sync
+#: from SQLite (the closing one: usage with its key index, status changes) gets the
+#: writer's limit back
+APPEND_MEMORY_LIMIT = "128MB"
+
 
 def sync_analytics(conn, home: Path) -> str:
     """Sync DuckDB from SQLite; returns a one-line note (never raises for a busy file)."""
@@ -46,12 +59,14 @@ class AnalyticsSyncer:
     note of ``sync_analytics``. DuckDB work releases the GIL, so the sync overlaps
     the ingest. An error never fails the ingest: a failed step is caught up by the
     next one, and a failing closing sync is reported in the note (the next ingest
-    catches up). The thread starts at the first commit.
+    catches up). The thread starts at the first commit. At most ``ahead`` groups wait
+    for it (``SYNC_AHEAD``): ``on_commit`` waits for room, so the groups held in memory
+    are bounded however far DuckDB falls behind.
     """
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, ahead: int = SYNC_AHEAD) -> None:
         self.home = Path(home)
-        self._q: queue.Queue = queue.Queue()
+        self._q: queue.Queue = queue.Queue(maxsize=ahead)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.synced = 0
@@ -72,14 +87,25 @@ class AnalyticsSyncer:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="ctxkeep-analytics", daemon=True)
                 self._thread.start()
-        self._q.put((first_rowid, entries))
+        self._put((first_rowid, entries))
+
+    def _put(self, item) -> None:
+        """Queue ``item`` for the thread, waiting while ``ahead`` items wait; dropped
+        when the thread has ended (an interrupt stopped it: nothing more is synced)."""
+        assert self._thread is not None
+        while self._thread.is_alive():
+            try:
+                self._q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
 
     def finish(self) -> str:
         """Run the closing sync (the tail of the entries, status changes, usage), stop
         the thread and return the note; '' when nothing was committed."""
         if self._thread is None:
             return ""
-        self._q.put(_END)
+        self._put(_END)
         self._thread.join()
         return self.note
 
@@ -88,18 +114,22 @@ class AnalyticsSyncer:
 
         con = sq = appends = None
         preloaded = False
+        limit = ""  # DuckDB's memory_limit on ``con`` (``connect`` sets the writer's)
         while True:
             item = self._q.get()
             final = item is _END
             try:
                 if con is None:
                     con = duckdb_store.connect(self.home)
+                    limit = duckdb_store.WRITER_MEMORY_LIMIT
                     appends = duckdb_store.EntryAppends(con)
                 assert appends is not None  # opened with con
                 got = None
                 if not final and item[1] is not None:
+                    limit = _memory_limit(con, limit, APPEND_MEMORY_LIMIT)
                     got = appends.append(item[0], item[1].to_arrow())
                 if got is None:
+                    limit = _memory_limit(con, limit, duckdb_store.WRITER_MEMORY_LIMIT)
                     if sq is None:
                         sq = sqlite_store.connect(self.home, readonly=True)
                     if final:
@@ -136,6 +166,20 @@ class AnalyticsSyncer:
         for c in (con, sq):
             if c is not None:
                 _close_quietly(c)
+
+
+def _memory_limit(con, current: str, want: str) -> str:
+    """Set DuckDB's ``memory_limit`` on ``con`` to ``want`` unless ``current`` (the
+    limit set now) is it; returns the limit now set. Lowering it makes DuckDB drop or
+    write out the blocks above it; a limit it cannot take now (blocks pinned) is left
+    as it was."""
+    if current == want:
+        return current
+    try:
+        con.execute(f"SET memory_limit = '{want}'")
+    except Exception:  # duckdb.Error: cannot free enough now; the next group tries again
+        return current
+    return want
 
 
 def preload_prices() -> None:

@@ -179,12 +179,24 @@ def _ipc(frame) -> bytes:
 #: first), never missed. Unbounded, the set held every content hash of the run (a
 #: 10 GB tree: ~5 M strings, ~0.7 GB in this process)
 KNOWN_MAX = 500_000
+#: hex digits of a content hash (SHA-256 hex) that ``_precompute`` remembers it by: an
+#: int of 60 bits (~80 bytes in a set, where the 64-character str took ~160: ~40 MB at
+#: ``KNOWN_MAX``). Two contents sharing them (chance ~1e-8 at 5 M contents) cost CPU
+#: only: the second is not sent, so the ingest process counts that group's contents
+#: itself (``transform.Precomputed.take`` takes all of a group's or none)
+KNOWN_DIGITS = 15
 
 
-def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
+def content_keys(hashes: pl.Series) -> list[int]:
+    """The ``KNOWN_DIGITS``-digit ints ``_precompute`` remembers contents by, of
+    ``hashes`` (SHA-256 hex strings)."""
+    return hashes.str.slice(0, KNOWN_DIGITS).str.to_integer(base=16).to_list()
+
+
+def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
     """Token estimates and chunk rows of the contents of ``rows`` (normalized entries)
-    this process has not seen before (``known``, updated; emptied first when it holds
-    ``KNOWN_MAX``), as Arrow IPC:
+    this process has not seen before (``known``: their ``content_keys``, updated;
+    emptied first when it holds ``KNOWN_MAX``), as Arrow IPC:
     (content_hash, token_estimate, token_method) and ``chunks_frame`` rows; None when
     there is none. Exactly what the ingest process would compute for them
     (``estimate_tokens`` and ``chunks_frame`` are per text)."""
@@ -197,13 +209,14 @@ def _precompute(rows, known: set[str]) -> tuple[bytes, bytes] | None:
         .unique(subset="content_hash", keep="first", maintain_order=True)
         .select("content_hash", "text")
     )
-    fresh = [h not in known for h in new["content_hash"].to_list()]
+    keys = content_keys(new["content_hash"])
+    fresh = [k not in known for k in keys]
     new = new.filter(pl.Series(fresh, dtype=pl.Boolean))
     if not new.height:
         return None
     if len(known) >= KNOWN_MAX:
         known.clear()
-    known.update(new["content_hash"].to_list())
+    known.update(k for k, f in zip(keys, fresh, strict=True) if f)
     counts, methods = estimate_tokens(new["text"].to_list())
     contents = pl.DataFrame(
         {
@@ -236,7 +249,7 @@ def _main() -> None:
     entries: list = []
     size = 0
 
-    known: set[str] = set()
+    known: set[int] = set()
 
     def send() -> None:
         nonlocal items, entries, size

@@ -15,14 +15,38 @@ raw line's. A reparse reads redacted lines, which redaction leaves as they are, 
 both paths hash the same bytes. ``redacted_hashes`` does the same for the lines
 ``compress`` parses. With the vault off (``CTXKEEP_VAULT=0``, ``[vault] enabled =
 false``) ids hash the raw line, as before the vault (no reparse can be asked then).
+
+The batches' entry texts are redacted in the same call (``vault.redact_raw_and_texts``;
+the vault off: ``vault.redact_texts``), each kept on its entry (``redact.TEXT_REDACTED``),
+so ``normalize.normalized_rows`` redacts none again: one call of the redaction's
+automata per ``read_files`` flush (16 MiB in a reader process) where there were two
+kinds, the texts' in calls a quarter of the size (per chunk of 4 MiB). Each line and
+each text is redacted alone, so the entry rows are the same byte for byte
+(``tests/pipeline/test_one_call_redaction.py``); a text repeated in the flush (a
+resumed session's history: 7,641 distinct of 13,327 texts in 40 MB of the 200 MB
+scaled tree) is scanned once. Measured on those 40 MB (read, redaction and
+``normalized_rows`` as a reader process runs them, CPU s, min of 3, load 17-20): vault
+on 1.62 → 1.46, off 0.90 → 0.76. Skipping the texts
+a line's scan proves clean instead (a text found between quotes in a scanned line, no
+anchor or suspect keyword in it: byte-identical by construction) was measured and
+dropped: it covers the texts the prefilters pass cheaply (~0.08 s saved), and finding
+them cost ~0.2 s (``docs/design.md``, "Throughput").
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 
 from ctxkeep.sinks import vault
 from ctxkeep.sources.contract import Batch
+from ctxkeep.transforms.redact import TEXT_REDACTED
+
+#: ``rekey`` redacts the batches' entry texts too, in the call that redacts their raw
+#: lines (``vault.redact_raw_and_texts``); ``CTXKEEP_ONE_CALL=0``: each chunk's texts
+#: are redacted by ``normalize.normalized_rows`` in a call of their own, as before (a
+#: benchmark's baseline: ``tests/bench/bench_vault.py``)
+ONE_CALL = os.environ.get("CTXKEEP_ONE_CALL", "1") != "0"
 
 _HEX = 64  # a SHA-256 in hex
 
@@ -54,14 +78,34 @@ def rekey(batches: list[Batch]) -> None:
     hash in their ``record_id`` (a ``record_id`` that ends with the raw line's SHA-256
     hex), and keep the redaction on each ``batch.raw.redacted`` for the vault's
     capture. The batches' raw bytes are redacted in one call
-    (``vault.redact_raw_many``: one pass of the automata over all their lines).
-    Nothing when the vault is off; only append segments."""
-    if not vault.enabled():
-        return
+    (``vault.redact_raw_and_texts``: one pass of the automata over all their lines),
+    with the entries' texts (each kept on its entry as ``redact.TEXT_REDACTED``; with
+    ``ONE_CALL``). The vault off: the texts alone; only append segments are rekeyed."""
+    ents = (
+        [e for b in batches for e in b.entries if isinstance(e.get("text"), str) and e["text"]]
+        if ONE_CALL
+        else []
+    )
+    texts = [e["text"] for e in ents]
+    uniq = list(dict.fromkeys(texts))  # a text repeated (a resumed session's history) scanned once
+    on = vault.enabled()
     todo = [
-        (b, b.raw) for b in batches if b.raw is not None and b.raw.mode == "append" and b.raw.redacted is None
+        (b, b.raw)
+        for b in (batches if on else [])
+        if b.raw is not None and b.raw.mode == "append" and b.raw.redacted is None
     ]
-    reds = vault.redact_raw_many([raw.data for _, raw in todo])
+    datas = [raw.data for _, raw in todo]
+    if not datas and not texts:
+        return
+    try:
+        reds, red_u = vault.redact_raw_and_texts(datas, uniq) if on else ([], vault.redact_texts(uniq))
+    except (UnicodeError, ValueError):  # a text Polars refuses (never met): the texts left to normalize
+        if not texts:
+            raise
+        reds, red_u, ents = vault.redact_raw_many(datas), uniq, []
+    changed = {u: r for u, r in zip(uniq, red_u, strict=False) if r is not u}
+    for e, t in zip(ents, texts, strict=False):
+        e[TEXT_REDACTED] = (t, changed.get(t, t))
     for (batch, raw), (red, counts) in zip(todo, reds, strict=True):
         raw.redacted = (red, dict(counts))
         remap = _remap(raw.data, red)

@@ -89,6 +89,10 @@ class VaultStatusResult(Result):
         description="the agents' deletion rules: agent, days, setting (where read), max_count"
     )
     at_risk: int = Field(description="how many files an agent will delete that the vault does not hold whole")
+    missing: list[str] = Field(
+        default_factory=list,
+        description="files the vault holds that are gone from disk (`vault restore --all-missing` writes them back)",
+    )
 
 
 def vault_status(req: VaultStatusRequest) -> VaultStatusResult:

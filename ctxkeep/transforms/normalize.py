@@ -11,7 +11,7 @@ import hashlib
 import polars as pl
 
 from ctxkeep.schema import ENTRY_SCHEMA, SOURCE_SCHEMA, USAGE_ROW_COLUMNS
-from ctxkeep.transforms.redact import redact_expr
+from ctxkeep.transforms.redact import TEXT_REDACTED, redact_expr, redact_series
 
 _IN_SCHEMA = SOURCE_SCHEMA
 
@@ -47,7 +47,8 @@ def parse_ts(col: pl.Expr) -> pl.Expr:
 def entries_frame(entries: list[dict]) -> pl.DataFrame:
     """The normalized entry frame of a batch.
 
-    - ``text``: redacted (``transforms.redact``), '' when missing;
+    - ``text``: redacted (``transforms.redact``; a text redacted ahead, ``redact.
+      TEXT_REDACTED``, taken as it is), '' when missing;
     - ``content_hash``: SHA-256 hex of the redacted text, null for '';
     - ``entry_id``: first 32 hex chars of SHA-256(agent, record_id, part), so the same
       record read twice, or repeated in a resumed session's file, has one id;
@@ -73,7 +74,7 @@ def normalized_rows(entries: list[dict]) -> pl.DataFrame:
         return pl.DataFrame(schema=ENTRY_SCHEMA)
     df = source_frame(entries)
     df = df.with_columns(
-        redact_expr("text").fill_null("").alias("text"),
+        _redacted_text(entries, df["text"]).fill_null("").alias("text"),
         pl.col("part").fill_null(0),
         pl.col("is_sidechain").fill_null(False),
         pl.concat_str(
@@ -94,6 +95,31 @@ def normalized_rows(entries: list[dict]) -> pl.DataFrame:
         pl.lit(None, dtype=pl.Int64).alias("token_estimate"),
     )
     return df.select([pl.col(c).cast(t) for c, t in ENTRY_SCHEMA.items()])
+
+
+def _redacted_text(entries: list[dict], text: pl.Series) -> pl.Expr:
+    """The entries' texts (``text``, the frame's column) redacted: a text redacted
+    ahead (``redact.TEXT_REDACTED`` of that very text: ``pipeline.stable_ids.rekey``)
+    taken as it is, the others redacted here (``redact_expr``)."""
+    done = [
+        got[1] if (got := e.get(TEXT_REDACTED)) is not None and got[0] is e.get("text") else None
+        for e in entries
+    ]
+    if not any(d is not None for d in done):
+        return redact_expr("text")
+    todo = [i for i, d in enumerate(done) if d is None]
+    out = text.clone()
+    if todo:
+        idx = pl.Series(todo, dtype=pl.UInt32)
+        out = out.scatter(idx, redact_series(text.gather(idx)))
+    changed = [
+        i for i, (d, e) in enumerate(zip(done, entries, strict=True)) if d is not None and d is not e["text"]
+    ]
+    if changed:
+        out = out.scatter(
+            pl.Series(changed, dtype=pl.UInt32), pl.Series([done[i] for i in changed], dtype=pl.String)
+        )
+    return pl.lit(out)
 
 
 def contents_frame(entries: pl.DataFrame) -> pl.DataFrame:

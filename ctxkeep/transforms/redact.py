@@ -83,6 +83,11 @@ from ctxkeep.transforms import secret_rules
 if TYPE_CHECKING:  # Polars is imported where a Series is made: a single text needs none
     import polars as pl
 
+#: an entry dict's key (``pipeline.stable_ids.rekey``): ``(text, redacted text)``, the
+#: entry's ``text`` (that very object) redacted ahead, in the call that redacted its
+#: raw lines; ``normalize.normalized_rows`` takes it instead of redacting the text again
+TEXT_REDACTED = "_text_redacted"
+
 MARKER = "[REDACTED:{kind}]"
 #: what a redacted value becomes: ``[REDACTED:<kind>]``; ``MARKER_RE`` finds them
 MARKER_RE = re.compile(r"\[REDACTED(?::([a-z0-9-]+))?\]")

@@ -56,6 +56,14 @@ The load average is printed at the start and end of every run.
 CHECKOUT`` (target 3) ingests the big tree with that checkout's ctxkeep too and
 alternates the no-op re-ingests of both on the same store (``--noop-runs``, median).
 Whole-process runs use compiled bytecode (``PYCACHE``), as an installed ctxkeep does.
+
+``--rss-trees T1,T2`` (issue 26, target 2's memory) only ingests each tree as a whole
+process and prints each process's peak apart (the ingest process and its reader
+process: ``VmHWM`` and the largest anonymous RSS seen), wall and CPU seconds, side by
+side with ``--baseline``'s checkout in the same run, and the ratios::
+
+    uv run python tests/bench/bench_ingest.py --rss-trees /tmp/tree200,/tmp/tree2000 \
+        --baseline /path/to/main-checkout
 The machine is shared: run it a few times at most.
 """
 
@@ -197,21 +205,47 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def wait_with_peak(p: subprocess.Popen) -> tuple[int, int, Cpu]:
+def _role(pid: int, root: int) -> str:
+    """``ingest`` for the process the bench started, ``reader`` for an ingest's reader
+    process (``ctxkeep.pipeline.reader_process``), else the program's name."""
+    if pid == root:
+        return "ingest"
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    if b"ctxkeep.pipeline.reader_process" in cmd:
+        return "reader"
+    return Path(cmd[0].decode(errors="replace")).name if cmd and cmd[0] else "?"
+
+
+def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int, int, Cpu]:
     """Wait for ``p``: (exit code, peak RSS in KiB, its CPU seconds: those of the
     children reaped while waiting, ``p`` and what it waited for). The peak is the
     largest ``VmHWM`` (the high-water mark of a process's own memory since its exec)
     of ``p`` and its descendants, polled every 10 ms. ``ru_maxrss`` from ``wait4``
     cannot serve: on Linux a child's counts the memory of the parent it was forked from
-    (this bench holds an in-process ingest's 300+ MB), so every child looked as big."""
+    (this bench holds an in-process ingest's 300+ MB), so every child looked as big.
+
+    ``peaks`` (a dict, filled): per process role (``_role``: ``ingest``, ``reader``),
+    ``[VmHWM KiB, largest RssAnon KiB seen]`` (anonymous memory: the heap, without the
+    mapped libraries and files VmHWM also counts)."""
     peak = 0
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    roles: dict[int, str] = {}
     while p.poll() is None:
         for q in _descendants(p.pid):
             try:
                 for line in Path(f"/proc/{q}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        peak = max(peak, int(line.split()[1]))
+                    if line.startswith(("VmHWM:", "RssAnon:")):
+                        kib = int(line.split()[1])
+                        if line.startswith("VmHWM:"):
+                            peak = max(peak, kib)
+                        if peaks is not None:
+                            role = roles.get(q) or roles.setdefault(q, _role(q, p.pid))
+                            cell = peaks.setdefault(role, [0, 0])
+                            i = 0 if line.startswith("VmHWM:") else 1
+                            cell[i] = max(cell[i], kib)
             except (OSError, ValueError):
                 pass
         time.sleep(0.01)
@@ -219,10 +253,12 @@ def wait_with_peak(p: subprocess.Popen) -> tuple[int, int, Cpu]:
     return p.returncode, peak, Cpu(ru.ru_utime - r0.ru_utime, ru.ru_stime - r0.ru_stime)
 
 
-def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict, int, Cpu]:
+def run_cli(
+    home: Path, tree: Path, checkout: Path = ROOT, peaks: dict | None = None
+) -> tuple[float, dict, int, Cpu]:
     """``ctxkeep ingest --no-prefect --json`` as a whole process (of ``checkout``'s
     ctxkeep and virtualenv): (seconds, summary, child peak RSS in KiB, child CPU
-    seconds)."""
+    seconds); ``peaks``: ``wait_with_peak``'s, per process."""
     env = dict(os.environ, HOME=str(tree), CTXKEEP_HOME=str(home))
     env.pop("CLAUDE_CONFIG_DIR", None)
     env.pop("CODEX_HOME", None)
@@ -238,7 +274,7 @@ def run_cli(home: Path, tree: Path, checkout: Path = ROOT) -> tuple[float, dict,
             stderr=err,
             cwd=checkout,
         )
-        _, peak, cpu = wait_with_peak(p)
+        _, peak, cpu = wait_with_peak(p, peaks)
         secs = time.perf_counter() - t0
         out.seek(0)
         err.seek(0)
@@ -619,6 +655,45 @@ def noop(a, store: Path, tree: Path, base_store: Path | None = None) -> tuple[fl
     return walls[len(walls) // 2], s_n
 
 
+def rss_runs(a, work: Path) -> None:
+    """Issue 26, target 2's memory (``--rss-trees``): a whole-process ingest of each
+    tree into a fresh store, by this checkout and ``--baseline``'s side by side in this
+    run, each process's peak printed apart: the ingest process and its reader process
+    (``VmHWM``, and the largest anonymous RSS seen: ``wait_with_peak``), with wall and
+    CPU seconds (the bound must not cost speed) and the load average. Each store is
+    removed once measured (a 2 GB tree's is ~2 GB)."""
+    sides = [("this", ROOT)] + ([("baseline", a.baseline)] if a.baseline else [])
+    print(
+        f"  {'tree MB':>8} {'ctxkeep':>9} {'wall s':>8} {'CPU s':>8} {'entries':>10} "
+        f"{'ingest peak/anon MB':>20} {'reader peak/anon MB':>20}  load"
+    )
+    for tree in a.rss_trees:
+        files = jsonl_files(tree)
+        raw = sum(f.stat().st_size for f in files)
+        warm(files)
+        got: dict[str, tuple] = {}
+        for who, checkout in sides:
+            peaks: dict = {}
+            store = work / f"rss-{who}-{tree.name}"
+            t, s_, _, c = run_cli(store, tree, checkout, peaks)
+            shutil.rmtree(store, ignore_errors=True)
+            got[who] = (t, c, peaks)
+            cell = {r: f"{v[0] / 1024:.0f}/{v[1] / 1024:.0f}" for r, v in peaks.items()}
+            print(
+                f"  {raw / 1e6:8.0f} {who:>9} {t:8.1f} {c:8.1f} {s_['entries_new']:10,} "
+                f"{cell.get('ingest', '-'):>20} {cell.get('reader', '-'):>20}  {_load()}",
+                flush=True,
+            )
+        if len(got) == 2:
+            (t1, c1, p1), (t0, c0, p0) = got["this"], got["baseline"]
+            ratio = {r: p1[r][0] / p0[r][0] for r in ("ingest", "reader") if r in p1 and r in p0 and p0[r][0]}
+            print(
+                f"  {raw / 1e6:8.0f} this/baseline: wall {t1 / t0:.2f}x, CPU {c1 / c0:.2f}x, peak RSS "
+                + ", ".join(f"{r} {v:.2f}x" for r, v in ratio.items())
+            )
+    print("target (issue 26, target 2): peak RSS ≤ 1 GB (1,024 MB) at 10 GB, every process")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=200)
@@ -647,7 +722,7 @@ def main() -> None:
         "--baseline",
         type=Path,
         help="target 3: a checkout of ctxkeep (with its .venv) whose ingest of the big tree "
-        "and no-op re-ingest run in the same run, side by side",
+        "and no-op re-ingest run in the same run, side by side (with --rss-trees: its ingest of each tree)",
     )
     ap.add_argument(
         "--no-baseline-ingest",
@@ -658,8 +733,22 @@ def main() -> None:
     ap.add_argument(
         "--peer", choices=["agentsview"], help="also run this peer's sync over the same tree, side by side"
     )
+    ap.add_argument(
+        "--rss-trees",
+        type=lambda v: [Path(x) for x in v.split(",")],
+        help="comma-separated trees (e.g. /tmp/tree200,/tmp/tree2000): only the peak RSS of each "
+        "process of a whole-process ingest of each, with --baseline's side by side (rss_runs)",
+    )
     a = ap.parse_args()
     print(f"load average at the start {_load()} (2 cores)")
+    if a.rss_trees:
+        work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))
+        try:
+            rss_runs(a, work)
+        finally:
+            print(f"load average at the end {_load()} (2 cores)")
+            shutil.rmtree(work, ignore_errors=True)
+        return
 
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))
     tree = a.tree or work / "home"

@@ -1,7 +1,9 @@
 """Benchmark (prints figures side by side, not a test): the vault (issue 27).
 
 1. ingest of a scaled tree (``/work/shared/tools/scale_corpus.py --unique-text``) with
-   the vault off (``CTXKEEP_VAULT=0``) and on, alternating (``--runs``, medians), each a
+   the vault off (``CTXKEEP_VAULT=0``) and on, alternating (``--runs``, medians; beside
+   them the same with the entry texts redacted in calls of their own, as before session
+   14: ``CTXKEEP_ONE_CALL=0``, ``--no-baseline`` leaves them out), each a
    whole ``ctxkeep ingest`` process into a fresh store: wall, CPU (user + sys of the
    process and its reader process), peak RSS (the child's ``ru_maxrss``), vault bytes,
    the load average; target: on ≤ 1.15× off, peak RSS ≤ 700 MB;
@@ -80,28 +82,34 @@ def _load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def ingest_on_off(tmp: Path, tree: Path, runs: int = 1) -> dict:
+def ingest_on_off(tmp: Path, tree: Path, runs: int = 1, baseline: bool = True) -> dict:
     """Ingest ``tree`` with the vault off and on, alternating, ``runs`` times each, each
     a whole process into a fresh store; prints wall, CPU (user + sys: the machine is
     shared, CPU time is the steadier figure), peak RSS and vault bytes of each run with
-    the load average, then the medians' ratios."""
-    rows: dict[str, list] = {"vault off": [], "vault on": []}
+    the load average, then the medians' ratios. ``baseline``: each also with the entry
+    texts redacted in calls of their own (``CTXKEEP_ONE_CALL=0``, before session 14;
+    now they are redacted in the call that redacts the raw lines, ``stable_ids.rekey``)."""
+    configs = [("vault off", "0", "1"), ("vault on", "1", "1")]
+    if baseline:
+        configs = [("off 2 calls", "0", "0"), *configs[:1], ("on 2 calls", "1", "0"), *configs[1:]]
+    rows: dict[str, list] = {name: [] for name, _, _ in configs}
     print(f"\n1. ingest of {_tree_bytes(tree) / 1e6:,.1f} MB ({tree}), vault off / on alternating")
     print(
-        f"   {'':10} {'wall s':>8} {'CPU s':>7} {'user s':>7} {'sys s':>6} {'RSS MB':>7} {'vault MB':>9}  load"
+        f"   {'':11} {'wall s':>8} {'CPU s':>7} {'user s':>7} {'sys s':>6} {'RSS MB':>7} {'vault MB':>9}  load"
     )
     for i in range(runs):
-        for name, flag in (("vault off", "0"), ("vault on", "1")):
-            store = tmp / f"store-{flag}-{i}"
+        for name, flag, one in configs:
+            store = tmp / f"store-{flag}{one}-{i}"
             cpu: list = []
-            wall, rss, _ = _child(["ingest", "--home", str(store)], _env(tree, CTXKEEP_VAULT=flag), cpu)
+            env = _env(tree, CTXKEEP_VAULT=flag, CTXKEEP_ONE_CALL=one)
+            wall, rss, _ = _child(["ingest", "--home", str(store)], env, cpu)
             v = _du(store / "vault")
             rows[name].append((wall, cpu[0] + cpu[1], cpu[0], cpu[1], rss, v))
             print(
-                f"   {name:10} {wall:8.2f} {cpu[0] + cpu[1]:7.2f} {cpu[0]:7.2f} {cpu[1]:6.2f} {rss:7.0f} "
+                f"   {name:11} {wall:8.2f} {cpu[0] + cpu[1]:7.2f} {cpu[0]:7.2f} {cpu[1]:6.2f} {rss:7.0f} "
                 f"{v / 1e6:9.2f}  {_load()}"
             )
-            if flag == "0" or i < runs - 1:
+            if name != "vault on" or i < runs - 1:
                 shutil.rmtree(store)
 
     def med(name: str, k: int) -> float:
@@ -115,10 +123,17 @@ def ingest_on_off(tmp: Path, tree: Path, runs: int = 1) -> dict:
         f"   on / off (medians of {runs}): {on_off[1]:.3f}x CPU, {on_off[0]:.3f}x wall (target <= 1.15); "
         f"peak RSS {rss:.0f} MB (target <= 700); vault {rows['vault on'][-1][5] / raw:.3f}x the tree"
     )
+    if baseline:
+        two = [med("on 2 calls", k) / med("off 2 calls", k) for k in (0, 1)]
+        print(
+            f"   2 calls (texts redacted apart, before): on / off {two[1]:.3f}x CPU, {two[0]:.3f}x wall; "
+            f"one call against 2 calls, CPU s: on {med('vault on', 1):.2f} / {med('on 2 calls', 1):.2f}, "
+            f"off {med('vault off', 1):.2f} / {med('off 2 calls', 1):.2f}"
+        )
     return {
         "fresh_ingest_s": med("vault on", 0),
         "fresh_ingest_cpu": med("vault on", 1),
-        "store": tmp / f"store-1-{runs - 1}",
+        "store": tmp / f"store-11-{runs - 1}",
     }
 
 
@@ -302,6 +317,11 @@ def main() -> None:
         default="ingest,corpus,rewrites,restore,forks",
         help="the sections to run (comma-separated: ingest, corpus, rewrites, restore, forks)",
     )
+    ap.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="leave out the ingests with the entry texts redacted in calls of their own (CTXKEEP_ONE_CALL=0)",
+    )
     args = ap.parse_args()
     only = set(args.only.split(","))
     print(f"bench_vault: load average {_load()} at start (1/5/15 min; 2 cores)")
@@ -315,7 +335,11 @@ def main() -> None:
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
-        r = ingest_on_off(tmp, tree, args.runs) if only & {"ingest", "restore"} else None
+        r = (
+            ingest_on_off(tmp, tree, args.runs, not args.no_baseline)
+            if only & {"ingest", "restore"}
+            else None
+        )
         if "corpus" in only:
             corpus_ratio(tmp)
         if "rewrites" in only:

@@ -116,3 +116,14 @@ def test_the_markdown_index_shows_an_unknown_project_as_a_dash():
     lines = [x for x in md.splitlines() if x.startswith("| codex")]
     assert "``" not in md and lines[0].split("|")[3].strip() == "-"
     assert lines[1].split("|")[3].strip() == "`/w/x`"
+
+
+@pytest.mark.parametrize("page", [["--limit", "3"], ["-n", "3"], ["--offset", "5"]])
+def test_sessions_all_with_a_page_option_is_a_usage_error(home, page):
+    """``sessions --all --limit 3`` printed every session and exit 0 (--limit silently
+    ignored; newuser14 F2): the options exclude each other, one error line, exit 2."""
+    r = runner.invoke(app, ["sessions", "--home", home, "--all", *page])
+    assert r.exit_code == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    opt = "--offset" if page[0] == "--offset" else "--limit"
+    assert len(lines) == 1 and lines[0].startswith(f"error: --all and {opt} exclude each other"), lines

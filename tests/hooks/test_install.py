@@ -605,3 +605,19 @@ def _text(p: Path) -> str:
         return p.read_text()
     except OSError:
         return ""
+
+
+@pytest.mark.parametrize("text", ['{"theme":"dark","hooks":{}}\n', '{"hooks": {"SessionStart": []}, "x": 1}'])
+def test_uninstall_gives_back_an_empty_hooks_object_byte_for_byte(tmp_path, text):
+    """A settings file whose ``hooks`` (or an event's list) was empty before install:
+    the removal drops what it left empty, and the backup holding the user's bytes still
+    comes back (before: the file was rewritten without the user's ``"hooks": {}``;
+    newuser14 F11)."""
+    w = where(tmp_path)
+    path = w.home / ".claude" / "settings.json"
+    original = put(path, text)
+    inst.apply(inst.plan_hooks_install("claude-code", "user", w, EXE))
+    assert path.read_bytes() != original
+    change = inst.apply(inst.plan_hooks_uninstall("claude-code", "user", w))
+    assert change.action == "restored"
+    assert path.read_bytes() == original

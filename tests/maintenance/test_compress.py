@@ -550,3 +550,30 @@ def test_token_figures_count_every_text_of_the_file_before_and_after(compressed)
     for p, r in done.items():
         assert r["tokens_before"] == plain(p, compressed["originals"][p]), p.name
         assert r["tokens_after"] == plain(p, compressed["written"][p]), p.name
+
+
+def test_reparse_after_restore_keeps_the_restored_entries_active(tmp_path):
+    """compress, then ``compress --restore``: the vault holds the original, the cut
+    and the restored file (generations 1-3); a reparse replays them and must end as
+    the live store did (every line of the restored file active, at its offset in it),
+    not apply the cut generation 3 undid (newuser14 F13)."""
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.sinks.vault import manifest
+
+    p, store, orig, r = _compressed_one(tmp_path, CODEX_040)
+    ops.restore_file(store, p)
+    conn = sqlite_store.connect(store)
+    q = "SELECT status, count(*) FROM entries WHERE source_path=? GROUP BY status ORDER BY status"
+    live = conn.execute(q, (str(p),)).fetchall()
+    offs = "SELECT entry_id, source_offset FROM entries WHERE source_path=? AND status='active' ORDER BY 1"
+    live_offsets = conn.execute(offs, (str(p),)).fetchall()
+    assert [g.gen for g in manifest.generations_of(conn, str(p))] == [1, 2, 3]
+    conn.close()
+    assert dict(live)["active"] > r["archived"] > 50
+    reparse(store)
+    conn = sqlite_store.connect(store)
+    try:
+        assert conn.execute(q, (str(p),)).fetchall() == live
+        assert conn.execute(offs, (str(p),)).fetchall() == live_offsets
+    finally:
+        conn.close()

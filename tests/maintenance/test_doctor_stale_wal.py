@@ -190,3 +190,44 @@ def test_a_purged_session_is_not_called_lost(generations):
     assert c.execute("SELECT count(*) FROM entries WHERE session_id = ?", (sid,)).fetchone()[0] == 0
     c.close()
     assert bad(doctor.check(home)) == {}
+
+
+def test_a_repair_counts_only_the_lost_entries_that_came_back(tmp_path):
+    """SQLite lost the Codex entries; the vault holds one of the Codex files, the agents'
+    files are gone (HOME elsewhere): only that file's entries can come back. Before,
+    the reparse rebuilt DuckDB from the short SQLite, so the count afterwards found
+    nothing lost and said "2,229 of 2,229 entries SQLite lost derived again" while the
+    rest stayed lost, and DuckDB's copy of them, the last one, was gone (newuser14 F9).
+    Now it counts the entries SQLite holds again, names the rest not recovered, and
+    DuckDB keeps them."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    agent_home = tmp_path / "agent-home"
+    shutil.copytree(CORPUS_HOME / ".codex", agent_home / ".codex")
+    home = tmp_path / "store"
+    ingest(agent_home, home, "codex")
+    shutil.rmtree(agent_home)  # the agent's files are gone
+    c = sqlite3.connect(home / "store.db")
+    files = [r[0] for r in c.execute("SELECT path FROM vault_files WHERE agent = 'codex' ORDER BY path")]
+    kept = files[0]
+    back = c.execute(
+        "SELECT count(*) FROM entries WHERE agent = 'codex' AND source_path = ?", (kept,)
+    ).fetchone()[0]
+    assert len(files) > 1 and 0 < back < 2229
+    gone = "(SELECT vfile_id FROM vault_files WHERE agent = 'codex' AND path != ?)"
+    gens = f"(SELECT gen_id FROM vault_generations WHERE vfile_id IN {gone})"
+    c.execute(f"DELETE FROM vault_media WHERE gen_id IN {gens}", (kept,))
+    c.execute(f"DELETE FROM vault_segments WHERE gen_id IN {gens}", (kept,))
+    c.execute(f"DELETE FROM vault_generations WHERE vfile_id IN {gone}", (kept,))
+    c.execute("DELETE FROM vault_files WHERE agent = 'codex' AND path != ?", (kept,))
+    c.execute("DELETE FROM usage WHERE agent = 'codex'")
+    c.execute("DELETE FROM entry_rows WHERE entry_id IN (SELECT entry_id FROM entries WHERE agent = 'codex')")
+    c.commit()
+    c.close()
+    res = doctor.repair(home, doctor.check(home))
+    assert res["actions"][0] == f"{back:,} of 2,229 entries SQLite lost derived again"
+    assert res["not_recovered"] and res["not_recovered"][0].startswith(
+        f"entries SQLite lost: {2229 - back:,} of "
+    )
+    # DuckDB still holds what SQLite lost: doctor names it again, nothing more was lost
+    assert bad(doctor.check(home))["entries"].startswith(f"SQLite lost {2229 - back:,} entries of ")

@@ -33,9 +33,11 @@ def _no_redaction(monkeypatch):
     """Ingest as a version without rules would: every redaction entry point is identity."""
     import polars as pl
 
+    from ctxkeep.pipeline import stable_ids
     from ctxkeep.transforms import normalize
 
     monkeypatch.setattr(normalize, "redact_expr", lambda col="text": pl.col(col))
+    monkeypatch.setattr(stable_ids, "ONE_CALL", False)  # texts not redacted ahead with the raw lines
     monkeypatch.setattr(redact_mod, "redact", lambda t: t)
     monkeypatch.setattr(redact_mod, "redact_bytes", lambda b: bytes(b))
 

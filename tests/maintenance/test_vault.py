@@ -845,3 +845,33 @@ def test_status_counts_the_sessions_of_an_opencode_json_tree(home_copy, tmp_path
     r = vault_status(store, DiscoveryContext(home=home_copy, env={}))
     by = {a["agent"]: a for a in r["agents"]}
     assert (by["opencode"]["files"], by["opencode"]["sessions"]) == (1, want)
+
+
+def test_a_replayed_manifest_keeps_each_generation_its_capture_time(store_home):
+    """The manifest rebuilt from the packs (``restore BACKUP``, ``doctor --repair``)
+    gives each generation the time its pack's record holds (``"t"``), the time it was
+    captured, not the time of the rebuild (newuser14 F15); ``vault restore --at`` and
+    ``generation_max_age_days`` read it."""
+    import time
+
+    from ctxkeep.sinks.vault.capture import replay
+
+    p = "/s/rollout.jsonl"
+    _record(store_home, _cap(p, b'{"n": 1}\n'))
+    time.sleep(0.05)
+    _record(store_home, _cap(p, b'{"n": 2, "x": "rewritten"}\n'))  # generation 2
+    cols = "SELECT g.gen, g.created_at, g.updated_at FROM vault_generations g ORDER BY g.gen"
+    before = q(store_home, cols)
+    packs = q(store_home, "SELECT name, created_at FROM vault_packs ORDER BY name")
+    assert len(before) == 2 and before[0][1] < before[1][1]
+    time.sleep(0.05)
+    conn = sqlite_store.connect(store_home)
+    try:
+        with sqlite_store.write(conn):
+            for t in ("vault_packs", "vault_objects", "vault_files", "vault_generations", "vault_segments"):
+                conn.execute(f"DELETE FROM {t}")
+            assert replay(conn, store_home) == 2
+    finally:
+        conn.close()
+    assert q(store_home, cols) == before
+    assert q(store_home, "SELECT name, created_at FROM vault_packs ORDER BY name") == packs

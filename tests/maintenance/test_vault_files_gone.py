@@ -95,3 +95,46 @@ def test_windsurf_is_kept_and_reparsed_with_its_project_after_its_workspace_fold
         "workbench.panel.aichat.view.aichat.chatdata",
         "aiChat.chatdata",
     }
+
+
+def test_vault_status_names_files_gone_from_disk_and_restore_previews_them(tmp_path):
+    """A session file the agent (or the user) deleted: ``vault status`` says the vault
+    keeps it and how to write it back (before: "no session at risk" and nothing else);
+    ``vault restore --all-missing --dry-run`` lists what it would write and writes
+    nothing (newuser14 F5)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "goose" / "home", home)
+    store = tmp_path / "store"
+    ingest(home, store, "goose")
+    path = home / ".local/share/goose/sessions/20250301_legacy.jsonl"
+    data = path.read_bytes()
+    runner = CliRunner()
+    env = {"HOME": str(home), "COLUMNS": "200"}
+    r = runner.invoke(app, ["vault", "status", "--json", "--home", str(store)], env=env)
+    assert r.exit_code == 0 and json.loads(r.stdout)["missing"] == []
+    path.unlink()
+    r = runner.invoke(app, ["vault", "status", "--json", "--home", str(store)], env=env)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["missing"] == [str(path)]
+    r = runner.invoke(app, ["vault", "status", "--home", str(store)], env=env)
+    assert "1 file gone from disk, kept by the vault: ctxkeep vault restore --all-missing" in r.output
+    args = ["vault", "restore", "--all-missing", "--home", str(store)]
+    r = runner.invoke(app, [*args, "--dry-run", "--json"], env=env)
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["dry_run"] is True and [(f["to"], f["bytes"]) for f in got["files"]] == [
+        (str(path), len(data))
+    ]
+    r = runner.invoke(app, [*args, "--dry-run"], env=env)
+    assert r.exit_code == 0 and f"would restore {path}" in r.output.replace("\n", "")
+    assert not path.exists()  # a preview writes nothing
+    r = runner.invoke(app, args, env=env)
+    assert r.exit_code == 0 and path.read_bytes() == data
+    r = runner.invoke(app, ["vault", "status", "--json", "--home", str(store)], env=env)
+    assert json.loads(r.stdout)["missing"] == []

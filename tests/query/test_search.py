@@ -756,3 +756,83 @@ def test_a_text_held_by_a_message_and_a_history_record_shows_the_message(corpus_
         assert h.kind == "message" and h.tool_name is None
         assert not h.session_id.startswith("aider-input:")
         assert h.duplicates == 1  # the input-history record of the same text
+
+
+def test_phrase_match_only_for_plain_words():
+    from ctxkeep.query.search import phrase_match
+
+    assert phrase_match("organization must be verified") == '"organization must be verified"'
+    assert phrase_match("connection refused") == '"connection refused"'
+    assert phrase_match("fix bd-q3fy") == '"fix bd-q3fy"'
+    # one term, the user's own quotes or prefix, symbol and CJK terms: no phrase list
+    for q in ("refused", '"connection refused"', '"connection refused" codex', "connect* refused"):
+        assert phrase_match(q) is None, q
+    for q in ("c++ compiler", "C# core", "处理 gemini"):
+        assert phrase_match(q) is None, q
+
+
+def test_words_side_by_side_rank_above_words_apart(notes_conn, monkeypatch):
+    import ctxkeep.query.search as search_mod
+
+    # words apart, often (BM25 ranks it first), then the exact sentence in a longer text
+    index_note(
+        notes_conn,
+        "apart",
+        text="organization: verified. must be done. organization verified; it must be, organization",
+    )
+    index_note(
+        notes_conn,
+        "side",
+        text="API error 400: your organization must be verified to stream this model; "
+        "go to the settings page of the platform and click verify, then wait fifteen minutes",
+    )
+    index_note(notes_conn, "other", text="the organization of the code must change")
+    with sqlite_store.write(notes_conn):  # as Crush's finish:error record (prior 0.5)
+        notes_conn.execute("UPDATE entries SET kind='meta' WHERE session_id='side'")
+    hits = search(notes_conn, "organization must be verified").hits
+    assert [h.session_id for h in hits] == ["side", "apart", "other"]  # other: some of the words
+    assert "phrase" in hits[0].matched and "phrase" not in hits[1].matched
+    assert "organization must be verified" in hits[0].snippet.lower()
+    # the order comes from the phrase list: without it BM25 puts the words apart first
+    monkeypatch.setattr(search_mod, "phrase_match", lambda q: None)
+    assert [h.session_id for h in search(notes_conn, "organization must be verified").hits][:2] == [
+        "apart",
+        "side",
+    ]
+
+
+def test_unquoted_words_find_the_exact_sentence_first_in_the_corpus(corpus_conn):
+    # newuser14 F8: the shell drops the quotes of `ctxkeep search "organization must be
+    # verified"`; two long Codex tool results holding the words far apart ranked above it
+    for q in ("organization must be verified", '"organization must be verified"'):
+        hits = search(corpus_conn, q).hits
+        assert hits[0].agent == "crush", q
+        row = corpus_conn.execute("SELECT content_hash FROM entries WHERE entry_id = ?", (hits[0].entry_id,))
+        assert "Your organization must be verified" in sqlite_store.content_text(
+            corpus_conn, row.fetchone()[0]
+        )
+    words = search(corpus_conn, "organization must be verified").hits
+    assert "phrase" in words[0].matched and len(words) > 1 and "phrase" not in words[1].matched
+
+
+def test_phrase_found_when_the_words_list_is_full(notes_conn):
+    # 60 texts hold the words apart (the words list is full: the phrase is its own
+    # list, ranked by FTS5), one holds them side by side; and with few texts the phrase
+    # is looked for among the words list's chunks: the same answer both ways
+    from ctxkeep.query.search import phrase_match, retrieve
+
+    for i in range(60):
+        index_note(
+            notes_conn, f"apart{i:02d}", text=f"refused {i}: the connection was never refused, connection"
+        )
+    index_note(
+        notes_conn, "side", text="curl: (7) Failed to connect: Connection refused after a long wait here"
+    )
+    hits = search(notes_conn, "connection refused").hits
+    assert hits[0].session_id == "side" and "phrase" in hits[0].matched
+    assert all("phrase" not in h.matched for h in hits[1:])
+    rows = retrieve.fts_ids(notes_conn, "fts_words", '"connection" AND "refused"', Filters(), 500)
+    assert len(rows) == 61
+    among = retrieve.phrase_among(notes_conn, phrase_match("connection refused"), rows)
+    full = retrieve.fts_ids(notes_conn, "fts_words", phrase_match("connection refused"), Filters(), 500)
+    assert [r[0] for r in among] == [r[0] for r in full] and len(full) == 1

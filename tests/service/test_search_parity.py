@@ -54,3 +54,17 @@ def test_cli_and_mcp_give_the_same_hits(corpus_store, tmp_path, query, cli_args,
     # and the text the model reads shows each hit as the CLI does
     for i in cli_ids:
         assert f"- {i}  " in text
+
+
+def test_words_the_shell_split_find_the_exact_sentence_first_everywhere(corpus_store, tmp_path):
+    # newuser14 F8: `ctxkeep search "organization must be verified"` reaches the program
+    # as words; the Crush error holding the sentence is the first hit in the CLI and MCP
+    home = corpus_store[0]
+    words = ["organization", "must", "be", "verified"]
+    r = runner.invoke(app, ["search", *words, "--home", str(home), "--json"])
+    assert r.exit_code == 0, r.output
+    cli = json.loads(r.stdout)["hits"]
+    _, data = Handlers(home, tmp_path).ctx_search({"queries": [" ".join(words)]})
+    mcp = data["results"][0]["hits"]
+    assert cli[0]["agent"] == "crush" and "organization must be verified" in cli[0]["snippet"].lower()
+    assert [h["entry_id"] for h in mcp] == [h["entry_id"] for h in cli]

@@ -143,3 +143,19 @@ def test_repair_of_a_lost_store_reloads_backups_and_the_archive(tmp_path, monkey
     # what compress cut from the claude file is back, archived as before
     assert all(rows[e] == "archived" for e in archived_claude)
     assert [f.status for f in doctor.check(home) if f.status == "damaged"] == []
+
+
+@pytest.mark.parametrize("cmd", [("stats",), ("search", "error"), ("vault", "verify"), ("sessions",)])
+def test_a_store_killed_before_its_first_commit_is_no_store_yet(tmp_path, cmd):
+    """A store.db holding no schema (a first ingest SIGKILLed between creating the file
+    and committing its tables: the vault's kill trials met it) reads as "no store yet",
+    exit 1, one line; it was a traceback of "no such table"."""
+    home = tmp_path / "h"
+    home.mkdir()
+    sqlite3.connect(home / "store.db").execute("PRAGMA journal_mode=WAL").close()
+    r = cli(*cmd, home=home)
+    assert "Traceback" not in r.stderr + r.stdout
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: no store yet ({home / 'store.db'}) - run `ctxkeep ingest` first"
+    )

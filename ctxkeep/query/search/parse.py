@@ -244,6 +244,22 @@ def words_match(query: str) -> str | None:
     return " AND ".join(parts) or None
 
 
+def phrase_match(query: str) -> str | None:
+    """FTS5 phrase of a query of 2+ plain words: the terms in order as one quoted
+    phrase (``organization must be verified`` → ``"organization must be verified"``),
+    matching texts that hold the words side by side, in that order (the word index's
+    tokens: case, punctuation between them and word endings, ``porter``, aside). None
+    when the query has fewer than two terms or FTS5 syntax the user wrote: a quote
+    (the user's own phrase), a trailing ``*`` (a prefix), a symbol or CJK term (their
+    own indexes rank them)."""
+    ts = terms(query)
+    if len(ts) < 2 or '"' in query:
+        return None
+    if any(t.endswith("*") or not _word_term(t) or is_symbol_term(t) or has_cjk(t) for t in ts):
+        return None
+    return _quote(" ".join(ts))
+
+
 def any_match(query: str) -> str | None:
     """FTS5 expression matching any term (OR), every term quoted: BM25 then ranks
     texts holding more of the terms first. None when no term has a word character."""

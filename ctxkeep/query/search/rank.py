@@ -2,7 +2,7 @@
 per list and per kind, ties, and the folding of near-duplicate hits. Pure functions
 over ``retrieve.Candidate`` (no SQL).
 
-The lists (``words``, ``grams``, ``grams_all``, ``symbols``, ``any``, ``prefix``, ``exact``,
+The lists (``phrase``, ``words``, ``grams``, ``grams_all``, ``symbols``, ``any``, ``prefix``, ``exact``,
 ``tool``; see ``ctxkeep.query.search``) are fused by RRF: a candidate scores
 Σ ``LIST_WEIGHT[list]`` / (``RRF_K`` + rank), rank 1-based, times the prior of its
 kind (``KIND_WEIGHT``). Ties, within a list and after fusion, go to the more recent
@@ -29,6 +29,11 @@ LIST_WEIGHT = {"tool": 2.0, "grams_all": 2.0, "symbols": 2.0}
 #: below every whole-word or prefix hit, whatever its score
 SUBSTRING_LISTS = frozenset({"subs"})
 DERIVED_LISTS = frozenset({"exact", "tool"})
+#: lists of texts holding the query's words side by side, in order (``phrase``): a
+#: candidate they found ranks above every other, whatever its score (a short error
+#: line holding "organization must be verified" above long tool output holding
+#: ``Organization`` and ``verification`` 2,000 tokens apart)
+PHRASE_LISTS = frozenset({"phrase"})
 # Prior per kind, multiplied into the fused score: people mostly look for what was
 # said (messages, summaries); tool input/output and reasoning come next; meta records
 # (token counts, turn context, attachments) last.
@@ -110,18 +115,25 @@ def fuse(
     lists: dict[str, list[int]], shown: dict[int, Candidate], sc: dict[int, float] | None = None
 ) -> list[int]:
     """Reciprocal rank fusion of the lists (``scores``): content_ids best first, those
-    found only by ``SUBSTRING_LISTS`` (and derived lists) after all others; scores
-    equal to 12 decimals are ties and go to the newer entry. ``sc``: the lists'
-    ``scores`` when already computed."""
+    found by ``PHRASE_LISTS`` before all others, those found only by
+    ``SUBSTRING_LISTS`` (and derived lists) after all others; scores equal to 12
+    decimals are ties and go to the newer entry. ``sc``: the lists' ``scores`` when
+    already computed."""
     if sc is None:
         sc = scores(lists, shown)
-    word_level = set()
+    word_level: set[int] = set()
+    phrase: set[int] = set()
     for name, order in lists.items():
         if name not in SUBSTRING_LISTS and name not in DERIVED_LISTS:
             word_level.update(order)
-    scored = [(cid in word_level, round(v, 12), shown[cid].entries[0].ts or "", cid) for cid, v in sc.items()]
-    scored.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
-    return [x[3] for x in scored]
+        if name in PHRASE_LISTS:
+            phrase.update(order)
+    scored = [
+        (cid in phrase, cid in word_level, round(v, 12), shown[cid].entries[0].ts or "", cid)
+        for cid, v in sc.items()
+    ]
+    scored.sort(key=lambda x: (x[0], x[1], x[2], x[3]), reverse=True)
+    return [x[4] for x in scored]
 
 
 def fold(

@@ -390,6 +390,31 @@ def _ranked_by_terms(
     return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
 
 
+def among_sql(fts: str, match: str, ids: list[int]) -> Sql:
+    """The rowids of ``ids`` (sorted ascending) that match ``match``, unranked: the
+    scan covers the matches between the first and last id, ``+rowid IN`` keeps the
+    list out of FTS5 (see ``rank_of_sql``), and no ``bm25()`` means no walk of each
+    phrase's whole posting list for its IDF."""
+    return Sql(
+        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+        f"AND +rowid IN (SELECT value FROM json_each(?))",
+        (match, ids[0], ids[-1], json.dumps(ids)),
+    )
+
+
+def phrase_among(
+    conn: sqlite3.Connection, phrase: str, rows: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """The rows ``(chunk_id, rank)`` of ``rows`` (a list of ``fts_words`` holding all
+    the words of ``phrase``) whose chunk matches ``phrase`` (an FTS5 phrase over
+    ``fts_words``), in their order and with their ranks: the phrase list when ``rows``
+    is every match of the words."""
+    if not rows:
+        return []
+    hit = {r[0] for r in conn.execute(*among_sql("fts_words", phrase, sorted(r[0] for r in rows)))}
+    return [r for r in rows if r[0] in hit]
+
+
 def fts_ids(
     conn: sqlite3.Connection,
     fts: str,

@@ -158,6 +158,9 @@ def connect(
                 store_id, created = ensure_schema(conn)
                 store_safety.write_id_file(Path(home), store_id, created)
             else:
+                if schema_version(conn) == 0:  # a first ingest killed before it committed its schema
+                    # (found by the vault's SIGKILL trials: `vault verify` then failed on a missing table)
+                    raise StoreError("no store yet", where=str(path), hint="run `ctxkeep ingest` first")
                 check_version(conn, readonly=True)
                 if mmap:
                     conn.execute(f"PRAGMA mmap_size={READ_MMAP_BYTES}")

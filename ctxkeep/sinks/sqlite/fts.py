@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 
 from ctxkeep.sinks.sqlite.ddl import CHUNK_FTS_TABLES, FTS_TABLES, set_ranks
-from ctxkeep.sinks.sqlite.params import in_parts
+from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 
 #: the entry columns a chunk's facets are made of (``transforms.facets.facets_by_content``)
 FACET_COLUMNS = ("content_hash", "agent", "kind", "role", "tool_name", "session_id", "project_dir")
@@ -188,10 +188,10 @@ def add_facets(conn: sqlite3.Connection, facets: Mapping[str, AbstractSet[str]])
 
     changed = []
     for part in in_parts(list(facets)):
-        for cid, old, h in conn.execute(
+        for cid, old, h in conn.execute(  # one statement text (``params.json_list``)
             f"SELECT ch.chunk_id, ch.facets, c.content_hash FROM contents c JOIN chunks ch "
-            f"ON ch.content_id = c.content_id WHERE c.content_hash IN ({','.join('?' * len(part))})",
-            part,
+            f"ON ch.content_id = c.content_id WHERE c.content_hash {IN_JSON}",
+            (json_list(part),),
         ):
             new = fx.merge(set(old.split()) | facets[h])
             if new != old:

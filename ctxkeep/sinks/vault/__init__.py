@@ -19,7 +19,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ctxkeep.sinks.vault.capture import Capturer, PreparedGroup, record, redact_raw, redact_raw_many
+from ctxkeep.sinks.vault.capture import (
+    Capturer,
+    PreparedGroup,
+    record,
+    redact_raw,
+    redact_raw_and_texts,
+    redact_raw_many,
+    redact_texts,
+)
 from ctxkeep.sinks.vault.packs import VaultDamaged, vault_dir
 
 _suspended = [0]
@@ -95,7 +103,9 @@ __all__ = [
     "record",
     "record_in",
     "redact_raw",
+    "redact_raw_and_texts",
     "redact_raw_many",
+    "redact_texts",
     "suspended",
     "vault_dir",
 ]
