@@ -40,9 +40,10 @@ def test_usage_errors_are_one_line_with_exit_code_2():
     import sys
 
     for args, want in (
-        (["search", "--bogus"], "error: No such option: --bogus - see `ctxkeep search --help`"),
-        (["search"], "error: Missing argument 'QUERY'. - see `ctxkeep search --help`"),
-        (["nosuch"], "error: No such command 'nosuch'. - see `ctxkeep --help`"),
+        # Click's messages in the house style: lower-case, no period before the dash
+        (["search", "--bogus"], "error: no such option: --bogus - see `ctxkeep search --help`"),
+        (["search"], "error: missing argument 'QUERY' - see `ctxkeep search --help`"),
+        (["nosuch"], "error: no such command 'nosuch' - see `ctxkeep --help`"),
     ):
         r = subprocess.run(
             [sys.executable, "-m", "ctxkeep", *args], capture_output=True, text=True, cwd=ROOT, timeout=60

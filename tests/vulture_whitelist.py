@@ -123,6 +123,9 @@ __generated_with
 # pydantic model field of query.coverage's result, read by model_dump
 previous_rate  # service.coverage.CoverageAlert
 pack_bytes
+shared_bytes  # service.vault.VaultStatusResult (vault status --json; the CLI reads the dict)
+per_reference_bytes
+agent_files  # service.vault.ReparseResult (reparse --json; the CLI reads the dict)
 # urllib.request.HTTPRedirectHandler hook (tests/browser/test_app_browser.py: see a redirect, not follow it)
 redirect_request
 # sources.antigravity: the IDE source object, looked up by name through sources._REGISTRY

@@ -117,6 +117,101 @@ def say(line: str) -> None:
         sys.stdout.write(safe_text(line) + "\n")
 
 
+def line_width() -> int | None:
+    """The width plain lines are folded to (``fold``): the terminal's, or ``COLUMNS``
+    when it is set; None when output is piped without ``COLUMNS`` (lines as written,
+    one record per line for grep). Without Rich when ``out``'s console is not made yet
+    (``ingest``'s summary of a no-op run imports no Rich)."""
+    c = out._console
+    if c is not None:
+        return max(c.width, 20) if c.is_terminal or os.environ.get("COLUMNS") else None
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit():
+        return max(int(cols), 20)
+    if sys.stdout.isatty():
+        import shutil
+
+        return max(shutil.get_terminal_size().columns, 20)
+    return None
+
+
+def fold(line: str, *, indent: str = "  ", width: int | None = None) -> list[str]:
+    """``line`` folded to ``width`` (default ``line_width()``; None: not folded): broken
+    after ``", "`` and ``"; "`` first, at spaces only where a part is wider still, the
+    lines after the first indented by ``indent``. A word is never cut: an id, a path or
+    a figure wider than the line stays whole on a line of its own."""
+    import textwrap
+
+    width = line_width() if width is None else width
+    if width is None or len(line) <= width:
+        return [line]
+    parts = re.split(r"(?<=[,;]) ", line)
+    lines: list[str] = []
+    cur = ""
+    for part in parts:
+        lead = indent if lines else ""
+        if not cur:
+            cand = lead + part
+        else:
+            cand = f"{cur} {part}"
+        if len(cand) <= width or not cur and len(lead + part) <= width:
+            cur = cand
+            continue
+        if cur:
+            lines.append(cur)
+            lead = indent
+        if len(lead + part) <= width:
+            cur = lead + part
+            continue
+        wrapped = textwrap.wrap(
+            part,
+            width=width,
+            initial_indent=lead,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        lines.extend(wrapped[:-1])
+        cur = wrapped[-1] if wrapped else ""
+    if cur:
+        lines.append(cur)
+    return lines
+
+
+def say_folded(line: str, *, indent: str = "  ") -> None:
+    """``say`` of ``line`` folded to the terminal's width (``fold``)."""
+    for x in fold(line, indent=indent):
+        say(x)
+
+
+def tilde(path: str | Path) -> str:
+    """``path`` with the user's home directory written ``~`` (``~/.claude/projects``)."""
+    p, home = str(path), str(Path.home())
+    if home not in ("", "/") and (p == home or p.startswith(home + os.sep)):
+        return "~" + p[len(home) :]
+    return p
+
+
+def short_path(path: str | Path, room: int) -> str:
+    """``tilde(path)``, and when that is wider than ``room``, its end from a folder
+    boundary with ``…/`` before it (``…/projects/-Users-x/d3ad4cdc.jsonl``); a file name
+    wider than ``room`` alone keeps its last ``room - 1`` characters (``…c614e5e23.jsonl``:
+    the session id ends a rollout's name). Never folded: one piece to copy."""
+    p = tilde(path)
+    if len(p) <= room:
+        return p
+    sep = "\\" if "\\" in p and "/" not in p else "/"  # a Windows path as its agent wrote it
+    parts = p.split(sep)
+    tail = parts[-1]
+    if len(tail) + 2 > room:
+        return "…" + tail[-max(room - 1, 1) :]
+    for part in reversed(parts[1:-1]):
+        if len(f"…{sep}{part}{sep}{tail}") > room:
+            break
+        tail = f"{part}{sep}{tail}"
+    return f"…{sep}{tail}"
+
+
 def table(**kwargs):
     """A Rich ``Table`` (imported on first use, as the consoles) that never cuts a
     figure: a right-justified column (a number, a size, a cost) never wraps or shrinks,
@@ -248,6 +343,10 @@ def table(**kwargs):
                 options = options.update_width(need)
             yield from super().__rich_console__(console, options)
 
+    # one style for every table (a new user saw heavy boxes beside light rules): a rule
+    # under the header, no box, unless the command asks for another
+    if "box" not in kwargs:
+        kwargs.update(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     return FiguresTable(**kwargs)
 
 
@@ -452,7 +551,10 @@ def warn(msg: object) -> None:
     config warning is not Rich markup)."""
     from rich.markup import escape
 
-    err.print(f"[yellow]warning:[/yellow] {escape(str(msg))}", highlight=False)
+    first, *more = fold(f"warning: {msg}")  # folded at the width, never inside a word
+    err.print(f"[yellow]warning:[/yellow] {escape(first[9:])}", highlight=False)
+    for x in more:
+        err.print(x, highlight=False, markup=False)
 
 
 def config_warnings(h: Path) -> None:
@@ -511,6 +613,17 @@ def _store_error(e: BaseException) -> bool:
     return True
 
 
+def _house_words(msg: str) -> str:
+    """Click's usage message in the house style of ``error:`` lines: lower-case, no
+    period before the dash (``No such command 'x'. Did you mean 'y'?`` → ``no such
+    command 'x' - did you mean 'y'?``; ``No such option: --x`` → ``no such option:
+    --x``)."""
+    if msg[:1].isupper() and msg[1:2].islower():
+        msg = msg[0].lower() + msg[1:]
+    msg = re.sub(r"\. Did you mean ", " - did you mean ", msg)
+    return msg[:-1] if msg.endswith(".") else msg
+
+
 def run_command(call) -> int:
     """Run ``call()`` (the Click group's non-standalone ``main``) under the one error
     contract and return the exit code: usage errors (unknown option, bad value, missing
@@ -530,7 +643,12 @@ def run_command(call) -> int:
         # the parser raises "Option '--x' requires an argument" without a context: the
         # command the group resolved last (``_Group.resolve_command``) is the one
         where = e.ctx.command_path if e.ctx else _resolved[-1] if _resolved else "ctxkeep"
-        typer.echo(f"error: {' '.join(e.format_message().split())} - see `{where} --help`", err=True)
+        msg = _house_words(" ".join(e.format_message().split()))
+        # a line that names a command to run or the agent meant already says what to do
+        # (and stays within 80 columns: ``options.unknown_value``)
+        done = "`ctxkeep " in msg or " - did you mean " in msg and msg.endswith("?")
+        see = "" if done else f" - see `{where} --help`"
+        typer.echo(f"error: {msg}{see}", err=True)
         return 2
     except typer.Abort:  # Ctrl-C or end of input at a prompt
         typer.echo("error: aborted", err=True)
@@ -566,11 +684,41 @@ def _plain_metavars(group) -> None:
 
 
 def _plain_metavars_of(cmd) -> None:
-    """``_Argument``'s usage metavar for the arguments of ``cmd`` and of its sub-commands."""
+    """``_Argument``'s usage metavar for the arguments of ``cmd`` and of its sub-commands
+    (and ``_narrow_help``)."""
     for p in cmd.params:
         if type(p) is TyperArgument:
             p.__class__ = _Argument
+    _narrow_help(cmd)
     _plain_metavars(cmd)
+
+
+#: below this terminal width a command's help is Click's plain layout, not Rich's panels
+RICH_HELP_WIDTH = 120
+
+
+def _narrow_help(cmd) -> None:
+    """Give ``cmd`` (a Typer command or sub-group) Click's plain help layout in a
+    terminal narrower than ``RICH_HELP_WIDTH``: Rich's option panel cut option names and
+    config keys with "…" at 80 columns (``--archive-after-d…``, ``retention.archive…``)
+    and read ``[vault]`` in a help text as markup; Click's puts a long option on a line
+    of its own and wraps the help under it, cutting nothing."""
+    if getattr(cmd, "_narrow_help", False) or not hasattr(cmd, "rich_markup_mode"):
+        return
+    rich_help = cmd.format_help
+
+    def format_help(ctx, formatter):
+        mode = cmd.rich_markup_mode
+        if mode is None or out.get().width >= RICH_HELP_WIDTH:
+            return rich_help(ctx, formatter)
+        cmd.rich_markup_mode = None  # TyperCommand.format_help: Click's own layout
+        try:
+            return rich_help(ctx, formatter)
+        finally:
+            cmd.rich_markup_mode = mode
+
+    cmd.format_help = format_help
+    cmd._narrow_help = True
 
 
 #: every top-level command, in the order of ``ctxkeep --help``: name → (the modules of
@@ -689,6 +837,26 @@ class _LazyCommands(Mapping):
 _resolved: list[str] = []
 
 
+#: what bare ``ctxkeep`` prints (exit 0): the first commands a new user types, within 80
+#: columns; ``ctxkeep --help`` lists every command (it printed that 88-line list and
+#: exited 2, Click's code for "no command", which read as a failure)
+SHORT_HELP = """\
+ctxkeep keeps the context of AI coding agents: ingest, search, maintain sessions
+
+Usage: ctxkeep COMMAND [ARGS]... [OPTIONS]
+
+First steps:
+  ctxkeep sources         the agents' session files found on this machine
+  ctxkeep ingest          store them (run again: only what changed)
+  ctxkeep search QUERY    search every session
+  ctxkeep sessions        the sessions, newest first
+  ctxkeep stats           what the store holds
+  ctxkeep ui              browse the store in the browser
+
+`ctxkeep --help` lists every command; `ctxkeep help COMMAND` explains one.
+"""
+
+
 class _Group(TyperGroup):
     """The top-level Click group: run standalone (the console script, ``python -m
     ctxkeep``, Click's test runner), it applies the error contract (``run_command``)
@@ -715,6 +883,11 @@ class _Group(TyperGroup):
                 args, prog_name="ctxkeep", complete_var=complete_var, standalone_mode=False, **extra
             )
 
+        if args is None and not sys.argv[1:] or args is not None and not list(args):
+            sys.stdout.write(SHORT_HELP)  # bare `ctxkeep`: what to type first, not an error
+            if not standalone_mode:
+                return 0
+            sys.exit(0)
         if not standalone_mode:
             return call()
         sys.exit(run_command(call))

@@ -20,8 +20,12 @@ from ctxkeep.cli import (
     config_warnings,
     err,
     failing,
+    line_width,
     out,
+    say,
+    say_folded,
     table,
+    tilde,
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, require_paths
@@ -138,40 +142,67 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: boo
         ).as_json()
 
 
+#: the columns of ``compress --check``
+CHECK_COLUMNS = ("file", "agent", "KiB", "lines", "status", "active", "backups")
+
+
+def _stacked_check(title: str, rows: list[tuple[str, ...]], widths: list[int]) -> None:
+    """``compress --check``'s rows in a narrow terminal: each file's name whole on a
+    line, its figures aligned under the header on the next (``widths``: of the columns
+    after the name)."""
+    right = ("KiB", "lines", "backups")
+
+    def cells(values) -> str:
+        return "  ".join(
+            v.rjust(w) if c in right else v.ljust(w)
+            for c, v, w in zip(CHECK_COLUMNS[1:], values, widths, strict=True)
+        ).rstrip()
+
+    say(title)
+    say("file")
+    head = "  " + cells(CHECK_COLUMNS[1:])
+    say(head)
+    say("─" * len(head))
+    for r in rows:
+        say(r[0])
+        say("  " + cells(r[1:]))
+
+
 def _emit_check(rep: dict, as_json: bool) -> None:
     if as_json:
         _print_json(rep)
         return
     th = rep["thresholds"]
-    from rich import box
-
-    t = table(
-        title=f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    # a narrow terminal folds file names (never cuts them: the name is what to act on)
-    for c in ("file", "agent", "KiB", "lines", "status", "active", "backups"):
-        t.add_column(
-            c,
-            justify="right" if c in ("KiB", "lines", "backups") else "left",
-            no_wrap=c not in ("file", "status"),
-            min_width=16 if c == "file" else None,
-            overflow="fold",
-        )
+    title = f"session files vs max_size_kb {th['max_size_kb']} / max_lines {th['max_lines']}"
+    rows: list[tuple[str, ...]] = []
     for f in rep["files"]:
         status = f["status"] + (f" ({', '.join(f['exceeds'])})" if f["exceeds"] else "")
-        t.add_row(
-            Path(f["path"]).name,
-            f["agent"],
-            f"{f['bytes'] / 1024:,.0f}",
-            f"{f['lines']:,}",
-            f"[red]{status}[/red]" if f["exceeds"] else status,
-            "yes" if f["active"] else "",
-            str(f["backups"] or ""),
+        rows.append(
+            (
+                Path(f["path"]).name,
+                f["agent"],
+                f"{f['bytes'] / 1024:,.0f}",
+                f"{f['lines']:,}",
+                status,
+                "yes" if f["active"] else "",
+                str(f["backups"] or ""),
+            )
         )
-    out.print(t)
+    widths = [max([len(r[i]) for r in rows] + [len(c)]) for i, c in enumerate(CHECK_COLUMNS)]
+    width = line_width()
+    if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+        # a file name is what to act on: never folded; too narrow for it beside the
+        # figures, it takes a line of its own above them
+        _stacked_check(title, rows, widths[1:])
+    else:
+        from rich import box
+
+        t = table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        for c in CHECK_COLUMNS:
+            t.add_column(c, justify="right" if c in ("KiB", "lines", "backups") else "left", no_wrap=True)
+        for r in rows:
+            t.add_row(r[0], r[1], r[2], r[3], f"[red]{r[4]}[/red]" if "(" in r[4] else r[4], *r[5:])
+        out.print(t)
     for f in rep["files"]:
         if f.get("savings"):
             w = f["would"]
@@ -199,16 +230,15 @@ def _emit_summary(s: dict) -> None:
         name = f["path"]
         if f["status"] in ("compressed", "would-compress"):
             img = (f.get("savings") or {}).get("inline", {}).get("image_tokens", 0)
-            out.print(
-                f"{verb} {name}: {f['bytes_before']:,} → {f['bytes_after']:,} bytes, "
+            say_folded(  # at the terminal's width, the file's path with ~
+                f"{verb} {tilde(name)}: {f['bytes_before']:,} → {f['bytes_after']:,} bytes, "
                 f"{f['tokens_before']:,} → {f['tokens_after']:,} text tokens"
                 + (f" (and images of {img:,} tokens moved to the store)" if img else "")
                 + f", {f['messages_before']:,} → {f['messages_after']:,} messages"
-                + (f"; backup {f['backup']}" if f.get("backup") else ""),
-                highlight=False,
+                + (f"; backup {tilde(f['backup'])}" if f.get("backup") else "")
             )
             if f.get("savings"):
-                out.print("  saved: " + _savings_text(f["savings"]), highlight=False, soft_wrap=True)
+                say_folded("  saved: " + _savings_text(f["savings"]), indent="    ")
         elif f["status"] == "skipped":
             out.print(f"skipped {name}: {f['reason']}", highlight=False)
         else:

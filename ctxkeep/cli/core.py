@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import typer
@@ -17,9 +18,13 @@ from ctxkeep.cli import (
     app,
     err,
     failing,
+    fold,
+    line_width,
     out,
     say,
+    say_folded,
     table,
+    tilde,
     warn,
 )
 from ctxkeep.cli.options import (
@@ -208,17 +213,20 @@ def _ingest_progress(show: bool):
 
 
 def _print_summary(s: dict, held: str | None) -> None:
+    # ``lines`` counts records: a JSONL line, a database row, a whole JSON or Markdown
+    # document (an Aider history file is one): "records", not "lines" (2 Aider files
+    # read as "2 lines")
     line = (
         f"ingested {_count(s['entries_new'], 'new entry', 'new entries')} from {s['files_read']:,} of "
-        f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}) in "
+        f"{_count(s['files'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'record')}) in "
         f"{s['seconds']:.1f} s; {_count(s['quarantined'], 'bad line')}"
         # the bad lines read in this run: a file read again (rewritten, shrunk and
         # regrown) holds lines quarantined before, stored once, so not "newly quarantined"
         + (" (in quarantine, each stored once: `ctxkeep quarantine`)" if s["quarantined"] else "")
     )
-    say(line)
+    say_folded(line)  # at the terminal's width (without Rich: a no-op run imports none)
     if s.get("per_agent"):
-        say("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())))
+        say_folded("  " + ", ".join(f"{a}: {n:,}" for a, n in sorted(s["per_agent"].items())), indent="    ")
     if not s["files"] and not s["entries_new"]:  # nothing found at all: say where to look
         say(
             "  no session files found: `ctxkeep sources` shows where each agent was looked for "
@@ -244,10 +252,11 @@ def _print_summary(s: dict, held: str | None) -> None:
         )
     alerts = s.get("coverage_alerts") or []
     for a in alerts:
-        say(f"  format drift: {a['message']}")
+        say_folded(f"  format drift: {a['message']}", indent="    ")
     if alerts:
-        say(
-            "  (`ctxkeep sources --coverage` shows the coverage ledger; the records are kept as meta entries)"
+        say_folded(
+            "  (`ctxkeep sources --coverage` shows the coverage ledger; the records are kept as meta entries)",
+            indent="    ",
         )
 
 
@@ -323,23 +332,45 @@ def search(
         err.print(f"[yellow]note:[/yellow] {n}", highlight=False)
     if not hits.hits:
         out.print("no matches" if not hits.omitted else hits.note, highlight=False)
+        _no_such_project(_home(home), project)
         if hits.suggestions:
             out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
         return
     style = {"head": "bold", "title": "", "snippet": "dim"}
+    width = line_width()
     for h in hits.hits:
         for part, line in render_hit(h):
-            out.print(
-                ("" if part == "head" else "   ") + line,
-                highlight=False,
-                markup=False,
-                style=style[part],
-                soft_wrap=True,
-            )
+            # at the terminal's width: the head (its id whole) folded between its fields,
+            # a title's or snippet's text wrapped (a long word of text may be cut)
+            if part == "head":
+                lines = fold(line, indent="   ")
+            elif width is not None and len(line) + 3 > width:
+                lines = textwrap.wrap(
+                    line, width=width, initial_indent="   ", subsequent_indent="   ", break_on_hyphens=False
+                )
+            else:
+                lines = ["   " + line]
+            for x in lines:
+                out.print(x, highlight=False, markup=False, style=style[part], soft_wrap=True)
     if hits.note:
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
     if hits.suggestions:
         out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
+
+
+def _no_such_project(h: Path, project: str | None) -> None:
+    """A note when ``--project`` names no stored project (a new user's bare project name
+    was read as a folder below the current one, and matched nothing, without a word)."""
+    from ctxkeep.service.args import project_dir
+    from ctxkeep.service.sessions import has_project
+
+    d = project_dir(project)
+    if d is not None and not has_project(h, d):
+        for x in fold(
+            f"note: no stored session's project is {d} or below it (--project is a folder; "
+            "a relative one is read from the current folder); `ctxkeep report projects` lists them"
+        ):
+            err.print(x, highlight=False, markup=False)
 
 
 @app.command()
@@ -507,7 +538,7 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         for a, d in res["agents"].items()
     ]
     # fits 80 columns: headers on two lines, one space between columns, cells never cut
-    t = table(title=f"ctxkeep store {h}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    t = table(title=f"ctxkeep store {tilde(h)}", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for i, c in enumerate(
         # tokens of the stored text, estimated from its bytes: not the API tokens of `usage`
         # below (nor of `sessions` and the reports), which the agents logged per response
@@ -532,22 +563,20 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         t.add_row(*r)
     out.print(t)
     cs, q = res["contents"], res["quarantine"]
-    out.print(
-        f"distinct contents {cs['distinct']:,} ({_size(cs['bytes'])}, {cs['token_estimate']:,} text tokens (est.)); "
-        f"quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired",
-        highlight=False,
+    # plain lines folded at the terminal's width (after a comma), never inside a figure
+    say_folded(
+        f"distinct contents {cs['distinct']:,} ({_size(cs['bytes'])}, {cs['token_estimate']:,} text tokens "
+        f"(est.)); quarantined lines {q.get('skipped', 0):,} skipped, {q.get('repaired', 0):,} repaired"
     )
     u = res["usage"]
-    out.print(
+    say_folded(
         f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
         f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} API tokens "
-        "(as the agents logged them)",
-        highlight=False,
+        "(as the agents logged them)"
     )
-    out.print(
+    say_folded(
         "files: "
         + ", ".join(f"{k} {_size(v)}" for k, v in res["files"].items())
-        + f"; last ingest {res['last_ingest'] or 'never'}",
-        highlight=False,
+        + f"; last ingest {res['last_ingest'] or 'never'}"
     )
-    out.print(redactions_line(res["redactions"]), highlight=False)
+    say_folded(redactions_line(res["redactions"]))

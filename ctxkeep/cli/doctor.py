@@ -7,7 +7,19 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _home, _print_json, _size, app, failing, out
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _home,
+    _print_json,
+    _size,
+    app,
+    failing,
+    out,
+    say,
+    say_folded,
+    tilde,
+)
 
 _MARK = {"ok": "ok", "damaged": "DAMAGED", "warning": "warning", "skipped": "skipped"}
 
@@ -31,21 +43,22 @@ def doctor(
     if as_json:
         _print_json(rep)
     else:
+        # the store's files named within it (its folder once, on the first line), each
+        # finding folded under its detail's column at the terminal's width
+        store = str(_home(home))
+        say(f"store {tilde(store)}")
         for f in res.findings:
-            out.print(
-                f"{_MARK[f.status]:8} {f.check:17} {f.file}: {f.detail}", highlight=False, soft_wrap=True
-            )
+            name = f.file[len(store) + 1 :] if f.file.startswith(store + "/") else tilde(f.file)
+            say_folded(f"{_MARK[f.status]:8} {f.check:17} {name}: {f.detail}", indent=" " * 27)
         if "repair" in rep:
             for a in rep["repair"]["actions"]:
-                out.print(f"repaired {a}", highlight=False, soft_wrap=True)
+                say_folded(f"repaired {a}")
             for a in rep["repair"]["not_recovered"]:
-                out.print(f"not recovered: {a}", highlight=False, soft_wrap=True)
+                say_folded(f"not recovered: {a}")
         if rep["damaged"]:
-            out.print(
+            say_folded(
                 f"damaged: {', '.join(rep['damaged'])}"
-                + ("" if repair else " - run 'ctxkeep doctor --repair'"),
-                highlight=False,
-                soft_wrap=True,
+                + ("" if repair else " - run 'ctxkeep doctor --repair'")
             )
         else:
             out.print("the store is sound", highlight=False)

@@ -28,7 +28,10 @@ from ctxkeep.cli import (
     err,
     failing,
     out,
+    say,
+    say_folded,
     table,
+    tilde,
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, agent_option, require_paths, since_option, until_option
@@ -325,7 +328,8 @@ def _print_vault_retention(v: dict, dry_run: bool) -> None:
     would), those held back and why, the bytes freed."""
     keep, days = v.get("keep_generations"), v.get("generation_max_age_days")
     if keep is None and days is None:
-        out.print("vault: every generation kept (no [vault] keep_generations / generation_max_age_days)")
+        # printed as written: Rich read "[vault]" as markup ("no  keep_generations")
+        say("vault: every generation kept (no [vault] keep_generations / generation_max_age_days)")
         return
     rule = " or ".join(
         x
@@ -335,16 +339,17 @@ def _print_vault_retention(v: dict, dry_run: bool) -> None:
     gens, held = v.get("generations") or [], v.get("held") or []
     verb = "would prune" if dry_run else "pruned"
     freed = v.get("bytes_freed", 0)
-    out.print(
-        f"vault: {verb} {len(gens):,} generations ({rule}), "
+    say_folded(
+        f"vault: {verb} {_count(len(gens), 'generation')} ({rule}), "
         + (f"about {_size(freed)} of packs freed" if dry_run else f"{_size(freed)} of packs freed")
-        + (f"; {len(held):,} held back" if held else ""),
-        highlight=False,
+        + (f"; {len(held):,} held back" if held else "")
     )
     for g in gens:
-        out.print(f"  {g['agent']} {g['path']} generation {g['gen']}: {g['reason']}", highlight=False)
+        say_folded(f"  {g['agent']} {tilde(g['path'])} generation {g['gen']}: {g['reason']}", indent="    ")
     for g in held:
-        out.print(f"  kept {g['agent']} {g['path']} generation {g['gen']}: {g['reason']}", highlight=False)
+        say_folded(
+            f"  kept {g['agent']} {tilde(g['path'])} generation {g['gen']}: {g['reason']}", indent="    "
+        )
 
 
 @app.command()
@@ -441,7 +446,7 @@ def backfill(
         return
     s = rep["ingest"]
     out.print(
-        f"backfilled {_count(s['files_read'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'line')}): "
+        f"backfilled {_count(s['files_read'], 'file')} ({_size(s['bytes'])}, {_count(s['lines'], 'record')}): "
         f"{_count(s['entries_new'], 'new entry', 'new entries')}, "
         f"{_count(s['quarantined'], 'quarantined line')}, "
         f"{s['seconds']:.1f} s",

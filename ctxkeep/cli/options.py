@@ -83,8 +83,20 @@ def closest(name: str, choices: Sequence[str]) -> str | None:
 
 def unknown_value(what: str, name: str, choices: Sequence[str], where: str | None = None) -> str:
     """``unknown agent 'codx' (--agent) - did you mean 'codex'? (one of: …)``: the line
-    of a usage error (``where``: the option, when there is one)."""
+    of a usage error (``where``: the option, when there is one). The agents are not
+    spelled out (their 49 names made a 544-character line): the closest is named, else
+    ``ctxkeep sources --all`` (the line fits 80 columns)."""
     near = closest(name, choices)
+    if what == "agent" and len(choices) > 8:
+        return (
+            f"unknown agent {name!r}"
+            + (f" ({where})" if where else "")
+            + (
+                f" - did you mean {near!r}?"
+                if near
+                else f" - `ctxkeep sources --all` lists all {len(choices)}"
+            )
+        )
     return (
         f"unknown {what} {name!r}"
         + (f" ({where})" if where else "")

@@ -7,7 +7,19 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _count, _home, _print_json, app, failing, out, say, table
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _home,
+    _print_json,
+    app,
+    failing,
+    out,
+    say,
+    say_folded,
+    table,
+)
 
 
 @app.command()
@@ -33,10 +45,16 @@ def reparse(
         _print_json(r)
         return
     d = r["diff"]
-    t = table(
-        title=f"ctxkeep reparse{' --dry-run' if r['dry_run'] else ''}: {_count(r['files'], 'file')}, "
+    # the agents' files, as `vault status` counts them; a database's sessions are one vault
+    # document each, so the vault files read can be more
+    files = _count(r["agent_files"], "file")
+    if r["files"] != r["agent_files"]:
+        files += f" ({r['files']:,} in the vault: a database's sessions are one document each)"
+    say_folded(
+        f"ctxkeep reparse{' --dry-run' if r['dry_run'] else ''}: {files}, "
         f"{_count(r['generations'], 'generation')} from the vault"
     )
+    t = table()
     for col in ("agent", "kind", "added", "removed", "changed", "same"):
         t.add_column(col, justify="left" if col in ("agent", "kind") else "right")
     for row in d["entries"]:
@@ -55,6 +73,6 @@ def reparse(
         else:
             say(f"{a}: usage unchanged")
     for n in r["notes"]:
-        say(f"note: {n}")
+        say_folded(f"note: {n}")
     if r["dry_run"]:
         say("dry run: nothing changed")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, out, table
+from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, fold, out, short_path, table
 from ctxkeep.cli.long_table import print_long, proxy_rows
 from ctxkeep.cli.options import agent_option, since_option, store_agents, timezone_option, until_option
 from ctxkeep.errors import UsageError
@@ -87,7 +87,12 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
         if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
             sys.stderr.write(f"note: {n}\n")
         else:
-            err.print(f"[yellow]note:[/yellow] {n}", highlight=False, soft_wrap=True)
+            from rich.markup import escape
+
+            first, *more = fold(f"note: {n}")  # folded at the width, never inside a word
+            err.print(f"[yellow]note:[/yellow] {escape(first[6:])}", highlight=False, soft_wrap=True)
+            for x in more:
+                err.print(x, highlight=False, markup=False, soft_wrap=True)
 
 
 def _csv(rows: list[dict]) -> None:
@@ -249,6 +254,11 @@ def _nums(values: list[str], folded: bool) -> list[str]:
     return [f"{i}\n{o}" if i or o else "", f"{cr}\n{cw}" if cr or cw else "", *rest]
 
 
+#: the characters a project's path gets in a narrow terminal (``report projects``), or
+#: its last folder's name and "…/" when that is longer
+PROJECT_ROOM = 26
+
+
 def _usage_table(
     rep, rows, breakdown, home, title, folded: bool, models: list[list[str]], *, cells=None, pick=None
 ):
@@ -276,7 +286,8 @@ def _usage_table(
         "models": "agent",  # then the model column: one row per agent and model
         "blocks": "block start",
     }[name]
-    t.add_column(first, footer="Total", no_wrap=name != "projects")
+    # a project's path is never folded: shortened from the left when narrow (below)
+    t.add_column(first, footer="Total", no_wrap=name != "projects" or folded)
     if blocks:
         t.add_column("status")
         t.add_column("agents")
@@ -342,12 +353,19 @@ def _usage_cells(rep, rows, folded: bool, models: list[list[str]], ids: dict | N
     projects), as printed: period, agent, models, the token columns (``folded``: in
     pairs) and cost; ``ids``: a session id's shortest unique prefix (``session``)."""
     name, tz = rep["report"], rep["timezone"]
+    # a project's last folder whole when it can be (up to PROJECT_ROOM + 4 characters)
+    room = PROJECT_ROOM
+    if name == "projects" and folded:
+        room = max(
+            [PROJECT_ROOM]
+            + [min(len(re.split(r"[/\\]", r["period"] or "")[-1]) + 2, PROJECT_ROOM + 4) for r in rows]
+        )
     cells = []
     for r, lines in zip(rows, models, strict=True):
         nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded)
         period = r["period"] or ""
-        if name == "projects" and folded:  # a narrow terminal: the path broken after a "/"
-            period = _wrap_name(period, 24)
+        if name == "projects" and folded:  # a narrow terminal: ~, then shortened from the left
+            period = period if period == "(none)" else short_path(period, room)
         if name == "session":
             period = (ids or {}).get(period, period)
             if r["last_activity"] is not None:

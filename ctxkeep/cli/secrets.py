@@ -18,7 +18,9 @@ from ctxkeep.cli import (
     app,
     err,
     failing,
+    line_width,
     out,
+    short_path,
     table,
     tables_alike,
 )
@@ -65,10 +67,14 @@ def secrets(
     if scrub:
         _print_scrub(res)
     else:
-        _print_report(res)
+        _print_report(res, h)
 
 
-def _print_report(r) -> None:
+#: the columns of ``secrets``' sessions table
+SESSION_COLUMNS = ("agent", "session", "values", "last seen", "kinds", "file")
+
+
+def _print_report(r, home: Path) -> None:
     if not r.total and not r.quarantine.values:
         out.print("no redacted values in the store", highlight=False)
         return
@@ -118,19 +124,34 @@ def _print_report(r) -> None:
     for d, per in r.dates.items():
         dates.add_row(d, f"{sum(per.values()):,}", ", ".join(f"{k} {n}" for k, n in list(per.items())[:4]))
     sessions = table(title="sessions to look at")
-    for c in ("agent", "session", "values", "last seen", "kinds", "file"):
-        # ids and paths whole (folded), so they can be copied
-        sessions.add_column(c, overflow="fold", justify="right" if c == "values" else "left")
-    for x in r.sessions:
-        kinds_of = ", ".join(f"{k} {n}" for k, n in list(x.kinds.items())[:3])
-        sessions.add_row(
+    # ids whole and short (the prefix hits show, which `show`/`resume` take), paths with ~
+    # and shortened from the left to what is left of the width: neither is ever folded
+    from ctxkeep.service.report import short_ids
+
+    short = short_ids(home, [x.session_id for x in r.sessions])
+    rows = [
+        (
             x.agent,
-            x.session_id,
+            short.get(x.session_id, x.session_id),
             f"{x.values:,}",
             _minute(x.last_seen),
-            kinds_of,
+            ", ".join(f"{k} {n}" for k, n in list(x.kinds.items())[:3]),
             x.files[0] if x.files else "",
         )
+        for x in r.sessions
+    ]
+    widest = [max([len(row[i]) for row in rows] + [len(c)]) for i, c in enumerate(SESSION_COLUMNS[:4])]
+    kind_w = max([len(k) for row in rows for k in row[4].split(", ")] + [5])
+    room = max(24, (line_width() or 1_000_000) - sum(widest) - kind_w - 6)
+    for c in SESSION_COLUMNS:
+        sessions.add_column(
+            c,
+            justify="right" if c == "values" else "left",
+            no_wrap=c != "kinds",
+            min_width=kind_w if c == "kinds" else None,
+        )
+    for row in rows:
+        sessions.add_row(*row[:5], short_path(row[5], room) if row[5] else "")
     tables_alike(kinds, agents, dates, sessions)  # one style, the one the widest needs
     for t in (kinds, agents, dates, sessions):
         out.print(t)

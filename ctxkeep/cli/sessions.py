@@ -43,6 +43,12 @@ def sessions(
     # rules (``service.sessions_core``; MCP and the app ask ``service.sessions``)
     from ctxkeep.service.sessions_core import SessionsArgs, session_list
 
+    if every and (limit is not None or offset):  # `--all --limit 3` printed all, silently
+        from ctxkeep.cli import _fail
+        from ctxkeep.errors import UsageError
+
+        given = "--limit" if limit is not None else "--offset"
+        _fail(UsageError(f"--all and {given} exclude each other", hint="give one"), 2)
     with failing():
         for name, value in (("--limit", limit), ("--offset", offset)):
             if every and value is not None:  # (a page of "every session": the page was ignored)

@@ -20,7 +20,10 @@ from ctxkeep.cli import (
     _size,
     app,
     failing,
+    line_width,
     out,
+    say_folded,
+    short_path,
     table,
     warn,
 )
@@ -104,14 +107,18 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
 _LOOKED_MAX = 4
 
 
-def _where(r: dict) -> str:
+def _where(r: dict, path=str) -> str:
     """The "where / why" of a ``sources_report`` row: the folder holding its files
-    (and the note, if any), or why nothing was found and every place it looked."""
-    where = r["where"] or r["reason"] or ""
+    (and the note, if any), or why nothing was found and every place it looked;
+    each path written by ``path`` (``tilde``: ``~/.claude/projects``)."""
+    home = str(Path.home())
+    where = path(r["where"]) if r["where"] else r["reason"] or ""
+    if path is not str and home not in ("", "/"):  # the reason names paths too
+        where = where.replace(home + "/", "~/")
     if r["where"] and r["reason"]:
         where += f" ({r['reason']})"
     if not r["files"] and r["searched"]:
-        looked = r["searched"][:_LOOKED_MAX]
+        looked = [path(x) for x in r["searched"][:_LOOKED_MAX]]
         more = len(r["searched"]) - len(looked)
         where += (
             ("; " if where else "") + "looked in " + ", ".join(looked) + (f" and {more} more" if more else "")
@@ -158,18 +165,22 @@ def sources(
             highlight=False,
         )
         return
-    if out.width < 110:  # too narrow for the table: two lines per agent
+    if out.width < 110:  # too narrow for the table: two lines per agent, folded at the width
         for r in rows:
-            where = _where(r)
-            out.print(
-                f"[bold]{r['agent']}[/bold]{'' if r['enabled'] else ' (off)'}: {_count(r['files'], 'file')}, "
-                f"{_size(r['bytes'])}, {_count(r['sessions'], 'session')}, "
-                f"{_count(r['entries'], 'entry', 'entries')}, "
-                f"{r['quarantined']:,} quarantined, last ingest "
-                f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}",
-                highlight=False,
+            off = "" if r["enabled"] else " (off)"
+            if r["files"] or r["sessions"]:
+                head = (
+                    f"{r['agent']}{off}: {_count(r['files'], 'file')}, {_size(r['bytes'])}, "
+                    f"{_count(r['sessions'], 'session')}, {_count(r['entries'], 'entry', 'entries')}, "
+                    f"{r['quarantined']:,} quarantined, last ingest "
+                    f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}"
+                )
+            else:
+                head = f"{r['agent']}{off}: nothing found"
+            say_folded(head)
+            say_folded(
+                "  " + _where(r, lambda p: short_path(p, (line_width() or 1_000_000) - 5)), indent="    "
             )
-            out.print(f"  {where}", highlight=False, markup=False)
     else:
         _table(rows)
     if hidden:

@@ -19,7 +19,9 @@ from ctxkeep.cli import (
     failing,
     out,
     say,
+    say_folded,
     table,
+    tilde,
     warn,
 )
 from ctxkeep.cli.options import _when_callback
@@ -44,7 +46,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         _print_json(r)
         return
     # the folder on a line of its own: a title line is not wrapped in a pipe
-    t = table(title=f"ctxkeep vault, {_size(r['pack_bytes'])} on disk:\n{r['vault_dir']}")
+    t = table(title=f"ctxkeep vault, {_size(r['pack_bytes'])} on disk:\n{tilde(r['vault_dir'])}")
     for col in (
         "agent",
         "files",
@@ -61,7 +63,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left",
             # in a narrow terminal: generations (≈ files) and the next deletion go first
             drop={"generations": 1, "next": 2}.get(col),
-            no_wrap=True if col == "agent" else None,
+            no_wrap=True if col in ("agent", "next") else None,
         )
     for a in r["agents"]:
         t.add_row(
@@ -73,9 +75,16 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             _size(a["stored_bytes"]),
             ", ".join(f"{k} {n}" for k, n in sorted(a["redactions"].items())) or "-",
             a["deletes"] or "-",
-            a["next_deletion"] or "-",
+            (a["next_deletion"] or "-")[:16].replace("T", " "),
         )
     out.print(t)
+    # "stored" counts each object once per agent: summed per file, a piece that several
+    # files or generations share was counted once per file and the sum passed the packs
+    say_folded(
+        f"stored: {r['stored_bytes']:,} bytes, each object once; {r['shared_bytes']:,} of them shared by "
+        f"several files or generations (counted per file: {r['per_reference_bytes']:,}); "
+        f"packs on disk {r['pack_bytes']:,} (with their framing)"
+    )
     if any(a["redactions"] for a in r["agents"]):
         out.print(
             "redacted: values replaced in the raw bytes `vault restore` writes (each occurrence, newest "
@@ -145,7 +154,9 @@ def restore(
         "a database agent's session as its rows, JSONL.",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List the files it would write; write nothing."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say which files would be written (and which exist); write nothing."
+    ),
     all_missing: bool = typer.Option(
         False, "--all-missing", help="Every file the vault holds that is missing on disk."
     ),
@@ -188,14 +199,22 @@ def restore(
     if as_json:
         _print_json(r)
         return
+    verb = "would restore" if r["dry_run"] else "restored"
     for f in r["files"]:
         red = sum(f["redactions"].values())
-        say(
-            f"{'would restore' if r['dry_run'] else 'restored'} {f['to']} ({_size(f['bytes'])}"
+        say_folded(
+            f"{verb} {f['to']} ({_size(f['bytes'])}"
             + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
+            + (
+                ("; it exists: --force overwrites it" if r["dry_run"] else "; overwritten")
+                if f["exists"]
+                else ""
+            )
             + ")"
         )
     for db in r.get("skipped_rows") or []:
         say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
     if not r["files"]:
         say("nothing to restore")
+    elif r["dry_run"]:
+        say("dry run: nothing written")

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from ctxkeep.config import load_config
-from ctxkeep.errors import StoreError
+from ctxkeep.errors import NotFound, StoreError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import BACKUPS_DIR, STORE_DB, STORE_DB_SIDECARS
 from ctxkeep.sinks.lock import hold
@@ -144,6 +144,12 @@ def restore(home: Path, file: Path) -> dict:
     from ctxkeep.maintenance.reindex import rebuild_analytics
 
     home, file = Path(home), Path(file).expanduser()
+    if not file.exists():  # (a relative path from another folder read "missing or empty")
+        raise NotFound(
+            "no such file",
+            where=str(file.absolute()),
+            hint="give the backup's path (a relative one is read from the current folder)",
+        )
     why = check_backup(file)
     if why:
         raise StoreError(f"not a usable store backup: {why}", where=str(file), hint="pick another backup")

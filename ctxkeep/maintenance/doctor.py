@@ -326,7 +326,8 @@ def _lost_check(home: Path, immutable: bool) -> list[Finding]:
             "entries",
             str(home / STORE_DB),
             "damaged",
-            f"SQLite lost {len(lost):,} entries of {len(sessions):,} sessions ({len(files):,} files) that "
+            f"SQLite lost {_n(len(lost), 'entry', 'entries')} of {_n(len(sessions), 'session')} "
+            f"({_n(len(files), 'file')}) that "
             "analytics.duckdb still holds (a WAL or store.db of another generation put back by hand); "
             "--repair derives those sessions again from the vault or the agents' files",
         )
@@ -617,7 +618,7 @@ def _derive_lost(home: Path) -> tuple[list[str], list[str]]:
     if not still:
         return actions, []
     return actions, [
-        f"entries SQLite lost: {len(still):,} of {len({(a, s) for _, a, s, _ in still}):,} sessions whose "
+        f"entries SQLite lost: {len(still):,} of {_n(len({(a, s) for _, a, s, _ in still}), 'session')} whose "
         "files are gone and the vault does not hold (analytics.duckdb keeps their rows: not rebuilt)"
     ]
 
@@ -866,3 +867,9 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
 def as_dicts(findings: list[Finding]) -> list[dict]:
     """The findings as JSON-ready dicts."""
     return [asdict(f) for f in findings]
+
+
+def _n(n: int, word: str, plural: str | None = None) -> str:
+    """``1 session``, ``2 sessions`` (``plural`` for irregular words), with thousands
+    separators (a new user read "1 sessions (1 files)")."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"

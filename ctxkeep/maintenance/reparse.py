@@ -370,7 +370,8 @@ def reparse(
     also has ``differing``: the files whose entries the derivation would remove or
     change (``differing``).
 
-    Returns ``{"dry_run", "agents", "files", "generations", "diff": diff(), "notes",
+    Returns ``{"dry_run", "agents", "files" (vault files: a database's rows documents
+    each), "agent_files" (the agents' files, a database once), "generations", "diff": diff(), "notes",
     "seconds"}``. Raises StoreError (no store), StoreBusy, VaultDamaged (an object does
     not read back: nothing changed)."""
     t0 = time.perf_counter()
@@ -519,6 +520,9 @@ def reparse(
         "dry_run": dry_run,
         "agents": chosen,
         "files": len(latest),
+        # the agents' files, a database once (as `vault status` counts them): ``files`` counts
+        # each of its sessions' rows documents
+        "agent_files": len({g.disk_path for g in latest.values()}),
         "generations": len(gens) + sum(len(gs) for gs in by_db.values()),
         "diff": {k: v for k, v in d.items() if k != "differing"},
         **({"differing": d.get("differing", [])} if exclude else {}),

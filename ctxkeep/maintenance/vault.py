@@ -196,8 +196,10 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     whole in the vault; ``unfinished_bytes``: how much of what is missing is a last line
     the agent never ended, which no ingest reads until it does); the files the vault
     holds that are gone from disk (``missing``: what ``vault restore --all-missing``
-    writes back; a database agent's file: the database). Returns ``{"vault_dir", "pack_bytes", "agents": [...],
-    "schedules": [...], "at_risk": n, "missing": [paths]}``. Raises StoreError without a store."""
+    writes back; a database agent's file: the database). Returns ``{"vault_dir", "pack_bytes",
+    "stored_bytes", "shared_bytes", "per_reference_bytes" (``manifest.stored_figures``: each object
+    counted once), "agents": [...], "schedules": [...], "at_risk": n, "missing": [paths]}``. Raises
+    StoreError without a store."""
     from ctxkeep.sources import discover_all
 
     ctx = ctx or DiscoveryContext.from_env()
@@ -205,7 +207,8 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     conn = sqlite_store.connect(Path(home), readonly=True)
     try:
         figs = manifest.figures(conn)
-        total, per = manifest.packed_bytes(conn)
+        stored = manifest.stored_figures(conn)
+        total, per = stored["pack_bytes"], stored["agents"]
         sessions = dict(
             conn.execute(
                 "SELECT vf.agent, count(DISTINCT e.session_id) FROM vault_files vf JOIN files fi "
@@ -262,6 +265,9 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
     return {
         "vault_dir": str(vault_dir(home)),
         "pack_bytes": total,
+        "stored_bytes": stored["stored_bytes"],
+        "shared_bytes": stored["shared_bytes"],
+        "per_reference_bytes": stored["per_reference_bytes"],
         "agents": [r.__dict__ | {"at_risk": [x.__dict__ for x in r.at_risk]} for r in rows],
         "schedules": [s.__dict__ for s in scheds],
         "at_risk": sum(len(r.at_risk) for r in rows),
@@ -454,10 +460,10 @@ def vault_restore(
     redacted as the vault keeps it); without ``to`` it is named in ``skipped_rows``
     (and restoring only such a session is an error saying to pass ``--to``).
 
-    Nothing is written when one target exists and ``force`` is not given, nor with
-    ``dry_run`` (the files are listed as they would be written; the same refusals). Returns
-    ``{"session", "files": [{"path", "to", "bytes", "redactions"}], "skipped_rows":
-    [databases], "dry_run"}``. Raises
+    Nothing is written when one target exists and ``force`` is not given. ``dry_run``:
+    nothing is written, each file says whether it ``exists`` (what ``--force`` would
+    overwrite). Returns ``{"session", "dry_run", "files": [{"path", "to", "bytes",
+    "redactions", "exists"}], "skipped_rows": [databases]}``. Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -503,7 +509,7 @@ def vault_restore(
         if all_missing:  # (a tree's files that are on disk stay as they are)
             plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
         exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
-        if exists and not force:  # a failure (exit 1), not wrong usage: the command was right
+        if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
             raise CtxkeepError(
                 f"{len(exists)} file(s) exist, e.g. {exists[0]}",
                 where="vault restore",
@@ -512,14 +518,21 @@ def vault_restore(
         done = []
         for g, targets in plans:
             for target, data, mtime_ns in targets:
+                there = str(target) in exists
                 if not dry_run:
                     _write_restored(target, data, mtime_ns)
                 done.append(
-                    {"path": g.path, "to": str(target), "bytes": len(data), "redactions": g.redactions}
+                    {
+                        "path": g.path,
+                        "to": str(target),
+                        "bytes": len(data),
+                        "redactions": g.redactions,
+                        "exists": there,
+                    }
                 )
     finally:
         conn.close()
-    return {"session": sid, "files": done, "skipped_rows": sorted(set(rows_only)), "dry_run": dry_run}
+    return {"session": sid, "dry_run": dry_run, "files": done, "skipped_rows": sorted(set(rows_only))}
 
 
 __all__ = [

@@ -47,9 +47,23 @@ PROMPT_CHARS = 600
 ERROR_LINES = 12
 MAX_CONSTRAINTS = 12
 
-_RULE_RE = re.compile(
-    r"\b(don'?t|do not|doesn'?t|never|always|must(?:n'?t)?|should(?:n'?t)?|only|avoid|make sure|"
-    r"ensure|no need|stop|instead of|keep)\b",
+#: a sentence (or its clause after a colon) that opens with an instruction ("Don't
+#: touch…", "Please always…", "To be clear: don't use…")
+_RULE_OPEN_RE = re.compile(
+    r"(?:^|[:;]\s+)(?:please\s+|and\s+|also\s+|but\s+|so\s+)*(?:don'?t|do not|never|always|make sure|ensure|avoid|only|"
+    r"keep|stop|no need to|must|use|prefer)\b",
+    re.I,
+)
+#: an obligation said of someone or something ("you must not…", "the tests should…")
+_RULE_SAID_RE = re.compile(
+    r"\b(?:you|we|it|this|that|they|code|tests?|\w+s)\s+(?:must|should|shall|need to|have to)(?:n'?t|\s+not)?\b"
+    r"|\b(?:must not|mustn'?t|never|always)\b",
+    re.I,
+)
+#: what only reports a thought or doubt ("I don't think…", "I'm not sure…", "I wonder…")
+_REMARK_RE = re.compile(
+    r"\bI(?:'m| am)?\s+(?:don'?t|do not|didn'?t)?\s*(?:think|guess|believe|know|wonder|suppose|remember|"
+    r"see|understand|not sure|wondering)\b|\b(?:maybe|perhaps|I think|not sure)\b",
     re.I,
 )
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -154,10 +168,13 @@ def latest_session(
     ).fetchone()
     if not r:
         of = f" of {agent}" if agent else ""
+        # an ingest helps only an empty store: else no session's project is this folder
+        # (a new user ran `resume` in a folder of no session and was told to ingest)
+        empty = conn.execute("SELECT 1 FROM entry_rows WHERE agent <> 'note' LIMIT 1").fetchone() is None
         raise NotFound(
-            f"no stored session{of}{' in ' + project_dir if project_dir else ''}",
+            f"no {'stored ' if empty else ''}session{of}{' of project ' + project_dir if project_dir else ''}",
             where="project",
-            hint="run `ctxkeep ingest`, or name a session",
+            hint="run `ctxkeep ingest`" if empty else "name one (`ctxkeep sessions` lists them)",
         )
     return r[0]
 
@@ -424,6 +441,19 @@ def _failure(rows, texts) -> list[Item]:
     return []
 
 
+def is_rule(sentence: str) -> bool:
+    """Whether a sentence of a user's prompt states a rule for the agent: it opens with
+    an instruction (``Don't…``, ``Always…``, ``Only…``, ``Make sure…``) or says what
+    someone or something must, should or never does (``the tests must pass``); a
+    question (``…should match the filters?``) or a reported thought (``I don't think we
+    need…``, ``maybe…``) is a remark, not a rule (a new user's question was listed as
+    one: any "don't", "only" or "should" counted)."""
+    s = sentence.strip()
+    if s.endswith("?") or _REMARK_RE.search(s):
+        return False
+    return bool(_RULE_OPEN_RE.search(s) or _RULE_SAID_RE.search(s))
+
+
 def _constraints(rows, texts) -> list[Item]:
     seen, out = set(), []
     for r in rows:
@@ -434,7 +464,7 @@ def _constraints(rows, texts) -> list[Item]:
             continue
         for s in _SENTENCE_RE.split(t):
             s = s.strip(" -*>\t")
-            if 8 <= len(s) <= 300 and _RULE_RE.search(s) and s.lower() not in seen:
+            if 8 <= len(s) <= 300 and is_rule(s) and s.lower() not in seen:
                 seen.add(s.lower())
                 out.append(Item(f'- "{s}" (entry {r[0][:12]})', r[0]))
     return out[-MAX_CONSTRAINTS:][::-1]  # the latest rules first

@@ -23,7 +23,10 @@ class IngestResult(Shape):
     files_read: int | None = Field(None, description="files with new bytes read")
     files_vanished: int | None = Field(None, description="files gone before they could be read")
     bytes: int = Field(description="bytes read")
-    lines: int | None = Field(None, description="lines (or records) read")
+    lines: int | None = Field(
+        None,
+        description="records read: a JSONL line, a database row, a whole JSON or Markdown document (an Aider history file: 1)",
+    )
     entries_new: int | None = Field(None, description="entries added")
     quarantined: int | None = Field(
         None, description="lines kept aside in the quarantine (bad JSON, unknown shape)"

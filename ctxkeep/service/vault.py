@@ -39,7 +39,8 @@ class AtRisk(BaseModel):
 
 class AgentVault(BaseModel):
     """One agent's line of ``vault status``: files, sessions, generations, bytes
-    (``raw_bytes`` original, ``stored_bytes`` compressed), values redacted per kind, its
+    (``raw_bytes`` original, ``stored_bytes`` compressed: each object once, however many of
+    the agent's files and generations hold it), values redacted per kind, its
     deletion rule (``deletes``), the next deletion of one of its files, files at risk."""
 
     agent: str
@@ -70,6 +71,19 @@ class VaultStatusResult(Result):
 
     vault_dir: str = Field(description="the vault's folder")
     pack_bytes: int = Field(description="bytes of its pack files on disk")
+    stored_bytes: int = Field(
+        0,
+        description="compressed bytes of the objects its generations hold, each counted once however many "
+        "files and generations share it (the packs add their framing and any object no generation holds)",
+    )
+    shared_bytes: int = Field(
+        0, description="of stored_bytes, the objects held more than once (by several files or generations)"
+    )
+    per_reference_bytes: int = Field(
+        0,
+        description="the objects' bytes counted once per file and generation holding them (what sharing saves: "
+        "this minus stored_bytes)",
+    )
     agents: list[AgentVault] = Field(description="per agent")
     schedules: list[dict[str, Any]] = Field(
         description="the agents' deletion rules: agent, days, setting (where read), max_count"
@@ -137,29 +151,31 @@ class VaultRestoreRequest(Request):
     user_home: Path | None = None
     generation: int | None = Field(None, ge=1, description="generation N of each file (1: the first kept)")
     at: When = None
-    dry_run: bool = False
+    dry_run: bool = Field(False, description="say what would be written; write nothing")
 
 
 class RestoredFile(BaseModel):
     """A session file written back: ``path`` (original), ``to`` (written), ``bytes``,
-    ``redactions`` (kind → values)."""
+    ``redactions`` (kind → values), ``exists`` (the target was there: overwritten with
+    --force; in a dry run, what --force would overwrite)."""
 
     path: str
     to: str
     bytes: int
     redactions: dict[str, int] = Field(default_factory=dict)
+    exists: bool = False
 
 
 class VaultRestoreResult(Result):
     """Session files written back from the vault (`ctxkeep vault restore --json`)."""
 
     session: str | None = Field(description="the session id (null with --all-missing)")
-    files: list[RestoredFile] = Field(description="one per file written")
+    dry_run: bool = Field(False, description="true: nothing was written (files: what would be)")
+    files: list[RestoredFile] = Field(description="one per file written (in a dry run: that would be)")
     skipped_rows: list[str] = Field(
         default_factory=list,
         description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
     )
-    dry_run: bool = Field(False, description="true: nothing written; files lists what would be")
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
@@ -205,7 +221,11 @@ class ReparseResult(Result):
 
     dry_run: bool = Field(description="true: nothing changed")
     agents: list[str] = Field(description="agents reparsed")
-    files: int = Field(description="vault files read")
+    files: int = Field(description="vault files read (a database's sessions: one rows document each)")
+    agent_files: int = Field(
+        0,
+        description="the agents' files they come from, a database once (what `vault status` counts as files)",
+    )
     generations: int = Field(description="generations parsed")
     diff: dict[str, Any] = Field(
         description="entries: [agent, kind, added, removed, changed, same]; usage: agent → before, after, delta "

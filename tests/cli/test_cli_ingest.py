@@ -56,9 +56,9 @@ def test_ingest_unknown_agent_is_one_line(store_home, monkeypatch):
     from ctxkeep.sources import SOURCES
 
     assert r.output.strip().splitlines() == [
-        f"error: unknown agent 'cursorx' (--agent) - did you mean 'cursor'? "
-        f"(one of: {', '.join(SOURCES)}) - see `ctxkeep ingest --help`"
+        "error: unknown agent 'cursorx' (--agent) - did you mean 'cursor'?"
     ]
+    assert "cursor" in SOURCES
 
 
 def test_ingest_explicit_path(store_home, monkeypatch, tmp_path):
@@ -134,7 +134,7 @@ def test_noop_ingest_summary_imports_no_rich(store_home, tmp_path):
     no-op's 0.3 s): plain lines, as written."""
     (tmp_path / "user").mkdir()
     lines, imported = _ingest_in_a_process(tmp_path / "user", store_home, watch=("rich",), as_json=False)
-    assert lines[0].startswith("ingested 0 new entries from 0 of 0 files (0 B, 0 lines) in ")
+    assert lines[0].startswith("ingested 0 new entries from 0 of 0 files (0 B, 0 records) in ")
     assert "no session files found: `ctxkeep sources`" in lines[1]
     assert imported == []
 

@@ -64,7 +64,7 @@ def test_purge_dry_run_says_the_agents_files_stay(store):
     )
     assert r.exit_code == 0, r.output
     rows = {" ".join(x.strip("│┃ ").split()) for x in r.output.splitlines()}
-    assert any(x.startswith("agent files it came from (left on disk) │ 1") for x in rows), r.output
+    assert "agent files it came from (left on disk) 1" in rows, r.output
     assert "source files" not in r.output
 
 

@@ -50,11 +50,14 @@ def test_purge_names_its_options_not_the_mcp_fields(home, tmp_path):
 
 def test_resume_names_project_only_when_given(home, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    # the store holds sessions, none of this folder: not "run ingest" (a new user's trial)
     code, line = _err("resume", "--home", home)
-    assert code == 1 and line.startswith(f"error: no stored session in {tmp_path} - ")
-    assert "(--project)" not in line
+    assert code == 1 and line == (
+        f"error: no session of project {tmp_path} - name one (`ctxkeep sessions` lists them)"
+    )
+    assert "(--project)" not in line and "ingest" not in line
     code, line = _err("resume", "--home", home, "--project", str(tmp_path))
-    assert code == 1 and f"no stored session in {tmp_path} (--project)" in line
+    assert code == 1 and f"no session of project {tmp_path} (--project)" in line
 
 
 def test_a_session_id_in_brackets_is_shown_not_read_as_markup(home):

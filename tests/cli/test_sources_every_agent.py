@@ -42,9 +42,10 @@ def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, m
         assert x["reason"], x
     # the text with --all (two lines per agent at this width) names every place each agent looked; the
     # console is made afresh, at this width (an earlier command may have made it wider)
-    from ctxkeep.cli import out
+    from ctxkeep.cli import out, short_path
 
     monkeypatch.setattr(out, "_console", None)
+    monkeypatch.setenv("HOME", str(home))  # short_path's ~, as in the command
     text = CliRunner().invoke(
         app, ["sources", "--all", "--home", str(tmp_path / "ck")], env=dict(env, COLUMNS="100")
     )
@@ -56,4 +57,6 @@ def test_every_agent_is_listed_with_where_it_looked_on_an_empty_home(tmp_path, m
         if x["agent"] in import_only:
             assert "import-only" in flat
             continue
-        assert "looked in " + ", ".join(x["searched"][:4]) in flat, x["agent"]
+        # the places with ~ for the home, a long one shortened from the left (``cli.short_path``)
+        looked = [short_path(p, 95) for p in x["searched"][:4]]
+        assert "looked in " + ", ".join(looked) in flat, x["agent"]

@@ -164,3 +164,57 @@ def test_a_slash_command_with_arguments_is_the_first_prompt(conn):
     assert [r.title for r in rows] == ["/orchestrator create TODO app by Next.js"]
     status = "<command-name>/status</command-name>\n<command-message>status</command-message>\n<command-args></command-args>"
     assert prompt_text(status) is None and prompt_text("fix the bug") == "fix the bug"
+
+
+def _claude_line(uuid: str, parent: str | None, role: str, text: str, ts: str) -> str:
+    msg = {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]}
+    return json.dumps(
+        {
+            "type": role,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "5e551011-0000-4000-8000-000000000001",
+            "timestamp": ts,
+            "cwd": "/work/app",
+            "version": "2.0.1",
+            "message": msg,
+        }  # fmt: skip
+    )
+
+
+REMARK = "I don't think we need to loop through all items, the group names should match the filters?"
+
+
+def test_a_users_remark_or_question_is_not_a_rule(tmp_path):
+    """A new user's question was listed under "The user's rules": any sentence with
+    "don't", "only" or "should" counted. Rules stay; remarks and questions go."""
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from tests.conftest import ingest
+
+    home = tmp_path / "home"
+    proj = home / ".claude/projects/-work-app"
+    proj.mkdir(parents=True)
+    prompts = [
+        f"Fix the filter. {REMARK}",
+        "Don't touch the migrations. It only happens on CI, I think.",
+        "Does it always fail on Mondays? Make sure the tests pass before you commit.",
+    ]
+    lines, parent = [], None
+    for i, p in enumerate(prompts):
+        u, a = f"00000000-0000-4000-8000-00000000010{i}", f"00000000-0000-4000-8000-00000000020{i}"
+        lines += [
+            _claude_line(u, parent, "user", p, f"2026-01-01T00:0{i}:00Z"),
+            _claude_line(a, u, "assistant", "Done.", f"2026-01-01T00:0{i}:30Z"),
+        ]
+        parent = a
+    (proj / "5e551011-0000-4000-8000-000000000001.jsonl").write_text("\n".join(lines) + "\n")
+    store = tmp_path / "store"
+    ingest(home, store, "claude-code")
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        snap = build_snapshot(conn, "5e551011", budget=3000)
+    finally:
+        conn.close()
+    rules = [i.text.split('"')[1] for i in snap.sections["constraints"]]
+    assert rules == ["Make sure the tests pass before you commit.", "Don't touch the migrations."]
+    assert REMARK not in snap.to_markdown().split("The user's rules")[-1]

@@ -1139,6 +1139,12 @@ def restore_file(home: Path, path: Path, *, force: bool = False, wait: bool = Tr
     home = cfgmod.ensure_home(Path(home))
     path = Path(path).expanduser().resolve()
     backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
+    if not backup.exists() and not path.exists():  # a mistyped (or relative) FILE: say so
+        raise NotFound(
+            "no such file",
+            where=str(path),
+            hint="give the session file's path (a relative one is read from the current folder)",
+        )
     if not backup.exists():
         raise NotFound(
             "no backup to restore",

@@ -477,3 +477,12 @@ def user_messages(
         )
         rows += conn.execute(q, part).fetchall()
     return rows
+
+
+def has_project_under(conn: sqlite3.Connection, project_dir: str) -> bool:
+    """Whether some stored session's project is ``project_dir`` or a folder below it
+    (``paths.under_sql`` over the ``projects`` table)."""
+    from ctxkeep.paths import under_sql
+
+    sql, args = under_sql("project_dir", project_dir)
+    return conn.execute(f"SELECT 1 FROM projects WHERE {sql} LIMIT 1", args).fetchone() is not None
