@@ -362,7 +362,7 @@ def _no_such_project(h: Path, project: str | None) -> None:
     """A note when ``--project`` names no stored project (a new user's bare project name
     was read as a folder below the current one, and matched nothing, without a word)."""
     from ctxkeep.service.args import project_dir
-    from ctxkeep.service.sessions import has_project
+    from ctxkeep.service.sessions_core import has_project
 
     d = project_dir(project)
     if d is not None and not has_project(h, d):

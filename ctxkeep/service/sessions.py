@@ -95,12 +95,3 @@ def sessions(home: Path, req: SessionsRequest) -> SessionsResult:
         next_offset=got.next_offset,
         sessions=[r.as_dict() for r in got.rows],
     )
-
-
-def has_project(home: Path, project_dir: str) -> bool:
-    """Whether the store at ``home`` holds a session whose project is ``project_dir`` or
-    below it (a ``--project`` that names none matches nothing: ``search`` says why)."""
-    from ctxkeep.sinks.sqlite.lookup import has_project_under
-
-    with reading(home) as conn:
-        return has_project_under(conn, project_dir)

@@ -155,3 +155,12 @@ def session_list(home: Path, args: SessionsArgs) -> SessionList:
         next_offset=end if end < page.total else None,
         rows=page.rows,
     )
+
+
+def has_project(home: Path, project_dir: str) -> bool:
+    """Whether the store at ``home`` holds a session whose project is ``project_dir`` or
+    below it (a ``--project`` that names none matches nothing: ``search`` says why)."""
+    from ctxkeep.sinks.sqlite.lookup import has_project_under
+
+    with reading(home) as conn:
+        return has_project_under(conn, project_dir)
