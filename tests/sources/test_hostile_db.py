@@ -165,3 +165,34 @@ def test_message_rows_without_an_id_stay_apart(sample):
     check_accounted(sample, None, batches)
     ids = {e["record_id"] for b in batches for e in b.entries if e["source_offset"] in rows}
     assert len(ids) == 1 and ids.pop().endswith(f":rowid:{rows[0]}")
+
+
+@pytest.mark.parametrize("value", [b"", b"\x00\xff", 1.5, "yesterday"])
+def test_a_blob_or_odd_value_in_an_update_time_column(value):
+    """OpenCode's ``message.time_updated`` holding a BLOB (found by the property test
+    above: the vault's change marks, an aggregate of that column, went to orjson, which
+    cannot write bytes, and the read failed with a TypeError); the read goes on and its
+    watermark state stays JSON."""
+    import orjson
+
+    (sample,) = [s for s in DBS if s.agent == "opencode" and s.path.name == "opencode.db"]
+
+    def change(p: Path) -> None:
+        c = sqlite3.connect(p)
+        try:
+            c.execute(
+                'UPDATE "message" SET "time_updated" = ? WHERE rowid = (SELECT min(rowid) FROM message)',
+                (value,),
+            )
+            c.commit()
+        finally:
+            c.close()
+
+    with tempfile.TemporaryDirectory() as d:
+        p = place(sample, Path(d))
+        change(p)
+        batches = read_all(sample, p)
+    check_accounted(sample, None, batches)
+    for b in batches:
+        if b.watermark is not None:
+            orjson.dumps(b.watermark.state)

@@ -499,8 +499,16 @@ def _one(path: Path, sql: str, params: tuple) -> tuple:
 VAULT_STATE_V = 2
 
 
+def _cell(o: Any) -> str:
+    """A cell orjson cannot write (a BLOB where an agent keeps a time: hostile-input
+    tests set ``message.time_updated`` of OpenCode to ``b''``), as text for a token."""
+    if isinstance(o, bytes | bytearray | memoryview):
+        return "blob:" + bytes(o).hex()
+    return repr(o)
+
+
 def _token(obj: Any) -> str:
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=_cell)).hexdigest()[:32]
 
 
 @dataclass
@@ -529,7 +537,9 @@ def _marks(path: Path, spec: tuple[str, ...], sql: str, old: dict[str, dict]) ->
         ro = open_ro(path)
         try:
             rows = ro.conn.execute(
-                f'SELECT CAST(({expr}) AS TEXT), count(*), max(rowid), max({ts}) FROM "{table}" '
+                # a BLOB time (hostile input) as text: the marks ride in the watermark's JSON
+                f"SELECT CAST(({expr}) AS TEXT), count(*), max(rowid), "
+                f"max(CASE WHEN typeof({ts}) = 'blob' THEN 'blob:' || hex({ts}) ELSE {ts} END) FROM \"{table}\" "
                 f"WHERE ({expr}) IS NOT NULL GROUP BY 1"
             ).fetchall()
         finally:
