@@ -410,6 +410,13 @@ def plan_hooks_install(
     return Change(agent, path, "created" if before is None else "updated", before, after, notes=notes)
 
 
+def _backup_matches(where: str):
+    """The test ``_undo`` applies to a backup's text ``a`` and the stripped settings
+    ``b``: the same but for a ``hooks`` object or event lists the user had left empty
+    (``settings_json.same_but_emptied_hooks``)."""
+    return lambda a, b: sj.same_but_emptied_hooks(sj.loads(a, where)[0], b)
+
+
 def plan_hooks_uninstall(agent: str, scope: str, w: Where) -> Change:
     """Plan removing ctxkeep's hooks of ``agent`` (nothing is written). Raises
     ConfigError when the settings file does not parse."""
@@ -436,15 +443,7 @@ def plan_hooks_uninstall(agent: str, scope: str, w: Where) -> Change:
     new = sj.remove_hooks(obj, identify_hook(agent))
     if sj.same(new, obj):
         return Change(agent, path, "unchanged", before, before)
-    return _undo(
-        agent,
-        path,
-        before,
-        sj.dumps(new, layout),
-        lambda a, b: sj.same_but_emptied_hooks(sj.loads(a, where)[0], b),
-        new,
-        where,
-    )
+    return _undo(agent, path, before, sj.dumps(new, layout), _backup_matches(where), new, where)
 
 
 def _undo(agent, path, before, stripped: bytes, same_data, stripped_data, where) -> Change:
@@ -648,15 +647,7 @@ def plan_mcp_uninstall(agent: str, scope: str, w: Where) -> Change:
     if not isinstance(servers, dict) or not _is_ctxkeep_server(servers.get(SERVER_NAME)):
         return Change(agent, path, "unchanged", before, before)
     new = sj.remove_mcp_server(obj, SERVER_NAME)
-    return _undo(
-        agent,
-        path,
-        before,
-        sj.dumps(new, layout),
-        lambda a, b: sj.same_but_emptied_hooks(sj.loads(a, where)[0], b),
-        new,
-        where,
-    )
+    return _undo(agent, path, before, sj.dumps(new, layout), _backup_matches(where), new, where)
 
 
 # -- applying --------------------------------------------------------------------------

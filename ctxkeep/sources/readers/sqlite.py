@@ -499,16 +499,8 @@ def _one(path: Path, sql: str, params: tuple) -> tuple:
 VAULT_STATE_V = 2
 
 
-def _cell(o: Any) -> str:
-    """A cell orjson cannot write (a BLOB where an agent keeps a time: hostile-input
-    tests set ``message.time_updated`` of OpenCode to ``b''``), as text for a token."""
-    if isinstance(o, bytes | bytearray | memoryview):
-        return "blob:" + bytes(o).hex()
-    return repr(o)
-
-
 def _token(obj: Any) -> str:
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=_cell)).hexdigest()[:32]
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 
 
 @dataclass
