@@ -74,10 +74,13 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             _size(a["raw_bytes"]),
             _size(a["stored_bytes"]),
             ", ".join(f"{k} {n}" for k, n in sorted(a["redactions"].items())) or "-",
-            a["deletes"] or "-",
+            (a["deletes"] or "-").split(" (", 1)[0],  # why: below the table, never cut mid-word
             (a["next_deletion"] or "-")[:16].replace("T", " "),
         )
     out.print(t)
+    for a in r["agents"]:
+        if " (" in (a["deletes"] or ""):
+            say_folded(f"{a['agent']} deletes: {a['deletes']}")
     # "stored" counts each object once per agent: summed per file, a piece that several
     # files or generations share was counted once per file and the sum passed the packs
     say_folded(

@@ -160,6 +160,11 @@ def test_vault_status(homes):
     lines = _fits(text)
     for a in rep["agents"]:
         assert any(x.split()[:3] == [a["agent"], f"{a['files']:,}", f"{a['sessions']:,}"] for x in lines), a
+    # an agent's deletion rule whole, never cut mid-word in a column (newuser14 F6:
+    # "never (general.sessionR" / "etention not")
+    for a in rep["agents"]:
+        for word in (a["deletes"] or "").split():
+            assert word in _words(text), (word, text)
 
 
 def test_compress_check(homes):
