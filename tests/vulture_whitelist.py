@@ -15,6 +15,7 @@ modified  # maintenance.compress.run.FileCheck
 lines_before  # maintenance.compress.run.FileResult (compress --json)
 lines_after  # maintenance.compress.run.FileResult
 dropped_bad_lines  # maintenance.compress.run.FileResult
+kept_bad_lines  # maintenance.compress.run.FileResult (--json: the unparsable lines kept as they were)
 backups_pruned  # maintenance.compress.run.FileResult
 still_exceeding  # service.compress.CompressResult (compress --json)
 still_over  # maintenance.compress.run.FileResult (compress --json; the CLI reads the dict)

@@ -172,8 +172,8 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     # per-record ids (Codex) would parse to new ids, so the old ids move with it
     old_good = [ln for ln in lines if isinstance(ln.rec, dict)]
     old_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, old_good))
-    backup = rewrite.make_backup(path, data, state)
-    new_st = rewrite.replace_file(path, new, state, expected_lines=kept)
+    new_st = rewrite.replace_file(path, new, state, expected_lines=kept, backup_of=data)
+    backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     r.backup, r.status = str(backup), "scrubbed"
     r.older_backups = [p for p in r.older_backups if p != str(backup)]
     _after_rewrite(conn, home, file, new, new_st, old_ids)
@@ -207,8 +207,8 @@ def _scrub_document(r: ScrubFile, path: Path, data: bytes, state, dry_run: bool)
     if dry_run:
         r.status = "would-scrub"
         return r
-    backup = rewrite.make_backup(path, data, state)
-    rewrite.replace_file(path, new, state, expected_lines=1)
+    rewrite.replace_file(path, new, state, expected_lines=1, backup_of=data)
+    backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     r.backup, r.status = str(backup), "scrubbed"
     r.older_backups = [p for p in r.older_backups if p != str(backup)]
     return r

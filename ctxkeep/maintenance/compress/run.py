@@ -148,7 +148,10 @@ class FileResult:
     savings: dict = field(default_factory=dict)
     cut_kind: str | None = None
     relinked: int = 0
+    #: 0: a line that does not parse is never dropped (kept as it was, where it was:
+    #: ``kept_bad_lines`` counts them; the key stays for scripts)
     dropped_bad_lines: int = 0
+    kept_bad_lines: int = 0
     verified: dict = field(default_factory=dict)
     archived: int = 0
     backup: str | None = None
@@ -631,7 +634,6 @@ def _compress_file(
         return r
     origin = shr.origin if shr is not None else list(range(len(lines)))
     cut_removed = [origin[i] for i in plan.removed]
-    dropped_bad = [origin[i] for i in plan.dropped_bad]
     pre_removed = [i for k in ("duplicates", "progress") for i in (shr.removed[k] if shr else [])]
     msg_lines = set(cp.message_lines(file.agent, lines))
     r.messages_before = len(msg_lines)
@@ -653,6 +655,16 @@ def _compress_file(
     # a line the rewrite keeps as it was is parsed already
     kept = {ln.body: ln.rec for ln in lines if ln.rec is not None and ln.problem is None}
     new_lines, _ = cp.split_lines(new_data, kept)
+    # what the rewrite's validation (``rewrite.validate_jsonl``) will judge, judged now,
+    # so a check or dry run says the refusal the real run would make: every line
+    # compress wrote parses; a line that did not parse in the original either stays as
+    # it was and is not judged (newuser15 F2)
+    kept_bad = {ln.body for ln in lines if ln.rec is None}
+    invalid = _invalid_lines(new_lines, kept_bad, len(plan.new_lines))
+    if invalid:
+        r.status = "refused"
+        r.reason = f"the compressed file would not validate: {'; '.join(invalid[:3])}; the original is left unchanged"
+        return r
     new_per_line = cp.line_entries(file, new_lines, hashes)
     new_ids = cp.line_entry_ids(file.agent, new_per_line)
     marker_uuid = plan.marker["uuid"] if plan.marker else None
@@ -676,10 +688,10 @@ def _compress_file(
     r.bytes_after, r.lines_after = len(new_data), len(plan.new_lines)
     r.removed_messages, r.cut_kind = len(msg_lines.intersection(cut_removed)), plan.cut_kind
     r.relinked = len(plan.relinked) + (len(shr.relinked) if shr else 0)
-    r.dropped_bad_lines = len(plan.dropped_bad)
+    r.kept_bad_lines = len(plan.kept_bad)
     r.savings = _savings(file, lines, per_line, line_tokens, shr, plan, cut_removed, len(data), r, memo)
     kept_ids = {x for ls in new_ids for x in ls}
-    removed_ids = {x for i in cut_removed + dropped_bad + pre_removed for x in ids[i]} - kept_ids
+    removed_ids = {x for i in cut_removed + pre_removed for x in ids[i]} - kept_ids
     if dry_run:
         r.status = "would-compress"
         r.archived = len(removed_ids)
@@ -721,8 +733,10 @@ def _compress_file(
     )
     # ---- write (the only step that touches the agent's file)
     try:
-        backup = rewrite.make_backup(path, data, state)
-        new_st = rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
+        new_st = rewrite.replace_file(
+            path, new_data, state, expected_lines=len(plan.new_lines), kept_bad=kept_bad, backup_of=data
+        )
+        backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     except rewrite.RewriteError as e:
         from ctxkeep.sinks import recovery
 
@@ -784,6 +798,21 @@ def _compress_file(
         str(p) for p in rewrite.prune_backups(path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)
     ]
     return r
+
+
+def _invalid_lines(new_lines: list[cp.Line], kept_bad: set[bytes], planned: int) -> list[str]:
+    """The problems ``rewrite.validate_jsonl`` would find in the new file (its lines,
+    parsed: ``cp.split_lines``): a line that does not parse to an object and is not one
+    of ``kept_bad`` (the original's own unparsable lines, kept byte for byte), a line
+    count other than ``planned``. [] when the new file would validate."""
+    problems = [
+        f"line {ln.index + 1} does not parse: {ln.problem or 'not an object'}"
+        for ln in new_lines
+        if ln.rec is None and ln.body not in kept_bad
+    ][:6]
+    if len(new_lines) != planned:
+        problems.append(f"{len(new_lines)} lines, planned {planned}")
+    return problems
 
 
 def _show_call(home: Path) -> str:
@@ -938,7 +967,7 @@ def _savings(
         out["inline"]["media"] = len(shr.media)
     else:
         shr_tokens, after_shrink = r.tokens_before, bytes_before
-    out["cut"]["lines"] = len(cut_removed) + len(plan.dropped_bad)
+    out["cut"]["lines"] = len(cut_removed)
     out["cut"]["bytes"] = after_shrink - r.bytes_after
     out["cut"]["tokens"] = shr_tokens - r.tokens_after
     return out
