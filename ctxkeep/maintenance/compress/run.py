@@ -411,16 +411,27 @@ def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
 
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
     """Check the store holds every line of ``file``: the entry ids of each parsed line
-    are in ``entries``, the bytes of each unparseable line are in ``quarantine``.
+    are in ``entries``, the bytes of each unparseable line are in ``quarantine`` (by
+    the raw line's SHA-256; a row whose raw hash is unknown, NULL after a rebuild from
+    the vault's redacted bytes (``sinks.sqlite.requarantine``), holds the line when its
+    stored bytes are the line redacted).
 
     Returns ``{"lines": n, "entries": n, "quarantined": n, "missing_lines": [indices]}``."""
     flat = [x for ls in ids for x in ls]
     present = sqlite_store.existing_entry_ids(conn, flat) if conn is not None and flat else set()
     qh = sqlite_store.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
+    unhashed: set[str] | None = None
     missing, quarantined = [], 0
     for ln, lids in zip(lines, ids, strict=False):
         if ln.rec is None:
             if hashlib.sha256(ln.body).hexdigest() in qh:
+                quarantined += 1
+                continue
+            if unhashed is None:
+                unhashed = (
+                    sqlite_store.quarantined_unhashed(conn, str(file.path)) if conn is not None else set()
+                )
+            if unhashed and _redacted_sha(ln.body) in unhashed:
                 quarantined += 1
             else:
                 missing.append(ln.index)
@@ -432,6 +443,29 @@ def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[st
         "quarantined": quarantined,
         "missing_lines": missing,
     }
+
+
+def _redacted_sha(body: bytes) -> str:
+    """SHA-256 hex of a line as the quarantine stores it (``redact_bytes``)."""
+    from ctxkeep.transforms.redact import redact_bytes
+
+    return hashlib.sha256(redact_bytes(body)).hexdigest()
+
+
+def lines_not_held(conn, file: SourceFile, data: bytes) -> list[int]:
+    """The complete lines of ``data`` (bytes of ``file`` or of a copy of it: a compress
+    backup) that the store does not hold (``verify_store``, as compress checks a file
+    before it cuts it; an entry retention moved to the Parquet archive, listed in the
+    ``archived`` table, is held): their indices among the non-empty lines, [] when it
+    holds all."""
+    lines, _ = cp.split_lines(data)
+    _, ids, v = _parse_verified(conn, file, lines, {})
+    missing = v["missing_lines"]
+    parsed = [i for i in missing if lines[i].rec is not None]
+    if not parsed:
+        return missing
+    archived = sqlite_store.archived_entry_ids(conn, [x for i in parsed for x in ids[i]])
+    return [i for i in missing if lines[i].rec is None or not ids[i] or not set(ids[i]) <= archived]
 
 
 def _parse_verified(
