@@ -325,7 +325,7 @@ def _undone(g: manifest.Generation, gens: list[manifest.Generation], files: dict
 
 def _compress_written(conn, home: Path, g: manifest.Generation) -> bool:
     """Whether compress wrote generation ``g`` (its capture's ``extra`` names what it
-    archived or moved: ``compress.run._vault_capture``)."""
+    archived or moved: ``compress.run.vault_capture``)."""
     extra = manifest.capture_extra(conn, home, g)
     return bool(extra.get("archived") or extra.get("moves"))
 

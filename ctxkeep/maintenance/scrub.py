@@ -17,10 +17,12 @@ changes), each line whose text the redaction rules change is rewritten:
 - other lines keep their bytes.
 
 Then a verified ``<file>.backup``, the new content validated and renamed over the
-original (``rewrite.make_backup``, ``rewrite.replace_file``), and the entries' byte
-offsets moved to the new file (``sinks.sqlite.EntryChanges``). The file's watermark is
-left as it was: the next ingest sees a rewritten file and reads it again, adding
-nothing (entry ids are stable; the texts were stored redacted).
+original (``rewrite.replace_file``), and the entries' byte offsets moved to the new
+file (``sinks.sqlite.EntryChanges``). The watermark moves to the new end (the next
+ingest reads only what the agent appends) and the scrubbed file enters the vault as
+the file's next generation in the same transaction (``compress.run.vault_capture``,
+``extra["scrubbed"]``): the vault restores the file whole after the agent wrote to it
+again (newuser15 F18).
 
 The backups hold the secrets (that is what makes the rewrite undoable): the result
 lists them, with every older ``.backup.*`` of each file, to delete once checked.
@@ -243,10 +245,29 @@ def _after_rewrite(conn, home: Path, file, new: bytes, new_st, old_ids: list[lis
     )
     tombs = sqlite_store.tombstoned(conn)
     frames = transform_batch(conn, Batch([], [], wm), tombs)
-    sqlite_store.load_batch(conn, quarantine=[], watermarks=[wm], **frames)
     cur, _ = cp.split_lines(new)
-    if len(cur) == len(old_ids):
-        moves = [(x, ln.offset) for ln, ls in zip(cur, old_ids, strict=True) for x in ls]
+    moves = (
+        [(x, ln.offset) for ln, ls in zip(cur, old_ids, strict=True) for x in ls]
+        if len(cur) == len(old_ids)
+        else []
+    )
+    # the scrubbed file enters the vault as the file's next generation, in the
+    # watermark's transaction, as compress's rewrite does: without it the next
+    # generation started at the new watermark's offset, with no prefix, and the vault
+    # could no longer restore the file once the agent wrote to it (newuser15 F18); and
+    # `vault status` compared the old generation's size with the new file's (F17)
+    from ctxkeep.maintenance.compress.run import vault_capture
+    from ctxkeep.sinks import vault
+
+    vg = vault_capture(conn, file, new, new_st, [], moves, extra={"scrubbed": True})
+    sqlite_store.load_batch(
+        conn,
+        quarantine=[],
+        watermarks=[wm],
+        before_watermarks=None if vg is None else (lambda c: vault.record_in(c, vg)),
+        **frames,
+    )
+    if moves:
         sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(path, tuple(moves))]), home=home)
 
 

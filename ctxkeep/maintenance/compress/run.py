@@ -810,7 +810,7 @@ def _compress_file(
         # the rewritten file enters the vault as a new generation (the original stays
         # there whole), with what compress did to the store, in the watermark's
         # transaction: a reparse or a rebuild replays it (``maintenance.reparse``)
-        vg = _vault_capture(
+        vg = vault_capture(
             conn, file, new_data, new_st, sorted(removed_ids), moves, shr.media if shr is not None else None
         )
         sqlite_store.load_batch(
@@ -1303,12 +1303,20 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 # changes to DuckDB once per run, after the run record (``_complete_run``).
 
 
-def _vault_capture(
-    conn, file: SourceFile, data: bytes, st, archived: list[str], moves, media: list | None = None
+def vault_capture(
+    conn,
+    file: SourceFile,
+    data: bytes,
+    st,
+    archived: list[str],
+    moves,
+    media: list | None = None,
+    extra: dict | None = None,
 ) -> vault.PreparedGroup | None:
-    """The vault's prepared capture of a file compress just wrote (``vault.Capturer``;
-    its pack is durable on return) with the ``media`` rows it moved out of the file
-    (``shrink.MediaRow``; ``sinks.vault.media``), or None when the vault is off."""
+    """The vault's prepared capture of a file compress (or ``secrets --scrub``) just
+    wrote (``vault.Capturer``; its pack is durable on return) with the ``media`` rows it
+    moved out of the file (``shrink.MediaRow``; ``sinks.vault.media``) and ``extra``
+    (more keys of the capture's ``extra``), or None when the vault is off."""
     from ctxkeep.sinks.vault import media as vault_media
     from ctxkeep.sources.contract import RawCapture
 
@@ -1316,7 +1324,7 @@ def _vault_capture(
     if cap is None:
         return None
     raw = RawCapture.of(file, "append", 0, data, st)
-    raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves]}
+    raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves], **(extra or {})}
     blobs: dict[bytes, bytes] = {}
     if media:
         raw.extra["media"], blobs = vault_media.prepare(media)
