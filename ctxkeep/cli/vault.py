@@ -201,6 +201,8 @@ def restore(
         _fail(e, words={"session": "SESSION"})  # an argument here, not --session
     if as_json:
         _print_json(r)
+        if r.get("not_restored"):
+            raise typer.Exit(1)
         return
     verb = "would restore" if r["dry_run"] else "restored"
     for f in r["files"]:
@@ -217,7 +219,13 @@ def restore(
         )
     for db in r.get("skipped_rows") or []:
         say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
-    if not r["files"]:
+    for f in r.get("not_restored") or []:
+        warn(
+            f"not restored: {f['path']}: {f['reason']} (restore needs a generation kept from its first byte)"
+        )
+    if not r["files"] and not r.get("not_restored"):
         say("nothing to restore")
     elif r["dry_run"]:
         say("dry run: nothing written")
+    if r.get("not_restored"):
+        raise typer.Exit(1)

@@ -463,7 +463,9 @@ def vault_restore(
     Nothing is written when one target exists and ``force`` is not given. ``dry_run``:
     nothing is written, each file says whether it ``exists`` (what ``--force`` would
     overwrite). Returns ``{"session", "dry_run", "files": [{"path", "to", "bytes",
-    "redactions", "exists"}], "skipped_rows": [databases]}``. Raises
+    "redactions", "exists"}], "skipped_rows": [databases], "not_restored": [{"path",
+    "reason"}]}`` (``not_restored``: with ``all_missing``, the files the vault holds
+    only from an offset, left out while the others are restored). Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -485,11 +487,17 @@ def vault_restore(
                 )
         plans = []
         rows_only: list[str] = []  # database sessions, written only under ``to``
+        not_restored: list[dict] = []  # (--all-missing) what cannot be: the others still are
         for path in paths:
             g = _pick(conn, path, generation, at)
             if g is None:
                 continue
             if g.start != 0:
+                if all_missing:  # one such file never stops the others' recovery (newuser15 F18)
+                    not_restored.append(
+                        {"path": path, "reason": f"the vault holds it only from byte {g.start:,}"}
+                    )
+                    continue
                 raise NotFound(
                     f"the vault holds {path} only from byte {g.start}",
                     where=str(vault_dir(home)),
@@ -532,7 +540,13 @@ def vault_restore(
                 )
     finally:
         conn.close()
-    return {"session": sid, "dry_run": dry_run, "files": done, "skipped_rows": sorted(set(rows_only))}
+    return {
+        "session": sid,
+        "dry_run": dry_run,
+        "files": done,
+        "skipped_rows": sorted(set(rows_only)),
+        "not_restored": not_restored,
+    }
 
 
 __all__ = [

@@ -176,6 +176,11 @@ class VaultRestoreResult(Result):
         default_factory=list,
         description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
     )
+    not_restored: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="with --all-missing: files that could not be restored (path, reason: the vault holds "
+        "them only from an offset), the others restored all the same (exit 1)",
+    )
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
