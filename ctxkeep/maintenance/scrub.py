@@ -12,8 +12,9 @@ changes), each line whose text the redaction rules change is rewritten:
   through ``transforms.redact.redact`` and the object is written back compact
   (``separators=(",", ":")``, non-ASCII as is) — the record's ids, parents and types
   are untouched, so the file stays a valid session the agent resumes;
-- a line that does not parse (already quarantined, redacted, in the store) is dropped,
-  as compress drops it (``validate_jsonl`` admits only objects); the backup keeps it;
+- a line that does not parse (already quarantined, redacted, in the store) is kept
+  where it was, its secrets redacted in its raw bytes (``redact_bytes``), as compress
+  keeps such a line (``validate_jsonl`` does not judge it); the backup keeps the original;
 - other lines keep their bytes.
 
 Then a verified ``<file>.backup``, the new content validated and renamed over the
@@ -48,7 +49,7 @@ from ctxkeep.sinks.files import STORE_DB
 @dataclass
 class ScrubFile:
     """One file's outcome: ``status`` scrubbed | would-scrub | clean | skipped | failed;
-    ``values`` redacted per kind; ``lines_changed``, ``dropped_bad_lines``; bytes
+    ``values`` redacted per kind; ``lines_changed``, ``dropped_bad_lines`` (0: a line that does not parse is kept, redacted in place); bytes
     before/after; ``backup`` (the path holding the original bytes)."""
 
     path: str
@@ -83,10 +84,16 @@ def _redact_obj(obj, counts):
 def scrub_bytes(data: bytes) -> tuple[bytes, dict, int, int, int]:
     """``data`` (a JSONL file's bytes, complete lines) with its secrets redacted (see
     the module doc). Returns ``(new bytes, {kind: n}, lines changed, bad lines
-    dropped, lines kept)``."""
+    dropped (0: kept, see below), lines kept)``.
+
+    A line that does not parse as a JSON object (a torn line, quarantined and redacted
+    in the store) is kept where it was, its secrets redacted in its raw bytes
+    (``transforms.redact.redact_bytes``, as the quarantine and the vault hold it): it
+    was dropped, and a file whose only secret sat in such a line was called "clean"
+    with the secret left in it (newuser15 F12)."""
     from collections import Counter
 
-    from ctxkeep.transforms.redact import redact_counts
+    from ctxkeep.transforms.redact import count_markers, redact_bytes, redact_counts
 
     counts: Counter = Counter()
     out, changed, dropped, kept = [], 0, 0, 0
@@ -101,10 +108,16 @@ def scrub_bytes(data: bytes) -> tuple[bytes, dict, int, int, int]:
             rec = json.loads(text)
         except ValueError:
             rec = None
-        if not isinstance(rec, dict):
-            dropped += 1
-            continue
         kept += 1
+        if not isinstance(rec, dict):
+            red = redact_bytes(body)
+            if red != body:
+                added = count_markers(red.decode("utf-8", "surrogateescape"))
+                added.subtract(count_markers(text))
+                counts.update({k: n for k, n in added.items() if n > 0})
+                changed += 1
+            out.append(red + end)
+            continue
         _, probe = redact_counts(text)  # the raw line holds nothing: keep its bytes
         if not probe:
             out.append(raw)
@@ -170,11 +183,13 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     if dry_run:
         r.status = "would-scrub"
         return r
-    # the entries of each kept line, by line: a changed line of an agent without
-    # per-record ids (Codex) would parse to new ids, so the old ids move with it
-    old_good = [ln for ln in lines if isinstance(ln.rec, dict)]
-    old_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, old_good))
-    new_st = rewrite.replace_file(path, new, state, expected_lines=kept, backup_of=data)
+    # the entries of each line, by line (none for a line that does not parse): a
+    # changed line of an agent without per-record ids (Codex) would parse to new ids,
+    # so the old ids move with it
+    old_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, lines))
+    # the lines that do not parse are the original's (kept, maybe redacted): not judged
+    bad = {ln.body for ln in cp.split_lines(new)[0] if ln.rec is None}
+    new_st = rewrite.replace_file(path, new, state, expected_lines=kept, kept_bad=bad, backup_of=data)
     backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     r.backup, r.status = str(backup), "scrubbed"
     r.older_backups = [p for p in r.older_backups if p != str(backup)]

@@ -75,3 +75,38 @@ def test_a_scrubbed_file_is_restored_whole_after_the_agent_wrote_to_it(tmp_path,
 
     d = reparse(store)["diff"]["entries"]
     assert d and all(e["added"] == e["removed"] == e["changed"] == 0 for e in d), d
+
+
+def test_a_secret_in_an_unparsable_line_is_scrubbed_in_place(tmp_path, monkeypatch):
+    """A torn line holding a secret (quarantined, redacted in the store) was dropped
+    from the count: the file was called "clean" with the secret left in it (newuser15
+    F12). It is redacted in its raw bytes, kept where it was."""
+    user = tmp_path / "user"
+    p = user / ".claude" / "projects" / "-tmp-p" / f"{SID}.jsonl"
+    p.parent.mkdir(parents=True)
+    torn = b'{"type":"user","message":{"content":"password=hunter2secretXYZ'
+    p.write_bytes(_line(1, "user", "hello") + torn + b"\n" + _line(2, "assistant", "hi"))
+    os.utime(p, (time.time() - 3600, time.time() - 3600))
+    monkeypatch.setenv("HOME", str(user))
+    store = tmp_path / "store"
+    run_ingest(store, ctx=DiscoveryContext(home=user, env={}))
+    dry = run_scrub(store, paths=[p], dry_run=True)
+    assert dry["would_scrub"] == 1 and dry["values"] == {"password": 1}, dry["files"]
+    s = run_scrub(store, paths=[p])
+    assert s["scrubbed"] == 1, s["files"]
+    lines = p.read_bytes().splitlines()
+    assert b"hunter2secretXYZ" not in p.read_bytes() and len(lines) == 3
+    assert lines[0] == _line(1, "user", "hello").rstrip() and lines[2] == _line(2, "assistant", "hi").rstrip()
+    assert lines[1] == torn.replace(b"hunter2secretXYZ", b"[REDACTED:password]")
+    assert run_ingest(store, ctx=DiscoveryContext(home=user, env={})).entries_new == 0
+    # the store still holds every line of the file: compress's check finds the redacted
+    # torn line by its redacted bytes (its raw hash is the unredacted line's)
+    from ctxkeep.maintenance.compress.run import lines_not_held
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sources.contract import SourceFile
+
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        assert lines_not_held(conn, SourceFile("claude-code", p), p.read_bytes()) == []
+    finally:
+        conn.close()

@@ -412,26 +412,26 @@ def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
     """Check the store holds every line of ``file``: the entry ids of each parsed line
     are in ``entries``, the bytes of each unparseable line are in ``quarantine`` (by
-    the raw line's SHA-256; a row whose raw hash is unknown, NULL after a rebuild from
-    the vault's redacted bytes (``sinks.sqlite.requarantine``), holds the line when its
-    stored bytes are the line redacted).
+    the raw line's SHA-256, or else by its redacted bytes being a row's stored bytes:
+    a raw hash unknown after a rebuild from the vault's redacted bytes,
+    ``sinks.sqlite.requarantine``, or a line ``secrets --scrub`` redacted in place).
 
     Returns ``{"lines": n, "entries": n, "quarantined": n, "missing_lines": [indices]}``."""
     flat = [x for ls in ids for x in ls]
     present = sqlite_store.existing_entry_ids(conn, flat) if conn is not None and flat else set()
     qh = sqlite_store.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
-    unhashed: set[str] | None = None
+    stored: set[str] | None = None
     missing, quarantined = [], 0
     for ln, lids in zip(lines, ids, strict=False):
         if ln.rec is None:
             if hashlib.sha256(ln.body).hexdigest() in qh:
                 quarantined += 1
                 continue
-            if unhashed is None:
-                unhashed = (
-                    sqlite_store.quarantined_unhashed(conn, str(file.path)) if conn is not None else set()
+            if stored is None:
+                stored = (
+                    sqlite_store.quarantined_redacted(conn, str(file.path)) if conn is not None else set()
                 )
-            if unhashed and _redacted_sha(ln.body) in unhashed:
+            if stored and _redacted_sha(ln.body) in stored:
                 quarantined += 1
             else:
                 missing.append(ln.index)

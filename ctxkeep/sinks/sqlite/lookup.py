@@ -138,15 +138,17 @@ def quarantined_hashes(conn: sqlite3.Connection, path: str) -> set[str]:
     }
 
 
-def quarantined_unhashed(conn: sqlite3.Connection, path: str) -> set[str]:
+def quarantined_redacted(conn: sqlite3.Connection, path: str) -> set[str]:
     """SHA-256 hex of the stored (redacted) bytes of every line quarantined for ``path``
-    whose raw hash is unknown (``raw_sha256`` NULL: derived again from the vault's
-    redacted bytes, ``sinks.sqlite.requarantine``) and held whole (not only its head)."""
+    (of an over-cap line, only its head: no whole line hashes to it): how a line is
+    found whose raw hash the quarantine
+    does not hold (NULL after a rebuild from the vault's redacted bytes,
+    ``sinks.sqlite.requarantine``; or the line was redacted in the file since by
+    ``secrets --scrub``)."""
     return {
         hashlib.sha256(bytes(raw)).hexdigest()
         for (raw,) in conn.execute(
-            "SELECT raw FROM quarantine WHERE path = ? AND raw_sha256 IS NULL AND raw IS NOT NULL "
-            "AND length = length(raw)",
+            "SELECT raw FROM quarantine WHERE path = ? AND raw IS NOT NULL AND length(raw) > 0",
             (path,),
         )
     }
