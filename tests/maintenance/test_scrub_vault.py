@@ -15,7 +15,8 @@ from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sources.contract import DiscoveryContext
 
 SID = "5c7ab0e2-1d4f-4b6e-9a3c-0f1e2d3c4b5a"
-TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+#: a value whose marker is longer than it: the scrubbed file grows (F17)
+SECRET = "hunter2secretABC"
 
 
 def _line(n: int, kind: str, text: str) -> bytes:
@@ -47,7 +48,7 @@ def test_a_scrubbed_file_is_restored_whole_after_the_agent_wrote_to_it(tmp_path,
     p.write_bytes(
         _line(1, "user", "hello")
         + _line(2, "assistant", "hi, what can I do")
-        + _line(3, "user", f"my token is {TOKEN} keep it")
+        + _line(3, "user", f"my password={SECRET} keep it")
     )
     os.utime(p, (time.time() - 3600, time.time() - 3600))
     monkeypatch.setenv("HOME", str(user))
@@ -56,7 +57,7 @@ def test_a_scrubbed_file_is_restored_whole_after_the_agent_wrote_to_it(tmp_path,
     run_ingest(store, ctx=ctx)
     s = run_scrub(store, paths=[p])
     assert s["scrubbed"] == 1, s["files"]
-    assert TOKEN.encode() not in p.read_bytes()
+    assert SECRET.encode() not in p.read_bytes()
     # nothing at risk: the vault holds the scrubbed file (F17)
     st = vault_status(store, ctx=ctx)
     assert st["at_risk"] == 0, st
