@@ -269,7 +269,9 @@ def _notify(line: str) -> None:
 def retention(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be archived or removed."),
     archive_after_days: int | None = typer.Option(
-        None, min=0, help="Move consumed/archived entries this many days old out of the store, to Parquet (config retention.archive_after_days; unset: they stay, searchable)."
+        None,
+        min=0,
+        help="Move consumed/archived entries this many days old out of the store, to Parquet (config retention.archive_after_days; unset: they stay, searchable).",
     ),
     delete_archives_after_days: int | None = typer.Option(
         None, min=0, help="Override config retention.delete_archives_after_days (30)."
@@ -313,7 +315,9 @@ def retention(
     if rep["cutoff"] is None:
         out.print("entries stay in the store (retention.archive_after_days is not set)", highlight=False)
     else:
-        out.print(f"{verb} {n:,} entries older than {rep['cutoff'][:10]} (consumed/archived)", highlight=False)
+        out.print(
+            f"{verb} {n:,} entries older than {rep['cutoff'][:10]} (consumed/archived)", highlight=False
+        )
     for r in rep["archive"]:
         out.print(f"  {r['agent']} {r['month']}: {r['entries']:,} entries", highlight=False)
     verb = "would remove" if dry_run else "removed"
