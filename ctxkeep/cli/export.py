@@ -27,7 +27,7 @@ def parquet(
         "usage,sessions,entries",
         "--tables",
         help="Comma-separated subset of usage,sessions,entries,raw (raw: the vault's generations, "
-        "redacted, for a central reparse; only when named, then kept current in that lake).",
+        "redacted, for a central reparse; only when named).",
     ),
     with_text: bool = typer.Option(
         False, "--with-text", help="Also export texts (entries, session titles; redacted as stored)."

@@ -10,9 +10,8 @@ Tables (the columns of the local DuckDB ones, docs/analytics.md, plus ``machine`
 - ``entries``: DuckDB view ``all_entries`` (the store and the retention archive, as
   analytics sees them; ``archived``, ``is_error``), without text; with ``with_text`` a
   ``text`` column (the store's text, redacted at ingest); month of ``ts``;
-- ``raw`` (only when asked for, and then at every later export to that lake, so a purge
-  reaches it): the vault's generations with their bytes, redacted as the vault keeps
-  them (``_vault_raw``); month of the file's mtime.
+- ``raw`` (only when asked for): the vault's generations with their bytes, redacted as
+  the vault keeps them (``_vault_raw``); month of the file's mtime.
 
 Layout and atomic writes: ``sinks.lake``. The month is the UTC month (``unknown``
 without a time).
@@ -268,11 +267,6 @@ def export_parquet(
         conn = sqlite_store.connect(home)
         try:
             m = identify(home, conn)
-            if "raw" not in tables and lake_marks.recorded(conn, lake.url, "raw", m.name):
-                # a lake holding this store's raw table keeps it current, asked or not: a
-                # purge's bytes leave it at the next export (``serve --lake`` runs the
-                # default tables; newuser15 F11)
-                tables = tuple(t for t in TABLES if t in tables or t == "raw")
             out: dict = {
                 "dest": lake.url,
                 "machine": m.name,
