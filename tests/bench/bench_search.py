@@ -9,6 +9,17 @@ Build the store once (~3-8 min for 500 MB on 2 busy cores):
 
 then run:  uv run python tests/bench/bench_search.py /tmp/bench/store
 
+``--serial`` adds this checkout searching on one connection (``search(parallel=False)``)
+as a third side; ``--read-only`` never writes the store (a shared 10 GB store).
+Every query's hits (every field, note, suggestions) are compared across the sides
+and rounds ("same hits"); the ``--slowest`` queries of this side are run once more on
+one connection by each side with their lists' times and their ``bm25()`` statements.
+
+Issue 26, both stores, side by side with main (``git worktree add --detach /work/wt-base main``):
+
+    uv run python tests/bench/bench_search.py /tmp/big-store --baseline /work/wt-base --serial --read-only
+    uv run python tests/bench/bench_search.py /tmp/store10k2 --baseline /work/wt-base --serial --read-only
+
 Side by side with a baseline checkout (``git worktree add /tmp/base main --detach``,
 ``uv sync`` there) and a store of its own schema (a copy of the store opened by the
 newer code migrates; the baseline must not open a store of a newer schema):
@@ -199,7 +210,8 @@ def _worker() -> None:
 
             home = Path(req["store"])
             # the store is written only when a note is missing (a store shared read-only
-            # by several benches is left as it is once its notes are in)
+            # by several benches is left as it is once its notes are in; never with
+            # ``--read-only``)
             r = sqlite_store.connect(home, readonly=True)
             missing = [
                 label
@@ -209,6 +221,10 @@ def _worker() -> None:
                     "SELECT 1 FROM entry_rows WHERE session_id = ? LIMIT 1", (label,)
                 ).fetchone()
             ]
+            if missing and req.get("read_only"):
+                missing, absent = [], missing
+            else:
+                absent = []
             if missing:
                 w = sqlite_store.connect(home)
                 for label in missing:
@@ -219,7 +235,11 @@ def _worker() -> None:
                 "entries": r.execute("SELECT max(rowid) FROM entry_rows").fetchone()[0],
                 "chunks": r.execute("SELECT max(rowid) FROM chunk_rows").fetchone()[0],
                 "mb": (home / "store.db").stat().st_size / 1e6,
-                "notes": "indexed " + ", ".join(missing) if missing else "in the store",
+                "notes": "indexed " + ", ".join(missing)
+                if missing
+                else "NOT in the store (--read-only): " + ", ".join(absent)
+                if absent
+                else "in the store",
             }
             r.close()
             # as `ctxkeep search` opens it (a checkout from before mmap=True: without)
@@ -229,24 +249,111 @@ def _worker() -> None:
             # runs every 1,000): a measure of the plan that load does not change (the work
             # FTS5 does inside one instruction, such as BM25's IDF walk, is not counted)
             conn.set_progress_handler(_count_steps, 1000)
+            # ``serial``: this checkout's search on one connection (``parallel=False``)
+            kw_search.clear()
+            if req.get("serial") and "parallel" in inspect.signature(search_fn()).parameters:
+                kw_search["parallel"] = False
+            info["serial"] = bool(kw_search)
             res = info
         elif op == "q":
             from ctxkeep.query.search import Filters, search
 
             _STEPS[0] = 0
             t0, c0 = time.perf_counter(), time.process_time()
-            search(conn, req["q"], filters=Filters(**req["f"]), limit=10, budget_tokens=4000)
+            found = search(
+                conn, req["q"], filters=Filters(**req["f"]), limit=10, budget_tokens=4000, **kw_search
+            )
             res = {
                 "ms": (time.perf_counter() - t0) * 1000,
                 "cpu_ms": (time.process_time() - c0) * 1000,
                 "ksteps": _STEPS[0],
+                "hits": _digest(found),
             }
+        elif op == "profile":
+            res = _profile(conn, req["q"], req["f"])
         elif op == "relevance":
             res = _relevance()
         else:
             break
         out.write(json.dumps(res) + "\n")
         out.flush()
+
+
+#: keyword arguments of this worker's ``search`` calls (``parallel=False`` for a serial side)
+kw_search: dict = {}
+
+
+def search_fn():
+    from ctxkeep.query.search import search
+
+    return search
+
+
+def _digest(res) -> str:
+    """Everything a search returns (every field of every hit, the note, the
+    suggestions, the budget figures) as a short hash: two sides agree on a query when
+    their digests are equal."""
+    import hashlib
+
+    text = json.dumps(
+        [
+            res.query,
+            res.note,
+            list(res.suggestions),
+            res.used_tokens,
+            res.omitted,
+            [vars(h) for h in res.hits],
+        ],
+        default=str,
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _profile(conn, q: str, f: dict) -> dict:
+    """One query on one connection (``parallel=False`` where the checkout has it): the
+    wall ms of each candidate list's FTS statements (``retrieve.fts_ids``, named by its
+    table and MATCH), of loading candidates, and the statements that call ``bm25()``
+    (each walks every phrase's posting list for its IDF) out of all statements."""
+    from ctxkeep.query.search import Filters, retrieve, search
+
+    parts: list[tuple[str, float]] = []
+    saved = {}
+
+    def timed(name, fn, label):
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                parts.append((label(a), (time.perf_counter() - t0) * 1000))
+
+        saved[name] = fn
+        setattr(retrieve, name, wrapper)
+
+    timed("fts_ids", retrieve.fts_ids, lambda a: f"{a[1]} {a[2][:48]}")
+    timed("load_candidates", retrieve.load_candidates, lambda a: "load")
+    timed("phrase_among", retrieve.phrase_among, lambda a: "phrase among words")
+    sql: list[str] = []
+    conn.set_trace_callback(sql.append)
+    kw = {"parallel": False} if "parallel" in inspect.signature(search).parameters else {}
+    try:
+        t0 = time.perf_counter()
+        search(conn, q, filters=Filters(**f), limit=10, budget_tokens=4000, **kw)
+        ms = (time.perf_counter() - t0) * 1000
+    finally:
+        conn.set_trace_callback(None)
+        for name, fn in saved.items():
+            setattr(retrieve, name, fn)
+    merged: dict[str, float] = {}
+    for label, t in parts:
+        merged[label] = merged.get(label, 0.0) + t
+    return {
+        "ms": ms,
+        "parts": merged,
+        "bm25": sum(1 for x in sql if "bm25(" in x and not x.startswith("--")),
+        "statements": sum(1 for x in sql if not x.startswith("--")),
+    }
 
 
 def _relevance() -> dict:
@@ -275,8 +382,8 @@ def _relevance() -> dict:
 class Side:
     """One checkout's worker process (``python bench_search.py --worker``)."""
 
-    def __init__(self, name: str, checkout: Path, store: Path):
-        self.name, self.checkout, self.store = name, checkout, store
+    def __init__(self, name: str, checkout: Path, store: Path, serial: bool = False):
+        self.name, self.checkout, self.store, self.serial = name, checkout, store, serial
         self.proc = subprocess.Popen(
             [str(checkout / ".venv" / "bin" / "python"), str(Path(__file__).resolve()), "--worker"],
             stdin=subprocess.PIPE,
@@ -325,19 +432,34 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=2, help="timed passes over the 200 queries")
     ap.add_argument("--no-relevance", action="store_true")
     ap.add_argument(
+        "--serial",
+        action="store_true",
+        help="also this checkout on one connection (search(parallel=False)) as a third side",
+    )
+    ap.add_argument(
+        "--read-only", action="store_true", help="never write the store (notes are not indexed if missing)"
+    )
+    ap.add_argument(
+        "--slowest", type=int, default=10, help="queries profiled per list (slowest of this side)"
+    )
+    ap.add_argument(
         "--process-rounds", type=int, default=3, help="passes over the 4 whole-process queries per side"
     )
     a = ap.parse_args(argv)
     sides = [Side("this", ROOT, a.store)]
+    if a.serial:
+        sides.append(Side("serial", ROOT, a.store, serial=True))
     if a.baseline:
         sides.insert(0, Side("baseline", a.baseline.resolve(), a.baseline_store or a.store))
     for s in sides:
-        info = s.ask(op="open", store=str(s.store))
+        info = s.ask(op="open", store=str(s.store), read_only=a.read_only, serial=s.serial)
         print(
             f"{s.name:8s} {s.checkout} (git {_git_head(s.checkout)}): store {s.store}, schema v{info['schema']}, "
             f"{info['mb']:.0f} MB store.db, ~{info['entries']:,} entries, ~{info['chunks']:,} chunks "
             f"(highest ids), notes {info.get('notes', '?')}"
+            + (", one connection" if info.get("serial") else "")
         )
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     qs = queries()
     for q, f in qs[:20]:  # warm the page cache and the statements
         for s in sides:
@@ -347,11 +469,13 @@ def main(argv: list[str] | None = None) -> None:
     # per side and kind: CPU ms and thousands of VM instructions of each query
     per_kind: dict[str, dict[str, list[tuple[float, int]]]] = {s.name: {} for s in sides}
     loads = [os.getloadavg()[0]]
+    digests: dict[str, dict[tuple[str, str], set[str]]] = {s.name: {} for s in sides}
     for rnd in range(a.rounds):
         for i, (q, f) in enumerate(qs):
             order = sides if (i + rnd) % 2 == 0 else sides[::-1]  # alternate who goes first
             for s in order:
                 r = s.ask(op="q", q=q, f=f)
+                digests[s.name].setdefault((q, json.dumps(f)), set()).add(r.get("hits", "?"))
                 times[s.name].append((r["ms"], q, f))
                 cell = (r["cpu_ms"], r.get("ksteps", -1))
                 per_kind[s.name].setdefault(kind_of(q, f), []).append(cell)
@@ -388,7 +512,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         f"\nby kind, CPU ms of the worker and thousands of SQLite VM instructions (p50 / p95; "
-        f"instructions do not vary with load)\n{'kind':16s} {'n':>4s}  "
+        f"instructions do not vary with load; those of lists run on a second connection are not "
+        f"counted)\n{'kind':16s} {'n':>4s}  "
         + "  ".join(f"{n + ' CPU p50/p95  kVM p50/p95':>40s}" for n in names)
     )
     for k in kinds:
@@ -411,6 +536,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"{ms:.0f} {q!r} {f}" for (q, f), ms in sorted(worst.items(), key=lambda x: -x[1])[:6]
             )
         )
+    _same_hits(names, digests)
+    _profile_slowest(sides, times, a.slowest)
     if not a.no_relevance:
         print("\nrelevance set (fresh corpus store per side):")
         rel = {s.name: s.ask(op="relevance") for s in sides}
@@ -433,11 +560,12 @@ def main(argv: list[str] | None = None) -> None:
                 f"compiles the modules it imports (~+0.05 CPU s); `python -m compileall -q ctxkeep` "
                 f"there first to compare processes"
             )
+    procs = [s for s in sides if not s.serial]  # a process of the serial side is this side's
     for rnd in range(a.process_rounds):  # the sides alternate, as the queries above
         for i, q in enumerate(PROCESS_QUERIES):
-            for s in sides if (i + rnd) % 2 == 0 else sides[::-1]:
+            for s in procs if (i + rnd) % 2 == 0 else procs[::-1]:
                 runs[s.name].append(_process_time(s.checkout, s.store, q))
-    for name in names:
+    for name in [s.name for s in procs]:
         wall, cpu_s = [r[0] for r in runs[name]], [r[1] for r in runs[name]]
         print(
             f"whole process `ctxkeep search` ({name}, {len(wall)} runs): median {statistics.median(wall):.2f} s, "
@@ -456,6 +584,61 @@ def main(argv: list[str] | None = None) -> None:
         for n in names
     }
     print(json.dumps(summary))
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def _same_hits(names: list[str], digests: dict) -> None:
+    """The correctness check: every query's hits (every field, note, suggestions) the
+    same on every side and in every round."""
+    keys = list(digests[names[0]])
+    unstable = {n: [k for k in keys if len(digests[n].get(k, ())) > 1] for n in names}
+    print(f"\nsame hits ({len(keys)} distinct queries, every field of every hit, the note, the suggestions):")
+    for n in names:
+        if unstable[n]:
+            print(f"  {n}: {len(unstable[n])} queries changed between rounds: {unstable[n][:5]}")
+    for n in names[1:]:
+        diff = [k for k in keys if digests[n].get(k) != digests[names[0]].get(k)]
+        verdict = (
+            "identical"
+            if not diff
+            else f"DIFFERENT on {len(diff)}: " + "; ".join(f"{q!r} {f}" for q, f in diff[:8])
+        )
+        print(f"  {names[0]} vs {n}: {verdict}")
+
+
+def _profile_slowest(sides: list, times: dict, k: int) -> None:
+    """The ``k`` slowest queries of this side (by their worst round), each run once
+    more on one connection by every side: its wall ms, its lists' FTS statements and
+    candidate loading (ms), and its statements calling ``bm25()``; then the bm25
+    statements of all the queries per side."""
+    if k <= 0:
+        return
+    worst: dict[tuple, float] = {}
+    for ms, q, f in times["this"]:
+        key = (q, json.dumps(f))
+        worst[key] = max(worst.get(key, 0.0), ms)
+    top = sorted(worst, key=lambda x: -worst[x])[:k]
+    print(
+        f"\nthe {k} slowest queries of this side, once more on one connection each (ms; bm25 statements / all)"
+    )
+    for q, f in top:
+        print(f"  {q!r} {f}  (worst round {worst[(q, f)]:.1f} ms)")
+        for s in sides:
+            if s.serial:
+                continue
+            r = s.ask(op="profile", q=q, f=json.loads(f))
+            parts = ", ".join(f"{lab} {t:.1f}" for lab, t in sorted(r["parts"].items(), key=lambda x: -x[1]))
+            print(f"    {s.name:8s} {r['ms']:6.1f} ms  bm25 {r['bm25']}/{r['statements']}: {parts}")
+    for s in sides:
+        if s.serial:
+            continue
+        b = st = 0
+        for q, f in queries():
+            r = s.ask(op="profile", q=q, f=f)
+            b, st = b + r["bm25"], st + r["statements"]
+        print(
+            f"  {s.name:8s} all {len(queries())} queries on one connection: {b} statements call bm25() of {st}"
+        )
 
 
 def _git_head(checkout: Path) -> str:
