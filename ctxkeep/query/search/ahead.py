@@ -13,7 +13,7 @@ Which lists: ``grams`` and ``symbols`` whenever the query has them (they do not 
 the word list), and one list chosen ahead of the word list's outcome: the ``phrase``
 list ranked on its own (needed when the word list has ``n`` rows) or ``any`` (needed
 when it has fewer contents than ``n``), guessed by counting the word list's matches up
-to ``n`` (``guess_sql``, no BM25). A wrong guess costs that list's CPU: the search
+to ``n`` (``retrieve.match_count``, no BM25). A wrong guess costs that list's CPU: the search
 computes the list it needs itself, as without a second connection, and the guessed
 one, if still running, is interrupted.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ctxkeep.query.search import retrieve
 from ctxkeep.query.search.parse import Filters
-from ctxkeep.query.search.retrieve import Candidate, Sql
+from ctxkeep.query.search.retrieve import Candidate
 from ctxkeep.sinks.sqlite import pool
 
 
@@ -51,17 +51,9 @@ class Job:
     cache: dict[int, Candidate | None] = field(default_factory=dict)
 
 
-def guess_sql(match: str, n: int) -> Sql:
-    """The number of matches of ``match`` in ``fts_words``, counted up to ``n`` (no
-    ranking: the first ``n`` rowids the MATCH yields)."""
-    return Sql(
-        "SELECT count(*) FROM (SELECT rowid FROM fts_words WHERE fts_words MATCH ? LIMIT ?)", (match, n)
-    )
-
-
 class Guess:
     """Whether the word list (``match``, facet filters included) will hold ``n`` rows:
-    its matches counted up to ``n`` once (``guess_sql``), on the connection that asks
+    its matches counted up to ``n`` once (``retrieve.match_count``), on the connection that asks
     first. Filters facet tokens cannot answer (time, status) are not counted: the guess
     can say ``full`` for a list they leave short (the search then runs ``any`` itself)."""
 
@@ -71,7 +63,7 @@ class Guess:
 
     def full(self, conn: sqlite3.Connection) -> bool:
         if self.count is None:
-            self.count = conn.execute(*guess_sql(self.match, self.n)).fetchone()[0]
+            self.count = retrieve.match_count(conn, "fts_words", self.match, self.n)
         return self.count >= self.n
 
     def short(self, conn: sqlite3.Connection) -> bool:
