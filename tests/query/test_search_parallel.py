@@ -171,3 +171,22 @@ def test_a_dropped_list_is_interrupted_and_its_connection_not_reused(conn):
     assert a.interrupted and not pool._idle
     with pytest.raises(sqlite3.ProgrammingError):
         b.conn.execute("SELECT 1")
+
+
+def test_a_forked_child_never_uses_its_parents_connections(conn):
+    import os
+
+    pool.close_idle()
+    search(conn, "useTodos")
+    kept = [c for v in pool._idle.values() for c in v]
+    assert kept
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing idle to borrow (a search opens its own)
+        ok = not pool._idle and pool._forked == kept
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    assert os.read(r, 1) == b"1"
+    os.waitpid(pid, 0)
+    assert [c for v in pool._idle.values() for c in v] == kept

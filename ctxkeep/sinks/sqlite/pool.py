@@ -12,7 +12,8 @@ idle one is closed first).
 ``conn`` (``PRAGMA database_list``, its ``main`` schema), with the same ``mmap_size`` and
 busy timeout; ``give_back`` returns it. An idle connection is keyed by the file's path,
 device and inode: a store replaced under the same path (a restore, ``doctor --repair``)
-gets new connections, never one reading the old file.
+gets new connections, never one reading the old file. A forked child never uses the
+connections its parent kept.
 """
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ KEEP_IDLE = 4
 _Key = tuple[str, int, int, int]
 _idle: OrderedDict[_Key, list[sqlite3.Connection]] = OrderedDict()
 _lock = threading.Lock()
+#: a forked child's inherited idle connections: never used (SQLite: a connection must
+#: not cross a fork) nor closed (closing could touch the parent's files), only kept
+_forked: list[sqlite3.Connection] = []
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()
+    _forked.extend(c for v in _idle.values() for c in v)
+    _idle.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Borrowed:
