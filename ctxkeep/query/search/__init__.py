@@ -197,13 +197,14 @@ def search(
             ) from None
     else:
         wm, phrase = words_match(query), phrase_match(query)
-        mixed = any(has_cjk(t) for t in ts) and any(not has_cjk(t) for t in ts)
+        cjk = any(has_cjk(t) for t in ts)
+        mixed = cjk and any(not has_cjk(t) for t in ts)
         grams = ("grams_all" if mixed else "grams", grams_match(query))
         symbols = symbols_match(query) if any(is_symbol_term(t) for t in ts) else None
         several = len([t for t in ts if _word_term(t)]) > 1
         if parallel:
             anym = any_match(query) if several else None
-            ahead = _ahead(conn, filters, n, passed, facets, wm, phrase, grams, symbols, anym)
+            ahead = _ahead(conn, filters, n, passed, facets, wm, phrase, grams, symbols, anym, cjk)
         try:
             word_rows = run("words", "fts_words", wm)
             # the words side by side, in order: a content is shown with its chunk holding
@@ -292,12 +293,13 @@ def _ahead(
     grams: tuple[str, str | None],
     symbols: str | None,
     anym: str | None,
+    cjk: bool,
 ) -> Ahead | None:
     """The lists of a search run ahead on a second connection (``ahead.Ahead``,
     started), or None when there is none to run or no connection to borrow: the
     phrase list ranked on its own (when the word list ``wm`` will have ``n`` rows),
-    ``grams``, ``symbols``, and ``any`` (``anym``: a query of several word terms)
-    when it will not, in the order ``search`` takes them."""
+    ``grams`` (not alone for a ``cjk`` query), ``symbols``, and ``any`` (``anym``: a
+    query of several word terms) when it will not, in the order ``search`` takes them."""
     jobs: list[Job] = []
     guess = None
     # a time or status filter (checked per chunk, ``retrieve.fts_ids``) can leave the
@@ -314,7 +316,10 @@ def _ahead(
         jobs.append(Job("symbols", None, symbols))
     if anym and guess is not None:
         jobs.append(Job("any", "fts_words", anym, guess=guess.short))
-    if not jobs:
+    # a CJK query's bigram list is short (2.5 GB store: the bench's CJK queries p95
+    # 1.3 ms on one connection): alone, it does not pay for the thread (+0.17 ms CPU,
+    # 4-5 context switches a search)
+    if not jobs or (cjk and len(jobs) == 1 and jobs[0].fts == "fts_grams"):
         return None
     a = Ahead(jobs, filters, n, passed, facets)
     return a if a.start(conn) else None
