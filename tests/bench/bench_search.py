@@ -251,9 +251,13 @@ def _worker() -> None:
             conn.set_progress_handler(_count_steps, 1000)
             # ``serial``: this checkout's search on one connection (``parallel=False``)
             kw_search.clear()
-            if req.get("serial") and "parallel" in inspect.signature(search_fn()).parameters:
-                kw_search["parallel"] = False
-            info["serial"] = bool(kw_search)
+            if "parallel" in inspect.signature(search_fn()).parameters:
+                if req.get("serial"):
+                    kw_search["parallel"] = False
+                elif req.get("ahead") == "always":
+                    kw_search["parallel"] = True
+                _count_ahead()
+            info["serial"] = kw_search.get("parallel") is False
             res = info
         elif op == "q":
             from ctxkeep.query.search import Filters, search
@@ -268,7 +272,9 @@ def _worker() -> None:
                 "cpu_ms": (time.process_time() - c0) * 1000,
                 "ksteps": _STEPS[0],
                 "hits": _digest(found),
+                "ahead": _AHEAD[0],
             }
+            _AHEAD[0] = 0
         elif op == "profile":
             res = _profile(conn, req["q"], req["f"])
         elif op == "relevance":
@@ -277,6 +283,27 @@ def _worker() -> None:
             break
         out.write(json.dumps(res) + "\n")
         out.flush()
+
+
+#: searches that ran lists ahead on a second connection since the last answer
+_AHEAD = [0]
+
+
+def _count_ahead() -> None:
+    """Count the searches that run lists ahead (``query.search.ahead.Ahead.start``
+    returning True), where the checkout has them."""
+    from ctxkeep.query.search import ahead
+
+    start = ahead.Ahead.start
+
+    def counted(self, conn):
+        ok = start(self, conn)
+        _AHEAD[0] += ok
+        return ok
+
+    if not getattr(start, "counted", False):
+        counted.counted = True  # type: ignore[attr-defined]
+        ahead.Ahead.start = counted
 
 
 #: keyword arguments of this worker's ``search`` calls (``parallel=False`` for a serial side)
@@ -443,6 +470,13 @@ def main(argv: list[str] | None = None) -> None:
         "--slowest", type=int, default=10, help="queries profiled per list (slowest of this side)"
     )
     ap.add_argument(
+        "--ahead",
+        choices=("auto", "always"),
+        default="auto",
+        help="this side's lists ahead on a second connection: when a core is free (the default, "
+        "as users run it) or always",
+    )
+    ap.add_argument(
         "--process-rounds", type=int, default=3, help="passes over the 4 whole-process queries per side"
     )
     a = ap.parse_args(argv)
@@ -452,7 +486,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.baseline:
         sides.insert(0, Side("baseline", a.baseline.resolve(), a.baseline_store or a.store))
     for s in sides:
-        info = s.ask(op="open", store=str(s.store), read_only=a.read_only, serial=s.serial)
+        info = s.ask(op="open", store=str(s.store), read_only=a.read_only, serial=s.serial, ahead=a.ahead)
         print(
             f"{s.name:8s} {s.checkout} (git {_git_head(s.checkout)}): store {s.store}, schema v{info['schema']}, "
             f"{info['mb']:.0f} MB store.db, ~{info['entries']:,} entries, ~{info['chunks']:,} chunks "
@@ -470,12 +504,14 @@ def main(argv: list[str] | None = None) -> None:
     per_kind: dict[str, dict[str, list[tuple[float, int]]]] = {s.name: {} for s in sides}
     loads = [os.getloadavg()[0]]
     digests: dict[str, dict[tuple[str, str], set[str]]] = {s.name: {} for s in sides}
+    ahead = {s.name: 0 for s in sides}
     for rnd in range(a.rounds):
         for i, (q, f) in enumerate(qs):
             order = sides if (i + rnd) % 2 == 0 else sides[::-1]  # alternate who goes first
             for s in order:
                 r = s.ask(op="q", q=q, f=f)
                 digests[s.name].setdefault((q, json.dumps(f)), set()).add(r.get("hits", "?"))
+                ahead[s.name] += r.get("ahead", 0)
                 times[s.name].append((r["ms"], q, f))
                 cell = (r["cpu_ms"], r.get("ksteps", -1))
                 per_kind[s.name].setdefault(kind_of(q, f), []).append(cell)
@@ -488,6 +524,11 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"\nin-process ms, {len(qs)} queries x {a.rounds} rounds, alternating; load average "
         f"{min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
+    )
+    print(
+        "searches that ran lists ahead on a second connection: "
+        + ", ".join(f"{n} {ahead[n]} of {len(times[n])}" for n in names)
+        + f" (this side: --ahead {a.ahead}; auto = when the load average leaves a core free)"
     )
     kinds = ["all"] + sorted({kind_of(q, f) for q, f in qs})
     print(f"{'kind':16s} {'n':>4s}  " + "  ".join(f"{n + ' p50/p95/p99':>26s}" for n in names))

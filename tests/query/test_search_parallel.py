@@ -84,7 +84,7 @@ def test_parallel_lists_give_the_same_hits(conn, taken):
         n = len(taken)
         one = _hits(search(conn, q, filters=Filters(**f), limit=10, budget_tokens=4000, parallel=False))
         assert len(taken) == n  # parallel=False: nothing from the thread
-        two = _hits(search(conn, q, filters=Filters(**f), limit=10, budget_tokens=4000))
+        two = _hits(search(conn, q, filters=Filters(**f), limit=10, budget_tokens=4000, parallel=True))
         assert two == one, (q, f)
         taken.append(f"-- {q}")
     got = {n for n in taken if not n.startswith("-- ")}
@@ -94,7 +94,7 @@ def test_parallel_lists_give_the_same_hits(conn, taken):
 
 def test_the_second_connection_is_reused_and_reads_the_same_file(conn):
     pool.close_idle()
-    search(conn, "useTodos")
+    search(conn, "useTodos", parallel=True)
     assert sum(len(v) for v in pool._idle.values()) == 1
     (key, [kept]), *_ = pool._idle.items()
     path = conn.execute("PRAGMA database_list").fetchone()[2]
@@ -103,7 +103,7 @@ def test_the_second_connection_is_reused_and_reads_the_same_file(conn):
     with pytest.raises(sqlite3.OperationalError):
         kept.execute("CREATE TABLE nope(x)")
     assert kept.execute("PRAGMA mmap_size").fetchone()[0] == conn.execute("PRAGMA mmap_size").fetchone()[0]
-    search(conn, "QTableWidgetItem")
+    search(conn, "QTableWidgetItem", parallel=True)
     assert [c for v in pool._idle.values() for c in v] == [kept]
 
 
@@ -120,7 +120,7 @@ def test_no_second_connection_inside_a_transaction(corpus_store, tmp_path, taken
         w.execute("BEGIN")
         assert pool.borrow(w) is None
         before = _hits(search(w, "useTodos", parallel=False))
-        assert _hits(search(w, "useTodos")) == before
+        assert _hits(search(w, "useTodos", parallel=True)) == before
         assert not taken
         w.execute("ROLLBACK")
     finally:
@@ -142,7 +142,7 @@ def test_a_failure_in_the_thread_falls_back_to_the_callers_connection(conn, monk
         return real(c, *a, **k)
 
     monkeypatch.setattr(ahead.retrieve, "fts_ids", thread_only)
-    assert _hits(search(conn, "useTodos file")) == want
+    assert _hits(search(conn, "useTodos file", parallel=True)) == want
     assert calls and not taken
 
 
@@ -177,7 +177,7 @@ def test_a_forked_child_never_uses_its_parents_connections(conn):
     import os
 
     pool.close_idle()
-    search(conn, "useTodos")
+    search(conn, "useTodos", parallel=True)
     kept = [c for v in pool._idle.values() for c in v]
     assert kept
     r, w = os.pipe()
@@ -190,3 +190,27 @@ def test_a_forked_child_never_uses_its_parents_connections(conn):
     assert os.read(r, 1) == b"1"
     os.waitpid(pid, 0)
     assert [c for v in pool._idle.values() for c in v] == kept
+
+
+def test_by_default_only_when_a_core_is_free(conn, monkeypatch, taken):
+    """``parallel=None`` runs lists ahead when the load average leaves a core free, and
+    on one connection when it does not (or the process may use one core)."""
+    monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(ahead.os, "getloadavg", lambda: (0.4, 0.5, 0.5))
+    assert ahead.core_free()
+    search(conn, "useTodos")
+    assert taken == ["grams"]
+    monkeypatch.setattr(ahead.os, "getloadavg", lambda: (2.3, 1.0, 1.0))
+    assert not ahead.core_free()
+    search(conn, "useTodos")
+    assert taken == ["grams"]
+    monkeypatch.setattr(ahead.os, "getloadavg", lambda: (0.4, 0.5, 0.5))
+    monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0})
+    assert not ahead.core_free()
+
+    def no_load():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(ahead.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(ahead.os, "getloadavg", no_load)
+    assert not ahead.core_free()

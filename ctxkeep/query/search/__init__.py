@@ -62,7 +62,7 @@ import sqlite3
 
 from ctxkeep.errors import SearchSyntaxError
 from ctxkeep.query.search import rank, render, retrieve, suggest
-from ctxkeep.query.search.ahead import Ahead, Guess, Job
+from ctxkeep.query.search.ahead import Ahead, Guess, Job, core_free
 from ctxkeep.query.search.parse import (
     _WORD_RE,
     _WORD_TOKEN_RE,
@@ -122,7 +122,7 @@ def search(
     limit: int = 10,
     budget_tokens: int | None = None,
     raw: bool = False,
-    parallel: bool = True,
+    parallel: bool | None = None,
 ) -> SearchResult:
     """Ranked hits for ``query`` (best first), one per distinct text.
 
@@ -138,7 +138,8 @@ def search(
         raw: pass ``query`` to FTS5 unchanged (word index only).
         parallel: run the lists that do not wait for the word list (and one guessed
             ahead of it) on a second read-only connection in a thread (``ahead``);
-            the hits are the same either way.
+            None (the default): when a core is free for it (``ahead.core_free``). The
+            hits are the same either way.
     Returns a ``SearchResult``. Raises ``SearchSyntaxError`` (raw mode only) when FTS5
     cannot parse the expression, ``UsageError`` for bad filter values.
     """
@@ -202,7 +203,7 @@ def search(
         grams = ("grams_all" if mixed else "grams", grams_match(query))
         symbols = symbols_match(query) if any(is_symbol_term(t) for t in ts) else None
         several = len([t for t in ts if _word_term(t)]) > 1
-        if parallel:
+        if parallel or (parallel is None and core_free()):
             anym = any_match(query) if several else None
             ahead = _ahead(conn, filters, n, passed, facets, wm, phrase, grams, symbols, anym, cjk)
         try:
