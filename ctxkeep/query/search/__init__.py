@@ -81,6 +81,7 @@ from ctxkeep.query.search.parse import (
     terms,
     vocab_terms_of,
     words_match,
+    words_parts,
 )
 from ctxkeep.query.search.render import SNIPPET_MAX_CHARS, Hit, SearchResult, apply_budget, hit_tokens
 from ctxkeep.query.search.retrieve import PREFIX_COMMON, Candidate, common_terms
@@ -205,7 +206,7 @@ def search(
         several = len([t for t in ts if _word_term(t)]) > 1
         if parallel or (parallel is None and core_free()):
             anym = any_match(query) if several else None
-            ahead = _ahead(conn, filters, n, passed, facets, wm, phrase, grams, symbols, anym, cjk)
+            ahead = _ahead(conn, filters, n, passed, facets, query, wm, phrase, grams, symbols, anym, cjk)
         try:
             word_rows = run("words", "fts_words", wm)
             # the words side by side, in order: a content is shown with its chunk holding
@@ -289,6 +290,7 @@ def _ahead(
     n: int,
     passed: dict[int, bool],
     facets: bool,
+    query: str,
     wm: str | None,
     phrase: str | None,
     grams: tuple[str, str | None],
@@ -308,7 +310,7 @@ def _ahead(
     # ("timeline filtering" since a date: +19 ms of 26), so none is made
     if wm and (phrase or anym) and filters.residual().is_empty():
         fmatch = filters.facet_match() if facets else None
-        guess = Guess(f"({wm}) AND {fmatch}" if fmatch else wm, n)
+        guess = Guess(f"({wm}) AND {fmatch}" if fmatch else wm, words_parts(query), n)
     if phrase and guess is not None:
         jobs.append(Job("phrase", "fts_words", phrase, guess=guess.full))
     if grams[1]:

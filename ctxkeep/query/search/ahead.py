@@ -70,18 +70,30 @@ class Job:
 
 
 class Guess:
-    """Whether the word list (``match``, facet filters included) will hold ``n`` rows:
-    its matches counted up to ``n`` once (``retrieve.match_count``), on the connection that asks
-    first. Filters facet tokens cannot answer (time, status) are not counted: the guess
-    can say ``full`` for a list they leave short (the search then runs ``any`` itself)."""
+    """Whether the word list (``match``: its terms ``parts`` ANDed, facet filters
+    included) will hold ``n`` rows, found once, on the connection that asks first.
+    First each term's matches counted up to ``n`` (``retrieve.match_count``: a common
+    term stops at ``n``, a rare one's posting list is short): a term with fewer than
+    ``n`` matches leaves the word list short for certain. Otherwise ``match`` itself is
+    counted up to ``n``, which walks every posting list when their intersection is
+    small (as long as the word list's own walk: ``README OPK_DEBUG`` for Claude Code tool
+    calls, 2 GB store). Filters facet tokens cannot answer (time, status) are not
+    counted: the guess can say ``full`` for a list they leave short (the search then
+    runs ``any`` itself); ``search`` makes no guess under them."""
 
-    def __init__(self, match: str, n: int):
-        self.match, self.n = match, n
+    def __init__(self, match: str, parts: list[str], n: int):
+        self.match, self.parts, self.n = match, parts, n
         self.count: int | None = None
 
     def full(self, conn: sqlite3.Connection) -> bool:
         if self.count is None:
-            self.count = retrieve.match_count(conn, "fts_words", self.match, self.n)
+            for p in self.parts if len(self.parts) > 1 else ():
+                c = retrieve.match_count(conn, "fts_words", p, self.n)
+                if c < self.n:
+                    self.count = c
+                    break
+            else:
+                self.count = retrieve.match_count(conn, "fts_words", self.match, self.n)
         return self.count >= self.n
 
     def short(self, conn: sqlite3.Connection) -> bool:
