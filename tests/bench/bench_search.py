@@ -377,7 +377,7 @@ def _digest(res) -> str:
 
 def _profile(conn, q: str, f: dict) -> dict:
     """One query on one connection (``parallel=False`` where the checkout has it): the
-    wall ms of each candidate list's FTS statements (``retrieve.fts_ids``, named by its
+    CPU ms (this thread's: one connection, one thread) of each candidate list's FTS statements (``retrieve.fts_ids``, named by its
     table and MATCH), of loading candidates, and the statements that call ``bm25()``
     (each walks every phrase's posting list for its IDF) out of all statements."""
     from ctxkeep.query.search import Filters, retrieve, search
@@ -387,11 +387,11 @@ def _profile(conn, q: str, f: dict) -> dict:
 
     def timed(name, fn, label):
         def wrapper(*a, **k):
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             try:
                 return fn(*a, **k)
             finally:
-                parts.append((label(a), (time.perf_counter() - t0) * 1000))
+                parts.append((label(a), (time.thread_time() - t0) * 1000))
 
         saved[name] = fn
         setattr(retrieve, name, wrapper)
@@ -403,9 +403,9 @@ def _profile(conn, q: str, f: dict) -> dict:
     conn.set_trace_callback(sql.append)
     kw = {"parallel": False} if "parallel" in inspect.signature(search).parameters else {}
     try:
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         search(conn, q, filters=Filters(**f), limit=10, budget_tokens=4000, **kw)
-        ms = (time.perf_counter() - t0) * 1000
+        ms = (time.thread_time() - t0) * 1000
     finally:
         conn.set_trace_callback(None)
         for name, fn in saved.items():
