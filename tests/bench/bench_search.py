@@ -710,7 +710,7 @@ def _profile_slowest(sides: list, times: dict, k: int) -> None:
         worst[key] = max(worst.get(key, 0.0), ms)
     top = sorted(worst, key=lambda x: -worst[x])[:k]
     print(
-        f"\nthe {k} slowest queries of this side, once more on one connection each (ms; bm25 statements / all)"
+        f"\nthe {k} slowest queries of this side, once more on one connection each (CPU ms; bm25 statements / all)"
     )
     for q, f in top:
         print(f"  {q!r} {f}  (worst round {worst[(q, f)]:.1f} ms)")
