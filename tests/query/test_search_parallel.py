@@ -169,6 +169,7 @@ def test_a_dropped_list_is_interrupted_and_its_connection_not_reused(conn):
     release.set()
     a.close()
     assert a.interrupted and not pool._idle
+    assert job.rows is None  # dropped while its guess ran: the list itself never ran
     with pytest.raises(sqlite3.ProgrammingError):
         b.conn.execute("SELECT 1")
 

@@ -136,7 +136,7 @@ class Ahead:
                     if j.name in self.unwanted:
                         continue
                     self.running = j.name
-                if j.guess is not None and not j.guess(c):
+                if j.guess is not None and (not j.guess(c) or j.name in self.unwanted):
                     continue
                 j.table = j.fts or retrieve.symbols_table(c)
                 rows = retrieve.fts_ids(c, j.table, j.match, self.filters, self.n, self.passed, self.facets)
