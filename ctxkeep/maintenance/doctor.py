@@ -203,8 +203,11 @@ def _sqlite_checks(home: Path, full: bool, wal_finding: Finding | None = None) -
                 f"indexes {t.fts_rows:,} rows, {t.chunk_count:,} chunks",
             )
         )
-    out += _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
-    out += _lost_check(home, immutable)
+    duck = _duckdb_check(home, t.entries, t.analytics_behind, t.usage)
+    out += duck
+    # (no "ok" line about a DuckDB file that is missing or could not be opened)
+    if (home / ANALYTICS_DB).exists() and not any(f.detail.startswith(_UNREADABLE) for f in duck):
+        out += _lost_check(home, immutable)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
     out += _coverage_check(db, foreign)
@@ -235,6 +238,10 @@ def _read_only(home: Path) -> str | None:
     return None
 
 
+#: how a duckdb finding about a file that did not open begins (``_duckdb_check``)
+_UNREADABLE = ("held by another process", "unreadable: ")
+
+
 def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> list[Finding]:
     p = home / ANALYTICS_DB
     if not p.exists():
@@ -257,7 +264,7 @@ def _duckdb_check(home: Path, n_sqlite: int, behind: bool, usage: int = 0) -> li
         msg = (str(e).splitlines() or [""])[0]
         if analytics_file.analytics_held(e):
             return [Finding("duckdb", str(p), "skipped", f"held by another process: {msg[:160]}")]
-        return [Finding("duckdb", str(p), "damaged", f"{type(e).__name__}: {msg[:200]}")]
+        return [Finding("duckdb", str(p), "damaged", f"unreadable: {type(e).__name__}: {msg[:200]}")]
     if n_duck < n_sqlite and behind:  # the store was busy: a lag
         return [
             Finding(
@@ -452,10 +459,17 @@ def check(home: Path, *, full: bool = False) -> list[Finding]:
     home = Path(home)
     wal = _wal_finding(home)
     if wal is None or wal.status != "damaged":  # an open would apply or move a bad WAL
+        duck = home / ANALYTICS_DB
+        had = duck.exists()
         try:
             analytics_current.bring_current(home)
         except (CtxkeepError, sqlite3.Error, OSError):  # a read-only or damaged store: the checks say
             pass
+        # a check creates nothing: a first build that failed (a full disk) leaves no
+        # empty file that this very check would then call damaged (newuser15 F8)
+        if not had and duck.exists() and duck.stat().st_size == 0:
+            duck.unlink(missing_ok=True)
+            Path(str(duck) + ".wal").unlink(missing_ok=True)
         wal = _wal_finding(home)  # the sync may have checkpointed it
     return _sqlite_checks(home, full, wal)
 

@@ -202,3 +202,26 @@ def test_parquet_damage_is_re_archived_from_the_session_files(store, monkeypatch
     texts = _archive_texts(store)
     assert {i: texts.get(i) for i in held} == held
     assert bad(doctor.check(store)) == {}
+
+
+def test_a_check_on_a_full_disk_creates_no_analytics_file(store, monkeypatch):
+    """The first DuckDB build fails on a full disk: doctor (a check) used to leave the
+    0-byte analytics.duckdb the failed build created, call it DAMAGED and, two lines
+    below, "ok: every entry analytics.duckdb holds is in SQLite" (newuser15 F8)."""
+    import errno
+
+    from ctxkeep.sinks import analytics_current
+
+    duck = store / "analytics.duckdb"
+    duck.unlink()
+
+    def full_disk(home, **_k):
+        (home / "analytics.duckdb").write_bytes(b"")  # what duckdb.connect leaves
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(analytics_current, "bring_current", full_disk)
+    found = doctor.check(store)
+    assert not duck.exists()
+    (f,) = [x for x in found if x.check == "duckdb"]
+    assert f.detail.startswith("missing, SQLite holds")  # not "not a valid DuckDB database file"
+    assert not [x for x in found if x.check == "entries" and x.status == "ok"]
