@@ -139,7 +139,7 @@ def read_ahead(
     todo: list[tuple[SourceFile, Watermark | None]],
     depth: int = READ_AHEAD,
     source: Callable[..., Generator[ReadItem, None, None]] | None = None,
-) -> Generator[ReadItem, None, None]:
+) -> ReadAhead:
     """``read_files(todo)`` (or ``source(todo)``: ``reader_process.read_in_process``)
     run in a reader thread, at most ``depth`` chunks ahead (``READ_CHUNK_BYTES``).
 
@@ -147,21 +147,42 @@ def read_ahead(
     counting and Polars work, which release the GIL. Items arrive in the same order
     as ``read_files`` yields them; an exception in the reader is raised here, after
     the items read before it; when the consumer stops early (an error in a load), the
-    reader stops at its next chunk.
+    reader stops at its next chunk. The thread starts here, not at the first item
+    (``reader_process.read_split`` starts several at once); ``close()`` stops it,
+    taken or not.
     """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    return ReadAhead(todo, depth, source)
 
-    def put(chunk) -> bool:
-        while not stop.is_set():
+
+class ReadAhead(Iterator[ReadItem]):
+    """The iterator ``read_ahead`` returns: its reader thread runs from construction
+    until the stream ends or ``close()``."""
+
+    def __init__(
+        self,
+        todo: list[tuple[SourceFile, Watermark | None]],
+        depth: int,
+        source: Callable[..., Generator[ReadItem, None, None]] | None,
+    ) -> None:
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._chunk: Iterator[ReadItem] = iter(())
+        self._done = False
+        self._t = threading.Thread(
+            target=self._run, args=(todo, source), name="ctxkeep-read-ahead", daemon=True
+        )
+        self._t.start()
+
+    def _put(self, chunk) -> bool:
+        while not self._stop.is_set():
             try:
-                q.put(chunk, timeout=0.1)
+                self._q.put(chunk, timeout=0.1)
                 return True
             except queue.Full:
                 continue
         return False
 
-    def run() -> None:
+    def _run(self, todo, source) -> None:
         items = (source or read_files)(todo)
         chunk: list = []
         size = 0
@@ -170,28 +191,36 @@ def read_ahead(
                 chunk.append(item)
                 size += item.batch.bytes_read if item.batch is not None else 0
                 if size >= READ_CHUNK_BYTES or len(chunk) >= READ_CHUNK_ITEMS:
-                    if not put(chunk):
+                    if not self._put(chunk):
                         return
                     chunk, size = [], 0
         except BaseException as e:  # handed to the consumer, raised there
-            if not chunk or put(chunk):
-                put(_End(e))
+            if not chunk or self._put(chunk):
+                self._put(_End(e))
             return
         finally:
             items.close()  # a reader process is stopped here
-        if not chunk or put(chunk):
-            put(_End(None))
+        if not chunk or self._put(chunk):
+            self._put(_End(None))
 
-    t = threading.Thread(target=run, name="ctxkeep-read-ahead", daemon=True)
-    t.start()
-    try:
+    def __next__(self) -> ReadItem:
         while True:
-            chunk = q.get()
+            item = next(self._chunk, None)
+            if item is not None:
+                return item
+            if self._done:
+                raise StopIteration
+            chunk = self._q.get()
             if isinstance(chunk, _End):
+                self.close()
                 if chunk.error is not None:
                     raise chunk.error
-                return
-            yield from chunk
-    finally:
-        stop.set()
-        t.join()
+                raise StopIteration
+            self._chunk = iter(chunk)
+
+    def close(self) -> None:
+        """Stop the reader thread (at its next chunk) and wait for it."""
+        self._done = True
+        self._chunk = iter(())
+        self._stop.set()
+        self._t.join()

@@ -713,3 +713,54 @@ def test_a_reader_process_redacts_no_raw_line_while_the_vault_is_suspended(tmp_p
     assert on and all(r is not None and r.redacted is not None for r in on)
     assert len(off) == len(on) and all(r is not None and r.redacted is None for r in off)
     assert [r.data for r in off] == [r.data for r in on]
+
+
+def test_two_reader_processes_store_what_one_reader_stores(tmp_path, monkeypatch):
+    """The files shared between two reader processes (``read_split``), taken back in
+    ``todo`` order: the same groups, entry ids (rowids too), dedup and watermarks."""
+    ctx = _corpus_ctx()
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)
+    monkeypatch.setattr(pipeline, "SPLIT_READ_BYTES", 1 << 40)  # one reader process
+    one = _ingest(tmp_path / "one", ctx, writer=True)
+    monkeypatch.setattr(pipeline, "SPLIT_READ_BYTES", 0)
+    monkeypatch.setattr(read_worker, "READERS", 2)
+    monkeypatch.setattr(read_worker, "SPLIT_BLOCK_BYTES", 256 * 1024)  # many blocks of the corpus
+    started = []
+    real = read_worker.read_in_process
+
+    def spy(todo, **kw):
+        started.append([str(f.path) for f, _ in todo])
+        return real(todo, **kw)
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    two = _ingest(tmp_path / "two", ctx, writer=True)
+    assert len(started) == 2 and started[0] and started[1]
+    assert sorted(started[0] + started[1]) == sorted({p for s in started for p in s})  # each file once
+    assert two == one and two["files_read"] == 27
+    assert _fingerprint(tmp_path / "two") == _fingerprint(tmp_path / "one")
+    rowids = "SELECT rowid, entry_id FROM entries ORDER BY rowid"
+    for home in ("one", "two"):
+        c = sqlite3.connect(f"file:{tmp_path / home / 'store.db'}?mode=ro", uri=True)
+        try:
+            got = c.execute(rowids).fetchall()
+        finally:
+            c.close()
+        if home == "one":
+            want = got
+    assert got == want and len(got) == 3890
+
+
+def test_split_blocks_alternate_whole_files(tmp_path):
+    from ctxkeep.sources.contract import SourceFile
+
+    sizes = [5, 1, 1, 9, 2, 2, 2, 0]
+    todo = []
+    for i, n in enumerate(sizes):
+        p = tmp_path / f"f{i}.jsonl"
+        p.write_bytes(b"x" * n)
+        todo.append((SourceFile("claude", p, "append", {}), None))
+    todo.append((SourceFile("claude", tmp_path / "gone.jsonl", "append", {}), None))
+    # blocks of >= 4 bytes: [5] [1 1 9] [2 2] [2 0 gone]
+    assert read_worker.split_blocks(todo, 2, 4) == [(0, 1), (1, 3), (0, 2), (1, 3)]
+    assert read_worker.split_blocks(todo, 1, 4) == [(0, 1), (0, 3), (0, 2), (0, 3)]
+    assert sum(n for _, n in read_worker.split_blocks(todo, 3, 100)) == len(todo)
