@@ -28,6 +28,10 @@ no SQLite store; with ``--seal``, the vault's ``capture``, which writes nothing)
 only reads session files, so stopping it early leaves nothing behind. With ``--seal``
 it also does the vault's work on the bytes it read (redaction, SHA-256, zstd:
 ``capture.seal``) and sends their compressed objects instead of the raw bytes. ~230 MB RSS on that tree.
+
+A big ingest shares its files between two such processes (``read_split``: blocks of
+consecutive files in turn, the items taken back in todo order), so both cores work
+for the whole run: one reader was the critical path of the 200 MB ingest (issue 26).
 """
 
 from __future__ import annotations
@@ -95,7 +99,7 @@ def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
 
 
 def read_in_process(
-    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False
+    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False, precompute: str | None = None
 ) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
@@ -108,7 +112,8 @@ def read_in_process(
     (``transform.Precomputed`` keeps them). The closing item of a file is
     ``ReadItem(file, None, read)``. ``seal``: each batch's bytes for the vault come
     sealed (``sinks.vault.capture.seal``: redacted and compressed there, on the other
-    core; the raw bytes do not cross the pipe).
+    core; the raw bytes do not cross the pipe). ``precompute``: "auto", "always" or
+    "never" for that process (``PRECOMPUTE``; None: its environment's).
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -124,7 +129,11 @@ def read_in_process(
     # the vault off here (``CTXKEEP_VAULT=0``, or ``vault.suspended``: a reparse reads the
     # vault's own redacted bytes) is off there too: no redaction of the raw lines
     # (``stable_ids.rekey``), which cost a reparse ~20 % of the reader's CPU
-    flags = (["--seal"] if seal else []) + ([] if vault.enabled() else ["--no-vault"])
+    flags = (
+        (["--seal"] if seal else [])
+        + ([] if vault.enabled() else ["--no-vault"])
+        + (["--precompute", precompute] if precompute else [])
+    )
     proc, results = start_child("ctxkeep.pipeline.reader_process", *flags)
     ended = received = False
     try:
@@ -237,9 +246,10 @@ def read_split(
     ``block_bytes`` default to ``READERS`` and ``SPLIT_BLOCK_BYTES``."""
     readers = max(1, READERS if readers is None else readers)
     blocks = split_blocks(todo, readers, SPLIT_BLOCK_BYTES if block_bytes is None else block_bytes)
-    one = functools.partial(read_in_process, seal=seal)  # looked up now: tests spy on it
     if len(blocks) < 2:
-        return readahead.read_ahead(todo, source=one)
+        return readahead.read_ahead(todo, source=functools.partial(read_in_process, seal=seal))
+    pre = None if "CTXKEEP_READER_PRECOMPUTE" in os.environ else "always"  # see PRECOMPUTE
+    one = functools.partial(read_in_process, seal=seal, precompute=pre)  # looked up now: tests spy on it
     shares: list[list[tuple[SourceFile, Watermark | None]]] = [[] for _ in range(readers)]
     at = 0
     for k, n in blocks:
@@ -328,7 +338,12 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
 
 #: ``_main`` counts tokens and cuts chunks of the new contents (``_precompute``):
 #: "auto" only while the ingest process is the slower side (``precompute_now``),
-#: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``
+#: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``.
+#: Unset, readers sharing the files (``read_split``) are started with "always"
+#: (``--precompute always``): two readers are not the slower side, and what the
+#: ingest process counts runs on its GIL-bound critical path; each process that counts
+#: loads the BPE tables too (``import bpe_openai``: ~0.3-0.7 CPU s), so with "auto" three
+#: processes loaded them, with "always" the two readers
 PRECOMPUTE = os.environ.get("CTXKEEP_READER_PRECOMPUTE", "auto")
 
 
@@ -368,6 +383,8 @@ def _main() -> None:
         os.environ["CTXKEEP_VAULT"] = "0"
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
 
+    args = sys.argv[2:]
+    mode = args[args.index("--precompute") + 1] if "--precompute" in args else PRECOMPUTE
     seal: Callable[[RawCapture], RawCapture] | None = None
     if "--seal" in sys.argv[2:]:
         from ctxkeep.sinks.vault.capture import seal
@@ -387,7 +404,7 @@ def _main() -> None:
             if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
-                if precompute_now(pace["waited"], pace["worked"], PRECOMPUTE):
+                if precompute_now(pace["waited"], pace["worked"], mode):
                     pre = _precompute(rows, known)
             t0 = time.perf_counter()
             pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)

@@ -725,16 +725,27 @@ def test_two_reader_processes_store_what_one_reader_stores(tmp_path, monkeypatch
     monkeypatch.setattr(pipeline, "SPLIT_READ_BYTES", 0)
     monkeypatch.setattr(read_worker, "READERS", 2)
     monkeypatch.setattr(read_worker, "SPLIT_BLOCK_BYTES", 256 * 1024)  # many blocks of the corpus
-    started = []
+    monkeypatch.delenv("CTXKEEP_READER_PRECOMPUTE", raising=False)
+    started, modes, counted = [], [], []
     real = read_worker.read_in_process
 
     def spy(todo, **kw):
         started.append([str(f.path) for f, _ in todo])
+        modes.append(kw.get("precompute"))
         return real(todo, **kw)
 
+    real_count = transform.estimate_tokens
+
+    def count(texts):
+        counted.append(len(texts))
+        return real_count(texts)
+
     monkeypatch.setattr(read_worker, "read_in_process", spy)
+    monkeypatch.setattr(transform, "estimate_tokens", count)
     two = _ingest(tmp_path / "two", ctx, writer=True)
     assert len(started) == 2 and started[0] and started[1]
+    # the readers count every new content's tokens: the ingest process counts none
+    assert modes == ["always", "always"] and counted == []
     assert sorted(started[0] + started[1]) == sorted({p for s in started for p in s})  # each file once
     assert two == one and two["files_read"] == 27
     assert _fingerprint(tmp_path / "two") == _fingerprint(tmp_path / "one")
