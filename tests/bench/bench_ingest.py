@@ -220,6 +220,15 @@ def _role(pid: int, root: int) -> str:
     return Path(cmd[0].decode(errors="replace")).name if cmd and cmd[0] else "?"
 
 
+def _role_of(roles: dict[int, str], pid: int, root: int) -> str:
+    """``_role`` of ``pid``, kept once it is ``ingest`` or ``reader`` (a process seen
+    between its fork and its exec still shows its parent's command line)."""
+    role = roles.get(pid) or _role(pid, root)
+    if role in ("ingest", "reader"):
+        roles[pid] = role
+    return role
+
+
 def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int, int, Cpu]:
     """Wait for ``p``: (exit code, peak RSS in KiB, its CPU seconds: those of the
     children reaped while waiting, ``p`` and what it waited for). The peak is the
@@ -241,7 +250,7 @@ def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int,
             try:
                 if peaks is not None:  # the process's CPU so far (utime + stime), by pid
                     stat = Path(f"/proc/{q}/stat").read_text().rsplit(")", 1)[1].split()
-                    role = roles.get(q) or roles.setdefault(q, _role(q, p.pid))
+                    role = _role_of(roles, q, p.pid)
                     peaks.setdefault("cpu", {})[(role, q)] = (int(stat[11]) + int(stat[12])) / ticks
                 for line in Path(f"/proc/{q}/status").read_text().splitlines():
                     if line.startswith(("VmHWM:", "RssAnon:")):
@@ -249,7 +258,7 @@ def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int,
                         if line.startswith("VmHWM:"):
                             peak = max(peak, kib)
                         if peaks is not None:
-                            role = roles.get(q) or roles.setdefault(q, _role(q, p.pid))
+                            role = _role_of(roles, q, p.pid)
                             cell = peaks.setdefault(role, [0, 0])
                             i = 0 if line.startswith("VmHWM:") else 1
                             cell[i] = max(cell[i], kib)
