@@ -189,6 +189,7 @@ def extract_transform(
         return g
 
     pending = pending_bytes(todo)
+    items: readahead.ReadAhead | reader_process.MergedReads | Generator[ReadItem, None, None]
     if readahead.READ_AHEAD > 0 and pending >= PROCESS_READ_BYTES:
         # the vault's work on the bytes read (redaction, zstd) done there too
         seal = vault.enabled() and vault.home_of(conn) is not None

@@ -45,7 +45,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -227,7 +227,7 @@ def read_split(
     seal: bool = False,
     readers: int | None = None,
     block_bytes: int | None = None,
-) -> readahead.ReadAhead | Generator[ReadItem, None, None]:
+) -> readahead.ReadAhead | MergedReads:
     """``read_in_process(todo, seal)``'s items, in its order, read by ``readers``
     reader processes at once: ``todo`` is cut into blocks (``split_blocks``), each
     reader reads its blocks (``read_in_process`` of their files, in a read-ahead thread
@@ -246,8 +246,9 @@ def read_split(
     ``block_bytes`` default to ``READERS`` and ``SPLIT_BLOCK_BYTES``."""
     readers = max(1, READERS if readers is None else readers)
     blocks = split_blocks(todo, readers, SPLIT_BLOCK_BYTES if block_bytes is None else block_bytes)
-    if len(blocks) < 2:
+    if readers < 2 or len(blocks) < 2:
         return readahead.read_ahead(todo, source=functools.partial(read_in_process, seal=seal))
+    readers = min(readers, len(blocks))  # each reader has a block (they take them in turn)
     pre = None if "CTXKEEP_READER_PRECOMPUTE" in os.environ else "always"  # see PRECOMPUTE
     one = functools.partial(read_in_process, seal=seal, precompute=pre)  # looked up now: tests spy on it
     shares: list[list[tuple[SourceFile, Watermark | None]]] = [[] for _ in range(readers)]
@@ -258,26 +259,38 @@ def read_split(
     # the chunks read ahead shared too: the ingest process holds no more of them than
     # with one reader (its peak RSS is the 10 GB ingest's bound: 939 MiB of 1 GiB)
     depth = max(2, readahead.READ_AHEAD // readers)
-    streams = [readahead.read_ahead(share, depth=depth, source=one) for share in shares if share]
-    return _merged(blocks, streams)
+    streams = [readahead.read_ahead(share, depth=depth, source=one) for share in shares]
+    return MergedReads(blocks, streams)
 
 
-def _merged(
-    blocks: list[tuple[int, int]], streams: list[readahead.ReadAhead]
-) -> Generator[ReadItem, None, None]:
-    """The items of ``streams`` block after block (``read_split``); closes them all."""
-    try:
-        for k, n in blocks:
-            stream = streams[k]
-            while n:
-                item = next(stream, None)
-                if item is None:
-                    raise RuntimeError("a reader process ended before its last file")
-                yield item
-                if item.batch is None:  # a file's closing item
-                    n -= 1
-    finally:
-        for stream in streams:
+class MergedReads(Iterator[ReadItem]):
+    """The items of ``streams`` block after block (``read_split``); ``close()`` stops
+    every stream, taken from or not."""
+
+    def __init__(self, blocks: list[tuple[int, int]], streams: list[readahead.ReadAhead]) -> None:
+        self._streams = streams
+        self._items = self._merged(blocks)
+
+    def _merged(self, blocks: list[tuple[int, int]]) -> Generator[ReadItem, None, None]:
+        try:
+            for k, n in blocks:
+                stream = self._streams[k]
+                while n:
+                    item = next(stream, None)
+                    if item is None:
+                        raise RuntimeError("a reader process ended before its last file")
+                    yield item
+                    if item.batch is None:  # a file's closing item
+                        n -= 1
+        finally:
+            self.close()
+
+    def __next__(self) -> ReadItem:
+        return next(self._items)
+
+    def close(self) -> None:
+        """Stop every reader (their threads and processes)."""
+        for stream in self._streams:
             stream.close()
 
 

@@ -26,7 +26,7 @@ from ctxkeep.pipeline import reader_process as read_worker
 from ctxkeep.pipeline import transform
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import plan
-from ctxkeep.pipeline.readahead import ReadItem, read_files
+from ctxkeep.pipeline.readahead import ReadAhead, ReadItem, read_files
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
@@ -775,3 +775,42 @@ def test_split_blocks_alternate_whole_files(tmp_path):
     assert read_worker.split_blocks(todo, 2, 4) == [(0, 1), (1, 3), (0, 2), (1, 3)]
     assert read_worker.split_blocks(todo, 1, 4) == [(0, 1), (0, 3), (0, 2), (0, 3)]
     assert sum(n for _, n in read_worker.split_blocks(todo, 3, 100)) == len(todo)
+
+
+def test_read_split_raises_a_readers_error_at_its_block_and_stops_both(tmp_path, monkeypatch):
+    """Files f0..f3 in blocks of one file, readers 0 1 0 1: reader 0 fails in f2, so the
+    items come f0, f1 (reader 1's), then the error; reader 1's f3 is never taken, and
+    both read-ahead threads are stopped."""
+    from ctxkeep.sources.contract import SourceFile
+
+    todo = []
+    for i in range(4):
+        p = tmp_path / f"f{i}.jsonl"
+        p.write_bytes(b"x" * 10)
+        todo.append((SourceFile("claude", p, "append", {}), None))
+    shares = []
+
+    def fake(share, **kw):
+        shares.append([f.path.name for f, _ in share])
+        for f, _ in share:
+            if f.path.name == "f2.jsonl":
+                raise ValueError("bad f2")
+            yield ReadItem(f, None, True)
+
+    monkeypatch.setattr(read_worker, "read_in_process", fake)
+    got = []
+    items = read_worker.read_split(todo, readers=2, block_bytes=10)
+    with pytest.raises(ValueError, match="bad f2"):
+        for item in items:
+            got.append(item.file.path.name)
+    assert got == ["f0.jsonl", "f1.jsonl"]
+    assert sorted(shares) == [["f0.jsonl", "f2.jsonl"], ["f1.jsonl", "f3.jsonl"]]
+    assert not any(t.name == "ctxkeep-read-ahead" and t.is_alive() for t in threading.enumerate())
+    # closed before its first item: every reader stops all the same
+    items = read_worker.read_split(todo, readers=2, block_bytes=10)
+    items.close()
+    assert not any(t.name == "ctxkeep-read-ahead" and t.is_alive() for t in threading.enumerate())
+    # one reader (or one block): the plain read-ahead of one reader process
+    one = read_worker.read_split(todo, readers=1, block_bytes=10)
+    one.close()
+    assert isinstance(one, ReadAhead) and shares[-1][:1] == ["f0.jsonl"]
