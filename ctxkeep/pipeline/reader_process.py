@@ -112,8 +112,9 @@ def read_in_process(
     (``transform.Precomputed`` keeps them). The closing item of a file is
     ``ReadItem(file, None, read)``. ``seal``: each batch's bytes for the vault come
     sealed (``sinks.vault.capture.seal``: redacted and compressed there, on the other
-    core; the raw bytes do not cross the pipe). ``precompute``: "auto", "always" or
-    "never" for that process (``PRECOMPUTE``; None: its environment's).
+    core; the raw bytes do not cross the pipe). ``precompute``: "auto", "always",
+    "never" or "split" (``chunk_mode``) for that process (``PRECOMPUTE``; None: its
+    environment's).
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -249,7 +250,7 @@ def read_split(
     if readers < 2 or len(blocks) < 2:
         return readahead.read_ahead(todo, source=functools.partial(read_in_process, seal=seal))
     readers = min(readers, len(blocks))  # each reader has a block (they take them in turn)
-    pre = None if "CTXKEEP_READER_PRECOMPUTE" in os.environ else "always"  # see PRECOMPUTE
+    pre = None if "CTXKEEP_READER_PRECOMPUTE" in os.environ else "split"  # see PRECOMPUTE
     one = functools.partial(read_in_process, seal=seal, precompute=pre)  # looked up now: tests spy on it
     shares: list[list[tuple[SourceFile, Watermark | None]]] = [[] for _ in range(readers)]
     at = 0
@@ -355,12 +356,34 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
 #: ``_main`` counts tokens and cuts chunks of the new contents (``_precompute``):
 #: "auto" only while the ingest process is the slower side (``precompute_now``),
 #: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``.
-#: Unset, readers sharing the files (``read_split``) are started with "always"
-#: (``--precompute always``): two readers are not the slower side, and what the
-#: ingest process counts runs on its GIL-bound critical path; each process that counts
-#: loads the BPE tables too (``import bpe_openai``: ~0.3-0.7 CPU s), so with "auto" three
-#: processes loaded them, with "always" the two readers
+#: Unset, readers sharing the files (``read_split``) are started with "split"
+#: (``--precompute split``: "always", but "auto" for a big file, ``chunk_mode``): two
+#: readers are not the slower side, and what the ingest process counts runs on its
+#: GIL-bound critical path; each process that counts loads the BPE tables too (``import
+#: bpe_openai``: ~0.3-0.7 CPU s), so with "auto" three processes loaded them, with
+#: "always" the two readers
 PRECOMPUTE = os.environ.get("CTXKEEP_READER_PRECOMPUTE", "auto")
+
+
+#: ``chunk_mode``: in a reader sharing the files ("split"), a file of at least this
+#: many bytes is read with "auto": while one reader reads a big session file (a 2 GB
+#: one, issue 26 target 2) the other waits, so that reader is the slower side
+SPLIT_BIG_FILE = 64 * 1024 * 1024
+
+
+def chunk_mode(items: list[ReadItem], mode: str) -> str:
+    """``precompute_now``'s mode for a chunk of ``items``: ``mode``, except "split" (a
+    reader of ``read_split``): "always", or "auto" when an item's file is at least
+    ``SPLIT_BIG_FILE`` bytes."""
+    if mode != "split":
+        return mode
+    for item in items:
+        try:
+            if item.file.path.stat().st_size >= SPLIT_BIG_FILE:
+                return "auto"
+        except OSError:
+            continue
+    return "always"
 
 
 #: ``precompute_now``: the ingest process is the slower side when sending the chunk
@@ -420,7 +443,7 @@ def _main() -> None:
             if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
-                if precompute_now(pace["waited"], pace["worked"], mode):
+                if precompute_now(pace["waited"], pace["worked"], chunk_mode(items, mode)):
                     pre = _precompute(rows, known)
             t0 = time.perf_counter()
             pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)

@@ -745,7 +745,7 @@ def test_two_reader_processes_store_what_one_reader_stores(tmp_path, monkeypatch
     two = _ingest(tmp_path / "two", ctx, writer=True)
     assert len(started) == 2 and started[0] and started[1]
     # the readers count every new content's tokens: the ingest process counts none
-    assert modes == ["always", "always"] and counted == []
+    assert modes == ["split", "split"] and counted == []
     assert sorted(started[0] + started[1]) == sorted({p for s in started for p in s})  # each file once
     assert two == one and two["files_read"] == 27
     assert _fingerprint(tmp_path / "two") == _fingerprint(tmp_path / "one")
@@ -759,6 +759,19 @@ def test_two_reader_processes_store_what_one_reader_stores(tmp_path, monkeypatch
         if home == "one":
             want = got
     assert got == want and len(got) == 3890
+
+
+def test_a_reader_sharing_the_files_counts_tokens_ahead_except_in_a_big_file(tmp_path, monkeypatch):
+    from ctxkeep.sources.contract import SourceFile
+
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    small.write_bytes(b"x" * 10)
+    big.write_bytes(b"x" * 100)
+    monkeypatch.setattr(read_worker, "SPLIT_BIG_FILE", 100)
+    items = [ReadItem(SourceFile("claude", small)), ReadItem(SourceFile("claude", tmp_path / "gone"))]
+    assert read_worker.chunk_mode(items, "split") == "always"
+    assert read_worker.chunk_mode([*items, ReadItem(SourceFile("claude", big))], "split") == "auto"
+    assert read_worker.chunk_mode(items, "never") == "never"
 
 
 def test_split_blocks_alternate_whole_files(tmp_path):
