@@ -65,6 +65,16 @@ side with ``--baseline``'s checkout in the same run, and the ratios::
     uv run python tests/bench/bench_ingest.py --rss-trees /tmp/tree200,/tmp/tree2000 \
         --baseline /path/to/main-checkout
 The machine is shared: run it a few times at most.
+
+``--ab TREE`` (issue 26, target 3, session 15: the two reader processes) runs fresh
+whole-process ingests of TREE by this checkout and ``--baseline``'s alternately
+(``--runs`` each), with ``--peer agentsview``'s sync after each pair, and prints per
+run the wall, CPU (user, sys) and each process's CPU seconds and peak RSS; then the
+medians side by side and the ratios; ``--check`` compares the two checkouts' stores
+(every table by rowid, FTS rows, the vault's restored bytes: ``store_identity``)::
+
+    uv run python tests/bench/bench_ingest.py --ab /tmp/tree200 --baseline /work/wt-int \
+        --runs 3 --peer agentsview --check
 """
 
 from __future__ import annotations
