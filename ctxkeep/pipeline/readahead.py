@@ -123,12 +123,10 @@ def read_files(
                 )
             yield it
 
-    def land() -> Iterator[ReadItem]:
-        """The flush in flight, once its redaction is done."""
-        nonlocal flight
-        if flight is not None:
-            fut, items = flight
-            flight = None
+    def land(done: tuple[Future, list[tuple[ReadItem, bool]]] | None) -> Iterator[ReadItem]:
+        """The items of flush ``done``, once its redaction is done."""
+        if done is not None:
+            fut, items = done
             fut.result()  # its error raised here, after the items before it
             yield from tallied(items)
 
@@ -142,11 +140,11 @@ def read_files(
             _rekey_sealed(batches, seal)
             yield from tallied(items)
             return
-        fut = pool.submit(_rekey_sealed, batches, seal)
-        yield from land()
-        flight = (fut, items)
+        before, flight = flight, (pool.submit(_rekey_sealed, batches, seal), items)
+        yield from land(before)  # (a close here still waits for the new one: ``finally``)
         if last:
-            yield from land()
+            before, flight = flight, None
+            yield from land(before)
 
     try:
         for f, wm in todo:
@@ -171,7 +169,7 @@ def read_files(
         raise
     finally:
         if flight is not None:  # the consumer stopped early: the redaction in flight ends first
-            flight[0].result()
+            flight[0].exception()  # waited for, not raised: the stop is the news
     yield from flush(last=True)
 
 

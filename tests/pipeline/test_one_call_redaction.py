@@ -234,3 +234,23 @@ def test_redaction_overlapped_with_the_next_read_gives_the_same_items(planted, m
     if not sealed:  # redacted: no planted value in the vault's bytes
         blob = b"".join(r[2][0] for r in raws)
         assert [v for v in strict if any(form.encode() in blob for form in _forms(v))] == []
+
+
+def test_a_reader_stopped_early_waits_for_the_redaction_in_flight(planted, monkeypatch):
+    """The consumer closes ``read_files(overlap=True)`` after its first item: the close
+    returns once the flush in flight is redacted, and raises nothing."""
+    monkeypatch.setenv("CTXKEEP_VAULT", "1")
+    monkeypatch.setattr(readahead, "REKEY_OVERLAP", True)
+    home, todo, _strict, _values = planted
+    f = todo[0][0].path
+    for k in range(3):
+        f.with_name(f"5e551011-0000-4000-8000-00000000020{k}.jsonl").write_bytes(f.read_bytes())
+    todo = [(x, None) for x in SOURCES["claude-code"].discover(DiscoveryContext(home=home, env={})).files]
+    done = []
+    real = readahead.rekey
+    monkeypatch.setattr(readahead, "rekey", lambda b: (real(b), done.append(len(b))))
+    gen = readahead.read_files(todo, rekey_every=(1, 1), overlap=True)
+    first = next(gen)
+    assert first.batch is not None and first.batch.raw.redacted is not None
+    gen.close()
+    assert len(done) == 2  # the first flush, and the one in flight when it was yielded
