@@ -68,7 +68,8 @@ class SessionRow:
     unique prefix ``short_id``, ``parent_session_id`` (sub-agents), ``project_dir``,
     ``started``/``ended`` (ISO-8601 UTC), counts of ``messages`` and ``tool_calls``,
     ``tokens`` (usage the agent logged: input + output + cache read + cache write;
-    0 when it logged none), ``token_estimate`` (tokens of the stored texts),
+    0 when it logged none; None when it logged a cost but did not record the tokens:
+    Crush, Go opencode), ``token_estimate`` (tokens of the stored texts),
     ``cost_usd`` (None without the analytics file or a price), ``title`` (the session's
     title or first prompt, one line), ``depth`` (0, or 1 for a sub-agent listed under
     its parent)."""
@@ -82,7 +83,7 @@ class SessionRow:
     ended: str | None
     messages: int
     tool_calls: int
-    tokens: int
+    tokens: int | None
     token_estimate: int
     cost_usd: float | None
     title: str
@@ -205,7 +206,7 @@ def session_page(
             ended=_iso(r["ended"]),
             messages=int(r["messages"] or 0),
             tool_calls=int(r["tool_calls"] or 0),
-            tokens=int(r["tokens"] or 0),
+            tokens=None if r["tokens"] is None else int(r["tokens"]),
             token_estimate=int(r["token_estimate"] or 0),
             cost_usd=None if r["cost_usd"] is None else float(r["cost_usd"]),
             # DuckDB's first prompt may be a slash-command echo: SQLite's then
