@@ -370,7 +370,7 @@ def _head(conn: sqlite3.Connection, content_hash: str | None, n: int = 400) -> s
 
 #: ``Conversation.note`` of a session holding only meta records
 META_ONLY_NOTE = (
-    "this session holds only records, no conversation (for Aider's aider-input:<project>, the "
+    "this session holds only records, no conversation (for Aider's aider-input:<hash>, the "
     "prompts typed, kept by its .aider.input.history; each is also in the chat session of that time)"
 )
 
@@ -381,7 +381,7 @@ def conversation(
     """One session's conversation in order: user and assistant messages whole, each
     tool call folded to one line with its result's size and error flag, thinking as
     one line, compaction boundaries marked; meta records left out, except in a session
-    holding nothing else (Aider's input history ``aider-input:<project>``,
+    holding nothing else (Aider's input history ``aider-input:<hash>``,
     ``sources.aider``; a Claude Code session of ``file-history-snapshot`` records
     only): then its records, one line each (kind ``meta``), and ``META_ONLY_NOTE``.
 
