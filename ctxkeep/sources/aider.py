@@ -165,10 +165,15 @@ def _local_to_utc(text: str) -> str | None:
     return format_utc(t)
 
 
-def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:
+def parse_chat(
+    raw: bytes, src: str, project: str | None, idle: bool, state: dict, legacy: bool = False
+) -> list[dict]:
     """Entries of a chat history: one per block (user input lines, status lines,
     assistant text), plus usage on ``Tokens:`` lines. Holds back the file's last block
-    unless ``idle`` (then ``state["complete"] = False``)."""
+    unless ``idle`` (then ``state["complete"] = False``). ``legacy``: the path ids of
+    parser v2 (``read``)."""
+    if legacy:
+        return _legacy_ids(parse_chat(raw, src, project, idle, state), src, state)
     blocks: list[dict] = []  # {type, start, lines, session, ts, model}
     cur: dict[str, Any] | None = None
     sess: dict[str, Any] = {"id": None, "ts": None, "model": None, "start": 0}
@@ -316,8 +321,35 @@ def _input_times(path: Path) -> list[tuple[str | None, str]]:
     return [(e["ts"], _norm(e["text"])) for e in parse_input(raw, str(path), None, True, {})]
 
 
-def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:
-    """Entries of ``.aider.input.history``: one ``meta`` entry per input."""
+def _legacy_ids(entries: list[dict], src: str, state: dict) -> list[dict]:
+    """``entries`` under parser v2's path ids (``read``): a chat session
+    ``aider-<8 hex of SHA-256 of the path>-<header offset>`` (``-preamble`` before the
+    first header), the input history ``aider-input:<project>``, an entry
+    ``<path>:<offset>``, a usage row ``aider:<path>:<offset>``. Sets
+    ``state["ids"] = "path"`` so the file keeps them."""
+    state["ids"] = "path"
+    fid = hashlib.sha256(src.encode()).hexdigest()[:8]
+    heads = sorted(e["source_offset"] for e in entries if e.get("tool_name") == "session_start")
+    for e in entries:
+        off = e["source_offset"]
+        if e.get("tool_name") == "input_history":
+            e["session_id"] = f"aider-input:{e['project_dir'] or src}"
+        else:
+            before = [h for h in heads if h <= off]
+            e["session_id"] = f"aider-{fid}-{before[-1] if before else 'preamble'}"
+        e["record_id"] = f"{src}:{off}"
+        if e.get("usage_key"):
+            e["usage_key"] = f"aider:{src}:{off}"
+    return entries
+
+
+def parse_input(
+    raw: bytes, src: str, project: str | None, idle: bool, state: dict, legacy: bool = False
+) -> list[dict]:
+    """Entries of ``.aider.input.history``: one ``meta`` entry per input (``legacy``:
+    parser v2's path ids, ``read``)."""
+    if legacy:
+        return _legacy_ids(parse_input(raw, src, project, idle, state), src, state)
     out: list[dict] = []
     cur: dict[str, Any] | None = None
     pos = 0
@@ -356,13 +388,26 @@ def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: di
     return entries
 
 
+def _legacy(wm: Watermark | None) -> bool:
+    """True for a file this store read under parser v2's path ids (``read``)."""
+    return wm is not None and (wm.parser_version < 3 or (wm.state or {}).get("ids") == "path")
+
+
 def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read one history file whole when it changed (see module doc)."""
+    """Read one history file whole when it changed (see module doc).
+
+    A file this store read before parser v3 (its watermark older, or marked
+    ``ids = "path"``) keeps parser v2's path ids (``_legacy_ids``): its entries are
+    stored under them, and content ids would store every one again. Moved, such a
+    file is read under content ids (once more, then never again);
+    ``ctxkeep reparse --agent aider`` derives a store's Aider files under content
+    ids from the vault."""
     src = str(file.path)
     project = file.meta.get("project_dir") or str(file.path.parent)
     fn = parse_input if file.path.name.endswith(INPUT) else parse_chat
+    legacy = _legacy(wm)
 
     def parse_doc(raw, doc, state, idle):
-        return fn(raw, src, project, idle, state)
+        return fn(raw, src, project, idle, state, legacy)
 
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes, json_doc=False)

@@ -3,6 +3,7 @@ last block, and the bounded home scan."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -260,3 +261,30 @@ def test_a_first_session_waits_for_its_first_prompt(tmp_path):
     _write_old(hist, hist.read_text() + "#### more  \n\nSure.\n\n")
     assert ingest(home, store, agents=["aider"]).entries_new == 2
     assert q(store, "SELECT DISTINCT session_id FROM entries WHERE agent='aider'") == sid
+
+
+def test_a_file_read_before_v3_keeps_its_path_ids(tmp_path, monkeypatch):
+    """A store that read an Aider file under parser v2 holds its entries under path ids:
+    the re-read the v3 bump starts, and later appends, keep those ids (content ids would
+    store every entry and usage row a second time)."""
+    home = tmp_path / "home"
+    proj = home / "code" / "app"
+    proj.mkdir(parents=True)
+    hist = proj / ".aider.chat.history.md"
+    _write_old(hist, _history("fix the typo", 12))
+    store = tmp_path / "store"
+    with monkeypatch.context() as m:  # the store as parser v2 left it
+        m.setattr(aider, "PARSER_VERSION", 2)
+        m.setattr(aider, "_legacy", lambda wm: True)
+        assert ingest(home, store, agents=["aider"]).entries_new == 9
+    fid = hashlib.sha256(str(hist).encode()).hexdigest()[:8]
+    v2 = q(store, "SELECT DISTINCT session_id FROM entries WHERE agent='aider' ORDER BY 1")
+    assert v2 == [(f"aider-{fid}-1",), (f"aider-{fid}-233",)]
+    _homescan._cache.clear()
+    s = ingest(home, store, agents=["aider"])  # v3: re-read (new parser version)
+    assert s.files_read == 1 and s.entries_new == 0
+    _write_old(hist, hist.read_text() + "#### one more  \n\nOk.\n\n")
+    assert ingest(home, store, agents=["aider"]).entries_new == 2
+    assert q(store, "SELECT DISTINCT session_id FROM entries WHERE agent='aider' ORDER BY 1") == v2
+    assert q(store, "SELECT count(*) FROM usage WHERE agent='aider'") == [(1,)]
+    assert q(store, "SELECT parser_version FROM watermarks WHERE agent='aider'") == [(3,)]
