@@ -135,9 +135,9 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
 
         as_flow = run_as_flow(home, req.prefect)
         if not as_flow and not runner and p.pending_bytes <= EARLY_COUNTER_BYTES:
-            from ctxkeep.transforms.tokens import bpe_count
+            from ctxkeep.transforms.tokens import release_counter_pages
 
-            bpe_count()
+            release_counter_pages()
         summary = _run(home, agents, paths, as_flow, runner, progress)
     summary["held_back"] = held if held is not None else _held_back(home)
     from ctxkeep.pipeline.summary import held_back_line
