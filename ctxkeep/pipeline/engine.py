@@ -67,8 +67,9 @@ GROUP_ENTRIES = 50_000
 #: a smaller one takes the next part's files too (the few small files of most agents
 #: share a group, so one transform, one transaction, one vault pack and its fsyncs,
 #: where each agent had its own: a first ingest of the 9 MB corpus made 9 groups,
-#: now 2, -0.17 CPU s of ~1.7; docs/design.md, "Latency budget")
-PART_GROUP_BYTES = 4 * 1024 * 1024
+#: now 2, -0.17 CPU s of ~1.7; docs/design.md, "Latency budget");
+#: ``CTXKEEP_PART_GROUP_MB`` overrides (MiB; 0: a group ends with each part, as before)
+PART_GROUP_BYTES = int(float(os.environ.get("CTXKEEP_PART_GROUP_MB", "4")) * 1024 * 1024)
 
 #: new bytes from which ``extract_transform`` reads in a reader process
 #: (``reader_process.read_in_process``) instead of in the read-ahead thread itself:

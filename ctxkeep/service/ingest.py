@@ -49,8 +49,8 @@ EARLY_COUNTER_BYTES = 1024 * 1024
 #: made ~170 collections (~0.06 CPU s of the corpus's first ingest, one of them a full
 #: one over every module loaded) that found ~500 objects, and what a run this small
 #: leaves in cycles is bounded by its size; a bigger run collects as usual (its memory
-#: has a ceiling: issue 26)
-GC_PAUSE_BYTES = 64 * 1024 * 1024
+#: has a ceiling: issue 26); ``CTXKEEP_GC_PAUSE_MB`` overrides (MiB; 0: never paused)
+GC_PAUSE_BYTES = int(float(os.environ.get("CTXKEEP_GC_PAUSE_MB", "64")) * 1024 * 1024)
 
 
 @dataclass(frozen=True)

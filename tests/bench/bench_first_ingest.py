@@ -19,7 +19,13 @@ watermarks (their offsets and hashes), the vault's files, generations, segments 
 objects (ids, lengths, digests), and the vault's pack bytes (decompressed content by
 digest). A difference is printed and the script exits 1.
 
-    .venv/bin/python tests/bench/bench_first_ingest.py --runs 7 --baseline /work/wt-int --compare
+    .venv/bin/python tests/bench/bench_first_ingest.py --runs 7 --baseline /work/wt-int --compare \
+        --variant apart:CTXKEEP_PART_GROUP_MB=0 --variant gc-on:CTXKEEP_GC_PAUSE_MB=0
+
+``--variant`` runs this checkout again with environment settings, alternating with the
+rest: each cut of the first ingest can be taken back alone (``CTXKEEP_PART_GROUP_MB=0``:
+a group per agent's part; ``CTXKEEP_GC_PAUSE_MB=0``: the cyclic collector not paused)
+to see its own figure on a quiet machine, where walls count.
 """
 
 from __future__ import annotations
@@ -69,7 +75,7 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _env(home: Path, store: Path, cache: Path) -> dict:
+def _env(home: Path, store: Path, cache: Path, extra: dict) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -81,16 +87,18 @@ def _env(home: Path, store: Path, cache: Path) -> dict:
         CTXKEEP_IDLE_SECONDS="0",
         CTXKEEP_CACHE_DIR=str(cache),
         XDG_CACHE_HOME=str(cache / "xdg"),
+        **extra,
     )
     return env
 
 
-def one_run(root: Path, home: Path, store: Path, cache: Path) -> dict:
-    """One first ingest by checkout ``root`` into ``store``: wall, CPU, threads."""
+def one_run(root: Path, home: Path, store: Path, cache: Path, extra: dict) -> dict:
+    """One first ingest by checkout ``root`` (with ``extra`` environment) into
+    ``store``: wall, CPU, threads."""
     cmd = [str(root / ".venv" / "bin" / "python"), "-P", "-c", _OWN, "ingest", "--no-progress"]
     c0 = _children_cpu()
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, env=_env(home, store, cache), capture_output=True, text=True)
+    r = subprocess.run(cmd, env=_env(home, store, cache, extra), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{root}: ingest failed ({r.returncode}): {r.stderr[-1500:]}")
@@ -198,13 +206,25 @@ def main() -> None:
     ap.add_argument(
         "--baseline", type=Path, action="append", default=[], help="another checkout with .venv (repeatable)"
     )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL:VAR=VALUE[,VAR=VALUE]",
+        help="this checkout again with these environment settings (repeatable), e.g. "
+        "'apart:CTXKEEP_PART_GROUP_MB=0' (a group per agent) or 'gc:CTXKEEP_GC_PAUSE_MB=0'",
+    )
     ap.add_argument("--compare", action="store_true", help="check each checkout's store equals this one's")
     a = ap.parse_args()
     src = CORPUS / "home"
     if not src.is_dir():
         raise SystemExit(f"no corpus at {src}: set CTXKEEP_CORPUS")
-    checkouts = [("this", ROOT)] + [(f"base{i + 1}", p.resolve()) for i, p in enumerate(a.baseline)]
-    for _, root in checkouts:
+    checkouts: list[tuple[str, Path, dict]] = [("this", ROOT, {})]
+    for v in a.variant:
+        label, _, sets = v.partition(":")
+        checkouts.append((label, ROOT, dict(kv.split("=", 1) for kv in sets.split(",") if kv)))
+    checkouts += [(f"base{i + 1}", p.resolve(), {}) for i, p in enumerate(a.baseline)]
+    for _, root, _ in checkouts:
         if not (root / ".venv" / "bin" / "python").exists():
             raise SystemExit(f"no {root}/.venv: run `uv sync` there")
         compileall.compile_dir(root / "ctxkeep", quiet=1)
@@ -216,17 +236,17 @@ def main() -> None:
             if p.is_file():
                 p.read_bytes()
         load0 = os.getloadavg()
-        res: dict[str, list[dict]] = {label: [] for label, _ in checkouts}
+        res: dict[str, list[dict]] = {label: [] for label, _, _ in checkouts}
         last: dict[str, Path] = {}
         n = 0
-        for label, root in checkouts:  # one untimed run each: caches, page cache
+        for label, root, extra in checkouts:  # one untimed run each: caches, page cache
             last[label] = work / f"warm-{label}"
-            one_run(root, home, last[label], work / f"cache-{label}")
+            one_run(root, home, last[label], work / f"cache-{label}", extra)
         for _ in range(a.runs):
-            for label, root in checkouts:
+            for label, root, extra in checkouts:
                 n += 1
                 store = work / f"store-{n}"
-                res[label].append(one_run(root, home, store, work / f"cache-{label}"))
+                res[label].append(one_run(root, home, store, work / f"cache-{label}", extra))
                 shutil.rmtree(store, ignore_errors=True)
         load1 = os.getloadavg()
         print(f"corpus {src}; {a.runs} alternating runs each")
@@ -237,11 +257,14 @@ def main() -> None:
         head = f"{'checkout':<34}{'wall med':>9}{'best':>7}{'CPU med':>9}{'best':>7}{'own CPU':>9}"
         head += "".join(f"{k[2:][:14]:>15}" for k in keys)
         print(head)
-        for label, root in checkouts:
+        for label, root, extra in checkouts:
             rs = res[label]
             w = [r["wall"] for r in rs]
             c = [r["cpu"] for r in rs]
-            line = f"{label + ' ' + root.name:<34}{statistics.median(w):>9.3f}{min(w):>7.3f}"
+            name = f"{label} {root.name}" + (
+                " " + " ".join(f"{k}={v}" for k, v in extra.items()) if extra else ""
+            )
+            line = f"{name[:33]:<34}{statistics.median(w):>9.3f}{min(w):>7.3f}"
             line += f"{statistics.median(c):>9.3f}{min(c):>7.3f}"
             line += f"{statistics.median(r.get('own', 0.0) for r in rs):>9.3f}"
             line += "".join(f"{statistics.median(r.get(k, 0.0) for r in rs):>15.3f}" for k in keys)
@@ -251,7 +274,7 @@ def main() -> None:
         )
         if a.compare:
             bad = False
-            for label, _ in checkouts[1:]:
+            for label, _, _ in checkouts[1:]:
                 d = compare(last["this"], last[label])
                 print(f"store of this vs {label}: {'equal' if not d else '; '.join(d)}")
                 bad = bad or bool(d)
