@@ -178,6 +178,8 @@ def _vault_bytes(store: Path) -> dict[bytes, bytes]:
     from ctxkeep.sinks.vault.packs import read_object
 
     with sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True) as c:
+        if not c.execute("SELECT 1 FROM sqlite_master WHERE name = 'vault_objects'").fetchone():
+            return {}  # a checkout without the vault
         rows = c.execute(
             "SELECT o.sha, p.name, o.offset, o.stored, o.raw FROM vault_objects o JOIN vault_packs p USING (pack_id)"
         ).fetchall()
