@@ -3,15 +3,17 @@ that runs that stream ahead of the transform + load, handing items over in chunk
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.pipeline.stable_ids import rekey
 from ctxkeep.sources import SOURCES
-from ctxkeep.sources.contract import Batch, SourceFile, Watermark
+from ctxkeep.sources.contract import Batch, RawCapture, SourceFile, Watermark
 from ctxkeep.sources.coverage import from_entries
 from ctxkeep.sources.readers.jsonl import readable
 
@@ -61,10 +63,31 @@ PREREAD: dict[str, list[Batch]] = {}
 REKEY_BYTES = 4 * 1024 * 1024
 REKEY_ITEMS = 64
 PROCESS_REKEY = (16 * 1024 * 1024, 256)
+#: ``read_files(overlap=True)`` redacts a flush in a thread while the next is read
+#: (``CTXKEEP_REKEY_OVERLAP=0``: in line, as before; a benchmark's baseline)
+REKEY_OVERLAP = os.environ.get("CTXKEEP_REKEY_OVERLAP", "1") != "0"
+
+
+def _rekey_sealed(batches: list[Batch], seal: Callable[[RawCapture], RawCapture] | None) -> None:
+    """``rekey(batches)``, then (``seal``) each batch's raw bytes sealed for the vault."""
+    rekey(batches)
+    if seal is not None:
+        for b in batches:
+            if b.raw is not None:
+                b.raw = seal(b.raw)
+
+
+@functools.cache
+def _rekey_pool() -> ThreadPoolExecutor:
+    """The one thread ``read_files(overlap=True)`` redacts in (flushes in order)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxkeep-rekey")
 
 
 def read_files(
-    todo: list[tuple[SourceFile, Watermark | None]], rekey_every: tuple[int, int] = (REKEY_BYTES, REKEY_ITEMS)
+    todo: list[tuple[SourceFile, Watermark | None]],
+    rekey_every: tuple[int, int] = (REKEY_BYTES, REKEY_ITEMS),
+    overlap: bool = False,
+    seal: Callable[[RawCapture], RawCapture] | None = None,
 ) -> Generator[ReadItem, None, None]:
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
     ``ReadItem(file, None, read)`` per file. A batch whose source left
@@ -76,22 +99,52 @@ def read_files(
     default ``REKEY_BYTES``, ``REKEY_ITEMS``) are read,
     so their lines that held a secret are rekeyed in one redaction
     (``stable_ids.rekey``); an error a source raises comes after the items read
-    before it."""
+    before it.
+
+    ``overlap`` (a reader process: ``reader_process``): each flush's redaction runs in
+    a thread of its own (``REKEY_OVERLAP``) while the next flush is read and parsed,
+    its items yielded once it is done, in the same order: the redaction is mostly
+    Polars' automata, which release the GIL, so it runs beside the parsing (Python)
+    on a core the reader process otherwise leaves idle; one flush more is held.
+    ``seal`` (``sinks.vault.capture.seal``, a reader process's ``--seal``): each batch's
+    ``raw`` replaced by ``seal(raw)`` after the flush's redaction, in the same thread
+    (its SHA-256 and zstd release the GIL too)."""
     pending: list[tuple[ReadItem, bool]] = []  # (item, whether a coverage tally resets the ledger)
     size = 0
+    pool = _rekey_pool() if overlap and REKEY_OVERLAP else None
+    flight: tuple[Future, list[tuple[ReadItem, bool]]] | None = None  # (its rekey, its items)
 
-    def flush() -> Iterator[ReadItem]:
-        nonlocal size
-        rekey([it.batch for it, _ in pending if it.batch is not None])
-        for it, reset in pending:
+    def tallied(items: list[tuple[ReadItem, bool]]) -> Iterator[ReadItem]:
+        for it, reset in items:
             b = it.batch
             if b is not None and b.coverage is None:  # a source that reports nothing: tallied
                 b.coverage = from_entries(
                     b.entries, sum(q.get("action") != "repaired" for q in b.quarantine), reset=reset
                 )
             yield it
+
+    def land(done: tuple[Future, list[tuple[ReadItem, bool]]] | None) -> Iterator[ReadItem]:
+        """The items of flush ``done``, once its redaction is done."""
+        if done is not None:
+            fut, items = done
+            fut.result()  # its error raised here, after the items before it
+            yield from tallied(items)
+
+    def flush(last: bool = False) -> Iterator[ReadItem]:
+        nonlocal size, flight
+        items = list(pending)
         pending.clear()
         size = 0
+        batches = [it.batch for it, _ in items if it.batch is not None]
+        if pool is None:
+            _rekey_sealed(batches, seal)
+            yield from tallied(items)
+            return
+        before, flight = flight, (pool.submit(_rekey_sealed, batches, seal), items)
+        yield from land(before)  # (a close here still waits for the new one: ``finally``)
+        if last:
+            before, flight = flight, None
+            yield from land(before)
 
     try:
         for f, wm in todo:
@@ -112,9 +165,12 @@ def read_files(
                     yield from flush()
             pending.append((ReadItem(f, None, got or pre is not None or readable(f.path)), False))
     except Exception:
-        yield from flush()
+        yield from flush(last=True)
         raise
-    yield from flush()
+    finally:
+        if flight is not None:  # the consumer stopped early: the redaction in flight ends first
+            flight[0].exception()  # waited for, not raised: the stop is the news
+    yield from flush(last=True)
 
 
 #: source batches the reader thread may hold ahead of the transform + load (0: read

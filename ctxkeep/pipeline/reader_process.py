@@ -304,10 +304,8 @@ def _main() -> None:
         items, entries, size = [], [], 0
 
     try:
-        for item in read_files(todo, rekey_every=PROCESS_REKEY):
-            batch = item.batch
-            if seal is not None and batch is not None and batch.raw is not None:
-                batch = dataclasses.replace(batch, raw=seal(batch.raw))
+        for item in read_files(todo, rekey_every=PROCESS_REKEY, overlap=True, seal=seal):
+            batch = item.batch  # its raw sealed by read_files (in its redaction thread)
             if batch is None:
                 items.append(item)
             else:
