@@ -181,3 +181,83 @@ def test_all_missing_restores_what_it_can_and_names_what_it_cannot(tmp_path):
     assert g.read_bytes() == expected_g and not f.exists()
     assert f"not restored: {f}" in " ".join(r.stderr.split())
     assert r.stderr.rstrip().splitlines()[-1].startswith("error: 1 file of the missing")
+
+
+#: the steps of a scrub after which another store changes (``CTXKEEP_KILL_AT``)
+SCRUB_KILL_POINTS = ["scrub:renamed", "scrub:watermark", "intents:analytics", "intents:finish"]
+
+
+def _entry_offsets(store: Path, path: Path) -> dict[str, int]:
+    """Entry id → byte offset of the entries of ``path`` in SQLite."""
+    import sqlite3
+
+    c = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+    try:
+        return dict(
+            c.execute("SELECT entry_id, source_offset FROM entries WHERE source_path = ?", (str(path),))
+        )
+    finally:
+        c.close()
+
+
+def _duck_offsets(store: Path, path: Path) -> dict[str, int]:
+    """As ``_entry_offsets``, in DuckDB."""
+    import duckdb
+
+    con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
+    try:
+        q = "SELECT entry_id, source_offset FROM entries WHERE source_path = ?"
+        return dict(con.execute(q, [str(path)]).fetchall())
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_at", SCRUB_KILL_POINTS)
+def test_sigkill_during_scrub_then_ingest_leaves_the_vault_able_to_restore(tmp_path, kill_at):
+    """SIGKILL ``secrets --scrub`` (a subprocess) at each step, then one ``ingest``: no
+    intent left, no entry added or lost, SQLite and DuckDB hold the entries at their
+    offsets in the scrubbed file, nothing at risk, and after an append and the file's
+    deletion the vault restores it byte for byte."""
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    e, f, _g = _home(tmp_path, PAT)
+    store = Path(e["CTXKEEP_HOME"])
+    before = _entry_offsets(store, f)
+    env = child_env(HOME=e["HOME"], CTXKEEP_HOME=e["CTXKEEP_HOME"], CTXKEEP_KILL_AT=kill_at)
+    p = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "secrets", "--scrub", str(f)],
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    assert p.returncode == -9, (kill_at, p.returncode, p.stderr[-2000:])
+    scrubbed = f.read_bytes()
+    assert PAT.encode() not in scrubbed  # every kill point is past the rename
+    r = _run(e, "ingest", "--json")
+    assert json.loads(r.stdout)["entries_new"] == 0
+    import sqlite3
+
+    c = sqlite3.connect(f"file:{store / 'store.db'}?mode=ro", uri=True)
+    try:
+        assert c.execute("SELECT count(*) FROM intents").fetchone()[0] == 0, r.stderr
+        wm = c.execute("SELECT offset FROM watermarks WHERE path = ?", (str(f),)).fetchone()[0]
+    finally:
+        c.close()
+    assert wm == len(scrubbed)
+    after = _entry_offsets(store, f)
+    assert set(after) == set(before)
+    # one entry per line, each at its line's offset in the scrubbed file (moved)
+    starts = [0] + [i + 1 for i, b in enumerate(scrubbed) if b == ord("\n")][:-1]
+    assert sorted(after.values()) == starts and sorted(before.values()) != starts
+    assert _duck_offsets(store, f) == after
+    assert _at_risk(e) == []
+    _append(f, 4)
+    _run(e, "ingest")
+    expected = f.read_bytes()
+    f.unlink()
+    _run(e, "vault", "restore", "--all-missing")
+    assert f.read_bytes() == expected
