@@ -92,6 +92,12 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
     assert json.loads(_run(e, "stats", "--json").stdout)["entries"] == n_entries
     again = json.loads(_run(e, "secrets", "--scrub", "--json").stdout)
     assert again["scrubbed"] == 0
+    # the vault holds each scrubbed file whole: deleted, each comes back as scrubbed
+    scrubbed = {p: p.read_bytes() for p in (claude, codex, gemini)}
+    for p in scrubbed:
+        p.unlink()
+    d = json.loads(_run(e, "vault", "restore", "--all-missing", "--json").stdout)
+    assert d["failed"] == [] and {p: p.read_bytes() for p in scrubbed} == scrubbed
 
 
 def _ok(raw: bytes) -> bool:
