@@ -234,6 +234,10 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
         )
         scheds = cleanup_schedules(ctx.home)
         wms = None  # the watermarks, read for the first file at risk
+        from ctxkeep.sinks import vault as vault_sink
+
+        # (the vault off: a re-read captures nothing either, so backfill is no advice)
+        capturing = vault_sink.enabled() and vault_sink.configured(Path(home))
         for s in scheds:
             a = agents.setdefault(s.agent, AgentStatus(s.agent, 0, 0, 0, 0, 0, {}))
             if s.days is None and s.max_count is None:
@@ -265,7 +269,9 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
                     if wms is None:
                         wms = sqlite_store.load_watermarks(conn)
                     wm = wms.get(path)
-                    read_all = wm is not None and wm.offset >= size and (wm.dev, wm.ino) == ident
+                    read_all = (
+                        capturing and wm is not None and wm.offset >= size and (wm.dev, wm.ino) == ident
+                    )
                     a.at_risk.append(AtRisk(s.agent, path, _iso(due), held or 0, size, tail, read_all))
             if dues:
                 a.next_deletion = _iso(min(dues))

@@ -155,6 +155,9 @@ def test_status_advice_for_a_file_an_ingest_cannot_complete_is_backfill_and_it_c
     assert risk["path"] == str(f) and risk["vaulted_bytes"] == 0 and risk["read_all"] is True
     warned = " ".join(_run(e, "vault", "status").stderr.split())
     assert f"`ctxkeep backfill --path {f}`" in warned and "run `ctxkeep ingest`" not in warned
+    # the vault off, a backfill captures nothing either: not advised then
+    off = " ".join(_run({**e, "CTXKEEP_VAULT": "0"}, "vault", "status").stderr.split())
+    assert "backfill" not in off
     _run(e, "ingest")
     assert [x["path"] for x in _at_risk(e)] == [str(f)]  # (what the old advice did: nothing)
     _run(e, "backfill", "--path", str(f))
