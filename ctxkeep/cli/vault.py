@@ -204,7 +204,7 @@ def restore(
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
         _fail(e, words={"session": "SESSION"})  # an argument here, not --session
-    failed = r.get("failed") or []
+    failed = r.get("not_restored") or []
     if as_json:
         _print_json(r)
         if failed:  # the others are restored: the failures' exit code at the end

@@ -290,8 +290,8 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
     """The store follows the rewritten file: its watermark at the new end with the
     parser state of the old end (the next ingest reads only what the agent appends, as
     after compress) and, in the watermark's transaction, the vault's capture of the
-    whole new file from byte 0 (``vault.Capturer``, its pack durable first; ``extra``:
-    the moves): the newest generation ends where the watermark does, so what the agent
+    whole new file from byte 0 (``compress.run.vault_capture``, its pack durable first;
+    ``extra``: the moves, ``"scrubbed"``): the newest generation ends where the watermark does, so what the agent
     appends next continues it, ``vault restore`` writes the scrubbed file with what
     came after it, and ``vault status`` finds every byte held. The capture's redacted
     bytes are the file's (``scrub_bytes`` is the vault's redaction), so ``capture.record``
@@ -300,7 +300,7 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
     from ctxkeep.pipeline.transform import transform_batch
     from ctxkeep.sinks import vault
     from ctxkeep.sources import SOURCES
-    from ctxkeep.sources.contract import Batch, RawCapture, Watermark
+    from ctxkeep.sources.contract import Batch, Watermark
 
     path = str(file.path)
     old_wm = sqlite_store.load_watermarks(conn).get(path)
@@ -318,12 +318,9 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
         parser_version=SOURCES[file.agent].PARSER_VERSION,
         state=dict(old_wm.state) if old_wm else {},
     )
-    vg = None
-    cap = vault.capturer_for(conn)
-    if cap is not None:
-        raw = RawCapture.of(file, "append", 0, new, new_st)
-        raw.extra = {"moves": [[i, off] for i, off in moves]}
-        vg = cap.prepare([raw])
+    from ctxkeep.maintenance.compress.run import vault_capture
+
+    vg = vault_capture(conn, file, new, new_st, [], moves, extra={"scrubbed": True})
     tombs = sqlite_store.tombstoned(conn)
     frames = transform_batch(conn, Batch([], [], wm), tombs)
     sqlite_store.load_batch(

@@ -479,10 +479,10 @@ def vault_restore(
     Nothing is written when one target exists and ``force`` is not given. ``dry_run``:
     nothing is written, each file says whether it ``exists`` (what ``--force`` would
     overwrite). ``all_missing`` restores every file it can: a file it cannot (held only
-    from an offset, damaged, not writable) is named in ``failed`` with the reason and
+    from an offset, damaged, not writable) is named in ``not_restored`` with the reason and
     the others are restored all the same. Returns ``{"session", "dry_run", "files":
     [{"path", "to", "bytes", "redactions", "exists"}], "skipped_rows": [databases],
-    "failed": [{"path", "reason"}]}``. Raises
+    "not_restored": [{"path", "reason"}]}``. Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -504,11 +504,20 @@ def vault_restore(
                 )
         plans = []
         rows_only: list[str] = []  # database sessions, written only under ``to``
-        failed: list[dict] = []  # (--all-missing) files that cannot be restored, and why
+        not_restored: list[dict] = []  # (--all-missing) files that cannot be restored, and why
         for path in paths:
             try:
                 g = _pick(conn, path, generation, at)
                 if g is None:
+                    continue
+                if g.start != 0 and all_missing:  # never stops the others' recovery
+                    not_restored.append(
+                        {
+                            "path": path,
+                            "reason": f"the vault holds it only from byte {g.start:,} (restore needs a "
+                            "generation kept from its first byte)",
+                        }
+                    )
                     continue
                 if g.start != 0:
                     raise NotFound(
@@ -525,7 +534,7 @@ def vault_restore(
                     raise
                 # every other lost file is still restored (newuser15 F18: one file the
                 # vault held only from an offset stopped the recovery of all of them)
-                failed.append({"path": path, "reason": _reason(e)})
+                not_restored.append({"path": path, "reason": _reason(e)})
         if rows_only and not plans and not all_missing:
             raise CtxkeepError(
                 f"session {sid} is held as the rows of {rows_only[0]}, which cannot be written back into "
@@ -552,7 +561,7 @@ def vault_restore(
                     except OSError as e:
                         if not all_missing:
                             raise
-                        failed.append({"path": g.path, "reason": f"{target}: {e.strerror or e}"})
+                        not_restored.append({"path": g.path, "reason": f"{target}: {e.strerror or e}"})
                         continue
                 done.append(
                     {
@@ -570,7 +579,7 @@ def vault_restore(
         "dry_run": dry_run,
         "files": done,
         "skipped_rows": sorted(set(rows_only)),
-        "failed": failed,
+        "not_restored": not_restored,
     }
 
 

@@ -189,9 +189,10 @@ class VaultRestoreResult(Result):
         default_factory=list,
         description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
     )
-    failed: list[RestoreFailure] = Field(
+    not_restored: list[RestoreFailure] = Field(
         default_factory=list,
-        description="(--all-missing) files not restored, each with why; the others were restored (exit 1)",
+        description="with --all-missing: files that could not be restored (path, reason: held only from an "
+        "offset, damaged, not writable), the others restored all the same (exit 1)",
     )
 
 

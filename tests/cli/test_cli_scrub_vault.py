@@ -97,7 +97,7 @@ def test_scrub_then_append_then_delete_restores_the_scrubbed_file_and_what_came_
     f.unlink()
     g.unlink()
     dry = json.loads(_run(e, "vault", "restore", "--all-missing", "--dry-run", "--json").stdout)
-    assert sorted(x["path"] for x in dry["files"]) == sorted([str(f), str(g)]) and dry["failed"] == []
+    assert sorted(x["path"] for x in dry["files"]) == sorted([str(f), str(g)]) and dry["not_restored"] == []
     assert not f.exists()
     _run(e, "vault", "restore", "--all-missing")
     assert f.read_bytes() == expected_f  # the scrubbed bytes, then the appended line
@@ -177,7 +177,8 @@ def test_all_missing_restores_what_it_can_and_names_what_it_cannot(tmp_path):
         r = _run(e, "vault", "restore", "--all-missing", "--json", *dry, code=1)
         d = json.loads(r.stdout)
         assert [x["path"] for x in d["files"]] == [str(g)]
-        assert [x["path"] for x in d["failed"]] == [str(f)] and "only from byte" in d["failed"][0]["reason"]
+        assert [x["path"] for x in d["not_restored"]] == [str(f)]
+        assert "only from byte" in d["not_restored"][0]["reason"]
     assert g.read_bytes() == expected_g and not f.exists()
     g.unlink()
     r = _run(e, "vault", "restore", "--all-missing", code=1)

@@ -97,7 +97,7 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
     for p in scrubbed:
         p.unlink()
     d = json.loads(_run(e, "vault", "restore", "--all-missing", "--json").stdout)
-    assert d["failed"] == [] and {p: p.read_bytes() for p in scrubbed} == scrubbed
+    assert d["not_restored"] == [] and {p: p.read_bytes() for p in scrubbed} == scrubbed
 
 
 def _ok(raw: bytes) -> bool:

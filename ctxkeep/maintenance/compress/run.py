@@ -411,16 +411,27 @@ def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
 
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
     """Check the store holds every line of ``file``: the entry ids of each parsed line
-    are in ``entries``, the bytes of each unparseable line are in ``quarantine``.
+    are in ``entries``, the bytes of each unparseable line are in ``quarantine`` (by
+    the raw line's SHA-256, or else by its redacted bytes being a row's stored bytes:
+    a raw hash unknown after a rebuild from the vault's redacted bytes,
+    ``sinks.sqlite.requarantine``, or a line ``secrets --scrub`` redacted in place).
 
     Returns ``{"lines": n, "entries": n, "quarantined": n, "missing_lines": [indices]}``."""
     flat = [x for ls in ids for x in ls]
     present = sqlite_store.existing_entry_ids(conn, flat) if conn is not None and flat else set()
     qh = sqlite_store.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
+    stored: set[str] | None = None
     missing, quarantined = [], 0
     for ln, lids in zip(lines, ids, strict=False):
         if ln.rec is None:
             if hashlib.sha256(ln.body).hexdigest() in qh:
+                quarantined += 1
+                continue
+            if stored is None:
+                stored = (
+                    sqlite_store.quarantined_redacted(conn, str(file.path)) if conn is not None else set()
+                )
+            if stored and _redacted_sha(ln.body) in stored:
                 quarantined += 1
             else:
                 missing.append(ln.index)
@@ -432,6 +443,29 @@ def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[st
         "quarantined": quarantined,
         "missing_lines": missing,
     }
+
+
+def _redacted_sha(body: bytes) -> str:
+    """SHA-256 hex of a line as the quarantine stores it (``redact_bytes``)."""
+    from ctxkeep.transforms.redact import redact_bytes
+
+    return hashlib.sha256(redact_bytes(body)).hexdigest()
+
+
+def lines_not_held(conn, file: SourceFile, data: bytes) -> list[int]:
+    """The complete lines of ``data`` (bytes of ``file`` or of a copy of it: a compress
+    backup) that the store does not hold (``verify_store``, as compress checks a file
+    before it cuts it; an entry retention moved to the Parquet archive, listed in the
+    ``archived`` table, is held): their indices among the non-empty lines, [] when it
+    holds all."""
+    lines, _ = cp.split_lines(data)
+    _, ids, v = _parse_verified(conn, file, lines, {})
+    missing = v["missing_lines"]
+    parsed = [i for i in missing if lines[i].rec is not None]
+    if not parsed:
+        return missing
+    archived = sqlite_store.archived_entry_ids(conn, [x for i in parsed for x in ids[i]])
+    return [i for i in missing if lines[i].rec is None or not ids[i] or not set(ids[i]) <= archived]
 
 
 def _parse_verified(
@@ -776,7 +810,7 @@ def _compress_file(
         # the rewritten file enters the vault as a new generation (the original stays
         # there whole), with what compress did to the store, in the watermark's
         # transaction: a reparse or a rebuild replays it (``maintenance.reparse``)
-        vg = _vault_capture(
+        vg = vault_capture(
             conn, file, new_data, new_st, sorted(removed_ids), moves, shr.media if shr is not None else None
         )
         sqlite_store.load_batch(
@@ -1269,12 +1303,20 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 # changes to DuckDB once per run, after the run record (``_complete_run``).
 
 
-def _vault_capture(
-    conn, file: SourceFile, data: bytes, st, archived: list[str], moves, media: list | None = None
+def vault_capture(
+    conn,
+    file: SourceFile,
+    data: bytes,
+    st,
+    archived: list[str],
+    moves,
+    media: list | None = None,
+    extra: dict | None = None,
 ) -> vault.PreparedGroup | None:
-    """The vault's prepared capture of a file compress just wrote (``vault.Capturer``;
-    its pack is durable on return) with the ``media`` rows it moved out of the file
-    (``shrink.MediaRow``; ``sinks.vault.media``), or None when the vault is off."""
+    """The vault's prepared capture of a file compress (or ``secrets --scrub``) just
+    wrote (``vault.Capturer``; its pack is durable on return) with the ``media`` rows it
+    moved out of the file (``shrink.MediaRow``; ``sinks.vault.media``) and ``extra``
+    (more keys of the capture's ``extra``), or None when the vault is off."""
     from ctxkeep.sinks.vault import media as vault_media
     from ctxkeep.sources.contract import RawCapture
 
@@ -1282,7 +1324,7 @@ def _vault_capture(
     if cap is None:
         return None
     raw = RawCapture.of(file, "append", 0, data, st)
-    raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves]}
+    raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves], **(extra or {})}
     blobs: dict[bytes, bytes] = {}
     if media:
         raw.extra["media"], blobs = vault_media.prepare(media)
