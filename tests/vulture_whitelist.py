@@ -15,11 +15,14 @@ modified  # maintenance.compress.run.FileCheck
 lines_before  # maintenance.compress.run.FileResult (compress --json)
 lines_after  # maintenance.compress.run.FileResult
 dropped_bad_lines  # maintenance.compress.run.FileResult
+kept_bad_lines  # maintenance.compress.run.FileResult (--json: the unparsable lines kept as they were)
 backups_pruned  # maintenance.compress.run.FileResult
 still_exceeding  # service.compress.CompressResult (compress --json)
 still_over  # maintenance.compress.run.FileResult (compress --json; the CLI reads the dict)
 files_unreadable  # pipeline.summary.Summary, service.shapes.IngestResult (ingest --json)
 unfinished_bytes  # service.vault.AtRisk (vault status --json; the CLI reads it from the dict)
+read_all  # service.vault.AtRisk (vault status --json; the CLI reads it from the dict)
+bad_lines_changed  # maintenance.scrub.ScrubFile (secrets --scrub --json: unparsable lines redacted)
 elided_from  # query.fetch.Fetched (ctx_fetch structured content, show --json)
 score  # query.search.Hit (search --json, ctx_search structured content)
 

@@ -27,7 +27,8 @@ def parquet(
         "usage,sessions,entries",
         "--tables",
         help="Comma-separated subset of usage,sessions,entries,raw (raw: the vault's generations, "
-        "redacted, for a central reparse; only when named).",
+        "redacted, for a central reparse; only when named, then refreshed by any export once a purge "
+        "or pruning took generations out).",
     ),
     with_text: bool = typer.Option(
         False, "--with-text", help="Also export texts (entries, session titles; redacted as stored)."

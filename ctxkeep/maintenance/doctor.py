@@ -516,7 +516,8 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             n, files = _ingest_compress_backups(home)
             if files:
                 actions.append(
-                    f"re-ingested {files} compress backups: {n:,} entries that only they held (archived)"
+                    f"re-ingested {_n(files, 'compress backup')} holding lines the vault did not: "
+                    f"{n:,} entries that only they held (archived)"
                 )
             bad |= {"duckdb"}
         elif "sqlite-wal" in bad:
@@ -836,22 +837,35 @@ def _reload_archived_ids(home: Path) -> int:
 
 def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     """Ingest the compress backups (``<file>.backup``, ``<file>.backup.<UTC>``) of the
-    agents' Claude Code and Codex files into a rebuilt store: the lines compress cut
-    from a session file exist only there and in the lost store. Entry ids are stable,
-    so only those lines add entries; they are marked ``archived`` (not in the session
-    file any more), as compress had marked them. Returns ``(entries added, backup
-    files read)``."""
-    from ctxkeep.maintenance.compress.run import discovered_files
+    agents' Claude Code and Codex files into a rebuilt store that lacks a line of them:
+    the lines compress cut from a session file exist only there and in the lost store
+    when the vault did not hold the file (off, or turned on after the compress). Entry
+    ids are stable, so only those lines add entries; they are marked ``archived`` (not
+    in the session file any more), as compress had marked them. A backup all of whose
+    lines the store holds (``compress.run.lines_not_held``: what the vault gave back)
+    is not read: read, it became a file of its own in the vault ("5 files gone from
+    disk" once the user deleted the backups), the quarantine held its unparsable lines
+    twice and ``secrets`` counted their values twice (newuser15 F5). Returns
+    ``(entries added, backup files read)``."""
+    from ctxkeep.maintenance.compress.run import discovered_files, lines_not_held
     from ctxkeep.pipeline.engine import run_ingest
 
     files, _problems = discovered_files(home)
     # a backup's records are the session file's: its name (``<id>.jsonl.backup``) must
     # not name a session of its own (a Claude Code ``summary`` line has no sessionId)
-    backups = [
-        SourceFile(f.agent, b, "append", {**f.meta, "file_session": f.path.stem})
-        for f in files
-        for b in rewrite.backup_paths(f.path)
-    ]
+    backups = []
+    conn = sqlite_store.connect(home)
+    try:
+        for f in files:
+            for b in rewrite.backup_paths(f.path):
+                try:
+                    if not lines_not_held(conn, f, b.read_bytes()):
+                        continue
+                except OSError:
+                    continue
+                backups.append(SourceFile(f.agent, b, "append", {**f.meta, "file_session": f.path.stem}))
+    finally:
+        conn.close()
     if not backups:
         return 0, 0
     s = run_ingest(home, files=backups, force=True)

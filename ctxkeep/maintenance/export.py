@@ -11,7 +11,9 @@ Tables (the columns of the local DuckDB ones, docs/analytics.md, plus ``machine`
   analytics sees them; ``archived``, ``is_error``), without text; with ``with_text`` a
   ``text`` column (the store's text, redacted at ingest); month of ``ts``;
 - ``raw`` (only when asked for): the vault's generations with their bytes, redacted as
-  the vault keeps them (``_vault_raw``); month of the file's mtime.
+  the vault keeps them (``_vault_raw``); month of the file's mtime. Once written, an
+  export without it refreshes it too when the vault lost generations it holds (a purge,
+  a pruning: ``_raw_holds_more``), so the lake never keeps what the store purged.
 
 Layout and atomic writes: ``sinks.lake``. The month is the UTC month (``unknown``
 without a time).
@@ -110,6 +112,28 @@ def _vault_raw(conn: sqlite3.Connection, home: Path) -> pa.Table:
         "data": pa.binary(),
     }
     return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in cols.items()})
+
+
+def _raw_holds_more(conn: sqlite3.Connection, dest: str, m: Machine) -> bool:
+    """Whether the ``raw`` table this store exported to ``dest`` before holds a
+    partition (agent, month) with more generations than the vault holds now (a purge
+    or a pruning took some out): an export without ``raw`` in its tables then exports
+    ``raw`` too, so a purged session leaves every lake table at the next export, as the
+    store's other tables do (newuser15 F11). Reads the manifest only (no bytes)."""
+    import datetime as dt
+    from collections import Counter
+
+    from ctxkeep.sinks.vault import manifest
+
+    rec = lake_marks.recorded(conn, dest, "raw", m.name)
+    if not rec:
+        return False
+
+    def month(ns: int | None) -> str:
+        return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m") if ns else lakes.NO_MONTH
+
+    now = Counter((g.agent, month(g.mtime_ns)) for g in manifest.generations(conn))
+    return any(now.get(part, 0) < rows for part, (rows, _digest, _files) in rec.items())
 
 
 def parse_tables(text: str | None) -> tuple[str, ...]:
@@ -275,6 +299,8 @@ def export_parquet(
                 "dry_run": dry_run,
                 "tables": {},
             }
+            if "raw" not in tables and _raw_holds_more(conn, lake.url, m):
+                tables = tuple(t for t in TABLES if t in tables or t == "raw")
             with sqlite_store.recorded_run(None if dry_run else conn, "export", t0=t0) as run:
                 run.summary = lambda: (
                     {k: v for k, v in out.items() if k != "tables"}

@@ -52,6 +52,7 @@ from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import delete as delete_store
+from ctxkeep.sinks.sqlite import requarantine
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sources.contract import SourceFile, Watermark
 from ctxkeep.sources.readers import jsonl as jsonl_reader
@@ -322,6 +323,13 @@ def _undone(g: manifest.Generation, gens: list[manifest.Generation], files: dict
     )
 
 
+def _compress_written(conn, home: Path, g: manifest.Generation) -> bool:
+    """Whether compress wrote generation ``g`` (its capture's ``extra`` names what it
+    archived or moved: ``compress.run.vault_capture``)."""
+    extra = manifest.capture_extra(conn, home, g)
+    return bool(extra.get("archived") or extra.get("moves"))
+
+
 def _compress_changes(
     conn, home: Path, gens: list[manifest.Generation], files: dict[int, Path] | None = None
 ) -> None:
@@ -431,6 +439,10 @@ def reparse(
             try:
                 paths = sorted({g.disk_path for g in latest.values()})
                 if paths:
+                    # what the vault's redacted bytes cannot give back: the raw lines'
+                    # hashes of the quarantine (``sinks.sqlite.requarantine``)
+                    qpaths = sorted(set(paths) | {g.path for g in latest.values()})
+                    kept_q = requarantine.facts(new, qpaths)
                     say("removing the old derivation")
                     statuses = dict(
                         new.execute(
@@ -455,6 +467,9 @@ def reparse(
                     say("reading the vault")
                     files = _materialize(new, home, gens, work / "gens")
                     tombs = sqlite_store.tombstoned(new)
+                    # generations compress wrote: the unparsable lines they kept are
+                    # quarantined once, where ingest met them (``requarantine``)
+                    by_compress = {g.gen_id for g in gens if g.gen >= 2 and _compress_written(new, home, g)}
                     passes: dict[int, list[manifest.Generation]] = {}
                     for g in gens:
                         passes.setdefault(g.gen, []).append(g)
@@ -470,12 +485,17 @@ def reparse(
                                     mode = "rewrite" if g.mode == "document" else "append"
                                     sf = SourceFile(g.agent, Path(g.path), mode, dict(g.meta))
                                 todo.append((sf, None))
+                            before_q = requarantine.last_id(new)
                             try:
                                 ingest_files(new, todo, tombs, writer=False)
                             finally:
                                 for g in passes[n]:
                                     jsonl_reader.VIEW.pop(g.path, None)
                                     readahead.PREREAD.pop(g.path, None)
+                            after_q = requarantine.last_id(new)
+                            for g in passes[n]:
+                                if g.gen_id in by_compress:
+                                    requarantine.drop_repeats(new, g.path, before_q, after_q)
                         if by_db:
                             say("parsing the databases' rows")
                             db_files: list[tuple[SourceFile, Watermark | None]] = [
@@ -489,6 +509,7 @@ def reparse(
                                     readahead.PREREAD.pop(db, None)
                     say("applying compress's changes")
                     _compress_changes(new, home, gens, files)
+                    requarantine.settle(new, qpaths, kept_q)
                     with sqlite_store.write(new):
                         _fix_watermarks(new, list(latest.values()))
                         for eid, st in statuses.items():

@@ -46,7 +46,12 @@ class CompressResult(Shape):
     )
     compressed: int | None = Field(None, description="files compressed")
     would_compress: int | None = Field(None, description="files --dry-run would compress")
-    refused: int | None = Field(None, description="files refused (the store does not hold every line)")
+    refused: int | None = Field(
+        None,
+        description="files refused, each file's reason says why (modified within active_minutes, the store "
+        "does not hold every line, the compressed file would not validate, the file changed meanwhile); the "
+        "run goes on and exits 0, as ingest with quarantined lines",
+    )
     failed: int | None = Field(None, description="files that failed (exit 1)")
     bytes_before: int | None = Field(None, description="bytes before")
     bytes_after: int | None = Field(None, description="bytes after")

@@ -10,7 +10,9 @@ What is decided here, once for every front end:
   later run, reported as ``held_back``), planned on a read-only connection when the
   store exists at this version's schema (a run with nothing new writes nothing);
 - what runs: nothing new and DuckDB current → no engine (no Polars, no DuckDB); nothing
-  new but DuckDB behind or gone → the engine catches it up in-process; new bytes → the
+  new but DuckDB behind or gone, or an intent a killed command left (``sinks.recovery``:
+  a compress or a scrub killed after its file was replaced) → the engine catches it up
+  (completes it) in-process; new bytes → the
   engine in-process (DuckDB deferred to its readers for a few new bytes, the hook
   path), as a Prefect flow run (``flows.prefect_env.run_as_flow``), or with a Dask task
   runner (``pipeline.cluster``);
@@ -129,6 +131,10 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
         p = plan(home, conn, agents=agents, paths=paths)
         # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
         behind = req.catch_up_analytics and not p.todo and sqlite_store.analytics_behind(conn, home)
+        if not p.todo and not behind:  # an operation a killed process left: the engine completes it
+            from ctxkeep.sinks.sqlite.intents import pending
+
+            behind = bool(pending(conn))
         held = None if p.todo or behind else _held_back(home, conn)  # nothing will change it
     finally:
         conn.close()

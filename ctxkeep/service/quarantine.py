@@ -43,7 +43,10 @@ class QuarantineLine(Row):
     reason: str = Field(description="why it was quarantined")
     action: str = Field(description="skipped or repaired")
     first_seen: str | None = Field(description="ISO-8601 UTC")
-    raw_sha256: str | None = Field(description="SHA-256 of the raw line")
+    raw_sha256: str | None = Field(
+        description="SHA-256 of the raw line; null when unknown (a line that held a secret, rebuilt from "
+        "the vault's redacted bytes after the store was lost)"
+    )
     stored_bytes: int | None = Field(None, description="bytes of the redacted copy")
     preview: str | None = Field(None, description="the line's start, redacted")
 

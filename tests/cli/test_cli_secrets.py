@@ -73,7 +73,12 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
     for p in (claude, codex):
         data = p.read_bytes()
         assert [v for v in values if v.encode() in data or json.dumps(v)[1:-1].encode() in data] == []
-        recs = records(data)  # every line parses: the agent can resume it
+        # each line parses where it parsed (the agent can resume it); the malformed
+        # line stays where it was, unparsable, its values redacted on its bytes (F12)
+        new_lines, old_lines = data.splitlines(), before[p].splitlines()
+        assert [_ok(x) for x in new_lines] == [_ok(x) for x in old_lines]
+        assert p != claude or not all(_ok(x) for x in new_lines)
+        recs = records(b"\n".join(x for x in new_lines if _ok(x)))
         old = [json.loads(x) for x in before[p].splitlines() if x.strip().startswith(b"{") and _ok(x)]
         assert [r.get("uuid") or r.get("type") for r in recs] == [r.get("uuid") or r.get("type") for r in old]
         assert (p.parent / (p.name + ".backup")).read_bytes() == before[p]
@@ -87,6 +92,12 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
     assert json.loads(_run(e, "stats", "--json").stdout)["entries"] == n_entries
     again = json.loads(_run(e, "secrets", "--scrub", "--json").stdout)
     assert again["scrubbed"] == 0
+    # the vault holds each scrubbed file whole: deleted, each comes back as scrubbed
+    scrubbed = {p: p.read_bytes() for p in (claude, codex, gemini)}
+    for p in scrubbed:
+        p.unlink()
+    d = json.loads(_run(e, "vault", "restore", "--all-missing", "--json").stdout)
+    assert d["not_restored"] == [] and {p: p.read_bytes() for p in scrubbed} == scrubbed
 
 
 def _ok(raw: bytes) -> bool:

@@ -166,15 +166,45 @@ def test_other_formats_are_refused():
         cp.plan_compression("gemini-cli", lines, 10, 5)
 
 
-def test_bad_lines_are_dropped_and_counted():
+def test_bad_lines_are_kept_where_they_were():
+    # a line that does not parse is never cut, even before the cut point: it stays,
+    # byte for byte, between the kept lines that surrounded it (newuser15 F2)
     src = corpus(EF958).read_bytes().splitlines(keepends=True)
-    data = b"".join(src[:50] + [b'{"type":"user", broken\n'] + src[50:])
+    torn = b'{"type":"user", broken'
+    data = b"".join(src[:50] + [torn + b"\n"] + src[50:])
     lines, _ = cp.split_lines(data)
     bad = [ln.index for ln in lines if ln.rec is None]
     assert bad == [50]
     plan = cp.plan_claude(lines, 5, 5)
-    assert plan.dropped_bad == [50]
-    assert all(json.loads(x) for x in plan.new_lines)
+    assert plan.cut is not None and plan.cut > 50 and 50 not in plan.removed
+    assert plan.kept_bad == [50]
+    assert plan.new_lines.count(torn) == 1
+    at = plan.new_lines.index(torn)
+    # the kept lines before it come from before line 50 of the original, those after it
+    # from after (matched in order: the lines a rewrite keeps as they were)
+    unchanged = [x for x in plan.new_lines if x != torn]
+    i, order = 0, []
+    for x in plan.new_lines:
+        j = next((k for k in range(i, len(lines)) if lines[k].raw == x), None)
+        if j is not None:  # (a marker or a re-linked line is not in the original)
+            order.append((lines[j].index, x))
+            i = j + 1
+    assert [j for j, x in order if x == torn] == [50]
+    assert [j for j, _ in order] == sorted(j for j, _ in order) and len(order) > len(unchanged) / 2
+    assert all(j < 50 for j, x in order[: [x for _, x in order].index(torn)])
+    assert all(json.loads(x) for i, x in enumerate(plan.new_lines) if i != at)
+
+
+def test_codex_bad_lines_are_kept_where_they_were():
+    src = corpus(CODEX_040).read_bytes().splitlines(keepends=True)
+    torn, tail = b'{"type":"response_item", broken', b'{"type":"event_msg", cut'
+    data = b"".join(src[:3] + [torn + b"\n"] + src[3:] + [tail + b"\n"])
+    lines, _ = cp.split_lines(data)
+    plan = cp.plan_codex(lines, 5, 5)
+    assert plan.cut is not None and plan.cut > 3
+    assert plan.kept_bad == [3, len(lines) - 1]
+    assert plan.new_lines[-1] == tail and torn in plan.new_lines
+    assert not set(plan.kept_bad) & set(plan.removed)
 
 
 def test_unterminated_last_line_is_returned_apart():

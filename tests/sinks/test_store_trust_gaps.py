@@ -103,7 +103,12 @@ def test_a_damaged_entries_page_is_one_line_and_exit_1(store, tmp_path, cmd):
     assert (store / "store.db").read_bytes()[off : off + ps] == before
 
 
-def test_repair_of_a_lost_store_reloads_backups_and_the_archive(tmp_path, monkeypatch):
+@pytest.mark.parametrize("vault_on", [False, True])
+def test_repair_of_a_lost_store_reloads_backups_and_the_archive(tmp_path, monkeypatch, vault_on):
+    """Vault off: the lines compress cut are only in the backups, which the repair
+    reads. Vault on: the vault gives them back and the backups are not read (read,
+    they became vault files of their own: newuser15 F5)."""
+    monkeypatch.setenv("CTXKEEP_VAULT", "1" if vault_on else "0")
     user = tmp_path / "user"
     files = {}
     for rel in (CLAUDE, CODEX):
@@ -132,7 +137,7 @@ def test_repair_of_a_lost_store_reloads_backups_and_the_archive(tmp_path, monkey
     assert any("reloaded" in a and f"{len(in_archive):,} archived entry ids" in a for a in rep["actions"]), (
         rep
     )
-    assert any("compress backups" in a for a in rep["actions"]), rep
+    assert any("compress backup" in a for a in rep["actions"]) is not vault_on, rep
     c = ro(home)
     rows = dict(c.execute("SELECT entry_id, status FROM entries").fetchall())
     archived_table = {r[0] for r in c.execute("SELECT entry_id FROM archived")}

@@ -131,8 +131,9 @@ class CompressPlan:
     """What to write instead of a session file.
 
     ``new_lines``: the lines of the new file (bytes, no newline), in order;
-    ``removed``: indices (``Line.index``) of the lines dropped; ``dropped_bad``: indices
-    of unparseable lines dropped (their bytes are in the quarantine and the backup);
+    ``removed``: indices (``Line.index``) of the lines dropped (never a line that does
+    not parse: such a line stays, byte for byte, in its place among the kept lines;
+    ``kept_bad``: their indices; docs/design.md, "Compress");
     ``relinked``: index → new ``parentUuid``; ``marker``: the inserted record (or None);
     ``messages_before/after``, ``removed_messages``: message counts; ``cut``: index of
     the first line after the cut; ``cut_kind``: ``turn`` or ``exchange``.
@@ -142,7 +143,7 @@ class CompressPlan:
     total_lines: int
     new_lines: list[bytes] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
-    dropped_bad: list[int] = field(default_factory=list)
+    kept_bad: list[int] = field(default_factory=list)
     relinked: dict[int, str | None] = field(default_factory=dict)
     marker: dict | None = None
     messages_before: int = 0
@@ -157,7 +158,7 @@ class CompressPlan:
     @property
     def changes(self) -> bool:
         """True when the plan removes or rewrites anything."""
-        return bool(self.removed or self.dropped_bad)
+        return bool(self.removed)
 
 
 class Refused(Exception):
@@ -443,8 +444,10 @@ def plan_claude(
             latest[t] = ln.index
     keep.update(i for i in latest.values() if i < cut)
     keep.update(ln.index for ln in lines[cut:] if ln.rec is not None)
-    plan.dropped_bad = [ln.index for ln in lines if ln.rec is None]
-    plan.removed = [ln.index for ln in lines if ln.index not in keep and ln.rec is not None]
+    # a line that does not parse stays where it was (``CompressPlan``)
+    plan.kept_bad = [ln.index for ln in lines if ln.rec is None]
+    keep.update(plan.kept_bad)
+    plan.removed = [ln.index for ln in lines if ln.index not in keep]
     plan.removed_messages = sum(1 for i in plan.removed if _is_claude_message(lines[i].rec))
     plan.messages_after = len(msgs) - plan.removed_messages
     plan.conversation_after = len(conv) - sum(1 for i in conv if i not in keep)
@@ -465,7 +468,7 @@ def plan_claude(
 
     first = lines[cut].obj
     marker_parent = nearest_kept(first.get("parentUuid"))
-    removed_bytes = sum(len(lines[i].raw) + 1 for i in plan.removed + plan.dropped_bad)
+    removed_bytes = sum(len(lines[i].raw) + 1 for i in plan.removed)
     marker_uuid = str(
         uuidlib.uuid5(
             MARKER_NS,
@@ -522,8 +525,9 @@ def plan_claude(
 
 
 def _finish_identity(plan: CompressPlan, lines: list[Line]) -> CompressPlan:
-    """An empty plan: the file stays as it is (bad lines are not dropped either)."""
+    """An empty plan: the file stays as it is."""
     plan.new_lines = [ln.raw for ln in lines]
+    plan.kept_bad = [ln.index for ln in lines if ln.rec is None]
     return plan
 
 
@@ -597,9 +601,10 @@ def plan_codex(lines: list[Line], keep_messages: int, keep_system_lines: int) ->
     tcs = [i for i in range(cut) if kinds[i] == "turn_context"]
     if tcs:
         keep.add(tcs[-1])
-    plan.dropped_bad = [i for i, k in enumerate(kinds) if k == "bad"]
-    keep -= set(plan.dropped_bad)
-    plan.removed = [i for i in range(len(lines)) if i not in keep and kinds[i] != "bad"]
+    # a line that does not parse stays where it was (``CompressPlan``)
+    plan.kept_bad = [i for i, k in enumerate(kinds) if k == "bad"]
+    keep.update(plan.kept_bad)
+    plan.removed = [i for i in range(len(lines)) if i not in keep]
     plan.removed_messages = sum(1 for i in plan.removed if kinds[i] in ("prompt", "message"))
     plan.messages_after = len(msgs) - plan.removed_messages
     plan.new_lines = [lines[i].raw for i in sorted(keep)]

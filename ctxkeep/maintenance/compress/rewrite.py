@@ -4,18 +4,23 @@ The only place where ctxkeep modifies a user's session file (``compress.run``: t
 compress flow, and ``--restore``). The sequence, each step durable before the next:
 
 1. check the file is still the one planned (device, inode, size, mtime, SHA-256);
-2. rotate the backups and write ``<file>.backup``: a temp file in the same directory,
+2. write the new content to a temp file in the same directory (same mode as the
+   original), fsync it, re-read it and validate it (every line compress wrote parses as
+   a JSON object — a line that did not parse in the original either and is kept byte
+   for byte is not judged —, the line count is the planned one, plus the caller's check);
+3. rotate the backups and write ``<file>.backup``: a temp file in the same directory,
    fsynced, re-read and compared by SHA-256 with the original, renamed into place,
    directory fsynced — so a ``.backup`` that exists is always complete;
-3. write the new content to a temp file in the same directory (same mode as the
-   original), fsync it, re-read it and validate it (every line parses as a JSON object,
-   the line count is the planned one, plus the caller's check);
 4. check the original again, ``rename`` the temp file over it (atomic on POSIX and on
    Windows' ``MoveFileEx``), fsync the directory.
 
-A crash (even SIGKILL) at any point leaves either the original file or the complete new
-one, and at most a stray temp file (``.<name>.ctxkeep-tmp.<pid>``), which the next run
-removes. An agent that appends to the file between step 4's check and the rename would
+The backup is made only once the new content validated, and taken back (the previous
+``.backup`` renamed back) when the file is not replaced after all (it changed meanwhile,
+an error): a refused file leaves no backup beside it (newuser15 F6). A crash (even
+SIGKILL) at any point leaves either the original file or the complete new one (never
+the new one without its backup), and at most a stray temp file
+(``.<name>.ctxkeep-tmp.<pid>``), which the next run removes, or a backup of the
+unchanged original. An agent that appends to the file between step 4's check and the rename would
 write to the old inode: that is why compress refuses recently modified files.
 
 Backups (naming documented for users): ``<file>.backup`` is the newest; when a new one
@@ -33,7 +38,7 @@ import os
 import re
 import stat as statmod
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,12 +176,13 @@ def backup_paths(path: Path) -> list[Path]:
 _STAMP_RE = re.compile(r"\d{8}T\d{12}Z(-\d+)?")
 
 
-def _rotate(path: Path) -> None:
+def _rotate(path: Path) -> Path | None:
     """Rename the current ``<file>.backup`` to ``<file>.backup.<its mtime, UTC>``.
-    One atomic rename, never over an existing file (a crash leaves every backup)."""
+    One atomic rename, never over an existing file (a crash leaves every backup).
+    Returns the new name, or None when there was no backup."""
     cur = Path(str(path) + BACKUP_SUFFIX)
     if not cur.exists():
-        return
+        return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(cur.stat().st_mtime))
     stamp += f"{cur.stat().st_mtime_ns // 1000 % 1_000_000:06d}Z"
     dst = Path(f"{cur}.{stamp}")
@@ -186,12 +192,14 @@ def _rotate(path: Path) -> None:
         dst = Path(f"{cur}.{stamp}-{n}")
     os.rename(cur, dst)
     fsync_dir(path.parent)
+    return dst
 
 
-def make_backup(path: Path, data: bytes, state: FileState) -> Path:
+def make_backup(path: Path, data: bytes, state: FileState, rotated: list[Path] | None = None) -> Path:
     """Write ``<path>.backup`` holding ``data`` (the file's bytes as read); an existing
     ``.backup`` is first renamed to its timestamped name (``prune_backups`` applies the
-    retention). Verified by SHA-256 against ``state`` before it is renamed
+    retention; appended to ``rotated`` when given, so ``take_back_backup`` can undo it).
+    Verified by SHA-256 against ``state`` before it is renamed
     into place. Returns the backup path. Raises RewriteError when it does not verify."""
     if hashlib.sha256(data).hexdigest() != state.sha256:
         raise RewriteError("the bytes to back up are not the bytes read", where=str(path))
@@ -203,16 +211,40 @@ def make_backup(path: Path, data: bytes, state: FileState) -> Path:
         raise RewriteError(
             "backup did not verify (hash differs after writing)", where=str(tmp), hint="check the disk"
         )
-    _rotate(path)
+    old = _rotate(path)
+    if old is not None and rotated is not None:
+        rotated.append(old)
     dst = Path(str(path) + BACKUP_SUFFIX)
     os.replace(tmp, dst)
     fsync_dir(path.parent)
     return dst
 
 
-def validate_jsonl(data: bytes, expected_lines: int | None = None) -> list[str]:
+def take_back_backup(path: Path, rotated: list[Path], *, made: bool = True) -> None:
+    """Undo ``make_backup`` of a file that was not replaced after all: delete
+    ``<path>.backup`` when ``made`` (it copies the unchanged original) and give the backup
+    it rotated (``rotated``) its name back. Never raises (what it cannot undo stays: a
+    backup too many, never one too few)."""
+    cur = Path(str(path) + BACKUP_SUFFIX)
+    try:
+        if made:
+            cur.unlink(missing_ok=True)
+        for old in rotated[-1:]:
+            if old.exists() and not cur.exists():
+                os.rename(old, cur)
+        fsync_dir(path.parent)
+    except OSError:
+        pass
+
+
+def validate_jsonl(
+    data: bytes, expected_lines: int | None = None, kept_bad: Collection[bytes] = ()
+) -> list[str]:
     """Problems of a JSONL document: lines that do not parse to a JSON object, an
-    unterminated last line, a line count other than ``expected_lines``. [] when valid."""
+    unterminated last line, a line count other than ``expected_lines``. [] when valid.
+    A line whose body (without ``\\r``) is one of ``kept_bad`` (lines that did not
+    parse in the original either, kept byte for byte by the rewrite) is not judged:
+    only what the rewrite wrote is (newuser15 F2)."""
     problems = []
     if data and not data.endswith(b"\n"):
         problems.append("last line has no newline")
@@ -222,6 +254,8 @@ def validate_jsonl(data: bytes, expected_lines: int | None = None) -> list[str]:
         if not body.strip():
             continue
         n += 1
+        if body in kept_bad:
+            continue
         rec, why = parse_line(body)
         if not isinstance(rec, dict):
             problems.append(f"line {i + 1} does not parse: {why or 'not an object'}")
@@ -240,15 +274,21 @@ def replace_file(
     expected_lines: int,
     check: Callable[[Path], list[str]] | None = None,
     before_rename: Callable[[os.stat_result], None] | None = None,
+    kept_bad: Collection[bytes] = (),
+    backup_of: bytes | None = None,
 ) -> os.stat_result:
     """Atomically replace ``path`` (last read as ``state``) by ``new_data``.
 
     Writes a temp file in the same directory with the original's mode, fsyncs it,
-    validates it (``validate_jsonl`` with ``expected_lines``, then ``check(temp_path)``
-    which returns problems), calls ``before_rename(temp_stat)`` (e.g. to record the new
-    watermark), checks the original is unchanged, renames, fsyncs the directory.
+    validates it (``validate_jsonl`` with ``expected_lines`` and ``kept_bad``, then
+    ``check(temp_path)`` which returns problems), with ``backup_of`` (the original's
+    bytes as read) makes the verified ``<path>.backup`` (``make_backup``), calls
+    ``before_rename(temp_stat)`` (e.g. to record the new watermark), checks the original
+    is unchanged, renames, fsyncs the directory. A backup made for a file that is then
+    not replaced is taken back (``take_back_backup``).
     Returns the stat of the new file (same inode as the temp file).
-    Raises RewriteError (nothing replaced) when the file changed or validation fails.
+    Raises RewriteError (nothing replaced, no backup left) when the file changed or
+    validation fails.
     """
     cur = os.stat(path)
     if not state.same_stat(cur):
@@ -259,11 +299,13 @@ def replace_file(
         )
     tmp = _tmp_path(path, "new")
     tmp.unlink(missing_ok=True)
+    rotated: list[Path] = []
+    made = False
     try:
         _write_durable(tmp, new_data, statmod.S_IMODE(state.mode))
         with open(tmp, "rb") as f:
             written = f.read()
-        problems = validate_jsonl(written, expected_lines)
+        problems = validate_jsonl(written, expected_lines, kept_bad)
         if not problems and check is not None:
             problems = check(tmp)
         if problems:
@@ -272,6 +314,9 @@ def replace_file(
                 where=str(path),
                 hint="the original was left unchanged",
             )
+        if backup_of is not None:
+            make_backup(path, backup_of, state, rotated)
+            made = True
         tst = os.stat(tmp)
         if before_rename is not None:
             before_rename(tst)
@@ -284,6 +329,8 @@ def replace_file(
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        if made or rotated:  # (rotated, then cut short: the old backup gets its name back)
+            take_back_backup(path, rotated, made=made)
         raise
     fsync_dir(path.parent)
     return os.stat(path)

@@ -148,7 +148,10 @@ class FileResult:
     savings: dict = field(default_factory=dict)
     cut_kind: str | None = None
     relinked: int = 0
+    #: 0: a line that does not parse is never dropped (kept as it was, where it was:
+    #: ``kept_bad_lines`` counts them; the key stays for scripts)
     dropped_bad_lines: int = 0
+    kept_bad_lines: int = 0
     verified: dict = field(default_factory=dict)
     archived: int = 0
     backup: str | None = None
@@ -408,16 +411,27 @@ def _stored_counts(conn, texts: list[str], memo: dict[str, int]) -> None:
 
 def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[str]]) -> dict:
     """Check the store holds every line of ``file``: the entry ids of each parsed line
-    are in ``entries``, the bytes of each unparseable line are in ``quarantine``.
+    are in ``entries``, the bytes of each unparseable line are in ``quarantine`` (by
+    the raw line's SHA-256, or else by its redacted bytes being a row's stored bytes:
+    a raw hash unknown after a rebuild from the vault's redacted bytes,
+    ``sinks.sqlite.requarantine``, or a line ``secrets --scrub`` redacted in place).
 
     Returns ``{"lines": n, "entries": n, "quarantined": n, "missing_lines": [indices]}``."""
     flat = [x for ls in ids for x in ls]
     present = sqlite_store.existing_entry_ids(conn, flat) if conn is not None and flat else set()
     qh = sqlite_store.quarantined_hashes(conn, str(file.path)) if conn is not None else set()
+    stored: set[str] | None = None
     missing, quarantined = [], 0
     for ln, lids in zip(lines, ids, strict=False):
         if ln.rec is None:
             if hashlib.sha256(ln.body).hexdigest() in qh:
+                quarantined += 1
+                continue
+            if stored is None:
+                stored = (
+                    sqlite_store.quarantined_redacted(conn, str(file.path)) if conn is not None else set()
+                )
+            if stored and _redacted_sha(ln.body) in stored:
                 quarantined += 1
             else:
                 missing.append(ln.index)
@@ -429,6 +443,29 @@ def verify_store(conn, file: SourceFile, lines: list[cp.Line], ids: list[list[st
         "quarantined": quarantined,
         "missing_lines": missing,
     }
+
+
+def _redacted_sha(body: bytes) -> str:
+    """SHA-256 hex of a line as the quarantine stores it (``redact_bytes``)."""
+    from ctxkeep.transforms.redact import redact_bytes
+
+    return hashlib.sha256(redact_bytes(body)).hexdigest()
+
+
+def lines_not_held(conn, file: SourceFile, data: bytes) -> list[int]:
+    """The complete lines of ``data`` (bytes of ``file`` or of a copy of it: a compress
+    backup) that the store does not hold (``verify_store``, as compress checks a file
+    before it cuts it; an entry retention moved to the Parquet archive, listed in the
+    ``archived`` table, is held): their indices among the non-empty lines, [] when it
+    holds all."""
+    lines, _ = cp.split_lines(data)
+    _, ids, v = _parse_verified(conn, file, lines, {})
+    missing = v["missing_lines"]
+    parsed = [i for i in missing if lines[i].rec is not None]
+    if not parsed:
+        return missing
+    archived = sqlite_store.archived_entry_ids(conn, [x for i in parsed for x in ids[i]])
+    return [i for i in missing if lines[i].rec is None or not ids[i] or not set(ids[i]) <= archived]
 
 
 def _parse_verified(
@@ -631,7 +668,6 @@ def _compress_file(
         return r
     origin = shr.origin if shr is not None else list(range(len(lines)))
     cut_removed = [origin[i] for i in plan.removed]
-    dropped_bad = [origin[i] for i in plan.dropped_bad]
     pre_removed = [i for k in ("duplicates", "progress") for i in (shr.removed[k] if shr else [])]
     msg_lines = set(cp.message_lines(file.agent, lines))
     r.messages_before = len(msg_lines)
@@ -653,6 +689,16 @@ def _compress_file(
     # a line the rewrite keeps as it was is parsed already
     kept = {ln.body: ln.rec for ln in lines if ln.rec is not None and ln.problem is None}
     new_lines, _ = cp.split_lines(new_data, kept)
+    # what the rewrite's validation (``rewrite.validate_jsonl``) will judge, judged now,
+    # so a check or dry run says the refusal the real run would make: every line
+    # compress wrote parses; a line that did not parse in the original either stays as
+    # it was and is not judged (newuser15 F2)
+    kept_bad = {ln.body for ln in lines if ln.rec is None}
+    invalid = _invalid_lines(new_lines, kept_bad, len(plan.new_lines))
+    if invalid:
+        r.status = "refused"
+        r.reason = f"the compressed file would not validate: {'; '.join(invalid[:3])}; the original is left unchanged"
+        return r
     new_per_line = cp.line_entries(file, new_lines, hashes)
     new_ids = cp.line_entry_ids(file.agent, new_per_line)
     marker_uuid = plan.marker["uuid"] if plan.marker else None
@@ -676,10 +722,10 @@ def _compress_file(
     r.bytes_after, r.lines_after = len(new_data), len(plan.new_lines)
     r.removed_messages, r.cut_kind = len(msg_lines.intersection(cut_removed)), plan.cut_kind
     r.relinked = len(plan.relinked) + (len(shr.relinked) if shr else 0)
-    r.dropped_bad_lines = len(plan.dropped_bad)
+    r.kept_bad_lines = len(plan.kept_bad)
     r.savings = _savings(file, lines, per_line, line_tokens, shr, plan, cut_removed, len(data), r, memo)
     kept_ids = {x for ls in new_ids for x in ls}
-    removed_ids = {x for i in cut_removed + dropped_bad + pre_removed for x in ids[i]} - kept_ids
+    removed_ids = {x for i in cut_removed + pre_removed for x in ids[i]} - kept_ids
     if dry_run:
         r.status = "would-compress"
         r.archived = len(removed_ids)
@@ -721,8 +767,10 @@ def _compress_file(
     )
     # ---- write (the only step that touches the agent's file)
     try:
-        backup = rewrite.make_backup(path, data, state)
-        new_st = rewrite.replace_file(path, new_data, state, expected_lines=len(plan.new_lines))
+        new_st = rewrite.replace_file(
+            path, new_data, state, expected_lines=len(plan.new_lines), kept_bad=kept_bad, backup_of=data
+        )
+        backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
     except rewrite.RewriteError as e:
         from ctxkeep.sinks import recovery
 
@@ -762,7 +810,7 @@ def _compress_file(
         # the rewritten file enters the vault as a new generation (the original stays
         # there whole), with what compress did to the store, in the watermark's
         # transaction: a reparse or a rebuild replays it (``maintenance.reparse``)
-        vg = _vault_capture(
+        vg = vault_capture(
             conn, file, new_data, new_st, sorted(removed_ids), moves, shr.media if shr is not None else None
         )
         sqlite_store.load_batch(
@@ -784,6 +832,21 @@ def _compress_file(
         str(p) for p in rewrite.prune_backups(path, max(1, cc.keep_backups), cc.backup_max_age_days, now=now)
     ]
     return r
+
+
+def _invalid_lines(new_lines: list[cp.Line], kept_bad: set[bytes], planned: int) -> list[str]:
+    """The problems ``rewrite.validate_jsonl`` would find in the new file (its lines,
+    parsed: ``cp.split_lines``): a line that does not parse to an object and is not one
+    of ``kept_bad`` (the original's own unparsable lines, kept byte for byte), a line
+    count other than ``planned``. [] when the new file would validate."""
+    problems = [
+        f"line {ln.index + 1} does not parse: {ln.problem or 'not an object'}"
+        for ln in new_lines
+        if ln.rec is None and ln.body not in kept_bad
+    ][:6]
+    if len(new_lines) != planned:
+        problems.append(f"{len(new_lines)} lines, planned {planned}")
+    return problems
 
 
 def _show_call(home: Path) -> str:
@@ -938,7 +1001,7 @@ def _savings(
         out["inline"]["media"] = len(shr.media)
     else:
         shr_tokens, after_shrink = r.tokens_before, bytes_before
-    out["cut"]["lines"] = len(cut_removed) + len(plan.dropped_bad)
+    out["cut"]["lines"] = len(cut_removed)
     out["cut"]["bytes"] = after_shrink - r.bytes_after
     out["cut"]["tokens"] = shr_tokens - r.tokens_after
     return out
@@ -1240,12 +1303,20 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
 # changes to DuckDB once per run, after the run record (``_complete_run``).
 
 
-def _vault_capture(
-    conn, file: SourceFile, data: bytes, st, archived: list[str], moves, media: list | None = None
+def vault_capture(
+    conn,
+    file: SourceFile,
+    data: bytes,
+    st,
+    archived: list[str],
+    moves,
+    media: list | None = None,
+    extra: dict | None = None,
 ) -> vault.PreparedGroup | None:
-    """The vault's prepared capture of a file compress just wrote (``vault.Capturer``;
-    its pack is durable on return) with the ``media`` rows it moved out of the file
-    (``shrink.MediaRow``; ``sinks.vault.media``), or None when the vault is off."""
+    """The vault's prepared capture of a file compress (or ``secrets --scrub``) just
+    wrote (``vault.Capturer``; its pack is durable on return) with the ``media`` rows it
+    moved out of the file (``shrink.MediaRow``; ``sinks.vault.media``) and ``extra``
+    (more keys of the capture's ``extra``), or None when the vault is off."""
     from ctxkeep.sinks.vault import media as vault_media
     from ctxkeep.sources.contract import RawCapture
 
@@ -1253,7 +1324,7 @@ def _vault_capture(
     if cap is None:
         return None
     raw = RawCapture.of(file, "append", 0, data, st)
-    raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves]}
+    raw.extra = {"archived": archived, "moves": [[i, off] for i, off in moves], **(extra or {})}
     blobs: dict[bytes, bytes] = {}
     if media:
         raw.extra["media"], blobs = vault_media.prepare(media)

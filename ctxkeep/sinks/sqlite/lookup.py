@@ -5,6 +5,7 @@ quarantined lines of a file."""
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import sqlite3
 from typing import TYPE_CHECKING
@@ -39,6 +40,16 @@ def existing_entry_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
     found: set[str] = set()
     for part in in_parts(list(ids)):
         q = f"SELECT entry_id FROM entries WHERE entry_id {IN_JSON}"
+        found.update(r[0] for r in conn.execute(q, (json_list(part),)))
+    return found
+
+
+def archived_entry_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    """The subset of ``ids`` (entry ids) listed in ``archived`` (moved to the Parquet
+    archive by retention)."""
+    found: set[str] = set()
+    for part in in_parts(list(ids)):
+        q = f"SELECT entry_id FROM archived WHERE entry_id {IN_JSON}"
         found.update(r[0] for r in conn.execute(q, (json_list(part),)))
     return found
 
@@ -123,6 +134,22 @@ def quarantined_hashes(conn: sqlite3.Connection, path: str) -> set[str]:
         h
         for (h,) in conn.execute(
             "SELECT raw_sha256 FROM quarantine WHERE path = ? AND raw_sha256 IS NOT NULL", (path,)
+        )
+    }
+
+
+def quarantined_redacted(conn: sqlite3.Connection, path: str) -> set[str]:
+    """SHA-256 hex of the stored (redacted) bytes of every line quarantined for ``path``
+    (of an over-cap line, only its head: no whole line hashes to it): how a line is
+    found whose raw hash the quarantine
+    does not hold (NULL after a rebuild from the vault's redacted bytes,
+    ``sinks.sqlite.requarantine``; or the line was redacted in the file since by
+    ``secrets --scrub``)."""
+    return {
+        hashlib.sha256(bytes(raw)).hexdigest()
+        for (raw,) in conn.execute(
+            "SELECT raw FROM quarantine WHERE path = ? AND raw IS NOT NULL AND length(raw) > 0",
+            (path,),
         )
     }
 
