@@ -21,6 +21,8 @@ still_exceeding  # service.compress.CompressResult (compress --json)
 still_over  # maintenance.compress.run.FileResult (compress --json; the CLI reads the dict)
 files_unreadable  # pipeline.summary.Summary, service.shapes.IngestResult (ingest --json)
 unfinished_bytes  # service.vault.AtRisk (vault status --json; the CLI reads it from the dict)
+read_all  # service.vault.AtRisk (vault status --json; the CLI reads it from the dict)
+bad_lines_changed  # maintenance.scrub.ScrubFile (secrets --scrub --json: unparsable lines redacted)
 elided_from  # query.fetch.Fetched (ctx_fetch structured content, show --json)
 score  # query.search.Hit (search --json, ctx_search structured content)
 

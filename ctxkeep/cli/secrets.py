@@ -168,7 +168,8 @@ def _print_scrub(r) -> None:
         highlight=False,
     )
     for f in r.files:
-        if f.status in ("skipped", "failed"):
+        # (a scrubbed file with a reason: its store bookkeeping was left to the next ingest)
+        if f.status in ("skipped", "failed") or f.reason:
             out.print(f"{f.status}: {f.path} ({f.reason})", highlight=False)
     if r.note:
         out.print(r.note, highlight=False, style="bold", soft_wrap=False)  # wrapped at the width

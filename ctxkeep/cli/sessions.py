@@ -83,7 +83,7 @@ def sessions(
             _when(r.ended, r.started),
             f"{r.messages:,}",
             f"{r.tool_calls:,}",
-            f"{r.tokens:,}",
+            "-" if r.tokens is None else f"{r.tokens:,}",
             "" if r.cost_usd is None else f"${r.cost_usd:,.2f}",
             r.title,
         )
@@ -123,6 +123,15 @@ def sessions(
             f"not shown at {out.width} columns: {hidden} (see --json or a wider terminal)",
             style="dim",
             soft_wrap=False,
+        )
+    unrecorded = sorted({r.agent for r in rows if r.tokens is None})
+    if unrecorded:
+        out.print(
+            f"tokens -: not recorded by the agent ({', '.join(unrecorded)}: each session's cost is "
+            "logged, its tokens are only the last response's and not counted)",
+            highlight=False,
+            markup=False,
+            style="dim",
         )
     if source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")

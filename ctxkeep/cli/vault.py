@@ -109,6 +109,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
                     f"; the missing {x['unfinished_bytes']:,} bytes are a last line {x['agent']} has not ended: "
                     "ingest holds it back until the line ends (an ingest now cannot read it)"
                 )
+            elif x.get("read_all"):  # an ingest reads nothing of it: advice that clears the warning
+                what += (
+                    f" and an ingest reads nothing of it (the store read it to its end) - "
+                    f"`ctxkeep backfill --path {x['path']}` reads it whole into the vault"
+                )
             else:
                 what += " - run `ctxkeep ingest` before then"
             warn(what)
@@ -199,9 +204,10 @@ def restore(
         r = vault_restore(req).as_json()
     except CtxkeepError as e:
         _fail(e, words={"session": "SESSION"})  # an argument here, not --session
+    failed = r.get("not_restored") or []
     if as_json:
         _print_json(r)
-        if r.get("not_restored"):
+        if failed:  # the others are restored: the failures' exit code at the end
             raise typer.Exit(1)
         return
     verb = "would restore" if r["dry_run"] else "restored"
@@ -219,13 +225,19 @@ def restore(
         )
     for db in r.get("skipped_rows") or []:
         say(f"not restored: the session's rows in {db} (a database: pass --to DIR to write them as JSONL)")
-    for f in r.get("not_restored") or []:
-        warn(
-            f"not restored: {f['path']}: {f['reason']} (restore needs a generation kept from its first byte)"
-        )
-    if not r["files"] and not r.get("not_restored"):
-        say("nothing to restore")
+    for x in failed:
+        warn(f"not restored: {x['path']}: {x['reason']}")
+    if not r["files"]:
+        say("nothing to restore" if not failed else "nothing else to restore")
     elif r["dry_run"]:
         say("dry run: nothing written")
-    if r.get("not_restored"):
-        raise typer.Exit(1)
+    if failed:  # the others are written: the run ends with the failures' exit code
+        _fail(
+            CtxkeepError(
+                f"{_count(len(failed), 'file')} of the missing could not be restored (named above)",
+                where="vault restore --all-missing",
+                hint="the others were "
+                + ("checked" if r["dry_run"] else "restored")
+                + "; `ctxkeep vault restore SESSION -g N` restores an earlier generation of one",
+            )
+        )

@@ -6,34 +6,40 @@ text holds a redaction marker, and the files of redacted quarantined lines
 rewrite (``maintenance.compress.rewrite``): skipped when modified within
 ``[compress] active_minutes`` (the agent may be writing it) or when its last line is
 incomplete; else the file is first ingested (the store holds every line before it
-changes), each line whose text the redaction rules change is rewritten:
+changes), then redacted by the vault's own raw-line redactor (``scrub_bytes``:
+``sinks.vault.redact_raw``, each line alone, on its bytes, in place):
 
-- a line that parses as a JSON object: every string value (keys are left alone) goes
-  through ``transforms.redact.redact`` and the object is written back compact
-  (``separators=(",", ":")``, non-ASCII as is) — the record's ids, parents and types
-  are untouched, so the file stays a valid session the agent resumes;
-- a line that does not parse (already quarantined, redacted, in the store) is kept
-  where it was, its secrets redacted in its raw bytes (``redact_bytes``), as compress
-  keeps such a line (``validate_jsonl`` does not judge it); the backup keeps the original;
+- a line that parses keeps its bytes but for the values replaced by
+  ``[REDACTED:<kind>]`` (escapes replaced whole, keys and the record's ids, parents and
+  types untouched, an opaque base64 value such as an image or encrypted reasoning
+  intact): the file stays a valid session the agent resumes;
+- a line that does not parse (quarantined at ingest, redacted in the store) is
+  redacted the same way and stays where it was, as unparsable as it was (newuser15
+  F12: it was counted by ``secrets`` and left with its value, the file called clean);
 - other lines keep their bytes.
 
-Then a verified ``<file>.backup``, the new content validated and renamed over the
-original (``rewrite.replace_file``), and the entries' byte offsets moved to the new
-file (``sinks.sqlite.EntryChanges``). The watermark moves to the new end (the next
-ingest reads only what the agent appends) and the scrubbed file enters the vault as
-the file's next generation in the same transaction (``compress.run.vault_capture``,
-``extra["scrubbed"]``): the vault restores the file whole after the agent wrote to it
-again (newuser15 F18).
+The scrubbed file is then the bytes the vault keeps of the original: an entry named by
+its redacted line's hash (``pipeline.stable_ids``) keeps its id when read again.
+
+Then an intent, a verified ``<file>.backup``, the new content validated and renamed over
+the original (``rewrite.replace_file``), and in one transaction the scrubbed file
+captured whole as the vault's next generation with the file's watermark at its new end;
+the entries' byte offsets moved to the new file (``_rewrite``; a kill in between is
+completed by the next command: ``sinks.recovery``, op ``scrub-file``). Before, the
+watermark moved without a capture: the next append became a generation starting at
+the scrubbed size, which ``vault restore`` could not write back (newuser15 F18).
 
 The backups hold the secrets (that is what makes the rewrite undoable): the result
 lists them, with every older ``.backup.*`` of each file, to delete once checked.
-A one-document JSON session (Gemini CLI's chats) is redacted the same way and written
-back as one compact line (``_scrub_document``); other files (SQLite stores) are listed
-as not scrubbed.
+A one-document JSON session (Gemini CLI's chats) is redacted string by string and
+written back as one compact line (``_scrub_document``; the next ingest captures the new
+version, a document's generation being its whole content); other files (SQLite stores)
+are listed as not scrubbed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -49,8 +55,9 @@ from ctxkeep.sinks.files import STORE_DB
 @dataclass
 class ScrubFile:
     """One file's outcome: ``status`` scrubbed | would-scrub | clean | skipped | failed;
-    ``values`` redacted per kind; ``lines_changed``, ``dropped_bad_lines`` (0: a line that does not parse is kept, redacted in place); bytes
-    before/after; ``backup`` (the path holding the original bytes)."""
+    ``values`` redacted per kind; ``lines_changed``, of them ``bad_lines_changed``
+    (lines that do not parse, redacted on their bytes); bytes before/after;
+    ``backup`` (the path holding the original bytes)."""
 
     path: str
     agent: str
@@ -58,7 +65,7 @@ class ScrubFile:
     reason: str = ""
     values: dict = field(default_factory=dict)
     lines_changed: int = 0
-    dropped_bad_lines: int = 0
+    bad_lines_changed: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
     backup: str | None = None
@@ -81,59 +88,28 @@ def _redact_obj(obj, counts):
     return obj
 
 
-def scrub_bytes(data: bytes) -> tuple[bytes, dict, int, int, int]:
-    """``data`` (a JSONL file's bytes, complete lines) with its secrets redacted (see
-    the module doc). Returns ``(new bytes, {kind: n}, lines changed, bad lines
-    dropped (0: kept, see below), lines kept)``.
+def scrub_bytes(data: bytes) -> tuple[bytes, dict, int, int]:
+    """``data`` (a JSONL file's bytes, complete lines) with its secrets redacted by the
+    vault's raw-line redactor (``sinks.vault.redact_raw``: each line alone, in place,
+    escapes whole, JSON kept valid, an opaque base64 value left intact): the bytes the
+    vault keeps of it, so the scrubbed file is what ``vault restore`` would write and
+    an entry named by its redacted line's hash keeps its id. A line that does not parse
+    (quarantined at ingest) is redacted the same way, on its bytes: it stays where it
+    was and as unparsable as it was, only its values replaced. Returns ``(new bytes,
+    {kind: n}, lines changed, of them lines that do not parse)``. Raises ValueError
+    when the redaction changed the number of lines (it never does: a marker holds no
+    newline)."""
+    from ctxkeep.sinks.vault import redact_raw
 
-    A line that does not parse as a JSON object (a torn line, quarantined and redacted
-    in the store) is kept where it was, its secrets redacted in its raw bytes
-    (``transforms.redact.redact_bytes``, as the quarantine and the vault hold it): it
-    was dropped, and a file whose only secret sat in such a line was called "clean"
-    with the secret left in it (newuser15 F12)."""
-    from collections import Counter
-
-    from ctxkeep.transforms.redact import count_markers, redact_bytes, redact_counts
-
-    counts: Counter = Counter()
-    out, changed, dropped, kept = [], 0, 0, 0
-    for raw in data.splitlines(keepends=True):
-        body = raw.rstrip(b"\r\n")
-        end = raw[len(body) :]
-        if not body.strip():
-            out.append(raw)
-            continue
-        text = body.decode("utf-8", "surrogateescape")
-        try:
-            rec = json.loads(text)
-        except ValueError:
-            rec = None
-        kept += 1
-        if not isinstance(rec, dict):
-            red = redact_bytes(body)
-            if red != body:
-                added = count_markers(red.decode("utf-8", "surrogateescape"))
-                added.subtract(count_markers(text))
-                counts.update({k: n for k, n in added.items() if n > 0})
-                changed += 1
-            out.append(red + end)
-            continue
-        _, probe = redact_counts(text)  # the raw line holds nothing: keep its bytes
-        if not probe:
-            out.append(raw)
-            continue
-        c: Counter = Counter()
-        new = _redact_obj(rec, c)
-        if not c:
-            out.append(raw)
-            continue
-        counts.update(c)
-        changed += 1
-        out.append(
-            json.dumps(new, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
-            + end
-        )
-    return b"".join(out), dict(counts.most_common()), changed, dropped, kept
+    new, counts = redact_raw(data)
+    if new == data:
+        return data, {}, 0, 0
+    old_lines, _ = cp.split_lines(data)
+    new_lines = [ln.raw for ln in cp.split_lines(new)[0]]
+    if len(old_lines) != len(new_lines):
+        raise ValueError(f"the redaction made {len(new_lines)} lines of {len(old_lines)}")
+    changed = [ln for ln, raw in zip(old_lines, new_lines, strict=True) if ln.raw != raw]
+    return new, dict(counts.most_common()), len(changed), sum(ln.rec is None for ln in changed)
 
 
 def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, active_minutes: int) -> ScrubFile:
@@ -172,29 +148,36 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     if rest.strip():
         r.status, r.reason = "skipped", "the last line is incomplete (the agent may be writing it)"
         return r
-    new, values, changed, dropped, kept = scrub_bytes(data)
-    r.values, r.lines_changed, r.dropped_bad_lines, r.bytes_after = values, changed, dropped, len(new)
+    new, values, changed, bad = scrub_bytes(data)
+    r.values, r.lines_changed, r.bad_lines_changed, r.bytes_after = values, changed, bad, len(new)
     r.older_backups = [str(p) for p in rewrite.backup_paths(path)]
     if not changed:
         r.status = "clean"
-        r.dropped_bad_lines = 0
-        r.bytes_after = len(data)
         return r
     if dry_run:
         r.status = "would-scrub"
         return r
-    # the entries of each line, by line (none for a line that does not parse): a
-    # changed line of an agent without per-record ids (Codex) would parse to new ids,
-    # so the old ids move with it
-    old_ids = cp.line_entry_ids(file.agent, cp.line_entries(file, lines))
-    # the lines that do not parse are the original's (kept, maybe redacted): not judged
-    bad = {ln.body for ln in cp.split_lines(new)[0] if ln.rec is None}
-    new_st = rewrite.replace_file(path, new, state, expected_lines=kept, kept_bad=bad, backup_of=data)
-    backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
-    r.backup, r.status = str(backup), "scrubbed"
-    r.older_backups = [p for p in r.older_backups if p != str(backup)]
-    _after_rewrite(conn, home, file, new, new_st, old_ids)
+    new_lines, _ = cp.split_lines(new)
+    moves = _moves(file, lines, new_lines)
+    # lines that did not parse before either: not judged by the validation
+    kept_bad = {nl.body for old, nl in zip(lines, new_lines, strict=True) if old.rec is None}
+    _rewrite(conn, home, file, r, data, state, new, len(new_lines), kept_bad, moves)
     return r
+
+
+def _moves(file, old_lines: list, new_lines: list) -> list[tuple[str, int]]:
+    """``(entry id, byte offset in the new file)`` of the entries of every line: each
+    line named both as the old line parses and as the new one parses (the store holds
+    a line that held a secret by its redacted line's hash with the vault on, by the raw
+    line's with it off: a Codex line without a record id of its own), at the new
+    line's offset. Ids the store does not hold move nothing."""
+    out: dict[str, int] = {}
+    for lines in (old_lines, new_lines):
+        per_line = cp.line_entry_ids(file.agent, cp.line_entries(file, lines))
+        for nl, ids in zip(new_lines, per_line, strict=True):
+            for x in ids:
+                out[x] = nl.offset
+    return sorted(out.items(), key=lambda m: (m[1], m[0]))
 
 
 def _scrub_document(r: ScrubFile, path: Path, data: bytes, state, dry_run: bool) -> ScrubFile:
@@ -231,14 +214,91 @@ def _scrub_document(r: ScrubFile, path: Path, data: bytes, state, dry_run: bool)
     return r
 
 
-def _after_rewrite(conn, home: Path, file, new: bytes, new_st, old_ids: list[list[str]]) -> None:
+def _rewrite(
+    conn,
+    home: Path,
+    file,
+    r: ScrubFile,
+    data: bytes,
+    state,
+    new: bytes,
+    n_lines: int,
+    kept_bad: set[bytes],
+    moves: list[tuple[str, int]],
+) -> None:
+    """Replace the file by ``new`` and make the stores follow it, crash-consistent as
+    compress's rewrite is (``compress.run.compress_file``):
+
+    1. an intent ``scrub-file`` (``sinks.recovery``: both contents' SHA-256 and sizes,
+       the entries' moves), before the file changes;
+    2. the verified backup and the atomic replace (``rewrite.replace_file``; the lines
+       that did not parse, ``kept_bad``, are not judged by its validation);
+    3. the scrubbed file captured whole, from byte 0, as the vault's next generation
+       (``_after_rewrite``), in the transaction of the file's watermark at the new end;
+       the entries at their new offsets; the intent advanced;
+    4. DuckDB follows and the intent is finished (``recovery.complete``).
+
+    A kill between 2 and 3 leaves the intent: the next writable command (ingest runs
+    ``recovery.recover`` first) moves the entries and drops the file's watermark, and
+    that ingest reads the file whole (a new inode anyway) and captures it whole: the
+    vault holds the scrubbed file from its first byte (ids are stable: no entry is
+    added). Raises ``RewriteError`` (nothing replaced, no backup left, the intent gone)."""
+    from ctxkeep.sinks import recovery
+    from ctxkeep.sinks.sqlite import intents
+    from ctxkeep.sinks.sqlite.intents import kill_point
+
+    path = Path(file.path)
+    iid = intents.begin(
+        conn,
+        "scrub-file",
+        {
+            "path": str(path),
+            "original_sha256": state.sha256,
+            "original_bytes": len(data),
+            "new_sha256": hashlib.sha256(new).hexdigest(),
+            "new_bytes": len(new),
+            "moves": moves,
+        },
+    )
+    try:
+        new_st = rewrite.replace_file(
+            path, new, state, expected_lines=n_lines, kept_bad=kept_bad, backup_of=data
+        )
+    except rewrite.RewriteError:
+        recovery.complete(conn, home, [iid])  # the file is unchanged: the intent goes
+        raise
+    kill_point("scrub", "renamed")
+    backup = str(path) + rewrite.BACKUP_SUFFIX
+    r.backup, r.status = backup, "scrubbed"
+    r.older_backups = [p for p in r.older_backups if p != backup]
+    try:
+        _after_rewrite(conn, file, new, new_st, moves)
+        kill_point("scrub", "watermark")
+        from ctxkeep.sinks.sqlite import EntryChanges, Relocation
+
+        sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(str(path), tuple(moves))]))
+        intents.advance(conn, iid, "sqlite")
+        recovery.complete(conn, home, [iid])  # DuckDB follows; the intent is finished
+    except Exception as e:  # the file is scrubbed: its intent completes the stores
+        r.reason = (
+            f"the store's bookkeeping is incomplete ({type(e).__name__}: {e}); the next ingest "
+            "completes it (the file is read again whole)"
+        )
+
+
+def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]]) -> None:
     """The store follows the rewritten file: its watermark at the new end with the
     parser state of the old end (the next ingest reads only what the agent appends, as
-    after compress), and each kept line's entries at their new byte offsets."""
-    import hashlib
-
+    after compress) and, in the watermark's transaction, the vault's capture of the
+    whole new file from byte 0 (``compress.run.vault_capture``, its pack durable first;
+    ``extra``: the moves, ``"scrubbed"``): the newest generation ends where the watermark does, so what the agent
+    appends next continues it, ``vault restore`` writes the scrubbed file with what
+    came after it, and ``vault status`` finds every byte held. The capture's redacted
+    bytes are the file's (``scrub_bytes`` is the vault's redaction), so ``capture.record``
+    usually finds them held already and extends the generation; a file now shorter
+    (a marker shorter than its value) starts a new generation."""
     from ctxkeep.pipeline.transform import transform_batch
-    from ctxkeep.sinks.sqlite import EntryChanges, Relocation
+    from ctxkeep.sinks import vault
     from ctxkeep.sources import SOURCES
     from ctxkeep.sources.contract import Batch, Watermark
 
@@ -258,23 +318,11 @@ def _after_rewrite(conn, home: Path, file, new: bytes, new_st, old_ids: list[lis
         parser_version=SOURCES[file.agent].PARSER_VERSION,
         state=dict(old_wm.state) if old_wm else {},
     )
-    tombs = sqlite_store.tombstoned(conn)
-    frames = transform_batch(conn, Batch([], [], wm), tombs)
-    cur, _ = cp.split_lines(new)
-    moves = (
-        [(x, ln.offset) for ln, ls in zip(cur, old_ids, strict=True) for x in ls]
-        if len(cur) == len(old_ids)
-        else []
-    )
-    # the scrubbed file enters the vault as the file's next generation, in the
-    # watermark's transaction, as compress's rewrite does: without it the next
-    # generation started at the new watermark's offset, with no prefix, and the vault
-    # could no longer restore the file once the agent wrote to it (newuser15 F18); and
-    # `vault status` compared the old generation's size with the new file's (F17)
     from ctxkeep.maintenance.compress.run import vault_capture
-    from ctxkeep.sinks import vault
 
     vg = vault_capture(conn, file, new, new_st, [], moves, extra={"scrubbed": True})
+    tombs = sqlite_store.tombstoned(conn)
+    frames = transform_batch(conn, Batch([], [], wm), tombs)
     sqlite_store.load_batch(
         conn,
         quarantine=[],
@@ -282,8 +330,6 @@ def _after_rewrite(conn, home: Path, file, new: bytes, new_st, old_ids: list[lis
         before_watermarks=None if vg is None else (lambda c: vault.record_in(c, vg)),
         **frames,
     )
-    if moves:
-        sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(path, tuple(moves))]), home=home)
 
 
 def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = None, on_file=None) -> dict:
@@ -332,6 +378,9 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
         with hold(home, -1, what="secrets --scrub"):
             conn = sqlite_store.connect(home)
             try:
+                from ctxkeep.sinks import recovery
+
+                recovery.recover(conn, home)  # what a killed command left, first
                 go(conn)
             finally:
                 conn.close()

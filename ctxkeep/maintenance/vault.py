@@ -105,6 +105,11 @@ class AtRisk:
     #: newline): an append-only file's unterminated tail, which ingest holds back until
     #: the line ends (so no ingest now brings it into the vault); 0 otherwise
     unfinished_bytes: int = 0
+    #: the store's watermark covers the file as it is (same inode, offset at its size):
+    #: an ingest reads nothing of it, so only a re-read from byte 0 (``backfill``)
+    #: brings the missing bytes into the vault (a file scrubbed before scrub captured
+    #: its rewrite, newuser15 F17)
+    read_all: bool = False
 
 
 #: bytes read at a time when looking for a newline in a file's unvaulted tail
@@ -228,6 +233,11 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
             {g.disk_path for g in manifest.generations(conn, latest=True) if not _on_disk(g.disk_path)}
         )
         scheds = cleanup_schedules(ctx.home)
+        wms = None  # the watermarks, read for the first file at risk
+        from ctxkeep.sinks import vault as vault_sink
+
+        # (the vault off: a re-read captures nothing either, so backfill is no advice)
+        capturing = vault_sink.enabled() and vault_sink.configured(Path(home))
         for s in scheds:
             a = agents.setdefault(s.agent, AgentStatus(s.agent, 0, 0, 0, 0, 0, {}))
             if s.days is None and s.max_count is None:
@@ -243,10 +253,10 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
                     st = f.path.stat()
                 except OSError:
                     continue
-                stats.append((st.st_mtime_ns, st.st_size, str(f.path)))
+                stats.append((st.st_mtime_ns, st.st_size, str(f.path), (st.st_dev, st.st_ino)))
             stats.sort(reverse=True)
             dues = []
-            for i, (mt, size, path) in enumerate(stats):
+            for i, (mt, size, path, ident) in enumerate(stats):
                 due = mt + int(s.days * DAY_NS) if s.days else None
                 if s.max_count is not None and i >= s.max_count:
                     due = now_ns
@@ -256,7 +266,13 @@ def vault_status(home: Path, ctx: DiscoveryContext | None = None, now_ns: int | 
                 held = _held(conn, path)
                 if held is None or held < size:
                     tail = unfinished_tail(s.agent, path, held or 0, size)
-                    a.at_risk.append(AtRisk(s.agent, path, _iso(due), held or 0, size, tail))
+                    if wms is None:
+                        wms = sqlite_store.load_watermarks(conn)
+                    wm = wms.get(path)
+                    read_all = (
+                        capturing and wm is not None and wm.offset >= size and (wm.dev, wm.ino) == ident
+                    )
+                    a.at_risk.append(AtRisk(s.agent, path, _iso(due), held or 0, size, tail, read_all))
             if dues:
                 a.next_deletion = _iso(min(dues))
     finally:
@@ -462,10 +478,11 @@ def vault_restore(
 
     Nothing is written when one target exists and ``force`` is not given. ``dry_run``:
     nothing is written, each file says whether it ``exists`` (what ``--force`` would
-    overwrite). Returns ``{"session", "dry_run", "files": [{"path", "to", "bytes",
-    "redactions", "exists"}], "skipped_rows": [databases], "not_restored": [{"path",
-    "reason"}]}`` (``not_restored``: with ``all_missing``, the files the vault holds
-    only from an offset, left out while the others are restored). Raises
+    overwrite). ``all_missing`` restores every file it can: a file it cannot (held only
+    from an offset, damaged, not writable) is named in ``not_restored`` with the reason and
+    the others are restored all the same. Returns ``{"session", "dry_run", "files":
+    [{"path", "to", "bytes", "redactions", "exists"}], "skipped_rows": [databases],
+    "not_restored": [{"path", "reason"}]}``. Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -487,26 +504,37 @@ def vault_restore(
                 )
         plans = []
         rows_only: list[str] = []  # database sessions, written only under ``to``
-        not_restored: list[dict] = []  # (--all-missing) what cannot be: the others still are
+        not_restored: list[dict] = []  # (--all-missing) files that cannot be restored, and why
         for path in paths:
-            g = _pick(conn, path, generation, at)
-            if g is None:
-                continue
-            if g.start != 0:
-                if all_missing:  # one such file never stops the others' recovery (newuser15 F18)
+            try:
+                g = _pick(conn, path, generation, at)
+                if g is None:
+                    continue
+                if g.start != 0 and all_missing:  # never stops the others' recovery
                     not_restored.append(
-                        {"path": path, "reason": f"the vault holds it only from byte {g.start:,}"}
+                        {
+                            "path": path,
+                            "reason": f"the vault holds it only from byte {g.start:,} (restore needs a "
+                            "generation kept from its first byte)",
+                        }
                     )
                     continue
-                raise NotFound(
-                    f"the vault holds {path} only from byte {g.start}",
-                    where=str(vault_dir(home)),
-                    hint="restore needs a generation kept from its first byte",
-                )
-            if g.meta.get("vault_rows") and to is None:
-                rows_only.append(g.disk_path)
-                continue
-            plans.append((g, _targets(g, manifest.gen_bytes(conn, Path(home), g), to, user_home)))
+                if g.start != 0:
+                    raise NotFound(
+                        f"the vault holds {path} only from byte {g.start}",
+                        where=str(vault_dir(home)),
+                        hint="restore needs a generation kept from its first byte",
+                    )
+                if g.meta.get("vault_rows") and to is None:
+                    rows_only.append(g.disk_path)
+                    continue
+                plans.append((g, _targets(g, manifest.gen_bytes(conn, Path(home), g), to, user_home)))
+            except CtxkeepError as e:  # (VaultDamaged too)
+                if not all_missing:  # one session: its error is the answer
+                    raise
+                # every other lost file is still restored (newuser15 F18: one file the
+                # vault held only from an offset stopped the recovery of all of them)
+                not_restored.append({"path": path, "reason": _reason(e)})
         if rows_only and not plans and not all_missing:
             raise CtxkeepError(
                 f"session {sid} is held as the rows of {rows_only[0]}, which cannot be written back into "
@@ -528,7 +556,13 @@ def vault_restore(
             for target, data, mtime_ns in targets:
                 there = str(target) in exists
                 if not dry_run:
-                    _write_restored(target, data, mtime_ns)
+                    try:
+                        _write_restored(target, data, mtime_ns)
+                    except OSError as e:
+                        if not all_missing:
+                            raise
+                        not_restored.append({"path": g.path, "reason": f"{target}: {e.strerror or e}"})
+                        continue
                 done.append(
                     {
                         "path": g.path,
@@ -547,6 +581,13 @@ def vault_restore(
         "skipped_rows": sorted(set(rows_only)),
         "not_restored": not_restored,
     }
+
+
+def _reason(e: Exception) -> str:
+    """One line of why a file is not restored: the error's message (its hint after
+    `` - ``)."""
+    hint = getattr(e, "hint", None)
+    return str(getattr(e, "message", None) or e) + (f" - {hint}" if hint else "")
 
 
 __all__ = [

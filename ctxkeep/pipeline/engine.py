@@ -62,6 +62,13 @@ hooks = Hooks()
 GROUP_BYTES = 16 * 1024 * 1024
 #: entries grouped into one transform + load at most
 GROUP_ENTRIES = 50_000
+#: a part's last group ends with the part only when it holds this many raw bytes;
+#: a smaller one takes the next part's files too (the few small files of most agents
+#: share a group, so one transform, one transaction, one vault pack and its fsyncs,
+#: where each agent had its own: a first ingest of the 9 MB corpus made 9 groups,
+#: now 2, -0.17 CPU s of ~1.7; docs/design.md, "Latency budget");
+#: ``CTXKEEP_PART_GROUP_MB`` overrides (MiB; 0: a group ends with each part, as before)
+PART_GROUP_BYTES = int(float(os.environ.get("CTXKEEP_PART_GROUP_MB", "4")) * 1024 * 1024)
 
 #: new bytes from which ``extract_transform`` reads in a reader process
 #: (``reader_process.read_in_process``) instead of in the read-ahead thread itself:
@@ -109,10 +116,11 @@ def extract_transform(
     ``Group`` s for the writer, in order.
 
     Batches of consecutive files are grouped until ``group_bytes`` raw bytes (or
-    ``GROUP_ENTRIES`` entries), and a group ends with each part, so a part yields the
-    same groups alone as among others: the per-batch cost of Polars and SQLite is
-    paid once per group, not once per file, and a group is stored in one transaction
-    with its files' watermarks. Files are read and parsed in a read-ahead thread
+    ``GROUP_ENTRIES`` entries), and a group ends with a part that brought it to
+    ``PART_GROUP_BYTES`` (else the next part's files join it; a part alone, as a
+    Prefect task extracts it, ends its last group): the per-batch cost of Polars and
+    SQLite is paid once per group, not once per file or per agent, and a group is
+    stored in one transaction with its files' watermarks. Files are read and parsed in a read-ahead thread
     (``readahead.read_ahead``; ``CTXKEEP_READ_AHEAD=0`` reads in this thread); from
     ``PROCESS_READ_BYTES`` new bytes on, that thread takes the items from a reader
     process (``reader_process.read_in_process``).
@@ -213,7 +221,7 @@ def extract_transform(
             else:
                 vanished += 1
             closed += 1
-            if closed in ends:  # a part ends with a group of its own
+            if closed in ends and size >= PART_GROUP_BYTES:  # a part ends with a group of its own
                 yield flush()
     if group or files_read or vanished:
         yield flush()

@@ -291,6 +291,11 @@ _BUCKET_COST = {
     "display": ("logged_usd", "n_logged"),
 }
 _BUCKETS = "(SELECT * EXCLUDE (bucket), bucket AS ts FROM usage_buckets)"
+#: a usage row whose tokens the agent did not record (all null) but whose cost it logged
+_TOKENS_UNKNOWN = (
+    "(input_tokens IS NULL AND output_tokens IS NULL AND cache_read_tokens IS NULL "
+    "AND cache_creation_tokens IS NULL AND logged_cost_usd IS NOT NULL)"
+)
 
 
 def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Report:
@@ -394,6 +399,20 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
             f"{agent}: {_responses(n)} name{'s' if n == 1 else ''} no model; counted as {model}, "
             "that version's default (assumed)"
         )
+    # usage rows with a cost but no recorded tokens (Crush, Go opencode: a session's
+    # cost; ``sources.charm_db``): not in the token totals, and no mode prices them
+    unrecorded = dict(
+        con.execute(
+            f"SELECT agent, count(*) FROM usage WHERE {where} AND {_TOKENS_UNKNOWN} GROUP BY ALL ORDER BY 1",
+            params,
+        ).fetchall()
+    )
+    for agent, n in unrecorded.items():
+        notes.append(
+            f"{agent}: tokens not recorded by the agent ({n:,} session{'' if n == 1 else 's'}: it logs each "
+            "session's cost, and only its last response's tokens): not in the token totals; every "
+            "mode shows the logged cost"
+        )
     if f.mode == "auto":  # a logged cost wins over list prices (``cost_in_mode``): say whose
         logged = con.execute(
             (
@@ -405,6 +424,8 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
             params,
         ).fetchall()
         for agent, n in logged:
+            if not (n := int(n) - unrecorded.get(agent, 0)):
+                continue
             notes.append(
                 f"{agent}: the cost of {_responses(n)} is the agent's own logged figure, not list "
                 "prices (--mode calculate prices them)"

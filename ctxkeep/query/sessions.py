@@ -68,7 +68,8 @@ class SessionRow:
     unique prefix ``short_id``, ``parent_session_id`` (sub-agents), ``project_dir``,
     ``started``/``ended`` (ISO-8601 UTC), counts of ``messages`` and ``tool_calls``,
     ``tokens`` (usage the agent logged: input + output + cache read + cache write;
-    0 when it logged none), ``token_estimate`` (tokens of the stored texts),
+    0 when it logged none; None when it logged a cost but did not record the tokens:
+    Crush, Go opencode), ``token_estimate`` (tokens of the stored texts),
     ``cost_usd`` (None without the analytics file or a price), ``title`` (the session's
     title or first prompt, one line), ``depth`` (0, or 1 for a sub-agent listed under
     its parent)."""
@@ -82,7 +83,7 @@ class SessionRow:
     ended: str | None
     messages: int
     tool_calls: int
-    tokens: int
+    tokens: int | None
     token_estimate: int
     cost_usd: float | None
     title: str
@@ -205,7 +206,7 @@ def session_page(
             ended=_iso(r["ended"]),
             messages=int(r["messages"] or 0),
             tool_calls=int(r["tool_calls"] or 0),
-            tokens=int(r["tokens"] or 0),
+            tokens=None if r["tokens"] is None else int(r["tokens"]),
             token_estimate=int(r["token_estimate"] or 0),
             cost_usd=None if r["cost_usd"] is None else float(r["cost_usd"]),
             # DuckDB's first prompt may be a slash-command echo: SQLite's then
@@ -369,7 +370,7 @@ def _head(conn: sqlite3.Connection, content_hash: str | None, n: int = 400) -> s
 
 #: ``Conversation.note`` of a session holding only meta records
 META_ONLY_NOTE = (
-    "this session holds only records, no conversation (for Aider's aider-input:<project>, the "
+    "this session holds only records, no conversation (for Aider's aider-input:<hash>, the "
     "prompts typed, kept by its .aider.input.history; each is also in the chat session of that time)"
 )
 
@@ -380,7 +381,7 @@ def conversation(
     """One session's conversation in order: user and assistant messages whole, each
     tool call folded to one line with its result's size and error flag, thinking as
     one line, compaction boundaries marked; meta records left out, except in a session
-    holding nothing else (Aider's input history ``aider-input:<project>``,
+    holding nothing else (Aider's input history ``aider-input:<hash>``,
     ``sources.aider``; a Claude Code session of ``file-history-snapshot`` records
     only): then its records, one line each (kind ``meta``), and ``META_ONLY_NOTE``.
 

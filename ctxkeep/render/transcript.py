@@ -163,6 +163,15 @@ def cost(v: float | None) -> str:
     return "" if v is None else f"${v:,.2f}"
 
 
+#: a session's logged tokens the agent did not record (Crush, Go opencode: a cost only)
+TOKENS_NOT_RECORDED = "not recorded by the agent"
+
+
+def tokens(v: int | None, short: bool = False) -> str:
+    """``12,345``; None: the agent logged a cost but no tokens (``-`` when ``short``)."""
+    return ("-" if short else TOKENS_NOT_RECORDED) if v is None else f"{v:,}"
+
+
 # ---------------------------------------------------------------- tool calls
 
 
@@ -365,7 +374,7 @@ def page_html(
         ("duration", duration(s.started, s.ended)),
         ("messages", f"{t.messages:,}"),
         ("tool calls", f"{s.tool_calls:,}"),
-        ("tokens", f"{s.tokens:,}"),
+        ("tokens", tokens(s.tokens)),
         ("cost", cost(s.cost_usd) or "unknown"),
     ]
     head += [f"<tr><th>{k}</th><td>{html.escape(v)}</td></tr>" for k, v in facts]
@@ -454,7 +463,7 @@ def index_html(
             f'<td class="proj">{html.escape(s.project_dir or "")}</td>'
             f"<td>{html.escape(local_time(s.started, tz, '%Y-%m-%d %H:%M'))}</td>"
             f'<td class="n">{html.escape(duration(s.started, s.ended))}</td><td class="n">{s.messages:,}</td>'
-            f'<td class="n">{s.tool_calls:,}</td><td class="n">{s.tokens:,}</td><td class="n">{cost(s.cost_usd)}</td></tr>'
+            f'<td class="n">{s.tool_calls:,}</td><td class="n">{tokens(s.tokens, short=True)}</td><td class="n">{cost(s.cost_usd)}</td></tr>'
         )
     table = (
         '<table class="index"><thead><tr><th>agent</th><th>session</th><th>project</th>'
@@ -599,7 +608,7 @@ def page_markdown(
         f"- session: `{s.session_id}`",
         f"- project: {_md_code(s.project_dir, 'unknown')}",
         f"- started: {local_time(s.started, tz)} ({tz}), duration {duration(s.started, s.ended) or '?'}",
-        f"- messages: {t.messages:,}; tool calls: {s.tool_calls:,}; tokens: {s.tokens:,}; cost: {cost(s.cost_usd) or 'unknown'}",
+        f"- messages: {t.messages:,}; tool calls: {s.tool_calls:,}; tokens: {tokens(s.tokens)}; cost: {cost(s.cost_usd) or 'unknown'}",
     ]
     if s.parent_session_id:
         href = link(s.parent_session_id)
@@ -633,7 +642,7 @@ def index_markdown(
         cell = ("↳ " if s.depth else "") + (f"[{name}]({href})" if href else name)
         out.append(
             f"| {s.agent} | {cell} | {_md_code((s.project_dir or '').replace('|', '/'), '-')} | {local_time(s.started, tz, '%Y-%m-%d %H:%M')} "
-            f"| {s.messages:,} | {s.tool_calls:,} | {s.tokens:,} | {cost(s.cost_usd)} |"
+            f"| {s.messages:,} | {s.tool_calls:,} | {tokens(s.tokens, short=True)} | {cost(s.cost_usd)} |"
         )
     if not sessions:
         out.append("\nNo sessions: run `ctxkeep ingest` first.")

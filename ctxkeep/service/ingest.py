@@ -10,7 +10,9 @@ What is decided here, once for every front end:
   later run, reported as ``held_back``), planned on a read-only connection when the
   store exists at this version's schema (a run with nothing new writes nothing);
 - what runs: nothing new and DuckDB current → no engine (no Polars, no DuckDB); nothing
-  new but DuckDB behind or gone → the engine catches it up in-process; new bytes → the
+  new but DuckDB behind or gone, or an intent a killed command left (``sinks.recovery``:
+  a compress or a scrub killed after its file was replaced) → the engine catches it up
+  (completes it) in-process; new bytes → the
   engine in-process (DuckDB deferred to its readers for a few new bytes, the hook
   path), as a Prefect flow run (``flows.prefect_env.run_as_flow``), or with a Dask task
   runner (``pipeline.cluster``);
@@ -26,8 +28,10 @@ this machine kind, 2026-12-05); ``shapes.IngestResult`` (pydantic) validates the
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +44,15 @@ from ctxkeep.service.store import reading
 #: (``transforms.tokens.release_clean_pages``), so the process's peak is lower when the
 #: build comes first (docs/design.md, "Latency budget")
 EARLY_COUNTER_BYTES = 1024 * 1024
+
+#: an in-process run of at most this many new bytes (a first ingest of a new user's
+#: corpus, the hook path) runs with Python's cyclic garbage collector paused
+#: (``_gc_paused``): the engine's imports and the entries' dicts, tuples and lists
+#: made ~170 collections (~0.06 CPU s of the corpus's first ingest, one of them a full
+#: one over every module loaded) that found ~500 objects, and what a run this small
+#: leaves in cycles is bounded by its size; a bigger run collects as usual (its memory
+#: has a ceiling: issue 26); ``CTXKEEP_GC_PAUSE_MB`` overrides (MiB; 0: never paused)
+GC_PAUSE_BYTES = int(float(os.environ.get("CTXKEEP_GC_PAUSE_MB", "64")) * 1024 * 1024)
 
 
 @dataclass(frozen=True)
@@ -118,6 +131,10 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
         p = plan(home, conn, agents=agents, paths=paths)
         # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
         behind = req.catch_up_analytics and not p.todo and sqlite_store.analytics_behind(conn, home)
+        if not p.todo and not behind:  # an operation a killed process left: the engine completes it
+            from ctxkeep.sinks.sqlite.intents import pending
+
+            behind = bool(pending(conn))
         held = None if p.todo or behind else _held_back(home, conn)  # nothing will change it
     finally:
         conn.close()
@@ -135,14 +152,32 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
 
         as_flow = run_as_flow(home, req.prefect)
         if not as_flow and not runner and p.pending_bytes <= EARLY_COUNTER_BYTES:
-            from ctxkeep.transforms.tokens import bpe_count
+            from ctxkeep.transforms.tokens import release_counter_pages
 
-            bpe_count()
-        summary = _run(home, agents, paths, as_flow, runner, progress)
+            release_counter_pages()
+        small = not as_flow and not runner and p.pending_bytes <= GC_PAUSE_BYTES
+        with _gc_paused(small):
+            summary = _run(home, agents, paths, as_flow, runner, progress)
     summary["held_back"] = held if held is not None else _held_back(home)
     from ctxkeep.pipeline.summary import held_back_line
 
     return IngestOutcome(summary, held_back_line(summary["held_back"]))
+
+
+@contextmanager
+def _gc_paused(pause: bool) -> Iterator[None]:
+    """Python's cyclic garbage collector off within the block when ``pause`` (and on
+    before it), then on again: what the block left in cycles is collected as later
+    allocations trigger collections (no full collection here: it would cost what the
+    pause saved, in a process that mostly exits next)."""
+    if not pause or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _run(home: Path, agents, paths, as_flow: bool, runner, progress: IngestProgress) -> dict:

@@ -110,7 +110,10 @@ class ScrubFileResult(Item):
     reason: str
     values: dict[str, int]
     lines_changed: int
-    dropped_bad_lines: int
+    bad_lines_changed: int = Field(
+        description="of lines_changed, lines that do not parse (quarantined): redacted on their bytes, "
+        "kept where they were"
+    )
     bytes_before: int
     bytes_after: int
     backup: str | None

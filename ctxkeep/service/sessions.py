@@ -51,7 +51,10 @@ class SessionRow(Item):
     ended: str | None = Field(description="ISO-8601 UTC")
     messages: int
     tool_calls: int
-    tokens: int = Field(description="usage the agent logged: input + output + cache read + cache write")
+    tokens: int | None = Field(
+        description="usage the agent logged: input + output + cache read + cache write; "
+        "null: tokens not recorded by the agent (Crush, Go opencode log only the session's cost)"
+    )
     token_estimate: int = Field(description="estimated tokens of the stored texts")
     cost_usd: float | None = Field(description="null without the analytics store or a price")
     title: str = Field(description="the session's title or first prompt, one line")

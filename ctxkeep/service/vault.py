@@ -32,6 +32,11 @@ class AtRisk(BaseModel):
         description="bytes of it that are a last line the agent has not ended: ingest holds them back until "
         "the line ends (an ingest now does not bring them into the vault)",
     )
+    read_all: bool = Field(
+        False,
+        description="the store read the file to its end (its watermark): an ingest brings nothing of it "
+        "into the vault, `ctxkeep backfill --path FILE` reads it whole",
+    )
     purged: str | None = Field(
         None, description="the purge that removed it from the store (session ID, project DIR; null: none)"
     )
@@ -166,6 +171,14 @@ class RestoredFile(BaseModel):
     exists: bool = False
 
 
+class RestoreFailure(BaseModel):
+    """A file ``vault restore --all-missing`` could not write back: ``path`` and
+    ``reason`` (one line)."""
+
+    path: str
+    reason: str
+
+
 class VaultRestoreResult(Result):
     """Session files written back from the vault (`ctxkeep vault restore --json`)."""
 
@@ -176,10 +189,10 @@ class VaultRestoreResult(Result):
         default_factory=list,
         description="agent databases whose session rows were not written (they need --to DIR: JSONL)",
     )
-    not_restored: list[dict[str, str]] = Field(
+    not_restored: list[RestoreFailure] = Field(
         default_factory=list,
-        description="with --all-missing: files that could not be restored (path, reason: the vault holds "
-        "them only from an offset), the others restored all the same (exit 1)",
+        description="with --all-missing: files that could not be restored (path, reason: held only from an "
+        "offset, damaged, not writable), the others restored all the same (exit 1)",
     )
 
 

@@ -23,6 +23,9 @@ Phase 1, per intent (``op`` → what is completed):
   are marked ``archived``, the kept ones get their new offsets and the file's watermark
   is dropped (the next ingest re-reads it: entry ids are stable, only the marker line
   is new); when it still holds the original, nothing was changed;
+- ``scrub-file`` (``secrets --scrub``, written just before the file is renamed): as
+  ``compress-file``, with no entry removed: the entries moved, the watermark dropped,
+  so the next ingest reads the scrubbed file whole and the vault captures it whole;
 - ``compress``: the killed run's ``runs`` row is closed as ``interrupted``;
 - ``reindex``: both FTS indexes are rebuilt (one transaction: a killed rebuild left
   the old ones).
@@ -254,32 +257,38 @@ def _file_state(path: Path, p: dict) -> str:
 
 
 def _compress_file(conn: sqlite3.Connection, home: Path, it: Intent, recovered: bool) -> Done:
+    """A ``compress-file`` or ``scrub-file`` intent (``maintenance.scrub``: no entry
+    removed, the same moves and the same dropped watermark)."""
     p = it.payload
+    what = "compress" if it.op == "compress-file" else "scrub"
+    removed = p.get("removed") or []
     changes = EntryChanges(
-        status=[StatusChange("archived", tuple(p["removed"]))],
+        status=[StatusChange("archived", tuple(removed))] if removed else [],
         moves=[Relocation(p["path"], tuple((e, int(o)) for e, o in p["moves"]))],
     )
     if it.step == "sqlite":  # the store holds it: DuckDB only
-        return Done(it.intent_id, "compress-file", "sync", changes, note=f"compress of {p['path']} (DuckDB)")
+        return Done(it.intent_id, it.op, "sync", changes, note=f"{what} of {p['path']} (DuckDB)")
     state = _file_state(Path(p["path"]), p)
     if state != "new":
         return Done(
             it.intent_id,
-            "compress-file",
+            it.op,
             None,
-            note=f"compress of {p['path']} (the file was not replaced: {state}; nothing to do)",
+            note=f"{what} of {p['path']} (the file was not replaced: {state}; nothing to do)",
         )
     with write(conn):
         apply_changes(conn, changes)
-        # the next ingest re-reads the new file (stable ids: only the marker line is new)
+        # the next ingest re-reads the new file (stable ids: only compress's marker
+        # line is new) and the vault captures it whole, from byte 0
         conn.execute("DELETE FROM watermarks WHERE path=?", (p["path"],))
         intents.advance(conn, it.intent_id, "sqlite")
     return Done(
         it.intent_id,
-        "compress-file",
+        it.op,
         "sync",
         changes,
-        note=f"compress of {p['path']} ({len(p['removed'])} removed entries archived)",
+        note=f"{what} of {p['path']} ("
+        + (f"{len(removed)} removed entries archived)" if what == "compress" else "its entries moved)"),
     )
 
 
@@ -304,6 +313,7 @@ _PHASE1 = {
     "purge": _purge,
     "retention": _retention,
     "compress-file": _compress_file,
+    "scrub-file": _compress_file,
     "compress": _compress_run,
     "reindex": _reindex,
 }

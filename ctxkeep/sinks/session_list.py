@@ -24,7 +24,8 @@ Row keys: ``agent``, ``session_id``, ``parent_session_id``,
 ``project_dir`` (the session's most frequent non-empty one), ``started``/``ended``
 (DuckDB: ``datetime`` in UTC; SQLite: stored ISO-8601 text), ``messages``,
 ``tool_calls``, ``token_estimate`` (estimated tokens of the stored texts), ``tokens``
-(usage logged: input + output + cache read + cache write), ``cost_usd`` (DuckDB only),
+(usage logged: input + output + cache read + cache write; 0: no usage; None: usage whose
+tokens the agent did not record, only a cost: Crush, Go opencode), ``cost_usd`` (DuckDB only),
 ``title`` (DuckDB: the session's title, else its first prompt; SQLite: None),
 ``depth`` (0 or 1).
 """
@@ -84,14 +85,16 @@ listed AS MATERIALIZED (
     ORDER BY pos {page}),
 u AS (
     SELECT x.agent, x.session_id,
+           CASE WHEN count(x.input_tokens) + count(x.output_tokens) + count(x.cache_read_tokens)
+                     + count(x.cache_creation_tokens) > 0 THEN
            sum(coalesce(x.input_tokens, 0) + coalesce(x.output_tokens, 0) + coalesce(x.cache_read_tokens, 0)
-               + coalesce(x.cache_creation_tokens, 0)) AS tokens, {cost} AS cost_usd
+               + coalesce(x.cache_creation_tokens, 0)) END AS tokens, {cost} AS cost_usd
     FROM usage x JOIN (SELECT DISTINCT agent, session_id FROM listed) l
       ON l.agent = x.agent AND l.session_id = x.session_id
     GROUP BY x.agent, x.session_id){titles}
 SELECT listed.agent, listed.session_id, listed.parent_session_id, listed.project_dir, listed.started,
        listed.ended, listed.messages, listed.tool_calls, listed.token_estimate,
-       coalesce(u.tokens, 0) AS tokens, u.cost_usd, {title} AS title, listed.depth, tot.total
+       CASE WHEN u.session_id IS NULL THEN 0 ELSE u.tokens END AS tokens, u.cost_usd, {title} AS title, listed.depth, tot.total
 FROM (SELECT count(*) AS total FROM d) tot LEFT JOIN listed ON true
 LEFT JOIN u ON u.agent = listed.agent AND u.session_id = listed.session_id{title_join}
 ORDER BY listed.pos

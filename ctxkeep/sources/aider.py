@@ -23,15 +23,27 @@ session's ``> Main model: X`` / ``> Model: X`` line; its ``> Aider vX.Y.Z`` line
 at each start) is the coverage ledger's agent version of the session's entries (one
 history file holds sessions of several Aider versions).
 
-The file is read whole when it changed (it is small next to JSONL transcripts); entry
-ids are ``<file>:<byte offset of the block>`` so re-reads do not double. The last block
+The file is read whole when it changed (it is small next to JSONL transcripts). Ids
+come from the content, never the path, so a moved or renamed project folder (or home)
+holds the same sessions (parser v3; before, a hash of the path made every move a
+second copy, newuser15 F10): a chat session is ``aider-`` + SHA-256 of the history's
+bytes before it through its header line (an append-only file: those bytes never
+change); the file's first session, whose header alone could be another project's
+(two projects started in the same second), through its first prompt line (``####``),
+or, without a prompt, through the end of the session once another header follows;
+until one of those is written its blocks wait (startup lines only). An entry is
+``<session>:<byte offset of the block>``, a usage row ``aider:<session>:<offset>``,
+so re-reads do not double. Two histories byte-identical through the first prompt are
+one session (a copy of the same file). The last block
 of the file may still grow (Aider appends status lines and replies in pieces), so it is
 held back until the file has been idle for ``base.IDLE_SECONDS``.
 
 Input history (prompt_toolkit ``FileHistory``): ``# <timestamp>`` then the input's
 lines each prefixed with ``+``. Stored as ``meta`` entries (tool_name
-``input_history``) of a session ``aider-input:<project>``: they repeat the ``####``
-lines of the chat history but carry exact timestamps.
+``input_history``) of a session ``aider-input:<16 hex of SHA-256 of the file through
+its first input's time line>`` (microseconds: the same at any path, another project's
+only by chance): they repeat the ``####`` lines of the chat history but carry exact
+timestamps.
 """
 
 from __future__ import annotations
@@ -59,7 +71,7 @@ from ctxkeep.sources.readers.jsonl import open_file
 from ctxkeep.timeutil import format_utc
 
 AGENT = "aider"
-PARSER_VERSION = 2  # 2: each session's Aider version to the coverage ledger (a re-read relabels its rows)
+PARSER_VERSION = 3  # 2: each session's Aider version to the ledger; 3: ids from the content, not the path
 MODE: Mode = "rewrite"
 CHAT = ".aider.chat.history.md"
 INPUT = ".aider.input.history"
@@ -153,14 +165,19 @@ def _local_to_utc(text: str) -> str | None:
     return format_utc(t)
 
 
-def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:
+def parse_chat(
+    raw: bytes, src: str, project: str | None, idle: bool, state: dict, legacy: bool = False
+) -> list[dict]:
     """Entries of a chat history: one per block (user input lines, status lines,
     assistant text), plus usage on ``Tokens:`` lines. Holds back the file's last block
-    unless ``idle`` (then ``state["complete"] = False``)."""
-    fid = hashlib.sha256(src.encode()).hexdigest()[:8]
+    unless ``idle`` (then ``state["complete"] = False``). ``legacy``: the path ids of
+    parser v2 (``read``)."""
+    if legacy:
+        return _legacy_ids(parse_chat(raw, src, project, idle, state), src, state)
     blocks: list[dict] = []  # {type, start, lines, session, ts, model}
     cur: dict[str, Any] | None = None
-    sess = {"id": f"aider-{fid}-preamble", "ts": None, "model": None}
+    sess: dict[str, Any] = {"id": None, "ts": None, "model": None, "start": 0}
+    sessions = [sess]
     pos = 0
     for line_b in raw.splitlines(keepends=True):
         start = pos
@@ -168,10 +185,23 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
         line = line_b.decode("utf-8", "replace").rstrip("\r\n")
         if line.startswith(_HEADER):
             stamp = line[len(_HEADER) :].strip()
-            sess = {"id": f"aider-{fid}-{start}", "ts": _local_to_utc(stamp), "model": None}
+            if sess["id"] is None and len(sessions) > 1:
+                sess["id"] = _content_id(raw[:start])  # the first session, complete without a prompt
+            # the first session waits for its first prompt (``_content_id``); a later one
+            # is named by every byte up to the end of its header line (final: appended)
+            sess = {
+                "id": _content_id(raw[:pos]) if len(sessions) > 1 else None,
+                "ts": _local_to_utc(stamp),
+                "model": None,
+                "start": start,
+            }
+            sessions.append(sess)
             cur = None
             blocks.append({"type": "header", "start": start, "lines": [stamp], "session": sess})
             continue
+        if line.startswith("#### ") and sess["id"] is None and len(sessions) > 1 and line_b.endswith(b"\n"):
+            sess["id"] = _content_id(raw[:pos])  # the first session: through its first prompt
+
         if not line.strip():
             if cur is not None and cur["type"] == "assistant":
                 cur["lines"].append("")
@@ -202,6 +232,14 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
     if not idle and blocks and blocks[-1]["type"] != "header":
         blocks.pop()
         state["complete"] = False
+    # the text before the first header (not Aider's own: a hand-made or foreign file) is
+    # named by its first line; the first session without a prompt yet and no session
+    # after it waits (its bytes so far could be another project's: same start second)
+    if sessions[0]["id"] is None:
+        first = raw.split(b"\n", 1)[0]
+        sessions[0]["id"] = _content_id(b"preamble\n" + first)
+    if any(b["session"]["id"] is None for b in blocks):
+        blocks = [b for b in blocks if b["session"]["id"] is not None]
     inputs = _input_times(Path(src).with_name(INPUT)) if Path(src).name == CHAT else []
     ip = 0
     cur_ts = None
@@ -225,7 +263,7 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
             "model": s["model"],
             "source_path": src,
             "source_offset": b["start"],
-            "record_id": f"{src}:{b['start']}",
+            "record_id": f"{s['id']}:{b['start']}",
             "part": 0,
             "native_id": str(b["start"]),
         }
@@ -257,10 +295,16 @@ def parse_chat(raw: bytes, src: str, project: str | None, idle: bool, state: dic
                     cache_creation_tokens=_tokens(m.group(2)) or 0,
                     cache_read_tokens=_tokens(m.group(3)) or 0,
                     output_tokens=_tokens(m.group(4)) or 0,
-                    usage_key=f"aider:{src}:{b['start']}",
+                    usage_key=f"aider:{s['id']}:{b['start']}",
                 )
             out.append(e)
     return out
+
+
+def _content_id(prefix: bytes) -> str:
+    """A chat session's id from the history bytes before it (with its header line), the
+    same at any path: ``aider-`` + 16 hex of SHA-256 (``parse_chat``)."""
+    return "aider-" + hashlib.sha256(prefix).hexdigest()[:16]
 
 
 def _norm(text: str) -> str:
@@ -277,17 +321,46 @@ def _input_times(path: Path) -> list[tuple[str | None, str]]:
     return [(e["ts"], _norm(e["text"])) for e in parse_input(raw, str(path), None, True, {})]
 
 
-def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: dict) -> list[dict]:
-    """Entries of ``.aider.input.history``: one ``meta`` entry per input."""
+def _legacy_ids(entries: list[dict], src: str, state: dict) -> list[dict]:
+    """``entries`` under parser v2's path ids (``read``): a chat session
+    ``aider-<8 hex of SHA-256 of the path>-<header offset>`` (``-preamble`` before the
+    first header), the input history ``aider-input:<project>``, an entry
+    ``<path>:<offset>``, a usage row ``aider:<path>:<offset>``. Sets
+    ``state["ids"] = "path"`` so the file keeps them."""
+    state["ids"] = "path"
+    fid = hashlib.sha256(src.encode()).hexdigest()[:8]
+    heads = sorted(e["source_offset"] for e in entries if e.get("tool_name") == "session_start")
+    for e in entries:
+        off = e["source_offset"]
+        if e.get("tool_name") == "input_history":
+            e["session_id"] = f"aider-input:{e['project_dir'] or src}"
+        else:
+            before = [h for h in heads if h <= off]
+            e["session_id"] = f"aider-{fid}-{before[-1] if before else 'preamble'}"
+        e["record_id"] = f"{src}:{off}"
+        if e.get("usage_key"):
+            e["usage_key"] = f"aider:{src}:{off}"
+    return entries
+
+
+def parse_input(
+    raw: bytes, src: str, project: str | None, idle: bool, state: dict, legacy: bool = False
+) -> list[dict]:
+    """Entries of ``.aider.input.history``: one ``meta`` entry per input (``legacy``:
+    parser v2's path ids, ``read``)."""
+    if legacy:
+        return _legacy_ids(parse_input(raw, src, project, idle, state), src, state)
     out: list[dict] = []
     cur: dict[str, Any] | None = None
     pos = 0
-    sid = f"aider-input:{project or src}"
+    sid = ""
     for line_b in raw.splitlines(keepends=True):
         start = pos
         pos += len(line_b)
         line = line_b.decode("utf-8", "replace").rstrip("\r\n")
         if line.startswith("# "):
+            if not sid:  # named by the bytes through its first input's time (microseconds)
+                sid = "aider-input:" + hashlib.sha256(raw[:pos]).hexdigest()[:16]
             cur = {"start": start, "ts": _local_to_utc(line[2:]), "lines": []}
             out.append(cur)
         elif line.startswith("+") and cur is not None:
@@ -304,7 +377,7 @@ def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: di
             "text": "\n".join(c["lines"]),
             "source_path": src,
             "source_offset": c["start"],
-            "record_id": f"{src}:{c['start']}",
+            "record_id": f"{sid}:{c['start']}",
             "part": 0,
         }
         for c in out
@@ -315,13 +388,26 @@ def parse_input(raw: bytes, src: str, project: str | None, idle: bool, state: di
     return entries
 
 
+def _legacy(wm: Watermark | None) -> bool:
+    """True for a file this store read under parser v2's path ids (``read``)."""
+    return wm is not None and (wm.parser_version < 3 or (wm.state or {}).get("ids") == "path")
+
+
 def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """Read one history file whole when it changed (see module doc)."""
+    """Read one history file whole when it changed (see module doc).
+
+    A file this store read before parser v3 (its watermark older, or marked
+    ``ids = "path"``) keeps parser v2's path ids (``_legacy_ids``): its entries are
+    stored under them, and content ids would store every one again. Moved, such a
+    file is read under content ids (once more, then never again);
+    ``ctxkeep reparse --agent aider`` derives a store's Aider files under content
+    ids from the vault."""
     src = str(file.path)
     project = file.meta.get("project_dir") or str(file.path.parent)
     fn = parse_input if file.path.name.endswith(INPUT) else parse_chat
+    legacy = _legacy(wm)
 
     def parse_doc(raw, doc, state, idle):
-        return fn(raw, src, project, idle, state)
+        return fn(raw, src, project, idle, state, legacy)
 
     return read_document(file, wm, PARSER_VERSION, parse_doc, batch_bytes, json_doc=False)

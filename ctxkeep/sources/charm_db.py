@@ -8,9 +8,25 @@ Crush, 2025-08; and opencode-ai/opencode ``internal/db/migrations``,
 
 - ``sessions(id, parent_session_id, title, message_count, prompt_tokens,
   completion_tokens, cost, [summary, summarized_at,] updated_at, created_at
-  [, summary_message_id])``: token totals and the cost in USD per session (the only
-  usage these agents store; counted on the day the session started; the row names no model, so the
-  session's usage takes the model of its assistant ``messages``: ``session_models``);
+  [, summary_message_id])``: the only usage these agents store. ``cost`` (USD) is the
+  session's sum, but ``prompt_tokens``/``completion_tokens`` are **not** totals: the
+  agent's ``TrackUsage`` adds each response's cost to ``cost`` and *assigns* the
+  response's tokens (opencode-ai/opencode ``internal/llm/agent/agent.go`` @ f0571f5,
+  lines 494-507, and charmbracelet/crush the same file @ 8a8ab5c / 04500aa:
+  ``sess.Cost += cost``, ``sess.PromptTokens = usage.InputTokens +
+  usage.CacheCreationTokens``, ``sess.CompletionTokens = usage.OutputTokens +
+  usage.CacheReadTokens``; Crush @ 37f36e9, 2026-08, ``internal/agent/agent.go``
+  ``updateSessionTokenCounters``: prompt = input + cache read, completion = output, still
+  assigned; a summarize sets prompt 0 and completion the summary's output). So the row
+  holds the last response's context, cache reads counted as completion in the older
+  versions. The ``messages`` table has no token columns in any version (migrations
+  of both repositories, to 20260127). Hence a session's usage row carries the logged
+  cost and **unknown tokens** (null: "tokens not recorded by the agent"; a report never
+  prices nor sums them); it is counted on the day the session started and, the row
+  naming no model, takes the model of its assistant ``messages`` (``session_models``).
+  Known: a sub-agent (task tool) session's cost is added to its parent's as well
+  (``agent-tool.go`` ``parentSession.Cost += updatedSession.Cost``); the corpus has no
+  sub-agent session;
 - ``messages(id, session_id, role, parts, model, created_at, updated_at,
   finished_at [, provider])``: ``role`` user/assistant/tool; ``parts`` a JSON array of
   ``{type, data}`` with type ``text`` {text}, ``reasoning`` {thinking},
@@ -40,7 +56,7 @@ from pathlib import Path
 
 import orjson
 
-from ctxkeep.sources._util import as_float, as_int, compact_json, dict_at, media_placeholder
+from ctxkeep.sources._util import as_float, compact_json, dict_at, media_placeholder
 from ctxkeep.sources.contract import Batch, quarantine_row
 from ctxkeep.sources.readers.sqlite import (
     DbRead,
@@ -175,11 +191,14 @@ def message_entries(
 
 
 def session_entries(agent: str, s: dict, project: str, src: str, model: str | None = None) -> list[dict]:
-    """A meta entry per ``sessions`` row carrying the session's token totals and its
-    logged ``cost`` (USD) as usage (``usage_key`` ``<agent>:<session id>``; the larger
-    total wins on re-reads) and
+    """A meta entry per ``sessions`` row carrying the session's logged ``cost`` (USD)
+    as usage with unknown (null) tokens (``usage_key`` ``<agent>:<session id>``; a
+    re-read replaces the tokens with null and keeps the larger cost: the agent's cost
+    only grows) when a cost is logged, and
     ``model`` (the session's model from ``messages.model``: ``session_models``), and a
-    summary entry when the session has a ``summary`` text (Go opencode)."""
+    summary entry when the session has a ``summary`` text (Go opencode). The row's
+    ``prompt_tokens``/``completion_tokens`` are the last response's (module docstring):
+    they are not booked."""
     sid = s["id"]
     ts = to_iso(s.get("created_at"))
     base = {
@@ -193,7 +212,6 @@ def session_entries(agent: str, s: dict, project: str, src: str, model: str | No
         "is_sidechain": bool(s.get("parent_session_id")),
         "role": "system",
     }
-    inp, out = as_int(s.get("prompt_tokens")), as_int(s.get("completion_tokens"))
     logged = as_float(s.get("cost"))
     e = dict(
         base,
@@ -204,14 +222,14 @@ def session_entries(agent: str, s: dict, project: str, src: str, model: str | No
         text=str(s.get("title") or ""),
         model=model or None,
     )
-    if inp or out:
+    if logged:
+        # the session's cost as the agent summed it (USD); its tokens: not recorded
         e.update(
-            input_tokens=int(inp or 0),
-            output_tokens=int(out or 0),
-            cache_read_tokens=0,
-            cache_creation_tokens=0,
-            # the session's cost as the agent summed it (USD); 0: none logged
-            cost_usd=logged if logged else None,
+            input_tokens=None,
+            output_tokens=None,
+            cache_read_tokens=None,
+            cache_creation_tokens=None,
+            cost_usd=logged,
             usage_key=f"{agent}:{sid}",
         )
     res = [e]

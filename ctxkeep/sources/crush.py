@@ -25,7 +25,7 @@ from ctxkeep.sources._scan import find_project_files
 from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile
 
 AGENT = "crush"
-PARSER_VERSION = 2  # 2: the session's logged cost (a re-read fills it)
+PARSER_VERSION = 3  # 2: the logged cost (a re-read fills it); 3: tokens unknown (last response's)
 MODE: Mode = "sqlite"
 REL = ".crush/crush.db"
 

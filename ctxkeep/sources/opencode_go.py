@@ -22,7 +22,7 @@ from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFi
 from ctxkeep.sources.readers.sqlite import open_ro
 
 AGENT = "opencode-go"
-PARSER_VERSION = 2  # 2: the session's logged cost (a re-read fills it)
+PARSER_VERSION = 3  # 2: the logged cost (a re-read fills it); 3: tokens unknown (last response's)
 MODE: Mode = "sqlite"
 REL = ".opencode/opencode.db"
 

@@ -138,7 +138,9 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     as several lines with growing ``output_tokens``); rows whose usage is all zero
     (e.g. Claude Code's ``<synthetic>`` error messages) count nothing and are dropped,
     unless they carry a cost (an agent that bills in credits and logs no tokens:
-    Codebuff's ``creditsUsed``).
+    Codebuff's ``creditsUsed``). A row whose token columns are all null and that
+    carries a cost keeps them null: tokens the agent did not record (Crush and the Go
+    opencode log a session's cost but only its last response's tokens: ``charm_db``).
     Columns: usage_key, agent,
     session_id, project_dir, ts, model, input/output/cache_read/cache_creation/
     reasoning tokens (int64, tokens), cache_creation_5m/1h tokens (int64, the parts of
@@ -146,8 +148,9 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     (float64, the cost the agent logged, USD; null when none), entry_id."""
     u = entries.filter(pl.col("usage_key").is_not_null())
     cols = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens"]
+    unknown = pl.all_horizontal([pl.col(c).is_null() for c in cols]) & pl.col("cost_usd").is_not_null()
     u = (
-        u.with_columns([pl.col(c).fill_null(0) for c in cols])
+        u.with_columns([pl.when(unknown).then(None).otherwise(pl.col(c).fill_null(0)).alias(c) for c in cols])
         .with_columns(pl.sum_horizontal(cols).alias("_total"))
         .filter((pl.col("_total") > 0) | (pl.col("cost_usd").fill_null(0) > 0))
     )

@@ -98,14 +98,14 @@ def estimate_tokens(texts: list[str]) -> tuple[list[int], list[str]]:
 @lru_cache(maxsize=1)
 def bpe_count() -> Callable[[str], int] | None:
     """The o200k_base token count of one text (str -> int), bpe-openai's (the module
-    doc), built once per process (~0.08 s of CPU); None when the package is missing or
-    cannot build it (``estimate_tokens`` then uses the heuristic)."""
+    doc), built once per process (~0.05-0.08 s of CPU); None when the package is
+    missing or cannot build it (``estimate_tokens`` then uses the heuristic). Its
+    build's pages stay resident: ``release_counter_pages`` gives them back (the hook
+    path, whose RSS has a ceiling)."""
     try:
-        bindings = _bpe_openai_bindings()
-        count = bindings.tokenizer_for_encoding("o200k_base").count
+        count = _bpe_openai_bindings().tokenizer_for_encoding("o200k_base").count
     except Exception:  # missing package, unknown encoding: the heuristic counts
         return None
-    release_clean_pages(bindings.__file__)
 
     def _count(text: str) -> int:
         try:
@@ -114,6 +114,21 @@ def bpe_count() -> Callable[[str], int] | None:
             return count(_no_lone_surrogates(text))
 
     return _count
+
+
+def release_counter_pages() -> int:
+    """Build the counter (``bpe_count``) and give back the read-only pages of its
+    extension that the build read (``release_clean_pages``): the hook path's peak RSS
+    (``service.ingest``, at most ``EARLY_COUNTER_BYTES`` new bytes). Not on every
+    ingest: reading ``/proc/self/smaps`` of a process that loaded Polars costs ~7-35 ms
+    (CPU, kernel time mostly), which a first ingest of the corpus paid for an RSS no
+    ceiling bounds there. Returns the bytes released (0 without the counter)."""
+    if bpe_count() is None:
+        return 0
+    try:
+        return release_clean_pages(str(_bindings_path()))
+    except ImportError:
+        return 0
 
 
 #: madvise(2)'s MADV_DONTNEED (Linux, <sys/mman.h>)
@@ -172,6 +187,16 @@ def _bpe_openai_bindings():
     decodes the rank tables of every encoding in Python at import (gunzip + base64:
     0.78 s of ``-X importtime`` on this machine kind, 2026-12-04, under load), which the
     Rust crate holds already. Raises ImportError when the package is missing."""
+    path = _bindings_path()
+    loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def _bindings_path() -> Path:
+    """The file of bpe-openai's Rust extension (``bpe_openai/_bindings*.so``); raises
+    ImportError when the package or the file is missing."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("bpe_openai")
@@ -179,8 +204,5 @@ def _bpe_openai_bindings():
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = folder / f"_bindings{suffix}"
         if path.is_file():
-            loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(path))
-            module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-            loader.exec_module(module)
-            return module
+            return path
     raise ImportError(f"bpe_openai._bindings in {folder}")

@@ -31,12 +31,12 @@ def _ids(home) -> list[str]:
 
 
 def _aider_prefix(home) -> str:
-    """The 10-character prefix the corpus's four Aider chat sessions share: ``aider-`` and
-    4 hex digits of the SHA-256 of the chat history's path, so it depends on where the
-    corpus lives (``aider-0b47`` here, another one in a CI clone)."""
-    chat = sorted(i for i in _ids(home) if re.fullmatch(r"aider-[0-9a-f]{8}-\d+", i))
-    assert len(chat) == 4 and len({c[:10] for c in chat}) == 1, chat
-    return chat[0][:10]
+    """The prefix the corpus's four Aider chat sessions (and its input history session)
+    share: ``aider-`` (parser v3: ``aider-`` and 16 hex digits of the SHA-256 of the
+    history's bytes before the session; before, 8 hex digits of the path's)."""
+    chat = sorted(i for i in _ids(home) if re.fullmatch(r"aider-[0-9a-f]{16}", i))
+    assert len(chat) == 4, chat
+    return "aider-"
 
 
 def test_every_shown_id_is_unique_and_taken_back(home):
@@ -50,7 +50,11 @@ def test_every_shown_id_is_unique_and_taken_back(home):
         assert got["session_id"] == r["session_id"]
     # the four Aider chat sessions: four different ids (were all "aider-0b4746" in hits)
     prefix = _aider_prefix(home)
-    aider = {r["session_id"]: r["short_id"] for r in rows if r["session_id"].startswith(prefix)}
+    aider = {
+        r["session_id"]: r["short_id"]
+        for r in rows
+        if r["session_id"].startswith(prefix) and not r["session_id"].startswith("aider-input:")
+    }
     assert len(aider) == len(set(aider.values())) == 4
     # hits show the same short ids as the table
     short = {r["session_id"]: r["short_id"] for r in rows}

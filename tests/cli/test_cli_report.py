@@ -277,16 +277,44 @@ def test_a_logged_cost_is_said_to_be_the_agents_own(home):
     own figure (~20x list price in the corpus) was shown as if ctxkeep had priced it.
     A note names each agent whose cost is its own logged figure; --mode calculate, the
     list-price cost, has no such note."""
-    d = json.loads(run("report", "daily", "--home", home, "--json", "--agent", "crush").stdout)
+    d = json.loads(run("report", "daily", "--home", home, "--json", "--agent", "opencode").stdout)
     assert d["rows"] and any(
-        n.startswith("crush: the cost of ") and "the agent's own logged figure" in n for n in d["notes"]
+        n.startswith("opencode: the cost of ") and "the agent's own logged figure" in n for n in d["notes"]
     ), d["notes"]
     calc = json.loads(
-        run("report", "daily", "--home", home, "--json", "--agent", "crush", "--mode", "calculate").stdout
+        run("report", "daily", "--home", home, "--json", "--agent", "opencode", "--mode", "calculate").stdout
     )
     assert not any("logged figure" in n for n in calc["notes"])
-    sess = json.loads(run("report", "session", "--home", home, "--json", "--agent", "crush").stdout)
-    assert any("crush: the cost of " in n for n in sess["notes"])
+    sess = json.loads(run("report", "session", "--home", home, "--json", "--agent", "opencode").stdout)
+    assert any("opencode: the cost of " in n for n in sess["notes"])
+
+
+def test_crush_and_go_opencode_tokens_are_not_recorded(home):
+    """Crush / Go opencode log a session's cost but only its last response's tokens
+    (newuser15 F14): the reports book none of those tokens, say so in every mode, and
+    --mode calculate keeps the logged cost (it priced one response's context before:
+    crush $3.20 -> $0.16); `sessions --json` gives their tokens as null."""
+    for mode in ("auto", "calculate", "display"):
+        d = json.loads(
+            run(
+                "report", "daily", "--home", home, "--json", "--agent", "crush,opencode-go", "--mode", mode
+            ).stdout
+        )
+        tot = d["totals"]
+        assert (tot["total_tokens"], round(tot["cost_usd"], 6)) == (
+            0,
+            round(3.2015050 + 0.02034625 + 0.69006315, 6),
+        )
+        for agent, n in (("crush", 2), ("opencode-go", 1)):
+            assert any(
+                x.startswith(f"{agent}: tokens not recorded by the agent ({n} session") for x in d["notes"]
+            ), d["notes"]
+        assert not any("--mode calculate prices them" in x for x in d["notes"])
+    s = json.loads(run("sessions", "--home", home, "--json", "--agent", "crush,opencode-go").stdout)
+    got = {r["session_id"][:4]: (r["tokens"], round(r["cost_usd"], 4)) for r in s["sessions"]}
+    assert got == {"a20c": (None, 3.2015), "f306": (None, 0.0203), "2530": (None, 0.6901)}
+    text = runner.invoke(app, ["sessions", "--home", home, "--agent", "crush"], env={"COLUMNS": "200"}).stdout
+    assert "tokens -: not recorded by the agent (crush:" in text
 
 
 def test_session_project_is_the_parents_not_a_sub_agents_worktree(home):

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli_helpers import one_error_line
+from compress_helpers import records
 from ctxkeep.cli import app
 from fixtures.secrets.planted_home import plant
 
@@ -72,11 +73,12 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
     for p in (claude, codex):
         data = p.read_bytes()
         assert [v for v in values if v.encode() in data or json.dumps(v)[1:-1].encode() in data] == []
-        # every line that parsed still parses (the agent can resume it); a line that
-        # did not is kept where it was, its secrets redacted in its bytes (newuser15 F12)
-        recs = [json.loads(x) for x in data.splitlines() if x.strip() and _ok(x)]
-        bad = lambda b: [x for x in b.splitlines() if x.strip() and not _ok(x)]  # noqa: E731
-        assert len(bad(data)) == len(bad(before[p]))
+        # each line parses where it parsed (the agent can resume it); the malformed
+        # line stays where it was, unparsable, its values redacted on its bytes (F12)
+        new_lines, old_lines = data.splitlines(), before[p].splitlines()
+        assert [_ok(x) for x in new_lines] == [_ok(x) for x in old_lines]
+        assert p != claude or not all(_ok(x) for x in new_lines)
+        recs = records(b"\n".join(x for x in new_lines if _ok(x)))
         old = [json.loads(x) for x in before[p].splitlines() if x.strip().startswith(b"{") and _ok(x)]
         assert [r.get("uuid") or r.get("type") for r in recs] == [r.get("uuid") or r.get("type") for r in old]
         assert (p.parent / (p.name + ".backup")).read_bytes() == before[p]
@@ -90,6 +92,12 @@ def test_scrub_dry_run_then_scrub_keeps_the_files_valid_and_the_store_whole(plan
     assert json.loads(_run(e, "stats", "--json").stdout)["entries"] == n_entries
     again = json.loads(_run(e, "secrets", "--scrub", "--json").stdout)
     assert again["scrubbed"] == 0
+    # the vault holds each scrubbed file whole: deleted, each comes back as scrubbed
+    scrubbed = {p: p.read_bytes() for p in (claude, codex, gemini)}
+    for p in scrubbed:
+        p.unlink()
+    d = json.loads(_run(e, "vault", "restore", "--all-missing", "--json").stdout)
+    assert d["not_restored"] == [] and {p: p.read_bytes() for p in scrubbed} == scrubbed
 
 
 def _ok(raw: bytes) -> bool:

@@ -55,23 +55,20 @@ def test_purge_by_the_prefix_hits_show(store):
 
 
 def test_an_ambiguous_prefix_lists_the_candidates_and_changes_nothing(store):
-    # the corpus's Aider chat history: 4 sessions aider-<8 hex of its path's SHA-256>-<n>
-    # (the 12-character cut showed them all as one id); the prefix depends on where the
-    # corpus lives (aider-0b47 here)
-    aider = sorted(
-        s
-        for (s,) in q(store, "SELECT DISTINCT session_id FROM entries WHERE agent = 'aider'")
-        if re.fullmatch(r"aider-[0-9a-f]{8}-\d+", s)
-    )
-    assert len(aider) == 4 and len({a[:10] for a in aider}) == 1, aider
-    prefix = aider[0][:10]
+    # the corpus's Aider history: 4 chat sessions aider-<16 hex of a SHA-256 of the
+    # history's bytes before each> and the input history aider-input:<16 hex>, all
+    # under the prefix aider-
+    aider = sorted(s for (s,) in q(store, "SELECT DISTINCT session_id FROM entries WHERE agent = 'aider'"))
+    assert len([a for a in aider if re.fullmatch(r"aider-[0-9a-f]{16}", a)]) == 4 and len(aider) == 5, aider
+    prefix = "aider-"
     before = scalar(store, "SELECT count(*) FROM entries")
     with pytest.raises(AmbiguousSession) as e:
         purge_named(store, _req(prefix))
     assert sorted(s for _, _, s in e.value.candidates) == sorted(aider)
     r = runner.invoke(app, ["purge", "--session", prefix, "--yes", "--home", str(store)])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "ambiguous" in r.stderr
-    assert all(a[:15] in r.stderr for a in aider)
+    shown = re.findall(r"(aider-\S+) \(aider\)", r.stderr)  # each candidate's short id
+    assert len(shown) == 5 and all(sum(a.startswith(x) for x in shown) == 1 for a in aider), r.stderr
     with pytest.raises(AmbiguousSession):  # MCP: the same resolver, the same refusal
         Handlers(store, store).ctx_purge({"sessionId": prefix, "confirm": True})
     assert scalar(store, "SELECT count(*) FROM entries") == before

@@ -49,6 +49,7 @@ def _watermarks(home: Path) -> int:
 def test_captures_run_in_the_capture_thread_in_group_order(tmp_path, monkeypatch):
     paths = _tree(tmp_path)
     monkeypatch.setattr(plan, "PART_BYTES", 1)  # a part, so a group, per file
+    monkeypatch.setattr(engine, "PART_GROUP_BYTES", 0)  # (however small)
     seen: list[tuple[str, list[str]]] = []
     real = capture.Capturer.prepare
 
@@ -75,6 +76,7 @@ def test_captures_run_in_the_capture_thread_in_group_order(tmp_path, monkeypatch
 def test_a_capture_that_fails_fails_the_run_before_its_group_commits(tmp_path, monkeypatch):
     paths = _tree(tmp_path)
     monkeypatch.setattr(plan, "PART_BYTES", 1)
+    monkeypatch.setattr(engine, "PART_GROUP_BYTES", 0)
     real = capture.Capturer.prepare
     calls = [0]
 

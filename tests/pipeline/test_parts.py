@@ -65,6 +65,10 @@ def _ingest(home, ctx, submit=None) -> dict:
 def test_parts_transformed_on_a_thread_pool_store_what_the_stream_stores(tmp_path, monkeypatch, part_bytes):
     ctx = _corpus_ctx()
     monkeypatch.setattr(plan_mod, "PART_BYTES", part_bytes)
+    # the stream grouped as the parts are (one group per part at least, however small):
+    # a content met in two groups takes its chunk title's tool name from the first group
+    # holding an entry of it with one (``load._tool_names``)
+    monkeypatch.setattr(engine, "PART_GROUP_BYTES", 0)
     seq = _ingest(tmp_path / "seq", ctx)
     calls = []
     with ThreadPoolExecutor(2) as pool:
@@ -176,6 +180,7 @@ def test_parts_keep_only_what_the_parts_in_flight_may_not_have_seen(tmp_path, mo
 
     ctx = _corpus_ctx()
     monkeypatch.setattr(plan_mod, "PART_BYTES", 1)
+    monkeypatch.setattr(engine, "PART_GROUP_BYTES", 0)  # the stream grouped as the parts (above)
     sizes = []
     real = transform.InFlight.prune
 

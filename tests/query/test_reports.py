@@ -275,8 +275,13 @@ class _CannedCon:
     """A connection whose queries answer canned rows by what they select: the notes'
     wording only (the SQL is covered by the corpus tests)."""
 
-    def __init__(self, unpriced, assumed, logged):
-        self.rows = {"IS NULL": unpriced, "assumed": assumed, "logged_cost_usd IS NOT NULL": logged}
+    def __init__(self, unpriced, assumed, logged, unrecorded=()):
+        self.rows = {
+            "input_tokens IS NULL": list(unrecorded),
+            "IS NULL": unpriced,
+            "assumed": assumed,
+            "logged_cost_usd IS NOT NULL": logged,
+        }
 
     def execute(self, sql, params=None):
         rows = next(v for k, v in self.rows.items() if k in sql)
@@ -290,6 +295,22 @@ def test_notes_count_one_response_in_the_singular():
     assert notes == [
         "no price for m-x (1 response): their tokens are counted, their cost is null (add them to prices.toml)",
         "codex: 1 response names no model; counted as gpt-5, that version's default (assumed)",
+        "crush: the cost of 1 response is the agent's own logged figure, not list prices "
+        "(--mode calculate prices them)",
+    ]
+
+
+def test_notes_say_which_agents_recorded_no_tokens():
+    """Crush / Go opencode rows carry a session's logged cost and no tokens: the notes
+    say so, and the logged-cost note no longer offers --mode calculate for them."""
+    con = _CannedCon(
+        [], [], [("crush", 3), ("opencode-go", 1)], unrecorded=[("crush", 2), ("opencode-go", 1)]
+    )
+    assert R._notes(con, R.Filters()) == [
+        "crush: tokens not recorded by the agent (2 sessions: it logs each session's cost, and only its "
+        "last response's tokens): not in the token totals; every mode shows the logged cost",
+        "opencode-go: tokens not recorded by the agent (1 session: it logs each session's cost, and only "
+        "its last response's tokens): not in the token totals; every mode shows the logged cost",
         "crush: the cost of 1 response is the agent's own logged figure, not list prices "
         "(--mode calculate prices them)",
     ]

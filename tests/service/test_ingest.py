@@ -55,3 +55,38 @@ def test_a_bad_task_runner_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError):
         svc.ingest(tmp_path / "home", svc.IngestRequest(task_runner="spark"))
     assert not (tmp_path / "home" / "store.db").exists()
+
+
+@pytest.mark.parametrize("bound", [svc.GC_PAUSE_BYTES, 0])
+def test_a_small_run_pauses_the_cyclic_collector_and_gives_it_back(tmp_path, monkeypatch, bound):
+    """At most ``GC_PAUSE_BYTES`` new bytes in-process: the engine runs with Python's
+    cyclic collector off, on again after (also when the run fails); a bigger run
+    collects as usual. The entries are the same either way."""
+    import gc
+
+    from ctxkeep.pipeline import engine
+
+    monkeypatch.setattr(svc, "GC_PAUSE_BYTES", bound)
+    seen: list[bool] = []
+    real = engine.run_ingest
+
+    def spying(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    monkeypatch.setattr(engine, "run_ingest", spying)
+    assert gc.isenabled()
+    path = _session(tmp_path)
+    data = svc.ingest(tmp_path / "home", svc.IngestRequest(paths=(path,), prefect=False)).as_json()
+    assert data["entries_new"] == 6 and seen == [bound == 0] and gc.isenabled()
+
+    def failing(*a, **k):
+        seen.append(gc.isenabled())
+        raise OSError("disk full")
+
+    monkeypatch.setattr(engine, "run_ingest", failing)
+    more = path.with_name("more.jsonl")
+    more.write_text(path.read_text())
+    with pytest.raises(OSError):
+        svc.ingest(tmp_path / "home2", svc.IngestRequest(paths=(more,), prefect=False))
+    assert seen[-1] == (bound == 0) and gc.isenabled()

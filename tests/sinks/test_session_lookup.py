@@ -151,7 +151,9 @@ def test_corpus_aider_sessions_no_longer_collide(corpus_store):
         aider = [r[0] for r in c.execute("SELECT DISTINCT session_id FROM entries WHERE agent = 'aider'")]
         chats = [s for s in aider if not s.startswith("aider-input:")]
         assert len(chats) == headers == 4
-        assert len({s[:12] for s in chats}) == 1  # the old 12-character cut: one id for four
+        # parser v3: content ids (aider-<sha256>), no longer aider-<path hash>-<offset>
+        # whose 12-character cut was one id for four
+        assert all(len(s) == len("aider-") + 16 for s in chats)
         shown = short_session_ids(c, chats)
         assert len(set(shown.values())) == 4
         for s, p in shown.items():

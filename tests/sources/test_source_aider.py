@@ -3,6 +3,7 @@ last block, and the bounded home scan."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -175,3 +176,115 @@ def test_home_scan_stops_at_its_bounds(tmp_path, monkeypatch):
     # a configured root is read whatever the scan's bounds
     d2 = aider.discover(DiscoveryContext(home=home, env={}, extra_dirs=[home / "p59"]))
     assert [f.path.name for f in d2.files] == [".aider.chat.history.md"]
+
+
+def _history(prompt: str, files: int) -> str:
+    """Two Aider sessions (the corpus file's layout): the first started at 10:00:00."""
+    return (
+        "\n# aider chat started at 2025-05-01 10:00:00\n\n"
+        "> /usr/bin/aider --model gpt-5  \n"
+        "> Aider v0.86.1  \n"
+        f"> Git repo: .git with {files} files  \n\n"
+        f"#### {prompt}  \n\n"
+        "Done.\n\n"
+        "> Tokens: 2.3k sent, 345 received. Cost: $0.01 message, $0.01 session.  \n\n"
+        "# aider chat started at 2025-05-02 09:00:00\n\n"
+        "> Aider v0.86.1  \n\n"
+        "#### and now the tests  \n\n"
+        "Tests added.\n\n"
+    )
+
+
+def test_a_moved_project_folder_keeps_its_aider_sessions(tmp_path):
+    """newuser15 F10: the session ids hashed the history's path, so a renamed or moved
+    project folder (or home) stored every Aider session again. Ids now come from the
+    content: after the move nothing is new, no session or usage row doubles."""
+    home = tmp_path / "home"
+    proj = home / "code" / "app"
+    proj.mkdir(parents=True)
+    _write_old(proj / ".aider.chat.history.md", _history("fix the typo", 12))
+    _write_old(proj / ".aider.input.history", "\n# 2025-05-01 10:00:05.123456\n+fix the typo\n")
+    store = tmp_path / "store"
+    first = ingest(home, store, agents=["aider"])
+    assert first.entries_new == 10  # 2 headers, 2 tool blocks, 1 usage line, 2 prompts, 2 replies, 1 input
+    before = q(store, "SELECT session_id, count(*) FROM entries WHERE agent='aider' GROUP BY 1 ORDER BY 1")
+    assert len(before) == 3  # two chat sessions and the input history
+    assert q(store, "SELECT count(*), sum(input_tokens) FROM usage WHERE agent='aider'") == [(1, 2300)]
+    os.rename(proj, proj.parent / "app2")  # a renamed project folder
+    _homescan._cache.clear()  # the home scan's in-process cache (a new run would scan again)
+    again = ingest(home, store, agents=["aider"])
+    assert again.files_read == 2 and again.entries_new == 0
+    os.rename(home, tmp_path / "home2")  # a moved home (a new user name, a new disk)
+    _homescan._cache.clear()
+    again = ingest(tmp_path / "home2", store, agents=["aider"])
+    assert again.files_read == 2 and again.entries_new == 0
+    assert (
+        q(store, "SELECT session_id, count(*) FROM entries WHERE agent='aider' GROUP BY 1 ORDER BY 1")
+        == before
+    )
+    assert q(store, "SELECT count(*), sum(input_tokens) FROM usage WHERE agent='aider'") == [(1, 2300)]
+
+
+def test_another_project_started_in_the_same_second_stays_apart(tmp_path):
+    """Two projects whose first Aider session started at the same second (same header
+    line) are two sessions with all their entries: the first session is named through
+    its first prompt, the later ones through everything before them."""
+    home = tmp_path / "home"
+    for name, prompt, files in (("a", "fix the typo", 12), ("b", "write the docs", 40)):
+        (home / name).mkdir(parents=True)
+        _write_old(home / name / ".aider.chat.history.md", _history(prompt, files))
+    store = tmp_path / "store"
+    s = ingest(home, store, agents=["aider"])
+    assert s.entries_new == 18
+    by = q(
+        store,
+        "SELECT project_dir, count(DISTINCT session_id), count(*) FROM entries WHERE agent='aider' GROUP BY 1 ORDER BY 1",
+    )
+    assert by == [(str(home / "a"), 2, 9), (str(home / "b"), 2, 9)]
+    assert q(store, "SELECT count(DISTINCT session_id) FROM entries WHERE agent='aider'") == [(4,)]
+    assert q(store, "SELECT count(*) FROM usage WHERE agent='aider'") == [(2,)]
+
+
+def test_a_first_session_waits_for_its_first_prompt(tmp_path):
+    """Until its first prompt (or a later session) the first session's bytes could be
+    another project's: nothing of it is stored; then it is, under an id that does not
+    change as the history grows."""
+    home = tmp_path / "home"
+    (home / "p").mkdir(parents=True)
+    hist = home / "p" / ".aider.chat.history.md"
+    _write_old(hist, "\n# aider chat started at 2025-05-01 10:00:00\n\n> Aider v0.86.1  \n")
+    store = tmp_path / "store"
+    assert ingest(home, store, agents=["aider"]).entries_new == 0
+    _write_old(hist, hist.read_text() + "\n#### hello  \n\nHi.\n\n")
+    assert ingest(home, store, agents=["aider"]).entries_new == 4
+    sid = q(store, "SELECT DISTINCT session_id FROM entries WHERE agent='aider'")
+    _write_old(hist, hist.read_text() + "#### more  \n\nSure.\n\n")
+    assert ingest(home, store, agents=["aider"]).entries_new == 2
+    assert q(store, "SELECT DISTINCT session_id FROM entries WHERE agent='aider'") == sid
+
+
+def test_a_file_read_before_v3_keeps_its_path_ids(tmp_path, monkeypatch):
+    """A store that read an Aider file under parser v2 holds its entries under path ids:
+    the re-read the v3 bump starts, and later appends, keep those ids (content ids would
+    store every entry and usage row a second time)."""
+    home = tmp_path / "home"
+    proj = home / "code" / "app"
+    proj.mkdir(parents=True)
+    hist = proj / ".aider.chat.history.md"
+    _write_old(hist, _history("fix the typo", 12))
+    store = tmp_path / "store"
+    with monkeypatch.context() as m:  # the store as parser v2 left it
+        m.setattr(aider, "PARSER_VERSION", 2)
+        m.setattr(aider, "_legacy", lambda wm: True)
+        assert ingest(home, store, agents=["aider"]).entries_new == 9
+    fid = hashlib.sha256(str(hist).encode()).hexdigest()[:8]
+    v2 = q(store, "SELECT DISTINCT session_id FROM entries WHERE agent='aider' ORDER BY 1")
+    assert v2 == [(f"aider-{fid}-1",), (f"aider-{fid}-233",)]
+    _homescan._cache.clear()
+    s = ingest(home, store, agents=["aider"])  # v3: re-read (new parser version)
+    assert s.files_read == 1 and s.entries_new == 0
+    _write_old(hist, hist.read_text() + "#### one more  \n\nOk.\n\n")
+    assert ingest(home, store, agents=["aider"]).entries_new == 2
+    assert q(store, "SELECT DISTINCT session_id FROM entries WHERE agent='aider' ORDER BY 1") == v2
+    assert q(store, "SELECT count(*) FROM usage WHERE agent='aider'") == [(1,)]
+    assert q(store, "SELECT parser_version FROM watermarks WHERE agent='aider'") == [(3,)]

@@ -3,6 +3,7 @@ read-only access, the per-row high-water mark, and a writer that is never blocke
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import uuid
@@ -71,8 +72,12 @@ def test_go_opencode_real_database(db_home, tmp_path):
     assert tools["bash"] >= 1 and sum(tools.values()) == 60
     ((ts,),) = q(store, "SELECT min(ts) FROM entries WHERE agent='opencode-go' AND role='user'")
     assert ts == "2025-05-28T11:05:58.133000Z"
-    # usage: the session's token totals (the only usage this agent stores)
-    assert usage_by_day(store, "opencode-go") == {"2025-05-28": (637, 47068, 0, 0)}
+    # usage: the session's logged cost; its tokens are not a total (prompt 637 /
+    # completion 47,068 in the row are the last response's: charm_db) and stay unknown
+    assert usage_by_day(store, "opencode-go") == {"2025-05-28": (None, None, None, None)}
+    assert q(store, "SELECT session_id, cost_usd FROM usage WHERE agent='opencode-go'") == [
+        ("2530334d-ccd1-4294-9961-2aa13749f060", pytest.approx(0.69006315))
+    ]
 
 
 def test_crush_real_database_seconds_timestamps(db_home, tmp_path):
@@ -92,7 +97,16 @@ def test_crush_real_database_seconds_timestamps(db_home, tmp_path):
     # the OpenAI "organization must be verified" error inside a finish part is kept
     errs = q(store, "SELECT count(*) FROM entries WHERE agent='crush' AND tool_name='finish:error'")
     assert errs[0][0] >= 1
-    assert usage_by_day(store, "crush") == {"2025-08-09": (127170, 64, 0, 0), "2025-08-22": (15805, 59, 0, 0)}
+    # the session rows' prompt/completion (127,170/64 and 15,805/59) are each session's
+    # last response: not booked; the logged costs are
+    assert usage_by_day(store, "crush") == {
+        "2025-08-09": (None, None, None, None),
+        "2025-08-22": (None, None, None, None),
+    }
+    assert dict(q(store, "SELECT substr(session_id, 1, 4), cost_usd FROM usage WHERE agent='crush'")) == {
+        "a20c": pytest.approx(3.2015050000000005),
+        "f306": pytest.approx(0.020346250000000003),
+    }
 
 
 def test_second_run_reads_nothing_and_plan_skips(db_home, tmp_path):
@@ -357,3 +371,67 @@ def test_new_row_with_an_old_timestamp_and_an_updated_row_are_read(db_home, tmp_
     assert q(store, f"SELECT {TEXT} FROM entries e WHERE native_id='streaming'") == [
         ("Half done, now whole.",)
     ]
+
+
+def _crush_two_responses(db, cost1: float, cost2: float) -> tuple[dict, dict]:
+    """A Crush database (the schema of charmbracelet/crush ``internal/db/migrations``,
+    2025-08) holding one session of two API responses, its ``sessions`` row written as
+    Crush's ``TrackUsage`` writes it: the costs summed, the tokens of the *last*
+    response assigned (prompt = input + cache creation, completion = output + cache read)."""
+    db.parent.mkdir(parents=True)
+    c = sqlite3.connect(db)
+    c.executescript(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT NOT NULL, "
+        "message_count INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0, "
+        "completion_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0.0, "
+        "updated_at INTEGER NOT NULL, created_at INTEGER NOT NULL, summary_message_id TEXT);"
+        "CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL, "
+        "parts TEXT NOT NULL default '[]', model TEXT, created_at INTEGER NOT NULL, "
+        "updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT);"
+    )
+    r1 = {"input": 1200, "cache_creation": 3000, "output": 80, "cache_read": 0}
+    r2 = {"input": 40, "cache_creation": 150, "output": 300, "cache_read": 4200}
+    t0 = 1754709060
+    c.execute(
+        "INSERT INTO sessions VALUES ('s-two', NULL, 'two responses', 3, ?, ?, ?, ?, ?, NULL)",
+        (r2["input"] + r2["cache_creation"], r2["output"] + r2["cache_read"], cost1 + cost2, t0 + 60, t0),
+    )
+    rows = [
+        ("m1", "user", [{"type": "text", "data": {"text": "hello"}}], None, t0),
+        ("m2", "assistant", [{"type": "text", "data": {"text": "a"}}, {"type": "finish", "data": {"reason": "end_turn"}}], "gpt-5", t0 + 10),
+        ("m3", "assistant", [{"type": "text", "data": {"text": "b"}}, {"type": "finish", "data": {"reason": "end_turn"}}], "gpt-5", t0 + 50),
+    ]  # fmt: skip
+    for mid, role, parts, model, ts in rows:
+        c.execute(
+            "INSERT INTO messages VALUES (?, 's-two', ?, ?, ?, ?, ?, ?, 'openai')",
+            (mid, role, json.dumps(parts), model, ts, ts, ts if role == "assistant" else None),
+        )
+    c.commit()
+    c.close()
+    return r1, r2
+
+
+def test_crush_two_responses_book_the_summed_cost_and_no_tokens(tmp_path):
+    """newuser15 F14: the session row's tokens are the second response's only (190 +
+    4,500), the cost is both responses'. ctxkeep books the cost and invents no tokens:
+    the token columns stay null, and a later response (the cost grows, the tokens are
+    assigned anew) updates the cost and keeps the tokens null."""
+    home = tmp_path / "home"
+    db = home / "proj" / ".crush" / "crush.db"
+    _crush_two_responses(db, 0.25, 0.125)
+    store = tmp_path / "store"
+    s = ingest(home, store, ["crush"])
+    assert s.quarantined == 0
+    tok = "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, reasoning_tokens"
+    assert q(store, f"SELECT usage_key, model, {tok}, cost_usd FROM usage") == [
+        ("crush:s-two", "gpt-5", None, None, None, None, None, 0.375)
+    ]
+    # a third response: Crush adds its cost and assigns its tokens
+    c = sqlite3.connect(db)
+    c.execute(
+        "UPDATE sessions SET cost = cost + 0.5, prompt_tokens = 10, completion_tokens = 20, updated_at = updated_at + 5"
+    )
+    c.commit()
+    c.close()
+    ingest(home, store, ["crush"])
+    assert q(store, f"SELECT {tok}, cost_usd FROM usage") == [(None, None, None, None, None, 0.875)]

@@ -103,6 +103,11 @@ _TITLE_CHARS = 200
 USAGE_SLICE_ROWS = 20_000
 #: the SQLite usage columns DuckDB reads (the logged cost is read as ``logged_cost_usd``)
 _UCOLS = [c for c in USAGE_ROW_COLUMNS if c != "cost_usd"]
+#: a usage row whose tokens the agent did not record: every token column null and a
+#: logged cost (``transforms.normalize.usage_frame``)
+_TOKENS_UNKNOWN = (
+    "(" + " AND ".join(f"{c} IS NULL" for c in USAGE_COLUMNS) + " AND logged_cost_usd IS NOT NULL)"
+)
 _INTS = (*USAGE_COLUMNS, *CACHE_SPLIT_COLUMNS)
 
 
@@ -610,7 +615,10 @@ def _upsert_slice(
             "  AND b_in + b_cr + b_cw > r.lo AND (r.hi IS NULL OR b_in + b_cr + b_cw <= r.hi) "
             "  LEFT JOIN _tier_cost t USING (usage_key)) "
             f"SELECT {', '.join(c for c in _UCOLS if c != 'model')}, priced_model AS model, "
-            "msrc AS model_source, logged_cost_usd, calc AS calculated_cost_usd, "
+            "msrc AS model_source, logged_cost_usd, "
+            # tokens the agent did not record (all null; Crush, Go opencode: a session's
+            # cost only) cannot be priced: list prices keep the logged cost
+            f"CASE WHEN {_TOKENS_UNKNOWN} THEN logged_cost_usd ELSE calc END AS calculated_cost_usd, "
             "coalesce(logged_cost_usd, calc) AS cost_usd, "
             "CASE WHEN logged_cost_usd IS NOT NULL THEN 'logged' WHEN calc IS NOT NULL THEN 'calculated' "
             "     ELSE 'none' END AS cost_source, ? AS machine FROM p",

@@ -9,7 +9,7 @@ command that opens the store writable (ingest, purge, retention, compress, reind
 doctor --repair) completes the operation from what the row says (``sinks.recovery``).
 
 Table ``intents`` (schema v7, ``ddl.TABLES``): ``intent_id`` (INTEGER, order of
-recovery), ``op`` (``purge``, ``retention``, ``compress``, ``compress-file``,
+recovery), ``op`` (``purge``, ``retention``, ``compress``, ``compress-file``, ``scrub-file``,
 ``reindex``), ``step`` (the last step reached, op-specific), ``payload`` (JSON: what
 recovery needs), ``owner`` (``<pid>:<token>`` of the process that wrote it),
 ``run_id`` (its ``runs`` row, or NULL), ``created_at`` / ``updated_at`` (ISO-8601 UTC).

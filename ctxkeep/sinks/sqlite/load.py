@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from ctxkeep.schema import STORED_COLUMNS, USAGE_COLUMNS, USAGE_ONLY_COLUMNS, USAGE_ROW_COLUMNS
+from ctxkeep.schema import (
+    CACHE_SPLIT_COLUMNS,
+    STORED_COLUMNS,
+    USAGE_COLUMNS,
+    USAGE_ONLY_COLUMNS,
+    USAGE_ROW_COLUMNS,
+)
 from ctxkeep.sinks.sqlite.connection import write
 from ctxkeep.sinks.sqlite.coverage import store as store_coverage
 from ctxkeep.sinks.sqlite.ddl import ENTRY_ROW_COLUMNS, ID_TABLES, STORED_AS_ID, title_stored
@@ -46,22 +52,39 @@ sqlite3.register_adapter(type(None), {}.get)  # type: ignore[arg-type]
 def _usage_upsert() -> str:
     """The usage upsert of ``load_batch``: on a stored key a row with a larger total
     replaces it (not Codex keys, see ``load_batch``); any row fills the cache split and
-    logged cost the stored one lacks (a backfill after migration v5)."""
+    logged cost the stored one lacks (a backfill after migration v5). A row with
+    unknown tokens (all null) and a cost (a session's running cost: Crush, Go opencode,
+    ``sources.charm_db``) replaces the stored row, its tokens null, keeping the larger
+    cost (the agent's cost only grows; a store written before parser v3 held the last
+    response's tokens there)."""
     total = " + ".join(f"coalesce(usage.{c},0)" for c in USAGE_COLUMNS)
     xtotal = " + ".join(f"coalesce(excluded.{c},0)" for c in USAGE_COLUMNS)
-    larger = f"({xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%')"
+    unknown = (
+        "("
+        + " AND ".join(f"excluded.{c} IS NULL" for c in USAGE_COLUMNS)
+        + " AND excluded.cost_usd IS NOT NULL)"
+    )
+    stale = " OR ".join(f"usage.{c} IS NOT NULL" for c in USAGE_COLUMNS)
+    snapshot = f"({unknown} AND ({stale} OR excluded.cost_usd > coalesce(usage.cost_usd, 0)))"
+    larger = f"(({xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%') OR {unknown})"
     sets = [
         f"{c}=CASE WHEN {larger} THEN excluded.{c} ELSE usage.{c} END"
         for c in _USAGE_INSERT[1:]
         if c not in USAGE_ONLY_COLUMNS
     ] + [
         f"{c}=CASE WHEN {larger} THEN coalesce(excluded.{c}, usage.{c}) ELSE coalesce(usage.{c}, excluded.{c}) END"
-        for c in USAGE_ONLY_COLUMNS
+        for c in CACHE_SPLIT_COLUMNS
     ]
+    sets.append(
+        f"cost_usd=CASE WHEN {unknown} THEN max(excluded.cost_usd, coalesce(usage.cost_usd, 0)) "
+        f"WHEN {larger} THEN coalesce(excluded.cost_usd, usage.cost_usd) "
+        "ELSE coalesce(usage.cost_usd, excluded.cost_usd) END"
+    )
     fills = " OR ".join(f"(usage.{c} IS NULL AND excluded.{c} IS NOT NULL)" for c in USAGE_ONLY_COLUMNS)
+    grew = f"(({xtotal} > {total} AND usage.usage_key NOT LIKE 'codex:%') AND NOT {unknown})"
     return (
         f"INSERT INTO usage({','.join(_USAGE_INSERT)}) VALUES({','.join('?' * len(_USAGE_INSERT))}) "
-        f"ON CONFLICT(usage_key) DO UPDATE SET {', '.join(sets)} WHERE {larger} OR {fills}"
+        f"ON CONFLICT(usage_key) DO UPDATE SET {', '.join(sets)} WHERE {grew} OR {snapshot} OR {fills}"
     )
 
 

@@ -545,6 +545,33 @@ def _seal(
     return Sealed(len(raw.data), sha, len(red), chunks if doc else [], dict(counts), objects, pieces), red
 
 
+def _redact_documents(raws: list[RawCapture]) -> None:
+    """Redact the whole documents among ``raws`` that nothing redacted yet (not sealed,
+    not a database's rows) in one ``_redact_many`` call per kind of view (JSON, whose
+    escapes the rules see decoded, and the rest), each kept on its ``raw.redacted``
+    as ``stable_ids.rekey`` keeps an append capture's, so ``_seal`` redacts none again.
+    Each document is redacted alone in the call (``redact_series`` is per text), so
+    the bytes are ``redact_raw(data, whole=True)``'s; the call's fixed cost (~6 ms of
+    Polars set-up, whatever the size) is paid once per group, not once per document
+    (the corpus's first ingest: 7 documents of 0.7-118 KB, 0.085 CPU s in 7 calls)."""
+    kinds: dict[bool, list[RawCapture]] = {}
+    for raw in raws:
+        if raw.sealed is not None or raw.redacted is not None or raw.mode != "document":
+            continue
+        if raw.meta.get("vault_rows"):
+            continue
+        try:  # ``_redact_many`` decides the view of a call by its first UTF-8 text
+            json_view = raw.data.decode("utf-8").lstrip()[:1] in ("{", "[")
+        except UnicodeDecodeError:  # redacted apart in the call (the exact rules in Python)
+            json_view = True
+        kinds.setdefault(json_view, []).append(raw)
+    for group in kinds.values():
+        if len(group) < 2:  # one document: ``_seal`` redacts it as it is
+            continue
+        for raw, (red, counts) in zip(group, _redact_many([r.data for r in group], whole=True), strict=True):
+            raw.redacted = (red, dict(counts))
+
+
 def seal(raw: RawCapture) -> RawCapture:
     """``raw`` with its vault work done (``RawCapture.sealed``: redaction, hashes,
     chunks, compression) and its bytes dropped: what a reader process sends to the
@@ -612,6 +639,7 @@ class Capturer:
             return None
         out = PreparedGroup()
         b = PackBuilder()
+        _redact_documents(raws)
         for sha, data in (blobs or {}).items():
             if not self._held(sha):
                 b.add(sha, data)
