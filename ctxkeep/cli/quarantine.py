@@ -108,7 +108,7 @@ def show(
     """One quarantined line: where it was, why, and its bytes as stored (secrets redacted)."""
     from ctxkeep.service.quarantine import LineRequest, quarantined_line
 
-    with failing():
+    with failing(words={"id": "ID"}):  # an argument here (0 or below names no line: exit 2)
         line, raw = quarantined_line(_home(home), LineRequest.parse(id=line_id))
     if as_json:
         _print_json(line.as_json())

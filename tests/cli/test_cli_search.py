@@ -64,7 +64,7 @@ def test_search_text_output(home):
         (["search", "x", "--kind", "bogus"], 2, "unknown kind 'bogus'"),
         (["search", "x", "--since", "yesterday-ish"], 2, "cannot read the time"),
         (["search", "x", "--limit", "0"], 2, "limit 0 is out of range (--limit) - use 1 to 200"),
-        (["show", "abc"], 1, "too short"),
+        (["show", "abc"], 2, "too short"),
     ],
 )
 def test_errors_are_one_line(home, args, code, msg):
