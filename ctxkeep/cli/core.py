@@ -334,7 +334,7 @@ def search(
         out.print("no matches" if not hits.omitted else hits.note, highlight=False)
         _no_such_project(_home(home), project)
         if hits.suggestions:
-            out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
+            say_folded(did_you_mean(hits.suggestions))
         return
     style = {"head": "bold", "title": "", "snippet": "dim"}
     width = line_width()
@@ -354,8 +354,8 @@ def search(
                 out.print(x, highlight=False, markup=False, style=style[part], soft_wrap=True)
     if hits.note:
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
-    if hits.suggestions:
-        out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
+    if hits.suggestions:  # at the width, broken between the suggestions' words
+        say_folded(did_you_mean(hits.suggestions))
 
 
 def _no_such_project(h: Path, project: str | None) -> None:

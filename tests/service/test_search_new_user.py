@@ -248,3 +248,12 @@ def test_a_query_with_several_misspellings_gets_them_all_corrected(corpus_store,
     # searches the same), a prefix of stored words stays as typed
     (q,) = search(corpus_store[0], SearchRequest.parse(queries=["orgnization verifying"])).results
     assert q.suggestions[0] == "organization verifying", q.suggestions
+
+
+def test_a_form_of_a_stored_word_is_not_corrected(corpus_store):
+    """``refused`` is not in the store's vocabulary as written, but ``refuse`` (its own
+    term, ``refus``) is: a correctly spelled query gets no "did you mean" (it got
+    "connection reused" while the unseen words were first corrected)."""
+    for query in ("connection refused", "orchestrator refused"):
+        (q,) = search(corpus_store[0], SearchRequest.parse(queries=[query])).results
+        assert q.suggestions == [], (query, q.suggestions)

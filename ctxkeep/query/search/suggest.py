@@ -14,10 +14,11 @@ near word, then its second and third (``MAX_SUGGESTIONS``).
 A word whose term the index holds can still be misspelled: the stemmer makes
 ``verifed`` a term (``verif``) that ``verify`` also makes, so a search finds it alone,
 but with another word (``orgnization verifed``) no entry holds them all and only the
-unknown word was corrected (newuser14 F4). So a word the store's vocabulary does not
-hold as written (``unseen_words``) gets near words too, those with another term than
-its own (``verified``, not ``verifying``'s own ``verifi``): the suggestions correct
-every such word of the query at once.
+unknown word was corrected (newuser14 F4). So a word the store's vocabulary holds
+neither as written nor as a prefix (``unseen_words``) gets near words too, unless one
+of them has its own term (``refused`` beside the stored ``refuse``: a form of a stored
+word, not a misspelling; ``verifed``'s near words ``verified``, ``verifies`` are all
+``verifi``): the suggestions correct every misspelled word of the query at once.
 
 Runs only when a search found little (``search``: no entry holding all the terms, as
 words, substrings, symbols or verbatim); its SQL is in ``sinks.sqlite.vocab``.
@@ -79,18 +80,22 @@ def near(conn: sqlite3.Connection, word: str, other_than: str | None = None) -> 
     """Up to ``MAX_SUGGESTIONS`` words of the store near ``word`` (lower-case), best
     first: similarity ≥ ``CUTOFF``, then the chunks holding the word's term; only words
     the word index holds, one per index term (the most alike of ``database`` and
-    ``databases``), none whose term is ``other_than`` (the word's own: it would search
-    the same)."""
+    ``databases``). With ``other_than`` (the word's own term, which the index holds:
+    ``unseen_words``): [] when an alike word has that term (the word is a form of a
+    stored word, ``refused`` beside ``refuse``: not a misspelling), else the alike
+    words of other terms."""
     pool = vocab.near_words(conn, word[0], max(MIN_CHARS, len(word) - LENGTH_SLACK), len(word) + LENGTH_SLACK)
     alike = difflib.get_close_matches(word, pool, n=MAX_SUGGESTIONS * 4, cutoff=CUTOFF)
     if not alike:
         return []
     terms = vocab.index_terms(conn, alike)
+    if other_than is not None and other_than in terms.values():
+        return []
     held = vocab.terms_held(conn, list(terms.values()))
     sm = difflib.SequenceMatcher(b=word)
     by_ratio: dict[float, list[str]] = {}
     for w in alike:
-        if terms.get(w) in held and terms.get(w) != other_than:
+        if terms.get(w) in held:
             sm.set_seq1(w)
             by_ratio.setdefault(round(sm.ratio(), 2), []).append(w)
     out, stems = [], set()
