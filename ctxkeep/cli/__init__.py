@@ -557,6 +557,21 @@ def warn(msg: object) -> None:
         err.print(x, highlight=False, markup=False)
 
 
+def note(msg: object, *, plain: bool = False) -> None:
+    """``note: <msg>`` on stderr, folded at the width (never inside a word), the message
+    printed as written; ``plain``: one unfolded line without Rich (``--json``/``--csv``:
+    their path imports no Rich, ~50 ms)."""
+    if plain:
+        sys.stderr.write(f"note: {msg}\n")
+        return
+    from rich.markup import escape
+
+    first, *more = fold(f"note: {msg}")
+    err.print(f"[yellow]note:[/yellow] {escape(first[6:])}", highlight=False, soft_wrap=True)
+    for x in more:
+        err.print(x, highlight=False, markup=False, soft_wrap=True)
+
+
 def config_warnings(h: Path) -> None:
     """Print config.toml's warnings (unknown keys, with the closest valid one) for a
     command that reads its settings; a broken file is left to the command to report."""

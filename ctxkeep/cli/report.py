@@ -16,7 +16,18 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, fold, out, short_path, table
+from ctxkeep.cli import (
+    HomeOpt,
+    _fail,
+    _home,
+    _print_json,
+    app,
+    failing,
+    note,
+    out,
+    short_path,
+    table,
+)
 from ctxkeep.cli.long_table import print_long, proxy_rows
 from ctxkeep.cli.options import agent_option, since_option, store_agents, timezone_option, until_option
 from ctxkeep.errors import UsageError
@@ -84,15 +95,7 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
     else:
         _table(rep, rep["rows"], breakdown, h)
     for n in notes:
-        if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
-            sys.stderr.write(f"note: {n}\n")
-        else:
-            from rich.markup import escape
-
-            first, *more = fold(f"note: {n}")  # folded at the width, never inside a word
-            err.print(f"[yellow]note:[/yellow] {escape(first[6:])}", highlight=False, soft_wrap=True)
-            for x in more:
-                err.print(x, highlight=False, markup=False, soft_wrap=True)
+        note(n, plain=as_json or as_csv)  # plain lines for scripts: no Rich import on their path
 
 
 def _csv(rows: list[dict]) -> None:

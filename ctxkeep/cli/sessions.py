@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, out, safe_text
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, note, out, safe_text
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -126,8 +126,26 @@ def sessions(
         )
     if source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
+    for n in logged_cost_notes(rows):
+        note(n)
     if res.offset or res.next_offset is not None:
         out.print(_page_line(res), highlight=False, markup=False, style="dim", soft_wrap=True)
+
+
+def logged_cost_notes(rows) -> list[str]:
+    """One note per agent whose listed sessions' cost holds the agent's own logged figure
+    (``cost_logged`` responses), worded as ``report``'s (``query.reports``: in its auto
+    mode a logged cost wins over list prices, as in this list): newuser14 saw Crush's
+    ``$3.20`` unmarked here while ``report`` said whose figure it was."""
+    by_agent: dict[str, int] = {}
+    for r in rows:
+        if r.cost_logged and r.cost_usd is not None:
+            by_agent[r.agent] = by_agent.get(r.agent, 0) + r.cost_logged
+    return [
+        f"{agent}: the cost of {n:,} response{'' if n == 1 else 's'} is the agent's own logged figure, "
+        "not list prices (`ctxkeep report session --mode calculate` prices them)"
+        for agent, n in sorted(by_agent.items())
+    ]
 
 
 def _page_line(res) -> str:

@@ -69,7 +69,9 @@ class SessionRow:
     ``started``/``ended`` (ISO-8601 UTC), counts of ``messages`` and ``tool_calls``,
     ``tokens`` (usage the agent logged: input + output + cache read + cache write;
     0 when it logged none), ``token_estimate`` (tokens of the stored texts),
-    ``cost_usd`` (None without the analytics file or a price), ``title`` (the session's
+    ``cost_usd`` (None without the analytics file or a price), ``cost_logged`` (of its
+    responses, those whose cost is the agent's own logged figure, not list prices: Crush,
+    OpenCode), ``title`` (the session's
     title or first prompt, one line), ``depth`` (0, or 1 for a sub-agent listed under
     its parent)."""
 
@@ -85,6 +87,7 @@ class SessionRow:
     tokens: int
     token_estimate: int
     cost_usd: float | None
+    cost_logged: int
     title: str
     depth: int = 0
 
@@ -208,6 +211,7 @@ def session_page(
             tokens=int(r["tokens"] or 0),
             token_estimate=int(r["token_estimate"] or 0),
             cost_usd=None if r["cost_usd"] is None else float(r["cost_usd"]),
+            cost_logged=int(r["cost_logged"] or 0),
             # DuckDB's first prompt may be a slash-command echo: SQLite's then
             title=_one_line(prompt_text(r["title"]) or titles.get((r["agent"], r["session_id"]))),
             depth=int(r["depth"]),

@@ -25,6 +25,8 @@ Row keys: ``agent``, ``session_id``, ``parent_session_id``,
 (DuckDB: ``datetime`` in UTC; SQLite: stored ISO-8601 text), ``messages``,
 ``tool_calls``, ``token_estimate`` (estimated tokens of the stored texts), ``tokens``
 (usage logged: input + output + cache read + cache write), ``cost_usd`` (DuckDB only),
+``cost_logged`` (DuckDB: the responses whose cost is the agent's own logged figure, which
+``cost_usd`` takes over list prices as ``report``'s auto mode does; SQLite: 0),
 ``title`` (DuckDB: the session's title, else its first prompt; SQLite: None),
 ``depth`` (0 or 1).
 """
@@ -85,13 +87,15 @@ listed AS MATERIALIZED (
 u AS (
     SELECT x.agent, x.session_id,
            sum(coalesce(x.input_tokens, 0) + coalesce(x.output_tokens, 0) + coalesce(x.cache_read_tokens, 0)
-               + coalesce(x.cache_creation_tokens, 0)) AS tokens, {cost} AS cost_usd
+               + coalesce(x.cache_creation_tokens, 0)) AS tokens, {cost} AS cost_usd,
+           {logged} AS cost_logged
     FROM usage x JOIN (SELECT DISTINCT agent, session_id FROM listed) l
       ON l.agent = x.agent AND l.session_id = x.session_id
     GROUP BY x.agent, x.session_id){titles}
 SELECT listed.agent, listed.session_id, listed.parent_session_id, listed.project_dir, listed.started,
        listed.ended, listed.messages, listed.tool_calls, listed.token_estimate,
-       coalesce(u.tokens, 0) AS tokens, u.cost_usd, {title} AS title, listed.depth, tot.total
+       coalesce(u.tokens, 0) AS tokens, u.cost_usd, coalesce(u.cost_logged, 0) AS cost_logged,
+       {title} AS title, listed.depth, tot.total
 FROM (SELECT count(*) AS total FROM d) tot LEFT JOIN listed ON true
 LEFT JOIN u ON u.agent = listed.agent AND u.session_id = listed.session_id{title_join}
 ORDER BY listed.pos
@@ -256,6 +260,7 @@ def duckdb_page(home: Path, flt: SessionFilter, *, limit: int | None = None, off
         filters=filters,
         page=page,
         cost="usd_sum(x.cost_usd)",
+        logged="count(x.logged_cost_usd)",  # responses whose cost is the agent's own figure
         titles=_DUCK_TITLES,
         title="coalesce(t.title, a.title, t.first_prompt, a.first_prompt)",
         title_join=(
@@ -297,6 +302,13 @@ def sqlite_page_sql(flt: SessionFilter, *, limit: int | None = None, offset: int
     agents, aparams, filters, fparams = _where(flt, "?")
     page, pparams = _page_sql(limit, offset, sqlite=True)
     sql = _SQLITE_SESSIONS.format(agents=agents) + _TAIL.format(
-        nesting=_NESTING_IN, filters=filters, page=page, cost="NULL", titles="", title="NULL", title_join=""
+        nesting=_NESTING_IN,
+        filters=filters,
+        page=page,
+        cost="NULL",
+        logged="0",
+        titles="",
+        title="NULL",
+        title_join="",
     )
     return sql, [*aparams, *fparams, *pparams]

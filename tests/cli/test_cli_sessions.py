@@ -122,3 +122,26 @@ def test_resume(home):
     )
     r = runner.invoke(app, ["resume", "c617", "--home", home, "--format", "xml"])
     assert r.exit_code == 2
+
+
+def test_a_cost_the_agent_logged_is_marked_as_report_marks_it(home):
+    """newuser14: ``sessions`` showed Crush's a20c at $3.20 for 127k gpt-5 tokens (its
+    own logged figure: list prices give $0.16) without saying so, where ``report``
+    notes whose figure it is. Each row counts its responses with a logged cost
+    (``cost_logged``), and the table is followed by ``report``'s note per agent."""
+    r = runner.invoke(app, ["sessions", "--home", home, "--json", "--agent", "crush"])
+    rows = {s["short_id"]: s for s in json.loads(r.stdout)["sessions"]}
+    assert rows["a20c"]["cost_logged"] == 1 and round(rows["a20c"]["cost_usd"], 2) == 3.20
+    assert sum(s["cost_logged"] for s in rows.values()) == 2
+    r = runner.invoke(app, ["sessions", "--home", home, "--json", "--agent", "claude-code"])
+    assert {s["cost_logged"] for s in json.loads(r.stdout)["sessions"]} == {0}
+    r = runner.invoke(app, ["sessions", "--home", home, "--agent", "crush", "--agent", "claude-code"])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.stderr.split())
+    assert said == (
+        "note: crush: the cost of 2 responses is the agent's own logged figure, not list prices "
+        "(`ctxkeep report session --mode calculate` prices them)"
+    ), r.stderr
+    # report's own note, in the same words
+    r = runner.invoke(app, ["report", "session", "--home", home, "--agent", "crush"])
+    assert "crush: the cost of 2 responses is the agent's own logged figure" in " ".join(r.stderr.split())
