@@ -875,3 +875,37 @@ def test_a_replayed_manifest_keeps_each_generation_its_capture_time(store_home):
         conn.close()
     assert q(store_home, cols) == before
     assert q(store_home, "SELECT name, created_at FROM vault_packs ORDER BY name") == packs
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+def test_compress_restore_then_a_lost_store_keeps_the_marker_archived(home_copy, tmp_path, deleted):
+    """compress, ``compress --restore`` (the marker record leaves the file: its entry
+    ``archived``), then store.db lost (0 bytes or deleted) and ``doctor --repair``: the
+    rebuild from the vault into the empty store gives the same entry ids and statuses.
+    The cut is not done again (F13); the marker entry stayed ``active`` (one per
+    restored file: newuser14's leftover), as no old store kept its status."""
+    from ctxkeep.maintenance import compress, doctor
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["claude-code", "codex"])
+    files = [
+        next((home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")),
+        next((home_copy / ".claude" / "projects").rglob("d3ad4cdc-*.jsonl")),
+    ]
+    s = compress.run_compress(store, paths=files, keep_messages=10, force=True)
+    assert [f["status"] for f in s["files"]] == ["compressed", "compressed"], s
+    for f in files:
+        compress.restore_file(store, f)
+    before = _state(store)
+    archived = [eid for eid, st in before[0] if st == "archived"]
+    # the Claude Code file's marker (no marker is written into a Codex rollout:
+    # compress.plan), every other entry active again
+    assert len(archived) == 1, archived
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    if not deleted:
+        (store / "store.db").write_bytes(b"")
+    doctor.repair(store, doctor.check(store))
+    after = _state(store)
+    assert [x for x in after[0] if x[1] != "active"] == [(eid, "archived") for eid in sorted(archived)]
+    assert after == before
