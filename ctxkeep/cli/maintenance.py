@@ -149,8 +149,8 @@ def purge(
     out.print(
         f"purged {rep['resolved']}: {_count(r['entries'], 'entry', 'entries')} of "
         f"{_count(r['sessions'], 'session')}, "
-        f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines, "
-        f"{r.get('archived', 0):,} archived rows, "
+        f"{_count(r['contents'], 'text')}, {_count(r['usage'], 'usage row')}, "
+        f"{_count(r['quarantine'], 'quarantined line')}, {_count(r.get('archived', 0), 'archived row')}, "
         f"{_count(r.get('vault_files', 0), 'vault file')} ({_size(r.get('vault_bytes', 0))} stored); "
         f"tombstone {rep['tombstone']}",
         highlight=False,

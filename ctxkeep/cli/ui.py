@@ -77,9 +77,11 @@ def ui(
     if allow_remote and not is_loopback(host) and not (token and len(token) >= 8):
         _fail(
             UsageError(
-                "--allow-remote needs --token (8 characters or more)",
+                f"--token is {len(token)} character{'s' * (len(token) != 1)}: --allow-remote needs 8 or more"
+                if token
+                else "--allow-remote needs --token (8 characters or more)",
                 where="--token",
-                hint="pass --token TOKEN",
+                hint="pass a longer --token TOKEN" if token else "pass --token TOKEN",
             ),
             2,
         )

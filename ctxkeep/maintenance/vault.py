@@ -511,7 +511,7 @@ def vault_restore(
         exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
         if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
             raise CtxkeepError(
-                f"{len(exists)} file(s) exist, e.g. {exists[0]}",
+                f"{len(exists):,} file{' exists' if len(exists) == 1 else 's exist'}, e.g. {exists[0]}",
                 where="vault restore",
                 hint="pass --force to overwrite them, or --to DIR",
             )

@@ -195,4 +195,8 @@ def test_quarantine(tmp_path, store_home):
     for q in rep["lines"]:
         assert any(x.split()[:2] == [str(q["id"]), "claude-code"] for x in lines), q
         assert f"{q['length']:,}" in words and q["first_seen"][:10] in words
+        # the reason's words whole (an 11-character column folded "Unterminate" / "d
+        # string": newuser15 F3), the file name whole with its offset
+        assert set(q["reason"].split()) <= words, q["reason"]
+        assert f"{f.name} @ {q['offset']:,}" in text
     assert f.name in re.sub(r"\s", "", text)

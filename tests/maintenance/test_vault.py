@@ -112,7 +112,7 @@ def test_restore_never_overwrites_without_force_and_writes_under_to(home_copy, t
     assert (out / rel).read_bytes() == Path(f["path"]).read_bytes()
     env = {"HOME": str(home_copy)}
     r = runner.invoke(app, ["vault", "restore", sid[:8], "--to", str(out), "--home", str(store)], env=env)
-    assert r.exit_code == 1 and r.stderr.startswith("error: 1 file(s) exist"), r.output
+    assert r.exit_code == 1 and r.stderr.startswith("error: 1 file exists"), r.output
     r = runner.invoke(
         app, ["vault", "restore", sid[:8], "--to", str(out), "--force", "--home", str(store)], env=env
     )
