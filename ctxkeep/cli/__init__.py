@@ -332,7 +332,7 @@ def table(**kwargs):
                     c._index = i
                 hidden.append(" ".join(str(col.header).split()))
             if hidden:
-                note = f"not shown at {width} columns: {', '.join(hidden)} (see --json or a wider terminal)"
+                note = f"not shown at {width} columns: {', '.join(hidden)} (--json has them)"
                 self.caption = f"{self.caption}\n{note}" if self.caption else note
                 self.caption_justify = "left"
                 self.caption_style = "dim"

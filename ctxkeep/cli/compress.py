@@ -126,7 +126,8 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: boo
         MofNCompleteColumn(),
         TextColumn("{task.description}"),
         console=err.get(),
-        disable=not show,
+        # a bar only on a terminal: a transient one left an empty line in a file or pipe
+        disable=not show or not err.get().is_terminal,
         transient=True,
     )
     tid = prog.add_task("", total=None)

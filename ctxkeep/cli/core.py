@@ -342,8 +342,9 @@ def search(
         for part, line in render_hit(h):
             # at the terminal's width: the head (its id whole) folded between its fields,
             # a title's or snippet's text wrapped (a long word of text may be cut)
-            if part == "head":
-                lines = fold(line, indent="   ")
+            if part == "head":  # broken between its fields (two spaces apart) only: a
+                # date stays with its time, a size with "tok" (newuser15 F4)
+                lines = _fold_fields(line, width, "   ")
             elif width is not None and len(line) + 3 > width:
                 lines = textwrap.wrap(
                     line, width=width, initial_indent="   ", subsequent_indent="   ", break_on_hyphens=False
@@ -356,6 +357,23 @@ def search(
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
     if hits.suggestions:  # at the width, broken between the suggestions' words
         say_folded(did_you_mean(hits.suggestions))
+
+
+def _fold_fields(line: str, width: int | None, indent: str) -> list[str]:
+    """``line``, whose fields are two spaces apart, folded at ``width`` between fields
+    only (the lines after the first indented by ``indent``); a field wider than the
+    line stays whole on a line of its own. Unfolded when ``width`` is None."""
+    if width is None or len(line) <= width:
+        return [line]
+    out: list[str] = []
+    cur = ""
+    for f in line.split("  "):
+        cand = f"{cur}  {f}" if cur else (indent if out else "") + f
+        if cur and len(cand) > width:
+            out.append(cur)
+            cand = indent + f
+        cur = cand
+    return [*out, cur] if cur else out
 
 
 def _no_such_project(h: Path, project: str | None) -> None:

@@ -467,7 +467,8 @@ def _backfill_with_progress(h: Path, req, show: bool) -> dict:
         DownloadColumn(),
         TransferSpeedColumn(),
         console=err.get(),
-        disable=not show,
+        # a bar only on a terminal: a transient one left an empty line in a file or pipe
+        disable=not show or not err.get().is_terminal,
         transient=True,
     )
     task: list = []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, note, out, safe_text
+from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, fold, note, out, safe_text
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -119,11 +119,9 @@ def sessions(
     out.print(text, highlight=False, soft_wrap=True)
     if len(shown) < len(heads) - 1:
         hidden = ", ".join(heads[i] for i in _NARROW_DROPS if i not in shown)
-        out.print(
-            f"not shown at {out.width} columns: {hidden} (see --json or a wider terminal)",
-            style="dim",
-            soft_wrap=False,
-        )
+        # ("… (see --json or a wider terminal)" was 81 wide at 80 columns: newuser15 F15)
+        for x in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
+            out.print(x, style="dim", highlight=False, soft_wrap=True)
     if source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
     for n in logged_cost_notes(rows):

@@ -137,6 +137,7 @@ def verify(
     elif r["ok"]:
         say(
             f"vault ok: {_count(r['generations'], 'generation')}, {_count(r['objects'], 'object')} read back and checked"
+            + (f"; every pack hashed whole, {_count(len(r['orphans']), 'orphan pack')}" if full else "")
         )
     else:
         for line in r["problems"]:

@@ -170,6 +170,12 @@ CASES = [
     (["stats", "--home", "{EMPTY_STORE}"], 1, "no store yet"),
     (["stats", "--home", "{FILE}"], 1, "it is a file, not a directory"),
     (["ingest", "--home", "{FILE}"], 1, "it is a file, not a directory"),
+    # a path of the wrong kind is the file system's state (1), the same for every command
+    (["export", "html", "{FILE}"], 1, "DEST is a file"),
+    (["export", "markdown", "{FILE}"], 1, "DEST is a file"),
+    (["export", "parquet", "{FILE}"], 1, "is a file"),
+    (["ingest", "--path", "/nonexistent"], 1, "no such file or directory: /nonexistent (--path)"),
+    (["compress", "/nonexistent.jsonl"], 1, "no such file or directory: /nonexistent.jsonl (FILE)"),
     (["search", "x", "--home", "{DAMAGED}"], 1, "store.db is damaged"),
     (["reindex", "--home", "{DAMAGED}", "--no-prefect"], 1, "store.db is damaged"),
     (["reindex", "--home", "{EMPTY_STORE}"], 1, "no store to reindex"),
