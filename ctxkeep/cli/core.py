@@ -20,6 +20,7 @@ from ctxkeep.cli import (
     failing,
     fold,
     line_width,
+    note,
     out,
     say,
     say_folded,
@@ -494,7 +495,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     out.print(
         f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup
         + (f" [dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
-        + f"  {escape(conv.project_dir or '')}",
+        + f"  {escape(tilde(conv.project_dir) if conv.project_dir else '')}",
         highlight=False,
     )
     # a session over several days: each turn's date too, not only its time of day
@@ -526,7 +527,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
             out.print(f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False)
             out.print(t.text, highlight=False, markup=False, soft_wrap=True)
     if conv.note:
-        err.print(f"[yellow]note:[/yellow] {conv.note}", highlight=False)
+        note(conv.note)  # folded at the width (170 columns: newuser15 F4)
 
 
 @app.command()

@@ -28,7 +28,6 @@ from ctxkeep.cli import (
     err,
     failing,
     out,
-    say,
     say_folded,
     table,
     tilde,
@@ -314,11 +313,10 @@ def retention(
     for r in rep["archive"]:
         out.print(f"  {r['agent']} {r['month']}: {r['entries']:,} entries", highlight=False)
     verb = "would remove" if dry_run else "removed"
-    out.print(
-        f"{verb} {len(rep['old_archives'])} archive files older than {rep['archive_cutoff'][:10]} "
-        f"and {len(rep['old_backups'])} compress backups older than {rep['backup_cutoff'][:10]} "
-        f"({_size(rep['old_archives_bytes'] + rep['old_backups_bytes'])})",
-        highlight=False,
+    say_folded(  # at the width (101 columns: newuser15 F4)
+        f"{verb} {_count(len(rep['old_archives']), 'archive file')} older than {rep['archive_cutoff'][:10]} "
+        f"and {_count(len(rep['old_backups']), 'compress backup')} older than {rep['backup_cutoff'][:10]} "
+        f"({_size(rep['old_archives_bytes'] + rep['old_backups_bytes'])})"
     )
     _print_vault_retention(rep.get("vault") or {}, dry_run)
 
@@ -329,7 +327,7 @@ def _print_vault_retention(v: dict, dry_run: bool) -> None:
     keep, days = v.get("keep_generations"), v.get("generation_max_age_days")
     if keep is None and days is None:
         # printed as written: Rich read "[vault]" as markup ("no  keep_generations")
-        say("vault: every generation kept (no [vault] keep_generations / generation_max_age_days)")
+        say_folded("vault: every generation kept (no [vault] keep_generations / generation_max_age_days)")
         return
     rule = " or ".join(
         x

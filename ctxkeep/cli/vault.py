@@ -207,7 +207,7 @@ def restore(
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say_folded(
-            f"{verb} {f['to']} ({_size(f['bytes'])}"
+            f"{verb} {tilde(f['to'])} ({_size(f['bytes'])}"
             + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
             + (
                 ("; it exists: --force overwrites it" if r["dry_run"] else "; overwritten")
