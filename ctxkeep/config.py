@@ -129,10 +129,12 @@ class IngestConfig:
 
 @dataclass
 class RetentionConfig:
-    """``[retention]``: days (24 h periods) before consumed/archived entries move to
-    Parquet (0: at the next run) and before archive files are deleted."""
+    """``[retention]``: days (24 h periods) after an entry's last status change before a
+    consumed/archived entry moves out of the store to Parquet (0: at the next run; unset,
+    the default: never, so what compress cut stays in the store, searchable and shown,
+    as the README promises), and before archive files are deleted."""
 
-    archive_after_days: int = _ge(0, 7)
+    archive_after_days: int | None = _ge(0, None)
     delete_archives_after_days: int = _ge(1, 30)
 
 

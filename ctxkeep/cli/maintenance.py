@@ -268,7 +268,9 @@ def _notify(line: str) -> None:
 def retention(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be archived or removed."),
     archive_after_days: int | None = typer.Option(
-        None, min=0, help="Override config retention.archive_after_days (7)."
+        None,
+        min=0,
+        help="Move consumed/archived entries this many days old out of the store, to Parquet (config retention.archive_after_days; unset: they stay, searchable).",
     ),
     delete_archives_after_days: int | None = typer.Option(
         None, min=0, help="Override config retention.delete_archives_after_days (30)."
@@ -283,7 +285,7 @@ def retention(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Archive old consumed/archived entries to Parquet; drop old archives, backups and (config [vault]) older vault generations.
+    """Drop old archives, backups and (config [vault]) older vault generations; with --archive-after-days, move old consumed/archived entries to Parquet.
 
     A vault generation goes only when the kept ones give the same entries (checked by
     a reparse dry run of its file) and it holds no media compress moved out; by
@@ -309,7 +311,12 @@ def retention(
         return
     verb = "would archive" if dry_run else "archived"
     n = rep["entries_to_archive"] if dry_run else rep["archived"]["entries"]
-    out.print(f"{verb} {n:,} entries older than {rep['cutoff'][:10]} (consumed/archived)", highlight=False)
+    if rep["cutoff"] is None:
+        out.print("entries stay in the store (retention.archive_after_days is not set)", highlight=False)
+    else:
+        out.print(
+            f"{verb} {n:,} entries older than {rep['cutoff'][:10]} (consumed/archived)", highlight=False
+        )
     for r in rep["archive"]:
         out.print(f"  {r['agent']} {r['month']}: {r['entries']:,} entries", highlight=False)
     verb = "would remove" if dry_run else "removed"

@@ -57,7 +57,7 @@ class RetentionPlan:
     ``archive`` rows per (agent, month) from ``archive.due``, ``old_archives`` and
     ``old_backups`` (paths), ``archive_cutoff`` and ``backup_cutoff`` (UTC)."""
 
-    cutoff: dt.datetime
+    cutoff: dt.datetime | None  # None: ``archive_after_days`` unset, no entry moves
     archive: list[dict]
     archive_cutoff: dt.datetime
     old_archives: list[Path]
@@ -75,7 +75,7 @@ class RetentionPlan:
                 return 0
 
         return {
-            "cutoff": self.cutoff.isoformat(),
+            "cutoff": self.cutoff.isoformat() if self.cutoff else None,
             "archive": self.archive,
             "entries_to_archive": sum(r["entries"] for r in self.archive),
             "archive_cutoff": self.archive_cutoff.isoformat(),
@@ -239,8 +239,8 @@ def plan_retention(
     generation_max_age_days: int | None = None,
 ) -> RetentionPlan:
     """Work out what retention would do, changing nothing. Thresholds default to
-    ``config.RetentionConfig`` (``archive_after_days`` 7, ``delete_archives_after_days``
-    30) and ``CompressConfig.backup_max_age_days`` (30); days are 24 h periods before
+    ``config.RetentionConfig`` (``archive_after_days`` unset: no entry leaves the store;
+    ``delete_archives_after_days`` 30) and ``CompressConfig.backup_max_age_days`` (30); days are 24 h periods before
     ``now`` (UTC). The vault's policy defaults to ``[vault]`` ``keep_generations`` and
     ``generation_max_age_days`` (None: keep); its check takes the store lock
     (``vault_plan``)."""
@@ -254,9 +254,9 @@ def plan_retention(
         else delete_archives_after_days
     )
     b_days = cfg.compress.backup_max_age_days if backup_max_age_days is None else backup_max_age_days
-    cutoff = now - dt.timedelta(days=a_days)
+    cutoff = None if a_days is None else now - dt.timedelta(days=a_days)
     rows: list[dict] = []
-    if (home / STORE_DB).exists():
+    if cutoff is not None and (home / STORE_DB).exists():
         conn = sqlite_store.connect(home, readonly=True)
         try:
             rows = archive.due(conn, cutoff)
@@ -287,8 +287,8 @@ def run_retention(
     timeout: float = -1,
     **days,
 ) -> dict:
-    """Retention: archive consumed/archived entries older than ``archive_after_days`` to
-    Parquet (``sinks.parquet``) and remove them from the hot store (SQLite, FTS, then
+    """Retention: archive consumed/archived entries older than ``archive_after_days`` (when
+    set: by default none moves) to Parquet (``sinks.parquet``) and remove them from the hot store (SQLite, FTS, then
     DuckDB is rebuilt); delete archive files older than ``delete_archives_after_days``
     and compress backups older than ``backup_max_age_days``.
 
@@ -326,6 +326,7 @@ def run_retention(
             }
             if conn:
                 recovery.recover(conn, home, check=True)
+            if conn and p.cutoff is not None:
                 # the intent names the archive files' stamp before any is written: a
                 # crash leaves files the next command can tell (sinks.recovery)
                 stamp = archive.new_stamp()

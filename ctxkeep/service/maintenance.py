@@ -71,7 +71,10 @@ class RetentionResult(Shape):
     """What retention archives and removes (`ctxkeep retention --json`)."""
 
     dry_run: bool = Field(description="true for --dry-run")
-    cutoff: str | None = Field(None, description="entries archived before this, ISO-8601 UTC")
+    cutoff: str | None = Field(
+        None,
+        description="entries archived before this, ISO-8601 UTC (null: archive_after_days unset, none moves)",
+    )
     archive: list[dict[str, Any]] | None = Field(
         None, description="per agent and month: agent, month, entries"
     )
@@ -137,7 +140,9 @@ class RetentionRequest(Request):
 
     dry_run: bool = Field(False, description="only say what would be archived or removed")
     archive_after_days: int | None = Field(
-        None, ge=0, description="archive consumed/archived entries older than this (default: config, 7)"
+        None,
+        ge=0,
+        description="move consumed/archived entries older than this out of the store to Parquet (default: config; unset: never)",
     )
     delete_archives_after_days: int | None = Field(
         None, ge=0, description="remove archives and compress backups older than this (default: config, 30)"

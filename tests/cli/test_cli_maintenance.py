@@ -127,10 +127,14 @@ def test_retention_reindex_backfill_commands(store):
     with conn:
         conn.execute("UPDATE entries SET status='archived' WHERE session_id=?", (SID,))
     conn.close()
-    r = run("retention", "--home", store, "--dry-run", "--json")
+    r = run("retention", "--home", store, "--no-prefect")  # by default they stay (F16)
+    assert r.exit_code == 0, r.output
+    assert "entries stay in the store (retention.archive_after_days is not set)" in r.output
+    assert n_entries(store, "session_id=?", SID) == 69
+    r = run("retention", "--home", store, "--dry-run", "--json", "--archive-after-days", "7")
     assert r.exit_code == 0, r.output
     assert json.loads(r.raw)["entries_to_archive"] == 69
-    r = run("retention", "--home", store, "--no-prefect")
+    r = run("retention", "--home", store, "--no-prefect", "--archive-after-days", "7")
     assert r.exit_code == 0, r.output
     assert "archived 69 entries" in r.output
     assert n_entries(store, "session_id=?", SID) == 0

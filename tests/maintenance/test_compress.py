@@ -508,9 +508,11 @@ def test_codex_usage_survives_a_reread_from_offset_0(tmp_path):
 
 
 def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
-    """Issue 5: removed messages stay searchable, marked archived; retention moves
-    archived entries out only ``archive_after_days`` after they were archived (the
-    status change), not by the messages' own (months old) time."""
+    """Issue 5: removed messages stay searchable, marked archived; by default retention
+    never moves them out (newuser15 F16: a week after a compress its cut history left
+    search and ``show``); with ``archive_after_days`` set it moves archived entries out
+    only that long after they were archived (the status change), not by the messages'
+    own (months old) time."""
     import datetime as dt
 
     from ctxkeep.maintenance.retention import run_retention
@@ -523,12 +525,14 @@ def test_compressed_messages_stay_in_the_store_until_retention_age(tmp_path):
     conn.close()
     assert archived > 50
     now = dt.datetime.now(dt.UTC)
-    kept = run_retention(store, now=now)  # default 7 days: nothing is due yet
+    kept = run_retention(store, now=now + dt.timedelta(days=400))  # the default: they stay
+    assert kept["archived"]["entries"] == 0
+    kept = run_retention(store, now=now, archive_after_days=7)  # 7 days: nothing is due yet
     conn = sqlite_store.connect(store)
     assert conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0] == archived
     conn.close()
     assert kept["archived"]["entries"] == 0
-    later = run_retention(store, now=now + dt.timedelta(days=8))  # a week after the compression
+    later = run_retention(store, now=now + dt.timedelta(days=8), archive_after_days=7)  # a week after
     assert later["archived"]["entries"] == archived
     conn = sqlite_store.connect(store)
     assert conn.execute("SELECT count(*) FROM entries WHERE status='archived'").fetchone()[0] == 0

@@ -70,7 +70,12 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     text = sqlite_store.content_text(conn, first_user)
     conn.close()
 
-    dry = run_retention(store, dry_run=True, ctx=ctx)
+    # by default no entry leaves the store (newuser15 F16: what compress cut stays searchable)
+    kept = run_retention(store, ctx=ctx)
+    assert (kept["cutoff"], kept["entries_to_archive"], kept["archived"]["entries"]) == (None, 0, 0)
+    assert scalar(store, "SELECT count(*) FROM entries WHERE status <> 'active'") == 71
+
+    dry = run_retention(store, dry_run=True, ctx=ctx, archive_after_days=7)
     assert dry["entries_to_archive"] == 71
     assert {(r["agent"], r["month"], r["entries"]) for r in dry["archive"]} == {
         ("claude-code", "2025-07", 69),
@@ -78,7 +83,7 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     }
     assert scalar(store, "SELECT count(*) FROM entries") == total  # dry run: nothing moved
 
-    rep = run_retention(store, ctx=ctx)
+    rep = run_retention(store, ctx=ctx, archive_after_days=7)
     assert rep["archived"]["entries"] == 71
     assert scalar(store, "SELECT count(*) FROM entries") == total - 71
     assert scalar(store, "SELECT count(*) FROM entries WHERE status <> 'active'") == 0
@@ -106,7 +111,7 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
     ).fetchall()
     assert got == [("claude-code", 69), ("codex", 2)]
     # idempotent: a second run has nothing to do
-    assert run_retention(store, ctx=ctx)["archived"]["entries"] == 0
+    assert run_retention(store, ctx=ctx, archive_after_days=7)["archived"]["entries"] == 0
     # re-reading the files (backfill) does not bring the archived entries back
     rep = run_backfill(store, ctx=ctx)
     assert rep["ingest"]["entries_new"] == 0

@@ -323,7 +323,12 @@ def test_purge_removes_the_scope_from_the_parquet_archive(store):
             (SID, DEMO_SID),
         )
     conn.close()
-    assert run_retention(store, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))["archived"]["entries"] == 71
+    assert (
+        run_retention(store, ctx=DiscoveryContext(home=CORPUS_HOME, env={}), archive_after_days=7)[
+            "archived"
+        ]["entries"]
+        == 71
+    )
     assert archive.read_archive(store).height == 71
     dry = purge(store, PurgeRequest("session", session_id=SID), dry_run=True)
     assert dry["removed"]["entries"] == 0 and dry["removed"]["archived"] == 69
