@@ -75,7 +75,9 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
     # in a narrow terminal: parsed (records × rate) and the parser version go first
     for col in ("files", "records", "parsed", "rate", "entries", "quarant."):
         t.add_column(col, justify="right", no_wrap=True, drop={"parsed": 1, "files": 3}.get(col))
-    t.add_column("not understood (records)", overflow="fold", min_width=14, ratio=1)
+    # how many record types were not understood; the types, whole, under the table (a
+    # column of 15 folded `inter_agent_com` / `munication_meta`: newuser15 F1)
+    t.add_column("not underst.", justify="right", no_wrap=True)
     from rich.markup import escape
 
     for r in res.rows:
@@ -89,17 +91,21 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
             _rate(r.parse_rate),
             f"{r.entries:,}",
             f"{r.quarantined:,}",
-            escape(", ".join(f"{k} ({u.count:,})" for k, u in r.unknown.items())),
+            _count(len(r.unknown), "type") if r.unknown else "",
         )
     out.print(t)
-    for a in res.alerts:
-        out.print(f"drift: {a.message}", highlight=False, markup=False, soft_wrap=False)  # at the width
+    drift = [f"drift: {a.message}" for a in res.alerts]
+    for r in res.rows:  # (a drift line names the types of its version already)
+        head = f"{r.agent} {r.agent_version or '?'}: "
+        if r.unknown and not any(head in d for d in drift):
+            say_folded(
+                f"not understood, {head}" + ", ".join(f"{k} ({u.count:,})" for k, u in r.unknown.items())
+            )
+    for d in drift:  # at the width, between words
+        say_folded(d)
     if any(r.unknown for r in res.rows):
-        out.print(
-            "a sample line of each type not understood (redacted): `ctxkeep sources --coverage --json`",
-            highlight=False,
-            markup=False,
-            soft_wrap=False,
+        say_folded(
+            "a sample line of each type not understood (redacted): `ctxkeep sources --coverage --json`"
         )
 
 
