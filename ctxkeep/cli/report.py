@@ -162,7 +162,7 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
     names = [_model_cell(r, name, breakdown) for r in rows]
     ids = _short_ids(home, rows) if name == "session" else None
 
-    def layout(folded: bool, models: list[list[str]]):
+    def layout(folded: bool, models: list[list[str]] | None):
         """``(table, its rows' cells, the rows in the table)``: a usage table holds
         only the rows that set its columns' widths (``long_table.proxy_rows``: Rich
         lays out and measures ~20 rows, not ~7,000); blocks (styled rows) all rows."""

@@ -120,8 +120,8 @@ def sessions(
     if len(shown) < len(heads) - 1:
         hidden = ", ".join(heads[i] for i in _NARROW_DROPS if i not in shown)
         # ("… (see --json or a wider terminal)" was 81 wide at 80 columns: newuser15 F15)
-        for x in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
-            out.print(x, style="dim", highlight=False, soft_wrap=True)
+        for part in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
+            out.print(part, style="dim", highlight=False, soft_wrap=True)
     if source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
     for n in logged_cost_notes(rows):

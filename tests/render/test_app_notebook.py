@@ -268,7 +268,10 @@ def test_a_long_transcript_is_read_and_drawn_a_page_at_a_time(corpus_store):
     [
         (["--host", "0.0.0.0"], "not a loopback address"),
         (["--host", "192.168.1.5", "--allow-remote"], "needs --token"),
-        (["--host", "192.168.1.5", "--allow-remote", "--token", "short"], "--token is 5 characters: --allow-remote needs 8 or more"),
+        (
+            ["--host", "192.168.1.5", "--allow-remote", "--token", "short"],
+            "--token is 5 characters: --allow-remote needs 8 or more",
+        ),
     ],
 )
 def test_ui_refuses_a_remote_host_without_allow_remote_and_a_token(tmp_path, args, words):
