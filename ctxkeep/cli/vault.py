@@ -45,6 +45,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     if as_json:
         _print_json(r)
         return
+    if not r["enabled"]:  # one line, not a warning per file whose advice cannot work (newuser15 F20)
+        say_folded(
+            "vault: off (CTXKEEP_VAULT=0 or [vault] enabled = false in config.toml) - ingest keeps no "
+            "session's bytes, so what an agent deletes is gone; turn it on to keep them"
+        )
     # the folder on a line of its own: a title line is not wrapped in a pipe
     t = table(title=f"ctxkeep vault, {_size(r['pack_bytes'])} on disk:\n{tilde(r['vault_dir'])}")
     for col in (
@@ -95,7 +100,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             highlight=False,
             soft_wrap=False,  # wrapped at the width
         )
-    for a in r["agents"]:
+    for a in r["agents"] if r["enabled"] else []:
         for x in a["at_risk"][:20]:
             what = f"{x['agent']} deletes {x['path']} at {x['due']}: the vault holds {x['vaulted_bytes']:,} of its {x['size']:,} bytes"
             if x.get("purged"):  # ingest skips a purged file: lifting the purge is what helps
@@ -112,7 +117,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             else:
                 what += " - run `ctxkeep ingest` before then"
             warn(what)
-    if not r["at_risk"]:
+    if not r["at_risk"] and r["enabled"]:
         say("no session at risk: the vault holds every file the agents will delete")
     if r["missing"]:
         say(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError, NotFound
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks import vault
 from ctxkeep.sinks.sqlite.lookup import resolve_session
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sinks.vault.packs import vault_dir
@@ -481,7 +482,13 @@ def vault_restore(
                 raise NotFound(
                     f"the vault holds no file of session {sid}",
                     where=str(vault_dir(home)),
-                    hint="its agent keeps it in a database, or it was ingested before the vault: run `ctxkeep ingest` while its files exist",
+                    hint=(
+                        "its agent keeps it in a database, or it was ingested before the vault: "
+                        "run `ctxkeep ingest` while its files exist"
+                        if vault.enabled() and vault.configured(home)
+                        else "the vault is off (CTXKEEP_VAULT=0 or [vault] enabled = false): ingest kept "
+                        "none of its bytes; turn it on and run `ctxkeep ingest` while its files exist"
+                    ),
                 )
         plans = []
         rows_only: list[str] = []  # database sessions, written only under ``to``

@@ -909,3 +909,23 @@ def test_compress_restore_then_a_lost_store_keeps_the_marker_archived(home_copy,
     after = _state(store)
     assert [x for x in after[0] if x[1] != "active"] == [(eid, "archived") for eid in sorted(archived)]
     assert after == before
+
+
+def test_with_the_vault_off_vault_status_and_restore_say_so(home_copy, tmp_path, monkeypatch):
+    """newuser15 F20: with ``CTXKEEP_VAULT=0``, ``vault status`` printed a warning per
+    Claude Code file ("the vault holds 0 of its N bytes - run ctxkeep ingest before
+    then": ingest keeps nothing while it is off) and ``vault restore`` blamed a
+    database or an old ingest. Now one line says the vault is off, and the restore's
+    hint names it."""
+    monkeypatch.setenv("CTXKEEP_VAULT", "0")
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["claude-code"])
+    env = {"HOME": str(home_copy), "CTXKEEP_IDLE_SECONDS": "0", "CTXKEEP_VAULT": "0", "COLUMNS": "200"}
+    r = runner.invoke(app, ["vault", "status", "--home", str(store)], env=env)
+    assert r.exit_code == 0, r.output
+    assert "vault: off (CTXKEEP_VAULT=0 or [vault] enabled = false in config.toml)" in r.stdout
+    assert "run `ctxkeep ingest` before then" not in r.output and "no session at risk" not in r.output
+    d = json.loads(runner.invoke(app, ["vault", "status", "--home", str(store), "--json"], env=env).stdout)
+    assert d["enabled"] is False
+    r = runner.invoke(app, ["vault", "restore", "d3ad", "--dry-run", "--home", str(store)], env=env)
+    assert r.exit_code == 1 and "the vault is off (CTXKEEP_VAULT=0" in r.stderr, r.output
