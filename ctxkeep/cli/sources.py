@@ -27,7 +27,7 @@ from ctxkeep.cli import (
     table,
     warn,
 )
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.errors import CtxkeepError, UsageError
 
 
 def fail_config(e: Exception):
@@ -141,7 +141,7 @@ def sources(
         "--coverage",
         help="The coverage ledger: per agent version, records read, parsed, quarantined, types not understood.",
     ),
-    agent: list[str] = typer.Option(None, "--agent", help="With --coverage: only this agent (repeatable)."),
+    agent: list[str] = typer.Option(None, "--agent", help="Only this agent (repeatable)."),
     every: bool = typer.Option(
         False, "--all", help="List every supported agent, also those with nothing found here."
     ),
@@ -154,16 +154,26 @@ def sources(
     if coverage:
         _render_coverage(h, agent or [], as_json)
         return
+    from ctxkeep import schema
+    from ctxkeep.service.args import names
+
     try:
+        # --agent filters here too, an unknown name is wrong usage (it was ignored without
+        # --coverage, rc 0: newuser15 F15)
+        only = set(names("agent", agent or None, schema.AGENTS) or ())
         res = ask(h, SourcesRequest.parse())
     except CtxkeepError as e:
+        if isinstance(e, UsageError):
+            _fail(e)
         fail_config(e)
+    if only:
+        res.rows = [r for r in res.rows if r.agent in only]
     for w in res.warnings:
         typer.echo(f"warning: {res.config_file}: {w}", err=True)
     if as_json:
         _print_json(res.as_json())
         return
-    rows = [r.model_dump(mode="json") for r in res.rows if every or r.listed]
+    rows = [r.model_dump(mode="json") for r in res.rows if every or only or r.listed]
     hidden = len(res.rows) - len(rows)
     if not rows:
         out.print(

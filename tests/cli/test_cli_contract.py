@@ -181,6 +181,8 @@ CASES = [
     (["reindex", "--home", "{EMPTY_STORE}"], 1, "no store to reindex"),
     (["restore", "/nonexistent.db"], 1, "/nonexistent.db"),
     (["sources", "--home", "{BAD_CONFIG}"], 1, "config.toml"),
+    # --agent means the same everywhere: sources ignored it without --coverage (rc 0)
+    (["sources", "--agent", "nosuch"], 2, "unknown agent 'nosuch'"),
     # nothing to check is not a sound store
     (["doctor", "--home", "{EMPTY_STORE}"], 1, "no store yet ("),
     (["doctor", "--json", "--home", "{EMPTY_STORE}"], 1, "- run `ctxkeep ingest` first"),
