@@ -145,3 +145,17 @@ def test_a_cost_the_agent_logged_is_marked_as_report_marks_it(home):
     # report's own note, in the same words
     r = runner.invoke(app, ["report", "session", "--home", home, "--agent", "crush"])
     assert "crush: the cost of 2 responses is the agent's own logged figure" in " ".join(r.stderr.split())
+
+
+@pytest.mark.parametrize("where", ["~", "/"])
+def test_resume_from_the_home_or_the_root_asks_for_a_session(home, where):
+    """newuser15 F20: ``resume`` (and MCP ``ctx_resume``) with no session, from ``/`` or
+    ``~`` (an MCP server started in the home), took the newest session of any project
+    below: another project's state. It asks for a session, as ``purge --project ~``
+    refuses."""
+    r = runner.invoke(app, ["resume", "--project", where, "--home", home])
+    assert r.exit_code == 2, r.output
+    assert "resume needs a session here" in r.stderr and "holds every project" in r.stderr
+    # a session named still resumes
+    r = runner.invoke(app, ["resume", CLAUDE[:8], "--project", where, "--home", home, "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["session_id"] == CLAUDE
