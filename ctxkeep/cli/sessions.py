@@ -8,7 +8,20 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, fold, note, out, safe_text
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    app,
+    failing,
+    fold,
+    note,
+    out,
+    safe_text,
+)
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -126,8 +139,8 @@ def sessions(
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
     for n in logged_cost_notes(rows):
         note(n)
-    if res.offset or res.next_offset is not None:
-        out.print(_page_line(res), highlight=False, markup=False, style="dim", soft_wrap=True)
+    # a last line saying how many match, also when all fit (README; newuser15 F16 list)
+    out.print(_page_line(res), highlight=False, markup=False, style="dim", soft_wrap=True)
 
 
 def logged_cost_notes(rows) -> list[str]:
@@ -150,6 +163,8 @@ def _page_line(res) -> str:
     """``showing 50 of 36,305 sessions, newest first - --limit N or --all for more`` (a
     page's range when it does not start at the newest)."""
     n = len(res.rows)
+    if not res.offset and res.next_offset is None:  # every one that matches
+        return f"{_count(res.total, 'session')}, newest first"
     shown = f"{res.offset + 1:,}-{res.offset + n:,}" if res.offset else f"{n:,}"
     line = f"showing {shown} of {res.total:,} sessions, newest first"
     if res.next_offset is None:

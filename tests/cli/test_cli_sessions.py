@@ -34,6 +34,9 @@ def test_sessions_json_and_table(home):
     lines = r.stdout.splitlines()
     assert lines[0].split()[:5] == ["agent", "id", "project", "started", "ended"]
     assert lines[1].split()[:2] == ["claude-code", "fe5e"]
+    # the last line says how many match, also when all fit (README)
+    assert lines[-1] == "6 sessions, newest first"
+    lines = lines[:-1]
     assert len(lines) == 7 and all(x.startswith("└ claude-code  fe5e/sidechain-") for x in lines[2:])
     for x in lines[2:]:  # each shown sidechain id names its session
         shown = x.split()[2]
@@ -55,10 +58,11 @@ def test_sessions_pages(home):
     total = len(every["sessions"])
     assert every["total"] == total > 6 and every["next_offset"] is None and every["limit"] is None
     default = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json"]).stdout)
-    # the default page is 50 sessions: the corpus's 38 all on it, no page line
+    # the default page is 50 sessions: the corpus's 38 all on it; the last line counts them
     assert total < 50 and default["limit"] == 50 and default["sessions"] == every["sessions"]
     assert default["next_offset"] is None
-    assert "showing" not in runner.invoke(app, ["sessions", "--home", home]).stdout
+    text = runner.invoke(app, ["sessions", "--home", home]).stdout
+    assert "showing" not in text and text.splitlines()[-1] == f"{total} sessions, newest first"
     r = runner.invoke(app, ["sessions", "--home", home, "--limit", "10"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -76,7 +80,8 @@ def test_sessions_pages(home):
     assert last.stdout.splitlines()[-1] == f"showing {total - 1}-{total} of {total} sessions, newest first"
     r = runner.invoke(app, ["sessions", "--home", home, "--all"])
     assert r.exit_code == 0 and "showing" not in r.stdout
-    assert len(r.stdout.splitlines()) == 1 + total
+    assert r.stdout.splitlines()[-1] == f"{total} sessions, newest first"
+    assert len(r.stdout.splitlines()) == 1 + total + 1  # header, rows, the count
     r = runner.invoke(app, ["sessions", "--home", home, "--offset", "1000"])
     assert r.exit_code == 0 and r.stdout == f"no sessions past --offset 1,000 ({total} match)\n"
     r = runner.invoke(app, ["sessions", "--home", home, "--limit", "0"])
