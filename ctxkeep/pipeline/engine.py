@@ -11,7 +11,6 @@ transform) and backfill all run ``run_ingest``. The stages live beside this modu
 from __future__ import annotations
 
 import collections
-import functools
 import itertools
 import os
 import time
@@ -69,6 +68,10 @@ GROUP_ENTRIES = 50_000
 #: below, starting a process (~0.2 s) costs more than it saves;
 #: ``CTXKEEP_READ_PROCESS_MB`` overrides (MiB)
 PROCESS_READ_BYTES = int(float(os.environ.get("CTXKEEP_READ_PROCESS_MB", "64")) * 1024 * 1024)
+#: new bytes from which those files are shared between ``reader_process.READERS``
+#: reader processes (``reader_process.read_split``): each costs ~0.4 CPU s to start
+#: (its imports, the rules compiled); ``CTXKEEP_SPLIT_READ_MB`` overrides (MiB)
+SPLIT_READ_BYTES = int(float(os.environ.get("CTXKEEP_SPLIT_READ_MB", "64")) * 1024 * 1024)
 
 #: ``run_ingest(defer_analytics=None)``: an ingest of at most this many new bytes into
 #: a store that has a DuckDB file leaves the DuckDB sync to its readers
@@ -185,12 +188,13 @@ def extract_transform(
         group, size, count, files_read, vanished = [], 0, 0, 0, 0
         return g
 
-    if readahead.READ_AHEAD > 0 and pending_bytes(todo) >= PROCESS_READ_BYTES:
+    pending = pending_bytes(todo)
+    items: readahead.ReadAhead | reader_process.MergedReads | Generator[ReadItem, None, None]
+    if readahead.READ_AHEAD > 0 and pending >= PROCESS_READ_BYTES:
         # the vault's work on the bytes read (redaction, zstd) done there too
         seal = vault.enabled() and vault.home_of(conn) is not None
-        items = readahead.read_ahead(
-            todo, source=functools.partial(reader_process.read_in_process, seal=seal)
-        )
+        readers = reader_process.READERS if pending >= SPLIT_READ_BYTES else 1
+        items = reader_process.read_split(todo, seal=seal, readers=readers)
     else:
         items = readahead.read_ahead(todo) if readahead.READ_AHEAD > 0 else readahead.read_files(todo)
     with closing(items):

@@ -3,15 +3,17 @@ that runs that stream ahead of the transform + load, handing items over in chunk
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.pipeline.stable_ids import rekey
 from ctxkeep.sources import SOURCES
-from ctxkeep.sources.contract import Batch, SourceFile, Watermark
+from ctxkeep.sources.contract import Batch, RawCapture, SourceFile, Watermark
 from ctxkeep.sources.coverage import from_entries
 from ctxkeep.sources.readers.jsonl import readable
 
@@ -61,10 +63,31 @@ PREREAD: dict[str, list[Batch]] = {}
 REKEY_BYTES = 4 * 1024 * 1024
 REKEY_ITEMS = 64
 PROCESS_REKEY = (16 * 1024 * 1024, 256)
+#: ``read_files(overlap=True)`` redacts a flush in a thread while the next is read
+#: (``CTXKEEP_REKEY_OVERLAP=0``: in line, as before; a benchmark's baseline)
+REKEY_OVERLAP = os.environ.get("CTXKEEP_REKEY_OVERLAP", "1") != "0"
+
+
+def _rekey_sealed(batches: list[Batch], seal: Callable[[RawCapture], RawCapture] | None) -> None:
+    """``rekey(batches)``, then (``seal``) each batch's raw bytes sealed for the vault."""
+    rekey(batches)
+    if seal is not None:
+        for b in batches:
+            if b.raw is not None:
+                b.raw = seal(b.raw)
+
+
+@functools.cache
+def _rekey_pool() -> ThreadPoolExecutor:
+    """The one thread ``read_files(overlap=True)`` redacts in (flushes in order)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxkeep-rekey")
 
 
 def read_files(
-    todo: list[tuple[SourceFile, Watermark | None]], rekey_every: tuple[int, int] = (REKEY_BYTES, REKEY_ITEMS)
+    todo: list[tuple[SourceFile, Watermark | None]],
+    rekey_every: tuple[int, int] = (REKEY_BYTES, REKEY_ITEMS),
+    overlap: bool = False,
+    seal: Callable[[RawCapture], RawCapture] | None = None,
 ) -> Generator[ReadItem, None, None]:
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
     ``ReadItem(file, None, read)`` per file. A batch whose source left
@@ -76,22 +99,52 @@ def read_files(
     default ``REKEY_BYTES``, ``REKEY_ITEMS``) are read,
     so their lines that held a secret are rekeyed in one redaction
     (``stable_ids.rekey``); an error a source raises comes after the items read
-    before it."""
+    before it.
+
+    ``overlap`` (a reader process: ``reader_process``): each flush's redaction runs in
+    a thread of its own (``REKEY_OVERLAP``) while the next flush is read and parsed,
+    its items yielded once it is done, in the same order: the redaction is mostly
+    Polars' automata, which release the GIL, so it runs beside the parsing (Python)
+    on a core the reader process otherwise leaves idle; one flush more is held.
+    ``seal`` (``sinks.vault.capture.seal``, a reader process's ``--seal``): each batch's
+    ``raw`` replaced by ``seal(raw)`` after the flush's redaction, in the same thread
+    (its SHA-256 and zstd release the GIL too)."""
     pending: list[tuple[ReadItem, bool]] = []  # (item, whether a coverage tally resets the ledger)
     size = 0
+    pool = _rekey_pool() if overlap and REKEY_OVERLAP else None
+    flight: tuple[Future, list[tuple[ReadItem, bool]]] | None = None  # (its rekey, its items)
 
-    def flush() -> Iterator[ReadItem]:
-        nonlocal size
-        rekey([it.batch for it, _ in pending if it.batch is not None])
-        for it, reset in pending:
+    def tallied(items: list[tuple[ReadItem, bool]]) -> Iterator[ReadItem]:
+        for it, reset in items:
             b = it.batch
             if b is not None and b.coverage is None:  # a source that reports nothing: tallied
                 b.coverage = from_entries(
                     b.entries, sum(q.get("action") != "repaired" for q in b.quarantine), reset=reset
                 )
             yield it
+
+    def land(done: tuple[Future, list[tuple[ReadItem, bool]]] | None) -> Iterator[ReadItem]:
+        """The items of flush ``done``, once its redaction is done."""
+        if done is not None:
+            fut, items = done
+            fut.result()  # its error raised here, after the items before it
+            yield from tallied(items)
+
+    def flush(last: bool = False) -> Iterator[ReadItem]:
+        nonlocal size, flight
+        items = list(pending)
         pending.clear()
         size = 0
+        batches = [it.batch for it, _ in items if it.batch is not None]
+        if pool is None:
+            _rekey_sealed(batches, seal)
+            yield from tallied(items)
+            return
+        before, flight = flight, (pool.submit(_rekey_sealed, batches, seal), items)
+        yield from land(before)  # (a close here still waits for the new one: ``finally``)
+        if last:
+            before, flight = flight, None
+            yield from land(before)
 
     try:
         for f, wm in todo:
@@ -112,9 +165,12 @@ def read_files(
                     yield from flush()
             pending.append((ReadItem(f, None, got or pre is not None or readable(f.path)), False))
     except Exception:
-        yield from flush()
+        yield from flush(last=True)
         raise
-    yield from flush()
+    finally:
+        if flight is not None:  # the consumer stopped early: the redaction in flight ends first
+            flight[0].exception()  # waited for, not raised: the stop is the news
+    yield from flush(last=True)
 
 
 #: source batches the reader thread may hold ahead of the transform + load (0: read
@@ -139,7 +195,7 @@ def read_ahead(
     todo: list[tuple[SourceFile, Watermark | None]],
     depth: int = READ_AHEAD,
     source: Callable[..., Generator[ReadItem, None, None]] | None = None,
-) -> Generator[ReadItem, None, None]:
+) -> ReadAhead:
     """``read_files(todo)`` (or ``source(todo)``: ``reader_process.read_in_process``)
     run in a reader thread, at most ``depth`` chunks ahead (``READ_CHUNK_BYTES``).
 
@@ -147,21 +203,42 @@ def read_ahead(
     counting and Polars work, which release the GIL. Items arrive in the same order
     as ``read_files`` yields them; an exception in the reader is raised here, after
     the items read before it; when the consumer stops early (an error in a load), the
-    reader stops at its next chunk.
+    reader stops at its next chunk. The thread starts here, not at the first item
+    (``reader_process.read_split`` starts several at once); ``close()`` stops it,
+    taken or not.
     """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
+    return ReadAhead(todo, depth, source)
 
-    def put(chunk) -> bool:
-        while not stop.is_set():
+
+class ReadAhead(Iterator[ReadItem]):
+    """The iterator ``read_ahead`` returns: its reader thread runs from construction
+    until the stream ends or ``close()``."""
+
+    def __init__(
+        self,
+        todo: list[tuple[SourceFile, Watermark | None]],
+        depth: int,
+        source: Callable[..., Generator[ReadItem, None, None]] | None,
+    ) -> None:
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._chunk: Iterator[ReadItem] = iter(())
+        self._done = False
+        self._t = threading.Thread(
+            target=self._run, args=(todo, source), name="ctxkeep-read-ahead", daemon=True
+        )
+        self._t.start()
+
+    def _put(self, chunk) -> bool:
+        while not self._stop.is_set():
             try:
-                q.put(chunk, timeout=0.1)
+                self._q.put(chunk, timeout=0.1)
                 return True
             except queue.Full:
                 continue
         return False
 
-    def run() -> None:
+    def _run(self, todo, source) -> None:
         items = (source or read_files)(todo)
         chunk: list = []
         size = 0
@@ -170,28 +247,36 @@ def read_ahead(
                 chunk.append(item)
                 size += item.batch.bytes_read if item.batch is not None else 0
                 if size >= READ_CHUNK_BYTES or len(chunk) >= READ_CHUNK_ITEMS:
-                    if not put(chunk):
+                    if not self._put(chunk):
                         return
                     chunk, size = [], 0
         except BaseException as e:  # handed to the consumer, raised there
-            if not chunk or put(chunk):
-                put(_End(e))
+            if not chunk or self._put(chunk):
+                self._put(_End(e))
             return
         finally:
             items.close()  # a reader process is stopped here
-        if not chunk or put(chunk):
-            put(_End(None))
+        if not chunk or self._put(chunk):
+            self._put(_End(None))
 
-    t = threading.Thread(target=run, name="ctxkeep-read-ahead", daemon=True)
-    t.start()
-    try:
+    def __next__(self) -> ReadItem:
         while True:
-            chunk = q.get()
+            item = next(self._chunk, None)
+            if item is not None:
+                return item
+            if self._done:
+                raise StopIteration
+            chunk = self._q.get()
             if isinstance(chunk, _End):
+                self.close()
                 if chunk.error is not None:
                     raise chunk.error
-                return
-            yield from chunk
-    finally:
-        stop.set()
-        t.join()
+                raise StopIteration
+            self._chunk = iter(chunk)
+
+    def close(self) -> None:
+        """Stop the reader thread (at its next chunk) and wait for it."""
+        self._done = True
+        self._chunk = iter(())
+        self._stop.set()
+        self._t.join()

@@ -28,11 +28,16 @@ no SQLite store; with ``--seal``, the vault's ``capture``, which writes nothing)
 only reads session files, so stopping it early leaves nothing behind. With ``--seal``
 it also does the vault's work on the bytes it read (redaction, SHA-256, zstd:
 ``capture.seal``) and sends their compressed objects instead of the raw bytes. ~230 MB RSS on that tree.
+
+A big ingest shares its files between two such processes (``read_split``: blocks of
+consecutive files in turn, the items taken back in todo order), so both cores work
+for the whole run: one reader was the critical path of the 200 MB ingest (issue 26).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import os
 import pickle
@@ -40,12 +45,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 import polars as pl
 
+from ctxkeep.pipeline import readahead
 from ctxkeep.pipeline.readahead import PROCESS_REKEY, ReadItem, read_files
 from ctxkeep.sources.contract import RawCapture, SourceFile, Watermark
 
@@ -93,7 +99,7 @@ def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
 
 
 def read_in_process(
-    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False
+    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False, precompute: str | None = None
 ) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
@@ -106,7 +112,9 @@ def read_in_process(
     (``transform.Precomputed`` keeps them). The closing item of a file is
     ``ReadItem(file, None, read)``. ``seal``: each batch's bytes for the vault come
     sealed (``sinks.vault.capture.seal``: redacted and compressed there, on the other
-    core; the raw bytes do not cross the pipe).
+    core; the raw bytes do not cross the pipe). ``precompute``: "auto", "always",
+    "never" or "split" (``chunk_mode``) for that process (``PRECOMPUTE``; None: its
+    environment's).
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -122,7 +130,11 @@ def read_in_process(
     # the vault off here (``CTXKEEP_VAULT=0``, or ``vault.suspended``: a reparse reads the
     # vault's own redacted bytes) is off there too: no redaction of the raw lines
     # (``stable_ids.rekey``), which cost a reparse ~20 % of the reader's CPU
-    flags = (["--seal"] if seal else []) + ([] if vault.enabled() else ["--no-vault"])
+    flags = (
+        (["--seal"] if seal else [])
+        + ([] if vault.enabled() else ["--no-vault"])
+        + (["--precompute", precompute] if precompute else [])
+    )
     proc, results = start_child("ctxkeep.pipeline.reader_process", *flags)
     ended = received = False
     try:
@@ -171,6 +183,116 @@ def read_in_process(
             proc.kill()  # stopped early: it only reads, nothing to clean up
             proc.wait()
         results.close()
+
+
+#: reader processes ``read_split`` shares a big ingest's files between: one core each
+#: beside the ingest process's (``CTXKEEP_READERS``; default 2 on a machine of 2 cores
+#: or more, 1 below). On 2 cores the ingest process and one reader left one core idle a
+#: third of the time (200 MB tree: 16.5 CPU s in 11.9 s, issue 26)
+READERS = int(os.environ.get("CTXKEEP_READERS", "2" if (os.cpu_count() or 1) >= 2 else "1"))
+#: ``read_split`` hands consecutive files of about this many new bytes to one reader
+#: (a block; blocks alternate between the readers): the ingest takes a block's items
+#: from its reader while the other works on the next block
+SPLIT_BLOCK_BYTES = int(float(os.environ.get("CTXKEEP_SPLIT_BLOCK_MB", "8")) * 1024 * 1024)
+
+
+def split_blocks(
+    todo: list[tuple[SourceFile, Watermark | None]], readers: int, block_bytes: int
+) -> list[tuple[int, int]]:
+    """``todo`` cut into blocks of consecutive files of at least ``block_bytes`` new
+    bytes (size minus the watermark's offset, as ``plan.pending_bytes``, which this
+    process does not import: it pulls in the SQLite store; the last block may hold
+    fewer), as (reader, number of files) in ``todo`` order, the readers taking blocks
+    in turn (0, 1, .., 0, 1, ..). A file is never cut: a file bigger than a block is a
+    block."""
+    blocks: list[tuple[int, int]] = []
+    n = size = 0
+    for f, wm in todo:
+        n += 1
+        try:
+            full = f.path.stat().st_size
+        except OSError:
+            full = 0  # vanished: read (and counted) by whichever reader gets it
+        off = wm.offset if wm is not None and f.mode != "rewrite" and full >= wm.offset else 0
+        size += full - off
+        if size >= block_bytes:
+            blocks.append((len(blocks) % readers, n))
+            n = size = 0
+    if n:
+        blocks.append((len(blocks) % readers, n))
+    return blocks
+
+
+def read_split(
+    todo: list[tuple[SourceFile, Watermark | None]],
+    seal: bool = False,
+    readers: int | None = None,
+    block_bytes: int | None = None,
+) -> readahead.ReadAhead | MergedReads:
+    """``read_in_process(todo, seal)``'s items, in its order, read by ``readers``
+    reader processes at once: ``todo`` is cut into blocks (``split_blocks``), each
+    reader reads its blocks (``read_in_process`` of their files, in a read-ahead thread
+    here: ``readahead.read_ahead``), and the items are taken block after block from the
+    reader that read it. A block ends with the closing item of its last file. Each
+    item is what one reader of all of ``todo`` gives for it (a file is read alone, its
+    batches normalized, redacted and sealed alone), except that each reader counts the
+    tokens of the contents it meets first (``_precompute``): a content both meet comes
+    twice, and ``transform.Precomputed`` keeps the first (the same figures). So the
+    ingest's groups, entry ids, dedup and watermarks are what one reader gives.
+
+    An error a reader raises is raised when its block is reached, after the items
+    before it (a reader that errs stops; the other's later blocks are not taken).
+    Closing the iterator early stops every reader. With one block or ``readers`` < 2:
+    one reader process (``read_in_process`` in a read-ahead thread). ``readers`` and
+    ``block_bytes`` default to ``READERS`` and ``SPLIT_BLOCK_BYTES``."""
+    readers = max(1, READERS if readers is None else readers)
+    blocks = split_blocks(todo, readers, SPLIT_BLOCK_BYTES if block_bytes is None else block_bytes)
+    if readers < 2 or len(blocks) < 2:
+        return readahead.read_ahead(todo, source=functools.partial(read_in_process, seal=seal))
+    readers = min(readers, len(blocks))  # each reader has a block (they take them in turn)
+    pre = None if "CTXKEEP_READER_PRECOMPUTE" in os.environ else "split"  # see PRECOMPUTE
+    one = functools.partial(read_in_process, seal=seal, precompute=pre)  # looked up now: tests spy on it
+    shares: list[list[tuple[SourceFile, Watermark | None]]] = [[] for _ in range(readers)]
+    at = 0
+    for k, n in blocks:
+        shares[k].extend(todo[at : at + n])
+        at += n
+    # the chunks read ahead shared too: the ingest process holds no more of them than
+    # with one reader (its peak RSS is the 10 GB ingest's bound: 939 MiB of 1 GiB)
+    depth = max(2, readahead.READ_AHEAD // readers)
+    streams = [readahead.read_ahead(share, depth=depth, source=one) for share in shares]
+    return MergedReads(blocks, streams)
+
+
+class MergedReads(Iterator[ReadItem]):
+    """The items of ``streams`` block after block (``read_split``); ``close()`` stops
+    every stream, taken from or not."""
+
+    def __init__(self, blocks: list[tuple[int, int]], streams: list[readahead.ReadAhead]) -> None:
+        self._streams = streams
+        self._items = self._merged(blocks)
+
+    def _merged(self, blocks: list[tuple[int, int]]) -> Generator[ReadItem, None, None]:
+        try:
+            for k, n in blocks:
+                stream = self._streams[k]
+                while n:
+                    item = next(stream, None)
+                    if item is None:
+                        raise RuntimeError("a reader process ended before its last file")
+                    yield item
+                    if item.batch is None:  # a file's closing item
+                        n -= 1
+        finally:
+            self.close()
+
+    def __next__(self) -> ReadItem:
+        return next(self._items)
+
+    def close(self) -> None:
+        """Stop every reader (their threads and processes)."""
+        for stream in self._streams:
+            stream.close()
 
 
 def _ipc(frame) -> bytes:
@@ -233,8 +355,35 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
 
 #: ``_main`` counts tokens and cuts chunks of the new contents (``_precompute``):
 #: "auto" only while the ingest process is the slower side (``precompute_now``),
-#: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``
+#: "always", or "never" (the ingest process does it all); ``CTXKEEP_READER_PRECOMPUTE``.
+#: Unset, readers sharing the files (``read_split``) are started with "split"
+#: (``--precompute split``: "always", but "auto" for a big file, ``chunk_mode``): two
+#: readers are not the slower side, and what the ingest process counts runs on its
+#: GIL-bound critical path; each process that counts loads the BPE tables too (``import
+#: bpe_openai``: ~0.3-0.7 CPU s), so with "auto" three processes loaded them, with
+#: "always" the two readers
 PRECOMPUTE = os.environ.get("CTXKEEP_READER_PRECOMPUTE", "auto")
+
+
+#: ``chunk_mode``: in a reader sharing the files ("split"), a file of at least this
+#: many bytes is read with "auto": while one reader reads a big session file (a 2 GB
+#: one, issue 26 target 2) the other waits, so that reader is the slower side
+SPLIT_BIG_FILE = 64 * 1024 * 1024
+
+
+def chunk_mode(items: list[ReadItem], mode: str) -> str:
+    """``precompute_now``'s mode for a chunk of ``items``: ``mode``, except "split" (a
+    reader of ``read_split``): "always", or "auto" when an item's file is at least
+    ``SPLIT_BIG_FILE`` bytes."""
+    if mode != "split":
+        return mode
+    for item in items:
+        try:
+            if item.file.path.stat().st_size >= SPLIT_BIG_FILE:
+                return "auto"
+        except OSError:
+            continue
+    return "always"
 
 
 #: ``precompute_now``: the ingest process is the slower side when sending the chunk
@@ -273,6 +422,8 @@ def _main() -> None:
         os.environ["CTXKEEP_VAULT"] = "0"
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
 
+    args = sys.argv[2:]
+    mode = args[args.index("--precompute") + 1] if "--precompute" in args else PRECOMPUTE
     seal: Callable[[RawCapture], RawCapture] | None = None
     if "--seal" in sys.argv[2:]:
         from ctxkeep.sinks.vault.capture import seal
@@ -292,7 +443,7 @@ def _main() -> None:
             if any(i.batch is not None for i in items):
                 rows = normalized_rows(entries)
                 ipc = _ipc(rows)
-                if precompute_now(pace["waited"], pace["worked"], PRECOMPUTE):
+                if precompute_now(pace["waited"], pace["worked"], chunk_mode(items, mode)):
                     pre = _precompute(rows, known)
             t0 = time.perf_counter()
             pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -304,10 +455,8 @@ def _main() -> None:
         items, entries, size = [], [], 0
 
     try:
-        for item in read_files(todo, rekey_every=PROCESS_REKEY):
-            batch = item.batch
-            if seal is not None and batch is not None and batch.raw is not None:
-                batch = dataclasses.replace(batch, raw=seal(batch.raw))
+        for item in read_files(todo, rekey_every=PROCESS_REKEY, overlap=True, seal=seal):
+            batch = item.batch  # its raw sealed by read_files (in its redaction thread)
             if batch is None:
                 items.append(item)
             else:

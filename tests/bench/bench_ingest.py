@@ -65,6 +65,16 @@ side with ``--baseline``'s checkout in the same run, and the ratios::
     uv run python tests/bench/bench_ingest.py --rss-trees /tmp/tree200,/tmp/tree2000 \
         --baseline /path/to/main-checkout
 The machine is shared: run it a few times at most.
+
+``--ab TREE`` (issue 26, target 3, session 15: the two reader processes) runs fresh
+whole-process ingests of TREE by this checkout and ``--baseline``'s alternately
+(``--runs`` each), with ``--peer agentsview``'s sync after each pair, and prints per
+run the wall, CPU (user, sys) and each process's CPU seconds and peak RSS; then the
+medians side by side and the ratios; ``--check`` compares the two checkouts' stores
+(every table by rowid, FTS rows, the vault's restored bytes: ``store_identity``)::
+
+    uv run python tests/bench/bench_ingest.py --ab /tmp/tree200 --baseline /work/wt-int \
+        --runs 3 --peer agentsview --check
 """
 
 from __future__ import annotations
@@ -75,6 +85,7 @@ import os
 import resource
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -219,6 +230,15 @@ def _role(pid: int, root: int) -> str:
     return Path(cmd[0].decode(errors="replace")).name if cmd and cmd[0] else "?"
 
 
+def _role_of(roles: dict[int, str], pid: int, root: int) -> str:
+    """``_role`` of ``pid``, kept once it is ``ingest`` or ``reader`` (a process seen
+    between its fork and its exec still shows its parent's command line)."""
+    role = roles.get(pid) or _role(pid, root)
+    if role in ("ingest", "reader"):
+        roles[pid] = role
+    return role
+
+
 def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int, int, Cpu]:
     """Wait for ``p``: (exit code, peak RSS in KiB, its CPU seconds: those of the
     children reaped while waiting, ``p`` and what it waited for). The peak is the
@@ -229,20 +249,26 @@ def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int,
 
     ``peaks`` (a dict, filled): per process role (``_role``: ``ingest``, ``reader``),
     ``[VmHWM KiB, largest RssAnon KiB seen]`` (anonymous memory: the heap, without the
-    mapped libraries and files VmHWM also counts)."""
+    mapped libraries and files VmHWM also counts); and ``peaks["cpu"]``: {(role, pid):
+    CPU seconds} (``/proc/PID/stat``'s utime + stime, last seen: up to 10 ms short)."""
     peak = 0
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     roles: dict[int, str] = {}
+    ticks = os.sysconf("SC_CLK_TCK")
     while p.poll() is None:
         for q in _descendants(p.pid):
             try:
+                if peaks is not None:  # the process's CPU so far (utime + stime), by pid
+                    stat = Path(f"/proc/{q}/stat").read_text().rsplit(")", 1)[1].split()
+                    role = _role_of(roles, q, p.pid)
+                    peaks.setdefault("cpu", {})[(role, q)] = (int(stat[11]) + int(stat[12])) / ticks
                 for line in Path(f"/proc/{q}/status").read_text().splitlines():
                     if line.startswith(("VmHWM:", "RssAnon:")):
                         kib = int(line.split()[1])
                         if line.startswith("VmHWM:"):
                             peak = max(peak, kib)
                         if peaks is not None:
-                            role = roles.get(q) or roles.setdefault(q, _role(q, p.pid))
+                            role = _role_of(roles, q, p.pid)
                             cell = peaks.setdefault(role, [0, 0])
                             i = 0 if line.startswith("VmHWM:") else 1
                             cell[i] = max(cell[i], kib)
@@ -655,6 +681,137 @@ def noop(a, store: Path, tree: Path, base_store: Path | None = None) -> tuple[fl
     return walls[len(walls) // 2], s_n
 
 
+#: ``store_identity``: every table an ingest writes, by rowid where rows have one
+#: (entry ids in the order stored), times left out (``ingested_at``, the vault's capture
+#: times, the watermarks' read times)
+IDENTITY = {
+    "entries": "SELECT * FROM entries ORDER BY rowid",
+    "contents": "SELECT * FROM contents ORDER BY rowid",
+    "chunks": "SELECT * FROM chunks ORDER BY rowid",
+    "usage": "SELECT * FROM usage ORDER BY rowid",
+    "watermarks": "SELECT path, size, offset, head_hash, parser_version FROM watermarks ORDER BY path",
+    "quarantine": "SELECT path, offset, reason FROM quarantine ORDER BY rowid",
+    "fts_words": "SELECT rowid, * FROM fts_words ORDER BY rowid",
+    "fts_grams": "SELECT rowid, * FROM fts_grams ORDER BY rowid",
+    "fts_symbols": "SELECT rowid, * FROM fts_symbols ORDER BY rowid",
+}
+#: columns of those tables that hold a time of the run, not of the sessions
+TIME_COLUMNS = {"ingested_at", "captured_at", "read_at", "updated_at", "created_at", "mtime"}
+
+
+def store_identity(home: Path) -> dict:
+    """``{table: (rows, sha256)}`` of ``IDENTITY``'s tables (their time columns left out)
+    and of the vault: every generation's bytes as restored (``manifest.gen_bytes``),
+    by path and generation. Two fresh ingests of one tree by two checkouts must agree."""
+    import hashlib
+
+    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    out: dict = {}
+    try:
+        for name, q in IDENTITY.items():
+            try:
+                cur = conn.execute(q)
+            except sqlite3.OperationalError as e:  # a table this version does not have
+                out[name] = str(e)
+                continue
+            keep = [i for i, d in enumerate(cur.description) if d[0] not in TIME_COLUMNS]
+            h = hashlib.sha256()
+            n = 0
+            for row in cur:
+                h.update(repr([row[i] for i in keep]).encode())
+                n += 1
+            out[name] = (n, h.hexdigest()[:16])
+    finally:
+        conn.close()
+    sys.path.insert(0, str(ROOT))
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.vault import manifest
+
+    conn = sqlite_store.connect(home, readonly=True)
+    try:
+        h = hashlib.sha256()
+        gens = sorted(manifest.generations(conn), key=lambda g: (g.path, g.gen))
+        for g in gens:
+            h.update(f"{g.path}\0{g.gen}\0".encode())
+            h.update(hashlib.sha256(manifest.gen_bytes(conn, home, g)).digest())
+        out["vault"] = (len(gens), h.hexdigest()[:16])
+    finally:
+        conn.close()
+    return out
+
+
+def ab_runs(a, work: Path) -> None:
+    """Issue 26, target 3 (``--ab TREE``): whole-process fresh ingests of ``TREE`` by
+    this checkout and ``--baseline``'s, alternating (``--runs`` each: this, baseline,
+    this, ...), with ``--peer agentsview``'s sync after each pair; per run the wall and
+    CPU seconds of the whole process tree, each process's CPU (the ingest process and
+    each reader process), peak RSS per role, and the load average; then the medians
+    side by side and, with ``--check``, whether the two checkouts' stores are identical
+    (``store_identity``: entries by rowid, contents, chunks, usage, FTS rows,
+    watermarks, the vault's restored bytes)."""
+    tree = a.ab
+    files = jsonl_files(tree)
+    raw = sum(f.stat().st_size for f in files)
+    warm(files)
+    sides = [("this", ROOT)] + ([("baseline", a.baseline)] if a.baseline else [])
+    peer = a.peer == "agentsview" and AGENTSVIEW.exists()
+    if a.peer and not peer:
+        print(f"agentsview: not found at {AGENTSVIEW} (set $AGENTSVIEW); its runs are left out")
+    print(f"tree {tree}: {raw / 1e6:.0f} MB of JSONL; {a.runs} run(s) each, alternating")
+    print(
+        f"  {'run':>3} {'who':>10} {'wall s':>7} {'CPU s':>7} {'user':>6} {'sys':>5}  per process CPU s (peak RSS MB)  load"
+    )
+    got: dict[str, list] = {who: [] for who, _ in sides + ([("agentsview", None)] if peer else [])}
+    kept: dict[str, Path] = {}
+    for i in range(a.runs):
+        for who, checkout in sides:
+            peaks: dict = {}
+            store = work / f"ab-{who}-{i}"
+            t, s_, _, c = run_cli(store, tree, checkout, peaks)
+            procs = sorted(peaks.get("cpu", {}).items(), key=lambda kv: (kv[0][0] != "ingest", kv[0][1]))
+            per = " + ".join(f"{r} {v:.2f}" for (r, _), v in procs)
+            rss = ", ".join(f"{r} {v[0] / 1024:.0f}" for r, v in peaks.items() if r != "cpu")
+            got[who].append((t, c, [v for _, v in procs]))
+            print(
+                f"  {i + 1:>3} {who:>10} {t:7.2f} {c:7.2f} {c.user:6.2f} {c.sys:5.2f}  {per} ({rss})  {_load()}",
+                flush=True,
+            )
+            if a.check and who not in kept:
+                kept[who] = store
+            else:
+                shutil.rmtree(store, ignore_errors=True)
+        if peer:
+            t_a, rss_a, c_a = run_agentsview(tree, work / f"av-{i}")
+            shutil.rmtree(work / f"av-{i}", ignore_errors=True)
+            got["agentsview"].append((t_a, c_a, []))
+            print(
+                f"  {i + 1:>3} {'agentsview':>10} {t_a:7.2f} {c_a:7.2f} {c_a.user:6.2f} {c_a.sys:5.2f}  "
+                f"(peak RSS {rss_a / 1024:.0f})  {_load()}",
+                flush=True,
+            )
+    med = {
+        who: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
+        for who, rs in got.items()
+    }
+    print("medians: " + ", ".join(f"{who} wall {w:.2f} s CPU {c:.2f} s" for who, (w, c) in med.items()))
+    if "baseline" in med:
+        (w1, c1), (w0, c0) = med["this"], med["baseline"]
+        print(f"  this/baseline: wall {w1 / w0:.2f}x, CPU {c1 / c0:.2f}x")
+    if "agentsview" in med:
+        need = 1.5 if raw < 1e9 else 3.0
+        for who in [w for w, _ in sides]:
+            r = med["agentsview"][0] / med[who][0]
+            print(
+                f"  agentsview/{who}: ctxkeep {r:.2f}x faster in wall (target ≥ {need}x: {'OK' if r >= need else 'MISSED'})"
+            )
+    if a.check and len(kept) == 2:
+        this, base = store_identity(kept["this"]), store_identity(kept["baseline"])
+        diff = [k for k in sorted(set(this) | set(base)) if this.get(k) != base.get(k)]
+        for k in sorted(this):
+            print(f"  store {k:<12} this {this[k]}  baseline {base.get(k)}")
+        print("stores identical: " + ("yes" if not diff else f"NO ({', '.join(diff)})"))
+
+
 def rss_runs(a, work: Path) -> None:
     """Issue 26, target 2's memory (``--rss-trees``): a whole-process ingest of each
     tree into a fresh store, by this checkout and ``--baseline``'s side by side in this
@@ -678,7 +835,7 @@ def rss_runs(a, work: Path) -> None:
             t, s_, _, c = run_cli(store, tree, checkout, peaks)
             shutil.rmtree(store, ignore_errors=True)
             got[who] = (t, c, peaks)
-            cell = {r: f"{v[0] / 1024:.0f}/{v[1] / 1024:.0f}" for r, v in peaks.items()}
+            cell = {r: f"{v[0] / 1024:.0f}/{v[1] / 1024:.0f}" for r, v in peaks.items() if r != "cpu"}
             print(
                 f"  {raw / 1e6:8.0f} {who:>9} {t:8.1f} {c:8.1f} {s_['entries_new']:10,} "
                 f"{cell.get('ingest', '-'):>20} {cell.get('reader', '-'):>20}  {_load()}",
@@ -739,8 +896,27 @@ def main() -> None:
         help="comma-separated trees (e.g. /tmp/tree200,/tmp/tree2000): only the peak RSS of each "
         "process of a whole-process ingest of each, with --baseline's side by side (rss_runs)",
     )
+    ap.add_argument(
+        "--ab",
+        type=Path,
+        metavar="TREE",
+        help="target 3 A/B: whole-process fresh ingests of TREE by this checkout and --baseline's, "
+        "alternating (--runs), with --peer's sync after each pair (ab_runs)",
+    )
+    ap.add_argument("--runs", type=int, default=3, help="with --ab: runs of each side")
+    ap.add_argument(
+        "--check", action="store_true", help="with --ab: compare the two checkouts' stores (store_identity)"
+    )
     a = ap.parse_args()
     print(f"load average at the start {_load()} (2 cores)")
+    if a.ab:
+        work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))
+        try:
+            ab_runs(a, work)
+        finally:
+            print(f"load average at the end {_load()} (2 cores)")
+            shutil.rmtree(work, ignore_errors=True)
+        return
     if a.rss_trees:
         work = Path(tempfile.mkdtemp(prefix="ctxkeep-bench-"))
         try:

@@ -20,6 +20,8 @@
     uv run python tests/bench/bench_vault.py --mb 200     # the lead's run
     uv run python tests/bench/bench_vault.py --mb 2       # a check that it works
     uv run python tests/bench/bench_vault.py --tree /tmp/tree200 --runs 2 --only ingest,corpus
+    uv run python tests/bench/bench_vault.py --tree /tmp/tree200 --runs 2 --only ingest,restore \\
+        --baseline /work/wt-int      # this code and a baseline checkout side by side
 """
 
 from __future__ import annotations
@@ -82,7 +84,16 @@ def _load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def ingest_on_off(tmp: Path, tree: Path, runs: int = 1, baseline: bool = True) -> dict:
+def _code(env: dict, checkout: Path | None) -> dict:
+    """``env`` running ``checkout``'s ``ctxkeep`` (None: this one), put first on the path."""
+    if checkout is not None:
+        env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(checkout), env.get("PYTHONPATH")])))
+    return env
+
+
+def ingest_on_off(
+    tmp: Path, tree: Path, runs: int = 1, baseline: bool = True, checkout: Path | None = None
+) -> dict:
     """Ingest ``tree`` with the vault off and on, alternating, ``runs`` times each, each
     a whole process into a fresh store; prints wall, CPU (user + sys: the machine is
     shared, CPU time is the steadier figure), peak RSS and vault bytes of each run with
@@ -90,7 +101,9 @@ def ingest_on_off(tmp: Path, tree: Path, runs: int = 1, baseline: bool = True) -
     texts redacted in calls of their own (``CTXKEEP_ONE_CALL=0``, before session 14;
     now they are redacted in the call that redacts the raw lines, ``stable_ids.rekey``)."""
     configs = [("vault off", "0", "1"), ("vault on", "1", "1")]
-    if baseline:
+    if checkout is not None:  # another checkout's code: same flags
+        configs = [("base off", "0", "1"), *configs[:1], ("base on", "1", "1"), *configs[1:]]
+    elif baseline:
         configs = [("off 2 calls", "0", "0"), *configs[:1], ("on 2 calls", "1", "0"), *configs[1:]]
     rows: dict[str, list] = {name: [] for name, _, _ in configs}
     print(f"\n1. ingest of {_tree_bytes(tree) / 1e6:,.1f} MB ({tree}), vault off / on alternating")
@@ -99,9 +112,12 @@ def ingest_on_off(tmp: Path, tree: Path, runs: int = 1, baseline: bool = True) -
     )
     for i in range(runs):
         for name, flag, one in configs:
-            store = tmp / f"store-{flag}{one}-{i}"
+            store = tmp / f"store-{'b' if name.startswith('base') else ''}{flag}{one}-{i}"
             cpu: list = []
-            env = _env(tree, CTXKEEP_VAULT=flag, CTXKEEP_ONE_CALL=one)
+            env = _code(
+                _env(tree, CTXKEEP_VAULT=flag, CTXKEEP_ONE_CALL=one),
+                checkout if name.startswith("base") else None,
+            )
             wall, rss, _ = _child(["ingest", "--home", str(store)], env, cpu)
             v = _du(store / "vault")
             rows[name].append((wall, cpu[0] + cpu[1], cpu[0], cpu[1], rss, v))
@@ -109,7 +125,7 @@ def ingest_on_off(tmp: Path, tree: Path, runs: int = 1, baseline: bool = True) -
                 f"   {name:11} {wall:8.2f} {cpu[0] + cpu[1]:7.2f} {cpu[0]:7.2f} {cpu[1]:6.2f} {rss:7.0f} "
                 f"{v / 1e6:9.2f}  {_load()}"
             )
-            if name != "vault on" or i < runs - 1:
+            if name not in ("vault on", "base on") or i < runs - 1:
                 shutil.rmtree(store)
 
     def med(name: str, k: int) -> float:
@@ -123,18 +139,33 @@ def ingest_on_off(tmp: Path, tree: Path, runs: int = 1, baseline: bool = True) -
         f"   on / off (medians of {runs}): {on_off[1]:.3f}x CPU, {on_off[0]:.3f}x wall (target <= 1.15); "
         f"peak RSS {rss:.0f} MB (target <= 700); vault {rows['vault on'][-1][5] / raw:.3f}x the tree"
     )
-    if baseline:
+    if checkout is not None:
+        base = [med("base on", k) / med("base off", k) for k in (0, 1)]
+        print(
+            f"   baseline {checkout}: on / off {base[1]:.3f}x CPU, {base[0]:.3f}x wall; "
+            f"this / baseline, CPU s: on {med('vault on', 1):.2f} / {med('base on', 1):.2f}, "
+            f"off {med('vault off', 1):.2f} / {med('base off', 1):.2f}; wall s: on {med('vault on', 0):.2f} / "
+            f"{med('base on', 0):.2f}, off {med('vault off', 0):.2f} / {med('base off', 0):.2f}"
+        )
+    elif baseline:
         two = [med("on 2 calls", k) / med("off 2 calls", k) for k in (0, 1)]
         print(
             f"   2 calls (texts redacted apart, before): on / off {two[1]:.3f}x CPU, {two[0]:.3f}x wall; "
             f"one call against 2 calls, CPU s: on {med('vault on', 1):.2f} / {med('on 2 calls', 1):.2f}, "
             f"off {med('vault off', 1):.2f} / {med('off 2 calls', 1):.2f}"
         )
-    return {
+    out = {
         "fresh_ingest_s": med("vault on", 0),
         "fresh_ingest_cpu": med("vault on", 1),
         "store": tmp / f"store-11-{runs - 1}",
     }
+    if checkout is not None:  # the baseline's own store and figures, for its reparse
+        out["base"] = {
+            "fresh_ingest_s": med("base on", 0),
+            "fresh_ingest_cpu": med("base on", 1),
+            "store": tmp / f"store-b11-{runs - 1}",
+        }
+    return out
 
 
 def corpus_ratio(tmp: Path) -> None:
@@ -273,7 +304,19 @@ def forks(tmp: Path) -> None:
         capture.SEG_MIN = seg_min
 
 
-def restore_and_reparse(tmp: Path, tree: Path, fresh_s: float, store: Path, fresh_cpu: float = 0.0) -> None:
+def restore_and_reparse(
+    tmp: Path,
+    tree: Path,
+    fresh_s: float,
+    store: Path,
+    fresh_cpu: float = 0.0,
+    base: dict | None = None,
+    checkout: Path | None = None,
+) -> None:
+    """``vault restore`` of the largest session (in this process, and as a whole
+    ``ctxkeep`` process) and ``reparse`` of the whole store against its fresh ingest;
+    with ``base`` (``ingest_on_off``'s baseline figures and store), the same with the
+    ``checkout``'s code, side by side (the lead's quiet run)."""
     conn = sqlite3.connect(store / "store.db")
     sid = conn.execute(
         "SELECT e.session_id FROM entry_rows e JOIN files f ON f.file_id = e.file_id JOIN vault_files v "
@@ -285,22 +328,32 @@ def restore_and_reparse(tmp: Path, tree: Path, fresh_s: float, store: Path, fres
     t0 = time.perf_counter()
     r = vault_restore(store, sid, to=tmp / "restored", user_home=tree)
     t_api = time.perf_counter() - t0
-    wall, _, _ = _child(
-        ["vault", "restore", sid, "--to", str(tmp / "restored2"), "--home", str(store)], _env(tree)
-    )
+    runs = [("this", store, None, fresh_s, fresh_cpu)]
+    if base is not None:
+        runs.append(("baseline", base["store"], checkout, base["fresh_ingest_s"], base["fresh_ingest_cpu"]))
     size = sum(f["bytes"] for f in r["files"])
     print(f"\n4. vault restore of the largest session ({len(r['files'])} file(s), {size / 1e6:.2f} MB)")
-    print(
-        f"   in-process {t_api:.3f} s; whole `ctxkeep vault restore` process {wall:.3f} s (target <= 0.5 s)"
-    )
-    cpu: list = []
-    wall, rss, _ = _child(["reparse", "--home", str(store)], _env(tree), cpu)
+    print(f"   in-process {t_api:.3f} s (this code)")
+    for label, st, code, _, _ in runs:
+        walls = []
+        for k in range(3):
+            wall, _, _ = _child(
+                ["vault", "restore", sid, "--to", str(tmp / f"restored-{label}-{k}"), "--home", str(st)],
+                _code(_env(tree), code),
+            )
+            walls.append(wall)
+        print(
+            f"   {label:8} whole `ctxkeep vault restore` process, best of 3: {min(walls):.3f} s "
+            f"(target <= 0.5 s)  load {_load()}"
+        )
     print("\n5. reparse of the scaled tree from the vault against its fresh ingest (vault on)")
-    print(
-        f"   fresh ingest {fresh_s:.2f} s; reparse {wall:.2f} s = {wall / fresh_s:.2f}x (target <= 1.2x); peak RSS {rss:.0f} MB"
-    )
-    if fresh_cpu:
-        print(f"   CPU s: fresh ingest {fresh_cpu:.2f}; reparse {sum(cpu):.2f} = {sum(cpu) / fresh_cpu:.2f}x")
+    for label, st, code, f_s, f_cpu in runs:
+        cpu: list = []
+        wall, rss, _ = _child(["reparse", "--home", str(st)], _code(_env(tree), code), cpu)
+        print(
+            f"   {label:8} fresh ingest {f_s:.2f} s; reparse {wall:.2f} s = {wall / f_s:.2f}x wall (target <= 1.2x); "
+            f"CPU s {f_cpu:.2f} / {sum(cpu):.2f} = {sum(cpu) / f_cpu:.2f}x; peak RSS {rss:.0f} MB  load {_load()}"
+        )
 
 
 def main() -> None:
@@ -316,6 +369,12 @@ def main() -> None:
         "--only",
         default="ingest,corpus,rewrites,restore,forks",
         help="the sections to run (comma-separated: ingest, corpus, rewrites, restore, forks)",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. /work/wt-int: main at 1271e7c) whose ingests, restore and reparse "
+        "run beside this code's, alternating (its ctxkeep first on PYTHONPATH)",
     )
     ap.add_argument(
         "--no-baseline",
@@ -336,7 +395,7 @@ def main() -> None:
                 stdout=subprocess.DEVNULL,
             )
         r = (
-            ingest_on_off(tmp, tree, args.runs, not args.no_baseline)
+            ingest_on_off(tmp, tree, args.runs, not args.no_baseline, args.baseline)
             if only & {"ingest", "restore"}
             else None
         )
@@ -345,7 +404,15 @@ def main() -> None:
         if "rewrites" in only:
             rewrites(tmp)
         if "restore" in only and r is not None:
-            restore_and_reparse(tmp, tree, r["fresh_ingest_s"], r["store"], r["fresh_ingest_cpu"])
+            restore_and_reparse(
+                tmp,
+                tree,
+                r["fresh_ingest_s"],
+                r["store"],
+                r["fresh_ingest_cpu"],
+                r.get("base"),
+                args.baseline,
+            )
         if "forks" in only:
             forks(tmp)
     print(f"\nload average {_load()} at the end")

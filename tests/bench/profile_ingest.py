@@ -91,6 +91,62 @@ def _wrap_gen(owner, name: str, label: str) -> None:
 
 _threads: dict[str, float] = {}
 
+#: (kind, start, end) wall times (``time.time``: the processes' clocks agree) of the
+#: waits between the processes and threads: who waits on whom, over the run
+_events: list[tuple[str, float, float]] = []
+
+#: the kinds of waits ``_timeline`` prints, in its columns' order
+WAITS = (
+    ("reader blocked sending", "readers blocked"),  # the ingest process is behind
+    ("transform waits on readers", "transform waits readers"),  # the readers are behind
+    ("transform waits on writer", "transform waits writer"),
+    ("writer idle", "writer idle"),  # waits on the transform
+)
+
+
+class _TimedPickle:
+    """``pickle`` for the reader process, its ``dump`` timed with the flush after it: the
+    time a send blocks on the full pipe (the ingest not reading)."""
+
+    def __getattr__(self, name):
+        import pickle
+
+        return getattr(pickle, name)
+
+    def dump(self, obj, f, protocol=None):
+        import pickle
+
+        t0 = time.time()
+        pickle.dump(obj, f, protocol=protocol)
+        f.flush()
+        _events.append(("reader blocked sending", t0, time.time()))
+
+
+def _timed_queue(label_put: str | None, label_get: str | None):
+    """A ``queue`` module stand-in whose ``Queue`` records the wall time of blocking
+    ``put`` s and ``get`` s as ``_events``."""
+    import queue
+    import types
+
+    class Queue(queue.Queue):
+        def put(self, item, block=True, timeout=None):
+            t0 = time.time()
+            try:
+                return super().put(item, block, timeout)
+            finally:
+                if label_put:
+                    _events.append((label_put, t0, time.time()))
+
+        def get(self, block=True, timeout=None):
+            t0 = time.time()
+            try:
+                return super().get(block, timeout)
+            finally:
+                if label_get:
+                    _events.append((label_get, t0, time.time()))
+
+    return types.SimpleNamespace(Queue=Queue, Full=queue.Full, Empty=queue.Empty)
+
 
 def _count_threads() -> None:
     """Record each Python thread's CPU seconds when it ends (by name, summed)."""
@@ -133,12 +189,20 @@ def _reader_main() -> None:
         from ctxkeep.sinks.vault import capture
 
         _wrap(capture, "seal", "vault seal (redaction, SHA-256, zstd)")
+    reader_process.pickle = _TimedPickle()
     try:
         reader_process._main()
     finally:
         _threads["main"] = time.thread_time()
-        Path(os.environ[_OUT_ENV]).write_text(
-            json.dumps({"usage": _usage(resource.RUSAGE_SELF), "threads": _threads, "stages": _stage_rows()})
+        Path(f"{os.environ[_OUT_ENV]}.{os.getpid()}").write_text(
+            json.dumps(
+                {
+                    "usage": _usage(resource.RUSAGE_SELF),
+                    "threads": _threads,
+                    "stages": _stage_rows(),
+                    "events": _events,
+                }
+            )
         )
 
 
@@ -169,6 +233,11 @@ def _instrument_ingest() -> None:
     _wrap(duckdb_store.EntryAppends, "append", "DuckDB appends (per group)")
     _wrap(duckdb_store, "sync", "DuckDB sync (closing: usage, status)")
     _wrap_gen(reader_process, "read_in_process", "reader's chunks in (unpickle, Arrow IPC)")
+    from ctxkeep.pipeline import readahead
+
+    # the transform's waits for items (the read-ahead queues) and for the writer's queue
+    readahead.queue = _timed_queue(None, "transform waits on readers")  # type: ignore[assignment]
+    writer.queue = _timed_queue("transform waits on writer", "writer idle")  # type: ignore[assignment]
     assert writer.sqlite_store is sqlite_store
     root = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
@@ -190,35 +259,37 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def profile(tree: Path, vault_on: bool) -> None:
+def profile(tree: Path, vault_on: bool, readers: int | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-profile-"))
     out = work / "reader.json"
     os.environ[_OUT_ENV] = str(out)
     os.environ["CTXKEEP_VAULT"] = "1" if vault_on else "0"
     try:
+        from ctxkeep.pipeline import reader_process
         from ctxkeep.pipeline.engine import run_ingest
         from ctxkeep.sources.contract import DiscoveryContext
+
+        if readers is not None:
+            reader_process.READERS = readers
 
         _cpu.clear()
         _calls.clear()
         _threads.clear()
         self0, main0 = _usage(resource.RUSAGE_SELF), time.thread_time()
         load0 = _load()
-        t0 = time.perf_counter()
+        _events.clear()
+        t0, t_start = time.perf_counter(), time.time()
         s = run_ingest(work / "store", ctx=DiscoveryContext(home=tree, env={}))
         wall = time.perf_counter() - t0
         _threads["main"] = time.thread_time() - main0
         me = {k: v - self0[k] for k, v in _usage(resource.RUSAGE_SELF).items()}
-        reader = json.loads(out.read_text()) if out.exists() else None
+        rdrs = [json.loads(f.read_text()) for f in sorted(work.glob("reader.json.*"))]
         print(
-            f"\n== vault {'on' if vault_on else 'off'}: {s.entries_new:,} entries, {s.bytes / 1e6:.1f} MB, "
+            f"\n== vault {'on' if vault_on else 'off'}, readers {readers or 'default'}: {s.entries_new:,} entries, {s.bytes / 1e6:.1f} MB, "
             f"wall {wall:.2f} s (load {load0} -> {_load()}; wall is noise under load, CPU is not)"
         )
-        total = me["user"] + me["sys"]
-        if reader:
-            ru = reader["usage"]
-            total += ru["user"] + ru["sys"]
-        print(f"CPU total {total:.2f} s")
+        total = me["user"] + me["sys"] + sum(r["usage"]["user"] + r["usage"]["sys"] for r in rdrs)
+        print(f"CPU total {total:.2f} s ({len(rdrs)} reader process(es))")
         print(f"ingest process  {_fmt_usage(me)}")
         named = sum(_threads.values())
         for name, v in sorted(_threads.items(), key=lambda kv: -kv[1]):
@@ -226,8 +297,8 @@ def profile(tree: Path, vault_on: bool) -> None:
         print(f"  {'pools (Polars, DuckDB) and the rest':<29} {me['user'] + me['sys'] - named:6.2f} s")
         for k, v in sorted(_cpu.items(), key=lambda kv: -kv[1]):
             print(f"    {k:<62} {v:6.2f} s  {_calls[k]:>6} calls")
-        if reader:
-            print(f"reader process  {_fmt_usage(reader['usage'])}")
+        for i, reader in enumerate(rdrs):
+            print(f"reader process {i + 1}  {_fmt_usage(reader['usage'])}")
             rn = sum(reader["threads"].values())
             for name, v in sorted(reader["threads"].items(), key=lambda kv: -kv[1]):
                 print(f"  thread {name:<22} {v:6.2f} s")
@@ -235,10 +306,33 @@ def profile(tree: Path, vault_on: bool) -> None:
             print(f"  {'pools (Polars) and the rest':<29} {rt - rn:6.2f} s")
             for k, v, n in sorted(reader["stages"], key=lambda r: -r[1]):
                 print(f"    {k:<62} {v:6.2f} s  {n:>6} calls")
-        else:
+        if not rdrs:
             print("reader process: none (below the reader process's threshold: read in this process)")
+        events = [tuple(e) for e in _events] + [tuple(e) for r in rdrs for e in r["events"]]
+        _timeline(events, t_start, t_start + wall)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _timeline(events: list, start: float, end: float, bins: int = 12) -> None:
+    """Who waits on whom over the run: per slice of the run's wall time, the seconds of
+    each kind of wait (``WAITS``; readers' blocked sends summed over the readers), and
+    the totals. A slice where the readers block is one where the ingest process is the
+    critical path; where the transform waits on the readers, the readers are."""
+    step = max((end - start) / bins, 1e-9)
+    per = {k: [0.0] * bins for k, _ in WAITS}
+    for kind, a, b in events:
+        if kind not in per:
+            continue
+        for i in range(bins):
+            lo, hi = start + i * step, start + (i + 1) * step
+            per[kind][i] += max(0.0, min(b, hi) - max(a, lo))
+    print(f"who waits on whom (wall s per {step:.2f} s slice of the run):")
+    print("  " + f"{'slice':>11}" + "".join(f" {h[:24]:>24}" for _, h in WAITS))
+    for i in range(bins):
+        t = f"{i * step:5.1f}-{(i + 1) * step:5.1f}"
+        print(f"  {t:>11}" + "".join(f" {per[k][i]:24.2f}" for k, _ in WAITS))
+    print(f"  {'total':>11}" + "".join(f" {sum(per[k]):24.2f}" for k, _ in WAITS))
 
 
 def main() -> None:
@@ -246,6 +340,11 @@ def main() -> None:
     ap.add_argument("--tree", type=Path, help="a HOME holding agents' session files (e.g. /tmp/tree200)")
     ap.add_argument("--mb", type=int, default=200, help="without --tree: scale the corpus to this many MB")
     ap.add_argument("--vault", default="off,on", help="off, on, or off,on")
+    ap.add_argument(
+        "--readers",
+        default="",
+        help="reader processes of a big ingest, one run each, e.g. 1,2 (default: READERS)",
+    )
     a = ap.parse_args()
     tree = a.tree
     tmp = None
@@ -259,7 +358,8 @@ def main() -> None:
     _instrument_ingest()
     try:
         for v in a.vault.split(","):
-            profile(tree, v.strip() == "on")
+            for n in [int(x) for x in a.readers.split(",") if x.strip()] or [None]:
+                profile(tree, v.strip() == "on", n)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from typer.testing import CliRunner
@@ -329,11 +330,30 @@ def test_reparse_with_every_agent_file_gone_rebuilds_the_same_store(home_copy, t
         f"({','.join('?' * len(redacted))}) ORDER BY entry_id",
         *redacted,
     )
+    # the search indexes: what a query matches, the vocabulary and its trigrams
+    fts_sql = [
+        "SELECT count(*) FROM vocab",
+        "SELECT count(*) FROM fts_symbols",
+        "SELECT v.term FROM fts_vocab f JOIN vocab v ON v.term_id = f.rowid WHERE fts_vocab MATCH 'ing' ORDER BY 1",
+        "SELECT c.content_hash, ch.seq FROM fts_words f JOIN chunks ch ON ch.chunk_id = f.rowid "
+        "JOIN contents c USING (content_id) WHERE fts_words MATCH 'file' ORDER BY 1, 2",
+        "SELECT count(*) FROM fts_grams WHERE fts_grams MATCH 'the'",
+    ]
+    fts_before = [q(store, x) for x in fts_sql]
+    assert fts_before[0][0][0] > 100 and fts_before[3]
     for p in _disk(held):  # every agent file, the databases too
         os.remove(p)
     dry = reparse(store, dry_run=True)
     assert dry["files"] == len(held) and store_digest(store) == before  # a dry run changes nothing
-    r = reparse(store)
+    from ctxkeep.sinks.sqlite import delete as delete_store
+
+    rebuilt = []
+    real = delete_store.rebuild_fts_tables
+    with mock.patch.object(delete_store, "rebuild_fts_tables", lambda c: rebuilt.append(real(c))):
+        r = reparse(store)
+    # (nearly) every chunk went: the indexes built again from the few kept, not chunk by chunk
+    assert len(rebuilt) == 1 and rebuilt[0]["chunks"] < 10
+    assert [q(store, x) for x in fts_sql] == fts_before
     assert set(r["agents"]) == FILE_AGENTS | DB_AGENTS
     after = store_digest(store)
     # every table the same; entries the same but for the offsets of files with

@@ -38,9 +38,13 @@ SCALE = ROOT.parent / "shared" / "tools" / "scale_corpus.py"
 _SCRUB_PREFIXES = ("CTXKEEP_", "PREFECT_API", "CODEX_", "CLAUDE_", "GEMINI_", "XDG_DATA", "XDG_CONFIG")
 
 
+#: set by a trial on the runs' environments (after the scrub): ``_split_env``
+_EXTRA_ENV: dict[str, str] = {}
+
+
 def _env(home: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
-    return dict(env, HOME=str(home), CTXKEEP_IDLE_SECONDS="0")
+    return dict(env, HOME=str(home), CTXKEEP_IDLE_SECONDS="0", **_EXTRA_ENV)
 
 
 def _run(command: str, home: Path, store: Path, kill_after: float | None = None) -> bool:
@@ -103,7 +107,26 @@ def _has_schema(store: Path) -> bool:
     return True
 
 
-def _kill_trials(home: Path, tmp_path: Path, *, seed: int, agrees) -> dict[str, bytes]:
+def _reader_processes(home: Path) -> list[int]:
+    """Pids of the reader processes (``pipeline.reader_process``) of ingests of ``home``
+    still alive (their HOME in their environment)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if b"ctxkeep.pipeline.reader_process" not in (d / "cmdline").read_bytes():
+                continue
+            if f"HOME={home}".encode() in (d / "environ").read_bytes().split(b"\0"):
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+def _kill_trials(
+    home: Path, tmp_path: Path, *, seed: int, agrees, trials: int | None = None, orphans: bool = False
+) -> dict[str, bytes]:
     """Ingest ``home`` once unkilled (the reference), then ``VAULT_KILL_TRIALS`` times
     (default 30) killed at a random time: each killed store's vault reads back and
     ``agrees(store)`` holds, and the next ingest ends with the reference's store and
@@ -115,12 +138,17 @@ def _kill_trials(home: Path, tmp_path: Path, *, seed: int, agrees) -> dict[str, 
     wall = time.perf_counter() - t0
     want_store, want_vault = store_digest(ref), _vault_state(ref)
     rng = random.Random(seed)
-    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    trials = trials or int(os.environ.get("VAULT_KILL_TRIALS", "30"))
     killed = 0
     for i in range(trials):
         store = tmp_path / f"s{i}"
         if not _ingest(home, store, kill_after=rng.uniform(0.3, wall)):
             killed += 1
+            if orphans:  # its reader processes end by themselves (a write to a closed pipe)
+                deadline = time.monotonic() + 30
+                while _reader_processes(home) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert _reader_processes(home) == []
             if _has_schema(store):  # a kill before the first commit leaves no store yet
                 v = vault_verify(store)
                 assert v["ok"], v["problems"]
@@ -145,6 +173,33 @@ def test_sigkilled_ingests_leave_a_vault_that_agrees_with_the_store(tmp_path):
         stdout=subprocess.DEVNULL,
     )
     _kill_trials(home, tmp_path, seed=27, agrees=_agrees)
+
+
+@pytest.mark.slow
+def test_sigkilled_ingests_read_by_two_reader_processes(tmp_path, monkeypatch):
+    """The same trials with the files shared between two reader processes
+    (``reader_process.read_split``, forced on a small tree): each killed store's vault
+    agrees with it, the next ingest ends with the reference's store and vault, and no
+    reader process outlives its ingest."""
+    if not SCALE.exists() or not CORPUS_HOME.is_dir():
+        pytest.skip("shared corpus or tools missing")
+    home = tmp_path / "home"
+    subprocess.run(
+        [sys.executable, str(SCALE), "--mb", "6", "--unique-text", str(home)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    monkeypatch.setattr(
+        sys.modules[__name__],
+        "_EXTRA_ENV",
+        {
+            "CTXKEEP_READ_PROCESS_MB": "0",
+            "CTXKEEP_SPLIT_READ_MB": "0",
+            "CTXKEEP_READERS": "2",
+            "CTXKEEP_SPLIT_BLOCK_MB": "0.25",
+        },
+    )
+    _kill_trials(home, tmp_path, seed=26, agrees=_agrees, trials=10, orphans=True)
 
 
 def _reparse(store: Path, home: Path, kill_after: float | None = None) -> bool:

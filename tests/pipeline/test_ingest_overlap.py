@@ -26,7 +26,7 @@ from ctxkeep.pipeline import reader_process as read_worker
 from ctxkeep.pipeline import transform
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import plan
-from ctxkeep.pipeline.readahead import ReadItem, read_files
+from ctxkeep.pipeline.readahead import ReadAhead, ReadItem, read_files
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
@@ -713,3 +713,117 @@ def test_a_reader_process_redacts_no_raw_line_while_the_vault_is_suspended(tmp_p
     assert on and all(r is not None and r.redacted is not None for r in on)
     assert len(off) == len(on) and all(r is not None and r.redacted is None for r in off)
     assert [r.data for r in off] == [r.data for r in on]
+
+
+def test_two_reader_processes_store_what_one_reader_stores(tmp_path, monkeypatch):
+    """The files shared between two reader processes (``read_split``), taken back in
+    ``todo`` order: the same groups, entry ids (rowids too), dedup and watermarks."""
+    ctx = _corpus_ctx()
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)
+    monkeypatch.setattr(pipeline, "SPLIT_READ_BYTES", 1 << 40)  # one reader process
+    one = _ingest(tmp_path / "one", ctx, writer=True)
+    monkeypatch.setattr(pipeline, "SPLIT_READ_BYTES", 0)
+    monkeypatch.setattr(read_worker, "READERS", 2)
+    monkeypatch.setattr(read_worker, "SPLIT_BLOCK_BYTES", 256 * 1024)  # many blocks of the corpus
+    monkeypatch.delenv("CTXKEEP_READER_PRECOMPUTE", raising=False)
+    started, modes, counted = [], [], []
+    real = read_worker.read_in_process
+
+    def spy(todo, **kw):
+        started.append([str(f.path) for f, _ in todo])
+        modes.append(kw.get("precompute"))
+        return real(todo, **kw)
+
+    real_count = transform.estimate_tokens
+
+    def count(texts):
+        counted.append(len(texts))
+        return real_count(texts)
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    monkeypatch.setattr(transform, "estimate_tokens", count)
+    two = _ingest(tmp_path / "two", ctx, writer=True)
+    assert len(started) == 2 and started[0] and started[1]
+    # the readers count every new content's tokens: the ingest process counts none
+    assert modes == ["split", "split"] and counted == []
+    assert sorted(started[0] + started[1]) == sorted({p for s in started for p in s})  # each file once
+    assert two == one and two["files_read"] == 27
+    assert _fingerprint(tmp_path / "two") == _fingerprint(tmp_path / "one")
+    rowids = "SELECT rowid, entry_id FROM entries ORDER BY rowid"
+    for home in ("one", "two"):
+        c = sqlite3.connect(f"file:{tmp_path / home / 'store.db'}?mode=ro", uri=True)
+        try:
+            got = c.execute(rowids).fetchall()
+        finally:
+            c.close()
+        if home == "one":
+            want = got
+    assert got == want and len(got) == 3890
+
+
+def test_a_reader_sharing_the_files_counts_tokens_ahead_except_in_a_big_file(tmp_path, monkeypatch):
+    from ctxkeep.sources.contract import SourceFile
+
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    small.write_bytes(b"x" * 10)
+    big.write_bytes(b"x" * 100)
+    monkeypatch.setattr(read_worker, "SPLIT_BIG_FILE", 100)
+    items = [ReadItem(SourceFile("claude", small)), ReadItem(SourceFile("claude", tmp_path / "gone"))]
+    assert read_worker.chunk_mode(items, "split") == "always"
+    assert read_worker.chunk_mode([*items, ReadItem(SourceFile("claude", big))], "split") == "auto"
+    assert read_worker.chunk_mode(items, "never") == "never"
+
+
+def test_split_blocks_alternate_whole_files(tmp_path):
+    from ctxkeep.sources.contract import SourceFile
+
+    sizes = [5, 1, 1, 9, 2, 2, 2, 0]
+    todo = []
+    for i, n in enumerate(sizes):
+        p = tmp_path / f"f{i}.jsonl"
+        p.write_bytes(b"x" * n)
+        todo.append((SourceFile("claude", p, "append", {}), None))
+    todo.append((SourceFile("claude", tmp_path / "gone.jsonl", "append", {}), None))
+    # blocks of >= 4 bytes: [5] [1 1 9] [2 2] [2 0 gone]
+    assert read_worker.split_blocks(todo, 2, 4) == [(0, 1), (1, 3), (0, 2), (1, 3)]
+    assert read_worker.split_blocks(todo, 1, 4) == [(0, 1), (0, 3), (0, 2), (0, 3)]
+    assert sum(n for _, n in read_worker.split_blocks(todo, 3, 100)) == len(todo)
+
+
+def test_read_split_raises_a_readers_error_at_its_block_and_stops_both(tmp_path, monkeypatch):
+    """Files f0..f3 in blocks of one file, readers 0 1 0 1: reader 0 fails in f2, so the
+    items come f0, f1 (reader 1's), then the error; reader 1's f3 is never taken, and
+    both read-ahead threads are stopped."""
+    from ctxkeep.sources.contract import SourceFile
+
+    todo = []
+    for i in range(4):
+        p = tmp_path / f"f{i}.jsonl"
+        p.write_bytes(b"x" * 10)
+        todo.append((SourceFile("claude", p, "append", {}), None))
+    shares = []
+
+    def fake(share, **kw):
+        shares.append([f.path.name for f, _ in share])
+        for f, _ in share:
+            if f.path.name == "f2.jsonl":
+                raise ValueError("bad f2")
+            yield ReadItem(f, None, True)
+
+    monkeypatch.setattr(read_worker, "read_in_process", fake)
+    got = []
+    items = read_worker.read_split(todo, readers=2, block_bytes=10)
+    with pytest.raises(ValueError, match="bad f2"):
+        for item in items:
+            got.append(item.file.path.name)
+    assert got == ["f0.jsonl", "f1.jsonl"]
+    assert sorted(shares) == [["f0.jsonl", "f2.jsonl"], ["f1.jsonl", "f3.jsonl"]]
+    assert not any(t.name == "ctxkeep-read-ahead" and t.is_alive() for t in threading.enumerate())
+    # closed before its first item: every reader stops all the same
+    items = read_worker.read_split(todo, readers=2, block_bytes=10)
+    items.close()
+    assert not any(t.name == "ctxkeep-read-ahead" and t.is_alive() for t in threading.enumerate())
+    # one reader (or one block): the plain read-ahead of one reader process
+    one = read_worker.read_split(todo, readers=1, block_bytes=10)
+    one.close()
+    assert isinstance(one, ReadAhead) and shares[-1][:1] == ["f0.jsonl"]

@@ -9,6 +9,7 @@ blocks, a key in one field and the value in the next."""
 from __future__ import annotations
 
 import json
+import threading
 from contextlib import closing
 
 import pytest
@@ -174,3 +175,82 @@ def test_planted_contexts_reach_no_byte_of_the_store(planted, tmp_path):
     assert gens and n > 400
     blob = b"\x00".join(blobs + gens)
     assert [v for v in strict if any(form.encode() in blob for form in _forms(v))] == []
+
+
+def _items(todo, **kw) -> list[tuple]:
+    out = []
+    for it in readahead.read_files(todo, **kw):
+        b = it.batch
+        if b is None:
+            out.append((str(it.file.path), None, it.read))
+            continue
+        raw = b.raw
+        out.append(
+            (
+                str(it.file.path),
+                [e.get("record_id") for e in b.entries],
+                normalize.normalized_rows(b.entries),
+                b.coverage,
+                None if raw is None else (raw.offset, raw.data, raw.redacted, raw.sealed),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+def test_redaction_overlapped_with_the_next_read_gives_the_same_items(planted, monkeypatch, sealed):
+    """A reader process redacts (and seals) each flush in a thread while it reads the
+    next (``read_files(overlap=True)``): the same items in the same order, the same
+    entry ids (the lines with secrets rekeyed), rows, coverage and vault bytes as in
+    line, with a flush per batch (many in flight one after another)."""
+    from ctxkeep.sinks.vault import capture
+
+    monkeypatch.setenv("CTXKEEP_VAULT", "1")
+    monkeypatch.setattr(stable_ids, "ONE_CALL", True)
+    home, todo, strict, _values = planted
+    f = todo[0][0].path
+    for k in range(3):  # more files: a batch (and a flush) each
+        f.with_name(f"5e551011-0000-4000-8000-00000000010{k}.jsonl").write_bytes(
+            f.read_bytes()[: 20000 * (k + 1)]
+        )
+    todo = [(x, None) for x in SOURCES["claude-code"].discover(DiscoveryContext(home=home, env={})).files]
+    seal = capture.seal if sealed else None
+    inline = _items(todo, rekey_every=(1, 1), seal=seal)
+    monkeypatch.setattr(readahead, "REKEY_OVERLAP", True)
+    threads = []
+    real = readahead.rekey
+    monkeypatch.setattr(
+        readahead, "rekey", lambda b: (threads.append(threading.current_thread().name), real(b))
+    )
+    over = _items(todo, rekey_every=(1, 1), overlap=True, seal=seal)
+    assert len(threads) > 3 and all(t.startswith("ctxkeep-rekey") for t in threads)
+    assert len(inline) == len(over) > 3  # several batches, each its own flush
+    for a, b in zip(inline, over, strict=True):
+        assert a[:2] == b[:2]
+        if a[1] is not None:
+            assert a[2].equals(b[2]) and a[3] == b[3] and a[4] == b[4]
+    raws = [x[4] for x in over if x[1] is not None and x[4] is not None]
+    assert raws and all((r[3] is not None) == sealed for r in raws)
+    if not sealed:  # redacted: no planted value in the vault's bytes
+        blob = b"".join(r[2][0] for r in raws)
+        assert [v for v in strict if any(form.encode() in blob for form in _forms(v))] == []
+
+
+def test_a_reader_stopped_early_waits_for_the_redaction_in_flight(planted, monkeypatch):
+    """The consumer closes ``read_files(overlap=True)`` after its first item: the close
+    returns once the flush in flight is redacted, and raises nothing."""
+    monkeypatch.setenv("CTXKEEP_VAULT", "1")
+    monkeypatch.setattr(readahead, "REKEY_OVERLAP", True)
+    home, todo, _strict, _values = planted
+    f = todo[0][0].path
+    for k in range(3):
+        f.with_name(f"5e551011-0000-4000-8000-00000000020{k}.jsonl").write_bytes(f.read_bytes())
+    todo = [(x, None) for x in SOURCES["claude-code"].discover(DiscoveryContext(home=home, env={})).files]
+    done = []
+    real = readahead.rekey
+    monkeypatch.setattr(readahead, "rekey", lambda b: (real(b), done.append(len(b))))
+    gen = readahead.read_files(todo, rekey_every=(1, 1), overlap=True)
+    first = next(gen)
+    assert first.batch is not None and first.batch.raw.redacted is not None
+    gen.close()
+    assert len(done) == 2  # the first flush, and the one in flight when it was yielded

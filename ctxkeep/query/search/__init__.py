@@ -62,6 +62,7 @@ import sqlite3
 
 from ctxkeep.errors import SearchSyntaxError
 from ctxkeep.query.search import rank, render, retrieve, suggest
+from ctxkeep.query.search.ahead import Ahead, Guess, Job, core_free
 from ctxkeep.query.search.parse import (
     _WORD_RE,
     _WORD_TOKEN_RE,
@@ -80,6 +81,7 @@ from ctxkeep.query.search.parse import (
     terms,
     vocab_terms_of,
     words_match,
+    words_parts,
 )
 from ctxkeep.query.search.render import SNIPPET_MAX_CHARS, Hit, SearchResult, apply_budget, hit_tokens
 from ctxkeep.query.search.retrieve import PREFIX_COMMON, Candidate, common_terms
@@ -121,6 +123,7 @@ def search(
     limit: int = 10,
     budget_tokens: int | None = None,
     raw: bool = False,
+    parallel: bool | None = None,
 ) -> SearchResult:
     """Ranked hits for ``query`` (best first), one per distinct text.
 
@@ -134,6 +137,10 @@ def search(
             renderings (``hit_tokens``) fit in this many tokens; the rest are counted
             in ``omitted`` and ``note`` says so.
         raw: pass ``query`` to FTS5 unchanged (word index only).
+        parallel: run the lists that do not wait for the word list (and one guessed
+            ahead of it) on a second read-only connection in a thread (``ahead``);
+            None (the default): when a core is free for it (``ahead.core_free``). The
+            hits are the same either way.
     Returns a ``SearchResult``. Raises ``SearchSyntaxError`` (raw mode only) when FTS5
     cannot parse the expression, ``UsageError`` for bad filter values.
     """
@@ -152,15 +159,25 @@ def search(
     vt: list[tuple[str, str | None]] = []  # each word term with its vocabulary expression
     facets = not filters.is_empty() and sqlite_store.schema_version(conn) >= 3
 
+    ahead: Ahead | None = None  # lists run ahead on a second connection (``ahead``)
+
     def run(
-        name: str, fts: str, match: str | None, rows: list[tuple[int, float]] | None = None
+        name: str, fts: str | None, match: str | None, rows: list[tuple[int, float]] | None = None
     ) -> list[tuple[int, float]]:
-        """Run one list (``rows``: its ``(chunk_id, rank)`` when already known);
-        returns its rows."""
+        """Run one list on ``fts`` (None: the symbols table, ``retrieve.symbols_table``;
+        ``rows``: its ``(chunk_id, rank)`` when already known, else taken from ``ahead``
+        when it ran there); returns its rows."""
         if not match:
             return []
+        got = ahead.take(name, match) if rows is None and ahead is not None else None
+        if got is not None:
+            rows, _, loaded = got
+            for k, v in loaded.items():  # the same candidates, loaded by the other connection
+                cache.setdefault(k, v)
         if rows is None:
-            rows = retrieve.fts_ids(conn, fts, match, filters, n, passed, facets)
+            rows = retrieve.fts_ids(
+                conn, fts or retrieve.symbols_table(conn), match, filters, n, passed, facets
+            )
         retrieve.load_candidates(conn, [r[0] for r in rows], filters, cache)
         ranked = rank.ranked_contents(rows, cache)
         lists[name] = [c.content_id for c in ranked]
@@ -181,23 +198,39 @@ def search(
                 hint="fix the expression, or drop raw mode to search the words as typed",
             ) from None
     else:
-        word_rows = run("words", "fts_words", words_match(query))
-        # the words side by side, in order: a content is shown with its chunk holding
-        # the phrase, and ranks above those holding the words apart. A phrase match
-        # holds all the words: none when the words list is empty; when the words list
-        # holds every match (fewer than ``n``), the phrase is looked for among its
-        # chunks only (no BM25: its IDF walks the phrase's whole posting list, p95
-        # 8.6 ms at 2.5 GB); otherwise it is a list of its own
-        phrase = phrase_match(query)
-        if phrase and word_rows:
-            among = retrieve.phrase_among(conn, phrase, word_rows) if len(word_rows) < n else None
-            run("phrase", "fts_words", phrase, among)
-        mixed = any(has_cjk(t) for t in ts) and any(not has_cjk(t) for t in ts)
-        run("grams_all" if mixed else "grams", "fts_grams", grams_match(query))
-        if any(is_symbol_term(t) for t in ts):
-            run("symbols", retrieve.symbols_table(conn), symbols_match(query))
-        if len([t for t in ts if _word_term(t)]) > 1 and len(lists.get("words", [])) < n:
-            run("any", "fts_words", any_match(query))
+        wm, phrase = words_match(query), phrase_match(query)
+        cjk = any(has_cjk(t) for t in ts)
+        mixed = cjk and any(not has_cjk(t) for t in ts)
+        grams = ("grams_all" if mixed else "grams", grams_match(query))
+        symbols = symbols_match(query) if any(is_symbol_term(t) for t in ts) else None
+        several = len([t for t in ts if _word_term(t)]) > 1
+        if parallel or (parallel is None and core_free()):
+            anym = any_match(query) if several else None
+            ahead = _ahead(conn, filters, n, passed, facets, query, wm, phrase, grams, symbols, anym, cjk)
+        try:
+            word_rows = run("words", "fts_words", wm)
+            # the words side by side, in order: a content is shown with its chunk holding
+            # the phrase, and ranks above those holding the words apart. A phrase match
+            # holds all the words: none when the words list is empty; when the words list
+            # holds every match (fewer than ``n``), the phrase is looked for among its
+            # chunks only (no BM25: its IDF walks the phrase's whole posting list, p95
+            # 8.6 ms at 2.5 GB); otherwise it is a list of its own
+            if phrase and word_rows:
+                among = retrieve.phrase_among(conn, phrase, word_rows) if len(word_rows) < n else None
+                if among is not None and ahead is not None:
+                    ahead.drop("phrase")
+                run("phrase", "fts_words", phrase, among)
+            elif ahead is not None:
+                ahead.drop("phrase")
+            run(grams[0], "fts_grams", grams[1])
+            run("symbols", None, symbols)
+            if several and len(lists.get("words", [])) < n:
+                run("any", "fts_words", any_match(query))
+            elif ahead is not None:
+                ahead.drop("any")
+        finally:
+            if ahead is not None:
+                ahead.close()
         if len(lists.get("words", [])) < limit:
             common = common_terms(conn, query)
             # without a prefix term the relaxed list is the ``any`` (or ``words``) list again
@@ -249,6 +282,50 @@ def search(
         words = [w for t in ts if _word_term(t) for w in _WORD_TOKEN_RE.findall(t)]
         res.suggestions = suggest.suggestions(conn, query, words)
     return res
+
+
+def _ahead(
+    conn: sqlite3.Connection,
+    filters: Filters,
+    n: int,
+    passed: dict[int, bool],
+    facets: bool,
+    query: str,
+    wm: str | None,
+    phrase: str | None,
+    grams: tuple[str, str | None],
+    symbols: str | None,
+    anym: str | None,
+    cjk: bool,
+) -> Ahead | None:
+    """The lists of a search run ahead on a second connection (``ahead.Ahead``,
+    started), or None when there is none to run or no connection to borrow: the
+    phrase list ranked on its own (when the word list ``wm`` will have ``n`` rows),
+    ``grams`` (not alone for a ``cjk`` query), ``symbols``, and ``any`` (``anym``: a
+    query of several word terms) when it will not, in the order ``search`` takes them."""
+    jobs: list[Job] = []
+    guess = None
+    # a time or status filter (checked per chunk, ``retrieve.fts_ids``) can leave the
+    # word list short of what the guess counts: a wrong guess wastes a list's CPU
+    # ("timeline filtering" since a date: +19 ms of 26), so none is made
+    if wm and (phrase or anym) and filters.residual().is_empty():
+        fmatch = filters.facet_match() if facets else None
+        guess = Guess(f"({wm}) AND {fmatch}" if fmatch else wm, words_parts(query), n)
+    if phrase and guess is not None:
+        jobs.append(Job("phrase", "fts_words", phrase, guess=guess.full))
+    if grams[1]:
+        jobs.append(Job(grams[0], "fts_grams", grams[1]))
+    if symbols:
+        jobs.append(Job("symbols", None, symbols))
+    if anym and guess is not None:
+        jobs.append(Job("any", "fts_words", anym, guess=guess.short))
+    # a CJK query's bigram list is short (2.5 GB store: the bench's CJK queries p95
+    # 1.3 ms on one connection): alone, it does not pay for the thread (+0.17 ms CPU,
+    # 4-5 context switches a search)
+    if not jobs or (cjk and len(jobs) == 1 and jobs[0].fts == "fts_grams"):
+        return None
+    a = Ahead(jobs, filters, n, passed, facets)
+    return a if a.start(conn) else None
 
 
 def _rank(

@@ -231,9 +231,9 @@ def _word_term(t: str) -> bool:
     return bool(_WORD_RE.search(t)) and not (is_symbol_term(t) and not t.strip().startswith("."))
 
 
-def words_match(query: str) -> str | None:
-    """FTS5 expression for the word index: every term quoted, ANDed; a trailing ``*``
-    on a term is a prefix query. None when no term has a word character."""
+def words_parts(query: str) -> list[str]:
+    """The FTS5 expressions ``words_match`` ANDs: every word term quoted; a trailing
+    ``*`` on a term is a prefix query."""
     parts = []
     for t in terms(query):
         prefix = t.endswith("*") and len(t) > 1
@@ -241,7 +241,14 @@ def words_match(query: str) -> str | None:
         if not _word_term(t):
             continue
         parts.append(_quote(t) + ("*" if prefix else ""))
-    return " AND ".join(parts) or None
+    return parts
+
+
+def words_match(query: str) -> str | None:
+    """FTS5 expression for the word index: every term quoted, ANDed (``words_parts``);
+    a trailing ``*`` on a term is a prefix query. None when no term has a word
+    character."""
+    return " AND ".join(words_parts(query)) or None
 
 
 def phrase_match(query: str) -> str | None:

@@ -177,6 +177,14 @@ def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
     )
 
 
+def match_count(conn: sqlite3.Connection, fts: str, match: str, cap: int) -> int:
+    """The number of matches of ``match`` in ``fts``, counted up to ``cap`` (no ranking:
+    the first ``cap`` rowids the MATCH yields; all of its posting lists are walked when
+    it has fewer)."""
+    sql = f"SELECT count(*) FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ? LIMIT ?)"
+    return conn.execute(sql, (match, cap)).fetchone()[0]
+
+
 def span_count_sql(fts: str, match: str, lo: int, hi: int, cap: int) -> Sql:
     """The number of matches of ``match`` with rowids ``lo`` … ``hi``, counted up to
     ``cap`` (``terms_span``)."""

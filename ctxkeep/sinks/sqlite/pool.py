@@ -1,0 +1,119 @@
+"""Extra read-only connections to a store a reader already holds open, kept for reuse.
+
+A search runs some of its candidate lists on a second connection in a thread
+(``query.search``): sqlite3 releases the GIL while a statement steps, so two FTS5
+statements run on both cores at once. Opening that connection costs ~1 ms (the file
+checks of ``connect``); a long-lived process (the MCP server, the app) searches many
+times, so the connection is given back after each search and kept, at most
+``KEEP_IDLE`` of them in the process (a test suite opens hundreds of stores: the oldest
+idle one is closed first).
+
+``borrow(conn)`` opens (or takes an idle) read-only connection to the database file of
+``conn`` (``PRAGMA database_list``, its ``main`` schema), with the same ``mmap_size`` and
+busy timeout; ``give_back`` returns it. An idle connection is keyed by the file's path,
+device and inode: a store replaced under the same path (a restore, ``doctor --repair``)
+gets new connections, never one reading the old file. A forked child never uses the
+connections its parent kept.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from ctxkeep.sinks.sqlite.connection import BUSY_TIMEOUT_MS, _open_readonly
+
+#: idle extra connections kept in the process, all stores together
+KEEP_IDLE = 4
+
+_Key = tuple[str, int, int, int]
+_idle: OrderedDict[_Key, list[sqlite3.Connection]] = OrderedDict()
+_lock = threading.Lock()
+#: a forked child's inherited idle connections: never used (SQLite: a connection must
+#: not cross a fork) nor closed (closing could touch the parent's files), only kept
+_forked: list[sqlite3.Connection] = []
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()
+    _forked.extend(c for v in _idle.values() for c in v)
+    _idle.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Borrowed:
+    """A borrowed connection (``conn``) and the key it goes back under."""
+
+    __slots__ = ("conn", "key")
+
+    def __init__(self, conn: sqlite3.Connection, key: _Key):
+        self.conn, self.key = conn, key
+
+
+def borrow(conn: sqlite3.Connection) -> Borrowed | None:
+    """A read-only connection to the database file of ``conn``, usable from another
+    thread, or None when there is none to share: an in-memory or temporary database, or
+    ``conn`` inside a transaction (a second connection would not see its uncommitted
+    writes). Raises nothing: a file that cannot be opened again gives None."""
+    try:
+        if conn.in_transaction:
+            return None
+        row = next((r for r in conn.execute("PRAGMA database_list").fetchall() if r[1] == "main"), None)
+        if not row or not row[2]:
+            return None
+        path = row[2]
+        st = os.stat(path)
+        mmap = int(conn.execute("PRAGMA mmap_size").fetchone()[0])
+    except (sqlite3.Error, OSError):
+        return None
+    key = (path, st.st_dev, st.st_ino, mmap)
+    with _lock:
+        free = _idle.get(key)
+        if free:
+            other = free.pop()
+            if not free:
+                del _idle[key]
+            return Borrowed(other, key)
+    try:
+        other = _open_readonly(Path(path))
+        other.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        if mmap:
+            other.execute(f"PRAGMA mmap_size={mmap}")
+    except (sqlite3.Error, OSError):
+        return None
+    return Borrowed(other, key)
+
+
+def give_back(b: Borrowed, *, reuse: bool = True) -> None:
+    """Return ``b`` for reuse (``reuse``; the oldest idle connection beyond
+    ``KEEP_IDLE`` is closed), or close it (a connection whose statement was interrupted
+    is never reused)."""
+    if not reuse:
+        b.conn.close()
+        return
+    drop: list[sqlite3.Connection] = []
+    with _lock:
+        _idle.setdefault(b.key, []).append(b.conn)
+        _idle.move_to_end(b.key)
+        while sum(len(v) for v in _idle.values()) > KEEP_IDLE:
+            k = next(iter(_idle))
+            drop.append(_idle[k].pop(0))
+            if not _idle[k]:
+                del _idle[k]
+    for c in drop:
+        c.close()
+
+
+def close_idle() -> None:
+    """Close every idle connection (tests; a process about to remove a store)."""
+    with _lock:
+        conns = [c for v in _idle.values() for c in v]
+        _idle.clear()
+    for c in conns:
+        c.close()
