@@ -103,3 +103,14 @@ def under_expr(col, root: str):
         e = col.str.starts_with(p)
         expr = e if expr is None else expr | e
     return expr
+
+
+def holds_every_project(d: str) -> bool:
+    """True for a directory that holds every project: ``/``, a drive root, the user's
+    home directory or an ancestor of it (a purge of it would tombstone everything; the
+    latest session "of" it is any project's)."""
+    import re
+
+    if d in ("/", "\\") or re.fullmatch(r"[A-Za-z]:[\\/]?", d):
+        return True
+    return is_under(os.path.normpath(os.path.expanduser("~")), d)

@@ -332,7 +332,7 @@ def table(**kwargs):
                     c._index = i
                 hidden.append(" ".join(str(col.header).split()))
             if hidden:
-                note = f"not shown at {width} columns: {', '.join(hidden)} (see --json or a wider terminal)"
+                note = f"not shown at {width} columns: {', '.join(hidden)} (--json has them)"
                 self.caption = f"{self.caption}\n{note}" if self.caption else note
                 self.caption_justify = "left"
                 self.caption_style = "dim"
@@ -555,6 +555,21 @@ def warn(msg: object) -> None:
     err.print(f"[yellow]warning:[/yellow] {escape(first[9:])}", highlight=False)
     for x in more:
         err.print(x, highlight=False, markup=False)
+
+
+def note(msg: object, *, plain: bool = False) -> None:
+    """``note: <msg>`` on stderr, folded at the width (never inside a word), the message
+    printed as written; ``plain``: one unfolded line without Rich (``--json``/``--csv``:
+    their path imports no Rich, ~50 ms)."""
+    if plain:
+        sys.stderr.write(f"note: {msg}\n")
+        return
+    from rich.markup import escape
+
+    first, *more = fold(f"note: {msg}")
+    err.print(f"[yellow]note:[/yellow] {escape(first[6:])}", highlight=False, soft_wrap=True)
+    for x in more:
+        err.print(x, highlight=False, markup=False, soft_wrap=True)
 
 
 def config_warnings(h: Path) -> None:

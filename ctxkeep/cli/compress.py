@@ -20,6 +20,7 @@ from ctxkeep.cli import (
     config_warnings,
     err,
     failing,
+    fold,
     line_width,
     out,
     say,
@@ -126,7 +127,8 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: boo
         MofNCompleteColumn(),
         TextColumn("{task.description}"),
         console=err.get(),
-        disable=not show,
+        # a bar only on a terminal: a transient one left an empty line in a file or pipe
+        disable=not show or not err.get().is_terminal,
         transient=True,
     )
     tid = prog.add_task("", total=None)
@@ -240,16 +242,22 @@ def _emit_summary(s: dict) -> None:
             if f.get("savings"):
                 say_folded("  saved: " + _savings_text(f["savings"]), indent="    ")
         elif f["status"] == "skipped":
-            out.print(f"skipped {name}: {f['reason']}", highlight=False)
-        else:
-            err.print(f"[yellow]{f['status']}[/yellow] {name}: {f['reason']}", highlight=False)
+            say_folded(f"skipped {tilde(name)}: {f['reason']}")
+        else:  # refused, failed: on stderr, at the width (233-362 columns: newuser15 F4)
+            from rich.markup import escape
+
+            first, *more = fold(f"{f['status']} {tilde(name)}: {f['reason']}")
+            err.print(f"[yellow]{f['status']}[/yellow]{escape(first[len(f['status']) :])}", highlight=False)
+            for x in more:
+                err.print(x, highlight=False, markup=False)
         if f.get("still_over"):
             warn(f"{Path(name).name}: {f['still_over']}")
         for n in f.get("notes") or []:
             if "not updated" in n or "store holds" in n:
-                err.print(f"  note: {n}", highlight=False)
+                for x in fold(f"  note: {n}", indent="    "):
+                    err.print(x, highlight=False, markup=False)
     done = s["compressed"] + s["would_compress"]
-    out.print(
+    say_folded(
         f"{verb} {done} of {len(s['files'])} files: {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
         f"{s['tokens_before']:,} → {s['tokens_after']:,} text tokens"
         + (f" (and images of {s['image_tokens']:,} tokens moved)" if s.get("image_tokens") else "")
@@ -259,8 +267,7 @@ def _emit_summary(s: dict) -> None:
             f"; {_count(s['still_exceeding'], 'file')} still over a threshold"
             if s.get("still_exceeding")
             else ""
-        ),
-        highlight=False,
+        )
     )
     for p in s["problems"]:
         warn(p)

@@ -20,6 +20,7 @@ from ctxkeep.cli import (
     failing,
     fold,
     line_width,
+    note,
     out,
     say,
     say_folded,
@@ -334,7 +335,7 @@ def search(
         out.print("no matches" if not hits.omitted else hits.note, highlight=False)
         _no_such_project(_home(home), project)
         if hits.suggestions:
-            out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
+            say_folded(did_you_mean(hits.suggestions))
         return
     style = {"head": "bold", "title": "", "snippet": "dim"}
     width = line_width()
@@ -342,8 +343,9 @@ def search(
         for part, line in render_hit(h):
             # at the terminal's width: the head (its id whole) folded between its fields,
             # a title's or snippet's text wrapped (a long word of text may be cut)
-            if part == "head":
-                lines = fold(line, indent="   ")
+            if part == "head":  # broken between its fields (two spaces apart) only: a
+                # date stays with its time, a size with "tok" (newuser15 F4)
+                lines = _fold_fields(line, width, "   ")
             elif width is not None and len(line) + 3 > width:
                 lines = textwrap.wrap(
                     line, width=width, initial_indent="   ", subsequent_indent="   ", break_on_hyphens=False
@@ -354,8 +356,25 @@ def search(
                 out.print(x, highlight=False, markup=False, style=style[part], soft_wrap=True)
     if hits.note:
         err.print(f"[yellow]note:[/yellow] {hits.note}", highlight=False)
-    if hits.suggestions:
-        out.print(did_you_mean(hits.suggestions), highlight=False, markup=False, soft_wrap=True)
+    if hits.suggestions:  # at the width, broken between the suggestions' words
+        say_folded(did_you_mean(hits.suggestions))
+
+
+def _fold_fields(line: str, width: int | None, indent: str) -> list[str]:
+    """``line``, whose fields are two spaces apart, folded at ``width`` between fields
+    only (the lines after the first indented by ``indent``); a field wider than the
+    line stays whole on a line of its own. Unfolded when ``width`` is None."""
+    if width is None or len(line) <= width:
+        return [line]
+    out: list[str] = []
+    cur = ""
+    for f in line.split("  "):
+        cand = f"{cur}  {f}" if cur else (indent if out else "") + f
+        if cur and len(cand) > width:
+            out.append(cur)
+            cand = indent + f
+        cur = cand
+    return [*out, cur] if cur else out
 
 
 def _no_such_project(h: Path, project: str | None) -> None:
@@ -476,7 +495,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     out.print(
         f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup
         + (f" [dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
-        + f"  {escape(conv.project_dir or '')}",
+        + f"  {escape(tilde(conv.project_dir) if conv.project_dir else '')}",
         highlight=False,
     )
     # a session over several days: each turn's date too, not only its time of day
@@ -508,7 +527,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
             out.print(f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False)
             out.print(t.text, highlight=False, markup=False, soft_wrap=True)
     if conv.note:
-        err.print(f"[yellow]note:[/yellow] {conv.note}", highlight=False)
+        note(conv.note)  # folded at the width (170 columns: newuser15 F4)
 
 
 @app.command()

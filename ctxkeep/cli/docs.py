@@ -245,8 +245,8 @@ _PREAMBLE = """
 | code | meaning |
 |---|---|
 | 0 | success (also: nothing to do, no matches) |
-| 1 | failure: a store error, a damaged file, no such session / entry / file / backup, a refused change |
-| 2 | wrong usage: an unknown option, command, agent or value, a value out of range, options that exclude each other |
+| 1 | failure: a store error, a damaged file, no such session / entry / file / backup (an id the store does not hold), a refused change |
+| 2 | wrong usage: an unknown option, command, agent or value, a value out of range, an id or index that can name nothing (an entry id under 6 characters, a prefix several sessions share, a line id under 1), options that exclude each other |
 
 An empty result is a success: a read command (`sessions`, `search`, `stats`, `report
 daily|weekly|monthly|session|models|projects|blocks|tools`, `quarantine`, `secrets`) over a

@@ -104,11 +104,8 @@ def restore(
     if as_json:
         _print_json(rep)
         return
-    moved = ", ".join(rep["moved_aside"]) or "nothing"
-    out.print(
-        f"restored {rep['restored']}; moved aside: {moved}; {rep['analytics']}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    # at the width, paths with ~ (three moved-aside paths made a 380-column line: newuser15 F13)
+    moved = ", ".join(tilde(p) for p in rep["moved_aside"]) or "nothing"
+    say_folded(f"restored {tilde(rep['restored'])}; moved aside: {moved}; {rep['analytics']}")
     for line in rep.get("vault") or []:
-        out.print("  " + line, highlight=False, soft_wrap=True)
+        say_folded("  " + line, indent="    ")

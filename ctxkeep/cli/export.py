@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, _size, app, err, failing, out
+from ctxkeep.cli import HomeOpt, JsonOpt, _count, _fail, _home, _print_json, _size, app, err, failing, out
 from ctxkeep.cli.options import timezone_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -133,7 +133,7 @@ def _transcripts(
         + (" and an index" if rep.index else "")
         + f" to {rep.dest} ({_size(rep.bytes)})"
         + (
-            f"; removed {len(rep.stale_removed):,} stale page(s) of sessions no longer stored"
+            f"; removed {_count(len(rep.stale_removed), 'stale page')} of sessions no longer stored"
             if rep.stale_removed
             else ""
         ),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import JsonOpt, _given_home, _print_json, app, err, failing
+from ctxkeep.cli import JsonOpt, _given_home, _print_json, app, err, failing, fold
 from ctxkeep.cli.options import agent_option
 
 hooks_app = typer.Typer(
@@ -163,14 +163,15 @@ def status(
             typer.echo(f"{r['agent']}: {path}")
             if r["error"]:
                 typer.echo(f"  error: {r['error']}")
+            # each line at the width, folded between words (up to 223 columns: newuser15 F9)
             for h in r["hooks"]:
                 matcher = f" [{h['matcher']}]" if h["matcher"] else ""
-                typer.echo(f"  {_STATE[h['state']]:<8} {h['event']}{matcher}: {h['does']}")
+                _echo(f"  {_STATE[h['state']]:<8} {h['event']}{matcher}: {h['does']}", "           ")
                 if h["state"] in ("outdated", "foreign"):
-                    typer.echo(f"           found: {h['found']}")
-            typer.echo(f"  snapshot injection: {r['injection']}")
+                    _echo(f"           found: {h['found']}", "             ")
+            _echo(f"  snapshot injection: {r['injection']}", "    ")
             for note in r["notes"]:
-                typer.echo(f"  note: {note}")
+                _echo(f"  note: {note}", "    ")
         todo = [
             r["agent"] for r, _ in shown if any(h["state"] in ("missing", "outdated") for h in r["hooks"])
         ]
@@ -181,6 +182,13 @@ def status(
             )
     if any(r["error"] for r, _ in shown):
         raise typer.Exit(1)
+
+
+def _echo(line: str, indent: str) -> None:
+    """``line`` on stdout folded at the terminal's width (``fold``: between words,
+    the lines after the first indented by ``indent``)."""
+    for x in fold(line, indent=indent):
+        typer.echo(x)
 
 
 def _scope(scope: str) -> None:

@@ -28,7 +28,6 @@ from ctxkeep.cli import (
     err,
     failing,
     out,
-    say,
     say_folded,
     table,
     tilde,
@@ -149,8 +148,8 @@ def purge(
     out.print(
         f"purged {rep['resolved']}: {_count(r['entries'], 'entry', 'entries')} of "
         f"{_count(r['sessions'], 'session')}, "
-        f"{r['contents']:,} texts, {r['usage']:,} usage rows, {r['quarantine']:,} quarantined lines, "
-        f"{r.get('archived', 0):,} archived rows, "
+        f"{_count(r['contents'], 'text')}, {_count(r['usage'], 'usage row')}, "
+        f"{_count(r['quarantine'], 'quarantined line')}, {_count(r.get('archived', 0), 'archived row')}, "
         f"{_count(r.get('vault_files', 0), 'vault file')} ({_size(r.get('vault_bytes', 0))} stored); "
         f"tombstone {rep['tombstone']}",
         highlight=False,
@@ -321,11 +320,10 @@ def retention(
     for r in rep["archive"]:
         out.print(f"  {r['agent']} {r['month']}: {r['entries']:,} entries", highlight=False)
     verb = "would remove" if dry_run else "removed"
-    out.print(
-        f"{verb} {len(rep['old_archives'])} archive files older than {rep['archive_cutoff'][:10]} "
-        f"and {len(rep['old_backups'])} compress backups older than {rep['backup_cutoff'][:10]} "
-        f"({_size(rep['old_archives_bytes'] + rep['old_backups_bytes'])})",
-        highlight=False,
+    say_folded(  # at the width (101 columns: newuser15 F4)
+        f"{verb} {_count(len(rep['old_archives']), 'archive file')} older than {rep['archive_cutoff'][:10]} "
+        f"and {_count(len(rep['old_backups']), 'compress backup')} older than {rep['backup_cutoff'][:10]} "
+        f"({_size(rep['old_archives_bytes'] + rep['old_backups_bytes'])})"
     )
     _print_vault_retention(rep.get("vault") or {}, dry_run)
 
@@ -336,7 +334,7 @@ def _print_vault_retention(v: dict, dry_run: bool) -> None:
     keep, days = v.get("keep_generations"), v.get("generation_max_age_days")
     if keep is None and days is None:
         # printed as written: Rich read "[vault]" as markup ("no  keep_generations")
-        say("vault: every generation kept (no [vault] keep_generations / generation_max_age_days)")
+        say_folded("vault: every generation kept (no [vault] keep_generations / generation_max_age_days)")
         return
     rule = " or ".join(
         x
@@ -474,7 +472,8 @@ def _backfill_with_progress(h: Path, req, show: bool) -> dict:
         DownloadColumn(),
         TransferSpeedColumn(),
         console=err.get(),
-        disable=not show,
+        # a bar only on a terminal: a transient one left an empty line in a file or pipe
+        disable=not show or not err.get().is_terminal,
         transient=True,
     )
     task: list = []

@@ -16,9 +16,13 @@ from ctxkeep.cli import (
     _print_json,
     app,
     failing,
+    fold,
+    line_width,
     out,
     safe_bytes,
-    table,
+    say,
+    say_folded,
+    tilde,
 )
 from ctxkeep.cli.options import agent_option, store_agents
 
@@ -66,30 +70,27 @@ def list_(
     if not rows:
         out.print("no quarantined lines", highlight=False)
         return
-    t = table(
-        title=f"ctxkeep quarantine: {_count(total, 'line')}"
+    # one entry per line, not a table: at 80 columns a table gave the path and the
+    # reason an 11-character column, folded mid-word over 10 lines (newuser15 F3).
+    # The head holds what is short (id, agent, when, size, hash); the file (``~``) and
+    # the reason follow on lines of their own, folded between words only
+    say(
+        f"ctxkeep quarantine: {_count(total, 'line')}"
         + (f", newest {len(rows)}" if total > len(rows) else "")
     )
-    # ids, agents, times and sizes whole; paths and reasons fold; in a narrow terminal
-    # the hash goes first (`quarantine show ID` and --json have it)
-    t.add_column("id", justify="right")
-    t.add_column("agent", no_wrap=True)
-    t.add_column("file @ offset")
-    t.add_column("reason")
-    t.add_column("when", no_wrap=True)
-    t.add_column("size", justify="right")
-    t.add_column("raw sha256", drop=1)
+    width = max(len(str(r.id)) for r in rows)
     for r in rows:
-        t.add_row(
-            str(r.id),
-            r.agent,
-            f"{r.path} @ {r.offset:,}",
-            r.reason + ("" if r.action == "skipped" else f" ({r.action})"),
-            (r.first_seen or "")[:16].replace("T", " "),
-            f"{r.length:,} B",
-            (r.raw_sha256 or "-")[:16],
+        say(
+            f"{r.id:>{width}}  {r.agent}  {(r.first_seen or '')[:16].replace('T', ' ')}  "
+            f"{r.length or 0:,} B  raw sha256 {(r.raw_sha256 or '-')[:16]}"
         )
-    out.print(t)
+        pad = " " * (width + 2)
+        # the path broken after a "/" only where it must be (--json has it whole)
+        room = line_width()
+        where = f"{tilde(r.path or '?')} @ {r.offset or 0:,}".replace("/", "/ ")
+        for x in fold(where, indent="", width=None if room is None else max(20, room - len(pad))):
+            say(pad + x.replace("/ ", "/"))
+        say_folded(pad + r.reason + ("" if r.action == "skipped" else f" ({r.action})"), indent=pad)
     out.print(
         "`ctxkeep quarantine show ID` prints a line as stored (secrets redacted)",
         style="dim",
@@ -108,17 +109,18 @@ def show(
     """One quarantined line: where it was, why, and its bytes as stored (secrets redacted)."""
     from ctxkeep.service.quarantine import LineRequest, quarantined_line
 
-    with failing():
+    with failing(words={"id": "ID"}):  # an argument here (0 or below names no line: exit 2)
         line, raw = quarantined_line(_home(home), LineRequest.parse(id=line_id))
     if as_json:
         _print_json(line.as_json())
         return
-    typer.echo(
-        f"# quarantined line {line.id}: {line.agent} {line.path} @ {line.offset:,} ({line.length:,} bytes), "
-        f"{line.reason} ({line.action}), first seen {line.first_seen}, raw sha256 {line.raw_sha256 or '-'}; "
-        f"{line.stored_bytes:,} bytes stored, secrets redacted",
-        err=True,
+    head = (
+        f"# quarantined line {line.id}: {line.agent} {tilde(line.path or '?')} @ {line.offset:,} "
+        f"({line.length:,} bytes), {line.reason} ({line.action}), first seen {line.first_seen}, "
+        f"raw sha256 {line.raw_sha256 or '-'}; {line.stored_bytes:,} bytes stored, secrets redacted"
     )
+    for x in fold(head, indent="#   "):  # at the width, between words (a 372-column line: newuser15 F3)
+        typer.echo(x, err=True)
     # its bytes as stored, but control bytes escaped (``safe_bytes``): a raw line may hold
     # terminal escape sequences; ``--json`` gives them exact
     raw = safe_bytes(raw)

@@ -16,7 +16,18 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, _fail, _home, _print_json, app, err, failing, fold, out, short_path, table
+from ctxkeep.cli import (
+    HomeOpt,
+    _fail,
+    _home,
+    _print_json,
+    app,
+    failing,
+    note,
+    out,
+    short_path,
+    table,
+)
 from ctxkeep.cli.long_table import print_long, proxy_rows
 from ctxkeep.cli.options import agent_option, since_option, store_agents, timezone_option, until_option
 from ctxkeep.errors import UsageError
@@ -84,15 +95,7 @@ def _run(name: str, home, since, until, timezone, agent, project, mode, as_json,
     else:
         _table(rep, rep["rows"], breakdown, h)
     for n in notes:
-        if as_json or as_csv:  # plain lines for scripts: no Rich import (~50 ms) on their path
-            sys.stderr.write(f"note: {n}\n")
-        else:
-            from rich.markup import escape
-
-            first, *more = fold(f"note: {n}")  # folded at the width, never inside a word
-            err.print(f"[yellow]note:[/yellow] {escape(first[6:])}", highlight=False, soft_wrap=True)
-            for x in more:
-                err.print(x, highlight=False, markup=False, soft_wrap=True)
+        note(n, plain=as_json or as_csv)  # plain lines for scripts: no Rich import on their path
 
 
 def _csv(rows: list[dict]) -> None:
@@ -159,7 +162,7 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
     names = [_model_cell(r, name, breakdown) for r in rows]
     ids = _short_ids(home, rows) if name == "session" else None
 
-    def layout(folded: bool, models: list[list[str]]):
+    def layout(folded: bool, models: list[list[str]] | None):
         """``(table, its rows' cells, the rows in the table)``: a usage table holds
         only the rows that set its columns' widths (``long_table.proxy_rows``: Rich
         lays out and measures ~20 rows, not ~7,000); blocks (styled rows) all rows."""
@@ -174,18 +177,27 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
         )
 
     t, cells, picked, need = None, None, None, 0
-    models = [[n] for n in names]
+    models: list[list[str]] | None = [[n] for n in names]
+    # a model per row (``models``, a breakdown): the names are what the table is about
+    per_model = (breakdown or name == "models") and name != "blocks"
     for folded in (False, True):  # all columns if they fit, else the token pairs stacked
         models = [[n] for n in names]
         t, cells, picked = layout(folded, models)
         need = _natural_width(t)
         if need <= width:
             break
-        # the models column gets what the others leave; names wrap at their separators
+        if not folded:
+            continue  # the token pairs stacked first: the names stay whole if that fits
+        # the models column gets what the others leave
         rest = _natural_width(layout(folded, [[""] for _ in names])[0])
-        header = "model" if (breakdown or name == "models") and name != "blocks" else "models"
+        header = "model" if per_model else "models"
         room = max(width - rest + len(header), 8)
-        models = [[_wrap_name(x, room) for x in n.split("\n")] for n in names]
+        if per_model:  # names wrap at their separators
+            models = [[_wrap_name(x, room) for x in n.split("\n")] for n in names]
+        elif any(len(x) > room for n in names for x in n.split("\n")):
+            # a name would be folded (`claude-` / `sonnet-` / `4-` / `20250514`, a row
+            # of 10 lines: newuser15 F1): the column goes, named under the table
+            models = None
         t, cells, picked = layout(folded, models)
         need = _natural_width(t)
         if need <= width:
@@ -260,9 +272,10 @@ PROJECT_ROOM = 26
 
 
 def _usage_table(
-    rep, rows, breakdown, home, title, folded: bool, models: list[list[str]], *, cells=None, pick=None
+    rep, rows, breakdown, home, title, folded: bool, models: list[list[str]] | None, *, cells=None, pick=None
 ):
-    """The table of a usage report or blocks; ``models``: each row's model lines. A
+    """The table of a usage report or blocks; ``models``: each row's model lines (None:
+    no models column, named under the table: a narrow terminal would fold them). A
     period row's cells are ``Text``: literal (a model name is no markup) and not parsed
     as markup at each measure and render (~15 % of a 1,294-day ``report daily``)."""
     from rich import box
@@ -293,7 +306,11 @@ def _usage_table(
         t.add_column("agents")
     elif name != "models":
         t.add_column("agent", no_wrap=True)
-    t.add_column("model" if per_model else "models", no_wrap=True)  # wrapped at separators
+    if models is not None:
+        t.add_column("model" if per_model else "models", no_wrap=True)  # wrapped at separators
+    else:
+        t.caption = f"not shown at {out.get().width} columns: models (--json has them)"
+        t.caption_justify, t.caption_style = "left", "dim"
     labels = ["input", "output", "cache read", "cache write", "total"]
     foots = [f"{tot[k]:,}" for k in _TOKENS]
     if folded:
@@ -310,18 +327,18 @@ def _usage_table(
             t.add_row(*map(Text, cells[i]))
         return t
     gap = [""] * (len(labels) + 1)
-    for r, lines in zip(rows, models, strict=True):
-        model = "\n".join(lines)
+    for r, lines in zip(rows, models if models is not None else [None] * len(rows), strict=True):
+        model = [] if lines is None else ["\n".join(lines)]
         nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded) + [_usd(r["cost_usd"])]
         if name == "models":
-            t.add_row(r["agent"], model, *nums)
+            t.add_row(r["agent"], *model, *nums)
             continue
         if r["is_gap"]:
             t.add_row(
                 _local(r["start"], tz),
                 f"gap {_hours(r['start'], r['end']):,.1f} h",
                 r["provider"] or "",  # whose quota window was idle (blocks are per provider)
-                "",
+                *([""] if model else []),
                 *gap,
                 style="dim",
             )
@@ -331,12 +348,12 @@ def _usage_table(
         if r["is_active"] and p:
             status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"
         who = f"{r['provider']}: {', '.join(r['agents'])}" if r["provider"] else ", ".join(r["agents"])
-        t.add_row(_local(r["start"], tz), status, who, model, *nums)
+        t.add_row(_local(r["start"], tz), status, who, *model, *nums)
         if r["is_active"] and p:
             lim = f" ({lim['percent']:.0f}% of {lim['limit']:,}: {lim['status']})" if lim else ""
             t.add_row(
                 "", "projected", f"{b['tokens_per_minute']:,.0f} tok/min", f"{_usd(b['cost_per_hour'])}/h",
-                *gap[2:], f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
+                *gap[2 if model else 3 :], f"{p['total_tokens']:,}{lim}", _usd(p["cost_usd"]), style="italic",
             )  # fmt: skip
     return t
 
@@ -348,7 +365,9 @@ def _short_ids(home: Path, rows: list[dict]) -> dict[str, str]:
     return short_ids(home, [r["period"] for r in rows])
 
 
-def _usage_cells(rep, rows, folded: bool, models: list[list[str]], ids: dict | None) -> list[tuple[str, ...]]:
+def _usage_cells(
+    rep, rows, folded: bool, models: list[list[str]] | None, ids: dict | None
+) -> list[tuple[str, ...]]:
     """The cells of a period report's rows (daily, weekly, monthly, session,
     projects), as printed: period, agent, models, the token columns (``folded``: in
     pairs) and cost; ``ids``: a session id's shortest unique prefix (``session``)."""
@@ -361,7 +380,7 @@ def _usage_cells(rep, rows, folded: bool, models: list[list[str]], ids: dict | N
             + [min(len(re.split(r"[/\\]", r["period"] or "")[-1]) + 2, PROJECT_ROOM + 4) for r in rows]
         )
     cells = []
-    for r, lines in zip(rows, models, strict=True):
+    for r, lines in zip(rows, models if models is not None else [None] * len(rows), strict=True):
         nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded)
         period = r["period"] or ""
         if name == "projects" and folded:  # a narrow terminal: ~, then shortened from the left
@@ -373,7 +392,8 @@ def _usage_cells(rep, rows, folded: bool, models: list[list[str]], ids: dict | N
             if r["subagent_sessions"]:
                 n = len(r["subagent_sessions"])
                 period = f"{period}\n+{n} sub-agent{'s' if n > 1 else ''}"
-        cells.append((period, r["agent"], "\n".join(lines), *nums, _usd(r["cost_usd"])))
+        model = () if lines is None else ("\n".join(lines),)
+        cells.append((period, r["agent"], *model, *nums, _usd(r["cost_usd"])))
     return cells
 
 

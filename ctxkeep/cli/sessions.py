@@ -8,7 +8,20 @@ from pathlib import Path
 
 import typer
 
-from ctxkeep.cli import HomeOpt, JsonOpt, _fail, _home, _print_json, app, failing, out, safe_text
+from ctxkeep.cli import (
+    HomeOpt,
+    JsonOpt,
+    _count,
+    _fail,
+    _home,
+    _print_json,
+    app,
+    failing,
+    fold,
+    note,
+    out,
+    safe_text,
+)
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
 
@@ -119,11 +132,9 @@ def sessions(
     out.print(text, highlight=False, soft_wrap=True)
     if len(shown) < len(heads) - 1:
         hidden = ", ".join(heads[i] for i in _NARROW_DROPS if i not in shown)
-        out.print(
-            f"not shown at {out.width} columns: {hidden} (see --json or a wider terminal)",
-            style="dim",
-            soft_wrap=False,
-        )
+        # ("… (see --json or a wider terminal)" was 81 wide at 80 columns: newuser15 F15)
+        for part in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
+            out.print(part, style="dim", highlight=False, soft_wrap=True)
     unrecorded = sorted({r.agent for r in rows if r.tokens is None})
     if unrecorded:
         out.print(
@@ -135,14 +146,34 @@ def sessions(
         )
     if source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
-    if res.offset or res.next_offset is not None:
-        out.print(_page_line(res), highlight=False, markup=False, style="dim", soft_wrap=True)
+    for n in logged_cost_notes(rows):
+        note(n)
+    # a last line saying how many match, also when all fit (README; newuser15 F16 list)
+    out.print(_page_line(res), highlight=False, markup=False, style="dim", soft_wrap=True)
+
+
+def logged_cost_notes(rows) -> list[str]:
+    """One note per agent whose listed sessions' cost holds the agent's own logged figure
+    (``cost_logged`` responses), worded as ``report``'s (``query.reports``: in its auto
+    mode a logged cost wins over list prices, as in this list): newuser14 saw Crush's
+    ``$3.20`` unmarked here while ``report`` said whose figure it was."""
+    by_agent: dict[str, int] = {}
+    for r in rows:
+        if r.cost_logged and r.cost_usd is not None:
+            by_agent[r.agent] = by_agent.get(r.agent, 0) + r.cost_logged
+    return [
+        f"{agent}: the cost of {n:,} response{'' if n == 1 else 's'} is the agent's own logged figure, "
+        "not list prices (`ctxkeep report session --mode calculate` prices them)"
+        for agent, n in sorted(by_agent.items())
+    ]
 
 
 def _page_line(res) -> str:
     """``showing 50 of 36,305 sessions, newest first - --limit N or --all for more`` (a
     page's range when it does not start at the newest)."""
     n = len(res.rows)
+    if not res.offset and res.next_offset is None:  # every one that matches
+        return f"{_count(res.total, 'session')}, newest first"
     shown = f"{res.offset + 1:,}-{res.offset + n:,}" if res.offset else f"{n:,}"
     line = f"showing {shown} of {res.total:,} sessions, newest first"
     if res.next_offset is None:

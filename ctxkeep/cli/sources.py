@@ -27,7 +27,7 @@ from ctxkeep.cli import (
     table,
     warn,
 )
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.errors import CtxkeepError, UsageError
 
 
 def fail_config(e: Exception):
@@ -75,7 +75,9 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
     # in a narrow terminal: parsed (records × rate) and the parser version go first
     for col in ("files", "records", "parsed", "rate", "entries", "quarant."):
         t.add_column(col, justify="right", no_wrap=True, drop={"parsed": 1, "files": 3}.get(col))
-    t.add_column("not understood (records)", overflow="fold", min_width=14, ratio=1)
+    # how many record types were not understood; the types, whole, under the table (a
+    # column of 15 folded `inter_agent_com` / `munication_meta`: newuser15 F1)
+    t.add_column("not underst.", justify="right", no_wrap=True)
     from rich.markup import escape
 
     for r in res.rows:
@@ -89,17 +91,21 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
             _rate(r.parse_rate),
             f"{r.entries:,}",
             f"{r.quarantined:,}",
-            escape(", ".join(f"{k} ({u.count:,})" for k, u in r.unknown.items())),
+            _count(len(r.unknown), "type") if r.unknown else "",
         )
     out.print(t)
-    for a in res.alerts:
-        out.print(f"drift: {a.message}", highlight=False, markup=False, soft_wrap=False)  # at the width
+    drift = [f"drift: {a.message}" for a in res.alerts]
+    for r in res.rows:  # (a drift line names the types of its version already)
+        head = f"{r.agent} {r.agent_version or '?'}: "
+        if r.unknown and not any(head in d for d in drift):
+            say_folded(
+                f"not understood, {head}" + ", ".join(f"{k} ({u.count:,})" for k, u in r.unknown.items())
+            )
+    for d in drift:  # at the width, between words
+        say_folded(d)
     if any(r.unknown for r in res.rows):
-        out.print(
-            "a sample line of each type not understood (redacted): `ctxkeep sources --coverage --json`",
-            highlight=False,
-            markup=False,
-            soft_wrap=False,
+        say_folded(
+            "a sample line of each type not understood (redacted): `ctxkeep sources --coverage --json`"
         )
 
 
@@ -135,7 +141,7 @@ def sources(
         "--coverage",
         help="The coverage ledger: per agent version, records read, parsed, quarantined, types not understood.",
     ),
-    agent: list[str] = typer.Option(None, "--agent", help="With --coverage: only this agent (repeatable)."),
+    agent: list[str] = typer.Option(None, "--agent", help="Only this agent (repeatable)."),
     every: bool = typer.Option(
         False, "--all", help="List every supported agent, also those with nothing found here."
     ),
@@ -148,16 +154,26 @@ def sources(
     if coverage:
         _render_coverage(h, agent or [], as_json)
         return
+    from ctxkeep import schema
+    from ctxkeep.service.args import names
+
     try:
+        # --agent filters here too, an unknown name is wrong usage (it was ignored without
+        # --coverage, rc 0: newuser15 F15)
+        only = set(names("agent", agent or None, schema.AGENTS) or ())
         res = ask(h, SourcesRequest.parse())
     except CtxkeepError as e:
+        if isinstance(e, UsageError):
+            _fail(e)
         fail_config(e)
+    if only:
+        res.rows = [r for r in res.rows if r.agent in only]
     for w in res.warnings:
         typer.echo(f"warning: {res.config_file}: {w}", err=True)
     if as_json:
         _print_json(res.as_json())
         return
-    rows = [r.model_dump(mode="json") for r in res.rows if every or r.listed]
+    rows = [r.model_dump(mode="json") for r in res.rows if every or only or r.listed]
     hidden = len(res.rows) - len(rows)
     if not rows:
         out.print(

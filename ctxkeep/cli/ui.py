@@ -22,8 +22,28 @@ def marimo_command(
     """The ``marimo run`` command line of the app (the store as ``--store`` after
     ``--``, marimo's own options before it). A token is read from standard input
     (``--token-password-file -``), never put on the command line (which other users
-    of the machine can list)."""
-    cmd = [sys.executable, "-m", "marimo", "run", str(app_path), "--host", host, "--port", str(port)]
+    of the machine can list).
+
+    marimo's own ``-y`` (yes to its prompts) and ``-q`` (no banner or tips): Ctrl+C in a
+    terminal reaches marimo too (the terminal signals the whole foreground group), and
+    marimo 0.2x then asked "Are you sure you want to quit? (y/N)" on the terminal and
+    stopped answering while it waited (``marimo/_server/api/interrupt.py``: it shuts
+    down at once when quiet or ``--yes``); its startup tips ("Lint and format
+    notebooks $ marimo check --fix .") are about marimo, not this app (newuser15 F7).
+    ``ctxkeep ui`` prints the app's address itself."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "-y",
+        "-q",
+        "run",
+        str(app_path),
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
     cmd += ["--token", "--token-password-file", "-"] if token else ["--no-token"]
     if not browser:
         cmd.append("--headless")
@@ -77,9 +97,11 @@ def ui(
     if allow_remote and not is_loopback(host) and not (token and len(token) >= 8):
         _fail(
             UsageError(
-                "--allow-remote needs --token (8 characters or more)",
+                f"--token is {len(token)} character{'s' * (len(token) != 1)}: --allow-remote needs 8 or more"
+                if token
+                else "--allow-remote needs --token (8 characters or more)",
                 where="--token",
-                hint="pass --token TOKEN",
+                hint="pass a longer --token TOKEN" if token else "pass --token TOKEN",
             ),
             2,
         )
@@ -122,7 +144,10 @@ def run_server(cmd: list[str], env: dict, *, secret: str | None = None) -> int:
     by a signal, 1 when it failed on its own."""
     import signal
 
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE if secret else None)
+    # its own session: a terminal's Ctrl+C (or hangup) reaches this process alone, which
+    # stops the server with SIGTERM (its clean shutdown); SIGINT to both made marimo's
+    # server print uvicorn's CancelledError traceback as it stopped
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE if secret else None, start_new_session=True)
     if secret and proc.stdin is not None:  # a pipe with a secret
         proc.stdin.write(secret.encode() + b"\n")
         proc.stdin.close()
@@ -131,6 +156,7 @@ def run_server(cmd: list[str], env: dict, *, secret: str | None = None) -> int:
         proc.terminate()
 
     old = signal.signal(signal.SIGTERM, stop)
+    old_hup = signal.signal(signal.SIGHUP, stop)
     try:
         code = proc.wait()
     except KeyboardInterrupt:
@@ -138,4 +164,5 @@ def run_server(cmd: list[str], env: dict, *, secret: str | None = None) -> int:
         code = proc.wait()
     finally:
         signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGHUP, old_hup)
     return 0 if code in (0, -2, -15, 130, 143) else 1

@@ -45,6 +45,11 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     if as_json:
         _print_json(r)
         return
+    if not r["enabled"]:  # one line, not a warning per file whose advice cannot work (newuser15 F20)
+        say_folded(
+            "vault: off (CTXKEEP_VAULT=0 or [vault] enabled = false in config.toml) - ingest keeps no "
+            "session's bytes, so what an agent deletes is gone; turn it on to keep them"
+        )
     # the folder on a line of its own: a title line is not wrapped in a pipe
     t = table(title=f"ctxkeep vault, {_size(r['pack_bytes'])} on disk:\n{tilde(r['vault_dir'])}")
     for col in (
@@ -95,7 +100,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             highlight=False,
             soft_wrap=False,  # wrapped at the width
         )
-    for a in r["agents"]:
+    for a in r["agents"] if r["enabled"] else []:
         for x in a["at_risk"][:20]:
             what = f"{x['agent']} deletes {x['path']} at {x['due']}: the vault holds {x['vaulted_bytes']:,} of its {x['size']:,} bytes"
             if x.get("purged"):  # ingest skips a purged file: lifting the purge is what helps
@@ -117,7 +122,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             else:
                 what += " - run `ctxkeep ingest` before then"
             warn(what)
-    if not r["at_risk"]:
+    if not r["at_risk"] and r["enabled"]:
         say("no session at risk: the vault holds every file the agents will delete")
     if r["missing"]:
         say(
@@ -142,6 +147,7 @@ def verify(
     elif r["ok"]:
         say(
             f"vault ok: {_count(r['generations'], 'generation')}, {_count(r['objects'], 'object')} read back and checked"
+            + (f"; every pack hashed whole, {_count(len(r['orphans']), 'orphan pack')}" if full else "")
         )
     else:
         for line in r["problems"]:
@@ -214,7 +220,7 @@ def restore(
     for f in r["files"]:
         red = sum(f["redactions"].values())
         say_folded(
-            f"{verb} {f['to']} ({_size(f['bytes'])}"
+            f"{verb} {tilde(f['to'])} ({_size(f['bytes'])}"
             + (f", {_count(red, 'value')} redacted in its bytes" if red else "")
             + (
                 ("; it exists: --force overwrites it" if r["dry_run"] else "; overwritten")

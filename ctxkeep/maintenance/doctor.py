@@ -431,7 +431,12 @@ def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
             shrunk += 1
     st = "warning" if missing or shrunk else "ok"
     return [
-        Finding("watermarks", STORE_DB, st, f"{missing} files gone, {shrunk} shorter than their watermark")
+        Finding(
+            "watermarks",
+            STORE_DB,
+            st,
+            f"{missing:,} file{'s' * (missing != 1)} gone, {shrunk:,} shorter than their watermark",
+        )
     ]
 
 

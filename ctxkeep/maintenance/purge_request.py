@@ -24,11 +24,10 @@ tombstone). ``maintenance.purge_named.purge_named`` runs the three for the CLI a
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
 from ctxkeep.errors import PurgeCancelled, SessionNotFound, UsageError
-from ctxkeep.paths import is_under, normalize_dir
+from ctxkeep.paths import holds_every_project, is_under, normalize_dir
 from ctxkeep.sinks.sqlite import lookup
 
 SCOPES = ("session", "project")
@@ -166,9 +165,7 @@ def parse_purge_request(
 def _too_broad(d: str) -> bool:
     """True for a project dir that would purge (and tombstone, so never ingest again)
     every project: ``/``, a drive root, the user's home directory or an ancestor of it."""
-    if d in ("/", "\\") or re.fullmatch(r"[A-Za-z]:[\\/]?", d):
-        return True
-    return is_under(os.path.normpath(os.path.expanduser("~")), d)
+    return holds_every_project(d)
 
 
 # ---------------------------------------------------------------- what the user named, in the store

@@ -330,6 +330,26 @@ def _compress_written(conn, home: Path, g: manifest.Generation) -> bool:
     return bool(extra.get("archived") or extra.get("moves"))
 
 
+def _marker_ids(g: manifest.Generation, path: Path | None) -> list[str]:
+    """The entry ids of the compress marker records (a line whose record holds a
+    ``"ctxkeep"`` object: ``compress.plan``) in generation ``g``'s bytes at ``path``,
+    parsed as an ingest parses the file (``compress.plan.line_entries``: the vault's
+    lines are redacted already, so their hashes are the ids ingest gave them); [] when
+    it holds none or is not here."""
+    from ctxkeep.maintenance.compress import plan as cp
+
+    if path is None or g.agent not in cp.SUPPORTED:
+        return []
+    lines, _ = cp.split_lines(path.read_bytes())
+    marks = {ln.index for ln in lines if ln.rec and isinstance(ln.rec.get("ctxkeep"), dict)}
+    if not marks:
+        return []
+    ids = cp.line_entry_ids(
+        g.agent, cp.line_entries(SourceFile(g.agent, Path(g.path), "append", dict(g.meta)), lines)
+    )
+    return [x for i in sorted(marks) for x in ids[i]]
+
+
 def _compress_changes(
     conn, home: Path, gens: list[manifest.Generation], files: dict[int, Path] | None = None
 ) -> None:
@@ -338,7 +358,9 @@ def _compress_changes(
     pack's record; the media it moved out: ``vault_media``), done again, in generation
     order; a cut a later generation undid (``_undone``: ``compress --restore``; the
     generations' bytes in ``files``, ``gen_id → path``) is not done again, so the
-    entries stay active at their offsets in the restored file, as in the live store."""
+    entries stay active at their offsets in the restored file, as in the live store,
+    and its marker entry is archived, as ``compress --restore`` archived it (a rebuild
+    into an empty store left it active: newuser14)."""
     from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
     from ctxkeep.sinks.vault import media as vault_media
 
@@ -350,7 +372,14 @@ def _compress_changes(
             with sqlite_store.write(conn):
                 sqlite_store.put_media(conn, rows)
         extra = manifest.capture_extra(conn, home, g)
-        if not extra or _undone(g, gens, files or {}):
+        if not extra:
+            continue
+        if _undone(g, gens, files or {}):
+            # ``compress --restore`` archived the marker this generation wrote (it left
+            # the file); a rebuild into an empty store has no status to keep for it
+            marker = _marker_ids(g, (files or {}).get(g.gen_id))
+            if marker:
+                sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(marker))])
             continue
         if extra.get("archived"):
             sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(extra["archived"]))])

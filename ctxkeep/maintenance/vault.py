@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError, NotFound
 from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks import vault
 from ctxkeep.sinks.sqlite.lookup import resolve_session
 from ctxkeep.sinks.vault import manifest
 from ctxkeep.sinks.vault.packs import vault_dir
@@ -500,7 +501,13 @@ def vault_restore(
                 raise NotFound(
                     f"the vault holds no file of session {sid}",
                     where=str(vault_dir(home)),
-                    hint="its agent keeps it in a database, or it was ingested before the vault: run `ctxkeep ingest` while its files exist",
+                    hint=(
+                        "its agent keeps it in a database, or it was ingested before the vault: "
+                        "run `ctxkeep ingest` while its files exist"
+                        if vault.enabled() and vault.configured(home)
+                        else "the vault is off (CTXKEEP_VAULT=0 or [vault] enabled = false): ingest kept "
+                        "none of its bytes; turn it on and run `ctxkeep ingest` while its files exist"
+                    ),
                 )
         plans = []
         rows_only: list[str] = []  # database sessions, written only under ``to``
@@ -547,7 +554,7 @@ def vault_restore(
         exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
         if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
             raise CtxkeepError(
-                f"{len(exists)} file(s) exist, e.g. {exists[0]}",
+                f"{len(exists):,} file{' exists' if len(exists) == 1 else 's exist'}, e.g. {exists[0]}",
                 where="vault restore",
                 hint="pass --force to overwrite them, or --to DIR",
             )

@@ -88,14 +88,24 @@ class Fetched(EntryRef):
 def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], list[str]]:
     """Full entry ids for ``ids`` (full ids or unique prefixes of ≥ ``MIN_ID_PREFIX``
     hex characters), in the given order, duplicates dropped. Returns
-    ``(found, problems)``; problems are one-line messages for unknown, too short or
-    ambiguous ids."""
+    ``(found, problems)``; problems are one-line messages for unknown or ambiguous ids.
+
+    A bad value is a usage error (``UsageError``, exit 2), as a ``--session`` prefix's
+    is (``sinks.sqlite.lookup.resolve_session``): an id shorter than ``MIN_ID_PREFIX``
+    (it can name no entry: raised before the store is read), and an ambiguous prefix
+    when no id was found. An id the store does not hold is a problem (the caller's
+    ``NotFound``, exit 1, when none is found)."""
+    for raw in ids:
+        if len(str(raw).strip()) < MIN_ID_PREFIX:
+            raise UsageError(
+                f"entry id {str(raw).strip()!r} is too short (give at least {MIN_ID_PREFIX} characters)",
+                where="ids",
+                hint="give the ids search hits show",
+            )
     found, problems = [], []
+    ambiguous = False
     for raw in ids:
         i = str(raw).strip().lower()
-        if len(i) < MIN_ID_PREFIX:
-            problems.append(f"entry id {raw!r} is too short (give at least {MIN_ID_PREFIX} characters)")
-            continue
         rows = conn.execute(
             "SELECT entry_id FROM entries WHERE entry_id >= ? AND entry_id < ? LIMIT 2", (i, i + "\uffff")
         ).fetchall()
@@ -103,8 +113,11 @@ def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], li
             problems.append(f"no entry {raw}")
         elif len(rows) > 1 and rows[0][0] != i:
             problems.append(f"entry id prefix {raw} is ambiguous (give more characters)")
+            ambiguous = True
         elif rows[0][0] not in found:
             found.append(rows[0][0])
+    if ambiguous and not found:
+        raise UsageError("; ".join(problems), where="ids", hint="give more characters of the one you mean")
     return found, problems
 
 

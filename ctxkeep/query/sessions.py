@@ -70,7 +70,9 @@ class SessionRow:
     ``tokens`` (usage the agent logged: input + output + cache read + cache write;
     0 when it logged none; None when it logged a cost but did not record the tokens:
     Crush, Go opencode), ``token_estimate`` (tokens of the stored texts),
-    ``cost_usd`` (None without the analytics file or a price), ``title`` (the session's
+    ``cost_usd`` (None without the analytics file or a price), ``cost_logged`` (of its
+    responses, those whose cost is the agent's own logged figure, not list prices: Crush,
+    OpenCode), ``title`` (the session's
     title or first prompt, one line), ``depth`` (0, or 1 for a sub-agent listed under
     its parent)."""
 
@@ -86,6 +88,7 @@ class SessionRow:
     tokens: int | None
     token_estimate: int
     cost_usd: float | None
+    cost_logged: int
     title: str
     depth: int = 0
 
@@ -209,6 +212,7 @@ def session_page(
             tokens=None if r["tokens"] is None else int(r["tokens"]),
             token_estimate=int(r["token_estimate"] or 0),
             cost_usd=None if r["cost_usd"] is None else float(r["cost_usd"]),
+            cost_logged=int(r["cost_logged"] or 0),
             # DuckDB's first prompt may be a slash-command echo: SQLite's then
             title=_one_line(prompt_text(r["title"]) or titles.get((r["agent"], r["session_id"]))),
             depth=int(r["depth"]),

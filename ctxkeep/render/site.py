@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.render import transcript as r
 from ctxkeep.service.model import Result
 from ctxkeep.service.transcripts import (
@@ -92,11 +92,14 @@ def _marked(dest: Path) -> set[str] | None:
 
 def _check_dest(dest: Path, force: bool, fmt: str | None = None) -> set[str]:
     """The names a previous export wrote into ``dest`` (empty: none, or a new or empty
-    folder). Raises UsageError for a file, a non-empty folder without the marker, or
+    folder). Raises CtxkeepError (exit 1) for a file; UsageError for a non-empty folder
+    without the marker, or
     (``fmt`` given) a folder whose marked pages are of the other format: an html site
     and markdown files mixed in one folder, two ``index`` pages (unless ``force``)."""
     if dest.exists() and not dest.is_dir():
-        raise UsageError("DEST is a file", where=str(dest), hint="give a folder (it is created)")
+        # the file system's state, not the command's wording: exit 1, as `export parquet
+        # FILE`, `--home FILE` and a missing --path (newuser15 F9: this one exited 2)
+        raise CtxkeepError("DEST is a file", where=str(dest), hint="give a folder (it is created)")
     if not dest.is_dir():
         return set()
     marked = _marked(dest)

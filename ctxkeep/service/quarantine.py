@@ -31,7 +31,7 @@ class QuarantineRequest(Request):
 class LineRequest(Request):
     """One line by its id."""
 
-    id: int = Field(description="a quarantined line's id (from the list)")
+    id: int = Field(ge=1, description="a quarantined line's id (from the list; 1 and up)")
 
 
 class QuarantineLine(Row):

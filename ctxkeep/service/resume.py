@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ctxkeep.errors import UsageError
+from ctxkeep.paths import holds_every_project
 from ctxkeep.service.model import Budget, Item, ProjectDir, Request, Result
 from ctxkeep.service.store import reading
 
@@ -59,6 +61,15 @@ def resume(home: Path, req: ResumeRequest) -> ResumeResult:
 
     sid = (req.session or "").strip() or None
     project = None if sid else req.project
+    if project and holds_every_project(project):
+        # from / or ~ (an MCP server started in the home) the latest session "of" it is
+        # any project's: its state injected into another project (newuser15 F20)
+        raise UsageError(
+            f"resume needs a session here: {project} is the filesystem root or your home directory, "
+            "which holds every project",
+            where="project",
+            hint="name a session (`ctxkeep sessions` lists them) or a project directory",
+        )
     with reading(home) as conn:
         snap = build_snapshot(conn, sid, project_dir=project, budget=req.budget)
     return ResumeResult(**snap.as_dict())

@@ -157,6 +157,11 @@ def run(
     per_query = None if budget is None else max(1, budget // len(qs))
     with reading(home, mmap=True) as conn:
         results = [ask(conn, q, filters=f, limit=limit, budget_tokens=per_query, raw=raw) for q in qs]
+    if any(not r.hits for r in results):
+        from ctxkeep.sinks.lock import held_by_another
+
+        if held_by_another(home):  # "no matches" during a first ingest said nothing (newuser15 F15)
+            notes.append("an ingest is running: what it has not stored yet is not searchable")
     return SearchOutcome(results, notes, budget)
 
 

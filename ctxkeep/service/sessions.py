@@ -57,6 +57,9 @@ class SessionRow(Item):
     )
     token_estimate: int = Field(description="estimated tokens of the stored texts")
     cost_usd: float | None = Field(description="null without the analytics store or a price")
+    cost_logged: int = Field(
+        description="responses whose cost is the agent's own logged figure, not list prices (Crush, OpenCode)"
+    )
     title: str = Field(description="the session's title or first prompt, one line")
     depth: int = Field(description="0, or 1 for a sub-agent listed under its parent")
 

@@ -44,6 +44,7 @@ ROW_KEYS = (
     "tokens",
     "token_estimate",
     "cost_usd",
+    "cost_logged",
     "title",
     "depth",
 )

@@ -159,9 +159,12 @@ def sources(home: Path, req: SourcesRequest, *, env: dict | None = None) -> Sour
             parts.insert(0, "found but not ingested yet: run `ctxkeep ingest`")
         parts += notes.get(d.agent, [])
         if d.skipped:
+            # one reason: "skipped 1 path: <why>"; several: each with its count
+            # ("… folder 1" read as a typo: newuser15 F9)
+            why = sorted(d.skipped.items())
             parts.append(
                 f"skipped {_paths(sum(d.skipped.values()))}: "
-                + ", ".join(f"{why} {n:,}" for why, n in sorted(d.skipped.items()))
+                + (why[0][0] if len(why) == 1 else ", ".join(f"{w} ({n:,})" for w, n in why))
             )
         line = held_back_line(held.get(d.agent, []))
         if line:

@@ -149,7 +149,7 @@ def transcripts(req: TranscriptRequest) -> Iterator[TranscriptResult]:
             if summary is None:  # stored after the index was read: its own row
                 summary = SessionRow.model_construct(
                     agent="", session_id=sid, short_id=sid, parent_session_id=None, project_dir=None, started=None,
-                    ended=None, messages=0, tool_calls=0, tokens=0, token_estimate=0, cost_usd=None, title="", depth=0,
+                    ended=None, messages=0, tool_calls=0, tokens=0, token_estimate=0, cost_usd=None, cost_logged=0, title="", depth=0,
                 )  # fmt: skip
             kids = [s for s in index if s.parent_session_id == sid]
             yield _transcript(conn, summary, kids, req)

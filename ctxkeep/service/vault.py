@@ -90,6 +90,10 @@ class VaultStatusResult(Result):
         "this minus stored_bytes)",
     )
     agents: list[AgentVault] = Field(description="per agent")
+    enabled: bool = Field(
+        True,
+        description="whether ingest captures into the vault (false: CTXKEEP_VAULT=0 or [vault] enabled = false)",
+    )
     schedules: list[dict[str, Any]] = Field(
         description="the agents' deletion rules: agent, days, setting (where read), max_count"
     )
@@ -108,7 +112,10 @@ def vault_status(req: VaultStatusRequest) -> VaultStatusResult:
     ctx = DiscoveryContext.from_env()
     if req.user_home is not None:
         ctx.home = req.user_home
+    from ctxkeep.sinks import vault
+
     res = VaultStatusResult.model_validate(run(req.home, ctx))
+    res.enabled = vault.enabled() and vault.configured(req.home)
     risky = [x for a in res.agents for x in a.at_risk]
     if risky:  # a purged file is at risk by choice: ingest skips it (its tombstone)
         from ctxkeep.sinks.sqlite.delete import purges_of_files

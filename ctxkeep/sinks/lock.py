@@ -16,6 +16,7 @@ StoreBusy.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,6 +68,31 @@ def held_since(home: Path) -> str | None:
     ``running`` that started before is a dead process's (every recorded run holds the
     lock)."""
     return _HELD_SINCE.get(str(Path(home).resolve()))
+
+
+def held_by_another(home: Path) -> bool:
+    """Whether another holder (an ingest, compress, purge …: another process, or
+    another open of the lock file) holds the store lock of ``home`` now: a shared,
+    non-blocking ``flock`` of ``<home>/ingest.lock`` fails (filelock takes it
+    exclusive: ``fcntl.flock``, POSIX). Creates nothing (a read command must not
+    write); False where there is no lock file or no ``fcntl`` (Windows)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: not asked
+        return False
+    try:
+        fd = os.open(Path(home) / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 @contextmanager

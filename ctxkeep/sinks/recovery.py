@@ -92,7 +92,7 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
 
         r = duckdb_store.sync(conn, Path(home), rebuild=True)
         mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
-        return True, f"analytics rebuilt: {r['entries_synced']} entries"
+        return True, f"analytics rebuilt: {r['entries_synced']:,} entries"
     except Exception as e:
         if store_safety.is_corruption(e):  # SQLite read a damaged page: not a DuckDB matter
             raise

@@ -26,6 +26,8 @@ Row keys: ``agent``, ``session_id``, ``parent_session_id``,
 ``tool_calls``, ``token_estimate`` (estimated tokens of the stored texts), ``tokens``
 (usage logged: input + output + cache read + cache write; 0: no usage; None: usage whose
 tokens the agent did not record, only a cost: Crush, Go opencode), ``cost_usd`` (DuckDB only),
+``cost_logged`` (DuckDB: the responses whose cost is the agent's own logged figure, which
+``cost_usd`` takes over list prices as ``report``'s auto mode does; SQLite: 0),
 ``title`` (DuckDB: the session's title, else its first prompt; SQLite: None),
 ``depth`` (0 or 1).
 """
@@ -88,13 +90,15 @@ u AS (
            CASE WHEN count(x.input_tokens) + count(x.output_tokens) + count(x.cache_read_tokens)
                      + count(x.cache_creation_tokens) > 0 THEN
            sum(coalesce(x.input_tokens, 0) + coalesce(x.output_tokens, 0) + coalesce(x.cache_read_tokens, 0)
-               + coalesce(x.cache_creation_tokens, 0)) END AS tokens, {cost} AS cost_usd
+               + coalesce(x.cache_creation_tokens, 0)) END AS tokens, {cost} AS cost_usd,
+           {logged} AS cost_logged
     FROM usage x JOIN (SELECT DISTINCT agent, session_id FROM listed) l
       ON l.agent = x.agent AND l.session_id = x.session_id
     GROUP BY x.agent, x.session_id){titles}
 SELECT listed.agent, listed.session_id, listed.parent_session_id, listed.project_dir, listed.started,
        listed.ended, listed.messages, listed.tool_calls, listed.token_estimate,
-       CASE WHEN u.session_id IS NULL THEN 0 ELSE u.tokens END AS tokens, u.cost_usd, {title} AS title, listed.depth, tot.total
+       CASE WHEN u.session_id IS NULL THEN 0 ELSE u.tokens END AS tokens, u.cost_usd,
+       coalesce(u.cost_logged, 0) AS cost_logged, {title} AS title, listed.depth, tot.total
 FROM (SELECT count(*) AS total FROM d) tot LEFT JOIN listed ON true
 LEFT JOIN u ON u.agent = listed.agent AND u.session_id = listed.session_id{title_join}
 ORDER BY listed.pos
@@ -259,6 +263,7 @@ def duckdb_page(home: Path, flt: SessionFilter, *, limit: int | None = None, off
         filters=filters,
         page=page,
         cost="usd_sum(x.cost_usd)",
+        logged="count(x.logged_cost_usd)",  # responses whose cost is the agent's own figure
         titles=_DUCK_TITLES,
         title="coalesce(t.title, a.title, t.first_prompt, a.first_prompt)",
         title_join=(
@@ -300,6 +305,13 @@ def sqlite_page_sql(flt: SessionFilter, *, limit: int | None = None, offset: int
     agents, aparams, filters, fparams = _where(flt, "?")
     page, pparams = _page_sql(limit, offset, sqlite=True)
     sql = _SQLITE_SESSIONS.format(agents=agents) + _TAIL.format(
-        nesting=_NESTING_IN, filters=filters, page=page, cost="NULL", titles="", title="NULL", title_join=""
+        nesting=_NESTING_IN,
+        filters=filters,
+        page=page,
+        cost="NULL",
+        logged="0",
+        titles="",
+        title="NULL",
+        title_join="",
     )
     return sql, [*aparams, *fparams, *pparams]

@@ -51,7 +51,7 @@ tiktoken, pyarrow or pydantic were imported.
 
 Usage::
 
-    .venv/bin/python tests/bench/bench_interactive.py [--runs 5]
+    .venv/bin/python tests/bench/bench_interactive.py [--runs 5] [--baseline DIR] [--only compress]
 """
 
 from __future__ import annotations
@@ -172,11 +172,12 @@ def import_report(home: Path, store: Path) -> tuple[list[tuple[str, float]], lis
 
 
 def ctxkeep_rows(
-    checkouts: list[tuple[str, Path, dict]], runs: int, home: Path, work: Path
+    checkouts: list[tuple[str, Path, dict]], runs: int, home: Path, work: Path, only: list[str] | None = None
 ) -> list[tuple[str, list[tuple[float, float, float | None]], str]]:
     """The ctxkeep rows for each ``(label, checkout root, extra environment)``: the
     runs of the checkouts alternate (run 1 of each, run 2 of each, ...), so a load
-    change hits them alike."""
+    change hits them alike. ``only``: the rows whose name holds one of these strings
+    (all when None)."""
     stores = iter(range(10**6))
     out: list[tuple[str, list[tuple[float, float, float | None]], str]] = []
 
@@ -247,6 +248,8 @@ def ctxkeep_rows(
         ("report daily, right after a first ingest", report_after_first, ""),
     ]
     for name, make, target in specs:
+        if only and not any(o in name for o in only):
+            continue
         got: dict[str, list[tuple[float, float, float | None]]] = {c[0]: [] for c in checkouts}
         for _ in range(runs):
             for label, root, extra in checkouts:
@@ -262,6 +265,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", type=Path, help="another checkout (with .venv) to run side by side")
+    ap.add_argument(
+        "--only",
+        action="append",
+        metavar="TEXT",
+        help="only the ctxkeep rows whose name holds TEXT (repeatable; e.g. 'compress'), no agentsview rows",
+    )
     a = ap.parse_args()
     home = CORPUS / "home"
     if not home.is_dir():
@@ -285,9 +294,11 @@ def main() -> None:
         print(f"corpus {home}: {mb:.1f} MB; {a.runs} runs each; load average {os.getloadavg()[0]:.1f}")
         py = [sys.executable, "-c", "pass"]
         rows.append(("python -c pass", series(a.runs, lambda: (py, clean_env())), ""))
-        rows += ctxkeep_rows(checkouts, a.runs, home, work)
+        rows += ctxkeep_rows(checkouts, a.runs, home, work, a.only)
         last = work / "store-last-0"
-        if AGENTSVIEW.exists():
+        if a.only:
+            pass
+        elif AGENTSVIEW.exists():
             av_home = work / "av-home"
             shutil.copytree(home, av_home, symlinks=True)
             dirs = iter(range(10**6))

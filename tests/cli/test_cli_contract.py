@@ -170,11 +170,19 @@ CASES = [
     (["stats", "--home", "{EMPTY_STORE}"], 1, "no store yet"),
     (["stats", "--home", "{FILE}"], 1, "it is a file, not a directory"),
     (["ingest", "--home", "{FILE}"], 1, "it is a file, not a directory"),
+    # a path of the wrong kind is the file system's state (1), the same for every command
+    (["export", "html", "{FILE}"], 1, "DEST is a file"),
+    (["export", "markdown", "{FILE}"], 1, "DEST is a file"),
+    (["export", "parquet", "{FILE}"], 1, "is a file"),
+    (["ingest", "--path", "/nonexistent"], 1, "no such file or directory: /nonexistent (--path)"),
+    (["compress", "/nonexistent.jsonl"], 1, "no such file or directory: /nonexistent.jsonl (FILE)"),
     (["search", "x", "--home", "{DAMAGED}"], 1, "store.db is damaged"),
     (["reindex", "--home", "{DAMAGED}", "--no-prefect"], 1, "store.db is damaged"),
     (["reindex", "--home", "{EMPTY_STORE}"], 1, "no store to reindex"),
     (["restore", "/nonexistent.db"], 1, "/nonexistent.db"),
     (["sources", "--home", "{BAD_CONFIG}"], 1, "config.toml"),
+    # --agent means the same everywhere: sources ignored it without --coverage (rc 0)
+    (["sources", "--agent", "nosuch"], 2, "unknown agent 'nosuch'"),
     # nothing to check is not a sound store
     (["doctor", "--home", "{EMPTY_STORE}"], 1, "no store yet ("),
     (["doctor", "--json", "--home", "{EMPTY_STORE}"], 1, "- run `ctxkeep ingest` first"),

@@ -105,3 +105,36 @@ def test_an_unknown_session_is_no_such_session(home, args):
         and r.stderr.startswith("error: no such session nosuch")
         and r.stderr.count("\n") == 1
     )
+
+
+@pytest.mark.parametrize(
+    "args,code,words",
+    [
+        # a value that can name nothing (too short, at or below 0, ambiguous): wrong usage, 2
+        (["show", "1"], 2, "entry id '1' is too short (give at least 6 characters) (ENTRY_ID)"),
+        (["show", "0"], 2, "entry id '0' is too short"),
+        (["show", "LONG", "abc"], 2, "entry id 'abc' is too short"),
+        (["show", "--session", "0"], 2, "session id prefix '0' is ambiguous"),
+        (["search", "the", "--session", "0"], 2, "session id prefix '0' is ambiguous"),
+        (["resume", "0"], 2, "session id prefix '0' is ambiguous"),
+        (["purge", "--session", "0", "--dry-run"], 2, "session id prefix '0' is ambiguous"),
+        (["vault", "restore", "0", "--dry-run"], 2, "session id prefix '0' is ambiguous"),
+        (["quarantine", "show", "0"], 2, "id 0 is out of range (ID) - use at least 1"),
+        (["quarantine", "show", "--", "-1"], 2, "id -1 is out of range (ID)"),
+        # a well-formed id the store does not hold: a failure, 1
+        (["show", "ffffffffffff"], 1, "no entry ffffffffffff (ENTRY_ID)"),
+        (["show", "--session", "zzzz"], 1, "no such session zzzz"),
+        (["quarantine", "show", "999999"], 1, "no quarantined line 999999 (ID)"),
+    ],
+)
+def test_a_bad_id_or_index_is_wrong_usage_the_same_everywhere(home, args, code, words):
+    """newuser14's leftover: ``show 1`` exited 1 ("too short") where ``show --session 0``
+    exited 2 ("ambiguous"). A value that names nothing is wrong usage (2) in every
+    command taking an id or index; an id the store does not hold is a failure (1)."""
+    long_id = json.loads(runner.invoke(app, ["search", "the", "--home", home, "--json", "-n", "1"]).stdout)[
+        "hits"
+    ][0]["entry_id"]
+    args = [long_id if a == "LONG" else a for a in args]
+    r = runner.invoke(app, ["--home", home, *args])
+    assert r.exit_code == code, r.output
+    assert r.stderr.startswith("error: ") and words in r.stderr and r.stderr.count("\n") == 1, r.stderr

@@ -161,7 +161,7 @@ heavy = ("ctxkeep.sources.", "rich", "ctxkeep.pipeline", "tiktoken")
 mods = sorted(m for m in sys.modules if m.startswith(heavy))
 print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.modules,
                   tokens.bpe_count.cache_info().currsize,
-                  [m for m in ("pydantic.main", "filelock") if m in sys.modules]]))
+                  [m for m in ("pydantic.main", "filelock", "polars") if m in sys.modules]]))
 """
 
 
@@ -171,7 +171,9 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     write side is imported at module top since the latency budget: compress is not an
     interactive path);
     ``--json`` no Rich; no pydantic (its request and report are dataclasses: the
-    interactive path's budget, issue 26), no store lock (it only reads)."""
+    interactive path's budget, issue 26), no store lock (it only reads), no Polars (the
+    corpus rollout's line that held a secret is redacted by the exact rules alone,
+    ``vault.redact_raw_exact``: Polars' import and gates were ~0.15-0.2 s of its CPU)."""
     from conftest import CORPUS_HOME, child_env
 
     if not CORPUS_HOME.is_dir():

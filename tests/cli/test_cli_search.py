@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -64,7 +65,7 @@ def test_search_text_output(home):
         (["search", "x", "--kind", "bogus"], 2, "unknown kind 'bogus'"),
         (["search", "x", "--since", "yesterday-ish"], 2, "cannot read the time"),
         (["search", "x", "--limit", "0"], 2, "limit 0 is out of range (--limit) - use 1 to 200"),
-        (["show", "abc"], 1, "too short"),
+        (["show", "abc"], 2, "too short"),
     ],
 )
 def test_errors_are_one_line(home, args, code, msg):
@@ -239,3 +240,23 @@ def test_unquoted_words_are_one_query(home):
     hits = json.loads(words.stdout)["hits"]
     assert hits and hits == json.loads(quoted.stdout)["hits"]
     assert hits[0]["session_id"].startswith("019a802a")
+
+
+def test_no_matches_while_an_ingest_runs_says_so(home):
+    """newuser15 F15: during a first ingest, ``search`` said "no matches" and nothing
+    else. With the store lock held elsewhere (an ingest, a compress …), an empty result
+    notes that an ingest is running; with it free, no such note."""
+    from ctxkeep.sinks.lock import StoreLock, held_by_another
+
+    r = runner.invoke(app, ["search", "qzxvkjwplorbfemtu", "--home", home])
+    assert r.exit_code == 0 and "an ingest is running" not in r.stderr
+    lock = StoreLock(Path(home)).acquire(timeout=0)
+    try:
+        # (flock is per open file: the check's own open conflicts even in this process)
+        assert held_by_another(Path(home))
+        r = runner.invoke(app, ["search", "qzxvkjwplorbfemtu", "--home", home])
+        assert r.exit_code == 0 and "no matches" in r.stdout
+        assert "an ingest is running: what it has not stored yet is not searchable" in r.stderr
+    finally:
+        lock.release()
+    assert not held_by_another(Path(home))

@@ -34,6 +34,9 @@ def test_sessions_json_and_table(home):
     lines = r.stdout.splitlines()
     assert lines[0].split()[:5] == ["agent", "id", "project", "started", "ended"]
     assert lines[1].split()[:2] == ["claude-code", "fe5e"]
+    # the last line says how many match, also when all fit (README)
+    assert lines[-1] == "6 sessions, newest first"
+    lines = lines[:-1]
     assert len(lines) == 7 and all(x.startswith("└ claude-code  fe5e/sidechain-") for x in lines[2:])
     for x in lines[2:]:  # each shown sidechain id names its session
         shown = x.split()[2]
@@ -55,10 +58,11 @@ def test_sessions_pages(home):
     total = len(every["sessions"])
     assert every["total"] == total > 6 and every["next_offset"] is None and every["limit"] is None
     default = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json"]).stdout)
-    # the default page is 50 sessions: the corpus's 38 all on it, no page line
+    # the default page is 50 sessions: the corpus's 38 all on it; the last line counts them
     assert total < 50 and default["limit"] == 50 and default["sessions"] == every["sessions"]
     assert default["next_offset"] is None
-    assert "showing" not in runner.invoke(app, ["sessions", "--home", home]).stdout
+    text = runner.invoke(app, ["sessions", "--home", home]).stdout
+    assert "showing" not in text and text.splitlines()[-1] == f"{total} sessions, newest first"
     r = runner.invoke(app, ["sessions", "--home", home, "--limit", "10"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -76,7 +80,8 @@ def test_sessions_pages(home):
     assert last.stdout.splitlines()[-1] == f"showing {total - 1}-{total} of {total} sessions, newest first"
     r = runner.invoke(app, ["sessions", "--home", home, "--all"])
     assert r.exit_code == 0 and "showing" not in r.stdout
-    assert len(r.stdout.splitlines()) == 1 + total
+    assert r.stdout.splitlines()[-1] == f"{total} sessions, newest first"
+    assert len(r.stdout.splitlines()) == 1 + total + 1  # header, rows, the count
     r = runner.invoke(app, ["sessions", "--home", home, "--offset", "1000"])
     assert r.exit_code == 0 and r.stdout == f"no sessions past --offset 1,000 ({total} match)\n"
     r = runner.invoke(app, ["sessions", "--home", home, "--limit", "0"])
@@ -122,3 +127,40 @@ def test_resume(home):
     )
     r = runner.invoke(app, ["resume", "c617", "--home", home, "--format", "xml"])
     assert r.exit_code == 2
+
+
+def test_a_cost_the_agent_logged_is_marked_as_report_marks_it(home):
+    """newuser14: ``sessions`` showed Crush's a20c at $3.20 for 127k gpt-5 tokens (its
+    own logged figure: list prices give $0.16) without saying so, where ``report``
+    notes whose figure it is. Each row counts its responses with a logged cost
+    (``cost_logged``), and the table is followed by ``report``'s note per agent."""
+    r = runner.invoke(app, ["sessions", "--home", home, "--json", "--agent", "crush"])
+    rows = {s["short_id"]: s for s in json.loads(r.stdout)["sessions"]}
+    assert rows["a20c"]["cost_logged"] == 1 and round(rows["a20c"]["cost_usd"], 2) == 3.20
+    assert sum(s["cost_logged"] for s in rows.values()) == 2
+    r = runner.invoke(app, ["sessions", "--home", home, "--json", "--agent", "claude-code"])
+    assert {s["cost_logged"] for s in json.loads(r.stdout)["sessions"]} == {0}
+    r = runner.invoke(app, ["sessions", "--home", home, "--agent", "crush", "--agent", "claude-code"])
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.stderr.split())
+    assert said == (
+        "note: crush: the cost of 2 responses is the agent's own logged figure, not list prices "
+        "(`ctxkeep report session --mode calculate` prices them)"
+    ), r.stderr
+    # report's own note, in the same words
+    r = runner.invoke(app, ["report", "session", "--home", home, "--agent", "crush"])
+    assert "crush: the cost of 2 responses is the agent's own logged figure" in " ".join(r.stderr.split())
+
+
+@pytest.mark.parametrize("where", ["~", "/"])
+def test_resume_from_the_home_or_the_root_asks_for_a_session(home, where):
+    """newuser15 F20: ``resume`` (and MCP ``ctx_resume``) with no session, from ``/`` or
+    ``~`` (an MCP server started in the home), took the newest session of any project
+    below: another project's state. It asks for a session, as ``purge --project ~``
+    refuses."""
+    r = runner.invoke(app, ["resume", "--project", where, "--home", home])
+    assert r.exit_code == 2, r.output
+    assert "resume needs a session here" in r.stderr and "holds every project" in r.stderr
+    # a session named still resumes
+    r = runner.invoke(app, ["resume", CLAUDE[:8], "--project", where, "--home", home, "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["session_id"] == CLAUDE

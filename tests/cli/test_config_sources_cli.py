@@ -267,3 +267,19 @@ def test_unknown_key_warnings_come_before_an_invalid_value_error(tmp_path):
         f"error: {path}: compress.max_size_kb = -5: Input should be greater than or equal to 1"
         " - fix config.toml",
     ]
+
+
+def test_sources_agent_filters_without_coverage(tmp_path):
+    """newuser15 F15: ``sources --agent codex`` listed every agent (the option worked
+    only with --coverage) and ``--agent nosuch`` exited 0."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    r = CliRunner().invoke(app, ["sources", "--agent", "codex", "--json", "--home", str(tmp_path / "s")])
+    assert r.exit_code == 0, r.output
+    assert [x["agent"] for x in _json.loads(r.stdout)["rows"]] == ["codex"]
+    r = CliRunner().invoke(app, ["sources", "--agent", "codexx", "--home", str(tmp_path / "s")])
+    assert r.exit_code == 2 and "unknown agent 'codexx'" in r.stderr

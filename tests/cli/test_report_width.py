@@ -47,9 +47,11 @@ def test_daily_fits_the_terminal_and_cuts_no_figure_or_name(home, columns):
         ):
             assert f"{r[k]:,}" in words
         assert f"${r['cost_usd']:,.2f}" in words
-        for m in r["models"]:  # each part of a name whole: breaks only after a separator
-            for part in re.findall(r"[^-./_:@ ]+", m):
-                assert re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text), (m, part)
+        # each model name whole, or the column left out and named (a name folded at its
+        # separators, `claude-` / `sonnet-` / `4-` / `20250514`: newuser15 F1)
+        if f"not shown at {columns} columns: models" not in text:
+            for m in r["models"]:
+                assert m in words, m
     assert f"${rep['totals']['cost_usd']:,.2f}" in words and f"{rep['totals']['total_tokens']:,}" in words
 
 

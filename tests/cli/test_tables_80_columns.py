@@ -82,10 +82,13 @@ def test_session_report_names_the_column_it_leaves_out_and_a_wide_terminal_shows
     rep = json.loads(_run(store, "report", "blocks", "-z", "UTC", "--json"))
     narrow = _run(store, "report", "blocks", "-z", "UTC")
     wide = _run(store, "report", "blocks", "-z", "UTC", columns=200)
-    assert "not shown at 80 columns: total" in narrow
+    # the model names would be folded at 80 columns: the column is left out, named
+    # (newuser15 F1: `claude-` / `sonnet-` / `4-` / `20250514`, a row of 4 lines)
+    assert "not shown at 80 columns: models (--json has them)" in narrow
     assert "not shown" not in wide
-    totals = [f"{r['total_tokens']:,}" for r in rep["rows"] if not r.get("is_gap")]
-    assert all(t in _words(wide) for t in totals)
+    rows = [r for r in rep["rows"] if not r.get("is_gap")]
+    assert all(f"{r['total_tokens']:,}" in _words(wide) for r in rows)
+    assert all(m in _words(wide) for r in rows for m in r["models"])
 
 
 def test_tools_report(homes):
@@ -195,4 +198,8 @@ def test_quarantine(tmp_path, store_home):
     for q in rep["lines"]:
         assert any(x.split()[:2] == [str(q["id"]), "claude-code"] for x in lines), q
         assert f"{q['length']:,}" in words and q["first_seen"][:10] in words
+        # the reason's words whole (an 11-character column folded "Unterminate" / "d
+        # string": newuser15 F3), the file name whole with its offset
+        assert set(q["reason"].split()) <= words, q["reason"]
+        assert f"{f.name} @ {q['offset']:,}" in text
     assert f.name in re.sub(r"\s", "", text)

@@ -113,7 +113,7 @@ def test_restore_never_overwrites_without_force_and_writes_under_to(home_copy, t
     assert (out / rel).read_bytes() == Path(f["path"]).read_bytes()
     env = {"HOME": str(home_copy)}
     r = runner.invoke(app, ["vault", "restore", sid[:8], "--to", str(out), "--home", str(store)], env=env)
-    assert r.exit_code == 1 and r.stderr.startswith("error: 1 file(s) exist"), r.output
+    assert r.exit_code == 1 and r.stderr.startswith("error: 1 file exists"), r.output
     r = runner.invoke(
         app, ["vault", "restore", sid[:8], "--to", str(out), "--force", "--home", str(store)], env=env
     )
@@ -895,3 +895,57 @@ def test_a_replayed_manifest_keeps_each_generation_its_capture_time(store_home):
         conn.close()
     assert q(store_home, cols) == before
     assert q(store_home, "SELECT name, created_at FROM vault_packs ORDER BY name") == packs
+
+
+@pytest.mark.parametrize("deleted", [False, True])
+def test_compress_restore_then_a_lost_store_keeps_the_marker_archived(home_copy, tmp_path, deleted):
+    """compress, ``compress --restore`` (the marker record leaves the file: its entry
+    ``archived``), then store.db lost (0 bytes or deleted) and ``doctor --repair``: the
+    rebuild from the vault into the empty store gives the same entry ids and statuses.
+    The cut is not done again (F13); the marker entry stayed ``active`` (one per
+    restored file: newuser14's leftover), as no old store kept its status."""
+    from ctxkeep.maintenance import compress, doctor
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["claude-code", "codex"])
+    files = [
+        next((home_copy / ".codex" / "sessions").rglob("rollout-2025-10-31T19-02-58-*.jsonl")),
+        next((home_copy / ".claude" / "projects").rglob("d3ad4cdc-*.jsonl")),
+    ]
+    s = compress.run_compress(store, paths=files, keep_messages=10, force=True)
+    assert [f["status"] for f in s["files"]] == ["compressed", "compressed"], s
+    for f in files:
+        compress.restore_file(store, f)
+    before = _state(store)
+    archived = [eid for eid, st in before[0] if st == "archived"]
+    # the Claude Code file's marker (no marker is written into a Codex rollout:
+    # compress.plan), every other entry active again
+    assert len(archived) == 1, archived
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    if not deleted:
+        (store / "store.db").write_bytes(b"")
+    doctor.repair(store, doctor.check(store))
+    after = _state(store)
+    assert [x for x in after[0] if x[1] != "active"] == [(eid, "archived") for eid in sorted(archived)]
+    assert after == before
+
+
+def test_with_the_vault_off_vault_status_and_restore_say_so(home_copy, tmp_path, monkeypatch):
+    """newuser15 F20: with ``CTXKEEP_VAULT=0``, ``vault status`` printed a warning per
+    Claude Code file ("the vault holds 0 of its N bytes - run ctxkeep ingest before
+    then": ingest keeps nothing while it is off) and ``vault restore`` blamed a
+    database or an old ingest. Now one line says the vault is off, and the restore's
+    hint names it."""
+    monkeypatch.setenv("CTXKEEP_VAULT", "0")
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents=["claude-code"])
+    env = {"HOME": str(home_copy), "CTXKEEP_IDLE_SECONDS": "0", "CTXKEEP_VAULT": "0", "COLUMNS": "200"}
+    r = runner.invoke(app, ["vault", "status", "--home", str(store)], env=env)
+    assert r.exit_code == 0, r.output
+    assert "vault: off (CTXKEEP_VAULT=0 or [vault] enabled = false in config.toml)" in r.stdout
+    assert "run `ctxkeep ingest` before then" not in r.output and "no session at risk" not in r.output
+    d = json.loads(runner.invoke(app, ["vault", "status", "--home", str(store), "--json"], env=env).stdout)
+    assert d["enabled"] is False
+    r = runner.invoke(app, ["vault", "restore", "d3ad", "--dry-run", "--home", str(store)], env=env)
+    assert r.exit_code == 1 and "the vault is off (CTXKEEP_VAULT=0" in r.stderr, r.output

@@ -366,7 +366,7 @@ def test_a_deleted_analytics_store_is_rebuilt_by_the_next_ingest_and_by_doctor(t
             r = runner.invoke(app, ["doctor", "--repair", "--home", str(home), "--json"])
             rep = json.loads(r.stdout)
             assert r.exit_code == 0 and rep["damaged"] == [], r.output
-            assert "analytics rebuilt: 3890 entries" in rep["repair"]["actions"]
+            assert "analytics rebuilt: 3,890 entries" in rep["repair"]["actions"]
         else:
             r = runner.invoke(
                 app,

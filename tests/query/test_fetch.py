@@ -90,9 +90,12 @@ def test_utf8_never_split_in_cuts():
 
 def test_ids_unknown_short_ambiguous(conn):
     r = index_note(conn, "x", text="some text")
-    found, problems = resolve_ids(conn, [r["entry_id"], "abc", "ffffffffff", r["entry_id"][:8]])
+    found, problems = resolve_ids(conn, [r["entry_id"], "ffffffffff", r["entry_id"][:8]])
     assert found == [r["entry_id"]]
-    assert problems == ["entry id 'abc' is too short (give at least 6 characters)", "no entry ffffffffff"]
+    assert problems == ["no entry ffffffffff"]
+    # an id too short to name an entry is wrong usage (exit 2), as a bad --session is
+    with pytest.raises(UsageError, match="entry id 'abc' is too short"):
+        resolve_ids(conn, [r["entry_id"], "abc"])
 
 
 def test_offset_errors(conn):

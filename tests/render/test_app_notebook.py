@@ -268,7 +268,10 @@ def test_a_long_transcript_is_read_and_drawn_a_page_at_a_time(corpus_store):
     [
         (["--host", "0.0.0.0"], "not a loopback address"),
         (["--host", "192.168.1.5", "--allow-remote"], "needs --token"),
-        (["--host", "192.168.1.5", "--allow-remote", "--token", "short"], "needs --token"),
+        (
+            ["--host", "192.168.1.5", "--allow-remote", "--token", "short"],
+            "--token is 5 characters: --allow-remote needs 8 or more",
+        ),
     ],
 )
 def test_ui_refuses_a_remote_host_without_allow_remote_and_a_token(tmp_path, args, words):
@@ -278,7 +281,9 @@ def test_ui_refuses_a_remote_host_without_allow_remote_and_a_token(tmp_path, arg
 
 def test_ui_command_line():
     cmd = marimo_command(APP, Path("/h"), "127.0.0.1", 2718, browser=False, token=None)
-    assert cmd[:4] == [sys.executable, "-m", "marimo", "run"]
+    # -y -q: Ctrl+C stops marimo at once (it asked "Are you sure you want to quit?" on
+    # the terminal and stopped answering meanwhile), no marimo banner or tips (newuser15 F7)
+    assert cmd[:6] == [sys.executable, "-m", "marimo", "-y", "-q", "run"]
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1" and "--no-token" in cmd and "--headless" in cmd
     assert cmd[-3:] == ["--", "--store", "/h"]
     remote = marimo_command(APP, Path("/h"), "10.0.0.2", 9000, browser=True, token="s3cret-token")

@@ -226,3 +226,34 @@ def test_near_words_order_as_counted_every_term(corpus_store):
         assert tied  # some word had equally alike candidates of different terms
     finally:
         c.close()
+
+
+@pytest.mark.parametrize(
+    "query,first",
+    [
+        # newuser14 F4: "verifed" stems to a held term (a search finds it alone), so only
+        # "orgnization" was corrected ("organization verifed", which finds no entry
+        # holding both); now every misspelled word of the query is
+        ("orgnization verifed", "organization verified"),
+        ("docker orchestartor pyhton", "docker orchestrator python"),
+    ],
+)
+def test_a_query_with_several_misspellings_gets_them_all_corrected(corpus_store, query, first):
+    (q,) = search(corpus_store[0], SearchRequest.parse(queries=[query])).results
+    assert q.suggestions and q.suggestions[0] == first, q.suggestions
+    # the corrected query finds entries holding every word
+    (again,) = search(corpus_store[0], SearchRequest.parse(queries=[first])).results
+    assert again.suggestions == [] and any("words" in h.matched for h in again.hits)
+    # a word the store holds in another form is not "corrected" to it (one term: it
+    # searches the same), a prefix of stored words stays as typed
+    (q,) = search(corpus_store[0], SearchRequest.parse(queries=["orgnization verifying"])).results
+    assert q.suggestions[0] == "organization verifying", q.suggestions
+
+
+def test_a_form_of_a_stored_word_is_not_corrected(corpus_store):
+    """``refused`` is not in the store's vocabulary as written, but ``refuse`` (its own
+    term, ``refus``) is: a correctly spelled query gets no "did you mean" (it got
+    "connection reused" while the unseen words were first corrected)."""
+    for query in ("connection refused", "orchestrator refused"):
+        (q,) = search(corpus_store[0], SearchRequest.parse(queries=[query])).results
+        assert q.suggestions == [], (query, q.suggestions)

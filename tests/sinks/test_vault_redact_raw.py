@@ -225,3 +225,44 @@ def test_a_line_that_is_not_utf8_with_unicode_escaped_secrets_is_redacted():
     out, counts = redact_raw(data)
     assert out.startswith(b'{"x":"\xff ') and sum(counts.values()) == 2, out
     assert PASSWORD.encode() not in out and GHP[7:].encode() not in out
+
+
+def test_the_exact_path_without_polars_gives_redact_raws_bytes():
+    """``redact_raw_exact`` (every line through the exact rules, no Polars: compress's
+    check of the few lines the store seems to lack, ``stable_ids.redacted_hashes``)
+    gives ``redact_raw``'s bytes and counts: planted secrets, an image beside a secret,
+    secrets written with ``\\uXXXX`` escapes, a key begun in one string and ended in
+    another, every gitleaks true-positive sample in a JSON string, clean lines (the same
+    object), a line that is not UTF-8."""
+    import base64
+    from pathlib import Path
+
+    from ctxkeep.sinks.vault.capture import redact_raw_exact
+    from fixtures.secrets.unicode_escapes import session
+
+    table = json.loads((Path(__file__).parents[1] / "fixtures/secrets/gitleaks_samples.json").read_text())
+    samples = [
+        base64.b64decode(tp["b64"]).decode("utf-8", "replace")
+        for r in table["rules"].values()
+        for tp in r["tp"]
+    ]
+    image = json.dumps(
+        {"content": [{"data": _image()[:3000] + "+AKIA" + "Q" * 16 + "/" + _image()[3000:]}, {"text": "hi"}]}
+    )
+    key = "\\n".join("MIIEowIBAAKCAQEA" + "x" * 48 for _ in range(4))
+    split_key = json.dumps(
+        {"a": "-----BEGIN RSA PRIVATE KEY-----\n" + key, "b": key + "\n-----END RSA PRIVATE KEY-----"}
+    )
+    datas = [
+        planted_session(positives(11)),
+        planted_session(positives(5)),
+        session()[0],
+        (image + "\n" + split_key + "\n").encode(),
+        "".join(json.dumps({"type": "user", "message": {"content": t}}) + "\n" for t in samples).encode(),
+        b'{"type":"user","message":{"content":"caf\xe9 password=Zx81-qpLm-77"}}\n',
+    ]
+    for data in datas:
+        got, want = redact_raw_exact(data), redact_raw(data)
+        assert got == want and sum(got[1].values()) > 0
+    clean = b'{"type":"user","message":{"content":"hello"}}\n{"type":"user","text":"a \\ud800 b"}\n'
+    assert redact_raw_exact(clean)[0] is clean and not redact_raw_exact(clean)[1]

@@ -11,6 +11,15 @@ the index holds are kept, the most alike first, then the most common (chunks hol
 the term). The suggestions are the query with each unknown word replaced: its best
 near word, then its second and third (``MAX_SUGGESTIONS``).
 
+A word whose term the index holds can still be misspelled: the stemmer makes
+``verifed`` a term (``verif``) that ``verify`` also makes, so a search finds it alone,
+but with another word (``orgnization verifed``) no entry holds them all and only the
+unknown word was corrected (newuser14 F4). So a word the store's vocabulary holds
+neither as written nor as a prefix (``unseen_words``) gets near words too, unless one
+of them has its own term (``refused`` beside the stored ``refuse``: a form of a stored
+word, not a misspelling; ``verifed``'s near words ``verified``, ``verifies`` are all
+``verifi``): the suggestions correct every misspelled word of the query at once.
+
 Runs only when a search found little (``search``: no entry holding all the terms, as
 words, substrings, symbols or verbatim); its SQL is in ``sinks.sqlite.vocab``.
 """
@@ -51,16 +60,37 @@ def unknown_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
     return [w for w in cand if w in terms and terms[w] not in held]
 
 
-def near(conn: sqlite3.Connection, word: str) -> list[str]:
+def unseen_words(conn: sqlite3.Connection, words: list[str], known: list[str]) -> list[str]:
+    """The ``words`` (lower-cased, each once; ``MIN_CHARS``+ ASCII letters and digits,
+    with a letter) not in ``known`` that the store's vocabulary holds neither as written
+    nor as the start of a word (``vocab.words_held``: a prefix is kept as typed): a
+    misspelling the stemmer maps to a held term (``verifed``), or a form of a word the
+    store holds in another form (``verifying``)."""
+    cand = [w.lower() for w in dict.fromkeys(words)]
+    cand = [
+        w for w in cand if len(w) >= MIN_CHARS and _WORD.fullmatch(w) and not w.isdigit() and w not in known
+    ]
+    if not cand:
+        return []
+    held = vocab.words_held(conn, cand)
+    return [w for w in cand if w not in held]
+
+
+def near(conn: sqlite3.Connection, word: str, other_than: str | None = None) -> list[str]:
     """Up to ``MAX_SUGGESTIONS`` words of the store near ``word`` (lower-case), best
     first: similarity ≥ ``CUTOFF``, then the chunks holding the word's term; only words
     the word index holds, one per index term (the most alike of ``database`` and
-    ``databases``)."""
+    ``databases``). With ``other_than`` (the word's own term, which the index holds:
+    ``unseen_words``): [] when an alike word has that term (the word is a form of a
+    stored word, ``refused`` beside ``refuse``: not a misspelling), else the alike
+    words of other terms."""
     pool = vocab.near_words(conn, word[0], max(MIN_CHARS, len(word) - LENGTH_SLACK), len(word) + LENGTH_SLACK)
     alike = difflib.get_close_matches(word, pool, n=MAX_SUGGESTIONS * 4, cutoff=CUTOFF)
     if not alike:
         return []
     terms = vocab.index_terms(conn, alike)
+    if other_than is not None and other_than in terms.values():
+        return []
     held = vocab.terms_held(conn, list(terms.values()))
     sm = difflib.SequenceMatcher(b=word)
     by_ratio: dict[float, list[str]] = {}
@@ -85,13 +115,21 @@ def near(conn: sqlite3.Connection, word: str) -> list[str]:
 
 
 def suggestions(conn: sqlite3.Connection, query: str, words: list[str]) -> list[str]:
-    """``query`` with its unknown ``words`` (``unknown_words``) replaced by near words
-    of the store (``near``): up to ``MAX_SUGGESTIONS`` whole queries, best first ([]
+    """``query`` with its unknown ``words`` (``unknown_words``) and its unseen ones
+    (``unseen_words``) replaced by near words of the store (``near``): up to
+    ``MAX_SUGGESTIONS`` whole queries, best first, each with every such word replaced ([]
     when every word is known or none has a near word). A word is replaced where it
     stands as a whole word (case-insensitively); the rest of the query is kept."""
     choices = {}
-    for w in unknown_words(conn, words):
+    unknown = unknown_words(conn, words)
+    for w in unknown:
         got = near(conn, w)
+        if got:
+            choices[w] = got
+    unseen = unseen_words(conn, words, unknown)
+    own = vocab.index_terms(conn, unseen) if unseen else {}
+    for w in unseen:
+        got = near(conn, w, other_than=own.get(w))
         if got:
             choices[w] = got
     if not choices:

@@ -91,6 +91,24 @@ def prefixes_held(conn: sqlite3.Connection, terms: list[str]) -> set[str]:
     return out
 
 
+def words_held(conn: sqlite3.Connection, words: list[str]) -> set[str]:
+    """The ``words`` (lower-case) that ``vocab`` holds as written or as the start of a
+    word (a prefix the search's prefix list finds: ``orchestrat``), one range probe of
+    its unique index each; every word on a store without a vocabulary (schema < 9: no
+    word is then called unseen)."""
+    out = set()
+    try:
+        for w in dict.fromkeys(words):
+            if not w:
+                continue
+            hi = w[:-1] + chr(ord(w[-1]) + 1)
+            if conn.execute("SELECT 1 FROM vocab WHERE term >= ? AND term < ? LIMIT 1", (w, hi)).fetchone():
+                out.add(w)
+    except sqlite3.OperationalError:  # no vocab table: an older store, read as it is
+        return set(words)
+    return out
+
+
 def near_words(conn: sqlite3.Connection, first: str, shortest: int, longest: int) -> list[str]:
     """The ``vocab`` words starting with ``first`` (one or more characters, lower-case)
     of ``shortest`` to ``longest`` characters, shortest first, at most ``NEAR_MAX``

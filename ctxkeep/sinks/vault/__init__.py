@@ -25,6 +25,7 @@ from ctxkeep.sinks.vault.capture import (
     record,
     redact_raw,
     redact_raw_and_texts,
+    redact_raw_exact,
     redact_raw_many,
     redact_texts,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "record_in",
     "redact_raw",
     "redact_raw_and_texts",
+    "redact_raw_exact",
     "redact_raw_many",
     "redact_texts",
     "suspended",
