@@ -135,31 +135,39 @@ def sessions(
         # ("… (see --json or a wider terminal)" was 81 wide at 80 columns: newuser15 F15)
         for part in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
             out.print(part, style="dim", highlight=False, soft_wrap=True)
-    unrecorded = sorted({r.agent for r in rows if r.tokens is None})
-    if unrecorded:
-        out.print(
-            f"tokens -: not recorded by the agent ({', '.join(unrecorded)}: each session's cost is "
-            "logged, its tokens are only the last response's and not counted)",
-            highlight=False,
-            markup=False,
-            style="dim",
-        )
     if source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
-    for n in logged_cost_notes(rows):
+    for n in unrecorded_notes(rows) + logged_cost_notes(rows):
         note(n)
     # a last line saying how many match, also when all fit (README; newuser15 F16 list)
     out.print(_page_line(res), highlight=False, markup=False, style="dim", soft_wrap=True)
+
+
+def unrecorded_notes(rows) -> list[str]:
+    """One note per agent whose listed sessions' tokens the agent did not record (``tokens``
+    None, shown "-": Crush, Go opencode log a session's cost and only its last response's
+    tokens, ``sources.charm_db``), in ``report``'s words (``query.reports``)."""
+    by_agent: dict[str, int] = {}
+    for r in rows:
+        if r.tokens is None:
+            by_agent[r.agent] = by_agent.get(r.agent, 0) + 1
+    return [
+        f"{agent}: tokens not recorded by the agent ({n:,} session{'' if n == 1 else 's'}: it logs each "
+        "session's cost, and only its last response's tokens): not in the token totals; every "
+        "mode shows the logged cost"
+        for agent, n in sorted(by_agent.items())
+    ]
 
 
 def logged_cost_notes(rows) -> list[str]:
     """One note per agent whose listed sessions' cost holds the agent's own logged figure
     (``cost_logged`` responses), worded as ``report``'s (``query.reports``: in its auto
     mode a logged cost wins over list prices, as in this list): newuser14 saw Crush's
-    ``$3.20`` unmarked here while ``report`` said whose figure it was."""
+    ``$3.20`` unmarked here while ``report`` said whose figure it was. Not for a session
+    whose tokens were not recorded (``unrecorded_notes`` says how its cost reads)."""
     by_agent: dict[str, int] = {}
     for r in rows:
-        if r.cost_logged and r.cost_usd is not None:
+        if r.cost_logged and r.cost_usd is not None and r.tokens is not None:
             by_agent[r.agent] = by_agent.get(r.agent, 0) + r.cost_logged
     return [
         f"{agent}: the cost of {n:,} response{'' if n == 1 else 's'} is the agent's own logged figure, "

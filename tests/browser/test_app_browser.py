@@ -344,7 +344,7 @@ def test_a_token_guards_the_app(corpus_store):
             for ln in subprocess.run(
                 ["ps", "-ww", "-eo", "args"], capture_output=True, text=True
             ).stdout.splitlines()
-            if "marimo run" in ln and str(port) in ln
+            if "marimo -y -q run" in ln and str(port) in ln
         ]
         assert servers and not [ln for ln in servers if token in ln]
     finally:

@@ -143,13 +143,21 @@ def test_a_cost_the_agent_logged_is_marked_as_report_marks_it(home):
     r = runner.invoke(app, ["sessions", "--home", home, "--agent", "crush", "--agent", "claude-code"])
     assert r.exit_code == 0, r.output
     said = " ".join(r.stderr.split())
-    assert said == (
-        "note: crush: the cost of 2 responses is the agent's own logged figure, not list prices "
-        "(`ctxkeep report session --mode calculate` prices them)"
-    ), r.stderr
-    # report's own note, in the same words
+    # Crush logs a session's cost and only its last response's tokens (newuser15 F14): its
+    # note says so, as report's does, and no mode prices it
+    crush = (
+        "crush: tokens not recorded by the agent (2 sessions: it logs each session's cost, and only "
+        "its last response's tokens): not in the token totals; every mode shows the logged cost"
+    )
+    assert said == f"note: {crush}", r.stderr
     r = runner.invoke(app, ["report", "session", "--home", home, "--agent", "crush"])
-    assert "crush: the cost of 2 responses is the agent's own logged figure" in " ".join(r.stderr.split())
+    assert crush in " ".join(r.stderr.split())
+    # OpenCode logs a cost per response beside its tokens: marked as report marks it
+    r = runner.invoke(app, ["sessions", "--home", home, "--agent", "opencode"])
+    logged = "opencode: the cost of 1 response is the agent's own logged figure"
+    assert logged in " ".join(r.stderr.split()), r.stderr
+    r = runner.invoke(app, ["report", "session", "--home", home, "--agent", "opencode"])
+    assert logged in " ".join(r.stderr.split()), r.stderr
 
 
 @pytest.mark.parametrize("where", ["~", "/"])

@@ -162,7 +162,8 @@ def test_read_only_file_system_for_every_writing_command(tmpfs, store):
     assert (rc, lines) == (0, []), lines
     for args in READERS:  # they read (without a WAL index: immutable, connection._open_readonly)
         rc, lines = run(*args, home=m / "s")
-        assert (rc, lines) == (0, []), (args, lines)
+        # no error or warning; a command's own notes (whose figure a cost is) are not about the disk
+        assert (rc, [x for x in lines if not x.startswith("note:")]) == (0, []), (args, lines)
 
 
 @pytest.mark.slow

@@ -170,7 +170,7 @@ def test_sources_reports_the_skipped(tmp_path):
     (row,) = [r for r in rows if r["agent"] == "claude-code"]
     assert row["files"] == 1
     assert row["skipped"] == {REASON_OUTSIDE: 3, REASON_LOOP: 2, REASON_SPECIAL: 1, REASON_HARDLINK: 1}
-    assert "skipped 7 paths: " in row["reason"] and "symlink loop 2" in row["reason"]
+    assert "skipped 7 paths: " in row["reason"] and "symlink loop (2)" in row["reason"]
 
 
 def test_add_records_a_loop_and_a_fifo(tmp_path):
