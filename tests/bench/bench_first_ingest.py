@@ -4,14 +4,26 @@
 Each run is a whole ``ctxkeep ingest --no-progress`` process into a fresh store
 (``--home``), with a copy of the corpus's ``home`` as ``HOME`` (``$CTXKEEP_CORPUS`` or
 ``../shared/corpus``; copied once into the bench's temp dir, page cache warm), run as
-its console script does (``python -P -c`` calling ``cli.main``, the package's bytecode
-compiled first, as an installed ctxkeep has it). The checkouts alternate run by run
+its console script does (``python -P -c`` calling ``ctxkeep.__main__.main``, which starts
+a first ingest's reader before the CLI's imports; the package's bytecode compiled first,
+as an installed ctxkeep has it). The checkouts alternate run by run
 (run 1 of each, run 2 of each, ...), so a change of load hits them alike. Printed per
 checkout: the wall (median, best), the CPU seconds (user + sys) of the process with its
 children, and of its main thread and its other threads (``CTXKEEP_BENCH_THREADS``: the
 process writes each Python thread's CPU seconds at exit), with the load average at the
 start and the end. On a shared machine walls are noise and CPU seconds the steadier
 figures; the target is a quiet machine's wall.
+
+Each run's ``CTXKEEP_TRACE=1`` lines (``pipeline.prestart.trace``) give its timeline
+(the last run's is printed: each process's CPU seconds and the wall at the engine's
+start, the todo sent to the reader started with the command, each chunk sent and taken,
+each group, the last group read and written) and its **critical path** (``crit``:
+``critical_path``): the ingest process's own CPU plus what it would wait for its reader
+with each process on a core of its own, the figure by which a two-process first ingest
+can be judged under load (a loaded machine's wall is not; a quiet machine's wall is
+below it: Polars, SQLite and zstd release the GIL). ``reader`` is the CPU of the
+ingest's child processes. ``CTXKEEP_EARLY_READER=0`` (a ``--variant``) takes the early
+reader back.
 
 ``--compare`` then checks that each checkout's store equals this one's: every row of
 entries, usage, chunks, contents, the FTS5 tables' contents, projects, files,
