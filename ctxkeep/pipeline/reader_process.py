@@ -239,7 +239,7 @@ def read_split(
 
 #: ``read_shared``: the share of a first ingest's new bytes read in the ingest process
 #: (its first files); the rest is read by the reader started early (``prestart``)
-EARLY_OWN_SHARE = float(os.environ.get("CTXKEEP_EARLY_SHARE", "0.3"))
+EARLY_OWN_SHARE = float(os.environ.get("CTXKEEP_EARLY_SHARE", "0.4"))
 
 
 def read_shared(
