@@ -138,7 +138,7 @@ def start_early(argv: list[str]) -> bool:
     trace("ingest", "spawn")
     try:
         _early.append(start_child("ctxkeep.pipeline.reader_process", "--later"))
-    except OSError:
+    except (OSError, ValueError):  # no process, or no descriptor passing (``pass_fds``)
         return False
     atexit.register(_stop)
     return True
