@@ -47,6 +47,10 @@ import sys
 import time
 from collections.abc import Callable, Generator, Iterator
 
+if __name__ == "__main__":  # the process itself: Ctrl-C is the ingest's to report (``_main``),
+    # also while a reader started with the command (``prestart``) still imports
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 import polars as pl
 
 from ctxkeep.pipeline import prestart, readahead
