@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from ctxkeep.query.search.parse import _WORD_RE, Filters, _quote, terms
 from ctxkeep.schema import EntryRef
+from ctxkeep.sinks.sqlite import native_rank
 from ctxkeep.sinks.sqlite.ddl import FTS_RANKS
 
 FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
@@ -117,17 +118,17 @@ def window_floor_sql(fts: str, match: str) -> Sql:
     )
 
 
-def ranked_sql(fts: str, match: str, floor: int, n: int) -> Sql:
+def ranked_sql(fts: str, match: str, floor: int, n: int, native: bool = False) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the matches above rowid ``floor`` (BM25
     rank ascending = better; equal ranks newest first)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid > ? "
+        f"SELECT rowid, {rank_expr(fts, native)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid > ? "
         f"ORDER BY r, rowid DESC LIMIT ?",
         (match, floor, n),
     )
 
 
-def newest_ranked_sql(fts: str, match: str, window: int, n: int) -> Sql:
+def newest_ranked_sql(fts: str, match: str, window: int, n: int, native: bool = False) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the ``window`` newest matches of ``match``
     (as ``ranked_sql`` orders them: BM25 rank ascending, equal ranks newest first), in
     one statement: the newest matches are walked once, ranked as they come. The same
@@ -137,21 +138,26 @@ def newest_ranked_sql(fts: str, match: str, window: int, n: int) -> Sql:
     491 ms CPU. The subquery keeps its ``LIMIT`` (SQLite never flattens a limited
     subquery into an ordered outer query)."""
     return Sql(
-        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? "
+        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts, native)} AS r FROM {fts} WHERE {fts} MATCH ?1 "
         f"ORDER BY rowid DESC LIMIT ?) ORDER BY r, id DESC LIMIT ?",
         (match, window, n),
     )
 
 
-def rank_expr(fts: str) -> str:
+def rank_expr(fts: str, native: bool = False) -> str:
     """The BM25 call of ``fts`` with its column weights (``ddl.FTS_RANKS``), e.g.
-    ``bm25(fts_words, 4.0, 1.0, 0.0)``: the values of the ``rank`` column at ~70 % of
+    ``bm25(fts_words, 4.0, 1.0, 0.0)``; with ``native`` (``native_rank.ready``) the same
+    values from ``ck_bm25(fts_words, 'fts_words', ?1, 4.0, 1.0, 0.0)``, whose phrase
+    counts are cached per connection under the MATCH (parameter 1 of every ranked
+    statement: ``MATCH ?1``). The values of the ``rank`` column at ~70 % of
     its CPU, since ``ORDER BY bm25(...) LIMIT n`` is SQLite's top-n sorter while
     ``ORDER BY rank`` takes FTS5's sorted-match path (a nested statement that ranks
     and sorts every match). Measured on a 500 MB store, 10 lists x 12 rounds
     (floor query included): rank 1,446 ms CPU, bm25() 1,041 ms; fetching the window
     newest first with its ranks and sorting in Python, 1,243 ms. Weights beyond an
     older store's columns are ignored by FTS5."""
+    if native:
+        return FTS_RANKS[fts].replace("bm25(", f"ck_bm25({fts}, '{fts}', ?1, ", 1)
     return FTS_RANKS[fts].replace("bm25(", f"bm25({fts}, ", 1)
 
 
@@ -163,7 +169,7 @@ def window_ids_sql(fts: str, match: str) -> Sql:
     )
 
 
-def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
+def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int, native: bool = False) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the matches of ``match`` among ``ids``
     (sorted ascending), as ``ranked_sql`` orders them. ``+rowid IN`` is tested before
     the rank is computed (``rank_of_sql``); the scan covers the matches between the
@@ -171,8 +177,8 @@ def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
     their number (``IN (?, …)`` prepared and cached a statement per length; 32 windows of
     the bench's queries at 500 MB, 5 rounds: 1,241 → 1,190 ms)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
-        f"AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY r, rowid DESC LIMIT ?",
+        f"SELECT rowid, {rank_expr(fts, native)} AS r FROM {fts} WHERE {fts} MATCH ?1 "
+        f"AND rowid BETWEEN ? AND ? AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY r, rowid DESC LIMIT ?",
         (match, ids[0], ids[-1], json.dumps(ids), n),
     )
 
@@ -212,13 +218,13 @@ def older_sql(fts: str, match: str, floor: int, n: int) -> Sql:
     )
 
 
-def rank_of_sql(fts: str, match: str, ids: list[int]) -> Sql:
+def rank_of_sql(fts: str, match: str, ids: list[int], native: bool = False) -> Sql:
     """``(rowid, rank)`` of the matches ``ids`` (sorted ascending), in rowid order.
     ``+rowid IN`` is tested before the rank column is read, so BM25 runs for those
     rows only (``+`` keeps the IN list out of FTS5, which would run the MATCH once per
     value); ``BETWEEN`` bounds the scan to the range they span."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts)} FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
+        f"SELECT rowid, {rank_expr(fts, native)} FROM {fts} WHERE {fts} MATCH ?1 AND rowid BETWEEN ? AND ? "
         f"AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid",
         (match, ids[0], ids[-1], json.dumps(ids)),
     )
@@ -356,14 +362,16 @@ def ranked_window(
     if terms is not None:
         return _ranked_by_terms(conn, fts, match, terms, n)
     if n > RANK_WINDOW:  # the whole window: ranked with the next older match, dropped
-        rows = conn.execute(*newest_ranked_sql(fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1)).fetchall()
+        rows = conn.execute(
+            *newest_ranked_sql(fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1, native_rank.ready(conn))
+        ).fetchall()
         floor = min(r[0] for r in rows) if len(rows) > RANK_WINDOW else 0
         return [r for r in rows if r[0] != floor][:n], floor
     count, oldest = conn.execute(*window_floor_sql(fts, match)).fetchone()
     if not count:
         return [], 0
     floor = oldest if count > RANK_WINDOW else 0
-    return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
+    return conn.execute(*ranked_sql(fts, match, floor, n, native_rank.ready(conn))).fetchall(), floor
 
 
 def _ranked_by_terms(
@@ -394,8 +402,8 @@ def _ranked_by_terms(
     cap = terms_span(conn)
     few = window[-1] - window[0] < cap - 1
     if few or conn.execute(*span_count_sql(fts, terms, window[0], window[-1], cap)).fetchone()[0] < cap:
-        return conn.execute(*ranked_ids_sql(fts, terms, window, n)).fetchall(), floor
-    return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
+        return conn.execute(*ranked_ids_sql(fts, terms, window, n, native_rank.ready(conn))).fetchall(), floor
+    return conn.execute(*ranked_sql(fts, match, floor, n, native_rank.ready(conn))).fetchall(), floor
 
 
 def among_sql(fts: str, match: str, ids: list[int]) -> Sql:
@@ -450,7 +458,9 @@ def fts_ids(
             filters = Filters()
     if filters.is_empty():
         if terms is None:  # no floor needed: one walk (``newest_ranked_sql``)
-            return conn.execute(*newest_ranked_sql(fts, match, RANK_WINDOW, n)).fetchall()
+            return conn.execute(
+                *newest_ranked_sql(fts, match, RANK_WINDOW, n, native_rank.ready(conn))
+            ).fetchall()
         return ranked_window(conn, fts, match, n, terms)[0]
     where = filters.sql("e")
     memo: dict[int, bool] = {} if passed is None else passed
@@ -515,7 +525,7 @@ def fts_ids(
     rows = [(i, known[i]) for i in sorted(known)]
     below = sorted(i for i in top if i not in known)
     if below:
-        rows = conn.execute(*rank_of_sql(fts, match, below)).fetchall() + rows
+        rows = conn.execute(*rank_of_sql(fts, match, below, native_rank.ready(conn))).fetchall() + rows
     rows.sort(key=lambda r: r[1])
     return rows[:n]
 
