@@ -23,6 +23,7 @@ loads at most ``ENTRIES_PER_HIT`` of the entries holding its text.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -122,9 +123,9 @@ def ranked_sql(fts: str, match: str, floor: int, n: int, native: bool = False) -
     """The ``n`` best ``(rowid, rank)`` of the matches above rowid ``floor`` (BM25
     rank ascending = better; equal ranks newest first)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts, native)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid > ? "
-        f"ORDER BY r, rowid DESC LIMIT ?",
-        (match, floor, n),
+        f"SELECT rowid, {rank_expr(fts, native, 4)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid > ?2 "
+        f"ORDER BY r, rowid DESC LIMIT ?3",
+        (match, floor, n, phrase_keys(match)) if native else (match, floor, n),
     )
 
 
@@ -138,18 +139,18 @@ def newest_ranked_sql(fts: str, match: str, window: int, n: int, native: bool = 
     491 ms CPU. The subquery keeps its ``LIMIT`` (SQLite never flattens a limited
     subquery into an ordered outer query)."""
     return Sql(
-        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts, native)} AS r FROM {fts} WHERE {fts} MATCH ?1 "
-        f"ORDER BY rowid DESC LIMIT ?) ORDER BY r, id DESC LIMIT ?",
-        (match, window, n),
+        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts, native, 4)} AS r FROM {fts} WHERE {fts} "
+        f"MATCH ?1 ORDER BY rowid DESC LIMIT ?2) ORDER BY r, id DESC LIMIT ?3",
+        (match, window, n, phrase_keys(match)) if native else (match, window, n),
     )
 
 
-def rank_expr(fts: str, native: bool = False) -> str:
+def rank_expr(fts: str, native: bool = False, key_at: int = 0) -> str:
     """The BM25 call of ``fts`` with its column weights (``ddl.FTS_RANKS``), e.g.
     ``bm25(fts_words, 4.0, 1.0, 0.0)``; with ``native`` (``native_rank.ready``) the same
-    values from ``ck_bm25(fts_words, 'fts_words', ?1, 4.0, 1.0, 0.0)``, whose phrase
-    counts are cached per connection under the MATCH (parameter 1 of every ranked
-    statement: ``MATCH ?1``). The values of the ``rank`` column at ~70 % of
+    values from ``ck_bm25(fts_words, 'fts_words', ?<key_at>, 4.0, 1.0, 0.0)``, whose
+    phrase counts are cached per connection under the keys bound at parameter ``key_at``
+    (``phrase_keys``). The values of the ``rank`` column at ~70 % of
     its CPU, since ``ORDER BY bm25(...) LIMIT n`` is SQLite's top-n sorter while
     ``ORDER BY rank`` takes FTS5's sorted-match path (a nested statement that ranks
     and sorts every match). Measured on a 500 MB store, 10 lists x 12 rounds
@@ -157,8 +158,67 @@ def rank_expr(fts: str, native: bool = False) -> str:
     newest first with its ranks and sorting in Python, 1,243 ms. Weights beyond an
     older store's columns are ignored by FTS5."""
     if native:
-        return FTS_RANKS[fts].replace("bm25(", f"ck_bm25({fts}, '{fts}', ?1, ", 1)
+        return FTS_RANKS[fts].replace("bm25(", f"ck_bm25({fts}, '{fts}', ?{key_at}, ", 1)
     return FTS_RANKS[fts].replace("bm25(", f"bm25({fts}, ", 1)
+
+
+#: one phrase of the MATCH expressions ``parse`` builds: a quoted string (``""`` within
+#: it a quote) and an optional prefix ``*``; the operators and parentheses between them;
+#: a facet filter (``transforms.facets.filter_expr``: ``facets : (fk0 OR fk123)``)
+_KEY_LEX = re.compile(
+    r'\s*(?:("(?:[^"]|"")*"\*?)|(AND|OR|NOT)(?![\w"])|([()])|(facets\s*:\s*\()|([a-z0-9]+))'
+)
+#: separators of ``phrase_keys`` (never inside a key: such a MATCH gets the whole-match key)
+_UNIT, _WHOLE = "\x1f", "\x1e"
+
+
+def phrase_keys(match: str) -> str:
+    """The cache keys of ``match``'s phrases for ``ck_bm25`` (``_ckrank.c``), in FTS5's
+    phrase order (the order they are written): each phrase as written (a bare token of
+    a facet filter as ``facets:<token>``, its column), joined by 0x1f, so lists of one
+    search and searches after it share the count of a phrase they both rank (``"exit"``
+    in ``"exit" AND "code"`` and ``"exit" OR "code"``; a facet token in every filtered
+    list). Any other shape (a column filter, ``NEAR``, ``^``, a separator character in
+    the text) gets ``0x1e + match``: its phrases are cached under the whole MATCH and
+    their index. A phrase FTS5 drops (no token: ``"-"``) makes the key count differ
+    from FTS5's phrase count, and ``ck_bm25`` then keys by the whole key string and the
+    index too: exact either way, since a phrase's count depends only on its text and
+    column filter."""
+    whole = _WHOLE + match
+    if _UNIT in match or _WHOLE in match:
+        return whole
+    keys: list[str] = []
+    depth, facet_depth, pos = 0, -1, 0
+    while pos < len(match):
+        m = _KEY_LEX.match(match, pos)
+        if not m or m.end() == pos:
+            if match[pos:].strip():
+                return whole
+            break
+        pos = m.end()
+        phrase, op, paren, facets, bare = m.groups()
+        if phrase is not None:
+            keys.append(("facets:" if facet_depth >= 0 else "") + phrase)
+        elif facets is not None:
+            if facet_depth >= 0:
+                return whole
+            depth += 1
+            facet_depth = depth
+        elif paren == "(":
+            depth += 1
+        elif paren == ")":
+            if depth == facet_depth:
+                facet_depth = -1
+            depth -= 1
+            if depth < 0:
+                return whole
+        elif bare is not None:
+            if facet_depth < 0:  # a bare word outside a facet filter: not a shape parse builds
+                return whole
+            keys.append("facets:" + bare)
+        elif op is None:
+            return whole
+    return _UNIT.join(keys) if keys and depth == 0 else whole
 
 
 def window_ids_sql(fts: str, match: str) -> Sql:
@@ -177,9 +237,9 @@ def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int, native: bool = 
     their number (``IN (?, …)`` prepared and cached a statement per length; 32 windows of
     the bench's queries at 500 MB, 5 rounds: 1,241 → 1,190 ms)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts, native)} AS r FROM {fts} WHERE {fts} MATCH ?1 "
-        f"AND rowid BETWEEN ? AND ? AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY r, rowid DESC LIMIT ?",
-        (match, ids[0], ids[-1], json.dumps(ids), n),
+        f"SELECT rowid, {rank_expr(fts, native, 6)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid "
+        f"BETWEEN ?2 AND ?3 AND +rowid IN (SELECT value FROM json_each(?4)) ORDER BY r, rowid DESC LIMIT ?5",
+        (match, ids[0], ids[-1], json.dumps(ids), n, *([phrase_keys(match)] if native else [])),
     )
 
 
@@ -224,9 +284,9 @@ def rank_of_sql(fts: str, match: str, ids: list[int], native: bool = False) -> S
     rows only (``+`` keeps the IN list out of FTS5, which would run the MATCH once per
     value); ``BETWEEN`` bounds the scan to the range they span."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts, native)} FROM {fts} WHERE {fts} MATCH ?1 AND rowid BETWEEN ? AND ? "
-        f"AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid",
-        (match, ids[0], ids[-1], json.dumps(ids)),
+        f"SELECT rowid, {rank_expr(fts, native, 5)} FROM {fts} WHERE {fts} MATCH ?1 AND rowid BETWEEN ?2 AND ?3 "
+        f"AND +rowid IN (SELECT value FROM json_each(?4)) ORDER BY rowid",
+        (match, ids[0], ids[-1], json.dumps(ids), *([phrase_keys(match)] if native else [])),
     )
 
 

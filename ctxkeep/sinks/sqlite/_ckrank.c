@@ -295,7 +295,8 @@ static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int
     nKey = S.value_bytes(apVal[1]);
     if (tab && key) {
       parts = 1;
-      for (int j = 0; j < nKey; j++) parts += key[j] == 0x1f;
+      if (nKey && key[0] == 0x1e) parts = 0; /* the whole MATCH: keyed with each index */
+      for (int j = 0; parts && j < nKey; j++) parts += key[j] == 0x1f;
       cache_check(c);
       if (!c->valid) key = 0;
     } else {
@@ -311,7 +312,7 @@ static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int
       memcpy(buf, tab, nTab);
       buf[nTab] = 0x1e;
       n = nTab + 1;
-      if (parts == nPhrase && nPhrase > 1) { /* one key per phrase */
+      if (parts == nPhrase) { /* one key per phrase */
         const char *end = memchr(part, 0x1f, (size_t)(key + nKey - part));
         int len = (int)((end ? end : key + nKey) - part);
         memcpy(buf + n, part, len);
