@@ -38,7 +38,8 @@ def compile_library(root: Path) -> str | None:
         return f"{cc} failed: {e}"
     if done.returncode:
         tmp.unlink(missing_ok=True)
-        return f"{cc} failed: {(done.stderr or '').strip().splitlines()[-1:]}"
+        last = (done.stderr or "").strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return f"{cc} failed: {last[0]}"
     os.replace(tmp, out)
     return None
 
