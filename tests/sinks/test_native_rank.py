@@ -231,3 +231,26 @@ def test_unavailable_library_means_bm25(monkeypatch, tmp_path):
         assert native_rank.stats(conn) == (0, 0)
     finally:
         conn.close()
+
+
+def test_a_filtered_window_with_cached_counts_is_ranked_in_one_walk_to_the_same_rows(corpus_store):
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    facets = Filters(kind="message").facet_match()
+    try:
+        assert native_rank.ready(conn)
+        for terms in ['"exit" AND "code"', '"file" OR "error"', '"step by step"']:
+            match = f"({terms}) AND {facets}"
+            for n in (10, retrieve.RANK_WINDOW + 1):
+                native_rank.clear()
+                assert not native_rank.cached(conn, "fts_words", retrieve.phrase_keys(match))
+                by_terms = retrieve.ranked_window(conn, "fts_words", match, n, terms)
+                conn.execute(*retrieve.newest_ranked_sql("fts_words", match, 5, 5, True)).fetchall()
+                assert native_rank.cached(conn, "fts_words", retrieve.phrase_keys(match))
+                sql: list[str] = []
+                conn.set_trace_callback(sql.append)
+                one_walk = retrieve.ranked_window(conn, "fts_words", match, n, terms)
+                conn.set_trace_callback(None)
+                assert not any("json_each" in s for s in sql)  # not the terms-alone ranking
+                assert one_walk == by_terms and by_terms[0], (terms, n)
+    finally:
+        conn.close()

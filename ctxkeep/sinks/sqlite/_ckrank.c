@@ -442,3 +442,36 @@ void ck_clear_all(void) {
   }
   pthread_mutex_unlock(&g_lock);
 }
+
+/* 1 when the count of every phrase of keys (query/search/retrieve.py phrase_keys: one
+** key per phrase, 0x1f between them) on table tab is in db's cache as of the last
+** statement (a commit seen only by the next statement empties it then: the ranks stay
+** exact, that statement walks); 0 otherwise, or for a whole-MATCH key (0x1e) */
+int ck_cached(sqlite3 *db, const char *tab, const char *keys) {
+  Cache *c = 0;
+  pthread_mutex_lock(&g_lock);
+  for (Cache *x = g_registry; x; x = x->nextConn)
+    if (x->db == db) c = x;
+  pthread_mutex_unlock(&g_lock);
+  if (!c || !keys || !keys[0] || keys[0] == 0x1e) return 0;
+  cache_check(c);
+  if (!c->valid) return 0;
+  int nTab = (int)strlen(tab), nKeys = (int)strlen(keys);
+  char *buf = (char *)malloc((size_t)nTab + nKeys + 2);
+  if (!buf) return 0;
+  memcpy(buf, tab, nTab);
+  buf[nTab] = 0x1e;
+  const char *part = keys, *end = keys + nKeys;
+  int all = 1;
+  while (all) {
+    const char *sep = memchr(part, 0x1f, (size_t)(end - part));
+    int len = (int)((sep ? sep : end) - part);
+    memcpy(buf + nTab + 1, part, len);
+    int n = nTab + 1 + len;
+    all = cache_find(c, buf, n, fnv(buf, n)) != 0;
+    if (!sep) break;
+    part = sep + 1;
+  }
+  free(buf);
+  return all;
+}

@@ -62,6 +62,7 @@ def _load() -> ctypes.PyDLL | None:
         lib.ck_registered.argtypes = [ctypes.c_void_p]
         lib.ck_register.argtypes = [ctypes.c_void_p]
         lib.ck_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.ck_cached.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
         if not lib.ck_init(handle) or lib.ck_libversion() != _version_number():
             return None
     except (OSError, AttributeError, ImportError):
@@ -109,6 +110,20 @@ def ready(conn: sqlite3.Connection) -> bool:
     if db and lib.ck_registered(db):
         return True
     return _verified(lib, conn, db) and lib.ck_register(db) == 0
+
+
+def cached(conn: sqlite3.Connection, table: str, keys: str) -> bool:
+    """True when ``conn``'s cache holds the count of every phrase of ``keys``
+    (``query.search.retrieve.phrase_keys``) on ``table``: a statement ranking them walks
+    no posting list for its IDF (unless a commit it is the first to see empties the
+    cache: still exact, only slower)."""
+    lib = _load()
+    if lib is None:
+        return False
+    try:
+        return bool(lib.ck_cached(_db(conn), table.encode(), keys.encode()))
+    except UnicodeEncodeError:  # a lone surrogate: never a cached key
+        return False
 
 
 def stats(conn: sqlite3.Connection) -> tuple[int, int]:
