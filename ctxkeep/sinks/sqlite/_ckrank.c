@@ -148,6 +148,7 @@ typedef struct Cache {
   struct Cache *nextConn; /* the registry of connections holding ck_bm25 */
   unsigned int dataVersion;
   int valid;
+  unsigned int epoch;
   int nEntry;
   sqlite3_int64 hits, misses;
   Entry *buckets[NBUCKET];
@@ -155,6 +156,7 @@ typedef struct Cache {
 
 static Cache *g_registry = 0; /* the list of registered connections, under g_lock */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int g_epoch = 0; /* ck_clear_all's count */
 
 static void cache_clear(Cache *c) {
   for (int i = 0; i < NBUCKET; i++) {
@@ -214,6 +216,12 @@ static void cache_put(Cache *c, const char *k, int n, uint64_t h, sqlite3_int64 
 ** version does not show (c->valid 0: counted as bm25() does, nothing kept) */
 static void cache_check(Cache *c) {
   unsigned int dv = 0;
+  unsigned int epoch = __atomic_load_n(&g_epoch, __ATOMIC_SEQ_CST);
+  if (epoch != c->epoch) {
+    cache_clear(c);
+    c->valid = 0;
+    c->epoch = epoch;
+  }
   if (!S.get_autocommit(c->db) ||
       S.file_control(c->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) != SQLITE_OK) {
     c->valid = 0;
@@ -433,16 +441,9 @@ int ck_stats(sqlite3 *db, sqlite3_int64 *hits, sqlite3_int64 *misses) {
 }
 
 /* empty the count caches of every connection (benchmarks: a search as a new process
-** runs it, with no counts from earlier searches) */
-void ck_clear_all(void) {
-  pthread_mutex_lock(&g_lock);
-  for (Cache *c = g_registry; c; c = c->nextConn) {
-    cache_clear(c);
-    c->valid = 0;
-  }
-  pthread_mutex_unlock(&g_lock);
-}
-
+** runs it, with no counts from earlier searches): each cache empties itself at its next
+** use (cache_check), on the thread using it */
+void ck_clear_all(void) { __atomic_add_fetch(&g_epoch, 1, __ATOMIC_SEQ_CST); }
 /* 1 when the count of every phrase of keys (query/search/retrieve.py phrase_keys: one
 ** key per phrase, 0x1f between them) on table tab is in db's cache as of the last
 ** statement (a commit seen only by the next statement empties it then: the ranks stay
