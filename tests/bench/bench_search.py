@@ -10,7 +10,9 @@ Build the store once (~3-8 min for 500 MB on 2 busy cores):
 then run:  uv run python tests/bench/bench_search.py /tmp/bench/store
 
 ``--serial`` adds this checkout searching on one connection (``search(parallel=False)``)
-as a third side; ``--read-only`` never writes the store (a shared 10 GB store).
+as a third side; ``--fresh`` adds this checkout with ``ck_bm25``'s phrase counts emptied
+before each query (``sinks.sqlite.native_rank``: what one ``ctxkeep search`` process
+gets; "this" keeps them across queries, as the MCP server and the app do); ``--read-only`` never writes the store (a shared 10 GB store).
 Every query's hits (every field, note, suggestions) are compared across the sides
 and rounds ("same hits"); the ``--slowest`` queries of this side are run once more on
 one connection by each side with their lists' times and their ``bm25()`` statements.
