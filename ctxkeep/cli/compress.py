@@ -25,6 +25,7 @@ from ctxkeep.cli import (
     out,
     say,
     say_folded,
+    stopped,
     table,
     tilde,
     warn,
@@ -112,6 +113,17 @@ def _compress(files, check, keep_messages, dry_run, force, restore, prefect, pro
         _print_json(summary)
     else:
         _emit_summary(summary)
+    if summary.get("interrupted"):
+        from collections import Counter
+
+        went = len(summary["files"])
+        by = Counter(f["status"] for f in summary["files"])
+        stopped(
+            went,
+            went + summary["not_started"],
+            ", ".join(f"{n:,} {st}" for st, n in by.items()) or "none done",
+            summary["interrupted"],
+        )
     if summary["failed"]:
         raise typer.Exit(1)
 
@@ -258,7 +270,7 @@ def _emit_summary(s: dict) -> None:
                     err.print(x, highlight=False, markup=False)
     done = s["compressed"] + s["would_compress"]
     say_folded(
-        f"{verb} {done} of {len(s['files'])} files: {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
+        f"{verb} {done} of {len(s['files']) + (s.get('not_started') or 0)} files: {s['bytes_before']:,} → {s['bytes_after']:,} bytes, "
         f"{s['tokens_before']:,} → {s['tokens_after']:,} text tokens"
         + (f" (and images of {s['image_tokens']:,} tokens moved)" if s.get("image_tokens") else "")
         + f" in {s['seconds']:.1f} s"

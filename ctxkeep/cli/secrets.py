@@ -21,6 +21,7 @@ from ctxkeep.cli import (
     line_width,
     out,
     short_path,
+    stopped,
     table,
     tables_alike,
 )
@@ -63,11 +64,19 @@ def secrets(
             res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
     if as_json:
         _print_json(res.as_json())
-        return
-    if scrub:
+    elif scrub:
         _print_scrub(res)
     else:
         _print_report(res, h)
+    if isinstance(res, svc.ScrubResult) and res.interrupted:
+        done = res.would_scrub if res.dry_run else res.scrubbed
+        went = len(res.files)
+        stopped(
+            went,
+            went + res.not_started,
+            f"{done:,} {'would be scrubbed' if res.dry_run else 'scrubbed'}",
+            res.interrupted,
+        )
 
 
 #: the columns of ``secrets``' sessions table

@@ -68,6 +68,12 @@ class CompressResult(Shape):
     seconds: float | None = Field(None, description="wall time")
     problems: list[str] | None = Field(None, description=PROBLEMS)
     analytics: str | None = Field(None, description="what the DuckDB sync did")
+    interrupted: str | None = Field(
+        None,
+        description="SIGINT or SIGTERM when one stopped the run after the file in hand (exit 130 or 143), "
+        "else null",
+    )
+    not_started: int | None = Field(None, description="files an interrupted run left untouched")
 
 
 # made by ``service.compress_check`` (no pydantic there): this model documents its keys

@@ -130,6 +130,10 @@ class ScrubResult(Result):
     skipped: int = Field(description="files left alone (active, or nothing to redact)")
     failed: int = Field(description="files that failed (exit 1)")
     values: dict[str, int] = Field(description="kind → values redacted (counts, never the values)")
+    interrupted: str | None = Field(
+        None, description="SIGINT or SIGTERM when one stopped the run after the file in hand, else null"
+    )
+    not_started: int = Field(0, description="files an interrupted run left untouched")
     backups: list[str] = Field(description="files holding the original bytes, secrets included")
     note: str = Field(description="what to do next ('' when nothing)")
 
