@@ -580,10 +580,10 @@ def repair(home: Path, findings: list[Finding]) -> dict:
                     (f.detail for f in findings if f.check == "duckdb" and f.status == "damaged"), None
                 )
                 if why and (home / ANALYTICS_DB).exists():  # damaged: moved aside, never deleted
-                    dest = analytics_file.set_aside_damaged_analytics(home, why, say=False)
-                    if dest:
+                    aside = analytics_file.set_aside_damaged_analytics(home, why, say=False)
+                    if aside:
                         actions.append(
-                            f"moved the damaged {ANALYTICS_DB} aside ({Path(dest).name}; delete it once the "
+                            f"moved the damaged {ANALYTICS_DB} aside ({Path(aside).name}; delete it once the "
                             "rebuilt one checks out)"
                         )
                 actions.append(rebuild_analytics(conn, home))
