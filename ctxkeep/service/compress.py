@@ -82,7 +82,8 @@ class CompressCheck(Shape):
 
     thresholds: dict[str, Any] = Field(description="max_size_kb, max_lines, …")
     files: list[dict[str, Any]] = Field(
-        description="per file: path, agent, bytes, lines, status, exceeds, active, backups, would, savings"
+        description="every file (the text lists those over a threshold unless --all): path, agent, bytes, "
+        "lines, status, exceeds, active, modified, backups (what a compress would cut: `compress --dry-run --json`)"
     )
     exceeding: int = Field(description="files over a threshold")
     problems: list[str] = Field(description=PROBLEMS)

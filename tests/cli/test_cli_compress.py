@@ -62,6 +62,38 @@ def test_check_json_changes_nothing(env):
     assert r.exit_code == 0 and "2 of 6 files exceed a threshold" in r.stdout
 
 
+def test_check_lists_only_the_files_over_a_threshold_and_plans_nothing(env, monkeypatch):
+    """newuser16 F7: `--check` took 26-29 s on a 400 MB home (each file over a threshold
+    planned as a dry run: the strategies) and printed every file, the OK ones too."""
+    import ctxkeep.maintenance.compress.run as run
+
+    def no_plan(*a, **k):
+        raise AssertionError("--check planned a compress")
+
+    monkeypatch.setattr(run, "compress_file", no_plan)
+    e, home, store = env
+    store.mkdir()
+    (store / "config.toml").write_text("[compress]\nmax_lines = 250\n")
+    rep = json.loads(_invoke(["compress", "--check", "--json"], e).stdout)
+    assert len(rep["files"]) == 6 and rep["exceeding"] == 2  # --json: every file
+    assert not [f for f in rep["files"] if "savings" in f or "would" in f]
+    e80 = {**e, "COLUMNS": "200"}
+    r = _invoke(["compress", "--check"], e80)
+    assert r.exit_code == 0, r.output
+    names = {Path(f["path"]).name: f["status"] for f in rep["files"]}
+    shown = [n for n in names if n in r.stdout]
+    assert sorted(shown) == sorted(n for n, st in names.items() if st == "EXCEEDS")
+    lines = r.stdout.strip().splitlines()
+    assert lines[-2:] == [
+        "2 of 6 files exceed a threshold; 4 OK files not listed: --all lists them",
+        "what compress would cut: `ctxkeep compress --dry-run`; full paths: --json",
+    ]
+    r = _invoke(["compress", "--check", "--all"], e80)
+    assert all(n in r.stdout for n in names) and "not listed" not in r.stdout
+    r = _invoke(["compress", "--all"], e)
+    assert r.exit_code == 2 and "--all goes with --check" in r.output
+
+
 def test_dry_run_then_compress_then_restore(env):
     e, home, store = env
     f = home / ROLLOUT
