@@ -74,6 +74,15 @@ class CompressResult(Shape):
         "else null",
     )
     not_started: int | None = Field(None, description="files an interrupted run left untouched")
+    backup_bytes: int | None = Field(
+        None,
+        description="bytes the backups keep beside the files (the originals of the files compressed; "
+        "a dry run: would keep)",
+    )
+    backups_until: str | None = Field(
+        None, description="UTC date (YYYY-MM-DD) until which they stay: today + backup_max_age_days"
+    )
+    backup_max_age_days: int | None = Field(None, description="the setting: retention removes older backups")
 
 
 # made by ``service.compress_check`` (no pydantic there): this model documents its keys

@@ -57,7 +57,7 @@ def test_dry_run_says_when_a_file_stays_over_both_thresholds(home_copy, tmp_path
     store = tmp_path / "store"
     e = _env(home_copy, store)
     path = home_copy / SIDECHAINS
-    args = ["compress", "--dry-run", str(path), "--keep-messages", "100"]
+    args = ["compress", "--dry-run", "-v", str(path), "--keep-messages", "100"]
     rep = json.loads(_ok([*args, "--json"], e).stdout)
     (f,) = rep["files"]
     assert f["status"] == "would-compress"
@@ -90,7 +90,7 @@ def test_token_figures_of_a_plan_add_up_and_images_are_counted_apart(home_copy, 
     img = sv["inline"]["image_tokens"]
     assert img > 1000 and f["tokens_after"] > f["tokens_before"]
     assert rep["image_tokens"] == img
-    text = _ok(["compress", "--dry-run", str(path)], e).output
+    text = _ok(["compress", "--dry-run", "-v", str(path)], e).output
     figures = f"{f['tokens_before']:,} → {f['tokens_after']:,} text tokens"
     assert figures in text and f"images of {img:,} tokens moved" in text
     inline = sv["inline"]

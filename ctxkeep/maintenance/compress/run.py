@@ -1046,7 +1046,9 @@ def run_compress(
     compressed or would-compress files; ``still_exceeding``: files still over a
     threshold afterwards; ``interrupted``: ``SIGINT``/``SIGTERM`` when one stopped the
     run after the file in hand, else None; ``not_started``: the files it left
-    untouched, ``maintenance.stopping``). Raises StoreBusy when ``wait`` is False and the lock is
+    untouched, ``maintenance.stopping``; ``backup_bytes``: the originals the backups
+    keep beside the files (would keep, in a dry run) until ``backups_until``, UTC date:
+    today + ``backup_max_age_days``, after which retention prunes them). Raises StoreBusy when ``wait`` is False and the lock is
     held; UsageError for ``keep_messages`` < 1."""
     if keep_messages is not None and keep_messages < 1:
         raise UsageError("--keep-messages must be at least 1", hint="pass a positive number")
@@ -1081,6 +1083,7 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
     if hooks.on_files:
         hooks.on_files(len(files))
     results: list[FileResult] = []
+    cc_days = cfgmod.load_config(home).compress.backup_max_age_days
     if not dry_run:
         _recover(home)
     analytics = ""
@@ -1131,6 +1134,12 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                     "seconds": 0.0,
                     "problems": problems,
                     "interrupted": stop.name if run.stopped else None,
+                    # the backups: each compressed file's original bytes, beside it, until
+                    # retention (or a later compress of it) prunes those older than
+                    # backup_max_age_days
+                    "backup_bytes": sum(x.bytes_before for x in done),
+                    "backups_until": format_epoch(time.time() + cc_days * 86400)[:10],
+                    "backup_max_age_days": cc_days,
                     "not_started": len(files) - len(results),
                 }
                 run.summary = {
