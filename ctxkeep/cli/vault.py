@@ -96,8 +96,9 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     )
     if any(a["redactions"] for a in r["agents"]):
         out.print(
-            "redacted: values replaced in the raw bytes `vault restore` writes (each occurrence, newest "
-            "generation of each file); `ctxkeep secrets` counts the stored entries holding them",
+            "redacted: values counted per occurrence in the raw bytes `vault restore` writes (newest "
+            "generation of each file); `ctxkeep secrets` counts them per entry, `ctxkeep stats` per "
+            "distinct text",
             highlight=False,
             soft_wrap=False,  # wrapped at the width
         )

@@ -77,6 +77,12 @@ class SecretsResult(Result):
         "count of the raw bytes is `vault`)"
     )
     entries: int = Field(description="stored entries holding a redacted value")
+    text_values: int = Field(
+        0,
+        description="the same values counted once per distinct stored text (`stats`' unit: a text several "
+        "entries share counts once)",
+    )
+    texts: int = Field(0, description="distinct stored texts holding a redacted value")
     kinds: dict[str, KindCount]
     agents: dict[str, AgentCount]
     dates: dict[str, dict[str, int]] = Field(description="UTC day -> kind -> values")
