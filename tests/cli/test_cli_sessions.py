@@ -61,9 +61,10 @@ def test_sessions_pages(home):
     # the default page is 50 sessions: the corpus's 38 all on it; the last line counts them
     assert total < 50 and default["limit"] == 50 and default["sessions"] == every["sessions"]
     assert default["next_offset"] is None
-    text = runner.invoke(app, ["sessions", "--home", home]).stdout
+    # (--empty: the 3 empty sessions listed too, as --json lists them)
+    text = runner.invoke(app, ["sessions", "--home", home, "--empty"]).stdout
     assert "showing" not in text and text.splitlines()[-1] == f"{total} sessions, newest first"
-    r = runner.invoke(app, ["sessions", "--home", home, "--limit", "10"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--empty", "--limit", "10"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[-1] == f"showing 10 of {total} sessions, newest first - --limit N or --all for more"
@@ -72,17 +73,17 @@ def test_sessions_pages(home):
         runner.invoke(app, ["sessions", "--home", home, "--json", "-n", "3", "--offset", "3"]).stdout
     )
     assert nxt["sessions"] == every["sessions"][3:6] and nxt["next_offset"] == 6
-    r = runner.invoke(app, ["sessions", "--home", home, "-n", "3", "--offset", "3"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--empty", "-n", "3", "--offset", "3"])
     assert r.stdout.splitlines()[-1] == (
         f"showing 4-6 of {total} sessions, newest first - --offset 6 for the next page, --all for every one"
     )
-    last = runner.invoke(app, ["sessions", "--home", home, "-n", "3", "--offset", str(total - 2)])
+    last = runner.invoke(app, ["sessions", "--home", home, "--empty", "-n", "3", "--offset", str(total - 2)])
     assert last.stdout.splitlines()[-1] == f"showing {total - 1}-{total} of {total} sessions, newest first"
-    r = runner.invoke(app, ["sessions", "--home", home, "--all"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--all", "--empty"])
     assert r.exit_code == 0 and "showing" not in r.stdout
     assert r.stdout.splitlines()[-1] == f"{total} sessions, newest first"
     assert len(r.stdout.splitlines()) == 1 + total + 1  # header, rows, the count
-    r = runner.invoke(app, ["sessions", "--home", home, "--offset", "1000"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--empty", "--offset", "1000"])
     assert r.exit_code == 0 and r.stdout == f"no sessions past --offset 1,000 ({total} match)\n"
     r = runner.invoke(app, ["sessions", "--home", home, "--limit", "0"])
     assert r.exit_code == 2 and r.stderr.startswith("error: limit 0 is out of range (--limit)")

@@ -1,0 +1,85 @@
+"""`sessions` at 80 columns with long ids, its paging footer, and the empty sessions
+(newuser16 F2): rows of 86 columns at 80 (an id column 26 wide for a few long ids, titles
+of 11 characters), a 106-column footer, and 17 % of a heavy home's rows empty (no time,
+no message, no title) listed and counted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from ctxkeep.cli import app
+from ctxkeep.query.sessions import SessionRow
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def home(corpus_store):
+    return str(corpus_store[0])
+
+
+def _run(home: str, *args: str, columns: int = 80) -> str:
+    env = dict(os.environ, COLUMNS=str(columns), CTXKEEP_IDLE_SECONDS="0", TZ="UTC")
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "sessions", "--home", home, *args],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )  # fmt: skip
+    return r.stdout
+
+
+def test_empty_sessions_are_counted_apart_and_listed_on_request(home):
+    every = json.loads(_run(home, "--all", "--json"))["sessions"]
+    empty = [s for s in every if s["started"] is None and s["messages"] == 0]
+    assert len(empty) == 3  # the summary-only, file-history-only and 0-byte files
+    text = _run(home, "--all")
+    lines = text.splitlines()
+    shown = len(every) - len(empty)
+    assert f"{shown} sessions, newest first" in lines
+    assert f"+{len(empty)} empty sessions were left out (no time, no message): --empty lists them" in lines
+    for s in empty:  # none of them is a row (their short ids: ``--empty``)
+        assert not any(x.split()[:1] == [s["agent"]] and x.split()[1:2] == [s["short_id"]] for x in lines)
+    wide = _run(home, "--all", "--empty").splitlines()
+    assert f"{len(every)} sessions, newest first" in wide and not any("empty" in x for x in wide)
+    assert len(wide) - len(lines) == len(empty) - 1  # the rows in, the "+3" line out
+
+
+def test_the_paging_footer_is_folded_at_the_width(home):
+    lines = _run(home, "--offset", "5", "--limit", "3").splitlines()
+    assert max(map(len, lines)) <= 80
+    i = next(i for i, x in enumerate(lines) if x.startswith("showing 6-8 of "))
+    assert lines[i + 1].strip() == "--all for every one"
+
+
+def test_long_ids_are_cut_so_a_row_fits_and_the_title_keeps_its_room(monkeypatch, tmp_path):
+    from ctxkeep.service import sessions_core
+
+    def row(agent, sid, title, depth=0):
+        return SessionRow(
+            agent=agent, session_id=sid, short_id=sid, parent_session_id=None, project_dir="/p",
+            started="2026-10-02T10:00:00Z", ended="2026-10-02T11:00:00Z", messages=4, tool_calls=1,
+            tokens=16_422, token_estimate=0, cost_usd=0.0, cost_logged=0, title=title, depth=depth,
+        )  # fmt: skip
+
+    rows = [
+        row("codex", "ea1d", "List the files of the project and describe each one"),
+        row("copilot-cli", "copilot_stage0_small-c41", "Create the fixture for the stage"),
+        row("claude-code", "52da/sidechain-c", "OK, we're going to write the tests", depth=1),
+    ]
+    page = sessions_core.SessionList("duckdb", 3, 0, None, None, rows)
+    monkeypatch.setattr(sessions_core, "session_list", lambda home, args: page)
+    monkeypatch.setenv("COLUMNS", "80")
+    from ctxkeep import cli
+
+    monkeypatch.setattr(cli.out, "_console", None)  # made again at 80 columns, put back after
+    r = runner.invoke(app, ["sessions", "--home", str(tmp_path), "--all"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, r.stdout
+    assert "copilot_stage…" in r.stdout and "copilot_stage0_small-c41" not in r.stdout
+    assert "ea1d" in lines[1] and "List the files of th…" in lines[1]  # 20 characters of title
