@@ -168,8 +168,23 @@ def test_resume_from_the_home_or_the_root_asks_for_a_session(home, where):
     below: another project's state. It asks for a session, as ``purge --project ~``
     refuses."""
     r = runner.invoke(app, ["resume", "--project", where, "--home", home])
-    assert r.exit_code == 2, r.output
+    assert r.exit_code == 1, r.output  # no session here: a failure, not a usage error
     assert "resume needs a session here" in r.stderr and "holds every project" in r.stderr
+    said = {"~": "your home directory", "/": "the filesystem root"}[where]
+    assert f"is {said}, which holds every project" in " ".join(r.stderr.split()), r.stderr
     # a session named still resumes
     r = runner.invoke(app, ["resume", CLAUDE[:8], "--project", where, "--home", home, "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["session_id"] == CLAUDE
+
+
+def test_resume_above_the_home_says_so(home, tmp_path, monkeypatch):
+    """newuser16 F3: ``resume`` in /tmp with HOME=/tmp/nu16/home said "/tmp is the
+    filesystem root or your home directory" (neither) and exited 2."""
+    user = tmp_path / "u" / "home"
+    user.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
+    r = runner.invoke(app, ["resume", "--project", str(tmp_path), "--home", home])
+    assert r.exit_code == 1, r.output
+    said = " ".join(r.stderr.split())
+    assert f"{tmp_path} is above your home directory (~ is {user}), which holds every project" in said
+    assert "filesystem root" not in said
