@@ -308,6 +308,11 @@ class Turn:
         return asdict(self)
 
 
+#: a thinking turn with nothing to read (Codex's encrypted reasoning: no text, no tokens;
+#: ``service.conversation_core.EMPTY_THINKING`` names it for the front ends)
+EMPTY_THINKING = "(thinking, ~0 tokens)"
+
+
 @dataclass
 class Conversation:
     """A session's ``turns`` in order (``conversation``), with the session's
@@ -440,7 +445,8 @@ def conversation(
                 t.result_error = error_flag(_head(conn, res[8]))
             turns.append(t)
         elif kind == "thinking":
-            turns.append(Turn(eid, s, ts, role, kind, None, f"(thinking, ~{tok or 0:,} tokens)", 8))
+            text = EMPTY_THINKING if not tok else f"(thinking, ~{tok:,} tokens)"
+            turns.append(Turn(eid, s, ts, role, kind, None, text, 8))
         elif kind == "summary":
             text = _one_line(_head(conn, chash), 200)
             turns.append(Turn(eid, s, ts, role, kind, tool, text, heuristic_tokens(text)))

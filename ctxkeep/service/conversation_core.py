@@ -13,6 +13,9 @@ from pathlib import Path
 from ctxkeep.service.args import JSON_SCHEMA, MAX_BUDGET, in_range, refuse_nul
 from ctxkeep.service.store import reading
 
+#: a thinking turn's text when there is nothing to read (``query.sessions``)
+EMPTY_THINKING = "(thinking, ~0 tokens)"
+
 #: the ``--json`` keys of the conversation and of a turn, in the models' order
 #: (``ConversationResult``, ``Turn``; a test holds them equal)
 CONVERSATION_KEYS = (
