@@ -47,3 +47,42 @@ def test_the_hook_log_says_1_new_entry(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ing, "ingest", lambda home, req: _Res())
     assert worker.ingest_file(tmp_path, "claude-code", "/x.jsonl") == "ingested 1 new entry from /x.jsonl"
+
+
+def test_scrub_folds_the_files_an_agent_may_be_writing_into_one_line(monkeypatch, capsys):
+    """newuser16 F13: `secrets --scrub --dry-run` printed 123 lines `skipped: /tmp/.../
+    rollout-....jsonl (modified 3.6 min ago (< active_minutes 10): the agent may be
+    writing it)` (~240 columns, absolute paths, nested parentheses): one line in
+    compress's verb, the list with -v (~/ paths, folded)."""
+    from types import SimpleNamespace as NS
+
+    from ctxkeep import cli
+    from ctxkeep.cli.secrets import _print_scrub
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(cli.out, "_console", None)
+    user = os.path.expanduser("~")
+    busy = [
+        NS(
+            status="skipped",
+            path=f"{user}/.codex/sessions/2025/10/31/rollout-2025-10-31T19-02-58-12622d6a-{i:04d}.jsonl",
+            reason=f"modified {3.6 + i / 10:.1f} min ago (< active_minutes 10): the agent may be writing it",
+        )
+        for i in range(123)
+    ]
+    gone = NS(status="skipped", path=f"{user}/x.jsonl", reason="the file is gone")
+    res = NS(
+        dry_run=True, values={"password": 1}, would_scrub=1, scrubbed=0, skipped=124, failed=0,
+        files=[NS(status="would-scrub", path=f"{user}/a.jsonl", reason=""), *busy, gone], note="", backups=[],
+    )  # fmt: skip
+    _print_scrub(res)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "would scrub 1 value in 1 file; 124 skipped, 0 failed"
+    assert "skipped: ~/x.jsonl: the file is gone" in lines
+    flat = " ".join(" ".join(lines).split())
+    assert "refused 123 files modified in the last 10 min" in flat and "-v lists them" in flat
+    assert len(lines) <= 5 and max(map(len, lines)) <= 80, lines
+    _print_scrub(res, verbose=True)
+    lines = capsys.readouterr().out.splitlines()
+    refused = [x for x in lines if x.startswith("refused: ") and "/rollout-2025-10-31T19-02-58-" in x]
+    assert len(refused) == 123 and max(map(len, lines)) <= 80 and "((" not in "".join(lines)
