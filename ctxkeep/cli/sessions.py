@@ -236,7 +236,7 @@ def _when(ts: str | None, same_day_as: str | None = None) -> str:
 
 def _short_dir(p: str | None) -> str:
     if not p:
-        return ""
+        return "(none)"  # as the reports spell a missing project (newuser16 F14)
     home = os.path.expanduser("~")
     if p.startswith(home + os.sep):
         p = "~" + p[len(home) :]

@@ -83,3 +83,25 @@ def test_long_ids_are_cut_so_a_row_fits_and_the_title_keeps_its_room(monkeypatch
     assert max(map(len, lines)) <= 80, r.stdout
     assert "copilot_stage…" in r.stdout and "copilot_stage0_small-c41" not in r.stdout
     assert "ea1d" in lines[1] and "List the files of th…" in lines[1]  # 20 characters of title
+
+
+def test_no_project_is_spelled_as_the_reports_spell_it(home):
+    """newuser16 F14: a session without a project was blank in `sessions` and `(none)`
+    in the reports."""
+    every = json.loads(_run(home, "--all", "--json"))["sessions"]
+    gem = [s for s in every if s["project_dir"] is None and s["started"]]
+    assert gem
+    lines = _run(home, "--all", columns=200).splitlines()
+    for s in gem:
+        row = next(x for x in lines if x.split()[:2] == [s["agent"], s["short_id"]])
+        assert row.split()[2] == "(none)", row
+    rep = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "ctxkeep", "report", "projects", "--home", home, "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ, CTXKEEP_IDLE_SECONDS="0"),
+        ).stdout  # fmt: skip
+    )
+    assert "(none)" in {r["period"] for r in rep["rows"]}
