@@ -57,6 +57,8 @@ def conversation_of(home: Path, session: str, budget: int | None = None):
     with reading(home, mmap=True) as conn:
         conv = run(conn, session, budget=budget)
         short = short_session_ids(conn, [conv.session_id])[conv.session_id]
+    # the note's command with the short id, which works (the full one: newuser16 F16)
+    conv.note = conv.note.replace(f"--session {conv.session_id}`", f"--session {short}`")
     return conv, short
 
 

@@ -98,6 +98,10 @@ def test_show_session(home):
     assert sum(t["kind"] == "tool_call" for t in d["turns"]) == 40
     r = runner.invoke(app, ["show", "--session", "ef958aa1", "--home", home, "--budget", "300"])
     assert r.exit_code == 0 and "older turns" in r.stderr
+    # the command to print them names the session as `sessions` does (its short id; the
+    # full one was 36 characters where 4 work: newuser16 F16)
+    said = " ".join(r.stderr.split())
+    assert "`ctxkeep show --session ef95` without --budget prints them" in said and CLAUDE not in said
     r = runner.invoke(app, ["show", "--session", "ef958aa1", "abcdef123", "--home", home])
     assert r.exit_code == 2 and "not both" in r.stderr
     r = runner.invoke(app, ["show", "--home", home])

@@ -86,3 +86,25 @@ def test_scrub_folds_the_files_an_agent_may_be_writing_into_one_line(monkeypatch
     lines = capsys.readouterr().out.splitlines()
     refused = [x for x in lines if x.startswith("refused: ") and "/rollout-2025-10-31T19-02-58-" in x]
     assert len(refused) == 123 and max(map(len, lines)) <= 80 and "((" not in "".join(lines)
+
+
+def test_the_read_only_note_has_no_parentheses_of_its_own(tmp_path):
+    """newuser16 F16: `sources` printed `~/code/x/.crush (read-only database or folder
+    (no write permission): opened with immutable=1, ...)`: parentheses in parentheses."""
+    import sqlite3
+
+    from ctxkeep.sources.readers.sqlite import open_ro
+
+    d = tmp_path / ".crush"
+    d.mkdir()
+    db = d / "crush.db"
+    sqlite3.connect(db).execute("create table t(x)").connection.commit()
+    db.chmod(0o444)
+    d.chmod(0o555)
+    try:
+        ro = open_ro(db)  # (a 0444 file: the immutable fallback, even for root)
+        assert ro.note is not None
+        assert "(" not in ro.note and ro.note.startswith("read-only database or folder, ")
+        ro.conn.close()
+    finally:
+        d.chmod(0o755)
