@@ -108,3 +108,24 @@ def test_the_read_only_note_has_no_parentheses_of_its_own(tmp_path):
         ro.conn.close()
     finally:
         d.chmod(0o755)
+
+
+def test_vault_verify_full_names_the_orphan_packs(store, tmp_path):
+    """newuser16 F16: `vault verify --full` said `1 orphan pack` and nothing else
+    (`--help`: "list orphan packs"): which file, how big, may it go."""
+    import hashlib
+    import json
+
+    data = b"x" * 1234
+    name = hashlib.sha256(data).hexdigest()
+    orphan = store / "vault" / "packs" / name[:2] / f"{name}.pack"
+    orphan.parent.mkdir(parents=True, exist_ok=True)
+    orphan.write_bytes(data)
+    r = _run(store, "vault", "verify", "--full", user=store.parent)
+    assert r.returncode == 0, r.stderr
+    flat = " ".join(r.stdout.split())
+    assert "1 orphan pack" in flat
+    assert f"orphan pack ~/store/vault/packs/{name[:2]}/{name}.pack (1.2 KB)" in flat, r.stdout
+    assert "safe to delete when no ctxkeep run is going" in flat
+    d = json.loads(_run(store, "vault", "verify", "--full", "--json", user=store.parent).stdout)
+    assert d["orphan_packs"] == [{"path": str(orphan), "bytes": 1234}]
