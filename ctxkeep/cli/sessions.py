@@ -151,7 +151,9 @@ def sessions(
         # ("… (see --json or a wider terminal)" was 81 wide at 80 columns: newuser15 F15)
         for part in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
             out.print(part, style="dim", highlight=False, soft_wrap=True)
-    if source == "sqlite":
+    if res.ingest_running:  # tokens without a cost: the ingest prices them when it ends
+        note("an ingest is running: the cost of what it stores shows when it ends")
+    elif source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
     for n in unrecorded_notes(rows) + logged_cost_notes(rows):
         note(n)

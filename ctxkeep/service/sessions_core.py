@@ -112,6 +112,8 @@ class SessionList:
     next_offset: int | None
     rows: list = field(default_factory=list)
     empty: int = 0  # the empty sessions that match, left out (``SessionsArgs.empty`` False)
+    #: an ingest holds the store and some listed session has tokens but no cost yet
+    ingest_running: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """``sessions --json``: ``SessionsResult.as_json()``'s object (``schema`` first,
@@ -152,6 +154,11 @@ def session_list(home: Path, args: SessionsArgs) -> SessionList:
             empty=args.empty,
         )
     end = offset + len(page.rows)
+    running = False
+    if any(r.tokens and r.cost_usd is None for r in page.rows):
+        from ctxkeep.sinks.lock import held_by_another
+
+        running = held_by_another(home)  # costs come when the ingest ends (newuser16 F16)
     return SessionList(
         source=page.source,
         total=page.total,
@@ -160,6 +167,7 @@ def session_list(home: Path, args: SessionsArgs) -> SessionList:
         next_offset=end if end < page.total else None,
         rows=page.rows,
         empty=page.empty,
+        ingest_running=running,
     )
 
 

@@ -105,3 +105,23 @@ def test_no_project_is_spelled_as_the_reports_spell_it(home):
         ).stdout  # fmt: skip
     )
     assert "(none)" in {r["period"] for r in rep["rows"]}
+
+
+def test_tokens_without_a_cost_during_an_ingest_say_why(store):
+    """newuser16 F16: during an ingest, `sessions` showed tokens and an empty cost, with
+    no note (`search` and `report` have one). The analytics store gone and the store
+    lock held (an ingest running): the rows come from SQLite, without cost."""
+    from pathlib import Path
+
+    from ctxkeep.sinks.lock import StoreLock
+
+    (Path(store) / "analytics.duckdb").unlink()
+    lock = StoreLock(Path(store)).acquire(timeout=0)
+    try:
+        r = runner.invoke(app, ["sessions", "--home", str(store)])
+    finally:
+        lock.release()
+    assert r.exit_code == 0, r.output
+    assert any(x.split()[-1:] != ["$0.00"] and "," in x for x in r.stdout.splitlines()[1:])  # tokens shown
+    said = " ".join(r.stderr.split())
+    assert "note: an ingest is running: the cost of what it stores shows when it ends" in said, r.output
