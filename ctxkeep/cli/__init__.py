@@ -332,8 +332,13 @@ def table(**kwargs):
                     c._index = i
                 hidden.append(" ".join(str(col.header).split()))
             if hidden:
-                note = f"not shown at {width} columns: {', '.join(hidden)} (--json has them)"
-                self.caption = f"{self.caption}\n{note}" if self.caption else note
+                head, tail = f"not shown at {width} columns: ", " (--json has them)"
+                cap = str(self.caption or "")
+                if cap.startswith(head) and cap.endswith(tail) and "\n" not in cap:
+                    hidden.insert(0, cap[len(head) : -len(tail)])  # one note, not two
+                    cap = ""
+                note = f"{head}{', '.join(hidden)}{tail}"
+                self.caption = f"{cap}\n{note}" if cap else note
                 self.caption_justify = "left"
                 self.caption_style = "dim"
             if not self._fits(console, options, width):

@@ -151,6 +151,15 @@ def verify(
             f"vault ok: {_count(r['generations'], 'generation')}, {_count(r['objects'], 'object')} read back and checked"
             + (f"; every pack hashed whole, {_count(len(r['orphans']), 'orphan pack')}" if full else "")
         )
+    if not as_json and r.get("orphan_packs"):
+        # which, how big, and whether it may go (`1 orphan pack` alone: newuser16 F16)
+        for o in r["orphan_packs"]:
+            say(f"  orphan pack {tilde(o['path'])} ({_size(o['bytes'])})")
+        say_folded(
+            "  no generation names them (a run stopped before its commit): safe to delete "
+            "when no ctxkeep run is going",
+            indent="    ",
+        )
     else:
         for line in r["problems"]:
             typer.echo(f"error: vault damaged: {line}", err=True)

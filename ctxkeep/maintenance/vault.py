@@ -313,8 +313,21 @@ def vault_verify(home: Path, full: bool = False, progress=None) -> dict:
         "objects": objects,
         "problems": [p.line() for p in problems if not p.what.startswith("orphan pack")],
         "orphans": [p.line() for p in problems if p.what.startswith("orphan pack")],
+        "orphan_packs": [
+            {"path": p.where, "bytes": _size_of(p.where)}
+            for p in problems
+            if p.what.startswith("orphan pack")
+        ],
         "ok": not [p for p in problems if not p.what.startswith("orphan pack")],
     }
+
+
+def _size_of(path: str) -> int:
+    """``path``'s size in bytes (0: gone since)."""
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0
 
 
 def session_files(conn, session_id: str) -> list[str]:
