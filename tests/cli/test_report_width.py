@@ -61,11 +61,6 @@ def test_daily_fits_the_terminal_and_cuts_no_figure_or_name(home, columns):
     assert f"${rep['totals']['cost_usd']:,.2f}" in words and _fig(rep["totals"]["total_tokens"]) in words
 
 
-def R_tok(v) -> str:
-    """A token count as the tables print it (None: not recorded by the agent, ``-``)."""
-    return "-" if v is None else f"{v:,}"
-
-
 def test_a_wide_terminal_keeps_one_line_per_row(home):
     rep = json.loads(_report(home, "--json", columns=200))
     text = _report(home, columns=200)
