@@ -557,6 +557,51 @@ def test_a_reader_process_that_leaves_tokens_and_chunks_to_the_ingest_stores_the
     assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
 
 
+def _index_terms(home: Path) -> tuple:
+    """The vocabulary by term id and the symbol index (every ``fts_symbols`` instance)."""
+    from conftest import chunk_fts_index
+
+    conn = sqlite3.connect(home / "store.db")
+    try:
+        return (
+            conn.execute("SELECT term_id, term FROM vocab ORDER BY term_id").fetchall(),
+            chunk_fts_index(conn)["fts_symbols"],
+        )
+    finally:
+        conn.close()
+
+
+def test_index_terms_a_reader_process_computes_store_what_the_ingest_computes(tmp_path, monkeypatch):
+    """The reader sends each chunk's symbol terms and vocabulary
+    (``chunks_frame(index_terms=True)``) and the ingest process takes the union of a
+    group's: the vocabulary (the same term ids: each group adds the same terms) and the
+    symbol index are what the ingest computing them itself stores; and the reader did
+    send them (a spy on ``with_index_terms`` sees the column)."""
+    from ctxkeep.sinks.sqlite import load
+
+    ctx = _corpus_ctx()
+    seq = _ingest(tmp_path / "seq", ctx, writer=False)
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
+    monkeypatch.setenv("CTXKEEP_READER_PRECOMPUTE", "always")
+    sent = []
+    real = load.with_index_terms
+
+    def spy(frames):
+        c = frames.get("chunks")
+        if c is not None and c.height:
+            sent.append("vocab" in c.columns)
+        return real(frames)
+
+    monkeypatch.setattr(sqlite_store, "with_index_terms", spy)
+    par = _ingest(tmp_path / "par", ctx, writer=True)
+    assert par == seq
+    assert sent and all(sent)
+    vocab, syms = _index_terms(tmp_path / "par")
+    assert len(vocab) > 1000 and len(syms) > 100
+    assert (vocab, syms) == _index_terms(tmp_path / "seq")
+    assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
+
+
 def test_the_reader_process_counts_ahead_only_while_the_ingest_is_behind():
     # the chunk before took 0.4 s to make; sending it blocked 0.02 s: the ingest keeps up
     assert not read_worker.precompute_now(0.02, 0.4)
