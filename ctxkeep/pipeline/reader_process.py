@@ -413,6 +413,13 @@ def precompute_now(waited: float, worked: float, mode: str = "auto") -> bool:
     return worked > 0 and waited >= BEHIND_SHARE * worked
 
 
+#: the reader process's niceness increment (``os.nice``; ``CTXKEEP_READER_NICE``, 0: none):
+#: the ingest process, which consumes what the readers make, then gets a core whenever
+#: it has work, so it is not left behind with groups to store after the readers end
+#: (the run's tail, where one core idles)
+NICE = int(os.environ.get("CTXKEEP_READER_NICE", "0"))
+
+
 def _main() -> None:
     """The reader process: todo from stdin, ``(kind, value)`` pickles to the pipe
     whose descriptor is ``sys.argv[1]``.
@@ -420,6 +427,11 @@ def _main() -> None:
     Ctrl-C reaches the whole process group: the reader ignores it and is stopped by
     the ingest (which closes the pipe, then kills it), so only the ingest reports."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if NICE > 0:
+        try:
+            os.nice(NICE)
+        except OSError:
+            pass  # not permitted: the default priority
     out = os.fdopen(int(sys.argv[1]), "wb")  # the protocol's own pipe, not stdout
     todo = pickle.load(sys.stdin.buffer)
     if "--no-vault" in sys.argv[2:]:  # the ingest's vault is off or suspended

@@ -51,9 +51,15 @@ _cpu: collections.defaultdict[str, float] = collections.defaultdict(float)
 _calls: collections.Counter[str] = collections.Counter()
 
 
+#: (wall time at its end, label, CPU s) of each stage call: what the run's tail spends
+_stamps: list[tuple[float, str, float]] = []
+
+
 def _charge(label: str, t0: float) -> None:
-    _cpu[label] += time.thread_time() - t0
+    d = time.thread_time() - t0
+    _cpu[label] += d
     _calls[label] += 1
+    _stamps.append((time.time(), label, d))
 
 
 def _wrap(owner, name: str, label: str) -> None:
@@ -198,6 +204,19 @@ class _CpuSampler:
         if self._t is not None:
             self._t.join()
         self._sample()
+
+    def tail(self, end: float) -> tuple[float, float]:
+        """The run's tail: ``(wall s from the readers' last CPU tick to ``end``, the
+        ingest process's CPU s in it)``: the time one core idles while the ingest process
+        finishes alone (0, 0 without readers)."""
+        me = os.getpid()
+        last = None
+        for (_, a), (t, b) in zip(self.samples, self.samples[1:], strict=False):
+            if any(v > a.get(pid, 0.0) for pid, v in b.items() if pid != me):
+                last = (t, b[me])
+        if last is None:
+            return 0.0, 0.0
+        return max(0.0, end - last[0]), self.samples[-1][1][me] - last[1]
 
     def busy(self, start: float, end: float, bins: int) -> list[tuple[float, float]]:
         """``(ingest process CPU s, readers' CPU s)`` per slice (each CPU delta between
@@ -348,6 +367,7 @@ def profile(tree: Path, vault_on: bool, readers: int | None = None) -> None:
         self0, main0 = _usage(resource.RUSAGE_SELF), time.thread_time()
         load0 = _load()
         _events.clear()
+        _stamps.clear()
         t0, t_start = time.perf_counter(), time.time()
         _sampler.start()
         try:
@@ -427,6 +447,17 @@ def _timeline(events: list, start: float, end: float, bins: int = 16) -> None:
         + "".join(f" {sum(per[k]):24.2f}" for k, _ in WAITS)
         + f" {ing:7.2f} {rd:7.2f} {(ing + rd) / max(end - start, 1e-9):5.2f}"
     )
+    tail_wall, tail_cpu = _sampler.tail(end)
+    print(
+        f"tail: the ingest process alone for the last {tail_wall:.2f} s of the run "
+        f"(after the readers' last CPU tick), using {tail_cpu:.2f} CPU s in it"
+    )
+    spent: collections.Counter[str] = collections.Counter()
+    for t, label, d in _stamps:
+        if t >= end - tail_wall:  # a call that ended in the tail (charged whole)
+            spent[label] += d
+    for label, d in spent.most_common(8):
+        print(f"    in the tail: {label:<62} {d:6.2f} s")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import threading
@@ -872,3 +873,34 @@ def test_read_split_raises_a_readers_error_at_its_block_and_stops_both(tmp_path,
     one = read_worker.read_split(todo, readers=1, block_bytes=10)
     one.close()
     assert isinstance(one, ReadAhead) and shares[-1][:1] == ["f0.jsonl"]
+
+
+@pytest.mark.parametrize("nice", ["0", "3"])
+def test_a_reader_process_runs_at_the_niceness_asked_for(tmp_path, monkeypatch, nice):
+    """``CTXKEEP_READER_NICE``: the reader process lowers its own priority by that much
+    (0, the default: as the ingest), and still yields what the reader thread yields."""
+    ctx = _corpus_ctx()
+    conn = sqlite_store.connect(tmp_path / "store")
+    try:
+        todo = plan(tmp_path / "store", conn, ctx=ctx).todo
+    finally:
+        conn.close()
+    monkeypatch.setenv("CTXKEEP_READER_NICE", nice)
+    procs = []
+    real = read_worker.start_child
+
+    def spy(module, *args):
+        proc, out = real(module, *args)
+        procs.append(proc)
+        return proc, out
+
+    monkeypatch.setattr(read_worker, "start_child", spy)
+    seen = None
+    n = 0
+    for _item in read_worker.read_in_process(todo):
+        n += 1
+        if seen is None:  # the process is running: its niceness (field 19 of stat)
+            stat = Path(f"/proc/{procs[0].pid}/stat").read_text().rsplit(")", 1)[1].split()
+            seen = int(stat[16]) - os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen == int(nice)
+    assert n == sum(1 for _ in read_files(todo))
