@@ -27,6 +27,32 @@ APP = "ctxkeep"
 CONFIG_FILE = "config.toml"
 
 
+#: the process's umask before ``narrow_umask`` first narrowed it (None: not narrowed)
+_user_umask: int | None = None
+
+
+def narrow_umask() -> None:
+    """Make everything ctxkeep creates from now on user-only (umask 0o077: its store,
+    archives, backups, temp files), remembering the umask the process was started with
+    (the user's) the first time, for the files ctxkeep writes back for an agent
+    (``new_file_mode``)."""
+    global _user_umask
+    old = os.umask(0o077)
+    if _user_umask is None:
+        _user_umask = old
+
+
+def new_file_mode() -> int:
+    """The permission bits a new file gets from a program run by the user: 0o666 less the
+    user's umask (``narrow_umask`` remembered it; else the process's own): 0o644 under
+    the usual 022. What ``vault restore`` gives a file it writes back for an agent."""
+    mask = _user_umask
+    if mask is None:
+        mask = os.umask(0)
+        os.umask(mask)
+    return 0o666 & ~mask
+
+
 def resolve_home(home: str | os.PathLike | None = None) -> Path:
     """Return the ctxkeep home directory (not created).
 

@@ -212,6 +212,29 @@ USAGE_ROW_COLUMNS = (
     *USAGE_ONLY_COLUMNS,
 )
 
+#: Why an agent's usage rows carry a logged cost and null tokens ("tokens not recorded
+#: by the agent": never summed, never priced): Crush and the Go opencode keep a
+#: session's summed cost but assign each response's tokens (``sources.charm_db``);
+#: Codebuff logs a session's credits and no tokens (``sources.codebuff``). Another
+#: agent's such rows take ``TOKENS_UNRECORDED_WHY_DEFAULT``.
+TOKENS_UNRECORDED_WHY = {
+    "crush": "it logs each session's cost, and only its last response's tokens",
+    "opencode-go": "it logs each session's cost, and only its last response's tokens",
+    "codebuff": "it logs the credits each session used, no tokens",
+}
+TOKENS_UNRECORDED_WHY_DEFAULT = "it logs each session's cost, no tokens"
+
+
+def tokens_unrecorded_note(agent: str, sessions: int) -> str:
+    """The note of ``sessions`` sessions (usage rows) of ``agent`` whose tokens the agent
+    did not record, in the words of ``report``, ``sessions`` and the app."""
+    why = TOKENS_UNRECORDED_WHY.get(agent, TOKENS_UNRECORDED_WHY_DEFAULT)
+    return (
+        f"{agent}: tokens not recorded by the agent ({sessions:,} session{'' if sessions == 1 else 's'}: "
+        f"{why}): not in the token totals; every mode shows the logged cost"
+    )
+
+
 #: Columns stored in SQLite ``entries`` and DuckDB ``entries`` (no text: text lives in
 #: ``contents``/``chunks`` once per content_hash; no ``USAGE_ONLY_COLUMNS``).
 STORED_COLUMNS = [c for c in _ENTRY_TYPES if c != "text" and c not in USAGE_ONLY_COLUMNS]

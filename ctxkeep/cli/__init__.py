@@ -417,8 +417,11 @@ def _main(
     global _top_home
     _top_home = home
     # everything ctxkeep creates (store, Prefect's database beside it, archives,
-    # backups' temp files) is user-only
-    os.umask(0o077)
+    # backups' temp files) is user-only; the user's umask is kept for the files
+    # `vault restore` writes back for an agent
+    from ctxkeep.service.store import narrow_umask
+
+    narrow_umask()
     # a store upgrade on the command's first writable open shows its phases on stderr
     from ctxkeep.cli import upgrade
 

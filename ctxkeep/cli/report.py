@@ -285,7 +285,7 @@ def _usage_table(
     # folded (a narrow terminal): no outer edge, one space of padding between columns
     tight = {"show_edge": False, "collapse_padding": True} if folded else {}
     t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rows), pad_edge=False, **tight)
-    tot = {k: sum(r[k] for r in rows) for k in _TOKENS}
+    tot = {k: _tokens_sum(r[k] for r in rows) for k in _TOKENS}
     costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
     cost = sum(costs) if costs else None
     blocks = name == "blocks"
@@ -312,7 +312,7 @@ def _usage_table(
         t.caption = f"not shown at {out.get().width} columns: models (--json has them)"
         t.caption_justify, t.caption_style = "left", "dim"
     labels = ["input", "output", "cache read", "cache write", "total"]
-    foots = [f"{tot[k]:,}" for k in _TOKENS]
+    foots = [_tok(tot[k]) for k in _TOKENS]
     if folded:
         labels = ["input\noutput", "cache read\ncache write", "total"]
         foots = _nums(foots, True)
@@ -329,7 +329,7 @@ def _usage_table(
     gap = [""] * (len(labels) + 1)
     for r, lines in zip(rows, models if models is not None else [None] * len(rows), strict=True):
         model = [] if lines is None else ["\n".join(lines)]
-        nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded) + [_usd(r["cost_usd"])]
+        nums = _nums([_tok(r[k]) for k in _TOKENS], folded) + [_usd(r["cost_usd"])]
         if name == "models":
             t.add_row(r["agent"], *model, *nums)
             continue
@@ -358,6 +358,20 @@ def _usage_table(
     return t
 
 
+def _tok(v: int | None) -> str:
+    """A token count as printed: ``12,345``; None (the agent recorded no tokens, only a
+    cost: the report's note says whose) ``-``, as ``sessions`` shows it."""
+    return "-" if v is None else f"{v:,}"
+
+
+def _tokens_sum(values) -> int | None:
+    """The sum of a token column's recorded counts; None when none is recorded (and
+    there is at least one row)."""
+    vs = list(values)
+    known = [v for v in vs if v is not None]
+    return sum(known) if known or not vs else None
+
+
 def _short_ids(home: Path, rows: list[dict]) -> dict[str, str]:
     """Session ids as hits show them: the shortest unique prefix in the store."""
     from ctxkeep.service.report_core import short_ids
@@ -381,7 +395,7 @@ def _usage_cells(
         )
     cells = []
     for r, lines in zip(rows, models if models is not None else [None] * len(rows), strict=True):
-        nums = _nums([f"{r[k]:,}" for k in _TOKENS], folded)
+        nums = _nums([_tok(r[k]) for k in _TOKENS], folded)
         period = r["period"] or ""
         if name == "projects" and folded:  # a narrow terminal: ~, then shortened from the left
             period = period if period == "(none)" else short_path(period, room)

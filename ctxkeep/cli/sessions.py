@@ -24,6 +24,7 @@ from ctxkeep.cli import (
 )
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
+from ctxkeep.schema import tokens_unrecorded_note
 
 
 @app.command()
@@ -145,18 +146,13 @@ def sessions(
 
 def unrecorded_notes(rows) -> list[str]:
     """One note per agent whose listed sessions' tokens the agent did not record (``tokens``
-    None, shown "-": Crush, Go opencode log a session's cost and only its last response's
-    tokens, ``sources.charm_db``), in ``report``'s words (``query.reports``)."""
+    None, shown "-": Crush, Go opencode and Codebuff log a session's cost, not its tokens:
+    ``schema.TOKENS_UNRECORDED_WHY``), in ``report``'s words (``schema.tokens_unrecorded_note``)."""
     by_agent: dict[str, int] = {}
     for r in rows:
         if r.tokens is None:
             by_agent[r.agent] = by_agent.get(r.agent, 0) + 1
-    return [
-        f"{agent}: tokens not recorded by the agent ({n:,} session{'' if n == 1 else 's'}: it logs each "
-        "session's cost, and only its last response's tokens): not in the token totals; every "
-        "mode shows the logged cost"
-        for agent, n in sorted(by_agent.items())
-    ]
+    return [tokens_unrecorded_note(agent, n) for agent, n in sorted(by_agent.items())]
 
 
 def logged_cost_notes(rows) -> list[str]:

@@ -20,8 +20,9 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   to its bytes (``checks.CHUNK_GAPS_SQL``: a third of the chunk rows deleted passed
   before); ``--repair`` reads the text again from the agents' files and chunks it
   (``_rechunk``; the vault is the hook for what no file holds any more);
-- ``duckdb``: ``analytics.duckdb`` opens, is not shorter than the blocks its header
-  counts, every table reads to its end (``analytics_read.inspect``), and it holds as
+- ``duckdb``: ``analytics.duckdb`` opens, holds every block DuckDB says it uses (its
+  used-block count and the blocks its tables and metadata list; free trailing blocks a
+  checkpoint cut off are not damage), every table reads to its end (``analytics_read.inspect``), and it holds as
   many entries and usage rows as SQLite (a truncated file and a rebuild killed after
   its entries passed before);
 - ``entries``: every entry DuckDB holds is in SQLite (``lost_entries``: a WAL or a

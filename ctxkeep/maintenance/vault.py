@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxkeep import config
 from ctxkeep.errors import CtxkeepError, NotFound
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks import vault
@@ -395,15 +396,14 @@ def _relative(path: str, user_home: Path) -> Path:
 
 def _file_mode(target: Path) -> int:
     """The permission bits a restored file gets: the file's own when it exists (a
-    ``--force`` overwrite keeps them), else the user's default for a new file (0666
-    less the umask: 0644 under the usual 022), as the agent would have made it. The
-    vault does not record a file's mode."""
+    ``--force`` overwrite keeps them), else what the agent gets when it makes a new file:
+    0o666 less the user's umask (``config.new_file_mode``: the umask the process started
+    with, not the 0o077 the CLI narrows its own to: 0644 under the usual 022; before,
+    restored files came back 0600). The vault records no mode (docs/design.md, vault)."""
     try:
         return stat.S_IMODE(target.stat().st_mode)
     except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
+        return config.new_file_mode()
 
 
 def _write_restored(target: Path, data: bytes, mtime_ns: int | None) -> None:

@@ -24,6 +24,7 @@ import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
+from ctxkeep.schema import tokens_unrecorded_note
 from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 
@@ -72,16 +73,18 @@ class UsageRow:
     responses without a cost in the mode; ``reasoning_tokens``: as logged (counted
     inside the output by OpenAI agents, beside it by Gemini CLI; not in the total). ``project``, ``last_activity`` (UTC): for
     ``session`` rows; ``subagent_sessions``: the sub-agent sessions a ``session`` row
-    rolled in (``SESSION_ROOTS``)."""
+    rolled in (``SESSION_ROOTS``). The token fields are None when the agent recorded no
+    tokens for any response of the row, only a cost (``schema.TOKENS_UNRECORDED_WHY``:
+    Crush, Go opencode, Codebuff): "not recorded", not 0."""
 
     period: str | None
     agent: str
     model: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_creation_tokens: int
-    total_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_creation_tokens: int | None
+    total_tokens: int | None
     cost_usd: float | None
     responses: int
     unpriced: int
@@ -325,8 +328,7 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         source = _ROLLED if name == "session" and _has_entries(con) else "usage"
     sql = f"""
         SELECT {period} AS period, agent, {"model" if per_model else "NULL"} AS model,
-               sum(coalesce(input_tokens, 0)), sum(coalesce(output_tokens, 0)),
-               sum(coalesce(cache_read_tokens, 0)), sum(coalesce(cache_creation_tokens, 0)),
+               sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_creation_tokens),
                {agg},
                list(DISTINCT model ORDER BY model) FILTER (WHERE model IS NOT NULL),
                list(DISTINCT model ORDER BY model) FILTER (WHERE model_source = 'assumed'),
@@ -339,10 +341,17 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
     for p, agent, model, i, o, cr, cc, c, n, unpriced, rt, models, assumed, proj, last, subs in con.execute(
         sql, params
     ).fetchall():
-        i, o, cr, cc = int(i), int(o), int(cr), int(cc)
+        # null sums: every usage row of the group has tokens the agent did not record
+        # (a logged cost only, ``_TOKENS_UNKNOWN``): "not recorded", never 0
+        i, o, cr, cc = (None if x is None else int(x) for x in (i, o, cr, cc))
+        total = (
+            None
+            if i is None and o is None and cr is None and cc is None
+            else (i or 0) + (o or 0) + (cr or 0) + (cc or 0)
+        )
         rows.append(
             UsageRow(
-                p, agent, model, i, o, cr, cc, i + o + cr + cc, c, int(n), int(unpriced), int(rt),
+                p, agent, model, i, o, cr, cc, total, c, int(n), int(unpriced), int(rt),
                 list(models or []), list(assumed or []),
                 proj if name == "session" else None, last if name == "session" else None,
                 list(subs or []),
@@ -399,8 +408,9 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
             f"{agent}: {_responses(n)} name{'s' if n == 1 else ''} no model; counted as {model}, "
             "that version's default (assumed)"
         )
-    # usage rows with a cost but no recorded tokens (Crush, Go opencode: a session's
-    # cost; ``sources.charm_db``): not in the token totals, and no mode prices them
+    # usage rows with a cost but no recorded tokens (Crush, Go opencode, Codebuff: a
+    # session's cost; ``schema.TOKENS_UNRECORDED_WHY``): not in the token totals, and no
+    # mode prices them
     unrecorded = dict(
         con.execute(
             f"SELECT agent, count(*) FROM usage WHERE {where} AND {_TOKENS_UNKNOWN} GROUP BY ALL ORDER BY 1",
@@ -408,11 +418,7 @@ def _notes(con, f: Filters, *, bucketed: bool = False) -> list[str]:
         ).fetchall()
     )
     for agent, n in unrecorded.items():
-        notes.append(
-            f"{agent}: tokens not recorded by the agent ({n:,} session{'' if n == 1 else 's'}: it logs each "
-            "session's cost, and only its last response's tokens): not in the token totals; every "
-            "mode shows the logged cost"
-        )
+        notes.append(tokens_unrecorded_note(agent, n))
     if f.mode == "auto":  # a logged cost wins over list prices (``cost_in_mode``): say whose
         logged = con.execute(
             (
@@ -641,18 +647,12 @@ def tools_report(con, f: Filters) -> Report:
 def totals(rows: Sequence) -> dict:
     """The token and cost sums of usage rows or blocks: ``input_tokens``,
     ``output_tokens``, ``cache_read_tokens``, ``cache_creation_tokens``,
-    ``total_tokens`` (int), ``cost_usd`` (USD, None when no row has a cost), and
-    ``responses``."""
-    t = {
-        k: sum(getattr(r, k) for r in rows)
-        for k in (
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_creation_tokens",
-            "total_tokens",
-        )
-    }
+    ``total_tokens`` (int: the rows' recorded tokens; None when no row recorded any),
+    ``cost_usd`` (USD, None when no row has a cost), and ``responses``."""
+    t: dict = {}
+    for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens"):
+        known = [v for r in rows if (v := getattr(r, k)) is not None]
+        t[k] = sum(known) if known or not rows else None
     costs = [r.cost_usd for r in rows if r.cost_usd is not None]
     t["cost_usd"] = float(sum(costs)) if costs else None
     t["responses"] = sum(r.responses for r in rows)

@@ -53,7 +53,7 @@ class SessionRow(Item):
     tool_calls: int
     tokens: int | None = Field(
         description="usage the agent logged: input + output + cache read + cache write; "
-        "null: tokens not recorded by the agent (Crush, Go opencode log only the session's cost)"
+        "null: tokens not recorded by the agent (Crush, Go opencode, Codebuff log only the session's cost)"
     )
     token_estimate: int = Field(description="estimated tokens of the stored texts")
     cost_usd: float | None = Field(description="null without the analytics store or a price")

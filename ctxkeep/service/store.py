@@ -14,6 +14,14 @@ from pathlib import Path
 from ctxkeep.errors import CtxkeepError, FileSystemError, StoreError, from_os_error
 
 
+def narrow_umask() -> None:
+    """``config.narrow_umask``: what ctxkeep creates is user-only from now on; the
+    user's umask is kept for the files it writes back for an agent (``vault restore``)."""
+    from ctxkeep import config
+
+    config.narrow_umask()
+
+
 @contextmanager
 def reading(home: str | os.PathLike, *, mmap: bool = False) -> Iterator[sqlite3.Connection]:
     """A read-only connection to the store at ``home`` (``sinks.sqlite.connect``;

@@ -103,25 +103,47 @@ def open_readonly(
     return con, "the analytics store is held by a running ingest: this report shows its last synced state"
 
 
+#: bytes before DuckDB's first block: its main header and two database headers of 4 KiB
+#: each (duckdb ``src/storage/single_file_block_manager.cpp``: ``BLOCK_START`` is
+#: ``Storage::FILE_HEADER_SIZE * 3``, block ``i`` at ``BLOCK_START + i * block_alloc_size``)
+DUCKDB_HEADER_BYTES = 3 * 4096
+
+
+def _referenced_blocks(con: duckdb.DuckDBPyConnection, tables: list[str]) -> set[int]:
+    """The block ids DuckDB lists as in use: every column segment's block (and its
+    ``additional_block_ids``, DuckDB >= 1.2) of each table (``pragma_storage_info``) and
+    every metadata block (``pragma_metadata_info``). Index (ART) blocks are not listed
+    by DuckDB; ``inspect`` covers them by its count of used blocks."""
+    ids: set[int] = set()
+    for t in tables:
+        cur = con.execute(f"SELECT * FROM pragma_storage_info('{t}')")
+        names = [d[0] for d in cur.description or []]
+        at = names.index("block_id")
+        more = names.index("additional_block_ids") if "additional_block_ids" in names else -1
+        for row in cur.fetchall():
+            ids.add(int(row[at]))
+            if more >= 0 and row[more]:
+                ids.update(int(b) for b in row[more])
+    ids.update(int(r[0]) for r in con.execute("SELECT block_id FROM pragma_metadata_info()").fetchall())
+    return {b for b in ids if b >= 0}
+
+
 def inspect(path: Path) -> dict:
     """A deep read-only look at the analytics file at ``path`` (for ``doctor``):
     ``{"entries": rows of entries, "usage": rows of usage, "problems": [str]}``.
-    Problems: a file shorter than the blocks DuckDB's header says it uses (``PRAGMA
-    database_size``: a truncated file, whose reports fail on the first missing block),
-    and every base table that cannot be read to its end (each row hashed: DuckDB reads,
-    and checks the checksum of, every block). Raises duckdb.Error (a held file: an
-    ``IOException`` naming a lock) or OSError when the file does not open at all."""
+    Problems: a file too short for what DuckDB itself says it uses (a truncated file,
+    whose reports fail on the first missing block): fewer blocks than ``PRAGMA
+    database_size``'s ``used_blocks``, or a block listed by ``pragma_storage_info`` or
+    ``pragma_metadata_info`` past its end; and every base table that cannot be read to
+    its end (each row hashed: DuckDB reads, and checks the checksum of, every block).
+    Not a problem: a file shorter than ``total_blocks``: a checkpoint that frees the last
+    blocks truncates the file after writing a header that still counts them, and they
+    stay on the free list (duckdb ``SingleFileBlockManager::Truncate``; F19: doctor
+    called such a file damaged). Raises duckdb.Error (a held file: an ``IOException``
+    naming a lock) or OSError when the file does not open at all."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         problems: list[str] = []
-        row = con.execute("SELECT block_size, total_blocks FROM pragma_database_size()").fetchone()
-        if row is not None:
-            block, blocks = int(row[0]), int(row[1])
-            need, have = block * blocks, path.stat().st_size
-            if have < need:
-                problems.append(
-                    f"{have:,} bytes, shorter than the {blocks} blocks of {block:,} bytes it uses"
-                )
         tables = [
             r[0]
             for r in con.execute(
@@ -129,6 +151,21 @@ def inspect(path: Path) -> dict:
                 "AND table_schema = 'main' ORDER BY table_name"
             ).fetchall()
         ]
+        row = con.execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
+        if row is not None:
+            block, used = int(row[0]), int(row[1])
+            have = path.stat().st_size
+            held = max(0, have - DUCKDB_HEADER_BYTES) // block if block else 0
+            try:
+                past = sorted(b for b in _referenced_blocks(con, tables) if b >= held)
+            except duckdb.Error as e:  # a table's row-group pointers unreadable
+                past = []
+                problems.append(f"storage info unreadable: {(str(e).splitlines() or [''])[0][:120]}")
+            if used > held or past:
+                problems.append(
+                    f"{have:,} bytes, shorter than the {used} blocks of {block:,} bytes it uses"
+                    + (f" (block {past[0]} is past its end)" if past else "")
+                )
         for t in tables:
             try:
                 con.execute(f'SELECT count(*), sum(hash(COLUMNS(*))) FROM "{t}"').fetchall()

@@ -29,7 +29,10 @@ tool block a ``tool_call`` and, with an ``output``, a ``tool_result``; a sub-age
 plans and questions ``meta``; an ``error`` message ``meta``). Usage: no tokens per
 message (``types.go`` NoPerMessageTokenData); ``creditsUsed`` (1 credit = 1 cent, as
 agentsview prices it) becomes one session row with ``cost_usd`` (``usage_key``
-``codebuff:<session>``).
+``codebuff:<session>``) and null tokens: "not recorded by the agent", as Crush's
+(``schema.TOKENS_UNRECORDED_WHY``; agentsview's usage event for it carries a cost and
+no token counts, agentsview ``internal/parser/codebuff.go`` @ b85eae5; ``contextTokenCount`` is the last step's
+context, not usage). Parser 1 stored 0 tokens, shown as 0 in ``sessions`` and reports.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ from ctxkeep.sources.contract import (
 from ctxkeep.sources.readers.document import read_document
 
 AGENT = "codebuff"
-PARSER_VERSION = 1
+#: 2: a session's tokens null ("not recorded by the agent"), were 0
+PARSER_VERSION = 2
 MODE: Mode = "rewrite"
 
 _FOLDER = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{2})-(\d{2})-(\d{2})(?:\.\d+)?Z?)?")
@@ -299,10 +303,11 @@ def parse_chat(doc: Any, path: Path) -> list[dict]:
                 model=agent_type,
                 text=f"usage {agent_type}",
                 record_id=f"{sid}:usage:{credits}",
-                input_tokens=0,
-                output_tokens=0,
-                cache_read_tokens=0,
-                cache_creation_tokens=0,
+                # no tokens: not recorded by the agent (null, never summed nor priced)
+                input_tokens=None,
+                output_tokens=None,
+                cache_read_tokens=None,
+                cache_creation_tokens=None,
                 cost_usd=credits / 100,
                 usage_key=f"codebuff:{sid}",
             )

@@ -137,10 +137,10 @@ def usage_frame(entries: pl.DataFrame) -> pl.DataFrame:
     copy with the largest usage per key is kept (one Claude response is often logged
     as several lines with growing ``output_tokens``); rows whose usage is all zero
     (e.g. Claude Code's ``<synthetic>`` error messages) count nothing and are dropped,
-    unless they carry a cost (an agent that bills in credits and logs no tokens:
-    Codebuff's ``creditsUsed``). A row whose token columns are all null and that
+    unless they carry a cost. A row whose token columns are all null and that
     carries a cost keeps them null: tokens the agent did not record (Crush and the Go
-    opencode log a session's cost but only its last response's tokens: ``charm_db``).
+    opencode log a session's cost but only its last response's tokens: ``charm_db``;
+    Codebuff bills in credits and logs no tokens: ``creditsUsed``).
     Columns: usage_key, agent,
     session_id, project_dir, ts, model, input/output/cache_read/cache_creation/
     reasoning tokens (int64, tokens), cache_creation_5m/1h tokens (int64, the parts of

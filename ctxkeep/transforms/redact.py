@@ -533,6 +533,51 @@ PREFILTER = (
 )
 
 
+#: case-sensitive rules whose prefilter pattern starts with a character class, so the
+#: Rust engine cannot skip ahead to a literal and runs its automaton over every byte
+#: (each cost as much as the other 25 rules of ``PREFILTER[0]`` together on a scaled
+#: tree's lines), with a pattern every text they match also matches (a literal or a
+#: literal-led part of the pattern itself: a necessary condition): ``_cs_prefilter``
+#: runs them over the texts that pass it only, so the booleans are ``PREFILTER[0]``'s
+_CS_GATED: dict[str, tuple[str, bool]] = {  # kind: (gate, whether it is a literal)
+    "azure-client-secret": ("Q~", True),  # the literal inside ``[A-Za-z0-9_~.]{3}\dQ~…``
+    "kube-bootstrap-token": (r"\.[a-z0-9]{16}", False),  # the tail of ``[a-z0-9]{6}\.[a-z0-9]{16}``
+}
+#: ``PREFILTER[0]`` without the ``_CS_GATED`` rules, and those rules' ``(gate, prefilter)``
+_CS_REST = "|".join(f"(?:{_prefilter(r.pattern)})" for r in RULES if not r.ci and r.kind not in _CS_GATED)
+_CS_SLOW = [(_CS_GATED[r.kind], _prefilter(r.pattern)) for r in RULES if not r.ci and r.kind in _CS_GATED]
+
+
+def _cs_exprs(col: str = "s") -> list[pl.Expr]:
+    """The whole-Series passes of ``_cs_prefilter`` as expressions (``cs``: ``_CS_REST``;
+    ``cs_gate<i>``: each ``_CS_SLOW`` gate), to run in one ``select`` beside others."""
+    import polars as pl
+
+    c = pl.col(col)
+    out = [c.str.contains(_CS_REST).fill_null(False).alias("cs")]
+    for j, ((gate, literal), _) in enumerate(_CS_SLOW):
+        out.append(c.str.contains(gate, literal=literal).fill_null(False).alias(f"cs_gate{j}"))
+    return out
+
+
+def _cs_prefilter(s: pl.Series, passes: pl.DataFrame | None = None) -> pl.Series:
+    """Boolean Series: the texts ``PREFILTER[0]`` matches (the same booleans), its slow
+    rules (``_CS_GATED``) run only over the texts their gate passes. ``passes``: the
+    ``_cs_exprs`` columns, already evaluated over ``s``."""
+    import polars as pl
+
+    if passes is None:
+        passes = pl.DataFrame({"s": s}).select(_cs_exprs())
+    cs = passes["cs"]
+    for j, (_, pattern) in enumerate(_CS_SLOW):
+        idx = passes[f"cs_gate{j}"].arg_true()
+        if idx.len():
+            hit = s.gather(idx).str.contains(pattern).fill_null(False)
+            if hit.any():
+                cs = cs.scatter(idx.filter(hit), True)
+    return cs
+
+
 #: ``_CI_ANCHOR`` for the Rust engine with ASCII-only case folding (``(?i-u:``): the
 #: same matches as ``_CI_ANCHOR_RX`` over the ASCII-lowercased text (which leaves
 #: other letters as they are), so the offsets ``_anchor_offsets`` finds are its matches'
@@ -705,9 +750,8 @@ def _candidates(s: pl.Series) -> pl.Series:
     secret)."""
     import polars as pl
 
-    cs, ci = PREFILTER
     gated = pl.Series([False] * s.len(), dtype=pl.Boolean).scatter(list(_gated(s)) or [], True)
-    return s.str.contains(cs).fill_null(False) | s.str.contains(ci).fill_null(False) | gated
+    return _cs_prefilter(s) | s.str.contains(PREFILTER[1]).fill_null(False) | gated
 
 
 @cache
@@ -741,7 +785,28 @@ def _keyword_set(words: tuple[str, ...]) -> secret_rules.KeywordSet:
     return secret_rules.KeywordSet(words)
 
 
-def _keyword_hits(s: pl.Series, keywords: list[str]) -> pl.DataFrame:
+def _ci_words(words: list[str]) -> str:
+    return "(?i-u:" + "|".join(re.escape(w) for w in words) + ")"
+
+
+def _keyword_exprs(keywords: list[str], col: str = "s") -> list[pl.Expr]:
+    """The whole-Series passes of ``_keyword_hits`` as expressions (``kw_rare``: the
+    texts holding one of the rare keywords; ``kw=<k>``: those holding common keyword
+    ``k``), to run in one ``select`` beside others."""
+    import polars as pl
+
+    c = pl.col(col)
+    rare = [k for k in keywords if k not in _COMMON_KEYWORDS]
+    out = [c.str.contains(_ci_words(rare)).fill_null(False).alias("kw_rare")] if rare else []
+    out += [
+        c.str.contains(_ci_words([k])).fill_null(False).alias(f"kw={k}")
+        for k in keywords
+        if k in _COMMON_KEYWORDS
+    ]
+    return out
+
+
+def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None = None) -> pl.DataFrame:
     """``(i, kw)``: each keyword (lower case) occurring in text ``i`` of ``s``, ASCII
     case-insensitively, as one overlapping Aho-Corasick pass would find them
     (``str.extract_many``), cheaper: that pass over every text cost ~0.24 CPU s per
@@ -753,16 +818,15 @@ def _keyword_hits(s: pl.Series, keywords: list[str]) -> pl.DataFrame:
     the pairs are the same, or more where RE2's Unicode case folding finds a keyword
     ASCII folding does not (``\u212a`` KELVIN SIGN as ``k``: as gitleaks, which
     lower-cases with Go's ``strings.ToLower``): a gate passes at least the texts it
-    passed."""
+    passed. ``passes``: the ``_keyword_exprs`` columns, already evaluated over ``s``."""
     import polars as pl
 
-    def ci(words: list[str]) -> str:
-        return "(?i-u:" + "|".join(re.escape(w) for w in words) + ")"
-
+    if passes is None:
+        passes = pl.DataFrame({"s": s}).select(_keyword_exprs(keywords))
     frames = []
     rare = tuple(k for k in keywords if k not in _COMMON_KEYWORDS)
     if rare:
-        idx = s.str.contains(ci(list(rare))).fill_null(False).arg_true()
+        idx = passes["kw_rare"].arg_true()
         if idx.len():
             kw_set = _keyword_set(rare)
             got: list[tuple[int, str]] = []
@@ -771,7 +835,7 @@ def _keyword_hits(s: pl.Series, keywords: list[str]) -> pl.DataFrame:
             frames.append(pl.DataFrame(got, schema={"i": pl.Int64, "kw": pl.String}, orient="row"))
     for k in keywords:
         if k in _COMMON_KEYWORDS:
-            idx = s.str.contains(ci([k])).fill_null(False).arg_true()
+            idx = passes[f"kw={k}"].arg_true()
             frames.append(
                 pl.DataFrame({"i": idx.cast(pl.Int64), "kw": pl.Series([k] * idx.len(), dtype=pl.String)})
             )
@@ -780,7 +844,7 @@ def _keyword_hits(s: pl.Series, keywords: list[str]) -> pl.DataFrame:
     return pl.concat(frames, how="vertical")
 
 
-def _gated(s: pl.Series) -> dict[int, list[int]]:
+def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[int]]:
     """Which maintained rules may match each text of ``s``: ``{position: [gate index,
     ...]}`` (``_gates``) for the texts where one may. gitleaks' keyword rule (a rule
     runs only where one of its keywords occurs: one overlapping Aho-Corasick pass,
@@ -789,11 +853,11 @@ def _gated(s: pl.Series) -> dict[int, list[int]]:
     texts holding its keywords, so only the texts a rule's regex matches reach Python
     (on the corpus: 1 % of the texts, where the keywords alone took 74 %). A gate the
     Rust engine refuses passes every text holding its keywords. Keyword-less rules pass
-    every text."""
+    every text. ``passes``: ``_keyword_hits``'."""
     import polars as pl
 
     keywords, kw_gate, gates = _gates()
-    pairs = _keyword_hits(s, keywords).unique().join(kw_gate, on="kw").select("i", "gate").unique()
+    pairs = _keyword_hits(s, keywords, passes).unique().join(kw_gate, on="kw").select("i", "gate").unique()
     out: dict[int, list[int]] = {}
     rs = secret_rules.ruleset()
     if rs.always:
@@ -840,11 +904,20 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     doc)."""
     if s.len() == 0:
         return s
-    cs = s.str.contains(PREFILTER[0]).fill_null(False)
-    anchors = s.str.extract_all(_CI_ANCHOR_ASCII)
     import polars as pl
 
-    gated = _gated(s)
+    # the whole-Series passes in one select: Polars runs them on its pool at once
+    # (each a Rust automaton over every text, the GIL released: its 2 threads)
+    passes = pl.DataFrame({"s": s}).select(
+        [
+            *_cs_exprs(),
+            pl.col("s").str.extract_all(_CI_ANCHOR_ASCII).alias("anchors"),
+            *_keyword_exprs(_gates()[0]),
+        ]
+    )
+    cs = _cs_prefilter(s, passes)
+    anchors = passes["anchors"]
+    gated = _gated(s, passes)
     gl = pl.Series([False] * s.len(), dtype=pl.Boolean).scatter(list(gated) or [], True)
     idx = (cs | gl | (anchors.list.len().fill_null(0) > 0)).arg_true()
     if idx.len() == 0:

@@ -239,6 +239,12 @@ def _role_of(roles: dict[int, str], pid: int, root: int) -> str:
     return role
 
 
+#: the largest sum of the resident sets (VmRSS, KiB) of ``p`` and its descendants at one poll of
+#: the last ``wait_with_peak``: what the machine held for the whole run at its peak (a user with
+#: two reader processes beside the ingest process feels the sum, not the largest one)
+LAST_TOTAL_PEAK = 0
+
+
 def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int, int, Cpu]:
     """Wait for ``p``: (exit code, peak RSS in KiB, its CPU seconds: those of the
     children reaped while waiting, ``p`` and what it waited for). The peak is the
@@ -251,11 +257,14 @@ def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int,
     ``[VmHWM KiB, largest RssAnon KiB seen]`` (anonymous memory: the heap, without the
     mapped libraries and files VmHWM also counts); and ``peaks["cpu"]``: {(role, pid):
     CPU seconds} (``/proc/PID/stat``'s utime + stime, last seen: up to 10 ms short)."""
+    global LAST_TOTAL_PEAK
     peak = 0
+    total_peak = 0
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     roles: dict[int, str] = {}
     ticks = os.sysconf("SC_CLK_TCK")
     while p.poll() is None:
+        total = 0
         for q in _descendants(p.pid):
             try:
                 if peaks is not None:  # the process's CPU so far (utime + stime), by pid
@@ -263,6 +272,8 @@ def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int,
                     role = _role_of(roles, q, p.pid)
                     peaks.setdefault("cpu", {})[(role, q)] = (int(stat[11]) + int(stat[12])) / ticks
                 for line in Path(f"/proc/{q}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
                     if line.startswith(("VmHWM:", "RssAnon:")):
                         kib = int(line.split()[1])
                         if line.startswith("VmHWM:"):
@@ -274,7 +285,9 @@ def wait_with_peak(p: subprocess.Popen, peaks: dict | None = None) -> tuple[int,
                             cell[i] = max(cell[i], kib)
             except (OSError, ValueError):
                 pass
+        total_peak = max(total_peak, total)
         time.sleep(0.01)
+    LAST_TOTAL_PEAK = total_peak
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return p.returncode, peak, Cpu(ru.ru_utime - r0.ru_utime, ru.ru_stime - r0.ru_stime)
 
@@ -520,7 +533,8 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> dict:
     mbs_r = ref_raw / 1e6 / t_r
     print(
         f"reference {ref_raw / 1e6:.0f} MB tree, whole process: {t_r:.2f} s, CPU {c_r:.2f} s, "
-        f"{mbs_r:.1f} MB/s, peak RSS {rss_r / 1024:.0f} MB; load {_load()}"
+        f"{mbs_r:.1f} MB/s, peak RSS {rss_r / 1024:.0f} MB (all processes at once {LAST_TOTAL_PEAK / 1024:.0f} MB); "
+        f"load {_load()}"
     )
     warm(files)  # as much of the big tree in the page cache as fits
     store = a.store or work / "store-big"
@@ -532,7 +546,8 @@ def target3(a, work: Path, tree: Path, files: list[Path], raw: int) -> dict:
         f"{raw / 1e6:.0f} MB tree, whole process: {t_b:.2f} s, CPU {c_b:.2f} s, {mbs_b:.1f} MB/s "
         f"({mbs_b / mbs_r:.2f}x the reference's MB/s; per CPU second "
         f"{(raw / c_b) / (ref_raw / c_r):.2f}x), {s_b['entries_new']:,} entries; "
-        f"peak RSS {rss_b / 1024:.0f} MB (the largest of the ingest process and its children); load {_load()}"
+        f"peak RSS {rss_b / 1024:.0f} MB (the largest of the ingest process and its children; all of them "
+        f"at once {LAST_TOTAL_PEAK / 1024:.0f} MB); load {_load()}"
     )
     if a.peer:
         peer_row(tree, work, raw, t_b, rss_b, c_b)

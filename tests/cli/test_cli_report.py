@@ -302,7 +302,7 @@ def test_crush_and_go_opencode_tokens_are_not_recorded(home):
         )
         tot = d["totals"]
         assert (tot["total_tokens"], round(tot["cost_usd"], 6)) == (
-            0,
+            None,  # not recorded (it was 0)
             round(3.2015050 + 0.02034625 + 0.69006315, 6),
         )
         for agent, n in (("crush", 2), ("opencode-go", 1)):
@@ -316,6 +316,27 @@ def test_crush_and_go_opencode_tokens_are_not_recorded(home):
     r = runner.invoke(app, ["sessions", "--home", home, "--agent", "crush"], env={"COLUMNS": "200"})
     assert "crush: tokens not recorded by the agent (2 sessions:" in " ".join(r.stderr.split()), r.stderr
     assert "  -  $3.20  " in r.stdout  # the tokens column says "-", the cost stands
+
+
+def test_report_rows_of_unrecorded_tokens_say_so_not_0(home):
+    """A report row whose responses all lack recorded tokens (Crush, Go opencode: a
+    logged cost only) gives its tokens as null in --json and "-" in text, as `sessions`
+    does; before, 0 (newuser15). A row mixing recorded and unrecorded tokens sums the
+    recorded ones, and the totals too."""
+    sess = json.loads(run("report", "session", "--home", home, "--json", "--agent", "crush,opencode").stdout)
+    by = {r["period"][:4]: r for r in sess["rows"]}
+    tok = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
+    assert {k: by["a20c"][k] for k in tok} == dict.fromkeys(tok, None)
+    assert round(by["a20c"]["cost_usd"], 4) == 3.2015
+    assert by["test"]["total_tokens"] == 150  # opencode (sst) records its tokens
+    assert sess["totals"]["total_tokens"] == 150  # the recorded ones only
+    r = runner.invoke(app, ["report", "session", "--home", home, "--agent", "crush"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.stdout.splitlines() if line.strip().startswith("a20c"))
+    assert row.split()[-6:] == ["-", "-", "-", "-", "-", "$3.20"], row
+    assert " 0 " not in row
+    daily = json.loads(run("report", "daily", "--home", home, "--json", "--agent", "crush").stdout)
+    assert daily["rows"] and all(x["total_tokens"] is None for x in daily["rows"])
 
 
 def test_session_project_is_the_parents_not_a_sub_agents_worktree(home):

@@ -225,3 +225,44 @@ def test_a_check_on_a_full_disk_creates_no_analytics_file(store, monkeypatch):
     (f,) = [x for x in found if x.check == "duckdb"]
     assert f.detail.startswith("missing, SQLite holds")  # not "not a valid DuckDB database file"
     assert not [x for x in found if x.check == "entries" and x.status == "ok"]
+
+
+def _blocks(p) -> tuple[int, int, int]:
+    """``(total_blocks, used_blocks, blocks the file holds)`` of the DuckDB file ``p``."""
+    con = duckdb.connect(str(p), read_only=True)
+    block, total, used = con.execute(
+        "SELECT block_size, total_blocks, used_blocks FROM pragma_database_size()"
+    ).fetchone()
+    con.close()
+    return total, used, (p.stat().st_size - 3 * 4096) // block
+
+
+def test_a_file_duckdb_shortened_by_its_free_trailing_blocks_is_sound(store):
+    """F19 (newuser15): a checkpoint that frees the file's last blocks truncates the file
+    after writing a header that still counts them (they stay on the free list). The
+    file is sound and doctor called it damaged (its size against ``total_blocks``)."""
+    p = store / "analytics.duckdb"
+    con = duckdb.connect(str(p))
+    con.execute("CREATE TABLE scratch AS SELECT range AS i, md5(range::VARCHAR) AS s FROM range(300000)")
+    con.execute("CHECKPOINT")
+    con.execute("DROP TABLE scratch")
+    con.execute("CHECKPOINT")  # frees the trailing blocks: DuckDB truncates the file
+    con.close()
+    total, used, held = _blocks(p)
+    assert used <= held < total  # the header counts blocks the file no longer holds
+    found = {f.check: f for f in doctor.check(store)}
+    assert found["duckdb"].status == "ok", found["duckdb"].detail
+
+
+def test_a_file_cut_inside_its_used_blocks_is_damaged(store):
+    """The other side of F19: a file cut to one block fewer than DuckDB says it uses is
+    damaged, by DuckDB's own counts (``used_blocks``), free trailing blocks or not."""
+    p = store / "analytics.duckdb"
+    total, used, held = _blocks(p)
+    assert used <= held
+    os.truncate(p, 3 * 4096 + (used - 1) * (p.stat().st_size - 3 * 4096) // held)
+    found = bad(doctor.check(store))
+    assert list(found) == ["duckdb"]
+    assert found["duckdb"].startswith(
+        f"{p.stat().st_size:,} bytes, shorter than the {used} blocks of 262,144"
+    )

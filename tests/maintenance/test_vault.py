@@ -801,7 +801,7 @@ def test_export_parquet_tables_raw_puts_the_vault_generations_in_the_lake_redact
     assert "raw" not in export_parquet(store, str(lake))["tables"]
 
 
-def test_restore_picks_an_earlier_generation_and_gives_the_users_mode(home_copy, tmp_path):
+def test_restore_picks_an_earlier_generation_and_gives_the_users_mode(home_copy, tmp_path, monkeypatch):
     """`vault restore --generation N` / `--at WHEN` write back an earlier generation
     (before: only the newest); files come back with the user's default mode (0644
     under umask 022; an overwritten file keeps its own), not 0600."""
@@ -822,6 +822,9 @@ def test_restore_picks_an_earlier_generation_and_gives_the_users_mode(home_copy,
     gens = manifest.generations_of(conn, path)
     conn.close()
     assert [g.gen for g in gens] == [1, 2]
+    from ctxkeep import config
+
+    monkeypatch.setattr(config, "_user_umask", None)  # (no CLI run before in this process)
     old = os.umask(0o022)
     try:
         out = tmp_path / "out"
@@ -852,6 +855,39 @@ def test_restore_picks_an_earlier_generation_and_gives_the_users_mode(home_copy,
         assert r.exit_code == 1 and "no generation captured by then" in r.stderr
     finally:
         os.umask(old)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_a_file_restored_by_the_cli_gets_the_users_default_mode(home_copy, tmp_path, monkeypatch, umask):
+    """`ctxkeep vault restore` of a deleted file writes it 0666 less the user's umask
+    (0644 under 022, 0640 under 027), as the agent making it anew would: the vault
+    records no mode. Before, the CLI's own umask (0o077, for the store) made it 0600
+    (newuser15)."""
+    from ctxkeep import config
+
+    store = tmp_path / "store"
+    ingest(home_copy, store, agents="codex")
+    sid, path = q(
+        store,
+        "SELECT e.session_id, f.path FROM entry_rows e JOIN files f ON f.file_id = e.file_id JOIN vault_files v "
+        "ON v.path = f.path JOIN vault_generations g ON g.vfile_id = v.vfile_id WHERE g.redactions = '{}' "
+        "GROUP BY 1, 2 ORDER BY count(*) DESC",
+    )[0]
+    p = Path(path)
+    data = p.read_bytes()  # (no secret in it: restored byte for byte)
+    p.unlink()
+    monkeypatch.setattr(config, "_user_umask", None)  # a fresh process: not narrowed yet
+    old = os.umask(umask)
+    try:
+        r = runner.invoke(
+            app, ["vault", "restore", sid[:8], "--home", str(store)], env={"HOME": str(home_copy)}
+        )
+        assert os.umask(old) == 0o077  # the CLI narrowed its own umask for the store
+    finally:
+        os.umask(old)
+    assert r.exit_code == 0, r.output
+    assert p.read_bytes() == data
+    assert p.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_status_counts_the_sessions_of_an_opencode_json_tree(home_copy, tmp_path):

@@ -332,3 +332,44 @@ def test_a_table_without_an_update_time_builds_on_the_held_version_when_its_rows
     assert got[1] == whole(sid) and b"rewritten" in got[1]
     cap = _captures(store, sid)[-1]
     assert {t: k for t, k, _ in cap["meta"]["rows_layout"]}["messages"] == 0
+
+
+def _edit_at(db: Path, back: int, text: str, ts: int) -> str:
+    """``_edit`` with the row's update time set to ``ts`` (Crush's trigger, which sets it
+    to the current second, dropped from this copy): two writes within one second."""
+    c = sqlite3.connect(db)
+    c.execute("DROP TRIGGER IF EXISTS update_messages_updated_at")
+    c.commit()
+    c.close()
+    sid = _edit(db, back, text)
+    c = sqlite3.connect(db)
+    c.execute(
+        "UPDATE messages SET updated_at = ? WHERE rowid = (SELECT rowid FROM messages WHERE session_id = ? "
+        "ORDER BY rowid DESC LIMIT 1 OFFSET ?)",
+        (ts, sid, back),
+    )
+    c.commit()
+    c.close()
+    return sid
+
+
+@pytest.mark.parametrize("back", [5, TAIL_LINES + 40])
+def test_a_row_rewritten_in_the_second_of_the_last_capture_is_seen(crush, back):
+    # Crush's update times are whole seconds (``strftime('%s', 'now')``): a row rewritten
+    # after a capture but in the second of that capture's newest update leaves every
+    # aggregate mark (rows, largest rowid, newest update) as it was; the vault must
+    # still take the rewrite (the entries do: ``changed_rows`` reads ``ts >= mark`` again)
+    home, db, store = crush
+    _grow(db, 300)
+    ingest(home, store, "crush")
+    c = sqlite3.connect(db)
+    now = c.execute("SELECT max(updated_at) FROM messages").fetchone()[0] + 100
+    c.close()
+    sid = _edit_at(db, 20, "first edit in this second", now)
+    ingest(home, store, "crush")
+    assert b"first edit in this second" in _assert_whole(db, store)[sid][1]
+    _edit_at(db, back, "second edit in the same second", now)
+    ingest(home, store, "crush")
+    got = _assert_whole(db, store)
+    assert b"second edit in the same second" in got[sid][1]
+    assert b"first edit in this second" in got[sid][1]

@@ -76,7 +76,39 @@ def test_chats_blocks_subagent_times_and_credits(tmp_path):
     assert q(
         store,
         "SELECT session_id, model, input_tokens, output_tokens, cost_usd FROM usage WHERE agent='codebuff'",
-    ) == [(TODO, "base2", 0, 0, 0.37)]
+    ) == [(TODO, "base2", None, None, 0.37)]  # tokens not recorded by the agent (were 0)
+
+
+def test_credits_without_tokens_are_not_recorded_not_0(tmp_path):
+    """Codebuff logs a session's credits, no tokens (agentsview's usage event for it
+    carries only a cost): `sessions` and `report` give its tokens as not recorded (null,
+    "-", a note), as Crush's, not 0 (parser 1 stored 0)."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    store = tmp_path / "store"
+    ingest(fixture_home("codebuff", tmp_path / "home"), store, agents="codebuff")
+    run = CliRunner()
+    r = run.invoke(app, ["sessions", "--home", str(store), "--json", "--agent", "codebuff"])
+    assert r.exit_code == 0, r.output
+    got = {s["session_id"]: (s["tokens"], s["cost_usd"]) for s in json.loads(r.stdout)["sessions"]}
+    assert got == {TODO: (None, 0.37), NOTES: (0, None)}  # NOTES: no usage at all
+    r = run.invoke(app, ["report", "session", "--home", str(store), "--json", "--agent", "codebuff"])
+    d = json.loads(r.stdout)
+    (row,) = d["rows"]
+    assert (row["period"], row["total_tokens"], row["input_tokens"], row["cost_usd"]) == (
+        TODO,
+        None,
+        None,
+        0.37,
+    )
+    assert d["notes"] == [
+        "codebuff: tokens not recorded by the agent (1 session: it logs the credits each session used, "
+        "no tokens): not in the token totals; every mode shows the logged cost"
+    ]
+    r = run.invoke(app, ["sessions", "--home", str(store), "--agent", "codebuff"], env={"COLUMNS": "200"})
+    assert "codebuff: tokens not recorded by the agent (1 session:" in " ".join(r.stderr.split())
 
 
 def test_env_dir_and_a_rewritten_chat(tmp_path):

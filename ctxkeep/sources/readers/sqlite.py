@@ -495,8 +495,44 @@ def _one(path: Path, sql: str, params: tuple) -> tuple:
 
 
 #: ``state["vault"]`` version: ``{"v": 2, "schema": <token of the tables' statements>,
-#: "s": {session: {"m": {table: marks}, "k": <token of the version held>}}}``
+#: "s": {session: {"m": {table: marks}, "k": <token of the version held>[, "r": 1]}}}``
+#: (``"r"``: the session was racy at that read, ``_racy``)
 VAULT_STATE_V = 2
+
+
+def _newest(t: _Table) -> Any:
+    """The newest update time of table ``t`` (over every session's marks), None when it
+    has no update time or none can be told (no rows, times of types that do not
+    compare: a text time beside a number)."""
+    if t.ts is None:
+        return None
+    got = [m[2] for m in t.marks.values() if m[2] is not None]
+    try:
+        return max(got) if got else None
+    except TypeError:
+        return None
+
+
+def _racy(ts: list[_Table], newest: list[Any], sid: str) -> bool:
+    """Whether session ``sid``'s marks may stay the same through a later rewrite of one
+    of its rows: its newest update time in a table is that table's newest (``newest``),
+    so a row the agent rewrites after this read but within the same tick of its clock
+    (Crush: whole seconds, ``strftime('%s', 'now')``) keeps every aggregate (rows,
+    largest rowid, newest update). A rewrite after the read has a time at least the
+    read's, which is at least every time the read saw, so only such a session can miss
+    one (units need not be known). Times that do not compare count as racy."""
+    for t, top in zip(ts, newest, strict=True):
+        m = t.marks.get(sid)
+        if t.ts is None or m is None or m[2] is None:
+            continue
+        if top is None:
+            return True
+        try:
+            if m[2] >= top:
+                return True
+        except TypeError:
+            return True
+    return False
 
 
 def _token(obj: Any) -> str:
@@ -628,14 +664,20 @@ def _vault_captures(file: SourceFile, rd: DbRead, tables: VaultTables) -> tuple[
     specs = [spec for spec in tables if spec[0] in schema]
     ts = [_marks(rd.path, spec, schema[spec[0]], old_s) for spec in specs]
     sessions = sorted({sid for t in ts for sid in t.marks})
+    newest = [_newest(t) for t in ts]
     new_s: dict[str, dict] = {}
     caps = []
     dev, ino, size, mtime_ns = rd.before["main"]
     for sid in sessions:
         m = {t.name: t.marks[sid] for t in ts if sid in t.marks}
-        entry = {"m": m, "k": _token([schema_tok, m])}
+        entry: dict[str, Any] = {"m": m, "k": _token([schema_tok, m])}
+        if _racy(ts, newest, sid):
+            entry["r"] = 1
         held = old_s.get(sid)
-        if held and held.get("m") == m and held.get("k"):
+        # the same marks tell nothing changed, unless the session was racy at the read
+        # that took them (``_racy``): then its rows from its newest update time on are
+        # read again (``_section``); a version equal to the one held adds no generation
+        if held and held.get("m") == m and held.get("k") and not held.get("r"):
             new_s[sid] = held
             continue
         base = held.get("k") if held else None
