@@ -349,9 +349,11 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
     """Token estimates and chunk rows of the contents of ``rows`` (normalized entries)
     this process has not seen before (``known``: their ``content_keys``, updated;
     emptied first when it holds ``KNOWN_MAX``), as Arrow IPC:
-    (content_hash, token_estimate, token_method) and ``chunks_frame`` rows; None when
-    there is none. Exactly what the ingest process would compute for them
-    (``estimate_tokens`` and ``chunks_frame`` are per text)."""
+    (content_hash, token_estimate, token_method) and ``chunks_frame`` rows with their
+    index terms (``index_terms=True``: symbols and vocabulary, ~0.9 CPU s of the ingest
+    process's main thread on the 200 MB tree, issue 26); None when there is none.
+    Exactly what the ingest process would compute for them (``estimate_tokens``,
+    ``chunks_frame`` and the index terms are per text)."""
 
     from ctxkeep.transforms.chunk import chunks_frame
     from ctxkeep.transforms.tokens import estimate_tokens
@@ -377,7 +379,9 @@ def _precompute(rows, known: set[int]) -> tuple[bytes, bytes] | None:
             "token_method": pl.Series(methods, dtype=pl.String),
         }
     )
-    return _ipc(contents), _ipc(chunks_frame(new))
+    # with the chunks' symbol terms and vocabulary (``index_terms``): per chunk text, so
+    # the ingest process takes them for any subset (``sinks.sqlite.with_index_terms``)
+    return _ipc(contents), _ipc(chunks_frame(new, index_terms=True))
 
 
 #: ``_main`` counts tokens and cuts chunks of the new contents (``_precompute``):
@@ -436,6 +440,13 @@ def precompute_now(waited: float, worked: float, mode: str = "auto") -> bool:
     return worked > 0 and waited >= BEHIND_SHARE * worked
 
 
+#: the reader process's niceness increment (``os.nice``; ``CTXKEEP_READER_NICE``, 0: none):
+#: the ingest process, which consumes what the readers make, then gets a core whenever
+#: it has work, so it is not left behind with groups to store after the readers end
+#: (the run's tail, where one core idles)
+NICE = int(os.environ.get("CTXKEEP_READER_NICE", "0"))
+
+
 def _main() -> None:
     """The reader process: todo from stdin, ``(kind, value)`` pickles to the pipe
     whose descriptor is ``sys.argv[1]``.
@@ -443,6 +454,11 @@ def _main() -> None:
     Ctrl-C reaches the whole process group: the reader ignores it and is stopped by
     the ingest (which closes the pipe, then kills it), so only the ingest reports."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if NICE > 0:
+        try:
+            os.nice(NICE)
+        except OSError:
+            pass  # not permitted: the default priority
     out = os.fdopen(int(sys.argv[1]), "wb")  # the protocol's own pipe, not stdout
     args = sys.argv[2:]
     if "--later" in args:  # started with the command (``prestart``): imports first, then wait

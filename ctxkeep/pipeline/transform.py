@@ -152,7 +152,8 @@ class Precomputed:
             {"content_hash": hashes, "_i": list(range(len(hashes)))},
             schema={"content_hash": pl.String, "_i": pl.Int64},
         )
-        rows = pl.concat([got[2], chunks_frame(rest)], how="vertical")
+        # the rest with the index terms the reader sent with the others (the same columns)
+        rows = pl.concat([got[2], chunks_frame(rest, index_terms="vocab" in got[2].columns)], how="vertical")
         rows = rows.join(pos, on="content_hash", how="left").sort("_i", "seq", maintain_order=True).drop("_i")
         return [c for c, _ in pairs], [m for _, m in pairs], rows
 

@@ -146,16 +146,20 @@ def chunk_title(chunk: str, seq: int) -> str:
     return first.strip()[:TITLE_MAX_CHARS] if _HEADING_RE.match(first) else ""
 
 
-def chunks_frame(contents: pl.DataFrame) -> pl.DataFrame:
+def chunks_frame(contents: pl.DataFrame, index_terms: bool = False) -> pl.DataFrame:
     """Chunk rows for new contents.
 
-    Args: ``contents`` with columns content_hash (str), text (str).
+    Args: ``contents`` with columns content_hash (str), text (str); ``index_terms``:
+    also the terms the store's other indexes take from each chunk text (a reader
+    process computes them, off the ingest process: ``reader_process._precompute``).
     Returns columns content_hash (str), seq (int32, 0-based), title (str, see
     ``chunk_title``), text (str, ≤ 4 KiB UTF-8), grams (str, substring-index terms of
-    the chunk and its title, '' for none).
+    the chunk and its title, '' for none); with ``index_terms`` also symbols (str,
+    ``grams.symbols_batch``: the ``fts_symbols`` terms, '' for none) and vocab (str,
+    ``grams.vocab_lists``: the chunk's vocabulary tokens space-joined).
     """
 
-    from ctxkeep.transforms.grams import grams_batch
+    from ctxkeep.transforms.grams import grams_batch, symbols_batch, vocab_lists
 
     hashes, seqs, titles, texts = [], [], [], []
     for h, text in contents.select("content_hash", "text").iter_rows():
@@ -165,13 +169,15 @@ def chunks_frame(contents: pl.DataFrame) -> pl.DataFrame:
             titles.append(chunk_title(c, i))
             texts.append(c)
     gram_col = grams_batch(texts)
-    return pl.DataFrame(
-        {"content_hash": hashes, "seq": seqs, "title": titles, "text": texts, "grams": gram_col},
-        schema={
-            "content_hash": pl.String,
-            "seq": pl.Int32,
-            "title": pl.String,
-            "text": pl.String,
-            "grams": pl.String,
-        },
-    )
+    cols = {"content_hash": hashes, "seq": seqs, "title": titles, "text": texts, "grams": gram_col}
+    schema = {
+        "content_hash": pl.String,
+        "seq": pl.Int32,
+        "title": pl.String,
+        "text": pl.String,
+        "grams": pl.String,
+    }
+    if index_terms:
+        cols.update(symbols=symbols_batch(texts), vocab=vocab_lists(texts))
+        schema.update(symbols=pl.String, vocab=pl.String)
+    return pl.DataFrame(cols, schema=schema)

@@ -363,6 +363,41 @@ def vocab_terms(texts: list[str]) -> set[str]:
     return {t for t in toks.to_list() if _vocab_ok(t)}
 
 
+def vocab_lists(texts: list[str]) -> list[str]:
+    """Each text's distinct vocabulary tokens (``VOCAB_TOKEN``, lower-cased, those
+    ``vocab_terms`` keeps) joined by spaces ('' for none): the union of their
+    ``split()`` over any subset of ``texts`` is ``vocab_terms`` of that subset, since a
+    text's tokens do not depend on the others (a text holding U+0130 or U+212A is
+    lower-cased before its tokens are found, as ``vocab_terms`` does to all: the other
+    texts' tokens are the same either way). A reader process computes them per chunk
+    (``transforms.chunk.chunks_frame(index_terms=True)``), so the ingest process only
+    takes the union of a group's (``vocab_union``)."""
+    import polars as pl
+
+    if not texts:
+        return []
+    s = pl.Series("t", texts, dtype=pl.String)
+    odd = s.str.contains(_LOWER_TO_ASCII)
+    if odd.any():
+        s = pl.select(pl.when(odd).then(s.str.to_lowercase()).otherwise(s)).to_series()
+    lists = (
+        s.str.extract_all(VOCAB_TOKEN)
+        .list.eval(pl.element().str.to_lowercase())
+        .list.unique(maintain_order=True)
+    )
+    bad = [t for t in lists.explode().drop_nulls().unique().to_list() if not _vocab_ok(t)]
+    if bad:
+        lists = lists.list.eval(pl.element().filter(~pl.element().is_in(bad)))
+    return lists.list.join(" ").fill_null("").to_list()
+
+
+def vocab_union(lists) -> set[str]:
+    """The set of the tokens of ``lists`` (a Polars Series of ``vocab_lists`` strings):
+    ``vocab_terms`` of the texts they were made from."""
+    toks = lists.str.split(" ").explode().drop_nulls().unique().to_list()
+    return {t for t in toks if t}
+
+
 def query_vocab(term: str) -> str | None:
     """The ``fts_vocab`` (trigram) expression of ``term``'s inner substring: the quoted
     lower-cased term when it is one run of 3+ ASCII letters and digits with a letter

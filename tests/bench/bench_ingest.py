@@ -709,6 +709,9 @@ IDENTITY = {
     "fts_words": "SELECT rowid, * FROM fts_words ORDER BY rowid",
     "fts_grams": "SELECT rowid, * FROM fts_grams ORDER BY rowid",
     "fts_symbols": "SELECT rowid, * FROM fts_symbols ORDER BY rowid",
+    # the vocabulary by term id (each group adds its new terms sorted): the reader
+    # processes compute it per chunk since session 16, the ingest process before
+    "vocab": "SELECT term_id, term FROM vocab ORDER BY term_id",
 }
 #: columns of those tables that hold a time of the run, not of the sessions
 TIME_COLUMNS = {"ingested_at", "captured_at", "read_at", "updated_at", "created_at", "mtime"}

@@ -51,9 +51,15 @@ _cpu: collections.defaultdict[str, float] = collections.defaultdict(float)
 _calls: collections.Counter[str] = collections.Counter()
 
 
+#: (wall time at its end, label, CPU s) of each stage call: what the run's tail spends
+_stamps: list[tuple[float, str, float]] = []
+
+
 def _charge(label: str, t0: float) -> None:
-    _cpu[label] += time.thread_time() - t0
+    d = time.thread_time() - t0
+    _cpu[label] += d
     _calls[label] += 1
+    _stamps.append((time.time(), label, d))
 
 
 def _wrap(owner, name: str, label: str) -> None:
@@ -146,6 +152,87 @@ def _timed_queue(label_put: str | None, label_get: str | None):
                     _events.append((label_get, t0, time.time()))
 
     return types.SimpleNamespace(Queue=Queue, Full=queue.Full, Empty=queue.Empty)
+
+
+class _CpuSampler:
+    """Each process's CPU seconds (user + system, ``/proc/PID/stat``, clock ticks) every
+    ``every`` s of wall, in a thread of the ingest process: this process and the reader
+    processes it started (``pids``, added by ``child``). ``busy(start, end, bins)`` gives
+    per slice of the run the CPU seconds of the ingest process and of the readers: their
+    sum over the slice's length is how many of the 2 cores worked (2.0: none idle)."""
+
+    def __init__(self, every: float = 0.1) -> None:
+        self.every = every
+        self.pids: list[int] = []
+        self.samples: list[tuple[float, dict[int, float]]] = []
+        self._stop = threading.Event()
+        self._t: threading.Thread | None = None
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._last: dict[int, float] = {}
+
+    def _cpu(self, pid: int) -> float | None:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / self._tick  # utime, stime
+
+    def _sample(self) -> None:
+        now = {}
+        for pid in [os.getpid(), *self.pids]:
+            v = self._cpu(pid)
+            now[pid] = v if v is not None else self._last.get(pid, 0.0)  # reaped: its last figure
+        self._last = now
+        self.samples.append((time.time(), now))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def start(self) -> None:
+        self.pids.clear()
+        self.samples.clear()
+        self._last = {}
+        self._stop.clear()
+        self._sample()
+        self._t = threading.Thread(target=self._run, name="profile-sampler", daemon=True)
+        self._t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._t is not None:
+            self._t.join()
+        self._sample()
+
+    def tail(self, end: float) -> tuple[float, float]:
+        """The run's tail: ``(wall s from the readers' last CPU tick to ``end``, the
+        ingest process's CPU s in it)``: the time one core idles while the ingest process
+        finishes alone (0, 0 without readers)."""
+        me = os.getpid()
+        last = None
+        for (_, a), (t, b) in zip(self.samples, self.samples[1:], strict=False):
+            if any(v > a.get(pid, 0.0) for pid, v in b.items() if pid != me):
+                last = (t, b[me])
+        if last is None:
+            return 0.0, 0.0
+        return max(0.0, end - last[0]), self.samples[-1][1][me] - last[1]
+
+    def busy(self, start: float, end: float, bins: int) -> list[tuple[float, float]]:
+        """``(ingest process CPU s, readers' CPU s)`` per slice (each CPU delta between
+        two samples charged to the slice holding the later sample)."""
+        step = max((end - start) / bins, 1e-9)
+        out = [[0.0, 0.0] for _ in range(bins)]
+        me = os.getpid()
+        for (_, a), (t, b) in zip(self.samples, self.samples[1:], strict=False):
+            i = min(bins - 1, max(0, int((t - start) / step)))
+            for pid, v in b.items():
+                d = v - a.get(pid, 0.0)
+                out[i][0 if pid == me else 1] += d
+        return [(x, y) for x, y in out]
+
+
+_sampler = _CpuSampler()
 
 
 def _count_threads() -> None:
@@ -246,7 +333,9 @@ def _instrument_ingest() -> None:
     def child(module: str, *args: str):
         if module == "ctxkeep.pipeline.reader_process":
             module = Path(__file__).stem
-        return start(module, *args)
+        proc, out = start(module, *args)
+        _sampler.pids.append(proc.pid)
+        return proc, out
 
     reader_process.start_child = child
 
@@ -278,8 +367,13 @@ def profile(tree: Path, vault_on: bool, readers: int | None = None) -> None:
         self0, main0 = _usage(resource.RUSAGE_SELF), time.thread_time()
         load0 = _load()
         _events.clear()
+        _stamps.clear()
         t0, t_start = time.perf_counter(), time.time()
-        s = run_ingest(work / "store", ctx=DiscoveryContext(home=tree, env={}))
+        _sampler.start()
+        try:
+            s = run_ingest(work / "store", ctx=DiscoveryContext(home=tree, env={}))
+        finally:
+            _sampler.stop()
         wall = time.perf_counter() - t0
         _threads["main"] = time.thread_time() - main0
         me = {k: v - self0[k] for k, v in _usage(resource.RUSAGE_SELF).items()}
@@ -314,7 +408,7 @@ def profile(tree: Path, vault_on: bool, readers: int | None = None) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _timeline(events: list, start: float, end: float, bins: int = 12) -> None:
+def _timeline(events: list, start: float, end: float, bins: int = 16) -> None:
     """Who waits on whom over the run: per slice of the run's wall time, the seconds of
     each kind of wait (``WAITS``; readers' blocked sends summed over the readers), and
     the totals. A slice where the readers block is one where the ingest process is the
@@ -327,12 +421,43 @@ def _timeline(events: list, start: float, end: float, bins: int = 12) -> None:
         for i in range(bins):
             lo, hi = start + i * step, start + (i + 1) * step
             per[kind][i] += max(0.0, min(b, hi) - max(a, lo))
-    print(f"who waits on whom (wall s per {step:.2f} s slice of the run):")
-    print("  " + f"{'slice':>11}" + "".join(f" {h[:24]:>24}" for _, h in WAITS))
+    busy = _sampler.busy(start, end, bins)
+    print(
+        f"who waits on whom (wall s per {step:.2f} s slice of the run), and the CPU s each side used "
+        "in it (cores busy: their sum over the slice; 2.0 = no core idle on 2 cores):"
+    )
+    heads = [h[:24] for _, h in WAITS]
+    print(
+        "  "
+        + f"{'slice':>11}"
+        + "".join(f" {h:>24}" for h in heads)
+        + f" {'ingest':>7} {'readers':>7} {'cores':>5}"
+    )
     for i in range(bins):
         t = f"{i * step:5.1f}-{(i + 1) * step:5.1f}"
-        print(f"  {t:>11}" + "".join(f" {per[k][i]:24.2f}" for k, _ in WAITS))
-    print(f"  {'total':>11}" + "".join(f" {sum(per[k]):24.2f}" for k, _ in WAITS))
+        ing, rd = busy[i]
+        print(
+            f"  {t:>11}"
+            + "".join(f" {per[k][i]:24.2f}" for k, _ in WAITS)
+            + f" {ing:7.2f} {rd:7.2f} {(ing + rd) / step:5.2f}"
+        )
+    ing, rd = sum(b[0] for b in busy), sum(b[1] for b in busy)
+    print(
+        f"  {'total':>11}"
+        + "".join(f" {sum(per[k]):24.2f}" for k, _ in WAITS)
+        + f" {ing:7.2f} {rd:7.2f} {(ing + rd) / max(end - start, 1e-9):5.2f}"
+    )
+    tail_wall, tail_cpu = _sampler.tail(end)
+    print(
+        f"tail: the ingest process alone for the last {tail_wall:.2f} s of the run "
+        f"(after the readers' last CPU tick), using {tail_cpu:.2f} CPU s in it"
+    )
+    spent: collections.Counter[str] = collections.Counter()
+    for t, label, d in _stamps:
+        if t >= end - tail_wall:  # a call that ended in the tail (charged whole)
+            spent[label] += d
+    for label, d in spent.most_common(8):
+        print(f"    in the tail: {label:<62} {d:6.2f} s")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import threading
@@ -557,6 +558,51 @@ def test_a_reader_process_that_leaves_tokens_and_chunks_to_the_ingest_stores_the
     assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
 
 
+def _index_terms(home: Path) -> tuple:
+    """The vocabulary by term id and the symbol index (every ``fts_symbols`` instance)."""
+    from conftest import chunk_fts_index
+
+    conn = sqlite3.connect(home / "store.db")
+    try:
+        return (
+            conn.execute("SELECT term_id, term FROM vocab ORDER BY term_id").fetchall(),
+            chunk_fts_index(conn)["fts_symbols"],
+        )
+    finally:
+        conn.close()
+
+
+def test_index_terms_a_reader_process_computes_store_what_the_ingest_computes(tmp_path, monkeypatch):
+    """The reader sends each chunk's symbol terms and vocabulary
+    (``chunks_frame(index_terms=True)``) and the ingest process takes the union of a
+    group's: the vocabulary (the same term ids: each group adds the same terms) and the
+    symbol index are what the ingest computing them itself stores; and the reader did
+    send them (a spy on ``with_index_terms`` sees the column)."""
+    from ctxkeep.sinks.sqlite import load
+
+    ctx = _corpus_ctx()
+    seq = _ingest(tmp_path / "seq", ctx, writer=False)
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
+    monkeypatch.setenv("CTXKEEP_READER_PRECOMPUTE", "always")
+    sent = []
+    real = load.with_index_terms
+
+    def spy(frames):
+        c = frames.get("chunks")
+        if c is not None and c.height:
+            sent.append("vocab" in c.columns)
+        return real(frames)
+
+    monkeypatch.setattr(sqlite_store, "with_index_terms", spy)
+    par = _ingest(tmp_path / "par", ctx, writer=True)
+    assert par == seq
+    assert sent and all(sent)
+    vocab, syms = _index_terms(tmp_path / "par")
+    assert len(vocab) > 1000 and len(syms) > 100
+    assert (vocab, syms) == _index_terms(tmp_path / "seq")
+    assert _fingerprint(tmp_path / "par") == _fingerprint(tmp_path / "seq")
+
+
 def test_the_reader_process_counts_ahead_only_while_the_ingest_is_behind():
     # the chunk before took 0.4 s to make; sending it blocked 0.02 s: the ingest keeps up
     assert not read_worker.precompute_now(0.02, 0.4)
@@ -827,3 +873,34 @@ def test_read_split_raises_a_readers_error_at_its_block_and_stops_both(tmp_path,
     one = read_worker.read_split(todo, readers=1, block_bytes=10)
     one.close()
     assert isinstance(one, ReadAhead) and shares[-1][:1] == ["f0.jsonl"]
+
+
+@pytest.mark.parametrize("nice", ["0", "3"])
+def test_a_reader_process_runs_at_the_niceness_asked_for(tmp_path, monkeypatch, nice):
+    """``CTXKEEP_READER_NICE``: the reader process lowers its own priority by that much
+    (0, the default: as the ingest), and still yields what the reader thread yields."""
+    ctx = _corpus_ctx()
+    conn = sqlite_store.connect(tmp_path / "store")
+    try:
+        todo = plan(tmp_path / "store", conn, ctx=ctx).todo
+    finally:
+        conn.close()
+    monkeypatch.setenv("CTXKEEP_READER_NICE", nice)
+    procs = []
+    real = read_worker.start_child
+
+    def spy(module, *args):
+        proc, out = real(module, *args)
+        procs.append(proc)
+        return proc, out
+
+    monkeypatch.setattr(read_worker, "start_child", spy)
+    seen = None
+    n = 0
+    for _item in read_worker.read_in_process(todo):
+        n += 1
+        if seen is None:  # the process is running: its niceness (field 19 of stat)
+            stat = Path(f"/proc/{procs[0].pid}/stat").read_text().rsplit(")", 1)[1].split()
+            seen = int(stat[16]) - os.getpriority(os.PRIO_PROCESS, 0)
+    assert seen == int(nice)
+    assert n == sum(1 for _ in read_files(todo))

@@ -137,3 +137,40 @@ def test_vocab_terms_same_as_lowercasing_every_text_first(corpus_store):
     assert len(reference(texts)) > 1_000
     odd = ["\u212aelvin Kelvin", "İstanbulXyz mixedCASEword"]  # lower case of these two is ASCII
     assert vocab_terms(odd) == reference(odd) == {"kelvin", "stanbulxyz", "mixedcaseword"}
+
+
+def test_vocab_lists_union_is_vocab_terms_of_any_subset(corpus_store):
+    """A reader process sends each chunk's tokens (``vocab_lists``) and the ingest takes
+    the union of a group's (``vocab_union``): it must be ``vocab_terms`` of exactly those
+    chunks, for any subset (a group stores only the contents the store lacks), with the
+    two characters whose lower case is ASCII, hex ids, digits and over-long runs."""
+    import random
+
+    import polars as pl
+
+    from ctxkeep.transforms.grams import vocab_lists, vocab_union
+
+    home, _ = corpus_store
+    conn = sqlite3.connect(home / "store.db")
+    texts = [t for (t,) in conn.execute("SELECT text FROM chunks ORDER BY chunk_id")]
+    conn.close()
+    edge = [
+        "\u0130stanbul KELVIN \u212aelvinTemp",  # İ -> i̇ (not a token letter), Kelvin sign -> k
+        "deadbeef01 deadbeefcafe 12345678 abcdefgh " + "x" * 41 + " " + "y" * 40,
+        "",
+        "a_b-c.d fooBarBaz fooBarBaz FOOBARBAZ",
+    ]
+    texts = edge + texts
+    lists = vocab_lists(texts)
+    assert len(lists) == len(texts)
+    # per text: its own vocab_terms, each token once
+    for t, v in zip(texts[:200], lists[:200], strict=True):
+        assert set(v.split()) == vocab_terms([t]) and len(v.split()) == len(set(v.split()))
+    assert set(lists[0].split()) == vocab_terms([texts[0]]) >= {"kelvin", "kelvintemp"}
+    assert set(lists[1].split()) == {"deadbeefcafe", "abcdefgh", "y" * 40}
+    rng = random.Random(7)
+    for k in (1, 10, 300, len(texts)):
+        pick = sorted(rng.sample(range(len(texts)), k))
+        got = vocab_union(pl.Series([lists[i] for i in pick], dtype=pl.String))
+        assert got == vocab_terms([texts[i] for i in pick])
+    assert len(vocab_union(pl.Series(lists, dtype=pl.String))) > 500

@@ -26,7 +26,7 @@ from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 from ctxkeep.sinks.sqlite.status import StatusChange, apply_changes
 from ctxkeep.timeutil import UTC_FORMAT_POLARS, now_iso
 from ctxkeep.transforms import facets as fx
-from ctxkeep.transforms.grams import symbols_batch, vocab_terms
+from ctxkeep.transforms.grams import symbols_batch, vocab_terms, vocab_union
 
 if TYPE_CHECKING:  # Polars is imported where frames are loaded, not by readers
     import polars as pl
@@ -178,10 +178,17 @@ def with_index_terms(frames: dict) -> dict:
     column (str, ``transforms.grams.symbols_batch``; '' for no ``fts_symbols`` row) on
     ``chunks`` and ``vocab`` (set of str, ``vocab_terms``). The writer thread's caller
     runs it, so that these scans (~2 s of the writer's 14 s on the 200 MB tree) overlap
-    the load of the group before; ``load_batch`` stores the same either way."""
+    the load of the group before; ``load_batch`` stores the same either way. Chunk rows
+    a reader process made with their terms (``chunks_frame(index_terms=True)``: a
+    ``vocab`` column of each chunk's tokens) give ``vocab`` as the union of that
+    column (``grams.vocab_union``: the same set) and lose the column."""
 
     chunks = frames.get("chunks")
-    if chunks is None or not chunks.height or "symbols" in chunks.columns:
+    if chunks is None or not chunks.height:
+        return frames
+    if "vocab" in chunks.columns:  # computed by a reader process, per chunk
+        return {**frames, "chunks": chunks.drop("vocab"), "vocab": vocab_union(chunks["vocab"])}
+    if "symbols" in chunks.columns:
         return frames
     texts = chunks["text"].to_list()
     return {
