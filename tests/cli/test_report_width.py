@@ -14,6 +14,12 @@ import sys
 import pytest
 
 
+def _fig(v: int | None) -> str:
+    """A token figure as the table prints it: ``12,345``; null (tokens not recorded by
+    the agent: Crush, Go opencode) ``-``."""
+    return "-" if v is None else f"{v:,}"
+
+
 @pytest.fixture(scope="module")
 def home(corpus_store):
     return str(corpus_store[0])
@@ -45,14 +51,14 @@ def test_daily_fits_the_terminal_and_cuts_no_figure_or_name(home, columns):
             "cache_creation_tokens",
             "total_tokens",
         ):
-            assert f"{r[k]:,}" in words
+            assert _fig(r[k]) in words
         assert f"${r['cost_usd']:,.2f}" in words
         # each model name whole, or the column left out and named (a name folded at its
         # separators, `claude-` / `sonnet-` / `4-` / `20250514`: newuser15 F1)
         if f"not shown at {columns} columns: models" not in text:
             for m in r["models"]:
                 assert m in words, m
-    assert f"${rep['totals']['cost_usd']:,.2f}" in words and f"{rep['totals']['total_tokens']:,}" in words
+    assert f"${rep['totals']['cost_usd']:,.2f}" in words and _fig(rep["totals"]["total_tokens"]) in words
 
 
 def test_a_wide_terminal_keeps_one_line_per_row(home):
@@ -61,7 +67,7 @@ def test_a_wide_terminal_keeps_one_line_per_row(home):
     one_model = [r for r in rep["rows"] if len(r["models"]) == 1]
     for r in one_model:
         assert any(
-            r["period"] in x and r["models"][0] in x and f"{r['total_tokens']:,}" in x
+            r["period"] in x and r["models"][0] in x and _fig(r["total_tokens"]) in x
             for x in text.splitlines()
         )
 
@@ -96,7 +102,7 @@ def test_the_measured_width_is_the_rendered_width(corpus_store):
             variants = (
                 [[x] for x in names],
                 [[""] for _ in names],
-                [[R._wrap_name(y, 12) for y in x.split("\n")] for x in names],
+                [[R._cut_name(y, 12) for y in x.split("\n")] for x in names],
             )
             for folded in (False, True):
                 for models in variants:
@@ -104,3 +110,30 @@ def test_the_measured_width_is_the_rendered_width(corpus_store):
                     assert R._natural_width(R._usage_table(*args)) == rendered(R._usage_table(*args))
                     n += 1
     assert n == 84
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+@pytest.mark.parametrize("args", [("models",), ("daily", "--breakdown"), ("projects", "--breakdown")])
+def test_model_ids_are_never_folded(home, columns, args):
+    """newuser14 F6, newuser15 F1, newuser16 F5: `report models` at 80 columns folded
+    `claude-sonnet-4-` / `20250514` over two lines. Each model id is on one line: whole,
+    or its two ends with "…" between (never a fragment on a line of its own)."""
+    name, *rest = args
+    env = dict(os.environ, COLUMNS=str(columns), CTXKEEP_IDLE_SECONDS="0", TZ="UTC")
+    run = [sys.executable, "-m", "ctxkeep", "report", name, "--home", home, "-z", "UTC", *rest]
+    rep = json.loads(
+        subprocess.run([*run, "--json"], capture_output=True, text=True, env=env, check=True).stdout
+    )
+    text = subprocess.run(run, capture_output=True, text=True, env=env, check=True).stdout
+    models = {r["model"] for r in rep["rows"]}
+    assert "claude-sonnet-4-20250514" in models  # the name folded before
+    words = re.findall(r"\S+", text)
+    for m in models:
+        whole = m in words
+        cut = [w for w in words if "…" in w and m.startswith(w.split("…")[0]) and m.endswith(w.split("…")[1])]
+        assert whole or cut, (m, text)
+    # no line holds a piece of an id alone (`20250514`, `sonnet-4-`)
+    for w in words:
+        assert not re.fullmatch(r"\d{8}|[a-z]+-[\d.-]*-", w), (w, text)
+    if columns >= 80 and name == "models":
+        assert all(m in words for m in models)  # 80 columns: every id whole
