@@ -27,7 +27,8 @@ imports ``sources``, ``transforms`` and ``pipeline.readahead`` (no DuckDB, no Pr
 no SQLite store; with ``--seal``, the vault's ``capture``, which writes nothing) and
 only reads session files, so stopping it early leaves nothing behind. With ``--seal``
 it also does the vault's work on the bytes it read (redaction, SHA-256, zstd:
-``capture.seal``) and sends their compressed objects instead of the raw bytes. ~230 MB RSS on that tree.
+``capture.seal``) and sends their compressed objects instead of the raw bytes. ~350-385 MB
+peak RSS each of two on that tree (docs/design.md, "Memory of a big ingest").
 
 A big ingest shares its files between two such processes (``read_split``: blocks of
 consecutive files in turn, the items taken back in todo order), so both cores work
@@ -447,6 +448,22 @@ def precompute_now(waited: float, worked: float, mode: str = "auto") -> bool:
 NICE = int(os.environ.get("CTXKEEP_READER_NICE", "0"))
 
 
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere), which ``_main`` calls after each chunk
+    it sends (``CTXKEEP_READER_TRIM=0``: never). At a reader's peak on the 200 MB tree
+    (2026-12-05, ``mallinfo2``) glibc held 85-127 MB free in its arenas (the main one
+    and the redaction thread's) beside 157-180 MB in use; trimmed after each chunk, each
+    reader's peak fell from 432-482 to 350-385 MB, the sum over the ingest's processes
+    from ~1.30 to ~1.07-1.10 GB (PSS 1.04-1.08 -> 0.86-0.88 GB), the readers' CPU the
+    same within noise (13.4 vs 13.2 s, one A/B pair at load 17-30: docs/design.md)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
 def _main() -> None:
     """The reader process: todo from stdin, ``(kind, value)`` pickles to the pipe
     whose descriptor is ``sys.argv[1]``.
@@ -478,6 +495,7 @@ def _main() -> None:
     if "--no-vault" in args:  # the ingest's vault is off or suspended
         os.environ["CTXKEEP_VAULT"] = "0"
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
+    from ctxkeep.transforms.tokens import release_counter_pages
 
     mode = args[args.index("--precompute") + 1] if "--precompute" in args else PRECOMPUTE
     seal: Callable[[RawCapture], RawCapture] | None = None
@@ -489,13 +507,15 @@ def _main() -> None:
     items: list = []
     entries: list = []
     size = 0
+    released = False
+    trim = _malloc_trim() if os.environ.get("CTXKEEP_READER_TRIM", "1") != "0" else None
 
     known: set[int] = set()
     # seconds the last send blocked, and the seconds its chunk took to make
     pace = {"waited": 0.0, "worked": 0.0, "since": time.perf_counter()}
 
     def send() -> None:
-        nonlocal items, entries, size
+        nonlocal items, entries, size, released
         if items:
             ipc = pre = None
             if any(i.batch is not None for i in items):
@@ -503,6 +523,10 @@ def _main() -> None:
                 ipc = _ipc(rows)
                 if precompute_now(pace["waited"], pace["worked"], chunk_mode(items, mode)):
                     pre = _precompute(rows, known)
+                    if not released:  # the counter is built: its build's ~33 MB of read-only
+                        # pages given back (as the hook path does; shared pages: RSS, not PSS)
+                        released = True
+                        release_counter_pages()
             t0 = time.perf_counter()
             pickle.dump((_ITEM, (items, ipc, pre)), out, protocol=pickle.HIGHEST_PROTOCOL)
             # the message's last bytes out of the buffer: the ingest unpickles the chunk
@@ -512,6 +536,8 @@ def _main() -> None:
             t1 = time.perf_counter()
             pace.update(waited=t1 - t0, worked=t0 - pace["since"], since=t1)
         items, entries, size = [], [], 0
+        if trim is not None:
+            trim(0)
 
     try:
         for item in read_files(todo, rekey_every=PROCESS_REKEY, overlap=True, seal=seal):
