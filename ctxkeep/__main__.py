@@ -14,6 +14,11 @@ def main() -> None:
         from ctxkeep.hooks import runtime
 
         runtime.fast_main(sys.argv[1:])  # ends the process, or returns: not a plain hook call
+    elif "ingest" in sys.argv[1:4]:
+        # a first ingest: its reader process imports on the other core meanwhile
+        from ctxkeep.pipeline import prestart
+
+        prestart.start_early(sys.argv[1:])
     from ctxkeep.cli import main as cli_main
 
     cli_main()

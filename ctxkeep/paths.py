@@ -105,6 +105,21 @@ def under_expr(col, root: str):
     return expr
 
 
+def every_project_reason(d: str) -> str:
+    """Why ``d`` (for which ``holds_every_project`` is True) holds every project, in a
+    few words: ``the filesystem root``, ``your home directory``, or ``above your home
+    directory (~ is /tmp/u/home)`` (``/tmp`` with HOME below it was called "the
+    filesystem root or your home directory": newuser16 F3)."""
+    import re
+
+    if d in ("/", "\\") or re.fullmatch(r"[A-Za-z]:[\\/]?", d):
+        return "the filesystem root"
+    home = os.path.normpath(os.path.expanduser("~"))
+    if os.path.normpath(d) == home:
+        return "your home directory"
+    return f"above your home directory (~ is {home})"
+
+
 def holds_every_project(d: str) -> bool:
     """True for a directory that holds every project: ``/``, a drive root, the user's
     home directory or an ancestor of it (a purge of it would tombstone everything; the

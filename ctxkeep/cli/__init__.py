@@ -332,8 +332,13 @@ def table(**kwargs):
                     c._index = i
                 hidden.append(" ".join(str(col.header).split()))
             if hidden:
-                note = f"not shown at {width} columns: {', '.join(hidden)} (--json has them)"
-                self.caption = f"{self.caption}\n{note}" if self.caption else note
+                head, tail = f"not shown at {width} columns: ", " (--json has them)"
+                cap = str(self.caption or "")
+                if cap.startswith(head) and cap.endswith(tail) and "\n" not in cap:
+                    hidden.insert(0, cap[len(head) : -len(tail)])  # one note, not two
+                    cap = ""
+                note = f"{head}{', '.join(hidden)}{tail}"
+                self.caption = f"{cap}\n{note}" if cap else note
                 self.caption_justify = "left"
                 self.caption_style = "dim"
             if not self._fits(console, options, width):
@@ -502,6 +507,26 @@ def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | 
     usage, 1 failure)."""
     typer.echo(f"error: {cli_words(e, words)}", err=True)
     raise typer.Exit(exit_code(e) if code is None else code)
+
+
+#: set by ``stopped``: the command said why it stopped (``run_command`` adds nothing)
+_stop_said: list[int] = []
+
+
+def stopped(went: int, total: int, what: str, signal_name: str | None) -> NoReturn:
+    """End a command a signal stopped between files (``maintenance.stopping``): ONE line
+    on stderr, ``interrupted (SIGINT) after 8 of 31 files (8 compressed); the other 23
+    are untouched - run the command again to go on`` (``what``: what became of the
+    ``went`` files), exit 130 (SIGINT) or 143 (SIGTERM)."""
+    code = 143 if signal_name == "SIGTERM" else 130
+    left = total - went
+    typer.echo(
+        f"interrupted ({signal_name}) after {went:,} of {_count(total, 'file')} ({what}); "
+        f"the other {left:,} {'is' if left == 1 else 'are'} untouched - run the command again to go on",
+        err=True,
+    )
+    _stop_said.append(code)
+    raise typer.Exit(code)
 
 
 @contextmanager
@@ -678,7 +703,7 @@ def run_command(call) -> int:
         if not _store_error(e):
             raise
         return 1
-    if rv == 130:  # Typer's exit code for Ctrl-C
+    if rv == 130 and not _stop_said:  # Typer's exit code for Ctrl-C
         typer.echo("interrupted: what was stored stays stored; run the command again to go on", err=True)
     return rv if isinstance(rv, int) else 0
 

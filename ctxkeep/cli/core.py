@@ -485,31 +485,52 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     """``show --session``: the conversation of ``session`` in order."""
     from rich.markup import escape
 
-    from ctxkeep.service.conversation_core import conversation_json, conversation_of, spans_days
+    from ctxkeep.service.conversation_core import EMPTY_THINKING, conversation_json, conversation_of
 
     with failing():
         conv, short = conversation_of(_home(home), session, budget)
     if as_json:
         _print_json(conversation_json(conv, short))
         return
+    days = sorted({t.ts[:10] for t in conv.turns if t.ts})
+    # the date in the header (newuser16 F3: only HH:MM:SS anywhere), UTC as the times
+    span = "" if not days else days[0] if days[0] == days[-1] else f"{days[0]} - {days[-1]}"
+    width = line_width()
+    head = f"{conv.agent} session {short}" + (f" ({conv.session_id})" if short != conv.session_id else "")
+    head += f"  {span} UTC" if span else ""
+    where = tilde(conv.project_dir) if conv.project_dir else ""
+    gap = "\n  " if width is not None and len(f"{head}  {where}") > width else "  "  # the project below
     out.print(
         f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup
         + (f" [dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
-        + f"  {escape(tilde(conv.project_dir) if conv.project_dir else '')}",
+        + (f"  {span} UTC" if span else "")
+        + (f"{gap}{escape(where)}" if where else ""),
         highlight=False,
     )
-    # a session over several days: each turn's date too, not only its time of day
-    cut = slice(0, 19) if spans_days(conv.turns) else slice(11, 19)
+    day = days[0] if days else ""
+    hidden = 0  # encrypted reasoning: nothing to read, counted (104 lines of it: newuser16 F3)
     for t in conv.turns:
-        when = (t.ts or "")[cut].replace("T", " ")
+        if t.kind == "thinking" and t.text == EMPTY_THINKING:
+            hidden += 1
+            continue
+        if t.ts and t.ts[:10] != day:  # where the day changes: a line saying so
+            day = t.ts[:10]
+            out.print(f"[dim]── {day} ──[/dim]", highlight=False)
+        when = (t.ts or "")[11:19]
         if t.kind == "tool_call":
             res = (
                 "no result"
                 if t.result_bytes is None
                 else f"→ {t.result_bytes:,} bytes" + (" ERROR" if t.result_error else "")
             )
+            tool, tail = t.tool_name or "?", f"  {res}  {t.entry_id[:12]}"
+            args = t.text
+            if width is not None:  # cut to the width, as the summaries (the id stays in view)
+                room = width - len(f"{when} ⚙ {tool} ") - len(tail)
+                if len(args) > room:
+                    args = args[: max(room - 1, 0)] + "…" if room >= 8 else args
             out.print(
-                f"{when} [cyan]⚙ {escape(t.tool_name or '?')}[/cyan] {escape(t.text)}  [dim]{res}  {t.entry_id[:12]}[/dim]",
+                f"{when} [cyan]⚙ {escape(tool)}[/cyan] {escape(args)}[dim]{escape(tail)}[/dim]",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -526,6 +547,9 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
         else:
             out.print(f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False)
             out.print(t.text, highlight=False, markup=False, soft_wrap=True)
+    if hidden:
+        n = f"{hidden:,} reasoning item{'s' if hidden > 1 else ''}"
+        note(f"{n} not shown: the agent stores its reasoning encrypted (nothing to read)")
     if conv.note:
         note(conv.note)  # folded at the width (170 columns: newuser15 F4)
 

@@ -10,6 +10,7 @@ import typer
 from ctxkeep.cli import (
     HomeOpt,
     JsonOpt,
+    _count,
     _home,
     _print_json,
     _size,
@@ -81,11 +82,10 @@ def backup(
     if as_json:
         _print_json(rep)
         return
-    out.print(
-        f"backed up the store to {rep['path']} ({_size(rep['bytes'])}) in {rep['seconds']:.1f} s; "
-        f"removed {len(rep['removed'])} older copies",
-        highlight=False,
-        soft_wrap=True,
+    # folded at the width, ~/ (143 columns at 80: newuser16 F13)
+    say_folded(
+        f"backed up the store to {tilde(rep['path'])} ({_size(rep['bytes'])}) in {rep['seconds']:.1f} s; "
+        f"removed {_count(len(rep['removed']), 'older copy', 'older copies')}"
     )
 
 

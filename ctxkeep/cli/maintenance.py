@@ -27,8 +27,11 @@ from ctxkeep.cli import (
     config_warnings,
     err,
     failing,
+    fold,
+    line_width,
     out,
     say_folded,
+    short_path,
     table,
     tilde,
     warn,
@@ -137,22 +140,20 @@ def purge(
         _print_json(rep)
         return
     if all_:
-        out.print(
-            f"wiped the store at {h}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
-            f" ({_size(rep['bytes_removed'])})",
-            highlight=False,
+        say_folded(  # folded, ~/ (118 columns at 80: newuser16 F9)
+            f"wiped the store at {tilde(h)}: removed {', '.join(rep['files_removed']) or 'nothing (already empty)'}"
+            f" ({_size(rep['bytes_removed'])})"
         )
         _print_backups(rep)
         return
     r = rep["removed"]
-    out.print(
-        f"purged {rep['resolved']}: {_count(r['entries'], 'entry', 'entries')} of "
+    say_folded(  # folded at the width (205 columns: newuser16 F13)
+        f"purged {tilde(rep['resolved'])}: {_count(r['entries'], 'entry', 'entries')} of "
         f"{_count(r['sessions'], 'session')}, "
         f"{_count(r['contents'], 'text')}, {_count(r['usage'], 'usage row')}, "
         f"{_count(r['quarantine'], 'quarantined line')}, {_count(r.get('archived', 0), 'archived row')}, "
         f"{_count(r.get('vault_files', 0), 'vault file')} ({_size(r.get('vault_bytes', 0))} stored); "
-        f"tombstone {rep['tombstone']}",
-        highlight=False,
+        f"tombstone {rep['tombstone']}"
     )
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
@@ -164,19 +165,21 @@ def _print_backups(rep: dict) -> None:
     held = rep.get("backups") or []
     if not held:
         return
-    err.print(
-        f"warning: {_count(len(held), 'store backup')} still {'holds' if len(held) == 1 else 'hold'} this data (a purge never changes "
-        "a backup; `ctxkeep restore` of one brings the data back):",
-        highlight=False,
+    first = (
+        f"warning: {_count(len(held), 'store backup')} still {'holds' if len(held) == 1 else 'hold'} this data "
+        "(a purge never changes a backup; `ctxkeep restore` of one brings the data back):"
     )
+    for part in fold(first):  # folded, ~/ paths (~130 columns: newuser16 F13)
+        err.print(part, highlight=False, markup=False)
     for b in held:
         n = "unreadable: may hold it" if b["entries"] is None else _count(b["entries"], "entry", "entries")
-        err.print(f"  {b['path']} (taken {b['taken']}, {n})", highlight=False)
-    err.print(
-        "  delete them to remove the data everywhere: rm " + " ".join(b["path"] for b in held),
-        highlight=False,
-        soft_wrap=True,
-    )
+        for part in fold(f"  {tilde(b['path'])} (taken {b['taken']}, {n})", indent="    "):
+            err.print(part, highlight=False, markup=False)
+    for part in fold(
+        "  delete them to remove the data everywhere: rm " + " ".join(tilde(b["path"]) for b in held),
+        indent="    ",
+    ):
+        err.print(part, highlight=False, markup=False)
 
 
 def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
@@ -245,10 +248,9 @@ def _interactive() -> bool:
 
 def _print_preview(p: dict) -> None:
     if p["scope"] == "all":
-        out.print(
-            f"would wipe the store at {p['home']}: {', '.join(p['files_removed']) or 'no files'} "
-            f"({_size(p['bytes_removed'])})",
-            highlight=False,
+        say_folded(  # folded, ~/ (118 columns at 80: newuser16 F9)
+            f"would wipe the store at {tilde(p['home'])}: {', '.join(p['files_removed']) or 'no files'} "
+            f"({_size(p['bytes_removed'])})"
         )
         if p.get("removed"):
             out.print(_counts_table("would remove", p["removed"]))
@@ -256,7 +258,12 @@ def _print_preview(p: dict) -> None:
         return
     out.print(_counts_table(f"purge {p['resolved']} would remove", p["removed"]))
     for f in p.get("files", [])[:20]:
-        out.print(f"  from {f}", highlight=False)
+        w = line_width()  # ~/, cut from the left to the width (114 columns: newuser16 F9)
+        out.print(
+            f"  from {tilde(f) if w is None else short_path(f, max(w - 7, 20))}",
+            highlight=False,
+            markup=False,
+        )
     _print_backups(p)
 
 

@@ -162,13 +162,15 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
     names = [_model_cell(r, name, breakdown) for r in rows]
     ids = _short_ids(home, rows) if name == "session" else None
 
+    room_cap: list[int | None] = [None]  # a project's path: at most this wide (projects)
+
     def layout(folded: bool, models: list[list[str]] | None):
         """``(table, its rows' cells, the rows in the table)``: a usage table holds
         only the rows that set its columns' widths (``long_table.proxy_rows``: Rich
         lays out and measures ~20 rows, not ~7,000); blocks (styled rows) all rows."""
         if name in ("blocks", "models"):  # styled rows; markup cells
             return _usage_table(rep, rows, breakdown, home, title, folded, models), None, None
-        cells = _usage_cells(rep, rows, folded, models, ids)
+        cells = _usage_cells(rep, rows, folded, models, ids, room_cap[0])
         picked = proxy_rows(cells)
         return (
             _usage_table(rep, rows, breakdown, home, title, folded, models, cells=cells, pick=picked),
@@ -192,8 +194,14 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
         rest = _natural_width(layout(folded, [[""] for _ in names])[0])
         header = "model" if per_model else "models"
         room = max(width - rest + len(header), 8)
-        if per_model:  # names wrap at their separators
-            models = [[_wrap_name(x, room) for x in n.split("\n")] for n in names]
+        if per_model:
+            # a name is never folded (`claude-` / `sonnet-4-` / `20250514`: newuser14 F6,
+            # newuser15 F1, newuser16 F5): whole when it fits once the table has left
+            # out its total column (the sum of the four others, in --json), else cut in
+            # its middle with "…" (both ends tell models apart: `claude-so…-20250929`)
+            spare = max(len(_tok(r["total_tokens"])) for r in rows) + 1
+            spare = max(spare, len(_tok(_tokens_sum(r["total_tokens"] for r in rows))) + 1)
+            models = [[_cut_name(x, room + spare) for x in n.split("\n")] for n in names]
         elif any(len(x) > room for n in names for x in n.split("\n")):
             # a name would be folded (`claude-` / `sonnet-` / `4-` / `20250514`, a row
             # of 10 lines: newuser15 F1): the column goes, named under the table
@@ -202,6 +210,16 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
         need = _natural_width(t)
         if need <= width:
             break
+        if name == "projects" and cells is not None:
+            # a path is never folded: cut shorter from the left until the table fits
+            # (the total column left out first, as the table does by itself)
+            while room_cap[0] is None or room_cap[0] > 8:
+                over = _printed_width(layout(folded, models)[0]) - width  # a fresh table
+                if over <= 0:
+                    break
+                now = max(len(line) for c in cells for line in c[0].split("\n"))
+                room_cap[0] = max(8, now - over)
+                t, cells, picked = layout(folded, models)
     # still too wide: the table leaves out the total column (the sum of the four token
     # columns), then prints as wide as it needs (the terminal wraps); no figure is cut
     if cells is None or picked is None:
@@ -234,19 +252,29 @@ def _natural_width(t) -> int:
     return width - 1 if blank_edge else width
 
 
-_SEPARATORS = re.compile(r"[^-./_:@ ]+[-./_:@ ]*|[-./_:@ ]+")
+def _printed_width(t) -> int:
+    """The widest line ``t`` prints on the terminal's console (the columns it leaves out
+    to fit: left out), rendered: for the few-row tables of ``report projects``. Printing
+    changes a ``table()`` (the columns it leaves out): pass a table made for this."""
+    import io
+
+    from rich.console import Console
+
+    c = Console(width=10_000, file=io.StringIO(), color_system=None)  # never cropped
+    with c.capture() as cap:
+        c.print(t, width=out.get().width)
+    return max((len(x.rstrip()) for x in cap.get().splitlines()), default=0)
 
 
-def _wrap_name(name: str, width: int) -> str:
-    """``name`` in lines of at most ``width`` characters, broken after a separator (``-``,
-    ``.``, ``/``, ``_``, ``:``, ``@``; ``claude-sonnet-4-`` / ``20250514``), never inside
-    a part (a part longer than ``width`` gets a line of its own)."""
-    lines = [""]
-    for part in _SEPARATORS.findall(name):
-        if lines[-1] and len(lines[-1]) + len(part.rstrip()) > width:
-            lines.append("")
-        lines[-1] += part
-    return "\n".join(x.rstrip() for x in lines)
+def _cut_name(name: str, width: int) -> str:
+    """``name`` on one line of at most ``width`` characters (at least 8): whole, or its
+    start and end with "…" between (``claude-so…-20250929``): a model id is never
+    folded over lines (newuser16 F5)."""
+    width = max(width, 8)
+    if len(name) <= width:
+        return name
+    tail = (width - 1) // 2
+    return f"{name[: width - 1 - tail]}…{name[len(name) - tail :]}"
 
 
 def _model_cell(r: dict, name: str, breakdown: bool) -> str:
@@ -302,8 +330,10 @@ def _usage_table(
     # a project's path is never folded: shortened from the left when narrow (below)
     t.add_column(first, footer="Total", no_wrap=name != "projects" or folded)
     if blocks:
-        t.add_column("status")
-        t.add_column("agents")
+        # a narrow terminal wraps these at their blanks, and cuts a word with "…" rather
+        # than fold it (`opencode-g` / `o`: newuser16 F5)
+        t.add_column("status", overflow="ellipsis")
+        t.add_column("agents", overflow="ellipsis")
     elif name != "models":
         t.add_column("agent", no_wrap=True)
     if models is not None:
@@ -380,11 +410,13 @@ def _short_ids(home: Path, rows: list[dict]) -> dict[str, str]:
 
 
 def _usage_cells(
-    rep, rows, folded: bool, models: list[list[str]] | None, ids: dict | None
+    rep, rows, folded: bool, models: list[list[str]] | None, ids: dict | None, cap: int | None = None
 ) -> list[tuple[str, ...]]:
     """The cells of a period report's rows (daily, weekly, monthly, session,
     projects), as printed: period, agent, models, the token columns (``folded``: in
-    pairs) and cost; ``ids``: a session id's shortest unique prefix (``session``)."""
+    pairs) and cost; ``ids``: a session id's shortest unique prefix (``session``);
+    ``cap``: a project's path at most this wide (a terminal too narrow for the room
+    below)."""
     name, tz = rep["report"], rep["timezone"]
     # a project's last folder whole when it can be (up to PROJECT_ROOM + 4 characters)
     room = PROJECT_ROOM
@@ -393,6 +425,8 @@ def _usage_cells(
             [PROJECT_ROOM]
             + [min(len(re.split(r"[/\\]", r["period"] or "")[-1]) + 2, PROJECT_ROOM + 4) for r in rows]
         )
+        if cap is not None:
+            room = min(room, cap)
     cells = []
     for r, lines in zip(rows, models if models is not None else [None] * len(rows), strict=True):
         nums = _nums([_tok(r[k]) for k in _TOKENS], folded)

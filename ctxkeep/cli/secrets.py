@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import typer
@@ -21,6 +22,7 @@ from ctxkeep.cli import (
     line_width,
     out,
     short_path,
+    stopped,
     table,
     tables_alike,
 )
@@ -39,6 +41,9 @@ def secrets(
     ),
     files: list[Path] = typer.Argument(None, help="With --scrub: only these session files."),
     top: int = typer.Option(20, "--top", min=1, max=1000, help="Sessions to list, most values first."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="With --scrub: list each file an agent may be writing (refused)."
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -63,11 +68,19 @@ def secrets(
             res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
     if as_json:
         _print_json(res.as_json())
-        return
-    if scrub:
-        _print_scrub(res)
+    elif scrub:
+        _print_scrub(res, verbose)
     else:
         _print_report(res, h)
+    if isinstance(res, svc.ScrubResult) and res.interrupted:
+        done = res.would_scrub if res.dry_run else res.scrubbed
+        went = len(res.files)
+        stopped(
+            went,
+            went + res.not_started,
+            f"{done:,} {'would be scrubbed' if res.dry_run else 'scrubbed'}",
+            res.interrupted,
+        )
 
 
 #: the columns of ``secrets``' sessions table
@@ -78,18 +91,27 @@ def _print_report(r, home: Path) -> None:
     if not r.total and not r.quarantine.values:
         out.print("no redacted values in the store", highlight=False)
         return
+    from ctxkeep.service.stats_core import UNIT_ENTRY, UNIT_RAW, UNIT_TEXT
+
+    # one value, three units (newuser16 F6): each count says which, in the same words
     out.print(
-        f"{_count(r.total, 'redacted value')} in the texts of {_count(r.entries, 'entry', 'entries')} of "
-        f"{_count(r.sessions_total, 'session')}; "
+        f"{_count(r.total, 'redacted value')}, counted {UNIT_ENTRY}, in the texts of "
+        f"{_count(r.entries, 'entry', 'entries')} of {_count(r.sessions_total, 'session')}; "
         f"{_count(r.quarantine.values, 'value')} in {_count(r.quarantine.lines, 'quarantined line')}",
         highlight=False,
         soft_wrap=False,  # wrapped at the width
     )
+    out.print(
+        f"counted {UNIT_TEXT} (as `ctxkeep stats` does: a text several entries share counts once): "
+        f"{r.text_values:,} in {_count(r.texts, 'distinct text')}",
+        highlight=False,
+        soft_wrap=False,
+    )
     if r.vault.values:  # `vault status` and `vault restore` count the raw bytes
         out.print(
-            f"the vault counts {r.vault.values:,} in the raw bytes it keeps (`vault status`, `vault restore`): "
-            "each occurrence, and a raw line can hold a value twice (a tool result and the agent's own copy "
-            "of it) or hold one no entry is made of",
+            f"counted {UNIT_RAW} the vault keeps (`vault status`, `vault restore`): {r.vault.values:,} "
+            "(a raw line can hold a value twice, a tool result and the agent's own copy of it, or hold one "
+            "no entry is made of)",
             highlight=False,
             soft_wrap=False,
         )
@@ -159,7 +181,9 @@ def _print_report(r, home: Path) -> None:
         out.print(r.note, highlight=False, style="bold", soft_wrap=False)  # wrapped at the width
 
 
-def _print_scrub(r) -> None:
+def _print_scrub(r, verbose: bool = False) -> None:
+    from ctxkeep.cli import fold, tilde  # (here: the import list above is busy on another branch)
+
     verb = "would scrub" if r.dry_run else "scrubbed"
     n = sum(r.values.values())
     out.print(
@@ -167,14 +191,36 @@ def _print_scrub(r) -> None:
         f"{r.skipped} skipped, {r.failed} failed",
         highlight=False,
     )
+    # the files an agent may be writing (modified within active_minutes): one line, in
+    # compress's verb ("refused"); -v lists them (123 lines of ~240 columns, absolute
+    # paths, nested parentheses: newuser16 F13); --json has each
+    active = [f for f in r.files if f.status == "skipped" and _ACTIVE.match(f.reason or "")]
     for f in r.files:
         # (a scrubbed file with a reason: its store bookkeeping was left to the next ingest)
         if f.status in ("skipped", "failed") or f.reason:
-            out.print(f"{f.status}: {f.path} ({f.reason})", highlight=False)
+            if f in active and not verbose:
+                continue
+            status = "refused" if f in active else f.status
+            w = line_width()
+            where = tilde(f.path) if w is None else short_path(f.path, max(w - len(status) - 3, 20))
+            for part in fold(f"{status}: {where}: {f.reason}", indent="    "):
+                out.print(part, highlight=False, markup=False)
+    if active and not verbose:
+        m = _ACTIVE.match(active[0].reason or "")
+        mins = m.group(1) if m else "?"
+        for part in fold(
+            f"refused {_count(len(active), 'file')} modified in the last {mins} min (the agent may be "
+            "writing to them; [compress] active_minutes): run it again later; -v lists them"
+        ):
+            out.print(part, highlight=False, markup=False)
     if r.note:
         out.print(r.note, highlight=False, style="bold", soft_wrap=False)  # wrapped at the width
         for b in r.backups:
             out.print(f"  {b}", highlight=False)
+
+
+#: a scrub's reason for a file an agent may be writing (``maintenance.scrub``)
+_ACTIVE = re.compile(r"modified [\d.]+ min ago \(< active_minutes (\d+)\)")
 
 
 def _minute(ts: str | None) -> str:

@@ -49,6 +49,11 @@ def sessions(
         help="Skip the first N sessions of the list (the next page: --json's next_offset).",
     ),
     every: bool = typer.Option(False, "--all", help="Every matching session (no page)."),
+    empty: bool = typer.Option(
+        False,
+        "--empty",
+        help="Also list the empty sessions (no time, no message: summary-only files; --json always has them).",
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -77,6 +82,7 @@ def sessions(
             limit=limit,
             offset=offset,
             all=every or None,
+            empty=empty or as_json,  # --json keeps every session (a script counts them)
         )
         res = session_list(_home(home), req)
     if as_json:
@@ -86,6 +92,8 @@ def sessions(
     if not rows:
         past = f" past --offset {res.offset:,} ({res.total:,} match)" if res.total else ""
         out.print(f"no sessions{past}", highlight=False)
+        if res.empty:
+            out.print(_empty_line(res.empty), highlight=False, style="dim")
         return
     heads = ("agent", "id", "project", "started", "ended", "msgs", "tools", "tokens", "cost", "title")
     cells = [
@@ -108,12 +116,19 @@ def sessions(
     # leaves out ended, tools, msgs and project, in that order, until the line fits
     # (at least 12 characters of title); a note names them
     widths = [max([len(x[i]) for x in cells] + [len(c)]) for i, c in enumerate(heads[:-1])]
+    if widths[1] > _ID_ROOM and sum(widths) + 2 * len(widths) + 20 > out.width:
+        # a few long ids (`copilot_stage0_small-c41`, `52da/sidechain-c`) made the id
+        # column 26 wide: rows of 86 columns at 80, titles of 11 (newuser16 F2)
+        widths[1] = _ID_ROOM
+        cells = [(x[0], _cut(x[1], _ID_ROOM), *x[2:]) for x in cells]
     shown = list(range(len(heads) - 1))
     for i in _NARROW_DROPS:
         if sum(widths[j] + 2 for j in shown) + 20 <= out.width:
             break
         shown.remove(i)
-    if sum(widths[j] + 2 for j in shown) + 12 > out.width:  # still too wide: the start's date only
+    # still too wide for 20 characters of title (12 before: `List the fi…`, newuser16 F2):
+    # the start's date only
+    if sum(widths[j] + 2 for j in shown) + 20 > out.width:
         cells = [(*x[:3], x[3][:10], *x[4:]) for x in cells]
         widths[3] = max(len(heads[3]), *(len(x[3]) for x in cells))
     room = max(20 if len(shown) == len(heads) - 1 else 12, out.width - sum(widths[j] + 2 for j in shown) - 1)
@@ -136,12 +151,32 @@ def sessions(
         # ("… (see --json or a wider terminal)" was 81 wide at 80 columns: newuser15 F15)
         for part in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
             out.print(part, style="dim", highlight=False, soft_wrap=True)
-    if source == "sqlite":
+    if res.ingest_running:  # tokens without a cost: the ingest prices them when it ends
+        note("an ingest is running: the cost of what it stores shows when it ends")
+    elif source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
     for n in unrecorded_notes(rows) + logged_cost_notes(rows):
         note(n)
-    # a last line saying how many match, also when all fit (README; newuser15 F16 list)
-    out.print(_page_line(res), highlight=False, markup=False, style="dim", soft_wrap=True)
+    # a last line saying how many match, also when all fit (README; newuser15 F16 list),
+    # folded at the width (106 columns at 80: newuser16 F2)
+    for part in fold(_page_line(res)):
+        out.print(part, highlight=False, markup=False, style="dim", soft_wrap=True)
+    if res.empty:
+        out.print(_empty_line(res.empty), highlight=False, markup=False, style="dim", soft_wrap=True)
+
+
+#: the id column's width at most when a row would not fit (the id cut with "…")
+_ID_ROOM = 14
+
+
+def _cut(s: str, room: int) -> str:
+    return s if len(s) <= room else s[: room - 1] + "…"
+
+
+def _empty_line(n: int) -> str:
+    """The line under the list naming the empty sessions it leaves out."""
+    were = "session was" if n == 1 else "sessions were"
+    return f"+{n:,} empty {were} left out (no time, no message): --empty lists them"
 
 
 def unrecorded_notes(rows) -> list[str]:
@@ -203,7 +238,7 @@ def _when(ts: str | None, same_day_as: str | None = None) -> str:
 
 def _short_dir(p: str | None) -> str:
     if not p:
-        return ""
+        return "(none)"  # as the reports spell a missing project (newuser16 F14)
     home = os.path.expanduser("~")
     if p.startswith(home + os.sep):
         p = "~" + p[len(home) :]

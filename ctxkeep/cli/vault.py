@@ -20,6 +20,7 @@ from ctxkeep.cli import (
     out,
     say,
     say_folded,
+    stopped,
     table,
     tilde,
     warn,
@@ -95,8 +96,9 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     )
     if any(a["redactions"] for a in r["agents"]):
         out.print(
-            "redacted: values replaced in the raw bytes `vault restore` writes (each occurrence, newest "
-            "generation of each file); `ctxkeep secrets` counts the stored entries holding them",
+            "redacted: values counted per occurrence in the raw bytes `vault restore` writes (newest "
+            "generation of each file); `ctxkeep secrets` counts them per entry, `ctxkeep stats` per "
+            "distinct text",
             highlight=False,
             soft_wrap=False,  # wrapped at the width
         )
@@ -148,6 +150,15 @@ def verify(
         say(
             f"vault ok: {_count(r['generations'], 'generation')}, {_count(r['objects'], 'object')} read back and checked"
             + (f"; every pack hashed whole, {_count(len(r['orphans']), 'orphan pack')}" if full else "")
+        )
+    if not as_json and r.get("orphan_packs"):
+        # which, how big, and whether it may go (`1 orphan pack` alone: newuser16 F16)
+        for o in r["orphan_packs"]:
+            say(f"  orphan pack {tilde(o['path'])} ({_size(o['bytes'])})")
+        say_folded(
+            "  no generation names them (a run stopped before its commit): safe to delete "
+            "when no ctxkeep run is going",
+            indent="    ",
         )
     else:
         for line in r["problems"]:
@@ -211,6 +222,15 @@ def restore(
     except CtxkeepError as e:
         _fail(e, words={"session": "SESSION"})  # an argument here, not --session
     failed = r.get("not_restored") or []
+    if r.get("interrupted"):  # what was written, then the one line
+        if as_json:
+            _print_json(r)
+        else:
+            for f in r["files"]:
+                say_folded(f"{'would restore' if r['dry_run'] else 'restored'} {tilde(f['to'])}")
+        went = len(r["files"]) + len(failed)
+        what = f"{len(r['files']):,} {'would be restored' if r['dry_run'] else 'restored'}"
+        stopped(went, went + r["not_started"], what, r["interrupted"])
     if as_json:
         _print_json(r)
         if failed:  # the others are restored: the failures' exit code at the end

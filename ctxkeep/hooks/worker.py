@@ -182,7 +182,8 @@ def ingest_file(home: Path, agent: str, path: Path) -> str:
 
     req = IngestRequest(agents=(agent,), paths=(path,), prefect=False, catch_up_analytics=False)
     s = ingest(home, req).summary
-    return f"ingested {s.get('entries_new') or 0} new entries from {path}"
+    n = s.get("entries_new") or 0
+    return f"ingested {n:,} new {'entry' if n == 1 else 'entries'} from {path}"  # not "1 new entries"
 
 
 def unchanged(home: Path, path: Path) -> bool:

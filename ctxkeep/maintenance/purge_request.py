@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 
 from ctxkeep.errors import PurgeCancelled, SessionNotFound, UsageError
-from ctxkeep.paths import holds_every_project, is_under, normalize_dir
+from ctxkeep.paths import every_project_reason, holds_every_project, is_under, normalize_dir
 from ctxkeep.sinks.sqlite import lookup
 
 SCOPES = ("session", "project")
@@ -153,8 +153,7 @@ def parse_purge_request(
     d = normalize_dir(pdir or cwd, cwd)
     if _too_broad(d):
         raise UsageError(
-            f"refusing to purge project {d}: it is the filesystem root or your home "
-            f"directory (or above it), which holds every project"
+            f"refusing to purge project {d}: it is {every_project_reason(d)}, which holds every project"
             + ("" if pdir else " (it is the working directory: no project directory was given)"),
             where="project",
             hint="name one project's directory, or wipe the whole store with `ctxkeep purge --all`",

@@ -24,7 +24,7 @@ from typing import Protocol
 import polars as pl
 
 from ctxkeep import config as cfgmod
-from ctxkeep.pipeline import readahead, reader_process, transform
+from ctxkeep.pipeline import prestart, readahead, reader_process, transform
 from ctxkeep.pipeline import writer as writer_mod
 from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer, sync_analytics
 from ctxkeep.pipeline.plan import Part, Plan, Todo, pending_bytes, plan, split_parts
@@ -198,13 +198,18 @@ def extract_transform(
 
     pending = pending_bytes(todo)
     items: readahead.ReadAhead | reader_process.MergedReads | Generator[ReadItem, None, None]
-    if readahead.READ_AHEAD > 0 and pending >= PROCESS_READ_BYTES:
+    if readahead.READ_AHEAD > 0 and pending < PROCESS_READ_BYTES and prestart.waiting():
+        # a first ingest: its first files read here, the rest by the reader started with the command
+        seal = vault.enabled() and vault.home_of(conn) is not None
+        items = reader_process.read_shared(todo, seal=seal)
+    elif readahead.READ_AHEAD > 0 and pending >= PROCESS_READ_BYTES:
         # the vault's work on the bytes read (redaction, zstd) done there too
         seal = vault.enabled() and vault.home_of(conn) is not None
         readers = reader_process.READERS if pending >= SPLIT_READ_BYTES else 1
         items = reader_process.read_split(todo, seal=seal, readers=readers)
     else:
         items = readahead.read_ahead(todo) if readahead.READ_AHEAD > 0 else readahead.read_files(todo)
+    cuts: frozenset[int] = getattr(items, "cuts", frozenset())
     with closing(items):
         for item in items:
             if item.batch is not None:
@@ -221,7 +226,9 @@ def extract_transform(
             else:
                 vanished += 1
             closed += 1
-            if closed in ends and size >= PART_GROUP_BYTES:  # a part ends with a group of its own
+            # a part ends with a group of its own; so do the files the ingest reads itself
+            # beside an early reader (``reader_process.read_shared``: transformed while it reads)
+            if closed in ends and size >= PART_GROUP_BYTES or closed in cuts:
                 yield flush()
     if group or files_read or vanished:
         yield flush()
@@ -385,11 +392,14 @@ def ingest_files(
     try:
         with closing(groups):
             for g in groups:
+                prestart.trace("ingest", "group")
                 w.put(g)
     except BaseException:
         w.close(raise_error=False)
         raise
+    prestart.trace("ingest", "read")
     w.close()
+    prestart.trace("ingest", "written")
     return tot
 
 
@@ -473,6 +483,7 @@ def run_ingest(
             conn.close()
         if good[0]:
             store_safety.mark_good(home)
+        prestart.trace("ingest", "end")
         return s
 
 
@@ -496,6 +507,7 @@ def _run_locked(
     """``run_ingest``'s work under the lock; ``good[0]`` says whether the store was
     known undamaged at the start, set True once ``check_integrity`` passed."""
     good = good if good is not None else [False]
+    prestart.trace("ingest", "engine")
     recovery.recover(conn, home)  # an operation a crash interrupted is completed first
     p = plan(home, conn, agents=agents, paths=paths, ctx=ctx, force=force, files=files)
     if on_plan:
@@ -522,6 +534,7 @@ def _run_locked(
         else:
             _ingest_synced(conn, home, p, tombs, s, on_bytes, submit, parts_ahead, before)
     s.seconds = run.seconds
+    prestart.trace("ingest", "recorded")
     return s
 
 

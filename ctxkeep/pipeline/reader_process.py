@@ -46,12 +46,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
-from typing import BinaryIO
+
+if __name__ == "__main__":  # the process itself: Ctrl-C is the ingest's to report (``_main``),
+    # also while a reader started with the command (``prestart``) still imports
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 import polars as pl
 
-from ctxkeep.pipeline import readahead
+from ctxkeep.pipeline import prestart, readahead
+from ctxkeep.pipeline.prestart import start_child
 from ctxkeep.pipeline.readahead import PROCESS_REKEY, ReadItem, read_files
 from ctxkeep.sources.contract import RawCapture, SourceFile, Watermark
 
@@ -63,39 +66,6 @@ _ITEM, _DONE, _FAIL = 0, 1, 2
 #: (~10 ms), and a scaled tree has hundreds of small files
 CHUNK_BYTES = 4 * 1024 * 1024
 CHUNK_ITEMS = 64
-
-
-def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
-    """``python -P -m module FD ARGS`` (this interpreter, ctxkeep importable from this
-    checkout): stdin a pipe, stdout this process's stderr (DEVNULL when it has no
-    descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
-    is the inherited descriptor FD. Returns the process and the read end (EOF when
-    the process ends). Raises OSError when it cannot start."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    try:
-        stdout = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        stdout = subprocess.DEVNULL
-    rfd, wfd = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            # -P: the working directory is not put first on sys.path (Python 3.11+): run
-            # from a folder holding another ``ctxkeep`` package (a checkout of another
-            # version), the child imported that one, and a mismatched request protocol
-            # hung the ingest for good
-            [sys.executable, "-P", "-m", module, str(wfd), *args],
-            stdin=subprocess.PIPE,
-            stdout=stdout,
-            env=env,
-            pass_fds=(wfd,),
-        )
-    except BaseException:
-        os.close(rfd)
-        raise
-    finally:
-        os.close(wfd)  # the process holds its copy
-    return proc, os.fdopen(rfd, "rb")
 
 
 def read_in_process(
@@ -135,18 +105,25 @@ def read_in_process(
         + ([] if vault.enabled() else ["--no-vault"])
         + (["--precompute", precompute] if precompute else [])
     )
-    proc, results = start_child("ctxkeep.pipeline.reader_process", *flags)
+    early = prestart.take()  # started with the command (a first ingest): its flags sent with the todo
+    if early is None:
+        prestart.trace("ingest", "spawn")
+    proc, results = early or start_child("ctxkeep.pipeline.reader_process", *flags)
     ended = received = False
     try:
         assert proc.stdin is not None  # start_child opens it as a pipe
         try:
-            pickle.dump(todo, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            sent = (flags, todo) if early else todo
+            pickle.dump(sent, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.close()
+            prestart.trace("ingest", "todo")
         except BrokenPipeError:
             pass  # reported below as an ended process
         while True:
             try:
+                prestart.trace("ingest", "wait")
                 kind, val = pickle.load(results)
+                prestart.trace("ingest", "got")
             except EOFError:
                 if not received:  # it could not start (its error is on stderr): read here
                     ended = True
@@ -264,11 +241,61 @@ def read_split(
     return MergedReads(blocks, streams)
 
 
+#: ``read_shared``: the share of a first ingest's new bytes read in the ingest process
+#: (its first files); the rest is read by the reader started early (``prestart``)
+EARLY_OWN_SHARE = float(os.environ.get("CTXKEEP_EARLY_SHARE", "0.4"))
+
+
+def read_shared(
+    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False, share: float | None = None
+) -> MergedReads:
+    """``read_in_process(todo, seal)``'s items, in its order, with its first files (about
+    ``share`` of the new bytes, ``EARLY_OWN_SHARE``) read here (``readahead.read_ahead``:
+    a thread, items in the plain shape) and the rest by the reader process started with
+    the command (``prestart.take``, through ``read_in_process``), both at once: the
+    ingest process transforms and stores its own files while the reader reads the
+    later ones, so neither waits for the other's first item (a reader of all of them
+    left the ingest process idle until its first group came, then the reader idle). The
+    groups, entry ids, dedup and watermarks are what one reader gives (as
+    ``read_split``'s)."""
+    share = EARLY_OWN_SHARE if share is None else share
+    sizes = []
+    for f, wm in todo:
+        try:
+            full = f.path.stat().st_size
+        except OSError:
+            full = 0
+        off = wm.offset if wm is not None and f.mode != "rewrite" and full >= wm.offset else 0
+        sizes.append(full - off)
+    total = sum(sizes)
+    n = size = 0
+    while n < len(todo) and size + sizes[n] <= share * total:
+        size += sizes[n]
+        n += 1
+    if n == 0 or n == len(todo):
+        src = None if n else functools.partial(read_in_process, seal=seal)
+        stream = readahead.read_ahead(todo, source=src)
+        return MergedReads([(0, len(todo))], [stream])
+    streams = [
+        readahead.read_ahead(todo[:n]),
+        readahead.read_ahead(todo[n:], source=functools.partial(read_in_process, seal=seal)),
+    ]
+    return MergedReads([(0, n), (1, len(todo) - n)], streams, frozenset([n]))
+
+
 class MergedReads(Iterator[ReadItem]):
     """The items of ``streams`` block after block (``read_split``); ``close()`` stops
     every stream, taken from or not."""
 
-    def __init__(self, blocks: list[tuple[int, int]], streams: list[readahead.ReadAhead]) -> None:
+    def __init__(
+        self,
+        blocks: list[tuple[int, int]],
+        streams: list[readahead.ReadAhead],
+        cuts: frozenset[int] = frozenset(),
+    ) -> None:
+        #: files read (closing items) after which the ingest's group ends (``read_shared``:
+        #: the ingest process's own share, so it transforms it while the reader reads on)
+        self.cuts = cuts
         self._streams = streams
         self._items = self._merged(blocks)
 
@@ -417,16 +444,31 @@ def _main() -> None:
     the ingest (which closes the pipe, then kills it), so only the ingest reports."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(int(sys.argv[1]), "wb")  # the protocol's own pipe, not stdout
-    todo = pickle.load(sys.stdin.buffer)
-    if "--no-vault" in sys.argv[2:]:  # the ingest's vault is off or suspended
+    args = sys.argv[2:]
+    if "--later" in args:  # started with the command (``prestart``): imports first, then wait
+        import ctxkeep.sinks.vault.capture
+        import ctxkeep.transforms.normalize  # noqa: F401 - imported while the ingest process starts
+
+        prestart.trace("reader", "ready")
+        try:
+            flags, todo = pickle.load(sys.stdin.buffer)
+        except EOFError:
+            return  # not needed: the command ended without reading
+        args = [*args, *flags]
+    else:
+        prestart.trace("reader", "ready")
+        todo = pickle.load(sys.stdin.buffer)
+    prestart.trace("reader", "todo")
+    if "--no-vault" in args:  # the ingest's vault is off or suspended
         os.environ["CTXKEEP_VAULT"] = "0"
     from ctxkeep.transforms.normalize import normalized_rows  # Polars: only in the process
 
-    args = sys.argv[2:]
     mode = args[args.index("--precompute") + 1] if "--precompute" in args else PRECOMPUTE
     seal: Callable[[RawCapture], RawCapture] | None = None
-    if "--seal" in sys.argv[2:]:
-        from ctxkeep.sinks.vault.capture import seal
+    if "--seal" in args:
+        from ctxkeep.sinks.vault.capture import seal as sealer
+
+        seal = sealer
 
     items: list = []
     entries: list = []
@@ -450,6 +492,7 @@ def _main() -> None:
             # the message's last bytes out of the buffer: the ingest unpickles the chunk
             # now, not once the next one is written
             out.flush()
+            prestart.trace("reader", "sent")
             t1 = time.perf_counter()
             pace.update(waited=t1 - t0, worked=t0 - pace["since"], since=t1)
         items, entries, size = [], [], 0

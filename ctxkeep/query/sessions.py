@@ -131,6 +131,7 @@ class SessionPage:
     offset: int
     limit: int | None
     source: str
+    empty: int = 0  # the empty sessions that match, left out (``empty=False``)
 
 
 def session_page(
@@ -143,6 +144,7 @@ def session_page(
     until: str | None = None,
     limit: int | None = None,
     offset: int = 0,
+    empty: bool = True,
 ) -> SessionPage:
     """The sessions that match, newest first, each sub-agent right under its parent:
     ``limit`` rows of that list (None: all) from row ``offset`` on, and the total that
@@ -159,10 +161,14 @@ def session_page(
             at or after ``since`` / that started before ``until`` (stored-``ts`` text,
             ``search.parse.parse_when``); a session without a time is left out by
             either (it cannot be placed in a period).
+        empty: list the sessions with no time and no message (summary-only files), or
+            (False) leave them out of the rows and ``total`` and count them (``empty``).
     """
+    import dataclasses
+
     from ctxkeep.sinks import session_list as sl
 
-    flt = sl.SessionFilter(tuple(agents or ()), project, since, until)
+    flt = sl.SessionFilter(tuple(agents or ()), project, since, until, empty)
     page = None
     # DuckDB brought current first (a hook's ingest leaves it behind); when it still
     # lags (the store is busy), SQLite lists the sessions (without cost). Imported here:
@@ -190,7 +196,8 @@ def session_page(
     # (all of them on the SQLite path)
     untitled = [r["session_id"] for r in raw if not duck or prompt_text(r["title"]) is None]
     titles = _first_prompts(conn, untitled) if untitled else {}
-    if limit is None and not offset and flt == sl.SessionFilter():
+    # (the empty sessions left out or not: ids unique among the listed ones)
+    if limit is None and not offset and dataclasses.replace(flt, empty=True) == sl.SessionFilter():
         # every session of the store: compared with its sorted neighbours in Python
         # (``short_ids``, O(n log n)) rather than looked up id by id
         ids = short_ids(
@@ -219,7 +226,7 @@ def session_page(
         )
         for r in raw
     ]
-    return SessionPage(rows, page.total, offset, limit, page.source)
+    return SessionPage(rows, page.total, offset, limit, page.source, page.empty)
 
 
 def list_sessions(
@@ -299,6 +306,11 @@ class Turn:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+#: a thinking turn with nothing to read (Codex's encrypted reasoning: no text, no tokens;
+#: ``service.conversation_core.EMPTY_THINKING`` names it for the front ends)
+EMPTY_THINKING = "(thinking, ~0 tokens)"
 
 
 @dataclass
@@ -433,7 +445,8 @@ def conversation(
                 t.result_error = error_flag(_head(conn, res[8]))
             turns.append(t)
         elif kind == "thinking":
-            turns.append(Turn(eid, s, ts, role, kind, None, f"(thinking, ~{tok or 0:,} tokens)", 8))
+            text = EMPTY_THINKING if not tok else f"(thinking, ~{tok:,} tokens)"
+            turns.append(Turn(eid, s, ts, role, kind, None, text, 8))
         elif kind == "summary":
             text = _one_line(_head(conn, chash), 200)
             turns.append(Turn(eid, s, ts, role, kind, tool, text, heuristic_tokens(text)))

@@ -13,6 +13,9 @@ from pathlib import Path
 from ctxkeep.service.args import JSON_SCHEMA, MAX_BUDGET, in_range, refuse_nul
 from ctxkeep.service.store import reading
 
+#: a thinking turn's text when there is nothing to read (``query.sessions``)
+EMPTY_THINKING = "(thinking, ~0 tokens)"
+
 #: the ``--json`` keys of the conversation and of a turn, in the models' order
 #: (``ConversationResult``, ``Turn``; a test holds them equal)
 CONVERSATION_KEYS = (
@@ -54,6 +57,8 @@ def conversation_of(home: Path, session: str, budget: int | None = None):
     with reading(home, mmap=True) as conn:
         conv = run(conn, session, budget=budget)
         short = short_session_ids(conn, [conv.session_id])[conv.session_id]
+    # the note's command with the short id, which works (the full one: newuser16 F16)
+    conv.note = conv.note.replace(f"--session {conv.session_id}`", f"--session {short}`")
     return conv, short
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ctxkeep.errors import UsageError
-from ctxkeep.paths import holds_every_project
+from ctxkeep.errors import NotFound
+from ctxkeep.paths import every_project_reason, holds_every_project
 from ctxkeep.service.model import Budget, Item, ProjectDir, Request, Result
 from ctxkeep.service.store import reading
 
@@ -68,8 +68,9 @@ def resume(home: Path, req: ResumeRequest) -> ResumeResult:
     if project and holds_every_project(project):
         # from / or ~ (an MCP server started in the home) the latest session "of" it is
         # any project's: its state injected into another project (newuser15 F20)
-        raise UsageError(
-            f"resume needs a session here: {project} is the filesystem root or your home directory, "
+        # (NotFound, exit 1, as "no session of project X" elsewhere: not a usage error)
+        raise NotFound(
+            f"resume needs a session here: {project} is {every_project_reason(project)}, "
             "which holds every project",
             where="project",
             hint="name a session (`ctxkeep sessions` lists them) or a project directory",

@@ -197,7 +197,14 @@ def did_you_mean(suggestions) -> str:
     you mean "a" or "b"?``; "" for none), the one rendering every front end shows."""
     if not suggestions:
         return ""
-    return "did you mean " + " or ".join(f'"{q}"' for q in suggestions) + "?"
+    # a quoted phrase keeps its own quotes, not two pairs (`""connection refused""`:
+    # newuser16 F16)
+    return "did you mean " + " or ".join(q if _quoted(q) else f'"{q}"' for q in suggestions) + "?"
+
+
+def _quoted(q: str) -> bool:
+    """Whether ``q`` is one double-quoted phrase (``"store line"``)."""
+    return len(q) > 1 and q[0] == q[-1] == '"' and '"' not in q[1:-1]
 
 
 def render_hit(h) -> list[tuple[str, str]]:

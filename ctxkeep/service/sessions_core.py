@@ -63,6 +63,7 @@ class SessionsArgs:
     limit: int = DEFAULT_PAGE
     offset: int = 0
     all: bool = False
+    empty: bool = True  # list the empty sessions (no time, no message), or count them apart
 
     @classmethod
     def parse(
@@ -75,6 +76,7 @@ class SessionsArgs:
         limit: int | None = None,
         offset: int | None = None,
         all: bool | None = None,
+        empty: bool = True,
         cwd: str | os.PathLike | None = None,
     ) -> SessionsArgs:
         """The arguments read as ``SessionsRequest.parse`` reads them, each field's
@@ -94,7 +96,7 @@ class SessionsArgs:
         if off < 0:
             raise out_of_range("offset", off, 0, None)
         in_order(s, u)
-        return cls(tuple(agents) if agents else None, proj, s, u, lim, off, bool(all))
+        return cls(tuple(agents) if agents else None, proj, s, u, lim, off, bool(all), bool(empty))
 
 
 @dataclass
@@ -109,6 +111,9 @@ class SessionList:
     limit: int | None
     next_offset: int | None
     rows: list = field(default_factory=list)
+    empty: int = 0  # the empty sessions that match, left out (``SessionsArgs.empty`` False)
+    #: an ingest holds the store and some listed session has tokens but no cost yet
+    ingest_running: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """``sessions --json``: ``SessionsResult.as_json()``'s object (``schema`` first,
@@ -146,8 +151,14 @@ def session_list(home: Path, args: SessionsArgs) -> SessionList:
             until=bound(args.until, upper=True),
             limit=limit,
             offset=offset,
+            empty=args.empty,
         )
     end = offset + len(page.rows)
+    running = False
+    if any(r.tokens and r.cost_usd is None for r in page.rows):
+        from ctxkeep.sinks.lock import held_by_another
+
+        running = held_by_another(home)  # costs come when the ingest ends (newuser16 F16)
     return SessionList(
         source=page.source,
         total=page.total,
@@ -155,6 +166,8 @@ def session_list(home: Path, args: SessionsArgs) -> SessionList:
         limit=limit,
         next_offset=end if end < page.total else None,
         rows=page.rows,
+        empty=page.empty,
+        ingest_running=running,
     )
 
 

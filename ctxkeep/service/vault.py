@@ -134,6 +134,15 @@ class VaultVerifyRequest(Request):
     full: bool = False
 
 
+class OrphanPack(BaseModel):
+    """A pack file no generation names (a run stopped between the pack's write and its
+    commit: ``sinks.vault.packs``): ``path``, ``bytes``. Nothing reads it: safe to
+    delete when no ctxkeep run is going (a running one may be about to commit it)."""
+
+    path: str
+    bytes: int
+
+
 class VaultVerifyResult(Result):
     """The vault read back (`ctxkeep vault verify --json`)."""
 
@@ -141,6 +150,10 @@ class VaultVerifyResult(Result):
     objects: int = Field(description="objects read back, decompressed and hashed")
     problems: list[str] = Field(description="one line per damaged pack or manifest fault")
     orphans: list[str] = Field(description="(--full) pack files no generation names")
+    orphan_packs: list[OrphanPack] = Field(
+        default_factory=list,
+        description="(--full) the orphans' files and sizes: safe to delete when no ctxkeep run is going",
+    )
     ok: bool = Field(description="true when there is no problem")
 
 
@@ -201,6 +214,10 @@ class VaultRestoreResult(Result):
         description="with --all-missing: files that could not be restored (path, reason: held only from an "
         "offset, damaged, not writable), the others restored all the same (exit 1)",
     )
+    interrupted: str | None = Field(
+        None, description="SIGINT or SIGTERM when one stopped the run after the file in hand, else null"
+    )
+    not_started: int = Field(0, description="files an interrupted run left unwritten")
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:

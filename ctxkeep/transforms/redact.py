@@ -353,6 +353,11 @@ def _punct_password_check(v: str, m: re.Match) -> bool:
     return not key.endswith("token") or any(c.isalpha() for c in v)
 
 
+#: gitleaks' generic-api-key idea: a key naming a key (``generic-secret``'s)
+_GENERIC_KEY = (
+    r"(?<![A-Za-z0-9])(?i:[A-Za-z0-9_.\-]{0,40}?(?:key|auth|credential|creds|secret|token|sig|signature))"
+)
+
 _PEM = r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----"
 
 RULES: list[Rule] = [
@@ -436,8 +441,7 @@ RULES: list[Rule] = [
     # gitleaks' generic-api-key idea: a random-looking value after a key naming a key
     Rule(
         "generic-secret",
-        r"(?<![A-Za-z0-9])(?i:[A-Za-z0-9_.\-]{0,40}?(?:key|auth|credential|creds|secret|token|sig|signature))"
-        r"\\*[\"']?[ \t]*(?:=>|:=|[=:,])[ \t]*\\*[\"'`]?(?P<s>[A-Za-z0-9_.=+/\-]{16,200})",
+        _GENERIC_KEY + r"\\*[\"']?[ \t]*(?:=>|:=|[=:,])[ \t]*\\*[\"'`]?(?P<s>[A-Za-z0-9_.=+/\-]{16,200})",
         _high_entropy,
         ci=True,
     ),
@@ -495,6 +499,19 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
     "url-credentials": ("://",),
 }
 _COMPILED = [(r, re.compile(r.pattern), None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
+#: the case-insensitive rules that match a key (a run of ``[A-Za-z0-9_.-]``, case-folded
+#: as Python's ``re`` folds it), ending in a key word, then a separator (``_SEP``'s, or
+#: generic-secret's: each starts with a character the key run cannot hold): ``_spans``
+#: runs them only at the starts of ``_ci_starts``' key/value anchors, not at those a
+#: prose anchor alone gives (``token ``, ``basic ``, ``bearer ``): such a rule matching
+#: there would end its key at the prose anchor's space or tab, its key word ``token``
+#: (no key word ends in ``basic`` or ``bearer``), and its separator there is one the
+#: anchor's first branch takes (a superset: ``,`` too, any case of ``string``), which
+#: leftmost-first matching prefers to ``token `` at the same place (tested: a kv rule
+#: never matches at a prose-only start, over fuzzed texts)
+_KV_ORDERS = frozenset(
+    i for i, r in enumerate(RULES) if r.ci and r.pattern.startswith((_KEY, _PW_KEY, _GENERIC_KEY))
+)
 #: every kind a marker can name: ctxkeep's context rules', then gitleaks' rule ids
 KINDS = tuple(dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + secret_rules.rule_ids()))
 _PROSE_COMPILED = [
@@ -597,24 +614,36 @@ def _anchor_offsets(text: str, anchors: list[str]) -> list[int]:
     return out
 
 
-def _ci_starts(text: str, anchors: list[str] | None = None) -> list[int]:
+def _ci_starts(text: str, anchors: list[str] | None = None) -> tuple[list[int], list[int]]:
     """Where a case-insensitive rule may start: each anchor's start, and the start of
-    the key (the run of ``[A-Za-z0-9_.-]``, at most 48 characters) that ends in it.
-    ``anchors``: the anchor strings ``str.extract_all(_CI_ANCHOR_ASCII)`` found in
-    ``text``; None: found here with ``_CI_ANCHOR_RX`` (the same offsets)."""
+    the key (the run of ``[A-Za-z0-9_.-]``, at most 48 characters) that ends in it;
+    and the same of the key/value anchors only (not a prose anchor, ``_prose``: where
+    the ``_KV_ORDERS`` rules may start). ``anchors``: the anchor strings
+    ``str.extract_all(_CI_ANCHOR_ASCII)`` found in ``text``; None: found here with
+    ``_CI_ANCHOR_RX`` (the same offsets and strings, lower-cased)."""
     if anchors is None:
         low = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
-        offsets = [m.start() for m in _CI_ANCHOR_RX.finditer(low)]
+        found = [(m.start(), m.group()) for m in _CI_ANCHOR_RX.finditer(low)]
     else:
-        offsets = _anchor_offsets(text, anchors)
-    out = set()
-    for a in offsets:
+        found = list(zip(_anchor_offsets(text, anchors), anchors, strict=True))
+    out, kv = set(), set()
+    for a, got in found:
         k = a
-        out.add(a)
         while k > 0 and a - k < _CI_BEFORE and (text[k - 1].isalnum() or text[k - 1] in "_.-"):
             k -= 1
+        out.add(a)
         out.add(k)
-    return sorted(out)
+        if not _prose(got):
+            kv.add(a)
+            kv.add(k)
+    return sorted(out), sorted(kv)
+
+
+def _prose(anchor: str) -> bool:
+    """Whether an anchor string is ``_CI_ANCHOR``'s prose branch (``token ``, ``basic
+    ``, ``bearer ``: it ends in a space or tab), not a key and separator (which end in
+    ``=``, ``:``, ``,`` or ``>``) nor a flag (``--token `` starts with ``--``)."""
+    return anchor[-1:] in (" ", "\t") and not anchor.startswith("--")
 
 
 def _escape_safe(text: str, f: tuple[int, int, int, str]) -> tuple[int, int, int, str] | None:
@@ -677,15 +706,17 @@ def _spans(
             )
             if _keep_maintained(text, s, e, k)
         ]
-    starts = None
+    starts: list[int] | None = None
+    kv_starts: list[int] = []
     matches: Iterator[re.Match[str]]
     for order, (rule, rx, lits) in enumerate(_COMPILED):
         if rule.ci:
             if starts is None:
-                starts = _ci_starts(text, anchors)
-            if not starts:
+                starts, kv_starts = _ci_starts(text, anchors)
+            at = kv_starts if order in _KV_ORDERS else starts
+            if not at:
                 continue
-            matches = (m for m in map(rx.match, (text,) * len(starts), starts) if m)
+            matches = (m for m in map(rx.match, (text,) * len(at), at) if m)
         elif not cs or (lits is not None and not any(a in text for a in lits)):
             continue
         else:

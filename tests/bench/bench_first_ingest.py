@@ -4,14 +4,26 @@
 Each run is a whole ``ctxkeep ingest --no-progress`` process into a fresh store
 (``--home``), with a copy of the corpus's ``home`` as ``HOME`` (``$CTXKEEP_CORPUS`` or
 ``../shared/corpus``; copied once into the bench's temp dir, page cache warm), run as
-its console script does (``python -P -c`` calling ``cli.main``, the package's bytecode
-compiled first, as an installed ctxkeep has it). The checkouts alternate run by run
+its console script does (``python -P -c`` calling ``ctxkeep.__main__.main``, which starts
+a first ingest's reader before the CLI's imports; the package's bytecode compiled first,
+as an installed ctxkeep has it). The checkouts alternate run by run
 (run 1 of each, run 2 of each, ...), so a change of load hits them alike. Printed per
 checkout: the wall (median, best), the CPU seconds (user + sys) of the process with its
 children, and of its main thread and its other threads (``CTXKEEP_BENCH_THREADS``: the
 process writes each Python thread's CPU seconds at exit), with the load average at the
 start and the end. On a shared machine walls are noise and CPU seconds the steadier
 figures; the target is a quiet machine's wall.
+
+Each run's ``CTXKEEP_TRACE=1`` lines (``pipeline.prestart.trace``) give its timeline
+(the last run's is printed: each process's CPU seconds and the wall at the engine's
+start, the todo sent to the reader started with the command, each chunk sent and taken,
+each group, the last group read and written) and its **critical path** (``crit``:
+``critical_path``): the ingest process's own CPU plus what it would wait for its reader
+with each process on a core of its own, the figure by which a two-process first ingest
+can be judged under load (a loaded machine's wall is not; a quiet machine's wall is
+below it: Polars, SQLite and zstd release the GIL). ``reader`` is the CPU of the
+ingest's child processes. ``CTXKEEP_EARLY_READER=0`` (a ``--variant``) takes the early
+reader back.
 
 ``--compare`` then checks that each checkout's store equals this one's: every row of
 entries, usage, chunks, contents, the FTS5 tables' contents, projects, files,
@@ -60,11 +72,15 @@ def _counted(self):
 threading.Thread.run = _counted
 sys.argv = ["ctxkeep", *sys.argv[1:]]
 try:
-    from ctxkeep.cli import main
+    try:
+        from ctxkeep.__main__ import main
+    except ImportError:  # a checkout from before the console script's own module
+        from ctxkeep.cli import main
     main()
 finally:
     r = resource.getrusage(resource.RUSAGE_SELF)
     _t["main"] = time.thread_time()
+    sys.stderr.write(f"\\nCTXKEEP-TRACE ingest exit {time.process_time():.4f} {time.perf_counter():.4f}\\n")
     sys.stderr.write(f"\\nOWN-CPU {r.ru_utime + r.ru_stime:.4f}\\n")
     sys.stderr.write("THREADS " + " ".join(f"{k}={v:.4f}" for k, v in _t.items()) + "\\n")
 """
@@ -86,6 +102,7 @@ def _env(home: Path, store: Path, cache: Path, extra: dict) -> dict:
         CTXKEEP_HOME=str(store),
         CTXKEEP_IDLE_SECONDS="0",
         CTXKEEP_CACHE_DIR=str(cache),
+        CTXKEEP_TRACE="1",
         XDG_CACHE_HOME=str(cache / "xdg"),
         **extra,
     )
@@ -102,8 +119,11 @@ def one_run(root: Path, home: Path, store: Path, cache: Path, extra: dict) -> di
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{root}: ingest failed ({r.returncode}): {r.stderr[-1500:]}")
-    out = {"wall": wall, "cpu": _children_cpu() - c0}
+    out = {"wall": wall, "cpu": _children_cpu() - c0, "trace": []}
     for ln in r.stderr.splitlines():
+        if ln.startswith("CTXKEEP-TRACE "):  # role event cpu wall (prestart.trace)
+            _, role, ev, cpu, at = ln.split()
+            out["trace"].append((role, ev, float(cpu), float(at) - t0))
         if ln.startswith("OWN-CPU "):
             out["own"] = float(ln.split()[1])
         elif ln.startswith("THREADS "):
@@ -111,6 +131,43 @@ def one_run(root: Path, home: Path, store: Path, cache: Path, extra: dict) -> di
                 k, v = kv.split("=")
                 out["t:" + k] = float(v)
     return out
+
+
+def critical_path(r: dict) -> float:
+    """The run's critical path in CPU seconds, as a quiet machine of 2 cores would run
+    it with each process on a core of its own and each process's threads serialized
+    (what a loaded machine's wall cannot show): the ingest process's own CPU plus the
+    time it would wait for its reader process's chunks. The reader (``prestart.trace``
+    events) starts at the ingest's ``spawn``, is ``ready`` after its imports, reads
+    from when the ingest sent its ``todo``, and sends chunk k at its start plus the
+    CPU it used from the todo to that ``sent``; the ingest gets chunk k at its CPU at
+    that ``got`` plus the waits before, or when the chunk was sent, whichever is later.
+    Without a reader process: its own CPU. (A quiet machine runs the ingest's threads
+    partly at once, Polars and SQLite outside the GIL: its wall is below this.)"""
+    own = r.get("own", r["cpu"])
+    ing = [(ev, cpu) for role, ev, cpu, _ in r["trace"] if role == "ingest"]
+    rd = [(ev, cpu) for role, ev, cpu, _ in r["trace"] if role == "reader"]
+    spawn = next((c for ev, c in ing if ev == "spawn"), None)
+    todo = next((c for ev, c in ing if ev == "todo"), None)
+    ready = next((c for ev, c in rd if ev == "ready"), None)
+    got_todo = next((c for ev, c in rd if ev == "todo"), None)
+    if spawn is None or todo is None or ready is None or got_todo is None:
+        return own
+    start = max(spawn + ready, todo)  # no ingest wait can come before its todo
+    sent = [start + c - got_todo for ev, c in rd if ev == "sent"]
+    waited = 0.0
+    k = 0
+    for ev, c in ing:
+        if ev == "got" and sent:
+            waited = max(waited, sent[min(k, len(sent) - 1)] - c)
+            k += 1
+    return own + waited
+
+
+def timeline(r: dict) -> str:
+    """One run's trace as ``role event +wall(cpu)`` steps (the wall from the bench's
+    start of the process, the CPU the process had used then)."""
+    return "  ".join(f"{role[0]}:{ev} +{at:.3f}({cpu:.3f})" for role, ev, cpu, at in r["trace"])
 
 
 # ---------------------------------------------------------------- store equality
@@ -257,6 +314,7 @@ def main() -> None:
         )
         keys = sorted({k for rs in res.values() for r in rs for k in r if k.startswith("t:")})
         head = f"{'checkout':<34}{'wall med':>9}{'best':>7}{'CPU med':>9}{'best':>7}{'own CPU':>9}"
+        head += f"{'reader':>8}{'crit med':>9}{'best':>7}"
         head += "".join(f"{k[2:][:14]:>15}" for k in keys)
         print(head)
         for label, root, extra in checkouts:
@@ -269,11 +327,22 @@ def main() -> None:
             line = f"{name[:33]:<34}{statistics.median(w):>9.3f}{min(w):>7.3f}"
             line += f"{statistics.median(c):>9.3f}{min(c):>7.3f}"
             line += f"{statistics.median(r.get('own', 0.0) for r in rs):>9.3f}"
+            line += f"{statistics.median(r['cpu'] - r.get('own', r['cpu']) for r in rs):>8.3f}"
+            crit = [critical_path(r) for r in rs]
+            line += f"{statistics.median(crit):>9.3f}{min(crit):>7.3f}"
             line += "".join(f"{statistics.median(r.get(k, 0.0) for r in rs):>15.3f}" for k in keys)
             print(line)
         print(
-            "(thread columns: median CPU s of each Python thread; the rest of the CPU is Polars' pool and C threads)"
+            "(thread columns: median CPU s of each Python thread; the rest of the CPU is Polars' pool and C threads;"
+            " reader: the CPU s of the ingest's child processes; crit: the critical path in CPU s, each process"
+            " on a core and its threads serialized: bench_first_ingest.critical_path)"
         )
+        for label, _, _ in checkouts:
+            if any(r["trace"] for r in res[label]):
+                print(
+                    f"timeline of {label}'s last run (i: ingest, r: reader; +wall s (CPU s of that process)):"
+                )
+                print("  " + timeline(res[label][-1]))
         if a.compare:
             bad = False
             for label, _, _ in checkouts[1:]:

@@ -42,7 +42,7 @@ would otherwise compile ~60 modules on every start (~0.1 s of a no-op ingest).
 Besides the wall seconds, each row gives the CPU seconds (user + sys) of the process
 with its children (a baseline's side process, the reader process) and, for ctxkeep, of
 the process alone ("own CPU": its critical path when the other core is free; ctxkeep
-runs as ``python -c`` calling ``cli.main``, as its console script does): on a shared
+runs as ``python -c`` calling ``ctxkeep.__main__.main``, as its console script does): on a shared
 machine the CPU figures are the steadier ones.
 
 Then the imports of a no-op ingest and of a first ingest's own process (``python -X
@@ -101,13 +101,17 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-#: runs the ctxkeep CLI as its console script does (``cli.main``) and writes the
-#: process's own CPU seconds (without its side and reader processes) to stderr at exit
+#: runs the ctxkeep CLI as its console script does (``ctxkeep.__main__.main``: a first
+#: ingest's reader starts there) and writes the process's own CPU seconds (without its
+#: side and reader processes) to stderr at exit
 _OWN = """
 import resource, sys
 sys.argv = ["ctxkeep", *sys.argv[1:]]
 try:
-    from ctxkeep.cli import main
+    try:
+        from ctxkeep.__main__ import main
+    except ImportError:  # a checkout from before the console script's own module
+        from ctxkeep.cli import main
     main()
 finally:
     r = resource.getrusage(resource.RUSAGE_SELF)

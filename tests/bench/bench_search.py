@@ -10,7 +10,9 @@ Build the store once (~3-8 min for 500 MB on 2 busy cores):
 then run:  uv run python tests/bench/bench_search.py /tmp/bench/store
 
 ``--serial`` adds this checkout searching on one connection (``search(parallel=False)``)
-as a third side; ``--read-only`` never writes the store (a shared 10 GB store).
+as a third side; ``--fresh`` adds this checkout with ``ck_bm25``'s phrase counts emptied
+before each query (``sinks.sqlite.native_rank``: what one ``ctxkeep search`` process
+gets; "this" keeps them across queries, as the MCP server and the app do); ``--read-only`` never writes the store (a shared 10 GB store).
 Every query's hits (every field, note, suggestions) are compared across the sides
 and rounds ("same hits"); the ``--slowest`` queries of this side are run once more on
 one connection by each side with their lists' times and their ``bm25()`` statements.
@@ -262,6 +264,10 @@ def _worker() -> None:
         elif op == "q":
             from ctxkeep.query.search import Filters, search
 
+            if req.get("fresh"):  # no phrase counts from earlier searches (``native_rank``)
+                from ctxkeep.sinks.sqlite import native_rank
+
+                native_rank.clear()
             _STEPS[0] = 0
             _WAITED[0] = 0.0
             t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
@@ -447,8 +453,9 @@ def _relevance() -> dict:
 class Side:
     """One checkout's worker process (``python bench_search.py --worker``)."""
 
-    def __init__(self, name: str, checkout: Path, store: Path, serial: bool = False):
+    def __init__(self, name: str, checkout: Path, store: Path, serial: bool = False, fresh: bool = False):
         self.name, self.checkout, self.store, self.serial = name, checkout, store, serial
+        self.fresh = fresh
         self.proc = subprocess.Popen(
             [str(checkout / ".venv" / "bin" / "python"), str(Path(__file__).resolve()), "--worker"],
             stdin=subprocess.PIPE,
@@ -502,6 +509,12 @@ def main(argv: list[str] | None = None) -> None:
         help="also this checkout on one connection (search(parallel=False)) as a third side",
     )
     ap.add_argument(
+        "--fresh",
+        action="store_true",
+        help="also this checkout with ck_bm25's phrase counts emptied before each query (what one "
+        "`ctxkeep search` process gets; the 'this' side keeps them, as the MCP server and the app do)",
+    )
+    ap.add_argument(
         "--read-only", action="store_true", help="never write the store (notes are not indexed if missing)"
     )
     ap.add_argument(
@@ -521,6 +534,8 @@ def main(argv: list[str] | None = None) -> None:
     sides = [Side("this", ROOT, a.store)]
     if a.serial:
         sides.append(Side("serial", ROOT, a.store, serial=True))
+    if a.fresh:
+        sides.append(Side("fresh", ROOT, a.store, fresh=True))
     if a.baseline:
         sides.insert(0, Side("baseline", a.baseline.resolve(), a.baseline_store or a.store))
     for s in sides:
@@ -549,7 +564,7 @@ def main(argv: list[str] | None = None) -> None:
         for i, (q, f) in enumerate(qs):
             order = sides if (i + rnd) % 2 == 0 else sides[::-1]  # alternate who goes first
             for s in order:
-                r = s.ask(op="q", q=q, f=f)
+                r = s.ask(op="q", q=q, f=f, fresh=s.fresh)
                 digests[s.name].setdefault((q, json.dumps(f)), set()).add(r.get("hits", "?"))
                 ahead[s.name] += r.get("ahead", 0)
                 times[s.name].append((r["ms"], q, f))
@@ -654,7 +669,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"compiles the modules it imports (~+0.05 CPU s); `python -m compileall -q ctxkeep` "
                 f"there first to compare processes"
             )
-    procs = [s for s in sides if not s.serial]  # a process of the serial side is this side's
+    procs = [s for s in sides if not s.serial and not s.fresh]  # a process of the serial side is this side's
     for rnd in range(a.process_rounds):  # the sides alternate, as the queries above
         for i, q in enumerate(PROCESS_QUERIES):
             for s in procs if (i + rnd) % 2 == 0 else procs[::-1]:

@@ -61,9 +61,10 @@ def test_sessions_pages(home):
     # the default page is 50 sessions: the corpus's 38 all on it; the last line counts them
     assert total < 50 and default["limit"] == 50 and default["sessions"] == every["sessions"]
     assert default["next_offset"] is None
-    text = runner.invoke(app, ["sessions", "--home", home]).stdout
+    # (--empty: the 3 empty sessions listed too, as --json lists them)
+    text = runner.invoke(app, ["sessions", "--home", home, "--empty"]).stdout
     assert "showing" not in text and text.splitlines()[-1] == f"{total} sessions, newest first"
-    r = runner.invoke(app, ["sessions", "--home", home, "--limit", "10"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--empty", "--limit", "10"])
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert lines[-1] == f"showing 10 of {total} sessions, newest first - --limit N or --all for more"
@@ -72,17 +73,17 @@ def test_sessions_pages(home):
         runner.invoke(app, ["sessions", "--home", home, "--json", "-n", "3", "--offset", "3"]).stdout
     )
     assert nxt["sessions"] == every["sessions"][3:6] and nxt["next_offset"] == 6
-    r = runner.invoke(app, ["sessions", "--home", home, "-n", "3", "--offset", "3"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--empty", "-n", "3", "--offset", "3"])
     assert r.stdout.splitlines()[-1] == (
         f"showing 4-6 of {total} sessions, newest first - --offset 6 for the next page, --all for every one"
     )
-    last = runner.invoke(app, ["sessions", "--home", home, "-n", "3", "--offset", str(total - 2)])
+    last = runner.invoke(app, ["sessions", "--home", home, "--empty", "-n", "3", "--offset", str(total - 2)])
     assert last.stdout.splitlines()[-1] == f"showing {total - 1}-{total} of {total} sessions, newest first"
-    r = runner.invoke(app, ["sessions", "--home", home, "--all"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--all", "--empty"])
     assert r.exit_code == 0 and "showing" not in r.stdout
     assert r.stdout.splitlines()[-1] == f"{total} sessions, newest first"
     assert len(r.stdout.splitlines()) == 1 + total + 1  # header, rows, the count
-    r = runner.invoke(app, ["sessions", "--home", home, "--offset", "1000"])
+    r = runner.invoke(app, ["sessions", "--home", home, "--empty", "--offset", "1000"])
     assert r.exit_code == 0 and r.stdout == f"no sessions past --offset 1,000 ({total} match)\n"
     r = runner.invoke(app, ["sessions", "--home", home, "--limit", "0"])
     assert r.exit_code == 2 and r.stderr.startswith("error: limit 0 is out of range (--limit)")
@@ -97,6 +98,10 @@ def test_show_session(home):
     assert sum(t["kind"] == "tool_call" for t in d["turns"]) == 40
     r = runner.invoke(app, ["show", "--session", "ef958aa1", "--home", home, "--budget", "300"])
     assert r.exit_code == 0 and "older turns" in r.stderr
+    # the command to print them names the session as `sessions` does (its short id; the
+    # full one was 36 characters where 4 work: newuser16 F16)
+    said = " ".join(r.stderr.split())
+    assert "`ctxkeep show --session ef95` without --budget prints them" in said and CLAUDE not in said
     r = runner.invoke(app, ["show", "--session", "ef958aa1", "abcdef123", "--home", home])
     assert r.exit_code == 2 and "not both" in r.stderr
     r = runner.invoke(app, ["show", "--home", home])
@@ -167,8 +172,23 @@ def test_resume_from_the_home_or_the_root_asks_for_a_session(home, where):
     below: another project's state. It asks for a session, as ``purge --project ~``
     refuses."""
     r = runner.invoke(app, ["resume", "--project", where, "--home", home])
-    assert r.exit_code == 2, r.output
+    assert r.exit_code == 1, r.output  # no session here: a failure, not a usage error
     assert "resume needs a session here" in r.stderr and "holds every project" in r.stderr
+    said = {"~": "your home directory", "/": "the filesystem root"}[where]
+    assert f"is {said}, which holds every project" in " ".join(r.stderr.split()), r.stderr
     # a session named still resumes
     r = runner.invoke(app, ["resume", CLAUDE[:8], "--project", where, "--home", home, "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["session_id"] == CLAUDE
+
+
+def test_resume_above_the_home_says_so(home, tmp_path, monkeypatch):
+    """newuser16 F3: ``resume`` in /tmp with HOME=/tmp/nu16/home said "/tmp is the
+    filesystem root or your home directory" (neither) and exited 2."""
+    user = tmp_path / "u" / "home"
+    user.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(user))
+    r = runner.invoke(app, ["resume", "--project", str(tmp_path), "--home", home])
+    assert r.exit_code == 1, r.output
+    said = " ".join(r.stderr.split())
+    assert f"{tmp_path} is above your home directory (~ is {user}), which holds every project" in said
+    assert "filesystem root" not in said

@@ -102,7 +102,7 @@ def test_the_measured_width_is_the_rendered_width(corpus_store):
             variants = (
                 [[x] for x in names],
                 [[""] for _ in names],
-                [[R._wrap_name(y, 12) for y in x.split("\n")] for x in names],
+                [[R._cut_name(y, 12) for y in x.split("\n")] for x in names],
             )
             for folded in (False, True):
                 for models in variants:
@@ -110,3 +110,30 @@ def test_the_measured_width_is_the_rendered_width(corpus_store):
                     assert R._natural_width(R._usage_table(*args)) == rendered(R._usage_table(*args))
                     n += 1
     assert n == 84
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+@pytest.mark.parametrize("args", [("models",), ("daily", "--breakdown"), ("projects", "--breakdown")])
+def test_model_ids_are_never_folded(home, columns, args):
+    """newuser14 F6, newuser15 F1, newuser16 F5: `report models` at 80 columns folded
+    `claude-sonnet-4-` / `20250514` over two lines. Each model id is on one line: whole,
+    or its two ends with "…" between (never a fragment on a line of its own)."""
+    name, *rest = args
+    env = dict(os.environ, COLUMNS=str(columns), CTXKEEP_IDLE_SECONDS="0", TZ="UTC")
+    run = [sys.executable, "-m", "ctxkeep", "report", name, "--home", home, "-z", "UTC", *rest]
+    rep = json.loads(
+        subprocess.run([*run, "--json"], capture_output=True, text=True, env=env, check=True).stdout
+    )
+    text = subprocess.run(run, capture_output=True, text=True, env=env, check=True).stdout
+    models = {r["model"] for r in rep["rows"]}
+    assert "claude-sonnet-4-20250514" in models  # the name folded before
+    words = re.findall(r"\S+", text)
+    for m in models:
+        whole = m in words
+        cut = [w for w in words if "…" in w and m.startswith(w.split("…")[0]) and m.endswith(w.split("…")[1])]
+        assert whole or cut, (m, text)
+    # no line holds a piece of an id alone (`20250514`, `sonnet-4-`)
+    for w in words:
+        assert not re.fullmatch(r"\d{8}|[a-z]+-[\d.-]*-", w), (w, text)
+    if columns >= 80 and name == "models":
+        assert all(m in words for m in models)  # 80 columns: every id whole

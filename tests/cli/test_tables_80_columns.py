@@ -181,7 +181,7 @@ def test_compress_check(homes):
     store, agent_home = homes
     rep = json.loads(_run(store, "compress", "--check", "--json", home=agent_home))
     assert rep["exceeding"], "the corpus has files over the thresholds"
-    text = _run(store, "compress", "--check", home=agent_home)
+    text = _run(store, "compress", "--check", "--all", home=agent_home)
     _fits(text)
     assert text.count("EXCEEDS") == rep["exceeding"]
     squeezed = re.sub(r"\s", "", text)  # file names fold inside their column

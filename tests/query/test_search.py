@@ -723,8 +723,10 @@ def test_the_substring_list_is_skipped_only_when_it_cannot_change_the_hits(
     expansion), and the hits are the same, field for field, as when it is."""
     import ctxkeep.query.search as search_mod
 
-    skipped = _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters))
-    got = search(corpus_conn, q, filters=filters).as_dict()
+    # (no "did you mean": its check runs searches of its own, ranked and counted apart)
+
+    skipped = _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters, suggest_words=False))
+    got = search(corpus_conn, q, filters=filters, suggest_words=False).as_dict()
     real = search_mod._rank
     calls = []
 
@@ -734,10 +736,10 @@ def test_the_substring_list_is_skipped_only_when_it_cannot_change_the_hits(
         return (lists, sc, titles, [] if len(calls) == 1 else kept, folded)
 
     monkeypatch.setattr(search_mod, "_rank", rank_forcing_subs)
-    forced = _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters))
+    forced = _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters, suggest_words=False))
     assert len(calls) == 2, "the query has no inner-substring form"  # ranked again after subs
     calls.clear()
-    assert search(corpus_conn, q, filters=filters).as_dict() == got
+    assert search(corpus_conn, q, filters=filters, suggest_words=False).as_dict() == got
     assert [s for s in forced if "fts_vocab" in s]
     if calls[0] >= 10:  # the word-level lists filled the page: subs was not searched
         assert not [s for s in skipped if "fts_vocab" in s]

@@ -124,6 +124,7 @@ def search(
     budget_tokens: int | None = None,
     raw: bool = False,
     parallel: bool | None = None,
+    suggest_words: bool = True,
 ) -> SearchResult:
     """Ranked hits for ``query`` (best first), one per distinct text.
 
@@ -137,6 +138,9 @@ def search(
             renderings (``hit_tokens``) fit in this many tokens; the rest are counted
             in ``omitted`` and ``note`` says so.
         raw: pass ``query`` to FTS5 unchanged (word index only).
+        suggest_words: offer "did you mean" queries (``suggestions``) when no entry holds
+            all the terms, each checked to find one that does (False: none; the check's
+            own searches).
         parallel: run the lists that do not wait for the word list (and one guessed
             ahead of it) on a second read-only connection in a thread (``ahead``);
             None (the default): when a core is free for it (``ahead.core_free``). The
@@ -277,10 +281,20 @@ def search(
     ):
         notes.append("no entry holds all the terms: these match some of them")
     res.note = "; ".join(notes)
-    if not raw and not any(m in h.matched for h in hits for m in ALL_TERMS_LISTS):
-        # found nothing, or only entries holding some of the terms: "did you mean"
+    if suggest_words and not raw and not any(m in h.matched for h in hits for m in ALL_TERMS_LISTS):
+        # found nothing, or only entries holding some of the terms: "did you mean", only
+        # a query that finds an entry holding all its terms (`"connection refused"` was
+        # offered where both words stand, never side by side: newuser16 F16)
         words = [w for t in ts if _word_term(t) for w in _WORD_TOKEN_RE.findall(t)]
-        res.suggestions = suggest.suggestions(conn, query, words)
+        res.suggestions = [
+            q
+            for q in suggest.suggestions(conn, query, words)
+            if any(
+                m in h.matched
+                for h in search(conn, q, filters=filters, limit=1, parallel=False, suggest_words=False).hits
+                for m in ALL_TERMS_LISTS
+            )
+        ]
     return res
 
 

@@ -23,12 +23,14 @@ loads at most ``ENTRIES_PER_HIT`` of the entries holding its text.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ctxkeep.query.search.parse import _WORD_RE, Filters, _quote, terms
 from ctxkeep.schema import EntryRef
+from ctxkeep.sinks.sqlite import native_rank
 from ctxkeep.sinks.sqlite.ddl import FTS_RANKS
 
 FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
@@ -117,17 +119,17 @@ def window_floor_sql(fts: str, match: str) -> Sql:
     )
 
 
-def ranked_sql(fts: str, match: str, floor: int, n: int) -> Sql:
+def ranked_sql(fts: str, match: str, floor: int, n: int, native: bool = False) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the matches above rowid ``floor`` (BM25
     rank ascending = better; equal ranks newest first)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid > ? "
-        f"ORDER BY r, rowid DESC LIMIT ?",
-        (match, floor, n),
+        f"SELECT rowid, {rank_expr(fts, native, 4)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid > ?2 "
+        f"ORDER BY r, rowid DESC LIMIT ?3",
+        (match, floor, n, phrase_keys(match)) if native else (match, floor, n),
     )
 
 
-def newest_ranked_sql(fts: str, match: str, window: int, n: int) -> Sql:
+def newest_ranked_sql(fts: str, match: str, window: int, n: int, native: bool = False) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the ``window`` newest matches of ``match``
     (as ``ranked_sql`` orders them: BM25 rank ascending, equal ranks newest first), in
     one statement: the newest matches are walked once, ranked as they come. The same
@@ -137,22 +139,86 @@ def newest_ranked_sql(fts: str, match: str, window: int, n: int) -> Sql:
     491 ms CPU. The subquery keeps its ``LIMIT`` (SQLite never flattens a limited
     subquery into an ordered outer query)."""
     return Sql(
-        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? "
-        f"ORDER BY rowid DESC LIMIT ?) ORDER BY r, id DESC LIMIT ?",
-        (match, window, n),
+        f"SELECT id, r FROM (SELECT rowid AS id, {rank_expr(fts, native, 4)} AS r FROM {fts} WHERE {fts} "
+        f"MATCH ?1 ORDER BY rowid DESC LIMIT ?2) ORDER BY r, id DESC LIMIT ?3",
+        (match, window, n, phrase_keys(match)) if native else (match, window, n),
     )
 
 
-def rank_expr(fts: str) -> str:
+def rank_expr(fts: str, native: bool = False, key_at: int = 0) -> str:
     """The BM25 call of ``fts`` with its column weights (``ddl.FTS_RANKS``), e.g.
-    ``bm25(fts_words, 4.0, 1.0, 0.0)``: the values of the ``rank`` column at ~70 % of
+    ``bm25(fts_words, 4.0, 1.0, 0.0)``; with ``native`` (``native_rank.ready``) the same
+    values from ``ck_bm25(fts_words, 'fts_words', ?<key_at>, 4.0, 1.0, 0.0)``, whose
+    phrase counts are cached per connection under the keys bound at parameter ``key_at``
+    (``phrase_keys``). The values of the ``rank`` column at ~70 % of
     its CPU, since ``ORDER BY bm25(...) LIMIT n`` is SQLite's top-n sorter while
     ``ORDER BY rank`` takes FTS5's sorted-match path (a nested statement that ranks
     and sorts every match). Measured on a 500 MB store, 10 lists x 12 rounds
     (floor query included): rank 1,446 ms CPU, bm25() 1,041 ms; fetching the window
     newest first with its ranks and sorting in Python, 1,243 ms. Weights beyond an
     older store's columns are ignored by FTS5."""
+    if native:
+        return FTS_RANKS[fts].replace("bm25(", f"ck_bm25({fts}, '{fts}', ?{key_at}, ", 1)
     return FTS_RANKS[fts].replace("bm25(", f"bm25({fts}, ", 1)
+
+
+#: one phrase of the MATCH expressions ``parse`` builds: a quoted string (``""`` within
+#: it a quote) and an optional prefix ``*``; the operators and parentheses between them;
+#: a facet filter (``transforms.facets.filter_expr``: ``facets : (fk0 OR fk123)``)
+_KEY_LEX = re.compile(
+    r'\s*(?:("(?:[^"]|"")*"\*?)|(AND|OR|NOT)(?![\w"])|([()])|(facets\s*:\s*\()|([a-z0-9]+))'
+)
+#: separators of ``phrase_keys`` (never inside a key: such a MATCH gets the whole-match key)
+_UNIT, _WHOLE = "\x1f", "\x1e"
+
+
+def phrase_keys(match: str) -> str:
+    """The cache keys of ``match``'s phrases for ``ck_bm25`` (``_ckrank.c``), in FTS5's
+    phrase order (the order they are written): each phrase as written (a bare token of
+    a facet filter as ``facets:<token>``, its column), joined by 0x1f, so lists of one
+    search and searches after it share the count of a phrase they both rank (``"exit"``
+    in ``"exit" AND "code"`` and ``"exit" OR "code"``; a facet token in every filtered
+    list). Any other shape (a column filter, ``NEAR``, ``^``, a separator character in
+    the text) gets ``0x1e + match``: its phrases are cached under the whole MATCH and
+    their index. A phrase FTS5 drops (no token: ``"-"``) makes the key count differ
+    from FTS5's phrase count, and ``ck_bm25`` then keys by the whole key string and the
+    index too: exact either way, since a phrase's count depends only on its text and
+    column filter."""
+    whole = _WHOLE + match
+    if _UNIT in match or _WHOLE in match:
+        return whole
+    keys: list[str] = []
+    depth, facet_depth, pos = 0, -1, 0
+    while pos < len(match):
+        m = _KEY_LEX.match(match, pos)
+        if not m or m.end() == pos:
+            if match[pos:].strip():
+                return whole
+            break
+        pos = m.end()
+        phrase, op, paren, facets, bare = m.groups()
+        if phrase is not None:
+            keys.append(("facets:" if facet_depth >= 0 else "") + phrase)
+        elif facets is not None:
+            if facet_depth >= 0:
+                return whole
+            depth += 1
+            facet_depth = depth
+        elif paren == "(":
+            depth += 1
+        elif paren == ")":
+            if depth == facet_depth:
+                facet_depth = -1
+            depth -= 1
+            if depth < 0:
+                return whole
+        elif bare is not None:
+            if facet_depth < 0:  # a bare word outside a facet filter: not a shape parse builds
+                return whole
+            keys.append("facets:" + bare)
+        elif op is None:
+            return whole
+    return _UNIT.join(keys) if keys and depth == 0 else whole
 
 
 def window_ids_sql(fts: str, match: str) -> Sql:
@@ -163,7 +229,7 @@ def window_ids_sql(fts: str, match: str) -> Sql:
     )
 
 
-def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
+def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int, native: bool = False) -> Sql:
     """The ``n`` best ``(rowid, rank)`` of the matches of ``match`` among ``ids``
     (sorted ascending), as ``ranked_sql`` orders them. ``+rowid IN`` is tested before
     the rank is computed (``rank_of_sql``); the scan covers the matches between the
@@ -171,9 +237,9 @@ def ranked_ids_sql(fts: str, match: str, ids: list[int], n: int) -> Sql:
     their number (``IN (?, …)`` prepared and cached a statement per length; 32 windows of
     the bench's queries at 500 MB, 5 rounds: 1,241 → 1,190 ms)."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts)} AS r FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
-        f"AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY r, rowid DESC LIMIT ?",
-        (match, ids[0], ids[-1], json.dumps(ids), n),
+        f"SELECT rowid, {rank_expr(fts, native, 6)} AS r FROM {fts} WHERE {fts} MATCH ?1 AND rowid "
+        f"BETWEEN ?2 AND ?3 AND +rowid IN (SELECT value FROM json_each(?4)) ORDER BY r, rowid DESC LIMIT ?5",
+        (match, ids[0], ids[-1], json.dumps(ids), n, *([phrase_keys(match)] if native else [])),
     )
 
 
@@ -212,15 +278,15 @@ def older_sql(fts: str, match: str, floor: int, n: int) -> Sql:
     )
 
 
-def rank_of_sql(fts: str, match: str, ids: list[int]) -> Sql:
+def rank_of_sql(fts: str, match: str, ids: list[int], native: bool = False) -> Sql:
     """``(rowid, rank)`` of the matches ``ids`` (sorted ascending), in rowid order.
     ``+rowid IN`` is tested before the rank column is read, so BM25 runs for those
     rows only (``+`` keeps the IN list out of FTS5, which would run the MATCH once per
     value); ``BETWEEN`` bounds the scan to the range they span."""
     return Sql(
-        f"SELECT rowid, {rank_expr(fts)} FROM {fts} WHERE {fts} MATCH ? AND rowid BETWEEN ? AND ? "
-        f"AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY rowid",
-        (match, ids[0], ids[-1], json.dumps(ids)),
+        f"SELECT rowid, {rank_expr(fts, native, 5)} FROM {fts} WHERE {fts} MATCH ?1 AND rowid BETWEEN ?2 AND ?3 "
+        f"AND +rowid IN (SELECT value FROM json_each(?4)) ORDER BY rowid",
+        (match, ids[0], ids[-1], json.dumps(ids), *([phrase_keys(match)] if native else [])),
     )
 
 
@@ -353,17 +419,25 @@ def ranked_window(
 
     ``terms``: ``match`` without its facet filters (``match`` is ``(terms) AND
     facets : (…)``), given by ``fts_ids``; see ``_ranked_by_terms``."""
-    if terms is not None:
+    native = native_rank.ready(conn)
+    # with every phrase's count cached (``ck_bm25``), the facet phrases cost nothing to
+    # rank: one walk that ranks the window as it comes beats the terms-alone ranking's
+    # two (2 GB store, cached: ``exit code`` among messages 14.2 -> 9.6 ms, ``embedding
+    # OR <path>`` for users 12.1 -> 5.1); the same rows and ranks (facets weigh 0)
+    one_walk = native and native_rank.cached(conn, fts, phrase_keys(match))
+    if terms is not None and not one_walk:
         return _ranked_by_terms(conn, fts, match, terms, n)
-    if n > RANK_WINDOW:  # the whole window: ranked with the next older match, dropped
-        rows = conn.execute(*newest_ranked_sql(fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1)).fetchall()
+    if n > RANK_WINDOW or one_walk:  # the whole window: ranked with the next older match, dropped
+        rows = conn.execute(
+            *newest_ranked_sql(fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1, native)
+        ).fetchall()
         floor = min(r[0] for r in rows) if len(rows) > RANK_WINDOW else 0
         return [r for r in rows if r[0] != floor][:n], floor
     count, oldest = conn.execute(*window_floor_sql(fts, match)).fetchone()
     if not count:
         return [], 0
     floor = oldest if count > RANK_WINDOW else 0
-    return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
+    return conn.execute(*ranked_sql(fts, match, floor, n, native)).fetchall(), floor
 
 
 def _ranked_by_terms(
@@ -394,8 +468,8 @@ def _ranked_by_terms(
     cap = terms_span(conn)
     few = window[-1] - window[0] < cap - 1
     if few or conn.execute(*span_count_sql(fts, terms, window[0], window[-1], cap)).fetchone()[0] < cap:
-        return conn.execute(*ranked_ids_sql(fts, terms, window, n)).fetchall(), floor
-    return conn.execute(*ranked_sql(fts, match, floor, n)).fetchall(), floor
+        return conn.execute(*ranked_ids_sql(fts, terms, window, n, native_rank.ready(conn))).fetchall(), floor
+    return conn.execute(*ranked_sql(fts, match, floor, n, native_rank.ready(conn))).fetchall(), floor
 
 
 def among_sql(fts: str, match: str, ids: list[int]) -> Sql:
@@ -450,7 +524,9 @@ def fts_ids(
             filters = Filters()
     if filters.is_empty():
         if terms is None:  # no floor needed: one walk (``newest_ranked_sql``)
-            return conn.execute(*newest_ranked_sql(fts, match, RANK_WINDOW, n)).fetchall()
+            return conn.execute(
+                *newest_ranked_sql(fts, match, RANK_WINDOW, n, native_rank.ready(conn))
+            ).fetchall()
         return ranked_window(conn, fts, match, n, terms)[0]
     where = filters.sql("e")
     memo: dict[int, bool] = {} if passed is None else passed
@@ -515,7 +591,7 @@ def fts_ids(
     rows = [(i, known[i]) for i in sorted(known)]
     below = sorted(i for i in top if i not in known)
     if below:
-        rows = conn.execute(*rank_of_sql(fts, match, below)).fetchall() + rows
+        rows = conn.execute(*rank_of_sql(fts, match, below, native_rank.ready(conn))).fetchall() + rows
     rows.sort(key=lambda r: r[1])
     return rows[:n]
 

@@ -79,6 +79,11 @@ OPAQUE_KEEP = 128
 _B64 = r"[A-Za-z0-9+/=_\-]"
 _OPAQUE = rf'[:\[,][ \t]*"{_B64}{{{OPAQUE_MIN},}}"'
 _OPAQUE_RX = re.compile(rf'[:\[,][ \t]*"({_B64}{{{OPAQUE_MIN},}})"')
+#: what every line ``_OPAQUE`` matches holds (a quote and 128 of its characters): the
+#: Rust engine runs it over every line ~4x faster than ``_OPAQUE``, whose counted
+#: repetition of 1,024 it runs slowly (0.011 against 0.045 CPU s per 40 MB of the scaled
+#: tree's lines); ``_OPAQUE`` then runs over the lines it passes only
+_OPAQUE_HINT = rf'"{_B64}{{128}}'
 
 
 def _narrowed(text: str) -> tuple[str, list[tuple[int, int]]]:
@@ -303,10 +308,11 @@ def _redact_many(
         return [r for r in results if r is not None]
     decode = not whole or lines[0].lstrip()[:1] in ("{", "[")
     s = pl.Series(lines, dtype=pl.String)
-    opaque = s.str.contains(_OPAQUE).fill_null(False)
-    if opaque.any():
+    hint = s.str.contains(_OPAQUE_HINT).fill_null(False).arg_true()
+    opaque = hint.filter(s.gather(hint).str.contains(_OPAQUE).fill_null(False)) if hint.len() else hint
+    if opaque.len():
         scan = list(lines)
-        for i in opaque.arg_true().to_list():
+        for i in opaque.to_list():
             scan[i] = _narrowed(lines[i])[0]
         s = pl.Series(scan, dtype=pl.String)
     if decode:

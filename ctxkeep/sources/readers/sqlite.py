@@ -105,7 +105,8 @@ def open_ro(path: Path) -> RoConn:
         if immutable:
             why = "no write permission" if isinstance(last, PermissionError) else str(last)
             note = (
-                f"read-only database or folder ({why}): opened with immutable=1, "
+                # no parentheses: `sources` puts the note in its own (newuser16 F16)
+                f"read-only database or folder, {why}: opened with immutable=1, "
                 "which does not see a -wal the agent has not checkpointed"
             )
         return RoConn(conn, immutable, note)

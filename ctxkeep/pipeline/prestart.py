@@ -1,0 +1,186 @@
+"""A reader process started with the command, before its imports: the first ingest of a
+store (issue 26 target 3: the corpus's first ingest <= 1.0 s wall).
+
+A first ingest of a few MB is one process whose ~1.3 CPU s (the CLI's and the engine's
+imports, parsing, the raw lines' and texts' redaction, the vault's sealing, the
+transform, the load) the GIL serializes, while the machine's second core idles. A reader
+process (``reader_process``) does the parse, the redaction and the vault's sealing on
+that core, but started by the engine it came after the ingest process's imports and
+plan, and its own start (Polars, the sources, the rules: ~0.25 CPU s) was then on the
+critical path: it cost more than it took off (docs/design.md, "Latency budget").
+Started here, by ``ctxkeep.__main__`` before anything else is imported, its imports
+run on the other core while the ingest process imports the CLI and plans; it then waits
+for the todo and its flags on stdin (``reader_process`` ``--later``), which
+``reader_process.read_in_process`` sends when the engine reads (``take``).
+
+Only a plain ``ctxkeep ingest`` (``--home``, ``--agent``, ``--json``, ``--progress``/
+``--no-progress``; no ``--path``: the hook path stays one process, its RSS has a
+ceiling) into a home without ``store.db`` (a first ingest: a store that exists has a
+no-op path of ~0.1 s that a reader's start would only slow) starts one. A reader not
+taken (nothing to read, a Prefect flow run, an error) is stopped at exit: it reads
+nothing before its todo comes, so stopping it leaves nothing behind; if this process
+dies, its stdin ends and it exits. Imports: ``os``, ``sys``, ``subprocess`` and ``config`` (which the CLI loads anyway).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+#: ``trace`` writes its lines (``CTXKEEP_TRACE=1``: ``tests/bench/bench_first_ingest.py``)
+TRACE = os.environ.get("CTXKEEP_TRACE") == "1"
+
+
+def trace(role: str, event: str) -> None:
+    """With ``TRACE``: ``CTXKEEP-TRACE ROLE EVENT CPU WALL`` on stderr (this process's
+    CPU seconds, ``time.process_time``; the monotonic clock, ``time.perf_counter``,
+    which processes share), from which the bench draws the ingest's timeline and its
+    critical path (the reader's stdout is the ingest's stderr)."""
+    if TRACE:
+        sys.stderr.write(
+            f"CTXKEEP-TRACE {role} {event} {time.process_time():.4f} {time.perf_counter():.4f}\n"
+        )
+        sys.stderr.flush()
+
+
+#: the reader started early and not yet taken: (process, the read end of its pipe)
+_early: list[tuple[subprocess.Popen, BinaryIO]] = []
+
+#: the options of ``ctxkeep ingest`` with which a first ingest starts its reader early
+#: (each flag, and the options that take a value)
+_FLAGS = {"--json", "--progress", "--no-progress"}
+_VALUED = {"--home", "--agent", "-a"}
+
+
+def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
+    """``python -P -m module FD ARGS`` (this interpreter, ctxkeep importable from this
+    checkout): stdin a pipe, stdout this process's stderr (DEVNULL when it has no
+    descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
+    is the inherited descriptor FD. Returns the process and the read end (EOF when
+    the process ends). Raises OSError when it cannot start."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    try:
+        stdout = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        stdout = subprocess.DEVNULL
+    rfd, wfd = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            # -P: the working directory is not put first on sys.path (Python 3.11+): run
+            # from a folder holding another ``ctxkeep`` package (a checkout of another
+            # version), the child imported that one, and a mismatched request protocol
+            # hung the ingest for good
+            [sys.executable, "-P", "-m", module, str(wfd), *args],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            env=env,
+            pass_fds=(wfd,),
+        )
+    except BaseException:
+        os.close(rfd)
+        raise
+    finally:
+        os.close(wfd)  # the process holds its copy
+    return proc, os.fdopen(rfd, "rb")
+
+
+def first_ingest_home(argv: list[str]) -> Path | None:
+    """The store directory of ``argv`` (the command line after the program's name)
+    when it is a plain ``ingest`` (``[--home DIR] ingest`` and only the options in
+    ``_FLAGS`` and ``_VALUED``) into a home that holds no ``store.db``; else None.
+    The home is ``config.resolve_home``'s (``--home``, ``$CTXKEEP_HOME``, the platform's
+    data dir)."""
+    home: str | None = None
+    seen = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "ingest" and not seen:
+            seen = True
+        elif a.startswith("--home="):
+            home = a.split("=", 1)[1]
+        elif a in _VALUED:
+            if i + 1 >= len(argv):
+                return None
+            if a == "--home":
+                home = argv[i + 1]
+            i += 1
+        elif not seen or a not in _FLAGS:
+            return None
+        i += 1
+    if not seen or "PREFECT_API_URL" in os.environ:  # a flow run reads in its own tasks
+        return None
+    from ctxkeep.config import resolve_home  # the CLI loads it anyway (json, re, dataclasses)
+
+    try:
+        path = resolve_home(home)
+    except Exception:  # the CLI says what is wrong with it
+        return None
+    if (path / "store.db").exists():
+        return None
+    return path
+
+
+def core_free() -> bool:
+    """Whether a second core is likely idle: this process may use 2+ cores and the
+    1-minute load average is below their number (the rule of the search's lists run
+    ahead, ``query.search.ahead.core_free``: not imported here, as this runs before the
+    CLI's imports). False where the OS gives neither."""
+    try:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return cores >= 2 and os.getloadavg()[0] < cores
+    except (OSError, AttributeError):
+        return False
+
+
+def start_early(argv: list[str]) -> bool:
+    """Start the reader process for ``argv``'s first ingest (``first_ingest_home``)
+    when a second core is likely idle (``core_free``), or always with
+    ``CTXKEEP_EARLY_READER=1``; never with ``CTXKEEP_EARLY_READER=0`` or on a machine of
+    one core; True when one was started. A failure to start is silent (the engine reads
+    as usual). Without a free core the reader only takes time slices from the ingest
+    process: at load 18-27 on 2 cores the first ingest of the corpus took 5.4 s with it
+    against 3.8 s without (session 16)."""
+    setting = os.environ.get("CTXKEEP_EARLY_READER", "")
+    if setting == "0" or (os.cpu_count() or 1) < 2:
+        return False
+    if setting != "1" and not core_free():
+        return False
+    if first_ingest_home(argv) is None:
+        return False
+    trace("ingest", "spawn")
+    try:
+        _early.append(start_child("ctxkeep.pipeline.reader_process", "--later"))
+    except (OSError, ValueError):  # no process, or no descriptor passing (``pass_fds``)
+        return False
+    atexit.register(_stop)
+    return True
+
+
+def take() -> tuple[subprocess.Popen, BinaryIO] | None:
+    """The reader started early (``start_early``) for its caller to send the todo to
+    (its flags and the todo, pickled, on stdin: ``reader_process._main``), or None;
+    once: a second call gets None."""
+    return _early.pop() if _early else None
+
+
+def waiting() -> bool:
+    """Whether a reader started early waits for its todo (``take``)."""
+    return bool(_early)
+
+
+def _stop() -> None:
+    """Stop a reader started early and never taken."""
+    while _early:
+        proc, results = _early.pop()
+        proc.kill()
+        proc.wait()
+        results.close()
+        if proc.stdin is not None:
+            proc.stdin.close()

@@ -1,0 +1,478 @@
+/*
+** ck_bm25: an FTS5 auxiliary function giving the same values as FTS5's built-in
+** bm25() (SQLite's ext/fts5/fts5_aux.c: k1 = 1.2, b = 0.75, column weights, IDF
+** clamped to 1e-6, the score negated), whose per-phrase document counts (the IDF's
+** nHit, a walk of the phrase's whole posting list through xQueryPhrase) are kept in a
+** per-connection cache between statements.
+**
+**   ck_bm25(fts, 'table', key, w0, w1, ...)
+**
+** 'table' names the FTS5 table, key is a text naming the phrases of the MATCH: the
+** MATCH expression itself (phrase i is cached under (table, key, i)), or, when it
+** holds exactly xPhraseCount - 1 unit separators (0x1f), one key per phrase (each
+** cached under (table, that part)). A NULL key: no cache (bm25() exactly). The cache
+** is valid while the database's data version (SQLITE_FCNTL_DATA_VERSION: every commit
+** of any connection, this one's included) is the one it was filled under; otherwise it
+** is emptied first. Inside an explicit transaction (own uncommitted changes) nothing is
+** cached or read from the cache. The counts are FTS5's own (the same walk), so
+** the ranks equal bm25()'s bit for bit.
+**
+** No SQLite is linked: every sqlite3_* function is resolved with dlsym through the
+** handle of the module that already loaded SQLite (Python's _sqlite3), so this runs
+** on the same SQLite instance that owns the connection (ck_init).
+**
+** The declarations below are those of SQLite's public headers sqlite3.h and fts5.h
+** (public domain), reduced to what is used here.
+*/
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sqlite3 sqlite3;
+typedef struct sqlite3_stmt sqlite3_stmt;
+typedef struct sqlite3_context sqlite3_context;
+typedef struct sqlite3_value sqlite3_value;
+typedef long long sqlite3_int64;
+
+#define SQLITE_OK 0
+#define SQLITE_ROW 100
+#define SQLITE_NULL 5
+#define SQLITE_NOMEM 7
+#define SQLITE_FCNTL_DATA_VERSION 35
+
+typedef struct Fts5ExtensionApi Fts5ExtensionApi;
+typedef struct Fts5Context Fts5Context;
+typedef struct Fts5PhraseIter {
+  const unsigned char *a;
+  const unsigned char *b;
+} Fts5PhraseIter;
+typedef void (*fts5_extension_function)(const Fts5ExtensionApi *, Fts5Context *,
+                                        sqlite3_context *, int, sqlite3_value **);
+struct Fts5ExtensionApi {
+  int iVersion;
+  void *(*xUserData)(Fts5Context *);
+  int (*xColumnCount)(Fts5Context *);
+  int (*xRowCount)(Fts5Context *, sqlite3_int64 *);
+  int (*xColumnTotalSize)(Fts5Context *, int, sqlite3_int64 *);
+  int (*xTokenize)(Fts5Context *, const char *, int, void *,
+                   int (*)(void *, int, const char *, int, int, int));
+  int (*xPhraseCount)(Fts5Context *);
+  int (*xPhraseSize)(Fts5Context *, int);
+  int (*xInstCount)(Fts5Context *, int *);
+  int (*xInst)(Fts5Context *, int, int *, int *, int *);
+  sqlite3_int64 (*xRowid)(Fts5Context *);
+  int (*xColumnText)(Fts5Context *, int, const char **, int *);
+  int (*xColumnSize)(Fts5Context *, int, int *);
+  int (*xQueryPhrase)(Fts5Context *, int, void *,
+                      int (*)(const Fts5ExtensionApi *, Fts5Context *, void *));
+  int (*xSetAuxdata)(Fts5Context *, void *, void (*)(void *));
+  void *(*xGetAuxdata)(Fts5Context *, int);
+  /* later members are not used */
+};
+typedef struct fts5_api fts5_api;
+struct fts5_api {
+  int iVersion;
+  int (*xCreateTokenizer)(fts5_api *, const char *, void *, void *, void (*)(void *));
+  int (*xFindTokenizer)(fts5_api *, const char *, void **, void *);
+  int (*xCreateFunction)(fts5_api *, const char *, void *, fts5_extension_function,
+                         void (*)(void *));
+};
+
+/* ------------------------------------------------ SQLite, resolved at ck_init */
+static struct {
+  int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
+  int (*bind_pointer)(sqlite3_stmt *, int, void *, const char *, void (*)(void *));
+  int (*step)(sqlite3_stmt *);
+  int (*finalize)(sqlite3_stmt *);
+  double (*value_double)(sqlite3_value *);
+  const unsigned char *(*value_text)(sqlite3_value *);
+  int (*value_bytes)(sqlite3_value *);
+  int (*value_type)(sqlite3_value *);
+  void (*result_double)(sqlite3_context *, double);
+  void (*result_error_code)(sqlite3_context *, int);
+  int (*file_control)(sqlite3 *, const char *, int, void *);
+  int (*get_autocommit)(sqlite3 *);
+  int (*limit)(sqlite3 *, int, int);
+  int (*libversion_number)(void);
+} S;
+static int g_ready = 0;
+
+/* 1 when every function was found (SQLite >= 3.20 for sqlite3_bind_pointer), else 0 */
+int ck_init(void *handle) {
+  void *h = handle ? handle : RTLD_DEFAULT;
+#define R(f, n)                                   \
+  *(void **)(&S.f) = dlsym(h, "sqlite3_" n);      \
+  if (!S.f) return 0;
+  R(prepare_v2, "prepare_v2")
+  R(bind_pointer, "bind_pointer")
+  R(step, "step")
+  R(finalize, "finalize")
+  R(value_double, "value_double")
+  R(value_text, "value_text")
+  R(value_bytes, "value_bytes")
+  R(value_type, "value_type")
+  R(result_double, "result_double")
+  R(result_error_code, "result_error_code")
+  R(file_control, "file_control")
+  R(get_autocommit, "get_autocommit")
+  R(limit, "limit")
+  R(libversion_number, "libversion_number")
+#undef R
+  g_ready = 1;
+  return 1;
+}
+
+int ck_libversion(void) { return g_ready ? S.libversion_number() : 0; }
+
+/* sqlite3_limit(db, id, -1): the current limit (reads only), for the caller to check
+** that db is the connection it means (it sets a limit of its own first) */
+int ck_limit(sqlite3 *db, int id) { return g_ready ? S.limit(db, id, -1) : -1; }
+
+/* ------------------------------------------------ the per-connection cache */
+typedef struct Entry {
+  struct Entry *next;
+  uint64_t hash;
+  sqlite3_int64 nHit;
+  int n;           /* bytes of key */
+  char key[];      /* table, 0x1e, key[, 0x1e, phrase index] */
+} Entry;
+
+#define NBUCKET 4096
+#define MAX_ENTRIES 50000
+
+typedef struct Cache {
+  sqlite3 *db;
+  struct Cache *nextConn; /* the registry of connections holding ck_bm25 */
+  unsigned int dataVersion;
+  int valid;
+  unsigned int epoch;
+  int nEntry;
+  sqlite3_int64 hits, misses;
+  Entry *buckets[NBUCKET];
+} Cache;
+
+static Cache *g_registry = 0; /* the list of registered connections, under g_lock */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int g_epoch = 0; /* ck_clear_all's count */
+
+static void cache_clear(Cache *c) {
+  for (int i = 0; i < NBUCKET; i++) {
+    Entry *e = c->buckets[i];
+    while (e) {
+      Entry *n = e->next;
+      free(e);
+      e = n;
+    }
+    c->buckets[i] = 0;
+  }
+  c->nEntry = 0;
+}
+
+static void cache_destroy(void *p) {
+  Cache *c = (Cache *)p;
+  pthread_mutex_lock(&g_lock);
+  Cache **pp = &g_registry;
+  while (*pp && *pp != c) pp = &(*pp)->nextConn;
+  if (*pp) *pp = c->nextConn;
+  pthread_mutex_unlock(&g_lock);
+  cache_clear(c);
+  free(c);
+}
+
+static uint64_t fnv(const char *s, int n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+static Entry *cache_find(Cache *c, const char *k, int n, uint64_t h) {
+  for (Entry *e = c->buckets[h % NBUCKET]; e; e = e->next)
+    if (e->hash == h && e->n == n && memcmp(e->key, k, n) == 0) return e;
+  return 0;
+}
+
+static void cache_put(Cache *c, const char *k, int n, uint64_t h, sqlite3_int64 nHit) {
+  if (c->nEntry >= MAX_ENTRIES) cache_clear(c);
+  Entry *e = (Entry *)malloc(sizeof(Entry) + n);
+  if (!e) return; /* not cached: the next statement walks again */
+  e->hash = h;
+  e->nHit = nHit;
+  e->n = n;
+  memcpy(e->key, k, n);
+  e->next = c->buckets[h % NBUCKET];
+  c->buckets[h % NBUCKET] = e;
+  c->nEntry++;
+}
+
+/* the cache of c as of now: emptied when the database changed since it was filled (a
+** commit of any connection, this one included, changes SQLITE_FCNTL_DATA_VERSION);
+** not used inside an explicit transaction, whose own uncommitted changes the data
+** version does not show (c->valid 0: counted as bm25() does, nothing kept) */
+static void cache_check(Cache *c) {
+  unsigned int dv = 0;
+  unsigned int epoch = __atomic_load_n(&g_epoch, __ATOMIC_SEQ_CST);
+  if (epoch != c->epoch) {
+    cache_clear(c);
+    c->valid = 0;
+    c->epoch = epoch;
+  }
+  if (!S.get_autocommit(c->db) ||
+      S.file_control(c->db, "main", SQLITE_FCNTL_DATA_VERSION, &dv) != SQLITE_OK) {
+    c->valid = 0;
+    return;
+  }
+  if (!c->valid || dv != c->dataVersion) {
+    cache_clear(c);
+    c->dataVersion = dv;
+    c->valid = 1;
+  }
+}
+
+/* ------------------------------------------------ BM25 */
+typedef struct Data {
+  int nPhrase;
+  double avgdl;
+  double *aIDF;
+  double *aFreq;
+} Data;
+
+static int count_cb(const Fts5ExtensionApi *api, Fts5Context *fts, void *user) {
+  (void)api;
+  (void)fts;
+  (*(sqlite3_int64 *)user)++;
+  return SQLITE_OK;
+}
+
+/* the document count of phrase i (FTS5's walk, or the cache's copy of it) */
+static int phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, const char *k,
+                       int n, int i, sqlite3_int64 *pnHit) {
+  uint64_t h = 0;
+  if (k) {
+    h = fnv(k, n);
+    Entry *e = cache_find(c, k, n, h);
+    if (e) {
+      c->hits++;
+      *pnHit = e->nHit;
+      return SQLITE_OK;
+    }
+  }
+  sqlite3_int64 nHit = 0;
+  int rc = api->xQueryPhrase(fts, i, (void *)&nHit, count_cb);
+  if (rc == SQLITE_OK) {
+    *pnHit = nHit;
+    if (k) {
+      c->misses++;
+      cache_put(c, k, n, h, nHit);
+    }
+  }
+  return rc;
+}
+
+static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int nVal,
+                    sqlite3_value **apVal, Data **out) {
+  int rc = SQLITE_OK;
+  Data *p = (Data *)api->xGetAuxdata(fts, 0);
+  if (p) {
+    *out = p;
+    return SQLITE_OK;
+  }
+  int nPhrase = api->xPhraseCount(fts);
+  p = (Data *)calloc(1, sizeof(Data) + (size_t)nPhrase * 2 * sizeof(double));
+  if (!p) return SQLITE_NOMEM;
+  p->nPhrase = nPhrase;
+  p->aIDF = (double *)&p[1];
+  p->aFreq = &p->aIDF[nPhrase];
+  sqlite3_int64 nRow = 0, nToken = 0;
+  rc = api->xRowCount(fts, &nRow);
+  if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
+  if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
+
+  /* the keys: table 0x1e key [0x1e i] */
+  const char *tab = 0, *key = 0;
+  int nTab = 0, nKey = 0, parts = 0;
+  if (nVal >= 2 && S.value_type(apVal[0]) != SQLITE_NULL && S.value_type(apVal[1]) != SQLITE_NULL) {
+    tab = (const char *)S.value_text(apVal[0]);
+    nTab = S.value_bytes(apVal[0]);
+    key = (const char *)S.value_text(apVal[1]);
+    nKey = S.value_bytes(apVal[1]);
+    if (tab && key) {
+      parts = 1;
+      if (nKey && key[0] == 0x1e) parts = 0; /* the whole MATCH: keyed with each index */
+      for (int j = 0; parts && j < nKey; j++) parts += key[j] == 0x1f;
+      cache_check(c);
+      if (!c->valid) key = 0;
+    } else {
+      key = 0;
+    }
+  }
+  char *buf = key ? (char *)malloc((size_t)nTab + nKey + 16) : 0;
+  const char *part = key;
+  for (int i = 0; rc == SQLITE_OK && i < nPhrase; i++) {
+    sqlite3_int64 nHit = 0;
+    int n = 0;
+    if (buf) {
+      memcpy(buf, tab, nTab);
+      buf[nTab] = 0x1e;
+      n = nTab + 1;
+      if (parts == nPhrase) { /* one key per phrase */
+        const char *end = memchr(part, 0x1f, (size_t)(key + nKey - part));
+        int len = (int)((end ? end : key + nKey) - part);
+        memcpy(buf + n, part, len);
+        n += len;
+        part = end ? end + 1 : key + nKey;
+      } else { /* the MATCH and the phrase's index */
+        memcpy(buf + n, key, nKey);
+        n += nKey;
+        buf[n++] = 0x1e;
+        n += (int)(sizeof(int));
+        memcpy(buf + n - sizeof(int), &i, sizeof(int));
+      }
+    }
+    rc = phrase_hits(api, fts, c, buf, n, i, &nHit);
+    if (rc == SQLITE_OK) {
+      double idf = log((nRow - nHit + 0.5) / (nHit + 0.5));
+      if (idf <= 0.0) idf = 1e-6;
+      p->aIDF[i] = idf;
+    }
+  }
+  free(buf);
+  if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, p, free);
+  else free(p);
+  *out = rc == SQLITE_OK ? p : 0;
+  return rc;
+}
+
+static void ck_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nVal,
+                    sqlite3_value **apVal) {
+  const double k1 = 1.2;
+  const double b = 0.75;
+  Cache *c = (Cache *)api->xUserData(fts);
+  Data *p = 0;
+  double score = 0.0, D = 0.0;
+  int nInst = 0;
+  int rc = get_data(api, fts, c, nVal, apVal, &p);
+  double *aFreq = 0;
+  if (rc == SQLITE_OK) {
+    aFreq = p->aFreq;
+    memset(aFreq, 0, sizeof(double) * p->nPhrase);
+    rc = api->xInstCount(fts, &nInst);
+  }
+  for (int i = 0; rc == SQLITE_OK && i < nInst; i++) {
+    int ip, ic, io;
+    rc = api->xInst(fts, i, &ip, &ic, &io);
+    if (rc == SQLITE_OK) {
+      /* the weights follow the table and key arguments */
+      double w = (nVal - 2 > ic) ? S.value_double(apVal[ic + 2]) : 1.0;
+      aFreq[ip] += w;
+    }
+  }
+  if (rc == SQLITE_OK) {
+    int nTok;
+    rc = api->xColumnSize(fts, -1, &nTok);
+    D = (double)nTok;
+  }
+  if (rc == SQLITE_OK) {
+    for (int i = 0; i < p->nPhrase; i++) {
+      score += p->aIDF[i] * ((aFreq[i] * (k1 + 1.0)) / (aFreq[i] + k1 * (1 - b + b * D / p->avgdl)));
+    }
+    S.result_double(ctx, -1.0 * score);
+  } else {
+    S.result_error_code(ctx, rc);
+  }
+}
+
+/* ------------------------------------------------ registration */
+
+/* 1 when ck_bm25 is registered on db (a live connection) */
+int ck_registered(sqlite3 *db) {
+  int found = 0;
+  pthread_mutex_lock(&g_lock);
+  for (Cache *c = g_registry; c && !found; c = c->nextConn) found = c->db == db;
+  pthread_mutex_unlock(&g_lock);
+  return found;
+}
+
+/* register ck_bm25 on db; 0 ok, else an SQLite error code (or -1: not initialised) */
+int ck_register(sqlite3 *db) {
+  if (!g_ready) return -1;
+  if (ck_registered(db)) return SQLITE_OK;
+  fts5_api *api = 0;
+  sqlite3_stmt *st = 0;
+  int rc = S.prepare_v2(db, "SELECT fts5(?1)", -1, &st, 0);
+  if (rc != SQLITE_OK) return rc;
+  S.bind_pointer(st, 1, (void *)&api, "fts5_api_ptr", 0);
+  S.step(st);
+  rc = S.finalize(st);
+  if (rc != SQLITE_OK) return rc;
+  if (!api || api->iVersion < 2) return 1; /* SQLITE_ERROR */
+  Cache *c = (Cache *)calloc(1, sizeof(Cache));
+  if (!c) return SQLITE_NOMEM;
+  c->db = db;
+  rc = api->xCreateFunction(api, "ck_bm25", c, ck_bm25, cache_destroy);
+  if (rc != SQLITE_OK) {
+    free(c);
+    return rc;
+  }
+  pthread_mutex_lock(&g_lock);
+  c->nextConn = g_registry;
+  g_registry = c;
+  pthread_mutex_unlock(&g_lock);
+  return SQLITE_OK;
+}
+
+/* the cache's hits and misses on db since it was registered (for benchmarks) */
+int ck_stats(sqlite3 *db, sqlite3_int64 *hits, sqlite3_int64 *misses) {
+  int found = 0;
+  pthread_mutex_lock(&g_lock);
+  for (Cache *c = g_registry; c && !found; c = c->nextConn)
+    if (c->db == db) {
+      *hits = c->hits;
+      *misses = c->misses;
+      found = 1;
+    }
+  pthread_mutex_unlock(&g_lock);
+  return found;
+}
+
+/* empty the count caches of every connection (benchmarks: a search as a new process
+** runs it, with no counts from earlier searches): each cache empties itself at its next
+** use (cache_check), on the thread using it */
+void ck_clear_all(void) { __atomic_add_fetch(&g_epoch, 1, __ATOMIC_SEQ_CST); }
+/* 1 when the count of every phrase of keys (query/search/retrieve.py phrase_keys: one
+** key per phrase, 0x1f between them) on table tab is in db's cache as of the last
+** statement (a commit seen only by the next statement empties it then: the ranks stay
+** exact, that statement walks); 0 otherwise, or for a whole-MATCH key (0x1e) */
+int ck_cached(sqlite3 *db, const char *tab, const char *keys) {
+  Cache *c = 0;
+  pthread_mutex_lock(&g_lock);
+  for (Cache *x = g_registry; x; x = x->nextConn)
+    if (x->db == db) c = x;
+  pthread_mutex_unlock(&g_lock);
+  if (!c || !keys || !keys[0] || keys[0] == 0x1e) return 0;
+  cache_check(c);
+  if (!c->valid) return 0;
+  int nTab = (int)strlen(tab), nKeys = (int)strlen(keys);
+  char *buf = (char *)malloc((size_t)nTab + nKeys + 2);
+  if (!buf) return 0;
+  memcpy(buf, tab, nTab);
+  buf[nTab] = 0x1e;
+  const char *part = keys, *end = keys + nKeys;
+  int all = 1;
+  while (all) {
+    const char *sep = memchr(part, 0x1f, (size_t)(end - part));
+    int len = (int)((sep ? sep : end) - part);
+    memcpy(buf + nTab + 1, part, len);
+    int n = nTab + 1 + len;
+    all = cache_find(c, buf, n, fnv(buf, n)) != 0;
+    if (!sep) break;
+    part = sep + 1;
+  }
+  free(buf);
+  return all;
+}

@@ -1,0 +1,191 @@
+"""The reader process a first ingest starts with the command (``pipeline.prestart``,
+issue 26 target 3): which command lines start it, that the ingest it shares stores
+what one process stores (entries, rowids, vault), and that one never taken is stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS_HOME
+from ctxkeep.pipeline import engine, prestart
+from ctxkeep.pipeline import reader_process as read_worker
+from ctxkeep.pipeline.plan import plan
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import DiscoveryContext
+from store_digest import store_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def no_env_home(monkeypatch):
+    monkeypatch.delenv("CTXKEEP_HOME", raising=False)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+
+
+@pytest.mark.usefixtures("no_env_home")
+def test_only_a_plain_ingest_into_a_home_without_a_store_starts_one(tmp_path, monkeypatch):
+    new, old = tmp_path / "new", tmp_path / "old"
+    old.mkdir()
+    (old / "store.db").write_bytes(b"")
+    h = ["--home", str(new)]
+    assert prestart.first_ingest_home([*h, "ingest"]) == new
+    assert prestart.first_ingest_home(["ingest", "--no-progress", "--json", f"--home={new}"]) == new
+    assert (
+        prestart.first_ingest_home(["ingest", "--home", str(new), "--agent", "codex", "-a", "aider"]) == new
+    )
+    assert prestart.first_ingest_home(["--home", str(old), "ingest"]) is None  # a store: the no-op path
+    for extra in (
+        ["--path", "x.jsonl"],
+        ["-p", "x"],
+        ["--dry-run"],
+        ["--prefect"],
+        ["--task-runner", "dask"],
+    ):
+        assert prestart.first_ingest_home([*h, "ingest", *extra]) is None, extra
+    assert prestart.first_ingest_home([*h, "search", "ingest"]) is None
+    assert prestart.first_ingest_home([*h, "ingest", "--help"]) is None
+    assert prestart.first_ingest_home(["ingest", "--home"]) is None  # no value: the CLI says so
+    monkeypatch.setenv("CTXKEEP_HOME", str(new))
+    assert prestart.first_ingest_home(["ingest"]) == new
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")  # a flow run reads in its tasks
+    assert prestart.first_ingest_home(["ingest"]) is None
+
+
+@pytest.mark.usefixtures("no_env_home")
+def test_it_is_off_with_ctxkeep_early_reader_0(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXKEEP_EARLY_READER", "0")
+    assert not prestart.start_early(["--home", str(tmp_path / "h"), "ingest"])
+    assert not prestart.waiting()
+
+
+@pytest.mark.usefixtures("no_env_home")
+def test_it_starts_only_when_a_core_is_free_unless_forced(tmp_path, monkeypatch):
+    """On a busy machine the early reader only takes time slices from the ingest (load
+    18-27: 5.4 s against 3.8 s), so by default it starts only below the cores' load."""
+    monkeypatch.delenv("CTXKEEP_EARLY_READER", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.5, 2.0, 2.0))
+    assert not prestart.core_free()
+    assert not prestart.start_early(["--home", str(tmp_path / "h"), "ingest"])
+    assert not prestart.waiting()
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.5))
+    assert prestart.core_free()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert not prestart.core_free()  # one core allowed to this process
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_env_home")
+def test_a_reader_never_taken_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")  # whatever the machine's load
+    assert prestart.start_early(["--home", str(tmp_path / "h"), "ingest"])
+    proc = prestart._early[0][0]
+    assert prestart.waiting() and proc.poll() is None
+    prestart._stop()  # what the process's exit runs (atexit)
+    assert proc.poll() is not None and not prestart.waiting() and prestart.take() is None
+
+
+def _ingest(home: Path, ctx: DiscoveryContext) -> dict:
+    conn = sqlite_store.connect(home)
+    try:
+        p = plan(home, conn, ctx=ctx)
+        return engine.ingest_files(conn, p.todo, sqlite_store.tombstoned(conn))
+    finally:
+        conn.close()
+
+
+def _rows(home: Path) -> list[list[tuple]]:
+    """Entries' rowids and ids, and the vault's objects and segments (what the reader
+    sealed and what the ingest process sealed)."""
+    c = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    try:
+        return [
+            c.execute(q).fetchall()
+            for q in (
+                "SELECT rowid, entry_id FROM entries ORDER BY rowid",
+                "SELECT sha, stored, raw FROM vault_objects ORDER BY sha",
+                "SELECT * FROM vault_segments ORDER BY 1, 2",
+            )
+        ]
+    finally:
+        c.close()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_env_home")
+def test_a_first_ingest_shared_with_the_early_reader_stores_what_one_process_stores(tmp_path, monkeypatch):
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    ctx = DiscoveryContext(home=CORPUS_HOME, env={})
+    one = _ingest(tmp_path / "one", ctx)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")  # whatever the machine's load
+    assert prestart.start_early(["--home", str(tmp_path / "two"), "ingest"])
+    shared, taken = [], []
+    real_shared, real_one = read_worker.read_shared, read_worker.read_in_process
+
+    def spy_shared(todo, **kw):
+        shared.append(len(todo))
+        return real_shared(todo, **kw)
+
+    def spy_one(todo, **kw):
+        taken.append((len(todo), prestart.waiting()))
+        return real_one(todo, **kw)
+
+    monkeypatch.setattr(read_worker, "read_shared", spy_shared)
+    monkeypatch.setattr(read_worker, "read_in_process", spy_one)
+    two = _ingest(tmp_path / "two", ctx)
+    # the ingest read its first files itself, the early reader the rest (and was taken)
+    assert shared == [27] and len(taken) == 1 and 0 < taken[0][0] < 27 and taken[0][1]
+    assert not prestart.waiting()
+    assert two == one and two["files_read"] == 27 and two["entries_new"] == 3890
+    assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")
+    got, want = _rows(tmp_path / "two"), _rows(tmp_path / "one")
+    assert got == want and len(got[0]) == 3890 and got[1] and got[2]
+
+
+@pytest.mark.slow
+def test_the_console_script_starts_it_and_the_ingest_takes_it(tmp_path):
+    """``python -m ctxkeep ingest`` into a new home: the reader's trace lines come (it
+    started before the CLI's imports and read), and the result is a whole ingest."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != "CTXKEEP_HOME"}
+
+    def run(home: Path, early: str) -> tuple[dict, str]:
+        env.update(
+            HOME=str(CORPUS_HOME),
+            CTXKEEP_IDLE_SECONDS="0",
+            CTXKEEP_TRACE="1",
+            CTXKEEP_EARLY_READER=early,
+            PYTHONPATH=str(ROOT),
+        )
+        r = subprocess.run(
+            [sys.executable, "-P", "-m", "ctxkeep", "--home", str(home), "ingest", "--json", "--no-progress"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout), r.stderr
+
+    on, trace_on = run(tmp_path / "on", "1")
+    off, trace_off = run(tmp_path / "off", "0")
+    assert "CTXKEEP-TRACE reader todo" in trace_on and "CTXKEEP-TRACE reader sent" in trace_on
+    assert "CTXKEEP-TRACE reader" not in trace_off
+    for k in ("entries_new", "files_read", "bytes", "lines", "per_agent"):
+        assert on[k] == off[k], k
+    assert on["entries_new"] == 3890
+    assert store_digest(tmp_path / "on") == store_digest(tmp_path / "off")

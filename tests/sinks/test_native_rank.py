@@ -1,0 +1,256 @@
+"""``ck_bm25`` (``sinks.sqlite.native_rank``, ``_ckrank.c``): FTS5's ``bm25()`` values bit
+for bit, with each phrase's document count cached per connection until the database
+changes, and the search's fallback to ``bm25()`` when the library is absent.
+
+The library is built by the build hook (``hatch_build.py``) wherever a C compiler
+exists; CI installs one (``.ci/run``), so a missing library fails here rather than
+silently leaving the search on ``bm25()``."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ctxkeep.query.search import Filters, retrieve, search
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite import native_rank
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("cc") is None and shutil.which("gcc") is None,
+    reason="no C compiler: the library is not built",
+)
+
+WEIGHTS = "4.0, 1.0, 0.0"
+MATCHES = [
+    '"file"',
+    '"exit" AND "code"',
+    '"exit" OR "code" OR "create" OR "next" OR "app"',
+    '"command not found"',
+    '"test"*',
+    '("error") AND facets : (fk0 OR fk386842243290)',
+    '{title text} : "commit" OR "branch"',
+    '"zzzz-no-such-term" OR "install"',
+    '"-" OR "error" OR "--"',  # phrases without a token: FTS5 drops them (the keys then do not count)
+    '("exit" OR "code") AND facets : (fk0 OR fk386842243290)',
+]
+
+
+def _ranks(conn: sqlite3.Connection, fn: str, match: str) -> list[tuple[int, float]]:
+    args = f"fts_words, {WEIGHTS}" if fn == "bm25" else f"fts_words, 'fts_words', ?2, {WEIGHTS}"
+    sql = f"SELECT rowid, {fn}({args}) FROM fts_words WHERE fts_words MATCH ?1 ORDER BY rowid"
+    return conn.execute(sql, (match,) if fn == "bm25" else (match, retrieve.phrase_keys(match))).fetchall()
+
+
+def test_the_library_is_built_and_registers_on_a_store_connection(corpus_store):
+    assert native_rank.LIBRARY.is_file()
+    conn = sqlite_store.connect(corpus_store[0], readonly=True, mmap=True)
+    try:
+        assert native_rank.ready(conn)
+        assert native_rank.ready(conn)  # registered once: the second call only looks it up
+    finally:
+        conn.close()
+
+
+def test_ck_bm25_equals_bm25_bit_for_bit_first_and_cached(corpus_store):
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    try:
+        assert native_rank.ready(conn)
+        native_rank.clear()
+        hits0, misses0 = native_rank.stats(conn)
+        checked = 0
+        for match in MATCHES:
+            want = _ranks(conn, "bm25", match)
+            first = _ranks(conn, "ck_bm25", match)  # walks, fills the cache
+            again = _ranks(conn, "ck_bm25", match)  # from the cache
+            assert first == want and again == want, match
+            checked += len(want)
+        hits, misses = native_rank.stats(conn)
+        assert checked > 1000  # the corpus matches these terms: real rows compared
+        assert misses - misses0 > 0 and hits - hits0 >= misses - misses0
+        for match in MATCHES:  # every phrase counted once: a second pass walks none
+            assert _ranks(conn, "ck_bm25", match) == _ranks(conn, "bm25", match)
+        assert native_rank.stats(conn)[1] == misses
+    finally:
+        conn.close()
+
+
+def test_lists_share_the_count_of_a_phrase_they_both_rank(corpus_store):
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    try:
+        assert native_rank.ready(conn)
+        native_rank.clear()
+        for match in [
+            '"exit" AND "code"',
+            '"exit" OR "code" OR "branch"',
+            '("code") AND facets : (fk0 OR fk386842243290)',
+        ]:
+            h0, m0 = native_rank.stats(conn)
+            assert _ranks(conn, "ck_bm25", match) == _ranks(conn, "bm25", match)
+            h1, m1 = native_rank.stats(conn)
+            yield_ = (h1 - h0, m1 - m0)
+            if match.startswith('"exit" AND'):
+                assert yield_ == (0, 2)
+            elif match.startswith('"exit" OR'):
+                assert yield_ == (2, 1)  # "exit" and "code" counted by the list before
+            else:
+                assert yield_ == (1, 2)  # "code"; the two facet tokens are new
+    finally:
+        conn.close()
+
+
+def test_phrase_keys_of_the_shapes_parse_builds():
+    assert retrieve.phrase_keys('"exit" AND "code"') == '"exit"\x1f"code"'
+    assert retrieve.phrase_keys('"exit"* OR "a""b"') == '"exit"*\x1f"a""b"'
+    assert (
+        retrieve.phrase_keys('("x" OR "y") AND facets : (fk0 OR fk12) AND facets : (fa3)')
+        == '"x"\x1f"y"\x1ffacets:fk0\x1ffacets:fk12\x1ffacets:fa3'
+    )
+    # any other shape: the whole MATCH (its phrases keyed by their index)
+    for other in ['{title text} : "x"', 'NEAR("a" "b")', "x", '"a\x1fb"', '("a"']:
+        assert retrieve.phrase_keys(other) == "\x1e" + other
+
+
+def test_the_counts_follow_a_commit_of_another_connection_and_own_changes(tmp_path):
+    db = tmp_path / "t.db"
+    w = sqlite3.connect(db, isolation_level=None)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("CREATE VIRTUAL TABLE t USING fts5(a, b)")
+    rnd = random.Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+
+    def rows(n):
+        return [
+            (" ".join(rnd.choices(words, k=rnd.randint(1, 12))), " ".join(rnd.choices(words, k=3)))
+            for _ in range(n)
+        ]
+
+    w.executemany("INSERT INTO t VALUES (?, ?)", rows(2000))
+    r = sqlite3.connect(db, isolation_level=None)
+    assert native_rank.ready(r) and native_rank.ready(w)
+
+    def same(conn, match):
+        want = conn.execute("SELECT rowid, bm25(t, 2.0, 1.0) FROM t WHERE t MATCH ?1", (match,)).fetchall()
+        got = conn.execute(
+            "SELECT rowid, ck_bm25(t, 't', ?1, 2.0, 1.0) FROM t WHERE t MATCH ?1", (match,)
+        ).fetchall()
+        return got == want and len(got) > 0
+
+    assert same(r, "alpha")
+    assert same(r, "alpha")  # cached
+    # another connection commits rows holding "alpha": the reader's count must follow
+    w.executemany("INSERT INTO t VALUES (?, ?)", [("alpha alpha", "x")] * 500)
+    assert same(r, "alpha")
+    # the connection's own uncommitted change (no commit: the data version stays)
+    w.execute("BEGIN")
+    assert same(w, "beta")
+    w.execute("DELETE FROM t WHERE rowid IN (SELECT rowid FROM t WHERE t MATCH 'beta' LIMIT 300)")
+    assert same(w, "beta")
+    w.execute("ROLLBACK")
+    assert same(w, "beta")
+    # the connection's own commit (autocommit), after its cache holds the count
+    assert same(w, "gamma") and same(w, "gamma")
+    w.executemany("INSERT INTO t VALUES (?, ?)", [("gamma", "gamma")] * 400)
+    assert same(w, "gamma")
+    # a write to the temp schema (as the search's term probe) does not empty the cache
+    assert same(r, "alpha")  # counted again since w's commits
+    hits = native_rank.stats(r)[0]
+    r.execute("CREATE TEMP TABLE probe(x)")
+    r.execute("INSERT INTO temp.probe VALUES (1)")
+    assert same(r, "alpha") and native_rank.stats(r)[0] == hits + 1
+    r.close()
+    w.close()
+
+
+def test_a_pointer_of_another_connection_is_refused():
+    lib = native_rank._load()
+    assert lib is not None
+    a, b = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    try:
+        assert native_rank._verified(lib, a, native_rank._db(a))
+        assert not native_rank._verified(lib, a, native_rank._db(b))
+        assert not native_rank._verified(lib, a, 0)
+    finally:
+        a.close()
+        b.close()
+
+
+QUERIES = [
+    ("exit code", {}),
+    ("file", {"kind": "message"}),
+    ('"command not found"', {}),
+    ("commit branch", {"agent": "claude-code"}),
+    ("useTodos", {}),
+    ("the", {"role": "user"}),
+]
+
+
+def test_search_gives_the_same_hits_with_and_without_the_library(corpus_store, monkeypatch):
+    home = corpus_store[0]
+    conn = sqlite_store.connect(home, readonly=True, mmap=True)
+    try:
+        assert native_rank.ready(conn)
+        with_lib = [search(conn, q, filters=Filters(**f), limit=10, parallel=False) for q, f in QUERIES]
+        with_lib_again = [search(conn, q, filters=Filters(**f), limit=10, parallel=False) for q, f in QUERIES]
+        sql: list[str] = []
+        conn.set_trace_callback(sql.append)
+        search(conn, "exit code", limit=10, parallel=False)
+        conn.set_trace_callback(None)
+        assert any("ck_bm25(" in s for s in sql) and not any(" bm25(" in s for s in sql)
+        monkeypatch.setattr(native_rank, "_lib", None)  # as without a compiler at install
+        assert not native_rank.ready(conn)
+        sql.clear()
+        conn.set_trace_callback(sql.append)
+        without = [search(conn, q, filters=Filters(**f), limit=10, parallel=False) for q, f in QUERIES]
+        conn.set_trace_callback(None)
+        assert not any("ck_bm25(" in s for s in sql) and any("bm25(" in s for s in sql)
+    finally:
+        conn.close()
+    assert sum(len(r.hits) for r in without) > 20
+    assert [repr(r) for r in with_lib] == [repr(r) for r in without]
+    assert [repr(r) for r in with_lib_again] == [repr(r) for r in without]
+
+
+def test_rank_expr_names_the_table_and_the_match_parameter():
+    assert retrieve.rank_expr("fts_words") == "bm25(fts_words, 4.0, 1.0, 0.0)"
+    assert retrieve.rank_expr("fts_words", True, 4) == "ck_bm25(fts_words, 'fts_words', ?4, 4.0, 1.0, 0.0)"
+    text, params = retrieve.ranked_sql("fts_grams", '"ab"', 7, 10, True)
+    assert "?4" in text and "MATCH ?1 AND rowid > ?2" in text and params == ('"ab"', 7, 10, '"ab"')
+
+
+def test_unavailable_library_means_bm25(monkeypatch, tmp_path):
+    monkeypatch.setattr(native_rank, "_tried", False)
+    monkeypatch.setattr(native_rank, "_lib", None)
+    monkeypatch.setattr(native_rank, "LIBRARY", Path(tmp_path / "absent.so"))
+    conn = sqlite3.connect(":memory:")
+    try:
+        assert not native_rank.ready(conn)
+        assert native_rank.stats(conn) == (0, 0)
+    finally:
+        conn.close()
+
+
+def test_a_filtered_window_with_cached_counts_is_ranked_in_one_walk_to_the_same_rows(corpus_store):
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    facets = Filters(kind="message").facet_match()
+    try:
+        assert native_rank.ready(conn)
+        for terms in ['"exit" AND "code"', '"file" OR "error"', '"step by step"']:
+            match = f"({terms}) AND {facets}"
+            for n in (10, retrieve.RANK_WINDOW + 1):
+                native_rank.clear()
+                assert not native_rank.cached(conn, "fts_words", retrieve.phrase_keys(match))
+                by_terms = retrieve.ranked_window(conn, "fts_words", match, n, terms)
+                conn.execute(*retrieve.newest_ranked_sql("fts_words", match, 5, 5, True)).fetchall()
+                assert native_rank.cached(conn, "fts_words", retrieve.phrase_keys(match))
+                sql: list[str] = []
+                conn.set_trace_callback(sql.append)
+                one_walk = retrieve.ranked_window(conn, "fts_words", match, n, terms)
+                conn.set_trace_callback(None)
+                assert not any("json_each" in s for s in sql)  # not the terms-alone ranking
+                assert one_walk == by_terms and by_terms[0], (terms, n)
+    finally:
+        conn.close()
