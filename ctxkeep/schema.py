@@ -212,6 +212,23 @@ USAGE_ROW_COLUMNS = (
     *USAGE_ONLY_COLUMNS,
 )
 
+#: Agents whose logged output leaves their reasoning tokens out, logged beside it:
+#: Gemini CLI and Qwen Code (``thoughtsTokenCount`` beside ``candidatesTokenCount``),
+#: OpenCode (``tokens.reasoning`` beside ``tokens.output``); OpenAI's output (Codex,
+#: Copilot CLI) holds them. Priced as output (``transforms.cost``) and counted in a
+#: total, as ccusage's ``totalTokens``, Gemini CLI's own ``tokens.total`` and agentsview
+#: (thoughts folded into ``output_tokens``, ``internal/parser/gemini.go``) count them.
+REASONING_OUTSIDE_OUTPUT = frozenset({"gemini-cli", "qwen-code", "opencode"})
+
+
+def reasoning_beside_sql(agent: str = "agent", reasoning: str = "reasoning_tokens") -> str:
+    """An SQL expression (DuckDB and SQLite) of a usage row's reasoning tokens that its
+    output leaves out (``REASONING_OUTSIDE_OUTPUT``; 0 for other agents), to add to a
+    total: ``agent`` and ``reasoning`` name the columns."""
+    names = ", ".join(f"'{a}'" for a in sorted(REASONING_OUTSIDE_OUTPUT))
+    return f"(CASE WHEN {agent} IN ({names}) THEN coalesce({reasoning}, 0) ELSE 0 END)"
+
+
 #: Why an agent's usage rows carry a logged cost and null tokens ("tokens not recorded
 #: by the agent": never summed, never priced): Crush and the Go opencode keep a
 #: session's summed cost but assign each response's tokens (``sources.charm_db``);

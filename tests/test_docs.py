@@ -49,3 +49,28 @@ def test_usage_errors_are_one_line_with_exit_code_2():
             [sys.executable, "-m", "ctxkeep", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
         )
         assert (r.returncode, r.stderr.strip().splitlines(), r.stdout) == (2, [want], "")
+
+
+def test_the_readmes_search_examples_find_something(corpus_store, monkeypatch):
+    """The README's `ctxkeep search` examples find something on a store of ordinary
+    sessions (here the shared corpus's: the README names no corpus). Before, the
+    examples (`validateUs`, `connection refused` of Codex since 2025-11-01) found
+    little a new user recognised (newuser15)."""
+    import json
+    import shlex
+
+    from typer.testing import CliRunner
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    examples = re.findall(r"^uv run --no-dev ctxkeep (search .+?)(?:\s+#.*)?$", readme, re.M)
+    assert len(examples) >= 3
+    home = str(corpus_store[0])
+    monkeypatch.setenv("COLUMNS", "200")
+    for ex in examples:
+        r = CliRunner().invoke(app, [*shlex.split(ex), "--json", "--home", home])
+        assert r.exit_code == 0, (ex, r.output)
+        hits = json.loads(r.stdout)["hits"]
+        assert hits, ex
+    # the partial name finds the whole name
+    r = CliRunner().invoke(app, ["search", "gitign", "--json", "--home", home])
+    assert any(".gitignore" in (h["snippet"] or "") for h in json.loads(r.stdout)["hits"])

@@ -18,6 +18,8 @@ dropped_bad_lines  # maintenance.compress.run.FileResult
 kept_bad_lines  # maintenance.compress.run.FileResult (--json: the unparsable lines kept as they were)
 backups_pruned  # maintenance.compress.run.FileResult
 still_exceeding  # service.compress.CompressResult (compress --json)
+backup_bytes  # service.compress.CompressResult (compress --json)
+backups_until  # service.compress.CompressResult (compress --json)
 still_over  # maintenance.compress.run.FileResult (compress --json; the CLI reads the dict)
 files_unreadable  # pipeline.summary.Summary, service.shapes.IngestResult (ingest --json)
 unfinished_bytes  # service.vault.AtRisk (vault status --json; the CLI reads it from the dict)

@@ -509,6 +509,26 @@ def _fail(e: Exception, code: int | None = None, words: dict[str, str | None] | 
     raise typer.Exit(exit_code(e) if code is None else code)
 
 
+#: set by ``stopped``: the command said why it stopped (``run_command`` adds nothing)
+_stop_said: list[int] = []
+
+
+def stopped(went: int, total: int, what: str, signal_name: str | None) -> NoReturn:
+    """End a command a signal stopped between files (``maintenance.stopping``): ONE line
+    on stderr, ``interrupted (SIGINT) after 8 of 31 files (8 compressed); the other 23
+    are untouched - run the command again to go on`` (``what``: what became of the
+    ``went`` files), exit 130 (SIGINT) or 143 (SIGTERM)."""
+    code = 143 if signal_name == "SIGTERM" else 130
+    left = total - went
+    typer.echo(
+        f"interrupted ({signal_name}) after {went:,} of {_count(total, 'file')} ({what}); "
+        f"the other {left:,} {'is' if left == 1 else 'are'} untouched - run the command again to go on",
+        err=True,
+    )
+    _stop_said.append(code)
+    raise typer.Exit(code)
+
+
 @contextmanager
 def failing(words: dict[str, str | None] | None = None) -> Iterator[None]:
     """Run the block; a ``CtxkeepError`` raised in it ends the command as ``_fail`` does
@@ -683,7 +703,7 @@ def run_command(call) -> int:
         if not _store_error(e):
             raise
         return 1
-    if rv == 130:  # Typer's exit code for Ctrl-C
+    if rv == 130 and not _stop_said:  # Typer's exit code for Ctrl-C
         typer.echo("interrupted: what was stored stays stored; run the command again to go on", err=True)
     return rv if isinstance(rv, int) else 0
 

@@ -269,7 +269,7 @@ def search(
         help='Words, "phrases", identifiers, paths, error messages; CJK works. '
         "Unquoted words are one query (joined by spaces); entries holding them side by side, "
         "in order, rank first. The shell drops plain quotes: an exact phrase alone is "
-        "'\"connection refused\"'.",
+        "'\"no such file\"'.",
     ),
     agent: list[str] = agent_option(store_agents),
     project: str | None = typer.Option(

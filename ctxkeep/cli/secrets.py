@@ -22,6 +22,7 @@ from ctxkeep.cli import (
     line_width,
     out,
     short_path,
+    stopped,
     table,
     tables_alike,
 )
@@ -67,11 +68,19 @@ def secrets(
             res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
     if as_json:
         _print_json(res.as_json())
-        return
-    if scrub:
+    elif scrub:
         _print_scrub(res, verbose)
     else:
         _print_report(res, h)
+    if isinstance(res, svc.ScrubResult) and res.interrupted:
+        done = res.would_scrub if res.dry_run else res.scrubbed
+        went = len(res.files)
+        stopped(
+            went,
+            went + res.not_started,
+            f"{done:,} {'would be scrubbed' if res.dry_run else 'scrubbed'}",
+            res.interrupted,
+        )
 
 
 #: the columns of ``secrets``' sessions table
@@ -82,18 +91,27 @@ def _print_report(r, home: Path) -> None:
     if not r.total and not r.quarantine.values:
         out.print("no redacted values in the store", highlight=False)
         return
+    from ctxkeep.service.stats_core import UNIT_ENTRY, UNIT_RAW, UNIT_TEXT
+
+    # one value, three units (newuser16 F6): each count says which, in the same words
     out.print(
-        f"{_count(r.total, 'redacted value')} in the texts of {_count(r.entries, 'entry', 'entries')} of "
-        f"{_count(r.sessions_total, 'session')}; "
+        f"{_count(r.total, 'redacted value')}, counted {UNIT_ENTRY}, in the texts of "
+        f"{_count(r.entries, 'entry', 'entries')} of {_count(r.sessions_total, 'session')}; "
         f"{_count(r.quarantine.values, 'value')} in {_count(r.quarantine.lines, 'quarantined line')}",
         highlight=False,
         soft_wrap=False,  # wrapped at the width
     )
+    out.print(
+        f"counted {UNIT_TEXT} (as `ctxkeep stats` does: a text several entries share counts once): "
+        f"{r.text_values:,} in {_count(r.texts, 'distinct text')}",
+        highlight=False,
+        soft_wrap=False,
+    )
     if r.vault.values:  # `vault status` and `vault restore` count the raw bytes
         out.print(
-            f"the vault counts {r.vault.values:,} in the raw bytes it keeps (`vault status`, `vault restore`): "
-            "each occurrence, and a raw line can hold a value twice (a tool result and the agent's own copy "
-            "of it) or hold one no entry is made of",
+            f"counted {UNIT_RAW} the vault keeps (`vault status`, `vault restore`): {r.vault.values:,} "
+            "(a raw line can hold a value twice, a tool result and the agent's own copy of it, or hold one "
+            "no entry is made of)",
             highlight=False,
             soft_wrap=False,
         )

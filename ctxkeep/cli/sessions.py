@@ -276,3 +276,5 @@ def resume(
         _print_json(snap.as_json())
     else:
         typer.echo(safe_text(snap.markdown), nl=False)
+        if snap.note:  # on stderr: stdout is the snapshot an agent's hook reads (as search's notes)
+            note(snap.note)

@@ -20,6 +20,7 @@ from ctxkeep.cli import (
     out,
     say,
     say_folded,
+    stopped,
     table,
     tilde,
     warn,
@@ -95,8 +96,9 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     )
     if any(a["redactions"] for a in r["agents"]):
         out.print(
-            "redacted: values replaced in the raw bytes `vault restore` writes (each occurrence, newest "
-            "generation of each file); `ctxkeep secrets` counts the stored entries holding them",
+            "redacted: values counted per occurrence in the raw bytes `vault restore` writes (newest "
+            "generation of each file); `ctxkeep secrets` counts them per entry, `ctxkeep stats` per "
+            "distinct text",
             highlight=False,
             soft_wrap=False,  # wrapped at the width
         )
@@ -220,6 +222,15 @@ def restore(
     except CtxkeepError as e:
         _fail(e, words={"session": "SESSION"})  # an argument here, not --session
     failed = r.get("not_restored") or []
+    if r.get("interrupted"):  # what was written, then the one line
+        if as_json:
+            _print_json(r)
+        else:
+            for f in r["files"]:
+                say_folded(f"{'would restore' if r['dry_run'] else 'restored'} {tilde(f['to'])}")
+        went = len(r["files"]) + len(failed)
+        what = f"{len(r['files']):,} {'would be restored' if r['dry_run'] else 'restored'}"
+        stopped(went, went + r["not_started"], what, r["interrupted"])
     if as_json:
         _print_json(r)
         if failed:  # the others are restored: the failures' exit code at the end

@@ -27,7 +27,9 @@ A hook never blocks or fails its agent: it checks its input, queues the ingest o
 the one transcript and returns (``hooks.worker``: a detached process ingests it, one
 at a time per store, never Prefect; docs/design.md "Latency budget": the hook returns
 within 0.1 s). Only a SessionStart hook that prints a snapshot waits, for the
-ingest it asked for, then reads the store. The work runs under a hard timeout
+ingest it asked for, then reads the store; when that ingest still waits for the store
+(a backfill or a long ingest holds it) past the timeout less ``SNAPSHOT_RESERVE``, it
+reads what is stored and says in the snapshot that it may miss the last turn. The work runs under a hard timeout
 (default ``DEFAULT_TIMEOUT`` s, ``$CTXKEEP_HOOK_TIMEOUT``); every error (bad JSON, a
 transcript that does not exist, a busy store, a timeout) is logged to
 ``<home>/hooks.log`` and the hook exits 0 with nothing on stdout.
@@ -54,6 +56,16 @@ from ctxkeep.hooks.worker import log
 
 DEFAULT_TIMEOUT = 5.0
 SNAPSHOT_BUDGET = 1500
+#: seconds of the hook's timeout kept for reading the snapshot: a SessionStart hook
+#: waits for the ingest it asked for at most its timeout less this, then prints what
+#: is stored (newuser16 F1: the wait took the whole 5 s while a backfill held the store,
+#: and the hook printed nothing; the snapshot read 0.34 s on a 410 MB store)
+SNAPSHOT_RESERVE = 2.0
+#: the line a snapshot read before the ingest it asked for finished carries (under its title)
+STALE_NOTE = (
+    "> Note: an ingest was still running when this session started (another ctxkeep run held the "
+    "store), so this snapshot is what the store held then: it may miss the last turn."
+)
 
 CLAUDE_EVENTS = ("precompact", "session-start", "session-end")
 CODEX_EVENTS = ("notify",)
@@ -169,9 +181,14 @@ def _codex_rollout(thread_id: str) -> Path | None:
     return None
 
 
-def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
+def handle(
+    home: Path, agent: str, event: str, payload: dict, *, wait: float = DEFAULT_TIMEOUT - SNAPSHOT_RESERVE
+) -> HookResult:
     """Do what ``event`` of ``agent`` asks (see the module doc) with the agent's
-    ``payload``; returns a ``HookResult``. Raises on errors (``run`` logs them)."""
+    ``payload``; returns a ``HookResult``. A snapshot waits up to ``wait`` seconds for
+    the ingest it asked for; past that it is read from what is stored (a read-only
+    SQLite read in WAL mode: it takes no store lock and waits for no writer), with
+    ``STALE_NOTE`` under its title. Raises on errors (``run`` logs them)."""
     asked = event  # (Gemini's SessionStart is handled as session-start, logged as asked)
     if agent == "codex":
         if event not in CODEX_EVENTS:
@@ -208,7 +225,7 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
     if event == "session-start" and payload.get("source") in SNAPSHOT_SOURCES[agent]:
         from ctxkeep.sinks.files import STORE_DB
 
-        worker.wait_idle(home, DEFAULT_TIMEOUT)  # the snapshot after the ingest it asked for
+        idle = worker.wait_idle(home, wait)  # the snapshot after the ingest it asked for
         if not (home / STORE_DB).exists():
             return HookResult(action=action if tp else "skipped", detail=detail + "; no store, no snapshot")
         md = _snapshot(home, agent, payload.get("session_id"), payload.get("cwd"))
@@ -218,6 +235,10 @@ def handle(home: Path, agent: str, event: str, payload: dict) -> HookResult:
                 detail=f"{detail}; no stored {agent} session {payload.get('session_id')!r} "
                 f"and none of project {payload.get('cwd')!r}: no snapshot",
             )
+        if not idle:  # an ingest still runs (a backfill holds the store): what is stored, said so
+            title, _, rest = md.partition("\n")
+            md = f"{title}\n\n{STALE_NOTE}\n{rest}"
+            detail += f"; the ingest still ran after {wait:g} s: snapshot of what is stored"
         return HookResult(_session_start_output(md), "snapshot", f"{detail}; snapshot {len(md)} chars")
     return HookResult(action=action, detail=detail)
 
@@ -244,7 +265,9 @@ def run(
 
     def work() -> None:
         try:
-            box["result"] = handle(h, agent, event, parse_payload(raw))
+            box["result"] = handle(
+                h, agent, event, parse_payload(raw), wait=max(0.0, timeout - SNAPSHOT_RESERVE)
+            )
         except BaseException as e:
             box["error"] = traceback.format_exception_only(type(e), e)[-1].strip()
 

@@ -40,7 +40,9 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   record types ctxkeep does not understand, a parse rate below the previous version's;
   ``transforms.drift.ledger_alerts``).
 
-``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite; when SQLite itself is
+``repair`` rebuilds what is derived (FTS, DuckDB) from SQLite (an ``analytics.duckdb``
+a check found damaged is moved aside first, ``analytics.duckdb.damaged-<UTC>``, and the
+action says so: newuser16 F12 found it deleted); when SQLite itself is
 damaged it moves ``store.db`` aside (``store.db.damaged-<UTC>``, never deleted),
 installs the newest usable store backup (``maintenance.backup``) or, with none, lets a
 new store be made, reloads the ids of the Parquet archive's entries (``archived``: they
@@ -574,6 +576,16 @@ def repair(home: Path, findings: list[Finding]) -> dict:
             if (bad & {"duckdb", "fts"} or "sqlite-wal" in bad) and not any(
                 x.startswith("entries SQLite lost") for x in lost
             ):  # DuckDB's rows are the last trace of entries no file holds: kept
+                why = next(
+                    (f.detail for f in findings if f.check == "duckdb" and f.status == "damaged"), None
+                )
+                if why and (home / ANALYTICS_DB).exists():  # damaged: moved aside, never deleted
+                    aside = analytics_file.set_aside_damaged_analytics(home, why, say=False)
+                    if aside:
+                        actions.append(
+                            f"moved the damaged {ANALYTICS_DB} aside ({Path(aside).name}; delete it once the "
+                            "rebuilt one checks out)"
+                        )
                 actions.append(rebuild_analytics(conn, home))
         finally:
             conn.close()

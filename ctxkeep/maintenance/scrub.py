@@ -335,8 +335,10 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
 def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = None, on_file=None) -> dict:
     """Scrub every file holding a redacted value. A real run takes the maintenance
     lock. Returns ``{"dry_run", "files": [ScrubFile dicts], "scrubbed", "would_scrub",
-    "skipped", "failed", "values": {kind: n}, "backups": [paths holding the
-    originals], "note"}``. Raises StoreError/NotFound when there is no store."""
+    "skipped", "failed", "values": {kind: n}, "interrupted", "not_started",
+    "backups": [paths holding the originals], "note"}`` (``interrupted``: ``SIGINT`` or
+    ``SIGTERM`` when one stopped the run after the file in hand, ``not_started`` files
+    left untouched: ``maintenance.stopping``). Raises StoreError/NotFound when there is no store."""
     from collections import Counter
 
     from ctxkeep.errors import NotFound
@@ -356,6 +358,8 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
 
     def go(conn):
         for p, agent in todo:
+            if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay untouched
+                break
             try:
                 res = scrub_file(
                     conn, home, Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes
@@ -366,16 +370,19 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
             if on_file:
                 on_file(res)
 
+    from ctxkeep.maintenance.stopping import stop_between_files
+
     if dry_run:
         conn = sqlite_store.connect(home, readonly=True)
         try:
-            go(conn)
+            with stop_between_files() as stop:
+                go(conn)
         finally:
             conn.close()
     else:
         from ctxkeep.sinks.lock import hold
 
-        with hold(home, -1, what="secrets --scrub"):
+        with hold(home, -1, what="secrets --scrub"), stop_between_files() as stop:
             conn = sqlite_store.connect(home)
             try:
                 from ctxkeep.sinks import recovery
@@ -397,6 +404,8 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
         "skipped": sum(x.status == "skipped" for x in results),
         "failed": sum(x.status == "failed" for x in results),
         "values": dict(values.most_common()),
+        "interrupted": stop.name if len(results) < len(todo) else None,
+        "not_started": len(todo) - len(results),
         "backups": backups,
         "note": (
             "these backups hold the original bytes, secrets included: delete them once the "

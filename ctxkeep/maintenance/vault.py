@@ -496,7 +496,9 @@ def vault_restore(
     from an offset, damaged, not writable) is named in ``not_restored`` with the reason and
     the others are restored all the same. Returns ``{"session", "dry_run", "files":
     [{"path", "to", "bytes", "redactions", "exists"}], "skipped_rows": [databases],
-    "not_restored": [{"path", "reason"}]}``. Raises
+    "not_restored": [{"path", "reason"}], "interrupted", "not_started"}`` (a SIGINT or
+    SIGTERM stops it after the file in hand: ``interrupted`` names it, ``not_started``
+    counts the files left unwritten; ``maintenance.stopping``). Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
@@ -572,8 +574,15 @@ def vault_restore(
                 hint="pass --force to overwrite them, or --to DIR",
             )
         done = []
-        for g, targets in plans:
-            for target, data, mtime_ns in targets:
+        from ctxkeep.maintenance.stopping import stop_between_files
+
+        todo = [(g, t) for g, targets in plans for t in targets]
+        not_started = 0
+        with stop_between_files() as stop:
+            for i, (g, (target, data, mtime_ns)) in enumerate(todo):
+                if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay unwritten
+                    not_started = len(todo) - i
+                    break
                 there = str(target) in exists
                 if not dry_run:
                     try:
@@ -600,6 +609,8 @@ def vault_restore(
         "files": done,
         "skipped_rows": sorted(set(rows_only)),
         "not_restored": not_restored,
+        "interrupted": stop.name if not_started else None,
+        "not_started": not_started,
     }
 
 

@@ -37,32 +37,40 @@ def _(open_page, since, store, timezone, until):
         "Where the tokens and the money went",
         "Tokens as the agents logged them (each API response counted once) and their cost in USD "
         "(list prices at each response's own time, or the cost the agent logged). "
-        "`total` = input + output + cache read + cache write.",
+        "`total` = input + output + cache read + cache write + the reasoning an agent logs beside "
+        "its output (Gemini CLI's thoughts).",
     )
     return (st,)
 
 
 @app.cell
 def _(pl, st):
+    from ctxkeep.schema import reasoning_beside_sql as _beside
+
     usage = st.q(f"""
         SELECT agent, model, model_source, CAST({st.local("ts")} AS DATE) AS day, {st.local("ts")} AS local_ts,
                session_id, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
-               coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
-                 + coalesce(cache_creation_tokens, 0) AS total_tokens,
+               CASE WHEN input_tokens IS NULL AND output_tokens IS NULL AND cache_read_tokens IS NULL
+                         AND cache_creation_tokens IS NULL THEN NULL  -- not recorded by the agent
+                    ELSE coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
+                         + coalesce(cache_creation_tokens, 0) + {_beside()} END AS total_tokens,
                cost_usd, cost_source
         FROM usage WHERE {st.in_period("ts")}""")
     TOK = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens"]
+    # a sum of the recorded tokens; null when no response recorded any (Crush, Codebuff:
+    # a logged cost only, "not recorded by the agent" as in `ctxkeep report`)
+    SUMS = [pl.when(pl.col(c).count() > 0).then(pl.col(c).sum()).alias(c) for c in TOK]
     per_agent = (
         usage.group_by("agent")
         .agg(
             pl.len().alias("responses"),
-            *[pl.col(c).fill_null(0).sum() for c in TOK],
+            *SUMS,
             pl.col("cost_usd").sum().alias("cost_usd"),
             pl.col("cost_usd").is_null().sum().alias("unpriced"),
         )
-        .sort("total_tokens", descending=True)
+        .sort("total_tokens", descending=True, nulls_last=True)
     )
-    return TOK, per_agent, usage
+    return SUMS, TOK, per_agent, usage
 
 
 @app.cell
@@ -70,8 +78,13 @@ def _(mo, per_agent, show, st, table):
     _lines = []
     for _r in per_agent.iter_rows(named=True):
         _cost = f"${_r['cost_usd']:,.2f}" if _r["responses"] > _r["unpriced"] else "cost unknown"
+        _tok = (
+            "tokens not recorded by the agent"
+            if _r["total_tokens"] is None
+            else f"{_r['total_tokens']:,} tokens"
+        )
         _lines.append(
-            f"- **{_r['agent']}**: {_r['total_tokens']:,} tokens in {_r['responses']:,} "
+            f"- **{_r['agent']}**: {_tok} in {_r['responses']:,} "
             f"response{'s' * (_r['responses'] != 1)}, {_cost}"
         )
     _total = (
@@ -163,12 +176,12 @@ def _(alt, grain, mo, pl, show, st, usage):
 
 
 @app.cell
-def _(TOK, mo, pl, show, table, usage):
+def _(SUMS, mo, pl, show, table, usage):
     per_model = (
         usage.group_by("agent", "model")
         .agg(
             pl.len().alias("responses"),
-            *[pl.col(c).fill_null(0).sum() for c in TOK],
+            *SUMS,
             pl.col("cost_usd").sum(),
         )
         .sort("cost_usd", descending=True, nulls_last=True)

@@ -9,7 +9,10 @@ cost in the chosen mode, never 0); times are UTC ``datetime``; a period is the l
 date (``YYYY-MM-DD``; a week by its Monday, a month as ``YYYY-MM``) in the report's IANA
 time zone, computed in DuckDB with ``timezone(tz, ts)`` (ICU: right across DST changes
 and near midnight). ``input_tokens`` is the non-cached input; ``total_tokens`` = input
-+ output + cache read + cache creation, as ccusage counts them.
++ output + cache read + cache creation + the reasoning tokens an agent logs beside its
+output (Gemini CLI's thoughts, OpenCode's and Qwen Code's reasoning; Codex counts its
+reasoning inside the output), as ccusage's totalTokens, Gemini CLI's own
+``tokens.total`` and agentsview (thoughts folded into the output) count them.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
-from ctxkeep.schema import tokens_unrecorded_note
+from ctxkeep.schema import reasoning_beside_sql, tokens_unrecorded_note
 from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 
@@ -71,7 +74,7 @@ class UsageRow:
     models of the row; ``assumed_models``: those only assumed (the file named none,
     ``usage.model_source = 'assumed'``); ``responses``: usage rows; ``unpriced``:
     responses without a cost in the mode; ``reasoning_tokens``: as logged (counted
-    inside the output by OpenAI agents, beside it by Gemini CLI; not in the total). ``project``, ``last_activity`` (UTC): for
+    inside the output by OpenAI agents, beside it by Gemini CLI: then added to ``total_tokens``). ``project``, ``last_activity`` (UTC): for
     ``session`` rows; ``subagent_sessions``: the sub-agent sessions a ``session`` row
     rolled in (``SESSION_ROOTS``). The token fields are None when the agent recorded no
     tokens for any response of the row, only a cost (``schema.TOKENS_UNRECORDED_WHY``:
@@ -133,9 +136,19 @@ class Block:
     #: another's block
     provider: str = ""
 
+    #: reasoning tokens logged beside the output (Gemini CLI's thoughts: counted in the
+    #: total, not in ``output_tokens``; ``schema.REASONING_OUTSIDE_OUTPUT``)
+    reasoning_beside: int = 0
+
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_creation_tokens
+            + self.reasoning_beside
+        )
 
 
 @dataclass
@@ -320,11 +333,14 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         usd, priced = _BUCKET_COST[f.mode]
         agg = (
             f"CAST(sum({usd}) AS DOUBLE), sum(responses), sum(responses - {priced}), "
-            "sum(coalesce(reasoning_tokens, 0))"
+            f"sum(coalesce(reasoning_tokens, 0)), sum({reasoning_beside_sql()})"
         )
         source = _BUCKETS
     else:
-        agg = f"usd_sum({cost}), count(*), count(*) FILTER (WHERE {cost} IS NULL), sum(coalesce(reasoning_tokens, 0))"
+        agg = (
+            f"usd_sum({cost}), count(*), count(*) FILTER (WHERE {cost} IS NULL), sum(coalesce(reasoning_tokens, 0)), "
+            f"sum({reasoning_beside_sql()})"
+        )
         source = _ROLLED if name == "session" and _has_entries(con) else "usage"
     sql = f"""
         SELECT {period} AS period, agent, {"model" if per_model else "NULL"} AS model,
@@ -338,16 +354,34 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         FROM {source} WHERE {where}
         GROUP BY ALL ORDER BY period NULLS FIRST, agent, model NULLS FIRST"""
     rows = []
-    for p, agent, model, i, o, cr, cc, c, n, unpriced, rt, models, assumed, proj, last, subs in con.execute(
-        sql, params
-    ).fetchall():
+    for (
+        p,
+        agent,
+        model,
+        i,
+        o,
+        cr,
+        cc,
+        c,
+        n,
+        unpriced,
+        rt,
+        rb,
+        models,
+        assumed,
+        proj,
+        last,
+        subs,
+    ) in con.execute(sql, params).fetchall():
         # null sums: every usage row of the group has tokens the agent did not record
         # (a logged cost only, ``_TOKENS_UNKNOWN``): "not recorded", never 0
         i, o, cr, cc = (None if x is None else int(x) for x in (i, o, cr, cc))
+        # the total counts the reasoning tokens an agent logs beside its output (Gemini
+        # CLI's thoughts: ``schema.REASONING_OUTSIDE_OUTPUT``), as ccusage's totalTokens does
         total = (
             None
             if i is None and o is None and cr is None and cc is None
-            else (i or 0) + (o or 0) + (cr or 0) + (cc or 0)
+            else (i or 0) + (o or 0) + (cr or 0) + (cc or 0) + int(rb or 0)
         )
         rows.append(
             UsageRow(
@@ -493,8 +527,8 @@ def blocks_report(
     cost = _cost(f.mode)
     rows = con.execute(
         f"SELECT ts, agent, model, coalesce(input_tokens, 0), coalesce(output_tokens, 0), "
-        f"coalesce(cache_read_tokens, 0), coalesce(cache_creation_tokens, 0), {cost} "
-        f"FROM usage WHERE {where} ORDER BY ts, usage_key",
+        f"coalesce(cache_read_tokens, 0), coalesce(cache_creation_tokens, 0), {cost}, "
+        f"{reasoning_beside_sql()} FROM usage WHERE {where} ORDER BY ts, usage_key",
         params,
     ).fetchall()
     groups: dict[str, list] = {}
@@ -563,11 +597,12 @@ def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta)
     last = rows[-1][0]
     b = Block(start, end, last, (now - last) < span and now < end, False, len(rows), first=rows[0][0])
     costs = []
-    for _, agent, model, i, o, cr, cc, c in rows:
+    for _, agent, model, i, o, cr, cc, c, rb in rows:
         b.input_tokens += i
         b.output_tokens += o
         b.cache_read_tokens += cr
         b.cache_creation_tokens += cc
+        b.reasoning_beside += rb
         if c is not None:
             costs.append(c)
         if model and model not in b.models:

@@ -98,7 +98,8 @@ class Snapshot:
     ``session_id``, ``project_dir``, ``started``/``ended`` ISO-8601 UTC), the
     ``sections`` kept (name → items, in priority order: prompts, tasks, files,
     failure, constraints, fetch), ``budget`` and estimated ``tokens`` (of the Markdown
-    rendering), and what the budget left out (``omitted``: section → item count)."""
+    rendering), and what the budget left out (``omitted``: section → item count;
+    ``note``: the same in words, as search's budget note)."""
 
     agent: str
     session_id: str
@@ -109,6 +110,8 @@ class Snapshot:
     sections: dict[str, list[Item]] = field(default_factory=dict)
     omitted: dict[str, int] = field(default_factory=dict)
     tokens: int = 0
+    #: what the budget left out, in words (``omitted_note``; None: nothing)
+    note: str | None = None
 
     def to_markdown(self) -> str:
         """The snapshot as Markdown (what an agent gets in its context)."""
@@ -531,3 +534,30 @@ def _fill(snap: Snapshot, cands: dict[str, list[Item]]) -> None:
     kept["fetch"] = _fetch(snap, kept)
     snap.sections = {k: v for k, v in kept.items() if v}
     snap.tokens = heuristic_tokens(snap.to_markdown())
+    snap.note = omitted_note(snap)
+
+
+#: how ``omitted_note`` names one left-out item of each section (singular, plural)
+_ITEM_WORDS = {
+    "prompts": ("prompt", "prompts"),
+    "tasks": ("plan line", "plan lines"),
+    "files": ("file", "files"),
+    "failure": ("failure line", "failure lines"),
+    "constraints": ("rule of the user", "rules of the user"),
+}
+
+
+def omitted_note(snap: Snapshot) -> str | None:
+    """What the budget left out of ``snap`` in one line (None when nothing was), e.g.
+    "the 1,500-token budget left out 3 prompts and 12 files: `ctxkeep resume 0d3a
+    --budget 6000` shows more" (the budget offered is 4x, at least 4,000). Before, only
+    the files section said it was cut (newuser15)."""
+    parts = [f"{n:,} {_ITEM_WORDS[k][n != 1]}" for k, n in snap.omitted.items() if n and k in _ITEM_WORDS]
+    if not parts:
+        return None
+    what = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    more = max(4000, snap.budget * 4)
+    return (
+        f"the {snap.budget:,}-token budget left out {what}: "
+        f"`ctxkeep resume {snap.session_id} --budget {more}` shows more"
+    )

@@ -79,7 +79,9 @@ def _bucket() -> dict:
 def secrets_report(conn: sqlite3.Connection, *, top_sessions: int = 20) -> dict:
     """Counts of redacted values, never the values.
 
-    Returns ``{"total": n values in entries, "entries": n entries holding one,
+    Returns ``{"total": n values in entries (counted per entry), "entries": n entries
+    holding one, "text_values": n values counted once per distinct stored text (as
+    ``stats`` counts them), "texts": n distinct texts holding one,
     "kinds": {kind: {"values", "entries", "sessions", "first_seen", "last_seen"}},
     "agents": {agent: {"values", "entries", "sessions", "first_seen", "last_seen",
     "kinds": {kind: n}}}, "dates": {YYYY-MM-DD (UTC): {kind: n}}, "sessions": [{"agent",
@@ -170,6 +172,9 @@ def secrets_report(conn: sqlite3.Connection, *, top_sessions: int = 20) -> dict:
     return {
         "total": total,
         "entries": n_entries,
+        # the same values counted once per distinct stored text, as `stats` counts them
+        "text_values": sum(sum(c.values()) for c in marked.values()),
+        "texts": len(marked),
         "kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1]["values"])),
         "agents": dict(sorted(agents.items())),
         "dates": {d: dict(c.most_common()) for d, c in sorted(dates.items())},

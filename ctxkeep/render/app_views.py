@@ -28,7 +28,10 @@ import polars as pl
 
 from ctxkeep.render import transcript as tr
 from ctxkeep.render.nbkit import Store, grain, store_problem
+from ctxkeep.schema import reasoning_beside_sql
 
+#: the reasoning tokens a usage row's output leaves out (Gemini CLI's thoughts), in totals
+_BESIDE = reasoning_beside_sql()
 #: the shortest tail of a project path shown on the charts (path components)
 TAIL_PARTS = 2
 
@@ -107,12 +110,13 @@ def overview(
     src = f"""WITH b AS (
         SELECT bucket AS ts, agent, project_dir, responses,
                coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
-                 + coalesce(cache_creation_tokens, 0) AS total_tokens, auto_usd AS cost_usd
+                 + coalesce(cache_creation_tokens, 0) + {_BESIDE}
+                 AS total_tokens, auto_usd AS cost_usd
         FROM usage_buckets WHERE buckets_fresh()
         UNION ALL
         SELECT ts, agent, project_dir, 1,
                coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
-                 + coalesce(cache_creation_tokens, 0), cost_usd
+                 + coalesce(cache_creation_tokens, 0) + {_BESIDE}, cost_usd
         FROM usage WHERE ts IS NOT NULL AND NOT buckets_fresh()),
       u AS (SELECT *, timezone($tz, ts) AS local FROM b WHERE {keep("ts")})"""
     r = st.qs(

@@ -68,6 +68,21 @@ class CompressResult(Shape):
     seconds: float | None = Field(None, description="wall time")
     problems: list[str] | None = Field(None, description=PROBLEMS)
     analytics: str | None = Field(None, description="what the DuckDB sync did")
+    interrupted: str | None = Field(
+        None,
+        description="SIGINT or SIGTERM when one stopped the run after the file in hand (exit 130 or 143), "
+        "else null",
+    )
+    not_started: int | None = Field(None, description="files an interrupted run left untouched")
+    backup_bytes: int | None = Field(
+        None,
+        description="bytes the backups keep beside the files (the originals of the files compressed; "
+        "a dry run: would keep)",
+    )
+    backups_until: str | None = Field(
+        None, description="UTC date (YYYY-MM-DD) until which they stay: today + backup_max_age_days"
+    )
+    backup_max_age_days: int | None = Field(None, description="the setting: retention removes older backups")
 
 
 # made by ``service.compress_check`` (no pydantic there): this model documents its keys
@@ -76,7 +91,8 @@ class CompressCheck(Shape):
 
     thresholds: dict[str, Any] = Field(description="max_size_kb, max_lines, …")
     files: list[dict[str, Any]] = Field(
-        description="per file: path, agent, bytes, lines, status, exceeds, active, backups, would, savings"
+        description="every file (the text lists those over a threshold unless --all): path, agent, bytes, "
+        "lines, status, exceeds, active, modified, backups (what a compress would cut: `compress --dry-run --json`)"
     )
     exceeding: int = Field(description="files over a threshold")
     problems: list[str] = Field(description=PROBLEMS)

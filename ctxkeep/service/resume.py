@@ -49,6 +49,10 @@ class ResumeResult(Result):
         description="prompts, tasks, files, failure, constraints, fetch → items"
     )
     omitted: dict[str, int] = Field(description="section → items the budget left out")
+    note: str | None = Field(
+        None,
+        description="what the budget left out, in words (null: nothing); `ctxkeep resume` prints it on stderr",
+    )
     tokens: int = Field(description="estimated tokens of the Markdown")
     markdown: str = Field(description="the snapshot as an agent reads it")
 

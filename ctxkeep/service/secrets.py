@@ -77,6 +77,12 @@ class SecretsResult(Result):
         "count of the raw bytes is `vault`)"
     )
     entries: int = Field(description="stored entries holding a redacted value")
+    text_values: int = Field(
+        0,
+        description="the same values counted once per distinct stored text (`stats`' unit: a text several "
+        "entries share counts once)",
+    )
+    texts: int = Field(0, description="distinct stored texts holding a redacted value")
     kinds: dict[str, KindCount]
     agents: dict[str, AgentCount]
     dates: dict[str, dict[str, int]] = Field(description="UTC day -> kind -> values")
@@ -130,6 +136,10 @@ class ScrubResult(Result):
     skipped: int = Field(description="files left alone (active, or nothing to redact)")
     failed: int = Field(description="files that failed (exit 1)")
     values: dict[str, int] = Field(description="kind → values redacted (counts, never the values)")
+    interrupted: str | None = Field(
+        None, description="SIGINT or SIGTERM when one stopped the run after the file in hand, else null"
+    )
+    not_started: int = Field(0, description="files an interrupted run left untouched")
     backups: list[str] = Field(description="files holding the original bytes, secrets included")
     note: str = Field(description="what to do next ('' when nothing)")
 

@@ -60,8 +60,16 @@ def stats_json(d: dict) -> dict:
     return {"schema": JSON_SCHEMA, **out}
 
 
+#: how each command counts redacted values, in the same words (newuser16 F6: `stats` 67,
+#: `secrets` 128 and the vault 133 for one store, units unsaid): once per distinct stored
+#: text (`stats`), per entry (`secrets`: a text several entries share counts for each),
+#: per occurrence in the raw bytes the vault keeps (`vault status`, `vault restore`)
+UNIT_TEXT, UNIT_ENTRY, UNIT_RAW = "per distinct text", "per entry", "per occurrence in the raw bytes"
+
+
 def redactions_line(r: dict) -> str:
-    """``redacted values: 12 (password 5, …); 10 in 9 texts, 2 in quarantined lines``
+    """``redacted values, counted per distinct text: 12 (password 5, …); 10 in 9
+    distinct texts, 2 in quarantined lines; `ctxkeep secrets` counts them per entry``
     (``redacted values: none``) of the ``redactions`` figures; counts only, never
     values."""
     if not r["total"]:
@@ -69,7 +77,10 @@ def redactions_line(r: dict) -> str:
     kinds = Counter(r["texts"]) + Counter(r["quarantine"])
     per = ", ".join(f"{k} {n:,}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
     n_texts = sum(r["texts"].values())
-    line = f"redacted values: {r['total']:,} ({per}); {n_texts:,} in {r['texts_with_redactions']:,} texts"
+    line = (
+        f"redacted values, counted {UNIT_TEXT}: {r['total']:,} ({per}); "
+        f"{n_texts:,} in {r['texts_with_redactions']:,} distinct texts"
+    )
     if r["quarantine"]:
         line += f", {sum(r['quarantine'].values()):,} in quarantined lines"
-    return line
+    return line + f"; `ctxkeep secrets` counts them {UNIT_ENTRY}, the vault {UNIT_RAW}"

@@ -214,6 +214,10 @@ class VaultRestoreResult(Result):
         description="with --all-missing: files that could not be restored (path, reason: held only from an "
         "offset, damaged, not writable), the others restored all the same (exit 1)",
     )
+    interrupted: str | None = Field(
+        None, description="SIGINT or SIGTERM when one stopped the run after the file in hand, else null"
+    )
+    not_started: int = Field(0, description="files an interrupted run left unwritten")
 
 
 def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:

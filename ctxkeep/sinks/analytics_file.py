@@ -60,11 +60,11 @@ def analytics_held(e: BaseException) -> bool:
     return any(w in low for w in _DUCKDB_HELD)
 
 
-def set_aside_damaged_analytics(home: Path, why: str | None = None) -> str | None:
+def set_aside_damaged_analytics(home: Path, why: str | None = None, *, say: bool = True) -> str | None:
     """When ``why`` says so (the first line of a DuckDB error, ``analytics_damage``) or
     ``analytics_file_problem`` finds ``analytics.duckdb`` damaged, move it (and its
-    WAL) aside as ``analytics.duckdb.damaged-<UTC>`` with one warning line on stderr,
-    so the next sync rebuilds it from SQLite (it is derived: nothing is lost). Returns
+    WAL) aside as ``analytics.duckdb.damaged-<UTC>`` with one warning line on stderr
+    (``say``; ``doctor --repair`` says it in its own actions), so the next sync rebuilds it from SQLite (it is derived: nothing is lost). Returns
     the new path, or None (sound, or already gone)."""
     why = why or analytics_file_problem(home)
     if why is None:
@@ -84,9 +84,10 @@ def set_aside_damaged_analytics(home: Path, why: str | None = None) -> str | Non
         (home / ANALYTICS_DB).replace(dest)
     except FileNotFoundError:
         return None
-    sys.stderr.write(
-        f"warning: {ANALYTICS_DB} is damaged ({why}); moved aside ({dest}), rebuilt from store.db\n"
-    )
+    if say:
+        sys.stderr.write(
+            f"warning: {ANALYTICS_DB} is damaged ({why}); moved aside ({dest}), rebuilt from store.db\n"
+        )
     return str(dest)
 
 

@@ -24,7 +24,8 @@ Row keys: ``agent``, ``session_id``, ``parent_session_id``,
 ``project_dir`` (the session's most frequent non-empty one), ``started``/``ended``
 (DuckDB: ``datetime`` in UTC; SQLite: stored ISO-8601 text), ``messages``,
 ``tool_calls``, ``token_estimate`` (estimated tokens of the stored texts), ``tokens``
-(usage logged: input + output + cache read + cache write; 0: no usage; None: usage whose
+(usage logged: input + output + cache read + cache write + reasoning logged beside the
+output, ``schema.REASONING_OUTSIDE_OUTPUT``; 0: no usage; None: usage whose
 tokens the agent did not record, only a cost: Crush, Go opencode), ``cost_usd`` (DuckDB only),
 ``cost_logged`` (DuckDB: the responses whose cost is the agent's own logged figure, which
 ``cost_usd`` takes over list prices as ``report``'s auto mode does; SQLite: 0),
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxkeep.paths import under_sql
+from ctxkeep.schema import reasoning_beside_sql
 from ctxkeep.sinks.files import ANALYTICS_DB
 
 
@@ -96,7 +98,8 @@ u AS (
            CASE WHEN count(x.input_tokens) + count(x.output_tokens) + count(x.cache_read_tokens)
                      + count(x.cache_creation_tokens) > 0 THEN
            sum(coalesce(x.input_tokens, 0) + coalesce(x.output_tokens, 0) + coalesce(x.cache_read_tokens, 0)
-               + coalesce(x.cache_creation_tokens, 0)) END AS tokens, {cost} AS cost_usd,
+               + coalesce(x.cache_creation_tokens, 0) + {beside})
+           END AS tokens, {cost} AS cost_usd,
            {logged} AS cost_logged
     FROM usage x JOIN (SELECT DISTINCT agent, session_id FROM listed) l
       ON l.agent = x.agent AND l.session_id = x.session_id
@@ -278,6 +281,7 @@ def duckdb_page(home: Path, flt: SessionFilter, *, limit: int | None = None, off
         keep=_keep(flt, "d."),
         page=page,
         cost="usd_sum(x.cost_usd)",
+        beside=reasoning_beside_sql("x.agent", "x.reasoning_tokens"),
         logged="count(x.logged_cost_usd)",  # responses whose cost is the agent's own figure
         titles=_DUCK_TITLES,
         title="coalesce(t.title, a.title, t.first_prompt, a.first_prompt)",
@@ -325,6 +329,7 @@ def sqlite_page_sql(flt: SessionFilter, *, limit: int | None = None, offset: int
         keep=_keep(flt, "d."),
         page=page,
         cost="NULL",
+        beside=reasoning_beside_sql("x.agent", "x.reasoning_tokens"),
         logged="0",
         titles="",
         title="NULL",

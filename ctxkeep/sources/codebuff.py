@@ -33,6 +33,12 @@ agentsview prices it) becomes one session row with ``cost_usd`` (``usage_key``
 (``schema.TOKENS_UNRECORDED_WHY``; agentsview's usage event for it carries a cost and
 no token counts, agentsview ``internal/parser/codebuff.go`` @ b85eae5; ``contextTokenCount`` is the last step's
 context, not usage). Parser 1 stored 0 tokens, shown as 0 in ``sessions`` and reports.
+Not read (no corpus session holds it; agentsview reads no per-message tokens): ccusage's
+Codebuff adapter (ryoppippi/ccusage ``apps/ccusage/src/adapter/codebuff/parser.ts`` @
+60c5387) also takes per-message tokens and credits from an assistant message's
+``metadata.usage`` / ``metadata.codebuff.usage`` or its ``runState`` message history,
+where a chat has them (its tests' handmade chats); such a chat's tokens are "not
+recorded" here.
 """
 
 from __future__ import annotations

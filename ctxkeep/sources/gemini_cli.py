@@ -40,7 +40,9 @@ ccusage 20.0.24 reports it (checked on the corpus, 2025-12-03/-24 and 2026-04-29
 ``input_tokens = input - cached`` (promptTokenCount includes the cached tokens),
 ``cache_read_tokens = cached``, ``output_tokens = output`` (thoughts are *not* in
 ccusage's output; they only appear in its totalTokens), ``reasoning_tokens =
-thoughts``. ``tool`` tokens are added to ``input_tokens`` (they are prompt tokens not in
+thoughts``, counted in every total (``schema.REASONING_OUTSIDE_OUTPUT``: as ccusage's
+totalTokens, Gemini CLI's own ``total`` and agentsview's output count them) and priced
+as output. ``tool`` tokens are added to ``input_tokens`` (they are prompt tokens not in
 promptTokenCount); every corpus message has ``tool: 0``, so this part is not checked
 against ccusage. A message's usage is counted once (``usage_key`` = session:message id;
 the larger copy wins when a later line adds tokens); it is stored on a ``meta`` entry of

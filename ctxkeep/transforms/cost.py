@@ -25,7 +25,7 @@ cache_write_1h_tokens = cache_creation_1h, output_tokens)``: ``cache_creation_1h
 for one hour, billed at genai-prices' ``cache_write_1h_mtok`` (Anthropic: 2x the input
 price; the 5-minute write is 1.25x), the rest at ``cache_write_mtok``.
 ``reasoning_tokens`` are billed as output; they are added to the output only for the
-agents whose logged output leaves them out (``REASONING_OUTSIDE_OUTPUT``: Gemini CLI and
+agents whose logged output leaves them out (``schema.REASONING_OUTSIDE_OUTPUT``: Gemini CLI and
 Qwen Code log ``thoughtsTokenCount`` beside ``candidatesTokenCount``; OpenCode's
 ``tokens.reasoning`` beside ``tokens.output``); OpenAI's ``output_tokens`` (Codex,
 Copilot CLI) already include them.
@@ -60,8 +60,6 @@ import types
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
-
-REASONING_OUTSIDE_OUTPUT = frozenset({"gemini-cli", "qwen-code", "opencode"})
 
 #: Models an agent used when its file names none, by (agent, CLI version major.minor).
 #: Codex 0.34 rollouts have no ``turn_context`` (so no model): its default was

@@ -62,6 +62,78 @@ def test_check_json_changes_nothing(env):
     assert r.exit_code == 0 and "2 of 6 files exceed a threshold" in r.stdout
 
 
+def test_check_lists_only_the_files_over_a_threshold_and_plans_nothing(env, monkeypatch):
+    """newuser16 F7: `--check` took 26-29 s on a 400 MB home (each file over a threshold
+    planned as a dry run: the strategies) and printed every file, the OK ones too."""
+    import ctxkeep.maintenance.compress.run as run
+
+    def no_plan(*a, **k):
+        raise AssertionError("--check planned a compress")
+
+    monkeypatch.setattr(run, "compress_file", no_plan)
+    e, home, store = env
+    store.mkdir()
+    (store / "config.toml").write_text("[compress]\nmax_lines = 250\n")
+    rep = json.loads(_invoke(["compress", "--check", "--json"], e).stdout)
+    assert len(rep["files"]) == 6 and rep["exceeding"] == 2  # --json: every file
+    assert not [f for f in rep["files"] if "savings" in f or "would" in f]
+    e80 = {**e, "COLUMNS": "200"}
+    r = _invoke(["compress", "--check"], e80)
+    assert r.exit_code == 0, r.output
+    names = {Path(f["path"]).name: f["status"] for f in rep["files"]}
+    shown = [n for n in names if n in r.stdout]
+    assert sorted(shown) == sorted(n for n, st in names.items() if st == "EXCEEDS")
+    lines = r.stdout.strip().splitlines()
+    assert lines[-2:] == [
+        "2 of 6 files exceed a threshold; 4 OK files not listed: --all lists them",
+        "what compress would cut: `ctxkeep compress --dry-run`; full paths: --json",
+    ]
+    r = _invoke(["compress", "--check", "--all"], e80)
+    assert all(n in r.stdout for n in names) and "not listed" not in r.stdout
+    r = _invoke(["compress", "--all"], e)
+    assert r.exit_code == 2 and "--all goes with --check" in r.output
+
+
+@pytest.fixture
+def columns80(monkeypatch):
+    """Commands run as in a terminal 80 columns wide (the consoles are made again)."""
+    import ctxkeep.cli as cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    cli.out._console = cli.err._console = None
+    yield
+    cli.out._console = cli.err._console = None
+
+
+@pytest.mark.usefixtures("columns80")
+def test_compress_says_one_line_per_file_and_what_the_backups_keep(env):
+    """newuser16 F11: 8 lines per file by default (2,409 lines for 308 files), and
+    nothing said the backups keep the originals on disk for backup_max_age_days."""
+    import datetime as dt
+
+    e, home, store = env
+    store.mkdir()
+    (store / "config.toml").write_text("[compress]\nmax_lines = 250\nbackup_max_age_days = 7\n")
+    assert _invoke(["ingest", "--no-progress"], e).exit_code == 0
+    until = (dt.datetime.now(dt.UTC) + dt.timedelta(days=7)).strftime("%Y-%m-%d")
+    for args, verb, keep in (
+        (["--dry-run"], "would compress", "would keep"),
+        (["--no-prefect", "--no-progress"], "compressed", "keep"),
+    ):
+        r = _invoke(["compress", *args], e)
+        assert r.exit_code == 0, r.output
+        lines = r.stdout.splitlines()
+        per_file = [x for x in lines if x.startswith(f"{verb} ") and ".jsonl: " in x]
+        assert len(per_file) == 2 and all(len(x) <= 80 and x.endswith(" KB") for x in per_file), lines
+        assert len(lines) <= 2 + 2 + 2, lines  # the files, the summary, the backups (each folded once)
+        text = " ".join(r.stdout.split())
+        assert (
+            f"the backups {keep} the originals, 2.3 MB more on disk beside the files, until {until}" in text
+        )
+        assert "backup_max_age_days 7" in text
+    assert len(list(home.rglob("*.backup"))) == 2
+
+
 def test_dry_run_then_compress_then_restore(env):
     e, home, store = env
     f = home / ROLLOUT
@@ -71,7 +143,7 @@ def test_dry_run_then_compress_then_restore(env):
     d = json.loads(r.stdout)
     assert d["dry_run"] and d["would_compress"] == 1 and d["files"][0]["bytes_after"] < 30_000
     assert f.read_bytes() == orig
-    r = _invoke(["compress", str(f), "--keep-messages", "5", "--no-prefect", "--no-progress"], e)
+    r = _invoke(["compress", str(f), "--keep-messages", "5", "--no-prefect", "--no-progress", "-v"], e)
     assert r.exit_code == 0, r.output
     assert "compressed 1 of 1 files: 412,256 →" in " ".join(r.stdout.split())
     assert len(f.read_bytes()) < 30_000 and Path(str(f) + ".backup").read_bytes() == orig
@@ -97,7 +169,7 @@ def test_rollout_with_a_secret_compresses_and_restores(env):
     d = json.loads(r.stdout)["files"][0]
     assert d["verified"]["missing"] == 0 and d["verified"]["lines"] == 1612
     assert not [n for n in d["notes"] if "store holds" in n]
-    r = _invoke(["compress", str(f), "--no-prefect", "--no-progress"], e)
+    r = _invoke(["compress", str(f), "--no-prefect", "--no-progress", "-v"], e)
     assert r.exit_code == 0, r.output
     assert "1,919,704 → 192,239 bytes" in " ".join(r.stdout.split())
     assert _invoke(["ingest", "--no-progress"], e).exit_code == 0

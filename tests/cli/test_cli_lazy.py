@@ -167,7 +167,7 @@ print(json.dumps([[m for m in mods if m.split(".")[0] != "rich"], "rich" in sys.
 
 def test_compress_check_imports_only_what_it_reads(tmp_path):
     """``compress --check`` imports the Claude Code and Codex sources alone (the
-    registry imports a source on first use), no pipeline module but ``stable_ids``, no tiktoken (the store's
+    registry imports a source on first use), no pipeline module, no token counter, no tiktoken (the store's
     write side is imported at module top since the latency budget: compress is not an
     interactive path);
     ``--json`` no Rich; no pydantic (its request and report are dataclasses: the
@@ -198,11 +198,8 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
     # plans rewrite (without a store it counts every text, with tiktoken's encoder)
     run("-m", "ctxkeep", "ingest", "--no-progress", "--json")
     sources = [
-        # no ingest engine; ``stable_ids`` (it imports the vault's redaction, no Polars) only
-        # to name the entries of a line that held a secret as its ingest did: the Codex
-        # rollout c61729d4's line 1591 (else the check reports it missing from the store)
-        "ctxkeep.pipeline",
-        "ctxkeep.pipeline.stable_ids",
+        # no pipeline module: the check plans no compress since newuser16 F7 (sizes and
+        # counted lines only; ``--dry-run`` plans, verifying the store's lines)
         "ctxkeep.sources._util",
         "ctxkeep.sources.claude_code",
         "ctxkeep.sources.codex",
@@ -216,11 +213,10 @@ def test_compress_check_imports_only_what_it_reads(tmp_path):
         "ctxkeep.sources.readers.rows",
         "ctxkeep.sources.readers.sqlite",
     ]
-    # the BPE encoder (bpe-openai, one engine since the latency budget) is built in each
-    # check that counts a text its plans rewrite; no other engine is imported
-    assert check("--json") == [sources, False, 1, []]
-    assert check("--json") == [sources, False, 1, []]
-    assert check() == [sources, True, 1, []]
+    # no token counted: no BPE encoder built (the plans counted their texts' tokens)
+    assert check("--json") == [sources, False, 0, []]
+    assert check("--json") == [sources, False, 0, []]
+    assert check() == [sources, True, 0, []]
 
 
 def _plugin_home(tmp_path):

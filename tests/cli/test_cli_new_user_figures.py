@@ -57,7 +57,7 @@ def test_dry_run_says_when_a_file_stays_over_both_thresholds(home_copy, tmp_path
     store = tmp_path / "store"
     e = _env(home_copy, store)
     path = home_copy / SIDECHAINS
-    args = ["compress", "--dry-run", str(path), "--keep-messages", "100"]
+    args = ["compress", "--dry-run", "-v", str(path), "--keep-messages", "100"]
     rep = json.loads(_ok([*args, "--json"], e).stdout)
     (f,) = rep["files"]
     assert f["status"] == "would-compress"
@@ -90,7 +90,7 @@ def test_token_figures_of_a_plan_add_up_and_images_are_counted_apart(home_copy, 
     img = sv["inline"]["image_tokens"]
     assert img > 1000 and f["tokens_after"] > f["tokens_before"]
     assert rep["image_tokens"] == img
-    text = _ok(["compress", "--dry-run", str(path)], e).output
+    text = _ok(["compress", "--dry-run", "-v", str(path)], e).output
     figures = f"{f['tokens_before']:,} → {f['tokens_after']:,} text tokens"
     assert figures in text and f"images of {img:,} tokens moved" in text
     inline = sv["inline"]
@@ -185,13 +185,39 @@ def test_redacted_counts_of_secrets_vault_status_and_restore_say_what_they_count
         restored += sum(sum(f["redactions"].values()) for f in r["files"])
     assert restored == sec["vault"]["values"]  # a restore's counts add up to the status's
     text = " ".join(_ok(["secrets"], e).output.split())
-    assert "7 redacted values in the texts of 6 entries of 4 sessions;" in text
-    assert "the vault counts 12 in the raw bytes it keeps (`vault status`, `vault restore`)" in text
+    assert "7 redacted values, counted per entry, in the texts of 6 entries of 4 sessions;" in text
+    assert (
+        "counted per occurrence in the raw bytes the vault keeps (`vault status`, `vault restore`): 12"
+        in text
+    )
     text = " ".join(_ok(["vault", "status"], e).output.split())
-    assert "redacted: values replaced in the raw bytes `vault restore` writes" in text
+    assert "redacted: values counted per occurrence in the raw bytes `vault restore` writes" in text
     crush = next(s for s in sec["sessions"] if s["agent"] == "crush" and s["values"] == 4)
     out = _ok(["vault", "restore", crush["session_id"], "--to", str(tmp_path / "again")], e).output
     assert "(1.2 MB, 8 values redacted in its bytes)" in " ".join(out.split())
+
+
+def test_stats_secrets_and_vault_name_their_unit_in_the_same_words(store):
+    """newuser16 F6: `stats` said 67, `secrets` 128 and the vault 133 for one store, and
+    nothing said that stats counts each distinct text once, secrets each entry and the
+    vault each occurrence in the raw bytes. Each now names its unit in the same words,
+    and `secrets` gives stats' figure too (the same values counted per distinct text)."""
+    e = {"CTXKEEP_HOME": str(store), "CTXKEEP_IDLE_SECONDS": "0", "COLUMNS": "200"}
+    st = json.loads(_ok(["stats", "--json"], e).stdout)["redactions"]
+    sec = json.loads(_ok(["secrets", "--json"], e).stdout)
+    in_texts = sum(st["texts"].values())
+    assert (sec["text_values"], sec["texts"]) == (in_texts, st["texts_with_redactions"])
+    assert sec["total"] >= sec["text_values"]  # a text several entries share counts for each
+    stats_text = " ".join(_ok(["stats"], e).output.split())
+    assert f"redacted values, counted per distinct text: {st['total']:,} (" in stats_text
+    assert "`ctxkeep secrets` counts them per entry, the vault per occurrence in the raw bytes" in stats_text
+    text = " ".join(_ok(["secrets"], e).output.split())
+    assert f"{sec['total']:,} redacted values, counted per entry," in text
+    assert "counted per distinct text (as `ctxkeep stats` does" in text
+    assert f"{in_texts:,} in {st['texts_with_redactions']:,} distinct texts" in text
+    assert "counted per occurrence in the raw bytes the vault keeps" in text
+    vault = " ".join(_ok(["vault", "status"], e).output.split())
+    assert "counts them per entry, `ctxkeep stats` per distinct text" in vault
 
 
 def test_vault_status_counts_a_rewritten_documents_values_once(home_copy, tmp_path):

@@ -57,7 +57,8 @@ def test_no_figure_is_cut_at_60_columns(home, columns, report):
     # the total left out (the sum of the four token columns): those four whole
     if re.search(r"not shown at 60 columns: [^\n]*\btotal\b", text):  # (one note: "models, total")
         keys = ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"]
-    figures = [f"{r[k]:,}" for r in data["rows"] for k in keys if r[k] is not None]  # None: "-"
+    # (null: tokens not recorded by the agent, shown "-": test_cli_report checks those rows)
+    figures = [f"{r[k]:,}" for r in data["rows"] for k in keys if r[k] is not None]
     assert figures and all(re.search(rf"(?<![\d,]){re.escape(f)}(?![\d,])", text) for f in figures)
     if report != "tools":
         assert all(f"${r['cost_usd']:,.2f}" in text for r in data["rows"] if r.get("cost_usd") is not None)

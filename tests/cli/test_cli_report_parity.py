@@ -82,8 +82,16 @@ def _check_daily(ours: dict, cc: dict) -> None:
     for key, (tokens, cost) in theirs.items():
         r = mine[key]
         assert tuple(r[k] for k in TOKENS) == tokens, key
-        assert r["total_tokens"] == sum(tokens)
+        # the total counts the reasoning Gemini CLI and OpenCode log beside the output
+        beside = r["reasoning_tokens"] if r["agent"] in ("gemini-cli", "opencode") else 0
+        assert r["total_tokens"] == sum(tokens) + beside
         assert r["cost_usd"] == pytest.approx(cost, rel=0.01), key
+    # ccusage's totalTokens per day and agent (thoughts included) equals ours
+    ours_total: dict = defaultdict(int)
+    for r in mine.values():
+        ours_total[(r["period"], r["agent"])] += r["total_tokens"]
+    cc_total = {(d["period"], AGENTS[a["agent"]]): a["totalTokens"] for d in cc["daily"] for a in d["agents"]}
+    assert dict(ours_total) == cc_total
     for key, logged in LOGGED.items():  # the logged cost, not the list price (0.0012)
         assert mine[key]["cost_usd"] == logged
     assert CACHE_1H in mine  # within 1 % above only with its one-hour writes at 2x input
@@ -107,11 +115,13 @@ def test_monthly_equals_ccusage_golden(home):
             per_month[r["period"]][i] += r[k]
     assert {m["period"]: [m[k] for k in CC_TOKENS] for m in cc["monthly"]} == dict(per_month)
     assert [ours["totals"][k] for k in TOKENS] == [cc["totals"][k] for k in CC_TOKENS]
-    # ccusage's totalTokens also counts the reasoning tokens Gemini CLI and OpenCode log
-    # beside their output (Codex's are inside it); ctxkeep keeps them apart
+    # the total counts the reasoning tokens Gemini CLI and OpenCode log beside their
+    # output (Codex's are inside it), as ccusage's totalTokens, Gemini CLI's own
+    # tokens.total and agentsview do; the output column leaves them out, as ccusage's
     thoughts = sum(r["reasoning_tokens"] for r in ours["rows"] if r["agent"] in ("gemini-cli", "opencode"))
     assert thoughts > 0
-    assert ours["totals"]["total_tokens"] + thoughts == cc["totals"]["totalTokens"]
+    assert ours["totals"]["total_tokens"] == cc["totals"]["totalTokens"]
+    assert ours["totals"]["total_tokens"] == sum(ours["totals"][k] for k in TOKENS) + thoughts
 
 
 def test_weekly_periods_are_ccusage_weeks(home):
@@ -180,3 +190,20 @@ def test_live_daily_equals_ccusage(home, tmp_path):
         check=True,
     ).stdout
     _check_daily(report(home, "daily", "--breakdown"), json.loads(out))
+
+
+def test_thoughts_are_in_every_total_alike(home):
+    """Gemini CLI's thoughts count in the total wherever a total is shown: `report
+    session`, `sessions` and model.sql's views (its list of agents is the schema's)."""
+    from ctxkeep.schema import REASONING_OUTSIDE_OUTPUT
+    from ctxkeep.sinks.duckdb import _model_sql
+
+    ours = report(home, "session", "--agent", "gemini-cli")
+    r = runner.invoke(app, ["sessions", "--home", home, "--json", "--agent", "gemini-cli"])
+    listed = {s["session_id"]: s["tokens"] for s in json.loads(r.stdout)["sessions"]}
+    rows = {x["period"]: x for x in ours["rows"]}
+    assert any(x["reasoning_tokens"] for x in rows.values())
+    assert {sid: n for sid, n in listed.items() if n} == {sid: x["total_tokens"] for sid, x in rows.items()}
+    names = ", ".join(f"'{a}'" for a in sorted(REASONING_OUTSIDE_OUTPUT))
+    model = "\n".join(_model_sql(Path(home)))
+    assert model.count(f"agent IN ({names})") == 2

@@ -115,7 +115,7 @@ def test_an_unknown_agent_is_one_short_line(homes, command, near):
 def test_compress_check_keeps_each_file_name_whole_on_a_line(homes):
     store, home = homes
     rep = json.loads(_run(store, "compress", "--check", "--json", home=home).stdout)
-    lines = _fits(_run(store, "compress", "--check", home=home).stdout)
+    lines = _fits(_run(store, "compress", "--check", "--all", home=home).stdout)
     for f in rep["files"]:
         name = Path(f["path"]).name
         i = lines.index(name)  # a line of its own, whole
@@ -124,7 +124,7 @@ def test_compress_check_keeps_each_file_name_whole_on_a_line(homes):
             name,
             lines[i + 1],
         )
-    wide = _run(store, "compress", "--check", home=home, columns=200).stdout
+    wide = _run(store, "compress", "--check", "--all", home=home, columns=200).stdout
     assert any(
         x.split()[:2] == [Path(rep["files"][0]["path"]).name, rep["files"][0]["agent"]]
         for x in wide.splitlines()

@@ -14,6 +14,12 @@ import sys
 import pytest
 
 
+def _fig(v: int | None) -> str:
+    """A token figure as the table prints it: ``12,345``; null (tokens not recorded by
+    the agent: Crush, Go opencode) ``-``."""
+    return "-" if v is None else f"{v:,}"
+
+
 @pytest.fixture(scope="module")
 def home(corpus_store):
     return str(corpus_store[0])
@@ -45,19 +51,14 @@ def test_daily_fits_the_terminal_and_cuts_no_figure_or_name(home, columns):
             "cache_creation_tokens",
             "total_tokens",
         ):
-            assert ("-" if r[k] is None else f"{r[k]:,}") in words  # None: not recorded
+            assert _fig(r[k]) in words
         assert f"${r['cost_usd']:,.2f}" in words
         # each model name whole, or the column left out and named (a name folded at its
         # separators, `claude-` / `sonnet-` / `4-` / `20250514`: newuser15 F1)
         if f"not shown at {columns} columns: models" not in text:
             for m in r["models"]:
                 assert m in words, m
-    assert f"${rep['totals']['cost_usd']:,.2f}" in words and f"{rep['totals']['total_tokens']:,}" in words
-
-
-def R_tok(v) -> str:
-    """A token count as the tables print it (None: not recorded by the agent, ``-``)."""
-    return "-" if v is None else f"{v:,}"
+    assert f"${rep['totals']['cost_usd']:,.2f}" in words and _fig(rep["totals"]["total_tokens"]) in words
 
 
 def test_a_wide_terminal_keeps_one_line_per_row(home):
@@ -66,7 +67,7 @@ def test_a_wide_terminal_keeps_one_line_per_row(home):
     one_model = [r for r in rep["rows"] if len(r["models"]) == 1]
     for r in one_model:
         assert any(
-            r["period"] in x and r["models"][0] in x and R_tok(r["total_tokens"]) in x
+            r["period"] in x and r["models"][0] in x and _fig(r["total_tokens"]) in x
             for x in text.splitlines()
         )
 

@@ -22,6 +22,12 @@ from rich.cells import cell_len
 from tests.conftest import CORPUS_HOME
 
 
+def _fig(v: int | None) -> str:
+    """A token figure as the table prints it: ``12,345``; null (tokens not recorded by
+    the agent: Crush, Go opencode) ``-``."""
+    return "-" if v is None else f"{v:,}"
+
+
 @pytest.fixture(scope="module")
 def homes(corpus_store, tmp_path_factory):
     """(store home, a private copy of the corpus home as $HOME for compress --check)."""
@@ -70,7 +76,7 @@ def test_usage_reports_fit_and_keep_tokens_and_costs(homes, name):
     words = _words(text)
     for r in rows:
         for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
-            assert ("-" if r[k] is None else f"{r[k]:,}") in words, (name, k, r[k])  # None: not recorded
+            assert _fig(r[k]) in words, (name, k, r[k])
         if r["cost_usd"] is not None:
             assert _usd(r["cost_usd"]) in words, (name, r["cost_usd"])
     cost = sum(r["cost_usd"] or 0 for r in rows)
@@ -87,7 +93,7 @@ def test_session_report_names_the_column_it_leaves_out_and_a_wide_terminal_shows
     assert "not shown at 80 columns: models (--json has them)" in narrow
     assert "not shown" not in wide
     rows = [r for r in rep["rows"] if not r.get("is_gap")]
-    assert all(f"{r['total_tokens']:,}" in _words(wide) for r in rows)
+    assert all(_fig(r["total_tokens"]) in _words(wide) for r in rows)
     assert all(m in _words(wide) for r in rows for m in r["models"])
 
 
@@ -176,7 +182,7 @@ def test_compress_check(homes):
     store, agent_home = homes
     rep = json.loads(_run(store, "compress", "--check", "--json", home=agent_home))
     assert rep["exceeding"], "the corpus has files over the thresholds"
-    text = _run(store, "compress", "--check", home=agent_home)
+    text = _run(store, "compress", "--check", "--all", home=agent_home)
     _fits(text)
     assert text.count("EXCEEDS") == rep["exceeding"]
     squeezed = re.sub(r"\s", "", text)  # file names fold inside their column

@@ -384,3 +384,41 @@ def test_sessions_right_after_a_hook_ingest_lists_the_new_session_from_duckdb(st
     assert source == "duckdb" and not analytics_current.behind(store)
     (row,) = [r for r in rows if r.session_id == sid]
     assert row.tokens == 3 * sum(USAGE.values())  # its three assistant lines' usage
+
+
+def test_session_start_prints_what_is_stored_while_an_ingest_holds_the_store(store):
+    """newuser16 F1: during a backfill the SessionStart (compact) hook waited its whole
+    5 s for the ingest it queued and printed nothing. Now, with the worker still busy
+    and the store lock held by another run, it prints the stored snapshot within its
+    timeout, saying it may miss the last turn (the read-only read takes no lock)."""
+    import fcntl
+
+    from ctxkeep.hooks import worker
+    from ctxkeep.hooks.runtime import STALE_NOTE
+    from ctxkeep.sinks.lock import hold
+
+    if not TRANSCRIPT.exists():
+        pytest.skip("corpus missing")
+    payload = {
+        "session_id": CLAUDE,
+        "transcript_path": str(TRANSCRIPT),
+        "cwd": "-experiments/worktrees",
+        "hook_event_name": "SessionStart",
+        "source": "compact",
+    }
+    fd = os.open(store / worker.WORKER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a worker "runs", waiting for the store
+    try:
+        with hold(store, 0, what="backfill"):  # ... which a backfill holds
+            p, secs = _hook(store, ["claude-code", "session-start", "--timeout", "5"], payload)
+    finally:
+        os.close(fd)
+    assert p.returncode == 0, p.stderr
+    ctx = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+    title, blank, note, *_ = ctx.split("\n")
+    assert title == f"# Resume: claude-code session {CLAUDE}" and (blank, note) == ("", STALE_NOTE)
+    assert "Well, the subagents seem to be either stuck or done... can you check?" in ctx
+    assert secs < 5 + 2  # the timeout, and the process's start and end
+    log = (store / "hooks.log").read_text()
+    assert "session-start: snapshot:" in log and "the ingest still ran after 3 s" in log
+    assert "timeout" not in log

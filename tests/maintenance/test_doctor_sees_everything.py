@@ -266,3 +266,31 @@ def test_a_file_cut_inside_its_used_blocks_is_damaged(store):
     assert found["duckdb"].startswith(
         f"{p.stat().st_size:,} bytes, shorter than the {used} blocks of 262,144"
     )
+
+
+def test_repair_moves_a_damaged_analytics_file_aside_and_says_so(store):
+    """newuser16 F12: `doctor --repair` rebuilt a DuckDB file it judged damaged and
+    deleted the old one, where the README promises "damaged files are moved aside, never
+    deleted"."""
+    p = store / "analytics.duckdb"
+    os.truncate(p, p.stat().st_size // 2)
+    damaged = p.read_bytes()
+    res = doctor.repair(store, doctor.check(store))
+    (aside,) = store.glob("analytics.duckdb.damaged-*")
+    assert aside.read_bytes() == damaged  # the very file, kept
+    assert [
+        a for a in res["actions"] if a.startswith(f"moved the damaged analytics.duckdb aside ({aside.name};")
+    ]
+    assert bad(doctor.check(store)) == {}
+
+
+def test_repair_for_the_fts_alone_keeps_no_copy_of_a_sound_analytics_file(store):
+    con = sqlite3.connect(store / "store.db")
+    con.execute("DELETE FROM fts_words")
+    con.commit()
+    con.close()
+    found = doctor.check(store)
+    assert "fts" in bad(found) and "duckdb" not in bad(found)
+    res = doctor.repair(store, found)
+    assert [a for a in res["actions"] if a.startswith("rebuilt the FTS")]
+    assert not list(store.glob("analytics.duckdb.damaged-*"))

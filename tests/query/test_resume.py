@@ -218,3 +218,33 @@ def test_a_users_remark_or_question_is_not_a_rule(tmp_path):
     rules = [i.text.split('"')[1] for i in snap.sections["constraints"]]
     assert rules == ["Make sure the tests pass before you commit.", "Don't touch the migrations."]
     assert REMARK not in snap.to_markdown().split("The user's rules")[-1]
+
+
+def test_a_budget_that_cuts_says_what_it_cut(conn, corpus_store):
+    """`resume --budget N` cut its lists silently (only the files section said so):
+    the snapshot names every section's cut items (`note`, in --json, on stderr in
+    text, stdout staying the snapshot), and says nothing when nothing was cut."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+
+    small = build_snapshot(conn, CODEX, budget=400)
+    cut = {k: n for k, n in small.omitted.items() if n}
+    assert len(cut) >= 2, small.omitted  # more than the files section is cut
+    assert small.note is not None and small.note.startswith("the 400-token budget left out ")
+    words = {"prompts": "prompt", "tasks": "plan line", "files": "file", "failure": "failure line",
+             "constraints": "rule"}  # fmt: skip
+    for k, n in cut.items():
+        assert f"{n:,} {words[k]}" in small.note, (k, small.note)
+    assert small.note.endswith(f"`ctxkeep resume {CODEX} --budget 4000` shows more")
+    assert build_snapshot(conn, CODEX, budget=100_000).note is None
+    home = str(corpus_store[0])
+    r = CliRunner().invoke(app, ["resume", "c61729d4", "--budget", "400", "--json", "--home", home])
+    d = json.loads(r.stdout)
+    assert (d["note"], d["omitted"]) == (small.note, small.omitted)
+    r = CliRunner().invoke(
+        app, ["resume", "c61729d4", "--budget", "400", "--home", home], env={"COLUMNS": "400"}
+    )
+    assert r.exit_code == 0
+    assert r.stdout == small.to_markdown()
+    assert r.stderr.strip() == f"note: {small.note}"

@@ -137,10 +137,10 @@ def _store(rows: list[tuple]) -> sqlite3.Connection:
     )
     c.execute(
         "CREATE TABLE usage(agent, session_id, input_tokens, output_tokens, cache_read_tokens, "
-        "cache_creation_tokens)"
+        "cache_creation_tokens, reasoning_tokens)"
     )
     c.executemany("INSERT INTO entries VALUES (?, ?, ?, '/p', ?, 'message', 10, NULL)", rows)
-    c.execute("INSERT INTO usage VALUES ('a', 'B', 1, 2, 3, 4)")
+    c.execute("INSERT INTO usage VALUES ('a', 'B', 1, 2, 3, 4, 5)")  # (agent a: reasoning inside output)
     return c
 
 

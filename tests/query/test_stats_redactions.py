@@ -71,7 +71,8 @@ def test_counts_per_kind_match_the_rules_on_the_written_texts(planted):
     from ctxkeep.service.stats import Redactions
 
     line_ = Redactions(**r).line()
-    assert line_.startswith(f"redacted values: {r['total']:,} (") and "github-token" in line_
+    assert line_.startswith(f"redacted values, counted per distinct text: {r['total']:,} (")
+    assert "github-token" in line_ and f"in {r['texts_with_redactions']:,} distinct texts" in line_
 
 
 def test_without_the_fts_index_the_chunks_are_scanned(planted):

@@ -49,6 +49,7 @@ from ctxkeep.config import CompressConfig
 from ctxkeep.errors import NotFound, StoreBusy, UsageError, from_os_error
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite, shrink
+from ctxkeep.maintenance.stopping import stop_between_files
 from ctxkeep.schema import content_hash
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks import vault
@@ -1043,7 +1044,11 @@ def run_compress(
     "tokens_after", "image_tokens", "still_exceeding", "seconds", "problems"}`` (bytes,
     tokens of entry texts and ``image_tokens`` of the images moved out summed over
     compressed or would-compress files; ``still_exceeding``: files still over a
-    threshold afterwards). Raises StoreBusy when ``wait`` is False and the lock is
+    threshold afterwards; ``interrupted``: ``SIGINT``/``SIGTERM`` when one stopped the
+    run after the file in hand, else None; ``not_started``: the files it left
+    untouched, ``maintenance.stopping``; ``backup_bytes``: the originals the backups
+    keep beside the files (would keep, in a dry run) until ``backups_until``, UTC date:
+    today + ``backup_max_age_days``, after which retention prunes them). Raises StoreBusy when ``wait`` is False and the lock is
     held; UsageError for ``keep_messages`` < 1."""
     if keep_messages is not None and keep_messages < 1:
         raise UsageError("--keep-messages must be at least 1", hint="pass a positive number")
@@ -1078,15 +1083,22 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
     if hooks.on_files:
         hooks.on_files(len(files))
     results: list[FileResult] = []
+    cc_days = cfgmod.load_config(home).compress.backup_max_age_days
     if not dry_run:
         _recover(home)
     analytics = ""
     try:
-        with sqlite_store.recorded_run(home if not dry_run and files else None, "compress", t0=t0) as run:
+        with (
+            stop_between_files() as stop,
+            sqlite_store.recorded_run(home if not dry_run and files else None, "compress", t0=t0) as run,
+        ):
             if run.run_id is not None:
                 _begin_run_intent(home, run.run_id)
             try:
                 for f in files:
+                    if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay untouched
+                        run.stopped = True
+                        break
                     try:
                         res = runner(home, f, keep_messages, dry_run, force)
                     except StoreBusy:
@@ -1121,6 +1133,14 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                     "still_exceeding": sum(bool(x.still_exceeds) for x in results),
                     "seconds": 0.0,
                     "problems": problems,
+                    "interrupted": stop.name if run.stopped else None,
+                    # the backups: each compressed file's original bytes, beside it, until
+                    # retention (or a later compress of it) prunes those older than
+                    # backup_max_age_days
+                    "backup_bytes": sum(x.bytes_before for x in done),
+                    "backups_until": format_epoch(time.time() + cc_days * 86400)[:10],
+                    "backup_max_age_days": cc_days,
+                    "not_started": len(files) - len(results),
                 }
                 run.summary = {
                     "files": len(results),

@@ -12,7 +12,7 @@ How a query is answered:
      terms), the words side by side and in order (one FTS5 phrase, ``phrase_match``;
      looked for among the ``words`` list's chunks when that list holds every match,
      ``retrieve.phrase_among``; not searched when it is empty):
-     the shell drops the quotes of ``ctxkeep search "connection refused"``, so the
+     the shell drops the quotes of ``ctxkeep search "no such file"``, so the
      words a user typed together are searched together too; its hits rank above every
      other hit (``rank.PHRASE_LISTS``);
    - ``words``: all terms (AND) on the word index ``fts_words``, BM25 with the

@@ -34,6 +34,7 @@ from ctxkeep.schema import (
     STORED_COLUMNS,
     USAGE_COLUMNS,
     USAGE_ROW_COLUMNS,
+    reasoning_beside_sql,
 )
 from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
@@ -539,15 +540,14 @@ def _upsert_slice(
         # the billed token counts (``transforms.cost``'s conventions): the one-hour
         # write is a part of the cache write; reasoning is output where the agent's
         # logged output leaves it out
-        reasoning = ", ".join(f"'{a}'" for a in sorted(cost.REASONING_OUTSIDE_OUTPUT))
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _attr AS SELECT c.*, "
             "coalesce(c.input_tokens, 0) AS b_in, coalesce(c.cache_read_tokens, 0) AS b_cr, "
             "coalesce(c.cache_creation_tokens, 0) AS b_cw, "
             "least(coalesce(c.cache_creation_1h_tokens, 0), coalesce(c.cache_creation_tokens, 0)) AS b_cw1h, "
-            "coalesce(c.output_tokens, 0) + CASE WHEN c.agent IN ("
-            + reasoning
-            + ") THEN coalesce(c.reasoning_tokens, 0) ELSE 0 END AS b_out, "
+            "coalesce(c.output_tokens, 0) + "
+            + reasoning_beside_sql("c.agent", "c.reasoning_tokens")
+            + " AS b_out, "
             "CASE WHEN coalesce(c.model, '') <> '' THEN c.model "
             "     WHEN c.agent = 'codex' THEN a.model END AS priced_model, "
             "CASE WHEN coalesce(c.model, '') <> '' THEN 'logged' "

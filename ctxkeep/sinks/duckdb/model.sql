@@ -38,7 +38,9 @@ SELECT CAST(timezone(tz, ts) AS DATE) AS day, agent, model, project_dir,
        sum(cache_creation_tokens) AS cache_creation_tokens,
        sum(reasoning_tokens) AS reasoning_tokens,
        sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
-           + coalesce(cache_creation_tokens, 0)) AS total_tokens,
+           + coalesce(cache_creation_tokens, 0)
+           -- the reasoning an agent logs beside its output (schema.REASONING_OUTSIDE_OUTPUT)
+           + (CASE WHEN agent IN ('gemini-cli', 'opencode', 'qwen-code') THEN coalesce(reasoning_tokens, 0) ELSE 0 END)) AS total_tokens,
        usd_sum(cost_usd) AS cost_usd,
        count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_responses
 FROM usage GROUP BY ALL
@@ -114,6 +116,7 @@ u AS (
            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
            sum(cache_read_tokens) AS cache_read_tokens,
            sum(cache_creation_tokens) AS cache_creation_tokens,
+           sum((CASE WHEN agent IN ('gemini-cli', 'opencode', 'qwen-code') THEN coalesce(reasoning_tokens, 0) ELSE 0 END)) AS reasoning_beside,
            usd_sum(cost_usd) AS cost_usd, count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_responses,
            max(coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0)
                + coalesce(cache_creation_tokens, 0)) AS largest_context_tokens
@@ -133,7 +136,7 @@ SELECT agg.agent, agg.session_id, parent.parent_session_id, proj.project_dir,
        agg.token_estimate, agg.text_bytes, agg.is_sidechain, agg.has_archived,
        u.responses, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_creation_tokens,
        coalesce(u.input_tokens, 0) + coalesce(u.output_tokens, 0) + coalesce(u.cache_read_tokens, 0)
-           + coalesce(u.cache_creation_tokens, 0) AS total_tokens,
+           + coalesce(u.cache_creation_tokens, 0) + coalesce(u.reasoning_beside, 0) AS total_tokens,
        u.cost_usd, u.unpriced_responses, u.largest_context_tokens, g.final_context_estimate
 FROM agg
 LEFT JOIN proj USING (agent, session_id)

@@ -28,13 +28,16 @@ class RunRecord:
 
     ``run_id`` is None when nothing is recorded; ``status`` is ``running``, then ``ok``,
     ``failed`` or ``interrupted``; ``seconds`` the wall time in seconds since ``t0``
-    (rounded to ms), set when the block ends (None for an untimed run)."""
+    (rounded to ms), set when the block ends (None for an untimed run). ``stopped``:
+    set True in the block when a signal stopped it between files (the block ends
+    normally, the status is ``interrupted``)."""
 
     flow: str
     run_id: int | None = None
     summary: dict | Callable[[], dict] = field(default_factory=dict)
     status: str = "running"
     seconds: float | None = None
+    stopped: bool = False
 
 
 @contextmanager
@@ -61,7 +64,7 @@ def recorded_run(
         run.run_id = _with_conn(store, lambda c: _start(c, flow))
     try:
         yield run
-        run.status = "ok"
+        run.status = "interrupted" if run.stopped else "ok"
     except KeyboardInterrupt:
         run.status = "interrupted"
         raise
