@@ -366,6 +366,9 @@ def _fold_fields(line: str, width: int | None, indent: str) -> list[str]:
     line stays whole on a line of its own. Unfolded when ``width`` is None."""
     if width is None or len(line) <= width:
         return [line]
+    one = " ".join(line.split("  "))  # fields one space apart, when that fits: no line
+    if len(one) <= width:  # of `~13 tok` alone (newuser16 F9)
+        return [one]
     out: list[str] = []
     cur = ""
     for f in line.split("  "):

@@ -166,7 +166,7 @@ def sessions(
 
 
 #: the id column's width at most when a row would not fit (the id cut with "…")
-_ID_ROOM = 14
+_ID_ROOM = 18
 
 
 def _cut(s: str, room: int) -> str:

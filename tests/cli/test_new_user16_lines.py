@@ -129,3 +129,18 @@ def test_vault_verify_full_names_the_orphan_packs(store, tmp_path):
     assert "safe to delete when no ctxkeep run is going" in flat
     d = json.loads(_run(store, "vault", "verify", "--full", "--json", user=store.parent).stdout)
     assert d["orphan_packs"] == [{"path": str(orphan), "bytes": 1234}]
+
+
+def test_a_hit_head_that_fits_with_single_spaces_is_not_folded():
+    """newuser16 F9: a hit's head folded its `~13 tok` onto a line of its own when two
+    spaces between fields made it a few columns too wide."""
+    from ctxkeep.cli.core import _fold_fields
+
+    head = "a1df84d44d2f0123456789abcdef01  claude-code  d3ad  2025-06-08 12:10  message  ~13 tok"
+    assert len(head) > 80
+    assert _fold_fields(head, 80, "   ") == [" ".join(head.split("  "))]
+    # wider still: folded between fields, as before
+    assert _fold_fields(head, 60, "   ") == [
+        "a1df84d44d2f0123456789abcdef01  claude-code  d3ad",
+        "   2025-06-08 12:10  message  ~13 tok",
+    ]

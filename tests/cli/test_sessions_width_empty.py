@@ -81,8 +81,8 @@ def test_long_ids_are_cut_so_a_row_fits_and_the_title_keeps_its_room(monkeypatch
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
     assert max(map(len, lines)) <= 80, r.stdout
-    assert "copilot_stage…" in r.stdout and "copilot_stage0_small-c41" not in r.stdout
-    assert "ea1d" in lines[1] and "List the files of th…" in lines[1]  # 20 characters of title
+    assert "copilot_stage0_sm…" in r.stdout and "copilot_stage0_small-c41" not in r.stdout
+    assert "ea1d" in lines[1] and "List the files o…" in lines[1]  # (11 before: `List the fi…`)
 
 
 def test_no_project_is_spelled_as_the_reports_spell_it(home):

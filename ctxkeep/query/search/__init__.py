@@ -139,7 +139,7 @@ def search(
             in ``omitted`` and ``note`` says so.
         raw: pass ``query`` to FTS5 unchanged (word index only).
         suggest_words: offer "did you mean" queries (``suggestions``) when no entry holds
-            all the terms, each checked to find one that does (False: none; the check's
+            all the terms, each checked to find something (False: none; the check's
             own searches).
         parallel: run the lists that do not wait for the word list (and one guessed
             ahead of it) on a second read-only connection in a thread (``ahead``);
@@ -283,17 +283,13 @@ def search(
     res.note = "; ".join(notes)
     if suggest_words and not raw and not any(m in h.matched for h in hits for m in ALL_TERMS_LISTS):
         # found nothing, or only entries holding some of the terms: "did you mean", only
-        # a query that finds an entry holding all its terms (`"connection refused"` was
-        # offered where both words stand, never side by side: newuser16 F16)
+        # a query that finds something (`"connection refused"` was offered where both
+        # words stand, never side by side: "no matches", newuser16 F16)
         words = [w for t in ts if _word_term(t) for w in _WORD_TOKEN_RE.findall(t)]
         res.suggestions = [
             q
             for q in suggest.suggestions(conn, query, words)
-            if any(
-                m in h.matched
-                for h in search(conn, q, filters=filters, limit=1, parallel=False, suggest_words=False).hits
-                for m in ALL_TERMS_LISTS
-            )
+            if search(conn, q, filters=filters, limit=1, parallel=False, suggest_words=False).hits
         ]
     return res
 
