@@ -117,12 +117,16 @@ def first_ingest_home(argv: list[str]) -> Path | None:
     if not seen or "PREFECT_API_URL" in os.environ:  # a flow run reads in its own tasks
         return None
     from ctxkeep.config import resolve_home  # the CLI loads it anyway (json, re, dataclasses)
+    from ctxkeep.sinks.files import STORE_DB  # the file names' registry (0.3 ms)
 
     try:
         path = resolve_home(home)
     except Exception:  # the CLI says what is wrong with it
         return None
-    if (path / "store.db").exists():
+    try:
+        if (path / STORE_DB).exists():
+            return None
+    except OSError:  # a home it may not read (EACCES): the CLI says so in one line
         return None
     return path
 

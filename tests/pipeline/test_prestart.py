@@ -58,6 +58,13 @@ def test_only_a_plain_ingest_into_a_home_without_a_store_starts_one(tmp_path, mo
     assert prestart.first_ingest_home(["ingest"]) == new
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")  # a flow run reads in its tasks
     assert prestart.first_ingest_home(["ingest"]) is None
+    monkeypatch.delenv("PREFECT_API_URL")
+
+    def denied(self, *a, **k):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(type(new), "exists", denied)  # a home it may not read: the CLI says so
+    assert prestart.first_ingest_home(["ingest"]) is None
 
 
 @pytest.mark.usefixtures("no_env_home")

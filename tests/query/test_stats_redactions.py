@@ -101,6 +101,6 @@ def test_cli_stats_shows_counts_never_values(planted):
     assert j.returncode == 0, j.stderr
     assert json.loads(j.stdout)["redactions"]["texts"] == dict(want)
     t = run()
-    assert "redacted values: " in t.stdout
+    assert "redacted values, counted per distinct text: " in t.stdout
     for out in (j.stdout, t.stdout):
         assert not [v for v in values if v in out]
