@@ -289,12 +289,7 @@ def _emit_brief(s: dict) -> None:
         elif st == "skipped":
             say(f"skipped {short_path(f['path'], max(20, width - 8))}")
         else:  # refused, failed: the reason matters (at the width)
-            from rich.markup import escape
-
-            first, *more = fold(f"{st} {short_path(f['path'], max(20, width - len(st) - 1))}: {f['reason']}")
-            err.print(f"[yellow]{st}[/yellow]{escape(first[len(st) :])}", highlight=False)
-            for x in more:
-                err.print(x, highlight=False, markup=False)
+            _say_refused(st, short_path(f["path"], max(20, width - len(st) - 1)), f["reason"])
     done = s["compressed"] + s["would_compress"]
     say_folded(
         f"{verb} {done} of {len(s['files']) + (s.get('not_started') or 0)} files: "
@@ -310,6 +305,16 @@ def _emit_brief(s: dict) -> None:
     _say_backups(s)
     for p in s["problems"]:
         warn(p)
+
+
+def _say_refused(status: str, path: str, reason: str) -> None:
+    """A refused or failed file on stderr, folded at the width, its status in yellow."""
+    from rich.markup import escape
+
+    first, *more = fold(f"{status} {path}: {reason}")
+    err.print(f"[yellow]{status}[/yellow]{escape(first[len(status) :])}", highlight=False)
+    for x in more:
+        err.print(x, highlight=False, markup=False)
 
 
 def _say_backups(s: dict) -> None:
@@ -342,12 +347,7 @@ def _emit_summary(s: dict) -> None:
         elif f["status"] == "skipped":
             say_folded(f"skipped {tilde(name)}: {f['reason']}")
         else:  # refused, failed: on stderr, at the width (233-362 columns: newuser15 F4)
-            from rich.markup import escape
-
-            first, *more = fold(f"{f['status']} {tilde(name)}: {f['reason']}")
-            err.print(f"[yellow]{f['status']}[/yellow]{escape(first[len(f['status']) :])}", highlight=False)
-            for x in more:
-                err.print(x, highlight=False, markup=False)
+            _say_refused(f["status"], tilde(name), f["reason"])
         if f.get("still_over"):
             warn(f"{Path(name).name}: {f['still_over']}")
         for n in f.get("notes") or []:
