@@ -70,7 +70,10 @@ CHUNK_ITEMS = 64
 
 
 def read_in_process(
-    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False, precompute: str | None = None
+    todo: list[tuple[SourceFile, Watermark | None]],
+    seal: bool = False,
+    precompute: str | None = None,
+    seal_rows: bool = False,
 ) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
@@ -85,7 +88,8 @@ def read_in_process(
     sealed (``sinks.vault.capture.seal``: redacted and compressed there, on the other
     core; the raw bytes do not cross the pipe). ``precompute``: "auto", "always",
     "never" or "split" (``chunk_mode``) for that process (``PRECOMPUTE``; None: its
-    environment's).
+    environment's). ``seal_rows`` (with ``seal``): a database's whole rows document is
+    sealed there too (``capture.seal(rows=True)``; else the ingest process seals it).
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -103,6 +107,7 @@ def read_in_process(
     # (``stable_ids.rekey``), which cost a reparse ~20 % of the reader's CPU
     flags = (
         (["--seal"] if seal else [])
+        + (["--seal-rows"] if seal and seal_rows else [])
         + ([] if vault.enabled() else ["--no-vault"])
         + (["--precompute", precompute] if precompute else [])
     )
@@ -273,14 +278,13 @@ def read_shared(
     while n < len(todo) and size + sizes[n] <= share * total:
         size += sizes[n]
         n += 1
+    # a first ingest's store holds no vault version to build a rows document on: the
+    # reader seals the databases' rows documents too (``capture.seal(rows=True)``)
+    early = functools.partial(read_in_process, seal=seal, seal_rows=True)
     if n == 0 or n == len(todo):
-        src = None if n else functools.partial(read_in_process, seal=seal)
-        stream = readahead.read_ahead(todo, source=src)
+        stream = readahead.read_ahead(todo, source=None if n else early)
         return MergedReads([(0, len(todo))], [stream])
-    streams = [
-        readahead.read_ahead(todo[:n]),
-        readahead.read_ahead(todo[n:], source=functools.partial(read_in_process, seal=seal)),
-    ]
+    streams = [readahead.read_ahead(todo[:n]), readahead.read_ahead(todo[n:], source=early)]
     return MergedReads([(0, n), (1, len(todo) - n)], streams, frozenset([n]))
 
 
@@ -502,7 +506,7 @@ def _main() -> None:
     if "--seal" in args:
         from ctxkeep.sinks.vault.capture import seal as sealer
 
-        seal = sealer
+        seal = functools.partial(sealer, rows=True) if "--seal-rows" in args else sealer
 
     items: list = []
     entries: list = []

@@ -147,7 +147,7 @@ def test_a_first_ingest_shared_with_the_early_reader_stores_what_one_process_sto
         return real_shared(todo, **kw)
 
     def spy_one(todo, **kw):
-        taken.append((len(todo), prestart.waiting()))
+        taken.append((len(todo), prestart.waiting(), kw.get("seal_rows")))
         return real_one(todo, **kw)
 
     monkeypatch.setattr(read_worker, "read_shared", spy_shared)
@@ -155,6 +155,7 @@ def test_a_first_ingest_shared_with_the_early_reader_stores_what_one_process_sto
     two = _ingest(tmp_path / "two", ctx)
     # the ingest read its first files itself, the early reader the rest (and was taken)
     assert shared == [27] and len(taken) == 1 and 0 < taken[0][0] < 27 and taken[0][1]
+    assert taken[0][2]  # it seals the databases' whole rows documents too
     assert not prestart.waiting()
     assert two == one and two["files_read"] == 27 and two["entries_new"] == 3890
     assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")
