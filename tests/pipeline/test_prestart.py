@@ -197,3 +197,102 @@ def test_the_console_script_starts_it_and_the_ingest_takes_it(tmp_path):
         assert on[k] == off[k], k
     assert on["entries_new"] == 3890
     assert store_digest(tmp_path / "on") == store_digest(tmp_path / "off")
+
+
+def _fake_reader(monkeypatch) -> subprocess.Popen:
+    """A stand-in for the reader started early: it reads its stdin to the end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"], stdin=subprocess.PIPE
+    )
+    r, w = os.pipe()
+    os.close(w)
+    monkeypatch.setattr(prestart, "_early", [(proc, os.fdopen(r, "rb"))])
+    monkeypatch.setattr(prestart, "_ahead", [])
+    return proc
+
+
+def test_the_todo_sent_ahead_is_taken_only_for_the_same_files_and_flags(tmp_path, monkeypatch):
+    from ctxkeep.sources.contract import SourceFile
+
+    todo = []
+    for i, size in enumerate((10, 10, 80)):
+        (tmp_path / f"{i}.jsonl").write_bytes(b"x" * size)
+        todo.append((SourceFile("codex", tmp_path / f"{i}.jsonl"), None))
+    assert prestart.own_files(prestart.new_bytes(todo)) == 2  # 20 of 100 bytes within 0.4
+    flags = prestart.reader_flags(True, True, seal_rows=True)
+    assert flags == ["--seal", "--seal-rows"]
+    assert prestart.reader_flags(False, False) == ["--no-vault"]
+
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo, True) and not prestart.send_ahead(todo, True)  # once
+    assert prestart.ahead() == todo[2:] and prestart.waiting()
+    assert prestart.take() is None  # only ``take_ahead`` takes a reader sent its todo
+    assert prestart.take_ahead(todo[2:], ["--seal"]) is None  # other flags: stopped
+    assert proc.poll() is not None and not prestart.waiting() and prestart.ahead() is None
+
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo, True)
+    assert prestart.take_ahead(todo[1:], flags) is None and proc.poll() is not None  # other files
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo, True)
+    got = prestart.take_ahead(todo[2:], flags)
+    assert got is not None and got[0] is proc and not prestart.waiting() and prestart.ahead() is None
+    proc.wait(timeout=10)
+    got[1].close()
+
+
+def test_read_shared_reads_every_file_itself_when_its_plan_is_not_the_one_sent(tmp_path, monkeypatch):
+    from ctxkeep.sources.contract import SourceFile
+
+    todo = []
+    for i, size in enumerate((10, 10, 80)):
+        (tmp_path / f"{i}.jsonl").write_bytes(b"x" * size)
+        todo.append((SourceFile("codex", tmp_path / f"{i}.jsonl"), None))
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo[:2], True)  # the service's plan lacked the last file
+    spawned = []
+    monkeypatch.setattr(read_worker, "start_child", lambda *a: spawned.append(a))
+    reads = read_worker.read_shared(todo, seal=True)
+    try:
+        assert proc.poll() is not None and not prestart.waiting()
+        assert reads.cuts == frozenset() and len(reads._streams) == 1 and spawned == []
+    finally:
+        reads.close()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_env_home")
+def test_the_service_sends_the_todo_ahead_and_the_engine_takes_that_reader(tmp_path, monkeypatch):
+    """``service.ingest`` of a first ingest sends the early reader its files once
+    planned (``prestart.send_ahead``), before the engine's import and plan; the engine
+    reads that reader's results (``take_ahead``) and the store is one process's."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    from ctxkeep.service import ingest as svc
+
+    one = _ingest(tmp_path / "one", DiscoveryContext(home=CORPUS_HOME, env={}))
+    monkeypatch.setenv("HOME", str(CORPUS_HOME))
+    for k in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")
+    assert prestart.start_early(["--home", str(tmp_path / "two"), "ingest"])
+    sent, started = [], []
+    real_send, real_one = prestart.send_ahead, read_worker.read_in_process
+
+    def spy_send(todo, vault_on):
+        sent.append((len(todo), vault_on, real_send(todo, vault_on)))
+        return sent[-1][2]
+
+    def spy_one(todo, **kw):
+        started.append((len(todo), kw.get("started") is not None))
+        return real_one(todo, **kw)
+
+    monkeypatch.setattr(prestart, "send_ahead", spy_send)
+    monkeypatch.setattr(read_worker, "read_in_process", spy_one)
+    out = svc.ingest(tmp_path / "two", svc.IngestRequest(prefect=False))
+    assert sent == [(27, True, True)] and len(started) == 1 and 0 < started[0][0] < 27 and started[0][1]
+    assert not prestart.waiting()
+    assert out.summary["entries_new"] == one["entries_new"] == 3890
+    assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")
+    assert _rows(tmp_path / "two") == _rows(tmp_path / "one")
