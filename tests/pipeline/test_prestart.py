@@ -296,3 +296,30 @@ def test_the_service_sends_the_todo_ahead_and_the_engine_takes_that_reader(tmp_p
     assert out.summary["entries_new"] == one["entries_new"] == 3890
     assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")
     assert _rows(tmp_path / "two") == _rows(tmp_path / "one")
+
+
+def _run_exit(body: str) -> subprocess.CompletedProcess:
+    code = "import atexit, sys, threading, time\nfrom ctxkeep.pipeline import prestart\n" + body
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_exit_now_runs_the_atexit_handlers_and_flushes_then_ends_with_the_status():
+    r = _run_exit(
+        "atexit.register(lambda: sys.stdout.write('handler '))\n"
+        "sys.stdout.write('buffered ')\n"
+        "prestart.exit_now(SystemExit(3))\n"
+        "print('never')\n"
+    )
+    assert r.returncode == 3 and r.stdout == "buffered handler "
+    assert _run_exit("prestart.exit_now(SystemExit(None))").returncode == 0
+    # a message is the interpreter's to print (status 1)
+    r = _run_exit("prestart.exit_now(SystemExit('bad input'))")
+    assert r.returncode == 1 and "bad input" in r.stderr
+    # a thread the interpreter waits for: the usual exit, which lets it end
+    r = _run_exit(
+        "t = threading.Thread(target=lambda: (time.sleep(0.3), print('thread done')))\n"
+        "t.start()\n"
+        "prestart.exit_now(SystemExit(0))\n"
+    )
+    assert r.returncode == 0 and r.stdout == "thread done\n"
