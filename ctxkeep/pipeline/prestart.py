@@ -54,6 +54,9 @@ def trace(role: str, event: str) -> None:
 _early: list[tuple[subprocess.Popen, BinaryIO]] = []
 #: what ``send_ahead`` sent that reader: (its flags, its todo)
 _ahead: list[tuple[list[str], list]] = []
+#: whether the engine took that reader (``take``, ``take_ahead``): an in-process first
+#: ingest, which ``exit_now`` ends without the interpreter's teardown
+_taken: list[bool] = []
 
 #: ``read_shared``'s share of a first ingest's new bytes read in the ingest process (its
 #: first files); the rest is read by the reader started early (``CTXKEEP_EARLY_SHARE``)
@@ -184,7 +187,10 @@ def take() -> tuple[subprocess.Popen, BinaryIO] | None:
     (its flags and the todo, pickled, on stdin: ``reader_process._main``), or None;
     once: a second call gets None. None too for a reader sent its todo ahead
     (``send_ahead``: only ``take_ahead`` takes it)."""
-    return _early.pop() if _early and not _ahead else None
+    if not _early or _ahead:
+        return None
+    _taken.append(True)
+    return _early.pop()
 
 
 def reader_flags(
@@ -275,6 +281,7 @@ def take_ahead(todo: list, flags: list[str]) -> tuple[subprocess.Popen, BinaryIO
         _stop()
         return None
     _ahead.clear()
+    _taken.append(True)
     return _early.pop()
 
 
@@ -291,13 +298,14 @@ def exit_now(e: SystemExit) -> NoReturn:
     CPU s, the last thing the corpus's first ingest waited for, issue 26). Every store
     connection is closed by then (the engine's, checkpointed, and the plan's). Raises
     ``e`` (the usual exit) for a status that is not a number, or while a thread the
-    interpreter would wait for still runs."""
+    interpreter would wait for still runs, or when the engine did not take the reader
+    started early (``take``: a flow run, an error, nothing to read)."""
     import atexit
     import threading
 
     code = e.code
     others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
-    if not (code is None or isinstance(code, int)) or any(t.is_alive() for t in others):
+    if not _taken or not (code is None or isinstance(code, int)) or any(t.is_alive() for t in others):
         raise e
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

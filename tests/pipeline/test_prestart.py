@@ -208,6 +208,7 @@ def _fake_reader(monkeypatch) -> subprocess.Popen:
     os.close(w)
     monkeypatch.setattr(prestart, "_early", [(proc, os.fdopen(r, "rb"))])
     monkeypatch.setattr(prestart, "_ahead", [])
+    monkeypatch.setattr(prestart, "_taken", [])
     return proc
 
 
@@ -235,8 +236,10 @@ def test_the_todo_sent_ahead_is_taken_only_for_the_same_files_and_flags(tmp_path
     assert prestart.take_ahead(todo[1:], flags) is None and proc.poll() is not None  # other files
     proc = _fake_reader(monkeypatch)
     assert prestart.send_ahead(todo, True)
+    assert not prestart._taken
     got = prestart.take_ahead(todo[2:], flags)
     assert got is not None and got[0] is proc and not prestart.waiting() and prestart.ahead() is None
+    assert prestart._taken  # a first ingest in-process: ``exit_now`` may skip the teardown
     proc.wait(timeout=10)
     got[1].close()
 
@@ -298,8 +301,9 @@ def test_the_service_sends_the_todo_ahead_and_the_engine_takes_that_reader(tmp_p
     assert _rows(tmp_path / "two") == _rows(tmp_path / "one")
 
 
-def _run_exit(body: str) -> subprocess.CompletedProcess:
-    code = "import atexit, sys, threading, time\nfrom ctxkeep.pipeline import prestart\n" + body
+def _run_exit(body: str, taken: bool = True) -> subprocess.CompletedProcess:
+    code = "import atexit, sys, threading, time\nfrom ctxkeep.pipeline import prestart\n"
+    code += "prestart._taken.append(True)\n" * taken + body
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
 
@@ -323,3 +327,10 @@ def test_exit_now_runs_the_atexit_handlers_and_flushes_then_ends_with_the_status
         "prestart.exit_now(SystemExit(0))\n"
     )
     assert r.returncode == 0 and r.stdout == "thread done\n"
+    # the teardown (freeing the objects) is skipped; not when the engine never took the
+    # reader (a flow run, an error): the usual exit
+    body = "class A:\n    def __del__(self):\n        print('freed')\na = A()\n"
+    body += "prestart.exit_now(SystemExit(0))\n"
+    assert _run_exit(body).stdout == ""
+    r = _run_exit(body, taken=False)
+    assert r.returncode == 0 and r.stdout == "freed\n"
