@@ -3,13 +3,15 @@
 An agent's hook (``ctxkeep hook AGENT EVENT``, what ``hooks install`` writes) runs
 straight from here, without the CLI's Typer, Rich and command imports
 (``hooks.runtime.fast_main``: the hook returns to its agent within 0.1 s,
-docs/design.md "Latency budget"); everything else runs the CLI (``cli.main``).
+docs/design.md "Latency budget"); everything else runs the CLI (``cli.main``). A first ingest (``pipeline.prestart``)
+ends without the interpreter's teardown (``prestart.exit_now``).
 """
 
 import sys
 
 
 def main() -> None:
+    early = False
     if "hook" in sys.argv[1:4]:
         from ctxkeep.hooks import runtime
 
@@ -18,10 +20,17 @@ def main() -> None:
         # a first ingest: its reader process imports on the other core meanwhile
         from ctxkeep.pipeline import prestart
 
-        prestart.start_early(sys.argv[1:])
+        early = prestart.start_early(sys.argv[1:])
     from ctxkeep.cli import main as cli_main
 
-    cli_main()
+    if not early:
+        cli_main()
+        return
+    try:
+        cli_main()
+    except SystemExit as e:
+        prestart.exit_now(e)
+    prestart.exit_now(SystemExit(0))
 
 
 # guarded: Dask's LocalCluster starts its worker processes with multiprocessing's

@@ -10,8 +10,10 @@ plan, and its own start (Polars, the sources, the rules: ~0.25 CPU s) was then o
 critical path: it cost more than it took off (docs/design.md, "Latency budget").
 Started here, by ``ctxkeep.__main__`` before anything else is imported, its imports
 run on the other core while the ingest process imports the CLI and plans; it then waits
-for the todo and its flags on stdin (``reader_process`` ``--later``), which
-``reader_process.read_in_process`` sends when the engine reads (``take``).
+for the todo and its flags on stdin (``reader_process`` ``--later``), which the service
+sends once it planned (``send_ahead``: the reader reads while the engine, Polars,
+loads and plans again; the engine takes it, ``take_ahead``, when its plan holds the
+same files), else ``reader_process.read_in_process`` when the engine reads (``take``).
 
 Only a plain ``ctxkeep ingest`` (``--home``, ``--agent``, ``--json``, ``--progress``/
 ``--no-progress``; no ``--path``: the hook path stays one process, its RSS has a
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 #: ``trace`` writes its lines (``CTXKEEP_TRACE=1``: ``tests/bench/bench_first_ingest.py``)
 TRACE = os.environ.get("CTXKEEP_TRACE") == "1"
@@ -50,6 +52,19 @@ def trace(role: str, event: str) -> None:
 
 #: the reader started early and not yet taken: (process, the read end of its pipe)
 _early: list[tuple[subprocess.Popen, BinaryIO]] = []
+#: what ``send_ahead`` sent that reader: (its flags, its todo)
+_ahead: list[tuple[list[str], list]] = []
+#: whether the engine took that reader (``take``, ``take_ahead``): an in-process first
+#: ingest, which ``exit_now`` ends without the interpreter's teardown
+_taken: list[bool] = []
+
+#: ``read_shared``'s share of a first ingest's new bytes read in the ingest process (its
+#: first files); the rest is read by the reader started early (``CTXKEEP_EARLY_SHARE``)
+EARLY_OWN_SHARE = float(os.environ.get("CTXKEEP_EARLY_SHARE", "0.4"))
+#: ``send_ahead``: a first ingest of at most this many new bytes sends its reader the
+#: todo once the service planned (the engine reads a plan of fewer than its
+#: ``PROCESS_READ_BYTES``, 64 MiB, with that reader: ``reader_process.read_shared``)
+AHEAD_MAX_BYTES = 32 * 1024 * 1024
 
 #: the options of ``ctxkeep ingest`` with which a first ingest starts its reader early
 #: (each flag, and the options that take a value)
@@ -170,8 +185,104 @@ def start_early(argv: list[str]) -> bool:
 def take() -> tuple[subprocess.Popen, BinaryIO] | None:
     """The reader started early (``start_early``) for its caller to send the todo to
     (its flags and the todo, pickled, on stdin: ``reader_process._main``), or None;
-    once: a second call gets None."""
-    return _early.pop() if _early else None
+    once: a second call gets None. None too for a reader sent its todo ahead
+    (``send_ahead``: only ``take_ahead`` takes it)."""
+    if not _early or _ahead:
+        return None
+    _taken.append(True)
+    return _early.pop()
+
+
+def reader_flags(
+    seal: bool, vault_on: bool, precompute: str | None = None, seal_rows: bool = False
+) -> list[str]:
+    """A reader process's flags (``reader_process._main``): ``--seal`` (the vault's work
+    done there), ``--seal-rows`` (with it: the databases' whole rows documents too),
+    ``--no-vault`` (``vault_on`` False: the vault off or suspended, so no redaction of the
+    raw lines), ``--precompute MODE``."""
+    return (
+        (["--seal"] if seal else [])
+        + (["--seal-rows"] if seal and seal_rows else [])
+        + ([] if vault_on else ["--no-vault"])
+        + (["--precompute", precompute] if precompute else [])
+    )
+
+
+def own_files(sizes: list[int], share: float | None = None) -> int:
+    """How many first files (of new bytes ``sizes``, in todo order) the ingest process
+    reads itself beside the early reader: the most whose bytes stay within ``share``
+    (``EARLY_OWN_SHARE``) of the total (``reader_process.read_shared``)."""
+    share = EARLY_OWN_SHARE if share is None else share
+    total = sum(sizes)
+    n = size = 0
+    while n < len(sizes) and size + sizes[n] <= share * total:
+        size += sizes[n]
+        n += 1
+    return n
+
+
+def new_bytes(todo: list) -> list[int]:
+    """Each todo file's new bytes (its size less its watermark's offset; a rewritten
+    file's whole size; 0 when it vanished), as ``plan.pending_bytes`` counts them."""
+    sizes = []
+    for f, wm in todo:
+        try:
+            full = f.path.stat().st_size
+        except OSError:
+            full = 0
+        off = wm.offset if wm is not None and f.mode != "rewrite" and full >= wm.offset else 0
+        sizes.append(full - off)
+    return sizes
+
+
+def send_ahead(todo: list, vault_on: bool) -> bool:
+    """Send the reader started early its flags and its files of ``todo`` (the service's
+    plan of a first ingest: ``service.ingest``) now, not when the engine reads: it then
+    reads while this process imports the engine (Polars), takes the store's lock and
+    plans again (~0.05 CPU s of the corpus's first ingest: its imports end before that,
+    issue 26). The engine takes it with ``take_ahead`` when its own plan holds the same
+    files; else it is stopped at exit, having only read. ``vault_on``: the vault
+    captures (the engine seals in the reader then: ``reader_process.read_shared``).
+    True when sent; False when no reader waits, it was sent already, or the ingest
+    process reads every file itself."""
+    if not _early or _ahead:
+        return False
+    n = own_files(new_bytes(todo))
+    if n == len(todo):
+        return False
+    proc = _early[0][0]
+    flags = reader_flags(vault_on, vault_on, seal_rows=True)
+    import pickle  # loaded by now (the CLI's imports): not at this module's top
+
+    try:
+        assert proc.stdin is not None  # start_child opens it as a pipe
+        pickle.dump((flags, todo[n:]), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        proc.stdin.close()
+    except (OSError, ValueError):  # it ended: the engine reads without it
+        _stop()
+        return False
+    _ahead.append((flags, todo[n:]))
+    trace("ingest", "todo")
+    return True
+
+
+def ahead() -> list | None:
+    """The todo ``send_ahead`` sent the reader still waiting to be taken, or None."""
+    return _ahead[0][1] if _ahead and _early else None
+
+
+def take_ahead(todo: list, flags: list[str]) -> tuple[subprocess.Popen, BinaryIO] | None:
+    """The reader sent its todo ahead (``send_ahead``) when it was sent ``todo`` with
+    ``flags``, for ``reader_process.read_in_process`` to read its results; else None,
+    and it is stopped (it read other files, or with other flags)."""
+    if not _early or not _ahead:
+        return None
+    if _ahead[0] != (flags, todo):
+        _stop()
+        return None
+    _ahead.clear()
+    _taken.append(True)
+    return _early.pop()
 
 
 def waiting() -> bool:
@@ -179,8 +290,35 @@ def waiting() -> bool:
     return bool(_early)
 
 
+def exit_now(e: SystemExit) -> NoReturn:
+    """End a first ingest's process with ``e``'s exit status without the interpreter's
+    teardown (``os._exit``): what the exit runs that matters here runs first (the atexit
+    handlers, logging's flush among them, then stdout and stderr flushed); what it
+    skips is freeing every module's objects (Polars, the CLI, the sources: ~0.02-0.03
+    CPU s, the last thing the corpus's first ingest waited for, issue 26). Every store
+    connection is closed by then (the engine's, checkpointed, and the plan's). Raises
+    ``e`` (the usual exit) for a status that is not a number, or while a thread the
+    interpreter would wait for still runs, or when the engine did not take the reader
+    started early (``take``: a flow run, an error, nothing to read)."""
+    import atexit
+    import threading
+
+    code = e.code
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    if not _taken or not (code is None or isinstance(code, int)) or any(t.is_alive() for t in others):
+        raise e
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or no stream
+            pass
+    os._exit(code or 0)
+
+
 def _stop() -> None:
     """Stop a reader started early and never taken."""
+    _ahead.clear()
     while _early:
         proc, results = _early.pop()
         proc.kill()

@@ -47,6 +47,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator
+from typing import BinaryIO
 
 if __name__ == "__main__":  # the process itself: Ctrl-C is the ingest's to report (``_main``),
     # also while a reader started with the command (``prestart``) still imports
@@ -70,7 +71,11 @@ CHUNK_ITEMS = 64
 
 
 def read_in_process(
-    todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False, precompute: str | None = None
+    todo: list[tuple[SourceFile, Watermark | None]],
+    seal: bool = False,
+    precompute: str | None = None,
+    seal_rows: bool = False,
+    started: tuple[subprocess.Popen, BinaryIO] | None = None,
 ) -> Generator[ReadItem, None, None]:
     """``read_files(todo)`` run in a reader process: the same items in the same order,
     except that a batch's entries come normalized: ``ReadItem(file, batch, None, rows,
@@ -85,7 +90,10 @@ def read_in_process(
     sealed (``sinks.vault.capture.seal``: redacted and compressed there, on the other
     core; the raw bytes do not cross the pipe). ``precompute``: "auto", "always",
     "never" or "split" (``chunk_mode``) for that process (``PRECOMPUTE``; None: its
-    environment's).
+    environment's). ``seal_rows`` (with ``seal``): a database's whole rows document is
+    sealed there too (``capture.seal(rows=True)``; else the ingest process seals it).
+    ``started``: the reader started early and sent ``todo`` with these flags already
+    (``prestart.take_ahead``): its results are read, nothing is sent.
 
     An exception raised by the reader is raised here (as RuntimeError with its text
     when it cannot be pickled); a reader process that ends without its closing
@@ -101,12 +109,9 @@ def read_in_process(
     # the vault off here (``CTXKEEP_VAULT=0``, or ``vault.suspended``: a reparse reads the
     # vault's own redacted bytes) is off there too: no redaction of the raw lines
     # (``stable_ids.rekey``), which cost a reparse ~20 % of the reader's CPU
-    flags = (
-        (["--seal"] if seal else [])
-        + ([] if vault.enabled() else ["--no-vault"])
-        + (["--precompute", precompute] if precompute else [])
-    )
-    early = prestart.take()  # started with the command (a first ingest): its flags sent with the todo
+    flags = prestart.reader_flags(seal, vault.enabled(), precompute, seal_rows)
+    # started with the command (a first ingest): its flags sent with the todo
+    early = started or prestart.take()
     if early is None:
         prestart.trace("ingest", "spawn")
     proc, results = early or start_child("ctxkeep.pipeline.reader_process", *flags)
@@ -114,10 +119,11 @@ def read_in_process(
     try:
         assert proc.stdin is not None  # start_child opens it as a pipe
         try:
-            sent = (flags, todo) if early else todo
-            pickle.dump(sent, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            proc.stdin.close()
-            prestart.trace("ingest", "todo")
+            if started is None:
+                sent = (flags, todo) if early else todo
+                pickle.dump(sent, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                proc.stdin.close()
+                prestart.trace("ingest", "todo")
         except BrokenPipeError:
             pass  # reported below as an ended process
         while True:
@@ -242,45 +248,42 @@ def read_split(
     return MergedReads(blocks, streams)
 
 
-#: ``read_shared``: the share of a first ingest's new bytes read in the ingest process
-#: (its first files); the rest is read by the reader started early (``prestart``)
-EARLY_OWN_SHARE = float(os.environ.get("CTXKEEP_EARLY_SHARE", "0.4"))
-
-
 def read_shared(
     todo: list[tuple[SourceFile, Watermark | None]], seal: bool = False, share: float | None = None
 ) -> MergedReads:
     """``read_in_process(todo, seal)``'s items, in its order, with its first files (about
-    ``share`` of the new bytes, ``EARLY_OWN_SHARE``) read here (``readahead.read_ahead``:
-    a thread, items in the plain shape) and the rest by the reader process started with
-    the command (``prestart.take``, through ``read_in_process``), both at once: the
-    ingest process transforms and stores its own files while the reader reads the
-    later ones, so neither waits for the other's first item (a reader of all of them
+    ``share`` of the new bytes, ``prestart.EARLY_OWN_SHARE``: ``prestart.own_files``)
+    read here (``readahead.read_ahead``: a thread, items in the plain shape) and the rest
+    by the reader process started with the command (``prestart.take``, through
+    ``read_in_process``; it seals the databases' whole rows documents too), both at
+    once: the ingest process transforms and stores its own files while the reader reads
+    the later ones, so neither waits for the other's first item (a reader of all of them
     left the ingest process idle until its first group came, then the reader idle). The
     groups, entry ids, dedup and watermarks are what one reader gives (as
-    ``read_split``'s)."""
-    share = EARLY_OWN_SHARE if share is None else share
-    sizes = []
-    for f, wm in todo:
-        try:
-            full = f.path.stat().st_size
-        except OSError:
-            full = 0
-        off = wm.offset if wm is not None and f.mode != "rewrite" and full >= wm.offset else 0
-        sizes.append(full - off)
-    total = sum(sizes)
-    n = size = 0
-    while n < len(todo) and size + sizes[n] <= share * total:
-        size += sizes[n]
-        n += 1
+    ``read_split``'s).
+
+    A reader the service sent its files already (``prestart.send_ahead``) is taken when
+    it was sent this todo's later files with these flags (``prestart.take_ahead``; the
+    split is then the one it was sent); else it is stopped and every file is read here."""
+    from ctxkeep.sinks import vault
+
+    sent = prestart.ahead()
+    started = None
+    if sent is not None:
+        n = len(todo) - len(sent)
+        flags = prestart.reader_flags(seal, vault.enabled(), seal_rows=True)
+        started = prestart.take_ahead(todo[n:], flags) if n >= 0 else prestart.take_ahead([], flags)
+        if started is None:  # the engine's plan is not the service's: read here, as without it
+            return MergedReads([(0, len(todo))], [readahead.read_ahead(todo)])
+    else:
+        n = prestart.own_files(prestart.new_bytes(todo), share)
+    # a first ingest's store holds no vault version to build a rows document on: the
+    # reader seals the databases' rows documents too (``capture.seal(rows=True)``)
+    early = functools.partial(read_in_process, seal=seal, seal_rows=True, started=started)
     if n == 0 or n == len(todo):
-        src = None if n else functools.partial(read_in_process, seal=seal)
-        stream = readahead.read_ahead(todo, source=src)
+        stream = readahead.read_ahead(todo, source=None if n else early)
         return MergedReads([(0, len(todo))], [stream])
-    streams = [
-        readahead.read_ahead(todo[:n]),
-        readahead.read_ahead(todo[n:], source=functools.partial(read_in_process, seal=seal)),
-    ]
+    streams = [readahead.read_ahead(todo[:n]), readahead.read_ahead(todo[n:], source=early)]
     return MergedReads([(0, n), (1, len(todo) - n)], streams, frozenset([n]))
 
 
@@ -502,7 +505,7 @@ def _main() -> None:
     if "--seal" in args:
         from ctxkeep.sinks.vault.capture import seal as sealer
 
-        seal = sealer
+        seal = functools.partial(sealer, rows=True) if "--seal-rows" in args else sealer
 
     items: list = []
     entries: list = []

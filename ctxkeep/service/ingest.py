@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.errors import CtxkeepError
+from ctxkeep.pipeline import prestart
 from ctxkeep.service.store import reading
 
 #: a run of at most this many new bytes (the hook path's few lines; the engine's
@@ -129,6 +130,7 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
     conn = _plan_connection(home)
     try:
         p = plan(home, conn, agents=agents, paths=paths)
+        prestart.trace("ingest", "planned")
         # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
         behind = req.catch_up_analytics and not p.todo and sqlite_store.analytics_behind(conn, home)
         if not p.todo and not behind:  # an operation a killed process left: the engine completes it
@@ -151,6 +153,12 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
         from ctxkeep.flows.prefect_env import run_as_flow
 
         as_flow = run_as_flow(home, req.prefect)
+        if not as_flow and not runner and p.pending_bytes <= prestart.AHEAD_MAX_BYTES and prestart.waiting():
+            # a first ingest: the reader started with the command reads its files while
+            # the engine (Polars) loads and plans again under the store's lock
+            from ctxkeep.sinks import vault
+
+            prestart.send_ahead(p.todo, vault.enabled())
         if not as_flow and not runner and p.pending_bytes <= EARLY_COUNTER_BYTES:
             from ctxkeep.transforms.tokens import release_counter_pages
 

@@ -57,10 +57,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(os.environ.get("CTXKEEP_CORPUS", ROOT.parent / "shared" / "corpus"))
 
-#: runs the CLI as its console script does and, at exit, writes the process's own CPU
-#: and each Python thread's CPU seconds (threads counted when they end) to stderr
+#: runs the CLI as its console script does and, at exit (an atexit handler: a first
+#: ingest ends with ``os._exit`` after running them, ``prestart.exit_now``), writes the
+#: process's own CPU and each Python thread's CPU seconds (threads counted when they
+#: end) to stderr
 _OWN = """
-import resource, sys, threading, time
+import atexit, resource, sys, threading, time
 _t = {}
 _run = threading.Thread.run
 def _counted(self):
@@ -70,19 +72,19 @@ def _counted(self):
         n = self.name.split("_")[0].rstrip("-0123456789") or self.name
         _t[n] = _t.get(n, 0.0) + time.thread_time()
 threading.Thread.run = _counted
-sys.argv = ["ctxkeep", *sys.argv[1:]]
-try:
-    try:
-        from ctxkeep.__main__ import main
-    except ImportError:  # a checkout from before the console script's own module
-        from ctxkeep.cli import main
-    main()
-finally:
+def _report():
     r = resource.getrusage(resource.RUSAGE_SELF)
     _t["main"] = time.thread_time()
     sys.stderr.write(f"\\nCTXKEEP-TRACE ingest exit {time.process_time():.4f} {time.perf_counter():.4f}\\n")
     sys.stderr.write(f"\\nOWN-CPU {r.ru_utime + r.ru_stime:.4f}\\n")
     sys.stderr.write("THREADS " + " ".join(f"{k}={v:.4f}" for k, v in _t.items()) + "\\n")
+atexit.register(_report)
+sys.argv = ["ctxkeep", *sys.argv[1:]]
+try:
+    from ctxkeep.__main__ import main
+except ImportError:  # a checkout from before the console script's own module
+    from ctxkeep.cli import main
+main()
 """
 
 

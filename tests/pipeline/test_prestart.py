@@ -147,7 +147,7 @@ def test_a_first_ingest_shared_with_the_early_reader_stores_what_one_process_sto
         return real_shared(todo, **kw)
 
     def spy_one(todo, **kw):
-        taken.append((len(todo), prestart.waiting()))
+        taken.append((len(todo), prestart.waiting(), kw.get("seal_rows")))
         return real_one(todo, **kw)
 
     monkeypatch.setattr(read_worker, "read_shared", spy_shared)
@@ -155,6 +155,7 @@ def test_a_first_ingest_shared_with_the_early_reader_stores_what_one_process_sto
     two = _ingest(tmp_path / "two", ctx)
     # the ingest read its first files itself, the early reader the rest (and was taken)
     assert shared == [27] and len(taken) == 1 and 0 < taken[0][0] < 27 and taken[0][1]
+    assert taken[0][2]  # it seals the databases' whole rows documents too
     assert not prestart.waiting()
     assert two == one and two["files_read"] == 27 and two["entries_new"] == 3890
     assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")
@@ -196,3 +197,140 @@ def test_the_console_script_starts_it_and_the_ingest_takes_it(tmp_path):
         assert on[k] == off[k], k
     assert on["entries_new"] == 3890
     assert store_digest(tmp_path / "on") == store_digest(tmp_path / "off")
+
+
+def _fake_reader(monkeypatch) -> subprocess.Popen:
+    """A stand-in for the reader started early: it reads its stdin to the end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"], stdin=subprocess.PIPE
+    )
+    r, w = os.pipe()
+    os.close(w)
+    monkeypatch.setattr(prestart, "_early", [(proc, os.fdopen(r, "rb"))])
+    monkeypatch.setattr(prestart, "_ahead", [])
+    monkeypatch.setattr(prestart, "_taken", [])
+    return proc
+
+
+def test_the_todo_sent_ahead_is_taken_only_for_the_same_files_and_flags(tmp_path, monkeypatch):
+    from ctxkeep.sources.contract import SourceFile
+
+    todo = []
+    for i, size in enumerate((10, 10, 80)):
+        (tmp_path / f"{i}.jsonl").write_bytes(b"x" * size)
+        todo.append((SourceFile("codex", tmp_path / f"{i}.jsonl"), None))
+    assert prestart.own_files(prestart.new_bytes(todo)) == 2  # 20 of 100 bytes within 0.4
+    flags = prestart.reader_flags(True, True, seal_rows=True)
+    assert flags == ["--seal", "--seal-rows"]
+    assert prestart.reader_flags(False, False) == ["--no-vault"]
+
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo, True) and not prestart.send_ahead(todo, True)  # once
+    assert prestart.ahead() == todo[2:] and prestart.waiting()
+    assert prestart.take() is None  # only ``take_ahead`` takes a reader sent its todo
+    assert prestart.take_ahead(todo[2:], ["--seal"]) is None  # other flags: stopped
+    assert proc.poll() is not None and not prestart.waiting() and prestart.ahead() is None
+
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo, True)
+    assert prestart.take_ahead(todo[1:], flags) is None and proc.poll() is not None  # other files
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo, True)
+    assert not prestart._taken
+    got = prestart.take_ahead(todo[2:], flags)
+    assert got is not None and got[0] is proc and not prestart.waiting() and prestart.ahead() is None
+    assert prestart._taken  # a first ingest in-process: ``exit_now`` may skip the teardown
+    proc.wait(timeout=10)
+    got[1].close()
+
+
+def test_read_shared_reads_every_file_itself_when_its_plan_is_not_the_one_sent(tmp_path, monkeypatch):
+    from ctxkeep.sources.contract import SourceFile
+
+    todo = []
+    for i, size in enumerate((10, 10, 80)):
+        (tmp_path / f"{i}.jsonl").write_bytes(b"x" * size)
+        todo.append((SourceFile("codex", tmp_path / f"{i}.jsonl"), None))
+    proc = _fake_reader(monkeypatch)
+    assert prestart.send_ahead(todo[:2], True)  # the service's plan lacked the last file
+    spawned = []
+    monkeypatch.setattr(read_worker, "start_child", lambda *a: spawned.append(a))
+    reads = read_worker.read_shared(todo, seal=True)
+    try:
+        assert proc.poll() is not None and not prestart.waiting()
+        assert reads.cuts == frozenset() and len(reads._streams) == 1 and spawned == []
+    finally:
+        reads.close()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_env_home")
+def test_the_service_sends_the_todo_ahead_and_the_engine_takes_that_reader(tmp_path, monkeypatch):
+    """``service.ingest`` of a first ingest sends the early reader its files once
+    planned (``prestart.send_ahead``), before the engine's import and plan; the engine
+    reads that reader's results (``take_ahead``) and the store is one process's."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    from ctxkeep.service import ingest as svc
+
+    one = _ingest(tmp_path / "one", DiscoveryContext(home=CORPUS_HOME, env={}))
+    monkeypatch.setenv("HOME", str(CORPUS_HOME))
+    for k in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")
+    assert prestart.start_early(["--home", str(tmp_path / "two"), "ingest"])
+    sent, started = [], []
+    real_send, real_one = prestart.send_ahead, read_worker.read_in_process
+
+    def spy_send(todo, vault_on):
+        sent.append((len(todo), vault_on, real_send(todo, vault_on)))
+        return sent[-1][2]
+
+    def spy_one(todo, **kw):
+        started.append((len(todo), kw.get("started") is not None))
+        return real_one(todo, **kw)
+
+    monkeypatch.setattr(prestart, "send_ahead", spy_send)
+    monkeypatch.setattr(read_worker, "read_in_process", spy_one)
+    out = svc.ingest(tmp_path / "two", svc.IngestRequest(prefect=False))
+    assert sent == [(27, True, True)] and len(started) == 1 and 0 < started[0][0] < 27 and started[0][1]
+    assert not prestart.waiting()
+    assert out.summary["entries_new"] == one["entries_new"] == 3890
+    assert store_digest(tmp_path / "two") == store_digest(tmp_path / "one")
+    assert _rows(tmp_path / "two") == _rows(tmp_path / "one")
+
+
+def _run_exit(body: str, taken: bool = True) -> subprocess.CompletedProcess:
+    code = "import atexit, sys, threading, time\nfrom ctxkeep.pipeline import prestart\n"
+    code += "prestart._taken.append(True)\n" * taken + body
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_exit_now_runs_the_atexit_handlers_and_flushes_then_ends_with_the_status():
+    r = _run_exit(
+        "atexit.register(lambda: sys.stdout.write('handler '))\n"
+        "sys.stdout.write('buffered ')\n"
+        "prestart.exit_now(SystemExit(3))\n"
+        "print('never')\n"
+    )
+    assert r.returncode == 3 and r.stdout == "buffered handler "
+    assert _run_exit("prestart.exit_now(SystemExit(None))").returncode == 0
+    # a message is the interpreter's to print (status 1)
+    r = _run_exit("prestart.exit_now(SystemExit('bad input'))")
+    assert r.returncode == 1 and "bad input" in r.stderr
+    # a thread the interpreter waits for: the usual exit, which lets it end
+    r = _run_exit(
+        "t = threading.Thread(target=lambda: (time.sleep(0.3), print('thread done')))\n"
+        "t.start()\n"
+        "prestart.exit_now(SystemExit(0))\n"
+    )
+    assert r.returncode == 0 and r.stdout == "thread done\n"
+    # the teardown (freeing the objects) is skipped; not when the engine never took the
+    # reader (a flow run, an error): the usual exit
+    body = "class A:\n    def __del__(self):\n        print('freed')\na = A()\n"
+    body += "prestart.exit_now(SystemExit(0))\n"
+    assert _run_exit(body).stdout == ""
+    r = _run_exit(body, taken=False)
+    assert r.returncode == 0 and r.stdout == "freed\n"

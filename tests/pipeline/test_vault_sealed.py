@@ -108,3 +108,65 @@ def test_with_the_vault_off_the_reader_process_seals_nothing(home_copy, tmp_path
     monkeypatch.setattr(read_worker, "read_in_process", spy)
     ingest(home_copy, tmp_path / "off", agents="codex")
     assert seals == [False]
+
+
+def test_a_first_ingests_reader_seals_the_whole_rows_documents_too(home_copy, tmp_path, monkeypatch):
+    """``seal_rows`` (the reader started with a first ingest's command:
+    ``reader_process.read_shared``): the databases' whole rows documents come sealed
+    with their state, and the vault is the one the ingest process builds (generations'
+    rows states and chunk lists, objects, bytes), the rest of the store too."""
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 1 << 40)  # read in this process
+    ingest(home_copy, tmp_path / "here")
+
+    monkeypatch.setattr(pipeline, "PROCESS_READ_BYTES", 0)  # read in a reader process
+    real = read_worker.read_in_process
+    rows = []
+
+    def spy(todo, **kw):
+        for item in real(todo, **dict(kw, seal_rows=True)):  # as ``read_shared`` asks
+            raw = item.batch.raw if item.batch is not None else None
+            if raw is not None and raw.meta.get("vault_rows"):
+                rows.append((raw.data, raw.sealed is not None and bool(raw.sealed.rows_state)))
+            yield item
+
+    monkeypatch.setattr(read_worker, "read_in_process", spy)
+    ingest(home_copy, tmp_path / "there")
+
+    assert rows == [(b"", True)] * 3  # the corpus's Crush (2 sessions) and opencode-go databases
+    states = (
+        "SELECT f.path, g.gen, g.rows_state, g.doc_sha, g.chunks FROM vault_generations g "
+        "JOIN vault_files f USING(vfile_id) WHERE g.rows_state IS NOT NULL ORDER BY 1, 2"
+    )
+    got = {}
+    for side in ("here", "there"):
+        conn = sqlite3.connect(f"file:{tmp_path / side / 'store.db'}?mode=ro", uri=True)
+        try:
+            got[side] = conn.execute(states).fetchall()
+        finally:
+            conn.close()
+    assert len(got["here"]) == 3 and got["here"] == got["there"]
+    assert _vault(tmp_path / "here") == _vault(tmp_path / "there")
+    assert store_digest(tmp_path / "here") == store_digest(tmp_path / "there")
+
+
+def test_a_rows_document_built_on_a_held_version_is_left_to_the_ingest_process():
+    from ctxkeep.sinks.vault.capture import seal
+    from ctxkeep.sources.contract import RawCapture
+
+    doc = b'{"db":"x"}\n{"row":{"a":1},"rowid":1,"t":"m"}\n'
+    whole = RawCapture("/x.db:s", "crush", "document", 0, doc, 0, 0, len(doc), 0, meta={"vault_rows": True})
+    built = RawCapture(
+        "/x.db:s",
+        "crush",
+        "document",
+        0,
+        doc,
+        0,
+        0,
+        len(doc),
+        0,
+        meta={"vault_rows": True, "rows_base": "t1"},
+    )
+    assert seal(whole) is whole and seal(built, rows=True) is built  # not asked, or built on a version
+    got = seal(whole, rows=True)
+    assert got.data == b"" and got.sealed.rows_state["sections"][0][0] == "" and got.sealed.objects

@@ -153,7 +153,13 @@ REUSE_MIN_LINES = 32
 
 
 def _redacted(
-    lines: list[bytes], layout: list, base_secs: dict, conn, home: Path, path: str, redact_lines: RedactLines
+    lines: list[bytes],
+    layout: list,
+    base_secs: dict,
+    conn,
+    home: Path | None,
+    path: str,
+    redact_lines: RedactLines,
 ) -> list[tuple[bytes, Counter]]:
     """Each of ``lines`` redacted alone (``redact_lines``: the header and the lines sent).
     A section sent whole though the version held has it (a row rewritten more than
@@ -167,14 +173,14 @@ def _redacted(
 
     clean: set[bytes] = set()
     held: bytes = b""
-    if not base_secs and conn is not None and len(lines) > REUSE_MIN_LINES:
+    if not base_secs and conn is not None and home is not None and len(lines) > REUSE_MIN_LINES:
         try:
             g = manifest.latest_of(conn, path)
             held = manifest.gen_bytes(conn, home, g) if g is not None else b""
         except manifest.VaultDamaged:  # every line is scanned
             held = b""
     for table, keep, n in layout:
-        if keep == 0 and n >= REUSE_MIN_LINES and table in base_secs:
+        if keep == 0 and n >= REUSE_MIN_LINES and table in base_secs and home is not None:
             held += manifest.objects_bytes(conn, home, base_secs[table][1])
     clean.update(ln for ln in held.splitlines(keepends=True) if b"[REDACTED:" not in ln)
     todo = [i for i, ln in enumerate(lines) if ln not in clean]
@@ -242,7 +248,7 @@ def _decoded_delta(ops: str, whole: bytes) -> list[bytes] | None:
 def seal_rows(
     raw: RawCapture,
     conn,
-    home: Path,
+    home: Path | None,
     held: Callable[[bytes], bool],
     held_of: Callable[[list[bytes]], set[bytes]],
     redact_lines: RedactLines,
@@ -252,7 +258,9 @@ def seal_rows(
     its lines redacted by ``redact_lines`` and its sections cut by ``chunks_of``.
     Raises ``BaseMissing`` when its base version is not held or does not fit the layout
     (the caller skips the capture: the plan then has the reader send the whole
-    document), ``VaultDamaged`` when a chunk read back is."""
+    document), ``VaultDamaged`` when a chunk read back is. ``conn`` and ``home`` None
+    (a reader process, ``capture.seal``): no vault to read, so only a whole document
+    (no ``rows_base``) is sealed, every line redacted."""
     from ctxkeep.sinks.vault import manifest
     from ctxkeep.sinks.vault.packs import compress
 
@@ -264,7 +272,7 @@ def seal_rows(
     base_secs: dict[str, tuple[list, list[bytes]]] = {}
     base_list: tuple[list[bytes], bytes] | None = None
     if token is not None:
-        if conn is None:
+        if conn is None or home is None:
             raise BaseMissing("no manifest to build on")
         found = _base(conn, raw.path, token)
         if found is None:
@@ -335,6 +343,7 @@ def seal_rows(
             if start < 0 or start > p:
                 raise BaseMissing(f"section {table!r}: the chunks do not add up to its length")
             kept = blist[:j]
+            assert home is not None  # a base version is read from the vault at ``home`` (above)
             pre = manifest.read_sha(conn, home, blist[j])[: p - start] if p > start else b""
         parts = chunks_of(pre + body)
         hs = [hashlib.sha256(c).digest() for c in parts]
