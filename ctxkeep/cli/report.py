@@ -106,7 +106,7 @@ def _csv(rows: list[dict]) -> None:
         for r in rows
     ]
     # the header is every row's keys in first-seen order: a key only later rows have
-    # (`assumed_models` on an assumed-price row) is a column, empty where absent (newuser17 F1:
+    # (`assumed_models` on an assumed-price row) is a column, empty where absent (newuser17 F2:
     # the first row's keys alone raised ValueError mid-export)
     fields = list(dict.fromkeys(k for r in flat for k in r))
     w = csv.DictWriter(sys.stdout, fieldnames=fields, restval="", lineterminator="\n")

@@ -226,7 +226,7 @@ _ACTIVE = re.compile(r"modified [\d.]+ min ago \(< active_minutes (\d+)\)")
 def _kinds_of(kinds: dict[str, int], most: int) -> str:
     """``"<kind> <count>, ..."`` of the first ``most`` kinds (in the report's order), then
     ``+N more`` for the rest: a row whose kinds did not add up to its values, with
-    nothing said, hid the keys a lead must rotate (newuser17 F2; ``--json`` lists all)."""
+    nothing said, hid the keys a lead must rotate (newuser17 F5; ``--json`` lists all)."""
     items = list(kinds.items())
     shown = ", ".join(f"{k} {n}" for k, n in items[:most])
     return shown + (f", +{len(items) - most} more" if len(items) > most else "")

@@ -153,7 +153,7 @@ def sessions(
             out.print(part, style="dim", highlight=False, soft_wrap=True)
     if res.ingest_running:  # tokens without a cost: the ingest prices them when it ends
         note("an ingest is running: the cost of what it stores shows when it ends")
-    elif source == "sqlite" and res.lag:  # why, not "run ingest" (a read-only store: newuser17 F3)
+    elif source == "sqlite" and res.lag:  # why, not "run ingest" (a read-only store: newuser17 F7)
         for part in fold(f"(no cost shown: {res.lag})"):
             out.print(part, highlight=False, markup=False, style="dim", soft_wrap=True)
     elif source == "sqlite":

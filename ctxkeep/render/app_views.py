@@ -85,7 +85,7 @@ def filter_sql(when: str) -> str:
     ``$lo``, ``$hi`` of the app's ``fparams``) of a row with ``agent``, ``project_dir``
     and the time column ``when``. A project is its folder and everything below it, as
     the CLI's ``--project`` (``paths.under_sql``): the folder alone showed $0.61 of a
-    project's $2.39 (newuser17 F5)."""
+    project's $2.39 (newuser17 F6)."""
     return (
         "(len($agents::VARCHAR[]) = 0 OR list_contains($agents::VARCHAR[], agent)) "
         "AND ($project::VARCHAR IS NULL OR project_dir = $project::VARCHAR "

@@ -2,7 +2,7 @@
 
 Its format is ``transforms.cost.parse_prices_toml``'s; the DuckDB sync prices usage with
 it (``sinks.duckdb.sync_usage``). A file that does not parse priced nothing and left every
-report saying "no usage" with exit 0 (newuser17 F4): the readers of DuckDB ask
+report saying "no usage" with exit 0 (newuser17 F1): the readers of DuckDB ask
 ``prices_error`` first (the reports and ``reindex`` raise it, ``doctor`` shows it,
 ``analytics_current.bring_current`` says it as its note). Kept apart from
 ``analytics_current`` and ``sinks.duckdb``, which both use it (no import cycle).
@@ -21,7 +21,7 @@ def prices_error(home: Path, raw: bytes | None = None) -> ConfigError | None:
     None when it is absent or sound: bad UTF-8, TOML that does not parse, or a model's
     table ``transforms.cost.parse_prices_toml`` refuses (a non-numeric rate, no
     ``input_mtok``...). A broken price file priced nothing and every report said "no
-    usage" with exit 0 (newuser17 F4): the reports, ``reindex`` and ``doctor`` raise or
+    usage" with exit 0 (newuser17 F1): the reports, ``reindex`` and ``doctor`` raise or
     show this error instead, and a sync leaves DuckDB's last prices as they were."""
     p = Path(home) / PRICES_FILE
     if raw is None:

@@ -83,7 +83,7 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
     never raises. The WAL is deleted first: a process killed between the two deletes
     must not leave a WAL that the next open replays onto a new file. A broken
     ``prices.toml`` deletes nothing: the file is kept as it is and the note says why
-    (a rebuild that failed after the delete left every report empty: newuser17 F4)."""
+    (a rebuild that failed after the delete left every report empty: newuser17 F1)."""
     from ctxkeep.sinks.prices_file import prices_error
 
     err = prices_error(Path(home))

@@ -1,5 +1,5 @@
 """Help texts print what they say: Rich markup must not swallow a config table's
-name written in brackets (``(config [vault])`` printed as ``(config )``: newuser17 F9)."""
+name written in brackets (``(config [vault])`` printed as ``(config )``: newuser17 F21)."""
 
 from __future__ import annotations
 

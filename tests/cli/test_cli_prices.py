@@ -1,4 +1,4 @@
-"""Reports and ``prices.toml`` on the command line (newuser17 F1, F3, F4, F5): a CSV
+"""Reports and ``prices.toml`` on the command line (newuser17 F1, F2, F3, F7): a CSV
 export holds every row and column; an edited price file re-prices the next report
 without ``reindex``; a broken one is one error line naming it (reports, reindex),
 a warning in ``doctor``, and the reason ``sessions`` shows no cost, never an empty

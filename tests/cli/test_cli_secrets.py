@@ -116,7 +116,7 @@ def test_dry_run_without_scrub_is_a_usage_error(tmp_path):
 @pytest.mark.slow
 def test_tables_say_how_many_kinds_they_left_out(planted):
     # a row lists its first kinds, then "+N more": the kinds it shows and N add up to
-    # what --json has (a row of 5 values listed 4 kinds and said nothing: newuser17 F2)
+    # what --json has (a row of 5 values listed 4 kinds and said nothing: newuser17 F5)
     e = planted[0]
     d = json.loads(_run(e, "secrets", "--json").stdout)
     text = runner.invoke(app, ["secrets"], env={**e, "COLUMNS": "400"}).stdout

@@ -119,7 +119,7 @@ def test_kept_sessions_keep_the_sessions_without_a_start():
 def test_the_project_filter_is_the_folder_and_below_as_the_cli(corpus_store):
     """The app's project filter kept the folder alone while the CLI's ``--project``
     keeps the folder and everything below it: $0.61 against $2.39 for the corpus's
-    ``/path/to/Demo`` (newuser17 F5). Both now count the same usage rows and sessions."""
+    ``/path/to/Demo`` (newuser17 F6). Both now count the same usage rows and sessions."""
     import datetime as dt
 
     import duckdb

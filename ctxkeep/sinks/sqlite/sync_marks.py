@@ -5,7 +5,7 @@ Keys (text values): ``analytics_entries_rowid`` and ``analytics_status_seq``, th
 sync (``sinks.duckdb.sync``). (``schema_version`` is ``connection.schema_version``.)
 ``analytics_prices``: the CRC-32 of ``<home>/prices.toml``'s bytes that the last usage sync
 priced with (``prices_stamp``; ``0`` without the file), so that an edited price file makes
-DuckDB behind too (newuser17 F5: an edit showed only after ``reindex``); absent in a store
+DuckDB behind too (newuser17 F3: an edit showed only after ``reindex``); absent in a store
 synced before it (then only entries and status changes count).
 Neither key: DuckDB was never built for this store (a small first ingest leaves its
 first build to the first reader: ``pipeline.engine.FIRST_BUILD_DEFER_BYTES``).
