@@ -69,7 +69,7 @@ def doctor(
 
 @app.command()
 def backup(
-    keep: int | None = typer.Option(None, min=1, help="Copies to keep (config [backup] keep, 7)."),
+    keep: int | None = typer.Option(None, min=1, help="Copies to keep (config.toml backup.keep; default 7)."),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):

@@ -88,7 +88,9 @@ def purge(
         False, "--reingest", help="No tombstone: the next ingest may bring the data back."
     ),
     policy: bool = typer.Option(
-        False, "--policy", help="Apply the [purge] rules of config.toml (what `serve` runs on schedule)."
+        False,
+        "--policy",
+        help="Apply the purge rules of config.toml (its purge table; what `serve` runs on schedule).",
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -292,7 +294,7 @@ def retention(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
-    """Drop old archives, backups and (config [vault]) older vault generations; with --archive-after-days, move old consumed/archived entries to Parquet.
+    """Drop old archives, backups and older vault generations (config.toml's vault table); with --archive-after-days, move old consumed/archived entries to Parquet.
 
     A vault generation goes only when the kept ones give the same entries (checked by
     a reparse dry run of its file) and it holds no media compress moved out; by

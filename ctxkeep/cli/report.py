@@ -105,7 +105,11 @@ def _csv(rows: list[dict]) -> None:
         {k: ("|".join(v) if isinstance(v, list) else v) for k, v in r.items() if not isinstance(v, dict)}
         for r in rows
     ]
-    w = csv.DictWriter(sys.stdout, fieldnames=list(flat[0]), lineterminator="\n")
+    # the header is every row's keys in first-seen order: a key only later rows have
+    # (`assumed_models` on an assumed-price row) is a column, empty where absent (newuser17 F2:
+    # the first row's keys alone raised ValueError mid-export)
+    fields = list(dict.fromkeys(k for r in flat for k in r))
+    w = csv.DictWriter(sys.stdout, fieldnames=fields, restval="", lineterminator="\n")
     w.writeheader()
     w.writerows(flat)
 

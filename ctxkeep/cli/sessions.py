@@ -153,6 +153,9 @@ def sessions(
             out.print(part, style="dim", highlight=False, soft_wrap=True)
     if res.ingest_running:  # tokens without a cost: the ingest prices them when it ends
         note("an ingest is running: the cost of what it stores shows when it ends")
+    elif source == "sqlite" and res.lag:  # why, not "run ingest" (a read-only store: newuser17 F7)
+        for part in fold(f"(no cost shown: {res.lag})"):
+            out.print(part, highlight=False, markup=False, style="dim", soft_wrap=True)
     elif source == "sqlite":
         out.print("(cost needs the analytics store: run `ctxkeep ingest`)", highlight=False, style="dim")
     for n in unrecorded_notes(rows) + logged_cost_notes(rows):

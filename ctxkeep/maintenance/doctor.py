@@ -69,6 +69,7 @@ from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.sinks import analytics_current, analytics_file, parquet
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, ARCHIVE_DIR, STORE_DB
+from ctxkeep.sinks.prices_file import prices_error
 from ctxkeep.sinks.sqlite import StatusChange, checks, store_safety
 from ctxkeep.sources.contract import SourceFile
 
@@ -479,7 +480,11 @@ def check(home: Path, *, full: bool = False) -> list[Finding]:
             duck.unlink(missing_ok=True)
             Path(str(duck) + ".wal").unlink(missing_ok=True)
         wal = _wal_finding(home)  # the sync may have checkpointed it
-    return _sqlite_checks(home, full, wal)
+    out = _sqlite_checks(home, full, wal)
+    err = prices_error(home)
+    if err is not None:  # not the store's damage: every cost is missing until it is fixed
+        out.append(Finding("prices", err.where or "prices.toml", "warning", f"{err.message} - {err.hint}"))
+    return out
 
 
 def damaged_files(findings: list[Finding]) -> list[str]:

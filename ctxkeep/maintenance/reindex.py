@@ -89,12 +89,19 @@ def run_reindex(home: Path, *, fts: bool = True, analytics: bool = True, timeout
     Returns ``{"chunks", "grams_rows", "analytics": note, "from_vault", "seconds"}``.
     Raises StoreBusy when the lock is not free within ``timeout`` seconds, StoreError
     when there is no store yet, StoreDamaged when ``PRAGMA quick_check`` finds damage
-    (checked first), VaultDamaged (an object does not read back: nothing changed).
+    (checked first), VaultDamaged (an object does not read back: nothing changed),
+    ConfigError for a broken ``prices.toml`` when ``analytics`` (before anything changes).
     """
     t0 = time.perf_counter()
     home = Path(home)
     if not (home / STORE_DB).exists():
         raise StoreError("no store to reindex", where=str(home / STORE_DB), hint="run `ctxkeep ingest` first")
+    if analytics:
+        from ctxkeep.sinks.prices_file import prices_error
+
+        err = prices_error(home)
+        if err is not None:
+            raise err
     out: dict = {"chunks": 0, "grams_rows": 0, "analytics": "skipped", "from_vault": None}
     with hold(home, timeout, what="reindex"):
         conn = sqlite_store.connect(home)

@@ -81,7 +81,7 @@ def _(dt, first_day, last_day, local_tz, mo, projects, st):
         }
     )
     f_agents = mo.ui.multiselect(st.agents, label="agents (none: all)")
-    f_project = mo.ui.dropdown(["(all)", *projects], value="(all)", label="project")
+    f_project = mo.ui.dropdown(["(all)", *projects], value="(all)", label="project (and below)")
     _start = first_day.date() if first_day else dt.date.today()
     _stop = last_day.date() if last_day else dt.date.today()
     f_days = mo.ui.date_range(start=_start, stop=_stop, value=(_start, _stop), label="days")
@@ -105,13 +105,7 @@ def _(f_agents, f_days, f_project, f_tz, facts, views):
         "all_days": tuple(f_days.value) == (f_days.start, f_days.stop),
     }
 
-    def keep(when: str) -> str:
-        """The SQL filter of a row with ``agent``, ``project_dir`` and the time column ``when``."""
-        return (
-            "(len($agents::VARCHAR[]) = 0 OR list_contains($agents::VARCHAR[], agent)) "
-            "AND ($project::VARCHAR IS NULL OR project_dir = $project::VARCHAR) "
-            f"AND CAST(timezone($tz, {when}) AS DATE) BETWEEN $lo::DATE AND $hi::DATE"
-        )
+    keep = views.filter_sql  # the SQL filter of a row (agent, project_dir, a time column)
 
     # the sessions the filters keep (by their start; those without one while the days
     # are the whole span)

@@ -34,7 +34,7 @@ def sync_analytics(conn, home: Path) -> str:
 
     try:
         r = duckdb_store.sync(conn, home)
-        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
+        sqlite_store.mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
         return f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:  # a notebook holding the file must not fail the ingest
         if store_safety.is_corruption(e):  # SQLite read a damaged page: the store's matter
@@ -73,7 +73,7 @@ class AnalyticsSyncer:
         self.appended = 0
         self.note = ""
         #: (entries rowid, status_log seq) DuckDB holds after a complete closing sync
-        self.marks: tuple[int, int] | None = None
+        self.marks: tuple[int, int, str | None] | None = None
 
     @property
     def started(self) -> bool:
@@ -139,7 +139,7 @@ class AnalyticsSyncer:
                         appends.synced()
                     got = r["entries_synced"]
                     if final:
-                        self.marks = (r["entries_rowid"], r["status_seq"])
+                        self.marks = (r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
                 else:
                     self.appended += got
                 self.synced += got

@@ -563,6 +563,12 @@ def blocks_report(
                 raise UsageError(
                     f"not a token limit: {token_limit!r}", where="--token-limit", hint="give a number or max"
                 ) from e
+            if limit <= 0:  # a block cannot be held to no or negative tokens (newuser17 F12)
+                raise UsageError(
+                    f"not a token limit: {token_limit!r}",
+                    where="--token-limit",
+                    hint="give a number above 0 or max",
+                )
     for b in blocks:
         if b.is_active:
             _project(b, now, limit)

@@ -132,6 +132,9 @@ class SessionPage:
     limit: int | None
     source: str
     empty: int = 0  # the empty sessions that match, left out (``empty=False``)
+    #: why DuckDB could not be brought current (``analytics_current.bring_current``'s
+    #: note), so the page came from SQLite without cost; None otherwise
+    lag: str | None = None
 
 
 def session_page(
@@ -179,11 +182,8 @@ def session_page(
 
     # (brought current before the file is looked for: a small first ingest leaves
     # DuckDB's first build to its first reader)
-    if (
-        home is not None
-        and analytics_current.bring_current(Path(home)) is None
-        and (Path(home) / ANALYTICS_DB).exists()
-    ):
+    lag = None if home is None else analytics_current.bring_current(Path(home))
+    if home is not None and lag is None and (Path(home) / ANALYTICS_DB).exists():
         try:
             page = sl.duckdb_page(Path(home), flt, limit=limit, offset=offset)
         except Exception:  # held by a running ingest, or older than the model: SQLite
@@ -226,7 +226,7 @@ def session_page(
         )
         for r in raw
     ]
-    return SessionPage(rows, page.total, offset, limit, page.source, page.empty)
+    return SessionPage(rows, page.total, offset, limit, page.source, page.empty, lag)
 
 
 def list_sessions(

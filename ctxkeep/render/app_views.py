@@ -26,6 +26,7 @@ import altair as alt
 import marimo as mo
 import polars as pl
 
+from ctxkeep.paths import under_expr
 from ctxkeep.render import transcript as tr
 from ctxkeep.render.nbkit import Store, grain, store_problem
 from ctxkeep.schema import reasoning_beside_sql
@@ -79,10 +80,26 @@ def store_unavailable(store: str, e: BaseException):
     )
 
 
+def filter_sql(when: str) -> str:
+    """The SQL filter (DuckDB, named parameters ``$agents``, ``$project``, ``$tz``,
+    ``$lo``, ``$hi`` of the app's ``fparams``) of a row with ``agent``, ``project_dir``
+    and the time column ``when``. A project is its folder and everything below it, as
+    the CLI's ``--project`` (``paths.under_sql``): the folder alone showed $0.61 of a
+    project's $2.39 (newuser17 F6)."""
+    return (
+        "(len($agents::VARCHAR[]) = 0 OR list_contains($agents::VARCHAR[], agent)) "
+        "AND ($project::VARCHAR IS NULL OR project_dir = $project::VARCHAR "
+        "OR starts_with(project_dir, rtrim($project::VARCHAR, '/\\') || '/') "
+        "OR starts_with(project_dir, rtrim($project::VARCHAR, '/\\') || '\\')) "
+        f"AND CAST(timezone($tz, {when}) AS DATE) BETWEEN $lo::DATE AND $hi::DATE"
+    )
+
+
 def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:
     """The rows of ``facts`` (one per session: ``agent``, ``session_id``,
     ``project_dir``, ``started``/``ended`` as naive UTC datetimes or null, ...) that the
-    filters ``fparams`` keep: agent and project as chosen, and a start on a local day
+    filters ``fparams`` keep: agent as chosen, project as chosen or below it (as the
+    CLI's ``--project``: ``paths.under_expr``), and a start on a local day
     (in ``tz``) within ``lo``..``hi``. A session without a start (a Claude Code session
     of ``summary`` or ``file-history-snapshot`` records only) cannot be placed in days:
     while they are the store's whole span (``all_days``, the app's default: no time
@@ -94,8 +111,8 @@ def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:
     df = facts.filter(undated | local.is_between(fparams["lo"], fparams["hi"]))
     if fparams["agents"]:
         df = df.filter(pl.col("agent").is_in(fparams["agents"]))
-    if fparams["project"] is not None:
-        df = df.filter(pl.col("project_dir") == fparams["project"])
+    if fparams["project"] is not None:  # the folder and below, as the CLI's --project
+        df = df.filter(under_expr(pl.col("project_dir"), fparams["project"]).fill_null(False))
     return df
 
 

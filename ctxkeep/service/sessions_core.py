@@ -114,6 +114,9 @@ class SessionList:
     empty: int = 0  # the empty sessions that match, left out (``SessionsArgs.empty`` False)
     #: an ingest holds the store and some listed session has tokens but no cost yet
     ingest_running: bool = False
+    #: why the costs are missing (``source`` sqlite): DuckDB could not be brought current
+    #: (a read-only store, a broken prices.toml, the store busy); None otherwise
+    lag: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """``sessions --json``: ``SessionsResult.as_json()``'s object (``schema`` first,
@@ -168,6 +171,7 @@ def session_list(home: Path, args: SessionsArgs) -> SessionList:
         rows=page.rows,
         empty=page.empty,
         ingest_running=running,
+        lag=page.lag,
     )
 
 

@@ -32,6 +32,7 @@ from ctxkeep.sinks import recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.prices_file import prices_error
 from ctxkeep.sinks.sqlite import store_safety
 
 #: how long a reader waits for the store lock by default (seconds): a hook-path ingest
@@ -59,7 +60,7 @@ def behind(home: Path) -> bool:
     try:
         if not exists and sqlite_store.analytics_built(conn):
             return False
-        return sqlite_store.analytics_behind(conn)
+        return sqlite_store.analytics_behind(conn, home)
     except sqlite3.Error:  # a damaged store: its own readers and doctor say so
         return False
     finally:
@@ -76,6 +77,9 @@ def bring_current(home: Path, *, wait: float = WAIT_SECONDS) -> str | None:
     home = Path(home)
     if not behind(home):
         return None
+    err = prices_error(home)
+    if err is not None:  # a sync would price nothing: DuckDB keeps its last prices
+        return f"analytics store not brought current: {err}"
     try:
         with hold(home, wait, what="analytics catch-up"):
             good = store_safety.known_good(home)  # its sync marks keep it so

@@ -20,6 +20,7 @@ from ctxkeep.sinks import analytics_current
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.analytics_file import analytics_held
 from ctxkeep.sinks.files import ANALYTICS_DB, STORE_DB
+from ctxkeep.sinks.prices_file import prices_error
 
 
 def _store_entries(home: Path) -> bool:
@@ -62,7 +63,12 @@ def open_readonly(
     ``note`` says why (it shows what it holds); when a running ingest holds the file, a
     copy of its last checkpoint is opened instead and ``note`` says so (else None).
     Raises StoreError: no analytics store (run ingest), or a damaged file (run
-    reindex), or a held file that could not be copied."""
+    reindex), or a held file that could not be copied; ConfigError for a broken
+    ``prices.toml`` (``sinks.prices_file.prices_error``: every cost would be wrong or
+    missing, so no report is shown)."""
+    err = prices_error(Path(home))
+    if err is not None:
+        raise err
     lag = analytics_current.bring_current(Path(home), wait=wait)
     path = Path(home) / ANALYTICS_DB
     if not path.exists():

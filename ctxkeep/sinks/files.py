@@ -43,6 +43,8 @@ LOCK_FILE = "ingest.lock"
 INTEGRITY_STAMP = "integrity.ok"
 PREFECT_DIR = "prefect"
 VAULT_DIR = "vault"
+#: the user's price overrides (``transforms.cost.parse_prices_toml``), beside config.toml
+PRICES_FILE = "prices.toml"
 
 #: the store's data files (a whole-store wipe removes them, with ``ARCHIVE_DIR``);
 #: ``CONFIG_FILE``, ``LOCK_FILE`` and ``PREFECT_DIR`` are not data and stay
@@ -57,6 +59,7 @@ __all__ = [
     "INTEGRITY_STAMP",
     "LOCK_FILE",
     "PREFECT_DIR",
+    "PRICES_FILE",
     "STORE_DB",
     "STORE_DB_SIDECARS",
     "STORE_FILES",

@@ -81,7 +81,14 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
     (``sinks.duckdb.sync(rebuild=True)``, then ``mark_analytics_synced``), so no
     deleted row survives in DuckDB's free blocks. Returns ``(ok, one-line note)``;
     never raises. The WAL is deleted first: a process killed between the two deletes
-    must not leave a WAL that the next open replays onto a new file."""
+    must not leave a WAL that the next open replays onto a new file. A broken
+    ``prices.toml`` deletes nothing: the file is kept as it is and the note says why
+    (a rebuild that failed after the delete left every report empty: newuser17 F1)."""
+    from ctxkeep.sinks.prices_file import prices_error
+
+    err = prices_error(Path(home))
+    if err is not None:
+        return False, f"analytics store not rebuilt: {err}"
     for name in (ANALYTICS_WAL, ANALYTICS_DB):
         try:
             (Path(home) / name).unlink()
@@ -91,7 +98,7 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
         from ctxkeep.sinks import duckdb as duckdb_store
 
         r = duckdb_store.sync(conn, Path(home), rebuild=True)
-        mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
+        mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
         return True, f"analytics rebuilt: {r['entries_synced']:,} entries"
     except Exception as e:
         if store_safety.is_corruption(e):  # SQLite read a damaged page: not a DuckDB matter
@@ -109,7 +116,7 @@ def sync_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
         from ctxkeep.sinks import duckdb as duckdb_store
 
         r = duckdb_store.sync(conn, Path(home))
-        mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"])
+        mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
         return True, f"analytics: {r['entries_synced']} entries synced"
     except Exception as e:
         if store_safety.is_corruption(e):

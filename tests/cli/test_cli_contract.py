@@ -103,6 +103,7 @@ CASES = [
     (["report", "daily", "--json", "--csv"], 2, "--json and --csv exclude each other"),
     (["report", "daily", "-z", "Mars/Base"], 2, "unknown time zone 'Mars/Base'"),
     (["report", "blocks", "--token-limit", "lots"], 2, "not a token limit"),
+    (["report", "blocks", "--token-limit", "-5"], 2, "give a number above 0 or max"),
     (["report", "daily", "--home", "{EMPTY_STORE}"], 1, "no analytics store"),
     (["report", "html", "{OUT}", "--until", "June"], 2, "cannot read the time 'June' (--until)"),
     (["redact", "--dry-run"], 2, "--dry-run needs --rescan"),

@@ -111,3 +111,16 @@ def _ok(raw: bytes) -> bool:
 def test_dry_run_without_scrub_is_a_usage_error(tmp_path):
     r = runner.invoke(app, ["secrets", "--dry-run"], env={"CTXKEEP_HOME": str(tmp_path)})
     one_error_line(r, 2, "--scrub")
+
+
+@pytest.mark.slow
+def test_tables_say_how_many_kinds_they_left_out(planted):
+    # a row lists its first kinds, then "+N more": the kinds it shows and N add up to
+    # what --json has (a row of 5 values listed 4 kinds and said nothing: newuser17 F5)
+    e = planted[0]
+    d = json.loads(_run(e, "secrets", "--json").stdout)
+    text = runner.invoke(app, ["secrets"], env={**e, "COLUMNS": "400"}).stdout
+    for agent, a in d["agents"].items():
+        row = next(ln for ln in text.splitlines() if ln.strip().startswith(agent))
+        assert len(a["kinds"]) > 4
+        assert f"+{len(a['kinds']) - 4} more" in row, row

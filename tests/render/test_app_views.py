@@ -114,3 +114,54 @@ def test_kept_sessions_keep_the_sessions_without_a_start():
     # agent and project filters apply to undated sessions too
     assert ids(agents=["codex"]) == ["cx", "cx-undated"]
     assert ids(project="/p") == ["early", "late"]
+
+
+def test_the_project_filter_is_the_folder_and_below_as_the_cli(corpus_store):
+    """The app's project filter kept the folder alone while the CLI's ``--project``
+    keeps the folder and everything below it: $0.61 against $2.39 for the corpus's
+    ``/path/to/Demo`` (newuser17 F6). Both now count the same usage rows and sessions."""
+    import datetime as dt
+
+    import duckdb
+    import polars as pl
+
+    from ctxkeep.paths import is_under
+    from ctxkeep.render.app_views import filter_sql, kept_sessions
+
+    home, _ = corpus_store
+    root = "/path/to/Demo"
+    con = duckdb.connect(str(home / "analytics.duckdb"), read_only=True)
+    try:
+        dirs = [d for (d,) in con.execute("SELECT DISTINCT project_dir FROM usage").fetchall() if d]
+        below = sorted(d for d in dirs if is_under(d, root))
+        assert root in below and len(below) > 1  # the folder and its sub-folders hold usage
+        params = {
+            "tz": "UTC",
+            "agents": [],
+            "project": root,
+            "lo": dt.date(2000, 1, 1),
+            "hi": dt.date(2100, 1, 1),
+        }
+        got = con.execute(
+            f"SELECT count(*), sum(cost_usd) FROM usage WHERE {filter_sql('ts')}", params
+        ).fetchall()[0]
+        want = con.execute(
+            "SELECT count(*), sum(cost_usd) FROM usage WHERE ts IS NOT NULL AND list_contains($d, project_dir)",
+            {"d": below},
+        ).fetchall()[0]
+        alone = con.execute("SELECT count(*) FROM usage WHERE project_dir = $r", {"r": root}).fetchall()[0][0]
+        facts = con.sql(
+            "SELECT agent, session_id, project_dir, started AT TIME ZONE 'UTC' AS started, "
+            "ended AT TIME ZONE 'UTC' AS ended FROM sessions"
+        ).pl()
+    finally:
+        con.close()
+    assert got == want and got[0] > alone
+    f = {"tz": "UTC", "lo": dt.date(2000, 1, 1), "hi": dt.date(2100, 1, 1), "agents": [], "project": root}
+    kept = kept_sessions(
+        facts.with_columns(pl.col("started").dt.replace_time_zone(None)), {**f, "all_days": True}
+    )
+    assert sorted(set(kept["project_dir"].to_list())) == sorted(
+        {d for d in facts["project_dir"].to_list() if d and is_under(d, root)}
+    )
+    assert len(set(kept["project_dir"].to_list())) > 1

@@ -8,6 +8,7 @@ import datetime as dt
 import duckdb
 import pytest
 
+from ctxkeep.errors import ConfigError
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.transforms import cost
 from dbhelpers import priced
@@ -224,7 +225,7 @@ def test_a_bad_prices_toml_is_one_error_naming_the_file(tmp_path):
     (tmp_path / "prices.toml").write_text("[models.x\n")
     con = duckdb_store.connect(tmp_path)
     try:
-        with pytest.raises(ValueError, match=r"prices\.toml: "):
+        with pytest.raises(ConfigError, match=r"prices\.toml does not parse"):
             duckdb_store.sync_usage(sqlite3.connect(":memory:"), con, tmp_path)
     finally:
         con.close()

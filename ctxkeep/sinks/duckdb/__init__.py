@@ -38,6 +38,7 @@ from ctxkeep.schema import (
 )
 from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.files import ANALYTICS_DB as DB_NAME
+from ctxkeep.sinks.files import PRICES_FILE
 
 #: rows of SQLite ``entries`` copied to DuckDB per slice (``sync``): each slice is read
 #: as Python rows, then Arrow, so its size bounds the sync's transient memory. 10 GB
@@ -334,19 +335,24 @@ def _sync(
     return {"entries_synced": synced, **u, **marks}
 
 
-def _prices(home: Path) -> tuple[dict, int]:
-    """The ``prices.toml`` overrides of ``home`` and a fingerprint of the prices in
-    force (genai-prices version + the file's text)."""
+def _prices(home: Path) -> tuple[dict, int, str]:
+    """The ``prices.toml`` overrides of ``home``, a fingerprint of the prices in force
+    (genai-prices version + the file's text) and the file's ``prices_stamp`` (the CRC-32
+    of the bytes read: what ``analytics_behind`` compares). Raises ConfigError for a file
+    that does not parse or holds a wrong rate (``sinks.prices_file.prices_error``)."""
 
+    from ctxkeep.sinks.prices_file import prices_error
     from ctxkeep.transforms import cost
 
-    p = Path(home) / "prices.toml"
-    text = p.read_text(encoding="utf-8") if p.is_file() else ""
-    try:
-        overrides = cost.parse_prices_toml(text) if text else {}
-    except ValueError as e:  # tomllib.TOMLDecodeError is a ValueError
-        raise ValueError(f"{p}: {e}") from None
-    return overrides, zlib.crc32(f"{version('genai-prices')}\0{cost.LONG_CONTEXT!r}\0{text}".encode())
+    p = Path(home) / PRICES_FILE
+    raw = p.read_bytes() if p.is_file() else b""
+    err = prices_error(home, raw)
+    if err is not None:
+        raise err
+    text = raw.decode("utf-8")
+    overrides = cost.parse_prices_toml(text) if text else {}
+    fp = zlib.crc32(f"{version('genai-prices')}\0{cost.LONG_CONTEXT!r}\0{text}".encode())
+    return overrides, fp, str(zlib.crc32(raw))
 
 
 def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dict[str, str]:
@@ -394,11 +400,11 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     when the price mark was not moved, and ``usage_buckets`` is not fresh
     (``buckets_fresh``) until a sync completes. Returns
     ``{"usage_rows": rows in SQLite, "usage_changed": rows written, "unpriced_models":
-    sorted models that had no price}``."""
+    sorted models that had no price, "prices_stamp": the price file's stamp}``."""
     from ctxkeep.sinks.machine import machine_name
     from ctxkeep.transforms import cost
 
-    overrides, fp = _prices(home)
+    overrides, fp, stamp = _prices(home)
     scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
     # a store before schema v5 has neither the cache split nor logged costs
     sel = [c if c in scols else f"NULL AS {c}" for c in _UCOLS]
@@ -449,7 +455,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL"
         ).fetchall()
     )
-    return {"usage_rows": rows, "usage_changed": n, "unpriced_models": unpriced}
+    return {"usage_rows": rows, "usage_changed": n, "unpriced_models": unpriced, "prices_stamp": stamp}
 
 
 def _in_transaction(con: duckdb.DuckDBPyConnection, fn, *args):

@@ -3,6 +3,10 @@
 Keys (text values): ``analytics_entries_rowid`` and ``analytics_status_seq``, the
 ``entries.rowid`` and ``status_log.seq`` high-water marks of the last complete DuckDB
 sync (``sinks.duckdb.sync``). (``schema_version`` is ``connection.schema_version``.)
+``analytics_prices``: the CRC-32 of ``<home>/prices.toml``'s bytes that the last usage sync
+priced with (``prices_stamp``; ``0`` without the file), so that an edited price file makes
+DuckDB behind too (newuser17 F3: an edit showed only after ``reindex``); absent in a store
+synced before it (then only entries and status changes count).
 Neither key: DuckDB was never built for this store (a small first ingest leaves its
 first build to the first reader: ``pipeline.engine.FIRST_BUILD_DEFER_BYTES``).
 """
@@ -12,18 +16,33 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ctxkeep.sinks.files import ANALYTICS_DB
+from ctxkeep.sinks.files import ANALYTICS_DB, PRICES_FILE
 from ctxkeep.sinks.sqlite.connection import write
 
 
-def mark_analytics_synced(conn: sqlite3.Connection, entries_rowid: int, status_seq: int) -> None:
+def prices_stamp(home: Path) -> str:
+    """The CRC-32 of ``<home>/prices.toml``'s bytes as text (``"0"`` without the file or
+    when it cannot be read: the sync's own read then says why)."""
+    import zlib
+
+    try:
+        return str(zlib.crc32((Path(home) / PRICES_FILE).read_bytes()))
+    except OSError:
+        return "0"
+
+
+def mark_analytics_synced(
+    conn: sqlite3.Connection, entries_rowid: int, status_seq: int, prices: str | None = None
+) -> None:
     """Record how far DuckDB holds SQLite (``duckdb_store.sync``'s return), so that
-    ``analytics_behind`` can tell without opening DuckDB. Own transaction."""
+    ``analytics_behind`` can tell without opening DuckDB; ``prices``: the
+    ``prices_stamp`` its usage was priced with (a sync that priced nothing leaves the last
+    one). Own transaction."""
+    marks = [("analytics_entries_rowid", str(entries_rowid)), ("analytics_status_seq", str(status_seq))]
+    if prices is not None:
+        marks.append(("analytics_prices", prices))
     with write(conn):
-        conn.executemany(
-            "INSERT OR REPLACE INTO meta VALUES(?, ?)",
-            [("analytics_entries_rowid", str(entries_rowid)), ("analytics_status_seq", str(status_seq))],
-        )
+        conn.executemany("INSERT OR REPLACE INTO meta VALUES(?, ?)", marks)
 
 
 def analytics_behind(conn: sqlite3.Connection, home: Path | None = None) -> bool:
@@ -31,15 +50,19 @@ def analytics_behind(conn: sqlite3.Connection, home: Path | None = None) -> bool
     DuckDB sync recorded (``mark_analytics_synced``): a sync failed or was
     interrupted, and even an ingest with nothing new must catch DuckDB up. With the
     store's ``home``: also when ``<home>/analytics.duckdb`` is gone (deleted) while
-    SQLite holds an entry."""
+    SQLite holds an entry, or when its ``prices.toml`` is not the one the last usage sync
+    priced with (``prices_stamp``)."""
     gone = home is not None and not (Path(home) / ANALYTICS_DB).exists()
     if gone and conn.execute("SELECT 1 FROM entry_rows LIMIT 1").fetchall():
         return True
     marks = dict(
         conn.execute(
-            "SELECT key, value FROM meta WHERE key IN ('analytics_entries_rowid', 'analytics_status_seq')"
+            "SELECT key, value FROM meta "
+            "WHERE key IN ('analytics_entries_rowid', 'analytics_status_seq', 'analytics_prices')"
         ).fetchall()
     )
+    if home is not None and "analytics_prices" in marks and marks["analytics_prices"] != prices_stamp(home):
+        return True
     rowid = conn.execute("SELECT coalesce(max(rowid), 0) FROM entry_rows").fetchone()[0]
     seq = conn.execute("SELECT coalesce(max(seq), 0) FROM status_log").fetchone()[0]
     return rowid > int(marks.get("analytics_entries_rowid", 0)) or seq > int(
