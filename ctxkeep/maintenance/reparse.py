@@ -54,6 +54,7 @@ from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.sqlite import requarantine
 from ctxkeep.sinks.vault import manifest
+from ctxkeep.sources import as_stored
 from ctxkeep.sources.contract import SourceFile, Watermark
 from ctxkeep.sources.readers import jsonl as jsonl_reader
 
@@ -330,12 +331,13 @@ def _compress_written(conn, home: Path, g: manifest.Generation) -> bool:
     return bool(extra.get("archived") or extra.get("moves"))
 
 
-def _marker_ids(g: manifest.Generation, path: Path | None) -> list[str]:
+def _marker_ids(g: manifest.Generation, path: Path | None, state: dict | None = None) -> list[str]:
     """The entry ids of the compress marker records (a line whose record holds a
     ``"ctxkeep"`` object: ``compress.plan``) in generation ``g``'s bytes at ``path``,
     parsed as an ingest parses the file (``compress.plan.line_entries``: the vault's
     lines are redacted already, so their hashes are the ids ingest gave them); [] when
-    it holds none or is not here."""
+    it holds none or is not here. ``state``: the file's watermark state in the store
+    (``sources.as_stored``)."""
     from ctxkeep.maintenance.compress import plan as cp
 
     if path is None or g.agent not in cp.SUPPORTED:
@@ -345,13 +347,18 @@ def _marker_ids(g: manifest.Generation, path: Path | None) -> list[str]:
     if not marks:
         return []
     ids = cp.line_entry_ids(
-        g.agent, cp.line_entries(SourceFile(g.agent, Path(g.path), "append", dict(g.meta)), lines)
+        g.agent,
+        cp.line_entries(as_stored(SourceFile(g.agent, Path(g.path), "append", dict(g.meta)), state), lines),
     )
     return [x for i in sorted(marks) for x in ids[i]]
 
 
 def _compress_changes(
-    conn, home: Path, gens: list[manifest.Generation], files: dict[int, Path] | None = None
+    conn,
+    home: Path,
+    gens: list[manifest.Generation],
+    files: dict[int, Path] | None = None,
+    held: dict[str, dict] | None = None,
 ) -> None:
     """What compress did to the store when it wrote a generation (the removed lines'
     entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
@@ -360,7 +367,8 @@ def _compress_changes(
     generations' bytes in ``files``, ``gen_id → path``) is not done again, so the
     entries stay active at their offsets in the restored file, as in the live store,
     and its marker entry is archived, as ``compress --restore`` archived it (a rebuild
-    into an empty store left it active: newuser14)."""
+    into an empty store left it active: newuser14). ``held``: path → the watermark
+    state the store had (``sources.as_stored``: the ids it gave the file)."""
     from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
     from ctxkeep.sinks.vault import media as vault_media
 
@@ -377,7 +385,7 @@ def _compress_changes(
         if _undone(g, gens, files or {}):
             # ``compress --restore`` archived the marker this generation wrote (it left
             # the file); a rebuild into an empty store has no status to keep for it
-            marker = _marker_ids(g, (files or {}).get(g.gen_id))
+            marker = _marker_ids(g, (files or {}).get(g.gen_id), (held or {}).get(g.path))
             if marker:
                 sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(marker))])
             continue
@@ -472,6 +480,10 @@ def reparse(
                     # hashes of the quarantine (``sinks.sqlite.requarantine``)
                     qpaths = sorted(set(paths) | {g.path for g in latest.values()})
                     kept_q = requarantine.facts(new, qpaths)
+                    # each file keyed as the store keyed it (``sources.as_stored``: a
+                    # Claude Code file read before records were keyed by session keeps
+                    # its uuid ids, which statuses and compress's records name)
+                    held = {p: w.state for p, w in sqlite_store.load_watermarks(new, paths).items()}
                     say("removing the old derivation")
                     statuses = dict(
                         new.execute(
@@ -512,7 +524,10 @@ def reparse(
                                 else:
                                     jsonl_reader.VIEW[g.path] = files[g.gen_id]
                                     mode = "rewrite" if g.mode == "document" else "append"
-                                    sf = SourceFile(g.agent, Path(g.path), mode, dict(g.meta))
+                                    sf = as_stored(
+                                        SourceFile(g.agent, Path(g.path), mode, dict(g.meta)),
+                                        held.get(g.path),
+                                    )
                                 todo.append((sf, None))
                             before_q = requarantine.last_id(new)
                             try:
@@ -537,7 +552,7 @@ def reparse(
                                 for db in by_db:
                                     readahead.PREREAD.pop(db, None)
                     say("applying compress's changes")
-                    _compress_changes(new, home, gens, files)
+                    _compress_changes(new, home, gens, files, held)
                     requarantine.settle(new, qpaths, kept_q)
                     with sqlite_store.write(new):
                         _fix_watermarks(new, list(latest.values()))
