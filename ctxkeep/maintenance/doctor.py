@@ -879,7 +879,7 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
     disk" once the user deleted the backups), the quarantine held its unparsable lines
     twice and ``secrets`` counted their values twice (newuser15 F5). Returns
     ``(entries added, backup files read)``."""
-    from ctxkeep.maintenance.compress.run import discovered_files, lines_not_held, stored_file
+    from ctxkeep.maintenance.compress.run import discovered_files, lines_not_held
     from ctxkeep.pipeline.engine import run_ingest
 
     files, _problems = discovered_files(home)
@@ -895,9 +895,7 @@ def _ingest_compress_backups(home: Path) -> tuple[int, int]:
                         continue
                 except OSError:
                     continue
-                # (its lines keyed as the store keyed the session file: ``stored_file``)
-                meta = stored_file(conn, f).meta
-                backups.append(SourceFile(f.agent, b, "append", {**meta, "file_session": f.path.stem}))
+                backups.append(SourceFile(f.agent, b, "append", {**f.meta, "file_session": f.path.stem}))
     finally:
         conn.close()
     if not backups:

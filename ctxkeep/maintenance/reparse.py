@@ -58,6 +58,12 @@ from ctxkeep.sources import as_stored
 from ctxkeep.sources.contract import SourceFile, Watermark
 from ctxkeep.sources.readers import jsonl as jsonl_reader
 
+#: the old entry ids of the files a ``reparse(rekey=True)`` keyed anew, each with its
+#: new id (``query.fetch.resolve_ids`` follows them); made by the first such reparse
+ALIASES_DDL = (
+    "CREATE TABLE IF NOT EXISTS entry_aliases(old_id TEXT NOT NULL, new_id TEXT NOT NULL, "
+    "PRIMARY KEY (old_id, new_id)) WITHOUT ROWID"
+)
 #: statuses that maintenance (not a parser) gives entries, kept through a reparse
 KEPT_STATUSES = ("archived", "consumed")
 _USAGE_SUMS = (
@@ -353,12 +359,48 @@ def _marker_ids(g: manifest.Generation, path: Path | None, state: dict | None = 
     return [x for i in sorted(marks) for x in ids[i]]
 
 
+def _id_map(
+    gens: list[manifest.Generation], files: dict[int, Path], moving: dict[str, dict]
+) -> dict[str, dict[str, str]]:
+    """For each file of ``moving`` (path → its watermark state in the store, which keys
+    it as before: ``sources.as_stored``): old entry id → new, from every generation of
+    it in ``files``, each line parsed both ways (``compress.plan.line_entries``; the
+    vault's lines are redacted, so their hashes are the ids ingest gave them). Ids a
+    line gives alike both ways are left out."""
+    from ctxkeep.maintenance.compress import plan as cp
+
+    out: dict[str, dict[str, str]] = {}
+    for g in gens:
+        if g.path not in moving or g.gen_id not in files or g.agent not in cp.SUPPORTED:
+            continue
+        lines, _ = cp.split_lines(files[g.gen_id].read_bytes())
+        sf = SourceFile(g.agent, Path(g.path), "append", dict(g.meta))
+        old = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, moving[g.path]), lines))
+        new = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, None), lines))
+        m = out.setdefault(g.path, {})
+        for o_ids, n_ids in zip(old, new, strict=True):
+            m.update((o, n) for o, n in zip(o_ids, n_ids, strict=True) if o != n)
+    return out
+
+
+def _keep_aliases(conn, idmap: dict[str, dict[str, str]]) -> None:
+    """Record ``idmap``'s pairs in ``entry_aliases`` (old id → new; an old id a fork
+    shared names one new id per session), so an id a user holds still resolves
+    (``query.fetch.resolve_ids``)."""
+    conn.execute(ALIASES_DDL)
+    conn.executemany(
+        "INSERT OR IGNORE INTO entry_aliases(old_id, new_id) VALUES (?, ?)",
+        sorted({(o, n) for m in idmap.values() for o, n in m.items()}),
+    )
+
+
 def _compress_changes(
     conn,
     home: Path,
     gens: list[manifest.Generation],
     files: dict[int, Path] | None = None,
     held: dict[str, dict] | None = None,
+    idmap: dict[str, dict[str, str]] | None = None,
 ) -> None:
     """What compress did to the store when it wrote a generation (the removed lines'
     entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
@@ -368,7 +410,9 @@ def _compress_changes(
     entries stay active at their offsets in the restored file, as in the live store,
     and its marker entry is archived, as ``compress --restore`` archived it (a rebuild
     into an empty store left it active: newuser14). ``held``: path → the watermark
-    state the store had (``sources.as_stored``: the ids it gave the file)."""
+    state the store had (``sources.as_stored``: the ids it gave the file); ``idmap``:
+    path → old entry id → new, for the files a ``rekey`` moved (the ids compress
+    recorded are the old ones)."""
     from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
     from ctxkeep.sinks.vault import media as vault_media
 
@@ -389,10 +433,12 @@ def _compress_changes(
             if marker:
                 sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(marker))])
             continue
+        ids = (idmap or {}).get(g.path, {})
         if extra.get("archived"):
-            sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(extra["archived"]))])
+            archived = tuple(ids.get(x, x) for x in extra["archived"])
+            sqlite_store.apply_changes(conn, [StatusChange("archived", archived)])
         if extra.get("moves"):
-            moves = tuple((i, off) for i, off in extra["moves"])
+            moves = tuple((ids.get(i, i), off) for i, off in extra["moves"])
             sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(g.path, moves)]))
 
 
@@ -405,6 +451,7 @@ def reparse(
     dry_run: bool = False,
     progress=None,
     exclude: Collection[int] = (),
+    rekey: bool = False,
 ) -> dict:
     """Rebuild the selected agents' derivation from the vault (see the module doc).
     ``agents``: None for every agent the vault holds; ``since_ns``: only files whose
@@ -413,7 +460,11 @@ def reparse(
     ``exclude``: generations (gen ids) left out, as if pruned (retention asks, with
     ``dry_run``, whether the kept generations stand in for them); the answer then
     also has ``differing``: the files whose entries the derivation would remove or
-    change (``differing``).
+    change (``differing``). ``rekey``: files a store keyed as before (a Claude Code
+    file keyed by uuid alone: ``sources.as_stored``) are keyed as a new read keys them
+    (``<session>:<uuid>``: a fork holds its whole history); the statuses and compress's
+    records follow their ids (``_id_map``) and ``entry_aliases`` keeps old → new. Without
+    it each file keeps the ids the store gave it.
 
     Returns ``{"dry_run", "agents", "files" (vault files: a database's rows documents
     each), "agent_files" (the agents' files, a database once), "generations", "diff": diff(), "notes",
@@ -484,15 +535,20 @@ def reparse(
                     # Claude Code file read before records were keyed by session keeps
                     # its uuid ids, which statuses and compress's records name)
                     held = {p: w.state for p, w in sqlite_store.load_watermarks(new, paths).items()}
+                    moving: dict[str, dict] = {}
+                    if rekey:
+                        for g in latest.values():
+                            sf = SourceFile(g.agent, Path(g.path), "append", dict(g.meta))
+                            st = held.get(g.path)
+                            if st is not None and as_stored(sf, st).meta != as_stored(sf, None).meta:
+                                moving[g.path] = held.pop(g.path)
                     say("removing the old derivation")
-                    statuses = dict(
-                        new.execute(
-                            "SELECT e.entry_id, e.status FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
-                            f"WHERE e.status IN ({','.join('?' * len(KEPT_STATUSES))}) AND f.path IN "
-                            "(SELECT value FROM json_each(?))",
-                            (*KEPT_STATUSES, _json(paths)),
-                        ).fetchall()
-                    )
+                    statuses = new.execute(
+                        "SELECT e.entry_id, e.status, f.path FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
+                        f"WHERE e.status IN ({','.join('?' * len(KEPT_STATUSES))}) AND f.path IN "
+                        "(SELECT value FROM json_each(?))",
+                        (*KEPT_STATUSES, _json(paths)),
+                    ).fetchall()
                     with sqlite_store.write(new):
                         delete_store.select_where(
                             new,
@@ -507,6 +563,18 @@ def reparse(
                         )
                     say("reading the vault")
                     files = _materialize(new, home, gens, work / "gens")
+                    # compress's records of a file the store no longer keys as before (a
+                    # rekey, or a store rebuilt without it: ``doctor --repair``) name the
+                    # old ids: translated too (``moving``'s legacy state: ``{}``)
+                    for g in gens:
+                        if (
+                            g.gen >= 2
+                            and g.path not in held
+                            and g.path not in moving
+                            and _compress_written(new, home, g)
+                        ):
+                            moving[g.path] = {}
+                    idmap = _id_map(gens, files, moving) if moving else {}
                     tombs = sqlite_store.tombstoned(new)
                     # generations compress wrote: the unparsable lines they kept are
                     # quarantined once, where ingest met them (``requarantine``)
@@ -552,15 +620,17 @@ def reparse(
                                 for db in by_db:
                                     readahead.PREREAD.pop(db, None)
                     say("applying compress's changes")
-                    _compress_changes(new, home, gens, files, held)
+                    _compress_changes(new, home, gens, files, held, idmap)
                     requarantine.settle(new, qpaths, kept_q)
                     with sqlite_store.write(new):
                         _fix_watermarks(new, list(latest.values()))
-                        for eid, st in statuses.items():
+                        for eid, st, path in statuses:
                             new.execute(
                                 "UPDATE entry_rows SET status = ? WHERE entry_id = ? AND status = 'active'",
-                                (st, eid),
+                                (st, idmap.get(path, {}).get(eid, eid)),
                             )
+                        if idmap:
+                            _keep_aliases(new, idmap)
                 old = sqlite_store.connect(home, readonly=True)
                 try:
                     d = diff(old, new, chosen) if chosen else {"entries": [], "usage": {}}

@@ -217,10 +217,15 @@ def ids_meta(file: SourceFile, state: dict | None) -> SourceFile:
     """``file`` with ``IDS_META`` set when its watermark's ``state`` says the store keyed
     it by uuid alone (``legacy_ids``), so a parse of it from byte 0 (a re-read, compress's
     and scrub's line checks, a reparse keeping a store's ids) gives the ids the store
-    holds. ``file`` itself otherwise."""
-    if not legacy_ids(state):
-        return file
-    return SourceFile(file.agent, file.path, file.mode, {**file.meta, IDS_META: "uuid"})
+    holds; else without it (the vault keeps a capture's meta, so a file the vault met
+    with it is keyed anew by a reparse that does not keep its old ids)."""
+    if legacy_ids(state):
+        return SourceFile(file.agent, file.path, file.mode, {**file.meta, IDS_META: "uuid"})
+    if IDS_META in file.meta:
+        return SourceFile(
+            file.agent, file.path, file.mode, {k: v for k, v in file.meta.items() if k != IDS_META}
+        )
+    return file
 
 
 def _session(rec: dict, state: dict) -> tuple[str | None, str | None]:
@@ -454,5 +459,6 @@ _read = record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True)
 def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
     """The new lines of one transcript into entry dicts (``parse_record``); a file the
     store keyed by uuid alone (its watermark, ``legacy_ids``) keeps those ids, also when
-    it is read again from byte 0."""
-    return _read(ids_meta(file, None if wm is None else wm.state), wm, batch_bytes)
+    it is read again from byte 0. Without a watermark ``file`` is read as it comes (a
+    reparse sets ``IDS_META`` to keep a store's ids: ``sources.as_stored``)."""
+    return _read(file if wm is None else ids_meta(file, wm.state), wm, batch_bytes)

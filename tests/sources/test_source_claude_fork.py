@@ -127,18 +127,26 @@ def _write(proj, sid: str, lines: list[str]) -> None:
     (proj / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def _old_store(tmp_path, monkeypatch):
-    """A store as ctxkeep before session 17 made it: the original keyed by uuid alone
-    (its watermark's state without ``ids``). Returns (home, proj dir, store)."""
+def _old_store(tmp_path, monkeypatch, fork: bool = False):
+    """A store as ctxkeep before session 17 made it: the original (and with ``fork``
+    its fork, read first) keyed by uuid alone (its watermark's state without ``ids``).
+    Returns (home, proj dir, store)."""
     from ctxkeep.sources import claude_code
 
     proj = tmp_path / "home/.claude/projects/-work-app"
     proj.mkdir(parents=True)
     _write(proj, ORIG, _history(ORIG))
+    if fork:
+        _write(
+            proj,
+            FORK,
+            [*_history(FORK), _line("u-9", "a-2", FORK, "user", "try OAuth", "2026-07-03T09:00:00.000Z")],
+        )
     store = tmp_path / "store"
     with monkeypatch.context() as m:
-        legacy = claude_code.ids_meta
-        m.setattr(claude_code, "ids_meta", lambda f, st: legacy(f, {}))  # every file read as before
+        read = claude_code.read
+        # every file read as before (keyed by uuid alone)
+        m.setattr(claude_code, "read", lambda f, wm, *a: read(claude_code.ids_meta(f, {}), wm, *a))
         ingest(tmp_path / "home", store, agents="claude-code")
     with closing(sqlite3.connect(store / "store.db")) as c, c:
         c.execute("UPDATE watermarks SET state = json_remove(state, '$.ids')")
@@ -200,3 +208,104 @@ def test_compress_finds_every_line_of_a_file_the_store_keyed_by_uuid(tmp_path, m
         assert lines_not_held(conn, SourceFile("claude-code", path, "append", {}), path.read_bytes()) == []
     finally:
         conn.close()
+
+
+def test_reparse_rekey_moves_an_old_store_to_session_keys_and_old_ids_still_resolve(tmp_path, monkeypatch):
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.query.fetch import resolve_ids
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    home, proj, store = _old_store(tmp_path, monkeypatch, fork=True)
+    assert _sessions(store) == {FORK: 5}  # the fork, read first, took the shared history
+    old_u1 = entry_id("claude-code", _u("u-1"), 0)
+    with closing(sqlite3.connect(store / "store.db")) as c, c:  # a status maintenance gave
+        c.execute("UPDATE entry_rows SET status = 'consumed' WHERE entry_id = ?", (old_u1,))
+    usage = q(store, "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM usage")
+    r = reparse(store, rekey=True)
+    assert _sessions(store) == {ORIG: 4, FORK: 5}
+    assert q(store, "SELECT count(*), count(DISTINCT entry_id) FROM entries") == [(9, 9)]
+    assert q(store, "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM usage") == usage
+    assert r["diff"]["usage"]["claude-code"]["delta"]["input_tokens"] == 0
+    new_fork, new_orig = (entry_id("claude-code", f"{s}:{_u('u-1')}", 0) for s in (FORK, ORIG))
+    # the status follows the entry (it was filed under the fork's file), not its copy
+    assert dict(
+        q(store, "SELECT entry_id, status FROM entries WHERE entry_id IN (?, ?)", new_fork, new_orig)
+    ) == {
+        new_fork: "consumed",
+        new_orig: "active",
+    }
+    # an id a user holds (or a prefix of it) names the entries it became, saying so
+    conn = sqlite_store.connect(store, readonly=True)
+    try:
+        found, problems = resolve_ids(conn, [old_u1[:12]])
+    finally:
+        conn.close()
+    assert sorted(found) == sorted([new_fork, new_orig]) and problems == [
+        f"{old_u1[:12]} is now {', '.join(sorted(x[:12] for x in found))} (rekeyed by session)"
+    ]
+    # moved once: a reparse or an ingest after it changes nothing
+    r = reparse(store)
+    assert all(e["added"] == e["removed"] == e["changed"] == 0 for e in r["diff"]["entries"]), r["diff"]
+    assert ingest(home, store, agents="claude-code").entries_new == 0
+    assert _sessions(store) == {ORIG: 4, FORK: 5}
+
+
+def test_a_compressed_file_keeps_its_archived_entries_through_a_rekey(tmp_path, monkeypatch):
+    """compress's vault record names the old ids of what it cut: a rekey gives the new
+    ids of those entries their ``archived`` status (and a compress check after it finds
+    every line held)."""
+    import shutil
+
+    from conftest import CORPUS_HOME
+    from ctxkeep.config import CompressConfig
+    from ctxkeep.maintenance.compress import run as ops
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sources import claude_code
+    from ctxkeep.sources.contract import SourceFile
+
+    src = CORPUS_HOME / ".claude/projects/-Users-chip-dev-ai-music/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+    proj = tmp_path / "home/.claude/projects/-Users-chip-dev-ai-music"
+    proj.mkdir(parents=True)
+    p = proj / src.name
+    shutil.copyfile(src, p)
+    store = tmp_path / "store"
+    read = claude_code.read
+    with monkeypatch.context() as m:  # an old store: the file keyed by uuid alone
+        m.setattr(claude_code, "read", lambda f, wm, *a: read(claude_code.ids_meta(f, {}), wm, *a))
+        ingest(tmp_path / "home", store, agents="claude-code")
+    with closing(sqlite3.connect(store / "store.db")) as c, c:
+        c.execute("UPDATE watermarks SET state = json_remove(state, '$.ids')")
+    conn = sqlite_store.connect(store)
+    try:
+        r = ops.compress_file(
+            conn, store, SourceFile("claude-code", p), CompressConfig(keep_messages=5), force=True
+        )
+    finally:
+        conn.close()
+    assert r.status == "compressed", r.reason
+    by_status = "SELECT status, count(*) FROM entries GROUP BY 1 ORDER BY 1"
+    before = q(store, by_status)
+    assert dict(before)["archived"] > 100
+    rows = "SELECT status, source_offset, content_hash FROM entries ORDER BY 1, 2, 3"
+    kept = q(store, rows)  # (the kept lines' new offsets: compress's moves)
+    reparse(store, rekey=True)
+    assert q(store, by_status) == before
+    assert q(store, rows) == kept
+    sid = "d3ad4cdc-5657-435d-98fa-0035d53e383d"
+    ids = {r[0] for r in q(store, "SELECT entry_id FROM entries")}
+    assert entry_id("claude-code", f"{sid}:{_first_uuid(src)}", 0) in ids
+    assert entry_id("claude-code", _first_uuid(src), 0) not in ids
+    conn = sqlite_store.connect(store)
+    try:
+        assert ops.lines_not_held(conn, SourceFile("claude-code", p), p.read_bytes()) == []
+    finally:
+        conn.close()
+
+
+def _first_uuid(path) -> str:
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("uuid") and rec.get("type") == "user":
+            return rec["uuid"]
+    raise AssertionError("no user line")
