@@ -453,12 +453,21 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
     return out
 
 
-_read = record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True)
+def keep_ids(reader):
+    """``reader`` (a ``record_reader`` over this parser: Claude Code's, OpenClaude's,
+    Cowork's) as a ``read(file, wm, batch_bytes)`` that keeps the ids the store gave a
+    file: one it keyed by uuid alone (its watermark, ``legacy_ids``) keeps those, also
+    when it is read again from byte 0. Without a watermark ``file`` is read as it comes
+    (a reparse sets ``IDS_META`` to keep a store's ids: ``sources.as_stored``)."""
+
+    def read(
+        file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]:
+        return reader(file if wm is None else ids_meta(file, wm.state), wm, batch_bytes)
+
+    read.__doc__ = reader.__doc__
+    return read
 
 
-def read(file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> Iterator[Batch]:
-    """The new lines of one transcript into entry dicts (``parse_record``); a file the
-    store keyed by uuid alone (its watermark, ``legacy_ids``) keeps those ids, also when
-    it is read again from byte 0. Without a watermark ``file`` is read as it comes (a
-    reparse sets ``IDS_META`` to keep a store's ids: ``sources.as_stored``)."""
-    return _read(file if wm is None else ids_meta(file, wm.state), wm, batch_bytes)
+#: new lines of one transcript into entry dicts (``parse_record``; ``keep_ids``)
+read = keep_ids(record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True))

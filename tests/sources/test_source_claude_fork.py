@@ -18,6 +18,8 @@ import json
 import sqlite3
 from contextlib import closing
 
+import pytest
+
 from conftest import ingest, q
 from ctxkeep.schema import entry_id
 
@@ -309,3 +311,27 @@ def _first_uuid(path) -> str:
         if rec.get("uuid") and rec.get("type") == "user":
             return rec["uuid"]
     raise AssertionError("no user line")
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "openclaude", "cowork"])
+def test_every_reader_of_claude_lines_keeps_a_files_uuid_ids_when_read_from_byte_0(tmp_path, agent):
+    """OpenClaude and Cowork parse with Claude Code's parser: a file a store keyed by uuid
+    alone (its watermark's state has no ``ids``), read again from byte 0 (here: another
+    inode), keeps uuid ids; a file without a watermark gets session keys."""
+    from ctxkeep.schema import Watermark
+    from ctxkeep.sources import SOURCES
+    from ctxkeep.sources.contract import SourceFile
+
+    p = tmp_path / f"{ORIG}.jsonl"
+    p.write_text("\n".join(_history(ORIG)) + "\n")
+    src = SOURCES[agent]
+    f = SourceFile(agent, p, "append", {})
+    old = Watermark(
+        str(p), agent, ino=-1, offset=p.stat().st_size, parser_version=src.PARSER_VERSION, state={}
+    )
+
+    def record_ids(wm):
+        return {e["record_id"] for b in src.read(f, wm) for e in b.entries if e["kind"] == "message"}
+
+    assert record_ids(old) == {_u(n) for n in ("u-1", "a-1", "u-2", "a-2")}
+    assert record_ids(None) == {f"{ORIG}:{_u(n)}" for n in ("u-1", "a-1", "u-2", "a-2")}
