@@ -371,12 +371,15 @@ def _id_map(
 
     out: dict[str, dict[str, str]] = {}
     for g in gens:
-        if g.path not in moving or g.gen_id not in files or g.agent not in cp.SUPPORTED:
+        if g.path not in moving or g.gen_id not in files or g.meta.get("vault_tree"):
             continue
         lines, _ = cp.split_lines(files[g.gen_id].read_bytes())
         sf = SourceFile(g.agent, Path(g.path), "append", dict(g.meta))
-        old = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, moving[g.path]), lines))
-        new = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, None), lines))
+        try:
+            old = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, moving[g.path]), lines))
+            new = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, None), lines))
+        except (KeyError, TypeError):  # (a source without a line parser: its ids do not move)
+            continue
         m = out.setdefault(g.path, {})
         for o_ids, n_ids in zip(old, new, strict=True):
             m.update((o, n) for o, n in zip(o_ids, n_ids, strict=True) if o != n)
@@ -563,22 +566,17 @@ def reparse(
                         )
                     say("reading the vault")
                     files = _materialize(new, home, gens, work / "gens")
-                    # compress's records of a file the store no longer keys as before (a
-                    # rekey, or a store rebuilt without it: ``doctor --repair``) name the
-                    # old ids: translated too (``moving``'s legacy state: ``{}``)
-                    for g in gens:
-                        if (
-                            g.gen >= 2
-                            and g.path not in held
-                            and g.path not in moving
-                            and _compress_written(new, home, g)
-                        ):
-                            moving[g.path] = {}
-                    idmap = _id_map(gens, files, moving) if moving else {}
                     tombs = sqlite_store.tombstoned(new)
                     # generations compress wrote: the unparsable lines they kept are
                     # quarantined once, where ingest met them (``requarantine``)
                     by_compress = {g.gen_id for g in gens if g.gen >= 2 and _compress_written(new, home, g)}
+                    # compress's records of a file the store no longer keys as before (a
+                    # rekey, or a store rebuilt without it: ``doctor --repair``) name the
+                    # old ids: translated too (``moving``'s legacy state: ``{}``)
+                    for g in gens:
+                        if g.gen_id in by_compress and g.path not in held and g.path not in moving:
+                            moving[g.path] = {}
+                    idmap = _id_map(gens, files, moving) if moving else {}
                     passes: dict[int, list[manifest.Generation]] = {}
                     for g in gens:
                         passes.setdefault(g.gen, []).append(g)

@@ -20,7 +20,7 @@ from contextlib import closing
 
 import pytest
 
-from conftest import ingest, q
+from conftest import CORPUS_HOME, ingest, q
 from ctxkeep.schema import entry_id
 
 ORIG = "bbbbbbbb-0000-4000-8000-000000000001"
@@ -252,28 +252,24 @@ def test_reparse_rekey_moves_an_old_store_to_session_keys_and_old_ids_still_reso
     assert _sessions(store) == {ORIG: 4, FORK: 5}
 
 
-def test_a_compressed_file_keeps_its_archived_entries_through_a_rekey(tmp_path, monkeypatch):
-    """compress's vault record names the old ids of what it cut: a rekey gives the new
-    ids of those entries their ``archived`` status (and a compress check after it finds
-    every line held)."""
+def _old_compressed(tmp_path, monkeypatch):
+    """An old store (keyed by uuid alone) holding a real corpus file that compress then
+    cut. Returns (file, store)."""
     import shutil
 
-    from conftest import CORPUS_HOME
     from ctxkeep.config import CompressConfig
     from ctxkeep.maintenance.compress import run as ops
-    from ctxkeep.maintenance.reparse import reparse
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sources import claude_code
     from ctxkeep.sources.contract import SourceFile
 
-    src = CORPUS_HOME / ".claude/projects/-Users-chip-dev-ai-music/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
     proj = tmp_path / "home/.claude/projects/-Users-chip-dev-ai-music"
     proj.mkdir(parents=True)
-    p = proj / src.name
-    shutil.copyfile(src, p)
+    p = proj / CHIP.name
+    shutil.copyfile(CHIP, p)
     store = tmp_path / "store"
     read = claude_code.read
-    with monkeypatch.context() as m:  # an old store: the file keyed by uuid alone
+    with monkeypatch.context() as m:
         m.setattr(claude_code, "read", lambda f, wm, *a: read(claude_code.ids_meta(f, {}), wm, *a))
         ingest(tmp_path / "home", store, agents="claude-code")
     with closing(sqlite3.connect(store / "store.db")) as c, c:
@@ -286,23 +282,54 @@ def test_a_compressed_file_keeps_its_archived_entries_through_a_rekey(tmp_path, 
     finally:
         conn.close()
     assert r.status == "compressed", r.reason
-    by_status = "SELECT status, count(*) FROM entries GROUP BY 1 ORDER BY 1"
-    before = q(store, by_status)
-    assert dict(before)["archived"] > 100
-    rows = "SELECT status, source_offset, content_hash FROM entries ORDER BY 1, 2, 3"
-    kept = q(store, rows)  # (the kept lines' new offsets: compress's moves)
+    return p, store
+
+
+#: a real Claude Code file (v1.0.17, 880 KB) of the corpus
+CHIP = CORPUS_HOME / ".claude/projects/-Users-chip-dev-ai-music/d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+#: the entries' statuses, offsets and texts (compress archived some and moved the rest)
+ROWS = "SELECT status, source_offset, content_hash FROM entries ORDER BY 1, 2, 3"
+
+
+def test_a_compressed_file_keeps_its_archived_entries_through_a_rekey(tmp_path, monkeypatch):
+    """compress's vault record names the old ids of what it cut: a rekey gives the new
+    ids of those entries their ``archived`` status and the kept ones their new offsets
+    (and a compress check after it finds every line held)."""
+    from ctxkeep.maintenance.compress import run as ops
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sources.contract import SourceFile
+
+    p, store = _old_compressed(tmp_path, monkeypatch)
+    kept = q(store, ROWS)
+    assert sum(r[0] == "archived" for r in kept) > 100
     reparse(store, rekey=True)
-    assert q(store, by_status) == before
-    assert q(store, rows) == kept
-    sid = "d3ad4cdc-5657-435d-98fa-0035d53e383d"
+    assert q(store, ROWS) == kept
+    sid = CHIP.stem
     ids = {r[0] for r in q(store, "SELECT entry_id FROM entries")}
-    assert entry_id("claude-code", f"{sid}:{_first_uuid(src)}", 0) in ids
-    assert entry_id("claude-code", _first_uuid(src), 0) not in ids
+    assert entry_id("claude-code", f"{sid}:{_first_uuid(CHIP)}", 0) in ids
+    assert entry_id("claude-code", _first_uuid(CHIP), 0) not in ids
     conn = sqlite_store.connect(store)
     try:
         assert ops.lines_not_held(conn, SourceFile("claude-code", p), p.read_bytes()) == []
     finally:
         conn.close()
+
+
+def test_a_lost_old_store_rebuilt_by_doctor_keeps_what_compress_did(tmp_path, monkeypatch):
+    """store.db lost: ``doctor --repair`` derives everything from the vault under session
+    keys (no old watermark says otherwise); compress's records, written with the old
+    ids, are translated, so the cut lines stay archived and the kept ones at their new
+    offsets."""
+    from ctxkeep.maintenance import doctor
+
+    p, store = _old_compressed(tmp_path, monkeypatch)
+    kept = q(store, ROWS)
+    for name in ("store.db", "store.db-wal", "store.db-shm"):
+        (store / name).unlink(missing_ok=True)
+    (store / "store.db").write_bytes(b"")
+    doctor.repair(store, doctor.check(store))
+    assert q(store, ROWS) == kept
 
 
 def _first_uuid(path) -> str:
