@@ -29,6 +29,12 @@ def reparse(
         None, "--since", help="Only files the agent last changed on or after D (a date, datetime or age: 7d)."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show the diff; change nothing."),
+    rekey: bool = typer.Option(
+        False,
+        "--rekey",
+        help="Key the Claude Code files an older ctxkeep read by session and uuid, so a fork holds "
+        "its whole history (their old entry ids still resolve).",
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -38,7 +44,7 @@ def reparse(
 
     with failing():
         req = ReparseRequest.parse(
-            home=_home(home), agents=list(agent) if agent else None, since=since, dry_run=dry_run
+            home=_home(home), agents=list(agent) if agent else None, since=since, dry_run=dry_run, rekey=rekey
         )
         r = run(req).as_json()
     if as_json:

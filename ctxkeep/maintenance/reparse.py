@@ -54,9 +54,16 @@ from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.sqlite import requarantine
 from ctxkeep.sinks.vault import manifest
+from ctxkeep.sources import as_stored
 from ctxkeep.sources.contract import SourceFile, Watermark
 from ctxkeep.sources.readers import jsonl as jsonl_reader
 
+#: the old entry ids of the files a ``reparse(rekey=True)`` keyed anew, each with its
+#: new id (``query.fetch.resolve_ids`` follows them); made by the first such reparse
+ALIASES_DDL = (
+    "CREATE TABLE IF NOT EXISTS entry_aliases(old_id TEXT NOT NULL, new_id TEXT NOT NULL, "
+    "PRIMARY KEY (old_id, new_id)) WITHOUT ROWID"
+)
 #: statuses that maintenance (not a parser) gives entries, kept through a reparse
 KEPT_STATUSES = ("archived", "consumed")
 _USAGE_SUMS = (
@@ -330,12 +337,13 @@ def _compress_written(conn, home: Path, g: manifest.Generation) -> bool:
     return bool(extra.get("archived") or extra.get("moves"))
 
 
-def _marker_ids(g: manifest.Generation, path: Path | None) -> list[str]:
+def _marker_ids(g: manifest.Generation, path: Path | None, state: dict | None = None) -> list[str]:
     """The entry ids of the compress marker records (a line whose record holds a
     ``"ctxkeep"`` object: ``compress.plan``) in generation ``g``'s bytes at ``path``,
     parsed as an ingest parses the file (``compress.plan.line_entries``: the vault's
     lines are redacted already, so their hashes are the ids ingest gave them); [] when
-    it holds none or is not here."""
+    it holds none or is not here. ``state``: the file's watermark state in the store
+    (``sources.as_stored``)."""
     from ctxkeep.maintenance.compress import plan as cp
 
     if path is None or g.agent not in cp.SUPPORTED:
@@ -345,13 +353,57 @@ def _marker_ids(g: manifest.Generation, path: Path | None) -> list[str]:
     if not marks:
         return []
     ids = cp.line_entry_ids(
-        g.agent, cp.line_entries(SourceFile(g.agent, Path(g.path), "append", dict(g.meta)), lines)
+        g.agent,
+        cp.line_entries(as_stored(SourceFile(g.agent, Path(g.path), "append", dict(g.meta)), state), lines),
     )
     return [x for i in sorted(marks) for x in ids[i]]
 
 
+def _id_map(
+    gens: list[manifest.Generation], files: dict[int, Path], moving: dict[str, dict]
+) -> dict[str, dict[str, str]]:
+    """For each file of ``moving`` (path → its watermark state in the store, which keys
+    it as before: ``sources.as_stored``): old entry id → new, from every generation of
+    it in ``files``, each line parsed both ways (``compress.plan.line_entries``; the
+    vault's lines are redacted, so their hashes are the ids ingest gave them). Ids a
+    line gives alike both ways are left out."""
+    from ctxkeep.maintenance.compress import plan as cp
+
+    out: dict[str, dict[str, str]] = {}
+    for g in gens:
+        if g.path not in moving or g.gen_id not in files or g.meta.get("vault_tree"):
+            continue
+        lines, _ = cp.split_lines(files[g.gen_id].read_bytes())
+        sf = SourceFile(g.agent, Path(g.path), "append", dict(g.meta))
+        try:
+            old = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, moving[g.path]), lines))
+            new = cp.line_entry_ids(g.agent, cp.line_entries(as_stored(sf, None), lines))
+        except (KeyError, TypeError):  # (a source without a line parser: its ids do not move)
+            continue
+        m = out.setdefault(g.path, {})
+        for o_ids, n_ids in zip(old, new, strict=True):
+            m.update((o, n) for o, n in zip(o_ids, n_ids, strict=True) if o != n)
+    return out
+
+
+def _keep_aliases(conn, idmap: dict[str, dict[str, str]]) -> None:
+    """Record ``idmap``'s pairs in ``entry_aliases`` (old id → new; an old id a fork
+    shared names one new id per session), so an id a user holds still resolves
+    (``query.fetch.resolve_ids``)."""
+    conn.execute(ALIASES_DDL)
+    conn.executemany(
+        "INSERT OR IGNORE INTO entry_aliases(old_id, new_id) VALUES (?, ?)",
+        sorted({(o, n) for m in idmap.values() for o, n in m.items()}),
+    )
+
+
 def _compress_changes(
-    conn, home: Path, gens: list[manifest.Generation], files: dict[int, Path] | None = None
+    conn,
+    home: Path,
+    gens: list[manifest.Generation],
+    files: dict[int, Path] | None = None,
+    held: dict[str, dict] | None = None,
+    idmap: dict[str, dict[str, str]] | None = None,
 ) -> None:
     """What compress did to the store when it wrote a generation (the removed lines'
     entries ``archived``, the kept ones' new offsets: the capture's ``extra`` in its
@@ -360,7 +412,10 @@ def _compress_changes(
     generations' bytes in ``files``, ``gen_id → path``) is not done again, so the
     entries stay active at their offsets in the restored file, as in the live store,
     and its marker entry is archived, as ``compress --restore`` archived it (a rebuild
-    into an empty store left it active: newuser14)."""
+    into an empty store left it active: newuser14). ``held``: path → the watermark
+    state the store had (``sources.as_stored``: the ids it gave the file); ``idmap``:
+    path → old entry id → new, for the files a ``rekey`` moved (the ids compress
+    recorded are the old ones)."""
     from ctxkeep.sinks.sqlite import EntryChanges, Relocation, StatusChange
     from ctxkeep.sinks.vault import media as vault_media
 
@@ -377,14 +432,16 @@ def _compress_changes(
         if _undone(g, gens, files or {}):
             # ``compress --restore`` archived the marker this generation wrote (it left
             # the file); a rebuild into an empty store has no status to keep for it
-            marker = _marker_ids(g, (files or {}).get(g.gen_id))
+            marker = _marker_ids(g, (files or {}).get(g.gen_id), (held or {}).get(g.path))
             if marker:
                 sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(marker))])
             continue
+        ids = (idmap or {}).get(g.path, {})
         if extra.get("archived"):
-            sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(extra["archived"]))])
+            archived = tuple(ids.get(x, x) for x in extra["archived"])
+            sqlite_store.apply_changes(conn, [StatusChange("archived", archived)])
         if extra.get("moves"):
-            moves = tuple((i, off) for i, off in extra["moves"])
+            moves = tuple((ids.get(i, i), off) for i, off in extra["moves"])
             sqlite_store.apply_changes(conn, EntryChanges(moves=[Relocation(g.path, moves)]))
 
 
@@ -397,6 +454,7 @@ def reparse(
     dry_run: bool = False,
     progress=None,
     exclude: Collection[int] = (),
+    rekey: bool = False,
 ) -> dict:
     """Rebuild the selected agents' derivation from the vault (see the module doc).
     ``agents``: None for every agent the vault holds; ``since_ns``: only files whose
@@ -405,7 +463,11 @@ def reparse(
     ``exclude``: generations (gen ids) left out, as if pruned (retention asks, with
     ``dry_run``, whether the kept generations stand in for them); the answer then
     also has ``differing``: the files whose entries the derivation would remove or
-    change (``differing``).
+    change (``differing``). ``rekey``: files a store keyed as before (a Claude Code
+    file keyed by uuid alone: ``sources.as_stored``) are keyed as a new read keys them
+    (``<session>:<uuid>``: a fork holds its whole history); the statuses and compress's
+    records follow their ids (``_id_map``) and ``entry_aliases`` keeps old → new. Without
+    it each file keeps the ids the store gave it.
 
     Returns ``{"dry_run", "agents", "files" (vault files: a database's rows documents
     each), "agent_files" (the agents' files, a database once), "generations", "diff": diff(), "notes",
@@ -472,15 +534,24 @@ def reparse(
                     # hashes of the quarantine (``sinks.sqlite.requarantine``)
                     qpaths = sorted(set(paths) | {g.path for g in latest.values()})
                     kept_q = requarantine.facts(new, qpaths)
+                    # each file keyed as the store keyed it (``sources.as_stored``: a
+                    # Claude Code file read before records were keyed by session keeps
+                    # its uuid ids, which statuses and compress's records name)
+                    held = {p: w.state for p, w in sqlite_store.load_watermarks(new, paths).items()}
+                    moving: dict[str, dict] = {}
+                    if rekey:
+                        for g in latest.values():
+                            sf = SourceFile(g.agent, Path(g.path), "append", dict(g.meta))
+                            st = held.get(g.path)
+                            if st is not None and as_stored(sf, st).meta != as_stored(sf, None).meta:
+                                moving[g.path] = held.pop(g.path)
                     say("removing the old derivation")
-                    statuses = dict(
-                        new.execute(
-                            "SELECT e.entry_id, e.status FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
-                            f"WHERE e.status IN ({','.join('?' * len(KEPT_STATUSES))}) AND f.path IN "
-                            "(SELECT value FROM json_each(?))",
-                            (*KEPT_STATUSES, _json(paths)),
-                        ).fetchall()
-                    )
+                    statuses = new.execute(
+                        "SELECT e.entry_id, e.status, f.path FROM entry_rows e JOIN files f ON f.file_id = e.file_id "
+                        f"WHERE e.status IN ({','.join('?' * len(KEPT_STATUSES))}) AND f.path IN "
+                        "(SELECT value FROM json_each(?))",
+                        (*KEPT_STATUSES, _json(paths)),
+                    ).fetchall()
                     with sqlite_store.write(new):
                         delete_store.select_where(
                             new,
@@ -499,6 +570,13 @@ def reparse(
                     # generations compress wrote: the unparsable lines they kept are
                     # quarantined once, where ingest met them (``requarantine``)
                     by_compress = {g.gen_id for g in gens if g.gen >= 2 and _compress_written(new, home, g)}
+                    # compress's records of a file the store no longer keys as before (a
+                    # rekey, or a store rebuilt without it: ``doctor --repair``) name the
+                    # old ids: translated too (``moving``'s legacy state: ``{}``)
+                    for g in gens:
+                        if g.gen_id in by_compress and g.path not in held and g.path not in moving:
+                            moving[g.path] = {}
+                    idmap = _id_map(gens, files, moving) if moving else {}
                     passes: dict[int, list[manifest.Generation]] = {}
                     for g in gens:
                         passes.setdefault(g.gen, []).append(g)
@@ -512,7 +590,10 @@ def reparse(
                                 else:
                                     jsonl_reader.VIEW[g.path] = files[g.gen_id]
                                     mode = "rewrite" if g.mode == "document" else "append"
-                                    sf = SourceFile(g.agent, Path(g.path), mode, dict(g.meta))
+                                    sf = as_stored(
+                                        SourceFile(g.agent, Path(g.path), mode, dict(g.meta)),
+                                        held.get(g.path),
+                                    )
                                 todo.append((sf, None))
                             before_q = requarantine.last_id(new)
                             try:
@@ -537,15 +618,17 @@ def reparse(
                                 for db in by_db:
                                     readahead.PREREAD.pop(db, None)
                     say("applying compress's changes")
-                    _compress_changes(new, home, gens, files)
+                    _compress_changes(new, home, gens, files, held, idmap)
                     requarantine.settle(new, qpaths, kept_q)
                     with sqlite_store.write(new):
                         _fix_watermarks(new, list(latest.values()))
-                        for eid, st in statuses.items():
+                        for eid, st, path in statuses:
                             new.execute(
                                 "UPDATE entry_rows SET status = ? WHERE entry_id = ? AND status = 'active'",
-                                (st, eid),
+                                (st, idmap.get(path, {}).get(eid, eid)),
                             )
+                        if idmap:
+                            _keep_aliases(new, idmap)
                 old = sqlite_store.connect(home, readonly=True)
                 try:
                     d = diff(old, new, chosen) if chosen else {"entries": [], "usage": {}}

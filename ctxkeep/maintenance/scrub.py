@@ -140,6 +140,10 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
         rewrite.cleanup_temps(path)
         wm = sqlite_store.load_watermarks(conn).get(str(path))
         engine.ingest_file(conn, file, wm, sqlite_store.tombstoned(conn))
+    from ctxkeep.sources import as_stored
+
+    held = sqlite_store.load_watermarks(conn, [str(path)]).get(str(path))
+    file = as_stored(file, None if held is None else held.state)  # the ids the store holds
     data, state = rewrite.read_state(path)
     if path.suffix == ".json":
         return _scrub_document(r, path, data, state, dry_run)

@@ -102,7 +102,8 @@ def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], li
                 where="ids",
                 hint="give the ids search hits show",
             )
-    found, problems = [], []
+    found: list[str] = []
+    problems: list[str] = []
     ambiguous = False
     for raw in ids:
         i = str(raw).strip().lower()
@@ -110,7 +111,15 @@ def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], li
             "SELECT entry_id FROM entries WHERE entry_id >= ? AND entry_id < ? LIMIT 2", (i, i + "\uffff")
         ).fetchall()
         if not rows:
-            problems.append(f"no entry {raw}")
+            moved = _aliases(conn, i)
+            if moved:
+                found.extend(x for x in moved if x not in found)
+                # (`reparse --rekey` put the session into Claude Code entry ids; 80 columns)
+                problems.append(
+                    f"{str(raw)[:12]} is now {', '.join(m[:12] for m in moved)} (rekeyed by session)"
+                )
+            else:
+                problems.append(f"no entry {raw}")
         elif len(rows) > 1 and rows[0][0] != i:
             problems.append(f"entry id prefix {raw} is ambiguous (give more characters)")
             ambiguous = True
@@ -119,6 +128,23 @@ def resolve_ids(conn: sqlite3.Connection, ids: list[str]) -> tuple[list[str], li
     if ambiguous and not found:
         raise UsageError("; ".join(problems), where="ids", hint="give more characters of the one you mean")
     return found, problems
+
+
+def _aliases(conn: sqlite3.Connection, prefix: str) -> list[str]:
+    """The ids ``reparse --rekey`` gave the entries an old id (or a prefix of one)
+    named, that the store still holds (``maintenance.reparse.ALIASES_DDL``); [] in a
+    store without the table. A prefix naming several old ids gives none."""
+    try:
+        rows = conn.execute(
+            "SELECT a.old_id, a.new_id FROM entry_aliases a JOIN entry_rows e ON e.entry_id = a.new_id "
+            "WHERE a.old_id >= ? AND a.old_id < ? ORDER BY a.new_id LIMIT 17",
+            (prefix, prefix + "\uffff"),
+        ).fetchall()
+    except sqlite3.OperationalError:  # (no such table: never rekeyed)
+        return []
+    if len({o for o, _ in rows}) != 1:
+        return []
+    return [n for _, n in rows]
 
 
 def _char_start(b: bytes, i: int) -> int:

@@ -250,12 +250,17 @@ def vault_restore(req: VaultRestoreRequest) -> VaultRestoreResult:
 
 class ReparseRequest(Request):
     """``agents`` (None: every agent the vault holds), ``since`` (only files the agent
-    last changed then or later), ``dry_run``."""
+    last changed then or later), ``dry_run``, ``rekey`` (files a store keyed as before
+    keyed as a new read keys them: ``maintenance.reparse.reparse``)."""
 
     home: Path
     agents: AgentNames | None = Field(None, description="only these agents")
     since: When = None
     dry_run: bool = False
+    rekey: bool = Field(
+        False,
+        description="key Claude Code files read before session-keyed ids anew (old ids kept as aliases)",
+    )
 
 
 class ReparseResult(Result):
@@ -296,7 +301,7 @@ def reparse(req: ReparseRequest) -> ReparseResult:
         bound = when_bound(req.since, where="--since")
         since_ns = None if bound is None else int(bound.timestamp() * 1e9)
     return ReparseResult.model_validate(
-        run(req.home, agents=req.agents, since_ns=since_ns, dry_run=req.dry_run)
+        run(req.home, agents=req.agents, since_ns=since_ns, dry_run=req.dry_run, rekey=req.rekey)
     )
 
 

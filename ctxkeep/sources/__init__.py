@@ -150,6 +150,17 @@ def _change_test(src: Source) -> ChangeTest | None:
         return test
 
 
+def as_stored(f: SourceFile, state: dict | None) -> SourceFile:
+    """``f`` as the store keyed it: with the meta its source's ``ids_meta(file, state)``
+    adds from ``state``, the file's watermark state (None: no watermark, keyed as a
+    new read keys it). Claude Code (and the sources using its parser): a file a store
+    read before records were keyed by session keeps its uuid ids, so a parse from byte
+    0 outside an ingest (compress's and scrub's line checks, a reparse) gives the entry
+    ids the store holds. ``f`` itself for a source without ``ids_meta``."""
+    fn = getattr(SOURCES.get(f.agent), "ids_meta", None)
+    return f if fn is None else fn(f, state)
+
+
 def needs_state(f: SourceFile) -> bool:
     """True when ``file_unchanged(f, wm)`` reads ``wm.state`` (a ``sqlite`` file's or a
     ``ChangeTest`` source's fingerprint); the default test reads the stat facts only."""

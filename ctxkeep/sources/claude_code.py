@@ -35,12 +35,22 @@ Format facts (from real files in ``shared/corpus``, CC v1.0.17–v2.1.114):
 - ``isSidechain`` marks sub-agent lines; v2 sub-agent lines carry ``agentId``;
 - ``isCompactSummary`` marks the summary written after ``/compact``; ``system`` records
   with ``subtype: compact_boundary`` mark where the context was compacted;
-- the project is the record's ``cwd``, never the folder name (the encoding is lossy).
+- the project is the record's ``cwd``, never the folder name (the encoding is lossy);
+- a fork (``claude --resume <id> --fork-session``, v2.x; ``/branch``) writes a new
+  ``<new id>.jsonl`` that repeats the original's lines, their ``uuid`` (and
+  ``message.id``/``requestId``) unchanged, with ``sessionId`` rewritten to the new id,
+  then goes on under it. No fork in the corpus; sources: anthropics/claude-code issue
+  #39355 (v2.1.x: ``--resume <id> --fork-session`` starts a new session id and file)
+  and a fork tool's notes read in this session's reference search ("``--fork-session``
+  copies every line verbatim with only ``sessionId`` rewritten (spike-verified)",
+  a Rust ``claude`` client's truncate-fork module), modelled by
+  tests/sources/test_source_claude_fork.py.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from ctxkeep.sources._util import (
@@ -53,12 +63,21 @@ from ctxkeep.sources._util import (
     media_placeholder,
     strip_ansi,
 )
-from ctxkeep.sources.contract import Discovery, DiscoveryContext, Mode, SourceFile, sorted_paths
+from ctxkeep.sources.contract import (
+    DEFAULT_BATCH_BYTES,
+    Batch,
+    Discovery,
+    DiscoveryContext,
+    Mode,
+    SourceFile,
+    Watermark,
+    sorted_paths,
+)
 from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "claude-code"
-PARSER_VERSION = 4  # 3: cache-write split and costUSD (a re-read fills them); 4: usage of lines without requestId keyed by message.id (store migration v14)
+PARSER_VERSION = 4  # 3: cache-write split and costUSD (a re-read fills them); 4: usage of lines without requestId keyed by message.id (store migration v14); session-keyed ids (session 17) need no bump: a watermark's state says how its file is keyed (``ids``)
 MODE: Mode = "append"
 
 _META_TEXT_KEYS = (
@@ -100,6 +119,9 @@ KNOWN_BLOCKS = frozenset(
     {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document"}
 )
 _SIDECHAIN_MAP_MAX = 200_000
+#: the ``SourceFile.meta`` key that asks for parser v4's ids, a record's uuid alone
+#: (``ids_meta``)
+IDS_META = "claude_ids"
 #: what a record uuid looks like (CC writes RFC 4122 UUIDs); anything else is not
 #: trusted as a unique key and the record is keyed by its line hash instead
 _ID_RE = re.compile(r"^[0-9A-Za-z_-]{8,}$")
@@ -172,13 +194,38 @@ def matches(path: Path) -> bool:
 
 def init_state(file: SourceFile) -> dict:
     """The parser state at offset 0 of ``file``: the session id its name implies (or,
-    for a copy such as compress's ``<id>.jsonl.backup``, its ``file_session`` meta) and,
-    for sub-agent transcripts, the sub-agent and parent session ids."""
+    for a copy such as compress's ``<id>.jsonl.backup``, its ``file_session`` meta),
+    for sub-agent transcripts the sub-agent and parent session ids, and ``ids``: how
+    records are keyed (``IDS_META``: ``"uuid"`` for a file a store keyed so, else
+    ``"session"``)."""
     return {
         "file_session": file.meta.get("file_session") or file.path.stem,
         "sub": file.meta.get("subagent"),
         "parent": file.meta.get("parent_session"),
+        "ids": "uuid" if file.meta.get(IDS_META) == "uuid" else "session",
     }
+
+
+def legacy_ids(state: dict | None) -> bool:
+    """True when a watermark's ``state`` is of a file a store read before records were
+    keyed by session (``ctxkeep`` before session 17: no ``ids`` in the state): the
+    store holds its entries under ``uuid`` ids, which the file keeps (``read``)."""
+    return state is not None and state.get("ids", "uuid") == "uuid"
+
+
+def ids_meta(file: SourceFile, state: dict | None) -> SourceFile:
+    """``file`` with ``IDS_META`` set when its watermark's ``state`` says the store keyed
+    it by uuid alone (``legacy_ids``), so a parse of it from byte 0 (a re-read, compress's
+    and scrub's line checks, a reparse keeping a store's ids) gives the ids the store
+    holds; else without it (the vault keeps a capture's meta, so a file the vault met
+    with it is keyed anew by a reparse that does not keep its old ids)."""
+    if legacy_ids(state):
+        return SourceFile(file.agent, file.path, file.mode, {**file.meta, IDS_META: "uuid"})
+    if IDS_META in file.meta:
+        return SourceFile(
+            file.agent, file.path, file.mode, {k: v for k, v in file.meta.items() if k != IDS_META}
+        )
+    return file
 
 
 def _session(rec: dict, state: dict) -> tuple[str | None, str | None]:
@@ -210,10 +257,17 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     other record type gives one entry (``summary`` or ``meta``); unknown types are
     ``meta``, never errors.
 
-    ``record_id`` (the dedup key) is the record's ``uuid``, so a resumed session that
-    repeats earlier records in a new file stores them once; records without a usable
-    uuid (``summary``, ``permission-mode``, ``last-prompt`` …) are keyed by session and
+    ``record_id`` (the dedup key) is ``<session>:<uuid>`` (``state["ids"] ==
+    "session"``, what ``init_state`` gives a file a store reads first now): the same
+    session continued in another file stores its records once, and a fork (the
+    original's uuids under a new ``sessionId``) holds its copy of the history as its
+    own session's. A file a store keyed by ``uuid`` alone before session 17 (its
+    watermark's state has no ``ids``; ``ids_meta``) keeps that key, so the ids the store
+    and its users hold stay; ``reparse`` keeps it too. Records without a usable uuid
+    (``summary``, ``permission-mode``, ``last-prompt`` …) are keyed by session and
     SHA-256 of the line, so byte-identical repeats of such a line are one record.
+    Usage is keyed by the response, never the session (``usage_key``): a fork's copy of
+    a response is counted once, as ccusage counts it.
     """
     rtype = rec.get("type")
     set_version(state, rec.get("version"))
@@ -238,7 +292,9 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
         "is_sidechain": bool(rec.get("isSidechain")) or bool(state.get("sub")),
         "source_path": src,
         "source_offset": offset,
-        "record_id": uuid or f"{session_id}:{line_hash}",
+        "record_id": (f"{session_id}:{uuid}" if state.get("ids") == "session" else uuid)
+        if uuid
+        else f"{session_id}:{line_hash}",
     }
     msg = rec.get("message") if isinstance(rec.get("message"), dict) else None
     if rtype in ("user", "assistant") and msg is None:
@@ -391,9 +447,27 @@ def _message_entries(rec: dict, msg: dict, base: dict) -> list[dict]:
         elif mid:
             first["usage_key"] = f"{mid}:"
         else:
-            first["usage_key"] = f"line:{base['record_id']}"
+            # the record's uuid alone (not its session-keyed id): a fork's copy of the
+            # line is the same API response, counted once
+            first["usage_key"] = f"line:{base['native_id'] or base['record_id']}"
     return out
 
 
-#: new lines of one transcript into entry dicts (``parse_record``)
-read = record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True)
+def keep_ids(reader):
+    """``reader`` (a ``record_reader`` over this parser: Claude Code's, OpenClaude's,
+    Cowork's) as a ``read(file, wm, batch_bytes)`` that keeps the ids the store gave a
+    file: one it keyed by uuid alone (its watermark, ``legacy_ids``) keeps those, also
+    when it is read again from byte 0. Without a watermark ``file`` is read as it comes
+    (a reparse sets ``IDS_META`` to keep a store's ids: ``sources.as_stored``)."""
+
+    def read(
+        file: SourceFile, wm: Watermark | None, batch_bytes: int = DEFAULT_BATCH_BYTES
+    ) -> Iterator[Batch]:
+        return reader(file if wm is None else ids_meta(file, wm.state), wm, batch_bytes)
+
+    read.__doc__ = reader.__doc__
+    return read
+
+
+#: new lines of one transcript into entry dicts (``parse_record``; ``keep_ids``)
+read = keep_ids(record_reader(PARSER_VERSION, parse_record, init_state, unique_ids=True))

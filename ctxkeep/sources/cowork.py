@@ -176,5 +176,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     return out
 
 
-#: new lines of one transcript into entry dicts (``parse_record``)
-read = record_reader(PARSER_VERSION, parse_record, init_state)
+#: new lines of one transcript into entry dicts (``parse_record``; ``claude_code.keep_ids``)
+read = claude_code.keep_ids(record_reader(PARSER_VERSION, parse_record, init_state))
+#: the ids a store gave a file (``sources.as_stored``): Claude Code's
+ids_meta = claude_code.ids_meta

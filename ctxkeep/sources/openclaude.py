@@ -69,5 +69,7 @@ def parse_record(rec: dict, offset: int, line_hash: str, state: dict, src: str) 
     return relabel(claude_code.parse_record(rec, offset, line_hash, state, src), AGENT)
 
 
-#: new lines of one transcript into entry dicts (``parse_record``)
-read = record_reader(PARSER_VERSION, parse_record, init_state)
+#: new lines of one transcript into entry dicts (``parse_record``; ``claude_code.keep_ids``)
+read = claude_code.keep_ids(record_reader(PARSER_VERSION, parse_record, init_state))
+#: the ids a store gave a file (``sources.as_stored``): Claude Code's
+ids_meta = claude_code.ids_meta

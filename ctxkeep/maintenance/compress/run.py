@@ -459,6 +459,7 @@ def lines_not_held(conn, file: SourceFile, data: bytes) -> list[int]:
     before it cuts it; an entry retention moved to the Parquet archive, listed in the
     ``archived`` table, is held): their indices among the non-empty lines, [] when it
     holds all."""
+    file = stored_file(conn, file)
     lines, _ = cp.split_lines(data)
     _, ids, v = _parse_verified(conn, file, lines, {})
     missing = v["missing_lines"]
@@ -467,6 +468,18 @@ def lines_not_held(conn, file: SourceFile, data: bytes) -> list[int]:
         return missing
     archived = sqlite_store.archived_entry_ids(conn, [x for i in parsed for x in ids[i]])
     return [i for i in missing if lines[i].rec is None or not ids[i] or not set(ids[i]) <= archived]
+
+
+def stored_file(conn, file: SourceFile) -> SourceFile:
+    """``file`` as the store keyed its entries (``sources.as_stored``, from its
+    watermark): its lines' ids below are the ones the store holds. ``file`` itself
+    without a store (``conn`` None: a dry run before any ingest)."""
+    from ctxkeep.sources import as_stored
+
+    if conn is None:
+        return file
+    wm = sqlite_store.load_watermarks(conn, [str(file.path)]).get(str(file.path))
+    return as_stored(file, None if wm is None else wm.state)
 
 
 def _parse_verified(
@@ -603,6 +616,7 @@ def _compress_file(
         rewrite.cleanup_temps(path)
         wm = sqlite_store.load_watermarks(conn).get(str(path))
         _engine().ingest_file(conn, file, wm, tombs if tombs is not None else sqlite_store.tombstoned(conn))
+    file = stored_file(conn, file)
     data, state = rewrite.read_state(path)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
@@ -1263,6 +1277,7 @@ def _restore_locked(conn, home: Path, file: SourceFile, backup: Path, force: boo
     rewrite.cleanup_temps(path)
     wm = sqlite_store.load_watermarks(conn).get(str(path))
     _engine().ingest_file(conn, file, wm, tombs)
+    file = stored_file(conn, file)
     data = path.read_bytes()
     cur, tail = cp.split_lines(data)
     # one memo of line hashes: a line that held a secret gets its redacted hash (the id
