@@ -57,6 +57,8 @@ def test_pack_record_frame_unchanged(tmp_path):
     raw = packs.pack_path(tmp_path, name).read_bytes()
     rec = {"captures": [], "objects": [[sha.hex(), 0, b.objects[0][2], len(data)]]}
     obj = zstandard.ZstdCompressor(level=packs.ZSTD_LEVEL).compress(data)
-    frame = zstandard.ZstdCompressor(level=packs.ZSTD_LEVEL).compress(json.dumps(rec, sort_keys=True).encode())
+    frame = zstandard.ZstdCompressor(level=packs.ZSTD_LEVEL).compress(
+        json.dumps(rec, sort_keys=True).encode()
+    )
     assert raw == obj + frame + packs.TRAILER_MAGIC + struct.pack(">Q", len(frame))
     assert size == len(raw) and name == hashlib.sha256(raw).hexdigest()
