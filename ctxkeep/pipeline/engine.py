@@ -341,6 +341,7 @@ def ingest_files(
     writer: bool | None = None,
     submit: Submit | None = None,
     parts_ahead: int = PARTS_AHEAD,
+    on_read: Callable[[], None] | None = None,
 ) -> dict:
     """Read the new bytes of ``todo`` files, transform and load them: the one loop.
 
@@ -365,7 +366,9 @@ def ingest_files(
     stored anything (``n``: new entries + status changes; ``entries``: the new
     entries, ``STORED_COLUMNS``, whose SQLite rowids run from ``first_rowid`` on, or
     both None when that is not certain), e.g. ``AnalyticsSyncer.on_commit``. Both
-    may run in the writer thread, in commit order.
+    may run in the writer thread, in commit order. ``on_read()`` is called once the
+    last group is handed to the writer, before its last commits (in this thread;
+    ``AnalyticsSyncer.reading_done``).
 
     Returns ``writer.empty_totals()`` filled: ``{"entries_new", "quarantined",
     "bytes", "lines", "files_read", "vanished", "status_changed": int, "per_agent":
@@ -398,6 +401,8 @@ def ingest_files(
         w.close(raise_error=False)
         raise
     prestart.trace("ingest", "read")
+    if on_read is not None:
+        on_read()
     w.close()
     prestart.trace("ingest", "written")
     return tot
@@ -559,7 +564,8 @@ def _ingest_synced(
 ) -> None:
     """``ingest_files`` of the plan ``p`` with DuckDB synced as groups commit
     (``AnalyticsSyncer``) and at the end; fills ``s``."""
-    syncer = AnalyticsSyncer(home)
+    # the run's new usage rows and texts synced as groups commit (``duckdb_store.UsageSteps``)
+    syncer = AnalyticsSyncer(home, usage_after=sqlite_store.usage_top(conn))
     try:
         r = ingest_files(
             conn,
@@ -569,6 +575,7 @@ def _ingest_synced(
             on_commit=syncer.on_commit,
             submit=submit,
             parts_ahead=parts_ahead,
+            on_read=syncer.reading_done,
         )
     finally:  # the groups committed before an error are synced too
         s.analytics = syncer.finish()

@@ -376,6 +376,30 @@ def _codex_versions(sqlite_conn: sqlite3.Connection, sessions: list[str]) -> dic
     return out
 
 
+def _usage_select(sqlite_conn: sqlite3.Connection) -> tuple[list[str], pa.Schema]:
+    """The select list of SQLite ``usage`` that ``_upsert_slice`` takes (``_UCOLS`` +
+    ``logged_cost_usd``; NULL for a column a store before schema v5 lacks) and the
+    Arrow schema of its rows."""
+    scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
+    # a store before schema v5 has neither the cache split nor logged costs
+    sel = [c if c in scols else f"NULL AS {c}" for c in _UCOLS]
+    sel.append("cost_usd" if "cost_usd" in scols else "NULL")
+    names = _UCOLS + ["logged_cost_usd"]
+    schema = pa.schema(
+        [
+            (n, pa.float64() if n == "logged_cost_usd" else (pa.int64() if n in _INTS else pa.string()))
+            for n in names
+        ]
+    )
+    return sel, schema
+
+
+def _usage_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    """SQLite ``usage`` rows (``_usage_select``'s columns) as an Arrow record batch."""
+    cols = list(zip(*rows, strict=True))
+    return pa.record_batch([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
+
+
 def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, home: Path) -> dict:
     """Upsert DuckDB ``usage`` from SQLite ``usage`` by ``usage_key``: rows new or
     changed (tokens, cache split, model, time, logged cost) since the last sync are priced
@@ -405,17 +429,7 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     from ctxkeep.transforms import cost
 
     overrides, fp, stamp = _prices(home)
-    scols = {r[1] for r in sqlite_conn.execute("PRAGMA table_info(usage)")}
-    # a store before schema v5 has neither the cache split nor logged costs
-    sel = [c if c in scols else f"NULL AS {c}" for c in _UCOLS]
-    sel.append("cost_usd" if "cost_usd" in scols else "NULL")
-    names = _UCOLS + ["logged_cost_usd"]
-    schema = pa.schema(
-        [
-            (n, pa.float64() if n == "logged_cost_usd" else (pa.int64() if n in _INTS else pa.string()))
-            for n in names
-        ]
-    )
+    sel, schema = _usage_select(sqlite_conn)
     host = machine_name(home, check=False)
     reprice = _meta(con, "price_version") != fp
     prices = _SlicePrices(cost.Pricer(overrides))
@@ -425,10 +439,8 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     keys: list[pa.Array] = []  # every SQLite key (a slice's column each): what is not gone
     n = rows = 0
     while part := cur.fetchmany(USAGE_SLICE_ROWS):
-        cols = list(zip(*part, strict=True))
+        rb = _usage_batch(part, schema)
         del part
-        rb = pa.record_batch([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
-        del cols
         keys.append(rb.column(0))
         rows += rb.num_rows
         n += _in_transaction(con, _upsert_slice, sqlite_conn, con, rb, reprice, prices, host)
@@ -683,16 +695,17 @@ def _sync_texts(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection)
     head = (
         f"SELECT e.rowid, e.agent, e.session_id, e.entry_id, e.kind, e.role, e.tool_name, "
         f"substr(ch.text, 1, {_TITLE_CHARS}) FROM entry_rows e "
-        f"JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 WHERE e.rowid > ? AND "
+        f"JOIN chunks ch ON ch.content_id = e.content_id AND ch.seq = 0 WHERE e.rowid > ? AND e.rowid <= ? AND "
     )
+    # up to ``top``: rows a writer commits meanwhile (an ingest's next group) are the next call's
     errors = [
         r[3]
-        for r in sqlite_conn.execute(head + "e.kind = 'tool_result' AND ch.text LIKE '[error]%'", (mark,))
+        for r in sqlite_conn.execute(head + "e.kind = 'tool_result' AND ch.text LIKE '[error]%'", (mark, top))
     ]
     texts = sqlite_conn.execute(
         head + "((e.kind = 'message' AND e.role = 'user') OR (e.kind = 'meta' AND e.tool_name = 'session')) "
         "ORDER BY e.rowid",
-        (mark,),
+        (mark, top),
     ).fetchall()
     titles: dict[tuple[str, str], list] = {}
     for _rowid, agent, sid, _eid, kind, _role, _tool, text in texts:
@@ -911,6 +924,75 @@ class EntryAppends:
         connection stays open)."""
         self.con.execute("RESET checkpoint_threshold")
         self.con.execute("RESET threads")
+
+
+class UsageSteps:
+    """An ingest's new ``usage`` rows and texts brought into DuckDB as its groups
+    commit (``pipeline.analytics_sync.AnalyticsSyncer``, after each group's entries),
+    so that the closing ``sync`` finds them there and writes only what changed since:
+    on the 200 MB tree's fresh ingest the closing sync priced and wrote all 25,777
+    usage rows after the last commit (0.37 of its ~0.42 CPU s, issue 26: the run's
+    single-core tail); now it compares them (~0.13 s) and refills ``usage_buckets``.
+
+    ``step(sqlite_conn)``: the SQLite ``usage`` rows with a rowid above ``after``
+    (rows this run inserted: a new key gets a new rowid; ``after`` is SQLite's top
+    rowid before the run, ``sqlite_store.usage_top``) priced and upserted as
+    ``sync_usage`` does (``_upsert_slice``, one DuckDB transaction per
+    ``USAGE_SLICE_ROWS`` slice), then ``_sync_texts``. A row the run updated in place
+    (its rowid at or below ``after``: a usage key stored before), keys gone, a machine
+    renamed, prices changed since DuckDB's rows were priced (all re-priced) and
+    ``usage_buckets`` are left to the closing ``sync``, which compares every row as
+    before: the DuckDB file ends up the same. The price mark (``price_version``) is
+    set here only when DuckDB held no usage row before the first step (every row it
+    holds is then priced with these prices). Raises what DuckDB or SQLite raise (the
+    caller's next step or the closing sync catches up)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, home: Path, after: int) -> None:
+        self.con, self.home = con, Path(home)
+        #: SQLite ``usage`` rowid up to which rows are in DuckDB
+        self.after = after
+        self._ready = False
+        self._mark_prices = False
+
+    def _start(self, sqlite_conn: sqlite3.Connection) -> None:
+        from ctxkeep.sinks.machine import machine_name
+        from ctxkeep.transforms import cost
+
+        overrides, self.fp = _prices(self.home)
+        self.sel, self.schema = _usage_select(sqlite_conn)
+        self.host = machine_name(self.home, check=False)
+        self.prices = _SlicePrices(cost.Pricer(overrides))
+        stale = _meta(self.con, "price_version") != self.fp
+        self._mark_prices = stale and self.con.execute("SELECT count(*) FROM usage").fetchall()[0][0] == 0
+        self._ready = True
+
+    def step(self, sqlite_conn: sqlite3.Connection) -> int:
+        """Upsert the new usage rows and sync the texts; returns the usage rows written."""
+        if not self._ready:
+            self._start(sqlite_conn)
+        written = 0
+        while True:
+            part = sqlite_conn.execute(
+                f"SELECT rowid, {', '.join(self.sel)} FROM usage WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (self.after, USAGE_SLICE_ROWS),
+            ).fetchall()
+            if not part:
+                break
+            top = part[-1][0]
+            rb = _usage_batch([r[1:] for r in part], self.schema)
+            del part
+
+            def upsert(rb=rb) -> int:
+                n = _upsert_slice(sqlite_conn, self.con, rb, False, self.prices, self.host)
+                if self._mark_prices:  # every row DuckDB holds priced with these prices
+                    self.con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', ?)", [self.fp])
+                return n
+
+            written += _in_transaction(self.con, upsert)
+            self._mark_prices = False
+            self.after = top
+        _sync_texts(sqlite_conn, self.con)
+        return written
 
 
 def _status_seq(con) -> int:

@@ -64,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     "ctxkeep.sinks.sqlite.media": "StoredMedia media_for put_media",
     "ctxkeep.sinks.sqlite.runs": "RunRecord recorded_run",
     "ctxkeep.sinks.sqlite.status": "Applied EntryChanges Relocation StatusChange apply_changes",
-    "ctxkeep.sinks.sqlite.sync_marks": "analytics_behind analytics_built mark_analytics_synced",
+    "ctxkeep.sinks.sqlite.sync_marks": "analytics_behind analytics_built mark_analytics_synced usage_top",
     "ctxkeep.timeutil": "now_iso",
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}

@@ -76,3 +76,9 @@ def analytics_built(conn: sqlite3.Connection) -> bool:
     readers (``analytics_current.behind`` then has a missing file built, not reported
     as deleted), or whose only syncs failed."""
     return conn.execute("SELECT 1 FROM meta WHERE key = 'analytics_entries_rowid'").fetchone() is not None
+
+
+def usage_top(conn: sqlite3.Connection) -> int:
+    """The top rowid of ``usage`` (0: empty): an ingest's new usage keys get rowids
+    above it (``duckdb_store.UsageSteps`` syncs them as its groups commit)."""
+    return conn.execute("SELECT coalesce(max(rowid), 0) FROM usage").fetchone()[0]

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import struct
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -89,9 +90,25 @@ class PackBuilder:
         self.size += len(z)
 
 
+#: each thread's zstd compressor (``_compressor``)
+_local = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    """This thread's compressor at ``ZSTD_LEVEL``, made on its first use. A
+    ``ZstdCompressor`` may not be used by two threads at once (python-zstandard's
+    docs), so each thread has its own; reused, its context is not set up again for
+    every object (~16 us of the ~23 us a 2 KB chunk cost; the frames are the same
+    bytes: ``compress`` resets the context's parameters each call)."""
+    c = getattr(_local, "zc", None)
+    if c is None:
+        c = _local.zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    return c
+
+
 def compress(data: bytes) -> bytes:
-    """One object's zstd frame (level ``ZSTD_LEVEL``)."""
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
+    """One object's zstd frame (level ``ZSTD_LEVEL``), by this thread's compressor."""
+    return _compressor().compress(data)
 
 
 def write_pack(home: Path, b: PackBuilder) -> tuple[str, int] | None:
@@ -101,7 +118,7 @@ def write_pack(home: Path, b: PackBuilder) -> tuple[str, int] | None:
     if not b.objects and b.record is None:
         return None
     rec = dict(b.record or {}, objects=[[sha.hex(), off, st, raw] for sha, off, st, raw in b.objects])
-    frame = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(json.dumps(rec, sort_keys=True).encode())
+    frame = compress(json.dumps(rec, sort_keys=True).encode())
     data = b"".join([*b.parts, frame, TRAILER_MAGIC, struct.pack(">Q", len(frame))])
     name = hashlib.sha256(data).hexdigest()
     dest = pack_path(home, name)

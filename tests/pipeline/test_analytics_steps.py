@@ -1,0 +1,159 @@
+"""The usage rows and texts of an ingest synced to DuckDB as its groups commit
+(``duckdb_store.UsageSteps``, run by ``AnalyticsSyncer`` after each group's entries),
+so that the closing sync, the run's single-core tail, only compares them (issue 26):
+the DuckDB file ends up what a sync from SQLite after the run builds."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import CORPUS_HOME
+from ctxkeep.pipeline import analytics_sync
+from ctxkeep.pipeline import engine as pipeline
+from ctxkeep.pipeline.analytics_sync import AnalyticsSyncer
+from ctxkeep.pipeline.plan import plan
+from ctxkeep.sinks import duckdb as duckdb_store
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sources.contract import DiscoveryContext
+
+#: raw bytes per group: the corpus (~9 MB) in many groups, so most usage rows are
+#: synced by the steps between commits
+SMALL_GROUP = 256 * 1024
+
+_TABLES = {
+    "entries": "sqlite_rowid",
+    "usage": "usage_key",
+    "usage_buckets": "ALL",
+    "session_text": "agent, session_id",
+    "tool_errors": "entry_id",
+}
+
+
+def _duck(home: Path) -> dict:
+    """Every derived table of ``home``'s DuckDB, sorted, and its price mark."""
+    con = duckdb.connect(str(home / duckdb_store.DB_NAME), read_only=True)
+    try:
+        out = {t: con.execute(f"SELECT * FROM {t} ORDER BY {k}").fetchall() for t, k in _TABLES.items()}
+        out["meta"] = con.execute(
+            "SELECT key, value FROM meta WHERE key IN ('price_version', 'text_rowid', 'entries_rowid') "
+            "ORDER BY key"
+        ).fetchall()
+    finally:
+        con.close()
+    return out
+
+
+def _reference(home: Path, ref: Path) -> dict:
+    """``home``'s SQLite store synced to a new DuckDB from scratch (``duckdb_store.sync``)."""
+    ref.mkdir()
+    shutil.copy(home / "store.db", ref / "store.db")
+    conn = sqlite_store.connect(ref)
+    try:
+        duckdb_store.sync(conn, ref)
+    finally:
+        conn.close()
+    return _duck(ref)
+
+
+def _closing_usage(monkeypatch) -> list[dict]:
+    """What each ``sync_usage`` (the closing sync's usage) returned."""
+    got: list[dict] = []
+    real = duckdb_store.sync_usage
+
+    def spy(*a, **k):
+        r = real(*a, **k)
+        got.append(r)
+        return r
+
+    monkeypatch.setattr(duckdb_store, "sync_usage", spy)
+    return got
+
+
+@pytest.mark.parametrize("step_rows", [10**9, 40])
+def test_an_ingest_syncs_usage_as_it_commits_and_ends_as_a_sync_from_sqlite(tmp_path, monkeypatch, step_rows):
+    """Steps at the end of the reading (``reading_done``) and, with ``step_rows``, after
+    a group once that many new usage rows wait (``USAGE_STEP_ROWS``)."""
+    if not CORPUS_HOME.is_dir():
+        pytest.skip("shared/corpus not present")
+    monkeypatch.setattr(analytics_sync, "USAGE_STEP_ROWS", step_rows)
+    closing = _closing_usage(monkeypatch)
+    steps: list[int] = []
+    real_step = duckdb_store.UsageSteps.step
+
+    def counted(self, sq):
+        steps.append(real_step(self, sq))
+        return steps[-1]
+
+    monkeypatch.setattr(duckdb_store.UsageSteps, "step", counted)
+    home = tmp_path / "store"
+    conn = sqlite_store.connect(home)
+    try:
+        syncer = AnalyticsSyncer(home, usage_after=sqlite_store.usage_top(conn))
+        p = plan(home, conn, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
+        r = pipeline.ingest_files(
+            conn,
+            p.todo,
+            sqlite_store.tombstoned(conn),
+            group_bytes=SMALL_GROUP,
+            on_commit=syncer.on_commit,
+            writer=True,
+            on_read=syncer.reading_done,
+        )
+        assert syncer.finish() == f"analytics: {r['entries_new']} entries synced"
+        rows = conn.execute("SELECT count(*) FROM usage").fetchone()[0]
+    finally:
+        conn.close()
+    assert rows > 100
+    # the steps synced most usage rows before the last commits: the closing sync found
+    # them there (it priced and wrote every row before)
+    assert len(closing) == 1 and closing[0]["usage_rows"] == rows
+    assert sum(steps) + closing[0]["usage_changed"] == rows
+    assert closing[0]["usage_changed"] < rows // 3
+    assert len(steps) == 1 if step_rows > rows else len(steps) > 3
+    got, want = _duck(home), _reference(home, tmp_path / "ref")
+    assert len(got["usage"]) == rows and got["session_text"] and got["usage_buckets"]
+    assert got == want
+
+
+def test_steps_leave_stale_prices_and_older_rows_to_the_closing_sync(tmp_path, corpus_store, monkeypatch):
+    """DuckDB holding rows priced with other prices: a step writes the rows above its
+    ``after`` mark but not the price mark, so the closing sync re-prices every row; the
+    file ends up what a sync from scratch builds."""
+    src, _ = corpus_store
+    home = tmp_path / "store"
+    home.mkdir()
+    shutil.copy(src / "store.db", home / "store.db")
+    sq = sqlite_store.connect(home, readonly=True)
+    try:
+        keys = [k for (k,) in sq.execute("SELECT usage_key FROM usage ORDER BY rowid")]
+        half = sq.execute(
+            "SELECT rowid FROM usage ORDER BY rowid LIMIT 1 OFFSET ?", (len(keys) // 2,)
+        ).fetchone()[0]
+        con = duckdb_store.connect(home)
+        try:
+            duckdb_store.sync(sq, home, con=con)
+            want_all = con.execute("SELECT * FROM usage ORDER BY usage_key").fetchall()
+            # rows of an older sync: the later half missing, the rest priced otherwise
+            con.execute(
+                "DELETE FROM usage WHERE usage_key IN (SELECT unnest(?::VARCHAR[]))", [keys[len(keys) // 2 :]]
+            )
+            con.execute(
+                "UPDATE usage SET cost_usd = cost_usd + 1, calculated_cost_usd = calculated_cost_usd + 1"
+            )
+            con.execute("INSERT OR REPLACE INTO meta VALUES('price_version', 12345)")
+            steps = duckdb_store.UsageSteps(con, home, half - 1)
+            written = steps.step(sq)
+            assert written == len(keys) - len(keys) // 2
+            assert con.execute("SELECT value FROM meta WHERE key = 'price_version'").fetchall() == [(12345,)]
+            closing = _closing_usage(monkeypatch)
+            duckdb_store.sync(sq, home, con=con)
+            assert closing[0]["usage_changed"] == len(keys)  # all re-priced
+            assert con.execute("SELECT * FROM usage ORDER BY usage_key").fetchall() == want_all
+        finally:
+            con.close()
+    finally:
+        sq.close()
