@@ -206,12 +206,21 @@ _CODE_OBJECTS = (
 _ATTR_CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
-@lru_cache(maxsize=8192)
+#: values up to this many characters are kept in the checks' caches (a value runs to its
+#: closing quote: a long one would pin its text in memory; short ones are the repeats)
+CACHED_CHARS = 256
+
+
 def _placeholder(v: str) -> bool:
-    """``v`` names or stands for a value rather than being one. Cached: a candidate
-    text's key/value rules meet the same value from each of its starts (the key's and
-    the anchor's: ``token: str`` twice), and the same values recur across texts
-    (13,950 checks per 40 MB of a scaled tree's lines, ~40 % of them repeats)."""
+    """``v`` names or stands for a value rather than being one. Cached up to
+    ``CACHED_CHARS``: a candidate text's key/value rules meet the same value from each
+    of its starts (the key's and the anchor's: ``token: str`` twice), and the same
+    values recur across texts (13,950 checks per 40 MB of a scaled tree's lines, ~40 %
+    of them repeats)."""
+    return _placeholder_cached(v) if len(v) <= CACHED_CHARS else _is_placeholder(v)
+
+
+def _is_placeholder(v: str) -> bool:
     if not v or v.startswith(("$", "{{", "%(", "%s", "<", "[REDACTED", "{", "@", "`", "#{")):
         return True
     low = v.lower()
@@ -220,6 +229,9 @@ def _placeholder(v: str) -> bool:
     if v.startswith(_CODE_OBJECTS):
         return True
     return low.startswith(("your_", "your-", "<your", "xxx", "changeme_", "example_", "placeholder"))
+
+
+_placeholder_cached = lru_cache(maxsize=8192)(_is_placeholder)
 
 
 #: a key's parts (``_key_value_check``: its last one, the word it names)

@@ -102,14 +102,21 @@ class LazyRegex:
         return self.compiled().finditer(raw)
 
 
-@lru_cache(maxsize=4096)
 def _entropy(s: str) -> float:
-    """Shannon entropy in bits per character (gitleaks' ``shannonEntropy``). Cached:
-    a line's values meet the rules again in its entries' texts (one call redacts both)."""
+    """Shannon entropy in bits per character (gitleaks' ``shannonEntropy``). Cached for
+    values up to 256 characters: a line's values meet the rules again in its entries'
+    texts (one call redacts both); a longer one would pin its text in memory."""
+    return _entropy_cached(s) if len(s) <= 256 else _shannon(s)
+
+
+def _shannon(s: str) -> float:
     if not s:
         return 0.0
     n = len(s)
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+_entropy_cached = lru_cache(maxsize=4096)(_shannon)
 
 
 class KeywordSet:

@@ -198,3 +198,17 @@ def test_find_bytes_takes_the_secret_group_as_before():
         assert got == _find_bytes(raw, rules), t
         found += len(got)
     assert found > 1000
+
+
+def test_long_values_are_not_kept_in_the_caches():
+    """A value runs to its closing quote: one of 1,000 characters is checked, not cached
+    (it would pin its text), a short one is cached."""
+    long_v = "Zz9$kP2@" * 125
+    before = R._placeholder_cached.cache_info().currsize, S._entropy_cached.cache_info().currsize
+    assert R._placeholder(long_v) is False and R._placeholder("$" + long_v) is True
+    assert abs(S._entropy(long_v) - 3.0) < 1e-9  # 8 distinct characters, equally often
+    assert (R._placeholder_cached.cache_info().currsize, S._entropy_cached.cache_info().currsize) == before
+    R._placeholder("short-value-" + str(id(long_v)))
+    S._entropy("short-value-" + str(id(long_v)))
+    assert R._placeholder_cached.cache_info().currsize == before[0] + 1
+    assert S._entropy_cached.cache_info().currsize == before[1] + 1
