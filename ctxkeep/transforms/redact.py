@@ -75,7 +75,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable, Iterator
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from ctxkeep.transforms import secret_rules
@@ -206,15 +206,38 @@ _CODE_OBJECTS = (
 _ATTR_CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
+#: values up to this many characters are kept in the checks' caches (a value runs to its
+#: closing quote: a long one would pin its text in memory; short ones are the repeats)
+CACHED_CHARS = 256
+
+
 def _placeholder(v: str) -> bool:
-    """``v`` names or stands for a value rather than being one."""
+    """``v`` names or stands for a value rather than being one. Cached up to
+    ``CACHED_CHARS``: a candidate text's key/value rules meet the same value from each
+    of its starts (the key's and the anchor's: ``token: str`` twice), and the same
+    values recur across texts (13,950 checks per 40 MB of a scaled tree's lines, ~40 %
+    of them repeats)."""
+    return _placeholder_cached(v) if len(v) <= CACHED_CHARS else _is_placeholder(v)
+
+
+def _is_placeholder(v: str) -> bool:
     if not v or v.startswith(("$", "{{", "%(", "%s", "<", "[REDACTED", "{", "@", "`", "#{")):
         return True
-    if v.lower() in _STOP or len(set(v)) == 1:
+    low = v.lower()
+    if low in _STOP or v.count(v[0]) == len(v):  # one character repeated
         return True
     if v.startswith(_CODE_OBJECTS):
         return True
-    return v.lower().startswith(("your_", "your-", "<your", "xxx", "changeme_", "example_", "placeholder"))
+    return low.startswith(("your_", "your-", "<your", "xxx", "changeme_", "example_", "placeholder"))
+
+
+_placeholder_cached = lru_cache(maxsize=8192)(_is_placeholder)
+
+
+#: a key's parts (``_key_value_check``: its last one, the word it names)
+_KEY_PARTS = re.compile(r"[_.\-]")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LOWER_WORD = re.compile(r"[a-z]+")
 
 
 def _key_value_check(v: str, m: re.Match) -> bool:
@@ -229,16 +252,17 @@ def _key_value_check(v: str, m: re.Match) -> bool:
     if unquoted and end < len(s) and s[end] in "([.":
         return False
     key = (m.group("key") or "").lower()
-    word = re.split(r"[_.\-]", key)[-1]
-    if v.lower() == key or v.lower() == word or v.lower().endswith("." + key):
+    word = _KEY_PARTS.split(key)[-1]
+    low = v.lower()
+    if low in (key, word) or low.endswith("." + key):
         return False
     # an attribute chain naming the same kind of thing: tokenizer.pad_token = tokenizer.eos_token
-    if unquoted and _ATTR_CHAIN.fullmatch(v) and v.lower().rsplit(".", 1)[-1].endswith(word):
+    if unquoted and _ATTR_CHAIN.fullmatch(v) and low.rsplit(".", 1)[-1].endswith(word):
         return False
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) and v.isupper() and unquoted:  # VAR names: FOO=$BAR's kin
+    if unquoted and v.isupper() and _IDENTIFIER.fullmatch(v):  # VAR names: FOO=$BAR's kin
         return len(v) >= 8 and entropy(v) >= 3.0
-    if key.endswith(("token", "tokens")) or key.endswith("token_id"):
-        return not v.isdigit() and (len(v) >= 8) and not re.fullmatch(r"[a-z]+", v)
+    if key.endswith(("token", "tokens", "token_id")):
+        return not v.isdigit() and (len(v) >= 8) and not _LOWER_WORD.fullmatch(v)
     return True
 
 
@@ -264,16 +288,32 @@ def _high_entropy(v: str, m: re.Match) -> bool:
     A key named exactly ``signature`` is not one: Anthropic's thinking blocks carry
     ``"signature": "<base64>"`` (Claude Code 1.x-2.x transcripts, the corpus's 29 such
     values), the API's integrity check of the thinking text, which grants nothing; a
-    changed one makes a restored or scrubbed session fail to resume."""
+    changed one makes a restored or scrubbed session fail to resume.
+
+    The cheap tests first (most values a generic key meets are short or lack a
+    digit: ``show_stats=False``); the result is their conjunction, in any order."""
+    if len(v) < 16 or not _digit_and_letter(v):
+        return False
     if _placeholder(v) or _HEX_RE.fullmatch(v) or _UUID_RE.fullmatch(v):
         return False
     if _SIGNATURE_KEY.match(m.group(0)):
         return False
-    if "/" in v and not re.search(r"[+=]", v) and v.count("/") > 1:  # a path
+    if "/" in v and not _PATH_SIGNS.search(v) and v.count("/") > 1:  # a path
         return False
-    has_digit = any(c.isdigit() for c in v)
-    has_alpha = any(c.isalpha() for c in v)
-    return len(v) >= 16 and has_digit and has_alpha and entropy(v) >= 3.5
+    return entropy(v) >= 3.5
+
+
+_PATH_SIGNS = re.compile(r"[+=]")
+_ASCII_DIGIT = re.compile(r"[0-9]")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _digit_and_letter(v: str) -> bool:
+    """Whether ``v`` holds a digit (``str.isdigit``) and a letter (``str.isalpha``); an
+    ASCII ``v`` by two regex searches (the same characters: ASCII's digits and letters)."""
+    if v.isascii():
+        return _ASCII_DIGIT.search(v) is not None and _ASCII_LETTER.search(v) is not None
+    return any(map(str.isdigit, v)) and any(map(str.isalpha, v))
 
 
 def _mixed_case(v: str, m: re.Match) -> bool:
@@ -628,15 +668,22 @@ def _ci_starts(text: str, anchors: list[str] | None = None) -> tuple[list[int], 
         found = list(zip(_anchor_offsets(text, anchors), anchors, strict=True))
     out, kv = set(), set()
     for a, got in found:
-        k = a
-        while k > 0 and a - k < _CI_BEFORE and (text[k - 1].isalnum() or text[k - 1] in "_.-"):
-            k -= 1
+        # the key: back from ``a`` over key characters (``_LAST_NON_KEY``), at most 48
+        lo = a - _CI_BEFORE if a > _CI_BEFORE else 0
+        m = _LAST_NON_KEY.match(text, lo, a) if lo < a else None
+        k = m.end() if m else lo
         out.add(a)
         out.add(k)
         if not _prose(got):
             kv.add(a)
             kv.add(k)
     return sorted(out), sorted(kv)
+
+
+#: the last character of a text that is not a key character (``str.isalnum()`` or one
+#: of ``_.-``: ``\w`` of a str pattern is ``str.isalnum()`` or ``_``, checked over every
+#: code point): ``match(text, lo, a).end()`` is where the key that ends at ``a`` starts
+_LAST_NON_KEY = re.compile(r"[\s\S]*[^\w.\-]")
 
 
 def _prose(anchor: str) -> bool:

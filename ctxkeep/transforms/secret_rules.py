@@ -26,7 +26,7 @@ import json
 import math
 import re
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -103,11 +103,20 @@ class LazyRegex:
 
 
 def _entropy(s: str) -> float:
-    """Shannon entropy in bits per character (gitleaks' ``shannonEntropy``)."""
+    """Shannon entropy in bits per character (gitleaks' ``shannonEntropy``). Cached for
+    values up to 256 characters: a line's values meet the rules again in its entries'
+    texts (one call redacts both); a longer one would pin its text in memory."""
+    return _entropy_cached(s) if len(s) <= 256 else _shannon(s)
+
+
+def _shannon(s: str) -> float:
     if not s:
         return 0.0
     n = len(s)
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+_entropy_cached = lru_cache(maxsize=4096)(_shannon)
 
 
 class KeywordSet:
@@ -321,19 +330,25 @@ def find_bytes(raw: bytes, rs: RuleSet | None = None, rules=None) -> list[tuple[
         r = rs.rules[i]
         if r.pre is not None and r.pre.search(raw) is None:
             continue
-        for m in r.rx.finditer(raw):
+        rx = r.rx.compiled()
+        n_groups = rx.groups
+        for m in rx.finditer(raw):
+            # the secret group (``secretGroup``), else the first non-empty group, else the
+            # match (by spans: a group that did not take part spans (-1, -1); the
+            # wrapper's ``group``/``groups`` build their strings first)
             g = 0
-            if r.group and r.group <= len(m.groups()):
+            if r.group and r.group <= n_groups:
                 g = r.group
             else:
-                for j in range(1, len(m.groups()) + 1):
-                    if m.group(j):
+                for j in range(1, n_groups + 1):
+                    a, b = m.span(j)
+                    if b > a:
                         g = j
                         break
-            secret = m.group(g)
-            if not secret:
-                continue
             s, e = m.span(g)
+            if e <= s:  # None or empty
+                continue
+            secret = raw[s:e]
             text = secret.decode("utf-8", "surrogateescape")
             if r.entropy and _entropy(text) <= r.entropy:
                 continue
