@@ -958,7 +958,7 @@ class UsageSteps:
         from ctxkeep.sinks.machine import machine_name
         from ctxkeep.transforms import cost
 
-        overrides, self.fp = _prices(self.home)
+        overrides, self.fp, _stamp = _prices(self.home)  # (the closing sync records the stamp)
         self.sel, self.schema = _usage_select(sqlite_conn)
         self.host = machine_name(self.home, check=False)
         self.prices = _SlicePrices(cost.Pricer(overrides))
