@@ -430,9 +430,9 @@ def _usage_cells(
     cells = []
     for r, lines in zip(rows, models if models is not None else [None] * len(rows), strict=True):
         nums = _nums([_tok(r[k]) for k in _TOKENS], folded)
-        period = r["period"] or ""
-        if name == "projects" and folded:  # a narrow terminal: ~, then shortened from the left
-            period = period if period == "(none)" else short_path(period, room)
+        period = r["period"] or ("(none)" if name == "projects" else "")  # --json: null
+        if name == "projects" and folded and r["period"]:  # narrow: ~, then cut from the left
+            period = short_path(period, room)
         if name == "session":
             period = (ids or {}).get(period, period)
             if r["last_activity"] is not None:
