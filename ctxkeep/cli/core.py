@@ -604,6 +604,8 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             justify="right" if i else "left",
             no_wrap=True,
             min_width=max([len(r[i]) for r in rows] + [max(map(len, c.split()))]),
+            # below 69 columns: tool results (about the calls), then entries (--json has them)
+            drop={5: 1, 2: 2}.get(i),
         )
     for r in rows:
         t.add_row(*r)
