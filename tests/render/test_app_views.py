@@ -114,3 +114,21 @@ def test_kept_sessions_keep_the_sessions_without_a_start():
     # agent and project filters apply to undated sessions too
     assert ids(agents=["codex"]) == ["cx", "cx-undated"]
     assert ids(project="/p") == ["early", "late"]
+
+
+def test_histogram_upto_a_quantile_keeps_a_months_long_session_from_flattening_the_rest():
+    """The corpus in Chromium: one session of ~180,000 minutes put the 37 others in the
+    first of 30 bins (one bar). Up to the 95th percentile the bins are narrow; the
+    outlier is counted in the last bin."""
+    import polars as pl
+
+    from ctxkeep.render.app_views import histogram
+
+    minutes = [float(i) for i in range(1, 40)] + [180_000.0]
+    df = pl.DataFrame({"agent": ["a"] * len(minutes), "minutes": minutes})
+    h = histogram(df, "minutes", upto=0.95)
+    assert h["sessions"].sum() == 40
+    assert (h["hi"] - h["lo"]).unique().to_list() == [2.0]  # 38 / 30 -> 2: not 10,000
+    assert h.sort("lo").row(-1, named=True)["lo"] == 38.0  # 38, 39 and the outlier
+    assert h.sort("lo").row(-1, named=True)["sessions"] == 3
+    assert histogram(df, "minutes")["hi"].max() > 180_000  # without it, as before
