@@ -89,3 +89,26 @@ def test_a_cut_model_name_keeps_both_ends(home):
     cut = re.findall(r"\b(clau…\S+)", text)
     assert cut and all(len(c) <= 8 for c in cut), text
     assert "claude-" not in text.replace("claude-code", "")  # no name folded at a hyphen
+
+
+def test_sessions_fit_60_columns_with_their_costs(home):
+    """`sessions` at 60 (rows of 79 before, and the empty sessions' line 73): the tokens
+    column goes after ended, tools, msgs and project (the cost stays), the id column
+    is cut to what is left, each line folded at the width."""
+    got = json.loads(_run(home, "sessions", "--all", "--json").stdout)["sessions"]
+    got = [x for x in got if x["started"] is not None or x["messages"]]  # the list leaves the empty out
+    r = _run(home, "sessions", "--all")
+    _fits(r.stdout)
+    flat = " ".join(r.stdout.split())
+    assert "not shown at 60 columns: ended, tools, msgs, project, tokens (--json has them)" in flat
+    # every session's cost on its row (the ids of sub-agents repeat their parent's start)
+    shown = sorted(re.findall(r"\d{4}-\d\d-\d\d +(\$[\d,.]+)", r.stdout))
+    assert shown == sorted(f"${x['cost_usd']:,.2f}" for x in got if x["cost_usd"] is not None)
+    # each id whole or cut in its middle: the sub-agents' ids stay apart
+    ids = [x.removeprefix("└ ").split()[1] for x in r.stdout.splitlines()[1 : len(got) + 1]]
+    for i, x in zip(ids, got, strict=True):
+        if " " not in x["short_id"]:  # (a fixture's id with blanks is cut at them)
+            a, _, b = i.partition("…")
+            assert i == x["short_id"] or (x["short_id"].startswith(a) and x["short_id"].endswith(b)), (i, x)
+    subs = [i for i, x in zip(ids, got, strict=True) if x["short_id"].startswith("fe5e/")]
+    assert len(subs) == len(set(subs)) == 5, subs
