@@ -246,7 +246,11 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
                     now = max(len(line) for c in cells for line in c[0].split("\n"))
                     room_cap[0] = max(8, now - over)
                     t, cells, picked = layout(folded, models)
-        if name not in ("session", "blocks") or _printed_width(layout(folded, models)[0]) <= width:
+        # rendered (a fresh table) only when its measure says it may not fit: a wide
+        # terminal renders nothing more
+        if name not in ("session", "blocks") or _natural_width(t) <= width:
+            break
+        if _printed_width(layout(folded, models)[0]) <= width:
             break
 
     # still too wide: the table leaves out the total column (the sum of the four token
