@@ -220,6 +220,14 @@ USAGE_ROW_COLUMNS = (
 #: (thoughts folded into ``output_tokens``, ``internal/parser/gemini.go``) count them.
 REASONING_OUTSIDE_OUTPUT = frozenset({"gemini-cli", "qwen-code", "opencode"})
 
+#: Agents whose files log reasoning (thought) tokens at all: those above, and those
+#: whose output holds them (Codex's ``reasoning_output_tokens``, Copilot CLI's and Grok's
+#: ``reasoningTokens``, Hermes' and OpenHands' ``reasoning_tokens``: ``sources/``). Any
+#: other agent's reasoning tokens are "not recorded" (``stats`` shows ``-``), not 0.
+REASONING_RECORDED = REASONING_OUTSIDE_OUTPUT | frozenset(
+    {"codex", "copilot-cli", "grok", "hermes", "openhands"}
+)
+
 
 def reasoning_beside_sql(agent: str = "agent", reasoning: str = "reasoning_tokens") -> str:
     """An SQL expression (DuckDB and SQLite) of a usage row's reasoning tokens that its

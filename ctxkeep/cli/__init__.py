@@ -337,7 +337,11 @@ def table(**kwargs):
                 if cap.startswith(head) and cap.endswith(tail) and "\n" not in cap:
                     hidden.insert(0, cap[len(head) : -len(tail)])  # one note, not two
                     cap = ""
+                import textwrap
+
                 note = f"{head}{', '.join(hidden)}{tail}"
+                # folded here: the console soft-wraps (never folds) what it prints (60 columns)
+                note = textwrap.fill(note, width, break_long_words=False, break_on_hyphens=False)
                 self.caption = f"{cap}\n{note}" if cap else note
                 self.caption_justify = "left"
                 self.caption_style = "dim"

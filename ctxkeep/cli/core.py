@@ -557,6 +557,43 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
         note(conv.note)  # folded at the width (170 columns: newuser15 F4)
 
 
+def _usage_table(agents: dict[str, dict]) -> None:
+    """``stats``' API tokens per agent: the four components and the thoughts (reasoning
+    tokens), ``-`` where the agent does not record a figure (Crush's tokens, Claude
+    Code's thoughts: ``schema.REASONING_RECORDED``); in a narrow terminal input over
+    output and cache read over cache write (as ``report``'s tables)."""
+    from ctxkeep.cli.report import _natural_width
+
+    def fig(v: int | None) -> str:
+        return "-" if v is None else f"{v:,}"
+
+    keys = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens")
+    heads = ("input", "output", "cache\nread", "cache\nwrite", "thoughts")
+    import textwrap
+
+    why = textwrap.fill(  # folded here: the console soft-wraps what it prints
+        "thoughts: reasoning tokens (inside the output for Codex and Copilot CLI, beside it "
+        "for the others: in their totals); -: not recorded by the agent",
+        out.get().width,
+        break_on_hyphens=False,
+    )
+    for folded in (False, True):
+        t = table(title="API tokens per agent", caption=why, caption_justify="left")
+        t.add_column("agent", no_wrap=True)
+        t.add_column("responses", justify="right", drop=1)
+        cols = heads if not folded else ("input\noutput", "cache read\ncache write", "thoughts")
+        for h in cols:
+            t.add_column(h, justify="right")
+        for a, d in agents.items():
+            v = [fig(d[k]) for k in keys]
+            if folded:
+                v = [f"{v[0]}\n{v[1]}", f"{v[2]}\n{v[3]}", v[4]]
+            t.add_row(a, f"{d['responses']:,}", *v)
+        if _natural_width(t) - len("responses") - 1 <= out.get().width:
+            break
+    out.print(t)
+
+
 @app.command()
 def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     """Counts and sizes of the store (read-only)."""
@@ -604,6 +641,8 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             justify="right" if i else "left",
             no_wrap=True,
             min_width=max([len(r[i]) for r in rows] + [max(map(len, c.split()))]),
+            # below 69 columns: tool results (about the calls), then entries (--json has them)
+            drop={5: 1, 2: 2}.get(i),
         )
     for r in rows:
         t.add_row(*r)
@@ -617,9 +656,11 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     u = res["usage"]
     say_folded(
         f"usage: {u['responses']:,} responses, input {u['input_tokens']:,}, output {u['output_tokens']:,}, "
-        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,} API tokens "
-        "(as the agents logged them)"
+        f"cache read {u['cache_read_tokens']:,}, cache write {u['cache_creation_tokens']:,}, "
+        f"thoughts {u['reasoning_tokens']:,} API tokens (as the agents logged them)"
     )
+    if u["agents"]:
+        _usage_table(u["agents"])
     say_folded(
         "files: "
         + ", ".join(f"{k} {_size(v)}" for k, v in res["files"].items())

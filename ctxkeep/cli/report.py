@@ -122,11 +122,16 @@ def _time(iso: str | None) -> dt.datetime | None:
     return None if iso is None else dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
 
 
-def _local(iso: str | None, tz: str) -> str:
+def _local(iso: str | None, tz: str, stack: bool = False) -> str:
+    """``2025-06-08 11:00`` local; ``stack``: the time under the date (60 columns)."""
     from zoneinfo import ZoneInfo
 
     t = _time(iso)
-    return "" if t is None else t.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d %H:%M")
+    return (
+        ""
+        if t is None
+        else t.astimezone(ZoneInfo(tz)).strftime("%Y-%m-%d\n%H:%M" if stack else "%Y-%m-%d %H:%M")
+    )
 
 
 def _hours(a: str, b: str) -> float:
@@ -149,7 +154,8 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
         # below 80 columns: results (≈ calls) and sessions go first (--json has them)
         t.add_column("sessions", justify="right", drop=2)
         t.add_column("results", footer=f"{tot['results']:,}", justify="right", drop=1)
-        t.add_column("errors", footer=f"{tot['errors']:,}", justify="right")
+        # below 62 columns: the error count (the rate beside it says as much)
+        t.add_column("errors", footer=f"{tot['errors']:,}", justify="right", drop=3)
         t.add_column("error\nrate", justify="right")
         t.add_column("output\ntokens", footer=f"{tot['output_tokens']:,}", justify="right")
         from rich.markup import escape  # a tool name is text, not markup ("[trimmed]")
@@ -167,17 +173,24 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
     ids = _short_ids(home, rows) if name == "session" else None
 
     room_cap: list[int | None] = [None]  # a project's path: at most this wide (projects)
+    stacked = [False]  # a local time's date over its time (a 60-column terminal)
 
     def layout(folded: bool, models: list[list[str]] | None):
         """``(table, its rows' cells, the rows in the table)``: a usage table holds
         only the rows that set its columns' widths (``long_table.proxy_rows``: Rich
         lays out and measures ~20 rows, not ~7,000); blocks (styled rows) all rows."""
         if name in ("blocks", "models"):  # styled rows; markup cells
-            return _usage_table(rep, rows, breakdown, home, title, folded, models), None, None
-        cells = _usage_cells(rep, rows, folded, models, ids, room_cap[0])
+            return (
+                _usage_table(rep, rows, breakdown, home, title, folded, models, stack=stacked[0]),
+                None,
+                None,
+            )
+        cells = _usage_cells(rep, rows, folded, models, ids, room_cap[0], stack=stacked[0])
         picked = proxy_rows(cells)
         return (
-            _usage_table(rep, rows, breakdown, home, title, folded, models, cells=cells, pick=picked),
+            _usage_table(
+                rep, rows, breakdown, home, title, folded, models, cells=cells, pick=picked, stack=stacked[0]
+            ),
             cells,
             picked,
         )
@@ -186,44 +199,64 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
     models: list[list[str]] | None = [[n] for n in names]
     # a model per row (``models``, a breakdown): the names are what the table is about
     per_model = (breakdown or name == "models") and name != "blocks"
-    for folded in (False, True):  # all columns if they fit, else the token pairs stacked
-        models = [[n] for n in names]
-        t, cells, picked = layout(folded, models)
-        need = _natural_width(t)
-        if need <= width:
-            break
-        if not folded:
-            continue  # the token pairs stacked first: the names stay whole if that fits
-        # the models column gets what the others leave
-        rest = _natural_width(layout(folded, [[""] for _ in names])[0])
-        header = "model" if per_model else "models"
-        room = max(width - rest + len(header), 8)
-        if per_model:
-            # a name is never folded (`claude-` / `sonnet-4-` / `20250514`: newuser14 F6,
-            # newuser15 F1, newuser16 F5): whole when it fits once the table has left
-            # out its total column (the sum of the four others, in --json), else cut in
-            # its middle with "…" (both ends tell models apart: `claude-so…-20250929`)
-            spare = max(len(_tok(r["total_tokens"])) for r in rows) + 1
-            spare = max(spare, len(_tok(_tokens_sum(r["total_tokens"] for r in rows))) + 1)
-            models = [[_cut_name(x, room + spare) for x in n.split("\n")] for n in names]
-        elif any(len(x) > room for n in names for x in n.split("\n")):
-            # a name would be folded (`claude-` / `sonnet-` / `4-` / `20250514`, a row
-            # of 10 lines: newuser15 F1): the column goes, named under the table
-            models = None
-        t, cells, picked = layout(folded, models)
-        need = _natural_width(t)
-        if need <= width:
-            break
-        if name == "projects" and cells is not None:
-            # a path is never folded: cut shorter from the left until the table fits
-            # (the total column left out first, as the table does by itself)
-            while room_cap[0] is None or room_cap[0] > 8:
-                over = _printed_width(layout(folded, models)[0]) - width  # a fresh table
-                if over <= 0:
-                    break
-                now = max(len(line) for c in cells for line in c[0].split("\n"))
-                room_cap[0] = max(8, now - over)
+    for stack in (False, True):  # 60 columns: a time under its date (session, blocks)
+        stacked[0] = stack
+        for folded in (False, True):  # all columns if they fit, else the token pairs stacked
+            models = [[n] for n in names]
+            t, cells, picked = layout(folded, models)
+            need = _natural_width(t)
+            if need <= width:
+                break
+            if not folded:
+                continue  # the token pairs stacked first: the names stay whole if that fits
+            # the models column gets what the others leave
+            rest = _natural_width(layout(folded, [[""] for _ in names])[0])
+            header = "model" if per_model else "models"
+            room = max(width - rest + len(header), 8)
+            if per_model:
+                # a name is never folded (`claude-` / `sonnet-4-` / `20250514`: newuser14 F6,
+                # newuser15 F1, newuser16 F5): whole when it fits once the table has left
+                # out its total column (the sum of the four others, in --json), else cut in
+                # its middle with "…" (both ends tell models apart: `claude-so…-20250929`)
+                spare = max(len(_tok(r["total_tokens"])) for r in rows) + 1
+                spare = max(spare, len(_tok(_tokens_sum(r["total_tokens"] for r in rows))) + 1)
+                models = [[_cut_name(x, room + spare) for x in n.split("\n")] for n in names]
+            elif any(len(x) > room for n in names for x in n.split("\n")):
+                # a name would be folded (`claude-` / `sonnet-` / `4-` / `20250514`, a row
+                # of 10 lines: newuser15 F1): the column goes, named under the table
+                models = None
+            t, cells, picked = layout(folded, models)
+            need = _natural_width(t)
+            if need <= width:
+                break
+            if per_model and models is not None:
+                # 60 columns: the names cut shorter (down to 8) until the table fits once it
+                # has left out its total column (a fresh table: printing one drops columns)
+                cut = max(len(x) for n in models for x in n)
+                while cut > 8:
+                    over = _printed_width(layout(folded, models)[0]) - width
+                    if over <= 0:
+                        break
+                    cut = max(8, cut - over)
+                    models = [[_cut_name(x, cut) for x in n.split("\n")] for n in names]
                 t, cells, picked = layout(folded, models)
+            if name == "projects" and cells is not None:
+                # a path is never folded: cut shorter from the left until the table fits
+                # (the total column left out first, as the table does by itself)
+                while room_cap[0] is None or room_cap[0] > 8:
+                    over = _printed_width(layout(folded, models)[0]) - width  # a fresh table
+                    if over <= 0:
+                        break
+                    now = max(len(line) for c in cells for line in c[0].split("\n"))
+                    room_cap[0] = max(8, now - over)
+                    t, cells, picked = layout(folded, models)
+        # rendered (a fresh table) only when its measure says it may not fit: a wide
+        # terminal renders nothing more
+        if name not in ("session", "blocks") or _natural_width(t) <= width:
+            break
+        if _printed_width(layout(folded, models)[0]) <= width:
+            break
+
     # still too wide: the table leaves out the total column (the sum of the four token
     # columns), then prints as wide as it needs (the terminal wraps); no figure is cut
     if cells is None or picked is None:
@@ -233,7 +266,7 @@ def _table(rep: dict, rows: list[dict], breakdown: bool, home: Path, machine: st
     fold = folded
     print_long(
         out.get(), t, cells, picked,
-        lambda: _usage_table(rep, rows, breakdown, home, title, fold, models, cells=every),
+        lambda: _usage_table(rep, rows, breakdown, home, title, fold, models, cells=every, stack=stacked[0]),
     )  # fmt: skip
 
 
@@ -304,7 +337,17 @@ PROJECT_ROOM = 26
 
 
 def _usage_table(
-    rep, rows, breakdown, home, title, folded: bool, models: list[list[str]] | None, *, cells=None, pick=None
+    rep,
+    rows,
+    breakdown,
+    home,
+    title,
+    folded: bool,
+    models: list[list[str]] | None,
+    *,
+    cells=None,
+    pick=None,
+    stack: bool = False,
 ):
     """The table of a usage report or blocks; ``models``: each row's model lines (None:
     no models column, named under the table: a narrow terminal would fold them). A
@@ -331,6 +374,8 @@ def _usage_table(
         "models": "agent",  # then the model column: one row per agent and model
         "blocks": "block start",
     }[name]
+    if stack:  # 60 columns: no header wider than the date under it
+        first = {"session": "session\nlast\nresponse", "blocks": "block\nstart"}.get(name, first)
     # a project's path is never folded: shortened from the left when narrow (below)
     t.add_column(first, footer="Total", no_wrap=name != "projects" or folded)
     if blocks:
@@ -369,7 +414,7 @@ def _usage_table(
             continue
         if r["is_gap"]:
             t.add_row(
-                _local(r["start"], tz),
+                _local(r["start"], tz, stack),
                 f"gap {_hours(r['start'], r['end']):,.1f} h",
                 r["provider"] or "",  # whose quota window was idle (blocks are per provider)
                 *([""] if model else []),
@@ -382,7 +427,7 @@ def _usage_table(
         if r["is_active"] and p:
             status = f"active, {p['remaining_minutes'] // 60}h {p['remaining_minutes'] % 60}m left"
         who = f"{r['provider']}: {', '.join(r['agents'])}" if r["provider"] else ", ".join(r["agents"])
-        t.add_row(_local(r["start"], tz), status, who, *model, *nums)
+        t.add_row(_local(r["start"], tz, stack), status, who, *model, *nums)
         if r["is_active"] and p:
             lim = f" ({lim['percent']:.0f}% of {lim['limit']:,}: {lim['status']})" if lim else ""
             t.add_row(
@@ -414,13 +459,20 @@ def _short_ids(home: Path, rows: list[dict]) -> dict[str, str]:
 
 
 def _usage_cells(
-    rep, rows, folded: bool, models: list[list[str]] | None, ids: dict | None, cap: int | None = None
+    rep,
+    rows,
+    folded: bool,
+    models: list[list[str]] | None,
+    ids: dict | None,
+    cap: int | None = None,
+    *,
+    stack: bool = False,
 ) -> list[tuple[str, ...]]:
     """The cells of a period report's rows (daily, weekly, monthly, session,
     projects), as printed: period, agent, models, the token columns (``folded``: in
     pairs) and cost; ``ids``: a session id's shortest unique prefix (``session``);
     ``cap``: a project's path at most this wide (a terminal too narrow for the room
-    below)."""
+    below); ``stack``: a session's last response time under its date."""
     name, tz = rep["report"], rep["timezone"]
     # a project's last folder whole when it can be (up to PROJECT_ROOM + 4 characters)
     room = PROJECT_ROOM
@@ -434,16 +486,17 @@ def _usage_cells(
     cells = []
     for r, lines in zip(rows, models if models is not None else [None] * len(rows), strict=True):
         nums = _nums([_tok(r[k]) for k in _TOKENS], folded)
-        period = r["period"] or ""
-        if name == "projects" and folded:  # a narrow terminal: ~, then shortened from the left
-            period = period if period == "(none)" else short_path(period, room)
+        period = r["period"] or ("(none)" if name == "projects" else "")  # --json: null
+        if name == "projects" and folded and r["period"]:  # narrow: ~, then cut from the left
+            period = short_path(period, room)
         if name == "session":
             period = (ids or {}).get(period, period)
             if r["last_activity"] is not None:
-                period = f"{period}\n{_local(r['last_activity'], tz)}"
+                period = f"{period}\n{_local(r['last_activity'], tz, stack)}"
             if r["subagent_sessions"]:
                 n = len(r["subagent_sessions"])
-                period = f"{period}\n+{n} sub-agent{'s' if n > 1 else ''}"
+                # stacked (60 columns): folded at its hyphen, no wider than the date
+                period = f"{period}\n+{n} sub-{chr(10) if stack else ''}agent{'s' if n > 1 else ''}"
         model = () if lines is None else ("\n".join(lines),)
         cells.append((period, r["agent"], *model, *nums, _usd(r["cost_usd"])))
     return cells

@@ -131,6 +131,15 @@ def sessions(
     if sum(widths[j] + 2 for j in shown) + 20 > out.width:
         cells = [(*x[:3], x[3][:10], *x[4:]) for x in cells]
         widths[3] = max(len(heads[3]), *(len(x[3]) for x in cells))
+    # 60 columns (session 17: rows of 79): the tokens go too (the cost stays), then the
+    # id column is cut to what is left (at least 8: most ids are 4 characters) in its
+    # middle, so sub-agents stay apart (`fe5e/…ain-60`, not five `fe5e/sidec…`)
+    if sum(widths[j] + 2 for j in shown) + 12 > out.width and 7 in shown:
+        shown.remove(7)
+    over = sum(widths[j] + 2 for j in shown) + 12 - out.width
+    if over > 0 and widths[1] > 8:
+        widths[1] = max(8, widths[1] - over, len(heads[1]))
+        cells = [(x[0], _cut_middle(x[1], widths[1]), *x[2:]) for x in cells]
     room = max(20 if len(shown) == len(heads) - 1 else 12, out.width - sum(widths[j] + 2 for j in shown) - 1)
 
     def line(x) -> str:
@@ -147,7 +156,7 @@ def sessions(
         text.append(line(x), style="dim" if r.depth else None)
     out.print(text, highlight=False, soft_wrap=True)
     if len(shown) < len(heads) - 1:
-        hidden = ", ".join(heads[i] for i in _NARROW_DROPS if i not in shown)
+        hidden = ", ".join(heads[i] for i in (*_NARROW_DROPS, 7) if i not in shown)
         # ("… (see --json or a wider terminal)" was 81 wide at 80 columns: newuser15 F15)
         for part in fold(f"not shown at {out.width} columns: {hidden} (--json has them)"):
             out.print(part, style="dim", highlight=False, soft_wrap=True)
@@ -164,8 +173,9 @@ def sessions(
     # folded at the width (106 columns at 80: newuser16 F2)
     for part in fold(_page_line(res)):
         out.print(part, highlight=False, markup=False, style="dim", soft_wrap=True)
-    if res.empty:
-        out.print(_empty_line(res.empty), highlight=False, markup=False, style="dim", soft_wrap=True)
+    if res.empty:  # folded at the width (73 columns at 60: session 17)
+        for part in fold(_empty_line(res.empty)):
+            out.print(part, highlight=False, markup=False, style="dim", soft_wrap=True)
 
 
 #: the id column's width at most when a row would not fit (the id cut with "…")
@@ -174,6 +184,15 @@ _ID_ROOM = 18
 
 def _cut(s: str, room: int) -> str:
     return s if len(s) <= room else s[: room - 1] + "…"
+
+
+def _cut_middle(s: str, room: int) -> str:
+    """``s`` in ``room`` characters: its start and end around "…" (both ends tell ids
+    apart: `fe5e/sid…ain-60`)."""
+    if len(s) <= room:
+        return s
+    tail = (room - 1) // 2
+    return f"{s[: room - 1 - tail]}…{s[len(s) - tail :]}"
 
 
 def _empty_line(n: int) -> str:

@@ -26,7 +26,7 @@ from ctxkeep.cli import (
     warn,
 )
 from ctxkeep.cli.options import _when_callback
-from ctxkeep.errors import CtxkeepError
+from ctxkeep.errors import CtxkeepError, UsageError
 
 vault_app = typer.Typer(
     no_args_is_help=True,
@@ -136,35 +136,82 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
 @vault_app.command("verify")
 def verify(
     full: bool = typer.Option(False, "--full", help="Also hash every pack whole and list orphan packs."),
+    repair: bool = typer.Option(
+        False, "--repair", help="Remove the orphan packs whose contents the store holds (with --full)."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="With --repair: say what it would remove; remove nothing."
+    ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
     """Check every generation against its objects (sequence, sizes, SHA-256); exit 1 naming what is damaged."""
     from ctxkeep.service.vault import VaultVerifyRequest, vault_verify
 
+    if dry_run and not repair:
+        _fail(
+            UsageError("--dry-run goes with --repair", where="ctxkeep vault verify", hint="add --repair"), 2
+        )
+    full = full or repair  # the orphans are what --full finds
     with failing():
         r = vault_verify(VaultVerifyRequest.parse(home=_home(home), full=full)).as_json()
+    fixed = None
+    if repair and r["orphan_packs"] and r["ok"]:
+        fixed = _repair(_home(home), dry_run)
     if as_json:
-        _print_json(r)
+        _print_json(r if not repair else {**r, "repair": fixed or _NOTHING | {"dry_run": dry_run}})
     elif r["ok"]:
         say(
             f"vault ok: {_count(r['generations'], 'generation')}, {_count(r['objects'], 'object')} read back and checked"
             + (f"; every pack hashed whole, {_count(len(r['orphans']), 'orphan pack')}" if full else "")
         )
-    if not as_json and r.get("orphan_packs"):
+    if not as_json and r["orphan_packs"] and fixed is None:
         # which, how big, and whether it may go (`1 orphan pack` alone: newuser16 F16)
         for o in r["orphan_packs"]:
             say(f"  orphan pack {tilde(o['path'])} ({_size(o['bytes'])})")
         say_folded(
-            "  no generation names them (a run stopped before its commit): safe to delete "
-            "when no ctxkeep run is going",
+            "  no generation names them (a run stopped before its commit): "
+            + (
+                "`ctxkeep vault verify --repair` removes those whose contents the store holds"
+                if r["ok"]
+                else "--repair leaves them while the vault is damaged (one may hold what is missing)"
+            ),
             indent="    ",
         )
-    else:
+    if fixed is not None and not as_json:
+        _say_repair(fixed)
+    if not as_json:
         for line in r["problems"]:
             typer.echo(f"error: vault damaged: {line}", err=True)
     if not r["ok"]:
         raise typer.Exit(1)
+
+
+#: ``--repair --json``'s ``repair`` when there was no orphan pack to judge
+_NOTHING = {"orphan_packs": [], "removed": 0, "removed_bytes": 0, "kept": 0}
+
+
+def _repair(home: Path, dry_run: bool) -> dict:
+    """``vault verify --repair``: the orphan packs judged, the removable ones removed
+    (``maintenance.vault.vault_repair``, under the store lock)."""
+    from ctxkeep.service.vault import VaultRepairRequest, vault_repair
+
+    with failing():
+        return vault_repair(VaultRepairRequest.parse(home=home, dry_run=dry_run)).as_json()
+
+
+def _say_repair(r: dict) -> None:
+    verb = "would remove" if r["dry_run"] else "removed"
+    for o in r["orphan_packs"]:
+        what = verb if o["removable"] else "kept"
+        say_folded(
+            f"  {what} orphan pack {tilde(o['path'])} ({_size(o['bytes'])}): {o['why']}", indent="    "
+        )
+    say(
+        f"vault repair: {verb} {_count(r['removed'], 'orphan pack')} ({_size(r['removed_bytes'])})"
+        + (f", kept {r['kept']:,}" if r["kept"] else "")
+        + (" (dry run: nothing removed)" if r["dry_run"] else "")
+    )
 
 
 @vault_app.command("restore")

@@ -322,6 +322,51 @@ def vault_verify(home: Path, full: bool = False, progress=None) -> dict:
     }
 
 
+def vault_repair(home: Path, dry_run: bool = False, timeout: float = 0) -> dict:
+    """Remove the orphan packs (``vault verify --full``) whose contents the store holds
+    already (``capture.orphan_verdicts``), under the store lock (waiting ``timeout``
+    seconds; StoreBusy past it): a running ingest names its pack only at its commit,
+    so no orphan is judged while a run could be about to commit it. Each file is
+    unlinked, then its folder fsynced; nothing else changes (no manifest row names an
+    orphan), so a crash leaves at worst some of them for the next repair.
+    ``dry_run``: judge, remove nothing. Returns ``{"orphan_packs": [{"path",
+    "bytes", "removed", "removable", "why"}], "removed", "removed_bytes", "kept",
+    "dry_run"}``."""
+    from ctxkeep.sinks import recovery
+    from ctxkeep.sinks.lock import hold
+    from ctxkeep.sinks.vault import capture
+    from ctxkeep.sinks.vault.packs import _fsync_dir
+
+    home = Path(home)
+    rows = []
+    with hold(home, timeout, what="vault verify --repair"):
+        conn = sqlite_store.connect(home)
+        try:
+            if not dry_run:
+                recovery.recover(conn, home, check=True)  # a purge's sweep finished first
+            verdicts = capture.orphan_verdicts(conn, home)
+        finally:
+            conn.close()
+        for path, removable, why in verdicts:
+            size = _size_of(str(path))
+            removed = False
+            if removable and not dry_run:
+                path.unlink(missing_ok=True)
+                _fsync_dir(path.parent)
+                removed = True
+            rows.append(
+                {"path": str(path), "bytes": size, "removable": removable, "removed": removed, "why": why}
+            )
+    gone = [r for r in rows if r["removed"] or (dry_run and r["removable"])]
+    return {
+        "orphan_packs": rows,
+        "removed": len(gone),
+        "removed_bytes": sum(r["bytes"] for r in gone),
+        "kept": len(rows) - len(gone),
+        "dry_run": dry_run,
+    }
+
+
 def _size_of(path: str) -> int:
     """``path``'s size in bytes (0: gone since)."""
     try:

@@ -45,7 +45,8 @@ _PERIOD_SQL = {
     "weekly": "strftime(date_trunc('week', CAST(timezone({tz}, ts) AS DATE)), '%Y-%m-%d')",
     "monthly": "strftime(CAST(timezone({tz}, ts) AS DATE), '%Y-%m')",
     "session": "session_id",
-    "projects": "coalesce(nullif(project_dir, ''), '(none)')",
+    # no project: null (``sessions --json``'s spelling); the table prints "(none)"
+    "projects": "nullif(project_dir, '')",
     "models": "NULL",
 }
 
@@ -69,7 +70,8 @@ class Filters:
 @dataclass
 class UsageRow:
     """One row of a usage report: the tokens and cost of ``period`` (a date, week,
-    month, session id or project; None for ``models``), ``agent`` and ``model`` (None
+    month, session id or project; None for ``models`` and for the sessions without a
+    project in ``projects``), ``agent`` and ``model`` (None
     unless the report is broken down per model, or is ``models``). ``models``: the
     models of the row; ``assumed_models``: those only assumed (the file named none,
     ``usage.model_source = 'assumed'``); ``responses``: usage rows; ``unpriced``:

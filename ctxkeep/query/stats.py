@@ -8,6 +8,7 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
+from ctxkeep.schema import REASONING_RECORDED
 from ctxkeep.sinks.files import store_files
 
 
@@ -105,7 +106,10 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
     Returns ``{"entries": int, "sessions": int, "agents": {agent: {"entries", "sessions",
     "text_bytes", "token_estimate", "kinds": {kind: n}}}, "status": {status: n},
     "contents": {"distinct": n, "bytes": n, "token_estimate": n}, "usage": {"responses",
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"},
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
+    "reasoning_tokens" (of the agents that record them), "agents": {agent: the same
+    figures, each None when the agent recorded none (``reasoning_tokens``: an agent not
+    in ``schema.REASONING_RECORDED``)}},
     "quarantine": {"skipped": n, "repaired": n}, "files": {name: bytes},
     "last_ingest": ISO-8601 UTC text of the last successful ingest run's end, or None,
     "redactions": ``redaction_counts``}``.
@@ -135,13 +139,28 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
         'SELECT count(*) AS "distinct", coalesce(sum(bytes),0) AS bytes, '
         "coalesce(sum(token_estimate),0) AS token_estimate FROM contents",
     )
+    recorded = ", ".join(f"'{a}'" for a in sorted(REASONING_RECORDED))
     usage = _one(
         conn,
         "SELECT count(*) AS responses, coalesce(sum(input_tokens),0) AS input_tokens, "
         "coalesce(sum(output_tokens),0) AS output_tokens, "
         "coalesce(sum(cache_read_tokens),0) AS cache_read_tokens, "
-        "coalesce(sum(cache_creation_tokens),0) AS cache_creation_tokens FROM usage",
+        "coalesce(sum(cache_creation_tokens),0) AS cache_creation_tokens, "
+        f"coalesce(sum(reasoning_tokens) FILTER (WHERE agent IN ({recorded})),0) AS reasoning_tokens FROM usage",
     )
+    # per agent: a sum is null when the agent recorded none of it (Crush's tokens, Claude
+    # Code's reasoning: ``schema.REASONING_RECORDED``), never 0
+    usage["agents"] = {
+        r.pop("agent"): r
+        for r in _rows(
+            conn,
+            "SELECT agent, count(*) AS responses, sum(input_tokens) AS input_tokens, "
+            "sum(output_tokens) AS output_tokens, sum(cache_read_tokens) AS cache_read_tokens, "
+            "sum(cache_creation_tokens) AS cache_creation_tokens, "
+            f"CASE WHEN agent IN ({recorded}) THEN coalesce(sum(reasoning_tokens),0) END AS reasoning_tokens "
+            "FROM usage GROUP BY agent ORDER BY agent",
+        )
+    }
     q = {
         r["action"]: r["n"]
         for r in _rows(conn, "SELECT action, count(*) AS n FROM quarantine GROUP BY action")

@@ -172,13 +172,13 @@ def overview(
         alt.Chart(days, title=f"Tokens per {unit} ({tz})").mark_bar()
         .encode(alt.X(f"{tu}(day):T", title=unit), alt.Y("sum(total_tokens):Q", title="tokens"), colour,
                 tooltip=["agent", "day:T", "total_tokens"])
-        .properties(width=520, height=220)
+        .properties(width="container", height=220)
     )  # fmt: skip
     cost = (
         alt.Chart(days, title=f"Cost per {unit} (USD)").mark_bar()
         .encode(alt.X(f"{tu}(day):T", title=unit), alt.Y("sum(cost_usd):Q", title="USD"), colour,
                 tooltip=["agent", "day:T", alt.Tooltip("cost_usd:Q", format="$,.2f")])
-        .properties(width=520, height=220)
+        .properties(width="container", height=220)
     )  # fmt: skip
     # a project by the readable end of its path (…/owner/repo); the whole path on hover
     labels = project_labels(r["proj"]["project_dir"].to_list())
@@ -191,7 +191,7 @@ def overview(
         .encode(alt.X("sum(cost_usd):Q", title="USD"), alt.Y("project:N", sort="-x", title=None), colour,
                 tooltip=[alt.Tooltip("path:N", title="project"), "agent",
                          alt.Tooltip("sum(cost_usd):Q", title="USD", format="$,.2f")])
-        .properties(width=520, height=alt.Step(16))
+        .properties(width="container", height=alt.Step(16))
     )  # fmt: skip
     heat = (
         alt.Chart(r["heat"], title=f"Activity: responses per weekday and hour ({tz})")
@@ -199,13 +199,16 @@ def overview(
         .encode(alt.X("hour:O"), alt.Y("weekday:N", sort=["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]),
                 alt.Color("sum(responses):Q", title="responses", scale=alt.Scale(scheme="blues")),
                 tooltip=["weekday", "hour", alt.Tooltip("sum(responses):Q", title="responses")])
-        .properties(width=520, height=180)
+        .properties(width="container", height=180)
     )  # fmt: skip
+    # a tick per block: a 5-hour bar is under a pixel wide on a months-long axis (the
+    # blocks of the corpus were invisible in Chromium)
     timeline = (
-        alt.Chart(_blocks(r["buckets"]), title="5-hour blocks per agent").mark_bar(height=12)
-        .encode(alt.X("start:T", title=f"time ({tz})"), alt.X2("last:T"), alt.Y("agent:N", title=None), colour,
+        alt.Chart(_blocks(r["buckets"]), title="5-hour blocks per agent (a tick each)")
+        .mark_tick(thickness=3, size=14, opacity=0.8)
+        .encode(alt.X("start:T", title=f"time ({tz})"), alt.Y("agent:N", title=None), colour,
                 tooltip=["agent", "start:T", "last:T", "tokens"])
-        .properties(width=1080, height=alt.Step(20))
+        .properties(width="container", height=alt.Step(20))
     )  # fmt: skip
     sessions = kept_sessions.select(
         "agent",
@@ -215,17 +218,18 @@ def overview(
     # the distributions binned here: a chart's rows stay ~30 per agent whatever the
     # store holds (marimo draws at most 20,000 rows a chart; a 2 GB store has 7,000 sessions)
     len_chart = (
-        alt.Chart(histogram(sessions, "minutes"), title="Session length (minutes)").mark_bar()
+        alt.Chart(histogram(sessions, "minutes", upto=0.95), title="Session length (minutes; the last bar: longer)")
+        .mark_bar()
         .encode(alt.X("lo:Q", bin="binned", title="minutes"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
                 colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
-        .properties(width=520, height=200)
+        .properties(width="container", height=200)
     )  # fmt: skip
     ctx_chart = (
         alt.Chart(histogram(sessions, "largest_context_tokens"), title="Largest context per session (tokens, logged)")
         .mark_bar()
         .encode(alt.X("lo:Q", bin="binned", title="tokens"), alt.X2("hi:Q"), alt.Y("sessions:Q", title="sessions"),
                 colour, tooltip=["agent", alt.Tooltip("lo:Q", title="from"), alt.Tooltip("hi:Q", title="to"), "sessions"])
-        .properties(width=520, height=200)
+        .properties(width="container", height=200)
     )  # fmt: skip
     totals["sessions"] = sessions.height
     view = mo.vstack(
@@ -234,27 +238,42 @@ def overview(
                 f"**{totals['responses']:,} API responses · {totals['tokens']:,} tokens · "
                 f"${totals['cost_usd'] or 0:,.2f} · {sessions.height:,} sessions**"
             ),
-            mo.hstack([tokens, cost], wrap=True),
-            mo.hstack([per_project, heat], wrap=True),
-            timeline,
-            mo.hstack([len_chart, ctx_chart], wrap=True),
+            _grid([tokens, cost]),
+            _grid([per_project, heat]),
+            _grid([timeline], wide=True),
+            _grid([len_chart, ctx_chart]),
         ]
     )
     return view, totals
 
 
-def histogram(df: pl.DataFrame, col: str, maxbins: int = 30) -> pl.DataFrame:
+def _grid(charts: list, wide: bool = False):
+    """Charts side by side while each gets at least 420 px (``wide``: one a row), else
+    one a row: each chart is as wide as its cell (``width="container"``), so a phone's
+    390 px shows every chart whole (fixed 520 px charts were cut at the screen's edge)."""
+    cells = "".join(f'<div style="min-width:0">{mo.as_html(c).text}</div>' for c in charts)
+    cols = "1fr" if wide else "repeat(auto-fit, minmax(min(100%, 420px), 1fr))"
+    return mo.Html(
+        f'<div style="display:grid;grid-template-columns:{cols};gap:1rem;width:100%">{cells}</div>'
+    )
+
+
+def histogram(df: pl.DataFrame, col: str, maxbins: int = 30, upto: float | None = None) -> pl.DataFrame:
     """The sessions of ``df`` (``agent`` and the number column ``col``; nulls left out)
     counted per agent in equal bins of a round width (1, 2 or 5 times a power of ten,
     at most ``maxbins`` bins over the values' range): ``agent``, ``lo``, ``hi`` (the
     bin's bounds, ``lo`` <= value < ``hi``; the largest value falls in the last bin),
-    ``sessions``."""
+    ``sessions``. ``upto`` (a quantile, 0-1): the bins span the values up to it, and the
+    last bin holds every value above (one session of months made every other fall in
+    the first of 30 bins: the corpus's session lengths in Chromium)."""
     v = df.select("agent", x=pl.col(col).cast(pl.Float64)).drop_nulls("x")
     if v.height == 0:
         return pl.DataFrame(
             schema={"agent": pl.String, "lo": pl.Float64, "hi": pl.Float64, "sessions": pl.UInt32}
         )
     lo, hi = float(v["x"].min()), float(v["x"].max())  # type: ignore[arg-type]
+    if upto is not None:
+        hi = min(hi, float(v["x"].quantile(upto, "higher")))  # type: ignore[arg-type]
     span = hi - lo
     step = 1.0
     if span > 0:
@@ -298,6 +317,9 @@ def session_table(index: list, kept_sessions: pl.DataFrame, tz: str, table_rows:
     keep = set(kept_sessions["session_id"].to_list())
     rows: list[dict[str, Any]] = []
     matching = 0
+    # a project by the readable end of its path (the overview's labels), so the tokens
+    # and cost columns fit beside it at 1280 px (whole paths pushed them out of view)
+    labels = project_labels(s.project_dir for s in index if s.session_id in keep)
     for s in index:
         if s.session_id not in keep:
             continue
@@ -311,14 +333,16 @@ def session_table(index: list, kept_sessions: pl.DataFrame, tz: str, table_rows:
                     f'<a href="{href}" target="_top">{"↳ " if s.depth else ""}{html.escape(s.short_id)}</a>'
                 ),
                 "agent": s.agent,
-                "title": s.title,
-                "project": s.project_dir or "",
+                # the figures before the texts: at 1280 px the title and project took
+                # the width and the tokens and cost were out of view (Chromium)
                 "start": tr.local_time(s.started, tz, "%Y-%m-%d %H:%M"),
                 "duration": tr.duration(s.started, s.ended),
-                "messages": s.messages,
-                "tools": s.tool_calls,
                 "tokens": s.tokens,
                 "cost": round(s.cost_usd, 2) if s.cost_usd is not None else None,
+                "title": s.title,
+                "project": labels.get(s.project_dir, "(none)"),
+                "messages": s.messages,
+                "tools": s.tool_calls,
                 "id": s.session_id,
             }
         )
@@ -335,6 +359,11 @@ def session_table(index: list, kept_sessions: pl.DataFrame, tz: str, table_rows:
         page_size=20,
         hidden_columns=["id"],
         show_data_types=False,
+        # not recorded by the agent (Crush, Go opencode: a cost only): "-", as the CLI
+        format_mapping={
+            "tokens": lambda v: "-" if v is None else f"{v:,}",
+            "cost": lambda v: "-" if v is None else f"${v:,.2f}",
+        },
         label=f"Sessions ({more}sub-agents under their parent, ↳): pick one to read it",
     )
     return table, matching

@@ -33,12 +33,29 @@ class Contents(Item):
     token_estimate: int = Field(description="text tokens (est.) of those texts, not API tokens")
 
 
+class AgentUsage(Item):
+    """One agent's API tokens; a figure is null when the agent recorded none of it
+    (Crush's tokens; reasoning of an agent outside ``schema.REASONING_RECORDED``)."""
+
+    responses: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_creation_tokens: int | None
+    reasoning_tokens: int | None = Field(
+        description="reasoning (thought) tokens: beside the output for Gemini CLI, Qwen Code and "
+        "OpenCode (added to totals), inside it for Codex and Copilot CLI; null: not recorded"
+    )
+
+
 class UsageTotals(Item):
     responses: int = Field(description="model responses with logged usage")
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
     cache_creation_tokens: int
+    reasoning_tokens: int = Field(description="reasoning (thought) tokens of the agents that record them")
+    agents: dict[str, AgentUsage] = Field(description="the same figures per agent")
 
 
 class Redactions(Item):
@@ -71,7 +88,8 @@ class StatsResult(Result):
     status: dict[str, int] = Field(description="status → entries")
     contents: Contents = Field(description="distinct texts (token_estimate: text tokens, estimated)")
     usage: UsageTotals = Field(
-        description="API tokens as the agents logged them: responses and input/output/cache tokens"
+        description="API tokens as the agents logged them: responses, input/output/cache and "
+        "thought (reasoning) tokens, in all and per agent"
     )
     quarantine: dict[str, int] = Field(description="skipped and repaired lines")
     files: dict[str, int] = Field(description="store file → bytes")

@@ -32,7 +32,15 @@ KEYS = {
     ),
     "agents": ("entries", "sessions", "text_bytes", "token_estimate", "kinds"),
     "contents": ("distinct", "bytes", "token_estimate"),
-    "usage": ("responses", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"),
+    "usage": (
+        "responses",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_creation_tokens",
+        "reasoning_tokens",
+        "agents",
+    ),
     "redactions": ("texts", "quarantine", "texts_with_redactions", "total"),
 }
 

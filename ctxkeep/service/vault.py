@@ -164,6 +164,44 @@ def vault_verify(req: VaultVerifyRequest) -> VaultVerifyResult:
     return VaultVerifyResult.model_validate(run(req.home, full=req.full))
 
 
+class VaultRepairRequest(Request):
+    """``dry_run``: say which orphan packs would go; remove nothing. ``timeout``:
+    seconds to wait for the store lock (0: give up at once: StoreBusy)."""
+
+    home: Path
+    dry_run: bool = False
+    timeout: float = 0
+
+
+class RepairedPack(BaseModel):
+    """An orphan pack judged by ``vault verify --repair``: ``path``, ``bytes``,
+    ``removable`` (what it holds is held already or was purged), ``removed`` (false in
+    a dry run), ``why``."""
+
+    path: str
+    bytes: int
+    removable: bool
+    removed: bool
+    why: str
+
+
+class VaultRepairResult(Result):
+    """The orphan packs removed (`ctxkeep vault verify --repair --json`)."""
+
+    orphan_packs: list[RepairedPack] = Field(description="every orphan pack, judged")
+    removed: int = Field(description="packs removed (a dry run: that would be)")
+    removed_bytes: int = Field(description="their bytes on disk")
+    kept: int = Field(description="orphans left in place (their why says what to do)")
+    dry_run: bool = Field(description="true when nothing was removed on purpose")
+
+
+def vault_repair(req: VaultRepairRequest) -> VaultRepairResult:
+    """``maintenance.vault.vault_repair``."""
+    from ctxkeep.maintenance.vault import vault_repair as run
+
+    return VaultRepairResult.model_validate(run(req.home, dry_run=req.dry_run, timeout=req.timeout))
+
+
 class VaultRestoreRequest(Request):
     """``session`` (an id or its first characters) or ``all_missing``; ``to``: a folder
     to write under instead of the original paths; ``force``: overwrite."""
@@ -311,11 +349,14 @@ __all__ = [
     "ReparseResult",
     "VaultRestoreRequest",
     "VaultRestoreResult",
+    "VaultRepairRequest",
+    "VaultRepairResult",
     "VaultStatusRequest",
     "VaultStatusResult",
     "VaultVerifyRequest",
     "VaultVerifyResult",
     "reparse",
+    "vault_repair",
     "vault_restore",
     "vault_status",
     "vault_verify",

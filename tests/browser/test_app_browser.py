@@ -350,3 +350,30 @@ def test_a_token_guards_the_app(corpus_store):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+def test_a_phone_width_shows_every_chart_whole_and_the_session_figures(browser, app_url, tmp_path):
+    """Session 17 in Chromium: at 390 px the overview's charts (520 px wide, the blocks
+    1,080) ran past the screen's edge, cut; at 1280 px the sessions table's tokens and
+    cost were out of view (right of the title and the whole project path)."""
+    pg = browser.new_page(viewport={"width": 390, "height": 2400})
+    try:
+        pg.goto(app_url)
+        _charts_drawn(pg)
+        _shot(pg, tmp_path, "app-overview-390")
+        past = pg.evaluate(
+            """() => [...document.querySelectorAll('marimo-mime-renderer, canvas, svg.marks')]
+                 .map(e => e.getBoundingClientRect()).filter(r => r.width > 0 && r.right > 391).length"""
+        )
+        assert past == 0
+    finally:
+        pg.close()
+    pg = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        pg.goto(f"{app_url}?tab=Sessions")
+        head = pg.locator("th >> text=cost").first
+        head.wait_for(timeout=90_000)
+        box = head.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1280
+    finally:
+        pg.close()

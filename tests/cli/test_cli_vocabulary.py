@@ -334,4 +334,8 @@ def test_stats_names_its_token_figure_text_tokens_estimated(home):
     cs = data["contents"]
     assert f"{cs['token_estimate']:,} text tokens (est.)" in r.stdout
     u = data["usage"]
-    assert f"cache write {u['cache_creation_tokens']:,} API tokens" in r.stdout
+    # the thoughts last (session 17): the API tokens named after them
+    assert (
+        f"cache write {u['cache_creation_tokens']:,}, thoughts {u['reasoning_tokens']:,} API tokens"
+        in " ".join(r.stdout.split())
+    )

@@ -126,7 +126,7 @@ def test_vault_verify_full_names_the_orphan_packs(store, tmp_path):
     flat = " ".join(r.stdout.split())
     assert "1 orphan pack" in flat
     assert f"orphan pack ~/store/vault/packs/{name[:2]}/{name}.pack (1.2 KB)" in flat, r.stdout
-    assert "safe to delete when no ctxkeep run is going" in flat
+    assert "`ctxkeep vault verify --repair` removes those whose contents the store holds" in flat
     d = json.loads(_run(store, "vault", "verify", "--full", "--json", user=store.parent).stdout)
     assert d["orphan_packs"] == [{"path": str(orphan), "bytes": 1234}]
 

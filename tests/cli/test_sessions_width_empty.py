@@ -104,7 +104,7 @@ def test_no_project_is_spelled_as_the_reports_spell_it(home):
             env=dict(os.environ, CTXKEEP_IDLE_SECONDS="0"),
         ).stdout  # fmt: skip
     )
-    assert "(none)" in {r["period"] for r in rep["rows"]}
+    assert None in {r["period"] for r in rep["rows"]}  # null in --json, as `sessions`
 
 
 def test_tokens_without_a_cost_during_an_ingest_say_why(store):

@@ -165,3 +165,21 @@ def test_the_project_filter_is_the_folder_and_below_as_the_cli(corpus_store):
         {d for d in facts["project_dir"].to_list() if d and is_under(d, root)}
     )
     assert len(set(kept["project_dir"].to_list())) > 1
+
+
+def test_histogram_upto_a_quantile_keeps_a_months_long_session_from_flattening_the_rest():
+    """The corpus in Chromium: one session of ~180,000 minutes put the 37 others in the
+    first of 30 bins (one bar). Up to the 95th percentile the bins are narrow; the
+    outlier is counted in the last bin."""
+    import polars as pl
+
+    from ctxkeep.render.app_views import histogram
+
+    minutes = [float(i) for i in range(1, 40)] + [180_000.0]
+    df = pl.DataFrame({"agent": ["a"] * len(minutes), "minutes": minutes})
+    h = histogram(df, "minutes", upto=0.95)
+    assert h["sessions"].sum() == 40
+    assert (h["hi"] - h["lo"]).unique().to_list() == [2.0]  # 38 / 30 -> 2: not 10,000
+    assert h.sort("lo").row(-1, named=True)["lo"] == 38.0  # 38, 39 and the outlier
+    assert h.sort("lo").row(-1, named=True)["sessions"] == 3
+    assert histogram(df, "minutes")["hi"].max() > 180_000  # without it, as before

@@ -1000,25 +1000,30 @@ def _record_one(conn, p: Prepared, stamp: str, load: Load, floor: int = 0) -> No
     _append_segment(conn, gen_id, p, stamp, skip=held[1], skip_orig=held[0])
 
 
-def replay(conn, home: Path, progress=None) -> int:
-    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``, a
-    store backup older than the vault), in the caller's transaction: every pack the
-    manifest does not name, in the order they were written, its objects and captures
-    recorded as at ingest. Returns the packs replayed. Packs without a
-    record are skipped (named by ``vault verify --full``)."""
+def _unnamed_groups(
+    conn, home: Path
+) -> tuple[list[tuple[str, Path, PreparedGroup | None]], dict[str, int], bool]:
+    """The packs on disk the manifest does not name, in the order they were written
+    (their records' time, then name), each with the group a replay records (None: the
+    pack has no readable record): its captures less those of files a purge forgot
+    (``forget.forgotten``) and of generations a retention pruned (``prune``). Also the
+    pruned files' generation floors (``record``'s ``floors``) and whether any capture
+    was left out for those reasons."""
     from ctxkeep.sinks.vault import prune
-    from ctxkeep.sinks.vault.forget import forgotten, path_hash, used_objects
+    from ctxkeep.sinks.vault.forget import forgotten, path_hash
     from ctxkeep.sinks.vault.packs import pack_names, read_record
 
     gone = forgotten(home)  # files a purge removed: never brought back
     known = {r[0] for r in conn.execute("SELECT name FROM vault_packs")}
-    recs = []
+    recs, bare = [], []
     for name, path in pack_names(home):
         if name in known:
             continue
         got = read_record(path)
-        if got is not None:
-            recs.append((got[0].get("t", 0), name, path.stat().st_size, got))
+        if got is None:
+            bare.append((name, path, None))
+        else:
+            recs.append((got[0].get("t", 0), name, path, got))
     recs.sort(key=lambda r: (r[0], r[1]))
     # captures of generations a retention pruned (``prune``: every capture of the file
     # up to its cut) stay out, and the kept generations keep their numbers
@@ -1032,25 +1037,85 @@ def replay(conn, home: Path, progress=None) -> int:
         ],
         cuts,
     )
-    for i, (_, name, size, (rec, objects)) in enumerate(recs, 1):
+    out: list[tuple[str, Path, PreparedGroup | None]] = []
+    for _, name, path, (rec, objects) in recs:
         caps = [
             Prepared.from_record(c)
             for j, c in enumerate(rec.get("captures", []))
             if path_hash(c["path"]) not in gone and (name, j) not in drop
         ]
         # the generations and the pack get the time the record holds: when they were captured
-        record(conn, home, PreparedGroup(caps, (name, size), objects, rec.get("t", 0)), floors=floors)
+        out.append((name, path, PreparedGroup(caps, (name, path.stat().st_size), objects, rec.get("t", 0))))
+    return out + bare, floors, bool(gone or drop)
+
+
+def replay(conn, home: Path, progress=None) -> int:
+    """Rebuild the manifest from the packs' records (a lost or emptied ``store.db``, a
+    store backup older than the vault), in the caller's transaction: every pack the
+    manifest does not name, in the order they were written, its objects and captures
+    recorded as at ingest. Returns the packs replayed. Packs without a
+    record are skipped (named by ``vault verify --full``)."""
+    from ctxkeep.sinks.vault.forget import used_objects
+
+    groups, floors, left_out = _unnamed_groups(conn, home)
+    recs = [g for _, _, g in groups if g is not None]
+    for i, g in enumerate(recs, 1):
+        record(conn, home, g, floors=floors)
         if progress:
             progress(i, len(recs))
     if (
-        gone or drop
-    ) and recs:  # objects only forgotten or pruned captures used: their rows go (``forget.sweep`` the bytes)
+        left_out and recs
+    ):  # objects only forgotten or pruned captures used: their rows go (``forget.sweep`` the bytes)
         used = used_objects(conn)
         conn.executemany(
             "DELETE FROM vault_objects WHERE sha = ?",
             [(r[0],) for r in conn.execute("SELECT sha FROM vault_objects").fetchall() if r[0] not in used],
         )
     return len(recs)
+
+
+#: what a replay of a pack can add that the store would miss without it: the files,
+#: their generations (and how far they reach), segments and media rows
+_HELD_SQL = (
+    "SELECT (SELECT count(*) FROM vault_files), (SELECT count(*) FROM vault_generations), "
+    "(SELECT coalesce(sum(length), 0) FROM vault_generations), (SELECT count(*) FROM vault_segments), "
+    "(SELECT count(*) FROM vault_media)"
+)
+
+
+def orphan_verdicts(conn, home: Path) -> list[tuple[Path, bool, str]]:
+    """Each pack on disk the manifest does not name (an orphan), with whether it may be
+    removed and why: ``(path, removable, why)``. A pack may go when a replay of it
+    (``replay``'s rows, tried alone in a savepoint of ``conn`` and rolled back) adds no
+    file, generation, byte of a generation, segment or media row: what it holds is
+    held already (a run killed between a pack and its commit, then read again; a
+    purge's rewrite killed before the old pack's removal) or was purged. A pack whose
+    replay would add rows holds captures the store lacks (a store restored from an
+    older backup: ``doctor --repair`` replays it) and stays; so does a pack without a
+    readable record (nothing can tell what it holds). The caller holds the store lock:
+    a running ingest's pack is named only at its group's commit, or reuses an orphan
+    with the same bytes (``packs.write_pack``), so an orphan is only safe to judge and
+    remove while no run can commit. ``conn`` must be writable (the savepoint); nothing
+    is changed."""
+    groups, floors, _ = _unnamed_groups(conn, home)
+    out: list[tuple[Path, bool, str]] = []
+    for _, path, g in groups:
+        if g is None:
+            out.append((path, False, "no readable record: left in place"))
+            continue
+        before = conn.execute(_HELD_SQL).fetchone()
+        conn.execute("SAVEPOINT orphan_trial")
+        try:
+            record(conn, home, g, floors=floors)
+            after = conn.execute(_HELD_SQL).fetchone()
+        finally:
+            conn.execute("ROLLBACK TO orphan_trial")
+            conn.execute("RELEASE orphan_trial")
+        if after == before:
+            out.append((path, True, "everything it holds is held already (or was purged)"))
+        else:
+            out.append((path, False, "holds captures the store lacks: `ctxkeep doctor --repair` replays it"))
+    return out
 
 
 __all__ = [
@@ -1062,6 +1127,7 @@ __all__ = [
     "PreparedGroup",
     "Sealed",
     "chunks_of",
+    "orphan_verdicts",
     "record",
     "redact_raw",
     "redact_raw_and_texts",

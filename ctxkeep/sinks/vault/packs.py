@@ -10,8 +10,8 @@ and the record frame's size, 8 bytes big-endian); where each object lies (pack, 
 offset, compressed and raw sizes) is the manifest's ``vault_objects`` row, which is
 committed only after the pack is durable (``write_pack``: temporary file, fsync,
 rename, directory fsync). A pack no manifest row names (a crash between the rename and
-the commit) is an orphan: harmless, swept by ``orphan_packs`` (``vault verify
---full`` names them, ``doctor --repair`` removes them).
+the commit) is an orphan: harmless (``vault verify --full`` names them; ``vault verify
+--repair`` removes those whose contents the manifest holds: ``capture.orphan_verdicts``).
 
 Reading an object (``read_object``) decompresses it and checks its SHA-256 and size:
 a flipped byte raises ``VaultDamaged`` naming the pack file.
