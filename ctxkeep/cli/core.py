@@ -25,6 +25,7 @@ from ctxkeep.cli import (
     say,
     say_folded,
     table,
+    text_arg,
     tilde,
     warn,
 )
@@ -308,7 +309,7 @@ def search(
 
     with failing():
         req = SearchArgs.parse(
-            [" ".join(query)],
+            [text_arg(" ".join(query))],
             limit=limit,
             budget=budget,
             raw=raw,

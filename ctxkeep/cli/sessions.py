@@ -4,6 +4,7 @@ Both read the store only and never import Prefect or Polars."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -278,6 +279,7 @@ def resume(
     if fmt == "json" or as_json:
         _print_json(snap.as_json())
     else:
-        typer.echo(safe_text(snap.markdown), nl=False)
+        # sys.stdout, not click.echo: click writes UTF-8 to an ASCII terminal; this degrades
+        sys.stdout.write(safe_text(snap.markdown))
         if snap.note:  # on stderr: stdout is the snapshot an agent's hook reads (as search's notes)
             note(snap.note)
