@@ -53,7 +53,8 @@ def sessions(
     empty: bool = typer.Option(
         False,
         "--empty",
-        help="Also list the empty sessions (no time, no message: summary-only files; --json always has them).",
+        help="Also list the empty sessions (no time, no message: summary-only files); "
+        "without it they are counted apart (--json: empty).",
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -83,7 +84,7 @@ def sessions(
             limit=limit,
             offset=offset,
             all=every or None,
-            empty=empty or as_json,  # --json keeps every session (a script counts them)
+            empty=empty,  # --json as the text: empties left out and counted (newuser17 F22)
         )
         res = session_list(_home(home), req)
     if as_json:
