@@ -108,10 +108,10 @@ def sessions(
             f"{r.messages:,}",
             f"{r.tool_calls:,}",
             "-" if r.tokens is None else f"{r.tokens:,}",
-            "" if r.cost_usd is None else f"${r.cost_usd:,.2f}",
+            cost,
             r.title,
         )
-        for r in rows
+        for r, cost in zip(rows, _shown_costs(rows), strict=True)
     ]
     # plain aligned columns: every cell but the title whole (ids must stay usable); the
     # title takes what is left of the line (at least 20 characters). A narrow terminal
@@ -176,6 +176,31 @@ _ID_ROOM = 18
 
 def _cut(s: str, room: int) -> str:
     return s if len(s) <= room else s[: room - 1] + "…"
+
+
+def _shown_costs(rows) -> list[str]:
+    """Each row's cost as shown (``$1,234.56``; ``""`` without one), a parent and the
+    sub-agents listed under it rounded together (largest remainder): their cents add up
+    to the rounded cost of the whole session, ``report session``'s figure, each within
+    a cent of its own (rounded one by one, ef95's $1.97 and its sub-agent's $1.22 made
+    $3.19 beside report session's $3.18: newuser17 F20). ``--json`` keeps them exact."""
+    shown = ["" if r.cost_usd is None else f"${r.cost_usd:,.2f}" for r in rows]
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end < len(rows) and rows[end].depth:
+            continue
+        group = [i for i in range(start, end) if rows[i].cost_usd is not None]
+        start = end
+        if len(group) < 2:
+            continue
+        exact = [rows[i].cost_usd * 100 for i in group]
+        cents = [int(x // 1) for x in exact]
+        left = round(sum(exact)) - sum(cents)
+        for k in sorted(range(len(group)), key=lambda k: exact[k] - cents[k], reverse=True)[: max(left, 0)]:
+            cents[k] += 1
+        for i, c in zip(group, cents, strict=True):
+            shown[i] = f"${c // 100:,}.{c % 100:02d}"
+    return shown
 
 
 def _empty_line(n: int) -> str:
