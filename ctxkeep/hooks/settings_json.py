@@ -137,8 +137,9 @@ def loads(data: bytes | None, where: str, comments: bool = False) -> tuple[dict,
         raise ConfigError("is not a JSON object at the top level", where=where, hint=_UNTOUCHED)
     layout = detect_layout(text if plain == body else (_BOM if text != body else "") + plain)
     if plain != body:  # (a file of comments only has no indent to copy: 2 spaces)
-        two = {"indent": 2, "separators": None} if layout.indent is None and "\n" in body.strip() else {}
-        layout = dataclasses.replace(layout, source=body, where=where, **two)
+        layout = dataclasses.replace(layout, source=body, where=where)
+        if layout.indent is None and "\n" in body.strip():
+            layout = dataclasses.replace(layout, indent=2, separators=None)
     return obj, layout
 
 
@@ -149,17 +150,20 @@ def _members(plain: str) -> tuple[list[tuple[str, int, int, int]], int]:
     """The top-level members of the object in ``plain`` (JSON, comments blanked):
     ``[(key, key start, value start, value end)]`` and the offset of its closing ``}``."""
     dec = json.JSONDecoder()
-    ws = re.compile(r"\s*")
-    i = ws.match(plain, plain.index("{") + 1).end()
+
+    def skip(i: int) -> int:  # past the whitespace at i
+        return len(plain) - len(plain[i:].lstrip())
+
+    i = skip(plain.index("{") + 1)
     out = []
     while plain[i] != "}":
-        key, k_end = json.decoder.scanstring(plain, i + 1)
-        v0 = ws.match(plain, ws.match(plain, k_end).end() + 1).end()  # past the colon
+        key, k_end = dec.raw_decode(plain, i)  # the key: a JSON string
+        v0 = skip(skip(k_end) + 1)  # past the colon
         _, v1 = dec.raw_decode(plain, v0)
-        out.append((key, i, v0, v1))
-        i = ws.match(plain, v1).end()
+        out.append((str(key), i, v0, v1))
+        i = skip(v1)
         if plain[i] == ",":
-            i = ws.match(plain, i + 1).end()
+            i = skip(i + 1)
     return out, i
 
 
@@ -172,7 +176,7 @@ def _edit_in_place(old: dict, new: dict, layout: Layout) -> str:
     plain = strip_comments(text)
     members, close = _members(plain)
     nl = layout.newline
-    unit = "\t" if layout.indent == "\t" else " " * (layout.indent or 0)
+    unit = layout.indent if isinstance(layout.indent, str) else " " * (layout.indent or 0)
 
     def indent_at(k0: int) -> str:
         line = text[text.rfind("\n", 0, k0) + 1 : k0]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +255,7 @@ def page_params() -> tuple[str, str, str, str]:
     )
 
 
-def script_line(name: str, outputs: Sequence, defs: dict) -> str:
+def script_line(name: str, outputs: Sequence, defs: Mapping[str, Any]) -> str:
     """The one line ``python NAME.py --store …`` prints when its run ends (marimo's
     ``app.run()`` shows nothing; newuser17 F11: the README's "run it as a script"
     printed nothing at all): the store read, the cells run and, for the usage page,
