@@ -587,12 +587,32 @@ def unknown_agents(cfg: Config, known) -> list[str]:
     return sorted(named - set(known))
 
 
+def unknown_agent_lines_of_file(home: Path, known) -> list[str]:
+    """``unknown_agent_lines`` of the ``[agents.NAME]`` tables of ``<home>/config.toml``
+    read as plain TOML, for when the file has an error (no ``Config``): said beside
+    the error, so the user fixes both in one round (newuser17 F15). Empty when the
+    file cannot be read or parsed (the error says so)."""
+    import tomllib
+
+    try:
+        data = tomllib.loads((Path(home) / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeError, tomllib.TOMLDecodeError):
+        return []
+    agents = data.get("agents")
+    names = sorted(agents) if isinstance(agents, dict) else []
+    return _agent_lines([n for n in names if n not in set(known)], known)
+
+
 def unknown_agent_lines(cfg: Config, known) -> list[str]:
     """One line per agent name of the config that no source has, with the closest
     known name (``config.toml names agent 'codx', which ctxkeep has no source for -
     did you mean codex?``)."""
+    return _agent_lines(unknown_agents(cfg, known), known)
+
+
+def _agent_lines(names, known) -> list[str]:
     out = []
-    for name in unknown_agents(cfg, known):
+    for name in names:
         near = closest(name, list(known))
         out.append(
             f"config.toml names agent {name!r}, which ctxkeep has no source for"

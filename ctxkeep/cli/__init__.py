@@ -943,6 +943,57 @@ class _Group(TyperGroup):
 app.info.cls = _Group
 
 
+#: what a terminal that cannot show a character gets instead (``_degrade_output``);
+#: any other character it cannot show is ``?``
+_ASCII_FALLBACK = {
+    "\u2026": "...", "\u2192": "->", "\u2190": "<-", "\u2194": "<->", "\u21b3": "->",
+    "\u2014": "--", "\u2013": "-", "\u2212": "-", "\u2018": "'", "\u2019": "'",
+    "\u201c": '"', "\u201d": '"', "\u2022": "*", "\u00b7": ".", "\u00d7": "x",
+    "\u2264": "<=", "\u2265": ">=", "\u2248": "~", "\u2514": "`-", "\u251c": "|-",
+    "\u2502": "|", "\u2500": "-", "\u2713": "v", "\u2717": "x", "\u00a0": " ",
+}  # fmt: skip
+
+
+def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
+    """The codec error handler ``ctxkeep-degrade``: each character the output's encoding
+    cannot hold as its ``_ASCII_FALLBACK`` text, else ``?`` (a surrogate of an
+    undecodable byte too)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start : exc.end]
+    return "".join(_ASCII_FALLBACK.get(ch, "?") for ch in bad), exc.end
+
+
+def _degrade_output() -> None:
+    """stdout and stderr, when their encoding is not UTF-8 (a Latin-1 terminal,
+    ``PYTHONIOENCODING=latin-1``; ``LC_ALL=C`` without Python's UTF-8 coercion), write
+    what they cannot encode degraded (``...``, ``->``, ``?``: ``_ascii_fallback``)
+    instead of raising ``UnicodeEncodeError`` mid-output (a traceback: newuser17 F4).
+    Everything printed goes through these two streams (Rich consoles, ``say``, JSON),
+    so this one place covers every command."""
+    import codecs
+
+    codecs.register_error("ctxkeep-degrade", _ascii_fallback)
+    for stream in (sys.stdout, sys.stderr):
+        enc = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        reconfigure = getattr(stream, "reconfigure", None)
+        if enc not in ("utf8", "utf8sig") and reconfigure is not None:
+            reconfigure(errors="ctxkeep-degrade")
+
+
+def text_arg(text: str) -> str:
+    """An argument that is text, never a path (a search query), as the UTF-8 the user
+    typed: in a terminal whose locale is ASCII (``LC_ALL=C``, no UTF-8 mode) Python
+    decodes ``argv`` with ``surrogateescape``, so ``请你分析`` arrives as lone surrogates
+    that match nothing; undecodable bytes stay as they came."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in text):
+        return text
+    try:
+        return os.fsencode(text).decode("utf-8")
+    except UnicodeError:
+        return text
+
+
 def main() -> None:
     """The ``ctxkeep`` console entry point: ``app`` under the error contract
     (``run_command``; exit 0 success, 1 failure, 2 wrong usage).
@@ -958,6 +1009,7 @@ def main() -> None:
     points at the first validation (pydantic 2.x ``plugin._loader.get_plugins``,
     ~6-9 ms of CPU of each command with a pydantic model, issue 26)."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    _degrade_output()
     try:
         app()
     finally:

@@ -37,7 +37,9 @@ def secrets(
         help="Redact the values in the agents' own session files (verified backup first).",
     ),
     dry_run: bool = typer.Option(
-        False, "--dry-run", help="With --scrub: say what would change; write nothing."
+        False,
+        "--dry-run",
+        help="With --scrub: list each file it would rewrite, with its values; write nothing.",
     ),
     files: list[Path] = typer.Argument(None, help="With --scrub: only these session files."),
     top: int = typer.Option(20, "--top", min=1, max=1000, help="Sessions to list, most values first."),
@@ -196,6 +198,13 @@ def _print_scrub(r, verbose: bool = False) -> None:
     # paths, nested parentheses: newuser16 F13); --json has each
     active = [f for f in r.files if f.status == "skipped" and _ACTIVE.match(f.reason or "")]
     for f in r.files:
+        if f.status == "would-scrub":  # a dry run names what it would rewrite in place (newuser17 F10)
+            w = line_width()
+            n_f = _count(sum(f.values.values()), "value")
+            where = tilde(f.path) if w is None else short_path(f.path, max(w - len(n_f) - 15, 20))
+            for part in fold(f"would scrub: {where}: {n_f}", indent="    "):
+                out.print(part, highlight=False, markup=False)
+            continue
         # (a scrubbed file with a reason: its store bookkeeping was left to the next ingest)
         if f.status in ("skipped", "failed") or f.reason:
             if f in active and not verbose:

@@ -4,6 +4,7 @@ Both read the store only and never import Prefect or Polars."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -52,7 +53,8 @@ def sessions(
     empty: bool = typer.Option(
         False,
         "--empty",
-        help="Also list the empty sessions (no time, no message: summary-only files; --json always has them).",
+        help="Also list the empty sessions (no time, no message: summary-only files); "
+        "without it they are counted apart (--json: empty).",
     ),
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
@@ -82,7 +84,7 @@ def sessions(
             limit=limit,
             offset=offset,
             all=every or None,
-            empty=empty or as_json,  # --json keeps every session (a script counts them)
+            empty=empty,  # --json as the text: empties left out and counted (newuser17 F22)
         )
         res = session_list(_home(home), req)
     if as_json:
@@ -106,10 +108,10 @@ def sessions(
             f"{r.messages:,}",
             f"{r.tool_calls:,}",
             "-" if r.tokens is None else f"{r.tokens:,}",
-            "" if r.cost_usd is None else f"${r.cost_usd:,.2f}",
+            cost,
             r.title,
         )
-        for r in rows
+        for r, cost in zip(rows, _shown_costs(rows), strict=True)
     ]
     # plain aligned columns: every cell but the title whole (ids must stay usable); the
     # title takes what is left of the line (at least 20 characters). A narrow terminal
@@ -193,6 +195,31 @@ def _cut_middle(s: str, room: int) -> str:
         return s
     tail = (room - 1) // 2
     return f"{s[: room - 1 - tail]}…{s[len(s) - tail :]}"
+
+
+def _shown_costs(rows) -> list[str]:
+    """Each row's cost as shown (``$1,234.56``; ``""`` without one), a parent and the
+    sub-agents listed under it rounded together (largest remainder): their cents add up
+    to the rounded cost of the whole session, ``report session``'s figure, each within
+    a cent of its own (rounded one by one, ef95's $1.97 and its sub-agent's $1.22 made
+    $3.19 beside report session's $3.18: newuser17 F20). ``--json`` keeps them exact."""
+    shown = ["" if r.cost_usd is None else f"${r.cost_usd:,.2f}" for r in rows]
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end < len(rows) and rows[end].depth:
+            continue
+        group = [i for i in range(start, end) if rows[i].cost_usd is not None]
+        start = end
+        if len(group) < 2:
+            continue
+        exact = [rows[i].cost_usd * 100 for i in group]
+        cents = [int(x // 1) for x in exact]
+        left = round(sum(exact)) - sum(cents)
+        for k in sorted(range(len(group)), key=lambda k: exact[k] - cents[k], reverse=True)[: max(left, 0)]:
+            cents[k] += 1
+        for i, c in zip(group, cents, strict=True):
+            shown[i] = f"${c // 100:,}.{c % 100:02d}"
+    return shown
 
 
 def _empty_line(n: int) -> str:
@@ -297,6 +324,7 @@ def resume(
     if fmt == "json" or as_json:
         _print_json(snap.as_json())
     else:
-        typer.echo(safe_text(snap.markdown), nl=False)
+        # sys.stdout, not click.echo: click writes UTF-8 to an ASCII terminal; this degrades
+        sys.stdout.write(safe_text(snap.markdown))
         if snap.note:  # on stderr: stdout is the snapshot an agent's hook reads (as search's notes)
             note(snap.note)

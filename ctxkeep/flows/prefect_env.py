@@ -160,6 +160,20 @@ def serve_api_url(home: Path, probe=None) -> str | None:
     return url if (probe or probe_health)(url) else None
 
 
+def use_api_url(url: str) -> None:
+    """Make ``url`` the Prefect API of this process: ``PREFECT_API_URL`` in
+    ``os.environ`` (what the flow runs' subprocesses inherit) and, when Prefect is
+    imported already, its global settings context rebuilt from the environment
+    (``prefect.context.refresh_global_settings_context``, Prefect 3.x): Prefect reads
+    its settings once, at import, and a client made after a later ``os.environ`` change
+    found no URL and started its own temporary server beside ``ctxkeep serve``'s
+    (newuser17 F16: a second uvicorn, ~0.2 GB RSS)."""
+    os.environ["PREFECT_API_URL"] = url
+    ctx = sys.modules.get("prefect.context")
+    if ctx is not None:
+        ctx.refresh_global_settings_context()
+
+
 def run_as_flow(home: Path, prefect: bool | None, probe=None, api_probe=None) -> bool:
     """Whether an interactive command runs as a Prefect flow run (True) or in-process.
 
@@ -190,7 +204,7 @@ def run_as_flow(home: Path, prefect: bool | None, probe=None, api_probe=None) ->
         url = None
     url = url or serve_api_url(home, probe)
     if url:
-        os.environ["PREFECT_API_URL"] = url
+        use_api_url(url)
         return True
     if prefect:
         # the temporary server (the module doc): Prefect reads this when it sets up

@@ -43,7 +43,7 @@ from pathlib import Path
 from prefect.types.entrypoint import EntrypointType
 
 from ctxkeep.errors import CtxkeepError
-from ctxkeep.flows.prefect_env import configure_prefect, remove_serve_file, write_serve_file
+from ctxkeep.flows.prefect_env import configure_prefect, remove_serve_file, use_api_url, write_serve_file
 
 DEFAULT_PORT = 4200
 COMPRESS_ENTRYPOINT = "ctxkeep.flows.compress:compress_flow"
@@ -281,7 +281,7 @@ def serve(
     try:
         if not api:
             proc, api = start_server(home, host, port)
-            os.environ["PREFECT_API_URL"] = api
+            use_api_url(api)  # prefect is imported already: its settings too, not only os.environ
         elif not healthy(api, timeout=5):
             raise CtxkeepError(
                 f"no Prefect server answers at {api}",

@@ -401,20 +401,28 @@ def plan_hooks_install(
             notes.append(f"replaced notify {_argv_text(cur)} (kept in the backup)")
         after = settings_codex.set_notify(before, argv, where)
     else:
-        obj, layout = sj.loads(before, where)
+        obj, layout = sj.loads(before, where, comments=_jsonc(agent))
         new = sj.merge_hooks(obj, _json_entries(agent, exe, timeout_s, home), identify_hook(agent), where)
         if sj.same(new, obj) and before is not None:
             return Change(agent, path, "unchanged", before, before)
-        after = sj.dumps(new, layout)
+        after = sj.dumps(new, layout, obj)
         notes += _json_notes(agent, new)
     return Change(agent, path, "created" if before is None else "updated", before, after, notes=notes)
 
 
-def _backup_matches(where: str):
+def _jsonc(agent: str) -> bool:
+    """Whether ``agent``'s JSON settings may hold comments: Gemini CLI reads its
+    settings.json through ``strip-json-comments`` (``packages/cli/src/config/
+    settings.ts``) and writes it back keeping them; Claude Code's and Cursor's files are
+    plain JSON (a comment there stays an error)."""
+    return agent == "gemini-cli"
+
+
+def _backup_matches(where: str, comments: bool = False):
     """The test ``_undo`` applies to a backup's text ``a`` and the stripped settings
     ``b``: the same but for a ``hooks`` object or event lists the user had left empty
     (``settings_json.same_but_emptied_hooks``)."""
-    return lambda a, b: sj.same_but_emptied_hooks(sj.loads(a, where)[0], b)
+    return lambda a, b: sj.same_but_emptied_hooks(sj.loads(a, where, comments)[0], b)
 
 
 def plan_hooks_uninstall(agent: str, scope: str, w: Where) -> Change:
@@ -439,11 +447,13 @@ def plan_hooks_uninstall(agent: str, scope: str, w: Where) -> Change:
             return old == b and (theirs is None or not identify_hook("codex")(_as_argv(theirs)))
 
         return _undo(agent, path, before, stripped, same_but_notify, None, where)
-    obj, layout = sj.loads(before, where)
+    obj, layout = sj.loads(before, where, comments=_jsonc(agent))
     new = sj.remove_hooks(obj, identify_hook(agent))
     if sj.same(new, obj):
         return Change(agent, path, "unchanged", before, before)
-    return _undo(agent, path, before, sj.dumps(new, layout), _backup_matches(where), new, where)
+    return _undo(
+        agent, path, before, sj.dumps(new, layout, obj), _backup_matches(where, _jsonc(agent)), new, where
+    )
 
 
 def _undo(agent, path, before, stripped: bytes, same_data, stripped_data, where) -> Change:
@@ -528,7 +538,7 @@ def hooks_status(agent: str, scope: str, w: Where, exe: list[str], home: Path | 
                 )
             out["hooks"].append(_row(spec, state, shlex.join(argv), cur))
         else:
-            obj, _ = sj.loads(data, where)
+            obj, _ = sj.loads(data, where, comments=_jsonc(agent))
             entries = dict(_json_entries(agent, exe, DEFAULT_TIMEOUT_S, home))
             for spec in HOOKS[agent]:
                 mine = sj.find_hook(obj, spec.event, identify_hook(agent)).get(spec.args, [])
@@ -603,7 +613,7 @@ def plan_mcp_install(
         cur = settings_codex.parse(before, where).get("mcp_servers", {})
         old = cur.get(SERVER_NAME) if isinstance(cur, dict) else None
     else:
-        obj, layout = sj.loads(before, where)
+        obj, layout = sj.loads(before, where, comments=_jsonc(agent))
         servers = obj.get("mcpServers")
         old = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
     if old == entry:
@@ -617,7 +627,7 @@ def plan_mcp_install(
     if agent == "codex":
         after = settings_codex.set_mcp_server(before, SERVER_NAME, entry, where)
     else:
-        after = sj.dumps(sj.set_mcp_server(obj, SERVER_NAME, entry, where), layout)
+        after = sj.dumps(sj.set_mcp_server(obj, SERVER_NAME, entry, where), layout, obj)
     notes = []
     if agent == "claude-code" and scope == "user":
         notes.append(
@@ -642,12 +652,14 @@ def plan_mcp_uninstall(agent: str, scope: str, w: Where) -> Change:
         return _undo(
             agent, path, before, stripped, lambda a, b: settings_codex.parse(a, where) == b, None, where
         )
-    obj, layout = sj.loads(before, where)
+    obj, layout = sj.loads(before, where, comments=_jsonc(agent))
     servers = obj.get("mcpServers")
     if not isinstance(servers, dict) or not _is_ctxkeep_server(servers.get(SERVER_NAME)):
         return Change(agent, path, "unchanged", before, before)
     new = sj.remove_mcp_server(obj, SERVER_NAME)
-    return _undo(agent, path, before, sj.dumps(new, layout), _backup_matches(where), new, where)
+    return _undo(
+        agent, path, before, sj.dumps(new, layout, obj), _backup_matches(where, _jsonc(agent)), new, where
+    )
 
 
 # -- applying --------------------------------------------------------------------------

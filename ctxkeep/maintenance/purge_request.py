@@ -78,7 +78,7 @@ def check_confirm(confirm) -> None:
     ok = _as_bool(confirm, "confirm")
     if ok is None:
         raise UsageError(
-            "Purge needs a confirmation (none was given)",
+            "purge needs a confirmation (none was given)",
             where="confirm",
             hint="preview first (a dry run), then confirm",
         )

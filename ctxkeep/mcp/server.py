@@ -113,7 +113,8 @@ PURGE_TOOL = {
         "directory), from every store. `confirm: true` is required. Idempotent; the reply lists "
         "what was removed and the resolved scope. WHEN: the user asks to forget a session or a "
         "project (e.g. private data was pasted). WHEN NOT: to free space (compression does "
-        "that), or without the user's explicit request. Preview with ctx_stats first."
+        "that), or without the user's explicit request. Preview first with `dryRun: true` (what "
+        "would be removed; changes nothing), then call again with `confirm: true`."
     ),
     "input_schema": tool_schema(PurgeRequest),
 }

@@ -232,4 +232,6 @@ def _(alt, by_tool, mo, pl, show, st, table, tools):
 
 
 if __name__ == "__main__":
-    app.run()
+    from ctxkeep.render.nbkit import script_line
+
+    print(script_line("sessions", *app.run()))

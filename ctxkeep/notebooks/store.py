@@ -192,4 +192,6 @@ def _(mo, pl, show, st, table):
 
 
 if __name__ == "__main__":
-    app.run()
+    from ctxkeep.render.nbkit import script_line
+
+    print(script_line("store", *app.run()))

@@ -348,4 +348,6 @@ def _(alt, mo, pl, show, st, usage):
 
 
 if __name__ == "__main__":
-    app.run()
+    from ctxkeep.render.nbkit import script_line
+
+    print(script_line("usage", *app.run()))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxkeep import config as cfgmod
+from ctxkeep.errors import ConfigError
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sources import (
@@ -126,7 +127,11 @@ def plan(
     (backfill). ``conn`` None: no store yet (every file is read from byte 0; ``ingest
     --dry-run`` never creates one).
     """
-    cfg = cfgmod.load_config(home)
+    try:
+        cfg = cfgmod.load_config(home)
+    except ConfigError as e:  # its agent names that no source has: said with the error
+        e.warnings += cfgmod.unknown_agent_lines_of_file(home, SOURCES)
+        raise
     if not _LINE_CAP_FROM_ENV:  # the reader (and the reader processes it starts) read it
         os.environ[MAX_LINE_ENV] = str(cfg.ingest.max_line_mb)
     ctx = ctx or DiscoveryContext.from_env()

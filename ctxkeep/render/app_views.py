@@ -68,6 +68,8 @@ def store_unavailable(store: str, e: BaseException):
     from ctxkeep.errors import NothingStored
 
     err = store_problem(store, e)
+    if isinstance(err, NothingStored) and err.todo == "try again when it ends":  # an ingest runs
+        return mo.md(f"# ctxkeep\n\n**Nothing to show yet:** {err.what}.\n\nReload this page when it ends.")
     if isinstance(err, NothingStored) or err.what == "no store yet":
         return mo.md(
             f"# ctxkeep\n\n**Nothing to show yet:** {err.what}.\n\n"

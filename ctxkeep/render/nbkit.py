@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +253,23 @@ def page_params() -> tuple[str, str, str, str]:
         str(args.get("since") or ""),
         str(args.get("until") or ""),
     )
+
+
+def script_line(name: str, outputs: Sequence, defs: Mapping[str, Any]) -> str:
+    """The one line ``python NAME.py --store …`` prints when its run ends (marimo's
+    ``app.run()`` shows nothing; newuser17 F11: the README's "run it as a script"
+    printed nothing at all): the store read, the cells run and, for the usage page,
+    its API responses, tokens and cost (as ``ctxkeep report``'s totals)."""
+    st = defs.get("st")
+    where = f"the store at {st.home}" if st is not None else "no store"
+    usage = defs.get("usage")
+    if usage is not None:
+        tokens = int(usage["total_tokens"].sum() or 0)
+        cost = float(usage["cost_usd"].sum() or 0)
+        what = f"{usage.height:,} API responses, {tokens:,} tokens, ${cost:,.2f} in {where}"
+    else:
+        what = f"{len(outputs)} cells run against {where}"
+    return f"{name}.py: {what}; `marimo edit {name}.py` shows the page, `ctxkeep report html DIR` writes it"
 
 
 def open_page(store: str, timezone: str, since: str, until: str) -> Store:

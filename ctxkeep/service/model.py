@@ -248,7 +248,8 @@ def _usage_error(cls: type[BaseModel], e: ValidationError) -> UsageError:
             model = next(
                 (a for a in (ann, *get_args(ann)) if isinstance(a, type) and issubclass(a, BaseModel)), model
             )
-        known = ", ".join(model.model_fields)
+        # as the schema names them (``sessionId``, not the field ``session``: newuser17 F9)
+        known = ", ".join(f.alias or n for n, f in model.model_fields.items())
         what = f"unknown {parent[-1].removesuffix('s')}" if parent else "unknown argument"
         return UsageError(f"{what} {field}", where=parent[-1] if parent else field, hint=f"known: {known}")
     if kind.startswith("int_") or kind.startswith("float_"):

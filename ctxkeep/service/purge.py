@@ -35,6 +35,11 @@ class PurgeRequest(Request):
     confirm: Any = Field(
         None, description="must be true to purge", json_schema_extra={"type": ["boolean", "string"]}
     )
+    dry_run: bool = Field(
+        False,
+        alias="dryRun",
+        description="true: report what a purge would remove, change nothing (no confirm)",
+    )
 
 
 class PurgeResult(Shape):
@@ -78,8 +83,9 @@ class PurgeResult(Shape):
         if self.cancelled:
             return self.message or "cancelled"
         r = self.removed
+        verb, did = ("would purge", "would remove") if self.dry_run else ("purged", "removed")
         text = (
-            f"purged {self.resolved}: removed {r.get('entries', 0)} entries, "
+            f"{verb} {self.resolved}: {did} {r.get('entries', 0)} entries, "
             f"{r.get('sessions', 0)} sessions, {r.get('contents', 0)} texts, {r.get('chunks', 0)} "
             f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines, "
             f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored); "
@@ -89,23 +95,34 @@ class PurgeResult(Shape):
 
 
 def purge(home: Path, req: PurgeRequest, *, cwd: Path) -> PurgeResult:
-    """Purge the session or project ``req`` names (a project relative to ``cwd``).
-    A ``confirm`` that is not true cancels (``cancelled``); raises UsageError for a
-    request the contract refuses, SessionNotFound/AmbiguousSession, StoreBusy."""
+    """Purge the session or project ``req`` names (a project relative to ``cwd``), or
+    with ``dry_run`` report what it would remove (``dry_run`` true; no confirm needed,
+    nothing changes). A ``confirm`` that is not true cancels (``cancelled``); raises
+    UsageError for a request the contract refuses (a missing confirm: preview with
+    ``dryRun``, then confirm), SessionNotFound/AmbiguousSession, StoreBusy."""
     from ctxkeep.errors import PurgeCancelled
     from ctxkeep.maintenance.purge_named import purge_named
     from ctxkeep.maintenance.purge_request import parse_purge_request
 
+    if req.confirm is None and not req.dry_run:  # ctx_purge's words, not the CLI's --yes
+        raise UsageError(
+            "purge needs a confirmation (none was given)",
+            where="confirm",
+            hint="preview with dryRun: true, then call again with confirm: true",
+        )
     try:
         parsed = parse_purge_request(
             session_id=req.session,
             scope=req.scope,
             project_dir=req.project,
-            confirm=strict_confirm(req.confirm),
+            confirm=True if req.dry_run else strict_confirm(req.confirm),
             cwd=str(cwd),
         )
     except PurgeCancelled as e:
         return PurgeResult(cancelled=True, message=str(e))
+    if req.dry_run:
+        preview = purge_named(Path(home), parsed, dry_run=True)
+        return PurgeResult(**{**preview, "dry_run": True})
     # as `ctxkeep purge`: the session as hits show it (an ambiguous prefix lists the
     # candidates), the project through symlinks, "no such session" and no tombstone
     # when nothing matches

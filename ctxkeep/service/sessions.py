@@ -69,6 +69,11 @@ class SessionsResult(Result):
 
     source: str = Field(description='"duckdb" (with cost) or "sqlite"')
     total: int = Field(description="sessions that match, sub-agents included")
+    empty: int = Field(
+        0,
+        description="empty sessions that match (no time, no message), left out of total and "
+        "sessions; --empty lists them (0 then)",
+    )
     offset: int = Field(description="sessions of the list before this page")
     limit: int | None = Field(description="the page's size (null: all)")
     next_offset: int | None = Field(
@@ -96,6 +101,7 @@ def sessions(home: Path, req: SessionsRequest) -> SessionsResult:
     return SessionsResult(
         source=got.source,
         total=got.total,
+        empty=got.empty,
         offset=got.offset,
         limit=got.limit,
         next_offset=got.next_offset,

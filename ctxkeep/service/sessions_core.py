@@ -30,7 +30,7 @@ from ctxkeep.service.store import reading
 
 #: the keys of ``sessions --json`` (``SessionsResult``, after ``schema``) and of each
 #: session (``SessionRow``), in the models' order (a test holds them equal)
-RESULT_KEYS = ("source", "total", "offset", "limit", "next_offset", "sessions")
+RESULT_KEYS = ("source", "total", "empty", "offset", "limit", "next_offset", "sessions")
 ROW_KEYS = (
     "agent",
     "session_id",
@@ -125,6 +125,7 @@ class SessionList:
             "schema": JSON_SCHEMA,
             "source": self.source,
             "total": self.total,
+            "empty": self.empty,
             "offset": self.offset,
             "limit": self.limit,
             "next_offset": self.next_offset,

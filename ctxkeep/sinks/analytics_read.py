@@ -62,7 +62,8 @@ def open_readonly(
     lock). Returns ``(connection, note)``: when DuckDB could not be brought current,
     ``note`` says why (it shows what it holds); when a running ingest holds the file, a
     copy of its last checkpoint is opened instead and ``note`` says so (else None).
-    Raises StoreError: no analytics store (run ingest), or a damaged file (run
+    Raises StoreError: no analytics store (run ingest; NothingStored while an ingest
+    runs: try again when it ends), or a damaged file (run
     reindex), or a held file that could not be copied; ConfigError for a broken
     ``prices.toml`` (``sinks.prices_file.prices_error``: every cost would be wrong or
     missing, so no report is shown)."""
@@ -72,6 +73,12 @@ def open_readonly(
     lag = analytics_current.bring_current(Path(home), wait=wait)
     path = Path(home) / ANALYTICS_DB
     if not path.exists():
+        from ctxkeep.sinks.lock import held_by_another
+
+        if held_by_another(Path(home)):  # a first ingest: DuckDB comes at its end (newuser17 F13)
+            raise NothingStored(
+                "no usage stored yet: an ingest is running", where=str(path), hint="try again when it ends"
+            )
         if _store_entries(Path(home)):  # deleted since: the next ingest rebuilds it
             raise StoreError(
                 "the analytics store is missing",

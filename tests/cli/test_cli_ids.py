@@ -41,7 +41,9 @@ def _aider_prefix(home) -> str:
 
 def test_every_shown_id_is_unique_and_taken_back(home):
     ids = _ids(home)
-    rows = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json"]).stdout)["sessions"]
+    rows = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json", "--empty"]).stdout)[
+        "sessions"
+    ]
     assert len({r["short_id"] for r in rows}) == len(rows) == len(ids)
     for r in rows:
         got = json.loads(

@@ -54,14 +54,14 @@ def test_sessions_pages(home):
     """A page of --limit N sessions of the list (sub-agents under their parent count),
     the last line saying how many match and how to see more; --json's total and
     next_offset name the next page; --all lists every one."""
-    every = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json", "--all"]).stdout)
+    every = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json", "--all", "--empty"]).stdout)
     total = len(every["sessions"])
     assert every["total"] == total > 6 and every["next_offset"] is None and every["limit"] is None
-    default = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json"]).stdout)
+    default = json.loads(runner.invoke(app, ["sessions", "--home", home, "--json", "--empty"]).stdout)
     # the default page is 50 sessions: the corpus's 38 all on it; the last line counts them
     assert total < 50 and default["limit"] == 50 and default["sessions"] == every["sessions"]
     assert default["next_offset"] is None
-    # (--empty: the 3 empty sessions listed too, as --json lists them)
+    # (--empty: the 3 empty sessions listed too, as --json --empty lists them)
     text = runner.invoke(app, ["sessions", "--home", home, "--empty"]).stdout
     assert "showing" not in text and text.splitlines()[-1] == f"{total} sessions, newest first"
     r = runner.invoke(app, ["sessions", "--home", home, "--empty", "--limit", "10"])
@@ -70,7 +70,9 @@ def test_sessions_pages(home):
     assert lines[-1] == f"showing 10 of {total} sessions, newest first - --limit N or --all for more"
     assert len(lines) == 1 + 10 + 1  # header, rows, the page line
     nxt = json.loads(
-        runner.invoke(app, ["sessions", "--home", home, "--json", "-n", "3", "--offset", "3"]).stdout
+        runner.invoke(
+            app, ["sessions", "--home", home, "--json", "--empty", "-n", "3", "--offset", "3"]
+        ).stdout
     )
     assert nxt["sessions"] == every["sessions"][3:6] and nxt["next_offset"] == 6
     r = runner.invoke(app, ["sessions", "--home", home, "--empty", "-n", "3", "--offset", "3"])

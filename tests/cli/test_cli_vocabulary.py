@@ -117,7 +117,7 @@ def test_home_before_the_command(home):
     assert before["entries"] == sql(home, "SELECT count(*) FROM entries")[0][0]
     # the whole process too (the console script's own argv)
     r = subprocess.run(
-        [sys.executable, "-m", "ctxkeep", "--home", home, "sessions", "--json"],
+        [sys.executable, "-m", "ctxkeep", "--home", home, "sessions", "--json", "--empty"],
         capture_output=True,
         text=True,
         cwd=ROOT,

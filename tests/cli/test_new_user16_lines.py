@@ -73,7 +73,7 @@ def test_scrub_folds_the_files_an_agent_may_be_writing_into_one_line(monkeypatch
     gone = NS(status="skipped", path=f"{user}/x.jsonl", reason="the file is gone")
     res = NS(
         dry_run=True, values={"password": 1}, would_scrub=1, scrubbed=0, skipped=124, failed=0,
-        files=[NS(status="would-scrub", path=f"{user}/a.jsonl", reason=""), *busy, gone], note="", backups=[],
+        files=[NS(status="would-scrub", path=f"{user}/a.jsonl", reason="", values={"password": 1}), *busy, gone], note="", backups=[],
     )  # fmt: skip
     _print_scrub(res)
     lines = capsys.readouterr().out.splitlines()

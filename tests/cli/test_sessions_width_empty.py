@@ -34,7 +34,7 @@ def _run(home: str, *args: str, columns: int = 80) -> str:
 
 
 def test_empty_sessions_are_counted_apart_and_listed_on_request(home):
-    every = json.loads(_run(home, "--all", "--json"))["sessions"]
+    every = json.loads(_run(home, "--all", "--json", "--empty"))["sessions"]
     empty = [s for s in every if s["started"] is None and s["messages"] == 0]
     assert len(empty) == 3  # the summary-only, file-history-only and 0-byte files
     text = _run(home, "--all")
@@ -125,3 +125,21 @@ def test_tokens_without_a_cost_during_an_ingest_say_why(store):
     assert any(x.split()[-1:] != ["$0.00"] and "," in x for x in r.stdout.splitlines()[1:])  # tokens shown
     said = " ".join(r.stderr.split())
     assert "note: an ingest is running: the cost of what it stores shows when it ends" in said, r.output
+
+
+def test_json_counts_as_the_text_does(home):
+    """newuser17 F22: text said 35 sessions (+3 empty left out), ``--json`` 38 with the 3
+    empty rows: a script counted 38, the reader 35. Now ``--json`` leaves them out as the
+    text does and says how many (``empty``); ``--empty`` lists them in both."""
+    got = json.loads(_run(home, "--all", "--json"))
+    text = _run(home, "--all").splitlines()
+    assert f"{got['total']} sessions, newest first" in text and got["empty"] == 3
+    assert len(got["sessions"]) == got["total"] and not any(
+        s["started"] is None and s["messages"] == 0 for s in got["sessions"]
+    )
+    every = json.loads(_run(home, "--all", "--json", "--empty"))
+    assert (
+        every["total"] == got["total"] + 3
+        and every["empty"] == 0
+        and len(every["sessions"]) == every["total"]
+    )
