@@ -198,6 +198,11 @@ TABLES: dict[str, str] = {
     # the vault's manifest (v11, ``sinks.vault``): pack files of zstd objects, the
     # objects by SHA-256 of their (redacted) bytes, the agents' files and their
     # generations, an append file's segments in order
+    # the old entry ids of the files ``reparse --rekey`` keyed anew, each with its new id
+    # (``query.fetch.resolve_ids`` follows them; session 17, no schema version: made
+    # empty by every writable open, a rekey fills it)
+    "entry_aliases": "CREATE TABLE IF NOT EXISTS entry_aliases(old_id TEXT NOT NULL, new_id TEXT NOT NULL, "
+    "PRIMARY KEY (old_id, new_id)) WITHOUT ROWID",
     "vault_packs": """CREATE TABLE IF NOT EXISTS vault_packs(
   pack_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, bytes INTEGER NOT NULL, created_at TEXT)""",
     "vault_objects": """CREATE TABLE IF NOT EXISTS vault_objects(
