@@ -117,6 +117,18 @@ def say(line: str) -> None:
         sys.stdout.write(safe_text(line) + "\n")
 
 
+def say_dim(line: str) -> None:
+    """``say`` of ``line`` in the terminal's dim style (SGR 2) when stdout is a terminal
+    and ``NO_COLOR`` is unset, else plain; without Rich when ``out``'s console is not
+    made yet (a no-op ingest imports none)."""
+    if out._console is not None:
+        out._console.print(line, markup=False, highlight=False, soft_wrap=True, style="dim")
+    elif sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        sys.stdout.write("\x1b[2m" + safe_text(line) + "\x1b[0m\n")
+    else:
+        say(line)
+
+
 def line_width() -> int | None:
     """The width plain lines are folded to (``fold``): the terminal's, or ``COLUMNS``
     when it is set; None when output is piped without ``COLUMNS`` (lines as written,

@@ -23,6 +23,7 @@ from ctxkeep.cli import (
     note,
     out,
     say,
+    say_dim,
     say_folded,
     table,
     text_arg,
@@ -148,6 +149,8 @@ def ingest(
         )
     if not as_json:
         _print_summary(res.summary, res.held_note)
+        if res.rekey_note:
+            say_dim("  " + res.rekey_note)
 
 
 def _ingest_dry_run(h: Path, req, as_json: bool) -> None:

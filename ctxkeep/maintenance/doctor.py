@@ -36,6 +36,8 @@ Checks (``check``), each a ``Finding(check, file, status, detail)`` with status
   from those copies, the vault first (``_rearchive``);
 - ``watermarks``: each watermark's file exists and is not shorter than its offset
   (warnings: a user may delete session files);
+- ``ids``: Claude Code files an older ctxkeep keyed by uuid alone (a warning naming
+  ``ctxkeep reparse --rekey`` and its cost: ``pipeline.summary.rekey_advice``);
 - ``coverage``: the coverage ledger's format drift (warnings: an agent version with
   record types ctxkeep does not understand, a parse rate below the previous version's;
   ``transforms.drift.ledger_alerts``).
@@ -214,6 +216,7 @@ def _sqlite_checks(home: Path, full: bool, wal_finding: Finding | None = None) -
         out += _lost_check(home, immutable)
     out += _parquet_check(home, t.archived)
     out += _watermark_check(t.watermarks)
+    out += _ids_check(t.uuid_keyed)
     out += _coverage_check(db, foreign)
     return out
 
@@ -442,6 +445,17 @@ def _watermark_check(watermarks: list[tuple[str, int]]) -> list[Finding]:
             f"{missing:,} file{'s' * (missing != 1)} gone, {shrunk:,} shorter than their watermark",
         )
     ]
+
+
+def _ids_check(uuid_keyed: tuple[int, int]) -> list[Finding]:
+    """``ids``: a warning while the store holds Claude Code files keyed by uuid alone
+    (``summary.rekey_advice``), else ok."""
+    from ctxkeep.pipeline.summary import rekey_advice
+
+    files, size = uuid_keyed
+    if files:
+        return [Finding("ids", STORE_DB, "warning", rekey_advice(files, size))]
+    return [Finding("ids", STORE_DB, "ok", "every Claude Code file keyed by session and uuid")]
 
 
 def _coverage_check(db: Path, immutable: bool) -> list[Finding]:

@@ -51,6 +51,7 @@ from ctxkeep.sinks import recovery, vault
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import ddl as sqlite_ddl
 from ctxkeep.sinks.sqlite import delete as delete_store
 from ctxkeep.sinks.sqlite import requarantine
 from ctxkeep.sinks.vault import manifest
@@ -59,11 +60,8 @@ from ctxkeep.sources.contract import SourceFile, Watermark
 from ctxkeep.sources.readers import jsonl as jsonl_reader
 
 #: the old entry ids of the files a ``reparse(rekey=True)`` keyed anew, each with its
-#: new id (``query.fetch.resolve_ids`` follows them); made by the first such reparse
-ALIASES_DDL = (
-    "CREATE TABLE IF NOT EXISTS entry_aliases(old_id TEXT NOT NULL, new_id TEXT NOT NULL, "
-    "PRIMARY KEY (old_id, new_id)) WITHOUT ROWID"
-)
+#: new id (``query.fetch.resolve_ids`` follows them): ``ddl.TABLES["entry_aliases"]``
+ALIASES_DDL = sqlite_ddl.TABLES["entry_aliases"]
 #: statuses that maintenance (not a parser) gives entries, kept through a reparse
 KEPT_STATUSES = ("archived", "consumed")
 _USAGE_SUMS = (

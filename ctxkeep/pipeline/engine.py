@@ -178,7 +178,14 @@ def extract_transform(
                         how="vertical",
                     )
                 )
-            frames = transform.transform_batch(conn, merged, tombs, seen, frame=pre, pre=ahead)
+            # a file its store keyed by uuid alone (``transform.twins``)
+            legacy = any(
+                it.file.agent in sqlite_store.UUID_KEYED_AGENTS
+                and b.watermark is not None
+                and (b.watermark.state or {}).get("ids", "uuid") == "uuid"
+                for it, b in group
+            )
+            frames = transform.transform_batch(conn, merged, tombs, seen, frame=pre, pre=ahead, legacy=legacy)
         g = Group(
             frames,
             quarantine,

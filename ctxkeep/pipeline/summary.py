@@ -150,3 +150,36 @@ def _per_agent(rows: list[dict]) -> str:
     for r in rows:
         n[r["agent"]] = n.get(r["agent"], 0) + 1
     return ", ".join(f"{a} {k}" for a, k in sorted(n.items()))
+
+
+#: CPU seconds ``reparse --rekey`` takes per byte of Claude Code files (fork17: 9.6-10.0 s
+#: for the 200 MB tree's 104 MB of them, load 29-32 on 2 cores; ~10 s per 100 MB)
+REKEY_CPU_S_PER_BYTE = 10 / 100e6
+
+
+def rekey_seconds(size: int) -> int:
+    """The CPU seconds ``reparse --rekey`` takes for ``size`` bytes of Claude Code files
+    (``REKEY_CPU_S_PER_BYTE``; at least 1)."""
+    return max(1, round(size * REKEY_CPU_S_PER_BYTE))
+
+
+def rekey_line(files: int, size: int) -> str:
+    """The ingest summary's line for ``files`` Claude Code files (``size`` bytes) keyed
+    by uuid alone (``rekey_advice`` is doctor's whole sentence), under 80 columns:
+    ``3 Claude Code files keep old ids: run `ctxkeep reparse --rekey` (~11 CPU s)``."""
+    return (
+        f"{files:,} Claude Code file{'s' * (files != 1)} keep{'s' * (files == 1)} old ids: "
+        f"run `ctxkeep reparse --rekey` (~{rekey_seconds(size):,} CPU s)"
+    )
+
+
+def rekey_advice(files: int, size: int) -> str:
+    """What ``files`` Claude Code files (``size`` bytes) keyed by uuid alone mean and
+    the command that moves them (``lookup.uuid_keyed_files``), one sentence: a fork
+    read before the upgrade holds only part of its history until then."""
+    secs = rekey_seconds(size)
+    return (
+        f"{files:,} Claude Code file{'s' * (files != 1)} ({size / 1e6:,.0f} MB) keyed by uuid alone "
+        "(an older ctxkeep): a fork read then lacks its shared history; "
+        f"run `ctxkeep reparse --rekey` (~10 CPU s per 100 MB: ~{secs:,} s here; old ids still resolve)"
+    )

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import polars as pl
 
 from ctxkeep.paths import under_expr
+from ctxkeep.schema import entry_id
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import Batch
@@ -34,6 +35,11 @@ class InFlight:
         self.entries: set[str] = set()
         self.contents: dict[str, int] = {}
         self.committed = committed
+        #: the session of each new entry keyed by a uuid alone (``twins``); set (and
+        #: ``legacy`` true) once a group held one, or the store holds such files
+        self.uuid_sessions: dict[str, str | None] = {}
+        #: whether the store holds files keyed by uuid alone (None: not asked yet)
+        self.legacy: bool | None = None
         #: (entry ids, content hashes) added per group, oldest first
         self.generations: collections.deque[tuple[list[str], list[str]]] = collections.deque()
         #: generations pruned so far (the index of ``generations[0]``)
@@ -57,6 +63,9 @@ class InFlight:
         while self.generations and self.pruned < done:
             ids, hashes = self.generations.popleft()
             self.entries.difference_update(ids)
+            if self.uuid_sessions:
+                for i in ids:
+                    self.uuid_sessions.pop(i, None)
             for h in hashes:
                 self.contents.pop(h, None)
             self.pruned += 1
@@ -165,6 +174,7 @@ def transform_batch(
     seen: InFlight | None = None,
     frame: pl.DataFrame | None = None,
     pre: Precomputed | None = None,
+    legacy: bool = False,
 ) -> dict:
     """Turn a source batch into the frames ``sqlite_store.load_batch`` takes.
 
@@ -182,7 +192,8 @@ def transform_batch(
     rows a reader process normalized: ``reader_process.read_in_process``);
     ``batch.entries`` is then ignored. ``pre``: token estimates and chunk rows that
     reader process computed; used when it holds every new content, else they are
-    computed here.
+    computed here. ``legacy``: the batch holds entries of a file its store keyed by
+    uuid alone (``twins``: their records under the other key are dropped too).
 
     Returns ``{"entries", "contents", "chunks", "usage": pl.DataFrame}``
     (``transform_entries``).
@@ -204,9 +215,86 @@ def transform_batch(
     if seen is not None and seen.entries and frame.height:
         existing |= seen.entries.intersection(frame["entry_id"].to_list())
     new = frame.filter(~pl.col("entry_id").is_in(list(existing))) if existing else frame
+    if new.height:
+        twin = twins(conn, frame, new, seen, legacy)
+        if twin:
+            new = new.filter(~pl.col("entry_id").is_in(twin))
     out = transform_entries(conn, frame, new, seen, pre)
     if pre is not None and pre.tokens and met.len():
         pre.forget(met.to_list())
+    return out
+
+
+def twins(
+    conn, frame: pl.DataFrame, new: pl.DataFrame, seen: InFlight | None = None, legacy: bool = False
+) -> list[str]:
+    """The entry ids of ``new`` (the rows of ``frame``, an ``entries_frame``, not
+    stored) whose record is
+    stored, or comes earlier in ``new``, under its other key: Claude Code's parser
+    keys a record ``<session>:<uuid>`` in a file read first now and by its uuid alone
+    in a file a store read before session 17 (``claude_code.legacy_ids``), so in such
+    a store the same session continued in a new file (the old one's lines repeated,
+    same ``sessionId``) would store its repeated records twice. A twin counts only
+    in the same session: a fork (the same uuids under another session) keeps its
+    copy. Also against ``seen`` (groups not committed yet; it keeps the session of
+    each uuid-keyed entry it holds, ``InFlight.uuid_sessions``).
+
+    Nothing is computed unless the store holds a file keyed by uuid alone
+    (``uuid_keyed_files``: asked once per run with ``seen``, else per call) or
+    ``legacy`` (the group holds such a file: ``engine``): a store made since session
+    17 pays one query per run. Else two SHA-256 per Claude Code entry (which key it
+    has) and one lookup of the other keys."""
+    if seen is not None and legacy:
+        seen.legacy = True
+    if not legacy:
+        known = seen.legacy if seen is not None else None
+        if known is None:
+            known = sqlite_store.uuid_keyed_files(conn)[0] > 0
+            if seen is not None:
+                seen.legacy = known
+        if not known:
+            return []
+    rows = frame.filter(pl.col("agent").is_in(sqlite_store.UUID_KEYED_AGENTS))
+    if not rows.height:
+        return []
+    # an entry's ``part`` (not a frame column) is its place among its line's entries
+    # (``claude_code._message_entries``); a guess that is wrong matches neither key
+    rows = rows.with_columns(
+        pl.int_range(pl.len()).over("source_path", "source_offset").alias("part")
+    ).filter(pl.col("native_id").is_not_null() & pl.col("entry_id").is_in(new["entry_id"].implode()))
+    if not rows.height:
+        return []
+    ids: list[str] = []
+    sessions: list[str | None] = []
+    others: list[str] = []
+    keyed_by_uuid: list[bool] = []
+    for i, a, n, s, p in rows.select("entry_id", "agent", "native_id", "session_id", "part").iter_rows():
+        by_uuid, by_session = entry_id(a, n, p), entry_id(a, f"{s}:{n}", p)  # the parser's two keys
+        if i not in (by_uuid, by_session):
+            continue  # keyed by its line (or another scheme): no twin
+        ids.append(i)
+        sessions.append(s)
+        others.append(by_session if i == by_uuid else by_uuid)
+        keyed_by_uuid.append(i == by_uuid)
+    stored = sqlite_store.entry_sessions(conn, others) if others else {}
+    pos = {i: k for k, i in enumerate(ids)}
+    held = seen.uuid_sessions if seen is not None else {}
+    out: list[str] = []
+    for k, (i, o, s, u) in enumerate(zip(ids, others, sessions, keyed_by_uuid, strict=True)):
+        if o in stored:
+            twin = stored[o] == s
+        elif seen is not None and o in seen.entries:
+            # a session-keyed twin names its session; a uuid-keyed one's is kept aside
+            twin = u or (o in held and held[o] == s)
+        else:
+            twin = pos.get(o, k) < k and sessions[pos[o]] == s  # earlier in this frame
+        if twin:
+            out.append(i)
+    if seen is not None:
+        drop = set(out)
+        held.update(
+            (i, s) for i, s, u in zip(ids, sessions, keyed_by_uuid, strict=True) if u and i not in drop
+        )
     return out
 
 

@@ -103,10 +103,13 @@ class IngestProgress:
 class IngestOutcome:
     """An ingest's result: ``summary`` (the keys of ``shapes.IngestResult``, without
     ``"schema"``; its ``problems`` are the plan's) and ``held_note`` (one line on what
-    the store holds back for a later run, or None)."""
+    the store holds back for a later run, or None) and ``rekey_note``."""
 
     summary: dict
     held_note: str | None = None
+    #: one line when the store holds Claude Code files keyed by uuid alone
+    #: (``pipeline.summary.rekey_line``; doctor says more), else None
+    rekey_note: str | None = None
 
     def as_json(self) -> dict:
         """The ``--json`` object: ``"schema": 1`` first, then the summary."""
@@ -138,6 +141,7 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
 
             behind = bool(pending(conn))
         held = None if p.todo or behind else _held_back(home, conn)  # nothing will change it
+        uuid_keyed = sqlite_store.uuid_keyed_files(conn)  # one search of a partial index
     finally:
         conn.close()
     if progress.on_problem is not None:
@@ -169,7 +173,12 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
     summary["held_back"] = held if held is not None else _held_back(home)
     from ctxkeep.pipeline.summary import held_back_line
 
-    return IngestOutcome(summary, held_back_line(summary["held_back"]))
+    note = None
+    if uuid_keyed[0]:
+        from ctxkeep.pipeline.summary import rekey_line
+
+        note = rekey_line(*uuid_keyed)
+    return IngestOutcome(summary, held_back_line(summary["held_back"]), note)
 
 
 @contextmanager

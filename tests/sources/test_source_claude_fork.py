@@ -362,3 +362,116 @@ def test_every_reader_of_claude_lines_keeps_a_files_uuid_ids_when_read_from_byte
 
     assert record_ids(old) == {_u(n) for n in ("u-1", "a-1", "u-2", "a-2")}
     assert record_ids(None) == {f"{ORIG}:{_u(n)}" for n in ("u-1", "a-1", "u-2", "a-2")}
+
+
+NEXT = "cccccccc-0000-4000-8000-000000000003"  # another file name, the same session
+
+
+def test_an_old_stores_session_continued_in_a_new_file_is_not_stored_twice(tmp_path, monkeypatch):
+    """A store keyed ORIG's file by uuid alone; the session goes on in a new file (its
+    history repeated, same ``sessionId``). The new file is keyed by session, so its
+    repeated records would be new ids: they are the stored ones, kept once. A fork
+    written now (another session, the same uuids) still holds its whole history."""
+    from ctxkeep.maintenance.reparse import reparse
+
+    home, proj, store = _old_store(tmp_path, monkeypatch)
+    more = _line("u-3", "a-2", ORIG, "user", "and a password field", "2026-07-02T09:00:00.000Z")
+    (proj / f"{NEXT}.jsonl").write_text("\n".join([*_history(ORIG), more]) + "\n")
+    ingest(home, store, agents="claude-code")
+    assert _sessions(store) == {ORIG: 5}
+    assert _ids(store, ORIG) == OLD_IDS | {entry_id("claude-code", f"{ORIG}:{_u('u-3')}", 0)}
+    _write(
+        proj,
+        FORK,
+        [*_history(FORK), _line("u-9", "a-2", FORK, "user", "try OAuth", "2026-07-03T09:00:00.000Z")],
+    )
+    ingest(home, store, agents="claude-code")
+    assert _sessions(store) == {ORIG: 5, FORK: 5}
+    r = reparse(store)  # the store rebuilt as it was: nothing doubled
+    assert [(e["added"], e["removed"]) for e in r["diff"]["entries"]] == [(0, 0)], r["diff"]
+    assert _sessions(store) == {ORIG: 5, FORK: 5}
+    reparse(store, rekey=True)
+    assert _sessions(store) == {ORIG: 5, FORK: 5}
+
+
+def test_an_old_files_tail_and_a_new_file_holding_it_read_in_one_run_keep_it_once(tmp_path, monkeypatch):
+    """The same run reads ORIG's new line (keyed by uuid: its file is old) and a new
+    file repeating it (keyed by session): one entry, whichever comes first."""
+    home, proj, store = _old_store(tmp_path, monkeypatch)
+    more = _line("u-3", "a-2", ORIG, "user", "and a password field", "2026-07-02T09:00:00.000Z")
+    with open(proj / f"{ORIG}.jsonl", "a") as f:
+        f.write(more + "\n")
+    (proj / f"{NEXT}.jsonl").write_text("\n".join([*_history(ORIG), more]) + "\n")
+    (proj / f"{FORK}.jsonl").write_text("\n".join([*_history(ORIG), more]) + "\n")  # read before ORIG
+    ingest(home, store, agents="claude-code")
+    assert _sessions(store) == {ORIG: 5}
+
+
+def test_twins_of_groups_not_committed_yet_count_only_in_their_session(tmp_path, monkeypatch):
+    """``transform.twins`` against ``seen`` (a group transformed, not stored yet): the
+    uuid-keyed entry of one group is the twin of the same session's session-keyed
+    entry in the next, not of a fork's (another session, the same uuid)."""
+    from ctxkeep.pipeline.transform import InFlight, twins
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.transforms.normalize import entries_frame
+
+    _, _, store = _old_store(tmp_path, monkeypatch)
+    uid = _u("u-7")
+
+    def frame(sid: str, record_id: str, path: str):
+        e = {
+            "agent": "claude-code",
+            "session_id": sid,
+            "native_id": uid,
+            "record_id": record_id,
+            "part": 0,
+            "role": "user",
+            "kind": "message",
+            "text": "the same line",
+            "source_path": path,
+            "source_offset": 0,
+        }
+        return entries_frame([e])
+
+    conn = sqlite_store.connect(store)
+    try:
+        seen = InFlight()
+        first = frame(ORIG, uid, "/a.jsonl")  # an old file's new line: keyed by uuid
+        assert twins(conn, first, first, seen, legacy=True) == []
+        seen.add(first["entry_id"].to_list(), {})
+        same = frame(ORIG, f"{ORIG}:{uid}", "/b.jsonl")
+        fork = frame(FORK, f"{FORK}:{uid}", "/c.jsonl")
+        assert twins(conn, same, same, seen) == same["entry_id"].to_list()
+        assert twins(conn, fork, fork, seen) == []
+    finally:
+        conn.close()
+
+
+def test_doctor_and_ingest_say_once_that_an_old_store_has_files_to_rekey(tmp_path, monkeypatch):
+    """doctor warns while Claude Code files are keyed by uuid alone, naming the command
+    and its cost; ingest's summary says it in one line under 80 columns (nothing in a
+    store made now, nor after the rekey)."""
+    from ctxkeep.maintenance.doctor import check
+    from ctxkeep.maintenance.reparse import reparse
+    from ctxkeep.service.ingest import IngestRequest
+    from ctxkeep.service.ingest import ingest as ask
+
+    home, proj, store = _old_store(tmp_path, monkeypatch)
+    size = (proj / f"{ORIG}.jsonl").stat().st_size
+    ids = [f for f in check(store) if f.check == "ids"]
+    assert [(f.status, f.file) for f in ids] == [("warning", "store.db")]
+    assert ids[0].detail.startswith(f"1 Claude Code file ({size / 1e6:,.0f} MB) keyed by uuid alone")
+    assert "run `ctxkeep reparse --rekey` (~10 CPU s per 100 MB: ~1 s here" in ids[0].detail
+    monkeypatch.setenv("HOME", str(home))
+    res = ask(store, IngestRequest(("claude-code",), (), False, None))  # nothing new
+    assert res.summary["files"] == 1 and not res.summary["entries_new"]
+    assert res.rekey_note == "1 Claude Code file keeps old ids: run `ctxkeep reparse --rekey` (~1 CPU s)"
+    assert len("  " + res.rekey_note) < 80
+    reparse(store, rekey=True)
+    assert [(f.status, f.detail) for f in check(store) if f.check == "ids"] == [
+        ("ok", "every Claude Code file keyed by session and uuid")
+    ]
+    assert ask(store, IngestRequest(("claude-code",), (), False, None)).rekey_note is None
+    new = tmp_path / "store2"
+    ingest(home, new, agents="claude-code")
+    assert [f.status for f in check(new) if f.check == "ids"] == ["ok"]

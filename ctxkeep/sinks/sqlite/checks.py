@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxkeep.sinks.sqlite.lookup import uuid_keyed_files
 from ctxkeep.sinks.sqlite.params import in_parts
 from ctxkeep.sinks.sqlite.sync_marks import analytics_behind
 
@@ -97,7 +98,8 @@ class Tallies:
     or have gaps: ``CHUNK_GAPS_SQL``), ``fts_rows``/``chunk_count`` (rows ``fts_words``
     indexed, by its ``docsize`` shadow table, against the chunks), ``entries``, ``usage`` (rows of token usage), ``archived`` (ids retention moved to Parquet) and
     ``watermarks`` (``[(path, offset bytes)]``), ``analytics_behind`` (SQLite holds
-    entries or status changes DuckDB has not synced, ``sync_marks.analytics_behind``)."""
+    entries or status changes DuckDB has not synced, ``sync_marks.analytics_behind``),
+    ``uuid_keyed`` (``lookup.uuid_keyed_files``)."""
 
     orphan_chunks: int
     orphan_entries: int
@@ -109,6 +111,8 @@ class Tallies:
     archived: int
     watermarks: list[tuple[str, int]]
     analytics_behind: bool
+    #: ``(files, bytes)`` of Claude Code files keyed by uuid alone (``lookup.uuid_keyed_files``)
+    uuid_keyed: tuple[int, int] = (0, 0)
 
 
 def tallies(db: Path, *, immutable: bool = False) -> Tallies:
@@ -134,6 +138,7 @@ def tallies(db: Path, *, immutable: bool = False) -> Tallies:
             archived=one("SELECT count(*) FROM archived"),
             watermarks=[(p, o) for p, o in conn.execute("SELECT path, offset FROM watermarks")],
             analytics_behind=analytics_behind(conn),
+            uuid_keyed=uuid_keyed_files(conn),
         )
     finally:
         conn.close()

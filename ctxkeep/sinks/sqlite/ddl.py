@@ -198,6 +198,11 @@ TABLES: dict[str, str] = {
     # the vault's manifest (v11, ``sinks.vault``): pack files of zstd objects, the
     # objects by SHA-256 of their (redacted) bytes, the agents' files and their
     # generations, an append file's segments in order
+    # the old entry ids of the files ``reparse --rekey`` keyed anew, each with its new id
+    # (``query.fetch.resolve_ids`` follows them; session 17, no schema version: made
+    # empty by every writable open, a rekey fills it)
+    "entry_aliases": "CREATE TABLE IF NOT EXISTS entry_aliases(old_id TEXT NOT NULL, new_id TEXT NOT NULL, "
+    "PRIMARY KEY (old_id, new_id)) WITHOUT ROWID",
     "vault_packs": """CREATE TABLE IF NOT EXISTS vault_packs(
   pack_id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, bytes INTEGER NOT NULL, created_at TEXT)""",
     "vault_objects": """CREATE TABLE IF NOT EXISTS vault_objects(
@@ -328,6 +333,19 @@ CHUNK_FTS_TABLES: dict[str, str] = {"fts_grams": "grams", "fts_symbols": "terms"
 # hit's text; purge), source (purge's files-left check). project_dir and (agent, kind)
 # are not indexed: search filters them inside the FTS match (facets), purge by project
 # and stats scan every row anyway.
+#: the agents whose lines Claude Code's parser keys (``sources.claude_code.IDS_META``)
+UUID_KEYED_AGENTS = ("claude-code", "openclaude", "cowork")
+#: a ``watermarks`` row of a file its store keyed by uuid alone (``claude_code.legacy_ids``:
+#: a state without ``ids``, or ``"uuid"``), the WHERE of the partial index
+#: ``watermarks_uuid_keyed`` (session 17: no schema version; every writable open makes
+#: it) that ``lookup.uuid_keyed_files`` searches: empty once ``reparse --rekey`` ran or
+#: in a store made since, so the ingest's and doctor's question costs ~5 µs (a scan of
+#: the 200 MB tree's 523 rows: ~1 ms)
+UUID_KEYED_WHERE = (
+    f"agent IN ({', '.join(repr(a) for a in UUID_KEYED_AGENTS)}) "
+    "AND coalesce(json_extract(state, '$.ids'), 'uuid') = 'uuid'"
+)
+
 INDEXES: dict[str, str] = {
     "entries_session": "CREATE INDEX IF NOT EXISTS entries_session ON entry_rows(session_id)",
     "entries_content": "CREATE INDEX IF NOT EXISTS entries_content ON entry_rows(content_id, ts)",
@@ -335,6 +353,7 @@ INDEXES: dict[str, str] = {
     "chunks_content": "CREATE INDEX IF NOT EXISTS chunks_content ON chunk_rows(content_id, seq)",
     "usage_ts": "CREATE INDEX IF NOT EXISTS usage_ts ON usage(ts)",
     "status_log_entry": "CREATE INDEX IF NOT EXISTS status_log_entry ON status_log(entry_id, changed_at)",
+    "watermarks_uuid_keyed": f"CREATE INDEX IF NOT EXISTS watermarks_uuid_keyed ON watermarks(agent) WHERE {UUID_KEYED_WHERE}",
 }
 DROPPED_INDEXES = ("entries_project", "entries_agent_kind")
 

@@ -14,6 +14,7 @@ import orjson
 
 from ctxkeep.errors import AmbiguousSession, SessionNotFound, UsageError
 from ctxkeep.schema import Watermark
+from ctxkeep.sinks.sqlite.ddl import UUID_KEYED_WHERE
 from ctxkeep.sinks.sqlite.params import IN_JSON, in_parts, json_list
 
 if TYPE_CHECKING:
@@ -42,6 +43,27 @@ def existing_entry_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
         q = f"SELECT entry_id FROM entries WHERE entry_id {IN_JSON}"
         found.update(r[0] for r in conn.execute(q, (json_list(part),)))
     return found
+
+
+def entry_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, str | None]:
+    """``entry_id → session_id`` for the subset of ``ids`` stored in ``entry_rows``."""
+    found: dict[str, str | None] = {}
+    for part in in_parts(list(ids)):
+        q = f"SELECT entry_id, session_id FROM entry_rows WHERE entry_id {IN_JSON}"
+        found.update(conn.execute(q, (json_list(part),)).fetchall())
+    return found
+
+
+def uuid_keyed_files(conn: sqlite3.Connection) -> tuple[int, int]:
+    """``(files, bytes)`` of the Claude Code files (and OpenClaude's, Cowork's) whose
+    entries the store keyed by uuid alone (read before session 17; ``ctxkeep reparse
+    --rekey`` moves them to session keys). One search of the partial index
+    ``watermarks_uuid_keyed`` (~5 µs when it is empty; a store no writer opened since
+    it came scans ``watermarks``: ~1 ms per 500 rows)."""
+    got = conn.execute(
+        f"SELECT count(*), coalesce(sum(size), 0) FROM watermarks WHERE {UUID_KEYED_WHERE}"
+    ).fetchone()
+    return int(got[0]), int(got[1])
 
 
 def archived_entry_ids(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
