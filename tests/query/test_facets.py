@@ -268,14 +268,15 @@ def test_a_filtered_window_ranked_by_its_terms_alone_has_the_same_ranks(corpus_s
                     continue
                 full = f"({terms}) AND {fmatch}"
                 seen: list[str] = []
-                # the terms-alone ranking, as without the counts cached (with them,
-                # ``ranked_window`` ranks the whole MATCH in one walk: test_native_rank.py)
-                monkeypatch.setattr(retrieve.native_rank, "cached", lambda *a: False)
+                # the terms-alone ranking, as with ``bm25()`` (``ck_bm25`` ranks the whole
+                # MATCH in one walk: test_native_rank.py)
+                monkeypatch.setattr(retrieve.native_rank, "ready", lambda c: False)
                 conn.set_trace_callback(seen.append)
                 by_terms = retrieve.ranked_window(conn, fts, full, 50, terms)
                 conn.set_trace_callback(None)
                 as_is = retrieve.ranked_window(conn, fts, full, 50)
-                assert by_terms == as_is, (q, f, fts)
+                monkeypatch.undo()
+                assert by_terms == as_is == retrieve.ranked_window(conn, fts, full, 50, terms), (q, f, fts)
                 ranked = [s for s in seen if "bm25(" in s]
                 if as_is[0]:  # ranked by the terms alone: no facet phrase in the ranked MATCH
                     assert (
@@ -283,6 +284,7 @@ def test_a_filtered_window_ranked_by_its_terms_alone_has_the_same_ranks(corpus_s
                         and "facets" not in ranked[0].split(" MATCH ")[1].split(" AND rowid")[0]
                     )
                     compared += 1
+                monkeypatch.setattr(retrieve.native_rank, "ready", lambda c: False)
                 monkeypatch.setattr(retrieve, "TERMS_SPAN", 0)  # too many term matches: as it is
                 assert retrieve.ranked_window(conn, fts, full, 50, terms) == as_is
                 monkeypatch.undo()

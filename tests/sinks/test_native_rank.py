@@ -97,7 +97,46 @@ def test_lists_share_the_count_of_a_phrase_they_both_rank(corpus_store):
             elif match.startswith('"exit" OR'):
                 assert yield_ == (2, 1)  # "exit" and "code" counted by the list before
             else:
-                assert yield_ == (1, 2)  # "code"; the two facet tokens are new
+                # "code"; the two facet tokens are never counted: the facets column
+                # weighs 0, so no row needs their IDF (the walk of a kind's postings)
+                assert yield_ == (1, 0)
+    finally:
+        conn.close()
+
+
+def test_a_phrase_no_ranked_row_needs_is_never_counted_and_the_ranks_stay_bm25s(corpus_store):
+    conn = sqlite_store.connect(corpus_store[0], readonly=True)
+    try:
+        assert native_rank.ready(conn)
+        # the title and facets columns weigh 0: "install" holds only title instances in
+        # some rows, the facet tokens never count; "zzzz" is held by no row
+        for weights in ("0.0, 1.0, 0.0", "4.0, 0.0, 0.0", "4.0, 1.0, 0.0", "1.0, -1.0, 0.5"):
+            for match in [
+                '"zzzz-no-such-term" OR "install"',
+                '("error" OR "commit") AND facets : (fk0 OR fk386842243290)',
+                '"exit" OR "code" OR "create" OR "next" OR "app"',
+            ]:
+                native_rank.clear()
+                want = conn.execute(
+                    f"SELECT rowid, bm25(fts_words, {weights}) FROM fts_words WHERE fts_words MATCH ?1 "
+                    "ORDER BY rowid",
+                    (match,),
+                ).fetchall()
+                got = conn.execute(
+                    f"SELECT rowid, ck_bm25(fts_words, 'fts_words', ?2, {weights}) FROM fts_words "
+                    "WHERE fts_words MATCH ?1 ORDER BY rowid",
+                    (match, retrieve.phrase_keys(match)),
+                ).fetchall()
+                assert got == want and len(want) > 10, (weights, match)
+        native_rank.clear()
+        _, m0 = native_rank.stats(conn)
+        _ranks(conn, "ck_bm25", '"zzzz-no-such-term" OR "install"')
+        assert native_rank.stats(conn)[1] - m0 == 1  # "install" only
+        native_rank.clear()
+        _, m0 = native_rank.stats(conn)
+        facets = Filters(kind="message", agent="codex").facet_match()
+        assert len(_ranks(conn, "ck_bm25", f'("error") AND {facets}')) >= 10
+        assert native_rank.stats(conn)[1] - m0 == 1  # "error" only
     finally:
         conn.close()
 
@@ -233,7 +272,10 @@ def test_unavailable_library_means_bm25(monkeypatch, tmp_path):
         conn.close()
 
 
-def test_a_filtered_window_with_cached_counts_is_ranked_in_one_walk_to_the_same_rows(corpus_store):
+def test_a_filtered_window_is_ranked_in_one_walk_to_the_same_rows(corpus_store):
+    """With ``ck_bm25`` a filtered window is ranked as it is, in one walk (its facet
+    tokens are never counted: the facets column weighs 0), counts cached or not; the
+    same rows and ranks as the terms-alone ranking ``bm25()`` needs."""
     conn = sqlite_store.connect(corpus_store[0], readonly=True)
     facets = Filters(kind="message").facet_match()
     try:
@@ -241,16 +283,16 @@ def test_a_filtered_window_with_cached_counts_is_ranked_in_one_walk_to_the_same_
         for terms in ['"exit" AND "code"', '"file" OR "error"', '"step by step"']:
             match = f"({terms}) AND {facets}"
             for n in (10, retrieve.RANK_WINDOW + 1):
-                native_rank.clear()
-                assert not native_rank.cached(conn, "fts_words", retrieve.phrase_keys(match))
-                by_terms = retrieve.ranked_window(conn, "fts_words", match, n, terms)
-                conn.execute(*retrieve.newest_ranked_sql("fts_words", match, 5, 5, True)).fetchall()
-                assert native_rank.cached(conn, "fts_words", retrieve.phrase_keys(match))
-                sql: list[str] = []
-                conn.set_trace_callback(sql.append)
-                one_walk = retrieve.ranked_window(conn, "fts_words", match, n, terms)
-                conn.set_trace_callback(None)
-                assert not any("json_each" in s for s in sql)  # not the terms-alone ranking
-                assert one_walk == by_terms and by_terms[0], (terms, n)
+                by_terms = retrieve._ranked_by_terms(conn, "fts_words", match, terms, n)
+                for fresh in (True, False):
+                    if fresh:
+                        native_rank.clear()
+                    sql: list[str] = []
+                    conn.set_trace_callback(sql.append)
+                    one_walk = retrieve.ranked_window(conn, "fts_words", match, n, terms)
+                    conn.set_trace_callback(None)
+                    top = [s for s in sql if not s.startswith("--")]
+                    assert len(top) == 1 and "json_each" not in top[0]  # one statement, not by terms
+                    assert one_walk == by_terms and by_terms[0], (terms, n, fresh)
     finally:
         conn.close()

@@ -37,7 +37,8 @@ FILTER_DEPTH = 1000  # matches ranked before filters apply, in the fast path
 RANK_WINDOW = 2000  # BM25 ranks at most this many of the newest matches of a list
 FILTER_SCAN = 5000  # matches checked against selective filters, newest first
 FILTER_RANK = 200  # of those that pass, the newest ranked by BM25
-#: a filtered window is ranked by its terms alone when they match fewer rows than
+#: with ``bm25()`` (no ``ck_bm25``, which never counts the facet phrases), a filtered
+#: window is ranked by its terms alone when they match fewer rows than
 #: this within its span (``_ranked_by_terms``). 2 GB store, 200 queries x 3, one
 #: process, alternating: CPU sum / p95 0 (never) 6,962 ms / 30.6, 2,001 6,890 / 30.4,
 #: 16,000 6,679 / 27.9, 64,000 6,782 / 28.4, unbounded 6,926 / 28.2
@@ -420,14 +421,16 @@ def ranked_window(
     ``terms``: ``match`` without its facet filters (``match`` is ``(terms) AND
     facets : (…)``), given by ``fts_ids``; see ``_ranked_by_terms``."""
     native = native_rank.ready(conn)
-    # with every phrase's count cached (``ck_bm25``), the facet phrases cost nothing to
-    # rank: one walk that ranks the window as it comes beats the terms-alone ranking's
-    # two (2 GB store, cached: ``exit code`` among messages 14.2 -> 9.6 ms, ``embedding
-    # OR <path>`` for users 12.1 -> 5.1); the same rows and ranks (facets weigh 0)
-    one_walk = native and native_rank.cached(conn, fts, phrase_keys(match))
-    if terms is not None and not one_walk:
+    # ``ck_bm25`` never counts the facet phrases (the facets column weighs 0: no row
+    # needs their IDF), so they cost nothing to rank: one walk that ranks the window as
+    # it comes beats the terms-alone ranking's three (the window's ids, the terms' count
+    # in its span, the terms ranked over the span), counts cached or not; the same rows
+    # and ranks. 2 GB store: ``constitution OR <path>`` for Claude Code tool calls
+    # 13.7 -> 5 ms (session 16: one walk only when every count was cached, and the
+    # facets', never counted by the terms-alone ranking, seldom were)
+    if terms is not None and not native:
         return _ranked_by_terms(conn, fts, match, terms, n)
-    if n > RANK_WINDOW or one_walk:  # the whole window: ranked with the next older match, dropped
+    if n > RANK_WINDOW or terms is not None:  # the whole window: ranked with the next older match, dropped
         rows = conn.execute(
             *newest_ranked_sql(fts, match, RANK_WINDOW + 1, RANK_WINDOW + 1, native)
         ).fetchall()
@@ -443,8 +446,9 @@ def ranked_window(
 def _ranked_by_terms(
     conn: sqlite3.Connection, fts: str, match: str, terms: str, n: int
 ) -> tuple[list[tuple[int, float]], int]:
-    """``ranked_window`` of a filtered ``match`` (``(terms) AND facets : (…)``), the
-    window ranked by ``terms`` alone when they match few rows within its span.
+    """``ranked_window`` of a filtered ``match`` (``(terms) AND facets : (…)``) ranked
+    with ``bm25()``, the window ranked by ``terms`` alone when they match few rows
+    within its span (``ck_bm25`` needs none of this: it never counts the facet phrases).
 
     FTS5's ``bm25()`` first counts, for each phrase of the MATCH, the rows holding it
     in the whole table (its IDF): a walk of every facet token's posting list, which

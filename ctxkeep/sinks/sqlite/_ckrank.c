@@ -14,8 +14,9 @@
 ** is valid while the database's data version (SQLITE_FCNTL_DATA_VERSION: every commit
 ** of any connection, this one's included) is the one it was filled under; otherwise it
 ** is emptied first. Inside an explicit transaction (own uncommitted changes) nothing is
-** cached or read from the cache. The counts are FTS5's own (the same walk), so
-** the ranks equal bm25()'s bit for bit.
+** cached or read from the cache. A phrase is counted at the first row that needs its
+** IDF (below: never, for a zero-weight column's phrase). The counts are FTS5's own (the
+** same walk), so the ranks equal bm25()'s bit for bit.
 **
 ** No SQLite is linked: every sqlite3_* function is resolved with dlsym through the
 ** handle of the module that already loaded SQLite (Python's _sqlite3), so this runs
@@ -235,11 +236,22 @@ static void cache_check(Cache *c) {
 }
 
 /* ------------------------------------------------ BM25 */
+/* A phrase's IDF is needed only for a row where its weighted frequency is not 0.0:
+** there bm25()'s term is idf * (f * (k1 + 1)) / (f + k1 * (...)), and with f == 0.0 it
+** is 0.0 * idf / x, the same value (0.0, -0.0 or NaN, whatever x) for every positive
+** finite idf. So each phrase is counted (its walk) at the first row that needs it, and
+** a phrase no ranked row needs is never walked: a facet filter's tokens (the facets
+** column weighs 0: ``ddl.FTS_RANKS``), a phrase of an OR that no ranked row holds. The
+** ranks stay bm25()'s bit for bit; only the walks that cannot change them are left. */
 typedef struct Data {
   int nPhrase;
+  int parts;            /* keys given per phrase (== nPhrase), else the whole MATCH */
+  int keyed;            /* the cache is usable for this statement */
+  sqlite3_int64 nRow;
   double avgdl;
   double *aIDF;
   double *aFreq;
+  unsigned char *known; /* aIDF[i] computed */
 } Data;
 
 static int count_cb(const Fts5ExtensionApi *api, Fts5Context *fts, void *user) {
@@ -274,6 +286,8 @@ static int phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, 
   return rc;
 }
 
+/* the statement's data (made at its first row): row count, average size, the key
+** layout; no phrase counted yet (phrase_idf) */
 static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int nVal,
                     sqlite3_value **apVal, Data **out) {
   int rc = SQLITE_OK;
@@ -283,68 +297,77 @@ static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int
     return SQLITE_OK;
   }
   int nPhrase = api->xPhraseCount(fts);
-  p = (Data *)calloc(1, sizeof(Data) + (size_t)nPhrase * 2 * sizeof(double));
+  p = (Data *)calloc(1, sizeof(Data) + (size_t)nPhrase * (2 * sizeof(double) + 1));
   if (!p) return SQLITE_NOMEM;
   p->nPhrase = nPhrase;
   p->aIDF = (double *)&p[1];
   p->aFreq = &p->aIDF[nPhrase];
-  sqlite3_int64 nRow = 0, nToken = 0;
-  rc = api->xRowCount(fts, &nRow);
+  p->known = (unsigned char *)&p->aFreq[nPhrase];
+  rc = api->xRowCount(fts, &p->nRow);
+  sqlite3_int64 nToken = 0;
   if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
-  if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
+  if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)p->nRow;
 
   /* the keys: table 0x1e key [0x1e i] */
-  const char *tab = 0, *key = 0;
-  int nTab = 0, nKey = 0, parts = 0;
   if (nVal >= 2 && S.value_type(apVal[0]) != SQLITE_NULL && S.value_type(apVal[1]) != SQLITE_NULL) {
-    tab = (const char *)S.value_text(apVal[0]);
-    nTab = S.value_bytes(apVal[0]);
-    key = (const char *)S.value_text(apVal[1]);
-    nKey = S.value_bytes(apVal[1]);
+    const char *tab = (const char *)S.value_text(apVal[0]);
+    const char *key = (const char *)S.value_text(apVal[1]);
+    int nKey = S.value_bytes(apVal[1]);
     if (tab && key) {
-      parts = 1;
+      int parts = 1;
       if (nKey && key[0] == 0x1e) parts = 0; /* the whole MATCH: keyed with each index */
       for (int j = 0; parts && j < nKey; j++) parts += key[j] == 0x1f;
+      p->parts = parts;
       cache_check(c);
-      if (!c->valid) key = 0;
-    } else {
-      key = 0;
+      p->keyed = c->valid;
     }
   }
-  char *buf = key ? (char *)malloc((size_t)nTab + nKey + 16) : 0;
-  const char *part = key;
-  for (int i = 0; rc == SQLITE_OK && i < nPhrase; i++) {
-    sqlite3_int64 nHit = 0;
-    int n = 0;
+  if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, p, free);
+  else free(p);
+  *out = rc == SQLITE_OK ? p : 0;
+  return rc;
+}
+
+/* phrase i's IDF in p->aIDF[i], counted now (or taken from the cache) */
+static int phrase_idf(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, sqlite3_value **apVal,
+                      Data *p, int i) {
+  char *buf = 0;
+  int n = 0;
+  if (p->keyed) {
+    const char *tab = (const char *)S.value_text(apVal[0]);
+    int nTab = S.value_bytes(apVal[0]);
+    const char *key = (const char *)S.value_text(apVal[1]);
+    int nKey = S.value_bytes(apVal[1]);
+    if (tab && key) buf = (char *)malloc((size_t)nTab + nKey + 16);
     if (buf) {
       memcpy(buf, tab, nTab);
       buf[nTab] = 0x1e;
       n = nTab + 1;
-      if (parts == nPhrase) { /* one key per phrase */
-        const char *end = memchr(part, 0x1f, (size_t)(key + nKey - part));
-        int len = (int)((end ? end : key + nKey) - part);
+      if (p->parts == p->nPhrase) { /* one key per phrase: the i-th part */
+        const char *part = key, *end = key + nKey;
+        for (int j = 0; j < i; j++) part = (const char *)memchr(part, 0x1f, (size_t)(end - part)) + 1;
+        const char *sep = memchr(part, 0x1f, (size_t)(end - part));
+        int len = (int)((sep ? sep : end) - part);
         memcpy(buf + n, part, len);
         n += len;
-        part = end ? end + 1 : key + nKey;
       } else { /* the MATCH and the phrase's index */
         memcpy(buf + n, key, nKey);
         n += nKey;
         buf[n++] = 0x1e;
-        n += (int)(sizeof(int));
-        memcpy(buf + n - sizeof(int), &i, sizeof(int));
+        memcpy(buf + n, &i, sizeof(int));
+        n += (int)sizeof(int);
       }
     }
-    rc = phrase_hits(api, fts, c, buf, n, i, &nHit);
-    if (rc == SQLITE_OK) {
-      double idf = log((nRow - nHit + 0.5) / (nHit + 0.5));
-      if (idf <= 0.0) idf = 1e-6;
-      p->aIDF[i] = idf;
-    }
   }
+  sqlite3_int64 nHit = 0;
+  int rc = phrase_hits(api, fts, c, buf, n, i, &nHit);
   free(buf);
-  if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, p, free);
-  else free(p);
-  *out = rc == SQLITE_OK ? p : 0;
+  if (rc == SQLITE_OK) {
+    double idf = log((p->nRow - nHit + 0.5) / (nHit + 0.5));
+    if (idf <= 0.0) idf = 1e-6;
+    p->aIDF[i] = idf;
+    p->known[i] = 1;
+  }
   return rc;
 }
 
@@ -377,9 +400,14 @@ static void ck_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     rc = api->xColumnSize(fts, -1, &nTok);
     D = (double)nTok;
   }
+  for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+    if (!p->known[i] && aFreq[i] != 0.0) rc = phrase_idf(api, fts, c, apVal, p, i);
+  }
   if (rc == SQLITE_OK) {
     for (int i = 0; i < p->nPhrase; i++) {
-      score += p->aIDF[i] * ((aFreq[i] * (k1 + 1.0)) / (aFreq[i] + k1 * (1 - b + b * D / p->avgdl)));
+      /* a phrase not counted has aFreq[i] == 0.0: any positive IDF gives its term */
+      double idf = p->known[i] ? p->aIDF[i] : 1.0;
+      score += idf * ((aFreq[i] * (k1 + 1.0)) / (aFreq[i] + k1 * (1 - b + b * D / p->avgdl)));
     }
     S.result_double(ctx, -1.0 * score);
   } else {
@@ -444,35 +472,3 @@ int ck_stats(sqlite3 *db, sqlite3_int64 *hits, sqlite3_int64 *misses) {
 ** runs it, with no counts from earlier searches): each cache empties itself at its next
 ** use (cache_check), on the thread using it */
 void ck_clear_all(void) { __atomic_add_fetch(&g_epoch, 1, __ATOMIC_SEQ_CST); }
-/* 1 when the count of every phrase of keys (query/search/retrieve.py phrase_keys: one
-** key per phrase, 0x1f between them) on table tab is in db's cache as of the last
-** statement (a commit seen only by the next statement empties it then: the ranks stay
-** exact, that statement walks); 0 otherwise, or for a whole-MATCH key (0x1e) */
-int ck_cached(sqlite3 *db, const char *tab, const char *keys) {
-  Cache *c = 0;
-  pthread_mutex_lock(&g_lock);
-  for (Cache *x = g_registry; x; x = x->nextConn)
-    if (x->db == db) c = x;
-  pthread_mutex_unlock(&g_lock);
-  if (!c || !keys || !keys[0] || keys[0] == 0x1e) return 0;
-  cache_check(c);
-  if (!c->valid) return 0;
-  int nTab = (int)strlen(tab), nKeys = (int)strlen(keys);
-  char *buf = (char *)malloc((size_t)nTab + nKeys + 2);
-  if (!buf) return 0;
-  memcpy(buf, tab, nTab);
-  buf[nTab] = 0x1e;
-  const char *part = keys, *end = keys + nKeys;
-  int all = 1;
-  while (all) {
-    const char *sep = memchr(part, 0x1f, (size_t)(end - part));
-    int len = (int)((sep ? sep : end) - part);
-    memcpy(buf + nTab + 1, part, len);
-    int n = nTab + 1 + len;
-    all = cache_find(c, buf, n, fnv(buf, n)) != 0;
-    if (!sep) break;
-    part = sep + 1;
-  }
-  free(buf);
-  return all;
-}

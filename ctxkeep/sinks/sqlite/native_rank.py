@@ -8,9 +8,11 @@ small C library built at install by ``hatch_build.py``) computes the same formul
 score negated) and keeps those counts per connection, keyed by (table, MATCH,
 phrase), until any commit to the database by any connection, its own included
 (``SQLITE_FCNTL_DATA_VERSION``; inside an explicit transaction nothing is cached): a
-statement ranking a MATCH ranked before walks nothing. The
-counts are FTS5's own, so the ranks equal ``bm25()``'s bit for bit
-(tests/sinks/test_native_rank.py).
+statement ranking a MATCH ranked before walks nothing. A phrase is counted only at the
+first row whose weighted frequency of it is not 0 (below that its term is 0 whatever
+the IDF): a facet filter's tokens (the facets column weighs 0) and an OR's phrases no
+ranked row holds are never walked. The counts are FTS5's own, so the ranks equal
+``bm25()``'s bit for bit (tests/sinks/test_native_rank.py).
 
 Python's ``sqlite3`` cannot register an FTS5 auxiliary function, so the library is
 loaded with ``ctypes``: it resolves every ``sqlite3_*`` function through the handle of
@@ -62,7 +64,6 @@ def _load() -> ctypes.PyDLL | None:
         lib.ck_registered.argtypes = [ctypes.c_void_p]
         lib.ck_register.argtypes = [ctypes.c_void_p]
         lib.ck_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        lib.ck_cached.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
         if not lib.ck_init(handle) or lib.ck_libversion() != _version_number():
             return None
     except (OSError, AttributeError, ImportError):
@@ -110,20 +111,6 @@ def ready(conn: sqlite3.Connection) -> bool:
     if db and lib.ck_registered(db):
         return True
     return _verified(lib, conn, db) and lib.ck_register(db) == 0
-
-
-def cached(conn: sqlite3.Connection, table: str, keys: str) -> bool:
-    """True when ``conn``'s cache holds the count of every phrase of ``keys``
-    (``query.search.retrieve.phrase_keys``) on ``table``: a statement ranking them walks
-    no posting list for its IDF (unless a commit it is the first to see empties the
-    cache: still exact, only slower)."""
-    lib = _load()
-    if lib is None:
-        return False
-    try:
-        return bool(lib.ck_cached(_db(conn), table.encode(), keys.encode()))
-    except UnicodeEncodeError:  # a lone surrogate: never a cached key
-        return False
 
 
 def stats(conn: sqlite3.Connection) -> tuple[int, int]:
