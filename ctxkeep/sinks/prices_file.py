@@ -33,14 +33,29 @@ def prices_error(home: Path, raw: bytes | None = None) -> ConfigError | None:
             return ConfigError(
                 f"prices.toml cannot be read: {e.strerror}", where=str(p), hint="check its permissions"
             )
+    try:
+        parse_prices(home, raw)
+    except ConfigError as e:
+        return e
+    return None
+
+
+def parse_prices(home: Path, raw: bytes) -> dict:
+    """The overrides of ``<home>/prices.toml`` whose bytes are ``raw`` (empty: none),
+    ``transforms.cost.parse_prices_toml``'s ``{model: Override}``. Raises ConfigError
+    naming the file for bad UTF-8, TOML that does not parse or a model's table the
+    parser refuses."""
     if not raw:
-        return None
+        return {}
     from ctxkeep.transforms import cost  # (genai-prices is loaded on first use, not here)
 
     try:
-        cost.parse_prices_toml(raw.decode("utf-8"))
+        return cost.parse_prices_toml(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:  # tomllib.TOMLDecodeError is a ValueError
         msg = (str(e).splitlines() or [type(e).__name__])[0]
         msg = msg if msg.startswith("prices.toml") else f"prices.toml does not parse: {msg}"
-        return ConfigError(msg, where=str(p), hint="fix it or move it away: no cost is computed until then")
-    return None
+        raise ConfigError(
+            msg,
+            where=str(Path(home) / PRICES_FILE),
+            hint="fix it or move it away: no cost is computed until then",
+        ) from None

@@ -339,18 +339,15 @@ def _prices(home: Path) -> tuple[dict, int, str]:
     """The ``prices.toml`` overrides of ``home``, a fingerprint of the prices in force
     (genai-prices version + the file's text) and the file's ``prices_stamp`` (the CRC-32
     of the bytes read: what ``analytics_behind`` compares). Raises ConfigError for a file
-    that does not parse or holds a wrong rate (``sinks.prices_file.prices_error``)."""
+    that does not parse or holds a wrong rate (``sinks.prices_file.parse_prices``)."""
 
-    from ctxkeep.sinks.prices_file import prices_error
+    from ctxkeep.sinks.prices_file import parse_prices
     from ctxkeep.transforms import cost
 
     p = Path(home) / PRICES_FILE
     raw = p.read_bytes() if p.is_file() else b""
-    err = prices_error(home, raw)
-    if err is not None:
-        raise err
+    overrides = parse_prices(home, raw)  # (parsed once; ConfigError names the file)
     text = raw.decode("utf-8")
-    overrides = cost.parse_prices_toml(text) if text else {}
     fp = zlib.crc32(f"{version('genai-prices')}\0{cost.LONG_CONTEXT!r}\0{text}".encode())
     return overrides, fp, str(zlib.crc32(raw))
 
