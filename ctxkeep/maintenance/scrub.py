@@ -29,6 +29,9 @@ completed by the next command: ``sinks.recovery``, op ``scrub-file``). Before, t
 watermark moved without a capture: the next append became a generation starting at
 the scrubbed size, which ``vault restore`` could not write back (newuser15 F18).
 
+The scrubbed file keeps the original's mtime (``rewrite.keep_times``: the agents'
+age-based cleanup and the next run's active-file check read it; newuser18 F4).
+
 The backups hold the secrets (that is what makes the rewrite undoable): the result
 lists them, with every older ``.backup.*`` of each file, to delete once checked.
 A one-document JSON session (Gemini CLI's chats) is redacted string by string and

@@ -28,7 +28,9 @@ is made, the previous one is renamed ``<file>.backup.<UTC time it was made>``
 (``YYYYmmddTHHMMSSffffffZ``; no renumbering, so no rename ever overwrites a backup).
 ``prune_backups`` keeps the newest ``keep_backups`` and deletes any older than
 ``backup_max_age_days``. Backups get the
-original's mode; their mtime is the time of the backup.
+original's mode; their mtime is the time of the backup. The rewritten (or restored)
+file keeps the mtime (and atime) of the file it replaces (``keep_times``, set on the
+temp file before the rename).
 """
 
 from __future__ import annotations
@@ -317,6 +319,7 @@ def replace_file(
         if backup_of is not None:
             make_backup(path, backup_of, state, rotated)
             made = True
+        keep_times(tmp, cur)
         tst = os.stat(tmp)
         if before_rename is not None:
             before_rename(tst)
@@ -336,6 +339,19 @@ def replace_file(
     return os.stat(path)
 
 
+def keep_times(tmp: Path, st: os.stat_result) -> None:
+    """Give the new content ``tmp`` the access and modification times of the file it
+    replaces (``st``), before the rename: the rewrite is the same conversation, so the
+    file appears with its old mtime in one atomic step (a kill at any point leaves the
+    old file or the new one with the old mtime, never the new one dated now). The
+    agents read that mtime: Claude Code deletes sessions not modified for
+    ``cleanupPeriodDays`` (settings.json, default 30 days; docs.anthropic.com/en/docs/
+    claude-code/settings); ctxkeep's own
+    active-file check (``[compress] active_minutes``) would call its rewrite an agent's
+    write (newuser18 F4). The inode changes, so an ingest still sees a new file."""
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def restore_backup(path: Path, backup: Path | None = None) -> tuple[Path, os.stat_result]:
     """Put a backup (default ``<path>.backup``) back in place of ``path``, atomically
     (temp copy, fsync, verify by SHA-256, rename, fsync dir). The backup is kept.
@@ -351,13 +367,16 @@ def restore_backup(path: Path, backup: Path | None = None) -> tuple[Path, os.sta
     if problems:
         raise RewriteError("the backup is not valid JSONL: " + problems[0], where=str(backup))
     sha = hashlib.sha256(data).hexdigest()
-    mode = os.stat(path).st_mode if path.exists() else os.stat(backup).st_mode
+    cur = os.stat(path) if path.exists() else None
+    mode = cur.st_mode if cur is not None else os.stat(backup).st_mode
     tmp = _tmp_path(path, "restore")
     tmp.unlink(missing_ok=True)
     try:
         _write_durable(tmp, data, statmod.S_IMODE(mode))
         if sha256_file(tmp) != sha:
             raise RewriteError("restored copy did not verify", where=str(tmp))
+        if cur is not None:
+            keep_times(tmp, cur)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
