@@ -51,7 +51,7 @@ from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
 from ctxkeep.sinks.vault.rows_capture import BaseMissing, resolve_delta, seal_rows
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import format_utc, now_iso
-from ctxkeep.transforms import escapes
+from ctxkeep.transforms import escapes, wrapped_tokens
 
 if TYPE_CHECKING:
     import polars as pl
@@ -302,6 +302,7 @@ def _redact_many(
         first = len(lines)
         lines += [text] if whole else text.splitlines(keepends=True)
         ranges.append((j, first, len(lines)))
+    across = wrapped_tokens.across_lines(lines, ranges)  # nufix18 F1: tokens cut across lines
     if not ranges:
         if texts and texts_out is not None:
             texts_out.extend(redact_texts(texts))
@@ -344,6 +345,7 @@ def _redact_many(
         for i in range(a, b):
             if i in line_counts:
                 counts.update(line_counts[i])
+            counts.update(across.get(i, ()))
         results[j] = (datas[j], counts) if not counts else ("".join(red[a:b]).encode("utf-8"), counts)
     return [r for r in results if r is not None]
 
