@@ -82,6 +82,8 @@ LITERALS = [
 LINE_END = rf"(?:{_PREFIXES})[A-Za-z0-9_\-]{{0,120}} {{0,2}}\\?\r?\n$"
 _LINE_END_RX = re.compile(LINE_END)
 _BREAK_RX = re.compile(BREAK)
+#: ``transforms.redact.MARKER`` (not imported: ``redact`` imports this module)
+MARKER = "[REDACTED:{kind}]"
 _DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
 
@@ -207,8 +209,6 @@ def across_lines(lines: list[str], ranges: list[tuple[int, int, int]]) -> dict[i
     line's part becomes the marker (``[REDACTED:<kind>]``, counted once), the next line
     loses its part (its ``#### `` or indent kept); both keep their newlines. Returns ``{line index: values counted}``
     of the first lines (the next lines changed count nothing)."""
-    from ctxkeep.transforms.redact import MARKER
-
     out: dict[int, Counter] = {}
     for _, a, b in ranges:
         if a == b or lines[a].lstrip()[:1] in ("{", "["):

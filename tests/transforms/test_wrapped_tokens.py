@@ -184,3 +184,9 @@ def test_a_text_with_lone_surrogates_is_scanned_too():
     raw = f"bad \udcff bytes {GHP_A}\\n{GHP_B} end".encode("utf-8", "surrogateescape")
     text = raw.decode("utf-8", "surrogateescape")
     assert wrapped_tokens.spans(text) == [(len("bad \udcff bytes "), len(text) - len(" end"), "github-token")]
+
+
+def test_the_marker_is_the_redactions():
+    from ctxkeep.transforms import redact as r
+
+    assert wrapped_tokens.MARKER == r.MARKER  # (a copy: redact imports wrapped_tokens)
