@@ -2,7 +2,9 @@
 
 Which files: the session files (``entries.source_path``) of the entries whose stored
 text holds a redaction marker, and the files of redacted quarantined lines
-(``query.secrets``); ``paths`` narrows them. Each file goes through compress's safe
+(``query.secrets``), then the agents' prompt histories (``maintenance.prompt_history``:
+redacted in place by the same safe rewrite, no store bookkeeping; newuser18 F3);
+``paths`` narrows them. Each file goes through compress's safe
 rewrite (``maintenance.compress.rewrite``): skipped when modified within
 ``[compress] active_minutes`` (the agent may be writing it) or when its last line is
 incomplete; else the file is first ingested (the store holds every line before it
@@ -51,6 +53,7 @@ from pathlib import Path
 from ctxkeep import config as cfgmod
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.maintenance.prompt_history import line_ranges
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 
@@ -60,7 +63,8 @@ class ScrubFile:
     """One file's outcome: ``status`` scrubbed | would-scrub | clean | skipped | failed;
     ``values`` redacted per kind; ``lines_changed``, of them ``bad_lines_changed``
     (lines that do not parse, redacted on their bytes); bytes before/after;
-    ``backup`` (the path holding the original bytes)."""
+    ``backup`` (the path holding the original bytes); ``lines``: of a file not
+    rewritten, the 1-based numbers of the lines holding values (``_not_rewritten``)."""
 
     path: str
     agent: str
@@ -73,6 +77,7 @@ class ScrubFile:
     bytes_after: int = 0
     backup: str | None = None
     older_backups: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
 
 
 def _redact_obj(obj, counts):
@@ -123,8 +128,7 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
         r.status, r.reason = "skipped", "the file is gone"
         return r
     if path.suffix not in (".jsonl", ".json"):
-        r.status, r.reason = "skipped", "not a JSON or JSONL session file"
-        return r
+        return _not_rewritten(r, path)
     age = time.time() - path.stat().st_mtime
     if age < active_minutes * 60:
         r.status = "skipped"
@@ -169,6 +173,59 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     # lines that did not parse before either: not judged by the validation
     kept_bad = {nl.body for old, nl in zip(lines, new_lines, strict=True) if old.rec is None}
     _rewrite(conn, home, file, r, data, state, new, len(new_lines), kept_bad, moves)
+    return r
+
+
+#: bytes of a file ``_not_rewritten`` reads to name the lines holding values
+NOT_REWRITTEN_MAX_BYTES = 64 << 20
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _not_rewritten(
+    r: ScrubFile,
+    path: Path,
+    what: str = "plain text, not rewritten (ctxkeep rewrites JSON and JSONL sessions only)",
+) -> ScrubFile:
+    """A file ``scrub`` does not rewrite, skipped with what to do (newuser18 F2: it said
+    only "not a JSON or JSONL session file", and the AWS secret in an Aider history
+    stayed with no way out offered):
+
+    - an agent's SQLite database (Crush's ``crush.db``, OpenCode's): ctxkeep never
+      writes one, so the keys in it are to be rotated;
+    - a plain-text history (Aider's ``.aider.chat.history.md`` and
+      ``.aider.input.history``, SpecStory's Markdown): the values found, per kind
+      (``values``), and the 1-based numbers of the lines holding them (``lines``:
+      the vault's raw-line redaction, ``sinks.vault.redact_raw``, compared line by
+      line), to edit by hand. It is not rewritten: Aider's session ids are SHA-256s of
+      the history's bytes (``sources.aider``), so a rewrite would make every later
+      session a new one in the store.
+
+    ``what`` names the file's kind in the reason."""
+    r.status = "skipped"
+    try:
+        with open(path, "rb") as f:
+            data = f.read(NOT_REWRITTEN_MAX_BYTES)
+    except OSError as e:
+        r.reason = f"not a JSON or JSONL session file, and unreadable ({e.strerror})"
+        return r
+    if data.startswith(SQLITE_MAGIC):
+        r.reason = "an agent's database: ctxkeep never writes one; rotate the keys it holds"
+        return r
+    from ctxkeep.sinks.vault import redact_raw
+
+    new, counts = redact_raw(data)
+    old_lines, new_lines = data.split(b"\n"), new.split(b"\n")
+    r.values = dict(counts.most_common())
+    r.lines = [i + 1 for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b]
+    if not r.values:
+        r.reason = "not a JSON or JSONL session file; no value found in it now"
+        return r
+    kinds = ", ".join(f"{k} {n}" for k, n in r.values.items())
+    r.reason = (
+        f"{what}: {kinds} on "
+        f"{'line' if len(r.lines) == 1 else 'lines'} {line_ranges(r.lines)}; edit "
+        f"{'it' if len(r.lines) == 1 else 'them'} out by hand, then rotate the keys"
+    )
     return r
 
 
@@ -339,6 +396,51 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
     )
 
 
+def scrub_history(path: Path, agent: str, *, dry_run: bool, active_minutes: int):
+    """Redact the values in one prompt-history file (``maintenance.prompt_history``;
+    a ``ScrubFile``
+    with ``status`` scrubbed | would-scrub | clean | skipped | failed, ``values`` per
+    kind, ``lines`` the 1-based numbers of the lines holding them). A JSONL file is
+    redacted line by line by the vault's raw-line redactor (``scrub_bytes``); a
+    ``.json`` document (Gemini CLI's array) is skipped with its values' kinds and
+    lines (``_not_rewritten``: compress's rewrite validates JSON objects). Skipped when
+    modified within ``active_minutes`` (the agent may be writing it) or when its last
+    line is incomplete. Raises RewriteError when the file changed while it was read
+    (the caller reports it as failed)."""
+    r = ScrubFile(str(path), agent)
+    age = time.time() - path.stat().st_mtime
+    if age < active_minutes * 60:
+        r.status = "skipped"
+        r.reason = f"modified {age / 60:.1f} min ago (< active_minutes {active_minutes}): the agent may be writing it"
+        return r
+    if path.suffix == ".json":  # a JSON array: compress's rewrite validates JSON objects only
+        return _not_rewritten(r, path, "a JSON array ctxkeep does not rewrite")
+    data, state = rewrite.read_state(path)
+    lines, rest = cp.split_lines(data)
+    r.bytes_before = r.bytes_after = len(data)
+    if rest.strip():
+        r.status, r.reason = "skipped", "the last line is incomplete (the agent may be writing it)"
+        return r
+    new, values, changed, _bad = scrub_bytes(data)
+    if not changed:
+        return r
+    r.values, r.lines_changed, r.bytes_after = values, changed, len(new)
+    new_lines, _ = cp.split_lines(new)
+    r.lines = [
+        data.count(b"\n", 0, a.offset) + 1 for a, b in zip(lines, new_lines, strict=True) if a.raw != b.raw
+    ]
+    r.older_backups = [str(p) for p in rewrite.backup_paths(path)]
+    if dry_run:
+        r.status = "would-scrub"
+        return r
+    kept_bad = {nl.body for old, nl in zip(lines, new_lines, strict=True) if old.rec is None}
+    rewrite.replace_file(path, new, state, expected_lines=len(new_lines), kept_bad=kept_bad, backup_of=data)
+    backup = str(path) + rewrite.BACKUP_SUFFIX
+    r.backup, r.status = backup, "scrubbed"
+    r.older_backups = [p for p in r.older_backups if p != backup]
+    return r
+
+
 def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = None, on_file=None) -> dict:
     """Scrub every file holding a redacted value. A real run takes the maintenance
     lock. Returns ``{"dry_run", "files": [ScrubFile dicts], "scrubbed", "would_scrub",
@@ -362,15 +464,25 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     finally:
         conn.close()
     results: list[ScrubFile] = []
+    from ctxkeep.maintenance.prompt_history import history_files
+
+    # the agents' prompt histories (newuser18 F3): redacted in place, no store bookkeeping
+    want = None if not paths else {str(Path(p).expanduser().resolve()) for p in paths}
+    histories = [(p, a) for p, a in history_files() if want is None or str(p.resolve()) in want]
+    todo += [(str(p), a) for p, a in histories]
+    is_history = {str(p) for p, _ in histories}
 
     def go(conn):
         for p, agent in todo:
             if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay untouched
                 break
             try:
-                res = scrub_file(
-                    conn, home, Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes
-                )
+                if p in is_history:
+                    res = scrub_history(Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes)
+                else:
+                    res = scrub_file(
+                        conn, home, Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes
+                    )
             except Exception as e:  # one file's trouble never stops the run
                 res = ScrubFile(p, agent, status="failed", reason=f"{type(e).__name__}: {e}")
             results.append(res)
