@@ -190,3 +190,24 @@ def test_the_marker_is_the_redactions():
     from ctxkeep.transforms import redact as r
 
     assert wrapped_tokens.MARKER == r.MARKER  # (a copy: redact imports wrapped_tokens)
+
+
+def test_a_token_cut_by_a_torn_line_or_the_quarantine_head_is_redacted():
+    """newuser18 F13: a line torn inside a ghp_ token (a crash mid-write), and the head
+    a quarantine keeps of an over-long line cut inside one: the cut token's characters
+    were stored (quarantine, vault) in clear."""
+    from ctxkeep.sources.contract import QUARANTINE_RAW_MAX, quarantine_row
+    from ctxkeep.transforms.redact import redact_bytes
+
+    torn = b'{"type":"user","message":{"role":"user","content":"torn line with ghp_38AibNyyurlGFb0EkjKWREhbiG'
+    red = redact_bytes(torn)
+    assert b"38AibNyy" not in red and red.endswith(b"torn line with [REDACTED:github-token]"), red
+    red, counts = redact_raw(torn)  # the vault's copy of the unfinished last line
+    assert b"38AibNyy" not in red and counts == {"github-token": 1}
+    # a long line whose token straddles the head's end
+    head = b'{"type":"user","message":{"content":"' + b"x " * ((QUARANTINE_RAW_MAX - 60) // 2)
+    line = head + b"here ghp_kwMJFrCfZ4U2EqkNk6sEr6f4gUy0BQ8DEoFo" + b" y" * 1000 + b'"}}'
+    cut = QUARANTINE_RAW_MAX - len(head) - len(b"here ")
+    assert 4 < cut < 40  # the head ends inside the token
+    q = quarantine_row("/x/s.jsonl", 0, line, "line too long")
+    assert b"kwMJFrCf" not in q["raw"] and q["raw"].endswith(b"[REDACTED:github-token]"), q["raw"][-80:]
