@@ -441,13 +441,17 @@ def scrub_history(path: Path, agent: str, *, dry_run: bool, active_minutes: int)
     return r
 
 
-def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = None, on_file=None) -> dict:
+def run_scrub(
+    home: Path, *, dry_run: bool = False, paths: list[Path] | None = None, on_file=None, on_stop=None
+) -> dict:
     """Scrub every file holding a redacted value. A real run takes the maintenance
     lock. Returns ``{"dry_run", "files": [ScrubFile dicts], "scrubbed", "would_scrub",
     "skipped", "failed", "values": {kind: n}, "interrupted", "not_started",
     "backups": [paths holding the originals], "note"}`` (``interrupted``: ``SIGINT`` or
     ``SIGTERM`` when one stopped the run after the file in hand, ``not_started`` files
-    left untouched: ``maintenance.stopping``). Raises StoreError/NotFound when there is no store."""
+    left untouched: ``maintenance.stopping``; ``on_stop(stop)``: called at once on the
+    first signal, ``stop.current`` the file in hand). Raises StoreError/NotFound when
+    there is no store."""
     from collections import Counter
 
     from ctxkeep.errors import NotFound
@@ -476,6 +480,7 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
         for p, agent in todo:
             if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay untouched
                 break
+            stop.current = p
             try:
                 if p in is_history:
                     res = scrub_history(Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes)
@@ -494,14 +499,14 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     if dry_run:
         conn = sqlite_store.connect(home, readonly=True)
         try:
-            with stop_between_files() as stop:
+            with stop_between_files(on_stop) as stop:
                 go(conn)
         finally:
             conn.close()
     else:
         from ctxkeep.sinks.lock import hold
 
-        with hold(home, -1, what="secrets --scrub"), stop_between_files() as stop:
+        with hold(home, -1, what="secrets --scrub"), stop_between_files(on_stop) as stop:
             conn = sqlite_store.connect(home)
             try:
                 from ctxkeep.sinks import recovery

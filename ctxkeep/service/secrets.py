@@ -172,9 +172,9 @@ class ScrubResult(Result):
     note: str = Field(description="what to do next ('' when nothing)")
 
 
-def scrub(home: Path, req: ScrubRequest, on_file=None) -> ScrubResult:
+def scrub(home: Path, req: ScrubRequest, on_file=None, on_stop=None) -> ScrubResult:
     from ctxkeep.maintenance.scrub import run_scrub
 
     return ScrubResult.model_validate(
-        run_scrub(Path(home), dry_run=req.dry_run, paths=req.paths, on_file=on_file)
+        run_scrub(Path(home), dry_run=req.dry_run, paths=req.paths, on_file=on_file, on_stop=on_stop)
     )
