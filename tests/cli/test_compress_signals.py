@@ -159,9 +159,10 @@ def test_sigint_stops_secrets_scrub_after_the_file_in_hand(env, monkeypatch):
     said = " ".join(r.stderr.split())
     assert "interrupted (SIGINT) after 1 of 2 files (1 scrubbed); the other 1 is untouched" in said
     # said at once, at the signal (newuser18 F8): the file it finishes, how to stop now
-    assert "SIGINT: finishing ~/.codex/sessions/" in said and (
-        "first; press Ctrl-C again to stop now (no file is ever left half-written)"
-    ) in said, said
+    assert (
+        "SIGINT: finishing ~/.codex/sessions/" in said
+        and ("first; press Ctrl-C again to stop now (no file is ever left half-written)") in said
+    ), said
     assert said.index("SIGINT: finishing") < said.index("interrupted (SIGINT)")
     assert sum(p.read_bytes() != b for p, b in before.items()) == 1
 
