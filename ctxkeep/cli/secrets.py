@@ -65,7 +65,7 @@ def secrets(
                 h,
                 svc.ScrubRequest.parse(dry_run=dry_run, paths=files or None),
                 on_file=(lambda r: err.print(f"{r.status}: {r.path}", highlight=False)) if show else None,
-                on_stop=_finishing,
+                on_stop=finishing,
             )
         else:
             res = svc.secrets_report(h, svc.SecretsRequest.parse(top=top))
@@ -86,9 +86,10 @@ def secrets(
         )
 
 
-def _finishing(stop) -> None:
-    """Said at once on the first Ctrl-C (or SIGTERM) of a scrub: the file it finishes
-    first and how to stop now (newuser18 F8: 63 s of silence on a 129 MB file)."""
+def finishing(stop) -> None:
+    """Said at once on the first Ctrl-C (or SIGTERM) of a scrub or a compress: the file
+    it finishes first and how to stop now (newuser18 F8: 63 s of silence on a 129 MB
+    file)."""
     from ctxkeep.cli import _size, fold, tilde
 
     size = ""

@@ -37,7 +37,7 @@ def test_the_cli_says_what_it_finishes(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     f = tmp_path / "s.jsonl"
     f.write_bytes(b"x" * 3_000_000)
-    cli_secrets._finishing(NS(current=str(f), name="SIGINT"))
+    cli_secrets.finishing(NS(current=str(f), name="SIGINT"))
     said = " ".join(capsys.readouterr().err.split())
     assert said == (
         "SIGINT: finishing ~/s.jsonl (3.0 MB) first; press Ctrl-C again to stop now "

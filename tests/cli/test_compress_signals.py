@@ -67,6 +67,7 @@ def test_sigint_stops_compress_after_the_file_in_hand(env, monkeypatch):
     assert r.exit_code == 130, r.output
     line = " ".join(r.stderr.split())
     assert "interrupted (SIGINT) after 1 of 2 files (1 compressed); the other 1 is untouched" in line
+    assert "SIGINT: finishing ~/" in line and "press Ctrl-C again to stop now" in line, line  # at once (F8)
     changed = [p for p, b in before.items() if p.read_bytes() != b]
     assert len(changed) == 1  # the second file over max_lines is as it was
     assert [p.name for p in home.rglob("*.backup")] == [changed[0].name + ".backup"]
