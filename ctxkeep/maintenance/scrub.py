@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -156,10 +157,21 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
         return _scrub_document(r, path, data, state, dry_run)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
-    if rest.strip():
-        r.status, r.reason = "skipped", "the last line is incomplete (the agent may be writing it)"
-        return r
-    new, values, changed, bad = scrub_bytes(data)
+    # a last line never ended, in a file idle past active_minutes (checked above): the
+    # agent died mid-line (newuser18 F18: the file was skipped for ever, its keys kept).
+    # Redacted on its bytes and left unended, where ingest holds it back.
+    tail = rest if rest.strip() else b""
+    new, values, changed, bad = scrub_bytes(data[: len(data) - len(tail)])
+    red_tail = tail
+    if tail:
+        from ctxkeep.sinks.vault import redact_raw
+
+        red_tail, tail_values = redact_raw(tail)
+        if red_tail != tail:
+            values = dict((Counter(values) + tail_values).most_common())
+            changed, bad = changed + 1, bad + 1
+            r.reason = "its last line was never ended (the agent stopped mid-line): redacted, left unended"
+        new += red_tail
     r.values, r.lines_changed, r.bad_lines_changed, r.bytes_after = values, changed, bad, len(new)
     r.older_backups = [str(p) for p in rewrite.backup_paths(path)]
     if not changed:
@@ -172,7 +184,7 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     moves = _moves(file, lines, new_lines)
     # lines that did not parse before either: not judged by the validation
     kept_bad = {nl.body for old, nl in zip(lines, new_lines, strict=True) if old.rec is None}
-    _rewrite(conn, home, file, r, data, state, new, len(new_lines), kept_bad, moves)
+    _rewrite(conn, home, file, r, data, state, new, len(new_lines), kept_bad, moves, red_tail)
     return r
 
 
@@ -289,6 +301,7 @@ def _rewrite(
     n_lines: int,
     kept_bad: set[bytes],
     moves: list[tuple[str, int]],
+    tail: bytes = b"",
 ) -> None:
     """Replace the file by ``new`` and make the stores follow it, crash-consistent as
     compress's rewrite is (``compress.run.compress_file``):
@@ -306,7 +319,9 @@ def _rewrite(
     ``recovery.recover`` first) moves the entries and drops the file's watermark, and
     that ingest reads the file whole (a new inode anyway) and captures it whole: the
     vault holds the scrubbed file from its first byte (ids are stable: no entry is
-    added). Raises ``RewriteError`` (nothing replaced, no backup left, the intent gone)."""
+    added). ``tail``: the file's last line, never ended (``scrub_file``), kept unended
+    after the watermark and outside the vault's capture, as ingest holds it back.
+    Raises ``RewriteError`` (nothing replaced, no backup left, the intent gone)."""
     from ctxkeep.sinks import recovery
     from ctxkeep.sinks.sqlite import intents
     from ctxkeep.sinks.sqlite.intents import kill_point
@@ -326,7 +341,7 @@ def _rewrite(
     )
     try:
         new_st = rewrite.replace_file(
-            path, new, state, expected_lines=n_lines, kept_bad=kept_bad, backup_of=data
+            path, new, state, expected_lines=n_lines, kept_bad=kept_bad, backup_of=data, tail=tail
         )
     except rewrite.RewriteError:
         recovery.complete(conn, home, [iid])  # the file is unchanged: the intent goes
@@ -336,7 +351,8 @@ def _rewrite(
     r.backup, r.status = backup, "scrubbed"
     r.older_backups = [p for p in r.older_backups if p != backup]
     try:
-        _after_rewrite(conn, file, new, new_st, moves)
+        # (an unended last line, ``tail``, stays past the watermark and the vault's copy)
+        _after_rewrite(conn, file, new[: len(new) - len(tail)], new_st, moves)
         kill_point("scrub", "watermark")
         from ctxkeep.sinks.sqlite import EntryChanges, Relocation
 

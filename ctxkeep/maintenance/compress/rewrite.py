@@ -278,13 +278,16 @@ def replace_file(
     before_rename: Callable[[os.stat_result], None] | None = None,
     kept_bad: Collection[bytes] = (),
     backup_of: bytes | None = None,
+    tail: bytes = b"",
 ) -> os.stat_result:
     """Atomically replace ``path`` (last read as ``state``) by ``new_data``.
 
     Writes a temp file in the same directory with the original's mode, fsyncs it,
     validates it (``validate_jsonl`` with ``expected_lines`` and ``kept_bad``, then
     ``check(temp_path)`` which returns problems), with ``backup_of`` (the original's
-    bytes as read) makes the verified ``<path>.backup`` (``make_backup``), calls
+    bytes as read) makes the verified ``<path>.backup`` (``make_backup``); ``tail``: an
+    unended last line ``new_data`` ends with, not judged (``secrets --scrub`` of a
+    file whose agent died mid-line); calls
     ``before_rename(temp_stat)`` (e.g. to record the new watermark), checks the original
     is unchanged, renames, fsyncs the directory. A backup made for a file that is then
     not replaced is taken back (``take_back_backup``).
@@ -307,7 +310,10 @@ def replace_file(
         _write_durable(tmp, new_data, statmod.S_IMODE(state.mode))
         with open(tmp, "rb") as f:
             written = f.read()
-        problems = validate_jsonl(written, expected_lines, kept_bad)
+        if tail and not written.endswith(tail):
+            problems = ["the unended last line was not written as planned"]
+        else:  # (``tail``: an unended last line kept as it is, not judged)
+            problems = validate_jsonl(written[: len(written) - len(tail)], expected_lines, kept_bad)
         if not problems and check is not None:
             problems = check(tmp)
         if problems:
