@@ -77,10 +77,7 @@ def ui(
         None,
         "--token",
         metavar="TOKEN",
-        envvar="CTXKEEP_UI_TOKEN",
-        show_envvar=False,
-        help="Access token a remote browser must give (with --allow-remote). On the command line it is "
-        "visible to other users of the machine (ps): prefer the environment variable CTXKEEP_UI_TOKEN.",
+        help="Access token a remote browser must give (with --allow-remote).",
     ),
     home: Path | None = HomeOpt,
 ):
@@ -104,7 +101,7 @@ def ui(
                 if token
                 else "--allow-remote needs --token (8 characters or more)",
                 where="--token",
-                hint="pass a longer token" if token else "set CTXKEEP_UI_TOKEN (or pass --token TOKEN)",
+                hint="pass a longer --token TOKEN" if token else "pass --token TOKEN",
             ),
             2,
         )
