@@ -240,11 +240,27 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LOWER_WORD = re.compile(r"[a-z]+")
 
 
+#: what precedes a key inside a URL's user info: ``scheme://`` and the user part so far
+_USERINFO_BEFORE = re.compile(r"://[^\s/@\"'\\]*\Z")
+
+
+def _in_url_userinfo(v: str, m: re.Match) -> bool:
+    """The key stands in a URL's user info and the value runs past its ``@``
+    (``https://x-access-token:ghp_…@github.com/acme/repo.git``): the value is the
+    password part alone, which ``url-credentials`` (and a provider's own rule) find; the
+    key/value rule would take the host and path too, as "password" (newuser18 F14)."""
+    if "@" not in v:
+        return False
+    k = m.start("key")
+    return _USERINFO_BEFORE.search(m.string, max(0, k - 256), k) is not None
+
+
 def _key_value_check(v: str, m: re.Match) -> bool:
     """A value after a secret-naming key: anything that is not a placeholder, not code
-    (a call/index/attribute follows, the value repeats the key), and, after a ``token``
-    key, not a count or a short word."""
-    if _placeholder(v):
+    (a call/index/attribute follows, the value repeats the key), not a URL's password
+    with its host (``_in_url_userinfo``), and, after a ``token`` key, not a count or a
+    short word."""
+    if _placeholder(v) or _in_url_userinfo(v, m):
         return False
     s = m.string
     end = m.end()
@@ -386,6 +402,8 @@ def _punct_password_check(v: str, m: re.Match) -> bool:
     ``token`` key a value without a letter (``_key_value_check``'s count rule). A value
     without such punctuation is left to the key/value rule."""
     if not _PUNCT.intersection(v) or len(v) < 6 or _placeholder(v) or _CODE_START.match(v):
+        return False
+    if _in_url_userinfo(v, m):
         return False
     if not any(c.isalnum() for c in v):
         return False
