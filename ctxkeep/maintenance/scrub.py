@@ -342,7 +342,9 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     "skipped", "failed", "values": {kind: n}, "interrupted", "not_started",
     "backups": [paths holding the originals], "note"}`` (``interrupted``: ``SIGINT`` or
     ``SIGTERM`` when one stopped the run after the file in hand, ``not_started`` files
-    left untouched: ``maintenance.stopping``). Raises StoreError/NotFound when there is no store."""
+    left untouched: ``maintenance.stopping``). Raises StoreError/NotFound when there is no
+    store, NotFound when a file of ``paths`` does not exist (each one that does is
+    answered: scrubbed, clean, or skipped with its reason)."""
     from collections import Counter
 
     from ctxkeep.errors import NotFound
@@ -350,6 +352,13 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     home = Path(home)
     if not (home / STORE_DB).exists():
         raise NotFound("no store", where=str(home), hint="run `ctxkeep ingest` first")
+    for p in paths or ():
+        if not Path(p).expanduser().is_file():  # a named file is always answered (newuser18 F7)
+            raise NotFound(
+                "no such file",
+                where=str(p),
+                hint="name a session file an agent wrote (`ctxkeep secrets` lists the files holding values)",
+            )
     cc = cfgmod.load_config(home).compress
     conn = sqlite_store.connect(home, readonly=True)
     try:
