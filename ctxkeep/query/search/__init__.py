@@ -158,10 +158,14 @@ def search(
     lists: dict[str, list[int]] = {}  # list name → content_ids, best first
     shown: dict[int, Candidate] = {}  # content_id → the chunk it is shown with
     ts = terms(query)
-    passed: dict[int, bool] = {}  # chunk id → passes the filters (memo across lists)
+    # chunk id → passes the filters: a memo across lists; the filters checked per chunk
+    # (status and time; all of them on a store before facets) keep their answers across
+    # the searches of a long-lived connection (``retrieve.kept_passed``)
+    facets = not filters.is_empty() and sqlite_store.schema_version(conn) >= 3
+    checked = not (filters.residual() if facets else filters).is_empty()
+    passed = retrieve.kept_passed(conn, filters.sql("e")) if checked else retrieve.Passed()
     want_subs = False  # the inner-substring list applies (terms with inner substrings)
     vt: list[tuple[str, str | None]] = []  # each word term with its vocabulary expression
-    facets = not filters.is_empty() and sqlite_store.schema_version(conn) >= 3
 
     ahead: Ahead | None = None  # lists run ahead on a second connection (``ahead``)
 
