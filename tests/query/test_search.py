@@ -888,6 +888,31 @@ def test_filter_answers_are_kept_across_the_searches_of_one_connection(corpus_st
     conn.close()
 
 
+def test_kept_filter_answers_are_bounded(corpus_store, monkeypatch):
+    """At most ``KEEP_CHUNKS`` answers a connection (the least recently asked filters
+    dropped first, never the one being asked), ``KEEP_CONNECTIONS`` connections."""
+    from ctxkeep.query.search import retrieve
+
+    monkeypatch.setattr(retrieve, "KEEP_CHUNKS", 150)
+    home, _ = corpus_store
+    conns = [sqlite_store.connect(home, readonly=True) for _ in range(3)]
+    c = conns[0]
+    kept = []  # the answers kept as each search starts (``kept_passed``): older ones, then its own
+    for since in ("2025-01-01", "2025-02-01", "2025-03-01", "2025-04-01"):
+        f = Filters(since=since)
+        retrieve.kept_passed(c, f.sql("e"))
+        kept.append([len(p) for p in retrieve._kept[id(c)].by_filter.values()])
+        search(c, "the", filters=f, parallel=False)
+    assert kept[0] == [0] and all(x[-1] == 0 for x in kept)
+    assert all(sum(x) <= 150 for x in kept) and any(retrieve._kept[id(c)].by_filter.values())
+    assert any(len(x) < i + 1 for i, x in enumerate(kept))  # an older filter was dropped
+    for other in conns[1:]:
+        search(other, "the", filters=Filters(since="2025-01-01"), parallel=False)
+    assert id(c) not in retrieve._kept and {id(x) for x in conns[1:]} == set(retrieve._kept)
+    for x in conns:
+        x.close()
+
+
 @pytest.mark.parametrize("writer", ["another connection", "the searching connection"])
 def test_a_commit_drops_the_kept_filter_answers(store, writer):
     """An entry moved into the filter's time window by a commit (another connection's,

@@ -383,10 +383,11 @@ class Passed(dict[int, bool]):
         self.content_of = content_of
 
 
-#: connections whose filter answers are kept between searches (``kept_passed``), the
-#: filters kept per connection, and the chunks kept per filter (and content ids per
-#: connection; a dict of that many ints is ~20 MB)
-KEEP_CONNECTIONS = 4
+#: connections whose filter answers are kept between searches (``kept_passed``: a
+#: long-lived process searches on one), the filters kept per connection, and the
+#: answers kept per connection, all filters together, and as many content ids: a
+#: dict of 200,000 ints is ~16-21 MB, so ~40 MB a connection at most
+KEEP_CONNECTIONS = 2
 KEEP_FILTERS = 8
 KEEP_CHUNKS = 200_000
 
@@ -417,9 +418,11 @@ def kept_passed(conn: sqlite3.Connection, where: tuple[str, list]) -> Passed:
     writes bump too (the "did you mean" probe's: answers dropped more often, never
     kept stale); inside a transaction (own uncommitted changes) nothing is kept. The connection
     is held (an id is not reused while its object lives) for the ``KEEP_CONNECTIONS``
-    that searched last; at most ``KEEP_FILTERS`` filters and ``KEEP_CHUNKS`` chunks
-    each (then emptied). Content ids are read and kept from a connection's second search
-    on (its first may be its process's only one, ``passing``). Raises nothing: a connection that cannot say gets a new memo."""
+    that searched last; at most ``KEEP_FILTERS`` filters and ``KEEP_CHUNKS`` answers
+    (the least recently asked filters dropped first) and content ids (then emptied).
+    Content ids are read and kept from a connection's second search on (its first may
+    be its process's only one, ``passing``). Raises nothing: a connection that cannot
+    say gets a new memo."""
     try:
         if conn.in_transaction:
             return Passed()
@@ -448,8 +451,10 @@ def kept_passed(conn: sqlite3.Connection, where: tuple[str, list]) -> Passed:
         # content ids from the connection's second search on (``passing``)
         p.content_of = k.content_of if k.searches > 1 else None
         k.by_filter.move_to_end(key)
-        while len(k.by_filter) > KEEP_FILTERS:
-            k.by_filter.popitem(last=False)
+        while len(k.by_filter) > 1 and (
+            len(k.by_filter) > KEEP_FILTERS or sum(map(len, k.by_filter.values())) > KEEP_CHUNKS
+        ):
+            k.by_filter.popitem(last=False)  # the least recently asked (never this one: last)
         return p
 
 
