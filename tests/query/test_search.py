@@ -934,3 +934,40 @@ def test_a_commit_drops_the_kept_filter_answers(store, writer):
     hits = search(conn, "error", filters=f, parallel=False).hits
     assert [h.ts[:10] for h in hits] == ["2031-06-01"]
     conn.close()
+
+
+@pytest.mark.parametrize(
+    ("q", "f"),
+    [
+        ("error", Filters()),
+        ("the file", Filters(kind="message")),
+        ("validates", Filters()),
+        (NOWHERE, Filters()),
+        (f"error {NOWHERE}", Filters()),
+        ("error", Filters(since="2031-01-01")),
+        ("npm", Filters(tool="Bash")),
+        ("configu", Filters()),
+    ],
+)
+def test_finds_is_whether_a_search_has_a_hit_and_stops_at_the_first_list(corpus_conn, q, f):
+    """The "did you mean" check (``finds``) answers as ``search(limit=1).hits`` does,
+    and runs no more list statements (a MATCH) than it: fewer when a list before the
+    last holds a hit."""
+    from ctxkeep.query.search import finds
+
+    got: list = []
+    want: list = []
+
+    def lists(fn) -> int:
+        return sum(1 for s in _statements(corpus_conn, fn) if " MATCH " in s)
+
+    n_finds = lists(lambda: got.append(finds(corpus_conn, q, f)))
+    n_search = lists(
+        lambda: want.append(
+            bool(search(corpus_conn, q, filters=f, limit=1, parallel=False, suggest_words=False).hits)
+        )
+    )
+    assert got == want
+    assert n_finds <= n_search
+    if q == "the file":  # words, then phrase, any …: the words list held a hit
+        assert n_finds == 1 < n_search
