@@ -278,9 +278,9 @@ def symbols(text: str) -> str:
     return " ".join([*syms, "|", *(w.lower() for w in _ASCII_WORD.findall(text)), "|"])
 
 
-#: the anchors of ``_SYMBOL``'s matches (``_symbol_terms``): a word character before
-#: ``+``/``#`` (the end of a first-branch match's word), a dot before two capitals
-_SYMBOL_END = re.compile(r"[A-Za-z0-9_][+#]")
+#: the anchor of ``_SYMBOL``'s second branch (``_symbol_terms``): a dot before two
+#: capitals (the first branch's, a word character before ``+``/``#``, is found by
+#: ``str.find``)
 _SYMBOL_DOT = re.compile(r"\.[A-Z]{2}")
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
@@ -303,14 +303,24 @@ def _symbol_terms(text: str) -> list[str]:
         if hit := _SYMBOL.match(text, dot):
             found[dot] = hit.group()
             covered.add(dot + 1)
-    for m in _SYMBOL_END.finditer(text):
-        start = m.start()
-        while start and text[start - 1] in _WORD_CHARS:
-            start -= 1
-        if start in covered or start in found:
-            continue
-        if hit := _SYMBOL.match(text, start):
-            found[start] = hit.group()
+    # ``_SYMBOL_END``'s matches (word character, then ``+``/``#``) found from each
+    # ``+`` and ``#`` by ``str.find`` (a C search): the pattern's scan stopped at nearly
+    # every character (``_symbol_terms`` 0.118 -> 0.03 CPU s on the 200 MB tree's 2,806
+    # candidate chunks). Its matches cannot overlap (a ``+``/``#`` is not a word
+    # character), and each gives its own start, so the order they are met in is free
+    for sym in "+#":
+        at = text.find(sym, 1)
+        while at > 0:
+            start = at - 1
+            at = text.find(sym, at + 1)
+            if text[start] not in _WORD_CHARS:
+                continue
+            while start and text[start - 1] in _WORD_CHARS:
+                start -= 1
+            if start in covered or start in found:
+                continue
+            if hit := _SYMBOL.match(text, start):
+                found[start] = hit.group()
     return [found[k] for k in sorted(found)]
 
 
