@@ -99,3 +99,32 @@ def test_sha256_of_the_utf8_bytes():
     assert _sha256(pl.Series("t", values, dtype=pl.String), 32).to_list() == [
         None if w is None else w[:32] for w in want
     ]
+
+
+def test_parse_ts_series_as_parse_ts():
+    from ctxkeep.transforms.normalize import parse_ts, parse_ts_series
+
+    values = [
+        "2025-11-14T02:04:03.702000Z",
+        "2025-11-14T02:04:03Z",
+        "2025-11-14T02:04:03.123456789+02:00",
+        "2025-11-14T02:04:03-05:30",
+        "2025-11-14T02:04:03.5",
+        "2025-11-14 02:04:03.25",
+        "2025-11-14 02:04:03",
+        "[trimmed for fixture]",
+        "",
+        None,
+        "2025-02-30T00:00:00Z",
+        "2025-11-14T02:04:03.702000ZZ",
+    ]
+    rng = random.Random(5)
+    values += [rng.choice(values) for _ in range(2_000)]
+    s = pl.Series("ts", values, dtype=pl.String)
+    want = s.to_frame().select(parse_ts(pl.col("ts")))["ts"]
+    got = parse_ts_series(s)
+    assert got.dtype == want.dtype == pl.Datetime("us", "UTC")
+    assert got.to_list() == want.to_list()
+    assert got.null_count() < len(values) // 2 and got[2] is not None and got[5] is not None
+    allnull = pl.Series("ts", [None, "x"], dtype=pl.String)
+    assert parse_ts_series(allnull).to_list() == [None, None]
