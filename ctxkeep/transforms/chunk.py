@@ -100,7 +100,10 @@ def chunk_text(text: str, max_bytes: int = MAX_CHUNK_BYTES) -> list[str]:
     """
     if not text:
         return []
-    if len(text) * 4 <= max_bytes or len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
+    # (an ASCII text's bytes are its characters: ``isascii`` reads a flag, no encode)
+    if len(text) * 4 <= max_bytes or (
+        len(text) <= max_bytes and (text.isascii() or len(text.encode("utf-8", "surrogatepass")) <= max_bytes)
+    ):
         return [text]
     spans = fence_spans(text)
     out = []

@@ -128,3 +128,16 @@ def test_parse_ts_series_as_parse_ts():
     assert got.null_count() < len(values) // 2 and got[2] is not None and got[5] is not None
     allnull = pl.Series("ts", [None, "x"], dtype=pl.String)
     assert parse_ts_series(allnull).to_list() == [None, None]
+
+
+def test_chunk_text_fits_at_the_byte_cap():
+    """An ASCII text is as many bytes as characters (the fast path); a non-ASCII one of
+    the same length is not."""
+    from ctxkeep.transforms.chunk import MAX_CHUNK_BYTES, chunk_text
+
+    assert chunk_text("a" * MAX_CHUNK_BYTES) == ["a" * MAX_CHUNK_BYTES]
+    assert len(chunk_text("a " * (MAX_CHUNK_BYTES // 2) + "b")) == 2
+    wide = "é" * (MAX_CHUNK_BYTES // 2) + "x"  # 2 bytes a character: one byte over
+    assert len(wide) <= MAX_CHUNK_BYTES and len(chunk_text(wide)) == 2
+    assert "".join(chunk_text(wide)) == wide
+    assert chunk_text("é" * (MAX_CHUNK_BYTES // 2)) == ["é" * (MAX_CHUNK_BYTES // 2)]
