@@ -215,7 +215,9 @@ def grams_batch(texts: list[str]) -> list[str]:
     cands = s.str.extract_all(_CAMEL_CAND).to_list()
     # ``_CAMEL_AMBIGUOUS`` needs a candidate and a ``_`` or a non-ASCII character: the
     # other texts are not scanned (without a candidate, ``_camel_words`` gives none)
-    maybe = [i for i, (t, f) in enumerate(zip(texts, cands, strict=True)) if f and ("_" in t or not t.isascii())]
+    maybe = [
+        i for i, (t, f) in enumerate(zip(texts, cands, strict=True)) if f and ("_" in t or not t.isascii())
+    ]
     ambiguous = [False] * len(texts)
     if maybe:
         amb_of = s.gather(pl.Series(maybe, dtype=pl.UInt32)).str.contains(_CAMEL_AMBIGUOUS).to_list()

@@ -35,16 +35,21 @@ def source_frame(entries: list[dict]) -> pl.DataFrame:
 
 
 #: the formats ``parse_ts`` tries, in order (after ``Z`` became ``+00:00``)
-_TS_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M:%S%:z", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f")
+_TS_FORMATS = (
+    "%Y-%m-%dT%H:%M:%S%.f%:z",
+    "%Y-%m-%dT%H:%M:%S%:z",
+    "%Y-%m-%dT%H:%M:%S%.f",
+    "%Y-%m-%d %H:%M:%S%.f",
+)
 
 
 def parse_ts(col: pl.Expr) -> pl.Expr:
     """ISO-8601 strings (``Z`` or offsets, optional fraction) → UTC datetime[us];
     unparsable → null: the first of ``_TS_FORMATS`` that parses."""
     s = col.str.replace(r"Z$", "+00:00")
-    return pl.coalesce(*(s.str.to_datetime(f, time_zone="UTC", strict=False) for f in _TS_FORMATS)).dt.cast_time_unit(
-        "us"
-    )
+    return pl.coalesce(
+        *(s.str.to_datetime(f, time_zone="UTC", strict=False) for f in _TS_FORMATS)
+    ).dt.cast_time_unit("us")
 
 
 def parse_ts_series(values: pl.Series) -> pl.Series:
