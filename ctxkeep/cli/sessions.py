@@ -109,7 +109,7 @@ def sessions(
             f"{r.tool_calls:,}",
             "-" if r.tokens is None else f"{r.tokens:,}",
             cost,
-            r.title,
+            r.title or "",
         )
         for r, cost in zip(rows, _shown_costs(rows), strict=True)
     ]
