@@ -53,14 +53,11 @@ def _(Store, local_timezone, mo, store, views):
 
 
 @app.cell
-def _(st):
+def _(st, views):
     # one row per session (the sessions view aggregates every entry: asked once per
     # store change, shared by the pages of the server); the filters offer its days and projects
-    facts = st.cached(
-        "session_facts",
-        lambda: st.q("""SELECT agent, session_id, project_dir, started AT TIME ZONE 'UTC' AS started,
-                        ended AT TIME ZONE 'UTC' AS ended, largest_context_tokens FROM sessions"""),
-    )
+    # (the empty sessions left out, as `ctxkeep sessions` does: views.SESSION_FACTS_SQL)
+    facts = st.cached("session_facts", lambda: st.q(views.SESSION_FACTS_SQL))
     projects = sorted({p for p in facts["project_dir"].to_list() if p})
     first_day = facts["started"].min()
     last_day = facts["ended"].max()

@@ -97,6 +97,16 @@ def filter_sql(when: str) -> str:
     )
 
 
+#: the app's sessions (one row each: ``agent``, ``session_id``, ``project_dir``,
+#: ``started``/``ended`` UTC, ``largest_context_tokens``), DuckDB: every session
+#: ``ctxkeep sessions`` lists, so without the empty ones (no time and no message: a
+#: summary-only or file-history-only file; ``sinks.session_list``'s rule) the CLI
+#: leaves out and counts apart since session 17 (the app counted 38 where it lists 35)
+SESSION_FACTS_SQL = """SELECT agent, session_id, project_dir, started AT TIME ZONE 'UTC' AS started,
+       ended AT TIME ZONE 'UTC' AS ended, largest_context_tokens
+FROM sessions WHERE started IS NOT NULL OR messages > 0"""
+
+
 def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:
     """The rows of ``facts`` (one per session: ``agent``, ``session_id``,
     ``project_dir``, ``started``/``ended`` as naive UTC datetimes or null, ...) that the
