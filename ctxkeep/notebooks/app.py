@@ -65,7 +65,7 @@ def _(st, views):
 
 
 @app.cell
-def _(dt, first_day, last_day, local_tz, mo, projects, st):
+def _(dt, first_day, last_day, local_tz, mo, projects, st, views):
     _zones = sorted(
         {
             local_tz,
@@ -78,7 +78,9 @@ def _(dt, first_day, last_day, local_tz, mo, projects, st):
         }
     )
     f_agents = mo.ui.multiselect(st.agents, label="agents (none: all)")
-    f_project = mo.ui.dropdown(["(all)", *projects], value="(all)", label="project (and below)")
+    # each project by the overview's short label (the readable end of its path), its value
+    # the whole path: whole paths made the dropdown wider than a 390 px screen (Chromium)
+    f_project = mo.ui.dropdown(views.project_options(projects), value="(all)", label="project (and below)")
     _start = first_day.date() if first_day else dt.date.today()
     _stop = last_day.date() if last_day else dt.date.today()
     f_days = mo.ui.date_range(start=_start, stop=_stop, value=(_start, _stop), label="days")
@@ -95,7 +97,7 @@ def _(f_agents, f_days, f_project, f_tz, facts, views):
     fparams = {
         "tz": tz,
         "agents": list(f_agents.value or []),
-        "project": f_project.value if f_project.value and f_project.value != "(all)" else None,
+        "project": f_project.value or None,  # "(all)": None
         "lo": f_days.value[0],
         "hi": f_days.value[1],
         # the days left at the store's whole span: no time filter (undated sessions kept)

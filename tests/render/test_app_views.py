@@ -206,6 +206,8 @@ def test_the_app_counts_the_sessions_the_cli_lists(corpus_store):
     finally:
         con.close()
     f = {"tz": "UTC", "lo": dt.date(2000, 1, 1), "hi": dt.date(2100, 1, 1), "agents": [], "project": None}
-    kept = kept_sessions(facts.with_columns(pl.col("started").dt.replace_time_zone(None)), {**f, "all_days": True})
+    kept = kept_sessions(
+        facts.with_columns(pl.col("started").dt.replace_time_zone(None)), {**f, "all_days": True}
+    )
     assert kept.height == 35  # the overview's "35 sessions"
     assert sorted(kept["session_id"].to_list()) == sorted(r.session_id for r in listed.rows)
