@@ -240,7 +240,18 @@ REASONING_RECORDED = REASONING_OUTSIDE_OUTPUT | frozenset(
 #: 0, wherever a sum of it is 0 (``cache_write_shown``); a nonzero sum (a future
 #: version's field read) is shown as it is.
 CACHE_WRITE_UNRECORDED = frozenset(
-    {"codex", "cursor", "devin", "forge", "gemini-cli", "goose", "grok", "mistral-vibe", "qwen-code", "windsurf"}
+    {
+        "codex",
+        "cursor",
+        "devin",
+        "forge",
+        "gemini-cli",
+        "goose",
+        "grok",
+        "mistral-vibe",
+        "qwen-code",
+        "windsurf",
+    }
 )
 
 

@@ -521,7 +521,7 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     first = f"{conv.agent} session {short}"
     id_gap = " " if width is None or len(f"{first} ({conv.session_id})") <= width else "\n  "
     day_gap = "  " if width is None or len(head.rsplit("\n", 1)[-1]) <= width else "\n  "
-    if id_gap != " " and span:
+    if width is not None and id_gap != " " and span:
         day_gap = "  " if len(f"  ({conv.session_id})  {span} UTC") <= width else "\n  "
     out.print(
         f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup

@@ -192,7 +192,9 @@ def _print_report(r, home: Path) -> None:
         sessions.caption = f"not shown at {width} columns: last seen (--json has them)"
         sessions.caption_justify, sessions.caption_style = "left", "dim"
     for row in rows:
-        cells = dict(zip(SESSION_COLUMNS, [*row[:5], short_path(row[5], room) if row[5] else ""], strict=True))
+        cells = dict(
+            zip(SESSION_COLUMNS, [*row[:5], short_path(row[5], room) if row[5] else ""], strict=True)
+        )
         sessions.add_row(*(cells[c] for c in shown))
     tables_alike(kinds, agents, dates, sessions)  # one style, the one the widest needs
     for t in (kinds, agents, dates, sessions):

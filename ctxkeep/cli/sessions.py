@@ -360,8 +360,12 @@ def fold_markdown(md: str, width: int) -> str:
         lead, rest = ("> ", line[2:]) if line.startswith("> ") else ("", line)
         more = "> " if lead else "  "
         room = width - len(more)
+
         # a code span one piece (its blanks held) where it fits a line
-        rest = re.sub(r"`[^`]+`", lambda m: m[0].replace(" ", "\0") if len(m[0]) <= room else m[0], rest)
+        def hold(m: re.Match[str], room: int = room) -> str:
+            return m[0].replace(" ", "\0") if len(m[0]) <= room else m[0]
+
+        rest = re.sub(r"`[^`]+`", hold, rest)
         wrapped = textwrap.wrap(
             rest,
             width=width,

@@ -82,5 +82,7 @@ def coverage(home: Path, req: CoverageRequest) -> CoverageResult:
         store=True,
         # the ledger keys a version the records do not name as "": null here
         rows=[CoverageRow(**{**r, "agent_version": r["agent_version"] or None}) for r in rows],
-        alerts=[CoverageAlert(**{**a, "agent_version": a["agent_version"] or None}) for a in ledger_alerts(rows)],
+        alerts=[
+            CoverageAlert(**{**a, "agent_version": a["agent_version"] or None}) for a in ledger_alerts(rows)
+        ],
     )

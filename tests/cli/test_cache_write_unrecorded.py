@@ -53,10 +53,22 @@ def test_report_rows_give_null_and_the_table_a_dash(home):
     assert sum(r["cache_creation_tokens"] for r in claude) == 644_095
     assert d["totals"]["cache_creation_tokens"] == 644_095
     assert d["totals"]["total_tokens"] == 75_678_572  # as before, as `stats`
-    table = _run(home, "report", "daily", "--agent", "codex", "--since", "2025-11-01", "--until", "2025-11-01")
+    table = _run(
+        home, "report", "daily", "--agent", "codex", "--since", "2025-11-01", "--until", "2025-11-01"
+    )
     row = next(x.split() for x in table.splitlines() if x.strip().startswith("2025-11-01"))
     # date, agent, model, input, output, cache read, cache write, total, cost
-    assert row == ["2025-11-01", "codex", "gpt-5", "3,402,915", "223,050", "59,491,328", "-", "63,117,293", "$13.92"]
+    assert row == [
+        "2025-11-01",
+        "codex",
+        "gpt-5",
+        "3,402,915",
+        "223,050",
+        "59,491,328",
+        "-",
+        "63,117,293",
+        "$13.92",
+    ]
     s = json.loads(_run(home, "report", "session", "--json", "--agent", "codex"))
     assert s["rows"] and all(r["cache_creation_tokens"] is None for r in s["rows"])
     assert s["totals"]["cache_creation_tokens"] is None

@@ -1,4 +1,4 @@
-""""None" has one spelling in every ``--json`` output: null, never ``""`` (session 17's
+""" "None" has one spelling in every ``--json`` output: null, never ``""`` (session 17's
 closing note: ``sessions --json`` gave an untitled session's ``title`` as ``""``; the
 same held for ``sources --coverage``'s ``agent_version``, ``search``'s and ``show
 --session``'s ``note`` and a no-op ingest's ``analytics``)."""

@@ -130,7 +130,9 @@ def test_resume_fits_the_terminal_and_piped_is_the_snapshot(home, session):
         _fits(err, width)
         assert snap["session_id"] in _words(out.replace("`", " "))
         # the same words, folded
-        assert out.replace("\n> ", " ").split() == snap["markdown"].replace("\n> ", " ").split() or width == 60
+        assert (
+            out.replace("\n> ", " ").split() == snap["markdown"].replace("\n> ", " ").split() or width == 60
+        )
     piped, _ = _run(home, "resume", session, columns=None)
     assert piped == snap["markdown"]
     # at 80, a command to copy stays on one line
