@@ -180,7 +180,10 @@ def _print_report(r, home: Path) -> None:
     # less than 20 columns (its end shows: `…/.crush/crush.db`)
     shown = [c for c in SESSION_COLUMNS if c != "last seen" or width - sum(widest) - kind_w - 6 >= 20]
     used = sum(w for w, c in zip(widest, SESSION_COLUMNS, strict=False) if c in shown)
-    room = max(16, width - used - kind_w - len(shown))
+    if len(shown) == len(SESSION_COLUMNS):
+        room = max(24, width - used - kind_w - 6)
+    else:  # the columns one space apart (60 columns)
+        room = max(16, width - used - kind_w - (len(shown) - 1))
     for c in shown:
         sessions.add_column(
             c,
