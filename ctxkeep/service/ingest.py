@@ -112,8 +112,12 @@ class IngestOutcome:
     rekey_note: str | None = None
 
     def as_json(self) -> dict:
-        """The ``--json`` object: ``"schema": 1`` first, then the summary."""
-        return {"schema": 1, **self.summary}
+        """The ``--json`` object: ``"schema": 1`` first, then the summary (``analytics``
+        null when the run did nothing to DuckDB, as ``shapes.IngestResult`` says)."""
+        d = {"schema": 1, **self.summary}
+        if "analytics" in d and not d["analytics"]:
+            d["analytics"] = None
+        return d
 
 
 def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = None) -> IngestOutcome:
