@@ -72,14 +72,28 @@ _FLAGS = {"--json", "--progress", "--no-progress"}
 _VALUED = {"--home", "--agent", "-a"}
 
 
-def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
+#: the early reader's environment beside this process's: Polars' pool of one thread
+#: (``start_early``; unless ``POLARS_MAX_THREADS`` is set). It works on one core while
+#: the ingest process uses the other, so a second pool thread only took CPU from both:
+#: the corpus's reader 0.697 -> 0.673 CPU s (5 alternating runs, load 11, issue 26)
+EARLY_READER_ENV = {"POLARS_MAX_THREADS": "1"}
+
+
+def start_child(
+    module: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, BinaryIO]:
     """``python -P -m module FD ARGS`` (this interpreter, ctxkeep importable from this
-    checkout): stdin a pipe, stdout this process's stderr (DEVNULL when it has no
+    checkout; ``env``: variables set beside this process's, except those it sets):
+    stdin a pipe, stdout this process's stderr (DEVNULL when it has no
     descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
     is the inherited descriptor FD. Returns the process and the read end (EOF when
     the process ends). Raises OSError when it cannot start."""
     root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env = {
+        **(env or {}),
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+    }
     try:
         stdout = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
@@ -162,7 +176,9 @@ def start_early(argv: list[str]) -> bool:
     """Start the reader process for ``argv``'s first ingest (``first_ingest_home``)
     when a second core is likely idle (``core_free``), or always with
     ``CTXKEEP_EARLY_READER=1``; never with ``CTXKEEP_EARLY_READER=0`` or on a machine of
-    one core; True when one was started. A failure to start is silent (the engine reads
+    one core; True when one was started, with ``EARLY_READER_ENV`` (Polars' pool of
+    one thread; a big first ingest's early reader is one of ``read_split``'s readers,
+    each a process per core there too). A failure to start is silent (the engine reads
     as usual). Without a free core the reader only takes time slices from the ingest
     process: at load 18-27 on 2 cores the first ingest of the corpus took 5.4 s with it
     against 3.8 s without (session 16)."""
@@ -175,7 +191,7 @@ def start_early(argv: list[str]) -> bool:
         return False
     trace("ingest", "spawn")
     try:
-        _early.append(start_child("ctxkeep.pipeline.reader_process", "--later"))
+        _early.append(start_child("ctxkeep.pipeline.reader_process", "--later", env=EARLY_READER_ENV))
     except (OSError, ValueError):  # no process, or no descriptor passing (``pass_fds``)
         return False
     atexit.register(_stop)

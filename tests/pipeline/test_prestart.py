@@ -91,6 +91,39 @@ def test_it_starts_only_when_a_core_is_free_unless_forced(tmp_path, monkeypatch)
     assert not prestart.core_free()  # one core allowed to this process
 
 
+@pytest.mark.usefixtures("no_env_home")
+def test_the_early_reader_runs_polars_on_one_thread_unless_the_user_set_it(tmp_path, monkeypatch):
+    """The early reader works on the second core while the ingest process uses the
+    first: its Polars pool is one thread (the pool's second one took ~0.02 CPU s of
+    the corpus's reader), unless ``POLARS_MAX_THREADS`` is set; the ingest process's
+    own environment is left as it is."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    envs: list[dict] = []
+
+    def popen(cmd, **kw):
+        envs.append(kw["env"])
+        raise OSError("not started here")
+
+    monkeypatch.setattr(prestart.subprocess, "Popen", popen)
+    argv = ["--home", str(tmp_path / "h"), "ingest"]
+    assert not prestart.start_early(argv)  # it could not start: the engine reads
+    assert envs[-1]["POLARS_MAX_THREADS"] == "1"
+    assert "POLARS_MAX_THREADS" not in os.environ
+    monkeypatch.setenv("POLARS_MAX_THREADS", "3")
+    assert not prestart.start_early(argv)
+    assert envs[-1]["POLARS_MAX_THREADS"] == "3"
+    # a reader the engine starts itself (a big ingest's second reader) keeps the default
+    with pytest.raises(OSError):
+        prestart.start_child("ctxkeep.pipeline.reader_process")
+    assert envs[-1]["POLARS_MAX_THREADS"] == "3"
+    monkeypatch.delenv("POLARS_MAX_THREADS")
+    with pytest.raises(OSError):
+        prestart.start_child("ctxkeep.pipeline.reader_process")
+    assert "POLARS_MAX_THREADS" not in envs[-1]
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_env_home")
 def test_a_reader_never_taken_is_stopped(tmp_path, monkeypatch):
