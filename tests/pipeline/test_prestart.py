@@ -367,3 +367,29 @@ def test_exit_now_runs_the_atexit_handlers_and_flushes_then_ends_with_the_status
     assert _run_exit(body).stdout == ""
     r = _run_exit(body, taken=False)
     assert r.returncode == 0 and r.stdout == "freed\n"
+
+
+def test_defer_metadata_keeps_importlib_metadata_unloaded_until_an_attribute_is_read():
+    """Polars' import loads ``importlib.metadata`` (its Iceberg plugin, for one rare
+    call), and with it ``email``, ``socket`` … (~8 ms of CPU in each process of a first
+    ingest): deferred, it loads when something reads it, and is then the real module."""
+    code = """
+import sys, importlib
+from ctxkeep.pipeline import prestart
+prestart.defer_metadata()
+import polars
+stub = sys.modules["importlib.metadata"]
+print("email" in sys.modules, importlib.metadata is stub)
+import importlib.metadata
+from importlib.metadata import version
+print(version("polars") == polars.__version__, "email" in sys.modules)
+real = sys.modules["importlib.metadata"]
+print(real is not stub, importlib.metadata is real, stub.PackageNotFoundError is real.PackageNotFoundError)
+prestart.defer_metadata()  # loaded already: nothing to defer
+print(sys.modules["importlib.metadata"] is real)
+"""
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "True", "True", "True", "True", "True", "True"]
