@@ -72,26 +72,28 @@ _FLAGS = {"--json", "--progress", "--no-progress"}
 _VALUED = {"--home", "--agent", "-a"}
 
 
-#: the early reader's environment beside this process's: Polars' pool of one thread
-#: (``start_early``; unless ``POLARS_MAX_THREADS`` is set). It works on one core while
-#: the ingest process uses the other, so a second pool thread only took CPU from both:
-#: the corpus's reader 0.697 -> 0.673 CPU s (5 alternating runs, load 11, issue 26)
-EARLY_READER_ENV = {"POLARS_MAX_THREADS": "1"}
+#: Polars' pools of a first ingest with its early reader (``start_early``; unless
+#: ``POLARS_MAX_THREADS`` is set): the reader works on one core while the ingest
+#: process uses the others, so the reader's pool is one thread and the ingest
+#: process's the cores less one (1 on 2 cores). Each pool's extra thread only took CPU
+#: from the other process: the corpus's reader 0.697 -> 0.673 CPU s, the ingest
+#: process 0.990 -> 0.971 (alternating runs at load 11-16, issue 26)
+POLARS_THREADS = "POLARS_MAX_THREADS"
 
 
 def start_child(
     module: str, *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen, BinaryIO]:
     """``python -P -m module FD ARGS`` (this interpreter, ctxkeep importable from this
-    checkout; ``env``: variables set beside this process's, except those it sets):
+    checkout; ``env``: variables set for it over this process's):
     stdin a pipe, stdout this process's stderr (DEVNULL when it has no
     descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
     is the inherited descriptor FD. Returns the process and the read end (EOF when
     the process ends). Raises OSError when it cannot start."""
     root = str(Path(__file__).resolve().parents[2])
     env = {
-        **(env or {}),
         **os.environ,
+        **(env or {}),
         "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
     }
     try:
@@ -176,10 +178,11 @@ def start_early(argv: list[str]) -> bool:
     """Start the reader process for ``argv``'s first ingest (``first_ingest_home``)
     when a second core is likely idle (``core_free``), or always with
     ``CTXKEEP_EARLY_READER=1``; never with ``CTXKEEP_EARLY_READER=0`` or on a machine of
-    one core; True when one was started, with ``EARLY_READER_ENV`` (Polars' pool of
-    one thread; a big first ingest's early reader is one of ``read_split``'s readers,
-    each a process per core there too). A failure to start is silent (the engine reads
-    as usual). Without a free core the reader only takes time slices from the ingest
+    one core; True when one was started: then Polars' pool is one thread in the reader
+    and the cores less one here (``POLARS_THREADS``; a big first ingest's early reader
+    is one of ``read_split``'s readers, a process per core there too), and
+    ``importlib.metadata`` is deferred (``defer_metadata``). A failure to start is
+    silent (the engine reads as usual, its environment as it was). Without a free core the reader only takes time slices from the ingest
     process: at load 18-27 on 2 cores the first ingest of the corpus took 5.4 s with it
     against 3.8 s without (session 16)."""
     setting = os.environ.get("CTXKEEP_EARLY_READER", "")
@@ -190,12 +193,20 @@ def start_early(argv: list[str]) -> bool:
     if first_ingest_home(argv) is None:
         return False
     trace("ingest", "spawn")
+    own = POLARS_THREADS not in os.environ  # else the user's, in both processes
     try:
-        _early.append(start_child("ctxkeep.pipeline.reader_process", "--later", env=EARLY_READER_ENV))
+        _early.append(
+            start_child(
+                "ctxkeep.pipeline.reader_process", "--later", env={POLARS_THREADS: "1"} if own else None
+            )
+        )
     except (OSError, ValueError):  # no process, or no descriptor passing (``pass_fds``)
         return False
     atexit.register(_stop)
-    defer_metadata()  # before the CLI's imports (Polars)
+    if own:  # before the CLI's imports (Polars)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+        os.environ[POLARS_THREADS] = str(max(1, cores - 1))
+    defer_metadata()
     return True
 
 

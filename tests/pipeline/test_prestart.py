@@ -92,14 +92,17 @@ def test_it_starts_only_when_a_core_is_free_unless_forced(tmp_path, monkeypatch)
 
 
 @pytest.mark.usefixtures("no_env_home")
-def test_the_early_reader_runs_polars_on_one_thread_unless_the_user_set_it(tmp_path, monkeypatch):
-    """The early reader works on the second core while the ingest process uses the
-    first: its Polars pool is one thread (the pool's second one took ~0.02 CPU s of
-    the corpus's reader), unless ``POLARS_MAX_THREADS`` is set; the ingest process's
-    own environment is left as it is."""
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+def test_a_first_ingest_gives_polars_one_core_less_and_its_reader_one_thread(tmp_path, monkeypatch):
+    """The early reader works on one core while the ingest process uses the others:
+    the reader's Polars pool is one thread, the ingest process's the cores less one
+    (each pool's extra thread only took CPU from the other process: ~0.02 CPU s each
+    on the corpus), unless ``POLARS_MAX_THREADS`` is set; nothing is set when no
+    reader starts."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")
-    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    monkeypatch.setenv("POLARS_MAX_THREADS", "")  # restored (absent) after the test
+    monkeypatch.delenv("POLARS_MAX_THREADS")
     envs: list[dict] = []
 
     def popen(cmd, **kw):
@@ -108,20 +111,34 @@ def test_the_early_reader_runs_polars_on_one_thread_unless_the_user_set_it(tmp_p
 
     monkeypatch.setattr(prestart.subprocess, "Popen", popen)
     argv = ["--home", str(tmp_path / "h"), "ingest"]
-    assert not prestart.start_early(argv)  # it could not start: the engine reads
+    assert not prestart.start_early(argv)  # it could not start: the engine reads, as it is
     assert envs[-1]["POLARS_MAX_THREADS"] == "1"
     assert "POLARS_MAX_THREADS" not in os.environ
-    monkeypatch.setenv("POLARS_MAX_THREADS", "3")
-    assert not prestart.start_early(argv)
-    assert envs[-1]["POLARS_MAX_THREADS"] == "3"
-    # a reader the engine starts itself (a big ingest's second reader) keeps the default
-    with pytest.raises(OSError):
-        prestart.start_child("ctxkeep.pipeline.reader_process")
-    assert envs[-1]["POLARS_MAX_THREADS"] == "3"
+    monkeypatch.setattr(prestart.subprocess, "Popen", lambda cmd, **kw: envs.append(kw["env"]) or _Started())
+    assert prestart.start_early(argv)
+    assert envs[-1]["POLARS_MAX_THREADS"] == "1" and os.environ["POLARS_MAX_THREADS"] == "7"
+    prestart._stop()
+    monkeypatch.setenv("POLARS_MAX_THREADS", "3")  # the user's setting, in both
+    assert prestart.start_early(argv)
+    assert envs[-1]["POLARS_MAX_THREADS"] == "3" and os.environ["POLARS_MAX_THREADS"] == "3"
+    prestart._stop()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.delenv("POLARS_MAX_THREADS")
-    with pytest.raises(OSError):
-        prestart.start_child("ctxkeep.pipeline.reader_process")
-    assert "POLARS_MAX_THREADS" not in envs[-1]
+    assert prestart.start_early(argv)
+    assert envs[-1]["POLARS_MAX_THREADS"] == "1" and os.environ["POLARS_MAX_THREADS"] == "1"
+    prestart._stop()
+
+
+class _Started:
+    """A stand-in for the reader's ``Popen``."""
+
+    stdin = None
+
+    def kill(self) -> None:
+        pass
+
+    def wait(self) -> int:
+        return 0
 
 
 @pytest.mark.slow
