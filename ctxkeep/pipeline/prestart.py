@@ -21,7 +21,9 @@ ceiling) into a home without ``store.db`` (a first ingest: a store that exists h
 no-op path of ~0.1 s that a reader's start would only slow) starts one. A reader not
 taken (nothing to read, a Prefect flow run, an error) is stopped at exit: it reads
 nothing before its todo comes, so stopping it leaves nothing behind; if this process
-dies, its stdin ends and it exits. Imports: ``os``, ``sys``, ``subprocess`` and ``config`` (which the CLI loads anyway).
+dies, its stdin ends and it exits. Imports before the reader starts: ``os``, ``sys``,
+``subprocess``, ``pathlib`` and the file names' registry (``sinks.files``); ``config``
+(which the CLI loads anyway, after) only when no home is given (``_home``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO, NoReturn
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import BinaryIO, NoReturn
 
 #: ``trace`` writes its lines (``CTXKEEP_TRACE=1``: ``tests/bench/bench_first_ingest.py``)
 TRACE = os.environ.get("CTXKEEP_TRACE") == "1"
@@ -147,11 +152,10 @@ def first_ingest_home(argv: list[str]) -> Path | None:
         i += 1
     if not seen or "PREFECT_API_URL" in os.environ:  # a flow run reads in its own tasks
         return None
-    from ctxkeep.config import resolve_home  # the CLI loads it anyway (json, re, dataclasses)
     from ctxkeep.sinks.files import STORE_DB  # the file names' registry (0.3 ms)
 
     try:
-        path = resolve_home(home)
+        path = _home(home)
     except Exception:  # the CLI says what is wrong with it
         return None
     try:
@@ -160,6 +164,19 @@ def first_ingest_home(argv: list[str]) -> Path | None:
     except OSError:  # a home it may not read (EACCES): the CLI says so in one line
         return None
     return path
+
+
+def _home(home: str | None) -> Path:
+    """``config.resolve_home(home)``: a home given (``--home``, ``$CTXKEEP_HOME``) by its
+    rule, here, without importing config (dataclasses, json, ``re``: ~10 ms of CPU,
+    which the CLI's imports pay after the reader started, not before); with none given,
+    config's (the platform's data dir)."""
+    raw = home or os.environ.get("CTXKEEP_HOME")
+    if raw:
+        return Path(raw).expanduser().resolve()
+    from ctxkeep.config import resolve_home
+
+    return resolve_home(None)
 
 
 def core_free() -> bool:

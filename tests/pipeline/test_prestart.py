@@ -410,3 +410,32 @@ print(sys.modules["importlib.metadata"] is real)
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "True", "True", "True", "True", "True", "True", "True"]
+
+
+@pytest.mark.usefixtures("no_env_home")
+def test_the_home_is_config_s_and_config_is_not_imported_before_the_reader_starts(tmp_path, monkeypatch):
+    """``first_ingest_home`` resolves a given home by ``config.resolve_home``'s rule
+    without importing config (~10 ms of CPU before the reader's start, issue 26)."""
+    from ctxkeep.config import resolve_home
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    for given in ("~/store", "rel/../store", str(tmp_path / "abs"), None):
+        if given is None:
+            monkeypatch.setenv("CTXKEEP_HOME", "~/from-env")
+        assert prestart._home(given) == resolve_home(given), given
+    monkeypatch.delenv("CTXKEEP_HOME")
+    assert prestart._home(None) == resolve_home(None)  # the platform's data dir: config's
+    code = f"""
+import sys
+from ctxkeep.pipeline import prestart
+print(prestart.first_ingest_home(["--home", {str(tmp_path / "new")!r}, "ingest"]))
+print("ctxkeep.config" in sys.modules)
+from ctxkeep.sinks import files
+print(files.CONFIG_FILE, "ctxkeep.config" in sys.modules)
+"""
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(tmp_path / "new"), "False", "config.toml True"]
