@@ -358,6 +358,12 @@ def defer_metadata() -> None:
     importlib.metadata = stub
 
 
+def taken() -> bool:
+    """Whether the engine took the reader started early (``take``, ``take_ahead``):
+    this process is a first ingest that ``exit_now`` ends once the command returns."""
+    return bool(_taken)
+
+
 def waiting() -> bool:
     """Whether a reader started early waits for its todo (``take``)."""
     return bool(_early)

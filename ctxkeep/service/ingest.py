@@ -186,7 +186,11 @@ def _gc_paused(pause: bool) -> Iterator[None]:
     """Python's cyclic garbage collector off within the block when ``pause`` (and on
     before it), then on again: what the block left in cycles is collected as later
     allocations trigger collections (no full collection here: it would cost what the
-    pause saved, in a process that mostly exits next)."""
+    pause saved, in a process that mostly exits next). Left off after a first ingest
+    whose engine took the reader started with the command (``prestart.taken``): that
+    process ends next (``prestart.exit_now``), and the young collection its next
+    allocation ran walked every object of the run for nothing (~2-3 ms of CPU, none
+    freed, on the corpus's critical path; issue 26)."""
     if not pause or not gc.isenabled():
         yield
         return
@@ -194,7 +198,8 @@ def _gc_paused(pause: bool) -> Iterator[None]:
     try:
         yield
     finally:
-        gc.enable()
+        if not prestart.taken():
+            gc.enable()
 
 
 def _run(home: Path, agents, paths, as_flow: bool, runner, progress: IngestProgress) -> dict:
