@@ -63,7 +63,8 @@ def test_a_first_ingest_that_took_its_early_reader_leaves_the_collector_off_for_
     """A first ingest whose engine took the reader started with the command ends its
     process next (``prestart.exit_now``): the collector stays off after the pause (the
     young collection its next allocation ran walked the run's objects, ~2-3 ms, and
-    freed none); any other run turns it back on (above)."""
+    freed none); any other run turns it back on (above), also in a process where an
+    earlier run took one."""
     import gc
 
     from ctxkeep.pipeline import engine, prestart
@@ -79,6 +80,10 @@ def test_a_first_ingest_that_took_its_early_reader_leaves_the_collector_off_for_
     try:
         data = svc.ingest(tmp_path / "home", svc.IngestRequest(paths=(_session(tmp_path),), prefect=False))
         assert data.summary["entries_new"] == 6 and not gc.isenabled()
+        gc.enable()
+        more = _session(tmp_path / "more")
+        data = svc.ingest(tmp_path / "home", svc.IngestRequest(paths=(more,), prefect=False))
+        assert data.summary["entries_new"] == 6 and gc.isenabled()  # taken by the run before
     finally:
         gc.enable()
 
