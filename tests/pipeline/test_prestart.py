@@ -5,6 +5,7 @@ what one process stores (entries, rowids, vault), and that one never taken is st
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
@@ -23,6 +24,18 @@ from ctxkeep.sources.contract import DiscoveryContext
 from store_digest import store_digest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def own_state(monkeypatch):
+    """Each test's own process state where ``start_early`` and an ingest that takes its
+    reader leave theirs: Polars' pool setting, the readers taken, the collector (left
+    off after such an ingest: ``service.ingest._gc_paused``)."""
+    monkeypatch.setenv(prestart.POLARS_THREADS, "")  # restored (absent) after the test
+    monkeypatch.delenv(prestart.POLARS_THREADS)
+    monkeypatch.setattr(prestart, "_taken", [])
+    yield
+    gc.enable()
 
 
 @pytest.fixture
@@ -101,8 +114,6 @@ def test_a_first_ingest_gives_polars_one_core_less_and_its_reader_one_thread(tmp
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")
-    monkeypatch.setenv("POLARS_MAX_THREADS", "")  # restored (absent) after the test
-    monkeypatch.delenv("POLARS_MAX_THREADS")
     envs: list[dict] = []
 
     def popen(cmd, **kw):
