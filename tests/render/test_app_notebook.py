@@ -374,3 +374,44 @@ def test_the_pages_share_an_answer_until_the_store_changes(store):
     assert st.cached("k", compute) == 2
     (store / "prices.toml").write_text("[models.x]\ninput_mtok = 1\n")  # the costs change
     assert st.cached("k", compute) == 3 and st.cached("k", compute) == 3
+
+
+def test_ui_takes_its_token_from_the_environment_or_a_file_not_only_the_command_line(tmp_path, monkeypatch):
+    """newuser18 F16: ``--token T`` is on the command line, which every user of the
+    machine lists (``ps``); ``CTXKEEP_UI_TOKEN`` and ``--token-file`` keep it off it, and
+    the server gets it on standard input as before."""
+    import ctxkeep.cli.ui as ui_cli
+
+    got = []
+    monkeypatch.setattr(ui_cli, "run_server", lambda cmd, env, secret=None: got.append((cmd, secret)) or 0)
+    base = [
+        "ui",
+        "--no-browser",
+        "--home",
+        str(tmp_path),
+        "--host",
+        "192.168.1.5",
+        "--allow-remote",
+        "--port",
+        "40123",
+    ]
+    monkeypatch.setattr("ctxkeep.service.maintenance.port_free", lambda host, port: True)
+    r = CliRunner().invoke(app, base, env={"CTXKEEP_UI_TOKEN": "from-the-env-1818"})
+    assert r.exit_code == 0, r.output
+    f = tmp_path / "token"
+    f.write_text("from-a-file-1818\nignored\n")
+    r = CliRunner().invoke(app, [*base, "--token-file", str(f)])
+    assert r.exit_code == 0, r.output
+    assert [s for _, s in got] == ["from-the-env-1818", "from-a-file-1818"]
+    assert all("from-" not in " ".join(cmd) for cmd, _ in got)
+    # the same checks as --token's
+    one_error_line(
+        CliRunner().invoke(app, base, env={"CTXKEEP_UI_TOKEN": "short"}), 2, "--token is 5 characters"
+    )
+    f.write_text("\n")
+    one_error_line(CliRunner().invoke(app, [*base, "--token-file", str(f)]), 2, "the token file is empty")
+    one_error_line(
+        CliRunner().invoke(app, [*base, "--token-file", str(tmp_path / "nope")]),
+        2,
+        "cannot read the token file",
+    )
