@@ -229,6 +229,38 @@ REASONING_RECORDED = REASONING_OUTSIDE_OUTPUT | frozenset(
 )
 
 
+#: Agents whose files log no cache write (their parsers store 0; ``sources/``): Codex
+#: (``token_count``'s ``TokenUsage`` is input, cached input, output, reasoning output and
+#: total tokens: openai/codex ``codex-rs/protocol/src/protocol.rs`` at 001cb8e, the
+#: corpus's rollouts of 0.34.0 to 0.70.0-alpha.4; a ``cache_write_input_tokens`` first
+#: appears in the corpus's 0.146.0 rollout, always 0 there and not read yet), Gemini CLI
+#: and Qwen Code (``cachedContentTokenCount`` only), Grok (``cachedReadTokens``), Devin,
+#: Forge and Mistral Vibe (``cached_tokens``), and Cursor, Goose and Windsurf (no cache
+#: figure at all). Their cache write is "not recorded" (``-``, null in ``--json``), not
+#: 0, wherever a sum of it is 0 (``cache_write_shown``); a nonzero sum (a future
+#: version's field read) is shown as it is.
+CACHE_WRITE_UNRECORDED = frozenset(
+    {
+        "codex",
+        "cursor",
+        "devin",
+        "forge",
+        "gemini-cli",
+        "goose",
+        "grok",
+        "mistral-vibe",
+        "qwen-code",
+        "windsurf",
+    }
+)
+
+
+def cache_write_shown(agent: str, tokens: int | None) -> int | None:
+    """``tokens``, an agent's summed cache write (tokens), as reports show it: None
+    ("not recorded") for an agent of ``CACHE_WRITE_UNRECORDED`` whose sum is 0."""
+    return None if agent in CACHE_WRITE_UNRECORDED and not tokens else tokens
+
+
 def reasoning_beside_sql(agent: str = "agent", reasoning: str = "reasoning_tokens") -> str:
     """An SQL expression (DuckDB and SQLite) of a usage row's reasoning tokens that its
     output leaves out (``REASONING_OUTSIDE_OUTPUT``; 0 for other agents), to add to a

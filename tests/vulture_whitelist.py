@@ -105,6 +105,7 @@ bytes_freed
 bytes_removed
 entries_to_archive
 exceeding
+exports  # service.purge.PurgeResult (purge --json: the exports holding the data)
 facets_changed
 files_removed
 injection

@@ -756,6 +756,17 @@ def _plain_metavars_of(cmd) -> None:
 RICH_HELP_WIDTH = 120
 
 
+def _help_width() -> int:
+    """The width, in cells, Typer's Rich help will be drawn at: its own Console's (COLUMNS,
+    else the terminal's, else 80 when stdout is no terminal), not ``out``'s, which is
+    ``PIPE_WIDTH`` when piped; so ``ctxkeep retention --help | less`` got Rich's panels at
+    80 columns with option names cut (newuser18 F12)."""
+    from rich.console import Console
+    from typer import rich_utils
+
+    return Console(width=rich_utils.MAX_WIDTH).width
+
+
 def _narrow_help(cmd) -> None:
     """Give ``cmd`` (a Typer command or sub-group) Click's plain help layout in a
     terminal narrower than ``RICH_HELP_WIDTH``: Rich's option panel cut option names and
@@ -768,7 +779,7 @@ def _narrow_help(cmd) -> None:
 
     def format_help(ctx, formatter):
         mode = cmd.rich_markup_mode
-        if mode is None or out.get().width >= RICH_HELP_WIDTH:
+        if mode is None or _help_width() >= RICH_HELP_WIDTH:
             return rich_help(ctx, formatter)
         cmd.rich_markup_mode = None  # TyperCommand.format_help: Click's own layout
         try:

@@ -25,6 +25,7 @@ from ctxkeep.cli import (
     say,
     say_dim,
     say_folded,
+    short_path,
     table,
     text_arg,
     tilde,
@@ -514,13 +515,24 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
     head += f"  {span} UTC" if span else ""
     where = tilde(conv.project_dir) if conv.project_dir else ""
     gap = "\n  " if width is not None and len(f"{head}  {where}") > width else "  "  # the project below
+    if width is not None and gap != "  ":  # its end, from a folder, when wider still (60 columns)
+        where = short_path(where, width - 2)
+    # the full id, then the dates, on lines of their own where the head is too wide (60 columns)
+    first = f"{conv.agent} session {short}"
+    id_gap = " " if width is None or len(f"{first} ({conv.session_id})") <= width else "\n  "
+    day_gap = "  " if width is None or len(head.rsplit("\n", 1)[-1]) <= width else "\n  "
+    if width is not None and id_gap != " " and span:
+        day_gap = "  " if len(f"  ({conv.session_id})  {span} UTC") <= width else "\n  "
     out.print(
         f"[bold]{conv.agent} session {escape(short)}[/bold]"  # ids are data: "[trimmed…]" is no markup
-        + (f" [dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
-        + (f"  {span} UTC" if span else "")
+        + (f"{id_gap}[dim]({escape(conv.session_id)})[/dim]" if short != conv.session_id else "")
+        + (f"{day_gap}{span} UTC" if span else "")
         + (f"{gap}{escape(where)}" if where else ""),
         highlight=False,
     )
+    # texts folded at the width between words (a long word cut) when the width is known;
+    # piped, each line whole (one record per line for grep)
+    fit: dict = {"soft_wrap": True} if width is None else {"soft_wrap": False, "overflow": "fold"}
     day = days[0] if days else ""
     hidden = 0  # encrypted reasoning: nothing to read, counted (104 lines of it: newuser16 F3)
     for t in conv.turns:
@@ -541,26 +553,29 @@ def _show_session(session: str, budget: int | None, home: Path | None, as_json: 
             args = t.text
             if width is not None:  # cut to the width, as the summaries (the id stays in view)
                 room = width - len(f"{when} ⚙ {tool} ") - len(tail)
+                if room < 8:  # a long tool name: the result and the id on the next line
+                    tail = "\n" + " " * 9 + tail.lstrip()
+                    room = width - len(f"{when} ⚙ {tool} ")
                 if len(args) > room:
-                    args = args[: max(room - 1, 0)] + "…" if room >= 8 else args
+                    args = args[: max(room - 1, 0)] + "…" if room >= 2 else ""
             out.print(
                 f"{when} [cyan]⚙ {escape(tool)}[/cyan] {escape(args)}[dim]{escape(tail)}[/dim]",
                 highlight=False,
-                soft_wrap=True,
+                **fit,
             )
         elif t.kind == "compaction":
-            out.print(f"{when} [yellow]{escape(t.text)}[/yellow]", highlight=False)
+            out.print(f"{when} [yellow]{escape(t.text)}[/yellow]", highlight=False, **fit)
         elif t.kind in ("thinking", "summary", "tool_result"):
-            out.print(f"{when} [dim]{t.kind}: {escape(t.text)}[/dim]", highlight=False, soft_wrap=True)
+            out.print(f"{when} [dim]{t.kind}: {escape(t.text)}[/dim]", highlight=False, **fit)
         elif t.kind == "meta":
             out.print(
                 f"{when} [dim]{escape(t.tool_name or 'meta')}:[/dim] {escape(t.text)}  [dim]{t.entry_id[:12]}[/dim]",
                 highlight=False,
-                soft_wrap=True,
+                **fit,
             )
         else:
             out.print(f"\n{when} [bold]{t.role}[/bold] [dim]{t.entry_id[:12]}[/dim]", highlight=False)
-            out.print(t.text, highlight=False, markup=False, soft_wrap=True)
+            out.print(t.text, highlight=False, markup=False, **fit)
     if hidden:
         n = f"{hidden:,} reasoning item{'s' if hidden > 1 else ''}"
         note(f"{n} not shown: the agent stores its reasoning encrypted (nothing to read)")

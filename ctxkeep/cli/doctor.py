@@ -16,6 +16,8 @@ from ctxkeep.cli import (
     _size,
     app,
     failing,
+    fold,
+    line_width,
     out,
     say,
     say_folded,
@@ -48,9 +50,15 @@ def doctor(
         # finding folded under its detail's column at the terminal's width
         store = str(_home(home))
         say(f"store {tilde(store)}")
+        width = line_width()
         for f in res.findings:
             name = f.file[len(store) + 1 :] if f.file.startswith(store + "/") else tilde(f.file)
-            say_folded(f"{_MARK[f.status]:8} {f.check:17} {name}: {f.detail}", indent=" " * 27)
+            line = f"{_MARK[f.status]:8} {f.check:17} {name}: {f.detail}"
+            lines = fold(line, indent=" " * 27)
+            if width is not None and any(len(x) > width for x in lines):
+                lines = fold(line, indent=" " * 9)  # a word wider than the detail column (60 columns)
+            for x in lines:
+                say(x)
         if "repair" in rep:
             for a in rep["repair"]["actions"]:
                 say_folded(f"repaired {a}")

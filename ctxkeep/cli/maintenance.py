@@ -165,7 +165,9 @@ def purge(
 
 
 def _print_backups(rep: dict) -> None:
-    """The store backups that still hold a purge's data (``purge_named._with_backups``)."""
+    """The store backups and the exports that still hold a purge's data
+    (``purge_named._with_backups``, ``_with_exports``)."""
+    _print_exports(rep)
     held = rep.get("backups") or []
     if not held:
         return
@@ -184,6 +186,26 @@ def _print_backups(rep: dict) -> None:
         indent="    ",
     ):
         err.print(part, highlight=False, markup=False)
+
+
+def _print_exports(rep: dict) -> None:
+    """The exports written from the store that still hold a purge's data, each with the
+    command that refreshes it (newuser18 F15)."""
+    held = rep.get("exports") or []
+    if not held:
+        return
+    first = (
+        f"warning: {_count(len(held), 'export')} written from this store still "
+        f"{'holds' if len(held) == 1 else 'hold'} this data (a purge never changes an export): "
+        "refresh each:"
+    )
+    for part in fold(first):
+        err.print(part, highlight=False, markup=False)
+    for x in held:
+        dest = x["dest"] if "://" in x["dest"] else tilde(x["dest"])
+        what = _count(x["holds"], x["unit"])
+        for part in fold(f"  {dest} ({x['kind']}, {what}): {x['refresh']}", indent="    "):
+            err.print(part, highlight=False, markup=False)
 
 
 def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:

@@ -140,10 +140,15 @@ def _print_report(r, home: Path) -> None:
             highlight=False,
             soft_wrap=False,
         )
+    # a narrow terminal (60 columns) leaves out "first seen" (--json has it), never
+    # folds a kind's name (`url-creden` / `tials`)
     kinds = table(title="per kind")
     for c in ("kind", "values", "entries", "sessions", "first seen", "last seen"):
         kinds.add_column(
-            c, justify="right" if c in ("values", "entries", "sessions") else "left", no_wrap=c != "kind"
+            c,
+            justify="right" if c in ("values", "entries", "sessions") else "left",
+            no_wrap=True,
+            drop=1 if c == "first seen" else None,
         )
     for k, v in r.kinds.items():
         kinds.add_row(
@@ -157,7 +162,11 @@ def _print_report(r, home: Path) -> None:
     agents = table(title="per agent")
     for c in ("agent", "values", "sessions", "first seen", "last seen", "kinds"):
         agents.add_column(
-            c, justify="right" if c in ("values", "sessions") else "left", no_wrap=c.endswith("seen")
+            c,
+            justify="right" if c in ("values", "sessions") else "left",
+            no_wrap=c != "kinds",
+            min_width=_widest_kind(r.agents) if c == "kinds" else None,
+            drop=1 if c == "first seen" else None,
         )
     for a, v in r.agents.items():
         kinds_of = _kinds_of(v.kinds, 4)
@@ -189,16 +198,30 @@ def _print_report(r, home: Path) -> None:
     ]
     widest = [max([len(row[i]) for row in rows] + [len(c)]) for i, c in enumerate(SESSION_COLUMNS[:4])]
     kind_w = max([len(k) for row in rows for k in row[4].split(", ")] + [5])
-    room = max(24, (line_width() or 1_000_000) - sum(widest) - kind_w - 6)
-    for c in SESSION_COLUMNS:
+    width = line_width() or 1_000_000
+    # a narrow terminal (60 columns) leaves out "last seen" before the file's path gets
+    # less than 20 columns (its end shows: `…/.crush/crush.db`)
+    shown = [c for c in SESSION_COLUMNS if c != "last seen" or width - sum(widest) - kind_w - 6 >= 20]
+    used = sum(w for w, c in zip(widest, SESSION_COLUMNS, strict=False) if c in shown)
+    if len(shown) == len(SESSION_COLUMNS):
+        room = max(24, width - used - kind_w - 6)
+    else:  # the columns one space apart (60 columns)
+        room = max(16, width - used - kind_w - (len(shown) - 1))
+    for c in shown:
         sessions.add_column(
             c,
             justify="right" if c == "values" else "left",
             no_wrap=c != "kinds",
             min_width=kind_w if c == "kinds" else None,
         )
+    if len(shown) < len(SESSION_COLUMNS):
+        sessions.caption = f"not shown at {width} columns: last seen (--json has them)"
+        sessions.caption_justify, sessions.caption_style = "left", "dim"
     for row in rows:
-        sessions.add_row(*row[:5], short_path(row[5], room) if row[5] else "")
+        cells = dict(
+            zip(SESSION_COLUMNS, [*row[:5], short_path(row[5], room) if row[5] else ""], strict=True)
+        )
+        sessions.add_row(*(cells[c] for c in shown))
     tables_alike(kinds, agents, dates, sessions)  # one style, the one the widest needs
     for t in (kinds, agents, dates, sessions):
         out.print(t)
@@ -286,6 +309,12 @@ def _kinds_of(kinds: dict[str, int], most: int) -> str:
     items = list(kinds.items())
     shown = ", ".join(f"{k} {n}" for k, n in items[:most])
     return shown + (f", +{len(items) - most} more" if len(items) > most else "")
+
+
+def _widest_kind(agents: dict) -> int:
+    """The widest ``"<kind> <count>,"`` of the ``per agent`` rows' kinds: the column is
+    at least that wide, so a kind folds between its items, never inside a name."""
+    return max([len(f"{k} {n:,},") for a in agents.values() for k, n in a.kinds.items()] + [5])
 
 
 def _minute(ts: str | None) -> str:

@@ -19,6 +19,7 @@ from ctxkeep.cli import (
     app,
     failing,
     fold,
+    line_width,
     note,
     out,
     safe_text,
@@ -109,7 +110,7 @@ def sessions(
             f"{r.tool_calls:,}",
             "-" if r.tokens is None else f"{r.tokens:,}",
             cost,
-            r.title,
+            r.title or "",
         )
         for r, cost in zip(rows, _shown_costs(rows), strict=True)
     ]
@@ -324,7 +325,54 @@ def resume(
     if fmt == "json" or as_json:
         _print_json(snap.as_json())
     else:
-        # sys.stdout, not click.echo: click writes UTF-8 to an ASCII terminal; this degrades
-        sys.stdout.write(safe_text(snap.markdown))
+        # sys.stdout, not click.echo: click writes UTF-8 to an ASCII terminal; this degrades.
+        # Folded at the width in a terminal (116 columns at 80); piped (an agent's hook,
+        # a file) as the snapshot is. (COLUMNS read here, not the console's width: stdout
+        # is written without Rich, and a console made earlier in the process keeps its own)
+        cols = os.environ.get("COLUMNS", "")
+        width = int(cols) if cols.isdigit() else line_width() if sys.stdout.isatty() else None
+        md = snap.markdown if width is None else fold_markdown(snap.markdown, width)
+        sys.stdout.write(safe_text(md))
         if snap.note:  # on stderr: stdout is the snapshot an agent's hook reads (as search's notes)
             note(snap.note)
+
+
+def fold_markdown(md: str, width: int) -> str:
+    """``md`` (a resume snapshot) with each line wider than ``width`` folded between
+    words: a quote's lines after the first start ``> ``, a list item's and any other
+    line's ``  ``; a code span that fits a line is kept whole (a command to copy), a
+    word wider than the line is cut; lines inside a ``` fence are cut as they are.
+    Every line fits ``width`` (at least 20)."""
+    import re
+    import textwrap
+
+    width = max(width, 20)
+    lines, fenced = [], False
+    for line in md.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        if len(line) <= width or line.startswith("```"):
+            lines.append(line)
+            continue
+        if fenced:
+            lines.extend(line[i : i + width] for i in range(0, len(line), width))
+            continue
+        lead, rest = ("> ", line[2:]) if line.startswith("> ") else ("", line)
+        more = "> " if lead else "  "
+        room = width - len(more)
+
+        # a code span one piece (its blanks held) where it fits a line
+        def hold(m: re.Match[str], room: int = room) -> str:
+            return m[0].replace(" ", "\0") if len(m[0]) <= room else m[0]
+
+        rest = re.sub(r"`[^`]+`", hold, rest)
+        wrapped = textwrap.wrap(
+            rest,
+            width=width,
+            initial_indent=lead,
+            subsequent_indent=more,
+            break_long_words=True,
+            break_on_hyphens=False,
+        )
+        lines.extend(x.replace("\0", " ") for x in wrapped)
+    return "\n".join(lines)

@@ -76,8 +76,9 @@ def _render_coverage(h: Path, agents: list[str], as_json: bool) -> None:
     for col in ("files", "records", "parsed", "rate", "entries", "quarant."):
         t.add_column(col, justify="right", no_wrap=True, drop={"parsed": 1, "files": 3}.get(col))
     # how many record types were not understood; the types, whole, under the table (a
-    # column of 15 folded `inter_agent_com` / `munication_meta`: newuser15 F1)
-    t.add_column("not underst.", justify="right", no_wrap=True)
+    # column of 15 folded `inter_agent_com` / `munication_meta`: newuser15 F1); the
+    # column goes last in a narrow terminal (60 columns): those lines name them all
+    t.add_column("not underst.", justify="right", no_wrap=True, drop=4)
     from rich.markup import escape
 
     for r in res.rows:

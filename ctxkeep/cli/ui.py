@@ -1,7 +1,7 @@
 """``ctxkeep ui``: the app (``ctxkeep/notebooks/app.py``, a marimo notebook) served by
 ``marimo run`` on loopback; read-only over the store. A non-loopback ``--host`` needs
-``--allow-remote`` and a ``--token`` (marimo's token password: the URL must carry
-``?access_token=TOKEN``)."""
+``--allow-remote`` and a token (``--token``, ``CTXKEEP_UI_TOKEN`` or ``--token-file``;
+marimo's token password: the URL must carry ``?access_token=TOKEN``)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,25 @@ def marimo_command(
     return [*cmd, "--", "--store", str(home)]
 
 
+def _read_token(path: Path) -> str:
+    """The first line of ``path``, stripped (newuser18 F16: a token given as ``--token``
+    is on the command line, which every user of the machine can list). An unreadable
+    or empty file: one error line, exit 2."""
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        _fail(
+            UsageError(f"cannot read the token file: {getattr(e, 'strerror', None) or e}", where=str(path)), 2
+        )
+    first = text.splitlines()[0].strip() if text.strip() else ""
+    if not first:
+        _fail(
+            UsageError("the token file is empty", where=str(path), hint="write the token on its first line"),
+            2,
+        )
+    return first
+
+
 #: the app's port when ``--port`` is not given (marimo's own default)
 UI_PORT = 2718
 
@@ -77,13 +96,25 @@ def ui(
         None,
         "--token",
         metavar="TOKEN",
-        help="Access token a remote browser must give (with --allow-remote).",
+        envvar="CTXKEEP_UI_TOKEN",
+        show_envvar=True,
+        help="Access token a remote browser must give (with --allow-remote). On the command line other "
+        "users of the machine can read it (ps): prefer CTXKEEP_UI_TOKEN or --token-file.",
+    ),
+    token_file: Path | None = typer.Option(
+        None,
+        "--token-file",
+        metavar="FILE",
+        help="Read the access token from the first line of FILE (instead of --token).",
     ),
     home: Path | None = HomeOpt,
 ):
     """Browse the store in the browser: Overview, Sessions and transcripts, Search, Store (the marimo app)."""
     from ctxkeep.render import report
     from ctxkeep.service.maintenance import free_port, is_loopback, port_free
+
+    if token_file is not None:
+        token = _read_token(token_file)
 
     if not is_loopback(host) and not allow_remote:
         _fail(

@@ -67,8 +67,9 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         t.add_column(
             col,
             justify="right" if col in ("files", "sessions", "generations", "raw", "stored") else "left",
-            # in a narrow terminal: generations (≈ files) and the next deletion go first
-            drop={"generations": 1, "next": 2}.get(col),
+            # in a narrow terminal: generations (≈ files) and the next deletion go first,
+            # then the redacted counts (`ctxkeep secrets` has them per kind; 60 columns)
+            drop={"generations": 1, "next": 2, "redacted": 3}.get(col),
             no_wrap=True if col in ("agent", "next") else None,
         )
     for a in r["agents"]:
@@ -84,6 +85,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
             (a["next_deletion"] or "-")[:16].replace("T", " "),
         )
     out.print(t)
+    redacted_shown = any(str(c.header) == "redacted" for c in t.columns)  # (left out: 60 columns)
     for a in r["agents"]:
         if " (" in (a["deletes"] or ""):
             say_folded(f"{a['agent']} deletes: {a['deletes']}")
@@ -94,7 +96,7 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
         f"several files or generations (counted per file: {r['per_reference_bytes']:,}); "
         f"packs on disk {r['pack_bytes']:,} (with their framing)"
     )
-    if any(a["redactions"] for a in r["agents"]):
+    if redacted_shown and any(a["redactions"] for a in r["agents"]):
         out.print(
             "redacted: values counted per occurrence in the raw bytes `vault restore` writes (newest "
             "generation of each file); `ctxkeep secrets` counts them per entry, `ctxkeep stats` per "
@@ -125,9 +127,9 @@ def status(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
                 what += " - run `ctxkeep ingest` before then"
             warn(what)
     if not r["at_risk"] and r["enabled"]:
-        say("no session at risk: the vault holds every file the agents will delete")
+        say_folded("no session at risk: the vault holds every file the agents will delete")
     if r["missing"]:
-        say(
+        say_folded(
             f"{_count(len(r['missing']), 'file')} gone from disk, kept by the vault: "
             "ctxkeep vault restore --all-missing"
         )

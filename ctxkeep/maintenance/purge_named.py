@@ -15,6 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from ctxkeep.maintenance import purge
+from ctxkeep.maintenance.exports_held import exports_holding
 from ctxkeep.maintenance.purge_request import (
     PurgeRequest,
     project_spellings,
@@ -36,7 +37,8 @@ def resolve_named(home: Path, request: PurgeRequest) -> tuple[list[PurgeRequest]
     ``UsageError`` for a symlink that resolves to a too broad directory.
     ``scope="all"`` is previewed as it is."""
     if request.scope == "all":
-        return [request], _with_backups(home, [request], purge.run_purge(home, request, dry_run=True))
+        preview = _with_backups(home, [request], purge.run_purge(home, request, dry_run=True))
+        return [request], _with_exports(preview, exports_holding(home, [request]))
     reqs = [request]
     if (Path(home) / STORE_DB).exists():
         conn = sqlite_store.connect(Path(home), readonly=True)
@@ -48,7 +50,9 @@ def resolve_named(home: Path, request: PurgeRequest) -> tuple[list[PurgeRequest]
     previews = [purge.run_purge(home, r, dry_run=True) for r in reqs]
     if not has_tombstone(home, request):  # purged before: idempotent, zeros
         require_match(request, previews)
-    return reqs, _with_backups(home, reqs, merge_reports(previews))
+    return reqs, _with_exports(
+        _with_backups(home, reqs, merge_reports(previews)), exports_holding(home, reqs)
+    )
 
 
 def purge_named(
@@ -70,8 +74,23 @@ def purge_named(
         resolved, preview = resolve_named(home, request)
         if dry_run:
             return preview
+    held = exports_holding(home, resolved)  # before: the purge removes the rows that name them
     report = merge_reports([purge.run_purge(home, r, reingest=reingest, timeout=timeout) for r in resolved])
-    return _with_backups(home, resolved, report)
+    return _with_exports(_with_backups(home, resolved, report), held)
+
+
+def _with_exports(report: dict, held: list[dict]) -> dict:
+    """``report`` with ``exports``: the exports written from the store that hold the
+    scope's rows (``exports_held.exports_holding``, taken before the purge; a purge
+    never changes one) and, when there are any, ``exports_note``: how to refresh them."""
+    report["exports"] = held
+    if held:
+        report["exports_note"] = (
+            f"{len(held)} export{'s' if len(held) != 1 else ''} written from this store still "
+            f"hold{'s' if len(held) == 1 else ''} this data (a purge never changes an export): refresh "
+            f"{'them' if len(held) != 1 else 'it'}: " + "; ".join(h["refresh"] for h in held)
+        )
+    return report
 
 
 def _with_backups(home: Path, requests: list[PurgeRequest], report: dict) -> dict:

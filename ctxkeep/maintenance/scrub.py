@@ -467,7 +467,8 @@ def run_scrub(
     ``SIGTERM`` when one stopped the run after the file in hand, ``not_started`` files
     left untouched: ``maintenance.stopping``; ``on_stop(stop)``: called at once on the
     first signal, ``stop.current`` the file in hand). Raises StoreError/NotFound when
-    there is no store."""
+    there is no store, NotFound when a file of ``paths`` does not exist (each one that
+    does is answered: scrubbed, clean, or skipped with its reason)."""
     from collections import Counter
 
     from ctxkeep.errors import NotFound
@@ -475,6 +476,13 @@ def run_scrub(
     home = Path(home)
     if not (home / STORE_DB).exists():
         raise NotFound("no store", where=str(home), hint="run `ctxkeep ingest` first")
+    for p in paths or ():
+        if not Path(p).expanduser().is_file():  # a named file is always answered (newuser18 F7)
+            raise NotFound(
+                "no such file",
+                where=str(p),
+                hint="name a session file an agent wrote (`ctxkeep secrets` lists the files holding values)",
+            )
     cc = cfgmod.load_config(home).compress
     conn = sqlite_store.connect(home, readonly=True)
     try:
@@ -489,8 +497,8 @@ def run_scrub(
     # the agents' prompt histories (newuser18 F3): redacted in place, no store bookkeeping
     want = None if not paths else {str(Path(p).expanduser().resolve()) for p in paths}
     histories = [(p, a) for p, a in history_files() if want is None or str(p.resolve()) in want]
-    todo += [(str(p), a) for p, a in histories]
     is_history = {str(p) for p, _ in histories}
+    todo = [(p, a) for p, a in todo if p not in is_history] + [(str(p), a) for p, a in histories]
 
     def go(conn):
         for p, agent in todo:

@@ -53,14 +53,11 @@ def _(Store, local_timezone, mo, store, views):
 
 
 @app.cell
-def _(st):
+def _(st, views):
     # one row per session (the sessions view aggregates every entry: asked once per
     # store change, shared by the pages of the server); the filters offer its days and projects
-    facts = st.cached(
-        "session_facts",
-        lambda: st.q("""SELECT agent, session_id, project_dir, started AT TIME ZONE 'UTC' AS started,
-                        ended AT TIME ZONE 'UTC' AS ended, largest_context_tokens FROM sessions"""),
-    )
+    # (the empty sessions left out, as `ctxkeep sessions` does: views.SESSION_FACTS_SQL)
+    facts = st.cached("session_facts", lambda: st.q(views.SESSION_FACTS_SQL))
     projects = sorted({p for p in facts["project_dir"].to_list() if p})
     first_day = facts["started"].min()
     last_day = facts["ended"].max()
@@ -68,7 +65,7 @@ def _(st):
 
 
 @app.cell
-def _(dt, first_day, last_day, local_tz, mo, projects, st):
+def _(dt, first_day, last_day, local_tz, mo, projects, st, views):
     _zones = sorted(
         {
             local_tz,
@@ -81,7 +78,9 @@ def _(dt, first_day, last_day, local_tz, mo, projects, st):
         }
     )
     f_agents = mo.ui.multiselect(st.agents, label="agents (none: all)")
-    f_project = mo.ui.dropdown(["(all)", *projects], value="(all)", label="project (and below)")
+    # each project by the overview's short label (the readable end of its path), its value
+    # the whole path: whole paths made the dropdown wider than a 390 px screen (Chromium)
+    f_project = mo.ui.dropdown(views.project_options(projects), value="(all)", label="project (and below)")
     _start = first_day.date() if first_day else dt.date.today()
     _stop = last_day.date() if last_day else dt.date.today()
     f_days = mo.ui.date_range(start=_start, stop=_stop, value=(_start, _stop), label="days")
@@ -98,7 +97,7 @@ def _(f_agents, f_days, f_project, f_tz, facts, views):
     fparams = {
         "tz": tz,
         "agents": list(f_agents.value or []),
-        "project": f_project.value if f_project.value and f_project.value != "(all)" else None,
+        "project": f_project.value or None,  # "(all)": None
         "lo": f_days.value[0],
         "hi": f_days.value[1],
         # the days left at the store's whole span: no time filter (undated sessions kept)

@@ -21,7 +21,9 @@ ceiling) into a home without ``store.db`` (a first ingest: a store that exists h
 no-op path of ~0.1 s that a reader's start would only slow) starts one. A reader not
 taken (nothing to read, a Prefect flow run, an error) is stopped at exit: it reads
 nothing before its todo comes, so stopping it leaves nothing behind; if this process
-dies, its stdin ends and it exits. Imports: ``os``, ``sys``, ``subprocess`` and ``config`` (which the CLI loads anyway).
+dies, its stdin ends and it exits. Imports before the reader starts: ``os``, ``sys``,
+``subprocess``, ``pathlib`` and the file names' registry (``sinks.files``); ``config``
+(which the CLI loads anyway, after) only when no home is given (``_home``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO, NoReturn
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import BinaryIO, NoReturn
 
 #: ``trace`` writes its lines (``CTXKEEP_TRACE=1``: ``tests/bench/bench_first_ingest.py``)
 TRACE = os.environ.get("CTXKEEP_TRACE") == "1"
@@ -72,14 +77,30 @@ _FLAGS = {"--json", "--progress", "--no-progress"}
 _VALUED = {"--home", "--agent", "-a"}
 
 
-def start_child(module: str, *args: str) -> tuple[subprocess.Popen, BinaryIO]:
+#: Polars' pools of a first ingest with its early reader (``start_early``; unless
+#: ``POLARS_MAX_THREADS`` is set): the reader works on one core while the ingest
+#: process uses the others, so the reader's pool is one thread and the ingest
+#: process's the cores less one (1 on 2 cores). Each pool's extra thread only took CPU
+#: from the other process: the corpus's reader 0.697 -> 0.673 CPU s, the ingest
+#: process 0.990 -> 0.971 (alternating runs at load 11-16, issue 26)
+POLARS_THREADS = "POLARS_MAX_THREADS"
+
+
+def start_child(
+    module: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, BinaryIO]:
     """``python -P -m module FD ARGS`` (this interpreter, ctxkeep importable from this
-    checkout): stdin a pipe, stdout this process's stderr (DEVNULL when it has no
+    checkout; ``env``: variables set for it over this process's):
+    stdin a pipe, stdout this process's stderr (DEVNULL when it has no
     descriptor, e.g. under pytest's capture), and a pipe of its own whose write end
     is the inherited descriptor FD. Returns the process and the read end (EOF when
     the process ends). Raises OSError when it cannot start."""
     root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env = {
+        **os.environ,
+        **(env or {}),
+        "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+    }
     try:
         stdout = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
@@ -131,11 +152,10 @@ def first_ingest_home(argv: list[str]) -> Path | None:
         i += 1
     if not seen or "PREFECT_API_URL" in os.environ:  # a flow run reads in its own tasks
         return None
-    from ctxkeep.config import resolve_home  # the CLI loads it anyway (json, re, dataclasses)
     from ctxkeep.sinks.files import STORE_DB  # the file names' registry (0.3 ms)
 
     try:
-        path = resolve_home(home)
+        path = _home(home)
     except Exception:  # the CLI says what is wrong with it
         return None
     try:
@@ -144,6 +164,19 @@ def first_ingest_home(argv: list[str]) -> Path | None:
     except OSError:  # a home it may not read (EACCES): the CLI says so in one line
         return None
     return path
+
+
+def _home(home: str | None) -> Path:
+    """``config.resolve_home(home)``: a home given (``--home``, ``$CTXKEEP_HOME``) by its
+    rule, here, without importing config (dataclasses, json, ``re``: ~10 ms of CPU,
+    which the CLI's imports pay after the reader started, not before); with none given,
+    config's (the platform's data dir)."""
+    raw = home or os.environ.get("CTXKEEP_HOME")
+    if raw:
+        return Path(raw).expanduser().resolve()
+    from ctxkeep.config import resolve_home
+
+    return resolve_home(None)
 
 
 def core_free() -> bool:
@@ -162,8 +195,11 @@ def start_early(argv: list[str]) -> bool:
     """Start the reader process for ``argv``'s first ingest (``first_ingest_home``)
     when a second core is likely idle (``core_free``), or always with
     ``CTXKEEP_EARLY_READER=1``; never with ``CTXKEEP_EARLY_READER=0`` or on a machine of
-    one core; True when one was started. A failure to start is silent (the engine reads
-    as usual). Without a free core the reader only takes time slices from the ingest
+    one core; True when one was started: then Polars' pool is one thread in the reader
+    and the cores less one here (``POLARS_THREADS``; a big first ingest's early reader
+    is one of ``read_split``'s readers, a process per core there too), and
+    ``importlib.metadata`` is deferred (``defer_metadata``). A failure to start is
+    silent (the engine reads as usual, its environment as it was). Without a free core the reader only takes time slices from the ingest
     process: at load 18-27 on 2 cores the first ingest of the corpus took 5.4 s with it
     against 3.8 s without (session 16)."""
     setting = os.environ.get("CTXKEEP_EARLY_READER", "")
@@ -174,11 +210,20 @@ def start_early(argv: list[str]) -> bool:
     if first_ingest_home(argv) is None:
         return False
     trace("ingest", "spawn")
+    own = POLARS_THREADS not in os.environ  # else the user's, in both processes
     try:
-        _early.append(start_child("ctxkeep.pipeline.reader_process", "--later"))
+        _early.append(
+            start_child(
+                "ctxkeep.pipeline.reader_process", "--later", env={POLARS_THREADS: "1"} if own else None
+            )
+        )
     except (OSError, ValueError):  # no process, or no descriptor passing (``pass_fds``)
         return False
     atexit.register(_stop)
+    if own:  # before the CLI's imports (Polars)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+        os.environ[POLARS_THREADS] = str(max(1, cores - 1))
+    defer_metadata()
     return True
 
 
@@ -283,6 +328,40 @@ def take_ahead(todo: list, flags: list[str]) -> tuple[subprocess.Popen, BinaryIO
     _ahead.clear()
     _taken.append(True)
     return _early.pop()
+
+
+def defer_metadata() -> None:
+    """Put a stand-in for ``importlib.metadata`` in ``sys.modules`` that imports the
+    real module when one of its attributes is first read (PEP 562's module
+    ``__getattr__``), and hands that attribute over; the real module then replaces
+    it (in ``sys.modules`` and as ``importlib.metadata``). Polars' import loads it
+    at its Iceberg plugin's top for one call a first ingest never makes, and with it
+    ``email``, ``socket``, ``uuid`` …: ~8 ms of CPU in each of the first ingest's
+    two processes (Python 3.11; issue 26). ``importlib.util.LazyLoader`` does not
+    serve: the import system reads a module's ``__spec__``, which loads it. Nothing
+    when the module is loaded already."""
+    name = "importlib.metadata"
+    if name in sys.modules:
+        return
+    import importlib
+    import types
+
+    stub = types.ModuleType(name, "importlib.metadata, imported on first use (prestart.defer_metadata)")
+
+    def __getattr__(attr: str):
+        if sys.modules.get(name) is stub:
+            del sys.modules[name]
+        return getattr(importlib.import_module(name), attr)
+
+    stub.__getattr__ = __getattr__  # type: ignore[method-assign]
+    sys.modules[name] = stub
+    importlib.metadata = stub
+
+
+def taken() -> bool:
+    """Whether the engine took the reader started early (``take``, ``take_ahead``):
+    this process is a first ingest that ``exit_now`` ends once the command returns."""
+    return bool(_taken)
 
 
 def waiting() -> bool:

@@ -52,6 +52,9 @@ from typing import BinaryIO
 if __name__ == "__main__":  # the process itself: Ctrl-C is the ingest's to report (``_main``),
     # also while a reader started with the command (``prestart``) still imports
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from ctxkeep.pipeline.prestart import defer_metadata
+
+    defer_metadata()  # Polars' import loads it for nothing here
 
 import polars as pl
 

@@ -27,7 +27,7 @@ import duckdb
 
 from ctxkeep.errors import UsageError
 from ctxkeep.paths import under_sql
-from ctxkeep.schema import reasoning_beside_sql, tokens_unrecorded_note
+from ctxkeep.schema import cache_write_shown, reasoning_beside_sql, tokens_unrecorded_note
 from ctxkeep.sinks import analytics_current
 from ctxkeep.timeutil import check_timezone, local_timezone, when_day
 
@@ -378,6 +378,9 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         # null sums: every usage row of the group has tokens the agent did not record
         # (a logged cost only, ``_TOKENS_UNKNOWN``): "not recorded", never 0
         i, o, cr, cc = (None if x is None else int(x) for x in (i, o, cr, cc))
+        # an agent that logs no cache write (Codex: ``schema.CACHE_WRITE_UNRECORDED``):
+        # "not recorded", never 0 (it still adds 0 to the total)
+        cc = cache_write_shown(agent, cc) if i is not None else cc
         # the total counts the reasoning tokens an agent logs beside its output (Gemini
         # CLI's thoughts: ``schema.REASONING_OUTSIDE_OUTPUT``), as ccusage's totalTokens does
         total = (

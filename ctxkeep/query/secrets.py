@@ -15,6 +15,7 @@ ingest met them).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -209,10 +210,40 @@ def _vault_counts(conn: sqlite3.Connection) -> dict:
     return {"values": sum(agents.values()), "agents": agents}
 
 
+def _vault_files_with_values(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """``(path, agent)`` of the files whose newest vault generation counted a redacted
+    value in the file's raw bytes (``vault_generations.redactions``, a JSON object
+    kind → count). A file whose records the store files under another file's entries
+    (a copy of a session: the same records, deduplicated) is found only here
+    (newuser18 F6). A scrubbed file keeps its generation's counts (its redacted bytes
+    are the vault's own), so it is read once more and found clean. No vault tables (an
+    old store): none."""
+    try:
+        rows = conn.execute(
+            "SELECT f.path, f.agent, g.redactions FROM vault_files f JOIN vault_generations g "
+            "ON g.vfile_id = f.vfile_id AND g.gen = (SELECT max(gen) FROM vault_generations "
+            "WHERE vfile_id = f.vfile_id) WHERE g.redactions IS NOT NULL AND g.redactions NOT IN ('', '{}')"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    out = []
+    for path, agent, red in rows:
+        try:
+            counts = json.loads(red)
+        except ValueError:
+            continue
+        if isinstance(counts, dict) and any(isinstance(n, int) and n > 0 for n in counts.values()):
+            out.append((path, agent or "unknown"))
+    return out
+
+
 def secret_files(conn: sqlite3.Connection, paths: list[Path] | None = None) -> list[tuple[str, str]]:
     """``(path, agent)`` of the agents' session files holding a redacted value: the
-    ``source_path`` of the entries whose text holds a marker and the files of redacted
-    quarantined lines, sorted; ``paths``: only those of these files."""
+    ``source_path`` of the entries whose text holds a marker, the files of redacted
+    quarantined lines and the files whose newest vault generation counted values in
+    their bytes (``_vault_files_with_values``), sorted; ``paths``: those files alone,
+    each named one listed whether or not it holds a value (agent ``unknown`` when the
+    store knows none: the scrub detects it), so a named file is always answered."""
     ids = list(_marked_contents(conn))
     found: dict[str, str] = {}
     for i in range(0, len(ids), 500):
@@ -229,7 +260,14 @@ def secret_files(conn: sqlite3.Connection, paths: list[Path] | None = None) -> l
     ):
         if path:
             found.setdefault(path, agent or "unknown")
+    for path, agent in _vault_files_with_values(conn):
+        found.setdefault(path, agent)
     if paths:
-        want = {str(Path(p).expanduser().resolve()) for p in paths}
-        found = {p: a for p, a in found.items() if str(Path(p).resolve()) in want}
+        by_real = {str(Path(p).resolve()): (p, a) for p, a in found.items()}
+        named: dict[str, str] = {}
+        for p in paths:
+            real = str(Path(p).expanduser().resolve())
+            path, agent = by_real.get(real, (str(Path(p).expanduser().absolute()), "unknown"))
+            named.setdefault(path, agent)
+        found = named
     return sorted(found.items())

@@ -73,7 +73,7 @@ class SessionRow:
     ``cost_usd`` (None without the analytics file or a price), ``cost_logged`` (of its
     responses, those whose cost is the agent's own logged figure, not list prices: Crush,
     OpenCode), ``title`` (the session's
-    title or first prompt, one line), ``depth`` (0, or 1 for a sub-agent listed under
+    title or first prompt, one line; None: neither), ``depth`` (0, or 1 for a sub-agent listed under
     its parent)."""
 
     agent: str
@@ -89,7 +89,7 @@ class SessionRow:
     token_estimate: int
     cost_usd: float | None
     cost_logged: int
-    title: str
+    title: str | None
     depth: int = 0
 
     def as_dict(self) -> dict:
@@ -221,7 +221,7 @@ def session_page(
             cost_usd=None if r["cost_usd"] is None else float(r["cost_usd"]),
             cost_logged=int(r["cost_logged"] or 0),
             # DuckDB's first prompt may be a slash-command echo: SQLite's then
-            title=_one_line(prompt_text(r["title"]) or titles.get((r["agent"], r["session_id"]))),
+            title=_one_line(prompt_text(r["title"]) or titles.get((r["agent"], r["session_id"]))) or None,
             depth=int(r["depth"]),
         )
         for r in raw

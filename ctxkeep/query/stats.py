@@ -8,7 +8,7 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-from ctxkeep.schema import REASONING_RECORDED
+from ctxkeep.schema import REASONING_RECORDED, cache_write_shown
 from ctxkeep.sinks.files import store_files
 
 
@@ -109,7 +109,7 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
     "reasoning_tokens" (of the agents that record them), "agents": {agent: the same
     figures, each None when the agent recorded none (``reasoning_tokens``: an agent not
-    in ``schema.REASONING_RECORDED``)}},
+    in ``schema.REASONING_RECORDED``; ``cache_creation_tokens``: ``schema.CACHE_WRITE_UNRECORDED``)}},
     "quarantine": {"skipped": n, "repaired": n}, "files": {name: bytes},
     "last_ingest": ISO-8601 UTC text of the last successful ingest run's end, or None,
     "redactions": ``redaction_counts``}``.
@@ -161,6 +161,8 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
             "FROM usage GROUP BY agent ORDER BY agent",
         )
     }
+    for agent, r in usage["agents"].items():  # Codex logs no cache write: not 0
+        r["cache_creation_tokens"] = cache_write_shown(agent, r["cache_creation_tokens"])
     q = {
         r["action"]: r["n"]
         for r in _rows(conn, "SELECT action, count(*) AS n FROM quarantine GROUP BY action")

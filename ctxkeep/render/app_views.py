@@ -60,6 +60,15 @@ def project_labels(paths: Iterable[str | None]) -> dict[str | None, str]:
     return out
 
 
+def project_options(projects: Iterable[str]) -> dict[str, str | None]:
+    """The project filter's options: ``"(all)"`` (value None), then each project
+    directory of ``projects`` by its ``project_labels`` label (value: the directory),
+    in the labels' order."""
+    labels = project_labels(projects)
+    mine = sorted(((labels[p], p) for p in projects if p), key=lambda x: x[0].lstrip("…/").lower())
+    return {"(all)": None, **dict(mine)}
+
+
 def store_unavailable(store: str, e: BaseException):
     """The app's page when the store ``store`` cannot be opened (``e``): with none yet
     (or no usage in it), what to run; else what failed, where and what to do
@@ -95,6 +104,16 @@ def filter_sql(when: str) -> str:
         "OR starts_with(project_dir, rtrim($project::VARCHAR, '/\\') || '\\')) "
         f"AND CAST(timezone($tz, {when}) AS DATE) BETWEEN $lo::DATE AND $hi::DATE"
     )
+
+
+#: the app's sessions (one row each: ``agent``, ``session_id``, ``project_dir``,
+#: ``started``/``ended`` UTC, ``largest_context_tokens``), DuckDB: every session
+#: ``ctxkeep sessions`` lists, so without the empty ones (no time and no message: a
+#: summary-only or file-history-only file; ``sinks.session_list``'s rule) the CLI
+#: leaves out and counts apart since session 17 (the app counted 38 where it lists 35)
+SESSION_FACTS_SQL = """SELECT agent, session_id, project_dir, started AT TIME ZONE 'UTC' AS started,
+       ended AT TIME ZONE 'UTC' AS ended, largest_context_tokens
+FROM sessions WHERE started IS NOT NULL OR messages > 0"""
 
 
 def kept_sessions(facts: pl.DataFrame, fparams: dict) -> pl.DataFrame:
@@ -341,7 +360,7 @@ def session_table(index: list, kept_sessions: pl.DataFrame, tz: str, table_rows:
                 "duration": tr.duration(s.started, s.ended),
                 "tokens": s.tokens,
                 "cost": round(s.cost_usd, 2) if s.cost_usd is not None else None,
-                "title": s.title,
+                "title": s.title or "",  # (None: no title or prompt; marimo would print "None")
                 "project": labels.get(s.project_dir, "(none)"),
                 "messages": s.messages,
                 "tools": s.tool_calls,

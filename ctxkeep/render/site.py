@@ -22,10 +22,8 @@ left alone.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from ctxkeep.errors import CtxkeepError, UsageError
 from ctxkeep.render import transcript as r
+from ctxkeep.service.export import record_site
 from ctxkeep.service.model import Result
 from ctxkeep.service.transcripts import (
     SessionIndexRequest,
@@ -40,10 +39,7 @@ from ctxkeep.service.transcripts import (
     session_index,
     transcripts,
 )
-
-FORMATS = {"html": ".html", "markdown": ".md"}
-#: the file naming what ctxkeep wrote into a DEST (see the module docstring)
-MARKER = ".ctxkeep-export.json"
+from ctxkeep.sinks.site_names import FORMATS, MARKER, page_name
 
 
 class ExportRequest(BaseModel):
@@ -72,13 +68,6 @@ class ExportResult(Result):
     stale_removed: list[str] = Field(
         default_factory=list, description="pages of sessions no longer in the store, removed (paths)"
     )
-
-
-def page_name(agent: str, session_id: str, ext: str) -> str:
-    """A session's file name (see the module docstring)."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", session_id)[:60].strip("._") or "session"
-    tag = hashlib.sha256(f"{agent}\0{session_id}".encode()).hexdigest()[:8]
-    return f"{safe}-{tag}{ext}"
 
 
 def _marked(dest: Path) -> set[str] | None:
@@ -196,6 +185,7 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
         dest / MARKER,
         json.dumps({"schema": 1, "pages": sorted((before - {Path(p).name for p in stale}) | written)}),
     )
+    record_site(req.home, dest, req.fmt, len(pages))  # a purge names the pages it leaves here
     return ExportResult(
         format=req.fmt,
         dest=str(dest),

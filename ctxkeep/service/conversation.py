@@ -50,7 +50,7 @@ class ConversationResult(Result):
     turns: list[Turn] = Field(description="in order")
     omitted: int = Field(description="turns the budget left out (the oldest after the first prompt)")
     omitted_tokens: int = Field(description="their estimated tokens")
-    note: str = Field(description='why turns were left out ("": none)')
+    note: str | None = Field(description="why turns were left out (null: none)")
 
     def spans_days(self) -> bool:
         """True when the turns fall on more than one UTC day (times then show dates)."""
@@ -61,4 +61,4 @@ def conversation(home: Path, req: ConversationRequest) -> ConversationResult:
     """The conversation of ``req.session``. Raises ``SessionNotFound``,
     ``AmbiguousSession``, ``StoreError``."""
     conv, short = conversation_of(home, req.session, req.budget)
-    return ConversationResult(**conv.as_dict(), session_short_id=short)
+    return ConversationResult(**{**conv.as_dict(), "note": conv.note or None}, session_short_id=short)

@@ -64,8 +64,9 @@ def conversation_of(home: Path, session: str, budget: int | None = None):
 
 def conversation_json(conv, short: str) -> dict:
     """``ctxkeep show --session --json``: ``"schema"``, then ``CONVERSATION_KEYS``
-    (each turn's ``TURN_KEYS``)."""
+    (each turn's ``TURN_KEYS``); ``note`` null when nothing was left out."""
     d = {**conv.as_dict(), "session_short_id": short}
+    d["note"] = d["note"] or None
     d["turns"] = [{k: t[k] for k in TURN_KEYS} for t in d["turns"]]
     return {"schema": JSON_SCHEMA, **{k: d[k] for k in CONVERSATION_KEYS}}
 

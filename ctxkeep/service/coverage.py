@@ -32,7 +32,7 @@ class CoverageRow(Item):
     """One agent version read by one parser version."""
 
     agent: str
-    agent_version: str = Field(description='the version the records name ("" when none)')
+    agent_version: str | None = Field(description="the version the records name (null: none)")
     parser_version: int | None = Field(description="the ctxkeep parser's version that read them")
     files: int = Field(
         description="session files whose newest records are of the version (a file holding several versions "
@@ -51,7 +51,7 @@ class CoverageAlert(Item):
     """Format drift the ledger shows."""
 
     agent: str
-    agent_version: str
+    agent_version: str | None
     kind: str = Field(description="new_unknown_types or parse_rate_dropped")
     message: str
     parse_rate: float | None
@@ -80,6 +80,9 @@ def coverage(home: Path, req: CoverageRequest) -> CoverageResult:
         rows = sqlite_store.coverage_ledger(conn, req.agent or None)
     return CoverageResult(
         store=True,
-        rows=[CoverageRow(**r) for r in rows],
-        alerts=[CoverageAlert(**a) for a in ledger_alerts(rows)],
+        # the ledger keys a version the records do not name as "": null here
+        rows=[CoverageRow(**{**r, "agent_version": r["agent_version"] or None}) for r in rows],
+        alerts=[
+            CoverageAlert(**{**a, "agent_version": a["agent_version"] or None}) for a in ledger_alerts(rows)
+        ],
     )

@@ -71,3 +71,23 @@ def export_parquet(
         progress=progress, on_wait=on_wait,
     )  # fmt: skip
     return ExportParquetResult(**rep)
+
+
+def record_site(home: Path, dest: Path, fmt: str, pages: int) -> bool:
+    """Record an HTML/Markdown export of the store at ``home`` into ``dest`` as a run
+    (flow ``maintenance.exports_held.SITE_FLOW``, detail ``{"dest": absolute path,
+    "format", "files": pages written}``), so a later purge names the pages it leaves
+    there (newuser18 F15). Returns False when the store could not record it (read-only,
+    busy past its timeout): the pages are written all the same."""
+    import sqlite3
+
+    from ctxkeep.errors import CtxkeepError
+    from ctxkeep.maintenance.exports_held import SITE_FLOW
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    try:
+        with sqlite_store.recorded_run(Path(home), SITE_FLOW) as run:
+            run.summary = {"dest": str(Path(dest).absolute()), "format": fmt, "files": pages}
+    except (sqlite3.Error, CtxkeepError, OSError):
+        return False
+    return True

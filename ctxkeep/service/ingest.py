@@ -112,8 +112,12 @@ class IngestOutcome:
     rekey_note: str | None = None
 
     def as_json(self) -> dict:
-        """The ``--json`` object: ``"schema": 1`` first, then the summary."""
-        return {"schema": 1, **self.summary}
+        """The ``--json`` object: ``"schema": 1`` first, then the summary (``analytics``
+        null when the run did nothing to DuckDB, as ``shapes.IngestResult`` says)."""
+        d = {"schema": 1, **self.summary}
+        if "analytics" in d and not d["analytics"]:
+            d["analytics"] = None
+        return d
 
 
 def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = None) -> IngestOutcome:
@@ -186,15 +190,21 @@ def _gc_paused(pause: bool) -> Iterator[None]:
     """Python's cyclic garbage collector off within the block when ``pause`` (and on
     before it), then on again: what the block left in cycles is collected as later
     allocations trigger collections (no full collection here: it would cost what the
-    pause saved, in a process that mostly exits next)."""
+    pause saved, in a process that mostly exits next). Left off when the block's run
+    took the reader started with the command (``prestart.taken``, False before it):
+    that first ingest's process ends next (``prestart.exit_now``), and the young
+    collection its next allocation ran walked every object of the run for nothing
+    (~2-3 ms of CPU, none freed, on the corpus's critical path; issue 26)."""
     if not pause or not gc.isenabled():
         yield
         return
+    before = prestart.taken()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if before or not prestart.taken():
+            gc.enable()
 
 
 def _run(home: Path, agents, paths, as_flow: bool, runner, progress: IngestProgress) -> dict:

@@ -83,6 +83,14 @@ class PurgeResult(Shape):
     backups_note: str | None = Field(
         None, description="when there are backups: what that means and the `rm` that removes them"
     )
+    exports: list[Any] = Field(
+        default_factory=list,
+        description="the exports written from this store that still hold the data (a purge never changes "
+        "one): [{kind (parquet, html, markdown), dest, holds, unit (partition, page), refresh (the command)}]",
+    )
+    exports_note: str | None = Field(
+        None, description="when there are exports: the commands that refresh them"
+    )
 
     def line(self) -> str:
         if self.cancelled:
@@ -96,7 +104,8 @@ class PurgeResult(Shape):
             f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored); "
             f"tombstone {self.tombstone or 'none'}"
         ) + (f"; {self.kept}" if self.kept else "")
-        return text + (f"; warning: {self.backups_note}" if self.backups_note else "")
+        text += f"; warning: {self.backups_note}" if self.backups_note else ""
+        return text + (f"; warning: {self.exports_note}" if self.exports_note else "")
 
 
 def purge(home: Path, req: PurgeRequest, *, cwd: Path) -> PurgeResult:

@@ -161,7 +161,7 @@ class QueryHits(Result):
     budget_tokens: int | None = Field(description="the token budget (null: none)")
     used_tokens: int = Field(description="estimated tokens of the listed hits")
     omitted: int = Field(description="hits left out by the budget")
-    note: str = Field(description='why hits were cut or only some terms matched ("": none)')
+    note: str | None = Field(description="why hits were cut or only some terms matched (null: none)")
     suggestions: list[str] = Field(
         default_factory=list,
         description="did you mean: the query with the words the store does not hold replaced by near "
@@ -205,7 +205,7 @@ def search(home: Path, req: SearchRequest) -> SearchResult:
                 budget_tokens=r.budget_tokens,
                 used_tokens=r.used_tokens,
                 omitted=r.omitted,
-                note=r.note,
+                note=r.note or None,
                 suggestions=r.suggestions,
             )
             for r in out.results

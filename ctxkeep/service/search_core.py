@@ -187,7 +187,7 @@ def hits_json(r) -> dict:
         "budget_tokens": r.budget_tokens,
         "used_tokens": r.used_tokens,
         "omitted": r.omitted,
-        "note": r.note,
+        "note": r.note or None,
         "suggestions": list(r.suggestions),
     }
 

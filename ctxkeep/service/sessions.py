@@ -60,7 +60,7 @@ class SessionRow(Item):
     cost_logged: int = Field(
         description="responses whose cost is the agent's own logged figure, not list prices (Crush, OpenCode)"
     )
-    title: str = Field(description="the session's title or first prompt, one line")
+    title: str | None = Field(description="the session's title or first prompt, one line (null: none)")
     depth: int = Field(description="0, or 1 for a sub-agent listed under its parent")
 
 

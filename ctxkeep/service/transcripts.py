@@ -224,7 +224,7 @@ def _transcript(
                 session_id=k.session_id,
                 ts=k.started,
                 kind="subagent",
-                text=k.title,
+                text=k.title or "",
                 ref=k.session_id,
             )
         )

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxkeep.config import CONFIG_FILE
-
 STORE_DB = "store.db"
 #: SQLite's files beside ``STORE_DB`` (WAL, shared memory, rollback journal)
 STORE_DB_SIDECARS = (STORE_DB + "-wal", STORE_DB + "-shm", STORE_DB + "-journal")
@@ -55,7 +53,7 @@ __all__ = [
     "ANALYTICS_WAL",
     "ARCHIVE_DIR",
     "BACKUPS_DIR",
-    "CONFIG_FILE",
+    "CONFIG_FILE",  # noqa: F822 - served by __getattr__ (config imported on first read)
     "INTEGRITY_STAMP",
     "LOCK_FILE",
     "PREFECT_DIR",
@@ -67,6 +65,18 @@ __all__ = [
     "VAULT_DIR",
     "store_files",
 ]
+
+
+def __getattr__(name: str) -> str:
+    """``CONFIG_FILE``: ``ctxkeep.config``'s, re-exported when first read, so that
+    importing this registry does not import config (dataclasses, json, ``re``: ~10 ms of
+    CPU that a first ingest paid before its reader started, ``pipeline.prestart``).
+    Raises AttributeError for any other name."""
+    if name == "CONFIG_FILE":
+        from ctxkeep.config import CONFIG_FILE
+
+        return CONFIG_FILE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def store_files(home: Path) -> dict[str, int]:

@@ -100,7 +100,10 @@ def chunk_text(text: str, max_bytes: int = MAX_CHUNK_BYTES) -> list[str]:
     """
     if not text:
         return []
-    if len(text) * 4 <= max_bytes or len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
+    # (an ASCII text's bytes are its characters: ``isascii`` reads a flag, no encode)
+    if len(text) * 4 <= max_bytes or (
+        len(text) <= max_bytes and (text.isascii() or len(text.encode("utf-8", "surrogatepass")) <= max_bytes)
+    ):
         return [text]
     spans = fence_spans(text)
     out = []
@@ -137,11 +140,15 @@ def chunk_title(chunk: str, seq: int) -> str:
     '' for none.
     """
     if seq == 0:
-        for line in chunk.splitlines():
-            line = line.strip()
-            if line:
-                return line[:TITLE_MAX_CHARS]
-        return ""
+        # the first line of the text without its leading whitespace: every line end
+        # ``splitlines`` knows is whitespace to ``strip``, so the blank lines before it
+        # go with that whitespace; only that line is split, not the whole chunk
+        # (0.057 -> 0.032 CPU s on the 200 MB tree's 41,463 chunks)
+        rest = chunk.lstrip()
+        if not rest:
+            return ""
+        nl = rest.find("\n")
+        return (rest if nl < 0 else rest[:nl]).splitlines()[0].rstrip()[:TITLE_MAX_CHARS]
     first = chunk.lstrip("\n").split("\n", 1)[0]
     return first.strip()[:TITLE_MAX_CHARS] if _HEADING_RE.match(first) else ""
 

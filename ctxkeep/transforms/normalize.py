@@ -17,10 +17,12 @@ _IN_SCHEMA = SOURCE_SCHEMA
 
 
 def _sha256(values: pl.Series, length: int | None = None) -> pl.Series:
-    out = [
-        None if v is None else hashlib.sha256(v.encode("utf-8", "surrogatepass")).hexdigest()[:length]
-        for v in values.to_list()
-    ]
+    """SHA-256 hex of each string's UTF-8 bytes (the first ``length`` digits; None
+    for null). The bytes are taken from the Arrow buffer (``cast(pl.Binary)``, a valid
+    UTF-8 copy), not decoded to ``str`` and encoded again: 0.140 -> 0.096 CPU s for
+    the 200 MB tree's 98,823 texts."""
+    sha = hashlib.sha256
+    out = [None if v is None else sha(v).hexdigest()[:length] for v in values.cast(pl.Binary).to_list()]
     return pl.Series(values.name, out, dtype=pl.String)
 
 
@@ -32,16 +34,36 @@ def source_frame(entries: list[dict]) -> pl.DataFrame:
     return pl.from_dicts(entries, schema=_IN_SCHEMA, strict=False)
 
 
+#: the formats ``parse_ts`` tries, in order (after ``Z`` became ``+00:00``)
+_TS_FORMATS = (
+    "%Y-%m-%dT%H:%M:%S%.f%:z",
+    "%Y-%m-%dT%H:%M:%S%:z",
+    "%Y-%m-%dT%H:%M:%S%.f",
+    "%Y-%m-%d %H:%M:%S%.f",
+)
+
+
 def parse_ts(col: pl.Expr) -> pl.Expr:
     """ISO-8601 strings (``Z`` or offsets, optional fraction) → UTC datetime[us];
-    unparsable → null."""
+    unparsable → null: the first of ``_TS_FORMATS`` that parses."""
     s = col.str.replace(r"Z$", "+00:00")
     return pl.coalesce(
-        s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", time_zone="UTC", strict=False),
-        s.str.to_datetime("%Y-%m-%dT%H:%M:%S%:z", time_zone="UTC", strict=False),
-        s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_zone="UTC", strict=False),
-        s.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_zone="UTC", strict=False),
+        *(s.str.to_datetime(f, time_zone="UTC", strict=False) for f in _TS_FORMATS)
     ).dt.cast_time_unit("us")
+
+
+def parse_ts_series(values: pl.Series) -> pl.Series:
+    """``parse_ts`` of a Series, the later formats tried only on the values the first
+    did not parse (nearly all agents' timestamps take the first: 0.109 -> ~0.04 CPU s
+    for the 200 MB tree's 98,823 entries, where ``parse_ts`` parses every value four
+    times). The same values as ``parse_ts`` (tests/transforms/test_reader_cpu_exact.py)."""
+    s = values.str.replace(r"Z$", "+00:00")
+    out = s.str.to_datetime(_TS_FORMATS[0], time_zone="UTC", strict=False).dt.cast_time_unit("us")
+    miss = (out.is_null() & s.is_not_null()).arg_true()
+    if len(miss):
+        rest = s.gather(miss).to_frame("ts").select(parse_ts(pl.col("ts")))["ts"]
+        out = out.scatter(miss, rest)
+    return out.rename(values.name)
 
 
 def entries_frame(entries: list[dict]) -> pl.DataFrame:
@@ -90,7 +112,7 @@ def normalized_rows(entries: list[dict]) -> pl.DataFrame:
         .map_batches(_sha256, return_dtype=pl.String)
         .alias("content_hash"),
         pl.col("text").str.len_bytes().cast(pl.Int64).alias("text_bytes"),
-        parse_ts(pl.col("ts")).alias("ts"),
+        pl.col("ts").map_batches(parse_ts_series, return_dtype=pl.Datetime("us", "UTC")).alias("ts"),
         pl.lit("active").alias("status"),
         pl.lit(None, dtype=pl.Int64).alias("token_estimate"),
     )

@@ -240,15 +240,49 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LOWER_WORD = re.compile(r"[a-z]+")
 
 
+#: what precedes a key inside a URL's user info: ``scheme://`` and the user part so far
+_USERINFO_BEFORE = re.compile(r"://[^\s/@\"'\\]*\Z")
+
+
+def _in_url_userinfo(v: str, m: re.Match) -> bool:
+    """The key stands in a URL's user info and the value runs past its ``@``
+    (``https://x-access-token:ghp_…@github.com/acme/repo.git``): the value is the
+    password part alone, which ``url-credentials`` (and a provider's own rule) find; the
+    key/value rule would take the host and path too, as "password" (newuser18 F14)."""
+    if "@" not in v:
+        return False
+    k = m.start("key")
+    return _USERINFO_BEFORE.search(m.string, max(0, k - 256), k) is not None
+
+
+def _in_query(v: str, m: re.Match) -> bool:
+    """The key is a URL query parameter (``?api_key=…&format=json``) and the value runs
+    past its ``&``: the value is up to the ``&`` alone, which the query rule takes
+    (newuser18 F21)."""
+    k = m.start("key")
+    return "&" in v and k > 0 and m.string[k - 1] in "?&"
+
+
+def _query_value_check(v: str, m: re.Match) -> bool:
+    """A query parameter's value (``?api_key=Q9wE…&``) after a secret-naming key."""
+    k = m.start("key")
+    return k > 0 and m.string[k - 1] in "?&" and _key_value_check(v, m)
+
+
+#: a connection string's next field inside a value: ``;Encrypt=true``
+_NEXT_FIELD = re.compile(r";[ \t]*[A-Za-z][A-Za-z0-9 _]{0,40}=")
+
+
 def _key_value_check(v: str, m: re.Match) -> bool:
     """A value after a secret-naming key: anything that is not a placeholder, not code
-    (a call/index/attribute follows, the value repeats the key), and, after a ``token``
-    key, not a count or a short word."""
-    if _placeholder(v):
+    (a call/index/attribute follows, the value repeats the key), not a URL's password
+    with its host (``_in_url_userinfo``), and, after a ``token`` key, not a count or a
+    short word."""
+    if _placeholder(v) or _in_url_userinfo(v, m) or _in_query(v, m):
         return False
     s = m.string
     end = m.end()
-    unquoted = m.group("q") is None
+    unquoted = "q" not in m.re.groupindex or m.group("q") is None
     if unquoted and end < len(s) and s[end] in "([.":
         return False
     key = (m.group("key") or "").lower()
@@ -387,6 +421,8 @@ def _punct_password_check(v: str, m: re.Match) -> bool:
     without such punctuation is left to the key/value rule."""
     if not _PUNCT.intersection(v) or len(v) < 6 or _placeholder(v) or _CODE_START.match(v):
         return False
+    if _in_url_userinfo(v, m) or _NEXT_FIELD.search(v):  # a connection string's fields: F20
+        return False
     if not any(c.isalnum() for c in v):
         return False
     key = (m.group("key") or "").lower()
@@ -439,6 +475,23 @@ RULES: list[Rule] = [
         r"(?:(?<=bot)|(?<![A-Za-z0-9]))\d{5,16}:A[A-Za-z0-9_\-]{34}(?![A-Za-z0-9_\-])",
         _random_tail,
     ),
+    # a Discord webhook's token (discord.com/developers/docs/resources/webhook: the URL
+    # alone lets anyone post as the webhook; gitleaks has no rule for it): newuser18 F21
+    Rule("discord-webhook", r"discord(?:app)?\.com/api/webhooks/\d{5,30}/(?P<s>[A-Za-z0-9_\-]{40,})"),
+    # a password on a command line, written into the tool call an agent ran (newuser18
+    # F20): mysql's ``-pPASS`` (dev.mysql.com, mysql --password: no space after -p; a bare
+    # ``-p`` prompts) and sshpass' ``-p PASS`` (sshpass(1))
+    Rule(
+        "password",
+        r"(?<![\w./\-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)[ \t][^\n\\|;&]*?"
+        r"(?<=[ \t])-p(?:'(?P<q>[^'\n\\]+)'|(?P<s>[^\s\"'\\\-][^\s\"'\\]*))",
+        _not_placeholder,
+    ),
+    Rule(
+        "password",
+        r"(?<![\w./\-])sshpass[ \t]+(?:-[a-oq-zA-Z][^\s]*[ \t]+)*-p[ \t]*(?P<s>[^\s\"'\\\-][^\s\"'\\]*)",
+        _not_placeholder,
+    ),
     Rule("jwt", r"(?<![\w\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     Rule("kube-bootstrap-token", r"(?<![a-z0-9.])[a-z0-9]{6}\.[a-z0-9]{16}(?![a-z0-9.])", _has_digit),
     Rule(
@@ -458,6 +511,8 @@ RULES: list[Rule] = [
         _not_placeholder,
         ci=True,
     ),
+    # a URL query parameter's value ends at ``&`` (newuser18 F21)
+    Rule("password", _KEY + r"=(?P<s>[^&#\s\"'\\]+)", _query_value_check, ci=True),
     Rule("password", _KEY + _SEP + _VALUE, _key_value_check, ci=True),
     # a password made of punctuation (``POSTGRES_PASSWORD: a!b@c$d()e*_,/:;=?@ff[]22``,
     # a Crush session's docker-compose file): the rule above stops at the first ``(``,
@@ -537,6 +592,8 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
     "telegram-bot-api-token": (":A",),
     "kube-bootstrap-token": (".",),
     "url-credentials": ("://",),
+    "discord-webhook": ("/api/webhooks/",),
+    "password": ("mysql", "mariadb", "sshpass"),  # the case-sensitive command-line rules
 }
 _COMPILED = [(r, re.compile(r.pattern), None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
 #: the case-insensitive rules that match a key (a run of ``[A-Za-z0-9_.-]``, case-folded

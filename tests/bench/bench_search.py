@@ -10,8 +10,8 @@ Build the store once (~3-8 min for 500 MB on 2 busy cores):
 then run:  uv run python tests/bench/bench_search.py /tmp/bench/store
 
 ``--serial`` adds this checkout searching on one connection (``search(parallel=False)``)
-as a third side; ``--fresh`` adds this checkout with ``ck_bm25``'s phrase counts emptied
-before each query (``sinks.sqlite.native_rank``: what one ``ctxkeep search`` process
+as a third side; ``--fresh`` adds this checkout with ``ck_bm25``'s phrase counts and the kept
+filter answers (``retrieve.kept_passed``) emptied before each query (``sinks.sqlite.native_rank``: what one ``ctxkeep search`` process
 gets; "this" keeps them across queries, as the MCP server and the app do); ``--read-only`` never writes the store (a shared 10 GB store).
 Every query's hits (every field, note, suggestions) are compared across the sides
 and rounds ("same hits"); the ``--slowest`` queries of this side are run once more on
@@ -265,9 +265,12 @@ def _worker() -> None:
             from ctxkeep.query.search import Filters, search
 
             if req.get("fresh"):  # no phrase counts from earlier searches (``native_rank``)
+                from ctxkeep.query.search import retrieve
                 from ctxkeep.sinks.sqlite import native_rank
 
                 native_rank.clear()
+                # nor filter answers (``retrieve.kept_passed``; a checkout before them: none)
+                getattr(retrieve, "forget_kept", lambda: None)()
             _STEPS[0] = 0
             _WAITED[0] = 0.0
             t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()

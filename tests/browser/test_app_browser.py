@@ -262,7 +262,8 @@ def test_a_filter_changes_the_overview(page, app_url, corpus_store):
     before = project_chart.bounding_box()["height"]
     assert before >= 16 * projects
     project = "/Users/chip/dev/ai-music"
-    page.locator("select >> visible=true").first.select_option(project)
+    # the dropdown names it by the overview's short label (whole paths ran off a phone's screen)
+    page.locator("select >> visible=true").first.select_option(label="…/dev/ai-music")
     n = q(
         home,
         "SELECT count(*) FROM usage WHERE ts IS NOT NULL AND session_id IN "
@@ -366,6 +367,15 @@ def test_a_phone_width_shows_every_chart_whole_and_the_session_figures(browser, 
                  .map(e => e.getBoundingClientRect()).filter(r => r.width > 0 && r.right > 391).length"""
         )
         assert past == 0
+        # the filters too: the project dropdown listed whole paths and ran 300 px past the
+        # edge (session 17); it lists the overview's short labels now
+        selects = pg.locator("select >> visible=true")
+        assert selects.count() >= 2
+        for i in range(selects.count()):
+            box = selects.nth(i).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (i, box)
+        # the sessions `ctxkeep sessions` lists (35), not the 3 empty ones with them
+        _visible(pg, "35 sessions")
     finally:
         pg.close()
     pg = browser.new_page(viewport={"width": 1280, "height": 1000})

@@ -119,7 +119,8 @@ def test_show_sources_and_hooks_status_print_objects_with_schema(home, corpus_st
 
 
 def test_search_and_show_notes_are_documented_as_they_are_printed(store):
-    """``note`` is ``""`` when nothing was cut (never null), and docs/cli.md says so."""
+    """``note`` is null when nothing was cut (as every ``--json`` spells "none" since
+    session 18; ``""`` before), and docs/cli.md says so."""
     import json as _json
 
     from typer.testing import CliRunner
@@ -127,10 +128,10 @@ def test_search_and_show_notes_are_documented_as_they_are_printed(store):
     from ctxkeep.cli import app
 
     r = CliRunner().invoke(app, ["search", "setSectionResizeMode", "--home", str(store), "--json"])
-    assert _json.loads(r.stdout)["note"] == ""
+    assert _json.loads(r.stdout)["note"] is None
     r = CliRunner().invoke(app, ["show", "--session", "c61729d4", "--home", str(store), "--json"])
-    assert _json.loads(r.stdout)["note"] == ""
+    assert _json.loads(r.stdout)["note"] is None
     text = DOC.read_text()
-    assert '`note`: why hits were cut or only some terms matched ("": none)' in text, "docs/cli.md"
-    assert '`note`: why turns were left out ("": none)' in text
-    assert "matched (null: none)" not in text and "left out (null: none)" not in text
+    assert "`note`: why hits were cut or only some terms matched (null: none)" in text, "docs/cli.md"
+    assert "`note`: why turns were left out (null: none)" in text
+    assert '("": none)' not in text

@@ -70,7 +70,8 @@ def test_json_rows_and_totals(home):
     # Gemini CLI's thoughts are in the total (ccusage's totalTokens that day: 182,422)
     thoughts = d["rows"][0]["reasoning_tokens"]
     assert (
-        thoughts == 1310 and d["totals"]["total_tokens"] == sum(d["totals"][k] for k in keys[:4]) + thoughts
+        thoughts == 1310
+        and d["totals"]["total_tokens"] == sum(d["totals"][k] or 0 for k in keys[:4]) + thoughts
     )
     assert d["totals"]["total_tokens"] == 182422
 

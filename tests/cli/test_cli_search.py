@@ -188,7 +188,7 @@ def test_agent_names_are_case_insensitive_and_partial_matches_are_said(home):
     d = json.loads(runner.invoke(app, ["search", "QHBoxLayout zzqqxxyy", "--home", home, "--json"]).stdout)
     assert d["hits"] and d["note"] == "no entry holds all the terms: these match some of them"
     d = json.loads(runner.invoke(app, ["search", "QHBoxLayout", "--home", home, "--json"]).stdout)
-    assert d["hits"] and d["note"] == ""
+    assert d["hits"] and d["note"] is None
 
 
 def test_budget_below_one_hit_says_what_one_hit_needs(home):

@@ -30,9 +30,12 @@ def homes(corpus_store, tmp_path_factory):
     return str(corpus_store[0]), str(agent_home)
 
 
-def _run(store: str | None, *args: str, home: str, columns: int = 80, code: int = 0):
-    env = dict(os.environ, COLUMNS=str(columns), CTXKEEP_IDLE_SECONDS="0", TZ="UTC", HOME=home)
+def _run(store: str | None, *args: str, home: str, columns: int | None = 80, code: int = 0):
+    env = dict(os.environ, CTXKEEP_IDLE_SECONDS="0", TZ="UTC", HOME=home)
     env.pop("CTXKEEP_HOME", None)
+    env.pop("COLUMNS", None)
+    if columns is not None:  # None: piped with no COLUMNS, as `ctxkeep x --help | less`
+        env["COLUMNS"] = str(columns)
     tail = ["--home", store] if store else []
     r = subprocess.run(
         [sys.executable, "-m", "ctxkeep", *args, *tail], capture_output=True, text=True, env=env, timeout=180
@@ -175,6 +178,17 @@ def test_help_of_a_command_cuts_no_option_name(homes):
     )
     _fits(_run(None, "retention", "--help", home=home).stdout)
     assert "--archive-after-days" in _run(None, "retention", "--help", home=home, columns=200).stdout
+
+
+def test_help_piped_without_columns_cuts_no_option_name(homes):
+    """newuser18 F12: piped, no COLUMNS: Rich drew its panels at 80 columns and cut
+    ``--archive-after-d…`` because the width looked at was the pipe's (unbounded)."""
+    _, home = homes
+    text = _run(None, "retention", "--help", home=home, columns=None).stdout
+    _fits(text)
+    assert "…" not in text
+    for opt in ("--archive-after-days", "--delete-archives-after-days", "--generation-max-age-days"):
+        assert opt in text.split(), opt
 
 
 def test_bare_ctxkeep_prints_short_help_and_exits_0(homes):

@@ -432,7 +432,7 @@ def test_session_start_prints_what_is_stored_while_an_ingest_holds_the_store(sto
     fcntl.flock(fd, fcntl.LOCK_EX)  # a worker "runs", waiting for the store
     try:
         with hold(store, 0, what="backfill"):  # ... which a backfill holds
-            p, secs = _hook(store, ["claude-code", "session-start", "--timeout", "5"], payload)
+            p, _ = _hook(store, ["claude-code", "session-start", "--timeout", "5"], payload)
     finally:
         os.close(fd)
     assert p.returncode == 0, p.stderr
@@ -440,7 +440,9 @@ def test_session_start_prints_what_is_stored_while_an_ingest_holds_the_store(sto
     title, blank, note, *_ = ctx.split("\n")
     assert title == f"# Resume: claude-code session {CLAUDE}" and (blank, note) == ("", STALE_NOTE)
     assert "Well, the subagents seem to be either stuck or done... can you check?" in ctx
-    assert secs < 5 + 2  # the timeout, and the process's start and end
+    # what it did is read from its log, not from a clock (a loaded machine took 8.7 s
+    # of wall time for the same path: newuser18 F17): it waited 3 s for the queued
+    # ingest, then printed the snapshot, and its own timeout never fired
     log = (store / "hooks.log").read_text()
     assert "session-start: snapshot:" in log and "the ingest still ran after 3 s" in log
     assert "timeout" not in log

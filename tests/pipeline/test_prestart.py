@@ -5,6 +5,7 @@ what one process stores (entries, rowids, vault), and that one never taken is st
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
@@ -23,6 +24,18 @@ from ctxkeep.sources.contract import DiscoveryContext
 from store_digest import store_digest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def own_state(monkeypatch):
+    """Each test's own process state where ``start_early`` and an ingest that takes its
+    reader leave theirs: Polars' pool setting, the readers taken, the collector (left
+    off after such an ingest: ``service.ingest._gc_paused``)."""
+    monkeypatch.setenv(prestart.POLARS_THREADS, "")  # restored (absent) after the test
+    monkeypatch.delenv(prestart.POLARS_THREADS)
+    monkeypatch.setattr(prestart, "_taken", [])
+    yield
+    gc.enable()
 
 
 @pytest.fixture
@@ -89,6 +102,54 @@ def test_it_starts_only_when_a_core_is_free_unless_forced(tmp_path, monkeypatch)
     assert prestart.core_free()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert not prestart.core_free()  # one core allowed to this process
+
+
+@pytest.mark.usefixtures("no_env_home")
+def test_a_first_ingest_gives_polars_one_core_less_and_its_reader_one_thread(tmp_path, monkeypatch):
+    """The early reader works on one core while the ingest process uses the others:
+    the reader's Polars pool is one thread, the ingest process's the cores less one
+    (each pool's extra thread only took CPU from the other process: ~0.02 CPU s each
+    on the corpus), unless ``POLARS_MAX_THREADS`` is set; nothing is set when no
+    reader starts."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setenv("CTXKEEP_EARLY_READER", "1")
+    envs: list[dict] = []
+
+    def popen(cmd, **kw):
+        envs.append(kw["env"])
+        raise OSError("not started here")
+
+    monkeypatch.setattr(prestart.subprocess, "Popen", popen)
+    argv = ["--home", str(tmp_path / "h"), "ingest"]
+    assert not prestart.start_early(argv)  # it could not start: the engine reads, as it is
+    assert envs[-1]["POLARS_MAX_THREADS"] == "1"
+    assert "POLARS_MAX_THREADS" not in os.environ
+    monkeypatch.setattr(prestart.subprocess, "Popen", lambda cmd, **kw: envs.append(kw["env"]) or _Started())
+    assert prestart.start_early(argv)
+    assert envs[-1]["POLARS_MAX_THREADS"] == "1" and os.environ["POLARS_MAX_THREADS"] == "7"
+    prestart._stop()
+    monkeypatch.setenv("POLARS_MAX_THREADS", "3")  # the user's setting, in both
+    assert prestart.start_early(argv)
+    assert envs[-1]["POLARS_MAX_THREADS"] == "3" and os.environ["POLARS_MAX_THREADS"] == "3"
+    prestart._stop()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.delenv("POLARS_MAX_THREADS")
+    assert prestart.start_early(argv)
+    assert envs[-1]["POLARS_MAX_THREADS"] == "1" and os.environ["POLARS_MAX_THREADS"] == "1"
+    prestart._stop()
+
+
+class _Started:
+    """A stand-in for the reader's ``Popen``."""
+
+    stdin = None
+
+    def kill(self) -> None:
+        pass
+
+    def wait(self) -> int:
+        return 0
 
 
 @pytest.mark.slow
@@ -334,3 +395,58 @@ def test_exit_now_runs_the_atexit_handlers_and_flushes_then_ends_with_the_status
     assert _run_exit(body).stdout == ""
     r = _run_exit(body, taken=False)
     assert r.returncode == 0 and r.stdout == "freed\n"
+
+
+def test_defer_metadata_keeps_importlib_metadata_unloaded_until_an_attribute_is_read():
+    """Polars' import loads ``importlib.metadata`` (its Iceberg plugin, for one rare
+    call), and with it ``email``, ``socket`` … (~8 ms of CPU in each process of a first
+    ingest): deferred, it loads when something reads it, and is then the real module."""
+    code = """
+import sys, importlib
+from ctxkeep.pipeline import prestart
+prestart.defer_metadata()
+import polars
+stub = sys.modules["importlib.metadata"]
+print("email" in sys.modules, importlib.metadata is stub)
+import importlib.metadata
+from importlib.metadata import version
+print(version("polars") == polars.__version__, "email" in sys.modules)
+real = sys.modules["importlib.metadata"]
+print(real is not stub, importlib.metadata is real, stub.PackageNotFoundError is real.PackageNotFoundError)
+prestart.defer_metadata()  # loaded already: nothing to defer
+print(sys.modules["importlib.metadata"] is real)
+"""
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "True", "True", "True", "True", "True", "True"]
+
+
+@pytest.mark.usefixtures("no_env_home")
+def test_the_home_is_config_s_and_config_is_not_imported_before_the_reader_starts(tmp_path, monkeypatch):
+    """``first_ingest_home`` resolves a given home by ``config.resolve_home``'s rule
+    without importing config (~10 ms of CPU before the reader's start, issue 26)."""
+    from ctxkeep.config import resolve_home
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    for given in ("~/store", "rel/../store", str(tmp_path / "abs"), None):
+        if given is None:
+            monkeypatch.setenv("CTXKEEP_HOME", "~/from-env")
+        assert prestart._home(given) == resolve_home(given), given
+    monkeypatch.delenv("CTXKEEP_HOME")
+    assert prestart._home(None) == resolve_home(None)  # the platform's data dir: config's
+    code = f"""
+import sys
+from ctxkeep.pipeline import prestart
+print(prestart.first_ingest_home(["--home", {str(tmp_path / "new")!r}, "ingest"]))
+print("ctxkeep.config" in sys.modules)
+from ctxkeep.sinks import files
+print(files.CONFIG_FILE, "ctxkeep.config" in sys.modules)
+"""
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(tmp_path / "new"), "False", "config.toml True"]

@@ -70,7 +70,7 @@ def test_lake_daily_equals_the_sum_of_the_local_reports(team):
         overlap += row["agent"] in ("codex", "claude-code")
     assert overlap > 5  # days of the agents that two machines share are summed
     for f in TOKENS[:5]:
-        assert got["totals"][f] == sum(r["totals"][f] for r in local)
+        assert got["totals"][f] == sum(r["totals"][f] or 0 for r in local)
     assert got["totals"]["responses"] == sum(r["totals"]["responses"] for r in local)
     assert got["totals"]["cost_usd"] == pytest.approx(sum(r["totals"]["cost_usd"] for r in local), abs=1e-9)
     # the same shape as a local report: the same keys, in the same order

@@ -346,6 +346,7 @@ def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
         ('"the" AND "file"', Filters(since="2025-11-01")),
     ]
     sizes = []
+    content_of: dict[int, int] = {}  # chunk → content ids, shared by every case's second memo
     for match, f in cases:
         memo: dict[int, bool] = {}
         for n in (5, 50):
@@ -353,6 +354,14 @@ def test_filtered_candidates_match_the_full_reference(corpus_conn, monkeypatch):
             got = S.fts_ids(corpus_conn, "fts_words", match, f, n, memo)
             assert got == want, (match, f, n)
             sizes.append(len(want))
+    for _ in range(2):  # the chunks' content ids known (kept answers): checked by content
+        for match, f in cases:
+            kept = S.Passed(content_of)
+            for n in (5, 50):
+                assert S.fts_ids(corpus_conn, "fts_words", match, f, n, kept) == _reference_fts_ids(
+                    corpus_conn, "fts_words", match, f, n, S
+                ), (match, f, n)
+    assert len(content_of) > 300
     # the fast path (5 of 5), the scan path (25 = FILTER_RANK, 16 below it) and empty
     # results were all compared
     assert sizes == [5, 25, 5, 16, 5, 5, 0, 0, 0, 0, 5, 25]
@@ -838,3 +847,127 @@ def test_phrase_found_when_the_words_list_is_full(notes_conn):
     among = retrieve.phrase_among(notes_conn, phrase_match("connection refused"), rows)
     full = retrieve.fts_ids(notes_conn, "fts_words", phrase_match("connection refused"), Filters(), 500)
     assert [r[0] for r in among] == [r[0] for r in full] and len(full) == 1
+
+
+def _passing_statements(conn, fn) -> int:
+    """The filter checks (statements over ``entries_content``'s holders of a chunk or
+    content) ``fn`` runs on ``conn``."""
+    check = "EXISTS (SELECT 1 FROM entry_rows e INDEXED BY entries_content WHERE e.content_id = "
+    return sum(1 for s in _statements(conn, fn) if check in s)
+
+
+def test_filter_answers_are_kept_across_the_searches_of_one_connection(corpus_store):
+    """A long-lived process (the MCP server, the app) asks the same time filter again:
+    the chunks already checked are not checked again, and the hits are the same."""
+    home, _ = corpus_store
+    conn = sqlite_store.connect(home, readonly=True)
+    f = Filters(since="2025-09-01")
+    first: list = []
+    checks = _passing_statements(conn, lambda: first.append(search(conn, "the", filters=f, parallel=False)))
+    assert checks > 0 and first[0].hits
+    again: list = []
+    assert (
+        _passing_statements(conn, lambda: again.append(search(conn, "the", filters=f, parallel=False))) == 0
+    )
+    assert [vars(h) for h in again[0].hits] == [vars(h) for h in first[0].hits]
+    # another filter is checked anew: by content for the chunks whose content ids the
+    # second search read (the third filter's), by row for the others
+    g = Filters(since="2025-10-01")
+    assert _passing_statements(conn, lambda: search(conn, "the", filters=g, parallel=False)) > 0
+    h = Filters(since="2025-10-02")
+    seen = _statements(conn, lambda: search(conn, "the", filters=h, parallel=False))
+    assert any(s.startswith("SELECT j.value FROM json_each(") and "j WHERE EXISTS" in s for s in seen)
+    assert not any(
+        "EXISTS (SELECT 1 FROM entry_rows e INDEXED BY entries_content WHERE e.content_id = ch" in s
+        for s in seen
+    )
+    # another connection keeps its own answers
+    other = sqlite_store.connect(home, readonly=True)
+    assert _passing_statements(other, lambda: search(other, "the", filters=f, parallel=False)) > 0
+    other.close()
+    conn.close()
+
+
+def test_kept_filter_answers_are_bounded(corpus_store, monkeypatch):
+    """At most ``KEEP_CHUNKS`` answers a connection (the least recently asked filters
+    dropped first, never the one being asked), ``KEEP_CONNECTIONS`` connections."""
+    from ctxkeep.query.search import retrieve
+
+    monkeypatch.setattr(retrieve, "KEEP_CHUNKS", 150)
+    home, _ = corpus_store
+    conns = [sqlite_store.connect(home, readonly=True) for _ in range(3)]
+    c = conns[0]
+    kept = []  # the answers kept as each search starts (``kept_passed``): older ones, then its own
+    for since in ("2025-01-01", "2025-02-01", "2025-03-01", "2025-04-01"):
+        f = Filters(since=since)
+        retrieve.kept_passed(c, f.sql("e"))
+        kept.append([len(p) for p in retrieve._kept[id(c)].by_filter.values()])
+        search(c, "the", filters=f, parallel=False)
+    assert kept[0] == [0] and all(x[-1] == 0 for x in kept)
+    assert all(sum(x) <= 150 for x in kept) and any(retrieve._kept[id(c)].by_filter.values())
+    assert any(len(x) < i + 1 for i, x in enumerate(kept))  # an older filter was dropped
+    for other in conns[1:]:
+        search(other, "the", filters=Filters(since="2025-01-01"), parallel=False)
+    assert id(c) not in retrieve._kept and {id(x) for x in conns[1:]} == set(retrieve._kept)
+    for x in conns:
+        x.close()
+
+
+@pytest.mark.parametrize("writer", ["another connection", "the searching connection"])
+def test_a_commit_drops_the_kept_filter_answers(store, writer):
+    """An entry moved into the filter's time window by a commit (another connection's,
+    or the searching connection's own) is found by the next search of a connection that
+    kept answers from before it (a kept answer "this chunk fails" would hide it)."""
+    conn = sqlite_store.connect(store, readonly=writer == "another connection")
+    f = Filters(since="2031-01-01")
+    assert search(conn, "error", filters=f, parallel=False).hits == []
+    search(conn, "errro", parallel=False)  # "did you mean": writes only the temp schema
+    w = sqlite_store.connect(store) if writer == "another connection" else conn
+    w.execute(
+        "UPDATE entry_rows SET ts = '2031-06-01T00:00:00.000000Z' WHERE rowid = (SELECT e.rowid FROM "
+        "entry_rows e JOIN chunks ch ON ch.content_id = e.content_id WHERE ch.chunk_id IN (SELECT rowid "
+        "FROM fts_words WHERE fts_words MATCH '\"error\"') ORDER BY e.rowid DESC LIMIT 1)"
+    )
+    w.commit()
+    if w is not conn:
+        w.close()
+    hits = search(conn, "error", filters=f, parallel=False).hits
+    assert [h.ts[:10] for h in hits] == ["2031-06-01"]
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("q", "f"),
+    [
+        ("error", Filters()),
+        ("the file", Filters(kind="message")),
+        ("validates", Filters()),
+        (NOWHERE, Filters()),
+        (f"error {NOWHERE}", Filters()),
+        ("error", Filters(since="2031-01-01")),
+        ("npm", Filters(tool="Bash")),
+        ("configu", Filters()),
+    ],
+)
+def test_finds_is_whether_a_search_has_a_hit_and_stops_at_the_first_list(corpus_conn, q, f):
+    """The "did you mean" check (``finds``) answers as ``search(limit=1).hits`` does,
+    and runs no more list statements (a MATCH) than it: fewer when a list before the
+    last holds a hit."""
+    from ctxkeep.query.search import finds
+
+    got: list = []
+    want: list = []
+
+    def lists(fn) -> int:
+        return sum(1 for s in _statements(corpus_conn, fn) if " MATCH " in s)
+
+    n_finds = lists(lambda: got.append(finds(corpus_conn, q, f)))
+    n_search = lists(
+        lambda: want.append(
+            bool(search(corpus_conn, q, filters=f, limit=1, parallel=False, suggest_words=False).hits)
+        )
+    )
+    assert got == want
+    assert n_finds <= n_search
+    if q == "the file":  # words, then phrase, any …: the words list held a hit
+        assert n_finds == 1 < n_search

@@ -48,6 +48,7 @@ def test_app_on_a_damaged_store_says_what_failed_and_what_to_do(store):
 
 def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpus_store):
     from ctxkeep.schema import reasoning_beside_sql
+    from ctxkeep.service.sessions_core import SessionsArgs, session_list
 
     home, _ = corpus_store
     _outputs, defs = report.run_notebook(APP, {"store": str(home)})
@@ -61,10 +62,13 @@ def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpu
             f" + coalesce(cache_creation_tokens,0) + {reasoning_beside_sql()}) FROM usage WHERE ts IS NOT NULL",
         )[0][0]
     )  # (Gemini CLI's thoughts in the total, as `report`'s)
-    # every session (filters at their defaults), those without a time too (they were
-    # dropped: 34 of 38)
+    # every session `ctxkeep sessions` lists (filters at their defaults), those without a
+    # time too (they were dropped: 34 of 38), not the empty ones (no time, no message:
+    # the CLI leaves them out and counts them apart; the app counted 38 against its 35)
     timed = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries WHERE ts IS NOT NULL")[0][0]
-    every = q(home, "SELECT count(DISTINCT agent || session_id) FROM entries")[0][0]
+    listed = session_list(home, SessionsArgs.parse(all=True, empty=False))
+    every = len(listed.rows)
+    assert (every, listed.empty) == (35, 3)
     assert totals["sessions"] == every > timed
     # the other tabs' cells ran but computed nothing
     assert defs["session_table"] is None and defs["store_view"] is None and defs["search_view"] is None
@@ -72,6 +76,9 @@ def test_app_overview_counts_equal_sqlite_and_hidden_views_compute_nothing(corpu
     assert defs["overview"] is None and defs["totals"] is None
     table = defs["session_table"].data
     assert len(table) == defs["session_rows"] == every <= defs["TABLE_ROWS"]
+    # an untitled session's cell is blank (its title is null since session 18: marimo
+    # printed "None")
+    assert all(isinstance(r["title"], str) for r in table) and sum(not r["title"] for r in table) == 6
     # the sessions without a start come last, their start empty
     assert [r["start"] for r in table[timed:]] == [""] * (every - timed)
     assert all(r["start"] for r in table[:timed])
@@ -367,3 +374,44 @@ def test_the_pages_share_an_answer_until_the_store_changes(store):
     assert st.cached("k", compute) == 2
     (store / "prices.toml").write_text("[models.x]\ninput_mtok = 1\n")  # the costs change
     assert st.cached("k", compute) == 3 and st.cached("k", compute) == 3
+
+
+def test_ui_takes_its_token_from_the_environment_or_a_file_not_only_the_command_line(tmp_path, monkeypatch):
+    """newuser18 F16: ``--token T`` is on the command line, which every user of the
+    machine lists (``ps``); ``CTXKEEP_UI_TOKEN`` and ``--token-file`` keep it off it, and
+    the server gets it on standard input as before."""
+    import ctxkeep.cli.ui as ui_cli
+
+    got = []
+    monkeypatch.setattr(ui_cli, "run_server", lambda cmd, env, secret=None: got.append((cmd, secret)) or 0)
+    base = [
+        "ui",
+        "--no-browser",
+        "--home",
+        str(tmp_path),
+        "--host",
+        "192.168.1.5",
+        "--allow-remote",
+        "--port",
+        "40123",
+    ]
+    monkeypatch.setattr("ctxkeep.service.maintenance.port_free", lambda host, port: True)
+    r = CliRunner().invoke(app, base, env={"CTXKEEP_UI_TOKEN": "from-the-env-1818"})
+    assert r.exit_code == 0, r.output
+    f = tmp_path / "token"
+    f.write_text("from-a-file-1818\nignored\n")
+    r = CliRunner().invoke(app, [*base, "--token-file", str(f)])
+    assert r.exit_code == 0, r.output
+    assert [s for _, s in got] == ["from-the-env-1818", "from-a-file-1818"]
+    assert all("from-" not in " ".join(cmd) for cmd, _ in got)
+    # the same checks as --token's
+    one_error_line(
+        CliRunner().invoke(app, base, env={"CTXKEEP_UI_TOKEN": "short"}), 2, "--token is 5 characters"
+    )
+    f.write_text("\n")
+    one_error_line(CliRunner().invoke(app, [*base, "--token-file", str(f)]), 2, "the token file is empty")
+    one_error_line(
+        CliRunner().invoke(app, [*base, "--token-file", str(tmp_path / "nope")]),
+        2,
+        "cannot read the token file",
+    )

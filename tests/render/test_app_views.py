@@ -183,3 +183,31 @@ def test_histogram_upto_a_quantile_keeps_a_months_long_session_from_flattening_t
     assert h.sort("lo").row(-1, named=True)["lo"] == 38.0  # 38, 39 and the outlier
     assert h.sort("lo").row(-1, named=True)["sessions"] == 3
     assert histogram(df, "minutes")["hi"].max() > 180_000  # without it, as before
+
+
+def test_the_app_counts_the_sessions_the_cli_lists(corpus_store):
+    """The app counted 38 sessions where ``ctxkeep sessions`` lists 35: the 3 empty ones
+    (no time, no message) the CLI leaves out and counts apart (``"empty"`` in
+    ``sessions --json``) were in its facts (session 17's closing note)."""
+    import datetime as dt
+
+    import duckdb
+    import polars as pl
+
+    from ctxkeep.render.app_views import SESSION_FACTS_SQL, kept_sessions
+    from ctxkeep.service.sessions_core import SessionsArgs, session_list
+
+    home, _ = corpus_store
+    listed = session_list(home, SessionsArgs.parse(all=True, empty=False))  # `ctxkeep sessions --all`
+    assert (len(listed.rows), listed.empty) == (35, 3)
+    con = duckdb.connect(str(home / "analytics.duckdb"), read_only=True)
+    try:
+        facts = con.sql(SESSION_FACTS_SQL).pl()
+    finally:
+        con.close()
+    f = {"tz": "UTC", "lo": dt.date(2000, 1, 1), "hi": dt.date(2100, 1, 1), "agents": [], "project": None}
+    kept = kept_sessions(
+        facts.with_columns(pl.col("started").dt.replace_time_zone(None)), {**f, "all_days": True}
+    )
+    assert kept.height == 35  # the overview's "35 sessions"
+    assert sorted(kept["session_id"].to_list()) == sorted(r.session_id for r in listed.rows)

@@ -57,6 +57,37 @@ def test_a_bad_task_runner_is_a_usage_error(tmp_path):
     assert not (tmp_path / "home" / "store.db").exists()
 
 
+def test_a_first_ingest_that_took_its_early_reader_leaves_the_collector_off_for_its_exit(
+    tmp_path, monkeypatch
+):
+    """A first ingest whose engine took the reader started with the command ends its
+    process next (``prestart.exit_now``): the collector stays off after the pause (the
+    young collection its next allocation ran walked the run's objects, ~2-3 ms, and
+    freed none); any other run turns it back on (above), also in a process where an
+    earlier run took one."""
+    import gc
+
+    from ctxkeep.pipeline import engine, prestart
+
+    real = engine.run_ingest
+
+    def taking(*a, **k):
+        prestart._taken.append(True)  # what take / take_ahead record
+        return real(*a, **k)
+
+    monkeypatch.setattr(prestart, "_taken", [])
+    monkeypatch.setattr(engine, "run_ingest", taking)
+    try:
+        data = svc.ingest(tmp_path / "home", svc.IngestRequest(paths=(_session(tmp_path),), prefect=False))
+        assert data.summary["entries_new"] == 6 and not gc.isenabled()
+        gc.enable()
+        more = _session(tmp_path / "more")
+        data = svc.ingest(tmp_path / "home", svc.IngestRequest(paths=(more,), prefect=False))
+        assert data.summary["entries_new"] == 6 and gc.isenabled()  # taken by the run before
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("bound", [svc.GC_PAUSE_BYTES, 0])
 def test_a_small_run_pauses_the_cyclic_collector_and_gives_it_back(tmp_path, monkeypatch, bound):
     """At most ``GC_PAUSE_BYTES`` new bytes in-process: the engine runs with Python's

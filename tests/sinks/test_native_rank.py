@@ -296,3 +296,31 @@ def test_a_filtered_window_is_ranked_in_one_walk_to_the_same_rows(corpus_store):
                     assert one_walk == by_terms and by_terms[0], (terms, n, fresh)
     finally:
         conn.close()
+
+
+def test_data_version_follows_every_commit_to_main_and_nothing_else(tmp_path):
+    """``data_version``: a connection's own commits and (after a read) another's change
+    it; a write to the ``temp`` schema does not (``retrieve.kept_passed`` keys by it)."""
+    db = tmp_path / "v.db"
+    w = sqlite3.connect(db)
+    w.execute("PRAGMA journal_mode=WAL")
+    w.execute("CREATE TABLE t(x)")
+    w.commit()
+    r = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+
+    def now(c: sqlite3.Connection) -> int | None:
+        c.execute("PRAGMA data_version").fetchone()  # a read: the pager current
+        return native_rank.data_version(c)
+
+    w0, r0 = now(w), now(r)
+    assert w0 is not None and r0 is not None
+    w.execute("CREATE TEMP TABLE tt(x)")
+    w.execute("INSERT INTO tt VALUES (1)")
+    assert now(w) == w0
+    w.execute("INSERT INTO t VALUES (1)")
+    w.commit()
+    w1, r1 = now(w), now(r)
+    assert w1 != w0 and r1 != r0
+    assert now(w) == w1 and now(r) == r1
+    w.close()
+    r.close()

@@ -454,6 +454,14 @@ int ck_register(sqlite3 *db) {
   return SQLITE_OK;
 }
 
+/* the data version of db's main database (SQLITE_FCNTL_DATA_VERSION: changes with every
+** commit to it by any connection, db's own included, and with nothing else: not a write
+** to the temp schema); 0 ok, else an SQLite error code (or -1: not initialised) */
+int ck_data_version(sqlite3 *db, unsigned int *out) {
+  if (!g_ready) return -1;
+  return S.file_control(db, "main", SQLITE_FCNTL_DATA_VERSION, out);
+}
+
 /* the cache's hits and misses on db since it was registered (for benchmarks) */
 int ck_stats(sqlite3 *db, sqlite3_int64 *hits, sqlite3_int64 *misses) {
   int found = 0;

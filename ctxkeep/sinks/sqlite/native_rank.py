@@ -64,6 +64,7 @@ def _load() -> ctypes.PyDLL | None:
         lib.ck_registered.argtypes = [ctypes.c_void_p]
         lib.ck_register.argtypes = [ctypes.c_void_p]
         lib.ck_stats.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.ck_data_version.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         if not lib.ck_init(handle) or lib.ck_libversion() != _version_number():
             return None
     except (OSError, AttributeError, ImportError):
@@ -111,6 +112,20 @@ def ready(conn: sqlite3.Connection) -> bool:
     if db and lib.ck_registered(db):
         return True
     return _verified(lib, conn, db) and lib.ck_register(db) == 0
+
+
+def data_version(conn: sqlite3.Connection) -> int | None:
+    """The data version of ``conn``'s main database (``SQLITE_FCNTL_DATA_VERSION``: it
+    changes with every commit to it by any connection, ``conn``'s own included, and
+    with nothing else, not a write to the ``temp`` schema), or None without the library.
+    ``PRAGMA data_version`` does not change with the connection's own commits, and
+    ``total_changes`` counts its ``temp`` writes too (the "did you mean" probe)."""
+    lib = _load()
+    db = _db(conn)
+    out = ctypes.c_uint(0)
+    if lib is None or not db or not (lib.ck_registered(db) or _verified(lib, conn, db)):
+        return None
+    return out.value if lib.ck_data_version(db, ctypes.byref(out)) == 0 else None
 
 
 def stats(conn: sqlite3.Connection) -> tuple[int, int]:
