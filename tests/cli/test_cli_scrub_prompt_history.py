@@ -129,3 +129,12 @@ def test_secrets_reports_the_values_in_the_prompt_histories(tmp_path):
         "in place (not ~/.gemini/tmp/0123abcd/logs.json: edit it by hand); rotate the keys"
     ) in flat, r.stdout
     assert max(map(len, r.stdout.splitlines())) <= 80, r.stdout
+
+
+def test_a_named_prompt_history_is_scrubbed_once(tmp_path):
+    e, f = _home(tmp_path)
+    r = runner.invoke(app, ["secrets", "--scrub", "--dry-run", "--json", str(f["claude"])], env=e)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert [(x["path"], x["status"]) for x in d["files"]] == [(str(f["claude"]), "would-scrub")], d
+    assert d["values"] == {"stripe-key": 1}
