@@ -1027,9 +1027,13 @@ def _hs_superset(pattern: str) -> str:
     ci = re.compile(r"\(\?i:([A-Za-z|]+)\)")
 
     def fold(m: re.Match) -> str:
-        return "(?:" + "".join(
-            c if c == "|" else f"[{c.lower()}{c.upper()}{_FOLDS.get(c.lower(), '')}]" for c in m.group(1)
-        ) + ")"
+        return (
+            "(?:"
+            + "".join(
+                c if c == "|" else f"[{c.lower()}{c.upper()}{_FOLDS.get(c.lower(), '')}]" for c in m.group(1)
+            )
+            + ")"
+        )
 
     pattern = ci.sub(fold, pattern)
     if "(?i" in pattern:
@@ -1146,10 +1150,10 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     idx = (cs | gl | passes["anchor"]).arg_true()
     if idx.len() == 0:
         return s
-    values = s.gather(idx)
+    picked = s.gather(idx)
     # the anchors of the candidates only (a text's ``extract_all`` is its own)
-    found = values.str.extract_all(_CI_ANCHOR_ASCII).to_list()
-    values = values.to_list()
+    found = picked.str.extract_all(_CI_ANCHOR_ASCII).to_list()
+    values = picked.to_list()
     cs_hit = cs.gather(idx).to_list()
     new: list[str] = []
     for i, v, c, a in zip(idx.to_list(), values, cs_hit, found, strict=True):

@@ -23,7 +23,19 @@ CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "home"
 #: non-ASCII characters where the engines' Unicode tables matter: KELVIN SIGN and long s
 #: (case folding onto k and s), dotless/dotted i, NBSP and U+180E (white space, once),
 #: U+2028, Arabic-Indic and Adlam digits (Unicode 9), an accented letter, an emoji
-UNICODE = ["\u212a", "\u017f", "\u0131", "\u0130", "\u00a0", "\u180e", "\u2028", "\u0663", "\U0001e951", "é", "😀"]
+UNICODE = [
+    "\u212a",
+    "\u017f",
+    "\u0131",
+    "\u0130",
+    "\u00a0",
+    "\u180e",
+    "\u2028",
+    "\u0663",
+    "\U0001e951",
+    "é",
+    "😀",
+]
 
 #: texts whose case-sensitive rule Polars' Unicode classes or case folding decide
 PLANTED = [
@@ -43,7 +55,11 @@ PLANTED = [
 
 def _texts() -> list[str]:
     rng = random.Random(18)
-    pieces = PIECES + UNICODE + ["AccountKey=", "xapp-", "-----BEGIN PRIVATE KEY-----", "://u:", "@", "Q~", "x" * 20]
+    pieces = (
+        PIECES
+        + UNICODE
+        + ["AccountKey=", "xapp-", "-----BEGIN PRIVATE KEY-----", "://u:", "@", "Q~", "x" * 20]
+    )
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(2, 16))) for _ in range(20000)]
     texts += PLANTED + [c.text for c in positives(18)] + [t for _, t in negatives(18)] + _gitleaks()
     for p in sorted(CORPUS.rglob("*.jsonl"))[:40]:  # real lines, read only
@@ -80,7 +96,10 @@ def test_hyperscan_passes_give_polars_booleans(series):
     assert set(only) & set(PLANTED) == {PLANTED[4], PLANTED[6], PLANTED[8]}
     # the planted Unicode cases Rust's classes and folding take: both engines pass them
     assert all(got["cs"][series.to_list().index(t)] for t in PLANTED)
-    assert [want["cs"][series.to_list().index(t)] for t in PLANTED] == [True] * 4 + [False, True, False] + [True, False] + [True] * 2
+    assert [want["cs"][series.to_list().index(t)] for t in PLANTED] == [True] * 4 + [False, True, False] + [
+        True,
+        False,
+    ] + [True] * 2
     assert got["anchor"].sum() > 1000 and got["kw_rare"].sum() > 100 and got["cs"].sum() > 100
     assert got.row(len(series) - 2) == (False,) * len(got.columns)  # a null: no pass
 
