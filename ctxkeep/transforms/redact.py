@@ -73,6 +73,7 @@ from __future__ import annotations
 import math
 import re
 import string
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
@@ -1107,6 +1108,11 @@ def _hs_database() -> tuple[object, list[str]] | None:
     return db, [n for n, _, _ in pats]
 
 
+#: each thread's Hyperscan scratch space (``_hs_passes``: the scan releases the GIL, and
+#: a reader's rekey thread and the ingest's capture thread may scan at once)
+_HS_THREAD = threading.local()
+
+
 def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
     """``_passes`` by one Hyperscan scan of each text (``_hs_database``); None without
     Hyperscan. Measured per 44 MB of a scaled tree's lines and texts (CPU s): the
@@ -1122,10 +1128,15 @@ def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
     def on(j: int, _a: int, _b: int, _f: int, i: int) -> None:
         hits[j].append(i)
 
+    scratch = getattr(_HS_THREAD, "scratch", None)
+    if scratch is None:  # each thread its own (Hyperscan refuses a scratch in use)
+        import hyperscan as hs
+
+        scratch = _HS_THREAD.scratch = hs.Scratch(db)
     scan = db.scan  # type: ignore[attr-defined]
     for i, t in enumerate(s.cast(pl.Binary).to_list()):  # (UTF-8 bytes: no str made)
         if t:
-            scan(t, match_event_handler=on, context=i)
+            scan(t, match_event_handler=on, context=i, scratch=scratch)
     cols = []
     for name, idx in zip(names, hits, strict=True):
         col = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True).alias(name)

@@ -122,3 +122,30 @@ def test_superset_rewrites_class_escapes_and_case_folding():
     for bad in (r"\bx", r"[^\S]", "(?i)x", r"\pL"):
         with pytest.raises(ValueError):
             R._hs_superset(bad)
+
+
+def test_threads_scan_at_once_each_with_its_scratch(series):
+    """Two threads scan the one database at once (a reader's rekey thread and its
+    normalize, the ingest's capture thread): each its own scratch space (Hyperscan
+    refuses a scratch in use: ``HS_SCRATCH_IN_USE``), the same booleans."""
+    import threading
+
+    want = R._hs_passes(series)
+    part = series.slice(0, 20000)
+    got: list = []
+    errors: list = []
+
+    def run() -> None:
+        try:
+            for _ in range(3):
+                got.append(R._hs_passes(part))
+        except Exception as e:  # noqa: BLE001 - the test reports it
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(got) == 6 and all(g.equals(want.slice(0, 20000)) for g in got)
