@@ -13,7 +13,12 @@ compiled multi-pattern automata:
    occur runs as a Rust regex, ``secret_rules.rust_gate``, over just those texts).
    They over-approximate: a text none of them matches holds no secret any rule
    would redact, and a text reaches a maintained rule in Python only when that
-   rule's regex matched it.
+   rule's regex matched it. The passes that tell the candidates (the case-sensitive
+   prefilter, the anchor, the keywords: ``_passes``) are one Hyperscan scan of each
+   text (``_hs_passes``; Polars' passes where Hyperscan is not installed): the same
+   booleans, the prefilter written as a superset of Rust's Unicode classes and case
+   folding (``_hs_superset``), ~4x less CPU (0.37 -> 0.09 s per 44 MB of a scaled
+   tree's lines and texts); the anchors are then extracted from the candidates only.
 2. The texts they match go through the exact rules in Python: each rule finds its
    spans, a per-rule check rejects lookalikes (placeholders, code, hashes,
    low-entropy words), overlapping spans are merged, and each kind is counted
@@ -1147,9 +1152,9 @@ def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
 def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     """``s`` (String) with its secrets redacted; nulls stay null. Per-kind counts of
     the replaced values are added to ``counts`` when given. The same result as
-    ``redact_counts`` per value: the prefilter (``PREFILTER``) picks the candidates,
-    the anchors of the case-insensitive rules are extracted by Polars (see the module
-    doc)."""
+    ``redact_counts`` per value: the prefilter (``PREFILTER``), the anchors and the
+    gates pick the candidates (``_passes``, ``_gated``), the anchors of the
+    case-insensitive rules are extracted from them by Polars (see the module doc)."""
     if s.len() == 0:
         return s
     import polars as pl
