@@ -980,16 +980,25 @@ def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[i
     return out
 
 
+#: the bytes of a Series from which ``_passes`` compiles and uses Hyperscan (a reader
+#: process's calls are 16 MiB flushes: ``readahead.PROCESS_REKEY``)
+HS_MIN_BYTES = 8 << 20
+
+
 def _passes(s: pl.Series) -> pl.DataFrame:
     """The whole-Series passes of ``redact_series`` over ``s``: the columns ``cs`` and
     ``cs_gate<j>`` (``_cs_exprs``), ``anchor`` (``_CI_ANCHOR_ASCII`` matches: the text
     has a case-insensitive rule's anchor) and ``kw_rare``, ``kw=<k>``
     (``_keyword_exprs``), each a Boolean per text (False for a null). One Hyperscan
     scan per text (``_hs_passes``) where Hyperscan is installed, else Polars' passes in
-    one ``select`` (each a Rust automaton over every text, on Polars' pool)."""
-    got = _hs_passes(s)
-    if got is not None:
-        return got
+    one ``select`` (each a Rust automaton over every text, on Polars' pool). Hyperscan
+    from the first Series of ``HS_MIN_BYTES`` on (its database's compile, ~0.07-0.1 CPU
+    s once per process, is paid back by ~15 MB of text: a hook's or a small ingest's
+    few lines stay on Polars, whose regexes compile in milliseconds)."""
+    if _hs_database.cache_info().currsize or (s.str.len_bytes().sum() or 0) >= HS_MIN_BYTES:
+        got = _hs_passes(s)
+        if got is not None:
+            return got
     import polars as pl
 
     return pl.DataFrame({"s": s}).select(
@@ -1093,6 +1102,7 @@ def _hs_database() -> tuple[object, list[str]] | None:
         import hyperscan as hs
     except ImportError:  # pragma: no cover - a dependency; the Polars passes then
         return None
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
     one = hs.HS_FLAG_SINGLEMATCH
     pats: list[tuple[str, str, int]] = [("cs", _hs_superset(_CS_REST), one | hs.HS_FLAG_UTF8)]
     for j, ((gate, literal), _) in enumerate(_CS_SLOW):
@@ -1103,13 +1113,15 @@ def _hs_database() -> tuple[object, list[str]] | None:
     if rare:
         pats.append(("kw_rare", "|".join(_hs_escape(k) for k in rare), one | hs.HS_FLAG_CASELESS))
     pats += [(f"kw={k}", _hs_escape(k), one | hs.HS_FLAG_CASELESS) for k in keywords if k in _COMMON_KEYWORDS]
-    db = hs.Database(mode=hs.HS_MODE_BLOCK)
-    db.compile(
-        expressions=[p.encode() for _, p, _ in pats],
-        ids=list(range(len(pats))),
-        elements=len(pats),
-        flags=[f for _, _, f in pats],
-    )
+    try:
+        db.compile(
+            expressions=[p.encode() for _, p, _ in pats],
+            ids=list(range(len(pats))),
+            elements=len(pats),
+            flags=[f for _, _, f in pats],
+        )
+    except hs.error:  # pragma: no cover - e.g. a CPU without SSSE3: Polars' passes
+        return None
     return db, [n for n, _, _ in pats]
 
 

@@ -105,8 +105,13 @@ def test_hyperscan_passes_give_polars_booleans(series):
 
 
 def test_redact_series_is_the_same_without_hyperscan(series, monkeypatch):
+    used = []
+    hs_passes = R._hs_passes
+    monkeypatch.setattr(R, "HS_MIN_BYTES", 0)
+    monkeypatch.setattr(R, "_hs_passes", lambda s: used.append(s.len()) or hs_passes(s))
     got_n: Counter = Counter()
     got = R.redact_series(series, got_n)
+    assert used == [len(series)]
     monkeypatch.setattr(R, "_hs_passes", lambda s: None)
     want_n: Counter = Counter()
     want = R.redact_series(series, want_n)
@@ -149,3 +154,20 @@ def test_threads_scan_at_once_each_with_its_scratch(series):
         t.join()
     assert errors == []
     assert len(got) == 6 and all(g.equals(want.slice(0, 20000)) for g in got)
+
+
+def test_a_small_series_does_not_compile_hyperscan(monkeypatch):
+    """A hook's or a small ingest's few lines stay on Polars' passes: Hyperscan's
+    compile (~0.1 s) is paid from the first Series of ``HS_MIN_BYTES`` on, then used
+    for every Series."""
+    R._hs_database.cache_clear()
+    small = pl.Series(["password: hunter2hunter2", "nothing here"] * 50, dtype=pl.String)
+    assert R.redact_series(small).to_list()[:2] == ["password: [REDACTED:password]", "nothing here"]
+    assert R._hs_database.cache_info().currsize == 0
+    monkeypatch.setattr(R, "HS_MIN_BYTES", 1000)
+    big = pl.Series(["x" * 1200, "password: hunter2hunter2"], dtype=pl.String)
+    assert R.redact_series(big)[1] == "password: [REDACTED:password]"
+    assert R._hs_database.cache_info().currsize == 1
+    monkeypatch.setattr(R, "HS_MIN_BYTES", 1 << 40)  # compiled: used whatever the size
+    assert R._passes(small).columns == R._hs_passes(small).columns
+    assert R._passes(small).equals(R._hs_passes(small))
