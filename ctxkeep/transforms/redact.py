@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ctxkeep.transforms import secret_rules
 
 if TYPE_CHECKING:  # Polars is imported where a Series is made: a single text needs none
+    import hyperscan
     import polars as pl
 
 #: an entry dict's key (``pipeline.stable_ids.rekey``): ``(text, redacted text)``, the
@@ -1087,7 +1088,7 @@ def _hs_superset(pattern: str) -> str:
 
 
 @cache
-def _hs_database() -> tuple[object, list[str]] | None:
+def _hs_database() -> tuple[hyperscan.Database, list[str]] | None:
     """The Hyperscan database of ``_passes``' columns, and their names (pattern id ``j``
     sets column ``names[j]``); None when Hyperscan is not installed.
 
@@ -1142,15 +1143,15 @@ def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
     db, names = got
     hits: list[list[int]] = [[] for _ in names]
 
-    def on(j: int, _a: int, _b: int, _f: int, i: int) -> None:
-        hits[j].append(i)
+    def on(j: int, _a: int, _b: int, _f: int, i: object) -> None:
+        hits[j].append(i)  # type: ignore[arg-type]  # (``context``: the text's position)
 
     scratch = getattr(_HS_THREAD, "scratch", None)
     if scratch is None:  # each thread its own (Hyperscan refuses a scratch in use)
         import hyperscan as hs
 
         scratch = _HS_THREAD.scratch = hs.Scratch(db)
-    scan = db.scan  # type: ignore[attr-defined]
+    scan = db.scan
     for i, t in enumerate(s.cast(pl.Binary).to_list()):  # (UTF-8 bytes: no str made)
         if t:
             scan(t, match_event_handler=on, context=i, scratch=scratch)
