@@ -214,14 +214,7 @@ def overview(
                          alt.Tooltip("sum(cost_usd):Q", title="USD", format="$,.2f")])
         .properties(width="container", height=alt.Step(16))
     )  # fmt: skip
-    heat = (
-        alt.Chart(r["heat"], title=f"Activity: responses per weekday and hour ({tz})")
-        .mark_rect()
-        .encode(alt.X("hour:O"), alt.Y("weekday:N", sort=["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]),
-                alt.Color("sum(responses):Q", title="responses", scale=alt.Scale(scheme="blues")),
-                tooltip=["weekday", "hour", alt.Tooltip("sum(responses):Q", title="responses")])
-        .properties(width="container", height=180)
-    )  # fmt: skip
+    heat = activity_heatmap(r["heat"], tz)
     # a tick per block: a 5-hour bar is under a pixel wide on a months-long axis (the
     # blocks of the corpus were invisible in Chromium)
     timeline = (
@@ -266,6 +259,28 @@ def overview(
         ]
     )
     return view, totals
+
+
+#: the heatmap's rows, Monday first (DuckDB's ``strftime(ts, '%a')``)
+WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+
+
+def activity_heatmap(heat: pl.DataFrame, tz: str):
+    """Responses per weekday and local hour (``heat``: ``weekday``, ``hour``,
+    ``responses``) as an Altair rect chart whose axes are all 7 days and all 24 hours,
+    an hour or day without responses a blank cell: the axes held only the hours and
+    days with data, so neighbouring cells were not neighbouring hours (newuser18 F11)."""
+    import altair as alt
+
+    return (
+        alt.Chart(heat, title=f"Activity: responses per weekday and hour ({tz})")
+        .mark_rect()
+        .encode(alt.X("hour:O", scale=alt.Scale(domain=list(range(24)))),
+                alt.Y("weekday:N", scale=alt.Scale(domain=WEEKDAYS), title=None),
+                alt.Color("sum(responses):Q", title="responses", scale=alt.Scale(scheme="blues")),
+                tooltip=["weekday", "hour", alt.Tooltip("sum(responses):Q", title="responses")])
+        .properties(width="container", height=180)
+    )  # fmt: skip
 
 
 def _grid(charts: list, wide: bool = False):
@@ -517,6 +532,28 @@ def search_view(home, query: str, agents: list[str]):
     )
 
 
+def at_risk_words(v) -> str:
+    """What the Store tab says of the files an agent will delete that the vault does not
+    hold whole (``service.vault.VaultStatusResult``), as ``vault status`` does: those of
+    a purged project or session are purged on purpose, not at risk (newuser18 F9: "1
+    files at risk" for a project the user had purged)."""
+    risky = [x for a in v.agents for x in a.at_risk]
+    purged = sum(bool(x.purged) for x in risky)
+    n = len(risky) - purged
+    words = (
+        f"**{n:,} file{'s' * (n != 1)} at risk** (an agent will delete {'them' if n != 1 else 'it'} and the "
+        f"vault does not hold {'them' if n != 1 else 'it'} whole: `ctxkeep vault status`)"
+        if n
+        else "no file at risk"
+    )
+    if purged:
+        words += (
+            f"; {purged:,} file{'s' * (purged != 1)} of what you purged, which the vault no longer "
+            "holds (nothing to do if that was meant)"
+        )
+    return words
+
+
 def vault_runs(st: Store) -> tuple[list, Any]:
     """The Store tab's vault and runs parts: the vault per agent (``ctxkeep vault
     status``: files, sessions, generations, bytes as found and stored, files an agent
@@ -541,21 +578,13 @@ def vault_runs(st: Store) -> tuple[list, Any]:
                 "found (bytes)": a.raw_bytes,
                 "stored (bytes)": a.stored_bytes,
                 "deletes": a.deletes or "",
-                "at risk": len(a.at_risk),
+                "at risk": sum(not x.purged for x in a.at_risk),
             }
             for a in v.agents
         ]
         vault = (
             [
-                mo.md(
-                    f"`{v.vault_dir}`: {v.pack_bytes:,} bytes of packs; "
-                    + (
-                        f"**{v.at_risk:,} files at risk** (an agent will delete them and the vault "
-                        "does not hold them whole: `ctxkeep vault status`)"
-                        if v.at_risk
-                        else "no file at risk"
-                    )
-                ),
+                mo.md(f"`{v.vault_dir}`: {v.pack_bytes:,} bytes of packs; " + at_risk_words(v)),
                 mo.ui.table(rows, selection=None, show_data_types=False),
             ]
             if rows

@@ -199,6 +199,17 @@ def hinted(s: pl.Series, has_literal: pl.Series) -> pl.Series:
     return has_literal.fill_null(False).scatter(idx, hit)
 
 
+_LITERAL_BYTES = [x.encode() for x in LITERALS]
+
+
+def plain_with_prefix(datas: list[bytes]) -> bool:
+    """True when one of ``datas`` is plain text (its first byte after whitespace is
+    not ``{`` or ``[``: not JSON, whose strings hold no raw newline) and holds one of
+    ``LITERALS``: the vault's redaction then splits its lines as text, for
+    ``across_lines`` (a JSONL capture costs one byte test)."""
+    return any(d[:64].lstrip()[:1] not in (b"{", b"[") and any(x in d for x in _LITERAL_BYTES) for d in datas)
+
+
 def across_lines(lines: list[str], ranges: list[tuple[int, int, int]]) -> dict[int, Counter]:
     """Redact in ``lines`` (in place) the tokens cut by a newline between two lines of
     a plain-text file: the vault redacts a file line by line (``sinks.vault.capture``),

@@ -16,6 +16,8 @@ two checkouts must print the same ones (``docs/design.md``, "Throughput").
     uv run python tests/bench/bench_redact_raw.py --tree /tmp/tree200 --mb 40 \\
         --baseline /work/wt-s16 --runs 3
     uv run python tests/bench/bench_redact_raw.py --tree ~/.claude --mb 2   # a check
+    uv run python tests/bench/bench_redact_raw.py --replay /tmp/me-rekey \\
+        --baseline /work/wt-base --runs 3    # profile_ingest.py --record's calls
 """
 
 from __future__ import annotations
@@ -69,9 +71,20 @@ def worker(root: Path, tree: Path, mb: float, mode: str) -> dict:
     from ctxkeep.sinks.vault import capture
 
     assert Path(capture.__file__).resolve().is_relative_to(root.resolve()), capture.__file__
-    batches = _batches(tree, mb)
     texts: list[list[str]] = []
-    if mode == "one call":
+    if mode == "replay":  # a reader's recorded calls (profile_ingest.py --record)
+        import pickle
+
+        batches = []
+        for f in sorted(tree.glob("*.pkl")):
+            with open(f, "rb") as fh:
+                d, t = pickle.load(fh)
+            batches.append(d)
+            texts.append(t)
+        mode = "one call"
+    else:
+        batches = _batches(tree, mb)
+    if mode == "one call" and not texts:
         for b in batches:
             t: list[str] = []
             for d in b:
@@ -140,6 +153,12 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="a checkout of ctxkeep with its .venv (e.g. main)")
     ap.add_argument("--runs", type=int, default=3, help="runs of each side, alternating")
     ap.add_argument("--modes", default="raw,one call", help="comma-separated: raw, one call")
+    ap.add_argument(
+        "--replay",
+        type=Path,
+        help="a folder of readers' recorded calls (profile_ingest.py --record): those calls, "
+        "their real entry texts, instead of --tree's files",
+    )
     ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -148,10 +167,12 @@ def main() -> None:
         return
     print(f"load average at the start {_load()} (2 cores)")
     sides = [("this", ROOT)] + ([("baseline", a.baseline)] if a.baseline else [])
+    if a.replay:
+        a.tree, a.modes = a.replay, "replay"
     for mode in a.modes.split(","):
         cpus: dict[str, list[float]] = {who: [] for who, _ in sides}
         digests: dict[str, set] = {who: set() for who, _ in sides}
-        print(f"{mode}: {a.mb:g} MB of {a.tree}")
+        print(f"{mode}: {a.tree}" if mode == "replay" else f"{mode}: {a.mb:g} MB of {a.tree}")
         print(
             f"  {'run':>3} {'who':>9} {'MB':>6} {'texts':>7} {'CPU s':>7} {'redacted':>8}  digest            load"
         )

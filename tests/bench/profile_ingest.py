@@ -24,6 +24,9 @@ which ``thread_time`` does not see: it shows in the process's "pools and the res
 
     uv run python tests/bench/profile_ingest.py --tree /tmp/tree200 --vault off,on
     uv run python tests/bench/profile_ingest.py --mb 2          # a check that it works
+    uv run python tests/bench/profile_ingest.py --tree /tmp/tree200 --vault on \\
+        --record /tmp/me-rekey     # also the readers' redaction inputs, for
+                                   # bench_redact_raw.py --replay /tmp/me-rekey
 """
 
 from __future__ import annotations
@@ -277,6 +280,8 @@ def _reader_main() -> None:
 
         _wrap(capture, "seal", "vault seal (redaction, SHA-256, zstd)")
     reader_process.pickle = _TimedPickle()
+    if os.environ.get(_RECORD_ENV):
+        _record_rekey(Path(os.environ[_RECORD_ENV]))
     try:
         reader_process._main()
     finally:
@@ -291,6 +296,29 @@ def _reader_main() -> None:
                 }
             )
         )
+
+
+#: ``--record DIR``: each reader's ``vault.redact_raw_and_texts`` inputs are pickled there
+_RECORD_ENV = "CTXKEEP_PROFILE_RECORD"
+
+
+def _record_rekey(into: Path) -> None:
+    """Pickle each ``vault.redact_raw_and_texts(datas, texts)`` call's inputs of this
+    reader into ``into`` (``<pid>-<n>.pkl``), for ``bench_redact_raw.py --replay``: the
+    readers' redaction on the very lines and entry texts an ingest gives it."""
+    import itertools
+    import pickle
+
+    from ctxkeep.sinks import vault
+
+    real, n = vault.redact_raw_and_texts, itertools.count()
+
+    def recorded(datas, texts):
+        with open(into / f"{os.getpid()}-{next(n):04d}.pkl", "wb") as f:
+            pickle.dump((datas, texts), f)
+        return real(datas, texts)
+
+    vault.redact_raw_and_texts = recorded
 
 
 def _stage_rows() -> list:
@@ -470,7 +498,15 @@ def main() -> None:
         default="",
         help="reader processes of a big ingest, one run each, e.g. 1,2 (default: READERS)",
     )
+    ap.add_argument(
+        "--record",
+        type=Path,
+        help="pickle the readers' redaction inputs into this folder (bench_redact_raw.py --replay)",
+    )
     a = ap.parse_args()
+    if a.record:
+        a.record.mkdir(parents=True, exist_ok=True)
+        os.environ[_RECORD_ENV] = str(a.record.resolve())
     tree = a.tree
     tmp = None
     if tree is None:
