@@ -5,6 +5,7 @@ and ``across_lines`` for plain-text files), CPU seconds of this checkout beside 
 baseline checkout's, alternating in one run, with the load average.
 
     uv run python tests/bench/bench_wrapped_tokens.py [--base /work/wt-base] [--mb 20] [--rounds 3]
+    uv run python tests/bench/bench_wrapped_tokens.py --self   # F1 off vs on, this checkout
 
 Each measurement is a child process of the checkout's own ``.venv`` (its code and
 libraries), timing CPU (user+sys, all threads) of the calls after a warm-up.
@@ -23,9 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path("/work/shared/corpus/home")
 
 CHILD = r"""
-import json, resource, sys
+import json, os, resource, sys
 from pathlib import Path
 import polars as pl
+if os.environ.get("NUFIX18_F1_OFF"):  # --self: this checkout with F1's module switched off
+    from ctxkeep.transforms import wrapped_tokens as w
+    w.spans = lambda text: []
+    w.hinted = lambda s, lit: lit.fill_null(False) & False
+    w.across_lines = lambda lines, ranges: {}
+    w.plain_with_prefix = lambda datas: False
 from ctxkeep.transforms.redact import redact_series
 from ctxkeep.sinks.vault.capture import redact_raw_many
 mb = float(sys.argv[1])
@@ -50,12 +57,15 @@ print(json.dumps({"texts_mb": n / 1e6, "raw_mb": m / 1e6, "series_cpu": b - a, "
 """
 
 
-def run(tree: Path, mb: float) -> dict:
+def run(tree: Path, mb: float, off: bool = False) -> dict:
     py = tree / ".venv" / "bin" / "python"
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    if off:
+        env["NUFIX18_F1_OFF"] = "1"
     out = subprocess.run(
         [str(py), "-c", CHILD, str(mb), str(CORPUS)],
         cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -68,6 +78,11 @@ def main() -> None:
     ap.add_argument("--base", type=Path, default=Path("/work/wt-base"))
     ap.add_argument("--mb", type=float, default=20.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--self",
+        action="store_true",
+        help="baseline: this checkout with F1's module switched off (its own cost)",
+    )
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}")
     print(
@@ -75,8 +90,8 @@ def main() -> None:
     )
     sums: dict[str, list[float]] = {"base": [0, 0], "now": [0, 0]}
     for i in range(a.rounds):
-        for name, tree in (("base", a.base), ("now", ROOT)):
-            r = run(tree, a.mb)
+        for name, tree in (("base", ROOT if a.self else a.base), ("now", ROOT)):
+            r = run(tree, a.mb, off=a.self and name == "base")
             sums[name][0] += r["series_cpu"]
             sums[name][1] += r["raw_cpu"]
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
