@@ -33,6 +33,7 @@ from ctxkeep.cli import (
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, require_paths
+from ctxkeep.cli.secrets import finishing
 from ctxkeep.errors import UsageError
 
 
@@ -184,6 +185,7 @@ def _run(h: Path, files, keep_messages, dry_run: bool, force: bool, prefect: boo
             req,
             on_files=lambda n: prog.update(tid, total=n),
             on_file=lambda r: prog.update(tid, advance=1, description=Path(r.path).name[:40]),
+            on_stop=finishing,
         ).as_json()
 
 

@@ -157,6 +157,8 @@ def purge(
         f"{_count(r.get('vault_files', 0), 'vault file')} ({_size(r.get('vault_bytes', 0))} stored); "
         f"tombstone {rep['tombstone']}"
     )
+    if rep.get("kept"):  # the identifying data it keeps, on purpose (newuser18 F5)
+        say_folded("  " + rep["kept"], indent="    ")
     if rep.get("analytics"):
         out.print("  " + rep["analytics"], highlight=False)
     _print_backups(rep)

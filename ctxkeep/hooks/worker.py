@@ -187,7 +187,9 @@ def ingest_file(home: Path, agent: str, path: Path) -> str:
 
 
 def unchanged(home: Path, path: Path) -> bool:
-    """True when the store's watermark of ``path`` has its current size and mtime."""
+    """True when the store's watermark of ``path`` has its current inode, size and
+    mtime (the inode: ctxkeep's rewrites keep the mtime and may keep the size,
+    ``compress.rewrite.keep_times``)."""
 
     db = home / STORE_DB
     if not db.exists():
@@ -199,13 +201,13 @@ def unchanged(home: Path, path: Path) -> bool:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         r = conn.execute(
-            "SELECT size, mtime_ns, offset FROM watermarks WHERE path = ?", (str(path),)
+            "SELECT size, mtime_ns, offset, ino FROM watermarks WHERE path = ?", (str(path),)
         ).fetchone()
     except sqlite3.Error:
         return False
     finally:
         conn.close()
-    return bool(r) and r[0] == st.st_size and r[1] == st.st_mtime_ns and r[2] == st.st_size
+    return bool(r) and (r[0], r[1], r[2], r[3]) == (st.st_size, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def drain(home: Path) -> int:

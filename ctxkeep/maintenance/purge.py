@@ -15,6 +15,8 @@ What a session/project purge removes, in one SQLite transaction (the cascade del
 - ``contents`` that no remaining entry references, their ``chunks``, and their rows in
   both FTS5 indexes;
 - ``quarantine`` rows (raw bad lines) of source files none of whose entries remain;
+- the coverage ledger's rows (``sinks.sqlite.coverage``) of those files: their path
+  and record counts (``removed["coverage"]``);
 - then DuckDB: ``analytics.duckdb`` is derived, so it is deleted and rebuilt from SQLite
   (``reindex.rebuild_analytics``: no deleted row survives in its free blocks);
 - the vault's copies (``sinks.vault.forget``): the source files removed wholly and the
@@ -37,6 +39,11 @@ re-read for nothing. ``reingest=True`` purges without a tombstone, lifts an exis
 one (and the session tombstones a project purge added), and drops the watermarks of
 the files concerned, so the next ingest reads them again from the start. The files a
 purge concerned are remembered in ``purge_files`` for that purpose.
+
+What a purge keeps on purpose is its tombstone alone: the session id or project dir,
+the session ids a project purge tombstoned and the source paths (``purge_files``), so
+that the next ingest does not bring the data back; the report says so (``kept``:
+``kept_line``, None for a ``reingest`` purge, which keeps none).
 
 ``scope="all"`` (``wipe``) deletes ``store.db`` with its ``-wal``/``-shm`` sidecars,
 ``analytics.duckdb`` (and its ``.wal``) and the Parquet ``archive/`` directory; it keeps
@@ -62,8 +69,8 @@ from ctxkeep.sinks import parquet, recovery
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB, STORE_FILES, VAULT_DIR, store_files
 from ctxkeep.sinks.lock import hold
+from ctxkeep.sinks.sqlite import coverage, intents, tombstones
 from ctxkeep.sinks.sqlite import delete as delete_store
-from ctxkeep.sinks.sqlite import intents, tombstones
 from ctxkeep.sinks.sqlite.intents import kill_point
 
 
@@ -117,9 +124,19 @@ def _tombstone(
     tombstones). Returns what was done."""
     if not reingest:
         tombstones.add(conn, req.scope, req.value, timeutil.now_iso(), owned, files)
-        return {"tombstone": "added", "tombstones": [f"{req.scope} {req.value}"], "watermarks_dropped": 0}
+        return {
+            "tombstone": "added",
+            "tombstones": [f"{req.scope} {req.value}"],
+            "watermarks_dropped": 0,
+            "kept": kept_line(req.scope, len({s for s in owned if s}), len(files)),
+        }
     n, dropped = tombstones.lift(conn, req.scope, req.value, files)
-    return {"tombstone": "lifted" if n else "none", "tombstones_lifted": n, "watermarks_dropped": dropped}
+    return {
+        "tombstone": "lifted" if n else "none",
+        "tombstones_lifted": n,
+        "watermarks_dropped": dropped,
+        "kept": None,
+    }
 
 
 def wipe(home: Path, *, dry_run: bool = False) -> dict:
@@ -263,6 +280,22 @@ def run_purge(
     }
 
 
+def kept_line(scope: str, sessions: int, files: int) -> str:
+    """What identifying data a purge that adds a tombstone keeps on purpose, in words:
+    the session id or project dir, the ``sessions`` ids a project purge tombstoned on
+    their own, the ``files`` source paths (``sinks.sqlite.tombstones``)."""
+    what = ["the session id"] if scope == "session" else ["the project dir"]
+    if scope == "project" and sessions:
+        what.append(f"{sessions} session id{'s' if sessions != 1 else ''}")
+    if files:
+        what.append(f"{files} file path{'s' if files != 1 else ''}")
+    names = what[0] if len(what) == 1 else ", ".join(what[:-1]) + " and " + what[-1]
+    return (
+        f"kept on purpose: a tombstone naming {names}, so the next ingest does not bring it back "
+        "(`purge --reingest` lifts it)"
+    )
+
+
 def _vault_paths(conn: sqlite3.Connection, owned: set[str], whole: list[str]) -> list[str]:
     """The vault files a purge takes out: the source files it removed wholly, and the
     rows documents of its whole sessions (an agent database's session, held as
@@ -309,6 +342,8 @@ def purge_locked(conn: sqlite3.Connection, request: PurgeRequest, reingest: bool
         removed["watermarks"] = tombstones.forget_files(
             conn, request.scope, request.value, whole, remember=not reingest
         )
+        # the coverage ledger's rows of those files: their path and counts go with them
+        removed["coverage"] = coverage.forget(conn, whole)
         # the files removed wholly and the whole sessions' rows documents leave the
         # vault too (their bytes: the completion's sweep)
         gone = _vault_paths(conn, owned, whole)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import sqlite3
 import time
 from contextlib import closing, nullcontext
 from dataclasses import dataclass
@@ -90,8 +91,12 @@ class RetentionPlan:
 
 
 def backup_dirs(home: Path, ctx: DiscoveryContext | None = None) -> list[Path]:
-    """Directories that hold discovered session files of enabled agents (where the
-    compress flow writes its backups)."""
+    """Directories where compress and ``secrets --scrub`` write backups: those that
+    hold discovered session files of enabled agents, those of every file the store
+    knows (its watermarks and the vault's files: a session file the agent's cleanup
+    deleted leaves its ``.backup`` in a folder discovery no longer lists; newuser18
+    F19), and those of the agents' prompt histories (``maintenance.prompt_history``).
+    Only directories that exist."""
     cfg = cfgmod.load_config(home)
     ctx = ctx or DiscoveryContext.from_env()
     ds = discover_all(
@@ -100,7 +105,34 @@ def backup_dirs(home: Path, ctx: DiscoveryContext | None = None) -> list[Path]:
         enabled={a: cfg.agent(a).enabled for a in SOURCES},
         extra_dirs={a: cfg.agent(a).session_dirs for a in SOURCES},
     )
-    return sorted({f.path.parent for d in ds for f in d.files})
+    from ctxkeep.maintenance.prompt_history import history_files
+
+    dirs = {f.path.parent for d in ds for f in d.files}
+    dirs |= {p.parent for p, _ in history_files(ctx.home, ctx.env)}
+    dirs |= {d for d in _known_dirs(home) if d not in dirs and d.is_dir()}
+    return sorted(dirs)
+
+
+def _known_dirs(home: Path) -> set[Path]:
+    """The folders of the files the store at ``home`` knows (watermarks, the vault's
+    files; a rows document ``<db>#session=<id>``: its database's folder); empty
+    without a store or when it cannot be read."""
+    if not (home / STORE_DB).exists():
+        return set()
+    try:
+        conn = sqlite_store.connect(home, readonly=True)
+    except Exception:  # an unreadable store: the discovered folders only
+        return set()
+    out: set[Path] = set()
+    try:
+        for table in ("watermarks", "vault_files"):
+            try:
+                out |= {Path(r[0].split("#", 1)[0]).parent for r in conn.execute(f"SELECT path FROM {table}")}
+            except sqlite3.Error:
+                continue
+    finally:
+        conn.close()
+    return out
 
 
 def old_backups(dirs: list[Path], older_than: dt.datetime) -> list[Path]:

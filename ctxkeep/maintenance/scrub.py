@@ -2,7 +2,9 @@
 
 Which files: the session files (``entries.source_path``) of the entries whose stored
 text holds a redaction marker, and the files of redacted quarantined lines
-(``query.secrets``); ``paths`` narrows them. Each file goes through compress's safe
+(``query.secrets``), then the agents' prompt histories (``maintenance.prompt_history``:
+redacted in place by the same safe rewrite, no store bookkeeping; newuser18 F3);
+``paths`` narrows them. Each file goes through compress's safe
 rewrite (``maintenance.compress.rewrite``): skipped when modified within
 ``[compress] active_minutes`` (the agent may be writing it) or when its last line is
 incomplete; else the file is first ingested (the store holds every line before it
@@ -29,6 +31,9 @@ completed by the next command: ``sinks.recovery``, op ``scrub-file``). Before, t
 watermark moved without a capture: the next append became a generation starting at
 the scrubbed size, which ``vault restore`` could not write back (newuser15 F18).
 
+The scrubbed file keeps the original's mtime (``rewrite.keep_times``: the agents'
+age-based cleanup and the next run's active-file check read it; newuser18 F4).
+
 The backups hold the secrets (that is what makes the rewrite undoable): the result
 lists them, with every older ``.backup.*`` of each file, to delete once checked.
 A one-document JSON session (Gemini CLI's chats) is redacted string by string and
@@ -42,12 +47,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ctxkeep import config as cfgmod
 from ctxkeep.maintenance.compress import plan as cp
 from ctxkeep.maintenance.compress import rewrite
+from ctxkeep.maintenance.prompt_history import line_ranges
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.files import STORE_DB
 
@@ -57,7 +64,8 @@ class ScrubFile:
     """One file's outcome: ``status`` scrubbed | would-scrub | clean | skipped | failed;
     ``values`` redacted per kind; ``lines_changed``, of them ``bad_lines_changed``
     (lines that do not parse, redacted on their bytes); bytes before/after;
-    ``backup`` (the path holding the original bytes)."""
+    ``backup`` (the path holding the original bytes); ``lines``: of a file not
+    rewritten, the 1-based numbers of the lines holding values (``_not_rewritten``)."""
 
     path: str
     agent: str
@@ -70,6 +78,7 @@ class ScrubFile:
     bytes_after: int = 0
     backup: str | None = None
     older_backups: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
 
 
 def _redact_obj(obj, counts):
@@ -120,8 +129,7 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
         r.status, r.reason = "skipped", "the file is gone"
         return r
     if path.suffix not in (".jsonl", ".json"):
-        r.status, r.reason = "skipped", "not a JSON or JSONL session file"
-        return r
+        return _not_rewritten(r, path)
     age = time.time() - path.stat().st_mtime
     if age < active_minutes * 60:
         r.status = "skipped"
@@ -149,10 +157,21 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
         return _scrub_document(r, path, data, state, dry_run)
     lines, rest = cp.split_lines(data)
     r.bytes_before = r.bytes_after = len(data)
-    if rest.strip():
-        r.status, r.reason = "skipped", "the last line is incomplete (the agent may be writing it)"
-        return r
-    new, values, changed, bad = scrub_bytes(data)
+    # a last line never ended, in a file idle past active_minutes (checked above): the
+    # agent died mid-line (newuser18 F18: the file was skipped for ever, its keys kept).
+    # Redacted on its bytes and left unended, where ingest holds it back.
+    tail = rest if rest.strip() else b""
+    new, values, changed, bad = scrub_bytes(data[: len(data) - len(tail)])
+    red_tail = tail
+    if tail:
+        from ctxkeep.sinks.vault import redact_raw
+
+        red_tail, tail_values = redact_raw(tail)
+        if red_tail != tail:
+            values = dict((Counter(values) + tail_values).most_common())
+            changed, bad = changed + 1, bad + 1
+            r.reason = "its last line was never ended (the agent stopped mid-line): redacted, left unended"
+        new += red_tail
     r.values, r.lines_changed, r.bad_lines_changed, r.bytes_after = values, changed, bad, len(new)
     r.older_backups = [str(p) for p in rewrite.backup_paths(path)]
     if not changed:
@@ -165,7 +184,60 @@ def scrub_file(conn, home: Path, path: Path, agent: str, *, dry_run: bool, activ
     moves = _moves(file, lines, new_lines)
     # lines that did not parse before either: not judged by the validation
     kept_bad = {nl.body for old, nl in zip(lines, new_lines, strict=True) if old.rec is None}
-    _rewrite(conn, home, file, r, data, state, new, len(new_lines), kept_bad, moves)
+    _rewrite(conn, home, file, r, data, state, new, len(new_lines), kept_bad, moves, red_tail)
+    return r
+
+
+#: bytes of a file ``_not_rewritten`` reads to name the lines holding values
+NOT_REWRITTEN_MAX_BYTES = 64 << 20
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _not_rewritten(
+    r: ScrubFile,
+    path: Path,
+    what: str = "plain text, not rewritten (ctxkeep rewrites JSON and JSONL sessions only)",
+) -> ScrubFile:
+    """A file ``scrub`` does not rewrite, skipped with what to do (newuser18 F2: it said
+    only "not a JSON or JSONL session file", and the AWS secret in an Aider history
+    stayed with no way out offered):
+
+    - an agent's SQLite database (Crush's ``crush.db``, OpenCode's): ctxkeep never
+      writes one, so the keys in it are to be rotated;
+    - a plain-text history (Aider's ``.aider.chat.history.md`` and
+      ``.aider.input.history``, SpecStory's Markdown): the values found, per kind
+      (``values``), and the 1-based numbers of the lines holding them (``lines``:
+      the vault's raw-line redaction, ``sinks.vault.redact_raw``, compared line by
+      line), to edit by hand. It is not rewritten: Aider's session ids are SHA-256s of
+      the history's bytes (``sources.aider``), so a rewrite would make every later
+      session a new one in the store.
+
+    ``what`` names the file's kind in the reason."""
+    r.status = "skipped"
+    try:
+        with open(path, "rb") as f:
+            data = f.read(NOT_REWRITTEN_MAX_BYTES)
+    except OSError as e:
+        r.reason = f"not a JSON or JSONL session file, and unreadable ({e.strerror})"
+        return r
+    if data.startswith(SQLITE_MAGIC):
+        r.reason = "an agent's database: ctxkeep never writes one; rotate the keys it holds"
+        return r
+    from ctxkeep.sinks.vault import redact_raw
+
+    new, counts = redact_raw(data)
+    old_lines, new_lines = data.split(b"\n"), new.split(b"\n")
+    r.values = dict(counts.most_common())
+    r.lines = [i + 1 for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b]
+    if not r.values:
+        r.reason = "not a JSON or JSONL session file; no value found in it now"
+        return r
+    kinds = ", ".join(f"{k} {n}" for k, n in r.values.items())
+    r.reason = (
+        f"{what}: {kinds} on "
+        f"{'line' if len(r.lines) == 1 else 'lines'} {line_ranges(r.lines)}; edit "
+        f"{'it' if len(r.lines) == 1 else 'them'} out by hand, then rotate the keys"
+    )
     return r
 
 
@@ -229,6 +301,7 @@ def _rewrite(
     n_lines: int,
     kept_bad: set[bytes],
     moves: list[tuple[str, int]],
+    tail: bytes = b"",
 ) -> None:
     """Replace the file by ``new`` and make the stores follow it, crash-consistent as
     compress's rewrite is (``compress.run.compress_file``):
@@ -246,7 +319,9 @@ def _rewrite(
     ``recovery.recover`` first) moves the entries and drops the file's watermark, and
     that ingest reads the file whole (a new inode anyway) and captures it whole: the
     vault holds the scrubbed file from its first byte (ids are stable: no entry is
-    added). Raises ``RewriteError`` (nothing replaced, no backup left, the intent gone)."""
+    added). ``tail``: the file's last line, never ended (``scrub_file``), kept unended
+    after the watermark and outside the vault's capture, as ingest holds it back.
+    Raises ``RewriteError`` (nothing replaced, no backup left, the intent gone)."""
     from ctxkeep.sinks import recovery
     from ctxkeep.sinks.sqlite import intents
     from ctxkeep.sinks.sqlite.intents import kill_point
@@ -266,7 +341,7 @@ def _rewrite(
     )
     try:
         new_st = rewrite.replace_file(
-            path, new, state, expected_lines=n_lines, kept_bad=kept_bad, backup_of=data
+            path, new, state, expected_lines=n_lines, kept_bad=kept_bad, backup_of=data, tail=tail
         )
     except rewrite.RewriteError:
         recovery.complete(conn, home, [iid])  # the file is unchanged: the intent goes
@@ -276,7 +351,8 @@ def _rewrite(
     r.backup, r.status = backup, "scrubbed"
     r.older_backups = [p for p in r.older_backups if p != backup]
     try:
-        _after_rewrite(conn, file, new, new_st, moves)
+        # (an unended last line, ``tail``, stays past the watermark and the vault's copy)
+        _after_rewrite(conn, file, new[: len(new) - len(tail)], new_st, moves)
         kill_point("scrub", "watermark")
         from ctxkeep.sinks.sqlite import EntryChanges, Relocation
 
@@ -336,15 +412,63 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
     )
 
 
-def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = None, on_file=None) -> dict:
+def scrub_history(path: Path, agent: str, *, dry_run: bool, active_minutes: int):
+    """Redact the values in one prompt-history file (``maintenance.prompt_history``;
+    a ``ScrubFile``
+    with ``status`` scrubbed | would-scrub | clean | skipped | failed, ``values`` per
+    kind, ``lines`` the 1-based numbers of the lines holding them). A JSONL file is
+    redacted line by line by the vault's raw-line redactor (``scrub_bytes``); a
+    ``.json`` document (Gemini CLI's array) is skipped with its values' kinds and
+    lines (``_not_rewritten``: compress's rewrite validates JSON objects). Skipped when
+    modified within ``active_minutes`` (the agent may be writing it) or when its last
+    line is incomplete. Raises RewriteError when the file changed while it was read
+    (the caller reports it as failed)."""
+    r = ScrubFile(str(path), agent)
+    age = time.time() - path.stat().st_mtime
+    if age < active_minutes * 60:
+        r.status = "skipped"
+        r.reason = f"modified {age / 60:.1f} min ago (< active_minutes {active_minutes}): the agent may be writing it"
+        return r
+    if path.suffix == ".json":  # a JSON array: compress's rewrite validates JSON objects only
+        return _not_rewritten(r, path, "a JSON array ctxkeep does not rewrite")
+    data, state = rewrite.read_state(path)
+    lines, rest = cp.split_lines(data)
+    r.bytes_before = r.bytes_after = len(data)
+    if rest.strip():
+        r.status, r.reason = "skipped", "the last line is incomplete (the agent may be writing it)"
+        return r
+    new, values, changed, _bad = scrub_bytes(data)
+    if not changed:
+        return r
+    r.values, r.lines_changed, r.bytes_after = values, changed, len(new)
+    new_lines, _ = cp.split_lines(new)
+    r.lines = [
+        data.count(b"\n", 0, a.offset) + 1 for a, b in zip(lines, new_lines, strict=True) if a.raw != b.raw
+    ]
+    r.older_backups = [str(p) for p in rewrite.backup_paths(path)]
+    if dry_run:
+        r.status = "would-scrub"
+        return r
+    kept_bad = {nl.body for old, nl in zip(lines, new_lines, strict=True) if old.rec is None}
+    rewrite.replace_file(path, new, state, expected_lines=len(new_lines), kept_bad=kept_bad, backup_of=data)
+    backup = str(path) + rewrite.BACKUP_SUFFIX
+    r.backup, r.status = backup, "scrubbed"
+    r.older_backups = [p for p in r.older_backups if p != backup]
+    return r
+
+
+def run_scrub(
+    home: Path, *, dry_run: bool = False, paths: list[Path] | None = None, on_file=None, on_stop=None
+) -> dict:
     """Scrub every file holding a redacted value. A real run takes the maintenance
     lock. Returns ``{"dry_run", "files": [ScrubFile dicts], "scrubbed", "would_scrub",
     "skipped", "failed", "values": {kind: n}, "interrupted", "not_started",
     "backups": [paths holding the originals], "note"}`` (``interrupted``: ``SIGINT`` or
     ``SIGTERM`` when one stopped the run after the file in hand, ``not_started`` files
-    left untouched: ``maintenance.stopping``). Raises StoreError/NotFound when there is no
-    store, NotFound when a file of ``paths`` does not exist (each one that does is
-    answered: scrubbed, clean, or skipped with its reason)."""
+    left untouched: ``maintenance.stopping``; ``on_stop(stop)``: called at once on the
+    first signal, ``stop.current`` the file in hand). Raises StoreError/NotFound when
+    there is no store, NotFound when a file of ``paths`` does not exist (each one that
+    does is answered: scrubbed, clean, or skipped with its reason)."""
     from collections import Counter
 
     from ctxkeep.errors import NotFound
@@ -368,15 +492,26 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     finally:
         conn.close()
     results: list[ScrubFile] = []
+    from ctxkeep.maintenance.prompt_history import history_files
+
+    # the agents' prompt histories (newuser18 F3): redacted in place, no store bookkeeping
+    want = None if not paths else {str(Path(p).expanduser().resolve()) for p in paths}
+    histories = [(p, a) for p, a in history_files() if want is None or str(p.resolve()) in want]
+    is_history = {str(p) for p, _ in histories}
+    todo = [(p, a) for p, a in todo if p not in is_history] + [(str(p), a) for p, a in histories]
 
     def go(conn):
         for p, agent in todo:
             if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay untouched
                 break
+            stop.current = p
             try:
-                res = scrub_file(
-                    conn, home, Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes
-                )
+                if p in is_history:
+                    res = scrub_history(Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes)
+                else:
+                    res = scrub_file(
+                        conn, home, Path(p), agent, dry_run=dry_run, active_minutes=cc.active_minutes
+                    )
             except Exception as e:  # one file's trouble never stops the run
                 res = ScrubFile(p, agent, status="failed", reason=f"{type(e).__name__}: {e}")
             results.append(res)
@@ -388,14 +523,14 @@ def run_scrub(home: Path, *, dry_run: bool = False, paths: list[Path] | None = N
     if dry_run:
         conn = sqlite_store.connect(home, readonly=True)
         try:
-            with stop_between_files() as stop:
+            with stop_between_files(on_stop) as stop:
                 go(conn)
         finally:
             conn.close()
     else:
         from ctxkeep.sinks.lock import hold
 
-        with hold(home, -1, what="secrets --scrub"), stop_between_files() as stop:
+        with hold(home, -1, what="secrets --scrub"), stop_between_files(on_stop) as stop:
             conn = sqlite_store.connect(home)
             try:
                 from ctxkeep.sinks import recovery

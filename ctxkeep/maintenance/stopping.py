@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 
 @dataclass
 class Stop:
-    """``signal``: the number of the first SIGINT/SIGTERM received (None: none)."""
+    """``signal``: the number of the first SIGINT/SIGTERM received (None: none);
+    ``current``: the file in hand (the loop sets it before each file; None between)."""
 
     signal: int | None = None
+    current: str | None = None
 
     @property
     def name(self) -> str | None:
@@ -41,9 +43,12 @@ class Stop:
 
 
 @contextmanager
-def stop_between_files() -> Iterator[Stop]:
+def stop_between_files(on_first: Callable[[Stop], None] | None = None) -> Iterator[Stop]:
     """Yield a ``Stop`` the caller checks before each file; SIGINT and SIGTERM set it
-    for the block's duration (the handlers before are put back after it)."""
+    for the block's duration (the handlers before are put back after it).
+    ``on_first(stop)`` is called on the first signal, at once (the front end says
+    which file it finishes and that a second Ctrl-C stops now: newuser18 F8, 63 s of
+    silence while a 129 MB file finished); an error it raises is ignored."""
     stop = Stop()
     if threading.current_thread() is not threading.main_thread():
         yield stop
@@ -54,6 +59,11 @@ def stop_between_files() -> Iterator[Stop]:
         if stop.signal is not None:  # the second one: at once
             raise KeyboardInterrupt
         stop.signal = signum
+        if on_first is not None:
+            try:
+                on_first(stop)
+            except Exception:  # a word to the user never stops the stop
+                pass
 
     old = {s: signal.signal(s, ask) for s in sigs}
     try:

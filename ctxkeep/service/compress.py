@@ -125,10 +125,12 @@ def compress(
     *,
     on_files: Callable[[int], None] | None = None,
     on_file: Callable[[Any], None] | None = None,
+    on_stop: Callable[[Any], None] | None = None,
 ) -> CompressResult:
     """Compress ``req.files`` (or every file over a threshold): in-process for a dry
     run, ``prefect`` false, nothing to do, or no Prefect server to record it; else as
-    the compress flow. ``on_files(n)`` and ``on_file(result)`` report progress.
+    the compress flow. ``on_files(n)`` and ``on_file(result)`` report progress,
+    ``on_stop(stop)`` the first Ctrl-C at once (in-process runs).
     Raises StoreBusy, StoreError."""
     from ctxkeep.maintenance import compress as ops
 
@@ -137,6 +139,8 @@ def compress(
         ops.hooks.on_files = on_files
     if on_file is not None:
         ops.hooks.on_file = on_file
+    if on_stop is not None:
+        ops.hooks.on_stop = on_stop
     kw: dict[str, Any] = {"paths": files, "keep_messages": req.keep_messages, "force": req.force}
     if req.dry_run or req.prefect is False:
         return CompressResult(**ops.run_compress(h, dry_run=req.dry_run, **kw))

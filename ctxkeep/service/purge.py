@@ -58,7 +58,7 @@ class PurgeResult(Shape):
     removed: dict[str, int] = Field(
         default_factory=dict,
         description="category → count (entries, sessions, contents, chunks, usage, quarantine, source_files, "
-        "token_estimate, archived, text_bytes, vault_files, vault_bytes: stored bytes the vault's packs lose, "
+        "token_estimate, archived, coverage: ledger rows of the files removed wholly, text_bytes, vault_files, vault_bytes: stored bytes the vault's packs lose, "
         "vault_raw_bytes: their original bytes)",
     )
     files: list[str] | None = Field(None, description="the session files the data came from")
@@ -66,6 +66,11 @@ class PurgeResult(Shape):
         None, description="what keeps the data from being ingested again (none, lifted, …)"
     )
     tombstones: Any = Field(None, description="tombstones written (not with a dry run)")
+    kept: str | None = Field(
+        None,
+        description="what identifying data the purge keeps on purpose, in words: its tombstone "
+        "(session id or project dir, session ids, file paths); null when it added none",
+    )
     watermarks_dropped: int | None = Field(None, description="watermarks removed (not with a dry run)")
     analytics: str | None = Field(None, description="what the DuckDB rebuild did (not with a dry run)")
     files_removed: list[str] | None = Field(None, description="--all: the store files removed")
@@ -98,7 +103,7 @@ class PurgeResult(Shape):
             f"chunks, {r.get('usage', 0)} usage rows, {r.get('quarantine', 0)} quarantined lines, "
             f"{r.get('vault_files', 0)} vault files ({r.get('vault_bytes', 0)} bytes stored); "
             f"tombstone {self.tombstone or 'none'}"
-        )
+        ) + (f"; {self.kept}" if self.kept else "")
         text += f"; warning: {self.backups_note}" if self.backups_note else ""
         return text + (f"; warning: {self.exports_note}" if self.exports_note else "")
 

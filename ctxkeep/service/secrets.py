@@ -69,6 +69,16 @@ class VaultCount(Item):
     agents: dict[str, int]
 
 
+class HistoryCount(Item):
+    path: str
+    agent: str
+    values: dict[str, int] = Field(description="kind -> values the redaction would replace")
+    lines: list[int] = Field(description="the 1-based numbers of the lines holding them")
+    scrubbed_in_place: bool = Field(
+        description="true: `secrets --scrub` redacts it (JSONL); false: edit it by hand (a JSON array)"
+    )
+
+
 class SecretsResult(Result):
     """``ctxkeep secrets --json``."""
 
@@ -93,13 +103,27 @@ class SecretsResult(Result):
         description="values the vault replaced in the raw bytes it holds (vault status, vault restore)"
     )
     note: str = Field(description="what to do about keys that reached an agent ('' when none)")
+    prompt_histories: list[HistoryCount] = Field(
+        default_factory=list,
+        description="the agents' prompt histories (not ingested: ~/.claude/history.jsonl, "
+        "~/.codex/history.jsonl, Gemini CLI's logs.json) holding values, read now",
+    )
+
+
+def line_ranges(numbers: list[int]) -> str:
+    """``"3, 7-9, 12"`` of sorted line numbers (``maintenance.prompt_history``)."""
+    from ctxkeep.maintenance.prompt_history import line_ranges as ranges
+
+    return ranges(numbers)
 
 
 def secrets_report(home: Path, req: SecretsRequest) -> SecretsResult:
+    from ctxkeep.maintenance.prompt_history import findings
     from ctxkeep.query.secrets import secrets_report as run
 
     with reading(home) as conn:
-        return SecretsResult.model_validate(run(conn, top_sessions=req.top))
+        rep = run(conn, top_sessions=req.top)
+    return SecretsResult.model_validate({**rep, "prompt_histories": findings()})
 
 
 class ScrubRequest(Request):
@@ -124,6 +148,10 @@ class ScrubFileResult(Item):
     bytes_after: int
     backup: str | None
     older_backups: list[str]
+    lines: list[int] = Field(
+        default_factory=list,
+        description="of a file not rewritten (plain text): the 1-based numbers of the lines holding values",
+    )
 
 
 class ScrubResult(Result):
@@ -144,9 +172,9 @@ class ScrubResult(Result):
     note: str = Field(description="what to do next ('' when nothing)")
 
 
-def scrub(home: Path, req: ScrubRequest, on_file=None) -> ScrubResult:
+def scrub(home: Path, req: ScrubRequest, on_file=None, on_stop=None) -> ScrubResult:
     from ctxkeep.maintenance.scrub import run_scrub
 
     return ScrubResult.model_validate(
-        run_scrub(Path(home), dry_run=req.dry_run, paths=req.paths, on_file=on_file)
+        run_scrub(Path(home), dry_run=req.dry_run, paths=req.paths, on_file=on_file, on_stop=on_stop)
     )

@@ -84,7 +84,7 @@ from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from ctxkeep.transforms import secret_rules
+from ctxkeep.transforms import secret_rules, wrapped_tokens
 
 if TYPE_CHECKING:  # Polars is imported where a Series is made: a single text needs none
     import hyperscan
@@ -794,6 +794,7 @@ def _spans(
     cs: bool = True,
     anchors: list[str] | None = None,
     rules: list[int] | None = None,
+    wrapped: bool = True,
 ) -> list[tuple[int, int, str]]:
     """Merged ``(start, end, kind)`` spans of the secrets in ``text``, in order.
 
@@ -801,7 +802,9 @@ def _spans(
     ``text``, so no case-sensitive rule can (it is a superset of them) and none runs.
     ``anchors``: ``_ci_starts``'. ``rules``: the maintained rules that may match it
     (``_gated``: table indexes, ``len(table)`` standing for the prose rules), in
-    order; None: the table's keyword Set picks them and the prose rules run. Where spans
+    order; None: the table's keyword Set picks them and the prose rules run.
+    ``wrapped`` False: ``wrapped_tokens.hinted`` did not flag ``text``, so it holds no
+    token cut by a line break (``wrapped_tokens.spans`` is not run). Where spans
     overlap they are merged and the first rule's kind names them: ctxkeep's context
     rules come first, then gitleaks' in table order."""
     found: list[tuple[int, int, int, str]] = []
@@ -840,6 +843,8 @@ def _spans(
             if not v or (rule.check is not None and not rule.check(v, m)):
                 continue
             found.append((m.start(g), -m.end(g), order, rule.kind))
+    if wrapped:  # tokens cut by a line break (nufix18: F1)
+        found += [(s, -e, len(_COMPILED), k) for s, e, k in wrapped_tokens.spans(text)]
     found = [x for x in map(_escape_safe, [text] * len(found), found) if x is not None]
     found.sort()
     merged: list[tuple[int, int, str]] = []
@@ -1233,7 +1238,10 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     cs = _cs_prefilter(s, passes)
     gated = _gated(s, passes)
     gl = pl.Series([False] * s.len(), dtype=pl.Boolean).scatter(list(gated) or [], True)
-    idx = (cs | gl | passes["anchor"]).arg_true()
+    # tokens cut by a line break (nufix18: F1): the texts holding a prefix (one
+    # Aho-Corasick pass), then its regex over those only
+    wrap = wrapped_tokens.hinted(s, s.str.contains_any(wrapped_tokens.LITERALS))
+    idx = (cs | gl | passes["anchor"] | wrap).arg_true()
     if idx.len() == 0:
         return s
     picked = s.gather(idx)
@@ -1242,8 +1250,9 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
     values = picked.to_list()
     cs_hit = cs.gather(idx).to_list()
     new: list[str] = []
-    for i, v, c, a in zip(idx.to_list(), values, cs_hit, found, strict=True):
-        text, n = _apply(v, _spans(v, c, a, gated.get(i, [])))
+    wraps = wrap.gather(idx).to_list()
+    for i, v, c, a, w in zip(idx.to_list(), values, cs_hit, found, wraps, strict=True):
+        text, n = _apply(v, _spans(v, c, a, gated.get(i, []), w))
         new.append(text)
         if counts is not None:
             counts.update(n)

@@ -108,6 +108,34 @@ def test_scrub_then_append_then_delete_restores_the_scrubbed_file_and_what_came_
     assert stats["entries"] == 4 + 2
 
 
+def test_scrub_keeps_the_files_mtime_and_the_next_run_does_not_call_it_active(tmp_path):
+    """newuser18 F4: a scrubbed file got mtime "now": the next run refused it as a file
+    "the agent may be writing", and Claude Code's ``cleanupPeriodDays`` (which reads the
+    mtime) kept the session longer. The rewrite is a new inode with the old mtime."""
+    e, f, _g = _home(tmp_path, PAT)
+    st = f.stat()
+    d = json.loads(_run(e, "secrets", "--scrub", "--json", str(f)).stdout)
+    assert d["scrubbed"] == 1
+    new = f.stat()
+    assert new.st_ino != st.st_ino and new.st_mtime_ns == st.st_mtime_ns
+    assert PAT.encode() not in f.read_bytes()
+    again = json.loads(_run(e, "secrets", "--scrub", "--dry-run", "--json", str(f)).stdout)
+    assert (again["skipped"], again["would_scrub"]) == (0, 0), again
+    assert [x["status"] for x in again["files"]] == ["clean"]
+    r = _run(e, "secrets", "--scrub", "--dry-run", str(f))
+    assert "refused" not in r.output and "may be writing" not in r.output, r.output
+    # the watermark holds the rewritten file as it is: an ingest reads nothing
+    assert json.loads(_run(e, "ingest", "--json").stdout)["entries_new"] == 0
+    import sqlite3
+
+    c = sqlite3.connect(f"file:{Path(e['CTXKEEP_HOME']) / 'store.db'}?mode=ro", uri=True)
+    try:
+        wm = c.execute("SELECT ino, mtime_ns FROM watermarks WHERE path = ?", (str(f),)).fetchone()
+    finally:
+        c.close()
+    assert tuple(wm) == (new.st_ino, st.st_mtime_ns)
+
+
 def test_scrub_redacts_a_secret_in_an_unparsable_line_in_place(tmp_path):
     e, f, _g = _home(tmp_path, PAT, bad=True)
     assert json.loads(_run(e, "secrets", "--json").stdout)["quarantine"]["lines"] == 1
@@ -231,6 +259,7 @@ def test_sigkill_during_scrub_then_ingest_leaves_the_vault_able_to_restore(tmp_p
     e, f, _g = _home(tmp_path, PAT)
     store = Path(e["CTXKEEP_HOME"])
     before = _entry_offsets(store, f)
+    mtime = f.stat().st_mtime_ns
     env = child_env(HOME=e["HOME"], CTXKEEP_HOME=e["CTXKEEP_HOME"], CTXKEEP_KILL_AT=kill_at)
     p = subprocess.run(
         [sys.executable, "-m", "ctxkeep", "secrets", "--scrub", str(f)],
@@ -241,6 +270,7 @@ def test_sigkill_during_scrub_then_ingest_leaves_the_vault_able_to_restore(tmp_p
     assert p.returncode == -9, (kill_at, p.returncode, p.stderr[-2000:])
     scrubbed = f.read_bytes()
     assert PAT.encode() not in scrubbed  # every kill point is past the rename
+    assert f.stat().st_mtime_ns == mtime  # the new file had the old mtime before its rename
     r = _run(e, "ingest", "--json")
     assert json.loads(r.stdout)["entries_new"] == 0
     import sqlite3

@@ -67,6 +67,7 @@ def test_sigint_stops_compress_after_the_file_in_hand(env, monkeypatch):
     assert r.exit_code == 130, r.output
     line = " ".join(r.stderr.split())
     assert "interrupted (SIGINT) after 1 of 2 files (1 compressed); the other 1 is untouched" in line
+    assert "SIGINT: finishing ~/" in line and "press Ctrl-C again to stop now" in line, line  # at once (F8)
     changed = [p for p, b in before.items() if p.read_bytes() != b]
     assert len(changed) == 1  # the second file over max_lines is as it was
     assert [p.name for p in home.rglob("*.backup")] == [changed[0].name + ".backup"]
@@ -156,9 +157,14 @@ def test_sigint_stops_secrets_scrub_after_the_file_in_hand(env, monkeypatch):
     _signal_after(monkeypatch, scrub, "scrub_file")
     r = runner.invoke(app, ["secrets", "--scrub"], env=e)
     assert r.exit_code == 130, r.output
-    assert "interrupted (SIGINT) after 1 of 2 files (1 scrubbed); the other 1 is untouched" in " ".join(
-        r.stderr.split()
-    )
+    said = " ".join(r.stderr.split())
+    assert "interrupted (SIGINT) after 1 of 2 files (1 scrubbed); the other 1 is untouched" in said
+    # said at once, at the signal (newuser18 F8): the file it finishes, how to stop now
+    assert (
+        "SIGINT: finishing ~/.codex/sessions/" in said
+        and ("first; press Ctrl-C again to stop now (no file is ever left half-written)") in said
+    ), said
+    assert said.index("SIGINT: finishing") < said.index("interrupted (SIGINT)")
     assert sum(p.read_bytes() != b for p, b in before.items()) == 1
 
 

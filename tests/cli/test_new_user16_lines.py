@@ -36,6 +36,19 @@ def test_purge_dry_run_and_backup_fit_80_columns_with_tilde_paths(store, tmp_pat
     assert max(map(len, r.stdout.splitlines())) <= 80, r.stdout
 
 
+def test_purge_says_what_its_tombstone_keeps_at_80_columns(store, tmp_path):
+    """newuser18 F5: the purge summary names the identifying data it keeps on purpose."""
+    user = store.parent
+    r = _run(store, "purge", "--project", "/path/to/Demo", "--yes", user=user)
+    assert r.returncode == 0, r.stderr
+    flat = " ".join(r.stdout.split())
+    assert (
+        "tombstone added kept on purpose: a tombstone naming the project dir, 6 session ids and "
+        "1 file path, so the next ingest does not bring it back (`purge --reingest` lifts it)"
+    ) in flat, r.stdout
+    assert max(map(len, r.stdout.splitlines())) <= 80, r.stdout
+
+
 def test_the_hook_log_says_1_new_entry(tmp_path, monkeypatch):
     from ctxkeep.hooks import worker
 

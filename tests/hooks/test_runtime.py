@@ -321,6 +321,28 @@ def test_the_worker_ingests_through_the_service_and_leaves_duckdb_to_its_readers
     assert len(asked) == 2 and _stored(store, sid) == 20 and analytics_current.behind(store)
 
 
+def test_the_worker_does_not_call_a_rewritten_file_of_the_same_size_and_mtime_unchanged(store, tmp_path):
+    """ctxkeep's rewrites keep the file's mtime (newuser18 F4) and a scrub can keep its
+    size (a marker as long as its value): the new inode is what tells the file changed
+    (a scrub killed before its watermark moved leaves such a file)."""
+    import os
+
+    from ctxkeep.hooks import worker
+
+    sid, path, lines = _new_session(tmp_path, 3)
+    _append(path, lines)
+    worker.ingest_file(store, "claude-code", path)
+    assert worker.unchanged(store, path)
+    st = path.stat()
+    tmp = path.with_name(path.name + ".new")
+    data = path.read_bytes()
+    tmp.write_bytes(data.replace(b"a", b"b", 1))  # same size
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp, path)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert not worker.unchanged(store, path)
+
+
 def test_the_hook_process_imports_neither_typer_nor_polars_nor_duckdb(store, tmp_path):
     sid, path, lines = _new_session(tmp_path, 2)
     _append(path, lines)

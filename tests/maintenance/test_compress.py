@@ -373,6 +373,24 @@ SUBAGENT = (
 )
 
 
+def test_compress_and_restore_keep_the_files_mtime(tmp_path):
+    """newuser18 F4: ctxkeep's rewrites (compress, its --restore, secrets --scrub) keep
+    the file's mtime: the same conversation, so the agent's age-based cleanup (Claude
+    Code's cleanupPeriodDays) and ctxkeep's active-file check see it as before."""
+    p, store = _one(tmp_path, CODEX_040)
+    t = time.time() - 3 * 86400
+    os.utime(p, (t, t))
+    mtime = p.stat().st_mtime_ns
+    s = ops.run_compress(store, paths=[p], keep_messages=5)
+    assert s["compressed"] == 1, s["files"][0]["reason"]
+    assert p.stat().st_mtime_ns == mtime
+    # the next run does not refuse its own rewrite as a file the agent may be writing
+    again = ops.run_compress(store, paths=[p], keep_messages=5, dry_run=True)
+    assert "active_minutes" not in again["files"][0]["reason"], again["files"][0]
+    ops.restore_file(store, p)
+    assert p.stat().st_mtime_ns == mtime
+
+
 def test_restore(tmp_path):
     p, store, orig, r = _compressed_one(tmp_path, CODEX_040)
     conn = sqlite_store.connect(store)

@@ -343,3 +343,53 @@ def test_purge_removes_the_scope_from_the_parquet_archive(store):
     rep = purge(store, PurgeRequest("project", project_dir=DEMO))
     assert rep["removed"]["archived"] == 2 and rep["removed"]["entries"] == 436
     assert archive.read_archive(store).height == 0
+
+
+def test_purge_drops_the_coverage_rows_of_the_files_it_removed_wholly(store):
+    # newuser18 F5: the coverage ledger kept the purged file's path (a client's name is
+    # often in it) and its counts; only the tombstone keeps identifying data, on purpose
+    path = str(CORPUS_HOME / SID_FILE)
+    assert scalar(store, "SELECT count(*) FROM coverage WHERE path=?", path) >= 1
+    others = scalar(store, "SELECT count(*) FROM coverage WHERE path<>?", path)
+    rep = purge(store, PurgeRequest("session", session_id=SID))
+    assert rep["removed"]["coverage"] >= 1
+    assert scalar(store, "SELECT count(*) FROM coverage WHERE path=?", path) == 0
+    assert scalar(store, "SELECT count(*) FROM coverage") == others  # no other file's row
+    # the path is left only in the tombstone's purge_files rows (what stops a re-ingest)
+    assert _tables_naming(store, path) == {"purge_files": 2}  # kind 'path' and kind 'file'
+    assert rep["kept"] == (
+        "kept on purpose: a tombstone naming the session id and 1 file path, so the next ingest "
+        "does not bring it back (`purge --reingest` lifts it)"
+    )
+    # a purge --reingest lifts the tombstone: the ledger row comes back with the data
+    purge(store, PurgeRequest("session", session_id=SID), reingest=True)
+    run_ingest(store, ctx=DiscoveryContext(home=CORPUS_HOME, env={}))
+    assert scalar(store, "SELECT count(*) FROM coverage WHERE path=?", path) >= 1
+
+
+def test_project_purge_says_what_its_tombstone_keeps(store):
+    rep = purge(store, PurgeRequest("project", project_dir=DEMO))
+    assert rep["kept"] == (
+        "kept on purpose: a tombstone naming the project dir, 6 session ids and 1 file path, "
+        "so the next ingest does not bring it back (`purge --reingest` lifts it)"
+    )
+    assert scalar(store, "SELECT count(*) FROM coverage WHERE path LIKE '%sample-project%'") == 0
+    lifted = purge(store, PurgeRequest("project", project_dir=DEMO), reingest=True)
+    assert lifted["kept"] is None  # no tombstone, nothing kept
+
+
+def _tables_naming(store, needle: str) -> dict[str, int]:
+    """Table → rows of it with a text column holding ``needle`` (every ordinary table of
+    store.db; FTS5's shadow tables hold no paths)."""
+    conn = sqlite3.connect(store / "store.db")
+    out = {}
+    for (t,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND sql NOT LIKE '%VIRTUAL%'"
+    ):
+        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')]
+        where = " OR ".join(f'instr(CAST("{c}" AS TEXT), ?)' for c in cols)
+        n = conn.execute(f'SELECT count(*) FROM "{t}" WHERE {where}', [needle] * len(cols)).fetchone()[0]
+        if n:
+            out[t] = n
+    conn.close()
+    return out

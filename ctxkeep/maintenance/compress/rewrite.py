@@ -28,7 +28,9 @@ is made, the previous one is renamed ``<file>.backup.<UTC time it was made>``
 (``YYYYmmddTHHMMSSffffffZ``; no renumbering, so no rename ever overwrites a backup).
 ``prune_backups`` keeps the newest ``keep_backups`` and deletes any older than
 ``backup_max_age_days``. Backups get the
-original's mode; their mtime is the time of the backup.
+original's mode; their mtime is the time of the backup. The rewritten (or restored)
+file keeps the mtime (and atime) of the file it replaces (``keep_times``, set on the
+temp file before the rename).
 """
 
 from __future__ import annotations
@@ -276,13 +278,16 @@ def replace_file(
     before_rename: Callable[[os.stat_result], None] | None = None,
     kept_bad: Collection[bytes] = (),
     backup_of: bytes | None = None,
+    tail: bytes = b"",
 ) -> os.stat_result:
     """Atomically replace ``path`` (last read as ``state``) by ``new_data``.
 
     Writes a temp file in the same directory with the original's mode, fsyncs it,
     validates it (``validate_jsonl`` with ``expected_lines`` and ``kept_bad``, then
     ``check(temp_path)`` which returns problems), with ``backup_of`` (the original's
-    bytes as read) makes the verified ``<path>.backup`` (``make_backup``), calls
+    bytes as read) makes the verified ``<path>.backup`` (``make_backup``); ``tail``: an
+    unended last line ``new_data`` ends with, not judged (``secrets --scrub`` of a
+    file whose agent died mid-line); calls
     ``before_rename(temp_stat)`` (e.g. to record the new watermark), checks the original
     is unchanged, renames, fsyncs the directory. A backup made for a file that is then
     not replaced is taken back (``take_back_backup``).
@@ -305,7 +310,10 @@ def replace_file(
         _write_durable(tmp, new_data, statmod.S_IMODE(state.mode))
         with open(tmp, "rb") as f:
             written = f.read()
-        problems = validate_jsonl(written, expected_lines, kept_bad)
+        if tail and not written.endswith(tail):
+            problems = ["the unended last line was not written as planned"]
+        else:  # (``tail``: an unended last line kept as it is, not judged)
+            problems = validate_jsonl(written[: len(written) - len(tail)], expected_lines, kept_bad)
         if not problems and check is not None:
             problems = check(tmp)
         if problems:
@@ -317,6 +325,7 @@ def replace_file(
         if backup_of is not None:
             make_backup(path, backup_of, state, rotated)
             made = True
+        keep_times(tmp, cur)
         tst = os.stat(tmp)
         if before_rename is not None:
             before_rename(tst)
@@ -336,6 +345,19 @@ def replace_file(
     return os.stat(path)
 
 
+def keep_times(tmp: Path, st: os.stat_result) -> None:
+    """Give the new content ``tmp`` the access and modification times of the file it
+    replaces (``st``), before the rename: the rewrite is the same conversation, so the
+    file appears with its old mtime in one atomic step (a kill at any point leaves the
+    old file or the new one with the old mtime, never the new one dated now). The
+    agents read that mtime: Claude Code deletes sessions not modified for
+    ``cleanupPeriodDays`` (settings.json, default 30 days; docs.anthropic.com/en/docs/
+    claude-code/settings); ctxkeep's own
+    active-file check (``[compress] active_minutes``) would call its rewrite an agent's
+    write (newuser18 F4). The inode changes, so an ingest still sees a new file."""
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def restore_backup(path: Path, backup: Path | None = None) -> tuple[Path, os.stat_result]:
     """Put a backup (default ``<path>.backup``) back in place of ``path``, atomically
     (temp copy, fsync, verify by SHA-256, rename, fsync dir). The backup is kept.
@@ -351,13 +373,16 @@ def restore_backup(path: Path, backup: Path | None = None) -> tuple[Path, os.sta
     if problems:
         raise RewriteError("the backup is not valid JSONL: " + problems[0], where=str(backup))
     sha = hashlib.sha256(data).hexdigest()
-    mode = os.stat(path).st_mode if path.exists() else os.stat(backup).st_mode
+    cur = os.stat(path) if path.exists() else None
+    mode = cur.st_mode if cur is not None else os.stat(backup).st_mode
     tmp = _tmp_path(path, "restore")
     tmp.unlink(missing_ok=True)
     try:
         _write_durable(tmp, data, statmod.S_IMODE(mode))
         if sha256_file(tmp) != sha:
             raise RewriteError("restored copy did not verify", where=str(tmp))
+        if cur is not None:
+            keep_times(tmp, cur)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

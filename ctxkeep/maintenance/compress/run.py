@@ -88,10 +88,13 @@ __all__ = [
 class Hooks:
     """Progress callbacks of the running process (the CLI's progress bar): set here
     rather than passed through Prefect parameters. ``on_files(n)`` once the files are
-    selected, ``on_file(FileResult)`` after each."""
+    selected, ``on_file(FileResult)`` after each, ``on_stop(stop)`` at once on the
+    first Ctrl-C or SIGTERM (``maintenance.stopping``; ``stop.current`` the file in
+    hand)."""
 
     on_files: Callable[[int], None] | None = None
     on_file: Callable[[FileResult], None] | None = None
+    on_stop: Callable[..., None] | None = None
 
 
 hooks = Hooks()
@@ -1103,7 +1106,7 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
     analytics = ""
     try:
         with (
-            stop_between_files() as stop,
+            stop_between_files(hooks.on_stop) as stop,
             sqlite_store.recorded_run(home if not dry_run and files else None, "compress", t0=t0) as run,
         ):
             if run.run_id is not None:
@@ -1113,6 +1116,7 @@ def _run(home, paths, ctx, keep_messages, dry_run, force, on_file, runner, t0) -
                     if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay untouched
                         run.stopped = True
                         break
+                    stop.current = str(f.path)
                     try:
                         res = runner(home, f, keep_messages, dry_run, force)
                     except StoreBusy:

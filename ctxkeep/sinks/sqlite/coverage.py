@@ -131,3 +131,16 @@ def coverage_ledger(conn: sqlite3.Connection, agents: Iterable[str] | None = Non
     return sorted(
         out.values(), key=lambda r: (r["agent"], version_key(r["agent_version"]), r["parser_version"])
     )
+
+
+def forget(conn: sqlite3.Connection, paths: Iterable[str]) -> int:
+    """Delete the ledger rows of ``paths`` (files a purge removed wholly: their path and
+    counts must not outlive their data, newuser18 F5) in the caller's transaction.
+    Returns the rows deleted (0 for a store without the table)."""
+    n = 0
+    try:
+        for path in paths:
+            n += conn.execute("DELETE FROM coverage WHERE path = ?", (path,)).rowcount
+    except sqlite3.OperationalError:  # older than schema v12: no ledger
+        return 0
+    return n

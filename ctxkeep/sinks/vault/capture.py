@@ -51,7 +51,7 @@ from ctxkeep.sinks.vault.packs import PackBuilder, compress, write_pack
 from ctxkeep.sinks.vault.rows_capture import BaseMissing, resolve_delta, seal_rows
 from ctxkeep.sources.contract import RawCapture
 from ctxkeep.timeutil import format_utc, now_iso
-from ctxkeep.transforms import escapes
+from ctxkeep.transforms import escapes, wrapped_tokens
 
 if TYPE_CHECKING:
     import polars as pl
@@ -280,7 +280,9 @@ def _redact_many(
     text_lines: list[str] = []
     ranges: list[tuple[int, int, int]] = []  # (data index, first line, end line)
     s: pl.Series | None = None
-    fast = None if whole else _byte_lines(datas)
+    # (a plain-text file holding a token's prefix: the decoding path, where
+    # ``wrapped_tokens.across_lines`` joins a token cut across two lines; nufix18 F1)
+    fast = None if whole or wrapped_tokens.plain_with_prefix(datas) else _byte_lines(datas)
     if fast is not None:
         lines, ranges, s, _ = fast
         datas = []  # (the loop below: nothing left to split)
@@ -308,7 +310,9 @@ def _redact_many(
         first = len(text_lines)
         text_lines += [text] if whole else text.splitlines(keepends=True)
         ranges.append((j, first, len(text_lines)))
+    across: dict[int, Counter] = {}
     if fast is None:
+        across = wrapped_tokens.across_lines(text_lines, ranges)  # nufix18 F1: tokens cut across lines
         lines = text_lines
     if not ranges:
         if texts and texts_out is not None:
@@ -352,6 +356,7 @@ def _redact_many(
         for i in range(a, b):
             if i in line_counts:
                 counts.update(line_counts[i])
+            counts.update(across.get(i, ()))
         if not counts:
             results[j] = (originals[j], counts)
         elif isinstance(lines, _Lines):
