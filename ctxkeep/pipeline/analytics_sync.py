@@ -31,13 +31,17 @@ SYNC_AHEAD = 2
 APPEND_MEMORY_LIMIT = "128MB"
 #: new SQLite usage rows from which the thread syncs them after a group's entries
 #: (``duckdb_store.UsageSteps``) rather than at the end of the reading
-#: (``reading_done``): a step costs ~0.04 CPU s of DuckDB statements whatever its
+#: (``reading_done``): a step costs ~0.02-0.04 CPU s of DuckDB statements whatever its
 #: rows, and ~0.35 s per 20,000 rows that the closing sync would pay after the last
 #: commit (a step after every group, 14 on the 200 MB tree, cost ~0.9 CPU s more than
-#: the 0.3 s it took off the closing sync; that tree's 25,777 rows now take one step).
-#: A 2 GB tree's ~260,000 rows take ~5 steps while the readers still run
+#: the 0.3 s it took off the closing sync). At 50,000 (session 17) the 200 MB tree's
+#: 25,777 rows took one step, at ``reading_done``: ~0.6 CPU s that ran on after the
+#: writer's last commit (``profile_ingest.py --groups``, 4 runs at load 8-36), the
+#: closing sync waiting for it. At 10,000 it takes two steps while the readers run and
+#: a small one (~0.1-0.17 s) at ``reading_done``, done by the last commit; the steps'
+#: CPU 0.61-0.64 -> 0.64-0.76 s. A 2 GB tree's ~260,000 rows: ~26 steps
 #: (``CTXKEEP_USAGE_STEP_ROWS`` overrides, for measurements)
-USAGE_STEP_ROWS = int(os.environ.get("CTXKEEP_USAGE_STEP_ROWS", "50000"))
+USAGE_STEP_ROWS = int(os.environ.get("CTXKEEP_USAGE_STEP_ROWS", "10000"))
 
 
 def sync_analytics(conn, home: Path) -> str:
