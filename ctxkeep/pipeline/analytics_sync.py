@@ -9,6 +9,7 @@ import queue
 import threading
 from pathlib import Path
 
+from ctxkeep.pipeline.writer import HELD_OVERFLOW
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.sqlite import store_safety
@@ -110,7 +111,8 @@ class AnalyticsSyncer:
         #: or None. With it, the closing sync of a run whose steps filled an empty
         #: DuckDB compares only those rows and the rows above the last step
         #: (``duckdb_store.sync``'s ``usage_only``), not every row (200 MB tree: 25,777
-        #: rows, ~0.13 CPU s after the last commit; ~10x at 2 GB)
+        #: rows, ~0.13 CPU s after the last commit; ~10x at 2 GB); one the writer found
+        #: too big (``writer.HELD_OVERFLOW``) compares every row
         self.usage_held = usage_held
 
     @property
@@ -190,7 +192,14 @@ class AnalyticsSyncer:
                     if final:
                         appends.close()
                     only = None
-                    if final and steps is not None and steps.fresh and self.usage_held is not None:
+                    held = self.usage_held
+                    if (
+                        final
+                        and steps is not None
+                        and steps.fresh
+                        and held is not None
+                        and HELD_OVERFLOW not in held
+                    ):
                         only = (steps.after, self.usage_held)
                     r = duckdb_store.sync(sq, self.home, con=con, usage=final, usage_only=only)
                     if not final:

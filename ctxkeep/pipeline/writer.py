@@ -22,6 +22,12 @@ WRITE_AHEAD = 1
 #: store groups in a writer thread (``engine.ingest_files``); ``CTXKEEP_WRITER=0`` turns it off
 WRITER = os.environ.get("CTXKEEP_WRITER", "1") != "0"
 _END = object()
+#: usage keys ``Writer`` collects in ``usage_held`` at most: past it the set holds only
+#: ``HELD_OVERFLOW`` and the closing sync compares every row, as before (the keys cost
+#: ~100 bytes each; a user whose forks copy whole sessions re-logs most keys)
+USAGE_HELD_MAX = 200_000
+#: the one member of an overflowed ``usage_held`` (no usage key is empty)
+HELD_OVERFLOW = ""
 
 
 def empty_totals() -> dict:
@@ -167,6 +173,7 @@ class Writer:
     after each group's commit, in commit order, in the thread that stored it.
     ``usage_held``: a set the usage keys each group may update in place are added to
     (``load_batch``'s), e.g. ``AnalyticsSyncer.usage_held``; read it after ``close``.
+    Past ``USAGE_HELD_MAX`` keys it is left holding ``HELD_OVERFLOW`` alone.
 
     The first error stops the thread: later groups are not loaded (as in a
     sequential run, where the error ends the run), and ``put``/``close`` raise it in
@@ -218,9 +225,19 @@ class Writer:
                 if g.vault_pending is not None:  # its pack written (durable) before its rows commit
                     g.vault_group, g.vault_pending = g.vault_pending.result(), None
                 _store_group(self.conn, g, self.tot, self.on_bytes, self.on_commit, self.usage_held)
+                self._held_bound()
                 self.stored += g.frames is not None
             except BaseException as e:  # raised in the caller's thread
                 self.error = e
+
+    def _held_bound(self) -> None:
+        """``usage_held`` past ``USAGE_HELD_MAX``: emptied but for ``HELD_OVERFLOW``, and
+        no more keys are added."""
+        held = self.usage_held
+        if held is not None and len(held) > USAGE_HELD_MAX:
+            held.clear()
+            held.add(HELD_OVERFLOW)
+            self.usage_held = None
 
     def start_capture(self, raws: list) -> Future | None:
         """Start the vault's capture of ``raws`` (``vault.Capturer.prepare``: redaction,
@@ -254,6 +271,7 @@ class Writer:
             g.raws = []
         if not self.threaded:
             _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit, self.usage_held)
+            self._held_bound()
             self.stored += g.frames is not None
             return
         if g.frames is not None:  # the texts' index terms here, beside the load before

@@ -295,3 +295,16 @@ def test_the_keys_updated_in_place_are_what_keeps_duckdb_exact(tmp_path, monkeyp
     assert closing[0]["usage_compared"] == 0
     got, want = _duck(home), _reference(home, tmp_path / "ref")
     assert got["usage"] != want["usage"]
+
+
+def test_too_many_keys_held_and_the_closing_sync_compares_every_row(tmp_path, monkeypatch):
+    """Past ``writer.USAGE_HELD_MAX`` keys the writer stops collecting (the set holds
+    ``HELD_OVERFLOW`` alone) and the closing sync compares every row, as before."""
+    from ctxkeep.pipeline import writer
+
+    monkeypatch.setattr(writer, "USAGE_HELD_MAX", 10)
+    held: set[str] = set()
+    home, closing, rows = _ingest_in_steps(tmp_path, monkeypatch, held, held)
+    assert held == {writer.HELD_OVERFLOW}
+    assert closing[0]["usage_compared"] == rows
+    assert _duck(home) == _reference(home, tmp_path / "ref")
