@@ -200,7 +200,7 @@ class AnalyticsSyncer:
                         and held is not None
                         and HELD_OVERFLOW not in held
                     ):
-                        only = (steps.after, self.usage_held)
+                        only = (steps.after, held)
                     r = duckdb_store.sync(sq, self.home, con=con, usage=final, usage_only=only)
                     if not final:
                         appends.synced()
