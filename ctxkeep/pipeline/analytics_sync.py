@@ -4,10 +4,12 @@ ingest leaves DuckDB to its readers: ``sinks.analytics_current``.)"""
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from pathlib import Path
 
+from ctxkeep.pipeline.writer import HELD_OVERFLOW
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.analytics_file import set_aside_if_damaged
 from ctxkeep.sinks.sqlite import store_safety
@@ -30,12 +32,17 @@ SYNC_AHEAD = 2
 APPEND_MEMORY_LIMIT = "128MB"
 #: new SQLite usage rows from which the thread syncs them after a group's entries
 #: (``duckdb_store.UsageSteps``) rather than at the end of the reading
-#: (``reading_done``): a step costs ~0.04 CPU s of DuckDB statements whatever its
+#: (``reading_done``): a step costs ~0.02-0.04 CPU s of DuckDB statements whatever its
 #: rows, and ~0.35 s per 20,000 rows that the closing sync would pay after the last
 #: commit (a step after every group, 14 on the 200 MB tree, cost ~0.9 CPU s more than
-#: the 0.3 s it took off the closing sync; that tree's 25,777 rows now take one step).
-#: A 2 GB tree's ~260,000 rows take ~5 steps while the readers still run
-USAGE_STEP_ROWS = 50_000
+#: the 0.3 s it took off the closing sync). At 50,000 (session 17) the 200 MB tree's
+#: 25,777 rows took one step, at ``reading_done``: ~0.6 CPU s that ran on after the
+#: writer's last commit (``profile_ingest.py --groups``, 4 runs at load 8-36), the
+#: closing sync waiting for it. At 10,000 it takes two steps while the readers run and
+#: a small one (~0.1-0.17 s) at ``reading_done``, done by the last commit; the steps'
+#: CPU 0.61-0.64 -> 0.64-0.76 s. A 2 GB tree's ~260,000 rows: ~26 steps
+#: (``CTXKEEP_USAGE_STEP_ROWS`` overrides, for measurements)
+USAGE_STEP_ROWS = int(os.environ.get("CTXKEEP_USAGE_STEP_ROWS", "10000"))
 
 
 def sync_analytics(conn, home: Path) -> str:
@@ -80,7 +87,13 @@ class AnalyticsSyncer:
     are bounded however far DuckDB falls behind.
     """
 
-    def __init__(self, home: Path, ahead: int = SYNC_AHEAD, usage_after: int | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        ahead: int = SYNC_AHEAD,
+        usage_after: int | None = None,
+        usage_held: set[str] | None = None,
+    ) -> None:
         self.home = Path(home)
         #: ``duckdb_store.UsageSteps``' ``after`` (``sqlite_store.usage_top`` before the
         #: run's first commit); None: the usage rows and texts wait for the closing sync
@@ -93,6 +106,14 @@ class AnalyticsSyncer:
         self.note = ""
         #: (entries rowid, status_log seq) DuckDB holds after a complete closing sync
         self.marks: tuple[int, int, str | None] | None = None
+        #: the usage keys the run's groups may have updated in place: a set the caller
+        #: has the writer fill (``load_batch``'s ``usage_held``: ``engine.ingest_files``),
+        #: or None. With it, the closing sync of a run whose steps filled an empty
+        #: DuckDB compares only those rows and the rows above the last step
+        #: (``duckdb_store.sync``'s ``usage_only``), not every row (200 MB tree: 25,777
+        #: rows, ~0.13 CPU s after the last commit; ~10x at 2 GB); one the writer found
+        #: too big (``writer.HELD_OVERFLOW``) compares every row
+        self.usage_held = usage_held
 
     @property
     def started(self) -> bool:
@@ -170,7 +191,17 @@ class AnalyticsSyncer:
                         sq = sqlite_store.connect(self.home, readonly=True)
                     if final:
                         appends.close()
-                    r = duckdb_store.sync(sq, self.home, con=con, usage=final)
+                    only = None
+                    held = self.usage_held
+                    if (
+                        final
+                        and steps is not None
+                        and steps.fresh
+                        and held is not None
+                        and HELD_OVERFLOW not in held
+                    ):
+                        only = (steps.after, held)
+                    r = duckdb_store.sync(sq, self.home, con=con, usage=final, usage_only=only)
                     if not final:
                         appends.synced()
                     got = r["entries_synced"]

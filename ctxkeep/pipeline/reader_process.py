@@ -215,6 +215,7 @@ def read_split(
     seal: bool = False,
     readers: int | None = None,
     block_bytes: int | None = None,
+    seal_rows: bool = False,
 ) -> readahead.ReadAhead | MergedReads:
     """``read_in_process(todo, seal)``'s items, in its order, read by ``readers``
     reader processes at once: ``todo`` is cut into blocks (``split_blocks``), each
@@ -231,14 +232,18 @@ def read_split(
     before it (a reader that errs stops; the other's later blocks are not taken).
     Closing the iterator early stops every reader. With one block or ``readers`` < 2:
     one reader process (``read_in_process`` in a read-ahead thread). ``readers`` and
-    ``block_bytes`` default to ``READERS`` and ``SPLIT_BLOCK_BYTES``."""
+    ``block_bytes`` default to ``READERS`` and ``SPLIT_BLOCK_BYTES``. ``seal_rows``:
+    ``read_in_process``'s (a database's whole rows document sealed by its reader)."""
     readers = max(1, READERS if readers is None else readers)
     blocks = split_blocks(todo, readers, SPLIT_BLOCK_BYTES if block_bytes is None else block_bytes)
     if readers < 2 or len(blocks) < 2:
-        return readahead.read_ahead(todo, source=functools.partial(read_in_process, seal=seal))
+        return readahead.read_ahead(
+            todo, source=functools.partial(read_in_process, seal=seal, seal_rows=seal_rows)
+        )
     readers = min(readers, len(blocks))  # each reader has a block (they take them in turn)
     pre = None if "CTXKEEP_READER_PRECOMPUTE" in os.environ else "split"  # see PRECOMPUTE
-    one = functools.partial(read_in_process, seal=seal, precompute=pre)  # looked up now: tests spy on it
+    # looked up now: tests spy on it
+    one = functools.partial(read_in_process, seal=seal, precompute=pre, seal_rows=seal_rows)
     shares: list[list[tuple[SourceFile, Watermark | None]]] = [[] for _ in range(readers)]
     at = 0
     for k, n in blocks:

@@ -22,6 +22,12 @@ WRITE_AHEAD = 1
 #: store groups in a writer thread (``engine.ingest_files``); ``CTXKEEP_WRITER=0`` turns it off
 WRITER = os.environ.get("CTXKEEP_WRITER", "1") != "0"
 _END = object()
+#: usage keys ``Writer`` collects in ``usage_held`` at most: past it the set holds only
+#: ``HELD_OVERFLOW`` and the closing sync compares every row, as before (the keys cost
+#: ~100 bytes each; a user whose forks copy whole sessions re-logs most keys)
+USAGE_HELD_MAX = 200_000
+#: the one member of an overflowed ``usage_held`` (no usage key is empty)
+HELD_OVERFLOW = ""
 
 
 def empty_totals() -> dict:
@@ -75,8 +81,9 @@ class Group:
     coverage: list = field(default_factory=list)
 
 
-def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
-    """Load one group in one transaction and add its figures to ``tot``."""
+def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit, usage_held: set[str] | None = None) -> None:
+    """Load one group in one transaction and add its figures to ``tot`` (and to
+    ``usage_held`` the usage keys the store held before it: ``load_batch``'s)."""
     tot["files_read"] += g.files_read
     tot["vanished"] += g.vanished
     if g.frames is None:
@@ -90,6 +97,7 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit) -> None:
         # the vault's manifest rows commit with the watermarks (its packs are durable)
         before_watermarks=None if vg is None else (lambda c: vault.record_in(c, vg)),
         coverage=g.coverage,
+        usage_held=usage_held,
         **g.frames,
     )
     add_tallies(tot["coverage"], g.coverage, tot["file_tallies"])
@@ -163,6 +171,9 @@ class Writer:
     in the caller's thread on ``conn`` (an in-memory database; ``threaded`` tells).
     ``on_bytes(raw bytes)`` and ``on_commit(n, first_rowid, entries)`` are called
     after each group's commit, in commit order, in the thread that stored it.
+    ``usage_held``: a set the usage keys each group may update in place are added to
+    (``load_batch``'s), e.g. ``AnalyticsSyncer.usage_held``; read it after ``close``.
+    Past ``USAGE_HELD_MAX`` keys it is left holding ``HELD_OVERFLOW`` alone.
 
     The first error stops the thread: later groups are not loaded (as in a
     sequential run, where the error ends the run), and ``put``/``close`` raise it in
@@ -175,8 +186,10 @@ class Writer:
         on_bytes: Callable[[int], None] | None = None,
         on_commit: Callable[..., None] | None = None,
         thread: bool = True,
+        usage_held: set[str] | None = None,
     ) -> None:
         self.tot, self.on_bytes, self.on_commit = tot, on_bytes, on_commit
+        self.usage_held = usage_held
         self.own = conn
         #: the vault's capture (None: off, or an in-memory store)
         self.capturer = vault.capturer_for(conn)
@@ -211,10 +224,20 @@ class Writer:
             try:
                 if g.vault_pending is not None:  # its pack written (durable) before its rows commit
                     g.vault_group, g.vault_pending = g.vault_pending.result(), None
-                _store_group(self.conn, g, self.tot, self.on_bytes, self.on_commit)
+                _store_group(self.conn, g, self.tot, self.on_bytes, self.on_commit, self.usage_held)
+                self._held_bound()
                 self.stored += g.frames is not None
             except BaseException as e:  # raised in the caller's thread
                 self.error = e
+
+    def _held_bound(self) -> None:
+        """``usage_held`` past ``USAGE_HELD_MAX``: emptied but for ``HELD_OVERFLOW``, and
+        no more keys are added."""
+        held = self.usage_held
+        if held is not None and len(held) > USAGE_HELD_MAX:
+            held.clear()
+            held.add(HELD_OVERFLOW)
+            self.usage_held = None
 
     def start_capture(self, raws: list) -> Future | None:
         """Start the vault's capture of ``raws`` (``vault.Capturer.prepare``: redaction,
@@ -247,7 +270,8 @@ class Writer:
                 g.vault_group = self.capturer.prepare(g.raws)
             g.raws = []
         if not self.threaded:
-            _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit)
+            _store_group(self.own, g, self.tot, self.on_bytes, self.on_commit, self.usage_held)
+            self._held_bound()
             self.stored += g.frames is not None
             return
         if g.frames is not None:  # the texts' index terms here, beside the load before

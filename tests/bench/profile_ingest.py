@@ -54,15 +54,17 @@ _cpu: collections.defaultdict[str, float] = collections.defaultdict(float)
 _calls: collections.Counter[str] = collections.Counter()
 
 
-#: (wall time at its end, label, CPU s) of each stage call: what the run's tail spends
-_stamps: list[tuple[float, str, float]] = []
+#: (wall time at its end, label, CPU s, wall time at its start) of each stage call:
+#: what the run's tail spends, and the groups' timeline (``--groups``)
+_stamps: list[tuple[float, str, float, float]] = []
 
 
-def _charge(label: str, t0: float) -> None:
+def _charge(label: str, t0: float, w0: float | None = None) -> None:
     d = time.thread_time() - t0
     _cpu[label] += d
     _calls[label] += 1
-    _stamps.append((time.time(), label, d))
+    now = time.time()
+    _stamps.append((now, label, d, now if w0 is None else w0))
 
 
 def _wrap(owner, name: str, label: str) -> None:
@@ -70,11 +72,11 @@ def _wrap(owner, name: str, label: str) -> None:
     f = getattr(owner, name)
 
     def timed(*a, **k):
-        t0 = time.thread_time()
+        w0, t0 = time.time(), time.thread_time()
         try:
             return f(*a, **k)
         finally:
-            _charge(label, t0)
+            _charge(label, t0, w0)
 
     setattr(owner, name, timed)
 
@@ -221,6 +223,15 @@ class _CpuSampler:
             return 0.0, 0.0
         return max(0.0, end - last[0]), self.samples[-1][1][me] - last[1]
 
+    def last_ticks(self) -> dict[int, float]:
+        """Each process's last sample whose CPU grew: when it last worked (wall)."""
+        out: dict[int, float] = {}
+        for (_, a), (t, b) in zip(self.samples, self.samples[1:], strict=False):
+            for pid, v in b.items():
+                if v > a.get(pid, 0.0):
+                    out[pid] = t
+        return out
+
     def busy(self, start: float, end: float, bins: int) -> list[tuple[float, float]]:
         """``(ingest process CPU s, readers' CPU s)`` per slice (each CPU delta between
         two samples charged to the slice holding the later sample)."""
@@ -347,6 +358,10 @@ def _instrument_ingest() -> None:
     _wrap(load.fx, "facets_by_content", "  facets_by_content")
     _wrap(duckdb_store.EntryAppends, "append", "DuckDB appends (per group)")
     _wrap(duckdb_store, "sync", "DuckDB sync (closing: usage, status)")
+    _wrap(duckdb_store, "sync_usage", "  sync_usage (compare, price, buckets)")
+    _wrap(duckdb_store, "_refresh_buckets", "    usage_buckets refill")
+    _wrap(duckdb_store, "_sync_texts", "  texts (titles, error flags)")
+    _wrap(duckdb_store.UsageSteps, "step", "DuckDB usage step (new usage rows, texts)")
     _wrap_gen(reader_process, "read_in_process", "reader's chunks in (unpickle, Arrow IPC)")
     from ctxkeep.pipeline import readahead
 
@@ -376,7 +391,7 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def profile(tree: Path, vault_on: bool, readers: int | None = None) -> None:
+def profile(tree: Path, vault_on: bool, readers: int | None = None, groups: bool = False) -> None:
     work = Path(tempfile.mkdtemp(prefix="ctxkeep-profile-"))
     out = work / "reader.json"
     os.environ[_OUT_ENV] = str(out)
@@ -432,6 +447,8 @@ def profile(tree: Path, vault_on: bool, readers: int | None = None) -> None:
             print("reader process: none (below the reader process's threshold: read in this process)")
         events = [tuple(e) for e in _events] + [tuple(e) for r in rdrs for e in r["events"]]
         _timeline(events, t_start, t_start + wall)
+        if groups:
+            _groups(t_start, t_start + wall)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -481,11 +498,40 @@ def _timeline(events: list, start: float, end: float, bins: int = 16) -> None:
         f"(after the readers' last CPU tick), using {tail_cpu:.2f} CPU s in it"
     )
     spent: collections.Counter[str] = collections.Counter()
-    for t, label, d in _stamps:
+    for t, label, d, _w0 in _stamps:
         if t >= end - tail_wall:  # a call that ended in the tail (charged whole)
             spent[label] += d
     for label, d in spent.most_common(8):
         print(f"    in the tail: {label:<62} {d:6.2f} s")
+
+
+#: the stages ``_groups`` prints per call, with their short names
+GROUP_STAGES = {
+    "transform_batch (dedup, contents, tokens taken)": "transform",
+    "load_batch (SQLite, one transaction a group)": "load_batch",
+    "DuckDB appends (per group)": "duckdb",
+    "vault capture (packs)": "vault",
+    "DuckDB sync (closing: usage, status)": "sync",
+    "  sync_usage (compare, price, buckets)": "  usage",
+    "  texts (titles, error flags)": "  texts",
+    "DuckDB usage step (new usage rows, texts)": "step",
+}
+
+
+def _groups(start: float, end: float) -> None:
+    """The run's end, group by group: when each of the last calls of the per-group
+    stages started and ended (s from the run's start) and its CPU s, and when each
+    reader process last worked: what the ingest process still does after the readers'
+    end, and why (``--groups``)."""
+    me = os.getpid()
+    ticks = _sampler.last_ticks()
+    ends = sorted(t - start for pid, t in ticks.items() if pid != me)
+    print(f"run end {end - start:.2f} s; readers last worked at " + ", ".join(f"{t:.2f}" for t in ends))
+    rows = sorted((w0, t, GROUP_STAGES[label], d) for t, label, d, w0 in _stamps if label in GROUP_STAGES)
+    cut = 0.0
+    for w0, t, name, d in rows:
+        if t - start >= cut:
+            print(f"    {name:<10} {w0 - start:7.2f} -> {t - start:7.2f}  CPU {d:5.2f}")
 
 
 def main() -> None:
@@ -503,6 +549,7 @@ def main() -> None:
         type=Path,
         help="pickle the readers' redaction inputs into this folder (bench_redact_raw.py --replay)",
     )
+    ap.add_argument("--groups", action="store_true", help="print the run's end group by group")
     a = ap.parse_args()
     if a.record:
         a.record.mkdir(parents=True, exist_ok=True)
@@ -520,7 +567,7 @@ def main() -> None:
     try:
         for v in a.vault.split(","):
             for n in [int(x) for x in a.readers.split(",") if x.strip()] or [None]:
-                profile(tree, v.strip() == "on", n)
+                profile(tree, v.strip() == "on", n, a.groups)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

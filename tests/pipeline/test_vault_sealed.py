@@ -64,9 +64,12 @@ def test_a_reader_process_seals_the_same_vault_and_sends_no_raw_byte(home_copy, 
         for item in real(todo, **kw):
             raw = item.batch.raw if item.batch is not None else None
             if raw is not None and raw.meta.get("vault_rows"):
-                # a database session's rows: sealed in the ingest process, which reads
-                # on the version the vault holds (``rows_capture.seal_rows``)
-                seen["rows"] += raw.sealed is None and raw.data != b""
+                # a database session's rows: a whole document (a fresh store's: no version
+                # held to build on) sealed by the reader too (``read_split``'s
+                # ``seal_rows``); one built on a held version is the ingest process's
+                # (``rows_capture.seal_rows``)
+                seen["rows"] += raw.sealed is not None and raw.data == b""
+                seen["unsealed"] += raw.sealed is None
             elif raw is not None:
                 seen["raws"] += 1
                 seen["unsealed"] += raw.sealed is None or raw.data != b""
@@ -76,7 +79,7 @@ def test_a_reader_process_seals_the_same_vault_and_sends_no_raw_byte(home_copy, 
     ingest(home_copy, tmp_path / "there")
 
     assert seen["seal"] == [True] and seen["raws"] > 20 and seen["unsealed"] == 0
-    assert seen["rows"] == 3  # the corpus's Crush (2 sessions) and opencode-go databases
+    assert seen["rows"] == 3  # the corpus's Crush (2 sessions) and opencode-go databases, sealed
     here, there = _vault(tmp_path / "here"), _vault(tmp_path / "there")
     assert len(here["files"]) > 20 and any(g[6] != "{}" for g in here["generations"])
     assert here == there

@@ -243,6 +243,7 @@ def sync(
     rebuild: bool = False,
     con: duckdb.DuckDBPyConnection | None = None,
     usage: bool = True,
+    usage_only: tuple[int, set[str]] | None = None,
 ) -> dict:
     """Bring DuckDB up to date with SQLite.
 
@@ -252,7 +253,12 @@ def sync(
     closing one) upserts ``usage`` (``sync_usage``), the session titles and tool error
     flags of the entries above their own mark, and the compress runs. ``con``: an open
     connection from ``connect(home)`` to reuse (left open; repeated syncs then skip
-    the open and DDL), else one is opened and closed here (a file found damaged, at
+    the open and DDL), else one is opened and closed here. ``usage_only``: ``(after,
+    keys)`` when DuckDB's usage rows are all SQLite rows with a rowid up to ``after``
+    as a ``UsageSteps`` read them, and only ``keys`` among them may have changed since
+    (``UsageSteps.fresh``: an ingest that filled an empty DuckDB, the writer's
+    ``usage_held``): ``sync_usage`` compares just those rows and the rows above
+    ``after`` (every row when the prices changed) (a file found damaged, at
     the open or during the sync, is moved aside and this sync fills a new one:
     ``analytics_file.set_aside_if_damaged``). Returns
     ``{"entries_synced": int, "usage_rows": int, "usage_changed": int,
@@ -263,10 +269,10 @@ def sync(
     next sync catches up); ValueError for a bad ``<home>/prices.toml``.
     """
     if con is not None:
-        return _sync(sqlite_conn, home, con, rebuild=rebuild, usage=usage)
+        return _sync(sqlite_conn, home, con, rebuild=rebuild, usage=usage, usage_only=usage_only)
     con = connect(home)
     try:
-        return _sync(sqlite_conn, home, con, rebuild=rebuild, usage=usage)
+        return _sync(sqlite_conn, home, con, rebuild=rebuild, usage=usage, usage_only=usage_only)
     except duckdb.Error as e:
         con.close()
         if not set_aside_if_damaged(home, e):  # damaged past the blocks connect reads
@@ -284,6 +290,7 @@ def _sync(
     *,
     rebuild: bool,
     usage: bool,
+    usage_only: tuple[int, set[str]] | None = None,
 ) -> dict:
     """``sync`` on an open connection (left open)."""
     if rebuild:
@@ -325,11 +332,12 @@ def _sync(
         return {
             "entries_synced": synced,
             "usage_rows": 0,
+            "usage_compared": 0,
             "usage_changed": 0,
             "unpriced_models": [],
             **marks,
         }
-    u = sync_usage(sqlite_conn, con, home)
+    u = sync_usage(sqlite_conn, con, home, only=None if rebuild else usage_only)
     _sync_texts(sqlite_conn, con)
     _sync_compress(sqlite_conn, con)
     return {"entries_synced": synced, **u, **marks}
@@ -397,7 +405,12 @@ def _usage_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
     return pa.record_batch([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
 
 
-def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, home: Path) -> dict:
+def sync_usage(
+    sqlite_conn: sqlite3.Connection,
+    con: duckdb.DuckDBPyConnection,
+    home: Path,
+    only: tuple[int, set[str]] | None = None,
+) -> dict:
     """Upsert DuckDB ``usage`` from SQLite ``usage`` by ``usage_key``: rows new or
     changed (tokens, cache split, model, time, logged cost) since the last sync are priced
     (``transforms.cost``, each at its own ``ts``) and written; keys gone from SQLite are
@@ -432,23 +445,41 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
     prices = _SlicePrices(cost.Pricer(overrides))
     # a renamed machine (config ``machine``): its rows carry the new name
     con.execute("UPDATE usage SET machine = ? WHERE machine IS DISTINCT FROM ?", [host, host])
-    cur = sqlite_conn.execute(f"SELECT {', '.join(sel)} FROM usage")
+    partial = only is not None and not reprice
+    if partial:
+        assert only is not None
+        after, held = only
+        cur = sqlite_conn.execute(
+            f"SELECT {', '.join(sel)} FROM usage WHERE rowid > ? "
+            f"UNION ALL SELECT {', '.join(sel)} FROM usage WHERE rowid <= ? AND usage_key IN (SELECT value FROM json_each(?))",
+            (after, after, json.dumps(sorted(held))),
+        )
+    else:
+        cur = sqlite_conn.execute(f"SELECT {', '.join(sel)} FROM usage")
     keys: list[pa.Array] = []  # every SQLite key (a slice's column each): what is not gone
     n = rows = 0
     while part := cur.fetchmany(USAGE_SLICE_ROWS):
         rb = _usage_batch(part, schema)
         del part
-        keys.append(rb.column(0))
+        if not partial:
+            keys.append(rb.column(0))
         rows += rb.num_rows
         n += _in_transaction(con, _upsert_slice, sqlite_conn, con, rb, reprice, prices, host)
         del rb
+    compared = rows
+    if partial:
+        rows = sqlite_conn.execute("SELECT count(*) FROM usage").fetchone()[0]
     con.register("_keys", pa.table({"usage_key": pa.chunked_array(keys, pa.string())}))
     del keys
 
     def close() -> None:
-        gone = con.execute(
-            "DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _keys)"
-        ).fetchall()
+        gone = (
+            [(0,)]
+            if partial
+            else con.execute(
+                "DELETE FROM usage WHERE usage_key NOT IN (SELECT usage_key FROM _keys)"
+            ).fetchall()
+        )
         if n or reprice or gone[0][0] or not buckets_fresh(con):
             _refresh_buckets(con)
         if n or reprice:  # every row now priced with these prices
@@ -464,7 +495,13 @@ def sync_usage(sqlite_conn: sqlite3.Connection, con: duckdb.DuckDBPyConnection, 
             "SELECT DISTINCT model FROM usage WHERE cost_usd IS NULL AND model IS NOT NULL"
         ).fetchall()
     )
-    return {"usage_rows": rows, "usage_changed": n, "unpriced_models": unpriced, "prices_stamp": stamp}
+    return {
+        "usage_rows": rows,
+        "usage_compared": compared,
+        "usage_changed": n,
+        "unpriced_models": unpriced,
+        "prices_stamp": stamp,
+    }
 
 
 def _in_transaction(con: duckdb.DuckDBPyConnection, fn, *args):
@@ -941,7 +978,11 @@ class UsageSteps:
     ``usage_buckets`` are left to the closing ``sync``, which compares every row as
     before: the DuckDB file ends up the same. The price mark (``price_version``) is
     set here only when DuckDB held no usage row before the first step (every row it
-    holds is then priced with these prices). Raises what DuckDB or SQLite raise (the
+    holds is then priced with these prices). ``fresh``: the first step found DuckDB's
+    ``usage`` empty and ``after`` 0 (SQLite's was empty before the run): DuckDB then
+    holds exactly the SQLite rows up to ``after`` as the steps read them, so the
+    closing sync may compare only the rows above it and those the run's groups
+    updated in place (``sync``'s ``usage_only``). Raises what DuckDB or SQLite raise (the
     caller's next step or the closing sync catches up)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, home: Path, after: int) -> None:
@@ -950,6 +991,8 @@ class UsageSteps:
         self.after = after
         self._ready = False
         self._mark_prices = False
+        #: DuckDB and SQLite held no usage row before the first step (``_start``)
+        self.fresh = False
 
     def _start(self, sqlite_conn: sqlite3.Connection) -> None:
         from ctxkeep.sinks.machine import machine_name
@@ -960,7 +1003,9 @@ class UsageSteps:
         self.host = machine_name(self.home, check=False)
         self.prices = _SlicePrices(cost.Pricer(overrides))
         stale = _meta(self.con, "price_version") != self.fp
-        self._mark_prices = stale and self.con.execute("SELECT count(*) FROM usage").fetchall()[0][0] == 0
+        empty = self.con.execute("SELECT count(*) FROM usage").fetchall()[0][0] == 0
+        self._mark_prices = stale and empty
+        self.fresh = empty and self.after == 0
         self._ready = True
 
     def step(self, sqlite_conn: sqlite3.Connection) -> int:

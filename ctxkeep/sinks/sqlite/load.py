@@ -211,6 +211,7 @@ def load_batch(
     vocab: set[str] | None = None,
     before_watermarks: Callable[[sqlite3.Connection], None] | None = None,
     coverage: Iterable[tuple] = (),
+    usage_held: set[str] | None = None,
 ) -> int:
     """Store one batch in a single transaction and return the number of new entries.
 
@@ -238,6 +239,10 @@ def load_batch(
             watermarks are saved (the vault's manifest rows, ``sinks.vault.record``).
         vocab: ``transforms.grams.vocab_terms`` of the chunk texts, with a ``symbols``
             column on ``chunks`` (``with_index_terms``); computed here when absent.
+        usage_held: when given, the keys of ``usage`` that the store held before this
+            batch's upsert are added to it (the rows it may update in place, their
+            rowids kept: ``duckdb_store.sync``'s ``usage_only``; added before the
+            commit, so a batch that fails may leave keys it did not update).
 
     Raises StoreBusy when another writer holds the database.
     """
@@ -285,6 +290,14 @@ def load_batch(
             if new_stamp and not n_new:  # every entry was stored before: no entry holds the stamp
                 conn.execute("DELETE FROM ingests WHERE ingest_id = ?", (stamp_id,))
         if usage.height:
+            if usage_held is not None:
+                for part in in_parts(usage["usage_key"].to_list()):
+                    usage_held.update(
+                        k
+                        for (k,) in conn.execute(
+                            f"SELECT usage_key FROM usage WHERE usage_key {IN_JSON}", (json_list(part),)
+                        )
+                    )
             conn.executemany(_USAGE_UPSERT, _ts_text(usage.select(_USAGE_INSERT)).rows())
         if quarantine:
             conn.executemany(
