@@ -21,6 +21,7 @@ from ctxkeep.cli import (
     config_warnings,
     err,
     failing,
+    finishing,
     fold,
     line_width,
     out,
@@ -33,7 +34,6 @@ from ctxkeep.cli import (
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, require_paths
-from ctxkeep.cli.secrets import finishing
 from ctxkeep.errors import UsageError
 
 

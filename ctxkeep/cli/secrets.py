@@ -19,6 +19,7 @@ from ctxkeep.cli import (
     app,
     err,
     failing,
+    finishing,
     line_width,
     out,
     short_path,
@@ -84,27 +85,6 @@ def secrets(
             f"{done:,} {'would be scrubbed' if res.dry_run else 'scrubbed'}",
             res.interrupted,
         )
-
-
-def finishing(stop) -> None:
-    """Said at once on the first Ctrl-C (or SIGTERM) of a scrub or a compress: the file
-    it finishes first and how to stop now (newuser18 F8: 63 s of silence on a 129 MB
-    file)."""
-    from ctxkeep.cli import _size, fold, tilde
-
-    size = ""
-    if stop.current:
-        try:
-            size = f" ({_size(Path(stop.current).stat().st_size)})"
-        except OSError:
-            pass
-    what = f"{tilde(stop.current)}{size}" if stop.current else "the file in hand"
-    for part in fold(
-        f"{stop.name or 'stop'}: finishing {what} first; press Ctrl-C again to stop now "
-        "(no file is ever left half-written)",
-        indent="    ",
-    ):
-        err.print(part, highlight=False, markup=False)
 
 
 #: the columns of ``secrets``' sessions table
