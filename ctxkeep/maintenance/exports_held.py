@@ -27,6 +27,8 @@ from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sinks.lake import NO_MONTH
 from ctxkeep.sinks.site_names import FORMATS, MARKER, page_name
 from ctxkeep.sinks.sqlite import delete as delete_store
+from ctxkeep.sinks.sqlite import lake_marks
+from ctxkeep.sinks.sqlite.runs import run_details
 
 #: ``runs.flow`` of an HTML/Markdown export (``service.export.record_site``)
 SITE_FLOW = "export-site"
@@ -36,23 +38,10 @@ def _purged(conn: sqlite3.Connection, requests: list[PurgeRequest]) -> tuple[set
     """``({(agent, month)}, {(agent, session_id)})`` of the entries ``requests`` select."""
     pairs: set[tuple[str, str]] = set()
     sessions: set[tuple[str, str]] = set()
-    delete_store.prepare(conn)
     for r in requests:
-        if r.scope == "all":
-            sel = "SELECT agent, ts, session_id FROM entries"
-        else:
-            delete_store.select_scope(conn, r.scope, r.value)
-            sel = (
-                "SELECT e.agent, e.ts, e.session_id FROM temp._p_entries p JOIN entry_rows e "
-                "ON e.entry_id = p.entry_id"
-            )
-        for agent, month, sid in conn.execute(
-            f"SELECT DISTINCT agent, coalesce(strftime('%Y-%m', ts), ?), session_id FROM ({sel})", (NO_MONTH,)
-        ):
-            pairs.add((agent, month))
-            sessions.add((agent, sid))
-        if r.scope != "all":
-            delete_store.drop_selection(conn)
+        p, s = delete_store.scope_partitions(conn, r.scope, None if r.scope == "all" else r.value, NO_MONTH)
+        pairs |= p
+        sessions |= s
     return pairs, sessions
 
 
@@ -70,11 +59,7 @@ def exports_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
             return []
         out: list[dict] = []
         lake: dict[str, int] = defaultdict(int)
-        try:
-            rows = conn.execute("SELECT dest, agent, month FROM lake_exports").fetchall()
-        except sqlite3.OperationalError:
-            rows = []
-        for dest, agent, month in rows:
+        for dest, agent, month in lake_marks.partitions(conn):
             if (agent, month) in pairs:
                 lake[dest] += 1
         for dest, n in lake.items():
@@ -87,13 +72,11 @@ def exports_holding(home: Path, requests: list[PurgeRequest]) -> list[dict]:
                     "refresh": f"ctxkeep export parquet {dest}",
                 }
             )
-        sites: set[tuple[str, str]] = set()
-        for (detail,) in conn.execute("SELECT detail FROM runs WHERE flow = ?", (SITE_FLOW,)):
-            try:
-                d = json.loads(detail or "{}")
-                sites.add((str(d["dest"]), str(d["format"])))
-            except (ValueError, KeyError, TypeError):
-                continue
+        sites = {
+            (str(d["dest"]), str(d["format"]))
+            for d in run_details(conn, SITE_FLOW)
+            if "dest" in d and "format" in d
+        }
         for dest, fmt in sites:
             ext = FORMATS.get(fmt)
             try:

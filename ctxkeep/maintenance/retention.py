@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import sqlite3
 import time
 from contextlib import closing, nullcontext
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from ctxkeep.sinks.files import ARCHIVE_DIR, STORE_DB
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sinks.sqlite import intents
 from ctxkeep.sinks.sqlite.intents import kill_point
+from ctxkeep.sinks.sqlite.lookup import known_paths
 from ctxkeep.sources import SOURCES, discover_all
 from ctxkeep.sources.contract import DiscoveryContext
 from ctxkeep.timeutil import utc_now
@@ -123,16 +123,10 @@ def _known_dirs(home: Path) -> set[Path]:
         conn = sqlite_store.connect(home, readonly=True)
     except Exception:  # an unreadable store: the discovered folders only
         return set()
-    out: set[Path] = set()
     try:
-        for table in ("watermarks", "vault_files"):
-            try:
-                out |= {Path(r[0].split("#", 1)[0]).parent for r in conn.execute(f"SELECT path FROM {table}")}
-            except sqlite3.Error:
-                continue
+        return {Path(p.split("#", 1)[0]).parent for p in known_paths(conn)}
     finally:
         conn.close()
-    return out
 
 
 def old_backups(dirs: list[Path], older_than: dt.datetime) -> list[Path]:

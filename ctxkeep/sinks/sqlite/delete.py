@@ -375,3 +375,30 @@ def scrub(conn: sqlite3.Connection) -> None:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (table,)).fetchone():
                 conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def scope_partitions(
+    conn: sqlite3.Connection, scope: str, value: str | None, no_month: str
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """``({(agent, month)}, {(agent, session_id)})`` of the entries a purge of ``scope``
+    (``select_scope``; ``"all"``: every entry) would remove, ``month`` as a lake
+    partitions it (``YYYY-MM`` of ``ts``, ``no_month`` without one). Read only (the
+    selection is a TEMP table, dropped)."""
+    prepare(conn)
+    if scope == "all":
+        sel = "SELECT agent, ts, session_id FROM entry_rows"
+    else:
+        select_scope(conn, scope, value or "")
+        sel = "SELECT e.agent, e.ts, e.session_id FROM temp._p_entries p JOIN entry_rows e ON e.entry_id = p.entry_id"
+    pairs: set[tuple[str, str]] = set()
+    sessions: set[tuple[str, str]] = set()
+    try:
+        for agent, month, sid in conn.execute(
+            f"SELECT DISTINCT agent, coalesce(strftime('%Y-%m', ts), ?), session_id FROM ({sel})", (no_month,)
+        ):
+            pairs.add((agent, month))
+            sessions.add((agent, sid))
+    finally:
+        if scope != "all":
+            drop_selection(conn)
+    return pairs, sessions

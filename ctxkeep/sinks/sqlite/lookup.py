@@ -535,3 +535,15 @@ def has_project_under(conn: sqlite3.Connection, project_dir: str) -> bool:
 
     sql, args = under_sql("project_dir", project_dir)
     return conn.execute(f"SELECT 1 FROM projects WHERE {sql} LIMIT 1", args).fetchone() is not None
+
+
+def known_paths(conn: sqlite3.Connection) -> set[str]:
+    """Every file path the store knows: its watermarks' and the vault's files' (a rows
+    document's ``<db>#session=<id>`` as it is). A table an old store lacks: skipped."""
+    out: set[str] = set()
+    for table in ("watermarks", "vault_files"):
+        try:
+            out |= {r[0] for r in conn.execute(f"SELECT path FROM {table}")}
+        except sqlite3.Error:
+            continue
+    return out

@@ -133,3 +133,17 @@ def recent_runs(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any
         f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY run_id DESC LIMIT ?", (int(limit),)
     ).fetchall()
     return [dict(zip(RUN_COLUMNS, r, strict=True)) for r in rows]
+
+
+def run_details(conn: sqlite3.Connection, flow: str) -> list[dict[str, Any]]:
+    """The ``detail`` objects of ``flow``'s recorded runs, oldest first (a detail that
+    is not a JSON object: left out)."""
+    out = []
+    for (detail,) in conn.execute("SELECT detail FROM runs WHERE flow = ? ORDER BY run_id", (flow,)):
+        try:
+            d = json.loads(detail or "{}")
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out.append(d)
+    return out
