@@ -5,7 +5,6 @@ the store backups, and the exported pages kept the client's text."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -15,6 +14,7 @@ from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.render.site import ExportRequest, export
 from ctxkeep.service.export import ExportParquetRequest, export_parquet
 from ctxkeep.sources.contract import DiscoveryContext
+from tests.maintenance.test_scrub_vault import _line
 
 SIDS = {
     "/tmp/acme": "11111111-1d4f-4b6e-9a3c-0f1e2d3c4b5a",
@@ -23,29 +23,9 @@ SIDS = {
 
 
 def _session(sid: str, cwd: str, month: str) -> bytes:
-    out = b""
-    for n, (kind, text) in enumerate([("user", f"acme secret plan {sid[:4]}"), ("assistant", "noted")], 1):
-        rec: dict = {
-            "type": kind,
-            "sessionId": sid,
-            "uuid": f"{sid[:8]}-0000-4000-8000-{n:012d}",
-            "parentUuid": f"{sid[:8]}-0000-4000-8000-{n - 1:012d}" if n > 1 else None,
-            "timestamp": f"2025-{month}-01T10:00:{n:02d}.000Z",
-            "cwd": cwd,
-            "version": "2.0.1",
-        }
-        rec["message"] = (
-            {"role": "user", "content": text}
-            if kind == "user"
-            else {
-                "id": f"msg_{sid[:4]}{n}",
-                "role": "assistant",
-                "model": "claude-sonnet-4-20250514",
-                "content": [{"type": "text", "text": text}],
-            }
-        )
-        out += json.dumps(rec, separators=(",", ":")).encode() + b"\n"
-    return out
+    return _line(1, "user", f"acme secret plan {sid[:4]}", sid=sid, cwd=cwd, day=f"2025-{month}-01") + _line(
+        2, "assistant", "noted", sid=sid, cwd=cwd, day=f"2025-{month}-01"
+    )
 
 
 def test_a_purge_names_the_site_pages_and_lake_partitions_that_hold_it(tmp_path, monkeypatch):

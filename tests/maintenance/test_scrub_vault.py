@@ -19,21 +19,25 @@ SID = "5c7ab0e2-1d4f-4b6e-9a3c-0f1e2d3c4b5a"
 SECRET = "hunter2secretABC"
 
 
-def _line(n: int, kind: str, text: str) -> bytes:
+def _line(
+    n: int, kind: str, text: str, *, sid: str = SID, cwd: str = "/tmp/p", day: str = "2025-06-01"
+) -> bytes:
+    """One Claude Code record (``user`` or ``assistant``) of session ``sid``, the ``n``-th
+    of a chain; its uuids carry the session's first 8 characters."""
     rec: dict = {
         "type": kind,
-        "sessionId": SID,
-        "uuid": f"00000000-0000-4000-8000-{n:012d}",
-        "parentUuid": f"00000000-0000-4000-8000-{n - 1:012d}" if n > 1 else None,
-        "timestamp": f"2025-06-01T10:00:{n:02d}.000Z",
-        "cwd": "/tmp/p",
+        "sessionId": sid,
+        "uuid": f"{sid[:8]}-0000-4000-8000-{n:012d}",
+        "parentUuid": f"{sid[:8]}-0000-4000-8000-{n - 1:012d}" if n > 1 else None,
+        "timestamp": f"{day}T10:00:{n:02d}.000Z",
+        "cwd": cwd,
         "version": "2.0.1",
     }
     if kind == "user":
         rec["message"] = {"role": "user", "content": text}
     else:
         rec["message"] = {
-            "id": f"msg_{n}",
+            "id": f"msg_{sid[:8]}_{n}",
             "role": "assistant",
             "model": "claude-sonnet-4-20250514",
             "content": [{"type": "text", "text": text}],

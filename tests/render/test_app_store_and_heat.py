@@ -4,7 +4,6 @@ all 7 days and 24 hours on its axes (it held only those with data)."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -16,6 +15,7 @@ from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.render import app_views
 from ctxkeep.service.vault import VaultStatusRequest, vault_status
 from ctxkeep.sources.contract import DiscoveryContext
+from tests.maintenance.test_scrub_vault import _line
 
 SID = "33333333-1d4f-4b6e-9a3c-0f1e2d3c4b5a"
 
@@ -27,32 +27,14 @@ def test_the_heatmap_has_every_weekday_and_hour():
     assert spec["encoding"]["y"]["scale"]["domain"] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
 
-def _line(n: int, kind: str) -> bytes:
-    rec: dict = {
-        "type": kind,
-        "sessionId": SID,
-        "uuid": f"33333333-0000-4000-8000-{n:012d}",
-        "parentUuid": f"33333333-0000-4000-8000-{n - 1:012d}" if n > 1 else None,
-        "timestamp": f"2025-06-01T10:00:{n:02d}.000Z",
-        "cwd": "/tmp/client",
-        "version": "2.0.1",
-        "message": {"role": "user", "content": "plan for the client"}
-        if kind == "user"
-        else {
-            "id": f"msg_{n}",
-            "role": "assistant",
-            "model": "claude-sonnet-4-20250514",
-            "content": [{"type": "text", "text": "ok"}],
-        },
-    }
-    return json.dumps(rec, separators=(",", ":")).encode() + b"\n"
-
-
 def test_a_purged_projects_file_is_not_called_at_risk(tmp_path, monkeypatch):
     user = tmp_path / "user"
     p = user / ".claude" / "projects" / "-tmp-client" / f"{SID}.jsonl"
     p.parent.mkdir(parents=True)
-    p.write_bytes(_line(1, "user") + _line(2, "assistant"))
+    p.write_bytes(
+        _line(1, "user", "plan for the client", sid=SID, cwd="/tmp/client")
+        + _line(2, "assistant", "ok", sid=SID, cwd="/tmp/client")
+    )
     os.utime(p, (time.time() - 3600, time.time() - 3600))
     monkeypatch.setenv("HOME", str(user))
     store = tmp_path / "store"
