@@ -4,6 +4,7 @@ what a search costs in SQLite (statements counted, not timed)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -971,3 +972,63 @@ def test_finds_is_whether_a_search_has_a_hit_and_stops_at_the_first_list(corpus_
     assert n_finds <= n_search
     if q == "the file":  # words, then phrase, any …: the words list held a hit
         assert n_finds == 1 < n_search
+
+
+PATH_TERM = "/Users/chip/dev/ai-music/diverse_musical_ai.py"
+
+
+@pytest.mark.parametrize(
+    ("q", "f", "absent"),
+    [
+        (f"embedding {PATH_TERM}", {"role": "user"}, {f'"{PATH_TERM}"'}),
+        ("gui tab main_window", {"agent": "claude-code", "kind": "tool_call"}, {'"gui"', '"main_window"'}),
+        ("teammate OPK_DEBUG", {"project": "/path/to/Demo"}, {'"teammate"', '"OPK_DEBUG"'}),
+        ("sandbox denied", {"role": "user", "since": "2025-01-01"}, {'"denied"'}),
+        ("exit code", {"kind": "message"}, set()),
+        (f"embedding {PATH_TERM}", {}, set()),
+    ],
+)
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_term_none_passing_the_facet_filter_holds_is_walked_once(
+    corpus_conn, monkeypatch, q, f, absent, parallel
+):
+    """Under a facet filter, a term no chunk passing it holds is found once (``LIMIT
+    1``): the words list (all terms) is not run and the ``any`` list leaves the term out;
+    the hits are those of the search that walks it in both lists."""
+    import ctxkeep.query.search as search_mod
+    from ctxkeep.query.search import any_match
+
+    filters = Filters(**f)
+    assert search_mod._absent_terms(corpus_conn, q, filters.facet_match()) == absent
+    ranked = re.compile(r"(?:ck_bm25|bm25)\(.*MATCH '(.*?)'(?: ORDER| AND rowid|\) ORDER)", re.S)
+
+    def run() -> tuple[list, list[str]]:
+        got: list = []
+        seen = _statements(
+            corpus_conn, lambda: got.append(search(corpus_conn, q, filters=filters, parallel=parallel))
+        )
+        res = got[0]
+        return [[vars(h) for h in res.hits], res.note, res.suggestions], [
+            m for s in seen for m in ranked.findall(s)
+        ]
+
+    hits, matches = run()
+    monkeypatch.setattr(search_mod, "_absent_terms", lambda *a: set())
+    old_hits, old_matches = run()
+    assert hits == old_hits
+    words = f"({words_match(q)})"
+    if parallel:  # lists run ahead on another connection: their statements are not traced here
+        return
+    if absent:
+        assert bool(hits[0]) != q.startswith("teammate")  # found something where it can
+        assert not any(m.startswith(words) for m in matches)  # no words list
+        assert any(m.startswith(words) for m in old_matches)
+        # the ``any`` list walks the other terms only (the prefix list, which follows,
+        # is not the same: a prefix of an absent term may be present)
+        lists = {m.split(" AND facets")[0] for m in matches}
+        old_lists = {m.split(" AND facets")[0] for m in old_matches}
+        assert f"({any_match(q)})" in old_lists and f"({any_match(q)})" not in lists
+        kept = any_match(q, absent)
+        assert f"({kept})" in lists if kept else True
+    else:
+        assert sorted(matches) == sorted(old_matches)

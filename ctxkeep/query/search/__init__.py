@@ -71,6 +71,7 @@ from ctxkeep.query.search.parse import (
     _prefix_star,
     _word_term,
     any_match,
+    any_parts,
     cap_terms,
     grams_match,
     parse_when,
@@ -238,11 +239,19 @@ def search(
         grams = ("grams_all" if mixed else "grams", grams_match(query))
         symbols = symbols_match(query) if any(is_symbol_term(t) for t in ts) else None
         several = len([t for t in ts if _word_term(t)]) > 1
+        # under a facet filter, a term no entry passing it holds: the words (and phrase)
+        # lists have no match, and the ``any`` list is the same without that term
+        absent = _absent_terms(conn, query, filters.facet_match()) if several and facets else set()
+        anym = any_match(query, absent) if several else None
+        no_words = bool(absent & set(words_parts(query)))  # the words list has no match
         if parallel or (parallel is None and core_free()):
-            anym = any_match(query) if several else None
-            ahead = _ahead(conn, filters, n, passed, facets, query, wm, phrase, grams, symbols, anym, cjk)
+            ahead = _ahead(
+                conn, filters, n, passed, facets, query, wm, phrase, grams, symbols, anym, cjk, no_words
+            )
         try:
-            word_rows = run("words", "fts_words", wm)
+            # no entry holds a term without a prefix ``*`` that none passing the filter
+            # holds: the words list's walk would prove it again (``_absent_terms``)
+            word_rows = run("words", "fts_words", wm, [] if no_words else None)
             # the words side by side, in order: a content is shown with its chunk holding
             # the phrase, and ranks above those holding the words apart. A phrase match
             # holds all the words: none when the words list is empty; when the words list
@@ -259,7 +268,7 @@ def search(
             run(grams[0], "fts_grams", grams[1])
             run("symbols", None, symbols)
             if several and len(lists.get("words", [])) < n:
-                run("any", "fts_words", any_match(query))
+                run("any", "fts_words", anym or any_match(query), None if anym else [])
             elif ahead is not None:
                 ahead.drop("any")
         finally:
@@ -320,6 +329,28 @@ def search(
     return res
 
 
+def _absent_terms(conn: sqlite3.Connection, query: str, fmatch: str | None) -> set[str]:
+    """The quoted word terms of ``query`` (``any_match``'s phrases, e.g. ``'"embedding"'``)
+    that no chunk passing the facet filter ``fmatch`` holds, each asked with ``LIMIT 1``
+    (``retrieve.holds_none``); empty without ``fmatch``.
+
+    Why: a term none passing the filter holds leaves the words list (all terms, AND) and
+    the phrase list without a match, and leaves the ``any`` list (OR) the same rows with
+    the same ranks without it (a row holding no phrase of it adds 0.0 to the BM25 sum
+    for it, in ``bm25()`` and ``ck_bm25`` alike). Proving that is a walk of the term
+    under the filter, which the words list and the ``any`` list each made: a path among
+    users' messages (10 GB store, ``embedding <path>`` for role user: the words list 16
+    and the ``any`` list 22 ms CPU, each walking the 28,764 matches of the path's 9-token
+    phrase against the role's chunks, ~14 ms, for no row). Asked once here, the words
+    list is not run and the ``any`` list walks only ``"embedding"``. A term with a match
+    stops at its newest one, which the words list's walk reaches anyway. Not asked
+    without a facet filter: a term absent from a whole store is rare, and a phrase whose
+    newest match is old costs a walk (``create-next-app``: 12.8 ms)."""
+    if not fmatch:
+        return set()
+    return {p for p in any_parts(query) if retrieve.holds_none(conn, "fts_words", f"{p} AND {fmatch}")}
+
+
 def _ahead(
     conn: sqlite3.Connection,
     filters: Filters,
@@ -333,18 +364,21 @@ def _ahead(
     symbols: str | None,
     anym: str | None,
     cjk: bool,
+    no_words: bool = False,
 ) -> Ahead | None:
     """The lists of a search run ahead on a second connection (``ahead.Ahead``,
     started), or None when there is none to run or no connection to borrow: the
     phrase list ranked on its own (when the word list ``wm`` will have ``n`` rows),
     ``grams`` (not alone for a ``cjk`` query), ``symbols``, and ``any`` (``anym``: a
-    query of several word terms) when it will not, in the order ``search`` takes them."""
+    query of several word terms) when it will not, in the order ``search`` takes them.
+    ``no_words``: the word list is known to have no match (``_absent_terms``): no
+    guess, no phrase list, ``any`` always."""
     jobs: list[Job] = []
     guess = None
     # a time or status filter (checked per chunk, ``retrieve.fts_ids``) can leave the
     # word list short of what the guess counts: a wrong guess wastes a list's CPU
     # ("timeline filtering" since a date: +19 ms of 26), so none is made
-    if wm and (phrase or anym) and filters.residual().is_empty():
+    if wm and (phrase or anym) and filters.residual().is_empty() and not no_words:
         fmatch = filters.facet_match() if facets else None
         guess = Guess(f"({wm}) AND {fmatch}" if fmatch else wm, words_parts(query), n)
     if phrase and guess is not None:
@@ -353,8 +387,8 @@ def _ahead(
         jobs.append(Job(grams[0], "fts_grams", grams[1]))
     if symbols:
         jobs.append(Job("symbols", None, symbols))
-    if anym and guess is not None:
-        jobs.append(Job("any", "fts_words", anym, guess=guess.short))
+    if anym and (guess is not None or no_words):
+        jobs.append(Job("any", "fts_words", anym, guess=guess.short if guess is not None else None))
     # a CJK query's bigram list is short (2.5 GB store: the bench's CJK queries p95
     # 1.3 ms on one connection): alone, it does not pay for the thread (+0.17 ms CPU,
     # 4-5 context switches a search)
