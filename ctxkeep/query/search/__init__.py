@@ -19,7 +19,8 @@ How a query is answered:
      ``title`` column weighted ``sqlite_store.TITLE_WEIGHT`` × the body;
    - ``any``: for several terms, when ``words`` is short of candidates, any of them
      (OR), so a text missing one word of the query still ranks (BM25 favours texts
-     holding more of the terms);
+     holding more of the terms); under a facet filter, without the terms no chunk
+     passing it holds (``_absent_terms``: then ``words`` is not run either);
    - ``prefix``: when ``words`` finds fewer than ``limit`` entries, any term (OR),
      terms of ≥ 3 characters as prefixes (``validateUs`` → ``validateus*``);
    - ``grams``: the substring index ``fts_grams`` (CJK bigrams, camelCase parts;
