@@ -983,9 +983,17 @@ PATH_TERM = "/Users/chip/dev/ai-music/diverse_musical_ai.py"
     ("q", "f", "absent"),
     [
         (f"embedding {PATH_TERM}", {"role": "user"}, {f'"{PATH_TERM}"'}),
-        ("gui tab main_window", {"agent": "claude-code", "kind": "tool_call"}, {'"gui"', '"main_window"'}),
-        ("teammate OPK_DEBUG", {"project": "/path/to/Demo"}, {'"teammate"', '"OPK_DEBUG"'}),
-        ("sandbox denied", {"role": "user", "since": "2025-01-01"}, {'"denied"'}),
+        # a one-word term absent: the words list is known empty, the others of several
+        # words are not sought (``any`` walks them down to its window's floor only)
+        ("gui tab main_window", {"agent": "claude-code", "kind": "tool_call"}, {'"gui"'}),
+        ("teammate OPK_DEBUG", {"project": "/path/to/Demo"}, {'"teammate"'}),
+        (
+            f"constitution {PATH_TERM}",
+            {"agent": "claude-code", "kind": "tool_call", "since": "2025-01-01"},
+            {'"constitution"'},
+        ),
+        # no term of several words: nothing sought (FTS5 finds a word absent cheaply)
+        ("sandbox denied", {"role": "user"}, set()),
         ("exit code", {"kind": "message"}, set()),
         (f"embedding {PATH_TERM}", {}, set()),
     ],
@@ -1021,6 +1029,15 @@ def test_a_term_none_passing_the_facet_filter_holds_is_walked_once(
     words = f"({words_match(q)})"
     if parallel:  # lists run ahead on another connection: their statements are not traced here
         return
+    # terms are sought under a facet filter when one has several words, and only then
+    monkeypatch.undo()
+    sought = [
+        x
+        for x in _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters, parallel=False))
+        if x.startswith("SELECT 1 FROM fts_words")
+    ]
+    several = any(len(re.findall(r"[^\W_]+", t)) > 1 for t in terms(q))
+    assert bool(sought) == (several and filters.facet_match() is not None)
     if absent:
         assert bool(hits[0]) != q.startswith("teammate")  # found something where it can
         assert not any(m.startswith(words) for m in matches)  # no words list
