@@ -1051,3 +1051,25 @@ def test_a_term_none_passing_the_facet_filter_holds_is_walked_once(
         assert f"({kept})" in lists if kept else True
     else:
         assert sorted(matches) == sorted(old_matches)
+
+
+@pytest.mark.parametrize("q", [f"_ {PATH_TERM}", f"emb* {PATH_TERM}", "a_b c_d"])
+@pytest.mark.parametrize("f", [{"role": "user"}, {"agent": "codex", "since": "2025-01-01"}])
+def test_terms_sought_under_a_filter_leave_the_hits_as_they_were(corpus_conn, monkeypatch, q, f):
+    """Odd terms (a token FTS5 finds nothing for, a prefix, words joined by ``_``) sought
+    under a facet filter: the same hits as the search that seeks none, on one connection
+    and two."""
+    import ctxkeep.query.search as search_mod
+
+    filters = Filters(**f)
+
+    def hits() -> list:
+        out = []
+        for parallel in (False, True):
+            res = search(corpus_conn, q, filters=filters, parallel=parallel)
+            out.append([[vars(h) for h in res.hits], res.note, res.suggestions])
+        return out
+
+    got = hits()
+    monkeypatch.setattr(search_mod, "_absent_terms", lambda *a: set())
+    assert got == hits()
