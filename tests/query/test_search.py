@@ -4,6 +4,7 @@ what a search costs in SQLite (statements counted, not timed)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -958,8 +959,10 @@ def test_finds_is_whether_a_search_has_a_hit_and_stops_at_the_first_list(corpus_
     got: list = []
     want: list = []
 
-    def lists(fn) -> int:
-        return sum(1 for s in _statements(corpus_conn, fn) if " MATCH " in s)
+    def lists(fn) -> int:  # list statements (not the terms sought under a filter: ``_absent_terms``)
+        return sum(
+            1 for s in _statements(corpus_conn, fn) if " MATCH " in s and not s.startswith("SELECT 1 ")
+        )
 
     n_finds = lists(lambda: got.append(finds(corpus_conn, q, f)))
     n_search = lists(
@@ -971,3 +974,102 @@ def test_finds_is_whether_a_search_has_a_hit_and_stops_at_the_first_list(corpus_
     assert n_finds <= n_search
     if q == "the file":  # words, then phrase, any …: the words list held a hit
         assert n_finds == 1 < n_search
+
+
+PATH_TERM = "/Users/chip/dev/ai-music/diverse_musical_ai.py"
+
+
+@pytest.mark.parametrize(
+    ("q", "f", "absent"),
+    [
+        (f"embedding {PATH_TERM}", {"role": "user"}, {f'"{PATH_TERM}"'}),
+        # a one-word term absent: the words list is known empty, the others of several
+        # words are not sought (``any`` walks them down to its window's floor only)
+        ("gui tab main_window", {"agent": "claude-code", "kind": "tool_call"}, {'"gui"'}),
+        ("teammate OPK_DEBUG", {"project": "/path/to/Demo"}, {'"teammate"'}),
+        (
+            f"constitution {PATH_TERM}",
+            {"agent": "claude-code", "kind": "tool_call", "since": "2025-01-01"},
+            {'"constitution"'},
+        ),
+        # no term of several words: nothing sought (FTS5 finds a word absent cheaply)
+        ("sandbox denied", {"role": "user"}, set()),
+        ("exit code", {"kind": "message"}, set()),
+        (f"embedding {PATH_TERM}", {}, set()),
+    ],
+)
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_term_none_passing_the_facet_filter_holds_is_walked_once(
+    corpus_conn, monkeypatch, q, f, absent, parallel
+):
+    """Under a facet filter, a term no chunk passing it holds is found once (``LIMIT
+    1``): the words list (all terms) is not run and the ``any`` list leaves the term out;
+    the hits are those of the search that walks it in both lists."""
+    import ctxkeep.query.search as search_mod
+    from ctxkeep.query.search import any_match
+
+    filters = Filters(**f)
+    assert search_mod._absent_terms(corpus_conn, q, filters.facet_match()) == absent
+    ranked = re.compile(r"(?:ck_bm25|bm25)\(.*MATCH '(.*?)'(?: ORDER| AND rowid|\) ORDER)", re.S)
+
+    def run() -> tuple[list, list[str]]:
+        got: list = []
+        seen = _statements(
+            corpus_conn, lambda: got.append(search(corpus_conn, q, filters=filters, parallel=parallel))
+        )
+        res = got[0]
+        return [[vars(h) for h in res.hits], res.note, res.suggestions], [
+            m for s in seen for m in ranked.findall(s)
+        ]
+
+    hits, matches = run()
+    monkeypatch.setattr(search_mod, "_absent_terms", lambda *a: set())
+    old_hits, old_matches = run()
+    assert hits == old_hits
+    words = f"({words_match(q)})"
+    if parallel:  # lists run ahead on another connection: their statements are not traced here
+        return
+    # terms are sought under a facet filter when one has several words, and only then
+    monkeypatch.undo()
+    sought = [
+        x
+        for x in _statements(corpus_conn, lambda: search(corpus_conn, q, filters=filters, parallel=False))
+        if x.startswith("SELECT 1 FROM fts_words")
+    ]
+    several = any(len(re.findall(r"[^\W_]+", t)) > 1 for t in terms(q))
+    assert bool(sought) == (several and filters.facet_match() is not None)
+    if absent:
+        assert bool(hits[0]) != q.startswith("teammate")  # found something where it can
+        assert not any(m.startswith(words) for m in matches)  # no words list
+        assert any(m.startswith(words) for m in old_matches)
+        # the ``any`` list walks the other terms only (the prefix list, which follows,
+        # is not the same: a prefix of an absent term may be present)
+        lists = {m.split(" AND facets")[0] for m in matches}
+        old_lists = {m.split(" AND facets")[0] for m in old_matches}
+        assert f"({any_match(q)})" in old_lists and f"({any_match(q)})" not in lists
+        kept = any_match(q, absent)
+        assert f"({kept})" in lists if kept else True
+    else:
+        assert sorted(matches) == sorted(old_matches)
+
+
+@pytest.mark.parametrize("q", [f"_ {PATH_TERM}", f"emb* {PATH_TERM}", "a_b c_d"])
+@pytest.mark.parametrize("f", [{"role": "user"}, {"agent": "codex", "since": "2025-01-01"}])
+def test_terms_sought_under_a_filter_leave_the_hits_as_they_were(corpus_conn, monkeypatch, q, f):
+    """Odd terms (a token FTS5 finds nothing for, a prefix, words joined by ``_``) sought
+    under a facet filter: the same hits as the search that seeks none, on one connection
+    and two."""
+    import ctxkeep.query.search as search_mod
+
+    filters = Filters(**f)
+
+    def hits() -> list:
+        out = []
+        for parallel in (False, True):
+            res = search(corpus_conn, q, filters=filters, parallel=parallel)
+            out.append([[vars(h) for h in res.hits], res.note, res.suggestions])
+        return out
+
+    got = hits()
+    monkeypatch.setattr(search_mod, "_absent_terms", lambda *a: set())
+    assert got == hits()

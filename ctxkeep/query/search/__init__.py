@@ -19,7 +19,8 @@ How a query is answered:
      ``title`` column weighted ``sqlite_store.TITLE_WEIGHT`` × the body;
    - ``any``: for several terms, when ``words`` is short of candidates, any of them
      (OR), so a text missing one word of the query still ranks (BM25 favours texts
-     holding more of the terms);
+     holding more of the terms); under a facet filter, without the terms no chunk
+     passing it holds (``_absent_terms``: then ``words`` is not run either);
    - ``prefix``: when ``words`` finds fewer than ``limit`` entries, any term (OR),
      terms of ≥ 3 characters as prefixes (``validateUs`` → ``validateus*``);
    - ``grams``: the substring index ``fts_grams`` (CJK bigrams, camelCase parts;
@@ -71,6 +72,7 @@ from ctxkeep.query.search.parse import (
     _prefix_star,
     _word_term,
     any_match,
+    any_parts,
     cap_terms,
     grams_match,
     parse_when,
@@ -238,11 +240,19 @@ def search(
         grams = ("grams_all" if mixed else "grams", grams_match(query))
         symbols = symbols_match(query) if any(is_symbol_term(t) for t in ts) else None
         several = len([t for t in ts if _word_term(t)]) > 1
+        # under a facet filter, a term no entry passing it holds: the words (and phrase)
+        # lists have no match, and the ``any`` list is the same without that term
+        absent = _absent_terms(conn, query, filters.facet_match()) if several and facets else set()
+        anym = any_match(query, absent) if several else None
+        no_words = bool(absent & set(words_parts(query)))  # the words list has no match
         if parallel or (parallel is None and core_free()):
-            anym = any_match(query) if several else None
-            ahead = _ahead(conn, filters, n, passed, facets, query, wm, phrase, grams, symbols, anym, cjk)
+            ahead = _ahead(
+                conn, filters, n, passed, facets, query, wm, phrase, grams, symbols, anym, cjk, no_words
+            )
         try:
-            word_rows = run("words", "fts_words", wm)
+            # no entry holds a term without a prefix ``*`` that none passing the filter
+            # holds: the words list's walk would prove it again (``_absent_terms``)
+            word_rows = run("words", "fts_words", wm, [] if no_words else None)
             # the words side by side, in order: a content is shown with its chunk holding
             # the phrase, and ranks above those holding the words apart. A phrase match
             # holds all the words: none when the words list is empty; when the words list
@@ -259,7 +269,7 @@ def search(
             run(grams[0], "fts_grams", grams[1])
             run("symbols", None, symbols)
             if several and len(lists.get("words", [])) < n:
-                run("any", "fts_words", any_match(query))
+                run("any", "fts_words", anym or any_match(query), None if anym else [])
             elif ahead is not None:
                 ahead.drop("any")
         finally:
@@ -320,6 +330,45 @@ def search(
     return res
 
 
+def _absent_terms(conn: sqlite3.Connection, query: str, fmatch: str | None) -> set[str]:
+    """Quoted word terms of ``query`` (``any_match``'s phrases, e.g. ``'"embedding"'``)
+    that no chunk passing the facet filter ``fmatch`` holds, each sought with ``LIMIT 1``
+    (``retrieve.holds_none``); empty without ``fmatch`` or without a term of several
+    words (a path, ``main_window``). The terms of one word are sought first; those of
+    several only while none is found absent, up to the first absent one.
+
+    Why: a term none passing the filter holds leaves the words list (all terms, AND) and
+    the phrase list without a match, and leaves the ``any`` list (OR) the same rows with
+    the same ranks without it (a row holding no phrase of it adds 0.0 to the BM25 sum
+    for it, in ``bm25()`` and ``ck_bm25`` alike). Proving that is a walk of the term
+    under the filter, which the words list and the ``any`` list each made: a path among
+    users' messages (10 GB store, ``embedding <path>`` for role user: the words list 16
+    and the ``any`` list 22 ms CPU, each walking the 28,764 matches of the path's 9-token
+    phrase against the role's chunks, ~14 ms, for no row). Sought once here, the words
+    list is not run and the ``any`` list walks only ``"embedding"``: 53.4 -> 36.9 ms.
+    A term that is there stops at its newest match. What it does not pay for: a
+    one-word term is cheap for FTS5 to find absent in both lists (an AND ends at its
+    first exhausted term: ``foo AND`` among messages, both there, +1.7 ms with every
+    term sought), and once the words list is known empty, a term of several words is
+    walked by ``any`` only down to its window's floor, while proving it absent walks
+    the whole table (``gui tab main_window`` for Claude Code tool calls: 18.8 -> 32.3
+    ms when ``main_window`` was sought after ``gui`` was found absent)."""
+    if not fmatch:
+        return set()
+    parts = any_parts(query)
+    several = [p for p in parts if len(_WORD_TOKEN_RE.findall(p)) > 1]
+    if not several:
+        return set()
+    out = {
+        p for p in parts if p not in several and retrieve.holds_none(conn, "fts_words", f"{p} AND {fmatch}")
+    }
+    for p in several if not out else ():
+        if retrieve.holds_none(conn, "fts_words", f"{p} AND {fmatch}"):
+            out.add(p)
+            break
+    return out
+
+
 def _ahead(
     conn: sqlite3.Connection,
     filters: Filters,
@@ -333,18 +382,21 @@ def _ahead(
     symbols: str | None,
     anym: str | None,
     cjk: bool,
+    no_words: bool = False,
 ) -> Ahead | None:
     """The lists of a search run ahead on a second connection (``ahead.Ahead``,
     started), or None when there is none to run or no connection to borrow: the
     phrase list ranked on its own (when the word list ``wm`` will have ``n`` rows),
     ``grams`` (not alone for a ``cjk`` query), ``symbols``, and ``any`` (``anym``: a
-    query of several word terms) when it will not, in the order ``search`` takes them."""
+    query of several word terms) when it will not, in the order ``search`` takes them.
+    ``no_words``: the word list is known to have no match (``_absent_terms``): no
+    guess, no phrase list, ``any`` always."""
     jobs: list[Job] = []
     guess = None
     # a time or status filter (checked per chunk, ``retrieve.fts_ids``) can leave the
     # word list short of what the guess counts: a wrong guess wastes a list's CPU
     # ("timeline filtering" since a date: +19 ms of 26), so none is made
-    if wm and (phrase or anym) and filters.residual().is_empty():
+    if wm and (phrase or anym) and filters.residual().is_empty() and not no_words:
         fmatch = filters.facet_match() if facets else None
         guess = Guess(f"({wm}) AND {fmatch}" if fmatch else wm, words_parts(query), n)
     if phrase and guess is not None:
@@ -353,8 +405,8 @@ def _ahead(
         jobs.append(Job(grams[0], "fts_grams", grams[1]))
     if symbols:
         jobs.append(Job("symbols", None, symbols))
-    if anym and guess is not None:
-        jobs.append(Job("any", "fts_words", anym, guess=guess.short))
+    if anym and (guess is not None or no_words):
+        jobs.append(Job("any", "fts_words", anym, guess=guess.short if guess is not None else None))
     # a CJK query's bigram list is short (2.5 GB store: the bench's CJK queries p95
     # 1.3 ms on one connection): alone, it does not pay for the thread (+0.17 ms CPU,
     # 4-5 context switches a search)

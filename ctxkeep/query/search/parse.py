@@ -267,11 +267,16 @@ def phrase_match(query: str) -> str | None:
     return _quote(" ".join(ts))
 
 
-def any_match(query: str) -> str | None:
+def any_parts(query: str) -> list[str]:
+    """The phrases ``any_match`` ORs: every word term quoted, a trailing ``*`` dropped."""
+    return [_quote(t.rstrip("*")) for t in terms(query) if _word_term(t)]
+
+
+def any_match(query: str, without: set[str] | frozenset = frozenset()) -> str | None:
     """FTS5 expression matching any term (OR), every term quoted: BM25 then ranks
-    texts holding more of the terms first. None when no term has a word character."""
-    parts = [_quote(t.rstrip("*")) for t in terms(query) if _word_term(t)]
-    return " OR ".join(parts) or None
+    texts holding more of the terms first. ``without``: phrases (``any_parts``) left
+    out. None when no term is left."""
+    return " OR ".join(p for p in any_parts(query) if p not in without) or None
 
 
 def _prefix_star(t: str, common: set[str] | frozenset) -> bool:

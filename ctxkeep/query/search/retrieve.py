@@ -256,6 +256,13 @@ def match_count(conn: sqlite3.Connection, fts: str, match: str, cap: int) -> int
     return conn.execute(sql, (match, cap)).fetchone()[0]
 
 
+def holds_none(conn: sqlite3.Connection, fts: str, match: str) -> bool:
+    """Whether ``match`` has no match in ``fts`` (its newest match sought, unranked:
+    the walk stops there)."""
+    sql = f"SELECT 1 FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1"
+    return conn.execute(sql, (match,)).fetchone() is None
+
+
 def span_count_sql(fts: str, match: str, lo: int, hi: int, cap: int) -> Sql:
     """The number of matches of ``match`` with rowids ``lo`` … ``hi``, counted up to
     ``cap`` (``terms_span``)."""
