@@ -26,6 +26,7 @@ import typer
 from typer.core import TyperArgument, TyperGroup
 
 from ctxkeep.cli.options import HomeOpt, JsonOpt  # noqa: F401 - the commands import them from here
+from ctxkeep.transforms.terminal_codes import strip_formatting_codes
 
 app = typer.Typer(
     add_completion=False,
@@ -49,11 +50,13 @@ _CONTROL_BYTES_RE = re.compile(b"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
 
 
 def safe_text(text: str) -> str:
-    """``text`` with every control character but newline and tab shown escaped
-    (``\\x1b``), so printed text never drives the terminal. What every plain output
-    passes through (Rich consoles ``out``/``err`` and ``say``); ``--json`` does not
-    (JSON escapes them)."""
-    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` without a terminal's formatting sequences (colours, cursor moves:
+    ``transforms.terminal_codes``; newuser19 F3) and with every other control
+    character but newline and tab shown escaped (``\\x1b``: a window title or
+    clipboard write stays visible), so printed text never drives the terminal. What
+    every plain output passes through (Rich consoles ``out``/``err`` and ``say``);
+    ``--json`` does not (JSON escapes them)."""
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", strip_formatting_codes(text))
 
 
 def safe_bytes(raw: bytes) -> bytes:
@@ -145,6 +148,51 @@ def line_width() -> int | None:
 
         return max(shutil.get_terminal_size().columns, 20)
     return None
+
+
+def wrap_cells(text: str, width: int, *, indent: str = "", break_long_words: bool = True) -> list[str]:
+    """``text`` wrapped between words so every line, ``indent`` included, takes at most
+    ``width`` terminal cells: a CJK character takes two (Rich's ``cell_len``; newuser19
+    F4: a Chinese snippet of 75 characters took 106 columns). Text of one-cell
+    characters only is wrapped by ``textwrap`` as before; in other text a word wider
+    than the line (a CJK sentence has no spaces) is cut between characters where
+    ``break_long_words``, else kept whole on a line of its own."""
+    import textwrap
+
+    from rich.cells import cell_len
+
+    if cell_len(text) == len(text):
+        return textwrap.wrap(
+            text,
+            width=width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_long_words=break_long_words,
+            break_on_hyphens=False,
+        )
+    room = max(width - cell_len(indent), 2)
+    lines: list[str] = []
+    cur, cur_w = "", 0
+    for word in text.split():
+        w = cell_len(word)
+        if cur and cur_w + 1 + w <= room:
+            cur, cur_w = f"{cur} {word}", cur_w + 1 + w
+            continue
+        if cur:
+            lines.append(cur)
+        if w <= room or not break_long_words:
+            cur, cur_w = word, w
+            continue
+        cur, cur_w = "", 0
+        for ch in word:  # cut between characters, by cells
+            cw = cell_len(ch)
+            if cur_w + cw > room:
+                lines.append(cur)
+                cur, cur_w = "", 0
+            cur, cur_w = cur + ch, cur_w + cw
+    if cur:
+        lines.append(cur)
+    return [indent + x for x in lines]
 
 
 def fold(line: str, *, indent: str = "  ", width: int | None = None) -> list[str]:

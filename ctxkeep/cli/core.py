@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import typer
@@ -30,6 +29,7 @@ from ctxkeep.cli import (
     text_arg,
     tilde,
     warn,
+    wrap_cells,
 )
 from ctxkeep.cli.options import (
     PrefectOpt,
@@ -349,6 +349,8 @@ def search(
         if hits.suggestions:
             say_folded(did_you_mean(hits.suggestions))
         return
+    from rich.cells import cell_len
+
     style = {"head": "bold", "title": "", "snippet": "dim"}
     width = line_width()
     for h in hits.hits:
@@ -358,10 +360,8 @@ def search(
             if part == "head":  # broken between its fields (two spaces apart) only: a
                 # date stays with its time, a size with "tok" (newuser15 F4)
                 lines = _fold_fields(line, width, "   ")
-            elif width is not None and len(line) + 3 > width:
-                lines = textwrap.wrap(
-                    line, width=width, initial_indent="   ", subsequent_indent="   ", break_on_hyphens=False
-                )
+            elif width is not None and cell_len(line) + 3 > width:  # cells: CJK takes two
+                lines = wrap_cells(line, width, indent="   ")
             else:
                 lines = ["   " + line]
             for x in lines:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 
 from ctxkeep.query.search.retrieve import Candidate
 from ctxkeep.schema import EntryRef
+from ctxkeep.transforms.terminal_codes import strip_formatting_codes
 from ctxkeep.transforms.tokens import heuristic_tokens
 
 SNIPPET_MAX_CHARS = 300
@@ -104,7 +105,10 @@ class SearchResult:
 
 def snippet(text: str, needles: list[str], width: int = SNIPPET_MAX_CHARS) -> str:
     """≤ ``width`` characters of ``text`` around the first needle found
-    (case-insensitive; whitespace collapsed; ``…`` marks cut ends)."""
+    (case-insensitive; whitespace collapsed; ``…`` marks cut ends), without a
+    terminal's formatting sequences (``transforms.terminal_codes``: a command's colours
+    and cursor moves, dropped before the cut so none is cut in half; newuser19 F3)."""
+    text = strip_formatting_codes(text)
     low = text.lower()
     pos = -1
     for n in needles:
@@ -128,8 +132,8 @@ def snippet(text: str, needles: list[str], width: int = SNIPPET_MAX_CHARS) -> st
 
 def title_of(title: str | None) -> str:
     """A hit's title: the content's first-chunk title, cut to ``TITLE_MAX_CHARS``
-    characters (``…`` marks the cut)."""
-    t = title or ""
+    characters (``…`` marks the cut), without a terminal's formatting sequences."""
+    t = strip_formatting_codes(title or "")
     return t[: TITLE_MAX_CHARS - 1] + "…" if len(t) > TITLE_MAX_CHARS else t
 
 
