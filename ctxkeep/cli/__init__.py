@@ -26,7 +26,7 @@ import typer
 from typer.core import TyperArgument, TyperGroup
 
 from ctxkeep.cli.options import HomeOpt, JsonOpt  # noqa: F401 - the commands import them from here
-from ctxkeep.transforms.terminal_codes import strip_formatting_codes
+from ctxkeep.service.display import strip_formatting_codes
 
 app = typer.Typer(
     add_completion=False,
