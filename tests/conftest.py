@@ -33,6 +33,13 @@ os.environ.setdefault("PREFECT_HOME", str(_SCRATCH / "prefect"))
 # Derived caches (the BPE rank table) go to the test run's scratch dir too, never the
 # developer's own cache.
 os.environ["CTXKEEP_CACHE_DIR"] = str(_SCRATCH / "ctxkeep-cache")
+# An empty HOME for the whole run: a test (or its child process, inheriting this
+# environment) that does not choose a HOME sees no agent files, never the developer's
+# own (newuser19 F7: `uv run pytest` on a machine with a Claude Code history failed a
+# test whose `vault status` child warned about the caller's ~/.claude). A test that
+# wants agent files sets HOME itself (the corpus, a copy, a tmp dir).
+(_SCRATCH / "home").mkdir()
+os.environ["HOME"] = str(_SCRATCH / "home")
 #: what a test's own environment keeps when it drops the caller's ctxkeep, agent-dir
 #: and XDG settings (``child_env``): the scratch caches above
 KEEP = ("XDG_CACHE_HOME", "CTXKEEP_CACHE_DIR")

@@ -131,6 +131,7 @@ table.data th,table.data td{border-bottom:1px solid #d1d9e0;padding:.2rem .5rem;
 table.data td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.data caption{text-align:left;color:#59636e}
 figure.chart{margin:.8rem 0;overflow-x:auto}
+.part,pre{overflow-x:auto}
 code{background:#f3f3f3;padding:0 .2em}
 @media print{nav{display:none}figure.chart,table.data{break-inside:avoid-page}}
 """

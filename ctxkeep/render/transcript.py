@@ -465,10 +465,10 @@ def index_html(
             f'<td class="n">{html.escape(duration(s.started, s.ended))}</td><td class="n">{s.messages:,}</td>'
             f'<td class="n">{s.tool_calls:,}</td><td class="n">{tokens(s.tokens, short=True)}</td><td class="n">{cost(s.cost_usd)}</td></tr>'
         )
-    table = (
-        '<table class="index"><thead><tr><th>agent</th><th>session</th><th>project</th>'
+    table = (  # in its own horizontal scroll box: the page stays the screen's width (390 px)
+        '<div class="wide"><table class="index"><thead><tr><th>agent</th><th>session</th><th>project</th>'
         f"<th>started ({html.escape(tz)})</th><th>duration</th><th>messages</th><th>tools</th><th>tokens</th><th>cost</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
     if not sessions:
         table = '<p class="empty">No sessions: run <code>ctxkeep ingest</code> first.</p>'
@@ -510,7 +510,8 @@ details.tool.error .tag{background:#ffebe9;color:#cf222e}
 details.compaction .tag{background:#fff1a8}
 .subagent .tag{background:#e9dcff}
 body.index{max-width:90rem}
-table.index td.proj{max-width:18rem;overflow-wrap:anywhere;color:#59636e;font-size:.85em}
+table.index td.proj{max-width:18rem;min-width:9rem;overflow-wrap:anywhere;color:#59636e;font-size:.85em}
+.wide{overflow-x:auto}
 .result .label{color:#59636e;font-size:.8rem;margin-top:.4rem}
 .result.error pre{background:#ffebe9}
 pre{overflow-x:auto;font-size:.82rem;padding:.5rem;background:#f6f8fa;border-radius:4px;white-space:pre-wrap;
