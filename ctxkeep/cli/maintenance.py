@@ -420,10 +420,9 @@ def reindex(
             f"derived {fv['files']:,} file(s) the agents deleted from the vault ({added:,} entries added)",
             highlight=False,
         )
-    out.print(
+    say_folded(  # at the width, after a "; " (the analytics' note may name dropped objects)
         f"reindexed {rep['chunks']:,} chunks ({rep['grams_rows']:,} with substring terms) in "
-        f"{rep['seconds']:.1f} s; {rep['analytics']}",
-        highlight=False,
+        f"{rep['seconds']:.1f} s; {rep['analytics']}"
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -270,6 +271,25 @@ def script_line(name: str, outputs: Sequence, defs: Mapping[str, Any]) -> str:
     else:
         what = f"{len(outputs)} cells run against {where}"
     return f"{name}.py: {what}; `marimo edit {name}.py` shows the page, `ctxkeep report html DIR` writes it"
+
+
+def run_script(name: str, app) -> int:
+    """Run notebook ``name``'s ``app`` as a script (``python NAME.py --store …``, the
+    README's way): print ``script_line`` and return 0; or, when the store or a
+    parameter is wrong, ONE line on stderr, ``NAME.py: error: <what> (<where>) - <what
+    to do>`` (``store_problem``), and return the error's exit code (2 wrong usage: a
+    bad ``--since``; 1 failure: no store, a damaged file), never marimo's traceback
+    (newuser19 F12: ~30 lines through marimo's script runner for a missing store)."""
+    from ctxkeep.errors import CtxkeepError
+
+    try:
+        outputs, defs = app.run()
+    except Exception as e:
+        err = e if isinstance(e, CtxkeepError) else store_problem(page_params()[0], e)
+        print(f"{name}.py: error: {err}", file=sys.stderr)
+        return err.exit_code
+    print(script_line(name, outputs, defs))
+    return 0
 
 
 def open_page(store: str, timezone: str, since: str, until: str) -> Store:

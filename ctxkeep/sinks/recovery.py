@@ -89,6 +89,7 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
     err = prices_error(Path(home))
     if err is not None:
         return False, f"analytics store not rebuilt: {err}"
+    before = analytics_objects(Path(home))
     for name in (ANALYTICS_WAL, ANALYTICS_DB):
         try:
             (Path(home) / name).unlink()
@@ -99,7 +100,8 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
 
         r = duckdb_store.sync(conn, Path(home), rebuild=True)
         mark_analytics_synced(conn, r["entries_rowid"], r["status_seq"], r.get("prices_stamp"))
-        return True, f"analytics rebuilt: {r['entries_synced']:,} entries"
+        note = f"analytics rebuilt: {r['entries_synced']:,} entries"
+        return True, note + _dropped_note(before, analytics_objects(Path(home)))
     except Exception as e:
         if store_safety.is_corruption(e):  # SQLite read a damaged page: not a DuckDB matter
             raise
@@ -107,6 +109,43 @@ def rebuild_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:
             f"analytics store not rebuilt ({type(e).__name__}: {(str(e).splitlines() or [''])[0]}); "
             "the next ingest rebuilds it"
         )
+
+
+def analytics_objects(home: Path) -> dict[str, str]:
+    """The tables and views of ``<home>/analytics.duckdb``'s main schema, ``{name:
+    "table" | "view"}``: ``{}`` when the file is missing or cannot be opened read-only
+    (damaged, or another process holds it read-write). Never raises."""
+    p = Path(home) / ANALYTICS_DB
+    if not p.exists():
+        return {}
+    try:
+        import duckdb
+
+        with duckdb.connect(str(p), read_only=True) as db:
+            rows = db.execute(
+                "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'"
+            ).fetchall()
+    except Exception:
+        return {}
+    return {name: "view" if kind == "VIEW" else "table" for name, kind in rows}
+
+
+def _dropped_note(before: dict[str, str], after: dict[str, str]) -> str:
+    """``"; dropped 1 table and 1 view not made by ctxkeep: my_budget, my_costs (…)"``
+    for the objects of ``before`` the rebuilt file (``after``) has not: a user's own,
+    which a rebuild from SQLite cannot bring back (newuser19 F14: reindex dropped them
+    without a word); "" for none."""
+    gone = sorted(n for n in before if n not in after)
+    if not gone:
+        return ""
+    kinds = [before[n] for n in gone]
+    parts = [
+        f"{kinds.count(k)} {k}{'s' if kinds.count(k) > 1 else ''}" for k in ("table", "view") if k in kinds
+    ]
+    return (
+        f"; dropped {' and '.join(parts)} not made by ctxkeep: {', '.join(gone)} (analytics.duckdb is rebuilt "
+        "from SQLite: keep your own in your own database and ATTACH this one READ_ONLY)"
+    )
 
 
 def sync_analytics(conn: sqlite3.Connection, home: Path) -> tuple[bool, str]:

@@ -60,3 +60,37 @@ def test_a_cjk_snippet_fits_80_cells(corpus_store):
     # nothing lost by the wrap: the snippet's characters all printed
     snippet = json.loads(_search(corpus_store[0], "调研", "--json").stdout)["hits"][0]["snippet"]
     assert "".join(snippet.split())[:40] in "".join(text.split())
+
+
+def test_reindex_names_the_users_own_duckdb_objects_it_drops(store):
+    """newuser19 F14: `reindex` (and doctor --repair, reparse, restore: the analytics
+    file is deleted and rebuilt from SQLite) dropped a table and a view the user made in
+    analytics.duckdb without a word; its summary now names them."""
+    import duckdb
+
+    with duckdb.connect(str(store / "analytics.duckdb")) as db:
+        db.execute("CREATE TABLE my_budget AS SELECT 100.0 AS usd")
+        db.execute("CREATE VIEW my_costs AS SELECT agent, sum(cost_usd) AS c FROM usage GROUP BY 1")
+    env = dict(os.environ, CTXKEEP_IDLE_SECONDS="0")
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "reindex", "--home", str(store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-500:]
+    said = " ".join((r.stdout + r.stderr).split())
+    assert "dropped 1 table and 1 view not made by ctxkeep: my_budget, my_costs" in said, said[-600:]
+    with duckdb.connect(str(store / "analytics.duckdb"), read_only=True) as db:
+        names = {n for (n,) in db.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    assert "usage" in names and not {"my_budget", "my_costs"} & names
+    # a second reindex has nothing of the user's to drop: says nothing of it
+    r = subprocess.run(
+        [sys.executable, "-m", "ctxkeep", "reindex", "--home", str(store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode == 0 and "not made by ctxkeep" not in r.stdout + r.stderr
