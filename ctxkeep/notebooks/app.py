@@ -133,7 +133,9 @@ def _(mo, qp):
 @app.cell
 def _(fparams, keep, kept_sessions, nav, st, views):
     overview, totals = (
-        views.overview(st, fparams, keep, kept_sessions) if nav.value == "Overview" else (None, None)
+        views.or_stop(st.home, lambda: views.overview(st, fparams, keep, kept_sessions))
+        if nav.value == "Overview"
+        else (None, None)
     )
     return overview, totals
 
@@ -142,8 +144,12 @@ def _(fparams, keep, kept_sessions, nav, st, views):
 def _(TABLE_ROWS, kept_sessions, nav, st, svc_tr, tz, views):
     # the service's session index: asked once per store change, shared by the pages
     index = (
-        st.cached(
-            "session_index", lambda: svc_tr.session_index(svc_tr.SessionIndexRequest(home=st.home)).sessions
+        views.or_stop(
+            st.home,
+            lambda: st.cached(
+                "session_index",
+                lambda: svc_tr.session_index(svc_tr.SessionIndexRequest(home=st.home)).sessions,
+            ),
         )
         if nav.value == "Sessions"
         else None
@@ -168,8 +174,11 @@ def _(TURNS_PER_PAGE, index, mo, nav, qp, session_table, st, tz, views):
         if _picked and qp.get("resume") and _picked == qp.get("session"):
             transcript_view = views.resume_view(st.home, _picked)
         elif _picked:
-            transcript_view = views.transcript_view(
-                st.home, index, _picked, tz=tz, focus=qp.get("entry"), page=_page, per_page=TURNS_PER_PAGE
+            transcript_view = views.or_stop(
+                st.home,
+                lambda: views.transcript_view(
+                    st.home, index, _picked, tz=tz, focus=qp.get("entry"), page=_page, per_page=TURNS_PER_PAGE
+                ),
             )
         else:
             transcript_view = mo.md(
@@ -192,7 +201,9 @@ def _(mo, qp):
 @app.cell
 def _(f_agents, nav, search_box, st, views):
     search_view = (
-        views.search_view(st.home, search_box.value, list(f_agents.value or []))
+        views.or_stop(
+            st.home, lambda: views.search_view(st.home, search_box.value, list(f_agents.value or []))
+        )
         if nav.value == "Search"
         else None
     )
@@ -201,7 +212,7 @@ def _(f_agents, nav, search_box, st, views):
 
 @app.cell
 def _(nav, st, views):
-    store_view = views.store_view(st) if nav.value == "Store" else None
+    store_view = views.or_stop(st.home, lambda: views.store_view(st)) if nav.value == "Store" else None
     return (store_view,)
 
 

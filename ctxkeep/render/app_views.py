@@ -91,6 +91,21 @@ def store_unavailable(store: str, e: BaseException):
     )
 
 
+def or_stop(store: str, ask: Callable[[], Any]) -> Any:
+    """``ask()``'s answer; when it raises a ``CtxkeepError`` (a store that cannot be
+    read: damaged, held, gone), the cell stops showing ``store_unavailable``'s one
+    message (``mo.stop``: the cells after it do not run) instead of failing, which left
+    the whole page blank (newuser19 F15: "store.db is damaged" in the log, nothing on
+    screen). Any other exception (a defect) is raised as it is."""
+    from ctxkeep.errors import CtxkeepError
+
+    try:
+        return ask()
+    except CtxkeepError as e:
+        mo.stop(True, store_unavailable(store, e))
+        raise  # not reached: mo.stop raises
+
+
 def filter_sql(when: str) -> str:
     """The SQL filter (DuckDB, named parameters ``$agents``, ``$project``, ``$tz``,
     ``$lo``, ``$hi`` of the app's ``fparams``) of a row with ``agent``, ``project_dir``

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ctxkeep.render.app_views import project_labels
 
 
@@ -211,3 +213,24 @@ def test_the_app_counts_the_sessions_the_cli_lists(corpus_store):
     )
     assert kept.height == 35  # the overview's "35 sessions"
     assert sorted(kept["session_id"].to_list()) == sorted(r.session_id for r in listed.rows)
+
+
+def test_a_store_that_cannot_be_read_stops_the_view_with_one_message(tmp_path):
+    """newuser19 F15: a view whose service call raised StoreDamaged failed its cell and
+    every cell after it: the app showed a blank page. The cell now stops with the one
+    message (what, where, what to do); a defect is raised as it is."""
+    from marimo._runtime.control_flow import MarimoStopError
+
+    from ctxkeep.render.app_views import or_stop
+    from ctxkeep.sinks.sqlite.store_safety import damaged
+
+    def broken():
+        raise damaged(tmp_path / "store.db", "database disk image is malformed")
+
+    with pytest.raises(MarimoStopError) as got:
+        or_stop(str(tmp_path), broken)
+    text = got.value.output.text
+    assert "Cannot read the store:" in text and "store.db is damaged" in text and "ctxkeep doctor" in text
+    assert or_stop(str(tmp_path), lambda: 42) == 42
+    with pytest.raises(ZeroDivisionError):
+        or_stop(str(tmp_path), lambda: 1 / 0)

@@ -169,7 +169,9 @@ def connect(
             raise
     except sqlite3.DatabaseError as e:
         if store_safety.is_corruption(e):
-            raise damaged(path, e) from None
+            # chained: a long-running process's log says which SQLite error it was
+            # (newuser19 F15); the CLI prints the one line either way
+            raise damaged(path, e) from e
         raise
     return conn
 
