@@ -16,6 +16,7 @@ import pytest
 from test_redact_kv_starts import PIECES, _gitleaks
 
 from ctxkeep.transforms import redact as R
+from ctxkeep.transforms import wrapped_tokens
 from fixtures.secrets import negatives, positives
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "home"
@@ -78,6 +79,7 @@ def _polars(s: pl.Series) -> pl.DataFrame:
             *R._cs_exprs(),
             pl.col("s").str.contains(R._CI_ANCHOR_ASCII).fill_null(False).alias("anchor"),
             *R._keyword_exprs(R._gates()[0]),
+            pl.col("s").str.contains_any(wrapped_tokens.LITERALS).fill_null(False).alias("wrap_lit"),
         ]
     )
 
@@ -101,6 +103,7 @@ def test_hyperscan_passes_give_polars_booleans(series):
         False,
     ] + [True] * 2
     assert got["anchor"].sum() > 1000 and got["kw_rare"].sum() > 100 and got["cs"].sum() > 100
+    assert got["wrap_lit"].sum() > 100  # the cut tokens' prefixes (``wrapped_tokens.LITERALS``)
     assert got.row(len(series) - 2) == (False,) * len(got.columns)  # a null: no pass
 
 
