@@ -953,7 +953,9 @@ def _keyword_exprs(keywords: list[str], col: str = "s") -> list[pl.Expr]:
     return out
 
 
-def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None = None) -> pl.DataFrame:
+def _keyword_hits(
+    s: pl.Series, keywords: list[str], passes: pl.DataFrame | None = None, rare_hits: RareHits | None = None
+) -> pl.DataFrame:
     """``(i, kw)``: each keyword (lower case) occurring in text ``i`` of ``s``, ASCII
     case-insensitively, as one overlapping Aho-Corasick pass would find them
     (``str.extract_many``), cheaper: that pass over every text cost ~0.24 CPU s per
@@ -965,7 +967,14 @@ def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None
     the pairs are the same, or more where RE2's Unicode case folding finds a keyword
     ASCII folding does not (``\u212a`` KELVIN SIGN as ``k``: as gitleaks, which
     lower-cases with Go's ``strings.ToLower``): a gate passes at least the texts it
-    passed. ``passes``: the ``_keyword_exprs`` columns, already evaluated over ``s``."""
+    passed. ``passes``: the ``_keyword_exprs`` columns, already evaluated over ``s``.
+    ``rare_hits``: the rare keywords Hyperscan found in each text (``_hs_scan``: ASCII
+    case folding); the RE2 Set then runs only over the texts that also hold a
+    character Unicode's case folding maps onto an ASCII letter (``_FOLDS``: KELVIN
+    SIGN, long s; checked over every code point against RE2: the only two), so the
+    pairs are the Set's. Measured per 240 MB of a 200 MB ingest's recorded lines and
+    texts: the Set over the ~5,400 texts holding a rare keyword (70 MB) cost 0.35 CPU
+    s."""
     import polars as pl
 
     if passes is None:
@@ -974,11 +983,16 @@ def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None
     rare = tuple(k for k in keywords if k not in _COMMON_KEYWORDS)
     if rare:
         idx = passes["kw_rare"].arg_true()
+        got: list[tuple[int, str]] = []
+        if idx.len() and rare_hits is not None:
+            pairs, folds = rare_hits
+            got += [(i, k) for i, k in pairs if i not in folds]
+            idx = pl.Series([i for i in idx.to_list() if i in folds], dtype=idx.dtype)
         if idx.len():
             kw_set = _keyword_set(rare)
-            got: list[tuple[int, str]] = []
             for i, t in zip(idx.to_list(), s.gather(idx).to_list(), strict=True):
                 got += [(i, rare[j]) for j in kw_set.match(secret_rules._encode(t)) or ()]
+        if got:
             frames.append(pl.DataFrame(got, schema={"i": pl.Int64, "kw": pl.String}, orient="row"))
     for k in keywords:
         if k in _COMMON_KEYWORDS:
@@ -991,7 +1005,9 @@ def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None
     return pl.concat(frames, how="vertical")
 
 
-def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[int]]:
+def _gated(
+    s: pl.Series, passes: pl.DataFrame | None = None, rare_hits: RareHits | None = None
+) -> dict[int, list[int]]:
     """Which maintained rules may match each text of ``s``: ``{position: [gate index,
     ...]}`` (``_gates``) for the texts where one may. gitleaks' keyword rule (a rule
     runs only where one of its keywords occurs: one overlapping Aho-Corasick pass,
@@ -1000,11 +1016,11 @@ def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[i
     texts holding its keywords, so only the texts a rule's regex matches reach Python
     (on the corpus: 1 % of the texts, where the keywords alone took 74 %). A gate the
     Rust engine refuses passes every text holding its keywords. Keyword-less rules pass
-    every text. ``passes``: ``_keyword_hits``'."""
+    every text. ``passes``, ``rare_hits``: ``_keyword_hits``'."""
     import polars as pl
 
     keywords, kw_gate, gates = _gates()
-    pairs = _keyword_hits(s, keywords, passes).unique().join(kw_gate, on="kw").select("i", "gate").unique()
+    pairs = _keyword_hits(s, keywords, passes, rare_hits).unique().join(kw_gate, on="kw").select("i", "gate").unique()
     out: dict[int, list[int]] = {}
     rs = secret_rules.ruleset()
     if rs.always:
@@ -1048,7 +1064,17 @@ def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[i
 HS_MIN_BYTES = 8 << 20
 
 
+#: the rare keywords Hyperscan found: ``([(text position, keyword), ...], {positions of
+#: the texts holding a ``_FOLDS`` character})`` (``_hs_scan``, ``_keyword_hits``)
+RareHits = tuple[list[tuple[int, str]], set[int]]
+
+
 def _passes(s: pl.Series) -> pl.DataFrame:
+    """``_scan(s)``'s columns."""
+    return _scan(s)[0]
+
+
+def _scan(s: pl.Series) -> tuple[pl.DataFrame, RareHits | None]:
     """The whole-Series passes of ``redact_series`` over ``s``: the columns ``cs`` and
     ``cs_gate<j>`` (``_cs_exprs``), ``anchor`` (``_CI_ANCHOR_ASCII`` matches: the text
     has a case-insensitive rule's anchor), ``kw_rare``, ``kw=<k>``
@@ -1059,9 +1085,10 @@ def _passes(s: pl.Series) -> pl.DataFrame:
     one ``select`` (each a Rust automaton over every text, on Polars' pool). Hyperscan
     from the first Series of ``HS_MIN_BYTES`` on (its database's compile, ~0.07-0.1 CPU
     s once per process, is paid back by ~15 MB of text: a hook's or a small ingest's
-    few lines stay on Polars, whose regexes compile in milliseconds)."""
+    few lines stay on Polars, whose regexes compile in milliseconds). With the columns,
+    Hyperscan's ``RareHits`` (else None)."""
     if _hs_database.cache_info().currsize or (s.str.len_bytes().sum() or 0) >= HS_MIN_BYTES:
-        got = _hs_passes(s)
+        got = _hs_scan(s)
         if got is not None:
             return got
     import polars as pl
@@ -1073,7 +1100,7 @@ def _passes(s: pl.Series) -> pl.DataFrame:
             *_keyword_exprs(_gates()[0]),
             pl.col("s").str.contains_any(wrapped_tokens.LITERALS).fill_null(False).alias("wrap_lit"),
         ]
-    )
+    ), None
 
 
 def _hs_escape(word: str) -> str:
@@ -1180,10 +1207,11 @@ def _hs_database() -> tuple[hyperscan.Database, list[str]] | None:
     pats.append(("anchor", _CI_ANCHOR_ASCII.replace("(?i-u:", "(?i:", 1), one))
     keywords = _gates()[0]
     rare = [k for k in keywords if k not in _COMMON_KEYWORDS]
-    if rare:
-        pats.append(("kw_rare", "|".join(_hs_escape(k) for k in rare), one | hs.HS_FLAG_CASELESS))
     pats += [(f"kw={k}", _hs_escape(k), one | hs.HS_FLAG_CASELESS) for k in keywords if k in _COMMON_KEYWORDS]
     pats.append(("wrap_lit", "|".join(_hs_escape(x) for x in wrapped_tokens.LITERALS), one))
+    if rare:
+        pats.append(("fold", "|".join(_FOLDS.values()), one | hs.HS_FLAG_UTF8))
+        pats += [(f"{_RARE}{k}", _hs_escape(k), one | hs.HS_FLAG_CASELESS) for k in rare]
     try:
         db.compile(
             expressions=[p.encode() for _, p, _ in pats],
@@ -1201,10 +1229,22 @@ def _hs_database() -> tuple[hyperscan.Database, list[str]] | None:
 _HS_THREAD = threading.local()
 
 
+#: a pattern name of ``_hs_database``: a rare keyword (``_RARE<keyword>``), one id each
+_RARE = "kwr:"
+
+
 def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
-    """``_passes`` by one Hyperscan scan of each text (``_hs_database``); None without
+    """``_passes`` by one Hyperscan scan of each text (``_hs_scan``'s columns); None
+    without Hyperscan."""
+    got = _hs_scan(s)
+    return None if got is None else got[0]
+
+
+def _hs_scan(s: pl.Series) -> tuple[pl.DataFrame, RareHits] | None:
+    """``_scan`` by one Hyperscan scan of each text (``_hs_database``); None without
     Hyperscan. Measured per 44 MB of a scaled tree's lines and texts (CPU s): the
-    scans 0.08-0.10, Polars' passes 0.37."""
+    scans 0.08-0.10, Polars' passes 0.37. ``kw_rare`` is the texts where a rare
+    keyword's id matched (the rare keywords' alternation, as Polars' pass has it)."""
     got = _hs_database()
     if got is None:
         return None
@@ -1226,10 +1266,24 @@ def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
         if t:
             scan(t, match_event_handler=on, context=i, scratch=scratch)
     cols = []
+    pairs: list[tuple[int, str]] = []
+    folds: set[int] = set()
+    rare: set[int] = set()
     for name, idx in zip(names, hits, strict=True):
+        if name.startswith(_RARE):
+            pairs += [(i, name[len(_RARE) :]) for i in idx]
+            rare.update(idx)
+            continue
+        if name == "fold":
+            folds.update(idx)
+            continue
         col = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True).alias(name)
         cols.append(col.scatter(idx, True) if idx else col)  # (``scatter`` sets in place)
-    return pl.DataFrame(cols)
+    if any(n.startswith(_RARE) for n in names):  # (the Polars passes' column order)
+        col = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True).alias("kw_rare")
+        at = next(j for j, c in enumerate(cols) if c.name.startswith("kw="))
+        cols.insert(at, col.scatter(sorted(rare), True) if rare else col)
+    return pl.DataFrame(cols), (pairs, folds)
 
 
 def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
@@ -1242,9 +1296,9 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
         return s
     import polars as pl
 
-    passes = _passes(s)
+    passes, rare_hits = _scan(s)
     cs = _cs_prefilter(s, passes)
-    gated = _gated(s, passes)
+    gated = _gated(s, passes, rare_hits)
     gl = pl.Series([False] * s.len(), dtype=pl.Boolean).scatter(list(gated) or [], True)
     # tokens cut by a line break (nufix18: F1): the texts holding a prefix (a column
     # of ``_passes``), then its regex over those only

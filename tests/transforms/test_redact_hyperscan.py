@@ -109,13 +109,13 @@ def test_hyperscan_passes_give_polars_booleans(series):
 
 def test_redact_series_is_the_same_without_hyperscan(series, monkeypatch):
     used = []
-    hs_passes = R._hs_passes
+    hs_scan = R._hs_scan
     monkeypatch.setattr(R, "HS_MIN_BYTES", 0)
-    monkeypatch.setattr(R, "_hs_passes", lambda s: used.append(s.len()) or hs_passes(s))
+    monkeypatch.setattr(R, "_hs_scan", lambda s: used.append(s.len()) or hs_scan(s))
     got_n: Counter = Counter()
     got = R.redact_series(series, got_n)
     assert used == [len(series)]
-    monkeypatch.setattr(R, "_hs_passes", lambda s: None)
+    monkeypatch.setattr(R, "_hs_scan", lambda s: None)
     want_n: Counter = Counter()
     want = R.redact_series(series, want_n)
     assert got.to_list() == want.to_list()
