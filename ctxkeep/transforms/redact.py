@@ -1020,7 +1020,13 @@ def _gated(
     import polars as pl
 
     keywords, kw_gate, gates = _gates()
-    pairs = _keyword_hits(s, keywords, passes, rare_hits).unique().join(kw_gate, on="kw").select("i", "gate").unique()
+    pairs = (
+        _keyword_hits(s, keywords, passes, rare_hits)
+        .unique()
+        .join(kw_gate, on="kw")
+        .select("i", "gate")
+        .unique()
+    )
     out: dict[int, list[int]] = {}
     rs = secret_rules.ruleset()
     if rs.always:
