@@ -920,6 +920,37 @@ def _gates() -> tuple[list[str], pl.DataFrame, list[str | None]]:
 #: a gate over texts of fewer bytes runs as the rule's RE2 regex in Python
 _GATE_IN_PYTHON_BYTES = 512 << 10
 
+#: what keeps a gate off ``_ascii_gate``: a class escape by Unicode property, a ``\x``
+#: escape past ASCII
+_NOT_ASCII_SAFE = re.compile(r"\\[pP]|\\x(?:\{|[89a-fA-F])")
+
+
+@lru_cache(maxsize=512)
+def _ascii_gate(pattern: str) -> str | None:
+    r"""``pattern`` (a gate: ``secret_rules.rust_gate``, or the prose gate) with its
+    case-insensitive groups folding ASCII only (``(?i)`` as ``(?i-u)``, ``(?i:`` as
+    ``(?i-u:``): over a text holding neither KELVIN SIGN nor long s, the same
+    matches. A gate's classes are ASCII (``rust_gate`` writes ``\w \s \d`` as Go's
+    ASCII sets, ``\b`` as ``(?-u:\b)``), and Unicode's simple case folding adds to an
+    ASCII letter those two characters only (``_FOLDS``; the same in RE2, checked over
+    every code point); anything else ``-u`` changes (``.``, a negated class: they could
+    match part of a character) the Rust engine refuses in a pattern over text, and a
+    pattern it refuses, one with a non-ASCII character, a ``\p`` class or a ``\x``
+    escape past ASCII gets None (the gate as it is). Measured on generic-api-key's
+    gate over the 157 MB of a 200 MB ingest's recorded texts holding its keywords:
+    0.261 -> 0.144 CPU s (the Unicode case folding of its counted classes)."""
+    import polars as pl
+
+    if "(?i" not in pattern or not pattern.isascii() or _NOT_ASCII_SAFE.search(pattern):
+        return None
+    out = pattern.replace("(?i)", "(?i-u)").replace("(?i:", "(?i-u:")
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(out)
+    except pl.exceptions.ComputeError:
+        return None
+    return out
+
+
 #: the maintained table's keywords that most session texts hold (measured on a scaled
 #: tree: each in 5-35 % of the lines): looked for one by one (``_keyword_hits``)
 _COMMON_KEYWORDS = frozenset(["token", "s.", "ext_", "sk", "ey", "test_", "access", "key", "api", "auth"])
@@ -1036,6 +1067,13 @@ def _gated(
         pl.DataFrame({"i": pl.int_range(s.len(), eager=True), "n": s.str.len_bytes().fill_null(0)}), on="i"
     )
     raws: dict[int, bytes] = {}
+    # the texts holding KELVIN SIGN or long s (Hyperscan's ``fold``): their gates fold
+    # Unicode; the others' fold ASCII only (``_ascii_gate``: the same booleans, faster)
+    folds = None
+    if rare_hits is not None:
+        folds = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True)
+        if rare_hits[1]:
+            folds = folds.scatter(sorted(rare_hits[1]), True)
     for (g,), part in sizes.group_by(["gate"]):
         idx = part["i"]
         pattern = gates[g]
@@ -1054,8 +1092,17 @@ def _gated(
                     keep.append(i)
             idx = pl.Series(keep, dtype=idx.dtype)
         else:
+            fast = None if folds is None else _ascii_gate(pattern)
             try:
-                idx = idx.filter(s.gather(idx).str.contains(pattern).fill_null(False))
+                if fast is None:
+                    idx = idx.filter(s.gather(idx).str.contains(pattern).fill_null(False))
+                else:
+                    f = folds.gather(idx)
+                    plain, folded = idx.filter(~f), idx.filter(f)
+                    idx = plain.filter(s.gather(plain).str.contains(fast).fill_null(False))
+                    if folded.len():
+                        hit = s.gather(folded).str.contains(pattern).fill_null(False)
+                        idx = pl.concat([idx, folded.filter(hit)])
             except pl.exceptions.ComputeError:  # the Rust engine refuses it: no gate
                 pass
         for i in idx.to_list():
