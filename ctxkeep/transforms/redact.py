@@ -1094,7 +1094,7 @@ def _gated(
         else:
             fast = None if folds is None else _ascii_gate(pattern)
             try:
-                if fast is None:
+                if fast is None or folds is None:
                     idx = idx.filter(s.gather(idx).str.contains(pattern).fill_null(False))
                 else:
                     f = folds.gather(idx)
