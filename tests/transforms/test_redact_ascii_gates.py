@@ -65,3 +65,33 @@ def test_gated_keeps_unicode_gates_for_kelvin_and_long_s(texts):
     # some planted texts pass a gate through Unicode folding only
     folded = [i for i in range(len(texts), len(s)) if i in want]
     assert len(folded) > 20
+
+
+def test_big_texts_ungated_by_one_alternation_reach_the_same_rules(texts, monkeypatch):
+    """A big text that no gate of its matches loses its gate rows after one pass of
+    their alternation (``redact._big_texts_ungated``); one a gate matches keeps them:
+    the same rules per text as the gates one by one. Every text counts as big here."""
+    monkeypatch.setattr(R, "_UNION_BYTES", 0)
+    monkeypatch.setattr(R, "_UNION_GATES", 2)
+    filler = "lorem ipsum dolor sit amet, " * 10000  # ~280 KB
+    planted = [
+        filler + " jfrog artifactory linear newrelic lob mailchimp api key token ",  # no gate matches
+        filler + _gitleaks()[0] + " jfrog artifactory linear ",  # a sample's gate matches
+    ]
+    s = pl.Series(texts + planted, dtype=pl.String)
+    passes, rare_hits = R._hs_scan(s)
+    dropped: list[int] = []
+    real = R._big_texts_ungated
+
+    def spy(s_, sizes, gates, folds):
+        got = real(s_, sizes, gates, folds)
+        dropped.append(sizes.height - got.height)
+        return got
+
+    monkeypatch.setattr(R, "_big_texts_ungated", spy)
+    got = R._gated(s, passes, rare_hits)
+    want = R._gated(s, passes)
+    assert got == want
+    assert dropped and dropped[0] > 100
+    n = len(texts)
+    assert n + 1 in got
