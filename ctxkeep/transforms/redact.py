@@ -920,6 +920,37 @@ def _gates() -> tuple[list[str], pl.DataFrame, list[str | None]]:
 #: a gate over texts of fewer bytes runs as the rule's RE2 regex in Python
 _GATE_IN_PYTHON_BYTES = 512 << 10
 
+#: what keeps a gate off ``_ascii_gate``: a class escape by Unicode property, a ``\x``
+#: escape past ASCII
+_NOT_ASCII_SAFE = re.compile(r"\\[pP]|\\x(?:\{|[89a-fA-F])")
+
+
+@lru_cache(maxsize=512)
+def _ascii_gate(pattern: str) -> str | None:
+    r"""``pattern`` (a gate: ``secret_rules.rust_gate``, or the prose gate) with its
+    case-insensitive groups folding ASCII only (``(?i)`` as ``(?i-u)``, ``(?i:`` as
+    ``(?i-u:``): over a text holding neither KELVIN SIGN nor long s, the same
+    matches. A gate's classes are ASCII (``rust_gate`` writes ``\w \s \d`` as Go's
+    ASCII sets, ``\b`` as ``(?-u:\b)``), and Unicode's simple case folding adds to an
+    ASCII letter those two characters only (``_FOLDS``; the same in RE2, checked over
+    every code point); anything else ``-u`` changes (``.``, a negated class: they could
+    match part of a character) the Rust engine refuses in a pattern over text, and a
+    pattern it refuses, one with a non-ASCII character, a ``\p`` class or a ``\x``
+    escape past ASCII gets None (the gate as it is). Measured on generic-api-key's
+    gate over the 157 MB of a 200 MB ingest's recorded texts holding its keywords:
+    0.261 -> 0.144 CPU s (the Unicode case folding of its counted classes)."""
+    import polars as pl
+
+    if "(?i" not in pattern or not pattern.isascii() or _NOT_ASCII_SAFE.search(pattern):
+        return None
+    out = pattern.replace("(?i)", "(?i-u)").replace("(?i:", "(?i-u:")
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(out)
+    except pl.exceptions.ComputeError:
+        return None
+    return out
+
+
 #: the maintained table's keywords that most session texts hold (measured on a scaled
 #: tree: each in 5-35 % of the lines): looked for one by one (``_keyword_hits``)
 _COMMON_KEYWORDS = frozenset(["token", "s.", "ext_", "sk", "ey", "test_", "access", "key", "api", "auth"])
@@ -953,7 +984,9 @@ def _keyword_exprs(keywords: list[str], col: str = "s") -> list[pl.Expr]:
     return out
 
 
-def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None = None) -> pl.DataFrame:
+def _keyword_hits(
+    s: pl.Series, keywords: list[str], passes: pl.DataFrame | None = None, rare_hits: RareHits | None = None
+) -> pl.DataFrame:
     """``(i, kw)``: each keyword (lower case) occurring in text ``i`` of ``s``, ASCII
     case-insensitively, as one overlapping Aho-Corasick pass would find them
     (``str.extract_many``), cheaper: that pass over every text cost ~0.24 CPU s per
@@ -965,7 +998,14 @@ def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None
     the pairs are the same, or more where RE2's Unicode case folding finds a keyword
     ASCII folding does not (``\u212a`` KELVIN SIGN as ``k``: as gitleaks, which
     lower-cases with Go's ``strings.ToLower``): a gate passes at least the texts it
-    passed. ``passes``: the ``_keyword_exprs`` columns, already evaluated over ``s``."""
+    passed. ``passes``: the ``_keyword_exprs`` columns, already evaluated over ``s``.
+    ``rare_hits``: the rare keywords Hyperscan found in each text (``_hs_scan``: ASCII
+    case folding); the RE2 Set then runs only over the texts that also hold a
+    character Unicode's case folding maps onto an ASCII letter (``_FOLDS``: KELVIN
+    SIGN, long s; checked over every code point against RE2: the only two), so the
+    pairs are the Set's. Measured per 240 MB of a 200 MB ingest's recorded lines and
+    texts: the Set over the ~5,400 texts holding a rare keyword (70 MB) cost 0.35 CPU
+    s."""
     import polars as pl
 
     if passes is None:
@@ -974,11 +1014,16 @@ def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None
     rare = tuple(k for k in keywords if k not in _COMMON_KEYWORDS)
     if rare:
         idx = passes["kw_rare"].arg_true()
+        got: list[tuple[int, str]] = []
+        if idx.len() and rare_hits is not None:
+            pairs, folds = rare_hits
+            got += [(i, k) for i, k in pairs if i not in folds]
+            idx = pl.Series([i for i in idx.to_list() if i in folds], dtype=idx.dtype)
         if idx.len():
             kw_set = _keyword_set(rare)
-            got: list[tuple[int, str]] = []
             for i, t in zip(idx.to_list(), s.gather(idx).to_list(), strict=True):
                 got += [(i, rare[j]) for j in kw_set.match(secret_rules._encode(t)) or ()]
+        if got:
             frames.append(pl.DataFrame(got, schema={"i": pl.Int64, "kw": pl.String}, orient="row"))
     for k in keywords:
         if k in _COMMON_KEYWORDS:
@@ -991,7 +1036,9 @@ def _keyword_hits(s: pl.Series, keywords: list[str], passes: pl.DataFrame | None
     return pl.concat(frames, how="vertical")
 
 
-def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[int]]:
+def _gated(
+    s: pl.Series, passes: pl.DataFrame | None = None, rare_hits: RareHits | None = None
+) -> dict[int, list[int]]:
     """Which maintained rules may match each text of ``s``: ``{position: [gate index,
     ...]}`` (``_gates``) for the texts where one may. gitleaks' keyword rule (a rule
     runs only where one of its keywords occurs: one overlapping Aho-Corasick pass,
@@ -1000,11 +1047,17 @@ def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[i
     texts holding its keywords, so only the texts a rule's regex matches reach Python
     (on the corpus: 1 % of the texts, where the keywords alone took 74 %). A gate the
     Rust engine refuses passes every text holding its keywords. Keyword-less rules pass
-    every text. ``passes``: ``_keyword_hits``'."""
+    every text. ``passes``, ``rare_hits``: ``_keyword_hits``'."""
     import polars as pl
 
     keywords, kw_gate, gates = _gates()
-    pairs = _keyword_hits(s, keywords, passes).unique().join(kw_gate, on="kw").select("i", "gate").unique()
+    pairs = (
+        _keyword_hits(s, keywords, passes, rare_hits)
+        .unique()
+        .join(kw_gate, on="kw")
+        .select("i", "gate")
+        .unique()
+    )
     out: dict[int, list[int]] = {}
     rs = secret_rules.ruleset()
     if rs.always:
@@ -1014,6 +1067,14 @@ def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[i
         pl.DataFrame({"i": pl.int_range(s.len(), eager=True), "n": s.str.len_bytes().fill_null(0)}), on="i"
     )
     raws: dict[int, bytes] = {}
+    # the texts holding KELVIN SIGN or long s (Hyperscan's ``fold``): their gates fold
+    # Unicode; the others' fold ASCII only (``_ascii_gate``: the same booleans, faster)
+    folds = None
+    if rare_hits is not None:
+        folds = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True)
+        if rare_hits[1]:
+            folds = folds.scatter(sorted(rare_hits[1]), True)
+        sizes = _big_texts_ungated(s, sizes, gates, rare_hits[1])
     for (g,), part in sizes.group_by(["gate"]):
         idx = part["i"]
         pattern = gates[g]
@@ -1032,8 +1093,17 @@ def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[i
                     keep.append(i)
             idx = pl.Series(keep, dtype=idx.dtype)
         else:
+            fast = None if folds is None else _ascii_gate(pattern)
             try:
-                idx = idx.filter(s.gather(idx).str.contains(pattern).fill_null(False))
+                if fast is None or folds is None:
+                    idx = idx.filter(s.gather(idx).str.contains(pattern).fill_null(False))
+                else:
+                    f = folds.gather(idx)
+                    plain, folded = idx.filter(~f), idx.filter(f)
+                    idx = plain.filter(s.gather(plain).str.contains(fast).fill_null(False))
+                    if folded.len():
+                        hit = s.gather(folded).str.contains(pattern).fill_null(False)
+                        idx = pl.concat([idx, folded.filter(hit)])
             except pl.exceptions.ComputeError:  # the Rust engine refuses it: no gate
                 pass
         for i in idx.to_list():
@@ -1043,23 +1113,79 @@ def _gated(s: pl.Series, passes: pl.DataFrame | None = None) -> dict[int, list[i
     return out
 
 
+#: a text of at least this many bytes with ``_UNION_GATES`` gates or more is first
+#: matched against the alternation of its gates (``_big_texts_ungated``)
+_UNION_BYTES = 256 << 10
+_UNION_GATES = 3
+
+
+def _big_texts_ungated(
+    s: pl.Series, sizes: pl.DataFrame, gates: list[str | None], folds: set[int]
+) -> pl.DataFrame:
+    """``sizes`` (``_gated``'s ``i``, ``gate``, ``n`` rows) without the rows of each big
+    text (``_UNION_BYTES``, ``_UNION_GATES``) that no gate of its matches: one pass of
+    their alternation over it (each gate a group of its own, its flags scoped to it;
+    ``_ascii_gate``'s where the text holds no ``_FOLDS`` character) matches wherever one
+    of them does, so the same texts reach the same rules. A tool result of ~1 MB
+    repeated across a scaled tree's sessions held the keywords of 20-23 rules, each
+    gate a pass of its own over it: the 31 such lines of a 200 MB ingest's recorded
+    calls, none of which any gate matched, cost 0.55 CPU s gate by gate and 0.27 as
+    alternations alone; in the whole replay the saving is small (min of 3, load
+    22-25: 3.293 -> 3.217 CPU s), as each gate still runs over its other texts. A gate-less rule
+    (None) keeps its row; an alternation the Rust engine refuses keeps them all."""
+    import polars as pl
+
+    big = sizes.filter(pl.col("n") >= _UNION_BYTES)
+    if big.height == 0:
+        return sizes
+    drop: list[int] = []
+    for i, gs in big.group_by("i").agg(pl.col("gate")).rows():
+        pats = [gates[g] for g in gs if gates[g] is not None]
+        if len(pats) < _UNION_GATES:
+            continue
+        if i not in folds:
+            pats = [_ascii_gate(x) or x for x in pats]
+        try:
+            if not s.slice(i, 1).str.contains("|".join(f"(?:{x})" for x in pats)).fill_null(False)[0]:
+                drop.append(i)
+        except pl.exceptions.ComputeError:  # (too big for the engine: each gate alone)
+            pass
+    if not drop:
+        return sizes
+    gateless = [g for g, x in enumerate(gates) if x is None]
+    return sizes.filter(~(pl.col("i").is_in(drop) & ~pl.col("gate").is_in(gateless)))
+
+
 #: the bytes of a Series from which ``_passes`` compiles and uses Hyperscan (a reader
 #: process's calls are 16 MiB flushes: ``readahead.PROCESS_REKEY``)
 HS_MIN_BYTES = 8 << 20
 
 
+#: the rare keywords Hyperscan found: ``([(text position, keyword), ...], {positions of
+#: the texts holding a ``_FOLDS`` character})`` (``_hs_scan``, ``_keyword_hits``)
+RareHits = tuple[list[tuple[int, str]], set[int]]
+
+
 def _passes(s: pl.Series) -> pl.DataFrame:
+    """``_scan(s)``'s columns."""
+    return _scan(s)[0]
+
+
+def _scan(s: pl.Series) -> tuple[pl.DataFrame, RareHits | None]:
     """The whole-Series passes of ``redact_series`` over ``s``: the columns ``cs`` and
     ``cs_gate<j>`` (``_cs_exprs``), ``anchor`` (``_CI_ANCHOR_ASCII`` matches: the text
-    has a case-insensitive rule's anchor) and ``kw_rare``, ``kw=<k>``
-    (``_keyword_exprs``), each a Boolean per text (False for a null). One Hyperscan
+    has a case-insensitive rule's anchor), ``kw_rare``, ``kw=<k>``
+    (``_keyword_exprs``) and ``wrap_lit`` (the text holds one of
+    ``wrapped_tokens.LITERALS``, case-sensitive: ``str.contains_any``'s boolean), each
+    a Boolean per text (False for a null). One Hyperscan
     scan per text (``_hs_passes``) where Hyperscan is installed, else Polars' passes in
     one ``select`` (each a Rust automaton over every text, on Polars' pool). Hyperscan
     from the first Series of ``HS_MIN_BYTES`` on (its database's compile, ~0.07-0.1 CPU
     s once per process, is paid back by ~15 MB of text: a hook's or a small ingest's
-    few lines stay on Polars, whose regexes compile in milliseconds)."""
+    few lines stay on Polars, whose regexes compile in milliseconds). With the columns,
+    Hyperscan's ``RareHits`` (else None)."""
     if _hs_database.cache_info().currsize or (s.str.len_bytes().sum() or 0) >= HS_MIN_BYTES:
-        got = _hs_passes(s)
+        got = _hs_scan(s)
         if got is not None:
             return got
     import polars as pl
@@ -1069,8 +1195,9 @@ def _passes(s: pl.Series) -> pl.DataFrame:
             *_cs_exprs(),
             pl.col("s").str.contains(_CI_ANCHOR_ASCII).fill_null(False).alias("anchor"),
             *_keyword_exprs(_gates()[0]),
+            pl.col("s").str.contains_any(wrapped_tokens.LITERALS).fill_null(False).alias("wrap_lit"),
         ]
-    )
+    ), None
 
 
 def _hs_escape(word: str) -> str:
@@ -1158,9 +1285,13 @@ def _hs_database() -> tuple[hyperscan.Database, list[str]] | None:
       for every text: it matches wherever Polars' pass does, and where it alone
       matches the texts' exact rules find what they would find anyway);
     - the ``_CS_SLOW`` gates, the anchor (``(?i-u:…)``: ASCII case folding) and the
-      keywords (ASCII, case-insensitive as ``(?i-u:…)``) byte for byte: the same
-      matches as the Rust engine's over UTF-8 (an ASCII byte is never part of
-      another character), so the same booleans."""
+      keywords (ASCII, case-insensitive as ``(?i-u:…)``) and the cut tokens'
+      prefixes (``wrap_lit``: ``wrapped_tokens.LITERALS``, ASCII literals, case
+      as written) byte for byte: the same matches as the Rust engine's over UTF-8
+      (an ASCII byte is never part of another character), so the same booleans.
+      ``wrap_lit`` here saved Polars' ``str.contains_any`` pass (its Aho-Corasick
+      built per call and run over every text: 0.38 CPU s per 240 MB of a 200 MB
+      ingest's recorded lines and texts)."""
     try:
         import hyperscan as hs
     except ImportError:  # pragma: no cover - a dependency; the Polars passes then
@@ -1173,9 +1304,11 @@ def _hs_database() -> tuple[hyperscan.Database, list[str]] | None:
     pats.append(("anchor", _CI_ANCHOR_ASCII.replace("(?i-u:", "(?i:", 1), one))
     keywords = _gates()[0]
     rare = [k for k in keywords if k not in _COMMON_KEYWORDS]
-    if rare:
-        pats.append(("kw_rare", "|".join(_hs_escape(k) for k in rare), one | hs.HS_FLAG_CASELESS))
     pats += [(f"kw={k}", _hs_escape(k), one | hs.HS_FLAG_CASELESS) for k in keywords if k in _COMMON_KEYWORDS]
+    pats.append(("wrap_lit", "|".join(_hs_escape(x) for x in wrapped_tokens.LITERALS), one))
+    if rare:
+        pats.append(("fold", "|".join(_FOLDS.values()), one | hs.HS_FLAG_UTF8))
+        pats += [(f"{_RARE}{k}", _hs_escape(k), one | hs.HS_FLAG_CASELESS) for k in rare]
     try:
         db.compile(
             expressions=[p.encode() for _, p, _ in pats],
@@ -1193,10 +1326,22 @@ def _hs_database() -> tuple[hyperscan.Database, list[str]] | None:
 _HS_THREAD = threading.local()
 
 
+#: a pattern name of ``_hs_database``: a rare keyword (``_RARE<keyword>``), one id each
+_RARE = "kwr:"
+
+
 def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
-    """``_passes`` by one Hyperscan scan of each text (``_hs_database``); None without
+    """``_passes`` by one Hyperscan scan of each text (``_hs_scan``'s columns); None
+    without Hyperscan."""
+    got = _hs_scan(s)
+    return None if got is None else got[0]
+
+
+def _hs_scan(s: pl.Series) -> tuple[pl.DataFrame, RareHits] | None:
+    """``_scan`` by one Hyperscan scan of each text (``_hs_database``); None without
     Hyperscan. Measured per 44 MB of a scaled tree's lines and texts (CPU s): the
-    scans 0.08-0.10, Polars' passes 0.37."""
+    scans 0.08-0.10, Polars' passes 0.37. ``kw_rare`` is the texts where a rare
+    keyword's id matched (the rare keywords' alternation, as Polars' pass has it)."""
     got = _hs_database()
     if got is None:
         return None
@@ -1218,10 +1363,24 @@ def _hs_passes(s: pl.Series) -> pl.DataFrame | None:
         if t:
             scan(t, match_event_handler=on, context=i, scratch=scratch)
     cols = []
+    pairs: list[tuple[int, str]] = []
+    folds: set[int] = set()
+    rare: set[int] = set()
     for name, idx in zip(names, hits, strict=True):
+        if name.startswith(_RARE):
+            pairs += [(i, name[len(_RARE) :]) for i in idx]
+            rare.update(idx)
+            continue
+        if name == "fold":
+            folds.update(idx)
+            continue
         col = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True).alias(name)
         cols.append(col.scatter(idx, True) if idx else col)  # (``scatter`` sets in place)
-    return pl.DataFrame(cols)
+    if any(n.startswith(_RARE) for n in names):  # (the Polars passes' column order)
+        col = pl.repeat(False, s.len(), dtype=pl.Boolean, eager=True).alias("kw_rare")
+        at = next(j for j, c in enumerate(cols) if c.name.startswith("kw="))
+        cols.insert(at, col.scatter(sorted(rare), True) if rare else col)
+    return pl.DataFrame(cols), (pairs, folds)
 
 
 def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
@@ -1234,13 +1393,13 @@ def redact_series(s: pl.Series, counts: Counter | None = None) -> pl.Series:
         return s
     import polars as pl
 
-    passes = _passes(s)
+    passes, rare_hits = _scan(s)
     cs = _cs_prefilter(s, passes)
-    gated = _gated(s, passes)
+    gated = _gated(s, passes, rare_hits)
     gl = pl.Series([False] * s.len(), dtype=pl.Boolean).scatter(list(gated) or [], True)
-    # tokens cut by a line break (nufix18: F1): the texts holding a prefix (one
-    # Aho-Corasick pass), then its regex over those only
-    wrap = wrapped_tokens.hinted(s, s.str.contains_any(wrapped_tokens.LITERALS))
+    # tokens cut by a line break (nufix18: F1): the texts holding a prefix (a column
+    # of ``_passes``), then its regex over those only
+    wrap = wrapped_tokens.hinted(s, passes["wrap_lit"])
     idx = (cs | gl | passes["anchor"] | wrap).arg_true()
     if idx.len() == 0:
         return s

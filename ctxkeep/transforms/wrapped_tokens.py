@@ -71,8 +71,9 @@ _FIXED_PREFIXES = r"ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|AKIA|ASIA|ABIA|ACCA|A3T
 #: (Rust regex syntax: the Polars prefilter, ``transforms.redact.redact_series``)
 HINT = rf"(?:{_PREFIXES})[A-Za-z0-9_\-]{{0,120}}(?: {{0,2}}\\*\r?\n|(?:\\+r)?\\+n)|(?:{_FIXED_PREFIXES})[A-Za-z0-9_\-]{{4,}}\s*$"
 #: literals one of which every such text holds: a memchr-speed check first (Python's
-#: ``re`` tries an alternation at every position; Polars' ``contains_any`` is one
-#: Aho-Corasick pass), the regex only where one occurs
+#: ``re`` tries an alternation at every position; over a Series they are a column of
+#: the redaction's one Hyperscan scan, ``redact._hs_database``, or Polars'
+#: ``contains_any``), the regex only where one occurs
 LITERALS = [
     *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
     *("npm_", "AIza", "hf_", "sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-", "k_live_", "k_test_"),
@@ -190,7 +191,7 @@ def _literal_rx():
 
 def hinted(s: pl.Series, has_literal: pl.Series) -> pl.Series:
     """Boolean Series: the texts of ``s`` that may hold a cut token (``HINT``), given
-    ``has_literal`` (``s.str.contains_any(LITERALS)``, computed with the caller's other
+    ``has_literal`` (``s.str.contains_any(LITERALS)``'s booleans, computed with the caller's other
     passes): the regex runs over those texts only."""
     idx = has_literal.fill_null(False).arg_true()
     if not idx.len():

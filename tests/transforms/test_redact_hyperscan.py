@@ -16,6 +16,7 @@ import pytest
 from test_redact_kv_starts import PIECES, _gitleaks
 
 from ctxkeep.transforms import redact as R
+from ctxkeep.transforms import wrapped_tokens
 from fixtures.secrets import negatives, positives
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "home"
@@ -78,6 +79,7 @@ def _polars(s: pl.Series) -> pl.DataFrame:
             *R._cs_exprs(),
             pl.col("s").str.contains(R._CI_ANCHOR_ASCII).fill_null(False).alias("anchor"),
             *R._keyword_exprs(R._gates()[0]),
+            pl.col("s").str.contains_any(wrapped_tokens.LITERALS).fill_null(False).alias("wrap_lit"),
         ]
     )
 
@@ -101,18 +103,19 @@ def test_hyperscan_passes_give_polars_booleans(series):
         False,
     ] + [True] * 2
     assert got["anchor"].sum() > 1000 and got["kw_rare"].sum() > 100 and got["cs"].sum() > 100
+    assert got["wrap_lit"].sum() > 100  # the cut tokens' prefixes (``wrapped_tokens.LITERALS``)
     assert got.row(len(series) - 2) == (False,) * len(got.columns)  # a null: no pass
 
 
 def test_redact_series_is_the_same_without_hyperscan(series, monkeypatch):
     used = []
-    hs_passes = R._hs_passes
+    hs_scan = R._hs_scan
     monkeypatch.setattr(R, "HS_MIN_BYTES", 0)
-    monkeypatch.setattr(R, "_hs_passes", lambda s: used.append(s.len()) or hs_passes(s))
+    monkeypatch.setattr(R, "_hs_scan", lambda s: used.append(s.len()) or hs_scan(s))
     got_n: Counter = Counter()
     got = R.redact_series(series, got_n)
     assert used == [len(series)]
-    monkeypatch.setattr(R, "_hs_passes", lambda s: None)
+    monkeypatch.setattr(R, "_hs_scan", lambda s: None)
     want_n: Counter = Counter()
     want = R.redact_series(series, want_n)
     assert got.to_list() == want.to_list()

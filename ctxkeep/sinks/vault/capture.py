@@ -351,12 +351,17 @@ def _redact_many(
             if n:
                 line_counts[i] = n
     originals = fast[3] if fast is not None else datas
-    for j, a, b in ranges:
-        counts = Counter()
-        for i in range(a, b):
-            if i in line_counts:
-                counts.update(line_counts[i])
-            counts.update(across.get(i, ()))
+    # each flagged line's counts added to its data's (in line order), not every line
+    # looked up: ~0.1 CPU s of Counter.update calls per 200 MB ingest's lines
+    per: dict[int, Counter] = {}
+    starts = [a for _, a, _ in ranges]
+    for i in sorted(line_counts.keys() | across.keys()):
+        got = per.setdefault(bisect.bisect_right(starts, i) - 1, Counter())
+        if i in line_counts:
+            got.update(line_counts[i])
+        got.update(across.get(i, ()))
+    for k, (j, a, b) in enumerate(ranges):
+        counts = per.get(k, Counter())
         if not counts:
             results[j] = (originals[j], counts)
         elif isinstance(lines, _Lines):
