@@ -317,11 +317,16 @@ def unreadable_files(tot: dict) -> list[tuple[str, str]]:
     all (garbage, another program's file). It says nothing of the agent's format, so
     ``drop_unreadable`` takes it out of the run's tallies before drift is judged. (A
     file of JSON records whose types the parser does not know is not one: those are
-    tallied as types not understood, which drift reports.)"""
+    tallied as types not understood, which drift reports. Nor is a file whose only
+    records were unended last lines quarantined after the idle time, ``tot["unended"]``:
+    an agent that died inside its first line; the summary names those.)"""
+    unended: dict[str, int] = {}
+    for path in tot.get("unended") or ():
+        unended[path] = unended.get(path, 0) + 1
     return sorted(
         k
         for k, (records, quarantined, known) in tot["file_tallies"].items()
-        if records and quarantined >= records and not known
+        if records and quarantined >= records and not known and records > unended.get(k[1], 0)
     )
 
 

@@ -238,3 +238,11 @@ def test_the_ingest_summary_names_the_quarantined_unended_line(tmp_path):
     assert r.exit_code == 0, r.output
     got = json.loads(r.stdout)
     assert (got["quarantined"], got["lines_unended"], got["unended"]) == (1, 1, [str(path)])
+
+
+def test_a_file_that_is_one_torn_line_is_no_unreadable_file(tmp_path):
+    """An agent that died inside its first line: the summary names the unended line,
+    not "1 file unreadable (not in its agent's format)" as well."""
+    home, path = _home(tmp_path, line(rec(1))[:50])
+    s = pipeline.run_ingest(tmp_path / "store", ctx=DiscoveryContext(home=home, env={}))
+    assert (s.quarantined, s.lines_unended, s.unended, s.files_unreadable) == (1, 1, [str(path)], 0)
