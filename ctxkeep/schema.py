@@ -233,7 +233,8 @@ REASONING_RECORDED = REASONING_OUTSIDE_OUTPUT | frozenset(
 #: (``token_count``'s ``TokenUsage`` is input, cached input, output, reasoning output and
 #: total tokens: openai/codex ``codex-rs/protocol/src/protocol.rs`` at 001cb8e, the
 #: corpus's rollouts of 0.34.0 to 0.70.0-alpha.4; a ``cache_write_input_tokens`` first
-#: appears in the corpus's 0.146.0 rollout, always 0 there and not read yet), Gemini CLI
+#: appears in the corpus's 0.146.0 rollout, always 0 there: read since Codex's parser 4,
+#: ``sources.codex._TOTAL_KEYS``, so a nonzero value is shown), Gemini CLI
 #: and Qwen Code (``cachedContentTokenCount`` only), Grok (``cachedReadTokens``), Devin,
 #: Forge and Mistral Vibe (``cached_tokens``), and Cursor, Goose and Windsurf (no cache
 #: figure at all). Their cache write is "not recorded" (``-``, null in ``--json``), not

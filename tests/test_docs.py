@@ -74,3 +74,15 @@ def test_the_readmes_search_examples_find_something(corpus_store, monkeypatch):
     # the partial name finds the whole name
     r = CliRunner().invoke(app, ["search", "gitign", "--json", "--home", home])
     assert any(".gitignore" in (h["snippet"] or "") for h in json.loads(r.stdout)["hits"])
+
+
+def test_the_readme_says_a_named_session_export_writes_no_index():
+    """`export html|markdown --session ID` writes those sessions' pages and no index
+    (`render.site`: an index of the named few would replace a whole export's;
+    `test_export_markdown_round_trips_the_message_count` holds `index` null). The
+    README said "every session (or those named …) one page each plus an index"
+    (newuser18, LEAD18_note "left")."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `ctxkeep export html"))
+    assert "(or those named, with their sub-agents) one page each plus an index" not in row
+    assert "with `--session`, only those named and their sub-agents, no index" in row

@@ -263,6 +263,14 @@ def _print_summary(s: dict, held: str | None) -> None:
                 else ""
             )
         )
+    if s.get("lines_unended"):
+        n, shown = s["lines_unended"], s.get("unended") or []
+        say_folded(
+            f"  {_count(n, 'unended last line')} quarantined (no newline, the file idle past "
+            f"CTXKEEP_IDLE_SECONDS, not a whole record; read again if the agent writes on): "
+            f"{', '.join(shown)}" + (f", +{n - len(shown)} more" if n > len(shown) else ""),
+            indent="    ",
+        )
     alerts = s.get("coverage_alerts") or []
     for a in alerts:
         say_folded(f"  format drift: {a['message']}", indent="    ")

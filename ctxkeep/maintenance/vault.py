@@ -464,23 +464,50 @@ def _file_mode(target: Path) -> int:
         return config.new_file_mode()
 
 
-def _write_restored(target: Path, data: bytes, mtime_ns: int | None) -> None:
+#: the bytes ``_write_restored`` writes between two looks at a stop (Ctrl-C answered
+#: within one piece: ~1 ms in the page cache)
+RESTORE_PIECE = 1 << 20
+
+
+class _Abandoned(Exception):
+    """A signal stopped ``_write_restored`` inside a file: the target is untouched."""
+
+
+def _write_restored(target: Path, data: bytes, mtime_ns: int | None, stop=None) -> None:
+    """Write ``data`` to ``target`` through a temporary file beside it (fsync'd, given
+    the target's mode and ``mtime_ns``, renamed over it). With ``stop``
+    (``maintenance.stopping.Stop``): a signal seen before a piece (``RESTORE_PIECE``
+    bytes), before the fsync or before the rename abandons the file: the temporary
+    file is removed, the target never touched, ``_Abandoned`` raised. Any error (or a
+    second Ctrl-C's KeyboardInterrupt) removes the temporary file too."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.ctxkeep-restore.tmp")
     mode = _file_mode(target)
-    # written 0600 while the bytes go in, then given the mode (before, it stayed 0600)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def check() -> None:
+        if stop is not None and stop.signal is not None:
+            raise _Abandoned
+
     try:
-        os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if mtime_ns:
-        os.utime(tmp, ns=(mtime_ns, mtime_ns))
-    os.replace(tmp, target)
+        # written 0600 while the bytes go in, then given the mode (before, it stayed 0600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                check()
+                view = view[os.write(fd, view[:RESTORE_PIECE]) :]
+            check()
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if mtime_ns:
+            os.utime(tmp, ns=(mtime_ns, mtime_ns))
+        check()
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _pick(conn, path: str, generation: int | None, at: dt.datetime | None) -> manifest.Generation | None:
@@ -542,112 +569,152 @@ def vault_restore(
     the others are restored all the same. Returns ``{"session", "dry_run", "files":
     [{"path", "to", "bytes", "redactions", "exists"}], "skipped_rows": [databases],
     "not_restored": [{"path", "reason"}], "interrupted", "not_started"}`` (a SIGINT or
-    SIGTERM stops it after the file in hand: ``interrupted`` names it, ``not_started``
+    SIGTERM stops it at once: while the vault is read, before anything is written; in
+    a file's write, that file abandoned, its temporary file removed and the target
+    untouched (``_write_restored``); ``interrupted`` names the signal, ``not_started``
     counts the files left unwritten; ``maintenance.stopping``). Raises
     ``NotFound`` (no such session, nothing in the vault for it, a generation the vault
     holds only from an offset), ``CtxkeepError`` (a target exists: exit 1), ``VaultDamaged``."""
     user_home = user_home or Path(os.environ.get("HOME") or Path.home())
+    from ctxkeep.maintenance.stopping import stop_between_files
+
     conn = sqlite_store.connect(Path(home), readonly=True)
     try:
-        if all_missing:
-            sid = None
-            paths = [
-                g.path for g in manifest.generations(conn, latest=True) if not Path(g.disk_path).exists()
-            ]
-        else:
-            sid = resolve_session(conn, session or "")
-            paths = session_files(conn, sid)
-            if not paths:
-                raise NotFound(
-                    f"the vault holds no file of session {sid}",
-                    where=str(vault_dir(home)),
-                    hint=(
-                        "its agent keeps it in a database, or it was ingested before the vault: "
-                        "run `ctxkeep ingest` while its files exist"
-                        if vault.enabled() and vault.configured(home)
-                        else "the vault is off (CTXKEEP_VAULT=0 or [vault] enabled = false): ingest kept "
-                        "none of its bytes; turn it on and run `ctxkeep ingest` while its files exist"
-                    ),
-                )
-        plans = []
-        rows_only: list[str] = []  # database sessions, written only under ``to``
-        not_restored: list[dict] = []  # (--all-missing) files that cannot be restored, and why
-        for path in paths:
-            try:
-                g = _pick(conn, path, generation, at)
-                if g is None:
-                    continue
-                if g.start != 0 and all_missing:  # never stops the others' recovery
-                    not_restored.append(
-                        {
-                            "path": path,
-                            "reason": f"the vault holds it only from byte {g.start:,} (restore needs a "
-                            "generation kept from its first byte)",
-                        }
-                    )
-                    continue
-                if g.start != 0:
-                    raise NotFound(
-                        f"the vault holds {path} only from byte {g.start}",
-                        where=str(vault_dir(home)),
-                        hint="restore needs a generation kept from its first byte",
-                    )
-                if g.meta.get("vault_rows") and to is None:
-                    rows_only.append(g.disk_path)
-                    continue
-                plans.append((g, _targets(g, manifest.gen_bytes(conn, Path(home), g), to, user_home)))
-            except CtxkeepError as e:  # (VaultDamaged too)
-                if not all_missing:  # one session: its error is the answer
-                    raise
-                # every other lost file is still restored (newuser15 F18: one file the
-                # vault held only from an offset stopped the recovery of all of them)
-                not_restored.append({"path": path, "reason": _reason(e)})
-        if rows_only and not plans and not all_missing:
-            raise CtxkeepError(
-                f"session {sid} is held as the rows of {rows_only[0]}, which cannot be written back into "
-                "the agent's database",
-                where="vault restore",
-                hint="pass --to DIR to write its rows there as JSONL",
-            )
-        if all_missing:  # (a tree's files that are on disk stay as they are)
-            plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
-        exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
-        if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
-            raise CtxkeepError(
-                f"{len(exists):,} file{' exists' if len(exists) == 1 else 's exist'}, e.g. {exists[0]}",
-                where="vault restore",
-                hint="pass --force to overwrite them, or --to DIR",
-            )
-        done = []
-        from ctxkeep.maintenance.stopping import stop_between_files
-
-        todo = [(g, t) for g, targets in plans for t in targets]
-        not_started = 0
+        # under the stop from the first read of the vault: a signal while it is read
+        # stops before anything is written; one in a file's write abandons that file at
+        # once (``_write_restored``). Before, a Ctrl-C while the vault was read raised
+        # KeyboardInterrupt, and one in the last file's write was not answered (exit 0)
         with stop_between_files() as stop:
-            for i, (g, (target, data, mtime_ns)) in enumerate(todo):
-                if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay unwritten
-                    not_started = len(todo) - i
-                    break
-                there = str(target) in exists
-                if not dry_run:
-                    try:
-                        _write_restored(target, data, mtime_ns)
-                    except OSError as e:
-                        if not all_missing:
-                            raise
-                        not_restored.append({"path": g.path, "reason": f"{target}: {e.strerror or e}"})
-                        continue
-                done.append(
-                    {
-                        "path": g.path,
-                        "to": str(target),
-                        "bytes": len(data),
-                        "redactions": g.redactions,
-                        "exists": there,
-                    }
-                )
+            return _restore(
+                conn,
+                Path(home),
+                session,
+                stop,
+                to=to,
+                force=force,
+                all_missing=all_missing,
+                user_home=user_home,
+                generation=generation,
+                at=at,
+                dry_run=dry_run,
+            )
     finally:
         conn.close()
+
+
+def _restore(
+    conn,
+    home: Path,
+    session: str | None,
+    stop,
+    *,
+    to: Path | None,
+    force: bool,
+    all_missing: bool,
+    user_home: Path,
+    generation: int | None,
+    at: dt.datetime | None,
+    dry_run: bool,
+) -> dict:
+    """``vault_restore``'s work on an open store under ``stop``
+    (``maintenance.stopping.Stop``); its return value."""
+    if all_missing:
+        sid = None
+        paths = [g.path for g in manifest.generations(conn, latest=True) if not Path(g.disk_path).exists()]
+    else:
+        sid = resolve_session(conn, session or "")
+        paths = session_files(conn, sid)
+        if not paths:
+            raise NotFound(
+                f"the vault holds no file of session {sid}",
+                where=str(vault_dir(home)),
+                hint=(
+                    "its agent keeps it in a database, or it was ingested before the vault: "
+                    "run `ctxkeep ingest` while its files exist"
+                    if vault.enabled() and vault.configured(home)
+                    else "the vault is off (CTXKEEP_VAULT=0 or [vault] enabled = false): ingest kept "
+                    "none of its bytes; turn it on and run `ctxkeep ingest` while its files exist"
+                ),
+            )
+    plans = []
+    rows_only: list[str] = []  # database sessions, written only under ``to``
+    not_restored: list[dict] = []  # (--all-missing) files that cannot be restored, and why
+    for path in paths:
+        if stop.signal is not None:  # Ctrl-C while the vault is read: nothing written
+            return _stopped_result(sid, dry_run, rows_only, not_restored, stop, len(paths))
+        try:
+            g = _pick(conn, path, generation, at)
+            if g is None:
+                continue
+            if g.start != 0 and all_missing:  # never stops the others' recovery
+                not_restored.append(
+                    {
+                        "path": path,
+                        "reason": f"the vault holds it only from byte {g.start:,} (restore needs a "
+                        "generation kept from its first byte)",
+                    }
+                )
+                continue
+            if g.start != 0:
+                raise NotFound(
+                    f"the vault holds {path} only from byte {g.start}",
+                    where=str(vault_dir(home)),
+                    hint="restore needs a generation kept from its first byte",
+                )
+            if g.meta.get("vault_rows") and to is None:
+                rows_only.append(g.disk_path)
+                continue
+            plans.append((g, _targets(g, manifest.gen_bytes(conn, Path(home), g), to, user_home)))
+        except CtxkeepError as e:  # (VaultDamaged too)
+            if not all_missing:  # one session: its error is the answer
+                raise
+            # every other lost file is still restored (newuser15 F18: one file the
+            # vault held only from an offset stopped the recovery of all of them)
+            not_restored.append({"path": path, "reason": _reason(e)})
+    if rows_only and not plans and not all_missing:
+        raise CtxkeepError(
+            f"session {sid} is held as the rows of {rows_only[0]}, which cannot be written back into "
+            "the agent's database",
+            where="vault restore",
+            hint="pass --to DIR to write its rows there as JSONL",
+        )
+    if all_missing:  # (a tree's files that are on disk stay as they are)
+        plans = [(g, [x for x in ts if not (x[0].exists() or x[0].is_symlink())]) for g, ts in plans]
+    exists = [str(t) for _, ts in plans for t, _d, _m in ts if t.exists() or t.is_symlink()]
+    if exists and not force and not dry_run:  # a failure (exit 1), not wrong usage: the command was right
+        raise CtxkeepError(
+            f"{len(exists):,} file{' exists' if len(exists) == 1 else 's exist'}, e.g. {exists[0]}",
+            where="vault restore",
+            hint="pass --force to overwrite them, or --to DIR",
+        )
+    done = []
+    todo = [(g, t) for g, targets in plans for t in targets]
+    not_started = 0
+    for i, (g, (target, data, mtime_ns)) in enumerate(todo):
+        if stop.signal is not None:  # Ctrl-C or SIGTERM: the rest stay unwritten
+            not_started = len(todo) - i
+            break
+        there = str(target) in exists
+        if not dry_run:
+            try:
+                _write_restored(target, data, mtime_ns, stop)
+            except _Abandoned:  # a signal in its write: it and the rest stay unwritten
+                not_started = len(todo) - i
+                break
+            except OSError as e:
+                if not all_missing:
+                    raise
+                not_restored.append({"path": g.path, "reason": f"{target}: {e.strerror or e}"})
+                continue
+        done.append(
+            {
+                "path": g.path,
+                "to": str(target),
+                "bytes": len(data),
+                "redactions": g.redactions,
+                "exists": there,
+            }
+        )
     return {
         "session": sid,
         "dry_run": dry_run,
@@ -656,6 +723,20 @@ def vault_restore(
         "not_restored": not_restored,
         "interrupted": stop.name if not_started else None,
         "not_started": not_started,
+    }
+
+
+def _stopped_result(sid, dry_run: bool, rows_only: list, not_restored: list, stop, n: int) -> dict:
+    """The result of a restore a signal stopped while the vault was read: nothing
+    written, the ``n`` files not started."""
+    return {
+        "session": sid,
+        "dry_run": dry_run,
+        "files": [],
+        "skipped_rows": sorted(set(rows_only)),
+        "not_restored": not_restored,
+        "interrupted": stop.name,
+        "not_started": n,
     }
 
 

@@ -43,6 +43,11 @@ class Summary:
     #: ``engine.UNREADABLE_LISTED`` paths
     files_unreadable: int = 0
     unreadable: list = field(default_factory=list)
+    #: unended last lines quarantined once their files were idle ``CTXKEEP_IDLE_SECONDS``
+    #: (``sources.readers.jsonl.UNENDED``: not whole JSON), and the first
+    #: ``engine.UNREADABLE_LISTED`` of their files' paths
+    lines_unended: int = 0
+    unended: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -60,8 +65,9 @@ def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
       ``ready_at`` is the UTC time from which an ingest reads it (mtime + the idle
       seconds).
     - ``"unfinished last line"``: an append-only file whose last line has no newline
-      yet (``offset < size``); it is read once the agent ends the line (``ready_at``
-      None).
+      yet (``offset < size``, not judged: ``state["_unended"]``); it is read once the
+      agent ends the line, or taken as final by an ingest from ``ready_at`` (mtime +
+      the idle seconds: ``sources.readers.jsonl.read_jsonl``).
 
     Returns dicts ``{"agent", "path", "reason", "bytes" (bytes not yet read; None for
     a document, whose last turn is re-read whole), "changed" (ISO-8601 UTC mtime),
@@ -98,7 +104,7 @@ def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
                     "ready_at": format_utc(dt.datetime.fromtimestamp(max(ready, now), dt.UTC)),
                 }
             )
-        elif unfinished and _appends(agent, path):
+        elif unfinished and _appends(agent, path) and not _judged(st, size - offset):
             out.append(
                 {
                     "agent": agent,
@@ -106,10 +112,17 @@ def held_back(conn: sqlite3.Connection, now: float | None = None) -> list[dict]:
                     "reason": "unfinished last line",
                     "bytes": size - offset,
                     "changed": when,
-                    "ready_at": None,
+                    "ready_at": format_utc(dt.datetime.fromtimestamp(max(mtime + idle, now), dt.UTC)),
                 }
             )
     return sorted(out, key=lambda r: (r["agent"], r["path"]))
+
+
+def _judged(state, n: int) -> bool:
+    """Whether a watermark's ``state`` says its last ``n`` bytes are an unended last
+    line judged final (``sources.readers.jsonl``: ``state["_unended"]``, its length)."""
+    held = state.get("_unended") if isinstance(state, dict) else None
+    return isinstance(held, dict) and held.get("len") == n
 
 
 def _appends(agent: str, path: str) -> bool:
@@ -140,7 +153,9 @@ def held_back_line(rows: list[dict]) -> str | None:
     if lines:
         parts.append(
             f"{len(lines)} unfinished last line{'s' if len(lines) != 1 else ''} ({_per_agent(lines)}), "
-            f"read once the agent ends {'them' if len(lines) != 1 else 'it'}"
+            f"read once the agent ends {'them' if len(lines) != 1 else 'it'}, or as "
+            f"{'they are' if len(lines) != 1 else 'it is'} by an ingest from "
+            f"{max(r['ready_at'] for r in lines)[11:19]} UTC"
         )
     return "held back: " + "; ".join(parts)
 

@@ -16,6 +16,7 @@ import polars as pl
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks import vault
+from ctxkeep.sources.readers.jsonl import UNENDED
 
 #: groups transformed ahead of the writer thread at most (besides the one it loads)
 WRITE_AHEAD = 1
@@ -37,7 +38,8 @@ def empty_totals() -> dict:
     sources.coverage.VersionTally}`` (the run's own tallies, summed), "file_tallies":
     {(agent, path): [records, quarantined, known version]}}`` (per file: records read,
     records quarantined, whether a record named an agent version; ``unreadable_files``
-    reads it)."""
+    reads it), "unended": [path]`` (a file's unended last line quarantined once the
+    file was idle, ``sources.readers.jsonl.UNENDED``, one item per row)."""
     return {
         "entries_new": 0,
         "quarantined": 0,
@@ -49,6 +51,7 @@ def empty_totals() -> dict:
         "status_changed": 0,
         "coverage": {},
         "file_tallies": {},
+        "unended": [],
     }
 
 
@@ -106,7 +109,12 @@ def _store_group(conn, g: Group, tot: dict, on_bytes, on_commit, usage_held: set
     if n:
         for agent, k in g.frames["entries"].group_by("agent").len().iter_rows():
             tot["per_agent"][agent] = tot["per_agent"].get(agent, 0) + k
-    tot["quarantined"] += len(g.quarantine)
+    for q in g.quarantine:
+        if "retract" in q:  # (a judged unended line's rows taken back: no bad line)
+            continue
+        tot["quarantined"] += 1
+        if q["reason"].startswith(UNENDED):
+            tot.setdefault("unended", []).append(q["path"])
     tot["bytes"] += g.bytes_read
     tot["lines"] += g.lines
     if on_bytes:
@@ -309,11 +317,16 @@ def unreadable_files(tot: dict) -> list[tuple[str, str]]:
     all (garbage, another program's file). It says nothing of the agent's format, so
     ``drop_unreadable`` takes it out of the run's tallies before drift is judged. (A
     file of JSON records whose types the parser does not know is not one: those are
-    tallied as types not understood, which drift reports.)"""
+    tallied as types not understood, which drift reports. Nor is a file whose only
+    records were unended last lines quarantined after the idle time, ``tot["unended"]``:
+    an agent that died inside its first line; the summary names those.)"""
+    unended: dict[str, int] = {}
+    for path in tot.get("unended") or ():
+        unended[path] = unended.get(path, 0) + 1
     return sorted(
         k
         for k, (records, quarantined, known) in tot["file_tallies"].items()
-        if records and quarantined >= records and not known
+        if records and quarantined >= records and not known and records > unended.get(k[1], 0)
     )
 
 

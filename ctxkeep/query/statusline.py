@@ -206,26 +206,32 @@ def render(rec: dict, info: dict, now: dt.datetime) -> str:
     return " | ".join(parts)
 
 
-def _watermark(home: Path, path: Path) -> int:
-    """The byte offset up to which the store holds ``path`` (0: never read)."""
+def _watermark(home: Path, path: Path) -> tuple[int, int | None]:
+    """The byte offset up to which the store holds ``path`` (0: never read), and the
+    length of the unended last line after it that an ingest took as final and stored
+    (``sources.readers.jsonl``: its watermark's ``state["_unended"]``; None: none)."""
     import sqlite3
 
     from ctxkeep.sinks.files import STORE_DB
 
     db = home / STORE_DB
     if not db.is_file():
-        return 0
+        return 0, None
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
         try:
             row = conn.execute(
-                "SELECT max(offset) FROM watermarks WHERE path IN (?, ?)", (str(path), str(path.resolve()))
+                "SELECT offset, CASE WHEN json_valid(state) THEN json_extract(state, '$._unended.len') END "
+                "FROM watermarks WHERE path IN (?, ?) ORDER BY offset DESC LIMIT 1",
+                (str(path), str(path.resolve())),
             ).fetchone()
         finally:
             conn.close()
     except sqlite3.Error:  # held or damaged: the tail is then the whole file's end
-        return 0
-    return int(row[0] or 0) if row else 0
+        return 0, None
+    if not row:
+        return 0, None
+    return int(row[0] or 0), (int(row[1]) if isinstance(row[1], int) else None)
 
 
 def unread_tail(home: Path, transcript: str | None) -> list[dict]:
@@ -241,9 +247,15 @@ def unread_tail(home: Path, transcript: str | None) -> list[dict]:
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            mark = _watermark(home, path)
+            mark, judged = _watermark(home, path)
             if mark > size:  # rewritten shorter: the next ingest reads it again
-                mark = 0
+                mark, judged = 0, None
+            if judged is not None and mark + judged < size:
+                # the judged line is stored: ended as it was, it is no unread tail (if it
+                # grew instead, the next ingest reads it whole, and so does this tail)
+                f.seek(mark + judged)
+                if f.read(1) == b"\n":
+                    mark += judged + 1
             start = max(mark, size - TAIL_MAX)
             f.seek(start)
             data = f.read(size - start)

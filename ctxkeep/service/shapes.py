@@ -52,6 +52,12 @@ class IngestResult(Shape):
         "their lines quarantined, not counted as format drift",
     )
     unreadable: list[str] | None = Field(None, description="the first 10 of those files")
+    lines_unended: int | None = Field(
+        None,
+        description="unended last lines (no newline) quarantined once their file was idle "
+        "CTXKEEP_IDLE_SECONDS, not being whole records (counted in quarantined too)",
+    )
+    unended: list[str] | None = Field(None, description="the first 10 of their files")
     dry_run: bool | None = Field(None, description="--dry-run: nothing was read or written")
     unchanged: int | None = Field(None, description="--dry-run: files unchanged since the last ingest")
     agents: list[dict[str, Any]] | None = Field(

@@ -16,7 +16,10 @@ Format facts (real rollouts in ``shared/corpus``, Codex 0.34–0.70, plus a synt
   *string*), ``function_call_output``, ``custom_tool_call``(``_output``),
   ``local_shell_call``, ``web_search_call`` …;
 - ``event_msg``: ``token_count`` (``info.total_token_usage`` is cumulative per session,
-  ``info`` may be null), ``user_message``/``agent_message``/``agent_reasoning``
+  ``info`` may be null; from 0.146 it counts ``cache_write_input_tokens`` too, a part
+  of ``input_tokens``: stored as the cache write, ``_TOTAL_KEYS``; ccusage's Codex
+  reader, apps/codex/src/data-loader.ts, reads no such field and keeps it in its
+  input), ``user_message``/``agent_message``/``agent_reasoning``
   (repeat the response_items: not stored twice), and many UI events;
 - ``compacted`` (``payload.message``: the summary that replaced the history).
 
@@ -54,7 +57,9 @@ from ctxkeep.sources.coverage import set_version, unknown
 from ctxkeep.sources.readers.jsonl import file_head, record_reader
 
 AGENT = "codex"
-PARSER_VERSION = 3  # 3: pre-envelope rollouts, no payload.type, info.model, exit codes as errors
+#: 3: pre-envelope rollouts, no payload.type, info.model, exit codes as errors;
+#: 4: cache writes (``cache_write_input_tokens``)
+PARSER_VERSION = 4
 MODE: Mode = "append"
 
 _UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -361,7 +366,17 @@ _TOTAL_KEYS = (
     "output_tokens",
     "reasoning_output_tokens",
     "total_tokens",
+    # Codex 0.146.0 (the corpus's rollout-2026-07-01T00-00-00-fixture-small.jsonl, where it
+    # is 0): the input tokens written to the prompt cache, a part of ``input_tokens`` as
+    # the cached read is (``total_tokens`` = input + output there; readers of the
+    # rollouts take it out of the uncached input the same way). openai/codex's
+    # codex-rs/protocol/src/protocol.rs as the ``search`` index holds it (commit
+    # edb4efee49ae) predates the field, so its shape is from the rollout; older
+    # rollouts lack it (0). Kept out of the usage key (``_token_count``)
+    "cache_write_input_tokens",
 )
+#: the counters a usage key names (parser 3's: a re-read keeps every stored key)
+_KEY_COUNTERS = 5
 
 
 def _token_count(p: dict, base: dict, state: dict, origin: str | None) -> dict:
@@ -379,7 +394,8 @@ def _token_count(p: dict, base: dict, state: dict, origin: str | None) -> dict:
     totals = state.get("totals")
     if not isinstance(totals, dict):
         totals = state["totals"] = {}
-    last = totals.get(origin) or [0] * len(_TOTAL_KEYS)
+    last = list(totals.get(origin) or [])
+    last += [0] * (len(_TOTAL_KEYS) - len(last))  # (a state of parser 3: five counters)
     totals[origin] = cur
     delta = [c - p for c, p in zip(cur, last, strict=False)]
     if any(x < 0 for x in delta):  # totals restarted: take this turn's own usage
@@ -387,14 +403,15 @@ def _token_count(p: dict, base: dict, state: dict, origin: str | None) -> dict:
         delta = [as_int(lt.get(k)) or 0 for k in _TOTAL_KEYS]
     if not any(delta):
         return e  # a total re-emitted unchanged (or an all-zero count) adds nothing
-    inp, cached, out, reasoning, _total = delta
+    inp, cached, out, reasoning, _total, written = delta
+    written = max(min(written, inp - cached), 0)
     e.update(
-        input_tokens=max(inp - cached, 0),
+        input_tokens=max(inp - cached - written, 0),
         cache_read_tokens=cached,
         output_tokens=out,
         reasoning_tokens=reasoning,
-        cache_creation_tokens=0,
-        usage_key=f"codex:{origin}:" + ":".join(map(str, cur)),
+        cache_creation_tokens=written,
+        usage_key=f"codex:{origin}:" + ":".join(map(str, cur[:_KEY_COUNTERS])),
     )
     return e
 

@@ -461,6 +461,22 @@ def max_line_bytes() -> int:
     return int((mb if mb > 0 else DEFAULT_MAX_LINE_MB) * 1024 * 1024)
 
 
+#: a document (or an unended last line of an append file) whose mtime is older than this is complete (the agent is not writing it);
+#: ``$CTXKEEP_IDLE_SECONDS`` overrides it (read at each call;
+#: ``readers.document`` and ``readers.jsonl`` use it)
+IDLE_SECONDS = 120
+
+
+def idle_seconds() -> float:
+    """Seconds since its last write after which a file counts as idle (complete):
+    ``$CTXKEEP_IDLE_SECONDS`` if set, else ``IDLE_SECONDS``."""
+    v = os.environ.get("CTXKEEP_IDLE_SECONDS")
+    try:
+        return float(v) if v is not None else IDLE_SECONDS
+    except ValueError:
+        return IDLE_SECONDS
+
+
 class OversizeLine:
     """A line longer than the cap, taken in piece by piece: its start offset, size,
     SHA-256 and head, never the whole line (``feed`` each piece; ``row`` makes its

@@ -58,7 +58,8 @@ def test_over_cap_line_is_quarantined_as_hash_size_head(tmp_path):
 
 
 @pytest.mark.usefixtures("small_cap")
-def test_unterminated_over_cap_tail_waits_unbuffered_then_is_quarantined(tmp_path):
+def test_unterminated_over_cap_tail_waits_unbuffered_then_is_quarantined(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXKEEP_IDLE_SECONDS", "3600")  # written just now (not idle)
     p = tmp_path / "s.jsonl"
     head = _good("u1")
     tail = b'{"type": "user", "x": "' + b"B" * 40_000
@@ -82,7 +83,8 @@ def test_unterminated_over_cap_tail_waits_unbuffered_then_is_quarantined(tmp_pat
 
 
 @pytest.mark.usefixtures("small_cap")
-def test_unterminated_over_cap_file_start_waits(tmp_path):
+def test_unterminated_over_cap_file_start_waits(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXKEEP_IDLE_SECONDS", "3600")  # written just now (not idle)
     p = tmp_path / "s.jsonl"
     p.write_bytes(b"{" + b"C" * 30_000)
     (b,) = _read(p, None)

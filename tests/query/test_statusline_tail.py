@@ -158,3 +158,21 @@ def test_statusline_session_cost_counts_the_sub_agents_it_started(claude):
     assert f"${own:,.2f} session" not in got  # (the two differ at cents: the sub-agent counted)
     # the sub-agent's own line: its cost alone
     assert f"${sub:,.2f} session" in _line(store, {"session_id": "agent-a1b2c3d4"})
+
+
+def test_a_judged_unended_reply_is_not_priced_twice_once_ended(claude):
+    """A reply written without its newline and taken as final after the idle time
+    (``sources.readers.jsonl``: stored, the watermark at its start): once Claude Code
+    ends the line, the tail after the watermark starts with it, but the store holds it
+    already, so the statusline does not add it again; a line after it is added."""
+    home, store, path = claude
+    with open(path, "ab") as f:
+        f.write(line(_reply(3, "msg_j", 20, 10, 50, 40_000, 100))[:-1])
+    ingest(home, store, "claude-code")  # CTXKEEP_IDLE_SECONDS=0: judged, stored
+    assert sl.unread_tail(store, str(path)) == []
+    with open(path, "ab") as f:
+        f.write(b"\n")
+    assert sl.unread_tail(store, str(path)) == []  # (before: msg_j again)
+    with open(path, "ab") as f:
+        f.write(line(_reply(4, "msg_k", 25, 20, 60, 41_000, 0)))
+    assert [(t["inp"], t["cr"]) for t in sl.unread_tail(store, str(path))] == [(20, 41_000)]

@@ -52,7 +52,10 @@ def _quarantine(store, path) -> list[tuple]:
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
-def test_bad_input_kind(tmp_path, name):
+def test_bad_input_kind(tmp_path, name, monkeypatch):
+    # the files were written just now: an unended last line waits (test_unended_line.py:
+    # after the idle time it is final)
+    monkeypatch.setenv("CTXKEEP_IDLE_SECONDS", "3600")
     data, expect = FIXTURES[name]
     neighbour = line(rec(100, "clean neighbour file")).replace(
         SESSION.encode(), b"5e551011-0000-4000-8000-00000000beef"
@@ -132,7 +135,8 @@ def test_empty_file_gets_a_watermark_and_is_skipped_next_time(tmp_path):
     assert (s2.files, s2.files_read) == (1, 0)
 
 
-def test_unterminated_last_line_waits_for_next_run(tmp_path):
+def test_unterminated_last_line_waits_for_next_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXKEEP_IDLE_SECONDS", "3600")  # written just now (not idle)
     data, expect = FIXTURES["unterminated_last"]
     home, proj = _home_with(tmp_path, {"bad.jsonl": data})
     store = tmp_path / "store"

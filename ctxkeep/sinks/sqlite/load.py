@@ -229,7 +229,10 @@ def load_batch(
             total, so the first row stored is the true delta and a later one computed
             from a partial read (a compressed rollout re-read from offset 0, a fork's
             replay) must not replace it.
-        quarantine: rows from ``sources.contract.quarantine_row`` (+ ``agent``).
+        quarantine: rows from ``sources.contract.quarantine_row`` (+ ``agent``); a row
+            with ``retract`` (``sources.readers.jsonl.retract_row``) deletes the rows of
+            its path from its offset to offset + length whose reason starts with it
+            (a judged unended last line that grew), first.
         watermarks: saved with the batch, so the batch is stored exactly once (one per
             file whose new bytes the batch holds; None entries are skipped).
         status_changes: applied after the entries (``status.apply_changes``).
@@ -299,6 +302,18 @@ def load_batch(
                         )
                     )
             conn.executemany(_USAGE_UPSERT, _ts_text(usage.select(_USAGE_INSERT)).rows())
+        if quarantine and any("retract" in q for q in quarantine):
+            # a judged unended last line that grew (``sources.readers.jsonl.retract_row``):
+            # its rows go, before this batch's rows of the whole line are added
+            conn.executemany(
+                "DELETE FROM quarantine WHERE path = ? AND offset >= ? AND offset <= ? AND substr(reason, 1, ?) = ?",
+                [
+                    (q["path"], q["offset"], q["offset"] + q["length"], len(q["retract"]), q["retract"])
+                    for q in quarantine
+                    if "retract" in q
+                ],
+            )
+            quarantine = [q for q in quarantine if "retract" not in q]
         if quarantine:
             conn.executemany(
                 "INSERT OR IGNORE INTO quarantine(agent, path, offset, length, reason, action, raw, "

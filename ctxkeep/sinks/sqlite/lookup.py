@@ -116,11 +116,16 @@ def load_watermarks(
 
 def watermark_facts(conn: sqlite3.Connection) -> dict[str, tuple]:
     """Every watermark's stat facts in one query, as the rows come: ``path ->
-    (path, dev, ino, size, mtime_ns, parser_version)`` (``sources.readers.jsonl.
-    facts_unchanged`` compares them with a file's ``stat``). No ``Watermark`` per row:
-    a no-op ingest of 25,727 files built one each (~0.1 s of its CPU) to compare four
-    numbers."""
-    rows = conn.execute("SELECT path, dev, ino, size, mtime_ns, parser_version FROM watermarks")
+    (path, dev, ino, size, mtime_ns, parser_version, waiting)`` (``sources.readers.jsonl.
+    facts_unchanged`` compares them with a file's ``stat``; ``waiting``: 1 when bytes
+    past the offset are an unended last line not judged yet, ``jsonl.waiting``: its
+    state is read only then). No ``Watermark`` per row: a no-op ingest of 25,727 files
+    built one each (~0.1 s of its CPU) to compare four numbers."""
+    rows = conn.execute(
+        "SELECT path, dev, ino, size, mtime_ns, parser_version, CASE WHEN offset IS NULL OR size IS NULL OR offset >= size THEN 0 "
+        "WHEN NOT json_valid(state) THEN 1 "
+        "ELSE coalesce(json_extract(state, '$._unended.len') IS NOT size - offset, 1) END FROM watermarks"
+    )
     return {r[0]: r for r in rows}
 
 

@@ -20,25 +20,12 @@ from ctxkeep.sources.contract import (
     RawCapture,
     SourceFile,
     Watermark,
+    idle_seconds,
     max_line_bytes,
     quarantine_row,
 )
 from ctxkeep.sources.coverage import Tally, from_entries
 from ctxkeep.sources.readers.jsonl import HEAD_BYTES, open_file, parse_line
-
-#: a document whose mtime is older than this is complete (the agent is not writing it);
-#: ``$CTXKEEP_IDLE_SECONDS`` overrides it (read at each call)
-IDLE_SECONDS = 120
-
-
-def idle_seconds() -> float:
-    """Seconds since its last write after which a file counts as idle (complete):
-    ``$CTXKEEP_IDLE_SECONDS`` if set, else ``IDLE_SECONDS``."""
-    v = os.environ.get("CTXKEEP_IDLE_SECONDS")
-    try:
-        return float(v) if v is not None else IDLE_SECONDS
-    except ValueError:
-        return IDLE_SECONDS
 
 
 def track_ids(state: dict, agent: str, session_id: str, old_ids: Sequence[str], ids: list[str]) -> None:

@@ -9,12 +9,14 @@ Used by the JSONL agents (Claude Code, Codex, Copilot CLI, Qwen Code, Gemini CLI
 
 from __future__ import annotations
 
+import copy
 import errno
 import hashlib
 import json
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -28,6 +30,7 @@ from ctxkeep.sources.contract import (
     RawCapture,
     SourceFile,
     Watermark,
+    idle_seconds,
     max_line_bytes,
     quarantine_row,
 )
@@ -120,22 +123,38 @@ def start_offset(
 
 
 def is_unchanged(st: os.stat_result, wm: Watermark | None, parser_version: int) -> bool:
-    """True when nothing can be new: same inode, size, mtime and parser version."""
+    """True when nothing can be new: same inode, size, mtime and parser version, and
+    no unended last line waiting that the idle time now makes final (``read_jsonl``)."""
     return (
         wm is not None
         and wm.parser_version == parser_version
         and (wm.dev, wm.ino, wm.size, wm.mtime_ns) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        and not (waiting(wm.offset, wm.size, wm.state) and _idle(st))
     )
+
+
+def waiting(offset: int, size: int, state: dict) -> bool:
+    """Whether a watermark (of an append file) leaves an unended last line not judged
+    yet: bytes past its offset, and no ``state["_unended"]`` of their length."""
+    held = state.get(UNENDED_KEY) if isinstance(state, dict) else None
+    if offset is None or size is None:
+        return False
+    return offset < size and not (isinstance(held, dict) and held.get("len") == size - offset)
+
+
+def _idle(st: os.stat_result) -> bool:
+    return time.time() - st.st_mtime >= idle_seconds()
 
 
 def facts_unchanged(st: os.stat_result, facts: tuple | None, parser_version: int) -> bool:
     """``is_unchanged`` against a watermark's stat facts as ``sinks.sqlite.
-    watermark_facts`` reads them: ``(path, dev, ino, size, mtime_ns, parser_version)``
-    (None: no watermark)."""
+    watermark_facts`` reads them: ``(path, dev, ino, size, mtime_ns, parser_version,
+    waiting)`` (None: no watermark; ``waiting``: ``waiting`` of the watermark)."""
     return (
         facts is not None
         and facts[5] == parser_version
         and (facts[1], facts[2], facts[3], facts[4]) == (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        and not (len(facts) > 6 and facts[6] and _idle(st))
     )
 
 
@@ -267,7 +286,17 @@ def read_jsonl(
     glued without a newline, a torn record followed by a whole one: ``salvage_line``) is
     quarantined as ``repaired`` and its records are ingested with their own byte
     offsets. A last line without ``\\n`` is left for the
-    next run (the agent may be writing it). A file that vanished yields nothing.
+    next run (the agent may be writing it) until the file has been idle
+    ``CTXKEEP_IDLE_SECONDS`` (``readers.document.idle_seconds``, 120 s: what calls a
+    session idle); then it is final (``_judge_unended``): its records ingested when it
+    is whole JSON, else quarantined with a reason starting ``UNENDED``. The watermark
+    stays at the line's start, with the parser state from before it, and says what
+    was judged in ``state["_unended"]`` (``{"len", "sha256"}`` of the line's bytes):
+    when the agent ends it as it was (``\\n`` appended) the next read parses it again
+    for the state only (nothing stored twice, nothing counted twice); when the agent
+    wrote on (the line grew: finished, or a new record glued to a torn one) the whole
+    line is read as usual and the judged line's quarantine rows are taken back (a
+    ``retract`` row, ``retract_row``). A file that vanished yields nothing.
 
     Memory stays bounded whatever the file holds: a line longer than the line cap
     (``contract.max_line_bytes``, ``[ingest] max_line_mb``) is quarantined as its
@@ -297,9 +326,12 @@ def read_jsonl(
     cap = max_line_bytes()
     f, st = opened
     with f:
-        offset, state, _why = start_offset(path, st, wm, parser_version)
+        offset, state, why = start_offset(path, st, wm, parser_version)
+        # the unended last line an earlier read judged final (it starts at ``offset``)
+        held: dict | None = state.pop(UNENDED_KEY, None) if why == "append" else None
         if offset == 0 and init_state:
             state = init_state(file)
+        retract: list[dict] = []  # the judged line's rows to take back (it grew)
         fd = f.fileno()
         f.seek(offset)
         buf = bytearray()  # the bytes after the last complete line (at most the cap)
@@ -331,17 +363,33 @@ def read_jsonl(
                 complete = bytes(buf[: end + 1])
                 del buf[: end + 1]
             if len(buf) > cap:  # the unterminated rest is past the cap: stream it from here
+                if held is not None:  # the judged line grew past the cap
+                    retract.append(retract_row(path, pos + len(complete), held))
+                    held = None
                 over = OversizeLine(pos + len(complete), cap)
                 over.feed(buf)
                 buf = bytearray()
+            skip = 0  # bytes of ``complete`` parsed for the state only (a judged line)
+            tally = Tally(reset=first and offset == 0)
+            if held is not None and complete:
+                skip = _ended_as_judged(complete, held)
+                if skip:  # the agent ended the judged line as it was: stored already
+                    # (counted again only where the tally replaces the file's ledger rows)
+                    seen = tally if tally.reset else Tally()
+                    _parse_lines(complete[:skip], pos, path, parse, state, cap, seen, unique_ids)
+                    state.pop("_status_changes", None)
+                else:  # it grew: read whole below; the judgment's quarantine goes
+                    retract.append(retract_row(path, pos, held))
+                held = None
             if complete or carried:
-                tally = Tally(reset=first and offset == 0)
                 first = False
                 if carried:
                     tally.quarantined(state.get("_v"), len(carried))
                 entries, quarantine, lines = _parse_lines(
-                    complete, pos, path, parse, state, cap, tally, unique_ids
+                    complete[skip:], pos + skip, path, parse, state, cap, tally, unique_ids
                 )
+                quarantine = retract + quarantine
+                retract = []
                 # the complete lines read, for the vault (an over-cap line is not kept:
                 # its bytes are a gap, after which the vault starts a new generation)
                 raw = RawCapture.of(file, "append", pos, complete, st) if complete else None
@@ -364,6 +412,38 @@ def read_jsonl(
                 carried, carried_bytes = [], 0
             if eof:
                 break
+        # (a blank tail too: judged, it adds nothing and is no longer waited for)
+        idle_now = (bool(buf) or over is not None) and _idle(st)
+        if idle_now:
+            same = held is not None and (
+                _same_line(bytes(buf), held)
+                if over is None
+                else (over.size, over.sha256) == (held.get("len"), held.get("sha256"))
+            )
+            if same and held is not None:  # judged before, unchanged since: its watermark stands
+                if wm is not None and (wm.size, wm.mtime_ns) == (st.st_size, st.st_mtime_ns):
+                    return
+                judged = _held_batch(file, st, fd, pos, parser_version, state, held)
+            else:
+                if held is not None:  # judged before, grown since: judged again
+                    retract.append(retract_row(path, pos, held))
+                    held = None
+                judged = _judge_unended(
+                    file, st, fd, pos, parser_version, parse, state, cap, unique_ids, buf, over
+                )
+                judged.quarantine[:0] = retract
+            judged.coverage.reset = first and offset == 0  # (a read from byte 0: rows replaced)
+            if pos == offset:  # nothing complete read: the vault knows the file (see below)
+                judged.raw = RawCapture.of(file, "append", pos, b"", st)
+            yield judged
+            return
+        if held is not None:  # the judged line still stands (the file grew, not idle yet)
+            state = dict(state, **{UNENDED_KEY: held})
+        if retract:  # the judged line grew past the cap, unended: its judgment taken back
+            yield Batch(
+                [], retract, _watermark(file, st, fd, pos, parser_version, state, True), coverage=Tally()
+            )
+            return
         if over is not None and pos != offset:
             # the file ends inside an over-cap line after lines were read: the watermark
             # records the size, so an unchanged file is not streamed again next run
@@ -381,6 +461,101 @@ def read_jsonl(
                 raw=RawCapture.of(file, "append", pos, b"", st),
                 coverage=Tally(reset=pos == 0),
             )
+
+
+#: the watermark state's key of an unended last line judged final (``read_jsonl``)
+UNENDED_KEY = "_unended"
+#: how the reason of a quarantined unended last line starts (``ctxkeep quarantine``,
+#: the ingest summary's count: ``pipeline.writer``)
+UNENDED = "unended last line, taken as final after the idle time"
+
+
+def _line_id(raw: bytes) -> dict:
+    return {"len": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def _same_line(raw: bytes, held: dict) -> bool:
+    """Whether ``raw`` (a line's bytes without its ``\\n``) is the judged line ``held``
+    (``state["_unended"]``), also with a ``\\r`` the agent ended it with."""
+    if raw.endswith(b"\r") and len(raw) == held.get("len", -1) + 1:
+        raw = raw[:-1]
+    return len(raw) == held.get("len") and hashlib.sha256(raw).hexdigest() == held.get("sha256")
+
+
+def _ended_as_judged(complete: bytes, held: dict) -> int:
+    """The length of ``complete``'s first line with its ``\\n`` when it is the judged
+    line ``held`` ended as it was, else 0."""
+    nl = complete.find(b"\n")
+    return nl + 1 if nl >= 0 and _same_line(complete[:nl], held) else 0
+
+
+def retract_row(path: Path, offset: int, held: dict) -> dict:
+    """A ``Batch.quarantine`` item that takes back the rows of a judged unended line
+    (``held``: its ``state["_unended"]``) at ``offset`` of ``path``: the store deletes
+    its rows whose reason starts with ``UNENDED`` between ``offset`` and the line's
+    end (``sinks.sqlite.load``); no row is added and nothing is counted."""
+    return {"path": str(path), "offset": offset, "length": int(held.get("len", 0)), "retract": UNENDED}
+
+
+def _held_batch(
+    file: SourceFile, st: os.stat_result, fd: int, pos: int, parser_version: int, state: dict, held: dict
+) -> Batch:
+    """The batch of a file whose judged unended last line (at ``pos``; ``held``: its
+    ``state["_unended"]``) is unchanged: its watermark only (the stat facts moved: a
+    touch)."""
+    wm_state = dict(state, **{UNENDED_KEY: held})
+    return Batch([], [], _watermark(file, st, fd, pos, parser_version, wm_state, True), coverage=Tally())
+
+
+def _judge_unended(
+    file: SourceFile,
+    st: os.stat_result,
+    fd: int,
+    pos: int,
+    parser_version: int,
+    parse: ParseFn,
+    state: dict,
+    cap: int,
+    unique_ids: bool,
+    buf: bytearray,
+    over: OversizeLine | None,
+) -> Batch:
+    """The unended last line at ``pos`` (``buf``, or ``over`` when it is past the cap)
+    of a file idle for ``CTXKEEP_IDLE_SECONDS``, taken as final: parsed as a line of
+    its own (its records ingested when whole, else quarantined, the reason prefixed
+    with ``UNENDED``) on a copy of ``state``; the batch's watermark stays at ``pos``
+    with the state from before the line and the line's ``_line_id`` in
+    ``state["_unended"]`` (an over-cap line: its SHA-256 and size from ``over``)."""
+    path = file.path
+    tally = Tally()
+    if over is not None:
+        row = over.row(path)
+        row["reason"] = f"{UNENDED}: {row['reason']}"
+        tally.quarantined(state.get("_v"))
+        held = {"len": over.size, "sha256": row["raw_sha256"]}
+        entries: list[dict] = []
+        quarantine, lines = [row], 1
+        changes: list = []
+    else:
+        raw = bytes(buf)
+        held = _line_id(raw)
+        scratch = copy.deepcopy(state)  # the line's effects on the state are not kept
+        entries, quarantine, lines = _parse_lines(
+            raw + b"\n", pos, path, parse, scratch, cap, tally, unique_ids
+        )
+        changes = scratch.pop("_status_changes", [])
+        for q in quarantine:
+            q["reason"] = f"{UNENDED}: {q['reason']}"
+    wm_state = dict(state, **{UNENDED_KEY: held})
+    return Batch(
+        entries,
+        quarantine,
+        _watermark(file, st, fd, pos, parser_version, wm_state, True),
+        bytes_read=held["len"],
+        lines=lines,
+        status_changes=changes,
+        coverage=tally,
+    )
 
 
 def _parse_lines(
