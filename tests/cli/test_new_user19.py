@@ -94,3 +94,50 @@ def test_reindex_names_the_users_own_duckdb_objects_it_drops(store):
         timeout=300,
     )
     assert r.returncode == 0 and "not made by ctxkeep" not in r.stdout + r.stderr
+
+
+def test_a_file_rewritten_longer_in_place_is_read_again_not_torn(tmp_path):
+    """newuser19 F16: a session file replaced in place by a longer copy (same inode,
+    same head, other bytes where the watermark stood) was read on from the old offset:
+    a record cut in two went to quarantine as bad JSON and "format drift" was announced.
+    The watermark must end a line; where it does not, the file is read again whole and
+    every record of the new copy is stored once."""
+    import sqlite3
+
+    proj = tmp_path / "home" / ".claude" / "projects" / "-tmp-x"
+    proj.mkdir(parents=True)
+
+    def line(i: int, words: str) -> str:
+        return json.dumps(
+            {"type": "user", "uuid": f"u{i}", "sessionId": "s1", "timestamp": f"2025-01-01T00:00:{i:02d}Z",
+             "cwd": "/tmp/x", "message": {"role": "user", "content": f"{words} {i}"}}
+        )  # fmt: skip
+
+    f = proj / "s.jsonl"
+    # a head of 4 KiB and more (the watermark's head hash covers at most 4,096 bytes)
+    head = [line(i, "head " + "x" * 200) for i in range(10, 40)]
+    f.write_text("\n".join(head + [line(i, "first") for i in range(3)]) + "\n")
+    ino = f.stat().st_ino
+    env = dict(os.environ, CTXKEEP_IDLE_SECONDS="0", HOME=str(tmp_path / "home"))
+    env.pop("CTXKEEP_HOME", None)
+    args = [sys.executable, "-m", "ctxkeep", "ingest", "--home", str(tmp_path / "store"), "--no-progress"]
+    assert subprocess.run(args, env=env, capture_output=True, timeout=300).returncode == 0
+    # the same first line, then longer other lines: the old offset falls inside one
+    f.write_text(
+        "\n".join(
+            head + [line(0, "first")] + [line(i, "rewritten and much longer " * 3) for i in range(1, 5)]
+        )
+        + "\n"
+    )
+    assert f.stat().st_ino == ino  # rewritten in place
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-500:]
+    assert "; 0 bad lines" in r.stdout and "format drift" not in r.stdout + r.stderr, r.stdout + r.stderr
+    conn = sqlite3.connect(f"file:{tmp_path / 'store' / 'store.db'}?mode=ro", uri=True)
+    try:
+        assert conn.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0
+        texts = {t for (t,) in conn.execute("SELECT text FROM chunks")}
+    finally:
+        conn.close()
+    assert {f"first {i}" for i in range(3)} <= texts  # the first copy's, kept
+    assert {f"{'rewritten and much longer ' * 3} {i}" for i in range(1, 5)} <= texts
