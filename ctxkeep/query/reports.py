@@ -93,7 +93,7 @@ class UsageRow:
     cost_usd: float | None
     responses: int
     unpriced: int
-    reasoning_tokens: int = 0
+    reasoning_tokens: int | None = 0
     models: list[str] = field(default_factory=list)
     assumed_models: list[str] = field(default_factory=list)
     project: str | None = None
@@ -384,14 +384,13 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         cc = cache_write_shown(agent, cc) if i is not None else cc
         # the total counts the reasoning tokens an agent logs beside its output (Gemini
         # CLI's thoughts: ``schema.REASONING_OUTSIDE_OUTPUT``), as ccusage's totalTokens does
-        total = (
-            None
-            if i is None and o is None and cr is None and cc is None
-            else (i or 0) + (o or 0) + (cr or 0) + (cc or 0) + int(rb or 0)
-        )
+        unrecorded = i is None and o is None and cr is None and cc is None
+        total = None if unrecorded else (i or 0) + (o or 0) + (cr or 0) + (cc or 0) + int(rb or 0)
+        # the reasoning of such a row is not recorded either (it said 0: newuser19 F1)
+        reasoning = None if unrecorded and not rt else int(rt)
         rows.append(
             UsageRow(
-                p, agent, model, i, o, cr, cc, total, c, int(n), int(unpriced), int(rt),
+                p, agent, model, i, o, cr, cc, total, c, int(n), int(unpriced), reasoning,
                 list(models or []), list(assumed or []),
                 proj if name == "session" else None, last if name == "session" else None,
                 list(subs or []),

@@ -379,6 +379,41 @@ def test_blocks_of_unrecorded_tokens_say_so_not_0(home):
     assert sum(b["total_tokens"] or 0 for b in cc["rows"] if b["start"].startswith("2025-06-08")) > 3_754_072
 
 
+def test_unrecorded_tokens_are_null_in_duckdb_s_macro_and_view_too(home):
+    """newuser19 F1's addendum: `daily_usage(tz)` and the `sessions` view gave such rows'
+    total_tokens as 0 (the four parts null), and `report daily --json` their
+    reasoning_tokens as 0. A session without any response keeps its 0."""
+    from pathlib import Path
+
+    import duckdb
+
+    json.loads(run("report", "daily", "--home", home, "--json").stdout)  # DuckDB current
+    con = duckdb.connect(str(Path(home) / "analytics.duckdb"), read_only=True)
+    try:
+        daily = con.execute(
+            "SELECT agent, input_tokens, total_tokens, cost_usd FROM daily_usage('UTC') "
+            "WHERE agent IN ('crush', 'opencode-go') ORDER BY day"
+        ).fetchall()
+        sess = con.execute(
+            "SELECT agent, input_tokens, total_tokens FROM sessions "
+            "WHERE agent IN ('crush', 'opencode-go') AND responses > 0"
+        ).fetchall()
+        none = con.execute(
+            "SELECT DISTINCT total_tokens FROM sessions WHERE coalesce(responses, 0) = 0"
+        ).fetchall()
+    finally:
+        con.close()
+    assert [(a, i, t) for a, i, t, _ in daily] == [
+        ("opencode-go", None, None),
+        ("crush", None, None),
+        ("crush", None, None),
+    ]
+    assert len(sess) == 3 and all(t is None for _, _, t in sess), sess
+    assert none == [(0,)]
+    d = json.loads(run("report", "daily", "--home", home, "--json", "--agent", "crush,opencode-go").stdout)
+    assert [r["reasoning_tokens"] for r in d["rows"]] == [None, None, None]
+
+
 def test_session_project_is_the_parents_not_a_sub_agents_worktree(home):
     """`report session` rolls sub-agents into their root session; its project was the
     most frequent over every rolled row, so a sub-agent in a git worktree with more
