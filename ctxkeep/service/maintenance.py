@@ -329,10 +329,20 @@ class ServeRequest(Request):
             )
         return self
 
-    def every(self) -> str:
-        """The schedules in words (``ingest every 15 min, …``)."""
+    def every(self, home: Path | None = None) -> str:
+        """The schedules in words, one phrase per deployment ``serve`` registers
+        (``ingest every 15 min, …, backup every 24 h``; with ``home``'s ``[purge]``
+        rules, ``purge policies every N h``: newuser19 F9, the line left both out).
+        Raises CtxkeepError for a config.toml that does not load."""
         s = f"ingest every {self.ingest_minutes} min, compress every {self.compress_minutes} min, "
-        s += f"retention every {self.retention_hours} h"
+        s += f"retention every {self.retention_hours} h, backup every 24 h"  # flows.serve.schedules
+        if home is not None:
+            from ctxkeep.config import load_config
+            from ctxkeep.maintenance.purge_policy import has_rules
+
+            pc = load_config(Path(home)).purge
+            if has_rules(pc):
+                s += f", purge policies every {pc.every_hours} h"
         return s + (f", export to {self.lake} every {self.export_minutes} min" if self.lake else "")
 
 
