@@ -232,6 +232,6 @@ def _(alt, by_tool, mo, pl, show, st, table, tools):
 
 
 if __name__ == "__main__":
-    from ctxkeep.render.nbkit import script_line
+    from ctxkeep.render.nbkit import run_script
 
-    print(script_line("sessions", *app.run()))
+    raise SystemExit(run_script("sessions", app))

@@ -194,6 +194,6 @@ def _(mo, pl, show, st, table):
 
 
 if __name__ == "__main__":
-    from ctxkeep.render.nbkit import script_line
+    from ctxkeep.render.nbkit import run_script
 
-    print(script_line("store", *app.run()))
+    raise SystemExit(run_script("store", app))

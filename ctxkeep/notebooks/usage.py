@@ -348,6 +348,6 @@ def _(alt, mo, pl, show, st, usage):
 
 
 if __name__ == "__main__":
-    from ctxkeep.render.nbkit import script_line
+    from ctxkeep.render.nbkit import run_script
 
-    print(script_line("usage", *app.run()))
+    raise SystemExit(run_script("usage", app))

@@ -272,6 +272,25 @@ def script_line(name: str, outputs: Sequence, defs: Mapping[str, Any]) -> str:
     return f"{name}.py: {what}; `marimo edit {name}.py` shows the page, `ctxkeep report html DIR` writes it"
 
 
+def run_script(name: str, app) -> int:
+    """``python NAME.py --store …``: run the notebook ``app`` and print ``script_line``;
+    returns the exit code. A ``CtxkeepError`` a cell raised (no store, a damaged one, a
+    bad ``--since``) is ONE line ``error: what (where) - what to do`` on stderr and its
+    exit code (1; 2 for a bad parameter), as the CLI's; marimo's runner printed ~30 lines
+    of traceback (newuser19 F12). Any other exception propagates (a bug)."""
+    import sys
+
+    from ctxkeep.errors import CtxkeepError
+
+    try:
+        outputs, defs = app.run()
+    except CtxkeepError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    print(script_line(name, outputs, defs))
+    return 0
+
+
 def open_page(store: str, timezone: str, since: str, until: str) -> Store:
     """The page's ``Store`` for the period. Without one (no store yet, an ingest holds
     it, a damaged file) the cell stops here showing ``no_store`` (``mo.stop``), so no
