@@ -595,6 +595,9 @@ def serve(
             highlight=False,
         )
 
+    def start(what: str) -> None:  # at once: Prefect's import and server take 20-100 s
+        err.print(f"ctxkeep serve: {what} (20-30 s, longer under load)…", highlight=False, style="dim")
+
     with failing():
         h = _home(home)
-        ask(h, req, on_ready=ready)
+        ask(h, req, on_ready=ready, on_start=start)

@@ -37,3 +37,36 @@ def test_the_help_and_the_docs_name_them(tmp_path):
     assert "ingest, compress, retention, backup" in " ".join(r.stdout.split()), r.stdout
     doc = (Path(__file__).resolve().parents[2] / "docs" / "schedules.md").read_text()
     assert "`backup/ctxkeep-backup`" in doc and "`purge-policy/ctxkeep-purge-policy`" in doc
+
+
+def test_serve_says_at_once_that_it_starts_prefect(tmp_path, monkeypatch):
+    """`ctxkeep serve` printed nothing until Prefect's server answered (>100 s under
+    load: newuser19 F8). Its first line now comes before Prefect is imported or started
+    (here the flows' serve is a stub that only reports what came before it)."""
+    from typer.testing import CliRunner
+
+    from ctxkeep.cli import app
+    from ctxkeep.flows import serve as serve_mod
+
+    order = []
+
+    def fake_serve(home, *, host, port, on_ready, scheds, run):
+        order.append("prefect")
+        on_ready(f"http://{host}:{port}/api")
+
+    monkeypatch.setattr(serve_mod, "serve", fake_serve)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    r = CliRunner().invoke(
+        app, ["serve", "--home", str(tmp_path / "h"), "--port", "4319"], env={"COLUMNS": "200"}
+    )
+    assert r.exit_code == 0, r.output
+    lines = r.stderr.splitlines()
+    assert (
+        lines[0] == "ctxkeep serve: starting Prefect's server on 127.0.0.1:4319 (20-30 s, longer under load)…"
+    )
+    assert lines[1].startswith("ctxkeep serve: store ") and order == ["prefect"]
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4555/api")
+    r = CliRunner().invoke(app, ["serve", "--home", str(tmp_path / "h")], env={"COLUMNS": "200"})
+    assert r.stderr.splitlines()[0].startswith(
+        "ctxkeep serve: connecting to the Prefect server at http://127.0.0.1:4555/api"
+    ), r.stderr
