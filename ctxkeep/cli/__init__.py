@@ -584,11 +584,11 @@ def said_at_once(line: str) -> Iterator[None]:
                 pass
 
     r, w = os.pipe()
-    os.set_blocking(w, False)
     try:
+        os.set_blocking(w, False)
         old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-    except (ValueError, OSError):  # no wakeup fd here: the handler says it
-        old_fd = None
+    except (ValueError, OSError, AttributeError):  # Windows (a socket only; no
+        old_fd = None  # set_blocking on 3.11): the handler says it
 
     def watch() -> None:
         try:
