@@ -195,6 +195,10 @@ def test_store_entries_and_dedup_equal_sqlite(runs, corpus_store):
     assert defs["ref_all"] == _lite(home, "SELECT sum(text_bytes) FROM entries")[0][0]
     assert defs["kept_all"] == _lite(home, "SELECT sum(bytes) FROM contents")[0][0]
     assert defs["by_status"].height == 1  # every corpus entry active: said in words, no one-slice pie
+    # what compress archived and what retention moved out, apart (one "archived" column
+    # counted the latter only: newuser19 F2); the corpus store has neither
+    cols = ("archived by compress", "in Parquet archive")
+    assert defs["per_agent"].select(cols).sum().row(0) == (0, 0)
 
 
 def test_notebooks_follow_the_period_and_zone(corpus_store):

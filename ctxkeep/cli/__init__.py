@@ -593,6 +593,82 @@ def stopped(went: int, total: int, what: str, signal_name: str | None) -> NoRetu
     raise typer.Exit(code)
 
 
+def stopped_with(line: str, code: int = 130) -> NoReturn:
+    """End a command a signal stopped with ``line`` (what it kept; folded at the width)
+    on stderr and exit ``code``; ``run_command`` adds nothing after it."""
+    for part in fold(line):
+        err.print(part, highlight=False, markup=False, soft_wrap=True)
+    _stop_said.append(code)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def said_at_once(line: str) -> Iterator[None]:
+    """Within the block, the first SIGINT (Ctrl-C) writes ``line`` to stderr at once,
+    then stops the block as Python's own handler does (KeyboardInterrupt); a second is
+    Python's own. "At once": Python runs a signal handler only between bytecodes of the
+    main thread, which an ingest keeps in SQLite or Polars for seconds (newuser19 F6:
+    5-22 s of silence before an interrupted ingest's last line), so the line is written
+    by a thread woken by the signal's byte on ``signal.set_wakeup_fd``'s pipe (written
+    by the C handler itself). Unchanged where SIGINT is not Python's handler (ignored:
+    a script's ``cmd &``) or off the main thread."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    said = threading.Event()
+
+    def say_it() -> None:
+        if not said.is_set():
+            said.set()
+            try:
+                os.write(2, f"{line}\n".encode())
+            except OSError:  # stderr closed: the stop still stops
+                pass
+
+    r, w = os.pipe()
+    try:
+        os.set_blocking(w, False)
+        old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError, AttributeError):  # Windows (a socket only; no
+        old_fd = None  # set_blocking on 3.11): the handler says it
+
+    def watch() -> None:
+        try:
+            while got := os.read(r, 64):
+                if signal.SIGINT in got:
+                    say_it()
+                    return
+        except OSError:
+            return
+
+    watcher = threading.Thread(target=watch, name="ctxkeep-sigint-word", daemon=True)
+    if old_fd is not None:
+        watcher.start()
+
+    def first(_signum, _frame) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        say_it()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if old_fd is not None:
+            signal.set_wakeup_fd(old_fd)
+        os.close(w)  # the watcher reads EOF and ends
+        if watcher.is_alive():
+            watcher.join(1)
+        os.close(r)
+
+
 @contextmanager
 def failing(words: dict[str, str | None] | None = None) -> Iterator[None]:
     """Run the block; a ``CtxkeepError`` raised in it ends the command as ``_fail`` does

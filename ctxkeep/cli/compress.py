@@ -34,7 +34,7 @@ from ctxkeep.cli import (
     warn,
 )
 from ctxkeep.cli.options import PrefectOpt, require_paths
-from ctxkeep.errors import UsageError
+from ctxkeep.errors import NotFound, UsageError
 
 
 @app.command()
@@ -139,6 +139,19 @@ def _compress(
                     )
             return
         summary = _run(h, files, keep_messages, dry_run, force, prefect, progress and not as_json)
+    if files and not summary["files"] and summary["problems"] and not summary.get("interrupted"):
+        # every FILE named was no session file compress takes: nothing asked for was
+        # done (a warning, "0 of 0 files" and exit 0 before: newuser19 F19)
+        if as_json:
+            _print_json(summary)
+        _fail(
+            NotFound(
+                "no FILE named is a session file compress takes: "
+                + "; ".join(p.removesuffix("; skipped") for p in summary["problems"]),
+                where="FILE",
+                hint="name Claude Code or Codex session files (`ctxkeep compress --check --all` lists them)",
+            )
+        )
     if as_json:
         _print_json(summary)
     elif verbose:

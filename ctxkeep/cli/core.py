@@ -21,10 +21,12 @@ from ctxkeep.cli import (
     line_width,
     note,
     out,
+    said_at_once,
     say,
     say_dim,
     say_folded,
     short_path,
+    stopped_with,
     table,
     text_arg,
     tilde,
@@ -121,16 +123,28 @@ def ingest(
 
         shows.on_plan = on_plan
         shows.on_bytes = on_bytes
+    kept: list[svc.Interrupted | None] = []  # Ctrl-C stopped it: what the store kept
     try:
         require_paths(path or [])
-        res = svc.ingest(h, req, shows)
+        with said_at_once("SIGINT: stopping the ingest (a few seconds; what it stored so far stays)"):
+            res = svc.ingest(h, req, shows)
     except CtxkeepError as e:
         for prob in held_problems:
             warn(prob)
         fail_config(e)
+    except KeyboardInterrupt as e:
+        kept.append(e if isinstance(e, svc.Interrupted) else None)
     finally:
         for prog, _ in bar:
             prog.stop()
+    if kept:  # it said "what was stored stays stored" after runs that stored nothing
+        stop = kept[0]
+        stopped_with(
+            "interrupted before anything was stored; run the command again to go on"
+            if stop is None or not stop.stored
+            else f"interrupted: the store holds what {stop.stored:,} of {stop.todo:,} files gave so far "
+            "(in whole or in part); run the command again to go on"
+        )
     nothing = bool(path) and not res.summary["files"] and bool(held_problems)
     if as_json:
         _print_json(res.as_json())

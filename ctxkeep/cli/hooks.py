@@ -175,11 +175,10 @@ def status(
         todo = [
             r["agent"] for r, _ in shown if any(h["state"] in ("missing", "outdated") for h in r["hooks"])
         ]
-        if todo:
-            err.print(
-                f"[dim]install: ctxkeep hooks install {' '.join('--agent ' + a for a in todo)}"
-                f"{'' if scope == 'user' else ' --scope ' + scope}[/dim]"
-            )
+        if todo:  # --agent comma-separated, folded at the width (83 columns at 80: newuser19 F17)
+            line = f"install: ctxkeep hooks install --agent {','.join(todo)}"
+            for part in fold(line + ("" if scope == "user" else " --scope " + scope), indent="  "):
+                err.print(part, style="dim", highlight=False, markup=False)
     if any(r["error"] for r, _ in shown):
         raise typer.Exit(1)
 

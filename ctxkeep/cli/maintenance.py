@@ -565,7 +565,7 @@ def serve(
     ),
     home: Path | None = HomeOpt,
 ):
-    """Run the schedules (ingest, compress, retention) with a Prefect server on loopback.
+    """Run the schedules (ingest, compress, retention, backup; the purge policies of config.toml) with a Prefect server on loopback.
 
     Uses PREFECT_API_URL when set; otherwise starts `prefect server start` and stops it on exit.
     """
@@ -587,13 +587,16 @@ def serve(
         )
 
     def ready(api: str, names: list[str] | None = None) -> None:
-        where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else req.every()
+        where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else req.every(h)
         err.print(
             f"ctxkeep serve: store {h}, Prefect API {api}; {where}."
             + ("" if deploy_only else " Ctrl-C to stop."),
             highlight=False,
         )
 
+    def start(what: str) -> None:  # at once: Prefect's import and server take 20-100 s
+        err.print(f"ctxkeep serve: {what} (20-30 s, longer under load)…", highlight=False, style="dim")
+
     with failing():
         h = _home(home)
-        ask(h, req, on_ready=ready)
+        ask(h, req, on_ready=ready, on_start=start)

@@ -360,7 +360,8 @@ def _usage_table(
     # folded (a narrow terminal): no outer edge, one space of padding between columns
     tight = {"show_edge": False, "collapse_padding": True} if folded else {}
     t = table(title=title, box=box.SIMPLE_HEAD, show_footer=bool(rows), pad_edge=False, **tight)
-    tot = {k: _tokens_sum(r[k] for r in rows) for k in _TOKENS}
+    # a gap block (no response) adds to no token sum (its 0 is not a recorded 0)
+    tot = {k: _tokens_sum(r[k] for r in rows if not r.get("is_gap")) for k in _TOKENS}
     costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
     cost = sum(costs) if costs else None
     blocks = name == "blocks"

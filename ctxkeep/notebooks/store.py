@@ -46,7 +46,9 @@ def _(alt, mo, pl, show, st, table):
         FROM all_entries WHERE {st.in_period("ts")} GROUP BY ALL""")
     per_agent = st.q(f"""
         SELECT agent, count(*) AS entries, count(DISTINCT session_id) AS sessions, sum(text_bytes) AS text_bytes,
-               sum(token_estimate) AS tokens, count(*) FILTER (WHERE archived) AS archived
+               sum(token_estimate) AS tokens,
+               count(*) FILTER (WHERE status = 'archived') AS "archived by compress",
+               count(*) FILTER (WHERE archived) AS "in Parquet archive"
         FROM all_entries WHERE {st.in_period("ts")} GROUP BY agent""").sort("entries", descending=True)
     _lines = [
         f"- **{r['agent']}**: {r['entries']:,} entries in {r['sessions']:,} session{'s' * (r['sessions'] != 1)}, "

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -106,6 +107,12 @@ def start_child(
     except (AttributeError, OSError, ValueError):
         stdout = subprocess.DEVNULL
     rfd, wfd = os.pipe()
+    # SIGINT blocked from the child's first instruction (a blocked signal stays blocked
+    # across fork and exec): Ctrl-C reaches the whole process group, and a reader still
+    # importing, before its own SIG_IGN, printed a KeyboardInterrupt traceback over the
+    # ingest's output (newuser19 F6's trial). This thread's mask is restored at once: a
+    # Ctrl-C that came meanwhile is delivered here then, none is lost.
+    masked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if _MASKS else None
     try:
         proc = subprocess.Popen(
             # -P: the working directory is not put first on sys.path (Python 3.11+): run
@@ -123,7 +130,14 @@ def start_child(
         raise
     finally:
         os.close(wfd)  # the process holds its copy
+        if masked is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, masked)
     return proc, os.fdopen(rfd, "rb")
+
+
+#: ``signal.pthread_sigmask`` exists (POSIX; not on Windows, where no process group
+#: gets a terminal's Ctrl-C the same way)
+_MASKS = hasattr(signal, "pthread_sigmask")
 
 
 def first_ingest_home(argv: list[str]) -> Path | None:

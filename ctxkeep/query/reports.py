@@ -93,7 +93,7 @@ class UsageRow:
     cost_usd: float | None
     responses: int
     unpriced: int
-    reasoning_tokens: int = 0
+    reasoning_tokens: int | None = 0
     models: list[str] = field(default_factory=list)
     assumed_models: list[str] = field(default_factory=list)
     project: str | None = None
@@ -121,10 +121,12 @@ class Block:
     is_active: bool
     is_gap: bool
     responses: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
+    #: the token sums (tokens); each None when no response of the block recorded it
+    #: (a logged cost only: Crush, Go opencode, Codebuff), as a usage row's
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    cache_read_tokens: int | None = 0
+    cache_creation_tokens: int | None = 0
     cost_usd: float | None = None
     models: list[str] = field(default_factory=list)
     agents: list[str] = field(default_factory=list)
@@ -143,14 +145,13 @@ class Block:
     reasoning_beside: int = 0
 
     @property
-    def total_tokens(self) -> int:
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_read_tokens
-            + self.cache_creation_tokens
-            + self.reasoning_beside
-        )
+    def total_tokens(self) -> int | None:
+        """The four token sums and the reasoning logged beside the output; None when
+        the block's responses recorded none (newuser19 F1: it said 0)."""
+        parts = (self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_creation_tokens)
+        if all(p is None for p in parts):
+            return None
+        return sum(p or 0 for p in parts) + self.reasoning_beside
 
 
 @dataclass
@@ -383,14 +384,13 @@ def usage_report(con, name: str, f: Filters, *, breakdown: bool = False) -> Repo
         cc = cache_write_shown(agent, cc) if i is not None else cc
         # the total counts the reasoning tokens an agent logs beside its output (Gemini
         # CLI's thoughts: ``schema.REASONING_OUTSIDE_OUTPUT``), as ccusage's totalTokens does
-        total = (
-            None
-            if i is None and o is None and cr is None and cc is None
-            else (i or 0) + (o or 0) + (cr or 0) + (cc or 0) + int(rb or 0)
-        )
+        unrecorded = i is None and o is None and cr is None and cc is None
+        total = None if unrecorded else (i or 0) + (o or 0) + (cr or 0) + (cc or 0) + int(rb or 0)
+        # the reasoning of such a row is not recorded either (it said 0: newuser19 F1)
+        reasoning = None if unrecorded and not rt else int(rt)
         rows.append(
             UsageRow(
-                p, agent, model, i, o, cr, cc, total, c, int(n), int(unpriced), int(rt),
+                p, agent, model, i, o, cr, cc, total, c, int(n), int(unpriced), reasoning,
                 list(models or []), list(assumed or []),
                 proj if name == "session" else None, last if name == "session" else None,
                 list(subs or []),
@@ -531,8 +531,8 @@ def blocks_report(
     where, params = _where(fa)
     cost = _cost(f.mode)
     rows = con.execute(
-        f"SELECT ts, agent, model, coalesce(input_tokens, 0), coalesce(output_tokens, 0), "
-        f"coalesce(cache_read_tokens, 0), coalesce(cache_creation_tokens, 0), {cost}, "
+        f"SELECT ts, agent, model, input_tokens, output_tokens, "
+        f"cache_read_tokens, cache_creation_tokens, {cost}, "
         f"{reasoning_beside_sql()} FROM usage WHERE {where} ORDER BY ts, usage_key",
         params,
     ).fetchall()
@@ -555,7 +555,7 @@ def blocks_report(
             if (f.since is None or b.start.astimezone(tz).date() >= f.since)
             and (f.until is None or b.start.astimezone(tz).date() <= f.until)
         ]
-    finished = [b.total_tokens for b in blocks if not b.is_gap and not b.is_active]
+    finished = [t for b in blocks if not b.is_gap and not b.is_active and (t := b.total_tokens) is not None]
     max_tokens = max(finished, default=0)
     limit = None
     if token_limit is not None:
@@ -608,11 +608,13 @@ def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta)
     last = rows[-1][0]
     b = Block(start, end, last, (now - last) < span and now < end, False, len(rows), first=rows[0][0])
     costs = []
+    # per token column, the recorded values' sum; None when no row recorded it (SQL's
+    # sum(), as usage_report's rows: "not recorded", never 0)
+    sums: list[int | None] = [None] * 4
     for _, agent, model, i, o, cr, cc, c, rb in rows:
-        b.input_tokens += i
-        b.output_tokens += o
-        b.cache_read_tokens += cr
-        b.cache_creation_tokens += cc
+        for k, v in enumerate((i, o, cr, cc)):
+            if v is not None:
+                sums[k] = (sums[k] or 0) + v
         b.reasoning_beside += rb
         if c is not None:
             costs.append(c)
@@ -621,6 +623,7 @@ def _block(start: dt.datetime, rows: list, now: dt.datetime, span: dt.timedelta)
         if agent not in b.agents:
             b.agents.append(agent)
     b.cost_usd = float(sum(costs)) if costs else None
+    b.input_tokens, b.output_tokens, b.cache_read_tokens, b.cache_creation_tokens = sums
     return b
 
 
@@ -629,13 +632,14 @@ def _project(b: Block, now: dt.datetime, limit: int | None) -> None:
     if minutes <= 0:
         return
     cost = b.cost_usd or 0.0
+    tokens = b.total_tokens or 0  # a block of unrecorded tokens burns none that is known
     b.burn_rate = {
-        "tokens_per_minute": b.total_tokens / minutes,
-        "tokens_per_minute_for_indicator": (b.input_tokens + b.output_tokens) / minutes,
+        "tokens_per_minute": tokens / minutes,
+        "tokens_per_minute_for_indicator": ((b.input_tokens or 0) + (b.output_tokens or 0)) / minutes,
         "cost_per_hour": cost / minutes * 60,
     }
     remaining = round((b.end - now).total_seconds() / 60)
-    total = round(b.total_tokens + b.burn_rate["tokens_per_minute"] * remaining)
+    total = round(tokens + b.burn_rate["tokens_per_minute"] * remaining)
     b.projection = {
         "total_tokens": total,
         "cost_usd": round(cost + b.burn_rate["cost_per_hour"] / 60 * remaining, 2),
@@ -694,11 +698,13 @@ def totals(rows: Sequence) -> dict:
     """The token and cost sums of usage rows or blocks: ``input_tokens``,
     ``output_tokens``, ``cache_read_tokens``, ``cache_creation_tokens``,
     ``total_tokens`` (int: the rows' recorded tokens; None when no row recorded any),
-    ``cost_usd`` (USD, None when no row has a cost), and ``responses``."""
+    ``cost_usd`` (USD, None when no row has a cost), and ``responses``. A gap block
+    (no response) adds to no sum: its 0 tokens are not a recorded 0."""
     t: dict = {}
+    spans = [r for r in rows if not getattr(r, "is_gap", False)]
     for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens"):
-        known = [v for r in rows if (v := getattr(r, k)) is not None]
-        t[k] = sum(known) if known or not rows else None
+        known = [v for r in spans if (v := getattr(r, k)) is not None]
+        t[k] = sum(known) if known or not spans else None
     costs = [r.cost_usd for r in rows if r.cost_usd is not None]
     t["cost_usd"] = float(sum(costs)) if costs else None
     t["responses"] = sum(r.responses for r in rows)
@@ -708,7 +714,7 @@ def totals(rows: Sequence) -> dict:
 def statusline_figures(con, tz: str, session_id: str | None, *, now: dt.datetime | None = None) -> dict:
     """What ``ctxkeep statusline`` shows, from DuckDB: ``today_cost_usd`` (the local
     day of ``now`` in ``tz``, auto mode, every agent), ``block`` (the active 5-hour
-    block: ``start``/``end`` ISO UTC, ``cost_usd``, ``total_tokens``, ``cost_per_hour``;
+    block: ``start``/``end`` ISO UTC, ``cost_usd``, ``total_tokens`` (None: not recorded), ``cost_per_hour``;
     None without one) and ``session`` (``context_tokens``: the input side of the
     session's last response = input + cache read + cache creation; ``model``;
     ``cost_usd``: auto mode, the session and the sub-agents it started; None when

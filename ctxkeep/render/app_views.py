@@ -621,17 +621,28 @@ def vault_runs(st: Store) -> tuple[list, Any]:
     return vault, runs
 
 
-def store_view(st: Store):
-    """The Store tab: coverage per agent, the quarantine, the vault, the last runs,
-    the store's files."""
-    from ctxkeep.sinks.files import store_files
-
-    cover = st.q("""
+def coverage(st: Store) -> pl.DataFrame:
+    """The Store tab's "Sources and coverage" table, one row per agent, most entries
+    first: ``sessions``, ``entries`` (store and Parquet archive), ``first``/``last``
+    (UTC, minutes), ``archived by compress`` (entries of status ``archived``: what
+    compress cut out of a session file, still searchable) and ``in Parquet archive``
+    (the rows retention moved out of the store). One column "archived" counted the
+    latter only, so it said 0 right after compress archived 60 entries (newuser19 F2)."""
+    return st.q("""
         SELECT agent, count(DISTINCT session_id) AS sessions, count(*) AS entries,
                strftime(min(ts) AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M') AS first,
                strftime(max(ts) AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M') AS last,
-               count(*) FILTER (WHERE archived) AS archived
+               count(*) FILTER (WHERE status = 'archived') AS "archived by compress",
+               count(*) FILTER (WHERE archived) AS "in Parquet archive"
         FROM all_entries GROUP BY agent ORDER BY entries DESC""")
+
+
+def store_view(st: Store):
+    """The Store tab: coverage per agent (``coverage``), the quarantine, the vault, the
+    last runs, the store's files."""
+    from ctxkeep.sinks.files import store_files
+
+    cover = coverage(st)
     q = pl.DataFrame(
         st.lite.execute(
             "SELECT agent, action, count(*) FROM quarantine GROUP BY agent, action ORDER BY agent"

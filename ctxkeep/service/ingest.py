@@ -123,7 +123,8 @@ class IngestOutcome:
 def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = None) -> IngestOutcome:
     """Ingest what ``req`` selects into the store at ``home`` (created when missing).
     Raises UsageError for a bad request, CtxkeepError (StoreDamaged, StoreBusy, a
-    config error…) when the run cannot go on."""
+    config error…) when the run cannot go on, ``Interrupted`` (a KeyboardInterrupt)
+    when Ctrl-C stopped the run, saying how many files the store kept."""
     from ctxkeep import config as cfgmod
     from ctxkeep.pipeline.plan import plan
     from ctxkeep.pipeline.summary import Summary
@@ -172,8 +173,16 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
 
             release_counter_pages()
         small = not as_flow and not runner and p.pending_bytes <= GC_PAUSE_BYTES
-        with _gc_paused(small):
-            summary = _run(home, agents, paths, as_flow, runner, progress)
+        from ctxkeep.timeutil import now_iso
+
+        began = now_iso()
+        try:
+            with _gc_paused(small):
+                summary = _run(home, agents, paths, as_flow, runner, progress)
+        except Interrupted:
+            raise
+        except KeyboardInterrupt as e:  # Ctrl-C: what the store kept (newuser19 F6)
+            raise Interrupted(_files_stored_since(home, began), len(p.todo)) from e
     summary["held_back"] = held if held is not None else _held_back(home)
     from ctxkeep.pipeline.summary import held_back_line
 
@@ -183,6 +192,32 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
 
         note = rekey_line(*uuid_keyed)
     return IngestOutcome(summary, held_back_line(summary["held_back"]), note)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped an ingest's run: ``stored`` of the ``todo`` files it had
+    to read were read into the store, in whole or in part (each file's watermark is
+    committed with its entries: the store holds exactly what those gave), the rest
+    waits for the next run. A KeyboardInterrupt, so a caller that knows only that still
+    stops."""
+
+    def __init__(self, stored: int, todo: int):
+        super().__init__(stored, todo)
+        self.stored, self.todo = stored, todo
+
+
+def _files_stored_since(home: Path, since: str) -> int:
+    """``sinks.sqlite.runs.files_stored_since`` of the store at ``home``; 0 when it
+    cannot be read (none was made before the signal)."""
+    import sqlite3
+
+    from ctxkeep.sinks.sqlite.runs import files_stored_since
+
+    try:
+        with reading(home) as conn:
+            return files_stored_since(conn, since)
+    except (CtxkeepError, sqlite3.Error):
+        return 0
 
 
 @contextmanager

@@ -329,21 +329,39 @@ class ServeRequest(Request):
             )
         return self
 
-    def every(self) -> str:
-        """The schedules in words (``ingest every 15 min, …``)."""
+    def every(self, home: Path | None = None) -> str:
+        """The schedules in words, one phrase per deployment ``serve`` registers
+        (``ingest every 15 min, …, backup every 24 h``; with ``home``'s ``[purge]``
+        rules, ``purge policies every N h``: newuser19 F9, the line left both out).
+        Raises CtxkeepError for a config.toml that does not load."""
         s = f"ingest every {self.ingest_minutes} min, compress every {self.compress_minutes} min, "
-        s += f"retention every {self.retention_hours} h"
+        s += f"retention every {self.retention_hours} h, backup every 24 h"  # flows.serve.schedules
+        if home is not None:
+            from ctxkeep.config import load_config
+            from ctxkeep.maintenance.purge_policy import has_rules
+
+            pc = load_config(Path(home)).purge
+            if has_rules(pc):
+                s += f", purge policies every {pc.every_hours} h"
         return s + (f", export to {self.lake} every {self.export_minutes} min" if self.lake else "")
 
 
-def serve(home: Path, req: ServeRequest, *, on_ready: Callable[[str, list[str] | None], None]) -> None:
+def serve(
+    home: Path,
+    req: ServeRequest,
+    *,
+    on_ready: Callable[[str, list[str] | None], None],
+    on_start: Callable[[str], None] | None = None,
+) -> None:
     """Run the schedules until interrupted (``flows.serve.serve``; with ``work_pool``
     ``flows.team.work``). Everything that can fail is checked before a server starts:
     the home, ``deploy_only`` without the team server (UsageError), a lake this machine
-    cannot write, a bad machine name. ``on_ready(api_url, deployments or None)`` once
+    cannot write, a bad machine name. ``on_start(what)`` once those checks pass, before
+    Prefect is imported and its server started (``what``: ``starting Prefect's server on
+    HOST:PORT`` or ``connecting to the Prefect server at URL``; serve was silent for
+    100 s under load: newuser19 F8); ``on_ready(api_url, deployments or None)`` once
     the schedules run."""
     from ctxkeep.config import ensure_home
-    from ctxkeep.flows import serve as serve_mod
 
     h = ensure_home(home)
     if req.deploy_only and not (req.work_pool and os.environ.get("PREFECT_API_URL")):
@@ -356,6 +374,15 @@ def serve(home: Path, req: ServeRequest, *, on_ready: Callable[[str, list[str] |
         from ctxkeep.sinks.machine import machine_name
 
         machine_name(h)
+    if on_start is not None:
+        api = os.environ.get("PREFECT_API_URL")
+        on_start(
+            f"connecting to the Prefect server at {api}"
+            if api
+            else f"starting Prefect's server on {req.host}:{req.port}"
+        )
+    from ctxkeep.flows import serve as serve_mod
+
     scheds = serve_mod.schedules(req.ingest_minutes, req.compress_minutes, req.retention_hours)
     if req.lake:
         from ctxkeep.flows.team import export_schedule

@@ -233,3 +233,24 @@ def test_prefect_flow_compresses(env, monkeypatch):
     assert s["bytes_before"] == 412256 and s["bytes_after"] < 30_000
     assert s["tokens_after"] < s["tokens_before"]
     assert Path(str(f) + ".backup").read_bytes() == orig
+
+
+def test_a_named_file_that_is_no_session_is_an_error(env, tmp_path):
+    """`compress FILE` with a file that is no agent's session warned, said "0 of 0
+    files" and exited 0 (newuser19 F19): nothing the user asked for was done. It is one
+    error line and exit 1, as `secrets --scrub FILE` (newuser18 F7)."""
+    e, home, _ = env
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    for extra in (["--dry-run"], []):
+        r = _invoke(["compress", str(other), *extra], e)
+        assert r.exit_code == 1, r.output
+        lines = [x for x in r.stderr.splitlines() if x.strip()]
+        joined = " ".join(" ".join(lines).split())
+        assert lines[0].startswith("error: ") and f"{other}: not a session file" in joined, r.stderr
+        assert "0 of 0 files" not in r.output
+    # a session file named beside it is compressed as before: the other one stays a warning
+    rollout = next(home.rglob("rollout-*.jsonl"))
+    r = _invoke(["compress", str(other), str(rollout), "--dry-run"], e)
+    assert r.exit_code == 0, r.output
+    assert "warning:" in r.stderr and f"{other}: not a session file" in " ".join(r.stderr.split())

@@ -193,3 +193,24 @@ def test_mcp_install_and_uninstall(env):
 def test_mcp_without_subcommand_still_documents_the_server():
     r = ck("mcp", "--help")
     assert r.exit_code == 0 and "install" in r.output and "uninstall" in r.output and "--home" in r.output
+
+
+def test_status_s_install_line_fits_80_columns(tmp_path):
+    """`hooks status` with no hook installed printed an 83-column install line at 80
+    columns (newuser19 F17); the agents now go comma-separated, as --agent takes them,
+    and the line folds between words."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HOME=str(tmp_path), COLUMNS="80", CTXKEEP_HOME=str(tmp_path / "store"))
+    for scope in ("user", "project"):
+        r = subprocess.run(
+            [sys.executable, "-m", "ctxkeep", "hooks", "status", "--scope", scope],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False,
+        )  # fmt: skip
+        lines = (r.stdout + r.stderr).splitlines()
+        assert lines and all(len(x) <= 80 for x in lines), [x for x in lines if len(x) > 80]
+        said = " ".join(" ".join(lines).split())
+        want = "install: ctxkeep hooks install --agent claude-code,codex,gemini-cli"
+        assert want + ("" if scope == "user" else " --scope project") in said, said

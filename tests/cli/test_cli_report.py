@@ -345,6 +345,75 @@ def test_report_rows_of_unrecorded_tokens_say_so_not_0(home):
     assert daily["rows"] and all(x["total_tokens"] is None for x in daily["rows"])
 
 
+def test_blocks_of_unrecorded_tokens_say_so_not_0(home):
+    """`report blocks` gave 0 tokens for a block made only of responses whose tokens the
+    agent did not record (the Go opencode's 2025-05-28 block, Crush's of 2025-08-09 and -22:
+    a logged cost only), while `report daily` gave null / "-" (newuser19 F1). Every
+    report does as docs/analytics.md says: null in --json, "-" in the table."""
+    d = json.loads(
+        run("report", "blocks", "--home", home, "--json", "-z", "UTC", "--agent", "crush,opencode-go").stdout
+    )
+    tok = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "total_tokens")
+    blocks = [b for b in d["rows"] if not b["is_gap"]]
+    assert sorted((b["start"][:10], b["agents"]) for b in blocks) == [
+        ("2025-05-28", ["opencode-go"]),
+        ("2025-08-09", ["crush"]),
+        ("2025-08-22", ["crush"]),
+    ]
+    for b in blocks:
+        assert {k: b[k] for k in tok} == dict.fromkeys(tok, None), b
+    assert round(sum(b["cost_usd"] for b in blocks), 6) == round(3.2015050 + 0.02034625 + 0.69006315, 6)
+    assert d["totals"]["total_tokens"] is None
+    r = runner.invoke(
+        app,
+        ["report", "blocks", "--home", home, "-z", "UTC", "--agent", "opencode-go"],
+        env={"COLUMNS": "200"},
+    )
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.stdout.splitlines() if line.strip().startswith("2025-05-28"))
+    assert row.split()[-6:] == ["-", "-", "-", "-", "-", "$0.69"], row
+    # a block whose responses recorded tokens still sums them (Claude Code's d3ad, 2025-06-08)
+    cc = json.loads(
+        run("report", "blocks", "--home", home, "--json", "-z", "UTC", "--agent", "claude-code").stdout
+    )
+    assert sum(b["total_tokens"] or 0 for b in cc["rows"] if b["start"].startswith("2025-06-08")) > 3_754_072
+
+
+def test_unrecorded_tokens_are_null_in_duckdb_s_macro_and_view_too(home):
+    """newuser19 F1's addendum: `daily_usage(tz)` and the `sessions` view gave such rows'
+    total_tokens as 0 (the four parts null), and `report daily --json` their
+    reasoning_tokens as 0. A session without any response keeps its 0."""
+    from pathlib import Path
+
+    import duckdb
+
+    json.loads(run("report", "daily", "--home", home, "--json").stdout)  # DuckDB current
+    con = duckdb.connect(str(Path(home) / "analytics.duckdb"), read_only=True)
+    try:
+        daily = con.execute(
+            "SELECT agent, input_tokens, total_tokens, cost_usd FROM daily_usage('UTC') "
+            "WHERE agent IN ('crush', 'opencode-go') ORDER BY day"
+        ).fetchall()
+        sess = con.execute(
+            "SELECT agent, input_tokens, total_tokens FROM sessions "
+            "WHERE agent IN ('crush', 'opencode-go') AND responses > 0"
+        ).fetchall()
+        none = con.execute(
+            "SELECT DISTINCT total_tokens FROM sessions WHERE coalesce(responses, 0) = 0"
+        ).fetchall()
+    finally:
+        con.close()
+    assert [(a, i, t) for a, i, t, _ in daily] == [
+        ("opencode-go", None, None),
+        ("crush", None, None),
+        ("crush", None, None),
+    ]
+    assert len(sess) == 3 and all(t is None for _, _, t in sess), sess
+    assert none == [(0,)]
+    d = json.loads(run("report", "daily", "--home", home, "--json", "--agent", "crush,opencode-go").stdout)
+    assert [r["reasoning_tokens"] for r in d["rows"]] == [None, None, None]
+
+
 def test_session_project_is_the_parents_not_a_sub_agents_worktree(home):
     """`report session` rolls sub-agents into their root session; its project was the
     most frequent over every rolled row, so a sub-agent in a git worktree with more

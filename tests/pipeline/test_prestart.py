@@ -450,3 +450,33 @@ print(files.CONFIG_FILE, "ctxkeep.config" in sys.modules)
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [str(tmp_path / "new"), "False", "config.toml True"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/<pid>/status (Linux)")
+def test_a_reader_starts_with_ctrl_c_blocked_so_it_never_prints_a_traceback():
+    """Ctrl-C reaches the whole process group. A reader that got it while still
+    importing (before its ``signal.signal(SIGINT, SIG_IGN)``) printed a
+    KeyboardInterrupt traceback of its imports over the ingest's output (found
+    reproducing newuser19 F6: Ctrl-C 4 s into a first ingest of a 200 MB tree gave two).
+    ``start_child`` starts it with SIGINT blocked, from its first instruction."""
+    import signal
+
+    proc, pipe = prestart.start_child("ctxkeep.pipeline.reader_process", "--later")
+    try:
+        import time
+
+        for _ in range(200):  # the child's own image (after the exec), not the fork's
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            if status.startswith("Name:\tpython"):
+                break
+            time.sleep(0.01)
+        blocked = int(next(x for x in status.splitlines() if x.startswith("SigBlk:")).split()[1], 16)
+        assert blocked & (1 << (signal.SIGINT - 1)), status
+        # this process's own mask is as it was: its Ctrl-C still stops the ingest
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    finally:
+        proc.kill()
+        proc.wait()
+        pipe.close()
+        if proc.stdin:
+            proc.stdin.close()

@@ -415,3 +415,37 @@ def test_ui_takes_its_token_from_the_environment_or_a_file_not_only_the_command_
         2,
         "cannot read the token file",
     )
+
+
+def test_the_store_tab_counts_what_compress_archived(store):
+    """The Store tab's "archived" column counted the rows retention moved out to the
+    Parquet archive, so right after `compress` archived 60 entries it said "archived 0"
+    for every agent (newuser19 F2). It now counts status `archived` (what compress
+    removed from a file, as the README names it) and, apart, the Parquet archive's rows."""
+    from ctxkeep.render import app_views
+    from ctxkeep.render.nbkit import Store
+    from ctxkeep.sinks import sqlite as sqlite_store
+    from ctxkeep.sinks.sqlite.status import StatusChange
+
+    ids = [
+        r[0]
+        for r in q(store, "SELECT entry_id FROM entries WHERE agent = 'codex' ORDER BY entry_id LIMIT 53")
+    ]
+    ids += [
+        r[0]
+        for r in q(
+            store, "SELECT entry_id FROM entries WHERE agent = 'claude-code' ORDER BY entry_id LIMIT 7"
+        )
+    ]
+    conn = sqlite_store.connect(store)
+    try:
+        sqlite_store.apply_changes(conn, [StatusChange("archived", tuple(ids))], home=store)
+    finally:
+        conn.close()
+    assert q(store, "SELECT count(*) FROM entries WHERE status = 'archived'")[0][0] == 60
+    cover = app_views.coverage(Store(str(store), "UTC", "", ""))
+    by = {r["agent"]: r for r in cover.iter_rows(named=True)}
+    assert (by["codex"]["archived by compress"], by["claude-code"]["archived by compress"]) == (53, 7)
+    assert by["gemini-cli"]["archived by compress"] == 0
+    assert all(r["in Parquet archive"] == 0 for r in by.values())  # retention moved nothing
+    assert "archived" not in cover.columns  # the ambiguous name is gone

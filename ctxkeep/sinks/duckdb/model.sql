@@ -37,10 +37,14 @@ SELECT CAST(timezone(tz, ts) AS DATE) AS day, agent, model, project_dir,
        sum(cache_read_tokens) AS cache_read_tokens,
        sum(cache_creation_tokens) AS cache_creation_tokens,
        sum(reasoning_tokens) AS reasoning_tokens,
+       -- NULL when no response of the row recorded a token (Crush, Go opencode: a logged
+       -- cost only, "not recorded", never 0: newuser19 F1)
+       CASE WHEN count(input_tokens) + count(output_tokens) + count(cache_read_tokens)
+                 + count(cache_creation_tokens) > 0 THEN
        sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0) + coalesce(cache_read_tokens, 0)
            + coalesce(cache_creation_tokens, 0)
            -- the reasoning an agent logs beside its output (schema.REASONING_OUTSIDE_OUTPUT)
-           + (CASE WHEN agent IN ('gemini-cli', 'opencode', 'qwen-code') THEN coalesce(reasoning_tokens, 0) ELSE 0 END)) AS total_tokens,
+           + (CASE WHEN agent IN ('gemini-cli', 'opencode', 'qwen-code') THEN coalesce(reasoning_tokens, 0) ELSE 0 END)) END AS total_tokens,
        usd_sum(cost_usd) AS cost_usd,
        count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_responses
 FROM usage GROUP BY ALL
@@ -135,8 +139,12 @@ SELECT agg.agent, agg.session_id, parent.parent_session_id, proj.project_dir,
        agg.messages, agg.tool_calls, agg.tool_errors, agg.compactions,
        agg.token_estimate, agg.text_bytes, agg.is_sidechain, agg.has_archived,
        u.responses, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_creation_tokens,
+       -- NULL for a session whose responses recorded no token (a logged cost only: not 0);
+       -- 0 for one without any response
+       CASE WHEN u.responses > 0 AND u.input_tokens IS NULL AND u.output_tokens IS NULL
+                 AND u.cache_read_tokens IS NULL AND u.cache_creation_tokens IS NULL THEN NULL ELSE
        coalesce(u.input_tokens, 0) + coalesce(u.output_tokens, 0) + coalesce(u.cache_read_tokens, 0)
-           + coalesce(u.cache_creation_tokens, 0) + coalesce(u.reasoning_beside, 0) AS total_tokens,
+           + coalesce(u.cache_creation_tokens, 0) + coalesce(u.reasoning_beside, 0) END AS total_tokens,
        u.cost_usd, u.unpriced_responses, u.largest_context_tokens, g.final_context_estimate
 FROM agg
 LEFT JOIN proj USING (agent, session_id)

@@ -22,6 +22,7 @@ import logging
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,6 +123,26 @@ def connect(
     read-only open finds no store in a new home, or the schema is newer
     than this version of ctxkeep (or, read-only, older than ``MIN_READ_VERSION``).
     """
+    try:
+        return _connect(home, readonly=readonly, mmap=mmap, new_store=new_store)
+    except store_safety.StoreDamaged as e:
+        if not isinstance(e.__cause__, sqlite3.DatabaseError):  # by the file's own checks
+            raise
+    # SQLite's "malformed" while opening: once more on a fresh connection before the store
+    # is called damaged (a word that sends the user to `doctor --repair`). A long-running
+    # reader (the app) was told so of a sound store another process had just replaced by
+    # a rename (reindex, reparse, restore: newuser19 F15); doctor found it sound
+    time.sleep(REOPEN_SECONDS)
+    return _connect(home, readonly=readonly, mmap=mmap, new_store=new_store)
+
+
+#: the wait before ``connect``'s one second try after SQLite called the store malformed
+REOPEN_SECONDS = 0.2
+
+
+def _connect(home: Path, *, readonly: bool, mmap: bool, new_store: bool) -> sqlite3.Connection:
+    """``connect``'s one try; StoreDamaged from SQLite's corruption error has it as its
+    ``__cause__`` (and ``why``)."""
     path = Path(home) / STORE_DB
     if readonly and not path.exists():
         held = store_safety.held_data(Path(home))
@@ -168,9 +189,7 @@ def connect(
             conn.close()
             raise
     except sqlite3.DatabaseError as e:
-        if store_safety.is_corruption(e):
-            # chained: a long-running process's log says which SQLite error it was
-            # (newuser19 F15); the CLI prints the one line either way
+        if store_safety.is_corruption(e):  # SQLite's own text kept as the cause (logs, doctor)
             raise damaged(path, e) from e
         raise
     return conn

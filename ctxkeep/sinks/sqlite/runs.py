@@ -125,6 +125,14 @@ RUN_COLUMNS = (
 )  # fmt: skip
 
 
+def files_stored_since(conn: sqlite3.Connection, since: str) -> int:
+    """How many files' watermarks were stored at or after ``since`` (ISO-8601 UTC,
+    ``timeutil.now_iso``): the files an interrupted ingest begun then read into the
+    store, in whole or in part (a watermark is stored with its file's entries, in one
+    transaction: ``load.save_watermark``)."""
+    return int(conn.execute("SELECT count(*) FROM watermarks WHERE updated_at >= ?", (since,)).fetchone()[0])
+
+
 def recent_runs(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
     """The last ``limit`` recorded runs, newest first (by ``run_id``): dicts of
     ``RUN_COLUMNS`` (times ISO-8601 UTC as recorded, ``seconds`` wall seconds,
