@@ -63,6 +63,18 @@ PREREAD: dict[str, list[Batch]] = {}
 REKEY_BYTES = 4 * 1024 * 1024
 REKEY_ITEMS = 64
 PROCESS_REKEY = (16 * 1024 * 1024, 256)
+#: ``read_files(tail=)`` of a reader process: (window, flush) bytes. Once the files
+#: after the one being read hold fewer new bytes than the window, a flush ends at the
+#: flush size (~16 redaction calls more per reader, on Hyperscan: compiled by the
+#: first 16 MiB flush). A reader's last two flushes (16 MiB each, one held by the
+#: overlap while the next is read) reached the ingest process only when the reader was
+#: done, ~2 groups per reader at once, which the writer then stored alone after the
+#: readers ended (the run's tail, issue 26). ``CTXKEEP_READER_TAIL_MB`` (0: off, every
+#: flush 16 MiB), ``CTXKEEP_READER_TAIL_FLUSH_MB``
+PROCESS_TAIL = (
+    int(float(os.environ.get("CTXKEEP_READER_TAIL_MB", "32")) * 1024 * 1024),
+    int(float(os.environ.get("CTXKEEP_READER_TAIL_FLUSH_MB", "2")) * 1024 * 1024),
+)
 #: ``read_files(overlap=True)`` redacts a flush in a thread while the next is read
 #: (``CTXKEEP_REKEY_OVERLAP=0``: in line, as before; a benchmark's baseline)
 REKEY_OVERLAP = os.environ.get("CTXKEEP_REKEY_OVERLAP", "1") != "0"
@@ -83,11 +95,22 @@ def _rekey_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxkeep-rekey")
 
 
+def _new_bytes(f: SourceFile, wm: Watermark | None) -> int:
+    """The bytes of ``f`` past ``wm``'s offset (its size for a rewrite or no
+    watermark; 0 when it is gone): ``plan.pending_bytes``' rule for one file."""
+    try:
+        full = f.path.stat().st_size
+    except OSError:
+        return 0
+    return full - (wm.offset if wm is not None and f.mode != "rewrite" and full >= wm.offset else 0)
+
+
 def read_files(
     todo: list[tuple[SourceFile, Watermark | None]],
     rekey_every: tuple[int, int] = (REKEY_BYTES, REKEY_ITEMS),
     overlap: bool = False,
     seal: Callable[[RawCapture], RawCapture] | None = None,
+    tail: tuple[int, int] = (0, 0),
 ) -> Generator[ReadItem, None, None]:
     """Read ``todo`` in order: ``ReadItem(file, batch)`` per batch, then
     ``ReadItem(file, None, read)`` per file. A batch whose source left
@@ -108,7 +131,16 @@ def read_files(
     on a core the reader process otherwise leaves idle; one flush more is held.
     ``seal`` (``sinks.vault.capture.seal``, a reader process's ``--seal``): each batch's
     ``raw`` replaced by ``seal(raw)`` after the flush's redaction, in the same thread
-    (its SHA-256 and zstd release the GIL too)."""
+    (its SHA-256 and zstd release the GIL too). ``tail`` (``PROCESS_TAIL``: window,
+    flush bytes; a window of 0: off): once the files after the one being read hold
+    fewer new bytes than the window (size minus the watermark's offset), a flush ends
+    at ``flush`` bytes, so the last items are not held back in one big flush (the
+    items and their order are the same whatever the flush size); ``todo`` of no more
+    new bytes than the window is read as without it."""
+    window, small = tail
+    left = sum(_new_bytes(f, wm) for f, wm in todo) if window > 0 else 0
+    if left <= window:  # a small read (a first ingest's early reader): flushes as before
+        window = 0
     pending: list[tuple[ReadItem, bool]] = []  # (item, whether a coverage tally resets the ledger)
     size = 0
     pool = _rekey_pool() if overlap and REKEY_OVERLAP else None
@@ -148,6 +180,10 @@ def read_files(
 
     try:
         for f, wm in todo:
+            if window > 0:
+                left -= _new_bytes(f, wm)
+                if left < window:
+                    rekey_every = (min(rekey_every[0], small), rekey_every[1])
             pre = PREREAD.pop(str(f.path), None)
             if pre is None and not readable(f.path):
                 pending.append((ReadItem(f, None, False), False))

@@ -60,7 +60,7 @@ import polars as pl
 
 from ctxkeep.pipeline import prestart, readahead
 from ctxkeep.pipeline.prestart import start_child
-from ctxkeep.pipeline.readahead import PROCESS_REKEY, ReadItem, read_files
+from ctxkeep.pipeline.readahead import PROCESS_REKEY, PROCESS_TAIL, ReadItem, read_files
 from ctxkeep.sources.contract import RawCapture, SourceFile, Watermark
 
 _ITEM, _DONE, _FAIL = 0, 1, 2
@@ -551,7 +551,7 @@ def _main() -> None:
             trim(0)
 
     try:
-        for item in read_files(todo, rekey_every=PROCESS_REKEY, overlap=True, seal=seal):
+        for item in read_files(todo, rekey_every=PROCESS_REKEY, overlap=True, seal=seal, tail=PROCESS_TAIL):
             batch = item.batch  # its raw sealed by read_files (in its redaction thread)
             if batch is None:
                 items.append(item)

@@ -202,6 +202,35 @@ def test_sigkilled_ingests_read_by_two_reader_processes(tmp_path, monkeypatch):
     _kill_trials(home, tmp_path, seed=26, agrees=_agrees, trials=10, orphans=True)
 
 
+@pytest.mark.slow
+def test_sigkilled_ingests_whose_readers_end_in_small_flushes(tmp_path, monkeypatch):
+    """The two-reader trials with each reader's last 2 MiB (of ~3 MB) redacted and
+    sent in flushes of 128 KiB (``readahead.PROCESS_TAIL``): killed while those items
+    arrive, each store's vault agrees with it, the next ingest ends with the
+    reference's store and vault, and no reader process outlives its ingest."""
+    if not SCALE.exists() or not CORPUS_HOME.is_dir():
+        pytest.skip("shared corpus or tools missing")
+    home = tmp_path / "home"
+    subprocess.run(
+        [sys.executable, str(SCALE), "--mb", "6", "--unique-text", str(home)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    monkeypatch.setattr(
+        sys.modules[__name__],
+        "_EXTRA_ENV",
+        {
+            "CTXKEEP_READ_PROCESS_MB": "0",
+            "CTXKEEP_SPLIT_READ_MB": "0",
+            "CTXKEEP_READERS": "2",
+            "CTXKEEP_SPLIT_BLOCK_MB": "0.25",
+            "CTXKEEP_READER_TAIL_MB": "2",
+            "CTXKEEP_READER_TAIL_FLUSH_MB": "0.125",
+        },
+    )
+    _kill_trials(home, tmp_path, seed=26, agrees=_agrees, trials=10, orphans=True)
+
+
 def _reparse(store: Path, home: Path, kill_after: float | None = None) -> bool:
     return _run("reparse", home, store, kill_after)
 

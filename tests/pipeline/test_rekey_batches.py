@@ -46,3 +46,52 @@ def test_rekey_in_bigger_batches_gives_the_same_items(todo, monkeypatch):
     assert big_calls < small_calls / 3, (big_calls, small_calls)
     red = [x[2] for x in big if len(x) == 3 and x[2] is not None and x[2][1]]
     assert red  # the planted secrets were redacted (counts per kind)
+
+
+def _flushes(todo, monkeypatch, **kw) -> tuple[list[list[int]], list]:
+    """The raw bytes of each batch of each redaction call, and the items (as ``_read``)."""
+    sizes: list[list[int]] = []
+    real = getattr(readahead.rekey, "real", readahead.rekey)  # not a spy set before
+
+    def spy(batches):
+        sizes.append([len(b.raw.data) for b in batches if b.raw is not None])
+        return real(batches)
+
+    spy.real = real  # type: ignore[attr-defined]
+    monkeypatch.setattr(readahead, "rekey", spy)
+    out = []
+    for it in readahead.read_files(todo, rekey_every=(1 << 40, 1 << 20), **kw):
+        if it.batch is None:
+            out.append((str(it.file.path), it.read))
+        else:
+            raw = it.batch.raw
+            out.append(
+                (
+                    str(it.file.path),
+                    [e.get("record_id") for e in it.batch.entries],
+                    raw.redacted if raw is not None else None,
+                )
+            )
+    return sizes, out
+
+
+def test_a_readers_last_flushes_are_small_and_give_the_same_items(todo, monkeypatch):
+    """``read_files(tail=(window, flush))``: once the files left hold fewer new bytes
+    than the window, each flush ends at ``flush`` bytes (a reader's last items reach
+    the ingest as they are read); before the window, and without ``tail``, one flush
+    holds everything here. The items, entry ids and redacted bytes are the same."""
+    monkeypatch.setenv("CTXKEEP_IDLE_SECONDS", "0")
+    total = sum(readahead._new_bytes(f, wm) for f, wm in todo)
+    assert total > 64 * 1024 and len(todo) > 8
+    whole, items = _flushes(todo, monkeypatch)
+    assert len(whole) == 1 and sum(whole[0]) > 0
+    window, flush = total // 2, 16 * 1024
+    tail, tail_items = _flushes(todo, monkeypatch, tail=(window, flush))
+    assert tail_items == items
+    assert _flushes(todo, monkeypatch, tail=(total, flush))[0] == whole  # no more than the window
+    assert sorted(n for call in tail for n in call) == sorted(whole[0])
+    assert len(tail) > 3
+    # the first flush holds what was read before the window (at least half the bytes);
+    # after it, each ends at the first batch that brings it to ``flush`` bytes
+    assert sum(tail[0]) >= total - window, (tail[0], total)
+    assert all(sum(call[:-1]) < flush for call in tail[1:]), tail
