@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 
 #: the role whose marks time the trials (the readers' marks interleave with them)
 ROLE = "ingest"
+#: the events that start a phase: the reader protocol's ``todo``/``wait``/``got``
+#: marks (one per file block sent or taken) are left out, they all fall in the read
+EVENTS = frozenset({"planned", "engine", "spawn", "group", "read", "written", "recorded", "end"})
 #: the phase before the first mark (the process's start, its imports)
 START = "start"
 #: the phase after the last mark (the process's teardown)
@@ -46,9 +49,9 @@ class Traced:
         for line in self.proc.stderr:
             parts = line.split()
             if line.startswith(b"CTXKEEP-TRACE ") and len(parts) >= 3:
-                if parts[1].decode() != ROLE:
-                    continue
                 event = parts[2].decode()
+                if parts[1].decode() != ROLE or event not in EVENTS:
+                    continue
                 seen[event] = seen.get(event, 0) + 1
                 with self.cond:
                     self.marks.append((f"{event}#{seen[event]}", time.monotonic()))
