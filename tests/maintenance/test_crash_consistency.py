@@ -1,6 +1,6 @@
 """Crash consistency across SQLite, DuckDB and Parquet (issue 11): SIGKILL a purge, a
 retention and a compress at every step where a second store changes (the intents'
-``kill_point``s, ``CTXKEEP_KILL_AT``) and at random times, then run ONE ordinary
+``kill_point``s, ``CTXKEEP_KILL_AT``) and at random points between them, then run ONE ordinary
 command (ingest or a no-op retention) and check, from the files themselves:
 
 - SQLite and DuckDB hold the same entries with the same status and offset, and DuckDB
@@ -16,7 +16,8 @@ command (ingest or a no-op retention) and check, from the files themselves:
 Each trial runs in a small store (two corpus sessions, ~700 entries) copied from a
 base built once; children are forked from a forkserver that imported ctxkeep once
 (``crash_ops_child``). The kill-point trials are in the fast suite; the random-time
-trials (and the rest, to ≥ 20 per operation) are marked slow.
+trials (twice round the phases between the kill points, each kill timed from the
+child's marks of the kill points it passed) are marked slow.
 """
 
 from __future__ import annotations
