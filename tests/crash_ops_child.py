@@ -1,7 +1,7 @@
 """The child process of ``test_crash_consistency``: imported once by a multiprocessing
 forkserver (each trial forks a warm process instead of paying seconds of imports),
 then ``run`` performs one operation (purge, retention or compress) on a store and
-reports ``ready`` / ``done`` on a pipe. ``kill_at`` (``<op>:<step>``) is put into
+reports ``ready``, a ``mark`` at each kill point it passes and ``done`` on a pipe. ``kill_at`` (``<op>:<step>``) is put into
 ``CTXKEEP_KILL_AT`` first: the operation SIGKILLs itself at that step
 (``sinks.sqlite.intents.kill_point``); without it the parent kills at a random time."""
 
@@ -19,6 +19,7 @@ from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest
 from ctxkeep.maintenance.retention import run_retention
 from ctxkeep.sinks.sqlite.intents import KILL_ENV
+from forkserver import mark_kill_points
 
 # (no BPE warm-up before the fork: the tables are now decoded by Polars, whose thread
 # pool does not survive a fork - a forked child using it would hang)
@@ -30,6 +31,7 @@ def run(conn, op: str, home: str, arg: str, kill_at: str | None) -> None:
     else:
         os.environ.pop(KILL_ENV, None)
     h = Path(home)
+    mark_kill_points(conn)
     conn.send(("ready", time.monotonic()))
     if op == "purge":
         r = run_purge(h, PurgeRequest("session", session_id=arg))

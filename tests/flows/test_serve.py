@@ -55,8 +55,8 @@ with get_client(sync_client=True) as c:
                 continue
             found[n] = {"interval": [s.schedule.interval.total_seconds() for s in d.schedules],
                         "parameters": d.parameters}
-        time.sleep(1)
-fr = run_deployment("ingest/ctxkeep-ingest", timeout=300, poll_interval=2)
+        time.sleep(0.25)
+fr = run_deployment("ingest/ctxkeep-ingest", timeout=300, poll_interval=0.5)
 # the on-demand maintenance flows, run by this process against the same server
 from ctxkeep.flows.maintenance import backfill_flow, purge_flow, reindex_flow, retention_flow
 home = sys.argv[2]
@@ -83,6 +83,9 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(HOME=str(user), PREFECT_HOME=str(tmp_path / "prefect"), CTXKEEP_HOME=str(store))
+    # serve's runner looks for scheduled runs every second (Prefect's default: 10 s, a
+    # wait of ~5 s on average before it takes the ingest run)
+    env["PREFECT_RUNNER_POLL_FREQUENCY"] = "1"
     log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115 - the server writes it until the test ends
     exe = Path(sys.executable).with_name("ctxkeep")
     t0 = time.monotonic()
@@ -97,7 +100,7 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
         deadline = time.monotonic() + 300
         while not healthy(api) and time.monotonic() < deadline:
             assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            time.sleep(1)
+            time.sleep(0.25)
         assert healthy(api), (tmp_path / "serve.log").read_text()
         t_server = time.monotonic() - t0
         names = [
@@ -147,5 +150,5 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
     assert proc.returncode == 0, (tmp_path / "serve.log").read_text()
     deadline = time.monotonic() + 30
     while healthy(api, timeout=1) and time.monotonic() < deadline:
-        time.sleep(1)
+        time.sleep(0.25)
     assert not healthy(api, timeout=1)  # serve stopped the server it started

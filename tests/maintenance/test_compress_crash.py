@@ -1,11 +1,13 @@
-"""Crash safety of compress (issue 5): SIGKILL a compressing process at random points,
-at least 26 trials, run until 20 of them killed a live process (at most 60). After each kill the session file is either the original or the complete new
-file, and any ``.backup`` is a complete copy of the original (the new file never exists
-without one). Half the kills land anywhere in the run (ingest, verification, plan,
-write, store bookkeeping), half inside the write phase (backup, temp file, fsyncs,
-rename), located by the child announcing it just before ``make_backup``. Children are
-forked from a multiprocessing forkserver that imported ctxkeep once (``crash_child``).
-A last, unkilled run then finishes the job and leaves no temp file, no duplicate entry.
+"""Crash safety of compress (issue 5): SIGKILL a compressing process in each phase of
+its run, timed by its own marks (``phase_kill``, ``forkserver.Child``): to the write,
+inside the write (backup, temp file, fsyncs, rename: located by the child announcing
+it just before ``make_backup``; ``WRITE_EXTRA`` more trials there), the store's
+bookkeeping between the kill points after the rename, to the end; each at a random
+point of the phase, for both files. After each kill the session file is either the
+original or the complete new file, and any ``.backup`` is a complete copy of the
+original (the new file never exists without one). Children are forked from a
+multiprocessing forkserver that imported ctxkeep once (``crash_child``). A last,
+unkilled run then finishes the job and leaves no temp file, no duplicate entry.
 """
 
 from __future__ import annotations
@@ -18,39 +20,22 @@ from pathlib import Path
 
 import pytest
 
+import crash_child
 from conftest import CORPUS_HOME
 from ctxkeep.maintenance.compress import rewrite
 from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sinks import sqlite as sqlite_store
-from forkserver import forkserver, wait_for
+from forkserver import Child, forkserver
+from tests import phase_kill
 
 pytestmark = pytest.mark.slow
 
-TRIALS = 26
-#: kills of a live child the test needs (it runs trials past TRIALS until it has them)
-KILLS = 20
-MAX_TRIALS = 60
+#: trials inside the write phase beyond the one each phase gets, per file
+WRITE_EXTRA = 2
 FILES = {
     "claude": ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
     "codex": ".codex/sessions/2025/09/26/rollout-2025-09-26T17-01-04-019985ca-7ef7-7580-a921-c20ac619f40b.jsonl",
 }
-
-
-def _spawn(ctx, store: Path, path: Path):
-    import crash_child
-
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=crash_child.run, args=(send, str(store), str(path)), daemon=True)
-    proc.start()
-    send.close()
-    return proc, recv
-
-
-def _wait_for(recv, word: str, timeout: float = 120) -> tuple:
-    msg = wait_for(recv, word, timeout)
-    if msg is None:
-        raise AssertionError(f"child ended or timed out before '{word}'")
-    return msg
 
 
 def _reset(path: Path, original: bytes) -> None:
@@ -66,7 +51,6 @@ def _reset(path: Path, original: bytes) -> None:
 def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
     if not CORPUS_HOME.is_dir():
         pytest.skip("shared/corpus not present")
-    rng = random.Random(20261129)
     ctx = forkserver(monkeypatch, "crash_child")
     t0 = time.monotonic()
     store = tmp_path / "store"
@@ -82,59 +66,58 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         cal = []
         for _ in range(2):
             _reset(path, original)
-            proc, recv = _spawn(ctx, store, path)
-            t_ready = _wait_for(recv, "ready")[1]
-            t_write = _wait_for(recv, "write")[1]
-            done = _wait_for(recv, "done")
-            proc.join(60)
-            recv.close()
-            assert proc.exitcode == 0 and done[2] == "compressed", done
-            cal.append((done[1] - t_ready, t_ready, t_write, done[1]))
-        _, t_ready, t_write, t_done = min(cal)
+            child = Child(ctx, crash_child.run, str(store), str(path))
+            code = child.finish()
+            assert code == 0 and child.done and child.done[2] == "compressed", (code, child.done)
+            cal.append(child.marks)
+        marks = min(cal, key=lambda m: m[-1][1] - m[0][1])
+        at = dict(marks)
         new = path.read_bytes()
         # (keep_messages 10 counts prompts and replies: ef958aa1 has 10, so its copy
         # loses only its repeated state lines; the rewrite is still a whole new file)
         assert new != original and len(new) < len(original)
+        # the run's phases: to the write, the write to its rename, the store's
+        # bookkeeping between the kill points after it, to the end
+        assert [k for k, _ in marks][:3] == ["ready", "write", "compress:renamed#1"], marks
         setups[name] = {
             "path": path,
             "original": original,
             "new": new,
-            "run": t_done - t_ready,
-            "write_at": t_write - t_ready,
-            "write_len": max(t_done - t_write, 0.02),
+            "marks": marks,
+            "run": at["done"] - at["ready"],
+            "write_at": at["write"] - at["ready"],
+            "write_len": at["compress:renamed#1"] - at["write"],
         }
     conn = sqlite_store.connect(store)
     n_entries = conn.execute("SELECT count(*) FROM entries").fetchone()[0]
     conn.close()
     outcomes = {"original": 0, "new": 0}
+    rng = random.Random(20261129)
+    # each file's phases once at a random point of each, and WRITE_EXTRA more inside
+    # the write (backup, temp file, fsyncs, rename), the files in turn
+    plans = {
+        name: phase_kill.plan(s["marks"], rng)
+        + [("write", rng.uniform(0.0, s["write_len"])) for _ in range(WRITE_EXTRA)]
+        for name, s in setups.items()
+    }
+    kills = [
+        (name, k)
+        for ks in zip(*([(n, k) for k in p] for n, p in plans.items()), strict=False)
+        for name, k in ks
+    ]
     killed = 0
     t1 = time.monotonic()
-    # TRIALS at least, more until KILLS of them killed a live child (a child that ends
-    # before its random time is not killed: under load the runs' lengths vary, and a
-    # fixed count of 26 once gave 19 kills); at most MAX_TRIALS
-    trials = 0
-    for trial in range(MAX_TRIALS):
-        if trial >= TRIALS and killed >= KILLS:
-            break
-        trials += 1
-        s = setups["claude" if trial % 2 == 0 else "codex"]
+    for trial, (name, phase) in enumerate(kills):
+        s = setups[name]
         path, original, new = s["path"], s["original"], s["new"]
         _reset(path, original)
-        proc, recv = _spawn(ctx, store, path)
-        _wait_for(recv, "ready")
-        if trial % 4 < 2:  # anywhere in the run
-            time.sleep(rng.uniform(0, s["run"] * 1.1))
-        else:  # inside the write phase
-            _wait_for(recv, "write")
-            time.sleep(rng.uniform(0, s["write_len"]))
-        if proc.is_alive():  # a child that already finished is not signalled (no stray pid)
-            proc.kill()
-        proc.join(30)
-        recv.close()
-        assert proc.exitcode in (-signal.SIGKILL, 0)
-        killed += proc.exitcode == -signal.SIGKILL
+        child = Child(ctx, crash_child.run, str(store), str(path))
+        child.kill_after(*phase)
+        code = child.finish(30)
+        assert code in (-signal.SIGKILL, 0)
+        killed += code == -signal.SIGKILL
         now = path.read_bytes()
-        assert now in (original, new), f"trial {trial}: torn file ({len(now)} bytes)"
+        assert now in (original, new), f"trial {trial} ({name}, {phase}): torn file ({len(now)} bytes)"
         assert oct(os.stat(path).st_mode & 0o777) == "0o640"
         backup = Path(str(path) + rewrite.BACKUP_SUFFIX)
         if now == new:
@@ -142,9 +125,13 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
         if backup.exists():
             assert backup.read_bytes() == original, f"trial {trial}: backup not the original"
         outcomes["original" if now == original else "new"] += 1
+        print(
+            f"{name} {phase[0]} + {phase[1]:.3f} s: {'killed' if code else 'ended'}, {'original' if now == original else 'new'}"
+        )
+    trials = len(kills)
     # both outcomes were hit: the kills did land on both sides of the rename
     assert outcomes["original"] > 0 and outcomes["new"] > 0, outcomes
-    assert killed >= KILLS, (killed, trials)
+    assert killed >= trials * 2 // 3, (killed, trials)
     print(
         "\n"
         + "; ".join(
@@ -158,10 +145,10 @@ def test_sigkill_at_random_points_leaves_original_or_new(tmp_path, monkeypatch):
     # is may be cut once more between exchanges); no temp file is left, nothing doubles
     for s in setups.values():
         before = s["path"].read_bytes()
-        proc, recv = _spawn(ctx, store, s["path"])
-        done = _wait_for(recv, "done")
-        proc.join(60)
-        assert proc.exitcode == 0 and done[2] in ("compressed", "skipped"), done
+        child = Child(ctx, crash_child.run, str(store), str(s["path"]))
+        assert child.finish() == 0
+        done = child.done
+        assert done and done[2] in ("compressed", "skipped"), done
         after = s["path"].read_bytes()
         if before == s["original"]:
             assert after == s["new"]

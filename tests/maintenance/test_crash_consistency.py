@@ -1,6 +1,6 @@
 """Crash consistency across SQLite, DuckDB and Parquet (issue 11): SIGKILL a purge, a
 retention and a compress at every step where a second store changes (the intents'
-``kill_point``s, ``CTXKEEP_KILL_AT``) and at random times, then run ONE ordinary
+``kill_point``s, ``CTXKEEP_KILL_AT``) and at random points between them, then run ONE ordinary
 command (ingest or a no-op retention) and check, from the files themselves:
 
 - SQLite and DuckDB hold the same entries with the same status and offset, and DuckDB
@@ -16,7 +16,8 @@ command (ingest or a no-op retention) and check, from the files themselves:
 Each trial runs in a small store (two corpus sessions, ~700 entries) copied from a
 base built once; children are forked from a forkserver that imported ctxkeep once
 (``crash_ops_child``). The kill-point trials are in the fast suite; the random-time
-trials (and the rest, to ≥ 20 per operation) are marked slow.
+trials (twice round the phases between the kill points, each kill timed from the
+child's marks of the kill points it passed) are marked slow.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from conftest import CORPUS_HOME
 from ctxkeep.maintenance import compress
 from ctxkeep.maintenance.retention import run_retention
 from ctxkeep.pipeline.engine import run_ingest
-from forkserver import forkserver, wait_for
+from forkserver import Child, forkserver
+from tests import phase_kill
 
 FILES = {
     "claude": ".claude/projects/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
@@ -72,9 +74,13 @@ KILL_POINTS = {
         "intents:finish",
     ],
 }
-#: random-time trials per operation (slow): with the kill-point trials, ≥ 30 each
-#: (``CRASH_RANDOM_TRIALS`` sets it)
-RANDOM_TRIALS = int(os.environ.get("CRASH_RANDOM_TRIALS", "24"))
+#: random-time trials per operation (slow): ``ROUNDS`` times round the phases of a
+#: calibration run (its start to its first kill point, between kill points, to its
+#: end), each at a random point of its phase timed from the child's marks
+#: (``forkserver.Child``: a random time of the whole run lands mostly in its longest
+#: phase); ``CRASH_RANDOM_TRIALS`` sets the number of trials
+ROUNDS = 2
+RANDOM_TRIALS = int(os.environ.get("CRASH_RANDOM_TRIALS", "0"))
 
 
 # ---------------------------------------------------------------- reading the stores
@@ -212,9 +218,10 @@ class Bench:
         check_consistent(home)
         return home
 
-    def trial(self, op: str, n: int, kill_at: str | None, delay: float | None) -> dict:
+    def trial(self, op: str, n: int, kill_at: str | None, phase: tuple[str, float] | None) -> dict:
         """One trial: copy the base, run ``op`` in a child killed at ``kill_at`` (or
-        after ``delay`` s), run one ordinary command, check. Returns the outcome."""
+        ``phase[1]`` s after its mark ``phase[0]``: ``forkserver.Child``), run one
+        ordinary command, check. Returns the outcome (with the child's marks)."""
         base = self.base(op)
         home = self.root / f"trial-{op}-{n}"
         shutil.rmtree(home, ignore_errors=True)
@@ -225,24 +232,16 @@ class Bench:
         arg = {"purge": CLAUDE_SID, "retention": "", "compress": str(self.files["claude"])}[op]
         import crash_ops_child
 
-        recv, send = self.ctx.Pipe(duplex=False)
-        proc = self.ctx.Process(
-            target=crash_ops_child.run, args=(send, op, str(home), arg, kill_at), daemon=True
-        )
-        proc.start()
-        send.close()
-        ready = wait_for(recv, "ready")
-        assert ready
-        if delay is not None:
-            time.sleep(delay)
-            if proc.is_alive():
-                proc.kill()
-        done = wait_for(recv, "done", timeout=120) if delay is None else None
-        proc.join(60)
-        recv.close()
-        killed = proc.exitcode == -signal.SIGKILL
-        run_s = done[1] - ready[1] if done else None
-        assert proc.exitcode in (0, -signal.SIGKILL), proc.exitcode
+        child = Child(self.ctx, crash_ops_child.run, op, str(home), arg, kill_at)
+        ready = child.until("ready")
+        assert ready is not None
+        if phase is not None:
+            child.kill_after(*phase)
+        code = child.finish()
+        killed = code == -signal.SIGKILL
+        done = child.done
+        run_s = done[1] - ready if done else None
+        assert code in (0, -signal.SIGKILL), code
         if kill_at:
             assert killed and done is None, f"{kill_at} was not reached"
         # ---- one ordinary command: an ingest, or (every third trial) a no-op retention
@@ -302,8 +301,8 @@ class Bench:
                 assert all(after[e][0] == "active" for e in kept if e in after and e in orig)
                 assert all(after[e][0] == "archived" for e in orig - kept)
                 outcome += ", new file"
-        how = kill_at or (f"random {delay:.3f} s" if delay is not None else "not killed")
-        return {"op": op, "kill_at": how, "outcome": outcome, "run_s": run_s}
+        how = kill_at or (f"{phase[0]} + {phase[1]:.3f} s" if phase is not None else "not killed")
+        return {"op": op, "kill_at": how, "outcome": outcome, "run_s": run_s, "marks": child.marks}
 
 
 def _file_entry_ids(path: Path) -> set[str]:
@@ -346,16 +345,22 @@ def test_sigkill_at_each_step_then_one_command(bench, op, kill_at):
 @pytest.mark.slow
 @pytest.mark.parametrize("op", list(KILL_POINTS))
 def test_sigkill_at_random_times_then_one_command(bench, op):
-    # calibration: one unkilled run gives the operation's length in this machine's state
-    # (the shorter of two: a first run with cold caches overstates it, and kills timed
-    # past the end of a faster run hit nothing)
+    # calibration: one unkilled run gives the operation's phases (from its start to its
+    # first kill point, between kill points, to its end) and their lengths in this
+    # machine's state (the shorter of two: a first run with cold caches overstates it)
     cals = [bench.trial(op, len(bench.outcomes) + i, None, None) for i in range(2)]
     bench.outcomes.extend(cals)
     cal = min(cals, key=lambda c: c["run_s"])
+    # every kill point of the operation is a phase's start
+    assert {k.split("#")[0] for k, _ in cal["marks"]} >= set(KILL_POINTS[op]) - {
+        "intents:analytics",
+        "intents:finish",
+    }
     rng = random.Random(f"ctxkeep-{op}")
+    kills = phase_kill.plan(cal["marks"], rng, RANDOM_TRIALS or ROUNDS * (len(cal["marks"]) - 1))
     killed = 0
-    for _ in range(RANDOM_TRIALS):
-        o = bench.trial(op, len(bench.outcomes), None, rng.uniform(0.0, cal["run_s"] * 1.1))
+    for phase in kills:
+        o = bench.trial(op, len(bench.outcomes), None, phase)
         bench.outcomes.append(o)
         killed += o["outcome"].startswith("killed")
-    assert killed >= RANDOM_TRIALS // 2, f"only {killed} of {RANDOM_TRIALS} random kills hit a live run"
+    assert killed >= len(kills) // 2, f"only {killed} of {len(kills)} kills hit a live run"

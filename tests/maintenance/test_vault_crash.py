@@ -1,17 +1,18 @@
 """SIGKILL trials of an ingest with the vault (issue 27): a ``ctxkeep ingest`` process
-killed at a random time leaves a vault whose manifest reads back (every object of every
+killed in any phase leaves a vault whose manifest reads back (every object of every
 generation; orphan packs allowed) and agrees with the watermarks (an append file's
 generation ends where its watermark's offset is), and the next ingest ends with the
 same store and the same vault bytes as a run never killed.
 
-``VAULT_KILL_TRIALS`` sets the number of trials (default 30)."""
+The kills are timed by the child's progress marks (``phase_kill``: each trial kills
+in the next phase of a reference run, at a random point of it); ``VAULT_KILL_TRIALS``
+sets the number of trials (default one per phase; more go round the phases again)."""
 
 from __future__ import annotations
 
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ from ctxkeep.errors import StoreError
 from ctxkeep.maintenance.vault import vault_verify
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.vault import manifest
+from tests import phase_kill
 from tests.conftest import CORPUS_HOME
 from tests.store_digest import store_digest
 
@@ -47,34 +49,23 @@ def _env(home: Path) -> dict:
     return dict(env, HOME=str(home), CTXKEEP_IDLE_SECONDS="0", **_EXTRA_ENV)
 
 
-def _run(command: str, home: Path, store: Path, kill_after: float | None = None) -> bool:
-    """Run ``ctxkeep COMMAND --home STORE`` with HOME=``home``; with ``kill_after``,
-    SIGKILL it then. True when it ended by itself, which must be with exit code 0
-    (else the assertion shows its exit code and stderr)."""
-    import tempfile
-
-    with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(
-            [sys.executable, "-P", "-m", "ctxkeep", command, "--home", str(store)],
-            env=_env(home),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-        try:
-            p.wait(timeout=kill_after if kill_after is not None else 600)
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGKILL)
-            p.wait()
-            return False
-        err.seek(0)
-        tail = err.read()[-4000:].decode("utf-8", "replace")
-        assert p.returncode == 0, f"ctxkeep {command} exited {p.returncode}: {tail}"
-        return True
+def _argv(command: str, store: Path) -> list[str]:
+    return [sys.executable, "-P", "-m", "ctxkeep", command, "--home", str(store)]
 
 
-def _ingest(home: Path, store: Path, kill_after: float | None = None) -> bool:
-    return _run("ingest", home, store, kill_after)
+def _run(command: str, home: Path, store: Path) -> bool:
+    """Run ``ctxkeep COMMAND --home STORE`` with HOME=``home`` to its end, which must be
+    with exit code 0 (else the assertion shows its exit code and stderr)."""
+    p = subprocess.run(
+        _argv(command, store), env=_env(home), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    tail = p.stderr[-4000:].decode("utf-8", "replace")
+    assert p.returncode == 0, f"ctxkeep {command} exited {p.returncode}: {tail}"
+    return True
+
+
+def _ingest(home: Path, store: Path) -> bool:
+    return _run("ingest", home, store)
 
 
 def _vault_state(store: Path) -> dict[str, bytes]:
@@ -124,30 +115,53 @@ def _reader_processes(home: Path) -> list[int]:
     return out
 
 
+def _traced_env(home: Path) -> dict:
+    """``_env`` with the child's progress marks on (``phase_kill``)."""
+    return dict(_env(home), CTXKEEP_TRACE="1")
+
+
+def _reference(command: str, home: Path, store: Path) -> phase_kill.Traced:
+    """``ctxkeep COMMAND`` run whole with its marks (the trials' phases); exit code 0."""
+    ref = phase_kill.start(_argv(command, store), env=_traced_env(home), cwd=ROOT)
+    code = ref.finish()
+    assert code == 0, f"ctxkeep {command} exited {code}: {ref.tail.decode('utf-8', 'replace')}"
+    return ref
+
+
+def _killed(command: str, home: Path, store: Path, phase: str, delay: float) -> bool:
+    """``ctxkeep COMMAND`` SIGKILLed ``delay`` s after its mark ``phase``: True when
+    killed; an end by itself first must be with exit code 0."""
+    killed, t = phase_kill.run_killed(_argv(command, store), phase, delay, env=_traced_env(home), cwd=ROOT)
+    assert killed or t.proc.returncode == 0, f"ctxkeep {command} exited {t.proc.returncode}: {t.tail!r}"
+    return killed
+
+
 def _kill_trials(
     home: Path, tmp_path: Path, *, seed: int, agrees, trials: int | None = None, orphans: bool = False
 ) -> dict[str, bytes]:
-    """Ingest ``home`` once unkilled (the reference), then ``VAULT_KILL_TRIALS`` times
-    (default 30) killed at a random time: each killed store's vault reads back and
-    ``agrees(store)`` holds, and the next ingest ends with the reference's store and
-    vault. At least a third of the trials must really be killed. Returns the
-    reference's vault state."""
+    """Ingest ``home`` once unkilled (the reference: its phases, ``phase_kill``), then
+    kill an ingest in each of its phases in turn (``VAULT_KILL_TRIALS`` trials, default
+    one per phase) at a random point of the phase: each killed store's vault reads
+    back and ``agrees(store)`` holds, and the next ingest ends with the reference's
+    store and vault. At least a third of the trials must really be killed. Returns
+    the reference's vault state."""
     ref = tmp_path / "ref"
-    t0 = time.perf_counter()
-    assert _ingest(home, ref)
-    wall = time.perf_counter() - t0
+    traced = _reference("ingest", home, ref)
     want_store, want_vault = store_digest(ref), _vault_state(ref)
     rng = random.Random(seed)
-    trials = trials or int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    env_trials = os.environ.get("VAULT_KILL_TRIALS")
+    kills = phase_kill.plan(
+        phase_kill.traced_marks(traced), rng, trials or (int(env_trials) if env_trials else None)
+    )
     killed = 0
-    for i in range(trials):
+    for i, (phase, delay) in enumerate(kills):
         store = tmp_path / f"s{i}"
-        if not _ingest(home, store, kill_after=rng.uniform(0.3, wall)):
+        if _killed("ingest", home, store, phase, delay):
             killed += 1
             if orphans:  # its reader processes end by themselves (a write to a closed pipe)
                 deadline = time.monotonic() + 30
                 while _reader_processes(home) and time.monotonic() < deadline:
-                    time.sleep(0.1)
+                    time.sleep(0.05)
                 assert _reader_processes(home) == []
             if _has_schema(store):  # a kill before the first commit leaves no store yet
                 v = vault_verify(store)
@@ -158,7 +172,8 @@ def _kill_trials(
         assert _vault_state(store) == want_vault
         assert vault_verify(store, full=True)["ok"]
         shutil.rmtree(store)
-    assert killed >= trials // 3, killed
+    print(f"\n{killed} of {len(kills)} killed, phases {[p for p, _ in kills]}")
+    assert killed >= len(kills) // 3, killed
     return want_vault
 
 
@@ -199,7 +214,7 @@ def test_sigkilled_ingests_read_by_two_reader_processes(tmp_path, monkeypatch):
             "CTXKEEP_SPLIT_BLOCK_MB": "0.25",
         },
     )
-    _kill_trials(home, tmp_path, seed=26, agrees=_agrees, trials=10, orphans=True)
+    _kill_trials(home, tmp_path, seed=26, agrees=_agrees, orphans=True)
 
 
 @pytest.mark.slow
@@ -228,16 +243,16 @@ def test_sigkilled_ingests_whose_readers_end_in_small_flushes(tmp_path, monkeypa
             "CTXKEEP_READER_TAIL_FLUSH_MB": "0.125",
         },
     )
-    _kill_trials(home, tmp_path, seed=26, agrees=_agrees, trials=10, orphans=True)
+    _kill_trials(home, tmp_path, seed=26, agrees=_agrees, orphans=True)
 
 
-def _reparse(store: Path, home: Path, kill_after: float | None = None) -> bool:
-    return _run("reparse", home, store, kill_after)
+def _reparse(store: Path, home: Path) -> bool:
+    return _run("reparse", home, store)
 
 
 @pytest.mark.slow
 def test_a_sigkilled_reparse_leaves_the_old_store_or_the_new_one(tmp_path):
-    """A reparse killed at a random time: the store is the one before it or the one a
+    """A reparse killed in each of its phases (``phase_kill``): the store is the one before it or the one a
     whole reparse makes (store digests), never a mix, and reads back; the next reparse
     completes (and removes the copy the killed one left)."""
     if not CORPUS_HOME.is_dir():
@@ -250,21 +265,19 @@ def test_a_sigkilled_reparse_leaves_the_old_store_or_the_new_one(tmp_path):
     assert before["entries"][0] > 1000, before  # the base ingest stored the corpus
     done = tmp_path / "done"
     shutil.copytree(base, done)
-    t0 = time.perf_counter()
-    assert _reparse(done, home)
-    wall = time.perf_counter() - t0
+    traced = _reference("reparse", home, done)
     after = store_digest(done)
     # the offsets of the entries in files with redactions tell the two apart (they
     # count redacted bytes after a reparse)
     assert after != before
     rng = random.Random(2727)
-    trials = int(os.environ.get("VAULT_KILL_TRIALS", "30"))
+    env_trials = os.environ.get("VAULT_KILL_TRIALS")
+    kills = phase_kill.plan(phase_kill.traced_marks(traced), rng, int(env_trials) if env_trials else None)
     killed = 0
-    for i in range(trials):
+    for i, (phase, delay) in enumerate(kills):
         store = tmp_path / f"r{i}"
         shutil.copytree(base, store)
-        if not _reparse(store, home, kill_after=rng.uniform(0.2, wall)):
-            killed += 1
+        killed += _killed("reparse", home, store, phase, delay)
         got = store_digest(store)
         assert got in (before, after), i
         assert vault_verify(store)["ok"]
@@ -272,7 +285,8 @@ def test_a_sigkilled_reparse_leaves_the_old_store_or_the_new_one(tmp_path):
         assert store_digest(store) == after
         assert not list((store / "vault" / "tmp").glob("reparse-*"))
         shutil.rmtree(store)
-    assert killed >= trials // 3, killed
+    print(f"\n{killed} of {len(kills)} killed, phases {[p for p, _ in kills]}")
+    assert killed >= len(kills) // 3, killed
 
 
 def _big_opencode_db(home: Path, sessions: int = 400, parts: int = 12) -> Path:

@@ -21,8 +21,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -38,6 +36,8 @@ from ctxkeep.maintenance.vault import vault_restore, vault_verify
 from ctxkeep.schema import STORED_COLUMNS
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.vault import manifest, packs, prune
+from forkserver import Child, forkserver
+from tests import phase_kill
 from tests.conftest import CORPUS_HOME, ingest, q
 from tests.session_lines import claude_lines
 
@@ -255,7 +255,10 @@ def test_a_generation_whose_entries_the_kept_ones_lack_is_held_back(tmp_path):
 #: the prune's kill points (``CTXKEEP_KILL_AT``): after the cuts are written (before the
 #: commit), after the manifest's commit, after each pack rewritten
 KILL_POINTS = ["vault-prune:cuts", "vault-prune:manifest", "vault-prune:pack:1", "vault-prune:pack:2"]
-RANDOM_TRIALS = int(os.environ.get("VAULT_PRUNE_KILL_TRIALS", "30"))
+#: random-time trials: this many rounds of the phases between the kill points (each
+#: trial kills at a random point of its phase, timed from the child's marks:
+#: ``forkserver.Child``); ``VAULT_PRUNE_KILL_TRIALS`` sets the number of trials
+ROUNDS = 2
 
 
 def _env(user_home: Path, kill_at: str | None) -> dict:
@@ -266,25 +269,24 @@ def _env(user_home: Path, kill_at: str | None) -> dict:
     return env
 
 
-def _retention(store: Path, user_home: Path, kill_at: str | None = None, after: float | None = None) -> bool:
-    """``ctxkeep retention --no-prefect`` in a child; True when it ended by itself (exit 0)."""
-    p = subprocess.Popen(
-        [sys.executable, "-P", "-m", "ctxkeep", "retention", "--no-prefect", "--home", str(store)],
-        env=_env(user_home, kill_at),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+def _retention(
+    ctx, store: Path, user_home: Path, kill_at: str | None = None, phase: tuple[str, float] | None = None
+) -> tuple[bool, list[tuple[str, float]]]:
+    """``ctxkeep retention --no-prefect`` in a child forked warm (``cli_child``),
+    SIGKILLed by ``kill_at`` or ``phase[1]`` s after its mark ``phase[0]``;
+    ``(ended by itself with exit 0, its marks)``."""
+    import cli_child
+
+    child = Child(
+        ctx, cli_child.run, ["retention", "--no-prefect", "--home", str(store)], _env(user_home, kill_at)
     )
-    try:
-        _, err = p.communicate(timeout=after if after is not None else 300)
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGKILL)
-        p.communicate()
-        return False
-    if p.returncode == -signal.SIGKILL:
-        return False
-    assert p.returncode == 0, err.decode(errors="replace")[-2000:]
-    return True
+    if phase:
+        child.kill_after(*phase)
+    code = child.finish()
+    if code == -signal.SIGKILL:
+        return False, child.marks
+    assert code == 0 and child.done and child.done[2] == 0, (code, child.done)
+    return True, child.marks
 
 
 @pytest.fixture(scope="module")
@@ -293,15 +295,18 @@ def prune_base(tmp_path_factory):
     home, store, doc, vs = _gemini_store(root, 4)
     _policy(store, keep_generations=1)
     (root / "user-home").mkdir()
-    return root, store, doc, vs, q(store, ENTRIES)
+    mpatch = pytest.MonkeyPatch()
+    ctx = forkserver(mpatch, "cli_child")
+    yield ctx, root, store, doc, vs, q(store, ENTRIES)
+    mpatch.undo()
 
 
-def _trial(prune_base, n: int, kill_at: str | None, delay: float | None) -> str:
-    root, base, doc, vs, entries = prune_base
+def _trial(prune_base, n: int, kill_at: str | None, phase: tuple[str, float] | None) -> str:
+    ctx, root, base, doc, vs, entries = prune_base
     store = root / f"trial-{n}"
     shutil.rmtree(store, ignore_errors=True)
     shutil.copytree(base, store, ignore=shutil.ignore_patterns("*.lock"))
-    ended = _retention(store, root / "user-home", kill_at, delay)
+    ended, _ = _retention(ctx, store, root / "user-home", kill_at, phase)
     if kill_at:
         assert not ended, f"{kill_at} was not reached"
     pruned_now = [g.gen for g in _gens(store, str(doc))]
@@ -309,7 +314,7 @@ def _trial(prune_base, n: int, kill_at: str | None, delay: float | None) -> str:
     v = vault_verify(store, full=True)
     assert all("orphan pack" in p for p in v["problems"]), v["problems"]
     # one ordinary command: retention again ends the prune, and leaves no garbage a row needs
-    assert _retention(store, root / "user-home")
+    assert _retention(ctx, store, root / "user-home")[0]
     v = vault_verify(store, full=True)
     assert all("orphan pack" in p for p in v["problems"]), v["problems"]
     (g,) = _gens(store, str(doc))
@@ -322,7 +327,8 @@ def _trial(prune_base, n: int, kill_at: str | None, delay: float | None) -> str:
     assert vault_verify(store)["problems"] == []
     assert q(store, ENTRIES) == entries
     shutil.rmtree(store, ignore_errors=True)
-    return f"{kill_at or f'random {delay}'}: generations after the kill {pruned_now}"
+    how = kill_at or (f"{phase[0]} + {phase[1]:.3f} s" if phase else "not killed")
+    return f"{how}: {'ended' if ended else 'killed'}, generations after the kill {pruned_now}"
 
 
 @pytest.mark.parametrize("kill_at", KILL_POINTS)
@@ -332,18 +338,26 @@ def test_a_prune_killed_at_each_step_then_retention_again(prune_base, kill_at):
 
 @pytest.mark.slow
 def test_prunes_killed_at_random_times(prune_base):
-    root, base, *_ = prune_base
+    """Kills at random points of each phase of the run (from its start to the cuts,
+    between the kill points, after the last pack to its end), ``ROUNDS`` times round."""
+    ctx, root, base, *_ = prune_base
     store = root / "calibrate"
     shutil.copytree(base, store, ignore=shutil.ignore_patterns("*.lock"))
-    t0 = time.perf_counter()
-    assert _retention(store, root / "user-home")
-    run_s = time.perf_counter() - t0
+    ended, marks = _retention(ctx, store, root / "user-home")
+    assert ended
     shutil.rmtree(store)
+    keys = [k for k, _ in marks]
+    # the reference run passed every kill point (a pack rewritten each): the phases
+    # are the stretches between them
+    assert keys[:4] == ["ready", "vault-prune:cuts#1", "vault-prune:manifest#1", "vault-prune:pack#1"], keys
+    assert keys[-1] == "done" and keys[-2].startswith("vault-prune:pack#"), keys
     rng = random.Random("ctxkeep-vault-prune")
-    outcomes = [
-        _trial(prune_base, 100 + i, None, rng.uniform(0.2, run_s * 1.1)) for i in range(RANDOM_TRIALS)
-    ]
+    env_trials = os.environ.get("VAULT_PRUNE_KILL_TRIALS")
+    kills = phase_kill.plan(marks, rng, int(env_trials) if env_trials else ROUNDS * (len(marks) - 1))
+    outcomes = [_trial(prune_base, 100 + i, None, k) for i, k in enumerate(kills)]
     print("\n".join(outcomes))
+    killed = sum(": killed" in o for o in outcomes)
+    assert killed >= len(kills) // 3, outcomes
 
 
 def test_pruned_generations_leave_the_lakes_raw_table_at_the_next_export(tmp_path):
