@@ -56,6 +56,7 @@ def _interrupted(tmp_path, when: str) -> tuple[subprocess.CompletedProcess, str]
         STORE=str(store),
         WHEN=when,
         CTXKEEP_EARLY_READER="0",
+        CTXKEEP_PART_GROUP_MB="0",  # a group per agent: the interrupt usually lands mid-run
         COLUMNS="200",
     )
     r = subprocess.run(
@@ -86,7 +87,11 @@ def test_ctrl_c_mid_run_says_how_many_files_the_store_holds(tmp_path):
         total = con.execute("SELECT files FROM runs WHERE flow = 'ingest' ORDER BY run_id DESC").fetchone()[0]
     finally:
         con.close()
-    assert 0 < kept < total, (kept, total)  # committed groups stay; the rest waits
+    # committed groups stay; the rest waits. The signal is sent from the writer thread and
+    # answered by the main thread: on a loaded machine the writer may store every group
+    # before the main thread stops the run (a CI trial saw 27 of 27), so "all" is allowed;
+    # what is tested is that the line says what the store holds
+    assert 0 < kept <= total, (kept, total)
     assert lines[-1] == (
         f"interrupted: the store holds what {kept:,} of {total:,} files gave so far "
         "(in whole or in part); run the command again to go on"
