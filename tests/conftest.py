@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -17,6 +18,12 @@ CORPUS = Path(os.environ.get("CTXKEEP_CORPUS") or (ROOT.parent / "shared" / "cor
 CORPUS_HOME = CORPUS / "home"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+# A suite started as a background job of a non-interactive shell (`cmd &` in a script)
+# ignores SIGINT, and every child inherits that: the Ctrl-C tests' children then never
+# see theirs (a CI trial failed test_compress_signals and test_ingest_interrupted so).
+# Answered again, as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 # Files count as idle (complete) at once: CI lays out shared/corpus moments before the
