@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import random
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from ctxkeep.maintenance.vault import vault_verify
+from tests import phase_kill
 from tests.conftest import CORPUS_HOME
-from tests.maintenance.test_vault_crash import _agrees, _has_schema, _ingest, _kill_trials, _vault_state
+from tests.maintenance.test_vault_crash import (
+    _agrees,
+    _has_schema,
+    _ingest,
+    _kill_trials,
+    _killed,
+    _reference,
+    _vault_state,
+)
 from tests.store_digest import store_digest
 
 TRIALS = 5
@@ -64,17 +72,19 @@ def test_sigkilled_ingests_of_unended_lines_judged_then_finished(tmp_path):
     for f, more in rest:
         with open(f, "ab") as fh:
             fh.write(more)
-    t0 = time.perf_counter()
-    assert _ingest(home, base)
-    wall = time.perf_counter() - t0
-    assert _quarantined_unended(base) == 0
-    want_store, want_vault = store_digest(base), _vault_state(base)
-    rng = random.Random(18)
+    # the reference: the same ingest from the judged store, whole, with its phases
+    ref2 = tmp_path / "ref2"
+    shutil.copytree(before, ref2)
+    traced = _reference("ingest", home, ref2)
+    assert _quarantined_unended(ref2) == 0
+    want_store, want_vault = store_digest(ref2), _vault_state(ref2)
+    # one kill in each phase of it (suite19's scheme: tests/phase_kill.py)
+    kills = phase_kill.plan(phase_kill.traced_marks(traced), random.Random(18), TRIALS)
     killed = 0
-    for i in range(TRIALS):
+    for i, (phase, delay) in enumerate(kills):
         store = tmp_path / f"c{i}"
         shutil.copytree(before, store)
-        if not _ingest(home, store, kill_after=rng.uniform(0.2, wall)):
+        if _killed("ingest", home, store, phase, delay):
             killed += 1
             if _has_schema(store):
                 assert vault_verify(store)["ok"]
