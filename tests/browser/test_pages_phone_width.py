@@ -29,10 +29,14 @@ def pages(corpus_store, tmp_path_factory):
         pytest.skip("no chromium on PATH (Debian: apt-get install -y chromium)")
     pytest.importorskip("playwright")
     out = tmp_path_factory.mktemp("pages")
+    # a copy: `export html` records its run in the store, and the corpus store is shared
+    # read-only by the whole run (test_app_notebook counts its one run)
+    store = out / "store"
+    shutil.copytree(corpus_store[0], store, ignore=shutil.ignore_patterns("*.lock"))
     env = dict(os.environ, CTXKEEP_IDLE_SECONDS="0", TZ="UTC")
     for cmd in ("report", "export"):
         r = subprocess.run(
-            [sys.executable, "-m", "ctxkeep", cmd, "html", str(out / cmd), "--home", str(corpus_store[0])],
+            [sys.executable, "-m", "ctxkeep", cmd, "html", str(out / cmd), "--home", str(store)],
             capture_output=True,
             text=True,
             env=env,
