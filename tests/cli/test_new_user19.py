@@ -72,13 +72,12 @@ def test_reindex_names_the_users_own_duckdb_objects_it_drops(store):
         db.execute("CREATE TABLE my_budget AS SELECT 100.0 AS usd")
         db.execute("CREATE VIEW my_costs AS SELECT agent, sum(cost_usd) AS c FROM usage GROUP BY 1")
     env = dict(os.environ, CTXKEEP_IDLE_SECONDS="0")
-    r = subprocess.run(
-        [sys.executable, "-m", "ctxkeep", "reindex", "--home", str(store)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+
+    def reindex() -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "ctxkeep", "reindex", "--home", str(store)]
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+
+    r = reindex()
     assert r.returncode == 0, r.stderr[-500:]
     said = " ".join((r.stdout + r.stderr).split())
     assert "dropped 1 table and 1 view not made by ctxkeep: my_budget, my_costs" in said, said[-600:]
@@ -86,13 +85,7 @@ def test_reindex_names_the_users_own_duckdb_objects_it_drops(store):
         names = {n for (n,) in db.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     assert "usage" in names and not {"my_budget", "my_costs"} & names
     # a second reindex has nothing of the user's to drop: says nothing of it
-    r = subprocess.run(
-        [sys.executable, "-m", "ctxkeep", "reindex", "--home", str(store)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    r = reindex()
     assert r.returncode == 0 and "not made by ctxkeep" not in r.stdout + r.stderr
 
 

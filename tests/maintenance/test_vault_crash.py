@@ -190,12 +190,19 @@ def test_sigkilled_ingests_leave_a_vault_that_agrees_with_the_store(tmp_path):
     _kill_trials(home, tmp_path, seed=27, agrees=_agrees)
 
 
-@pytest.mark.slow
-def test_sigkilled_ingests_read_by_two_reader_processes(tmp_path, monkeypatch):
-    """The same trials with the files shared between two reader processes
-    (``reader_process.read_split``, forced on a small tree): each killed store's vault
-    agrees with it, the next ingest ends with the reference's store and vault, and no
-    reader process outlives its ingest."""
+#: the ingest's files shared between two reader processes (``reader_process.read_split``),
+#: forced on a small tree
+_TWO_READERS = {
+    "CTXKEEP_READ_PROCESS_MB": "0",
+    "CTXKEEP_SPLIT_READ_MB": "0",
+    "CTXKEEP_READERS": "2",
+    "CTXKEEP_SPLIT_BLOCK_MB": "0.25",
+}
+
+
+def _two_reader_trials(tmp_path: Path, monkeypatch, **extra: str) -> None:
+    """``_kill_trials`` of a 6 MB scaled tree read by two reader processes (``_TWO_READERS``
+    plus ``extra``), no reader process outliving its ingest."""
     if not SCALE.exists() or not CORPUS_HOME.is_dir():
         pytest.skip("shared corpus or tools missing")
     home = tmp_path / "home"
@@ -204,17 +211,16 @@ def test_sigkilled_ingests_read_by_two_reader_processes(tmp_path, monkeypatch):
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    monkeypatch.setattr(
-        sys.modules[__name__],
-        "_EXTRA_ENV",
-        {
-            "CTXKEEP_READ_PROCESS_MB": "0",
-            "CTXKEEP_SPLIT_READ_MB": "0",
-            "CTXKEEP_READERS": "2",
-            "CTXKEEP_SPLIT_BLOCK_MB": "0.25",
-        },
-    )
+    monkeypatch.setattr(sys.modules[__name__], "_EXTRA_ENV", {**_TWO_READERS, **extra})
     _kill_trials(home, tmp_path, seed=26, agrees=_agrees, orphans=True)
+
+
+@pytest.mark.slow
+def test_sigkilled_ingests_read_by_two_reader_processes(tmp_path, monkeypatch):
+    """The same trials with the files shared between two reader processes: each killed
+    store's vault agrees with it, the next ingest ends with the reference's store and
+    vault, and no reader process outlives its ingest."""
+    _two_reader_trials(tmp_path, monkeypatch)
 
 
 @pytest.mark.slow
@@ -223,27 +229,9 @@ def test_sigkilled_ingests_whose_readers_end_in_small_flushes(tmp_path, monkeypa
     sent in flushes of 128 KiB (``readahead.PROCESS_TAIL``): killed while those items
     arrive, each store's vault agrees with it, the next ingest ends with the
     reference's store and vault, and no reader process outlives its ingest."""
-    if not SCALE.exists() or not CORPUS_HOME.is_dir():
-        pytest.skip("shared corpus or tools missing")
-    home = tmp_path / "home"
-    subprocess.run(
-        [sys.executable, str(SCALE), "--mb", "6", "--unique-text", str(home)],
-        check=True,
-        stdout=subprocess.DEVNULL,
+    _two_reader_trials(
+        tmp_path, monkeypatch, CTXKEEP_READER_TAIL_MB="2", CTXKEEP_READER_TAIL_FLUSH_MB="0.125"
     )
-    monkeypatch.setattr(
-        sys.modules[__name__],
-        "_EXTRA_ENV",
-        {
-            "CTXKEEP_READ_PROCESS_MB": "0",
-            "CTXKEEP_SPLIT_READ_MB": "0",
-            "CTXKEEP_READERS": "2",
-            "CTXKEEP_SPLIT_BLOCK_MB": "0.25",
-            "CTXKEEP_READER_TAIL_MB": "2",
-            "CTXKEEP_READER_TAIL_FLUSH_MB": "0.125",
-        },
-    )
-    _kill_trials(home, tmp_path, seed=26, agrees=_agrees, orphans=True)
 
 
 def _reparse(store: Path, home: Path) -> bool:
