@@ -20,7 +20,12 @@ A home holds (names relative to it):
 - ``config.toml`` (``CONFIG_FILE``, defined in ``ctxkeep.config``, optional);
 - ``prefect/`` (``PREFECT_DIR``): Prefect's own home (``flows.prefect_env``);
 - ``vault/`` (``VAULT_DIR``): the vault's pack files (``packs/<2 hex>/<SHA-256>.pack``)
-  and its temporary files (``tmp/``), ``sinks.vault``; the manifest is in ``store.db``.
+  and its temporary files (``tmp/``), ``sinks.vault``; the manifest is in ``store.db``;
+- ``prices.toml`` (``PRICES_FILE``, optional): the user's price overrides.
+
+Named in their own modules, not here: the hooks' ``hook-queue.jsonl``,
+``hook-worker.lock`` and ``hooks.log`` (``hooks.worker``) and the status line's cache
+``statusline.json`` (``query.statusline``).
 
 Nothing here opens a file: importing it costs nothing.
 """
