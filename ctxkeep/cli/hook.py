@@ -29,11 +29,11 @@ def _stdin() -> str:
 
 @hook_app.command("claude-code")
 def claude_code(
-    event: str = typer.Argument(..., metavar="EVENT", help="precompact, session-start or session-end."),
+    event: str = typer.Argument(..., metavar="EVENT", help="precompact, session-start, stop or session-end."),
     home: Path | None = HomeOpt,
     timeout: float | None = TimeoutOpt,
 ):
-    """Claude Code hook: PreCompact / SessionEnd ingest; SessionStart (compact|resume) prints the snapshot."""
+    """Claude Code hook: PreCompact / Stop / SessionEnd ingest; SessionStart (compact|resume) prints the snapshot."""
     from ctxkeep.hooks import runtime
 
     runtime.main("claude-code", event, _stdin(), home=_given_home(home), timeout=timeout)

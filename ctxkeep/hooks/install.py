@@ -8,13 +8,15 @@ agent                   settings file                       entries
 ======================  ==================================  =====================================================
 claude-code             ``~/.claude/settings.json``         ``PreCompact`` -> ``hook claude-code precompact``;
                         (``$CLAUDE_CONFIG_DIR``) or          ``SessionStart`` matcher ``compact|resume`` ->
-                        ``<project>/.claude/settings.json``  ``hook claude-code session-start``; ``SessionEnd`` ->
-                                                             ``hook claude-code session-end``
+                        ``<project>/.claude/settings.json``  ``hook claude-code session-start``; ``Stop`` ->
+                                                             ``hook claude-code stop`` (after each response);
+                                                             ``SessionEnd`` -> ``hook claude-code session-end``
 codex                   ``~/.codex/config.toml``            ``notify = ["<ctxkeep>", "hook", "codex", "notify"]``
                         (``$CODEX_HOME``) or
                         ``<project>/.codex/config.toml``
 gemini-cli              ``~/.gemini/settings.json`` or      ``SessionStart`` matcher ``resume`` -> ``hook gemini-cli
                         ``<project>/.gemini/settings.json``  SessionStart``; ``PreCompress`` -> ``… PreCompress``;
+                                                             ``AfterAgent`` -> ``… AfterAgent`` (after each turn);
                                                              ``SessionEnd`` -> ``… SessionEnd``
 ======================  ==================================  =====================================================
 
@@ -22,11 +24,15 @@ Format facts: Claude Code hooks reference (https://code.claude.com/docs/en/hooks
 settings files, ``{"hooks": {"<Event>": [{"matcher", "hooks": [{"type": "command",
 "command", "timeout" (seconds)}]}]}}``; ``SessionStart`` sources ``startup|resume|clear|
 compact`` and its stdout / ``hookSpecificOutput.additionalContext`` added to the context;
-``PreCompact`` triggers ``manual|auto``; ``SessionEnd``); Gemini CLI ``docs/hooks/
+``PreCompact`` triggers ``manual|auto``; ``Stop`` "when the main agent has finished
+responding", stdin ``session_id``, ``transcript_path``, ``stop_hook_active``, which blocks
+only on exit 2 or a ``decision: block`` output: ctxkeep's exits 0 and prints nothing;
+``SessionEnd``); Gemini CLI ``docs/hooks/
 reference.md`` and ``docs/hooks/index.md`` (v0.27+, hooks on by default, ``timeout`` in
 milliseconds, lifecycle matchers are exact strings; ``SessionStart`` source
 ``startup|resume|clear`` with ``hookSpecificOutput.additionalContext``; ``PreCompress``
-and ``SessionEnd`` advisory, not awaited); Codex ``docs/config.md`` ``notify`` (see
+and ``SessionEnd`` advisory, not awaited; ``AfterAgent`` when the agent loop completes;
+exit 0 with an empty stdout changes nothing, exit 2 blocks); Codex ``docs/config.md`` ``notify`` (see
 :mod:`ctxkeep.hooks.settings_codex`).
 
 MCP server entries (``ctxkeep mcp install``): Claude Code ``mcpServers.ctxkeep`` in
@@ -105,6 +111,12 @@ HOOKS: dict[str, tuple[HookSpec, ...]] = {
             "after a compaction or a resume, prints the resume snapshot, which Claude Code adds to the context",
         ),
         HookSpec(
+            "Stop",
+            None,
+            ("hook", "claude-code", "stop"),
+            "ingests the transcript after each response (queued: Claude Code does not wait for the ingest)",
+        ),
+        HookSpec(
             "SessionEnd", None, ("hook", "claude-code", "session-end"), "ingests the session when it ends"
         ),
     ),
@@ -123,6 +135,12 @@ HOOKS: dict[str, tuple[HookSpec, ...]] = {
             None,
             ("hook", "gemini-cli", "PreCompress"),
             "ingests the session before Gemini CLI compresses its history",
+        ),
+        HookSpec(
+            "AfterAgent",
+            None,
+            ("hook", "gemini-cli", "AfterAgent"),
+            "ingests the session after each agent turn (queued: Gemini CLI does not wait for the ingest)",
         ),
         HookSpec(
             "SessionEnd", None, ("hook", "gemini-cli", "SessionEnd"), "ingests the session when it ends"

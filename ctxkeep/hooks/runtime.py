@@ -7,8 +7,9 @@ Events, as the agents document them:
 - Claude Code (hooks, v1.0.x–2.1; JSON on stdin with ``session_id``,
   ``transcript_path``, ``cwd``, ``hook_event_name`` and ``trigger`` (PreCompact:
   ``manual``/``auto``) or ``source`` (SessionStart: ``startup``/``resume``/``clear``/
-  ``compact``)): ``precompact`` and ``session-end`` ingest the transcript (PreCompact's
-  stdout is not added to the context); ``session-start`` ingests it and, for source
+  ``compact``)): ``precompact``, ``stop`` (Claude Code's ``Stop``, after each response:
+  newuser20 F1, a long session was searchable only at its end) and ``session-end``
+  ingest the transcript (their stdout is not added to the context); ``session-start`` ingests it and, for source
   ``compact`` or ``resume``, prints ``{"hookSpecificOutput": {"hookEventName":
   "SessionStart", "additionalContext": <snapshot Markdown>}}``, which Claude Code adds
   to the new context. The snapshot's session is ``hook_session``'s: this agent's
@@ -67,7 +68,7 @@ STALE_NOTE = (
     "store), so this snapshot is what the store held then: it may miss the last turn."
 )
 
-CLAUDE_EVENTS = ("precompact", "session-start", "session-end")
+CLAUDE_EVENTS = ("precompact", "session-start", "stop", "session-end")
 CODEX_EVENTS = ("notify",)
 #: Gemini CLI's documented hook events (geminicli.com/docs/hooks/reference)
 GEMINI_EVENTS = (

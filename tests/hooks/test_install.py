@@ -93,6 +93,7 @@ def test_claude_install_merges_into_the_users_settings(tmp_path):
             "PreCompact": [
                 {"hooks": [{"type": "command", "command": f"{Q} hook claude-code precompact", "timeout": 7}]}
             ],
+            "Stop": [{"hooks": [{"type": "command", "command": f"{Q} hook claude-code stop", "timeout": 7}]}],
             "SessionEnd": [
                 {"hooks": [{"type": "command", "command": f"{Q} hook claude-code session-end", "timeout": 7}]}
             ],
@@ -101,7 +102,7 @@ def test_claude_install_merges_into_the_users_settings(tmp_path):
     }
     # key order kept (dict equality above ignores it), the user's indent kept, mode kept
     assert list(got) == ["model", "hooks", "permissions"]
-    assert list(got["hooks"]) == ["PreToolUse", "SessionStart", "PreCompact", "SessionEnd"]
+    assert list(got["hooks"]) == ["PreToolUse", "SessionStart", "PreCompact", "Stop", "SessionEnd"]
     assert '\n    "model": "opus",\n' in path.read_text()
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     # the backup holds the user's bytes, with the same mode
@@ -173,7 +174,7 @@ def test_install_into_no_file_then_uninstall_deletes_it(tmp_path):
     path = w.home / ".claude" / "settings.json"
     c = inst.apply(inst.plan_hooks_install("claude-code", "user", w, EXE))
     assert c.action == "created" and c.backup is None
-    assert set(json.loads(path.read_text())["hooks"]) == {"PreCompact", "SessionStart", "SessionEnd"}
+    assert set(json.loads(path.read_text())["hooks"]) == {"PreCompact", "SessionStart", "Stop", "SessionEnd"}
     assert path.read_text().startswith('{\n  "hooks": {\n')  # Claude Code's own layout
     assert inst.apply(inst.plan_hooks_uninstall("claude-code", "user", w)).action == "deleted"
     assert not path.exists()
@@ -196,7 +197,7 @@ def test_an_older_ctxkeep_entry_is_updated_in_place(tmp_path):
     }
     put(path, json.dumps(old, indent=2))
     st = inst.hooks_status("claude-code", "user", w, EXE)
-    assert [h["state"] for h in st["hooks"]] == ["missing", "outdated", "missing"]
+    assert [h["state"] for h in st["hooks"]] == ["missing", "outdated", "missing", "missing"]
     assert st["hooks"][1]["found"] == "/old/bin/ctxkeep hook claude-code session-start"
     inst.apply(inst.plan_hooks_install("claude-code", "user", w, EXE))
     got = json.loads(path.read_text())["hooks"]["SessionStart"]
@@ -207,7 +208,7 @@ def test_an_older_ctxkeep_entry_is_updated_in_place(tmp_path):
         }
     ]
     st = inst.hooks_status("claude-code", "user", w, EXE)
-    assert [h["state"] for h in st["hooks"]] == ["installed"] * 3
+    assert [h["state"] for h in st["hooks"]] == ["installed"] * 4
 
 
 def test_invalid_json_is_left_untouched(tmp_path):
@@ -252,10 +253,11 @@ def test_claude_config_dir_and_project_scope(tmp_path):
 def test_status_reports_each_agent_and_its_injection_point(tmp_path):
     w = where(tmp_path)
     st = inst.hooks_status("claude-code", "user", w, EXE)
-    assert st["exists"] is False and [h["state"] for h in st["hooks"]] == ["missing"] * 3
+    assert st["exists"] is False and [h["state"] for h in st["hooks"]] == ["missing"] * 4
     assert [(h["event"], h["matcher"]) for h in st["hooks"]] == [
         ("PreCompact", None),
         ("SessionStart", "compact|resume"),
+        ("Stop", None),
         ("SessionEnd", None),
     ]
     assert st["injection"].startswith("SessionStart (compact|resume)")
@@ -299,6 +301,9 @@ def test_gemini_hooks_merge_with_names_and_milliseconds(tmp_path):
     assert got["hooks"]["PreCompress"][0]["hooks"][0]["command"] == f"{Q} hook gemini-cli PreCompress"
     assert "matcher" not in got["hooks"]["PreCompress"][0]
     assert got["hooks"]["SessionEnd"][0]["hooks"][0]["name"] == "ctxkeep-session-end"
+    # after each agent turn (newuser20 F1): the event the runtime ingests on
+    assert got["hooks"]["AfterAgent"][0]["hooks"][0]["command"] == f"{Q} hook gemini-cli AfterAgent"
+    assert got["hooks"]["AfterAgent"][0]["hooks"][0]["name"] == "ctxkeep-after-agent"
     assert any("hooksConfig.enabled is false" in n for n in c.notes)
     assert any(
         "hooksConfig.enabled is false" in n for n in inst.hooks_status("gemini-cli", "user", w, EXE)["notes"]
@@ -551,7 +556,7 @@ def test_home_before_the_command_is_the_store_the_hooks_run_against(tmp_path, mo
 
     claude = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
     commands = [h["command"] for groups in claude.values() for g in groups for h in g["hooks"]]
-    assert len(commands) == 3 and all(c.endswith(f" --home {store}") for c in commands)
+    assert len(commands) == 4 and all(c.endswith(f" --home {store}") for c in commands)
     gemini = json.loads((home / ".gemini" / "settings.json").read_text())["hooks"]
     assert all(
         h["command"].endswith(f" --home {store}") for gs in gemini.values() for g in gs for h in g["hooks"]
@@ -570,7 +575,7 @@ def test_home_before_the_command_is_the_store_the_hooks_run_against(tmp_path, mo
     assert runner.invoke(app, ["--home", str(other), "hooks", "install", *agents]).exit_code == 0
     claude = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
     commands = [h["command"] for groups in claude.values() for g in groups for h in g["hooks"]]
-    assert len(commands) == 3 and all(c.endswith(f" --home {other}") for c in commands)
+    assert len(commands) == 4 and all(c.endswith(f" --home {other}") for c in commands)
 
     # the installed SessionEnd hook, run as Claude Code runs it (this Python for the
     # executable; the runtime ends its process with os._exit), ingests into that store

@@ -208,6 +208,31 @@ def test_the_hook_queues_the_ingest_and_a_detached_worker_stores_the_new_lines(s
     assert not (store / "hook-queue.jsonl").read_bytes()  # worked off
 
 
+def test_claude_codes_stop_hook_stores_each_response_of_a_running_session(store, tmp_path):
+    """newuser20 F1: a long Claude Code session was searchable only at its end or a
+    compaction. ``Stop`` fires after each response (stdin ``session_id``,
+    ``transcript_path``, ``stop_hook_active``): each turn is stored by the next worker,
+    the hook prints nothing (any stdout or exit 2 would make Claude Code go on)."""
+    sid, path, lines = _new_session(tmp_path, 10)
+    payload = {
+        "session_id": sid,
+        "transcript_path": str(path),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+    }
+    stored: list[int] = []
+    for lo, hi in ((0, 4), (4, 10)):  # two responses, the file growing between them
+        _append(path, lines[lo:hi])
+        p, _ = _hook(store, ["claude-code", "stop"], payload)
+        assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+        _settle(store)
+        stored.append(_stored(store, sid))
+    assert stored == [4, 10]
+    log = _log(store)
+    assert f"claude-code stop: ingested: ingested 4 new entries from {path}" in log
+    assert f"claude-code stop: ingested: ingested 6 new entries from {path}" in log
+
+
 def test_triggers_while_a_worker_runs_are_queued_once_never_a_second_ingest(store, tmp_path):
     """While a worker holds the store's worker lock, hooks only queue ("run again");
     the worker then ingests the file once for all of them."""
