@@ -186,3 +186,28 @@ def test_the_hook_path_stores_what_a_full_ingest_stores(tmp_path, monkeypatch):
     for secret in ("ghp_aB3dE5", "Tr0ub4dor", "sk-proj-Zx9Q"):
         assert secret not in stored
     assert "[REDACTED:" in stored
+
+
+def test_the_hook_path_leaves_importlib_metadata_unloaded(tmp_path):
+    """Polars' import loads ``importlib.metadata`` (with ``email``, ``socket`` …: ~8-15
+    ms of CPU) for a call the hook path never makes: a few new lines' ingest defers it
+    (``prestart.defer_metadata``), in a process of its own as the hook's worker and
+    ``ingest --path`` run, and still stores the lines."""
+    import subprocess
+    import sys
+
+    path, _ = _session(tmp_path, 10)
+    code = f"""
+import sys
+from pathlib import Path
+from ctxkeep.service.ingest import IngestRequest, ingest
+req = IngestRequest(paths=(Path({str(path)!r}),), prefect=False)
+s = ingest(Path({str(tmp_path / "store")!r}), req).summary
+print(s["entries_new"], "polars" in sys.modules, "email" in sys.modules)
+"""
+    env = {**os.environ, "HOME": str(tmp_path / "user")}
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["10", "True", "False"]
