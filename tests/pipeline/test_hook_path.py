@@ -236,3 +236,29 @@ print(s["entries_new"], "ctxkeep.sources.claude_code" in loaded, "ctxkeep.source
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["10", "True", "False", "True"], r.stdout
+
+
+def test_ingest_path_of_a_few_new_lines_ends_without_the_teardown(tmp_path):
+    """``ctxkeep ingest --path FILE`` of a few new lines ends with ``prestart.exit_now``
+    (its atexit handlers run and its output is flushed, then ``os._exit``: the
+    interpreter's teardown, ~0.01 CPU s, skipped); the same command with nothing new
+    exits as usual."""
+    import subprocess
+    import sys
+
+    path, rest = _session(tmp_path, 10)
+    code = f"""
+import atexit, os, sys
+real_exit = os._exit
+os._exit = lambda status: (os.write(2, b"os._exit\\n"), real_exit(status))
+atexit.register(lambda: sys.stderr.write("handler\\n"))
+sys.argv = ["ctxkeep", "ingest", "--home", {str(tmp_path / "store")!r}, "--path", {str(path)!r}, "--json"]
+from ctxkeep.__main__ import main
+main()
+"""
+    env = {**os.environ, "HOME": str(tmp_path / "user")}
+    for new, quick in ((10, True), (0, False)):
+        r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["entries_new"] == new
+        assert "handler" in r.stderr and ("os._exit" in r.stderr) == quick, (new, r.stderr)
