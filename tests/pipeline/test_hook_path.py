@@ -258,7 +258,9 @@ main()
 """
     env = {**os.environ, "HOME": str(tmp_path / "user")}
     for new, quick in ((10, True), (0, False)):
-        r = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120
+        )
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["entries_new"] == new
         assert "handler" in r.stderr and ("os._exit" in r.stderr) == quick, (new, r.stderr)
