@@ -4,14 +4,15 @@ An agent's hook (``ctxkeep hook AGENT EVENT``, what ``hooks install`` writes) ru
 straight from here, without the CLI's Typer, Rich and command imports
 (``hooks.runtime.fast_main``: the hook returns to its agent within 0.1 s,
 docs/design.md "Latency budget"); everything else runs the CLI (``cli.main``). A first ingest (``pipeline.prestart``)
-ends without the interpreter's teardown (``prestart.exit_now``).
+and a few new lines' ingest (the hook path: ``ingest --path FILE``) end without the
+interpreter's teardown (``prestart.exit_now``).
 """
 
 import sys
 
 
 def main() -> None:
-    early = False
+    ingest = False
     if "hook" in sys.argv[1:4]:
         from ctxkeep.hooks import runtime
 
@@ -20,12 +21,15 @@ def main() -> None:
         # a first ingest: its reader process imports on the other core meanwhile
         from ctxkeep.pipeline import prestart
 
-        early = prestart.start_early(sys.argv[1:])
+        prestart.start_early(sys.argv[1:])
+        ingest = True
     from ctxkeep.cli import main as cli_main
 
-    if not early:
+    if not ingest:
         cli_main()
         return
+    # a first ingest that took its early reader, or a few new lines' (the hook path),
+    # ends here without the teardown; any other ingest exits as usual
     try:
         cli_main()
     except SystemExit as e:

@@ -172,6 +172,8 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
             from ctxkeep.transforms.tokens import release_counter_pages
 
             release_counter_pages()
+            # the hook path: Polars' import would load it (~8-15 ms of CPU) for nothing
+            prestart.defer_metadata()
         small = not as_flow and not runner and p.pending_bytes <= GC_PAUSE_BYTES
         from ctxkeep.timeutil import now_iso
 
@@ -179,6 +181,8 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
         try:
             with _gc_paused(small):
                 summary = _run(home, agents, paths, as_flow, runner, progress)
+            if not as_flow and not runner and p.pending_bytes <= EARLY_COUNTER_BYTES:
+                prestart.ran_small()  # the hook path: its process may end without teardown
         except Interrupted:
             raise
         except KeyboardInterrupt as e:  # Ctrl-C: what the store kept (newuser19 F6)

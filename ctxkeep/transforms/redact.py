@@ -82,7 +82,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ctxkeep.transforms import secret_rules, wrapped_tokens
 
@@ -602,7 +602,28 @@ _ANCHORS: dict[str, tuple[str, ...] | None] = {
     "discord-webhook": ("/api/webhooks/",),
     "password": ("mysql", "mariadb", "sshpass"),  # the case-sensitive command-line rules
 }
-_COMPILED = [(r, re.compile(r.pattern), None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
+#: each rule with its literals (``_ANCHORS``; None for a case-insensitive rule) in
+#: ``RULES``' order; its regex is ``_RX``'s, compiled on first use (``_rx``)
+_RULE_LITS = [(r, None if r.ci else _ANCHORS.get(r.kind)) for r in RULES]
+#: ``RULES``' regexes by order, None until first used: a process compiles only the
+#: rules its texts meet (compiling all ~57 cost ~8 ms of CPU in every process that
+#: imports this module, twice on a first ingest's critical path: issue 26)
+_RX: list[re.Pattern | None] = [None] * len(RULES)
+
+
+def _rx(order: int) -> re.Pattern:
+    """``RULES[order]``'s compiled regex (compiled once, kept in ``_RX``)."""
+    rx = _RX[order]
+    if rx is None:
+        rx = _RX[order] = re.compile(RULES[order].pattern)
+    return rx
+
+
+def _compiled() -> list[tuple[Rule, re.Pattern, tuple[str, ...] | None]]:
+    """Every rule as ``(rule, its compiled regex, its literals)``, in order (tests)."""
+    return [(r, _rx(i), lits) for i, (r, lits) in enumerate(_RULE_LITS)]
+
+
 #: the case-insensitive rules that match a key (a run of ``[A-Za-z0-9_.-]``, case-folded
 #: as Python's ``re`` folds it), ending in a key word, then a separator (``_SEP``'s, or
 #: generic-secret's: each starts with a character the key run cannot hold): ``_spans``
@@ -618,10 +639,16 @@ _KV_ORDERS = frozenset(
 )
 #: every kind a marker can name: ctxkeep's context rules', then gitleaks' rule ids
 KINDS = tuple(dict.fromkeys([r.kind for r in RULES + _PROSE_RULES] + secret_rules.rule_ids()))
-_PROSE_COMPILED = [
-    (r.kind, rx, r.check, rx.groupindex["s"])
-    for r, rx in ((r, secret_rules.compile_re2(r.pattern)) for r in _PROSE_RULES)
-]
+
+
+@cache
+def _prose_compiled() -> list[tuple[str, Any, Callable | None, int]]:
+    """The prose rules as ``(kind, RE2 regex, check, the group index of s)``, compiled
+    on first use (not at import: issue 26's process starts)."""
+    return [
+        (r.kind, rx, r.check, rx.groupindex["s"])
+        for r, rx in ((r, secret_rules.compile_re2(r.pattern)) for r in _PROSE_RULES)
+    ]
 
 
 def _prefilter(pattern: str) -> str:
@@ -809,13 +836,13 @@ def _spans(
     rules come first, then gitleaks' in table order."""
     found: list[tuple[int, int, int, str]] = []
     if rules is None or rules:
-        base, n_table = len(_COMPILED), len(secret_rules.ruleset().rules)
+        base, n_table = len(RULES), len(secret_rules.ruleset().rules)
         prose = rules is None or rules[-1] >= n_table
         found = [
             (s, -e, base, k)
             for s, e, k in secret_rules.find(
                 text,
-                extra=_PROSE_COMPILED if prose else (),
+                extra=_prose_compiled() if prose else (),
                 rules=None if rules is None else [i for i in rules if i < n_table],
             )
             if _keep_maintained(text, s, e, k)
@@ -823,17 +850,19 @@ def _spans(
     starts: list[int] | None = None
     kv_starts: list[int] = []
     matches: Iterator[re.Match[str]]
-    for order, (rule, rx, lits) in enumerate(_COMPILED):
+    for order, (rule, lits) in enumerate(_RULE_LITS):
         if rule.ci:
             if starts is None:
                 starts, kv_starts = _ci_starts(text, anchors)
             at = kv_starts if order in _KV_ORDERS else starts
             if not at:
                 continue
+            rx = _RX[order] or _rx(order)
             matches = (m for m in map(rx.match, (text,) * len(at), at) if m)
         elif not cs or (lits is not None and not any(a in text for a in lits)):
             continue
         else:
+            rx = _RX[order] or _rx(order)
             matches = rx.finditer(text)
         for m in matches:
             g: str | int | None = "q" if rx.groupindex.get("q") and m.group("q") is not None else None
@@ -844,7 +873,7 @@ def _spans(
                 continue
             found.append((m.start(g), -m.end(g), order, rule.kind))
     if wrapped:  # tokens cut by a line break (nufix18: F1)
-        found += [(s, -e, len(_COMPILED), k) for s, e, k in wrapped_tokens.spans(text)]
+        found += [(s, -e, len(RULES), k) for s, e, k in wrapped_tokens.spans(text)]
     found = [x for x in map(_escape_safe, [text] * len(found), found) if x is not None]
     found.sort()
     merged: list[tuple[int, int, str]] = []
@@ -1082,7 +1111,9 @@ def _gated(
             pass
         elif part["n"].sum() < _GATE_IN_PYTHON_BYTES:  # RE2 here: a Polars regex costs ~1.5 ms to compile
             rxs = (
-                [r[1] for r in _PROSE_COMPILED] if g == len(rs.rules) else [rs.rules[g].pre or rs.rules[g].rx]
+                [r[1] for r in _prose_compiled()]
+                if g == len(rs.rules)
+                else [rs.rules[g].pre or rs.rules[g].rx]
             )
             keep = []
             for i in idx.to_list():

@@ -97,11 +97,15 @@ def _compile(rules: list[tuple[str, str, str, int]]) -> list[tuple[str, re.Patte
     ]
 
 
-_FIXED = _compile(FIXED)
-_OPEN = _compile(OPEN)
-#: a fixed-length token's first part at the very end of a text (the rest in the next
-#: entry or line): ``(kind, regex)``, 4 to n-1 characters of its charset
-_TAIL = [(kind, re.compile(rf"{prefix}[{cls}]{{4,{n - 1}}}(?=\s*$)")) for kind, prefix, cls, n in FIXED]
+@cache
+def _rules() -> tuple[list, list, list[tuple[str, re.Pattern]]]:
+    """``(fixed, open, tail)``: ``FIXED``'s and ``OPEN``'s rules compiled (``_compile``),
+    and a fixed-length token's first part at the very end of a text (the rest in the
+    next entry or line): ``(kind, regex)``, 4 to n-1 characters of its charset.
+    Compiled on first use (``spans``, for a text holding one of ``LITERALS``), not at
+    import: ~3 ms of CPU in every process (issue 26's process starts)."""
+    tail = [(kind, re.compile(rf"{prefix}[{cls}]{{4,{n - 1}}}(?=\s*$)")) for kind, prefix, cls, n in FIXED]
+    return _compile(FIXED), _compile(OPEN), tail
 
 
 def _ends_token(text: str, at: int, part: re.Pattern) -> bool:
@@ -146,7 +150,7 @@ def _open_end(text: str, m: re.Match, part: re.Pattern, n: int) -> int | None:
 def spans(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, kind)`` of the tokens cut by a break in ``text`` (the prefix to
     the end of the last part, the breaks inside), and of a fixed-length token's first
-    part at the very end of ``text`` (``_TAIL``), in order. The rules are tried only
+    part at the very end of ``text`` (``_rules``' tail), in order. The rules are tried only
     where one of ``LITERALS`` occurs: one RE2 search of them first (0.03 s per 1.4 MB
     of the corpus's candidate texts, where 22 ``str.find`` took 0.10 s and Python's
     ``re`` searching for the alternation 0.25 s), then ``str.find`` of each."""
@@ -165,7 +169,8 @@ def spans(text: str) -> list[tuple[int, int, str]]:
     if not at:
         return []
     out = []
-    for rules, end_of in ((_FIXED, _fixed_end), (_OPEN, _open_end)):
+    fixed, open_, tails = _rules()
+    for rules, end_of in ((fixed, _fixed_end), (open_, _open_end)):
         for kind, rx, part, n in rules:
             for i in sorted(at):
                 m = rx.match(text, max(i, 0))
@@ -174,7 +179,7 @@ def spans(text: str) -> list[tuple[int, int, str]]:
                     out.append((m.start(), e, kind))
     tail = max(0, len(text.rstrip()) - 100)
     if any(i >= tail - 12 for i in at):
-        for kind, trx in _TAIL:
+        for kind, trx in tails:
             t = trx.search(text, tail)
             if t is not None and not any(a <= t.start() < b for a, b, _ in out):
                 out.append((t.start(), t.end(), kind))

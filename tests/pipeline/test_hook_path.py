@@ -186,3 +186,81 @@ def test_the_hook_path_stores_what_a_full_ingest_stores(tmp_path, monkeypatch):
     for secret in ("ghp_aB3dE5", "Tr0ub4dor", "sk-proj-Zx9Q"):
         assert secret not in stored
     assert "[REDACTED:" in stored
+
+
+def test_the_hook_path_leaves_importlib_metadata_unloaded(tmp_path):
+    """Polars' import loads ``importlib.metadata`` (with ``email``, ``socket`` …: ~8-15
+    ms of CPU) for a call the hook path never makes: a few new lines' ingest defers it
+    (``prestart.defer_metadata``), in a process of its own as the hook's worker and
+    ``ingest --path`` run, and still stores the lines."""
+    import subprocess
+    import sys
+
+    path, _ = _session(tmp_path, 10)
+    code = f"""
+import sys
+from pathlib import Path
+from ctxkeep.service.ingest import IngestRequest, ingest
+req = IngestRequest(paths=(Path({str(path)!r}),), prefect=False)
+s = ingest(Path({str(tmp_path / "store")!r}), req).summary
+print(s["entries_new"], "polars" in sys.modules, "email" in sys.modules)
+"""
+    env = {**os.environ, "HOME": str(tmp_path / "user")}
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["10", "True", "False"]
+
+
+def test_the_hooks_worker_imports_only_its_agents_source(tmp_path):
+    """The hooks' worker names its agent (``worker.ingest_file``): ``--path``'s
+    matching asks that agent's source only, and the ~40 other source modules are not
+    imported (~20 ms of CPU at load 35); the lines are stored."""
+    import subprocess
+    import sys
+
+    path, _ = _session(tmp_path, 10)
+    code = f"""
+import sys
+from pathlib import Path
+from ctxkeep.service.ingest import IngestRequest, ingest
+req = IngestRequest(agents=("claude-code",), paths=(Path({str(path)!r}),), prefect=False, catch_up_analytics=False)
+s = ingest(Path({str(tmp_path / "store")!r}), req).summary
+loaded = sorted(m for m in sys.modules if m.startswith("ctxkeep.sources.") and m.count(".") == 2)
+print(s["entries_new"], "ctxkeep.sources.claude_code" in loaded, "ctxkeep.sources.grok" in loaded, len(loaded) < 12)
+"""
+    env = {**os.environ, "HOME": str(tmp_path / "user")}
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["10", "True", "False", "True"], r.stdout
+
+
+def test_ingest_path_of_a_few_new_lines_ends_without_the_teardown(tmp_path):
+    """``ctxkeep ingest --path FILE`` of a few new lines ends with ``prestart.exit_now``
+    (its atexit handlers run and its output is flushed, then ``os._exit``: the
+    interpreter's teardown, ~0.01 CPU s, skipped); the same command with nothing new
+    exits as usual."""
+    import subprocess
+    import sys
+
+    path, rest = _session(tmp_path, 10)
+    code = f"""
+import atexit, os, sys
+real_exit = os._exit
+os._exit = lambda status: (os.write(2, b"os._exit\\n"), real_exit(status))
+atexit.register(lambda: sys.stderr.write("handler\\n"))
+sys.argv = ["ctxkeep", "ingest", "--home", {str(tmp_path / "store")!r}, "--path", {str(path)!r}, "--json"]
+from ctxkeep.__main__ import main
+main()
+"""
+    env = {**os.environ, "HOME": str(tmp_path / "user")}
+    for new, quick in ((10, True), (0, False)):
+        r = subprocess.run(
+            [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["entries_new"] == new
+        assert "handler" in r.stderr and ("os._exit" in r.stderr) == quick, (new, r.stderr)

@@ -125,7 +125,7 @@ def test_key_walk_is_the_loop_over_characters():
 def test_checks_decide_as_before():
     checked = Counter()
     for t in _texts(6000, 42) + _gitleaks():
-        for rule, rx, _ in R._COMPILED:
+        for rule, rx, _ in R._compiled():
             plain = {R._key_value_check: _key_value_check, R._high_entropy: _high_entropy}.get(rule.check)
             if plain is None:
                 continue
@@ -142,7 +142,7 @@ def test_checks_decide_as_before():
                     checked[plain.__name__, got] += 1
     for v in VALUES:  # the values alone, after a generic key and after a password key
         for t in (f"api_key={v}", f"password: {v}", f"signature={v}"):
-            for rule, rx, _ in R._COMPILED:
+            for rule, rx, _ in R._compiled():
                 m = rx.match(t)
                 if m and rule.check in (R._key_value_check, R._high_entropy):
                     v2 = m.group("s") or m.group("q") if "s" in rx.groupindex else m.group(0)
