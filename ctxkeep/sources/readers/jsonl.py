@@ -492,9 +492,13 @@ def _line_id(raw: bytes) -> dict:
 
 def _same_line(raw: bytes, held: dict) -> bool:
     """Whether ``raw`` (a line's bytes without its ``\\n``) is the judged line ``held``
-    (``state["_unended"]``), also with a ``\\r`` the agent ended it with."""
-    if raw.endswith(b"\r") and len(raw) == held.get("len", -1) + 1:
-        raw = raw[:-1]
+    (``state["_unended"]``), also with blanks (spaces, tabs, a ``\\r``) the agent wrote
+    after it: JSON ignores them (RFC 8259 section 2), so the line holds the same records
+    and its entries, keyed by the judged line's hash, stand (left20: a judged record
+    whose line grew by blanks only was counted, and could be stored, twice)."""
+    n = held.get("len", -1)
+    if 0 <= n < len(raw) and not raw[n:].strip(b" \t\r"):
+        raw = raw[:n]
     return len(raw) == held.get("len") and hashlib.sha256(raw).hexdigest() == held.get("sha256")
 
 
