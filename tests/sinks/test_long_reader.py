@@ -72,3 +72,19 @@ def test_the_kept_descriptors_are_bounded(tmp_path):
         assert store_safety.header_problem(db) is None
     grown = len(os.listdir("/proc/self/fd")) - before
     assert 0 < grown <= store_safety.KEPT_FDS
+
+
+def test_the_descriptor_of_a_replaced_store_is_closed(tmp_path):
+    """A store replaced by a rename (reparse's swap) frees its disk space: the
+    descriptor kept of the old file is closed when the path names another."""
+    db = tmp_path / "store.db"
+    for name in ("store.db", "new.db"):
+        sqlite3.connect(tmp_path / name).execute("CREATE TABLE t(x)").connection.close()
+    assert store_safety.header_problem(db) is None
+    old = os.stat(db).st_ino
+    before = len(os.listdir("/proc/self/fd"))
+    os.replace(tmp_path / "new.db", db)
+    assert store_safety.header_problem(db) is None
+    assert len(os.listdir("/proc/self/fd")) == before
+    held = {os.fstat(fd).st_ino for fd in store_safety._probe_fds.values()}
+    assert old not in held and os.stat(db).st_ino in held

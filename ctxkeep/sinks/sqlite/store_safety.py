@@ -77,6 +77,8 @@ _probe_fds: dict[tuple[int, int], int] = {}
 #: how many such descriptors a process keeps (a process uses one or two stores; the
 #: suite's one process creates thousands)
 KEPT_FDS = 16
+#: the (st_dev, st_ino) each path had when ``kept_fd`` last kept it
+_kept_paths: dict[str, tuple[int, int]] = {}
 
 
 def kept_fd(path: Path, flags: int = os.O_RDONLY) -> int:
@@ -88,10 +90,16 @@ def kept_fd(path: Path, flags: int = os.O_RDONLY) -> int:
     live connection of this one, which then reads the new WAL through the old index:
     "database disk image is malformed" in that process alone until all its connections
     close (newuser19 F15, the long-running app; ``tests/sinks/test_long_reader.py``).
-    Keyed by the file's (st_dev, st_ino): a file replaced by a rename gets a new one.
-    The least recently used beyond ``KEPT_FDS`` is closed. Raises OSError (the open)."""
+    Keyed by the file's (st_dev, st_ino): a file replaced by a rename gets a new one,
+    and the old file's is closed then (its disk space freed: a reparse's old store; the
+    connections still on it see a file no other process opens by name). The least
+    recently used beyond ``KEPT_FDS`` is closed. Raises OSError (the open)."""
     st = os.stat(path)
     key = (st.st_dev, st.st_ino)
+    was = _kept_paths.get(str(path))
+    if was is not None and was != key and was in _probe_fds:
+        os.close(_probe_fds.pop(was))
+    _kept_paths[str(path)] = key
     fd = _probe_fds.pop(key, None)
     if fd is None:
         fd = os.open(path, flags)
@@ -105,6 +113,9 @@ def kept_fd(path: Path, flags: int = os.O_RDONLY) -> int:
     while len(_probe_fds) > KEPT_FDS:
         old = next(iter(_probe_fds))
         os.close(_probe_fds.pop(old))
+    if len(_kept_paths) > 4 * KEPT_FDS:  # the paths of closed descriptors
+        for p in [p for p, k in _kept_paths.items() if k not in _probe_fds]:
+            del _kept_paths[p]
     return fd
 
 
