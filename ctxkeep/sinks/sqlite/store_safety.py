@@ -51,6 +51,7 @@ import os
 import sqlite3
 import struct
 import sys
+import threading
 from pathlib import Path
 
 from ctxkeep.errors import StoreError
@@ -77,6 +78,8 @@ _probe_fds: dict[tuple[int, int], int] = {}
 #: how many such descriptors a process keeps (a process uses one or two stores; the
 #: suite's one process creates thousands)
 KEPT_FDS = 16
+#: held while a descriptor of ``kept_fd`` is used: another thread's ``kept_fd`` may close one
+KEPT_LOCK = threading.RLock()
 #: the (st_dev, st_ino) each path had when ``kept_fd`` last kept it
 _kept_paths: dict[str, tuple[int, int]] = {}
 
@@ -157,7 +160,8 @@ def header_problem(path: Path) -> str | None:
     (unless the header's page count fits in the file or a WAL holds the frames: a
     write cut short by a full disk, not damage). Reads 100 bytes."""
     size = path.stat().st_size
-    head = os.pread(kept_fd(path), 100, 0)  # never a close() under a connection: ``kept_fd``
+    with KEPT_LOCK:  # never a close() under a connection: ``kept_fd``
+        head = os.pread(kept_fd(path), 100, 0)
     if len(head) < 100:
         return f"{size} bytes: shorter than an SQLite header"
     if head[:16] != SQLITE_MAGIC:
@@ -369,25 +373,27 @@ def live(home: Path) -> bool:
         return False
     if _OFD_SETLK is None:
         return True
-    try:
-        fd = kept_fd(shm, os.O_RDWR)  # kept open: a close would drop SQLite's locks on it
-    except OSError:
-        return True  # cannot tell: leave the WAL to SQLite
-    # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
-    lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0)
-    try:
-        fcntl.fcntl(fd, _OFD_SETLK, lock)
-    except OSError:
-        return True
-    fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
-    return False
+    with KEPT_LOCK:  # (the descriptor stays open while it is used)
+        try:
+            fd = kept_fd(shm, os.O_RDWR)  # kept open: a close would drop SQLite's locks on it
+        except OSError:
+            return True  # cannot tell: leave the WAL to SQLite
+        # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
+        lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0)
+        try:
+            fcntl.fcntl(fd, _OFD_SETLK, lock)
+        except OSError:
+            return True
+        fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
+        return False
 
 
 def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
     """Whether ``wal`` belongs to ``db``: ``("own" | "foreign" | "stale" | "empty", why)``; see the
     module doc for the rules. Reads the WAL's frame headers (24 bytes per frame) and
     the page-1 images' 100-byte headers, and the database's first 100 bytes."""
-    dbhead = os.pread(kept_fd(db), 100, 0)  # never a close() under a connection: ``kept_fd``
+    with KEPT_LOCK:  # never a close() under a connection: ``kept_fd``
+        dbhead = os.pread(kept_fd(db), 100, 0)
     db_ps = struct.unpack(">H", dbhead[16:18])[0] if len(dbhead) >= 18 else 0
     db_ps = 65536 if db_ps == 1 else db_ps
     db_ident = (dbhead[68:72], dbhead[60:64]) if len(dbhead) >= 72 else (b"", b"")
