@@ -322,10 +322,8 @@ def _judge_tails(conn, latest: list[manifest.Generation], tombs: dict, held: dic
             st = os.stat(g.path)
             if (st.st_dev, st.st_ino, st.st_size) != (wm.dev, wm.ino, wm.size):
                 continue  # changed since the vault met it: the next ingest's
-            with open(g.path, "rb") as f:
-                f.seek(wm.offset)
-                if any(b"\n" in part for part in iter(lambda f=f: f.read(1 << 20), b"")):
-                    continue  # complete lines the vault lacks: the next ingest's
+            if _ends_a_line_past(Path(g.path), wm.offset):
+                continue  # complete lines the vault lacks: the next ingest's
         except OSError:
             continue
         todo.append(
@@ -333,6 +331,16 @@ def _judge_tails(conn, latest: list[manifest.Generation], tombs: dict, held: dic
         )
     if todo:
         ingest_files(conn, todo, tombs, writer=False)
+
+
+def _ends_a_line_past(path: Path, offset: int) -> bool:
+    """Whether ``path`` holds a ``\\n`` at or after ``offset`` (read in 1 MiB pieces)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        while part := f.read(1 << 20):
+            if b"\n" in part:
+                return True
+    return False
 
 
 def _starts_with(whole: Path, head: Path) -> bool:
