@@ -58,3 +58,14 @@ def test_reparse_keeps_a_judged_torn_line_quarantined_once(tmp_path):
     conn = sqlite3.connect(store / "store.db")
     assert conn.execute("SELECT offset, action FROM quarantine WHERE path = ?", (str(path),)).fetchall() == q
     conn.close()
+
+
+def test_a_rebuild_from_the_vault_keeps_them(tmp_path):
+    """``doctor --repair`` and ``restore BACKUP`` rebuild through ``from_vault``."""
+    from ctxkeep.maintenance.reparse import from_vault
+
+    store, ctx, path = _setup(tmp_path, line(rec(2))[:-1])
+    before = _entries(store, path)
+    assert len(before) == 2
+    from_vault(store)
+    assert _entries(store, path) == before
