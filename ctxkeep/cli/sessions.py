@@ -23,6 +23,7 @@ from ctxkeep.cli import (
     note,
     out,
     safe_text,
+    wrap_cells,
 )
 from ctxkeep.cli.options import agent_option, since_option, store_agents, until_option
 from ctxkeep.errors import CtxkeepError, UsageError
@@ -338,41 +339,67 @@ def resume(
 
 
 def fold_markdown(md: str, width: int) -> str:
-    """``md`` (a resume snapshot) with each line wider than ``width`` folded between
-    words: a quote's lines after the first start ``> ``, a list item's and any other
-    line's ``  ``; a code span that fits a line is kept whole (a command to copy), a
-    word wider than the line is cut; lines inside a ``` fence are cut as they are.
-    Every line fits ``width`` (at least 20)."""
+    """``md`` (a resume snapshot) with each line wider than ``width`` terminal cells
+    folded between words: a quote's lines after the first start ``> ``, a list item's
+    and any other line's ``  ``; a code span that fits a line is kept whole (a command
+    to copy), a word wider than the line is cut; lines inside a ``` fence are cut as
+    they are. Widths are cells (Rich's ``cell_len``: a CJK character takes two;
+    ``cli.wrap_cells``). Every line fits ``width`` (at least 20)."""
     import re
     import textwrap
+
+    from rich.cells import cell_len
 
     width = max(width, 20)
     lines, fenced = [], False
     for line in md.split("\n"):
         if line.startswith("```"):
             fenced = not fenced
-        if len(line) <= width or line.startswith("```"):
+        if cell_len(line) <= width or line.startswith("```"):
             lines.append(line)
             continue
         if fenced:
-            lines.extend(line[i : i + width] for i in range(0, len(line), width))
+            lines.extend(_cut_cells(line, width))
             continue
         lead, rest = ("> ", line[2:]) if line.startswith("> ") else ("", line)
         more = "> " if lead else "  "
         room = width - len(more)
 
-        # a code span one piece (its blanks held) where it fits a line
+        # a code span one piece (its blanks held: U+E000, one cell, no blank) where it fits
         def hold(m: re.Match[str], room: int = room) -> str:
-            return m[0].replace(" ", "\0") if len(m[0]) <= room else m[0]
+            return m[0].replace(" ", HELD_BLANK) if cell_len(m[0]) <= room else m[0]
 
         rest = re.sub(r"`[^`]+`", hold, rest)
-        wrapped = textwrap.wrap(
-            rest,
-            width=width,
-            initial_indent=lead,
-            subsequent_indent=more,
-            break_long_words=True,
-            break_on_hyphens=False,
-        )
-        lines.extend(x.replace("\0", " ") for x in wrapped)
+        if cell_len(rest) == len(rest):
+            wrapped = textwrap.wrap(
+                rest,
+                width=width,
+                initial_indent=lead,
+                subsequent_indent=more,
+                break_long_words=True,
+                break_on_hyphens=False,
+            )
+        else:  # wide characters: by cells (every line given the room of a folded one)
+            parts = wrap_cells(rest, room)
+            wrapped = [(lead if i == 0 else more) + x for i, x in enumerate(parts)]
+        lines.extend(x.replace(HELD_BLANK, " ") for x in wrapped)
     return "\n".join(lines)
+
+
+#: ``fold_markdown``'s stand-in for a blank inside a code span kept whole (a private-use
+#: character: one cell, not a blank to ``textwrap`` or ``str.split``)
+HELD_BLANK = "\ue000"
+
+
+def _cut_cells(line: str, width: int) -> list[str]:
+    """``line`` cut between characters into pieces of at most ``width`` cells."""
+    from rich.cells import cell_len
+
+    out, cur, w = [], "", 0
+    for ch in line:
+        cw = cell_len(ch)
+        if cur and w + cw > width:
+            out.append(cur)
+            cur, w = "", 0
+        cur, w = cur + ch, w + cw
+    return [*out, cur] if cur else out

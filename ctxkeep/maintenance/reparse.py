@@ -295,6 +295,54 @@ def _fix_watermarks(conn, latest: list[manifest.Generation]) -> None:
         )
 
 
+def _judge_tails(conn, latest: list[manifest.Generation], tombs: dict, held: dict) -> None:
+    """Judge again, in the rebuilt store ``conn``, the unended last lines of the vaulted
+    append files (``sources.readers.jsonl``: a last line without ``\\n`` taken as final
+    after the idle time; the vault keeps a file's bytes up to its last ``\\n`` only).
+    Read from the agent's file itself, and only where it is still what the vault met
+    (device, inode, size: the rebuilt watermark's facts) and holds nothing past the
+    watermark but that one line: whatever else it holds is the next ingest's, which
+    captures it in the vault. Without this a ``reparse`` (and ``doctor --repair`` and
+    ``restore``, which rebuild through it) dropped the line's entries until the next
+    ingest judged it again (left19's leftover; ``tests/maintenance/test_unended_rebuild.py``)."""
+    from ctxkeep.sinks.sqlite import lookup
+
+    files = [
+        g
+        for g in latest
+        if g.mode != "document" and not g.meta.get("vault_tree") and not g.meta.get("vault_rows")
+    ]
+    wms = lookup.load_watermarks(conn, [g.path for g in files]) if files else {}
+    todo: list[tuple[SourceFile, Watermark | None]] = []
+    for g in files:
+        wm = wms.get(g.path)
+        if wm is None or wm.offset >= wm.size or jsonl_reader.UNENDED_KEY in wm.state:
+            continue
+        try:
+            st = os.stat(g.path)
+            if (st.st_dev, st.st_ino, st.st_size) != (wm.dev, wm.ino, wm.size):
+                continue  # changed since the vault met it: the next ingest's
+            if _ends_a_line_past(Path(g.path), wm.offset):
+                continue  # complete lines the vault lacks: the next ingest's
+        except OSError:
+            continue
+        todo.append(
+            (as_stored(SourceFile(g.agent, Path(g.path), "append", dict(g.meta)), held.get(g.path)), wm)
+        )
+    if todo:
+        ingest_files(conn, todo, tombs, writer=False)
+
+
+def _ends_a_line_past(path: Path, offset: int) -> bool:
+    """Whether ``path`` holds a ``\\n`` at or after ``offset`` (read in 1 MiB pieces)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        while part := f.read(1 << 20):
+            if b"\n" in part:
+                return True
+    return False
+
+
 def _starts_with(whole: Path, head: Path) -> bool:
     """Whether the bytes of the file ``whole`` begin with all the bytes of ``head``."""
     n = head.stat().st_size
@@ -627,6 +675,11 @@ def reparse(
                             )
                         if idmap:
                             _keep_aliases(new, idmap)
+                    # unended last lines an ingest judged final: the vault's generation
+                    # ends at their start; judged again now from the agent's file
+                    say("judging unended last lines")
+                    with vault.suspended():
+                        _judge_tails(new, list(latest.values()), tombs, held)
                 old = sqlite_store.connect(home, readonly=True)
                 try:
                     d = diff(old, new, chosen) if chosen else {"entries": [], "usage": {}}

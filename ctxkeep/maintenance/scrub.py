@@ -381,6 +381,7 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
     from ctxkeep.sinks import vault
     from ctxkeep.sources import SOURCES
     from ctxkeep.sources.contract import Batch, Watermark
+    from ctxkeep.sources.readers.jsonl import with_tail
 
     path = str(file.path)
     old_wm = sqlite_store.load_watermarks(conn).get(path)
@@ -396,7 +397,8 @@ def _after_rewrite(conn, file, new: bytes, new_st, moves: list[tuple[str, int]])
         head_len=hl,
         head_hash=hashlib.sha256(new[:hl]).hexdigest(),
         parser_version=SOURCES[file.agent].PARSER_VERSION,
-        state=dict(old_wm.state) if old_wm else {},
+        # the bytes before the offset are the new file's (``start_offset``'s check)
+        state=with_tail(dict(old_wm.state) if old_wm else {}, new),
     )
     from ctxkeep.maintenance.compress.run import vault_capture
 

@@ -137,6 +137,17 @@ def grain(first: dt.date | None, last: dt.date | None) -> tuple[str, str]:
 _SHARED: dict[tuple[str, str], tuple[tuple, object]] = {}
 
 
+def _file_id(home: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of ``<home>/store.db``; None when it is gone."""
+    from ctxkeep.sinks.files import STORE_DB
+
+    try:
+        st = os.stat(Path(home) / STORE_DB)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def store_signature(home: Path) -> tuple:
     """Size and mtime of the store's system of record (``store.db`` and its WAL: every
     ingest, purge or retention writes them; DuckDB is derived from them) and of
@@ -171,7 +182,8 @@ class Store:
         from ctxkeep.service import analytics
 
         self.window = analytics.window(timezone, since, until)
-        self.home, duck, self.lite = analytics.open_store(store, wait=1.0)
+        self.home, duck, lite = analytics.open_store(store, wait=1.0)
+        self._lite, self._lite_file = lite, _file_id(self.home)
         try:
             self.agents = self.cached("agents", lambda: analytics.agents_of(duck))
         finally:
@@ -179,6 +191,24 @@ class Store:
         self.params = self.window.params()
         self.colour = agent_scale(self.agents)
         self._analytics = analytics
+
+    @property
+    def lite(self):
+        """The read-only sqlite3 connection to ``store.db`` (``open_store``'s), opened
+        again when the path names another file than the one it holds (a reparse,
+        reindex or restore put a new store in place by a rename: the old connection
+        would show the replaced store until the app restarted; left20)."""
+        import sqlite3
+
+        from ctxkeep.sinks.files import STORE_DB
+
+        now = _file_id(self.home)
+        if now is not None and now != self._lite_file:
+            old = self._lite
+            self._lite = sqlite3.connect(f"file:{Path(self.home) / STORE_DB}?mode=ro", uri=True)
+            self._lite_file = now
+            old.close()
+        return self._lite
 
     @property
     def tz(self) -> str:

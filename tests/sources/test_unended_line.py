@@ -248,3 +248,29 @@ def test_a_file_that_is_one_torn_line_is_no_unreadable_file(tmp_path):
     home, path = _home(tmp_path, line(rec(1))[:50])
     s = pipeline.run_ingest(tmp_path / "store", ctx=DiscoveryContext(home=home, env={}))
     assert (s.quarantined, s.lines_unended, s.unended, s.files_unreadable) == (1, 1, [str(path)], 0)
+
+
+def test_a_judged_whole_record_that_grows_by_blanks_only_is_stored_once(tmp_path):
+    """A judged unended line that later grows by trailing blanks only (spaces, tabs, a
+    ``\\r``) is the same record: JSON ignores them; its entries (ids from the line's
+    hash) are not stored again under a new hash (left19's leftover)."""
+    first, last = line(rec(1)), line(rec(2))[:-1]
+    home, path = _home(tmp_path, first + last)
+    store, ctx = tmp_path / "store", DiscoveryContext(home=home, env={})
+    pipeline.run_ingest(store, ctx=ctx)  # CTXKEEP_IDLE_SECONDS=0 (conftest): judged
+    before = _entries(store, path)
+    assert [o for o, _ in before] == [0, len(first)]
+    with open(path, "ab") as f:
+        f.write(b" \t ")
+    s1 = pipeline.run_ingest(store, ctx=ctx)
+    assert (s1.entries_new, s1.quarantined) == (0, 0)
+    assert _entries(store, path) == before
+    assert _records(store, path) == 2
+    nxt = line(rec(3))
+    with open(path, "ab") as f:
+        f.write(b"  \n" + nxt)
+    s2 = pipeline.run_ingest(store, ctx=ctx)
+    assert (s2.entries_new, s2.quarantined) == (1, 0)
+    assert _entries(store, path)[:2] == before
+    assert len(_entries(store, path)) == 3
+    assert _records(store, path) == 3

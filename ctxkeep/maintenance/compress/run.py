@@ -56,6 +56,7 @@ from ctxkeep.sinks import vault
 from ctxkeep.sinks.files import STORE_DB
 from ctxkeep.sources import SOURCES, discover_all, files_for_paths
 from ctxkeep.sources.contract import Batch, DiscoveryContext, SourceFile, Watermark
+from ctxkeep.sources.readers.jsonl import with_tail
 from ctxkeep.timeutil import format_epoch
 from ctxkeep.transforms.tokens import estimate_tokens
 
@@ -817,7 +818,8 @@ def _compress_file(
             head_len=hl,
             head_hash=hashlib.sha256(new_data[:hl]).hexdigest(),
             parser_version=SOURCES[file.agent].PARSER_VERSION,
-            state=dict(old_wm.state) if old_wm else {},
+            # the bytes before the offset are the new file's (``start_offset``'s check)
+            state=with_tail(dict(old_wm.state) if old_wm else {}, new_data),
         )
         marker_entries = [e for i in marker_idx for e in new_per_line[i]]
         from ctxkeep.pipeline.transform import transform_batch

@@ -51,6 +51,7 @@ import os
 import sqlite3
 import struct
 import sys
+import threading
 from pathlib import Path
 
 from ctxkeep.errors import StoreError
@@ -71,7 +72,54 @@ WAL_MAGICS = (0x377F0682, 0x377F0683)
 APPLICATION_ID = 0x6374786B
 _DMS_OFFSET = 128
 _OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", 37 if sys.platform.startswith("linux") else None)
+#: descriptors of the store's files this process read (``kept_fd``), by (st_dev, st_ino),
+#: oldest first; never closed while among the last ``KEPT_FDS``
 _probe_fds: dict[tuple[int, int], int] = {}
+#: how many such descriptors a process keeps (a process uses one or two stores; the
+#: suite's one process creates thousands)
+KEPT_FDS = 16
+#: held while a descriptor of ``kept_fd`` is used: another thread's ``kept_fd`` may close one
+KEPT_LOCK = threading.RLock()
+#: the (st_dev, st_ino) each path had when ``kept_fd`` last kept it
+_kept_paths: dict[str, tuple[int, int]] = {}
+
+
+def kept_fd(path: Path, flags: int = os.O_RDONLY) -> int:
+    """A descriptor of ``path`` that this process keeps open: ctxkeep's own reads of
+    ``store.db`` and its ``-shm`` must never ``close()`` one, since a close drops every
+    POSIX lock the process holds on the file, those of its SQLite connections included
+    (sqlite.org/howtocorrupt.html 2.2). Dropped locks let another process that closes
+    its last connection take the EXCLUSIVE lock and delete ``-wal`` and ``-shm`` under a
+    live connection of this one, which then reads the new WAL through the old index:
+    "database disk image is malformed" in that process alone until all its connections
+    close (newuser19 F15, the long-running app; ``tests/sinks/test_long_reader.py``).
+    Keyed by the file's (st_dev, st_ino): a file replaced by a rename gets a new one,
+    and the old file's is closed then (its disk space freed: a reparse's old store; the
+    connections still on it see a file no other process opens by name). The least
+    recently used beyond ``KEPT_FDS`` is closed. Raises OSError (the open)."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    was = _kept_paths.get(str(path))
+    if was is not None and was != key and was in _probe_fds:
+        os.close(_probe_fds.pop(was))
+    _kept_paths[str(path)] = key
+    fd = _probe_fds.pop(key, None)
+    if fd is None:
+        fd = os.open(path, flags)
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != key:  # replaced between the stat and the open
+            key = (now.st_dev, now.st_ino)
+            if key in _probe_fds:
+                os.close(fd)
+                fd = _probe_fds.pop(key)
+    _probe_fds[key] = fd  # the most recent last
+    while len(_probe_fds) > KEPT_FDS:
+        old = next(iter(_probe_fds))
+        os.close(_probe_fds.pop(old))
+    if len(_kept_paths) > 4 * KEPT_FDS:  # the paths of closed descriptors
+        for p in [p for p, k in _kept_paths.items() if k not in _probe_fds]:
+            del _kept_paths[p]
+    return fd
 
 
 class StoreDamaged(StoreError):
@@ -112,8 +160,8 @@ def header_problem(path: Path) -> str | None:
     (unless the header's page count fits in the file or a WAL holds the frames: a
     write cut short by a full disk, not damage). Reads 100 bytes."""
     size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(100)
+    with KEPT_LOCK:  # never a close() under a connection: ``kept_fd``
+        head = os.pread(kept_fd(path), 100, 0)
     if len(head) < 100:
         return f"{size} bytes: shorter than an SQLite header"
     if head[:16] != SQLITE_MAGIC:
@@ -321,36 +369,31 @@ def live(home: Path) -> bool:
     ``-shm`` file. Where OFD locks are not available (not Linux), True whenever a
     ``-shm`` exists (no check then: SQLite alone handles the WAL)."""
     shm = Path(home) / (STORE_DB + "-shm")
-    try:
-        st = shm.stat()
-    except FileNotFoundError:
+    if not shm.exists():
         return False
     if _OFD_SETLK is None:
         return True
-    key = (st.st_dev, st.st_ino)
-    fd = _probe_fds.get(key)
-    if fd is None:
+    with KEPT_LOCK:  # (the descriptor stays open while it is used)
         try:
-            fd = os.open(shm, os.O_RDWR)
+            fd = kept_fd(shm, os.O_RDWR)  # kept open: a close would drop SQLite's locks on it
         except OSError:
             return True  # cannot tell: leave the WAL to SQLite
-        _probe_fds[key] = fd
-    # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
-    lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0)
-    try:
-        fcntl.fcntl(fd, _OFD_SETLK, lock)
-    except OSError:
-        return True
-    fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
-    return False
+        # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux x86-64/aarch64 layout)
+        lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0)
+        try:
+            fcntl.fcntl(fd, _OFD_SETLK, lock)
+        except OSError:
+            return True
+        fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_UNLCK, os.SEEK_SET, _DMS_OFFSET, 1, 0))
+        return False
 
 
 def wal_verdict(db: Path, wal: Path) -> tuple[str, str]:
     """Whether ``wal`` belongs to ``db``: ``("own" | "foreign" | "stale" | "empty", why)``; see the
     module doc for the rules. Reads the WAL's frame headers (24 bytes per frame) and
     the page-1 images' 100-byte headers, and the database's first 100 bytes."""
-    with open(db, "rb") as f:
-        dbhead = f.read(100)
+    with KEPT_LOCK:  # never a close() under a connection: ``kept_fd``
+        dbhead = os.pread(kept_fd(db), 100, 0)
     db_ps = struct.unpack(">H", dbhead[16:18])[0] if len(dbhead) >= 18 else 0
     db_ps = 65536 if db_ps == 1 else db_ps
     db_ident = (dbhead[68:72], dbhead[60:64]) if len(dbhead) >= 72 else (b"", b"")

@@ -120,20 +120,54 @@ def start_offset(
         return 0, {}, "shrank"
     if wm.head_len and head_hash(path, wm.head_len) != wm.head_hash:
         return 0, {}, "head changed"
-    if wm.offset and _byte_at(path, wm.offset - 1) != b"\n":
-        # a watermark ends a line: a file rewritten in place (same inode, same head,
-        # longer: a restored or re-synced copy) puts other bytes there, and reading on
-        # would tear a record in two, quarantined as bad JSON (newuser19 F16)
-        return 0, {}, "rewritten"
+    if wm.offset:
+        # a file rewritten in place (same inode, same head, longer: a restored or
+        # re-synced copy) puts other bytes before the watermark: reading on would tear
+        # a record in two, quarantined as bad JSON (newuser19 F16), or, where the old
+        # offset lands on a line boundary of the other content, skip its lines (left20).
+        # The bytes before it are those hashed in ``state["_tail"]``; a watermark
+        # written before that key (session 19 and older) must at least end a line
+        held = wm.state.get(TAIL_KEY)
+        if held is None:
+            if _bytes_before(path, wm.offset, 1) != b"\n":
+                return 0, {}, "rewritten"
+        elif tail_hash(_bytes_before(path, wm.offset, TAIL_BYTES)) != held:
+            return 0, {}, "rewritten"
     return wm.offset, dict(wm.state), "append"
 
 
-def _byte_at(path: Path, offset: int) -> bytes:
-    """The byte of ``path`` (``VIEW`` applies) at ``offset``; b"" past its end or when
-    it cannot be read (the read that follows says why)."""
+#: the watermark state's key of the hash of the bytes just before its offset (``tail_hash``)
+TAIL_KEY = "_tail"
+#: how many bytes before a watermark's offset ``state["_tail"]`` hashes (at most)
+TAIL_BYTES = 256
+
+
+def tail_hash(before: bytes) -> str:
+    """``state["_tail"]``: the SHA-256 (first 16 hex digits) of the at most
+    ``TAIL_BYTES`` bytes before a watermark's offset (its last line's end, ``\\n``
+    included): a file rewritten in place with other content is told from one appended
+    to even where the old offset lands on a line boundary of the new content."""
+    return hashlib.sha256(before).hexdigest()[:16]
+
+
+def with_tail(state: dict, data: bytes) -> dict:
+    """``state`` with ``state["_tail"]`` of a watermark at the end of ``data`` (the
+    file's bytes up to the offset, or at least its last ``TAIL_BYTES``): for the
+    watermarks written outside the reader (compress, scrub). ``state`` is modified."""
+    if data:
+        state[TAIL_KEY] = tail_hash(data[-TAIL_BYTES:])
+    else:
+        state.pop(TAIL_KEY, None)
+    return state
+
+
+def _bytes_before(path: Path, offset: int, n: int) -> bytes:
+    """The at most ``n`` bytes of ``path`` (``VIEW`` applies) before ``offset``; fewer
+    past its end, b"" when it cannot be read (the read that follows says why)."""
+    n = min(n, offset)
     try:
         with open(VIEW.get(str(path), path), "rb") as f:
-            return os.pread(f.fileno(), 1, offset)
+            return os.pread(f.fileno(), n, offset - n)
     except OSError:
         return b""
 
@@ -492,9 +526,13 @@ def _line_id(raw: bytes) -> dict:
 
 def _same_line(raw: bytes, held: dict) -> bool:
     """Whether ``raw`` (a line's bytes without its ``\\n``) is the judged line ``held``
-    (``state["_unended"]``), also with a ``\\r`` the agent ended it with."""
-    if raw.endswith(b"\r") and len(raw) == held.get("len", -1) + 1:
-        raw = raw[:-1]
+    (``state["_unended"]``), also with blanks (spaces, tabs, a ``\\r``) the agent wrote
+    after it: JSON ignores them (RFC 8259 section 2), so the line holds the same records
+    and its entries, keyed by the judged line's hash, stand (left20: a judged record
+    whose line grew by blanks only was counted, and could be stored, twice)."""
+    n = held.get("len", -1)
+    if 0 <= n < len(raw) and not raw[n:].strip(b" \t\r"):
+        raw = raw[:n]
     return len(raw) == held.get("len") and hashlib.sha256(raw).hexdigest() == held.get("sha256")
 
 
@@ -732,6 +770,11 @@ def _watermark(
 ) -> Watermark:
     head_len = min(HEAD_BYTES, pos)
     hh = hashlib.sha256(os.pread(fd, head_len, 0)).hexdigest() if head_len else ""
+    if pos:  # the bytes before the offset, for ``start_offset``'s rewrite check
+        n = min(TAIL_BYTES, pos)
+        state[TAIL_KEY] = tail_hash(os.pread(fd, n, pos - n))
+    else:
+        state.pop(TAIL_KEY, None)
     return Watermark(
         path=str(file.path),
         agent=file.agent,

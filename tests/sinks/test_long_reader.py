@@ -1,0 +1,90 @@
+"""A long-running process that holds a connection to the store (the app's
+``nbkit.Store.lite``) keeps reading it right while other processes write and close it
+(newuser19 F15: the app called a sound store "damaged" for minutes; a restart cured it).
+
+The trigger: ctxkeep read ``store.db``'s header with ``open()``/``close()`` at every
+connect, and a ``close()`` drops every POSIX lock the process holds on the file, the
+held connection's SHARED lock included (sqlite.org/howtocorrupt.html 2.2). The next
+process to close its last connection then took the EXCLUSIVE lock, thought itself the
+last user, and deleted ``-wal`` and ``-shm``; the long-running process kept SQLite's
+per-inode state (the old ``-shm`` mapped) for every new connection to the same inode,
+and read the new WAL through the old index: "database disk image is malformed"."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+
+from ctxkeep.service.store import reading
+from ctxkeep.sinks import sqlite as sqlite_store
+from ctxkeep.sinks.sqlite import connection, store_safety
+
+WRITE = """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("CREATE TABLE IF NOT EXISTS probe(x, y)")
+c.execute("BEGIN")
+for i in range(int(sys.argv[2])):
+    c.execute("INSERT INTO probe VALUES(?, randomblob(300))", (i,))
+c.execute("COMMIT")
+c.close()
+"""
+
+
+def _other_process_writes(db, n: int) -> None:
+    subprocess.run([sys.executable, "-c", WRITE, str(db), str(n)], check=True)
+
+
+def test_a_held_connection_survives_other_processes_closing_the_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(connection, "REOPEN_SECONDS", 0)
+    sqlite_store.connect(tmp_path).close()
+    db = tmp_path / "store.db"
+    _other_process_writes(db, 100)
+    held = sqlite_store.connect(tmp_path, readonly=True)  # the app's Store.lite
+    try:
+        assert held.execute("SELECT count(*) FROM probe").fetchone() == (100,)
+        with reading(tmp_path) as conn:  # any page of the app: a connect, a header check
+            assert conn.execute("SELECT count(*) FROM probe").fetchone() == (100,)
+        shm = os.stat(f"{db}-shm").st_ino
+        for n in (1000, 1000, 3000):
+            _other_process_writes(db, n)
+        # the other processes left the WAL index this process maps in place
+        assert os.stat(f"{db}-shm").st_ino == shm
+        with reading(tmp_path) as conn:
+            assert conn.execute("SELECT count(*) FROM probe").fetchone() == (5100,)
+            assert conn.execute("PRAGMA quick_check").fetchone() == ("ok",)
+    finally:
+        held.close()
+
+
+def test_the_kept_descriptors_are_bounded(tmp_path):
+    """The header check keeps a descriptor per store file it read (``kept_fd``), the
+    last ``KEPT_FDS`` only: a process that opens many stores (the suite) runs out of
+    none."""
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(store_safety.KEPT_FDS + 8):
+        home = tmp_path / str(i)
+        home.mkdir()
+        db = home / "store.db"
+        sqlite3.connect(db).execute("CREATE TABLE t(x)").connection.close()
+        assert store_safety.header_problem(db) is None
+    grown = len(os.listdir("/proc/self/fd")) - before
+    assert 0 < grown <= store_safety.KEPT_FDS
+
+
+def test_the_descriptor_of_a_replaced_store_is_closed(tmp_path):
+    """A store replaced by a rename (reparse's swap) frees its disk space: the
+    descriptor kept of the old file is closed when the path names another."""
+    db = tmp_path / "store.db"
+    for name in ("store.db", "new.db"):
+        sqlite3.connect(tmp_path / name).execute("CREATE TABLE t(x)").connection.close()
+    assert store_safety.header_problem(db) is None
+    old = os.stat(db).st_ino
+    before = len(os.listdir("/proc/self/fd"))
+    os.replace(tmp_path / "new.db", db)
+    assert store_safety.header_problem(db) is None
+    assert len(os.listdir("/proc/self/fd")) == before
+    held = {os.fstat(fd).st_ino for fd in store_safety._probe_fds.values()}
+    assert old not in held and os.stat(db).st_ino in held
