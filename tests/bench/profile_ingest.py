@@ -27,6 +27,9 @@ which ``thread_time`` does not see: it shows in the process's "pools and the res
     uv run python tests/bench/profile_ingest.py --tree /tmp/tree200 --vault on \\
         --record /tmp/me-rekey     # also the readers' redaction inputs, for
                                    # bench_redact_raw.py --replay /tmp/me-rekey
+    uv run python tests/bench/profile_ingest.py --tree /tmp/tree2000 --vault on --sql
+        # also load_batch's CPU per SQL statement (by table), the first third of the
+        # groups against the last: which step's cost grows with the store
 """
 
 from __future__ import annotations
@@ -339,6 +342,77 @@ def _stage_rows() -> list:
 # ---------------------------------------------------------------- the ingest process
 
 
+#: set (by ``--sql``): charge each SQL statement of ``load_batch`` per group
+_SQL_ENV = "CTXKEEP_PROFILE_SQL"
+#: per ``load_batch`` call: {statement head: CPU s}
+_sql_groups: list[dict[str, float]] = []
+
+
+class _TimedConn:
+    """A connection whose ``execute``/``executemany`` are charged (the calling
+    thread's CPU) to the statement's first words, in the current group's dict."""
+
+    def __init__(self, conn, into: dict[str, float]) -> None:
+        self._conn, self._into = conn, into
+
+    def _key(self, sql: str) -> str:
+        """The statement's words up to its table (the word after INTO/FROM/UPDATE)."""
+        words = sql.split()
+        for i, w in enumerate(words[:8]):
+            if w.upper() in ("INTO", "FROM", "UPDATE") and i + 1 < len(words):
+                return " ".join(words[: i + 2]).split("(")[0][:48]
+        return " ".join(words[:4])[:48]
+
+    def execute(self, sql, *a):
+        t0 = time.thread_time()
+        try:
+            return self._conn.execute(sql, *a)
+        finally:
+            k = self._key(sql)
+            self._into[k] = self._into.get(k, 0.0) + time.thread_time() - t0
+
+    def executemany(self, sql, rows):
+        t0 = time.thread_time()
+        try:
+            return self._conn.executemany(sql, rows)
+        finally:
+            k = self._key(sql)
+            self._into[k] = self._into.get(k, 0.0) + time.thread_time() - t0
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def _sql_proxy(sqlite_store) -> None:
+    real = sqlite_store.load_batch
+
+    def timed(conn, *a, **k):
+        d: dict[str, float] = {}
+        _sql_groups.append(d)
+        t0 = time.thread_time()
+        try:
+            return real(_TimedConn(conn, d), *a, **k)
+        finally:
+            d["(load_batch total)"] = time.thread_time() - t0
+
+    sqlite_store.load_batch = timed
+
+
+def _print_sql() -> None:
+    """Per statement: CPU s summed over the first and the last third of the groups."""
+    n = len(_sql_groups)
+    if not n:
+        return
+    third = max(n // 3, 1)
+    first, last = _sql_groups[:third], _sql_groups[-third:]
+    keys = sorted({k for g in _sql_groups for k in g}, key=lambda k: -sum(g.get(k, 0) for g in _sql_groups))
+    print(f"load_batch SQL by statement, {n} groups: first {third} vs last {third} groups (CPU s)")
+    for k in keys:
+        a, b = sum(g.get(k, 0) for g in first), sum(g.get(k, 0) for g in last)
+        tot = sum(g.get(k, 0) for g in _sql_groups)
+        print(f"  {k:<50} all {tot:7.2f}  first {a:6.2f}  last {b:6.2f}  x{b / a if a else 0:5.2f}")
+
+
 def _instrument_ingest() -> None:
     from ctxkeep.pipeline import engine, reader_process, transform, writer
     from ctxkeep.sinks import duckdb as duckdb_store
@@ -353,6 +427,8 @@ def _instrument_ingest() -> None:
     _wrap(engine, "unique_entries", "unique_entries")
     _wrap(sqlite_store, "with_index_terms", "with_index_terms (symbols, vocabulary)")
     _wrap(capture.Capturer, "prepare", "vault capture (packs)")
+    if os.environ.get(_SQL_ENV):
+        _sql_proxy(sqlite_store)
     _wrap(sqlite_store, "load_batch", "load_batch (SQLite, one transaction a group)")
     _wrap(load, "_insert_chunks", "  _insert_chunks (chunks, FTS5 words/grams/symbols, vocab)")
     _wrap(load.fx, "facets_by_content", "  facets_by_content")
@@ -449,6 +525,7 @@ def profile(tree: Path, vault_on: bool, readers: int | None = None, groups: bool
         _timeline(events, t_start, t_start + wall)
         if groups:
             _groups(t_start, t_start + wall)
+        _print_sql()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -550,7 +627,14 @@ def main() -> None:
         help="pickle the readers' redaction inputs into this folder (bench_redact_raw.py --replay)",
     )
     ap.add_argument("--groups", action="store_true", help="print the run's end group by group")
+    ap.add_argument(
+        "--sql",
+        action="store_true",
+        help="charge load_batch's SQL per statement: first vs last third of the groups",
+    )
     a = ap.parse_args()
+    if a.sql:
+        os.environ[_SQL_ENV] = "1"
     if a.record:
         a.record.mkdir(parents=True, exist_ok=True)
         os.environ[_RECORD_ENV] = str(a.record.resolve())
