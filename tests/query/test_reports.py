@@ -209,6 +209,58 @@ def test_blocks_max_limit_is_largest_finished_block(store_home):
     assert len(active) == 1 and active[0].limit_status["limit"] == 5000
 
 
+def _block_rows(blocks):
+    import dataclasses
+
+    return [dataclasses.asdict(b) for b in blocks]  # every field: times, sums, rate, projection, limit
+
+
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Kolkata", "America/Los_Angeles"])
+def test_blocks_since_a_day_read_from_the_last_restart_equal_a_full_read(store_home, tz, monkeypatch):
+    """newuser20 F9: a status line asked for blocks of the last days and read every
+    usage row ever (twice). With ``since``, rows are read from the last gap of more than
+    5 h at or before that day's local midnight: the blocks equal a full read's, filtered,
+    for every day and provider, including blocks that run across midnight, gap blocks,
+    providers interleaved and half-hour zones."""
+    import random
+
+    rnd = random.Random(20)
+    t = dt.datetime(2026, 3, 1, 0, 7, tzinfo=UTC)
+    rows = []
+    for k in range(900):  # ~12 days: bursts, short pauses, some gaps over 5 h
+        t += dt.timedelta(minutes=rnd.choice([3, 10, 45, 90, 200, 290, 310, 420, 700]))
+        agent, model = rnd.choice(
+            [("claude-code", "claude-sonnet-4"), ("codex", "gpt-5"), ("gemini-cli", None)]
+        )
+        rows.append((str(k), agent, "s", t, model, rnd.randint(1, 900), 7, None, rnd.random()))
+    _write(store_home, rows)
+    con, _ = R.open_store(store_home)
+    now = t + dt.timedelta(hours=1)
+    read: list[str] = []
+    real = R._restart_before
+
+    def spy(*a, **k):
+        got = real(*a, **k)
+        read.append(got)
+        return got
+
+    try:
+        for since in [dt.date(2026, 3, d) for d in range(1, 15)]:
+            for provider in (None, "anthropic"):
+                f = R.Filters(tz, since, None)
+                monkeypatch.setattr(R, "_restart_before", lambda *a, **k: None)  # the full read
+                full = R.blocks_report(con, f, now=now, provider=provider, token_limit="max").rows
+                monkeypatch.setattr(R, "_restart_before", spy)
+                cut = R.blocks_report(con, f, now=now, provider=provider, token_limit="max").rows
+                assert _block_rows(cut) == _block_rows(full), (since, provider)
+        status = R.statusline_figures(con, tz, None, now=now)
+    finally:
+        con.close()
+    # the read was cut (a restart found) for every day after the first
+    assert sum(x is not None for x in read) >= 24
+    assert status["block"] is not None
+
+
 def test_bad_input_raises_one_line_errors(store_home, tmp_path):
     with pytest.raises(UsageError, match="unknown time zone 'Mars/Olympus'"):
         R.check_timezone("Mars/Olympus")
