@@ -15,7 +15,7 @@ on the best ``FILTER_DEPTH`` matches of the window, and when too few pass, on th
 ``FILTER_SCAN`` newest matches (the ``FILTER_RANK`` newest that pass are ranked). A
 very common term's older matches can therefore be missed; add words or filters to
 reach them. That check (~10 µs a chunk on a 450 MB store, ~3.5 µs at 10 GB: most of it
-reading the chunk's content id) runs in growing batches that stop once enough pass, and
+reading the chunk's content id, from the index ``chunks_id_content`` since schema v16) runs in growing batches that stop once enough pass, and
 its answers are shared by the lists of one search and kept for the next searches of a
 long-lived connection (``kept_passed``), with the chunks' content ids. A term
 with many whole-word matches gets no prefix query (``common_terms``). Each candidate
@@ -377,7 +377,9 @@ def passing(
     matches of ``"x"`` since a date: 14-17 ms CPU of 18-21, the same whether the store
     is mapped or not, with no page fault: each chunk is a random leaf of the 6.7 GB
     table; 5,000 consecutive ones take 2.4 ms), while their 4,999 contents are checked
-    in 3.6-4.1 ms: so a long-lived process keeps the ids (``kept_passed``)."""
+    in 3.6-4.1 ms: so a long-lived process keeps the ids (``kept_passed``). Since schema
+    v16 the ids are read from ``chunks_id_content`` (``_chunk_ids``): 5,000 random chunks
+    30 -> 12 ms CPU."""
     if content_of is None:
         return {r[0] for r in _by_chunk_ids(conn, lambda x: passing_sql(chunk_ids, where, x))}
     known: dict[int, int] = {}
