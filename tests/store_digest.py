@@ -39,3 +39,23 @@ def store_digest(home: Path) -> dict:
     finally:
         conn.close()
     return out
+
+
+def chunk_index_exact(home: Path) -> int:
+    """Assert that ``home``'s ``chunks_id_content`` (schema v16) holds exactly the
+    ``(chunk_id, content_id)`` of every ``chunk_rows`` row (read through the index and
+    from the table) and that SQLite finds the store's indexes whole; returns the
+    number of chunks."""
+    conn = sqlite3.connect(f"file:{home / 'store.db'}?mode=ro", uri=True)
+    try:
+        by_index = conn.execute(
+            "SELECT chunk_id, content_id FROM chunk_rows INDEXED BY chunks_id_content ORDER BY chunk_id"
+        ).fetchall()
+        by_table = conn.execute(
+            "SELECT chunk_id, content_id FROM chunk_rows NOT INDEXED ORDER BY chunk_id"
+        ).fetchall()
+        assert by_index == by_table
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    return len(by_table)

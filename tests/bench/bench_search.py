@@ -531,6 +531,12 @@ def main(argv: list[str] | None = None) -> None:
         "as users run it) or always",
     )
     ap.add_argument(
+        "--over",
+        type=float,
+        default=0.0,
+        help="list the queries above this many critical-path CPU ms, per side and round (0: none)",
+    )
+    ap.add_argument(
         "--process-rounds", type=int, default=3, help="passes over the 4 whole-process queries per side"
     )
     a = ap.parse_args(argv)
@@ -563,6 +569,9 @@ def main(argv: list[str] | None = None) -> None:
     ahead = {s.name: 0 for s in sides}
     path: dict[str, list[float]] = {s.name: [] for s in sides}  # critical-path CPU ms
     crit: dict[str, dict[tuple[str, str], float]] = {s.name: {} for s in sides}  # per query, worst round
+    over: dict[str, list[list[tuple[float, str, dict]]]] = {
+        s.name: [[] for _ in range(a.rounds)] for s in sides
+    }
     for rnd in range(a.rounds):
         for i, (q, f) in enumerate(qs):
             order = sides if (i + rnd) % 2 == 0 else sides[::-1]  # alternate who goes first
@@ -576,6 +585,8 @@ def main(argv: list[str] | None = None) -> None:
                     path[s.name].append(r.get("path_ms", r["cpu_ms"]))
                 key = (q, json.dumps(f))
                 crit[s.name][key] = max(crit[s.name].get(key, 0.0), r.get("path_ms", r["cpu_ms"]))
+                if a.over and r.get("path_ms", r["cpu_ms"]) > a.over:
+                    over[s.name][rnd].append((r.get("path_ms", r["cpu_ms"]), q, f))
                 per_kind[s.name].setdefault(kind_of(q, f), []).append(cell)
                 if kind_of(q, f) != "misspelled":
                     per_kind[s.name].setdefault("all", []).append(cell)
@@ -648,6 +659,16 @@ def main(argv: list[str] | None = None) -> None:
                 f"{ms:.0f} {q!r} {f}" for (q, f), ms in sorted(worst.items(), key=lambda x: -x[1])[:6]
             )
         )
+    if a.over:
+        print(f"\nqueries above {a.over:g} ms critical-path CPU, per side and round (most first)")
+        for name in names:
+            for rnd, xs in enumerate(over[name], 1):
+                print(
+                    f"  {name} round {rnd}: {len(xs)}: "
+                    + "; ".join(
+                        f"{ms:.0f} {q!r} {json.dumps(f)}" for ms, q, f in sorted(xs, key=lambda x: -x[0])
+                    )
+                )
     _same_hits(names, digests)
     _profile_slowest(sides, crit, a.slowest)
     if not a.no_relevance:

@@ -21,15 +21,17 @@ from ctxkeep.sinks.sqlite import ddl
 from tests.sinks.v9_store import as_v9
 
 PHASES = [
-    "step 1/6: v10 project dirs and load stamps as ids, chunk titles as spans",
+    "step 1/7: v10 project dirs and load stamps as ids, chunk titles as spans",
     "copying entries",
     "indexing entries",
     "copying chunks",
-    "step 2/6: v11 the vault manifest",
-    "step 3/6: v12 the coverage ledger",
-    "step 4/6: v13 the vault's media",
-    "step 5/6: v14 Claude Code usage keyed by message id",
-    "step 6/6: v15 the rows documents' running state",
+    "step 2/7: v11 the vault manifest",
+    "step 3/7: v12 the coverage ledger",
+    "step 4/7: v13 the vault's media",
+    "step 5/7: v14 Claude Code usage keyed by message id",
+    "step 6/7: v15 the rows documents' running state",
+    "step 7/7: v16 the chunks' content ids by chunk id",
+    "indexing the chunks' content ids",
     "committing the upgrade",
     "compacting the store (VACUUM)",
 ]
@@ -64,7 +66,7 @@ def test_an_upgrade_prints_its_phases_in_order_then_its_time(corpus_store, tmp_p
     assert lines == PHASES
     assert re.search(r"^store upgraded in \d+ s$", r.stderr, re.M)
     conn = sqlite_store.connect(home, readonly=True)
-    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 15
+    assert sqlite_store.schema_version(conn) == ddl.SCHEMA_VERSION == 16
     conn.close()
     again = _ingest(home, tmp_path, monkeypatch)  # current: nothing to show
     assert again.exit_code == 0 and "upgrad" not in again.stderr

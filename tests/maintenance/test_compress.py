@@ -30,6 +30,7 @@ from ctxkeep.query.search import Filters, search
 from ctxkeep.sinks import duckdb as duckdb_store
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext, SourceFile
+from tests.store_digest import chunk_index_exact
 
 KEEP = 10
 CONFIG = f"[compress]\nmax_lines = 50\nmax_size_kb = 100\nkeep_messages = {KEEP}\nactive_minutes = 0\n"
@@ -211,6 +212,7 @@ def test_nothing_doubles_and_kept_entries_point_at_the_new_file(compressed):
     assert s.entries_new == 0 and s.files_read >= 10
     assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == n_before + markers
     conn.close()
+    assert chunk_index_exact(store) > 0  # (v16) the chunk id -> content id index as its table
 
 
 def test_claude_usage_unchanged(compressed, corpus_store):

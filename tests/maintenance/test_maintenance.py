@@ -19,6 +19,7 @@ from ctxkeep.maintenance.retention import old_backups, run_retention
 from ctxkeep.sinks import parquet as archive
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import DiscoveryContext
+from tests.store_digest import chunk_index_exact
 
 SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"
 CODEX_BIG = "c61729d4-da6d-46a4-9a29-ec2c614e5e23"
@@ -85,6 +86,7 @@ def test_retention_archives_old_consumed_and_archived_entries(store, ctx):
 
     rep = run_retention(store, ctx=ctx, archive_after_days=7)
     assert rep["archived"]["entries"] == 71
+    assert chunk_index_exact(store) > 0  # (v16) the chunk id -> content id index as its table
     assert scalar(store, "SELECT count(*) FROM entries") == total - 71
     assert scalar(store, "SELECT count(*) FROM entries WHERE status <> 'active'") == 0
     files = sorted((store / "archive").rglob("*.parquet"))
@@ -195,6 +197,7 @@ def test_reindex_rebuilds_fts_and_duckdb(store):
 
     rep = run_reindex(store)
     assert rep["chunks"] == n_chunks and rep["grams_rows"] == n_grams
+    assert chunk_index_exact(store) == n_chunks
     assert fts_entries(store, "timeline filtering") == before
     assert grams_rows(store) == grams_before
     assert fts_entries(store, '"user input"', "fts_grams") == camel

@@ -23,6 +23,7 @@ from ctxkeep.pipeline.engine import run_ingest
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sinks.lock import hold
 from ctxkeep.sources.contract import DiscoveryContext
+from tests.store_digest import chunk_index_exact
 
 SID = "0d3a8e6f-290f-4105-a327-a2496e5e2a83"  # claude-code-log sample, 69 entries
 SID_FILE = ".claude/projects/-Users-dain-workspace-claude-code-log-sample/" + SID + ".jsonl"
@@ -167,6 +168,7 @@ def test_session_purge_removes_rows_fts_usage_and_duckdb(store):
     assert d.execute("SELECT count(*) FROM usage WHERE session_id=?", [SID]).fetchone()[0] == 0
     assert d.execute("SELECT count(*) FROM entries").fetchone()[0] == before_entries - 69
     d.close()
+    assert chunk_index_exact(store) > 0  # (v16) the chunk id -> content id index as its table
 
 
 def test_shared_contents_stay(store):

@@ -23,6 +23,7 @@ from ctxkeep.sinks.vault.capture import Capturer, record
 from ctxkeep.sinks.vault.packs import pack_names
 from ctxkeep.sources.contract import DiscoveryContext, RawCapture
 from tests.conftest import corpus, ingest, q
+from tests.store_digest import chunk_index_exact
 
 GEMINI_DOC = ".gemini/tmp/3f1c0a6c9e5b4d2f8a7e6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e/chats/session-2025-12-03T08-28-fc2fd534.json"
 
@@ -92,6 +93,7 @@ def test_every_corpus_file_agent_restores_byte_identical_after_its_files_are_del
     # changed), but for the lines redaction changed in files whose ids hash the line (Codex)
     again = ingest(home_copy, store)
     assert set(again.per_agent) <= {v["agent"] for v in held.values() if v["redactions"]}
+    assert chunk_index_exact(store) > 0  # (v16) the chunk id -> content id index as its table
 
 
 def test_restore_never_overwrites_without_force_and_writes_under_to(home_copy, tmp_path):
@@ -237,6 +239,7 @@ def test_a_store_from_before_the_vault_fills_it_on_the_next_ingest(home_copy, tm
 
     reparse(store)
     assert q(store, "SELECT count(*), sum(token_estimate) FROM entries") == entries
+    assert chunk_index_exact(store) > 0  # (v16) the chunk id -> content id index as its table
     assert (
         q(store, "SELECT sum(input_tokens), sum(output_tokens), sum(cache_read_tokens) FROM usage") == usage
     )

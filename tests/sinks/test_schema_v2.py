@@ -104,6 +104,7 @@ def test_migrations_are_named_and_ordered():
         (13, "the vault's media"),
         (14, "Claude Code usage keyed by message id"),
         (15, "the rows documents' running state"),
+        (16, "the chunks' content ids by chunk id"),
     ]
     assert migrations.MIGRATIONS[-1].version == sqlite_store.SCHEMA_VERSION
 

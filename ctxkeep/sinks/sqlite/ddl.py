@@ -37,9 +37,10 @@ from ctxkeep.schema import CACHE_SPLIT_COLUMNS, STORED_COLUMNS, USAGE_COLUMNS
 #: a file, kept in the vault with the generation compress wrote; v14: Claude Code's usage
 #: keys of lines without ``requestId`` (``migrations._claude_usage_keys``); v15:
 #: ``vault_generations.rows_state``, the running state of a database session's rows
-#: document (``sinks.vault.rows_capture``).
+#: document (``sinks.vault.rows_capture``); v16: ``chunks_id_content``, the chunks'
+#: content ids by chunk id (``INDEXES``).
 #: Steps: ``migrations.MIGRATIONS``.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 TITLE_WEIGHT = 4.0  # BM25 weight of fts_words.title relative to text
 
 _ENTRY_DDL_TYPES = {
@@ -346,11 +347,21 @@ UUID_KEYED_WHERE = (
     "AND coalesce(json_extract(state, '$.ids'), 'uuid') = 'uuid'"
 )
 
+#: the index of (chunk id, content id) (v16): SQLite's planner prefers the table's
+#: rowid, so its readers name it (``INDEXED BY``)
+CHUNK_ID_INDEX = "chunks_id_content"
+
 INDEXES: dict[str, str] = {
     "entries_session": "CREATE INDEX IF NOT EXISTS entries_session ON entry_rows(session_id)",
     "entries_content": "CREATE INDEX IF NOT EXISTS entries_content ON entry_rows(content_id, ts)",
     "entries_source": "CREATE INDEX IF NOT EXISTS entries_source ON entry_rows(file_id, source_offset)",
     "chunks_content": "CREATE INDEX IF NOT EXISTS chunks_content ON chunk_rows(content_id, seq)",
+    # (v16) a chunk's content id without a seek into its 6.7 GB table at 10 GB, where each
+    # chunk is a random leaf (search's filter check, ``retrieve.passing``): 5,000 random
+    # chunks 30 -> 12 ms CPU; 24 MB for 2.0 M chunks. SQLite keeps it on every insert and
+    # delete, so no delete path (purge, retention, reparse, reindex, compress, restore)
+    # has anything to do for it.
+    "chunks_id_content": f"CREATE INDEX IF NOT EXISTS {CHUNK_ID_INDEX} ON chunk_rows(chunk_id, content_id)",
     "usage_ts": "CREATE INDEX IF NOT EXISTS usage_ts ON usage(ts)",
     "status_log_entry": "CREATE INDEX IF NOT EXISTS status_log_entry ON status_log(entry_id, changed_at)",
     "watermarks_uuid_keyed": f"CREATE INDEX IF NOT EXISTS watermarks_uuid_keyed ON watermarks(agent) WHERE {UUID_KEYED_WHERE}",

@@ -328,6 +328,16 @@ def _rows_state(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE vault_generations ADD COLUMN rows_state TEXT")
 
 
+def _chunk_id_index(conn: sqlite3.Connection) -> None:
+    """v16: ``chunks_id_content`` (``ddl.INDEXES``), the chunks' content ids by chunk
+    id, built from ``chunk_rows`` (10 GB store, 2.0 M chunks: 4.4 CPU s, 18 s wall on a
+    busy host, 24 MB); no row changes."""
+    from ctxkeep.sinks.sqlite import ddl
+
+    phase("indexing the chunks' content ids")
+    conn.execute(ddl.INDEXES["chunks_id_content"])
+
+
 MIGRATIONS: list[Migration] = [
     Migration(2, "chunk titles", _chunk_titles),
     Migration(3, "chunk facets", _chunk_facets),
@@ -349,6 +359,7 @@ MIGRATIONS: list[Migration] = [
     Migration(13, "the vault's media", _vault_media, rebuilds_fts=False),
     Migration(14, "Claude Code usage keyed by message id", _claude_usage_keys, rebuilds_fts=False),
     Migration(15, "the rows documents' running state", _rows_state, rebuilds_fts=False),
+    Migration(16, "the chunks' content ids by chunk id", _chunk_id_index, rebuilds_fts=False),
 ]
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration"
 
