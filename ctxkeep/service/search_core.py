@@ -157,11 +157,19 @@ def run(
     per_query = None if budget is None else max(1, budget // len(qs))
     with reading(home, mmap=True) as conn:
         results = [ask(conn, q, filters=f, limit=limit, budget_tokens=per_query, raw=raw) for q in qs]
-    if any(not r.hits for r in results):
+    # few hits or none (a page the budget did not cut, not full) or a "did you mean": is
+    # an ingest filling the store? The lock probe only here, so a full page pays nothing.
+    # "no matches" during a first ingest said nothing (newuser15 F15); once some rows were
+    # in, a few hits said nothing either, and "did you mean" corrected the right word
+    # "directory" to "directly", rarer in the part stored so far (newuser19 F18): the
+    # note then, and no suggestion (the vocabulary is incomplete until the ingest ends)
+    if any(len(r.hits) + r.omitted < limit or r.suggestions for r in results):
         from ctxkeep.sinks.lock import held_by_another
 
-        if held_by_another(home):  # "no matches" during a first ingest said nothing (newuser15 F15)
-            notes.append("an ingest is running: what it has not stored yet is not searchable")
+        if held_by_another(home):
+            notes.append("an ingest is running; results may be incomplete")
+            for r in results:
+                r.suggestions = []
     return SearchOutcome(results, notes, budget)
 
 
