@@ -211,6 +211,7 @@ def _print_exports(rep: dict) -> None:
 def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
     """``purge --policy``: what the ``[purge]`` rules would remove now, then (unless
     ``--dry-run``) purge it after the same confirmation as other purges."""
+    config_warnings(h)  # a typo in [purge] named before "no [purge] rules" (newuser20 F6)
     from ctxkeep.service import purge as ask
 
     with failing():
