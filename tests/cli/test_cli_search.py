@@ -290,3 +290,27 @@ def test_few_hits_while_an_ingest_runs_say_so_and_suggest_nothing(home, monkeypa
     monkeypatch.setattr(lock_mod, "held_by_another", lambda h: probes.append(h) or True)
     out = search_core.run(Path(home), ["error"], {}, 3, None, False, ())
     assert len(out.results[0].hits) == 3 and probes == [] and out.notes == []
+
+
+def test_hits_holding_some_terms_after_full_hits_are_named(home):
+    """newuser20 F2: `search no such file --kind tool_result` gave 3 hits holding every
+    word, then 7 holding some ("No files found", "File created successfully …") with no
+    note (the note came only when no hit held them all). The note names where the
+    partial hits start, in the text and in --json (the MCP tool's note too)."""
+    q = ["search", "no such file", "--agent", "claude-code", "--kind", "tool_result", "--home", home]
+    js = json.loads(runner.invoke(app, [*q, "--json"]).stdout)
+    full = ("phrase", "words", "grams_all", "symbols", "exact", "subs")
+    holds = [any(m in h["matched"] for m in full) for h in js["hits"]]
+    k = holds.index(False)
+    assert k > 0 and not any(holds[k:]), holds  # full hits first, then the partial ones
+    want = f"hits {k + 1}-{len(holds)} hold only some of the terms"
+    assert want in (js["note"] or ""), js["note"]
+    r = runner.invoke(app, q)
+    assert want in " ".join(r.stderr.split()), r.stderr
+    # every hit holding every term: no such note
+    js = json.loads(
+        runner.invoke(
+            app, ["search", "No such file or directory", "--limit", "3", "--home", home, "--json"]
+        ).stdout
+    )
+    assert "only some of the terms" not in (js["note"] or "")
