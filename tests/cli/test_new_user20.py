@@ -27,3 +27,18 @@ def test_a_purge_table_typo_is_named_by_purge_policy_and_doctor(store):
     found = [f for f in json.loads(d.stdout)["findings"] if f["check"] == "config"]
     assert [(f["status"], want in f["detail"]) for f in found] == [("warning", True)], found
     assert found[0]["file"] == str(home / "config.toml")
+
+
+def test_every_command_with_a_progress_bar_takes_no_progress(corpus_store, tmp_path):
+    """newuser20 F11: `export html DEST --no-progress` (as a script passes it to ingest)
+    was refused as an unknown option. The exports draw a bar too: they take it."""
+    store = str(corpus_store[0])
+    for i, fmt in enumerate(("html", "markdown")):
+        dest = tmp_path / f"site{i}"
+        r = runner.invoke(app, ["export", fmt, str(dest), "--no-progress", "--home", store])
+        assert r.exit_code == 0, r.output
+        assert "wrote " in r.stdout and (dest / f"index.{'html' if fmt == 'html' else 'md'}").is_file()
+    r = runner.invoke(
+        app, ["export", "parquet", str(tmp_path / "lake"), "--dry-run", "--no-progress", "--home", store]
+    )
+    assert r.exit_code == 0, r.output
