@@ -307,6 +307,10 @@ def serve(
             )
         # interactive commands of this home find the server here (prefect_env.run_as_flow)
         write_serve_file(home, api)
+        # each run's subprocess prints its line when it ends (``serve_lines``: serve
+        # was silent after its start line, runs or not: newuser19 F8); a team worker
+        # (``run``: ``ProcessWorker``, in this process) passes os.environ on as well
+        os.environ[serve_lines.ENV] = "1"
         if run is not None:
             run(api)
             return
@@ -315,14 +319,12 @@ def serve(
             on_ready(api)
         from prefect import serve as prefect_serve
 
-        # each run's subprocess prints its line when it ends (``serve_lines``: serve
-        # was silent after its start line, runs or not: newuser19 F8)
-        os.environ[serve_lines.ENV] = "1"
         prefect_serve(*deps, limit=limit, print_starting_message=False)
     except KeyboardInterrupt:
         pass
     finally:
         remove_serve_file(home)
+        os.environ.pop(serve_lines.ENV, None)  # (a test calling serve in-process goes on)
         for sig, handler in prev.items():
             signal.signal(sig, handler)
         if proc is not None:
