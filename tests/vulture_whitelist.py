@@ -145,3 +145,5 @@ collapse_padding
 padding
 caption_justify
 caption_style
+# service.maintenance.ServeDeployment: a --json key of `serve --dry-run` (read by scripts)
+every_seconds

@@ -712,6 +712,6 @@ def stats(home: Path | None = HomeOpt, as_json: bool = JsonOpt):
     say_folded(
         "files: "
         + ", ".join(f"{k} {_size(v)}" for k, v in res["files"].items())
-        + f"; last ingest {res['last_ingest'] or 'never'}"
+        + f"; last new data {res['last_ingest'] or 'never'}"  # (no-op ingests record no run: newuser19 F10)
     )
     say_folded(redactions_line(res["redactions"]))

@@ -70,7 +70,7 @@ def outputs() -> dict[str, type]:
     from ctxkeep.service.doctor import BackupResult, DoctorResult, RestoreResult
     from ctxkeep.service.export import ExportParquetResult
     from ctxkeep.service.fetch import FetchResult
-    from ctxkeep.service.maintenance import BackfillResult, ReindexResult, RetentionResult
+    from ctxkeep.service.maintenance import BackfillResult, ReindexResult, RetentionResult, ServePlan
     from ctxkeep.service.purge import PurgeResult
     from ctxkeep.service.quarantine import QuarantineList, QuarantineShow
     from ctxkeep.service.redact import RedactTextResult, RescanResult
@@ -98,6 +98,7 @@ def outputs() -> dict[str, type]:
         "retention": RetentionResult,
         "reindex": ReindexResult,
         "backfill": BackfillResult,
+        "serve --dry-run": ServePlan,
         "compress": CompressResult,
         "compress --check": CompressCheck,
         "compress --restore": CompressRestore,

@@ -18,6 +18,10 @@ export_app = typer.Typer(
 app.add_typer(export_app, name="export")
 
 
+#: as ingest's and compress's (newuser20 F11: scripts passing it to export were refused)
+ProgressOpt = typer.Option(True, "--progress/--no-progress", help="Show a progress bar.")
+
+
 @export_app.command("parquet")
 def parquet(
     dest: str = typer.Argument(
@@ -34,6 +38,7 @@ def parquet(
         False, "--with-text", help="Also export texts (entries, session titles; redacted as stored)."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would be written or removed."),
+    progress: bool = ProgressOpt,
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
 ):
@@ -43,7 +48,7 @@ def parquet(
     with failing():
         req = ExportParquetRequest.parse(dest=dest, tables=tables, with_text=with_text, dry_run=dry_run)
         h = _home(home)
-        if as_json or not err.get().is_terminal:  # no bar (and no blank line) when piped
+        if as_json or not progress or not err.get().is_terminal:  # no bar (and no blank line) when piped
             from ctxkeep.service.export import export_parquet
 
             rep = export_parquet(h, req).as_json()
@@ -91,7 +96,14 @@ def _with_progress(h: Path, req) -> dict:
 
 
 def _transcripts(
-    fmt: str, dest: Path, sessions: list[str], timezone: str | None, home, as_json: bool, force: bool = False
+    fmt: str,
+    dest: Path,
+    sessions: list[str],
+    timezone: str | None,
+    home,
+    as_json: bool,
+    force: bool = False,
+    progress: bool = True,
 ) -> None:
     """``export markdown|html``: the static site of ``render.site`` with a progress bar."""
     from ctxkeep.render import site
@@ -104,7 +116,7 @@ def _transcripts(
     h = _home(home)
     req = site.ExportRequest(home=h, dest=dest, fmt=fmt, sessions=sessions or None, tz=tz, force=force)
     try:
-        if as_json or not err.get().is_terminal:
+        if as_json or not progress or not err.get().is_terminal:
             rep = site.export(req)
         else:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -158,9 +170,10 @@ def export_html(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
     force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
+    progress: bool = ProgressOpt,
 ):
     """Write transcripts as self-contained HTML pages (Markdown rendered, code highlighted, tool calls folded; no remote URL)."""
-    _transcripts("html", dest, session, timezone, home, as_json, force)
+    _transcripts("html", dest, session, timezone, home, as_json, force, progress)
 
 
 @export_app.command("markdown")
@@ -171,6 +184,7 @@ def export_markdown(
     home: Path | None = HomeOpt,
     as_json: bool = JsonOpt,
     force: bool = typer.Option(False, "--force", help=_FORCE_HELP),
+    progress: bool = ProgressOpt,
 ):
     """Write transcripts as Markdown files (tool calls and thinking folded in <details>)."""
-    _transcripts("markdown", dest, session, timezone, home, as_json, force)
+    _transcripts("markdown", dest, session, timezone, home, as_json, force, progress)

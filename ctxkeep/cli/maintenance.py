@@ -211,6 +211,7 @@ def _print_exports(rep: dict) -> None:
 def _purge_policy(h: Path, dry_run: bool, yes: bool, as_json: bool) -> None:
     """``purge --policy``: what the ``[purge]`` rules would remove now, then (unless
     ``--dry-run``) purge it after the same confirmation as other purges."""
+    config_warnings(h)  # a typo in [purge] named before "no [purge] rules" (newuser20 F6)
     from ctxkeep.service import purge as ask
 
     with failing():
@@ -563,11 +564,18 @@ def serve(
         "--deploy-only",
         help="With --work-pool: register the deployments and exit (run `prefect worker`).",
     ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="List each deployment, its schedule and its next run times; start nothing (no Prefect).",
+    ),
     home: Path | None = HomeOpt,
+    as_json: bool = JsonOpt,
 ):
     """Run the schedules (ingest, compress, retention, backup; the purge policies of config.toml) with a Prefect server on loopback.
 
     Uses PREFECT_API_URL when set; otherwise starts `prefect server start` and stops it on exit.
+    Prints one line per run as it ends (flow, start, seconds, outcome).
     """
     from ctxkeep.service.maintenance import ServeRequest
     from ctxkeep.service.maintenance import serve as ask
@@ -584,7 +592,27 @@ def serve(
             lake=lake,
             export_minutes=export_minutes,
             deploy_only=deploy_only,
+            dry_run=dry_run,
         )
+    if as_json and not dry_run:
+        _fail(
+            UsageError("--json goes with --dry-run", where="serve", hint="add --dry-run, or drop --json"), 2
+        )
+    if dry_run:  # without Prefect: the schedules as serve would register them (newuser19 F8)
+        from ctxkeep.service.maintenance import serve_plan
+
+        with failing():
+            plan = serve_plan(_home(home), req)
+        if as_json:
+            _print_json(plan.as_json())
+            return
+        started = " (started by serve)" if plan.starts_server else ""
+        say_folded(f"ctxkeep serve would run for store {plan.home}, Prefect API {plan.api}{started}:")
+        for d in plan.deployments:
+            runs = ", ".join(t[:16].replace("T", " ") for t in d.next_runs)
+            say_folded(f"  {d.deployment}: every {d.every}; next {runs} UTC", indent="    ")
+        say_folded("(the first runs when serve starts; nothing was started)")
+        return
 
     def ready(api: str, names: list[str] | None = None) -> None:
         where = f"deployments {', '.join(names)} in work pool {work_pool}" if names else req.every(h)

@@ -135,10 +135,12 @@ def sessions(
     if sum(widths[j] + 2 for j in shown) + 20 > out.width:
         cells = [(*x[:3], x[3][:10], *x[4:]) for x in cells]
         widths[3] = max(len(heads[3]), *(len(x[3]) for x in cells))
-    # 60 columns (session 17: rows of 79): the tokens go too (the cost stays), then the
-    # id column is cut to what is left (at least 8: most ids are 4 characters) in its
-    # middle, so sub-agents stay apart (`fe5e/…ain-60`, not five `fe5e/sidec…`)
-    if sum(widths[j] + 2 for j in shown) + 12 > out.width and 7 in shown:
+    # still under 20 characters of title (80 columns with sub-agent ids: 11, `List the
+    # fi…`, newuser19 F5): the tokens go too (the cost stays; the lead's option (a)).
+    # 60 columns (session 17: rows of 79): then the id column is cut to what is left
+    # (at least 8: most ids are 4 characters) in its middle, so sub-agents stay apart
+    # (`fe5e/…ain-60`, not five `fe5e/sidec…`)
+    if sum(widths[j] + 2 for j in shown) + 20 > out.width and 7 in shown:
         shown.remove(7)
     over = sum(widths[j] + 2 for j in shown) + 12 - out.width
     if over > 0 and widths[1] > 8:

@@ -189,7 +189,7 @@ def sources(
                 head = (
                     f"{r['agent']}{off}: {_count(r['files'], 'file')}, {_size(r['bytes'])}, "
                     f"{_count(r['sessions'], 'session')}, {_count(r['entries'], 'entry', 'entries')}, "
-                    f"{r['quarantined']:,} quarantined, last ingest "
+                    f"{r['quarantined']:,} quarantined, last new data "
                     f"{(r['last_ingest'] or 'never')[:16].replace('T', ' ')}"
                 )
             else:
@@ -214,7 +214,9 @@ def _table(rows: list[dict]) -> None:
     t.add_column("agent", no_wrap=True)
     for col in ("files", "size", "sessions", "entries", "quarant."):
         t.add_column(col, justify="right", no_wrap=True)
-    t.add_column("last ingest", no_wrap=True, min_width=10)
+    # "last new data", not "last ingest": a run that finds nothing new records no run and
+    # moves no watermark (newuser19 F10: read as "the schedule is not running")
+    t.add_column("last new data", no_wrap=True, min_width=10)
     t.add_column("where / why", overflow="fold", min_width=24, ratio=1)
     from rich.markup import escape
 

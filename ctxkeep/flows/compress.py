@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from ctxkeep import config as cfgmod
 from ctxkeep.errors import StoreBusy
+from ctxkeep.flows.serve_lines import announced
 from ctxkeep.maintenance import compress
 from ctxkeep.sinks import sqlite as sqlite_store
 from ctxkeep.sources.contract import SourceFile
@@ -44,6 +45,7 @@ def compress_file_task(
 
 
 @flow(name="compress", log_prints=False, persist_result=False)
+@announced("compress")
 def compress_flow(
     home: str, paths: list[str] | None = None, keep_messages: int | None = None, force: bool = False
 ) -> dict:

@@ -11,6 +11,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_table_artifact
 
+from ctxkeep.flows.serve_lines import announced
 from ctxkeep.maintenance import export as export_mod
 
 #: key of the table artifact each export run publishes
@@ -18,6 +19,7 @@ SUMMARY_ARTIFACT = "export-summary"
 
 
 @flow(name="export", log_prints=False, persist_result=False)
+@announced("export")
 def export_flow(home: str, dest: str, tables: list[str] | None = None, with_text: bool = False) -> dict:
     """Export ``tables`` (default usage, sessions, entries) of the store at ``home``
     into the lake ``dest`` (a directory or an fsspec URL). Returns

@@ -22,6 +22,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from ctxkeep.errors import CtxkeepError
+from ctxkeep.flows.serve_lines import announced
 from ctxkeep.pipeline import cluster, engine
 from ctxkeep.pipeline.plan import Part, Plan
 
@@ -81,6 +82,7 @@ def summary_table(summary: dict) -> list[dict]:
 
 
 @flow(name="ingest", log_prints=False, persist_result=False)
+@announced("ingest")
 def ingest_flow(
     home: str,
     agents: list[str] | None = None,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 
+from ctxkeep.flows.serve_lines import announced
 from ctxkeep.maintenance import backfill, backup, purge_policy, retention
 from ctxkeep.maintenance.purge import run_purge
 from ctxkeep.maintenance.purge_request import PurgeRequest, check_confirm, parse_purge_request
@@ -56,6 +57,7 @@ def purge_flow(
 
 
 @flow(name="retention", persist_result=False)
+@announced("retention")
 def retention_flow(home: str, dry_run: bool = False) -> dict:
     """Archive old consumed/archived entries to Parquet, drop old archives and compress
     backups, prune the vault's older generations by its ``[vault]`` policy
@@ -107,6 +109,7 @@ def backfill_flow(
 
 
 @flow(name="backup", persist_result=False)
+@announced("backup")
 def backup_flow(home: str, keep: int | None = None) -> dict:
     """Write a consistent copy of the store to ``<home>/backups`` and keep the newest
     ``keep`` (config ``[backup] keep``; ``maintenance.backup.run_backup``)."""
@@ -118,6 +121,7 @@ def backup_flow(home: str, keep: int | None = None) -> dict:
 
 
 @flow(name="purge-policy", persist_result=False, retries=2, retry_delay_seconds=30)
+@announced("purge-policy")
 def purge_policy_flow(home: str, dry_run: bool = False) -> dict:
     """Apply the ``[purge]`` rules of the store at ``home``
     (``maintenance.purge_policy.run_policy``; recorded in ``runs`` as ``purge-policy``

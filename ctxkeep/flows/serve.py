@@ -21,7 +21,8 @@ Deployments (flow name / deployment name, schedule):
 
 Each run executes in a subprocess started by Prefect's runner, which imports the flow by
 module path (``ctxkeep.flows.ingest.ingest_flow``, …), with the ``home`` parameter set.
-The functions here import Prefect lazily; ``configure_prefect`` runs first.
+The functions here import Prefect lazily (``serve --dry-run`` reads the schedules
+without it); ``configure_prefect`` runs first.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prefect.types.entrypoint import EntrypointType
-
 from ctxkeep.errors import CtxkeepError
+from ctxkeep.flows import serve_lines
 from ctxkeep.flows.prefect_env import configure_prefect, remove_serve_file, use_api_url, write_serve_file
 
 DEFAULT_PORT = 4200
 COMPRESS_ENTRYPOINT = "ctxkeep.flows.compress:compress_flow"
+EXPORT_ENTRYPOINT = "ctxkeep.flows.export:export_flow"
 
 
 @dataclass
@@ -75,6 +76,21 @@ def schedules(
         ),
         Schedule("ctxkeep-backup", "ctxkeep.flows.maintenance:backup_flow", dt.timedelta(hours=backup_hours)),
     ]
+
+
+def export_schedule(dest: str, minutes: int = 60) -> Schedule:
+    """The export deployment's schedule (``--lake``): the store into the lake ``dest``
+    every ``minutes``."""
+    return Schedule("ctxkeep-export", EXPORT_ENTRYPOINT, dt.timedelta(minutes=minutes), {"dest": dest})
+
+
+def next_runs(s: Schedule, now: dt.datetime, n: int = 3) -> list[dt.datetime]:
+    """The first ``n`` run times of ``s`` for a serve started at ``now``: Prefect's
+    interval schedule built by ``to_deployment(interval=...)`` is anchored at its
+    creation time (``IntervalSchedule.anchor_date``: "If no anchor_date is supplied,
+    the current UTC time is used"), so the first run is at the start, then one every
+    interval."""
+    return [now + k * s.interval for k in range(n)]
 
 
 def policy_schedules(home: Path) -> list[Schedule]:
@@ -112,6 +128,7 @@ def load_flow(entrypoint: str):
 def build_deployments(home: Path, scheds: list[Schedule] | None = None) -> list:
     """``RunnerDeployment`` objects for ``scheds`` (default ``schedules()``) with
     ``home`` as parameter. Raises CtxkeepError when a flow cannot be imported."""
+    from prefect.types.entrypoint import EntrypointType
 
     out = []
     for s in scheds or schedules():
@@ -290,6 +307,10 @@ def serve(
             )
         # interactive commands of this home find the server here (prefect_env.run_as_flow)
         write_serve_file(home, api)
+        # each run's subprocess prints its line when it ends (``serve_lines``: serve
+        # was silent after its start line, runs or not: newuser19 F8); a team worker
+        # (``run``: ``ProcessWorker``, in this process) passes os.environ on as well
+        os.environ[serve_lines.ENV] = "1"
         if run is not None:
             run(api)
             return
@@ -303,6 +324,7 @@ def serve(
         pass
     finally:
         remove_serve_file(home)
+        os.environ.pop(serve_lines.ENV, None)  # (a test calling serve in-process goes on)
         for sig, handler in prev.items():
             signal.signal(sig, handler)
         if proc is not None:

@@ -28,7 +28,6 @@ then ``prefect worker start --pool NAME --work-queue <machine>`` (``worker_comma
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 from pathlib import Path
 
 from prefect.client.orchestration import get_client
@@ -38,18 +37,12 @@ from prefect.types.entrypoint import EntrypointType
 from prefect.workers.process import ProcessWorker
 
 from ctxkeep.errors import CtxkeepError
+from ctxkeep.flows.serve import EXPORT_ENTRYPOINT as EXPORT_ENTRYPOINT
 from ctxkeep.flows.serve import Schedule, load_flow
+from ctxkeep.flows.serve import export_schedule as export_schedule
 
 #: the work pool type of a team pool: flow runs as subprocesses of the machine's worker
 POOL_TYPE = "process"
-EXPORT_ENTRYPOINT = "ctxkeep.flows.export:export_flow"
-
-
-def export_schedule(dest: str, minutes: int = 60) -> Schedule:
-    """The export deployment's schedule: the store into the lake ``dest`` every
-    ``minutes``."""
-
-    return Schedule("ctxkeep-export", EXPORT_ENTRYPOINT, dt.timedelta(minutes=minutes), {"dest": dest})
 
 
 def deployment_name(flow_name: str, machine: str) -> str:

@@ -498,7 +498,22 @@ def check(home: Path, *, full: bool = False) -> list[Finding]:
     err = prices_error(home)
     if err is not None:  # not the store's damage: every cost is missing until it is fixed
         out.append(Finding("prices", err.where or "prices.toml", "warning", f"{err.message} - {err.hint}"))
-    return out
+    return out + _config_check(home)
+
+
+def _config_check(home: Path) -> list[Finding]:
+    """A ``config`` warning per unknown key of ``config.toml`` (with the closest valid
+    one: ``config.load_config``'s warnings) or for a file that does not load; none
+    when it loads clean. A typo in ``[purge]`` was named only by a later ingest
+    (newuser20 F6)."""
+    from ctxkeep import config as cfgmod
+
+    where = str(home / cfgmod.CONFIG_FILE)
+    try:
+        ws = cfgmod.load_config(home).warnings
+    except CtxkeepError as e:
+        return [Finding("config", where, "warning", f"{e.message} - {e.hint}" if e.hint else e.message)]
+    return [Finding("config", where, "warning", w) for w in ws]
 
 
 def damaged_files(findings: list[Finding]) -> list[str]:

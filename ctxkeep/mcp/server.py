@@ -71,7 +71,7 @@ TOOLS: list[dict[str, Any]] = [
         "name": "ctx_stats",
         "description": (
             "Read-only counts of the context store: entries per agent, kind and status, sessions, "
-            "distinct texts, tokens, usage totals, file sizes, last ingest, redacted values per "
+            "distinct texts, tokens, usage totals, file sizes, last new data, redacted values per "
             "kind (counts only, never the values). "
             "WHEN: before a purge (to preview what is stored), or to see whether sessions were "
             "ingested at all. WHEN NOT: to find content (use ctx_search). Changes nothing."
@@ -163,7 +163,7 @@ class Handlers:
         lines = [
             f"store {self.home}: {s.entries} entries, {s.sessions} sessions, "
             f"{s.contents.distinct} distinct texts ({s.contents.bytes} bytes, "
-            f"~{s.contents.token_estimate} tokens); last ingest {s.last_ingest or 'never'}"
+            f"~{s.contents.token_estimate} tokens); last new data {s.last_ingest or 'never'}"
         ]
         for agent, d in s.agents.items():
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(d.kinds.items()))

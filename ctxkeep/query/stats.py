@@ -111,7 +111,8 @@ def store_stats(conn: sqlite3.Connection, home: Path) -> dict:
     figures, each None when the agent recorded none (``reasoning_tokens``: an agent not
     in ``schema.REASONING_RECORDED``; ``cache_creation_tokens``: ``schema.CACHE_WRITE_UNRECORDED``)}},
     "quarantine": {"skipped": n, "repaired": n}, "files": {name: bytes},
-    "last_ingest": ISO-8601 UTC text of the last successful ingest run's end, or None,
+    "last_ingest": ISO-8601 UTC text of the last successful ingest run's end, or None
+    (a run that finds nothing new records no run: the text says "last new data"),
     "redactions": ``redaction_counts``}``.
     Byte figures are bytes, token figures tokens; ``sessions`` counts (agent, session)
     pairs.

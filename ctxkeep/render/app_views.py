@@ -664,7 +664,7 @@ def store_view(st: Store):
             else mo.md("*The quarantine is empty: every line and row was read.*"),
             mo.md("### Vault"),
             *vault,
-            mo.md("### Runs (the last 20; times UTC)"),
+            mo.md("### Runs (the last 20; times UTC; an ingest that finds nothing new records none)"),
             runs,
             mo.md("### Files\n" + "\n".join(f"- `{k}`: {v:,} bytes" for k, v in files.items())),
         ]

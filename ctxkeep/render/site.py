@@ -158,6 +158,12 @@ def export(req: ExportRequest, progress: Callable[[int, int], None] | None = Non
     else:
         stream = ts
     index_href = f"index{ext}" if req.sessions is None else None
+    # the marker first, listing the pages this export will write as well: an export
+    # stopped part-way (Ctrl-C) leaves a DEST the same command goes on with, not one it
+    # refuses as "not empty and holds no previous ctxkeep export" (newuser20 F10); the
+    # end writes it again with what was written
+    planned = {names[s] for s in exported if s in names} | ({index_href} if index_href else set())
+    _write(dest / MARKER, json.dumps({"schema": 1, "pages": sorted(before | planned)}))
     for t in stream:
         name = names.get(t.session.session_id) or page_name(t.session.agent, t.session.session_id, ext)
         render = r.page_html if req.fmt == "html" else r.page_markdown

@@ -317,6 +317,7 @@ class ServeRequest(Request):
     lake: str | None = Field(None, description="also export the store to this Parquet lake on a schedule")
     export_minutes: int = Field(60, ge=1, description="with lake: export every N minutes")
     deploy_only: bool = Field(False, description="with work_pool: register the deployments and exit")
+    dry_run: bool = Field(False, description="list the deployments and their next runs; start nothing")
 
     @model_validator(mode="after")
     def _safe(self) -> ServeRequest:
@@ -344,6 +345,83 @@ class ServeRequest(Request):
             if has_rules(pc):
                 s += f", purge policies every {pc.every_hours} h"
         return s + (f", export to {self.lake} every {self.export_minutes} min" if self.lake else "")
+
+
+class ServeDeployment(Shape):
+    """One deployment ``serve`` would register."""
+
+    deployment: str = Field(description="flow/deployment, as Prefect names it (ingest/ctxkeep-ingest)")
+    flow: str = Field(description="the flow (ingest, compress, retention, backup, purge-policy, export)")
+    every_seconds: int = Field(description="its interval in seconds")
+    every: str = Field(description="the interval in words (15 min, 24 h)")
+    next_runs: list[str] = Field(
+        description="its first three runs (ISO-8601 UTC) for a serve started now: the first at the start"
+    )
+    parameters: dict[str, Any] = Field(description="the flow's parameters (home, dest …)")
+
+
+class ServePlan(Shape):
+    """What `ctxkeep serve` would run (`ctxkeep serve --dry-run --json`), read without
+    Prefect and without starting anything."""
+
+    home: str = Field(description="the store")
+    api: str = Field(description="the Prefect API it would use (PREFECT_API_URL) or start (--host, --port)")
+    starts_server: bool = Field(description="true: serve would start that server (no PREFECT_API_URL)")
+    deployments: list[ServeDeployment] = Field(description="one per deployment, in serve's order")
+
+
+def _schedules(h: Path, req: ServeRequest) -> list:
+    """``flows.serve.Schedule``s of ``req`` (``--lake``: the export too); not the
+    purge policies (``flows.serve.policy_schedules``). No Prefect is imported."""
+    from ctxkeep.flows import serve as serve_mod
+
+    scheds = serve_mod.schedules(req.ingest_minutes, req.compress_minutes, req.retention_hours)
+    if req.lake:
+        scheds.append(serve_mod.export_schedule(req.lake, req.export_minutes))
+    return scheds
+
+
+def _every(seconds: int) -> str:
+    """``15 min``, ``24 h``, ``90 min`` (whole hours as hours)."""
+    return f"{seconds // 3600} h" if seconds % 3600 == 0 else f"{seconds // 60} min"
+
+
+def serve_plan(home: Path, req: ServeRequest) -> ServePlan:
+    """The deployments ``serve`` would register for ``home`` (``req``'s schedules,
+    ``config.toml``'s purge policies), each with its interval and next three run times
+    (``flows.serve.next_runs``), without importing Prefect or starting a server
+    (newuser19 F8: the only way to see the schedules was to start Prefect, 100 s under
+    load). Writes nothing. Raises ConfigError for a config.toml that does not load."""
+    import datetime as dt
+
+    from ctxkeep.flows import serve as serve_mod
+
+    h = Path(home)
+    scheds = _schedules(h, req) + serve_mod.policy_schedules(h)
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    machine = None
+    if req.work_pool:
+        from ctxkeep.sinks.machine import machine_name
+
+        machine = machine_name(h)
+    deps = []
+    for s in scheds:
+        flow = s.name.removeprefix("ctxkeep-")
+        name = f"{flow}-{machine}" if machine else s.name  # (flows.team.deployment_name)
+        secs = int(s.interval.total_seconds())
+        deps.append(
+            ServeDeployment(
+                deployment=f"{flow}/{name}",
+                flow=flow,
+                every_seconds=secs,
+                every=_every(secs),
+                next_runs=[t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in serve_mod.next_runs(s, now)],
+                parameters={"home": str(h), **s.parameters},
+            )
+        )
+    given = os.environ.get("PREFECT_API_URL")
+    api = given or f"http://{req.host}:{req.port}/api"
+    return ServePlan(home=str(h), api=api, starts_server=not given, deployments=deps)
 
 
 def serve(
@@ -383,11 +461,7 @@ def serve(
         )
     from ctxkeep.flows import serve as serve_mod
 
-    scheds = serve_mod.schedules(req.ingest_minutes, req.compress_minutes, req.retention_hours)
-    if req.lake:
-        from ctxkeep.flows.team import export_schedule
-
-        scheds.append(export_schedule(req.lake, req.export_minutes))
+    scheds = _schedules(h, req)
     run = None
     if req.work_pool:
         from ctxkeep.flows import team

@@ -44,8 +44,9 @@ class ReportRequest(Request):
             raise UsageError(
                 f"unknown cost mode {self.mode!r}", where="mode", hint="give auto, calculate or display"
             )
-        if self.by is not None and (self.by != "machine" or not self.lake):
-            raise UsageError(f"--by {self.by}", where="by", hint="give --lake DEST --by machine")
+        from ctxkeep.service.report_core import check_by
+
+        check_by(self.by, self.lake)
         return self
 
 

@@ -63,9 +63,20 @@ class ReportArgs:
             raise UsageError(
                 f"unknown cost mode {args.mode!r}", where="mode", hint="give auto, calculate or display"
             )
-        if args.by is not None and (args.by != "machine" or not args.lake):
-            raise UsageError(f"--by {args.by}", where="by", hint="give --lake DEST --by machine")
+        check_by(args.by, args.lake)
         return args
+
+
+def check_by(by: str | None, lake: str | None) -> None:
+    """Raise UsageError unless ``by`` is None or ``machine`` with a lake: the lake's one
+    team dimension is its ``machine=`` partition (``sinks.lake``). An unknown value is
+    named as such (``--by person`` said only "give --lake DEST --by machine": newuser20 F7)."""
+    if by is None:
+        return
+    if by != "machine":
+        raise UsageError(f"unknown --by value {by!r}", hint="--by machine is the lake's one dimension")
+    if not lake:
+        raise UsageError("--by machine needs --lake", where="by", hint="give --lake DEST --by machine")
 
 
 def _filters(req: ReportArgs):

@@ -157,12 +157,45 @@ def run(
     per_query = None if budget is None else max(1, budget // len(qs))
     with reading(home, mmap=True) as conn:
         results = [ask(conn, q, filters=f, limit=limit, budget_tokens=per_query, raw=raw) for q in qs]
-    if any(not r.hits for r in results):
+    for r in results:
+        _name_partial_hits(r)
+    # few hits or none (a page the budget did not cut, not full) or a "did you mean": is
+    # an ingest filling the store? The lock probe only here, so a full page pays nothing.
+    # "no matches" during a first ingest said nothing (newuser15 F15); once some rows were
+    # in, a few hits said nothing either, and "did you mean" corrected the right word
+    # "directory" to "directly", rarer in the part stored so far (newuser19 F18): the
+    # note then, and no suggestion (the vocabulary is incomplete until the ingest ends)
+    if any(len(r.hits) + r.omitted < limit or r.suggestions for r in results):
         from ctxkeep.sinks.lock import held_by_another
 
-        if held_by_another(home):  # "no matches" during a first ingest said nothing (newuser15 F15)
-            notes.append("an ingest is running: what it has not stored yet is not searchable")
+        if held_by_another(home):
+            notes.append("an ingest is running; results may be incomplete")
+            for r in results:
+                r.suggestions = []
     return SearchOutcome(results, notes, budget)
+
+
+def _name_partial_hits(r) -> None:
+    """Add to ``r.note`` (a ``query.search.SearchResult``) where the hits holding only
+    some of the terms start when hits holding every term come first (``hits 4-10 hold
+    only some of the terms``): the query's own note says so only when no hit holds
+    them all, and "No files found" stood among `no such file`'s hits unmarked
+    (newuser20 F2; ``matched`` tells them apart in --json)."""
+    from ctxkeep.query.search import ALL_TERMS_LISTS
+
+    full = [any(m in h.matched for m in ALL_TERMS_LISTS) for h in r.hits]
+    if not any(full) or all(full):
+        return
+    at = [i + 1 for i, x in enumerate(full) if not x]  # 1-based, as the hits are listed
+    if at == list(range(at[0], at[-1] + 1)) and len(at) > 1:
+        what = f"hits {at[0]}-{at[-1]} hold"
+    else:
+        what = (
+            ("hit " if len(at) == 1 else "hits ")
+            + ", ".join(map(str, at))
+            + (" holds" if len(at) == 1 else " hold")
+        )
+    r.note = "; ".join(n for n in (r.note, f"{what} only some of the terms") if n)
 
 
 def search_args(home: Path, args: SearchArgs) -> SearchOutcome:

@@ -93,7 +93,10 @@ class StatsResult(Result):
     )
     quarantine: dict[str, int] = Field(description="skipped and repaired lines")
     files: dict[str, int] = Field(description="store file → bytes")
-    last_ingest: str | None = Field(description="time of the last ingest, ISO-8601 UTC (null: never)")
+    last_ingest: str | None = Field(
+        description="end of the last ingest that stored new data, ISO-8601 UTC (an ingest that finds "
+        "nothing new records no run; null: never)"
+    )
     redactions: Redactions = Field(
         description="redacted values per kind in the texts and in the quarantine (counts of "
         "`[REDACTED:<kind>]` markers, never the values)"

@@ -97,9 +97,11 @@ def open_readonly(
     except duckdb.IOException as e:
         if not analytics_held(e):
             raise _damaged(path, e) from e
+        holder = _holder(Path(home), e)
     except duckdb.Error as e:
         raise _damaged(path, e) from e
-    # held by a writer (a running ingest): read its last checkpoint from a copy
+    # held by a writer (a running ingest, or a user's own read-write connection): read
+    # its last checkpoint from a copy
     tmp = Path(tempfile.mkdtemp(prefix="ctxkeep-report-"))
     try:
         shutil.copyfile(path, tmp / ANALYTICS_DB)
@@ -108,12 +110,39 @@ def open_readonly(
     except (OSError, duckdb.Error) as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise StoreError(
-            "analytics store is held by a running ingest and its last checkpoint is unreadable",
+            f"analytics store is held by {holder} and its last checkpoint is unreadable",
             where=str(path),
-            hint="run the report again when the ingest has finished",
+            hint="run the report again when the ingest has finished"
+            if holder == _INGEST
+            else "close that connection (or open the file with read_only=True) and run the report again",
         ) from e
     shutil.rmtree(tmp, ignore_errors=True)  # the open connection keeps the file's data
-    return con, "the analytics store is held by a running ingest: this report shows its last synced state"
+    if holder == _INGEST:
+        return con, f"the analytics store is held by {holder}: this report shows its last synced state"
+    return con, (
+        f"the analytics store is held by {holder}: this report shows its last synced state, "
+        "without what was ingested since; close that connection, or open the file with read_only=True"
+    )
+
+
+#: the holder ``_holder`` names when the store lock is held too
+_INGEST = "a running ingest"
+
+
+def _holder(home: Path, e: Exception) -> str:
+    """Who holds ``analytics.duckdb`` (``e``: DuckDB's lock error): ``a running ingest``
+    when another process holds the store lock as well (an ingest keeps the file for its
+    whole run), else the process DuckDB names (its message: ``Conflicting lock is held
+    in <program> (PID <n>)``, duckdb ``src/common/local_file_system.cpp``): a user's
+    own read-write connection was blamed on an ingest that was not there (newuser20 F5)."""
+    import re
+
+    from ctxkeep.sinks.lock import held_by_another
+
+    if held_by_another(home):
+        return _INGEST
+    m = re.search(r"\(PID (\d+)\)", str(e))
+    return f"another process (PID {m[1]})" if m else "another process"
 
 
 #: bytes before DuckDB's first block: its main header and two database headers of 4 KiB

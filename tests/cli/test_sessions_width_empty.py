@@ -82,7 +82,9 @@ def test_long_ids_are_cut_so_a_row_fits_and_the_title_keeps_its_room(monkeypatch
     lines = r.stdout.splitlines()
     assert max(map(len, lines)) <= 80, r.stdout
     assert "copilot_stage0_sm…" in r.stdout and "copilot_stage0_small-c41" not in r.stdout
-    assert "ea1d" in lines[1] and "List the files o…" in lines[1]  # (11 before: `List the fi…`)
+    # (11 before: `List the fi…`; 16 with the tokens kept: newuser19 F5 drops them, the cost stays)
+    assert "ea1d" in lines[1] and "List the files of the pr…" in lines[1] and "16,422" not in r.stdout
+    assert "$0.00" in lines[1] and "tokens" in r.stdout.splitlines()[-2] + r.stdout.splitlines()[-1]
 
 
 def test_no_project_is_spelled_as_the_reports_spell_it(home):

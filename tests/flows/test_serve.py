@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -148,6 +149,15 @@ def test_serve_registers_deployments_and_runs_ingest(tmp_path):
             proc.wait(10)
         log.close()
     assert proc.returncode == 0, (tmp_path / "serve.log").read_text()
+    # the run's line, printed by its subprocess into serve's output as it ended: a user
+    # watching serve sees it work (newuser19 F8: nothing after the start line in 240 s)
+    said = (tmp_path / "serve.log").read_text()
+    assert re.search(
+        r"^ctxkeep serve: ingest \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, [\d.]+ s: ok, "
+        r"[1-9][\d,]* new entr(y|ies) from 1 file read$",
+        said,
+        re.M,
+    ), said[-3000:]
     deadline = time.monotonic() + 30
     while healthy(api, timeout=1) and time.monotonic() < deadline:
         time.sleep(0.25)

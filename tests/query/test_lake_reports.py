@@ -133,8 +133,12 @@ def test_bad_lake_input(team, tmp_path: Path):
     one_error_line(
         runner.invoke(app, ["report", "daily", "--lake", str(tmp_path / "none")]), 1, "no lake here"
     )
-    one_error_line(runner.invoke(app, ["report", "daily", "--by", "machine"]), 2, "--lake")
-    one_error_line(runner.invoke(app, ["report", "daily", "--lake", str(lake), "--by", "agent"]), 2, "--by")
+    one_error_line(runner.invoke(app, ["report", "daily", "--by", "machine"]), 2, "--by machine needs --lake")
+    # newuser20 F7: `--by person` said `--by person (--by) - give --lake DEST --by machine`,
+    # not that person is no dimension of the lake
+    for by in ("agent", "person"):
+        r = runner.invoke(app, ["report", "daily", "--lake", str(lake), "--by", by])
+        one_error_line(r, 2, f"unknown --by value '{by}'", "--by machine is the lake's one dimension")
     # a lake of usage only: the tools report names what is missing
     only = tmp_path / "usage-only"
     export_parquet(team[0]["laptop"], str(only), tables=("usage",))

@@ -147,7 +147,10 @@ def test_the_store_tab_shows_the_vault_and_the_runs(corpus_store):
     home, _ = corpus_store
     _o, defs = report.run_notebook(APP, {"store": str(home), "qp": {"tab": "Store"}})
     text = defs["store_view"].text
-    assert "Vault" in text and "Runs (the last 20; times UTC)" in text
+    assert (
+        "Vault" in text
+        and "Runs (the last 20; times UTC; an ingest that finds nothing new records none)" in text
+    )
     vault, runs = app_views.vault_runs(Store(str(home), "UTC", "", ""))
     (run,) = runs.data
     entries = q(home, "SELECT count(*) FROM entries")[0][0]

@@ -303,3 +303,29 @@ def test_export_markdown_refuses_an_html_export_folder(corpus_store, tmp_path):
     one_error_line(
         run_cli(["export", "html", str(md), "--home", str(home)]), 2, "holds a ctxkeep markdown export"
     )
+
+
+def test_an_interrupted_export_is_continued_by_the_same_command(corpus_store, tmp_path):
+    """newuser20 F10: Ctrl-C of `export html` after 566 pages said "run the command
+    again", which then refused DEST ("not empty and holds no previous ctxkeep export"):
+    the marker was written at the end only. It is written before the first page, so
+    the same command goes on, and the finished DEST is as a whole export's."""
+    import json as _json
+
+    from ctxkeep.render.site import ExportRequest, export
+    from ctxkeep.sinks.site_names import MARKER
+
+    dest = tmp_path / "site"
+    req = ExportRequest(home=corpus_store[0], dest=dest, fmt="html")
+
+    def stop(done: int, total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        export(req, progress=stop)
+    assert len(list(dest.glob("*.html"))) == 2 and not (dest / "index.html").exists()
+    res = export(req)  # no --force: DEST is ctxkeep's
+    assert (dest / "index.html").is_file() and len(res.pages) > 2
+    listed = set(_json.loads((dest / MARKER).read_text())["pages"])
+    assert listed == {p.name for p in dest.iterdir() if p.name != MARKER}

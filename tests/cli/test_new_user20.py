@@ -1,0 +1,44 @@
+"""What a new user found in session 20's trial (newuser20), each a CLI run:
+
+- F6: a typo in ``[purge]`` (``older_than_day``): ``purge --policy`` said only "no
+  [purge] rules" and ``doctor`` nothing; the did-you-mean warning came from a later
+  ``ingest``. The command that reads that table, and ``doctor``, now name it."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from ctxkeep.cli import app
+
+runner = CliRunner()
+
+
+def test_a_purge_table_typo_is_named_by_purge_policy_and_doctor(store):
+    home = store
+    (home / "config.toml").write_text("[purge]\nolder_than_day = 365\n")
+    want = "unknown key purge.older_than_day - did you mean older_than_days?"
+    r = runner.invoke(app, ["purge", "--policy", "--dry-run", "--home", str(home)])
+    assert r.exit_code == 1 and "no [purge] rules" in r.stderr
+    flat = " ".join(r.stderr.split())
+    assert want in flat and flat.index(want) < flat.index("no [purge] rules"), r.stderr
+    d = runner.invoke(app, ["doctor", "--home", str(home), "--json"])
+    found = [f for f in json.loads(d.stdout)["findings"] if f["check"] == "config"]
+    assert [(f["status"], want in f["detail"]) for f in found] == [("warning", True)], found
+    assert found[0]["file"] == str(home / "config.toml")
+
+
+def test_every_command_with_a_progress_bar_takes_no_progress(corpus_store, tmp_path):
+    """newuser20 F11: `export html DEST --no-progress` (as a script passes it to ingest)
+    was refused as an unknown option. The exports draw a bar too: they take it."""
+    store = str(corpus_store[0])
+    for i, fmt in enumerate(("html", "markdown")):
+        dest = tmp_path / f"site{i}"
+        r = runner.invoke(app, ["export", fmt, str(dest), "--no-progress", "--home", store])
+        assert r.exit_code == 0, r.output
+        assert "wrote " in r.stdout and (dest / f"index.{'html' if fmt == 'html' else 'md'}").is_file()
+    r = runner.invoke(
+        app, ["export", "parquet", str(tmp_path / "lake"), "--dry-run", "--no-progress", "--home", store]
+    )
+    assert r.exit_code == 0, r.output
