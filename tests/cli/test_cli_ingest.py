@@ -99,10 +99,13 @@ def _ingest_in_a_process(
 
     from conftest import ROOT
 
+    # the modules are printed by an atexit handler: a first ingest and a few new lines'
+    # (``--path``) end with ``prestart.exit_now`` (atexit handlers, then ``os._exit``),
+    # so nothing after ``run_module`` would run
     code = (
-        "import sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', *sys.argv[1:]]\n"
-        "try:\n    runpy.run_module('ctxkeep', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        f"print(sorted(m for m in {tuple(watch)!r} if m in sys.modules))"
+        "import atexit, sys, runpy; sys.argv = ['ctxkeep', 'ingest', '--home', *sys.argv[1:]]\n"
+        f"atexit.register(lambda: print(sorted(m for m in {tuple(watch)!r} if m in sys.modules), flush=True))\n"
+        "runpy.run_module('ctxkeep', run_name='__main__')\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env["HOME"] = str(user_home)
