@@ -195,3 +195,112 @@ def test_the_sqlite_page_looks_sub_agents_up_through_an_index(conn):
         x.startswith("SEARCH kp USING AUTOMATIC COVERING INDEX (agent=? AND session_id=?)") for x in plan
     ), plan
     assert not any(x.startswith("SCAN kp") for x in plan), plan
+
+
+# ---------------------------------------------------------------- session_parts (rss20)
+
+
+def _parts_current(home) -> bool:
+    import duckdb
+
+    con = duckdb.connect(str(home / "analytics.duckdb"), read_only=True)
+    try:
+        return bool(con.execute(sl._PARTS_CURRENT).fetchall()[0][0])
+    finally:
+        con.close()
+
+
+_FILTERS = [
+    (sl.SessionFilter(), None, 0),
+    (sl.SessionFilter(empty=False), 7, 3),
+    (sl.SessionFilter(agents=("codex",)), 4, 0),
+    (sl.SessionFilter(since="2025-01-01T00:00:00.000000Z", empty=False), None, 0),
+    (sl.SessionFilter(project="/home/randy/projects/python-3/OpenPrintKit"), None, 0),
+]
+
+
+def _same_both_ways(home) -> list[dict]:
+    """Every ``_FILTERS`` page from ``session_parts`` equals the one from every entry;
+    returns the whole list's rows."""
+    whole = []
+    for flt, limit, offset in _FILTERS:
+        parts = sl.duckdb_page(home, flt, limit=limit, offset=offset)
+        live = sl.duckdb_page(home, flt, limit=limit, offset=offset, live=True)
+        assert (parts.rows, parts.total, parts.empty) == (live.rows, live.total, live.empty)
+        whole = whole or parts.rows
+    return whole
+
+
+def test_the_ingest_leaves_session_parts_current_and_they_list_as_every_entry(corpus_store):
+    home = corpus_store[0]
+    assert _parts_current(home)
+    rows = _same_both_ways(home)
+    assert len(rows) > 20 and any(r["depth"] for r in rows) and any(r["messages"] for r in rows)
+
+
+def test_session_parts_follow_rewinds_and_new_rows(store):
+    """A rewind applied to DuckDB directly (``apply_changes``) sums its session again
+    at once; the sync's replay of ``status_log`` and rows above the parts' mark are
+    summed again by the next closing sync (the rest of the table kept)."""
+    import duckdb
+
+    from ctxkeep.sinks import duckdb as duckdb_store
+    from ctxkeep.sinks import sqlite as sqlite_store
+
+    conn = sqlite_store.connect(store)
+    try:
+        sid, n = conn.execute(
+            "SELECT session_id, count(*) FROM entries WHERE kind = 'message' GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
+        ).fetchone()
+        half = [
+            r[0]
+            for r in conn.execute(
+                "SELECT entry_id FROM entries WHERE session_id = ? AND kind = 'message' ORDER BY rowid",
+                (sid,),
+            )
+        ][: n // 2]
+        before = {r["session_id"]: r["messages"] for r in sl.duckdb_page(store, sl.SessionFilter()).rows}
+        sqlite_store.apply_changes(conn, [{"entry_ids": half, "status": "rewound"}], home=store)
+        assert _parts_current(store)  # (the status mark has not moved: the parts must be right already)
+        after = {r["session_id"]: r["messages"] for r in _same_both_ways(store)}
+        assert after[sid] == before[sid] - len(half) and before[sid] == n
+        # the sync replays the same changes from status_log: nothing moves
+        duckdb_store.sync(conn, store)
+        assert _parts_current(store) and _same_both_ways(store)
+        # rows above the mark (as a sync that appended them without the closing step):
+        # the parts of their sessions dropped, the mark set back; the next sync sums them
+        con = duckdb.connect(str(store / "analytics.duckdb"))
+        try:
+            top = con.execute("SELECT max(sqlite_rowid) FROM entries").fetchall()[0][0]
+            cut = top - 200
+            con.execute(
+                "DELETE FROM session_parts WHERE (agent, session_id) IN "
+                "(SELECT agent, session_id FROM entries WHERE sqlite_rowid > ?)",
+                [cut],
+            )
+            con.execute("UPDATE meta SET value = ? WHERE key = 'parts_rowid'", [cut])
+            con.execute(
+                "UPDATE meta SET value = (SELECT count(*) FROM entries WHERE sqlite_rowid <= ?) "
+                "WHERE key = 'parts_count'",
+                [cut],
+            )
+            kept = con.execute("SELECT count(*) FROM session_parts").fetchall()[0][0]
+        finally:
+            con.close()
+        assert not _parts_current(store)
+        assert (
+            sl.duckdb_page(store, sl.SessionFilter()).rows
+            == sl.duckdb_page(store, sl.SessionFilter(), live=True).rows
+        )  # (read from every entry meanwhile)
+        duckdb_store.sync(conn, store)
+        assert _parts_current(store)
+        assert [r["messages"] for r in _same_both_ways(store)] == [
+            r["messages"] for r in sl.duckdb_page(store, sl.SessionFilter(), live=True).rows
+        ]
+        con = duckdb.connect(str(store / "analytics.duckdb"), read_only=True)
+        try:
+            assert con.execute("SELECT count(*) FROM session_parts").fetchall()[0][0] > kept
+        finally:
+            con.close()
+    finally:
+        conn.close()

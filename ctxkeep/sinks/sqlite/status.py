@@ -199,6 +199,7 @@ def _apply_duckdb(home: Path, changes: EntryChanges) -> tuple[int | None, str]:
                 [ch.status, ch.from_status or ch.status],
             ).fetchall()
             n += rows[0][0] if rows else 0
+            duckdb_store.resum_session_parts(con, "_ids")  # a rewound entry leaves the session list
             con.unregister("_ids")
         for rel in changes.moves:
             con.register(
