@@ -4,15 +4,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from ctxkeep.transforms import redact
 from fixtures.secrets import positives
-
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "home"
-
+from tests.conftest import CORPUS_HOME as CORPUS  # CTXKEEP_CORPUS, else ../shared/corpus
 
 PLANTED = [
     "client secret abc8Q~" + "x" * 32 + " end",  # azure-client-secret
@@ -27,7 +23,9 @@ PLANTED = [
 
 def _texts() -> list[str]:
     texts = list(PLANTED) + [c.text for c in positives(1)]
-    for p in sorted(CORPUS.rglob("*.jsonl"))[:40]:  # real lines, read only
+    files = sorted(CORPUS.rglob("*.jsonl"))[:40]  # real lines, read only
+    assert len(files) >= 10, CORPUS  # (a corpus path that read nothing failed the bound below: newuser20 F16)
+    for p in files:
         texts += p.read_bytes().decode("utf-8", "replace").splitlines()
     return texts
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -18,8 +17,7 @@ from test_redact_kv_starts import PIECES, _gitleaks
 from ctxkeep.transforms import redact as R
 from ctxkeep.transforms import wrapped_tokens
 from fixtures.secrets import negatives, positives
-
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "home"
+from tests.conftest import CORPUS_HOME as CORPUS  # CTXKEEP_CORPUS, else ../shared/corpus
 
 #: non-ASCII characters where the engines' Unicode tables matter: KELVIN SIGN and long s
 #: (case folding onto k and s), dotless/dotted i, NBSP and U+180E (white space, once),
