@@ -96,8 +96,8 @@ class Item:
 class Snapshot:
     """A resume snapshot (``build_snapshot``): the session (``agent``,
     ``session_id``, ``project_dir``, ``started``/``ended`` ISO-8601 UTC), the
-    ``sections`` kept (name → items, in priority order: prompts, tasks, files,
-    failure, constraints, fetch), ``budget`` and estimated ``tokens`` (of the Markdown
+    ``sections`` kept (name → items, in priority order: summary, prompts, tasks,
+    files, failure, constraints, fetch), ``budget`` and estimated ``tokens`` (of the Markdown
     rendering), and what the budget left out (``omitted``: section → item count;
     ``note``: the same in words, as search's budget note)."""
 
@@ -129,6 +129,7 @@ class Snapshot:
 
 
 _TITLES = {
+    "summary": "The agent's summary",
     "prompts": "What the user asked",
     "tasks": "Plan (last state)",
     "files": "Files",
@@ -139,10 +140,12 @@ _TITLES = {
 
 
 def _render(s: Snapshot, sections: dict[str, list[Item]]) -> str:
-    head = (
-        f"# Resume: {s.agent} session {s.session_id}\n"
-        f"project {s.project_dir or '?'}; {(s.started or '?')[:16]} → {(s.ended or '?')[:16]} UTC"
-    )
+    # only what is known (newuser20 F14: a summary-only file has no project or time,
+    # and the line read "project ?; ? → ? UTC")
+    facts = [f"project {s.project_dir}"] if s.project_dir else []
+    if s.started:
+        facts.append(f"{s.started[:16]} → {(s.ended or s.started)[:16]} UTC")
+    head = f"# Resume: {s.agent} session {s.session_id}" + ("\n" + "; ".join(facts) if facts else "")
     parts = [head]
     for name, items in sections.items():
         if items:
@@ -235,6 +238,7 @@ def build_snapshot(
     )
     texts = _Texts(conn)
     cands = {
+        "summary": _summary(own, texts),
         "prompts": _prompts(own, texts),
         "tasks": _tasks(rows, texts),
         "files": _files(rows, texts, snap.project_dir),
@@ -266,6 +270,16 @@ def _clip(text: str, n: int) -> str:
 
 def _quote(text: str, n: int = PROMPT_CHARS) -> str:
     return "> " + _clip(text, n).replace("\n", "\n> ")
+
+
+def _summary(rows, texts) -> list[Item]:
+    """The session's last summary the agent wrote itself (Claude Code's ``summary``
+    lines and ``away_summary`` records: kind ``summary``, ``sources.claude_code``):
+    often all a compacted or summary-only session file holds (newuser20 F14)."""
+    last = next((r for r in reversed(rows) if r[6] == "summary" and texts(r[8]).strip()), None)
+    if last is None:
+        return []
+    return [Item(_quote(texts(last[8])), last[0])]
 
 
 def _prompts(rows, texts) -> list[Item]:

@@ -130,7 +130,9 @@ def test_default_is_the_latest_session_of_the_project(conn):
 
 def test_json_form(conn):
     d = json.loads(build_snapshot(conn, CLAUDE).to_json())
-    assert d["session_id"] == CLAUDE and list(d["sections"])[0] == "prompts"
+    assert d["session_id"] == CLAUDE and list(d["sections"])[:2] == ["summary", "prompts"]
+    # the session's last away_summary recap (13:53:43Z, read by hand), before the prompts
+    assert d["sections"]["summary"][0]["text"].startswith("> Three teammates (alice/bob/carol) researched")
     assert d["markdown"].startswith("# Resume: claude-code session")
 
 
@@ -248,3 +250,19 @@ def test_a_budget_that_cuts_says_what_it_cut(conn, corpus_store):
     assert r.exit_code == 0
     assert r.stdout == small.to_markdown()
     assert " ".join(r.stderr.split()) == f"note: {small.note}"  # (folded at the console's width)
+
+
+def test_a_summary_only_session_gives_its_summary_and_no_placeholders(conn):
+    """newuser20 F14: the corpus's summary-only file (ff71dbed…, one line read by hand:
+    {"type": "summary", "summary": "AI Music Generation from Word Embeddings",
+    "leafUuid": …}, no sessionId, cwd or timestamp) gave "project ?; ? → ? UTC" and
+    nothing else; it gives the summary, and the title line says only what is known."""
+    snap = build_snapshot(conn, "ff71dbed", budget=1500)
+    md = snap.to_markdown()
+    assert snap.sections["summary"][0].text == "> AI Music Generation from Word Embeddings"
+    assert "?" not in md.splitlines()[1] and "## The agent's summary" in md
+    # a session with prompts and a summary line too (d3ad4cdc… starts with a summary
+    # line, read by hand): the summary comes first, then what the user asked
+    full = build_snapshot(conn, "d3ad4cdc", budget=1500).to_markdown()
+    assert full.index("## The agent's summary") < full.index("## What the user asked")
+    assert full.splitlines()[1].startswith("project /Users/chip/dev/ai-music; 2025-")
