@@ -169,6 +169,11 @@ def status(
                 _echo(f"  {_STATE[h['state']]:<8} {h['event']}{matcher}: {h['does']}", "           ")
                 if h["state"] in ("outdated", "foreign"):
                     _echo(f"           found: {h['found']}", "             ")
+                last, failed = h.get("last"), h.get("last_error")
+                if last:  # a hook exits 0 whatever happens: its log says how it went
+                    _echo(f"           last run {_at(last['at'])}: {last['outcome']}", "             ")
+                if failed and last and last["outcome"] in ("error", "timeout"):  # failing now
+                    _echo(f"           failed {_at(failed['at'])}: {failed['detail']}", "             ")
             _echo(f"  snapshot injection: {r['injection']}", "    ")
             for note in r["notes"]:
                 _echo(f"  note: {note}", "    ")
@@ -181,6 +186,11 @@ def status(
                 err.print(part, style="dim", highlight=False, markup=False)
     if any(r["error"] for r, _ in shown):
         raise typer.Exit(1)
+
+
+def _at(iso: str) -> str:
+    """``2026-12-06T07:22:06Z`` as ``2026-12-06 07:22 UTC``."""
+    return iso[:16].replace("T", " ") + " UTC"
 
 
 def _echo(line: str, indent: str) -> None:

@@ -53,7 +53,7 @@ from pathlib import Path
 from ctxkeep import config as cfgmod
 from ctxkeep.errors import NotFound
 from ctxkeep.hooks import worker
-from ctxkeep.hooks.worker import log
+from ctxkeep.hooks.hooklog import log
 
 DEFAULT_TIMEOUT = 5.0
 SNAPSHOT_BUDGET = 1500
@@ -106,9 +106,15 @@ def parse_payload(raw: str) -> dict:
     not a JSON object."""
     if not raw or not raw.strip():
         return {}
-    v = json.loads(raw)
+    try:
+        v = json.loads(raw)
+    except json.JSONDecodeError as e:  # one line, what / where / what to do (newuser20 F15)
+        raise ValueError(
+            f"the hook's input is not JSON ({e.msg} at character {e.pos}) - the agent's hook"
+            " input may have changed: check `ctxkeep hooks status` and the agent's version"
+        ) from None
     if not isinstance(v, dict):
-        raise ValueError("the hook input is not a JSON object")
+        raise ValueError("the hook's input is not a JSON object - check `ctxkeep hooks status`")
     return v
 
 
@@ -269,6 +275,8 @@ def run(
             box["result"] = handle(
                 h, agent, event, parse_payload(raw), wait=max(0.0, timeout - SNAPSHOT_RESERVE)
             )
+        except ValueError as e:  # our own one-line messages (the payload)
+            box["error"] = str(e)
         except BaseException as e:
             box["error"] = traceback.format_exception_only(type(e), e)[-1].strip()
 

@@ -24,7 +24,6 @@ before this module. Everything a worker does is logged to ``<home>/hooks.log``
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sqlite3
@@ -33,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from ctxkeep.hooks.hooklog import LOG_FILE, LOG_MAX_BYTES, log  # noqa: F401 (the worker's log, as before)
 from ctxkeep.sinks.files import STORE_DB
 
 try:
@@ -42,25 +42,6 @@ except ImportError:  # Windows: no detached worker (``start`` ingests in the cal
 
 QUEUE_FILE = "hook-queue.jsonl"
 WORKER_LOCK = "hook-worker.lock"
-LOG_FILE = "hooks.log"
-LOG_MAX_BYTES = 1_000_000  # the log is cut to its newest half beyond this
-
-
-def log(home: Path, agent: str, event: str, message: str) -> None:
-    """Append one line ``<UTC time> <agent> <event>: <message>`` to ``<home>/hooks.log``
-    (created 0600; never raises)."""
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        p = home / LOG_FILE
-        if p.exists() and p.stat().st_size > LOG_MAX_BYTES:
-            keep = p.read_bytes()[-LOG_MAX_BYTES // 2 :]
-            p.write_bytes(keep[keep.find(b"\n") + 1 :])
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as f:
-            now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            f.write(f"{now} {agent} {event}: {' '.join(message.split())}\n")
-    except Exception:
-        pass
 
 
 def enqueue(home: Path, agent: str, event: str, path: Path) -> None:

@@ -119,7 +119,29 @@ def hooks_status(req: SettingsRequest) -> list[tuple[dict, str]]:
 
     w, exe = _where(req), ctxkeep_argv()
     rows = [status(a, req.scope, w, exe, req.home) for a in _agents(req, w, HOOK_AGENTS, detect=False)]
+    _with_last_runs(rows, req.home)
     return [(r, display_path(Path(r["path"]), w)) for r in rows]
+
+
+def _with_last_runs(rows: list[dict], home: Path | None) -> None:
+    """Each hook row gets ``last`` (its newest line in the store's ``hooks.log``: at,
+    outcome, detail; None: never ran) and ``last_error`` (the newest error or timeout:
+    the same, or None): a hook exits 0 whatever happens, so this is where a failing one
+    shows (newuser20 F15)."""
+    from ctxkeep import config as cfgmod
+    from ctxkeep.hooks.hooklog import last_runs
+    from ctxkeep.hooks.install import HOOKS
+
+    try:
+        runs = last_runs(cfgmod.resolve_home(home))
+    except Exception:  # an unusable home: the settings are still worth showing
+        runs = {}
+    for r in rows:
+        called = {(spec.event, spec.matcher): spec.args[-1] for spec in HOOKS[r["agent"]]}
+        for h in r["hooks"]:
+            got = runs.get((r["agent"], called.get((h["event"], h["matcher"]), "")))
+            h["last"] = {k: got[k] for k in ("at", "outcome", "detail")} if got else None
+            h["last_error"] = got["error"] if got else None
 
 
 def hook_agents() -> tuple[str, ...]:

@@ -98,7 +98,9 @@ class HookStatus(Row):
     error: str | None = Field(None, description="why it could not be read (null: none)")
     hooks: list[dict[str, Any]] | None = Field(
         None,
-        description="per hook: event, matcher, state (installed, outdated, missing, foreign), does, found",
+        description="per hook: event, matcher, state (installed, outdated, missing, foreign), does, found,"
+        " last and last_error (the newest line of hooks.log for it, and its newest error or timeout:"
+        " at, outcome, detail; null: none)",
     )
     injection: Any = Field(None, description="where the agent takes the snapshot")
     notes: list[str] | None = Field(None, description="one line each")

@@ -214,3 +214,40 @@ def test_status_s_install_line_fits_80_columns(tmp_path):
         said = " ".join(" ".join(lines).split())
         want = "install: ctxkeep hooks install --agent claude-code,codex,gemini-cli"
         assert want + ("" if scope == "user" else " --scope project") in said, said
+
+
+def test_status_shows_each_hooks_last_run_and_a_failing_one(env, tmp_path, monkeypatch):
+    """newuser20 F15: a hook exits 0 whatever happens, so a failing one was invisible
+    (`hooks status` said ok; the log had a raw exception). Status now shows each hook's
+    last run from the store's hooks.log, and the error while it is the newest line; the
+    log line says what, where and what to do."""
+    from ctxkeep.hooks import runtime
+
+    store = tmp_path / "store"
+    monkeypatch.setenv("CTXKEEP_HOME", str(store))
+    assert ck("hooks", "install", "--agent", "claude-code").exit_code == 0
+    r = runtime.run("claude-code", "precompact", "not json", home=store)
+    assert r.action == "error" and r.stdout == ""
+    log = (store / "hooks.log").read_text()
+    assert (
+        "claude-code precompact: error: the hook's input is not JSON (Expecting value at character 0)" in log
+    )
+    assert "JSONDecodeError" not in log
+    out = ck("hooks", "status", "--agent", "claude-code")
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    at = lines.index(next(x for x in lines if "PreCompact" in x))
+    assert lines[at + 1].strip().startswith("last run 20") and lines[at + 1].endswith(" UTC: error")
+    assert lines[at + 2].strip().startswith("failed 20") and "is not JSON" in lines[at + 2]
+    rows = json.loads(ck("hooks", "status", "--agent", "claude-code", "--json").stdout)["agents"][0]["hooks"]
+    by = {h["event"]: h for h in rows}
+    assert (
+        by["PreCompact"]["last"]["outcome"] == "error"
+        and by["PreCompact"]["last_error"]["outcome"] == "error"
+    )
+    assert by["Stop"]["last"] is None and by["Stop"]["last_error"] is None  # never ran
+    # a run that works afterwards: the last run is that one, the old error no longer shown
+    runtime.run("claude-code", "precompact", json.dumps({"transcript_path": "/no/such.jsonl"}), home=store)
+    lines = ck("hooks", "status", "--agent", "claude-code").output.splitlines()
+    at = lines.index(next(x for x in lines if "PreCompact" in x))
+    assert lines[at + 1].endswith(" UTC: skipped") and "failed" not in lines[at + 2]

@@ -91,7 +91,7 @@ def test_bad_input_never_fails_the_agent(store):
         assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), args
     log = _log(store)
     assert "no transcript at '/no/such/file.jsonl'" in log
-    assert "precompact: error: json.decoder.JSONDecodeError" in log
+    assert "precompact: error: the hook's input is not JSON (Expecting value at character 0)" in log
     assert "unknown Claude Code event nope" in log
     assert "gemini-cli BeforeTool: skipped" in log
     assert "no rollout for thread no-such-thread" in log
