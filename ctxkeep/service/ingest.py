@@ -138,6 +138,9 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
     conn = _plan_connection(home)
     try:
         p = plan(home, conn, agents=agents, paths=paths)
+        if conn is None and not p.todo:  # a new store with nothing to read: created here
+            conn = sqlite_store.connect(home)
+            p = plan(home, conn, agents=agents, paths=paths)
         prestart.trace("ingest", "planned")
         # nothing new, but DuckDB is behind (a failed or deferred sync) or gone (deleted): catch up
         behind = req.catch_up_analytics and not p.todo and sqlite_store.analytics_behind(conn, home)
@@ -146,9 +149,11 @@ def ingest(home: Path, req: IngestRequest, progress: IngestProgress | None = Non
 
             behind = bool(pending(conn))
         held = None if p.todo or behind else _held_back(home, conn)  # nothing will change it
-        uuid_keyed = sqlite_store.uuid_keyed_files(conn)  # one search of a partial index
+        # one search of a partial index; a new store keys nothing by uuid
+        uuid_keyed = sqlite_store.uuid_keyed_files(conn) if conn is not None else (0, 0)
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
     if progress.on_problem is not None:
         for prob in p.problems:
             progress.on_problem(prob)
@@ -305,29 +310,41 @@ def _plan_connection(home: Path):
     """The connection ``ingest`` plans with: read-only when the store exists at this
     version's schema (an ingest with nothing new then writes nothing: a writable open
     commits its schema check, a WAL write, a checkpoint and three fsyncs, ~25 ms),
-    else writable (it creates or migrates the store, or reports it damaged). The
-    engine opens its own connections for what it writes."""
+    else writable (it migrates the store, or reports it damaged). None when there is no
+    store yet (``plan`` reads every file from byte 0): the engine's open creates it, once.
+    A plan connection that created it committed the schema, then its close checkpointed
+    the WAL and deleted it, and the engine's open made it again: 8 of a first ingest's
+    10 fsyncs and ~5 ms of CPU, before the early reader got its files (issue 26). Raises
+    StoreDamaged when ``store.db`` is missing from a home that held data, as the writable
+    open does (``store_safety.check_file``)."""
     from ctxkeep.sinks import sqlite as sqlite_store
     from ctxkeep.sinks.files import STORE_DB
+    from ctxkeep.sinks.sqlite import store_safety
 
-    if (home / STORE_DB).exists():
-        try:
-            conn = sqlite_store.connect(home, readonly=True)
-        except CtxkeepError:  # the writable open says what is wrong, or repairs it
-            conn = None
-        if conn is not None:
-            if sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION:
-                return conn
-            conn.close()
+    if not (home / STORE_DB).exists():
+        store_safety.check_file(home)
+        return None
+    try:
+        conn = sqlite_store.connect(home, readonly=True)
+    except CtxkeepError:  # the writable open says what is wrong, or repairs it
+        conn = None
+    if conn is not None:
+        if sqlite_store.schema_version(conn) == sqlite_store.SCHEMA_VERSION:
+            return conn
+        conn.close()
     return sqlite_store.connect(home)
 
 
 def _held_back(home: Path, conn=None) -> list[dict]:
     """``pipeline.summary.held_back`` of the store at ``home`` (what a later ingest
-    reads), through ``conn`` when given."""
+    reads), through ``conn`` when given; none when there is no store (a run that
+    created none: the plan saw no store, ``_plan_connection``)."""
     from ctxkeep.pipeline.summary import held_back
+    from ctxkeep.sinks.files import STORE_DB
 
     if conn is not None:
         return held_back(conn)
+    if not (home / STORE_DB).exists():
+        return []
     with reading(home) as conn:
         return held_back(conn)
