@@ -51,6 +51,54 @@ def test_dry_run_creates_no_store(tmp_path):
     assert rep["store"] is None and not (home / "store.db").exists()
 
 
+def test_a_first_ingest_opens_the_store_for_writing_once(tmp_path, monkeypatch):
+    """With no store yet, the plan runs on no connection and the engine's open creates
+    the store: one writable open in the whole run (the plan's own writable open created
+    it, its close checkpointed the WAL, the engine's open made it again: 4 more fsyncs
+    before the early reader got its files, issue 26); the store holds the session."""
+    import sqlite3
+
+    from ctxkeep.sinks.sqlite import connection
+
+    home, path = tmp_path / "home", _session(tmp_path)
+    opens: list[tuple[bool, bool]] = []  # (store.db there before the open, read-only)
+    real = connection._connect
+
+    def spy(h, **kw):
+        opens.append(((h / "store.db").exists(), kw["readonly"]))
+        return real(h, **kw)
+
+    monkeypatch.setattr(connection, "_connect", spy)
+    out = svc.ingest(home, svc.IngestRequest(paths=(path,), prefect=False)).as_json()
+    assert out["entries_new"] == 6
+    assert [o for o in opens if not o[1]] == [(False, False)]
+    with sqlite3.connect(home / "store.db") as c:
+        assert c.execute("SELECT count(*) FROM entries").fetchone()[0] == 6
+    # nothing to read into a new home: the store is made by the plan, as before
+    empty = tmp_path / "empty"
+    out = svc.ingest(empty, svc.IngestRequest(paths=(tmp_path / "none",), prefect=False)).as_json()
+    assert out["files"] == 0 and (empty / "store.db").exists()
+
+
+def test_a_first_ingest_into_a_home_that_held_data_stops_before_its_plan(tmp_path, monkeypatch):
+    """store.db gone from a home that held data (here its identity file): the home is
+    checked as the writable open did, before the plan (which would send the early
+    reader its files), so the ingest stops with "store.db is missing", plans nothing
+    and creates no store."""
+    from ctxkeep.pipeline import plan as plan_mod
+    from ctxkeep.sinks.sqlite.store_safety import StoreDamaged
+
+    home, path = tmp_path / "home", _session(tmp_path)
+    home.mkdir()
+    (home / "store.id").write_text("0123456789abcdef 2026-12-01T00:00:00Z\n")
+    planned: list[int] = []
+    real = plan_mod.plan
+    monkeypatch.setattr(plan_mod, "plan", lambda *a, **k: planned.append(1) or real(*a, **k))
+    with pytest.raises(StoreDamaged, match="store.db is missing"):
+        svc.ingest(home, svc.IngestRequest(paths=(path,), prefect=False))
+    assert planned == [] and not (home / "store.db").exists()
+
+
 def test_a_bad_task_runner_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError):
         svc.ingest(tmp_path / "home", svc.IngestRequest(task_runner="spark"))
