@@ -976,6 +976,49 @@ def test_finds_is_whether_a_search_has_a_hit_and_stops_at_the_first_list(corpus_
         assert n_finds == 1 < n_search
 
 
+@pytest.mark.parametrize("q", ["error", "validates", "the file", "printer validates"])
+def test_finds_without_filters_ranks_no_list_when_the_newest_match_has_a_hit(corpus_conn, q):
+    """Without filters, ``finds`` answers from a list's newest match (its text held by
+    an entry): no statement ranks (no BM25 window, no phrase count), and the answer is
+    ``search(limit=1)``'s."""
+    from ctxkeep.query.search import finds
+
+    got: list = []
+    seen = _statements(corpus_conn, lambda: got.append(finds(corpus_conn, q, Filters())))
+    assert got == [True] == [bool(search(corpus_conn, q, limit=1, parallel=False, suggest_words=False).hits)]
+    assert not [s for s in seen if "bm25(" in s], seen
+    assert [s for s in seen if " MATCH " in s and "LIMIT 1" in s]
+
+
+def test_finds_ranks_the_list_when_no_entry_holds_the_newest_match(store):
+    """A newest match whose text no entry holds (not a hit) sends ``finds`` to the
+    ranked list, as the search ranks it: the same answer, from an older match."""
+    from ctxkeep.query.search import finds
+
+    w = sqlite_store.connect(store)
+    newest = w.execute(
+        "SELECT rowid FROM fts_words WHERE fts_words MATCH '\"error\"' ORDER BY rowid DESC LIMIT 1"
+    ).fetchone()[0]
+    w.execute(
+        "DELETE FROM entry_rows WHERE content_id = (SELECT content_id FROM chunk_rows WHERE chunk_id = ?)",
+        (newest,),
+    )
+    w.commit()
+    w.close()
+    conn = sqlite_store.connect(store, readonly=True)
+    got: list = []
+    seen = _statements(conn, lambda: got.append(finds(conn, "error", Filters())))
+    hits = search(conn, "error", limit=1, parallel=False, suggest_words=False).hits
+    assert got == [True] == [bool(hits)]
+    # the newest match is not a hit now: no entry holds it
+    assert not conn.execute(
+        "SELECT 1 FROM entry_rows WHERE content_id = (SELECT content_id FROM chunk_rows WHERE chunk_id = ?)",
+        (newest,),
+    ).fetchone()
+    assert [s for s in seen if "bm25(" in s]  # the ranked window ran
+    conn.close()
+
+
 PATH_TERM = "/Users/chip/dev/ai-music/diverse_musical_ai.py"
 
 

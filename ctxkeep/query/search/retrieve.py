@@ -257,6 +257,15 @@ def match_count(conn: sqlite3.Connection, fts: str, match: str, cap: int) -> int
     return conn.execute(sql, (match, cap)).fetchone()[0]
 
 
+def newest_match(conn: sqlite3.Connection, fts: str, match: str) -> int | None:
+    """The rowid of the newest match of ``match`` in ``fts`` (unranked: the walk stops
+    there; a MATCH without any match walks its posting lists as a ranked list does, no
+    further), or None when it has none."""
+    sql = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT 1"
+    row = conn.execute(sql, (match,)).fetchone()
+    return None if row is None else row[0]
+
+
 def holds_none(conn: sqlite3.Connection, fts: str, match: str) -> bool:
     """Whether ``match`` has no match in ``fts`` (its newest match sought, unranked:
     the walk stops there)."""
