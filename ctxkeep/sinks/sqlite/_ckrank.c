@@ -22,10 +22,10 @@
 **
 ** The same values for the rows that can be among the k best of the statement (the
 ** top k a caller's ORDER BY rank LIMIT k takes). A row whose score cannot reach the
-** k-th best score seen so far, even at length 0, is given that bound (negated)
+** k-th best score seen so far, even at its least length, is given that bound (negated)
 ** without reading its length (xColumnSize: a seek into %_docsize, ~80 % of ranking a
-** row): strictly worse than the k-th best, it stays out of the top k, whose values
-** are exact (below: row_bound).
+** row; the row's least length is known from its instances' offsets): strictly worse
+** than the k-th best, it stays out of the top k, whose values are exact (row_bound).
 **
 ** No SQLite is linked: every sqlite3_* function is resolved with dlsym through the
 ** handle of the module that already loaded SQLite (Python's _sqlite3), so this runs
@@ -272,6 +272,9 @@ typedef struct Data {
   int nSeen;
   int noPrune;
   sqlite3_int64 lastRowid;
+  int nCol;
+  int *aSize; /* each phrase's tokens */
+  int *aEnd;  /* per column, the end of the row's last instance: its least size */
 } Data;
 
 static int count_cb(const Fts5ExtensionApi *api, Fts5Context *fts, void *user) {
@@ -324,15 +327,21 @@ static int get_data(const Fts5ExtensionApi *api, Fts5Context *fts, Cache *c, int
   for (int j = wAt; topk > 0 && j < nVal; j++)
     if (!(S.value_double(apVal[j]) >= 0.0)) topk = 0;
   if (topk > MAX_TOPK) topk = 0;
+  int nCol = api->xColumnCount(fts);
   size_t heapBytes = topk > 0 ? (size_t)topk * sizeof(double) : 0;
-  p = (Data *)calloc(1, sizeof(Data) + heapBytes + (size_t)nPhrase * (2 * sizeof(double) + 1));
+  p = (Data *)calloc(1, sizeof(Data) + heapBytes + (size_t)nPhrase * (2 * sizeof(double)) +
+                            (size_t)(nPhrase + nCol) * sizeof(int) + (size_t)nPhrase);
   if (!p) return SQLITE_NOMEM;
   p->nPhrase = nPhrase;
   p->topk = topk;
+  p->nCol = nCol;
   p->heap = (double *)&p[1];
   p->aIDF = &p->heap[topk > 0 ? topk : 0];
   p->aFreq = &p->aIDF[nPhrase];
-  p->known = (unsigned char *)&p->aFreq[nPhrase];
+  p->aSize = (int *)&p->aFreq[nPhrase];
+  p->aEnd = &p->aSize[nPhrase];
+  p->known = (unsigned char *)&p->aEnd[nCol];
+  for (int i = 0; i < nPhrase; i++) p->aSize[i] = api->xPhraseSize(fts, i);
   rc = api->xRowCount(fts, &p->nRow);
   sqlite3_int64 nToken = 0;
   if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
@@ -447,17 +456,22 @@ static int may_bound(const Fts5ExtensionApi *api, Fts5Context *fts, Data *p) {
   return 1;
 }
 
-/* The row's score at length 0, the most it can be: each phrase's term is
+/* The most the row's score can be: each phrase's term is
 ** idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), written as score's with
-** D = 0.0. For D >= 0, weights >= 0 and the same IDFs, every operation is monotonic in
-** IEEE arithmetic (the denominator only grows with D, the quotient only shrinks, the
-** sum is taken in the same order), so the computed score is <= this bound. */
+** the row's least length for D: in each column, the end of its last instance (offset
+** + the phrase's tokens: detail=full offsets count the column's tokens), summed over
+** the columns (D, xColumnSize(-1), is the row's tokens in all columns). For D >= that,
+** weights >= 0 and the same IDFs, every operation is monotonic in IEEE arithmetic (the
+** denominator only grows with D, the quotient only shrinks, the sum is taken in the
+** same order), so the computed score is <= this bound. */
 static double row_bound(const Data *p, double k1, double b) {
+  double least = 0.0;
+  for (int c = 0; c < p->nCol; c++) least += (double)p->aEnd[c];
   double ub = 0.0;
   for (int i = 0; i < p->nPhrase; i++) {
     double idf = p->known[i] ? p->aIDF[i] : 1.0;
     double f = p->aFreq[i];
-    ub += idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * 0.0 / p->avgdl)));
+    ub += idf * ((f * (k1 + 1.0)) / (f + k1 * (1 - b + b * least / p->avgdl)));
   }
   return ub;
 }
@@ -477,6 +491,7 @@ static void rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_cont
   if (rc == SQLITE_OK) {
     aFreq = p->aFreq;
     memset(aFreq, 0, sizeof(double) * p->nPhrase);
+    if (p->topk > 0) memset(p->aEnd, 0, sizeof(int) * p->nCol);
     rc = api->xInstCount(fts, &nInst);
   }
   for (int i = 0; rc == SQLITE_OK && i < nInst; i++) {
@@ -486,6 +501,8 @@ static void rank_row(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_cont
       /* the weights follow the table and key arguments (and k) */
       double w = (nVal - wAt > ic) ? S.value_double(apVal[ic + wAt]) : 1.0;
       aFreq[ip] += w;
+      if (p->topk > 0 && ic >= 0 && ic < p->nCol && io + p->aSize[ip] > p->aEnd[ic])
+        p->aEnd[ic] = io + p->aSize[ip];
     }
   }
   for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
